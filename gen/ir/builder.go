@@ -1,0 +1,310 @@
+package ir
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Builder constructs a Graph. It infers shapes, folds constant arithmetic (in float64, with
+// Apply, so folded and interpreted values agree) and merges identical nodes, so lowering code
+// can say what it means without bookkeeping. Shape errors are bugs in lowering code: the
+// builder panics with a message naming the op and shapes.
+type Builder struct {
+	g   *Graph
+	cse map[string]*Node
+}
+
+// NewBuilder starts a graph over the given dims; batch names the batch dims.
+func NewBuilder(dtype DType, dims []Dim, batch []string) *Builder {
+	b := &Builder{g: &Graph{DType: dtype, Dims: dims}, cse: map[string]*Node{}}
+	b.g.Batch = b.Shape(batch...)
+	return b
+}
+
+// DType returns the graph's element type.
+func (b *Builder) DType() DType { return b.g.DType }
+
+// Batch returns the batch shape.
+func (b *Builder) Batch() Shape { return b.g.Batch }
+
+// Shape returns the shape made of the named dims, in the graph's dim order.
+func (b *Builder) Shape(names ...string) Shape {
+	s := Shape{}
+	for _, d := range b.g.Dims {
+		for _, n := range names {
+			if n == d.Name {
+				s = append(s, d)
+			}
+		}
+	}
+	if len(s) != len(names) {
+		panic(fmt.Sprintf("ir: unknown or repeated dim in %v", names))
+	}
+	return s
+}
+
+// union returns the broadcast shape of the given shapes, in graph dim order.
+func (b *Builder) union(shapes ...Shape) Shape {
+	var names []string
+	seen := map[string]bool{}
+	for _, d := range b.g.Dims {
+		for _, s := range shapes {
+			if s.Has(d.Name) && !seen[d.Name] {
+				seen[d.Name] = true
+				names = append(names, d.Name)
+			}
+		}
+	}
+	return b.Shape(names...)
+}
+
+func (b *Builder) add(n *Node) *Node {
+	key := cseKey(n)
+	if m, ok := b.cse[key]; ok {
+		if m.Note == "" {
+			m.Note = n.Note
+		}
+		return m
+	}
+	n.ID = len(b.g.Nodes)
+	b.g.Nodes = append(b.g.Nodes, n)
+	b.cse[key] = n
+	return n
+}
+
+func cseKey(n *Node) string {
+	var k strings.Builder
+	fmt.Fprintf(&k, "%d|%v|%d|", n.Op, n.Axes, n.Corr)
+	for _, a := range n.Args {
+		fmt.Fprintf(&k, "%d,", a.ID)
+	}
+	if n.Input != nil {
+		k.WriteString("in:" + n.Input.Name)
+	}
+	for _, v := range n.Value {
+		fmt.Fprintf(&k, "%x,", math.Float64bits(v))
+	}
+	fmt.Fprintf(&k, "|%s", n.Shape)
+	return k.String()
+}
+
+// Input declares a kernel input.
+func (b *Builder) Input(name string, kind ElemKind, shape Shape, doc string) *Node {
+	for _, in := range b.g.Inputs {
+		if in.Name == name {
+			panic("ir: input declared twice: " + name)
+		}
+	}
+	in := &Input{Name: name, Kind: kind, Shape: shape, Doc: doc}
+	b.g.Inputs = append(b.g.Inputs, in)
+	return b.add(&Node{Op: OpInput, Input: in, Shape: shape})
+}
+
+// Const returns a scalar constant.
+func (b *Builder) Const(v float64) *Node {
+	return b.add(&Node{Op: OpConst, Value: []float64{v}, Shape: Shape{}})
+}
+
+// ConstTensor returns a constant tensor with row-major values.
+func (b *Builder) ConstTensor(shape Shape, vals []float64) *Node {
+	if len(vals) != shape.Numel() {
+		panic(fmt.Sprintf("ir: const of shape %s with %d values", shape, len(vals)))
+	}
+	return b.add(&Node{Op: OpConst, Value: append([]float64(nil), vals...), Shape: shape})
+}
+
+func isScalarConst(n *Node) bool { return n.Op == OpConst && len(n.Shape) == 0 }
+
+// elem adds an elementwise node, folding it when every argument is a scalar constant.
+func (b *Builder) elem(op Op, args ...*Node) *Node {
+	if len(args) != op.Arity() || op.Class() != Elementwise {
+		panic(fmt.Sprintf("ir: %s takes %d arguments", op, op.Arity()))
+	}
+	fold := true
+	vals := make([]float64, len(args))
+	shapes := make([]Shape, len(args))
+	for i, a := range args {
+		fold = fold && isScalarConst(a)
+		if isScalarConst(a) {
+			vals[i] = a.Value[0]
+		}
+		shapes[i] = a.Shape
+	}
+	if fold {
+		return b.Const(Apply(op, vals...))
+	}
+	return b.add(&Node{Op: op, Args: args, Shape: b.union(shapes...)})
+}
+
+// Elementwise ops.
+func (b *Builder) Neg(x *Node) *Node     { return b.elem(OpNeg, x) }
+func (b *Builder) Abs(x *Node) *Node     { return b.elem(OpAbs, x) }
+func (b *Builder) Exp(x *Node) *Node     { return b.elem(OpExp, x) }
+func (b *Builder) Log(x *Node) *Node     { return b.elem(OpLog, x) }
+func (b *Builder) Log1p(x *Node) *Node   { return b.elem(OpLog1p, x) }
+func (b *Builder) Sqrt(x *Node) *Node    { return b.elem(OpSqrt, x) }
+func (b *Builder) Add(x, y *Node) *Node  { return b.elem(OpAdd, x, y) }
+func (b *Builder) Sub(x, y *Node) *Node  { return b.elem(OpSub, x, y) }
+func (b *Builder) Mul(x, y *Node) *Node  { return b.elem(OpMul, x, y) }
+func (b *Builder) Div(x, y *Node) *Node  { return b.elem(OpDiv, x, y) }
+func (b *Builder) Min(x, y *Node) *Node  { return b.elem(OpMin, x, y) }
+func (b *Builder) Max(x, y *Node) *Node  { return b.elem(OpMax, x, y) }
+func (b *Builder) Lt(x, y *Node) *Node   { return b.elem(OpLt, x, y) }
+func (b *Builder) Le(x, y *Node) *Node   { return b.elem(OpLe, x, y) }
+func (b *Builder) Gt(x, y *Node) *Node   { return b.elem(OpGt, x, y) }
+func (b *Builder) Ge(x, y *Node) *Node   { return b.elem(OpGe, x, y) }
+func (b *Builder) Eq(x, y *Node) *Node   { return b.elem(OpEq, x, y) }
+func (b *Builder) Ne(x, y *Node) *Node   { return b.elem(OpNe, x, y) }
+func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
+
+// reduce adds a reduction of x over the named axes.
+func (b *Builder) reduce(op Op, x *Node, corr int, axes ...string) *Node {
+	if len(axes) == 0 {
+		panic("ir: " + op.String() + " needs at least one axis")
+	}
+	for _, a := range axes {
+		if !x.Shape.Has(a) {
+			panic(fmt.Sprintf("ir: %s over %s, which %s does not have", op, a, x.Shape))
+		}
+	}
+	ordered := b.Shape(axes...).Names()
+	return b.add(&Node{Op: op, Args: []*Node{x}, Axes: ordered, Corr: corr, Shape: x.Shape.Without(axes...)})
+}
+
+// Sum is Σ x over the named axes.
+func (b *Builder) Sum(x *Node, axes ...string) *Node { return b.reduce(OpSum, x, 0, axes...) }
+
+// ReduceMax is max x over the named axes.
+func (b *Builder) ReduceMax(x *Node, axes ...string) *Node { return b.reduce(OpRMax, x, 0, axes...) }
+
+// ReduceMin is min x over the named axes.
+func (b *Builder) ReduceMin(x *Node, axes ...string) *Node { return b.reduce(OpRMin, x, 0, axes...) }
+
+// LogSumExp is torch.logsumexp over the named axes.
+func (b *Builder) LogSumExp(x *Node, axes ...string) *Node {
+	return b.reduce(OpLogSumExp, x, 0, axes...)
+}
+
+// Var is the variance over the named axes with the given correction (torch.var).
+func (b *Builder) Var(x *Node, correction int, axes ...string) *Node {
+	return b.reduce(OpVar, x, correction, axes...)
+}
+
+// ArgMax is the first index of the maximum along one axis (torch.argmax).
+func (b *Builder) ArgMax(x *Node, axis string) *Node { return b.reduce(OpArgMax, x, 0, axis) }
+
+// Mean is Σ x / n over the named axes (torch.mean divides the sum by the count).
+func (b *Builder) Mean(x *Node, axes ...string) *Node {
+	n := 1
+	for _, a := range axes {
+		n *= x.Shape[x.Shape.Index(a)].Size
+	}
+	return b.Div(b.Sum(x, axes...), b.Const(float64(n)))
+}
+
+// MeanAll is the mean over every element of x.
+func (b *Builder) MeanAll(x *Node) *Node {
+	if len(x.Shape) == 0 {
+		return x
+	}
+	return b.Mean(x, x.Shape.Names()...)
+}
+
+// SumAll is the sum over every element of x.
+func (b *Builder) SumAll(x *Node) *Node {
+	if len(x.Shape) == 0 {
+		return x
+	}
+	return b.Sum(x, x.Shape.Names()...)
+}
+
+// Clamp is torch.clamp(x, lo, hi) = min(max(x, lo), hi), NaN-propagating.
+func (b *Builder) Clamp(x, lo, hi *Node) *Node { return b.Min(b.Max(x, lo), hi) }
+
+// Square is x·x.
+func (b *Builder) Square(x *Node) *Node { return b.Mul(x, x) }
+
+// alongLast checks that axis is the last dim of x, where scans and shifts run.
+func alongLast(op Op, x *Node, axis string) {
+	if len(x.Shape) == 0 || x.Shape[len(x.Shape)-1].Name != axis {
+		panic(fmt.Sprintf("ir: %s along %s needs it as the last dim of %s", op, axis, x.Shape))
+	}
+}
+
+// ScanRev is the reverse linear recurrence y[t] = x[t] + c[t]·y[t+1] along axis (the last dim).
+func (b *Builder) ScanRev(x, c *Node, axis string) *Node {
+	alongLast(OpScanRev, x, axis)
+	if !c.Shape.SubOf(x.Shape) {
+		panic(fmt.Sprintf("ir: scan coefficient %s does not broadcast to %s", c.Shape, x.Shape))
+	}
+	return b.add(&Node{Op: OpScanRev, Args: []*Node{x, c}, Axes: []string{axis}, Shape: x.Shape})
+}
+
+// ShiftNext is y[t] = x[t+1] for t < T−1 and y[T−1] = last[T−1], along axis (the last dim).
+func (b *Builder) ShiftNext(x, last *Node, axis string) *Node {
+	alongLast(OpShiftNext, x, axis)
+	if !last.Shape.Equal(x.Shape) {
+		panic(fmt.Sprintf("ir: shift fill %s differs from %s", last.Shape, x.Shape))
+	}
+	return b.add(&Node{Op: OpShiftNext, Args: []*Node{x, last}, Axes: []string{axis}, Shape: x.Shape})
+}
+
+// Gather is y[i] = x[i, idx[i]] along axis of x.
+func (b *Builder) Gather(x, idx *Node, axis string) *Node {
+	if !x.Shape.Has(axis) {
+		panic(fmt.Sprintf("ir: gather along %s, which %s does not have", axis, x.Shape))
+	}
+	out := x.Shape.Without(axis)
+	if !idx.Shape.SubOf(out) {
+		panic(fmt.Sprintf("ir: gather index %s does not broadcast to %s", idx.Shape, out))
+	}
+	return b.add(&Node{Op: OpGather, Args: []*Node{x, idx}, Axes: []string{axis}, Shape: out})
+}
+
+// Note names a node for plans and generated comments; it returns n.
+func (b *Builder) Note(n *Node, note string) *Node {
+	if n.Op != OpInput && n.Op != OpConst && n.Note == "" {
+		n.Note = note
+	}
+	return n
+}
+
+// Output declares a named kernel output.
+func (b *Builder) Output(name string, n *Node, doc, source string) {
+	for _, o := range b.g.Outputs {
+		if o.Name == name {
+			panic("ir: output declared twice: " + name)
+		}
+	}
+	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Doc: doc, Source: source})
+}
+
+// Graph returns the finished graph, keeping only the nodes that outputs depend on.
+func (b *Builder) Graph() *Graph {
+	live := map[int]bool{}
+	var mark func(n *Node)
+	mark = func(n *Node) {
+		if live[n.ID] {
+			return
+		}
+		live[n.ID] = true
+		for _, a := range n.Args {
+			mark(a)
+		}
+	}
+	for _, o := range b.g.Outputs {
+		mark(o.Node)
+	}
+	g := *b.g
+	g.Nodes = nil
+	for _, n := range b.g.Nodes {
+		if live[n.ID] || n.Op == OpInput {
+			g.Nodes = append(g.Nodes, n)
+		}
+	}
+	for i, n := range g.Nodes {
+		n.ID = i
+	}
+	return &g
+}

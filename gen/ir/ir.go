@@ -1,0 +1,281 @@
+// Package ir is lossgen's intermediate representation: a typed dataflow graph over
+// fixed-shape tensors. Losses, estimators and transforms lower to it (package lower); the
+// reference interpreter (package interp) evaluates it; the fusion planner (package plan)
+// groups it into loops that every backend emits. No loss ever needs backend code of its own:
+// a backend that handles every Op handles every loss.
+//
+// Values. Every value is a tensor of the graph's floating-point element type (DType) with a
+// Shape: a list of named dims, a sub-sequence of the graph's dim order. Boolean results
+// (comparisons) are 0 or 1; boolean inputs (done flags) load as 0 or 1; index inputs load as
+// their integer value. Elementwise ops broadcast by dim name: an operand whose dims are a
+// sub-sequence of the result's dims is repeated along the missing ones.
+//
+// NaN. Min, Max, Clamp and the reductions propagate NaN, as torch.minimum, torch.maximum,
+// torch.clamp and torch.min/max/sum do; comparisons with NaN are false except Ne.
+package ir
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DType is the element type a kernel computes in.
+type DType uint8
+
+// The kernel element types.
+const (
+	F32 DType = iota
+	F64
+)
+
+// String returns the Go type name of the element type.
+func (t DType) String() string {
+	if t == F64 {
+		return "float64"
+	}
+	return "float32"
+}
+
+// Eps is torch.finfo(dtype).eps: 2^-23 for float32, 2^-52 for float64.
+func (t DType) Eps() float64 {
+	if t == F64 {
+		return 0x1p-52
+	}
+	return 0x1p-23
+}
+
+// Dim is a named, fixed extent.
+type Dim struct {
+	Name string
+	Size int
+}
+
+// Shape is a tensor shape as named dims, outermost first. The empty shape is a scalar.
+type Shape []Dim
+
+// Numel returns the number of elements (1 for a scalar).
+func (s Shape) Numel() int {
+	n := 1
+	for _, d := range s {
+		n *= d.Size
+	}
+	return n
+}
+
+// Has reports whether the shape has the named dim.
+func (s Shape) Has(name string) bool { return s.Index(name) >= 0 }
+
+// Index returns the position of the named dim, or -1.
+func (s Shape) Index(name string) int {
+	for i, d := range s {
+		if d.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Equal reports whether two shapes have the same dims in the same order.
+func (s Shape) Equal(o Shape) bool {
+	if len(s) != len(o) {
+		return false
+	}
+	for i := range s {
+		if s[i] != o[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// SubOf reports whether s is a sub-sequence of o (s broadcasts to o).
+func (s Shape) SubOf(o Shape) bool {
+	j := 0
+	for _, d := range o {
+		if j < len(s) && s[j] == d {
+			j++
+		}
+	}
+	return j == len(s)
+}
+
+// Without returns s minus the named dims.
+func (s Shape) Without(names ...string) Shape {
+	out := Shape{}
+	for _, d := range s {
+		drop := false
+		for _, n := range names {
+			drop = drop || d.Name == n
+		}
+		if !drop {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Names returns the dim names.
+func (s Shape) Names() []string {
+	out := make([]string, len(s))
+	for i, d := range s {
+		out[i] = d.Name
+	}
+	return out
+}
+
+// Sizes returns the extents.
+func (s Shape) Sizes() []int {
+	out := make([]int, len(s))
+	for i, d := range s {
+		out[i] = d.Size
+	}
+	return out
+}
+
+// String formats the shape as [N=64 T=421].
+func (s Shape) String() string {
+	parts := make([]string, len(s))
+	for i, d := range s {
+		parts[i] = fmt.Sprintf("%s=%d", d.Name, d.Size)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// Strides returns the row-major element strides of s.
+func (s Shape) Strides() []int {
+	st := make([]int, len(s))
+	acc := 1
+	for i := len(s) - 1; i >= 0; i-- {
+		st[i] = acc
+		acc *= s[i].Size
+	}
+	return st
+}
+
+// ElemKind is how an input is stored in memory; it loads as the graph's DType.
+type ElemKind uint8
+
+// The input storage kinds.
+const (
+	Float ElemKind = iota // the graph's DType
+	Bool                  // Go bool / NumPy bool; loads as 0 or 1
+	Index                 // int64 (categorical actions); loads as its value
+)
+
+func (k ElemKind) String() string {
+	switch k {
+	case Bool:
+		return "bool"
+	case Index:
+		return "int64"
+	}
+	return "float"
+}
+
+// Node is one operation in the graph. Args are earlier nodes (the graph is in topological order).
+type Node struct {
+	ID    int
+	Op    Op
+	Args  []*Node
+	Shape Shape
+
+	Input *Input    // OpInput
+	Value []float64 // OpConst: row-major data of Shape (one value for a scalar)
+	Axes  []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
+	Corr  int       // OpVar: the correction (0 biased, 1 unbiased)
+	Note  string    // a short name for plans and generated comments ("delta", "ratio")
+}
+
+// Name returns a stable name for the node: its note if any, else "v<ID>".
+func (n *Node) Name() string {
+	if n.Op == OpInput {
+		return n.Input.Name
+	}
+	return fmt.Sprintf("v%d", n.ID)
+}
+
+// String describes the node on one line, for plans and tests.
+func (n *Node) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "v%d = %s", n.ID, n.Op)
+	switch n.Op {
+	case OpInput:
+		fmt.Fprintf(&b, " %q %s", n.Input.Name, n.Input.Kind)
+	case OpConst:
+		if len(n.Value) == 1 {
+			fmt.Fprintf(&b, " %v", n.Value[0])
+		} else {
+			fmt.Fprintf(&b, " %v", n.Value)
+		}
+	}
+	for i, a := range n.Args {
+		if i == 0 {
+			b.WriteString("(")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "v%d", a.ID)
+		if i == len(n.Args)-1 {
+			b.WriteString(")")
+		}
+	}
+	if len(n.Axes) > 0 {
+		fmt.Fprintf(&b, " over %s", strings.Join(n.Axes, ","))
+	}
+	if n.Op == OpVar {
+		fmt.Fprintf(&b, " correction=%d", n.Corr)
+	}
+	fmt.Fprintf(&b, " %s", n.Shape)
+	if n.Note != "" {
+		fmt.Fprintf(&b, "  # %s", n.Note)
+	}
+	return b.String()
+}
+
+// Input describes one kernel input: its data name (nested keys joined with '.'), how it is
+// stored, and what it means.
+type Input struct {
+	Name  string
+	Kind  ElemKind
+	Shape Shape
+	Doc   string // meaning and TorchRL key, for generated doc comments
+}
+
+// Output is one named kernel output (TorchRL's output key).
+type Output struct {
+	Name   string
+	Node   *Node
+	Doc    string // meaning, shape convention
+	Source string // the TorchRL file and function that defines it
+}
+
+// Graph is a complete kernel: inputs, nodes in topological order, and named outputs.
+type Graph struct {
+	DType   DType
+	Dims    []Dim // every dim, in spec order
+	Batch   Shape // the batch shape
+	Inputs  []*Input
+	Nodes   []*Node
+	Outputs []*Output
+}
+
+// Output returns the named output, or nil.
+func (g *Graph) Output(name string) *Output {
+	for _, o := range g.Outputs {
+		if o.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// Users returns, for each node ID, the nodes that read it.
+func (g *Graph) Users() map[int][]*Node {
+	u := map[int][]*Node{}
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			u[a.ID] = append(u[a.ID], n)
+		}
+	}
+	return u
+}

@@ -1,0 +1,213 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder walks a yaml.Node tree by hand: yaml's own strict decoding reports "line N" only
+// and a custom UnmarshalYAML loses KnownFields strictness (DEPS.md pitfalls 8 and 9), so
+// every mapping here checks its keys itself and every error carries line and column.
+type decoder struct {
+	file  string
+	errs  ErrorList
+	warns ErrorList
+	pos   map[string]Pos
+}
+
+func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+
+func (d *decoder) errf(n *yaml.Node, format string, args ...any) {
+	d.errs = append(d.errs, &Error{Pos: d.at(n), Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
+	d.warns = append(d.warns, &Error{Pos: d.at(n), Msg: "warning: " + fmt.Sprintf(format, args...)})
+}
+
+// field is one accepted key of a mapping and the function that decodes its value.
+type field struct {
+	name   string
+	decode func(path string, v *yaml.Node)
+}
+
+// mapping decodes a mapping node against its accepted fields. Unknown and repeated keys are
+// errors that name the allowed keys. It returns the key nodes seen, by name.
+func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		d.errf(n, "%s: want a mapping, got %s", path, describe(n))
+		return nil
+	}
+	names := make([]string, len(fields))
+	byName := make(map[string]field, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+		byName[f.name] = f
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		kp := join(path, k.Value)
+		if k.Kind != yaml.ScalarNode {
+			d.errf(k, "%s: a key must be a plain name, got %s", path, describe(k))
+			continue
+		}
+		if prev, dup := seen[k.Value]; dup {
+			d.errf(k, "%s: repeated key (first at line %d)", kp, prev.Line)
+			continue
+		}
+		seen[k.Value] = k
+		f, ok := byName[k.Value]
+		if !ok {
+			d.errf(k, "%s: unknown key %q %s", where(path), k.Value, allowed(names))
+			continue
+		}
+		d.pos[kp] = d.at(v)
+		f.decode(kp, v)
+	}
+	return seen
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// where names the mapping an unknown key was found in.
+func where(path string) string {
+	if path == "" {
+		return "spec"
+	}
+	return path
+}
+
+// describe names a node's YAML type for "want X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	switch n.Tag {
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "boolean " + n.Value
+	case "!!int", "!!float":
+		return "number " + n.Value
+	}
+	return fmt.Sprintf("string %q", n.Value)
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func (d *decoder) str(path string, n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		d.errf(n, "%s: want a string, got %s", path, describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// enum decodes a string that must be one of vals.
+func (d *decoder) enum(path string, n *yaml.Node, vals ...string) (string, bool) {
+	s, ok := d.str(path, n)
+	if !ok {
+		return "", false
+	}
+	for _, v := range vals {
+		if s == v {
+			return s, true
+		}
+	}
+	d.errf(n, "%s: unknown value %q %s", path, s, allowed(vals))
+	return "", false
+}
+
+func (d *decoder) float(path string, n *yaml.Node) (float64, bool) {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
+		d.errf(n, "%s: want a number, got %s", path, describe(n))
+		return 0, false
+	}
+	var v float64
+	if err := n.Decode(&v); err != nil {
+		d.errf(n, "%s: want a number, got %q", path, n.Value)
+		return 0, false
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		d.errf(n, "%s: want a finite number, got %s", path, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// floatIn decodes a number that must lie in [lo, hi], with open ends where loOpen/hiOpen.
+func (d *decoder) floatIn(path string, n *yaml.Node, lo, hi float64, loOpen, hiOpen bool) (float64, bool) {
+	v, ok := d.float(path, n)
+	if !ok {
+		return 0, false
+	}
+	if (loOpen && v <= lo) || (!loOpen && v < lo) || (hiOpen && v >= hi) || (!hiOpen && v > hi) {
+		lb, rb := "[", "]"
+		if loOpen {
+			lb = "("
+		}
+		if hiOpen {
+			rb = ")"
+		}
+		d.errf(n, "%s: must be in %s%s, %s%s, got %s", path, lb, fmtNum(lo), fmtNum(hi), rb, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+func fmtNum(v float64) string {
+	if math.IsInf(v, 1) {
+		return "inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func (d *decoder) int(path string, n *yaml.Node) (int, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		d.errf(n, "%s: want an integer, got %s", path, describe(n))
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+	if err != nil || v > math.MaxInt32 || v < math.MinInt32 {
+		d.errf(n, "%s: integer %s out of range", path, n.Value)
+		return 0, false
+	}
+	return int(v), true
+}
+
+func (d *decoder) bool(path string, n *yaml.Node) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		d.errf(n, "%s: want true or false, got %s", path, describe(n))
+		return false, false
+	}
+	var v bool
+	_ = n.Decode(&v)
+	return v, true
+}
+
+// list decodes a sequence, calling item for each element.
+func (d *decoder) list(path string, n *yaml.Node, item func(path string, v *yaml.Node)) bool {
+	if n.Kind != yaml.SequenceNode {
+		d.errf(n, "%s: want a list, got %s", path, describe(n))
+		return false
+	}
+	for i, v := range n.Content {
+		item(fmt.Sprintf("%s[%d]", path, i), v)
+	}
+	return true
+}
