@@ -143,6 +143,8 @@ func reduce(n *ir.Node, x, out []float64) {
 		switch n.Op {
 		case ir.OpSum:
 			out[s] = sum(g)
+		case ir.OpMean:
+			out[s] = sum(g) / float64(len(g))
 		case ir.OpRMax:
 			out[s] = extreme(g, func(a, b float64) bool { return a > b })
 		case ir.OpRMin:

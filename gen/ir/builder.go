@@ -90,13 +90,13 @@ func cseKey(n *Node) string {
 }
 
 // Input declares a kernel input.
-func (b *Builder) Input(name string, kind ElemKind, shape Shape, doc string) *Node {
+func (b *Builder) Input(key, name string, kind ElemKind, shape Shape, doc string) *Node {
 	for _, in := range b.g.Inputs {
 		if in.Name == name {
 			panic("ir: input declared twice: " + name)
 		}
 	}
-	in := &Input{Name: name, Kind: kind, Shape: shape, Doc: doc}
+	in := &Input{Key: key, Name: name, Kind: kind, Shape: shape, Doc: doc}
 	b.g.Inputs = append(b.g.Inputs, in)
 	return b.add(&Node{Op: OpInput, Input: in, Shape: shape})
 }
@@ -194,14 +194,8 @@ func (b *Builder) Var(x *Node, correction int, axes ...string) *Node {
 // ArgMax is the first index of the maximum along one axis (torch.argmax).
 func (b *Builder) ArgMax(x *Node, axis string) *Node { return b.reduce(OpArgMax, x, 0, axis) }
 
-// Mean is Σ x / n over the named axes (torch.mean divides the sum by the count).
-func (b *Builder) Mean(x *Node, axes ...string) *Node {
-	n := 1
-	for _, a := range axes {
-		n *= x.Shape[x.Shape.Index(a)].Size
-	}
-	return b.Div(b.Sum(x, axes...), b.Const(float64(n)))
-}
+// Mean is Σ x / n over the named axes (torch.mean).
+func (b *Builder) Mean(x *Node, axes ...string) *Node { return b.reduce(OpMean, x, 0, axes...) }
 
 // MeanAll is the mean over every element of x.
 func (b *Builder) MeanAll(x *Node) *Node {

@@ -235,6 +235,7 @@ func (n *Node) String() string {
 // Input describes one kernel input: its data name (nested keys joined with '.'), how it is
 // stored, and what it means.
 type Input struct {
+	Key   string // the spec's logical key (value, reward, ...), which says what the data means
 	Name  string
 	Kind  ElemKind
 	Shape Shape

@@ -24,8 +24,8 @@ const (
 	OpSub
 	OpMul
 	OpDiv
-	OpMin // NaN-propagating, as torch.minimum
-	OpMax // NaN-propagating, as torch.maximum
+	OpMin // as Go's min: NaN if either is NaN (torch.minimum), and −0 < +0
+	OpMax // as Go's max: NaN if either is NaN (torch.maximum), and −0 < +0
 	OpLt
 	OpLe
 	OpGt
@@ -38,6 +38,7 @@ const (
 
 	// Reductions over Axes.
 	OpSum       // Σ x
+	OpMean      // Σ x / n (one rounding: a float32 mean of equal values is that value)
 	OpRMax      // max x, NaN-propagating; −inf for no elements
 	OpRMin      // min x, NaN-propagating
 	OpLogSumExp // log Σ exp x, computed as torch.logsumexp: m + log Σ exp(x − m), m = max x (m = 0 when infinite)
@@ -81,7 +82,7 @@ var opInfo = [numOps]struct {
 	OpLt: {"lt", 2, Elementwise}, OpLe: {"le", 2, Elementwise}, OpGt: {"gt", 2, Elementwise},
 	OpGe: {"ge", 2, Elementwise}, OpEq: {"eq", 2, Elementwise}, OpNe: {"ne", 2, Elementwise},
 	OpWhere: {"where", 3, Elementwise},
-	OpSum:   {"sum", 1, Reduce}, OpRMax: {"reduce_max", 1, Reduce}, OpRMin: {"reduce_min", 1, Reduce},
+	OpSum:   {"sum", 1, Reduce}, OpMean: {"mean", 1, Reduce}, OpRMax: {"reduce_max", 1, Reduce}, OpRMin: {"reduce_min", 1, Reduce},
 	OpLogSumExp: {"logsumexp", 1, Reduce}, OpVar: {"var", 1, Reduce}, OpArgMax: {"argmax", 1, Reduce},
 	OpScanRev: {"scan_rev", 2, Scan}, OpShiftNext: {"shift_next", 2, Shift}, OpGather: {"gather", 2, Gather},
 }
@@ -129,9 +130,9 @@ func Apply(op Op, a ...float64) float64 {
 	case OpDiv:
 		return a[0] / a[1]
 	case OpMin:
-		return nanMin(a[0], a[1])
+		return min(a[0], a[1])
 	case OpMax:
-		return nanMax(a[0], a[1])
+		return max(a[0], a[1])
 	case OpLt:
 		return b2f(a[0] < a[1])
 	case OpLe:
@@ -151,28 +152,6 @@ func Apply(op Op, a ...float64) float64 {
 		return a[2]
 	}
 	panic("ir.Apply: not an elementwise op: " + op.String())
-}
-
-// nanMin is torch.minimum: NaN if either is NaN. Unlike math.Min it keeps −0 < +0 out of it:
-// torch.minimum(−0, +0) may return either zero, and the kernels do the same comparison.
-func nanMin(x, y float64) float64 {
-	if x != x || y != y {
-		return math.NaN()
-	}
-	if y < x {
-		return y
-	}
-	return x
-}
-
-func nanMax(x, y float64) float64 {
-	if x != x || y != y {
-		return math.NaN()
-	}
-	if y > x {
-		return y
-	}
-	return x
 }
 
 func b2f(b bool) float64 {

@@ -113,7 +113,7 @@ func (l *lowerer) declare(key string) {
 		kind = ir.Index
 	}
 	name := spec.DataName(l.s.Keys[key])
-	l.inputs[key] = l.b.Input(name, kind, l.b.Batch(), inputDoc[key])
+	l.inputs[key] = l.b.Input(key, name, kind, l.b.Batch(), inputDoc[key])
 }
 
 // inputDoc describes each logical key for the generated Inputs struct.

@@ -1,0 +1,405 @@
+// Package cases builds the golden cases of a generated package — seeded random inputs,
+// hand-shaped edge cases and the real recorded data shipped in golden/data — runs the
+// reference interpreter on them, and writes or checks golden/<package>/.
+//
+// Inputs are made by logical key (ir.Input.Key), so a spec that renames its data keys gets
+// the same values under its own names.
+package cases
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gorgonia.org/tensor"
+
+	"github.com/lossgen/lossgen/gen/interp"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/golden"
+)
+
+// Build returns the input-only cases for g: "random", "flags" (when the graph has done
+// flags), "extreme" (when it has log-probabilities), and "real_<file>" for every .npz in
+// dataDir holding all of g's inputs at its shapes.
+func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
+	var out []golden.Case
+	add := func(name string, fill func(r *rand.Rand, key string, n int, shape ir.Shape) []float64) {
+		r := rand.New(rand.NewPCG(seed(pkg, name), 7))
+		c := golden.Case{Name: name, Inputs: map[string]golden.Array{}}
+		vals := map[string][]float64{}
+		for _, in := range g.Inputs {
+			vals[in.Key] = fill(r, in.Key, in.Shape.Numel(), in.Shape)
+		}
+		coherent(vals)
+		for _, in := range g.Inputs {
+			c.Inputs[in.Name] = stored(g.DType, in, vals[in.Key])
+		}
+		out = append(out, c)
+	}
+	add("random", typical)
+	if has(g, "done") {
+		add("flags", func(r *rand.Rand, key string, n int, shape ir.Shape) []float64 {
+			if key == "done" || key == "terminated" {
+				return flagPatterns(key, shape)
+			}
+			return typical(r, key, n, shape)
+		})
+	}
+	if has(g, "log_prob") {
+		add("extreme", extreme)
+	}
+	real, err := realCases(g, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, real...), nil
+}
+
+func has(g *ir.Graph, key string) bool {
+	for _, in := range g.Inputs {
+		if in.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func seed(pkg, name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(pkg + "/" + name))
+	return h.Sum64()
+}
+
+// typical draws values in the ranges an RL batch has: log-probabilities of a few nats whose
+// differences cross the clip bounds, entropies of a small action space, critic values and
+// rewards of order one, done flags about one step in twenty.
+func typical(r *rand.Rand, key string, n int, _ ir.Shape) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		switch key {
+		case "sample_log_prob":
+			v[i] = -3 + 2.95*r.Float64()
+		case "log_prob":
+			v[i] = 0.25 * r.NormFloat64() // an offset; coherent adds sample_log_prob
+		case "entropy":
+			v[i] = 0.1 + 1.4*r.Float64()
+		case "value", "next_value", "value_target":
+			v[i] = 2 * r.NormFloat64()
+		case "old_value":
+			v[i] = 0.3 * r.NormFloat64() // an offset from value
+		case "reward", "advantage":
+			v[i] = r.NormFloat64()
+		case "done":
+			v[i] = b2f(r.Float64() < 0.05)
+		case "terminated":
+			v[i] = b2f(r.Float64() < 0.7) // and done: see coherent
+		default:
+			v[i] = r.NormFloat64()
+		}
+	}
+	return v
+}
+
+// extreme stresses the clip and the exponentials: log-weights of up to ±6 nats, exact ties
+// at ratio 1, advantages from 0 to ±1e3, zero entropy, the critic exactly on target.
+func extreme(r *rand.Rand, key string, n int, shape ir.Shape) []float64 {
+	v := typical(r, key, n, shape)
+	for i := range v {
+		switch key {
+		case "log_prob":
+			switch i % 4 {
+			case 0:
+				v[i] = 0
+			case 1:
+				v[i] = 6 * (2*r.Float64() - 1)
+			}
+		case "advantage", "reward":
+			switch i % 5 {
+			case 0:
+				v[i] = 0
+			case 1:
+				v[i] *= 1e3
+			}
+		case "entropy":
+			if i%3 == 0 {
+				v[i] = 0
+			}
+		}
+	}
+	return v
+}
+
+// coherent turns offsets into values (log_prob = sample_log_prob + offset, old_value =
+// value + offset) and keeps terminated ⊆ done, as environments record them.
+func coherent(vals map[string][]float64) {
+	if lp, ok := vals["log_prob"]; ok && vals["sample_log_prob"] != nil {
+		for i := range lp {
+			lp[i] += vals["sample_log_prob"][i]
+		}
+	}
+	if ov, ok := vals["old_value"]; ok && vals["value"] != nil {
+		for i := range ov {
+			ov[i] += vals["value"][i]
+		}
+	}
+	if t, ok := vals["terminated"]; ok && vals["done"] != nil {
+		for i := range t {
+			t[i] *= vals["done"][i]
+		}
+	}
+}
+
+// flagPatterns lays out, one per row (cycling), the done/terminated situations GAE must
+// get right: none; a terminal in the middle; a truncation in the middle; terminated
+// without done; done on the last step; done at every step.
+func flagPatterns(key string, shape ir.Shape) []float64 {
+	T := shape[len(shape)-1].Size
+	rows := shape.Numel() / T
+	v := make([]float64, rows*T)
+	mid := T / 2
+	for row := 0; row < rows; row++ {
+		set := func(t int, done, term bool) {
+			if key == "done" && done || key == "terminated" && term {
+				v[row*T+t] = 1
+			}
+		}
+		switch row % 6 {
+		case 1:
+			set(mid, true, true)
+		case 2:
+			set(mid, true, false)
+		case 3:
+			set(mid, false, true)
+		case 4:
+			set(T-1, true, true)
+		case 5:
+			for t := 0; t < T; t++ {
+				set(t, true, t%2 == 0)
+			}
+		}
+	}
+	return v
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stored converts values to the input's storage type, as the kernel receives them.
+func stored(dt ir.DType, in *ir.Input, v []float64) golden.Array {
+	shape := in.Shape.Sizes()
+	switch in.Kind {
+	case ir.Bool:
+		b := make([]bool, len(v))
+		for i, x := range v {
+			b[i] = x != 0
+		}
+		return golden.Array{Shape: shape, Data: b}
+	case ir.Index:
+		x := make([]int64, len(v))
+		for i, f := range v {
+			x[i] = int64(f)
+		}
+		return golden.Array{Shape: shape, Data: x}
+	}
+	if dt == ir.F64 {
+		return golden.Array{Shape: shape, Data: v}
+	}
+	f := make([]float32, len(v))
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	return golden.Array{Shape: shape, Data: f}
+}
+
+// realCases returns a case for every .npz in dataDir that holds all of g's inputs with
+// their shapes (float32 data widens exactly for float64 kernels).
+func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
+	if dataDir == "" {
+		return nil, nil
+	}
+	files, err := filepath.Glob(filepath.Join(dataDir, "*.npz"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []golden.Case
+	for _, f := range files {
+		arrays, err := golden.ReadNPZ(f)
+		if err != nil {
+			return nil, err
+		}
+		c := golden.Case{Name: "real_" + strings.TrimSuffix(filepath.Base(f), ".npz"), Inputs: map[string]golden.Array{}}
+		ok := true
+		for _, in := range g.Inputs {
+			a, found := arrays[in.Name]
+			if !found || !sameShape(a.Shape, in.Shape.Sizes()) {
+				ok = false
+				break
+			}
+			conv, err := Convert(g.DType, in, a)
+			if err != nil {
+				ok = false
+				break
+			}
+			c.Inputs[in.Name] = conv
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Convert returns a as the storage type of input in: the kernel's float type (float32 data
+// widens exactly to float64; narrowing is refused), bool flags (bools, or floats that are
+// exactly 0 or 1), int64 indices.
+func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
+	want := dt.String()
+	switch in.Kind {
+	case ir.Bool:
+		want = "bool"
+	case ir.Index:
+		want = "int64"
+	}
+	got := a.DType()
+	shape := in.Shape.Sizes()
+	switch {
+	case got == want:
+		return golden.Array{Shape: shape, Data: a.Data}, nil
+	case want == "float64" && got == "float32":
+		return golden.Array{Shape: shape, Data: a.Float64s()}, nil
+	case want == "bool" && (got == "float32" || got == "float64"):
+		f := a.Float64s()
+		b := make([]bool, len(f))
+		for i, x := range f {
+			if x != 0 && x != 1 {
+				return golden.Array{}, fmt.Errorf("%q holds %v at flat index %d; flags must be bool or 0/1", in.Name, x, i)
+			}
+			b[i] = x == 1
+		}
+		return golden.Array{Shape: shape, Data: b}, nil
+	}
+	return golden.Array{}, fmt.Errorf("%q has dtype %s, want %s", in.Name, got, want)
+}
+
+// Want runs the interpreter on a case's inputs and fills its expected outputs (float64).
+func Want(g *ir.Graph, c *golden.Case) error {
+	inputs := map[string]*tensor.Dense{}
+	for _, in := range g.Inputs {
+		a, ok := c.Inputs[in.Name]
+		if !ok {
+			return fmt.Errorf("case %s: no input %q", c.Name, in.Name)
+		}
+		inputs[in.Name] = interp.New(in.Shape, a.Float64s())
+	}
+	outs, err := interp.Run(g, inputs)
+	if err != nil {
+		return fmt.Errorf("case %s: %w", c.Name, err)
+	}
+	c.Want = map[string]golden.Array{}
+	for _, o := range g.Outputs {
+		c.Want[o.Name] = golden.Array{Shape: o.Node.Shape.Sizes(), Data: interp.Data(outs[o.Name])}
+	}
+	return nil
+}
+
+// Update rewrites dir with the cases (removing case files that are no longer produced).
+func Update(dir string, cs []golden.Case) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	keep := map[string]bool{}
+	for _, c := range cs {
+		if err := golden.WriteCase(dir, c); err != nil {
+			return err
+		}
+		keep[c.Name+golden.InSuffix] = true
+		keep[c.Name+golden.WantSuffix] = true
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*.npz"))
+	for _, f := range old {
+		if !keep[filepath.Base(f)] {
+			if err := os.Remove(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Check compares the cases with those stored in dir: inputs must be identical and expected
+// outputs equal within 1e-12 relative (float64 math libraries may differ in the last bit
+// across platforms). It returns one line per difference.
+func Check(dir string, cs []golden.Case) ([]string, error) {
+	stored, err := golden.LoadCases(dir)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]golden.Case{}
+	for _, c := range stored {
+		byName[c.Name] = c
+	}
+	var diffs []string
+	for _, c := range cs {
+		s, ok := byName[c.Name]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: case %s is missing", dir, c.Name))
+			continue
+		}
+		delete(byName, c.Name)
+		for name, a := range c.Inputs {
+			b, ok := s.Inputs[name]
+			if !ok || !sameShape(a.Shape, b.Shape) || a.DType() != b.DType() || !sameBits(a.Float64s(), b.Float64s()) {
+				diffs = append(diffs, fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name))
+			}
+		}
+		for name, a := range c.Want {
+			b, ok := s.Want[name]
+			if !ok || !sameShape(a.Shape, b.Shape) {
+				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
+				continue
+			}
+			if d := golden.Compare(b.Float64s(), a.Float64s(), golden.Tol{Abs: 1e-300, Rel: 1e-12}); d.Bad > 0 {
+				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s differs at %d elements (max rel %.3g)", dir, c.Name, name, d.Bad, d.MaxRel))
+			}
+		}
+	}
+	for name := range byName {
+		diffs = append(diffs, fmt.Sprintf("%s: case %s is not produced any more", dir, name))
+	}
+	sort.Strings(diffs)
+	return diffs, nil
+}
+
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}

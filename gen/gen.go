@@ -1,0 +1,98 @@
+// Package gen runs lossgen's pipeline for one spec — parse, lower to IR, plan, emit — and is
+// the one place that writes generated files: all of a package's files are produced in
+// memory first, and Write replaces them together or not at all.
+package gen
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/gen/plan"
+	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// Compiled is a spec taken through lowering and planning.
+type Compiled struct {
+	Spec  *spec.Spec
+	Graph *ir.Graph
+	Plan  *plan.Plan
+}
+
+// Compile parses, validates, lowers and plans the spec at path. Errors carry file:line:col.
+func Compile(path string) (*Compiled, error) {
+	s, err := spec.ParseFile(path)
+	if err != nil {
+		return nil, err
+	}
+	g, err := lower.Lower(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Compiled{Spec: s, Graph: g, Plan: plan.Build(g)}, nil
+}
+
+// Options controls what Generate emits.
+type Options struct {
+	// OutDir is where the package will be written; file headers name the spec relative to it,
+	// so the bytes do not depend on the working directory.
+	OutDir string
+	// GoldenDir, when set, is the directory of the package's golden cases; the emitted test
+	// loads them (by a path relative to OutDir).
+	GoldenDir string
+}
+
+// Generate produces every file of the package for the spec at specPath.
+func Generate(specPath string, opts Options) (*Compiled, map[string][]byte, error) {
+	c, err := Compile(specPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, err := relSlash(opts.OutDir, specPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := gogen.Meta{
+		Package:    c.Spec.Package,
+		SpecFile:   rel,
+		GenVersion: runtime.GenVersion,
+		Summary:    summary(c.Spec),
+		Params:     params(c.Spec),
+	}
+	files, err := gogen.Generate(c.Plan, m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", specPath, err)
+	}
+	goldenRel := ""
+	if opts.GoldenDir != "" {
+		if goldenRel, err = relSlash(opts.OutDir, opts.GoldenDir); err != nil {
+			return nil, nil, err
+		}
+	}
+	test, err := testFile(c, m, goldenRel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", specPath, err)
+	}
+	files[c.Spec.Package+"_test.go"] = test
+	return c, files, nil
+}
+
+// relSlash is target relative to base, with forward slashes.
+func relSlash(base, target string) (string, error) {
+	ab, err := filepath.Abs(base)
+	if err != nil {
+		return "", err
+	}
+	at, err := filepath.Abs(target)
+	if err != nil {
+		return "", err
+	}
+	r, err := filepath.Rel(ab, at)
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(r), nil
+}

@@ -1,0 +1,115 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/format"
+
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/templates"
+)
+
+type testInput struct {
+	Name, Field, GoType, Rand string
+	Len                       int
+}
+
+type testOutput struct {
+	Name, Field string
+	Scalar      bool
+	Abs, Rel    string
+}
+
+// tolerance is the bound each output of a kernel of dtype dt must meet against the float64
+// interpreter on the golden cases. float32 values carry 2^-24 ≈ 6e-8 relative rounding per
+// op; the bounds leave room for the longest chains (421-step scans, sums over 2^24
+// elements, explained variance's division of two variances) while still catching a wrong op.
+func tolerance(dt ir.DType) (abs, rel string) {
+	if dt == ir.F64 {
+		return "1e-10", "1e-9"
+	}
+	return "1e-5", "1e-5"
+}
+
+// testFile renders the generated package's test.
+func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
+	g := c.Graph
+	data := map[string]any{
+		"Header": gogen.Header(m), "Package": m.Package, "DType": g.DType.String(), "GoldenDir": goldenRel,
+		"Bits": map[ir.DType]string{ir.F32: "32", ir.F64: "64"}[g.DType],
+		"TolNote": "They were set from the errors measured on the golden cases (the test logs them), " +
+			"with room to spare; see lossgen's gen/testfile.go.",
+	}
+	var ins []testInput
+	hasIndex := false
+	bytesPerCall := 0
+	for _, in := range g.Inputs {
+		t := testInput{Name: in.Name, Field: gogen.FieldName(in.Name), Len: in.Shape.Numel()}
+		switch in.Kind {
+		case ir.Bool:
+			t.GoType, t.Rand = "bool", "r.Float64() < 0.05"
+			bytesPerCall += t.Len
+		case ir.Index:
+			hasIndex = true
+			t.GoType, t.Rand = "int64", fmt.Sprintf("int64(r.IntN(%d))", indexRange(g, in))
+			bytesPerCall += 8 * t.Len
+		default:
+			t.GoType, t.Rand = g.DType.String(), g.DType.String()+"(r.Float64()*2 - 1)"
+			bytesPerCall += elemSize(g.DType) * t.Len
+		}
+		ins = append(ins, t)
+	}
+	var outs []testOutput
+	var firstSlice any
+	for _, o := range g.Outputs {
+		abs, rel := tolerance(g.DType)
+		t := testOutput{Name: o.Name, Field: gogen.FieldName(o.Name), Scalar: len(o.Node.Shape) == 0, Abs: abs, Rel: rel}
+		if !t.Scalar && firstSlice == nil {
+			firstSlice = t
+		}
+		bytesPerCall += elemSize(g.DType) * o.Node.Shape.Numel()
+		outs = append(outs, t)
+	}
+	data["Inputs"], data["Outputs"], data["HasIndex"] = ins, outs, hasIndex
+	data["FirstSliceOutput"] = firstSlice
+	data["Bytes"] = bytesPerCall
+	data["Elements"] = g.Batch.Numel()
+
+	tmpl, err := templates.Parse("gotest.go.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	src, err := format.Source(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("generated test does not parse: %w", err)
+	}
+	return src, nil
+}
+
+func elemSize(dt ir.DType) int {
+	if dt == ir.F64 {
+		return 8
+	}
+	return 4
+}
+
+// indexRange is the extent of the axis an index input selects along (the smallest, if it
+// feeds several gathers).
+func indexRange(g *ir.Graph, in *ir.Input) int {
+	n := 1 << 30
+	for _, node := range g.Nodes {
+		if node.Op == ir.OpGather && node.Args[1].Op == ir.OpInput && node.Args[1].Input == in {
+			x := node.Args[0].Shape
+			n = min(n, x[x.Index(node.Axes[0])].Size)
+		}
+	}
+	if n == 1<<30 {
+		return 1
+	}
+	return n
+}
