@@ -32,6 +32,21 @@ func TestNPZRoundTrip(t *testing.T) {
 	require.Equal(t, b1, b2)
 }
 
+// TestNPZLarge round-trips a [64, 421] array: beyond 32 KiB, where a deflate stream returns
+// short reads (npyio v0.6.0 alone corrupts the data from element 8171 on).
+func TestNPZLarge(t *testing.T) {
+	x := make([]float32, 64*421)
+	for i := range x {
+		x[i] = float32(i)
+	}
+	p := filepath.Join(t.TempDir(), "big.npz")
+	require.NoError(t, WriteNPZ(p, map[string]Array{"a": {Shape: []int{64, 421}, Data: x}}))
+	got, err := ReadNPZ(p)
+	require.NoError(t, err)
+	require.Equal(t, []int{64, 421}, got["a"].Shape)
+	require.Equal(t, x, got["a"].Data)
+}
+
 func TestCompare(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
 	d := Compare([]float64{1, 2, nan, inf, 0}, []float64{1.001, 2, nan, inf, 0}, Tol{Rel: 1e-2})

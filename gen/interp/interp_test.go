@@ -385,7 +385,7 @@ loss: {type: clip_ppo, entropy_bonus: false, critic_coeff: 0}
 
 // Every reduction op against hand values, including the NaN and infinity rules.
 func TestReductionsByHand(t *testing.T) {
-	b := ir.NewBuilder(ir.F64, []ir.Dim{{"N", 2}, {"T", 3}}, []string{"N", "T"})
+	b := ir.NewBuilder(ir.F64, []ir.Dim{{Name: "N", Size: 2}, {Name: "T", Size: 3}}, []string{"N", "T"})
 	x := b.Input("x", "x", ir.Float, b.Batch(), "")
 	b.Output("sum_T", b.Sum(x, "T"), "", "")
 	b.Output("max_N", b.ReduceMax(x, "N"), "", "")

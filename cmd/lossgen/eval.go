@@ -1,0 +1,315 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/templates"
+)
+
+// backends are the kernels eval can run besides the reference interpreter, with the build
+// tags that select them.
+var backends = []struct{ name, tags string }{
+	{"go", "purego"},
+}
+
+func cmdEval(args []string, stdout, stderr io.Writer) error {
+	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]", stderr)
+	specPath := fs.String("spec", "", "spec file (required)")
+	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")
+	outPath := fs.String("out", "", "write the selected backend's outputs here (with all: OUT.<backend>.npz each)")
+	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel) or all")
+	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *specPath == "" || *inPath == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return errUsage
+	}
+	selected := map[string]bool{}
+	switch *which {
+	case "all":
+		selected["ref"] = true
+		for _, b := range backends {
+			selected[b.name] = true
+		}
+	case "ref", "go":
+		selected[*which] = true
+	default:
+		return fmt.Errorf("eval: unknown backend %q (allowed: all, go, ref)", *which)
+	}
+
+	c, err := gen.Compile(*specPath)
+	if err != nil {
+		return err
+	}
+	warn(stderr, c.Spec)
+	data, err := golden.ReadNPZ(*inPath)
+	if err != nil {
+		return err
+	}
+	inputs, err := evalInputs(c.Graph, data, *inPath)
+	if err != nil {
+		return err
+	}
+
+	// The interpreter always runs: it is what every backend is measured against.
+	ref := golden.Case{Name: "eval", Inputs: inputs}
+	if err := cases.Want(c.Graph, &ref); err != nil {
+		return err
+	}
+	results := map[string]map[string]golden.Array{"ref": ref.Want}
+	for _, b := range backends {
+		if !selected[b.name] {
+			continue
+		}
+		out, err := runKernel(c, *specPath, inputs, b.tags, *keep, stderr)
+		if err != nil {
+			return fmt.Errorf("eval: backend %s: %w", b.name, err)
+		}
+		results[b.name] = out
+	}
+	printTable(stdout, c.Graph, results, selected)
+
+	if *outPath != "" {
+		for name, out := range results {
+			if !selected[name] {
+				continue
+			}
+			p := *outPath
+			if *which == "all" {
+				p = strings.TrimSuffix(p, ".npz") + "." + name + ".npz"
+			}
+			if err := golden.WriteNPZ(p, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "wrote %s\n", p)
+		}
+	}
+	return nil
+}
+
+// evalInputs picks and converts the graph's inputs from an .npz, reporting every problem.
+// A trailing singleton dim (TorchRL's [*batch, 1] layout) is accepted and dropped.
+func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[string]golden.Array, error) {
+	out := map[string]golden.Array{}
+	var problems []string
+	for _, in := range g.Inputs {
+		a, ok := data[in.Name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("no array %q (%s)", in.Name, in.Doc))
+			continue
+		}
+		want := in.Shape.Sizes()
+		shape := a.Shape
+		if len(shape) == len(want)+1 && shape[len(shape)-1] == 1 {
+			shape = shape[:len(want)]
+		}
+		if !sameInts(shape, want) {
+			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, a.Shape, want, in.Shape.Names()))
+			continue
+		}
+		conv, err := cases.Convert(g.DType, in, a)
+		if err != nil {
+			problems = append(problems, "array "+err.Error())
+			continue
+		}
+		out[in.Name] = conv
+	}
+	if len(problems) > 0 {
+		have := make([]string, 0, len(data))
+		for k := range data {
+			have = append(have, k)
+		}
+		sort.Strings(have)
+		return nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
+	}
+	return out, nil
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// runKernel generates the package into a temporary module that uses this lossgen checkout
+// (or the lossgen module of the current module's build list), builds a small runner around
+// it with the given build tags, and runs it on the inputs.
+func runKernel(c *gen.Compiled, specPath string, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, error) {
+	root, err := lossgenRoot()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "lossgen-eval-")
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		fmt.Fprintln(stderr, "eval: temporary module kept in", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	kdir := filepath.Join(tmp, "kernel")
+	_, files, err := gen.Generate(specPath, gen.Options{OutDir: kdir})
+	if err != nil {
+		return nil, err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			delete(files, name)
+		}
+	}
+	if err := gen.Write(kdir, files); err != nil {
+		return nil, err
+	}
+	gomod := fmt.Sprintf("module lossgeneval\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
+	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return nil, err
+	}
+	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
+		if err := os.WriteFile(filepath.Join(tmp, "go.sum"), sum, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	g := c.Graph
+	var ins []map[string]any
+	var stdin bytes.Buffer
+	for _, in := range g.Inputs {
+		a := inputs[in.Name]
+		goType := g.DType.String()
+		switch in.Kind {
+		case ir.Bool:
+			goType = "bool"
+		case ir.Index:
+			goType = "int64"
+		}
+		ins = append(ins, map[string]any{"Name": in.Name, "GoType": goType, "Len": in.Shape.Numel()})
+		if err := binary.Write(&stdin, binary.LittleEndian, a.Data); err != nil {
+			return nil, err
+		}
+	}
+	tmpl, err := templates.Parse("evalmain.go.tmpl")
+	if err != nil {
+		return nil, err
+	}
+	var src bytes.Buffer
+	if err := tmpl.Execute(&src, map[string]any{"Inputs": ins}); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "main.go"), src.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	bin := filepath.Join(tmp, "runner")
+	build := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
+	build.Dir = tmp
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the kernel: %v\n%s", err, out)
+	}
+	runner := exec.Command(bin)
+	runner.Stdin = &stdin
+	var stdout, errOut bytes.Buffer
+	runner.Stdout, runner.Stderr = &stdout, &errOut
+	if err := runner.Run(); err != nil {
+		return nil, fmt.Errorf("running the kernel: %v\n%s", err, errOut.String())
+	}
+	res := map[string]golden.Array{}
+	r := bytes.NewReader(stdout.Bytes())
+	for _, o := range g.Outputs {
+		n := o.Node.Shape.Numel()
+		var data any
+		if g.DType == ir.F64 {
+			data = make([]float64, n)
+		} else {
+			data = make([]float32, n)
+		}
+		if err := binary.Read(r, binary.LittleEndian, data); err != nil {
+			return nil, fmt.Errorf("reading output %s: %w", o.Name, err)
+		}
+		res[o.Name] = golden.Array{Shape: o.Node.Shape.Sizes(), Data: data}
+	}
+	return res, nil
+}
+
+// lossgenRoot finds the lossgen module's source: the module being worked on, or the version
+// in the current module's build list.
+func lossgenRoot() (string, error) {
+	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
+		return dir, nil
+	}
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen")
+	out, err := cmd.Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		return "", fmt.Errorf("cannot find the lossgen module (run eval inside a module that requires github.com/lossgen/lossgen, or set LOSSGEN_ROOT): %v", err)
+	}
+	return dir, nil
+}
+
+// printTable prints every output per backend with its max abs and rel difference from the
+// interpreter.
+func printTable(w io.Writer, g *ir.Graph, results map[string]map[string]golden.Array, selected map[string]bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "output\tshape\tbackend\tvalue\tmax abs diff\tmax rel diff")
+	order := []string{"ref"}
+	for _, b := range backends {
+		order = append(order, b.name)
+	}
+	for _, o := range g.Outputs {
+		first := true
+		want := results["ref"][o.Name].Float64s()
+		for _, b := range order {
+			res, ok := results[b]
+			if !ok || !selected[b] {
+				continue
+			}
+			got := res[o.Name].Float64s()
+			name, shape := "", ""
+			if first {
+				name, shape = o.Name, fmt.Sprint(o.Node.Shape.Sizes())
+				first = false
+			}
+			abs, rel := "", ""
+			if b != "ref" {
+				d := golden.Compare(want, got, golden.Tol{Abs: math.Inf(1)})
+				abs, rel = fmt.Sprintf("%.3g", d.MaxAbs), fmt.Sprintf("%.3g", d.MaxRel)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, shape, b, summarize(got), abs, rel)
+		}
+	}
+	tw.Flush()
+}
+
+// summarize shows a scalar in full and a tensor as its mean and range.
+func summarize(x []float64) string {
+	if len(x) == 1 {
+		return fmt.Sprintf("%.10g", x[0])
+	}
+	lo, hi, s := math.Inf(1), math.Inf(-1), 0.0
+	for _, v := range x {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		s += v
+	}
+	return fmt.Sprintf("mean %.6g in [%.6g, %.6g]", s/float64(len(x)), lo, hi)
+}

@@ -1,0 +1,297 @@
+// Command lossgen generates fused Go kernels for TorchRL losses from a YAML spec.
+//
+//	lossgen generate -o DIR [-golden DIR] SPEC    write the Go package for SPEC into DIR
+//	lossgen check [-o DIR] SPEC...                validate specs (and, with -o, that DIR is fresh)
+//	lossgen golden [-update] SPEC...              compare (or rewrite) golden/<package>/ cases
+//	lossgen explain SPEC                          print the IR and the fusion plan
+//	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+//	                                              run the kernel on recorded data
+//	lossgen version
+//
+// Use it from go generate:
+//
+//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppokernel ppo.yaml
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/spec"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const usage = `usage: lossgen <command> [flags] [args]
+
+commands:
+  generate -o DIR [-golden DIR] SPEC   write the Go package for SPEC into DIR
+  check [-o DIR] SPEC...               validate specs; with -o, also check that DIR is up to date
+  golden [-update] [-dir D] [-data D] SPEC...
+                                       compare golden/<package>/ cases with the reference
+                                       interpreter (-update rewrites them)
+  explain SPEC                         print inputs, outputs, the IR and the fusion plan
+  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+                                       run the kernel on .npz data, compared with the interpreter
+  version                              print the generator version
+
+Run 'lossgen <command> -h' for a command's flags.
+`
+
+// run is the whole program: it returns the exit status (0 ok, 1 failure, 2 bad usage).
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "generate", "gen":
+		err = cmdGenerate(rest, stdout, stderr)
+	case "check":
+		err = cmdCheck(rest, stdout, stderr)
+	case "golden":
+		err = cmdGolden(rest, stdout, stderr)
+	case "explain":
+		err = cmdExplain(rest, stdout, stderr)
+	case "eval":
+		err = cmdEval(rest, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "lossgen gen v%d\n", runtime.GenVersion)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "lossgen: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+		return 2
+	}
+	report(stderr, err)
+	return 1
+}
+
+// errUsage marks an error already explained by a usage message.
+var errUsage = errors.New("usage")
+
+// report prints an error: spec diagnostics as they are (FILE:LINE:COL: msg, one per line),
+// anything else prefixed with "lossgen: ".
+func report(w io.Writer, err error) {
+	var list spec.ErrorList
+	var one *spec.Error
+	switch {
+	case errors.As(err, &list):
+		fmt.Fprintln(w, list.Error())
+	case errors.As(err, &one):
+		fmt.Fprintln(w, one.Error())
+	default:
+		fmt.Fprintln(w, "lossgen: "+err.Error())
+	}
+}
+
+// flags makes a command's flag set that prints its usage on stderr.
+func flags(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lossgen %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func warn(w io.Writer, s *spec.Spec) {
+	for _, x := range s.Warnings {
+		fmt.Fprintln(w, x.Error())
+	}
+}
+
+func cmdGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := flags("generate", "-o DIR [-golden DIR] SPEC", stderr)
+	out := fs.String("o", "", "output directory of the generated package (required)")
+	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
+	verbose := fs.Bool("v", false, "list the files written")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	c, files, err := gen.Generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
+	if err != nil {
+		return err
+	}
+	warn(stderr, c.Spec)
+	if err := gen.Write(*out, files); err != nil {
+		return err
+	}
+	if *verbose {
+		for _, name := range sortedKeys(files) {
+			fmt.Fprintln(stdout, filepath.Join(*out, name))
+		}
+	}
+	return nil
+}
+
+func cmdCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flags("check", "[-o DIR [-golden DIR]] SPEC...", stderr)
+	out := fs.String("o", "", "also check that this directory holds the package generated from the (single) spec")
+	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 || (*out != "" && fs.NArg() != 1) {
+		fs.Usage()
+		return errUsage
+	}
+	failed := 0
+	for _, path := range fs.Args() {
+		c, files, err := gen.Generate(path, gen.Options{OutDir: or(*out, "."), GoldenDir: *goldenDir})
+		if err != nil {
+			report(stderr, err)
+			failed++
+			continue
+		}
+		warn(stderr, c.Spec)
+		if *out != "" {
+			diffs, err := gen.Diff(*out, files)
+			if err != nil {
+				return err
+			}
+			for _, d := range diffs {
+				fmt.Fprintln(stderr, d)
+			}
+			if len(diffs) > 0 {
+				failed++
+				continue
+			}
+		}
+		fmt.Fprintf(stdout, "%s: ok: package %s, %d inputs, %d outputs, %d passes\n",
+			path, c.Spec.Package, len(c.Graph.Inputs), len(c.Graph.Outputs), len(c.Plan.Passes))
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d specs failed", failed, fs.NArg())
+	}
+	return nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func cmdGolden(args []string, stdout, stderr io.Writer) error {
+	fs := flags("golden", "[-update] [-dir DIR] [-data DIR] SPEC...", stderr)
+	update := fs.Bool("update", false, "rewrite the golden cases instead of comparing them")
+	root := fs.String("dir", "golden", "root of the golden case directories (cases go to DIR/<package>)")
+	data := fs.String("data", "golden/data", "directory of real data (.npz) to make real_* cases from")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	var problems []string
+	for _, path := range fs.Args() {
+		c, err := gen.Compile(path)
+		if err != nil {
+			return err
+		}
+		cs, err := cases.Build(c.Graph, c.Spec.Package, *data)
+		if err != nil {
+			return err
+		}
+		for i := range cs {
+			if err := cases.Want(c.Graph, &cs[i]); err != nil {
+				return err
+			}
+		}
+		dir := filepath.Join(*root, c.Spec.Package)
+		names := make([]string, len(cs))
+		for i, x := range cs {
+			names[i] = x.Name
+		}
+		if *update {
+			if err := cases.Update(dir, cs); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%s: wrote %d cases to %s: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+			continue
+		}
+		diffs, err := cases.Check(dir, cs)
+		if err != nil {
+			return err
+		}
+		if len(diffs) == 0 {
+			fmt.Fprintf(stdout, "%s: %d cases in %s match the interpreter: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+		}
+		problems = append(problems, diffs...)
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return fmt.Errorf("golden cases differ from the interpreter; if the change is intended, run lossgen golden -update")
+	}
+	return nil
+}
+
+func cmdExplain(args []string, stdout, stderr io.Writer) error {
+	fs := flags("explain", "SPEC", stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	c, err := gen.Compile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	warn(stderr, c.Spec)
+	g := c.Graph
+	fmt.Fprintf(stdout, "package %s (%s), batch %s\n\ninputs:\n", c.Spec.Package, g.DType, g.Batch)
+	for _, in := range g.Inputs {
+		fmt.Fprintf(stdout, "  %-18s %-8s %s: %s\n", in.Name, in.Kind, in.Shape, in.Doc)
+	}
+	fmt.Fprintln(stdout, "outputs:")
+	for _, o := range g.Outputs {
+		fmt.Fprintf(stdout, "  %-20s %-12s v%d  (%s)\n", o.Name, o.Node.Shape, o.Node.ID, o.Source)
+	}
+	fmt.Fprintf(stdout, "\nIR (%d nodes):\n", len(g.Nodes))
+	for _, n := range g.Nodes {
+		fmt.Fprintf(stdout, "  %s\n", n)
+	}
+	fmt.Fprintf(stdout, "\nfusion plan (%d passes; elementwise chains are recomputed in each pass that needs them):\n%s", len(c.Plan.Passes), c.Plan)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
