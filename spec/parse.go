@@ -76,7 +76,12 @@ func syntaxError(file string, err error) *Error {
 // top decodes the document's root mapping.
 func (d *decoder) top(s *Spec, root *yaml.Node) {
 	seen := d.mapping(root, "", []field{
-		{"package", func(p string, v *yaml.Node) { s.Package, _ = d.str(p, v) }},
+		{"package", func(p string, v *yaml.Node) {
+			if name, ok := d.str(p, v); ok {
+				s.Package = name
+				d.packageName(v, name)
+			}
+		}},
 		{"dtype", func(p string, v *yaml.Node) {
 			if t, ok := d.enum(p, v, string(Float32), string(Float64)); ok {
 				s.DType = DType(t)
@@ -109,6 +114,18 @@ func (d *decoder) top(s *Spec, root *yaml.Node) {
 		if seen[req] == nil {
 			d.errf(root, "missing required key %q", req)
 		}
+	}
+}
+
+// packageName checks that the generated package's name is usable.
+func (d *decoder) packageName(v *yaml.Node, name string) {
+	switch {
+	case token.IsKeyword(name):
+		d.errf(v, "package: %q is a Go keyword", name)
+	case !token.IsIdentifier(name) || name == "_":
+		d.errf(v, "package: %q is not a valid Go identifier (letters, digits and '_', not starting with a digit)", name)
+	case name == "main":
+		d.errf(v, "package: \"main\" cannot be imported; choose a library package name")
 	}
 }
 

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"go/token"
 	"sort"
 	"strconv"
 
@@ -21,14 +20,6 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	errAt := func(path string, msg string) { d.errs = append(d.errs, &Error{Pos: at(path), Msg: msg}) }
 	warnAt := func(path string, msg string) {
 		d.warns = append(d.warns, &Error{Pos: at(path), Msg: "warning: " + msg})
-	}
-
-	if !token.IsIdentifier(s.Package) || s.Package == "_" {
-		errAt("package", "package: "+quote(s.Package)+" is not a valid Go identifier (letters, digits and '_', not starting with a digit)")
-	} else if token.IsKeyword(s.Package) {
-		errAt("package", "package: "+quote(s.Package)+" is a Go keyword")
-	} else if s.Package == "main" {
-		errAt("package", "package: \"main\" cannot be imported; choose a library package name")
 	}
 
 	// batch: declared, distinct dims.
