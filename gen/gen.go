@@ -51,9 +51,19 @@ func Generate(specPath string, opts Options) (*Compiled, map[string][]byte, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	rel, err := relSlash(opts.OutDir, specPath)
+	files, err := Emit(c, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%s: %w", specPath, err)
+	}
+	return c, files, nil
+}
+
+// Emit produces every file of the package for a compiled spec. c.Spec needs only File and
+// Package when the graph was built by hand (tests do).
+func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
+	rel, err := relSlash(or(opts.OutDir, "."), c.Spec.File)
+	if err != nil {
+		return nil, err
 	}
 	m := gogen.Meta{
 		Package:    c.Spec.Package,
@@ -64,20 +74,27 @@ func Generate(specPath string, opts Options) (*Compiled, map[string][]byte, erro
 	}
 	files, err := gogen.Generate(c.Plan, m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", specPath, err)
+		return nil, err
 	}
 	goldenRel := ""
 	if opts.GoldenDir != "" {
-		if goldenRel, err = relSlash(opts.OutDir, opts.GoldenDir); err != nil {
-			return nil, nil, err
+		if goldenRel, err = relSlash(or(opts.OutDir, "."), opts.GoldenDir); err != nil {
+			return nil, err
 		}
 	}
 	test, err := testFile(c, m, goldenRel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", specPath, err)
+		return nil, err
 	}
 	files[c.Spec.Package+"_test.go"] = test
-	return c, files, nil
+	return files, nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // relSlash is target relative to base, with forward slashes.

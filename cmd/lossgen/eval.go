@@ -1,14 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -16,8 +11,8 @@ import (
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/runner"
 	"github.com/lossgen/lossgen/golden"
-	"github.com/lossgen/lossgen/templates"
 )
 
 // backends are the kernels eval can run besides the reference interpreter, with the build
@@ -77,7 +72,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		if !selected[b.name] {
 			continue
 		}
-		out, err := runKernel(c, *specPath, inputs, b.tags, *keep, stderr)
+		out, err := runKernel(c, inputs, b.tags, *keep, stderr)
 		if err != nil {
 			return fmt.Errorf("eval: backend %s: %w", b.name, err)
 		}
@@ -153,118 +148,22 @@ func sameInts(a, b []int) bool {
 	return true
 }
 
-// runKernel generates the package into a temporary module that uses this lossgen checkout
-// (or the lossgen module of the current module's build list), builds a small runner around
-// it with the given build tags, and runs it on the inputs.
-func runKernel(c *gen.Compiled, specPath string, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, error) {
-	root, err := lossgenRoot()
-	if err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp("", "lossgen-eval-")
+// runKernel builds the generated package with the given tags and runs it on the inputs.
+func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, error) {
+	m, err := runner.NewModule(c)
 	if err != nil {
 		return nil, err
 	}
 	if keep {
-		fmt.Fprintln(stderr, "eval: temporary module kept in", tmp)
+		fmt.Fprintln(stderr, "eval: temporary module kept in", m.Dir)
 	} else {
-		defer os.RemoveAll(tmp)
+		defer m.Close()
 	}
-	kdir := filepath.Join(tmp, "kernel")
-	_, files, err := gen.Generate(specPath, gen.Options{OutDir: kdir})
+	bin, err := m.Build(tags)
 	if err != nil {
 		return nil, err
 	}
-	for name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			delete(files, name)
-		}
-	}
-	if err := gen.Write(kdir, files); err != nil {
-		return nil, err
-	}
-	gomod := fmt.Sprintf("module lossgeneval\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte(gomod), 0o644); err != nil {
-		return nil, err
-	}
-	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
-		if err := os.WriteFile(filepath.Join(tmp, "go.sum"), sum, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	g := c.Graph
-	var ins []map[string]any
-	var stdin bytes.Buffer
-	for _, in := range g.Inputs {
-		a := inputs[in.Name]
-		goType := g.DType.String()
-		switch in.Kind {
-		case ir.Bool:
-			goType = "bool"
-		case ir.Index:
-			goType = "int64"
-		}
-		ins = append(ins, map[string]any{"Name": in.Name, "GoType": goType, "Len": in.Shape.Numel()})
-		if err := binary.Write(&stdin, binary.LittleEndian, a.Data); err != nil {
-			return nil, err
-		}
-	}
-	tmpl, err := templates.Parse("evalmain.go.tmpl")
-	if err != nil {
-		return nil, err
-	}
-	var src bytes.Buffer
-	if err := tmpl.Execute(&src, map[string]any{"Inputs": ins}); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "main.go"), src.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	bin := filepath.Join(tmp, "runner")
-	build := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
-	build.Dir = tmp
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the kernel: %v\n%s", err, out)
-	}
-	runner := exec.Command(bin)
-	runner.Stdin = &stdin
-	var stdout, errOut bytes.Buffer
-	runner.Stdout, runner.Stderr = &stdout, &errOut
-	if err := runner.Run(); err != nil {
-		return nil, fmt.Errorf("running the kernel: %v\n%s", err, errOut.String())
-	}
-	res := map[string]golden.Array{}
-	r := bytes.NewReader(stdout.Bytes())
-	for _, o := range g.Outputs {
-		n := o.Node.Shape.Numel()
-		var data any
-		if g.DType == ir.F64 {
-			data = make([]float64, n)
-		} else {
-			data = make([]float32, n)
-		}
-		if err := binary.Read(r, binary.LittleEndian, data); err != nil {
-			return nil, fmt.Errorf("reading output %s: %w", o.Name, err)
-		}
-		res[o.Name] = golden.Array{Shape: o.Node.Shape.Sizes(), Data: data}
-	}
-	return res, nil
-}
-
-// lossgenRoot finds the lossgen module's source: the module being worked on, or the version
-// in the current module's build list.
-func lossgenRoot() (string, error) {
-	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
-		return dir, nil
-	}
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen")
-	out, err := cmd.Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		return "", fmt.Errorf("cannot find the lossgen module (run eval inside a module that requires github.com/lossgen/lossgen, or set LOSSGEN_ROOT): %v", err)
-	}
-	return dir, nil
+	return m.Run(bin, inputs)
 }
 
 // printTable prints every output per backend with its max abs and rel difference from the

@@ -37,7 +37,7 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 		}
 		coherent(vals)
 		for _, in := range g.Inputs {
-			c.Inputs[in.Name] = stored(g.DType, in, vals[in.Key])
+			c.Inputs[in.Name] = Stored(g.DType, in, vals[in.Key])
 		}
 		out = append(out, c)
 	}
@@ -193,8 +193,8 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// stored converts values to the input's storage type, as the kernel receives them.
-func stored(dt ir.DType, in *ir.Input, v []float64) golden.Array {
+// Stored converts values to the input's storage type, as the kernel receives them.
+func Stored(dt ir.DType, in *ir.Input, v []float64) golden.Array {
 	shape := in.Shape.Sizes()
 	switch in.Kind {
 	case ir.Bool:

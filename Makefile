@@ -1,0 +1,44 @@
+# lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
+GO ?= go
+
+.PHONY: all demo test vet unit test-purego golden-check golden-update generate check-generated data
+
+all: test
+
+# The main job: the ClipPPO+GAE kernel on the shipped real CartPole rollout, every backend
+# against the reference interpreter.
+demo:
+	$(GO) run ./cmd/lossgen eval -spec spec/examples/clip_ppo_gae.yaml -in golden/data/cartpole_rollout.npz -backend all
+
+# Everything CI checks: vet, the tests (with and without the purego tag), the golden cases
+# against the interpreter, and that generated/ is what the generator makes today.
+test: vet unit test-purego golden-check check-generated
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags purego ./...
+	GOARCH=arm64 $(GO) vet ./generated/... ./runtime/...
+
+unit:
+	$(GO) test ./...
+
+test-purego:
+	$(GO) test -tags purego ./generated/... ./runtime/...
+
+golden-check:
+	$(GO) run ./cmd/lossgen golden spec/examples/*.yaml
+
+golden-update:
+	$(GO) run ./cmd/lossgen golden -update spec/examples/*.yaml
+
+generate:
+	$(GO) generate ./generated/...
+
+# Regenerates generated/ and fails if that changed anything (or left files untracked).
+check-generated: generate
+	@git diff --exit-code -- generated/ || (echo "generated/ is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/ >&2; echo "untracked files in generated/" >&2; exit 1)
+
+# Rebuilds the derived real-data files in golden/data from the recorded rollout.
+data:
+	$(GO) run ./golden/data/mkdata

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/lossgen/lossgen/golden"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"lossgen": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI scenarios in testdata/script: generation, diagnostics, exit
+// codes, golden files and eval on the shipped real data.
+func TestScripts(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goenv := map[string]string{}
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		goenv[k] = strings.TrimSpace(string(out))
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("LOSSGEN_ROOT", root)
+			e.Setenv("ROOT", root)
+			for k, v := range goenv {
+				e.Setenv(k, v)
+			}
+			e.Setenv("GOPROXY", "off")
+			e.Setenv("GOFLAGS", "-mod=mod")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"mknpz": mknpz,
+		},
+	})
+}
+
+// mknpz writes an .npz for eval's error paths: mknpz FILE NAME:DTYPE:D0xD1[:VALUE]...
+// (shape "" is a scalar; the value fills every element, 0 by default).
+func mknpz(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: mknpz FILE NAME:DTYPE:SHAPE[:VALUE]...")
+	}
+	arrays := map[string]golden.Array{}
+	for _, spec := range args[1:] {
+		parts := strings.Split(spec, ":")
+		if len(parts) < 3 {
+			ts.Fatalf("bad array spec %q", spec)
+		}
+		shape := []int{}
+		n := 1
+		if parts[2] != "" {
+			for _, d := range strings.Split(parts[2], "x") {
+				k, err := strconv.Atoi(d)
+				ts.Check(err)
+				shape = append(shape, k)
+				n *= k
+			}
+		}
+		v := 0.0
+		if len(parts) > 3 {
+			var err error
+			v, err = strconv.ParseFloat(parts[3], 64)
+			ts.Check(err)
+		}
+		var data any
+		switch parts[1] {
+		case "float32":
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(v)
+			}
+			data = x
+		case "float64":
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = v
+			}
+			data = x
+		case "bool":
+			x := make([]bool, n)
+			for i := range x {
+				x[i] = v != 0
+			}
+			data = x
+		case "int64":
+			x := make([]int64, n)
+			for i := range x {
+				x[i] = int64(v)
+			}
+			data = x
+		default:
+			ts.Fatalf("unknown dtype %q", parts[1])
+		}
+		arrays[parts[0]] = golden.Array{Shape: shape, Data: data}
+	}
+	err := golden.WriteNPZ(ts.MkAbs(args[0]), arrays)
+	if neg != (err != nil) {
+		ts.Fatalf("mknpz: %v", fmt.Sprint(err))
+	}
+}

@@ -1,0 +1,180 @@
+// Package runner builds a generated package into a throwaway module and runs it: the way
+// `lossgen eval` (and the backend tests) execute a kernel that did not exist when lossgen
+// was compiled. The module uses this lossgen checkout through a replace directive, so the
+// kernel is built exactly as a user's module would build it.
+package runner
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/templates"
+)
+
+// Root finds the lossgen module's source: $LOSSGEN_ROOT, else the lossgen module in the
+// current module's build list (this checkout when run inside it).
+func Root() (string, error) {
+	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
+		return dir, nil
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen").Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		return "", fmt.Errorf("cannot find the lossgen module (run inside a module that requires github.com/lossgen/lossgen, or set LOSSGEN_ROOT): %v", err)
+	}
+	return dir, nil
+}
+
+// Module is a temporary module holding one generated package and a runner program.
+type Module struct {
+	Dir string
+	c   *gen.Compiled
+}
+
+// NewModule writes the package for c into a new temporary module. Remove it with Close.
+func NewModule(c *gen.Compiled) (*Module, error) {
+	root, err := Root()
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "lossgen-run-")
+	if err != nil {
+		return nil, err
+	}
+	m := &Module{Dir: tmp, c: c}
+	if err := m.write(root); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close removes the module.
+func (m *Module) Close() error { return os.RemoveAll(m.Dir) }
+
+func (m *Module) write(root string) error {
+	kdir := filepath.Join(m.Dir, "kernel")
+	files, err := gen.Emit(m.c, gen.Options{OutDir: kdir})
+	if err != nil {
+		return err
+	}
+	for name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			delete(files, name)
+		}
+	}
+	if err := gen.Write(kdir, files); err != nil {
+		return err
+	}
+	gomod := fmt.Sprintf("module lossgeneval\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
+	if err := os.WriteFile(filepath.Join(m.Dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
+		if err := os.WriteFile(filepath.Join(m.Dir, "go.sum"), sum, 0o644); err != nil {
+			return err
+		}
+	}
+	var ins []map[string]any
+	for _, in := range m.c.Graph.Inputs {
+		ins = append(ins, map[string]any{"Name": in.Name, "GoType": goType(m.c.Graph, in), "Len": in.Shape.Numel()})
+	}
+	tmpl, err := templates.Parse("evalmain.go.tmpl")
+	if err != nil {
+		return err
+	}
+	var src bytes.Buffer
+	if err := tmpl.Execute(&src, map[string]any{"Inputs": ins}); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(m.Dir, "main.go"), src.Bytes(), 0o644)
+}
+
+func goType(g *ir.Graph, in *ir.Input) string {
+	switch in.Kind {
+	case ir.Bool:
+		return "bool"
+	case ir.Index:
+		return "int64"
+	}
+	return g.DType.String()
+}
+
+// Build compiles the runner with the given build tags ("purego" selects the pure-Go
+// kernel) and returns the binary's path.
+func (m *Module) Build(tags string) (string, error) {
+	bin := filepath.Join(m.Dir, "runner-"+strings.ReplaceAll(or(tags, "default"), ",", "-"))
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, ".")
+	cmd.Dir = m.Dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the kernel: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Run runs a built runner on inputs (stored as the kernel expects them: see
+// cases.Convert) and returns every output in the kernel's dtype.
+func (m *Module) Run(bin string, inputs map[string]golden.Array) (map[string]golden.Array, error) {
+	g := m.c.Graph
+	var stdin bytes.Buffer
+	for _, in := range g.Inputs {
+		a, ok := inputs[in.Name]
+		if !ok {
+			return nil, fmt.Errorf("no input %q", in.Name)
+		}
+		if err := binary.Write(&stdin, binary.LittleEndian, a.Data); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = &stdin
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("running the kernel: %v\n%s", err, stderr.String())
+	}
+	res := map[string]golden.Array{}
+	r := bytes.NewReader(stdout.Bytes())
+	for _, o := range g.Outputs {
+		n := o.Node.Shape.Numel()
+		var data any = make([]float32, n)
+		if g.DType == ir.F64 {
+			data = make([]float64, n)
+		}
+		if err := binary.Read(r, binary.LittleEndian, data); err != nil {
+			return nil, fmt.Errorf("reading output %s: %w", o.Name, err)
+		}
+		res[o.Name] = golden.Array{Shape: o.Node.Shape.Sizes(), Data: data}
+	}
+	return res, nil
+}
+
+// Kernel is NewModule, Build and Run in one call.
+func Kernel(c *gen.Compiled, inputs map[string]golden.Array, tags string) (map[string]golden.Array, error) {
+	m, err := NewModule(c)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	bin, err := m.Build(tags)
+	if err != nil {
+		return nil, err
+	}
+	return m.Run(bin, inputs)
+}
