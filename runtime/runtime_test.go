@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func TestCheckLens(t *testing.T) {
+	if err := CheckLens("k", Len{"a", 3, 3}); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckLens("k", Len{"in.A", 2, 3}, Len{"in.B", 3, 3}, Len{"out.C", 5, 4})
+	var se *ShapeError
+	if !errors.As(err, &se) || len(se.Bad) != 2 {
+		t.Fatalf("got %v", err)
+	}
+	if want := "k: shape mismatch: in.A has 2 elements, want 3; out.C has 5 elements, want 4"; err.Error() != want {
+		t.Fatalf("got %q, want %q", err, want)
+	}
+}
+
+func lse(xs ...float64) float64 {
+	a := NewLogSumExp()
+	for _, x := range xs {
+		a.Add(x)
+	}
+	return a.Result()
+}
+
+// The streaming logsumexp against the two-pass formula and torch's infinity rules.
+func TestLogSumExp(t *testing.T) {
+	xs := []float64{0.5, -3, 2, 2, 100, -1e10}
+	m := 100.0
+	s := 0.0
+	for _, x := range xs {
+		s += math.Exp(x - m)
+	}
+	if got, want := lse(xs...), m+math.Log(s); math.Abs(got-want) > 1e-13 {
+		t.Fatalf("lse = %v, want %v", got, want)
+	}
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{1, inf, 2}, inf},
+		{[]float64{inf, inf}, inf},
+		{[]float64{math.Inf(-1), math.Inf(-1)}, math.Inf(-1)},
+		{[]float64{math.Inf(-1), 0}, 0},
+		{[]float64{}, math.Inf(-1)},
+	} {
+		if got := lse(c.xs...); got != c.want {
+			t.Errorf("lse%v = %v, want %v", c.xs, got, c.want)
+		}
+	}
+	if got := lse(1, math.NaN(), 2); !math.IsNaN(got) {
+		t.Errorf("lse with NaN = %v", got)
+	}
+}
+
+func TestWelford(t *testing.T) {
+	var w Welford
+	for _, x := range []float64{1, 3, 3, -1, 0, 2} {
+		w.Add(x)
+	}
+	// mean 4/3; Σ(x−m)² = 104/9 − ... computed directly:
+	var ss float64
+	for _, x := range []float64{1, 3, 3, -1, 0, 2} {
+		ss += (x - 4.0/3) * (x - 4.0/3)
+	}
+	if math.Abs(w.Var(0)-ss/6) > 1e-14 || math.Abs(w.Var(1)-ss/5) > 1e-14 {
+		t.Fatalf("var = %v, %v; want %v, %v", w.Var(0), w.Var(1), ss/6, ss/5)
+	}
+	var e Welford
+	for range 1000 {
+		e.Add(0.1)
+	}
+	if e.Var(1) != 0 || e.Mean != 0.1 {
+		t.Fatalf("equal values: var %v, mean %v", e.Var(1), e.Mean)
+	}
+}
+
+func TestMean(t *testing.T) {
+	var m Mean
+	x := float64(float32(0.1))
+	for range 4096 {
+		m.Add(x)
+	}
+	if m.Result() != x {
+		t.Fatalf("mean of equal float32 values = %v, want %v exactly", m.Result(), x)
+	}
+}
+
+func TestArgMax(t *testing.T) {
+	xs := []float64{1, 3, 3, math.Inf(-1)}
+	a := NewArgMax()
+	for i, x := range xs {
+		a.Add(x, i)
+	}
+	r := NewArgMax()
+	for i := len(xs) - 1; i >= 0; i-- {
+		r.AddReverse(xs[i], i)
+	}
+	if a.Idx != 1 || r.Idx != 1 {
+		t.Fatalf("first maximum: forward %d, reverse %d, want 1", a.Idx, r.Idx)
+	}
+	n := []float64{1, math.NaN(), 5, math.NaN()}
+	a, r = NewArgMax(), NewArgMax()
+	for i, x := range n {
+		a.Add(x, i)
+	}
+	for i := len(n) - 1; i >= 0; i-- {
+		r.AddReverse(n[i], i)
+	}
+	if a.Idx != 1 || r.Idx != 1 {
+		t.Fatalf("first NaN: forward %d, reverse %d, want 1", a.Idx, r.Idx)
+	}
+	if Max(1, math.NaN()) == Max(1, math.NaN()) || Min(math.NaN(), 1) == Min(math.NaN(), 1) {
+		t.Fatal("Max/Min must propagate NaN")
+	}
+}
