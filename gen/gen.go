@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
@@ -87,6 +88,18 @@ func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	files[c.Spec.Package+"_test.go"] = test
+	avx, err := asmgen.Generate(c.Plan, m)
+	if err != nil {
+		return nil, err
+	}
+	for name, src := range avx {
+		files[name] = src
+	}
+	vt, err := vmathTestFile(c, m)
+	if err != nil {
+		return nil, err
+	}
+	files["vmath_amd64_test.go"] = vt
 	return files, nil
 }
 

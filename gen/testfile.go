@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/format"
 
+	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/templates"
@@ -85,7 +86,25 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	data["Bytes"] = bytesPerCall
 	data["Elements"] = g.Batch.Numel()
 
-	tmpl, err := templates.Parse("gotest.go.tmpl")
+	return render("gotest.go.tmpl", data)
+}
+
+// vmathTestFile renders the accuracy sweep of the AVX2 kernels' exp, log and log1p.
+func vmathTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
+	data := map[string]any{
+		"Header": gogen.Header(m), "Package": m.Package, "DType": c.Graph.DType.String(), "MaxULP": asmgen.MaxULP,
+		"SweepDoc": "2^24 points spread evenly over all 2^32 float32 bit patterns", "FullSweepDoc": "every float32",
+	}
+	if c.Graph.DType == ir.F64 {
+		data["SweepDoc"] = "2^22 float64s (random bit patterns, uniform in ±800, uniform in [−1, 3))"
+		data["FullSweepDoc"] = "2^26 of them"
+	}
+	return render("vmath_test.go.tmpl", data)
+}
+
+// render executes a template and gofmts the result.
+func render(name string, data any) ([]byte, error) {
+	tmpl, err := templates.Parse(name)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +114,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	}
 	src, err := format.Source(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("generated test does not parse: %w", err)
+		return nil, fmt.Errorf("%s does not parse: %w", name, err)
 	}
 	return src, nil
 }

@@ -189,13 +189,38 @@ func (e *gen) setGet(f *jen.File) {
 	)
 }
 
-// forward emits Forward and the pass variables it calls.
+// forward emits Forward, the implementation registry and the loop over passes.
 func (e *gen) forward(f *jen.File) {
 	g := e.g
+	passType := jen.Func().Params(jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs"), jen.Op("*").Id("scratch"))
+	f.Comment("impl is one implementation of every pass of the plan, in order.")
+	f.Type().Id("impl").Struct(
+		jen.Id("name").String(),
+		jen.Id("passes").Index().Add(passType),
+	)
+	f.Comment("impls are the implementations this build has: the pure-Go kernels, then those an")
+	f.Comment("assembly backend registers at init where the CPU supports them. Forward runs the last;")
+	f.Comment("the tests run them all.")
+	f.Var().Id("impls").Op("=").Index().Id("impl").Values(jen.Values(jen.Dict{
+		jen.Id("name"): jen.Lit("go"),
+		jen.Id("passes"): jen.Index().Add(passType).ValuesFunc(func(v *jen.Group) {
+			for _, ps := range e.p.Passes {
+				v.Id(fmt.Sprintf("pass%dGo", ps.Index))
+			}
+		}),
+	}))
+	f.Comment("Implementation names the kernels Forward runs: \"avx2\" (AVX2+FMA assembly) or \"go\"")
+	f.Comment("(pure Go: the purego build tag, LOSSGEN_PUREGO=1, other architectures, older CPUs).")
+	f.Func().Id("Implementation").Params().String().Block(jen.Return(jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1)).Dot("name")))
+
 	f.Comment("Forward computes every output from in. in and out must not share memory. When a slice")
 	f.Comment("of in or out has the wrong length it returns a *runtime.ShapeError naming each one and")
 	f.Comment("writes nothing. Forward is safe for concurrent use with distinct out values.")
-	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().BlockFunc(func(b *jen.Group) {
+	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().Block(
+		jen.Return(jen.Id("forward").Call(jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1)), jen.Id("in"), jen.Id("out"))),
+	)
+	f.Comment("forward checks the lengths, then runs im's passes with pooled scratch buffers.")
+	f.Func().Id("forward").Params(jen.Id("im").Id("impl"), jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().BlockFunc(func(b *jen.Group) {
 		b.If(jen.Id("in").Op("==").Nil().Op("||").Id("out").Op("==").Nil()).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": Forward needs non-nil in and out"))),
 		)
@@ -215,21 +240,45 @@ func (e *gen) forward(f *jen.File) {
 		}
 		b.If(jen.Id("err").Op(":=").Qual(RuntimePath, "CheckLens").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, checks...),
 			jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
+		e.indexChecks(b)
 		b.Id("s").Op(":=").Id("scratchPool").Dot("Get").Call().Assert(jen.Op("*").Id("scratch"))
 		b.Defer().Id("scratchPool").Dot("Put").Call(jen.Id("s"))
-		for _, ps := range e.p.Passes {
-			b.Id(fmt.Sprintf("pass%d", ps.Index)).Call(jen.Id("in"), jen.Id("out"), jen.Id("s"))
-		}
+		b.For(jen.List(jen.Id("_"), jen.Id("pass")).Op(":=").Range().Id("im").Dot("passes")).Block(
+			jen.Id("pass").Call(jen.Id("in"), jen.Id("out"), jen.Id("s")),
+		)
 		b.Return(jen.Nil())
 	})
 	f.Var().Id("scratchPool").Op("=").Qual("sync", "Pool").Values(jen.Dict{
 		jen.Id("New"): jen.Func().Params().Any().Block(jen.Return(jen.Id("newScratch").Call())),
 	})
-	f.Comment("The passes Forward runs, in order. Each starts as its pure-Go version; an assembly")
-	f.Comment("backend replaces it at init where the CPU supports one.")
-	f.Var().DefsFunc(func(d *jen.Group) {
-		for _, ps := range e.p.Passes {
-			d.Id(fmt.Sprintf("pass%d", ps.Index)).Op("=").Id(fmt.Sprintf("pass%dGo", ps.Index))
+}
+
+// indexChecks rejects index inputs outside the axis they select along, before any kernel runs.
+func (e *gen) indexChecks(b *jen.Group) {
+	for _, in := range e.g.Inputs {
+		if in.Kind != ir.Index {
+			continue
 		}
-	})
+		size := 0
+		for _, n := range e.g.Nodes {
+			if n.Op == ir.OpGather && n.Args[1].Op == ir.OpInput && n.Args[1].Input == in {
+				x := n.Args[0].Shape
+				if s := x[x.Index(n.Axes[0])].Size; size == 0 || s < size {
+					size = s
+				}
+			}
+		}
+		if size == 0 {
+			continue
+		}
+		field := jen.Id("in").Dot(e.in[in.Name])
+		b.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Add(field)).Block(
+			jen.If(jen.Id("v").Op("<").Lit(0).Op("||").Id("v").Op(">=").Lit(size)).Block(
+				jen.Return(jen.Op("&").Qual(RuntimePath, "IndexError").Values(jen.Dict{
+					jen.Id("Kernel"): jen.Lit(e.m.Package), jen.Id("Input"): jen.Lit("in." + e.in[in.Name]),
+					jen.Id("At"): jen.Id("i"), jen.Id("Value"): jen.Int().Call(jen.Id("v")), jen.Id("Size"): jen.Lit(size),
+				})),
+			),
+		)
+	}
 }

@@ -226,10 +226,35 @@ func (out *Outputs) Get(name string) ([]float32, bool) {
 	return nil, false
 }
 
+// impl is one implementation of every pass of the plan, in order.
+type impl struct {
+	name   string
+	passes []func(*Inputs, *Outputs, *scratch)
+}
+
+// impls are the implementations this build has: the pure-Go kernels, then those an
+// assembly backend registers at init where the CPU supports them. Forward runs the last;
+// the tests run them all.
+var impls = []impl{{
+	name:   "go",
+	passes: []func(*Inputs, *Outputs, *scratch){pass0Go, pass1Go, pass2Go},
+}}
+
+// Implementation names the kernels Forward runs: "avx2" (AVX2+FMA assembly) or "go"
+// (pure Go: the purego build tag, LOSSGEN_PUREGO=1, other architectures, older CPUs).
+func Implementation() string {
+	return impls[len(impls)-1].name
+}
+
 // Forward computes every output from in. in and out must not share memory. When a slice
 // of in or out has the wrong length it returns a *runtime.ShapeError naming each one and
 // writes nothing. Forward is safe for concurrent use with distinct out values.
 func Forward(in *Inputs, out *Outputs) error {
+	return forward(impls[len(impls)-1], in, out)
+}
+
+// forward checks the lengths, then runs im's passes with pooled scratch buffers.
+func forward(im impl, in *Inputs, out *Outputs) error {
 	if in == nil || out == nil {
 		return errors.New("clipppogae: Forward needs non-nil in and out")
 	}
@@ -295,20 +320,12 @@ func Forward(in *Inputs, out *Outputs) error {
 	}
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
-	pass0(in, out, s)
-	pass1(in, out, s)
-	pass2(in, out, s)
+	for _, pass := range im.passes {
+		pass(in, out, s)
+	}
 	return nil
 }
 
 var scratchPool = sync.Pool{New: func() any {
 	return newScratch()
 }}
-
-// The passes Forward runs, in order. Each starts as its pure-Go version; an assembly
-// backend replaces it at init where the CPU supports one.
-var (
-	pass0 = pass0Go
-	pass1 = pass1Go
-	pass2 = pass2Go
-)

@@ -6,17 +6,13 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/lossgen/lossgen/golden"
-
 	"github.com/lossgen/lossgen/runtime"
 )
-
-// goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64
-// reference interpreter), written by `lossgen golden -update`.
-const goldenDir = "../../golden/gae"
 
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
 // this float64 kernel against the float64 reference interpreter. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
@@ -25,8 +21,12 @@ var tolerances = map[string]golden.Tol{
 	"value_target": {Abs: 1e-12, Rel: 1e-9, Norm: 1e-10},
 }
 
-// TestGolden runs the kernel on every golden case and compares each output with the
-// interpreter's within its tolerance.
+// goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64
+// reference interpreter), written by `lossgen golden -update`.
+const goldenDir = "../../golden/gae"
+
+// TestGolden runs every implementation on every golden case and compares each output
+// with the interpreter's within its tolerance.
 func TestGolden(t *testing.T) {
 	cases, err := golden.LoadCases(goldenDir)
 	if err != nil {
@@ -35,37 +35,39 @@ func TestGolden(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			in := &Inputs{}
-			for _, name := range InputNames {
-				a, ok := c.Inputs[name]
-				if !ok {
-					t.Fatalf("case %s has no input %q", c.Name, name)
+	for _, im := range impls {
+		for _, c := range cases {
+			t.Run(im.name+"/"+c.Name, func(t *testing.T) {
+				in := &Inputs{}
+				for _, name := range InputNames {
+					a, ok := c.Inputs[name]
+					if !ok {
+						t.Fatalf("case %s has no input %q", c.Name, name)
+					}
+					if err := in.Set(name, a.Data); err != nil {
+						t.Fatal(err)
+					}
 				}
-				if err := in.Set(name, a.Data); err != nil {
+				out := NewOutputs()
+				if err := forward(im, in, out); err != nil {
 					t.Fatal(err)
 				}
-			}
-			out := NewOutputs()
-			if err := Forward(in, out); err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range OutputNames {
-				got, _ := out.Get(name)
-				want, ok := c.Want[name]
-				if !ok {
-					t.Fatalf("case %s has no expected %q", c.Name, name)
+				for _, name := range OutputNames {
+					got, _ := out.Get(name)
+					want, ok := c.Want[name]
+					if !ok {
+						t.Fatalf("case %s has no expected %q", c.Name, name)
+					}
+					d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
+					if d.Bad > 0 {
+						t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
+							name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+					} else {
+						t.Logf("%-20s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
+					}
 				}
-				d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
-				if d.Bad > 0 {
-					t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-						name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
-				} else {
-					t.Logf("%-20s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -192,17 +194,179 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// BenchmarkForward reports the kernel's speed at its fixed dims: ns per batch element, and
-// MB/s of the 1131648 bytes a call must read and write.
-func BenchmarkForward(b *testing.B) {
-	in := randomInputs(3)
-	out := NewOutputs()
-	b.SetBytes(1131648)
-	b.ResetTimer()
-	for b.Loop() {
-		if err := Forward(in, out); err != nil {
-			b.Fatal(err)
+// TestRequiredImplementation fails when LOSSGEN_REQUIRE_IMPL names an implementation that
+// this build does not run (CI sets it to avx2 on machines that have AVX2, so a silently
+// missing assembly backend cannot pass).
+func TestRequiredImplementation(t *testing.T) {
+	want := os.Getenv("LOSSGEN_REQUIRE_IMPL")
+	if want == "" {
+		t.Skip("LOSSGEN_REQUIRE_IMPL is not set")
+	}
+	if got := Implementation(); got != want {
+		t.Fatalf("Forward runs %q, LOSSGEN_REQUIRE_IMPL wants %q (implementations: %v)", got, want, implNames())
+	}
+}
+
+func implNames() []string {
+	var out []string
+	for _, im := range impls {
+		out = append(out, im.name)
+	}
+	return out
+}
+
+// extremeInputs are random inputs pushed to the edges: kind "big" puts log-ratios of ±80 and
+// values of ±1e30 in; "inf" puts ±inf in the first float input; "nan" puts a NaN in every
+// float input; "equal" makes every float input constant (all-equal advantages: a zero std).
+func extremeInputs(kind string) *Inputs {
+	in := randomInputs(4)
+	r := rand.New(rand.NewPCG(5, 6))
+	first := true
+	for i := range in.NextReward {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.NextReward[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.NextReward[i] = float64(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.NextReward[i] = float64(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.NextReward[i] = float64(math.NaN())
+			}
+		case "equal":
+			in.NextReward[i] = 0.25
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/26944, "ns/element")
+	first = false
+	for i := range in.StateValue {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.StateValue[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.StateValue[i] = float64(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.StateValue[i] = float64(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.StateValue[i] = float64(math.NaN())
+			}
+		case "equal":
+			in.StateValue[i] = 0.25
+		}
+	}
+	first = false
+	for i := range in.NextStateValue {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.NextStateValue[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.NextStateValue[i] = float64(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.NextStateValue[i] = float64(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.NextStateValue[i] = float64(math.NaN())
+			}
+		case "equal":
+			in.NextStateValue[i] = 0.25
+		}
+	}
+	first = false
+	_ = first
+	return in
+}
+
+// TestImplementationsAgree runs every implementation on random and extreme inputs and
+// compares it with the pure-Go kernel: the same NaNs and infinities in the same places, finite
+// values within the tolerances. What propagates is TorchRL's float semantics: a NaN input
+// makes every output that reads it NaN (a reduction, its whole result; a reverse scan, that
+// step and every earlier step of the row, across done flags, since 0·NaN is NaN), and counts as
+// clipped in clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios.
+func TestImplementationsAgree(t *testing.T) {
+	if len(impls) == 1 {
+		t.Skip("only the pure-Go implementation in this build")
+	}
+	inputs := map[string]*Inputs{"random": randomInputs(7)}
+	for _, k := range []string{"big", "inf", "nan", "equal"} {
+		inputs[k] = extremeInputs(k)
+	}
+	for kind, in := range inputs {
+		ref := NewOutputs()
+		if err := forward(impls[0], in, ref); err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range impls[1:] {
+			out := NewOutputs()
+			if err := forward(im, in, out); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range OutputNames {
+				want, _ := ref.Get(name)
+				got, _ := out.Get(name)
+				tol := tolerances[name]
+				if kind != "random" {
+					tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
+				}
+				d := golden.Compare(widen(want), widen(got), tol)
+				if d.Bad > 0 {
+					t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
+						im.name, kind, name, d.Bad, d.First, got[d.First], want[d.First])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkForward reports each implementation's speed at the fixed dims: ns per batch
+// element, MB/s of the 1131648 bytes a call must read and write, and copy-ratio, that
+// bandwidth over the bandwidth of copying the same number of bytes (a memory probe measured
+// in the same run).
+func BenchmarkForward(b *testing.B) {
+	probe := copyBandwidth()
+	for _, im := range impls {
+		b.Run(im.name, func(b *testing.B) {
+			in := randomInputs(3)
+			out := NewOutputs()
+			b.SetBytes(1131648)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := forward(im, in, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(sec*1e9/26944, "ns/element")
+			b.ReportMetric(1131648/sec/probe, "copy-ratio")
+		})
+	}
+}
+
+// BenchmarkCopyProbe is the memory probe: copy() of half the kernel's bytes, so that it too
+// reads and writes 1131648 bytes.
+func BenchmarkCopyProbe(b *testing.B) {
+	src := make([]byte, 1131648/2)
+	dst := make([]byte, len(src))
+	b.SetBytes(2 * int64(len(src)))
+	for b.Loop() {
+		copy(dst, src)
+	}
+}
+
+// copyBandwidth measures the probe's bytes per second.
+func copyBandwidth() float64 {
+	r := testing.Benchmark(BenchmarkCopyProbe)
+	return float64(r.Bytes) * float64(r.N) / r.T.Seconds()
 }

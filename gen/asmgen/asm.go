@@ -1,0 +1,306 @@
+// Package asmgen is the AVX2 backend: with avo (used as a library, in memory), it emits every
+// pass of the fusion plan as a Go-assembly function working on 8 float32 lanes (4 float64
+// lanes), with FMA where the math allows, and the Go glue that calls it, finishes its
+// reductions and registers the kernels for run-time dispatch. It is generic over the IR: each
+// op has one vector expansion here, so no loss needs assembly of its own.
+package asmgen
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mmcloughlin/avo/attr"
+	"github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// asm wraps an avo build context with the element type and a pool of 32-byte constants.
+type asm struct {
+	c      *build.Context
+	f64    bool // float64 lanes (4 per YMM) instead of float32 (8 per YMM)
+	consts map[string]operand.Mem
+	label  *int
+}
+
+func newAsm(c *build.Context, f64 bool) *asm {
+	return &asm{c: c, f64: f64, consts: map[string]operand.Mem{}, label: new(int)}
+}
+
+// as64 is a view of the same context that emits float64 (PD) instructions, for the float64
+// reduction states of float32 kernels.
+func (a *asm) as64() *asm { return &asm{c: a.c, f64: true, consts: a.consts, label: a.label} }
+
+// lanes is the number of elements in a YMM register.
+func (a *asm) lanes() int {
+	if a.f64 {
+		return 4
+	}
+	return 8
+}
+
+// newLabel returns a fresh label name.
+func (a *asm) newLabel(what string) string {
+	*a.label++
+	return fmt.Sprintf("%s_%d", what, *a.label)
+}
+
+// data returns a 32-byte read-only constant holding the given 8 dwords or 4 qwords.
+func (a *asm) data(key string, vals []operand.Constant) operand.Mem {
+	if m, ok := a.consts[key]; ok {
+		return m
+	}
+	m := a.c.StaticGlobal(fmt.Sprintf("lgc%d", len(a.consts)))
+	a.c.DataAttributes(attr.RODATA | attr.NOPTR)
+	for _, v := range vals {
+		a.c.AppendDatum(v)
+	}
+	a.consts[key] = m
+	return m
+}
+
+// cf is the float constant v in every lane, in the kernel's element type.
+func (a *asm) cf(v float64) operand.Mem {
+	if a.f64 {
+		return a.cq(int64(math.Float64bits(v)))
+	}
+	return a.cd(int32(math.Float32bits(float32(v))))
+}
+
+// cf32 is the float32 constant v in 8 lanes (for float32 work inside float64 kernels too).
+func (a *asm) cf32(v float32) operand.Mem { return a.cd(int32(math.Float32bits(v))) }
+
+// cf64 is the float64 constant v in 4 lanes.
+func (a *asm) cf64(v float64) operand.Mem { return a.cq(int64(math.Float64bits(v))) }
+
+// cd is the int32 v in 8 lanes.
+func (a *asm) cd(v int32) operand.Mem {
+	vals := make([]operand.Constant, 8)
+	for i := range vals {
+		vals[i] = operand.U32(uint32(v))
+	}
+	return a.data(fmt.Sprintf("d%08x", uint32(v)), vals)
+}
+
+// cq is the int64 v in 4 lanes.
+func (a *asm) cq(v int64) operand.Mem {
+	vals := make([]operand.Constant, 4)
+	for i := range vals {
+		vals[i] = operand.U64(uint64(v))
+	}
+	return a.data(fmt.Sprintf("q%016x", uint64(v)), vals)
+}
+
+// iota32 is 0, 1, ..., 7 as int32 lanes; iota64 is 0..3 as int64 lanes.
+func (a *asm) iota32() operand.Mem {
+	vals := make([]operand.Constant, 8)
+	for i := range vals {
+		vals[i] = operand.U32(uint32(i))
+	}
+	return a.data("iota32", vals)
+}
+
+func (a *asm) iota64() operand.Mem {
+	vals := make([]operand.Constant, 4)
+	for i := range vals {
+		vals[i] = operand.U64(uint64(i))
+	}
+	return a.data("iota64", vals)
+}
+
+// perm32 is a VPERMPS index vector.
+func (a *asm) perm32(idx [8]int) operand.Mem {
+	vals := make([]operand.Constant, 8)
+	key := "perm"
+	for i, v := range idx {
+		vals[i] = operand.U32(uint32(v))
+		key += fmt.Sprint(v)
+	}
+	return a.data(key, vals)
+}
+
+func (a *asm) ymm() reg.VecVirtual { return a.c.YMM() }
+func (a *asm) gp() reg.GPVirtual   { return a.c.GP64() }
+
+// The element-type-generic instructions. Operand order is Go assembly's: sources first,
+// destination last; for VSUB/VDIV the result is (second − first) and (second / first).
+
+func (a *asm) add(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VADDPD(x, y, z)
+	} else {
+		a.c.VADDPS(x, y, z)
+	}
+}
+
+func (a *asm) sub(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VSUBPD(x, y, z)
+	} else {
+		a.c.VSUBPS(x, y, z)
+	}
+}
+
+func (a *asm) mul(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VMULPD(x, y, z)
+	} else {
+		a.c.VMULPS(x, y, z)
+	}
+}
+
+func (a *asm) div(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VDIVPD(x, y, z)
+	} else {
+		a.c.VDIVPS(x, y, z)
+	}
+}
+
+// fmadd231: z = x·y + z.
+func (a *asm) fmadd231(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VFMADD231PD(x, y, z)
+	} else {
+		a.c.VFMADD231PS(x, y, z)
+	}
+}
+
+// fmadd213: z = y·z + x.
+func (a *asm) fmadd213(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VFMADD213PD(x, y, z)
+	} else {
+		a.c.VFMADD213PS(x, y, z)
+	}
+}
+
+// fnmadd231: z = −(x·y) + z.
+func (a *asm) fnmadd231(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VFNMADD231PD(x, y, z)
+	} else {
+		a.c.VFNMADD231PS(x, y, z)
+	}
+}
+
+func (a *asm) and(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VANDPD(x, y, z)
+	} else {
+		a.c.VANDPS(x, y, z)
+	}
+}
+
+// andn: z = ^y & x (VANDNPS x, y, z computes (NOT y) AND x).
+func (a *asm) andn(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VANDNPD(x, y, z)
+	} else {
+		a.c.VANDNPS(x, y, z)
+	}
+}
+
+func (a *asm) or(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VORPD(x, y, z)
+	} else {
+		a.c.VORPS(x, y, z)
+	}
+}
+
+func (a *asm) xor(x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VXORPD(x, y, z)
+	} else {
+		a.c.VXORPS(x, y, z)
+	}
+}
+
+// cmp: z = (y PRED x) ? all ones : 0, with an AVX comparison predicate.
+func (a *asm) cmp(pred uint8, x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VCMPPD(operand.Imm(uint64(pred)), x, y, z)
+	} else {
+		a.c.VCMPPS(operand.Imm(uint64(pred)), x, y, z)
+	}
+}
+
+// blend: z = mask ? x : y (VBLENDVPS mask, x, y, z takes x where the mask's sign bit is set).
+func (a *asm) blend(mask, x, y, z operand.Op) {
+	if a.f64 {
+		a.c.VBLENDVPD(mask, x, y, z)
+	} else {
+		a.c.VBLENDVPS(mask, x, y, z)
+	}
+}
+
+func (a *asm) mov(x, z operand.Op) {
+	if a.f64 {
+		a.c.VMOVUPD(x, z)
+	} else {
+		a.c.VMOVUPS(x, z)
+	}
+}
+
+func (a *asm) sqrt(x, z operand.Op) {
+	if a.f64 {
+		a.c.VSQRTPD(x, z)
+	} else {
+		a.c.VSQRTPS(x, z)
+	}
+}
+
+// round: z = x rounded to the nearest integer (ties to even), as floats.
+func (a *asm) round(x, z operand.Op) {
+	if a.f64 {
+		a.c.VROUNDPD(operand.Imm(0), x, z)
+	} else {
+		a.c.VROUNDPS(operand.Imm(0), x, z)
+	}
+}
+
+// AVX comparison predicates (Intel SDM, VCMPPS imm8).
+const (
+	cmpEQ_OQ  = 0x00
+	cmpLT_OQ  = 0x11
+	cmpLE_OQ  = 0x12
+	cmpUNORD  = 0x03
+	cmpNEQ_UQ = 0x04
+	cmpNEQ_OQ = 0x0C
+	cmpGE_OQ  = 0x1D
+	cmpGT_OQ  = 0x1E
+)
+
+// zero returns a register of zeros.
+func (a *asm) zero() reg.VecVirtual {
+	z := a.ymm()
+	a.xor(z, z, z)
+	return z
+}
+
+// minNaN: z = min(x, y) with Go's semantics: NaN if either is NaN, −0 < +0.
+// VMINPS returns its second source when the operands are unordered or equal, so the OR of
+// both operand orders is the NaN (exponent bits all set, mantissa non-zero) or the negative
+// zero when one is present, and the plain minimum otherwise.
+func (a *asm) minNaN(x, y operand.Op, z reg.VecVirtual) {
+	t := a.ymm()
+	if a.f64 {
+		a.c.VMINPD(x, y, t)
+		a.c.VMINPD(y, x, z)
+	} else {
+		a.c.VMINPS(x, y, t)
+		a.c.VMINPS(y, x, z)
+	}
+	a.or(t, z, z)
+}
+
+// maxNaN: z = max(x, y) = −min(−x, −y), NaN-propagating, +0 > −0.
+func (a *asm) maxNaN(x, y operand.Op, z reg.VecVirtual) {
+	sign := a.cf(math.Copysign(0, -1))
+	nx, ny := a.ymm(), a.ymm()
+	a.xor(sign, x, nx)
+	a.xor(sign, y, ny)
+	a.minNaN(nx, ny, z)
+	a.xor(sign, z, z)
+}

@@ -1,0 +1,204 @@
+package asmgen
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// emitter holds what the passes of one package share.
+type emitter struct {
+	a        *asm
+	g        *ir.Graph
+	p        *plan.Plan
+	inField  map[string]string
+	outField map[string]string
+}
+
+// bufAddr is the Go expression for the address of a stored node's first element.
+func (e *emitter) bufAddr(n *ir.Node) string {
+	buf := e.p.Buffer(n)
+	var f string
+	if buf.Output != nil {
+		f = "out." + e.outField[buf.Name]
+	} else {
+		f = "s." + buf.Name
+	}
+	if len(n.Shape) == 0 {
+		return "&" + f
+	}
+	return "&" + f + "[0]"
+}
+
+// Files are the AVX2 backend's files for one package.
+const (
+	AsmFile      = "kernels_amd64.s"
+	StubsFile    = "kernels_amd64.go"
+	DispatchFile = "dispatch_amd64.go"
+)
+
+// Generate emits the AVX2 kernels of every pass of p, the vector math functions the tests
+// sweep, their Go declarations, and the Go glue that runs them (dispatch_amd64.go).
+func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
+	g := p.Graph
+	e := &emitter{g: g, p: p, inField: map[string]string{}, outField: map[string]string{}}
+	for _, in := range g.Inputs {
+		e.inField[in.Name] = gogen.FieldName(in.Name)
+	}
+	for _, o := range g.Outputs {
+		e.outField[o.Name] = gogen.FieldName(o.Name)
+	}
+	var pgs []*passGen
+	header := gogen.Header(m)
+	asmSrc, stubs, err := assemble(m.Package, header, g.DType == ir.F64, func(a *asm) {
+		e.a = a
+		for _, ps := range p.Passes {
+			pgs = append(pgs, e.emitPass(ps))
+		}
+		for _, b := range bulkFuncs {
+			a.emitBulk(b.name, b.fn)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	glue, err := e.glue(pgs, m)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{AsmFile: asmSrc, StubsFile: stubs, DispatchFile: glue}, nil
+}
+
+// glue emits dispatch_amd64.go: the lane-state type, one wrapper per pass (initialise the
+// states, call the assembly, merge the states into the reductions' buffers) and the init
+// that registers the "avx2" implementation when the CPU has AVX2 and FMA.
+func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
+	f := jen.NewFile(m.Package)
+	f.HeaderComment(gogen.Header(m))
+	f.HeaderComment("//go:build !purego")
+	rt := gogen.RuntimePath
+	f.ImportName(rt, "runtime")
+	f.ImportName("golang.org/x/sys/cpu", "cpu")
+	elem := e.g.DType.String()
+
+	// State arrays: per reduction and field, slots·lanes float64 plus a vector of padding
+	// (a block whose lanes are slots may run past the last slot; its tail lanes are masked).
+	var fields, allocs []jen.Code
+	maxSlots := 1
+	for _, pg := range pgs {
+		for _, r := range pg.ps.Reduces {
+			lay := pg.layout(r)
+			n := lay.slots*lay.lps + 8
+			maxSlots = max(maxSlots, lay.slots)
+			for _, fld := range redFields[r.Op] {
+				name := stateField(r, fld)
+				fields = append(fields, jen.Id(name).Index().Float64())
+				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Float64(), jen.Lit(n)))
+			}
+		}
+	}
+	fields = append(fields, jen.Id("res").Index().Float64())
+	allocs = append(allocs, jen.Id("res").Op(":").Make(jen.Index().Float64(), jen.Lit(maxSlots)))
+	f.Comment("avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for")
+	f.Comment("the merged results.")
+	f.Type().Id("avxState").Struct(fields...)
+	f.Var().Id("avxPool").Op("=").Qual("sync", "Pool").Values(jen.Dict{
+		jen.Id("New"): jen.Func().Params().Any().Block(jen.Return(jen.Op("&").Id("avxState").ValuesFunc(func(g *jen.Group) {
+			for _, a := range allocs {
+				g.Add(a)
+			}
+		}))),
+	})
+
+	for _, pg := range pgs {
+		e.wrapper(f, pg, elem)
+	}
+
+	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
+	f.Comment("also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.")
+	f.Func().Id("init").Params().Block(
+		jen.If(jen.Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasAVX2").Op("||").Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasFMA").Op("||").Qual(rt, "PureGo").Call()).Block(jen.Return()),
+		jen.Id("impls").Op("=").Append(jen.Id("impls"), jen.Id("impl").Values(jen.Dict{
+			jen.Id("name"): jen.Lit("avx2"),
+			jen.Id("passes"): jen.Index().Func().Params(jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs"), jen.Op("*").Id("scratch")).ValuesFunc(func(g *jen.Group) {
+				for _, pg := range pgs {
+					g.Id(fmt.Sprintf("pass%dAVX2Go", pg.ps.Index))
+				}
+			}),
+		})),
+	)
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, fmt.Errorf("asmgen: %s: %w", DispatchFile, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// identity is each reduction field's starting value.
+func identity(op ir.Op, field string) jen.Code {
+	inf := func(sign int) jen.Code { return jen.Qual("math", "Inf").Call(jen.Lit(sign)) }
+	switch {
+	case op == ir.OpRMax && field == "m", op == ir.OpLogSumExp && field == "m", op == ir.OpArgMax && field == "best":
+		return inf(-1)
+	case op == ir.OpRMin:
+		return inf(1)
+	}
+	return jen.Lit(0.0)
+}
+
+var finish = map[ir.Op]string{
+	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
+	ir.OpLogSumExp: "FinishLogSumExp", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
+}
+
+func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string) {
+	ps := pg.ps
+	rt := gogen.RuntimePath
+	name := fmt.Sprintf("pass%dAVX2Go", ps.Index)
+	f.Commentf("%s runs pass%dAVX2 and merges its reductions' lane states pairwise into their buffers.", name, ps.Index)
+	f.Func().Id(name).Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("s").Op("*").Id("scratch")).BlockFunc(func(b *jen.Group) {
+		b.Id("st").Op(":=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState"))
+		b.Defer().Id("avxPool").Dot("Put").Call(jen.Id("st"))
+		for _, r := range ps.Reduces {
+			for _, fld := range redFields[r.Op] {
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld)), identity(r.Op, fld))
+			}
+		}
+		b.Id(fmt.Sprintf("pass%dAVX2", ps.Index)).CallFunc(func(c *jen.Group) {
+			for _, p := range pg.params {
+				c.Op(p.goExpr)
+			}
+		})
+		for _, r := range ps.Reduces {
+			lay := pg.layout(r)
+			lps := lay.lps
+			args := []jen.Code{jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
+			for _, fld := range redFields[r.Op] {
+				args = append(args, jen.Id("st").Dot(stateField(r, fld)))
+			}
+			args = append(args, jen.Lit(lps))
+			switch r.Op {
+			case ir.OpMean:
+				args = append(args, jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))
+			case ir.OpVar:
+				args = append(args, jen.Lit(r.Corr))
+			}
+			b.Qual(rt, finish[r.Op]).Call(args...)
+			dst := strings.TrimPrefix(e.bufAddr(r), "&")
+			if len(r.Shape) == 0 {
+				b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
+			} else {
+				slice := strings.TrimSuffix(dst, "[0]")
+				b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+					jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
+				)
+			}
+		}
+	})
+}

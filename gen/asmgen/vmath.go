@@ -1,0 +1,281 @@
+package asmgen
+
+import (
+	"math"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+)
+
+// Vector exp, log and log1p. Each is emitted inline where the IR uses it (one definition
+// here serves every kernel; inlining keeps a kernel's live values in registers, where a CALL
+// would have to spill them). Accuracy over the whole input range is measured by the tests
+// of every generated package (maxULP below is what they assert).
+//
+// exp: x = n·ln2 + r, |r| ≤ ln2/2, with n·ln2 subtracted in two parts (Cody–Waite) so r is
+// exact; e^r by a polynomial (float32: Cephes expf's degree-5 minimax for (e^r − 1 − r)/r²;
+// float64: Taylor to degree 13, whose remainder is below 0.04 ulp); 2^n applied as two
+// exponent-field scalings so results that are subnormal round once and results that overflow
+// become +inf. NaN in gives NaN out.
+//
+// log: x = m·2^k with m ∈ [√½, √2) (subnormals scaled by 2^23 / 2^54 first); float32:
+// Cephes logf's degree-8 polynomial in f = m − 1; float64: FreeBSD e_log.c's rational form
+// in s = f/(2+f). log(0) = −inf, log(x<0) = NaN, log(+inf) = +inf.
+//
+// log1p: u = 1 + x rounded, log1p(x) = log(u) − ((u − 1) − x)/u, the second term the
+// rounding error of u; x itself where u = 1; −inf at x = −1; +inf at +inf.
+
+// MaxULP is the error bound, in units in the last place against math.Exp/Log/Log1p rounded
+// to the element type, that the generated tests assert for each function.
+var MaxULP = map[string]float64{"exp": 2, "log": 2, "log1p": 2}
+
+func (a *asm) expf(x reg.VecVirtual) reg.VecVirtual {
+	if a.f64 {
+		return a.exp64(x)
+	}
+	return a.exp32(x)
+}
+
+func (a *asm) logf(x reg.VecVirtual) reg.VecVirtual {
+	if a.f64 {
+		return a.log64(x)
+	}
+	return a.log32(x)
+}
+
+// log1pf is log(u) − ((u − 1) − x)/u with u = 1 + x, and the special cases.
+func (a *asm) log1pf(x reg.VecVirtual) reg.VecVirtual {
+	one := a.cf(1)
+	u := a.ymm()
+	a.add(one, x, u)
+	lu := a.logf(u)
+	c := a.ymm()
+	a.sub(one, u, c) // u − 1
+	a.sub(x, c, c)   // (u − 1) − x
+	a.div(u, c, c)   // ((u − 1) − x)/u
+	r := a.ymm()
+	a.sub(c, lu, r)
+	// u == 1: the result is x (tiny x, ±0).
+	m := a.ymm()
+	a.cmp(cmpEQ_OQ, one, u, m)
+	a.blend(m, x, r, r)
+	// u == 0 (x = −1): −inf.
+	a.cmp(cmpEQ_OQ, a.cf(0), u, m)
+	a.blend(m, a.cf(math.Inf(-1)), r, r)
+	// x == +inf: +inf.
+	a.cmp(cmpEQ_OQ, a.cf(math.Inf(1)), x, m)
+	a.blend(m, a.cf(math.Inf(1)), r, r)
+	return r
+}
+
+// exp32 is e^x for 8 float32 lanes.
+func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
+	c := a.c
+	xc := a.ymm()
+	// Clamp (a NaN becomes −104 here and is restored at the end): below −104 the result
+	// rounds to 0, above 89 it overflows to +inf through the scaling.
+	c.VMAXPS(a.cf32(-104), x, xc)
+	c.VMINPS(a.cf32(89), xc, xc)
+	n := a.ymm()
+	c.VMULPS(a.cf32(float32(math.Log2E)), xc, n)
+	c.VROUNDPS(operand.Imm(0), n, n)
+	r := a.ymm()
+	c.VMOVAPS(xc, r)
+	c.VFNMADD231PS(a.cf32(0.693359375), n, r)     // r −= n·C1 (exact: C1 has 9 bits)
+	c.VFNMADD231PS(a.cf32(-2.12194440e-4), n, r) // r −= n·C2
+	p := a.ymm()
+	c.VMOVAPS(a.cf32(1.9875691500e-4), p)
+	for _, k := range []float32{1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1} {
+		c.VFMADD213PS(a.cf32(k), r, p) // p = p·r + k
+	}
+	r2 := a.ymm()
+	c.VMULPS(r, r, r2)
+	c.VFMADD213PS(r, r2, p) // p = p·r² + r
+	c.VADDPS(a.cf32(1), p, p)
+	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−126, 127], n2 = n − n1 ∈ [−24, 1]: both normal.
+	ni := a.ymm()
+	c.VCVTPS2DQ(n, ni)
+	n1 := a.ymm()
+	c.VPMAXSD(a.cd(-126), ni, n1)
+	c.VPMINSD(a.cd(127), n1, n1)
+	n2 := a.ymm()
+	c.VPSUBD(n1, ni, n2)
+	c.VPADDD(a.cd(127), n1, n1)
+	c.VPSLLD(operand.Imm(23), n1, n1)
+	c.VPADDD(a.cd(127), n2, n2)
+	c.VPSLLD(operand.Imm(23), n2, n2)
+	c.VMULPS(n1, p, p)
+	c.VMULPS(n2, p, p)
+	// NaN in, NaN out.
+	nan := a.ymm()
+	c.VCMPPS(operand.Imm(cmpUNORD), x, x, nan)
+	c.VBLENDVPS(nan, x, p, p)
+	return p
+}
+
+// exp64 is e^x for 4 float64 lanes.
+func (a *asm) exp64(x reg.VecVirtual) reg.VecVirtual {
+	c := a.c
+	xc := a.ymm()
+	c.VMAXPD(a.cf64(-746), x, xc)
+	c.VMINPD(a.cf64(710), xc, xc)
+	n := a.ymm()
+	c.VMULPD(a.cf64(math.Log2E), xc, n)
+	c.VROUNDPD(operand.Imm(0), n, n)
+	r := a.ymm()
+	c.VMOVAPD(xc, r)
+	c.VFNMADD231PD(a.cf64(6.93147180369123816490e-01), n, r) // ln2 high part: n·hi exact
+	c.VFNMADD231PD(a.cf64(1.90821492927058770002e-10), n, r) // ln2 low part
+	// Taylor series of e^r to degree 13, Horner from the top.
+	p := a.ymm()
+	c.VMOVAPD(a.cf64(1.0/6227020800), p) // 1/13!
+	fact := 6227020800.0
+	for k := 12; k >= 0; k-- {
+		fact /= float64(k + 1)
+		c.VFMADD213PD(a.cf64(1/fact), r, p) // p = p·r + 1/k!
+	}
+	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−1022, 1023], n2 ∈ [−54, 2].
+	ni := a.c.XMM()
+	c.VCVTPD2DQY(n, ni)
+	n1 := a.c.XMM()
+	c.VPMAXSD(a.cd(-1022), ni, n1)
+	c.VPMINSD(a.cd(1023), n1, n1)
+	n2 := a.c.XMM()
+	c.VPSUBD(n1, ni, n2)
+	w1, w2 := a.ymm(), a.ymm()
+	c.VPMOVSXDQ(n1, w1)
+	c.VPMOVSXDQ(n2, w2)
+	c.VPADDQ(a.cq(1023), w1, w1)
+	c.VPSLLQ(operand.Imm(52), w1, w1)
+	c.VPADDQ(a.cq(1023), w2, w2)
+	c.VPSLLQ(operand.Imm(52), w2, w2)
+	c.VMULPD(w1, p, p)
+	c.VMULPD(w2, p, p)
+	nan := a.ymm()
+	c.VCMPPD(operand.Imm(cmpUNORD), x, x, nan)
+	c.VBLENDVPD(nan, x, p, p)
+	return p
+}
+
+// log32 is the natural logarithm for 8 float32 lanes.
+func (a *asm) log32(x reg.VecVirtual) reg.VecVirtual {
+	c := a.c
+	// Subnormals: scale by 2^23 and remember −23 in the exponent.
+	sub := a.ymm()
+	c.VCMPPS(operand.Imm(cmpLT_OQ), a.cf32(0x1p-126), x, sub)
+	xs := a.ymm()
+	c.VMULPS(a.cf32(0x1p23), x, xs)
+	c.VBLENDVPS(sub, xs, x, xs)
+	e := a.ymm()
+	c.VPSRLD(operand.Imm(23), xs, e)
+	c.VPSUBD(a.cd(127), e, e)
+	adj := a.ymm()
+	c.VPAND(a.cd(-23), sub, adj)
+	c.VPADDD(adj, e, e)
+	m := a.ymm()
+	c.VPAND(a.cd(0x007fffff), xs, m)
+	c.VPOR(a.cd(0x3f800000), m, m) // m ∈ [1, 2)
+	big := a.ymm()
+	c.VCMPPS(operand.Imm(cmpGT_OQ), a.cf32(float32(math.Sqrt2)), m, big)
+	half := a.ymm()
+	c.VMULPS(a.cf32(0.5), m, half)
+	c.VBLENDVPS(big, half, m, m)
+	c.VPSUBD(big, e, e) // big is −1 where m was halved: e += 1
+	f := a.ymm()
+	c.VSUBPS(a.cf32(1), m, f)
+	z := a.ymm()
+	c.VMULPS(f, f, z)
+	p := a.ymm()
+	c.VMOVAPS(a.cf32(7.0376836292e-2), p)
+	for _, k := range []float32{-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1} {
+		c.VFMADD213PS(a.cf32(k), f, p)
+	}
+	c.VMULPS(f, p, p)
+	c.VMULPS(z, p, p) // y = P(f)·f·z
+	ef := a.ymm()
+	c.VCVTDQ2PS(e, ef)
+	c.VFMADD231PS(a.cf32(-2.12194440e-4), ef, p) // y += e·C2
+	c.VFNMADD231PS(a.cf32(0.5), z, p)           // y −= z/2
+	c.VADDPS(f, p, p)                            // f + y
+	c.VFMADD231PS(a.cf32(0.693359375), ef, p)   // + e·C1
+	a.logSpecials(x, p)
+	return p
+}
+
+// logSpecials fixes log's results at 0 (−inf), below 0 (NaN) and +inf (+inf); NaN stays NaN.
+func (a *asm) logSpecials(x, r reg.VecVirtual) {
+	m := a.ymm()
+	a.cmp(cmpEQ_OQ, a.cf(0), x, m)
+	a.blend(m, a.cf(math.Inf(-1)), r, r)
+	a.cmp(cmpLT_OQ, a.cf(0), x, m)
+	a.blend(m, a.cf(math.NaN()), r, r)
+	a.cmp(cmpEQ_OQ, a.cf(math.Inf(1)), x, m)
+	a.blend(m, a.cf(math.Inf(1)), r, r)
+	a.cmp(cmpUNORD, x, x, m)
+	a.blend(m, x, r, r)
+}
+
+// log64 is the natural logarithm for 4 float64 lanes (FreeBSD e_log.c).
+func (a *asm) log64(x reg.VecVirtual) reg.VecVirtual {
+	c := a.c
+	sub := a.ymm()
+	c.VCMPPD(operand.Imm(cmpLT_OQ), a.cf64(0x1p-1022), x, sub)
+	xs := a.ymm()
+	c.VMULPD(a.cf64(0x1p54), x, xs)
+	c.VBLENDVPD(sub, xs, x, xs)
+	k := a.ymm()
+	c.VPSRLQ(operand.Imm(52), xs, k)
+	c.VPSUBQ(a.cq(1023), k, k)
+	adj := a.ymm()
+	c.VPAND(a.cq(-54), sub, adj)
+	c.VPADDQ(adj, k, k)
+	m := a.ymm()
+	c.VPAND(a.cq(0x000fffffffffffff), xs, m)
+	c.VPOR(a.cq(0x3ff0000000000000), m, m)
+	big := a.ymm()
+	c.VCMPPD(operand.Imm(cmpGT_OQ), a.cf64(math.Sqrt2), m, big)
+	half := a.ymm()
+	c.VMULPD(a.cf64(0.5), m, half)
+	c.VBLENDVPD(big, half, m, m)
+	c.VPSUBQ(big, k, k)
+	f := a.ymm()
+	c.VSUBPD(a.cf64(1), m, f)
+	s := a.ymm()
+	c.VADDPD(a.cf64(2), f, s)
+	c.VDIVPD(s, f, s) // s = f/(2+f)
+	z := a.ymm()
+	c.VMULPD(s, s, z)
+	w := a.ymm()
+	c.VMULPD(z, z, w)
+	t1 := a.ymm()
+	c.VMOVAPD(a.cf64(1.531383769920937332e-01), t1) // Lg6
+	c.VFMADD213PD(a.cf64(2.222219843214978396e-01), w, t1)
+	c.VFMADD213PD(a.cf64(3.999999999940941908e-01), w, t1)
+	c.VMULPD(w, t1, t1)
+	t2 := a.ymm()
+	c.VMOVAPD(a.cf64(1.479819860511658591e-01), t2) // Lg7
+	c.VFMADD213PD(a.cf64(1.818357216161805012e-01), w, t2)
+	c.VFMADD213PD(a.cf64(2.857142874366239149e-01), w, t2)
+	c.VFMADD213PD(a.cf64(6.666666666666735130e-01), w, t2)
+	c.VMULPD(z, t2, t2)
+	c.VADDPD(t1, t2, t2) // R
+	hfsq := a.ymm()
+	c.VMULPD(f, f, hfsq)
+	c.VMULPD(a.cf64(0.5), hfsq, hfsq)
+	// k as float64: add k to the bits of 1.5·2^52 and subtract 1.5·2^52 (|k| < 2^51).
+	dk := a.ymm()
+	c.VPADDQ(a.cq(0x4338000000000000), k, dk)
+	c.VSUBPD(a.cf64(0x1.8p52), dk, dk)
+	// r = dk·ln2_hi − ((hfsq − (s·(hfsq + R) + dk·ln2_lo)) − f)
+	t := a.ymm()
+	c.VADDPD(hfsq, t2, t)
+	c.VMULPD(s, t, t)
+	c.VFMADD231PD(a.cf64(1.90821492927058770002e-10), dk, t)
+	c.VSUBPD(t, hfsq, t)
+	c.VSUBPD(f, t, t)
+	r := a.ymm()
+	c.VMULPD(a.cf64(6.93147180369123816490e-01), dk, r)
+	c.VSUBPD(t, r, r)
+	a.logSpecials(x, r)
+	return r
+}

@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"math"
+	"os"
+	"sync"
+)
+
+// The Finish functions merge the per-lane states that assembly kernels leave in float64
+// arrays: slot k's lanes are st[k·lps : (k+1)·lps], and dst[k] receives the slot's result.
+// Lanes are merged pairwise (0+1, 2+3, ..., then (0+1)+(2+3), ...), so the summation order is
+// a balanced tree over the lanes after each lane's own sequential pass.
+
+// Fill sets every element of x to v.
+func Fill(x []float64, v float64) {
+	for i := range x {
+		x[i] = v
+	}
+}
+
+// pairwise merges xs[0..n) in a balanced tree with merge(a, b) -> a, in place.
+func pairwise[T any](xs []T, merge func(a, b T) T) T {
+	n := len(xs)
+	for step := 1; step < n; step *= 2 {
+		for i := 0; i+step < n; i += 2 * step {
+			xs[i] = merge(xs[i], xs[i+step])
+		}
+	}
+	return xs[0]
+}
+
+// FinishSum sets dst[k] to the sum of slot k's lanes.
+func FinishSum(dst, s []float64, lps int) {
+	var buf [8]float64
+	for k := range dst {
+		l := buf[:lps]
+		copy(l, s[k*lps:])
+		dst[k] = pairwise(l, func(a, b float64) float64 { return a + b })
+	}
+}
+
+// FinishMean sets dst[k] to the sum of slot k's lanes divided by n, the slot's element count.
+func FinishMean(dst, s []float64, lps int, n float64) {
+	FinishSum(dst, s, lps)
+	for k := range dst {
+		dst[k] /= n
+	}
+}
+
+// FinishMax sets dst[k] to the NaN-propagating maximum of slot k's lanes.
+func FinishMax(dst, m []float64, lps int) {
+	var buf [8]float64
+	for k := range dst {
+		l := buf[:lps]
+		copy(l, m[k*lps:])
+		dst[k] = pairwise(l, Max)
+	}
+}
+
+// FinishMin sets dst[k] to the NaN-propagating minimum of slot k's lanes.
+func FinishMin(dst, m []float64, lps int) {
+	var buf [8]float64
+	for k := range dst {
+		l := buf[:lps]
+		copy(l, m[k*lps:])
+		dst[k] = pairwise(l, Min)
+	}
+}
+
+// Merge combines two logsumexp states.
+func (a LogSumExp) Merge(b LogSumExp) LogSumExp {
+	switch {
+	case a.M != a.M || b.M != b.M || a.S != a.S || b.S != b.S:
+		return LogSumExp{M: math.NaN(), S: math.NaN()}
+	case a.S == 0:
+		return b
+	case b.S == 0:
+		return a
+	case a.M == b.M: // also equal infinities
+		return LogSumExp{M: a.M, S: a.S + b.S}
+	case a.M > b.M:
+		return LogSumExp{M: a.M, S: a.S + b.S*math.Exp(b.M-a.M)}
+	}
+	return LogSumExp{M: b.M, S: b.S + a.S*math.Exp(a.M-b.M)}
+}
+
+// FinishLogSumExp sets dst[k] to log Σ exp over slot k from its lanes' (max, scaled sum).
+func FinishLogSumExp(dst, m, s []float64, lps int) {
+	var buf [8]LogSumExp
+	for k := range dst {
+		l := buf[:lps]
+		for i := range l {
+			l[i] = LogSumExp{M: m[k*lps+i], S: s[k*lps+i]}
+		}
+		r := pairwise(l, LogSumExp.Merge)
+		dst[k] = r.Result()
+	}
+}
+
+// Merge combines two Welford states (Chan, Golub and LeVeque's pairwise update).
+func (a Welford) Merge(b Welford) Welford {
+	switch {
+	case a.N == 0:
+		return b
+	case b.N == 0:
+		return a
+	}
+	n := a.N + b.N
+	d := b.Mean - a.Mean
+	return Welford{N: n, Mean: a.Mean + d*b.N/n, M2: a.M2 + b.M2 + d*d*a.N*b.N/n}
+}
+
+// FinishVar sets dst[k] to slot k's variance with the given correction.
+func FinishVar(dst, n, mean, m2 []float64, lps, correction int) {
+	var buf [8]Welford
+	for k := range dst {
+		l := buf[:lps]
+		for i := range l {
+			l[i] = Welford{N: n[k*lps+i], Mean: mean[k*lps+i], M2: m2[k*lps+i]}
+		}
+		w := pairwise(l, Welford.Merge)
+		dst[k] = w.Var(correction)
+	}
+}
+
+// FinishArgMax sets dst[k] to the first index of slot k's maximum (a NaN counting as the
+// maximum), from its lanes' (best value, index).
+func FinishArgMax(dst, best, idx []float64, lps int) {
+	for k := range dst {
+		b, ix := math.Inf(-1), math.Inf(1)
+		for i := 0; i < lps; i++ {
+			x, j := best[k*lps+i], idx[k*lps+i]
+			switch {
+			case b != b: // a NaN already: only an earlier NaN wins
+				if x != x && j < ix {
+					ix = j
+				}
+			case x != x || x > b || (x == b && j < ix):
+				b, ix = x, j
+			}
+		}
+		if math.IsInf(ix, 1) {
+			ix = 0
+		}
+		dst[k] = ix
+	}
+}
+
+var pureGo = sync.OnceValue(func() bool { return os.Getenv("LOSSGEN_PUREGO") != "" })
+
+// PureGo reports whether LOSSGEN_PUREGO is set: generated packages then keep their pure-Go
+// kernels even where an assembly backend could run (the purego build tag does the same at
+// build time).
+func PureGo() bool { return pureGo() }
