@@ -24,10 +24,25 @@ type Compiled struct {
 }
 
 // Compile parses, validates, lowers and plans the spec at path. Errors carry file:line:col.
-func Compile(path string) (*Compiled, error) {
+func Compile(path string) (*Compiled, error) { return CompileDims(path, nil) }
+
+// CompileDims is Compile with some dims resized (lossgen bench runs a spec at several
+// sizes). The spec is validated at its own sizes.
+func CompileDims(path string, dims map[string]int) (*Compiled, error) {
 	s, err := spec.ParseFile(path)
 	if err != nil {
 		return nil, err
+	}
+	for name, size := range dims {
+		found := false
+		for i := range s.Dims {
+			if s.Dims[i].Name == name {
+				s.Dims[i].Size, found = size, true
+			}
+		}
+		if !found || size <= 0 {
+			return nil, fmt.Errorf("%s: no dim %s to resize to %d", path, name, size)
+		}
 	}
 	g, err := lower.Lower(s)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/cpu"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
@@ -88,9 +89,11 @@ func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
 	return in
 }
 
-// TestEveryOpOnTheGoBackend runs the op zoo through the generated pure-Go kernel and the
-// interpreter, in float32 and float64.
-func TestEveryOpOnTheGoBackend(t *testing.T) {
+// TestEveryOpOnEveryBackend runs the op zoo through the generated pure-Go kernel (built with
+// the purego tag) and the default build (the AVX2 kernels where the CPU has AVX2 and FMA),
+// in float32 and float64, against the interpreter. The zoo's dims (3, 5, 4) are not
+// multiples of the vector width, so every AVX2 loop runs its masked tail.
+func TestEveryOpOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
@@ -102,14 +105,31 @@ func TestEveryOpOnTheGoBackend(t *testing.T) {
 		require.True(t, used[op], "the zoo does not use %s", op)
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		t.Run(dt.String(), func(t *testing.T) {
+		for _, tags := range []string{"purego", ""} {
+			t.Run(dt.String()+"/"+map[string]string{"purego": "go", "": "default"}[tags], func(t *testing.T) {
+				zooRun(t, dt, tags)
+			})
+		}
+	}
+}
+
+func zooRun(t *testing.T, dt ir.DType, tags string) {
+	{
+		{
 			g := zoo(dt)
 			c := &gen.Compiled{Graph: g, Plan: plan.Build(g), Spec: &spec.Spec{File: "zoo.yaml", Package: "zoo"}}
 			m, err := runner.NewModule(c)
 			require.NoError(t, err)
 			defer m.Close()
-			bin, err := m.Build("purego")
+			bin, err := m.Build(tags)
 			require.NoError(t, err)
+			impl, err := m.Impl(bin)
+			require.NoError(t, err)
+			want := "go"
+			if tags == "" && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+				want = "avx2"
+			}
+			require.Equal(t, want, impl, "the kernel under test")
 			tol := golden.Tol{Abs: 1e-6, Rel: 1e-6}
 			if dt == ir.F64 {
 				tol = golden.Tol{Abs: 1e-14, Rel: 1e-14}
@@ -126,7 +146,7 @@ func TestEveryOpOnTheGoBackend(t *testing.T) {
 						got[o.Name].Float64s(), ref.Want[o.Name].Float64s())
 				}
 			}
-		})
+		}
 	}
 }
 

@@ -11,8 +11,11 @@ import (
 // Lanes are merged pairwise (0+1, 2+3, ..., then (0+1)+(2+3), ...), so the summation order is
 // a balanced tree over the lanes after each lane's own sequential pass.
 
+// Float is the element type of a lane state array.
+type Float interface{ ~float32 | ~float64 }
+
 // Fill sets every element of x to v.
-func Fill(x []float64, v float64) {
+func Fill[T Float](x []T, v T) {
 	for i := range x {
 		x[i] = v
 	}
@@ -48,21 +51,25 @@ func FinishMean(dst, s []float64, lps int, n float64) {
 }
 
 // FinishMax sets dst[k] to the NaN-propagating maximum of slot k's lanes.
-func FinishMax(dst, m []float64, lps int) {
+func FinishMax[T Float](dst []float64, m []T, lps int) {
 	var buf [8]float64
 	for k := range dst {
 		l := buf[:lps]
-		copy(l, m[k*lps:])
+		for i := range l {
+			l[i] = float64(m[k*lps+i])
+		}
 		dst[k] = pairwise(l, Max)
 	}
 }
 
 // FinishMin sets dst[k] to the NaN-propagating minimum of slot k's lanes.
-func FinishMin(dst, m []float64, lps int) {
+func FinishMin[T Float](dst []float64, m []T, lps int) {
 	var buf [8]float64
 	for k := range dst {
 		l := buf[:lps]
-		copy(l, m[k*lps:])
+		for i := range l {
+			l[i] = float64(m[k*lps+i])
+		}
 		dst[k] = pairwise(l, Min)
 	}
 }
@@ -85,16 +92,38 @@ func (a LogSumExp) Merge(b LogSumExp) LogSumExp {
 }
 
 // FinishLogSumExp sets dst[k] to log Σ exp over slot k from its lanes' (max, scaled sum).
-func FinishLogSumExp(dst, m, s []float64, lps int) {
+func FinishLogSumExp[T Float](dst []float64, m []T, s []float64, lps int) {
 	var buf [8]LogSumExp
 	for k := range dst {
 		l := buf[:lps]
 		for i := range l {
-			l[i] = LogSumExp{M: m[k*lps+i], S: s[k*lps+i]}
+			l[i] = LogSumExp{M: float64(m[k*lps+i]), S: s[k*lps+i]}
 		}
 		r := pairwise(l, LogSumExp.Merge)
 		dst[k] = r.Result()
 	}
+}
+
+// FinishSumLog sets dst[k] to log of the sum of slot k's lanes: the logsumexp of an assembly
+// kernel's fast path, whose lanes summed e^x directly (see InRange).
+func FinishSumLog(dst, s []float64, lps int) {
+	FinishSum(dst, s, lps)
+	for k := range dst {
+		dst[k] = math.Log(dst[k])
+	}
+}
+
+// InRange reports whether every lane's running minimum lo and maximum hi of some x lie in
+// [min, max] (a NaN passes: it makes the result NaN either way). Assembly kernels sum e^x
+// directly, which is exact only where e^x stays a normal float; outside, their wrapper
+// falls back to the pure-Go kernel.
+func InRange[T Float](lo, hi []T, min, max float64) bool {
+	for i := range lo {
+		if float64(lo[i]) < min || float64(hi[i]) > max {
+			return false
+		}
+	}
+	return true
 }
 
 // Merge combines two Welford states (Chan, Golub and LeVeque's pairwise update).
@@ -125,11 +154,11 @@ func FinishVar(dst, n, mean, m2 []float64, lps, correction int) {
 
 // FinishArgMax sets dst[k] to the first index of slot k's maximum (a NaN counting as the
 // maximum), from its lanes' (best value, index).
-func FinishArgMax(dst, best, idx []float64, lps int) {
+func FinishArgMax[T Float](dst []float64, best []T, idx []float64, lps int) {
 	for k := range dst {
 		b, ix := math.Inf(-1), math.Inf(1)
 		for i := 0; i < lps; i++ {
-			x, j := best[k*lps+i], idx[k*lps+i]
+			x, j := float64(best[k*lps+i]), idx[k*lps+i]
 			switch {
 			case b != b: // a NaN already: only an earlier NaN wins
 				if x != x && j < ix {

@@ -16,9 +16,11 @@ import (
 )
 
 // backends are the kernels eval can run besides the reference interpreter, with the build
-// tags that select them.
+// tags that select them: the pure-Go kernel, and the default build's dispatch (AVX2 where the
+// CPU has AVX2 and FMA; eval says so when it does not).
 var backends = []struct{ name, tags string }{
 	{"go", "purego"},
+	{"avx2", ""},
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
@@ -42,10 +44,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		for _, b := range backends {
 			selected[b.name] = true
 		}
-	case "ref", "go":
+	case "ref", "go", "avx2":
 		selected[*which] = true
 	default:
-		return fmt.Errorf("eval: unknown backend %q (allowed: all, go, ref)", *which)
+		return fmt.Errorf("eval: unknown backend %q (allowed: all, avx2, go, ref)", *which)
 	}
 
 	c, err := gen.Compile(*specPath)
@@ -72,9 +74,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		if !selected[b.name] {
 			continue
 		}
-		out, err := runKernel(c, inputs, b.tags, *keep, stderr)
+		out, impl, err := runKernel(c, inputs, b.tags, *keep, stderr)
 		if err != nil {
 			return fmt.Errorf("eval: backend %s: %w", b.name, err)
+		}
+		if impl != b.name {
+			fmt.Fprintf(stderr, "eval: backend %s is not available on this machine (the build runs %s); skipped\n", b.name, impl)
+			delete(selected, b.name)
+			continue
 		}
 		results[b.name] = out
 	}
@@ -149,10 +156,11 @@ func sameInts(a, b []int) bool {
 }
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.
-func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, error) {
+// It returns the outputs and the name of the implementation that ran.
+func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, string, error) {
 	m, err := runner.NewModule(c)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if keep {
 		fmt.Fprintln(stderr, "eval: temporary module kept in", m.Dir)
@@ -161,9 +169,14 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 	}
 	bin, err := m.Build(tags)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return m.Run(bin, inputs)
+	impl, err := m.Impl(bin)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := m.Run(bin, inputs)
+	return out, impl, err
 }
 
 // printTable prints every output per backend with its max abs and rel difference from the

@@ -6,6 +6,7 @@
 //	lossgen explain SPEC                          print the IR and the fusion plan
 //	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
 //	                                              run the kernel on recorded data
+//	lossgen bench [-sizes N=16,T=256;N=4096,T=4096] SPEC
 //	lossgen version
 //
 // Use it from go generate:
@@ -41,6 +42,8 @@ commands:
   explain SPEC                         print inputs, outputs, the IR and the fusion plan
   eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
                                        run the kernel on .npz data, compared with the interpreter
+  bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
+                                       a memory-copy probe
   version                              print the generator version
 
 Run 'lossgen <command> -h' for a command's flags.
@@ -65,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdExplain(rest, stdout, stderr)
 	case "eval":
 		err = cmdEval(rest, stdout, stderr)
+	case "bench":
+		err = cmdBench(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "lossgen gen v%d\n", runtime.GenVersion)
 	case "help", "-h", "-help", "--help":

@@ -55,11 +55,19 @@ func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 		e.outField[o.Name] = gogen.FieldName(o.Name)
 	}
 	var pgs []*passGen
+	nt := map[int]bool{}
 	header := gogen.Header(m)
 	asmSrc, stubs, err := assemble(m.Package, header, g.DType == ir.F64, func(a *asm) {
 		e.a = a
 		for _, ps := range p.Passes {
-			pgs = append(pgs, e.emitPass(ps))
+			pg := e.emitPass(ps, false)
+			pgs = append(pgs, pg)
+			if e.wantsNT(ps) {
+				nt[ps.Index] = true
+				if v := e.emitPass(ps, true); fmt.Sprint(v.params) != fmt.Sprint(pg.params) {
+					panic("asmgen: the non-temporal variant of a pass takes other arguments")
+				}
+			}
 		}
 		for _, b := range bulkFuncs {
 			a.emitBulk(b.name, b.fn)
@@ -68,7 +76,7 @@ func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	glue, err := e.glue(pgs, m)
+	glue, err := e.glue(pgs, nt, m)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +86,7 @@ func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 // glue emits dispatch_amd64.go: the lane-state type, one wrapper per pass (initialise the
 // states, call the assembly, merge the states into the reductions' buffers) and the init
 // that registers the "avx2" implementation when the CPU has AVX2 and FMA.
-func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
+func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, error) {
 	f := jen.NewFile(m.Package)
 	f.HeaderComment(gogen.Header(m))
 	f.HeaderComment("//go:build !purego")
@@ -87,8 +95,8 @@ func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
 	f.ImportName("golang.org/x/sys/cpu", "cpu")
 	elem := e.g.DType.String()
 
-	// State arrays: per reduction and field, slots·lanes float64 plus a vector of padding
-	// (a block whose lanes are slots may run past the last slot; its tail lanes are masked).
+	// State arrays: per reduction and field, slots·lanes values plus a vector of padding (a
+	// block whose lanes are slots may run past the last slot; its tail lanes are masked).
 	var fields, allocs []jen.Code
 	maxSlots := 1
 	for _, pg := range pgs {
@@ -96,10 +104,14 @@ func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
 			lay := pg.layout(r)
 			n := lay.slots*lay.lps + 8
 			maxSlots = max(maxSlots, lay.slots)
-			for _, fld := range redFields[r.Op] {
-				name := stateField(r, fld)
-				fields = append(fields, jen.Id(name).Index().Float64())
-				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Float64(), jen.Lit(n)))
+			for _, fld := range pg.fields(r) {
+				t := jen.Float64()
+				if fld.elem {
+					t = jen.Id(elem)
+				}
+				name := stateField(r, fld.name)
+				fields = append(fields, jen.Id(name).Index().Add(t))
+				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Add(t), jen.Lit(n)))
 			}
 		}
 	}
@@ -117,7 +129,7 @@ func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
 	})
 
 	for _, pg := range pgs {
-		e.wrapper(f, pg, elem)
+		e.wrapper(f, pg, elem, nt[pg.ps.Index])
 	}
 
 	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
@@ -141,23 +153,23 @@ func (e *emitter) glue(pgs []*passGen, m gogen.Meta) ([]byte, error) {
 }
 
 // identity is each reduction field's starting value.
-func identity(op ir.Op, field string) jen.Code {
-	inf := func(sign int) jen.Code { return jen.Qual("math", "Inf").Call(jen.Lit(sign)) }
+func identity(op ir.Op, field, elem string) jen.Code {
+	inf := func(sign int) jen.Code { return jen.Id(elem).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign))) }
 	switch {
-	case op == ir.OpRMax && field == "m", op == ir.OpLogSumExp && field == "m", op == ir.OpArgMax && field == "best":
+	case op == ir.OpRMax && field == "m", field == "hi", op == ir.OpArgMax && field == "best":
 		return inf(-1)
-	case op == ir.OpRMin:
+	case op == ir.OpRMin, field == "lo":
 		return inf(1)
 	}
-	return jen.Lit(0.0)
+	return jen.Lit(0)
 }
 
 var finish = map[ir.Op]string{
 	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
-	ir.OpLogSumExp: "FinishLogSumExp", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
+	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
 }
 
-func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string) {
+func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
 	name := fmt.Sprintf("pass%dAVX2Go", ps.Index)
@@ -166,28 +178,73 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string) {
 		b.Id("st").Op(":=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState"))
 		b.Defer().Id("avxPool").Dot("Put").Call(jen.Id("st"))
 		for _, r := range ps.Reduces {
-			for _, fld := range redFields[r.Op] {
-				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld)), identity(r.Op, fld))
+			for _, fld := range pg.fields(r) {
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
 			}
 		}
-		b.Id(fmt.Sprintf("pass%dAVX2", ps.Index)).CallFunc(func(c *jen.Group) {
-			for _, p := range pg.params {
-				c.Op(p.goExpr)
+		call := func(name string) *jen.Statement {
+			return jen.Id(name).CallFunc(func(c *jen.Group) {
+				for _, p := range pg.params {
+					c.Op(p.goExpr)
+				}
+			})
+		}
+		if nt {
+			// Non-temporal stores need 32-byte aligned buffers: large slices from make are,
+			// a user's sub-slice may not be.
+			var cond *jen.Statement
+			for _, n := range ps.Stores {
+				a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(e.bufAddr(n)))).Op("%").Lit(32).Op("==").Lit(0)
+				if cond == nil {
+					cond = a
+				} else {
+					cond = cond.Op("&&").Add(a)
+				}
 			}
-		})
+			b.If(cond).Block(call(fmt.Sprintf("pass%dAVX2NT", ps.Index))).Else().Block(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+		} else {
+			b.Add(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+		}
+		// logsumexp's fast path holds only while every x stayed where e^x is normal;
+		// otherwise the pure-Go pass recomputes everything exactly.
+		lo, hi := pg.guard()
+		for _, r := range ps.Reduces {
+			if r.Op != ir.OpLogSumExp || pg.twins[r.ID] != nil {
+				continue
+			}
+			n := pg.layout(r).slots * pg.layout(r).lps
+			b.If(jen.Op("!").Qual(rt, "InRange").Call(
+				jen.Id("st").Dot(stateField(r, "lo")).Index(jen.Op(":").Lit(n)), jen.Id("st").Dot(stateField(r, "hi")).Index(jen.Op(":").Lit(n)), jen.Lit(lo), jen.Lit(hi),
+			)).Block(
+				jen.Id(fmt.Sprintf("pass%dGo", ps.Index)).Call(jen.Id("in"), jen.Id("out"), jen.Id("s")),
+				jen.Return(),
+			)
+		}
 		for _, r := range ps.Reduces {
 			lay := pg.layout(r)
 			lps := lay.lps
 			args := []jen.Code{jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
-			for _, fld := range redFields[r.Op] {
-				args = append(args, jen.Id("st").Dot(stateField(r, fld)))
+			switch r.Op {
+			case ir.OpLogSumExp:
+				args = append(args, jen.Id("st").Dot(stateField(r, "s")))
+			default:
+				for _, fld := range pg.fields(r) {
+					if fld.name != "p" { // flushed into s by the kernel
+						args = append(args, jen.Id("st").Dot(stateField(r, fld.name)))
+					}
+				}
 			}
 			args = append(args, jen.Lit(lps))
+			count := r.Args[0].Shape.Numel() / r.Shape.Numel()
 			switch r.Op {
 			case ir.OpMean:
-				args = append(args, jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))
+				args = append(args, jen.Lit(float64(count)))
 			case ir.OpVar:
 				args = append(args, jen.Lit(r.Corr))
+				if pg.knownCount(r) {
+					// The kernel tracks no per-lane count when every lane's is the same.
+					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))
+				}
 			}
 			b.Qual(rt, finish[r.Op]).Call(args...)
 			dst := strings.TrimPrefix(e.bufAddr(r), "&")

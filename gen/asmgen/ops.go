@@ -43,10 +43,18 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		pg.mul(a[1], a[0], z)
 	case ir.OpDiv:
 		pg.div(a[1], a[0], z)
-	case ir.OpMin:
-		pg.minNaN(a[0], a[1], z)
-	case ir.OpMax:
-		pg.maxNaN(a[0], a[1], z)
+	case ir.OpMin, ir.OpMax:
+		// Against a constant that is neither zero nor NaN, one VMINPS/VMAXPS with the
+		// variable as the operand returned on NaN (Intel's second source) is exact.
+		if v, k, ok := constSide(n); ok {
+			pg.minmax(n.Op, a[v], a[k], z)
+			break
+		}
+		if n.Op == ir.OpMin {
+			pg.minNaN(a[0], a[1], z)
+		} else {
+			pg.maxNaN(a[0], a[1], z)
+		}
 	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
 		pg.cmp(cmpPred[n.Op], a[1], a[0], z)
 		pg.and(pg.cf(1), z, z)
@@ -64,6 +72,32 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		panic("asmgen: no vector form for " + n.Op.String())
 	}
 	return z
+}
+
+// constSide finds a min/max whose one argument is a scalar constant other than ±0 and NaN;
+// it returns the positions of the variable and the constant.
+func constSide(n *ir.Node) (v, k int, ok bool) {
+	for i, x := range n.Args {
+		if x.Op == ir.OpConst && len(x.Shape) == 0 && x.Value[0] != 0 && x.Value[0] == x.Value[0] {
+			return 1 - i, i, true
+		}
+	}
+	return 0, 0, false
+}
+
+// minmax is z = min/max(k, v) returning v when either is NaN (Go syntax puts Intel's second
+// source first).
+func (pg *passGen) minmax(op ir.Op, v, k, z reg.VecVirtual) {
+	switch {
+	case op == ir.OpMin && pg.f64:
+		pg.c.VMINPD(v, k, z)
+	case op == ir.OpMin:
+		pg.c.VMINPS(v, k, z)
+	case pg.f64:
+		pg.c.VMAXPD(v, k, z)
+	default:
+		pg.c.VMAXPS(v, k, z)
+	}
 }
 
 // scan is y[t] = x[t] + c[t]·y[t+1] for one block of lanes t0..t0+L−1, walked backwards by

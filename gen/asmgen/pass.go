@@ -19,18 +19,20 @@ type param struct {
 	name, goType, goExpr string
 }
 
-// redFields are the float64 state fields of each reduction's per-lane accumulators.
-var redFields = map[ir.Op][]string{
-	ir.OpSum: {"s"}, ir.OpMean: {"s"}, ir.OpRMax: {"m"}, ir.OpRMin: {"m"},
-	ir.OpLogSumExp: {"m", "s"}, ir.OpVar: {"n", "mean", "m2"}, ir.OpArgMax: {"best", "idx"},
-}
-
 // redLayout says how a reduction's states are laid out: slots (result elements), each with
 // lps lane states. When the pass's vector axis is kept by the reduction, lanes are slots
 // (lps = 1); when it is reduced, each slot has one state per lane (lps = lanes).
 type redLayout struct {
 	slots, lps int
 }
+
+// largePass is the working set (bytes a pass streams) above which it prefetches ahead and
+// gets a variant with non-temporal stores: well beyond the caches of current x86 servers'
+// cores, so the data comes from memory anyway.
+const largePass = 32 << 20
+
+// prefetchElems is how far ahead a large pass prefetches: 256 elements (32 float32 blocks).
+const prefetchElems = 256
 
 // passGen emits one pass.
 type passGen struct {
@@ -44,6 +46,11 @@ type passGen struct {
 
 	counters []reg.GPVirtual // outer loop counters
 	carries  map[int]reg.VecVirtual
+
+	invSlots map[string]operand.Mem // 1/n of known-count variances, per reduced axes (rowSetup)
+	twins    map[int]*ir.Node       // logsumexp of 2·x → the logsumexp of x in the same pass (see twinOf)
+	large    bool                   // the pass streams more than largePass bytes: prefetch ahead
+	nt       bool                   // this variant stores full blocks non-temporally
 
 	// per block
 	jReg  reg.GPVirtual // inner offset register (full blocks), nil in tails
@@ -116,13 +123,6 @@ func (pg *passGen) nodePtr(n *ir.Node) reg.GPVirtual {
 	}
 	return pg.ptr(fmt.Sprintf("buf:%d", n.ID), "*"+pg.elemGo(), pg.e.bufAddr(n))
 }
-
-// statePtr loads a pointer to field f of reduction r's lane states.
-func (pg *passGen) statePtr(r *ir.Node, f string) reg.GPVirtual {
-	return pg.ptr(fmt.Sprintf("st:%d:%s", r.ID, f), "*float64", fmt.Sprintf("&st.%s[0]", stateField(r, f)))
-}
-
-func stateField(r *ir.Node, f string) string { return fmt.Sprintf("r%d_%s", r.ID, f) }
 
 // off returns a register holding the element offset, within a tensor of shape s, of the
 // current block's first element: the outer counters times s's strides, plus the inner
@@ -222,6 +222,7 @@ func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 				c.VMASKMOVPS(m, pg.tailMask(), x)
 			}
 		default:
+			pg.prefetch(base, off, pg.esz())
 			pg.mov(m, x)
 		}
 	case ir.Bool:
@@ -254,6 +255,7 @@ func (pg *passGen) loadBool(base, off reg.GPVirtual, vector bool, x reg.VecVirtu
 			}
 			src = slot
 		}
+		pg.prefetch(base, off, 1)
 		if n == 8 {
 			c.VPMOVZXBD(src, x)
 		} else {
@@ -283,14 +285,15 @@ func (pg *passGen) loadIndex(base, off reg.GPVirtual, vector bool, x reg.VecVirt
 	pg.mov(x, slot)
 	t := pg.gp()
 	f := c.XMM()
+	c.VXORPS(f, f, f) // the VEX conversions merge into f: start from zero, not a stale value
 	for i := 0; i < n; i++ {
 		c.MOVQ(elemMem(base, off, 8, i), t)
 		if pg.f64 {
-			c.CVTSQ2SD(t, f)
-			c.MOVSD(f, slot.Offset(8*i))
+			c.VCVTSI2SDQ(t, f, f)
+			c.VMOVSD(f, slot.Offset(8*i))
 		} else {
-			c.CVTSQ2SS(t, f)
-			c.MOVSS(f, slot.Offset(4*i))
+			c.VCVTSI2SSQ(t, f, f)
+			c.VMOVSS(f, slot.Offset(4*i))
 		}
 	}
 	if vector {
@@ -320,9 +323,30 @@ func (pg *passGen) store(n *ir.Node, v reg.VecVirtual) {
 		} else {
 			pg.c.VMASKMOVPS(v, pg.tailMask(), m)
 		}
+	case pg.nt:
+		// Non-temporal: a large output bypasses the caches, and no read-for-ownership of
+		// its lines is needed (the wrapper checked the 32-byte alignment).
+		if pg.f64 {
+			pg.c.VMOVNTPD(v, m)
+		} else {
+			pg.c.VMOVNTPS(v, m)
+		}
 	default:
 		pg.mov(v, m)
 	}
+}
+
+// prefetch asks for the stream at base+off a fixed distance ahead of the walk (behind it,
+// for a reverse scan), so many concurrent streams do not outrun the hardware prefetchers.
+func (pg *passGen) prefetch(base, off reg.GPVirtual, size int) {
+	if !pg.large || pg.rem > 0 {
+		return
+	}
+	d := prefetchElems
+	if pg.ps.Scan {
+		d = -d
+	}
+	pg.c.PREFETCHT0(elemMem(base, off, size, d))
 }
 
 // item is one step of a block: compute a node, or accumulate a reduction.
@@ -333,16 +357,26 @@ type bitem struct {
 }
 
 // emitPass emits the assembly function for ps.
-func (e *emitter) emitPass(ps *plan.Pass) *passGen {
+func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg := &passGen{asm: e.a, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{}, carries: map[int]reg.VecVirtual{}}
+	pg.large = e.passBytes(ps) > largePass
+	pg.nt = nt
+	pg.twins = twinsOf(ps)
+	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
 	name := fmt.Sprintf("pass%dAVX2", ps.Index)
+	if nt {
+		name += "NT"
+	}
 	c.Function(name)
 	c.Attributes(attr.NOSPLIT)
 	c.Pragma("noescape")
 	// The signature is known only once the body has asked for its pointers: emit the body
 	// into the function first, then set the signature (avo reads it when it compiles).
 	pg.body()
+	if nt {
+		c.SFENCE() // order the non-temporal stores before the caller reads the outputs
+	}
 	c.VZEROUPPER()
 	c.RET()
 	sig := "func("
@@ -353,8 +387,84 @@ func (e *emitter) emitPass(ps *plan.Pass) *passGen {
 		sig += p.name + " " + p.goType
 	}
 	c.SignatureExpr(sig + ")")
-	c.Doc(fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see pass%dGo for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), ps.Index))
+	doc := fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see pass%dGo for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), ps.Index)
+	if nt {
+		doc += " Its full blocks store non-temporally: every stored buffer must be 32-byte aligned."
+	}
+	c.Doc(doc)
 	return pg
+}
+
+// twinsOf pairs each logsumexp of 2·x with a logsumexp of x over the same axes in the same
+// pass (ClipPPO's ESS has both): e^(2x) = (e^x)², and 2x lies in the guard range when x does
+// (the float64 sums carry the squares), so the twin needs no exp and no guard of its own.
+func twinsOf(ps *plan.Pass) map[int]*ir.Node {
+	out := map[int]*ir.Node{}
+	for _, r2 := range ps.Reduces {
+		if r2.Op != ir.OpLogSumExp || r2.Args[0].Op != ir.OpMul {
+			continue
+		}
+		m := r2.Args[0]
+		for i, k := range m.Args {
+			if k.Op != ir.OpConst || len(k.Shape) != 0 || k.Value[0] != 2 {
+				continue
+			}
+			x := m.Args[1-i]
+			for _, r1 := range ps.Reduces {
+				if r1 != r2 && r1.Op == ir.OpLogSumExp && r1.Args[0] == x && fmt.Sprint(r1.Axes) == fmt.Sprint(r2.Axes) && out[r1.ID] == nil {
+					out[r2.ID] = r1
+				}
+			}
+		}
+	}
+	return out
+}
+
+// twinOf returns the logsumexp whose 2·x twin r1 is, or nil.
+func (pg *passGen) twinOf(r1 *ir.Node) *ir.Node {
+	for id, base := range pg.twins {
+		if base == r1 {
+			for _, r := range pg.ps.Reduces {
+				if r.ID == id {
+					return r
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// passBytes is how many bytes a pass streams: every array it loads or stores, once.
+func (e *emitter) passBytes(ps *plan.Pass) int {
+	size := 4
+	if e.g.DType == ir.F64 {
+		size = 8
+	}
+	n := 0
+	for _, x := range ps.Loads {
+		if x.Op == ir.OpConst {
+			continue
+		}
+		k := size
+		if x.Op == ir.OpInput && x.Input.Kind == ir.Bool {
+			k = 1
+		}
+		n += k * x.Shape.Numel()
+	}
+	for _, x := range ps.Stores {
+		n += size * x.Shape.Numel()
+	}
+	return n
+}
+
+// wantsNT reports whether a pass gets a non-temporal-store variant: it is large, stores at
+// least one buffer, and every row of its vector axis is a whole number of blocks (so full
+// blocks stay 32-byte aligned when the buffers are).
+func (e *emitter) wantsNT(ps *plan.Pass) bool {
+	if len(ps.Domain) == 0 || len(ps.Stores) == 0 || e.passBytes(ps) <= largePass {
+		return false
+	}
+	return ps.Domain[len(ps.Domain)-1].Size%e.a.lanes() == 0
 }
 
 func describePass(ps *plan.Pass) string {
@@ -410,20 +520,36 @@ func (pg *passGen) innerLoop() {
 			pg.carries[n.ID] = z
 		}
 	}
+	partials := pg.hasPartials()
+	pg.rowSetup()
 	fullLoop := func() {
 		if full == 0 {
 			return
 		}
 		j := pg.gp()
+		var k reg.GPVirtual
+		if partials {
+			k = pg.gp()
+			c.MOVQ(operand.I32(partialBlocks), k)
+		}
 		l := pg.newLabel("blocks")
 		if pg.ps.Scan {
-			c.MOVQ(operand.I32(int32(uint64((full-1)*L))), j)
+			c.MOVQ(operand.I32(int32((full-1)*L)), j)
 		} else {
 			c.XORQ(j, j)
 		}
 		c.Label(l)
 		pg.jReg, pg.rem = j, 0
 		pg.block()
+		if partials {
+			skip := pg.newLabel("noflush")
+			c.DECQ(k)
+			c.JNZ(operand.LabelRef(skip))
+			pg.offs = map[string]reg.GPVirtual{}
+			pg.flushPartials()
+			c.MOVQ(operand.I32(partialBlocks), k)
+			c.Label(skip)
+		}
 		if pg.ps.Scan {
 			c.SUBQ(operand.I32(int32(L)), j)
 			c.JGE(operand.LabelRef(l))
@@ -449,6 +575,11 @@ func (pg *passGen) innerLoop() {
 		fullLoop()
 		tail()
 	}
+	if partials {
+		pg.offs = map[string]reg.GPVirtual{}
+		pg.jReg, pg.jImm = nil, 0
+		pg.flushPartials()
+	}
 }
 
 // block emits the work for one vector of lanes.
@@ -463,9 +594,17 @@ func (pg *passGen) block() {
 		pos[n.ID] = float64(n.ID)
 	}
 	for _, r := range ps.Reduces {
+		if pg.twins[r.ID] != nil {
+			continue // accumulated with its twin
+		}
 		k, ok := pos[r.Args[0].ID]
 		if !ok {
 			k = -1
+		}
+		if r.Op == ir.OpLogSumExp {
+			if e := pg.sharedExp(r); e != nil {
+				k = pos[e.ID] // after the exp it reuses
+			}
 		}
 		items = append(items, bitem{n: r, reduce: true, key: k + 0.5})
 	}
@@ -513,8 +652,10 @@ func (pg *passGen) block() {
 			regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
 		}
 		if it.reduce {
+			pg.c.Comment(fmt.Sprintf("%s(v%d) over %v", it.n.Op, it.n.Args[0].ID, it.n.Axes))
 			pg.accumulate(it.n, regsIn[0])
 		} else {
+			pg.c.Comment(it.n.String())
 			out := pg.compute(it.n, regsIn)
 			if stored[it.n.ID] {
 				pg.store(it.n, out)
@@ -534,6 +675,8 @@ func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(32) }
 func (pg *passGen) reads(it bitem) []*ir.Node {
 	n := it.n
 	switch {
+	case it.reduce && n.Op == ir.OpLogSumExp && pg.sharedExp(n) != nil:
+		return []*ir.Node{n.Args[0], pg.sharedExp(n)}
 	case it.reduce:
 		return []*ir.Node{n.Args[0]}
 	case n.Op == ir.OpShiftNext:

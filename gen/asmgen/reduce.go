@@ -1,6 +1,7 @@
 package asmgen
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/mmcloughlin/avo/operand"
@@ -9,11 +10,66 @@ import (
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
-// Reductions accumulate per lane in float64, whatever the kernel's dtype: each lane holds the
-// state of its own subset of the elements (sum; running max or min; (max, rescaled sum) for
-// logsumexp; Welford's (n, mean, M2); (best, index) for argmax) in memory arrays that the Go
-// wrapper initialises before the loop and merges pairwise after it. A float32 kernel widens
-// its 8 lanes into two float64 vectors. Tail lanes leave their states untouched.
+// Reductions accumulate per lane: each lane holds the state of its own subset of the
+// elements in memory arrays that the Go wrapper initialises before the loop and merges
+// pairwise after it (runtime.Finish*). Values that are exact in the kernel's element type
+// (running max/min, logsumexp's max, argmax's best value) stay in it; sums are float64. A
+// float32 kernel adds a reduction's 8 lanes into a float32 partial for up to partialBlocks
+// blocks, then flushes it into the float64 sum, so a lane's float32 rounding stays within
+// 8·2^-24 ≈ 5e-7 of its partial while most blocks cost one add. Tail lanes leave states
+// untouched.
+
+// partialBlocks is how many blocks a float32 partial sum absorbs before it is flushed.
+const partialBlocks = 8
+
+// field is one per-lane state array of a reduction.
+type field struct {
+	name string
+	elem bool // in the kernel's element type; otherwise float64
+}
+
+// fields lists r's state arrays.
+func (pg *passGen) fields(r *ir.Node) []field {
+	switch r.Op {
+	case ir.OpSum, ir.OpMean:
+		if pg.partial(r) {
+			return []field{{"s", false}, {"p", true}}
+		}
+		return []field{{"s", false}}
+	case ir.OpRMax, ir.OpRMin:
+		return []field{{"m", true}}
+	case ir.OpLogSumExp:
+		if pg.twins[r.ID] != nil {
+			return []field{{"s", false}} // its range is its twin's, doubled
+		}
+		return []field{{"s", false}, {"hi", true}, {"lo", true}}
+	case ir.OpVar:
+		return []field{{"n", false}, {"mean", false}, {"m2", false}}
+	case ir.OpArgMax:
+		return []field{{"best", true}, {"idx", false}}
+	}
+	panic("asmgen: not a reduction: " + r.Op.String())
+}
+
+// partial reports whether r sums into a float32 partial (float32 kernels, when each slot's
+// lanes are its own: the slot stays fixed along a row, where partials are flushed).
+func (pg *passGen) partial(r *ir.Node) bool {
+	return !pg.f64 && (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.layout(r).lps > 1
+}
+
+// knownCount reports whether r's elements arrive in lockstep across lanes (it reduces only
+// outer axes), so the Welford count is the same for every lane and known per block.
+func (pg *passGen) knownCount(r *ir.Node) bool { return pg.layout(r).lps == 1 }
+
+func (pg *passGen) fieldPtr(r *ir.Node, f field) reg.GPVirtual {
+	t := "*float64"
+	if f.elem {
+		t = "*" + pg.elemGo()
+	}
+	return pg.ptr(fmt.Sprintf("st:%d:%s", r.ID, f.name), t, fmt.Sprintf("&st.%s[0]", stateField(r, f.name)))
+}
+
+func stateField(r *ir.Node, f string) string { return fmt.Sprintf("r%d_%s", r.ID, f) }
 
 // halves widens a float32 vector into two float64 vectors (lanes 0–3, 4–7); a float64
 // kernel's vector is its own single half.
@@ -42,7 +98,7 @@ func (pg *passGen) maskHalves(m reg.VecVirtual) []reg.VecVirtual {
 	return []reg.VecVirtual{lo, hi}
 }
 
-// stateOff is the float64 element offset of the current block's first lane state.
+// stateOff is the element offset of the current block's first lane state.
 func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
 	off := pg.off(r.Shape)
 	lay := pg.layout(r)
@@ -58,18 +114,20 @@ func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
 func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 	a := pg.a64
 	off := pg.stateOff(r)
-	fields := redFields[r.Op]
 	ptrs := map[string]reg.GPVirtual{}
-	for _, f := range fields {
-		ptrs[f] = pg.statePtr(r, f)
+	for _, f := range pg.fields(r) {
+		ptrs[f.name] = pg.fieldPtr(r, f)
 	}
-	at := func(f string, h int) operand.Mem { return elemMem(ptrs[f], off, 8, 4*h) }
+	at := func(f string, h int) operand.Mem { return elemMem(ptrs[f], off, 8, 4*h) } // float64 field, half h
+	atE := func(f string) operand.Mem { return elemMem(ptrs[f], off, pg.esz(), 0) }  // element-type field
+	var mask reg.VecVirtual
 	var masks []reg.VecVirtual
 	if pg.rem > 0 {
-		masks = pg.maskHalves(pg.tailMask())
+		mask = pg.tailMask()
+		masks = pg.maskHalves(mask)
 	}
-	// commit stores a new state half, keeping the old one in tail lanes.
-	commit := func(f string, h int, v reg.VecVirtual) {
+	// commit64 stores a new float64 state half, keeping the old one in tail lanes.
+	commit64 := func(f string, h int, v reg.VecVirtual) {
 		if masks != nil {
 			old := pg.ymm()
 			a.mov(at(f, h), old)
@@ -77,108 +135,234 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		}
 		a.mov(v, at(f, h))
 	}
-	var e, gt []reg.VecVirtual // logsumexp: exp(−|x − m|) and x > m, per half
-	if r.Op == ir.OpLogSumExp {
-		e, gt = pg.lseTerms(x, at)
+	commitE := func(f string, v reg.VecVirtual) {
+		if mask != nil {
+			old := pg.ymm()
+			pg.mov(atE(f), old)
+			pg.blend(mask, v, old, v)
+		}
+		pg.mov(v, atE(f))
 	}
-	var idx []reg.VecVirtual
-	if r.Op == ir.OpArgMax {
-		idx = pg.indexHalves(r.Axes[0])
+	if mask != nil && (r.Op == ir.OpSum || r.Op == ir.OpMean) {
+		// Sums: zero the tail lanes (a NaN there would survive a blend-free add).
+		z := pg.ymm()
+		pg.and(mask, x, z)
+		x = z
 	}
-	for h, xh := range pg.halves(x) {
-		switch r.Op {
-		case ir.OpSum, ir.OpMean:
+	switch r.Op {
+	case ir.OpSum, ir.OpMean:
+		if pg.partial(r) {
+			p := pg.ymm()
+			pg.add(atE("p"), x, p)
+			pg.mov(p, atE("p"))
+			return
+		}
+		for h, xh := range pg.halves(x) {
 			s := a.ymm()
 			a.add(at("s", h), xh, s)
-			commit("s", h, s)
-		case ir.OpRMax, ir.OpRMin:
-			m := a.ymm()
-			a.mov(at("m", h), m)
-			if r.Op == ir.OpRMax {
-				a.maxNaN(m, xh, m)
-			} else {
-				a.minNaN(m, xh, m)
+			a.mov(s, at("s", h))
+		}
+	case ir.OpRMax, ir.OpRMin:
+		m := pg.ymm()
+		pg.mov(atE("m"), m)
+		if r.Op == ir.OpRMax {
+			pg.maxNaN(m, x, m)
+		} else {
+			pg.minNaN(m, x, m)
+		}
+		commitE("m", m)
+	case ir.OpLogSumExp:
+		// Fast path: s += e^x in float64, with e^x from the kernel's exp (shared with the
+		// pass's own exp(x) when it has one), and the running max and min of x as a guard:
+		// when every x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi), log Σ e^x
+		// is the logsumexp exactly as torch's max-shifted form is, and the wrapper uses it;
+		// otherwise it re-runs the pass with the pure-Go kernel's exact streaming form.
+		// A twin (logsumexp of 2x) adds (e^x)² computed in float64.
+		e := pg.expOf(r)
+		hi, lo := pg.ymm(), pg.ymm()
+		pg.mov(atE("hi"), hi)
+		pg.mov(atE("lo"), lo)
+		pg.maxNaN(hi, x, hi)
+		pg.minNaN(lo, x, lo)
+		commitE("hi", hi)
+		commitE("lo", lo)
+		tw := pg.twinOf(r)
+		var tp reg.GPVirtual
+		if tw != nil {
+			tp = pg.fieldPtr(tw, field{"s", false}) // same slots and layout as r
+		}
+		for h, eh := range pg.halves(e) {
+			if masks != nil {
+				a.and(masks[h], eh, eh)
 			}
-			commit("m", h, m)
-		case ir.OpLogSumExp:
-			// s' = x > m ? s·e + 1 : s + e;  m' = x > m ? x : m.
-			s, sa := a.ymm(), a.ymm()
-			a.mov(at("s", h), s)
-			a.mov(s, sa)
-			a.fmadd213(a.cf(1), e[h], sa) // sa = e·s + 1
-			a.add(e[h], s, s)
-			a.blend(gt[h], sa, s, s)
-			m := a.ymm()
-			a.mov(at("m", h), m)
-			a.blend(gt[h], xh, m, m)
-			commit("s", h, s)
-			commit("m", h, m)
-		case ir.OpVar:
-			// Welford: n += 1; d = x − mean; mean += d/n; M2 += d·(x − mean).
-			n, mean, d, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
-			a.mov(at("n", h), n)
-			a.add(a.cf(1), n, n)
+			s := a.ymm()
+			a.add(at("s", h), eh, s)
+			a.mov(s, at("s", h))
+			if tw != nil {
+				m := elemMem(tp, off, 8, 4*h)
+				s2 := a.ymm()
+				a.mul(eh, eh, s2)
+				a.add(m, s2, s2)
+				a.mov(s2, m)
+			}
+		}
+	case ir.OpVar:
+		// Welford: n += 1; d = x − mean; mean += d/n; M2 += d·(x − mean). When every lane
+		// has the same count (outer axes only), 1/n is computed once per block.
+		var inv reg.VecVirtual
+		if pg.knownCount(r) {
+			inv = pg.invCount(r)
+		}
+		for h, xh := range pg.halves(x) {
+			mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
 			a.mov(at("mean", h), mean)
 			a.sub(mean, xh, d)
-			t := a.ymm()
-			a.div(n, d, t)
-			a.add(t, mean, mean)
+			if inv != nil {
+				a.fmadd231(d, inv, mean)
+			} else {
+				n := a.ymm()
+				a.mov(at("n", h), n)
+				a.add(a.cf(1), n, n)
+				commit64("n", h, n)
+				a.div(n, d, t)
+				a.add(t, mean, mean)
+			}
 			a.sub(mean, xh, t)
 			a.mov(at("m2", h), m2)
 			a.fmadd231(d, t, m2)
-			commit("n", h, n)
-			commit("mean", h, mean)
-			commit("m2", h, m2)
-		case ir.OpArgMax:
-			// Forward: take x if x > best, or x is NaN and best is not (torch.argmax: the
-			// first maximum, NaN maximal). A reverse scan pass meets indices in decreasing
-			// order, so it takes x on ≥ too, or on any NaN.
-			best, bi := a.ymm(), a.ymm()
-			a.mov(at("best", h), best)
+			commit64("mean", h, mean)
+			commit64("m2", h, m2)
+		}
+	case ir.OpArgMax:
+		// Forward: take x if x > best, or x is NaN and best is not (torch.argmax: the first
+		// maximum, NaN maximal). A reverse scan pass meets indices in decreasing order, so it
+		// takes x on ≥ too, or on any NaN.
+		best := pg.ymm()
+		pg.mov(atE("best"), best)
+		take, t, xn := pg.ymm(), pg.ymm(), pg.ymm()
+		pg.cmp(cmpUNORD, x, x, xn)
+		if pg.ps.Scan && r.Axes[0] == pg.inner() {
+			pg.cmp(cmpGE_OQ, best, x, take)
+			pg.or(xn, take, take)
+		} else {
+			pg.cmp(cmpGT_OQ, best, x, take)
+			pg.cmp(cmpUNORD, best, best, t)
+			pg.andn(xn, t, t) // xn && !isnan(best)
+			pg.or(t, take, take)
+		}
+		pg.blend(take, x, best, best)
+		commitE("best", best)
+		takes := pg.maskHalves(take)
+		for h, ih := range pg.indexHalves(r.Axes[0]) {
+			bi := a.ymm()
 			a.mov(at("idx", h), bi)
-			take, t := a.ymm(), a.ymm()
-			xn := a.ymm()
-			a.cmp(cmpUNORD, xh, xh, xn)
-			if pg.ps.Scan && r.Axes[0] == pg.inner() {
-				a.cmp(cmpGE_OQ, best, xh, take)
-				a.or(xn, take, take)
-			} else {
-				a.cmp(cmpGT_OQ, best, xh, take)
-				a.cmp(cmpUNORD, best, best, t)
-				a.andn(xn, t, t) // xn && !isnan(best)
-				a.or(t, take, take)
-			}
-			a.blend(take, xh, best, best)
-			a.blend(take, idx[h], bi, bi)
-			commit("best", h, best)
-			commit("idx", h, bi)
+			a.blend(takes[h], ih, bi, bi)
+			commit64("idx", h, bi)
 		}
 	}
 }
 
-// lseTerms computes, for logsumexp, e = exp(−|x − m|) (1 where x == m, which also covers
-// equal infinities) and the mask x > m, in the kernel's dtype, as float64 halves.
-func (pg *passGen) lseTerms(x reg.VecVirtual, at func(string, int) operand.Mem) (e, gt []reg.VecVirtual) {
-	c := pg.c
-	m := pg.ymm()
+// guardLo, guardHi bound the x for which logsumexp's fast path is exact: e^x is then a normal
+// float of the element type (and, for the 2x twin, (e^x)² one of float64).
+func (pg *passGen) guard() (lo, hi float64) {
 	if pg.f64 {
-		pg.mov(at("m", 0), m)
-	} else {
-		lo, hi := c.XMM(), c.XMM()
-		c.VCVTPD2PSY(at("m", 0), lo)
-		c.VCVTPD2PSY(at("m", 1), hi)
-		c.VINSERTF128(operand.Imm(1), hi, lo.AsY(), m)
+		return -700, 350
 	}
-	d := pg.ymm()
-	pg.sub(m, x, d)
-	g := pg.ymm()
-	pg.cmp(cmpGT_OQ, pg.cf(0), d, g)
-	pg.or(pg.cf(math.Copysign(0, -1)), d, d) // −|d|
-	ex := pg.expf(d)
-	eq := pg.ymm()
-	pg.cmp(cmpEQ_OQ, m, x, eq)
-	pg.blend(eq, pg.cf(1), ex, ex)
-	return pg.halves(ex), pg.maskHalves(g)
+	return -87, 88
+}
+
+// expOf returns e^x for a logsumexp's argument x at the current block: the pass's own exp(x)
+// when it computes one (placed before the reduction by block), else a fresh one.
+func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
+	if n := pg.sharedExp(r); n != nil {
+		return pg.regs.get(pg.regs.vals[n.ID])
+	}
+	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
+}
+
+// sharedExp finds the pass's exp node of r's argument, if any.
+func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
+	for _, n := range pg.ps.Compute {
+		if n.Op == ir.OpExp && n.Args[0] == r.Args[0] {
+			return n
+		}
+	}
+	return nil
+}
+
+// invCount is 1/n in every float64 lane, n being how many elements each of r's slots has
+// received including the current row: one plus the position of the current outer indices
+// among the reduced axes. It is computed once per row (rowSetup) into a stack slot.
+func (pg *passGen) invCount(r *ir.Node) reg.VecVirtual {
+	v := pg.ymm()
+	pg.c.VBROADCASTSD(pg.invSlots[fmt.Sprint(r.Axes)], v)
+	return v
+}
+
+// rowSetup runs before each row's blocks: it stores 1/n for every known-count variance.
+func (pg *passGen) rowSetup() {
+	c := pg.c
+	for _, r := range pg.ps.Reduces {
+		if r.Op != ir.OpVar || !pg.knownCount(r) {
+			continue
+		}
+		key := fmt.Sprint(r.Axes)
+		slot, ok := pg.invSlots[key]
+		if !ok {
+			slot = c.AllocLocal(8)
+			pg.invSlots[key] = slot
+		}
+		k := pg.gp()
+		c.XORQ(k, k)
+		stride := 1
+		for i := len(r.Axes) - 1; i >= 0; i-- {
+			d := pg.dom.Index(r.Axes[i])
+			t := pg.gp()
+			c.IMUL3Q(operand.I32(int32(stride)), pg.counters[d], t)
+			c.ADDQ(t, k)
+			stride *= pg.dom[d].Size
+		}
+		c.INCQ(k)
+		v, one := c.XMM(), c.XMM()
+		c.VXORPS(v, v, v)
+		c.VCVTSI2SDQ(k, v, v)
+		c.VMOVSD(pg.cf64(1), one)
+		c.VDIVSD(v, one, v)
+		c.VMOVSD(v, slot)
+	}
+}
+
+// flushPartials adds every float32 partial sum of the pass into its float64 sum, then zeroes
+// the partial.
+func (pg *passGen) flushPartials() {
+	a := pg.a64
+	for _, r := range pg.ps.Reduces {
+		if !pg.partial(r) {
+			continue
+		}
+		off := pg.stateOff(r)
+		sp := pg.fieldPtr(r, field{"s", false})
+		pp := pg.fieldPtr(r, field{"p", true})
+		pm := elemMem(pp, off, pg.esz(), 0)
+		p := pg.ymm()
+		pg.mov(pm, p)
+		for h, ph := range pg.halves(p) {
+			s := a.ymm()
+			a.add(elemMem(sp, off, 8, 4*h), ph, s)
+			a.mov(s, elemMem(sp, off, 8, 4*h))
+		}
+		z := pg.zero()
+		pg.mov(z, pm)
+	}
+}
+
+func (pg *passGen) hasPartials() bool {
+	for _, r := range pg.ps.Reduces {
+		if pg.partial(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // indexHalves is each lane's index along axis as float64 halves: the block's inner offset
@@ -190,13 +374,14 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 		if pg.jReg != nil {
 			c.MOVQ(pg.jReg, t)
 		} else {
-			c.MOVQ(operand.I32(int32(uint64(pg.jImm))), t)
+			c.MOVQ(operand.I32(int32(pg.jImm)), t)
 		}
 	} else {
 		c.MOVQ(pg.counters[pg.dom.Index(axis)], t)
 	}
 	base := pg.ymm()
-	c.CVTSQ2SD(t, base.AsX())
+	c.VXORPS(base, base, base)
+	c.VCVTSI2SDQ(t, base.AsX(), base.AsX())
 	c.VBROADCASTSD(base.AsX(), base)
 	var out []reg.VecVirtual
 	n := 2

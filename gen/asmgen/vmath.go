@@ -81,7 +81,7 @@ func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
 	c.VROUNDPS(operand.Imm(0), n, n)
 	r := a.ymm()
 	c.VMOVAPS(xc, r)
-	c.VFNMADD231PS(a.cf32(0.693359375), n, r)     // r −= n·C1 (exact: C1 has 9 bits)
+	c.VFNMADD231PS(a.cf32(0.693359375), n, r)    // r −= n·C1 (exact: C1 has 9 bits)
 	c.VFNMADD231PS(a.cf32(-2.12194440e-4), n, r) // r −= n·C2
 	p := a.ymm()
 	c.VMOVAPS(a.cf32(1.9875691500e-4), p)
@@ -195,9 +195,9 @@ func (a *asm) log32(x reg.VecVirtual) reg.VecVirtual {
 	ef := a.ymm()
 	c.VCVTDQ2PS(e, ef)
 	c.VFMADD231PS(a.cf32(-2.12194440e-4), ef, p) // y += e·C2
-	c.VFNMADD231PS(a.cf32(0.5), z, p)           // y −= z/2
+	c.VFNMADD231PS(a.cf32(0.5), z, p)            // y −= z/2
 	c.VADDPS(f, p, p)                            // f + y
-	c.VFMADD231PS(a.cf32(0.693359375), ef, p)   // + e·C1
+	c.VFMADD231PS(a.cf32(0.693359375), ef, p)    // + e·C1
 	a.logSpecials(x, p)
 	return p
 }

@@ -138,25 +138,37 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 }
 
 // Elementwise ops.
-func (b *Builder) Neg(x *Node) *Node     { return b.elem(OpNeg, x) }
-func (b *Builder) Abs(x *Node) *Node     { return b.elem(OpAbs, x) }
-func (b *Builder) Exp(x *Node) *Node     { return b.elem(OpExp, x) }
-func (b *Builder) Log(x *Node) *Node     { return b.elem(OpLog, x) }
-func (b *Builder) Log1p(x *Node) *Node   { return b.elem(OpLog1p, x) }
-func (b *Builder) Sqrt(x *Node) *Node    { return b.elem(OpSqrt, x) }
-func (b *Builder) Add(x, y *Node) *Node  { return b.elem(OpAdd, x, y) }
-func (b *Builder) Sub(x, y *Node) *Node  { return b.elem(OpSub, x, y) }
-func (b *Builder) Mul(x, y *Node) *Node  { return b.elem(OpMul, x, y) }
-func (b *Builder) Div(x, y *Node) *Node  { return b.elem(OpDiv, x, y) }
-func (b *Builder) Min(x, y *Node) *Node  { return b.elem(OpMin, x, y) }
-func (b *Builder) Max(x, y *Node) *Node  { return b.elem(OpMax, x, y) }
-func (b *Builder) Lt(x, y *Node) *Node   { return b.elem(OpLt, x, y) }
-func (b *Builder) Le(x, y *Node) *Node   { return b.elem(OpLe, x, y) }
-func (b *Builder) Gt(x, y *Node) *Node   { return b.elem(OpGt, x, y) }
-func (b *Builder) Ge(x, y *Node) *Node   { return b.elem(OpGe, x, y) }
-func (b *Builder) Eq(x, y *Node) *Node   { return b.elem(OpEq, x, y) }
-func (b *Builder) Ne(x, y *Node) *Node   { return b.elem(OpNe, x, y) }
+func (b *Builder) Neg(x *Node) *Node         { return b.elem(OpNeg, x) }
+func (b *Builder) Abs(x *Node) *Node         { return b.elem(OpAbs, x) }
+func (b *Builder) Exp(x *Node) *Node         { return b.exp(x) }
+func (b *Builder) Log(x *Node) *Node         { return b.elem(OpLog, x) }
+func (b *Builder) Log1p(x *Node) *Node       { return b.elem(OpLog1p, x) }
+func (b *Builder) Sqrt(x *Node) *Node        { return b.elem(OpSqrt, x) }
+func (b *Builder) Add(x, y *Node) *Node      { return b.elem(OpAdd, x, y) }
+func (b *Builder) Sub(x, y *Node) *Node      { return b.elem(OpSub, x, y) }
+func (b *Builder) Mul(x, y *Node) *Node      { return b.elem(OpMul, x, y) }
+func (b *Builder) Div(x, y *Node) *Node      { return b.elem(OpDiv, x, y) }
+func (b *Builder) Min(x, y *Node) *Node      { return b.elem(OpMin, x, y) }
+func (b *Builder) Max(x, y *Node) *Node      { return b.elem(OpMax, x, y) }
+func (b *Builder) Lt(x, y *Node) *Node       { return b.elem(OpLt, x, y) }
+func (b *Builder) Le(x, y *Node) *Node       { return b.elem(OpLe, x, y) }
+func (b *Builder) Gt(x, y *Node) *Node       { return b.elem(OpGt, x, y) }
+func (b *Builder) Ge(x, y *Node) *Node       { return b.elem(OpGe, x, y) }
+func (b *Builder) Eq(x, y *Node) *Node       { return b.elem(OpEq, x, y) }
+func (b *Builder) Ne(x, y *Node) *Node       { return b.elem(OpNe, x, y) }
 func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
+
+// exp is e^x. Of a clamp to constant bounds it builds the clamp of e^x to e^lo, e^hi instead:
+// the same values (exp is monotone, NaN stays NaN) up to the rounding of the bounds, and the
+// e^x is then shared with any other use (ClipPPO's exp(log_weight_clip) reuses the ratio).
+func (b *Builder) exp(x *Node) *Node {
+	if x.Op == OpMin && isScalarConst(x.Args[1]) && x.Args[0].Op == OpMax && isScalarConst(x.Args[0].Args[1]) {
+		lo, hi := x.Args[0].Args[1].Value[0], x.Args[1].Value[0]
+		inner := b.Exp(x.Args[0].Args[0])
+		return b.Min(b.Max(inner, b.Const(math.Exp(lo))), b.Const(math.Exp(hi)))
+	}
+	return b.elem(OpExp, x)
+}
 
 // reduce adds a reduction of x over the named axes.
 func (b *Builder) reduce(op Op, x *Node, corr int, axes ...string) *Node {

@@ -35,12 +35,19 @@ func Root() (string, error) {
 
 // Module is a temporary module holding one generated package and a runner program.
 type Module struct {
-	Dir string
-	c   *gen.Compiled
+	Dir   string
+	c     *gen.Compiled
+	tests bool
 }
 
-// NewModule writes the package for c into a new temporary module. Remove it with Close.
-func NewModule(c *gen.Compiled) (*Module, error) {
+// NewModule writes the package for c into a new temporary module (without the package's
+// tests). Remove it with Close.
+func NewModule(c *gen.Compiled) (*Module, error) { return newModule(c, false) }
+
+// NewTestModule is NewModule keeping the generated tests and benchmarks (lossgen bench).
+func NewTestModule(c *gen.Compiled) (*Module, error) { return newModule(c, true) }
+
+func newModule(c *gen.Compiled, tests bool) (*Module, error) {
 	root, err := Root()
 	if err != nil {
 		return nil, err
@@ -49,7 +56,7 @@ func NewModule(c *gen.Compiled) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{Dir: tmp, c: c}
+	m := &Module{Dir: tmp, c: c, tests: tests}
 	if err := m.write(root); err != nil {
 		m.Close()
 		return nil, err
@@ -67,7 +74,7 @@ func (m *Module) write(root string) error {
 		return err
 	}
 	for name := range files {
-		if strings.HasSuffix(name, "_test.go") {
+		if strings.HasSuffix(name, "_test.go") && !m.tests {
 			delete(files, name)
 		}
 	}
@@ -108,6 +115,18 @@ func goType(g *ir.Graph, in *ir.Input) string {
 	return g.DType.String()
 }
 
+// Bench runs `go test -bench` in the generated package and returns its output.
+func (m *Module) Bench(pattern, benchtime string) (string, error) {
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", pattern, "-benchtime", benchtime, "./kernel")
+	cmd.Dir = m.Dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go test -bench: %v\n%s", err, out)
+	}
+	return string(out), nil
+}
+
 // Build compiles the runner with the given build tags ("purego" selects the pure-Go
 // kernel) and returns the binary's path.
 func (m *Module) Build(tags string) (string, error) {
@@ -126,6 +145,15 @@ func or(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// Impl returns the name of the implementation a built runner's Forward uses ("avx2", "go").
+func (m *Module) Impl(bin string) (string, error) {
+	out, err := exec.Command(bin, "-impl").Output()
+	if err != nil {
+		return "", fmt.Errorf("asking the kernel for its implementation: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // Run runs a built runner on inputs (stored as the kernel expects them: see

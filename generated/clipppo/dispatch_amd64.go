@@ -14,81 +14,100 @@ import (
 // the merged results.
 type avxState struct {
 	r7_s     []float64
+	r7_p     []float32
 	r8_n     []float64
 	r8_mean  []float64
 	r8_m2    []float64
-	r27_s    []float64
-	r29_s    []float64
 	r30_s    []float64
+	r30_p    []float32
+	r32_s    []float64
+	r32_p    []float32
 	r33_s    []float64
-	r42_s    []float64
-	r49_s    []float64
-	r50_n    []float64
-	r50_mean []float64
-	r50_m2   []float64
-	r51_n    []float64
-	r51_mean []float64
-	r51_m2   []float64
-	r57_m    []float64
-	r57_s    []float64
-	r59_m    []float64
-	r59_s    []float64
-	r25_s    []float64
+	r33_p    []float32
+	r36_s    []float64
+	r36_p    []float32
+	r45_s    []float64
+	r45_p    []float32
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r60_s    []float64
+	r60_hi   []float32
+	r60_lo   []float32
+	r62_s    []float64
+	r28_s    []float64
+	r28_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r7_s: make([]float64, 16), r8_n: make([]float64, 16), r8_mean: make([]float64, 16), r8_m2: make([]float64, 16), r27_s: make([]float64, 16), r29_s: make([]float64, 16), r30_s: make([]float64, 16), r33_s: make([]float64, 16), r42_s: make([]float64, 16), r49_s: make([]float64, 16), r50_n: make([]float64, 16), r50_mean: make([]float64, 16), r50_m2: make([]float64, 16), r51_n: make([]float64, 16), r51_mean: make([]float64, 16), r51_m2: make([]float64, 16), r57_m: make([]float64, 16), r57_s: make([]float64, 16), r59_m: make([]float64, 16), r59_s: make([]float64, 16), r25_s: make([]float64, 16), res: make([]float64, 1)}
+	return &avxState{r7_s: make([]float64, 16), r7_p: make([]float32, 16), r8_n: make([]float64, 16), r8_mean: make([]float64, 16), r8_m2: make([]float64, 16), r30_s: make([]float64, 16), r30_p: make([]float32, 16), r32_s: make([]float64, 16), r32_p: make([]float32, 16), r33_s: make([]float64, 16), r33_p: make([]float32, 16), r36_s: make([]float64, 16), r36_p: make([]float32, 16), r45_s: make([]float64, 16), r45_p: make([]float32, 16), r52_s: make([]float64, 16), r52_p: make([]float32, 16), r53_n: make([]float64, 16), r53_mean: make([]float64, 16), r53_m2: make([]float64, 16), r54_n: make([]float64, 16), r54_mean: make([]float64, 16), r54_m2: make([]float64, 16), r60_s: make([]float64, 16), r60_hi: make([]float32, 16), r60_lo: make([]float32, 16), r62_s: make([]float64, 16), r28_s: make([]float64, 16), r28_p: make([]float32, 16), res: make([]float64, 1)}
 }}
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r7_s, 0.0)
-	runtime.Fill(st.r8_n, 0.0)
-	runtime.Fill(st.r8_mean, 0.0)
-	runtime.Fill(st.r8_m2, 0.0)
-	runtime.Fill(st.r27_s, 0.0)
-	runtime.Fill(st.r29_s, 0.0)
-	runtime.Fill(st.r30_s, 0.0)
-	runtime.Fill(st.r33_s, 0.0)
-	runtime.Fill(st.r42_s, 0.0)
-	runtime.Fill(st.r49_s, 0.0)
-	runtime.Fill(st.r50_n, 0.0)
-	runtime.Fill(st.r50_mean, 0.0)
-	runtime.Fill(st.r50_m2, 0.0)
-	runtime.Fill(st.r51_n, 0.0)
-	runtime.Fill(st.r51_mean, 0.0)
-	runtime.Fill(st.r51_m2, 0.0)
-	runtime.Fill(st.r57_m, math.Inf(-1))
-	runtime.Fill(st.r57_s, 0.0)
-	runtime.Fill(st.r59_m, math.Inf(-1))
-	runtime.Fill(st.r59_s, 0.0)
-	pass0AVX2(&in.Advantage[0], &st.r7_s[0], &st.r8_n[0], &st.r8_mean[0], &st.r8_m2[0], &in.Entropy[0], &st.r30_s[0], &in.ValueTarget[0], &st.r51_n[0], &st.r51_mean[0], &st.r51_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r57_m[0], &st.r57_s[0], &st.r27_s[0], &st.r29_s[0], &st.r33_s[0], &in.StateValue[0], &st.r50_n[0], &st.r50_mean[0], &st.r50_m2[0], &in.OldStateValue[0], &st.r42_s[0], &st.r49_s[0], &st.r59_m[0], &st.r59_s[0])
+	runtime.Fill(st.r7_s, 0)
+	runtime.Fill(st.r7_p, 0)
+	runtime.Fill(st.r8_n, 0)
+	runtime.Fill(st.r8_mean, 0)
+	runtime.Fill(st.r8_m2, 0)
+	runtime.Fill(st.r30_s, 0)
+	runtime.Fill(st.r30_p, 0)
+	runtime.Fill(st.r32_s, 0)
+	runtime.Fill(st.r32_p, 0)
+	runtime.Fill(st.r33_s, 0)
+	runtime.Fill(st.r33_p, 0)
+	runtime.Fill(st.r36_s, 0)
+	runtime.Fill(st.r36_p, 0)
+	runtime.Fill(st.r45_s, 0)
+	runtime.Fill(st.r45_p, 0)
+	runtime.Fill(st.r52_s, 0)
+	runtime.Fill(st.r52_p, 0)
+	runtime.Fill(st.r53_n, 0)
+	runtime.Fill(st.r53_mean, 0)
+	runtime.Fill(st.r53_m2, 0)
+	runtime.Fill(st.r54_n, 0)
+	runtime.Fill(st.r54_mean, 0)
+	runtime.Fill(st.r54_m2, 0)
+	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r60_hi, float32(math.Inf(-1)))
+	runtime.Fill(st.r60_lo, float32(math.Inf(1)))
+	runtime.Fill(st.r62_s, 0)
+	pass0AVX2(&in.Advantage[0], &st.r7_s[0], &st.r7_p[0], &st.r8_n[0], &st.r8_mean[0], &st.r8_m2[0], &in.Entropy[0], &st.r33_s[0], &st.r33_p[0], &in.ValueTarget[0], &st.r54_n[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_s[0], &st.r60_hi[0], &st.r60_lo[0], &st.r62_s[0], &st.r30_s[0], &st.r30_p[0], &st.r32_s[0], &st.r32_p[0], &st.r36_s[0], &st.r36_p[0], &in.StateValue[0], &st.r53_n[0], &st.r53_mean[0], &st.r53_m2[0], &in.OldStateValue[0], &st.r45_s[0], &st.r45_p[0], &st.r52_s[0], &st.r52_p[0])
+	if !runtime.InRange(st.r60_lo[:8], st.r60_hi[:8], -87.0, 88.0) {
+		pass0Go(in, out, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r7_s, 8, 4096.0)
 	s.s0 = float32(st.res[0])
 	runtime.FinishVar(st.res[:1], st.r8_n, st.r8_mean, st.r8_m2, 8, 1)
 	s.s1 = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
-	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
-	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
-	out.Entropy = float32(st.res[0])
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r32_s, 8, 4096.0)
+	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r36_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r42_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r45_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r50_n, st.r50_mean, st.r50_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r51_n, st.r51_mean, st.r51_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishLogSumExp(st.res[:1], st.r57_m, st.r57_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishLogSumExp(st.res[:1], st.r59_m, st.r59_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -103,9 +122,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r25_s, 0.0)
-	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.r25_s[0])
-	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
+	runtime.Fill(st.r28_s, 0)
+	runtime.Fill(st.r28_p, 0)
+	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.r28_s[0], &st.r28_p[0])
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
 

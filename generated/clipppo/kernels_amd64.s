@@ -4,374 +4,507 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float32, p6 *float64, p7 *float32, p8 *float64, p9 *float64, p10 *float64, p11 *float32, p12 *float32, p13 *float64, p14 *float64, p15 *float64, p16 *float64, p17 *float64, p18 *float32, p19 *float64, p20 *float64, p21 *float64, p22 *float32, p23 *float64, p24 *float64, p25 *float64, p26 *float64)
+// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float64, p4 *float64, p5 *float64, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float64, p11 *float64, p12 *float64, p13 *float32, p14 *float32, p15 *float64, p16 *float32, p17 *float32, p18 *float64, p19 *float64, p20 *float32, p21 *float64, p22 *float32, p23 *float64, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float32, p30 *float64, p31 *float32, p32 *float64, p33 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $0-216
+TEXT ·pass0AVX2(SB), NOSPLIT, $0-272
+	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	MOVQ         p0+0(FP), CX
-	XORQ         DX, DX
-	ADDQ         AX, DX
-	VMOVUPS      (CX)(DX*4), Y0
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p1+8(FP), SI
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       (SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y2, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p2+16(FP), SI
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// mean(v3) over [B]
+	XORQ    DX, DX
+	IMUL3Q  $+8, DX, SI
+	MOVQ    p1+8(FP), DI
+	MOVQ    p2+16(FP), DI
+	VADDPS  (DI)(SI*4), Y0, Y1
+	VMOVUPS Y1, (DI)(SI*4)
+
+	// var(v3) over [B]
+	IMUL3Q       $+8, DX, SI
 	MOVQ         p3+24(FP), DI
 	MOVQ         p4+32(FP), R8
+	MOVQ         p5+40(FP), R9
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      (SI)(BX*8), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      (DI)(BX*8), Y4
-	VSUBPD       Y4, Y1, Y5
-	VDIVPD       Y2, Y5, Y6
-	VADDPD       Y6, Y4, Y4
-	VSUBPD       Y4, Y1, Y6
-	VMOVUPD      (R8)(BX*8), Y1
-	VFMADD231PD  Y5, Y6, Y1
-	VMOVUPD      Y2, (SI)(BX*8)
-	VMOVUPD      Y4, (DI)(BX*8)
-	VMOVUPD      Y1, (R8)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      32(DI)(BX*8), Y2
-	VSUBPD       Y2, Y0, Y4
-	VDIVPD       Y1, Y4, Y5
-	VADDPD       Y5, Y2, Y2
-	VSUBPD       Y2, Y0, Y5
-	VMOVUPD      32(R8)(BX*8), Y0
-	VFMADD231PD  Y4, Y5, Y0
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VMOVUPD      Y2, 32(DI)(BX*8)
-	VMOVUPD      Y0, 32(R8)(BX*8)
-	MOVQ         p5+40(FP), BX
-	VMOVUPS      (BX)(DX*4), Y0
-	IMUL3Q       $+8, CX, BX
+	VMOVUPD      (R8)(SI*8), Y2
+	VSUBPD       Y2, Y1, Y3
+	VMOVUPD      (DI)(SI*8), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, (DI)(SI*8)
+	VDIVPD       Y4, Y3, Y4
+	VADDPD       Y4, Y2, Y2
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      (R9)(SI*8), Y1
+	VFMADD231PD  Y3, Y4, Y1
+	VMOVUPD      Y2, (R8)(SI*8)
+	VMOVUPD      Y1, (R9)(SI*8)
+	VMOVUPD      32(R8)(SI*8), Y1
+	VSUBPD       Y1, Y0, Y2
+	VMOVUPD      32(DI)(SI*8), Y3
+	VADDPD       lgc0<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 32(DI)(SI*8)
+	VDIVPD       Y3, Y2, Y3
+	VADDPD       Y3, Y1, Y1
+	VSUBPD       Y1, Y0, Y3
+	VMOVUPD      32(R9)(SI*8), Y0
+	VFMADD231PD  Y2, Y3, Y0
+	VMOVUPD      Y1, 32(R8)(SI*8)
+	VMOVUPD      Y0, 32(R9)(SI*8)
 	MOVQ         p6+48(FP), SI
+	VMOVUPS      (SI)(BX*4), Y0
+
+	// mean(v2) over [B]
+	IMUL3Q  $+8, DX, SI
+	MOVQ    p7+56(FP), DI
+	MOVQ    p8+64(FP), DI
+	VADDPS  (DI)(SI*4), Y0, Y0
+	VMOVUPS Y0, (DI)(SI*4)
+	MOVQ    p9+72(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
+
+	// var(v4) over [B]
+	IMUL3Q       $+8, DX, SI
+	MOVQ         p10+80(FP), DI
+	MOVQ         p11+88(FP), R8
+	MOVQ         p12+96(FP), R9
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y0, Y0
-	VMOVUPD      Y0, 32(SI)(BX*8)
-	MOVQ         p7+56(FP), BX
-	VMOVUPS      (BX)(DX*4), Y0
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p8+64(FP), SI
-	MOVQ         p9+72(FP), DI
-	MOVQ         p10+80(FP), R8
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      (SI)(BX*8), Y2
-	VADDPD       lgc0<>+0(SB), Y2, Y2
-	VMOVUPD      (DI)(BX*8), Y4
-	VSUBPD       Y4, Y1, Y5
-	VDIVPD       Y2, Y5, Y6
-	VADDPD       Y6, Y4, Y4
-	VSUBPD       Y4, Y1, Y6
-	VMOVUPD      (R8)(BX*8), Y1
-	VFMADD231PD  Y5, Y6, Y1
-	VMOVUPD      Y2, (SI)(BX*8)
-	VMOVUPD      Y4, (DI)(BX*8)
-	VMOVUPD      Y1, (R8)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y1
-	VADDPD       lgc0<>+0(SB), Y1, Y1
-	VMOVUPD      32(DI)(BX*8), Y2
-	VSUBPD       Y2, Y0, Y4
-	VDIVPD       Y1, Y4, Y5
-	VADDPD       Y5, Y2, Y2
-	VSUBPD       Y2, Y0, Y5
-	VMOVUPD      32(R8)(BX*8), Y0
-	VFMADD231PD  Y4, Y5, Y0
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VMOVUPD      Y2, 32(DI)(BX*8)
-	VMOVUPD      Y0, 32(R8)(BX*8)
-	MOVQ         p11+88(FP), BX
-	VMOVUPS      (BX)(DX*4), Y0
-	MOVQ         p12+96(FP), BX
-	VMOVUPS      (BX)(DX*4), Y1
-	VSUBPS       Y1, Y0, Y0
-	IMUL3Q       $+8, CX, BX
+	VMOVUPD      (R8)(SI*8), Y2
+	VSUBPD       Y2, Y1, Y3
+	VMOVUPD      (DI)(SI*8), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, (DI)(SI*8)
+	VDIVPD       Y4, Y3, Y4
+	VADDPD       Y4, Y2, Y2
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      (R9)(SI*8), Y1
+	VFMADD231PD  Y3, Y4, Y1
+	VMOVUPD      Y2, (R8)(SI*8)
+	VMOVUPD      Y1, (R9)(SI*8)
+	VMOVUPD      32(R8)(SI*8), Y1
+	VSUBPD       Y1, Y0, Y2
+	VMOVUPD      32(DI)(SI*8), Y3
+	VADDPD       lgc0<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 32(DI)(SI*8)
+	VDIVPD       Y3, Y2, Y3
+	VADDPD       Y3, Y1, Y1
+	VSUBPD       Y1, Y0, Y3
+	VMOVUPD      32(R9)(SI*8), Y0
+	VFMADD231PD  Y2, Y3, Y0
+	VMOVUPD      Y1, 32(R8)(SI*8)
+	VMOVUPD      Y0, 32(R9)(SI*8)
 	MOVQ         p13+104(FP), SI
-	MOVQ         p14+112(FP), DI
-	VCVTPD2PSY   (SI)(BX*8), X3
-	VCVTPD2PSY   32(SI)(BX*8), X1
-	VINSERTF128  $0x01, X1, Y3, Y1
-	VSUBPS       Y1, Y0, Y2
-	VCMPPS       $0x1e, lgc1<>+0(SB), Y2, Y4
-	VORPS        lgc2<>+0(SB), Y2, Y2
-	VMAXPS       lgc3<>+0(SB), Y2, Y5
-	VMINPS       lgc4<>+0(SB), Y5, Y5
-	VMULPS       lgc5<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VMOVAPS      lgc8<>+0(SB), Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc14<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y5
-	VBLENDVPS    Y5, Y2, Y7, Y7
-	VCMPPS       $0x00, Y1, Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X2
+	VMOVUPS      (SI)(BX*4), Y0
+	MOVQ         p14+112(FP), SI
+	VMOVUPS      (SI)(BX*4), Y1
+
+	// v14 = sub(v0, v1) [B=4096]  # log_weight
+	VSUBPS Y1, Y0, Y0
+
+	// logsumexp(v14) over [B]
+	IMUL3Q       $+8, DX, SI
+	MOVQ         p15+120(FP), DI
+	MOVQ         p16+128(FP), R8
+	MOVQ         p17+136(FP), R9
+	VMAXPS       lgc1<>+0(SB), Y0, Y1
+	VMINPS       lgc2<>+0(SB), Y1, Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VMOVAPS      lgc6<>+0(SB), Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc12<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc13<>+0(SB), Y1, Y2
+	VPMINSD      lgc14<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMOVUPS      (R8)(SI*4), Y1
+	VMOVUPS      (R9)(SI*4), Y2
+	VXORPS       lgc15<>+0(SB), Y1, Y1
+	VXORPS       lgc15<>+0(SB), Y0, Y5
+	VMINPS       Y1, Y5, Y4
+	VMINPS       Y5, Y1, Y1
+	VORPS        Y4, Y1, Y1
+	VXORPS       lgc15<>+0(SB), Y1, Y1
+	VMINPS       Y2, Y0, Y4
+	VMINPS       Y0, Y2, Y2
+	VORPS        Y4, Y2, Y2
+	VMOVUPS      Y1, (R8)(SI*4)
+	VMOVUPS      Y2, (R9)(SI*4)
+	MOVQ         p18+144(FP), R8
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y4
-	VCVTPS2PD    X0, Y6
-	VEXTRACTF128 $0x01, Y0, X3
-	VCVTPS2PD    X3, Y7
-	VMOVUPD      (DI)(BX*8), Y8
-	VMOVUPD      Y8, Y9
-	VFMADD213PD  lgc0<>+0(SB), Y1, Y9
-	VADDPD       Y1, Y8, Y8
-	VBLENDVPD    Y5, Y9, Y8, Y8
-	VMOVUPD      (SI)(BX*8), Y1
-	VBLENDVPD    Y5, Y6, Y1, Y1
-	VMOVUPD      Y8, (DI)(BX*8)
-	VMOVUPD      Y1, (SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y1
-	VMOVUPD      Y1, Y5
-	VFMADD213PD  lgc0<>+0(SB), Y2, Y5
-	VADDPD       Y2, Y1, Y1
-	VBLENDVPD    Y4, Y5, Y1, Y1
-	VMOVUPD      32(SI)(BX*8), Y2
-	VBLENDVPD    Y4, Y7, Y2, Y2
-	VMOVUPD      Y1, 32(DI)(BX*8)
-	VMOVUPD      Y2, 32(SI)(BX*8)
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VXORPS       lgc2<>+0(SB), Y0, Y2
-	VXORPS       lgc2<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y1, Y4
-	VMINPS       Y1, Y2, Y1
-	VORPS        Y4, Y1, Y1
-	VXORPS       lgc2<>+0(SB), Y1, Y1
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y4
-	VMINPS       Y2, Y1, Y1
-	VORPS        Y4, Y1, Y1
-	VCMPPS       $0x04, Y0, Y1, Y1
-	VANDPS       lgc14<>+0(SB), Y1, Y1
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p15+120(FP), SI
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	MOVQ         p12+96(FP), BX
-	VMOVUPS      (BX)(DX*4), Y1
-	MOVQ         p11+88(FP), BX
-	VMOVUPS      (BX)(DX*4), Y2
-	VSUBPS       Y2, Y1, Y1
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p16+128(FP), SI
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VMOVUPS      lgc19<>+0(SB), Y1
-	MOVQ         p5+40(FP), BX
-	VMOVUPS      (BX)(DX*4), Y2
-	VMULPS       Y2, Y1, Y1
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p17+136(FP), SI
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	MOVQ         p7+56(FP), BX
-	VMOVUPS      (BX)(DX*4), Y1
-	MOVQ         p18+144(FP), BX
-	VMOVUPS      (BX)(DX*4), Y2
-	VSUBPS       Y2, Y1, Y4
-	IMUL3Q       $+8, CX, BX
-	MOVQ         p19+152(FP), SI
-	MOVQ         p20+160(FP), DI
-	MOVQ         p21+168(FP), R8
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y6
-	VMOVUPD      (SI)(BX*8), Y7
+	VADDPD       (DI)(SI*8), Y1, Y3
+	VMOVUPD      Y3, (DI)(SI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       (R8)(SI*8), Y1, Y1
+	VMOVUPD      Y1, (R8)(SI*8)
+	VADDPD       32(DI)(SI*8), Y2, Y1
+	VMOVUPD      Y1, 32(DI)(SI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       32(R8)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 32(R8)(SI*8)
+	VMOVUPS      lgc16<>+0(SB), Y1
+
+	// v17 = max(v14, v15) [B=4096]
+	VMAXPS  Y0, Y1, Y1
+	VMOVUPS lgc17<>+0(SB), Y2
+
+	// v18 = min(v17, v16) [B=4096]  # log_weight_clip
+	VMINPS Y1, Y2, Y1
+
+	// v29 = ne(v18, v14) [B=4096]
+	VCMPPS $0x04, Y0, Y1, Y1
+	VANDPS lgc12<>+0(SB), Y1, Y1
+
+	// mean(v29) over [B]
+	IMUL3Q  $+8, DX, SI
+	MOVQ    p19+152(FP), DI
+	MOVQ    p20+160(FP), DI
+	VADDPS  (DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, (DI)(SI*4)
+	MOVQ    p14+112(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    p13+104(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
+
+	// v31 = sub(v1, v0) [B=4096]
+	VSUBPS Y2, Y1, Y1
+
+	// mean(v31) over [B]
+	IMUL3Q  $+8, DX, SI
+	MOVQ    p21+168(FP), DI
+	MOVQ    p22+176(FP), DI
+	VADDPS  (DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, (DI)(SI*4)
+	VMOVUPS lgc18<>+0(SB), Y1
+	MOVQ    p6+48(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
+
+	// v35 = mul(v34, v2) [B=4096]
+	VMULPS Y2, Y1, Y1
+
+	// mean(v35) over [B]
+	IMUL3Q  $+8, DX, SI
+	MOVQ    p23+184(FP), DI
+	MOVQ    p24+192(FP), DI
+	VADDPS  (DI)(SI*4), Y1, Y1
+	VMOVUPS Y1, (DI)(SI*4)
+	MOVQ    p9+72(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    p25+200(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
+
+	// v37 = sub(v4, v5) [B=4096]
+	VSUBPS Y2, Y1, Y3
+
+	// var(v37) over [B]
+	IMUL3Q       $+8, DX, SI
+	MOVQ         p26+208(FP), DI
+	MOVQ         p27+216(FP), R8
+	MOVQ         p28+224(FP), R9
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      (R8)(SI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VMOVUPD      (DI)(SI*8), Y8
+	VADDPD       lgc0<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, (DI)(SI*8)
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y6, Y6
+	VSUBPD       Y6, Y4, Y8
+	VMOVUPD      (R9)(SI*8), Y4
+	VFMADD231PD  Y7, Y8, Y4
+	VMOVUPD      Y6, (R8)(SI*8)
+	VMOVUPD      Y4, (R9)(SI*8)
+	VMOVUPD      32(R8)(SI*8), Y4
+	VSUBPD       Y4, Y5, Y6
+	VMOVUPD      32(DI)(SI*8), Y7
 	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      (DI)(BX*8), Y8
-	VSUBPD       Y8, Y5, Y9
-	VDIVPD       Y7, Y9, Y10
-	VADDPD       Y10, Y8, Y8
-	VSUBPD       Y8, Y5, Y10
-	VMOVUPD      (R8)(BX*8), Y5
-	VFMADD231PD  Y9, Y10, Y5
-	VMOVUPD      Y7, (SI)(BX*8)
-	VMOVUPD      Y8, (DI)(BX*8)
-	VMOVUPD      Y5, (R8)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y5
-	VADDPD       lgc0<>+0(SB), Y5, Y5
-	VMOVUPD      32(DI)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VDIVPD       Y5, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y6, Y9
-	VMOVUPD      32(R8)(BX*8), Y6
-	VFMADD231PD  Y8, Y9, Y6
-	VMOVUPD      Y5, 32(SI)(BX*8)
-	VMOVUPD      Y7, 32(DI)(BX*8)
-	VMOVUPD      Y6, 32(R8)(BX*8)
-	VMULPS       Y4, Y4, Y4
-	MOVQ         p22+176(FP), BX
-	VMOVUPS      (BX)(DX*4), Y5
-	VSUBPS       Y5, Y2, Y2
-	VMOVUPS      lgc20<>+0(SB), Y6
-	VXORPS       lgc2<>+0(SB), Y2, Y7
-	VXORPS       lgc2<>+0(SB), Y6, Y6
-	VMINPS       Y7, Y6, Y8
-	VMINPS       Y6, Y7, Y6
-	VORPS        Y8, Y6, Y6
-	VXORPS       lgc2<>+0(SB), Y6, Y6
-	VMOVUPS      lgc21<>+0(SB), Y7
-	VMINPS       Y6, Y7, Y8
-	VMINPS       Y7, Y6, Y6
-	VORPS        Y8, Y6, Y6
-	VCMPPS       $0x04, Y6, Y2, Y2
-	VANDPS       lgc14<>+0(SB), Y2, Y2
+	VMOVUPD      Y7, 32(DI)(SI*8)
+	VDIVPD       Y7, Y6, Y7
+	VADDPD       Y7, Y4, Y4
+	VSUBPD       Y4, Y5, Y7
+	VMOVUPD      32(R9)(SI*8), Y5
+	VFMADD231PD  Y6, Y7, Y5
+	VMOVUPD      Y4, 32(R8)(SI*8)
+	VMOVUPD      Y5, 32(R9)(SI*8)
+
+	// v38 = mul(v37, v37) [B=4096]
+	VMULPS  Y3, Y3, Y3
+	MOVQ    p29+232(FP), SI
+	VMOVUPS (SI)(BX*4), Y4
+
+	// v39 = sub(v5, v6) [B=4096]
+	VSUBPS  Y4, Y2, Y2
+	VMOVUPS lgc19<>+0(SB), Y5
+
+	// v42 = max(v39, v40) [B=4096]
+	VMAXPS  Y2, Y5, Y5
+	VMOVUPS lgc20<>+0(SB), Y6
+
+	// v43 = min(v42, v41) [B=4096]
+	VMINPS Y5, Y6, Y5
+
+	// v44 = ne(v39, v43) [B=4096]
+	VCMPPS $0x04, Y5, Y2, Y2
+	VANDPS lgc12<>+0(SB), Y2, Y2
+
+	// mean(v44) over [B]
+	IMUL3Q  $+8, DX, BX
+	MOVQ    p30+240(FP), SI
+	MOVQ    p31+248(FP), SI
+	VADDPS  (SI)(BX*4), Y2, Y2
+	VMOVUPS Y2, (SI)(BX*4)
+
+	// v46 = add(v6, v43) [B=4096]
+	VADDPS Y5, Y4, Y2
+
+	// v47 = sub(v4, v46) [B=4096]
+	VSUBPS Y2, Y1, Y1
+
+	// v48 = mul(v47, v47) [B=4096]
+	VMULPS Y1, Y1, Y1
+
+	// v49 = max(v38, v48) [B=4096]
+	VXORPS  lgc15<>+0(SB), Y3, Y2
+	VXORPS  lgc15<>+0(SB), Y1, Y1
+	VMINPS  Y2, Y1, Y3
+	VMINPS  Y1, Y2, Y1
+	VORPS   Y3, Y1, Y1
+	VXORPS  lgc15<>+0(SB), Y1, Y1
+	VMOVUPS lgc12<>+0(SB), Y2
+
+	// v51 = mul(v50, v49) [B=4096]
+	VMULPS Y1, Y2, Y1
+
+	// mean(v51) over [B]
+	IMUL3Q  $+8, DX, DX
+	MOVQ    p32+256(FP), BX
+	MOVQ    p33+264(FP), BX
+	VADDPS  (BX)(DX*4), Y1, Y1
+	VMOVUPS Y1, (BX)(DX*4)
+	VMOVUPS lgc21<>+0(SB), Y1
+
+	// v61 = mul(v59, v14) [B=4096]
+	VMULPS       Y0, Y1, Y0
+	DECQ         CX
+	JNZ          noflush_2
+	XORQ         CX, CX
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p1+8(FP), BX
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p19+152(FP), BX
+	MOVQ         p20+160(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p21+168(FP), BX
+	MOVQ         p22+176(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p7+56(FP), BX
+	MOVQ         p8+64(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
 	MOVQ         p23+184(FP), BX
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       (BX)(DX*8), Y7, Y7
-	VMOVUPD      Y7, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 32(BX)(DX*8)
-	VADDPS       Y6, Y5, Y2
-	VSUBPS       Y2, Y1, Y1
-	VMULPS       Y1, Y1, Y1
-	VXORPS       lgc2<>+0(SB), Y4, Y2
-	VXORPS       lgc2<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y1, Y4
-	VMINPS       Y1, Y2, Y1
-	VORPS        Y4, Y1, Y1
-	VXORPS       lgc2<>+0(SB), Y1, Y1
-	VMOVUPS      lgc14<>+0(SB), Y2
-	VMULPS       Y1, Y2, Y1
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p24+192(FP), BX
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 32(BX)(DX*8)
-	VMOVUPS      lgc22<>+0(SB), Y1
-	VMULPS       Y0, Y1, Y0
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p25+200(FP), DX
-	MOVQ         p26+208(FP), BX
-	VCVTPD2PSY   (DX)(CX*8), X3
-	VCVTPD2PSY   32(DX)(CX*8), X1
-	VINSERTF128  $0x01, X1, Y3, Y1
-	VSUBPS       Y1, Y0, Y2
-	VCMPPS       $0x1e, lgc1<>+0(SB), Y2, Y4
-	VORPS        lgc2<>+0(SB), Y2, Y2
-	VMAXPS       lgc3<>+0(SB), Y2, Y5
-	VMINPS       lgc4<>+0(SB), Y5, Y5
-	VMULPS       lgc5<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
-	VMOVAPS      lgc8<>+0(SB), Y7
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc14<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc15<>+0(SB), Y5, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y5
-	VBLENDVPS    Y5, Y2, Y7, Y7
-	VCMPPS       $0x00, Y1, Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y7, Y7
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X2
-	VCVTPS2PD    X2, Y2
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y4
-	VCVTPS2PD    X0, Y6
+	MOVQ         p24+192(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      (BX)(CX*8), Y7
-	VMOVUPD      Y7, Y8
-	VFMADD213PD  lgc0<>+0(SB), Y1, Y8
-	VADDPD       Y1, Y7, Y7
-	VBLENDVPD    Y5, Y8, Y7, Y7
-	VMOVUPD      (DX)(CX*8), Y1
-	VBLENDVPD    Y5, Y6, Y1, Y1
-	VMOVUPD      Y7, (BX)(CX*8)
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p30+240(FP), BX
+	MOVQ         p31+248(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, CX
+	MOVQ         p32+256(FP), DX
+	MOVQ         p33+264(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
 	VMOVUPD      Y1, (DX)(CX*8)
-	VMOVUPD      32(BX)(CX*8), Y1
-	VMOVUPD      Y1, Y5
-	VFMADD213PD  lgc0<>+0(SB), Y2, Y5
-	VADDPD       Y2, Y1, Y1
-	VBLENDVPD    Y4, Y5, Y1, Y1
-	VMOVUPD      32(DX)(CX*8), Y2
-	VBLENDVPD    Y4, Y0, Y2, Y2
-	VMOVUPD      Y1, 32(BX)(CX*8)
-	VMOVUPD      Y2, 32(DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	MOVQ         $+8, CX
+
+noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_1
+	XORQ         AX, AX
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p1+8(FP), DX
+	MOVQ         p2+16(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p19+152(FP), DX
+	MOVQ         p20+160(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p21+168(FP), DX
+	MOVQ         p22+176(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p7+56(FP), DX
+	MOVQ         p8+64(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p23+184(FP), DX
+	MOVQ         p24+192(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p30+240(FP), DX
+	MOVQ         p31+248(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, AX
+	MOVQ         p32+256(FP), CX
+	MOVQ         p33+264(FP), DX
+	VMOVUPS      (DX)(AX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (CX)(AX*8), Y1, Y1
+	VMOVUPD      Y1, (CX)(AX*8)
+	VADDPD       32(CX)(AX*8), Y0, Y0
+	VMOVUPD      Y0, 32(CX)(AX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (DX)(AX*4)
 	VZEROUPPER
 	RET
 
@@ -381,225 +514,215 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000000
-DATA lgc1<>+8(SB)/4, $0x00000000
-DATA lgc1<>+12(SB)/4, $0x00000000
-DATA lgc1<>+16(SB)/4, $0x00000000
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0xc2d00000
+DATA lgc1<>+4(SB)/4, $0xc2d00000
+DATA lgc1<>+8(SB)/4, $0xc2d00000
+DATA lgc1<>+12(SB)/4, $0xc2d00000
+DATA lgc1<>+16(SB)/4, $0xc2d00000
+DATA lgc1<>+20(SB)/4, $0xc2d00000
+DATA lgc1<>+24(SB)/4, $0xc2d00000
+DATA lgc1<>+28(SB)/4, $0xc2d00000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x80000000
-DATA lgc2<>+4(SB)/4, $0x80000000
-DATA lgc2<>+8(SB)/4, $0x80000000
-DATA lgc2<>+12(SB)/4, $0x80000000
-DATA lgc2<>+16(SB)/4, $0x80000000
-DATA lgc2<>+20(SB)/4, $0x80000000
-DATA lgc2<>+24(SB)/4, $0x80000000
-DATA lgc2<>+28(SB)/4, $0x80000000
+DATA lgc2<>+0(SB)/4, $0x42b20000
+DATA lgc2<>+4(SB)/4, $0x42b20000
+DATA lgc2<>+8(SB)/4, $0x42b20000
+DATA lgc2<>+12(SB)/4, $0x42b20000
+DATA lgc2<>+16(SB)/4, $0x42b20000
+DATA lgc2<>+20(SB)/4, $0x42b20000
+DATA lgc2<>+24(SB)/4, $0x42b20000
+DATA lgc2<>+28(SB)/4, $0x42b20000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0xc2d00000
-DATA lgc3<>+4(SB)/4, $0xc2d00000
-DATA lgc3<>+8(SB)/4, $0xc2d00000
-DATA lgc3<>+12(SB)/4, $0xc2d00000
-DATA lgc3<>+16(SB)/4, $0xc2d00000
-DATA lgc3<>+20(SB)/4, $0xc2d00000
-DATA lgc3<>+24(SB)/4, $0xc2d00000
-DATA lgc3<>+28(SB)/4, $0xc2d00000
+DATA lgc3<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x42b20000
-DATA lgc4<>+4(SB)/4, $0x42b20000
-DATA lgc4<>+8(SB)/4, $0x42b20000
-DATA lgc4<>+12(SB)/4, $0x42b20000
-DATA lgc4<>+16(SB)/4, $0x42b20000
-DATA lgc4<>+20(SB)/4, $0x42b20000
-DATA lgc4<>+24(SB)/4, $0x42b20000
-DATA lgc4<>+28(SB)/4, $0x42b20000
+DATA lgc4<>+0(SB)/4, $0x3f318000
+DATA lgc4<>+4(SB)/4, $0x3f318000
+DATA lgc4<>+8(SB)/4, $0x3f318000
+DATA lgc4<>+12(SB)/4, $0x3f318000
+DATA lgc4<>+16(SB)/4, $0x3f318000
+DATA lgc4<>+20(SB)/4, $0x3f318000
+DATA lgc4<>+24(SB)/4, $0x3f318000
+DATA lgc4<>+28(SB)/4, $0x3f318000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc5<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+0(SB)/4, $0xb95e8083
+DATA lgc5<>+4(SB)/4, $0xb95e8083
+DATA lgc5<>+8(SB)/4, $0xb95e8083
+DATA lgc5<>+12(SB)/4, $0xb95e8083
+DATA lgc5<>+16(SB)/4, $0xb95e8083
+DATA lgc5<>+20(SB)/4, $0xb95e8083
+DATA lgc5<>+24(SB)/4, $0xb95e8083
+DATA lgc5<>+28(SB)/4, $0xb95e8083
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3f318000
-DATA lgc6<>+4(SB)/4, $0x3f318000
-DATA lgc6<>+8(SB)/4, $0x3f318000
-DATA lgc6<>+12(SB)/4, $0x3f318000
-DATA lgc6<>+16(SB)/4, $0x3f318000
-DATA lgc6<>+20(SB)/4, $0x3f318000
-DATA lgc6<>+24(SB)/4, $0x3f318000
-DATA lgc6<>+28(SB)/4, $0x3f318000
+DATA lgc6<>+0(SB)/4, $0x39506967
+DATA lgc6<>+4(SB)/4, $0x39506967
+DATA lgc6<>+8(SB)/4, $0x39506967
+DATA lgc6<>+12(SB)/4, $0x39506967
+DATA lgc6<>+16(SB)/4, $0x39506967
+DATA lgc6<>+20(SB)/4, $0x39506967
+DATA lgc6<>+24(SB)/4, $0x39506967
+DATA lgc6<>+28(SB)/4, $0x39506967
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0xb95e8083
-DATA lgc7<>+4(SB)/4, $0xb95e8083
-DATA lgc7<>+8(SB)/4, $0xb95e8083
-DATA lgc7<>+12(SB)/4, $0xb95e8083
-DATA lgc7<>+16(SB)/4, $0xb95e8083
-DATA lgc7<>+20(SB)/4, $0xb95e8083
-DATA lgc7<>+24(SB)/4, $0xb95e8083
-DATA lgc7<>+28(SB)/4, $0xb95e8083
+DATA lgc7<>+0(SB)/4, $0x3ab743ce
+DATA lgc7<>+4(SB)/4, $0x3ab743ce
+DATA lgc7<>+8(SB)/4, $0x3ab743ce
+DATA lgc7<>+12(SB)/4, $0x3ab743ce
+DATA lgc7<>+16(SB)/4, $0x3ab743ce
+DATA lgc7<>+20(SB)/4, $0x3ab743ce
+DATA lgc7<>+24(SB)/4, $0x3ab743ce
+DATA lgc7<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x39506967
-DATA lgc8<>+4(SB)/4, $0x39506967
-DATA lgc8<>+8(SB)/4, $0x39506967
-DATA lgc8<>+12(SB)/4, $0x39506967
-DATA lgc8<>+16(SB)/4, $0x39506967
-DATA lgc8<>+20(SB)/4, $0x39506967
-DATA lgc8<>+24(SB)/4, $0x39506967
-DATA lgc8<>+28(SB)/4, $0x39506967
+DATA lgc8<>+0(SB)/4, $0x3c088908
+DATA lgc8<>+4(SB)/4, $0x3c088908
+DATA lgc8<>+8(SB)/4, $0x3c088908
+DATA lgc8<>+12(SB)/4, $0x3c088908
+DATA lgc8<>+16(SB)/4, $0x3c088908
+DATA lgc8<>+20(SB)/4, $0x3c088908
+DATA lgc8<>+24(SB)/4, $0x3c088908
+DATA lgc8<>+28(SB)/4, $0x3c088908
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3ab743ce
-DATA lgc9<>+4(SB)/4, $0x3ab743ce
-DATA lgc9<>+8(SB)/4, $0x3ab743ce
-DATA lgc9<>+12(SB)/4, $0x3ab743ce
-DATA lgc9<>+16(SB)/4, $0x3ab743ce
-DATA lgc9<>+20(SB)/4, $0x3ab743ce
-DATA lgc9<>+24(SB)/4, $0x3ab743ce
-DATA lgc9<>+28(SB)/4, $0x3ab743ce
+DATA lgc9<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3c088908
-DATA lgc10<>+4(SB)/4, $0x3c088908
-DATA lgc10<>+8(SB)/4, $0x3c088908
-DATA lgc10<>+12(SB)/4, $0x3c088908
-DATA lgc10<>+16(SB)/4, $0x3c088908
-DATA lgc10<>+20(SB)/4, $0x3c088908
-DATA lgc10<>+24(SB)/4, $0x3c088908
-DATA lgc10<>+28(SB)/4, $0x3c088908
+DATA lgc10<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc11<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+0(SB)/4, $0x3f000000
+DATA lgc11<>+4(SB)/4, $0x3f000000
+DATA lgc11<>+8(SB)/4, $0x3f000000
+DATA lgc11<>+12(SB)/4, $0x3f000000
+DATA lgc11<>+16(SB)/4, $0x3f000000
+DATA lgc11<>+20(SB)/4, $0x3f000000
+DATA lgc11<>+24(SB)/4, $0x3f000000
+DATA lgc11<>+28(SB)/4, $0x3f000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc12<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+0(SB)/4, $0x3f800000
+DATA lgc12<>+4(SB)/4, $0x3f800000
+DATA lgc12<>+8(SB)/4, $0x3f800000
+DATA lgc12<>+12(SB)/4, $0x3f800000
+DATA lgc12<>+16(SB)/4, $0x3f800000
+DATA lgc12<>+20(SB)/4, $0x3f800000
+DATA lgc12<>+24(SB)/4, $0x3f800000
+DATA lgc12<>+28(SB)/4, $0x3f800000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f000000
-DATA lgc13<>+4(SB)/4, $0x3f000000
-DATA lgc13<>+8(SB)/4, $0x3f000000
-DATA lgc13<>+12(SB)/4, $0x3f000000
-DATA lgc13<>+16(SB)/4, $0x3f000000
-DATA lgc13<>+20(SB)/4, $0x3f000000
-DATA lgc13<>+24(SB)/4, $0x3f000000
-DATA lgc13<>+28(SB)/4, $0x3f000000
+DATA lgc13<>+0(SB)/4, $0xffffff82
+DATA lgc13<>+4(SB)/4, $0xffffff82
+DATA lgc13<>+8(SB)/4, $0xffffff82
+DATA lgc13<>+12(SB)/4, $0xffffff82
+DATA lgc13<>+16(SB)/4, $0xffffff82
+DATA lgc13<>+20(SB)/4, $0xffffff82
+DATA lgc13<>+24(SB)/4, $0xffffff82
+DATA lgc13<>+28(SB)/4, $0xffffff82
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f800000
-DATA lgc14<>+4(SB)/4, $0x3f800000
-DATA lgc14<>+8(SB)/4, $0x3f800000
-DATA lgc14<>+12(SB)/4, $0x3f800000
-DATA lgc14<>+16(SB)/4, $0x3f800000
-DATA lgc14<>+20(SB)/4, $0x3f800000
-DATA lgc14<>+24(SB)/4, $0x3f800000
-DATA lgc14<>+28(SB)/4, $0x3f800000
+DATA lgc14<>+0(SB)/4, $0x0000007f
+DATA lgc14<>+4(SB)/4, $0x0000007f
+DATA lgc14<>+8(SB)/4, $0x0000007f
+DATA lgc14<>+12(SB)/4, $0x0000007f
+DATA lgc14<>+16(SB)/4, $0x0000007f
+DATA lgc14<>+20(SB)/4, $0x0000007f
+DATA lgc14<>+24(SB)/4, $0x0000007f
+DATA lgc14<>+28(SB)/4, $0x0000007f
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x80000000
+DATA lgc15<>+4(SB)/4, $0x80000000
+DATA lgc15<>+8(SB)/4, $0x80000000
+DATA lgc15<>+12(SB)/4, $0x80000000
+DATA lgc15<>+16(SB)/4, $0x80000000
+DATA lgc15<>+20(SB)/4, $0x80000000
+DATA lgc15<>+24(SB)/4, $0x80000000
+DATA lgc15<>+28(SB)/4, $0x80000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0xbe647fbe
+DATA lgc16<>+4(SB)/4, $0xbe647fbe
+DATA lgc16<>+8(SB)/4, $0xbe647fbe
+DATA lgc16<>+12(SB)/4, $0xbe647fbe
+DATA lgc16<>+16(SB)/4, $0xbe647fbe
+DATA lgc16<>+20(SB)/4, $0xbe647fbe
+DATA lgc16<>+24(SB)/4, $0xbe647fbe
+DATA lgc16<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xbe647fbe
-DATA lgc17<>+4(SB)/4, $0xbe647fbe
-DATA lgc17<>+8(SB)/4, $0xbe647fbe
-DATA lgc17<>+12(SB)/4, $0xbe647fbe
-DATA lgc17<>+16(SB)/4, $0xbe647fbe
-DATA lgc17<>+20(SB)/4, $0xbe647fbe
-DATA lgc17<>+24(SB)/4, $0xbe647fbe
-DATA lgc17<>+28(SB)/4, $0xbe647fbe
+DATA lgc17<>+0(SB)/4, $0x3e3ab281
+DATA lgc17<>+4(SB)/4, $0x3e3ab281
+DATA lgc17<>+8(SB)/4, $0x3e3ab281
+DATA lgc17<>+12(SB)/4, $0x3e3ab281
+DATA lgc17<>+16(SB)/4, $0x3e3ab281
+DATA lgc17<>+20(SB)/4, $0x3e3ab281
+DATA lgc17<>+24(SB)/4, $0x3e3ab281
+DATA lgc17<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3e3ab281
-DATA lgc18<>+4(SB)/4, $0x3e3ab281
-DATA lgc18<>+8(SB)/4, $0x3e3ab281
-DATA lgc18<>+12(SB)/4, $0x3e3ab281
-DATA lgc18<>+16(SB)/4, $0x3e3ab281
-DATA lgc18<>+20(SB)/4, $0x3e3ab281
-DATA lgc18<>+24(SB)/4, $0x3e3ab281
-DATA lgc18<>+28(SB)/4, $0x3e3ab281
+DATA lgc18<>+0(SB)/4, $0xbc23d70a
+DATA lgc18<>+4(SB)/4, $0xbc23d70a
+DATA lgc18<>+8(SB)/4, $0xbc23d70a
+DATA lgc18<>+12(SB)/4, $0xbc23d70a
+DATA lgc18<>+16(SB)/4, $0xbc23d70a
+DATA lgc18<>+20(SB)/4, $0xbc23d70a
+DATA lgc18<>+24(SB)/4, $0xbc23d70a
+DATA lgc18<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xbc23d70a
-DATA lgc19<>+4(SB)/4, $0xbc23d70a
-DATA lgc19<>+8(SB)/4, $0xbc23d70a
-DATA lgc19<>+12(SB)/4, $0xbc23d70a
-DATA lgc19<>+16(SB)/4, $0xbc23d70a
-DATA lgc19<>+20(SB)/4, $0xbc23d70a
-DATA lgc19<>+24(SB)/4, $0xbc23d70a
-DATA lgc19<>+28(SB)/4, $0xbc23d70a
+DATA lgc19<>+0(SB)/4, $0xbe4ccccd
+DATA lgc19<>+4(SB)/4, $0xbe4ccccd
+DATA lgc19<>+8(SB)/4, $0xbe4ccccd
+DATA lgc19<>+12(SB)/4, $0xbe4ccccd
+DATA lgc19<>+16(SB)/4, $0xbe4ccccd
+DATA lgc19<>+20(SB)/4, $0xbe4ccccd
+DATA lgc19<>+24(SB)/4, $0xbe4ccccd
+DATA lgc19<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbe4ccccd
-DATA lgc20<>+4(SB)/4, $0xbe4ccccd
-DATA lgc20<>+8(SB)/4, $0xbe4ccccd
-DATA lgc20<>+12(SB)/4, $0xbe4ccccd
-DATA lgc20<>+16(SB)/4, $0xbe4ccccd
-DATA lgc20<>+20(SB)/4, $0xbe4ccccd
-DATA lgc20<>+24(SB)/4, $0xbe4ccccd
-DATA lgc20<>+28(SB)/4, $0xbe4ccccd
+DATA lgc20<>+0(SB)/4, $0x3e4ccccd
+DATA lgc20<>+4(SB)/4, $0x3e4ccccd
+DATA lgc20<>+8(SB)/4, $0x3e4ccccd
+DATA lgc20<>+12(SB)/4, $0x3e4ccccd
+DATA lgc20<>+16(SB)/4, $0x3e4ccccd
+DATA lgc20<>+20(SB)/4, $0x3e4ccccd
+DATA lgc20<>+24(SB)/4, $0x3e4ccccd
+DATA lgc20<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e4ccccd
-DATA lgc21<>+4(SB)/4, $0x3e4ccccd
-DATA lgc21<>+8(SB)/4, $0x3e4ccccd
-DATA lgc21<>+12(SB)/4, $0x3e4ccccd
-DATA lgc21<>+16(SB)/4, $0x3e4ccccd
-DATA lgc21<>+20(SB)/4, $0x3e4ccccd
-DATA lgc21<>+24(SB)/4, $0x3e4ccccd
-DATA lgc21<>+28(SB)/4, $0x3e4ccccd
+DATA lgc21<>+0(SB)/4, $0x40000000
+DATA lgc21<>+4(SB)/4, $0x40000000
+DATA lgc21<>+8(SB)/4, $0x40000000
+DATA lgc21<>+12(SB)/4, $0x40000000
+DATA lgc21<>+16(SB)/4, $0x40000000
+DATA lgc21<>+20(SB)/4, $0x40000000
+DATA lgc21<>+24(SB)/4, $0x40000000
+DATA lgc21<>+28(SB)/4, $0x40000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x40000000
-DATA lgc22<>+4(SB)/4, $0x40000000
-DATA lgc22<>+8(SB)/4, $0x40000000
-DATA lgc22<>+12(SB)/4, $0x40000000
-DATA lgc22<>+16(SB)/4, $0x40000000
-DATA lgc22<>+20(SB)/4, $0x40000000
-DATA lgc22<>+24(SB)/4, $0x40000000
-DATA lgc22<>+28(SB)/4, $0x40000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -607,182 +730,193 @@ TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc23<>+0(SB), Y1
+	VMOVUPS      lgc22<>+0(SB), Y1
+
+	// v56 = add(v54, v55) []
 	VADDPS       Y1, Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
-	VDIVPS       Y0, Y1, Y0
-	VMOVUPS      lgc14<>+0(SB), Y1
+
+	// v57 = div(v53, v56) []
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc12<>+0(SB), Y1
+
+	// v58 = sub(v50, v57) []
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         p2+16(FP), AX
 	VMOVSS       X0, (AX)(CX*4)
-	VMOVUPS      lgc22<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
+
+	// v63 = mul(v59, v60) []
 	VMULPS       Y1, Y0, Y0
 	MOVQ         p4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
-	VSUBPS       Y1, Y0, Y0
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
+
+	// v64 = sub(v63, v62) []
+	VSUBPS Y1, Y0, Y0
+
+	// v65 = exp(v64) []
+	VMAXPS       lgc1<>+0(SB), Y0, Y1
+	VMINPS       lgc2<>+0(SB), Y1, Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VMOVAPS      lgc6<>+0(SB), Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VADDPS       lgc12<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPMAXSD      lgc13<>+0(SB), Y1, Y2
+	VPMINSD      lgc14<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc24<>+0(SB), Y0
-	VDIVPS       Y0, Y3, Y0
-	MOVQ         p5+40(FP), AX
-	VMOVSS       X0, (AX)(CX*4)
+	VMOVUPS      lgc23<>+0(SB), Y0
+
+	// v67 = div(v65, v66) []
+	VDIVPS Y0, Y3, Y0
+	MOVQ   p5+40(FP), AX
+	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc23<>+0(SB)/4, $0x34000000
-DATA lgc23<>+4(SB)/4, $0x34000000
-DATA lgc23<>+8(SB)/4, $0x34000000
-DATA lgc23<>+12(SB)/4, $0x34000000
-DATA lgc23<>+16(SB)/4, $0x34000000
-DATA lgc23<>+20(SB)/4, $0x34000000
-DATA lgc23<>+24(SB)/4, $0x34000000
-DATA lgc23<>+28(SB)/4, $0x34000000
+DATA lgc22<>+0(SB)/4, $0x34000000
+DATA lgc22<>+4(SB)/4, $0x34000000
+DATA lgc22<>+8(SB)/4, $0x34000000
+DATA lgc22<>+12(SB)/4, $0x34000000
+DATA lgc22<>+16(SB)/4, $0x34000000
+DATA lgc22<>+20(SB)/4, $0x34000000
+DATA lgc22<>+24(SB)/4, $0x34000000
+DATA lgc22<>+28(SB)/4, $0x34000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x45800000
+DATA lgc23<>+4(SB)/4, $0x45800000
+DATA lgc23<>+8(SB)/4, $0x45800000
+DATA lgc23<>+12(SB)/4, $0x45800000
+DATA lgc23<>+16(SB)/4, $0x45800000
+DATA lgc23<>+20(SB)/4, $0x45800000
+DATA lgc23<>+24(SB)/4, $0x45800000
+DATA lgc23<>+28(SB)/4, $0x45800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x45800000
-DATA lgc24<>+4(SB)/4, $0x45800000
-DATA lgc24<>+8(SB)/4, $0x45800000
-DATA lgc24<>+12(SB)/4, $0x45800000
-DATA lgc24<>+16(SB)/4, $0x45800000
-DATA lgc24<>+20(SB)/4, $0x45800000
-DATA lgc24<>+24(SB)/4, $0x45800000
-DATA lgc24<>+28(SB)/4, $0x45800000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
+// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), NOSPLIT, $0-48
+TEXT ·pass2AVX2(SB), NOSPLIT, $0-56
+	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_2:
-	MOVQ         p0+0(FP), CX
-	XORQ         DX, DX
-	VBROADCASTSS (CX)(DX*4), Y0
-	VSQRTPS      Y0, Y0
-	MOVQ         p1+8(FP), CX
+blocks_3:
+	MOVQ         p0+0(FP), DX
 	XORQ         BX, BX
-	ADDQ         AX, BX
-	VMOVUPS      (CX)(BX*4), Y1
-	MOVQ         p2+16(FP), CX
-	VBROADCASTSS (CX)(DX*4), Y2
-	VSUBPS       Y2, Y1, Y1
-	VMOVUPS      lgc25<>+0(SB), Y2
-	VXORPS       lgc2<>+0(SB), Y0, Y0
-	VXORPS       lgc2<>+0(SB), Y2, Y2
-	VMINPS       Y0, Y2, Y3
-	VMINPS       Y2, Y0, Y0
-	VORPS        Y3, Y0, Y0
-	VXORPS       lgc2<>+0(SB), Y0, Y0
-	VDIVPS       Y0, Y1, Y0
-	MOVQ         p3+24(FP), CX
-	VMOVUPS      (CX)(BX*4), Y1
-	MOVQ         p4+32(FP), CX
-	VMOVUPS      (CX)(BX*4), Y2
-	VSUBPS       Y2, Y1, Y1
-	VMOVUPS      lgc17<>+0(SB), Y2
-	VXORPS       lgc2<>+0(SB), Y1, Y3
-	VXORPS       lgc2<>+0(SB), Y2, Y2
-	VMINPS       Y3, Y2, Y4
-	VMINPS       Y2, Y3, Y2
-	VORPS        Y4, Y2, Y2
-	VXORPS       lgc2<>+0(SB), Y2, Y2
-	VMOVUPS      lgc18<>+0(SB), Y3
-	VMINPS       Y2, Y3, Y4
-	VMINPS       Y3, Y2, Y2
-	VORPS        Y4, Y2, Y2
-	VMAXPS       lgc3<>+0(SB), Y1, Y3
-	VMINPS       lgc4<>+0(SB), Y3, Y3
-	VMULPS       lgc5<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VMOVAPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VBROADCASTSS (DX)(BX*4), Y0
+
+	// v9 = sqrt(v8) []  # std
+	VSQRTPS      Y0, Y0
+	MOVQ         p1+8(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y1
+	MOVQ         p2+16(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y2
+
+	// v10 = sub(v3, v7) [B=4096]
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc24<>+0(SB), Y2
+
+	// v12 = max(v9, v11) []
+	VMAXPS Y0, Y2, Y0
+
+	// v13 = div(v10, v12) [B=4096]  # advantage_normalized
+	VDIVPS  Y0, Y1, Y0
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(SI*4), Y1
+	MOVQ    p4+32(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
+
+	// v14 = sub(v0, v1) [B=4096]  # log_weight
+	VSUBPS Y2, Y1, Y1
+
+	// v19 = exp(v14) [B=4096]
+	VMAXPS       lgc1<>+0(SB), Y1, Y2
+	VMINPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       lgc3<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VMOVAPS      lgc6<>+0(SB), Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc12<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc13<>+0(SB), Y2, Y3
+	VPMINSD      lgc14<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
-	VMULPS       Y0, Y5, Y1
-	VMAXPS       lgc3<>+0(SB), Y2, Y3
-	VMINPS       lgc4<>+0(SB), Y3, Y3
-	VMULPS       lgc5<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VMOVAPS      lgc8<>+0(SB), Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc14<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc16<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
-	VMULPS       Y0, Y5, Y0
-	VMINPS       Y1, Y0, Y2
-	VMINPS       Y0, Y1, Y0
-	VORPS        Y2, Y0, Y0
-	VXORPS       lgc2<>+0(SB), Y0, Y0
-	IMUL3Q       $+8, DX, CX
+	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// v20 = mul(v19, v13) [B=4096]  # gain1
+	VMULPS  Y0, Y4, Y1
+	VMOVUPS lgc25<>+0(SB), Y2
+
+	// v22 = max(v19, v21) [B=4096]
+	VMAXPS  Y4, Y2, Y2
+	VMOVUPS lgc26<>+0(SB), Y3
+
+	// v24 = min(v22, v23) [B=4096]
+	VMINPS Y2, Y3, Y2
+
+	// v25 = mul(v24, v13) [B=4096]  # gain2
+	VMULPS Y0, Y2, Y0
+
+	// v26 = min(v20, v25) [B=4096]
+	VMINPS Y1, Y0, Y2
+	VMINPS Y0, Y1, Y0
+	VORPS  Y2, Y0, Y0
+
+	// v27 = neg(v26) [B=4096]
+	VXORPS lgc15<>+0(SB), Y0, Y0
+
+	// mean(v27) over [B]
+	IMUL3Q       $+8, BX, DX
+	MOVQ         p5+40(FP), BX
+	MOVQ         p6+48(FP), BX
+	VADDPS       (BX)(DX*4), Y0, Y0
+	VMOVUPS      Y0, (BX)(DX*4)
+	DECQ         CX
+	JNZ          noflush_4
+	XORQ         CX, CX
+	IMUL3Q       $+8, CX, CX
 	MOVQ         p5+40(FP), DX
+	MOVQ         p6+48(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -790,21 +924,60 @@ blocks_2:
 	VMOVUPD      Y1, (DX)(CX*8)
 	VADDPD       32(DX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	MOVQ         $+8, CX
+
+noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
-	JL           blocks_2
+	JL           blocks_3
+	XORQ         AX, AX
+	IMUL3Q       $+8, AX, AX
+	MOVQ         p5+40(FP), CX
+	MOVQ         p6+48(FP), DX
+	VMOVUPS      (DX)(AX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (CX)(AX*8), Y1, Y1
+	VMOVUPD      Y1, (CX)(AX*8)
+	VADDPD       32(CX)(AX*8), Y0, Y0
+	VMOVUPD      Y0, 32(CX)(AX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (DX)(AX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x358637bd
-DATA lgc25<>+4(SB)/4, $0x358637bd
-DATA lgc25<>+8(SB)/4, $0x358637bd
-DATA lgc25<>+12(SB)/4, $0x358637bd
-DATA lgc25<>+16(SB)/4, $0x358637bd
-DATA lgc25<>+20(SB)/4, $0x358637bd
-DATA lgc25<>+24(SB)/4, $0x358637bd
-DATA lgc25<>+28(SB)/4, $0x358637bd
+DATA lgc24<>+0(SB)/4, $0x358637bd
+DATA lgc24<>+4(SB)/4, $0x358637bd
+DATA lgc24<>+8(SB)/4, $0x358637bd
+DATA lgc24<>+12(SB)/4, $0x358637bd
+DATA lgc24<>+16(SB)/4, $0x358637bd
+DATA lgc24<>+20(SB)/4, $0x358637bd
+DATA lgc24<>+24(SB)/4, $0x358637bd
+DATA lgc24<>+28(SB)/4, $0x358637bd
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x3f4ccccd
+DATA lgc25<>+4(SB)/4, $0x3f4ccccd
+DATA lgc25<>+8(SB)/4, $0x3f4ccccd
+DATA lgc25<>+12(SB)/4, $0x3f4ccccd
+DATA lgc25<>+16(SB)/4, $0x3f4ccccd
+DATA lgc25<>+20(SB)/4, $0x3f4ccccd
+DATA lgc25<>+24(SB)/4, $0x3f4ccccd
+DATA lgc25<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x3f99999a
+DATA lgc26<>+4(SB)/4, $0x3f99999a
+DATA lgc26<>+8(SB)/4, $0x3f99999a
+DATA lgc26<>+12(SB)/4, $0x3f99999a
+DATA lgc26<>+16(SB)/4, $0x3f99999a
+DATA lgc26<>+20(SB)/4, $0x3f99999a
+DATA lgc26<>+24(SB)/4, $0x3f99999a
+DATA lgc26<>+28(SB)/4, $0x3f99999a
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -814,33 +987,33 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_3:
+bulk_5:
 	CMPQ         BX, DX
-	JGE          bulkdone_4
+	JGE          bulkdone_6
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc3<>+0(SB), Y0, Y1
-	VMINPS       lgc4<>+0(SB), Y1, Y1
-	VMULPS       lgc5<>+0(SB), Y1, Y2
+	VMAXPS       lgc1<>+0(SB), Y0, Y1
+	VMINPS       lgc2<>+0(SB), Y1, Y1
+	VMULPS       lgc3<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VMOVAPS      lgc8<>+0(SB), Y3
+	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VMOVAPS      lgc6<>+0(SB), Y3
+	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc14<>+0(SB), Y3, Y3
+	VADDPS       lgc12<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPMAXSD      lgc13<>+0(SB), Y1, Y2
+	VPMINSD      lgc14<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc14<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -848,9 +1021,9 @@ bulk_3:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_3
+	JMP          bulk_5
 
-bulkdone_4:
+bulkdone_6:
 	VZEROUPPER
 	RET
 
@@ -862,27 +1035,26 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_5:
+bulk_7:
 	CMPQ         BX, DX
-	JGE          bulkdone_6
+	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc28<>+0(SB), Y1, Y1
+	VPSUBD       lgc14<>+0(SB), Y3, Y3
+	VPAND        lgc29<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc29<>+0(SB), Y2, Y1
-	VPOR         lgc14<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc13<>+0(SB), Y1, Y4
+	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPOR         lgc12<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc11<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc14<>+0(SB), Y1, Y1
+	VSUBPS       lgc12<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc31<>+0(SB), Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
+	VMOVAPS      lgc32<>+0(SB), Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
@@ -890,198 +1062,209 @@ bulk_5:
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc4<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_5
+	JMP          bulk_7
 
-bulkdone_6:
+bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffffe9
-DATA lgc28<>+4(SB)/4, $0xffffffe9
-DATA lgc28<>+8(SB)/4, $0xffffffe9
-DATA lgc28<>+12(SB)/4, $0xffffffe9
-DATA lgc28<>+16(SB)/4, $0xffffffe9
-DATA lgc28<>+20(SB)/4, $0xffffffe9
-DATA lgc28<>+24(SB)/4, $0xffffffe9
-DATA lgc28<>+28(SB)/4, $0xffffffe9
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x007fffff
-DATA lgc29<>+4(SB)/4, $0x007fffff
-DATA lgc29<>+8(SB)/4, $0x007fffff
-DATA lgc29<>+12(SB)/4, $0x007fffff
-DATA lgc29<>+16(SB)/4, $0x007fffff
-DATA lgc29<>+20(SB)/4, $0x007fffff
-DATA lgc29<>+24(SB)/4, $0x007fffff
-DATA lgc29<>+28(SB)/4, $0x007fffff
+DATA lgc29<>+0(SB)/4, $0xffffffe9
+DATA lgc29<>+4(SB)/4, $0xffffffe9
+DATA lgc29<>+8(SB)/4, $0xffffffe9
+DATA lgc29<>+12(SB)/4, $0xffffffe9
+DATA lgc29<>+16(SB)/4, $0xffffffe9
+DATA lgc29<>+20(SB)/4, $0xffffffe9
+DATA lgc29<>+24(SB)/4, $0xffffffe9
+DATA lgc29<>+28(SB)/4, $0xffffffe9
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3fb504f3
-DATA lgc30<>+4(SB)/4, $0x3fb504f3
-DATA lgc30<>+8(SB)/4, $0x3fb504f3
-DATA lgc30<>+12(SB)/4, $0x3fb504f3
-DATA lgc30<>+16(SB)/4, $0x3fb504f3
-DATA lgc30<>+20(SB)/4, $0x3fb504f3
-DATA lgc30<>+24(SB)/4, $0x3fb504f3
-DATA lgc30<>+28(SB)/4, $0x3fb504f3
+DATA lgc30<>+0(SB)/4, $0x007fffff
+DATA lgc30<>+4(SB)/4, $0x007fffff
+DATA lgc30<>+8(SB)/4, $0x007fffff
+DATA lgc30<>+12(SB)/4, $0x007fffff
+DATA lgc30<>+16(SB)/4, $0x007fffff
+DATA lgc30<>+20(SB)/4, $0x007fffff
+DATA lgc30<>+24(SB)/4, $0x007fffff
+DATA lgc30<>+28(SB)/4, $0x007fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3d9021bb
-DATA lgc31<>+4(SB)/4, $0x3d9021bb
-DATA lgc31<>+8(SB)/4, $0x3d9021bb
-DATA lgc31<>+12(SB)/4, $0x3d9021bb
-DATA lgc31<>+16(SB)/4, $0x3d9021bb
-DATA lgc31<>+20(SB)/4, $0x3d9021bb
-DATA lgc31<>+24(SB)/4, $0x3d9021bb
-DATA lgc31<>+28(SB)/4, $0x3d9021bb
+DATA lgc31<>+0(SB)/4, $0x3fb504f3
+DATA lgc31<>+4(SB)/4, $0x3fb504f3
+DATA lgc31<>+8(SB)/4, $0x3fb504f3
+DATA lgc31<>+12(SB)/4, $0x3fb504f3
+DATA lgc31<>+16(SB)/4, $0x3fb504f3
+DATA lgc31<>+20(SB)/4, $0x3fb504f3
+DATA lgc31<>+24(SB)/4, $0x3fb504f3
+DATA lgc31<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbdebd1b8
-DATA lgc32<>+4(SB)/4, $0xbdebd1b8
-DATA lgc32<>+8(SB)/4, $0xbdebd1b8
-DATA lgc32<>+12(SB)/4, $0xbdebd1b8
-DATA lgc32<>+16(SB)/4, $0xbdebd1b8
-DATA lgc32<>+20(SB)/4, $0xbdebd1b8
-DATA lgc32<>+24(SB)/4, $0xbdebd1b8
-DATA lgc32<>+28(SB)/4, $0xbdebd1b8
+DATA lgc32<>+0(SB)/4, $0x3d9021bb
+DATA lgc32<>+4(SB)/4, $0x3d9021bb
+DATA lgc32<>+8(SB)/4, $0x3d9021bb
+DATA lgc32<>+12(SB)/4, $0x3d9021bb
+DATA lgc32<>+16(SB)/4, $0x3d9021bb
+DATA lgc32<>+20(SB)/4, $0x3d9021bb
+DATA lgc32<>+24(SB)/4, $0x3d9021bb
+DATA lgc32<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3def251a
-DATA lgc33<>+4(SB)/4, $0x3def251a
-DATA lgc33<>+8(SB)/4, $0x3def251a
-DATA lgc33<>+12(SB)/4, $0x3def251a
-DATA lgc33<>+16(SB)/4, $0x3def251a
-DATA lgc33<>+20(SB)/4, $0x3def251a
-DATA lgc33<>+24(SB)/4, $0x3def251a
-DATA lgc33<>+28(SB)/4, $0x3def251a
+DATA lgc33<>+0(SB)/4, $0xbdebd1b8
+DATA lgc33<>+4(SB)/4, $0xbdebd1b8
+DATA lgc33<>+8(SB)/4, $0xbdebd1b8
+DATA lgc33<>+12(SB)/4, $0xbdebd1b8
+DATA lgc33<>+16(SB)/4, $0xbdebd1b8
+DATA lgc33<>+20(SB)/4, $0xbdebd1b8
+DATA lgc33<>+24(SB)/4, $0xbdebd1b8
+DATA lgc33<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+0(SB)/4, $0x3def251a
+DATA lgc34<>+4(SB)/4, $0x3def251a
+DATA lgc34<>+8(SB)/4, $0x3def251a
+DATA lgc34<>+12(SB)/4, $0x3def251a
+DATA lgc34<>+16(SB)/4, $0x3def251a
+DATA lgc34<>+20(SB)/4, $0x3def251a
+DATA lgc34<>+24(SB)/4, $0x3def251a
+DATA lgc34<>+28(SB)/4, $0x3def251a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3e11e9bf
-DATA lgc35<>+4(SB)/4, $0x3e11e9bf
-DATA lgc35<>+8(SB)/4, $0x3e11e9bf
-DATA lgc35<>+12(SB)/4, $0x3e11e9bf
-DATA lgc35<>+16(SB)/4, $0x3e11e9bf
-DATA lgc35<>+20(SB)/4, $0x3e11e9bf
-DATA lgc35<>+24(SB)/4, $0x3e11e9bf
-DATA lgc35<>+28(SB)/4, $0x3e11e9bf
+DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbe2aae50
-DATA lgc36<>+4(SB)/4, $0xbe2aae50
-DATA lgc36<>+8(SB)/4, $0xbe2aae50
-DATA lgc36<>+12(SB)/4, $0xbe2aae50
-DATA lgc36<>+16(SB)/4, $0xbe2aae50
-DATA lgc36<>+20(SB)/4, $0xbe2aae50
-DATA lgc36<>+24(SB)/4, $0xbe2aae50
-DATA lgc36<>+28(SB)/4, $0xbe2aae50
+DATA lgc36<>+0(SB)/4, $0x3e11e9bf
+DATA lgc36<>+4(SB)/4, $0x3e11e9bf
+DATA lgc36<>+8(SB)/4, $0x3e11e9bf
+DATA lgc36<>+12(SB)/4, $0x3e11e9bf
+DATA lgc36<>+16(SB)/4, $0x3e11e9bf
+DATA lgc36<>+20(SB)/4, $0x3e11e9bf
+DATA lgc36<>+24(SB)/4, $0x3e11e9bf
+DATA lgc36<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e4cceac
-DATA lgc37<>+4(SB)/4, $0x3e4cceac
-DATA lgc37<>+8(SB)/4, $0x3e4cceac
-DATA lgc37<>+12(SB)/4, $0x3e4cceac
-DATA lgc37<>+16(SB)/4, $0x3e4cceac
-DATA lgc37<>+20(SB)/4, $0x3e4cceac
-DATA lgc37<>+24(SB)/4, $0x3e4cceac
-DATA lgc37<>+28(SB)/4, $0x3e4cceac
+DATA lgc37<>+0(SB)/4, $0xbe2aae50
+DATA lgc37<>+4(SB)/4, $0xbe2aae50
+DATA lgc37<>+8(SB)/4, $0xbe2aae50
+DATA lgc37<>+12(SB)/4, $0xbe2aae50
+DATA lgc37<>+16(SB)/4, $0xbe2aae50
+DATA lgc37<>+20(SB)/4, $0xbe2aae50
+DATA lgc37<>+24(SB)/4, $0xbe2aae50
+DATA lgc37<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe7ffffc
-DATA lgc38<>+4(SB)/4, $0xbe7ffffc
-DATA lgc38<>+8(SB)/4, $0xbe7ffffc
-DATA lgc38<>+12(SB)/4, $0xbe7ffffc
-DATA lgc38<>+16(SB)/4, $0xbe7ffffc
-DATA lgc38<>+20(SB)/4, $0xbe7ffffc
-DATA lgc38<>+24(SB)/4, $0xbe7ffffc
-DATA lgc38<>+28(SB)/4, $0xbe7ffffc
+DATA lgc38<>+0(SB)/4, $0x3e4cceac
+DATA lgc38<>+4(SB)/4, $0x3e4cceac
+DATA lgc38<>+8(SB)/4, $0x3e4cceac
+DATA lgc38<>+12(SB)/4, $0x3e4cceac
+DATA lgc38<>+16(SB)/4, $0x3e4cceac
+DATA lgc38<>+20(SB)/4, $0x3e4cceac
+DATA lgc38<>+24(SB)/4, $0x3e4cceac
+DATA lgc38<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+0(SB)/4, $0xbe7ffffc
+DATA lgc39<>+4(SB)/4, $0xbe7ffffc
+DATA lgc39<>+8(SB)/4, $0xbe7ffffc
+DATA lgc39<>+12(SB)/4, $0xbe7ffffc
+DATA lgc39<>+16(SB)/4, $0xbe7ffffc
+DATA lgc39<>+20(SB)/4, $0xbe7ffffc
+DATA lgc39<>+24(SB)/4, $0xbe7ffffc
+DATA lgc39<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xff800000
-DATA lgc40<>+4(SB)/4, $0xff800000
-DATA lgc40<>+8(SB)/4, $0xff800000
-DATA lgc40<>+12(SB)/4, $0xff800000
-DATA lgc40<>+16(SB)/4, $0xff800000
-DATA lgc40<>+20(SB)/4, $0xff800000
-DATA lgc40<>+24(SB)/4, $0xff800000
-DATA lgc40<>+28(SB)/4, $0xff800000
+DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
+DATA lgc41<>+0(SB)/4, $0x00000000
+DATA lgc41<>+4(SB)/4, $0x00000000
+DATA lgc41<>+8(SB)/4, $0x00000000
+DATA lgc41<>+12(SB)/4, $0x00000000
+DATA lgc41<>+16(SB)/4, $0x00000000
+DATA lgc41<>+20(SB)/4, $0x00000000
+DATA lgc41<>+24(SB)/4, $0x00000000
+DATA lgc41<>+28(SB)/4, $0x00000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7f800000
-DATA lgc42<>+4(SB)/4, $0x7f800000
-DATA lgc42<>+8(SB)/4, $0x7f800000
-DATA lgc42<>+12(SB)/4, $0x7f800000
-DATA lgc42<>+16(SB)/4, $0x7f800000
-DATA lgc42<>+20(SB)/4, $0x7f800000
-DATA lgc42<>+24(SB)/4, $0x7f800000
-DATA lgc42<>+28(SB)/4, $0x7f800000
+DATA lgc42<>+0(SB)/4, $0xff800000
+DATA lgc42<>+4(SB)/4, $0xff800000
+DATA lgc42<>+8(SB)/4, $0xff800000
+DATA lgc42<>+12(SB)/4, $0xff800000
+DATA lgc42<>+16(SB)/4, $0xff800000
+DATA lgc42<>+20(SB)/4, $0xff800000
+DATA lgc42<>+24(SB)/4, $0xff800000
+DATA lgc42<>+28(SB)/4, $0xff800000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1091,28 +1274,27 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_7:
+bulk_9:
 	CMPQ         BX, DX
-	JGE          bulkdone_8
+	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VADDPS       lgc12<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc28<>+0(SB), Y2, Y2
+	VPSUBD       lgc14<>+0(SB), Y4, Y4
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc29<>+0(SB), Y3, Y2
-	VPOR         lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
-	VMULPS       lgc13<>+0(SB), Y2, Y5
+	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPOR         lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc11<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc14<>+0(SB), Y2, Y2
+	VSUBPS       lgc12<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc31<>+0(SB), Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
+	VMOVAPS      lgc32<>+0(SB), Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
@@ -1120,35 +1302,36 @@ bulk_7:
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc14<>+0(SB), Y1, Y2
+	VSUBPS       lgc12<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_7
+	JMP          bulk_9
 
-bulkdone_8:
+bulkdone_10:
 	VZEROUPPER
 	RET

@@ -12,10 +12,10 @@ import (
 type scratch struct {
 	s0 float32 // v7 = mean(v3) over B []  # mean
 	s1 float32 // v8 = var(v3) over B correction=1 []
-	s2 float32 // v50 = var(v34) over B correction=0 []
-	s3 float32 // v51 = var(v4) over B correction=0 []
-	s4 float32 // v57 = logsumexp(v14) over B []
-	s5 float32 // v59 = logsumexp(v58) over B []
+	s2 float32 // v53 = var(v37) over B correction=0 []
+	s3 float32 // v54 = var(v4) over B correction=0 []
+	s4 float32 // v60 = logsumexp(v14) over B []
+	s5 float32 // v62 = logsumexp(v61) over B []
 }
 
 func newScratch() *scratch {
@@ -28,41 +28,41 @@ func newScratch() *scratch {
 //	v14 = sub(v0, v1) [B=4096]  # log_weight
 //	v17 = max(v14, v15) [B=4096]
 //	v18 = min(v17, v16) [B=4096]  # log_weight_clip
-//	v26 = ne(v18, v14) [B=4096]
-//	v28 = sub(v1, v0) [B=4096]
-//	v32 = mul(v31, v2) [B=4096]
-//	v34 = sub(v4, v5) [B=4096]
-//	v35 = mul(v34, v34) [B=4096]
-//	v36 = sub(v5, v6) [B=4096]
-//	v39 = max(v36, v37) [B=4096]
-//	v40 = min(v39, v38) [B=4096]
-//	v41 = ne(v36, v40) [B=4096]
-//	v43 = add(v6, v40) [B=4096]
-//	v44 = sub(v4, v43) [B=4096]
-//	v45 = mul(v44, v44) [B=4096]
-//	v46 = max(v35, v45) [B=4096]
-//	v48 = mul(v47, v46) [B=4096]
-//	v58 = mul(v56, v14) [B=4096]
+//	v29 = ne(v18, v14) [B=4096]
+//	v31 = sub(v1, v0) [B=4096]
+//	v35 = mul(v34, v2) [B=4096]
+//	v37 = sub(v4, v5) [B=4096]
+//	v38 = mul(v37, v37) [B=4096]
+//	v39 = sub(v5, v6) [B=4096]
+//	v42 = max(v39, v40) [B=4096]
+//	v43 = min(v42, v41) [B=4096]
+//	v44 = ne(v39, v43) [B=4096]
+//	v46 = add(v6, v43) [B=4096]
+//	v47 = sub(v4, v46) [B=4096]
+//	v48 = mul(v47, v47) [B=4096]
+//	v49 = max(v38, v48) [B=4096]
+//	v51 = mul(v50, v49) [B=4096]
+//	v61 = mul(v59, v14) [B=4096]
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc7 := runtime.Mean{}
 	acc8 := runtime.Welford{}
-	acc27 := runtime.Mean{}
-	acc29 := runtime.Mean{}
 	acc30 := runtime.Mean{}
+	acc32 := runtime.Mean{}
 	acc33 := runtime.Mean{}
-	acc42 := runtime.Mean{}
-	acc49 := runtime.Mean{}
-	acc50 := runtime.Welford{}
-	acc51 := runtime.Welford{}
-	acc57 := runtime.NewLogSumExp()
-	acc59 := runtime.NewLogSumExp()
+	acc36 := runtime.Mean{}
+	acc45 := runtime.Mean{}
+	acc52 := runtime.Mean{}
+	acc53 := runtime.Welford{}
+	acc54 := runtime.Welford{}
+	acc60 := runtime.NewLogSumExp()
+	acc62 := runtime.NewLogSumExp()
 	v15 := float32(-0.22314355)
 	v16 := float32(0.18232156)
-	v31 := float32(-0.01)
-	v37 := float32(-0.2)
-	v38 := float32(0.2)
-	v47 := float32(1)
-	v56 := float32(2)
+	v34 := float32(-0.01)
+	v40 := float32(-0.2)
+	v41 := float32(0.2)
+	v50 := float32(1)
+	v59 := float32(2)
 	for iB := 0; iB < B; iB++ {
 		v0 := in.LogProb[iB]
 		v1 := in.SampleLogProb[iB]
@@ -74,76 +74,76 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		v14 := v0 - v1
 		v17 := max(v14, v15)
 		v18 := min(v17, v16)
-		v26 := b2f(v18 != v14)
-		v28 := v1 - v0
-		v32 := float32(v31 * v2)
-		v34 := v4 - v5
-		v35 := float32(v34 * v34)
-		v36 := v5 - v6
-		v39 := max(v36, v37)
-		v40 := min(v39, v38)
-		v41 := b2f(v36 != v40)
-		v43 := v6 + v40
-		v44 := v4 - v43
-		v45 := float32(v44 * v44)
-		v46 := max(v35, v45)
-		v48 := float32(v47 * v46)
-		v58 := float32(v56 * v14)
+		v29 := b2f(v18 != v14)
+		v31 := v1 - v0
+		v35 := float32(v34 * v2)
+		v37 := v4 - v5
+		v38 := float32(v37 * v37)
+		v39 := v5 - v6
+		v42 := max(v39, v40)
+		v43 := min(v42, v41)
+		v44 := b2f(v39 != v43)
+		v46 := v6 + v43
+		v47 := v4 - v46
+		v48 := float32(v47 * v47)
+		v49 := max(v38, v48)
+		v51 := float32(v50 * v49)
+		v61 := float32(v59 * v14)
 		acc7.Add(float64(v3))
 		acc8.Add(float64(v3))
-		acc27.Add(float64(v26))
-		acc29.Add(float64(v28))
-		acc30.Add(float64(v2))
-		acc33.Add(float64(v32))
-		acc42.Add(float64(v41))
-		acc49.Add(float64(v48))
-		acc50.Add(float64(v34))
-		acc51.Add(float64(v4))
-		acc57.Add(float64(v14))
-		acc59.Add(float64(v58))
+		acc30.Add(float64(v29))
+		acc32.Add(float64(v31))
+		acc33.Add(float64(v2))
+		acc36.Add(float64(v35))
+		acc45.Add(float64(v44))
+		acc52.Add(float64(v51))
+		acc53.Add(float64(v37))
+		acc54.Add(float64(v4))
+		acc60.Add(float64(v14))
+		acc62.Add(float64(v61))
 	}
 	s.s0 = float32(acc7.Result())
 	s.s1 = float32(acc8.Var(1))
-	out.ClipFraction = float32(acc27.Result())
-	out.KLApprox = float32(acc29.Result())
-	out.Entropy = float32(acc30.Result())
-	out.LossEntropy = float32(acc33.Result())
-	out.ValueClipFraction = float32(acc42.Result())
-	out.LossCritic = float32(acc49.Result())
-	s.s2 = float32(acc50.Var(0))
-	s.s3 = float32(acc51.Var(0))
-	s.s4 = float32(acc57.Result())
-	s.s5 = float32(acc59.Result())
+	out.ClipFraction = float32(acc30.Result())
+	out.KLApprox = float32(acc32.Result())
+	out.Entropy = float32(acc33.Result())
+	out.LossEntropy = float32(acc36.Result())
+	out.ValueClipFraction = float32(acc45.Result())
+	out.LossCritic = float32(acc52.Result())
+	s.s2 = float32(acc53.Var(0))
+	s.s3 = float32(acc54.Var(0))
+	s.s4 = float32(acc60.Result())
+	s.s5 = float32(acc62.Result())
 }
 
 // pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [].
 // Computed at each index, in this order:
 //
-//	v53 = add(v51, v52) []
-//	v54 = div(v50, v53) []
-//	v55 = sub(v47, v54) []
-//	v60 = mul(v56, v57) []
-//	v61 = sub(v60, v59) []
-//	v62 = exp(v61) []
-//	v64 = div(v62, v63) []
+//	v56 = add(v54, v55) []
+//	v57 = div(v53, v56) []
+//	v58 = sub(v50, v57) []
+//	v63 = mul(v59, v60) []
+//	v64 = sub(v63, v62) []
+//	v65 = exp(v64) []
+//	v67 = div(v65, v66) []
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	v47 := float32(1)
-	v50 := s.s2
-	v51 := s.s3
-	v52 := float32(1.1920929e-07)
-	v53 := v51 + v52
-	v54 := v50 / v53
-	v55 := v47 - v54
-	out.ExplainedVariance = v55
-	v56 := float32(2)
-	v57 := s.s4
-	v59 := s.s5
-	v60 := float32(v56 * v57)
-	v61 := v60 - v59
-	v62 := float32(math.Exp(float64(v61)))
-	v63 := float32(4096)
-	v64 := v62 / v63
-	out.ESS = v64
+	v50 := float32(1)
+	v53 := s.s2
+	v54 := s.s3
+	v55 := float32(1.1920929e-07)
+	v56 := v54 + v55
+	v57 := v53 / v56
+	v58 := v50 - v57
+	out.ExplainedVariance = v58
+	v59 := float32(2)
+	v60 := s.s4
+	v62 := s.s5
+	v63 := float32(v59 * v60)
+	v64 := v63 - v62
+	v65 := float32(math.Exp(float64(v64)))
+	v66 := float32(4096)
+	v67 := v65 / v66
+	out.ESS = v67
 }
 
 // pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [B=4096].
@@ -154,23 +154,22 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 //	v12 = max(v9, v11) []
 //	v13 = div(v10, v12) [B=4096]  # advantage_normalized
 //	v14 = sub(v0, v1) [B=4096]  # log_weight
-//	v17 = max(v14, v15) [B=4096]
-//	v18 = min(v17, v16) [B=4096]  # log_weight_clip
 //	v19 = exp(v14) [B=4096]
 //	v20 = mul(v19, v13) [B=4096]  # gain1
-//	v21 = exp(v18) [B=4096]
-//	v22 = mul(v21, v13) [B=4096]  # gain2
-//	v23 = min(v20, v22) [B=4096]
-//	v24 = neg(v23) [B=4096]
+//	v22 = max(v19, v21) [B=4096]
+//	v24 = min(v22, v23) [B=4096]
+//	v25 = mul(v24, v13) [B=4096]  # gain2
+//	v26 = min(v20, v25) [B=4096]
+//	v27 = neg(v26) [B=4096]
 func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	acc25 := runtime.Mean{}
+	acc28 := runtime.Mean{}
 	v7 := s.s0
 	v8 := s.s1
 	v9 := float32(math.Sqrt(float64(v8)))
 	v11 := float32(1e-06)
 	v12 := max(v9, v11)
-	v15 := float32(-0.22314355)
-	v16 := float32(0.18232156)
+	v21 := float32(0.8)
+	v23 := float32(1.2)
 	for iB := 0; iB < B; iB++ {
 		v0 := in.LogProb[iB]
 		v1 := in.SampleLogProb[iB]
@@ -178,17 +177,16 @@ func pass2Go(in *Inputs, out *Outputs, s *scratch) {
 		v10 := v3 - v7
 		v13 := v10 / v12
 		v14 := v0 - v1
-		v17 := max(v14, v15)
-		v18 := min(v17, v16)
 		v19 := float32(math.Exp(float64(v14)))
 		v20 := float32(v19 * v13)
-		v21 := float32(math.Exp(float64(v18)))
-		v22 := float32(v21 * v13)
-		v23 := min(v20, v22)
-		v24 := -v23
-		acc25.Add(float64(v24))
+		v22 := max(v19, v21)
+		v24 := min(v22, v23)
+		v25 := float32(v24 * v13)
+		v26 := min(v20, v25)
+		v27 := -v26
+		acc28.Add(float64(v27))
 	}
-	out.LossObjective = float32(acc25.Result())
+	out.LossObjective = float32(acc28.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -13,76 +13,95 @@ import (
 // avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for
 // the merged results.
 type avxState struct {
-	r31_s    []float64
-	r33_s    []float64
-	r35_s    []float64
+	r34_s    []float64
+	r34_p    []float32
 	r36_s    []float64
+	r36_p    []float32
+	r38_s    []float64
+	r38_p    []float32
 	r39_s    []float64
-	r49_s    []float64
-	r50_n    []float64
-	r50_mean []float64
-	r50_m2   []float64
-	r51_n    []float64
-	r51_mean []float64
-	r51_m2   []float64
-	r57_m    []float64
-	r57_s    []float64
-	r59_m    []float64
-	r59_s    []float64
-	r63_s    []float64
+	r39_p    []float32
+	r42_s    []float64
+	r42_p    []float32
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r60_s    []float64
+	r60_hi   []float32
+	r60_lo   []float32
+	r62_s    []float64
+	r66_s    []float64
+	r66_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r31_s: make([]float64, 16), r33_s: make([]float64, 16), r35_s: make([]float64, 16), r36_s: make([]float64, 16), r39_s: make([]float64, 16), r49_s: make([]float64, 16), r50_n: make([]float64, 429), r50_mean: make([]float64, 429), r50_m2: make([]float64, 429), r51_n: make([]float64, 429), r51_mean: make([]float64, 429), r51_m2: make([]float64, 429), r57_m: make([]float64, 429), r57_s: make([]float64, 429), r59_m: make([]float64, 429), r59_s: make([]float64, 429), r63_s: make([]float64, 16), res: make([]float64, 421)}
+	return &avxState{r34_s: make([]float64, 16), r34_p: make([]float32, 16), r36_s: make([]float64, 16), r36_p: make([]float32, 16), r38_s: make([]float64, 16), r38_p: make([]float32, 16), r39_s: make([]float64, 16), r39_p: make([]float32, 16), r42_s: make([]float64, 16), r42_p: make([]float32, 16), r52_s: make([]float64, 16), r52_p: make([]float32, 16), r53_n: make([]float64, 429), r53_mean: make([]float64, 429), r53_m2: make([]float64, 429), r54_n: make([]float64, 429), r54_mean: make([]float64, 429), r54_m2: make([]float64, 429), r60_s: make([]float64, 429), r60_hi: make([]float32, 429), r60_lo: make([]float32, 429), r62_s: make([]float64, 429), r66_s: make([]float64, 16), r66_p: make([]float32, 16), res: make([]float64, 421)}
 }}
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r31_s, 0.0)
-	runtime.Fill(st.r33_s, 0.0)
-	runtime.Fill(st.r35_s, 0.0)
-	runtime.Fill(st.r36_s, 0.0)
-	runtime.Fill(st.r39_s, 0.0)
-	runtime.Fill(st.r49_s, 0.0)
-	runtime.Fill(st.r50_n, 0.0)
-	runtime.Fill(st.r50_mean, 0.0)
-	runtime.Fill(st.r50_m2, 0.0)
-	runtime.Fill(st.r51_n, 0.0)
-	runtime.Fill(st.r51_mean, 0.0)
-	runtime.Fill(st.r51_m2, 0.0)
-	runtime.Fill(st.r57_m, math.Inf(-1))
-	runtime.Fill(st.r57_s, 0.0)
-	runtime.Fill(st.r59_m, math.Inf(-1))
-	runtime.Fill(st.r59_s, 0.0)
-	pass0AVX2(&in.Entropy[0], &st.r36_s[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], &st.r51_n[0], &st.r51_mean[0], &st.r51_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r57_m[0], &st.r57_s[0], &st.r31_s[0], &st.r33_s[0], &st.r35_s[0], &st.r39_s[0], &st.r50_n[0], &st.r50_mean[0], &st.r50_m2[0], &st.r49_s[0], &st.r59_m[0], &st.r59_s[0])
-	runtime.FinishMean(st.res[:1], st.r31_s, 8, 26944.0)
+	runtime.Fill(st.r34_s, 0)
+	runtime.Fill(st.r34_p, 0)
+	runtime.Fill(st.r36_s, 0)
+	runtime.Fill(st.r36_p, 0)
+	runtime.Fill(st.r38_s, 0)
+	runtime.Fill(st.r38_p, 0)
+	runtime.Fill(st.r39_s, 0)
+	runtime.Fill(st.r39_p, 0)
+	runtime.Fill(st.r42_s, 0)
+	runtime.Fill(st.r42_p, 0)
+	runtime.Fill(st.r52_s, 0)
+	runtime.Fill(st.r52_p, 0)
+	runtime.Fill(st.r53_n, 0)
+	runtime.Fill(st.r53_mean, 0)
+	runtime.Fill(st.r53_m2, 0)
+	runtime.Fill(st.r54_n, 0)
+	runtime.Fill(st.r54_mean, 0)
+	runtime.Fill(st.r54_m2, 0)
+	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r60_hi, float32(math.Inf(-1)))
+	runtime.Fill(st.r60_lo, float32(math.Inf(1)))
+	runtime.Fill(st.r62_s, 0)
+	pass0AVX2(&in.Entropy[0], &st.r39_s[0], &st.r39_p[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], &st.r54_n[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_s[0], &st.r60_hi[0], &st.r60_lo[0], &st.r62_s[0], &st.r34_s[0], &st.r34_p[0], &st.r36_s[0], &st.r36_p[0], &st.r38_s[0], &st.r38_p[0], &st.r42_s[0], &st.r42_p[0], &st.r53_n[0], &st.r53_mean[0], &st.r53_m2[0], &st.r52_s[0], &st.r52_p[0])
+	if !runtime.InRange(st.r60_lo[:421], st.r60_hi[:421], -87.0, 88.0) {
+		pass0Go(in, out, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r34_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 26944.0)
-	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
-	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r36_s, 8, 26944.0)
-	out.Entropy = float32(st.res[0])
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r38_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r50_n, st.r50_mean, st.r50_m2, 1, 0)
+	runtime.Fill(st.r53_n, 64.0)
+	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r51_n, st.r51_mean, st.r51_m2, 1, 0)
+	runtime.Fill(st.r54_n, 64.0)
+	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishLogSumExp(st.res[:421], st.r57_m, st.r57_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r60_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishLogSumExp(st.res[:421], st.r59_m, st.r59_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -92,9 +111,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r63_s, 0.0)
-	pass1AVX2(&s.s1[0], &s.s0[0], &out.ExplainedVariance[0], &s.s2[0], &s.s3[0], &st.r63_s[0])
-	runtime.FinishMean(st.res[:1], st.r63_s, 8, 421.0)
+	runtime.Fill(st.r66_s, 0)
+	runtime.Fill(st.r66_p, 0)
+	pass1AVX2(&s.s1[0], &s.s0[0], &out.ExplainedVariance[0], &s.s2[0], &s.s3[0], &st.r66_s[0], &st.r66_p[0])
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

@@ -4,54 +4,52 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64, p2 *bool, p3 *bool, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float64, p11 *float64, p12 *float32, p13 *float32, p14 *float64, p15 *float64, p16 *float64, p17 *float64, p18 *float64, p19 *float64, p20 *float64, p21 *float64, p22 *float64, p23 *float64, p24 *float64, p25 *float64)
+// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float64, p11 *float64, p12 *float64, p13 *float32, p14 *float32, p15 *float64, p16 *float32, p17 *float32, p18 *float64, p19 *float64, p20 *float32, p21 *float64, p22 *float32, p23 *float64, p24 *float32, p25 *float64, p26 *float32, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $144-208
+TEXT ·pass0AVX2(SB), NOSPLIT, $216-256
 	XORQ AX, AX
 
 outer0_1:
-	VXORPS       Y0, Y0, Y0
-	MOVQ         p0+0(FP), CX
-	XORQ         DX, DX
-	IMUL3Q       $+421, AX, BX
-	ADDQ         BX, DX
-	ADDQ         $+416, DX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   (CX)(DX*4), Y1, Y1
+	VXORPS     Y0, Y0, Y0
+	XORQ       CX, CX
+	IMUL3Q     $+1, AX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	XORQ       CX, CX
+	IMUL3Q     $+1, AX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	MOVQ       p0+0(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+421, AX, BX
+	ADDQ       BX, DX
+	ADDQ       $+416, DX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (CX)(DX*4), Y1, Y1
+
+	// mean(v2) over [N T]
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, BX
 	MOVQ         p1+8(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y2
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPS2PD    X1, Y5
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y5, Y5
-	VMOVUPD      (SI)(BX*8), Y6
-	VBLENDVPD    Y3, Y5, Y6, Y5
-	VMOVUPD      Y5, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      32(SI)(BX*8), Y3
-	VBLENDVPD    Y2, Y1, Y3, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VMOVUPS      lgc1<>+0(SB), Y1
-	MOVQ         p2+16(FP), BX
-	MOVQ         $+0, (SP)
-	MOVB         (BX)(DX*1), SI
-	MOVB         SI, (SP)
-	MOVB         1(BX)(DX*1), SI
-	MOVB         SI, 1(SP)
-	MOVB         2(BX)(DX*1), SI
-	MOVB         SI, 2(SP)
-	MOVB         3(BX)(DX*1), SI
-	MOVB         SI, 3(SP)
-	MOVB         4(BX)(DX*1), SI
-	MOVB         SI, 4(SP)
-	VPMOVZXBD    (SP), Y2
-	VCVTDQ2PS    Y2, Y2
-	VSUBPS       Y2, Y1, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (SI)(BX*4), Y1, Y1
+	VMOVUPS      Y1, (SI)(BX*4)
+	VMOVUPS      lgc2<>+0(SB), Y1
 	MOVQ         p3+24(FP), BX
 	MOVQ         $+0, 8(SP)
 	MOVB         (BX)(DX*1), SI
@@ -64,858 +62,811 @@ outer0_1:
 	MOVB         SI, 11(SP)
 	MOVB         4(BX)(DX*1), SI
 	MOVB         SI, 12(SP)
-	VPMOVZXBD    8(SP), Y3
-	VCVTDQ2PS    Y3, Y3
-	VSUBPS       Y3, Y1, Y1
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VMULPS       Y2, Y3, Y2
-	MOVQ         p4+32(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
-	VADDPS       Y2, Y3, Y2
-	MOVQ         p6+48(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
-	VSUBPS       Y3, Y2, Y2
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VMULPS       Y1, Y5, Y1
-	VMOVUPS      Y1, Y1
-	VMOVUPS      Y2, Y2
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VANDPS       Y5, Y2, Y2
-	VMOVUPS      lgc1<>+0(SB), Y6
-	VBLENDVPS    Y5, Y1, Y6, Y1
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0x80, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VMOVUPS      lgc6<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0xc0, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0xf0, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VFMADD231PS  Y1, Y0, Y2
-	VXORPS       Y0, Y0, Y0
-	VPERMPS      Y2, Y0, Y0
-	MOVQ         p7+56(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   Y2, Y1, (BX)(DX*4)
-	VADDPS       Y3, Y2, Y1
-	MOVQ         p8+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VMASKMOVPS   Y1, Y3, (BX)(DX*4)
+	VPMOVZXBD    8(SP), Y2
+	VCVTDQ2PS    Y2, Y2
+
+	// v9 = sub(v8, v6) [N=64 T=421]
+	VSUBPS    Y2, Y1, Y2
+	MOVQ      p4+32(FP), BX
+	MOVQ      $+0, 16(SP)
+	MOVB      (BX)(DX*1), SI
+	MOVB      SI, 16(SP)
+	MOVB      1(BX)(DX*1), SI
+	MOVB      SI, 17(SP)
+	MOVB      2(BX)(DX*1), SI
+	MOVB      SI, 18(SP)
+	MOVB      3(BX)(DX*1), SI
+	MOVB      SI, 19(SP)
+	MOVB      4(BX)(DX*1), SI
+	MOVB      SI, 20(SP)
+	VPMOVZXBD 16(SP), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v10 = sub(v8, v5) [N=64 T=421]
+	VSUBPS  Y3, Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y3
+
+	// v12 = mul(v11, v9) [N=64 T=421]
+	VMULPS     Y2, Y3, Y2
+	MOVQ       p5+40(FP), BX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
+
+	// v13 = mul(v12, v7) [N=64 T=421]
+	VMULPS     Y3, Y2, Y2
+	MOVQ       p6+48(FP), BX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
+
+	// v14 = add(v4, v13) [N=64 T=421]
+	VADDPS     Y2, Y3, Y2
+	MOVQ       p7+56(FP), BX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
+
+	// v15 = sub(v14, v3) [N=64 T=421]  # delta
+	VSUBPS  Y3, Y2, Y2
+	VMOVUPS lgc4<>+0(SB), Y4
+
+	// v17 = mul(v16, v10) [N=64 T=421]  # discount
+	VMULPS Y1, Y4, Y1
+
+	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
+	VMOVUPS     Y1, Y1
+	VMOVUPS     Y2, Y2
+	VMOVUPS     lgc1<>+0(SB), Y4
+	VANDPS      Y4, Y2, Y2
+	VMOVUPS     lgc2<>+0(SB), Y5
+	VBLENDVPS   Y4, Y1, Y5, Y1
+	VMOVUPS     lgc5<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y2
+	VXORPS      Y0, Y0, Y0
+	VPERMPS     Y2, Y0, Y0
+	MOVQ        p8+64(FP), BX
+	VMOVUPS     lgc1<>+0(SB), Y1
+	VMASKMOVPS  Y2, Y1, (BX)(DX*4)
+
+	// v19 = add(v18, v3) [N=64 T=421]  # value_target
+	VADDPS     Y3, Y2, Y1
+	MOVQ       p9+72(FP), BX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS Y1, Y3, (BX)(DX*4)
+
+	// var(v19) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	MOVQ         p9+72(FP), SI
-	MOVQ         p10+80(FP), DI
-	MOVQ         p11+88(FP), R8
-	VMOVUPS      lgc0<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y5
+	MOVQ         p10+80(FP), SI
+	MOVQ         p11+88(FP), SI
+	MOVQ         p12+96(FP), DI
+	VMOVUPS      lgc1<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
 	VPMOVSXDQ    X3, Y3
+	VBROADCASTSD (SP), Y5
 	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X4
-	VCVTPS2PD    X4, Y7
+	VEXTRACTF128 $0x01, Y1, X7
+	VCVTPS2PD    X7, Y7
 	VMOVUPD      (SI)(BX*8), Y8
-	VADDPD       lgc8<>+0(SB), Y8, Y8
-	VMOVUPD      (DI)(BX*8), Y9
-	VSUBPD       Y9, Y6, Y10
-	VDIVPD       Y8, Y10, Y11
-	VADDPD       Y11, Y9, Y9
-	VSUBPD       Y9, Y6, Y11
-	VMOVUPD      (R8)(BX*8), Y6
-	VFMADD231PD  Y10, Y11, Y6
-	VMOVUPD      (SI)(BX*8), Y10
-	VBLENDVPD    Y5, Y8, Y10, Y8
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      (DI)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      (SI)(BX*8), Y6
+	VBLENDVPD    Y4, Y8, Y6, Y8
 	VMOVUPD      Y8, (SI)(BX*8)
-	VMOVUPD      (DI)(BX*8), Y8
-	VBLENDVPD    Y5, Y9, Y8, Y9
-	VMOVUPD      Y9, (DI)(BX*8)
-	VMOVUPD      (R8)(BX*8), Y8
-	VBLENDVPD    Y5, Y6, Y8, Y6
-	VMOVUPD      Y6, (R8)(BX*8)
+	VMOVUPD      (DI)(BX*8), Y6
+	VBLENDVPD    Y4, Y10, Y6, Y10
+	VMOVUPD      Y10, (DI)(BX*8)
+	VMOVUPD      32(SI)(BX*8), Y4
+	VSUBPD       Y4, Y7, Y6
+	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y7, Y5
+	VMOVUPD      32(DI)(BX*8), Y7
+	VFMADD231PD  Y6, Y5, Y7
 	VMOVUPD      32(SI)(BX*8), Y5
-	VADDPD       lgc8<>+0(SB), Y5, Y5
-	VMOVUPD      32(DI)(BX*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VDIVPD       Y5, Y8, Y9
-	VADDPD       Y9, Y6, Y6
-	VSUBPD       Y6, Y7, Y9
-	VMOVUPD      32(R8)(BX*8), Y7
-	VFMADD231PD  Y8, Y9, Y7
-	VMOVUPD      32(SI)(BX*8), Y8
-	VBLENDVPD    Y3, Y5, Y8, Y5
-	VMOVUPD      Y5, 32(SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y5
-	VBLENDVPD    Y3, Y6, Y5, Y6
-	VMOVUPD      Y6, 32(DI)(BX*8)
-	VMOVUPD      32(R8)(BX*8), Y5
-	VBLENDVPD    Y3, Y7, Y5, Y7
-	VMOVUPD      Y7, 32(R8)(BX*8)
-	MOVQ         p12+96(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y3
+	VBLENDVPD    Y3, Y4, Y5, Y4
+	VMOVUPD      Y4, 32(SI)(BX*8)
+	VMOVUPD      32(DI)(BX*8), Y4
+	VBLENDVPD    Y3, Y7, Y4, Y7
+	VMOVUPD      Y7, 32(DI)(BX*8)
+	MOVQ         p13+104(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y3
 	VMASKMOVPS   (SI)(DX*4), Y3, Y3
-	MOVQ         p13+104(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VMASKMOVPS   (SI)(DX*4), Y5, Y5
-	VSUBPS       Y5, Y3, Y3
-	VMOVUPS      Y1, 16(SP)
-	VMOVUPS      Y2, 48(SP)
 	MOVQ         p14+112(FP), SI
-	MOVQ         p15+120(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X1
-	VPMOVSXDQ    X1, Y1
-	VCVTPD2PSY   (SI)(BX*8), X4
-	VCVTPD2PSY   32(SI)(BX*8), X5
-	VINSERTF128  $0x01, X5, Y4, Y5
-	VSUBPS       Y5, Y3, Y6
-	VCMPPS       $0x1e, lgc5<>+0(SB), Y6, Y7
-	VORPS        lgc9<>+0(SB), Y6, Y6
-	VMAXPS       lgc10<>+0(SB), Y6, Y8
-	VMINPS       lgc11<>+0(SB), Y8, Y8
-	VMULPS       lgc12<>+0(SB), Y8, Y9
-	VROUNDPS     $0x00, Y9, Y9
-	VMOVAPS      Y8, Y8
-	VFNMADD231PS lgc13<>+0(SB), Y9, Y8
-	VFNMADD231PS lgc14<>+0(SB), Y9, Y8
-	VMOVAPS      lgc15<>+0(SB), Y10
-	VFMADD213PS  lgc16<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc17<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc18<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc19<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc20<>+0(SB), Y8, Y10
-	VMULPS       Y8, Y8, Y11
-	VFMADD213PS  Y8, Y11, Y10
-	VADDPS       lgc1<>+0(SB), Y10, Y10
-	VCVTPS2DQ    Y9, Y8
-	VPMAXSD      lgc21<>+0(SB), Y8, Y9
-	VPMINSD      lgc22<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y8, Y8
-	VPADDD       lgc22<>+0(SB), Y9, Y9
-	VPSLLD       $0x17, Y9, Y9
-	VPADDD       lgc22<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VMULPS       Y9, Y10, Y10
-	VMULPS       Y8, Y10, Y10
-	VCMPPS       $0x03, Y6, Y6, Y8
-	VBLENDVPS    Y8, Y6, Y10, Y10
-	VCMPPS       $0x00, Y5, Y3, Y5
-	VBLENDVPS    Y5, lgc1<>+0(SB), Y10, Y10
-	VCVTPS2PD    X10, Y5
-	VEXTRACTF128 $0x01, Y10, X4
-	VCVTPS2PD    X4, Y6
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X4
-	VPMOVSXDQ    X4, Y7
-	VCVTPS2PD    X3, Y9
-	VEXTRACTF128 $0x01, Y3, X4
-	VCVTPS2PD    X4, Y10
-	VMOVUPD      (DI)(BX*8), Y11
-	VMOVUPD      Y11, Y12
-	VFMADD213PD  lgc8<>+0(SB), Y5, Y12
-	VADDPD       Y5, Y11, Y11
-	VBLENDVPD    Y8, Y12, Y11, Y11
-	VMOVUPD      (SI)(BX*8), Y5
-	VBLENDVPD    Y8, Y9, Y5, Y5
-	VMOVUPD      (DI)(BX*8), Y8
-	VBLENDVPD    Y2, Y11, Y8, Y11
-	VMOVUPD      Y11, (DI)(BX*8)
-	VMOVUPD      (SI)(BX*8), Y8
-	VBLENDVPD    Y2, Y5, Y8, Y5
-	VMOVUPD      Y5, (SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y2
-	VMOVUPD      Y2, Y5
-	VFMADD213PD  lgc8<>+0(SB), Y6, Y5
-	VADDPD       Y6, Y2, Y2
-	VBLENDVPD    Y7, Y5, Y2, Y2
-	VMOVUPD      32(SI)(BX*8), Y5
-	VBLENDVPD    Y7, Y10, Y5, Y5
-	VMOVUPD      32(DI)(BX*8), Y6
-	VBLENDVPD    Y1, Y2, Y6, Y2
-	VMOVUPD      Y2, 32(DI)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y2
-	VBLENDVPD    Y1, Y5, Y2, Y5
-	VMOVUPD      Y5, 32(SI)(BX*8)
-	VMOVUPS      lgc23<>+0(SB), Y1
-	VXORPS       lgc9<>+0(SB), Y3, Y2
-	VXORPS       lgc9<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y1, Y5
-	VMINPS       Y1, Y2, Y1
-	VORPS        Y5, Y1, Y1
-	VXORPS       lgc9<>+0(SB), Y1, Y1
-	VMOVUPS      lgc24<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y5
-	VMINPS       Y2, Y1, Y1
-	VORPS        Y5, Y1, Y1
-	VMAXPS       lgc10<>+0(SB), Y3, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y5
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+
+	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc9<>+0(SB), Y4
+
+	// v23 = max(v20, v21) [N=64 T=421]
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc10<>+0(SB), Y5
+
+	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
+	VMINPS  Y4, Y5, Y4
+	VMOVUPS Y1, 24(SP)
+
+	// v25 = exp(v20) [N=64 T=421]
+	VMAXPS       lgc11<>+0(SB), Y3, Y1
+	VMINPS       lgc12<>+0(SB), Y1, Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y2
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y5
-	VPMINSD      lgc22<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y5, Y5
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc14<>+0(SB), Y5, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y5, Y1
+	VMOVAPS      lgc16<>+0(SB), Y6
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
+	VADDPS       lgc2<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y1
+	VPMAXSD      lgc22<>+0(SB), Y1, Y5
+	VPMINSD      lgc23<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, Y3, Y6, Y6
-	VMOVUPS      48(SP), Y2
-	VMULPS       Y2, Y6, Y5
-	VMAXPS       lgc10<>+0(SB), Y1, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y6
-	VBLENDVPS    Y6, Y1, Y8, Y8
-	VMULPS       Y2, Y8, Y2
-	VMINPS       Y5, Y2, Y6
-	VMINPS       Y2, Y5, Y2
-	VORPS        Y6, Y2, Y2
-	VXORPS       lgc9<>+0(SB), Y2, Y2
-	IMUL3Q       $+8, CX, SI
+	VMULPS       Y1, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y6, Y6
+	VMOVUPS      Y4, 56(SP)
+	VMOVUPS      Y2, 88(SP)
+
+	// logsumexp(v20) over [N]
+	MOVQ         p15+120(FP), SI
 	MOVQ         p16+128(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y5
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       (DI)(SI*8), Y7, Y7
-	VMOVUPD      (DI)(SI*8), Y8
-	VBLENDVPD    Y6, Y7, Y8, Y7
-	VMOVUPD      Y7, (DI)(SI*8)
-	VADDPD       32(DI)(SI*8), Y2, Y2
-	VMOVUPD      32(DI)(SI*8), Y6
-	VBLENDVPD    Y5, Y2, Y6, Y2
-	VMOVUPD      Y2, 32(DI)(SI*8)
-	VCMPPS       $0x04, Y3, Y1, Y1
-	VANDPS       lgc1<>+0(SB), Y1, Y1
-	IMUL3Q       $+8, CX, SI
-	MOVQ         p17+136(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DI)(SI*8), Y6, Y6
-	VMOVUPD      (DI)(SI*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, (DI)(SI*8)
-	VADDPD       32(DI)(SI*8), Y1, Y1
-	VMOVUPD      32(DI)(SI*8), Y5
-	VBLENDVPD    Y2, Y1, Y5, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	MOVQ         p13+104(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   (SI)(DX*4), Y1, Y1
-	MOVQ         p12+96(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-	VSUBPS       Y2, Y1, Y1
-	IMUL3Q       $+8, CX, SI
+	MOVQ         p17+136(FP), R8
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VMOVUPS      (DI)(BX*4), Y5
+	VMOVUPS      (R8)(BX*4), Y7
+	VXORPS       lgc24<>+0(SB), Y5, Y5
+	VXORPS       lgc24<>+0(SB), Y3, Y9
+	VMINPS       Y5, Y9, Y8
+	VMINPS       Y9, Y5, Y5
+	VORPS        Y8, Y5, Y5
+	VXORPS       lgc24<>+0(SB), Y5, Y5
+	VMINPS       Y7, Y3, Y8
+	VMINPS       Y3, Y7, Y7
+	VORPS        Y8, Y7, Y7
+	VMOVUPS      (DI)(BX*4), Y8
+	VBLENDVPS    Y1, Y5, Y8, Y5
+	VMOVUPS      Y5, (DI)(BX*4)
+	VMOVUPS      (R8)(BX*4), Y5
+	VBLENDVPS    Y1, Y7, Y5, Y7
+	VMOVUPS      Y7, (R8)(BX*4)
 	MOVQ         p18+144(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DI)(SI*8), Y6, Y6
-	VMOVUPD      (DI)(SI*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, (DI)(SI*8)
-	VADDPD       32(DI)(SI*8), Y1, Y1
-	VMOVUPD      32(DI)(SI*8), Y5
-	VBLENDVPD    Y2, Y1, Y5, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMOVUPS      lgc25<>+0(SB), Y1
-	MOVQ         p0+0(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-	VMULPS       Y2, Y1, Y1
+	VCVTPS2PD    X6, Y1
+	VEXTRACTF128 $0x01, Y6, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y2, Y1, Y1
+	VADDPD       (SI)(BX*8), Y1, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       (DI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, (DI)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       32(SI)(BX*8), Y5, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VMULPD       Y5, Y5, Y1
+	VADDPD       32(DI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(DI)(BX*8)
+	VMOVUPS      88(SP), Y1
+
+	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	VMULPS  Y1, Y6, Y2
+	VMOVUPS lgc25<>+0(SB), Y4
+
+	// v28 = max(v25, v27) [N=64 T=421]
+	VMAXPS  Y6, Y4, Y4
+	VMOVUPS lgc26<>+0(SB), Y5
+
+	// v30 = min(v28, v29) [N=64 T=421]
+	VMINPS Y4, Y5, Y4
+
+	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	VMULPS Y1, Y4, Y1
+
+	// v32 = min(v26, v31) [N=64 T=421]
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+
+	// v33 = neg(v32) [N=64 T=421]
+	VXORPS lgc24<>+0(SB), Y1, Y1
+
+	// mean(v33) over [N T]
 	IMUL3Q       $+8, CX, SI
 	MOVQ         p19+152(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DI)(SI*8), Y6, Y6
-	VMOVUPD      (DI)(SI*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, (DI)(SI*8)
-	VADDPD       32(DI)(SI*8), Y1, Y1
-	VMOVUPD      32(DI)(SI*8), Y5
-	VBLENDVPD    Y2, Y1, Y5, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMOVUPS      16(SP), Y1
-	MOVQ         p6+48(FP), SI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-	VSUBPS       Y2, Y1, Y1
-	MOVQ         p20+160(FP), DX
-	MOVQ         p21+168(FP), SI
-	MOVQ         p22+176(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X4
-	VCVTPS2PD    X4, Y7
-	VMOVUPD      (DX)(BX*8), Y8
-	VADDPD       lgc8<>+0(SB), Y8, Y8
-	VMOVUPD      (SI)(BX*8), Y9
-	VSUBPD       Y9, Y6, Y10
-	VDIVPD       Y8, Y10, Y11
-	VADDPD       Y11, Y9, Y9
-	VSUBPD       Y9, Y6, Y11
-	VMOVUPD      (DI)(BX*8), Y6
-	VFMADD231PD  Y10, Y11, Y6
-	VMOVUPD      (DX)(BX*8), Y10
-	VBLENDVPD    Y5, Y8, Y10, Y8
-	VMOVUPD      Y8, (DX)(BX*8)
-	VMOVUPD      (SI)(BX*8), Y8
-	VBLENDVPD    Y5, Y9, Y8, Y9
-	VMOVUPD      Y9, (SI)(BX*8)
-	VMOVUPD      (DI)(BX*8), Y8
-	VBLENDVPD    Y5, Y6, Y8, Y6
-	VMOVUPD      Y6, (DI)(BX*8)
-	VMOVUPD      32(DX)(BX*8), Y5
-	VADDPD       lgc8<>+0(SB), Y5, Y5
-	VMOVUPD      32(SI)(BX*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VDIVPD       Y5, Y8, Y9
-	VADDPD       Y9, Y6, Y6
-	VSUBPD       Y6, Y7, Y9
-	VMOVUPD      32(DI)(BX*8), Y7
-	VFMADD231PD  Y8, Y9, Y7
-	VMOVUPD      32(DX)(BX*8), Y8
-	VBLENDVPD    Y2, Y5, Y8, Y5
-	VMOVUPD      Y5, 32(DX)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y5
-	VBLENDVPD    Y2, Y6, Y5, Y6
-	VMOVUPD      Y6, 32(SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y5
-	VBLENDVPD    Y2, Y7, Y5, Y7
-	VMOVUPD      Y7, 32(DI)(BX*8)
-	VMOVUPS      lgc9<>+0(SB), Y2
-	VANDNPS      Y1, Y2, Y1
+	MOVQ         p20+160(FP), DI
 	VMOVUPS      lgc1<>+0(SB), Y2
-	VCMPPS       $0x11, Y2, Y1, Y5
-	VANDPS       lgc1<>+0(SB), Y5, Y5
-	VMOVUPS      lgc20<>+0(SB), Y6
-	VMULPS       Y1, Y6, Y7
-	VMULPS       Y1, Y7, Y7
-	VSUBPS       Y6, Y1, Y1
-	VXORPS       Y6, Y6, Y6
-	VCMPPS       $0x04, Y6, Y5, Y6
-	VBLENDVPS    Y6, Y7, Y1, Y1
-	VMULPS       Y1, Y2, Y1
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p23+184(FP), DX
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DI)(SI*4), Y1, Y1
+	VMOVUPS      Y1, (DI)(SI*4)
+	VMOVUPS      56(SP), Y1
+
+	// v35 = ne(v24, v20) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
+	IMUL3Q       $+8, CX, SI
+	MOVQ         p21+168(FP), DI
+	MOVQ         p22+176(FP), DI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DI)(SI*4), Y1, Y1
+	VMOVUPS      Y1, (DI)(SI*4)
+	MOVQ         p14+112(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMASKMOVPS   (SI)(DX*4), Y1, Y1
+	MOVQ         p13+104(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+
+	// v37 = sub(v1, v0) [N=64 T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// mean(v37) over [N T]
+	IMUL3Q       $+8, CX, SI
+	MOVQ         p23+184(FP), DI
+	MOVQ         p24+192(FP), DI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DI)(SI*4), Y1, Y1
+	VMOVUPS      Y1, (DI)(SI*4)
+	VMOVUPS      lgc27<>+0(SB), Y1
+	MOVQ         p0+0(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+
+	// v41 = mul(v40, v2) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// mean(v41) over [N T]
+	IMUL3Q       $+8, CX, SI
+	MOVQ         p25+200(FP), DI
+	MOVQ         p26+208(FP), DI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DI)(SI*4), Y1, Y1
+	VMOVUPS      Y1, (DI)(SI*4)
+	VMOVUPS      24(SP), Y1
+	MOVQ         p7+56(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+
+	// v43 = sub(v19, v3) [N=64 T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// var(v43) over [N]
+	MOVQ         p27+216(FP), DX
+	MOVQ         p28+224(FP), DX
+	MOVQ         p29+232(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y5
 	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DX)(CX*8), Y6, Y6
-	VMOVUPD      (DX)(CX*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y1, Y1
-	VMOVUPD      32(DX)(CX*8), Y5
-	VBLENDVPD    Y2, Y1, Y5, Y1
-	VMOVUPD      Y1, 32(DX)(CX*8)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMULPS       Y3, Y1, Y1
-	MOVQ         p24+192(FP), CX
-	MOVQ         p25+200(FP), DX
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VCVTPD2PSY   (CX)(BX*8), X4
-	VCVTPD2PSY   32(CX)(BX*8), X5
-	VINSERTF128  $0x01, X5, Y4, Y5
-	VSUBPS       Y5, Y1, Y6
-	VCMPPS       $0x1e, lgc5<>+0(SB), Y6, Y7
-	VORPS        lgc9<>+0(SB), Y6, Y6
-	VMAXPS       lgc10<>+0(SB), Y6, Y8
-	VMINPS       lgc11<>+0(SB), Y8, Y8
-	VMULPS       lgc12<>+0(SB), Y8, Y9
-	VROUNDPS     $0x00, Y9, Y9
-	VMOVAPS      Y8, Y8
-	VFNMADD231PS lgc13<>+0(SB), Y9, Y8
-	VFNMADD231PS lgc14<>+0(SB), Y9, Y8
-	VMOVAPS      lgc15<>+0(SB), Y10
-	VFMADD213PS  lgc16<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc17<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc18<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc19<>+0(SB), Y8, Y10
-	VFMADD213PS  lgc20<>+0(SB), Y8, Y10
-	VMULPS       Y8, Y8, Y11
-	VFMADD213PS  Y8, Y11, Y10
-	VADDPS       lgc1<>+0(SB), Y10, Y10
-	VCVTPS2DQ    Y9, Y8
-	VPMAXSD      lgc21<>+0(SB), Y8, Y9
-	VPMINSD      lgc22<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y8, Y8
-	VPADDD       lgc22<>+0(SB), Y9, Y9
-	VPSLLD       $0x17, Y9, Y9
-	VPADDD       lgc22<>+0(SB), Y8, Y8
-	VPSLLD       $0x17, Y8, Y8
-	VMULPS       Y9, Y10, Y10
-	VMULPS       Y8, Y10, Y10
-	VCMPPS       $0x03, Y6, Y6, Y8
-	VBLENDVPS    Y8, Y6, Y10, Y10
-	VCMPPS       $0x00, Y5, Y1, Y5
-	VBLENDVPS    Y5, lgc1<>+0(SB), Y10, Y10
-	VCVTPS2PD    X10, Y5
-	VEXTRACTF128 $0x01, Y10, X4
-	VCVTPS2PD    X4, Y6
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X4
-	VPMOVSXDQ    X4, Y7
-	VCVTPS2PD    X1, Y9
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      (DX)(BX*8), Y10
-	VMOVUPD      Y10, Y11
-	VFMADD213PD  lgc8<>+0(SB), Y5, Y11
-	VADDPD       Y5, Y10, Y10
-	VBLENDVPD    Y8, Y11, Y10, Y10
-	VMOVUPD      (CX)(BX*8), Y5
-	VBLENDVPD    Y8, Y9, Y5, Y5
+	VEXTRACTF128 $0x01, Y1, X7
+	VCVTPS2PD    X7, Y7
 	VMOVUPD      (DX)(BX*8), Y8
-	VBLENDVPD    Y3, Y10, Y8, Y10
-	VMOVUPD      Y10, (DX)(BX*8)
-	VMOVUPD      (CX)(BX*8), Y8
-	VBLENDVPD    Y3, Y5, Y8, Y5
-	VMOVUPD      Y5, (CX)(BX*8)
-	VMOVUPD      32(DX)(BX*8), Y3
-	VMOVUPD      Y3, Y5
-	VFMADD213PD  lgc8<>+0(SB), Y6, Y5
-	VADDPD       Y6, Y3, Y3
-	VBLENDVPD    Y7, Y5, Y3, Y3
-	VMOVUPD      32(CX)(BX*8), Y5
-	VBLENDVPD    Y7, Y1, Y5, Y5
-	VMOVUPD      32(DX)(BX*8), Y1
-	VBLENDVPD    Y2, Y3, Y1, Y3
-	VMOVUPD      Y3, 32(DX)(BX*8)
-	VMOVUPD      32(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 32(CX)(BX*8)
-	MOVQ         $+408, CX
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      (SI)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      (DX)(BX*8), Y6
+	VBLENDVPD    Y4, Y8, Y6, Y8
+	VMOVUPD      Y8, (DX)(BX*8)
+	VMOVUPD      (SI)(BX*8), Y6
+	VBLENDVPD    Y4, Y10, Y6, Y10
+	VMOVUPD      Y10, (SI)(BX*8)
+	VMOVUPD      32(DX)(BX*8), Y4
+	VSUBPD       Y4, Y7, Y6
+	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y7, Y5
+	VMOVUPD      32(SI)(BX*8), Y7
+	VFMADD231PD  Y6, Y5, Y7
+	VMOVUPD      32(DX)(BX*8), Y5
+	VBLENDVPD    Y2, Y4, Y5, Y4
+	VMOVUPD      Y4, 32(DX)(BX*8)
+	VMOVUPD      32(SI)(BX*8), Y4
+	VBLENDVPD    Y2, Y7, Y4, Y7
+	VMOVUPD      Y7, 32(SI)(BX*8)
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc24<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS lgc2<>+0(SB), Y2
+
+	// v46 = lt(v44, v8) [N=64 T=421]
+	VCMPPS  $0x11, Y2, Y1, Y4
+	VANDPS  lgc2<>+0(SB), Y4, Y4
+	VMOVUPS lgc21<>+0(SB), Y5
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS Y1, Y5, Y6
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y1, Y6, Y6
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS Y5, Y1, Y1
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y6, Y1, Y1
+
+	// v51 = mul(v8, v50) [N=64 T=421]
+	VMULPS Y1, Y2, Y1
+
+	// mean(v51) over [N T]
+	IMUL3Q       $+8, CX, CX
+	MOVQ         p30+240(FP), DX
+	MOVQ         p31+248(FP), DX
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y1, Y1
+	VADDPS       (DX)(CX*4), Y1, Y1
+	VMOVUPS      Y1, (DX)(CX*4)
+	VMOVUPS      lgc28<>+0(SB), Y1
+
+	// v61 = mul(v59, v20) [N=64 T=421]
+	VMULPS Y3, Y1, Y1
+	MOVQ   $+8, DX
+	MOVQ   $+408, CX
 
 blocks_2:
-	MOVQ         p0+0(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+421, AX, SI
-	ADDQ         SI, BX
-	ADDQ         CX, BX
-	VMOVUPS      (DX)(BX*4), Y1
-	XORQ         DX, DX
-	IMUL3Q       $+8, DX, SI
-	MOVQ         p1+8(FP), DI
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DI)(SI*8), Y2, Y2
-	VMOVUPD      Y2, (DI)(SI*8)
-	VADDPD       32(DI)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMOVUPS      lgc1<>+0(SB), Y1
-	MOVQ         p2+16(FP), SI
-	VPMOVZXBD    (SI)(BX*1), Y2
-	VCVTDQ2PS    Y2, Y2
-	VSUBPS       Y2, Y1, Y2
-	MOVQ         p3+24(FP), SI
-	VPMOVZXBD    (SI)(BX*1), Y3
-	VCVTDQ2PS    Y3, Y3
-	VSUBPS       Y3, Y1, Y1
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VMULPS       Y2, Y3, Y2
-	MOVQ         p4+32(FP), SI
-	VMOVUPS      (SI)(BX*4), Y3
-	VMULPS       Y3, Y2, Y2
-	MOVQ         p5+40(FP), SI
-	VMOVUPS      (SI)(BX*4), Y3
-	VADDPS       Y2, Y3, Y2
-	MOVQ         p6+48(FP), SI
-	VMOVUPS      (SI)(BX*4), Y3
-	VSUBPS       Y3, Y2, Y2
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VMULPS       Y1, Y5, Y1
-	VMOVUPS      Y1, Y1
-	VMOVUPS      Y2, Y2
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0x80, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VMOVUPS      lgc6<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0xc0, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VMOVUPS      lgc7<>+0(SB), Y6
-	VPERMPS      Y1, Y6, Y5
-	VPERMPS      Y2, Y6, Y6
-	VBLENDPS     $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS     $0xf0, lgc5<>+0(SB), Y6, Y6
-	VFMADD231PS  Y1, Y6, Y2
-	VMULPS       Y5, Y1, Y1
-	VFMADD231PS  Y1, Y0, Y2
-	VXORPS       Y0, Y0, Y0
-	VPERMPS      Y2, Y0, Y0
-	MOVQ         p7+56(FP), SI
-	VMOVUPS      Y2, (SI)(BX*4)
-	VADDPS       Y3, Y2, Y1
-	MOVQ         p8+64(FP), SI
-	VMOVUPS      Y1, (SI)(BX*4)
-	XORQ         SI, SI
-	ADDQ         CX, SI
-	MOVQ         p9+72(FP), DI
+	MOVQ    p0+0(FP), BX
+	XORQ    SI, SI
+	IMUL3Q  $+421, AX, DI
+	ADDQ    DI, SI
+	ADDQ    CX, SI
+	VMOVUPS (BX)(SI*4), Y1
+
+	// mean(v2) over [N T]
+	XORQ      BX, BX
+	IMUL3Q    $+8, BX, DI
+	MOVQ      p1+8(FP), R8
+	MOVQ      p2+16(FP), R8
+	VADDPS    (R8)(DI*4), Y1, Y1
+	VMOVUPS   Y1, (R8)(DI*4)
+	VMOVUPS   lgc2<>+0(SB), Y1
+	MOVQ      p3+24(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+
+	// v9 = sub(v8, v6) [N=64 T=421]
+	VSUBPS    Y2, Y1, Y2
+	MOVQ      p4+32(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v10 = sub(v8, v5) [N=64 T=421]
+	VSUBPS  Y3, Y1, Y1
+	VMOVUPS lgc3<>+0(SB), Y3
+
+	// v12 = mul(v11, v9) [N=64 T=421]
+	VMULPS  Y2, Y3, Y2
+	MOVQ    p5+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v13 = mul(v12, v7) [N=64 T=421]
+	VMULPS  Y3, Y2, Y2
+	MOVQ    p6+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v14 = add(v4, v13) [N=64 T=421]
+	VADDPS  Y2, Y3, Y2
+	MOVQ    p7+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v15 = sub(v14, v3) [N=64 T=421]  # delta
+	VSUBPS  Y3, Y2, Y2
+	VMOVUPS lgc4<>+0(SB), Y4
+
+	// v17 = mul(v16, v10) [N=64 T=421]  # discount
+	VMULPS Y1, Y4, Y1
+
+	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
+	VMOVUPS     Y1, Y1
+	VMOVUPS     Y2, Y2
+	VMOVUPS     lgc5<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y2
+	VXORPS      Y0, Y0, Y0
+	VPERMPS     Y2, Y0, Y0
+	MOVQ        p8+64(FP), DI
+	VMOVUPS     Y2, (DI)(SI*4)
+
+	// v19 = add(v18, v3) [N=64 T=421]  # value_target
+	VADDPS  Y3, Y2, Y1
+	MOVQ    p9+72(FP), DI
+	VMOVUPS Y1, (DI)(SI*4)
+
+	// var(v19) over [N]
+	XORQ         DI, DI
+	ADDQ         CX, DI
 	MOVQ         p10+80(FP), R8
-	MOVQ         p11+88(FP), R9
-	VCVTPS2PD    X1, Y3
-	VEXTRACTF128 $0x01, Y1, X4
-	VCVTPS2PD    X4, Y5
-	VMOVUPD      (DI)(SI*8), Y6
-	VADDPD       lgc8<>+0(SB), Y6, Y6
-	VMOVUPD      (R8)(SI*8), Y7
-	VSUBPD       Y7, Y3, Y8
-	VDIVPD       Y6, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y3, Y9
-	VMOVUPD      (R9)(SI*8), Y3
-	VFMADD231PD  Y8, Y9, Y3
-	VMOVUPD      Y6, (DI)(SI*8)
-	VMOVUPD      Y7, (R8)(SI*8)
-	VMOVUPD      Y3, (R9)(SI*8)
-	VMOVUPD      32(DI)(SI*8), Y3
-	VADDPD       lgc8<>+0(SB), Y3, Y3
-	VMOVUPD      32(R8)(SI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VDIVPD       Y3, Y7, Y8
-	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y5, Y8
-	VMOVUPD      32(R9)(SI*8), Y5
-	VFMADD231PD  Y7, Y8, Y5
-	VMOVUPD      Y3, 32(DI)(SI*8)
-	VMOVUPD      Y6, 32(R8)(SI*8)
-	VMOVUPD      Y5, 32(R9)(SI*8)
-	MOVQ         p12+96(FP), DI
-	VMOVUPS      (DI)(BX*4), Y3
-	MOVQ         p13+104(FP), DI
-	VMOVUPS      (DI)(BX*4), Y5
-	VSUBPS       Y5, Y3, Y3
-	VMOVUPS      Y1, 80(SP)
-	VMOVUPS      Y2, 112(SP)
-	MOVQ         p14+112(FP), DI
-	MOVQ         p15+120(FP), R8
-	VCVTPD2PSY   (DI)(SI*8), X4
-	VCVTPD2PSY   32(DI)(SI*8), X1
-	VINSERTF128  $0x01, X1, Y4, Y1
-	VSUBPS       Y1, Y3, Y2
-	VCMPPS       $0x1e, lgc5<>+0(SB), Y2, Y5
-	VORPS        lgc9<>+0(SB), Y2, Y2
-	VMAXPS       lgc10<>+0(SB), Y2, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
-	VCMPPS       $0x00, Y1, Y3, Y1
-	VBLENDVPS    Y1, lgc1<>+0(SB), Y8, Y8
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X2
-	VCVTPS2PD    X2, Y2
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y5
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X4
-	VCVTPS2PD    X4, Y8
-	VMOVUPD      (R8)(SI*8), Y9
-	VMOVUPD      Y9, Y10
-	VFMADD213PD  lgc8<>+0(SB), Y1, Y10
-	VADDPD       Y1, Y9, Y9
-	VBLENDVPD    Y6, Y10, Y9, Y9
-	VMOVUPD      (DI)(SI*8), Y1
-	VBLENDVPD    Y6, Y7, Y1, Y1
-	VMOVUPD      Y9, (R8)(SI*8)
-	VMOVUPD      Y1, (DI)(SI*8)
-	VMOVUPD      32(R8)(SI*8), Y1
-	VMOVUPD      Y1, Y6
-	VFMADD213PD  lgc8<>+0(SB), Y2, Y6
-	VADDPD       Y2, Y1, Y1
-	VBLENDVPD    Y5, Y6, Y1, Y1
-	VMOVUPD      32(DI)(SI*8), Y2
-	VBLENDVPD    Y5, Y8, Y2, Y2
-	VMOVUPD      Y1, 32(R8)(SI*8)
-	VMOVUPD      Y2, 32(DI)(SI*8)
-	VMOVUPS      lgc23<>+0(SB), Y1
-	VXORPS       lgc9<>+0(SB), Y3, Y2
-	VXORPS       lgc9<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y1, Y5
-	VMINPS       Y1, Y2, Y1
-	VORPS        Y5, Y1, Y1
-	VXORPS       lgc9<>+0(SB), Y1, Y1
-	VMOVUPS      lgc24<>+0(SB), Y2
-	VMINPS       Y1, Y2, Y5
-	VMINPS       Y2, Y1, Y1
-	VORPS        Y5, Y1, Y1
-	VMAXPS       lgc10<>+0(SB), Y3, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y5
+	MOVQ         p11+88(FP), R8
+	MOVQ         p12+96(FP), R9
+	VBROADCASTSD (SP), Y3
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      (R8)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y3, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      (R9)(DI*8), Y8
+	VFMADD231PD  Y7, Y4, Y8
+	VMOVUPD      Y6, (R8)(DI*8)
+	VMOVUPD      Y8, (R9)(DI*8)
+	VMOVUPD      32(R8)(DI*8), Y4
+	VSUBPD       Y4, Y5, Y6
+	VFMADD231PD  Y6, Y3, Y4
+	VSUBPD       Y4, Y5, Y3
+	VMOVUPD      32(R9)(DI*8), Y5
+	VFMADD231PD  Y6, Y3, Y5
+	VMOVUPD      Y4, 32(R8)(DI*8)
+	VMOVUPD      Y5, 32(R9)(DI*8)
+	MOVQ         p13+104(FP), R8
+	VMOVUPS      (R8)(SI*4), Y3
+	MOVQ         p14+112(FP), R8
+	VMOVUPS      (R8)(SI*4), Y4
+
+	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc9<>+0(SB), Y4
+
+	// v23 = max(v20, v21) [N=64 T=421]
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc10<>+0(SB), Y5
+
+	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
+	VMINPS  Y4, Y5, Y4
+	VMOVUPS Y1, 120(SP)
+
+	// v25 = exp(v20) [N=64 T=421]
+	VMAXPS       lgc11<>+0(SB), Y3, Y1
+	VMINPS       lgc12<>+0(SB), Y1, Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y2
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y5
-	VPMINSD      lgc22<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y5, Y5
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc14<>+0(SB), Y5, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y5, Y1
+	VMOVAPS      lgc16<>+0(SB), Y6
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
+	VADDPS       lgc2<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y1
+	VPMAXSD      lgc22<>+0(SB), Y1, Y5
+	VPMINSD      lgc23<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, Y3, Y6, Y6
-	VMOVUPS      112(SP), Y2
-	VMULPS       Y2, Y6, Y5
-	VMAXPS       lgc10<>+0(SB), Y1, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y6
-	VBLENDVPS    Y6, Y1, Y8, Y8
-	VMULPS       Y2, Y8, Y2
-	VMINPS       Y5, Y2, Y6
-	VMINPS       Y2, Y5, Y2
-	VORPS        Y6, Y2, Y2
-	VXORPS       lgc9<>+0(SB), Y2, Y2
-	IMUL3Q       $+8, DX, DI
-	MOVQ         p16+128(FP), R8
-	VCVTPS2PD    X2, Y5
-	VEXTRACTF128 $0x01, Y2, X2
+	VMULPS       Y1, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y6, Y6
+	VMOVUPS      Y4, 152(SP)
+	VMOVUPS      Y2, 184(SP)
+
+	// logsumexp(v20) over [N]
+	MOVQ         p15+120(FP), R8
+	MOVQ         p16+128(FP), R9
+	MOVQ         p17+136(FP), R10
+	VMOVUPS      (R9)(DI*4), Y1
+	VMOVUPS      (R10)(DI*4), Y2
+	VXORPS       lgc24<>+0(SB), Y1, Y1
+	VXORPS       lgc24<>+0(SB), Y3, Y5
+	VMINPS       Y1, Y5, Y4
+	VMINPS       Y5, Y1, Y1
+	VORPS        Y4, Y1, Y1
+	VXORPS       lgc24<>+0(SB), Y1, Y1
+	VMINPS       Y2, Y3, Y4
+	VMINPS       Y3, Y2, Y2
+	VORPS        Y4, Y2, Y2
+	VMOVUPS      Y1, (R9)(DI*4)
+	VMOVUPS      Y2, (R10)(DI*4)
+	MOVQ         p18+144(FP), R9
+	VCVTPS2PD    X6, Y1
+	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       (R8)(DI*8), Y5, Y5
-	VMOVUPD      Y5, (R8)(DI*8)
-	VADDPD       32(R8)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 32(R8)(DI*8)
-	VCMPPS       $0x04, Y3, Y1, Y1
-	VANDPS       lgc1<>+0(SB), Y1, Y1
-	IMUL3Q       $+8, DX, DI
-	MOVQ         p17+136(FP), R8
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (R8)(DI*8), Y2, Y2
-	VMOVUPD      Y2, (R8)(DI*8)
-	VADDPD       32(R8)(DI*8), Y1, Y1
+	VADDPD       (R8)(DI*8), Y1, Y4
+	VMOVUPD      Y4, (R8)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       (R9)(DI*8), Y1, Y1
+	VMOVUPD      Y1, (R9)(DI*8)
+	VADDPD       32(R8)(DI*8), Y2, Y1
 	VMOVUPD      Y1, 32(R8)(DI*8)
-	MOVQ         p13+104(FP), DI
+	VMULPD       Y2, Y2, Y1
+	VADDPD       32(R9)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 32(R9)(DI*8)
+	VMOVUPS      184(SP), Y1
+
+	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	VMULPS  Y1, Y6, Y2
+	VMOVUPS lgc25<>+0(SB), Y4
+
+	// v28 = max(v25, v27) [N=64 T=421]
+	VMAXPS  Y6, Y4, Y4
+	VMOVUPS lgc26<>+0(SB), Y5
+
+	// v30 = min(v28, v29) [N=64 T=421]
+	VMINPS Y4, Y5, Y4
+
+	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	VMULPS Y1, Y4, Y1
+
+	// v32 = min(v26, v31) [N=64 T=421]
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+
+	// v33 = neg(v32) [N=64 T=421]
+	VXORPS lgc24<>+0(SB), Y1, Y1
+
+	// mean(v33) over [N T]
+	IMUL3Q  $+8, BX, R8
+	MOVQ    p19+152(FP), R9
+	MOVQ    p20+160(FP), R9
+	VADDPS  (R9)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R8*4)
+	VMOVUPS 152(SP), Y1
+
+	// v35 = ne(v24, v20) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
+	IMUL3Q  $+8, BX, R8
+	MOVQ    p21+168(FP), R9
+	MOVQ    p22+176(FP), R9
+	VADDPS  (R9)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R8*4)
+	MOVQ    p14+112(FP), R8
+	VMOVUPS (R8)(SI*4), Y1
+	MOVQ    p13+104(FP), R8
+	VMOVUPS (R8)(SI*4), Y2
+
+	// v37 = sub(v1, v0) [N=64 T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// mean(v37) over [N T]
+	IMUL3Q  $+8, BX, R8
+	MOVQ    p23+184(FP), R9
+	MOVQ    p24+192(FP), R9
+	VADDPS  (R9)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R8*4)
+	VMOVUPS lgc27<>+0(SB), Y1
+	MOVQ    p0+0(FP), R8
+	VMOVUPS (R8)(SI*4), Y2
+
+	// v41 = mul(v40, v2) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// mean(v41) over [N T]
+	IMUL3Q  $+8, BX, R8
+	MOVQ    p25+200(FP), R9
+	MOVQ    p26+208(FP), R9
+	VADDPS  (R9)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R8*4)
+	VMOVUPS 120(SP), Y1
+	MOVQ    p7+56(FP), R8
+	VMOVUPS (R8)(SI*4), Y2
+
+	// v43 = sub(v19, v3) [N=64 T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// var(v43) over [N]
+	MOVQ         p27+216(FP), SI
+	MOVQ         p28+224(FP), SI
+	MOVQ         p29+232(FP), R8
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X5
+	VCVTPS2PD    X5, Y5
+	VMOVUPD      (SI)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y2, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      (R8)(DI*8), Y8
+	VFMADD231PD  Y7, Y4, Y8
+	VMOVUPD      Y6, (SI)(DI*8)
+	VMOVUPD      Y8, (R8)(DI*8)
+	VMOVUPD      32(SI)(DI*8), Y4
+	VSUBPD       Y4, Y5, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y5, Y2
+	VMOVUPD      32(R8)(DI*8), Y5
+	VFMADD231PD  Y6, Y2, Y5
+	VMOVUPD      Y4, 32(SI)(DI*8)
+	VMOVUPD      Y5, 32(R8)(DI*8)
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc24<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y1
+	VMOVUPS lgc2<>+0(SB), Y2
+
+	// v46 = lt(v44, v8) [N=64 T=421]
+	VCMPPS  $0x11, Y2, Y1, Y4
+	VANDPS  lgc2<>+0(SB), Y4, Y4
+	VMOVUPS lgc21<>+0(SB), Y5
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS Y1, Y5, Y6
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y1, Y6, Y6
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS Y5, Y1, Y1
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y6, Y1, Y1
+
+	// v51 = mul(v8, v50) [N=64 T=421]
+	VMULPS Y1, Y2, Y1
+
+	// mean(v51) over [N T]
+	IMUL3Q  $+8, BX, BX
+	MOVQ    p30+240(FP), SI
+	MOVQ    p31+248(FP), SI
+	VADDPS  (SI)(BX*4), Y1, Y1
+	VMOVUPS Y1, (SI)(BX*4)
+	VMOVUPS lgc28<>+0(SB), Y1
+
+	// v61 = mul(v59, v20) [N=64 T=421]
+	VMULPS       Y3, Y1, Y1
+	DECQ         DX
+	JNZ          noflush_3
+	XORQ         DX, DX
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p19+152(FP), SI
+	MOVQ         p20+160(FP), DI
 	VMOVUPS      (DI)(BX*4), Y1
-	MOVQ         p12+96(FP), DI
-	VMOVUPS      (DI)(BX*4), Y2
-	VSUBPS       Y2, Y1, Y1
-	IMUL3Q       $+8, DX, DI
-	MOVQ         p18+144(FP), R8
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (R8)(DI*8), Y2, Y2
-	VMOVUPD      Y2, (R8)(DI*8)
-	VADDPD       32(R8)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 32(R8)(DI*8)
-	VMOVUPS      lgc25<>+0(SB), Y1
-	MOVQ         p0+0(FP), DI
-	VMOVUPS      (DI)(BX*4), Y2
-	VMULPS       Y2, Y1, Y1
-	IMUL3Q       $+8, DX, DI
-	MOVQ         p19+152(FP), R8
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p21+168(FP), SI
+	MOVQ         p22+176(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (R8)(DI*8), Y2, Y2
-	VMOVUPD      Y2, (R8)(DI*8)
-	VADDPD       32(R8)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 32(R8)(DI*8)
-	VMOVUPS      80(SP), Y1
-	MOVQ         p6+48(FP), DI
-	VMOVUPS      (DI)(BX*4), Y2
-	VSUBPS       Y2, Y1, Y1
-	MOVQ         p20+160(FP), BX
-	MOVQ         p21+168(FP), DI
-	MOVQ         p22+176(FP), R8
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p23+184(FP), SI
+	MOVQ         p24+192(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
 	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X4
-	VCVTPS2PD    X4, Y5
-	VMOVUPD      (BX)(SI*8), Y6
-	VADDPD       lgc8<>+0(SB), Y6, Y6
-	VMOVUPD      (DI)(SI*8), Y7
-	VSUBPD       Y7, Y2, Y8
-	VDIVPD       Y6, Y8, Y9
-	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y2, Y9
-	VMOVUPD      (R8)(SI*8), Y2
-	VFMADD231PD  Y8, Y9, Y2
-	VMOVUPD      Y6, (BX)(SI*8)
-	VMOVUPD      Y7, (DI)(SI*8)
-	VMOVUPD      Y2, (R8)(SI*8)
-	VMOVUPD      32(BX)(SI*8), Y2
-	VADDPD       lgc8<>+0(SB), Y2, Y2
-	VMOVUPD      32(DI)(SI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VDIVPD       Y2, Y7, Y8
-	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y5, Y8
-	VMOVUPD      32(R8)(SI*8), Y5
-	VFMADD231PD  Y7, Y8, Y5
-	VMOVUPD      Y2, 32(BX)(SI*8)
-	VMOVUPD      Y6, 32(DI)(SI*8)
-	VMOVUPD      Y5, 32(R8)(SI*8)
-	VMOVUPS      lgc9<>+0(SB), Y2
-	VANDNPS      Y1, Y2, Y1
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VCMPPS       $0x11, Y2, Y1, Y5
-	VANDPS       lgc1<>+0(SB), Y5, Y5
-	VMOVUPS      lgc20<>+0(SB), Y6
-	VMULPS       Y1, Y6, Y7
-	VMULPS       Y1, Y7, Y7
-	VSUBPS       Y6, Y1, Y1
-	VXORPS       Y6, Y6, Y6
-	VCMPPS       $0x04, Y6, Y5, Y6
-	VBLENDVPS    Y6, Y7, Y1, Y1
-	VMULPS       Y1, Y2, Y1
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p1+8(FP), SI
+	MOVQ         p2+16(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p25+200(FP), SI
+	MOVQ         p26+208(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	MOVQ         p23+184(FP), BX
+	MOVQ         p30+240(FP), BX
+	MOVQ         p31+248(FP), SI
+	VMOVUPS      (SI)(DX*4), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -923,497 +874,585 @@ blocks_2:
 	VMOVUPD      Y2, (BX)(DX*8)
 	VADDPD       32(BX)(DX*8), Y1, Y1
 	VMOVUPD      Y1, 32(BX)(DX*8)
-	VMOVUPS      lgc26<>+0(SB), Y1
-	VMULPS       Y3, Y1, Y1
-	MOVQ         p24+192(FP), DX
-	MOVQ         p25+200(FP), BX
-	VCVTPD2PSY   (DX)(SI*8), X4
-	VCVTPD2PSY   32(DX)(SI*8), X2
-	VINSERTF128  $0x01, X2, Y4, Y2
-	VSUBPS       Y2, Y1, Y3
-	VCMPPS       $0x1e, lgc5<>+0(SB), Y3, Y5
-	VORPS        lgc9<>+0(SB), Y3, Y3
-	VMAXPS       lgc10<>+0(SB), Y3, Y6
-	VMINPS       lgc11<>+0(SB), Y6, Y6
-	VMULPS       lgc12<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y6
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc21<>+0(SB), Y6, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc22<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y3, Y3, Y6
-	VBLENDVPS    Y6, Y3, Y8, Y8
-	VCMPPS       $0x00, Y2, Y1, Y2
-	VBLENDVPS    Y2, lgc1<>+0(SB), Y8, Y8
-	VCVTPS2PD    X8, Y2
-	VEXTRACTF128 $0x01, Y8, X3
-	VCVTPS2PD    X3, Y3
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X4
-	VPMOVSXDQ    X4, Y5
-	VCVTPS2PD    X1, Y7
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      (BX)(SI*8), Y8
-	VMOVUPD      Y8, Y9
-	VFMADD213PD  lgc8<>+0(SB), Y2, Y9
-	VADDPD       Y2, Y8, Y8
-	VBLENDVPD    Y6, Y9, Y8, Y8
-	VMOVUPD      (DX)(SI*8), Y2
-	VBLENDVPD    Y6, Y7, Y2, Y2
-	VMOVUPD      Y8, (BX)(SI*8)
-	VMOVUPD      Y2, (DX)(SI*8)
-	VMOVUPD      32(BX)(SI*8), Y2
-	VMOVUPD      Y2, Y6
-	VFMADD213PD  lgc8<>+0(SB), Y3, Y6
-	VADDPD       Y3, Y2, Y2
-	VBLENDVPD    Y5, Y6, Y2, Y2
-	VMOVUPD      32(DX)(SI*8), Y3
-	VBLENDVPD    Y5, Y1, Y3, Y3
-	VMOVUPD      Y2, 32(BX)(SI*8)
-	VMOVUPD      Y3, 32(DX)(SI*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (SI)(DX*4)
+	MOVQ         $+8, DX
+
+noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
+	XORQ         CX, CX
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p19+152(FP), BX
+	MOVQ         p20+160(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p21+168(FP), BX
+	MOVQ         p22+176(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p23+184(FP), BX
+	MOVQ         p24+192(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p1+8(FP), BX
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p25+200(FP), BX
+	MOVQ         p26+208(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, CX
+	MOVQ         p30+240(FP), DX
+	MOVQ         p31+248(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
 	INCQ         AX
 	CMPQ         AX, $+64
 	JL           outer0_1
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0xffffffff
-DATA lgc0<>+4(SB)/4, $0xffffffff
-DATA lgc0<>+8(SB)/4, $0xffffffff
-DATA lgc0<>+12(SB)/4, $0xffffffff
-DATA lgc0<>+16(SB)/4, $0xffffffff
-DATA lgc0<>+20(SB)/4, $0x00000000
-DATA lgc0<>+24(SB)/4, $0x00000000
-DATA lgc0<>+28(SB)/4, $0x00000000
+DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
+DATA lgc1<>+0(SB)/4, $0xffffffff
+DATA lgc1<>+4(SB)/4, $0xffffffff
+DATA lgc1<>+8(SB)/4, $0xffffffff
+DATA lgc1<>+12(SB)/4, $0xffffffff
+DATA lgc1<>+16(SB)/4, $0xffffffff
+DATA lgc1<>+20(SB)/4, $0x00000000
+DATA lgc1<>+24(SB)/4, $0x00000000
+DATA lgc1<>+28(SB)/4, $0x00000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3f7d70a4
-DATA lgc2<>+4(SB)/4, $0x3f7d70a4
-DATA lgc2<>+8(SB)/4, $0x3f7d70a4
-DATA lgc2<>+12(SB)/4, $0x3f7d70a4
-DATA lgc2<>+16(SB)/4, $0x3f7d70a4
-DATA lgc2<>+20(SB)/4, $0x3f7d70a4
-DATA lgc2<>+24(SB)/4, $0x3f7d70a4
-DATA lgc2<>+28(SB)/4, $0x3f7d70a4
+DATA lgc2<>+0(SB)/4, $0x3f800000
+DATA lgc2<>+4(SB)/4, $0x3f800000
+DATA lgc2<>+8(SB)/4, $0x3f800000
+DATA lgc2<>+12(SB)/4, $0x3f800000
+DATA lgc2<>+16(SB)/4, $0x3f800000
+DATA lgc2<>+20(SB)/4, $0x3f800000
+DATA lgc2<>+24(SB)/4, $0x3f800000
+DATA lgc2<>+28(SB)/4, $0x3f800000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3f70c49c
-DATA lgc3<>+4(SB)/4, $0x3f70c49c
-DATA lgc3<>+8(SB)/4, $0x3f70c49c
-DATA lgc3<>+12(SB)/4, $0x3f70c49c
-DATA lgc3<>+16(SB)/4, $0x3f70c49c
-DATA lgc3<>+20(SB)/4, $0x3f70c49c
-DATA lgc3<>+24(SB)/4, $0x3f70c49c
-DATA lgc3<>+28(SB)/4, $0x3f70c49c
+DATA lgc3<>+0(SB)/4, $0x3f7d70a4
+DATA lgc3<>+4(SB)/4, $0x3f7d70a4
+DATA lgc3<>+8(SB)/4, $0x3f7d70a4
+DATA lgc3<>+12(SB)/4, $0x3f7d70a4
+DATA lgc3<>+16(SB)/4, $0x3f7d70a4
+DATA lgc3<>+20(SB)/4, $0x3f7d70a4
+DATA lgc3<>+24(SB)/4, $0x3f7d70a4
+DATA lgc3<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x00000001
-DATA lgc4<>+4(SB)/4, $0x00000002
-DATA lgc4<>+8(SB)/4, $0x00000003
-DATA lgc4<>+12(SB)/4, $0x00000004
-DATA lgc4<>+16(SB)/4, $0x00000005
-DATA lgc4<>+20(SB)/4, $0x00000006
-DATA lgc4<>+24(SB)/4, $0x00000007
-DATA lgc4<>+28(SB)/4, $0x00000007
+DATA lgc4<>+0(SB)/4, $0x3f70c49c
+DATA lgc4<>+4(SB)/4, $0x3f70c49c
+DATA lgc4<>+8(SB)/4, $0x3f70c49c
+DATA lgc4<>+12(SB)/4, $0x3f70c49c
+DATA lgc4<>+16(SB)/4, $0x3f70c49c
+DATA lgc4<>+20(SB)/4, $0x3f70c49c
+DATA lgc4<>+24(SB)/4, $0x3f70c49c
+DATA lgc4<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x00000000
-DATA lgc5<>+4(SB)/4, $0x00000000
-DATA lgc5<>+8(SB)/4, $0x00000000
-DATA lgc5<>+12(SB)/4, $0x00000000
-DATA lgc5<>+16(SB)/4, $0x00000000
-DATA lgc5<>+20(SB)/4, $0x00000000
-DATA lgc5<>+24(SB)/4, $0x00000000
-DATA lgc5<>+28(SB)/4, $0x00000000
+DATA lgc5<>+0(SB)/4, $0x00000001
+DATA lgc5<>+4(SB)/4, $0x00000002
+DATA lgc5<>+8(SB)/4, $0x00000003
+DATA lgc5<>+12(SB)/4, $0x00000004
+DATA lgc5<>+16(SB)/4, $0x00000005
+DATA lgc5<>+20(SB)/4, $0x00000006
+DATA lgc5<>+24(SB)/4, $0x00000007
+DATA lgc5<>+28(SB)/4, $0x00000007
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000002
-DATA lgc6<>+4(SB)/4, $0x00000003
-DATA lgc6<>+8(SB)/4, $0x00000004
-DATA lgc6<>+12(SB)/4, $0x00000005
-DATA lgc6<>+16(SB)/4, $0x00000006
-DATA lgc6<>+20(SB)/4, $0x00000007
-DATA lgc6<>+24(SB)/4, $0x00000007
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/4, $0x00000000
+DATA lgc6<>+4(SB)/4, $0x00000000
+DATA lgc6<>+8(SB)/4, $0x00000000
+DATA lgc6<>+12(SB)/4, $0x00000000
+DATA lgc6<>+16(SB)/4, $0x00000000
+DATA lgc6<>+20(SB)/4, $0x00000000
+DATA lgc6<>+24(SB)/4, $0x00000000
+DATA lgc6<>+28(SB)/4, $0x00000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000004
-DATA lgc7<>+4(SB)/4, $0x00000005
-DATA lgc7<>+8(SB)/4, $0x00000006
-DATA lgc7<>+12(SB)/4, $0x00000007
-DATA lgc7<>+16(SB)/4, $0x00000007
+DATA lgc7<>+0(SB)/4, $0x00000002
+DATA lgc7<>+4(SB)/4, $0x00000003
+DATA lgc7<>+8(SB)/4, $0x00000004
+DATA lgc7<>+12(SB)/4, $0x00000005
+DATA lgc7<>+16(SB)/4, $0x00000006
 DATA lgc7<>+20(SB)/4, $0x00000007
 DATA lgc7<>+24(SB)/4, $0x00000007
 DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc8<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc8<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc8<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc8<>+0(SB)/4, $0x00000004
+DATA lgc8<>+4(SB)/4, $0x00000005
+DATA lgc8<>+8(SB)/4, $0x00000006
+DATA lgc8<>+12(SB)/4, $0x00000007
+DATA lgc8<>+16(SB)/4, $0x00000007
+DATA lgc8<>+20(SB)/4, $0x00000007
+DATA lgc8<>+24(SB)/4, $0x00000007
+DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x80000000
-DATA lgc9<>+4(SB)/4, $0x80000000
-DATA lgc9<>+8(SB)/4, $0x80000000
-DATA lgc9<>+12(SB)/4, $0x80000000
-DATA lgc9<>+16(SB)/4, $0x80000000
-DATA lgc9<>+20(SB)/4, $0x80000000
-DATA lgc9<>+24(SB)/4, $0x80000000
-DATA lgc9<>+28(SB)/4, $0x80000000
+DATA lgc9<>+0(SB)/4, $0xbe647fbe
+DATA lgc9<>+4(SB)/4, $0xbe647fbe
+DATA lgc9<>+8(SB)/4, $0xbe647fbe
+DATA lgc9<>+12(SB)/4, $0xbe647fbe
+DATA lgc9<>+16(SB)/4, $0xbe647fbe
+DATA lgc9<>+20(SB)/4, $0xbe647fbe
+DATA lgc9<>+24(SB)/4, $0xbe647fbe
+DATA lgc9<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xc2d00000
-DATA lgc10<>+4(SB)/4, $0xc2d00000
-DATA lgc10<>+8(SB)/4, $0xc2d00000
-DATA lgc10<>+12(SB)/4, $0xc2d00000
-DATA lgc10<>+16(SB)/4, $0xc2d00000
-DATA lgc10<>+20(SB)/4, $0xc2d00000
-DATA lgc10<>+24(SB)/4, $0xc2d00000
-DATA lgc10<>+28(SB)/4, $0xc2d00000
+DATA lgc10<>+0(SB)/4, $0x3e3ab281
+DATA lgc10<>+4(SB)/4, $0x3e3ab281
+DATA lgc10<>+8(SB)/4, $0x3e3ab281
+DATA lgc10<>+12(SB)/4, $0x3e3ab281
+DATA lgc10<>+16(SB)/4, $0x3e3ab281
+DATA lgc10<>+20(SB)/4, $0x3e3ab281
+DATA lgc10<>+24(SB)/4, $0x3e3ab281
+DATA lgc10<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x42b20000
-DATA lgc11<>+4(SB)/4, $0x42b20000
-DATA lgc11<>+8(SB)/4, $0x42b20000
-DATA lgc11<>+12(SB)/4, $0x42b20000
-DATA lgc11<>+16(SB)/4, $0x42b20000
-DATA lgc11<>+20(SB)/4, $0x42b20000
-DATA lgc11<>+24(SB)/4, $0x42b20000
-DATA lgc11<>+28(SB)/4, $0x42b20000
+DATA lgc11<>+0(SB)/4, $0xc2d00000
+DATA lgc11<>+4(SB)/4, $0xc2d00000
+DATA lgc11<>+8(SB)/4, $0xc2d00000
+DATA lgc11<>+12(SB)/4, $0xc2d00000
+DATA lgc11<>+16(SB)/4, $0xc2d00000
+DATA lgc11<>+20(SB)/4, $0xc2d00000
+DATA lgc11<>+24(SB)/4, $0xc2d00000
+DATA lgc11<>+28(SB)/4, $0xc2d00000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+0(SB)/4, $0x42b20000
+DATA lgc12<>+4(SB)/4, $0x42b20000
+DATA lgc12<>+8(SB)/4, $0x42b20000
+DATA lgc12<>+12(SB)/4, $0x42b20000
+DATA lgc12<>+16(SB)/4, $0x42b20000
+DATA lgc12<>+20(SB)/4, $0x42b20000
+DATA lgc12<>+24(SB)/4, $0x42b20000
+DATA lgc12<>+28(SB)/4, $0x42b20000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f318000
-DATA lgc13<>+4(SB)/4, $0x3f318000
-DATA lgc13<>+8(SB)/4, $0x3f318000
-DATA lgc13<>+12(SB)/4, $0x3f318000
-DATA lgc13<>+16(SB)/4, $0x3f318000
-DATA lgc13<>+20(SB)/4, $0x3f318000
-DATA lgc13<>+24(SB)/4, $0x3f318000
-DATA lgc13<>+28(SB)/4, $0x3f318000
+DATA lgc13<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xb95e8083
-DATA lgc14<>+4(SB)/4, $0xb95e8083
-DATA lgc14<>+8(SB)/4, $0xb95e8083
-DATA lgc14<>+12(SB)/4, $0xb95e8083
-DATA lgc14<>+16(SB)/4, $0xb95e8083
-DATA lgc14<>+20(SB)/4, $0xb95e8083
-DATA lgc14<>+24(SB)/4, $0xb95e8083
-DATA lgc14<>+28(SB)/4, $0xb95e8083
+DATA lgc14<>+0(SB)/4, $0x3f318000
+DATA lgc14<>+4(SB)/4, $0x3f318000
+DATA lgc14<>+8(SB)/4, $0x3f318000
+DATA lgc14<>+12(SB)/4, $0x3f318000
+DATA lgc14<>+16(SB)/4, $0x3f318000
+DATA lgc14<>+20(SB)/4, $0x3f318000
+DATA lgc14<>+24(SB)/4, $0x3f318000
+DATA lgc14<>+28(SB)/4, $0x3f318000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x39506967
-DATA lgc15<>+4(SB)/4, $0x39506967
-DATA lgc15<>+8(SB)/4, $0x39506967
-DATA lgc15<>+12(SB)/4, $0x39506967
-DATA lgc15<>+16(SB)/4, $0x39506967
-DATA lgc15<>+20(SB)/4, $0x39506967
-DATA lgc15<>+24(SB)/4, $0x39506967
-DATA lgc15<>+28(SB)/4, $0x39506967
+DATA lgc15<>+0(SB)/4, $0xb95e8083
+DATA lgc15<>+4(SB)/4, $0xb95e8083
+DATA lgc15<>+8(SB)/4, $0xb95e8083
+DATA lgc15<>+12(SB)/4, $0xb95e8083
+DATA lgc15<>+16(SB)/4, $0xb95e8083
+DATA lgc15<>+20(SB)/4, $0xb95e8083
+DATA lgc15<>+24(SB)/4, $0xb95e8083
+DATA lgc15<>+28(SB)/4, $0xb95e8083
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3ab743ce
-DATA lgc16<>+4(SB)/4, $0x3ab743ce
-DATA lgc16<>+8(SB)/4, $0x3ab743ce
-DATA lgc16<>+12(SB)/4, $0x3ab743ce
-DATA lgc16<>+16(SB)/4, $0x3ab743ce
-DATA lgc16<>+20(SB)/4, $0x3ab743ce
-DATA lgc16<>+24(SB)/4, $0x3ab743ce
-DATA lgc16<>+28(SB)/4, $0x3ab743ce
+DATA lgc16<>+0(SB)/4, $0x39506967
+DATA lgc16<>+4(SB)/4, $0x39506967
+DATA lgc16<>+8(SB)/4, $0x39506967
+DATA lgc16<>+12(SB)/4, $0x39506967
+DATA lgc16<>+16(SB)/4, $0x39506967
+DATA lgc16<>+20(SB)/4, $0x39506967
+DATA lgc16<>+24(SB)/4, $0x39506967
+DATA lgc16<>+28(SB)/4, $0x39506967
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3c088908
-DATA lgc17<>+4(SB)/4, $0x3c088908
-DATA lgc17<>+8(SB)/4, $0x3c088908
-DATA lgc17<>+12(SB)/4, $0x3c088908
-DATA lgc17<>+16(SB)/4, $0x3c088908
-DATA lgc17<>+20(SB)/4, $0x3c088908
-DATA lgc17<>+24(SB)/4, $0x3c088908
-DATA lgc17<>+28(SB)/4, $0x3c088908
+DATA lgc17<>+0(SB)/4, $0x3ab743ce
+DATA lgc17<>+4(SB)/4, $0x3ab743ce
+DATA lgc17<>+8(SB)/4, $0x3ab743ce
+DATA lgc17<>+12(SB)/4, $0x3ab743ce
+DATA lgc17<>+16(SB)/4, $0x3ab743ce
+DATA lgc17<>+20(SB)/4, $0x3ab743ce
+DATA lgc17<>+24(SB)/4, $0x3ab743ce
+DATA lgc17<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+0(SB)/4, $0x3c088908
+DATA lgc18<>+4(SB)/4, $0x3c088908
+DATA lgc18<>+8(SB)/4, $0x3c088908
+DATA lgc18<>+12(SB)/4, $0x3c088908
+DATA lgc18<>+16(SB)/4, $0x3c088908
+DATA lgc18<>+20(SB)/4, $0x3c088908
+DATA lgc18<>+24(SB)/4, $0x3c088908
+DATA lgc18<>+28(SB)/4, $0x3c088908
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f000000
-DATA lgc20<>+4(SB)/4, $0x3f000000
-DATA lgc20<>+8(SB)/4, $0x3f000000
-DATA lgc20<>+12(SB)/4, $0x3f000000
-DATA lgc20<>+16(SB)/4, $0x3f000000
-DATA lgc20<>+20(SB)/4, $0x3f000000
-DATA lgc20<>+24(SB)/4, $0x3f000000
-DATA lgc20<>+28(SB)/4, $0x3f000000
+DATA lgc20<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffff82
-DATA lgc21<>+4(SB)/4, $0xffffff82
-DATA lgc21<>+8(SB)/4, $0xffffff82
-DATA lgc21<>+12(SB)/4, $0xffffff82
-DATA lgc21<>+16(SB)/4, $0xffffff82
-DATA lgc21<>+20(SB)/4, $0xffffff82
-DATA lgc21<>+24(SB)/4, $0xffffff82
-DATA lgc21<>+28(SB)/4, $0xffffff82
+DATA lgc21<>+0(SB)/4, $0x3f000000
+DATA lgc21<>+4(SB)/4, $0x3f000000
+DATA lgc21<>+8(SB)/4, $0x3f000000
+DATA lgc21<>+12(SB)/4, $0x3f000000
+DATA lgc21<>+16(SB)/4, $0x3f000000
+DATA lgc21<>+20(SB)/4, $0x3f000000
+DATA lgc21<>+24(SB)/4, $0x3f000000
+DATA lgc21<>+28(SB)/4, $0x3f000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x0000007f
-DATA lgc22<>+4(SB)/4, $0x0000007f
-DATA lgc22<>+8(SB)/4, $0x0000007f
-DATA lgc22<>+12(SB)/4, $0x0000007f
-DATA lgc22<>+16(SB)/4, $0x0000007f
-DATA lgc22<>+20(SB)/4, $0x0000007f
-DATA lgc22<>+24(SB)/4, $0x0000007f
-DATA lgc22<>+28(SB)/4, $0x0000007f
+DATA lgc22<>+0(SB)/4, $0xffffff82
+DATA lgc22<>+4(SB)/4, $0xffffff82
+DATA lgc22<>+8(SB)/4, $0xffffff82
+DATA lgc22<>+12(SB)/4, $0xffffff82
+DATA lgc22<>+16(SB)/4, $0xffffff82
+DATA lgc22<>+20(SB)/4, $0xffffff82
+DATA lgc22<>+24(SB)/4, $0xffffff82
+DATA lgc22<>+28(SB)/4, $0xffffff82
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xbe647fbe
-DATA lgc23<>+4(SB)/4, $0xbe647fbe
-DATA lgc23<>+8(SB)/4, $0xbe647fbe
-DATA lgc23<>+12(SB)/4, $0xbe647fbe
-DATA lgc23<>+16(SB)/4, $0xbe647fbe
-DATA lgc23<>+20(SB)/4, $0xbe647fbe
-DATA lgc23<>+24(SB)/4, $0xbe647fbe
-DATA lgc23<>+28(SB)/4, $0xbe647fbe
+DATA lgc23<>+0(SB)/4, $0x0000007f
+DATA lgc23<>+4(SB)/4, $0x0000007f
+DATA lgc23<>+8(SB)/4, $0x0000007f
+DATA lgc23<>+12(SB)/4, $0x0000007f
+DATA lgc23<>+16(SB)/4, $0x0000007f
+DATA lgc23<>+20(SB)/4, $0x0000007f
+DATA lgc23<>+24(SB)/4, $0x0000007f
+DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3e3ab281
-DATA lgc24<>+4(SB)/4, $0x3e3ab281
-DATA lgc24<>+8(SB)/4, $0x3e3ab281
-DATA lgc24<>+12(SB)/4, $0x3e3ab281
-DATA lgc24<>+16(SB)/4, $0x3e3ab281
-DATA lgc24<>+20(SB)/4, $0x3e3ab281
-DATA lgc24<>+24(SB)/4, $0x3e3ab281
-DATA lgc24<>+28(SB)/4, $0x3e3ab281
+DATA lgc24<>+0(SB)/4, $0x80000000
+DATA lgc24<>+4(SB)/4, $0x80000000
+DATA lgc24<>+8(SB)/4, $0x80000000
+DATA lgc24<>+12(SB)/4, $0x80000000
+DATA lgc24<>+16(SB)/4, $0x80000000
+DATA lgc24<>+20(SB)/4, $0x80000000
+DATA lgc24<>+24(SB)/4, $0x80000000
+DATA lgc24<>+28(SB)/4, $0x80000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xbc23d70a
-DATA lgc25<>+4(SB)/4, $0xbc23d70a
-DATA lgc25<>+8(SB)/4, $0xbc23d70a
-DATA lgc25<>+12(SB)/4, $0xbc23d70a
-DATA lgc25<>+16(SB)/4, $0xbc23d70a
-DATA lgc25<>+20(SB)/4, $0xbc23d70a
-DATA lgc25<>+24(SB)/4, $0xbc23d70a
-DATA lgc25<>+28(SB)/4, $0xbc23d70a
+DATA lgc25<>+0(SB)/4, $0x3f4ccccd
+DATA lgc25<>+4(SB)/4, $0x3f4ccccd
+DATA lgc25<>+8(SB)/4, $0x3f4ccccd
+DATA lgc25<>+12(SB)/4, $0x3f4ccccd
+DATA lgc25<>+16(SB)/4, $0x3f4ccccd
+DATA lgc25<>+20(SB)/4, $0x3f4ccccd
+DATA lgc25<>+24(SB)/4, $0x3f4ccccd
+DATA lgc25<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x40000000
-DATA lgc26<>+4(SB)/4, $0x40000000
-DATA lgc26<>+8(SB)/4, $0x40000000
-DATA lgc26<>+12(SB)/4, $0x40000000
-DATA lgc26<>+16(SB)/4, $0x40000000
-DATA lgc26<>+20(SB)/4, $0x40000000
-DATA lgc26<>+24(SB)/4, $0x40000000
-DATA lgc26<>+28(SB)/4, $0x40000000
+DATA lgc26<>+0(SB)/4, $0x3f99999a
+DATA lgc26<>+4(SB)/4, $0x3f99999a
+DATA lgc26<>+8(SB)/4, $0x3f99999a
+DATA lgc26<>+12(SB)/4, $0x3f99999a
+DATA lgc26<>+16(SB)/4, $0x3f99999a
+DATA lgc26<>+20(SB)/4, $0x3f99999a
+DATA lgc26<>+24(SB)/4, $0x3f99999a
+DATA lgc26<>+28(SB)/4, $0x3f99999a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
+DATA lgc27<>+0(SB)/4, $0xbc23d70a
+DATA lgc27<>+4(SB)/4, $0xbc23d70a
+DATA lgc27<>+8(SB)/4, $0xbc23d70a
+DATA lgc27<>+12(SB)/4, $0xbc23d70a
+DATA lgc27<>+16(SB)/4, $0xbc23d70a
+DATA lgc27<>+20(SB)/4, $0xbc23d70a
+DATA lgc27<>+24(SB)/4, $0xbc23d70a
+DATA lgc27<>+28(SB)/4, $0xbc23d70a
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x40000000
+DATA lgc28<>+4(SB)/4, $0x40000000
+DATA lgc28<>+8(SB)/4, $0x40000000
+DATA lgc28<>+12(SB)/4, $0x40000000
+DATA lgc28<>+16(SB)/4, $0x40000000
+DATA lgc28<>+20(SB)/4, $0x40000000
+DATA lgc28<>+24(SB)/4, $0x40000000
+DATA lgc28<>+28(SB)/4, $0x40000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
+TEXT ·pass1AVX2(SB), NOSPLIT, $0-56
+	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_3:
-	MOVQ         p0+0(FP), CX
-	XORQ         DX, DX
-	ADDQ         AX, DX
-	VMOVUPS      (CX)(DX*4), Y0
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VADDPS       Y1, Y0, Y0
-	MOVQ         p1+8(FP), CX
-	VMOVUPS      (CX)(DX*4), Y1
-	VDIVPS       Y0, Y1, Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VSUBPS       Y0, Y1, Y0
-	MOVQ         p2+16(FP), CX
-	VMOVUPS      Y0, (CX)(DX*4)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	MOVQ         p3+24(FP), CX
-	VMOVUPS      (CX)(DX*4), Y1
-	VMULPS       Y1, Y0, Y0
-	MOVQ         p4+32(FP), CX
-	VMOVUPS      (CX)(DX*4), Y1
-	VSUBPS       Y1, Y0, Y0
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+blocks_4:
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS lgc29<>+0(SB), Y1
+
+	// v56 = add(v54, v55) [T=421]
+	VADDPS  Y1, Y0, Y0
+	MOVQ    p1+8(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v57 = div(v53, v56) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc2<>+0(SB), Y1
+
+	// v58 = sub(v8, v57) [T=421]
+	VSUBPS  Y0, Y1, Y0
+	MOVQ    p2+16(FP), DX
+	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS lgc28<>+0(SB), Y0
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS  Y1, Y0, Y0
+	MOVQ    p4+32(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v64 = sub(v63, v62) [T=421]
+	VSUBPS Y1, Y0, Y0
+
+	// v65 = exp(v64) [T=421]
+	VMAXPS       lgc11<>+0(SB), Y0, Y1
+	VMINPS       lgc12<>+0(SB), Y1, Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VMOVAPS      lgc16<>+0(SB), Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc22<>+0(SB), Y1, Y2
+	VPMINSD      lgc23<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
+
+	// mean(v65) over [T]
+	XORQ         DX, DX
+	IMUL3Q       $+8, DX, DX
+	MOVQ         p5+40(FP), BX
+	MOVQ         p6+48(FP), BX
+	VADDPS       (BX)(DX*4), Y3, Y0
+	VMOVUPS      Y0, (BX)(DX*4)
+	DECQ         CX
+	JNZ          noflush_5
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, CX
 	MOVQ         p5+40(FP), DX
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y1, Y0
+	MOVQ         p6+48(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
 	VMOVUPD      Y0, 32(DX)(CX*8)
-	ADDQ         $+8, AX
-	CMPQ         AX, $+416
-	JL           blocks_3
-	MOVQ         p0+0(FP), AX
-	XORQ         CX, CX
-	ADDQ         $+416, CX
-	VMOVUPS      lgc0<>+0(SB), Y0
-	VMASKMOVPS   (AX)(CX*4), Y0, Y0
-	VMOVUPS      lgc27<>+0(SB), Y1
-	VADDPS       Y1, Y0, Y0
-	MOVQ         p1+8(FP), AX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   (AX)(CX*4), Y1, Y1
-	VDIVPS       Y0, Y1, Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VSUBPS       Y0, Y1, Y0
-	MOVQ         p2+16(FP), AX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	VMOVUPS      lgc26<>+0(SB), Y0
-	MOVQ         p3+24(FP), AX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   (AX)(CX*4), Y1, Y1
-	VMULPS       Y1, Y0, Y0
-	MOVQ         p4+32(FP), AX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMASKMOVPS   (AX)(CX*4), Y1, Y1
-	VSUBPS       Y1, Y0, Y0
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	MOVQ         $+8, CX
+
+noflush_5:
+	ADDQ       $+8, AX
+	CMPQ       AX, $+416
+	JL         blocks_4
+	MOVQ       p0+0(FP), AX
+	XORQ       CX, CX
+	ADDQ       $+416, CX
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMASKMOVPS (AX)(CX*4), Y0, Y0
+	VMOVUPS    lgc29<>+0(SB), Y1
+
+	// v56 = add(v54, v55) [T=421]
+	VADDPS     Y1, Y0, Y0
+	MOVQ       p1+8(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v57 = div(v53, v56) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc2<>+0(SB), Y1
+
+	// v58 = sub(v8, v57) [T=421]
+	VSUBPS     Y0, Y1, Y0
+	MOVQ       p2+16(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+	VMOVUPS    lgc28<>+0(SB), Y0
+	MOVQ       p3+24(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS     Y1, Y0, Y0
+	MOVQ       p4+32(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v64 = sub(v63, v62) [T=421]
+	VSUBPS Y1, Y0, Y0
+
+	// v65 = exp(v64) [T=421]
+	VMAXPS       lgc11<>+0(SB), Y0, Y1
+	VMINPS       lgc12<>+0(SB), Y1, Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VMOVAPS      lgc16<>+0(SB), Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc22<>+0(SB), Y1, Y2
+	VPMINSD      lgc23<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
+
+	// mean(v65) over [T]
 	XORQ         AX, AX
 	IMUL3Q       $+8, AX, AX
 	MOVQ         p5+40(FP), CX
-	VMOVUPS      lgc0<>+0(SB), Y0
+	MOVQ         p6+48(FP), CX
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VPMOVSXDQ    X0, Y1
-	VEXTRACTI128 $0x01, Y0, X0
-	VPMOVSXDQ    X0, Y0
-	VCVTPS2PD    X3, Y2
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       (CX)(AX*8), Y2, Y2
-	VMOVUPD      (CX)(AX*8), Y4
-	VBLENDVPD    Y1, Y2, Y4, Y2
-	VMOVUPD      Y2, (CX)(AX*8)
-	VADDPD       32(CX)(AX*8), Y3, Y1
-	VMOVUPD      32(CX)(AX*8), Y2
-	VBLENDVPD    Y0, Y1, Y2, Y1
-	VMOVUPD      Y1, 32(CX)(AX*8)
+	VEXTRACTI128 $0x01, Y0, X1
+	VPMOVSXDQ    X1, Y1
+	VANDPS       Y0, Y3, Y0
+	VADDPS       (CX)(AX*4), Y0, Y0
+	VMOVUPS      Y0, (CX)(AX*4)
+	XORQ         AX, AX
+	IMUL3Q       $+8, AX, AX
+	MOVQ         p5+40(FP), CX
+	MOVQ         p6+48(FP), DX
+	VMOVUPS      (DX)(AX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (CX)(AX*8), Y1, Y1
+	VMOVUPD      Y1, (CX)(AX*8)
+	VADDPD       32(CX)(AX*8), Y0, Y0
+	VMOVUPD      Y0, 32(CX)(AX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (DX)(AX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x34000000
-DATA lgc27<>+4(SB)/4, $0x34000000
-DATA lgc27<>+8(SB)/4, $0x34000000
-DATA lgc27<>+12(SB)/4, $0x34000000
-DATA lgc27<>+16(SB)/4, $0x34000000
-DATA lgc27<>+20(SB)/4, $0x34000000
-DATA lgc27<>+24(SB)/4, $0x34000000
-DATA lgc27<>+28(SB)/4, $0x34000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/4, $0x34000000
+DATA lgc29<>+4(SB)/4, $0x34000000
+DATA lgc29<>+8(SB)/4, $0x34000000
+DATA lgc29<>+12(SB)/4, $0x34000000
+DATA lgc29<>+16(SB)/4, $0x34000000
+DATA lgc29<>+20(SB)/4, $0x34000000
+DATA lgc29<>+24(SB)/4, $0x34000000
+DATA lgc29<>+28(SB)/4, $0x34000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1421,22 +1460,24 @@ TEXT ·pass2AVX2(SB), NOSPLIT, $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc28<>+0(SB), Y1
-	VDIVPS       Y1, Y0, Y0
-	MOVQ         p1+8(FP), AX
-	VMOVSS       X0, (AX)(CX*4)
+	VMOVUPS      lgc30<>+0(SB), Y1
+
+	// v68 = div(v66, v67) []
+	VDIVPS Y1, Y0, Y0
+	MOVQ   p1+8(FP), AX
+	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x42800000
-DATA lgc28<>+4(SB)/4, $0x42800000
-DATA lgc28<>+8(SB)/4, $0x42800000
-DATA lgc28<>+12(SB)/4, $0x42800000
-DATA lgc28<>+16(SB)/4, $0x42800000
-DATA lgc28<>+20(SB)/4, $0x42800000
-DATA lgc28<>+24(SB)/4, $0x42800000
-DATA lgc28<>+28(SB)/4, $0x42800000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+DATA lgc30<>+0(SB)/4, $0x42800000
+DATA lgc30<>+4(SB)/4, $0x42800000
+DATA lgc30<>+8(SB)/4, $0x42800000
+DATA lgc30<>+12(SB)/4, $0x42800000
+DATA lgc30<>+16(SB)/4, $0x42800000
+DATA lgc30<>+20(SB)/4, $0x42800000
+DATA lgc30<>+24(SB)/4, $0x42800000
+DATA lgc30<>+28(SB)/4, $0x42800000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1446,33 +1487,33 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_4:
+bulk_6:
 	CMPQ         BX, DX
-	JGE          bulkdone_5
+	JGE          bulkdone_7
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+	VMAXPS       lgc11<>+0(SB), Y0, Y1
+	VMINPS       lgc12<>+0(SB), Y1, Y1
+	VMULPS       lgc13<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VMOVAPS      lgc16<>+0(SB), Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc22<>+0(SB), Y1, Y2
+	VPMINSD      lgc23<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc23<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1480,9 +1521,9 @@ bulk_4:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_4
+	JMP          bulk_6
 
-bulkdone_5:
+bulkdone_7:
 	VZEROUPPER
 	RET
 
@@ -1494,226 +1535,226 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_6:
+bulk_8:
 	CMPQ         BX, DX
-	JGE          bulkdone_7
+	JGE          bulkdone_9
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc22<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPSUBD       lgc23<>+0(SB), Y3, Y3
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPOR         lgc2<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc1<>+0(SB), Y1, Y1
+	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc5<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc5<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_6
+	JMP          bulk_8
 
-bulkdone_7:
+bulkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xff800000
-DATA lgc43<>+4(SB)/4, $0xff800000
-DATA lgc43<>+8(SB)/4, $0xff800000
-DATA lgc43<>+12(SB)/4, $0xff800000
-DATA lgc43<>+16(SB)/4, $0xff800000
-DATA lgc43<>+20(SB)/4, $0xff800000
-DATA lgc43<>+24(SB)/4, $0xff800000
-DATA lgc43<>+28(SB)/4, $0xff800000
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0xff800000
+DATA lgc45<>+4(SB)/4, $0xff800000
+DATA lgc45<>+8(SB)/4, $0xff800000
+DATA lgc45<>+12(SB)/4, $0xff800000
+DATA lgc45<>+16(SB)/4, $0xff800000
+DATA lgc45<>+20(SB)/4, $0xff800000
+DATA lgc45<>+24(SB)/4, $0xff800000
+DATA lgc45<>+28(SB)/4, $0xff800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7fc00000
+DATA lgc46<>+4(SB)/4, $0x7fc00000
+DATA lgc46<>+8(SB)/4, $0x7fc00000
+DATA lgc46<>+12(SB)/4, $0x7fc00000
+DATA lgc46<>+16(SB)/4, $0x7fc00000
+DATA lgc46<>+20(SB)/4, $0x7fc00000
+DATA lgc46<>+24(SB)/4, $0x7fc00000
+DATA lgc46<>+28(SB)/4, $0x7fc00000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7f800000
+DATA lgc47<>+4(SB)/4, $0x7f800000
+DATA lgc47<>+8(SB)/4, $0x7f800000
+DATA lgc47<>+12(SB)/4, $0x7f800000
+DATA lgc47<>+16(SB)/4, $0x7f800000
+DATA lgc47<>+20(SB)/4, $0x7f800000
+DATA lgc47<>+24(SB)/4, $0x7f800000
+DATA lgc47<>+28(SB)/4, $0x7f800000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1723,64 +1764,64 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_8:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_9
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VADDPS       lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc22<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPSUBD       lgc23<>+0(SB), Y4, Y4
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc20<>+0(SB), Y2, Y5
+	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VMULPS       lgc21<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc5<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y1, Y2
+	VSUBPS       lgc2<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_8
+	JMP          bulk_10
 
-bulkdone_9:
+bulkdone_11:
 	VZEROUPPER
 	RET

@@ -10,19 +10,19 @@ import (
 // scratch holds what one Forward call needs besides its inputs and outputs; Forward
 // takes one from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v50 = var(v40) over N correction=0 [T=421]
-	s1    []float32           // v51 = var(v19) over N correction=0 [T=421]
-	s2    []float32           // v57 = logsumexp(v20) over N [T=421]
-	s3    []float32           // v59 = logsumexp(v58) over N [T=421]
-	s4    float32             // v63 = mean(v62) over T []
-	acc50 []runtime.Welford   // accumulators of v50
-	acc51 []runtime.Welford   // accumulators of v51
-	acc57 []runtime.LogSumExp // accumulators of v57
-	acc59 []runtime.LogSumExp // accumulators of v59
+	s0    []float32           // v53 = var(v43) over N correction=0 [T=421]
+	s1    []float32           // v54 = var(v19) over N correction=0 [T=421]
+	s2    []float32           // v60 = logsumexp(v20) over N [T=421]
+	s3    []float32           // v62 = logsumexp(v61) over N [T=421]
+	s4    float32             // v66 = mean(v65) over T []
+	acc53 []runtime.Welford   // accumulators of v53
+	acc54 []runtime.Welford   // accumulators of v54
+	acc60 []runtime.LogSumExp // accumulators of v60
+	acc62 []runtime.LogSumExp // accumulators of v62
 }
 
 func newScratch() *scratch {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc50: make([]runtime.Welford, 421), acc51: make([]runtime.Welford, 421), acc57: make([]runtime.LogSumExp, 421), acc59: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc53: make([]runtime.Welford, 421), acc54: make([]runtime.Welford, 421), acc60: make([]runtime.LogSumExp, 421), acc62: make([]runtime.LogSumExp, 421)}
 }
 
 // pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
@@ -42,49 +42,52 @@ func newScratch() *scratch {
 //	v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
 //	v25 = exp(v20) [N=64 T=421]
 //	v26 = mul(v25, v18) [N=64 T=421]  # gain1
-//	v27 = exp(v24) [N=64 T=421]
-//	v28 = mul(v27, v18) [N=64 T=421]  # gain2
-//	v29 = min(v26, v28) [N=64 T=421]
-//	v30 = neg(v29) [N=64 T=421]
-//	v32 = ne(v24, v20) [N=64 T=421]
-//	v34 = sub(v1, v0) [N=64 T=421]
-//	v38 = mul(v37, v2) [N=64 T=421]
-//	v40 = sub(v19, v3) [N=64 T=421]
-//	v41 = abs(v40) [N=64 T=421]
-//	v43 = lt(v41, v8) [N=64 T=421]
-//	v44 = mul(v42, v41) [N=64 T=421]
-//	v45 = mul(v44, v41) [N=64 T=421]
-//	v46 = sub(v41, v42) [N=64 T=421]
-//	v47 = where(v43, v45, v46) [N=64 T=421]
-//	v48 = mul(v8, v47) [N=64 T=421]
-//	v58 = mul(v56, v20) [N=64 T=421]
+//	v28 = max(v25, v27) [N=64 T=421]
+//	v30 = min(v28, v29) [N=64 T=421]
+//	v31 = mul(v30, v18) [N=64 T=421]  # gain2
+//	v32 = min(v26, v31) [N=64 T=421]
+//	v33 = neg(v32) [N=64 T=421]
+//	v35 = ne(v24, v20) [N=64 T=421]
+//	v37 = sub(v1, v0) [N=64 T=421]
+//	v41 = mul(v40, v2) [N=64 T=421]
+//	v43 = sub(v19, v3) [N=64 T=421]
+//	v44 = abs(v43) [N=64 T=421]
+//	v46 = lt(v44, v8) [N=64 T=421]
+//	v47 = mul(v45, v44) [N=64 T=421]
+//	v48 = mul(v47, v44) [N=64 T=421]
+//	v49 = sub(v44, v45) [N=64 T=421]
+//	v50 = where(v46, v48, v49) [N=64 T=421]
+//	v51 = mul(v8, v50) [N=64 T=421]
+//	v61 = mul(v59, v20) [N=64 T=421]
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
-	acc31 := runtime.Mean{}
-	acc33 := runtime.Mean{}
-	acc35 := runtime.Mean{}
+	acc34 := runtime.Mean{}
 	acc36 := runtime.Mean{}
+	acc38 := runtime.Mean{}
 	acc39 := runtime.Mean{}
-	acc49 := runtime.Mean{}
-	for k := range s.acc50 {
-		s.acc50[k] = runtime.Welford{}
+	acc42 := runtime.Mean{}
+	acc52 := runtime.Mean{}
+	for k := range s.acc53 {
+		s.acc53[k] = runtime.Welford{}
 	}
-	for k := range s.acc51 {
-		s.acc51[k] = runtime.Welford{}
+	for k := range s.acc54 {
+		s.acc54[k] = runtime.Welford{}
 	}
-	for k := range s.acc57 {
-		s.acc57[k] = runtime.NewLogSumExp()
+	for k := range s.acc60 {
+		s.acc60[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc59 {
-		s.acc59[k] = runtime.NewLogSumExp()
+	for k := range s.acc62 {
+		s.acc62[k] = runtime.NewLogSumExp()
 	}
 	v8 := float32(1)
 	v11 := float32(0.99)
 	v16 := float32(0.9405)
 	v21 := float32(-0.22314355)
 	v22 := float32(0.18232156)
-	v37 := float32(-0.01)
-	v42 := float32(0.5)
-	v56 := float32(2)
+	v27 := float32(0.8)
+	v29 := float32(1.2)
+	v40 := float32(-0.01)
+	v45 := float32(0.5)
+	v59 := float32(2)
 	for iN := 0; iN < N; iN++ {
 		carry18 := float32(0)
 		for iT := T - 1; iT >= 0; iT-- {
@@ -114,94 +117,95 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			v24 := min(v23, v22)
 			v25 := float32(math.Exp(float64(v20)))
 			v26 := float32(v25 * v18)
-			v27 := float32(math.Exp(float64(v24)))
-			v28 := float32(v27 * v18)
-			v29 := min(v26, v28)
-			v30 := -v29
-			v32 := b2f(v24 != v20)
-			v34 := v1 - v0
-			v38 := float32(v37 * v2)
-			v40 := v19 - v3
-			v41 := float32(math.Abs(float64(v40)))
-			v43 := b2f(v41 < v8)
-			v44 := float32(v42 * v41)
-			v45 := float32(v44 * v41)
-			v46 := v41 - v42
-			v47 := sel(v43, v45, v46)
-			v48 := float32(v8 * v47)
-			v58 := float32(v56 * v20)
-			acc31.Add(float64(v30))
-			acc33.Add(float64(v32))
-			acc35.Add(float64(v34))
-			acc36.Add(float64(v2))
-			acc39.Add(float64(v38))
-			acc49.Add(float64(v48))
-			s.acc50[iT].Add(float64(v40))
-			s.acc51[iT].Add(float64(v19))
-			s.acc57[iT].Add(float64(v20))
-			s.acc59[iT].Add(float64(v58))
+			v28 := max(v25, v27)
+			v30 := min(v28, v29)
+			v31 := float32(v30 * v18)
+			v32 := min(v26, v31)
+			v33 := -v32
+			v35 := b2f(v24 != v20)
+			v37 := v1 - v0
+			v41 := float32(v40 * v2)
+			v43 := v19 - v3
+			v44 := float32(math.Abs(float64(v43)))
+			v46 := b2f(v44 < v8)
+			v47 := float32(v45 * v44)
+			v48 := float32(v47 * v44)
+			v49 := v44 - v45
+			v50 := sel(v46, v48, v49)
+			v51 := float32(v8 * v50)
+			v61 := float32(v59 * v20)
+			acc34.Add(float64(v33))
+			acc36.Add(float64(v35))
+			acc38.Add(float64(v37))
+			acc39.Add(float64(v2))
+			acc42.Add(float64(v41))
+			acc52.Add(float64(v51))
+			s.acc53[iT].Add(float64(v43))
+			s.acc54[iT].Add(float64(v19))
+			s.acc60[iT].Add(float64(v20))
+			s.acc62[iT].Add(float64(v61))
 		}
 	}
-	out.LossObjective = float32(acc31.Result())
-	out.ClipFraction = float32(acc33.Result())
-	out.KLApprox = float32(acc35.Result())
-	out.Entropy = float32(acc36.Result())
-	out.LossEntropy = float32(acc39.Result())
-	out.LossCritic = float32(acc49.Result())
-	for k := range s.acc50 {
-		s.s0[k] = float32(s.acc50[k].Var(0))
+	out.LossObjective = float32(acc34.Result())
+	out.ClipFraction = float32(acc36.Result())
+	out.KLApprox = float32(acc38.Result())
+	out.Entropy = float32(acc39.Result())
+	out.LossEntropy = float32(acc42.Result())
+	out.LossCritic = float32(acc52.Result())
+	for k := range s.acc53 {
+		s.s0[k] = float32(s.acc53[k].Var(0))
 	}
-	for k := range s.acc51 {
-		s.s1[k] = float32(s.acc51[k].Var(0))
+	for k := range s.acc54 {
+		s.s1[k] = float32(s.acc54[k].Var(0))
 	}
-	for k := range s.acc57 {
-		s.s2[k] = float32(s.acc57[k].Result())
+	for k := range s.acc60 {
+		s.s2[k] = float32(s.acc60[k].Result())
 	}
-	for k := range s.acc59 {
-		s.s3[k] = float32(s.acc59[k].Result())
+	for k := range s.acc62 {
+		s.s3[k] = float32(s.acc62[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [T=421].
 // Computed at each index, in this order:
 //
-//	v53 = add(v51, v52) [T=421]
-//	v54 = div(v50, v53) [T=421]
-//	v55 = sub(v8, v54) [T=421]
-//	v60 = mul(v56, v57) [T=421]
-//	v61 = sub(v60, v59) [T=421]
-//	v62 = exp(v61) [T=421]
+//	v56 = add(v54, v55) [T=421]
+//	v57 = div(v53, v56) [T=421]
+//	v58 = sub(v8, v57) [T=421]
+//	v63 = mul(v59, v60) [T=421]
+//	v64 = sub(v63, v62) [T=421]
+//	v65 = exp(v64) [T=421]
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	acc63 := runtime.Mean{}
+	acc66 := runtime.Mean{}
 	v8 := float32(1)
-	v52 := float32(1.1920929e-07)
-	v56 := float32(2)
+	v55 := float32(1.1920929e-07)
+	v59 := float32(2)
 	for iT := 0; iT < T; iT++ {
-		v50 := s.s0[iT]
-		v51 := s.s1[iT]
-		v53 := v51 + v52
-		v54 := v50 / v53
-		v55 := v8 - v54
-		out.ExplainedVariance[iT] = v55
-		v57 := s.s2[iT]
-		v59 := s.s3[iT]
-		v60 := float32(v56 * v57)
-		v61 := v60 - v59
-		v62 := float32(math.Exp(float64(v61)))
-		acc63.Add(float64(v62))
+		v53 := s.s0[iT]
+		v54 := s.s1[iT]
+		v56 := v54 + v55
+		v57 := v53 / v56
+		v58 := v8 - v57
+		out.ExplainedVariance[iT] = v58
+		v60 := s.s2[iT]
+		v62 := s.s3[iT]
+		v63 := float32(v59 * v60)
+		v64 := v63 - v62
+		v65 := float32(math.Exp(float64(v64)))
+		acc66.Add(float64(v65))
 	}
-	s.s4 = float32(acc63.Result())
+	s.s4 = float32(acc66.Result())
 }
 
 // pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [].
 // Computed at each index, in this order:
 //
-//	v65 = div(v63, v64) []
+//	v68 = div(v66, v67) []
 func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	v63 := s.s4
-	v64 := float32(64)
-	v65 := v63 / v64
-	out.ESS = v65
+	v66 := s.s4
+	v67 := float32(64)
+	v68 := v66 / v67
+	out.ESS = v68
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -10,42 +10,58 @@ TEXT ·pass0AVX2(SB), NOSPLIT, $16-88
 	XORQ AX, AX
 
 outer0_1:
-	VXORPD      Y0, Y0, Y0
-	VMOVUPD     lgc0<>+0(SB), Y1
-	MOVQ        p0+0(FP), CX
-	XORQ        DX, DX
-	IMUL3Q      $+421, AX, BX
-	ADDQ        BX, DX
-	ADDQ        $+420, DX
-	MOVQ        $+0, (SP)
-	MOVB        (CX)(DX*1), CL
-	MOVB        CL, (SP)
-	VPMOVZXBD   (SP), X2
-	VCVTDQ2PD   X2, Y2
-	VSUBPD      Y2, Y1, Y2
-	MOVQ        p1+8(FP), CX
-	MOVQ        $+0, 8(SP)
-	MOVB        (CX)(DX*1), CL
-	MOVB        CL, 8(SP)
-	VPMOVZXBD   8(SP), X3
-	VCVTDQ2PD   X3, Y3
-	VSUBPD      Y3, Y1, Y1
-	VMOVUPD     lgc1<>+0(SB), Y3
-	VMULPD      Y2, Y3, Y2
-	MOVQ        p2+16(FP), CX
-	VMOVUPD     lgc2<>+0(SB), Y3
-	VMASKMOVPD  (CX)(DX*8), Y3, Y3
-	VMULPD      Y3, Y2, Y2
-	MOVQ        p3+24(FP), CX
-	VMOVUPD     lgc2<>+0(SB), Y3
-	VMASKMOVPD  (CX)(DX*8), Y3, Y3
-	VADDPD      Y2, Y3, Y2
-	MOVQ        p4+32(FP), CX
-	VMOVUPD     lgc2<>+0(SB), Y3
-	VMASKMOVPD  (CX)(DX*8), Y3, Y3
-	VSUBPD      Y3, Y2, Y2
-	VMOVUPD     lgc3<>+0(SB), Y4
-	VMULPD      Y1, Y4, Y1
+	VXORPD    Y0, Y0, Y0
+	VMOVUPD   lgc0<>+0(SB), Y1
+	MOVQ      p0+0(FP), CX
+	XORQ      DX, DX
+	IMUL3Q    $+421, AX, BX
+	ADDQ      BX, DX
+	ADDQ      $+420, DX
+	MOVQ      $+0, (SP)
+	MOVB      (CX)(DX*1), CL
+	MOVB      CL, (SP)
+	VPMOVZXBD (SP), X2
+	VCVTDQ2PD X2, Y2
+
+	// v6 = sub(v5, v2) [N=64 T=421]
+	VSUBPD    Y2, Y1, Y2
+	MOVQ      p1+8(FP), CX
+	MOVQ      $+0, 8(SP)
+	MOVB      (CX)(DX*1), CL
+	MOVB      CL, 8(SP)
+	VPMOVZXBD 8(SP), X3
+	VCVTDQ2PD X3, Y3
+
+	// v7 = sub(v5, v1) [N=64 T=421]
+	VSUBPD  Y3, Y1, Y1
+	VMOVUPD lgc1<>+0(SB), Y3
+
+	// v9 = mul(v8, v6) [N=64 T=421]
+	VMULPD     Y2, Y3, Y2
+	MOVQ       p2+16(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMASKMOVPD (CX)(DX*8), Y3, Y3
+
+	// v10 = mul(v9, v4) [N=64 T=421]
+	VMULPD     Y3, Y2, Y2
+	MOVQ       p3+24(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMASKMOVPD (CX)(DX*8), Y3, Y3
+
+	// v11 = add(v0, v10) [N=64 T=421]
+	VADDPD     Y2, Y3, Y2
+	MOVQ       p4+32(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMASKMOVPD (CX)(DX*8), Y3, Y3
+
+	// v12 = sub(v11, v3) [N=64 T=421]  # delta
+	VSUBPD  Y3, Y2, Y2
+	VMOVUPD lgc3<>+0(SB), Y4
+
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	VMULPD Y1, Y4, Y1
+
+	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
 	VMOVUPD     lgc2<>+0(SB), Y4
@@ -69,70 +85,91 @@ outer0_1:
 	MOVQ        p5+40(FP), CX
 	VMOVUPD     lgc2<>+0(SB), Y1
 	VMASKMOVPD  Y2, Y1, (CX)(DX*8)
-	XORQ        CX, CX
-	IMUL3Q      $+4, CX, BX
-	MOVQ        p6+48(FP), SI
-	VMOVUPD     lgc2<>+0(SB), Y1
-	VADDPD      (SI)(BX*8), Y2, Y4
-	VMOVUPD     (SI)(BX*8), Y5
-	VBLENDVPD   Y1, Y4, Y5, Y4
-	VMOVUPD     Y4, (SI)(BX*8)
+
+	// mean(v15) over [N T]
+	XORQ    CX, CX
+	IMUL3Q  $+4, CX, BX
+	MOVQ    p6+48(FP), SI
+	VMOVUPD lgc2<>+0(SB), Y1
+	VANDPD  Y1, Y2, Y1
+	VADDPD  (SI)(BX*8), Y1, Y1
+	VMOVUPD Y1, (SI)(BX*8)
+
+	// var(v15) over [N T]
 	IMUL3Q      $+4, CX, CX
 	MOVQ        p7+56(FP), BX
 	MOVQ        p8+64(FP), SI
 	MOVQ        p9+72(FP), DI
 	VMOVUPD     lgc2<>+0(SB), Y1
-	VMOVUPD     (BX)(CX*8), Y4
-	VADDPD      lgc0<>+0(SB), Y4, Y4
-	VMOVUPD     (SI)(CX*8), Y5
-	VSUBPD      Y5, Y2, Y6
-	VDIVPD      Y4, Y6, Y8
-	VADDPD      Y8, Y5, Y5
-	VSUBPD      Y5, Y2, Y8
-	VMOVUPD     (DI)(CX*8), Y7
-	VFMADD231PD Y6, Y8, Y7
-	VMOVUPD     (BX)(CX*8), Y6
-	VBLENDVPD   Y1, Y4, Y6, Y4
-	VMOVUPD     Y4, (BX)(CX*8)
 	VMOVUPD     (SI)(CX*8), Y4
-	VBLENDVPD   Y1, Y5, Y4, Y5
-	VMOVUPD     Y5, (SI)(CX*8)
+	VSUBPD      Y4, Y2, Y5
+	VMOVUPD     (BX)(CX*8), Y6
+	VADDPD      lgc0<>+0(SB), Y6, Y6
+	VMOVUPD     (BX)(CX*8), Y7
+	VBLENDVPD   Y1, Y6, Y7, Y6
+	VMOVUPD     Y6, (BX)(CX*8)
+	VDIVPD      Y6, Y5, Y6
+	VADDPD      Y6, Y4, Y4
+	VSUBPD      Y4, Y2, Y6
+	VMOVUPD     (DI)(CX*8), Y7
+	VFMADD231PD Y5, Y6, Y7
+	VMOVUPD     (SI)(CX*8), Y5
+	VBLENDVPD   Y1, Y4, Y5, Y4
+	VMOVUPD     Y4, (SI)(CX*8)
 	VMOVUPD     (DI)(CX*8), Y4
 	VBLENDVPD   Y1, Y7, Y4, Y7
 	VMOVUPD     Y7, (DI)(CX*8)
-	VADDPD      Y3, Y2, Y1
-	MOVQ        p10+80(FP), CX
-	VMOVUPD     lgc2<>+0(SB), Y2
-	VMASKMOVPD  Y1, Y2, (CX)(DX*8)
-	MOVQ        $+416, CX
+
+	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	VADDPD     Y3, Y2, Y1
+	MOVQ       p10+80(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMASKMOVPD Y1, Y2, (CX)(DX*8)
+	MOVQ       $+416, CX
 
 blocks_2:
-	VMOVUPD     lgc0<>+0(SB), Y1
-	MOVQ        p0+0(FP), DX
-	XORQ        BX, BX
-	IMUL3Q      $+421, AX, SI
-	ADDQ        SI, BX
-	ADDQ        CX, BX
-	VPMOVZXBD   (DX)(BX*1), X2
-	VCVTDQ2PD   X2, Y2
-	VSUBPD      Y2, Y1, Y2
-	MOVQ        p1+8(FP), DX
-	VPMOVZXBD   (DX)(BX*1), X3
-	VCVTDQ2PD   X3, Y3
-	VSUBPD      Y3, Y1, Y1
-	VMOVUPD     lgc1<>+0(SB), Y3
-	VMULPD      Y2, Y3, Y2
-	MOVQ        p2+16(FP), DX
-	VMOVUPD     (DX)(BX*8), Y3
-	VMULPD      Y3, Y2, Y2
-	MOVQ        p3+24(FP), DX
-	VMOVUPD     (DX)(BX*8), Y3
-	VADDPD      Y2, Y3, Y2
-	MOVQ        p4+32(FP), DX
-	VMOVUPD     (DX)(BX*8), Y3
-	VSUBPD      Y3, Y2, Y2
-	VMOVUPD     lgc3<>+0(SB), Y4
-	VMULPD      Y1, Y4, Y1
+	VMOVUPD   lgc0<>+0(SB), Y1
+	MOVQ      p0+0(FP), DX
+	XORQ      BX, BX
+	IMUL3Q    $+421, AX, SI
+	ADDQ      SI, BX
+	ADDQ      CX, BX
+	VPMOVZXBD (DX)(BX*1), X2
+	VCVTDQ2PD X2, Y2
+
+	// v6 = sub(v5, v2) [N=64 T=421]
+	VSUBPD    Y2, Y1, Y2
+	MOVQ      p1+8(FP), DX
+	VPMOVZXBD (DX)(BX*1), X3
+	VCVTDQ2PD X3, Y3
+
+	// v7 = sub(v5, v1) [N=64 T=421]
+	VSUBPD  Y3, Y1, Y1
+	VMOVUPD lgc1<>+0(SB), Y3
+
+	// v9 = mul(v8, v6) [N=64 T=421]
+	VMULPD  Y2, Y3, Y2
+	MOVQ    p2+16(FP), DX
+	VMOVUPD (DX)(BX*8), Y3
+
+	// v10 = mul(v9, v4) [N=64 T=421]
+	VMULPD  Y3, Y2, Y2
+	MOVQ    p3+24(FP), DX
+	VMOVUPD (DX)(BX*8), Y3
+
+	// v11 = add(v0, v10) [N=64 T=421]
+	VADDPD  Y2, Y3, Y2
+	MOVQ    p4+32(FP), DX
+	VMOVUPD (DX)(BX*8), Y3
+
+	// v12 = sub(v11, v3) [N=64 T=421]  # delta
+	VSUBPD  Y3, Y2, Y2
+	VMOVUPD lgc3<>+0(SB), Y4
+
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	VMULPD Y1, Y4, Y1
+
+	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
 	VPERMPD     $0xf9, Y1, Y4
@@ -151,35 +188,41 @@ blocks_2:
 	VPERMPD     $0x00, Y2, Y0
 	MOVQ        p5+40(FP), DX
 	VMOVUPD     Y2, (DX)(BX*8)
-	XORQ        DX, DX
-	IMUL3Q      $+4, DX, SI
-	MOVQ        p6+48(FP), DI
-	VADDPD      (DI)(SI*8), Y2, Y1
-	VMOVUPD     Y1, (DI)(SI*8)
+
+	// mean(v15) over [N T]
+	XORQ    DX, DX
+	IMUL3Q  $+4, DX, SI
+	MOVQ    p6+48(FP), DI
+	VADDPD  (DI)(SI*8), Y2, Y1
+	VMOVUPD Y1, (DI)(SI*8)
+
+	// var(v15) over [N T]
 	IMUL3Q      $+4, DX, DX
 	MOVQ        p7+56(FP), SI
 	MOVQ        p8+64(FP), DI
 	MOVQ        p9+72(FP), R8
-	VMOVUPD     (SI)(DX*8), Y1
-	VADDPD      lgc0<>+0(SB), Y1, Y1
-	VMOVUPD     (DI)(DX*8), Y4
-	VSUBPD      Y4, Y2, Y5
-	VDIVPD      Y1, Y5, Y7
-	VADDPD      Y7, Y4, Y4
-	VSUBPD      Y4, Y2, Y7
+	VMOVUPD     (DI)(DX*8), Y1
+	VSUBPD      Y1, Y2, Y4
+	VMOVUPD     (SI)(DX*8), Y5
+	VADDPD      lgc0<>+0(SB), Y5, Y5
+	VMOVUPD     Y5, (SI)(DX*8)
+	VDIVPD      Y5, Y4, Y5
+	VADDPD      Y5, Y1, Y1
+	VSUBPD      Y1, Y2, Y5
 	VMOVUPD     (R8)(DX*8), Y6
-	VFMADD231PD Y5, Y7, Y6
-	VMOVUPD     Y1, (SI)(DX*8)
-	VMOVUPD     Y4, (DI)(DX*8)
+	VFMADD231PD Y4, Y5, Y6
+	VMOVUPD     Y1, (DI)(DX*8)
 	VMOVUPD     Y6, (R8)(DX*8)
-	VADDPD      Y3, Y2, Y1
-	MOVQ        p10+80(FP), DX
-	VMOVUPD     Y1, (DX)(BX*8)
-	SUBQ        $+4, CX
-	JGE         blocks_2
-	INCQ        AX
-	CMPQ        AX, $+64
-	JL          outer0_1
+
+	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	VADDPD  Y3, Y2, Y1
+	MOVQ    p10+80(FP), DX
+	VMOVUPD Y1, (DX)(BX*8)
+	SUBQ    $+4, CX
+	JGE     blocks_2
+	INCQ    AX
+	CMPQ    AX, $+64
+	JL      outer0_1
 	VZEROUPPER
 	RET
 
@@ -225,6 +268,8 @@ blocks_4:
 	MOVQ         p0+0(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSD (DX)(BX*8), Y0
+
+	// v19 = sqrt(v18) []  # std
 	VSQRTPD      Y0, Y0
 	MOVQ         p1+8(FP), DX
 	XORQ         SI, SI
@@ -234,14 +279,15 @@ blocks_4:
 	VMOVUPD      (DX)(SI*8), Y1
 	MOVQ         p2+16(FP), DX
 	VBROADCASTSD (DX)(BX*8), Y2
-	VSUBPD       Y2, Y1, Y1
-	VMOVUPD      lgc5<>+0(SB), Y2
-	VXORPD       lgc6<>+0(SB), Y0, Y0
-	VXORPD       lgc6<>+0(SB), Y2, Y2
-	VMINPD       Y0, Y2, Y3
-	VMINPD       Y2, Y0, Y0
-	VORPD        Y3, Y0, Y0
-	VXORPD       lgc6<>+0(SB), Y0, Y0
+
+	// v20 = sub(v15, v17) [N=64 T=421]
+	VSUBPD  Y2, Y1, Y1
+	VMOVUPD lgc5<>+0(SB), Y2
+
+	// v22 = max(v19, v21) []
+	VMAXPD Y0, Y2, Y0
+
+	// v23 = div(v20, v22) [N=64 T=421]
 	VDIVPD       Y0, Y1, Y0
 	MOVQ         p3+24(FP), DX
 	VMOVUPD      Y0, (DX)(SI*8)
@@ -251,6 +297,8 @@ blocks_4:
 	MOVQ         p0+0(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSD (CX)(DX*8), Y0
+
+	// v19 = sqrt(v18) []  # std
 	VSQRTPD      Y0, Y0
 	MOVQ         p1+8(FP), CX
 	XORQ         BX, BX
@@ -261,21 +309,22 @@ blocks_4:
 	VMASKMOVPD   (CX)(BX*8), Y1, Y1
 	MOVQ         p2+16(FP), CX
 	VBROADCASTSD (CX)(DX*8), Y2
-	VSUBPD       Y2, Y1, Y1
-	VMOVUPD      lgc5<>+0(SB), Y2
-	VXORPD       lgc6<>+0(SB), Y0, Y0
-	VXORPD       lgc6<>+0(SB), Y2, Y2
-	VMINPD       Y0, Y2, Y3
-	VMINPD       Y2, Y0, Y0
-	VORPD        Y3, Y0, Y0
-	VXORPD       lgc6<>+0(SB), Y0, Y0
-	VDIVPD       Y0, Y1, Y0
-	MOVQ         p3+24(FP), CX
-	VMOVUPD      lgc2<>+0(SB), Y1
-	VMASKMOVPD   Y0, Y1, (CX)(BX*8)
-	INCQ         AX
-	CMPQ         AX, $+64
-	JL           outer0_3
+
+	// v20 = sub(v15, v17) [N=64 T=421]
+	VSUBPD  Y2, Y1, Y1
+	VMOVUPD lgc5<>+0(SB), Y2
+
+	// v22 = max(v19, v21) []
+	VMAXPD Y0, Y2, Y0
+
+	// v23 = div(v20, v22) [N=64 T=421]
+	VDIVPD     Y0, Y1, Y0
+	MOVQ       p3+24(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y1
+	VMASKMOVPD Y0, Y1, (CX)(BX*8)
+	INCQ       AX
+	CMPQ       AX, $+64
+	JL         outer0_3
 	VZEROUPPER
 	RET
 
@@ -284,12 +333,6 @@ DATA lgc5<>+8(SB)/8, $0x3f1a36e2eb1c432d
 DATA lgc5<>+16(SB)/8, $0x3f1a36e2eb1c432d
 DATA lgc5<>+24(SB)/8, $0x3f1a36e2eb1c432d
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/8, $0x8000000000000000
-DATA lgc6<>+8(SB)/8, $0x8000000000000000
-DATA lgc6<>+16(SB)/8, $0x8000000000000000
-DATA lgc6<>+24(SB)/8, $0x8000000000000000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -303,14 +346,15 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc7<>+0(SB), Y0, Y1
-	VMINPD       lgc8<>+0(SB), Y1, Y1
-	VMULPD       lgc9<>+0(SB), Y1, Y2
+	VMAXPD       lgc6<>+0(SB), Y0, Y1
+	VMINPD       lgc7<>+0(SB), Y1, Y1
+	VMULPD       lgc8<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
+	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
-	VMOVAPD      lgc12<>+0(SB), Y3
+	VMOVAPD      lgc11<>+0(SB), Y3
+	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc15<>+0(SB), Y1, Y3
@@ -321,18 +365,17 @@ bulk_5:
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc24<>+0(SB), X1, X2
-	VPMINSD      lgc25<>+0(SB), X2, X2
+	VPMAXSD      lgc23<>+0(SB), X1, X2
+	VPMINSD      lgc24<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
+	VPADDQ       lgc25<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc26<>+0(SB), Y1, Y1
+	VPADDQ       lgc25<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -346,133 +389,133 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc7<>+0(SB)/8, $0xc087500000000000
-DATA lgc7<>+8(SB)/8, $0xc087500000000000
-DATA lgc7<>+16(SB)/8, $0xc087500000000000
-DATA lgc7<>+24(SB)/8, $0xc087500000000000
+DATA lgc6<>+0(SB)/8, $0xc087500000000000
+DATA lgc6<>+8(SB)/8, $0xc087500000000000
+DATA lgc6<>+16(SB)/8, $0xc087500000000000
+DATA lgc6<>+24(SB)/8, $0xc087500000000000
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/8, $0x4086300000000000
+DATA lgc7<>+8(SB)/8, $0x4086300000000000
+DATA lgc7<>+16(SB)/8, $0x4086300000000000
+DATA lgc7<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x4086300000000000
-DATA lgc8<>+8(SB)/8, $0x4086300000000000
-DATA lgc8<>+16(SB)/8, $0x4086300000000000
-DATA lgc8<>+24(SB)/8, $0x4086300000000000
+DATA lgc8<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc9<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc9<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc9<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc9<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc10<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc10<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc10<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc10<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc11<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc11<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc11<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc11<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc12<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc12<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc12<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc12<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc13<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc13<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc13<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc13<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc14<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc14<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc14<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc14<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc15<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc15<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc15<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc15<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc16<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc16<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc16<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc16<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc17<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc17<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc17<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc17<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc18<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc18<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc18<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc18<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc19<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc19<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc19<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc19<>+0(SB)/8, $0x3f81111111111111
+DATA lgc19<>+8(SB)/8, $0x3f81111111111111
+DATA lgc19<>+16(SB)/8, $0x3f81111111111111
+DATA lgc19<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3f81111111111111
-DATA lgc20<>+8(SB)/8, $0x3f81111111111111
-DATA lgc20<>+16(SB)/8, $0x3f81111111111111
-DATA lgc20<>+24(SB)/8, $0x3f81111111111111
+DATA lgc20<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc21<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc21<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc21<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc21<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc22<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc22<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc22<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc22<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc23<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc23<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc23<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc23<>+0(SB)/4, $0xfffffc02
+DATA lgc23<>+4(SB)/4, $0xfffffc02
+DATA lgc23<>+8(SB)/4, $0xfffffc02
+DATA lgc23<>+12(SB)/4, $0xfffffc02
+DATA lgc23<>+16(SB)/4, $0xfffffc02
+DATA lgc23<>+20(SB)/4, $0xfffffc02
+DATA lgc23<>+24(SB)/4, $0xfffffc02
+DATA lgc23<>+28(SB)/4, $0xfffffc02
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xfffffc02
-DATA lgc24<>+4(SB)/4, $0xfffffc02
-DATA lgc24<>+8(SB)/4, $0xfffffc02
-DATA lgc24<>+12(SB)/4, $0xfffffc02
-DATA lgc24<>+16(SB)/4, $0xfffffc02
-DATA lgc24<>+20(SB)/4, $0xfffffc02
-DATA lgc24<>+24(SB)/4, $0xfffffc02
-DATA lgc24<>+28(SB)/4, $0xfffffc02
+DATA lgc24<>+0(SB)/4, $0x000003ff
+DATA lgc24<>+4(SB)/4, $0x000003ff
+DATA lgc24<>+8(SB)/4, $0x000003ff
+DATA lgc24<>+12(SB)/4, $0x000003ff
+DATA lgc24<>+16(SB)/4, $0x000003ff
+DATA lgc24<>+20(SB)/4, $0x000003ff
+DATA lgc24<>+24(SB)/4, $0x000003ff
+DATA lgc24<>+28(SB)/4, $0x000003ff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x000003ff
-DATA lgc25<>+4(SB)/4, $0x000003ff
-DATA lgc25<>+8(SB)/4, $0x000003ff
-DATA lgc25<>+12(SB)/4, $0x000003ff
-DATA lgc25<>+16(SB)/4, $0x000003ff
-DATA lgc25<>+20(SB)/4, $0x000003ff
-DATA lgc25<>+24(SB)/4, $0x000003ff
-DATA lgc25<>+28(SB)/4, $0x000003ff
+DATA lgc25<>+0(SB)/8, $0x00000000000003ff
+DATA lgc25<>+8(SB)/8, $0x00000000000003ff
+DATA lgc25<>+16(SB)/8, $0x00000000000003ff
+DATA lgc25<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/8, $0x00000000000003ff
-DATA lgc26<>+8(SB)/8, $0x00000000000003ff
-DATA lgc26<>+16(SB)/8, $0x00000000000003ff
-DATA lgc26<>+24(SB)/8, $0x00000000000003ff
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -486,51 +529,51 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPD      lgc28<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPD      lgc27<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc26<>+0(SB), Y3, Y3
-	VPAND       lgc29<>+0(SB), Y1, Y1
+	VPSUBQ      lgc25<>+0(SB), Y3, Y3
+	VPAND       lgc28<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc30<>+0(SB), Y2, Y1
+	VPAND       lgc29<>+0(SB), Y2, Y1
 	VPOR        lgc0<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc31<>+0(SB), Y1, Y2
-	VMULPD      lgc23<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc30<>+0(SB), Y1, Y2
+	VMULPD      lgc22<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc0<>+0(SB), Y1, Y1
-	VADDPD      lgc32<>+0(SB), Y1, Y2
+	VADDPD      lgc31<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc33<>+0(SB), Y6
+	VMOVAPD     lgc32<>+0(SB), Y6
+	VFMADD213PD lgc33<>+0(SB), Y5, Y6
 	VFMADD213PD lgc34<>+0(SB), Y5, Y6
-	VFMADD213PD lgc35<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc36<>+0(SB), Y7
+	VMOVAPD     lgc35<>+0(SB), Y7
+	VFMADD213PD lgc36<>+0(SB), Y5, Y7
 	VFMADD213PD lgc37<>+0(SB), Y5, Y7
 	VFMADD213PD lgc38<>+0(SB), Y5, Y7
-	VFMADD213PD lgc39<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc23<>+0(SB), Y4, Y4
-	VPADDQ      lgc40<>+0(SB), Y3, Y3
-	VSUBPD      lgc40<>+0(SB), Y3, Y3
+	VMULPD      lgc22<>+0(SB), Y4, Y4
+	VPADDQ      lgc39<>+0(SB), Y3, Y3
+	VSUBPD      lgc39<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc11<>+0(SB), Y3, Y5
+	VFMADD231PD lgc10<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc10<>+0(SB), Y3, Y1
+	VMULPD      lgc9<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc4<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -541,107 +584,107 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/8, $0x0010000000000000
-DATA lgc27<>+8(SB)/8, $0x0010000000000000
-DATA lgc27<>+16(SB)/8, $0x0010000000000000
-DATA lgc27<>+24(SB)/8, $0x0010000000000000
+DATA lgc26<>+0(SB)/8, $0x0010000000000000
+DATA lgc26<>+8(SB)/8, $0x0010000000000000
+DATA lgc26<>+16(SB)/8, $0x0010000000000000
+DATA lgc26<>+24(SB)/8, $0x0010000000000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/8, $0x4350000000000000
+DATA lgc27<>+8(SB)/8, $0x4350000000000000
+DATA lgc27<>+16(SB)/8, $0x4350000000000000
+DATA lgc27<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x4350000000000000
-DATA lgc28<>+8(SB)/8, $0x4350000000000000
-DATA lgc28<>+16(SB)/8, $0x4350000000000000
-DATA lgc28<>+24(SB)/8, $0x4350000000000000
+DATA lgc28<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc28<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc28<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc28<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc29<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc29<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc29<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc29<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc29<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc30<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc30<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc30<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc30<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc30<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc31<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc31<>+0(SB)/8, $0x4000000000000000
+DATA lgc31<>+8(SB)/8, $0x4000000000000000
+DATA lgc31<>+16(SB)/8, $0x4000000000000000
+DATA lgc31<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x4000000000000000
-DATA lgc32<>+8(SB)/8, $0x4000000000000000
-DATA lgc32<>+16(SB)/8, $0x4000000000000000
-DATA lgc32<>+24(SB)/8, $0x4000000000000000
+DATA lgc32<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc32<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc32<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc32<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc33<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc33<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc33<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc33<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc33<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc34<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc34<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc34<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc34<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc34<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc35<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc35<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc35<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc35<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc35<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc36<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc36<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc36<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc36<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc36<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc37<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc37<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc37<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc37<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc37<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc38<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc38<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc38<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc38<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc38<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc39<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc39<>+0(SB)/8, $0x4338000000000000
+DATA lgc39<>+8(SB)/8, $0x4338000000000000
+DATA lgc39<>+16(SB)/8, $0x4338000000000000
+DATA lgc39<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x4338000000000000
-DATA lgc40<>+8(SB)/8, $0x4338000000000000
-DATA lgc40<>+16(SB)/8, $0x4338000000000000
-DATA lgc40<>+24(SB)/8, $0x4338000000000000
+DATA lgc40<>+0(SB)/8, $0xfff0000000000000
+DATA lgc40<>+8(SB)/8, $0xfff0000000000000
+DATA lgc40<>+16(SB)/8, $0xfff0000000000000
+DATA lgc40<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0xfff0000000000000
-DATA lgc41<>+8(SB)/8, $0xfff0000000000000
-DATA lgc41<>+16(SB)/8, $0xfff0000000000000
-DATA lgc41<>+24(SB)/8, $0xfff0000000000000
+DATA lgc41<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc42<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc43<>+24(SB)/8, $0x7ff0000000000000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -656,51 +699,51 @@ bulk_9:
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc0<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPD      lgc28<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPD      lgc27<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc26<>+0(SB), Y4, Y4
-	VPAND       lgc29<>+0(SB), Y2, Y2
+	VPSUBQ      lgc25<>+0(SB), Y4, Y4
+	VPAND       lgc28<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc30<>+0(SB), Y3, Y2
+	VPAND       lgc29<>+0(SB), Y3, Y2
 	VPOR        lgc0<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc31<>+0(SB), Y2, Y3
-	VMULPD      lgc23<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc30<>+0(SB), Y2, Y3
+	VMULPD      lgc22<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc0<>+0(SB), Y2, Y2
-	VADDPD      lgc32<>+0(SB), Y2, Y3
+	VADDPD      lgc31<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc33<>+0(SB), Y7
+	VMOVAPD     lgc32<>+0(SB), Y7
+	VFMADD213PD lgc33<>+0(SB), Y6, Y7
 	VFMADD213PD lgc34<>+0(SB), Y6, Y7
-	VFMADD213PD lgc35<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc36<>+0(SB), Y8
+	VMOVAPD     lgc35<>+0(SB), Y8
+	VFMADD213PD lgc36<>+0(SB), Y6, Y8
 	VFMADD213PD lgc37<>+0(SB), Y6, Y8
 	VFMADD213PD lgc38<>+0(SB), Y6, Y8
-	VFMADD213PD lgc39<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc23<>+0(SB), Y5, Y5
-	VPADDQ      lgc40<>+0(SB), Y4, Y4
-	VSUBPD      lgc40<>+0(SB), Y4, Y4
+	VMULPD      lgc22<>+0(SB), Y5, Y5
+	VPADDQ      lgc39<>+0(SB), Y4, Y4
+	VSUBPD      lgc39<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc11<>+0(SB), Y4, Y6
+	VFMADD231PD lgc10<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc10<>+0(SB), Y4, Y2
+	VMULPD      lgc9<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc42<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 	VSUBPD      lgc0<>+0(SB), Y1, Y3
@@ -710,9 +753,9 @@ bulk_9:
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_9

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/runner"
+)
+
+// benchSizes are the default sizes: working sets in L1, in L2, past the last-level cache
+// (about 9 MiB of the example) and well into memory (≥ 256 MiB), for a batch of rank 1 or 2.
+var benchSizes = map[int][]map[int]int{
+	1: {{0: 256}, {0: 4096}, {0: 1 << 18}, {0: 1 << 24}},
+	2: {{0: 1, 1: 256}, {0: 16, 1: 256}, {0: 256, 1: 1024}, {0: 4096, 1: 4096}},
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] SPEC", stderr)
+	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
+	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 3x for working sets over 64 MiB)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	path := fs.Arg(0)
+	c, err := gen.Compile(path)
+	if err != nil {
+		return err
+	}
+	warn(stderr, c.Spec)
+	settings, err := parseSizes(*sizes, c.Graph.Batch)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "dims\tworking set\tbackend\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\t")
+	for _, dims := range settings {
+		cs, err := gen.CompileDims(path, dims)
+		if err != nil {
+			return err
+		}
+		m, err := runner.NewTestModule(cs)
+		if err != nil {
+			return err
+		}
+		ws := workingSet(cs.Graph)
+		bt := *benchtime
+		if bt == "" {
+			bt = "1s"
+			if ws > 64<<20 {
+				bt = "3x"
+			}
+		}
+		out, err := m.Bench(".", bt)
+		m.Close()
+		if err != nil {
+			return err
+		}
+		res := parseBench(out)
+		goNs := res["Forward/go"]["ns/element"]
+		for _, name := range sortedImpls(res) {
+			r := res[name]
+			speed := ""
+			if goNs > 0 && r["ns/element"] > 0 {
+				speed = fmt.Sprintf("%.2f×", goNs/r["ns/element"])
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t\n", dimsString(cs.Graph), bytesString(ws),
+				strings.TrimPrefix(name, "Forward/"), r["ns/element"], r["MB/s"]/1000, res["CopyProbe"]["MB/s"]/1000, r["copy-ratio"], speed)
+		}
+		tw.Flush()
+	}
+	return tw.Flush()
+}
+
+// parseSizes reads "N=16,T=256;N=4096,T=4096" into dim settings, or picks the defaults.
+func parseSizes(s string, batch ir.Shape) ([]map[string]int, error) {
+	var out []map[string]int
+	if s == "" {
+		presets, ok := benchSizes[len(batch)]
+		if !ok {
+			return []map[string]int{nil}, nil // the spec's own dims
+		}
+		for _, p := range presets {
+			m := map[string]int{}
+			for i, v := range p {
+				m[batch[i].Name] = v
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	}
+	for _, set := range strings.Split(s, ";") {
+		m := map[string]int{}
+		for _, kv := range strings.Split(set, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n <= 0 {
+				return nil, fmt.Errorf("bench: bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
+			}
+			m[k] = n
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// workingSet is the bytes one Forward reads and writes.
+func workingSet(g *ir.Graph) int {
+	size := 4
+	if g.DType == ir.F64 {
+		size = 8
+	}
+	n := 0
+	for _, in := range g.Inputs {
+		k := size
+		switch in.Kind {
+		case ir.Bool:
+			k = 1
+		case ir.Index:
+			k = 8
+		}
+		n += k * in.Shape.Numel()
+	}
+	for _, o := range g.Outputs {
+		n += size * o.Node.Shape.Numel()
+	}
+	return n
+}
+
+func dimsString(g *ir.Graph) string {
+	var parts []string
+	for _, d := range g.Batch {
+		parts = append(parts, fmt.Sprintf("%s=%d", d.Name, d.Size))
+	}
+	return strings.Join(parts, ",")
+}
+
+func bytesString(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// parseBench reads `go test -bench` lines into name -> unit -> value.
+func parseBench(out string) map[string]map[string]float64 {
+	res := map[string]map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		vals := map[string]float64{}
+		f := strings.Fields(m[2])
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				vals[f[i+1]] = v
+			}
+		}
+		res[m[1]] = vals
+	}
+	return res
+}
+
+func sortedImpls(res map[string]map[string]float64) []string {
+	var out []string
+	for k := range res {
+		if strings.HasPrefix(k, "Forward/") {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
