@@ -66,6 +66,11 @@ func zoo(dt ir.DType) *ir.Graph {
 	return b.Graph()
 }
 
+// compiledGraph wraps a hand-built graph as the pipeline's output for package pkg.
+func compiledGraph(g *ir.Graph, pkg string) *gen.Compiled {
+	return &gen.Compiled{Graph: g, Plan: plan.Build(g), Spec: &spec.Spec{File: pkg + ".yaml", Package: pkg}}
+}
+
 func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
 	r := rand.New(rand.NewPCG(seed, 3))
 	in := map[string]golden.Array{}
@@ -117,7 +122,7 @@ func zooRun(t *testing.T, dt ir.DType, tags string) {
 	{
 		{
 			g := zoo(dt)
-			c := &gen.Compiled{Graph: g, Plan: plan.Build(g), Spec: &spec.Spec{File: "zoo.yaml", Package: "zoo"}}
+			c := compiledGraph(g, "zoo")
 			m, err := runner.NewModule(c)
 			require.NoError(t, err)
 			defer m.Close()
