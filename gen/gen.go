@@ -12,6 +12,7 @@ import (
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/gen/plan"
+	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -109,6 +110,20 @@ func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
 	}
 	for name, src := range avx {
 		files[name] = src
+	}
+	ptx, err := ptxgen.Generate(c.Plan, m)
+	if err != nil {
+		return nil, err
+	}
+	for name, src := range ptx {
+		files[name] = src
+	}
+	if goldenRel != "" {
+		st, err := ptxTestFile(c, m)
+		if err != nil {
+			return nil, err
+		}
+		files["ptxsim_test.go"] = st
 	}
 	vt, err := vmathTestFile(c, m)
 	if err != nil {

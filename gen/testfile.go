@@ -8,6 +8,7 @@ import (
 	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/templates"
 )
 
@@ -23,7 +24,7 @@ type testOutput struct {
 	Norm        string
 }
 
-// tolerance is the bound an output of a kernel of dtype dt must meet against the float64
+// Tolerance is the bound an output of a kernel of dtype dt must meet against the float64
 // interpreter on the golden cases (golden.Tol: Abs + Rel·|want| + Norm·max|want|). float32
 // rounds to 2^-24 ≈ 6e-8 relative per op. Measured worst cases on the example goldens (the
 // test logs them): 1.3e-6 relative on a scalar (ESS over 4096 elements, whose two
@@ -31,14 +32,15 @@ type testOutput struct {
 // GAE scan, and absolute errors below 1e-6 where a result cancels to near zero. A wrong op
 // misses these bounds by orders of magnitude. float64 kernels differ from the interpreter
 // only by summation order.
-func tolerance(dt ir.DType, scalar bool) (abs, rel, norm string) {
+// The PTX kernels (checked in the simulator by gen/ptxgen's tests) meet the same bounds.
+func Tolerance(dt ir.DType, scalar bool) golden.Tol {
 	switch {
 	case dt == ir.F64:
-		return "1e-12", "1e-9", "1e-10"
+		return golden.Tol{Abs: 1e-12, Rel: 1e-9, Norm: 1e-10}
 	case scalar:
-		return "1e-6", "5e-6", "0"
+		return golden.Tol{Abs: 1e-6, Rel: 5e-6}
 	}
-	return "1e-6", "5e-6", "1e-5"
+	return golden.Tol{Abs: 1e-6, Rel: 5e-6, Norm: 1e-5}
 }
 
 // testFile renders the generated package's test.
@@ -73,8 +75,9 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	var firstSlice any
 	for _, o := range g.Outputs {
 		scalar := len(o.Node.Shape) == 0
-		abs, rel, norm := tolerance(g.DType, scalar)
-		t := testOutput{Name: o.Name, Field: gogen.FieldName(o.Name), Scalar: scalar, Abs: abs, Rel: rel, Norm: norm}
+		tol := Tolerance(g.DType, scalar)
+		t := testOutput{Name: o.Name, Field: gogen.FieldName(o.Name), Scalar: scalar,
+			Abs: fmt.Sprint(tol.Abs), Rel: fmt.Sprint(tol.Rel), Norm: fmt.Sprint(tol.Norm)}
 		if !t.Scalar && firstSlice == nil {
 			firstSlice = t
 		}
@@ -100,6 +103,22 @@ func vmathTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		data["FullSweepDoc"] = "2^26 of them"
 	}
 	return render("vmath_test.go.tmpl", data)
+}
+
+// simElements is the largest batch whose generated test simulates the PTX on every golden
+// case; above it, the first case only (a ClipPPO+GAE element costs about 800 simulated
+// instructions: 2^20 elements take 20 s).
+const simElements = 1 << 20
+
+// ptxTestFile renders the test that runs the package's PTX in the simulator.
+func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
+	n := c.Graph.Batch.Numel()
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "FirstCaseOnly": n > simElements,
+		"CasesNote": fmt.Sprintf("the batch of %d elements is simulated on every case.", n)}
+	if n > simElements {
+		data["CasesNote"] = fmt.Sprintf("the batch of %d elements is simulated on the first case only.", n)
+	}
+	return render("ptxsim_test.go.tmpl", data)
 }
 
 // render executes a template and gofmts the result.

@@ -5,6 +5,8 @@ import (
 
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/vmath"
 )
 
 // Vector exp, log and log1p. Each is emitted inline where the IR uses it (one definition
@@ -74,18 +76,18 @@ func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
 	xc := a.ymm()
 	// Clamp (a NaN becomes −104 here and is restored at the end): below −104 the result
 	// rounds to 0, above 89 it overflows to +inf through the scaling.
-	c.VMAXPS(a.cf32(-104), x, xc)
-	c.VMINPS(a.cf32(89), xc, xc)
+	c.VMAXPS(a.cf32(vmath.Exp32Lo), x, xc)
+	c.VMINPS(a.cf32(vmath.Exp32Hi), xc, xc)
 	n := a.ymm()
 	c.VMULPS(a.cf32(float32(math.Log2E)), xc, n)
 	c.VROUNDPS(operand.Imm(0), n, n)
 	r := a.ymm()
 	c.VMOVAPS(xc, r)
-	c.VFNMADD231PS(a.cf32(0.693359375), n, r)    // r −= n·C1 (exact: C1 has 9 bits)
-	c.VFNMADD231PS(a.cf32(-2.12194440e-4), n, r) // r −= n·C2
+	c.VFNMADD231PS(a.cf32(vmath.Exp32C1), n, r) // r −= n·C1 (exact: C1 has 9 bits)
+	c.VFNMADD231PS(a.cf32(vmath.Exp32C2), n, r) // r −= n·C2
 	p := a.ymm()
-	c.VMOVAPS(a.cf32(1.9875691500e-4), p)
-	for _, k := range []float32{1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1} {
+	c.VMOVAPS(a.cf32(vmath.Exp32P[0]), p)
+	for _, k := range vmath.Exp32P[1:] {
 		c.VFMADD213PS(a.cf32(k), r, p) // p = p·r + k
 	}
 	r2 := a.ymm()
@@ -96,8 +98,8 @@ func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
 	ni := a.ymm()
 	c.VCVTPS2DQ(n, ni)
 	n1 := a.ymm()
-	c.VPMAXSD(a.cd(-126), ni, n1)
-	c.VPMINSD(a.cd(127), n1, n1)
+	c.VPMAXSD(a.cd(vmath.Exp32N1Lo), ni, n1)
+	c.VPMINSD(a.cd(vmath.Exp32N1Hi), n1, n1)
 	n2 := a.ymm()
 	c.VPSUBD(n1, ni, n2)
 	c.VPADDD(a.cd(127), n1, n1)
@@ -117,29 +119,28 @@ func (a *asm) exp32(x reg.VecVirtual) reg.VecVirtual {
 func (a *asm) exp64(x reg.VecVirtual) reg.VecVirtual {
 	c := a.c
 	xc := a.ymm()
-	c.VMAXPD(a.cf64(-746), x, xc)
-	c.VMINPD(a.cf64(710), xc, xc)
+	c.VMAXPD(a.cf64(vmath.Exp64Lo), x, xc)
+	c.VMINPD(a.cf64(vmath.Exp64Hi), xc, xc)
 	n := a.ymm()
 	c.VMULPD(a.cf64(math.Log2E), xc, n)
 	c.VROUNDPD(operand.Imm(0), n, n)
 	r := a.ymm()
 	c.VMOVAPD(xc, r)
-	c.VFNMADD231PD(a.cf64(6.93147180369123816490e-01), n, r) // ln2 high part: n·hi exact
-	c.VFNMADD231PD(a.cf64(1.90821492927058770002e-10), n, r) // ln2 low part
+	c.VFNMADD231PD(a.cf64(vmath.Exp64Ln2Hi), n, r) // ln2 high part: n·hi exact
+	c.VFNMADD231PD(a.cf64(vmath.Exp64Ln2Lo), n, r) // ln2 low part
 	// Taylor series of e^r to degree 13, Horner from the top.
+	coef := vmath.Exp64P()
 	p := a.ymm()
-	c.VMOVAPD(a.cf64(1.0/6227020800), p) // 1/13!
-	fact := 6227020800.0
-	for k := 12; k >= 0; k-- {
-		fact /= float64(k + 1)
-		c.VFMADD213PD(a.cf64(1/fact), r, p) // p = p·r + 1/k!
+	c.VMOVAPD(a.cf64(coef[0]), p)
+	for _, k := range coef[1:] {
+		c.VFMADD213PD(a.cf64(k), r, p) // p = p·r + 1/k!
 	}
 	// 2^n as 2^n1 · 2^n2 with n1 ∈ [−1022, 1023], n2 ∈ [−54, 2].
 	ni := a.c.XMM()
 	c.VCVTPD2DQY(n, ni)
 	n1 := a.c.XMM()
-	c.VPMAXSD(a.cd(-1022), ni, n1)
-	c.VPMINSD(a.cd(1023), n1, n1)
+	c.VPMAXSD(a.cd(vmath.Exp64N1Lo), ni, n1)
+	c.VPMINSD(a.cd(vmath.Exp64N1Hi), n1, n1)
 	n2 := a.c.XMM()
 	c.VPSUBD(n1, ni, n2)
 	w1, w2 := a.ymm(), a.ymm()
@@ -176,7 +177,7 @@ func (a *asm) log32(x reg.VecVirtual) reg.VecVirtual {
 	c.VPAND(a.cd(0x007fffff), xs, m)
 	c.VPOR(a.cd(0x3f800000), m, m) // m ∈ [1, 2)
 	big := a.ymm()
-	c.VCMPPS(operand.Imm(cmpGT_OQ), a.cf32(float32(math.Sqrt2)), m, big)
+	c.VCMPPS(operand.Imm(cmpGT_OQ), a.cf32(float32(vmath.Sqrt2)), m, big)
 	half := a.ymm()
 	c.VMULPS(a.cf32(0.5), m, half)
 	c.VBLENDVPS(big, half, m, m)
@@ -186,18 +187,18 @@ func (a *asm) log32(x reg.VecVirtual) reg.VecVirtual {
 	z := a.ymm()
 	c.VMULPS(f, f, z)
 	p := a.ymm()
-	c.VMOVAPS(a.cf32(7.0376836292e-2), p)
-	for _, k := range []float32{-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1} {
+	c.VMOVAPS(a.cf32(vmath.Log32P[0]), p)
+	for _, k := range vmath.Log32P[1:] {
 		c.VFMADD213PS(a.cf32(k), f, p)
 	}
 	c.VMULPS(f, p, p)
 	c.VMULPS(z, p, p) // y = P(f)·f·z
 	ef := a.ymm()
 	c.VCVTDQ2PS(e, ef)
-	c.VFMADD231PS(a.cf32(-2.12194440e-4), ef, p) // y += e·C2
-	c.VFNMADD231PS(a.cf32(0.5), z, p)            // y −= z/2
-	c.VADDPS(f, p, p)                            // f + y
-	c.VFMADD231PS(a.cf32(0.693359375), ef, p)    // + e·C1
+	c.VFMADD231PS(a.cf32(vmath.Log32C2), ef, p) // y += e·C2
+	c.VFNMADD231PS(a.cf32(0.5), z, p)           // y −= z/2
+	c.VADDPS(f, p, p)                           // f + y
+	c.VFMADD231PS(a.cf32(vmath.Log32C1), ef, p) // + e·C1
 	a.logSpecials(x, p)
 	return p
 }
@@ -233,7 +234,7 @@ func (a *asm) log64(x reg.VecVirtual) reg.VecVirtual {
 	c.VPAND(a.cq(0x000fffffffffffff), xs, m)
 	c.VPOR(a.cq(0x3ff0000000000000), m, m)
 	big := a.ymm()
-	c.VCMPPD(operand.Imm(cmpGT_OQ), a.cf64(math.Sqrt2), m, big)
+	c.VCMPPD(operand.Imm(cmpGT_OQ), a.cf64(vmath.Sqrt2), m, big)
 	half := a.ymm()
 	c.VMULPD(a.cf64(0.5), m, half)
 	c.VBLENDVPD(big, half, m, m)
@@ -248,15 +249,16 @@ func (a *asm) log64(x reg.VecVirtual) reg.VecVirtual {
 	w := a.ymm()
 	c.VMULPD(z, z, w)
 	t1 := a.ymm()
-	c.VMOVAPD(a.cf64(1.531383769920937332e-01), t1) // Lg6
-	c.VFMADD213PD(a.cf64(2.222219843214978396e-01), w, t1)
-	c.VFMADD213PD(a.cf64(3.999999999940941908e-01), w, t1)
+	lg := vmath.Log64Lg
+	c.VMOVAPD(a.cf64(lg[5]), t1) // Lg6
+	c.VFMADD213PD(a.cf64(lg[3]), w, t1)
+	c.VFMADD213PD(a.cf64(lg[1]), w, t1)
 	c.VMULPD(w, t1, t1)
 	t2 := a.ymm()
-	c.VMOVAPD(a.cf64(1.479819860511658591e-01), t2) // Lg7
-	c.VFMADD213PD(a.cf64(1.818357216161805012e-01), w, t2)
-	c.VFMADD213PD(a.cf64(2.857142874366239149e-01), w, t2)
-	c.VFMADD213PD(a.cf64(6.666666666666735130e-01), w, t2)
+	c.VMOVAPD(a.cf64(lg[6]), t2) // Lg7
+	c.VFMADD213PD(a.cf64(lg[4]), w, t2)
+	c.VFMADD213PD(a.cf64(lg[2]), w, t2)
+	c.VFMADD213PD(a.cf64(lg[0]), w, t2)
 	c.VMULPD(z, t2, t2)
 	c.VADDPD(t1, t2, t2) // R
 	hfsq := a.ymm()
@@ -270,11 +272,11 @@ func (a *asm) log64(x reg.VecVirtual) reg.VecVirtual {
 	t := a.ymm()
 	c.VADDPD(hfsq, t2, t)
 	c.VMULPD(s, t, t)
-	c.VFMADD231PD(a.cf64(1.90821492927058770002e-10), dk, t)
+	c.VFMADD231PD(a.cf64(vmath.Log64Ln2[1]), dk, t)
 	c.VSUBPD(t, hfsq, t)
 	c.VSUBPD(f, t, t)
 	r := a.ymm()
-	c.VMULPD(a.cf64(6.93147180369123816490e-01), dk, r)
+	c.VMULPD(a.cf64(vmath.Log64Ln2[0]), dk, r)
 	c.VSUBPD(t, r, r)
 	a.logSpecials(x, r)
 	return r

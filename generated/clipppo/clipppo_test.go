@@ -18,15 +18,15 @@ import (
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
 // this float32 kernel against the float64 reference interpreter. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
 var tolerances = map[string]golden.Tol{
-	"loss_objective":      {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"clip_fraction":       {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"kl_approx":           {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"entropy":             {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"loss_entropy":        {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"value_clip_fraction": {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"loss_critic":         {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"explained_variance":  {Abs: 1e-6, Rel: 5e-6, Norm: 0},
-	"ESS":                 {Abs: 1e-6, Rel: 5e-6, Norm: 0},
+	"loss_objective":      {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"clip_fraction":       {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"kl_approx":           {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"entropy":             {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"loss_entropy":        {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"value_clip_fraction": {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"loss_critic":         {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"explained_variance":  {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"ESS":                 {Abs: 1e-06, Rel: 5e-06, Norm: 0},
 }
 
 // goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64

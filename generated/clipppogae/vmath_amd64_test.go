@@ -5,84 +5,35 @@
 package clipppogae
 
 import (
-	"math"
 	"os"
 	"testing"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/lossgen/lossgen/gen/vmath"
 )
 
 // maxULP is the error bound of the AVX2 kernels' exp, log and log1p against math.Exp,
 // math.Log and math.Log1p rounded to float32, in units in the last place.
 var maxULP = map[string]float64{"exp": 2, "log": 2, "log1p": 2}
 
-var vmath = map[string]struct {
+var vecMath = map[string]struct {
 	vec func(dst, src *float32, n int)
 	ref func(float64) float64
 }{
-	"exp":   {expAVX2, refExp},
-	"log":   {logAVX2, refLog},
-	"log1p": {log1pAVX2, math.Log1p},
-}
-
-// refExp is math.Exp, except just below the overflow threshold where the amd64 assembly of
-// math.Exp already returns +Inf: there e^x = e^(x/2)·e^(x/2) (exact to an ulp, and the
-// float32 rounding of a float64 value is unaffected).
-func refExp(x float64) float64 {
-	y := math.Exp(x)
-	if math.IsInf(y, 1) && x < 709.782712893384 {
-		h := math.Exp(x / 2)
-		return h * h
-	}
-	return y
-}
-
-// refLog is math.Log, except for subnormal inputs, which the amd64 assembly of math.Log
-// mishandles: there log(x) = log(x·2^54) − 54·ln 2.
-func refLog(x float64) float64 {
-	if x > 0 && x < 0x1p-1022 {
-		return math.Log(x*0x1p54) - 54*math.Ln2
-	}
-	return math.Log(x)
-}
-
-func ulpDiff(got, want float32) float64 {
-	if want != want || got != got {
-		if want != want && got != got {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	if want == got {
-		return 0
-	}
-	return math.Abs(float64(ord(got) - ord(want)))
-}
-
-// ord maps a float's bits to integers in the order of the floats (−0 and +0 both 0).
-func ord(x float32) int64 {
-	b := int64(math.Float32bits(x))
-	if b&(1<<31) != 0 {
-		return -(b & 0x7fffffff)
-	}
-	return b
+	"exp":   {expAVX2, vmath.RefExp},
+	"log":   {logAVX2, vmath.RefLog},
+	"log1p": {log1pAVX2, vmath.RefLog1p},
 }
 
 // sweepInputs are the points the accuracy test evaluates: 2^24 points spread evenly over all 2^32 float32 bit patterns, and the special
-// values (±0, ±inf, NaN, the smallest and largest subnormals and normals, the overflow and
-// underflow edges of exp, and −1 for log1p).
+// values (see lossgen's gen/vmath), padded to whole vectors.
 func sweepInputs(full bool) []float32 {
-	var xs []float32
 	step := uint64(256) // 2^24 points spread over every bit pattern
 	if full {
 		step = 1
 	}
-	for b := uint64(0); b < 1<<32; b += step {
-		xs = append(xs, math.Float32frombits(uint32(b)))
-	}
-	xs = append(xs, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
-		math.Float32frombits(1), math.Float32frombits(0x007fffff), math.Float32frombits(0x00800000), math.MaxFloat32,
-		88.72283, 88.72284, -87.33655, -103.27893, -103.972076, -104, -1, math.Nextafter32(-1, 0))
+	xs := vmath.Sweep32(step)
 	for len(xs)%8 != 0 {
 		xs = append(xs, 1)
 	}
@@ -98,11 +49,11 @@ func TestVectorMathULP(t *testing.T) {
 	xs := sweepInputs(os.Getenv("LOSSGEN_FULL_SWEEP") != "")
 	ys := make([]float32, len(xs))
 	for _, name := range []string{"exp", "log", "log1p"} {
-		f := vmath[name]
+		f := vecMath[name]
 		f.vec(&ys[0], &xs[0], len(xs))
 		worst, at := 0.0, float32(0)
 		for i, x := range xs {
-			if u := ulpDiff(ys[i], float32(f.ref(float64(x)))); u > worst {
+			if u := vmath.ULP32(ys[i], float32(f.ref(float64(x)))); u > worst {
 				worst, at = u, x
 			}
 		}

@@ -5,95 +5,35 @@
 package gae
 
 import (
-	"math"
 	"os"
 	"testing"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/lossgen/lossgen/gen/vmath"
 )
 
 // maxULP is the error bound of the AVX2 kernels' exp, log and log1p against math.Exp,
 // math.Log and math.Log1p rounded to float64, in units in the last place.
 var maxULP = map[string]float64{"exp": 2, "log": 2, "log1p": 2}
 
-var vmath = map[string]struct {
+var vecMath = map[string]struct {
 	vec func(dst, src *float64, n int)
 	ref func(float64) float64
 }{
-	"exp":   {expAVX2, refExp},
-	"log":   {logAVX2, refLog},
-	"log1p": {log1pAVX2, math.Log1p},
-}
-
-// refExp is math.Exp, except just below the overflow threshold where the amd64 assembly of
-// math.Exp already returns +Inf: there e^x = e^(x/2)·e^(x/2) (exact to an ulp, and the
-// float32 rounding of a float64 value is unaffected).
-func refExp(x float64) float64 {
-	y := math.Exp(x)
-	if math.IsInf(y, 1) && x < 709.782712893384 {
-		h := math.Exp(x / 2)
-		return h * h
-	}
-	return y
-}
-
-// refLog is math.Log, except for subnormal inputs, which the amd64 assembly of math.Log
-// mishandles: there log(x) = log(x·2^54) − 54·ln 2.
-func refLog(x float64) float64 {
-	if x > 0 && x < 0x1p-1022 {
-		return math.Log(x*0x1p54) - 54*math.Ln2
-	}
-	return math.Log(x)
-}
-
-func ulpDiff(got, want float64) float64 {
-	if want != want || got != got {
-		if want != want && got != got {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	if want == got {
-		return 0
-	}
-	return math.Abs(float64(ord(got) - ord(want)))
-}
-
-// ord maps a float's bits to integers in the order of the floats (−0 and +0 both 0).
-func ord(x float64) int64 {
-	b := int64(math.Float64bits(x))
-	if b < 0 {
-		return -(b & 0x7fffffffffffffff)
-	}
-	return b
+	"exp":   {expAVX2, vmath.RefExp},
+	"log":   {logAVX2, vmath.RefLog},
+	"log1p": {log1pAVX2, vmath.RefLog1p},
 }
 
 // sweepInputs are the points the accuracy test evaluates: 2^22 float64s (random bit patterns, uniform in ±800, uniform in [−1, 3)), and the special
-// values (±0, ±inf, NaN, the smallest and largest subnormals and normals, the overflow and
-// underflow edges of exp, and −1 for log1p).
+// values (see lossgen's gen/vmath), padded to whole vectors.
 func sweepInputs(full bool) []float64 {
-	var xs []float64
 	n := 1 << 22
 	if full {
 		n = 1 << 26
 	}
-	r := uint64(0x9E3779B97F4A7C15)
-	for i := 0; i < n; i++ {
-		r ^= r << 13
-		r ^= r >> 7
-		r ^= r << 17
-		switch i % 3 {
-		case 0:
-			xs = append(xs, math.Float64frombits(r))
-		case 1:
-			xs = append(xs, (float64(r>>11)/(1<<53)*2-1)*800)
-		default:
-			xs = append(xs, float64(r>>11)/(1<<53)*4-1)
-		}
-	}
-	xs = append(xs, 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(),
-		math.Float64frombits(1), math.Float64frombits(0x000fffffffffffff), 0x1p-1022, math.MaxFloat64,
-		709.78, 709.79, -708.39, -744.44, -745.14, -746, -1, math.Nextafter(-1, 0))
+	xs := vmath.Sweep64(n)
 	for len(xs)%8 != 0 {
 		xs = append(xs, 1)
 	}
@@ -109,11 +49,11 @@ func TestVectorMathULP(t *testing.T) {
 	xs := sweepInputs(os.Getenv("LOSSGEN_FULL_SWEEP") != "")
 	ys := make([]float64, len(xs))
 	for _, name := range []string{"exp", "log", "log1p"} {
-		f := vmath[name]
+		f := vecMath[name]
 		f.vec(&ys[0], &xs[0], len(xs))
 		worst, at := 0.0, float64(0)
 		for i, x := range xs {
-			if u := ulpDiff(ys[i], float64(f.ref(float64(x)))); u > worst {
+			if u := vmath.ULP64(ys[i], float64(f.ref(float64(x)))); u > worst {
 				worst, at = u, x
 			}
 		}

@@ -1,0 +1,332 @@
+package ptxgen
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// Thread mapping. A scan pass runs one thread per trajectory row (every dim but the last),
+// each walking the time dim backwards; any other pass runs one thread per index of its last
+// dim (adjacent threads touch adjacent elements: coalesced) and loops over the outer dims in
+// order. A scalar pass is one thread. Reductions follow the mapping (see reduce.go): a slot
+// whose elements one thread sees is finished in that thread; a slot spread over threads is
+// reduced in the block (warp shuffles, then shared memory) and across blocks by a second,
+// one-thread-per-slot kernel, in a fixed order, so results are the same bits every run.
+
+const maxBlock = 256
+
+// passK emits the kernel of one pass.
+type passK struct {
+	*kernel
+	e        *emitter
+	ps       *plan.Pass
+	thread   ir.Shape // dims indexed by the thread
+	loop     ir.Shape // dims looped over, outermost first
+	scan     bool
+	threads  int
+	block    int
+	grid     int
+	idx      map[string]string // dim -> u32 register with its current index
+	vals     map[int]string    // node ID -> register for the current step
+	carries  map[int]string
+	active   string // predicate: this thread has work
+	reds     []*redK
+	partials []partialBuf
+}
+
+// partialBuf is a float64 scratch buffer of per-block partial reduction states.
+type partialBuf struct {
+	name   string
+	length int
+}
+
+func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
+	k := &passK{kernel: newKernel(fmt.Sprintf("pass%d", ps.Index), e.f64), e: e, ps: ps,
+		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}}
+	dom := ps.Domain
+	switch {
+	case len(dom) == 0:
+	case ps.Scan:
+		k.thread, k.loop, k.scan = dom[:len(dom)-1], dom[len(dom)-1:], true
+	default:
+		k.thread, k.loop = dom[len(dom)-1:], dom[:len(dom)-1]
+	}
+	k.threads = k.thread.Numel()
+	k.block = min(maxBlock, (k.threads+31)/32*32)
+	k.grid = (k.threads + k.block - 1) / k.block
+	for _, r := range ps.Reduces {
+		rk, err := k.classify(r)
+		if err != nil {
+			return nil, err
+		}
+		k.reds = append(k.reds, rk)
+	}
+	k.prologue()
+	k.loops(0)
+	k.groupEnd(0)
+	k.op("ret")
+	k.finish()
+	return k, nil
+}
+
+// prologue computes the thread's index (clamped to the last valid one, so every load stays
+// in bounds; stores and reduction contributions are predicated on active) and its dims.
+func (k *passK) prologue() {
+	tid, ctaid, ntid := k.r32(), k.r32(), k.r32()
+	k.op("mov.u32 %s, %%tid.x", tid)
+	k.op("mov.u32 %s, %%ctaid.x", ctaid)
+	k.op("mov.u32 %s, %%ntid.x", ntid)
+	g := k.r32()
+	k.op("mad.lo.s32 %s, %s, %s, %s", g, ctaid, ntid, tid)
+	k.active = k.pred()
+	k.op("setp.lt.u32 %s, %s, %d", k.active, g, k.threads)
+	k.op("min.u32 %s, %s, %d", g, g, max(k.threads-1, 0))
+	rest := g
+	for i := len(k.thread) - 1; i >= 0; i-- {
+		d := k.thread[i]
+		r := k.r32()
+		if i == 0 {
+			k.op("mov.u32 %s, %s", r, rest)
+		} else {
+			q := k.r32()
+			k.op("rem.u32 %s, %s, %d", r, rest, d.Size)
+			k.op("div.u32 %s, %s, %d", q, rest, d.Size)
+			rest = q
+		}
+		k.idx[d.Name] = r
+	}
+	k.groupStart(0)
+}
+
+// loops emits the loop over loop dim level and everything inside it.
+func (k *passK) loops(level int) {
+	if level == len(k.loop) {
+		k.step()
+		return
+	}
+	d := k.loop[level]
+	c := k.r32()
+	k.idx[d.Name] = c
+	reverse := k.scan && level == len(k.loop)-1
+	if reverse {
+		k.op("mov.u32 %s, %d", c, d.Size-1)
+		for _, n := range k.ps.Compute {
+			if n.Op == ir.OpScanRev {
+				r := k.el()
+				k.op("mov.%s %s, %s", k.t(), r, k.imm(0))
+				k.carries[n.ID] = r
+			}
+		}
+	} else {
+		k.op("mov.u32 %s, 0", c)
+	}
+	top := k.newLabel("loop")
+	k.label(top)
+	if level+1 < len(k.loop) {
+		k.groupStart(level + 1)
+	}
+	k.loops(level + 1)
+	if level+1 < len(k.loop) {
+		k.groupEnd(level + 1)
+	}
+	more := k.pred()
+	if reverse {
+		k.op("sub.s32 %s, %s, 1", c, c)
+		k.op("setp.ge.s32 %s, %s, 0", more, c)
+	} else {
+		k.op("add.s32 %s, %s, 1", c, c)
+		k.op("setp.lt.s32 %s, %s, %d", more, c, d.Size)
+	}
+	k.op("@%s bra %s", more, top)
+}
+
+// linear returns a u32 register with the row-major offset of shape s at the current indices.
+func (k *passK) linear(s ir.Shape) string {
+	st := s.Strides()
+	r := k.r32()
+	k.op("mov.u32 %s, 0", r)
+	for i, d := range s {
+		k.op("mad.lo.s32 %s, %s, %d, %s", r, k.idx[d.Name], st[i], r)
+	}
+	return r
+}
+
+// step emits one element's work: loads, computes, stores, and the per-element part of the
+// reductions.
+func (k *passK) step() {
+	// Slots that change every step start and end here; with no loop dims, level 0 is the
+	// whole kernel (prologue and epilogue).
+	if len(k.loop) > 0 {
+		k.groupStart(len(k.loop))
+	}
+	k.vals = map[int]string{}
+	for _, n := range k.ps.Loads {
+		k.vals[n.ID] = k.load(n)
+	}
+	stored := map[int]bool{}
+	for _, n := range k.ps.Stores {
+		stored[n.ID] = true
+	}
+	for _, n := range k.ps.Compute {
+		k.comment("%s", n)
+		k.vals[n.ID] = k.compute(n)
+		if stored[n.ID] {
+			k.store(n, k.vals[n.ID])
+		}
+	}
+	for _, r := range k.reds {
+		k.accumulate(r)
+	}
+	if len(k.loop) > 0 {
+		k.groupEnd(len(k.loop))
+	}
+}
+
+// load reads a node the pass does not compute, at the current indices.
+func (k *passK) load(n *ir.Node) string {
+	if n.Op == ir.OpConst && len(n.Shape) == 0 {
+		return k.constReg(n.Value[0])
+	}
+	off := k.linear(n.Shape)
+	return k.loadAt(n, off)
+}
+
+// loadAt reads node n's memory at element offset off.
+func (k *passK) loadAt(n *ir.Node, off string) string {
+	t := k.t()
+	v := k.el()
+	switch {
+	case n.Op == ir.OpConst:
+		base := k.r64()
+		k.op("mov.u64 %s, %s", base, k.e.constName(n))
+		a := k.addr(base, off, k.e.esz())
+		k.op("ld.global.%s %s, [%s]", t, v, a)
+	case n.Op == ir.OpInput && n.Input.Kind == ir.Bool:
+		a := k.addr(k.param(k.e.bufName(n)), off, 1)
+		b := k.reg("rs")
+		k.op("ld.global.u8 %s, [%s]", b, a)
+		k.op("cvt.rn.%s.u16 %s, %s", t, v, b)
+	case n.Op == ir.OpInput && n.Input.Kind == ir.Index:
+		a := k.addr(k.param(k.e.bufName(n)), off, 8)
+		w := k.r64()
+		k.op("ld.global.s64 %s, [%s]", w, a)
+		k.op("cvt.rn.%s.s64 %s, %s", t, v, w)
+	default:
+		a := k.addr(k.param(k.e.bufName(n)), off, k.e.esz())
+		k.op("ld.global.%s %s, [%s]", t, v, a)
+	}
+	return v
+}
+
+// store writes v to n's buffer at the current indices, if this thread is active.
+func (k *passK) store(n *ir.Node, v string) {
+	off := k.linear(n.Shape)
+	a := k.addr(k.param(k.e.bufName(n)), off, k.e.esz())
+	k.op("@%s st.global.%s [%s], %s", k.active, k.t(), a, v)
+}
+
+var cmpOp = map[ir.Op]string{ir.OpLt: "lt", ir.OpLe: "le", ir.OpGt: "gt", ir.OpGe: "ge", ir.OpEq: "eq", ir.OpNe: "neu"}
+
+// compute emits one node on its arguments' registers.
+func (k *passK) compute(n *ir.Node) string {
+	arg := func(i int) string { return k.vals[n.Args[i].ID] }
+	t := k.t()
+	d := k.el()
+	switch n.Op {
+	case ir.OpNeg:
+		k.op("neg.%s %s, %s", t, d, arg(0))
+	case ir.OpAbs:
+		k.op("abs.%s %s, %s", t, d, arg(0))
+	case ir.OpExp:
+		return k.expEl(arg(0))
+	case ir.OpLog:
+		return k.logEl(arg(0))
+	case ir.OpLog1p:
+		return k.log1pEl(arg(0))
+	case ir.OpSqrt:
+		k.op("sqrt.rn.%s %s, %s", t, d, arg(0))
+	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv:
+		name := map[ir.Op]string{ir.OpAdd: "add", ir.OpSub: "sub", ir.OpMul: "mul", ir.OpDiv: "div"}[n.Op]
+		k.op("%s.rn.%s %s, %s, %s", name, t, d, arg(0), arg(1))
+	case ir.OpMin, ir.OpMax:
+		name := map[ir.Op]string{ir.OpMin: "min", ir.OpMax: "max"}[n.Op]
+		if k.f64 {
+			k.minmax64(name, d, arg(0), arg(1))
+		} else {
+			k.op("%s.NaN.f32 %s, %s, %s", name, d, arg(0), arg(1))
+		}
+	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
+		p := k.pred()
+		k.op("setp.%s.%s %s, %s, %s", cmpOp[n.Op], t, p, arg(0), arg(1))
+		k.op("selp.%s %s, %s, %s, %s", t, d, k.imm(1), k.imm(0), p)
+	case ir.OpWhere:
+		p := k.pred()
+		k.op("setp.neu.%s %s, %s, %s", t, p, arg(0), k.imm(0))
+		k.op("selp.%s %s, %s, %s, %s", t, d, arg(1), arg(2), p)
+	case ir.OpScanRev:
+		// y[t] = x[t] + y[t+1]·c[t], in the order TorchRL's loop GAE writes it.
+		c := k.carries[n.ID]
+		k.op("mul.rn.%s %s, %s, %s", t, d, c, arg(1))
+		k.op("add.rn.%s %s, %s, %s", t, d, arg(0), d)
+		k.op("mov.%s %s, %s", t, c, d)
+	case ir.OpShiftNext:
+		return k.shift(n)
+	case ir.OpGather:
+		return k.gather(n)
+	default:
+		panic("ptxgen: no PTX for " + n.Op.String())
+	}
+	return d
+}
+
+// minmax64 is Go's min/max for float64: NaN if either is NaN (PTX's min.f64 returns the
+// other operand).
+func (k *kernel) minmax64(name, d, a, b string) {
+	p := k.pred()
+	k.op("setp.nan.f64 %s, %s, %s", p, a, b)
+	k.op("%s.f64 %s, %s, %s", name, d, a, b)
+	k.op("selp.f64 %s, %s, %s, %s", d, immF64(math.NaN()), d, p)
+}
+
+// shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1 along the last dim.
+func (k *passK) shift(n *ir.Node) string {
+	x, last := n.Args[0], n.Args[1]
+	axis := n.Axes[0]
+	T := x.Shape[len(x.Shape)-1].Size
+	atEnd := k.pred()
+	k.op("setp.ge.u32 %s, %s, %d", atEnd, k.idx[axis], T-1)
+	off := k.linear(x.Shape)
+	next := k.r32()
+	k.op("add.s32 %s, %s, 1", next, off)
+	k.op("selp.b32 %s, %s, %s, %s", next, off, next, atEnd) // stay in bounds at the end
+	nx := k.loadAt(x, next)
+	lv := k.loadAt(last, off)
+	d := k.el()
+	k.op("selp.%s %s, %s, %s, %s", k.t(), d, lv, nx, atEnd)
+	return d
+}
+
+// gather is y = x[..., idx] along axis a of x, the index truncated and clamped into the axis
+// (Forward rejects out-of-range index inputs before any kernel runs).
+func (k *passK) gather(n *ir.Node) string {
+	x, idx := n.Args[0], k.vals[n.Args[1].ID]
+	axis := n.Axes[0]
+	xs := x.Shape
+	size := xs[xs.Index(axis)].Size
+	i := k.r32()
+	if k.f64 {
+		k.op("cvt.rzi.s32.f64 %s, %s", i, idx)
+	} else {
+		k.op("cvt.rzi.s32.f32 %s, %s", i, idx)
+	}
+	k.op("max.s32 %s, %s, 0", i, i)
+	k.op("min.s32 %s, %s, %d", i, i, size-1)
+	saved := k.idx[axis]
+	k.idx[axis] = i
+	off := k.linear(xs)
+	k.idx[axis] = saved
+	return k.loadAt(x, off)
+}

@@ -1,0 +1,244 @@
+// Package ptxgen is the PTX backend: for every pass of the fusion plan it emits a CUDA PTX
+// kernel (PTX ISA 7.0, sm_80, 64-bit addresses), generic over the IR like the other backends,
+// plus a merge kernel where a reduction spans thread blocks, and the launch table that says
+// which buffers to allocate and which kernels to launch in order. The module and kernel
+// frames are text/templates (templates/ptx); the instructions come from the op expansions
+// here. Results are deterministic: no floating-point atomics, fixed reduction trees.
+package ptxgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/templates"
+)
+
+// Target is the PTX .target of every module.
+const Target = "sm_80"
+
+// The backend's files.
+const (
+	PTXFile    = "kernels.ptx"
+	LaunchFile = "launch.json"
+	GoFile     = "ptx.go"
+)
+
+type emitter struct {
+	g   *ir.Graph
+	p   *plan.Plan
+	f64 bool
+}
+
+func (e *emitter) esz() int {
+	if e.f64 {
+		return 8
+	}
+	return 4
+}
+
+// bufName is the launch-table buffer holding node n: in/<data name> for an input,
+// out/<name> for an output, scratch/<name> for the rest (an input and an output may share a
+// name: ClipPPO reads "entropy" and reports "entropy").
+func (e *emitter) bufName(n *ir.Node) string {
+	if n.Op == ir.OpInput {
+		return "in/" + n.Input.Name
+	}
+	buf := e.p.Buffer(n)
+	if buf == nil {
+		panic(fmt.Sprintf("ptxgen: v%d is not stored", n.ID))
+	}
+	if buf.Output != nil {
+		return "out/" + buf.Name
+	}
+	return "scratch/" + buf.Name
+}
+
+func (e *emitter) constName(n *ir.Node) string { return fmt.Sprintf("lgconst%d", n.ID) }
+
+type constDecl struct {
+	Doc, Type, Name, Values string
+	Len                     int
+}
+
+type kernelView struct {
+	Doc    string
+	Name   string
+	Params []string
+	Regs   []regDecl
+	Shared int
+	Text   string
+}
+
+// Module is the emitted PTX and its launch table.
+type Module struct {
+	PTX    []byte
+	Launch runtime.LaunchTable
+}
+
+// Emit builds the PTX module and launch table for p.
+func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
+	g := p.Graph
+	e := &emitter{g: g, p: p, f64: g.DType == ir.F64}
+	table := runtime.LaunchTable{Package: m.Package, DType: g.DType.String(), Target: Target, PTX: PTXFile}
+	for _, in := range g.Inputs {
+		dt := g.DType.String()
+		switch in.Kind {
+		case ir.Bool:
+			dt = "bool"
+		case ir.Index:
+			dt = "int64"
+		}
+		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "in/" + in.Name, Role: "input", DType: dt, Length: in.Shape.Numel(), Shape: in.Shape.Sizes()})
+	}
+	for _, o := range g.Outputs {
+		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "out/" + o.Name, Role: "output", DType: g.DType.String(), Length: o.Node.Shape.Numel(), Shape: o.Node.Shape.Sizes()})
+	}
+	for _, s := range p.Scratch {
+		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "scratch/" + s.Name, Role: "scratch", DType: g.DType.String(), Length: s.Node.Shape.Numel(), Shape: s.Node.Shape.Sizes()})
+	}
+	var kernels []kernelView
+	for _, ps := range p.Passes {
+		k, err := e.passKernel(ps)
+		if err != nil {
+			return nil, err
+		}
+		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe())))
+		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{k.grid, 1, 1}, Block: [3]int{k.block, 1, 1}, Params: k.Params})
+		if mk := k.mergeKernel(); mk != nil {
+			slots := 0
+			for _, rk := range k.reds {
+				if rk.block {
+					slots = max(slots, rk.r.Shape.Numel())
+				}
+			}
+			block := min(maxBlock, (slots+31)/32*32)
+			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index)))
+			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{(slots + block - 1) / block, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
+		}
+		for _, pb := range k.partials {
+			table.Buffers = append(table.Buffers, runtime.Buffer{Name: pb.name, Role: "scratch", DType: "float64", Length: pb.length, Shape: []int{pb.length}})
+		}
+	}
+	var consts []constDecl
+	for _, n := range g.Nodes {
+		if n.Op != ir.OpConst || len(n.Shape) == 0 {
+			continue
+		}
+		k := &kernel{f64: e.f64}
+		var vals []string
+		for _, v := range n.Value {
+			vals = append(vals, k.imm(v))
+		}
+		consts = append(consts, constDecl{Doc: n.String(), Type: k.t(), Name: e.constName(n), Values: strings.Join(vals, ", "), Len: len(vals)})
+	}
+	src, err := render(moduleView{Header: gogen.Header(m), Package: m.Package, DType: g.DType.String(), Consts: consts, Kernels: kernels})
+	if err != nil {
+		return nil, err
+	}
+	return &Module{PTX: src, Launch: table}, nil
+}
+
+// moduleView is what templates/ptx/module.ptx.tmpl renders.
+type moduleView struct {
+	Header, Package, DType string
+	Consts                 []constDecl
+	Kernels                []kernelView
+}
+
+func render(v moduleView) ([]byte, error) {
+	tmpl, err := templates.PTX()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	data := map[string]any{"Header": v.Header, "Package": v.Package, "DType": v.DType, "Target": Target, "Consts": v.Consts, "Kernels": v.Kernels}
+	if err := tmpl.Execute(&buf, data); err != nil {
+		return nil, fmt.Errorf("ptxgen: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func view(k *kernel, doc string) kernelView {
+	return kernelView{Doc: doc, Name: k.Name, Params: k.Params, Regs: k.Regs, Shared: k.Shared, Text: k.text()}
+}
+
+// Generate returns the backend's files: kernels.ptx, launch.json and ptx.go (which embeds the
+// PTX and declares the launch table as the variable Launch).
+func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
+	mod, err := Emit(p, m)
+	if err != nil {
+		return nil, err
+	}
+	marked := mod.Launch
+	marked.Generated = gogen.Header(m)
+	js, err := json.MarshalIndent(marked, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	goSrc, err := goFile(mod.Launch, m)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{PTXFile: mod.PTX, LaunchFile: append(js, '\n'), GoFile: goSrc}, nil
+}
+
+// goFile emits ptx.go.
+func goFile(t runtime.LaunchTable, m gogen.Meta) ([]byte, error) {
+	f := jen.NewFile(m.Package)
+	f.HeaderComment(gogen.Header(m))
+	f.ImportName(gogen.RuntimePath, "runtime")
+	f.Anon("embed")
+	f.Comment("PTX is the CUDA PTX module of this package's kernels (kernels.ptx): load it with")
+	f.Comment("cuModuleLoadData and run Launch's launches in order (see lossgen's README).")
+	f.Comment("")
+	f.Comment("//go:embed " + PTXFile)
+	f.Var().Id("PTX").String()
+	f.Comment("Launch is the launch table of PTX (also written as " + LaunchFile + "): the buffers to")
+	f.Comment("allocate, zero-filled, and the kernels to launch in order with their grid, block and")
+	f.Comment("arguments (device pointers to the named buffers).")
+	buffers := jen.Index().Qual(gogen.RuntimePath, "Buffer").ValuesFunc(func(g *jen.Group) {
+		for _, b := range t.Buffers {
+			g.Values(jen.Dict{
+				jen.Id("Name"): jen.Lit(b.Name), jen.Id("Role"): jen.Lit(b.Role), jen.Id("DType"): jen.Lit(b.DType),
+				jen.Id("Length"): jen.Lit(b.Length), jen.Id("Shape"): jen.Index().Int().ValuesFunc(func(s *jen.Group) {
+					for _, x := range b.Shape {
+						s.Lit(x)
+					}
+				}),
+			})
+		}
+	})
+	launches := jen.Index().Qual(gogen.RuntimePath, "Launch").ValuesFunc(func(g *jen.Group) {
+		for _, l := range t.Launches {
+			g.Values(jen.Dict{
+				jen.Id("Kernel"): jen.Lit(l.Kernel),
+				jen.Id("Grid"):   jen.Index(jen.Lit(3)).Int().Values(jen.Lit(l.Grid[0]), jen.Lit(l.Grid[1]), jen.Lit(l.Grid[2])),
+				jen.Id("Block"):  jen.Index(jen.Lit(3)).Int().Values(jen.Lit(l.Block[0]), jen.Lit(l.Block[1]), jen.Lit(l.Block[2])),
+				jen.Id("Params"): jen.Index().String().ValuesFunc(func(s *jen.Group) {
+					for _, p := range l.Params {
+						s.Lit(p)
+					}
+				}),
+			})
+		}
+	})
+	f.Var().Id("Launch").Op("=").Qual(gogen.RuntimePath, "LaunchTable").Values(jen.Dict{
+		jen.Id("Package"): jen.Lit(t.Package), jen.Id("DType"): jen.Lit(t.DType), jen.Id("Target"): jen.Lit(t.Target),
+		jen.Id("PTX"): jen.Lit(t.PTX), jen.Id("Buffers"): buffers, jen.Id("Launches"): launches,
+	})
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, err
+	}
+	// jennifer cannot place a directive right above a declaration: move the embed comment.
+	src := strings.Replace(buf.String(), "// //go:embed "+PTXFile+"\n", "//go:embed "+PTXFile+"\n", 1)
+	return []byte(src), nil
+}

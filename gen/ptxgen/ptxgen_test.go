@@ -1,0 +1,332 @@
+package ptxgen_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	lossgen "github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
+)
+
+// example is one committed generated package: its PTX, launch table and golden cases.
+type example struct {
+	dir   string
+	ptx   string
+	table runtime.LaunchTable
+	cases []golden.Case
+}
+
+// examples loads every package under generated/ that carries a launch table.
+func examples(t *testing.T) []example {
+	tables, err := filepath.Glob("../../generated/*/" + ptxgen.LaunchFile)
+	require.NoError(t, err)
+	require.NotEmpty(t, tables)
+	var out []example
+	for _, lf := range tables {
+		dir := filepath.Dir(lf)
+		ex := example{dir: filepath.Base(dir)}
+		js, err := os.ReadFile(lf)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(js, &ex.table))
+		ptx, err := os.ReadFile(filepath.Join(dir, ex.table.PTX))
+		require.NoError(t, err)
+		ex.ptx = string(ptx)
+		ex.cases, err = golden.LoadCases("../../golden/" + ex.dir)
+		require.NoError(t, err)
+		require.NotEmpty(t, ex.cases, ex.dir)
+		out = append(out, ex)
+	}
+	return out
+}
+
+// specialCase is the example's first golden case with NaN and ±inf placed in its float
+// inputs (a NaN every 37 elements from 11, +inf and −inf every 101 from 50 and 51), its
+// expected outputs computed by the interpreter: NaN and inf must propagate through the PTX
+// exactly as through the interpreter (TorchRL's float semantics, README "NaN propagation").
+func specialCase(t *testing.T, ex example) golden.Case {
+	_, rest, ok := strings.Cut(ex.table.Generated, " from ")
+	require.True(t, ok, "launch.json names its spec")
+	specPath, _, _ := strings.Cut(rest, ";")
+	c, err := lossgen.Compile(filepath.Join("../../generated", ex.dir, specPath))
+	require.NoError(t, err)
+	base := ex.cases[0]
+	cs := golden.Case{Name: base.Name + "+nan+inf", Inputs: map[string]golden.Array{}}
+	for name, a := range base.Inputs {
+		switch x := a.Data.(type) {
+		case []float32:
+			x = slices.Clone(x)
+			for i := range x {
+				switch {
+				case i%37 == 11:
+					x[i] = float32(math.NaN())
+				case i%101 == 50:
+					x[i] = float32(math.Inf(1))
+				case i%101 == 51:
+					x[i] = float32(math.Inf(-1))
+				}
+			}
+			a.Data = x
+		case []float64:
+			x = slices.Clone(x)
+			for i := range x {
+				switch {
+				case i%37 == 11:
+					x[i] = math.NaN()
+				case i%101 == 50:
+					x[i] = math.Inf(1)
+				case i%101 == 51:
+					x[i] = math.Inf(-1)
+				}
+			}
+			a.Data = x
+		}
+		cs.Inputs[name] = a
+	}
+	require.NoError(t, cases.Want(c.Graph, &cs))
+	return cs
+}
+
+// TestSpecialValues runs every example's PTX on its special-value case.
+func TestSpecialValues(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex.dir, func(t *testing.T) {
+			bad, err := check(t, ex.ptx, ex.table, specialCase(t, ex))
+			require.NoError(t, err)
+			require.Zero(t, bad)
+		})
+	}
+}
+
+// check runs ptx with table on a golden case in the simulator and returns how many elements
+// of its outputs miss the generated tests' tolerances (gen.Tolerance) against the
+// interpreter's golden outputs.
+func check(t *testing.T, ptx string, table runtime.LaunchTable, cs golden.Case) (bad int, err error) {
+	out, st, err := ptxsim.RunTable(ptx, table, cs.Inputs)
+	if err != nil {
+		return 0, err
+	}
+	t.Logf("%s: %d instructions, %d barriers, %d shuffles", cs.Name, st.Instructions, st.Barriers, st.Shuffles)
+	dt := ir.F32
+	if table.DType == "float64" {
+		dt = ir.F64
+	}
+	for name, want := range cs.Want {
+		got, ok := out[name]
+		if !ok {
+			t.Logf("%s: no output %s", cs.Name, name)
+			bad++
+			continue
+		}
+		d := golden.Compare(want.Float64s(), got.Float64s(), lossgen.Tolerance(dt, len(want.Shape) == 0))
+		if d.Bad > 0 {
+			t.Logf("%s %s: %d bad, first [%d]: got %v want %v", cs.Name, name, d.Bad, d.First, got.Float64s()[d.First], want.Float64s()[d.First])
+		} else {
+			t.Logf("%s %-22s max rel %.3g normwise %.3g", cs.Name, name, d.MaxRel, d.MaxNorm)
+		}
+		bad += d.Bad
+	}
+	return bad, nil
+}
+
+// TestGeneratedPTX runs every committed generated package's kernels.ptx, as launch.json
+// drives it, in the simulator on all of its golden cases and compares with the golden
+// outputs of the reference interpreter, within the bounds the Go and AVX2 kernels meet.
+func TestGeneratedPTX(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex.dir, func(t *testing.T) {
+			for _, cs := range ex.cases {
+				bad, err := check(t, ex.ptx, ex.table, cs)
+				require.NoError(t, err, cs.Name)
+				require.Zero(t, bad, "%s: elements outside tolerance", cs.Name)
+			}
+		})
+	}
+}
+
+// replaceNth replaces the n-th (from 1) occurrence of old in s, failing the test when there
+// is none, so a mutation that no longer applies is noticed.
+func replaceNth(t *testing.T, s, old, new string, n int) string {
+	t.Helper()
+	at := -1
+	for i := 0; i < n; i++ {
+		j := strings.Index(s[at+1:], old)
+		require.GreaterOrEqual(t, j, 0, "occurrence %d of %q", i+1, old)
+		at += 1 + j
+	}
+	return s[:at] + new + s[at+len(old):]
+}
+
+// launchOf returns the launch of kernel name.
+func launchOf(t *testing.T, tb *runtime.LaunchTable, name string) *runtime.Launch {
+	for i := range tb.Launches {
+		if tb.Launches[i].Kernel == name {
+			return &tb.Launches[i]
+		}
+	}
+	t.Fatalf("no launch of %s", name)
+	return nil
+}
+
+// swapParams exchanges two buffers in a launch's argument list.
+func swapParams(t *testing.T, l *runtime.Launch, a, b string) {
+	ia, ib := slices.Index(l.Params, a), slices.Index(l.Params, b)
+	require.True(t, ia >= 0 && ib >= 0, "%s has params %s and %s", l.Kernel, a, b)
+	l.Params[ia], l.Params[ib] = b, a
+}
+
+// TestMutationsAreCaught checks the checker: each mutation is a bug a template, an op
+// expansion or the launch-table builder could plausibly have — a wrong instruction or
+// constant in a copy of a generated package's PTX, or a wrong entry in its launch table —
+// and running the mutated kernels on the package's golden cases must fail (outputs outside
+// tolerance, or an error such as a shared-memory race).
+func TestMutationsAreCaught(t *testing.T) {
+	byDir := map[string]example{}
+	for _, ex := range examples(t) {
+		byDir[ex.dir] = ex
+	}
+	f64 := func(v float64) string { return fmt.Sprintf("0d%016X", math.Float64bits(v)) }
+	for _, m := range []struct {
+		name, dir string
+		ptx       func(t *testing.T, src string) string
+		table     func(t *testing.T, tb *runtime.LaunchTable)
+	}{
+		{name: "gamma 0.99 emitted as 0.98", dir: "gae", ptx: func(t *testing.T, s string) string {
+			return strings.ReplaceAll(replaceNth(t, s, f64(0.99), f64(0.98), 1), f64(0.99), f64(0.98))
+		}},
+		{name: "first warp-shuffle step with offset 8 instead of 16", dir: "gae", ptx: func(t *testing.T, s string) string {
+			return replaceNth(t, s, ", 16, 31, 0xffffffff;", ", 8, 31, 0xffffffff;", 1)
+		}},
+		{name: "barrier between shared-memory write and read dropped", dir: "gae", ptx: func(t *testing.T, s string) string {
+			return replaceNth(t, s, "\tbar.sync 0;\n", "", 1)
+		}},
+		{name: "scan subtracts delta instead of adding it", dir: "gae", ptx: func(t *testing.T, s string) string {
+			i := strings.Index(s, "scan_rev(")
+			require.Greater(t, i, 0)
+			return s[:i] + replaceNth(t, s[i:], "add.rn.f64", "sub.rn.f64", 1)
+		}},
+		{name: "done and terminated passed in each other's place", dir: "gae", table: func(t *testing.T, tb *runtime.LaunchTable) {
+			swapParams(t, launchOf(t, tb, "pass0"), "in/next.done", "in/next.terminated")
+		}},
+		{name: "block of the scan too small for the rows", dir: "gae", table: func(t *testing.T, tb *runtime.LaunchTable) {
+			launchOf(t, tb, "pass0").Block[0] = 32
+		}},
+		{name: "merge of block partials not launched", dir: "gae", table: func(t *testing.T, tb *runtime.LaunchTable) {
+			tb.Launches = slices.DeleteFunc(tb.Launches, func(l runtime.Launch) bool { return l.Kernel == "pass0_merge" })
+		}},
+		{name: "one block too few", dir: "clipppo", table: func(t *testing.T, tb *runtime.LaunchTable) {
+			launchOf(t, tb, "pass0").Grid[0]--
+		}},
+		{name: "min.NaN.f32 emitted as min.f32 (NaN dropped)", dir: "clipppo", ptx: func(t *testing.T, s string) string {
+			return strings.ReplaceAll(s, "min.NaN.f32", "min.f32")
+		}},
+		{name: "polynomial coefficient 0.5 emitted as 0.25", dir: "clipppo", ptx: func(t *testing.T, s string) string {
+			return replaceNth(t, s, ", 0f3F000000;", ", 0f3E800000;", 1)
+		}},
+		{name: "state_value and next.state_value swapped", dir: "clipppogae", table: func(t *testing.T, tb *runtime.LaunchTable) {
+			swapParams(t, launchOf(t, tb, "pass0"), "in/state_value", "in/next.state_value")
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			ex, ok := byDir[m.dir]
+			require.True(t, ok, m.dir)
+			ptx, tb := ex.ptx, ex.table
+			tb.Launches = slices.Clone(tb.Launches)
+			for i := range tb.Launches {
+				tb.Launches[i].Params = slices.Clone(tb.Launches[i].Params)
+			}
+			if m.ptx != nil {
+				ptx = m.ptx(t, ptx)
+				require.NotEqual(t, ex.ptx, ptx)
+			}
+			if m.table != nil {
+				m.table(t, &tb)
+			}
+			run := append([]golden.Case{specialCase(t, ex)}, ex.cases...)
+			if m.dir == "clipppogae" {
+				run = run[:2] // seconds each in the simulator
+			}
+			caught := false
+			for _, cs := range run {
+				bad, err := check(t, ptx, tb, cs)
+				if err != nil {
+					t.Logf("%s: %v", cs.Name, err)
+				}
+				caught = caught || err != nil || bad > 0
+			}
+			require.True(t, caught, "the mutated PTX passed every golden case")
+		})
+	}
+}
+
+// numpyPython is a Python 3 with NumPy, or "" when there is none.
+func numpyPython() string {
+	for _, py := range []string{"/usr/bin/python3", "python3"} {
+		if exec.Command(py, "-c", "import numpy").Run() == nil {
+			return py
+		}
+	}
+	return ""
+}
+
+// TestGPUCheckScript runs scripts/gpu-check without a GPU (--dry-run) on the simulator's
+// outputs for the "random" case of every example: it must accept them, and must reject them
+// once one element is off by 1e-3 — so the script's buffer plumbing and comparison are
+// tested here, and only the CUDA calls wait for a GPU.
+func TestGPUCheckScript(t *testing.T) {
+	py := numpyPython()
+	if py == "" {
+		t.Skip("no python3 with NumPy (CI installs python3-numpy)")
+	}
+	out := t.TempDir()
+	var dirs []string
+	var first string
+	for _, ex := range examples(t) {
+		i := slices.IndexFunc(ex.cases, func(c golden.Case) bool { return c.Name == "random" })
+		require.GreaterOrEqual(t, i, 0, ex.dir)
+		res, _, err := ptxsim.RunTable(ex.ptx, ex.table, ex.cases[i].Inputs)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(out, ex.dir), 0o755))
+		f := filepath.Join(out, ex.dir, "random.npz")
+		require.NoError(t, golden.WriteNPZ(f, res))
+		dirs = append(dirs, filepath.Join("../../generated", ex.dir))
+		if ex.dir == "gae" {
+			first = f
+		}
+	}
+	run := func() (string, error) {
+		cmd := exec.Command(py, append([]string{"../../scripts/gpu-check", "--dry-run", "--cases", "random", "--outputs", out}, dirs...)...)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	got, err := run()
+	require.NoError(t, err, got)
+	require.Contains(t, got, "RESULT ok 0 failures")
+	require.Contains(t, got, "CASE gae random advantage ok")
+	require.Contains(t, got, "PLAN clipppogae pass0_merge grid=")
+
+	require.NotEmpty(t, first)
+	res, err := golden.ReadNPZ(first)
+	require.NoError(t, err)
+	adv := res["advantage"].Data.([]float64)
+	adv[100] += 1e-3
+	require.NoError(t, golden.WriteNPZ(first, res))
+	got, err = run()
+	require.Error(t, err, got)
+	require.Contains(t, got, "CASE gae random advantage FAIL")
+	require.Contains(t, got, "bad=1/26944")
+	require.Contains(t, got, "RESULT FAIL 1 failures")
+}

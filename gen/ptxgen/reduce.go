@@ -1,0 +1,427 @@
+package ptxgen
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// redK is one reduction of a pass kernel. States are float64 registers (fields below).
+// A "thread" reduction keeps every thread dim, so one thread sees all of a slot's elements
+// and finishes it. A "block" reduction reduces every thread dim: each thread folds its
+// elements, the block merges its threads (warp shuffles down 16, 8, 4, 2, 1, then warp 0 over
+// the warps' results in shared memory), and a merge kernel folds the blocks' partial states
+// in block order. Either way the kept loop dims must be the outermost loops (prefix), so a
+// slot's elements arrive within one run of the inner loops.
+type redK struct {
+	r      *ir.Node
+	block  bool
+	prefix int      // kept loop dims: the slot changes when one of the first prefix loops does
+	state  []string // one float64 register per field
+}
+
+var redFieldNames = map[ir.Op][]string{
+	ir.OpSum: {"s"}, ir.OpMean: {"s"}, ir.OpRMax: {"m"}, ir.OpRMin: {"m"},
+	ir.OpLogSumExp: {"m", "s"}, ir.OpVar: {"n", "mean", "m2"}, ir.OpArgMax: {"best", "idx"},
+}
+
+func (k *passK) classify(r *ir.Node) (*redK, error) {
+	reduced := map[string]bool{}
+	for _, a := range r.Axes {
+		reduced[a] = true
+	}
+	allReduced, allKept := true, true
+	for _, d := range k.thread {
+		allReduced = allReduced && reduced[d.Name]
+		allKept = allKept && !reduced[d.Name]
+	}
+	var keptLoop []string
+	for _, d := range r.Shape {
+		if k.loop.Has(d.Name) {
+			keptLoop = append(keptLoop, d.Name)
+		}
+	}
+	for i, name := range keptLoop {
+		if k.loop[i].Name != name {
+			return nil, fmt.Errorf("ptxgen: pass %d: %s keeps loop dims %v that are not the outermost loops %v", k.ps.Index, r, keptLoop, k.loop.Names())
+		}
+	}
+	rk := &redK{r: r, prefix: len(keptLoop)}
+	switch {
+	case allKept:
+	case allReduced:
+		rk.block = true
+	default:
+		return nil, fmt.Errorf("ptxgen: pass %d: %s reduces only some of the thread dims %v", k.ps.Index, r, k.thread.Names())
+	}
+	for range redFieldNames[r.Op] {
+		rk.state = append(rk.state, k.fd())
+	}
+	return rk, nil
+}
+
+// identity is each field's starting value.
+func identity(op ir.Op, field string) float64 {
+	switch {
+	case field == "m" && op == ir.OpRMin:
+		return math.Inf(1)
+	case field == "m", field == "best":
+		return math.Inf(-1)
+	case field == "idx":
+		return math.Inf(1)
+	}
+	return 0
+}
+
+func (k *passK) groupStart(level int) {
+	for _, rk := range k.reds {
+		if rk.prefix == level {
+			for i, f := range redFieldNames[rk.r.Op] {
+				k.op("mov.f64 %s, %s", rk.state[i], immF64(identity(rk.r.Op, f)))
+			}
+		}
+	}
+}
+
+func (k *passK) groupEnd(level int) {
+	for _, rk := range k.reds {
+		if rk.prefix != level {
+			continue
+		}
+		if rk.block {
+			k.blockReduce(rk)
+			continue
+		}
+		v := k.finalize(rk.r, rk.state)
+		off := k.linear(rk.r.Shape)
+		a := k.addr(k.param(k.e.bufName(rk.r)), off, k.e.esz())
+		k.op("@%s st.global.%s [%s], %s", k.active, k.t(), a, v)
+	}
+}
+
+// accumulate folds the current element into r's state, if the thread is active.
+func (k *passK) accumulate(rk *redK) {
+	r := rk.r
+	x := k.vals[r.Args[0].ID]
+	if !k.f64 {
+		w := k.fd()
+		k.op("cvt.f64.f32 %s, %s", w, x)
+		x = w
+	}
+	k.comment("%s(v%d) over %v", r.Op, r.Args[0].ID, r.Axes)
+	single := k.singleton(r, x)
+	merged := k.merge(r.Op, rk.state, single)
+	for i := range rk.state {
+		k.op("selp.f64 %s, %s, %s, %s", rk.state[i], merged[i], rk.state[i], k.active)
+	}
+}
+
+// singleton is the state of one element x (float64).
+func (k *passK) singleton(r *ir.Node, x string) []string {
+	switch r.Op {
+	case ir.OpLogSumExp:
+		return []string{x, k.constF64(1)}
+	case ir.OpVar:
+		return []string{k.constF64(1), x, k.constF64(0)}
+	case ir.OpArgMax:
+		i := k.fd()
+		k.op("cvt.rn.f64.u32 %s, %s", i, k.idx[r.Axes[0]])
+		return []string{x, i}
+	}
+	return []string{x}
+}
+
+// merge returns the state of a followed by b (b's elements come later in the fold's fixed
+// order; argmax breaks ties by index, so the order does not change its result).
+func (k *kernel) merge(op ir.Op, a, b []string) []string {
+	d := k.fd()
+	switch op {
+	case ir.OpSum, ir.OpMean:
+		k.op("add.rn.f64 %s, %s, %s", d, a[0], b[0])
+		return []string{d}
+	case ir.OpRMax:
+		k.minmax64("max", d, a[0], b[0])
+		return []string{d}
+	case ir.OpRMin:
+		k.minmax64("min", d, a[0], b[0])
+		return []string{d}
+	case ir.OpLogSumExp:
+		return k.mergeLSE(a, b)
+	case ir.OpVar:
+		return k.mergeVar(a, b)
+	case ir.OpArgMax:
+		return k.mergeArgMax(a, b)
+	}
+	panic("ptxgen: not a reduction: " + op.String())
+}
+
+// mergeLSE combines (m₁, s₁) and (m₂, s₂): m = max, s = s₁·e^(m₁−m) + s₂·e^(m₂−m), where
+// e^(mᵢ−m) is 1 when mᵢ = m (also for equal infinities) and an empty state (s = 0) adds 0.
+func (k *kernel) mergeLSE(a, b []string) []string {
+	m := k.fd()
+	k.minmax64("max", m, a[0], b[0])
+	scale := func(mi, si string) string {
+		d := k.fd()
+		k.op("sub.rn.f64 %s, %s, %s", d, mi, m)
+		e := k.exp64(d)
+		eq, empty := k.pred(), k.pred()
+		k.op("setp.eq.f64 %s, %s, %s", eq, mi, m)
+		k.op("selp.f64 %s, %s, %s, %s", e, immF64(1), e, eq)
+		t := k.fd()
+		k.op("mul.rn.f64 %s, %s, %s", t, si, e)
+		k.op("setp.eq.f64 %s, %s, %s", empty, si, immF64(0))
+		k.op("selp.f64 %s, %s, %s, %s", t, immF64(0), t, empty)
+		return t
+	}
+	t1, t2 := scale(a[0], a[1]), scale(b[0], b[1])
+	s := k.fd()
+	k.op("add.rn.f64 %s, %s, %s", s, t1, t2)
+	// A NaN anywhere makes the sum NaN.
+	nan := k.pred()
+	k.op("setp.nan.f64 %s, %s, %s", nan, m, s)
+	k.op("selp.f64 %s, %s, %s, %s", s, immF64(math.NaN()), s, nan)
+	return []string{m, s}
+}
+
+// mergeVar is Chan, Golub and LeVeque's pairwise update of Welford states (n, mean, M2).
+func (k *kernel) mergeVar(a, b []string) []string {
+	n, d, mean, m2, t := k.fd(), k.fd(), k.fd(), k.fd(), k.fd()
+	k.op("add.rn.f64 %s, %s, %s", n, a[0], b[0])
+	k.op("sub.rn.f64 %s, %s, %s", d, b[1], a[1])
+	k.op("mul.rn.f64 %s, %s, %s", t, d, b[0])
+	k.op("div.rn.f64 %s, %s, %s", t, t, n)
+	k.op("add.rn.f64 %s, %s, %s", mean, a[1], t)
+	k.op("mul.rn.f64 %s, %s, %s", t, d, d)
+	k.op("mul.rn.f64 %s, %s, %s", t, t, a[0])
+	k.op("mul.rn.f64 %s, %s, %s", t, t, b[0])
+	k.op("div.rn.f64 %s, %s, %s", t, t, n)
+	k.op("add.rn.f64 %s, %s, %s", m2, a[2], b[2])
+	k.op("add.rn.f64 %s, %s, %s", m2, m2, t)
+	// An empty side contributes nothing (and must not divide 0 by 0).
+	ea, eb := k.pred(), k.pred()
+	k.op("setp.eq.f64 %s, %s, %s", ea, a[0], immF64(0))
+	k.op("setp.eq.f64 %s, %s, %s", eb, b[0], immF64(0))
+	out := []string{n, mean, m2}
+	for i := range out {
+		k.op("selp.f64 %s, %s, %s, %s", out[i], b[i], out[i], ea)
+		k.op("selp.f64 %s, %s, %s, %s", out[i], a[i], out[i], eb)
+	}
+	return out
+}
+
+// mergeArgMax keeps the larger best value, a NaN counting as the largest, ties (and two
+// NaNs) going to the lower index: torch.argmax's first maximal index.
+func (k *kernel) mergeArgMax(a, b []string) []string {
+	an, bn, gt, eq, lower, take, t := k.pred(), k.pred(), k.pred(), k.pred(), k.pred(), k.pred(), k.pred()
+	k.op("setp.nan.f64 %s, %s, %s", an, a[0], a[0])
+	k.op("setp.nan.f64 %s, %s, %s", bn, b[0], b[0])
+	k.op("setp.gt.f64 %s, %s, %s", gt, b[0], a[0])
+	k.op("setp.eq.f64 %s, %s, %s", eq, b[0], a[0])
+	k.op("setp.lt.f64 %s, %s, %s", lower, b[1], a[1])
+	k.op("and.pred %s, %s, %s", t, eq, lower) // equal values: the lower index
+	k.op("or.pred %s, %s, %s", take, gt, t)
+	k.op("and.pred %s, %s, %s", t, an, bn) // two NaNs: the lower index
+	k.op("and.pred %s, %s, %s", t, t, lower)
+	k.op("or.pred %s, %s, %s", take, take, t)
+	k.op("not.pred %s, %s", t, an) // a NaN against a number: the NaN
+	k.op("and.pred %s, %s, %s", t, t, bn)
+	k.op("or.pred %s, %s, %s", take, take, t)
+	best, idx := k.fd(), k.fd()
+	k.op("selp.f64 %s, %s, %s, %s", best, b[0], a[0], take)
+	k.op("selp.f64 %s, %s, %s, %s", idx, b[1], a[1], take)
+	return []string{best, idx}
+}
+
+// finalize turns a state into the reduction's value, in the kernel's element type.
+func (k *kernel) finalize(r *ir.Node, st []string) string {
+	v := k.fd()
+	switch r.Op {
+	case ir.OpSum, ir.OpRMax, ir.OpRMin:
+		k.op("mov.f64 %s, %s", v, st[0])
+	case ir.OpMean:
+		count := r.Args[0].Shape.Numel() / r.Shape.Numel()
+		k.op("div.rn.f64 %s, %s, %s", v, st[0], immF64(float64(count)))
+	case ir.OpLogSumExp:
+		l := k.log64(st[1])
+		k.op("add.rn.f64 %s, %s, %s", v, st[0], l)
+	case ir.OpVar:
+		n := k.fd()
+		k.op("sub.rn.f64 %s, %s, %s", n, st[0], immF64(float64(r.Corr)))
+		k.op("div.rn.f64 %s, %s, %s", v, st[2], n)
+	case ir.OpArgMax:
+		k.op("mov.f64 %s, %s", v, st[1])
+	}
+	if k.f64 {
+		return v
+	}
+	f := k.f32()
+	k.op("cvt.rn.f32.f64 %s, %s", f, v)
+	return f
+}
+
+// shfl64 is a float64 shfl.sync.down by off; ok is false where the source lane is past the
+// warp's end.
+func (k *kernel) shfl64(x string, off int, ok string) string {
+	lo, hi, lo2, hi2 := k.r32(), k.r32(), k.r32(), k.r32()
+	k.op("mov.b64 {%s, %s}, %s", lo, hi, x)
+	k.op("shfl.sync.down.b32 %s|%s, %s, %d, 31, 0xffffffff", lo2, ok, lo, off)
+	k.op("shfl.sync.down.b32 %s, %s, %d, 31, 0xffffffff", hi2, hi, off)
+	d := k.fd()
+	k.op("mov.b64 %s, {%s, %s}", d, lo2, hi2)
+	return d
+}
+
+// warpReduce merges the state across the warp: lane i takes lane i+off's state for off =
+// 16, 8, 4, 2, 1, so lane 0 ends with the whole warp's, merged in a fixed tree.
+func (k *kernel) warpReduce(op ir.Op, st []string) {
+	for off := 16; off >= 1; off /= 2 {
+		ok := k.pred()
+		other := make([]string, len(st))
+		for i, s := range st {
+			p := ok
+			if i > 0 {
+				p = k.pred()
+			}
+			other[i] = k.shfl64(s, off, p)
+		}
+		merged := k.merge(op, st, other)
+		for i := range st {
+			k.op("selp.f64 %s, %s, %s, %s", st[i], merged[i], st[i], ok)
+		}
+	}
+}
+
+// blockReduce merges the block's states into thread 0, which writes the block's partial.
+func (k *passK) blockReduce(rk *redK) {
+	r := rk.r
+	fields := redFieldNames[r.Op]
+	k.comment("block reduction of %s", r)
+	k.warpReduce(r.Op, rk.state)
+	tid, lane, warp := k.r32(), k.r32(), k.r32()
+	k.op("mov.u32 %s, %%tid.x", tid)
+	k.op("and.b32 %s, %s, 31", lane, tid)
+	k.op("shr.u32 %s, %s, 5", warp, tid)
+	lead, first := k.pred(), k.pred()
+	k.op("setp.eq.u32 %s, %s, 0", lead, lane)
+	sh := k.r64()
+	k.op("mov.u64 %s, %s_red", sh, k.Name)
+	k.Shared = max(k.Shared, 3*32*8)
+	for i := range fields {
+		a := k.r64()
+		k.op("mad.wide.u32 %s, %s, 8, %s", a, warp, sh)
+		k.op("@%s st.shared.f64 [%s+%d], %s", lead, a, i*256, rk.state[i])
+	}
+	k.op("bar.sync 0")
+	nwarps := k.block / 32
+	k.op("setp.lt.u32 %s, %s, %d", first, lane, nwarps)
+	for i, f := range fields {
+		a, v := k.r64(), k.fd()
+		k.op("mad.wide.u32 %s, %s, 8, %s", a, lane, sh)
+		k.op("mov.f64 %s, %s", v, immF64(identity(r.Op, f)))
+		k.op("@%s ld.shared.f64 %s, [%s+%d]", first, v, a, i*256)
+		k.op("mov.f64 %s, %s", rk.state[i], v)
+	}
+	k.warpReduce(r.Op, rk.state)
+	zero := k.pred()
+	k.op("setp.eq.u32 %s, %s, 0", zero, tid)
+	slot := k.linear(r.Shape)
+	ctaid, at := k.r32(), k.r32()
+	k.op("mov.u32 %s, %%ctaid.x", ctaid)
+	k.op("mad.lo.s32 %s, %s, %d, %s", at, slot, k.grid, ctaid)
+	for i, f := range fields {
+		name := k.partialName(r, f)
+		a := k.addr(k.param(name), at, 8)
+		k.op("@%s st.global.f64 [%s], %s", zero, a, rk.state[i])
+	}
+	k.op("bar.sync 0") // the shared scratch is reused by the next reduction
+}
+
+func (k *passK) partialName(r *ir.Node, field string) string {
+	name := fmt.Sprintf("scratch/pass%d.v%d.%s", k.ps.Index, r.ID, field)
+	for _, p := range k.partials {
+		if p.name == name {
+			return name
+		}
+	}
+	k.partials = append(k.partials, partialBuf{name: name, length: r.Shape.Numel() * k.grid})
+	return name
+}
+
+// mergeKernel folds the blocks' partial states of every block reduction of the pass, one
+// thread per slot, blocks in order, then finishes each slot into the reduction's buffer.
+func (k *passK) mergeKernel() *kernel {
+	var reds []*redK
+	slots := 0
+	for _, rk := range k.reds {
+		if rk.block {
+			reds = append(reds, rk)
+			slots = max(slots, rk.r.Shape.Numel())
+		}
+	}
+	if len(reds) == 0 {
+		return nil
+	}
+	m := newKernel(k.Name+"_merge", k.f64)
+	tid, ctaid, ntid, g := m.r32(), m.r32(), m.r32(), m.r32()
+	m.op("mov.u32 %s, %%tid.x", tid)
+	m.op("mov.u32 %s, %%ctaid.x", ctaid)
+	m.op("mov.u32 %s, %%ntid.x", ntid)
+	m.op("mad.lo.s32 %s, %s, %s, %s", g, ctaid, ntid, tid)
+	for _, rk := range reds {
+		r := rk.r
+		fields := redFieldNames[r.Op]
+		m.comment("merge %s over %d blocks", r, k.grid)
+		done := m.newLabel("skip")
+		out := m.pred()
+		m.op("setp.ge.u32 %s, %s, %d", out, g, r.Shape.Numel())
+		m.op("@%s bra %s", out, done)
+		st := make([]string, len(fields))
+		for i, f := range fields {
+			st[i] = m.fd()
+			m.op("mov.f64 %s, %s", st[i], immF64(identity(r.Op, f)))
+		}
+		b := m.r32()
+		m.op("mov.u32 %s, 0", b)
+		top := m.newLabel("blocks")
+		m.label(top)
+		at := m.r32()
+		m.op("mad.lo.s32 %s, %s, %d, %s", at, g, k.grid, b)
+		part := make([]string, len(fields))
+		for i, f := range fields {
+			a := m.addr(m.param(k.partialName(r, f)), at, 8)
+			part[i] = m.fd()
+			m.op("ld.global.f64 %s, [%s]", part[i], a)
+		}
+		merged := m.merge(r.Op, st, part)
+		for i := range st {
+			m.op("mov.f64 %s, %s", st[i], merged[i])
+		}
+		more := m.pred()
+		m.op("add.s32 %s, %s, 1", b, b)
+		m.op("setp.lt.u32 %s, %s, %d", more, b, k.grid)
+		m.op("@%s bra %s", more, top)
+		v := m.finalize(r, st)
+		a := m.addr(m.param(k.e.bufName(r)), g, k.e.esz())
+		m.op("st.global.%s [%s], %s", m.t(), a, v)
+		m.label(done)
+	}
+	m.op("ret")
+	m.finish()
+	return m
+}
+
+// describe is the one-line summary of a kernel for its doc comment.
+func (k *passK) describe() string {
+	var b strings.Builder
+	if k.scan {
+		fmt.Fprintf(&b, "one thread per %v row, walking %s backwards", k.thread.Names(), k.loop[0].Name)
+	} else if len(k.thread) > 0 {
+		fmt.Fprintf(&b, "one thread per %s index, looping over %v", k.thread[0].Name, k.loop.Names())
+	} else {
+		b.WriteString("one thread")
+	}
+	fmt.Fprintf(&b, "; grid %d × block %d", k.grid, k.block)
+	return b.String()
+}

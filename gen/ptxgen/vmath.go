@@ -1,0 +1,230 @@
+package ptxgen
+
+import (
+	"math"
+
+	"github.com/lossgen/lossgen/gen/vmath"
+)
+
+// The PTX versions of lossgen's exp, log and log1p: the same range reductions and polynomials
+// as the AVX2 kernels (gen/vmath), one lane per thread, with fma.rn for the polynomial steps.
+// They avoid ex2.approx/lg2.approx, whose relative error grows with |x·log2 e|.
+
+// exp32 is e^x for a float32 register.
+func (k *kernel) exp32(x string) string {
+	xc, n, r, p, r2 := k.f32(), k.f32(), k.f32(), k.f32(), k.f32()
+	k.op("max.NaN.f32 %s, %s, %s", xc, x, immF32(vmath.Exp32Lo))
+	k.op("min.NaN.f32 %s, %s, %s", xc, xc, immF32(vmath.Exp32Hi))
+	k.op("mul.rn.f32 %s, %s, %s", n, xc, immF32(float32(math.Log2E)))
+	k.op("cvt.rni.f32.f32 %s, %s", n, n)
+	k.op("neg.f32 %s, %s", r, n)
+	k.op("fma.rn.f32 %s, %s, %s, %s", r, r, immF32(vmath.Exp32C1), xc) // x − n·C1, exact
+	t := k.f32()
+	k.op("neg.f32 %s, %s", t, n)
+	k.op("fma.rn.f32 %s, %s, %s, %s", r, t, immF32(vmath.Exp32C2), r)
+	k.op("mov.f32 %s, %s", p, immF32(vmath.Exp32P[0]))
+	for _, c := range vmath.Exp32P[1:] {
+		k.op("fma.rn.f32 %s, %s, %s, %s", p, p, r, immF32(c))
+	}
+	k.op("mul.rn.f32 %s, %s, %s", r2, r, r)
+	k.op("fma.rn.f32 %s, %s, %s, %s", p, p, r2, r)
+	k.op("add.rn.f32 %s, %s, %s", p, p, immF32(1))
+	k.scale32(p, n)
+	return p
+}
+
+// scale32 multiplies p by 2^n (n an integral float32) as 2^n1·2^n2, both normal.
+func (k *kernel) scale32(p, n string) {
+	ni, n1, n2 := k.r32(), k.r32(), k.r32()
+	k.op("cvt.rni.s32.f32 %s, %s", ni, n)
+	k.op("max.s32 %s, %s, %d", n1, ni, vmath.Exp32N1Lo)
+	k.op("min.s32 %s, %s, %d", n1, n1, vmath.Exp32N1Hi)
+	k.op("sub.s32 %s, %s, %s", n2, ni, n1)
+	for _, e := range []string{n1, n2} {
+		b, f := k.r32(), k.f32()
+		k.op("add.s32 %s, %s, 127", b, e)
+		k.op("shl.b32 %s, %s, 23", b, b)
+		k.op("mov.b32 %s, %s", f, b)
+		k.op("mul.rn.f32 %s, %s, %s", p, p, f)
+	}
+}
+
+// exp64 is e^x for a float64 register.
+func (k *kernel) exp64(x string) string {
+	xc, n, r, p := k.fd(), k.fd(), k.fd(), k.fd()
+	k.minmax64("max", xc, x, immF64(vmath.Exp64Lo))
+	k.minmax64("min", xc, xc, immF64(vmath.Exp64Hi))
+	k.op("mul.rn.f64 %s, %s, %s", n, xc, immF64(math.Log2E))
+	k.op("cvt.rni.f64.f64 %s, %s", n, n)
+	t := k.fd()
+	k.op("neg.f64 %s, %s", t, n)
+	k.op("fma.rn.f64 %s, %s, %s, %s", r, t, immF64(vmath.Exp64Ln2Hi), xc)
+	k.op("fma.rn.f64 %s, %s, %s, %s", r, t, immF64(vmath.Exp64Ln2Lo), r)
+	coef := vmath.Exp64P()
+	k.op("mov.f64 %s, %s", p, immF64(coef[0]))
+	for _, c := range coef[1:] {
+		k.op("fma.rn.f64 %s, %s, %s, %s", p, p, r, immF64(c))
+	}
+	ni, n1, n2 := k.r32(), k.r32(), k.r32()
+	k.op("cvt.rni.s32.f64 %s, %s", ni, n)
+	k.op("max.s32 %s, %s, %d", n1, ni, vmath.Exp64N1Lo)
+	k.op("min.s32 %s, %s, %d", n1, n1, vmath.Exp64N1Hi)
+	k.op("sub.s32 %s, %s, %s", n2, ni, n1)
+	for _, e := range []string{n1, n2} {
+		w, f := k.r64(), k.fd()
+		k.op("cvt.s64.s32 %s, %s", w, e)
+		k.op("add.s64 %s, %s, 1023", w, w)
+		k.op("shl.b64 %s, %s, 52", w, w)
+		k.op("mov.b64 %s, %s", f, w)
+		k.op("mul.rn.f64 %s, %s, %s", p, p, f)
+	}
+	return p
+}
+
+// log32 is the natural logarithm of a float32 register.
+func (k *kernel) log32(x string) string {
+	sub, xs, bits, e, m, big := k.pred(), k.f32(), k.r32(), k.r32(), k.r32(), k.pred()
+	k.op("setp.lt.f32 %s, %s, %s", sub, x, immF32(0x1p-126))
+	k.op("mul.rn.f32 %s, %s, %s", xs, x, immF32(0x1p23))
+	k.op("selp.f32 %s, %s, %s, %s", xs, xs, x, sub)
+	k.op("mov.b32 %s, %s", bits, xs)
+	k.op("shr.u32 %s, %s, 23", e, bits)
+	k.op("sub.s32 %s, %s, 127", e, e)
+	adj := k.r32()
+	k.op("selp.s32 %s, -23, 0, %s", adj, sub)
+	k.op("add.s32 %s, %s, %s", e, e, adj)
+	k.op("and.b32 %s, %s, 8388607", m, bits)
+	k.op("or.b32 %s, %s, 1065353216", m, m) // m ∈ [1, 2)
+	mf, half := k.f32(), k.f32()
+	k.op("mov.b32 %s, %s", mf, m)
+	k.op("setp.gt.f32 %s, %s, %s", big, mf, immF32(float32(vmath.Sqrt2)))
+	k.op("mul.rn.f32 %s, %s, %s", half, mf, immF32(0.5))
+	k.op("selp.f32 %s, %s, %s, %s", mf, half, mf, big)
+	inc := k.r32()
+	k.op("selp.s32 %s, 1, 0, %s", inc, big)
+	k.op("add.s32 %s, %s, %s", e, e, inc)
+	f, z, p, ef := k.f32(), k.f32(), k.f32(), k.f32()
+	k.op("sub.rn.f32 %s, %s, %s", f, mf, immF32(1))
+	k.op("mul.rn.f32 %s, %s, %s", z, f, f)
+	k.op("mov.f32 %s, %s", p, immF32(vmath.Log32P[0]))
+	for _, c := range vmath.Log32P[1:] {
+		k.op("fma.rn.f32 %s, %s, %s, %s", p, p, f, immF32(c))
+	}
+	k.op("mul.rn.f32 %s, %s, %s", p, p, f)
+	k.op("mul.rn.f32 %s, %s, %s", p, p, z)
+	k.op("cvt.rn.f32.s32 %s, %s", ef, e)
+	k.op("fma.rn.f32 %s, %s, %s, %s", p, ef, immF32(vmath.Log32C2), p)
+	nz := k.f32()
+	k.op("neg.f32 %s, %s", nz, z)
+	k.op("fma.rn.f32 %s, %s, %s, %s", p, nz, immF32(0.5), p)
+	k.op("add.rn.f32 %s, %s, %s", p, f, p)
+	k.op("fma.rn.f32 %s, %s, %s, %s", p, ef, immF32(vmath.Log32C1), p)
+	k.logSpecials(x, p, "f32", immF32f)
+	return p
+}
+
+// logSpecials fixes log at 0 (−inf), below 0 (NaN), +inf (+inf) and NaN (NaN).
+func (k *kernel) logSpecials(x, r, t string, imm func(float64) string) {
+	q := k.pred()
+	k.op("setp.eq.%s %s, %s, %s", t, q, x, imm(0))
+	k.op("selp.%s %s, %s, %s, %s", t, r, imm(math.Inf(-1)), r, q)
+	k.op("setp.lt.%s %s, %s, %s", t, q, x, imm(0))
+	k.op("selp.%s %s, %s, %s, %s", t, r, imm(math.NaN()), r, q)
+	k.op("setp.eq.%s %s, %s, %s", t, q, x, imm(math.Inf(1)))
+	k.op("selp.%s %s, %s, %s, %s", t, r, imm(math.Inf(1)), r, q)
+	k.op("setp.nan.%s %s, %s, %s", t, q, x, x)
+	k.op("selp.%s %s, %s, %s, %s", t, r, x, r, q)
+}
+
+func immF32f(v float64) string { return immF32(float32(v)) }
+
+// log64 is the natural logarithm of a float64 register (FreeBSD e_log.c).
+func (k *kernel) log64(x string) string {
+	sub, xs, bits, kk, m := k.pred(), k.fd(), k.r64(), k.r64(), k.r64()
+	k.op("setp.lt.f64 %s, %s, %s", sub, x, immF64(0x1p-1022))
+	k.op("mul.rn.f64 %s, %s, %s", xs, x, immF64(0x1p54))
+	k.op("selp.f64 %s, %s, %s, %s", xs, xs, x, sub)
+	k.op("mov.b64 %s, %s", bits, xs)
+	k.op("shr.u64 %s, %s, 52", kk, bits)
+	k.op("sub.s64 %s, %s, 1023", kk, kk)
+	adj := k.r64()
+	k.op("selp.s64 %s, -54, 0, %s", adj, sub)
+	k.op("add.s64 %s, %s, %s", kk, kk, adj)
+	k.op("and.b64 %s, %s, 4503599627370495", m, bits)
+	k.op("or.b64 %s, %s, 4607182418800017408", m, m) // m ∈ [1, 2)
+	mf, half, big := k.fd(), k.fd(), k.pred()
+	k.op("mov.b64 %s, %s", mf, m)
+	k.op("setp.gt.f64 %s, %s, %s", big, mf, immF64(vmath.Sqrt2))
+	k.op("mul.rn.f64 %s, %s, %s", half, mf, immF64(0.5))
+	k.op("selp.f64 %s, %s, %s, %s", mf, half, mf, big)
+	inc := k.r64()
+	k.op("selp.s64 %s, 1, 0, %s", inc, big)
+	k.op("add.s64 %s, %s, %s", kk, kk, inc)
+	f, s, z, w, t1, t2 := k.fd(), k.fd(), k.fd(), k.fd(), k.fd(), k.fd()
+	k.op("sub.rn.f64 %s, %s, %s", f, mf, immF64(1))
+	k.op("add.rn.f64 %s, %s, %s", s, f, immF64(2))
+	k.op("div.rn.f64 %s, %s, %s", s, f, s)
+	k.op("mul.rn.f64 %s, %s, %s", z, s, s)
+	k.op("mul.rn.f64 %s, %s, %s", w, z, z)
+	lg := vmath.Log64Lg
+	k.op("mov.f64 %s, %s", t1, immF64(lg[5]))
+	k.op("fma.rn.f64 %s, %s, %s, %s", t1, t1, w, immF64(lg[3]))
+	k.op("fma.rn.f64 %s, %s, %s, %s", t1, t1, w, immF64(lg[1]))
+	k.op("mul.rn.f64 %s, %s, %s", t1, t1, w)
+	k.op("mov.f64 %s, %s", t2, immF64(lg[6]))
+	k.op("fma.rn.f64 %s, %s, %s, %s", t2, t2, w, immF64(lg[4]))
+	k.op("fma.rn.f64 %s, %s, %s, %s", t2, t2, w, immF64(lg[2]))
+	k.op("fma.rn.f64 %s, %s, %s, %s", t2, t2, w, immF64(lg[0]))
+	k.op("mul.rn.f64 %s, %s, %s", t2, t2, z)
+	k.op("add.rn.f64 %s, %s, %s", t2, t2, t1) // R
+	hfsq, dk, t, r := k.fd(), k.fd(), k.fd(), k.fd()
+	k.op("mul.rn.f64 %s, %s, %s", hfsq, f, f)
+	k.op("mul.rn.f64 %s, %s, %s", hfsq, hfsq, immF64(0.5))
+	k.op("cvt.rn.f64.s64 %s, %s", dk, kk)
+	// r = dk·ln2_hi − ((hfsq − (s·(hfsq + R) + dk·ln2_lo)) − f)
+	k.op("add.rn.f64 %s, %s, %s", t, hfsq, t2)
+	k.op("mul.rn.f64 %s, %s, %s", t, s, t)
+	k.op("fma.rn.f64 %s, %s, %s, %s", t, dk, immF64(vmath.Log64Ln2[1]), t)
+	k.op("sub.rn.f64 %s, %s, %s", t, hfsq, t)
+	k.op("sub.rn.f64 %s, %s, %s", t, t, f)
+	k.op("mul.rn.f64 %s, %s, %s", r, dk, immF64(vmath.Log64Ln2[0]))
+	k.op("sub.rn.f64 %s, %s, %s", r, r, t)
+	k.logSpecials(x, r, "f64", immF64)
+	return r
+}
+
+// expEl and logEl are exp and log of the kernel's element type.
+func (k *kernel) expEl(x string) string {
+	if k.f64 {
+		return k.exp64(x)
+	}
+	return k.exp32(x)
+}
+
+func (k *kernel) logEl(x string) string {
+	if k.f64 {
+		return k.log64(x)
+	}
+	return k.log32(x)
+}
+
+// log1pEl is log(u) − ((u − 1) − x)/u with u = 1 + x, and the special cases.
+func (k *kernel) log1pEl(x string) string {
+	t := k.t()
+	u := k.el()
+	k.op("add.rn.%s %s, %s, %s", t, u, x, k.imm(1))
+	lu := k.logEl(u)
+	c, r := k.el(), k.el()
+	k.op("sub.rn.%s %s, %s, %s", t, c, u, k.imm(1))
+	k.op("sub.rn.%s %s, %s, %s", t, c, c, x)
+	k.op("div.rn.%s %s, %s, %s", t, c, c, u)
+	k.op("sub.rn.%s %s, %s, %s", t, r, lu, c)
+	q := k.pred()
+	k.op("setp.eq.%s %s, %s, %s", t, q, u, k.imm(1))
+	k.op("selp.%s %s, %s, %s, %s", t, r, x, r, q)
+	k.op("setp.eq.%s %s, %s, %s", t, q, u, k.imm(0))
+	k.op("selp.%s %s, %s, %s, %s", t, r, k.imm(math.Inf(-1)), r, q)
+	k.op("setp.eq.%s %s, %s, %s", t, q, x, k.imm(math.Inf(1)))
+	k.op("selp.%s %s, %s, %s, %s", t, r, k.imm(math.Inf(1)), r, q)
+	return r
+}
