@@ -49,7 +49,46 @@ func CompileDims(path string, dims map[string]int) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFieldNames(s, g); err != nil {
+		return nil, err
+	}
 	return &Compiled{Spec: s, Graph: g, Plan: plan.Build(g)}, nil
+}
+
+// checkFieldNames reports, at the spec key responsible, two inputs or two outputs whose
+// names become the same Go field (gogen.FieldName: "a_b" and "a.b" are both AB).
+func checkFieldNames(s *spec.Spec, g *ir.Graph) error {
+	type named struct{ name, key string }
+	check := func(what string, xs []named) error {
+		by := map[string]named{}
+		for _, x := range xs {
+			f := gogen.FieldName(x.name)
+			if o, dup := by[f]; dup {
+				key := x.key
+				if key == "" {
+					key = o.key
+				}
+				return &spec.Error{Pos: s.PosOf("keys." + key), Msg: fmt.Sprintf("keys.%s: %s %q and %q both become the Go field %s; rename one", key, what, o.name, x.name, f)}
+			}
+			by[f] = x
+		}
+		return nil
+	}
+	var ins, outs []named
+	for _, in := range g.Inputs {
+		ins = append(ins, named{in.Name, in.Key})
+	}
+	renamed := map[string]string{}
+	for _, k := range s.OutputKeys() {
+		renamed[spec.DataName(s.Keys[k])] = k
+	}
+	for _, o := range g.Outputs {
+		outs = append(outs, named{o.Name, renamed[o.Name]})
+	}
+	if err := check("inputs", ins); err != nil {
+		return err
+	}
+	return check("outputs", outs)
 }
 
 // Options controls what Generate emits.

@@ -2,15 +2,20 @@ package gen_test
 
 import (
 	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // goGenerateLines reads the //go:generate lines of generated/generate.go: output dir,
@@ -137,4 +142,56 @@ func ls(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// Every exported identifier of the example packages is a dim or one of spec.ReservedNames,
+// so the spec's rule that no dim takes a reserved name keeps generated code compiling.
+func TestReservedNamesCoverGeneratedAPI(t *testing.T) {
+	files, err := filepath.Glob("../generated/*/*.go")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		c, err := gen.Compile(specOf(t, filepath.Dir(f)))
+		require.NoError(t, err)
+		allowed := slices.Clone(spec.ReservedNames)
+		for _, d := range c.Spec.Dims {
+			allowed = append(allowed, d.Name)
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if g, ok := d.(*ast.GenDecl); ok {
+				for _, s := range g.Specs {
+					var names []*ast.Ident
+					switch s := s.(type) {
+					case *ast.ValueSpec:
+						names = s.Names
+					case *ast.TypeSpec:
+						names = []*ast.Ident{s.Name}
+					}
+					for _, n := range names {
+						if n.IsExported() {
+							require.Contains(t, allowed, n.Name, "%s declares %s", f, n.Name)
+						}
+					}
+				}
+			}
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.IsExported() {
+				require.Contains(t, allowed, fd.Name.Name, "%s declares %s", f, fd.Name.Name)
+			}
+		}
+	}
+}
+
+// specOf reads the spec path from a generated package's launch.json marker line.
+func specOf(t *testing.T, dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "launch.json"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(b), " from ")
+	require.True(t, ok)
+	rel, _, _ := strings.Cut(rest, ";")
+	return filepath.Join(dir, rel)
 }

@@ -10,6 +10,7 @@ package golden
 
 import (
 	"archive/zip"
+	"encoding/binary"
 	"bytes"
 	"fmt"
 	"io"
@@ -111,6 +112,9 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		if h.Descr.Fortran {
 			return nil, fmt.Errorf("%s: %s: Fortran-ordered array; save it C-ordered (np.ascontiguousarray)", path, name)
 		}
+		if err := checkSize(raw, h.Descr.Type, h.Descr.Shape); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
+		}
 		var data any
 		switch h.Descr.Type {
 		case "<f4":
@@ -138,6 +142,38 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		out[name] = Array{Shape: append([]int{}, h.Descr.Shape...), Data: data}
 	}
 	return out, nil
+}
+
+// checkSize verifies, before anything is allocated, that an .npy entry's data is exactly as
+// long as its header's shape says: a truncated file is an error, not zero-padded data, and a
+// header claiming a huge shape is an error, not an allocation.
+func checkSize(raw []byte, descr string, shape []int) error {
+	esize := map[string]int{"<f4": 4, "<f8": 8, "|b1": 1, "<i8": 8}[descr]
+	if esize == 0 || len(raw) < 10 {
+		return nil // an unsupported dtype is reported by the caller
+	}
+	var offset int
+	switch raw[6] { // format major version: header length is 2 bytes (1.x) or 4 (2.x, 3.x)
+	case 1:
+		offset = 10 + int(binary.LittleEndian.Uint16(raw[8:10]))
+	default:
+		if len(raw) < 12 {
+			return fmt.Errorf("truncated .npy header")
+		}
+		offset = 12 + int(binary.LittleEndian.Uint32(raw[8:12]))
+	}
+	have := len(raw) - offset
+	numel := 1
+	for _, d := range shape {
+		if d < 0 || (d > 0 && numel > have/d) {
+			return fmt.Errorf("header shape %v needs more than the %d data bytes present", shape, have)
+		}
+		numel *= d
+	}
+	if want := numel * esize; have != want {
+		return fmt.Errorf("header shape %v needs %d data bytes, the file has %d (truncated or corrupt)", shape, want, have)
+	}
+	return nil
 }
 
 // WriteNPZ writes arrays to path as "<name>.npy" entries in sorted name order.

@@ -1,6 +1,9 @@
 package golden
 
 import (
+	"archive/zip"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -57,4 +60,46 @@ func TestCompare(t *testing.T) {
 	require.Equal(t, 0, d.First)
 	d = Compare([]float64{0}, []float64{1e-9}, Tol{Abs: 1e-8})
 	require.Equal(t, 0, d.Bad)
+}
+
+// npzWith writes a .npz holding one entry "a.npy" of raw bytes.
+func npzWith(t *testing.T, raw []byte) string {
+	p := filepath.Join(t.TempDir(), "x.npz")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	z := zip.NewWriter(f)
+	w, err := z.Create("a.npy")
+	require.NoError(t, err)
+	_, err = w.Write(raw)
+	require.NoError(t, err)
+	require.NoError(t, z.Close())
+	require.NoError(t, f.Close())
+	return p
+}
+
+// npyHeader is a version-1.0 .npy header for descr and shape.
+func npyHeader(descr, shape string) []byte {
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
+	for (10+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	out := append([]byte("\x93NUMPY\x01\x00"), byte(len(h)), byte(len(h)>>8))
+	return append(out, h...)
+}
+
+// A truncated entry and a header claiming more data than present are errors, found before
+// any allocation of the claimed size; an exact entry reads.
+func TestNPZSizeChecks(t *testing.T) {
+	data := make([]byte, 8*6)
+	binary.LittleEndian.PutUint64(data[8:], math.Float64bits(2.5))
+	got, err := ReadNPZ(npzWith(t, append(npyHeader("<f8", "(2, 3)"), data...)))
+	require.NoError(t, err)
+	require.Equal(t, []float64{0, 2.5, 0, 0, 0, 0}, got["a"].Data)
+
+	_, err = ReadNPZ(npzWith(t, append(npyHeader("<f8", "(2, 3)"), data[:40]...)))
+	require.ErrorContains(t, err, "header shape [2 3] needs 48 data bytes, the file has 40 (truncated or corrupt)")
+
+	_, err = ReadNPZ(npzWith(t, append(npyHeader("<f4", "(4000000000, 4000000000)"), data...)))
+	require.ErrorContains(t, err, "needs more than the 48 data bytes present")
 }

@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -126,7 +127,23 @@ func (d *decoder) packageName(v *yaml.Node, name string) {
 		d.errf(v, "package: %q is not a valid Go identifier (letters, digits and '_', not starting with a digit)", name)
 	case name == "main":
 		d.errf(v, "package: \"main\" cannot be imported; choose a library package name")
+	case !packageName.MatchString(name):
+		d.errf(v, "package: %q must be lower-case ASCII letters, digits and '_' (Go's convention; it is also the file name <package>.go)", name)
+	case slices.Contains(generatedStems, name):
+		d.errf(v, "package: %q would name %s.go, which is one of the generated package's other files; choose another name", name, name)
+	default:
+		if _, suffix, ok := cutLast(name, "_"); ok && (suffix == "test" || slices.Contains(buildSuffixes, suffix)) {
+			d.errf(v, "package: %q ends in _%s, which would make %s.go a build-constrained or test file; choose another name", name, suffix, name)
+		}
 	}
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
@@ -141,8 +158,12 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		kp := join(path, k.Value)
-		if !token.IsIdentifier(k.Value) || token.IsKeyword(k.Value) {
-			d.errf(k, "%s: dim name %q is not a Go identifier (it names a Go constant)", path, k.Value)
+		if !dimName.MatchString(k.Value) {
+			d.errf(k, "%s: dim name %q must be an ASCII Go identifier starting with an upper-case letter, e.g. N, T, B (it becomes the generated package's exported constant)", path, k.Value)
+			continue
+		}
+		if slices.Contains(ReservedNames, k.Value) {
+			d.errf(k, "%s: dim name %q is taken by the generated package's own %s; rename the dim", path, k.Value, k.Value)
 			continue
 		}
 		if seen[k.Value] {
@@ -440,8 +461,8 @@ func (d *decoder) keyPart(path string, v *yaml.Node) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if s == "" || strings.ContainsAny(s, "./\\") {
-		d.errf(v, "%s: key part %q must be non-empty without '.', '/' or '\\' ('.' joins nested keys in .npz names)", path, s)
+	if !keyPart.MatchString(s) {
+		d.errf(v, "%s: key part %q must be ASCII letters, digits, '_' or '-', starting with a letter or '_' (it names a Go field; '.' joins nested keys in .npz names)", path, s)
 		return "", false
 	}
 	return s, true

@@ -3,6 +3,7 @@ package spec
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -43,7 +44,12 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	}
 	numel := 1
 	for _, n := range s.BatchShape() {
-		numel *= n
+		if n > 0 && numel > MaxElements/n {
+			errAt("batch", "batch: "+strings.Join(s.Batch, "×")+" holds more than "+itoa(MaxElements)+" elements, the most a kernel indexes (32-bit GPU thread indices); split the batch")
+			numel = 0
+			break
+		}
+		numel *= max(n, 1)
 	}
 
 	if e := s.Estimator; e != nil {
@@ -168,6 +174,10 @@ func (d *decoder) normalizeChecks(s *Spec, l *Loss, numel int, errAt, warnAt fun
 	}
 }
 
+// MaxElements is the largest batch a kernel takes: 2^31 − 1 elements, so every index fits the
+// signed 32-bit arithmetic of the PTX kernels.
+const MaxElements = 1<<31 - 1
+
 // keyChecks rejects keys that the configuration reads but that are mapped to null, and two
 // inputs that would read the same array.
 func (d *decoder) keyChecks(s *Spec, errAt func(string, string)) {
@@ -190,6 +200,46 @@ func (d *decoder) keyChecks(s *Spec, errAt func(string, string)) {
 		}
 		byName[name] = k
 	}
+	written := map[string]bool{}
+	for _, k := range s.OutputKeys() {
+		written[k] = true
+		if s.Keys[k] == nil {
+			errAt("keys."+k, "keys."+k+": the "+s.Estimator.Type+" estimator writes "+quote(k)+" but the key is mapped to null; map it to an output name")
+		} else if other, dup := byName[DataName(s.Keys[k])]; dup {
+			errAt("keys."+k, "keys."+k+": the output "+quote(DataName(s.Keys[k]))+" has the name of the input keys."+other)
+		}
+	}
+	used := map[string]bool{}
+	for _, k := range s.UsedKeys() {
+		used[k] = true
+	}
+	for _, k := range logicalKeys() {
+		if s.keysWritten(k) && !used[k] && !written[k] {
+			d.warns = append(d.warns, &Error{Pos: s.pos["keys."+k], Msg: "warning: keys." + k + " is neither read nor written by this spec's " + s.what() + "; it is ignored"})
+		}
+	}
+}
+
+// OutputKeys lists the logical keys the kernel writes as outputs named after the spec's keys:
+// advantage and value_target when an estimator runs in the kernel (TorchRL's estimators
+// write tensordict[advantage_key] and tensordict[value_target_key]).
+func (s *Spec) OutputKeys() []string {
+	if s.Estimator == nil {
+		return nil
+	}
+	return []string{"advantage", "value_target"}
+}
+
+// what names the configured estimator and loss, for messages.
+func (s *Spec) what() string {
+	var parts []string
+	if s.Estimator != nil {
+		parts = append(parts, "estimator "+s.Estimator.Type)
+	}
+	if s.Loss != nil {
+		parts = append(parts, "loss "+s.Loss.Type)
+	}
+	return strings.Join(parts, " and ")
 }
 
 // UsedKeys lists the logical keys the configured transforms, estimator and loss read, in a

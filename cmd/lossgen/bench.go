@@ -27,7 +27,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
 	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 3x for working sets over 64 MiB)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

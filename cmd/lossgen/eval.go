@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -24,14 +26,14 @@ var backends = []struct{ name, tags string }{
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]", stderr)
+	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|all]", stderr)
 	specPath := fs.String("spec", "", "spec file (required)")
 	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")
 	outPath := fs.String("out", "", "write the selected backend's outputs here (with all: OUT.<backend>.npz each)")
-	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel) or all")
+	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel) or all")
 	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if *specPath == "" || *inPath == "" || fs.NArg() != 0 {
 		fs.Usage()
@@ -47,7 +49,13 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	case "ref", "go", "avx2":
 		selected[*which] = true
 	default:
-		return fmt.Errorf("eval: unknown backend %q (allowed: all, avx2, go, ref)", *which)
+		fmt.Fprintf(stderr, "eval: unknown backend %q (allowed: all, avx2, go, ref)\n", *which)
+		fs.Usage()
+		return errUsage
+	}
+	if *outPath != "" && sameFile(*outPath, *inPath) {
+		fmt.Fprintf(stderr, "eval: -out %s is the input file; choose another name\n", *outPath)
+		return errUsage
 	}
 
 	c, err := gen.Compile(*specPath)
@@ -96,6 +104,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			if *which == "all" {
 				p = strings.TrimSuffix(p, ".npz") + "." + name + ".npz"
 			}
+			if sameFile(p, *inPath) {
+				return fmt.Errorf("eval: %s is the input file; not overwriting it", p)
+			}
 			if err := golden.WriteNPZ(p, out); err != nil {
 				return err
 			}
@@ -103,6 +114,16 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// sameFile reports whether two paths name the same existing file (or the same path).
+func sameFile(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // evalInputs picks and converts the graph's inputs from an .npz, reporting every problem.

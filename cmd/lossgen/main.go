@@ -129,7 +129,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
 	verbose := fs.Bool("v", false, "list the files written")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if *out == "" || fs.NArg() != 1 {
 		fs.Usage()
@@ -156,7 +156,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "also check that this directory holds the package generated from the (single) spec")
 	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if fs.NArg() == 0 || (*out != "" && fs.NArg() != 1) {
 		fs.Usage()
@@ -206,7 +206,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	root := fs.String("dir", "golden", "root of the golden case directories (cases go to DIR/<package>)")
 	data := fs.String("data", "golden/data", "directory of real data (.npz) to make real_* cases from")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -260,7 +260,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flags("explain", "SPEC", stderr)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return errUsage // flag printed what was wrong, and the usage
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

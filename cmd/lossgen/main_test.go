@@ -122,3 +122,34 @@ func mknpz(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("mknpz: %v", fmt.Sprint(err))
 	}
 }
+
+// TestExitStatus pins the exit statuses the README states: 0 success, 1 failure, 2 usage.
+func TestExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "s.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(spec, []byte("package: p\ndims: {B: 8}\nbatch: [B]\nloss: {type: clip_ppo}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("package: p\ndims: {B: 0}\nbatch: [B]\nloss: {type: clip_ppo}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"check", spec}, 0},
+		{[]string{"check", bad}, 1},
+		{[]string{}, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"check", "-nope", spec}, 2},
+		{[]string{"generate", spec}, 2},
+		{[]string{"eval", "-spec", spec, "-in", spec, "-backend", "cuda"}, 2},
+		{[]string{"eval", "-spec", spec, "-in", spec, "-out", spec}, 2},
+	} {
+		var out, errb strings.Builder
+		if got := run(tc.args, &out, &errb); got != tc.want {
+			t.Errorf("lossgen %s: exit %d, want %d (stderr %q)", strings.Join(tc.args, " "), got, tc.want, errb.String())
+		}
+	}
+}

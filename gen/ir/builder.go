@@ -13,6 +13,7 @@ import (
 type Builder struct {
 	g   *Graph
 	cse map[string]*Node
+	dup []string // output names declared twice (a user's key renaming onto another output)
 }
 
 // NewBuilder starts a graph over the given dims; batch names the batch dims.
@@ -280,11 +281,15 @@ func (b *Builder) Note(n *Node, note string) *Node {
 func (b *Builder) Output(name string, n *Node, doc, source string) {
 	for _, o := range b.g.Outputs {
 		if o.Name == name {
-			panic("ir: output declared twice: " + name)
+			b.dup = append(b.dup, name)
+			return
 		}
 	}
 	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Doc: doc, Source: source})
 }
+
+// Duplicates lists the output names declared more than once (only the first was kept).
+func (b *Builder) Duplicates() []string { return b.dup }
 
 // Graph returns the finished graph, keeping only the nodes that outputs depend on.
 func (b *Builder) Graph() *Graph {

@@ -72,8 +72,9 @@ func Lower(s *spec.Spec) (*ir.Graph, error) {
 	var adv, vt *ir.Node
 	if est != nil {
 		adv, vt = est(l, s.Estimator)
-		l.b.Output("advantage", adv, advantageDoc(s.Estimator), estimatorSource[s.Estimator.Type])
-		l.b.Output("value_target", vt, "value target (TorchRL key value_target): the return the critic regresses on", estimatorSource[s.Estimator.Type])
+		// The estimator writes its outputs under the spec's keys (TorchRL: tensordict[advantage_key]).
+		l.b.Output(spec.DataName(s.Keys["advantage"]), adv, advantageDoc(s.Estimator), estimatorSource[s.Estimator.Type])
+		l.b.Output(spec.DataName(s.Keys["value_target"]), vt, "value target (TorchRL key value_target): the return the critic regresses on", estimatorSource[s.Estimator.Type])
 	} else {
 		adv = l.in("advantage")
 		if s.Loss.HasCritic() {
@@ -82,6 +83,14 @@ func Lower(s *spec.Spec) (*ir.Graph, error) {
 	}
 	if loss != nil {
 		loss(l, s.Loss, adv, vt, est != nil)
+	}
+	for _, name := range l.b.Duplicates() {
+		for _, k := range s.OutputKeys() {
+			if spec.DataName(s.Keys[k]) == name {
+				return nil, &spec.Error{Pos: s.PosOf("keys." + k), Msg: fmt.Sprintf("keys.%s: the output name %q is also an output of loss %s; choose another", k, name, s.Loss.Type)}
+			}
+		}
+		return nil, fmt.Errorf("lower: output %q declared twice", name)
 	}
 	return l.b.Graph(), nil
 }

@@ -142,21 +142,6 @@ func check(t *testing.T, ptx string, table runtime.LaunchTable, cs golden.Case) 
 	return bad, nil
 }
 
-// TestGeneratedPTX runs every committed generated package's kernels.ptx, as launch.json
-// drives it, in the simulator on all of its golden cases and compares with the golden
-// outputs of the reference interpreter, within the bounds the Go and AVX2 kernels meet.
-func TestGeneratedPTX(t *testing.T) {
-	for _, ex := range examples(t) {
-		t.Run(ex.dir, func(t *testing.T) {
-			for _, cs := range ex.cases {
-				bad, err := check(t, ex.ptx, ex.table, cs)
-				require.NoError(t, err, cs.Name)
-				require.Zero(t, bad, "%s: elements outside tolerance", cs.Name)
-			}
-		})
-	}
-}
-
 // replaceNth replaces the n-th (from 1) occurrence of old in s, failing the test when there
 // is none, so a mutation that no longer applies is noticed.
 func replaceNth(t *testing.T, s, old, new string, n int) string {
