@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -135,6 +136,11 @@ func (d *decoder) enum(path string, n *yaml.Node, vals ...string) (string, bool)
 
 func (d *decoder) float(path string, n *yaml.Node) (float64, bool) {
 	if n.Kind != yaml.ScalarNode || (n.Tag != "!!float" && n.Tag != "!!int") {
+		// YAML reads a number too large for float64 (1e400) as a string: say what it is.
+		if _, err := strconv.ParseFloat(n.Value, 64); n.Kind == yaml.ScalarNode && errors.Is(err, strconv.ErrRange) {
+			d.errf(n, "%s: %s is beyond the float64 range", path, n.Value)
+			return 0, false
+		}
 		d.errf(n, "%s: want a number, got %s", path, describe(n))
 		return 0, false
 	}
