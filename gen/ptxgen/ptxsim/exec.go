@@ -555,6 +555,7 @@ func (e *exec) step(t *thread, in *Inst) error {
 }
 
 func (e *exec) compare(t *thread, cmp, typ string, x, y Operand) (bool, error) {
+	var r, ok bool
 	switch typ {
 	case "f32", "f64":
 		var a, b float64
@@ -563,44 +564,43 @@ func (e *exec) compare(t *thread, cmp, typ string, x, y Operand) (bool, error) {
 		} else {
 			a, b = e.f64(t, x), e.f64(t, y)
 		}
+		unordered := a != a || b != b
 		switch cmp {
-		case "lt":
-			return a < b, nil
-		case "le":
-			return a <= b, nil
-		case "gt":
-			return a > b, nil
-		case "ge":
-			return a >= b, nil
-		case "eq":
-			return a == b, nil
-		case "neu":
-			return a != b, nil
 		case "nan":
-			return a != a || b != b, nil
+			return unordered, nil
+		case "neu": // unordered not-equal: true on NaN
+			return a != b, nil
 		}
+		r, ok = ordered(cmp, a, b)
+		r = r && !unordered // PTX's ordered comparisons (ne included) are false on NaN
 	case "u32":
-		a, b := uint32(e.val(t, x)), uint32(e.val(t, y))
-		switch cmp {
-		case "lt":
-			return a < b, nil
-		case "ge":
-			return a >= b, nil
-		case "eq":
-			return a == b, nil
-		}
+		r, ok = ordered(cmp, uint32(e.val(t, x)), uint32(e.val(t, y)))
 	case "s32":
-		a, b := int32(e.val(t, x)), int32(e.val(t, y))
-		switch cmp {
-		case "lt":
-			return a < b, nil
-		case "ge":
-			return a >= b, nil
-		case "eq":
-			return a == b, nil
-		}
+		r, ok = ordered(cmp, int32(e.val(t, x)), int32(e.val(t, y)))
 	}
-	return false, fmt.Errorf("unsupported comparison setp.%s.%s", cmp, typ)
+	if !ok {
+		return false, fmt.Errorf("unsupported comparison setp.%s.%s", cmp, typ)
+	}
+	return r, nil
+}
+
+// ordered evaluates setp's ordered comparisons lt, le, gt, ge, eq, ne.
+func ordered[T int32 | uint32 | float64](cmp string, a, b T) (result, ok bool) {
+	switch cmp {
+	case "lt":
+		return a < b, true
+	case "le":
+		return a <= b, true
+	case "gt":
+		return a > b, true
+	case "ge":
+		return a >= b, true
+	case "eq":
+		return a == b, true
+	case "ne":
+		return a != b, true
+	}
+	return false, false
 }
 
 func (e *exec) arith(t *thread, in *Inst) error {

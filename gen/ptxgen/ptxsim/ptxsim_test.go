@@ -192,13 +192,19 @@ func TestFloatSemantics(t *testing.T) {
 	st.global.f32 [%rd0+16], %f7;
 	mul.rn.f32 %f7, %f4, %f5;
 	add.rn.f32 %f7, %f7, %f6;
-	st.global.f32 [%rd0+20], %f7;`, false)
+	st.global.f32 [%rd0+20], %f7;
+	setp.ne.f32 %p2, %f0, %f1;
+	selp.s32 %r5, 1, 0, %p2;
+	st.global.u32 [%rd0+24], %r5;
+	setp.neu.f32 %p2, %f0, %f1;
+	selp.s32 %r5, 1, 0, %p2;
+	st.global.u32 [%rd0+28], %r5;`, false)
 	a := float32(1 + 0x1p-12)
 	in := []uint32{nan, f(2), f(2.5), f(-3.5), f(a), f(a), f(-1)}
 	// Only thread 0 may write (the others would race on out): use one warp and guard.
 	src = strings.Replace(src, "\tld.global.f32 %f0, [%rd1];", "\tsetp.eq.u32 %p1, %r3, 0;\n\t@!%p1 bra $L_end;\n\tld.global.f32 %f0, [%rd1];", 1)
 	src = strings.Replace(src, "\tret;", "$L_end:\n\tret;", 1)
-	got, err := launch(t, src, 1, 32, 6, in)
+	got, err := launch(t, src, 1, 32, 8, in)
 	require.NoError(t, err)
 	require.Equal(t, float32(2), math.Float32frombits(got[0]), "min returns the non-NaN operand")
 	require.True(t, math.IsNaN(float64(math.Float32frombits(got[1]))), "min.NaN propagates NaN")
@@ -206,6 +212,8 @@ func TestFloatSemantics(t *testing.T) {
 	require.Equal(t, int32(-4), int32(got[3]), "rni rounds half to even")
 	require.Equal(t, float32(0x1p-11+0x1p-24), math.Float32frombits(got[4]), "fma rounds once")
 	require.Equal(t, float32(0x1p-11), math.Float32frombits(got[5]), "mul then add rounds twice")
+	require.Equal(t, uint32(0), got[6], "setp.ne is ordered: false on NaN")
+	require.Equal(t, uint32(1), got[7], "setp.neu is unordered: true on NaN")
 }
 
 // TestFMA32 compares fma32 with a·b + c computed exactly (big.Float) and rounded once to
