@@ -10,8 +10,8 @@ package golden
 
 import (
 	"archive/zip"
-	"encoding/binary"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
