@@ -12,25 +12,32 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/runner"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // backends are the kernels eval can run besides the reference interpreter, with the build
 // tags that select them: the pure-Go kernel, and the default build's dispatch (AVX2 where the
 // CPU has AVX2 and FMA; eval says so when it does not).
+// "ptx" is the package's PTX run by lossgen's simulator (gen/ptxgen/ptxsim), in process: it
+// shows what a GPU computes, bit for bit, without one.
 var backends = []struct{ name, tags string }{
 	{"go", "purego"},
 	{"avx2", ""},
+	{"ptx", ""},
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|all]", stderr)
+	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]", stderr)
 	specPath := fs.String("spec", "", "spec file (required)")
 	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")
 	outPath := fs.String("out", "", "write the selected backend's outputs here (with all: OUT.<backend>.npz each)")
-	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel) or all")
+	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel), ptx (its PTX, simulated) or all")
 	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
 	if err := fs.Parse(args); err != nil {
 		return errUsage // flag printed what was wrong, and the usage
@@ -46,10 +53,10 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		for _, b := range backends {
 			selected[b.name] = true
 		}
-	case "ref", "go", "avx2":
+	case "ref", "go", "avx2", "ptx":
 		selected[*which] = true
 	default:
-		fmt.Fprintf(stderr, "eval: unknown backend %q (allowed: all, avx2, go, ref)\n", *which)
+		fmt.Fprintf(stderr, "eval: unknown backend %q (allowed: all, avx2, go, ptx, ref)\n", *which)
 		fs.Usage()
 		return errUsage
 	}
@@ -80,6 +87,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	results := map[string]map[string]golden.Array{"ref": ref.Want}
 	for _, b := range backends {
 		if !selected[b.name] {
+			continue
+		}
+		if b.name == "ptx" {
+			out, err := runPTX(c, inputs)
+			if err != nil {
+				return fmt.Errorf("eval: backend ptx: %w", err)
+			}
+			results["ptx"] = out
 			continue
 		}
 		out, impl, err := runKernel(c, inputs, b.tags, *keep, stderr)
@@ -114,6 +129,16 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// runPTX runs the spec's PTX, as its launch table drives it, in the simulator.
+func runPTX(c *gen.Compiled, inputs map[string]golden.Array) (map[string]golden.Array, error) {
+	mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := ptxsim.RunTable(string(mod.PTX), mod.Launch, inputs)
+	return out, err
 }
 
 // sameFile reports whether two paths name the same existing file (or the same path).
