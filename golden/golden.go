@@ -104,7 +104,7 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
 		}
-		r, err := npy.NewReader(bytes.NewReader(raw))
+		r, err := newNPYReader(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: not a NumPy array: %w", path, name, err)
 		}
@@ -142,6 +142,30 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		out[name] = Array{Shape: append([]int{}, h.Descr.Shape...), Data: data}
 	}
 	return out, nil
+}
+
+// newNPYReader is npy.NewReader with the header's framing checked first and any panic of
+// the parser (npyio v0.6.0 slices a too-short header without checking) turned into an error.
+func newNPYReader(raw []byte) (r *npy.Reader, err error) {
+	if len(raw) < 10 || string(raw[:6]) != "\x93NUMPY" {
+		return nil, fmt.Errorf("no .npy magic")
+	}
+	n := 10 + int(binary.LittleEndian.Uint16(raw[8:10]))
+	if raw[6] >= 2 {
+		if len(raw) < 12 {
+			return nil, fmt.Errorf("truncated .npy header")
+		}
+		n = 12 + int(binary.LittleEndian.Uint32(raw[8:12]))
+	}
+	if n > len(raw) || !bytes.Contains(raw[:n], []byte("descr")) {
+		return nil, fmt.Errorf("truncated or malformed .npy header")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("malformed .npy header: %v", p)
+		}
+	}()
+	return npy.NewReader(bytes.NewReader(raw))
 }
 
 // checkSize verifies, before anything is allocated, that an .npy entry's data is exactly as

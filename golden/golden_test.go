@@ -103,3 +103,19 @@ func TestNPZSizeChecks(t *testing.T) {
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("<f4", "(4000000000, 4000000000)"), data...)))
 	require.ErrorContains(t, err, "needs more than the 48 data bytes present")
 }
+
+// Malformed headers are errors, not panics of the .npy parser.
+func TestNPZMalformedHeader(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		"empty header":        []byte("\x93NUMPY\x01\x00\x00\x00"),
+		"short":               []byte("\x93NU"),
+		"no magic":            []byte("PK not numpy at all"),
+		"header past end":     []byte("\x93NUMPY\x01\x00\xff\x00{'descr'"),
+		"garbage dict":        append([]byte("\x93NUMPY\x01\x00\x10\x00"), []byte("{'descr': ((((\n")...),
+		"version 2 too short": []byte("\x93NUMPY\x02\x00\x01\x00"),
+	} {
+		_, err := ReadNPZ(npzWith(t, raw))
+		require.Error(t, err, name)
+		require.Contains(t, err.Error(), "x.npz: a: ", name)
+	}
+}

@@ -218,6 +218,10 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		dir := filepath.Join(*root, c.Spec.Package)
+		if filepath.Clean(dir) == filepath.Clean(*data) {
+			return fmt.Errorf("%s: the golden cases of package %s would go to %s, the real-data directory (-data); rename the package or choose another -dir", path, c.Spec.Package, dir)
+		}
 		cs, err := cases.Build(c.Graph, c.Spec.Package, *data)
 		if err != nil {
 			return err
@@ -227,7 +231,6 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		dir := filepath.Join(*root, c.Spec.Package)
 		names := make([]string, len(cs))
 		for i, x := range cs {
 			names[i] = x.Name

@@ -324,7 +324,8 @@ func Want(g *ir.Graph, c *golden.Case) error {
 	return nil
 }
 
-// Update rewrites dir with the cases (removing case files that are no longer produced).
+// Update writes the cases into dir and removes the case files of Build's that it no longer
+// produces; other files in dir are left alone.
 func Update(dir string, cs []golden.Case) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -339,13 +340,24 @@ func Update(dir string, cs []golden.Case) error {
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "*.npz"))
 	for _, f := range old {
-		if !keep[filepath.Base(f)] {
+		if base := filepath.Base(f); !keep[base] && ownCaseFile(base) {
 			if err := os.Remove(f); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// ownCaseFile reports whether a file name is one Build's cases use (random, flags, extreme,
+// real_<data>; .in.npz or .want.npz): Update removes such files when a spec no longer
+// produces them, and never touches any other file (a user's own case, or data).
+func ownCaseFile(base string) bool {
+	name, ok := strings.CutSuffix(base, golden.InSuffix)
+	if !ok {
+		name, ok = strings.CutSuffix(base, golden.WantSuffix)
+	}
+	return ok && (name == "random" || name == "flags" || name == "extreme" || strings.HasPrefix(name, "real_"))
 }
 
 // Check compares the cases with those stored in dir: inputs must be identical and expected

@@ -52,7 +52,7 @@ func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 	case ps.Scan:
 		k.thread, k.loop, k.scan = dom[:len(dom)-1], dom[len(dom)-1:], true
 	default:
-		k.thread, k.loop = dom[len(dom)-1:], dom[:len(dom)-1]
+		k.thread, k.loop = dom[len(dom)-1:], loopOrder(dom[:len(dom)-1], ps.Reduces)
 	}
 	k.threads = k.thread.Numel()
 	k.block = min(maxBlock, (k.threads+31)/32*32)
@@ -70,6 +70,29 @@ func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 	k.op("ret")
 	k.finish()
 	return k, nil
+}
+
+// loopOrder orders an elementwise pass's loop dims so that the dims its reductions keep come
+// first (in domain order), then the rest: a thread then finishes each reduction slot before
+// moving to the next (e.g. explained variance over the first of three batch dims keeps the
+// second: looping it outermost makes each slot's elements one inner run). The order of an
+// elementwise loop nest does not change what it computes.
+func loopOrder(loops ir.Shape, reds []*ir.Node) ir.Shape {
+	kept := map[string]bool{}
+	for _, r := range reds {
+		for _, d := range r.Shape {
+			kept[d.Name] = true
+		}
+	}
+	var first, rest ir.Shape
+	for _, d := range loops {
+		if kept[d.Name] {
+			first = append(first, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	return append(first, rest...)
 }
 
 // prologue computes the thread's index (clamped to the last valid one, so every load stays

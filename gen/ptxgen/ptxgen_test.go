@@ -15,6 +15,7 @@ import (
 
 	lossgen "github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
@@ -314,4 +315,38 @@ func TestGPUCheckScript(t *testing.T) {
 	require.Contains(t, got, "CASE gae random advantage FAIL")
 	require.Contains(t, got, "bad=1/26944")
 	require.Contains(t, got, "RESULT FAIL 1 failures")
+}
+
+// TestOddShapes runs the PTX of specs with awkward shapes — dims that fill no warp or block,
+// a three-dim batch whose explained variance keeps a middle dim, normalisation that excludes
+// a dim, float64 — in the simulator on Build's cases and compares with the interpreter.
+func TestOddShapes(t *testing.T) {
+	for name, src := range map[string]string{
+		"gae_3x5": "dims: {N: 3, T: 5}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8, average_gae: true}\n",
+		"clip_ppo_gae_3x5": "dims: {N: 3, T: 5}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
+			"loss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
+		"clip_ppo_3d": "dims: {A: 2, B: 3, C: 37}\nbatch: [A, B, C]\n" +
+			"loss: {type: clip_ppo, normalize_advantage: true, normalize_advantage_exclude_dims: [1], clip_value: 0.2, loss_critic_type: l1}\n",
+		"clip_ppo_1001_f64": "dtype: float64\ndims: {B: 1001}\nbatch: [B]\n" +
+			"loss: {type: clip_ppo, entropy_coeff: 0.02, loss_critic_type: l2, reduction: sum}\n",
+		"clip_ppo_gae_300x3": "dims: {N: 300, T: 3}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
+			"loss: {type: clip_ppo, reduction: none}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
+			c, err := lossgen.Compile(path)
+			require.NoError(t, err)
+			mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: "p", SpecFile: "s.yaml", GenVersion: 1})
+			require.NoError(t, err)
+			cs, err := cases.Build(c.Graph, "p", "")
+			require.NoError(t, err)
+			for i := range cs {
+				require.NoError(t, cases.Want(c.Graph, &cs[i]))
+				bad, err := check(t, string(mod.PTX), mod.Launch, cs[i])
+				require.NoError(t, err, cs[i].Name)
+				require.Zero(t, bad, cs[i].Name)
+			}
+		})
+	}
 }
