@@ -12,8 +12,9 @@ type LaunchTable struct {
 	DType     string `json:"dtype"`  // the kernels' floating-point type
 	Target    string `json:"target"` // the PTX .target
 	PTX       string `json:"ptx"`    // the PTX file beside the table
-	// Buffers are every device allocation, each zero-filled before the first launch:
-	// inputs (copy the data in), outputs (copy the results out) and scratch.
+	// Buffers are every device allocation: inputs (copy the data in), outputs (copy the
+	// results out) and scratch. No kernel reads a buffer before writing it, so they need no
+	// clearing and may be reused across calls.
 	Buffers []Buffer `json:"buffers"`
 	// Launches run in order on one stream; each waits for the one before.
 	Launches []Launch `json:"launches"`

@@ -197,13 +197,14 @@ func goFile(t runtime.LaunchTable, m gogen.Meta) ([]byte, error) {
 	f.ImportName(gogen.RuntimePath, "runtime")
 	f.Anon("embed")
 	f.Comment("PTX is the CUDA PTX module of this package's kernels (kernels.ptx): load it with")
-	f.Comment("cuModuleLoadData and run Launch's launches in order (see lossgen's README).")
+	f.Comment("cuModuleLoadData (append a NUL byte: it takes a C string) and run Launch's launches in")
+	f.Comment("order (see lossgen's README).")
 	f.Comment("")
 	f.Comment("//go:embed " + PTXFile)
 	f.Var().Id("PTX").String()
 	f.Comment("Launch is the launch table of PTX (also written as " + LaunchFile + "): the buffers to")
-	f.Comment("allocate, zero-filled, and the kernels to launch in order with their grid, block and")
-	f.Comment("arguments (device pointers to the named buffers).")
+	f.Comment("allocate (reusable across calls, no clearing needed) and the kernels to launch in order")
+	f.Comment("with their grid, block and arguments (device pointers to the named buffers).")
 	buffers := jen.Index().Qual(gogen.RuntimePath, "Buffer").ValuesFunc(func(g *jen.Group) {
 		for _, b := range t.Buffers {
 			g.Values(jen.Dict{

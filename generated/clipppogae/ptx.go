@@ -8,14 +8,15 @@ import (
 )
 
 // PTX is the CUDA PTX module of this package's kernels (kernels.ptx): load it with
-// cuModuleLoadData and run Launch's launches in order (see lossgen's README).
+// cuModuleLoadData (append a NUL byte: it takes a C string) and run Launch's launches in
+// order (see lossgen's README).
 //
 //go:embed kernels.ptx
 var PTX string
 
 // Launch is the launch table of PTX (also written as launch.json): the buffers to
-// allocate, zero-filled, and the kernels to launch in order with their grid, block and
-// arguments (device pointers to the named buffers).
+// allocate (reusable across calls, no clearing needed) and the kernels to launch in order
+// with their grid, block and arguments (device pointers to the named buffers).
 var Launch = runtime.LaunchTable{
 	Buffers: []runtime.Buffer{{
 		DType:  "float32",

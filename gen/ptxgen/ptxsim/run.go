@@ -13,6 +13,17 @@ import (
 // allocates every buffer zero-filled, copies the inputs in (by data name), runs the launches
 // in order and copies the outputs out (by output name, as float64).
 func RunTable(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array) (map[string]golden.Array, Stats, error) {
+	return run(ptx, t, inputs, 0)
+}
+
+// RunTableDirty is RunTable with every output and scratch buffer filled with 0xFF bytes (NaN
+// in every float) instead of zeros: kernels that never read a buffer before writing it give
+// the same bits, which is what lets a caller reuse buffers across calls without clearing them.
+func RunTableDirty(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array) (map[string]golden.Array, Stats, error) {
+	return run(ptx, t, inputs, 0xFF)
+}
+
+func run(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, fill byte) (map[string]golden.Array, Stats, error) {
 	var total Stats
 	m, err := Parse(ptx)
 	if err != nil {
@@ -24,6 +35,9 @@ func RunTable(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array)
 	for _, b := range t.Buffers {
 		addr[b.Name] = d.Alloc(b.Name, b.Length*elemSize(b.DType))
 		if b.Role != "input" {
+			for i := range d.Bytes(addr[b.Name]) {
+				d.Bytes(addr[b.Name])[i] = fill
+			}
 			continue
 		}
 		name := b.Name[len("in/"):]
