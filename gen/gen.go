@@ -6,6 +6,8 @@ package gen
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"unicode"
 
 	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/gogen"
@@ -68,7 +70,7 @@ func checkFieldNames(s *spec.Spec, g *ir.Graph) error {
 			}
 			if o, dup := by[f]; dup {
 				key := x.key
-				if key == "" {
+				if key == "" || !s.KeyWritten(key) { // point at the renaming the user wrote
 					key = o.key
 				}
 				return &spec.Error{Pos: s.PosOf("keys." + key), Msg: fmt.Sprintf("keys.%s: %s %q and %q both become the Go field %s; rename one", key, what, o.name, x.name, f)}
@@ -123,6 +125,13 @@ func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
 	rel, err := relSlash(or(opts.OutDir, "."), c.Spec.File)
 	if err != nil {
 		return nil, err
+	}
+	// The spec path goes into every file's first-line comment and the golden path into a Go
+	// string: keep both to characters that need no escaping there.
+	for _, p := range []string{rel, opts.GoldenDir} {
+		if strings.ContainsAny(p, "\"`\\\n\r\t") || strings.ContainsFunc(p, unicode.IsControl) {
+			return nil, fmt.Errorf("path %q holds a quote, backslash or control character, which lossgen does not write into generated files; rename it", p)
+		}
 	}
 	m := gogen.Meta{
 		Package:    c.Spec.Package,

@@ -80,7 +80,8 @@ func (a Array) Float64s() []float64 {
 }
 
 // ReadNPZ reads every array of a .npz file, keyed by name without the ".npy" suffix.
-// It accepts little-endian float32, float64, bool and int64 arrays in C order.
+// It accepts little-endian float32, float64, bool and int64 arrays in C order, and uint8
+// arrays of 0/1 flags (read as bool).
 //
 // Each entry is decompressed into memory before npyio parses it: npyio v0.6.0 reads
 // elements with single io.Reader.Read calls and mis-reads a short read, which a deflate
@@ -133,8 +134,20 @@ func ReadNPZ(path string) (map[string]Array, error) {
 			var x []int64
 			err = r.Read(&x)
 			data = x
+		case "|u1": // uint8 flags (torch.uint8, np.uint8): read as bool, 0 or 1 only
+			var x []uint8
+			if err = r.Read(&x); err == nil {
+				b := make([]bool, len(x))
+				for i, v := range x {
+					if v > 1 {
+						return nil, fmt.Errorf("%s: %s: uint8 array holds %d at flat index %d; only 0/1 flags are read from uint8", path, name, v, i)
+					}
+					b[i] = v == 1
+				}
+				data = b
+			}
 		default:
-			return nil, fmt.Errorf("%s: %s: unsupported dtype %q (want float32, float64, bool or int64)", path, name, h.Descr.Type)
+			return nil, fmt.Errorf("%s: %s: unsupported dtype %q (want float32, float64, bool, int64, or uint8 0/1 flags)", path, name, h.Descr.Type)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
@@ -172,7 +185,7 @@ func newNPYReader(raw []byte) (r *npy.Reader, err error) {
 // long as its header's shape says: a truncated file is an error, not zero-padded data, and a
 // header claiming a huge shape is an error, not an allocation.
 func checkSize(raw []byte, descr string, shape []int) error {
-	esize := map[string]int{"<f4": 4, "<f8": 8, "|b1": 1, "<i8": 8}[descr]
+	esize := map[string]int{"<f4": 4, "<f8": 8, "|b1": 1, "|u1": 1, "<i8": 8}[descr]
 	if esize == 0 || len(raw) < 10 {
 		return nil // an unsupported dtype is reported by the caller
 	}

@@ -119,3 +119,12 @@ func TestNPZMalformedHeader(t *testing.T) {
 		require.Contains(t, err.Error(), "x.npz: a: ", name)
 	}
 }
+
+// uint8 flags read as bool; a uint8 array with other values is an error.
+func TestNPZUint8Flags(t *testing.T) {
+	got, err := ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 0, 1)))
+	require.NoError(t, err)
+	require.Equal(t, []bool{true, false, true}, got["a"].Data)
+	_, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 1)))
+	require.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
+}

@@ -40,6 +40,9 @@ type field struct {
 // errors that name the allowed keys. It returns the key nodes seen, by name.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
 	if n.Kind != yaml.MappingNode {
+		if path == "" {
+			path = "the spec"
+		}
 		d.errf(n, "%s: want a mapping, got %s", path, describe(n))
 		return nil
 	}

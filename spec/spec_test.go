@@ -107,3 +107,15 @@ func TestWarnings(t *testing.T) {
 	require.Len(t, s.Warnings, 1)
 	require.Contains(t, s.Warnings[0].Error(), "t.yaml:5:36: warning: loss.clip_value has no effect when the estimator runs in the kernel")
 }
+
+func TestWarningsUnusedDimsAndKeys(t *testing.T) {
+	s := parse(t, "package: p\ndims: {B: 8, T: 9}\nbatch: [B]\nloss: {type: clip_ppo}\nkeys: {next_value: nv}\n")
+	var msgs []string
+	for _, w := range s.Warnings {
+		msgs = append(msgs, w.Error())
+	}
+	require.Equal(t, []string{
+		"t.yaml:2:17: warning: dims.T is not in batch; nothing uses it",
+		"t.yaml:5:20: warning: keys.next_value is neither read nor written by this spec's loss clip_ppo; it is ignored",
+	}, msgs)
+}

@@ -39,6 +39,12 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 		seen[b] = true
 	}
 
+	for _, dm := range s.Dims {
+		if !seen[dm.Name] { // every lowering today shapes its tensors from batch alone
+			d.warns = append(d.warns, &Error{Pos: dm.Pos, Msg: "warning: dims." + dm.Name + " is not in batch; nothing uses it"})
+		}
+	}
+
 	if s.Estimator == nil && s.Loss == nil {
 		errAt("", "the spec needs a loss, an estimator, or both")
 	}
@@ -196,7 +202,11 @@ func (d *decoder) keyChecks(s *Spec, errAt func(string, string)) {
 		}
 		name := DataName(key)
 		if other, dup := byName[name]; dup {
-			errAt("keys."+k, "keys."+k+": maps to "+quote(name)+", the array keys."+other+" already reads")
+			at := "keys." + k
+			if !s.keysWritten(k) { // point at the renaming the user wrote
+				at = "keys." + other
+			}
+			errAt(at, "keys."+k+": maps to "+quote(name)+", the array keys."+other+" already reads")
 		}
 		byName[name] = k
 	}
@@ -315,6 +325,10 @@ func (s *Spec) UsedKeys() []string {
 	}
 	return out
 }
+
+// KeyWritten reports whether the spec maps the logical key k under keys (rather than taking
+// TorchRL's default).
+func (s *Spec) KeyWritten(k string) bool { return s.keysWritten(k) }
 
 // keysWritten reports whether the spec wrote the logical key under keys.
 func (s *Spec) keysWritten(k string) bool {

@@ -27,7 +27,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
 	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 3x for working sets over 64 MiB)")
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -41,7 +41,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	warn(stderr, c.Spec)
 	settings, err := parseSizes(*sizes, c.Graph.Batch)
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		fs.Usage()
+		return errUsage
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "dims\tworking set\tbackend\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\t")
@@ -78,7 +80,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t\n", dimsString(cs.Graph), bytesString(ws),
 				strings.TrimPrefix(name, "Forward/"), r["ns/element"], r["MB/s"]/1000, res["CopyProbe"]["MB/s"]/1000, r["copy-ratio"], speed)
 		}
-		tw.Flush()
+		fmt.Fprintf(stderr, "bench: %s measured\n", dimsString(cs.Graph)) // progress; the table comes at the end, aligned
 	}
 	return tw.Flush()
 }

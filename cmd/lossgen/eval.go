@@ -40,7 +40,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel), ptx (its PTX, simulated) or all")
 	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if *specPath == "" || *inPath == "" || fs.NArg() != 0 {
 		fs.Usage()
@@ -60,9 +60,19 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	if *outPath != "" && sameFile(*outPath, *inPath) {
-		fmt.Fprintf(stderr, "eval: -out %s is the input file; choose another name\n", *outPath)
-		return errUsage
+	if *outPath != "" {
+		if sameFile(*outPath, *inPath) {
+			fmt.Fprintf(stderr, "eval: -out %s is the input file; choose another name\n", *outPath)
+			return errUsage
+		}
+		if fi, err := os.Stat(*outPath); err == nil && fi.IsDir() {
+			fmt.Fprintf(stderr, "eval: -out %s is a directory; give a file name such as %s\n", *outPath, filepath.Join(*outPath, "out.npz"))
+			return errUsage
+		}
+		if fi, err := os.Stat(filepath.Dir(*outPath)); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "eval: -out %s: directory %s does not exist\n", *outPath, filepath.Dir(*outPath))
+			return errUsage
+		}
 	}
 
 	c, err := gen.Compile(*specPath)
@@ -77,6 +87,16 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	inputs, err := evalInputs(c.Graph, data, *inPath)
 	if err != nil {
 		return err
+	}
+	var ignored []string
+	for name := range data {
+		if _, used := inputs[name]; !used {
+			ignored = append(ignored, name)
+		}
+	}
+	if len(ignored) > 0 {
+		sort.Strings(ignored)
+		fmt.Fprintf(stderr, "eval: %s: not read by the spec: %s\n", *inPath, strings.Join(ignored, ", "))
 	}
 
 	// The interpreter always runs: it is what every backend is measured against.

@@ -71,6 +71,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		err = cmdBench(rest, stdout, stderr)
 	case "version":
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "usage: lossgen version\n")
+			return 2
+		}
 		fmt.Fprintf(stdout, "lossgen gen v%d\n", runtime.GenVersion)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
@@ -79,9 +83,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errHelp):
 		return 0
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
 		return 2
 	}
 	report(stderr, err)
@@ -90,6 +94,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // errUsage marks an error already explained by a usage message.
 var errUsage = errors.New("usage")
+
+// errHelp is a help request that printed the usage: exit 0, as `lossgen -h` does.
+var errHelp = errors.New("help")
+
+// parseErr maps a flag-parsing error (already printed with the usage) to errHelp for -h and
+// to errUsage otherwise.
+func parseErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return errHelp
+	}
+	return errUsage
+}
 
 // report prints an error: spec diagnostics as they are (FILE:LINE:COL: msg, one per line),
 // anything else prefixed with "lossgen: ".
@@ -129,7 +145,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
 	verbose := fs.Bool("v", false, "list the files written")
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if *out == "" || fs.NArg() != 1 {
 		fs.Usage()
@@ -156,7 +172,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "also check that this directory holds the package generated from the (single) spec")
 	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with")
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if fs.NArg() == 0 || (*out != "" && fs.NArg() != 1) {
 		fs.Usage()
@@ -200,13 +216,16 @@ func or(a, b string) string {
 	return b
 }
 
+// maxGoldenElements bounds the batch of golden cases (2^26 elements: a few GiB for a case).
+const maxGoldenElements = 1 << 26
+
 func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	fs := flags("golden", "[-update] [-dir DIR] [-data DIR] SPEC...", stderr)
 	update := fs.Bool("update", false, "rewrite the golden cases instead of comparing them")
 	root := fs.String("dir", "golden", "root of the golden case directories (cases go to DIR/<package>)")
 	data := fs.String("data", "golden/data", "directory of real data (.npz) to make real_* cases from")
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -221,6 +240,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		dir := filepath.Join(*root, c.Spec.Package)
 		if filepath.Clean(dir) == filepath.Clean(*data) {
 			return fmt.Errorf("%s: the golden cases of package %s would go to %s, the real-data directory (-data); rename the package or choose another -dir", path, c.Spec.Package, dir)
+		}
+		if n := c.Graph.Batch.Numel(); n > maxGoldenElements {
+			return fmt.Errorf("%s: a batch of %d elements is too large for golden cases (at most %d: each case holds every input and output in float64, here about %d GiB); golden cases are regression data, so check a copy of the spec with smaller dims", path, n, maxGoldenElements, n*8*(len(c.Graph.Inputs)+len(c.Graph.Outputs))>>30)
 		}
 		cs, err := cases.Build(c.Graph, c.Spec.Package, *data)
 		if err != nil {
@@ -263,7 +285,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 func cmdExplain(args []string, stdout, stderr io.Writer) error {
 	fs := flags("explain", "SPEC", stderr)
 	if err := fs.Parse(args); err != nil {
-		return errUsage // flag printed what was wrong, and the usage
+		return parseErr(err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

@@ -146,6 +146,11 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"generate", spec}, 2},
 		{[]string{"eval", "-spec", spec, "-in", spec, "-backend", "cuda"}, 2},
 		{[]string{"eval", "-spec", spec, "-in", spec, "-out", spec}, 2},
+		{[]string{"eval", "-spec", spec, "-in", spec, "-out", dir}, 2},
+		{[]string{"eval", "-spec", spec, "-in", spec, "-out", filepath.Join(dir, "no", "x.npz")}, 2},
+		{[]string{"generate", "-h"}, 0},
+		{[]string{"version", "extra"}, 2},
+		{[]string{"bench", "-sizes", "M=abc", spec}, 2},
 	} {
 		var out, errb strings.Builder
 		if got := run(tc.args, &out, &errb); got != tc.want {

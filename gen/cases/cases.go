@@ -289,7 +289,7 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 		return golden.Array{Shape: shape, Data: a.Data}, nil
 	case want == "float64" && got == "float32":
 		return golden.Array{Shape: shape, Data: a.Float64s()}, nil
-	case want == "bool" && (got == "float32" || got == "float64"):
+	case want == "bool" && (got == "float32" || got == "float64" || got == "int64"):
 		f := a.Float64s()
 		b := make([]bool, len(f))
 		for i, x := range f {
