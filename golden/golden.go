@@ -105,7 +105,7 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
 		}
-		r, err := newNPYReader(raw)
+		r, dataBytes, err := newNPYReader(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: not a NumPy array: %w", path, name, err)
 		}
@@ -113,7 +113,7 @@ func ReadNPZ(path string) (map[string]Array, error) {
 		if h.Descr.Fortran {
 			return nil, fmt.Errorf("%s: %s: Fortran-ordered array; save it C-ordered (np.ascontiguousarray)", path, name)
 		}
-		if err := checkSize(raw, h.Descr.Type, h.Descr.Shape); err != nil {
+		if err := checkSize(dataBytes, h.Descr.Type, h.Descr.Shape); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
 		}
 		var data any
@@ -159,47 +159,39 @@ func ReadNPZ(path string) (map[string]Array, error) {
 
 // newNPYReader is npy.NewReader with the header's framing checked first and any panic of
 // the parser (npyio v0.6.0 slices a too-short header without checking) turned into an error.
-func newNPYReader(raw []byte) (r *npy.Reader, err error) {
+func newNPYReader(raw []byte) (r *npy.Reader, dataBytes int, err error) {
 	if len(raw) < 10 || string(raw[:6]) != "\x93NUMPY" {
-		return nil, fmt.Errorf("no .npy magic")
+		return nil, 0, fmt.Errorf("no .npy magic")
 	}
+	// The header length is 2 bytes in format 1.x, 4 bytes in 2.x and 3.x.
 	n := 10 + int(binary.LittleEndian.Uint16(raw[8:10]))
 	if raw[6] >= 2 {
 		if len(raw) < 12 {
-			return nil, fmt.Errorf("truncated .npy header")
+			return nil, 0, fmt.Errorf("truncated .npy header")
 		}
 		n = 12 + int(binary.LittleEndian.Uint32(raw[8:12]))
 	}
 	if n > len(raw) || !bytes.Contains(raw[:n], []byte("descr")) {
-		return nil, fmt.Errorf("truncated or malformed .npy header")
+		return nil, 0, fmt.Errorf("truncated or malformed .npy header")
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			r, err = nil, fmt.Errorf("malformed .npy header: %v", p)
 		}
 	}()
-	return npy.NewReader(bytes.NewReader(raw))
+	r, err = npy.NewReader(bytes.NewReader(raw))
+	return r, len(raw) - n, err
 }
 
-// checkSize verifies, before anything is allocated, that an .npy entry's data is exactly as
-// long as its header's shape says: a truncated file is an error, not zero-padded data, and a
-// header claiming a huge shape is an error, not an allocation.
-func checkSize(raw []byte, descr string, shape []int) error {
+// checkSize verifies, before anything is allocated, that an .npy entry's data (have bytes
+// after the header) is exactly as long as its header's shape says: a truncated file is an
+// error, not zero-padded data, and a header claiming a huge shape is an error, not an
+// allocation.
+func checkSize(have int, descr string, shape []int) error {
 	esize := map[string]int{"<f4": 4, "<f8": 8, "|b1": 1, "|u1": 1, "<i8": 8}[descr]
-	if esize == 0 || len(raw) < 10 {
+	if esize == 0 {
 		return nil // an unsupported dtype is reported by the caller
 	}
-	var offset int
-	switch raw[6] { // format major version: header length is 2 bytes (1.x) or 4 (2.x, 3.x)
-	case 1:
-		offset = 10 + int(binary.LittleEndian.Uint16(raw[8:10]))
-	default:
-		if len(raw) < 12 {
-			return fmt.Errorf("truncated .npy header")
-		}
-		offset = 12 + int(binary.LittleEndian.Uint32(raw[8:12]))
-	}
-	have := len(raw) - offset
 	numel := 1
 	for _, d := range shape {
 		if d < 0 || (d > 0 && numel > have/d) {

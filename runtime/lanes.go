@@ -51,26 +51,20 @@ func FinishMean(dst, s []float64, lps int, n float64) {
 }
 
 // FinishMax sets dst[k] to the NaN-propagating maximum of slot k's lanes.
-func FinishMax[T Float](dst []float64, m []T, lps int) {
-	var buf [8]float64
-	for k := range dst {
-		l := buf[:lps]
-		for i := range l {
-			l[i] = float64(m[k*lps+i])
-		}
-		dst[k] = pairwise(l, Max)
-	}
-}
+func FinishMax[T Float](dst []float64, m []T, lps int) { finishLanes(dst, m, lps, Max) }
 
 // FinishMin sets dst[k] to the NaN-propagating minimum of slot k's lanes.
-func FinishMin[T Float](dst []float64, m []T, lps int) {
+func FinishMin[T Float](dst []float64, m []T, lps int) { finishLanes(dst, m, lps, Min) }
+
+// finishLanes sets dst[k] to slot k's lps lanes combined pairwise by f.
+func finishLanes[T Float](dst []float64, m []T, lps int, f func(a, b float64) float64) {
 	var buf [8]float64
 	for k := range dst {
 		l := buf[:lps]
 		for i := range l {
 			l[i] = float64(m[k*lps+i])
 		}
-		dst[k] = pairwise(l, Min)
+		dst[k] = pairwise(l, f)
 	}
 }
 

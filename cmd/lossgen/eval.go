@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -187,7 +188,7 @@ func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[str
 		if len(shape) == len(want)+1 && shape[len(shape)-1] == 1 {
 			shape = shape[:len(want)]
 		}
-		if !sameInts(shape, want) {
+		if !slices.Equal(shape, want) {
 			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, a.Shape, want, in.Shape.Names()))
 			continue
 		}
@@ -207,18 +208,6 @@ func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[str
 		return nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
 	}
 	return out, nil
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.

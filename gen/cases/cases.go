@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,7 +242,7 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
 		ok := true
 		for _, in := range g.Inputs {
 			a, found := arrays[in.Name]
-			if !found || !sameShape(a.Shape, in.Shape.Sizes()) {
+			if !found || !slices.Equal(a.Shape, in.Shape.Sizes()) {
 				ok = false
 				break
 			}
@@ -257,18 +258,6 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
 		}
 	}
 	return out, nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Convert returns a as the storage type of input in: the kernel's float type (float32 data
@@ -382,13 +371,13 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 		delete(byName, c.Name)
 		for name, a := range c.Inputs {
 			b, ok := s.Inputs[name]
-			if !ok || !sameShape(a.Shape, b.Shape) || a.DType() != b.DType() || !sameBits(a.Float64s(), b.Float64s()) {
+			if !ok || !slices.Equal(a.Shape, b.Shape) || a.DType() != b.DType() || !sameBits(a.Float64s(), b.Float64s()) {
 				diffs = append(diffs, fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name))
 			}
 		}
 		for name, a := range c.Want {
 			b, ok := s.Want[name]
-			if !ok || !sameShape(a.Shape, b.Shape) {
+			if !ok || !slices.Equal(a.Shape, b.Shape) {
 				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
 				continue
 			}

@@ -208,14 +208,7 @@ func (e *gen) load(n *ir.Node) jen.Code {
 		}
 		return at(jen.Id(fmt.Sprintf("const%d", n.ID)), n.Shape)
 	case ir.OpInput:
-		x := at(jen.Id("in").Dot(e.in[n.Input.Name]), n.Shape)
-		switch n.Input.Kind {
-		case ir.Bool:
-			return jen.Id("b2f").Call(x)
-		case ir.Index:
-			return e.conv(x)
-		}
-		return x
+		return e.inputValue(n, at(jen.Id("in").Dot(e.in[n.Input.Name]), n.Shape))
 	}
 	return at(e.bufExpr(n), n.Shape)
 }
@@ -490,18 +483,23 @@ func (e *gen) compute(l *loop, n *ir.Node) []jen.Code {
 	panic("gogen: unhandled op " + n.Op.String())
 }
 
+// inputValue converts an element x of input n to the kernel's float type: flags through
+// b2f, indices through conv, floats as they are.
+func (e *gen) inputValue(n *ir.Node, x jen.Code) jen.Code {
+	switch n.Input.Kind {
+	case ir.Bool:
+		return jen.Id("b2f").Call(x)
+	case ir.Index:
+		return e.conv(x)
+	}
+	return x
+}
+
 // readAt reads a stored node or input at an explicit linear index expression.
 func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
 	switch n.Op {
 	case ir.OpInput:
-		x := jen.Id("in").Dot(e.in[n.Input.Name]).Index(ix)
-		switch n.Input.Kind {
-		case ir.Bool:
-			return jen.Id("b2f").Call(x)
-		case ir.Index:
-			return e.conv(x)
-		}
-		return x
+		return e.inputValue(n, jen.Id("in").Dot(e.in[n.Input.Name]).Index(ix))
 	case ir.OpConst:
 		return jen.Id(fmt.Sprintf("const%d", n.ID)).Index(ix)
 	}

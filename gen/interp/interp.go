@@ -9,6 +9,7 @@ package interp
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gorgonia.org/tensor"
 
@@ -55,7 +56,7 @@ func eval(n *ir.Node, vals []*tensor.Dense, inputs map[string]*tensor.Dense) (*t
 		if !ok {
 			return nil, fmt.Errorf("missing input %q", n.Input.Name)
 		}
-		if want := n.Shape.Sizes(); !sameSizes(t.Shape(), want) {
+		if want := n.Shape.Sizes(); !slices.Equal([]int(t.Shape()), want) {
 			return nil, fmt.Errorf("input %q has shape %v, want %v", n.Input.Name, []int(t.Shape()), want)
 		}
 		copy(out, Data(t))
@@ -91,21 +92,6 @@ func eval(n *ir.Node, vals []*tensor.Dense, inputs map[string]*tensor.Dense) (*t
 		}
 	}
 	return New(n.Shape, out), nil
-}
-
-func sameSizes(a tensor.Shape, b []int) bool {
-	if len(a) == 0 && len(b) == 0 {
-		return true
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // broadcastIndex maps a linear index in shape `to` to the linear index in `from`, whose dims

@@ -3,7 +3,6 @@ package ptxgen
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -137,12 +136,5 @@ func (k *kernel) addr(base, index string, size int) string {
 	return a
 }
 
-// sortedStrings is sort.Strings on a copy.
-func sortedStrings(xs []string) []string {
-	out := append([]string(nil), xs...)
-	sort.Strings(out)
-	return out
-}
-
-// text renders the kernel through the template.
+// text is the kernel body, one instruction or label a line, for the kernel template.
 func (k *kernel) text() string { return strings.Join(k.Body, "\n") }

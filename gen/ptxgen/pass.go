@@ -18,6 +18,12 @@ import (
 
 const maxBlock = 256
 
+// gridFor is the 1-D launch shape for n threads: blocks of whole warps, at most maxBlock.
+func gridFor(n int) (grid, block int) {
+	block = min(maxBlock, (n+31)/32*32)
+	return (n + block - 1) / block, block
+}
+
 // passK emits the kernel of one pass.
 type passK struct {
 	*kernel
@@ -55,8 +61,7 @@ func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 		k.thread, k.loop = dom[len(dom)-1:], loopOrder(dom[:len(dom)-1], ps.Reduces)
 	}
 	k.threads = k.thread.Numel()
-	k.block = min(maxBlock, (k.threads+31)/32*32)
-	k.grid = (k.threads + k.block - 1) / k.block
+	k.grid, k.block = gridFor(k.threads)
 	for _, r := range ps.Reduces {
 		rk, err := k.classify(r)
 		if err != nil {

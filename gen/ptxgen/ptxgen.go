@@ -119,9 +119,9 @@ func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
 					slots = max(slots, rk.r.Shape.Numel())
 				}
 			}
-			block := min(maxBlock, (slots+31)/32*32)
+			grid, block := gridFor(slots)
 			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index)))
-			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{(slots + block - 1) / block, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
+			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{grid, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
 		}
 		for _, pb := range k.partials {
 			table.Buffers = append(table.Buffers, runtime.Buffer{Name: pb.name, Role: "scratch", DType: "float64", Length: pb.length, Shape: []int{pb.length}})

@@ -35,8 +35,11 @@ func run(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, fill
 	for _, b := range t.Buffers {
 		addr[b.Name] = d.Alloc(b.Name, b.Length*elemSize(b.DType))
 		if b.Role != "input" {
-			for i := range d.Bytes(addr[b.Name]) {
-				d.Bytes(addr[b.Name])[i] = fill
+			if fill != 0 { // Alloc zeroes
+				buf := d.Bytes(addr[b.Name])
+				for i := range buf {
+					buf[i] = fill
+				}
 			}
 			continue
 		}
