@@ -181,6 +181,13 @@ func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
 		return nil, err
 	}
 	files["vmath_amd64_test.go"] = vt
+	if vars := asmgen.ChunkVars(c.Plan); len(vars) > 0 {
+		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "GoldenDir": goldenRel})
+		if err != nil {
+			return nil, err
+		}
+		files["chunks_amd64_test.go"] = ct
+	}
 	return files, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"unsafe"
 )
 
 // The Finish functions merge the per-lane states that assembly kernels leave in float64
@@ -99,7 +100,7 @@ func FinishLogSumExp[T Float](dst []float64, m []T, s []float64, lps int) {
 }
 
 // FinishSumLog sets dst[k] to log of the sum of slot k's lanes: the logsumexp of an assembly
-// kernel's fast path, whose lanes summed e^x directly (see InRange).
+// kernel's fast path, whose lanes summed e^x directly (see MaskSet).
 func FinishSumLog(dst, s []float64, lps int) {
 	FinishSum(dst, s, lps)
 	for k := range dst {
@@ -107,17 +108,31 @@ func FinishSumLog(dst, s []float64, lps int) {
 	}
 }
 
-// InRange reports whether every lane's running minimum lo and maximum hi of some x lie in
-// [min, max] (a NaN passes: it makes the result NaN either way). Assembly kernels sum e^x
-// directly, which is exact only where e^x stays a normal float; outside, their wrapper
-// falls back to the pure-Go kernel.
-func InRange[T Float](lo, hi []T, min, max float64) bool {
-	for i := range lo {
-		if float64(lo[i]) < min || float64(hi[i]) > max {
+// SetMask sets every bit of every element of m: the identity of the bitwise AND in which an
+// assembly kernel accumulates its lanes' compare masks (all ones where a test held).
+func SetMask[T Float](m []T) {
+	for i := range maskBytes(m) {
+		maskBytes(m)[i] = 0xff
+	}
+}
+
+// MaskSet reports whether every bit of every element of m is still set: the kernel's test
+// held for every element it accumulated.
+func MaskSet[T Float](m []T) bool {
+	for _, b := range maskBytes(m) {
+		if b != 0xff {
 			return false
 		}
 	}
 	return true
+}
+
+// maskBytes views m's memory as bytes: its elements are bit masks, not numbers.
+func maskBytes[T Float](m []T) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&m[0])), len(m)*int(unsafe.Sizeof(m[0])))
 }
 
 // Merge combines two Welford states (Chan, Golub and LeVeque's pairwise update).
@@ -175,3 +190,47 @@ var pureGo = sync.OnceValue(func() bool { return os.Getenv("LOSSGEN_PUREGO") != 
 // kernels even where an assembly backend could run (the purego build tag does the same at
 // build time).
 func PureGo() bool { return pureGo() }
+
+// Row chunks: a large pass whose reductions all reduce over its first dim runs as a fixed
+// number of chunks of rows, each with its own lane states, concurrently; the states are then
+// merged in chunk order. The chunk count is fixed when the package is generated, so the
+// result does not depend on the machine or on GOMAXPROCS.
+
+// ForChunks runs fn(c, lo, hi) for chunks c = 0..n-1 of rows [0, rows): chunk c has rows
+// [c·rows/n, (c+1)·rows/n). The chunks run concurrently; it returns when all are done.
+func ForChunks(n, rows int, fn func(c, lo, hi int)) {
+	var wg sync.WaitGroup
+	for c := 1; c < n; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(c, c*rows/n, (c+1)*rows/n)
+		}()
+	}
+	fn(0, 0, rows/n)
+	wg.Wait()
+}
+
+// MergeSum adds src's lane sums into dst's (the same layout).
+func MergeSum(dst, src []float64) {
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// MergeVar merges the Welford states (n2, mean2, m22) into (n, mean, m2), lane by lane, with
+// Chan, Golub and LeVeque's pairwise update; the states before them come first.
+func MergeVar(n, mean, m2, n2, mean2, m22 []float64) {
+	for i := range n {
+		w := Welford{N: n[i], Mean: mean[i], M2: m2[i]}.Merge(Welford{N: n2[i], Mean: mean2[i], M2: m22[i]})
+		n[i], mean[i], m2[i] = w.N, w.Mean, w.M2
+	}
+}
+
+// MergeMask ANDs src's lane masks into dst's (see MaskSet).
+func MergeMask[T Float](dst, src []T) {
+	d, s := maskBytes(dst), maskBytes(src)
+	for i := range d {
+		d[i] &= s[i]
+	}
+}

@@ -270,6 +270,8 @@ const (
 	cmpNEQ_OQ = 0x0C
 	cmpGE_OQ  = 0x1D
 	cmpGT_OQ  = 0x1E
+	cmpNLT_UQ = 0x15
+	cmpNGT_UQ = 0x1A
 )
 
 // zero returns a register of zeros.

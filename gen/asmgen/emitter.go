@@ -97,6 +97,9 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 
 	// State arrays: per reduction and field, slots·lanes values plus a vector of padding (a
 	// block whose lanes are slots may run past the last slot; its tail lanes are masked).
+	// Array k starts 64·k bytes into its allocation: large allocations are page-aligned, and
+	// a block's loads from one state array would otherwise wait on its stores to another at
+	// the same low 12 address bits (4K aliasing).
 	var fields, allocs []jen.Code
 	maxSlots := 1
 	for _, pg := range pgs {
@@ -105,13 +108,14 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 			n := lay.slots*lay.lps + 8
 			maxSlots = max(maxSlots, lay.slots)
 			for _, fld := range pg.fields(r) {
-				t := jen.Float64()
+				t, size := jen.Float64(), 8
 				if fld.elem {
-					t = jen.Id(elem)
+					t, size = jen.Id(elem), 32/e.a.lanes()
 				}
 				name := stateField(r, fld.name)
 				fields = append(fields, jen.Id(name).Index().Add(t))
-				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Add(t), jen.Lit(n)))
+				pad := len(allocs) % 64 * 64 / size
+				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Add(t), jen.Lit(n+pad)).Index(jen.Lit(pad), jen.Empty()))
 			}
 		}
 	}
@@ -129,6 +133,13 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 	})
 
 	for _, pg := range pgs {
+		if pg.chunked {
+			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", chunkVar(pg.ps), pg.ps.Index)
+			f.Comment("reduction states merged in chunk order afterwards (1: in one piece). It is fixed by")
+			f.Comment("the generator from the pass's size, so results do not depend on the machine; tests")
+			f.Comment("set it to check the chunked run.")
+			f.Var().Id(chunkVar(pg.ps)).Op("=").Lit(e.chunks(pg.ps))
+		}
 		e.wrapper(f, pg, elem, nt[pg.ps.Index])
 	}
 
@@ -156,12 +167,105 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 func identity(op ir.Op, field, elem string) jen.Code {
 	inf := func(sign int) jen.Code { return jen.Id(elem).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign))) }
 	switch {
-	case op == ir.OpRMax && field == "m", field == "hi", op == ir.OpArgMax && field == "best":
+	case op == ir.OpRMax && field == "m", op == ir.OpArgMax && field == "best":
 		return inf(-1)
-	case op == ir.OpRMin, field == "lo":
+	case op == ir.OpRMin:
 		return inf(1)
 	}
 	return jen.Lit(0)
+}
+
+// runPass emits the initialisation of st's states for pg's pass and the call of its kernel
+// (the non-temporal variant when the stored buffers are aligned for it).
+func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
+	ps := pg.ps
+	rt := gogen.RuntimePath
+	for _, r := range ps.Reduces {
+		for _, fld := range pg.fields(r) {
+			if fld.name == "ok" {
+				b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, fld.name)))
+				continue
+			}
+			b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
+		}
+	}
+	call := func(name string) *jen.Statement {
+		return jen.Id(name).CallFunc(func(c *jen.Group) {
+			for _, p := range pg.params {
+				c.Op(p.goExpr)
+			}
+		})
+	}
+	if !nt {
+		b.Add(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+		return
+	}
+	// Non-temporal stores need 32-byte aligned buffers: large slices from make are, a
+	// user's sub-slice may not be.
+	var cond *jen.Statement
+	for _, n := range ps.Stores {
+		a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(e.bufAddr(n)))).Op("%").Lit(32).Op("==").Lit(0)
+		if cond == nil {
+			cond = a
+		} else {
+			cond = cond.Op("&&").Add(a)
+		}
+	}
+	b.If(cond).Block(call(fmt.Sprintf("pass%dAVX2NT", ps.Index))).Else().Block(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+}
+
+// chunkVar names the variable holding a chunkable pass's chunk count.
+func chunkVar(ps *plan.Pass) string { return fmt.Sprintf("pass%dChunks", ps.Index) }
+
+// runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
+// their own states, run concurrently and merged into st in chunk order.
+func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
+	ps := pg.ps
+	rt := gogen.RuntimePath
+	rows := ps.Domain[0].Size
+	b.Id("n").Op(":=").Min(jen.Id(chunkVar(ps)), jen.Lit(rows))
+	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
+		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
+	).Else().BlockFunc(func(g *jen.Group) {
+		g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id("avxState"), jen.Id("n"))
+		g.Id("sts").Index(jen.Lit(0)).Op("=").Id("st")
+		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(
+			jen.Id("sts").Index(jen.Id("c")).Op("=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState")),
+			jen.Defer().Id("avxPool").Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
+		)
+		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
+			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
+		))
+		at := func(c jen.Code, r *ir.Node, f string) *jen.Statement {
+			return jen.Id("sts").Index(c).Dot(stateField(r, f))
+		}
+		c0, c := jen.Lit(0), jen.Id("c")
+		// A variance whose lanes all see the same count tracks none in the kernel: chunk c's
+		// is its rows times the elements per row.
+		var counts, merges []jen.Code
+		for _, r := range ps.Reduces {
+			switch r.Op {
+			case ir.OpSum, ir.OpMean:
+				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
+			case ir.OpLogSumExp:
+				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
+				if pg.twins[r.ID] == nil {
+					merges = append(merges, jen.Qual(rt, "MergeMask").Call(at(c0, r, "ok"), at(c, r, "ok")))
+				}
+			case ir.OpVar:
+				if pg.knownCount(r) {
+					perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / rows
+					chunkRows := jen.Parens(jen.Parens(c.Clone().Op("+").Lit(1)).Op("*").Lit(rows).Op("/").Id("n").Op("-").Add(c.Clone()).Op("*").Lit(rows).Op("/").Id("n"))
+					counts = append(counts, jen.Qual(rt, "Fill").Call(at(c, r, "n"), jen.Float64().Call(chunkRows.Op("*").Lit(perRow))))
+				}
+				merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
+			}
+		}
+		if len(counts) > 0 {
+			g.For(jen.Id("c").Op(":=").Range().Id("n")).Block(counts...)
+		}
+		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
+	})
 }
 
 var finish = map[ir.Op]string{
@@ -177,44 +281,22 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 	f.Func().Id(name).Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("s").Op("*").Id("scratch")).BlockFunc(func(b *jen.Group) {
 		b.Id("st").Op(":=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState"))
 		b.Defer().Id("avxPool").Dot("Put").Call(jen.Id("st"))
-		for _, r := range ps.Reduces {
-			for _, fld := range pg.fields(r) {
-				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
-			}
-		}
-		call := func(name string) *jen.Statement {
-			return jen.Id(name).CallFunc(func(c *jen.Group) {
-				for _, p := range pg.params {
-					c.Op(p.goExpr)
-				}
+		if pg.chunked {
+			b.Id("run").Op(":=").Func().Params(jen.Id("st").Op("*").Id("avxState"), jen.List(jen.Id("lo"), jen.Id("hi")).Int()).BlockFunc(func(g *jen.Group) {
+				e.runPass(g, pg, elem, nt)
 			})
-		}
-		if nt {
-			// Non-temporal stores need 32-byte aligned buffers: large slices from make are,
-			// a user's sub-slice may not be.
-			var cond *jen.Statement
-			for _, n := range ps.Stores {
-				a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(e.bufAddr(n)))).Op("%").Lit(32).Op("==").Lit(0)
-				if cond == nil {
-					cond = a
-				} else {
-					cond = cond.Op("&&").Add(a)
-				}
-			}
-			b.If(cond).Block(call(fmt.Sprintf("pass%dAVX2NT", ps.Index))).Else().Block(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+			e.runChunks(b, pg)
 		} else {
-			b.Add(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+			e.runPass(b, pg, elem, nt)
 		}
 		// logsumexp's fast path holds only while every x stayed where e^x is normal;
 		// otherwise the pure-Go pass recomputes everything exactly.
-		lo, hi := pg.guard()
 		for _, r := range ps.Reduces {
 			if r.Op != ir.OpLogSumExp || pg.twins[r.ID] != nil {
 				continue
 			}
-			n := pg.layout(r).slots * pg.layout(r).lps
-			b.If(jen.Op("!").Qual(rt, "InRange").Call(
-				jen.Id("st").Dot(stateField(r, "lo")).Index(jen.Op(":").Lit(n)), jen.Id("st").Dot(stateField(r, "hi")).Index(jen.Op(":").Lit(n)), jen.Lit(lo), jen.Lit(hi),
+			b.If(jen.Op("!").Qual(rt, "MaskSet").Call(
+				jen.Id("st").Dot(stateField(r, "ok")).Index(jen.Op(":").Lit(pg.lanes())),
 			)).Block(
 				jen.Id(fmt.Sprintf("pass%dGo", ps.Index)).Call(jen.Id("in"), jen.Id("out"), jen.Id("s")),
 				jen.Return(),

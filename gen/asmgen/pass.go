@@ -3,6 +3,7 @@ package asmgen
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/mmcloughlin/avo/attr"
@@ -51,6 +52,7 @@ type passGen struct {
 	twins    map[int]*ir.Node       // logsumexp of 2·x → the logsumexp of x in the same pass (see twinOf)
 	large    bool                   // the pass streams more than largePass bytes: prefetch ahead
 	nt       bool                   // this variant stores full blocks non-temporally
+	chunked  bool                   // the pass runs on a chunk of rows (see chunkable)
 
 	// per block
 	jReg  reg.GPVirtual // inner offset register (full blocks), nil in tails
@@ -83,19 +85,29 @@ func (pg *passGen) layout(r *ir.Node) redLayout {
 	return redLayout{slots: r.Shape.Numel(), lps: pg.lanes()}
 }
 
-// ptr loads the pointer argument for key (registering it on first use) into a fresh
-// register. Every argument is a pointer, so argument i is at 8·i(FP).
-func (pg *passGen) ptr(key, goType, goExpr string) reg.GPVirtual {
+// param is the argument for key, registered on first use. Every argument is a pointer or
+// an int, so argument i is at 8·i(FP).
+func (pg *passGen) param(key, goType, goExpr string) operand.Mem {
 	i, ok := pg.pidx[key]
 	if !ok {
 		i = len(pg.params)
 		pg.pidx[key] = i
 		pg.params = append(pg.params, param{name: fmt.Sprintf("p%d", i), goType: goType, goExpr: goExpr})
 	}
+	return operand.NewParamAddr(pg.params[i].name, 8*i)
+}
+
+// ptr loads the pointer argument for key into a fresh register.
+func (pg *passGen) ptr(key, goType, goExpr string) reg.GPVirtual {
 	r := pg.gp()
-	pg.c.MOVQ(operand.NewParamAddr(pg.params[i].name, 8*i), r)
+	pg.c.MOVQ(pg.param(key, goType, goExpr), r)
 	return r
 }
+
+// rowLo and rowHi are a chunked pass's arguments: its chunk is rows [rowLo, rowHi) of the
+// first domain dim.
+func (pg *passGen) rowLo() operand.Mem { return pg.param("rows:lo", "int", "lo") }
+func (pg *passGen) rowHi() operand.Mem { return pg.param("rows:hi", "int", "hi") }
 
 // elemGo is the Go element type of the kernel.
 func (pg *passGen) elemGo() string {
@@ -353,6 +365,7 @@ func (pg *passGen) prefetch(base, off reg.GPVirtual, size int) {
 type bitem struct {
 	n      *ir.Node
 	reduce bool
+	store  bool // write n's value to its buffer
 	key    float64
 }
 
@@ -361,6 +374,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg := &passGen{asm: e.a, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{}, carries: map[int]reg.VecVirtual{}}
 	pg.large = e.passBytes(ps) > largePass
 	pg.nt = nt
+	pg.chunked = chunkable(ps)
 	pg.twins = twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
@@ -467,6 +481,57 @@ func (e *emitter) wantsNT(ps *plan.Pass) bool {
 	return ps.Domain[len(ps.Domain)-1].Size%e.a.lanes() == 0
 }
 
+// maxChunks is how many row chunks a large chunkable pass runs as, or its first dim's
+// extent if smaller. It is fixed, not the machine's core count, so results are the same bits
+// on every machine; 8 chunks keep 8 cores busy and cost 7 state merges.
+const maxChunks = 8
+
+// chunkElems is the smallest pass (in elements) that runs in chunks: about 0.25 ms of a
+// ClipPPO+GAE pass on one core, against a few µs to start goroutines and merge states.
+const chunkElems = 1 << 16
+
+// chunkable reports whether pass ps can run as chunks of rows of its first domain dim, each
+// with its own reduction states, merged afterwards: it has an outer dim, and every reduction
+// is a sum, mean, variance or logsumexp over that dim (states that merge by addition or
+// Chan's update). Such a pass takes the chunk's rows as arguments.
+func chunkable(ps *plan.Pass) bool {
+	if len(ps.Domain) < 2 {
+		return false
+	}
+	for _, r := range ps.Reduces {
+		switch r.Op {
+		case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpLogSumExp:
+		default:
+			return false
+		}
+		if !slices.Contains(r.Axes, ps.Domain[0].Name) {
+			return false
+		}
+	}
+	return true
+}
+
+// ChunkVars lists the variables of the generated AVX2 glue that hold the chunk counts of
+// p's chunkable passes (tests set them to run the chunked form on small batches).
+func ChunkVars(p *plan.Plan) []string {
+	var out []string
+	for _, ps := range p.Passes {
+		if chunkable(ps) {
+			out = append(out, chunkVar(ps))
+		}
+	}
+	return out
+}
+
+// chunks is how many row chunks pass ps runs as by default: maxChunks for a large chunkable
+// pass (smaller ones are not worth the goroutines and merges), else 1.
+func (e *emitter) chunks(ps *plan.Pass) int {
+	if !chunkable(ps) || ps.Domain.Numel() < chunkElems {
+		return 1
+	}
+	return min(ps.Domain[0].Size, maxChunks)
+}
+
 func describePass(ps *plan.Pass) string {
 	if ps.Scan {
 		return "reverse scan over " + ps.Domain.String()
@@ -485,7 +550,11 @@ func (pg *passGen) body() {
 	}
 	for d := 0; d < rank-1; d++ {
 		r := pg.gp()
-		c.XORQ(r, r)
+		if d == 0 && pg.chunked {
+			c.MOVQ(pg.rowLo(), r)
+		} else {
+			c.XORQ(r, r)
+		}
 		pg.counters = append(pg.counters, r)
 	}
 	pg.counters = append(pg.counters, nil) // the vector axis uses jReg/jImm
@@ -498,7 +567,11 @@ func (pg *passGen) body() {
 	pg.innerLoop()
 	for d := rank - 2; d >= 0; d-- {
 		c.INCQ(pg.counters[d])
-		c.CMPQ(pg.counters[d], operand.I32(int32(pg.dom[d].Size)))
+		if d == 0 && pg.chunked {
+			c.CMPQ(pg.counters[d], pg.rowHi())
+		} else {
+			c.CMPQ(pg.counters[d], operand.I32(int32(pg.dom[d].Size)))
+		}
 		c.JL(operand.LabelRef(labels[d]))
 		if d > 0 {
 			c.XORQ(pg.counters[d], pg.counters[d])
@@ -608,11 +681,13 @@ func (pg *passGen) block() {
 		}
 		items = append(items, bitem{n: r, reduce: true, key: k + 0.5})
 	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].key < items[j].key })
-	stored := map[int]bool{}
+	// Stores come last, after every load of the block: buffers that make allocates are
+	// page-aligned, so an output element and the same element of an input share their low 12
+	// address bits, and a load issued after such a store waits on it (4K aliasing).
 	for _, n := range ps.Stores {
-		stored[n.ID] = true
+		items = append(items, bitem{n: n, store: true, key: math.Inf(1)})
 	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].key < items[j].key })
 
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
 	pg.slots = nil
@@ -651,15 +726,16 @@ func (pg *passGen) block() {
 		for i, a := range args {
 			regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
 		}
-		if it.reduce {
+		switch {
+		case it.store:
+			pg.c.Comment(fmt.Sprintf("store v%d", it.n.ID))
+			pg.store(it.n, regsIn[0])
+		case it.reduce:
 			pg.c.Comment(fmt.Sprintf("%s(v%d) over %v", it.n.Op, it.n.Args[0].ID, it.n.Axes))
 			pg.accumulate(it.n, regsIn[0])
-		} else {
+		default:
 			pg.c.Comment(it.n.String())
 			out := pg.compute(it.n, regsIn)
-			if stored[it.n.ID] {
-				pg.store(it.n, out)
-			}
 			if v, ok := pg.regs.vals[it.n.ID]; ok {
 				v.reg = out
 			}
@@ -675,6 +751,8 @@ func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(32) }
 func (pg *passGen) reads(it bitem) []*ir.Node {
 	n := it.n
 	switch {
+	case it.store:
+		return []*ir.Node{n}
 	case it.reduce && n.Op == ir.OpLogSumExp && pg.sharedExp(n) != nil:
 		return []*ir.Node{n.Args[0], pg.sharedExp(n)}
 	case it.reduce:
@@ -689,6 +767,9 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 
 // temps estimates the vector registers an item's expansion uses besides its arguments.
 func temps(it bitem, f64 bool) int {
+	if it.store {
+		return 1 // a tail's mask
+	}
 	if it.reduce {
 		switch it.n.Op {
 		case ir.OpLogSumExp:

@@ -42,7 +42,7 @@ func (pg *passGen) fields(r *ir.Node) []field {
 		if pg.twins[r.ID] != nil {
 			return []field{{"s", false}} // its range is its twin's, doubled
 		}
-		return []field{{"s", false}, {"hi", true}, {"lo", true}}
+		return []field{{"s", false}, {"ok", true}}
 	case ir.OpVar:
 		return []field{{"n", false}, {"mean", false}, {"m2", false}}
 	case ir.OpArgMax:
@@ -115,11 +115,19 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 	a := pg.a64
 	off := pg.stateOff(r)
 	ptrs := map[string]reg.GPVirtual{}
-	for _, f := range pg.fields(r) {
-		ptrs[f.name] = pg.fieldPtr(r, f)
+	ptr := func(name string) reg.GPVirtual { // loaded on first use: not every field is touched per block
+		if p, ok := ptrs[name]; ok {
+			return p
+		}
+		for _, f := range pg.fields(r) {
+			if f.name == name {
+				ptrs[name] = pg.fieldPtr(r, f)
+			}
+		}
+		return ptrs[name]
 	}
-	at := func(f string, h int) operand.Mem { return elemMem(ptrs[f], off, 8, 4*h) } // float64 field, half h
-	atE := func(f string) operand.Mem { return elemMem(ptrs[f], off, pg.esz(), 0) }  // element-type field
+	at := func(f string, h int) operand.Mem { return elemMem(ptr(f), off, 8, 4*h) } // float64 field, half h
+	atE := func(f string) operand.Mem { return elemMem(ptr(f), off, pg.esz(), 0) }  // element-type field
 	var mask reg.VecVirtual
 	var masks []reg.VecVirtual
 	if pg.rem > 0 {
@@ -173,19 +181,26 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		commitE("m", m)
 	case ir.OpLogSumExp:
 		// Fast path: s += e^x in float64, with e^x from the kernel's exp (shared with the
-		// pass's own exp(x) when it has one), and the running max and min of x as a guard:
-		// when every x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi), log Σ e^x
-		// is the logsumexp exactly as torch's max-shifted form is, and the wrapper uses it;
-		// otherwise it re-runs the pass with the pure-Go kernel's exact streaming form.
+		// pass's own exp(x) when it has one), and a guard: every lane ANDs into "ok" whether
+		// x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi, or x is NaN, which makes
+		// the result NaN either way). While it holds, log Σ e^x is the logsumexp exactly as
+		// torch's max-shifted form is, and the wrapper uses it; otherwise it re-runs the pass
+		// with the pure-Go kernel's exact streaming form. The guard is one vector for the
+		// whole pass, so it costs no per-slot memory traffic.
 		// A twin (logsumexp of 2x) adds (e^x)² computed in float64.
 		e := pg.expOf(r)
-		hi, lo := pg.ymm(), pg.ymm()
-		pg.mov(atE("hi"), hi)
-		pg.mov(atE("lo"), lo)
-		pg.maxNaN(hi, x, hi)
-		pg.minNaN(lo, x, lo)
-		commitE("hi", hi)
-		commitE("lo", lo)
+		glo, ghi := pg.guard()
+		in, t := pg.ymm(), pg.ymm()
+		pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
+		pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
+		pg.and(t, in, in)
+		if mask != nil { // lanes past the tail pass
+			pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
+			pg.blend(mask, in, t, in)
+		}
+		okm := operand.Mem{Base: ptr("ok")}
+		pg.and(okm, in, in)
+		pg.mov(in, okm)
 		tw := pg.twinOf(r)
 		var tp reg.GPVirtual
 		if tw != nil {
@@ -318,7 +333,13 @@ func (pg *passGen) rowSetup() {
 		for i := len(r.Axes) - 1; i >= 0; i-- {
 			d := pg.dom.Index(r.Axes[i])
 			t := pg.gp()
-			c.IMUL3Q(operand.I32(int32(stride)), pg.counters[d], t)
+			if d == 0 && pg.chunked { // the chunk's own count: rows from its first
+				c.MOVQ(pg.counters[d], t)
+				c.SUBQ(pg.rowLo(), t)
+				c.IMUL3Q(operand.I32(int32(stride)), t, t)
+			} else {
+				c.IMUL3Q(operand.I32(int32(stride)), pg.counters[d], t)
+			}
 			c.ADDQ(t, k)
 			stride *= pg.dom[d].Size
 		}

@@ -6,7 +6,6 @@ package clipppo
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
-	"math"
 	"sync"
 )
 
@@ -37,8 +36,7 @@ type avxState struct {
 	r54_mean []float64
 	r54_m2   []float64
 	r60_s    []float64
-	r60_hi   []float32
-	r60_lo   []float32
+	r60_ok   []float32
 	r62_s    []float64
 	r28_s    []float64
 	r28_p    []float32
@@ -46,7 +44,7 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r7_s: make([]float64, 16), r7_p: make([]float32, 16), r8_n: make([]float64, 16), r8_mean: make([]float64, 16), r8_m2: make([]float64, 16), r30_s: make([]float64, 16), r30_p: make([]float32, 16), r32_s: make([]float64, 16), r32_p: make([]float32, 16), r33_s: make([]float64, 16), r33_p: make([]float32, 16), r36_s: make([]float64, 16), r36_p: make([]float32, 16), r45_s: make([]float64, 16), r45_p: make([]float32, 16), r52_s: make([]float64, 16), r52_p: make([]float32, 16), r53_n: make([]float64, 16), r53_mean: make([]float64, 16), r53_m2: make([]float64, 16), r54_n: make([]float64, 16), r54_mean: make([]float64, 16), r54_m2: make([]float64, 16), r60_s: make([]float64, 16), r60_hi: make([]float32, 16), r60_lo: make([]float32, 16), r62_s: make([]float64, 16), r28_s: make([]float64, 16), r28_p: make([]float32, 16), res: make([]float64, 1)}
+	return &avxState{r7_s: make([]float64, 16)[0:], r7_p: make([]float32, 32)[16:], r8_n: make([]float64, 32)[16:], r8_mean: make([]float64, 40)[24:], r8_m2: make([]float64, 48)[32:], r30_s: make([]float64, 56)[40:], r30_p: make([]float32, 112)[96:], r32_s: make([]float64, 72)[56:], r32_p: make([]float32, 144)[128:], r33_s: make([]float64, 88)[72:], r33_p: make([]float32, 176)[160:], r36_s: make([]float64, 104)[88:], r36_p: make([]float32, 208)[192:], r45_s: make([]float64, 120)[104:], r45_p: make([]float32, 240)[224:], r52_s: make([]float64, 136)[120:], r52_p: make([]float32, 272)[256:], r53_n: make([]float64, 152)[136:], r53_mean: make([]float64, 160)[144:], r53_m2: make([]float64, 168)[152:], r54_n: make([]float64, 176)[160:], r54_mean: make([]float64, 184)[168:], r54_m2: make([]float64, 192)[176:], r60_s: make([]float64, 200)[184:], r60_ok: make([]float32, 400)[384:], r62_s: make([]float64, 216)[200:], r28_s: make([]float64, 224)[208:], r28_p: make([]float32, 448)[432:], res: make([]float64, 1)}
 }}
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -77,11 +75,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r54_mean, 0)
 	runtime.Fill(st.r54_m2, 0)
 	runtime.Fill(st.r60_s, 0)
-	runtime.Fill(st.r60_hi, float32(math.Inf(-1)))
-	runtime.Fill(st.r60_lo, float32(math.Inf(1)))
+	runtime.SetMask(st.r60_ok)
 	runtime.Fill(st.r62_s, 0)
-	pass0AVX2(&in.Advantage[0], &st.r7_s[0], &st.r7_p[0], &st.r8_n[0], &st.r8_mean[0], &st.r8_m2[0], &in.Entropy[0], &st.r33_s[0], &st.r33_p[0], &in.ValueTarget[0], &st.r54_n[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_s[0], &st.r60_hi[0], &st.r60_lo[0], &st.r62_s[0], &st.r30_s[0], &st.r30_p[0], &st.r32_s[0], &st.r32_p[0], &st.r36_s[0], &st.r36_p[0], &in.StateValue[0], &st.r53_n[0], &st.r53_mean[0], &st.r53_m2[0], &in.OldStateValue[0], &st.r45_s[0], &st.r45_p[0], &st.r52_s[0], &st.r52_p[0])
-	if !runtime.InRange(st.r60_lo[:8], st.r60_hi[:8], -87.0, 88.0) {
+	pass0AVX2(&in.Advantage[0], &st.r7_p[0], &st.r8_mean[0], &st.r8_n[0], &st.r8_m2[0], &in.Entropy[0], &st.r33_p[0], &in.ValueTarget[0], &st.r54_mean[0], &st.r54_n[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_ok[0], &st.r62_s[0], &st.r60_s[0], &st.r30_p[0], &st.r32_p[0], &st.r36_p[0], &in.StateValue[0], &st.r53_mean[0], &st.r53_n[0], &st.r53_m2[0], &in.OldStateValue[0], &st.r45_p[0], &st.r52_p[0], &st.r7_s[0], &st.r30_s[0], &st.r32_s[0], &st.r33_s[0], &st.r36_s[0], &st.r45_s[0], &st.r52_s[0])
+	if !runtime.MaskSet(st.r60_ok[:8]) {
 		pass0Go(in, out, s)
 		return
 	}
@@ -115,7 +112,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass1AVX2(&s.s3, &s.s2, &out.ExplainedVariance, &s.s4, &s.s5, &out.ESS)
+	pass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -124,7 +121,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r28_s, 0)
 	runtime.Fill(st.r28_p, 0)
-	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.r28_s[0], &st.r28_p[0])
+	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.r28_p[0], &st.r28_s[0])
 	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }

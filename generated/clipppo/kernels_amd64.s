@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float64, p4 *float64, p5 *float64, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float64, p11 *float64, p12 *float64, p13 *float32, p14 *float32, p15 *float64, p16 *float32, p17 *float32, p18 *float64, p19 *float64, p20 *float32, p21 *float64, p22 *float32, p23 *float64, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float32, p30 *float64, p31 *float32, p32 *float64, p33 *float32)
+// func pass0AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float64, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float64, p11 *float32, p12 *float32, p13 *float32, p14 *float64, p15 *float64, p16 *float32, p17 *float32, p18 *float32, p19 *float32, p20 *float64, p21 *float64, p22 *float64, p23 *float32, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float64, p32 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $0-272
+TEXT ·pass0AVX2(SB), NOSPLIT, $0-264
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -20,89 +20,87 @@ blocks_1:
 	XORQ    DX, DX
 	IMUL3Q  $+8, DX, SI
 	MOVQ    p1+8(FP), DI
-	MOVQ    p2+16(FP), DI
 	VADDPS  (DI)(SI*4), Y0, Y1
 	VMOVUPS Y1, (DI)(SI*4)
 
 	// var(v3) over [B]
 	IMUL3Q       $+8, DX, SI
-	MOVQ         p3+24(FP), DI
-	MOVQ         p4+32(FP), R8
-	MOVQ         p5+40(FP), R9
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      (R8)(SI*8), Y2
+	MOVQ         p2+16(FP), DI
+	VMOVUPD      (DI)(SI*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      (DI)(SI*8), Y4
+	MOVQ         p3+24(FP), R8
+	VMOVUPD      (R8)(SI*8), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (DI)(SI*8)
+	VMOVUPD      Y4, (R8)(SI*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
+	MOVQ         p4+32(FP), R9
 	VMOVUPD      (R9)(SI*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (R8)(SI*8)
+	VMOVUPD      Y2, (DI)(SI*8)
 	VMOVUPD      Y1, (R9)(SI*8)
-	VMOVUPD      32(R8)(SI*8), Y1
+	VMOVUPD      32(DI)(SI*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(DI)(SI*8), Y3
+	VMOVUPD      32(R8)(SI*8), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(DI)(SI*8)
+	VMOVUPD      Y3, 32(R8)(SI*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
 	VMOVUPD      32(R9)(SI*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(R8)(SI*8)
+	VMOVUPD      Y1, 32(DI)(SI*8)
 	VMOVUPD      Y0, 32(R9)(SI*8)
-	MOVQ         p6+48(FP), SI
+	MOVQ         p5+40(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
 
 	// mean(v2) over [B]
 	IMUL3Q  $+8, DX, SI
-	MOVQ    p7+56(FP), DI
-	MOVQ    p8+64(FP), DI
+	MOVQ    p6+48(FP), DI
 	VADDPS  (DI)(SI*4), Y0, Y0
 	VMOVUPS Y0, (DI)(SI*4)
-	MOVQ    p9+72(FP), SI
+	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// var(v4) over [B]
 	IMUL3Q       $+8, DX, SI
-	MOVQ         p10+80(FP), DI
-	MOVQ         p11+88(FP), R8
-	MOVQ         p12+96(FP), R9
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      (R8)(SI*8), Y2
+	MOVQ         p8+64(FP), DI
+	VMOVUPD      (DI)(SI*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      (DI)(SI*8), Y4
+	MOVQ         p9+72(FP), R8
+	VMOVUPD      (R8)(SI*8), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (DI)(SI*8)
+	VMOVUPD      Y4, (R8)(SI*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
+	MOVQ         p10+80(FP), R9
 	VMOVUPD      (R9)(SI*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (R8)(SI*8)
+	VMOVUPD      Y2, (DI)(SI*8)
 	VMOVUPD      Y1, (R9)(SI*8)
-	VMOVUPD      32(R8)(SI*8), Y1
+	VMOVUPD      32(DI)(SI*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(DI)(SI*8), Y3
+	VMOVUPD      32(R8)(SI*8), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(DI)(SI*8)
+	VMOVUPD      Y3, 32(R8)(SI*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
 	VMOVUPD      32(R9)(SI*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(R8)(SI*8)
+	VMOVUPD      Y1, 32(DI)(SI*8)
 	VMOVUPD      Y0, 32(R9)(SI*8)
-	MOVQ         p13+104(FP), SI
+	MOVQ         p11+88(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         p14+112(FP), SI
+	MOVQ         p12+96(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// v14 = sub(v0, v1) [B=4096]  # log_weight
@@ -110,9 +108,6 @@ blocks_1:
 
 	// logsumexp(v14) over [B]
 	IMUL3Q       $+8, DX, SI
-	MOVQ         p15+120(FP), DI
-	MOVQ         p16+128(FP), R8
-	MOVQ         p17+136(FP), R9
 	VMAXPS       lgc1<>+0(SB), Y0, Y1
 	VMINPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       lgc3<>+0(SB), Y1, Y2
@@ -141,38 +136,32 @@ blocks_1:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      (R8)(SI*4), Y1
-	VMOVUPS      (R9)(SI*4), Y2
-	VXORPS       lgc15<>+0(SB), Y1, Y1
-	VXORPS       lgc15<>+0(SB), Y0, Y5
-	VMINPS       Y1, Y5, Y4
-	VMINPS       Y5, Y1, Y1
-	VORPS        Y4, Y1, Y1
-	VXORPS       lgc15<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y0, Y4
-	VMINPS       Y0, Y2, Y2
-	VORPS        Y4, Y2, Y2
-	VMOVUPS      Y1, (R8)(SI*4)
-	VMOVUPS      Y2, (R9)(SI*4)
-	MOVQ         p18+144(FP), R8
+	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	MOVQ         p13+104(FP), DI
+	VANDPS       (DI), Y1, Y1
+	VMOVUPS      Y1, (DI)
+	MOVQ         p14+112(FP), DI
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       (DI)(SI*8), Y1, Y3
-	VMOVUPD      Y3, (DI)(SI*8)
+	MOVQ         p15+120(FP), R8
+	VADDPD       (R8)(SI*8), Y1, Y3
+	VMOVUPD      Y3, (R8)(SI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (R8)(SI*8), Y1, Y1
-	VMOVUPD      Y1, (R8)(SI*8)
-	VADDPD       32(DI)(SI*8), Y2, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       32(R8)(SI*8), Y1, Y1
+	VADDPD       (DI)(SI*8), Y1, Y1
+	VMOVUPD      Y1, (DI)(SI*8)
+	VADDPD       32(R8)(SI*8), Y2, Y1
 	VMOVUPD      Y1, 32(R8)(SI*8)
-	VMOVUPS      lgc16<>+0(SB), Y1
+	VMULPD       Y2, Y2, Y1
+	VADDPD       32(DI)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 32(DI)(SI*8)
+	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v17 = max(v14, v15) [B=4096]
 	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc17<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y2
 
 	// v18 = min(v17, v16) [B=4096]  # log_weight_clip
 	VMINPS Y1, Y2, Y1
@@ -183,13 +172,12 @@ blocks_1:
 
 	// mean(v29) over [B]
 	IMUL3Q  $+8, DX, SI
-	MOVQ    p19+152(FP), DI
-	MOVQ    p20+160(FP), DI
+	MOVQ    p16+128(FP), DI
 	VADDPS  (DI)(SI*4), Y1, Y1
 	VMOVUPS Y1, (DI)(SI*4)
-	MOVQ    p14+112(FP), SI
+	MOVQ    p12+96(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p13+104(FP), SI
+	MOVQ    p11+88(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v31 = sub(v1, v0) [B=4096]
@@ -197,12 +185,11 @@ blocks_1:
 
 	// mean(v31) over [B]
 	IMUL3Q  $+8, DX, SI
-	MOVQ    p21+168(FP), DI
-	MOVQ    p22+176(FP), DI
+	MOVQ    p17+136(FP), DI
 	VADDPS  (DI)(SI*4), Y1, Y1
 	VMOVUPS Y1, (DI)(SI*4)
-	VMOVUPS lgc18<>+0(SB), Y1
-	MOVQ    p6+48(FP), SI
+	VMOVUPS lgc19<>+0(SB), Y1
+	MOVQ    p5+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v35 = mul(v34, v2) [B=4096]
@@ -210,13 +197,12 @@ blocks_1:
 
 	// mean(v35) over [B]
 	IMUL3Q  $+8, DX, SI
-	MOVQ    p23+184(FP), DI
-	MOVQ    p24+192(FP), DI
+	MOVQ    p18+144(FP), DI
 	VADDPS  (DI)(SI*4), Y1, Y1
 	VMOVUPS Y1, (DI)(SI*4)
-	MOVQ    p9+72(FP), SI
+	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p25+200(FP), SI
+	MOVQ    p19+152(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v37 = sub(v4, v5) [B=4096]
@@ -224,49 +210,49 @@ blocks_1:
 
 	// var(v37) over [B]
 	IMUL3Q       $+8, DX, SI
-	MOVQ         p26+208(FP), DI
-	MOVQ         p27+216(FP), R8
-	MOVQ         p28+224(FP), R9
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X5
 	VCVTPS2PD    X5, Y5
-	VMOVUPD      (R8)(SI*8), Y6
+	MOVQ         p20+160(FP), DI
+	VMOVUPD      (DI)(SI*8), Y6
 	VSUBPD       Y6, Y4, Y7
-	VMOVUPD      (DI)(SI*8), Y8
+	MOVQ         p21+168(FP), R8
+	VMOVUPD      (R8)(SI*8), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, (DI)(SI*8)
+	VMOVUPD      Y8, (R8)(SI*8)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
 	VSUBPD       Y6, Y4, Y8
+	MOVQ         p22+176(FP), R9
 	VMOVUPD      (R9)(SI*8), Y4
 	VFMADD231PD  Y7, Y8, Y4
-	VMOVUPD      Y6, (R8)(SI*8)
+	VMOVUPD      Y6, (DI)(SI*8)
 	VMOVUPD      Y4, (R9)(SI*8)
-	VMOVUPD      32(R8)(SI*8), Y4
+	VMOVUPD      32(DI)(SI*8), Y4
 	VSUBPD       Y4, Y5, Y6
-	VMOVUPD      32(DI)(SI*8), Y7
+	VMOVUPD      32(R8)(SI*8), Y7
 	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 32(DI)(SI*8)
+	VMOVUPD      Y7, 32(R8)(SI*8)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y4, Y4
 	VSUBPD       Y4, Y5, Y7
 	VMOVUPD      32(R9)(SI*8), Y5
 	VFMADD231PD  Y6, Y7, Y5
-	VMOVUPD      Y4, 32(R8)(SI*8)
+	VMOVUPD      Y4, 32(DI)(SI*8)
 	VMOVUPD      Y5, 32(R9)(SI*8)
 
 	// v38 = mul(v37, v37) [B=4096]
 	VMULPS  Y3, Y3, Y3
-	MOVQ    p29+232(FP), SI
+	MOVQ    p23+184(FP), SI
 	VMOVUPS (SI)(BX*4), Y4
 
 	// v39 = sub(v5, v6) [B=4096]
 	VSUBPS  Y4, Y2, Y2
-	VMOVUPS lgc19<>+0(SB), Y5
+	VMOVUPS lgc20<>+0(SB), Y5
 
 	// v42 = max(v39, v40) [B=4096]
 	VMAXPS  Y2, Y5, Y5
-	VMOVUPS lgc20<>+0(SB), Y6
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v43 = min(v42, v41) [B=4096]
 	VMINPS Y5, Y6, Y5
@@ -277,8 +263,7 @@ blocks_1:
 
 	// mean(v44) over [B]
 	IMUL3Q  $+8, DX, BX
-	MOVQ    p30+240(FP), SI
-	MOVQ    p31+248(FP), SI
+	MOVQ    p24+192(FP), SI
 	VADDPS  (SI)(BX*4), Y2, Y2
 	VMOVUPS Y2, (SI)(BX*4)
 
@@ -292,12 +277,12 @@ blocks_1:
 	VMULPS Y1, Y1, Y1
 
 	// v49 = max(v38, v48) [B=4096]
-	VXORPS  lgc15<>+0(SB), Y3, Y2
-	VXORPS  lgc15<>+0(SB), Y1, Y1
+	VXORPS  lgc22<>+0(SB), Y3, Y2
+	VXORPS  lgc22<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y1
 	VORPS   Y3, Y1, Y1
-	VXORPS  lgc15<>+0(SB), Y1, Y1
+	VXORPS  lgc22<>+0(SB), Y1, Y1
 	VMOVUPS lgc12<>+0(SB), Y2
 
 	// v51 = mul(v50, v49) [B=4096]
@@ -305,11 +290,10 @@ blocks_1:
 
 	// mean(v51) over [B]
 	IMUL3Q  $+8, DX, DX
-	MOVQ    p32+256(FP), BX
-	MOVQ    p33+264(FP), BX
+	MOVQ    p25+200(FP), BX
 	VADDPS  (BX)(DX*4), Y1, Y1
 	VMOVUPS Y1, (BX)(DX*4)
-	VMOVUPS lgc21<>+0(SB), Y1
+	VMOVUPS lgc23<>+0(SB), Y1
 
 	// v61 = mul(v59, v14) [B=4096]
 	VMULPS       Y0, Y1, Y0
@@ -317,8 +301,8 @@ blocks_1:
 	JNZ          noflush_2
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         p1+8(FP), BX
-	MOVQ         p2+16(FP), SI
+	MOVQ         p26+208(FP), BX
+	MOVQ         p1+8(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -330,8 +314,8 @@ blocks_1:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
-	MOVQ         p19+152(FP), BX
-	MOVQ         p20+160(FP), SI
+	MOVQ         p27+216(FP), BX
+	MOVQ         p16+128(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -343,8 +327,8 @@ blocks_1:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
-	MOVQ         p21+168(FP), BX
-	MOVQ         p22+176(FP), SI
+	MOVQ         p28+224(FP), BX
+	MOVQ         p17+136(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -356,21 +340,8 @@ blocks_1:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
-	MOVQ         p7+56(FP), BX
-	MOVQ         p8+64(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p23+184(FP), BX
-	MOVQ         p24+192(FP), SI
+	MOVQ         p29+232(FP), BX
+	MOVQ         p6+48(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -383,7 +354,20 @@ blocks_1:
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
 	MOVQ         p30+240(FP), BX
-	MOVQ         p31+248(FP), SI
+	MOVQ         p18+144(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p31+248(FP), BX
+	MOVQ         p24+192(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -396,7 +380,7 @@ blocks_1:
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, CX
 	MOVQ         p32+256(FP), DX
-	MOVQ         p33+264(FP), BX
+	MOVQ         p25+200(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -415,8 +399,8 @@ noflush_2:
 	JL           blocks_1
 	XORQ         AX, AX
 	IMUL3Q       $+8, AX, CX
-	MOVQ         p1+8(FP), DX
-	MOVQ         p2+16(FP), BX
+	MOVQ         p26+208(FP), DX
+	MOVQ         p1+8(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -428,8 +412,8 @@ noflush_2:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (BX)(CX*4)
 	IMUL3Q       $+8, AX, CX
-	MOVQ         p19+152(FP), DX
-	MOVQ         p20+160(FP), BX
+	MOVQ         p27+216(FP), DX
+	MOVQ         p16+128(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -441,8 +425,8 @@ noflush_2:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (BX)(CX*4)
 	IMUL3Q       $+8, AX, CX
-	MOVQ         p21+168(FP), DX
-	MOVQ         p22+176(FP), BX
+	MOVQ         p28+224(FP), DX
+	MOVQ         p17+136(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -454,21 +438,8 @@ noflush_2:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (BX)(CX*4)
 	IMUL3Q       $+8, AX, CX
-	MOVQ         p7+56(FP), DX
-	MOVQ         p8+64(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p23+184(FP), DX
-	MOVQ         p24+192(FP), BX
+	MOVQ         p29+232(FP), DX
+	MOVQ         p6+48(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -481,7 +452,20 @@ noflush_2:
 	VMOVUPS      Y0, (BX)(CX*4)
 	IMUL3Q       $+8, AX, CX
 	MOVQ         p30+240(FP), DX
-	MOVQ         p31+248(FP), BX
+	MOVQ         p18+144(FP), BX
+	VMOVUPS      (BX)(CX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (DX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (DX)(CX*8)
+	VADDPD       32(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 32(DX)(CX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (BX)(CX*4)
+	IMUL3Q       $+8, AX, CX
+	MOVQ         p31+248(FP), DX
+	MOVQ         p24+192(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -494,7 +478,7 @@ noflush_2:
 	VMOVUPS      Y0, (BX)(CX*4)
 	IMUL3Q       $+8, AX, AX
 	MOVQ         p32+256(FP), CX
-	MOVQ         p33+264(FP), DX
+	MOVQ         p25+200(FP), DX
 	VMOVUPS      (DX)(AX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -654,75 +638,95 @@ DATA lgc14<>+24(SB)/4, $0x0000007f
 DATA lgc14<>+28(SB)/4, $0x0000007f
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x80000000
-DATA lgc15<>+4(SB)/4, $0x80000000
-DATA lgc15<>+8(SB)/4, $0x80000000
-DATA lgc15<>+12(SB)/4, $0x80000000
-DATA lgc15<>+16(SB)/4, $0x80000000
-DATA lgc15<>+20(SB)/4, $0x80000000
-DATA lgc15<>+24(SB)/4, $0x80000000
-DATA lgc15<>+28(SB)/4, $0x80000000
+DATA lgc15<>+0(SB)/4, $0xc2ae0000
+DATA lgc15<>+4(SB)/4, $0xc2ae0000
+DATA lgc15<>+8(SB)/4, $0xc2ae0000
+DATA lgc15<>+12(SB)/4, $0xc2ae0000
+DATA lgc15<>+16(SB)/4, $0xc2ae0000
+DATA lgc15<>+20(SB)/4, $0xc2ae0000
+DATA lgc15<>+24(SB)/4, $0xc2ae0000
+DATA lgc15<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xbe647fbe
-DATA lgc16<>+4(SB)/4, $0xbe647fbe
-DATA lgc16<>+8(SB)/4, $0xbe647fbe
-DATA lgc16<>+12(SB)/4, $0xbe647fbe
-DATA lgc16<>+16(SB)/4, $0xbe647fbe
-DATA lgc16<>+20(SB)/4, $0xbe647fbe
-DATA lgc16<>+24(SB)/4, $0xbe647fbe
-DATA lgc16<>+28(SB)/4, $0xbe647fbe
+DATA lgc16<>+0(SB)/4, $0x42b00000
+DATA lgc16<>+4(SB)/4, $0x42b00000
+DATA lgc16<>+8(SB)/4, $0x42b00000
+DATA lgc16<>+12(SB)/4, $0x42b00000
+DATA lgc16<>+16(SB)/4, $0x42b00000
+DATA lgc16<>+20(SB)/4, $0x42b00000
+DATA lgc16<>+24(SB)/4, $0x42b00000
+DATA lgc16<>+28(SB)/4, $0x42b00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3e3ab281
-DATA lgc17<>+4(SB)/4, $0x3e3ab281
-DATA lgc17<>+8(SB)/4, $0x3e3ab281
-DATA lgc17<>+12(SB)/4, $0x3e3ab281
-DATA lgc17<>+16(SB)/4, $0x3e3ab281
-DATA lgc17<>+20(SB)/4, $0x3e3ab281
-DATA lgc17<>+24(SB)/4, $0x3e3ab281
-DATA lgc17<>+28(SB)/4, $0x3e3ab281
+DATA lgc17<>+0(SB)/4, $0xbe647fbe
+DATA lgc17<>+4(SB)/4, $0xbe647fbe
+DATA lgc17<>+8(SB)/4, $0xbe647fbe
+DATA lgc17<>+12(SB)/4, $0xbe647fbe
+DATA lgc17<>+16(SB)/4, $0xbe647fbe
+DATA lgc17<>+20(SB)/4, $0xbe647fbe
+DATA lgc17<>+24(SB)/4, $0xbe647fbe
+DATA lgc17<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xbc23d70a
-DATA lgc18<>+4(SB)/4, $0xbc23d70a
-DATA lgc18<>+8(SB)/4, $0xbc23d70a
-DATA lgc18<>+12(SB)/4, $0xbc23d70a
-DATA lgc18<>+16(SB)/4, $0xbc23d70a
-DATA lgc18<>+20(SB)/4, $0xbc23d70a
-DATA lgc18<>+24(SB)/4, $0xbc23d70a
-DATA lgc18<>+28(SB)/4, $0xbc23d70a
+DATA lgc18<>+0(SB)/4, $0x3e3ab281
+DATA lgc18<>+4(SB)/4, $0x3e3ab281
+DATA lgc18<>+8(SB)/4, $0x3e3ab281
+DATA lgc18<>+12(SB)/4, $0x3e3ab281
+DATA lgc18<>+16(SB)/4, $0x3e3ab281
+DATA lgc18<>+20(SB)/4, $0x3e3ab281
+DATA lgc18<>+24(SB)/4, $0x3e3ab281
+DATA lgc18<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xbe4ccccd
-DATA lgc19<>+4(SB)/4, $0xbe4ccccd
-DATA lgc19<>+8(SB)/4, $0xbe4ccccd
-DATA lgc19<>+12(SB)/4, $0xbe4ccccd
-DATA lgc19<>+16(SB)/4, $0xbe4ccccd
-DATA lgc19<>+20(SB)/4, $0xbe4ccccd
-DATA lgc19<>+24(SB)/4, $0xbe4ccccd
-DATA lgc19<>+28(SB)/4, $0xbe4ccccd
+DATA lgc19<>+0(SB)/4, $0xbc23d70a
+DATA lgc19<>+4(SB)/4, $0xbc23d70a
+DATA lgc19<>+8(SB)/4, $0xbc23d70a
+DATA lgc19<>+12(SB)/4, $0xbc23d70a
+DATA lgc19<>+16(SB)/4, $0xbc23d70a
+DATA lgc19<>+20(SB)/4, $0xbc23d70a
+DATA lgc19<>+24(SB)/4, $0xbc23d70a
+DATA lgc19<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3e4ccccd
-DATA lgc20<>+4(SB)/4, $0x3e4ccccd
-DATA lgc20<>+8(SB)/4, $0x3e4ccccd
-DATA lgc20<>+12(SB)/4, $0x3e4ccccd
-DATA lgc20<>+16(SB)/4, $0x3e4ccccd
-DATA lgc20<>+20(SB)/4, $0x3e4ccccd
-DATA lgc20<>+24(SB)/4, $0x3e4ccccd
-DATA lgc20<>+28(SB)/4, $0x3e4ccccd
+DATA lgc20<>+0(SB)/4, $0xbe4ccccd
+DATA lgc20<>+4(SB)/4, $0xbe4ccccd
+DATA lgc20<>+8(SB)/4, $0xbe4ccccd
+DATA lgc20<>+12(SB)/4, $0xbe4ccccd
+DATA lgc20<>+16(SB)/4, $0xbe4ccccd
+DATA lgc20<>+20(SB)/4, $0xbe4ccccd
+DATA lgc20<>+24(SB)/4, $0xbe4ccccd
+DATA lgc20<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x40000000
-DATA lgc21<>+4(SB)/4, $0x40000000
-DATA lgc21<>+8(SB)/4, $0x40000000
-DATA lgc21<>+12(SB)/4, $0x40000000
-DATA lgc21<>+16(SB)/4, $0x40000000
-DATA lgc21<>+20(SB)/4, $0x40000000
-DATA lgc21<>+24(SB)/4, $0x40000000
-DATA lgc21<>+28(SB)/4, $0x40000000
+DATA lgc21<>+0(SB)/4, $0x3e4ccccd
+DATA lgc21<>+4(SB)/4, $0x3e4ccccd
+DATA lgc21<>+8(SB)/4, $0x3e4ccccd
+DATA lgc21<>+12(SB)/4, $0x3e4ccccd
+DATA lgc21<>+16(SB)/4, $0x3e4ccccd
+DATA lgc21<>+20(SB)/4, $0x3e4ccccd
+DATA lgc21<>+24(SB)/4, $0x3e4ccccd
+DATA lgc21<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x80000000
+DATA lgc22<>+4(SB)/4, $0x80000000
+DATA lgc22<>+8(SB)/4, $0x80000000
+DATA lgc22<>+12(SB)/4, $0x80000000
+DATA lgc22<>+16(SB)/4, $0x80000000
+DATA lgc22<>+20(SB)/4, $0x80000000
+DATA lgc22<>+24(SB)/4, $0x80000000
+DATA lgc22<>+28(SB)/4, $0x80000000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x40000000
+DATA lgc23<>+4(SB)/4, $0x40000000
+DATA lgc23<>+8(SB)/4, $0x40000000
+DATA lgc23<>+12(SB)/4, $0x40000000
+DATA lgc23<>+16(SB)/4, $0x40000000
+DATA lgc23<>+20(SB)/4, $0x40000000
+DATA lgc23<>+24(SB)/4, $0x40000000
+DATA lgc23<>+28(SB)/4, $0x40000000
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -730,7 +734,7 @@ TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc24<>+0(SB), Y1
 
 	// v56 = add(v54, v55) []
 	VADDPS       Y1, Y0, Y0
@@ -743,79 +747,83 @@ TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
 
 	// v58 = sub(v50, v57) []
 	VSUBPS       Y0, Y1, Y0
+	VMOVUPS      lgc23<>+0(SB), Y1
 	MOVQ         p2+16(FP), AX
-	VMOVSS       X0, (AX)(CX*4)
-	VMOVUPS      lgc21<>+0(SB), Y0
-	MOVQ         p3+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
+	VBROADCASTSS (AX)(CX*4), Y2
 
 	// v63 = mul(v59, v60) []
-	VMULPS       Y1, Y0, Y0
-	MOVQ         p4+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
+	VMULPS       Y2, Y1, Y1
+	MOVQ         p3+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
 
 	// v64 = sub(v63, v62) []
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) []
-	VMAXPS       lgc1<>+0(SB), Y0, Y1
-	VMINPS       lgc2<>+0(SB), Y1, Y1
-	VMULPS       lgc3<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VMOVAPS      lgc6<>+0(SB), Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc12<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc13<>+0(SB), Y1, Y2
-	VPMINSD      lgc14<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMAXPS       lgc1<>+0(SB), Y1, Y2
+	VMINPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       lgc3<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VMOVAPS      lgc6<>+0(SB), Y4
+	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc12<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc13<>+0(SB), Y2, Y3
+	VPMINSD      lgc14<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc14<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc14<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc14<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc23<>+0(SB), Y0
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMOVUPS      lgc25<>+0(SB), Y1
 
 	// v67 = div(v65, v66) []
-	VDIVPS Y0, Y3, Y0
-	MOVQ   p5+40(FP), AX
+	VDIVPS Y1, Y4, Y1
+
+	// store v58
+	MOVQ   p4+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
+
+	// store v67
+	MOVQ   p5+40(FP), AX
+	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x34000000
-DATA lgc22<>+4(SB)/4, $0x34000000
-DATA lgc22<>+8(SB)/4, $0x34000000
-DATA lgc22<>+12(SB)/4, $0x34000000
-DATA lgc22<>+16(SB)/4, $0x34000000
-DATA lgc22<>+20(SB)/4, $0x34000000
-DATA lgc22<>+24(SB)/4, $0x34000000
-DATA lgc22<>+28(SB)/4, $0x34000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+DATA lgc24<>+0(SB)/4, $0x34000000
+DATA lgc24<>+4(SB)/4, $0x34000000
+DATA lgc24<>+8(SB)/4, $0x34000000
+DATA lgc24<>+12(SB)/4, $0x34000000
+DATA lgc24<>+16(SB)/4, $0x34000000
+DATA lgc24<>+20(SB)/4, $0x34000000
+DATA lgc24<>+24(SB)/4, $0x34000000
+DATA lgc24<>+28(SB)/4, $0x34000000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x45800000
-DATA lgc23<>+4(SB)/4, $0x45800000
-DATA lgc23<>+8(SB)/4, $0x45800000
-DATA lgc23<>+12(SB)/4, $0x45800000
-DATA lgc23<>+16(SB)/4, $0x45800000
-DATA lgc23<>+20(SB)/4, $0x45800000
-DATA lgc23<>+24(SB)/4, $0x45800000
-DATA lgc23<>+28(SB)/4, $0x45800000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+DATA lgc25<>+0(SB)/4, $0x45800000
+DATA lgc25<>+4(SB)/4, $0x45800000
+DATA lgc25<>+8(SB)/4, $0x45800000
+DATA lgc25<>+12(SB)/4, $0x45800000
+DATA lgc25<>+16(SB)/4, $0x45800000
+DATA lgc25<>+20(SB)/4, $0x45800000
+DATA lgc25<>+24(SB)/4, $0x45800000
+DATA lgc25<>+28(SB)/4, $0x45800000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
+// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), NOSPLIT, $0-56
 	MOVQ $+8, CX
@@ -837,7 +845,7 @@ blocks_3:
 
 	// v10 = sub(v3, v7) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc24<>+0(SB), Y2
+	VMOVUPS lgc26<>+0(SB), Y2
 
 	// v12 = max(v9, v11) []
 	VMAXPS Y0, Y2, Y0
@@ -884,11 +892,11 @@ blocks_3:
 
 	// v20 = mul(v19, v13) [B=4096]  # gain1
 	VMULPS  Y0, Y4, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 
 	// v22 = max(v19, v21) [B=4096]
 	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc26<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v24 = min(v22, v23) [B=4096]
 	VMINPS Y2, Y3, Y2
@@ -902,20 +910,19 @@ blocks_3:
 	VORPS  Y2, Y0, Y0
 
 	// v27 = neg(v26) [B=4096]
-	VXORPS lgc15<>+0(SB), Y0, Y0
+	VXORPS lgc22<>+0(SB), Y0, Y0
 
 	// mean(v27) over [B]
 	IMUL3Q       $+8, BX, DX
 	MOVQ         p5+40(FP), BX
-	MOVQ         p6+48(FP), BX
 	VADDPS       (BX)(DX*4), Y0, Y0
 	VMOVUPS      Y0, (BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_4
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p5+40(FP), DX
-	MOVQ         p6+48(FP), BX
+	MOVQ         p6+48(FP), DX
+	MOVQ         p5+40(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -934,8 +941,8 @@ noflush_4:
 	JL           blocks_3
 	XORQ         AX, AX
 	IMUL3Q       $+8, AX, AX
-	MOVQ         p5+40(FP), CX
-	MOVQ         p6+48(FP), DX
+	MOVQ         p6+48(FP), CX
+	MOVQ         p5+40(FP), DX
 	VMOVUPS      (DX)(AX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -949,35 +956,35 @@ noflush_4:
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x358637bd
-DATA lgc24<>+4(SB)/4, $0x358637bd
-DATA lgc24<>+8(SB)/4, $0x358637bd
-DATA lgc24<>+12(SB)/4, $0x358637bd
-DATA lgc24<>+16(SB)/4, $0x358637bd
-DATA lgc24<>+20(SB)/4, $0x358637bd
-DATA lgc24<>+24(SB)/4, $0x358637bd
-DATA lgc24<>+28(SB)/4, $0x358637bd
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x3f4ccccd
-DATA lgc25<>+4(SB)/4, $0x3f4ccccd
-DATA lgc25<>+8(SB)/4, $0x3f4ccccd
-DATA lgc25<>+12(SB)/4, $0x3f4ccccd
-DATA lgc25<>+16(SB)/4, $0x3f4ccccd
-DATA lgc25<>+20(SB)/4, $0x3f4ccccd
-DATA lgc25<>+24(SB)/4, $0x3f4ccccd
-DATA lgc25<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x3f99999a
-DATA lgc26<>+4(SB)/4, $0x3f99999a
-DATA lgc26<>+8(SB)/4, $0x3f99999a
-DATA lgc26<>+12(SB)/4, $0x3f99999a
-DATA lgc26<>+16(SB)/4, $0x3f99999a
-DATA lgc26<>+20(SB)/4, $0x3f99999a
-DATA lgc26<>+24(SB)/4, $0x3f99999a
-DATA lgc26<>+28(SB)/4, $0x3f99999a
+DATA lgc26<>+0(SB)/4, $0x358637bd
+DATA lgc26<>+4(SB)/4, $0x358637bd
+DATA lgc26<>+8(SB)/4, $0x358637bd
+DATA lgc26<>+12(SB)/4, $0x358637bd
+DATA lgc26<>+16(SB)/4, $0x358637bd
+DATA lgc26<>+20(SB)/4, $0x358637bd
+DATA lgc26<>+24(SB)/4, $0x358637bd
+DATA lgc26<>+28(SB)/4, $0x358637bd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x3f4ccccd
+DATA lgc27<>+4(SB)/4, $0x3f4ccccd
+DATA lgc27<>+8(SB)/4, $0x3f4ccccd
+DATA lgc27<>+12(SB)/4, $0x3f4ccccd
+DATA lgc27<>+16(SB)/4, $0x3f4ccccd
+DATA lgc27<>+20(SB)/4, $0x3f4ccccd
+DATA lgc27<>+24(SB)/4, $0x3f4ccccd
+DATA lgc27<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3f99999a
+DATA lgc28<>+4(SB)/4, $0x3f99999a
+DATA lgc28<>+8(SB)/4, $0x3f99999a
+DATA lgc28<>+12(SB)/4, $0x3f99999a
+DATA lgc28<>+16(SB)/4, $0x3f99999a
+DATA lgc28<>+20(SB)/4, $0x3f99999a
+DATA lgc28<>+24(SB)/4, $0x3f99999a
+DATA lgc28<>+28(SB)/4, $0x3f99999a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1039,30 +1046,30 @@ bulk_7:
 	CMPQ         BX, DX
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc14<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc12<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
 	VMULPS       lgc11<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc12<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1070,12 +1077,12 @@ bulk_7:
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc4<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc41<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1086,185 +1093,185 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x00000000
-DATA lgc41<>+4(SB)/4, $0x00000000
-DATA lgc41<>+8(SB)/4, $0x00000000
-DATA lgc41<>+12(SB)/4, $0x00000000
-DATA lgc41<>+16(SB)/4, $0x00000000
-DATA lgc41<>+20(SB)/4, $0x00000000
-DATA lgc41<>+24(SB)/4, $0x00000000
-DATA lgc41<>+28(SB)/4, $0x00000000
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xff800000
-DATA lgc42<>+4(SB)/4, $0xff800000
-DATA lgc42<>+8(SB)/4, $0xff800000
-DATA lgc42<>+12(SB)/4, $0xff800000
-DATA lgc42<>+16(SB)/4, $0xff800000
-DATA lgc42<>+20(SB)/4, $0xff800000
-DATA lgc42<>+24(SB)/4, $0xff800000
-DATA lgc42<>+28(SB)/4, $0xff800000
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7fc00000
-DATA lgc43<>+4(SB)/4, $0x7fc00000
-DATA lgc43<>+8(SB)/4, $0x7fc00000
-DATA lgc43<>+12(SB)/4, $0x7fc00000
-DATA lgc43<>+16(SB)/4, $0x7fc00000
-DATA lgc43<>+20(SB)/4, $0x7fc00000
-DATA lgc43<>+24(SB)/4, $0x7fc00000
-DATA lgc43<>+28(SB)/4, $0x7fc00000
+DATA lgc43<>+0(SB)/4, $0x00000000
+DATA lgc43<>+4(SB)/4, $0x00000000
+DATA lgc43<>+8(SB)/4, $0x00000000
+DATA lgc43<>+12(SB)/4, $0x00000000
+DATA lgc43<>+16(SB)/4, $0x00000000
+DATA lgc43<>+20(SB)/4, $0x00000000
+DATA lgc43<>+24(SB)/4, $0x00000000
+DATA lgc43<>+28(SB)/4, $0x00000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7f800000
-DATA lgc44<>+4(SB)/4, $0x7f800000
-DATA lgc44<>+8(SB)/4, $0x7f800000
-DATA lgc44<>+12(SB)/4, $0x7f800000
-DATA lgc44<>+16(SB)/4, $0x7f800000
-DATA lgc44<>+20(SB)/4, $0x7f800000
-DATA lgc44<>+24(SB)/4, $0x7f800000
-DATA lgc44<>+28(SB)/4, $0x7f800000
+DATA lgc44<>+0(SB)/4, $0xff800000
+DATA lgc44<>+4(SB)/4, $0xff800000
+DATA lgc44<>+8(SB)/4, $0xff800000
+DATA lgc44<>+12(SB)/4, $0xff800000
+DATA lgc44<>+16(SB)/4, $0xff800000
+DATA lgc44<>+20(SB)/4, $0xff800000
+DATA lgc44<>+24(SB)/4, $0xff800000
+DATA lgc44<>+28(SB)/4, $0xff800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/4, $0x7fc00000
+DATA lgc45<>+4(SB)/4, $0x7fc00000
+DATA lgc45<>+8(SB)/4, $0x7fc00000
+DATA lgc45<>+12(SB)/4, $0x7fc00000
+DATA lgc45<>+16(SB)/4, $0x7fc00000
+DATA lgc45<>+20(SB)/4, $0x7fc00000
+DATA lgc45<>+24(SB)/4, $0x7fc00000
+DATA lgc45<>+28(SB)/4, $0x7fc00000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0x7f800000
+DATA lgc46<>+4(SB)/4, $0x7f800000
+DATA lgc46<>+8(SB)/4, $0x7f800000
+DATA lgc46<>+12(SB)/4, $0x7f800000
+DATA lgc46<>+16(SB)/4, $0x7f800000
+DATA lgc46<>+20(SB)/4, $0x7f800000
+DATA lgc46<>+24(SB)/4, $0x7f800000
+DATA lgc46<>+28(SB)/4, $0x7f800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1279,30 +1286,30 @@ bulk_9:
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc12<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc14<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc12<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
 	VMULPS       lgc11<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc12<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1310,12 +1317,12 @@ bulk_9:
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc41<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc12<>+0(SB), Y1, Y2
@@ -1324,10 +1331,10 @@ bulk_9:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_9

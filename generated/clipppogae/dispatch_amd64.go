@@ -6,7 +6,6 @@ package clipppogae
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
-	"math"
 	"sync"
 )
 
@@ -32,8 +31,7 @@ type avxState struct {
 	r54_mean []float64
 	r54_m2   []float64
 	r60_s    []float64
-	r60_hi   []float32
-	r60_lo   []float32
+	r60_ok   []float32
 	r62_s    []float64
 	r66_s    []float64
 	r66_p    []float32
@@ -41,37 +39,75 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r34_s: make([]float64, 16), r34_p: make([]float32, 16), r36_s: make([]float64, 16), r36_p: make([]float32, 16), r38_s: make([]float64, 16), r38_p: make([]float32, 16), r39_s: make([]float64, 16), r39_p: make([]float32, 16), r42_s: make([]float64, 16), r42_p: make([]float32, 16), r52_s: make([]float64, 16), r52_p: make([]float32, 16), r53_n: make([]float64, 429), r53_mean: make([]float64, 429), r53_m2: make([]float64, 429), r54_n: make([]float64, 429), r54_mean: make([]float64, 429), r54_m2: make([]float64, 429), r60_s: make([]float64, 429), r60_hi: make([]float32, 429), r60_lo: make([]float32, 429), r62_s: make([]float64, 429), r66_s: make([]float64, 16), r66_p: make([]float32, 16), res: make([]float64, 421)}
+	return &avxState{r34_s: make([]float64, 16)[0:], r34_p: make([]float32, 32)[16:], r36_s: make([]float64, 32)[16:], r36_p: make([]float32, 64)[48:], r38_s: make([]float64, 48)[32:], r38_p: make([]float32, 96)[80:], r39_s: make([]float64, 64)[48:], r39_p: make([]float32, 128)[112:], r42_s: make([]float64, 80)[64:], r42_p: make([]float32, 160)[144:], r52_s: make([]float64, 96)[80:], r52_p: make([]float32, 192)[176:], r53_n: make([]float64, 525)[96:], r53_mean: make([]float64, 533)[104:], r53_m2: make([]float64, 541)[112:], r54_n: make([]float64, 549)[120:], r54_mean: make([]float64, 557)[128:], r54_m2: make([]float64, 565)[136:], r60_s: make([]float64, 573)[144:], r60_ok: make([]float32, 733)[304:], r62_s: make([]float64, 589)[160:], r66_s: make([]float64, 184)[168:], r66_p: make([]float32, 368)[352:], res: make([]float64, 421)}
 }}
+
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
+// the generator from the pass's size, so results do not depend on the machine; tests
+// set it to check the chunked run.
+var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r34_s, 0)
-	runtime.Fill(st.r34_p, 0)
-	runtime.Fill(st.r36_s, 0)
-	runtime.Fill(st.r36_p, 0)
-	runtime.Fill(st.r38_s, 0)
-	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r39_s, 0)
-	runtime.Fill(st.r39_p, 0)
-	runtime.Fill(st.r42_s, 0)
-	runtime.Fill(st.r42_p, 0)
-	runtime.Fill(st.r52_s, 0)
-	runtime.Fill(st.r52_p, 0)
-	runtime.Fill(st.r53_n, 0)
-	runtime.Fill(st.r53_mean, 0)
-	runtime.Fill(st.r53_m2, 0)
-	runtime.Fill(st.r54_n, 0)
-	runtime.Fill(st.r54_mean, 0)
-	runtime.Fill(st.r54_m2, 0)
-	runtime.Fill(st.r60_s, 0)
-	runtime.Fill(st.r60_hi, float32(math.Inf(-1)))
-	runtime.Fill(st.r60_lo, float32(math.Inf(1)))
-	runtime.Fill(st.r62_s, 0)
-	pass0AVX2(&in.Entropy[0], &st.r39_s[0], &st.r39_p[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], &st.r54_n[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_s[0], &st.r60_hi[0], &st.r60_lo[0], &st.r62_s[0], &st.r34_s[0], &st.r34_p[0], &st.r36_s[0], &st.r36_p[0], &st.r38_s[0], &st.r38_p[0], &st.r42_s[0], &st.r42_p[0], &st.r53_n[0], &st.r53_mean[0], &st.r53_m2[0], &st.r52_s[0], &st.r52_p[0])
-	if !runtime.InRange(st.r60_lo[:421], st.r60_hi[:421], -87.0, 88.0) {
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r36_s, 0)
+		runtime.Fill(st.r36_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r53_n, 0)
+		runtime.Fill(st.r53_mean, 0)
+		runtime.Fill(st.r53_m2, 0)
+		runtime.Fill(st.r54_n, 0)
+		runtime.Fill(st.r54_mean, 0)
+		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r62_s, 0)
+		pass0AVX2(lo, &in.Entropy[0], &st.r39_p[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_ok[0], &st.r62_s[0], &st.r60_s[0], &st.r34_p[0], &st.r36_p[0], &st.r38_p[0], &st.r42_p[0], &st.r53_mean[0], &st.r53_m2[0], &st.r52_p[0], &out.Advantage[0], &out.ValueTarget[0], &st.r34_s[0], &st.r36_s[0], &st.r38_s[0], &st.r39_s[0], &st.r42_s[0], &st.r52_s[0], hi)
+	}
+	n := min(pass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 64)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := range n {
+			runtime.Fill(sts[c].r53_n, float64(((c+1)*64/n-c*64/n)*1))
+			runtime.Fill(sts[c].r54_n, float64(((c+1)*64/n-c*64/n)*1))
+		}
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
+			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+		}
+	}
+	if !runtime.MaskSet(st.r60_ok[:8]) {
 		pass0Go(in, out, s)
 		return
 	}
@@ -113,7 +149,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r66_s, 0)
 	runtime.Fill(st.r66_p, 0)
-	pass1AVX2(&s.s1[0], &s.s0[0], &out.ExplainedVariance[0], &s.s2[0], &s.s3[0], &st.r66_s[0], &st.r66_p[0])
+	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.r66_p[0], &out.ExplainedVariance[0], &st.r66_s[0])
 	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }

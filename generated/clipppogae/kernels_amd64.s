@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float64, p11 *float64, p12 *float64, p13 *float32, p14 *float32, p15 *float64, p16 *float32, p17 *float32, p18 *float64, p19 *float64, p20 *float32, p21 *float64, p22 *float32, p23 *float64, p24 *float32, p25 *float64, p26 *float32, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float32)
+// func pass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float64, p14 *float64, p15 *float32, p16 *float32, p17 *float32, p18 *float32, p19 *float64, p20 *float64, p21 *float32, p22 *float32, p23 *float32, p24 *float64, p25 *float64, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $216-256
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), NOSPLIT, $216-248
+	MOVQ p0+0(FP), AX
 
 outer0_1:
 	VXORPS     Y0, Y0, Y0
 	XORQ       CX, CX
-	IMUL3Q     $+1, AX, DX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VXORPS     X1, X1, X1
@@ -21,7 +23,9 @@ outer0_1:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
-	IMUL3Q     $+1, AX, DX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VXORPS     X1, X1, X1
@@ -29,7 +33,7 @@ outer0_1:
 	VMOVSD     lgc0<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	MOVQ       p0+0(FP), CX
+	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
@@ -40,13 +44,12 @@ outer0_1:
 	// mean(v2) over [N T]
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, BX
-	MOVQ         p1+8(FP), SI
-	MOVQ         p2+16(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
+	MOVQ         p2+16(FP), SI
 	VADDPS       (SI)(BX*4), Y1, Y1
 	VMOVUPS      Y1, (SI)(BX*4)
 	VMOVUPS      lgc2<>+0(SB), Y1
@@ -142,22 +145,13 @@ outer0_1:
 	VFMADD231PS Y1, Y0, Y2
 	VXORPS      Y0, Y0, Y0
 	VPERMPS     Y2, Y0, Y0
-	MOVQ        p8+64(FP), BX
-	VMOVUPS     lgc1<>+0(SB), Y1
-	VMASKMOVPS  Y2, Y1, (BX)(DX*4)
 
 	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS     Y3, Y2, Y1
-	MOVQ       p9+72(FP), BX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS Y1, Y3, (BX)(DX*4)
+	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	MOVQ         p10+80(FP), SI
-	MOVQ         p11+88(FP), SI
-	MOVQ         p12+96(FP), DI
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
@@ -166,10 +160,12 @@ outer0_1:
 	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X7
 	VCVTPS2PD    X7, Y7
+	MOVQ         p8+64(FP), SI
 	VMOVUPD      (SI)(BX*8), Y8
 	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y5, Y8
 	VSUBPD       Y8, Y6, Y6
+	MOVQ         p9+72(FP), DI
 	VMOVUPD      (DI)(BX*8), Y10
 	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      (SI)(BX*8), Y6
@@ -190,10 +186,10 @@ outer0_1:
 	VMOVUPD      32(DI)(BX*8), Y4
 	VBLENDVPD    Y3, Y7, Y4, Y7
 	VMOVUPD      Y7, 32(DI)(BX*8)
-	MOVQ         p13+104(FP), SI
+	MOVQ         p10+80(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VMASKMOVPS   (SI)(DX*4), Y3, Y3
-	MOVQ         p14+112(FP), SI
+	MOVQ         p11+88(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y4
 	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
@@ -242,230 +238,223 @@ outer0_1:
 	VMOVUPS      Y2, 88(SP)
 
 	// logsumexp(v20) over [N]
-	MOVQ         p15+120(FP), SI
-	MOVQ         p16+128(FP), DI
-	MOVQ         p17+136(FP), R8
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VMOVUPS      (DI)(BX*4), Y5
-	VMOVUPS      (R8)(BX*4), Y7
-	VXORPS       lgc24<>+0(SB), Y5, Y5
-	VXORPS       lgc24<>+0(SB), Y3, Y9
-	VMINPS       Y5, Y9, Y8
-	VMINPS       Y9, Y5, Y5
-	VORPS        Y8, Y5, Y5
-	VXORPS       lgc24<>+0(SB), Y5, Y5
-	VMINPS       Y7, Y3, Y8
-	VMINPS       Y3, Y7, Y7
-	VORPS        Y8, Y7, Y7
-	VMOVUPS      (DI)(BX*4), Y8
-	VBLENDVPS    Y1, Y5, Y8, Y5
-	VMOVUPS      Y5, (DI)(BX*4)
-	VMOVUPS      (R8)(BX*4), Y5
-	VBLENDVPS    Y1, Y7, Y5, Y7
-	VMOVUPS      Y7, (R8)(BX*4)
-	MOVQ         p18+144(FP), DI
+	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y7
+	VANDPS       Y7, Y5, Y5
+	VMOVUPS      lgc26<>+0(SB), Y7
+	VBLENDVPS    Y1, Y5, Y7, Y5
+	MOVQ         p12+96(FP), SI
+	VANDPS       (SI), Y5, Y5
+	VMOVUPS      Y5, (SI)
+	MOVQ         p13+104(FP), SI
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VANDPD       Y2, Y1, Y1
-	VADDPD       (SI)(BX*8), Y1, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
+	MOVQ         p14+112(FP), DI
+	VADDPD       (DI)(BX*8), Y1, Y2
+	VMOVUPD      Y2, (DI)(BX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (DI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, (DI)(BX*8)
+	VADDPD       (SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, (SI)(BX*8)
 	VANDPD       Y4, Y5, Y5
-	VADDPD       32(SI)(BX*8), Y5, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VMULPD       Y5, Y5, Y1
-	VADDPD       32(DI)(BX*8), Y1, Y1
+	VADDPD       32(DI)(BX*8), Y5, Y1
 	VMOVUPD      Y1, 32(DI)(BX*8)
+	VMULPD       Y5, Y5, Y1
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
 	VMOVUPS      88(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
 	VMULPS  Y1, Y6, Y2
-	VMOVUPS lgc25<>+0(SB), Y4
+	VMOVUPS lgc27<>+0(SB), Y4
 
 	// v28 = max(v25, v27) [N=64 T=421]
 	VMAXPS  Y6, Y4, Y4
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v30 = min(v28, v29) [N=64 T=421]
 	VMINPS Y4, Y5, Y4
 
 	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
-	VMULPS Y1, Y4, Y1
+	VMULPS Y1, Y4, Y4
 
 	// v32 = min(v26, v31) [N=64 T=421]
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
+	VMINPS Y2, Y4, Y5
+	VMINPS Y4, Y2, Y2
+	VORPS  Y5, Y2, Y2
 
 	// v33 = neg(v32) [N=64 T=421]
-	VXORPS lgc24<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y2, Y2
 
 	// mean(v33) over [N T]
 	IMUL3Q       $+8, CX, SI
-	MOVQ         p19+152(FP), DI
-	MOVQ         p20+160(FP), DI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       (DI)(SI*4), Y1, Y1
-	VMOVUPS      Y1, (DI)(SI*4)
-	VMOVUPS      56(SP), Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	MOVQ         p15+120(FP), DI
+	VADDPS       (DI)(SI*4), Y2, Y2
+	VMOVUPS      Y2, (DI)(SI*4)
+	VMOVUPS      56(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y1, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y2, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v35) over [N T]
 	IMUL3Q       $+8, CX, SI
-	MOVQ         p21+168(FP), DI
-	MOVQ         p22+176(FP), DI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       (DI)(SI*4), Y1, Y1
-	VMOVUPS      Y1, (DI)(SI*4)
-	MOVQ         p14+112(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VMASKMOVPS   (SI)(DX*4), Y1, Y1
-	MOVQ         p13+104(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	MOVQ         p16+128(FP), DI
+	VADDPS       (DI)(SI*4), Y2, Y2
+	VMOVUPS      Y2, (DI)(SI*4)
+	MOVQ         p11+88(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+	MOVQ         p10+80(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y2, Y2
 
 	// mean(v37) over [N T]
 	IMUL3Q       $+8, CX, SI
-	MOVQ         p23+184(FP), DI
-	MOVQ         p24+192(FP), DI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       (DI)(SI*4), Y1, Y1
-	VMOVUPS      Y1, (DI)(SI*4)
-	VMOVUPS      lgc27<>+0(SB), Y1
-	MOVQ         p0+0(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	MOVQ         p17+136(FP), DI
+	VADDPS       (DI)(SI*4), Y2, Y2
+	VMOVUPS      Y2, (DI)(SI*4)
+	VMOVUPS      lgc30<>+0(SB), Y2
+	MOVQ         p1+8(FP), SI
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	VMULPS Y4, Y2, Y2
 
 	// mean(v41) over [N T]
 	IMUL3Q       $+8, CX, SI
-	MOVQ         p25+200(FP), DI
-	MOVQ         p26+208(FP), DI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       (DI)(SI*4), Y1, Y1
-	VMOVUPS      Y1, (DI)(SI*4)
-	VMOVUPS      24(SP), Y1
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	MOVQ         p18+144(FP), DI
+	VADDPS       (DI)(SI*4), Y2, Y2
+	VMOVUPS      Y2, (DI)(SI*4)
+	VMOVUPS      24(SP), Y2
 	MOVQ         p7+56(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+	VMOVUPS      lgc1<>+0(SB), Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y2, Y4
 
 	// var(v43) over [N]
-	MOVQ         p27+216(FP), DX
-	MOVQ         p28+224(FP), DX
-	MOVQ         p29+232(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      (DX)(BX*8), Y8
-	VSUBPD       Y8, Y6, Y9
-	VFMADD231PD  Y9, Y5, Y8
-	VSUBPD       Y8, Y6, Y6
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X9
+	VCVTPS2PD    X9, Y9
+	MOVQ         p19+152(FP), SI
 	VMOVUPD      (SI)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      (DX)(BX*8), Y6
-	VBLENDVPD    Y4, Y8, Y6, Y8
-	VMOVUPD      Y8, (DX)(BX*8)
-	VMOVUPD      (SI)(BX*8), Y6
-	VBLENDVPD    Y4, Y10, Y6, Y10
+	VSUBPD       Y10, Y8, Y11
+	VFMADD231PD  Y11, Y7, Y10
+	VSUBPD       Y10, Y8, Y8
+	MOVQ         p20+160(FP), DI
+	VMOVUPD      (DI)(BX*8), Y12
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      (SI)(BX*8), Y8
+	VBLENDVPD    Y6, Y10, Y8, Y10
 	VMOVUPD      Y10, (SI)(BX*8)
-	VMOVUPD      32(DX)(BX*8), Y4
-	VSUBPD       Y4, Y7, Y6
-	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y7, Y5
+	VMOVUPD      (DI)(BX*8), Y8
+	VBLENDVPD    Y6, Y12, Y8, Y12
+	VMOVUPD      Y12, (DI)(BX*8)
+	VMOVUPD      32(SI)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      32(DI)(BX*8), Y9
+	VFMADD231PD  Y8, Y7, Y9
 	VMOVUPD      32(SI)(BX*8), Y7
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      32(DX)(BX*8), Y5
-	VBLENDVPD    Y2, Y4, Y5, Y4
-	VMOVUPD      Y4, 32(DX)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y4
-	VBLENDVPD    Y2, Y7, Y4, Y7
-	VMOVUPD      Y7, 32(SI)(BX*8)
+	VBLENDVPD    Y5, Y6, Y7, Y6
+	VMOVUPD      Y6, 32(SI)(BX*8)
+	VMOVUPD      32(DI)(BX*8), Y6
+	VBLENDVPD    Y5, Y9, Y6, Y9
+	VMOVUPD      Y9, 32(DI)(BX*8)
 
 	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc24<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y1
-	VMOVUPS lgc2<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS  $0x11, Y2, Y1, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS lgc21<>+0(SB), Y5
+	VCMPPS  $0x11, Y5, Y4, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS Y1, Y5, Y6
+	VMULPS Y4, Y7, Y8
 
 	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y1, Y6, Y6
+	VMULPS Y4, Y8, Y8
 
 	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS Y5, Y1, Y1
+	VSUBPS Y7, Y4, Y4
 
 	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y6, Y1, Y1
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y8, Y4, Y4
 
 	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS Y1, Y2, Y1
+	VMULPS Y4, Y5, Y4
 
 	// mean(v51) over [N T]
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p30+240(FP), DX
-	MOVQ         p31+248(FP), DX
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       (DX)(CX*4), Y1, Y1
-	VMOVUPS      Y1, (DX)(CX*4)
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y4, Y4
+	MOVQ         p21+168(FP), BX
+	VADDPS       (BX)(CX*4), Y4, Y4
+	VMOVUPS      Y4, (BX)(CX*4)
+	VMOVUPS      lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS Y3, Y1, Y1
-	MOVQ   $+8, DX
-	MOVQ   $+408, CX
+	VMULPS Y3, Y4, Y3
+
+	// store v18
+	MOVQ       p22+176(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS Y1, Y3, (CX)(DX*4)
+
+	// store v19
+	MOVQ       p23+184(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS Y2, Y1, (CX)(DX*4)
+	MOVQ       $+8, DX
+	MOVQ       $+408, CX
 
 blocks_2:
-	MOVQ    p0+0(FP), BX
+	MOVQ    p1+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
 	ADDQ    DI, SI
@@ -475,7 +464,6 @@ blocks_2:
 	// mean(v2) over [N T]
 	XORQ      BX, BX
 	IMUL3Q    $+8, BX, DI
-	MOVQ      p1+8(FP), R8
 	MOVQ      p2+16(FP), R8
 	VADDPS    (R8)(DI*4), Y1, Y1
 	VMOVUPS   Y1, (R8)(DI*4)
@@ -543,28 +531,23 @@ blocks_2:
 	VFMADD231PS Y1, Y0, Y2
 	VXORPS      Y0, Y0, Y0
 	VPERMPS     Y2, Y0, Y0
-	MOVQ        p8+64(FP), DI
-	VMOVUPS     Y2, (DI)(SI*4)
 
 	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS  Y3, Y2, Y1
-	MOVQ    p9+72(FP), DI
-	VMOVUPS Y1, (DI)(SI*4)
+	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	MOVQ         p10+80(FP), R8
-	MOVQ         p11+88(FP), R8
-	MOVQ         p12+96(FP), R9
 	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X5
 	VCVTPS2PD    X5, Y5
+	MOVQ         p8+64(FP), R8
 	VMOVUPD      (R8)(DI*8), Y6
 	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y3, Y6
 	VSUBPD       Y6, Y4, Y4
+	MOVQ         p9+72(FP), R9
 	VMOVUPD      (R9)(DI*8), Y8
 	VFMADD231PD  Y7, Y4, Y8
 	VMOVUPD      Y6, (R8)(DI*8)
@@ -577,9 +560,9 @@ blocks_2:
 	VFMADD231PD  Y6, Y3, Y5
 	VMOVUPD      Y4, 32(R8)(DI*8)
 	VMOVUPD      Y5, 32(R9)(DI*8)
-	MOVQ         p13+104(FP), R8
+	MOVQ         p10+80(FP), R8
 	VMOVUPS      (R8)(SI*4), Y3
-	MOVQ         p14+112(FP), R8
+	MOVQ         p11+88(FP), R8
 	VMOVUPS      (R8)(SI*4), Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
@@ -627,219 +610,173 @@ blocks_2:
 	VMOVUPS      Y2, 184(SP)
 
 	// logsumexp(v20) over [N]
-	MOVQ         p15+120(FP), R8
-	MOVQ         p16+128(FP), R9
-	MOVQ         p17+136(FP), R10
-	VMOVUPS      (R9)(DI*4), Y1
-	VMOVUPS      (R10)(DI*4), Y2
-	VXORPS       lgc24<>+0(SB), Y1, Y1
-	VXORPS       lgc24<>+0(SB), Y3, Y5
-	VMINPS       Y1, Y5, Y4
-	VMINPS       Y5, Y1, Y1
-	VORPS        Y4, Y1, Y1
-	VXORPS       lgc24<>+0(SB), Y1, Y1
-	VMINPS       Y2, Y3, Y4
-	VMINPS       Y3, Y2, Y2
-	VORPS        Y4, Y2, Y2
-	VMOVUPS      Y1, (R9)(DI*4)
-	VMOVUPS      Y2, (R10)(DI*4)
-	MOVQ         p18+144(FP), R9
+	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	MOVQ         p12+96(FP), R8
+	VANDPS       (R8), Y1, Y1
+	VMOVUPS      Y1, (R8)
+	MOVQ         p13+104(FP), R8
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       (R8)(DI*8), Y1, Y4
-	VMOVUPD      Y4, (R8)(DI*8)
+	MOVQ         p14+112(FP), R9
+	VADDPD       (R9)(DI*8), Y1, Y4
+	VMOVUPD      Y4, (R9)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (R9)(DI*8), Y1, Y1
-	VMOVUPD      Y1, (R9)(DI*8)
-	VADDPD       32(R8)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 32(R8)(DI*8)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       32(R9)(DI*8), Y1, Y1
+	VADDPD       (R8)(DI*8), Y1, Y1
+	VMOVUPD      Y1, (R8)(DI*8)
+	VADDPD       32(R9)(DI*8), Y2, Y1
 	VMOVUPD      Y1, 32(R9)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       32(R8)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 32(R8)(DI*8)
 	VMOVUPS      184(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
 	VMULPS  Y1, Y6, Y2
-	VMOVUPS lgc25<>+0(SB), Y4
+	VMOVUPS lgc27<>+0(SB), Y4
 
 	// v28 = max(v25, v27) [N=64 T=421]
 	VMAXPS  Y6, Y4, Y4
-	VMOVUPS lgc26<>+0(SB), Y5
+	VMOVUPS lgc28<>+0(SB), Y5
 
 	// v30 = min(v28, v29) [N=64 T=421]
 	VMINPS Y4, Y5, Y4
 
 	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
-	VMULPS Y1, Y4, Y1
+	VMULPS Y1, Y4, Y4
 
 	// v32 = min(v26, v31) [N=64 T=421]
-	VMINPS Y2, Y1, Y4
-	VMINPS Y1, Y2, Y1
-	VORPS  Y4, Y1, Y1
+	VMINPS Y2, Y4, Y5
+	VMINPS Y4, Y2, Y2
+	VORPS  Y5, Y2, Y2
 
 	// v33 = neg(v32) [N=64 T=421]
-	VXORPS lgc24<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y2, Y2
 
 	// mean(v33) over [N T]
 	IMUL3Q  $+8, BX, R8
-	MOVQ    p19+152(FP), R9
-	MOVQ    p20+160(FP), R9
-	VADDPS  (R9)(R8*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R8*4)
-	VMOVUPS 152(SP), Y1
+	MOVQ    p15+120(FP), R9
+	VADDPS  (R9)(R8*4), Y2, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	VMOVUPS 152(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y1, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y3, Y2, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v35) over [N T]
 	IMUL3Q  $+8, BX, R8
-	MOVQ    p21+168(FP), R9
-	MOVQ    p22+176(FP), R9
-	VADDPS  (R9)(R8*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R8*4)
-	MOVQ    p14+112(FP), R8
-	VMOVUPS (R8)(SI*4), Y1
-	MOVQ    p13+104(FP), R8
+	MOVQ    p16+128(FP), R9
+	VADDPS  (R9)(R8*4), Y2, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	MOVQ    p11+88(FP), R8
 	VMOVUPS (R8)(SI*4), Y2
+	MOVQ    p10+80(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y2, Y2
 
 	// mean(v37) over [N T]
 	IMUL3Q  $+8, BX, R8
-	MOVQ    p23+184(FP), R9
-	MOVQ    p24+192(FP), R9
-	VADDPS  (R9)(R8*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R8*4)
-	VMOVUPS lgc27<>+0(SB), Y1
-	MOVQ    p0+0(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
+	MOVQ    p17+136(FP), R9
+	VADDPS  (R9)(R8*4), Y2, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	VMOVUPS lgc30<>+0(SB), Y2
+	MOVQ    p1+8(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	VMULPS Y4, Y2, Y2
 
 	// mean(v41) over [N T]
 	IMUL3Q  $+8, BX, R8
-	MOVQ    p25+200(FP), R9
-	MOVQ    p26+208(FP), R9
-	VADDPS  (R9)(R8*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R8*4)
-	VMOVUPS 120(SP), Y1
+	MOVQ    p18+144(FP), R9
+	VADDPS  (R9)(R8*4), Y2, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	VMOVUPS 120(SP), Y2
 	MOVQ    p7+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y2, Y4
 
 	// var(v43) over [N]
-	MOVQ         p27+216(FP), SI
-	MOVQ         p28+224(FP), SI
-	MOVQ         p29+232(FP), R8
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      (SI)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y4, Y4
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X4, Y6
+	VEXTRACTF128 $0x01, Y4, X7
+	VCVTPS2PD    X7, Y7
+	MOVQ         p19+152(FP), R8
 	VMOVUPD      (R8)(DI*8), Y8
-	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, (SI)(DI*8)
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y8
+	VSUBPD       Y8, Y6, Y6
+	MOVQ         p20+160(FP), R9
+	VMOVUPD      (R9)(DI*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      Y8, (R8)(DI*8)
-	VMOVUPD      32(SI)(DI*8), Y4
-	VSUBPD       Y4, Y5, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y5, Y2
-	VMOVUPD      32(R8)(DI*8), Y5
-	VFMADD231PD  Y6, Y2, Y5
-	VMOVUPD      Y4, 32(SI)(DI*8)
-	VMOVUPD      Y5, 32(R8)(DI*8)
+	VMOVUPD      Y10, (R9)(DI*8)
+	VMOVUPD      32(R8)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y5, Y6
+	VSUBPD       Y6, Y7, Y5
+	VMOVUPD      32(R9)(DI*8), Y7
+	VFMADD231PD  Y8, Y5, Y7
+	VMOVUPD      Y6, 32(R8)(DI*8)
+	VMOVUPD      Y7, 32(R9)(DI*8)
 
 	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc24<>+0(SB), Y2
-	VANDNPS Y1, Y2, Y1
-	VMOVUPS lgc2<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS  $0x11, Y2, Y1, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS lgc21<>+0(SB), Y5
+	VCMPPS  $0x11, Y5, Y4, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS lgc21<>+0(SB), Y7
 
 	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS Y1, Y5, Y6
+	VMULPS Y4, Y7, Y8
 
 	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y1, Y6, Y6
+	VMULPS Y4, Y8, Y8
 
 	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS Y5, Y1, Y1
+	VSUBPS Y7, Y4, Y4
 
 	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y6, Y1, Y1
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y8, Y4, Y4
 
 	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS Y1, Y2, Y1
+	VMULPS Y4, Y5, Y4
 
 	// mean(v51) over [N T]
 	IMUL3Q  $+8, BX, BX
-	MOVQ    p30+240(FP), SI
-	MOVQ    p31+248(FP), SI
-	VADDPS  (SI)(BX*4), Y1, Y1
-	VMOVUPS Y1, (SI)(BX*4)
-	VMOVUPS lgc28<>+0(SB), Y1
+	MOVQ    p21+168(FP), DI
+	VADDPS  (DI)(BX*4), Y4, Y4
+	VMOVUPS Y4, (DI)(BX*4)
+	VMOVUPS lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS       Y3, Y1, Y1
+	VMULPS Y3, Y4, Y3
+
+	// store v18
+	MOVQ    p22+176(FP), BX
+	VMOVUPS Y1, (BX)(SI*4)
+
+	// store v19
+	MOVQ         p23+184(FP), BX
+	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
 	XORQ         DX, DX
 	IMUL3Q       $+8, DX, BX
-	MOVQ         p19+152(FP), SI
-	MOVQ         p20+160(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p21+168(FP), SI
-	MOVQ         p22+176(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p23+184(FP), SI
-	MOVQ         p24+192(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
-	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p1+8(FP), SI
-	MOVQ         p2+16(FP), DI
+	MOVQ         p24+192(FP), SI
+	MOVQ         p15+120(FP), DI
 	VMOVUPS      (DI)(BX*4), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
@@ -852,7 +789,46 @@ blocks_2:
 	VMOVUPS      Y1, (DI)(BX*4)
 	IMUL3Q       $+8, DX, BX
 	MOVQ         p25+200(FP), SI
-	MOVQ         p26+208(FP), DI
+	MOVQ         p16+128(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p26+208(FP), SI
+	MOVQ         p17+136(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p27+216(FP), SI
+	MOVQ         p2+16(FP), DI
+	VMOVUPS      (DI)(BX*4), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       (SI)(BX*8), Y2, Y2
+	VMOVUPD      Y2, (SI)(BX*8)
+	VADDPD       32(SI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(SI)(BX*8)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, (DI)(BX*4)
+	IMUL3Q       $+8, DX, BX
+	MOVQ         p28+224(FP), SI
+	MOVQ         p18+144(FP), DI
 	VMOVUPS      (DI)(BX*4), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
@@ -864,8 +840,8 @@ blocks_2:
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, (DI)(BX*4)
 	IMUL3Q       $+8, DX, DX
-	MOVQ         p30+240(FP), BX
-	MOVQ         p31+248(FP), SI
+	MOVQ         p29+232(FP), BX
+	MOVQ         p21+168(FP), SI
 	VMOVUPS      (SI)(DX*4), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
@@ -883,47 +859,8 @@ noflush_3:
 	JGE          blocks_2
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, DX
-	MOVQ         p19+152(FP), BX
-	MOVQ         p20+160(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p21+168(FP), BX
-	MOVQ         p22+176(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p23+184(FP), BX
-	MOVQ         p24+192(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
-	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p1+8(FP), BX
-	MOVQ         p2+16(FP), SI
+	MOVQ         p24+192(FP), BX
+	MOVQ         p15+120(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -936,7 +873,46 @@ noflush_3:
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, DX
 	MOVQ         p25+200(FP), BX
-	MOVQ         p26+208(FP), SI
+	MOVQ         p16+128(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p26+208(FP), BX
+	MOVQ         p17+136(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p27+216(FP), BX
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      (SI)(DX*4), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       (BX)(DX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(DX*8)
+	VADDPD       32(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 32(BX)(DX*8)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, (SI)(DX*4)
+	IMUL3Q       $+8, CX, DX
+	MOVQ         p28+224(FP), BX
+	MOVQ         p18+144(FP), SI
 	VMOVUPS      (SI)(DX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -948,8 +924,8 @@ noflush_3:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (SI)(DX*4)
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p30+240(FP), DX
-	MOVQ         p31+248(FP), BX
+	MOVQ         p29+232(FP), DX
+	MOVQ         p21+168(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -961,7 +937,7 @@ noflush_3:
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, (BX)(CX*4)
 	INCQ         AX
-	CMPQ         AX, $+64
+	CMPQ         AX, p30+240(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1202,57 +1178,87 @@ DATA lgc23<>+24(SB)/4, $0x0000007f
 DATA lgc23<>+28(SB)/4, $0x0000007f
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x80000000
-DATA lgc24<>+4(SB)/4, $0x80000000
-DATA lgc24<>+8(SB)/4, $0x80000000
-DATA lgc24<>+12(SB)/4, $0x80000000
-DATA lgc24<>+16(SB)/4, $0x80000000
-DATA lgc24<>+20(SB)/4, $0x80000000
-DATA lgc24<>+24(SB)/4, $0x80000000
-DATA lgc24<>+28(SB)/4, $0x80000000
+DATA lgc24<>+0(SB)/4, $0xc2ae0000
+DATA lgc24<>+4(SB)/4, $0xc2ae0000
+DATA lgc24<>+8(SB)/4, $0xc2ae0000
+DATA lgc24<>+12(SB)/4, $0xc2ae0000
+DATA lgc24<>+16(SB)/4, $0xc2ae0000
+DATA lgc24<>+20(SB)/4, $0xc2ae0000
+DATA lgc24<>+24(SB)/4, $0xc2ae0000
+DATA lgc24<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f4ccccd
-DATA lgc25<>+4(SB)/4, $0x3f4ccccd
-DATA lgc25<>+8(SB)/4, $0x3f4ccccd
-DATA lgc25<>+12(SB)/4, $0x3f4ccccd
-DATA lgc25<>+16(SB)/4, $0x3f4ccccd
-DATA lgc25<>+20(SB)/4, $0x3f4ccccd
-DATA lgc25<>+24(SB)/4, $0x3f4ccccd
-DATA lgc25<>+28(SB)/4, $0x3f4ccccd
+DATA lgc25<>+0(SB)/4, $0x42b00000
+DATA lgc25<>+4(SB)/4, $0x42b00000
+DATA lgc25<>+8(SB)/4, $0x42b00000
+DATA lgc25<>+12(SB)/4, $0x42b00000
+DATA lgc25<>+16(SB)/4, $0x42b00000
+DATA lgc25<>+20(SB)/4, $0x42b00000
+DATA lgc25<>+24(SB)/4, $0x42b00000
+DATA lgc25<>+28(SB)/4, $0x42b00000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f99999a
-DATA lgc26<>+4(SB)/4, $0x3f99999a
-DATA lgc26<>+8(SB)/4, $0x3f99999a
-DATA lgc26<>+12(SB)/4, $0x3f99999a
-DATA lgc26<>+16(SB)/4, $0x3f99999a
-DATA lgc26<>+20(SB)/4, $0x3f99999a
-DATA lgc26<>+24(SB)/4, $0x3f99999a
-DATA lgc26<>+28(SB)/4, $0x3f99999a
+DATA lgc26<>+0(SB)/4, $0xffffffff
+DATA lgc26<>+4(SB)/4, $0xffffffff
+DATA lgc26<>+8(SB)/4, $0xffffffff
+DATA lgc26<>+12(SB)/4, $0xffffffff
+DATA lgc26<>+16(SB)/4, $0xffffffff
+DATA lgc26<>+20(SB)/4, $0xffffffff
+DATA lgc26<>+24(SB)/4, $0xffffffff
+DATA lgc26<>+28(SB)/4, $0xffffffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbc23d70a
-DATA lgc27<>+4(SB)/4, $0xbc23d70a
-DATA lgc27<>+8(SB)/4, $0xbc23d70a
-DATA lgc27<>+12(SB)/4, $0xbc23d70a
-DATA lgc27<>+16(SB)/4, $0xbc23d70a
-DATA lgc27<>+20(SB)/4, $0xbc23d70a
-DATA lgc27<>+24(SB)/4, $0xbc23d70a
-DATA lgc27<>+28(SB)/4, $0xbc23d70a
+DATA lgc27<>+0(SB)/4, $0x3f4ccccd
+DATA lgc27<>+4(SB)/4, $0x3f4ccccd
+DATA lgc27<>+8(SB)/4, $0x3f4ccccd
+DATA lgc27<>+12(SB)/4, $0x3f4ccccd
+DATA lgc27<>+16(SB)/4, $0x3f4ccccd
+DATA lgc27<>+20(SB)/4, $0x3f4ccccd
+DATA lgc27<>+24(SB)/4, $0x3f4ccccd
+DATA lgc27<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x40000000
-DATA lgc28<>+4(SB)/4, $0x40000000
-DATA lgc28<>+8(SB)/4, $0x40000000
-DATA lgc28<>+12(SB)/4, $0x40000000
-DATA lgc28<>+16(SB)/4, $0x40000000
-DATA lgc28<>+20(SB)/4, $0x40000000
-DATA lgc28<>+24(SB)/4, $0x40000000
-DATA lgc28<>+28(SB)/4, $0x40000000
+DATA lgc28<>+0(SB)/4, $0x3f99999a
+DATA lgc28<>+4(SB)/4, $0x3f99999a
+DATA lgc28<>+8(SB)/4, $0x3f99999a
+DATA lgc28<>+12(SB)/4, $0x3f99999a
+DATA lgc28<>+16(SB)/4, $0x3f99999a
+DATA lgc28<>+20(SB)/4, $0x3f99999a
+DATA lgc28<>+24(SB)/4, $0x3f99999a
+DATA lgc28<>+28(SB)/4, $0x3f99999a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
+DATA lgc29<>+0(SB)/4, $0x80000000
+DATA lgc29<>+4(SB)/4, $0x80000000
+DATA lgc29<>+8(SB)/4, $0x80000000
+DATA lgc29<>+12(SB)/4, $0x80000000
+DATA lgc29<>+16(SB)/4, $0x80000000
+DATA lgc29<>+20(SB)/4, $0x80000000
+DATA lgc29<>+24(SB)/4, $0x80000000
+DATA lgc29<>+28(SB)/4, $0x80000000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xbc23d70a
+DATA lgc30<>+4(SB)/4, $0xbc23d70a
+DATA lgc30<>+8(SB)/4, $0xbc23d70a
+DATA lgc30<>+12(SB)/4, $0xbc23d70a
+DATA lgc30<>+16(SB)/4, $0xbc23d70a
+DATA lgc30<>+20(SB)/4, $0xbc23d70a
+DATA lgc30<>+24(SB)/4, $0xbc23d70a
+DATA lgc30<>+28(SB)/4, $0xbc23d70a
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x40000000
+DATA lgc31<>+4(SB)/4, $0x40000000
+DATA lgc31<>+8(SB)/4, $0x40000000
+DATA lgc31<>+12(SB)/4, $0x40000000
+DATA lgc31<>+16(SB)/4, $0x40000000
+DATA lgc31<>+20(SB)/4, $0x40000000
+DATA lgc31<>+24(SB)/4, $0x40000000
+DATA lgc31<>+28(SB)/4, $0x40000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), NOSPLIT, $0-56
 	MOVQ $+8, CX
@@ -1263,7 +1269,7 @@ blocks_4:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc29<>+0(SB), Y1
+	VMOVUPS lgc32<>+0(SB), Y1
 
 	// v56 = add(v54, v55) [T=421]
 	VADDPS  Y1, Y0, Y0
@@ -1276,63 +1282,64 @@ blocks_4:
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS  Y0, Y1, Y0
+	VMOVUPS lgc31<>+0(SB), Y1
 	MOVQ    p2+16(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS lgc28<>+0(SB), Y0
-	MOVQ    p3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS  Y1, Y0, Y0
-	MOVQ    p4+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMULPS  Y2, Y1, Y1
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v64 = sub(v63, v62) [T=421]
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) [T=421]
-	VMAXPS       lgc11<>+0(SB), Y0, Y1
-	VMINPS       lgc12<>+0(SB), Y1, Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VMOVAPS      lgc16<>+0(SB), Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc22<>+0(SB), Y1, Y2
-	VPMINSD      lgc23<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMAXPS       lgc11<>+0(SB), Y1, Y2
+	VMINPS       lgc12<>+0(SB), Y2, Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VMOVAPS      lgc16<>+0(SB), Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc22<>+0(SB), Y2, Y3
+	VPMINSD      lgc23<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc23<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc23<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v65) over [T]
-	XORQ         DX, DX
-	IMUL3Q       $+8, DX, DX
-	MOVQ         p5+40(FP), BX
-	MOVQ         p6+48(FP), BX
-	VADDPS       (BX)(DX*4), Y3, Y0
-	VMOVUPS      Y0, (BX)(DX*4)
+	XORQ    DX, DX
+	IMUL3Q  $+8, DX, DX
+	MOVQ    p4+32(FP), SI
+	VADDPS  (SI)(DX*4), Y4, Y1
+	VMOVUPS Y1, (SI)(DX*4)
+
+	// store v58
+	MOVQ         p5+40(FP), DX
+	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
 	XORQ         CX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p5+40(FP), DX
-	MOVQ         p6+48(FP), BX
+	MOVQ         p6+48(FP), DX
+	MOVQ         p4+32(FP), BX
 	VMOVUPS      (BX)(CX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1354,7 +1361,7 @@ noflush_5:
 	ADDQ       $+416, CX
 	VMOVUPS    lgc1<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
-	VMOVUPS    lgc29<>+0(SB), Y1
+	VMOVUPS    lgc32<>+0(SB), Y1
 
 	// v56 = add(v54, v55) [T=421]
 	VADDPS     Y1, Y0, Y0
@@ -1368,69 +1375,70 @@ noflush_5:
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS     Y0, Y1, Y0
+	VMOVUPS    lgc31<>+0(SB), Y1
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMASKMOVPS Y0, Y1, (AX)(CX*4)
-	VMOVUPS    lgc28<>+0(SB), Y0
-	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS     Y1, Y0, Y0
-	MOVQ       p4+32(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMASKMOVPS (AX)(CX*4), Y1, Y1
+	VMULPS     Y2, Y1, Y1
+	MOVQ       p3+24(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v64 = sub(v63, v62) [T=421]
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) [T=421]
-	VMAXPS       lgc11<>+0(SB), Y0, Y1
-	VMINPS       lgc12<>+0(SB), Y1, Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VMOVAPS      lgc16<>+0(SB), Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc22<>+0(SB), Y1, Y2
-	VPMINSD      lgc23<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMAXPS       lgc11<>+0(SB), Y1, Y2
+	VMINPS       lgc12<>+0(SB), Y2, Y2
+	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VMOVAPS      lgc16<>+0(SB), Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc22<>+0(SB), Y2, Y3
+	VPMINSD      lgc23<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc23<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc23<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v65) over [T]
 	XORQ         AX, AX
 	IMUL3Q       $+8, AX, AX
-	MOVQ         p5+40(FP), CX
-	MOVQ         p6+48(FP), CX
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VPMOVSXDQ    X0, Y1
-	VEXTRACTI128 $0x01, Y0, X1
-	VPMOVSXDQ    X1, Y1
-	VANDPS       Y0, Y3, Y0
-	VADDPS       (CX)(AX*4), Y0, Y0
-	VMOVUPS      Y0, (CX)(AX*4)
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y4, Y1
+	MOVQ         p4+32(FP), DX
+	VADDPS       (DX)(AX*4), Y1, Y1
+	VMOVUPS      Y1, (DX)(AX*4)
+
+	// store v58
+	MOVQ         p5+40(FP), AX
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	XORQ         AX, AX
 	IMUL3Q       $+8, AX, AX
-	MOVQ         p5+40(FP), CX
-	MOVQ         p6+48(FP), DX
+	MOVQ         p6+48(FP), CX
+	MOVQ         p4+32(FP), DX
 	VMOVUPS      (DX)(AX*4), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1444,15 +1452,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x34000000
-DATA lgc29<>+4(SB)/4, $0x34000000
-DATA lgc29<>+8(SB)/4, $0x34000000
-DATA lgc29<>+12(SB)/4, $0x34000000
-DATA lgc29<>+16(SB)/4, $0x34000000
-DATA lgc29<>+20(SB)/4, $0x34000000
-DATA lgc29<>+24(SB)/4, $0x34000000
-DATA lgc29<>+28(SB)/4, $0x34000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+DATA lgc32<>+0(SB)/4, $0x34000000
+DATA lgc32<>+4(SB)/4, $0x34000000
+DATA lgc32<>+8(SB)/4, $0x34000000
+DATA lgc32<>+12(SB)/4, $0x34000000
+DATA lgc32<>+16(SB)/4, $0x34000000
+DATA lgc32<>+20(SB)/4, $0x34000000
+DATA lgc32<>+24(SB)/4, $0x34000000
+DATA lgc32<>+28(SB)/4, $0x34000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1460,24 +1468,26 @@ TEXT ·pass2AVX2(SB), NOSPLIT, $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc30<>+0(SB), Y1
+	VMOVUPS      lgc33<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y0, Y0
+
+	// store v68
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x42800000
-DATA lgc30<>+4(SB)/4, $0x42800000
-DATA lgc30<>+8(SB)/4, $0x42800000
-DATA lgc30<>+12(SB)/4, $0x42800000
-DATA lgc30<>+16(SB)/4, $0x42800000
-DATA lgc30<>+20(SB)/4, $0x42800000
-DATA lgc30<>+24(SB)/4, $0x42800000
-DATA lgc30<>+28(SB)/4, $0x42800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x42800000
+DATA lgc33<>+4(SB)/4, $0x42800000
+DATA lgc33<>+8(SB)/4, $0x42800000
+DATA lgc33<>+12(SB)/4, $0x42800000
+DATA lgc33<>+16(SB)/4, $0x42800000
+DATA lgc33<>+20(SB)/4, $0x42800000
+DATA lgc33<>+24(SB)/4, $0x42800000
+DATA lgc33<>+28(SB)/4, $0x42800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1539,30 +1549,30 @@ bulk_8:
 	CMPQ         BX, DX
 	JGE          bulkdone_9
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
-	VMULPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
+	VMULPS       lgc35<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc33<>+0(SB), Y1, Y1
+	VPAND        lgc36<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc34<>+0(SB), Y2, Y1
+	VPAND        lgc37<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
 	VMULPS       lgc21<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc36<>+0(SB), Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VMOVAPS      lgc39<>+0(SB), Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1571,11 +1581,11 @@ bulk_8:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1586,175 +1596,175 @@ bulkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00800000
-DATA lgc31<>+4(SB)/4, $0x00800000
-DATA lgc31<>+8(SB)/4, $0x00800000
-DATA lgc31<>+12(SB)/4, $0x00800000
-DATA lgc31<>+16(SB)/4, $0x00800000
-DATA lgc31<>+20(SB)/4, $0x00800000
-DATA lgc31<>+24(SB)/4, $0x00800000
-DATA lgc31<>+28(SB)/4, $0x00800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x4b000000
-DATA lgc32<>+4(SB)/4, $0x4b000000
-DATA lgc32<>+8(SB)/4, $0x4b000000
-DATA lgc32<>+12(SB)/4, $0x4b000000
-DATA lgc32<>+16(SB)/4, $0x4b000000
-DATA lgc32<>+20(SB)/4, $0x4b000000
-DATA lgc32<>+24(SB)/4, $0x4b000000
-DATA lgc32<>+28(SB)/4, $0x4b000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0xffffffe9
-DATA lgc33<>+4(SB)/4, $0xffffffe9
-DATA lgc33<>+8(SB)/4, $0xffffffe9
-DATA lgc33<>+12(SB)/4, $0xffffffe9
-DATA lgc33<>+16(SB)/4, $0xffffffe9
-DATA lgc33<>+20(SB)/4, $0xffffffe9
-DATA lgc33<>+24(SB)/4, $0xffffffe9
-DATA lgc33<>+28(SB)/4, $0xffffffe9
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x007fffff
-DATA lgc34<>+4(SB)/4, $0x007fffff
-DATA lgc34<>+8(SB)/4, $0x007fffff
-DATA lgc34<>+12(SB)/4, $0x007fffff
-DATA lgc34<>+16(SB)/4, $0x007fffff
-DATA lgc34<>+20(SB)/4, $0x007fffff
-DATA lgc34<>+24(SB)/4, $0x007fffff
-DATA lgc34<>+28(SB)/4, $0x007fffff
+DATA lgc34<>+0(SB)/4, $0x00800000
+DATA lgc34<>+4(SB)/4, $0x00800000
+DATA lgc34<>+8(SB)/4, $0x00800000
+DATA lgc34<>+12(SB)/4, $0x00800000
+DATA lgc34<>+16(SB)/4, $0x00800000
+DATA lgc34<>+20(SB)/4, $0x00800000
+DATA lgc34<>+24(SB)/4, $0x00800000
+DATA lgc34<>+28(SB)/4, $0x00800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb504f3
-DATA lgc35<>+4(SB)/4, $0x3fb504f3
-DATA lgc35<>+8(SB)/4, $0x3fb504f3
-DATA lgc35<>+12(SB)/4, $0x3fb504f3
-DATA lgc35<>+16(SB)/4, $0x3fb504f3
-DATA lgc35<>+20(SB)/4, $0x3fb504f3
-DATA lgc35<>+24(SB)/4, $0x3fb504f3
-DATA lgc35<>+28(SB)/4, $0x3fb504f3
+DATA lgc35<>+0(SB)/4, $0x4b000000
+DATA lgc35<>+4(SB)/4, $0x4b000000
+DATA lgc35<>+8(SB)/4, $0x4b000000
+DATA lgc35<>+12(SB)/4, $0x4b000000
+DATA lgc35<>+16(SB)/4, $0x4b000000
+DATA lgc35<>+20(SB)/4, $0x4b000000
+DATA lgc35<>+24(SB)/4, $0x4b000000
+DATA lgc35<>+28(SB)/4, $0x4b000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3d9021bb
-DATA lgc36<>+4(SB)/4, $0x3d9021bb
-DATA lgc36<>+8(SB)/4, $0x3d9021bb
-DATA lgc36<>+12(SB)/4, $0x3d9021bb
-DATA lgc36<>+16(SB)/4, $0x3d9021bb
-DATA lgc36<>+20(SB)/4, $0x3d9021bb
-DATA lgc36<>+24(SB)/4, $0x3d9021bb
-DATA lgc36<>+28(SB)/4, $0x3d9021bb
+DATA lgc36<>+0(SB)/4, $0xffffffe9
+DATA lgc36<>+4(SB)/4, $0xffffffe9
+DATA lgc36<>+8(SB)/4, $0xffffffe9
+DATA lgc36<>+12(SB)/4, $0xffffffe9
+DATA lgc36<>+16(SB)/4, $0xffffffe9
+DATA lgc36<>+20(SB)/4, $0xffffffe9
+DATA lgc36<>+24(SB)/4, $0xffffffe9
+DATA lgc36<>+28(SB)/4, $0xffffffe9
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdebd1b8
-DATA lgc37<>+4(SB)/4, $0xbdebd1b8
-DATA lgc37<>+8(SB)/4, $0xbdebd1b8
-DATA lgc37<>+12(SB)/4, $0xbdebd1b8
-DATA lgc37<>+16(SB)/4, $0xbdebd1b8
-DATA lgc37<>+20(SB)/4, $0xbdebd1b8
-DATA lgc37<>+24(SB)/4, $0xbdebd1b8
-DATA lgc37<>+28(SB)/4, $0xbdebd1b8
+DATA lgc37<>+0(SB)/4, $0x007fffff
+DATA lgc37<>+4(SB)/4, $0x007fffff
+DATA lgc37<>+8(SB)/4, $0x007fffff
+DATA lgc37<>+12(SB)/4, $0x007fffff
+DATA lgc37<>+16(SB)/4, $0x007fffff
+DATA lgc37<>+20(SB)/4, $0x007fffff
+DATA lgc37<>+24(SB)/4, $0x007fffff
+DATA lgc37<>+28(SB)/4, $0x007fffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3def251a
-DATA lgc38<>+4(SB)/4, $0x3def251a
-DATA lgc38<>+8(SB)/4, $0x3def251a
-DATA lgc38<>+12(SB)/4, $0x3def251a
-DATA lgc38<>+16(SB)/4, $0x3def251a
-DATA lgc38<>+20(SB)/4, $0x3def251a
-DATA lgc38<>+24(SB)/4, $0x3def251a
-DATA lgc38<>+28(SB)/4, $0x3def251a
+DATA lgc38<>+0(SB)/4, $0x3fb504f3
+DATA lgc38<>+4(SB)/4, $0x3fb504f3
+DATA lgc38<>+8(SB)/4, $0x3fb504f3
+DATA lgc38<>+12(SB)/4, $0x3fb504f3
+DATA lgc38<>+16(SB)/4, $0x3fb504f3
+DATA lgc38<>+20(SB)/4, $0x3fb504f3
+DATA lgc38<>+24(SB)/4, $0x3fb504f3
+DATA lgc38<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+0(SB)/4, $0x3d9021bb
+DATA lgc39<>+4(SB)/4, $0x3d9021bb
+DATA lgc39<>+8(SB)/4, $0x3d9021bb
+DATA lgc39<>+12(SB)/4, $0x3d9021bb
+DATA lgc39<>+16(SB)/4, $0x3d9021bb
+DATA lgc39<>+20(SB)/4, $0x3d9021bb
+DATA lgc39<>+24(SB)/4, $0x3d9021bb
+DATA lgc39<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e11e9bf
-DATA lgc40<>+4(SB)/4, $0x3e11e9bf
-DATA lgc40<>+8(SB)/4, $0x3e11e9bf
-DATA lgc40<>+12(SB)/4, $0x3e11e9bf
-DATA lgc40<>+16(SB)/4, $0x3e11e9bf
-DATA lgc40<>+20(SB)/4, $0x3e11e9bf
-DATA lgc40<>+24(SB)/4, $0x3e11e9bf
-DATA lgc40<>+28(SB)/4, $0x3e11e9bf
+DATA lgc40<>+0(SB)/4, $0xbdebd1b8
+DATA lgc40<>+4(SB)/4, $0xbdebd1b8
+DATA lgc40<>+8(SB)/4, $0xbdebd1b8
+DATA lgc40<>+12(SB)/4, $0xbdebd1b8
+DATA lgc40<>+16(SB)/4, $0xbdebd1b8
+DATA lgc40<>+20(SB)/4, $0xbdebd1b8
+DATA lgc40<>+24(SB)/4, $0xbdebd1b8
+DATA lgc40<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe2aae50
-DATA lgc41<>+4(SB)/4, $0xbe2aae50
-DATA lgc41<>+8(SB)/4, $0xbe2aae50
-DATA lgc41<>+12(SB)/4, $0xbe2aae50
-DATA lgc41<>+16(SB)/4, $0xbe2aae50
-DATA lgc41<>+20(SB)/4, $0xbe2aae50
-DATA lgc41<>+24(SB)/4, $0xbe2aae50
-DATA lgc41<>+28(SB)/4, $0xbe2aae50
+DATA lgc41<>+0(SB)/4, $0x3def251a
+DATA lgc41<>+4(SB)/4, $0x3def251a
+DATA lgc41<>+8(SB)/4, $0x3def251a
+DATA lgc41<>+12(SB)/4, $0x3def251a
+DATA lgc41<>+16(SB)/4, $0x3def251a
+DATA lgc41<>+20(SB)/4, $0x3def251a
+DATA lgc41<>+24(SB)/4, $0x3def251a
+DATA lgc41<>+28(SB)/4, $0x3def251a
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e4cceac
-DATA lgc42<>+4(SB)/4, $0x3e4cceac
-DATA lgc42<>+8(SB)/4, $0x3e4cceac
-DATA lgc42<>+12(SB)/4, $0x3e4cceac
-DATA lgc42<>+16(SB)/4, $0x3e4cceac
-DATA lgc42<>+20(SB)/4, $0x3e4cceac
-DATA lgc42<>+24(SB)/4, $0x3e4cceac
-DATA lgc42<>+28(SB)/4, $0x3e4cceac
+DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe7ffffc
-DATA lgc43<>+4(SB)/4, $0xbe7ffffc
-DATA lgc43<>+8(SB)/4, $0xbe7ffffc
-DATA lgc43<>+12(SB)/4, $0xbe7ffffc
-DATA lgc43<>+16(SB)/4, $0xbe7ffffc
-DATA lgc43<>+20(SB)/4, $0xbe7ffffc
-DATA lgc43<>+24(SB)/4, $0xbe7ffffc
-DATA lgc43<>+28(SB)/4, $0xbe7ffffc
+DATA lgc43<>+0(SB)/4, $0x3e11e9bf
+DATA lgc43<>+4(SB)/4, $0x3e11e9bf
+DATA lgc43<>+8(SB)/4, $0x3e11e9bf
+DATA lgc43<>+12(SB)/4, $0x3e11e9bf
+DATA lgc43<>+16(SB)/4, $0x3e11e9bf
+DATA lgc43<>+20(SB)/4, $0x3e11e9bf
+DATA lgc43<>+24(SB)/4, $0x3e11e9bf
+DATA lgc43<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+0(SB)/4, $0xbe2aae50
+DATA lgc44<>+4(SB)/4, $0xbe2aae50
+DATA lgc44<>+8(SB)/4, $0xbe2aae50
+DATA lgc44<>+12(SB)/4, $0xbe2aae50
+DATA lgc44<>+16(SB)/4, $0xbe2aae50
+DATA lgc44<>+20(SB)/4, $0xbe2aae50
+DATA lgc44<>+24(SB)/4, $0xbe2aae50
+DATA lgc44<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xff800000
-DATA lgc45<>+4(SB)/4, $0xff800000
-DATA lgc45<>+8(SB)/4, $0xff800000
-DATA lgc45<>+12(SB)/4, $0xff800000
-DATA lgc45<>+16(SB)/4, $0xff800000
-DATA lgc45<>+20(SB)/4, $0xff800000
-DATA lgc45<>+24(SB)/4, $0xff800000
-DATA lgc45<>+28(SB)/4, $0xff800000
+DATA lgc45<>+0(SB)/4, $0x3e4cceac
+DATA lgc45<>+4(SB)/4, $0x3e4cceac
+DATA lgc45<>+8(SB)/4, $0x3e4cceac
+DATA lgc45<>+12(SB)/4, $0x3e4cceac
+DATA lgc45<>+16(SB)/4, $0x3e4cceac
+DATA lgc45<>+20(SB)/4, $0x3e4cceac
+DATA lgc45<>+24(SB)/4, $0x3e4cceac
+DATA lgc45<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fc00000
-DATA lgc46<>+4(SB)/4, $0x7fc00000
-DATA lgc46<>+8(SB)/4, $0x7fc00000
-DATA lgc46<>+12(SB)/4, $0x7fc00000
-DATA lgc46<>+16(SB)/4, $0x7fc00000
-DATA lgc46<>+20(SB)/4, $0x7fc00000
-DATA lgc46<>+24(SB)/4, $0x7fc00000
-DATA lgc46<>+28(SB)/4, $0x7fc00000
+DATA lgc46<>+0(SB)/4, $0xbe7ffffc
+DATA lgc46<>+4(SB)/4, $0xbe7ffffc
+DATA lgc46<>+8(SB)/4, $0xbe7ffffc
+DATA lgc46<>+12(SB)/4, $0xbe7ffffc
+DATA lgc46<>+16(SB)/4, $0xbe7ffffc
+DATA lgc46<>+20(SB)/4, $0xbe7ffffc
+DATA lgc46<>+24(SB)/4, $0xbe7ffffc
+DATA lgc46<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7f800000
-DATA lgc47<>+4(SB)/4, $0x7f800000
-DATA lgc47<>+8(SB)/4, $0x7f800000
-DATA lgc47<>+12(SB)/4, $0x7f800000
-DATA lgc47<>+16(SB)/4, $0x7f800000
-DATA lgc47<>+20(SB)/4, $0x7f800000
-DATA lgc47<>+24(SB)/4, $0x7f800000
-DATA lgc47<>+28(SB)/4, $0x7f800000
+DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0xff800000
+DATA lgc48<>+4(SB)/4, $0xff800000
+DATA lgc48<>+8(SB)/4, $0xff800000
+DATA lgc48<>+12(SB)/4, $0xff800000
+DATA lgc48<>+16(SB)/4, $0xff800000
+DATA lgc48<>+20(SB)/4, $0xff800000
+DATA lgc48<>+24(SB)/4, $0xff800000
+DATA lgc48<>+28(SB)/4, $0xff800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0x7fc00000
+DATA lgc49<>+4(SB)/4, $0x7fc00000
+DATA lgc49<>+8(SB)/4, $0x7fc00000
+DATA lgc49<>+12(SB)/4, $0x7fc00000
+DATA lgc49<>+16(SB)/4, $0x7fc00000
+DATA lgc49<>+20(SB)/4, $0x7fc00000
+DATA lgc49<>+24(SB)/4, $0x7fc00000
+DATA lgc49<>+28(SB)/4, $0x7fc00000
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0x7f800000
+DATA lgc50<>+4(SB)/4, $0x7f800000
+DATA lgc50<>+8(SB)/4, $0x7f800000
+DATA lgc50<>+12(SB)/4, $0x7f800000
+DATA lgc50<>+16(SB)/4, $0x7f800000
+DATA lgc50<>+20(SB)/4, $0x7f800000
+DATA lgc50<>+24(SB)/4, $0x7f800000
+DATA lgc50<>+28(SB)/4, $0x7f800000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1769,30 +1779,30 @@ bulk_10:
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
-	VMULPS       lgc32<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc35<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc33<>+0(SB), Y2, Y2
+	VPAND        lgc36<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc34<>+0(SB), Y3, Y2
+	VPAND        lgc37<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
 	VMULPS       lgc21<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VMOVAPS      lgc39<>+0(SB), Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1801,11 +1811,11 @@ bulk_10:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc47<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -1815,9 +1825,9 @@ bulk_10:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc47<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc47<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10

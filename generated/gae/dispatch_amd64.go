@@ -20,29 +20,79 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r17_s: make([]float64, 12), r18_n: make([]float64, 12), r18_mean: make([]float64, 12), r18_m2: make([]float64, 12), res: make([]float64, 1)}
+	return &avxState{r17_s: make([]float64, 12)[0:], r18_n: make([]float64, 20)[8:], r18_mean: make([]float64, 28)[16:], r18_m2: make([]float64, 36)[24:], res: make([]float64, 1)}
 }}
+
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
+// the generator from the pass's size, so results do not depend on the machine; tests
+// set it to check the chunked run.
+var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r17_s, 0)
-	runtime.Fill(st.r18_n, 0)
-	runtime.Fill(st.r18_mean, 0)
-	runtime.Fill(st.r18_m2, 0)
-	pass0AVX2(&in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &s.s0[0], &st.r17_s[0], &st.r18_n[0], &st.r18_mean[0], &st.r18_m2[0], &out.ValueTarget[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r17_s, 0)
+		runtime.Fill(st.r18_n, 0)
+		runtime.Fill(st.r18_mean, 0)
+		runtime.Fill(st.r18_m2, 0)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.r17_s[0], &st.r18_mean[0], &st.r18_n[0], &st.r18_m2[0], &s.s0[0], &out.ValueTarget[0], hi)
+	}
+	n := min(pass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 64)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r17_s, sts[c].r17_s)
+			runtime.MergeVar(sts[0].r18_n, sts[0].r18_mean, sts[0].r18_m2, sts[c].r18_n, sts[c].r18_mean, sts[c].r18_m2)
+		}
+	}
 	runtime.FinishMean(st.res[:1], st.r17_s, 4, 26944.0)
 	s.s1 = float64(st.res[0])
 	runtime.FinishVar(st.res[:1], st.r18_n, st.r18_mean, st.r18_m2, 4, 1)
 	s.s2 = float64(st.res[0])
 }
 
+// pass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
+// the generator from the pass's size, so results do not depend on the machine; tests
+// set it to check the chunked run.
+var pass1Chunks = 1
+
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass1AVX2(&s.s2, &s.s0[0], &s.s1, &out.Advantage[0])
+	run := func(st *avxState, lo, hi int) {
+		pass1AVX2(lo, &s.s2, &s.s0[0], &s.s1, &out.Advantage[0], hi)
+	}
+	n := min(pass1Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 64)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+		}
+	}
 }
 
 // init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels

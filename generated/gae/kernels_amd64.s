@@ -4,15 +4,15 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *bool, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $16-88
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), NOSPLIT, $16-104
+	MOVQ p0+0(FP), AX
 
 outer0_1:
 	VXORPD    Y0, Y0, Y0
 	VMOVUPD   lgc0<>+0(SB), Y1
-	MOVQ      p0+0(FP), CX
+	MOVQ      p1+8(FP), CX
 	XORQ      DX, DX
 	IMUL3Q    $+421, AX, BX
 	ADDQ      BX, DX
@@ -25,7 +25,7 @@ outer0_1:
 
 	// v6 = sub(v5, v2) [N=64 T=421]
 	VSUBPD    Y2, Y1, Y2
-	MOVQ      p1+8(FP), CX
+	MOVQ      p2+16(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), CL
 	MOVB      CL, 8(SP)
@@ -38,19 +38,19 @@ outer0_1:
 
 	// v9 = mul(v8, v6) [N=64 T=421]
 	VMULPD     Y2, Y3, Y2
-	MOVQ       p2+16(FP), CX
+	MOVQ       p3+24(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v10 = mul(v9, v4) [N=64 T=421]
 	VMULPD     Y3, Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       p4+32(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v11 = add(v0, v10) [N=64 T=421]
 	VADDPD     Y2, Y3, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       p5+40(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
@@ -82,54 +82,58 @@ outer0_1:
 	VMULPD      Y4, Y1, Y1
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
-	MOVQ        p5+40(FP), CX
-	VMOVUPD     lgc2<>+0(SB), Y1
-	VMASKMOVPD  Y2, Y1, (CX)(DX*8)
 
 	// mean(v15) over [N T]
 	XORQ    CX, CX
 	IMUL3Q  $+4, CX, BX
-	MOVQ    p6+48(FP), SI
 	VMOVUPD lgc2<>+0(SB), Y1
 	VANDPD  Y1, Y2, Y1
+	MOVQ    p6+48(FP), SI
 	VADDPD  (SI)(BX*8), Y1, Y1
 	VMOVUPD Y1, (SI)(BX*8)
 
 	// var(v15) over [N T]
 	IMUL3Q      $+4, CX, CX
-	MOVQ        p7+56(FP), BX
-	MOVQ        p8+64(FP), SI
-	MOVQ        p9+72(FP), DI
 	VMOVUPD     lgc2<>+0(SB), Y1
-	VMOVUPD     (SI)(CX*8), Y4
+	MOVQ        p7+56(FP), BX
+	VMOVUPD     (BX)(CX*8), Y4
 	VSUBPD      Y4, Y2, Y5
-	VMOVUPD     (BX)(CX*8), Y6
+	MOVQ        p8+64(FP), SI
+	VMOVUPD     (SI)(CX*8), Y6
 	VADDPD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPD     (BX)(CX*8), Y7
+	VMOVUPD     (SI)(CX*8), Y7
 	VBLENDVPD   Y1, Y6, Y7, Y6
-	VMOVUPD     Y6, (BX)(CX*8)
+	VMOVUPD     Y6, (SI)(CX*8)
 	VDIVPD      Y6, Y5, Y6
 	VADDPD      Y6, Y4, Y4
 	VSUBPD      Y4, Y2, Y6
-	VMOVUPD     (DI)(CX*8), Y7
+	MOVQ        p9+72(FP), SI
+	VMOVUPD     (SI)(CX*8), Y7
 	VFMADD231PD Y5, Y6, Y7
-	VMOVUPD     (SI)(CX*8), Y5
+	VMOVUPD     (BX)(CX*8), Y5
 	VBLENDVPD   Y1, Y4, Y5, Y4
-	VMOVUPD     Y4, (SI)(CX*8)
-	VMOVUPD     (DI)(CX*8), Y4
+	VMOVUPD     Y4, (BX)(CX*8)
+	VMOVUPD     (SI)(CX*8), Y4
 	VBLENDVPD   Y1, Y7, Y4, Y7
-	VMOVUPD     Y7, (DI)(CX*8)
+	VMOVUPD     Y7, (SI)(CX*8)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
-	VADDPD     Y3, Y2, Y1
+	VADDPD Y3, Y2, Y1
+
+	// store v15
 	MOVQ       p10+80(FP), CX
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMASKMOVPD Y2, Y3, (CX)(DX*8)
+
+	// store v16
+	MOVQ       p11+88(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
 
 blocks_2:
 	VMOVUPD   lgc0<>+0(SB), Y1
-	MOVQ      p0+0(FP), DX
+	MOVQ      p1+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
 	ADDQ      SI, BX
@@ -139,7 +143,7 @@ blocks_2:
 
 	// v6 = sub(v5, v2) [N=64 T=421]
 	VSUBPD    Y2, Y1, Y2
-	MOVQ      p1+8(FP), DX
+	MOVQ      p2+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
@@ -149,17 +153,17 @@ blocks_2:
 
 	// v9 = mul(v8, v6) [N=64 T=421]
 	VMULPD  Y2, Y3, Y2
-	MOVQ    p2+16(FP), DX
+	MOVQ    p3+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
 	// v10 = mul(v9, v4) [N=64 T=421]
 	VMULPD  Y3, Y2, Y2
-	MOVQ    p3+24(FP), DX
+	MOVQ    p4+32(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
 	// v11 = add(v0, v10) [N=64 T=421]
 	VADDPD  Y2, Y3, Y2
-	MOVQ    p4+32(FP), DX
+	MOVQ    p5+40(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
 	// v12 = sub(v11, v3) [N=64 T=421]  # delta
@@ -186,8 +190,6 @@ blocks_2:
 	VMULPD      Y4, Y1, Y1
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
-	MOVQ        p5+40(FP), DX
-	VMOVUPD     Y2, (DX)(BX*8)
 
 	// mean(v15) over [N T]
 	XORQ    DX, DX
@@ -199,29 +201,35 @@ blocks_2:
 	// var(v15) over [N T]
 	IMUL3Q      $+4, DX, DX
 	MOVQ        p7+56(FP), SI
-	MOVQ        p8+64(FP), DI
-	MOVQ        p9+72(FP), R8
-	VMOVUPD     (DI)(DX*8), Y1
+	VMOVUPD     (SI)(DX*8), Y1
 	VSUBPD      Y1, Y2, Y4
-	VMOVUPD     (SI)(DX*8), Y5
+	MOVQ        p8+64(FP), DI
+	VMOVUPD     (DI)(DX*8), Y5
 	VADDPD      lgc0<>+0(SB), Y5, Y5
-	VMOVUPD     Y5, (SI)(DX*8)
+	VMOVUPD     Y5, (DI)(DX*8)
 	VDIVPD      Y5, Y4, Y5
 	VADDPD      Y5, Y1, Y1
 	VSUBPD      Y1, Y2, Y5
-	VMOVUPD     (R8)(DX*8), Y6
+	MOVQ        p9+72(FP), DI
+	VMOVUPD     (DI)(DX*8), Y6
 	VFMADD231PD Y4, Y5, Y6
-	VMOVUPD     Y1, (DI)(DX*8)
-	VMOVUPD     Y6, (R8)(DX*8)
+	VMOVUPD     Y1, (SI)(DX*8)
+	VMOVUPD     Y6, (DI)(DX*8)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
-	VADDPD  Y3, Y2, Y1
+	VADDPD Y3, Y2, Y1
+
+	// store v15
 	MOVQ    p10+80(FP), DX
+	VMOVUPD Y2, (DX)(BX*8)
+
+	// store v16
+	MOVQ    p11+88(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, $+64
+	CMPQ    AX, p12+96(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
@@ -256,28 +264,28 @@ DATA lgc4<>+16(SB)/8, $0x0000000000000000
 DATA lgc4<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64)
+// func pass1AVX2(p0 int, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 int)
 // Requires: AVX
-TEXT ·pass1AVX2(SB), NOSPLIT, $0-32
-	XORQ AX, AX
+TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
+	MOVQ p0+0(FP), AX
 
 outer0_3:
 	XORQ CX, CX
 
 blocks_4:
-	MOVQ         p0+0(FP), DX
+	MOVQ         p1+8(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSD (DX)(BX*8), Y0
 
 	// v19 = sqrt(v18) []  # std
 	VSQRTPD      Y0, Y0
-	MOVQ         p1+8(FP), DX
+	MOVQ         p2+16(FP), DX
 	XORQ         SI, SI
 	IMUL3Q       $+421, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPD      (DX)(SI*8), Y1
-	MOVQ         p2+16(FP), DX
+	MOVQ         p3+24(FP), DX
 	VBROADCASTSD (DX)(BX*8), Y2
 
 	// v20 = sub(v15, v17) [N=64 T=421]
@@ -288,26 +296,28 @@ blocks_4:
 	VMAXPD Y0, Y2, Y0
 
 	// v23 = div(v20, v22) [N=64 T=421]
-	VDIVPD       Y0, Y1, Y0
-	MOVQ         p3+24(FP), DX
+	VDIVPD Y0, Y1, Y0
+
+	// store v23
+	MOVQ         p4+32(FP), DX
 	VMOVUPD      Y0, (DX)(SI*8)
 	ADDQ         $+4, CX
 	CMPQ         CX, $+420
 	JL           blocks_4
-	MOVQ         p0+0(FP), CX
+	MOVQ         p1+8(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSD (CX)(DX*8), Y0
 
 	// v19 = sqrt(v18) []  # std
 	VSQRTPD      Y0, Y0
-	MOVQ         p1+8(FP), CX
+	MOVQ         p2+16(FP), CX
 	XORQ         BX, BX
 	IMUL3Q       $+421, AX, SI
 	ADDQ         SI, BX
 	ADDQ         $+420, BX
 	VMOVUPD      lgc2<>+0(SB), Y1
 	VMASKMOVPD   (CX)(BX*8), Y1, Y1
-	MOVQ         p2+16(FP), CX
+	MOVQ         p3+24(FP), CX
 	VBROADCASTSD (CX)(DX*8), Y2
 
 	// v20 = sub(v15, v17) [N=64 T=421]
@@ -318,12 +328,14 @@ blocks_4:
 	VMAXPD Y0, Y2, Y0
 
 	// v23 = div(v20, v22) [N=64 T=421]
-	VDIVPD     Y0, Y1, Y0
-	MOVQ       p3+24(FP), CX
+	VDIVPD Y0, Y1, Y0
+
+	// store v23
+	MOVQ       p4+32(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y1
 	VMASKMOVPD Y0, Y1, (CX)(BX*8)
 	INCQ       AX
-	CMPQ       AX, $+64
+	CMPQ       AX, p5+40(FP)
 	JL         outer0_3
 	VZEROUPPER
 	RET
