@@ -25,7 +25,7 @@ var benchSizes = map[int][]map[int]int{
 func cmdBench(args []string, stdout, stderr io.Writer) error {
 	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] SPEC", stderr)
 	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
-	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 3x for working sets over 64 MiB)")
+	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 10x for working sets over 64 MiB)")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -61,7 +61,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if bt == "" {
 			bt = "1s"
 			if ws > 64<<20 {
-				bt = "3x"
+				bt = "10x"
 			}
 		}
 		out, err := m.Bench(".", bt)
