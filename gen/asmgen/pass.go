@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/mmcloughlin/avo/attr"
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
@@ -169,7 +168,11 @@ func (pg *passGen) off(s ir.Shape) reg.GPVirtual {
 }
 
 // elemMem addresses element off (+disp elements) of the array at base.
+// A nil off is offset 0.
 func elemMem(base, off reg.GPVirtual, size, disp int) operand.Mem {
+	if off == nil {
+		return operand.Mem{Base: base, Disp: disp * size}
+	}
 	return operand.Mem{Base: base, Index: off, Scale: uint8(size), Disp: disp * size}
 }
 
@@ -383,7 +386,8 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 		name += "NT"
 	}
 	c.Function(name)
-	c.Attributes(attr.NOSPLIT)
+	// Not NOSPLIT: a pass with many live values spills past the nosplit stack limit, and the
+	// stack check costs a few instructions per call, not per block.
 	c.Pragma("noescape")
 	// The signature is known only once the body has asked for its pointers: emit the body
 	// into the function first, then set the signature (avo reads it when it compiles).

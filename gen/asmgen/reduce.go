@@ -99,7 +99,11 @@ func (pg *passGen) maskHalves(m reg.VecVirtual) []reg.VecVirtual {
 }
 
 // stateOff is the element offset of the current block's first lane state.
+// A reduction to a scalar has its states at offset 0: nil, so no register is spent on it.
 func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
+	if len(r.Shape) == 0 {
+		return nil
+	}
 	off := pg.off(r.Shape)
 	lay := pg.layout(r)
 	if lay.lps == 1 {

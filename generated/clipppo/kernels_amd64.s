@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float64, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float64, p11 *float32, p12 *float32, p13 *float32, p14 *float64, p15 *float64, p16 *float32, p17 *float32, p18 *float32, p19 *float32, p20 *float64, p21 *float64, p22 *float64, p23 *float32, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float64, p32 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $0-264
+TEXT ·pass0AVX2(SB), $0-264
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -17,97 +17,91 @@ blocks_1:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// mean(v3) over [B]
-	XORQ    DX, DX
-	IMUL3Q  $+8, DX, SI
-	MOVQ    p1+8(FP), DI
-	VADDPS  (DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, (DI)(SI*4)
+	MOVQ    p1+8(FP), DX
+	VADDPS  (DX), Y0, Y1
+	VMOVUPS Y1, (DX)
 
 	// var(v3) over [B]
-	IMUL3Q       $+8, DX, SI
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	MOVQ         p2+16(FP), DI
-	VMOVUPD      (DI)(SI*8), Y2
+	MOVQ         p2+16(FP), DX
+	VMOVUPD      (DX), Y2
 	VSUBPD       Y2, Y1, Y3
-	MOVQ         p3+24(FP), R8
-	VMOVUPD      (R8)(SI*8), Y4
+	MOVQ         p3+24(FP), SI
+	VMOVUPD      (SI), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (R8)(SI*8)
+	VMOVUPD      Y4, (SI)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	MOVQ         p4+32(FP), R9
-	VMOVUPD      (R9)(SI*8), Y1
+	MOVQ         p4+32(FP), DI
+	VMOVUPD      (DI), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (DI)(SI*8)
-	VMOVUPD      Y1, (R9)(SI*8)
-	VMOVUPD      32(DI)(SI*8), Y1
+	VMOVUPD      Y2, (DX)
+	VMOVUPD      Y1, (DI)
+	VMOVUPD      32(DX), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(R8)(SI*8), Y3
+	VMOVUPD      32(SI), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(R8)(SI*8)
+	VMOVUPD      Y3, 32(SI)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      32(R9)(SI*8), Y0
+	VMOVUPD      32(DI), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMOVUPD      Y0, 32(R9)(SI*8)
-	MOVQ         p5+40(FP), SI
-	VMOVUPS      (SI)(BX*4), Y0
+	VMOVUPD      Y1, 32(DX)
+	VMOVUPD      Y0, 32(DI)
+	MOVQ         p5+40(FP), DX
+	VMOVUPS      (DX)(BX*4), Y0
 
 	// mean(v2) over [B]
-	IMUL3Q  $+8, DX, SI
-	MOVQ    p6+48(FP), DI
-	VADDPS  (DI)(SI*4), Y0, Y0
-	VMOVUPS Y0, (DI)(SI*4)
-	MOVQ    p7+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
+	MOVQ    p6+48(FP), DX
+	VADDPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DX)
+	MOVQ    p7+56(FP), DX
+	VMOVUPS (DX)(BX*4), Y0
 
 	// var(v4) over [B]
-	IMUL3Q       $+8, DX, SI
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	MOVQ         p8+64(FP), DI
-	VMOVUPD      (DI)(SI*8), Y2
+	MOVQ         p8+64(FP), DX
+	VMOVUPD      (DX), Y2
 	VSUBPD       Y2, Y1, Y3
-	MOVQ         p9+72(FP), R8
-	VMOVUPD      (R8)(SI*8), Y4
+	MOVQ         p9+72(FP), SI
+	VMOVUPD      (SI), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (R8)(SI*8)
+	VMOVUPD      Y4, (SI)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	MOVQ         p10+80(FP), R9
-	VMOVUPD      (R9)(SI*8), Y1
+	MOVQ         p10+80(FP), DI
+	VMOVUPD      (DI), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (DI)(SI*8)
-	VMOVUPD      Y1, (R9)(SI*8)
-	VMOVUPD      32(DI)(SI*8), Y1
+	VMOVUPD      Y2, (DX)
+	VMOVUPD      Y1, (DI)
+	VMOVUPD      32(DX), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(R8)(SI*8), Y3
+	VMOVUPD      32(SI), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(R8)(SI*8)
+	VMOVUPD      Y3, 32(SI)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      32(R9)(SI*8), Y0
+	VMOVUPD      32(DI), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(DI)(SI*8)
-	VMOVUPD      Y0, 32(R9)(SI*8)
-	MOVQ         p11+88(FP), SI
-	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         p12+96(FP), SI
-	VMOVUPS      (SI)(BX*4), Y1
+	VMOVUPD      Y1, 32(DX)
+	VMOVUPD      Y0, 32(DI)
+	MOVQ         p11+88(FP), DX
+	VMOVUPS      (DX)(BX*4), Y0
+	MOVQ         p12+96(FP), DX
+	VMOVUPS      (DX)(BX*4), Y1
 
 	// v14 = sub(v0, v1) [B=4096]  # log_weight
 	VSUBPS Y1, Y0, Y0
 
 	// logsumexp(v14) over [B]
-	IMUL3Q       $+8, DX, SI
 	VMAXPS       lgc1<>+0(SB), Y0, Y1
 	VMINPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       lgc3<>+0(SB), Y1, Y2
@@ -139,24 +133,24 @@ blocks_1:
 	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	MOVQ         p13+104(FP), DI
-	VANDPS       (DI), Y1, Y1
-	VMOVUPS      Y1, (DI)
-	MOVQ         p14+112(FP), DI
+	MOVQ         p13+104(FP), DX
+	VANDPS       (DX), Y1, Y1
+	VMOVUPS      Y1, (DX)
+	MOVQ         p14+112(FP), DX
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	MOVQ         p15+120(FP), R8
-	VADDPD       (R8)(SI*8), Y1, Y3
-	VMOVUPD      Y3, (R8)(SI*8)
+	MOVQ         p15+120(FP), SI
+	VADDPD       (SI), Y1, Y3
+	VMOVUPD      Y3, (SI)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (DI)(SI*8), Y1, Y1
-	VMOVUPD      Y1, (DI)(SI*8)
-	VADDPD       32(R8)(SI*8), Y2, Y1
-	VMOVUPD      Y1, 32(R8)(SI*8)
+	VADDPD       (DX), Y1, Y1
+	VMOVUPD      Y1, (DX)
+	VADDPD       32(SI), Y2, Y1
+	VMOVUPD      Y1, 32(SI)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       32(DI)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 32(DI)(SI*8)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v17 = max(v14, v15) [B=4096]
@@ -171,80 +165,76 @@ blocks_1:
 	VANDPS lgc12<>+0(SB), Y1, Y1
 
 	// mean(v29) over [B]
-	IMUL3Q  $+8, DX, SI
-	MOVQ    p16+128(FP), DI
-	VADDPS  (DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, (DI)(SI*4)
-	MOVQ    p12+96(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p11+88(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	MOVQ    p16+128(FP), DX
+	VADDPS  (DX), Y1, Y1
+	VMOVUPS Y1, (DX)
+	MOVQ    p12+96(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+	MOVQ    p11+88(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v31 = sub(v1, v0) [B=4096]
 	VSUBPS Y2, Y1, Y1
 
 	// mean(v31) over [B]
-	IMUL3Q  $+8, DX, SI
-	MOVQ    p17+136(FP), DI
-	VADDPS  (DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, (DI)(SI*4)
+	MOVQ    p17+136(FP), DX
+	VADDPS  (DX), Y1, Y1
+	VMOVUPS Y1, (DX)
 	VMOVUPS lgc19<>+0(SB), Y1
-	MOVQ    p5+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	MOVQ    p5+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v35 = mul(v34, v2) [B=4096]
 	VMULPS Y2, Y1, Y1
 
 	// mean(v35) over [B]
-	IMUL3Q  $+8, DX, SI
-	MOVQ    p18+144(FP), DI
-	VADDPS  (DI)(SI*4), Y1, Y1
-	VMOVUPS Y1, (DI)(SI*4)
-	MOVQ    p7+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p19+152(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	MOVQ    p18+144(FP), DX
+	VADDPS  (DX), Y1, Y1
+	VMOVUPS Y1, (DX)
+	MOVQ    p7+56(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+	MOVQ    p19+152(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v37 = sub(v4, v5) [B=4096]
 	VSUBPS Y2, Y1, Y3
 
 	// var(v37) over [B]
-	IMUL3Q       $+8, DX, SI
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X5
 	VCVTPS2PD    X5, Y5
-	MOVQ         p20+160(FP), DI
-	VMOVUPD      (DI)(SI*8), Y6
+	MOVQ         p20+160(FP), DX
+	VMOVUPD      (DX), Y6
 	VSUBPD       Y6, Y4, Y7
-	MOVQ         p21+168(FP), R8
-	VMOVUPD      (R8)(SI*8), Y8
+	MOVQ         p21+168(FP), SI
+	VMOVUPD      (SI), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, (R8)(SI*8)
+	VMOVUPD      Y8, (SI)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
 	VSUBPD       Y6, Y4, Y8
-	MOVQ         p22+176(FP), R9
-	VMOVUPD      (R9)(SI*8), Y4
+	MOVQ         p22+176(FP), DI
+	VMOVUPD      (DI), Y4
 	VFMADD231PD  Y7, Y8, Y4
-	VMOVUPD      Y6, (DI)(SI*8)
-	VMOVUPD      Y4, (R9)(SI*8)
-	VMOVUPD      32(DI)(SI*8), Y4
+	VMOVUPD      Y6, (DX)
+	VMOVUPD      Y4, (DI)
+	VMOVUPD      32(DX), Y4
 	VSUBPD       Y4, Y5, Y6
-	VMOVUPD      32(R8)(SI*8), Y7
+	VMOVUPD      32(SI), Y7
 	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 32(R8)(SI*8)
+	VMOVUPD      Y7, 32(SI)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y4, Y4
 	VSUBPD       Y4, Y5, Y7
-	VMOVUPD      32(R9)(SI*8), Y5
+	VMOVUPD      32(DI), Y5
 	VFMADD231PD  Y6, Y7, Y5
-	VMOVUPD      Y4, 32(DI)(SI*8)
-	VMOVUPD      Y5, 32(R9)(SI*8)
+	VMOVUPD      Y4, 32(DX)
+	VMOVUPD      Y5, 32(DI)
 
 	// v38 = mul(v37, v37) [B=4096]
 	VMULPS  Y3, Y3, Y3
-	MOVQ    p23+184(FP), SI
-	VMOVUPS (SI)(BX*4), Y4
+	MOVQ    p23+184(FP), DX
+	VMOVUPS (DX)(BX*4), Y4
 
 	// v39 = sub(v5, v6) [B=4096]
 	VSUBPS  Y4, Y2, Y2
@@ -262,10 +252,9 @@ blocks_1:
 	VANDPS lgc12<>+0(SB), Y2, Y2
 
 	// mean(v44) over [B]
-	IMUL3Q  $+8, DX, BX
-	MOVQ    p24+192(FP), SI
-	VADDPS  (SI)(BX*4), Y2, Y2
-	VMOVUPS Y2, (SI)(BX*4)
+	MOVQ    p24+192(FP), DX
+	VADDPS  (DX), Y2, Y2
+	VMOVUPS Y2, (DX)
 
 	// v46 = add(v6, v43) [B=4096]
 	VADDPS Y5, Y4, Y2
@@ -289,206 +278,189 @@ blocks_1:
 	VMULPS Y1, Y2, Y1
 
 	// mean(v51) over [B]
-	IMUL3Q  $+8, DX, DX
-	MOVQ    p25+200(FP), BX
-	VADDPS  (BX)(DX*4), Y1, Y1
-	VMOVUPS Y1, (BX)(DX*4)
+	MOVQ    p25+200(FP), DX
+	VADDPS  (DX), Y1, Y1
+	VMOVUPS Y1, (DX)
 	VMOVUPS lgc23<>+0(SB), Y1
 
 	// v61 = mul(v59, v14) [B=4096]
 	VMULPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_2
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p26+208(FP), BX
-	MOVQ         p1+8(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	MOVQ         p26+208(FP), CX
+	MOVQ         p1+8(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p27+216(FP), BX
-	MOVQ         p16+128(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p27+216(FP), CX
+	MOVQ         p16+128(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p28+224(FP), BX
-	MOVQ         p17+136(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p28+224(FP), CX
+	MOVQ         p17+136(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p29+232(FP), BX
-	MOVQ         p6+48(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p29+232(FP), CX
+	MOVQ         p6+48(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p30+240(FP), BX
-	MOVQ         p18+144(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p30+240(FP), CX
+	MOVQ         p18+144(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p31+248(FP), BX
-	MOVQ         p24+192(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p31+248(FP), CX
+	MOVQ         p24+192(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p32+256(FP), DX
-	MOVQ         p25+200(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p32+256(FP), CX
+	MOVQ         p25+200(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
+	VMOVUPS      Y0, (DX)
 	MOVQ         $+8, CX
 
 noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_1
-	XORQ         AX, AX
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p26+208(FP), DX
-	MOVQ         p1+8(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	MOVQ         p26+208(FP), AX
+	MOVQ         p1+8(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p27+216(FP), DX
-	MOVQ         p16+128(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p27+216(FP), AX
+	MOVQ         p16+128(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p28+224(FP), DX
-	MOVQ         p17+136(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p28+224(FP), AX
+	MOVQ         p17+136(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p29+232(FP), DX
-	MOVQ         p6+48(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p29+232(FP), AX
+	MOVQ         p6+48(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p30+240(FP), DX
-	MOVQ         p18+144(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p30+240(FP), AX
+	MOVQ         p18+144(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, CX
-	MOVQ         p31+248(FP), DX
-	MOVQ         p24+192(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p31+248(FP), AX
+	MOVQ         p24+192(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
-	IMUL3Q       $+8, AX, AX
-	MOVQ         p32+256(FP), CX
-	MOVQ         p25+200(FP), DX
-	VMOVUPS      (DX)(AX*4), Y0
+	VMOVUPS      Y0, (CX)
+	MOVQ         p32+256(FP), AX
+	MOVQ         p25+200(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX)(AX*8), Y1, Y1
-	VMOVUPD      Y1, (CX)(AX*8)
-	VADDPD       32(CX)(AX*8), Y0, Y0
-	VMOVUPD      Y0, 32(CX)(AX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)(AX*4)
+	VMOVUPS      Y0, (CX)
 	VZEROUPPER
 	RET
 
@@ -730,7 +702,7 @@ GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
+TEXT ·pass1AVX2(SB), $0-48
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -825,7 +797,7 @@ GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), NOSPLIT, $0-56
+TEXT ·pass2AVX2(SB), $0-56
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -913,46 +885,41 @@ blocks_3:
 	VXORPS lgc22<>+0(SB), Y0, Y0
 
 	// mean(v27) over [B]
-	IMUL3Q       $+8, BX, DX
-	MOVQ         p5+40(FP), BX
-	VADDPS       (BX)(DX*4), Y0, Y0
-	VMOVUPS      Y0, (BX)(DX*4)
+	MOVQ         p5+40(FP), DX
+	VADDPS       (DX), Y0, Y0
+	VMOVUPS      Y0, (DX)
 	DECQ         CX
 	JNZ          noflush_4
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p6+48(FP), DX
-	MOVQ         p5+40(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	MOVQ         p6+48(FP), CX
+	MOVQ         p5+40(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
+	VMOVUPS      Y0, (DX)
 	MOVQ         $+8, CX
 
 noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_3
-	XORQ         AX, AX
-	IMUL3Q       $+8, AX, AX
-	MOVQ         p6+48(FP), CX
-	MOVQ         p5+40(FP), DX
-	VMOVUPS      (DX)(AX*4), Y0
+	MOVQ         p6+48(FP), AX
+	MOVQ         p5+40(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX)(AX*8), Y1, Y1
-	VMOVUPD      Y1, (CX)(AX*8)
-	VADDPD       32(CX)(AX*8), Y0, Y0
-	VMOVUPD      Y0, 32(CX)(AX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)(AX*4)
+	VMOVUPS      Y0, (CX)
 	VZEROUPPER
 	RET
 

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float64, p14 *float64, p15 *float32, p16 *float32, p17 *float32, p18 *float32, p19 *float64, p20 *float64, p21 *float32, p22 *float32, p23 *float32, p24 *float64, p25 *float64, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $216-248
+TEXT ·pass0AVX2(SB), $216-248
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -42,46 +42,44 @@ outer0_1:
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
 	// mean(v2) over [N T]
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, BX
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
-	MOVQ         p2+16(FP), SI
-	VADDPS       (SI)(BX*4), Y1, Y1
-	VMOVUPS      Y1, (SI)(BX*4)
+	MOVQ         p2+16(FP), CX
+	VADDPS       (CX), Y1, Y1
+	VMOVUPS      Y1, (CX)
 	VMOVUPS      lgc2<>+0(SB), Y1
-	MOVQ         p3+24(FP), BX
+	MOVQ         p3+24(FP), CX
 	MOVQ         $+0, 8(SP)
-	MOVB         (BX)(DX*1), SI
-	MOVB         SI, 8(SP)
-	MOVB         1(BX)(DX*1), SI
-	MOVB         SI, 9(SP)
-	MOVB         2(BX)(DX*1), SI
-	MOVB         SI, 10(SP)
-	MOVB         3(BX)(DX*1), SI
-	MOVB         SI, 11(SP)
-	MOVB         4(BX)(DX*1), SI
-	MOVB         SI, 12(SP)
+	MOVB         (CX)(DX*1), BL
+	MOVB         BL, 8(SP)
+	MOVB         1(CX)(DX*1), BL
+	MOVB         BL, 9(SP)
+	MOVB         2(CX)(DX*1), BL
+	MOVB         BL, 10(SP)
+	MOVB         3(CX)(DX*1), BL
+	MOVB         BL, 11(SP)
+	MOVB         4(CX)(DX*1), BL
+	MOVB         BL, 12(SP)
 	VPMOVZXBD    8(SP), Y2
 	VCVTDQ2PS    Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), BX
+	MOVQ      p4+32(FP), CX
 	MOVQ      $+0, 16(SP)
-	MOVB      (BX)(DX*1), SI
-	MOVB      SI, 16(SP)
-	MOVB      1(BX)(DX*1), SI
-	MOVB      SI, 17(SP)
-	MOVB      2(BX)(DX*1), SI
-	MOVB      SI, 18(SP)
-	MOVB      3(BX)(DX*1), SI
-	MOVB      SI, 19(SP)
-	MOVB      4(BX)(DX*1), SI
-	MOVB      SI, 20(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 16(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 17(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 18(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 19(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 20(SP)
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -91,21 +89,21 @@ outer0_1:
 
 	// v12 = mul(v11, v9) [N=64 T=421]
 	VMULPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), BX
+	MOVQ       p5+40(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p6+48(FP), BX
+	MOVQ       p6+48(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p7+56(FP), BX
+	MOVQ       p7+56(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS  Y3, Y2, Y2
@@ -150,8 +148,8 @@ outer0_1:
 	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
+	XORQ         CX, CX
+	ADDQ         $+416, CX
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
@@ -160,38 +158,38 @@ outer0_1:
 	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X7
 	VCVTPS2PD    X7, Y7
-	MOVQ         p8+64(FP), SI
-	VMOVUPD      (SI)(BX*8), Y8
+	MOVQ         p8+64(FP), BX
+	VMOVUPD      (BX)(CX*8), Y8
 	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y5, Y8
 	VSUBPD       Y8, Y6, Y6
-	MOVQ         p9+72(FP), DI
-	VMOVUPD      (DI)(BX*8), Y10
+	MOVQ         p9+72(FP), SI
+	VMOVUPD      (SI)(CX*8), Y10
 	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      (SI)(BX*8), Y6
+	VMOVUPD      (BX)(CX*8), Y6
 	VBLENDVPD    Y4, Y8, Y6, Y8
-	VMOVUPD      Y8, (SI)(BX*8)
-	VMOVUPD      (DI)(BX*8), Y6
+	VMOVUPD      Y8, (BX)(CX*8)
+	VMOVUPD      (SI)(CX*8), Y6
 	VBLENDVPD    Y4, Y10, Y6, Y10
-	VMOVUPD      Y10, (DI)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y4
+	VMOVUPD      Y10, (SI)(CX*8)
+	VMOVUPD      32(BX)(CX*8), Y4
 	VSUBPD       Y4, Y7, Y6
 	VFMADD231PD  Y6, Y5, Y4
 	VSUBPD       Y4, Y7, Y5
-	VMOVUPD      32(DI)(BX*8), Y7
+	VMOVUPD      32(SI)(CX*8), Y7
 	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      32(SI)(BX*8), Y5
+	VMOVUPD      32(BX)(CX*8), Y5
 	VBLENDVPD    Y3, Y4, Y5, Y4
-	VMOVUPD      Y4, 32(SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y4
+	VMOVUPD      Y4, 32(BX)(CX*8)
+	VMOVUPD      32(SI)(CX*8), Y4
 	VBLENDVPD    Y3, Y7, Y4, Y7
-	VMOVUPD      Y7, 32(DI)(BX*8)
-	MOVQ         p10+80(FP), SI
+	VMOVUPD      Y7, 32(SI)(CX*8)
+	MOVQ         p10+80(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y3
-	VMASKMOVPS   (SI)(DX*4), Y3, Y3
-	MOVQ         p11+88(FP), SI
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	MOVQ         p11+88(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y3
@@ -247,26 +245,26 @@ outer0_1:
 	VANDPS       Y7, Y5, Y5
 	VMOVUPS      lgc26<>+0(SB), Y7
 	VBLENDVPS    Y1, Y5, Y7, Y5
-	MOVQ         p12+96(FP), SI
-	VANDPS       (SI), Y5, Y5
-	VMOVUPS      Y5, (SI)
-	MOVQ         p13+104(FP), SI
+	MOVQ         p12+96(FP), BX
+	VANDPS       (BX), Y5, Y5
+	VMOVUPS      Y5, (BX)
+	MOVQ         p13+104(FP), BX
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VANDPD       Y2, Y1, Y1
-	MOVQ         p14+112(FP), DI
-	VADDPD       (DI)(BX*8), Y1, Y2
-	VMOVUPD      Y2, (DI)(BX*8)
+	MOVQ         p14+112(FP), SI
+	VADDPD       (SI)(CX*8), Y1, Y2
+	VMOVUPD      Y2, (SI)(CX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, (SI)(BX*8)
+	VADDPD       (BX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, (BX)(CX*8)
 	VANDPD       Y4, Y5, Y5
-	VADDPD       32(DI)(BX*8), Y5, Y1
-	VMOVUPD      Y1, 32(DI)(BX*8)
+	VADDPD       32(SI)(CX*8), Y5, Y1
+	VMOVUPD      Y1, 32(SI)(CX*8)
 	VMULPD       Y5, Y5, Y1
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       32(BX)(CX*8), Y1, Y1
+	VMOVUPD      Y1, 32(BX)(CX*8)
 	VMOVUPS      88(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
@@ -292,15 +290,14 @@ outer0_1:
 	VXORPS lgc29<>+0(SB), Y2, Y2
 
 	// mean(v33) over [N T]
-	IMUL3Q       $+8, CX, SI
 	VMOVUPS      lgc1<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p15+120(FP), DI
-	VADDPS       (DI)(SI*4), Y2, Y2
-	VMOVUPS      Y2, (DI)(SI*4)
+	MOVQ         p15+120(FP), BX
+	VADDPS       (BX), Y2, Y2
+	VMOVUPS      Y2, (BX)
 	VMOVUPS      56(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
@@ -308,57 +305,54 @@ outer0_1:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v35) over [N T]
-	IMUL3Q       $+8, CX, SI
 	VMOVUPS      lgc1<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p16+128(FP), DI
-	VADDPS       (DI)(SI*4), Y2, Y2
-	VMOVUPS      Y2, (DI)(SI*4)
-	MOVQ         p11+88(FP), SI
+	MOVQ         p16+128(FP), BX
+	VADDPS       (BX), Y2, Y2
+	VMOVUPS      Y2, (BX)
+	MOVQ         p11+88(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-	MOVQ         p10+80(FP), SI
+	VMASKMOVPS   (BX)(DX*4), Y2, Y2
+	MOVQ         p10+80(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
 	VSUBPS Y4, Y2, Y2
 
 	// mean(v37) over [N T]
-	IMUL3Q       $+8, CX, SI
 	VMOVUPS      lgc1<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p17+136(FP), DI
-	VADDPS       (DI)(SI*4), Y2, Y2
-	VMOVUPS      Y2, (DI)(SI*4)
+	MOVQ         p17+136(FP), BX
+	VADDPS       (BX), Y2, Y2
+	VMOVUPS      Y2, (BX)
 	VMOVUPS      lgc30<>+0(SB), Y2
-	MOVQ         p1+8(FP), SI
+	MOVQ         p1+8(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
 	VMULPS Y4, Y2, Y2
 
 	// mean(v41) over [N T]
-	IMUL3Q       $+8, CX, SI
 	VMOVUPS      lgc1<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p18+144(FP), DI
-	VADDPS       (DI)(SI*4), Y2, Y2
-	VMOVUPS      Y2, (DI)(SI*4)
+	MOVQ         p18+144(FP), BX
+	VADDPS       (BX), Y2, Y2
+	VMOVUPS      Y2, (BX)
 	VMOVUPS      24(SP), Y2
-	MOVQ         p7+56(FP), SI
+	MOVQ         p7+56(FP), BX
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
 	VSUBPS Y4, Y2, Y4
@@ -372,32 +366,32 @@ outer0_1:
 	VCVTPS2PD    X4, Y8
 	VEXTRACTF128 $0x01, Y4, X9
 	VCVTPS2PD    X9, Y9
-	MOVQ         p19+152(FP), SI
-	VMOVUPD      (SI)(BX*8), Y10
+	MOVQ         p19+152(FP), BX
+	VMOVUPD      (BX)(CX*8), Y10
 	VSUBPD       Y10, Y8, Y11
 	VFMADD231PD  Y11, Y7, Y10
 	VSUBPD       Y10, Y8, Y8
-	MOVQ         p20+160(FP), DI
-	VMOVUPD      (DI)(BX*8), Y12
+	MOVQ         p20+160(FP), SI
+	VMOVUPD      (SI)(CX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      (SI)(BX*8), Y8
+	VMOVUPD      (BX)(CX*8), Y8
 	VBLENDVPD    Y6, Y10, Y8, Y10
-	VMOVUPD      Y10, (SI)(BX*8)
-	VMOVUPD      (DI)(BX*8), Y8
+	VMOVUPD      Y10, (BX)(CX*8)
+	VMOVUPD      (SI)(CX*8), Y8
 	VBLENDVPD    Y6, Y12, Y8, Y12
-	VMOVUPD      Y12, (DI)(BX*8)
-	VMOVUPD      32(SI)(BX*8), Y6
+	VMOVUPD      Y12, (SI)(CX*8)
+	VMOVUPD      32(BX)(CX*8), Y6
 	VSUBPD       Y6, Y9, Y8
 	VFMADD231PD  Y8, Y7, Y6
 	VSUBPD       Y6, Y9, Y7
-	VMOVUPD      32(DI)(BX*8), Y9
+	VMOVUPD      32(SI)(CX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      32(SI)(BX*8), Y7
+	VMOVUPD      32(BX)(CX*8), Y7
 	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, 32(SI)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y6
+	VMOVUPD      Y6, 32(BX)(CX*8)
+	VMOVUPD      32(SI)(CX*8), Y6
 	VBLENDVPD    Y5, Y9, Y6, Y9
-	VMOVUPD      Y9, 32(DI)(BX*8)
+	VMOVUPD      Y9, 32(SI)(CX*8)
 
 	// v44 = abs(v43) [N=64 T=421]
 	VMOVUPS lgc29<>+0(SB), Y5
@@ -427,15 +421,14 @@ outer0_1:
 	VMULPS Y4, Y5, Y4
 
 	// mean(v51) over [N T]
-	IMUL3Q       $+8, CX, CX
 	VMOVUPS      lgc1<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
 	VANDPS       Y5, Y4, Y4
-	MOVQ         p21+168(FP), BX
-	VADDPS       (BX)(CX*4), Y4, Y4
-	VMOVUPS      Y4, (BX)(CX*4)
+	MOVQ         p21+168(FP), CX
+	VADDPS       (CX), Y4, Y4
+	VMOVUPS      Y4, (CX)
 	VMOVUPS      lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
@@ -462,20 +455,18 @@ blocks_2:
 	VMOVUPS (BX)(SI*4), Y1
 
 	// mean(v2) over [N T]
-	XORQ      BX, BX
-	IMUL3Q    $+8, BX, DI
-	MOVQ      p2+16(FP), R8
-	VADDPS    (R8)(DI*4), Y1, Y1
-	VMOVUPS   Y1, (R8)(DI*4)
+	MOVQ      p2+16(FP), BX
+	VADDPS    (BX), Y1, Y1
+	VMOVUPS   Y1, (BX)
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p3+24(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y2
+	MOVQ      p3+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y3
+	MOVQ      p4+32(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v10 = sub(v8, v5) [N=64 T=421]
@@ -484,18 +475,18 @@ blocks_2:
 
 	// v12 = mul(v11, v9) [N=64 T=421]
 	VMULPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p5+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p6+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p6+48(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p7+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p7+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS  Y3, Y2, Y2
@@ -536,34 +527,34 @@ blocks_2:
 	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	XORQ         BX, BX
+	ADDQ         CX, BX
 	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X5
 	VCVTPS2PD    X5, Y5
-	MOVQ         p8+64(FP), R8
-	VMOVUPD      (R8)(DI*8), Y6
+	MOVQ         p8+64(FP), DI
+	VMOVUPD      (DI)(BX*8), Y6
 	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y3, Y6
 	VSUBPD       Y6, Y4, Y4
-	MOVQ         p9+72(FP), R9
-	VMOVUPD      (R9)(DI*8), Y8
+	MOVQ         p9+72(FP), R8
+	VMOVUPD      (R8)(BX*8), Y8
 	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, (R8)(DI*8)
-	VMOVUPD      Y8, (R9)(DI*8)
-	VMOVUPD      32(R8)(DI*8), Y4
+	VMOVUPD      Y6, (DI)(BX*8)
+	VMOVUPD      Y8, (R8)(BX*8)
+	VMOVUPD      32(DI)(BX*8), Y4
 	VSUBPD       Y4, Y5, Y6
 	VFMADD231PD  Y6, Y3, Y4
 	VSUBPD       Y4, Y5, Y3
-	VMOVUPD      32(R9)(DI*8), Y5
+	VMOVUPD      32(R8)(BX*8), Y5
 	VFMADD231PD  Y6, Y3, Y5
-	VMOVUPD      Y4, 32(R8)(DI*8)
-	VMOVUPD      Y5, 32(R9)(DI*8)
-	MOVQ         p10+80(FP), R8
-	VMOVUPS      (R8)(SI*4), Y3
-	MOVQ         p11+88(FP), R8
-	VMOVUPS      (R8)(SI*4), Y4
+	VMOVUPD      Y4, 32(DI)(BX*8)
+	VMOVUPD      Y5, 32(R8)(BX*8)
+	MOVQ         p10+80(FP), DI
+	VMOVUPS      (DI)(SI*4), Y3
+	MOVQ         p11+88(FP), DI
+	VMOVUPS      (DI)(SI*4), Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y3
@@ -613,24 +604,24 @@ blocks_2:
 	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	MOVQ         p12+96(FP), R8
-	VANDPS       (R8), Y1, Y1
-	VMOVUPS      Y1, (R8)
-	MOVQ         p13+104(FP), R8
+	MOVQ         p12+96(FP), DI
+	VANDPS       (DI), Y1, Y1
+	VMOVUPS      Y1, (DI)
+	MOVQ         p13+104(FP), DI
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
-	MOVQ         p14+112(FP), R9
-	VADDPD       (R9)(DI*8), Y1, Y4
-	VMOVUPD      Y4, (R9)(DI*8)
+	MOVQ         p14+112(FP), R8
+	VADDPD       (R8)(BX*8), Y1, Y4
+	VMOVUPD      Y4, (R8)(BX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (R8)(DI*8), Y1, Y1
-	VMOVUPD      Y1, (R8)(DI*8)
-	VADDPD       32(R9)(DI*8), Y2, Y1
-	VMOVUPD      Y1, 32(R9)(DI*8)
+	VADDPD       (DI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, (DI)(BX*8)
+	VADDPD       32(R8)(BX*8), Y2, Y1
+	VMOVUPD      Y1, 32(R8)(BX*8)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       32(R8)(DI*8), Y1, Y1
-	VMOVUPD      Y1, 32(R8)(DI*8)
+	VADDPD       32(DI)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 32(DI)(BX*8)
 	VMOVUPS      184(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
@@ -656,10 +647,9 @@ blocks_2:
 	VXORPS lgc29<>+0(SB), Y2, Y2
 
 	// mean(v33) over [N T]
-	IMUL3Q  $+8, BX, R8
-	MOVQ    p15+120(FP), R9
-	VADDPS  (R9)(R8*4), Y2, Y2
-	VMOVUPS Y2, (R9)(R8*4)
+	MOVQ    p15+120(FP), DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
 	VMOVUPS 152(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
@@ -667,38 +657,35 @@ blocks_2:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v35) over [N T]
-	IMUL3Q  $+8, BX, R8
-	MOVQ    p16+128(FP), R9
-	VADDPS  (R9)(R8*4), Y2, Y2
-	VMOVUPS Y2, (R9)(R8*4)
-	MOVQ    p11+88(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
-	MOVQ    p10+80(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
+	MOVQ    p16+128(FP), DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
+	MOVQ    p11+88(FP), DI
+	VMOVUPS (DI)(SI*4), Y2
+	MOVQ    p10+80(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
 	VSUBPS Y4, Y2, Y2
 
 	// mean(v37) over [N T]
-	IMUL3Q  $+8, BX, R8
-	MOVQ    p17+136(FP), R9
-	VADDPS  (R9)(R8*4), Y2, Y2
-	VMOVUPS Y2, (R9)(R8*4)
+	MOVQ    p17+136(FP), DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
 	VMOVUPS lgc30<>+0(SB), Y2
-	MOVQ    p1+8(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
+	MOVQ    p1+8(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
 	VMULPS Y4, Y2, Y2
 
 	// mean(v41) over [N T]
-	IMUL3Q  $+8, BX, R8
-	MOVQ    p18+144(FP), R9
-	VADDPS  (R9)(R8*4), Y2, Y2
-	VMOVUPS Y2, (R9)(R8*4)
+	MOVQ    p18+144(FP), DI
+	VADDPS  (DI), Y2, Y2
+	VMOVUPS Y2, (DI)
 	VMOVUPS 120(SP), Y2
-	MOVQ    p7+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
+	MOVQ    p7+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
 	VSUBPS Y4, Y2, Y4
@@ -708,24 +695,24 @@ blocks_2:
 	VCVTPS2PD    X4, Y6
 	VEXTRACTF128 $0x01, Y4, X7
 	VCVTPS2PD    X7, Y7
-	MOVQ         p19+152(FP), R8
-	VMOVUPD      (R8)(DI*8), Y8
+	MOVQ         p19+152(FP), DI
+	VMOVUPD      (DI)(BX*8), Y8
 	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y5, Y8
 	VSUBPD       Y8, Y6, Y6
-	MOVQ         p20+160(FP), R9
-	VMOVUPD      (R9)(DI*8), Y10
+	MOVQ         p20+160(FP), R8
+	VMOVUPD      (R8)(BX*8), Y10
 	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      Y8, (R8)(DI*8)
-	VMOVUPD      Y10, (R9)(DI*8)
-	VMOVUPD      32(R8)(DI*8), Y6
+	VMOVUPD      Y8, (DI)(BX*8)
+	VMOVUPD      Y10, (R8)(BX*8)
+	VMOVUPD      32(DI)(BX*8), Y6
 	VSUBPD       Y6, Y7, Y8
 	VFMADD231PD  Y8, Y5, Y6
 	VSUBPD       Y6, Y7, Y5
-	VMOVUPD      32(R9)(DI*8), Y7
+	VMOVUPD      32(R8)(BX*8), Y7
 	VFMADD231PD  Y8, Y5, Y7
-	VMOVUPD      Y6, 32(R8)(DI*8)
-	VMOVUPD      Y7, 32(R9)(DI*8)
+	VMOVUPD      Y6, 32(DI)(BX*8)
+	VMOVUPD      Y7, 32(R8)(BX*8)
 
 	// v44 = abs(v43) [N=64 T=421]
 	VMOVUPS lgc29<>+0(SB), Y5
@@ -755,10 +742,9 @@ blocks_2:
 	VMULPS Y4, Y5, Y4
 
 	// mean(v51) over [N T]
-	IMUL3Q  $+8, BX, BX
-	MOVQ    p21+168(FP), DI
-	VADDPS  (DI)(BX*4), Y4, Y4
-	VMOVUPS Y4, (DI)(BX*4)
+	MOVQ    p21+168(FP), BX
+	VADDPS  (BX), Y4, Y4
+	VMOVUPS Y4, (BX)
 	VMOVUPS lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
@@ -773,169 +759,155 @@ blocks_2:
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	XORQ         DX, DX
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p24+192(FP), SI
-	MOVQ         p15+120(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
+	MOVQ         p24+192(FP), DX
+	MOVQ         p15+120(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p25+200(FP), SI
-	MOVQ         p16+128(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
+	VMOVUPS      Y1, (BX)
+	MOVQ         p25+200(FP), DX
+	MOVQ         p16+128(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p26+208(FP), SI
-	MOVQ         p17+136(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
+	VMOVUPS      Y1, (BX)
+	MOVQ         p26+208(FP), DX
+	MOVQ         p17+136(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p27+216(FP), SI
-	MOVQ         p2+16(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
+	VMOVUPS      Y1, (BX)
+	MOVQ         p27+216(FP), DX
+	MOVQ         p2+16(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, BX
-	MOVQ         p28+224(FP), SI
-	MOVQ         p18+144(FP), DI
-	VMOVUPS      (DI)(BX*4), Y1
+	VMOVUPS      Y1, (BX)
+	MOVQ         p28+224(FP), DX
+	MOVQ         p18+144(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (SI)(BX*8), Y2, Y2
-	VMOVUPD      Y2, (SI)(BX*8)
-	VADDPD       32(SI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(SI)(BX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (DI)(BX*4)
-	IMUL3Q       $+8, DX, DX
-	MOVQ         p29+232(FP), BX
-	MOVQ         p21+168(FP), SI
-	VMOVUPS      (SI)(DX*4), Y1
+	VMOVUPS      Y1, (BX)
+	MOVQ         p29+232(FP), DX
+	MOVQ         p21+168(FP), BX
+	VMOVUPS      (BX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, 32(BX)(DX*8)
+	VADDPD       (DX), Y2, Y2
+	VMOVUPD      Y2, (DX)
+	VADDPD       32(DX), Y1, Y1
+	VMOVUPD      Y1, 32(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (SI)(DX*4)
+	VMOVUPS      Y1, (BX)
 	MOVQ         $+8, DX
 
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p24+192(FP), BX
-	MOVQ         p15+120(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	MOVQ         p24+192(FP), CX
+	MOVQ         p15+120(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p25+200(FP), BX
-	MOVQ         p16+128(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p25+200(FP), CX
+	MOVQ         p16+128(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p26+208(FP), BX
-	MOVQ         p17+136(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p26+208(FP), CX
+	MOVQ         p17+136(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p27+216(FP), BX
-	MOVQ         p2+16(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p27+216(FP), CX
+	MOVQ         p2+16(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, DX
-	MOVQ         p28+224(FP), BX
-	MOVQ         p18+144(FP), SI
-	VMOVUPS      (SI)(DX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p28+224(FP), CX
+	MOVQ         p18+144(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (BX)(DX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(DX*8)
-	VADDPD       32(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 32(BX)(DX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (SI)(DX*4)
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p29+232(FP), DX
-	MOVQ         p21+168(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	VMOVUPS      Y0, (DX)
+	MOVQ         p29+232(FP), CX
+	MOVQ         p21+168(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
+	VMOVUPS      Y0, (DX)
 	INCQ         AX
 	CMPQ         AX, p30+240(FP)
 	JL           outer0_1
@@ -1260,7 +1232,7 @@ GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), NOSPLIT, $0-56
+TEXT ·pass1AVX2(SB), $0-56
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -1325,31 +1297,27 @@ blocks_4:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v65) over [T]
-	XORQ    DX, DX
-	IMUL3Q  $+8, DX, DX
-	MOVQ    p4+32(FP), SI
-	VADDPS  (SI)(DX*4), Y4, Y1
-	VMOVUPS Y1, (SI)(DX*4)
+	MOVQ    p4+32(FP), DX
+	VADDPS  (DX), Y4, Y1
+	VMOVUPS Y1, (DX)
 
 	// store v58
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	XORQ         CX, CX
-	IMUL3Q       $+8, CX, CX
-	MOVQ         p6+48(FP), DX
-	MOVQ         p4+32(FP), BX
-	VMOVUPS      (BX)(CX*4), Y0
+	MOVQ         p6+48(FP), CX
+	MOVQ         p4+32(FP), DX
+	VMOVUPS      (DX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (DX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (DX)(CX*8)
-	VADDPD       32(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 32(DX)(CX*8)
+	VADDPD       (CX), Y1, Y1
+	VMOVUPD      Y1, (CX)
+	VADDPD       32(CX), Y0, Y0
+	VMOVUPD      Y0, 32(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (BX)(CX*4)
+	VMOVUPS      Y0, (DX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -1420,35 +1388,31 @@ noflush_5:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v65) over [T]
-	XORQ         AX, AX
-	IMUL3Q       $+8, AX, AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), DX
-	VADDPS       (DX)(AX*4), Y1, Y1
-	VMOVUPS      Y1, (DX)(AX*4)
+	MOVQ         p4+32(FP), AX
+	VADDPS       (AX), Y1, Y1
+	VMOVUPS      Y1, (AX)
 
 	// store v58
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	XORQ         AX, AX
-	IMUL3Q       $+8, AX, AX
-	MOVQ         p6+48(FP), CX
-	MOVQ         p4+32(FP), DX
-	VMOVUPS      (DX)(AX*4), Y0
+	MOVQ         p6+48(FP), AX
+	MOVQ         p4+32(FP), CX
+	VMOVUPS      (CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX)(AX*8), Y1, Y1
-	VMOVUPD      Y1, (CX)(AX*8)
-	VADDPD       32(CX)(AX*8), Y0, Y0
-	VMOVUPD      Y0, 32(CX)(AX*8)
+	VADDPD       (AX), Y1, Y1
+	VMOVUPD      Y1, (AX)
+	VADDPD       32(AX), Y0, Y0
+	VMOVUPD      Y0, 32(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)(AX*4)
+	VMOVUPS      Y0, (CX)
 	VZEROUPPER
 	RET
 
@@ -1464,7 +1428,7 @@ GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
-TEXT ·pass2AVX2(SB), NOSPLIT, $0-16
+TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), NOSPLIT, $16-104
+TEXT ·pass0AVX2(SB), $16-104
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -84,38 +84,35 @@ outer0_1:
 	VPERMPD     $0x00, Y2, Y0
 
 	// mean(v15) over [N T]
-	XORQ    CX, CX
-	IMUL3Q  $+4, CX, BX
 	VMOVUPD lgc2<>+0(SB), Y1
 	VANDPD  Y1, Y2, Y1
-	MOVQ    p6+48(FP), SI
-	VADDPD  (SI)(BX*8), Y1, Y1
-	VMOVUPD Y1, (SI)(BX*8)
+	MOVQ    p6+48(FP), CX
+	VADDPD  (CX), Y1, Y1
+	VMOVUPD Y1, (CX)
 
 	// var(v15) over [N T]
-	IMUL3Q      $+4, CX, CX
 	VMOVUPD     lgc2<>+0(SB), Y1
-	MOVQ        p7+56(FP), BX
-	VMOVUPD     (BX)(CX*8), Y4
+	MOVQ        p7+56(FP), CX
+	VMOVUPD     (CX), Y4
 	VSUBPD      Y4, Y2, Y5
-	MOVQ        p8+64(FP), SI
-	VMOVUPD     (SI)(CX*8), Y6
+	MOVQ        p8+64(FP), BX
+	VMOVUPD     (BX), Y6
 	VADDPD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPD     (SI)(CX*8), Y7
+	VMOVUPD     (BX), Y7
 	VBLENDVPD   Y1, Y6, Y7, Y6
-	VMOVUPD     Y6, (SI)(CX*8)
+	VMOVUPD     Y6, (BX)
 	VDIVPD      Y6, Y5, Y6
 	VADDPD      Y6, Y4, Y4
 	VSUBPD      Y4, Y2, Y6
-	MOVQ        p9+72(FP), SI
-	VMOVUPD     (SI)(CX*8), Y7
+	MOVQ        p9+72(FP), BX
+	VMOVUPD     (BX), Y7
 	VFMADD231PD Y5, Y6, Y7
-	VMOVUPD     (BX)(CX*8), Y5
+	VMOVUPD     (CX), Y5
 	VBLENDVPD   Y1, Y4, Y5, Y4
-	VMOVUPD     Y4, (BX)(CX*8)
-	VMOVUPD     (SI)(CX*8), Y4
+	VMOVUPD     Y4, (CX)
+	VMOVUPD     (BX), Y4
 	VBLENDVPD   Y1, Y7, Y4, Y7
-	VMOVUPD     Y7, (SI)(CX*8)
+	VMOVUPD     Y7, (BX)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
@@ -192,29 +189,26 @@ blocks_2:
 	VPERMPD     $0x00, Y2, Y0
 
 	// mean(v15) over [N T]
-	XORQ    DX, DX
-	IMUL3Q  $+4, DX, SI
-	MOVQ    p6+48(FP), DI
-	VADDPD  (DI)(SI*8), Y2, Y1
-	VMOVUPD Y1, (DI)(SI*8)
+	MOVQ    p6+48(FP), DX
+	VADDPD  (DX), Y2, Y1
+	VMOVUPD Y1, (DX)
 
 	// var(v15) over [N T]
-	IMUL3Q      $+4, DX, DX
-	MOVQ        p7+56(FP), SI
-	VMOVUPD     (SI)(DX*8), Y1
+	MOVQ        p7+56(FP), DX
+	VMOVUPD     (DX), Y1
 	VSUBPD      Y1, Y2, Y4
-	MOVQ        p8+64(FP), DI
-	VMOVUPD     (DI)(DX*8), Y5
+	MOVQ        p8+64(FP), SI
+	VMOVUPD     (SI), Y5
 	VADDPD      lgc0<>+0(SB), Y5, Y5
-	VMOVUPD     Y5, (DI)(DX*8)
+	VMOVUPD     Y5, (SI)
 	VDIVPD      Y5, Y4, Y5
 	VADDPD      Y5, Y1, Y1
 	VSUBPD      Y1, Y2, Y5
-	MOVQ        p9+72(FP), DI
-	VMOVUPD     (DI)(DX*8), Y6
+	MOVQ        p9+72(FP), SI
+	VMOVUPD     (SI), Y6
 	VFMADD231PD Y4, Y5, Y6
-	VMOVUPD     Y1, (SI)(DX*8)
-	VMOVUPD     Y6, (DI)(DX*8)
+	VMOVUPD     Y1, (DX)
+	VMOVUPD     Y6, (SI)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
@@ -266,7 +260,7 @@ GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 int, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 int)
 // Requires: AVX
-TEXT ·pass1AVX2(SB), NOSPLIT, $0-48
+TEXT ·pass1AVX2(SB), $0-48
 	MOVQ p0+0(FP), AX
 
 outer0_3:
