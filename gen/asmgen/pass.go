@@ -497,10 +497,16 @@ const chunkElems = 1 << 16
 // chunkable reports whether pass ps can run as chunks of rows of its first domain dim, each
 // with its own reduction states, merged afterwards: it has an outer dim, and every reduction
 // is a sum, mean, variance or logsumexp over that dim (states that merge by addition or
-// Chan's update). Such a pass takes the chunk's rows as arguments.
+// Chan's update), and every buffer it stores has that dim (chunks write disjoint rows).
+// Such a pass takes the chunk's rows as arguments.
 func chunkable(ps *plan.Pass) bool {
 	if len(ps.Domain) < 2 {
 		return false
+	}
+	for _, n := range ps.Stores {
+		if !n.Shape.Has(ps.Domain[0].Name) {
+			return false
+		}
 	}
 	for _, r := range ps.Reduces {
 		switch r.Op {
