@@ -3,7 +3,11 @@ package gen_test
 import (
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 
 	"github.com/stretchr/testify/require"
 
@@ -247,5 +251,39 @@ func TestMeanOf16MElements(t *testing.T) {
 			require.InEpsilon(t, w, got, 1e-6, "%s %s", name, o)
 			t.Logf("%s %s: relative error %.2g", name, o, math.Abs(got-w)/w)
 		}
+	}
+}
+
+// TestChunkedOddShapes runs the generated tests of specs with awkward shapes — dims that
+// fill no vector, a three-dim batch normalised over all but its middle dim, rows not a
+// multiple of the chunk count — with their chunkable AVX2 passes split into 3 chunks of rows
+// (the generated TestChunkedAVX2), against the pure-Go kernel on random and extreme inputs.
+func TestChunkedOddShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	for name, src := range map[string]string{
+		"gae_3x5": "dims: {N: 3, T: 5}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8, average_gae: true}\n",
+		"clip_ppo_gae_4x13": "dims: {N: 4, T: 13}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
+			"loss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
+		"clip_ppo_3d": "dims: {A: 5, B: 3, C: 37}\nbatch: [A, B, C]\n" +
+			"loss: {type: clip_ppo, normalize_advantage: true, normalize_advantage_exclude_dims: [1], loss_critic_type: l1}\n",
+		"clip_ppo_gae_7x9_f64": "dtype: float64\ndims: {N: 7, T: 9}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
+			"loss: {type: clip_ppo, entropy_coeff: 0.02}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
+			c, err := gen.Compile(path)
+			require.NoError(t, err)
+			m, err := runner.NewTestModule(c)
+			require.NoError(t, err)
+			defer m.Close()
+			out, err := m.Test("TestChunkedAVX2")
+			require.NoError(t, err)
+			if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+				require.Contains(t, out, "--- PASS: TestChunkedAVX2/agree")
+			}
+		})
 	}
 }

@@ -117,12 +117,21 @@ func goType(g *ir.Graph, in *ir.Input) string {
 
 // Bench runs `go test -bench` in the generated package and returns its output.
 func (m *Module) Bench(pattern, benchtime string) (string, error) {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", pattern, "-benchtime", benchtime, "./kernel")
+	return m.goTest("-run", "^$", "-bench", pattern, "-benchtime", benchtime)
+}
+
+// Test runs the generated package's tests matching pattern and returns the output.
+func (m *Module) Test(pattern string) (string, error) {
+	return m.goTest("-count=1", "-v", "-run", pattern)
+}
+
+func (m *Module) goTest(args ...string) (string, error) {
+	cmd := exec.Command("go", append(append([]string{"test"}, args...), "./kernel")...)
 	cmd.Dir = m.Dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go test -bench: %v\n%s", err, out)
+		return "", fmt.Errorf("go test %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
 }
