@@ -19,6 +19,45 @@ type emitter struct {
 	p        *plan.Plan
 	inField  map[string]string
 	outField map[string]string
+
+	states  []stateArray   // the reduction state arrays inside avxState.buf, in order
+	stateAt    map[string]int // byte offset of each, by stateField name
+	stateBytes int            // the buffer's size
+}
+
+// stateArray is one reduction state array: n elements of float64, or of the kernel's element
+// type, at byte offset off of the state buffer.
+type stateArray struct {
+	name   string
+	elem   bool
+	n, off int
+}
+
+// layoutStates places every state array of every pass in one buffer. Each starts on a
+// 64-byte line, one line after the previous array's end: large buffers are page-aligned,
+// and arrays whose sizes are multiples of 4 KiB would otherwise start at the same low 12
+// address bits, where a block's loads from one wait on its stores to another (4K aliasing).
+func (e *emitter) layoutStates(p *plan.Plan) {
+	e.stateAt = map[string]int{}
+	end := 0
+	for _, ps := range p.Passes {
+		pg := &passGen{asm: e.a, ps: ps, dom: ps.Domain, twins: twinsOf(ps)}
+		for _, r := range ps.Reduces {
+			lay := pg.layout(r)
+			for _, f := range pg.fields(r) {
+				size := 8
+				if f.elem {
+					size = 32 / e.a.lanes()
+				}
+				off := (end + 64 + 63) / 64 * 64
+				a := stateArray{name: stateField(r, f.name), elem: f.elem, n: lay.slots*lay.lps + 8, off: off}
+				e.states = append(e.states, a)
+				e.stateAt[a.name] = off
+				end = off + a.n*size
+			}
+		}
+	}
+	e.stateBytes = (end + 63) / 64 * 64
 }
 
 // bufAddr is the Go expression for the address of a stored node's first element.
@@ -59,6 +98,7 @@ func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	header := gogen.Header(m)
 	asmSrc, stubs, err := assemble(m.Package, header, g.DType == ir.F64, func(a *asm) {
 		e.a = a
+		e.layoutStates(p)
 		for _, ps := range p.Passes {
 			pg := e.emitPass(ps, false)
 			pgs = append(pgs, pg)
@@ -96,40 +136,37 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 	elem := e.g.DType.String()
 
 	// State arrays: per reduction and field, slots·lanes values plus a vector of padding (a
-	// block whose lanes are slots may run past the last slot; its tail lanes are masked).
-	// Array k starts 64·k bytes into its allocation: large allocations are page-aligned, and
-	// a block's loads from one state array would otherwise wait on its stores to another at
-	// the same low 12 address bits (4K aliasing).
-	var fields, allocs []jen.Code
+	// block whose lanes are slots may run past the last slot; its tail lanes are masked),
+	// views of one buffer (see layoutStates).
+	fields := []jen.Code{jen.Id("buf").Index().Float64()}
+	views := []jen.Code{jen.Id("st").Op(":=").Op("&").Id("avxState").Values(jen.Dict{
+		jen.Id("buf"): jen.Make(jen.Index().Float64(), jen.Lit(e.stateBytes/8)),
+	})}
 	maxSlots := 1
 	for _, pg := range pgs {
 		for _, r := range pg.ps.Reduces {
-			lay := pg.layout(r)
-			n := lay.slots*lay.lps + 8
-			maxSlots = max(maxSlots, lay.slots)
-			for _, fld := range pg.fields(r) {
-				t, size := jen.Float64(), 8
-				if fld.elem {
-					t, size = jen.Id(elem), 32/e.a.lanes()
-				}
-				name := stateField(r, fld.name)
-				fields = append(fields, jen.Id(name).Index().Add(t))
-				pad := len(allocs) % 64 * 64 / size
-				allocs = append(allocs, jen.Id(name).Op(":").Make(jen.Index().Add(t), jen.Lit(n+pad)).Index(jen.Lit(pad), jen.Empty()))
-			}
+			maxSlots = max(maxSlots, pg.layout(r).slots)
 		}
 	}
+	for _, a := range e.states {
+		t := jen.Float64()
+		view := jen.Id("st").Dot("buf").Index(jen.Lit(a.off/8), jen.Lit(a.off/8+a.n))
+		if a.elem {
+			t = jen.Id(elem)
+			if elem != "float64" {
+				view = jen.Qual("unsafe", "Slice").Call(jen.Parens(jen.Op("*").Id(elem)).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id("st").Dot("buf").Index(jen.Lit(a.off/8)))), jen.Lit(a.n))
+			}
+		}
+		fields = append(fields, jen.Id(a.name).Index().Add(t))
+		views = append(views, jen.Id("st").Dot(a.name).Op("=").Add(view))
+	}
 	fields = append(fields, jen.Id("res").Index().Float64())
-	allocs = append(allocs, jen.Id("res").Op(":").Make(jen.Index().Float64(), jen.Lit(maxSlots)))
-	f.Comment("avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for")
-	f.Comment("the merged results.")
+	views = append(views, jen.Id("st").Dot("res").Op("=").Make(jen.Index().Float64(), jen.Lit(maxSlots)), jen.Return(jen.Id("st")))
+	f.Comment("avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer")
+	f.Comment("whose address the kernels take, and a buffer for the merged results.")
 	f.Type().Id("avxState").Struct(fields...)
 	f.Var().Id("avxPool").Op("=").Qual("sync", "Pool").Values(jen.Dict{
-		jen.Id("New"): jen.Func().Params().Any().Block(jen.Return(jen.Op("&").Id("avxState").ValuesFunc(func(g *jen.Group) {
-			for _, a := range allocs {
-				g.Add(a)
-			}
-		}))),
+		jen.Id("New"): jen.Func().Params().Any().Block(views...),
 	})
 
 	for _, pg := range pgs {

@@ -58,6 +58,7 @@ type passGen struct {
 	jImm  int           // inner offset (tails)
 	rem   int           // valid lanes in a tail block, 0 in full blocks
 	offs  map[string]reg.GPVirtual
+	stReg reg.GPVirtual // the state buffer's address, loaded on first use in a block
 	regs  *regs
 	slots []operand.Mem
 }
@@ -628,7 +629,7 @@ func (pg *passGen) innerLoop() {
 			skip := pg.newLabel("noflush")
 			c.DECQ(k)
 			c.JNZ(operand.LabelRef(skip))
-			pg.offs = map[string]reg.GPVirtual{}
+			pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 			pg.flushPartials()
 			c.MOVQ(operand.I32(partialBlocks), k)
 			c.Label(skip)
@@ -659,7 +660,7 @@ func (pg *passGen) innerLoop() {
 		tail()
 	}
 	if partials {
-		pg.offs = map[string]reg.GPVirtual{}
+		pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 		pg.jReg, pg.jImm = nil, 0
 		pg.flushPartials()
 	}
@@ -667,7 +668,7 @@ func (pg *passGen) innerLoop() {
 
 // block emits the work for one vector of lanes.
 func (pg *passGen) block() {
-	pg.offs = map[string]reg.GPVirtual{}
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 	ps := pg.ps
 	// Order: nodes by ID; each reduction right after its argument.
 	pos := map[int]float64{}

@@ -61,12 +61,20 @@ func (pg *passGen) partial(r *ir.Node) bool {
 // outer axes), so the Welford count is the same for every lane and known per block.
 func (pg *passGen) knownCount(r *ir.Node) bool { return pg.layout(r).lps == 1 }
 
-func (pg *passGen) fieldPtr(r *ir.Node, f field) reg.GPVirtual {
-	t := "*float64"
+// stateMem addresses element off (+disp elements; nil off is 0) of r's state array f. All
+// state arrays of a package live in one buffer (avxState.buf) at offsets fixed by the
+// generator, so one pointer, loaded once per block, reaches them all.
+func (pg *passGen) stateMem(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Mem {
+	size := 8
 	if f.elem {
-		t = "*" + pg.elemGo()
+		size = pg.esz()
 	}
-	return pg.ptr(fmt.Sprintf("st:%d:%s", r.ID, f.name), t, fmt.Sprintf("&st.%s[0]", stateField(r, f.name)))
+	if pg.stReg == nil {
+		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
+	}
+	m := elemMem(pg.stReg, off, size, disp)
+	m.Disp += pg.e.stateAt[stateField(r, f.name)]
+	return m
 }
 
 func stateField(r *ir.Node, f string) string { return fmt.Sprintf("r%d_%s", r.ID, f) }
@@ -118,20 +126,8 @@ func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
 func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 	a := pg.a64
 	off := pg.stateOff(r)
-	ptrs := map[string]reg.GPVirtual{}
-	ptr := func(name string) reg.GPVirtual { // loaded on first use: not every field is touched per block
-		if p, ok := ptrs[name]; ok {
-			return p
-		}
-		for _, f := range pg.fields(r) {
-			if f.name == name {
-				ptrs[name] = pg.fieldPtr(r, f)
-			}
-		}
-		return ptrs[name]
-	}
-	at := func(f string, h int) operand.Mem { return elemMem(ptr(f), off, 8, 4*h) } // float64 field, half h
-	atE := func(f string) operand.Mem { return elemMem(ptr(f), off, pg.esz(), 0) }  // element-type field
+	at := func(f string, h int) operand.Mem { return pg.stateMem(r, field{f, false}, off, 4*h) } // float64 field, half h
+	atE := func(f string) operand.Mem { return pg.stateMem(r, field{f, true}, off, 0) }          // element-type field
 	var mask reg.VecVirtual
 	var masks []reg.VecVirtual
 	if pg.rem > 0 {
@@ -202,14 +198,10 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 			pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
 			pg.blend(mask, in, t, in)
 		}
-		okm := operand.Mem{Base: ptr("ok")}
+		okm := pg.stateMem(r, field{"ok", true}, nil, 0)
 		pg.and(okm, in, in)
 		pg.mov(in, okm)
-		tw := pg.twinOf(r)
-		var tp reg.GPVirtual
-		if tw != nil {
-			tp = pg.fieldPtr(tw, field{"s", false}) // same slots and layout as r
-		}
+		tw := pg.twinOf(r) // same slots and layout as r
 		for h, eh := range pg.halves(e) {
 			if masks != nil {
 				a.and(masks[h], eh, eh)
@@ -218,7 +210,7 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 			a.add(at("s", h), eh, s)
 			a.mov(s, at("s", h))
 			if tw != nil {
-				m := elemMem(tp, off, 8, 4*h)
+				m := pg.stateMem(tw, field{"s", false}, off, 4*h)
 				s2 := a.ymm()
 				a.mul(eh, eh, s2)
 				a.add(m, s2, s2)
@@ -366,15 +358,14 @@ func (pg *passGen) flushPartials() {
 			continue
 		}
 		off := pg.stateOff(r)
-		sp := pg.fieldPtr(r, field{"s", false})
-		pp := pg.fieldPtr(r, field{"p", true})
-		pm := elemMem(pp, off, pg.esz(), 0)
+		pm := pg.stateMem(r, field{"p", true}, off, 0)
 		p := pg.ymm()
 		pg.mov(pm, p)
 		for h, ph := range pg.halves(p) {
 			s := a.ymm()
-			a.add(elemMem(sp, off, 8, 4*h), ph, s)
-			a.mov(s, elemMem(sp, off, 8, 4*h))
+			sm := pg.stateMem(r, field{"s", false}, off, 4*h)
+			a.add(sm, ph, s)
+			a.mov(s, sm)
 		}
 		z := pg.zero()
 		pg.mov(z, pm)

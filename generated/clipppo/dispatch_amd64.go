@@ -7,11 +7,13 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"unsafe"
 )
 
-// avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for
-// the merged results.
+// avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
+// whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
+	buf      []float64
 	r7_s     []float64
 	r7_p     []float32
 	r8_n     []float64
@@ -44,7 +46,37 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r7_s: make([]float64, 16)[0:], r7_p: make([]float32, 32)[16:], r8_n: make([]float64, 32)[16:], r8_mean: make([]float64, 40)[24:], r8_m2: make([]float64, 48)[32:], r30_s: make([]float64, 56)[40:], r30_p: make([]float32, 112)[96:], r32_s: make([]float64, 72)[56:], r32_p: make([]float32, 144)[128:], r33_s: make([]float64, 88)[72:], r33_p: make([]float32, 176)[160:], r36_s: make([]float64, 104)[88:], r36_p: make([]float32, 208)[192:], r45_s: make([]float64, 120)[104:], r45_p: make([]float32, 240)[224:], r52_s: make([]float64, 136)[120:], r52_p: make([]float32, 272)[256:], r53_n: make([]float64, 152)[136:], r53_mean: make([]float64, 160)[144:], r53_m2: make([]float64, 168)[152:], r54_n: make([]float64, 176)[160:], r54_mean: make([]float64, 184)[168:], r54_m2: make([]float64, 192)[176:], r60_s: make([]float64, 200)[184:], r60_ok: make([]float32, 400)[384:], r62_s: make([]float64, 216)[200:], r28_s: make([]float64, 224)[208:], r28_p: make([]float32, 448)[432:], res: make([]float64, 1)}
+	st := &avxState{buf: make([]float64, 600)}
+	st.r7_s = st.buf[8:24]
+	st.r7_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r8_n = st.buf[48:64]
+	st.r8_mean = st.buf[72:88]
+	st.r8_m2 = st.buf[96:112]
+	st.r30_s = st.buf[120:136]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r32_s = st.buf[160:176]
+	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r33_s = st.buf[200:216]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r36_s = st.buf[240:256]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r45_s = st.buf[280:296]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r52_s = st.buf[320:336]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r53_n = st.buf[360:376]
+	st.r53_mean = st.buf[384:400]
+	st.r53_m2 = st.buf[408:424]
+	st.r54_n = st.buf[432:448]
+	st.r54_mean = st.buf[456:472]
+	st.r54_m2 = st.buf[480:496]
+	st.r60_s = st.buf[504:520]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r62_s = st.buf[544:560]
+	st.r28_s = st.buf[568:584]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.res = make([]float64, 1)
+	return st
 }}
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -77,7 +109,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r60_s, 0)
 	runtime.SetMask(st.r60_ok)
 	runtime.Fill(st.r62_s, 0)
-	pass0AVX2(&in.Advantage[0], &st.r7_p[0], &st.r8_mean[0], &st.r8_n[0], &st.r8_m2[0], &in.Entropy[0], &st.r33_p[0], &in.ValueTarget[0], &st.r54_mean[0], &st.r54_n[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_ok[0], &st.r62_s[0], &st.r60_s[0], &st.r30_p[0], &st.r32_p[0], &st.r36_p[0], &in.StateValue[0], &st.r53_mean[0], &st.r53_n[0], &st.r53_m2[0], &in.OldStateValue[0], &st.r45_p[0], &st.r52_p[0], &st.r7_s[0], &st.r30_s[0], &st.r32_s[0], &st.r33_s[0], &st.r36_s[0], &st.r45_s[0], &st.r52_s[0])
+	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.LogProb[0], &in.SampleLogProb[0], &in.StateValue[0], &in.OldStateValue[0])
 	if !runtime.MaskSet(st.r60_ok[:8]) {
 		pass0Go(in, out, s)
 		return
@@ -121,7 +153,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r28_s, 0)
 	runtime.Fill(st.r28_p, 0)
-	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.r28_p[0], &st.r28_s[0])
+	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
 	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }

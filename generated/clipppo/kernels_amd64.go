@@ -7,7 +7,7 @@ package clipppo
 // pass0AVX2 is pass 0 (elementwise over [B=4096]) on 8 float32 lanes; see pass0Go for the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float64, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float64, p11 *float32, p12 *float32, p13 *float32, p14 *float64, p15 *float64, p16 *float32, p17 *float32, p18 *float32, p19 *float32, p20 *float64, p21 *float64, p22 *float64, p23 *float32, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float64, p32 *float64)
+func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32)
 
 // pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in Go.
 //
@@ -17,7 +17,7 @@ func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, 
 // pass2AVX2 is pass 2 (elementwise over [B=4096]) on 8 float32 lanes; see pass2Go for the same loop in Go.
 //
 //go:noescape
-func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
+func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float64, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float64, p11 *float32, p12 *float32, p13 *float32, p14 *float64, p15 *float64, p16 *float32, p17 *float32, p18 *float32, p19 *float32, p20 *float64, p21 *float64, p22 *float64, p23 *float32, p24 *float32, p25 *float32, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 *float64, p31 *float64, p32 *float64)
+// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-264
+TEXT ·pass0AVX2(SB), $0-64
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -18,85 +18,78 @@ blocks_1:
 
 	// mean(v3) over [B]
 	MOVQ    p1+8(FP), DX
-	VADDPS  (DX), Y0, Y1
-	VMOVUPS Y1, (DX)
+	VADDPS  256(DX), Y0, Y1
+	VMOVUPS Y1, 256(DX)
 
 	// var(v3) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	MOVQ         p2+16(FP), DX
-	VMOVUPD      (DX), Y2
+	VMOVUPD      576(DX), Y2
 	VSUBPD       Y2, Y1, Y3
-	MOVQ         p3+24(FP), SI
-	VMOVUPD      (SI), Y4
+	VMOVUPD      384(DX), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (SI)
+	VMOVUPD      Y4, 384(DX)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	MOVQ         p4+32(FP), DI
-	VMOVUPD      (DI), Y1
+	VMOVUPD      768(DX), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (DX)
-	VMOVUPD      Y1, (DI)
-	VMOVUPD      32(DX), Y1
+	VMOVUPD      Y2, 576(DX)
+	VMOVUPD      Y1, 768(DX)
+	VMOVUPD      608(DX), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(SI), Y3
+	VMOVUPD      416(DX), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(SI)
+	VMOVUPD      Y3, 416(DX)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      32(DI), Y0
+	VMOVUPD      800(DX), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(DX)
-	VMOVUPD      Y0, 32(DI)
-	MOVQ         p5+40(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
+	VMOVUPD      Y1, 608(DX)
+	VMOVUPD      Y0, 800(DX)
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      (SI)(BX*4), Y0
 
 	// mean(v2) over [B]
-	MOVQ    p6+48(FP), DX
-	VADDPS  (DX), Y0, Y0
-	VMOVUPS Y0, (DX)
-	MOVQ    p7+56(FP), DX
-	VMOVUPS (DX)(BX*4), Y0
+	VADDPS  1792(DX), Y0, Y0
+	VMOVUPS Y0, 1792(DX)
+	MOVQ    p3+24(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
 
 	// var(v4) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	MOVQ         p8+64(FP), DX
-	VMOVUPD      (DX), Y2
+	VMOVUPD      3648(DX), Y2
 	VSUBPD       Y2, Y1, Y3
-	MOVQ         p9+72(FP), SI
-	VMOVUPD      (SI), Y4
+	VMOVUPD      3456(DX), Y4
 	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, (SI)
+	VMOVUPD      Y4, 3456(DX)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	MOVQ         p10+80(FP), DI
-	VMOVUPD      (DI), Y1
+	VMOVUPD      3840(DX), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, (DX)
-	VMOVUPD      Y1, (DI)
-	VMOVUPD      32(DX), Y1
+	VMOVUPD      Y2, 3648(DX)
+	VMOVUPD      Y1, 3840(DX)
+	VMOVUPD      3680(DX), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      32(SI), Y3
+	VMOVUPD      3488(DX), Y3
 	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 32(SI)
+	VMOVUPD      Y3, 3488(DX)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      32(DI), Y0
+	VMOVUPD      3872(DX), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 32(DX)
-	VMOVUPD      Y0, 32(DI)
-	MOVQ         p11+88(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	MOVQ         p12+96(FP), DX
-	VMOVUPS      (DX)(BX*4), Y1
+	VMOVUPD      Y1, 3680(DX)
+	VMOVUPD      Y0, 3872(DX)
+	MOVQ         p4+32(FP), SI
+	VMOVUPS      (SI)(BX*4), Y0
+	MOVQ         p5+40(FP), SI
+	VMOVUPS      (SI)(BX*4), Y1
 
 	// v14 = sub(v0, v1) [B=4096]  # log_weight
 	VSUBPS Y1, Y0, Y0
@@ -133,24 +126,21 @@ blocks_1:
 	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
 	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	MOVQ         p13+104(FP), DX
-	VANDPS       (DX), Y1, Y1
-	VMOVUPS      Y1, (DX)
-	MOVQ         p14+112(FP), DX
+	VANDPS       4224(DX), Y1, Y1
+	VMOVUPS      Y1, 4224(DX)
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	MOVQ         p15+120(FP), SI
-	VADDPD       (SI), Y1, Y3
-	VMOVUPD      Y3, (SI)
+	VADDPD       4032(DX), Y1, Y3
+	VMOVUPD      Y3, 4032(DX)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (DX), Y1, Y1
-	VMOVUPD      Y1, (DX)
-	VADDPD       32(SI), Y2, Y1
-	VMOVUPD      Y1, 32(SI)
+	VADDPD       4352(DX), Y1, Y1
+	VMOVUPD      Y1, 4352(DX)
+	VADDPD       4064(DX), Y2, Y1
+	VMOVUPD      Y1, 4064(DX)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       4384(DX), Y1, Y1
+	VMOVUPD      Y1, 4384(DX)
 	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v17 = max(v14, v15) [B=4096]
@@ -165,36 +155,33 @@ blocks_1:
 	VANDPS lgc12<>+0(SB), Y1, Y1
 
 	// mean(v29) over [B]
-	MOVQ    p16+128(FP), DX
-	VADDPS  (DX), Y1, Y1
-	VMOVUPS Y1, (DX)
-	MOVQ    p12+96(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-	MOVQ    p11+88(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VADDPS  1152(DX), Y1, Y1
+	VMOVUPS Y1, 1152(DX)
+	MOVQ    p5+40(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    p4+32(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v31 = sub(v1, v0) [B=4096]
 	VSUBPS Y2, Y1, Y1
 
 	// mean(v31) over [B]
-	MOVQ    p17+136(FP), DX
-	VADDPS  (DX), Y1, Y1
-	VMOVUPS Y1, (DX)
+	VADDPS  1472(DX), Y1, Y1
+	VMOVUPS Y1, 1472(DX)
 	VMOVUPS lgc19<>+0(SB), Y1
-	MOVQ    p5+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	MOVQ    p2+16(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v35 = mul(v34, v2) [B=4096]
 	VMULPS Y2, Y1, Y1
 
 	// mean(v35) over [B]
-	MOVQ    p18+144(FP), DX
-	VADDPS  (DX), Y1, Y1
-	VMOVUPS Y1, (DX)
-	MOVQ    p7+56(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-	MOVQ    p19+152(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VADDPS  2112(DX), Y1, Y1
+	VMOVUPS Y1, 2112(DX)
+	MOVQ    p3+24(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    p6+48(FP), SI
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v37 = sub(v4, v5) [B=4096]
 	VSUBPS Y2, Y1, Y3
@@ -203,38 +190,35 @@ blocks_1:
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X5
 	VCVTPS2PD    X5, Y5
-	MOVQ         p20+160(FP), DX
-	VMOVUPD      (DX), Y6
+	VMOVUPD      3072(DX), Y6
 	VSUBPD       Y6, Y4, Y7
-	MOVQ         p21+168(FP), SI
-	VMOVUPD      (SI), Y8
+	VMOVUPD      2880(DX), Y8
 	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, (SI)
+	VMOVUPD      Y8, 2880(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
 	VSUBPD       Y6, Y4, Y8
-	MOVQ         p22+176(FP), DI
-	VMOVUPD      (DI), Y4
+	VMOVUPD      3264(DX), Y4
 	VFMADD231PD  Y7, Y8, Y4
-	VMOVUPD      Y6, (DX)
-	VMOVUPD      Y4, (DI)
-	VMOVUPD      32(DX), Y4
+	VMOVUPD      Y6, 3072(DX)
+	VMOVUPD      Y4, 3264(DX)
+	VMOVUPD      3104(DX), Y4
 	VSUBPD       Y4, Y5, Y6
-	VMOVUPD      32(SI), Y7
+	VMOVUPD      2912(DX), Y7
 	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 32(SI)
+	VMOVUPD      Y7, 2912(DX)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y4, Y4
 	VSUBPD       Y4, Y5, Y7
-	VMOVUPD      32(DI), Y5
+	VMOVUPD      3296(DX), Y5
 	VFMADD231PD  Y6, Y7, Y5
-	VMOVUPD      Y4, 32(DX)
-	VMOVUPD      Y5, 32(DI)
+	VMOVUPD      Y4, 3104(DX)
+	VMOVUPD      Y5, 3296(DX)
 
 	// v38 = mul(v37, v37) [B=4096]
 	VMULPS  Y3, Y3, Y3
-	MOVQ    p23+184(FP), DX
-	VMOVUPS (DX)(BX*4), Y4
+	MOVQ    p7+56(FP), SI
+	VMOVUPS (SI)(BX*4), Y4
 
 	// v39 = sub(v5, v6) [B=4096]
 	VSUBPS  Y4, Y2, Y2
@@ -252,9 +236,8 @@ blocks_1:
 	VANDPS lgc12<>+0(SB), Y2, Y2
 
 	// mean(v44) over [B]
-	MOVQ    p24+192(FP), DX
-	VADDPS  (DX), Y2, Y2
-	VMOVUPS Y2, (DX)
+	VADDPS  2432(DX), Y2, Y2
+	VMOVUPS Y2, 2432(DX)
 
 	// v46 = add(v6, v43) [B=4096]
 	VADDPS Y5, Y4, Y2
@@ -278,189 +261,162 @@ blocks_1:
 	VMULPS Y1, Y2, Y1
 
 	// mean(v51) over [B]
-	MOVQ    p25+200(FP), DX
-	VADDPS  (DX), Y1, Y1
-	VMOVUPS Y1, (DX)
+	VADDPS  2752(DX), Y1, Y1
+	VMOVUPS Y1, 2752(DX)
 	VMOVUPS lgc23<>+0(SB), Y1
 
 	// v61 = mul(v59, v14) [B=4096]
 	VMULPS       Y0, Y1, Y0
 	DECQ         CX
 	JNZ          noflush_2
-	MOVQ         p26+208(FP), CX
-	MOVQ         p1+8(FP), DX
-	VMOVUPS      (DX), Y0
+	MOVQ         p1+8(FP), CX
+	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p27+216(FP), CX
-	MOVQ         p16+128(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      1152(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       960(CX), Y1, Y1
+	VMOVUPD      Y1, 960(CX)
+	VADDPD       992(CX), Y0, Y0
+	VMOVUPD      Y0, 992(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p28+224(FP), CX
-	MOVQ         p17+136(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 1152(CX)
+	VMOVUPS      1472(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1280(CX), Y1, Y1
+	VMOVUPD      Y1, 1280(CX)
+	VADDPD       1312(CX), Y0, Y0
+	VMOVUPD      Y0, 1312(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p29+232(FP), CX
-	MOVQ         p6+48(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 1472(CX)
+	VMOVUPS      1792(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1600(CX), Y1, Y1
+	VMOVUPD      Y1, 1600(CX)
+	VADDPD       1632(CX), Y0, Y0
+	VMOVUPD      Y0, 1632(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p30+240(FP), CX
-	MOVQ         p18+144(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 1792(CX)
+	VMOVUPS      2112(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1920(CX), Y1, Y1
+	VMOVUPD      Y1, 1920(CX)
+	VADDPD       1952(CX), Y0, Y0
+	VMOVUPD      Y0, 1952(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p31+248(FP), CX
-	MOVQ         p24+192(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 2112(CX)
+	VMOVUPS      2432(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       2240(CX), Y1, Y1
+	VMOVUPD      Y1, 2240(CX)
+	VADDPD       2272(CX), Y0, Y0
+	VMOVUPD      Y0, 2272(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p32+256(FP), CX
-	MOVQ         p25+200(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       2560(CX), Y1, Y1
+	VMOVUPD      Y1, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
+	VMOVUPS      Y0, 2752(CX)
 	MOVQ         $+8, CX
 
 noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_1
-	MOVQ         p26+208(FP), AX
-	MOVQ         p1+8(FP), CX
-	VMOVUPS      (CX), Y0
+	MOVQ         p1+8(FP), AX
+	VMOVUPS      256(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       64(AX), Y1, Y1
+	VMOVUPD      Y1, 64(AX)
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p27+216(FP), AX
-	MOVQ         p16+128(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      1152(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       960(AX), Y1, Y1
+	VMOVUPD      Y1, 960(AX)
+	VADDPD       992(AX), Y0, Y0
+	VMOVUPD      Y0, 992(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p28+224(FP), AX
-	MOVQ         p17+136(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 1152(AX)
+	VMOVUPS      1472(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       1280(AX), Y1, Y1
+	VMOVUPD      Y1, 1280(AX)
+	VADDPD       1312(AX), Y0, Y0
+	VMOVUPD      Y0, 1312(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p29+232(FP), AX
-	MOVQ         p6+48(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 1472(AX)
+	VMOVUPS      1792(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       1600(AX), Y1, Y1
+	VMOVUPD      Y1, 1600(AX)
+	VADDPD       1632(AX), Y0, Y0
+	VMOVUPD      Y0, 1632(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p30+240(FP), AX
-	MOVQ         p18+144(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 1792(AX)
+	VMOVUPS      2112(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       1920(AX), Y1, Y1
+	VMOVUPD      Y1, 1920(AX)
+	VADDPD       1952(AX), Y0, Y0
+	VMOVUPD      Y0, 1952(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p31+248(FP), AX
-	MOVQ         p24+192(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 2112(AX)
+	VMOVUPS      2432(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       2240(AX), Y1, Y1
+	VMOVUPD      Y1, 2240(AX)
+	VADDPD       2272(AX), Y0, Y0
+	VMOVUPD      Y0, 2272(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
-	MOVQ         p32+256(FP), AX
-	MOVQ         p25+200(FP), CX
-	VMOVUPS      (CX), Y0
+	VMOVUPS      Y0, 2432(AX)
+	VMOVUPS      2752(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       2560(AX), Y1, Y1
+	VMOVUPD      Y1, 2560(AX)
+	VADDPD       2592(AX), Y0, Y0
+	VMOVUPD      Y0, 2592(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
+	VMOVUPS      Y0, 2752(AX)
 	VZEROUPPER
 	RET
 
@@ -795,9 +751,9 @@ DATA lgc25<>+24(SB)/4, $0x45800000
 DATA lgc25<>+28(SB)/4, $0x45800000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
+// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-56
+TEXT ·pass2AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -886,40 +842,38 @@ blocks_3:
 
 	// mean(v27) over [B]
 	MOVQ         p5+40(FP), DX
-	VADDPS       (DX), Y0, Y0
-	VMOVUPS      Y0, (DX)
+	VADDPS       4736(DX), Y0, Y0
+	VMOVUPS      Y0, 4736(DX)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p6+48(FP), CX
-	MOVQ         p5+40(FP), DX
-	VMOVUPS      (DX), Y0
+	MOVQ         p5+40(FP), CX
+	VMOVUPS      4736(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       4544(CX), Y1, Y1
+	VMOVUPD      Y1, 4544(CX)
+	VADDPD       4576(CX), Y0, Y0
+	VMOVUPD      Y0, 4576(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
+	VMOVUPS      Y0, 4736(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_3
-	MOVQ         p6+48(FP), AX
-	MOVQ         p5+40(FP), CX
-	VMOVUPS      (CX), Y0
+	MOVQ         p5+40(FP), AX
+	VMOVUPS      4736(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       4544(AX), Y1, Y1
+	VMOVUPD      Y1, 4544(AX)
+	VADDPD       4576(AX), Y0, Y0
+	VMOVUPD      Y0, 4576(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
+	VMOVUPS      Y0, 4736(AX)
 	VZEROUPPER
 	RET
 

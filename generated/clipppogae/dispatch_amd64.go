@@ -7,11 +7,13 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"unsafe"
 )
 
-// avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for
-// the merged results.
+// avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
+// whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
+	buf      []float64
 	r34_s    []float64
 	r34_p    []float32
 	r36_s    []float64
@@ -39,7 +41,32 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r34_s: make([]float64, 16)[0:], r34_p: make([]float32, 32)[16:], r36_s: make([]float64, 32)[16:], r36_p: make([]float32, 64)[48:], r38_s: make([]float64, 48)[32:], r38_p: make([]float32, 96)[80:], r39_s: make([]float64, 64)[48:], r39_p: make([]float32, 128)[112:], r42_s: make([]float64, 80)[64:], r42_p: make([]float32, 160)[144:], r52_s: make([]float64, 96)[80:], r52_p: make([]float32, 192)[176:], r53_n: make([]float64, 525)[96:], r53_mean: make([]float64, 533)[104:], r53_m2: make([]float64, 541)[112:], r54_n: make([]float64, 549)[120:], r54_mean: make([]float64, 557)[128:], r54_m2: make([]float64, 565)[136:], r60_s: make([]float64, 573)[144:], r60_ok: make([]float32, 733)[304:], r62_s: make([]float64, 589)[160:], r66_s: make([]float64, 184)[168:], r66_p: make([]float32, 368)[352:], res: make([]float64, 421)}
+	st := &avxState{buf: make([]float64, 4024)}
+	st.r34_s = st.buf[8:24]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r36_s = st.buf[48:64]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r38_s = st.buf[88:104]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r39_s = st.buf[128:144]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r42_s = st.buf[168:184]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r52_s = st.buf[208:224]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r53_n = st.buf[248:677]
+	st.r53_mean = st.buf[688:1117]
+	st.r53_m2 = st.buf[1128:1557]
+	st.r54_n = st.buf[1568:1997]
+	st.r54_mean = st.buf[2008:2437]
+	st.r54_m2 = st.buf[2448:2877]
+	st.r60_s = st.buf[2888:3317]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r62_s = st.buf[3552:3981]
+	st.r66_s = st.buf[3992:4008]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.res = make([]float64, 421)
+	return st
 }}
 
 // pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
@@ -74,7 +101,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r60_s, 0)
 		runtime.SetMask(st.r60_ok)
 		runtime.Fill(st.r62_s, 0)
-		pass0AVX2(lo, &in.Entropy[0], &st.r39_p[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.r54_mean[0], &st.r54_m2[0], &in.LogProb[0], &in.SampleLogProb[0], &st.r60_ok[0], &st.r62_s[0], &st.r60_s[0], &st.r34_p[0], &st.r36_p[0], &st.r38_p[0], &st.r42_p[0], &st.r53_mean[0], &st.r53_m2[0], &st.r52_p[0], &out.Advantage[0], &out.ValueTarget[0], &st.r34_s[0], &st.r36_s[0], &st.r38_s[0], &st.r39_s[0], &st.r42_s[0], &st.r52_s[0], hi)
+		pass0AVX2(lo, &in.Entropy[0], &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {
@@ -149,7 +176,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r66_s, 0)
 	runtime.Fill(st.r66_p, 0)
-	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.r66_p[0], &out.ExplainedVariance[0], &st.r66_s[0])
+	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
 	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }

@@ -7,12 +7,12 @@ package clipppogae
 // pass0AVX2 is pass 0 (reverse scan over [N=64 T=421]) on 8 float32 lanes; see pass0Go for the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float64, p14 *float64, p15 *float32, p16 *float32, p17 *float32, p18 *float32, p19 *float64, p20 *float64, p21 *float32, p22 *float32, p23 *float32, p24 *float64, p25 *float64, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 int)
+func pass0AVX2(p0 int, p1 *float32, p2 *float64, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
 
 // pass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see pass1Go for the same loop in Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
+func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 
 // pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in Go.
 //

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float64, p14 *float64, p15 *float32, p16 *float32, p17 *float32, p18 *float32, p19 *float64, p20 *float64, p21 *float32, p22 *float32, p23 *float32, p24 *float64, p25 *float64, p26 *float64, p27 *float64, p28 *float64, p29 *float64, p30 int)
+// func pass0AVX2(p0 int, p1 *float32, p2 *float64, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $216-248
+TEXT ·pass0AVX2(SB), $216-104
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -48,38 +48,38 @@ outer0_1:
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
 	MOVQ         p2+16(FP), CX
-	VADDPS       (CX), Y1, Y1
-	VMOVUPS      Y1, (CX)
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
 	VMOVUPS      lgc2<>+0(SB), Y1
-	MOVQ         p3+24(FP), CX
+	MOVQ         p3+24(FP), BX
 	MOVQ         $+0, 8(SP)
-	MOVB         (CX)(DX*1), BL
-	MOVB         BL, 8(SP)
-	MOVB         1(CX)(DX*1), BL
-	MOVB         BL, 9(SP)
-	MOVB         2(CX)(DX*1), BL
-	MOVB         BL, 10(SP)
-	MOVB         3(CX)(DX*1), BL
-	MOVB         BL, 11(SP)
-	MOVB         4(CX)(DX*1), BL
-	MOVB         BL, 12(SP)
+	MOVB         (BX)(DX*1), SI
+	MOVB         SI, 8(SP)
+	MOVB         1(BX)(DX*1), SI
+	MOVB         SI, 9(SP)
+	MOVB         2(BX)(DX*1), SI
+	MOVB         SI, 10(SP)
+	MOVB         3(BX)(DX*1), SI
+	MOVB         SI, 11(SP)
+	MOVB         4(BX)(DX*1), SI
+	MOVB         SI, 12(SP)
 	VPMOVZXBD    8(SP), Y2
 	VCVTDQ2PS    Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), CX
+	MOVQ      p4+32(FP), BX
 	MOVQ      $+0, 16(SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, 16(SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 17(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 18(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 19(SP)
-	MOVB      4(CX)(DX*1), BL
-	MOVB      BL, 20(SP)
+	MOVB      (BX)(DX*1), SI
+	MOVB      SI, 16(SP)
+	MOVB      1(BX)(DX*1), SI
+	MOVB      SI, 17(SP)
+	MOVB      2(BX)(DX*1), SI
+	MOVB      SI, 18(SP)
+	MOVB      3(BX)(DX*1), SI
+	MOVB      SI, 19(SP)
+	MOVB      4(BX)(DX*1), SI
+	MOVB      SI, 20(SP)
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -89,21 +89,21 @@ outer0_1:
 
 	// v12 = mul(v11, v9) [N=64 T=421]
 	VMULPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       p5+40(FP), BX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p6+48(FP), CX
+	MOVQ       p6+48(FP), BX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p7+56(FP), CX
+	MOVQ       p7+56(FP), BX
 	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS  Y3, Y2, Y2
@@ -148,8 +148,8 @@ outer0_1:
 	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
-	XORQ         CX, CX
-	ADDQ         $+416, CX
+	XORQ         BX, BX
+	ADDQ         $+416, BX
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
@@ -158,38 +158,36 @@ outer0_1:
 	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X7
 	VCVTPS2PD    X7, Y7
-	MOVQ         p8+64(FP), BX
-	VMOVUPD      (BX)(CX*8), Y8
+	VMOVUPD      16064(CX)(BX*8), Y8
 	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y5, Y8
 	VSUBPD       Y8, Y6, Y6
-	MOVQ         p9+72(FP), SI
-	VMOVUPD      (SI)(CX*8), Y10
+	VMOVUPD      19584(CX)(BX*8), Y10
 	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      (BX)(CX*8), Y6
+	VMOVUPD      16064(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y8, Y6, Y8
-	VMOVUPD      Y8, (BX)(CX*8)
-	VMOVUPD      (SI)(CX*8), Y6
+	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y10, Y6, Y10
-	VMOVUPD      Y10, (SI)(CX*8)
-	VMOVUPD      32(BX)(CX*8), Y4
+	VMOVUPD      Y10, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y4
 	VSUBPD       Y4, Y7, Y6
 	VFMADD231PD  Y6, Y5, Y4
 	VSUBPD       Y4, Y7, Y5
-	VMOVUPD      32(SI)(CX*8), Y7
+	VMOVUPD      19616(CX)(BX*8), Y7
 	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      32(BX)(CX*8), Y5
+	VMOVUPD      16096(CX)(BX*8), Y5
 	VBLENDVPD    Y3, Y4, Y5, Y4
-	VMOVUPD      Y4, 32(BX)(CX*8)
-	VMOVUPD      32(SI)(CX*8), Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y4
 	VBLENDVPD    Y3, Y7, Y4, Y7
-	VMOVUPD      Y7, 32(SI)(CX*8)
-	MOVQ         p10+80(FP), BX
+	VMOVUPD      Y7, 19616(CX)(BX*8)
+	MOVQ         p8+64(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
-	MOVQ         p11+88(FP), BX
+	VMASKMOVPS   (SI)(DX*4), Y3, Y3
+	MOVQ         p9+72(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y3
@@ -245,26 +243,23 @@ outer0_1:
 	VANDPS       Y7, Y5, Y5
 	VMOVUPS      lgc26<>+0(SB), Y7
 	VBLENDVPS    Y1, Y5, Y7, Y5
-	MOVQ         p12+96(FP), BX
-	VANDPS       (BX), Y5, Y5
-	VMOVUPS      Y5, (BX)
-	MOVQ         p13+104(FP), BX
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X5
 	VCVTPS2PD    X5, Y5
 	VANDPD       Y2, Y1, Y1
-	MOVQ         p14+112(FP), SI
-	VADDPD       (SI)(CX*8), Y1, Y2
-	VMOVUPD      Y2, (SI)(CX*8)
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (BX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, (BX)(CX*8)
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
 	VANDPD       Y4, Y5, Y5
-	VADDPD       32(SI)(CX*8), Y5, Y1
-	VMOVUPD      Y1, 32(SI)(CX*8)
+	VADDPD       23136(CX)(BX*8), Y5, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
 	VMULPD       Y5, Y5, Y1
-	VADDPD       32(BX)(CX*8), Y1, Y1
-	VMOVUPD      Y1, 32(BX)(CX*8)
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
 	VMOVUPS      88(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
@@ -295,9 +290,8 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p15+120(FP), BX
-	VADDPS       (BX), Y2, Y2
-	VMOVUPS      Y2, (BX)
+	VADDPS       256(CX), Y2, Y2
+	VMOVUPS      Y2, 256(CX)
 	VMOVUPS      56(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
@@ -310,15 +304,14 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p16+128(FP), BX
-	VADDPS       (BX), Y2, Y2
-	VMOVUPS      Y2, (BX)
-	MOVQ         p11+88(FP), BX
+	VADDPS       576(CX), Y2, Y2
+	VMOVUPS      Y2, 576(CX)
+	MOVQ         p9+72(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (BX)(DX*4), Y2, Y2
-	MOVQ         p10+80(FP), BX
+	VMASKMOVPS   (SI)(DX*4), Y2, Y2
+	MOVQ         p8+64(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
 	VSUBPS Y4, Y2, Y2
@@ -329,13 +322,12 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p17+136(FP), BX
-	VADDPS       (BX), Y2, Y2
-	VMOVUPS      Y2, (BX)
+	VADDPS       896(CX), Y2, Y2
+	VMOVUPS      Y2, 896(CX)
 	VMOVUPS      lgc30<>+0(SB), Y2
-	MOVQ         p1+8(FP), BX
+	MOVQ         p1+8(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
 	VMULPS Y4, Y2, Y2
@@ -346,13 +338,12 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y4, X5
 	VPMOVSXDQ    X5, Y5
 	VANDPS       Y4, Y2, Y2
-	MOVQ         p18+144(FP), BX
-	VADDPS       (BX), Y2, Y2
-	VMOVUPS      Y2, (BX)
+	VADDPS       1536(CX), Y2, Y2
+	VMOVUPS      Y2, 1536(CX)
 	VMOVUPS      24(SP), Y2
-	MOVQ         p7+56(FP), BX
+	MOVQ         p7+56(FP), SI
 	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMASKMOVPS   (SI)(DX*4), Y4, Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
 	VSUBPS Y4, Y2, Y4
@@ -366,32 +357,30 @@ outer0_1:
 	VCVTPS2PD    X4, Y8
 	VEXTRACTF128 $0x01, Y4, X9
 	VCVTPS2PD    X9, Y9
-	MOVQ         p19+152(FP), BX
-	VMOVUPD      (BX)(CX*8), Y10
+	VMOVUPD      5504(CX)(BX*8), Y10
 	VSUBPD       Y10, Y8, Y11
 	VFMADD231PD  Y11, Y7, Y10
 	VSUBPD       Y10, Y8, Y8
-	MOVQ         p20+160(FP), SI
-	VMOVUPD      (SI)(CX*8), Y12
+	VMOVUPD      9024(CX)(BX*8), Y12
 	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      (BX)(CX*8), Y8
+	VMOVUPD      5504(CX)(BX*8), Y8
 	VBLENDVPD    Y6, Y10, Y8, Y10
-	VMOVUPD      Y10, (BX)(CX*8)
-	VMOVUPD      (SI)(CX*8), Y8
+	VMOVUPD      Y10, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y8
 	VBLENDVPD    Y6, Y12, Y8, Y12
-	VMOVUPD      Y12, (SI)(CX*8)
-	VMOVUPD      32(BX)(CX*8), Y6
+	VMOVUPD      Y12, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y6
 	VSUBPD       Y6, Y9, Y8
 	VFMADD231PD  Y8, Y7, Y6
 	VSUBPD       Y6, Y9, Y7
-	VMOVUPD      32(SI)(CX*8), Y9
+	VMOVUPD      9056(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      32(BX)(CX*8), Y7
+	VMOVUPD      5536(CX)(BX*8), Y7
 	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, 32(BX)(CX*8)
-	VMOVUPD      32(SI)(CX*8), Y6
+	VMOVUPD      Y6, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y6
 	VBLENDVPD    Y5, Y9, Y6, Y9
-	VMOVUPD      Y9, 32(SI)(CX*8)
+	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// v44 = abs(v43) [N=64 T=421]
 	VMOVUPS lgc29<>+0(SB), Y5
@@ -426,21 +415,20 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
 	VANDPS       Y5, Y4, Y4
-	MOVQ         p21+168(FP), CX
-	VADDPS       (CX), Y4, Y4
-	VMOVUPS      Y4, (CX)
+	VADDPS       1856(CX), Y4, Y4
+	VMOVUPS      Y4, 1856(CX)
 	VMOVUPS      lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
 	VMULPS Y3, Y4, Y3
 
 	// store v18
-	MOVQ       p22+176(FP), CX
+	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
 	// store v19
-	MOVQ       p23+184(FP), CX
+	MOVQ       p11+88(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS Y2, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -456,17 +444,17 @@ blocks_2:
 
 	// mean(v2) over [N T]
 	MOVQ      p2+16(FP), BX
-	VADDPS    (BX), Y1, Y1
-	VMOVUPS   Y1, (BX)
+	VADDPS    1216(BX), Y1, Y1
+	VMOVUPS   Y1, 1216(BX)
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p3+24(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y2
+	MOVQ      p3+24(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y3
+	MOVQ      p4+32(FP), DI
+	VPMOVZXBD (DI)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v10 = sub(v8, v5) [N=64 T=421]
@@ -475,18 +463,18 @@ blocks_2:
 
 	// v12 = mul(v11, v9) [N=64 T=421]
 	VMULPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p5+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p6+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p6+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p7+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p7+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS  Y3, Y2, Y2
@@ -527,34 +515,32 @@ blocks_2:
 	VADDPS Y3, Y2, Y1
 
 	// var(v19) over [N]
-	XORQ         BX, BX
-	ADDQ         CX, BX
+	XORQ         DI, DI
+	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X5
 	VCVTPS2PD    X5, Y5
-	MOVQ         p8+64(FP), DI
-	VMOVUPD      (DI)(BX*8), Y6
+	VMOVUPD      16064(BX)(DI*8), Y6
 	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y3, Y6
 	VSUBPD       Y6, Y4, Y4
-	MOVQ         p9+72(FP), R8
-	VMOVUPD      (R8)(BX*8), Y8
+	VMOVUPD      19584(BX)(DI*8), Y8
 	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, (DI)(BX*8)
-	VMOVUPD      Y8, (R8)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y4
+	VMOVUPD      Y6, 16064(BX)(DI*8)
+	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y4
 	VSUBPD       Y4, Y5, Y6
 	VFMADD231PD  Y6, Y3, Y4
 	VSUBPD       Y4, Y5, Y3
-	VMOVUPD      32(R8)(BX*8), Y5
+	VMOVUPD      19616(BX)(DI*8), Y5
 	VFMADD231PD  Y6, Y3, Y5
-	VMOVUPD      Y4, 32(DI)(BX*8)
-	VMOVUPD      Y5, 32(R8)(BX*8)
-	MOVQ         p10+80(FP), DI
-	VMOVUPS      (DI)(SI*4), Y3
-	MOVQ         p11+88(FP), DI
-	VMOVUPS      (DI)(SI*4), Y4
+	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VMOVUPD      Y5, 19616(BX)(DI*8)
+	MOVQ         p8+64(FP), R8
+	VMOVUPS      (R8)(SI*4), Y3
+	MOVQ         p9+72(FP), R8
+	VMOVUPS      (R8)(SI*4), Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y3
@@ -604,24 +590,21 @@ blocks_2:
 	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	MOVQ         p12+96(FP), DI
-	VANDPS       (DI), Y1, Y1
-	VMOVUPS      Y1, (DI)
-	MOVQ         p13+104(FP), DI
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
 	VCVTPS2PD    X6, Y1
 	VEXTRACTF128 $0x01, Y6, X2
 	VCVTPS2PD    X2, Y2
-	MOVQ         p14+112(FP), R8
-	VADDPD       (R8)(BX*8), Y1, Y4
-	VMOVUPD      Y4, (R8)(BX*8)
+	VADDPD       23104(BX)(DI*8), Y1, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
-	VADDPD       (DI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, (DI)(BX*8)
-	VADDPD       32(R8)(BX*8), Y2, Y1
-	VMOVUPD      Y1, 32(R8)(BX*8)
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
 	VMULPD       Y2, Y2, Y1
-	VADDPD       32(DI)(BX*8), Y1, Y1
-	VMOVUPD      Y1, 32(DI)(BX*8)
+	VADDPD       28448(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(DI*8)
 	VMOVUPS      184(SP), Y1
 
 	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
@@ -647,9 +630,8 @@ blocks_2:
 	VXORPS lgc29<>+0(SB), Y2, Y2
 
 	// mean(v33) over [N T]
-	MOVQ    p15+120(FP), DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
+	VADDPS  256(BX), Y2, Y2
+	VMOVUPS Y2, 256(BX)
 	VMOVUPS 152(SP), Y2
 
 	// v35 = ne(v24, v20) [N=64 T=421]
@@ -657,35 +639,32 @@ blocks_2:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// mean(v35) over [N T]
-	MOVQ    p16+128(FP), DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
-	MOVQ    p11+88(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	MOVQ    p10+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
+	MOVQ    p9+72(FP), R8
+	VMOVUPS (R8)(SI*4), Y2
+	MOVQ    p8+64(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v37 = sub(v1, v0) [N=64 T=421]
 	VSUBPS Y4, Y2, Y2
 
 	// mean(v37) over [N T]
-	MOVQ    p17+136(FP), DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
 	VMOVUPS lgc30<>+0(SB), Y2
-	MOVQ    p1+8(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	MOVQ    p1+8(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v41 = mul(v40, v2) [N=64 T=421]
 	VMULPS Y4, Y2, Y2
 
 	// mean(v41) over [N T]
-	MOVQ    p18+144(FP), DI
-	VADDPS  (DI), Y2, Y2
-	VMOVUPS Y2, (DI)
+	VADDPS  1536(BX), Y2, Y2
+	VMOVUPS Y2, 1536(BX)
 	VMOVUPS 120(SP), Y2
-	MOVQ    p7+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	MOVQ    p7+56(FP), R8
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v43 = sub(v19, v3) [N=64 T=421]
 	VSUBPS Y4, Y2, Y4
@@ -695,24 +674,22 @@ blocks_2:
 	VCVTPS2PD    X4, Y6
 	VEXTRACTF128 $0x01, Y4, X7
 	VCVTPS2PD    X7, Y7
-	MOVQ         p19+152(FP), DI
-	VMOVUPD      (DI)(BX*8), Y8
+	VMOVUPD      5504(BX)(DI*8), Y8
 	VSUBPD       Y8, Y6, Y9
 	VFMADD231PD  Y9, Y5, Y8
 	VSUBPD       Y8, Y6, Y6
-	MOVQ         p20+160(FP), R8
-	VMOVUPD      (R8)(BX*8), Y10
+	VMOVUPD      9024(BX)(DI*8), Y10
 	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      Y8, (DI)(BX*8)
-	VMOVUPD      Y10, (R8)(BX*8)
-	VMOVUPD      32(DI)(BX*8), Y6
+	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VMOVUPD      Y10, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y6
 	VSUBPD       Y6, Y7, Y8
 	VFMADD231PD  Y8, Y5, Y6
 	VSUBPD       Y6, Y7, Y5
-	VMOVUPD      32(R8)(BX*8), Y7
+	VMOVUPD      9056(BX)(DI*8), Y7
 	VFMADD231PD  Y8, Y5, Y7
-	VMOVUPD      Y6, 32(DI)(BX*8)
-	VMOVUPD      Y7, 32(R8)(BX*8)
+	VMOVUPD      Y6, 5536(BX)(DI*8)
+	VMOVUPD      Y7, 9056(BX)(DI*8)
 
 	// v44 = abs(v43) [N=64 T=421]
 	VMOVUPS lgc29<>+0(SB), Y5
@@ -742,174 +719,151 @@ blocks_2:
 	VMULPS Y4, Y5, Y4
 
 	// mean(v51) over [N T]
-	MOVQ    p21+168(FP), BX
-	VADDPS  (BX), Y4, Y4
-	VMOVUPS Y4, (BX)
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
 	VMOVUPS lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
 	VMULPS Y3, Y4, Y3
 
 	// store v18
-	MOVQ    p22+176(FP), BX
+	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
 	// store v19
-	MOVQ         p23+184(FP), BX
+	MOVQ         p11+88(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p24+192(FP), DX
-	MOVQ         p15+120(FP), BX
-	VMOVUPS      (BX), Y1
+	MOVQ         p2+16(FP), DX
+	VMOVUPS      256(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
-	MOVQ         p25+200(FP), DX
-	MOVQ         p16+128(FP), BX
-	VMOVUPS      (BX), Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
-	MOVQ         p26+208(FP), DX
-	MOVQ         p17+136(FP), BX
-	VMOVUPS      (BX), Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
-	MOVQ         p27+216(FP), DX
-	MOVQ         p2+16(FP), BX
-	VMOVUPS      (BX), Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
-	MOVQ         p28+224(FP), DX
-	MOVQ         p18+144(FP), BX
-	VMOVUPS      (BX), Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
-	MOVQ         p29+232(FP), DX
-	MOVQ         p21+168(FP), BX
-	VMOVUPS      (BX), Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       (DX), Y2, Y2
-	VMOVUPD      Y2, (DX)
-	VADDPD       32(DX), Y1, Y1
-	VMOVUPD      Y1, 32(DX)
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
 	VXORPS       Y1, Y1, Y1
-	VMOVUPS      Y1, (BX)
+	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p24+192(FP), CX
-	MOVQ         p15+120(FP), DX
-	VMOVUPS      (DX), Y0
+	MOVQ         p2+16(FP), CX
+	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p25+200(FP), CX
-	MOVQ         p16+128(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       384(CX), Y1, Y1
+	VMOVUPD      Y1, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p26+208(FP), CX
-	MOVQ         p17+136(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       704(CX), Y1, Y1
+	VMOVUPD      Y1, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p27+216(FP), CX
-	MOVQ         p2+16(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1024(CX), Y1, Y1
+	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p28+224(FP), CX
-	MOVQ         p18+144(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1344(CX), Y1, Y1
+	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
-	MOVQ         p29+232(FP), CX
-	MOVQ         p21+168(FP), DX
-	VMOVUPS      (DX), Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       1664(CX), Y1, Y1
+	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
+	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
-	CMPQ         AX, p30+240(FP)
+	CMPQ         AX, p12+96(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1230,9 +1184,9 @@ DATA lgc31<>+24(SB)/4, $0x40000000
 DATA lgc31<>+28(SB)/4, $0x40000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64)
+// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-56
+TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -1298,26 +1252,25 @@ blocks_4:
 
 	// mean(v65) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  (DX), Y4, Y1
-	VMOVUPS Y1, (DX)
+	VADDPS  32128(DX), Y4, Y1
+	VMOVUPS Y1, 32128(DX)
 
 	// store v58
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p6+48(FP), CX
-	MOVQ         p4+32(FP), DX
-	VMOVUPS      (DX), Y0
+	MOVQ         p4+32(FP), CX
+	VMOVUPS      32128(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (CX), Y1, Y1
-	VMOVUPD      Y1, (CX)
-	VADDPD       32(CX), Y0, Y0
-	VMOVUPD      Y0, 32(CX)
+	VADDPD       31936(CX), Y1, Y1
+	VMOVUPD      Y1, 31936(CX)
+	VADDPD       31968(CX), Y0, Y0
+	VMOVUPD      Y0, 31968(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (DX)
+	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -1394,25 +1347,24 @@ noflush_5:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       (AX), Y1, Y1
-	VMOVUPS      Y1, (AX)
+	VADDPS       32128(AX), Y1, Y1
+	VMOVUPS      Y1, 32128(AX)
 
 	// store v58
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p6+48(FP), AX
-	MOVQ         p4+32(FP), CX
-	VMOVUPS      (CX), Y0
+	MOVQ         p4+32(FP), AX
+	VMOVUPS      32128(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (AX), Y1, Y1
-	VMOVUPD      Y1, (AX)
-	VADDPD       32(AX), Y0, Y0
-	VMOVUPD      Y0, 32(AX)
+	VADDPD       31936(AX), Y1, Y1
+	VMOVUPD      Y1, 31936(AX)
+	VADDPD       31968(AX), Y0, Y0
+	VMOVUPD      Y0, 31968(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, (CX)
+	VMOVUPS      Y0, 32128(AX)
 	VZEROUPPER
 	RET
 

@@ -9,9 +9,10 @@ import (
 	"sync"
 )
 
-// avxState holds the AVX2 kernels' per-lane reduction states (float64) and a buffer for
-// the merged results.
+// avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
+// whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
+	buf      []float64
 	r17_s    []float64
 	r18_n    []float64
 	r18_mean []float64
@@ -20,7 +21,13 @@ type avxState struct {
 }
 
 var avxPool = sync.Pool{New: func() any {
-	return &avxState{r17_s: make([]float64, 12)[0:], r18_n: make([]float64, 20)[8:], r18_mean: make([]float64, 28)[16:], r18_m2: make([]float64, 36)[24:], res: make([]float64, 1)}
+	st := &avxState{buf: make([]float64, 96)}
+	st.r17_s = st.buf[8:20]
+	st.r18_n = st.buf[32:44]
+	st.r18_mean = st.buf[56:68]
+	st.r18_m2 = st.buf[80:92]
+	st.res = make([]float64, 1)
+	return st
 }}
 
 // pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
@@ -38,7 +45,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r18_n, 0)
 		runtime.Fill(st.r18_mean, 0)
 		runtime.Fill(st.r18_m2, 0)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.r17_s[0], &st.r18_mean[0], &st.r18_n[0], &st.r18_m2[0], &s.s0[0], &out.ValueTarget[0], hi)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {

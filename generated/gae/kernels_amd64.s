@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 int)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $16-104
+TEXT ·pass0AVX2(SB), $16-80
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -87,43 +87,40 @@ outer0_1:
 	VMOVUPD lgc2<>+0(SB), Y1
 	VANDPD  Y1, Y2, Y1
 	MOVQ    p6+48(FP), CX
-	VADDPD  (CX), Y1, Y1
-	VMOVUPD Y1, (CX)
+	VADDPD  64(CX), Y1, Y1
+	VMOVUPD Y1, 64(CX)
 
 	// var(v15) over [N T]
 	VMOVUPD     lgc2<>+0(SB), Y1
-	MOVQ        p7+56(FP), CX
-	VMOVUPD     (CX), Y4
+	VMOVUPD     448(CX), Y4
 	VSUBPD      Y4, Y2, Y5
-	MOVQ        p8+64(FP), BX
-	VMOVUPD     (BX), Y6
+	VMOVUPD     256(CX), Y6
 	VADDPD      lgc0<>+0(SB), Y6, Y6
-	VMOVUPD     (BX), Y7
+	VMOVUPD     256(CX), Y7
 	VBLENDVPD   Y1, Y6, Y7, Y6
-	VMOVUPD     Y6, (BX)
+	VMOVUPD     Y6, 256(CX)
 	VDIVPD      Y6, Y5, Y6
 	VADDPD      Y6, Y4, Y4
 	VSUBPD      Y4, Y2, Y6
-	MOVQ        p9+72(FP), BX
-	VMOVUPD     (BX), Y7
+	VMOVUPD     640(CX), Y7
 	VFMADD231PD Y5, Y6, Y7
-	VMOVUPD     (CX), Y5
+	VMOVUPD     448(CX), Y5
 	VBLENDVPD   Y1, Y4, Y5, Y4
-	VMOVUPD     Y4, (CX)
-	VMOVUPD     (BX), Y4
+	VMOVUPD     Y4, 448(CX)
+	VMOVUPD     640(CX), Y4
 	VBLENDVPD   Y1, Y7, Y4, Y7
-	VMOVUPD     Y7, (BX)
+	VMOVUPD     Y7, 640(CX)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
 
 	// store v15
-	MOVQ       p10+80(FP), CX
+	MOVQ       p7+56(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
 	// store v16
-	MOVQ       p11+88(FP), CX
+	MOVQ       p8+64(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
@@ -190,40 +187,37 @@ blocks_2:
 
 	// mean(v15) over [N T]
 	MOVQ    p6+48(FP), DX
-	VADDPD  (DX), Y2, Y1
-	VMOVUPD Y1, (DX)
+	VADDPD  64(DX), Y2, Y1
+	VMOVUPD Y1, 64(DX)
 
 	// var(v15) over [N T]
-	MOVQ        p7+56(FP), DX
-	VMOVUPD     (DX), Y1
+	VMOVUPD     448(DX), Y1
 	VSUBPD      Y1, Y2, Y4
-	MOVQ        p8+64(FP), SI
-	VMOVUPD     (SI), Y5
+	VMOVUPD     256(DX), Y5
 	VADDPD      lgc0<>+0(SB), Y5, Y5
-	VMOVUPD     Y5, (SI)
+	VMOVUPD     Y5, 256(DX)
 	VDIVPD      Y5, Y4, Y5
 	VADDPD      Y5, Y1, Y1
 	VSUBPD      Y1, Y2, Y5
-	MOVQ        p9+72(FP), SI
-	VMOVUPD     (SI), Y6
+	VMOVUPD     640(DX), Y6
 	VFMADD231PD Y4, Y5, Y6
-	VMOVUPD     Y1, (DX)
-	VMOVUPD     Y6, (SI)
+	VMOVUPD     Y1, 448(DX)
+	VMOVUPD     Y6, 640(DX)
 
 	// v16 = add(v15, v3) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
 
 	// store v15
-	MOVQ    p10+80(FP), DX
+	MOVQ    p7+56(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 
 	// store v16
-	MOVQ    p11+88(FP), DX
+	MOVQ    p8+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, p12+96(FP)
+	CMPQ    AX, p9+72(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
