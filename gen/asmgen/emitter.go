@@ -20,7 +20,7 @@ type emitter struct {
 	inField  map[string]string
 	outField map[string]string
 
-	states  []stateArray   // the reduction state arrays inside avxState.buf, in order
+	states     []stateArray   // the reduction state arrays inside avxState.buf, in order
 	stateAt    map[string]int // byte offset of each, by stateField name
 	stateBytes int            // the buffer's size
 }

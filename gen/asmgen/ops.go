@@ -35,12 +35,19 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		return pg.log1pf(a[0])
 	case ir.OpSqrt:
 		pg.sqrt(a[0], z)
-	case ir.OpAdd:
-		pg.add(a[1], a[0], z)
-	case ir.OpSub:
-		pg.sub(a[1], a[0], z)
-	case ir.OpMul:
-		pg.mul(a[1], a[0], z)
+	case ir.OpAdd, ir.OpSub, ir.OpMul:
+		var y operand.Op = a[len(a)-1]
+		if v, ok := foldedConst(n); ok {
+			y = pg.cf(v) // a[0] is the variable (see reads)
+		}
+		switch n.Op {
+		case ir.OpAdd:
+			pg.add(y, a[0], z)
+		case ir.OpSub:
+			pg.sub(y, a[0], z)
+		default:
+			pg.mul(y, a[0], z)
+		}
 	case ir.OpDiv:
 		pg.div(a[1], a[0], z)
 	case ir.OpMin, ir.OpMax:
@@ -72,6 +79,32 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		panic("asmgen: no vector form for " + n.Op.String())
 	}
 	return z
+}
+
+// foldedConst reports whether n is x+c, c+x, x·c, c·x or x−c with c a scalar constant, which
+// the instruction reads from memory (add and multiply commute exactly, NaNs aside, whose
+// payload the kernels do not promise): no register holds c.
+func foldedConst(n *ir.Node) (float64, bool) {
+	isConst := func(x *ir.Node) bool { return x.Op == ir.OpConst && len(x.Shape) == 0 }
+	switch {
+	case n.Op != ir.OpAdd && n.Op != ir.OpSub && n.Op != ir.OpMul:
+	case isConst(n.Args[1]) && !isConst(n.Args[0]):
+		return n.Args[1].Value[0], true
+	case n.Op != ir.OpSub && isConst(n.Args[0]) && !isConst(n.Args[1]):
+		return n.Args[0].Value[0], true
+	}
+	return 0, false
+}
+
+// foldedArgs is n's arguments as compute reads them from registers.
+func foldedArgs(n *ir.Node) []*ir.Node {
+	if _, ok := foldedConst(n); ok {
+		if n.Args[1].Op == ir.OpConst && len(n.Args[1].Shape) == 0 {
+			return n.Args[:1]
+		}
+		return n.Args[1:]
+	}
+	return n.Args
 }
 
 // constSide finds a min/max whose one argument is a scalar constant other than ±0 and NaN;

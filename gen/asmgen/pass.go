@@ -773,7 +773,7 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 	case n.Op == ir.OpGather:
 		return []*ir.Node{n.Args[1]}
 	}
-	return n.Args
+	return foldedArgs(n)
 }
 
 // temps estimates the vector registers an item's expansion uses besides its arguments.

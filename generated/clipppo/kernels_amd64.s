@@ -168,12 +168,11 @@ blocks_1:
 	// mean(v31) over [B]
 	VADDPS  1472(DX), Y1, Y1
 	VMOVUPS Y1, 1472(DX)
-	VMOVUPS lgc19<>+0(SB), Y1
 	MOVQ    p2+16(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v35 = mul(v34, v2) [B=4096]
-	VMULPS Y2, Y1, Y1
+	VMULPS lgc19<>+0(SB), Y1, Y1
 
 	// mean(v35) over [B]
 	VADDPS  2112(DX), Y1, Y1
@@ -249,24 +248,22 @@ blocks_1:
 	VMULPS Y1, Y1, Y1
 
 	// v49 = max(v38, v48) [B=4096]
-	VXORPS  lgc22<>+0(SB), Y3, Y2
-	VXORPS  lgc22<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y3
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y3, Y1, Y1
-	VXORPS  lgc22<>+0(SB), Y1, Y1
-	VMOVUPS lgc12<>+0(SB), Y2
+	VXORPS lgc22<>+0(SB), Y3, Y2
+	VXORPS lgc22<>+0(SB), Y1, Y1
+	VMINPS Y2, Y1, Y3
+	VMINPS Y1, Y2, Y1
+	VORPS  Y3, Y1, Y1
+	VXORPS lgc22<>+0(SB), Y1, Y1
 
 	// v51 = mul(v50, v49) [B=4096]
-	VMULPS Y1, Y2, Y1
+	VMULPS lgc12<>+0(SB), Y1, Y1
 
 	// mean(v51) over [B]
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
-	VMOVUPS lgc23<>+0(SB), Y1
 
 	// v61 = mul(v59, v14) [B=4096]
-	VMULPS       Y0, Y1, Y0
+	VMULPS       lgc23<>+0(SB), Y0, Y0
 	DECQ         CX
 	JNZ          noflush_2
 	MOVQ         p1+8(FP), CX
@@ -662,10 +659,9 @@ TEXT ·pass1AVX2(SB), $0-48
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc24<>+0(SB), Y1
 
 	// v56 = add(v54, v55) []
-	VADDPS       Y1, Y0, Y0
+	VADDPS       lgc24<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -675,12 +671,11 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v58 = sub(v50, v57) []
 	VSUBPS       Y0, Y1, Y0
-	VMOVUPS      lgc23<>+0(SB), Y1
 	MOVQ         p2+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
+	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v63 = mul(v59, v60) []
-	VMULPS       Y2, Y1, Y1
+	VMULPS       lgc23<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 

@@ -84,11 +84,10 @@ outer0_1:
 	VCVTDQ2PS Y3, Y3
 
 	// v10 = sub(v8, v5) [N=64 T=421]
-	VSUBPS  Y3, Y1, Y1
-	VMOVUPS lgc3<>+0(SB), Y3
+	VSUBPS Y3, Y1, Y1
 
 	// v12 = mul(v11, v9) [N=64 T=421]
-	VMULPS     Y2, Y3, Y2
+	VMULPS     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p5+40(FP), BX
 	VMOVUPS    lgc1<>+0(SB), Y3
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
@@ -106,11 +105,10 @@ outer0_1:
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
-	VSUBPS  Y3, Y2, Y2
-	VMOVUPS lgc4<>+0(SB), Y4
+	VSUBPS Y3, Y2, Y2
 
 	// v17 = mul(v16, v10) [N=64 T=421]  # discount
-	VMULPS Y1, Y4, Y1
+	VMULPS lgc4<>+0(SB), Y1, Y1
 
 	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
@@ -324,13 +322,12 @@ outer0_1:
 	VANDPS       Y4, Y2, Y2
 	VADDPS       896(CX), Y2, Y2
 	VMOVUPS      Y2, 896(CX)
-	VMOVUPS      lgc30<>+0(SB), Y2
 	MOVQ         p1+8(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VMASKMOVPS   (SI)(DX*4), Y2, Y2
 
 	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS Y4, Y2, Y2
+	VMULPS lgc30<>+0(SB), Y2, Y2
 
 	// mean(v41) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y4
@@ -388,26 +385,25 @@ outer0_1:
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS  $0x11, Y5, Y4, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc21<>+0(SB), Y7
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS Y4, Y7, Y8
+	VMULPS lgc21<>+0(SB), Y4, Y6
 
 	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y4, Y8, Y8
+	VMULPS Y4, Y6, Y6
 
 	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS Y7, Y4, Y4
+	VSUBPS lgc21<>+0(SB), Y4, Y4
 
 	// v50 = where(v46, v48, v49) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y8, Y4, Y4
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y4, Y4
 
 	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS Y4, Y5, Y4
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v51) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y5
@@ -417,10 +413,9 @@ outer0_1:
 	VANDPS       Y5, Y4, Y4
 	VADDPS       1856(CX), Y4, Y4
 	VMOVUPS      Y4, 1856(CX)
-	VMOVUPS      lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS Y3, Y4, Y3
+	VMULPS lgc31<>+0(SB), Y3, Y3
 
 	// store v18
 	MOVQ       p10+80(FP), CX
@@ -458,11 +453,10 @@ blocks_2:
 	VCVTDQ2PS Y3, Y3
 
 	// v10 = sub(v8, v5) [N=64 T=421]
-	VSUBPS  Y3, Y1, Y1
-	VMOVUPS lgc3<>+0(SB), Y3
+	VSUBPS Y3, Y1, Y1
 
 	// v12 = mul(v11, v9) [N=64 T=421]
-	VMULPS  Y2, Y3, Y2
+	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    p5+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
@@ -477,11 +471,10 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
-	VSUBPS  Y3, Y2, Y2
-	VMOVUPS lgc4<>+0(SB), Y4
+	VSUBPS Y3, Y2, Y2
 
 	// v17 = mul(v16, v10) [N=64 T=421]  # discount
-	VMULPS Y1, Y4, Y1
+	VMULPS lgc4<>+0(SB), Y1, Y1
 
 	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
@@ -652,12 +645,11 @@ blocks_2:
 	// mean(v37) over [N T]
 	VADDPS  896(BX), Y2, Y2
 	VMOVUPS Y2, 896(BX)
-	VMOVUPS lgc30<>+0(SB), Y2
 	MOVQ    p1+8(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
+	VMOVUPS (R8)(SI*4), Y2
 
 	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS Y4, Y2, Y2
+	VMULPS lgc30<>+0(SB), Y2, Y2
 
 	// mean(v41) over [N T]
 	VADDPS  1536(BX), Y2, Y2
@@ -697,34 +689,32 @@ blocks_2:
 	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS  $0x11, Y5, Y4, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc21<>+0(SB), Y7
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS Y4, Y7, Y8
+	VMULPS lgc21<>+0(SB), Y4, Y6
 
 	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y4, Y8, Y8
+	VMULPS Y4, Y6, Y6
 
 	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS Y7, Y4, Y4
+	VSUBPS lgc21<>+0(SB), Y4, Y4
 
 	// v50 = where(v46, v48, v49) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y8, Y4, Y4
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y4, Y4
 
 	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS Y4, Y5, Y4
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v51) over [N T]
 	VADDPS  1856(BX), Y4, Y4
 	VMOVUPS Y4, 1856(BX)
-	VMOVUPS lgc31<>+0(SB), Y4
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS Y3, Y4, Y3
+	VMULPS lgc31<>+0(SB), Y3, Y3
 
 	// store v18
 	MOVQ    p10+80(FP), BX
@@ -1195,10 +1185,9 @@ blocks_4:
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc32<>+0(SB), Y1
 
 	// v56 = add(v54, v55) [T=421]
-	VADDPS  Y1, Y0, Y0
+	VADDPS  lgc32<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1208,12 +1197,11 @@ blocks_4:
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS  Y0, Y1, Y0
-	VMOVUPS lgc31<>+0(SB), Y1
 	MOVQ    p2+16(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS  Y2, Y1, Y1
+	VMULPS  lgc31<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1282,10 +1270,9 @@ noflush_5:
 	ADDQ       $+416, CX
 	VMOVUPS    lgc1<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
-	VMOVUPS    lgc32<>+0(SB), Y1
 
 	// v56 = add(v54, v55) [T=421]
-	VADDPS     Y1, Y0, Y0
+	VADDPS     lgc32<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1296,13 +1283,12 @@ noflush_5:
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS     Y0, Y1, Y0
-	VMOVUPS    lgc31<>+0(SB), Y1
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMASKMOVPS (AX)(CX*4), Y2, Y2
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS     Y2, Y1, Y1
+	VMULPS     lgc31<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2

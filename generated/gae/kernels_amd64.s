@@ -33,11 +33,10 @@ outer0_1:
 	VCVTDQ2PD X3, Y3
 
 	// v7 = sub(v5, v1) [N=64 T=421]
-	VSUBPD  Y3, Y1, Y1
-	VMOVUPD lgc1<>+0(SB), Y3
+	VSUBPD Y3, Y1, Y1
 
 	// v9 = mul(v8, v6) [N=64 T=421]
-	VMULPD     Y2, Y3, Y2
+	VMULPD     lgc1<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
@@ -55,11 +54,10 @@ outer0_1:
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v12 = sub(v11, v3) [N=64 T=421]  # delta
-	VSUBPD  Y3, Y2, Y2
-	VMOVUPD lgc3<>+0(SB), Y4
+	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPD Y1, Y4, Y1
+	VMULPD lgc3<>+0(SB), Y1, Y1
 
 	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
@@ -142,11 +140,10 @@ blocks_2:
 	VCVTDQ2PD X3, Y3
 
 	// v7 = sub(v5, v1) [N=64 T=421]
-	VSUBPD  Y3, Y1, Y1
-	VMOVUPD lgc1<>+0(SB), Y3
+	VSUBPD Y3, Y1, Y1
 
 	// v9 = mul(v8, v6) [N=64 T=421]
-	VMULPD  Y2, Y3, Y2
+	VMULPD  lgc1<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
@@ -161,11 +158,10 @@ blocks_2:
 	VMOVUPD (DX)(BX*8), Y3
 
 	// v12 = sub(v11, v3) [N=64 T=421]  # delta
-	VSUBPD  Y3, Y2, Y2
-	VMOVUPD lgc3<>+0(SB), Y4
+	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPD Y1, Y4, Y1
+	VMULPD lgc3<>+0(SB), Y1, Y1
 
 	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
