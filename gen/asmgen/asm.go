@@ -2,7 +2,9 @@
 // pass of the fusion plan as a Go-assembly function working on 8 float32 lanes (4 float64
 // lanes), with FMA where the math allows, and the Go glue that calls it, finishes its
 // reductions and registers the kernels for run-time dispatch. It is generic over the IR: each
-// op has one vector expansion here, so no loss needs assembly of its own.
+// op has one vector expansion here, so no loss needs assembly of its own. A pass whose
+// reductions all reduce over its first dim takes a range of rows, so the glue runs a large
+// one as a fixed number of row chunks on goroutines and merges their states (chunkable).
 package asmgen
 
 import (

@@ -11,8 +11,8 @@ import (
 )
 
 // Reductions accumulate per lane: each lane holds the state of its own subset of the
-// elements in memory arrays that the Go wrapper initialises before the loop and merges
-// pairwise after it (runtime.Finish*). Values that are exact in the kernel's element type
+// elements in memory arrays (views of one state buffer, see layoutStates) that the Go
+// wrapper initialises before the loop and merges pairwise after it (runtime.Finish*). Values that are exact in the kernel's element type
 // (running max/min, logsumexp's max, argmax's best value) stay in it; sums are float64. A
 // float32 kernel adds a reduction's 8 lanes into a float32 partial for up to partialBlocks
 // blocks, then flushes it into the float64 sum, so a lane's float32 rounding stays within
