@@ -111,8 +111,9 @@ func FinishSumLog(dst, s []float64, lps int) {
 // SetMask sets every bit of every element of m: the identity of the bitwise AND in which an
 // assembly kernel accumulates its lanes' compare masks (all ones where a test held).
 func SetMask[T Float](m []T) {
-	for i := range maskBytes(m) {
-		maskBytes(m)[i] = 0xff
+	b := maskBytes(m)
+	for i := range b {
+		b[i] = 0xff
 	}
 }
 

@@ -47,7 +47,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 			for _, f := range pg.fields(r) {
 				size := 8
 				if f.elem {
-					size = 32 / e.a.lanes()
+					size = pg.esz()
 				}
 				off := (end + 64 + 63) / 64 * 64
 				a := stateArray{name: stateField(r, f.name), elem: f.elem, n: lay.slots*lay.lps + 8, off: off}
@@ -219,11 +219,17 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 	rt := gogen.RuntimePath
 	for _, r := range ps.Reduces {
 		for _, fld := range pg.fields(r) {
-			if fld.name == "ok" {
+			switch {
+			case fld.name == "ok":
 				b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, fld.name)))
-				continue
+			case fld.name == "n" && pg.chunked && pg.knownCount(r):
+				// A variance whose lanes all see the same count tracks none in the kernel:
+				// the chunk's is its rows times the elements per row.
+				perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / ps.Domain[0].Size
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), jen.Float64().Call(jen.Parens(jen.Id("hi").Op("-").Id("lo")).Op("*").Lit(perRow)))
+			default:
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
 			}
-			b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
 		}
 	}
 	call := func(name string) *jen.Statement {
@@ -277,9 +283,7 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 			return jen.Id("sts").Index(c).Dot(stateField(r, f))
 		}
 		c0, c := jen.Lit(0), jen.Id("c")
-		// A variance whose lanes all see the same count tracks none in the kernel: chunk c's
-		// is its rows times the elements per row.
-		var counts, merges []jen.Code
+		var merges []jen.Code
 		for _, r := range ps.Reduces {
 			switch r.Op {
 			case ir.OpSum, ir.OpMean:
@@ -290,16 +294,8 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 					merges = append(merges, jen.Qual(rt, "MergeMask").Call(at(c0, r, "ok"), at(c, r, "ok")))
 				}
 			case ir.OpVar:
-				if pg.knownCount(r) {
-					perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / rows
-					chunkRows := jen.Parens(jen.Parens(c.Clone().Op("+").Lit(1)).Op("*").Lit(rows).Op("/").Id("n").Op("-").Add(c.Clone()).Op("*").Lit(rows).Op("/").Id("n"))
-					counts = append(counts, jen.Qual(rt, "Fill").Call(at(c, r, "n"), jen.Float64().Call(chunkRows.Op("*").Lit(perRow))))
-				}
 				merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
 			}
-		}
-		if len(counts) > 0 {
-			g.For(jen.Id("c").Op(":=").Range().Id("n")).Block(counts...)
 		}
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
@@ -360,8 +356,9 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 				args = append(args, jen.Lit(float64(count)))
 			case ir.OpVar:
 				args = append(args, jen.Lit(r.Corr))
-				if pg.knownCount(r) {
-					// The kernel tracks no per-lane count when every lane's is the same.
+				if pg.knownCount(r) && !pg.chunked {
+					// The kernel tracks no per-lane count when every lane's is the same (a
+					// chunked pass's run filled it).
 					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))
 				}
 			}

@@ -37,8 +37,8 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		pg.sqrt(a[0], z)
 	case ir.OpAdd, ir.OpSub, ir.OpMul:
 		var y operand.Op = a[len(a)-1]
-		if v, ok := foldedConst(n); ok {
-			y = pg.cf(v) // a[0] is the variable (see reads)
+		if c, _, ok := foldedConst(n); ok {
+			y = pg.cf(c) // a[0] is the variable (see reads)
 		}
 		switch n.Op {
 		case ir.OpAdd:
@@ -83,26 +83,22 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 
 // foldedConst reports whether n is x+c, c+x, x·c, c·x or x−c with c a scalar constant, which
 // the instruction reads from memory (add and multiply commute exactly, NaNs aside, whose
-// payload the kernels do not promise): no register holds c.
-func foldedConst(n *ir.Node) (float64, bool) {
-	isConst := func(x *ir.Node) bool { return x.Op == ir.OpConst && len(x.Shape) == 0 }
+// payload the kernels do not promise): no register holds c. v is x's argument position.
+func foldedConst(n *ir.Node) (c float64, v int, ok bool) {
 	switch {
 	case n.Op != ir.OpAdd && n.Op != ir.OpSub && n.Op != ir.OpMul:
-	case isConst(n.Args[1]) && !isConst(n.Args[0]):
-		return n.Args[1].Value[0], true
-	case n.Op != ir.OpSub && isConst(n.Args[0]) && !isConst(n.Args[1]):
-		return n.Args[0].Value[0], true
+	case n.Args[1].IsScalarConst() && !n.Args[0].IsScalarConst():
+		return n.Args[1].Value[0], 0, true
+	case n.Op != ir.OpSub && n.Args[0].IsScalarConst() && !n.Args[1].IsScalarConst():
+		return n.Args[0].Value[0], 1, true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // foldedArgs is n's arguments as compute reads them from registers.
 func foldedArgs(n *ir.Node) []*ir.Node {
-	if _, ok := foldedConst(n); ok {
-		if n.Args[1].Op == ir.OpConst && len(n.Args[1].Shape) == 0 {
-			return n.Args[:1]
-		}
-		return n.Args[1:]
+	if _, v, ok := foldedConst(n); ok {
+		return n.Args[v : v+1]
 	}
 	return n.Args
 }
@@ -111,7 +107,7 @@ func foldedArgs(n *ir.Node) []*ir.Node {
 // it returns the positions of the variable and the constant.
 func constSide(n *ir.Node) (v, k int, ok bool) {
 	for i, x := range n.Args {
-		if x.Op == ir.OpConst && len(x.Shape) == 0 && x.Value[0] != 0 && x.Value[0] == x.Value[0] {
+		if x.IsScalarConst() && x.Value[0] != 0 && x.Value[0] == x.Value[0] {
 			return 1 - i, i, true
 		}
 	}

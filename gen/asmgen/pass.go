@@ -212,7 +212,7 @@ func (pg *passGen) laneMask(k int, wide bool) operand.Mem {
 func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 	c := pg.c
 	x := pg.ymm()
-	if n.Op == ir.OpConst && len(n.Shape) == 0 {
+	if n.IsScalarConst() {
 		pg.mov(pg.cf(n.Value[0]), x)
 		return x
 	}
@@ -425,7 +425,7 @@ func twinsOf(ps *plan.Pass) map[int]*ir.Node {
 		}
 		m := r2.Args[0]
 		for i, k := range m.Args {
-			if k.Op != ir.OpConst || len(k.Shape) != 0 || k.Value[0] != 2 {
+			if !k.IsScalarConst() || k.Value[0] != 2 {
 				continue
 			}
 			x := m.Args[1-i]

@@ -115,7 +115,8 @@ func (b *Builder) ConstTensor(shape Shape, vals []float64) *Node {
 	return b.add(&Node{Op: OpConst, Value: append([]float64(nil), vals...), Shape: shape})
 }
 
-func isScalarConst(n *Node) bool { return n.Op == OpConst && len(n.Shape) == 0 }
+// IsScalarConst reports whether n is a constant of shape [] (one value, broadcast).
+func (n *Node) IsScalarConst() bool { return n.Op == OpConst && len(n.Shape) == 0 }
 
 // elem adds an elementwise node, folding it when every argument is a scalar constant.
 func (b *Builder) elem(op Op, args ...*Node) *Node {
@@ -126,8 +127,8 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 	vals := make([]float64, len(args))
 	shapes := make([]Shape, len(args))
 	for i, a := range args {
-		fold = fold && isScalarConst(a)
-		if isScalarConst(a) {
+		fold = fold && a.IsScalarConst()
+		if a.IsScalarConst() {
 			vals[i] = a.Value[0]
 		}
 		shapes[i] = a.Shape
@@ -163,7 +164,7 @@ func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
 // the same values (exp is monotone, NaN stays NaN) up to the rounding of the bounds, and the
 // e^x is then shared with any other use (ClipPPO's exp(log_weight_clip) reuses the ratio).
 func (b *Builder) exp(x *Node) *Node {
-	if x.Op == OpMin && isScalarConst(x.Args[1]) && x.Args[0].Op == OpMax && isScalarConst(x.Args[0].Args[1]) {
+	if x.Op == OpMin && x.Args[1].IsScalarConst() && x.Args[0].Op == OpMax && x.Args[0].Args[1].IsScalarConst() {
 		lo, hi := x.Args[0].Args[1].Value[0], x.Args[1].Value[0]
 		inner := b.Exp(x.Args[0].Args[0])
 		return b.Min(b.Max(inner, b.Const(math.Exp(lo))), b.Const(math.Exp(hi)))

@@ -215,7 +215,7 @@ func (k *passK) step() {
 
 // load reads a node the pass does not compute, at the current indices.
 func (k *passK) load(n *ir.Node) string {
-	if n.Op == ir.OpConst && len(n.Shape) == 0 {
+	if n.IsScalarConst() {
 		return k.constReg(n.Value[0])
 	}
 	off := k.linear(n.Shape)

@@ -92,10 +92,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r42_p, 0)
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r53_n, 0)
+		runtime.Fill(st.r53_n, float64((hi-lo)*1))
 		runtime.Fill(st.r53_mean, 0)
 		runtime.Fill(st.r53_m2, 0)
-		runtime.Fill(st.r54_n, 0)
+		runtime.Fill(st.r54_n, float64((hi-lo)*1))
 		runtime.Fill(st.r54_mean, 0)
 		runtime.Fill(st.r54_m2, 0)
 		runtime.Fill(st.r60_s, 0)
@@ -116,10 +116,6 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.ForChunks(n, 64, func(c, lo, hi int) {
 			run(sts[c], lo, hi)
 		})
-		for c := range n {
-			runtime.Fill(sts[c].r53_n, float64(((c+1)*64/n-c*64/n)*1))
-			runtime.Fill(sts[c].r54_n, float64(((c+1)*64/n-c*64/n)*1))
-		}
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
 			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
@@ -150,12 +146,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	out.LossEntropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.Fill(st.r53_n, 64.0)
 	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.Fill(st.r54_n, 64.0)
 	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
