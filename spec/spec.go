@@ -5,7 +5,7 @@
 // sample_log_prob, value_target, reduction ...), so a TorchRL user can write a spec from memory.
 // Parsing is strict: unknown keys, wrong types and impossible values are errors, and every
 // error reads "FILE:LINE:COL: message" naming the key and the allowed values. Defaults are
-// TorchRL v0.11.0's (../shared/docs/SEMANTICS.md section 7), applied by Parse.
+// TorchRL v0.11.0's (docs/SEMANTICS.md §7), applied by Parse.
 package spec
 
 // DType is the element type of a generated kernel's floating-point tensors.
