@@ -13,6 +13,7 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/runtime"
@@ -54,7 +55,21 @@ func CompileDims(path string, dims map[string]int) (*Compiled, error) {
 	if err := checkFieldNames(s, g); err != nil {
 		return nil, err
 	}
-	return &Compiled{Spec: s, Graph: g, Plan: plan.Build(g)}, nil
+	return CompileGraph(s, g)
+}
+
+// CompileGraph runs the IR passes on a lowered graph and plans it. Tests use it for graphs
+// built by hand (s then needs only File and Package).
+func CompileGraph(s *spec.Spec, g *ir.Graph) (*Compiled, error) {
+	g, err := passes.Run(g, passes.Forward)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	p, err := plan.Build(g)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.File, err)
+	}
+	return &Compiled{Spec: s, Graph: g, Plan: p}, nil
 }
 
 // checkFieldNames reports, at the spec key responsible, two inputs or two outputs whose

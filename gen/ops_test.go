@@ -11,34 +11,47 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/gen/plan"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/spec"
 )
 
-// zoo builds a graph that uses every IR op, with odd dims, broadcasts, reductions feeding
-// later passes, a scan of a reduction-dependent value, shifts and gathers.
+// zoo builds a graph that uses every IR op and every planner feature, with odd dims (none a
+// multiple of the vector width), broadcasts, reductions feeding later passes, scans in both
+// directions and along an outer dim (time-major), shifts and gathers feeding further work,
+// reductions over non-batch dims (actions A, atoms K, ensemble Q) nested two deep and
+// finished inside the element loop, outputs with non-batch dims stored from inside it, a
+// barrier reduction of such a value, and outputs that are an input or another output.
 func zoo(dt ir.DType) *ir.Graph {
-	b := ir.NewBuilder(dt, []ir.Dim{{Name: "N", Size: 3}, {Name: "T", Size: 5}, {Name: "A", Size: 4}}, []string{"N", "T"})
-	nt := b.Shape("N", "T")
-	x := b.Input("x", "x", ir.Float, nt, "")
-	y := b.Input("y", "y", ir.Float, nt, "")
-	c := b.Input("c", "c", ir.Bool, nt, "")
-	idx := b.Input("idx", "idx", ir.Index, nt, "")
-	q := b.Input("q", "q", ir.Float, b.Shape("N", "T", "A"), "")
-	w := b.Input("w", "w", ir.Float, b.Shape("T"), "")
+	dims := []ir.Dim{{Name: "Q", Size: 2}, {Name: "N", Size: 3}, {Name: "T", Size: 5}, {Name: "K", Size: 3}, {Name: "A", Size: 4}}
+	b := ir.NewBuilder(dt, dims, []string{"N", "T"})
+	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
+		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
+	}
+	x, y := in("x", ir.Float, "N", "T"), in("y", ir.Float, "N", "T")
+	c := in("c", ir.Bool, "N", "T")
+	idx := in("idx", ir.Index, "N", "T")
+	q := in("q", ir.Float, "N", "T", "A")
+	w := in("w", ir.Float, "T")
+	e := in("e", ir.Float, "Q", "N", "T")
+	v := in("v", ir.Float, "N", "T", "K", "A")
 	k := b.ConstTensor(b.Shape("T"), []float64{0.5, -1, 2, 0.25, 3})
+	sup := b.ConstTensor(b.Shape("K"), []float64{-1, 0.5, 2})
 	half := b.Const(0.5)
 
-	out := func(name string, n *ir.Node) { b.Output(name, n, "", "") }
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
 	out("neg", b.Neg(x))
 	out("abs", b.Abs(x))
 	out("exp", b.Exp(x))
 	out("log", b.Log(b.Abs(y)))
 	out("log1p", b.Log1p(x))
 	out("sqrt", b.Sqrt(b.Abs(x)))
+	out("detach", b.Mul(b.Detach(b.Add(x, y)), half))
 	out("add_bcast", b.Add(x, w))
 	out("sub_const", b.Sub(x, k))
 	out("mul", b.Mul(x, y))
@@ -49,26 +62,58 @@ func zoo(dt ir.DType) *ir.Graph {
 		out(name, f(b.Mul(x, half), b.Mul(b.Max(x, y), half)))
 	}
 	out("where", b.Where(c, x, y))
+
+	// Barrier reductions over batch dims.
 	out("sum_T", b.Sum(x, "T"))
 	out("mean_N", b.Mean(y, "N"))
 	out("max_all", b.ReduceMax(x, "N", "T"))
 	out("min_T", b.ReduceMin(y, "T"))
 	out("lse_N", b.LogSumExp(x, "N"))
 	out("var_T", b.Var(y, 1, "T"))
-	out("argmax_A", b.ArgMax(q, "A"))
 	out("argmax_T", b.ArgMax(x, "T"))
+	out("mean_qq", b.MeanAll(b.Mul(q, q))) // its argument has the non-batch dim A
+
+	// Reductions over non-batch dims, inside the element loop.
+	out("argmax_A", b.ArgMax(q, "A"))
+	out("gather_argmax", b.Gather(q, b.ArgMax(q, "A"), "A"))
+	m := b.ReduceMax(q, "A")
+	lse := b.Log(b.Sum(b.Exp(b.Sub(q, m)), "A"))
+	logp := b.Sub(b.Sub(q, m), lse)
+	out("log_softmax_at", b.Gather(logp, idx, "A")) // a gather of computed values: pushed down
+	out("probs", b.Exp(logp))                       // [N T A], stored from inside the loop over A
+	out("lse_A", b.LogSumExp(q, "A"))
+	out("var_A", b.Var(q, 0, "A"))
+	out("mean_A", b.Mean(q, "A"))
+	out("min_Q", b.ReduceMin(e, "Q"))
+	out("sum_Q_sq", b.Sum(b.Square(b.Sub(e, x)), "Q"))
+	expect := b.Sum(b.Mul(b.Exp(v), sup), "K") // [N T A], nested: the loop over K inside A's
+	out("argmax_expect", b.ArgMax(expect, "A"))
+	out("max_expect", b.ReduceMax(expect, "A"))
+
+	// Scans, shifts and gathers.
 	centred := b.Sub(x, b.Mean(x, "N", "T")) // a reduction broadcast back: a barrier
 	out("centred", centred)
-	out("scan", b.ScanRev(centred, b.Mul(b.Sub(b.Const(1), c), half), "T"))
+	disc := b.Mul(b.Sub(b.Const(1), c), half)
+	out("scan", b.Scan(centred, disc, "T", true))
+	out("scan_fwd", b.Scan(x, disc, "T", false))
+	out("scan_N", b.Scan(y, disc, "N", true)) // along the outer dim, as a time-major batch
 	out("shift", b.ShiftNext(b.Exp(x), y, "T"))
+	out("shift_work", b.Sub(b.ShiftNext(x, y, "T"), x))
+	out("shift_N", b.Mul(b.ShiftNext(y, x, "N"), half))
 	out("gather", b.Gather(q, idx, "A"))
-	out("gather_argmax", b.Gather(q, b.ArgMax(q, "A"), "A"))
+	out("gather_work", b.Exp(b.Gather(q, idx, "A")))
+
+	// Outputs that are an input, or the same node as another output.
+	out("copy_x", x)
+	out("neg_again", b.Neg(x))
 	return b.Graph()
 }
 
 // compiledGraph wraps a hand-built graph as the pipeline's output for package pkg.
-func compiledGraph(g *ir.Graph, pkg string) *gen.Compiled {
-	return &gen.Compiled{Graph: g, Plan: plan.Build(g), Spec: &spec.Spec{File: pkg + ".yaml", Package: pkg}}
+func compiledGraph(t *testing.T, g *ir.Graph, pkg string) *gen.Compiled {
+	c, err := gen.CompileGraph(&spec.Spec{File: pkg + ".yaml", Package: pkg}, g)
+	require.NoError(t, err)
+	return c
 }
 
 func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
@@ -86,8 +131,11 @@ func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
 				v[i] = 2*r.Float64() - 1
 			}
 		}
-		if x.Name == "x" {
+		switch x.Name {
+		case "x":
 			v[3], v[7] = v[2], v[6] // ties for argmax and eq
+		case "q":
+			v[1], v[6] = v[0], v[5] // ties for argmax over A
 		}
 		in[x.Name] = cases.Stored(g.DType, x, v)
 	}
@@ -95,9 +143,10 @@ func zooInputs(g *ir.Graph, seed uint64) map[string]golden.Array {
 }
 
 // TestEveryOpOnEveryBackend runs the op zoo through the generated pure-Go kernel (built with
-// the purego tag) and the default build (the AVX2 kernels where the CPU has AVX2 and FMA),
-// in float32 and float64, against the interpreter. The zoo's dims (3, 5, 4) are not
-// multiples of the vector width, so every AVX2 loop runs its masked tail.
+// the purego tag), the default build (the AVX2 kernels where the CPU has AVX2 and FMA) and
+// the PTX kernels in lossgen's simulator, in float32 and float64, against the interpreter.
+// The zoo's dims (3, 5, 4, ...) are not multiples of the vector width, so every AVX2 loop
+// runs its masked tail.
 func TestEveryOpOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -110,47 +159,55 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 		require.True(t, used[op], "the zoo does not use %s", op)
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
-		for _, tags := range []string{"purego", ""} {
-			t.Run(dt.String()+"/"+map[string]string{"purego": "go", "": "default"}[tags], func(t *testing.T) {
-				zooRun(t, dt, tags)
-			})
+		for _, backend := range []string{"go", "default", "ptx"} {
+			t.Run(dt.String()+"/"+backend, func(t *testing.T) { zooRun(t, dt, backend) })
 		}
 	}
 }
 
-func zooRun(t *testing.T, dt ir.DType, tags string) {
-	{
-		{
-			g := zoo(dt)
-			c := compiledGraph(g, "zoo")
-			m, err := runner.NewModule(c)
+func zooRun(t *testing.T, dt ir.DType, backend string) {
+	g := zoo(dt)
+	c := compiledGraph(t, g, "zoo")
+	run := func(in map[string]golden.Array) map[string]golden.Array {
+		mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: "zoo", GenVersion: runtime.GenVersion})
+		require.NoError(t, err)
+		out, _, err := ptxsim.RunTable(string(mod.PTX), mod.Launch, in)
+		require.NoError(t, err)
+		return out
+	}
+	if backend != "ptx" {
+		m, err := runner.NewModule(c)
+		require.NoError(t, err)
+		defer m.Close()
+		tags := map[string]string{"go": "purego", "default": ""}[backend]
+		bin, err := m.Build(tags)
+		require.NoError(t, err)
+		impl, err := m.Impl(bin)
+		require.NoError(t, err)
+		want := "go"
+		if tags == "" && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+			want = "avx2"
+		}
+		require.Equal(t, want, impl, "the kernel under test")
+		run = func(in map[string]golden.Array) map[string]golden.Array {
+			out, err := m.Run(bin, in)
 			require.NoError(t, err)
-			defer m.Close()
-			bin, err := m.Build(tags)
-			require.NoError(t, err)
-			impl, err := m.Impl(bin)
-			require.NoError(t, err)
-			want := "go"
-			if tags == "" && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-				want = "avx2"
-			}
-			require.Equal(t, want, impl, "the kernel under test")
-			tol := golden.Tol{Abs: 1e-6, Rel: 1e-6}
-			if dt == ir.F64 {
-				tol = golden.Tol{Abs: 1e-14, Rel: 1e-14}
-			}
-			for seed := uint64(1); seed <= 3; seed++ {
-				in := zooInputs(g, seed)
-				ref := golden.Case{Name: fmt.Sprint(seed), Inputs: in}
-				require.NoError(t, cases.Want(g, &ref))
-				got, err := m.Run(bin, in)
-				require.NoError(t, err)
-				for _, o := range g.Outputs {
-					d := golden.Compare(ref.Want[o.Name].Float64s(), got[o.Name].Float64s(), tol)
-					require.Zero(t, d.Bad, "seed %d, %s: first bad at %d: got %v, want %v", seed, o.Name, d.First,
-						got[o.Name].Float64s(), ref.Want[o.Name].Float64s())
-				}
-			}
+			return out
+		}
+	}
+	tol := golden.Tol{Abs: 1e-6, Rel: 1e-6}
+	if dt == ir.F64 {
+		tol = golden.Tol{Abs: 1e-14, Rel: 1e-14}
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		in := zooInputs(g, seed)
+		ref := golden.Case{Name: fmt.Sprint(seed), Inputs: in}
+		require.NoError(t, cases.Want(g, &ref))
+		got := run(in)
+		for _, o := range g.Outputs {
+			d := golden.Compare(ref.Want[o.Name].Float64s(), got[o.Name].Float64s(), tol)
+			require.Zero(t, d.Bad, "seed %d, %s: first bad at %d: got %v, want %v", seed, o.Name, d.First,
+				got[o.Name].Float64s(), ref.Want[o.Name].Float64s())
 		}
 	}
 }

@@ -37,11 +37,21 @@ type stateArray struct {
 // 64-byte line, one line after the previous array's end: large buffers are page-aligned,
 // and arrays whose sizes are multiples of 4 KiB would otherwise start at the same low 12
 // address bits, where a block's loads from one wait on its stores to another (4K aliasing).
+//
+// Besides barrier reductions' lane states it holds each inner logsumexp's guard (one vector
+// per pass) and the carries of scans along an outer dim (one per index of the dims inside).
 func (e *emitter) layoutStates(p *plan.Plan) {
 	e.stateAt = map[string]int{}
 	end := 0
+	place := func(name string, elem bool, n, size int) {
+		off := (end + 64 + 63) / 64 * 64
+		a := stateArray{name: name, elem: elem, n: n, off: off}
+		e.states = append(e.states, a)
+		e.stateAt[a.name] = off
+		end = off + a.n*size
+	}
 	for _, ps := range p.Passes {
-		pg := &passGen{asm: e.a, ps: ps, dom: ps.Domain, twins: twinsOf(ps)}
+		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: twinsOf(ps)}
 		for _, r := range ps.Reduces {
 			lay := pg.layout(r)
 			for _, f := range pg.fields(r) {
@@ -49,30 +59,59 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 				if f.elem {
 					size = pg.esz()
 				}
-				off := (end + 64 + 63) / 64 * 64
-				a := stateArray{name: stateField(r, f.name), elem: f.elem, n: lay.slots*lay.lps + 8, off: off}
-				e.states = append(e.states, a)
-				e.stateAt[a.name] = off
-				end = off + a.n*size
+				place(stateField(r, f.name), f.elem, lay.slots*lay.lps+8, size)
+			}
+		}
+		for _, r := range ps.Inner {
+			if r.Op == ir.OpLogSumExp {
+				place(stateField(r, "ok"), true, 8, pg.esz())
+			}
+		}
+		for _, n := range ps.Compute {
+			if n.Op == ir.OpScan && n.Axes[0] != pg.vaxis() {
+				inner := ps.Domain[ps.Domain.Index(n.Axes[0])+1:]
+				place(carryField(n), true, inner.Numel()+8, pg.esz())
 			}
 		}
 	}
 	e.stateBytes = (end + 63) / 64 * 64
 }
 
-// bufAddr is the Go expression for the address of a stored node's first element.
-func (e *emitter) bufAddr(n *ir.Node) string {
-	buf := e.p.Buffer(n)
-	var f string
-	if buf.Output != nil {
-		f = "out." + e.outField[buf.Name]
-	} else {
-		f = "s." + buf.Name
+// guards are the logsumexps of a pass whose fast path keeps a guard mask: its barrier ones
+// (but twins, which share their base's) and its inner ones.
+func guards(pg *passGen) []*ir.Node {
+	var out []*ir.Node
+	for _, r := range pg.ps.Reduces {
+		if r.Op == ir.OpLogSumExp && pg.twins[r.ID] == nil {
+			out = append(out, r)
+		}
 	}
-	if len(n.Shape) == 0 {
-		return "&" + f
+	for _, r := range pg.ps.Inner {
+		if r.Op == ir.OpLogSumExp {
+			out = append(out, r)
+		}
 	}
-	return "&" + f + "[0]"
+	return out
+}
+
+// bufAddrs are the Go expressions for the address of the first element of each of a stored
+// node's buffers.
+func (e *emitter) bufAddrs(n *ir.Node) []string {
+	var out []string
+	for _, buf := range e.p.Buffers(n) {
+		var f string
+		if buf.Output != nil {
+			f = "out." + e.outField[buf.Name]
+		} else {
+			f = "s." + buf.Name
+		}
+		if len(n.Shape) == 0 {
+			out = append(out, "&"+f)
+		} else {
+			out = append(out, "&"+f+"[0]")
+		}
+	}
+	return out
 }
 
 // Files are the AVX2 backend's files for one package.
@@ -232,6 +271,11 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 			}
 		}
 	}
+	for _, r := range ps.Inner {
+		if r.Op == ir.OpLogSumExp {
+			b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, "ok")))
+		}
+	}
 	call := func(name string) *jen.Statement {
 		return jen.Id(name).CallFunc(func(c *jen.Group) {
 			for _, p := range pg.params {
@@ -247,11 +291,13 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 	// user's sub-slice may not be.
 	var cond *jen.Statement
 	for _, n := range ps.Stores {
-		a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(e.bufAddr(n)))).Op("%").Lit(32).Op("==").Lit(0)
-		if cond == nil {
-			cond = a
-		} else {
-			cond = cond.Op("&&").Add(a)
+		for _, addr := range e.bufAddrs(n) {
+			a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(addr))).Op("%").Lit(32).Op("==").Lit(0)
+			if cond == nil {
+				cond = a
+			} else {
+				cond = cond.Op("&&").Add(a)
+			}
 		}
 	}
 	b.If(cond).Block(call(fmt.Sprintf("pass%dAVX2NT", ps.Index))).Else().Block(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
@@ -324,10 +370,7 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 		}
 		// logsumexp's fast path holds only while every x stayed where e^x is normal;
 		// otherwise the pure-Go pass recomputes everything exactly.
-		for _, r := range ps.Reduces {
-			if r.Op != ir.OpLogSumExp || pg.twins[r.ID] != nil {
-				continue
-			}
+		for _, r := range guards(pg) {
 			b.If(jen.Op("!").Qual(rt, "MaskSet").Call(
 				jen.Id("st").Dot(stateField(r, "ok")).Index(jen.Op(":").Lit(pg.lanes())),
 			)).Block(
@@ -363,14 +406,16 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 				}
 			}
 			b.Qual(rt, finish[r.Op]).Call(args...)
-			dst := strings.TrimPrefix(e.bufAddr(r), "&")
-			if len(r.Shape) == 0 {
-				b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
-			} else {
-				slice := strings.TrimSuffix(dst, "[0]")
-				b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
-					jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
-				)
+			for _, addr := range e.bufAddrs(r) {
+				dst := strings.TrimPrefix(addr, "&")
+				if len(r.Shape) == 0 {
+					b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
+				} else {
+					slice := strings.TrimSuffix(dst, "[0]")
+					b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+						jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
+					)
+				}
 			}
 		}
 	})

@@ -57,17 +57,29 @@ func (pg *passGen) partial(r *ir.Node) bool {
 	return !pg.f64 && (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.layout(r).lps > 1
 }
 
-// knownCount reports whether r's elements arrive in lockstep across lanes (it reduces only
-// outer axes), so the Welford count is the same for every lane and known per block.
-func (pg *passGen) knownCount(r *ir.Node) bool { return pg.layout(r).lps == 1 }
+// knownCount reports whether r's elements arrive in lockstep across lanes (a barrier
+// reduction over outer axes only, accumulated once per index), so the Welford count is the
+// same for every lane and known per block.
+func (pg *passGen) knownCount(r *ir.Node) bool {
+	g := pg.e.g
+	return !g.InnerReduce(r) && pg.layout(r).lps == 1 && len(g.InnerPart(r.Args[0].Shape)) == 0
+}
 
 // stateMem addresses element off (+disp elements; nil off is 0) of r's state array f. All
 // state arrays of a package live in one buffer (avxState.buf) at offsets fixed by the
 // generator, so one pointer, loaded once per block, reaches them all.
+//
+// An inner reduction's states are the current block's lanes only, on the stack (pg.inner);
+// its logsumexp guard ("ok") is the pass's, in the state buffer like a barrier reduction's.
 func (pg *passGen) stateMem(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Mem {
 	size := 8
 	if f.elem {
 		size = pg.esz()
+	}
+	if pg.e.g.InnerReduce(r) && f.name != "ok" {
+		m := pg.inner[r.ID]
+		m.Disp += pg.innerAt[stateField(r, f.name)] + disp*size
+		return m
 	}
 	if pg.stReg == nil {
 		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
@@ -109,7 +121,7 @@ func (pg *passGen) maskHalves(m reg.VecVirtual) []reg.VecVirtual {
 // stateOff is the element offset of the current block's first lane state.
 // A reduction to a scalar has its states at offset 0: nil, so no register is spent on it.
 func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
-	if len(r.Shape) == 0 {
+	if len(r.Shape) == 0 || pg.e.g.InnerReduce(r) {
 		return nil
 	}
 	off := pg.off(r.Shape)
@@ -252,7 +264,7 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		pg.mov(atE("best"), best)
 		take, t, xn := pg.ymm(), pg.ymm(), pg.ymm()
 		pg.cmp(cmpUNORD, x, x, xn)
-		if pg.ps.Scan && r.Axes[0] == pg.inner() {
+		if pg.reverse(r.Axes[0]) {
 			pg.cmp(cmpGE_OQ, best, x, take)
 			pg.or(xn, take, take)
 		} else {
@@ -291,8 +303,12 @@ func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
 	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
 }
 
-// sharedExp finds the pass's exp node of r's argument, if any.
+// sharedExp finds the pass's exp node of r's argument, if any (for a barrier logsumexp: an
+// inner one's argument is in its loop, where the pass's exp may not be).
 func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
+	if pg.e.g.InnerReduce(r) {
+		return nil
+	}
 	for _, n := range pg.ps.Compute {
 		if n.Op == ir.OpExp && n.Args[0] == r.Args[0] {
 			return n
@@ -328,13 +344,19 @@ func (pg *passGen) rowSetup() {
 		stride := 1
 		for i := len(r.Axes) - 1; i >= 0; i-- {
 			d := pg.dom.Index(r.Axes[i])
+			name := pg.dom[d].Name
 			t := pg.gp()
-			if d == 0 && pg.chunked { // the chunk's own count: rows from its first
-				c.MOVQ(pg.counters[d], t)
+			switch {
+			case d == 0 && pg.chunked: // the chunk's own count: rows from its first
+				c.MOVQ(pg.counters[name], t)
 				c.SUBQ(pg.rowLo(), t)
 				c.IMUL3Q(operand.I32(int32(stride)), t, t)
-			} else {
-				c.IMUL3Q(operand.I32(int32(stride)), pg.counters[d], t)
+			case pg.reverse(name): // walked backwards: size−1−counter indices seen before
+				c.MOVQ(operand.I32(int32(pg.dom[d].Size-1)), t)
+				c.SUBQ(pg.counters[name], t)
+				c.IMUL3Q(operand.I32(int32(stride)), t, t)
+			default:
+				c.IMUL3Q(operand.I32(int32(stride)), pg.counters[name], t)
 			}
 			c.ADDQ(t, k)
 			stride *= pg.dom[d].Size
@@ -386,14 +408,14 @@ func (pg *passGen) hasPartials() bool {
 func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 	c := pg.c
 	t := pg.gp()
-	if axis == pg.inner() {
+	if axis == pg.vaxis() {
 		if pg.jReg != nil {
 			c.MOVQ(pg.jReg, t)
 		} else {
 			c.MOVQ(operand.I32(int32(pg.jImm)), t)
 		}
 	} else {
-		c.MOVQ(pg.counters[pg.dom.Index(axis)], t)
+		c.MOVQ(pg.counters[axis], t)
 	}
 	base := pg.ymm()
 	c.VXORPS(base, base, base)
@@ -406,7 +428,7 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 	}
 	for h := 0; h < n; h++ {
 		v := pg.ymm()
-		if axis == pg.inner() {
+		if axis == pg.vaxis() {
 			vals := make([]operand.Constant, 4)
 			for i := range vals {
 				vals[i] = operand.U64(math.Float64bits(float64(4*h + i)))
@@ -418,4 +440,119 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 		out = append(out, v)
 	}
 	return out
+}
+
+// Inner reductions (over non-batch dims, inside each block): each lane is one element of the
+// domain, so the states are one per lane, on the stack: Init fills them before the loop,
+// accumulate (the same code as a barrier reduction's, on these states) folds each iteration,
+// and innerFinish turns them into the block's value after the loop.
+
+// innerInit sets r's lane states to the identity, allocating them on first use.
+func (pg *passGen) innerInit(r *ir.Node) {
+	if _, ok := pg.inner[r.ID]; !ok {
+		size := 0
+		for _, f := range pg.fields(r) {
+			if f.name == "ok" {
+				continue
+			}
+			pg.innerAt[stateField(r, f.name)] = size
+			size += 64
+		}
+		pg.inner[r.ID] = pg.c.AllocLocal(size)
+	}
+	red := ir.Reductions[r.Op]
+	for _, f := range pg.fields(r) {
+		if f.name == "ok" {
+			continue
+		}
+		id := 0.0
+		for i, name := range red.Fields {
+			if name == f.name {
+				id = red.Identity[i]
+			}
+		}
+		v := pg.ymm()
+		if f.elem {
+			pg.mov(pg.cf(id), v)
+			pg.mov(v, pg.stateMem(r, f, nil, 0))
+			continue
+		}
+		pg.a64.mov(pg.cf64(id), v)
+		for h := range pg.nHalves() {
+			pg.a64.mov(v, pg.stateMem(r, f, nil, 4*h))
+		}
+	}
+}
+
+// nHalves is how many float64 vectors hold one vector of lanes.
+func (pg *passGen) nHalves() int {
+	if pg.f64 {
+		return 1
+	}
+	return 2
+}
+
+// innerAccumulate folds x into an inner reduction's lane states.
+func (pg *passGen) innerAccumulate(r *ir.Node, x reg.VecVirtual) { pg.accumulate(r, x) }
+
+// innerFinish is an inner reduction's value in every lane, from its states.
+func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
+	a := pg.a64
+	at := func(f string, h int) operand.Mem { return pg.stateMem(r, field{f, false}, nil, 4*h) }
+	var hs []reg.VecVirtual
+	switch r.Op {
+	case ir.OpRMax, ir.OpRMin:
+		v := pg.ymm()
+		pg.mov(pg.stateMem(r, field{"m", true}, nil, 0), v)
+		return v
+	case ir.OpArgMax:
+		for h := range pg.nHalves() {
+			v := a.ymm()
+			a.mov(at("idx", h), v)
+			hs = append(hs, v)
+		}
+	case ir.OpSum, ir.OpMean:
+		n := 1
+		for _, ax := range r.Axes {
+			n *= r.Args[0].Shape[r.Args[0].Shape.Index(ax)].Size
+		}
+		for h := range pg.nHalves() {
+			v := a.ymm()
+			a.mov(at("s", h), v)
+			if r.Op == ir.OpMean {
+				a.div(a.cf(float64(n)), v, v)
+			}
+			hs = append(hs, v)
+		}
+	case ir.OpLogSumExp:
+		for h := range pg.nHalves() {
+			v := a.ymm()
+			a.mov(at("s", h), v)
+			hs = append(hs, a.log64(v))
+		}
+	case ir.OpVar:
+		for h := range pg.nHalves() {
+			n, v := a.ymm(), a.ymm()
+			a.mov(at("n", h), n)
+			a.sub(a.cf(float64(r.Corr)), n, n)
+			a.mov(at("m2", h), v)
+			a.div(n, v, v)
+			hs = append(hs, v)
+		}
+	default:
+		panic("asmgen: no inner form of " + r.Op.String())
+	}
+	return pg.fromHalves(hs)
+}
+
+// fromHalves narrows float64 halves back to one vector of the element type.
+func (pg *passGen) fromHalves(hs []reg.VecVirtual) reg.VecVirtual {
+	if pg.f64 {
+		return hs[0]
+	}
+	lo, hi, v := pg.c.XMM(), pg.c.XMM(), pg.ymm()
+	pg.c.VCVTPD2PSY(hs[0], lo)
+	pg.c.VCVTPD2PSY(hs[1], hi)
+	pg.c.VINSERTF128(operand.Imm(1), hi, lo.AsY(), v)
+	return v
 }

@@ -1,6 +1,8 @@
 package asmgen
 
 import (
+	"sort"
+
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
@@ -29,6 +31,8 @@ type regs struct {
 	a      *asm
 }
 
+// inRegs lists the values in registers, by node ID: eviction and spilling visit them in a
+// fixed order, so the same spec gives the same assembly.
 func (r *regs) inRegs() []*value {
 	var out []*value
 	for _, v := range r.vals {
@@ -36,6 +40,7 @@ func (r *regs) inRegs() []*value {
 			out = append(out, v)
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].node.ID < out[j].node.ID })
 	return out
 }
 
@@ -99,6 +104,25 @@ func (r *regs) get(v *value) reg.VecVirtual {
 	r.a.mov(*v.spill, x)
 	v.reg = x
 	return x
+}
+
+// spillAll moves every value still needed after position k out of the registers (before a
+// loop: its body starts each iteration with the same, empty, register assignment).
+func (r *regs) spillAll(k int) {
+	for _, v := range r.inRegs() {
+		if v.nextUse(k) < 1<<30 {
+			r.evict(v, k)
+		}
+		v.reg = nil
+	}
+}
+
+// dropAll forgets every register (after a loop: what its body computed is dead, and what it
+// read from outside is in memory).
+func (r *regs) dropAll() {
+	for _, v := range r.vals {
+		v.reg = nil
+	}
 }
 
 // release drops values whose last use is at or before k.

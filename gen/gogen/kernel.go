@@ -3,7 +3,6 @@ package gogen
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -18,10 +17,6 @@ func (e *gen) kernelFile() *jen.File {
 	e.constTensors(f)
 	for _, ps := range e.p.Passes {
 		f.Comment(fmt.Sprintf("pass%dGo is pass %d of the plan (lossgen explain): %s.", ps.Index, ps.Index, passSummary(ps)))
-		f.Comment("Computed at each index, in this order:")
-		for _, n := range ps.Compute {
-			f.Comment("  " + n.String())
-		}
 		f.Func().Id(fmt.Sprintf("pass%dGo", ps.Index)).
 			Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("s").Op("*").Id("scratch")).
 			BlockFunc(func(b *jen.Group) { e.passBody(b, ps) })
@@ -33,14 +28,19 @@ func (e *gen) kernelFile() *jen.File {
 
 func passSummary(ps *plan.Pass) string {
 	kind := "an elementwise loop"
-	if ps.Scan {
-		kind = "a loop with a reverse scan along " + ps.Domain[len(ps.Domain)-1].Name
+	if sc := ps.Scan; sc != nil {
+		dir := "forward"
+		if sc.Reverse {
+			dir = "reverse"
+		}
+		kind = fmt.Sprintf("a loop with a %s scan along %s", dir, sc.Axis)
 	}
 	return fmt.Sprintf("%s over %s", kind, ps.Domain)
 }
 
-// scratchType emits the pooled scratch buffers: stored intermediates and the accumulators of
-// reductions whose result is not a scalar.
+// scratchType emits the pooled scratch buffers: stored intermediates, the accumulators of
+// barrier reductions whose result is not a scalar, and the carries of scans along an outer
+// dim (one per index of the dims inside it).
 func (e *gen) scratchType(f *jen.File) {
 	var fields, allocs []jen.Code
 	for _, buf := range e.p.Scratch {
@@ -60,6 +60,14 @@ func (e *gen) scratchType(f *jen.File) {
 			fields = append(fields, jen.Id(accName(r)).Index().Add(accType(r)).Comment("accumulators of v"+fmt.Sprint(r.ID)))
 			allocs = append(allocs, jen.Id(accName(r)).Op(":").Make(jen.Index().Add(accType(r)), jen.Lit(r.Shape.Numel())))
 		}
+		for _, n := range ps.Compute {
+			if n.Op == ir.OpScan {
+				if inner := carryDims(ps, n); len(inner) > 0 {
+					fields = append(fields, jen.Id(carryName(n)).Index().Add(e.elem).Comment("carries of the scan v"+fmt.Sprint(n.ID)))
+					allocs = append(allocs, jen.Id(carryName(n)).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(inner.Numel())))
+				}
+			}
+		}
 	}
 	f.Comment("scratch holds what one Forward call needs besides its inputs and outputs; Forward")
 	f.Comment("takes one from a pool, so steady-state calls allocate nothing.")
@@ -73,7 +81,14 @@ func (e *gen) scratchType(f *jen.File) {
 	)
 }
 
-func accName(r *ir.Node) string { return fmt.Sprintf("acc%d", r.ID) }
+func accName(r *ir.Node) string   { return fmt.Sprintf("acc%d", r.ID) }
+func carryName(n *ir.Node) string { return fmt.Sprintf("carry%d", n.ID) }
+
+// carryDims are the domain dims after a scan's axis: a scan along the last dim carries one
+// value, along an outer dim one per index of these.
+func carryDims(ps *plan.Pass, n *ir.Node) ir.Shape {
+	return ps.Domain[ps.Domain.Index(n.Axes[0])+1:]
+}
 
 // accType is the float64 accumulator type of a reduction.
 func accType(r *ir.Node) jen.Code {
@@ -123,128 +138,87 @@ func (e *gen) constTensors(f *jen.File) {
 	}
 }
 
-// item is a value of a pass: loaded from memory, or computed.
-type item struct {
-	n    *ir.Node
-	load bool
-}
-
-// loop is the emission state of one pass.
-type loop struct {
-	e   *gen
-	ps  *plan.Pass
-	dom ir.Shape
-}
-
-// depth is the loop depth at which every dim of s is bound (0: before any loop).
-func (l *loop) depth(s ir.Shape) int {
-	d := 0
-	for _, dim := range s {
-		if i := l.dom.Index(dim.Name); i+1 > d {
-			d = i + 1
-		}
-	}
-	return d
-}
-
 func loopVar(dim string) string { return "i" + dim }
 
-// index is the name of the linear index of shape s inside the loop ("" for a scalar).
-func index(s ir.Shape) string {
-	switch len(s) {
-	case 0:
-		return ""
-	case 1:
-		return loopVar(s[0].Name)
+// indexExpr is the row-major linear index of shape s from the loop variables (iN*T + iT);
+// sub replaces the variable of one dim (a gather's index).
+func indexExpr(s ir.Shape, sub map[string]jen.Code) jen.Code {
+	if len(s) == 0 {
+		return jen.Lit(0)
 	}
-	return "i" + strings.Join(s.Names(), "")
-}
-
-// indexExpr is the row-major linear index of s from the loop variables: iN*T + iT.
-func indexExpr(s ir.Shape) jen.Code {
-	var terms []jen.Code
+	var x *jen.Statement
 	for i, d := range s {
-		t := jen.Id(loopVar(d.Name))
-		for _, inner := range s[i+1:] {
-			t = t.Op("*").Id(inner.Name)
+		var t *jen.Statement
+		if c, ok := sub[d.Name]; ok {
+			t = jen.Parens(c)
+		} else {
+			t = jen.Id(loopVar(d.Name))
 		}
-		terms = append(terms, t)
-	}
-	x := jen.Add(terms[0])
-	for _, t := range terms[1:] {
-		x = x.Op("+").Add(t)
+		if stride := s[i+1:].Numel(); stride != 1 {
+			t = t.Op("*").Lit(stride)
+		}
+		if x == nil {
+			x = t
+		} else {
+			x = x.Op("+").Add(t)
+		}
 	}
 	return x
 }
 
 func v(n *ir.Node) string { return fmt.Sprintf("v%d", n.ID) }
 
-// at reads buffer expression buf at the index of shape s.
+// at reads buffer expression buf at the current index of shape s.
 func at(buf jen.Code, s ir.Shape) jen.Code {
 	if len(s) == 0 {
 		return buf
 	}
-	return jen.Add(buf).Index(jen.Id(index(s)))
+	return jen.Add(buf).Index(indexExpr(s, nil))
 }
 
-// bufExpr is where a stored node lives: an output field or a scratch field.
-func (e *gen) bufExpr(n *ir.Node) jen.Code {
-	buf := e.p.Buffer(n)
-	if buf == nil {
+// bufExprs are where a stored node lives: its output fields, or its scratch field.
+func (e *gen) bufExprs(n *ir.Node) []jen.Code {
+	var out []jen.Code
+	for _, buf := range e.p.Buffers(n) {
+		if buf.Output != nil {
+			out = append(out, jen.Id("out").Dot(e.out[buf.Name]))
+		} else {
+			out = append(out, jen.Id("s").Dot(buf.Name))
+		}
+	}
+	if out == nil {
 		panic(fmt.Sprintf("gogen: v%d is not stored", n.ID))
 	}
-	if buf.Output != nil {
-		return jen.Id("out").Dot(e.out[buf.Name])
-	}
-	return jen.Id("s").Dot(buf.Name)
+	return out
 }
 
-// load is the expression that reads a node that the pass does not compute.
-func (e *gen) load(n *ir.Node) jen.Code {
+// readAt reads node n (an input, a constant tensor or a stored node) at index expression ix.
+func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
 	switch n.Op {
+	case ir.OpInput:
+		return e.inputValue(n, jen.Id("in").Dot(e.in[n.Input.Name]).Index(ix))
 	case ir.OpConst:
 		if len(n.Shape) == 0 {
 			return e.lit(n.Value[0])
 		}
-		return at(jen.Id(fmt.Sprintf("const%d", n.ID)), n.Shape)
-	case ir.OpInput:
-		return e.inputValue(n, at(jen.Id("in").Dot(e.in[n.Input.Name]), n.Shape))
+		return jen.Id(fmt.Sprintf("const%d", n.ID)).Index(ix)
 	}
-	return at(e.bufExpr(n), n.Shape)
+	if len(n.Shape) == 0 {
+		return e.bufExprs(n)[0]
+	}
+	return jen.Add(e.bufExprs(n)[0]).Index(ix)
 }
 
-// passBody emits the nested loops of a pass.
+// pass is the emission state of one pass.
+type pass struct {
+	e  *gen
+	ps *plan.Pass
+}
+
+// passBody emits the loop nest of a pass: accumulators and carries, the outer loops (the scan
+// axis in its direction) with the program at each index, then the barrier reductions' results.
 func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
-	l := &loop{e: e, ps: ps, dom: ps.Domain}
-	rank := len(ps.Domain)
-	body := make([][]jen.Code, rank+1)
-	put := func(d int, c jen.Code) { body[d] = append(body[d], c) }
-
-	// Linear indices, defined where their dims are bound.
-	shapes := map[string]ir.Shape{}
-	note := func(s ir.Shape) {
-		if len(s) > 1 {
-			shapes[index(s)] = s
-		}
-	}
-	for _, n := range ps.Loads {
-		note(n.Shape)
-	}
-	for _, n := range ps.Compute {
-		note(n.Shape)
-		if n.Op == ir.OpShiftNext {
-			note(n.Args[0].Shape)
-		}
-	}
-	for _, r := range ps.Reduces {
-		note(r.Shape)
-		note(r.Args[0].Shape)
-	}
-	for _, name := range sortedKeys(shapes) {
-		s := shapes[name]
-		put(l.depth(s), jen.Id(name).Op(":=").Add(indexExpr(s)))
-	}
-
+	p := &pass{e: e, ps: ps}
 	// Accumulators: scalar ones are locals, the others live in scratch and are reset here.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
@@ -254,105 +228,130 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(
 			jen.Id("s").Dot(accName(r)).Index(jen.Id("k")).Op("=").Add(accInit(r)))
 	}
-
-	// Values in ID order (dependency order), each at the depth of its shape.
-	var items []item
-	for _, n := range ps.Loads {
-		items = append(items, item{n, true})
-	}
-	for _, n := range ps.Compute {
-		items = append(items, item{n, false})
-	}
-	sort.Slice(items, func(i, j int) bool { return items[i].n.ID < items[j].n.ID })
-	stored := map[int]bool{}
-	for _, n := range ps.Stores {
-		stored[n.ID] = true
-	}
-	for _, it := range items {
-		n := it.n
-		d := l.depth(n.Shape)
-		if it.load {
-			put(d, jen.Id(v(n)).Op(":=").Add(e.load(n)))
-			continue
-		}
-		if n.Op == ir.OpScanRev {
-			put(rank-1, jen.Id("carry"+fmt.Sprint(n.ID)).Op(":=").Add(e.lit(0)))
-		}
-		for _, c := range e.compute(l, n) {
-			put(d, c)
-		}
-		if stored[n.ID] {
-			put(d, jen.Add(at(e.bufExpr(n), n.Shape)).Op("=").Id(v(n)))
-		}
-	}
-	for _, r := range ps.Reduces {
-		put(l.depth(r.Args[0].Shape), e.accumulate(l, r))
-	}
-	// Values that nothing in the loop reads after all (e.g. a load only a reduction uses
-	// elsewhere) must not trip "declared and not used".
-	used := usedVars(items, ps)
-	for d := range body {
-		for _, it := range items {
-			if !used[it.n.ID] && l.depth(it.n.Shape) == d {
-				body[d] = append(body[d], jen.Id("_").Op("=").Id(v(it.n)))
-			}
-		}
-	}
-
-	// Nest the loops.
+	dom := ps.Domain
 	var nest func(d int) []jen.Code
 	nest = func(d int) []jen.Code {
-		stmts := append([]jen.Code(nil), body[d]...)
-		if d == rank {
-			return stmts
+		var stmts []jen.Code
+		for _, n := range ps.Compute {
+			if n.Op == ir.OpScan && dom.Index(n.Axes[0]) == d {
+				// The scan starts from 0 before its axis's loop.
+				if inner := carryDims(ps, n); len(inner) > 0 {
+					stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(carryName(n))).Block(
+						jen.Id("s").Dot(carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
+				} else {
+					stmts = append(stmts, jen.Id(carryName(n)).Op(":=").Add(e.lit(0)))
+				}
+			}
 		}
-		dim := ps.Domain[d]
+		if d == len(dom) {
+			return append(stmts, p.block(ps.Body)...)
+		}
+		dim := dom[d]
 		iv := loopVar(dim.Name)
-		var head []jen.Code
-		if ps.Scan && d == rank-1 {
-			head = []jen.Code{jen.Id(iv).Op(":=").Id(dim.Name).Op("-").Lit(1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
-		} else {
-			head = []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Id(dim.Name), jen.Id(iv).Op("++")}
+		head := []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(dim.Size), jen.Id(iv).Op("++")}
+		if ps.Scan != nil && ps.Scan.Reverse && ps.Scan.Axis == dim.Name {
+			head = []jen.Code{jen.Id(iv).Op(":=").Lit(dim.Size - 1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
 		}
 		return append(stmts, jen.For(head...).Block(nest(d+1)...))
 	}
 	for _, c := range nest(0) {
 		b.Add(c)
 	}
-
-	// Finalise the reductions into their buffers.
+	// Finish the barrier reductions into their buffers.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
-			b.Add(at(e.bufExpr(r), r.Shape)).Op("=").Add(e.conv(e.accResult(r, jen.Id(accName(r)))))
+			for _, buf := range e.bufExprs(r) {
+				b.Add(buf).Op("=").Add(e.conv(accResult(r, jen.Id(accName(r)))))
+			}
 			continue
 		}
 		acc := jen.Id("s").Dot(accName(r)).Index(jen.Id("k"))
-		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(
-			jen.Add(e.bufExpr(r)).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, acc))))
+		var sets []jen.Code
+		for _, buf := range e.bufExprs(r) {
+			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(accResult(r, acc))))
+		}
+		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(sets...)
 	}
 }
 
-// usedVars reports which value variables some statement of the pass reads.
-func usedVars(items []item, ps *plan.Pass) map[int]bool {
-	used := map[int]bool{}
-	for _, n := range ps.Compute {
-		for i, a := range n.Args {
-			if n.Op == ir.OpShiftNext || (n.Op == ir.OpGather && i == 0) {
-				continue
+// block emits a block's steps; Loop steps become nested for loops over their dims.
+func (p *pass) block(bl *plan.Block) []jen.Code {
+	var out []jen.Code
+	declared := map[int]bool{}
+	for _, st := range bl.Steps {
+		n := st.Node
+		switch st.Kind {
+		case plan.Load:
+			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.readAt(n, indexExpr(n.Shape, nil))))
+			declared[n.ID] = true
+		case plan.Compute:
+			out = append(out, p.compute(n)...)
+			declared[n.ID] = true
+		case plan.Store:
+			for _, buf := range p.e.bufExprs(n) {
+				out = append(out, jen.Add(at(buf, n.Shape)).Op("=").Id(v(n)))
 			}
-			used[a.ID] = true
+		case plan.Accumulate:
+			out = append(out, p.accumulate(n))
+		case plan.Init:
+			out = append(out, jen.Id(accName(n)).Op(":=").Add(accInit(n)))
+		case plan.Finish:
+			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.conv(accResult(n, jen.Id(accName(n))))))
+			declared[n.ID] = true
+		case plan.Loop:
+			body := p.block(st.Block)
+			for i := len(st.Block.Dims) - 1; i >= 0; i-- {
+				d := st.Block.Dims[i]
+				iv := loopVar(d.Name)
+				body = []jen.Code{jen.For(jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(d.Size), jen.Id(iv).Op("++")).Block(body...)}
+			}
+			out = append(out, body...)
 		}
 	}
-	for _, n := range ps.Stores {
-		used[n.ID] = true
+	// A value that nothing in the block reads after all must not trip "declared and not used".
+	used := usedIn(bl)
+	var ids []int
+	for id := range declared {
+		if !used[id] {
+			ids = append(ids, id)
+		}
 	}
-	for _, r := range ps.Reduces {
-		used[r.Args[0].ID] = true
+	sort.Ints(ids)
+	for _, id := range ids {
+		out = append(out, jen.Id("_").Op("=").Id(fmt.Sprintf("v%d", id)))
 	}
+	return out
+}
+
+// usedIn reports which values the steps of a block (and its loops) read.
+func usedIn(bl *plan.Block) map[int]bool {
+	used := map[int]bool{}
+	var walk func(bl *plan.Block)
+	walk = func(bl *plan.Block) {
+		for _, st := range bl.Steps {
+			n := st.Node
+			switch st.Kind {
+			case plan.Compute:
+				for i, a := range n.Args {
+					if (n.Op.Class() == ir.Shift || n.Op.Class() == ir.Gather) && i == 0 {
+						continue
+					}
+					used[a.ID] = true
+				}
+			case plan.Store:
+				used[n.ID] = true
+			case plan.Accumulate:
+				used[n.Args[0].ID] = true
+			case plan.Loop:
+				walk(st.Block)
+			}
+		}
+	}
+	walk(bl)
 	return used
 }
 
-func (e *gen) accResult(r *ir.Node, acc *jen.Statement) jen.Code {
+func accResult(r *ir.Node, acc *jen.Statement) jen.Code {
 	switch r.Op {
 	case ir.OpLogSumExp:
 		return jen.Add(acc).Dot("Result").Call()
@@ -366,31 +365,31 @@ func (e *gen) accResult(r *ir.Node, acc *jen.Statement) jen.Code {
 	return acc
 }
 
-// accumulate adds the reduction's argument at the current index to its accumulator slot.
-func (e *gen) accumulate(l *loop, r *ir.Node) jen.Code {
+// accumulate adds the reduction's argument at the current index to its accumulator: an inner
+// reduction's local, or a barrier reduction's local or scratch slot.
+func (p *pass) accumulate(r *ir.Node) jen.Code {
 	var acc *jen.Statement
-	if len(r.Shape) == 0 {
+	switch {
+	case len(r.Shape) == 0 || p.e.g.InnerReduce(r):
 		acc = jen.Id(accName(r))
-	} else {
-		acc = jen.Id("s").Dot(accName(r)).Index(jen.Id(index(r.Shape)))
+	default:
+		acc = jen.Id("s").Dot(accName(r)).Index(indexExpr(r.Shape, nil))
 	}
-	x := e.f64(jen.Id(v(r.Args[0])))
+	x := p.e.f64(jen.Id(v(r.Args[0])))
 	switch r.Op {
 	case ir.OpSum:
 		return jen.Add(acc).Op("+=").Add(x)
-	case ir.OpMean:
+	case ir.OpMean, ir.OpLogSumExp, ir.OpVar:
 		return jen.Add(acc).Dot("Add").Call(x)
 	case ir.OpRMax:
 		return jen.Add(acc).Op("=").Qual(RuntimePath, "Max").Call(acc, x)
 	case ir.OpRMin:
 		return jen.Add(acc).Op("=").Qual(RuntimePath, "Min").Call(acc, x)
-	case ir.OpLogSumExp, ir.OpVar:
-		return jen.Add(acc).Dot("Add").Call(x)
 	case ir.OpArgMax:
 		axis := r.Axes[0]
 		method := "Add"
-		if l.ps.Scan && axis == l.dom[len(l.dom)-1].Name {
-			method = "AddReverse"
+		if sc := p.ps.Scan; sc != nil && sc.Reverse && sc.Axis == axis {
+			method = "AddReverse" // the loop meets the axis's indices in decreasing order
 		}
 		return jen.Add(acc).Dot(method).Call(x, jen.Id(loopVar(axis)))
 	}
@@ -398,90 +397,83 @@ func (e *gen) accumulate(l *loop, r *ir.Node) jen.Code {
 }
 
 // compute emits the statements that compute n into its variable.
-func (e *gen) compute(l *loop, n *ir.Node) []jen.Code {
-	arg := func(i int) jen.Code { return jen.Id(v(n.Args[i])) }
+func (p *pass) compute(n *ir.Node) []jen.Code {
+	e := p.e
 	def := func(x jen.Code) []jen.Code { return []jen.Code{jen.Id(v(n)).Op(":=").Add(x)} }
-	math1 := func(fn string) []jen.Code {
-		return def(e.conv(jen.Qual("math", fn).Call(e.f64(arg(0)))))
-	}
-	switch n.Op {
-	case ir.OpNeg:
-		return def(jen.Op("-").Add(arg(0)))
-	case ir.OpAbs:
-		return math1("Abs")
-	case ir.OpExp:
-		return math1("Exp")
-	case ir.OpLog:
-		return math1("Log")
-	case ir.OpLog1p:
-		return math1("Log1p")
-	case ir.OpSqrt:
-		return math1("Sqrt")
-	case ir.OpAdd:
-		return def(jen.Add(arg(0)).Op("+").Add(arg(1)))
-	case ir.OpSub:
-		return def(jen.Add(arg(0)).Op("-").Add(arg(1)))
-	case ir.OpMul:
-		// The conversion rounds the product: the Go spec then forbids fusing it into an FMA.
-		return def(jen.Id(e.g.DType.String()).Call(jen.Add(arg(0)).Op("*").Add(arg(1))))
-	case ir.OpDiv:
-		return def(jen.Add(arg(0)).Op("/").Add(arg(1)))
-	case ir.OpMin:
-		return def(jen.Min(arg(0), arg(1)))
-	case ir.OpMax:
-		return def(jen.Max(arg(0), arg(1)))
-	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
-		ops := map[ir.Op]string{ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpEq: "==", ir.OpNe: "!="}
-		return def(jen.Id("b2f").Call(jen.Add(arg(0)).Op(ops[n.Op]).Add(arg(1))))
-	case ir.OpWhere:
-		return def(jen.Id("sel").Call(arg(0), arg(1), arg(2)))
-	case ir.OpScanRev:
-		carry := "carry" + fmt.Sprint(n.ID)
-		// y[t] = x[t] + y[t+1]·c[t], in the order TorchRL's loop GAE writes it.
+	switch n.Op.Class() {
+	case ir.Elementwise:
+		args := make([]jen.Code, len(n.Args))
+		for i, a := range n.Args {
+			args[i] = jen.Id(v(a))
+		}
+		return def(ir.Elem[jen.Code](goOps{e}, n.Op, args))
+	case ir.Scan:
+		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
+		carry := jen.Id(carryName(n))
+		if inner := carryDims(p.ps, n); len(inner) > 0 {
+			carry = jen.Id("s").Dot(carryName(n)).Index(indexExpr(inner, nil))
+		}
 		return []jen.Code{
-			jen.Id(v(n)).Op(":=").Add(arg(0)).Op("+").Id(e.g.DType.String()).Call(jen.Id(carry).Op("*").Add(arg(1))),
-			jen.Id(carry).Op("=").Id(v(n)),
+			jen.Id(v(n)).Op(":=").Id(v(n.Args[0])).Op("+").Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(v(n.Args[1]))),
+			jen.Add(carry).Op("=").Id(v(n)),
 		}
-	case ir.OpShiftNext:
-		x, last := n.Args[0], n.Args[1]
-		axis := n.Axes[0]
-		next := jen.Id(index(x.Shape)).Op("+").Lit(1)
-		if len(x.Shape) == 1 {
-			next = jen.Id(loopVar(axis)).Op("+").Lit(1)
-		}
+	case ir.Shift:
+		x, axis := n.Args[0], n.Axes[0]
+		size := x.Shape[x.Shape.Index(axis)].Size
+		next := indexExpr(x.Shape, map[string]jen.Code{axis: jen.Id(loopVar(axis)).Op("+").Lit(1)})
 		return []jen.Code{
 			jen.Var().Id(v(n)).Add(e.elem),
-			jen.If(jen.Id(loopVar(axis)).Op("<").Id(axis).Op("-").Lit(1)).Block(
+			jen.If(jen.Id(loopVar(axis)).Op("<").Lit(size - 1)).Block(
 				jen.Id(v(n)).Op("=").Add(e.readAt(x, next)),
 			).Else().Block(
-				jen.Id(v(n)).Op("=").Add(e.load(last)),
+				jen.Id(v(n)).Op("=").Id(v(n.Args[1])),
 			),
 		}
-	case ir.OpGather:
-		x, idx := n.Args[0], n.Args[1]
-		axis := n.Axes[0]
-		// Index of x: the output's index with the gathered axis inserted.
-		var terms []jen.Code
-		for i, d := range x.Shape {
-			var t *jen.Statement
-			if d.Name == axis {
-				t = jen.Int().Call(jen.Id(v(idx)))
-			} else {
-				t = jen.Id(loopVar(d.Name))
-			}
-			for _, inner := range x.Shape[i+1:] {
-				t = t.Op("*").Id(inner.Name)
-			}
-			terms = append(terms, t)
-		}
-		ix := jen.Add(terms[0])
-		for _, t := range terms[1:] {
-			ix = ix.Op("+").Add(t)
-		}
+	case ir.Gather:
+		x := n.Args[0]
+		ix := indexExpr(x.Shape, map[string]jen.Code{n.Axes[0]: jen.Int().Call(jen.Id(v(n.Args[1])))})
 		return def(e.readAt(x, ix))
 	}
 	panic("gogen: unhandled op " + n.Op.String())
 }
+
+// goOps is ir.ElemOps for Go expressions in the kernel's dtype, rounded at each op as
+// TorchRL's tensors are.
+type goOps struct{ e *gen }
+
+func (o goOps) math1(fn string, x jen.Code) jen.Code {
+	return o.e.conv(jen.Qual("math", fn).Call(o.e.f64(x)))
+}
+func (o goOps) cmp(op string, x, y jen.Code) jen.Code {
+	return jen.Id("b2f").Call(jen.Add(x).Op(op).Add(y))
+}
+
+func (o goOps) Neg(x jen.Code) jen.Code   { return jen.Op("-").Add(x) }
+func (o goOps) Abs(x jen.Code) jen.Code   { return o.math1("Abs", x) }
+func (o goOps) Exp(x jen.Code) jen.Code   { return o.math1("Exp", x) }
+func (o goOps) Log(x jen.Code) jen.Code   { return o.math1("Log", x) }
+func (o goOps) Log1p(x jen.Code) jen.Code { return o.math1("Log1p", x) }
+func (o goOps) Sqrt(x jen.Code) jen.Code  { return o.math1("Sqrt", x) }
+func (o goOps) Add(x, y jen.Code) jen.Code {
+	return jen.Add(x).Op("+").Add(y)
+}
+func (o goOps) Sub(x, y jen.Code) jen.Code { return jen.Add(x).Op("-").Add(y) }
+
+// Mul wraps the product in a conversion, which rounds it: the Go spec then forbids fusing it
+// into an FMA with a following add.
+func (o goOps) Mul(x, y jen.Code) jen.Code {
+	return jen.Id(o.e.g.DType.String()).Call(jen.Add(x).Op("*").Add(y))
+}
+func (o goOps) Div(x, y jen.Code) jen.Code      { return jen.Add(x).Op("/").Add(y) }
+func (o goOps) Min(x, y jen.Code) jen.Code      { return jen.Min(x, y) }
+func (o goOps) Max(x, y jen.Code) jen.Code      { return jen.Max(x, y) }
+func (o goOps) Lt(x, y jen.Code) jen.Code       { return o.cmp("<", x, y) }
+func (o goOps) Le(x, y jen.Code) jen.Code       { return o.cmp("<=", x, y) }
+func (o goOps) Gt(x, y jen.Code) jen.Code       { return o.cmp(">", x, y) }
+func (o goOps) Ge(x, y jen.Code) jen.Code       { return o.cmp(">=", x, y) }
+func (o goOps) Eq(x, y jen.Code) jen.Code       { return o.cmp("==", x, y) }
+func (o goOps) Ne(x, y jen.Code) jen.Code       { return o.cmp("!=", x, y) }
+func (o goOps) Where(c, x, y jen.Code) jen.Code { return jen.Id("sel").Call(c, x, y) }
 
 // inputValue converts an element x of input n to the kernel's float type: flags through
 // b2f, indices through conv, floats as they are.
@@ -493,17 +485,6 @@ func (e *gen) inputValue(n *ir.Node, x jen.Code) jen.Code {
 		return e.conv(x)
 	}
 	return x
-}
-
-// readAt reads a stored node or input at an explicit linear index expression.
-func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
-	switch n.Op {
-	case ir.OpInput:
-		return e.inputValue(n, jen.Id("in").Dot(e.in[n.Input.Name]).Index(ix))
-	case ir.OpConst:
-		return jen.Id(fmt.Sprintf("const%d", n.ID)).Index(ix)
-	}
-	return jen.Add(e.bufExpr(n)).Index(ix)
 }
 
 func (e *gen) helpers(f *jen.File) {

@@ -75,15 +75,16 @@ func eval(n *ir.Node, vals []*tensor.Dense, inputs map[string]*tensor.Dense) (*t
 	case ir.Reduce:
 		reduce(n, arg(0), out)
 	case ir.Scan:
-		scanRev(n, arg(0), arg(1), out)
+		scan(n, arg(0), arg(1), out)
 	case ir.Shift:
 		x, last := arg(0), arg(1)
-		T := n.Shape[len(n.Shape)-1].Size
+		a := n.Shape.Index(n.Axes[0])
+		size, stride := n.Shape[a].Size, n.Shape.Strides()[a]
 		for i := range out {
-			if i%T == T-1 {
+			if (i/stride)%size == size-1 {
 				out[i] = last[i]
 			} else {
-				out[i] = x[i+1]
+				out[i] = x[i+stride]
 			}
 		}
 	case ir.Gather:
@@ -219,15 +220,23 @@ func argMax(xs []float64) float64 {
 	return float64(best)
 }
 
-// scanRev runs y[t] = x[t] + y[t+1]·c[t] backwards along the last dim, y[T] = 0, in the
-// order TorchRL's loop GAE writes it (delta + prev·discount).
-func scanRev(n *ir.Node, x, c, out []float64) {
-	T := n.Shape[len(n.Shape)-1].Size
+// scan runs y[t] = x[t] + y[t±1]·c[t] along the node's axis (from the end when Reverse),
+// starting from 0, in the order TorchRL's loop GAE writes it (delta + prev·discount).
+func scan(n *ir.Node, x, c, out []float64) {
+	a := n.Shape.Index(n.Axes[0])
+	size, stride := n.Shape[a].Size, n.Shape.Strides()[a]
 	cIdx := broadcastIndex(n.Args[1].Shape, n.Shape)
-	for row := 0; row < len(out); row += T {
+	for start := range out {
+		if (start/stride)%size != 0 {
+			continue // not the first element of a line along the axis
+		}
 		prev := 0.0
-		for t := T - 1; t >= 0; t-- {
-			i := row + t
+		for k := 0; k < size; k++ {
+			t := k
+			if n.Reverse {
+				t = size - 1 - k
+			}
+			i := start + t*stride
 			prev = x[i] + prev*c[cIdx(i)]
 			out[i] = prev
 		}

@@ -386,13 +386,13 @@ loss: {type: clip_ppo, entropy_bonus: false, critic_coeff: 0}
 // Every reduction op against hand values, including the NaN and infinity rules.
 func TestReductionsByHand(t *testing.T) {
 	b := ir.NewBuilder(ir.F64, []ir.Dim{{Name: "N", Size: 2}, {Name: "T", Size: 3}}, []string{"N", "T"})
-	x := b.Input("x", "x", ir.Float, b.Batch(), "")
-	b.Output("sum_T", b.Sum(x, "T"), "", "")
-	b.Output("max_N", b.ReduceMax(x, "N"), "", "")
-	b.Output("min_all", b.ReduceMin(x, "N", "T"), "", "")
-	b.Output("lse_T", b.LogSumExp(x, "T"), "", "")
-	b.Output("var1_T", b.Var(x, 1, "T"), "", "")
-	b.Output("argmax_T", b.ArgMax(x, "T"), "", "")
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Batch()})
+	b.Output("sum_T", b.Sum(x, "T"), ir.Metric, "", "")
+	b.Output("max_N", b.ReduceMax(x, "N"), ir.Metric, "", "")
+	b.Output("min_all", b.ReduceMin(x, "N", "T"), ir.Metric, "", "")
+	b.Output("lse_T", b.LogSumExp(x, "T"), ir.Metric, "", "")
+	b.Output("var1_T", b.Var(x, 1, "T"), ir.Metric, "", "")
+	b.Output("argmax_T", b.ArgMax(x, "T"), ir.Metric, "", "")
 	g := b.Graph()
 	run := func(v []float64) map[string][]float64 {
 		outs, err := interp.Run(g, map[string]*tensor.Dense{"x": interp.New(g.Inputs[0].Shape, v)})

@@ -76,7 +76,7 @@ func (b *Builder) add(n *Node) *Node {
 
 func cseKey(n *Node) string {
 	var k strings.Builder
-	fmt.Fprintf(&k, "%d|%v|%d|", n.Op, n.Axes, n.Corr)
+	fmt.Fprintf(&k, "%d|%v|%d|%v|", n.Op, n.Axes, n.Corr, n.Reverse)
 	for _, a := range n.Args {
 		fmt.Fprintf(&k, "%d,", a.ID)
 	}
@@ -90,16 +90,26 @@ func cseKey(n *Node) string {
 	return k.String()
 }
 
-// Input declares a kernel input.
-func (b *Builder) Input(key, name string, kind ElemKind, shape Shape, doc string) *Node {
-	for _, in := range b.g.Inputs {
-		if in.Name == name {
-			panic("ir: input declared twice: " + name)
+// Input declares a kernel input (in.Name must be new).
+func (b *Builder) Input(in Input) *Node {
+	for _, x := range b.g.Inputs {
+		if x.Name == in.Name {
+			panic("ir: input declared twice: " + in.Name)
 		}
 	}
-	in := &Input{Key: key, Name: name, Kind: kind, Shape: shape, Doc: doc}
-	b.g.Inputs = append(b.g.Inputs, in)
-	return b.add(&Node{Op: OpInput, Input: in, Shape: shape})
+	p := &in
+	b.g.Inputs = append(b.g.Inputs, p)
+	return b.add(&Node{Op: OpInput, Input: p, Shape: in.Shape})
+}
+
+// InputNode returns the node of the input with the given data name, or nil.
+func (b *Builder) InputNode(name string) *Node {
+	for _, n := range b.g.Nodes {
+		if n.Op == OpInput && n.Input.Name == name {
+			return n
+		}
+	}
+	return nil
 }
 
 // Const returns a scalar constant.
@@ -141,6 +151,7 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 
 // Elementwise ops.
 func (b *Builder) Neg(x *Node) *Node         { return b.elem(OpNeg, x) }
+func (b *Builder) Detach(x *Node) *Node      { return b.detach(x) }
 func (b *Builder) Abs(x *Node) *Node         { return b.elem(OpAbs, x) }
 func (b *Builder) Exp(x *Node) *Node         { return b.exp(x) }
 func (b *Builder) Log(x *Node) *Node         { return b.elem(OpLog, x) }
@@ -159,6 +170,15 @@ func (b *Builder) Ge(x, y *Node) *Node       { return b.elem(OpGe, x, y) }
 func (b *Builder) Eq(x, y *Node) *Node       { return b.elem(OpEq, x, y) }
 func (b *Builder) Ne(x, y *Node) *Node       { return b.elem(OpNe, x, y) }
 func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
+
+// detach is torch's x.detach(): the same values, no gradient. Constants and inputs that are
+// not differentiable carry none anyway.
+func (b *Builder) detach(x *Node) *Node {
+	if x.Op == OpConst || x.Op == OpDetach || (x.Op == OpInput && !x.Input.Differentiable) {
+		return x
+	}
+	return b.add(&Node{Op: OpDetach, Args: []*Node{x}, Shape: x.Shape, Note: x.Note})
+}
 
 // exp is e^x. Of a clamp to constant bounds it builds the clamp of e^x to e^lo, e^hi instead:
 // the same values (exp is monotone, NaN stays NaN) up to the rounding of the bounds, and the
@@ -233,25 +253,26 @@ func (b *Builder) Clamp(x, lo, hi *Node) *Node { return b.Min(b.Max(x, lo), hi) 
 // Square is x·x.
 func (b *Builder) Square(x *Node) *Node { return b.Mul(x, x) }
 
-// alongLast checks that axis is the last dim of x, where scans and shifts run.
-func alongLast(op Op, x *Node, axis string) {
-	if len(x.Shape) == 0 || x.Shape[len(x.Shape)-1].Name != axis {
-		panic(fmt.Sprintf("ir: %s along %s needs it as the last dim of %s", op, axis, x.Shape))
+// along checks that x has the axis a scan or shift runs along.
+func along(op Op, x *Node, axis string) {
+	if !x.Shape.Has(axis) {
+		panic(fmt.Sprintf("ir: %s along %s, which %s does not have", op, axis, x.Shape))
 	}
 }
 
-// ScanRev is the reverse linear recurrence y[t] = x[t] + c[t]·y[t+1] along axis (the last dim).
-func (b *Builder) ScanRev(x, c *Node, axis string) *Node {
-	alongLast(OpScanRev, x, axis)
+// Scan is the linear recurrence along axis: y[t] = x[t] + c[t]·y[t+1] (y past the end is
+// 0) when reverse, y[t] = x[t] + c[t]·y[t−1] otherwise.
+func (b *Builder) Scan(x, c *Node, axis string, reverse bool) *Node {
+	along(OpScan, x, axis)
 	if !c.Shape.SubOf(x.Shape) {
 		panic(fmt.Sprintf("ir: scan coefficient %s does not broadcast to %s", c.Shape, x.Shape))
 	}
-	return b.add(&Node{Op: OpScanRev, Args: []*Node{x, c}, Axes: []string{axis}, Shape: x.Shape})
+	return b.add(&Node{Op: OpScan, Args: []*Node{x, c}, Axes: []string{axis}, Reverse: reverse, Shape: x.Shape})
 }
 
-// ShiftNext is y[t] = x[t+1] for t < T−1 and y[T−1] = last[T−1], along axis (the last dim).
+// ShiftNext is y[t] = x[t+1] for t < T−1 and y[T−1] = last[T−1], along axis.
 func (b *Builder) ShiftNext(x, last *Node, axis string) *Node {
-	alongLast(OpShiftNext, x, axis)
+	along(OpShiftNext, x, axis)
 	if !last.Shape.Equal(x.Shape) {
 		panic(fmt.Sprintf("ir: shift fill %s differs from %s", last.Shape, x.Shape))
 	}
@@ -279,14 +300,14 @@ func (b *Builder) Note(n *Node, note string) *Node {
 }
 
 // Output declares a named kernel output.
-func (b *Builder) Output(name string, n *Node, doc, source string) {
+func (b *Builder) Output(name string, n *Node, role Role, doc, source string) {
 	for _, o := range b.g.Outputs {
 		if o.Name == name {
 			b.dup = append(b.dup, name)
 			return
 		}
 	}
-	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Doc: doc, Source: source})
+	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Role: role, Doc: doc, Source: source})
 }
 
 // Duplicates lists the output names declared more than once (only the first was kept).

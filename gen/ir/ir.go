@@ -179,11 +179,12 @@ type Node struct {
 	Args  []*Node
 	Shape Shape
 
-	Input *Input    // OpInput
-	Value []float64 // OpConst: row-major data of Shape (one value for a scalar)
-	Axes  []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
-	Corr  int       // OpVar: the correction (0 biased, 1 unbiased)
-	Note  string    // a short name for plans and generated comments ("delta", "ratio")
+	Input   *Input    // OpInput
+	Value   []float64 // OpConst: row-major data of Shape (one value for a scalar)
+	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
+	Corr    int       // OpVar: the correction (0 biased, 1 unbiased)
+	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1])
+	Note    string    // a short name for plans and generated comments ("delta", "ratio")
 }
 
 // Name returns a stable name for the node: its note if any, else "v<ID>".
@@ -225,6 +226,9 @@ func (n *Node) String() string {
 	if n.Op == OpVar {
 		fmt.Fprintf(&b, " correction=%d", n.Corr)
 	}
+	if n.Op == OpScan && n.Reverse {
+		b.WriteString(" reverse")
+	}
 	fmt.Fprintf(&b, " %s", n.Shape)
 	if n.Note != "" {
 		fmt.Fprintf(&b, "  # %s", n.Note)
@@ -240,12 +244,41 @@ type Input struct {
 	Kind  ElemKind
 	Shape Shape
 	Doc   string // meaning and TorchRL key, for generated doc comments
+	// Differentiable marks a network output TorchRL differentiates the loss with respect to
+	// (log_prob, entropy, state_value, logits, ...): the autodiff pass gives it a gradient.
+	Differentiable bool
+}
+
+// Role says what an output is, for the autodiff pass and the generated API.
+type Role uint8
+
+// The output roles.
+const (
+	// Metric is a logged, detached quantity (clip_fraction, kl_approx, ESS, entropy, ...).
+	Metric Role = iota
+	// LossTerm is a loss_* output: the gradient is that of the sum of every element of
+	// every loss term (TorchRL users sum the loss_ keys and call backward).
+	LossTerm
+	// Estimate is a value estimator's result (advantage, value_target): detached in TorchRL.
+	Estimate
+	// Transformed is a transform's result (a rewritten reward, a chosen action).
+	Transformed
+	// Gradient is the gradient of the summed loss terms with respect to a differentiable
+	// input (added by the autodiff pass).
+	Gradient
+	// State is kernel state carried to the next call (KLPEN's updated β).
+	State
+)
+
+func (r Role) String() string {
+	return [...]string{"metric", "loss", "estimate", "transformed", "gradient", "state"}[r]
 }
 
 // Output is one named kernel output (TorchRL's output key).
 type Output struct {
 	Name   string
 	Node   *Node
+	Role   Role
 	Doc    string // meaning, shape convention
 	Source string // the TorchRL file and function that defines it
 }
@@ -258,6 +291,47 @@ type Graph struct {
 	Inputs  []*Input
 	Nodes   []*Node
 	Outputs []*Output
+}
+
+// IsBatch reports whether the named dim is a batch dim. Reductions over batch dims are
+// barriers; other dims (actions, atoms, ensemble members, event dims) are small fixed axes
+// a fused loop handles inside each batch element.
+func (g *Graph) IsBatch(dim string) bool { return g.Batch.Has(dim) }
+
+// InnerReduce reports whether n is a reduction over non-batch dims only, which a fused loop
+// finishes inside each batch element rather than as a barrier.
+func (g *Graph) InnerReduce(n *Node) bool {
+	if n.Op.Class() != Reduce {
+		return false
+	}
+	for _, a := range n.Axes {
+		if g.IsBatch(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// BatchPart returns the batch dims of s, in s's order.
+func (g *Graph) BatchPart(s Shape) Shape {
+	out := Shape{}
+	for _, d := range s {
+		if g.IsBatch(d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// InnerPart returns the non-batch dims of s, in s's order.
+func (g *Graph) InnerPart(s Shape) Shape {
+	out := Shape{}
+	for _, d := range s {
+		if !g.IsBatch(d.Name) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Output returns the named output, or nil.

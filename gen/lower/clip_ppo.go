@@ -40,17 +40,17 @@ func lowerClipPPO(l *lowerer, loss *spec.Loss, adv, vt *ir.Node, inKernel bool) 
 	gain2 := b.Note(b.Mul(b.Exp(lwc), adv), "gain2")
 	gain := b.Min(gain1, gain2)
 
-	b.Output("loss_objective", l.reduce(b.Neg(gain), loss.Reduction),
+	b.Output("loss_objective", l.reduce(b.Neg(gain), loss.Reduction), ir.LossTerm,
 		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+loss.Reduction+")", ppoSource)
-	b.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)),
+	b.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)), ir.Metric,
 		"fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean", ppoSource)
-	b.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)),
+	b.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)), ir.Metric,
 		"mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean", "torchrl/objectives/ppo.py PPOLoss._log_weight, ClipPPOLoss.forward")
 
 	if loss.EntropyBonus {
 		h := l.in("entropy")
-		b.Output("entropy", b.MeanAll(h), "mean entropy of the current policy; always a mean", ppoSource)
-		b.Output("loss_entropy", l.reduce(b.Mul(b.Const(-loss.EntropyCoeff), h), loss.Reduction),
+		b.Output("entropy", b.MeanAll(h), ir.Metric, "mean entropy of the current policy; always a mean", ppoSource)
+		b.Output("loss_entropy", l.reduce(b.Mul(b.Const(-loss.EntropyCoeff), h), loss.Reduction), ir.LossTerm,
 			"−entropy_coeff·H, reduced by reduction", "torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy")
 	}
 	if loss.HasCritic() {
@@ -105,19 +105,19 @@ func (l *lowerer) critic(loss *spec.Loss, y *ir.Node, inKernel bool) {
 		}
 		pre := b.Sub(v, vOld)
 		clipped := b.Clamp(pre, b.Const(-loss.ClipValue), b.Const(loss.ClipValue))
-		b.Output("value_clip_fraction", b.MeanAll(b.Ne(pre, clipped)),
+		b.Output("value_clip_fraction", b.MeanAll(b.Ne(pre, clipped)), ir.Metric,
 			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean", "torchrl/objectives/utils.py _clip_value_loss")
 		lossClipped := l.distance(y, b.Add(vOld, clipped), loss.LossCriticType)
 		lossValue = b.Max(lossValue, lossClipped)
 	}
-	b.Output("loss_critic", l.reduce(b.Mul(b.Const(loss.CriticCoeff), lossValue), loss.Reduction),
+	b.Output("loss_critic", l.reduce(b.Mul(b.Const(loss.CriticCoeff), lossValue), loss.Reduction), ir.LossTerm,
 		"critic_coeff·"+loss.LossCriticType+"(value_target, V), reduced by reduction", "torchrl/objectives/ppo.py PPOLoss.loss_critic")
 	if loss.LogExplainedVariance {
 		first := b.Batch()[0].Name
 		resid := b.Var(b.Sub(y, v), 0, first)
 		total := b.Var(y, 0, first)
 		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(b.DType().Eps()))))
-		b.Output("explained_variance", ev,
+		b.Output("explained_variance", ev, ir.Metric,
 			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim", "torchrl/objectives/ppo.py PPOLoss.loss_critic")
 	}
 }
@@ -155,5 +155,5 @@ func (l *lowerer) ess(lw *ir.Node, reduction string) {
 		ess = b.Sum(ess, ones...)
 	}
 	out := b.Div(l.reduce(ess, reduction), b.Const(float64(batch[0].Size)))
-	b.Output("ESS", out, "effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent", ppoSource)
+	b.Output("ESS", out, ir.Metric, "effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent", ppoSource)
 }

@@ -37,7 +37,7 @@ func lowerGAE(l *lowerer, e *spec.Estimator) (adv, vt *ir.Node) {
 
 	delta := b.Note(b.Sub(b.Add(r, b.Mul(b.Mul(b.Const(e.Gamma), notTerm), vNext)), v), "delta")
 	discount := b.Note(b.Mul(b.Const(e.Lmbda*e.Gamma), notDone), "discount")
-	adv = b.Note(b.ScanRev(delta, discount, time), "gae")
+	adv = b.Note(b.Scan(delta, discount, time, true), "gae")
 	vt = b.Note(b.Add(adv, v), "value_target")
 	if e.AverageGAE {
 		adv = l.standardize(adv, nil, 1e-4)

@@ -73,8 +73,8 @@ func Lower(s *spec.Spec) (*ir.Graph, error) {
 	if est != nil {
 		adv, vt = est(l, s.Estimator)
 		// The estimator writes its outputs under the spec's keys (TorchRL: tensordict[advantage_key]).
-		l.b.Output(spec.DataName(s.Keys["advantage"]), adv, advantageDoc(s.Estimator), estimatorSource[s.Estimator.Type])
-		l.b.Output(spec.DataName(s.Keys["value_target"]), vt, "value target (TorchRL key value_target): the return the critic regresses on", estimatorSource[s.Estimator.Type])
+		l.b.Output(spec.DataName(s.Keys["advantage"]), adv, ir.Estimate, advantageDoc(s.Estimator), estimatorSource[s.Estimator.Type])
+		l.b.Output(spec.DataName(s.Keys["value_target"]), vt, ir.Estimate, "value target (TorchRL key value_target): the return the critic regresses on", estimatorSource[s.Estimator.Type])
 	} else {
 		adv = l.in("advantage")
 		if s.Loss.HasCritic() {
@@ -122,7 +122,8 @@ func (l *lowerer) declare(key string) {
 		kind = ir.Index
 	}
 	name := spec.DataName(l.s.Keys[key])
-	l.inputs[key] = l.b.Input(key, name, kind, l.b.Batch(), inputDoc[key])
+	diff := key == "log_prob" || key == "entropy" || key == "value"
+	l.inputs[key] = l.b.Input(ir.Input{Key: key, Name: name, Kind: kind, Shape: l.b.Batch(), Doc: inputDoc[key], Differentiable: diff})
 }
 
 // inputDoc describes each logical key for the generated Inputs struct.

@@ -1,17 +1,23 @@
 // Package plan groups an IR graph into fused loops ("passes") that every backend emits the
 // same way, so the backends differ only in how they write one loop.
 //
-// Rules. Elementwise nodes are never stored unless they are outputs: each pass recomputes the
-// elementwise chain it needs from what is in memory (inputs, constants, earlier results), so a
-// chain costs arithmetic, not memory traffic. What must be in memory is: inputs; outputs;
-// scan results read by a later pass; the operands of shifts and gathers (read at other
-// indices); and reduction results, which exist only once their loop has finished. A
-// reduction is therefore a barrier: a node that reads one runs at a later level. A scan runs
-// in the pass of its own shape, iterating the last axis backwards, and everything of the
-// same level and shape joins that pass. Passes run in order of level, then of domain size
-// (smaller domains first, so a broadcast value computed at a level is there when a larger
-// domain of the same level reads it... and larger domains never feed smaller ones except
-// through reductions, which move to the next level).
+// Outer structure. A pass loops over a domain of batch dims. Elementwise nodes, shifts,
+// gathers and reductions over non-batch dims (actions, atoms, ensemble members) are never
+// stored unless they are outputs: each pass recomputes what it needs from what is in memory
+// (inputs, constants, earlier results), so a chain costs arithmetic, not memory traffic. What
+// must be in memory is: inputs; outputs; scan results read by another pass; the operands of
+// shifts and gathers (read at other indices); and results of reductions over batch dims,
+// which exist only once their loop has finished. Such a reduction is therefore a barrier: a
+// node that reads one runs at a later level. A scan runs in the pass of its own shape,
+// iterating its axis in its direction, and everything of the same level and domain joins that
+// pass. Passes run in order of level, then of domain size (smaller domains first).
+//
+// Inner structure. At each index of its domain a pass runs a program (Block): steps that
+// load, compute and store values, accumulate reductions, and loops over non-batch dims. A
+// reduction over non-batch dims opens a loop over them, nested where its result is needed,
+// and its result is ready after the loop; a value with non-batch dims is computed inside the
+// loop that binds them, recomputed in every loop that needs it, and values with fewer dims
+// are computed outside, once.
 package plan
 
 import (
@@ -28,7 +34,7 @@ type Plan struct {
 	Passes  []*Pass
 	Scratch []*Buffer // intermediate buffers the kernel allocates (not inputs or outputs)
 
-	bufOf map[int]*Buffer // node ID -> the buffer the node is stored in
+	bufOf map[int][]*Buffer // node ID -> the buffers the node is stored in
 }
 
 // Buffer is a stored tensor: an output, or a scratch buffer.
@@ -38,40 +44,99 @@ type Buffer struct {
 	Output *ir.Output // non-nil for an output buffer
 }
 
-// Pass is one fused loop over Domain. At each index it loads Loads, computes Compute in
-// order, stores Stores and accumulates Reduces; after the loop the reductions are finalised
-// into their buffers.
+// Pass is one fused loop nest over Domain: at each index it runs Body; after the loops its
+// barrier reductions (Reduces) are finished into their buffers.
 type Pass struct {
-	Index   int
-	Level   int
-	Domain  ir.Shape
-	Scan    bool       // the last axis runs backwards (the pass holds a reverse scan)
-	Loads   []*ir.Node // read from memory at the loop index (inputs, constants, stored results)
-	Compute []*ir.Node // computed at each index, in dependency order
-	Stores  []*ir.Node // computed nodes written to their buffer at each index
-	Reduces []*ir.Node // reductions accumulated over the loop; their argument is in Compute or Loads
+	Index  int
+	Level  int
+	Domain ir.Shape // batch dims, outermost first; the last is the vector (AVX2) / thread (PTX) axis
+	// Scan is the axis along which the pass's scans run and their direction (nil: no scan;
+	// every loop runs forwards). Its loop runs in that direction; the other loops forwards.
+	Scan *ScanAxis
+	Body *Block
+
+	Loads   []*ir.Node // read from memory at the loop indices (inputs, constants, stored results)
+	Compute []*ir.Node // computed at each index (every block), in dependency order
+	Stores  []*ir.Node // written to their buffer
+	Reduces []*ir.Node // barrier reductions: accumulated over the whole pass
+	Inner   []*ir.Node // reductions over non-batch dims, finished inside each index
 }
 
-// Buffer returns the buffer that holds n, or nil when n is recomputed wherever it is used.
-func (p *Plan) Buffer(n *ir.Node) *Buffer { return p.bufOf[n.ID] }
+// ScanAxis is the axis and direction of a pass's scans.
+type ScanAxis struct {
+	Axis    string
+	Reverse bool
+}
 
-// Build schedules g.
-func Build(g *ir.Graph) *Plan {
-	b := &builder{g: g, lvl: map[int]int{}, need: map[string]int{}, stored: map[int]bool{}}
-	p := &Plan{Graph: g, bufOf: map[int]*Buffer{}}
+// Block is a sequence of steps run at one combination of inner (non-batch) indices: a pass's
+// top block runs once per index of the domain; a Loop step's block runs once per index of its
+// Dims, nested in the block that holds the step.
+type Block struct {
+	Dims  ir.Shape // the inner dims this block's loop adds (empty for a pass's top block)
+	Bound ir.Shape // every inner dim bound in this block (the enclosing blocks' and its own), graph order
+	Steps []Step
+}
 
-	// What must be stored.
+// StepKind says what a step does.
+type StepKind uint8
+
+// The step kinds.
+const (
+	Load       StepKind = iota // read Node from memory at the current indices
+	Compute                    // compute Node (elementwise, shift, gather or scan)
+	Store                      // write Node's value to its buffer
+	Accumulate                 // fold Node's argument (already in the block) into Node's state
+	Init                       // start an inner reduction's state, before its loop
+	Finish                     // an inner reduction's value from its state, after its loop
+	Loop                       // run Block at every index of Block.Dims
+)
+
+func (k StepKind) String() string {
+	return [...]string{"load", "compute", "store", "accumulate", "init", "finish", "loop"}[k]
+}
+
+// Step is one step of a block.
+type Step struct {
+	Kind  StepKind
+	Node  *ir.Node
+	Block *Block // Loop only
+}
+
+// Buffer returns the buffer that holds n (the first, if n is several outputs), or nil when n
+// is recomputed wherever it is used.
+func (p *Plan) Buffer(n *ir.Node) *Buffer {
+	if bs := p.bufOf[n.ID]; len(bs) > 0 {
+		return bs[0]
+	}
+	return nil
+}
+
+// Buffers returns every buffer a Store of n writes: one per output it is (an output may be
+// another output's value, or an input's), or its scratch buffer.
+func (p *Plan) Buffers(n *ir.Node) []*Buffer { return p.bufOf[n.ID] }
+
+// Build schedules g. It fails on graphs no backend can run (a scan over non-batch dims, a
+// shift along one).
+func Build(g *ir.Graph) (*Plan, error) {
+	b := &builder{g: g, stored: map[int]bool{}, minLevel: map[int]int{}}
+	for _, n := range g.Nodes {
+		switch n.Op.Class() {
+		case ir.Scan, ir.Shift:
+			if len(g.InnerPart(n.Shape)) > 0 || !g.IsBatch(n.Axes[0]) {
+				return nil, fmt.Errorf("plan: %s: scans and shifts run over batch dims only", n)
+			}
+		}
+	}
+
+	// What must be stored: outputs, operands read at other indices, barrier reductions.
 	for _, o := range g.Outputs {
 		b.stored[o.Node.ID] = true
 	}
 	for _, n := range g.Nodes {
-		switch n.Op.Class() {
-		case ir.Reduce, ir.Scan:
+		switch {
+		case n.Op.Class() == ir.Reduce && !g.InnerReduce(n):
 			b.stored[n.ID] = true
-		case ir.Shift:
-			b.stored[n.Args[0].ID] = true
-			b.stored[n.Args[1].ID] = true
-		case ir.Gather:
+		case n.Op.Class() == ir.Shift, n.Op.Class() == ir.Gather:
 			b.stored[n.Args[0].ID] = true
 		}
 	}
@@ -80,39 +145,48 @@ func Build(g *ir.Graph) *Plan {
 			b.stored[n.ID] = false // already in memory (or baked)
 		}
 	}
-	for _, n := range g.Nodes {
-		b.level(n)
+	for _, o := range g.Outputs {
+		b.stored[o.Node.ID] = true // an input or constant that is an output is copied there
 	}
 
-	// One root per stored node, in the pass of its level and domain.
-	type key struct {
-		level int
-		dom   string
-	}
-	passes := map[key]*Pass{}
-	pass := func(level int, dom ir.Shape) *Pass {
-		k := key{level, dom.String()}
-		if ps, ok := passes[k]; ok {
-			return ps
+	// Levels, raised until no pass holds scans of two directions or axes.
+	var passes map[string]*Pass
+	var homes map[*Pass][]*ir.Node
+	for {
+		b.lvl, b.need = map[int]int{}, map[string]int{}
+		for _, n := range g.Nodes {
+			b.level(n)
 		}
-		ps := &Pass{Level: level, Domain: dom}
-		passes[k] = ps
-		return ps
-	}
-	roots := map[*Pass][]*ir.Node{}
-	for _, n := range g.Nodes {
-		switch {
-		case n.Op.Class() == ir.Reduce:
-			ps := pass(b.lvl[n.ID], n.Args[0].Shape)
-			roots[ps] = append(roots[ps], n)
-			ps.Reduces = append(ps.Reduces, n)
-		case b.stored[n.ID]:
-			ps := pass(b.lvl[n.ID], n.Shape)
-			roots[ps] = append(roots[ps], n)
-			ps.Stores = append(ps.Stores, n)
-			ps.Scan = ps.Scan || n.Op == ir.OpScanRev
+		passes, homes = map[string]*Pass{}, map[*Pass][]*ir.Node{}
+		conflict := false
+		for _, n := range g.Nodes {
+			if !b.home(n) {
+				continue
+			}
+			dom := b.domain(n)
+			key := fmt.Sprintf("%d|%s", b.lvl[n.ID], dom)
+			ps := passes[key]
+			if ps == nil {
+				ps = &Pass{Level: b.lvl[n.ID], Domain: dom}
+				passes[key] = ps
+			}
+			if n.Op == ir.OpScan {
+				sa := &ScanAxis{Axis: n.Axes[0], Reverse: n.Reverse}
+				if ps.Scan != nil && *ps.Scan != *sa {
+					b.minLevel[n.ID] = b.lvl[n.ID] + 1
+					conflict = true
+					continue
+				}
+				ps.Scan = sa
+			}
+			homes[ps] = append(homes[ps], n)
+		}
+		if !conflict {
+			break
 		}
 	}
+
+	p := &Plan{Graph: g, bufOf: map[int][]*Buffer{}}
 	for _, ps := range passes {
 		p.Passes = append(p.Passes, ps)
 	}
@@ -126,33 +200,82 @@ func Build(g *ir.Graph) *Plan {
 		}
 		return a.Domain.String() < c.Domain.String()
 	})
+	for i, ps := range p.Passes {
+		ps.Index = i
+		b.program(ps, homes[ps])
+	}
+
+	// A scan read by another pass is stored by its own.
+	loaded := map[int]bool{}
+	for _, ps := range p.Passes {
+		for _, n := range ps.Loads {
+			loaded[n.ID] = true
+		}
+	}
+	for _, ps := range p.Passes {
+		for i := 0; i < len(ps.Body.Steps); i++ {
+			st := ps.Body.Steps[i]
+			if st.Kind == Compute && st.Node.Op == ir.OpScan && loaded[st.Node.ID] && !b.stored[st.Node.ID] {
+				b.stored[st.Node.ID] = true
+				ps.Body.Steps = append(ps.Body.Steps[:i+1], append([]Step{{Kind: Store, Node: st.Node}}, ps.Body.Steps[i+1:]...)...)
+				ps.Stores = append(ps.Stores, st.Node)
+			}
+		}
+	}
 
 	// Buffers: outputs first (by output order), then scratch in node order.
 	for _, o := range g.Outputs {
-		if o.Node.Op.Class() != ir.Leaf && p.bufOf[o.Node.ID] == nil {
-			p.bufOf[o.Node.ID] = &Buffer{Name: o.Name, Node: o.Node, Output: o}
-		}
+		p.bufOf[o.Node.ID] = append(p.bufOf[o.Node.ID], &Buffer{Name: o.Name, Node: o.Node, Output: o})
 	}
 	for _, n := range g.Nodes {
 		if b.stored[n.ID] && p.bufOf[n.ID] == nil {
 			buf := &Buffer{Name: fmt.Sprintf("s%d", len(p.Scratch)), Node: n}
 			p.Scratch = append(p.Scratch, buf)
-			p.bufOf[n.ID] = buf
+			p.bufOf[n.ID] = []*Buffer{buf}
 		}
 	}
-
-	for i, ps := range p.Passes {
-		ps.Index = i
-		b.fill(ps, roots[ps])
-	}
-	return p
+	return p, nil
 }
 
 type builder struct {
-	g      *ir.Graph
-	lvl    map[int]int    // node ID -> level of the pass that computes it
-	need   map[string]int // memo for needAt
-	stored map[int]bool
+	g        *ir.Graph
+	lvl      map[int]int    // node ID -> level of the pass that computes it
+	need     map[string]int // memo for needAt
+	stored   map[int]bool
+	minLevel map[int]int // scans moved up a level to keep one scan direction per pass
+}
+
+// home reports whether n belongs to one pass (rather than being recomputed where used): scans,
+// barrier reductions, and stored nodes.
+func (b *builder) home(n *ir.Node) bool {
+	switch n.Op.Class() {
+	case ir.Leaf:
+		return b.stored[n.ID] // an output
+	case ir.Scan:
+		return true
+	case ir.Reduce:
+		return !b.g.InnerReduce(n) || b.stored[n.ID]
+	}
+	return b.stored[n.ID]
+}
+
+// recompute reports whether n is computed in every pass that needs it.
+func (b *builder) recompute(n *ir.Node) bool {
+	switch n.Op.Class() {
+	case ir.Elementwise, ir.Shift, ir.Gather:
+		return true
+	case ir.Reduce:
+		return b.g.InnerReduce(n)
+	}
+	return false
+}
+
+// domain is the batch domain of the pass a home node belongs to.
+func (b *builder) domain(n *ir.Node) ir.Shape {
+	if n.Op.Class() == ir.Reduce && !b.g.InnerReduce(n) {
+		return b.g.BatchPart(n.Args[0].Shape)
+	}
+	return b.g.BatchPart(n.Shape)
 }
 
 // level computes the level of the pass that computes n (memoised; nodes come in topological order).
@@ -161,19 +284,18 @@ func (b *builder) level(n *ir.Node) int {
 		return l
 	}
 	l := 0
-	switch n.Op.Class() {
-	case ir.Leaf:
-	case ir.Elementwise, ir.Scan:
+	switch {
+	case n.Op.Class() == ir.Leaf:
+	case n.Op == ir.OpScan:
 		for _, a := range n.Args {
 			l = max(l, b.needAt(a, n.Shape))
 		}
-	case ir.Reduce:
-		l = b.needAt(n.Args[0], n.Args[0].Shape)
-	case ir.Shift:
-		l = max(b.done(n.Args[0]), b.done(n.Args[1]))
-	case ir.Gather:
-		l = max(b.done(n.Args[0]), b.needAt(n.Args[1], n.Shape))
+	case n.Op.Class() == ir.Reduce && !b.g.InnerReduce(n):
+		l = b.needAt(n.Args[0], b.domain(n))
+	default:
+		l = b.needAt(n, b.domain(n))
 	}
+	l = max(l, b.minLevel[n.ID])
 	b.lvl[n.ID] = l
 	return l
 }
@@ -187,24 +309,28 @@ func (b *builder) done(n *ir.Node) int {
 }
 
 // needAt is the first level at which a pass over domain dom can have n's value at its index:
-// elementwise chains are recomputed in the pass, so they need what they read; a reduction is
-// ready one level after it is accumulated; a scan, shift or gather of the same domain can be
-// computed in the same pass, one of another domain must have finished.
+// recomputed nodes need what they read (shifts and gathers: their operand complete in
+// memory); a barrier reduction is ready one level after it is accumulated; a scan of the
+// same domain is computed in the same pass, one of another domain must have finished.
 func (b *builder) needAt(n *ir.Node, dom ir.Shape) int {
 	k := fmt.Sprintf("%d|%s", n.ID, dom)
 	if l, ok := b.need[k]; ok {
 		return l
 	}
 	l := 0
-	switch n.Op.Class() {
-	case ir.Leaf:
-	case ir.Elementwise:
+	switch {
+	case n.Op.Class() == ir.Leaf:
+	case n.Op.Class() == ir.Elementwise:
 		for _, a := range n.Args {
 			l = max(l, b.needAt(a, dom))
 		}
-	case ir.Reduce:
+	case n.Op.Class() == ir.Shift, n.Op.Class() == ir.Gather:
+		l = max(b.done(n.Args[0]), b.needAt(n.Args[1], dom))
+	case b.g.InnerReduce(n):
+		l = b.needAt(n.Args[0], dom)
+	case n.Op.Class() == ir.Reduce:
 		l = b.level(n) + 1
-	default:
+	default: // scan
 		l = b.level(n)
 		if !n.Shape.Equal(dom) {
 			l++
@@ -214,55 +340,17 @@ func (b *builder) needAt(n *ir.Node, dom ir.Shape) int {
 	return l
 }
 
-// fill collects the nodes a pass loads and computes to produce its roots. Elementwise nodes
-// are always recomputed (levels were assigned assuming so); roots are computed here; what
-// else is not a leaf comes from a finished pass (a reduction, or a scan, shift or gather of
-// an earlier level) and is loaded.
-func (b *builder) fill(ps *Pass, roots []*ir.Node) {
-	isRoot := map[int]bool{}
-	for _, r := range roots {
-		isRoot[r.ID] = true
-	}
-	seen := map[int]bool{}
-	var visit func(n *ir.Node)
-	visit = func(n *ir.Node) {
-		if seen[n.ID] {
-			return
-		}
-		seen[n.ID] = true
-		if n.Op.Class() == ir.Leaf || !(isRoot[n.ID] || n.Op.Class() == ir.Elementwise) {
-			ps.Loads = append(ps.Loads, n)
-			return
-		}
-		switch n.Op.Class() {
-		case ir.Reduce:
-			visit(n.Args[0])
-			return // accumulated, not computed per index
-		case ir.Shift:
-			// Reads its operands from memory at the next index.
-		case ir.Gather:
-			visit(n.Args[1]) // the operand is read at the gathered index
-		default:
-			for _, a := range n.Args {
-				visit(a)
-			}
-		}
-		ps.Compute = append(ps.Compute, n)
-	}
-	for _, r := range roots {
-		visit(r)
-	}
-	sort.Slice(ps.Compute, func(i, j int) bool { return ps.Compute[i].ID < ps.Compute[j].ID })
-	sort.Slice(ps.Loads, func(i, j int) bool { return ps.Loads[i].ID < ps.Loads[j].ID })
-}
-
 // String prints the plan (lossgen explain).
 func (p *Plan) String() string {
 	var s strings.Builder
 	for _, ps := range p.Passes {
 		kind := "elementwise"
-		if ps.Scan {
-			kind = "reverse scan along " + ps.Domain[len(ps.Domain)-1].Name
+		if ps.Scan != nil {
+			dir := "forward"
+			if ps.Scan.Reverse {
+				dir = "reverse"
+			}
+			kind = dir + " scan along " + ps.Scan.Axis
 		}
 		fmt.Fprintf(&s, "pass %d (level %d): %s over %s\n", ps.Index, ps.Level, kind, ps.Domain)
 		var names []string
@@ -270,9 +358,7 @@ func (p *Plan) String() string {
 			names = append(names, p.describe(n))
 		}
 		fmt.Fprintf(&s, "  reads:  %s\n", strings.Join(names, ", "))
-		for _, n := range ps.Compute {
-			fmt.Fprintf(&s, "    %s\n", n)
-		}
+		p.printBlock(&s, ps.Body, "    ")
 		names = names[:0]
 		for _, n := range ps.Stores {
 			names = append(names, p.describe(n))
@@ -289,6 +375,22 @@ func (p *Plan) String() string {
 		}
 	}
 	return s.String()
+}
+
+func (p *Plan) printBlock(s *strings.Builder, bl *Block, indent string) {
+	for _, st := range bl.Steps {
+		switch st.Kind {
+		case Compute:
+			fmt.Fprintf(s, "%s%s\n", indent, st.Node)
+		case Loop:
+			fmt.Fprintf(s, "%sfor %s:\n", indent, strings.Join(st.Block.Dims.Names(), ", "))
+			p.printBlock(s, st.Block, indent+"  ")
+		case Init, Finish:
+			fmt.Fprintf(s, "%s%s v%d\n", indent, st.Kind, st.Node.ID)
+		case Accumulate:
+			fmt.Fprintf(s, "%s%s(v%d) into v%d\n", indent, st.Node.Op, st.Node.Args[0].ID, st.Node.ID)
+		}
+	}
 }
 
 func (p *Plan) describe(n *ir.Node) string {

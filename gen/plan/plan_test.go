@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/gen/plan"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -16,53 +17,106 @@ func build(t *testing.T, file string) *plan.Plan {
 	require.NoError(t, err)
 	g, err := lower.Lower(s)
 	require.NoError(t, err)
-	p := plan.Build(g)
+	g, err = passes.Run(g, passes.Forward)
+	require.NoError(t, err)
+	return mustBuild(t, g)
+}
+
+func mustBuild(t *testing.T, g *ir.Graph) *plan.Plan {
+	t.Helper()
+	p, err := plan.Build(g)
+	require.NoError(t, err)
 	checkValid(t, p)
 	return p
 }
 
 // checkValid asserts the schedule is executable: every value a pass reads is an input, a
-// constant, or stored by an earlier pass; every computed node's arguments are computed
-// before it in the same pass or read; every output and reduction is produced exactly once.
+// constant, or stored by an earlier pass; every computed node's arguments are available
+// where it is computed (in its block or an enclosing one); inner loops run over non-batch
+// dims only; inner reductions are initialised, accumulated in their loop and finished after
+// it; every output and barrier reduction is produced exactly once.
 func checkValid(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	g := p.Graph
 	storedBy := map[int]int{} // node ID -> pass
-	for _, ps := range p.Passes {
-		for _, n := range ps.Stores {
-			_, dup := storedBy[n.ID]
-			require.False(t, dup, "v%d stored twice", n.ID)
-			storedBy[n.ID] = ps.Index
+	var stores func(ps *plan.Pass, bl *plan.Block)
+	stores = func(ps *plan.Pass, bl *plan.Block) {
+		for _, st := range bl.Steps {
+			switch st.Kind {
+			case plan.Store:
+				by, dup := storedBy[st.Node.ID]
+				require.False(t, dup && by != ps.Index, "v%d stored by two passes", st.Node.ID)
+				storedBy[st.Node.ID] = ps.Index
+			case plan.Loop:
+				stores(ps, st.Block)
+			}
 		}
+	}
+	for _, ps := range p.Passes {
+		stores(ps, ps.Body)
 		for _, r := range ps.Reduces {
 			_, dup := storedBy[r.ID]
 			require.False(t, dup, "v%d reduced twice", r.ID)
+			require.False(t, g.InnerReduce(r), "v%d: an inner reduction as a barrier", r.ID)
 			storedBy[r.ID] = ps.Index
 		}
 	}
+	inMemory := func(ps *plan.Pass, n *ir.Node) bool {
+		by, ok := storedBy[n.ID]
+		return n.Op.Class() == ir.Leaf || (ok && by < ps.Index)
+	}
 	for _, ps := range p.Passes {
-		avail := map[int]bool{}
-		for _, n := range ps.Loads {
-			if n.Op.Class() != ir.Leaf {
-				by, ok := storedBy[n.ID]
-				require.True(t, ok && by < ps.Index, "pass %d reads v%d before it is stored", ps.Index, n.ID)
-			}
-			avail[n.ID] = true
+		for _, d := range ps.Domain {
+			require.True(t, g.IsBatch(d.Name), "pass %d loops over %s, not a batch dim", ps.Index, d.Name)
 		}
-		for _, n := range ps.Compute {
-			for i, a := range n.Args {
-				if n.Op == ir.OpShiftNext || (n.Op == ir.OpGather && i == 0) {
-					by, ok := storedBy[a.ID]
-					require.True(t, a.Op.Class() == ir.Leaf || (ok && by < ps.Index), "pass %d: v%d reads v%d at other indices before it is complete", ps.Index, n.ID, a.ID)
-					continue
+		accumulated := map[int]bool{}
+		var walk func(bl *plan.Block, avail map[int]bool)
+		walk = func(bl *plan.Block, avail map[int]bool) {
+			initDone := map[int]bool{}
+			for _, st := range bl.Steps {
+				n := st.Node
+				switch st.Kind {
+				case plan.Load:
+					require.True(t, inMemory(ps, n), "pass %d reads v%d before it is stored", ps.Index, n.ID)
+					avail[n.ID] = true
+				case plan.Compute:
+					for i, a := range n.Args {
+						if (n.Op.Class() == ir.Shift || n.Op.Class() == ir.Gather) && i == 0 {
+							require.True(t, inMemory(ps, a), "pass %d: v%d reads v%d at other indices before it is complete", ps.Index, n.ID, a.ID)
+							continue
+						}
+						require.True(t, avail[a.ID], "pass %d: v%d needs v%d first", ps.Index, n.ID, a.ID)
+					}
+					require.True(t, bl.Bound.SubOf(bl.Bound) && g.InnerPart(n.Shape).SubOf(bl.Bound), "pass %d: v%d computed outside the loops over its dims", ps.Index, n.ID)
+					avail[n.ID] = true
+				case plan.Store:
+					require.True(t, avail[n.ID], "pass %d stores v%d before computing it", ps.Index, n.ID)
+				case plan.Accumulate:
+					require.True(t, avail[n.Args[0].ID], "pass %d: reduction v%d of an unavailable value", ps.Index, n.ID)
+					accumulated[n.ID] = true
+				case plan.Init:
+					initDone[n.ID] = true
+				case plan.Finish:
+					require.True(t, initDone[n.ID] && accumulated[n.ID], "pass %d: v%d finished before its loop", ps.Index, n.ID)
+					avail[n.ID] = true
+				case plan.Loop:
+					for _, d := range st.Block.Dims {
+						require.False(t, g.IsBatch(d.Name), "pass %d: inner loop over batch dim %s", ps.Index, d.Name)
+					}
+					inner := map[int]bool{}
+					for k, v := range avail {
+						inner[k] = v
+					}
+					walk(st.Block, inner)
 				}
-				require.True(t, avail[a.ID], "pass %d: v%d needs v%d first", ps.Index, n.ID, a.ID)
 			}
-			avail[n.ID] = true
 		}
+		walk(ps.Body, map[int]bool{})
 		for _, r := range ps.Reduces {
-			require.True(t, avail[r.Args[0].ID], "pass %d: reduction v%d of an unavailable value", ps.Index, r.ID)
+			require.True(t, accumulated[r.ID], "pass %d never accumulates v%d", ps.Index, r.ID)
 		}
 	}
-	for _, o := range p.Graph.Outputs {
+	for _, o := range g.Outputs {
 		_, ok := storedBy[o.Node.ID]
 		require.True(t, ok, "output %s is never stored", o.Name)
 	}
@@ -74,7 +128,7 @@ func TestClipPPOGAEPlan(t *testing.T) {
 	p := build(t, "clip_ppo_gae.yaml")
 	require.Len(t, p.Passes, 3)
 	first := p.Passes[0]
-	require.True(t, first.Scan)
+	require.Equal(t, &plan.ScanAxis{Axis: "T", Reverse: true}, first.Scan)
 	require.Equal(t, "[N=64 T=421]", first.Domain.String())
 	reads := map[string]int{}
 	for _, ps := range p.Passes {
@@ -123,7 +177,85 @@ func TestGAEPlan(t *testing.T) {
 	p := build(t, "gae.yaml")
 	// average_gae: the scan pass stores the raw advantage; a second pass standardises it.
 	require.Len(t, p.Passes, 2)
-	require.True(t, p.Passes[0].Scan)
-	require.False(t, p.Passes[1].Scan)
+	require.NotNil(t, p.Passes[0].Scan)
+	require.Nil(t, p.Passes[1].Scan)
 	require.Len(t, p.Scratch, 3) // raw advantage, its mean and its variance
+}
+
+// graph is a small hand-built graph for planner tests: a [B=5, T=4] batch with an action dim
+// A=3 and an ensemble dim Q=2.
+func graph() (*ir.Builder, map[string]*ir.Node) {
+	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "Q", Size: 2}, {Name: "B", Size: 5}, {Name: "T", Size: 4}, {Name: "A", Size: 3}}, []string{"B", "T"})
+	in := map[string]*ir.Node{}
+	for _, x := range []struct {
+		name string
+		kind ir.ElemKind
+		dims []string
+	}{{"x", ir.Float, []string{"B", "T"}}, {"z", ir.Float, []string{"B", "T", "A"}}, {"a", ir.Index, []string{"B", "T"}}, {"q", ir.Float, []string{"Q", "B", "T"}}} {
+		in[x.name] = b.Input(ir.Input{Key: x.name, Name: x.name, Kind: x.kind, Shape: b.Shape(x.dims...)})
+	}
+	return b, in
+}
+
+// A shift or gather whose result feeds further elementwise work is computed where it is
+// used, reading its operand from memory (it used to be loaded from a buffer nothing stored).
+func TestShiftAndGatherFeedWork(t *testing.T) {
+	b, in := graph()
+	x, z, a := in["x"], in["z"], in["a"]
+	b.Output("d", b.Sub(b.ShiftNext(x, x, "T"), x), ir.Metric, "", "")
+	b.Output("e", b.Exp(b.Gather(z, a, "A")), ir.Metric, "", "")
+	p := mustBuild(t, b.Graph())
+	require.Len(t, p.Passes, 1, "both are elementwise work over the batch")
+	require.Empty(t, p.Scratch)
+}
+
+// A reduction over a non-batch dim is finished inside the element loop: log-softmax over
+// the action dim, gathered at the action, is one pass with no scratch buffer, and the
+// [B, T, A] gradient-like output is stored from inside a loop over A.
+func TestInnerReductionIsNotABarrier(t *testing.T) {
+	b, in := graph()
+	z, a := in["z"], in["a"]
+	m := b.ReduceMax(z, "A")
+	zs := b.Sub(z, m)
+	lse := b.Log(b.Sum(b.Exp(zs), "A"))
+	lp := b.Sub(zs, lse)
+	b.Output("log_prob", b.Gather(lp, a, "A"), ir.Metric, "", "")
+	b.Output("probs", b.Exp(lp), ir.Metric, "", "")
+	b.Output("mean_lp", b.MeanAll(b.Gather(lp, a, "A")), ir.LossTerm, "", "")
+	g, err := passes.Run(b.Graph(), passes.Forward)
+	require.NoError(t, err)
+	p := mustBuild(t, g)
+	require.Len(t, p.Passes, 1)
+	require.Empty(t, p.Scratch)
+	loops := 0
+	var walk func(bl *plan.Block)
+	walk = func(bl *plan.Block) {
+		for _, st := range bl.Steps {
+			if st.Kind == plan.Loop {
+				loops++
+				require.Equal(t, "[A=3]", st.Block.Dims.String())
+				walk(st.Block)
+			}
+		}
+	}
+	walk(p.Passes[0].Body)
+	require.Equal(t, 3, loops, "the max, the sum of exponentials, the stores of probs")
+	require.Len(t, p.Passes[0].Inner, 2)
+}
+
+// Scans of two directions in one domain run in two passes, in order.
+func TestScanDirections(t *testing.T) {
+	b, in := graph()
+	x := in["x"]
+	half := b.Const(0.5)
+	b.Output("rev", b.Scan(x, half, "T", true), ir.Estimate, "", "")
+	b.Output("fwd", b.Scan(x, half, "T", false), ir.Estimate, "", "")
+	b.Output("time_major", b.Scan(x, half, "B", true), ir.Estimate, "", "")
+	p := mustBuild(t, b.Graph())
+	require.Len(t, p.Passes, 3)
+	var dirs []plan.ScanAxis
+	for _, ps := range p.Passes {
+		dirs = append(dirs, *ps.Scan)
+	}
+	require.ElementsMatch(t, []plan.ScanAxis{{Axis: "T", Reverse: true}, {Axis: "T", Reverse: false}, {Axis: "B", Reverse: true}}, dirs)
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// Thread mapping. A scan pass runs one thread per trajectory row (every dim but the last),
-// each walking the time dim backwards; any other pass runs one thread per index of its last
-// dim (adjacent threads touch adjacent elements: coalesced) and loops over the outer dims in
-// order. A scalar pass is one thread. Reductions follow the mapping (see reduce.go): a slot
+// Thread mapping. A scan pass runs one thread per line along its scan axis (every other dim),
+// each walking the scan axis in the scan's direction; any other pass runs one thread per
+// index of its last dim (adjacent threads touch adjacent elements: coalesced) and loops over
+// the outer dims in order. A scalar pass is one thread. Loops over non-batch dims (actions,
+// atoms, ensemble members) run inside each thread. Reductions follow the mapping (see reduce.go): a slot
 // whose elements one thread sees is finished in that thread; a slot spread over threads is
 // reduced in the block (warp shuffles, then shared memory) and across blocks by a second,
 // one-thread-per-slot kernel, in a fixed order, so results are the same bits every run.
@@ -40,6 +41,7 @@ type passK struct {
 	carries  map[int]string
 	active   string // predicate: this thread has work
 	reds     []*redK
+	inner    map[int][]string // inner reduction ID -> its state registers
 	partials []partialBuf
 }
 
@@ -51,12 +53,12 @@ type partialBuf struct {
 
 func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 	k := &passK{kernel: newKernel(fmt.Sprintf("pass%d", ps.Index), e.f64), e: e, ps: ps,
-		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}}
+		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}}
 	dom := ps.Domain
 	switch {
 	case len(dom) == 0:
-	case ps.Scan:
-		k.thread, k.loop, k.scan = dom[:len(dom)-1], dom[len(dom)-1:], true
+	case ps.Scan != nil:
+		k.thread, k.loop, k.scan = dom.Without(ps.Scan.Axis), ir.Shape{dom[dom.Index(ps.Scan.Axis)]}, true
 	default:
 		k.thread, k.loop = dom[len(dom)-1:], loopOrder(dom[:len(dom)-1], ps.Reduces)
 	}
@@ -138,16 +140,16 @@ func (k *passK) loops(level int) {
 	d := k.loop[level]
 	c := k.r32()
 	k.idx[d.Name] = c
-	reverse := k.scan && level == len(k.loop)-1
+	reverse := k.scan && k.ps.Scan.Reverse
+	for _, n := range k.ps.Compute {
+		if n.Op == ir.OpScan && n.Axes[0] == d.Name { // the scan starts from 0
+			r := k.el()
+			k.op("mov.%s %s, %s", k.t(), r, k.imm(0))
+			k.carries[n.ID] = r
+		}
+	}
 	if reverse {
 		k.op("mov.u32 %s, %d", c, d.Size-1)
-		for _, n := range k.ps.Compute {
-			if n.Op == ir.OpScanRev {
-				r := k.el()
-				k.op("mov.%s %s, %s", k.t(), r, k.imm(0))
-				k.carries[n.ID] = r
-			}
-		}
 	} else {
 		k.op("mov.u32 %s, 0", c)
 	}
@@ -182,8 +184,8 @@ func (k *passK) linear(s ir.Shape) string {
 	return r
 }
 
-// step emits one element's work: loads, computes, stores, and the per-element part of the
-// reductions.
+// step emits one element's work: the pass's program, and the per-element part of its
+// barrier reductions.
 func (k *passK) step() {
 	// Slots that change every step start and end here; with no loop dims, level 0 is the
 	// whole kernel (prologue and epilogue).
@@ -191,25 +193,94 @@ func (k *passK) step() {
 		k.groupStart(len(k.loop))
 	}
 	k.vals = map[int]string{}
-	for _, n := range k.ps.Loads {
-		k.vals[n.ID] = k.load(n)
-	}
-	stored := map[int]bool{}
-	for _, n := range k.ps.Stores {
-		stored[n.ID] = true
-	}
-	for _, n := range k.ps.Compute {
-		k.comment("%s", n)
-		k.vals[n.ID] = k.compute(n)
-		if stored[n.ID] {
-			k.store(n, k.vals[n.ID])
-		}
-	}
-	for _, r := range k.reds {
-		k.accumulate(r)
-	}
+	k.program(k.ps.Body)
 	if len(k.loop) > 0 {
 		k.groupEnd(len(k.loop))
+	}
+}
+
+// program emits a block's steps; a Loop step becomes a loop over its dims inside the thread.
+func (k *passK) program(bl *plan.Block) {
+	for _, st := range bl.Steps {
+		n := st.Node
+		switch st.Kind {
+		case plan.Load:
+			k.vals[n.ID] = k.load(n)
+		case plan.Compute:
+			k.comment("%s", n)
+			k.vals[n.ID] = k.compute(n)
+		case plan.Store:
+			k.store(n, k.vals[n.ID])
+		case plan.Accumulate:
+			if rk := k.redOf(n); rk != nil {
+				k.accumulate(rk)
+			} else {
+				k.innerAccumulate(n)
+			}
+		case plan.Init:
+			k.innerInit(n)
+		case plan.Finish:
+			k.vals[n.ID] = k.finalize(n, k.inner[n.ID])
+		case plan.Loop:
+			k.innerLoop(st.Block, 0)
+		}
+	}
+}
+
+// innerLoop runs bl at every index of its dims, from dim i on.
+func (k *passK) innerLoop(bl *plan.Block, i int) {
+	if i == len(bl.Dims) {
+		k.program(bl)
+		return
+	}
+	d := bl.Dims[i]
+	c := k.r32()
+	k.idx[d.Name] = c
+	k.op("mov.u32 %s, 0", c)
+	top := k.newLabel("inner")
+	k.label(top)
+	k.innerLoop(bl, i+1)
+	more := k.pred()
+	k.op("add.s32 %s, %s, 1", c, c)
+	k.op("setp.lt.s32 %s, %s, %d", more, c, d.Size)
+	k.op("@%s bra %s", more, top)
+}
+
+// redOf returns the barrier reduction state of r, or nil for an inner reduction.
+func (k *passK) redOf(r *ir.Node) *redK {
+	for _, rk := range k.reds {
+		if rk.r == r {
+			return rk
+		}
+	}
+	return nil
+}
+
+// innerInit starts an inner reduction's state (float64 registers, as every reduction's).
+func (k *passK) innerInit(r *ir.Node) {
+	red := ir.Reductions[r.Op]
+	st := make([]string, len(red.Fields))
+	for i := range st {
+		st[i] = k.fd()
+		k.op("mov.f64 %s, %s", st[i], immF64(red.Identity[i]))
+	}
+	k.inner[r.ID] = st
+}
+
+// innerAccumulate folds the current element into an inner reduction's state. Every thread
+// does, active or not: the state is its own, and an inactive thread stores nothing.
+func (k *passK) innerAccumulate(r *ir.Node) {
+	x := k.vals[r.Args[0].ID]
+	if !k.f64 {
+		w := k.fd()
+		k.op("cvt.f64.f32 %s, %s", w, x)
+		x = w
+	}
+	k.comment("%s(v%d) over %v", r.Op, r.Args[0].ID, r.Axes)
+	st := k.inner[r.ID]
+	merged := k.merge(r.Op, st, k.singleton(r, x))
+	for i := range st {
+		k.op("mov.f64 %s, %s", st[i], merged[i])
 	}
 }
 
@@ -249,11 +320,13 @@ func (k *passK) loadAt(n *ir.Node, off string) string {
 	return v
 }
 
-// store writes v to n's buffer at the current indices, if this thread is active.
+// store writes v to n's buffers at the current indices, if this thread is active.
 func (k *passK) store(n *ir.Node, v string) {
 	off := k.linear(n.Shape)
-	a := k.addr(k.param(k.e.bufName(n)), off, k.e.esz())
-	k.op("@%s st.global.%s [%s], %s", k.active, k.t(), a, v)
+	for _, name := range k.e.bufNames(n) {
+		a := k.addr(k.param(name), off, k.e.esz())
+		k.op("@%s st.global.%s [%s], %s", k.active, k.t(), a, v)
+	}
 }
 
 var cmpOp = map[ir.Op]string{ir.OpLt: "lt", ir.OpLe: "le", ir.OpGt: "gt", ir.OpGe: "ge", ir.OpEq: "eq", ir.OpNe: "neu"}
@@ -294,8 +367,10 @@ func (k *passK) compute(n *ir.Node) string {
 		p := k.pred()
 		k.op("setp.neu.%s %s, %s, %s", t, p, arg(0), k.imm(0))
 		k.op("selp.%s %s, %s, %s, %s", t, d, arg(1), arg(2), p)
-	case ir.OpScanRev:
-		// y[t] = x[t] + y[t+1]·c[t], in the order TorchRL's loop GAE writes it.
+	case ir.OpDetach:
+		return arg(0)
+	case ir.OpScan:
+		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
 		c := k.carries[n.ID]
 		k.op("mul.rn.%s %s, %s, %s", t, d, c, arg(1))
 		k.op("add.rn.%s %s, %s, %s", t, d, arg(0), d)
@@ -319,21 +394,21 @@ func (k *kernel) minmax64(name, d, a, b string) {
 	k.op("selp.f64 %s, %s, %s, %s", d, immF64(math.NaN()), d, p)
 }
 
-// shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1 along the last dim.
+// shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1 along its axis.
 func (k *passK) shift(n *ir.Node) string {
-	x, last := n.Args[0], n.Args[1]
+	x, last := n.Args[0], k.vals[n.Args[1].ID]
 	axis := n.Axes[0]
-	T := x.Shape[len(x.Shape)-1].Size
+	a := x.Shape.Index(axis)
+	T, stride := x.Shape[a].Size, x.Shape.Strides()[a]
 	atEnd := k.pred()
 	k.op("setp.ge.u32 %s, %s, %d", atEnd, k.idx[axis], T-1)
 	off := k.linear(x.Shape)
 	next := k.r32()
-	k.op("add.s32 %s, %s, 1", next, off)
+	k.op("add.s32 %s, %s, %d", next, off, stride)
 	k.op("selp.b32 %s, %s, %s, %s", next, off, next, atEnd) // stay in bounds at the end
 	nx := k.loadAt(x, next)
-	lv := k.loadAt(last, off)
 	d := k.el()
-	k.op("selp.%s %s, %s, %s, %s", k.t(), d, lv, nx, atEnd)
+	k.op("selp.%s %s, %s, %s, %s", k.t(), d, last, nx, atEnd)
 	return d
 }
 

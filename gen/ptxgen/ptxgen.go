@@ -51,14 +51,24 @@ func (e *emitter) bufName(n *ir.Node) string {
 	if n.Op == ir.OpInput {
 		return "in/" + n.Input.Name
 	}
-	buf := e.p.Buffer(n)
-	if buf == nil {
+	return e.bufNames(n)[0]
+}
+
+// bufNames are the buffers a store of n writes: out/<name> for each output it is, or its
+// scratch buffer.
+func (e *emitter) bufNames(n *ir.Node) []string {
+	var out []string
+	for _, buf := range e.p.Buffers(n) {
+		if buf.Output != nil {
+			out = append(out, "out/"+buf.Name)
+		} else {
+			out = append(out, "scratch/"+buf.Name)
+		}
+	}
+	if out == nil {
 		panic(fmt.Sprintf("ptxgen: v%d is not stored", n.ID))
 	}
-	if buf.Output != nil {
-		return "out/" + buf.Name
-	}
-	return "scratch/" + buf.Name
+	return out
 }
 
 func (e *emitter) constName(n *ir.Node) string { return fmt.Sprintf("lgconst%d", n.ID) }

@@ -197,7 +197,7 @@ func TestMutationsAreCaught(t *testing.T) {
 			return replaceNth(t, s, "\tbar.sync 0;\n", "", 1)
 		}},
 		{name: "scan subtracts delta instead of adding it", dir: "gae", ptx: func(t *testing.T, s string) string {
-			i := strings.Index(s, "scan_rev(")
+			i := strings.Index(s, "= scan(")
 			require.Greater(t, i, 0)
 			return s[:i] + replaceNth(t, s[i:], "add.rn.f64", "sub.rn.f64", 1)
 		}},

@@ -22,11 +22,6 @@ type redK struct {
 	state  []string // one float64 register per field
 }
 
-var redFieldNames = map[ir.Op][]string{
-	ir.OpSum: {"s"}, ir.OpMean: {"s"}, ir.OpRMax: {"m"}, ir.OpRMin: {"m"},
-	ir.OpLogSumExp: {"m", "s"}, ir.OpVar: {"n", "mean", "m2"}, ir.OpArgMax: {"best", "idx"},
-}
-
 func (k *passK) classify(r *ir.Node) (*redK, error) {
 	reduced := map[string]bool{}
 	for _, a := range r.Axes {
@@ -56,30 +51,17 @@ func (k *passK) classify(r *ir.Node) (*redK, error) {
 	default:
 		return nil, fmt.Errorf("ptxgen: pass %d: %s reduces only some of the thread dims %v", k.ps.Index, r, k.thread.Names())
 	}
-	for range redFieldNames[r.Op] {
+	for range ir.Reductions[r.Op].Fields {
 		rk.state = append(rk.state, k.fd())
 	}
 	return rk, nil
 }
 
-// identity is each field's starting value.
-func identity(op ir.Op, field string) float64 {
-	switch {
-	case field == "m" && op == ir.OpRMin:
-		return math.Inf(1)
-	case field == "m", field == "best":
-		return math.Inf(-1)
-	case field == "idx":
-		return math.Inf(1)
-	}
-	return 0
-}
-
 func (k *passK) groupStart(level int) {
 	for _, rk := range k.reds {
 		if rk.prefix == level {
-			for i, f := range redFieldNames[rk.r.Op] {
-				k.op("mov.f64 %s, %s", rk.state[i], immF64(identity(rk.r.Op, f)))
+			for i, id := range ir.Reductions[rk.r.Op].Identity {
+				k.op("mov.f64 %s, %s", rk.state[i], immF64(id))
 			}
 		}
 	}
@@ -121,6 +103,8 @@ func (k *passK) accumulate(rk *redK) {
 // singleton is the state of one element x (float64).
 func (k *passK) singleton(r *ir.Node, x string) []string {
 	switch r.Op {
+	case ir.OpMean:
+		return []string{x, k.constF64(1)}
 	case ir.OpLogSumExp:
 		return []string{x, k.constF64(1)}
 	case ir.OpVar:
@@ -138,9 +122,14 @@ func (k *passK) singleton(r *ir.Node, x string) []string {
 func (k *kernel) merge(op ir.Op, a, b []string) []string {
 	d := k.fd()
 	switch op {
-	case ir.OpSum, ir.OpMean:
+	case ir.OpSum:
 		k.op("add.rn.f64 %s, %s, %s", d, a[0], b[0])
 		return []string{d}
+	case ir.OpMean:
+		n := k.fd()
+		k.op("add.rn.f64 %s, %s, %s", d, a[0], b[0])
+		k.op("add.rn.f64 %s, %s, %s", n, a[1], b[1])
+		return []string{d, n}
 	case ir.OpRMax:
 		k.minmax64("max", d, a[0], b[0])
 		return []string{d}
@@ -241,8 +230,7 @@ func (k *kernel) finalize(r *ir.Node, st []string) string {
 	case ir.OpSum, ir.OpRMax, ir.OpRMin:
 		k.op("mov.f64 %s, %s", v, st[0])
 	case ir.OpMean:
-		count := r.Args[0].Shape.Numel() / r.Shape.Numel()
-		k.op("div.rn.f64 %s, %s, %s", v, st[0], immF64(float64(count)))
+		k.op("div.rn.f64 %s, %s, %s", v, st[0], st[1])
 	case ir.OpLogSumExp:
 		l := k.log64(st[1])
 		k.op("add.rn.f64 %s, %s, %s", v, st[0], l)
@@ -296,7 +284,7 @@ func (k *kernel) warpReduce(op ir.Op, st []string) {
 // blockReduce merges the block's states into thread 0, which writes the block's partial.
 func (k *passK) blockReduce(rk *redK) {
 	r := rk.r
-	fields := redFieldNames[r.Op]
+	fields := ir.Reductions[r.Op].Fields
 	k.comment("block reduction of %s", r)
 	k.warpReduce(r.Op, rk.state)
 	tid, lane, warp := k.r32(), k.r32(), k.r32()
@@ -316,10 +304,10 @@ func (k *passK) blockReduce(rk *redK) {
 	k.op("bar.sync 0")
 	nwarps := k.block / 32
 	k.op("setp.lt.u32 %s, %s, %d", first, lane, nwarps)
-	for i, f := range fields {
+	for i := range fields {
 		a, v := k.r64(), k.fd()
 		k.op("mad.wide.u32 %s, %s, 8, %s", a, lane, sh)
-		k.op("mov.f64 %s, %s", v, immF64(identity(r.Op, f)))
+		k.op("mov.f64 %s, %s", v, immF64(ir.Reductions[r.Op].Identity[i]))
 		k.op("@%s ld.shared.f64 %s, [%s+%d]", first, v, a, i*256)
 		k.op("mov.f64 %s, %s", rk.state[i], v)
 	}
@@ -371,16 +359,16 @@ func (k *passK) mergeKernel() *kernel {
 	m.op("mad.lo.s32 %s, %s, %s, %s", g, ctaid, ntid, tid)
 	for _, rk := range reds {
 		r := rk.r
-		fields := redFieldNames[r.Op]
+		fields := ir.Reductions[r.Op].Fields
 		m.comment("merge %s over %d blocks", r, k.grid)
 		done := m.newLabel("skip")
 		out := m.pred()
 		m.op("setp.ge.u32 %s, %s, %d", out, g, r.Shape.Numel())
 		m.op("@%s bra %s", out, done)
 		st := make([]string, len(fields))
-		for i, f := range fields {
+		for i := range fields {
 			st[i] = m.fd()
-			m.op("mov.f64 %s, %s", st[i], immF64(identity(r.Op, f)))
+			m.op("mov.f64 %s, %s", st[i], immF64(ir.Reductions[r.Op].Identity[i]))
 		}
 		b := m.r32()
 		m.op("mov.u32 %s, 0", b)

@@ -109,7 +109,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r60_s, 0)
 	runtime.SetMask(st.r60_ok)
 	runtime.Fill(st.r62_s, 0)
-	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.LogProb[0], &in.SampleLogProb[0], &in.StateValue[0], &in.OldStateValue[0])
+	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
 	if !runtime.MaskSet(st.r60_ok[:8]) {
 		pass0Go(in, out, s)
 		return

@@ -51,219 +51,211 @@ blocks_1:
 	VMOVUPD      Y0, 800(DX)
 	MOVQ         p2+16(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-
-	// mean(v2) over [B]
-	VADDPS  1792(DX), Y0, Y0
-	VMOVUPS Y0, 1792(DX)
-	MOVQ    p3+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-
-	// var(v4) over [B]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      3648(DX), Y2
-	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      3456(DX), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 3456(DX)
-	VDIVPD       Y4, Y3, Y4
-	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      3840(DX), Y1
-	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 3648(DX)
-	VMOVUPD      Y1, 3840(DX)
-	VMOVUPD      3680(DX), Y1
-	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      3488(DX), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 3488(DX)
-	VDIVPD       Y3, Y2, Y3
-	VADDPD       Y3, Y1, Y1
-	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      3872(DX), Y0
-	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 3680(DX)
-	VMOVUPD      Y0, 3872(DX)
-	MOVQ         p4+32(FP), SI
-	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         p5+40(FP), SI
+	MOVQ         p3+24(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// v14 = sub(v0, v1) [B=4096]  # log_weight
-	VSUBPS Y1, Y0, Y0
-
-	// logsumexp(v14) over [B]
-	VMAXPS       lgc1<>+0(SB), Y0, Y1
-	VMINPS       lgc2<>+0(SB), Y1, Y1
-	VMULPS       lgc3<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VMOVAPS      lgc6<>+0(SB), Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc12<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc13<>+0(SB), Y1, Y2
-	VPMINSD      lgc14<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc14<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc14<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc16<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VANDPS       4224(DX), Y1, Y1
-	VMOVUPS      Y1, 4224(DX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       4032(DX), Y1, Y3
-	VMOVUPD      Y3, 4032(DX)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       4352(DX), Y1, Y1
-	VMOVUPD      Y1, 4352(DX)
-	VADDPD       4064(DX), Y2, Y1
-	VMOVUPD      Y1, 4064(DX)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       4384(DX), Y1, Y1
-	VMOVUPD      Y1, 4384(DX)
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VSUBPS  Y1, Y0, Y2
+	VMOVUPS lgc1<>+0(SB), Y3
 
 	// v17 = max(v14, v15) [B=4096]
-	VMAXPS  Y0, Y1, Y1
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMAXPS  Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v18 = min(v17, v16) [B=4096]  # log_weight_clip
-	VMINPS Y1, Y2, Y1
+	VMINPS Y3, Y4, Y3
 
 	// v29 = ne(v18, v14) [B=4096]
-	VCMPPS $0x04, Y0, Y1, Y1
-	VANDPS lgc12<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y2, Y3, Y3
+	VANDPS lgc3<>+0(SB), Y3, Y3
 
 	// mean(v29) over [B]
-	VADDPS  1152(DX), Y1, Y1
-	VMOVUPS Y1, 1152(DX)
-	MOVQ    p5+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p4+32(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VADDPS  1152(DX), Y3, Y3
+	VMOVUPS Y3, 1152(DX)
 
 	// v31 = sub(v1, v0) [B=4096]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y0, Y1, Y0
 
 	// mean(v31) over [B]
-	VADDPS  1472(DX), Y1, Y1
-	VMOVUPS Y1, 1472(DX)
-	MOVQ    p2+16(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VADDPS  1472(DX), Y0, Y0
+	VMOVUPS Y0, 1472(DX)
+	MOVQ    p4+32(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
+
+	// mean(v2) over [B]
+	VADDPS  1792(DX), Y0, Y1
+	VMOVUPS Y1, 1792(DX)
 
 	// v35 = mul(v34, v2) [B=4096]
-	VMULPS lgc19<>+0(SB), Y1, Y1
+	VMULPS lgc4<>+0(SB), Y0, Y0
 
 	// mean(v35) over [B]
-	VADDPS  2112(DX), Y1, Y1
-	VMOVUPS Y1, 2112(DX)
-	MOVQ    p3+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VADDPS  2112(DX), Y0, Y0
+	VMOVUPS Y0, 2112(DX)
+	MOVQ    p5+40(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    p6+48(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v37 = sub(v4, v5) [B=4096]
-	VSUBPS Y2, Y1, Y3
-
-	// var(v37) over [B]
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      3072(DX), Y6
-	VSUBPD       Y6, Y4, Y7
-	VMOVUPD      2880(DX), Y8
-	VADDPD       lgc0<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 2880(DX)
-	VDIVPD       Y8, Y7, Y8
-	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y4, Y8
-	VMOVUPD      3264(DX), Y4
-	VFMADD231PD  Y7, Y8, Y4
-	VMOVUPD      Y6, 3072(DX)
-	VMOVUPD      Y4, 3264(DX)
-	VMOVUPD      3104(DX), Y4
-	VSUBPD       Y4, Y5, Y6
-	VMOVUPD      2912(DX), Y7
-	VADDPD       lgc0<>+0(SB), Y7, Y7
-	VMOVUPD      Y7, 2912(DX)
-	VDIVPD       Y7, Y6, Y7
-	VADDPD       Y7, Y4, Y4
-	VSUBPD       Y4, Y5, Y7
-	VMOVUPD      3296(DX), Y5
-	VFMADD231PD  Y6, Y7, Y5
-	VMOVUPD      Y4, 3104(DX)
-	VMOVUPD      Y5, 3296(DX)
+	VSUBPS Y1, Y0, Y3
 
 	// v38 = mul(v37, v37) [B=4096]
-	VMULPS  Y3, Y3, Y3
+	VMULPS  Y3, Y3, Y4
 	MOVQ    p7+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y4
+	VMOVUPS (SI)(BX*4), Y5
 
 	// v39 = sub(v5, v6) [B=4096]
-	VSUBPS  Y4, Y2, Y2
-	VMOVUPS lgc20<>+0(SB), Y5
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS lgc5<>+0(SB), Y6
 
 	// v42 = max(v39, v40) [B=4096]
-	VMAXPS  Y2, Y5, Y5
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMAXPS  Y1, Y6, Y6
+	VMOVUPS lgc6<>+0(SB), Y7
 
 	// v43 = min(v42, v41) [B=4096]
-	VMINPS Y5, Y6, Y5
+	VMINPS Y6, Y7, Y6
 
 	// v44 = ne(v39, v43) [B=4096]
-	VCMPPS $0x04, Y5, Y2, Y2
-	VANDPS lgc12<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y6, Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
 
 	// mean(v44) over [B]
-	VADDPS  2432(DX), Y2, Y2
-	VMOVUPS Y2, 2432(DX)
+	VADDPS  2432(DX), Y1, Y1
+	VMOVUPS Y1, 2432(DX)
 
 	// v46 = add(v6, v43) [B=4096]
-	VADDPS Y5, Y4, Y2
+	VADDPS Y6, Y5, Y1
 
 	// v47 = sub(v4, v46) [B=4096]
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y1, Y0, Y1
 
 	// v48 = mul(v47, v47) [B=4096]
 	VMULPS Y1, Y1, Y1
 
 	// v49 = max(v38, v48) [B=4096]
-	VXORPS lgc22<>+0(SB), Y3, Y2
-	VXORPS lgc22<>+0(SB), Y1, Y1
-	VMINPS Y2, Y1, Y3
-	VMINPS Y1, Y2, Y1
-	VORPS  Y3, Y1, Y1
-	VXORPS lgc22<>+0(SB), Y1, Y1
+	VXORPS lgc7<>+0(SB), Y4, Y4
+	VXORPS lgc7<>+0(SB), Y1, Y1
+	VMINPS Y4, Y1, Y5
+	VMINPS Y1, Y4, Y1
+	VORPS  Y5, Y1, Y1
+	VXORPS lgc7<>+0(SB), Y1, Y1
 
 	// v51 = mul(v50, v49) [B=4096]
-	VMULPS lgc12<>+0(SB), Y1, Y1
+	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// mean(v51) over [B]
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
 
+	// var(v37) over [B]
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      3072(DX), Y4
+	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      2880(DX), Y6
+	VADDPD       lgc0<>+0(SB), Y6, Y6
+	VMOVUPD      Y6, 2880(DX)
+	VDIVPD       Y6, Y5, Y6
+	VADDPD       Y6, Y4, Y4
+	VSUBPD       Y4, Y1, Y6
+	VMOVUPD      3264(DX), Y1
+	VFMADD231PD  Y5, Y6, Y1
+	VMOVUPD      Y4, 3072(DX)
+	VMOVUPD      Y1, 3264(DX)
+	VMOVUPD      3104(DX), Y1
+	VSUBPD       Y1, Y3, Y4
+	VMOVUPD      2912(DX), Y5
+	VADDPD       lgc0<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 2912(DX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y1, Y1
+	VSUBPD       Y1, Y3, Y5
+	VMOVUPD      3296(DX), Y3
+	VFMADD231PD  Y4, Y5, Y3
+	VMOVUPD      Y1, 3104(DX)
+	VMOVUPD      Y3, 3296(DX)
+
+	// var(v4) over [B]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      3648(DX), Y3
+	VSUBPD       Y3, Y1, Y4
+	VMOVUPD      3456(DX), Y5
+	VADDPD       lgc0<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 3456(DX)
+	VDIVPD       Y5, Y4, Y5
+	VADDPD       Y5, Y3, Y3
+	VSUBPD       Y3, Y1, Y5
+	VMOVUPD      3840(DX), Y1
+	VFMADD231PD  Y4, Y5, Y1
+	VMOVUPD      Y3, 3648(DX)
+	VMOVUPD      Y1, 3840(DX)
+	VMOVUPD      3680(DX), Y1
+	VSUBPD       Y1, Y0, Y3
+	VMOVUPD      3488(DX), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 3488(DX)
+	VDIVPD       Y4, Y3, Y4
+	VADDPD       Y4, Y1, Y1
+	VSUBPD       Y1, Y0, Y4
+	VMOVUPD      3872(DX), Y0
+	VFMADD231PD  Y3, Y4, Y0
+	VMOVUPD      Y1, 3680(DX)
+	VMOVUPD      Y0, 3872(DX)
+
+	// logsumexp(v14) over [B]
+	VMAXPS       lgc8<>+0(SB), Y2, Y0
+	VMINPS       lgc9<>+0(SB), Y0, Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VMOVAPS      Y0, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
+	VMOVAPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc19<>+0(SB), Y0, Y1
+	VPMINSD      lgc20<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y0
+	VBLENDVPS    Y0, Y2, Y3, Y3
+	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4224(DX), Y0, Y0
+	VMOVUPS      Y0, 4224(DX)
+	VCVTPS2PD    X3, Y0
+	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4032(DX), Y0, Y3
+	VMOVUPD      Y3, 4032(DX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4352(DX), Y0, Y0
+	VMOVUPD      Y0, 4352(DX)
+	VADDPD       4064(DX), Y1, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       4384(DX), Y0, Y0
+	VMOVUPD      Y0, 4384(DX)
+
 	// v61 = mul(v59, v14) [B=4096]
-	VMULPS       lgc23<>+0(SB), Y0, Y0
+	VMULPS       lgc23<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
 	MOVQ         p1+8(FP), CX
@@ -423,224 +415,224 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0xc2d00000
-DATA lgc1<>+4(SB)/4, $0xc2d00000
-DATA lgc1<>+8(SB)/4, $0xc2d00000
-DATA lgc1<>+12(SB)/4, $0xc2d00000
-DATA lgc1<>+16(SB)/4, $0xc2d00000
-DATA lgc1<>+20(SB)/4, $0xc2d00000
-DATA lgc1<>+24(SB)/4, $0xc2d00000
-DATA lgc1<>+28(SB)/4, $0xc2d00000
+DATA lgc1<>+0(SB)/4, $0xbe647fbe
+DATA lgc1<>+4(SB)/4, $0xbe647fbe
+DATA lgc1<>+8(SB)/4, $0xbe647fbe
+DATA lgc1<>+12(SB)/4, $0xbe647fbe
+DATA lgc1<>+16(SB)/4, $0xbe647fbe
+DATA lgc1<>+20(SB)/4, $0xbe647fbe
+DATA lgc1<>+24(SB)/4, $0xbe647fbe
+DATA lgc1<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x42b20000
-DATA lgc2<>+4(SB)/4, $0x42b20000
-DATA lgc2<>+8(SB)/4, $0x42b20000
-DATA lgc2<>+12(SB)/4, $0x42b20000
-DATA lgc2<>+16(SB)/4, $0x42b20000
-DATA lgc2<>+20(SB)/4, $0x42b20000
-DATA lgc2<>+24(SB)/4, $0x42b20000
-DATA lgc2<>+28(SB)/4, $0x42b20000
+DATA lgc2<>+0(SB)/4, $0x3e3ab281
+DATA lgc2<>+4(SB)/4, $0x3e3ab281
+DATA lgc2<>+8(SB)/4, $0x3e3ab281
+DATA lgc2<>+12(SB)/4, $0x3e3ab281
+DATA lgc2<>+16(SB)/4, $0x3e3ab281
+DATA lgc2<>+20(SB)/4, $0x3e3ab281
+DATA lgc2<>+24(SB)/4, $0x3e3ab281
+DATA lgc2<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc3<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc3<>+0(SB)/4, $0x3f800000
+DATA lgc3<>+4(SB)/4, $0x3f800000
+DATA lgc3<>+8(SB)/4, $0x3f800000
+DATA lgc3<>+12(SB)/4, $0x3f800000
+DATA lgc3<>+16(SB)/4, $0x3f800000
+DATA lgc3<>+20(SB)/4, $0x3f800000
+DATA lgc3<>+24(SB)/4, $0x3f800000
+DATA lgc3<>+28(SB)/4, $0x3f800000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f318000
-DATA lgc4<>+4(SB)/4, $0x3f318000
-DATA lgc4<>+8(SB)/4, $0x3f318000
-DATA lgc4<>+12(SB)/4, $0x3f318000
-DATA lgc4<>+16(SB)/4, $0x3f318000
-DATA lgc4<>+20(SB)/4, $0x3f318000
-DATA lgc4<>+24(SB)/4, $0x3f318000
-DATA lgc4<>+28(SB)/4, $0x3f318000
+DATA lgc4<>+0(SB)/4, $0xbc23d70a
+DATA lgc4<>+4(SB)/4, $0xbc23d70a
+DATA lgc4<>+8(SB)/4, $0xbc23d70a
+DATA lgc4<>+12(SB)/4, $0xbc23d70a
+DATA lgc4<>+16(SB)/4, $0xbc23d70a
+DATA lgc4<>+20(SB)/4, $0xbc23d70a
+DATA lgc4<>+24(SB)/4, $0xbc23d70a
+DATA lgc4<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xb95e8083
-DATA lgc5<>+4(SB)/4, $0xb95e8083
-DATA lgc5<>+8(SB)/4, $0xb95e8083
-DATA lgc5<>+12(SB)/4, $0xb95e8083
-DATA lgc5<>+16(SB)/4, $0xb95e8083
-DATA lgc5<>+20(SB)/4, $0xb95e8083
-DATA lgc5<>+24(SB)/4, $0xb95e8083
-DATA lgc5<>+28(SB)/4, $0xb95e8083
+DATA lgc5<>+0(SB)/4, $0xbe4ccccd
+DATA lgc5<>+4(SB)/4, $0xbe4ccccd
+DATA lgc5<>+8(SB)/4, $0xbe4ccccd
+DATA lgc5<>+12(SB)/4, $0xbe4ccccd
+DATA lgc5<>+16(SB)/4, $0xbe4ccccd
+DATA lgc5<>+20(SB)/4, $0xbe4ccccd
+DATA lgc5<>+24(SB)/4, $0xbe4ccccd
+DATA lgc5<>+28(SB)/4, $0xbe4ccccd
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x39506967
-DATA lgc6<>+4(SB)/4, $0x39506967
-DATA lgc6<>+8(SB)/4, $0x39506967
-DATA lgc6<>+12(SB)/4, $0x39506967
-DATA lgc6<>+16(SB)/4, $0x39506967
-DATA lgc6<>+20(SB)/4, $0x39506967
-DATA lgc6<>+24(SB)/4, $0x39506967
-DATA lgc6<>+28(SB)/4, $0x39506967
+DATA lgc6<>+0(SB)/4, $0x3e4ccccd
+DATA lgc6<>+4(SB)/4, $0x3e4ccccd
+DATA lgc6<>+8(SB)/4, $0x3e4ccccd
+DATA lgc6<>+12(SB)/4, $0x3e4ccccd
+DATA lgc6<>+16(SB)/4, $0x3e4ccccd
+DATA lgc6<>+20(SB)/4, $0x3e4ccccd
+DATA lgc6<>+24(SB)/4, $0x3e4ccccd
+DATA lgc6<>+28(SB)/4, $0x3e4ccccd
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3ab743ce
-DATA lgc7<>+4(SB)/4, $0x3ab743ce
-DATA lgc7<>+8(SB)/4, $0x3ab743ce
-DATA lgc7<>+12(SB)/4, $0x3ab743ce
-DATA lgc7<>+16(SB)/4, $0x3ab743ce
-DATA lgc7<>+20(SB)/4, $0x3ab743ce
-DATA lgc7<>+24(SB)/4, $0x3ab743ce
-DATA lgc7<>+28(SB)/4, $0x3ab743ce
+DATA lgc7<>+0(SB)/4, $0x80000000
+DATA lgc7<>+4(SB)/4, $0x80000000
+DATA lgc7<>+8(SB)/4, $0x80000000
+DATA lgc7<>+12(SB)/4, $0x80000000
+DATA lgc7<>+16(SB)/4, $0x80000000
+DATA lgc7<>+20(SB)/4, $0x80000000
+DATA lgc7<>+24(SB)/4, $0x80000000
+DATA lgc7<>+28(SB)/4, $0x80000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3c088908
-DATA lgc8<>+4(SB)/4, $0x3c088908
-DATA lgc8<>+8(SB)/4, $0x3c088908
-DATA lgc8<>+12(SB)/4, $0x3c088908
-DATA lgc8<>+16(SB)/4, $0x3c088908
-DATA lgc8<>+20(SB)/4, $0x3c088908
-DATA lgc8<>+24(SB)/4, $0x3c088908
-DATA lgc8<>+28(SB)/4, $0x3c088908
+DATA lgc8<>+0(SB)/4, $0xc2d00000
+DATA lgc8<>+4(SB)/4, $0xc2d00000
+DATA lgc8<>+8(SB)/4, $0xc2d00000
+DATA lgc8<>+12(SB)/4, $0xc2d00000
+DATA lgc8<>+16(SB)/4, $0xc2d00000
+DATA lgc8<>+20(SB)/4, $0xc2d00000
+DATA lgc8<>+24(SB)/4, $0xc2d00000
+DATA lgc8<>+28(SB)/4, $0xc2d00000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc9<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc9<>+0(SB)/4, $0x42b20000
+DATA lgc9<>+4(SB)/4, $0x42b20000
+DATA lgc9<>+8(SB)/4, $0x42b20000
+DATA lgc9<>+12(SB)/4, $0x42b20000
+DATA lgc9<>+16(SB)/4, $0x42b20000
+DATA lgc9<>+20(SB)/4, $0x42b20000
+DATA lgc9<>+24(SB)/4, $0x42b20000
+DATA lgc9<>+28(SB)/4, $0x42b20000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc10<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3f000000
-DATA lgc11<>+4(SB)/4, $0x3f000000
-DATA lgc11<>+8(SB)/4, $0x3f000000
-DATA lgc11<>+12(SB)/4, $0x3f000000
-DATA lgc11<>+16(SB)/4, $0x3f000000
-DATA lgc11<>+20(SB)/4, $0x3f000000
-DATA lgc11<>+24(SB)/4, $0x3f000000
-DATA lgc11<>+28(SB)/4, $0x3f000000
+DATA lgc11<>+0(SB)/4, $0x3f318000
+DATA lgc11<>+4(SB)/4, $0x3f318000
+DATA lgc11<>+8(SB)/4, $0x3f318000
+DATA lgc11<>+12(SB)/4, $0x3f318000
+DATA lgc11<>+16(SB)/4, $0x3f318000
+DATA lgc11<>+20(SB)/4, $0x3f318000
+DATA lgc11<>+24(SB)/4, $0x3f318000
+DATA lgc11<>+28(SB)/4, $0x3f318000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3f800000
-DATA lgc12<>+4(SB)/4, $0x3f800000
-DATA lgc12<>+8(SB)/4, $0x3f800000
-DATA lgc12<>+12(SB)/4, $0x3f800000
-DATA lgc12<>+16(SB)/4, $0x3f800000
-DATA lgc12<>+20(SB)/4, $0x3f800000
-DATA lgc12<>+24(SB)/4, $0x3f800000
-DATA lgc12<>+28(SB)/4, $0x3f800000
+DATA lgc12<>+0(SB)/4, $0xb95e8083
+DATA lgc12<>+4(SB)/4, $0xb95e8083
+DATA lgc12<>+8(SB)/4, $0xb95e8083
+DATA lgc12<>+12(SB)/4, $0xb95e8083
+DATA lgc12<>+16(SB)/4, $0xb95e8083
+DATA lgc12<>+20(SB)/4, $0xb95e8083
+DATA lgc12<>+24(SB)/4, $0xb95e8083
+DATA lgc12<>+28(SB)/4, $0xb95e8083
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0xffffff82
-DATA lgc13<>+4(SB)/4, $0xffffff82
-DATA lgc13<>+8(SB)/4, $0xffffff82
-DATA lgc13<>+12(SB)/4, $0xffffff82
-DATA lgc13<>+16(SB)/4, $0xffffff82
-DATA lgc13<>+20(SB)/4, $0xffffff82
-DATA lgc13<>+24(SB)/4, $0xffffff82
-DATA lgc13<>+28(SB)/4, $0xffffff82
+DATA lgc13<>+0(SB)/4, $0x39506967
+DATA lgc13<>+4(SB)/4, $0x39506967
+DATA lgc13<>+8(SB)/4, $0x39506967
+DATA lgc13<>+12(SB)/4, $0x39506967
+DATA lgc13<>+16(SB)/4, $0x39506967
+DATA lgc13<>+20(SB)/4, $0x39506967
+DATA lgc13<>+24(SB)/4, $0x39506967
+DATA lgc13<>+28(SB)/4, $0x39506967
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x0000007f
-DATA lgc14<>+4(SB)/4, $0x0000007f
-DATA lgc14<>+8(SB)/4, $0x0000007f
-DATA lgc14<>+12(SB)/4, $0x0000007f
-DATA lgc14<>+16(SB)/4, $0x0000007f
-DATA lgc14<>+20(SB)/4, $0x0000007f
-DATA lgc14<>+24(SB)/4, $0x0000007f
-DATA lgc14<>+28(SB)/4, $0x0000007f
+DATA lgc14<>+0(SB)/4, $0x3ab743ce
+DATA lgc14<>+4(SB)/4, $0x3ab743ce
+DATA lgc14<>+8(SB)/4, $0x3ab743ce
+DATA lgc14<>+12(SB)/4, $0x3ab743ce
+DATA lgc14<>+16(SB)/4, $0x3ab743ce
+DATA lgc14<>+20(SB)/4, $0x3ab743ce
+DATA lgc14<>+24(SB)/4, $0x3ab743ce
+DATA lgc14<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xc2ae0000
-DATA lgc15<>+4(SB)/4, $0xc2ae0000
-DATA lgc15<>+8(SB)/4, $0xc2ae0000
-DATA lgc15<>+12(SB)/4, $0xc2ae0000
-DATA lgc15<>+16(SB)/4, $0xc2ae0000
-DATA lgc15<>+20(SB)/4, $0xc2ae0000
-DATA lgc15<>+24(SB)/4, $0xc2ae0000
-DATA lgc15<>+28(SB)/4, $0xc2ae0000
+DATA lgc15<>+0(SB)/4, $0x3c088908
+DATA lgc15<>+4(SB)/4, $0x3c088908
+DATA lgc15<>+8(SB)/4, $0x3c088908
+DATA lgc15<>+12(SB)/4, $0x3c088908
+DATA lgc15<>+16(SB)/4, $0x3c088908
+DATA lgc15<>+20(SB)/4, $0x3c088908
+DATA lgc15<>+24(SB)/4, $0x3c088908
+DATA lgc15<>+28(SB)/4, $0x3c088908
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x42b00000
-DATA lgc16<>+4(SB)/4, $0x42b00000
-DATA lgc16<>+8(SB)/4, $0x42b00000
-DATA lgc16<>+12(SB)/4, $0x42b00000
-DATA lgc16<>+16(SB)/4, $0x42b00000
-DATA lgc16<>+20(SB)/4, $0x42b00000
-DATA lgc16<>+24(SB)/4, $0x42b00000
-DATA lgc16<>+28(SB)/4, $0x42b00000
+DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xbe647fbe
-DATA lgc17<>+4(SB)/4, $0xbe647fbe
-DATA lgc17<>+8(SB)/4, $0xbe647fbe
-DATA lgc17<>+12(SB)/4, $0xbe647fbe
-DATA lgc17<>+16(SB)/4, $0xbe647fbe
-DATA lgc17<>+20(SB)/4, $0xbe647fbe
-DATA lgc17<>+24(SB)/4, $0xbe647fbe
-DATA lgc17<>+28(SB)/4, $0xbe647fbe
+DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3e3ab281
-DATA lgc18<>+4(SB)/4, $0x3e3ab281
-DATA lgc18<>+8(SB)/4, $0x3e3ab281
-DATA lgc18<>+12(SB)/4, $0x3e3ab281
-DATA lgc18<>+16(SB)/4, $0x3e3ab281
-DATA lgc18<>+20(SB)/4, $0x3e3ab281
-DATA lgc18<>+24(SB)/4, $0x3e3ab281
-DATA lgc18<>+28(SB)/4, $0x3e3ab281
+DATA lgc18<>+0(SB)/4, $0x3f000000
+DATA lgc18<>+4(SB)/4, $0x3f000000
+DATA lgc18<>+8(SB)/4, $0x3f000000
+DATA lgc18<>+12(SB)/4, $0x3f000000
+DATA lgc18<>+16(SB)/4, $0x3f000000
+DATA lgc18<>+20(SB)/4, $0x3f000000
+DATA lgc18<>+24(SB)/4, $0x3f000000
+DATA lgc18<>+28(SB)/4, $0x3f000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xbc23d70a
-DATA lgc19<>+4(SB)/4, $0xbc23d70a
-DATA lgc19<>+8(SB)/4, $0xbc23d70a
-DATA lgc19<>+12(SB)/4, $0xbc23d70a
-DATA lgc19<>+16(SB)/4, $0xbc23d70a
-DATA lgc19<>+20(SB)/4, $0xbc23d70a
-DATA lgc19<>+24(SB)/4, $0xbc23d70a
-DATA lgc19<>+28(SB)/4, $0xbc23d70a
+DATA lgc19<>+0(SB)/4, $0xffffff82
+DATA lgc19<>+4(SB)/4, $0xffffff82
+DATA lgc19<>+8(SB)/4, $0xffffff82
+DATA lgc19<>+12(SB)/4, $0xffffff82
+DATA lgc19<>+16(SB)/4, $0xffffff82
+DATA lgc19<>+20(SB)/4, $0xffffff82
+DATA lgc19<>+24(SB)/4, $0xffffff82
+DATA lgc19<>+28(SB)/4, $0xffffff82
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbe4ccccd
-DATA lgc20<>+4(SB)/4, $0xbe4ccccd
-DATA lgc20<>+8(SB)/4, $0xbe4ccccd
-DATA lgc20<>+12(SB)/4, $0xbe4ccccd
-DATA lgc20<>+16(SB)/4, $0xbe4ccccd
-DATA lgc20<>+20(SB)/4, $0xbe4ccccd
-DATA lgc20<>+24(SB)/4, $0xbe4ccccd
-DATA lgc20<>+28(SB)/4, $0xbe4ccccd
+DATA lgc20<>+0(SB)/4, $0x0000007f
+DATA lgc20<>+4(SB)/4, $0x0000007f
+DATA lgc20<>+8(SB)/4, $0x0000007f
+DATA lgc20<>+12(SB)/4, $0x0000007f
+DATA lgc20<>+16(SB)/4, $0x0000007f
+DATA lgc20<>+20(SB)/4, $0x0000007f
+DATA lgc20<>+24(SB)/4, $0x0000007f
+DATA lgc20<>+28(SB)/4, $0x0000007f
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e4ccccd
-DATA lgc21<>+4(SB)/4, $0x3e4ccccd
-DATA lgc21<>+8(SB)/4, $0x3e4ccccd
-DATA lgc21<>+12(SB)/4, $0x3e4ccccd
-DATA lgc21<>+16(SB)/4, $0x3e4ccccd
-DATA lgc21<>+20(SB)/4, $0x3e4ccccd
-DATA lgc21<>+24(SB)/4, $0x3e4ccccd
-DATA lgc21<>+28(SB)/4, $0x3e4ccccd
+DATA lgc21<>+0(SB)/4, $0xc2ae0000
+DATA lgc21<>+4(SB)/4, $0xc2ae0000
+DATA lgc21<>+8(SB)/4, $0xc2ae0000
+DATA lgc21<>+12(SB)/4, $0xc2ae0000
+DATA lgc21<>+16(SB)/4, $0xc2ae0000
+DATA lgc21<>+20(SB)/4, $0xc2ae0000
+DATA lgc21<>+24(SB)/4, $0xc2ae0000
+DATA lgc21<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x80000000
-DATA lgc22<>+4(SB)/4, $0x80000000
-DATA lgc22<>+8(SB)/4, $0x80000000
-DATA lgc22<>+12(SB)/4, $0x80000000
-DATA lgc22<>+16(SB)/4, $0x80000000
-DATA lgc22<>+20(SB)/4, $0x80000000
-DATA lgc22<>+24(SB)/4, $0x80000000
-DATA lgc22<>+28(SB)/4, $0x80000000
+DATA lgc22<>+0(SB)/4, $0x42b00000
+DATA lgc22<>+4(SB)/4, $0x42b00000
+DATA lgc22<>+8(SB)/4, $0x42b00000
+DATA lgc22<>+12(SB)/4, $0x42b00000
+DATA lgc22<>+16(SB)/4, $0x42b00000
+DATA lgc22<>+20(SB)/4, $0x42b00000
+DATA lgc22<>+24(SB)/4, $0x42b00000
+DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 DATA lgc23<>+0(SB)/4, $0x40000000
@@ -667,7 +659,7 @@ TEXT ·pass1AVX2(SB), $0-48
 
 	// v57 = div(v53, v56) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc12<>+0(SB), Y1
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v58 = sub(v50, v57) []
 	VSUBPS       Y0, Y1, Y0
@@ -683,29 +675,29 @@ TEXT ·pass1AVX2(SB), $0-48
 	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) []
-	VMAXPS       lgc1<>+0(SB), Y1, Y2
-	VMINPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       lgc3<>+0(SB), Y2, Y3
+	VMAXPS       lgc8<>+0(SB), Y1, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VMOVAPS      lgc6<>+0(SB), Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VMOVAPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc12<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc13<>+0(SB), Y2, Y3
-	VPMINSD      lgc14<>+0(SB), Y3, Y3
+	VPMAXSD      lgc19<>+0(SB), Y2, Y3
+	VPMINSD      lgc20<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc14<>+0(SB), Y3, Y3
+	VPADDD       lgc20<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -784,29 +776,29 @@ blocks_3:
 	VSUBPS Y2, Y1, Y1
 
 	// v19 = exp(v14) [B=4096]
-	VMAXPS       lgc1<>+0(SB), Y1, Y2
-	VMINPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       lgc3<>+0(SB), Y2, Y3
+	VMAXPS       lgc8<>+0(SB), Y1, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VMOVAPS      lgc6<>+0(SB), Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VMOVAPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc12<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc13<>+0(SB), Y2, Y3
-	VPMINSD      lgc14<>+0(SB), Y3, Y3
+	VPMAXSD      lgc19<>+0(SB), Y2, Y3
+	VPMINSD      lgc20<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc14<>+0(SB), Y3, Y3
+	VPADDD       lgc20<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -833,7 +825,7 @@ blocks_3:
 	VORPS  Y2, Y0, Y0
 
 	// v27 = neg(v26) [B=4096]
-	VXORPS lgc22<>+0(SB), Y0, Y0
+	VXORPS lgc7<>+0(SB), Y0, Y0
 
 	// mean(v27) over [B]
 	MOVQ         p5+40(FP), DX
@@ -914,29 +906,29 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc1<>+0(SB), Y0, Y1
-	VMINPS       lgc2<>+0(SB), Y1, Y1
-	VMULPS       lgc3<>+0(SB), Y1, Y2
+	VMAXPS       lgc8<>+0(SB), Y0, Y1
+	VMINPS       lgc9<>+0(SB), Y1, Y1
+	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VMOVAPS      lgc6<>+0(SB), Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VMOVAPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc12<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc13<>+0(SB), Y1, Y2
-	VPMINSD      lgc14<>+0(SB), Y2, Y2
+	VPMAXSD      lgc19<>+0(SB), Y1, Y2
+	VPMINSD      lgc20<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc14<>+0(SB), Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc14<>+0(SB), Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -966,16 +958,16 @@ bulk_7:
 	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc14<>+0(SB), Y3, Y3
+	VPSUBD       lgc20<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc12<>+0(SB), Y1, Y1
+	VPOR         lgc3<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc11<>+0(SB), Y1, Y4
+	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc12<>+0(SB), Y1, Y1
+	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc34<>+0(SB), Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
@@ -989,10 +981,10 @@ bulk_7:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc4<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
@@ -1201,21 +1193,21 @@ bulk_9:
 	CMPQ         BX, DX
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc12<>+0(SB), Y0, Y1
+	VADDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
 	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc14<>+0(SB), Y4, Y4
+	VPSUBD       lgc20<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
-	VPOR         lgc12<>+0(SB), Y2, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc11<>+0(SB), Y2, Y5
+	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc12<>+0(SB), Y2, Y2
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc34<>+0(SB), Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
@@ -1229,10 +1221,10 @@ bulk_9:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
@@ -1241,11 +1233,11 @@ bulk_9:
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc12<>+0(SB), Y1, Y2
+	VSUBPS       lgc3<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2

@@ -23,26 +23,6 @@ func newScratch() *scratch {
 }
 
 // pass0Go is pass 0 of the plan (lossgen explain): an elementwise loop over [B=4096].
-// Computed at each index, in this order:
-//
-//	v14 = sub(v0, v1) [B=4096]  # log_weight
-//	v17 = max(v14, v15) [B=4096]
-//	v18 = min(v17, v16) [B=4096]  # log_weight_clip
-//	v29 = ne(v18, v14) [B=4096]
-//	v31 = sub(v1, v0) [B=4096]
-//	v35 = mul(v34, v2) [B=4096]
-//	v37 = sub(v4, v5) [B=4096]
-//	v38 = mul(v37, v37) [B=4096]
-//	v39 = sub(v5, v6) [B=4096]
-//	v42 = max(v39, v40) [B=4096]
-//	v43 = min(v42, v41) [B=4096]
-//	v44 = ne(v39, v43) [B=4096]
-//	v46 = add(v6, v43) [B=4096]
-//	v47 = sub(v4, v46) [B=4096]
-//	v48 = mul(v47, v47) [B=4096]
-//	v49 = max(v38, v48) [B=4096]
-//	v51 = mul(v50, v49) [B=4096]
-//	v61 = mul(v59, v14) [B=4096]
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc7 := runtime.Mean{}
 	acc8 := runtime.Welford{}
@@ -56,14 +36,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc54 := runtime.Welford{}
 	acc60 := runtime.NewLogSumExp()
 	acc62 := runtime.NewLogSumExp()
-	v15 := float32(-0.22314355)
-	v16 := float32(0.18232156)
-	v34 := float32(-0.01)
-	v40 := float32(-0.2)
-	v41 := float32(0.2)
-	v50 := float32(1)
-	v59 := float32(2)
-	for iB := 0; iB < B; iB++ {
+	for iB := 0; iB < 4096; iB++ {
 		v0 := in.LogProb[iB]
 		v1 := in.SampleLogProb[iB]
 		v2 := in.Entropy[iB]
@@ -71,35 +44,42 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		v4 := in.ValueTarget[iB]
 		v5 := in.StateValue[iB]
 		v6 := in.OldStateValue[iB]
+		acc7.Add(float64(v3))
+		acc8.Add(float64(v3))
 		v14 := v0 - v1
+		v15 := float32(-0.22314355)
+		v16 := float32(0.18232156)
 		v17 := max(v14, v15)
 		v18 := min(v17, v16)
 		v29 := b2f(v18 != v14)
+		acc30.Add(float64(v29))
 		v31 := v1 - v0
+		acc32.Add(float64(v31))
+		acc33.Add(float64(v2))
+		v34 := float32(-0.01)
 		v35 := float32(v34 * v2)
+		acc36.Add(float64(v35))
 		v37 := v4 - v5
 		v38 := float32(v37 * v37)
 		v39 := v5 - v6
+		v40 := float32(-0.2)
+		v41 := float32(0.2)
 		v42 := max(v39, v40)
 		v43 := min(v42, v41)
 		v44 := b2f(v39 != v43)
+		acc45.Add(float64(v44))
 		v46 := v6 + v43
 		v47 := v4 - v46
 		v48 := float32(v47 * v47)
 		v49 := max(v38, v48)
+		v50 := float32(1)
 		v51 := float32(v50 * v49)
-		v61 := float32(v59 * v14)
-		acc7.Add(float64(v3))
-		acc8.Add(float64(v3))
-		acc30.Add(float64(v29))
-		acc32.Add(float64(v31))
-		acc33.Add(float64(v2))
-		acc36.Add(float64(v35))
-		acc45.Add(float64(v44))
 		acc52.Add(float64(v51))
 		acc53.Add(float64(v37))
 		acc54.Add(float64(v4))
+		v59 := float32(2)
 		acc60.Add(float64(v14))
+		v61 := float32(v59 * v14)
 		acc62.Add(float64(v61))
 	}
 	s.s0 = float32(acc7.Result())
@@ -117,15 +97,6 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 }
 
 // pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [].
-// Computed at each index, in this order:
-//
-//	v56 = add(v54, v55) []
-//	v57 = div(v53, v56) []
-//	v58 = sub(v50, v57) []
-//	v63 = mul(v59, v60) []
-//	v64 = sub(v63, v62) []
-//	v65 = exp(v64) []
-//	v67 = div(v65, v66) []
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 	v50 := float32(1)
 	v53 := s.s2
@@ -147,39 +118,25 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 }
 
 // pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [B=4096].
-// Computed at each index, in this order:
-//
-//	v9 = sqrt(v8) []  # std
-//	v10 = sub(v3, v7) [B=4096]
-//	v12 = max(v9, v11) []
-//	v13 = div(v10, v12) [B=4096]  # advantage_normalized
-//	v14 = sub(v0, v1) [B=4096]  # log_weight
-//	v19 = exp(v14) [B=4096]
-//	v20 = mul(v19, v13) [B=4096]  # gain1
-//	v22 = max(v19, v21) [B=4096]
-//	v24 = min(v22, v23) [B=4096]
-//	v25 = mul(v24, v13) [B=4096]  # gain2
-//	v26 = min(v20, v25) [B=4096]
-//	v27 = neg(v26) [B=4096]
 func pass2Go(in *Inputs, out *Outputs, s *scratch) {
 	acc28 := runtime.Mean{}
-	v7 := s.s0
-	v8 := s.s1
-	v9 := float32(math.Sqrt(float64(v8)))
-	v11 := float32(1e-06)
-	v12 := max(v9, v11)
-	v21 := float32(0.8)
-	v23 := float32(1.2)
-	for iB := 0; iB < B; iB++ {
+	for iB := 0; iB < 4096; iB++ {
 		v0 := in.LogProb[iB]
 		v1 := in.SampleLogProb[iB]
 		v3 := in.Advantage[iB]
+		v7 := s.s0
+		v8 := s.s1
+		v9 := float32(math.Sqrt(float64(v8)))
 		v10 := v3 - v7
+		v11 := float32(1e-06)
+		v12 := max(v9, v11)
 		v13 := v10 / v12
 		v14 := v0 - v1
 		v19 := float32(math.Exp(float64(v14)))
 		v20 := float32(v19 * v13)
+		v21 := float32(0.8)
 		v22 := max(v19, v21)
+		v23 := float32(1.2)
 		v24 := min(v22, v23)
 		v25 := float32(v24 * v13)
 		v26 := min(v20, v25)

@@ -159,6 +159,12 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
+		Name:   "scratch/pass0.v7.n",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
 		Name:   "scratch/pass0.v8.n",
 		Role:   "scratch",
 		Shape:  []int{16},
@@ -183,7 +189,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
+		Name:   "scratch/pass0.v30.n",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
 		Name:   "scratch/pass0.v32.s",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
+		Name:   "scratch/pass0.v32.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -195,7 +213,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
+		Name:   "scratch/pass0.v33.n",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
 		Name:   "scratch/pass0.v36.s",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
+		Name:   "scratch/pass0.v36.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -207,7 +237,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
+		Name:   "scratch/pass0.v45.n",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
 		Name:   "scratch/pass0.v52.s",
+		Role:   "scratch",
+		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
+		Name:   "scratch/pass0.v52.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -276,33 +318,39 @@ var Launch = runtime.LaunchTable{
 		Name:   "scratch/pass2.v28.s",
 		Role:   "scratch",
 		Shape:  []int{16},
+	}, {
+		DType:  "float64",
+		Length: 16,
+		Name:   "scratch/pass2.v28.n",
+		Role:   "scratch",
+		Shape:  []int{16},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/log_prob", "in/sample_log_prob", "in/entropy", "in/advantage", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass0.v7.s", "scratch/pass0.v8.n", "scratch/pass0.v8.mean", "scratch/pass0.v8.m2", "scratch/pass0.v30.s", "scratch/pass0.v32.s", "scratch/pass0.v33.s", "scratch/pass0.v36.s", "scratch/pass0.v45.s", "scratch/pass0.v52.s", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v62.m", "scratch/pass0.v62.s"},
+		Params: []string{"in/log_prob", "in/sample_log_prob", "in/entropy", "in/advantage", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/pass0.v8.n", "scratch/pass0.v8.mean", "scratch/pass0.v8.m2", "scratch/pass0.v30.s", "scratch/pass0.v30.n", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v52.s", "scratch/pass0.v52.n", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v62.m", "scratch/pass0.v62.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v7.s", "scratch/s0", "scratch/pass0.v8.n", "scratch/pass0.v8.mean", "scratch/pass0.v8.m2", "scratch/s1", "scratch/pass0.v30.s", "out/clip_fraction", "scratch/pass0.v32.s", "out/kl_approx", "scratch/pass0.v33.s", "out/entropy", "scratch/pass0.v36.s", "out/loss_entropy", "scratch/pass0.v45.s", "out/value_clip_fraction", "scratch/pass0.v52.s", "out/loss_critic", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/s2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s3", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s4", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/s5"},
+		Params: []string{"scratch/pass0.v7.s", "scratch/pass0.v7.n", "scratch/s0", "scratch/pass0.v8.n", "scratch/pass0.v8.mean", "scratch/pass0.v8.m2", "scratch/s1", "scratch/pass0.v30.s", "scratch/pass0.v30.n", "out/clip_fraction", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "out/kl_approx", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "out/entropy", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/loss_entropy", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "out/value_clip_fraction", "scratch/pass0.v52.s", "scratch/pass0.v52.n", "out/loss_critic", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/s2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s3", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s4", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/s5"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"scratch/s2", "scratch/s3", "scratch/s4", "scratch/s5", "out/explained_variance", "out/ESS"},
+		Params: []string{"scratch/s2", "scratch/s3", "out/explained_variance", "scratch/s4", "scratch/s5", "out/ESS"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "pass2",
-		Params: []string{"in/log_prob", "in/sample_log_prob", "in/advantage", "scratch/s0", "scratch/s1", "scratch/pass2.v28.s"},
+		Params: []string{"in/log_prob", "in/sample_log_prob", "in/advantage", "scratch/s0", "scratch/s1", "scratch/pass2.v28.s", "scratch/pass2.v28.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass2_merge",
-		Params: []string{"scratch/pass2.v28.s", "out/loss_objective"},
+		Params: []string{"scratch/pass2.v28.s", "scratch/pass2.v28.n", "out/loss_objective"},
 	}},
 	PTX:     "kernels.ptx",
 	Package: "clipppo",

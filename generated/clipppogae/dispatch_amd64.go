@@ -101,7 +101,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r60_s, 0)
 		runtime.SetMask(st.r60_ok)
 		runtime.Fill(st.r62_s, 0)
-		pass0AVX2(lo, &in.Entropy[0], &st.buf[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *float32, p2 *float64, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $216-104
+TEXT ·pass0AVX2(SB), $152-104
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -33,53 +33,40 @@ outer0_1:
 	VMOVSD     lgc0<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
+	VMOVUPS    lgc1<>+0(SB), Y1
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMASKMOVPS (CX)(DX*4), Y1, Y1
-
-	// mean(v2) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y1, Y1
-	MOVQ         p2+16(FP), CX
-	VADDPS       1216(CX), Y1, Y1
-	VMOVUPS      Y1, 1216(CX)
-	VMOVUPS      lgc2<>+0(SB), Y1
-	MOVQ         p3+24(FP), BX
-	MOVQ         $+0, 8(SP)
-	MOVB         (BX)(DX*1), SI
-	MOVB         SI, 8(SP)
-	MOVB         1(BX)(DX*1), SI
-	MOVB         SI, 9(SP)
-	MOVB         2(BX)(DX*1), SI
-	MOVB         SI, 10(SP)
-	MOVB         3(BX)(DX*1), SI
-	MOVB         SI, 11(SP)
-	MOVB         4(BX)(DX*1), SI
-	MOVB         SI, 12(SP)
-	VPMOVZXBD    8(SP), Y2
-	VCVTDQ2PS    Y2, Y2
+	MOVQ       $+0, 8(SP)
+	MOVB       (CX)(DX*1), BL
+	MOVB       BL, 8(SP)
+	MOVB       1(CX)(DX*1), BL
+	MOVB       BL, 9(SP)
+	MOVB       2(CX)(DX*1), BL
+	MOVB       BL, 10(SP)
+	MOVB       3(CX)(DX*1), BL
+	MOVB       BL, 11(SP)
+	MOVB       4(CX)(DX*1), BL
+	MOVB       BL, 12(SP)
+	VPMOVZXBD  8(SP), Y2
+	VCVTDQ2PS  Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), BX
+	MOVQ      p2+16(FP), CX
 	MOVQ      $+0, 16(SP)
-	MOVB      (BX)(DX*1), SI
-	MOVB      SI, 16(SP)
-	MOVB      1(BX)(DX*1), SI
-	MOVB      SI, 17(SP)
-	MOVB      2(BX)(DX*1), SI
-	MOVB      SI, 18(SP)
-	MOVB      3(BX)(DX*1), SI
-	MOVB      SI, 19(SP)
-	MOVB      4(BX)(DX*1), SI
-	MOVB      SI, 20(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 16(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 17(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 18(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 19(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 20(SP)
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -87,22 +74,22 @@ outer0_1:
 	VSUBPS Y3, Y1, Y1
 
 	// v12 = mul(v11, v9) [N=64 T=421]
-	VMULPS     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p5+40(FP), BX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMULPS     lgc2<>+0(SB), Y2, Y2
+	MOVQ       p3+24(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p6+48(FP), BX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	MOVQ       p4+32(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p7+56(FP), BX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	MOVQ       p5+40(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
@@ -110,365 +97,361 @@ outer0_1:
 	// v17 = mul(v16, v10) [N=64 T=421]  # discount
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
+	// v18 = scan(v15, v17) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc1<>+0(SB), Y4
+	VMOVUPS     lgc3<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
-	VMOVUPS     lgc2<>+0(SB), Y5
+	VMOVUPS     lgc1<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
 	VMOVUPS     lgc5<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VXORPS      Y0, Y0, Y0
+	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// var(v19) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
-	VMOVUPS      lgc1<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X3
-	VPMOVSXDQ    X3, Y3
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VSUBPD       Y8, Y6, Y9
-	VFMADD231PD  Y9, Y5, Y8
-	VSUBPD       Y8, Y6, Y6
-	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y8, Y6, Y8
-	VMOVUPD      Y8, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y10, Y6, Y10
-	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y7, Y6
-	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y7, Y5
-	VMOVUPD      19616(CX)(BX*8), Y7
-	VFMADD231PD  Y6, Y5, Y7
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VBLENDVPD    Y3, Y4, Y5, Y4
-	VMOVUPD      Y4, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y4
-	VBLENDVPD    Y3, Y7, Y4, Y7
-	VMOVUPD      Y7, 19616(CX)(BX*8)
-	MOVQ         p8+64(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y3
-	VMASKMOVPS   (SI)(DX*4), Y3, Y3
-	MOVQ         p9+72(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
+	VADDPS     Y3, Y2, Y1
+	MOVQ       p6+48(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	MOVQ       p7+56(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc9<>+0(SB), Y4
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v23 = max(v20, v21) [N=64 T=421]
-	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc10<>+0(SB), Y5
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
-	VMINPS  Y4, Y5, Y4
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
 	// v25 = exp(v20) [N=64 T=421]
-	VMAXPS       lgc11<>+0(SB), Y3, Y1
-	VMINPS       lgc12<>+0(SB), Y1, Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y5, Y1
-	VMOVAPS      lgc16<>+0(SB), Y6
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc22<>+0(SB), Y1, Y5
-	VPMINSD      lgc23<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
-	VPADDD       lgc23<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc23<>+0(SB), Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y6, Y6
-	VMOVUPS      Y4, 56(SP)
-	VMOVUPS      Y2, 88(SP)
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+
+	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	VMULPS  Y2, Y8, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
+
+	// v28 = max(v25, v27) [N=64 T=421]
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v30 = min(v28, v29) [N=64 T=421]
+	VMINPS Y7, Y9, Y7
+
+	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	VMULPS Y2, Y7, Y7
+
+	// v32 = min(v26, v31) [N=64 T=421]
+	VMINPS Y1, Y7, Y9
+	VMINPS Y7, Y1, Y1
+	VORPS  Y9, Y1, Y1
+
+	// v33 = neg(v32) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// mean(v33) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y9
+	VEXTRACTI128 $0x01, Y7, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y7, Y1, Y1
+	MOVQ         p8+64(FP), CX
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
+
+	// v35 = ne(v24, v20) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
+
+	// v37 = sub(v1, v0) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
+
+	// mean(v37) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
+	MOVQ         p9+72(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+
+	// mean(v2) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y3
+	VADDPS       1216(CX), Y3, Y3
+	VMOVUPS      Y3, 1216(CX)
+
+	// v41 = mul(v40, v2) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
+	VADDPS       1536(CX), Y1, Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      24(SP), Y1
+	MOVQ         p5+40(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+
+	// v43 = sub(v19, v3) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc1<>+0(SB), Y6
+
+	// v46 = lt(v44, v8) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y4, Y7, Y7
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y4, Y4
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y4
+
+	// v51 = mul(v8, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y4, Y4
+
+	// mean(v51) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y4, Y4
+	VADDPS       1856(CX), Y4, Y4
+	VMOVUPS      Y4, 1856(CX)
+	VMOVUPS      Y2, 56(SP)
+
+	// var(v43) over [N]
+	XORQ         BX, BX
+	ADDQ         $+416, BX
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      5504(CX)(BX*8), Y9
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
+	VMOVUPD      9024(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y9, Y7, Y9
+	VMOVUPD      Y9, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y11, Y7, Y11
+	VMOVUPD      Y11, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y3, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y3, Y6
+	VMOVUPD      5536(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y4, Y3, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y6, Y3, Y6
+	VMOVUPD      Y6, 9056(CX)(BX*8)
+
+	// var(v19) over [N]
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VSUBPD       Y7, Y6, Y9
+	VFMADD231PD  Y9, Y4, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      19584(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      16064(CX)(BX*8), Y6
+	VBLENDVPD    Y3, Y7, Y6, Y7
+	VMOVUPD      Y7, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y6
+	VBLENDVPD    Y3, Y10, Y6, Y10
+	VMOVUPD      Y10, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y3, Y1, Y3
+	VMOVUPD      Y3, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 19616(CX)(BX*8)
 
 	// logsumexp(v20) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y7
-	VANDPS       Y7, Y5, Y5
-	VMOVUPS      lgc26<>+0(SB), Y7
-	VBLENDVPS    Y1, Y5, Y7, Y5
-	VANDPS       26624(CX), Y5, Y5
-	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X5
-	VCVTPS2PD    X5, Y5
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
+	VANDPS       Y6, Y4, Y4
+	VMOVUPS      lgc31<>+0(SB), Y6
+	VBLENDVPS    Y1, Y4, Y6, Y4
+	VANDPS       26624(CX), Y4, Y4
+	VMOVUPS      Y4, 26624(CX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X4
+	VCVTPS2PD    X4, Y4
 	VANDPD       Y2, Y1, Y1
 	VADDPD       23104(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y1
+	VANDPD       Y3, Y4, Y4
+	VADDPD       23136(CX)(BX*8), Y4, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y1
+	VMULPD       Y4, Y4, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
-	VMOVUPS      88(SP), Y1
-
-	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
-	VMULPS  Y1, Y6, Y2
-	VMOVUPS lgc27<>+0(SB), Y4
-
-	// v28 = max(v25, v27) [N=64 T=421]
-	VMAXPS  Y6, Y4, Y4
-	VMOVUPS lgc28<>+0(SB), Y5
-
-	// v30 = min(v28, v29) [N=64 T=421]
-	VMINPS Y4, Y5, Y4
-
-	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
-	VMULPS Y1, Y4, Y4
-
-	// v32 = min(v26, v31) [N=64 T=421]
-	VMINPS Y2, Y4, Y5
-	VMINPS Y4, Y2, Y2
-	VORPS  Y5, Y2, Y2
-
-	// v33 = neg(v32) [N=64 T=421]
-	VXORPS lgc29<>+0(SB), Y2, Y2
-
-	// mean(v33) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y2, Y2
-	VADDPS       256(CX), Y2, Y2
-	VMOVUPS      Y2, 256(CX)
-	VMOVUPS      56(SP), Y2
-
-	// v35 = ne(v24, v20) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y2, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// mean(v35) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y2, Y2
-	VADDPS       576(CX), Y2, Y2
-	VMOVUPS      Y2, 576(CX)
-	MOVQ         p9+72(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-	MOVQ         p8+64(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
-
-	// v37 = sub(v1, v0) [N=64 T=421]
-	VSUBPS Y4, Y2, Y2
-
-	// mean(v37) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y2, Y2
-	VADDPS       896(CX), Y2, Y2
-	VMOVUPS      Y2, 896(CX)
-	MOVQ         p1+8(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VMASKMOVPS   (SI)(DX*4), Y2, Y2
-
-	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS lgc30<>+0(SB), Y2, Y2
-
-	// mean(v41) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y2, Y2
-	VADDPS       1536(CX), Y2, Y2
-	VMOVUPS      Y2, 1536(CX)
-	VMOVUPS      24(SP), Y2
-	MOVQ         p7+56(FP), SI
-	VMOVUPS      lgc1<>+0(SB), Y4
-	VMASKMOVPS   (SI)(DX*4), Y4, Y4
-
-	// v43 = sub(v19, v3) [N=64 T=421]
-	VSUBPS Y4, Y2, Y4
-
-	// var(v43) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X5
-	VPMOVSXDQ    X5, Y5
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X9
-	VCVTPS2PD    X9, Y9
-	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y8, Y11
-	VFMADD231PD  Y11, Y7, Y10
-	VSUBPD       Y10, Y8, Y8
-	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y10, Y8, Y10
-	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y12, Y8, Y12
-	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y6
-	VSUBPD       Y6, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y9, Y7
-	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      5536(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VBLENDVPD    Y5, Y9, Y6, Y9
-	VMOVUPD      Y9, 9056(CX)(BX*8)
-
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
-
-	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc21<>+0(SB), Y4, Y6
-
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y4, Y6, Y6
-
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS lgc21<>+0(SB), Y4, Y4
-
-	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
-
-	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS lgc2<>+0(SB), Y4, Y4
-
-	// mean(v51) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y4, Y4
-	VADDPS       1856(CX), Y4, Y4
-	VMOVUPS      Y4, 1856(CX)
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS lgc31<>+0(SB), Y3, Y3
+	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMOVUPS 56(SP), Y1
 
 	// store v18
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMASKMOVPS Y1, Y3, (CX)(DX*4)
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+	VMOVUPS    24(SP), Y1
 
 	// store v19
 	MOVQ       p11+88(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMASKMOVPS Y2, Y1, (CX)(DX*4)
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_2:
-	MOVQ    p1+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+421, AX, DI
-	ADDQ    DI, SI
-	ADDQ    CX, SI
-	VMOVUPS (BX)(SI*4), Y1
-
-	// mean(v2) over [N T]
-	MOVQ      p2+16(FP), BX
-	VADDPS    1216(BX), Y1, Y1
-	VMOVUPS   Y1, 1216(BX)
-	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p3+24(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y2
+	VMOVUPS   lgc1<>+0(SB), Y1
+	MOVQ      p1+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+421, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
 	// v9 = sub(v8, v6) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p4+32(FP), DI
-	VPMOVZXBD (DI)(SI*1), Y3
+	MOVQ      p2+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// v10 = sub(v8, v5) [N=64 T=421]
 	VSUBPS Y3, Y1, Y1
 
 	// v12 = mul(v11, v9) [N=64 T=421]
-	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMULPS  lgc2<>+0(SB), Y2, Y2
+	MOVQ    p3+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v13 = mul(v12, v7) [N=64 T=421]
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p6+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p4+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v14 = add(v4, v13) [N=64 T=421]
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p7+56(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p5+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v15 = sub(v14, v3) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
@@ -476,120 +459,232 @@ blocks_2:
 	// v17 = mul(v16, v10) [N=64 T=421]  # discount
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
+	// v18 = scan(v15, v17) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
 	VMOVUPS     lgc5<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
 	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VXORPS      Y0, Y0, Y0
+	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// var(v19) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X1, Y4
-	VEXTRACTF128 $0x01, Y1, X5
-	VCVTPS2PD    X5, Y5
-	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y3, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      19584(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y4, Y8
-	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y8, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y5, Y6
-	VFMADD231PD  Y6, Y3, Y4
-	VSUBPD       Y4, Y5, Y3
-	VMOVUPD      19616(BX)(DI*8), Y5
-	VFMADD231PD  Y6, Y3, Y5
-	VMOVUPD      Y4, 16096(BX)(DI*8)
-	VMOVUPD      Y5, 19616(BX)(DI*8)
-	MOVQ         p8+64(FP), R8
-	VMOVUPS      (R8)(SI*4), Y3
-	MOVQ         p9+72(FP), R8
-	VMOVUPS      (R8)(SI*4), Y4
+	VADDPS  Y3, Y2, Y1
+	MOVQ    p6+48(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p7+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc9<>+0(SB), Y4
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v23 = max(v20, v21) [N=64 T=421]
-	VMAXPS  Y3, Y4, Y4
-	VMOVUPS lgc10<>+0(SB), Y5
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
-	VMINPS  Y4, Y5, Y4
-	VMOVUPS Y1, 120(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y1, 88(SP)
 
 	// v25 = exp(v20) [N=64 T=421]
-	VMAXPS       lgc11<>+0(SB), Y3, Y1
-	VMINPS       lgc12<>+0(SB), Y1, Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y5, Y1
-	VMOVAPS      lgc16<>+0(SB), Y6
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc22<>+0(SB), Y1, Y5
-	VPMINSD      lgc23<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
-	VPADDD       lgc23<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc23<>+0(SB), Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y6, Y6
-	VMOVUPS      Y4, 152(SP)
-	VMOVUPS      Y2, 184(SP)
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+
+	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	VMULPS  Y2, Y8, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
+
+	// v28 = max(v25, v27) [N=64 T=421]
+	VMAXPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v30 = min(v28, v29) [N=64 T=421]
+	VMINPS Y7, Y9, Y7
+
+	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	VMULPS Y2, Y7, Y7
+
+	// v32 = min(v26, v31) [N=64 T=421]
+	VMINPS Y1, Y7, Y9
+	VMINPS Y7, Y1, Y1
+	VORPS  Y9, Y1, Y1
+
+	// v33 = neg(v32) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// mean(v33) over [N T]
+	MOVQ    p8+64(FP), BX
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
+
+	// v35 = ne(v24, v20) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
+
+	// v37 = sub(v1, v0) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
+
+	// mean(v37) over [N T]
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	MOVQ    p9+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// mean(v2) over [N T]
+	VADDPS  1216(BX), Y1, Y3
+	VMOVUPS Y3, 1216(BX)
+
+	// v41 = mul(v40, v2) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
+	VMOVUPS 88(SP), Y1
+	MOVQ    p5+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+
+	// v43 = sub(v19, v3) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc1<>+0(SB), Y6
+
+	// v46 = lt(v44, v8) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y4, Y7, Y7
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y4, Y4
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y4
+
+	// v51 = mul(v8, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y4, Y4
+
+	// mean(v51) over [N T]
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
+	VMOVUPS Y2, 120(SP)
+
+	// var(v43) over [N]
+	XORQ         DI, DI
+	ADDQ         CX, DI
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      5504(BX)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y2, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      9024(BX)(DI*8), Y9
+	VFMADD231PD  Y7, Y4, Y9
+	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VMOVUPD      Y9, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y3, Y2
+	VMOVUPD      9056(BX)(DI*8), Y3
+	VFMADD231PD  Y6, Y2, Y3
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y3, 9056(BX)(DI*8)
+
+	// var(v19) over [N]
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      19584(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y3, Y7
+	VMOVUPD      Y4, 16064(BX)(DI*8)
+	VMOVUPD      Y7, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y4, Y1, Y2
+	VMOVUPD      Y3, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
 
 	// logsumexp(v20) over [N]
-	VCMPPS       $0x15, lgc24<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc25<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X2
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28416(BX)(DI*8)
@@ -598,134 +693,22 @@ blocks_2:
 	VMULPD       Y2, Y2, Y1
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
-	VMOVUPS      184(SP), Y1
-
-	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
-	VMULPS  Y1, Y6, Y2
-	VMOVUPS lgc27<>+0(SB), Y4
-
-	// v28 = max(v25, v27) [N=64 T=421]
-	VMAXPS  Y6, Y4, Y4
-	VMOVUPS lgc28<>+0(SB), Y5
-
-	// v30 = min(v28, v29) [N=64 T=421]
-	VMINPS Y4, Y5, Y4
-
-	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
-	VMULPS Y1, Y4, Y4
-
-	// v32 = min(v26, v31) [N=64 T=421]
-	VMINPS Y2, Y4, Y5
-	VMINPS Y4, Y2, Y2
-	VORPS  Y5, Y2, Y2
-
-	// v33 = neg(v32) [N=64 T=421]
-	VXORPS lgc29<>+0(SB), Y2, Y2
-
-	// mean(v33) over [N T]
-	VADDPS  256(BX), Y2, Y2
-	VMOVUPS Y2, 256(BX)
-	VMOVUPS 152(SP), Y2
-
-	// v35 = ne(v24, v20) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y2, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// mean(v35) over [N T]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
-	MOVQ    p9+72(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
-	MOVQ    p8+64(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
-
-	// v37 = sub(v1, v0) [N=64 T=421]
-	VSUBPS Y4, Y2, Y2
-
-	// mean(v37) over [N T]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	MOVQ    p1+8(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
-
-	// v41 = mul(v40, v2) [N=64 T=421]
-	VMULPS lgc30<>+0(SB), Y2, Y2
-
-	// mean(v41) over [N T]
-	VADDPS  1536(BX), Y2, Y2
-	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 120(SP), Y2
-	MOVQ    p7+56(FP), R8
-	VMOVUPS (R8)(SI*4), Y4
-
-	// v43 = sub(v19, v3) [N=64 T=421]
-	VSUBPS Y4, Y2, Y4
-
-	// var(v43) over [N]
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X4, Y6
-	VEXTRACTF128 $0x01, Y4, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      5504(BX)(DI*8), Y8
-	VSUBPD       Y8, Y6, Y9
-	VFMADD231PD  Y9, Y5, Y8
-	VSUBPD       Y8, Y6, Y6
-	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      Y8, 5504(BX)(DI*8)
-	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VFMADD231PD  Y8, Y5, Y6
-	VSUBPD       Y6, Y7, Y5
-	VMOVUPD      9056(BX)(DI*8), Y7
-	VFMADD231PD  Y8, Y5, Y7
-	VMOVUPD      Y6, 5536(BX)(DI*8)
-	VMOVUPD      Y7, 9056(BX)(DI*8)
-
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc29<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
-
-	// v46 = lt(v44, v8) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc21<>+0(SB), Y4, Y6
-
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y4, Y6, Y6
-
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS lgc21<>+0(SB), Y4, Y4
-
-	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
-
-	// v51 = mul(v8, v50) [N=64 T=421]
-	VMULPS lgc2<>+0(SB), Y4, Y4
-
-	// mean(v51) over [N T]
-	VADDPS  1856(BX), Y4, Y4
-	VMOVUPS Y4, 1856(BX)
 
 	// v61 = mul(v59, v20) [N=64 T=421]
-	VMULPS lgc31<>+0(SB), Y3, Y3
+	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMOVUPS 120(SP), Y1
 
 	// store v18
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
+	VMOVUPS 88(SP), Y1
 
 	// store v19
 	MOVQ         p11+88(FP), BX
-	VMOVUPS      Y2, (BX)(SI*4)
+	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p2+16(FP), DX
+	MOVQ         p8+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
@@ -791,7 +774,7 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p2+16(FP), CX
+	MOVQ         p8+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -864,34 +847,34 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0xffffffff
-DATA lgc1<>+4(SB)/4, $0xffffffff
-DATA lgc1<>+8(SB)/4, $0xffffffff
-DATA lgc1<>+12(SB)/4, $0xffffffff
-DATA lgc1<>+16(SB)/4, $0xffffffff
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/4, $0x3f800000
+DATA lgc1<>+4(SB)/4, $0x3f800000
+DATA lgc1<>+8(SB)/4, $0x3f800000
+DATA lgc1<>+12(SB)/4, $0x3f800000
+DATA lgc1<>+16(SB)/4, $0x3f800000
+DATA lgc1<>+20(SB)/4, $0x3f800000
+DATA lgc1<>+24(SB)/4, $0x3f800000
+DATA lgc1<>+28(SB)/4, $0x3f800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3f800000
-DATA lgc2<>+4(SB)/4, $0x3f800000
-DATA lgc2<>+8(SB)/4, $0x3f800000
-DATA lgc2<>+12(SB)/4, $0x3f800000
-DATA lgc2<>+16(SB)/4, $0x3f800000
-DATA lgc2<>+20(SB)/4, $0x3f800000
-DATA lgc2<>+24(SB)/4, $0x3f800000
-DATA lgc2<>+28(SB)/4, $0x3f800000
+DATA lgc2<>+0(SB)/4, $0x3f7d70a4
+DATA lgc2<>+4(SB)/4, $0x3f7d70a4
+DATA lgc2<>+8(SB)/4, $0x3f7d70a4
+DATA lgc2<>+12(SB)/4, $0x3f7d70a4
+DATA lgc2<>+16(SB)/4, $0x3f7d70a4
+DATA lgc2<>+20(SB)/4, $0x3f7d70a4
+DATA lgc2<>+24(SB)/4, $0x3f7d70a4
+DATA lgc2<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3f7d70a4
-DATA lgc3<>+4(SB)/4, $0x3f7d70a4
-DATA lgc3<>+8(SB)/4, $0x3f7d70a4
-DATA lgc3<>+12(SB)/4, $0x3f7d70a4
-DATA lgc3<>+16(SB)/4, $0x3f7d70a4
-DATA lgc3<>+20(SB)/4, $0x3f7d70a4
-DATA lgc3<>+24(SB)/4, $0x3f7d70a4
-DATA lgc3<>+28(SB)/4, $0x3f7d70a4
+DATA lgc3<>+0(SB)/4, $0xffffffff
+DATA lgc3<>+4(SB)/4, $0xffffffff
+DATA lgc3<>+8(SB)/4, $0xffffffff
+DATA lgc3<>+12(SB)/4, $0xffffffff
+DATA lgc3<>+16(SB)/4, $0xffffffff
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
 DATA lgc4<>+0(SB)/4, $0x3f70c49c
@@ -930,7 +913,7 @@ DATA lgc7<>+8(SB)/4, $0x00000004
 DATA lgc7<>+12(SB)/4, $0x00000005
 DATA lgc7<>+16(SB)/4, $0x00000006
 DATA lgc7<>+20(SB)/4, $0x00000007
-DATA lgc7<>+24(SB)/4, $0x00000007
+DATA lgc7<>+24(SB)/4, $0x00000006
 DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
@@ -938,241 +921,251 @@ DATA lgc8<>+0(SB)/4, $0x00000004
 DATA lgc8<>+4(SB)/4, $0x00000005
 DATA lgc8<>+8(SB)/4, $0x00000006
 DATA lgc8<>+12(SB)/4, $0x00000007
-DATA lgc8<>+16(SB)/4, $0x00000007
-DATA lgc8<>+20(SB)/4, $0x00000007
-DATA lgc8<>+24(SB)/4, $0x00000007
+DATA lgc8<>+16(SB)/4, $0x00000004
+DATA lgc8<>+20(SB)/4, $0x00000005
+DATA lgc8<>+24(SB)/4, $0x00000006
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0xbe647fbe
-DATA lgc9<>+4(SB)/4, $0xbe647fbe
-DATA lgc9<>+8(SB)/4, $0xbe647fbe
-DATA lgc9<>+12(SB)/4, $0xbe647fbe
-DATA lgc9<>+16(SB)/4, $0xbe647fbe
-DATA lgc9<>+20(SB)/4, $0xbe647fbe
-DATA lgc9<>+24(SB)/4, $0xbe647fbe
-DATA lgc9<>+28(SB)/4, $0xbe647fbe
+DATA lgc9<>+0(SB)/4, $0x00000000
+DATA lgc9<>+4(SB)/4, $0x00000000
+DATA lgc9<>+8(SB)/4, $0x00000000
+DATA lgc9<>+12(SB)/4, $0x00000000
+DATA lgc9<>+16(SB)/4, $0x00000000
+DATA lgc9<>+20(SB)/4, $0x00000000
+DATA lgc9<>+24(SB)/4, $0x00000000
+DATA lgc9<>+28(SB)/4, $0x00000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3e3ab281
-DATA lgc10<>+4(SB)/4, $0x3e3ab281
-DATA lgc10<>+8(SB)/4, $0x3e3ab281
-DATA lgc10<>+12(SB)/4, $0x3e3ab281
-DATA lgc10<>+16(SB)/4, $0x3e3ab281
-DATA lgc10<>+20(SB)/4, $0x3e3ab281
-DATA lgc10<>+24(SB)/4, $0x3e3ab281
-DATA lgc10<>+28(SB)/4, $0x3e3ab281
+DATA lgc10<>+0(SB)/4, $0xbe647fbe
+DATA lgc10<>+4(SB)/4, $0xbe647fbe
+DATA lgc10<>+8(SB)/4, $0xbe647fbe
+DATA lgc10<>+12(SB)/4, $0xbe647fbe
+DATA lgc10<>+16(SB)/4, $0xbe647fbe
+DATA lgc10<>+20(SB)/4, $0xbe647fbe
+DATA lgc10<>+24(SB)/4, $0xbe647fbe
+DATA lgc10<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xc2d00000
-DATA lgc11<>+4(SB)/4, $0xc2d00000
-DATA lgc11<>+8(SB)/4, $0xc2d00000
-DATA lgc11<>+12(SB)/4, $0xc2d00000
-DATA lgc11<>+16(SB)/4, $0xc2d00000
-DATA lgc11<>+20(SB)/4, $0xc2d00000
-DATA lgc11<>+24(SB)/4, $0xc2d00000
-DATA lgc11<>+28(SB)/4, $0xc2d00000
+DATA lgc11<>+0(SB)/4, $0x3e3ab281
+DATA lgc11<>+4(SB)/4, $0x3e3ab281
+DATA lgc11<>+8(SB)/4, $0x3e3ab281
+DATA lgc11<>+12(SB)/4, $0x3e3ab281
+DATA lgc11<>+16(SB)/4, $0x3e3ab281
+DATA lgc11<>+20(SB)/4, $0x3e3ab281
+DATA lgc11<>+24(SB)/4, $0x3e3ab281
+DATA lgc11<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x42b20000
-DATA lgc12<>+4(SB)/4, $0x42b20000
-DATA lgc12<>+8(SB)/4, $0x42b20000
-DATA lgc12<>+12(SB)/4, $0x42b20000
-DATA lgc12<>+16(SB)/4, $0x42b20000
-DATA lgc12<>+20(SB)/4, $0x42b20000
-DATA lgc12<>+24(SB)/4, $0x42b20000
-DATA lgc12<>+28(SB)/4, $0x42b20000
+DATA lgc12<>+0(SB)/4, $0xc2d00000
+DATA lgc12<>+4(SB)/4, $0xc2d00000
+DATA lgc12<>+8(SB)/4, $0xc2d00000
+DATA lgc12<>+12(SB)/4, $0xc2d00000
+DATA lgc12<>+16(SB)/4, $0xc2d00000
+DATA lgc12<>+20(SB)/4, $0xc2d00000
+DATA lgc12<>+24(SB)/4, $0xc2d00000
+DATA lgc12<>+28(SB)/4, $0xc2d00000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc13<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc13<>+0(SB)/4, $0x42b20000
+DATA lgc13<>+4(SB)/4, $0x42b20000
+DATA lgc13<>+8(SB)/4, $0x42b20000
+DATA lgc13<>+12(SB)/4, $0x42b20000
+DATA lgc13<>+16(SB)/4, $0x42b20000
+DATA lgc13<>+20(SB)/4, $0x42b20000
+DATA lgc13<>+24(SB)/4, $0x42b20000
+DATA lgc13<>+28(SB)/4, $0x42b20000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f318000
-DATA lgc14<>+4(SB)/4, $0x3f318000
-DATA lgc14<>+8(SB)/4, $0x3f318000
-DATA lgc14<>+12(SB)/4, $0x3f318000
-DATA lgc14<>+16(SB)/4, $0x3f318000
-DATA lgc14<>+20(SB)/4, $0x3f318000
-DATA lgc14<>+24(SB)/4, $0x3f318000
-DATA lgc14<>+28(SB)/4, $0x3f318000
+DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xb95e8083
-DATA lgc15<>+4(SB)/4, $0xb95e8083
-DATA lgc15<>+8(SB)/4, $0xb95e8083
-DATA lgc15<>+12(SB)/4, $0xb95e8083
-DATA lgc15<>+16(SB)/4, $0xb95e8083
-DATA lgc15<>+20(SB)/4, $0xb95e8083
-DATA lgc15<>+24(SB)/4, $0xb95e8083
-DATA lgc15<>+28(SB)/4, $0xb95e8083
+DATA lgc15<>+0(SB)/4, $0x3f318000
+DATA lgc15<>+4(SB)/4, $0x3f318000
+DATA lgc15<>+8(SB)/4, $0x3f318000
+DATA lgc15<>+12(SB)/4, $0x3f318000
+DATA lgc15<>+16(SB)/4, $0x3f318000
+DATA lgc15<>+20(SB)/4, $0x3f318000
+DATA lgc15<>+24(SB)/4, $0x3f318000
+DATA lgc15<>+28(SB)/4, $0x3f318000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x39506967
-DATA lgc16<>+4(SB)/4, $0x39506967
-DATA lgc16<>+8(SB)/4, $0x39506967
-DATA lgc16<>+12(SB)/4, $0x39506967
-DATA lgc16<>+16(SB)/4, $0x39506967
-DATA lgc16<>+20(SB)/4, $0x39506967
-DATA lgc16<>+24(SB)/4, $0x39506967
-DATA lgc16<>+28(SB)/4, $0x39506967
+DATA lgc16<>+0(SB)/4, $0xb95e8083
+DATA lgc16<>+4(SB)/4, $0xb95e8083
+DATA lgc16<>+8(SB)/4, $0xb95e8083
+DATA lgc16<>+12(SB)/4, $0xb95e8083
+DATA lgc16<>+16(SB)/4, $0xb95e8083
+DATA lgc16<>+20(SB)/4, $0xb95e8083
+DATA lgc16<>+24(SB)/4, $0xb95e8083
+DATA lgc16<>+28(SB)/4, $0xb95e8083
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3ab743ce
-DATA lgc17<>+4(SB)/4, $0x3ab743ce
-DATA lgc17<>+8(SB)/4, $0x3ab743ce
-DATA lgc17<>+12(SB)/4, $0x3ab743ce
-DATA lgc17<>+16(SB)/4, $0x3ab743ce
-DATA lgc17<>+20(SB)/4, $0x3ab743ce
-DATA lgc17<>+24(SB)/4, $0x3ab743ce
-DATA lgc17<>+28(SB)/4, $0x3ab743ce
+DATA lgc17<>+0(SB)/4, $0x39506967
+DATA lgc17<>+4(SB)/4, $0x39506967
+DATA lgc17<>+8(SB)/4, $0x39506967
+DATA lgc17<>+12(SB)/4, $0x39506967
+DATA lgc17<>+16(SB)/4, $0x39506967
+DATA lgc17<>+20(SB)/4, $0x39506967
+DATA lgc17<>+24(SB)/4, $0x39506967
+DATA lgc17<>+28(SB)/4, $0x39506967
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3c088908
-DATA lgc18<>+4(SB)/4, $0x3c088908
-DATA lgc18<>+8(SB)/4, $0x3c088908
-DATA lgc18<>+12(SB)/4, $0x3c088908
-DATA lgc18<>+16(SB)/4, $0x3c088908
-DATA lgc18<>+20(SB)/4, $0x3c088908
-DATA lgc18<>+24(SB)/4, $0x3c088908
-DATA lgc18<>+28(SB)/4, $0x3c088908
+DATA lgc18<>+0(SB)/4, $0x3ab743ce
+DATA lgc18<>+4(SB)/4, $0x3ab743ce
+DATA lgc18<>+8(SB)/4, $0x3ab743ce
+DATA lgc18<>+12(SB)/4, $0x3ab743ce
+DATA lgc18<>+16(SB)/4, $0x3ab743ce
+DATA lgc18<>+20(SB)/4, $0x3ab743ce
+DATA lgc18<>+24(SB)/4, $0x3ab743ce
+DATA lgc18<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc19<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc19<>+0(SB)/4, $0x3c088908
+DATA lgc19<>+4(SB)/4, $0x3c088908
+DATA lgc19<>+8(SB)/4, $0x3c088908
+DATA lgc19<>+12(SB)/4, $0x3c088908
+DATA lgc19<>+16(SB)/4, $0x3c088908
+DATA lgc19<>+20(SB)/4, $0x3c088908
+DATA lgc19<>+24(SB)/4, $0x3c088908
+DATA lgc19<>+28(SB)/4, $0x3c088908
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc20<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3f000000
-DATA lgc21<>+4(SB)/4, $0x3f000000
-DATA lgc21<>+8(SB)/4, $0x3f000000
-DATA lgc21<>+12(SB)/4, $0x3f000000
-DATA lgc21<>+16(SB)/4, $0x3f000000
-DATA lgc21<>+20(SB)/4, $0x3f000000
-DATA lgc21<>+24(SB)/4, $0x3f000000
-DATA lgc21<>+28(SB)/4, $0x3f000000
+DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffff82
-DATA lgc22<>+4(SB)/4, $0xffffff82
-DATA lgc22<>+8(SB)/4, $0xffffff82
-DATA lgc22<>+12(SB)/4, $0xffffff82
-DATA lgc22<>+16(SB)/4, $0xffffff82
-DATA lgc22<>+20(SB)/4, $0xffffff82
-DATA lgc22<>+24(SB)/4, $0xffffff82
-DATA lgc22<>+28(SB)/4, $0xffffff82
+DATA lgc22<>+0(SB)/4, $0x3f000000
+DATA lgc22<>+4(SB)/4, $0x3f000000
+DATA lgc22<>+8(SB)/4, $0x3f000000
+DATA lgc22<>+12(SB)/4, $0x3f000000
+DATA lgc22<>+16(SB)/4, $0x3f000000
+DATA lgc22<>+20(SB)/4, $0x3f000000
+DATA lgc22<>+24(SB)/4, $0x3f000000
+DATA lgc22<>+28(SB)/4, $0x3f000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x0000007f
-DATA lgc23<>+4(SB)/4, $0x0000007f
-DATA lgc23<>+8(SB)/4, $0x0000007f
-DATA lgc23<>+12(SB)/4, $0x0000007f
-DATA lgc23<>+16(SB)/4, $0x0000007f
-DATA lgc23<>+20(SB)/4, $0x0000007f
-DATA lgc23<>+24(SB)/4, $0x0000007f
-DATA lgc23<>+28(SB)/4, $0x0000007f
+DATA lgc23<>+0(SB)/4, $0xffffff82
+DATA lgc23<>+4(SB)/4, $0xffffff82
+DATA lgc23<>+8(SB)/4, $0xffffff82
+DATA lgc23<>+12(SB)/4, $0xffffff82
+DATA lgc23<>+16(SB)/4, $0xffffff82
+DATA lgc23<>+20(SB)/4, $0xffffff82
+DATA lgc23<>+24(SB)/4, $0xffffff82
+DATA lgc23<>+28(SB)/4, $0xffffff82
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xc2ae0000
-DATA lgc24<>+4(SB)/4, $0xc2ae0000
-DATA lgc24<>+8(SB)/4, $0xc2ae0000
-DATA lgc24<>+12(SB)/4, $0xc2ae0000
-DATA lgc24<>+16(SB)/4, $0xc2ae0000
-DATA lgc24<>+20(SB)/4, $0xc2ae0000
-DATA lgc24<>+24(SB)/4, $0xc2ae0000
-DATA lgc24<>+28(SB)/4, $0xc2ae0000
+DATA lgc24<>+0(SB)/4, $0x0000007f
+DATA lgc24<>+4(SB)/4, $0x0000007f
+DATA lgc24<>+8(SB)/4, $0x0000007f
+DATA lgc24<>+12(SB)/4, $0x0000007f
+DATA lgc24<>+16(SB)/4, $0x0000007f
+DATA lgc24<>+20(SB)/4, $0x0000007f
+DATA lgc24<>+24(SB)/4, $0x0000007f
+DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x42b00000
-DATA lgc25<>+4(SB)/4, $0x42b00000
-DATA lgc25<>+8(SB)/4, $0x42b00000
-DATA lgc25<>+12(SB)/4, $0x42b00000
-DATA lgc25<>+16(SB)/4, $0x42b00000
-DATA lgc25<>+20(SB)/4, $0x42b00000
-DATA lgc25<>+24(SB)/4, $0x42b00000
-DATA lgc25<>+28(SB)/4, $0x42b00000
+DATA lgc25<>+0(SB)/4, $0x3f4ccccd
+DATA lgc25<>+4(SB)/4, $0x3f4ccccd
+DATA lgc25<>+8(SB)/4, $0x3f4ccccd
+DATA lgc25<>+12(SB)/4, $0x3f4ccccd
+DATA lgc25<>+16(SB)/4, $0x3f4ccccd
+DATA lgc25<>+20(SB)/4, $0x3f4ccccd
+DATA lgc25<>+24(SB)/4, $0x3f4ccccd
+DATA lgc25<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xffffffff
-DATA lgc26<>+4(SB)/4, $0xffffffff
-DATA lgc26<>+8(SB)/4, $0xffffffff
-DATA lgc26<>+12(SB)/4, $0xffffffff
-DATA lgc26<>+16(SB)/4, $0xffffffff
-DATA lgc26<>+20(SB)/4, $0xffffffff
-DATA lgc26<>+24(SB)/4, $0xffffffff
-DATA lgc26<>+28(SB)/4, $0xffffffff
+DATA lgc26<>+0(SB)/4, $0x3f99999a
+DATA lgc26<>+4(SB)/4, $0x3f99999a
+DATA lgc26<>+8(SB)/4, $0x3f99999a
+DATA lgc26<>+12(SB)/4, $0x3f99999a
+DATA lgc26<>+16(SB)/4, $0x3f99999a
+DATA lgc26<>+20(SB)/4, $0x3f99999a
+DATA lgc26<>+24(SB)/4, $0x3f99999a
+DATA lgc26<>+28(SB)/4, $0x3f99999a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f4ccccd
-DATA lgc27<>+4(SB)/4, $0x3f4ccccd
-DATA lgc27<>+8(SB)/4, $0x3f4ccccd
-DATA lgc27<>+12(SB)/4, $0x3f4ccccd
-DATA lgc27<>+16(SB)/4, $0x3f4ccccd
-DATA lgc27<>+20(SB)/4, $0x3f4ccccd
-DATA lgc27<>+24(SB)/4, $0x3f4ccccd
-DATA lgc27<>+28(SB)/4, $0x3f4ccccd
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f99999a
-DATA lgc28<>+4(SB)/4, $0x3f99999a
-DATA lgc28<>+8(SB)/4, $0x3f99999a
-DATA lgc28<>+12(SB)/4, $0x3f99999a
-DATA lgc28<>+16(SB)/4, $0x3f99999a
-DATA lgc28<>+20(SB)/4, $0x3f99999a
-DATA lgc28<>+24(SB)/4, $0x3f99999a
-DATA lgc28<>+28(SB)/4, $0x3f99999a
+DATA lgc28<>+0(SB)/4, $0xbc23d70a
+DATA lgc28<>+4(SB)/4, $0xbc23d70a
+DATA lgc28<>+8(SB)/4, $0xbc23d70a
+DATA lgc28<>+12(SB)/4, $0xbc23d70a
+DATA lgc28<>+16(SB)/4, $0xbc23d70a
+DATA lgc28<>+20(SB)/4, $0xbc23d70a
+DATA lgc28<>+24(SB)/4, $0xbc23d70a
+DATA lgc28<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x80000000
-DATA lgc29<>+4(SB)/4, $0x80000000
-DATA lgc29<>+8(SB)/4, $0x80000000
-DATA lgc29<>+12(SB)/4, $0x80000000
-DATA lgc29<>+16(SB)/4, $0x80000000
-DATA lgc29<>+20(SB)/4, $0x80000000
-DATA lgc29<>+24(SB)/4, $0x80000000
-DATA lgc29<>+28(SB)/4, $0x80000000
+DATA lgc29<>+0(SB)/4, $0xc2ae0000
+DATA lgc29<>+4(SB)/4, $0xc2ae0000
+DATA lgc29<>+8(SB)/4, $0xc2ae0000
+DATA lgc29<>+12(SB)/4, $0xc2ae0000
+DATA lgc29<>+16(SB)/4, $0xc2ae0000
+DATA lgc29<>+20(SB)/4, $0xc2ae0000
+DATA lgc29<>+24(SB)/4, $0xc2ae0000
+DATA lgc29<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbc23d70a
-DATA lgc30<>+4(SB)/4, $0xbc23d70a
-DATA lgc30<>+8(SB)/4, $0xbc23d70a
-DATA lgc30<>+12(SB)/4, $0xbc23d70a
-DATA lgc30<>+16(SB)/4, $0xbc23d70a
-DATA lgc30<>+20(SB)/4, $0xbc23d70a
-DATA lgc30<>+24(SB)/4, $0xbc23d70a
-DATA lgc30<>+28(SB)/4, $0xbc23d70a
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x40000000
-DATA lgc31<>+4(SB)/4, $0x40000000
-DATA lgc31<>+8(SB)/4, $0x40000000
-DATA lgc31<>+12(SB)/4, $0x40000000
-DATA lgc31<>+16(SB)/4, $0x40000000
-DATA lgc31<>+20(SB)/4, $0x40000000
-DATA lgc31<>+24(SB)/4, $0x40000000
-DATA lgc31<>+28(SB)/4, $0x40000000
+DATA lgc31<>+0(SB)/4, $0xffffffff
+DATA lgc31<>+4(SB)/4, $0xffffffff
+DATA lgc31<>+8(SB)/4, $0xffffffff
+DATA lgc31<>+12(SB)/4, $0xffffffff
+DATA lgc31<>+16(SB)/4, $0xffffffff
+DATA lgc31<>+20(SB)/4, $0xffffffff
+DATA lgc31<>+24(SB)/4, $0xffffffff
+DATA lgc31<>+28(SB)/4, $0xffffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1187,13 +1180,13 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v56 = add(v54, v55) [T=421]
-	VADDPS  lgc32<>+0(SB), Y0, Y0
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v57 = div(v53, v56) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -1201,7 +1194,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS  lgc31<>+0(SB), Y1, Y1
+	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1209,29 +1202,29 @@ blocks_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) [T=421]
-	VMAXPS       lgc11<>+0(SB), Y1, Y2
-	VMINPS       lgc12<>+0(SB), Y2, Y2
-	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VMOVAPS      lgc16<>+0(SB), Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc22<>+0(SB), Y2, Y3
-	VPMINSD      lgc23<>+0(SB), Y3, Y3
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1268,58 +1261,58 @@ noflush_5:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    lgc3<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v56 = add(v54, v55) [T=421]
-	VADDPS     lgc32<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v57 = div(v53, v56) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc1<>+0(SB), Y1
 
 	// v58 = sub(v8, v57) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v63 = mul(v59, v60) [T=421]
-	VMULPS     lgc31<>+0(SB), Y1, Y1
+	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v64 = sub(v63, v62) [T=421]
 	VSUBPS Y2, Y1, Y1
 
 	// v65 = exp(v64) [T=421]
-	VMAXPS       lgc11<>+0(SB), Y1, Y2
-	VMINPS       lgc12<>+0(SB), Y2, Y2
-	VMULPS       lgc13<>+0(SB), Y2, Y3
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VMOVAPS      lgc16<>+0(SB), Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc22<>+0(SB), Y2, Y3
-	VPMINSD      lgc23<>+0(SB), Y3, Y3
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc23<>+0(SB), Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1327,7 +1320,7 @@ noflush_5:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v65) over [T]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -1338,7 +1331,7 @@ noflush_5:
 
 	// store v58
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      32128(AX), Y0
@@ -1354,15 +1347,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x34000000
-DATA lgc32<>+4(SB)/4, $0x34000000
-DATA lgc32<>+8(SB)/4, $0x34000000
-DATA lgc32<>+12(SB)/4, $0x34000000
-DATA lgc32<>+16(SB)/4, $0x34000000
-DATA lgc32<>+20(SB)/4, $0x34000000
-DATA lgc32<>+24(SB)/4, $0x34000000
-DATA lgc32<>+28(SB)/4, $0x34000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x34000000
+DATA lgc33<>+4(SB)/4, $0x34000000
+DATA lgc33<>+8(SB)/4, $0x34000000
+DATA lgc33<>+12(SB)/4, $0x34000000
+DATA lgc33<>+16(SB)/4, $0x34000000
+DATA lgc33<>+20(SB)/4, $0x34000000
+DATA lgc33<>+24(SB)/4, $0x34000000
+DATA lgc33<>+28(SB)/4, $0x34000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1370,7 +1363,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc33<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y0, Y0
@@ -1381,15 +1374,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x42800000
-DATA lgc33<>+4(SB)/4, $0x42800000
-DATA lgc33<>+8(SB)/4, $0x42800000
-DATA lgc33<>+12(SB)/4, $0x42800000
-DATA lgc33<>+16(SB)/4, $0x42800000
-DATA lgc33<>+20(SB)/4, $0x42800000
-DATA lgc33<>+24(SB)/4, $0x42800000
-DATA lgc33<>+28(SB)/4, $0x42800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x42800000
+DATA lgc34<>+4(SB)/4, $0x42800000
+DATA lgc34<>+8(SB)/4, $0x42800000
+DATA lgc34<>+12(SB)/4, $0x42800000
+DATA lgc34<>+16(SB)/4, $0x42800000
+DATA lgc34<>+20(SB)/4, $0x42800000
+DATA lgc34<>+24(SB)/4, $0x42800000
+DATA lgc34<>+28(SB)/4, $0x42800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1403,29 +1396,29 @@ bulk_6:
 	CMPQ         BX, DX
 	JGE          bulkdone_7
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc11<>+0(SB), Y0, Y1
-	VMINPS       lgc12<>+0(SB), Y1, Y1
-	VMULPS       lgc13<>+0(SB), Y1, Y2
+	VMAXPS       lgc12<>+0(SB), Y0, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VMOVAPS      lgc16<>+0(SB), Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc1<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc22<>+0(SB), Y1, Y2
-	VPMINSD      lgc23<>+0(SB), Y2, Y2
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc23<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc23<>+0(SB), Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1451,23 +1444,22 @@ bulk_8:
 	CMPQ         BX, DX
 	JGE          bulkdone_9
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
-	VMULPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
+	VMULPS       lgc36<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc23<>+0(SB), Y3, Y3
-	VPAND        lgc36<>+0(SB), Y1, Y1
+	VPSUBD       lgc24<>+0(SB), Y3, Y3
+	VPAND        lgc37<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc37<>+0(SB), Y2, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y4
+	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPOR         lgc1<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc39<>+0(SB), Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VMOVAPS      lgc40<>+0(SB), Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
@@ -1475,19 +1467,20 @@ bulk_8:
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc21<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1498,175 +1491,175 @@ bulkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x00800000
-DATA lgc34<>+4(SB)/4, $0x00800000
-DATA lgc34<>+8(SB)/4, $0x00800000
-DATA lgc34<>+12(SB)/4, $0x00800000
-DATA lgc34<>+16(SB)/4, $0x00800000
-DATA lgc34<>+20(SB)/4, $0x00800000
-DATA lgc34<>+24(SB)/4, $0x00800000
-DATA lgc34<>+28(SB)/4, $0x00800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x4b000000
-DATA lgc35<>+4(SB)/4, $0x4b000000
-DATA lgc35<>+8(SB)/4, $0x4b000000
-DATA lgc35<>+12(SB)/4, $0x4b000000
-DATA lgc35<>+16(SB)/4, $0x4b000000
-DATA lgc35<>+20(SB)/4, $0x4b000000
-DATA lgc35<>+24(SB)/4, $0x4b000000
-DATA lgc35<>+28(SB)/4, $0x4b000000
+DATA lgc35<>+0(SB)/4, $0x00800000
+DATA lgc35<>+4(SB)/4, $0x00800000
+DATA lgc35<>+8(SB)/4, $0x00800000
+DATA lgc35<>+12(SB)/4, $0x00800000
+DATA lgc35<>+16(SB)/4, $0x00800000
+DATA lgc35<>+20(SB)/4, $0x00800000
+DATA lgc35<>+24(SB)/4, $0x00800000
+DATA lgc35<>+28(SB)/4, $0x00800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xffffffe9
-DATA lgc36<>+4(SB)/4, $0xffffffe9
-DATA lgc36<>+8(SB)/4, $0xffffffe9
-DATA lgc36<>+12(SB)/4, $0xffffffe9
-DATA lgc36<>+16(SB)/4, $0xffffffe9
-DATA lgc36<>+20(SB)/4, $0xffffffe9
-DATA lgc36<>+24(SB)/4, $0xffffffe9
-DATA lgc36<>+28(SB)/4, $0xffffffe9
+DATA lgc36<>+0(SB)/4, $0x4b000000
+DATA lgc36<>+4(SB)/4, $0x4b000000
+DATA lgc36<>+8(SB)/4, $0x4b000000
+DATA lgc36<>+12(SB)/4, $0x4b000000
+DATA lgc36<>+16(SB)/4, $0x4b000000
+DATA lgc36<>+20(SB)/4, $0x4b000000
+DATA lgc36<>+24(SB)/4, $0x4b000000
+DATA lgc36<>+28(SB)/4, $0x4b000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x007fffff
-DATA lgc37<>+4(SB)/4, $0x007fffff
-DATA lgc37<>+8(SB)/4, $0x007fffff
-DATA lgc37<>+12(SB)/4, $0x007fffff
-DATA lgc37<>+16(SB)/4, $0x007fffff
-DATA lgc37<>+20(SB)/4, $0x007fffff
-DATA lgc37<>+24(SB)/4, $0x007fffff
-DATA lgc37<>+28(SB)/4, $0x007fffff
+DATA lgc37<>+0(SB)/4, $0xffffffe9
+DATA lgc37<>+4(SB)/4, $0xffffffe9
+DATA lgc37<>+8(SB)/4, $0xffffffe9
+DATA lgc37<>+12(SB)/4, $0xffffffe9
+DATA lgc37<>+16(SB)/4, $0xffffffe9
+DATA lgc37<>+20(SB)/4, $0xffffffe9
+DATA lgc37<>+24(SB)/4, $0xffffffe9
+DATA lgc37<>+28(SB)/4, $0xffffffe9
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3fb504f3
-DATA lgc38<>+4(SB)/4, $0x3fb504f3
-DATA lgc38<>+8(SB)/4, $0x3fb504f3
-DATA lgc38<>+12(SB)/4, $0x3fb504f3
-DATA lgc38<>+16(SB)/4, $0x3fb504f3
-DATA lgc38<>+20(SB)/4, $0x3fb504f3
-DATA lgc38<>+24(SB)/4, $0x3fb504f3
-DATA lgc38<>+28(SB)/4, $0x3fb504f3
+DATA lgc38<>+0(SB)/4, $0x007fffff
+DATA lgc38<>+4(SB)/4, $0x007fffff
+DATA lgc38<>+8(SB)/4, $0x007fffff
+DATA lgc38<>+12(SB)/4, $0x007fffff
+DATA lgc38<>+16(SB)/4, $0x007fffff
+DATA lgc38<>+20(SB)/4, $0x007fffff
+DATA lgc38<>+24(SB)/4, $0x007fffff
+DATA lgc38<>+28(SB)/4, $0x007fffff
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3d9021bb
-DATA lgc39<>+4(SB)/4, $0x3d9021bb
-DATA lgc39<>+8(SB)/4, $0x3d9021bb
-DATA lgc39<>+12(SB)/4, $0x3d9021bb
-DATA lgc39<>+16(SB)/4, $0x3d9021bb
-DATA lgc39<>+20(SB)/4, $0x3d9021bb
-DATA lgc39<>+24(SB)/4, $0x3d9021bb
-DATA lgc39<>+28(SB)/4, $0x3d9021bb
+DATA lgc39<>+0(SB)/4, $0x3fb504f3
+DATA lgc39<>+4(SB)/4, $0x3fb504f3
+DATA lgc39<>+8(SB)/4, $0x3fb504f3
+DATA lgc39<>+12(SB)/4, $0x3fb504f3
+DATA lgc39<>+16(SB)/4, $0x3fb504f3
+DATA lgc39<>+20(SB)/4, $0x3fb504f3
+DATA lgc39<>+24(SB)/4, $0x3fb504f3
+DATA lgc39<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdebd1b8
-DATA lgc40<>+4(SB)/4, $0xbdebd1b8
-DATA lgc40<>+8(SB)/4, $0xbdebd1b8
-DATA lgc40<>+12(SB)/4, $0xbdebd1b8
-DATA lgc40<>+16(SB)/4, $0xbdebd1b8
-DATA lgc40<>+20(SB)/4, $0xbdebd1b8
-DATA lgc40<>+24(SB)/4, $0xbdebd1b8
-DATA lgc40<>+28(SB)/4, $0xbdebd1b8
+DATA lgc40<>+0(SB)/4, $0x3d9021bb
+DATA lgc40<>+4(SB)/4, $0x3d9021bb
+DATA lgc40<>+8(SB)/4, $0x3d9021bb
+DATA lgc40<>+12(SB)/4, $0x3d9021bb
+DATA lgc40<>+16(SB)/4, $0x3d9021bb
+DATA lgc40<>+20(SB)/4, $0x3d9021bb
+DATA lgc40<>+24(SB)/4, $0x3d9021bb
+DATA lgc40<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3def251a
-DATA lgc41<>+4(SB)/4, $0x3def251a
-DATA lgc41<>+8(SB)/4, $0x3def251a
-DATA lgc41<>+12(SB)/4, $0x3def251a
-DATA lgc41<>+16(SB)/4, $0x3def251a
-DATA lgc41<>+20(SB)/4, $0x3def251a
-DATA lgc41<>+24(SB)/4, $0x3def251a
-DATA lgc41<>+28(SB)/4, $0x3def251a
+DATA lgc41<>+0(SB)/4, $0xbdebd1b8
+DATA lgc41<>+4(SB)/4, $0xbdebd1b8
+DATA lgc41<>+8(SB)/4, $0xbdebd1b8
+DATA lgc41<>+12(SB)/4, $0xbdebd1b8
+DATA lgc41<>+16(SB)/4, $0xbdebd1b8
+DATA lgc41<>+20(SB)/4, $0xbdebd1b8
+DATA lgc41<>+24(SB)/4, $0xbdebd1b8
+DATA lgc41<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+0(SB)/4, $0x3def251a
+DATA lgc42<>+4(SB)/4, $0x3def251a
+DATA lgc42<>+8(SB)/4, $0x3def251a
+DATA lgc42<>+12(SB)/4, $0x3def251a
+DATA lgc42<>+16(SB)/4, $0x3def251a
+DATA lgc42<>+20(SB)/4, $0x3def251a
+DATA lgc42<>+24(SB)/4, $0x3def251a
+DATA lgc42<>+28(SB)/4, $0x3def251a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e11e9bf
-DATA lgc43<>+4(SB)/4, $0x3e11e9bf
-DATA lgc43<>+8(SB)/4, $0x3e11e9bf
-DATA lgc43<>+12(SB)/4, $0x3e11e9bf
-DATA lgc43<>+16(SB)/4, $0x3e11e9bf
-DATA lgc43<>+20(SB)/4, $0x3e11e9bf
-DATA lgc43<>+24(SB)/4, $0x3e11e9bf
-DATA lgc43<>+28(SB)/4, $0x3e11e9bf
+DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe2aae50
-DATA lgc44<>+4(SB)/4, $0xbe2aae50
-DATA lgc44<>+8(SB)/4, $0xbe2aae50
-DATA lgc44<>+12(SB)/4, $0xbe2aae50
-DATA lgc44<>+16(SB)/4, $0xbe2aae50
-DATA lgc44<>+20(SB)/4, $0xbe2aae50
-DATA lgc44<>+24(SB)/4, $0xbe2aae50
-DATA lgc44<>+28(SB)/4, $0xbe2aae50
+DATA lgc44<>+0(SB)/4, $0x3e11e9bf
+DATA lgc44<>+4(SB)/4, $0x3e11e9bf
+DATA lgc44<>+8(SB)/4, $0x3e11e9bf
+DATA lgc44<>+12(SB)/4, $0x3e11e9bf
+DATA lgc44<>+16(SB)/4, $0x3e11e9bf
+DATA lgc44<>+20(SB)/4, $0x3e11e9bf
+DATA lgc44<>+24(SB)/4, $0x3e11e9bf
+DATA lgc44<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e4cceac
-DATA lgc45<>+4(SB)/4, $0x3e4cceac
-DATA lgc45<>+8(SB)/4, $0x3e4cceac
-DATA lgc45<>+12(SB)/4, $0x3e4cceac
-DATA lgc45<>+16(SB)/4, $0x3e4cceac
-DATA lgc45<>+20(SB)/4, $0x3e4cceac
-DATA lgc45<>+24(SB)/4, $0x3e4cceac
-DATA lgc45<>+28(SB)/4, $0x3e4cceac
+DATA lgc45<>+0(SB)/4, $0xbe2aae50
+DATA lgc45<>+4(SB)/4, $0xbe2aae50
+DATA lgc45<>+8(SB)/4, $0xbe2aae50
+DATA lgc45<>+12(SB)/4, $0xbe2aae50
+DATA lgc45<>+16(SB)/4, $0xbe2aae50
+DATA lgc45<>+20(SB)/4, $0xbe2aae50
+DATA lgc45<>+24(SB)/4, $0xbe2aae50
+DATA lgc45<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe7ffffc
-DATA lgc46<>+4(SB)/4, $0xbe7ffffc
-DATA lgc46<>+8(SB)/4, $0xbe7ffffc
-DATA lgc46<>+12(SB)/4, $0xbe7ffffc
-DATA lgc46<>+16(SB)/4, $0xbe7ffffc
-DATA lgc46<>+20(SB)/4, $0xbe7ffffc
-DATA lgc46<>+24(SB)/4, $0xbe7ffffc
-DATA lgc46<>+28(SB)/4, $0xbe7ffffc
+DATA lgc46<>+0(SB)/4, $0x3e4cceac
+DATA lgc46<>+4(SB)/4, $0x3e4cceac
+DATA lgc46<>+8(SB)/4, $0x3e4cceac
+DATA lgc46<>+12(SB)/4, $0x3e4cceac
+DATA lgc46<>+16(SB)/4, $0x3e4cceac
+DATA lgc46<>+20(SB)/4, $0x3e4cceac
+DATA lgc46<>+24(SB)/4, $0x3e4cceac
+DATA lgc46<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+0(SB)/4, $0xbe7ffffc
+DATA lgc47<>+4(SB)/4, $0xbe7ffffc
+DATA lgc47<>+8(SB)/4, $0xbe7ffffc
+DATA lgc47<>+12(SB)/4, $0xbe7ffffc
+DATA lgc47<>+16(SB)/4, $0xbe7ffffc
+DATA lgc47<>+20(SB)/4, $0xbe7ffffc
+DATA lgc47<>+24(SB)/4, $0xbe7ffffc
+DATA lgc47<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xff800000
-DATA lgc48<>+4(SB)/4, $0xff800000
-DATA lgc48<>+8(SB)/4, $0xff800000
-DATA lgc48<>+12(SB)/4, $0xff800000
-DATA lgc48<>+16(SB)/4, $0xff800000
-DATA lgc48<>+20(SB)/4, $0xff800000
-DATA lgc48<>+24(SB)/4, $0xff800000
-DATA lgc48<>+28(SB)/4, $0xff800000
+DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x7fc00000
-DATA lgc49<>+4(SB)/4, $0x7fc00000
-DATA lgc49<>+8(SB)/4, $0x7fc00000
-DATA lgc49<>+12(SB)/4, $0x7fc00000
-DATA lgc49<>+16(SB)/4, $0x7fc00000
-DATA lgc49<>+20(SB)/4, $0x7fc00000
-DATA lgc49<>+24(SB)/4, $0x7fc00000
-DATA lgc49<>+28(SB)/4, $0x7fc00000
+DATA lgc49<>+0(SB)/4, $0xff800000
+DATA lgc49<>+4(SB)/4, $0xff800000
+DATA lgc49<>+8(SB)/4, $0xff800000
+DATA lgc49<>+12(SB)/4, $0xff800000
+DATA lgc49<>+16(SB)/4, $0xff800000
+DATA lgc49<>+20(SB)/4, $0xff800000
+DATA lgc49<>+24(SB)/4, $0xff800000
+DATA lgc49<>+28(SB)/4, $0xff800000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7f800000
-DATA lgc50<>+4(SB)/4, $0x7f800000
-DATA lgc50<>+8(SB)/4, $0x7f800000
-DATA lgc50<>+12(SB)/4, $0x7f800000
-DATA lgc50<>+16(SB)/4, $0x7f800000
-DATA lgc50<>+20(SB)/4, $0x7f800000
-DATA lgc50<>+24(SB)/4, $0x7f800000
-DATA lgc50<>+28(SB)/4, $0x7f800000
+DATA lgc50<>+0(SB)/4, $0x7fc00000
+DATA lgc50<>+4(SB)/4, $0x7fc00000
+DATA lgc50<>+8(SB)/4, $0x7fc00000
+DATA lgc50<>+12(SB)/4, $0x7fc00000
+DATA lgc50<>+16(SB)/4, $0x7fc00000
+DATA lgc50<>+20(SB)/4, $0x7fc00000
+DATA lgc50<>+24(SB)/4, $0x7fc00000
+DATA lgc50<>+28(SB)/4, $0x7fc00000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x7f800000
+DATA lgc51<>+4(SB)/4, $0x7f800000
+DATA lgc51<>+8(SB)/4, $0x7f800000
+DATA lgc51<>+12(SB)/4, $0x7f800000
+DATA lgc51<>+16(SB)/4, $0x7f800000
+DATA lgc51<>+20(SB)/4, $0x7f800000
+DATA lgc51<>+24(SB)/4, $0x7f800000
+DATA lgc51<>+28(SB)/4, $0x7f800000
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1680,24 +1673,23 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc35<>+0(SB), Y1, Y3
+	VADDPS       lgc1<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc36<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc23<>+0(SB), Y4, Y4
-	VPAND        lgc36<>+0(SB), Y2, Y2
+	VPSUBD       lgc24<>+0(SB), Y4, Y4
+	VPAND        lgc37<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc37<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
-	VMULPS       lgc21<>+0(SB), Y2, Y5
+	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPOR         lgc1<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc39<>+0(SB), Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMOVAPS      lgc40<>+0(SB), Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
@@ -1705,31 +1697,32 @@ bulk_10:
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc21<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc2<>+0(SB), Y1, Y2
+	VSUBPS       lgc1<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc49<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_10

@@ -26,39 +26,6 @@ func newScratch() *scratch {
 }
 
 // pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-// Computed at each index, in this order:
-//
-//	v9 = sub(v8, v6) [N=64 T=421]
-//	v10 = sub(v8, v5) [N=64 T=421]
-//	v12 = mul(v11, v9) [N=64 T=421]
-//	v13 = mul(v12, v7) [N=64 T=421]
-//	v14 = add(v4, v13) [N=64 T=421]
-//	v15 = sub(v14, v3) [N=64 T=421]  # delta
-//	v17 = mul(v16, v10) [N=64 T=421]  # discount
-//	v18 = scan_rev(v15, v17) over T [N=64 T=421]  # gae
-//	v19 = add(v18, v3) [N=64 T=421]  # value_target
-//	v20 = sub(v0, v1) [N=64 T=421]  # log_weight
-//	v23 = max(v20, v21) [N=64 T=421]
-//	v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
-//	v25 = exp(v20) [N=64 T=421]
-//	v26 = mul(v25, v18) [N=64 T=421]  # gain1
-//	v28 = max(v25, v27) [N=64 T=421]
-//	v30 = min(v28, v29) [N=64 T=421]
-//	v31 = mul(v30, v18) [N=64 T=421]  # gain2
-//	v32 = min(v26, v31) [N=64 T=421]
-//	v33 = neg(v32) [N=64 T=421]
-//	v35 = ne(v24, v20) [N=64 T=421]
-//	v37 = sub(v1, v0) [N=64 T=421]
-//	v41 = mul(v40, v2) [N=64 T=421]
-//	v43 = sub(v19, v3) [N=64 T=421]
-//	v44 = abs(v43) [N=64 T=421]
-//	v46 = lt(v44, v8) [N=64 T=421]
-//	v47 = mul(v45, v44) [N=64 T=421]
-//	v48 = mul(v47, v44) [N=64 T=421]
-//	v49 = sub(v44, v45) [N=64 T=421]
-//	v50 = where(v46, v48, v49) [N=64 T=421]
-//	v51 = mul(v8, v50) [N=64 T=421]
-//	v61 = mul(v59, v20) [N=64 T=421]
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc34 := runtime.Mean{}
 	acc36 := runtime.Mean{}
@@ -78,71 +45,70 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	for k := range s.acc62 {
 		s.acc62[k] = runtime.NewLogSumExp()
 	}
-	v8 := float32(1)
-	v11 := float32(0.99)
-	v16 := float32(0.9405)
-	v21 := float32(-0.22314355)
-	v22 := float32(0.18232156)
-	v27 := float32(0.8)
-	v29 := float32(1.2)
-	v40 := float32(-0.01)
-	v45 := float32(0.5)
-	v59 := float32(2)
-	for iN := 0; iN < N; iN++ {
+	for iN := 0; iN < 64; iN++ {
 		carry18 := float32(0)
-		for iT := T - 1; iT >= 0; iT-- {
-			iNT := iN*T + iT
-			v0 := in.LogProb[iNT]
-			v1 := in.SampleLogProb[iNT]
-			v2 := in.Entropy[iNT]
-			v3 := in.StateValue[iNT]
-			v4 := in.NextReward[iNT]
-			v5 := b2f(in.NextDone[iNT])
-			v6 := b2f(in.NextTerminated[iNT])
-			v7 := in.NextStateValue[iNT]
+		for iT := 420; iT >= 0; iT-- {
+			v0 := in.LogProb[iN*421+iT]
+			v1 := in.SampleLogProb[iN*421+iT]
+			v2 := in.Entropy[iN*421+iT]
+			v3 := in.StateValue[iN*421+iT]
+			v4 := in.NextReward[iN*421+iT]
+			v5 := b2f(in.NextDone[iN*421+iT])
+			v6 := b2f(in.NextTerminated[iN*421+iT])
+			v7 := in.NextStateValue[iN*421+iT]
+			v8 := float32(1)
 			v9 := v8 - v6
 			v10 := v8 - v5
+			v11 := float32(0.99)
 			v12 := float32(v11 * v9)
 			v13 := float32(v12 * v7)
 			v14 := v4 + v13
 			v15 := v14 - v3
+			v16 := float32(0.9405)
 			v17 := float32(v16 * v10)
 			v18 := v15 + float32(carry18*v17)
 			carry18 = v18
-			out.Advantage[iNT] = v18
+			out.Advantage[iN*421+iT] = v18
 			v19 := v18 + v3
-			out.ValueTarget[iNT] = v19
+			out.ValueTarget[iN*421+iT] = v19
 			v20 := v0 - v1
+			v21 := float32(-0.22314355)
+			v22 := float32(0.18232156)
 			v23 := max(v20, v21)
 			v24 := min(v23, v22)
 			v25 := float32(math.Exp(float64(v20)))
 			v26 := float32(v25 * v18)
+			v27 := float32(0.8)
 			v28 := max(v25, v27)
+			v29 := float32(1.2)
 			v30 := min(v28, v29)
 			v31 := float32(v30 * v18)
 			v32 := min(v26, v31)
 			v33 := -v32
+			acc34.Add(float64(v33))
 			v35 := b2f(v24 != v20)
+			acc36.Add(float64(v35))
 			v37 := v1 - v0
+			acc38.Add(float64(v37))
+			acc39.Add(float64(v2))
+			v40 := float32(-0.01)
 			v41 := float32(v40 * v2)
+			acc42.Add(float64(v41))
 			v43 := v19 - v3
 			v44 := float32(math.Abs(float64(v43)))
+			v45 := float32(0.5)
 			v46 := b2f(v44 < v8)
 			v47 := float32(v45 * v44)
 			v48 := float32(v47 * v44)
 			v49 := v44 - v45
 			v50 := sel(v46, v48, v49)
 			v51 := float32(v8 * v50)
-			v61 := float32(v59 * v20)
-			acc34.Add(float64(v33))
-			acc36.Add(float64(v35))
-			acc38.Add(float64(v37))
-			acc39.Add(float64(v2))
-			acc42.Add(float64(v41))
 			acc52.Add(float64(v51))
 			s.acc53[iT].Add(float64(v43))
 			s.acc54[iT].Add(float64(v19))
+			v59 := float32(2)
 			s.acc60[iT].Add(float64(v20))
+			v61 := float32(v59 * v20)
 			s.acc62[iT].Add(float64(v61))
 		}
 	}
@@ -167,26 +133,18 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 }
 
 // pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [T=421].
-// Computed at each index, in this order:
-//
-//	v56 = add(v54, v55) [T=421]
-//	v57 = div(v53, v56) [T=421]
-//	v58 = sub(v8, v57) [T=421]
-//	v63 = mul(v59, v60) [T=421]
-//	v64 = sub(v63, v62) [T=421]
-//	v65 = exp(v64) [T=421]
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 	acc66 := runtime.Mean{}
-	v8 := float32(1)
-	v55 := float32(1.1920929e-07)
-	v59 := float32(2)
-	for iT := 0; iT < T; iT++ {
+	for iT := 0; iT < 421; iT++ {
+		v8 := float32(1)
 		v53 := s.s0[iT]
 		v54 := s.s1[iT]
+		v55 := float32(1.1920929e-07)
 		v56 := v54 + v55
 		v57 := v53 / v56
 		v58 := v8 - v57
 		out.ExplainedVariance[iT] = v58
+		v59 := float32(2)
 		v60 := s.s2[iT]
 		v62 := s.s3[iT]
 		v63 := float32(v59 * v60)
@@ -198,9 +156,6 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 }
 
 // pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [].
-// Computed at each index, in this order:
-//
-//	v68 = div(v66, v67) []
 func pass2Go(in *Inputs, out *Outputs, s *scratch) {
 	v66 := s.s4
 	v67 := float32(64)

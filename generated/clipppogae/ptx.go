@@ -225,7 +225,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
+		Name:   "scratch/pass0.v34.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
 		Name:   "scratch/pass0.v36.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v36.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -237,7 +249,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
+		Name:   "scratch/pass0.v38.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
 		Name:   "scratch/pass0.v39.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v39.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -249,7 +273,19 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
+		Name:   "scratch/pass0.v42.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
 		Name:   "scratch/pass0.v52.s",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
+		Name:   "scratch/pass0.v52.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -258,28 +294,34 @@ var Launch = runtime.LaunchTable{
 		Name:   "scratch/pass1.v66.s",
 		Role:   "scratch",
 		Shape:  []int{2},
+	}, {
+		DType:  "float64",
+		Length: 2,
+		Name:   "scratch/pass1.v66.n",
+		Role:   "scratch",
+		Shape:  []int{2},
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/log_prob", "in/sample_log_prob", "in/entropy", "in/state_value", "in/next.reward", "in/next.done", "in/next.terminated", "in/next.state_value", "out/advantage", "out/value_target", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/pass0.v34.s", "scratch/pass0.v36.s", "scratch/pass0.v38.s", "scratch/pass0.v39.s", "scratch/pass0.v42.s", "scratch/pass0.v52.s"},
+		Params: []string{"in/log_prob", "in/sample_log_prob", "in/entropy", "in/state_value", "in/next.reward", "in/next.done", "in/next.terminated", "in/next.state_value", "out/advantage", "out/value_target", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v52.s", "scratch/pass0.v52.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v34.s", "out/loss_objective", "scratch/pass0.v36.s", "out/clip_fraction", "scratch/pass0.v38.s", "out/kl_approx", "scratch/pass0.v39.s", "out/entropy", "scratch/pass0.v42.s", "out/loss_entropy", "scratch/pass0.v52.s", "out/loss_critic", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/s0", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s1", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s2", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_objective", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/clip_fraction", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "out/kl_approx", "scratch/pass0.v39.s", "scratch/pass0.v39.n", "out/entropy", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/loss_entropy", "scratch/pass0.v52.s", "scratch/pass0.v52.n", "out/loss_critic", "scratch/pass0.v53.n", "scratch/pass0.v53.mean", "scratch/pass0.v53.m2", "scratch/s0", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s1", "scratch/pass0.v60.m", "scratch/pass0.v60.s", "scratch/s2", "scratch/pass0.v62.m", "scratch/pass0.v62.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass1",
-		Params: []string{"scratch/s0", "scratch/s1", "scratch/s2", "scratch/s3", "out/explained_variance", "scratch/pass1.v66.s"},
+		Params: []string{"scratch/s0", "scratch/s1", "out/explained_variance", "scratch/s2", "scratch/s3", "scratch/pass1.v66.s", "scratch/pass1.v66.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass1_merge",
-		Params: []string{"scratch/pass1.v66.s", "scratch/s4"},
+		Params: []string{"scratch/pass1.v66.s", "scratch/pass1.v66.n", "scratch/s4"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -59,7 +59,7 @@ outer0_1:
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
 	VMULPD lgc3<>+0(SB), Y1, Y1
 
-	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
 	VMOVUPD     lgc2<>+0(SB), Y4
@@ -81,21 +81,24 @@ outer0_1:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
+	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	VADDPD Y3, Y2, Y1
+
 	// mean(v15) over [N T]
-	VMOVUPD lgc2<>+0(SB), Y1
-	VANDPD  Y1, Y2, Y1
+	VMOVUPD lgc2<>+0(SB), Y3
+	VANDPD  Y3, Y2, Y3
 	MOVQ    p6+48(FP), CX
-	VADDPD  64(CX), Y1, Y1
-	VMOVUPD Y1, 64(CX)
+	VADDPD  64(CX), Y3, Y3
+	VMOVUPD Y3, 64(CX)
 
 	// var(v15) over [N T]
-	VMOVUPD     lgc2<>+0(SB), Y1
+	VMOVUPD     lgc2<>+0(SB), Y3
 	VMOVUPD     448(CX), Y4
 	VSUBPD      Y4, Y2, Y5
 	VMOVUPD     256(CX), Y6
 	VADDPD      lgc0<>+0(SB), Y6, Y6
 	VMOVUPD     256(CX), Y7
-	VBLENDVPD   Y1, Y6, Y7, Y6
+	VBLENDVPD   Y3, Y6, Y7, Y6
 	VMOVUPD     Y6, 256(CX)
 	VDIVPD      Y6, Y5, Y6
 	VADDPD      Y6, Y4, Y4
@@ -103,14 +106,11 @@ outer0_1:
 	VMOVUPD     640(CX), Y7
 	VFMADD231PD Y5, Y6, Y7
 	VMOVUPD     448(CX), Y5
-	VBLENDVPD   Y1, Y4, Y5, Y4
+	VBLENDVPD   Y3, Y4, Y5, Y4
 	VMOVUPD     Y4, 448(CX)
 	VMOVUPD     640(CX), Y4
-	VBLENDVPD   Y1, Y7, Y4, Y7
+	VBLENDVPD   Y3, Y7, Y4, Y7
 	VMOVUPD     Y7, 640(CX)
-
-	// v16 = add(v15, v3) [N=64 T=421]  # value_target
-	VADDPD Y3, Y2, Y1
 
 	// store v15
 	MOVQ       p7+56(FP), CX
@@ -163,7 +163,7 @@ blocks_2:
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
 	VMULPD lgc3<>+0(SB), Y1, Y1
 
-	// v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
 	VPERMPD     $0xf9, Y1, Y4
@@ -181,27 +181,27 @@ blocks_2:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
+	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	VADDPD Y3, Y2, Y1
+
 	// mean(v15) over [N T]
 	MOVQ    p6+48(FP), DX
-	VADDPD  64(DX), Y2, Y1
-	VMOVUPD Y1, 64(DX)
+	VADDPD  64(DX), Y2, Y3
+	VMOVUPD Y3, 64(DX)
 
 	// var(v15) over [N T]
-	VMOVUPD     448(DX), Y1
-	VSUBPD      Y1, Y2, Y4
+	VMOVUPD     448(DX), Y3
+	VSUBPD      Y3, Y2, Y4
 	VMOVUPD     256(DX), Y5
 	VADDPD      lgc0<>+0(SB), Y5, Y5
 	VMOVUPD     Y5, 256(DX)
 	VDIVPD      Y5, Y4, Y5
-	VADDPD      Y5, Y1, Y1
-	VSUBPD      Y1, Y2, Y5
+	VADDPD      Y5, Y3, Y3
+	VSUBPD      Y3, Y2, Y5
 	VMOVUPD     640(DX), Y6
 	VFMADD231PD Y4, Y5, Y6
-	VMOVUPD     Y1, 448(DX)
+	VMOVUPD     Y3, 448(DX)
 	VMOVUPD     Y6, 640(DX)
-
-	// v16 = add(v15, v3) [N=64 T=421]  # value_target
-	VADDPD Y3, Y2, Y1
 
 	// store v15
 	MOVQ    p7+56(FP), DX

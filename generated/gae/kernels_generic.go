@@ -10,7 +10,7 @@ import (
 // scratch holds what one Forward call needs besides its inputs and outputs; Forward
 // takes one from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 []float64 // v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
+	s0 []float64 // v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	s1 float64   // v17 = mean(v15) over N,T []  # mean
 	s2 float64   // v18 = var(v15) over N,T correction=1 []
 }
@@ -20,44 +20,32 @@ func newScratch() *scratch {
 }
 
 // pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-// Computed at each index, in this order:
-//
-//	v6 = sub(v5, v2) [N=64 T=421]
-//	v7 = sub(v5, v1) [N=64 T=421]
-//	v9 = mul(v8, v6) [N=64 T=421]
-//	v10 = mul(v9, v4) [N=64 T=421]
-//	v11 = add(v0, v10) [N=64 T=421]
-//	v12 = sub(v11, v3) [N=64 T=421]  # delta
-//	v14 = mul(v13, v7) [N=64 T=421]  # discount
-//	v15 = scan_rev(v12, v14) over T [N=64 T=421]  # gae
-//	v16 = add(v15, v3) [N=64 T=421]  # value_target
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc17 := runtime.Mean{}
 	acc18 := runtime.Welford{}
-	v5 := float64(1)
-	v8 := float64(0.99)
-	v13 := float64(0.9405)
-	for iN := 0; iN < N; iN++ {
+	for iN := 0; iN < 64; iN++ {
 		carry15 := float64(0)
-		for iT := T - 1; iT >= 0; iT-- {
-			iNT := iN*T + iT
-			v0 := in.NextReward[iNT]
-			v1 := b2f(in.NextDone[iNT])
-			v2 := b2f(in.NextTerminated[iNT])
-			v3 := in.StateValue[iNT]
-			v4 := in.NextStateValue[iNT]
+		for iT := 420; iT >= 0; iT-- {
+			v0 := in.NextReward[iN*421+iT]
+			v1 := b2f(in.NextDone[iN*421+iT])
+			v2 := b2f(in.NextTerminated[iN*421+iT])
+			v3 := in.StateValue[iN*421+iT]
+			v4 := in.NextStateValue[iN*421+iT]
+			v5 := float64(1)
 			v6 := v5 - v2
 			v7 := v5 - v1
+			v8 := float64(0.99)
 			v9 := float64(v8 * v6)
 			v10 := float64(v9 * v4)
 			v11 := v0 + v10
 			v12 := v11 - v3
+			v13 := float64(0.9405)
 			v14 := float64(v13 * v7)
 			v15 := v12 + float64(carry15*v14)
 			carry15 = v15
-			s.s0[iNT] = v15
+			s.s0[iN*421+iT] = v15
 			v16 := v15 + v3
-			out.ValueTarget[iNT] = v16
+			out.ValueTarget[iN*421+iT] = v16
 			acc17.Add(v15)
 			acc18.Add(v15)
 		}
@@ -67,25 +55,18 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 }
 
 // pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [N=64 T=421].
-// Computed at each index, in this order:
-//
-//	v19 = sqrt(v18) []  # std
-//	v20 = sub(v15, v17) [N=64 T=421]
-//	v22 = max(v19, v21) []
-//	v23 = div(v20, v22) [N=64 T=421]
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	v17 := s.s1
-	v18 := s.s2
-	v19 := math.Sqrt(v18)
-	v21 := float64(0.0001)
-	v22 := max(v19, v21)
-	for iN := 0; iN < N; iN++ {
-		for iT := 0; iT < T; iT++ {
-			iNT := iN*T + iT
-			v15 := s.s0[iNT]
+	for iN := 0; iN < 64; iN++ {
+		for iT := 0; iT < 421; iT++ {
+			v15 := s.s0[iN*421+iT]
+			v17 := s.s1
+			v18 := s.s2
+			v19 := math.Sqrt(v18)
 			v20 := v15 - v17
+			v21 := float64(0.0001)
+			v22 := max(v19, v21)
 			v23 := v20 / v22
-			out.Advantage[iNT] = v23
+			out.Advantage[iN*421+iT] = v23
 		}
 	}
 }

@@ -87,6 +87,12 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
+		Name:   "scratch/pass0.v17.n",
+		Role:   "scratch",
+		Shape:  []int{1},
+	}, {
+		DType:  "float64",
+		Length: 1,
 		Name:   "scratch/pass0.v18.n",
 		Role:   "scratch",
 		Shape:  []int{1},
@@ -108,12 +114,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/next.done", "in/next.terminated", "in/state_value", "in/next.state_value", "scratch/s0", "out/value_target", "scratch/pass0.v17.s", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2"},
+		Params: []string{"in/next.reward", "in/next.done", "in/next.terminated", "in/state_value", "in/next.state_value", "scratch/s0", "out/value_target", "scratch/pass0.v17.s", "scratch/pass0.v17.n", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v17.s", "scratch/s1", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2", "scratch/s2"},
+		Params: []string{"scratch/pass0.v17.s", "scratch/pass0.v17.n", "scratch/s1", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2", "scratch/s2"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

@@ -1,0 +1,298 @@
+package asmgen
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// blockState is what one block of lanes (one vector of the vector axis) is emitted with: its
+// position, the offsets and values it has in registers.
+type blockState struct {
+	jReg  reg.GPVirtual // inner offset register (full blocks), nil in tails
+	jImm  int           // inner offset (tails)
+	rem   int           // valid lanes in a tail block, 0 in full blocks
+	offs  map[string]reg.GPVirtual
+	stReg reg.GPVirtual // the state buffer's address, loaded on first use in a block
+	regs  *regs
+
+	loopLabels []string                   // open inner loops' labels, innermost last
+	savedOffs  []map[string]reg.GPVirtual // offsets known when each open loop started
+}
+
+// bitem is one step of a block's program, flattened: loops become a start and an end item
+// around their body.
+type bitem struct {
+	kind  plan.StepKind // Loop marks a loop start; loopEnd its end
+	end   bool          // the end of the loop started at loop
+	n     *ir.Node
+	loop  *plan.Block
+	start int // for a loop end: the position of its start
+}
+
+// flatten lists a block's steps in order, each loop as start, body, end.
+func flatten(bl *plan.Block, out []bitem) []bitem {
+	for _, st := range bl.Steps {
+		if st.Kind != plan.Loop {
+			out = append(out, bitem{kind: st.Kind, n: st.Node})
+			continue
+		}
+		start := len(out)
+		out = append(out, bitem{kind: plan.Loop, loop: st.Block})
+		out = flatten(st.Block, out)
+		out = append(out, bitem{kind: plan.Loop, end: true, loop: st.Block, start: start})
+	}
+	return out
+}
+
+// block emits the pass's program for one vector of lanes. Values live in vector registers
+// as long as they fit (regs.go); a loop over non-batch dims runs its body with everything
+// from outside it in memory (spilled, or re-read where it is a load), since a register
+// assignment cannot change from one iteration to the next.
+func (pg *passGen) block() {
+	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	items := flatten(pg.ps.Body, nil)
+	// The top block's stores come last, after every load of the block: buffers that make
+	// allocates are page-aligned, so an output element and the same element of an input share
+	// their low 12 address bits, and a load issued after such a store waits on it (4K aliasing).
+	var stores []bitem
+	kept := items[:0]
+	depth := 0
+	for _, it := range items {
+		switch {
+		case it.kind == plan.Loop && !it.end:
+			depth++
+		case it.kind == plan.Loop:
+			depth--
+		case it.kind == plan.Store && depth == 0:
+			stores = append(stores, it)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	items = append(kept, stores...)
+	for k, it := range items { // loop ends point at their starts' new positions
+		if it.kind == plan.Loop && !it.end {
+			for j := k + 1; ; j++ {
+				if items[j].kind == plan.Loop && items[j].end && items[j].loop == it.loop {
+					items[j].start = k
+					break
+				}
+			}
+		}
+	}
+
+	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	// Uses of every value, by item position. A value used inside a loop that it was defined
+	// outside of is used again at the loop's end (the next iteration reads it).
+	var loops []int // starts of the loops enclosing the current position
+	defAt := map[int]int{}
+	addUse := func(n *ir.Node, k int) {
+		v, ok := pg.regs.vals[n.ID]
+		if !ok {
+			v = &value{node: n}
+			pg.regs.vals[n.ID] = v
+		}
+		v.uses = append(v.uses, k)
+	}
+	ends := map[int]int{} // loop start -> end position
+	for k, it := range items {
+		if it.kind == plan.Loop && it.end {
+			ends[it.start] = k
+		}
+	}
+	for k, it := range items {
+		switch {
+		case it.kind == plan.Loop && !it.end:
+			loops = append(loops, k)
+			continue
+		case it.kind == plan.Loop:
+			loops = loops[:len(loops)-1]
+			continue
+		case it.kind == plan.Load, it.kind == plan.Compute, it.kind == plan.Finish:
+			defAt[it.n.ID] = k
+		}
+		for _, a := range pg.reads(it) {
+			addUse(a, k)
+			for _, s := range loops {
+				if d, ok := defAt[a.ID]; ok && d < s {
+					addUse(a, ends[s])
+				}
+			}
+		}
+	}
+	for _, v := range pg.regs.vals {
+		sortInts(v.uses)
+	}
+	for k, it := range items {
+		n := it.n
+		switch it.kind {
+		case plan.Loop:
+			if it.end {
+				pg.loopEnd(it.loop)
+				pg.regs.dropAll()
+			} else {
+				pg.regs.spillAll(k)
+				pg.loopStart(it.loop)
+			}
+			continue
+		case plan.Load:
+			v := pg.regs.vals[n.ID]
+			if v == nil {
+				continue // nothing reads it here (a memory operand only)
+			}
+			v.reload = func() reg.VecVirtual { return pg.load(n) }
+			continue
+		case plan.Init:
+			pg.innerInit(n)
+			continue
+		case plan.Accumulate:
+			if pg.twins[n.ID] != nil {
+				continue // accumulated with its twin
+			}
+		}
+		args := pg.reads(it)
+		keep := map[int]bool{}
+		for _, a := range args {
+			keep[a.ID] = true
+		}
+		pg.regs.makeRoom(k, len(args)+temps(it, pg.f64), keep)
+		regsIn := make([]reg.VecVirtual, len(args))
+		for i, a := range args {
+			regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
+		}
+		switch it.kind {
+		case plan.Store:
+			pg.c.Comment(fmt.Sprintf("store v%d", n.ID))
+			pg.store(n, regsIn[0])
+		case plan.Accumulate:
+			pg.c.Comment(fmt.Sprintf("%s(v%d) over %v", n.Op, n.Args[0].ID, n.Axes))
+			if pg.e.g.InnerReduce(n) {
+				pg.innerAccumulate(n, regsIn[0])
+			} else {
+				pg.accumulate(n, regsIn[0])
+			}
+		case plan.Finish:
+			pg.c.Comment(fmt.Sprintf("finish v%d", n.ID))
+			pg.setValue(n, pg.innerFinish(n))
+		default:
+			pg.c.Comment(n.String())
+			pg.setValue(n, pg.compute(n, regsIn))
+		}
+		pg.regs.release(k)
+	}
+}
+
+// setValue records the register holding n's value at this point of the block.
+func (pg *passGen) setValue(n *ir.Node, r reg.VecVirtual) {
+	if v, ok := pg.regs.vals[n.ID]; ok {
+		v.reg, v.spill = r, nil
+	}
+}
+
+func (pg *passGen) spillSlot() operand.Mem { return pg.c.AllocLocal(32) }
+
+// loopStart opens a loop over a block's dims: one counter per dim, from 0. Offsets computed
+// before the loop stay valid inside it (they do not depend on its counters).
+func (pg *passGen) loopStart(bl *plan.Block) {
+	saved := map[string]reg.GPVirtual{}
+	for k, r := range pg.offs {
+		saved[k] = r
+	}
+	pg.savedOffs = append(pg.savedOffs, saved)
+	for _, d := range bl.Dims {
+		r := pg.gp()
+		pg.c.XORQ(r, r)
+		pg.counters[d.Name] = r
+		l := pg.newLabel("inner_" + d.Name)
+		pg.c.Label(l)
+		pg.loopLabels = append(pg.loopLabels, l)
+	}
+}
+
+// loopEnd closes the loops of loopStart, innermost first; offsets computed inside are
+// dropped (they depend on the counters). The state pointer, loaded inside or not, stays.
+func (pg *passGen) loopEnd(bl *plan.Block) {
+	for i := len(bl.Dims) - 1; i >= 0; i-- {
+		d := bl.Dims[i]
+		r := pg.counters[d.Name]
+		l := pg.loopLabels[len(pg.loopLabels)-1]
+		pg.loopLabels = pg.loopLabels[:len(pg.loopLabels)-1]
+		pg.c.INCQ(r)
+		pg.c.CMPQ(r, operand.I32(int32(d.Size)))
+		pg.c.JL(operand.LabelRef(l))
+		delete(pg.counters, d.Name)
+	}
+	pg.offs = pg.savedOffs[len(pg.savedOffs)-1]
+	pg.savedOffs = pg.savedOffs[:len(pg.savedOffs)-1]
+}
+
+// reads lists the values an item reads from registers (shifts and gathers read their operand
+// arrays from memory; a logsumexp may reuse its pass's exp of the same argument).
+func (pg *passGen) reads(it bitem) []*ir.Node {
+	n := it.n
+	switch it.kind {
+	case plan.Store:
+		return []*ir.Node{n}
+	case plan.Accumulate:
+		if pg.twins[n.ID] != nil {
+			return nil
+		}
+		if n.Op == ir.OpLogSumExp && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
+			return []*ir.Node{n.Args[0], pg.sharedExp(n)}
+		}
+		return []*ir.Node{n.Args[0]}
+	case plan.Finish, plan.Init, plan.Load, plan.Loop:
+		return nil
+	}
+	switch n.Op.Class() {
+	case ir.Shift:
+		return []*ir.Node{n.Args[1]}
+	case ir.Gather:
+		return []*ir.Node{n.Args[1]}
+	}
+	return foldedArgs(n)
+}
+
+// temps estimates the vector registers an item's expansion uses besides its arguments.
+func temps(it bitem, f64 bool) int {
+	switch it.kind {
+	case plan.Store:
+		return 2 // a tail's mask, a scatter's staging
+	case plan.Finish:
+		return 13
+	case plan.Accumulate:
+		switch it.n.Op {
+		case ir.OpLogSumExp:
+			return 13
+		case ir.OpVar, ir.OpArgMax:
+			return 9
+		}
+		return 6
+	}
+	switch it.n.Op {
+	case ir.OpExp:
+		return 8
+	case ir.OpLog:
+		return 10
+	case ir.OpLog1p:
+		return 13
+	case ir.OpScan:
+		return 6
+	case ir.OpMin, ir.OpMax, ir.OpShiftNext, ir.OpGather:
+		return 4
+	}
+	return 2
+}
+
+func sortInts(x []int) {
+	for i := 1; i < len(x); i++ {
+		for j := i; j > 0 && x[j] < x[j-1]; j-- {
+			x[j], x[j-1] = x[j-1], x[j]
+		}
+	}
+}

@@ -1,0 +1,349 @@
+package asmgen
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// Memory access of one block. A block's lanes are consecutive indices of the vector axis;
+// a tensor holds them contiguously (the axis innermost: plain vector loads and stores), at a
+// fixed stride (a non-batch dim inside it, e.g. logits [B, A]: gathers, and stores lane by
+// lane), or not at all (it is broadcast).
+
+// nodePtr loads a pointer to the memory holding node n (an input, a constant tensor, or a
+// stored buffer: the first, for a read).
+func (pg *passGen) nodePtr(n *ir.Node) reg.GPVirtual {
+	switch n.Op {
+	case ir.OpInput:
+		t := pg.elemGo()
+		switch n.Input.Kind {
+		case ir.Bool:
+			t = "bool"
+		case ir.Index:
+			t = "int64"
+		}
+		return pg.ptr("in:"+n.Input.Name, "*"+t, "&in."+pg.e.inField[n.Input.Name]+"[0]")
+	case ir.OpConst:
+		return pg.ptr(fmt.Sprintf("const:%d", n.ID), "*"+pg.elemGo(), fmt.Sprintf("&const%d[0]", n.ID))
+	}
+	return pg.bufPtr(n, 0)
+}
+
+// bufPtr loads the address of stored node n's i-th buffer.
+func (pg *passGen) bufPtr(n *ir.Node, i int) reg.GPVirtual {
+	return pg.ptr(fmt.Sprintf("buf:%d:%d", n.ID, i), "*"+pg.elemGo(), pg.e.bufAddrs(n)[i])
+}
+
+// laneStride is the distance in elements between the lanes of a block in a tensor of shape s
+// (0: s does not have the vector axis, every lane reads the same element).
+func (pg *passGen) laneStride(s ir.Shape) int {
+	i := s.Index(pg.vaxis())
+	if i < 0 {
+		return 0
+	}
+	return s.Strides()[i]
+}
+
+// off returns a register holding the element offset, within a tensor of shape s, of the
+// current block's first lane: the loop counters times s's strides, plus the block's offset
+// along the vector axis times its stride.
+func (pg *passGen) off(s ir.Shape) reg.GPVirtual {
+	key := s.String()
+	if r, ok := pg.offs[key]; ok {
+		return r
+	}
+	r := pg.gp()
+	pg.c.XORQ(r, r)
+	st := s.Strides()
+	for i, d := range s {
+		if d.Name == pg.vaxis() {
+			switch {
+			case pg.jReg != nil && st[i] == 1:
+				pg.c.ADDQ(pg.jReg, r)
+			case pg.jReg != nil:
+				t := pg.gp()
+				pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.jReg, t)
+				pg.c.ADDQ(t, r)
+			case pg.jImm != 0:
+				pg.c.ADDQ(operand.I32(int32(pg.jImm*st[i])), r)
+			}
+			continue
+		}
+		cnt, ok := pg.counters[d.Name]
+		if !ok {
+			panic("asmgen: no loop binds " + d.Name + " for " + s.String())
+		}
+		t := pg.gp()
+		pg.c.IMUL3Q(operand.I32(int32(st[i])), cnt, t)
+		pg.c.ADDQ(t, r)
+	}
+	pg.offs[key] = r
+	return r
+}
+
+// elemMem addresses element off (+disp elements) of the array at base.
+// A nil off is offset 0.
+func elemMem(base, off reg.GPVirtual, size, disp int) operand.Mem {
+	if off == nil {
+		return operand.Mem{Base: base, Disp: disp * size}
+	}
+	return operand.Mem{Base: base, Index: off, Scale: uint8(size), Disp: disp * size}
+}
+
+// tailMask is a register of all-ones in the block's valid lanes (kernel element width).
+func (pg *passGen) tailMask() reg.VecVirtual {
+	m := pg.ymm()
+	pg.mov(pg.laneMask(pg.rem, pg.f64), m)
+	return m
+}
+
+// validLanes is how many lanes of the block hold elements.
+func (pg *passGen) validLanes() int {
+	if pg.rem > 0 {
+		return pg.rem
+	}
+	return pg.lanes()
+}
+
+// laneMask is a constant with the first k lanes set (dword lanes, or qword lanes for wide).
+func (pg *passGen) laneMask(k int, wide bool) operand.Mem {
+	if wide {
+		vals := make([]operand.Constant, 4)
+		for i := range vals {
+			if i < k {
+				vals[i] = operand.U64(math.MaxUint64)
+			} else {
+				vals[i] = operand.U64(0)
+			}
+		}
+		return pg.data(fmt.Sprintf("mask64_%d", k), vals)
+	}
+	vals := make([]operand.Constant, 8)
+	for i := range vals {
+		if i < k {
+			vals[i] = operand.U32(math.MaxUint32)
+		} else {
+			vals[i] = operand.U32(0)
+		}
+	}
+	return pg.data(fmt.Sprintf("mask32_%d", k), vals)
+}
+
+// laneOffsets is a constant of dword lanes 0, s, 2s, ..., the gather indices of stride s.
+func (pg *passGen) laneOffsets(s int) operand.Mem {
+	vals := make([]operand.Constant, 8)
+	for i := range vals {
+		vals[i] = operand.U32(uint32(i * s))
+	}
+	return pg.data(fmt.Sprintf("lanestride%d", s), vals)
+}
+
+// gatherAt reads lanes base[off + i·stride] (i < valid lanes) into x with VGATHERDPS/PD.
+func (pg *passGen) gatherAt(base, off reg.GPVirtual, stride int, x reg.VecVirtual) {
+	c := pg.c
+	ptr := pg.gp()
+	c.LEAQ(elemMem(base, off, pg.esz(), 0), ptr)
+	ix, m := pg.ymm(), pg.ymm()
+	pg.mov(pg.laneOffsets(stride), ix)
+	if pg.rem > 0 {
+		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
+	} else {
+		c.VPCMPEQD(m, m, m)
+	}
+	pg.xor(x, x, x)
+	if pg.f64 {
+		c.VGATHERDPD(m, operand.Mem{Base: ptr, Index: ix.AsX(), Scale: 8}, x)
+	} else {
+		c.VGATHERDPS(m, operand.Mem{Base: ptr, Index: ix, Scale: 4}, x)
+	}
+}
+
+// load reads node n (not computed by this pass) at the current block.
+func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
+	c := pg.c
+	x := pg.ymm()
+	if n.IsScalarConst() {
+		pg.mov(pg.cf(n.Value[0]), x)
+		return x
+	}
+	base := pg.nodePtr(n)
+	off := pg.off(n.Shape)
+	kind := ir.Float
+	if n.Op == ir.OpInput {
+		kind = n.Input.Kind
+	}
+	stride := pg.laneStride(n.Shape)
+	switch kind {
+	case ir.Float:
+		m := elemMem(base, off, pg.esz(), 0)
+		switch {
+		case stride == 0 && pg.f64:
+			c.VBROADCASTSD(m, x)
+		case stride == 0:
+			c.VBROADCASTSS(m, x)
+		case stride != 1:
+			pg.gatherAt(base, off, stride, x)
+		case pg.rem > 0:
+			if pg.f64 {
+				c.VMASKMOVPD(m, pg.tailMask(), x)
+			} else {
+				c.VMASKMOVPS(m, pg.tailMask(), x)
+			}
+		default:
+			pg.prefetch(base, off, pg.esz())
+			pg.mov(m, x)
+		}
+	case ir.Bool:
+		pg.loadBool(base, off, stride, x)
+	case ir.Index:
+		pg.loadIndex(base, off, stride, x)
+	}
+	return x
+}
+
+// loadBool reads bools as 0/1 floats. A tail block, or lanes that are not adjacent, copy
+// their bytes to a zeroed stack slot first, so nothing past the array is read.
+func (pg *passGen) loadBool(base, off reg.GPVirtual, stride int, x reg.VecVirtual) {
+	c := pg.c
+	if stride == 0 {
+		t := pg.c.GP32()
+		c.MOVBLZX(elemMem(base, off, 1, 0), t)
+		c.VMOVD(t, x.AsX())
+		c.VPBROADCASTD(x.AsX(), x)
+	} else {
+		src := elemMem(base, off, 1, 0)
+		if pg.rem > 0 || stride != 1 {
+			slot := pg.c.AllocLocal(8)
+			c.MOVQ(operand.I32(int32(0)), slot)
+			t := pg.c.GP8()
+			for i := 0; i < pg.validLanes(); i++ {
+				c.MOVB(elemMem(base, off, 1, i*stride), t)
+				c.MOVB(t, slot.Offset(i))
+			}
+			src = slot
+		} else {
+			pg.prefetch(base, off, 1)
+		}
+		if pg.lanes() == 8 {
+			c.VPMOVZXBD(src, x)
+		} else {
+			c.VPMOVZXBD(src, x.AsX())
+		}
+	}
+	if pg.f64 {
+		c.VCVTDQ2PD(x.AsX(), x)
+	} else {
+		c.VCVTDQ2PS(x, x)
+	}
+}
+
+// loadIndex reads int64 indices as floats, one lane at a time (AVX2 has no packed
+// int64-to-float conversion); tails read only their valid lanes.
+func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtual) {
+	c := pg.c
+	n := 1
+	if stride != 0 {
+		n = pg.validLanes()
+	}
+	slot := c.AllocLocal(32)
+	c.VXORPS(x, x, x)
+	pg.mov(x, slot)
+	t := pg.gp()
+	f := c.XMM()
+	c.VXORPS(f, f, f) // the VEX conversions merge into f: start from zero, not a stale value
+	for i := 0; i < n; i++ {
+		c.MOVQ(elemMem(base, off, 8, i*stride), t)
+		if pg.f64 {
+			c.VCVTSI2SDQ(t, f, f)
+			c.VMOVSD(f, slot.Offset(8*i))
+		} else {
+			c.VCVTSI2SSQ(t, f, f)
+			c.VMOVSS(f, slot.Offset(4*i))
+		}
+	}
+	if stride != 0 {
+		pg.mov(slot, x)
+	} else if pg.f64 {
+		c.VBROADCASTSD(slot, x)
+	} else {
+		c.VBROADCASTSS(slot, x)
+	}
+}
+
+// store writes v (node n's value at the current block) to each of n's buffers.
+func (pg *passGen) store(n *ir.Node, v reg.VecVirtual) {
+	for i := range pg.e.bufAddrs(n) {
+		pg.storeTo(n, pg.bufPtr(n, i), v)
+	}
+}
+
+func (pg *passGen) storeTo(n *ir.Node, base reg.GPVirtual, v reg.VecVirtual) {
+	off := pg.off(n.Shape)
+	m := elemMem(base, off, pg.esz(), 0)
+	stride := pg.laneStride(n.Shape)
+	switch {
+	case len(pg.dom) == 0:
+		if pg.f64 {
+			pg.c.VMOVSD(v.AsX(), m)
+		} else {
+			pg.c.VMOVSS(v.AsX(), m)
+		}
+	case stride != 1:
+		pg.scatter(base, off, stride, v)
+	case pg.rem > 0:
+		if pg.f64 {
+			pg.c.VMASKMOVPD(v, pg.tailMask(), m)
+		} else {
+			pg.c.VMASKMOVPS(v, pg.tailMask(), m)
+		}
+	case pg.nt:
+		// Non-temporal: a large output bypasses the caches, and no read-for-ownership of
+		// its lines is needed (the wrapper checked the 32-byte alignment).
+		if pg.f64 {
+			pg.c.VMOVNTPD(v, m)
+		} else {
+			pg.c.VMOVNTPS(v, m)
+		}
+	default:
+		pg.mov(v, m)
+	}
+}
+
+// scatter stores the block's valid lanes of v at base[off + i·stride] one by one (AVX2 has
+// no scatter), through a stack slot.
+func (pg *passGen) scatter(base, off reg.GPVirtual, stride int, v reg.VecVirtual) {
+	c := pg.c
+	slot := c.AllocLocal(32)
+	pg.mov(v, slot)
+	if pg.f64 {
+		t := pg.gp()
+		for i := 0; i < pg.validLanes(); i++ {
+			c.MOVQ(slot.Offset(8*i), t)
+			c.MOVQ(t, elemMem(base, off, 8, i*stride))
+		}
+		return
+	}
+	t := c.GP32()
+	for i := 0; i < pg.validLanes(); i++ {
+		c.MOVL(slot.Offset(4*i), t)
+		c.MOVL(t, elemMem(base, off, 4, i*stride))
+	}
+}
+
+// prefetch asks for the stream at base+off a fixed distance ahead of the walk (behind it,
+// for a reverse walk), so many concurrent streams do not outrun the hardware prefetchers.
+func (pg *passGen) prefetch(base, off reg.GPVirtual, size int) {
+	if !pg.large || pg.rem > 0 || len(pg.loopLabels) > 0 {
+		return
+	}
+	d := prefetchElems
+	if pg.reverse(pg.vaxis()) {
+		d = -d
+	}
+	pg.c.PREFETCHT0(elemMem(base, off, size, d))
+}

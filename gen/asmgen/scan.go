@@ -1,0 +1,283 @@
+package asmgen
+
+import (
+	"fmt"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// scan is y[t] = x[t] + c[t]·y[t∓1]. Along an outer dim each lane is its own line and
+// its carry (y of the previous step) lives in the state buffer: y = x + c·carry. Along the
+// vector axis see scanLanes.
+func (pg *passGen) scan(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
+	if n.Axes[0] == pg.vaxis() {
+		return pg.scanLanes(n, x, cv)
+	}
+	m := pg.carryMem(n)
+	y := pg.ymm()
+	pg.mov(x, y)
+	pg.fmadd231(m, cv, y) // y = x + carry·c
+	if pg.rem > 0 {
+		old := pg.ymm()
+		pg.mov(m, old)
+		pg.blend(pg.tailMask(), y, old, old)
+		pg.mov(old, m)
+	} else {
+		pg.mov(y, m)
+	}
+	return y
+}
+
+// carryMem addresses the current block's carries of a scan along an outer dim: one per
+// index of the domain dims inside the scan axis, at this block's position among them.
+func (pg *passGen) carryMem(n *ir.Node) operand.Mem {
+	inner := pg.dom[pg.dom.Index(n.Axes[0])+1:]
+	if pg.stReg == nil {
+		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
+	}
+	m := elemMem(pg.stReg, pg.off(inner), pg.esz(), 0)
+	m.Disp += pg.e.stateAt[carryField(n)]
+	return m
+}
+
+func carryField(n *ir.Node) string { return fmt.Sprintf("r%d_carry", n.ID) }
+
+// zeroCarries starts a scan along an outer dim: every carry is 0.
+func (pg *passGen) zeroCarries(n *ir.Node) {
+	inner := pg.dom[pg.dom.Index(n.Axes[0])+1:]
+	if pg.stReg == nil {
+		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
+	}
+	base := pg.gp()
+	pg.c.LEAQ(operand.Mem{Base: pg.stReg, Disp: pg.e.stateAt[carryField(n)]}, base)
+	pg.stReg = nil // loaded outside the block loops: reload inside
+	z := pg.zero()
+	bytes := (inner.Numel()*pg.esz() + 31) / 32 * 32
+	for off := 0; off < bytes; off += 32 {
+		pg.mov(z, operand.Mem{Base: base, Disp: off})
+	}
+}
+
+// scanLanes is y[t] = x[t] + c[t]·y[t+1] for one block of lanes t0..t0+L−1, walked
+// backwards by the caller (forwards for a forward scan, y[t] = x[t] + c[t]·y[t−1]). Within the
+// block the affine maps (c, x) are composed towards the lanes computed later by a log-step
+// scan — (C, B)ᵢ ← (Cᵢ·Cᵢ₊ₛ, Bᵢ + Cᵢ·Bᵢ₊ₛ) for s = 1, 2, 4 (i−s forwards) — so lane i holds
+// the map from the carry to y[t0+i]; then y = B + C·carry, and the carry becomes y's first
+// lane (last, forwards). Lanes past the end of a tail block are the identity map (C = 1,
+// B = 0).
+func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
+	L := pg.lanes()
+	C, B := pg.ymm(), pg.ymm()
+	pg.mov(cv, C)
+	pg.mov(x, B)
+	one := pg.cf(1)
+	if pg.rem > 0 {
+		m := pg.tailMask()
+		pg.and(m, B, B)
+		o := pg.ymm()
+		pg.mov(one, o)
+		pg.blend(m, C, o, C) // C = mask ? C : 1
+	}
+	// src is the lane whose map lane i composes with at step s; edge lanes (no such lane)
+	// take the identity.
+	src := func(i, s int) (int, bool) {
+		if n.Reverse {
+			return i + s, i+s < L
+		}
+		return i - s, i-s >= 0
+	}
+	for s := 1; s < L; s *= 2 {
+		Cs, Bs := pg.ymm(), pg.ymm()
+		imm := 0
+		for i := 0; i < L; i++ {
+			if _, ok := src(i, s); !ok {
+				imm |= 1 << i
+			}
+		}
+		if pg.f64 {
+			sel := 0
+			for i := 0; i < 4; i++ {
+				j, ok := src(i, s)
+				if !ok {
+					j = i
+				}
+				sel |= j << (2 * i)
+			}
+			pg.c.VPERMPD(operand.Imm(uint64(sel)), C, Cs)
+			pg.c.VPERMPD(operand.Imm(uint64(sel)), B, Bs)
+			pg.c.VBLENDPD(operand.Imm(uint64(imm)), one, Cs, Cs)
+			pg.c.VBLENDPD(operand.Imm(uint64(imm)), pg.cf(0), Bs, Bs)
+		} else {
+			var idx [8]int
+			for i := range idx {
+				j, ok := src(i, s)
+				if !ok {
+					j = i
+				}
+				idx[i] = j
+			}
+			ix := pg.ymm()
+			pg.mov(pg.perm32(idx), ix)
+			pg.c.VPERMPS(C, ix, Cs)
+			pg.c.VPERMPS(B, ix, Bs)
+			pg.c.VBLENDPS(operand.Imm(uint64(imm)), one, Cs, Cs)
+			pg.c.VBLENDPS(operand.Imm(uint64(imm)), pg.cf(0), Bs, Bs)
+		}
+		pg.fmadd231(C, Bs, B) // B += C·Bs (with the old C)
+		pg.mul(Cs, C, C)
+	}
+	carry := pg.carries[n.ID]
+	pg.fmadd231(C, carry, B) // y = B + C·carry
+	// The next block continues from the lane computed last: 0 backwards, L−1 forwards.
+	last := 0
+	if !n.Reverse {
+		last = L - 1
+	}
+	if pg.f64 {
+		pg.c.VPERMPD(operand.Imm(uint64(last*0x55)), B, carry)
+	} else {
+		ix := pg.ymm()
+		pg.mov(pg.perm32([8]int{last, last, last, last, last, last, last, last}), ix)
+		pg.c.VPERMPS(B, ix, carry)
+	}
+	return B
+}
+
+// shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1. x is read from memory (the
+// plan has finished it) with a mask that stops at the axis's end.
+func (pg *passGen) shift(n *ir.Node, lv reg.VecVirtual) reg.VecVirtual {
+	c := pg.c
+	axis := n.Axes[0]
+	x := n.Args[0]
+	if axis != pg.vaxis() {
+		// An outer dim: every lane is at the same index t; the next row is read only where
+		// t < T−1 (an all-zero mask reads nothing).
+		T := x.Shape[x.Shape.Index(axis)].Size
+		stride := x.Shape.Strides()[x.Shape.Index(axis)]
+		lim := pg.gp()
+		c.MOVQ(operand.I32(int32(T-1)), lim)
+		c.SUBQ(pg.counters[axis], lim) // > 0 where a next row exists
+		m := pg.ymm()
+		c.VMOVQ(lim, m.AsX())
+		c.VPBROADCASTQ(m.AsX(), m)
+		c.VPCMPGTQ(pg.cq(0), m, m)
+		if pg.rem > 0 {
+			pg.and(pg.tailMask(), m, m)
+		}
+		base := pg.nodePtr(x)
+		off := pg.off(x.Shape)
+		nx := pg.ymm()
+		if pg.laneStride(x.Shape) != 1 {
+			panic("asmgen: a shift's operand must have the vector axis innermost")
+		}
+		if pg.f64 {
+			c.VMASKMOVPD(elemMem(base, off, 8, stride), m, nx)
+		} else {
+			c.VMASKMOVPS(elemMem(base, off, 4, stride), m, nx)
+		}
+		y := pg.ymm()
+		pg.blend(m, nx, lv, y)
+		return y
+	}
+	E := pg.dom[len(pg.dom)-1].Size
+	// next-valid lanes: lane < E − 1 − j.
+	lim := pg.gp()
+	c.MOVQ(operand.I32(int32(uint64(E-1))), lim)
+	if pg.jReg != nil {
+		c.SUBQ(pg.jReg, lim)
+	} else {
+		c.SUBQ(operand.I32(int32(pg.jImm)), lim)
+	}
+	m := pg.ymm()
+	c.VMOVQ(lim, m.AsX())
+	if pg.f64 {
+		c.VPBROADCASTQ(m.AsX(), m)
+		c.VPCMPGTQ(pg.iota64(), m, m)
+	} else {
+		c.VPBROADCASTD(m.AsX(), m)
+		c.VPCMPGTD(pg.iota32(), m, m)
+	}
+	if pg.rem > 0 {
+		pg.and(pg.tailMask(), m, m)
+	}
+	base := pg.nodePtr(x)
+	off := pg.off(x.Shape)
+	nx := pg.ymm()
+	if pg.f64 {
+		c.VMASKMOVPD(elemMem(base, off, 8, 1), m, nx)
+	} else {
+		c.VMASKMOVPS(elemMem(base, off, 4, 1), m, nx)
+	}
+	y := pg.ymm()
+	pg.blend(m, nx, lv, y)
+	return y
+}
+
+// gather is y = x[..., idx] along axis a of x, with VGATHERDPS/PD. The index is truncated
+// and clamped into the axis so no lane can read outside x (Forward rejects out-of-range
+// index inputs before any kernel runs).
+func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
+	c := pg.c
+	x := n.Args[0]
+	axis := n.Axes[0]
+	xs := x.Shape
+	st := xs.Strides()
+	size := xs[xs.Index(axis)].Size
+	// Scalar part of the element offset: the outer counters (and the block's inner offset).
+	base := pg.gp()
+	c.XORQ(base, base)
+	laneStride := 0
+	for i, d := range xs {
+		switch {
+		case d.Name == axis:
+		case d.Name == pg.vaxis():
+			laneStride = st[i]
+			t := pg.gp()
+			if pg.jReg != nil {
+				c.IMUL3Q(operand.I32(int32(st[i])), pg.jReg, t)
+			} else {
+				c.MOVQ(operand.I32(int32(uint64(pg.jImm*st[i]))), t)
+			}
+			c.ADDQ(t, base)
+		default:
+			t := pg.gp()
+			c.IMUL3Q(operand.I32(int32(st[i])), pg.counters[d.Name], t)
+			c.ADDQ(t, base)
+		}
+	}
+	ptr := pg.nodePtr(x)
+	c.LEAQ(elemMem(ptr, base, pg.esz(), 0), ptr)
+	// Vector part: clamp(idx)·stride(axis) + lane·stride(inner).
+	ii := pg.ymm()
+	if pg.f64 {
+		c.VCVTTPD2DQY(idx, ii.AsX())
+	} else {
+		c.VCVTTPS2DQ(idx, ii)
+	}
+	c.VPMAXSD(pg.cd(0), ii, ii)
+	c.VPMINSD(pg.cd(int32(size-1)), ii, ii)
+	c.VPMULLD(pg.cd(int32(st[xs.Index(axis)])), ii, ii)
+	if laneStride != 0 {
+		lanes := make([]operand.Constant, 8)
+		for i := range lanes {
+			lanes[i] = operand.U32(uint32(i * laneStride))
+		}
+		c.VPADDD(pg.data(fmt.Sprintf("lanestride%d", laneStride), lanes), ii, ii)
+	}
+	m := pg.ymm()
+	if pg.rem > 0 {
+		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
+	} else {
+		c.VPCMPEQD(m, m, m)
+	}
+	y := pg.zero()
+	if pg.f64 {
+		c.VGATHERDPD(m, operand.Mem{Base: ptr, Index: ii.AsX(), Scale: 8}, y)
+	} else {
+		c.VGATHERDPS(m, operand.Mem{Base: ptr, Index: ii, Scale: 4}, y)
+	}
+	return y
+}

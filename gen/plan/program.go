@@ -1,0 +1,216 @@
+package plan
+
+import (
+	"sort"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// scope is a block under construction: the values placed in it and its steps, each with a
+// sort key (node IDs are a topological order, so sorting by ID runs every value after what it
+// reads; fractions order a node's store after it and a reduction's init and loop before its
+// finish).
+type scope struct {
+	parent  *scope
+	block   *Block
+	bound   map[string]bool
+	has     map[int]bool
+	items   []item
+	forEach map[string]*scope // loops that only store or accumulate, by dims, merged
+}
+
+type item struct {
+	key   float64
+	step  Step
+	child *scope
+}
+
+func newScope(parent *scope, dims ir.Shape, g *ir.Graph) *scope {
+	s := &scope{parent: parent, bound: map[string]bool{}, has: map[int]bool{}, forEach: map[string]*scope{}}
+	var bound []string
+	if parent != nil {
+		for d := range parent.bound {
+			s.bound[d] = true
+		}
+	}
+	for _, d := range dims {
+		s.bound[d.Name] = true
+	}
+	for _, d := range g.Dims {
+		if s.bound[d.Name] {
+			bound = append(bound, d.Name)
+		}
+	}
+	s.block = &Block{Dims: dims, Bound: shapeOf(g, bound)}
+	return s
+}
+
+func shapeOf(g *ir.Graph, names []string) ir.Shape {
+	out := ir.Shape{}
+	for _, d := range g.Dims {
+		for _, n := range names {
+			if n == d.Name {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+func (s *scope) add(key float64, st Step, child *scope) {
+	s.items = append(s.items, item{key: key, step: st, child: child})
+}
+
+// binds reports whether every dim of shape is bound in s.
+func (s *scope) binds(shape ir.Shape) bool {
+	for _, d := range shape {
+		if !s.bound[d.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// outermost returns the outermost scope on the path from the top to s that binds ctx: where a
+// value of that context is computed once for everything nested in it.
+func (s *scope) outermost(ctx ir.Shape) *scope {
+	var path []*scope
+	for x := s; x != nil; x = x.parent {
+		path = append(path, x)
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		if path[i].binds(ctx) {
+			return path[i]
+		}
+	}
+	panic("plan: no scope binds " + ctx.String())
+}
+
+// progBuilder builds one pass's program.
+type progBuilder struct {
+	b     *builder
+	g     *ir.Graph
+	ps    *Pass
+	own   map[int]bool // scans of this pass
+	top   *scope
+	seen  map[int]bool // summaries
+	inner map[int]bool
+}
+
+// context is the non-batch part of the shape at which n's value exists.
+func (pb *progBuilder) context(n *ir.Node) ir.Shape { return pb.g.InnerPart(n.Shape) }
+
+// value makes n's value available in scope sc (or an enclosing one).
+func (pb *progBuilder) value(n *ir.Node, sc *scope) {
+	home := sc.outermost(pb.context(n))
+	if home.has[n.ID] {
+		return
+	}
+	home.has[n.ID] = true
+	key := float64(n.ID)
+	switch {
+	case n.Op.Class() == ir.Leaf, !pb.b.recompute(n) && !pb.own[n.ID]:
+		home.add(key, Step{Kind: Load, Node: n}, nil)
+		pb.summarize(&pb.ps.Loads, n)
+	case pb.g.InnerReduce(n):
+		child := newScope(home, shapeOf(pb.g, n.Axes), pb.g)
+		home.add(key-0.3, Step{Kind: Init, Node: n}, nil)
+		home.add(key-0.2, Step{Kind: Loop, Block: child.block}, child)
+		home.add(key, Step{Kind: Finish, Node: n}, nil)
+		pb.value(n.Args[0], child)
+		child.add(key, Step{Kind: Accumulate, Node: n}, nil)
+		if !pb.inner[n.ID] {
+			pb.inner[n.ID] = true
+			pb.ps.Inner = append(pb.ps.Inner, n)
+		}
+	default:
+		for i, a := range n.Args {
+			if (n.Op.Class() == ir.Shift || n.Op.Class() == ir.Gather) && i == 0 {
+				continue // read from memory at another index by the step itself
+			}
+			pb.value(a, home)
+		}
+		home.add(key, Step{Kind: Compute, Node: n}, nil)
+		pb.summarize(&pb.ps.Compute, n)
+	}
+}
+
+func (pb *progBuilder) summarize(list *[]*ir.Node, n *ir.Node) {
+	if !pb.seen[n.ID] {
+		pb.seen[n.ID] = true
+		*list = append(*list, n)
+	}
+}
+
+// forEach returns the scope, under the top, that binds the inner dims ctx for stores and
+// accumulations (the top itself when ctx is empty). Such loops produce no values, so all of
+// one pass's loops over the same dims merge into one, placed after everything they read.
+func (pb *progBuilder) forEach(ctx ir.Shape) *scope {
+	if len(ctx) == 0 {
+		return pb.top
+	}
+	k := ctx.String()
+	sc := pb.top.forEach[k]
+	if sc == nil {
+		sc = newScope(pb.top, ctx, pb.g)
+		pb.top.forEach[k] = sc
+	}
+	return sc
+}
+
+// program builds ps's steps from the nodes that belong to it: its scans, its barrier
+// reductions and its stored nodes.
+func (b *builder) program(ps *Pass, homes []*ir.Node) {
+	pb := &progBuilder{b: b, g: b.g, ps: ps, own: map[int]bool{}, seen: map[int]bool{}, inner: map[int]bool{}}
+	pb.top = newScope(nil, ir.Shape{}, b.g)
+	for _, n := range homes {
+		if n.Op == ir.OpScan {
+			pb.own[n.ID] = true
+		}
+	}
+	for _, n := range homes {
+		switch {
+		case n.Op.Class() == ir.Reduce && !b.g.InnerReduce(n):
+			arg := n.Args[0]
+			sc := pb.forEach(pb.context(arg))
+			pb.value(arg, sc)
+			sc.add(float64(n.ID), Step{Kind: Accumulate, Node: n}, nil)
+			ps.Reduces = append(ps.Reduces, n)
+		default:
+			sc := pb.forEach(pb.context(n))
+			pb.value(n, sc)
+			if b.stored[n.ID] {
+				sc.outermost(pb.context(n)).add(float64(n.ID)+0.25, Step{Kind: Store, Node: n}, nil)
+				ps.Stores = append(ps.Stores, n)
+			}
+		}
+	}
+	ps.Body = pb.emit(pb.top)
+	sort.Slice(ps.Compute, func(i, j int) bool { return ps.Compute[i].ID < ps.Compute[j].ID })
+	sort.Slice(ps.Loads, func(i, j int) bool { return ps.Loads[i].ID < ps.Loads[j].ID })
+}
+
+// emit orders a scope's steps and those of its loops.
+func (pb *progBuilder) emit(s *scope) *Block {
+	var dims []string
+	for k := range s.forEach {
+		dims = append(dims, k)
+	}
+	sort.Strings(dims)
+	for _, k := range dims {
+		fe := s.forEach[k]
+		key := 0.0
+		for _, it := range fe.items {
+			key = max(key, it.key)
+		}
+		s.add(key+0.1, Step{Kind: Loop, Block: fe.block}, fe)
+	}
+	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].key < s.items[j].key })
+	for _, it := range s.items {
+		if it.child != nil {
+			pb.emit(it.child)
+		}
+		s.block.Steps = append(s.block.Steps, it.step)
+	}
+	return s.block
+}
