@@ -11,8 +11,11 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/require"
 
+	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar")
@@ -157,4 +160,32 @@ func TestExitStatus(t *testing.T) {
 			t.Errorf("lossgen %s: exit %d, want %d (stderr %q)", strings.Join(tc.args, " "), got, tc.want, errb.String())
 		}
 	}
+}
+
+// An internal panic never shows as a Go panic: one inside the pipeline is reported at the
+// spec (FILE:1:1: internal error: ...), any other is caught by run itself; both exit 1.
+func TestInternalErrors(t *testing.T) {
+	defer func(g func(string, gen.Options) (*gen.Compiled, map[string][]byte, error)) { generate = g }(generate)
+	dir := t.TempDir()
+
+	// A hand-made Compiled without a plan makes gen.Emit's backends dereference nil.
+	generate = func(path string, opts gen.Options) (*gen.Compiled, map[string][]byte, error) {
+		files, err := gen.Emit(&gen.Compiled{Spec: &spec.Spec{File: path, Package: "p"}}, opts)
+		return nil, files, err
+	}
+	var out, errb strings.Builder
+	var code int
+	require.NotPanics(t, func() { code = run([]string{"generate", "-o", dir, "hand.yaml"}, &out, &errb) })
+	require.Equal(t, 1, code)
+	require.Equal(t, "hand.yaml:1:1: internal error: runtime error: invalid memory address or nil pointer dereference (please report)\n", errb.String())
+	require.Empty(t, out.String())
+
+	// A panic outside the pipeline's entries: run's last resort.
+	generate = func(string, gen.Options) (*gen.Compiled, map[string][]byte, error) { panic("boom") }
+	out.Reset()
+	errb.Reset()
+	require.NotPanics(t, func() { code = run([]string{"check", "x.yaml"}, &out, &errb) })
+	require.Equal(t, 1, code)
+	require.Equal(t, "lossgen: internal error: boom (please report)\n", errb.String())
+	require.Empty(t, out.String())
 }
