@@ -128,3 +128,43 @@ func TestNPZUint8Flags(t *testing.T) {
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 1)))
 	require.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
 }
+
+// A NumPy bool array reads as NumPy reads it: any nonzero byte is True.
+func TestNPZBoolNonzeroIsTrue(t *testing.T) {
+	got, err := ReadNPZ(npzWith(t, append(npyHeader("|b1", "(5,)"), 0, 1, 2, 255, 0)))
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true, true, true, false}, got["a"].Data)
+}
+
+// npyHeaderV is a .npy header of format major.0 (2 and 3: a 4-byte header length; 3: the
+// header is UTF-8).
+func npyHeaderV(major byte, descr, shape string) []byte {
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
+	for (12+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	out := append([]byte("\x93NUMPY"), major, 0)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(h)))
+	return append(out, h...)
+}
+
+// Formats 1.0, 2.0 and 3.0 all read (the README says so); 4.0 is an error that names the
+// versions read.
+func TestNPZHeaderVersions(t *testing.T) {
+	data := binary.LittleEndian.AppendUint32(nil, math.Float32bits(1.5))
+	data = binary.LittleEndian.AppendUint32(data, math.Float32bits(-2))
+	for _, raw := range [][]byte{npyHeader("<f4", "(2,)"), npyHeaderV(2, "<f4", "(2,)"), npyHeaderV(3, "<f4", "(2,)")} {
+		got, err := ReadNPZ(npzWith(t, append(raw, data...)))
+		require.NoError(t, err, "format %d", raw[6])
+		require.Equal(t, Array{Shape: []int{2}, Data: []float32{1.5, -2}}, got["a"], "format %d", raw[6])
+	}
+	_, err := ReadNPZ(npzWith(t, append(npyHeaderV(4, "<f4", "(2,)"), data...)))
+	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy format 4.0 (lossgen reads 1.x, 2.x and 3.x)")
+
+	// A 3.0 header is UTF-8: a stray byte that is not is an error.
+	bad := npyHeaderV(3, "<f4", "(2,)")
+	bad[len(bad)-3] = 0xff
+	_, err = ReadNPZ(npzWith(t, append(bad, data...)))
+	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy 3.0 header is not UTF-8")
+}
