@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -81,22 +80,11 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
-	data, err := golden.ReadNPZ(*inPath)
+	inputs, ignored, err := evalInputs(c.Graph, *inPath)
 	if err != nil {
 		return err
-	}
-	inputs, err := evalInputs(c.Graph, data, *inPath)
-	if err != nil {
-		return err
-	}
-	var ignored []string
-	for name := range data {
-		if _, used := inputs[name]; !used {
-			ignored = append(ignored, name)
-		}
 	}
 	if len(ignored) > 0 {
-		sort.Strings(ignored)
 		fmt.Fprintf(stderr, "eval: %s: not read by the spec: %s\n", *inPath, strings.Join(ignored, ", "))
 	}
 
@@ -172,24 +160,44 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
-// evalInputs picks and converts the graph's inputs from an .npz, reporting every problem.
+// evalInputs reads, from the .npz at file, the graph's inputs and converts them, reporting
+// every problem. It reads only those arrays, each bounded by the size its shape in the graph
+// implies (so memory follows the spec's shapes, whatever the file's headers claim), and
+// returns the names of the arrays it did not read, sorted: those are never decompressed.
 // A trailing singleton dim (TorchRL's [*batch, 1] layout) is accepted and dropped.
-func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[string]golden.Array, error) {
-	out := map[string]golden.Array{}
+func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignored []string, err error) {
+	z, err := golden.OpenNPZ(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer z.Close()
+	inputs = map[string]golden.Array{}
 	var problems []string
+	// NPZ errors read "FILE: NAME: ..."; here the file is named once, at the top.
+	problem := func(err error) { problems = append(problems, "array "+strings.TrimPrefix(err.Error(), file+": ")) }
+	have := z.Names()
 	for _, in := range g.Inputs {
-		a, ok := data[in.Name]
-		if !ok {
+		if !slices.Contains(have, in.Name) {
 			problems = append(problems, fmt.Sprintf("no array %q (%s)", in.Name, in.Doc))
 			continue
 		}
+		h, err := z.Header(in.Name)
+		if err != nil {
+			problem(err)
+			continue
+		}
 		want := in.Shape.Sizes()
-		shape := a.Shape
+		shape := h.Shape
 		if len(shape) == len(want)+1 && shape[len(shape)-1] == 1 {
 			shape = shape[:len(want)]
 		}
 		if !slices.Equal(shape, want) {
-			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, a.Shape, want, in.Shape.Names()))
+			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, h.Shape, want, in.Shape.Names()))
+			continue
+		}
+		a, err := z.Read(in.Name, in.Shape.Numel())
+		if err != nil {
+			problem(err)
 			continue
 		}
 		conv, err := cases.Convert(g.DType, in, a)
@@ -197,17 +205,17 @@ func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[str
 			problems = append(problems, "array "+err.Error())
 			continue
 		}
-		out[in.Name] = conv
+		inputs[in.Name] = conv
 	}
 	if len(problems) > 0 {
-		have := make([]string, 0, len(data))
-		for k := range data {
-			have = append(have, k)
-		}
-		sort.Strings(have)
-		return nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
+		return nil, nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
 	}
-	return out, nil
+	for _, name := range have {
+		if _, used := inputs[name]; !used {
+			ignored = append(ignored, name)
+		}
+	}
+	return inputs, ignored, nil
 }
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.
