@@ -80,9 +80,12 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
-	inputs, ignored, err := evalInputs(c.Graph, *inPath)
+	inputs, ignored, narrowed, err := evalInputs(c.Graph, *inPath)
 	if err != nil {
 		return err
+	}
+	if len(narrowed) > 0 {
+		fmt.Fprintf(stderr, "eval: %s: narrowed float64 arrays to float32 as the spec's dtype: %s\n", *inPath, strings.Join(narrowed, ", "))
 	}
 	if len(ignored) > 0 {
 		fmt.Fprintf(stderr, "eval: %s: not read by the spec: %s\n", *inPath, strings.Join(ignored, ", "))
@@ -163,12 +166,13 @@ func sameFile(a, b string) bool {
 // evalInputs reads, from the .npz at file, the graph's inputs and converts them, reporting
 // every problem. It reads only those arrays, each bounded by the size its shape in the graph
 // implies (so memory follows the spec's shapes, whatever the file's headers claim), and
-// returns the names of the arrays it did not read, sorted: those are never decompressed.
+// returns the names of the arrays it did not read, sorted (those are never decompressed),
+// and of the float64 arrays it narrowed to a float32 spec's dtype (cases.Convert).
 // A trailing singleton dim (TorchRL's [*batch, 1] layout) is accepted and dropped.
-func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignored []string, err error) {
+func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignored, narrowed []string, err error) {
 	z, err := golden.OpenNPZ(file)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer z.Close()
 	inputs = map[string]golden.Array{}
@@ -205,17 +209,21 @@ func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignor
 			problems = append(problems, "array "+err.Error())
 			continue
 		}
+		if a.DType() == "float64" && conv.DType() == "float32" {
+			narrowed = append(narrowed, in.Name)
+		}
 		inputs[in.Name] = conv
 	}
 	if len(problems) > 0 {
-		return nil, nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
+		return nil, nil, nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
 	}
 	for _, name := range have {
 		if _, used := inputs[name]; !used {
 			ignored = append(ignored, name)
 		}
 	}
-	return inputs, ignored, nil
+	slices.Sort(narrowed)
+	return inputs, ignored, narrowed, nil
 }
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.
