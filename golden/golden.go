@@ -168,15 +168,15 @@ func WriteCase(dir string, c Case) error {
 // the max taken over the output's finite elements. Norm makes the bound normwise for tensors
 // whose elements are sums of larger terms (a scan's element can cancel to near zero while its
 // rounding error is set by the terms it summed). NaN matches NaN, and an infinity matches
-// only the same infinity.
+// only the same infinity; any other pair with a NaN or an infinity is out of every tolerance.
 type Tol struct {
 	Abs, Rel, Norm float64
 }
 
 // Diff summarises how far got is from want.
 type Diff struct {
-	MaxAbs, MaxRel float64 // over the finite, non-NaN pairs
-	MaxNorm        float64 // MaxAbs / max|want|
+	MaxAbs, MaxRel float64 // over the pairs; +Inf if a NaN or infinity meets anything but itself
+	MaxNorm        float64 // MaxAbs / max|want| (+Inf when MaxAbs > 0 = max|want|)
 	Bad            int     // elements outside the tolerance (or with mismatched NaN/inf)
 	First          int     // index of the first bad element, −1 if none
 }
@@ -195,12 +195,14 @@ func Compare(want, got []float64, tol Tol) Diff {
 	}
 	for i := range want {
 		w, g := want[i], got[i]
-		ok := true
+		var ok bool
 		switch {
-		case math.IsNaN(w) || math.IsNaN(g):
-			ok = math.IsNaN(w) && math.IsNaN(g)
-		case math.IsInf(w, 0) || math.IsInf(g, 0):
-			ok = w == g
+		case math.IsNaN(w) || math.IsNaN(g) || math.IsInf(w, 0) || math.IsInf(g, 0):
+			// NaN matches only NaN, an infinity only itself; a mismatch is out of any
+			// tolerance and its difference unbounded.
+			if ok = w == g || math.IsNaN(w) && math.IsNaN(g); !ok {
+				d.MaxAbs, d.MaxRel = math.Inf(1), math.Inf(1)
+			}
 		default:
 			ad := math.Abs(g - w)
 			d.MaxAbs = math.Max(d.MaxAbs, ad)
@@ -220,6 +222,8 @@ func Compare(want, got []float64, tol Tol) Diff {
 	}
 	if scale > 0 {
 		d.MaxNorm = d.MaxAbs / scale
+	} else if d.MaxAbs > 0 {
+		d.MaxNorm = math.Inf(1)
 	}
 	return d
 }

@@ -168,3 +168,36 @@ func TestNPZHeaderVersions(t *testing.T) {
 	_, err = ReadNPZ(npzWith(t, append(bad, data...)))
 	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy 3.0 header is not UTF-8")
 }
+
+// Compare's non-finite rules: NaN matches only NaN, an infinity only the same infinity, and a
+// mismatch counts as bad under any tolerance, even an infinite one, and makes the max
+// differences infinite (never a max abs diff of 0 beside a NaN).
+func TestCompareNonFinite(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		want, got float64
+		bad       bool
+	}{
+		{nan, nan, false}, {inf, inf, false}, {-inf, -inf, false},
+		{1, nan, true}, {nan, 1, true}, {1, inf, true}, {inf, 1, true},
+		{inf, -inf, true}, {-inf, inf, true}, {nan, inf, true}, {inf, nan, true},
+		{math.MaxFloat64, -math.MaxFloat64, true}, // a finite pair whose difference overflows
+	} {
+		for _, tol := range []Tol{{}, {Abs: 1e-6, Rel: 5e-6, Norm: 1e-5}, {Abs: inf}} {
+			d := Compare([]float64{2, tc.want}, []float64{2, tc.got}, tol)
+			name := fmt.Sprintf("want %v got %v tol %+v", tc.want, tc.got, tol)
+			if !tc.bad {
+				require.Equal(t, Diff{First: -1}, d, name)
+				continue
+			}
+			if tol.Abs == inf && !math.IsNaN(tc.want) && !math.IsInf(tc.want, 0) && !math.IsNaN(tc.got) && !math.IsInf(tc.got, 0) {
+				continue // an infinite tolerance admits any finite pair
+			}
+			require.Equal(t, 1, d.Bad, name)
+			require.Equal(t, 1, d.First, name)
+			require.Equal(t, inf, d.MaxAbs, name)
+			require.Equal(t, inf, d.MaxRel, name)
+			require.Equal(t, inf, d.MaxNorm, name)
+		}
+	}
+}
