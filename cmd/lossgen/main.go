@@ -4,10 +4,10 @@
 //	lossgen check [-o DIR] SPEC...                validate specs (and, with -o, that DIR is fresh)
 //	lossgen golden [-update] SPEC...              compare (or rewrite) golden/<package>/ cases
 //	lossgen explain SPEC                          print the IR and the fusion plan
-//	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+//	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
 //	                                              run the kernel on recorded data
 //	lossgen bench [-sizes N=16,T=256;N=4096,T=4096] SPEC
-//	lossgen version
+//	lossgen version                               print the generator, module and VCS versions
 //
 // Use it from go generate:
 //
@@ -21,11 +21,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -40,11 +40,11 @@ commands:
                                        compare golden/<package>/ cases with the reference
                                        interpreter (-update rewrites them)
   explain SPEC                         print inputs, outputs, the IR and the fusion plan
-  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
                                        run the kernel on .npz data, compared with the interpreter
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
                                        a memory-copy probe
-  version                              print the generator version
+  version                              print the generator version, the module version and the VCS revision
 
 Run 'lossgen <command> -h' for a command's flags.
 `
@@ -78,12 +78,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		err = cmdEval(rest, stdout, stderr)
 	case "bench":
 		err = cmdBench(rest, stdout, stderr)
-	case "version":
+	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "usage: lossgen version\n")
 			return 2
 		}
-		fmt.Fprintf(stdout, "lossgen gen v%d\n", runtime.GenVersion)
+		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,4 +189,28 @@ func TestInternalErrors(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Equal(t, "lossgen: internal error: boom (please report)\n", errb.String())
 	require.Empty(t, out.String())
+}
+
+// The version names the generator version, the module version and the VCS revision
+// lossgen was built from, with "(devel)" and "unknown" for what the build does not record.
+func TestVersionText(t *testing.T) {
+	const mod = "github.com/lossgen/lossgen"
+	main := &debug.BuildInfo{Main: debug.Module{Path: mod, Version: "v0.3.1"}, Settings: []debug.BuildSetting{
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.3.1\nrevision 0123456789abcdef (modified)\n", versionText(main, true))
+	main.Settings[2].Value = "false"
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.3.1\nrevision 0123456789abcdef\n", versionText(main, true))
+
+	// Built as a dependency (go tool lossgen): its version from the module list; the VCS
+	// settings are the main module's, not lossgen's.
+	dep := &debug.BuildInfo{Main: debug.Module{Path: "example.com/user", Version: "(devel)"},
+		Deps:     []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.30.0"}, {Path: mod, Version: "v0.4.0"}},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "ffff"}}}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.4.0\nrevision unknown\n", versionText(dep, true))
+	dep.Deps[1].Replace = &debug.Module{Path: "../lossgen"}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.4.0 => ../lossgen\nrevision unknown\n", versionText(dep, true))
+
+	// Nothing recorded.
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(nil, false))
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(&debug.BuildInfo{Main: debug.Module{Path: mod}}, true))
 }
