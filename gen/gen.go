@@ -32,7 +32,8 @@ func Compile(path string) (*Compiled, error) { return CompileDims(path, nil) }
 
 // CompileDims is Compile with some dims resized (lossgen bench runs a spec at several
 // sizes). The spec is validated at its own sizes.
-func CompileDims(path string, dims map[string]int) (*Compiled, error) {
+func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
+	defer catch(path, &err)
 	s, err := spec.ParseFile(path)
 	if err != nil {
 		return nil, err
@@ -122,7 +123,8 @@ type Options struct {
 }
 
 // Generate produces every file of the package for the spec at specPath.
-func Generate(specPath string, opts Options) (*Compiled, map[string][]byte, error) {
+func Generate(specPath string, opts Options) (_ *Compiled, _ map[string][]byte, err error) {
+	defer catch(specPath, &err)
 	c, err := Compile(specPath)
 	if err != nil {
 		return nil, nil, err
@@ -136,7 +138,8 @@ func Generate(specPath string, opts Options) (*Compiled, map[string][]byte, erro
 
 // Emit produces every file of the package for a compiled spec. c.Spec needs only File and
 // Package when the graph was built by hand (tests do).
-func Emit(c *Compiled, opts Options) (map[string][]byte, error) {
+func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
+	defer catch(specFile(c), &err)
 	rel, err := relSlash(or(opts.OutDir, "."), c.Spec.File)
 	if err != nil {
 		return nil, err

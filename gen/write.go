@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -22,12 +23,21 @@ func generatedByLossgen(b []byte) bool {
 	return bytes.HasPrefix(b, []byte(marker)) || bytes.HasPrefix(b, []byte(jsonMarker))
 }
 
+// rename and remove are os.Rename and os.Remove, replaceable by tests to inject failures.
+var (
+	rename = os.Rename
+	remove = os.Remove
+)
+
 // Write makes dir hold exactly files (plus whatever unmarked files were there). It refuses,
-// changing nothing, to replace a file that lossgen did not write (no marker). Every file
-// is first written under a temporary name; only when all are written are they renamed into
-// place, the files they replace kept aside until the last rename succeeds and put back if
-// one fails — so a failed Write leaves dir as it was. Files lossgen wrote earlier but no
-// longer produces are then removed. Unchanged files are not touched.
+// changing nothing, to replace a file that lossgen did not write (no marker). All changes
+// are one transaction: every new file is first written under a fresh temporary name, then
+// each file it replaces and each stale generated file (lossgen's, no longer produced) is
+// moved aside to a fresh backup name and the new file renamed into place; if any step
+// fails, every step is undone, so a failed Write leaves dir byte for byte as it was. Only
+// when all have succeeded are the backups removed. Temporary and backup names are created
+// exclusively (os.CreateTemp), so they never collide with a file lossgen did not create.
+// Unchanged files are not touched.
 func Write(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -53,78 +63,145 @@ func Write(dir string, files map[string][]byte) error {
 		}
 		changed = append(changed, name)
 	}
-
-	var temps []string
-	removeTemps := func() {
-		for _, t := range temps {
-			os.Remove(t)
-		}
-	}
-	for _, name := range changed {
-		f, err := os.CreateTemp(dir, ".lossgen-new-*-"+name)
-		if err != nil {
-			removeTemps()
-			return err
-		}
-		temps = append(temps, f.Name())
-		_, err = f.Write(files[name])
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(f.Name(), 0o644)
-		}
-		if err != nil {
-			removeTemps()
-			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
-		}
-	}
-
-	type placed struct{ target, backup string }
-	var done []placed
-	rollback := func() {
-		for i := len(done) - 1; i >= 0; i-- {
-			os.Remove(done[i].target)
-			if done[i].backup != "" {
-				os.Rename(done[i].backup, done[i].target)
-			}
-		}
-		removeTemps()
-	}
-	for i, name := range changed {
-		p := placed{target: filepath.Join(dir, name)}
-		if _, err := os.Lstat(p.target); err == nil {
-			p.backup = filepath.Join(dir, ".lossgen-old-"+name)
-			if err := os.Rename(p.target, p.backup); err != nil {
-				rollback()
-				return err
-			}
-		}
-		if err := os.Rename(temps[i], p.target); err != nil {
-			if p.backup != "" {
-				os.Rename(p.backup, p.target)
-			}
-			rollback()
-			return err
-		}
-		done = append(done, p)
-	}
-	for _, p := range done {
-		if p.backup != "" {
-			os.Remove(p.backup)
-		}
-	}
-
 	stale, err := staleFiles(dir, files)
 	if err != nil {
 		return err
 	}
-	for _, s := range stale {
-		if err := os.Remove(filepath.Join(dir, s)); err != nil {
-			return err
+
+	t := &txn{dir: dir, temps: map[string]string{}}
+	for _, name := range changed {
+		if err := t.writeTemp(name, files[name]); err != nil {
+			return t.abort(fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err))
 		}
 	}
+	for _, name := range changed {
+		if err := t.place(name); err != nil {
+			return t.abort(err)
+		}
+	}
+	for _, name := range stale {
+		if err := t.moveAside(name); err != nil {
+			return t.abort(err)
+		}
+	}
+	t.commit()
 	return nil
+}
+
+// txn is Write's transaction: the temporary files not yet renamed into place and, in order,
+// every change made to dir, so that abort can undo them.
+type txn struct {
+	dir   string
+	temps map[string]string // file name -> its temporary file, until placed
+	steps []step
+	junk  []string // what abort must report besides the steps it could not undo
+}
+
+// step is one change to dir: target moved aside to backup (when target existed), and, when
+// placed, the new file renamed onto target.
+type step struct {
+	target, backup string
+	placed         bool
+}
+
+// writeTemp writes the new content of dir/name under a fresh temporary name.
+func (t *txn) writeTemp(name string, b []byte) error {
+	f, err := os.CreateTemp(t.dir, ".lossgen-new-*-"+name)
+	if err != nil {
+		return err
+	}
+	t.temps[name] = f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	return err
+}
+
+// reserve creates an empty file with a fresh backup name for dir/name; renaming onto it
+// then replaces only that file of ours.
+func (t *txn) reserve(name string) (string, error) {
+	f, err := os.CreateTemp(t.dir, ".lossgen-old-*-"+name)
+	if err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// moveAside renames dir/name to a fresh backup name and records the step.
+func (t *txn) moveAside(name string) error {
+	target := filepath.Join(t.dir, name)
+	backup, err := t.reserve(name)
+	if err != nil {
+		return err
+	}
+	if err := rename(target, backup); err != nil {
+		if rerr := remove(backup); rerr != nil {
+			t.junk = append(t.junk, fmt.Sprintf("could not remove the empty %s (%v)", backup, rerr))
+		}
+		return err
+	}
+	t.steps = append(t.steps, step{target: target, backup: backup})
+	return nil
+}
+
+// place renames name's temporary file onto dir/name, moving the file there aside first.
+func (t *txn) place(name string) error {
+	target := filepath.Join(t.dir, name)
+	if _, err := os.Lstat(target); err == nil {
+		if err := t.moveAside(name); err != nil {
+			return err
+		}
+	} else {
+		t.steps = append(t.steps, step{target: target})
+	}
+	if err := rename(t.temps[name], target); err != nil {
+		return err
+	}
+	t.steps[len(t.steps)-1].placed = true
+	delete(t.temps, name)
+	return nil
+}
+
+// abort undoes every step, newest first, and removes the temporary files. It returns err,
+// with any step it could not undo named: the backup then still holds the original.
+func (t *txn) abort(err error) error {
+	left := t.junk
+	for i := len(t.steps) - 1; i >= 0; i-- {
+		s := t.steps[i]
+		switch {
+		case s.backup != "":
+			if rerr := rename(s.backup, s.target); rerr != nil {
+				left = append(left, fmt.Sprintf("could not restore %s from %s (%v)", s.target, s.backup, rerr))
+			}
+		case s.placed:
+			if rerr := remove(s.target); rerr != nil {
+				left = append(left, fmt.Sprintf("could not remove the new %s (%v)", s.target, rerr))
+			}
+		}
+	}
+	for _, name := range sortedNames(t.temps) {
+		if rerr := remove(t.temps[name]); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			left = append(left, fmt.Sprintf("could not remove the temporary file %s (%v)", t.temps[name], rerr))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w; undoing the write was incomplete: %s", err, strings.Join(left, "; "))
+	}
+	return err
+}
+
+// commit removes the backups. Every file is already in place, so this cannot fail the
+// write: a backup that cannot be removed stays, a hidden copy of a file lossgen replaced.
+func (t *txn) commit() {
+	for _, s := range t.steps {
+		if s.backup != "" {
+			remove(s.backup)
+		}
+	}
 }
 
 // Diff lists how dir differs from files: missing, different and stale generated files.
@@ -159,7 +236,7 @@ func staleFiles(dir string, files map[string][]byte) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() || files[e.Name()] != nil || strings.HasPrefix(e.Name(), ".") {
+		if !e.Type().IsRegular() || files[e.Name()] != nil || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
@@ -173,11 +250,5 @@ func staleFiles(dir string, files map[string][]byte) ([]string, error) {
 	return out, nil
 }
 
-func sortedNames(files map[string][]byte) []string {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// sortedNames is the keys of m in order.
+func sortedNames[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

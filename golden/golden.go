@@ -4,16 +4,13 @@
 // key: "log_prob", "next.reward", ...) and <case>.want.npz (every output as computed by the
 // reference interpreter, in float64). Arrays are stored as NumPy writes them ("<name>.npy"
 // entries) in sorted key order, so the files are byte-stable and numpy.load reads them.
-// The generated packages' tests use this package to load their cases; it depends on
-// github.com/sbinet/npyio only.
+// The generated packages' tests use this package to load their cases. It reads .npz files
+// itself (npz.go, npy.go: bounded, one array at a time) and writes them with
+// github.com/sbinet/npyio, its only dependency.
 package golden
 
 import (
-	"archive/zip"
-	"bytes"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -21,7 +18,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sbinet/npyio/npy"
 	"github.com/sbinet/npyio/npz"
 )
 
@@ -77,132 +73,6 @@ func (a Array) Float64s() []float64 {
 		return out
 	}
 	panic(fmt.Sprintf("golden: unsupported array type %T", a.Data))
-}
-
-// ReadNPZ reads every array of a .npz file, keyed by name without the ".npy" suffix.
-// It accepts little-endian float32, float64, bool and int64 arrays in C order, and uint8
-// arrays of 0/1 flags (read as bool).
-//
-// Each entry is decompressed into memory before npyio parses it: npyio v0.6.0 reads
-// elements with single io.Reader.Read calls and mis-reads a short read, which a deflate
-// stream returns at block boundaries (corrupting data after ~32 KiB); a bytes.Reader never
-// returns one.
-func ReadNPZ(path string) (map[string]Array, error) {
-	z, err := zip.OpenReader(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: not a .npz (zip) file: %w", path, err)
-	}
-	defer z.Close()
-	out := map[string]Array{}
-	for _, f := range z.File {
-		name := strings.TrimSuffix(f.Name, ".npy")
-		rc, err := f.Open()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
-		}
-		raw, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
-		}
-		r, dataBytes, err := newNPYReader(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: not a NumPy array: %w", path, name, err)
-		}
-		h := r.Header
-		if h.Descr.Fortran {
-			return nil, fmt.Errorf("%s: %s: Fortran-ordered array; save it C-ordered (np.ascontiguousarray)", path, name)
-		}
-		if err := checkSize(dataBytes, h.Descr.Type, h.Descr.Shape); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
-		}
-		var data any
-		switch h.Descr.Type {
-		case "<f4":
-			var x []float32
-			err = r.Read(&x)
-			data = x
-		case "<f8":
-			var x []float64
-			err = r.Read(&x)
-			data = x
-		case "|b1":
-			var x []bool
-			err = r.Read(&x)
-			data = x
-		case "<i8":
-			var x []int64
-			err = r.Read(&x)
-			data = x
-		case "|u1": // uint8 flags (torch.uint8, np.uint8): read as bool, 0 or 1 only
-			var x []uint8
-			if err = r.Read(&x); err == nil {
-				b := make([]bool, len(x))
-				for i, v := range x {
-					if v > 1 {
-						return nil, fmt.Errorf("%s: %s: uint8 array holds %d at flat index %d; only 0/1 flags are read from uint8", path, name, v, i)
-					}
-					b[i] = v == 1
-				}
-				data = b
-			}
-		default:
-			return nil, fmt.Errorf("%s: %s: unsupported dtype %q (want float32, float64, bool, int64, or uint8 0/1 flags)", path, name, h.Descr.Type)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, name, err)
-		}
-		out[name] = Array{Shape: append([]int{}, h.Descr.Shape...), Data: data}
-	}
-	return out, nil
-}
-
-// newNPYReader is npy.NewReader with the header's framing checked first and any panic of
-// the parser (npyio v0.6.0 slices a too-short header without checking) turned into an error.
-func newNPYReader(raw []byte) (r *npy.Reader, dataBytes int, err error) {
-	if len(raw) < 10 || string(raw[:6]) != "\x93NUMPY" {
-		return nil, 0, fmt.Errorf("no .npy magic")
-	}
-	// The header length is 2 bytes in format 1.x, 4 bytes in 2.x and 3.x.
-	n := 10 + int(binary.LittleEndian.Uint16(raw[8:10]))
-	if raw[6] >= 2 {
-		if len(raw) < 12 {
-			return nil, 0, fmt.Errorf("truncated .npy header")
-		}
-		n = 12 + int(binary.LittleEndian.Uint32(raw[8:12]))
-	}
-	if n > len(raw) || !bytes.Contains(raw[:n], []byte("descr")) {
-		return nil, 0, fmt.Errorf("truncated or malformed .npy header")
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r, err = nil, fmt.Errorf("malformed .npy header: %v", p)
-		}
-	}()
-	r, err = npy.NewReader(bytes.NewReader(raw))
-	return r, len(raw) - n, err
-}
-
-// checkSize verifies, before anything is allocated, that an .npy entry's data (have bytes
-// after the header) is exactly as long as its header's shape says: a truncated file is an
-// error, not zero-padded data, and a header claiming a huge shape is an error, not an
-// allocation.
-func checkSize(have int, descr string, shape []int) error {
-	esize := map[string]int{"<f4": 4, "<f8": 8, "|b1": 1, "|u1": 1, "<i8": 8}[descr]
-	if esize == 0 {
-		return nil // an unsupported dtype is reported by the caller
-	}
-	numel := 1
-	for _, d := range shape {
-		if d < 0 || (d > 0 && numel > have/d) {
-			return fmt.Errorf("header shape %v needs more than the %d data bytes present", shape, have)
-		}
-		numel *= d
-	}
-	if want := numel * esize; have != want {
-		return fmt.Errorf("header shape %v needs %d data bytes, the file has %d (truncated or corrupt)", shape, want, have)
-	}
-	return nil
 }
 
 // WriteNPZ writes arrays to path as "<name>.npy" entries in sorted name order.
@@ -298,15 +168,15 @@ func WriteCase(dir string, c Case) error {
 // the max taken over the output's finite elements. Norm makes the bound normwise for tensors
 // whose elements are sums of larger terms (a scan's element can cancel to near zero while its
 // rounding error is set by the terms it summed). NaN matches NaN, and an infinity matches
-// only the same infinity.
+// only the same infinity; any other pair with a NaN or an infinity is out of every tolerance.
 type Tol struct {
 	Abs, Rel, Norm float64
 }
 
 // Diff summarises how far got is from want.
 type Diff struct {
-	MaxAbs, MaxRel float64 // over the finite, non-NaN pairs
-	MaxNorm        float64 // MaxAbs / max|want|
+	MaxAbs, MaxRel float64 // over the pairs; +Inf if a NaN or infinity meets anything but itself
+	MaxNorm        float64 // MaxAbs / max|want| (+Inf when MaxAbs > 0 = max|want|)
 	Bad            int     // elements outside the tolerance (or with mismatched NaN/inf)
 	First          int     // index of the first bad element, −1 if none
 }
@@ -325,12 +195,14 @@ func Compare(want, got []float64, tol Tol) Diff {
 	}
 	for i := range want {
 		w, g := want[i], got[i]
-		ok := true
+		var ok bool
 		switch {
-		case math.IsNaN(w) || math.IsNaN(g):
-			ok = math.IsNaN(w) && math.IsNaN(g)
-		case math.IsInf(w, 0) || math.IsInf(g, 0):
-			ok = w == g
+		case math.IsNaN(w) || math.IsNaN(g) || math.IsInf(w, 0) || math.IsInf(g, 0):
+			// NaN matches only NaN, an infinity only itself; a mismatch is out of any
+			// tolerance and its difference unbounded.
+			if ok = w == g || math.IsNaN(w) && math.IsNaN(g); !ok {
+				d.MaxAbs, d.MaxRel = math.Inf(1), math.Inf(1)
+			}
 		default:
 			ad := math.Abs(g - w)
 			d.MaxAbs = math.Max(d.MaxAbs, ad)
@@ -350,6 +222,8 @@ func Compare(want, got []float64, tol Tol) Diff {
 	}
 	if scale > 0 {
 		d.MaxNorm = d.MaxAbs / scale
+	} else if d.MaxAbs > 0 {
+		d.MaxNorm = math.Inf(1)
 	}
 	return d
 }

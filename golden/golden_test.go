@@ -128,3 +128,76 @@ func TestNPZUint8Flags(t *testing.T) {
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 1)))
 	require.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
 }
+
+// A NumPy bool array reads as NumPy reads it: any nonzero byte is True.
+func TestNPZBoolNonzeroIsTrue(t *testing.T) {
+	got, err := ReadNPZ(npzWith(t, append(npyHeader("|b1", "(5,)"), 0, 1, 2, 255, 0)))
+	require.NoError(t, err)
+	require.Equal(t, []bool{false, true, true, true, false}, got["a"].Data)
+}
+
+// npyHeaderV is a .npy header of format major.0 (2 and 3: a 4-byte header length; 3: the
+// header is UTF-8).
+func npyHeaderV(major byte, descr, shape string) []byte {
+	h := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
+	for (12+len(h)+1)%64 != 0 {
+		h += " "
+	}
+	h += "\n"
+	out := append([]byte("\x93NUMPY"), major, 0)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(h)))
+	return append(out, h...)
+}
+
+// Formats 1.0, 2.0 and 3.0 all read (the README says so); 4.0 is an error that names the
+// versions read.
+func TestNPZHeaderVersions(t *testing.T) {
+	data := binary.LittleEndian.AppendUint32(nil, math.Float32bits(1.5))
+	data = binary.LittleEndian.AppendUint32(data, math.Float32bits(-2))
+	for _, raw := range [][]byte{npyHeader("<f4", "(2,)"), npyHeaderV(2, "<f4", "(2,)"), npyHeaderV(3, "<f4", "(2,)")} {
+		got, err := ReadNPZ(npzWith(t, append(raw, data...)))
+		require.NoError(t, err, "format %d", raw[6])
+		require.Equal(t, Array{Shape: []int{2}, Data: []float32{1.5, -2}}, got["a"], "format %d", raw[6])
+	}
+	_, err := ReadNPZ(npzWith(t, append(npyHeaderV(4, "<f4", "(2,)"), data...)))
+	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy format 4.0 (lossgen reads 1.x, 2.x and 3.x)")
+
+	// A 3.0 header is UTF-8: a stray byte that is not is an error.
+	bad := npyHeaderV(3, "<f4", "(2,)")
+	bad[len(bad)-3] = 0xff
+	_, err = ReadNPZ(npzWith(t, append(bad, data...)))
+	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy 3.0 header is not UTF-8")
+}
+
+// Compare's non-finite rules: NaN matches only NaN, an infinity only the same infinity, and a
+// mismatch counts as bad under any tolerance, even an infinite one, and makes the max
+// differences infinite (never a max abs diff of 0 beside a NaN).
+func TestCompareNonFinite(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tc := range []struct {
+		want, got float64
+		bad       bool
+	}{
+		{nan, nan, false}, {inf, inf, false}, {-inf, -inf, false},
+		{1, nan, true}, {nan, 1, true}, {1, inf, true}, {inf, 1, true},
+		{inf, -inf, true}, {-inf, inf, true}, {nan, inf, true}, {inf, nan, true},
+		{math.MaxFloat64, -math.MaxFloat64, true}, // a finite pair whose difference overflows
+	} {
+		for _, tol := range []Tol{{}, {Abs: 1e-6, Rel: 5e-6, Norm: 1e-5}, {Abs: inf}} {
+			d := Compare([]float64{2, tc.want}, []float64{2, tc.got}, tol)
+			name := fmt.Sprintf("want %v got %v tol %+v", tc.want, tc.got, tol)
+			if !tc.bad {
+				require.Equal(t, Diff{First: -1}, d, name)
+				continue
+			}
+			if tol.Abs == inf && !math.IsNaN(tc.want) && !math.IsInf(tc.want, 0) && !math.IsNaN(tc.got) && !math.IsInf(tc.got, 0) {
+				continue // an infinite tolerance admits any finite pair
+			}
+			require.Equal(t, 1, d.Bad, name)
+			require.Equal(t, 1, d.First, name)
+			require.Equal(t, inf, d.MaxAbs, name)
+			require.Equal(t, inf, d.MaxRel, name)
+			require.Equal(t, inf, d.MaxNorm, name)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -31,6 +30,15 @@ var backends = []struct{ name, tags string }{
 	{"go", "purego"},
 	{"avx2", ""},
 	{"ptx", ""},
+}
+
+// backendNames lists the backends in the order eval runs and prints them.
+func backendNames() []string {
+	var names []string
+	for _, b := range backends {
+		names = append(names, b.name)
+	}
+	return names
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
@@ -81,22 +89,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
-	data, err := golden.ReadNPZ(*inPath)
+	inputs, ignored, narrowed, err := evalInputs(c.Graph, *inPath)
 	if err != nil {
 		return err
 	}
-	inputs, err := evalInputs(c.Graph, data, *inPath)
-	if err != nil {
-		return err
-	}
-	var ignored []string
-	for name := range data {
-		if _, used := inputs[name]; !used {
-			ignored = append(ignored, name)
-		}
+	if len(narrowed) > 0 {
+		fmt.Fprintf(stderr, "eval: %s: narrowed float64 arrays to float32 as the spec's dtype: %s\n", *inPath, strings.Join(narrowed, ", "))
 	}
 	if len(ignored) > 0 {
-		sort.Strings(ignored)
 		fmt.Fprintf(stderr, "eval: %s: not read by the spec: %s\n", *inPath, strings.Join(ignored, ", "))
 	}
 
@@ -129,13 +129,17 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}
 		results[b.name] = out
 	}
-	printTable(stdout, c.Graph, results, selected)
+	rows := []string{}
+	for _, b := range append([]string{"ref"}, backendNames()...) {
+		if _, ran := results[b]; ran && selected[b] { // a skipped backend has no results
+			rows = append(rows, b)
+		}
+	}
+	verdict, failed := compareBackends(stdout, c.Graph, results, rows)
 
 	if *outPath != "" {
-		for name, out := range results {
-			if !selected[name] {
-				continue
-			}
+		for _, name := range rows {
+			out := results[name]
 			p := *outPath
 			if *which == "all" {
 				p = strings.TrimSuffix(p, ".npz") + "." + name + ".npz"
@@ -149,7 +153,8 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "wrote %s\n", p)
 		}
 	}
-	return nil
+	fmt.Fprintln(stdout, verdict)
+	return failed
 }
 
 // runPTX runs the spec's PTX, as its launch table drives it, in the simulator.
@@ -172,24 +177,45 @@ func sameFile(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
-// evalInputs picks and converts the graph's inputs from an .npz, reporting every problem.
+// evalInputs reads, from the .npz at file, the graph's inputs and converts them, reporting
+// every problem. It reads only those arrays, each bounded by the size its shape in the graph
+// implies (so memory follows the spec's shapes, whatever the file's headers claim), and
+// returns the names of the arrays it did not read, sorted (those are never decompressed),
+// and of the float64 arrays it narrowed to a float32 spec's dtype (cases.Convert).
 // A trailing singleton dim (TorchRL's [*batch, 1] layout) is accepted and dropped.
-func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[string]golden.Array, error) {
-	out := map[string]golden.Array{}
+func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignored, narrowed []string, err error) {
+	z, err := golden.OpenNPZ(file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer z.Close()
+	inputs = map[string]golden.Array{}
 	var problems []string
+	// NPZ errors read "FILE: NAME: ..."; here the file is named once, at the top.
+	problem := func(err error) { problems = append(problems, "array "+strings.TrimPrefix(err.Error(), file+": ")) }
+	have := z.Names()
 	for _, in := range g.Inputs {
-		a, ok := data[in.Name]
-		if !ok {
+		if !slices.Contains(have, in.Name) {
 			problems = append(problems, fmt.Sprintf("no array %q (%s)", in.Name, in.Doc))
 			continue
 		}
+		h, err := z.Header(in.Name)
+		if err != nil {
+			problem(err)
+			continue
+		}
 		want := in.Shape.Sizes()
-		shape := a.Shape
+		shape := h.Shape
 		if len(shape) == len(want)+1 && shape[len(shape)-1] == 1 {
 			shape = shape[:len(want)]
 		}
 		if !slices.Equal(shape, want) {
-			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, a.Shape, want, in.Shape.Names()))
+			problems = append(problems, fmt.Sprintf("array %q has shape %v, want %v %v", in.Name, h.Shape, want, in.Shape.Names()))
+			continue
+		}
+		a, err := z.Read(in.Name, in.Shape.Numel())
+		if err != nil {
+			problem(err)
 			continue
 		}
 		conv, err := cases.Convert(g.DType, in, a)
@@ -197,17 +223,21 @@ func evalInputs(g *ir.Graph, data map[string]golden.Array, file string) (map[str
 			problems = append(problems, "array "+err.Error())
 			continue
 		}
-		out[in.Name] = conv
+		if a.DType() == "float64" && conv.DType() == "float32" {
+			narrowed = append(narrowed, in.Name)
+		}
+		inputs[in.Name] = conv
 	}
 	if len(problems) > 0 {
-		have := make([]string, 0, len(data))
-		for k := range data {
-			have = append(have, k)
-		}
-		sort.Strings(have)
-		return nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
+		return nil, nil, nil, fmt.Errorf("eval: %s:\n  %s\n(arrays in the file: %s)", file, strings.Join(problems, "\n  "), strings.Join(have, ", "))
 	}
-	return out, nil
+	for _, name := range have {
+		if _, used := inputs[name]; !used {
+			ignored = append(ignored, name)
+		}
+	}
+	slices.Sort(narrowed)
+	return inputs, ignored, narrowed, nil
 }
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.
@@ -234,49 +264,114 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 	return out, impl, err
 }
 
-// printTable prints every output per backend with its max abs and rel difference from the
-// interpreter.
-func printTable(w io.Writer, g *ir.Graph, results map[string]map[string]golden.Array, selected map[string]bool) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "output\tshape\tbackend\tvalue\tmax abs diff\tmax rel diff")
-	order := []string{"ref"}
-	for _, b := range backends {
-		order = append(order, b.name)
+// judgement is one output of one backend measured against the interpreter's.
+type judgement struct {
+	backend, output string
+	n               int         // elements of the interpreter's output
+	diff            golden.Diff // under the package test's tolerance; Bad counts non-finite mismatches too
+	problem         string      // "missing" or "N elements, want M": every element counts as bad
+}
+
+// judge measures output o of backend b against the interpreter's under the tolerance the
+// generated package's own test uses for it (gen.Tolerance).
+func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]golden.Array) judgement {
+	want := results["ref"][o.Name].Float64s()
+	j := judgement{backend: b, output: o.Name, n: len(want)}
+	got, ok := results[b][o.Name]
+	switch {
+	case !ok || got.Data == nil:
+		j.problem = "missing"
+	case got.Len() != len(want):
+		j.problem = fmt.Sprintf("%d elements, want %d", got.Len(), len(want))
+	default:
+		j.diff = golden.Compare(want, got.Float64s(), gen.Tolerance(g.DType, len(o.Node.Shape) == 0))
+		return j
 	}
+	j.diff = golden.Diff{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), MaxNorm: math.Inf(1), Bad: len(want), First: 0}
+	return j
+}
+
+// compareBackends prints, for every output, the rows of the backends named in rows (in
+// that order; "ref" is the interpreter) with each backend's max abs and rel difference from
+// the interpreter and its count of elements out of the package test's tolerance. It returns
+// the verdict line, and an error when any output of any backend is out of tolerance.
+func compareBackends(w io.Writer, g *ir.Graph, results map[string]map[string]golden.Array, rows []string) (verdict string, err error) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "output\tshape\tbackend\tvalue\tmax abs diff\tmax rel diff\tout of tol")
+	var judged, bad []judgement
 	for _, o := range g.Outputs {
-		first := true
-		want := results["ref"][o.Name].Float64s()
-		for _, b := range order {
-			res, ok := results[b]
-			if !ok || !selected[b] {
-				continue
+		name, shape := o.Name, fmt.Sprint(o.Node.Shape.Sizes())
+		for _, b := range rows {
+			value, abs, rel, count := "", "", "", ""
+			if b == "ref" {
+				value = summarize(results["ref"][o.Name].Float64s())
+			} else {
+				j := judge(g, o, b, results)
+				judged = append(judged, j)
+				if j.diff.Bad > 0 {
+					bad = append(bad, j)
+				}
+				value = j.problem
+				if value == "" {
+					value = summarize(results[b][o.Name].Float64s())
+				}
+				abs, rel, count = fmt.Sprintf("%.3g", j.diff.MaxAbs), fmt.Sprintf("%.3g", j.diff.MaxRel), fmt.Sprint(j.diff.Bad)
 			}
-			got := res[o.Name].Float64s()
-			name, shape := "", ""
-			if first {
-				name, shape = o.Name, fmt.Sprint(o.Node.Shape.Sizes())
-				first = false
-			}
-			abs, rel := "", ""
-			if b != "ref" {
-				d := golden.Compare(want, got, golden.Tol{Abs: math.Inf(1)})
-				abs, rel = fmt.Sprintf("%.3g", d.MaxAbs), fmt.Sprintf("%.3g", d.MaxRel)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, shape, b, summarize(got), abs, rel)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, shape, b, value, abs, rel, count)
+			name, shape = "", ""
 		}
 	}
 	tw.Flush()
+	var names []string
+	for _, b := range rows {
+		if b != "ref" {
+			names = append(names, b)
+		}
+	}
+	switch {
+	case len(judged) == 0:
+		return "verdict: ok: only the interpreter ran; no backend to judge", nil
+	case len(bad) == 0:
+		return fmt.Sprintf("verdict: ok: every output of %s within the package test's tolerances", strings.Join(names, ", ")), nil
+	}
+	var what []string
+	for _, j := range bad {
+		detail := fmt.Sprintf("%d of %d elements", j.diff.Bad, j.n)
+		if j.problem != "" {
+			detail = j.problem
+		}
+		what = append(what, fmt.Sprintf("%s %s (%s)", j.backend, j.output, detail))
+	}
+	return fmt.Sprintf("verdict: FAIL: %d %s out of tolerance: %s", len(bad), plural(len(bad), "output"), strings.Join(what, ", ")),
+		fmt.Errorf("eval: %d %s out of the package test's tolerances", len(bad), plural(len(bad), "output"))
 }
 
-// summarize shows a scalar in full and a tensor as its mean and range.
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// summarize shows a scalar in full and a tensor as its mean and range (the range over the
+// values that are not NaN, whose count it adds: a NaN makes the mean NaN).
 func summarize(x []float64) string {
 	if len(x) == 1 {
 		return fmt.Sprintf("%.10g", x[0])
 	}
-	lo, hi, s := math.Inf(1), math.Inf(-1), 0.0
+	lo, hi, s, nans := math.Inf(1), math.Inf(-1), 0.0, 0
 	for _, v := range x {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if math.IsNaN(v) {
+			nans++
+		} else {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
 		s += v
 	}
-	return fmt.Sprintf("mean %.6g in [%.6g, %.6g]", s/float64(len(x)), lo, hi)
+	out := fmt.Sprintf("mean %.6g in [%.6g, %.6g]", s/float64(len(x)), lo, hi)
+	if nans > 0 {
+		out += fmt.Sprintf(", %d NaN", nans)
+	}
+	return out
 }

@@ -4,10 +4,10 @@
 //	lossgen check [-o DIR] SPEC...                validate specs (and, with -o, that DIR is fresh)
 //	lossgen golden [-update] SPEC...              compare (or rewrite) golden/<package>/ cases
 //	lossgen explain SPEC                          print the IR and the fusion plan
-//	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+//	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
 //	                                              run the kernel on recorded data
 //	lossgen bench [-sizes N=16,T=256;N=4096,T=4096] SPEC
-//	lossgen version
+//	lossgen version                               print the generator, module and VCS versions
 //
 // Use it from go generate:
 //
@@ -21,11 +21,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -40,17 +40,25 @@ commands:
                                        compare golden/<package>/ cases with the reference
                                        interpreter (-update rewrites them)
   explain SPEC                         print inputs, outputs, the IR and the fusion plan
-  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|all]
+  eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
                                        run the kernel on .npz data, compared with the interpreter
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
                                        a memory-copy probe
-  version                              print the generator version
+  version                              print the generator version, the module version and the VCS revision
 
 Run 'lossgen <command> -h' for a command's flags.
 `
 
 // run is the whole program: it returns the exit status (0 ok, 1 failure, 2 bad usage).
-func run(args []string, stdout, stderr io.Writer) int {
+// A panic is a bug of lossgen's: the pipeline reports its own as errors at the spec, and run
+// catches any other, so no input ever shows a Go stack trace.
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "lossgen: internal error: %v (please report)\n", p)
+			code = 1
+		}
+	}()
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -70,12 +78,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdEval(rest, stdout, stderr)
 	case "bench":
 		err = cmdBench(rest, stdout, stderr)
-	case "version":
+	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "usage: lossgen version\n")
 			return 2
 		}
-		fmt.Fprintf(stdout, "lossgen gen v%d\n", runtime.GenVersion)
+		fmt.Fprint(stdout, versionText(debug.ReadBuildInfo()))
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
@@ -107,16 +115,19 @@ func parseErr(err error) error {
 	return errUsage
 }
 
-// report prints an error: spec diagnostics as they are (FILE:LINE:COL: msg, one per line),
-// anything else prefixed with "lossgen: ".
+// report prints an error: spec diagnostics and internal errors as they are (FILE:LINE:COL:
+// msg, one per line), anything else prefixed with "lossgen: ".
 func report(w io.Writer, err error) {
 	var list spec.ErrorList
 	var one *spec.Error
+	var internal *gen.InternalError
 	switch {
 	case errors.As(err, &list):
 		fmt.Fprintln(w, list.Error())
 	case errors.As(err, &one):
 		fmt.Fprintln(w, one.Error())
+	case errors.As(err, &internal):
+		fmt.Fprintln(w, internal.Error())
 	default:
 		fmt.Fprintln(w, "lossgen: "+err.Error())
 	}
@@ -139,6 +150,9 @@ func warn(w io.Writer, s *spec.Spec) {
 	}
 }
 
+// generate is gen.Generate; tests replace it to force an internal error.
+var generate = gen.Generate
+
 func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flags("generate", "-o DIR [-golden DIR] SPEC", stderr)
 	out := fs.String("o", "", "output directory of the generated package (required)")
@@ -151,7 +165,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	c, files, err := gen.Generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
+	c, files, err := generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
 	if err != nil {
 		return err
 	}
@@ -180,7 +194,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, path := range fs.Args() {
-		c, files, err := gen.Generate(path, gen.Options{OutDir: or(*out, "."), GoldenDir: *goldenDir})
+		c, files, err := generate(path, gen.Options{OutDir: or(*out, "."), GoldenDir: *goldenDir})
 		if err != nil {
 			report(stderr, err)
 			failed++

@@ -6,13 +6,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/stretchr/testify/require"
 
+	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/spec"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/script/*.txtar")
@@ -157,4 +161,56 @@ func TestExitStatus(t *testing.T) {
 			t.Errorf("lossgen %s: exit %d, want %d (stderr %q)", strings.Join(tc.args, " "), got, tc.want, errb.String())
 		}
 	}
+}
+
+// An internal panic never shows as a Go panic: one inside the pipeline is reported at the
+// spec (FILE:1:1: internal error: ...), any other is caught by run itself; both exit 1.
+func TestInternalErrors(t *testing.T) {
+	defer func(g func(string, gen.Options) (*gen.Compiled, map[string][]byte, error)) { generate = g }(generate)
+	dir := t.TempDir()
+
+	// A hand-made Compiled without a plan makes gen.Emit's backends dereference nil.
+	generate = func(path string, opts gen.Options) (*gen.Compiled, map[string][]byte, error) {
+		files, err := gen.Emit(&gen.Compiled{Spec: &spec.Spec{File: path, Package: "p"}}, opts)
+		return nil, files, err
+	}
+	var out, errb strings.Builder
+	var code int
+	require.NotPanics(t, func() { code = run([]string{"generate", "-o", dir, "hand.yaml"}, &out, &errb) })
+	require.Equal(t, 1, code)
+	require.Equal(t, "hand.yaml:1:1: internal error: runtime error: invalid memory address or nil pointer dereference (please report)\n", errb.String())
+	require.Empty(t, out.String())
+
+	// A panic outside the pipeline's entries: run's last resort.
+	generate = func(string, gen.Options) (*gen.Compiled, map[string][]byte, error) { panic("boom") }
+	out.Reset()
+	errb.Reset()
+	require.NotPanics(t, func() { code = run([]string{"check", "x.yaml"}, &out, &errb) })
+	require.Equal(t, 1, code)
+	require.Equal(t, "lossgen: internal error: boom (please report)\n", errb.String())
+	require.Empty(t, out.String())
+}
+
+// The version names the generator version, the module version and the VCS revision
+// lossgen was built from, with "(devel)" and "unknown" for what the build does not record.
+func TestVersionText(t *testing.T) {
+	const mod = "github.com/lossgen/lossgen"
+	main := &debug.BuildInfo{Main: debug.Module{Path: mod, Version: "v0.3.1"}, Settings: []debug.BuildSetting{
+		{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.3.1\nrevision 0123456789abcdef (modified)\n", versionText(main, true))
+	main.Settings[2].Value = "false"
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.3.1\nrevision 0123456789abcdef\n", versionText(main, true))
+
+	// Built as a dependency (go tool lossgen): its version from the module list; the VCS
+	// settings are the main module's, not lossgen's.
+	dep := &debug.BuildInfo{Main: debug.Module{Path: "example.com/user", Version: "(devel)"},
+		Deps:     []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.30.0"}, {Path: mod, Version: "v0.4.0"}},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "ffff"}}}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.4.0\nrevision unknown\n", versionText(dep, true))
+	dep.Deps[1].Replace = &debug.Module{Path: "../lossgen"}
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen v0.4.0 => ../lossgen\nrevision unknown\n", versionText(dep, true))
+
+	// Nothing recorded.
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(nil, false))
+	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(&debug.BuildInfo{Main: debug.Module{Path: mod}}, true))
 }

@@ -261,7 +261,8 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
 }
 
 // Convert returns a as the storage type of input in: the kernel's float type (float32 data
-// widens exactly to float64; narrowing is refused), bool flags (bools, or floats that are
+// widens exactly to float64; float64 data narrows to float32 rounded to nearest, overflowing
+// to ±inf, as TorchRL's .to(torch.float32) does), bool flags (bools, or floats that are
 // exactly 0 or 1), int64 indices.
 func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 	want := dt.String()
@@ -278,6 +279,8 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 		return golden.Array{Shape: shape, Data: a.Data}, nil
 	case want == "float64" && got == "float32":
 		return golden.Array{Shape: shape, Data: a.Float64s()}, nil
+	case want == "float32" && got == "float64":
+		return golden.Array{Shape: shape, Data: narrow(a.Data.([]float64))}, nil
 	case want == "bool" && (got == "float32" || got == "float64" || got == "int64"):
 		f := a.Float64s()
 		b := make([]bool, len(f))
@@ -290,6 +293,16 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 		return golden.Array{Shape: shape, Data: b}, nil
 	}
 	return golden.Array{}, fmt.Errorf("%q has dtype %s, want %s", in.Name, got, want)
+}
+
+// narrow rounds each value to the nearest float32 (Go's conversion: ties to even, out of
+// range to ±inf, NaN kept), as a float64 tensor's .to(torch.float32) does.
+func narrow(x []float64) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(v)
+	}
+	return out
 }
 
 // Want runs the interpreter on a case's inputs and fills its expected outputs (float64).

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/golden"
+)
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// bombNPZ writes, to a new .npz in dir, the arrays plus one float64 entry per bomb name
+// whose 200 MB of zeros deflate to a few hundred KiB: it declares (honestly) shape
+// [25000000] in its .npy header and its inflated size in the zip directory.
+func bombNPZ(t *testing.T, dir string, arrays map[string]golden.Array, bombs ...string) string {
+	t.Helper()
+	small := filepath.Join(dir, "small.npz")
+	require.NoError(t, golden.WriteNPZ(small, arrays))
+	p := filepath.Join(dir, "bomb.npz")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	z := zip.NewWriter(f)
+	src, err := zip.OpenReader(small)
+	require.NoError(t, err)
+	for _, e := range src.File {
+		require.NoError(t, z.Copy(e))
+	}
+	src.Close()
+	const n = 25_000_000
+	for _, b := range bombs {
+		w, err := z.CreateHeader(&zip.FileHeader{Name: b + ".npy", Method: zip.Deflate})
+		require.NoError(t, err)
+		h := fmt.Sprintf("{'descr': '<f8', 'fortran_order': False, 'shape': (%d,), }", n)
+		for (10+len(h)+1)%64 != 0 {
+			h += " "
+		}
+		h += "\n"
+		_, err = w.Write(append([]byte("\x93NUMPY\x01\x00"), append([]byte{byte(len(h)), byte(len(h) >> 8)}, h...)...))
+		require.NoError(t, err)
+		_, err = io.CopyN(w, zeros{}, 8*n)
+		require.NoError(t, err)
+	}
+	require.NoError(t, z.Close())
+	require.NoError(t, f.Close())
+	fi, err := os.Stat(p)
+	require.NoError(t, err)
+	require.Less(t, fi.Size(), int64(4<<20), "the bomb is small on disk")
+	return p
+}
+
+// allocated runs f and returns the bytes it allocated.
+func allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// eval reads only the arrays the spec uses, each bounded by the spec's shape: a 200 MB
+// (inflated) array of the wrong shape is an error found from its header, and one the spec
+// does not read is listed, never inflated. Memory stays far below the inflated size.
+func TestEvalZipBomb(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "gae.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("package: g\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.5}\n"), 0o644))
+	f64 := func() golden.Array { return golden.Array{Shape: []int{2, 3}, Data: make([]float64, 6)} }
+	flags := func() golden.Array { return golden.Array{Shape: []int{2, 3}, Data: make([]bool, 6)} }
+	inputs := map[string]golden.Array{"next.done": flags(), "next.terminated": flags(), "state_value": f64(), "next.state_value": f64()}
+
+	// The bomb is an input of the spec, at the wrong shape.
+	bomb := bombNPZ(t, t.TempDir(), inputs, "next.reward")
+	var out, errb strings.Builder
+	code := 0
+	n := allocated(func() { code = run([]string{"eval", "-backend", "ref", "-spec", spec, "-in", bomb}, &out, &errb) })
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), `array "next.reward" has shape [25000000], want [2 3] [N T]`)
+	require.Less(t, n, uint64(20<<20), "eval allocated %d bytes for a 200 MB entry it rejects", n)
+
+	// The bomb is not read by the spec.
+	inputs["next.reward"] = f64()
+	bomb = bombNPZ(t, t.TempDir(), inputs, "junk", "more.junk")
+	out.Reset()
+	errb.Reset()
+	n = allocated(func() { code = run([]string{"eval", "-backend", "ref", "-spec", spec, "-in", bomb}, &out, &errb) })
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, errb.String(), "not read by the spec: junk, more.junk\n")
+	require.Contains(t, out.String(), "advantage")
+	require.Less(t, n, uint64(20<<20), "eval allocated %d bytes for 400 MB of entries it does not read", n)
+}
+
+// compiledGAE compiles a float32 GAE spec on [2, 3] and returns it with the interpreter's
+// outputs on fixed inputs.
+func compiledGAE(t *testing.T) (*gen.Compiled, map[string]golden.Array) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "gae.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("package: g\ndtype: float32\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.5}\n"), 0o644))
+	c, err := gen.Compile(p)
+	require.NoError(t, err)
+	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{2, 3}, Data: v} }
+	ref := golden.Case{Name: "t", Inputs: map[string]golden.Array{
+		"next.reward": f(1, 2, 3, 4, 5, 6), "state_value": f(0, 1, 0, 1, 0, 1), "next.state_value": f(1, 1, 1, 1, 1, 1),
+		"next.done":       {Shape: []int{2, 3}, Data: []bool{false, false, true, false, false, false}},
+		"next.terminated": {Shape: []int{2, 3}, Data: []bool{false, false, true, false, false, false}},
+	}}
+	require.NoError(t, cases.Want(c.Graph, &ref))
+	return c, ref.Want
+}
+
+// perturbed is a copy of outs with f applied to output name's values.
+func perturbed(outs map[string]golden.Array, name string, f func([]float64)) map[string]golden.Array {
+	m := map[string]golden.Array{}
+	for k, a := range outs {
+		x := a.Float64s()
+		if k == name {
+			f(x)
+		}
+		m[k] = golden.Array{Shape: a.Shape, Data: x}
+	}
+	return m
+}
+
+// eval judges every output of every backend against the interpreter under the package
+// test's tolerances: non-finite mismatches count, each output's count of bad elements is a
+// column, one verdict line ends the table, and any bad output fails eval.
+func TestEvalVerdict(t *testing.T) {
+	c, want := compiledGAE(t)
+	tol := gen.Tolerance(ir.F32, false)
+	results := map[string]map[string]golden.Array{
+		"ref":  want,
+		"go":   perturbed(want, "advantage", func(x []float64) { x[1] += 0.5 * tol.Abs }), // within tolerance
+		"avx2": perturbed(want, "advantage", func(x []float64) { x[1], x[4] = math.NaN(), math.Inf(1) }),
+		"ptx":  perturbed(want, "value_target", func(x []float64) { x[0] += 1e-3 }),
+	}
+	var out strings.Builder
+	verdict, err := compareBackends(&out, c.Graph, results, []string{"ref", "go", "avx2", "ptx"})
+	require.EqualError(t, err, "eval: 2 outputs out of the package test's tolerances")
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	require.Regexp(t, `^output +shape +backend +value +max abs diff +max rel diff +out of tol$`, lines[0])
+	require.Regexp(t, `^advantage +\[2 3\] +ref +mean \S+ in \S+ \S+ *$`, lines[1])
+	require.Regexp(t, `^ +go +mean .* 5e-07 +\S+ +0$`, lines[2])
+	require.Regexp(t, `^ +avx2 +mean .* \+Inf +\+Inf +2$`, lines[3], "a NaN and an inf where the reference is finite: 2 bad, never a max abs diff of 0")
+	require.Regexp(t, `^ +ptx +mean .* 0 +0 +0$`, lines[4])
+	require.Regexp(t, `^ +ptx +mean .* 0.001 +\S+ +1$`, lines[8])
+	require.Len(t, lines, 9)
+	require.Equal(t, "verdict: FAIL: 2 outputs out of tolerance: avx2 advantage (2 of 6 elements), ptx value_target (1 of 6 elements)", verdict)
+
+	// All within tolerance: ok, naming the backends judged; NaN against NaN is a match.
+	results = map[string]map[string]golden.Array{"ref": perturbed(want, "advantage", func(x []float64) { x[0] = math.NaN() })}
+	results["go"], results["ptx"] = results["ref"], results["ref"]
+	out.Reset()
+	verdict, err = compareBackends(&out, c.Graph, results, []string{"ref", "go", "ptx"})
+	require.NoError(t, err)
+	require.Equal(t, "verdict: ok: every output of go, ptx within the package test's tolerances", verdict)
+	require.Regexp(t, `\n +go +mean NaN in \[-?[0-9.]+, [0-9.]+\], 1 NaN +0 +0 +0\n`, out.String())
+
+	// A backend missing an output, or returning the wrong length, fails every element.
+	results["go"] = map[string]golden.Array{"advantage": {Shape: []int{5}, Data: make([]float32, 5)}}
+	out.Reset()
+	verdict, err = compareBackends(&out, c.Graph, results, []string{"go"})
+	require.EqualError(t, err, "eval: 2 outputs out of the package test's tolerances")
+	require.Equal(t, "verdict: FAIL: 2 outputs out of tolerance: go advantage (5 elements, want 6), go value_target (missing)", verdict)
+	require.Regexp(t, `\nvalue_target +\[2 3\] +go +missing +\+Inf +\+Inf +6\n`, out.String())
+	require.NotContains(t, out.String(), " ref ", "ref is not shown when not selected")
+
+	// Only the interpreter: nothing to judge.
+	out.Reset()
+	verdict, err = compareBackends(&out, c.Graph, map[string]map[string]golden.Array{"ref": want}, []string{"ref"})
+	require.NoError(t, err)
+	require.Equal(t, "verdict: ok: only the interpreter ran; no backend to judge", verdict)
+}
