@@ -22,9 +22,10 @@ import (
 
 // Compiled is a spec taken through lowering and planning.
 type Compiled struct {
-	Spec  *spec.Spec
-	Graph *ir.Graph
-	Plan  *plan.Plan
+	Spec   *spec.Spec
+	Graph  *ir.Graph
+	Plan   *plan.Plan
+	Hypers []lower.Hyper // the hyper-parameters as the kernel uses them
 }
 
 // Compile parses, validates, lowers and plans the spec at path. Errors carry file:line:col.
@@ -34,7 +35,7 @@ func Compile(path string) (*Compiled, error) { return CompileDims(path, nil) }
 // sizes). The spec is validated at its own sizes.
 func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	defer catch(path, &err)
-	s, err := spec.ParseFile(path)
+	s, err := spec.ParseFile(path, lower.Registry())
 	if err != nil {
 		return nil, err
 	}
@@ -49,20 +50,26 @@ func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 			return nil, fmt.Errorf("%s: no dim %s to resize to %d", path, name, size)
 		}
 	}
-	g, err := lower.Lower(s)
+	g, hypers, err := lower.Lower(s)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkFieldNames(s, g); err != nil {
 		return nil, err
 	}
-	return CompileGraph(s, g)
+	c, err := CompileGraph(s, g)
+	if err != nil {
+		return nil, err
+	}
+	c.Hypers = hypers
+	return c, nil
 }
 
 // CompileGraph runs the IR passes on a lowered graph and plans it. Tests use it for graphs
 // built by hand (s then needs only File and Package).
-func CompileGraph(s *spec.Spec, g *ir.Graph) (*Compiled, error) {
-	g, err := passes.Run(g, passes.Forward)
+func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
+	defer catch(s.File, &err)
+	g, err = passes.Run(g, passes.Forward)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
@@ -99,12 +106,18 @@ func checkFieldNames(s *spec.Spec, g *ir.Graph) error {
 	for _, in := range g.Inputs {
 		ins = append(ins, named{in.Name, in.Key})
 	}
-	renamed := map[string]string{}
-	for _, k := range s.OutputKeys() {
-		renamed[spec.DataName(s.Keys[k])] = k
+	renamed := map[string]string{} // output name -> the logical key a stage wrote it under
+	for k, data := range s.Keys {
+		if data != nil && s.KeyWritten(k) {
+			renamed[spec.DataName(data)] = k
+		}
 	}
 	for _, o := range g.Outputs {
-		outs = append(outs, named{o.Name, renamed[o.Name]})
+		key := ""
+		if o.Role == ir.Estimate || o.Role == ir.Transformed {
+			key = renamed[o.Name]
+		}
+		outs = append(outs, named{o.Name, key})
 	}
 	if err := check("inputs", ins); err != nil {
 		return err
@@ -155,7 +168,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		Package:    c.Spec.Package,
 		SpecFile:   rel,
 		GenVersion: runtime.GenVersion,
-		Summary:    summary(c.Spec),
+		Summary:    summary(c.Spec, c.Hypers),
 		Params:     params(c.Spec),
 	}
 	files, err := gogen.Generate(c.Plan, m)

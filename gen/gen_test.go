@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -156,7 +156,7 @@ func TestReservedNamesCoverGeneratedAPI(t *testing.T) {
 		}
 		c, err := gen.Compile(specOf(t, filepath.Dir(f)))
 		require.NoError(t, err)
-		allowed := slices.Clone(spec.ReservedNames)
+		allowed := spec.ReservedNames(lower.Registry())
 		for _, d := range c.Spec.Dims {
 			allowed = append(allowed, d.Name)
 		}

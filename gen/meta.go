@@ -2,97 +2,108 @@ package gen
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/spec"
 )
 
-var estimatorClass = map[string]string{
-	"gae": "GAE", "td0": "TD0Estimator", "td1": "TD1Estimator", "td_lambda": "TDLambdaEstimator", "vtrace": "VTrace",
-}
-
-var lossClass = map[string]string{
-	"ppo": "PPOLoss", "clip_ppo": "ClipPPOLoss", "klpen_ppo": "KLPENPPOLoss", "iql": "IQLLoss", "discrete_iql": "DiscreteIQLLoss",
-}
-
 func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// summary describes the configuration in TorchRL's words, for the package doc.
-func summary(s *spec.Spec) []string {
-	var out []string
-	if e := s.Estimator; e != nil {
-		line := fmt.Sprintf("Estimator: TorchRL %s (torchrl/objectives/value/advantages.py) with gamma=%s", estimatorClass[e.Type], num(e.Gamma))
-		if e.Type == "gae" || e.Type == "td_lambda" {
-			line += ", lmbda=" + num(e.Lmbda)
+// valueString formats a parameter's value as the spec writes it.
+func valueString(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return num(x)
+	case []float64:
+		parts := make([]string, len(x))
+		for i, y := range x {
+			parts[i] = num(y)
 		}
-		if e.Type == "gae" {
-			line += fmt.Sprintf(", average_gae=%v", e.AverageGAE)
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]float64:
+		var keys []string
+		for k := range x {
+			keys = append(keys, k)
 		}
-		out = append(out, line+"; the exact reverse recursion (TorchRL's loop version), time along the last batch dim.")
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + ": " + num(x[k])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	if l := s.Loss; l != nil {
-		line := fmt.Sprintf("Loss: TorchRL v0.11.0 %s (torchrl/objectives/ppo.py)", lossClass[l.Type])
-		if l.Type == "clip_ppo" {
-			line += " with clip_epsilon=" + num(l.ClipEpsilon)
-		}
-		line += fmt.Sprintf(", entropy_bonus=%v", l.EntropyBonus)
-		if l.EntropyBonus {
-			line += ", entropy_coeff=" + num(l.EntropyCoeff)
-		}
-		if l.HasCritic() {
-			line += fmt.Sprintf(", critic_coeff=%s, loss_critic_type=%s, log_explained_variance=%v", num(l.CriticCoeff), l.LossCriticType, l.LogExplainedVariance)
-			if l.ClipValue > 0 {
-				line += ", clip_value=" + num(l.ClipValue)
+	return fmt.Sprint(v)
+}
+
+// summary describes the configuration in TorchRL's words, for the package doc: every stage
+// with every parameter, and the hyper-parameters exactly as the kernel uses them.
+func summary(s *spec.Spec, hypers []lower.Hyper) []string {
+	var out []string
+	for _, st := range s.Stages() {
+		var args []string
+		for _, p := range st.Def.Params {
+			if v := st.Get(p.Name); v != nil {
+				args = append(args, p.Name+"="+valueString(v))
 			}
-		} else {
-			line += ", no critic term"
 		}
-		line += fmt.Sprintf(", normalize_advantage=%v", l.NormalizeAdvantage)
-		if l.NormalizeAdvantage && len(l.NormalizeExcludeDims) > 0 {
-			line += fmt.Sprintf(", normalize_advantage_exclude_dims=%v", l.NormalizeExcludeDims)
-		}
-		out = append(out, line+", reduction="+l.Reduction+".")
-		if s.Estimator == nil {
-			out = append(out, "The advantage and value_target are inputs (computed beforehand, e.g. over the whole rollout).")
+		kind := strings.ToUpper(st.Def.Kind.String()[:1]) + st.Def.Kind.String()[1:]
+		out = append(out, fmt.Sprintf("%s: TorchRL v0.11.0 %s (%s) with %s.", kind, st.Def.Class, st.Def.Source, strings.Join(args, ", ")))
+	}
+	if s.Loss != nil && s.Estimator == nil && len(s.Transforms) == 0 {
+		out = append(out, "The estimator's results (advantage, value_target) are inputs, computed beforehand, e.g. over the whole rollout.")
+	}
+	if len(hypers) > 0 {
+		out = append(out, "", fmt.Sprintf("Hyper-parameters as the kernel uses them (param_dtype %s: SEMANTICS.md §11.14), exactly:", s.ParamDType), "")
+		for _, h := range hypers {
+			v := num(h.Value)
+			if s.DType == spec.Float32 {
+				v = strconv.FormatFloat(float64(float32(h.Value)), 'g', -1, 32)
+			}
+			out = append(out, fmt.Sprintf("  - %s = %s: %s", h.Name, v, h.Doc))
 		}
 	}
 	for _, w := range s.Warnings {
-		out = append(out, "Note: "+w.Msg+".")
+		out = append(out, "", "Note: "+w.Msg+".")
 	}
 	return out
 }
 
-// params lists the hyperparameters as documented Go constants.
+// params lists every stage's scalar parameters as documented Go constants, named after
+// TorchRL's arguments (clip_epsilon → ClipEpsilon); a name two stages share is qualified by
+// the stage's type.
 func params(s *spec.Spec) []gogen.Param {
 	var ps []gogen.Param
-	f := func(name string, v float64, doc string) {
-		ps = append(ps, gogen.Param{Name: name, Value: num(v), Doc: doc})
-	}
-	str := func(name, v, doc string) {
-		ps = append(ps, gogen.Param{Name: name, Value: strconv.Quote(v), Doc: doc})
-	}
-	if e := s.Estimator; e != nil {
-		f("Gamma", e.Gamma, "Gamma is the discount γ.")
-		if e.Type == "gae" || e.Type == "td_lambda" {
-			f("Lmbda", e.Lmbda, "Lmbda is the GAE/TD(λ) λ (TorchRL's spelling).")
-		}
-	}
-	if l := s.Loss; l != nil {
-		if l.Type == "clip_ppo" {
-			f("ClipEpsilon", l.ClipEpsilon, "ClipEpsilon is ε: log-weights are clamped to [log1p(−ε), log1p(ε)].")
-		}
-		if l.EntropyBonus {
-			f("EntropyCoeff", l.EntropyCoeff, "EntropyCoeff weighs the entropy bonus: loss_entropy = −EntropyCoeff·H.")
-		}
-		if l.HasCritic() {
-			f("CriticCoeff", l.CriticCoeff, "CriticCoeff scales the critic loss.")
-			str("LossCriticType", l.LossCriticType, "LossCriticType is the critic's distance (l1, l2 or smooth_l1).")
-			if l.ClipValue > 0 {
-				f("ClipValue", l.ClipValue, "ClipValue is the value-clipping δ.")
+	seen := map[string]bool{}
+	for _, st := range s.Stages() {
+		for _, p := range st.Def.Params {
+			var lit string
+			switch v := st.Get(p.Name).(type) {
+			case float64:
+				lit = num(v)
+			case int:
+				lit = strconv.Itoa(v)
+			case bool:
+				lit = strconv.FormatBool(v)
+			case string:
+				lit = strconv.Quote(v)
+			default:
+				continue
 			}
+			name := spec.ConstName(p.Name)
+			if seen[name] {
+				name = spec.ConstName(st.Type) + name
+			}
+			seen[name] = true
+			doc := fmt.Sprintf("%s is %s's %s", name, st.Def.Class, p.Name)
+			if p.Doc != "" {
+				doc += ": " + p.Doc
+			}
+			ps = append(ps, gogen.Param{Name: name, Value: lit, Doc: doc + "."})
 		}
-		str("Reduction", l.Reduction, "Reduction applies to the loss_* outputs (none, mean or sum).")
 	}
 	return ps
 }

@@ -6,6 +6,7 @@ import (
 	"go/format"
 
 	"github.com/lossgen/lossgen/gen/asmgen"
+	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/golden"
@@ -63,7 +64,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 			bytesPerCall += t.Len
 		case ir.Index:
 			hasIndex = true
-			t.GoType, t.Rand = "int64", fmt.Sprintf("int64(r.IntN(%d))", indexRange(g, in))
+			t.GoType, t.Rand = "int64", fmt.Sprintf("int64(r.IntN(%d))", cases.IndexRange(g, in))
 			bytesPerCall += 8 * t.Len
 		default:
 			t.GoType, t.Rand = g.DType.String(), g.DType.String()+"(r.Float64()*2 - 1)"
@@ -143,20 +144,4 @@ func elemSize(dt ir.DType) int {
 		return 8
 	}
 	return 4
-}
-
-// indexRange is the extent of the axis an index input selects along (the smallest, if it
-// feeds several gathers).
-func indexRange(g *ir.Graph, in *ir.Input) int {
-	n := 1 << 30
-	for _, node := range g.Nodes {
-		if node.Op == ir.OpGather && node.Args[1].Op == ir.OpInput && node.Args[1].Input == in {
-			x := node.Args[0].Shape
-			n = min(n, x[x.Index(node.Axes[0])].Size)
-		}
-	}
-	if n == 1<<30 {
-		return 1
-	}
-	return n
 }

@@ -18,6 +18,7 @@ type decoder struct {
 	errs  ErrorList
 	warns ErrorList
 	pos   map[string]Pos
+	reg   Registry
 }
 
 func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
@@ -180,8 +181,11 @@ func (d *decoder) floatIn(path string, n *yaml.Node, lo, hi float64, loOpen, hiO
 }
 
 func fmtNum(v float64) string {
-	if math.IsInf(v, 1) {
+	switch {
+	case math.IsInf(v, 1):
 		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }

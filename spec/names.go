@@ -1,6 +1,9 @@
 package spec
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 var (
 	// dimName: a dim becomes an exported Go constant of the generated package.
@@ -22,11 +25,39 @@ var buildSuffixes = []string{
 	"386", "amd64", "arm", "arm64", "loong64", "mips", "mipsle", "mips64", "mips64le", "ppc64", "ppc64le", "riscv64", "s390x", "wasm",
 }
 
-// ReservedNames are the exported identifiers a generated package declares besides its dims
-// (its API, and the hyperparameter constants of gen/meta.go), so no dim may take them.
-// gen's tests check that every exported identifier of the example packages is a dim or one
-// of these.
-var ReservedNames = []string{
-	"Inputs", "Outputs", "Forward", "NewOutputs", "Implementation", "InputNames", "OutputNames", "PTX", "Launch",
-	"Gamma", "Lmbda", "ClipEpsilon", "EntropyCoeff", "CriticCoeff", "LossCriticType", "ClipValue", "Reduction",
+// APINames are the exported identifiers of every generated package's API.
+var APINames = []string{
+	"Inputs", "Outputs", "Grads", "State", "NewState", "Forward", "ForwardBackward", "NewOutputs", "NewGrads",
+	"Implementation", "InputNames", "OutputNames", "GradNames", "PTX", "Launch",
+}
+
+// ReservedNames are the exported identifiers a generated package may declare besides its
+// dims: its API, and a constant for every parameter of every stage of reg (ConstName), so no
+// dim may take them. gen's tests check that every exported identifier of the example
+// packages is a dim or one of these.
+func ReservedNames(reg Registry) []string {
+	out := append([]string(nil), APINames...)
+	seen := map[string]bool{}
+	for _, k := range []Kind{Transform, Estimator, Loss} {
+		for _, t := range reg.Types(k) {
+			for _, p := range reg.Stage(k, t).Params {
+				if c := ConstName(p.Name); !seen[c] {
+					seen[c] = true
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ConstName is the generated package's constant for a parameter: clip_epsilon → ClipEpsilon.
+func ConstName(param string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(param, "_") {
+		if part != "" {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
 }

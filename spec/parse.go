@@ -12,27 +12,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The type names a spec accepts.
-var (
-	EstimatorTypes = []string{"gae", "td0", "td1", "td_lambda", "vtrace"}
-	LossTypes      = []string{"ppo", "clip_ppo", "klpen_ppo", "iql", "discrete_iql"}
-	TransformTypes = []string{"kl_reward", "qvalue", "distributional_qvalue"}
-	Reductions     = []string{"none", "mean", "sum"}
-	DistanceLosses = []string{"l1", "l2", "smooth_l1"}
-)
-
 // ParseFile reads and parses the spec file at path. See Parse.
-func ParseFile(path string) (*Spec, error) {
+func ParseFile(path string, reg Registry) (*Spec, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, src)
+	return Parse(path, src, reg)
 }
 
-// Parse parses, defaults and validates one spec. file names the source in diagnostics.
-// On failure the error is an ErrorList with every problem found, each "FILE:LINE:COL: msg".
-func Parse(file string, src []byte) (*Spec, error) {
+// Parse parses, defaults and validates one spec whose stages come from reg. file names the
+// source in diagnostics. On failure the error is an ErrorList with every problem found, each
+// "FILE:LINE:COL: msg".
+func Parse(file string, src []byte, reg Registry) (*Spec, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -43,8 +35,8 @@ func Parse(file string, src []byte) (*Spec, error) {
 		return nil, ErrorList{{Pos: Pos{File: file, Line: extra.Line, Col: extra.Column},
 			Msg: "a spec file holds one YAML document; found a second one"}}
 	}
-	d := &decoder{file: file, pos: map[string]Pos{}}
-	s := &Spec{File: file, DType: Float32, pos: d.pos}
+	d := &decoder{file: file, pos: map[string]Pos{}, reg: reg}
+	s := &Spec{File: file, DType: Float32, ParamDType: Float32, pos: d.pos}
 	root := doc.Content[0]
 	d.top(s, root)
 	if len(d.errs) == 0 {
@@ -88,6 +80,11 @@ func (d *decoder) top(s *Spec, root *yaml.Node) {
 				s.DType = DType(t)
 			}
 		}},
+		{"param_dtype", func(p string, v *yaml.Node) {
+			if t, ok := d.enum(p, v, string(Float32), string(Float64)); ok {
+				s.ParamDType = DType(t)
+			}
+		}},
 		{"dims", func(p string, v *yaml.Node) { d.dims(s, p, v) }},
 		{"batch", func(p string, v *yaml.Node) {
 			d.list(p, v, func(ip string, iv *yaml.Node) {
@@ -97,12 +94,12 @@ func (d *decoder) top(s *Spec, root *yaml.Node) {
 				}
 			})
 		}},
-		{"estimator", func(p string, v *yaml.Node) { s.Estimator = d.estimator(p, v) }},
-		{"loss", func(p string, v *yaml.Node) { s.Loss = d.loss(p, v) }},
+		{"estimator", func(p string, v *yaml.Node) { s.Estimator = d.stage(Estimator, p, v) }},
+		{"loss", func(p string, v *yaml.Node) { s.Loss = d.stage(Loss, p, v) }},
 		{"transforms", func(p string, v *yaml.Node) {
 			d.list(p, v, func(ip string, iv *yaml.Node) {
-				if t := d.transform(ip, iv); t != nil {
-					s.Transforms = append(s.Transforms, *t)
+				if t := d.stage(Transform, ip, iv); t != nil {
+					s.Transforms = append(s.Transforms, t)
 				}
 			})
 		}},
@@ -121,6 +118,8 @@ func (d *decoder) top(s *Spec, root *yaml.Node) {
 // packageName checks that the generated package's name is usable.
 func (d *decoder) packageName(v *yaml.Node, name string) {
 	switch {
+	case len(name) > MaxNameLen:
+		d.errf(v, "package: a name of %d characters; at most %d (it names files and a Go package)", len(name), MaxNameLen)
 	case token.IsKeyword(name):
 		d.errf(v, "package: %q is a Go keyword", name)
 	case !token.IsIdentifier(name) || name == "_":
@@ -162,7 +161,11 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 			d.errf(k, "%s: dim name %q must be an ASCII Go identifier starting with an upper-case letter, e.g. N, T, B (it becomes the generated package's exported constant)", path, k.Value)
 			continue
 		}
-		if slices.Contains(ReservedNames, k.Value) {
+		if len(k.Value) > MaxNameLen {
+			d.errf(k, "%s: a dim name of %d characters; at most %d", path, len(k.Value), MaxNameLen)
+			continue
+		}
+		if slices.Contains(ReservedNames(d.reg), k.Value) {
 			d.errf(k, "%s: dim name %q is taken by the generated package's own %s; rename the dim", path, k.Value, k.Value)
 			continue
 		}
@@ -199,215 +202,134 @@ func (d *decoder) typed(path string, n *yaml.Node, types []string) (string, bool
 	return "", false
 }
 
-func (d *decoder) estimator(path string, n *yaml.Node) *Estimator {
-	typ, ok := d.typed(path, n, EstimatorTypes)
+// stage decodes a loss, estimator or transform mapping against its registry entry: every
+// parameter of the entry is accepted, with its type and range, and takes TorchRL's default
+// when absent.
+func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
+	typ, ok := d.typed(path, n, d.reg.Types(kind))
 	if !ok {
 		return nil
 	}
-	e := &Estimator{Type: typ, Gamma: -1, Lmbda: -1, RhoThresh: 1, CThresh: 1, Pos: d.at(n)}
-	fs := []field{
-		{"type", func(string, *yaml.Node) {}},
-		{"gamma", func(p string, v *yaml.Node) { e.Gamma, _ = d.floatIn(p, v, 0, 1, false, false) }},
+	def := d.reg.Stage(kind, typ)
+	st := &Stage{Def: def, Type: typ, Path: path, Pos: d.at(n), Values: map[string]Value{}}
+	for _, p := range def.Params {
+		st.Values[p.Name] = Value{V: p.Default, Pos: st.Pos}
 	}
-	switch typ {
-	case "gae":
-		fs = append(fs,
-			field{"lmbda", func(p string, v *yaml.Node) { e.Lmbda, _ = d.floatIn(p, v, 0, 1, false, false) }},
-			field{"average_gae", func(p string, v *yaml.Node) { e.AverageGAE, _ = d.bool(p, v) }})
-	case "td_lambda":
-		fs = append(fs,
-			field{"lmbda", func(p string, v *yaml.Node) { e.Lmbda, _ = d.floatIn(p, v, 0, 1, false, false) }},
-			field{"average_rewards", func(p string, v *yaml.Node) { e.AverageRewards, _ = d.bool(p, v) }})
-	case "td0", "td1":
-		fs = append(fs, field{"average_rewards", func(p string, v *yaml.Node) { e.AverageRewards, _ = d.bool(p, v) }})
-	case "vtrace":
-		fs = append(fs,
-			field{"rho_thresh", func(p string, v *yaml.Node) { e.RhoThresh, _ = d.floatIn(p, v, 0, 0, true, true) }},
-			field{"c_thresh", func(p string, v *yaml.Node) { e.CThresh, _ = d.floatIn(p, v, 0, 0, true, true) }},
-			field{"average_adv", func(p string, v *yaml.Node) { e.AverageAdv, _ = d.bool(p, v) }})
+	fs := []field{{"type", func(string, *yaml.Node) {}}}
+	for i := range def.Params {
+		p := &def.Params[i]
+		fs = append(fs, field{p.Name, func(kp string, v *yaml.Node) {
+			if x, ok := d.param(p, kp, v); ok {
+				st.Values[p.Name] = Value{V: x, Pos: d.at(v), Written: true}
+			}
+		}})
 	}
 	d.mapping(n, path, fs)
-	return e
+	return st
 }
 
-// ppoFields are the keys of PPOLoss (all three PPO classes accept them).
-func (d *decoder) ppoFields(l *Loss, loss *yaml.Node) []field {
-	return []field{
-		{"entropy_bonus", func(p string, v *yaml.Node) { l.EntropyBonus, _ = d.bool(p, v) }},
-		{"entropy_coeff", func(p string, v *yaml.Node) { d.entropyCoeff(l, p, v) }},
-		{"heads", func(p string, v *yaml.Node) {
-			d.list(p, v, func(ip string, iv *yaml.Node) {
-				if h, ok := d.str(ip, iv); ok {
-					l.Heads = append(l.Heads, h)
-				}
-			})
-		}},
-		{"critic_coeff", func(p string, v *yaml.Node) {
-			if isNull(v) {
-				l.CriticCoeff = 0
-				return
-			}
-			if c, ok := d.float(p, v); ok {
-				if c < 0 {
-					d.errf(v, "%s: must be >= 0 (0 or null drops the critic term), got %s; TorchRL silently drops the critic for a negative value", p, v.Value)
-				}
-				l.CriticCoeff = c
-			}
-		}},
-		{"loss_critic_type", func(p string, v *yaml.Node) { l.LossCriticType, _ = d.enum(p, v, DistanceLosses...) }},
-		{"normalize_advantage", func(p string, v *yaml.Node) { l.NormalizeAdvantage, _ = d.bool(p, v) }},
-		{"normalize_advantage_exclude_dims", func(p string, v *yaml.Node) {
-			d.list(p, v, func(ip string, iv *yaml.Node) {
-				if x, ok := d.int(ip, iv); ok {
-					l.NormalizeExcludeDims = append(l.NormalizeExcludeDims, x)
-					d.pos[ip] = d.at(iv)
-				}
-			})
-		}},
-		{"clip_value", func(p string, v *yaml.Node) {
-			switch {
-			case isNull(v):
-				l.ClipValue = 0
-			case v.Kind == yaml.ScalarNode && v.Tag == "!!bool":
-				b, _ := d.bool(p, v)
-				if b && l.Type != "clip_ppo" {
-					d.errf(v, "%s: true is accepted by clip_ppo only (it means clip_epsilon); %s takes a number", p, l.Type)
-				}
-				if b {
-					l.ClipValue = -1 // resolved to clip_epsilon once that is known
-				}
-			default:
-				if c, ok := d.float(p, v); ok {
-					if c < 0 {
-						d.errf(v, "%s: must be >= 0 (0 or null: no value clipping), got %s", p, v.Value)
-					}
-					l.ClipValue = c
-				}
-			}
-		}},
-		{"log_explained_variance", func(p string, v *yaml.Node) { l.LogExplainedVariance, _ = d.bool(p, v) }},
-		{"reduction", func(p string, v *yaml.Node) { l.Reduction, _ = d.enum(p, v, Reductions...) }},
+// param decodes one parameter's value by its type, checking every number against its range.
+func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
+	if isNull(v) {
+		if p.Null == nil {
+			d.errf(v, "%s: null is not allowed here", path)
+			return nil, false
+		}
+		return p.Null, true
 	}
-}
-
-func (d *decoder) entropyCoeff(l *Loss, path string, v *yaml.Node) {
-	if v.Kind == yaml.MappingNode {
-		l.EntropyCoeffMap = map[string]float64{}
+	num := func(path string, v *yaml.Node) (float64, bool) {
+		x, ok := d.float(path, v)
+		if ok && !p.inRange(x) {
+			d.errf(v, "%s: must be in %s, got %s", path, p.fmtRange(), v.Value)
+			return 0, false
+		}
+		return x, ok
+	}
+	isBool := v.Kind == yaml.ScalarNode && v.Tag == "!!bool"
+	switch p.Type {
+	case Float:
+		return num(path, v)
+	case FloatOrBool:
+		if isBool {
+			return d.bool(path, v)
+		}
+		return num(path, v)
+	case FloatOrPair:
+		if v.Kind != yaml.SequenceNode {
+			return num(path, v)
+		}
+		if len(v.Content) != 2 {
+			d.errf(v, "%s: want a number or a list of two numbers [low, high], got a list of %d", path, len(v.Content))
+			return nil, false
+		}
+		lo, ok1 := num(path+"[0]", v.Content[0])
+		hi, ok2 := num(path+"[1]", v.Content[1])
+		return []float64{lo, hi}, ok1 && ok2
+	case FloatOrMap:
+		if v.Kind != yaml.MappingNode {
+			if v.Kind != yaml.ScalarNode || (v.Tag != "!!float" && v.Tag != "!!int") {
+				d.errf(v, "%s: want a number or a mapping {head: number}, got %s", path, describe(v))
+				return nil, false
+			}
+			return num(path, v)
+		}
+		m := map[string]float64{}
+		ok := true
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			k, c := v.Content[i], v.Content[i+1]
-			if x, ok := d.float(join(path, k.Value), c); ok {
-				l.EntropyCoeffMap[k.Value] = x
-				d.pos[join(path, k.Value)] = d.at(k)
+			kp := join(path, k.Value)
+			if _, dup := m[k.Value]; dup {
+				d.errf(k, "%s: repeated key", kp)
+				ok = false
+				continue
 			}
+			x, okx := num(kp, c)
+			d.pos[kp] = d.at(k)
+			m[k.Value], ok = x, ok && okx
 		}
-		return
-	}
-	if v.Kind != yaml.ScalarNode || (v.Tag != "!!float" && v.Tag != "!!int") {
-		d.errf(v, "%s: want a number or a mapping {head: number}, got %s", path, describe(v))
-		return
-	}
-	l.EntropyCoeff, _ = d.float(path, v)
-}
-
-func (d *decoder) loss(path string, n *yaml.Node) *Loss {
-	typ, ok := d.typed(path, n, LossTypes)
-	if !ok {
-		return nil
-	}
-	l := &Loss{
-		Type: typ, ClipEpsilon: 0.2, EntropyBonus: true, EntropyCoeff: 0.01, CriticCoeff: 1,
-		LossCriticType: "smooth_l1", LogExplainedVariance: true, Reduction: "mean",
-		Dtarg: 0.01, Beta: 1, Increment: 2, Decrement: 0.5,
-		NumQValueNets: 2, LossFunction: "smooth_l1", Temperature: 1, Expectile: 0.5,
-		Pos: d.at(n),
-	}
-	fs := []field{{"type", func(string, *yaml.Node) {}}}
-	switch typ {
-	case "ppo":
-		fs = append(fs, d.ppoFields(l, n)...)
-	case "clip_ppo":
-		fs = append(fs, d.ppoFields(l, n)...)
-		fs = append(fs, field{"clip_epsilon", func(p string, v *yaml.Node) {
-			l.ClipEpsilon, _ = d.floatIn(p, v, 0, 1, true, true)
-		}})
-	case "klpen_ppo":
-		fs = append(fs, d.ppoFields(l, n)...)
-		fs = append(fs,
-			field{"dtarg", func(p string, v *yaml.Node) { l.Dtarg, _ = d.floatIn(p, v, 0, 0, true, true) }},
-			field{"beta", func(p string, v *yaml.Node) { l.Beta, _ = d.floatIn(p, v, 0, 0, false, true) }},
-			field{"increment", func(p string, v *yaml.Node) { l.Increment, _ = d.floatIn(p, v, 1, 0, false, true) }},
-			field{"decrement", func(p string, v *yaml.Node) { l.Decrement, _ = d.floatIn(p, v, 0, 1, true, false) }},
-			field{"distribution", func(p string, v *yaml.Node) {
-				l.Distribution, _ = d.enum(p, v, "normal", "tanh_normal", "categorical")
-			}})
-	case "iql", "discrete_iql":
-		fs = append(fs,
-			field{"num_qvalue_nets", func(p string, v *yaml.Node) {
-				if q, ok := d.int(p, v); ok {
-					if q < 1 {
-						d.errf(v, "%s: must be >= 1, got %d", p, q)
-					}
-					l.NumQValueNets = q
-				}
-			}},
-			field{"loss_function", func(p string, v *yaml.Node) { l.LossFunction, _ = d.enum(p, v, DistanceLosses...) }},
-			field{"temperature", func(p string, v *yaml.Node) { l.Temperature, _ = d.floatIn(p, v, 0, 0, true, true) }},
-			field{"expectile", func(p string, v *yaml.Node) { l.Expectile, _ = d.floatIn(p, v, 0, 1, true, true) }},
-			field{"reduction", func(p string, v *yaml.Node) { l.Reduction, _ = d.enum(p, v, Reductions...) }})
-		if typ == "discrete_iql" {
-			fs = append(fs, field{"action_space", func(p string, v *yaml.Node) {
-				l.ActionSpace, _ = d.enum(p, v, "one_hot", "categorical")
-			}})
-		}
-	}
-	d.mapping(n, path, fs)
-	if l.ClipValue == -1 {
-		l.ClipValue = l.ClipEpsilon
-	}
-	if typ == "discrete_iql" && l.ActionSpace == "" {
-		l.ActionSpace = "one_hot" // TorchRL's fallback (with a warning) when action_space is not given
-		d.warnf(n, "%s.action_space not given: one_hot is used, as TorchRL's DiscreteIQLLoss does", path)
-	}
-	return l
-}
-
-func (d *decoder) transform(path string, n *yaml.Node) *Transform {
-	typ, ok := d.typed(path, n, TransformTypes)
-	if !ok {
-		return nil
-	}
-	t := &Transform{Type: typ, Coef: 1, ActionSpace: "one_hot", Pos: d.at(n)}
-	fs := []field{{"type", func(string, *yaml.Node) {}}}
-	varNums := field{"var_nums", func(p string, v *yaml.Node) {
-		d.list(p, v, func(ip string, iv *yaml.Node) {
-			if x, ok := d.int(ip, iv); ok {
-				if x < 1 {
-					d.errf(iv, "%s: must be >= 1, got %d", ip, x)
-				}
-				t.VarNums = append(t.VarNums, x)
+		return m, ok
+	case FloatList:
+		var out []float64
+		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
+			if x, okx := num(ip, iv); okx {
+				out = append(out, x)
 			}
 		})
-	}}
-	switch typ {
-	case "kl_reward":
-		fs = append(fs, field{"coef", func(p string, v *yaml.Node) { t.Coef, _ = d.float(p, v) }})
-	case "qvalue":
-		fs = append(fs, field{"action_space", func(p string, v *yaml.Node) {
-			t.ActionSpace, _ = d.enum(p, v, "one_hot", "categorical", "mult_one_hot")
-		}}, varNums)
-	case "distributional_qvalue":
-		fs = append(fs, field{"action_space", func(p string, v *yaml.Node) {
-			t.ActionSpace, _ = d.enum(p, v, "one_hot", "categorical", "mult_one_hot")
-		}}, varNums, field{"support", func(p string, v *yaml.Node) {
-			d.list(p, v, func(ip string, iv *yaml.Node) {
-				if x, ok := d.float(ip, iv); ok {
-					t.Support = append(t.Support, x)
-				}
-			})
-		}})
+		return out, ok
+	case Int:
+		x, ok := d.int(path, v)
+		if ok && !p.inRange(float64(x)) {
+			d.errf(v, "%s: must be in %s, got %d", path, p.fmtRange(), x)
+			return nil, false
+		}
+		return x, ok
+	case IntList:
+		var out []int
+		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
+			if x, okx := d.int(ip, iv); okx {
+				out = append(out, x)
+				d.pos[ip] = d.at(iv)
+			}
+		})
+		return out, ok
+	case Bool:
+		return d.bool(path, v)
+	case Enum:
+		return d.enum(path, v, p.Enum...)
+	case Names:
+		var out []string
+		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
+			if x, okx := d.str(ip, iv); okx {
+				out = append(out, x)
+				d.pos[ip] = d.at(iv)
+			}
+		})
+		return out, ok
+	case DimName:
+		x, ok := d.str(path, v)
+		return x, ok // checked against dims in validate
 	}
-	d.mapping(n, path, fs)
-	return t
+	panic("spec: parameter type of " + p.Name)
 }
 
 func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
@@ -417,11 +339,11 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 	}
 	written := map[string][]string{}
 	present := map[string]bool{}
-	names := logicalKeys()
+	names := d.reg.Keys()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		kp := join(path, k.Value)
-		if _, ok := DefaultKeys[k.Value]; !ok {
+		if _, ok := d.reg.Key(k.Value); !ok {
 			d.errf(k, "%s: unknown key %q %s", path, k.Value, allowed(names))
 			continue
 		}
@@ -444,6 +366,9 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 			if len(key) == 0 {
 				d.errf(v, "%s: an empty nested key; write null for a key that is not in the data", kp)
 			}
+			if len(key) > MaxKeyDepth {
+				d.errf(v, "%s: a key nested %d deep; at most %d", kp, len(key), MaxKeyDepth)
+			}
 			written[k.Value] = key
 		default:
 			if part, ok := d.keyPart(kp, v); ok {
@@ -451,7 +376,7 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 			}
 		}
 	}
-	s.Keys = resolveKeys(written, present)
+	s.Keys = resolveKeys(d.reg, written, present)
 	s.pos["keys"] = d.at(n)
 }
 
@@ -459,6 +384,10 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 func (d *decoder) keyPart(path string, v *yaml.Node) (string, bool) {
 	s, ok := d.str(path, v)
 	if !ok {
+		return "", false
+	}
+	if len(s) > MaxNameLen {
+		d.errf(v, "%s: a key part of %d characters; at most %d", path, len(s), MaxNameLen)
 		return "", false
 	}
 	if !keyPart.MatchString(s) {

@@ -21,44 +21,71 @@ import (
 
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // Build returns the input-only cases for g: "random", "flags" (when the graph has done
-// flags), "extreme" (when it has log-probabilities), and "real_<file>" for every .npz in
-// dataDir holding all of g's inputs at its shapes.
+// flags), "extreme" (when a key asks for one: log-probabilities, rewards, advantages), and
+// "real_<file>" for every .npz in dataDir holding all of g's inputs at its shapes. Values are
+// drawn as each key's registry entry says (spec.Sample).
 func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	var out []golden.Case
-	add := func(name string, fill func(r *rand.Rand, key string, n int, shape ir.Shape) []float64) {
+	add := func(name string, fill func(r *rand.Rand, in *ir.Input) []float64) {
 		r := rand.New(rand.NewPCG(seed(pkg, name), 7))
 		c := golden.Case{Name: name, Inputs: map[string]golden.Array{}}
 		vals := map[string][]float64{}
 		for _, in := range g.Inputs {
-			vals[in.Key] = fill(r, in.Key, in.Shape.Numel(), in.Shape)
+			vals[in.Key] = fill(r, in)
 		}
-		coherent(vals)
+		coherent(g, vals)
 		for _, in := range g.Inputs {
 			c.Inputs[in.Name] = Stored(g.DType, in, vals[in.Key])
 		}
 		out = append(out, c)
 	}
-	add("random", typical)
+	add("random", func(r *rand.Rand, in *ir.Input) []float64 { return typical(r, g, in) })
 	if has(g, "done") {
-		add("flags", func(r *rand.Rand, key string, n int, shape ir.Shape) []float64 {
-			if key == "done" || key == "terminated" {
-				return flagPatterns(key, shape)
+		add("flags", func(r *rand.Rand, in *ir.Input) []float64 {
+			if in.Key == "done" || in.Key == "terminated" {
+				return flagPatterns(in.Key, in.Shape, timeDim(g))
 			}
-			return typical(r, key, n, shape)
+			return typical(r, g, in)
 		})
 	}
-	if has(g, "log_prob") {
-		add("extreme", extreme)
+	extremeKeys := false
+	for _, in := range g.Inputs {
+		sm := sample(in.Key)
+		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil
+	}
+	if extremeKeys {
+		add("extreme", func(r *rand.Rand, in *ir.Input) []float64 { return extreme(r, g, in) })
 	}
 	real, err := realCases(g, dataDir)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, real...), nil
+}
+
+// sample is a key's golden-case distribution (a normal(0, 1) for a key no stage declares).
+func sample(key string) spec.Sample {
+	if def, ok := lower.Registry().Key(key); ok && def.Sample.Dist != "" {
+		return def.Sample
+	}
+	return spec.Sample{Dist: "normal", Std: 1}
+}
+
+// timeDim is the axis the graph's scans run along (the flag patterns' time), or its last
+// batch dim.
+func timeDim(g *ir.Graph) string {
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpScan {
+			return n.Axes[0]
+		}
+	}
+	return g.Batch[len(g.Batch)-1].Name
 }
 
 func has(g *ir.Graph, key string) bool {
@@ -76,57 +103,65 @@ func seed(pkg, name string) uint64 {
 	return h.Sum64()
 }
 
-// typical draws values in the ranges an RL batch has: log-probabilities of a few nats whose
-// differences cross the clip bounds, entropies of a small action space, critic values and
-// rewards of order one, done flags about one step in twenty.
-func typical(r *rand.Rand, key string, n int, _ ir.Shape) []float64 {
-	v := make([]float64, n)
+// typical draws a key's values in the ranges an RL batch has (spec.Sample): log-probabilities
+// of a few nats whose differences cross the clip bounds, entropies of a small action space,
+// critic values and rewards of order one, done flags about one step in twenty.
+func typical(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
+	sm := sample(in.Key)
+	v := make([]float64, in.Shape.Numel())
 	for i := range v {
-		switch key {
-		case "sample_log_prob":
-			v[i] = -3 + 2.95*r.Float64()
-		case "log_prob":
-			v[i] = 0.25 * r.NormFloat64() // an offset; coherent adds sample_log_prob
-		case "entropy":
-			v[i] = 0.1 + 1.4*r.Float64()
-		case "value", "next_value", "value_target":
-			v[i] = 2 * r.NormFloat64()
-		case "old_value":
-			v[i] = 0.3 * r.NormFloat64() // an offset from value
-		case "reward", "advantage":
-			v[i] = r.NormFloat64()
-		case "done":
-			v[i] = b2f(r.Float64() < 0.05)
-		case "terminated":
-			v[i] = b2f(r.Float64() < 0.7) // and done: see coherent
+		switch sm.Dist {
+		case "uniform":
+			v[i] = sm.Lo + (sm.Hi-sm.Lo)*r.Float64()
+		case "flag":
+			v[i] = b2f(r.Float64() < sm.P)
+		case "index":
+			v[i] = float64(r.IntN(IndexRange(g, in)))
 		default:
-			v[i] = r.NormFloat64()
+			v[i] = sm.Mean + sm.Std*r.NormFloat64()
 		}
 	}
 	return v
 }
 
+// IndexRange is the extent of the axis an index input selects along (the smallest, if it
+// feeds several gathers), 1 if none.
+func IndexRange(g *ir.Graph, in *ir.Input) int {
+	n := 1 << 30
+	for _, node := range g.Nodes {
+		if node.Op == ir.OpGather && node.Args[1].Op == ir.OpInput && node.Args[1].Input == in {
+			x := node.Args[0].Shape
+			n = min(n, x[x.Index(node.Axes[0])].Size)
+		}
+	}
+	if n == 1<<30 {
+		return 1
+	}
+	return n
+}
+
 // extreme stresses the clip and the exponentials: log-weights of up to ±6 nats, exact ties
-// at ratio 1, advantages from 0 to ±1e3, zero entropy, the critic exactly on target.
-func extreme(r *rand.Rand, key string, n int, shape ir.Shape) []float64 {
-	v := typical(r, key, n, shape)
+// at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy.
+func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
+	v := typical(r, g, in)
+	sm := sample(in.Key)
 	for i := range v {
-		switch key {
-		case "log_prob":
+		switch {
+		case sm.ExtremeLog:
 			switch i % 4 {
 			case 0:
 				v[i] = 0
 			case 1:
 				v[i] = 6 * (2*r.Float64() - 1)
 			}
-		case "advantage", "reward":
+		case sm.ExtremeBig:
 			switch i % 5 {
 			case 0:
 				v[i] = 0
 			case 1:
 				v[i] *= 1e3
 			}
-		case "entropy":
+		case sm.ExtremeNil:
 			if i%3 == 0 {
 				v[i] = 0
 			}
@@ -136,40 +171,44 @@ func extreme(r *rand.Rand, key string, n int, shape ir.Shape) []float64 {
 }
 
 // coherent turns offsets into values (log_prob = sample_log_prob + offset, old_value =
-// value + offset) and keeps terminated ⊆ done, as environments record them.
-func coherent(vals map[string][]float64) {
-	if lp, ok := vals["log_prob"]; ok && vals["sample_log_prob"] != nil {
-		for i := range lp {
-			lp[i] += vals["sample_log_prob"][i]
+// value + offset) and keeps flags within others (terminated ⊆ done), as environments record
+// them.
+func coherent(g *ir.Graph, vals map[string][]float64) {
+	for _, in := range g.Inputs {
+		sm := sample(in.Key)
+		v := vals[in.Key]
+		if base, ok := vals[sm.Offset]; ok && len(base) == len(v) {
+			for i := range v {
+				v[i] += base[i]
+			}
 		}
-	}
-	if ov, ok := vals["old_value"]; ok && vals["value"] != nil {
-		for i := range ov {
-			ov[i] += vals["value"][i]
-		}
-	}
-	if t, ok := vals["terminated"]; ok && vals["done"] != nil {
-		for i := range t {
-			t[i] *= vals["done"][i]
+		if within, ok := vals[sm.Within]; ok && len(within) == len(v) {
+			for i := range v {
+				v[i] *= within[i]
+			}
 		}
 	}
 }
 
-// flagPatterns lays out, one per row (cycling), the done/terminated situations GAE must
-// get right: none; a terminal in the middle; a truncation in the middle; terminated
-// without done; done on the last step; done at every step.
-func flagPatterns(key string, shape ir.Shape) []float64 {
-	T := shape[len(shape)-1].Size
-	rows := shape.Numel() / T
-	v := make([]float64, rows*T)
+// flagPatterns lays out, one per line along the time dim (cycling), the done/terminated
+// situations the estimators must get right: none; a terminal in the middle; a truncation in
+// the middle; terminated without done; done on the last step; done at every step.
+func flagPatterns(key string, shape ir.Shape, time string) []float64 {
+	a := shape.Index(time)
+	T, stride := shape[a].Size, shape.Strides()[a]
+	v := make([]float64, shape.Numel())
 	mid := T / 2
-	for row := 0; row < rows; row++ {
+	line := 0
+	for start := range v {
+		if (start/stride)%T != 0 {
+			continue
+		}
 		set := func(t int, done, term bool) {
 			if key == "done" && done || key == "terminated" && term {
-				v[row*T+t] = 1
+				v[start+t*stride] = 1
 			}
 		}
-		switch row % 6 {
+		switch line % 6 {
 		case 1:
 			set(mid, true, true)
 		case 2:
@@ -183,6 +222,7 @@ func flagPatterns(key string, shape ir.Shape) []float64 {
 				set(t, true, t%2 == 0)
 			}
 		}
+		line++
 	}
 	return v
 }

@@ -17,9 +17,9 @@ import (
 // eval parses a spec, lowers it and runs the interpreter on flat row-major inputs.
 func eval(t *testing.T, src string, in map[string][]float64) map[string][]float64 {
 	t.Helper()
-	s, err := spec.Parse("test.yaml", []byte(src))
+	s, err := spec.Parse("test.yaml", []byte(src), lower.Registry())
 	require.NoError(t, err)
-	g, err := lower.Lower(s)
+	g, _, err := lower.Lower(s)
 	require.NoError(t, err)
 	inputs := map[string]*tensor.Dense{}
 	for _, x := range g.Inputs {
@@ -64,6 +64,7 @@ var ppo91 = map[string][]float64{
 const ppo91Spec = `
 package: p
 dtype: float64
+param_dtype: float64
 dims: {B: 4}
 batch: [B]
 loss:
@@ -211,6 +212,7 @@ func TestClipPPOTwoDimBatch(t *testing.T) {
 	src := `
 package: p
 dtype: float64
+param_dtype: float64
 dims: {N: 2, T: 3}
 batch: [N, T]
 loss: {type: clip_ppo, entropy_bonus: false}
@@ -238,6 +240,7 @@ loss: {type: clip_ppo, entropy_bonus: false}
 const gaeSpec = `
 package: g
 dtype: float64
+param_dtype: float64
 dims: {N: 1, T: 5}
 batch: [N, T]
 estimator: {type: gae, gamma: 0.9, lmbda: 0.8}
@@ -313,6 +316,7 @@ func TestGAEOneStep(t *testing.T) {
 	src := `
 package: g
 dtype: float64
+param_dtype: float64
 dims: {N: 3, T: 1}
 batch: [N, T]
 estimator: {type: gae, gamma: 0.9, lmbda: 0.8}
@@ -367,6 +371,7 @@ func TestESSSqueezeQuirk(t *testing.T) {
 	src := `
 package: p
 dtype: float64
+param_dtype: float64
 dims: {N: 1, T: 3}
 batch: [N, T]
 loss: {type: clip_ppo, entropy_bonus: false, critic_coeff: 0}

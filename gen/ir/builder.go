@@ -310,6 +310,15 @@ func (b *Builder) Output(name string, n *Node, role Role, doc, source string) {
 	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Role: role, Doc: doc, Source: source})
 }
 
+// OutputNames lists the outputs declared so far.
+func (b *Builder) OutputNames() []string {
+	out := make([]string, len(b.g.Outputs))
+	for i, o := range b.g.Outputs {
+		out[i] = o.Name
+	}
+	return out
+}
+
 // Duplicates lists the output names declared more than once (only the first was kept).
 func (b *Builder) Duplicates() []string { return b.dup }
 

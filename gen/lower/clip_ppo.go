@@ -1,16 +1,25 @@
 package lower
 
 import (
-	"math"
-
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
 
-const ppoSource = "torchrl/objectives/ppo.py ClipPPOLoss.forward"
+func init() {
+	register(&Stage{
+		StageDef: spec.StageDef{
+			Kind: spec.Loss, Type: "clip_ppo", Class: "ClipPPOLoss", Source: ppoSource,
+			Params: append(ppoParams(), spec.ParamDef{Name: "clip_epsilon", Type: spec.FloatOrPair, Default: 0.2, Min: 0, Max: 1, MinOpen: true, MaxOpen: true,
+				Doc: "ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically"}),
+			Keys:  ppoKeys,
+			Check: checkPPO,
+		},
+		Lower: lowerClipPPO,
+	})
+}
 
 // lowerClipPPO is TorchRL v0.11.0's ClipPPOLoss.forward (SEMANTICS.md §2.2–2.7), with the
-// advantage and value target given (from the estimator, or as inputs):
+// advantage and value target from the estimator before it, or inputs:
 //
 //	A    = standardize(A) if normalize_advantage and numel > 1      (§1.3, per call)
 //	lw   = log_prob − sample_log_prob
@@ -21,113 +30,47 @@ const ppoSource = "torchrl/objectives/ppo.py ClipPPOLoss.forward"
 //	entropy = mean(H);  loss_entropy = reduce(−c·H)
 //	loss_critic = reduce(critic_coeff · distance(value_target, V)), pessimistically clipped
 //	explained_variance = 1 − Var₀(y − V)/(Var₀(y) + eps(dtype)), variance along dim 0
-func lowerClipPPO(l *lowerer, loss *spec.Loss, adv, vt *ir.Node, inKernel bool) {
-	b := l.b
-	batch := b.Batch()
-	lp, lpOld := l.in("log_prob"), l.in("sample_log_prob")
+func lowerClipPPO(l *Lowerer, st *spec.Stage) {
+	b := l.B
+	adv := l.advantage(st)
+	lp, lpOld := l.Read("log_prob"), l.Read("sample_log_prob")
+	reduction := st.String("reduction")
 
-	if loss.NormalizeAdvantage {
-		if over, ok := normalizeDims(batch, loss.NormalizeExcludeDims); ok {
-			adv = b.Note(l.standardize(adv, over, 1e-6), "advantage_normalized")
-		}
-	}
-
+	epsLo, epsHi := clipEpsilon(st)
 	lw := b.Note(b.Sub(lp, lpOld), "log_weight")
-	lo := b.Const(math.Log1p(-loss.ClipEpsilon))
-	hi := b.Const(math.Log1p(loss.ClipEpsilon))
+	lo := b.Const(l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight"))
+	hi := b.Const(l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight"))
 	lwc := b.Note(b.Clamp(lw, lo, hi), "log_weight_clip")
 	gain1 := b.Note(b.Mul(b.Exp(lw), adv), "gain1")
 	gain2 := b.Note(b.Mul(b.Exp(lwc), adv), "gain2")
 	gain := b.Min(gain1, gain2)
 
-	b.Output("loss_objective", l.reduce(b.Neg(gain), loss.Reduction), ir.LossTerm,
-		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+loss.Reduction+")", ppoSource)
-	b.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)), ir.Metric,
-		"fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean", ppoSource)
-	b.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)), ir.Metric,
-		"mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean", "torchrl/objectives/ppo.py PPOLoss._log_weight, ClipPPOLoss.forward")
-
-	if loss.EntropyBonus {
-		h := l.in("entropy")
-		b.Output("entropy", b.MeanAll(h), ir.Metric, "mean entropy of the current policy; always a mean", ppoSource)
-		b.Output("loss_entropy", l.reduce(b.Mul(b.Const(-loss.EntropyCoeff), h), loss.Reduction), ir.LossTerm,
-			"−entropy_coeff·H, reduced by reduction", "torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy")
-	}
-	if loss.HasCritic() {
-		l.critic(loss, vt, inKernel)
-	}
-	l.ess(lw, loss.Reduction)
+	l.Output("loss_objective", l.reduce(b.Neg(gain), reduction), ir.LossTerm,
+		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+reduction+")")
+	l.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)), ir.Metric,
+		"fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean")
+	l.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)), ir.Metric,
+		"mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean")
+	l.entropyTerm(st)
+	l.criticTerm(st)
+	l.ess(lw, reduction)
 }
 
-// normalizeDims resolves normalize_advantage_exclude_dims (TorchRL dim indices on the
-// advantage's [*batch, 1] layout) to the batch dims the statistics run over. ok is false
-// when every dim is excluded: TorchRL then returns the advantage unchanged. spec.Parse has
-// already rejected out-of-range and repeated dims and an included extent of 1, and a
-// one-element batch is skipped (TorchRL standardises only when numel > 1).
-func normalizeDims(batch ir.Shape, exclude []int) (over []string, ok bool) {
-	if batch.Numel() == 1 {
-		return nil, false
+// clipEpsilon is (ε_low, ε_high): clip_epsilon, or its two values.
+func clipEpsilon(st *spec.Stage) (lo, hi float64) {
+	if p, ok := st.Get("clip_epsilon").([]float64); ok {
+		return p[0], p[1]
 	}
-	rank := len(batch) + 1
-	ex := map[int]bool{}
-	for _, d := range exclude {
-		if d < 0 {
-			d += rank
-		}
-		ex[d] = true
-	}
-	if len(ex) == rank {
-		return nil, false
-	}
-	for i, d := range batch {
-		if !ex[i] {
-			over = append(over, d.Name)
-		}
-	}
-	if len(over) == 0 {
-		// Only the trailing singleton is included: spec.Parse rejects this (std of one element).
-		return nil, false
-	}
-	return over, true
-}
-
-// critic is PPOLoss.loss_critic (SEMANTICS.md §1.4–1.5, §2.6). With the estimator in the
-// kernel the stored value is the current critic's (TorchRL's estimator overwrites it), so
-// V_old = V and clipping changes nothing, as in TorchRL.
-func (l *lowerer) critic(loss *spec.Loss, y *ir.Node, inKernel bool) {
-	b := l.b
-	v := l.in("value")
-	lossValue := l.distance(y, v, loss.LossCriticType)
-	if loss.ClipValue > 0 {
-		vOld := v
-		if !inKernel {
-			vOld = l.in("old_value")
-		}
-		pre := b.Sub(v, vOld)
-		clipped := b.Clamp(pre, b.Const(-loss.ClipValue), b.Const(loss.ClipValue))
-		b.Output("value_clip_fraction", b.MeanAll(b.Ne(pre, clipped)), ir.Metric,
-			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean", "torchrl/objectives/utils.py _clip_value_loss")
-		lossClipped := l.distance(y, b.Add(vOld, clipped), loss.LossCriticType)
-		lossValue = b.Max(lossValue, lossClipped)
-	}
-	b.Output("loss_critic", l.reduce(b.Mul(b.Const(loss.CriticCoeff), lossValue), loss.Reduction), ir.LossTerm,
-		"critic_coeff·"+loss.LossCriticType+"(value_target, V), reduced by reduction", "torchrl/objectives/ppo.py PPOLoss.loss_critic")
-	if loss.LogExplainedVariance {
-		first := b.Batch()[0].Name
-		resid := b.Var(b.Sub(y, v), 0, first)
-		total := b.Var(y, 0, first)
-		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(b.DType().Eps()))))
-		b.Output("explained_variance", ev, ir.Metric,
-			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim", "torchrl/objectives/ppo.py PPOLoss.loss_critic")
-	}
+	e := st.Float("clip_epsilon")
+	return e, e
 }
 
 // ess is ClipPPOLoss's effective sample size (SEMANTICS.md §2.3 item 6, §11.6): TorchRL
 // squeezes the [*batch, 1] log-weight (dropping every size-1 dim), takes logsumexp along
 // dim 0 of what is left, reduces with reduction and divides by the first batch extent.
-func (l *lowerer) ess(lw *ir.Node, reduction string) {
-	b := l.b
-	batch := b.Batch()
+func (l *Lowerer) ess(lw *ir.Node, reduction string) {
+	b := l.B
+	batch := l.Batch()
 	var first string
 	for _, d := range batch {
 		if d.Size != 1 {
@@ -155,5 +98,5 @@ func (l *lowerer) ess(lw *ir.Node, reduction string) {
 		ess = b.Sum(ess, ones...)
 	}
 	out := b.Div(l.reduce(ess, reduction), b.Const(float64(batch[0].Size)))
-	b.Output("ESS", out, ir.Metric, "effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent", ppoSource)
+	l.Output("ESS", out, ir.Metric, "effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent")
 }

@@ -5,16 +5,41 @@ import (
 	"github.com/lossgen/lossgen/spec"
 )
 
-var estimatorSource = map[string]string{
-	"gae": "torchrl/objectives/value/functional.py generalized_advantage_estimate; torchrl/objectives/value/advantages.py GAE.forward",
+// estimatorKeys are the keys every value estimator reads and writes (SEMANTICS.md §3.1).
+var estimatorKeys = []spec.KeyDef{keyReward, keyDone, keyTerminated, keyValue, keyNextValue, keyAdvantage, keyValueTarget}
+
+func init() {
+	register(&Stage{
+		StageDef: spec.StageDef{
+			Kind: spec.Estimator, Type: "gae", Class: "GAE",
+			Source: "torchrl/objectives/value/advantages.py",
+			Params: []spec.ParamDef{
+				unitParam("gamma", "the discount γ"),
+				unitParam("lmbda", "the GAE λ (TorchRL's spelling)"),
+				{Name: "average_gae", Type: spec.Bool, Default: false, Doc: "standardise the advantage: (A − mean A)/max(std A, 1e-4), unbiased std over every element"},
+				paramTimeDim,
+			},
+			Keys: estimatorKeys,
+			Check: func(c *spec.Check) {
+				discountDefaults(c, "gamma", "lmbda")
+				checkTimeDim(c)
+				checkStandardise(c, "average_gae")
+			},
+		},
+		Lower: lowerGAE,
+	})
 }
 
-func advantageDoc(e *spec.Estimator) string {
-	doc := "advantage (TorchRL key advantage)"
-	if e.Type == "gae" && e.AverageGAE {
-		doc += ", standardised by average_gae: (A − mean A)/max(std A, 1e-4)"
+// checkStandardise rejects standardisation over a one-element batch (an unbiased std of NaN,
+// SEMANTICS.md §11.11).
+func checkStandardise(c *spec.Check, param string) {
+	n := 1
+	for _, x := range c.Spec.BatchShape() {
+		n *= x
 	}
-	return doc
+	if n == 1 && c.Stage.Bool(param) {
+		c.Errorf(param, "standardisation over a batch of one element divides by an unbiased std of NaN; drop it or enlarge the batch")
+	}
 }
 
 // lowerGAE is TorchRL's loop GAE (functional.py generalized_advantage_estimate, the default
@@ -25,22 +50,31 @@ func advantageDoc(e *spec.Estimator) string {
 //	value_target = A + V                        (from the un-normalised advantage)
 //	average_gae: A ← (A − mean A) / clamp_min(std A, 1e-4), unbiased std over every element
 //
-// γ·(1−τ) and λγ are formed as TorchRL forms them: the Python floats λ·γ multiply first.
-func lowerGAE(l *lowerer, e *spec.Estimator) (adv, vt *ir.Node) {
-	b := l.b
-	batch := b.Batch()
-	time := batch[len(batch)-1].Name
+// γ·(1−τ) and λγ are formed as TorchRL forms them: the Python floats λ·γ multiply first, and
+// both are float32 tensors (param_dtype float32, SEMANTICS.md §11.14).
+func lowerGAE(l *Lowerer, st *spec.Stage) {
+	b := l.B
+	time := l.timeDim(st)
 	one := b.Const(1)
-	r, v, vNext := l.in("reward"), l.in("value"), l.in("next_value")
-	notTerm := b.Sub(one, l.terminated())
-	notDone := b.Sub(one, l.in("done"))
+	gamma, lmbda := st.Float("gamma"), st.Float("lmbda")
+	g := l.Hyper("gamma", gamma, true, "γ as GAE's γ·(1 − terminated) uses it")
+	lg := l.Hyper("lmbda*gamma", lmbda*gamma, true, "λ·γ as GAE's λγ·(1 − done) uses it")
+	r, v, vNext := l.Read("reward"), l.Read("value"), l.Read("next_value")
+	notTerm := b.Sub(one, l.ReadOr("terminated", "done"))
+	notDone := b.Sub(one, l.Read("done"))
 
-	delta := b.Note(b.Sub(b.Add(r, b.Mul(b.Mul(b.Const(e.Gamma), notTerm), vNext)), v), "delta")
-	discount := b.Note(b.Mul(b.Const(e.Lmbda*e.Gamma), notDone), "discount")
-	adv = b.Note(b.Scan(delta, discount, time, true), "gae")
-	vt = b.Note(b.Add(adv, v), "value_target")
-	if e.AverageGAE {
+	delta := b.Note(b.Sub(b.Add(r, b.Mul(b.Mul(b.Const(g), notTerm), vNext)), v), "delta")
+	discount := b.Note(b.Mul(b.Const(lg), notDone), "discount")
+	adv := b.Note(b.Scan(delta, discount, time, true), "gae")
+	vt := b.Note(b.Add(adv, v), "value_target")
+	doc := "advantage (TorchRL key advantage)"
+	if st.Bool("average_gae") {
 		adv = l.standardize(adv, nil, 1e-4)
+		doc += ", standardised by average_gae: (A − mean A)/max(std A, 1e-4)"
 	}
-	return adv, vt
+	// TorchRL's estimator writes the critic's current value over the stored one, so a loss
+	// after it sees V_old = V (SEMANTICS.md §1.4).
+	l.Set("old_value", b.Detach(v))
+	l.Write("advantage", adv, ir.Estimate, doc)
+	l.Write("value_target", vt, ir.Estimate, "value target (TorchRL key value_target): the return the critic regresses on")
 }

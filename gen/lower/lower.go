@@ -1,38 +1,43 @@
-// Package lower turns a validated spec into an IR graph. Each loss, estimator and transform
-// is a builder function here (clip_ppo.go, gae.go, ...) that states its TorchRL math with
-// ir.Builder ops; nothing below this package knows about losses.
 package lower
 
 import (
 	"fmt"
-	"sort"
+	"math"
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
 
-// lowerer holds the state of one lowering: the builder and the inputs declared so far.
-type lowerer struct {
-	s      *spec.Spec
-	b      *ir.Builder
-	inputs map[string]*ir.Node // by logical key
+// Lowerer is the state of one lowering: the IR builder, the environment of keys (what the
+// stages have read and written so far, as TorchRL's tensordict), and the hyper-parameters as
+// the kernel uses them.
+type Lowerer struct {
+	S *spec.Spec
+	B *ir.Builder
+
+	env     map[string]*ir.Node // logical key -> its current value
+	inputs  map[string]string   // data name -> logical key of the input declared under it
+	read    map[string]bool     // logical keys read from the data
+	written map[string]bool     // logical keys written by a stage
+	stage   *spec.Stage         // the stage being lowered
+	hypers  []Hyper
 }
 
-// estimatorFunc lowers an estimator: it returns the advantage and value_target [*batch].
-type estimatorFunc func(l *lowerer, e *spec.Estimator) (adv, valueTarget *ir.Node)
+// Hyper is a hyper-parameter as the kernel uses it: its name and exact value (after the
+// float32 rounding TorchRL applies, SEMANTICS.md §11.14), for the generated doc.
+type Hyper struct {
+	Name  string
+	Value float64
+	Doc   string
+}
 
-// lossFunc lowers a loss given the advantage and value target (from the estimator, or inputs).
-type lossFunc func(l *lowerer, loss *spec.Loss, adv, valueTarget *ir.Node, inKernel bool)
+// lowerError is a positioned error raised by a stage's lowering; Lower returns it.
+type lowerError struct{ err *spec.Error }
 
-// The builders. A spec type missing here is valid but does not lower yet.
-var (
-	estimators = map[string]estimatorFunc{"gae": lowerGAE}
-	losses     = map[string]lossFunc{"clip_ppo": lowerClipPPO}
-)
-
-// Lower builds the IR graph for s. It fails, with a positioned message, for spec features
-// that parse but have no IR builder yet.
-func Lower(s *spec.Spec) (*ir.Graph, error) {
+// Lower builds the IR graph of s: its transforms, its estimator, then its loss, each
+// reading the keys it needs and writing its outputs. Keys the spec maps but nothing reads,
+// and dims nothing uses, become warnings on s.
+func Lower(s *spec.Spec) (g *ir.Graph, hypers []Hyper, err error) {
 	dims := make([]ir.Dim, len(s.Dims))
 	for i, d := range s.Dims {
 		dims[i] = ir.Dim{Name: d.Name, Size: d.Size}
@@ -41,151 +46,204 @@ func Lower(s *spec.Spec) (*ir.Graph, error) {
 	if s.DType == spec.Float64 {
 		dt = ir.F64
 	}
-	l := &lowerer{s: s, b: ir.NewBuilder(dt, dims, s.Batch), inputs: map[string]*ir.Node{}}
-
-	if len(s.Transforms) > 0 {
-		t := s.Transforms[0]
-		return nil, &spec.Error{Pos: t.Pos, Msg: fmt.Sprintf("transforms: %s does not lower to IR yet (the spec is valid; lossgen lowers estimators %v and losses %v)", t.Type, keys(estimators), keys(losses))}
-	}
-	var est estimatorFunc
-	var loss lossFunc
-	if e := s.Estimator; e != nil {
-		if est = estimators[e.Type]; est == nil {
-			return nil, &spec.Error{Pos: e.Pos, Msg: fmt.Sprintf("estimator: %s does not lower to IR yet (the spec is valid; lossgen lowers %v)", e.Type, keys(estimators))}
-		}
-	}
-	if lo := s.Loss; lo != nil {
-		if loss = losses[lo.Type]; loss == nil {
-			return nil, &spec.Error{Pos: lo.Pos, Msg: fmt.Sprintf("loss: %s does not lower to IR yet (the spec is valid; lossgen lowers %v)", lo.Type, keys(losses))}
-		}
-		if len(lo.Heads) > 0 {
-			return nil, &spec.Error{Pos: s.PosOf("loss.heads"), Msg: "loss.heads: composite action heads do not lower to IR yet"}
-		}
-	}
-
-	// Declare every input up front, in the spec's key order, so the kernel's Inputs are
-	// stable and documented whether or not a later step reads them.
-	for _, k := range s.UsedKeys() {
-		l.declare(k)
-	}
-
-	var adv, vt *ir.Node
-	if est != nil {
-		adv, vt = est(l, s.Estimator)
-		// The estimator writes its outputs under the spec's keys (TorchRL: tensordict[advantage_key]).
-		l.b.Output(spec.DataName(s.Keys["advantage"]), adv, ir.Estimate, advantageDoc(s.Estimator), estimatorSource[s.Estimator.Type])
-		l.b.Output(spec.DataName(s.Keys["value_target"]), vt, ir.Estimate, "value target (TorchRL key value_target): the return the critic regresses on", estimatorSource[s.Estimator.Type])
-	} else {
-		adv = l.in("advantage")
-		if s.Loss.HasCritic() {
-			vt = l.in("value_target")
-		}
-	}
-	if loss != nil {
-		loss(l, s.Loss, adv, vt, est != nil)
-	}
-	for _, name := range l.b.Duplicates() {
-		for _, k := range s.OutputKeys() {
-			if spec.DataName(s.Keys[k]) == name {
-				return nil, &spec.Error{Pos: s.PosOf("keys." + k), Msg: fmt.Sprintf("keys.%s: the output name %q is also an output of loss %s; choose another", k, name, s.Loss.Type)}
+	l := &Lowerer{S: s, B: ir.NewBuilder(dt, dims, s.Batch), env: map[string]*ir.Node{},
+		inputs: map[string]string{}, read: map[string]bool{}, written: map[string]bool{}}
+	defer func() {
+		if p := recover(); p != nil {
+			le, ok := p.(lowerError)
+			if !ok {
+				panic(p)
 			}
+			g, hypers, err = nil, nil, le.err
 		}
-		return nil, fmt.Errorf("lower: output %q declared twice", name)
+	}()
+	for _, st := range s.Stages() {
+		l.stage = st
+		stageOf(st).Lower(l, st)
 	}
-	return l.b.Graph(), nil
+	l.stage = nil
+	for _, name := range l.B.Duplicates() {
+		l.errorf("", "the output %q is written twice; rename one under keys", name)
+	}
+	g = l.B.Graph()
+	l.warnUnused(g)
+	return g, l.hypers, nil
 }
 
-// in returns the input node of a logical key; the key must be one UsedKeys lists.
-func (l *lowerer) in(key string) *ir.Node {
-	n, ok := l.inputs[key]
-	if !ok {
-		panic("lower: key " + key + " is read but not listed by spec.UsedKeys")
+// errorf stops the lowering with an error at a spec path ("keys.reward"; "" is the spec).
+func (l *Lowerer) errorf(path, format string, args ...any) {
+	panic(lowerError{&spec.Error{Pos: l.S.PosOf(path), Msg: fmt.Sprintf(format, args...)}})
+}
+
+// Errorf stops the lowering with an error at a parameter of the stage being lowered.
+func (l *Lowerer) Errorf(param, format string, args ...any) {
+	panic(lowerError{&spec.Error{Pos: l.stage.PosOf(param), Msg: l.stage.Path + "." + param + ": " + fmt.Sprintf(format, args...)}})
+}
+
+// DType is the kernel's element type.
+func (l *Lowerer) DType() ir.DType { return l.B.DType() }
+
+// Batch is the batch shape.
+func (l *Lowerer) Batch() ir.Shape { return l.B.Batch() }
+
+// Mapped reports whether the spec maps key to data (it is not null), or a stage wrote it.
+func (l *Lowerer) Mapped(key string) bool { return l.env[key] != nil || l.S.Keys[key] != nil }
+
+// Read returns key's value with the batch shape: what an earlier stage wrote under it, or
+// else a kernel input named by the spec's data key.
+func (l *Lowerer) Read(key string) *ir.Node { return l.ReadShaped(key, l.Batch()) }
+
+// ReadShaped is Read for a key of another shape (logits [*batch, A], an ensemble [Q, *batch]).
+func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
+	if n, ok := l.env[key]; ok {
+		if !n.Shape.Equal(shape) {
+			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
+		}
+		return n
 	}
+	def, ok := keys[key]
+	if !ok {
+		panic("lower: " + l.stage.Type + " reads key " + key + ", which no stage declares")
+	}
+	data := l.S.Keys[key]
+	if data == nil {
+		l.errorf("keys."+key, "keys.%s: %s reads %q but the key is mapped to null (absent from the data); map it to an array name", key, l.stage.Type, key)
+	}
+	name := spec.DataName(data)
+	if other, dup := l.inputs[name]; dup {
+		at := key
+		if !l.S.KeyWritten(key) {
+			at = other
+		}
+		l.errorf("keys."+at, "keys.%s: maps to %q, the array keys.%s already reads", key, name, other)
+	}
+	kind := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[def.Kind]
+	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: kind, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable})
+	l.inputs[name] = key
+	l.env[key] = n
+	l.read[key] = true
 	return n
 }
 
-// terminated returns the terminated flags, or done when keys.terminated is null
-// (TorchRL's estimators fall back to done, SEMANTICS.md §3.1).
-func (l *lowerer) terminated() *ir.Node {
-	if n, ok := l.inputs["terminated"]; ok {
-		return n
+// ReadOr reads key, or fallback when key is mapped to null (TorchRL's estimators use done
+// where there is no terminated key, SEMANTICS.md §3.1).
+func (l *Lowerer) ReadOr(key, fallback string) *ir.Node {
+	if l.env[key] == nil && l.S.KeyWritten(key) && l.S.Keys[key] == nil {
+		return l.Read(fallback)
 	}
-	return l.in("done")
+	return l.Read(key)
 }
 
-func (l *lowerer) declare(key string) {
-	kind := ir.Float
-	switch key {
-	case "done", "terminated":
-		kind = ir.Bool
-	case "action":
-		kind = ir.Index
+// Write sets key to n for the stages after this one and makes it an output named by the
+// spec's data key, as TorchRL's modules write tensordict[key].
+func (l *Lowerer) Write(key string, n *ir.Node, role ir.Role, doc string) {
+	data := l.S.Keys[key]
+	if data == nil {
+		l.errorf("keys."+key, "keys.%s: the %s %s writes %q but the key is mapped to null; map it to an output name", key, l.stage.Type, l.stage.Def.Kind, key)
 	}
-	name := spec.DataName(l.s.Keys[key])
-	diff := key == "log_prob" || key == "entropy" || key == "value"
-	l.inputs[key] = l.b.Input(ir.Input{Key: key, Name: name, Kind: kind, Shape: l.b.Batch(), Doc: inputDoc[key], Differentiable: diff})
+	name := spec.DataName(data)
+	for _, o := range l.graphOutputs() {
+		if o == name {
+			l.errorf("keys."+key, "keys.%s: the output name %q is also an output of %s; choose another", key, name, l.stage.Type)
+		}
+	}
+	if role == ir.Estimate {
+		// TorchRL's estimators run on detached critic parameters: their results carry no
+		// gradient (SEMANTICS.md §2.2, §3.7).
+		n = l.B.Detach(n)
+	}
+	l.env[key] = n
+	l.written[key] = true
+	l.B.Output(name, n, role, doc, l.source())
 }
 
-// inputDoc describes each logical key for the generated Inputs struct.
-var inputDoc = map[string]string{
-	"log_prob":        "log-probability of the taken action under the current policy (network output)",
-	"sample_log_prob": "log-probability recorded when the action was taken (TorchRL key sample_log_prob)",
-	"entropy":         "entropy of the current policy's distribution (network output; TorchRL dist.entropy())",
-	"value":           "current critic prediction V(s_t) (TorchRL key state_value)",
-	"old_value":       "state value recorded with the data, the centre of value clipping (TorchRL reads it from state_value)",
-	"advantage":       "advantage estimate (TorchRL key advantage)",
-	"value_target":    "critic target (TorchRL key value_target)",
-	"reward":          "reward of step t (TorchRL key (next, reward))",
-	"done":            "episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion",
-	"terminated":      "episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap",
-	"next_value":      "critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value))",
+// Set sets key to n for the stages after this one without making it an output: what a
+// TorchRL module writes back into the tensordict that lossgen does not report (an estimator
+// overwrites the stored state_value with the critic's current value).
+func (l *Lowerer) Set(key string, n *ir.Node) {
+	l.env[key] = n
+	l.written[key] = true
 }
 
-// reduce is TorchRL's _reduce (torchrl/objectives/utils.py): none keeps x, mean and sum run
-// over every element.
-func (l *lowerer) reduce(x *ir.Node, reduction string) *ir.Node {
-	switch reduction {
-	case "mean":
-		return l.b.MeanAll(x)
-	case "sum":
-		return l.b.SumAll(x)
+// Output declares an output of the stage under TorchRL's output name (loss_objective, ESS, ...).
+func (l *Lowerer) Output(name string, n *ir.Node, role ir.Role, doc string) {
+	for key := range l.written {
+		if spec.DataName(l.S.Keys[key]) == name {
+			l.errorf("keys."+key, "keys.%s: the output name %q is also an output of %s; choose another", key, name, l.stage.Type)
+		}
 	}
-	return x
+	l.B.Output(name, n, role, doc, l.source())
 }
 
-// standardize is torchrl/_utils.py _standardize: (x − mean)/clamp_min(std, eps) with the
-// unbiased std, statistics over the named dims (all of x's dims when empty).
-func (l *lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
-	b := l.b
-	if len(over) == 0 {
-		over = x.Shape.Names()
+func (l *Lowerer) graphOutputs() []string { return l.B.OutputNames() }
+
+// source is the stage's TorchRL class and file, for outputs' doc comments.
+func (l *Lowerer) source() string { return l.stage.Def.Source + " " + l.stage.Def.Class }
+
+// Hyper returns a hyper-parameter as the kernel uses it. With param_dtype float32 (the
+// default) f32 says that TorchRL holds this value as a float32 tensor, so it is rounded to
+// float32 first (SEMANTICS.md §11.14); with param_dtype float64, or where TorchRL computes in
+// Python floats, it stays as it is. The value is recorded for the generated doc.
+func (l *Lowerer) Hyper(name string, v float64, f32 bool, doc string) float64 {
+	if f32 && l.S.ParamDType == spec.Float32 {
+		v = float64(float32(v))
 	}
-	mean := b.Note(b.Mean(x, over...), "mean")
-	std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
-	return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
+	for _, h := range l.hypers {
+		if h.Name == name {
+			return v
+		}
+	}
+	l.hypers = append(l.hypers, Hyper{Name: name, Value: v, Doc: doc})
+	return v
 }
 
-// distance is torchrl/objectives/utils.py distance_loss(v1, v2, fn), elementwise:
-// l2 (v1−v2)², l1 |v1−v2|, smooth_l1 Huber with beta 1 (PyTorch's F.smooth_l1_loss).
-func (l *lowerer) distance(v1, v2 *ir.Node, fn string) *ir.Node {
-	b := l.b
-	x := b.Sub(v1, v2)
-	switch fn {
-	case "l2":
-		return b.Square(x)
-	case "l1":
-		return b.Abs(x)
+// Log1p32 is log1p of a hyper-parameter as TorchRL computes it on a float32 tensor: the
+// float32 rounding of log1p of the float32 value (correctly rounded; SEMANTICS.md §11.14).
+// With param_dtype float64 it is log1p in double.
+func (l *Lowerer) Log1p32(v float64) float64 {
+	if l.S.ParamDType == spec.Float32 {
+		return float64(float32(math.Log1p(float64(float32(v)))))
 	}
-	z := b.Abs(x)
-	half := b.Const(0.5)
-	return b.Where(b.Lt(z, b.Const(1)), b.Mul(b.Mul(half, z), z), b.Sub(z, half))
+	return math.Log1p(v)
 }
 
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// warnUnused warns about keys the spec maps but no stage reads or writes, and dims no
+// tensor of the kernel has.
+func (l *Lowerer) warnUnused(g *ir.Graph) {
+	for _, k := range (registry{}).Keys() {
+		if l.S.KeyWritten(k) && !l.read[k] && !l.written[k] {
+			l.S.Warnf("keys."+k, "keys.%s is neither read nor written by this spec's %s; it is ignored", k, what(l.S))
+		}
 	}
-	sort.Strings(out)
+	used := map[string]bool{}
+	for _, n := range g.Nodes {
+		for _, d := range n.Shape {
+			used[d.Name] = true
+		}
+	}
+	for _, d := range l.S.Dims {
+		if !used[d.Name] {
+			l.S.Warnings = append(l.S.Warnings, &spec.Error{Pos: d.Pos, Msg: "warning: dims." + d.Name + ": no tensor of the kernel has this dim; nothing uses it"})
+		}
+	}
+}
+
+// what names the configured stages, for messages: "estimator gae and loss clip_ppo".
+func what(s *spec.Spec) string {
+	var parts []string
+	for _, st := range s.Stages() {
+		parts = append(parts, st.Def.Kind.String()+" "+st.Type)
+	}
+	out := ""
+	for i, p := range parts {
+		switch {
+		case i == 0:
+		case i == len(parts)-1:
+			out += " and "
+		default:
+			out += ", "
+		}
+		out += p
+	}
 	return out
 }

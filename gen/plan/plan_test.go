@@ -13,9 +13,9 @@ import (
 )
 
 func build(t *testing.T, file string) *plan.Plan {
-	s, err := spec.ParseFile("../../spec/examples/" + file)
+	s, err := spec.ParseFile("../../spec/examples/"+file, lower.Registry())
 	require.NoError(t, err)
-	g, err := lower.Lower(s)
+	g, _, err := lower.Lower(s)
 	require.NoError(t, err)
 	g, err = passes.Run(g, passes.Forward)
 	require.NoError(t, err)

@@ -92,6 +92,10 @@ func widen(x []float32) []float64 {
 func randomInputs(seed uint64) *Inputs {
 	r := rand.New(rand.NewPCG(seed, 1))
 	in := &Inputs{}
+	in.Advantage = make([]float32, 4096)
+	for i := range in.Advantage {
+		in.Advantage[i] = float32(r.Float64()*2 - 1)
+	}
 	in.LogProb = make([]float32, 4096)
 	for i := range in.LogProb {
 		in.LogProb[i] = float32(r.Float64()*2 - 1)
@@ -103,10 +107,6 @@ func randomInputs(seed uint64) *Inputs {
 	in.Entropy = make([]float32, 4096)
 	for i := range in.Entropy {
 		in.Entropy[i] = float32(r.Float64()*2 - 1)
-	}
-	in.Advantage = make([]float32, 4096)
-	for i := range in.Advantage {
-		in.Advantage[i] = float32(r.Float64()*2 - 1)
 	}
 	in.ValueTarget = make([]float32, 4096)
 	for i := range in.ValueTarget {
@@ -154,14 +154,14 @@ func untouched(out *Outputs, v float32) bool {
 func TestShapeMismatch(t *testing.T) {
 	for _, delta := range []int{-1, 1} {
 		in := randomInputs(1)
-		n := len(in.LogProb) + delta
-		in.LogProb = make([]float32, n)
+		n := len(in.Advantage) + delta
+		in.Advantage = make([]float32, n)
 		out := NewOutputs()
 		fill(out, 42)
 		err := Forward(in, out)
 		var se *runtime.ShapeError
-		if !errors.As(err, &se) || len(se.Bad) != 1 || se.Bad[0].Name != "in.LogProb" || se.Bad[0].Got != n {
-			t.Fatalf("Forward with %d elements in LogProb: got error %v, want a ShapeError naming it", n, err)
+		if !errors.As(err, &se) || len(se.Bad) != 1 || se.Bad[0].Name != "in.Advantage" || se.Bad[0].Got != n {
+			t.Fatalf("Forward with %d elements in Advantage: got error %v, want a ShapeError naming it", n, err)
 		}
 		if !untouched(out, 42) {
 			t.Fatal("Forward wrote outputs despite the shape error")
@@ -235,6 +235,27 @@ func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
 	r := rand.New(rand.NewPCG(5, 6))
 	first := true
+	for i := range in.Advantage {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.Advantage[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.Advantage[i] = float32(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.Advantage[i] = float32(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.Advantage[i] = float32(math.NaN())
+			}
+		case "equal":
+			in.Advantage[i] = 0.25
+		}
+	}
+	first = false
 	for i := range in.LogProb {
 		switch kind {
 		case "big":
@@ -295,27 +316,6 @@ func extremeInputs(kind string) *Inputs {
 			}
 		case "equal":
 			in.Entropy[i] = 0.25
-		}
-	}
-	first = false
-	for i := range in.Advantage {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.Advantage[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.Advantage[i] = float32(1e30 * (2*r.Float64() - 1))
-			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.Advantage[i] = float32(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.Advantage[i] = float32(math.NaN())
-			}
-		case "equal":
-			in.Advantage[i] = 0.25
 		}
 	}
 	first = false

@@ -14,19 +14,19 @@ import (
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r7_s     []float64
-	r7_p     []float32
-	r8_n     []float64
-	r8_mean  []float64
-	r8_m2    []float64
+	r1_s     []float64
+	r1_p     []float32
+	r2_n     []float64
+	r2_mean  []float64
+	r2_m2    []float64
+	r26_s    []float64
+	r26_p    []float32
+	r28_s    []float64
+	r28_p    []float32
 	r30_s    []float64
 	r30_p    []float32
-	r32_s    []float64
-	r32_p    []float32
 	r33_s    []float64
 	r33_p    []float32
-	r36_s    []float64
-	r36_p    []float32
 	r45_s    []float64
 	r45_p    []float32
 	r52_s    []float64
@@ -40,26 +40,26 @@ type avxState struct {
 	r60_s    []float64
 	r60_ok   []float32
 	r62_s    []float64
-	r28_s    []float64
-	r28_p    []float32
+	r24_s    []float64
+	r24_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 600)}
-	st.r7_s = st.buf[8:24]
-	st.r7_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r8_n = st.buf[48:64]
-	st.r8_mean = st.buf[72:88]
-	st.r8_m2 = st.buf[96:112]
-	st.r30_s = st.buf[120:136]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r32_s = st.buf[160:176]
-	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r33_s = st.buf[200:216]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r36_s = st.buf[240:256]
-	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r1_s = st.buf[8:24]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r2_n = st.buf[48:64]
+	st.r2_mean = st.buf[72:88]
+	st.r2_m2 = st.buf[96:112]
+	st.r26_s = st.buf[120:136]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r28_s = st.buf[160:176]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r30_s = st.buf[200:216]
+	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r33_s = st.buf[240:256]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
 	st.r45_s = st.buf[280:296]
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
 	st.r52_s = st.buf[320:336]
@@ -73,8 +73,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r60_s = st.buf[504:520]
 	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
 	st.r62_s = st.buf[544:560]
-	st.r28_s = st.buf[568:584]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r24_s = st.buf[568:584]
+	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -83,19 +83,19 @@ var avxPool = sync.Pool{New: func() any {
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r7_s, 0)
-	runtime.Fill(st.r7_p, 0)
-	runtime.Fill(st.r8_n, 0)
-	runtime.Fill(st.r8_mean, 0)
-	runtime.Fill(st.r8_m2, 0)
+	runtime.Fill(st.r1_s, 0)
+	runtime.Fill(st.r1_p, 0)
+	runtime.Fill(st.r2_n, 0)
+	runtime.Fill(st.r2_mean, 0)
+	runtime.Fill(st.r2_m2, 0)
+	runtime.Fill(st.r26_s, 0)
+	runtime.Fill(st.r26_p, 0)
+	runtime.Fill(st.r28_s, 0)
+	runtime.Fill(st.r28_p, 0)
 	runtime.Fill(st.r30_s, 0)
 	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r32_s, 0)
-	runtime.Fill(st.r32_p, 0)
 	runtime.Fill(st.r33_s, 0)
 	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r36_s, 0)
-	runtime.Fill(st.r36_p, 0)
 	runtime.Fill(st.r45_s, 0)
 	runtime.Fill(st.r45_p, 0)
 	runtime.Fill(st.r52_s, 0)
@@ -114,17 +114,17 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		pass0Go(in, out, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r7_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
 	s.s0 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r8_n, st.r8_mean, st.r8_m2, 8, 1)
+	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r32_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r36_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r45_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
@@ -151,10 +151,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r28_s, 0)
-	runtime.Fill(st.r28_p, 0)
+	runtime.Fill(st.r24_s, 0)
+	runtime.Fill(st.r24_p, 0)
 	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
 

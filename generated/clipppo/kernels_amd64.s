@@ -16,12 +16,12 @@ blocks_1:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// mean(v3) over [B]
+	// mean(v0) over [B]
 	MOVQ    p1+8(FP), DX
 	VADDPS  256(DX), Y0, Y1
 	VMOVUPS Y1, 256(DX)
 
-	// var(v3) over [B]
+	// var(v0) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -54,42 +54,42 @@ blocks_1:
 	MOVQ         p3+24(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v14 = sub(v0, v1) [B=4096]  # log_weight
+	// v10 = sub(v8, v9) [B=4096]  # log_weight
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v17 = max(v14, v15) [B=4096]
+	// v13 = max(v10, v11) [B=4096]
 	VMAXPS  Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v18 = min(v17, v16) [B=4096]  # log_weight_clip
+	// v14 = min(v13, v12) [B=4096]  # log_weight_clip
 	VMINPS Y3, Y4, Y3
 
-	// v29 = ne(v18, v14) [B=4096]
+	// v25 = ne(v14, v10) [B=4096]
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
-	// mean(v29) over [B]
+	// mean(v25) over [B]
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v31 = sub(v1, v0) [B=4096]
+	// v27 = sub(v9, v8) [B=4096]
 	VSUBPS Y0, Y1, Y0
 
-	// mean(v31) over [B]
+	// mean(v27) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// mean(v2) over [B]
+	// mean(v29) over [B]
 	VADDPS  1792(DX), Y0, Y1
 	VMOVUPS Y1, 1792(DX)
 
-	// v35 = mul(v34, v2) [B=4096]
+	// v32 = mul(v31, v29) [B=4096]
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
-	// mean(v35) over [B]
+	// mean(v32) over [B]
 	VADDPS  2112(DX), Y0, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
@@ -97,15 +97,15 @@ blocks_1:
 	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v37 = sub(v4, v5) [B=4096]
+	// v36 = sub(v34, v35) [B=4096]
 	VSUBPS Y1, Y0, Y3
 
-	// v38 = mul(v37, v37) [B=4096]
+	// v37 = mul(v36, v36) [B=4096]
 	VMULPS  Y3, Y3, Y4
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v39 = sub(v5, v6) [B=4096]
+	// v39 = sub(v35, v38) [B=4096]
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
@@ -124,16 +124,16 @@ blocks_1:
 	VADDPS  2432(DX), Y1, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v46 = add(v6, v43) [B=4096]
+	// v46 = add(v38, v43) [B=4096]
 	VADDPS Y6, Y5, Y1
 
-	// v47 = sub(v4, v46) [B=4096]
+	// v47 = sub(v34, v46) [B=4096]
 	VSUBPS Y1, Y0, Y1
 
 	// v48 = mul(v47, v47) [B=4096]
 	VMULPS Y1, Y1, Y1
 
-	// v49 = max(v38, v48) [B=4096]
+	// v49 = max(v37, v48) [B=4096]
 	VXORPS lgc7<>+0(SB), Y4, Y4
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
@@ -148,7 +148,7 @@ blocks_1:
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
 
-	// var(v37) over [B]
+	// var(v36) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -177,7 +177,7 @@ blocks_1:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y3, 3296(DX)
 
-	// var(v4) over [B]
+	// var(v34) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -206,7 +206,7 @@ blocks_1:
 	VMOVUPD      Y1, 3680(DX)
 	VMOVUPD      Y0, 3872(DX)
 
-	// logsumexp(v14) over [B]
+	// logsumexp(v10) over [B]
 	VMAXPS       lgc8<>+0(SB), Y2, Y0
 	VMINPS       lgc9<>+0(SB), Y0, Y0
 	VMULPS       lgc10<>+0(SB), Y0, Y1
@@ -254,7 +254,7 @@ blocks_1:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v61 = mul(v59, v14) [B=4096]
+	// v61 = mul(v59, v10) [B=4096]
 	VMULPS       lgc23<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
@@ -749,7 +749,7 @@ blocks_3:
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v9 = sqrt(v8) []  # std
+	// v3 = sqrt(v2) []  # std
 	VSQRTPS      Y0, Y0
 	MOVQ         p1+8(FP), DX
 	XORQ         SI, SI
@@ -758,24 +758,24 @@ blocks_3:
 	MOVQ         p2+16(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
-	// v10 = sub(v3, v7) [B=4096]
+	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc26<>+0(SB), Y2
 
-	// v12 = max(v9, v11) []
+	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
 
-	// v13 = div(v10, v12) [B=4096]  # advantage_normalized
+	// v7 = div(v4, v6) [B=4096]  # advantage_normalized
 	VDIVPS  Y0, Y1, Y0
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 	MOVQ    p4+32(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
-	// v14 = sub(v0, v1) [B=4096]  # log_weight
+	// v10 = sub(v8, v9) [B=4096]  # log_weight
 	VSUBPS Y2, Y1, Y1
 
-	// v19 = exp(v14) [B=4096]
+	// v15 = exp(v10) [B=4096]
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -805,29 +805,29 @@ blocks_3:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// v20 = mul(v19, v13) [B=4096]  # gain1
+	// v16 = mul(v15, v7) [B=4096]  # gain1
 	VMULPS  Y0, Y4, Y1
 	VMOVUPS lgc27<>+0(SB), Y2
 
-	// v22 = max(v19, v21) [B=4096]
+	// v18 = max(v15, v17) [B=4096]
 	VMAXPS  Y4, Y2, Y2
 	VMOVUPS lgc28<>+0(SB), Y3
 
-	// v24 = min(v22, v23) [B=4096]
+	// v20 = min(v18, v19) [B=4096]
 	VMINPS Y2, Y3, Y2
 
-	// v25 = mul(v24, v13) [B=4096]  # gain2
+	// v21 = mul(v20, v7) [B=4096]  # gain2
 	VMULPS Y0, Y2, Y0
 
-	// v26 = min(v20, v25) [B=4096]
+	// v22 = min(v16, v21) [B=4096]
 	VMINPS Y1, Y0, Y2
 	VMINPS Y0, Y1, Y0
 	VORPS  Y2, Y0, Y0
 
-	// v27 = neg(v26) [B=4096]
+	// v23 = neg(v22) [B=4096]
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
-	// mean(v27) over [B]
+	// mean(v23) over [B]
 	MOVQ         p5+40(FP), DX
 	VADDPS       4736(DX), Y0, Y0
 	VMOVUPS      Y0, 4736(DX)

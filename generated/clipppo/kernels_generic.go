@@ -10,11 +10,11 @@ import (
 // scratch holds what one Forward call needs besides its inputs and outputs; Forward
 // takes one from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v7 = mean(v3) over B []  # mean
-	s1 float32 // v8 = var(v3) over B correction=1 []
-	s2 float32 // v53 = var(v37) over B correction=0 []
-	s3 float32 // v54 = var(v4) over B correction=0 []
-	s4 float32 // v60 = logsumexp(v14) over B []
+	s0 float32 // v1 = mean(v0) over B []  # mean
+	s1 float32 // v2 = var(v0) over B correction=1 []
+	s2 float32 // v53 = var(v36) over B correction=0 []
+	s3 float32 // v54 = var(v34) over B correction=0 []
+	s4 float32 // v60 = logsumexp(v10) over B []
 	s5 float32 // v62 = logsumexp(v61) over B []
 }
 
@@ -24,12 +24,12 @@ func newScratch() *scratch {
 
 // pass0Go is pass 0 of the plan (lossgen explain): an elementwise loop over [B=4096].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
-	acc7 := runtime.Mean{}
-	acc8 := runtime.Welford{}
+	acc1 := runtime.Mean{}
+	acc2 := runtime.Welford{}
+	acc26 := runtime.Mean{}
+	acc28 := runtime.Mean{}
 	acc30 := runtime.Mean{}
-	acc32 := runtime.Mean{}
 	acc33 := runtime.Mean{}
-	acc36 := runtime.Mean{}
 	acc45 := runtime.Mean{}
 	acc52 := runtime.Mean{}
 	acc53 := runtime.Welford{}
@@ -37,57 +37,57 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc60 := runtime.NewLogSumExp()
 	acc62 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.LogProb[iB]
-		v1 := in.SampleLogProb[iB]
-		v2 := in.Entropy[iB]
-		v3 := in.Advantage[iB]
-		v4 := in.ValueTarget[iB]
-		v5 := in.StateValue[iB]
-		v6 := in.OldStateValue[iB]
-		acc7.Add(float64(v3))
-		acc8.Add(float64(v3))
-		v14 := v0 - v1
-		v15 := float32(-0.22314355)
-		v16 := float32(0.18232156)
-		v17 := max(v14, v15)
-		v18 := min(v17, v16)
-		v29 := b2f(v18 != v14)
+		v0 := in.Advantage[iB]
+		acc1.Add(float64(v0))
+		acc2.Add(float64(v0))
+		v8 := in.LogProb[iB]
+		v9 := in.SampleLogProb[iB]
+		v10 := v8 - v9
+		v11 := float32(-0.22314355)
+		v12 := float32(0.18232156)
+		v13 := max(v10, v11)
+		v14 := min(v13, v12)
+		v25 := b2f(v14 != v10)
+		acc26.Add(float64(v25))
+		v27 := v9 - v8
+		acc28.Add(float64(v27))
+		v29 := in.Entropy[iB]
 		acc30.Add(float64(v29))
-		v31 := v1 - v0
-		acc32.Add(float64(v31))
-		acc33.Add(float64(v2))
-		v34 := float32(-0.01)
-		v35 := float32(v34 * v2)
-		acc36.Add(float64(v35))
-		v37 := v4 - v5
-		v38 := float32(v37 * v37)
-		v39 := v5 - v6
+		v31 := float32(-0.01)
+		v32 := float32(v31 * v29)
+		acc33.Add(float64(v32))
+		v34 := in.ValueTarget[iB]
+		v35 := in.StateValue[iB]
+		v36 := v34 - v35
+		v37 := float32(v36 * v36)
+		v38 := in.OldStateValue[iB]
+		v39 := v35 - v38
 		v40 := float32(-0.2)
 		v41 := float32(0.2)
 		v42 := max(v39, v40)
 		v43 := min(v42, v41)
 		v44 := b2f(v39 != v43)
 		acc45.Add(float64(v44))
-		v46 := v6 + v43
-		v47 := v4 - v46
+		v46 := v38 + v43
+		v47 := v34 - v46
 		v48 := float32(v47 * v47)
-		v49 := max(v38, v48)
+		v49 := max(v37, v48)
 		v50 := float32(1)
 		v51 := float32(v50 * v49)
 		acc52.Add(float64(v51))
-		acc53.Add(float64(v37))
-		acc54.Add(float64(v4))
+		acc53.Add(float64(v36))
+		acc54.Add(float64(v34))
 		v59 := float32(2)
-		acc60.Add(float64(v14))
-		v61 := float32(v59 * v14)
+		acc60.Add(float64(v10))
+		v61 := float32(v59 * v10)
 		acc62.Add(float64(v61))
 	}
-	s.s0 = float32(acc7.Result())
-	s.s1 = float32(acc8.Var(1))
-	out.ClipFraction = float32(acc30.Result())
-	out.KLApprox = float32(acc32.Result())
-	out.Entropy = float32(acc33.Result())
-	out.LossEntropy = float32(acc36.Result())
+	s.s0 = float32(acc1.Result())
+	s.s1 = float32(acc2.Var(1))
+	out.ClipFraction = float32(acc26.Result())
+	out.KLApprox = float32(acc28.Result())
+	out.Entropy = float32(acc30.Result())
+	out.LossEntropy = float32(acc33.Result())
 	out.ValueClipFraction = float32(acc45.Result())
 	out.LossCritic = float32(acc52.Result())
 	s.s2 = float32(acc53.Var(0))
@@ -119,31 +119,31 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 
 // pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [B=4096].
 func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	acc28 := runtime.Mean{}
+	acc24 := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.LogProb[iB]
-		v1 := in.SampleLogProb[iB]
-		v3 := in.Advantage[iB]
-		v7 := s.s0
-		v8 := s.s1
-		v9 := float32(math.Sqrt(float64(v8)))
-		v10 := v3 - v7
-		v11 := float32(1e-06)
-		v12 := max(v9, v11)
-		v13 := v10 / v12
-		v14 := v0 - v1
-		v19 := float32(math.Exp(float64(v14)))
-		v20 := float32(v19 * v13)
-		v21 := float32(0.8)
-		v22 := max(v19, v21)
-		v23 := float32(1.2)
-		v24 := min(v22, v23)
-		v25 := float32(v24 * v13)
-		v26 := min(v20, v25)
-		v27 := -v26
-		acc28.Add(float64(v27))
+		v0 := in.Advantage[iB]
+		v1 := s.s0
+		v2 := s.s1
+		v3 := float32(math.Sqrt(float64(v2)))
+		v4 := v0 - v1
+		v5 := float32(1e-06)
+		v6 := max(v3, v5)
+		v7 := v4 / v6
+		v8 := in.LogProb[iB]
+		v9 := in.SampleLogProb[iB]
+		v10 := v8 - v9
+		v15 := float32(math.Exp(float64(v10)))
+		v16 := float32(v15 * v7)
+		v17 := float32(0.8)
+		v18 := max(v15, v17)
+		v19 := float32(1.2)
+		v20 := min(v18, v19)
+		v21 := float32(v20 * v7)
+		v22 := min(v16, v21)
+		v23 := -v22
+		acc24.Add(float64(v23))
 	}
-	out.LossObjective = float32(acc28.Result())
+	out.LossObjective = float32(acc24.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -93,6 +93,26 @@ func widen(x []float32) []float64 {
 func randomInputs(seed uint64) *Inputs {
 	r := rand.New(rand.NewPCG(seed, 1))
 	in := &Inputs{}
+	in.NextReward = make([]float32, 26944)
+	for i := range in.NextReward {
+		in.NextReward[i] = float32(r.Float64()*2 - 1)
+	}
+	in.StateValue = make([]float32, 26944)
+	for i := range in.StateValue {
+		in.StateValue[i] = float32(r.Float64()*2 - 1)
+	}
+	in.NextStateValue = make([]float32, 26944)
+	for i := range in.NextStateValue {
+		in.NextStateValue[i] = float32(r.Float64()*2 - 1)
+	}
+	in.NextTerminated = make([]bool, 26944)
+	for i := range in.NextTerminated {
+		in.NextTerminated[i] = r.Float64() < 0.05
+	}
+	in.NextDone = make([]bool, 26944)
+	for i := range in.NextDone {
+		in.NextDone[i] = r.Float64() < 0.05
+	}
 	in.LogProb = make([]float32, 26944)
 	for i := range in.LogProb {
 		in.LogProb[i] = float32(r.Float64()*2 - 1)
@@ -104,26 +124,6 @@ func randomInputs(seed uint64) *Inputs {
 	in.Entropy = make([]float32, 26944)
 	for i := range in.Entropy {
 		in.Entropy[i] = float32(r.Float64()*2 - 1)
-	}
-	in.StateValue = make([]float32, 26944)
-	for i := range in.StateValue {
-		in.StateValue[i] = float32(r.Float64()*2 - 1)
-	}
-	in.NextReward = make([]float32, 26944)
-	for i := range in.NextReward {
-		in.NextReward[i] = float32(r.Float64()*2 - 1)
-	}
-	in.NextDone = make([]bool, 26944)
-	for i := range in.NextDone {
-		in.NextDone[i] = r.Float64() < 0.05
-	}
-	in.NextTerminated = make([]bool, 26944)
-	for i := range in.NextTerminated {
-		in.NextTerminated[i] = r.Float64() < 0.05
-	}
-	in.NextStateValue = make([]float32, 26944)
-	for i := range in.NextStateValue {
-		in.NextStateValue[i] = float32(r.Float64()*2 - 1)
 	}
 	return in
 }
@@ -166,14 +166,14 @@ func untouched(out *Outputs, v float32) bool {
 func TestShapeMismatch(t *testing.T) {
 	for _, delta := range []int{-1, 1} {
 		in := randomInputs(1)
-		n := len(in.LogProb) + delta
-		in.LogProb = make([]float32, n)
+		n := len(in.NextReward) + delta
+		in.NextReward = make([]float32, n)
 		out := NewOutputs()
 		fill(out, 42)
 		err := Forward(in, out)
 		var se *runtime.ShapeError
-		if !errors.As(err, &se) || len(se.Bad) != 1 || se.Bad[0].Name != "in.LogProb" || se.Bad[0].Got != n {
-			t.Fatalf("Forward with %d elements in LogProb: got error %v, want a ShapeError naming it", n, err)
+		if !errors.As(err, &se) || len(se.Bad) != 1 || se.Bad[0].Name != "in.NextReward" || se.Bad[0].Got != n {
+			t.Fatalf("Forward with %d elements in NextReward: got error %v, want a ShapeError naming it", n, err)
 		}
 		if !untouched(out, 42) {
 			t.Fatal("Forward wrote outputs despite the shape error")
@@ -253,6 +253,69 @@ func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
 	r := rand.New(rand.NewPCG(5, 6))
 	first := true
+	for i := range in.NextReward {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.NextReward[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.NextReward[i] = float32(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.NextReward[i] = float32(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.NextReward[i] = float32(math.NaN())
+			}
+		case "equal":
+			in.NextReward[i] = 0.25
+		}
+	}
+	first = false
+	for i := range in.StateValue {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.StateValue[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.StateValue[i] = float32(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.StateValue[i] = float32(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.StateValue[i] = float32(math.NaN())
+			}
+		case "equal":
+			in.StateValue[i] = 0.25
+		}
+	}
+	first = false
+	for i := range in.NextStateValue {
+		switch kind {
+		case "big":
+			if r.IntN(3) == 0 {
+				in.NextStateValue[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
+			} else if r.IntN(5) == 0 {
+				in.NextStateValue[i] = float32(1e30 * (2*r.Float64() - 1))
+			}
+		case "inf":
+			if first && i%7 == 3 {
+				in.NextStateValue[i] = float32(math.Inf(1 - 2*(i%2)))
+			}
+		case "nan":
+			if i%11 == 5 {
+				in.NextStateValue[i] = float32(math.NaN())
+			}
+		case "equal":
+			in.NextStateValue[i] = 0.25
+		}
+	}
+	first = false
 	for i := range in.LogProb {
 		switch kind {
 		case "big":
@@ -313,69 +376,6 @@ func extremeInputs(kind string) *Inputs {
 			}
 		case "equal":
 			in.Entropy[i] = 0.25
-		}
-	}
-	first = false
-	for i := range in.StateValue {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.StateValue[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.StateValue[i] = float32(1e30 * (2*r.Float64() - 1))
-			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.StateValue[i] = float32(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.StateValue[i] = float32(math.NaN())
-			}
-		case "equal":
-			in.StateValue[i] = 0.25
-		}
-	}
-	first = false
-	for i := range in.NextReward {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.NextReward[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.NextReward[i] = float32(1e30 * (2*r.Float64() - 1))
-			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.NextReward[i] = float32(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.NextReward[i] = float32(math.NaN())
-			}
-		case "equal":
-			in.NextReward[i] = 0.25
-		}
-	}
-	first = false
-	for i := range in.NextStateValue {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.NextStateValue[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.NextStateValue[i] = float32(1e30 * (2*r.Float64() - 1))
-			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.NextStateValue[i] = float32(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.NextStateValue[i] = float32(math.NaN())
-			}
-		case "equal":
-			in.NextStateValue[i] = 0.25
 		}
 	}
 	first = false

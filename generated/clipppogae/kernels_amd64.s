@@ -53,7 +53,7 @@ outer0_1:
 	VPMOVZXBD  8(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
-	// v9 = sub(v8, v6) [N=64 T=421]
+	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      p2+16(FP), CX
 	MOVQ      $+0, 16(SP)
@@ -70,34 +70,34 @@ outer0_1:
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v10 = sub(v8, v5) [N=64 T=421]
+	// v7 = sub(v0, v6) [N=64 T=421]
 	VSUBPS Y3, Y1, Y1
 
-	// v12 = mul(v11, v9) [N=64 T=421]
+	// v9 = mul(v8, v5) [N=64 T=421]
 	VMULPS     lgc2<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v13 = mul(v12, v7) [N=64 T=421]
+	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v14 = add(v4, v13) [N=64 T=421]
+	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v15 = sub(v14, v3) [N=64 T=421]  # delta
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
 
-	// v17 = mul(v16, v10) [N=64 T=421]  # discount
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v18 = scan(v15, v17) over T reverse [N=64 T=421]  # gae
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
 	VMOVUPS     lgc3<>+0(SB), Y4
@@ -129,8 +129,11 @@ outer0_1:
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS     Y3, Y2, Y1
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	VADDPS Y3, Y2, Y1
+
+	// v17 = detach(v15) [N=64 T=421]  # gae
+	// v18 = detach(v16) [N=64 T=421]  # value_target
 	MOVQ       p6+48(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
@@ -138,19 +141,19 @@ outer0_1:
 	VMOVUPS    lgc3<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
-	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
+	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc10<>+0(SB), Y6
 
-	// v23 = max(v20, v21) [N=64 T=421]
+	// v24 = max(v21, v22) [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
-	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
+	// v25 = min(v24, v23) [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
-	// v25 = exp(v20) [N=64 T=421]
+	// v26 = exp(v21) [N=64 T=421]
 	VMAXPS       lgc12<>+0(SB), Y5, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y7
@@ -180,29 +183,29 @@ outer0_1:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	// v27 = mul(v26, v17) [N=64 T=421]  # gain1
 	VMULPS  Y2, Y8, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v28 = max(v25, v27) [N=64 T=421]
+	// v29 = max(v26, v28) [N=64 T=421]
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS lgc26<>+0(SB), Y9
 
-	// v30 = min(v28, v29) [N=64 T=421]
+	// v31 = min(v29, v30) [N=64 T=421]
 	VMINPS Y7, Y9, Y7
 
-	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	// v32 = mul(v31, v17) [N=64 T=421]  # gain2
 	VMULPS Y2, Y7, Y7
 
-	// v32 = min(v26, v31) [N=64 T=421]
+	// v33 = min(v27, v32) [N=64 T=421]
 	VMINPS Y1, Y7, Y9
 	VMINPS Y7, Y1, Y1
 	VORPS  Y9, Y1, Y1
 
-	// v33 = neg(v32) [N=64 T=421]
+	// v34 = neg(v33) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// mean(v33) over [N T]
+	// mean(v34) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y9
 	VEXTRACTI128 $0x01, Y7, X9
@@ -212,11 +215,11 @@ outer0_1:
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v35 = ne(v24, v20) [N=64 T=421]
+	// v36 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v35) over [N T]
+	// mean(v36) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
@@ -225,10 +228,10 @@ outer0_1:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
-	// v37 = sub(v1, v0) [N=64 T=421]
+	// v38 = sub(v20, v19) [N=64 T=421]
 	VSUBPS Y3, Y4, Y1
 
-	// mean(v37) over [N T]
+	// mean(v38) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
@@ -240,7 +243,7 @@ outer0_1:
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v2) over [N T]
+	// mean(v40) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
@@ -249,10 +252,10 @@ outer0_1:
 	VADDPS       1216(CX), Y3, Y3
 	VMOVUPS      Y3, 1216(CX)
 
-	// v41 = mul(v40, v2) [N=64 T=421]
+	// v43 = mul(v42, v40) [N=64 T=421]
 	VMULPS lgc28<>+0(SB), Y1, Y1
 
-	// mean(v41) over [N T]
+	// mean(v43) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
@@ -265,36 +268,36 @@ outer0_1:
 	VMOVUPS      lgc3<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v43 = sub(v19, v3) [N=64 T=421]
+	// v45 = sub(v18, v2) [N=64 T=421]
 	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
+	// v46 = abs(v45) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v8) [N=64 T=421]
+	// v48 = lt(v46, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
+	// v49 = mul(v47, v46) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
+	// v50 = mul(v49, v46) [N=64 T=421]
 	VMULPS Y4, Y7, Y7
 
-	// v49 = sub(v44, v45) [N=64 T=421]
+	// v51 = sub(v46, v47) [N=64 T=421]
 	VSUBPS lgc22<>+0(SB), Y4, Y4
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
+	// v52 = where(v48, v50, v51) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v51 = mul(v8, v50) [N=64 T=421]
+	// v53 = mul(v0, v52) [N=64 T=421]
 	VMULPS lgc1<>+0(SB), Y4, Y4
 
-	// mean(v51) over [N T]
+	// mean(v53) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
@@ -304,7 +307,7 @@ outer0_1:
 	VMOVUPS      Y4, 1856(CX)
 	VMOVUPS      Y2, 56(SP)
 
-	// var(v43) over [N]
+	// var(v45) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc3<>+0(SB), Y2
@@ -340,7 +343,7 @@ outer0_1:
 	VBLENDVPD    Y2, Y6, Y3, Y6
 	VMOVUPD      Y6, 9056(CX)(BX*8)
 
-	// var(v19) over [N]
+	// var(v18) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
@@ -374,7 +377,7 @@ outer0_1:
 	VBLENDVPD    Y2, Y4, Y1, Y4
 	VMOVUPD      Y4, 19616(CX)(BX*8)
 
-	// logsumexp(v20) over [N]
+	// logsumexp(v21) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
@@ -402,17 +405,17 @@ outer0_1:
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v61 = mul(v59, v20) [N=64 T=421]
+	// v63 = mul(v61, v21) [N=64 T=421]
 	VMULPS  lgc32<>+0(SB), Y5, Y1
 	VMOVUPS 56(SP), Y1
 
-	// store v18
+	// store v17
 	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    24(SP), Y1
 
-	// store v19
+	// store v18
 	MOVQ       p11+88(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
@@ -429,37 +432,37 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v9 = sub(v8, v6) [N=64 T=421]
+	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      p2+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v10 = sub(v8, v5) [N=64 T=421]
+	// v7 = sub(v0, v6) [N=64 T=421]
 	VSUBPS Y3, Y1, Y1
 
-	// v12 = mul(v11, v9) [N=64 T=421]
+	// v9 = mul(v8, v5) [N=64 T=421]
 	VMULPS  lgc2<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v13 = mul(v12, v7) [N=64 T=421]
+	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPS  Y3, Y2, Y2
 	MOVQ    p4+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v14 = add(v4, v13) [N=64 T=421]
+	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPS  Y2, Y3, Y2
 	MOVQ    p5+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v15 = sub(v14, v3) [N=64 T=421]  # delta
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
 
-	// v17 = mul(v16, v10) [N=64 T=421]  # discount
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v18 = scan(v15, v17) over T reverse [N=64 T=421]  # gae
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
 	VMOVUPS     lgc5<>+0(SB), Y5
@@ -487,26 +490,29 @@ blocks_2:
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v19 = add(v18, v3) [N=64 T=421]  # value_target
-	VADDPS  Y3, Y2, Y1
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	VADDPS Y3, Y2, Y1
+
+	// v17 = detach(v15) [N=64 T=421]  # gae
+	// v18 = detach(v16) [N=64 T=421]  # value_target
 	MOVQ    p6+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 	MOVQ    p7+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
-	// v20 = sub(v0, v1) [N=64 T=421]  # log_weight
+	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc10<>+0(SB), Y6
 
-	// v23 = max(v20, v21) [N=64 T=421]
+	// v24 = max(v21, v22) [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc11<>+0(SB), Y7
 
-	// v24 = min(v23, v22) [N=64 T=421]  # log_weight_clip
+	// v25 = min(v24, v23) [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 88(SP)
 
-	// v25 = exp(v20) [N=64 T=421]
+	// v26 = exp(v21) [N=64 T=421]
 	VMAXPS       lgc12<>+0(SB), Y5, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y7
@@ -536,99 +542,99 @@ blocks_2:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v26 = mul(v25, v18) [N=64 T=421]  # gain1
+	// v27 = mul(v26, v17) [N=64 T=421]  # gain1
 	VMULPS  Y2, Y8, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v28 = max(v25, v27) [N=64 T=421]
+	// v29 = max(v26, v28) [N=64 T=421]
 	VMAXPS  Y8, Y7, Y7
 	VMOVUPS lgc26<>+0(SB), Y9
 
-	// v30 = min(v28, v29) [N=64 T=421]
+	// v31 = min(v29, v30) [N=64 T=421]
 	VMINPS Y7, Y9, Y7
 
-	// v31 = mul(v30, v18) [N=64 T=421]  # gain2
+	// v32 = mul(v31, v17) [N=64 T=421]  # gain2
 	VMULPS Y2, Y7, Y7
 
-	// v32 = min(v26, v31) [N=64 T=421]
+	// v33 = min(v27, v32) [N=64 T=421]
 	VMINPS Y1, Y7, Y9
 	VMINPS Y7, Y1, Y1
 	VORPS  Y9, Y1, Y1
 
-	// v33 = neg(v32) [N=64 T=421]
+	// v34 = neg(v33) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// mean(v33) over [N T]
+	// mean(v34) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v35 = ne(v24, v20) [N=64 T=421]
+	// v36 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v35) over [N T]
+	// mean(v36) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v37 = sub(v1, v0) [N=64 T=421]
+	// v38 = sub(v20, v19) [N=64 T=421]
 	VSUBPS Y3, Y4, Y1
 
-	// mean(v37) over [N T]
+	// mean(v38) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v2) over [N T]
+	// mean(v40) over [N T]
 	VADDPS  1216(BX), Y1, Y3
 	VMOVUPS Y3, 1216(BX)
 
-	// v41 = mul(v40, v2) [N=64 T=421]
+	// v43 = mul(v42, v40) [N=64 T=421]
 	VMULPS lgc28<>+0(SB), Y1, Y1
 
-	// mean(v41) over [N T]
+	// mean(v43) over [N T]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 88(SP), Y1
 	MOVQ    p5+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v43 = sub(v19, v3) [N=64 T=421]
+	// v45 = sub(v18, v2) [N=64 T=421]
 	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
+	// v46 = abs(v45) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v8) [N=64 T=421]
+	// v48 = lt(v46, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
+	// v49 = mul(v47, v46) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
+	// v50 = mul(v49, v46) [N=64 T=421]
 	VMULPS Y4, Y7, Y7
 
-	// v49 = sub(v44, v45) [N=64 T=421]
+	// v51 = sub(v46, v47) [N=64 T=421]
 	VSUBPS lgc22<>+0(SB), Y4, Y4
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
+	// v52 = where(v48, v50, v51) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v51 = mul(v8, v50) [N=64 T=421]
+	// v53 = mul(v0, v52) [N=64 T=421]
 	VMULPS lgc1<>+0(SB), Y4, Y4
 
-	// mean(v51) over [N T]
+	// mean(v53) over [N T]
 	VADDPS  1856(BX), Y4, Y4
 	VMOVUPS Y4, 1856(BX)
 	VMOVUPS Y2, 120(SP)
 
-	// var(v43) over [N]
+	// var(v45) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -652,7 +658,7 @@ blocks_2:
 	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y3, 9056(BX)(DI*8)
 
-	// var(v19) over [N]
+	// var(v18) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -674,7 +680,7 @@ blocks_2:
 	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 
-	// logsumexp(v20) over [N]
+	// logsumexp(v21) over [N]
 	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
@@ -694,16 +700,16 @@ blocks_2:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v61 = mul(v59, v20) [N=64 T=421]
+	// v63 = mul(v61, v21) [N=64 T=421]
 	VMULPS  lgc32<>+0(SB), Y5, Y1
 	VMOVUPS 120(SP), Y1
 
-	// store v18
+	// store v17
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 88(SP), Y1
 
-	// store v19
+	// store v18
 	MOVQ         p11+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
@@ -1179,29 +1185,29 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v56 = add(v54, v55) [T=421]
+	// v58 = add(v56, v57) [T=421]
 	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v59 = div(v55, v58) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v8, v57) [T=421]
+	// v60 = sub(v0, v59) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v63 = mul(v59, v60) [T=421]
+	// v65 = mul(v61, v62) [T=421]
 	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v66 = sub(v65, v64) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v67 = exp(v66) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1231,12 +1237,12 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v67) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v58
+	// store v60
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -1264,32 +1270,32 @@ noflush_5:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v56 = add(v54, v55) [T=421]
+	// v58 = add(v56, v57) [T=421]
 	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v59 = div(v55, v58) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v8, v57) [T=421]
+	// v60 = sub(v0, v59) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v63 = mul(v59, v60) [T=421]
+	// v65 = mul(v61, v62) [T=421]
 	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v66 = sub(v65, v64) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v67 = exp(v66) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1319,7 +1325,7 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v67) over [T]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -1329,7 +1335,7 @@ noflush_5:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v58
+	// store v60
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -1365,10 +1371,10 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc34<>+0(SB), Y1
 
-	// v68 = div(v66, v67) []
+	// v70 = div(v68, v69) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v68
+	// store v70
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER

@@ -89,14 +89,6 @@ func randomInputs(seed uint64) *Inputs {
 	for i := range in.NextReward {
 		in.NextReward[i] = float64(r.Float64()*2 - 1)
 	}
-	in.NextDone = make([]bool, 26944)
-	for i := range in.NextDone {
-		in.NextDone[i] = r.Float64() < 0.05
-	}
-	in.NextTerminated = make([]bool, 26944)
-	for i := range in.NextTerminated {
-		in.NextTerminated[i] = r.Float64() < 0.05
-	}
 	in.StateValue = make([]float64, 26944)
 	for i := range in.StateValue {
 		in.StateValue[i] = float64(r.Float64()*2 - 1)
@@ -104,6 +96,14 @@ func randomInputs(seed uint64) *Inputs {
 	in.NextStateValue = make([]float64, 26944)
 	for i := range in.NextStateValue {
 		in.NextStateValue[i] = float64(r.Float64()*2 - 1)
+	}
+	in.NextTerminated = make([]bool, 26944)
+	for i := range in.NextTerminated {
+		in.NextTerminated[i] = r.Float64() < 0.05
+	}
+	in.NextDone = make([]bool, 26944)
+	for i := range in.NextDone {
+		in.NextDone[i] = r.Float64() < 0.05
 	}
 	return in
 }

@@ -23,7 +23,7 @@ outer0_1:
 	VPMOVZXBD (SP), X2
 	VCVTDQ2PD X2, Y2
 
-	// v6 = sub(v5, v2) [N=64 T=421]
+	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPD    Y2, Y1, Y2
 	MOVQ      p2+16(FP), CX
 	MOVQ      $+0, 8(SP)
@@ -32,28 +32,28 @@ outer0_1:
 	VPMOVZXBD 8(SP), X3
 	VCVTDQ2PD X3, Y3
 
-	// v7 = sub(v5, v1) [N=64 T=421]
+	// v7 = sub(v0, v6) [N=64 T=421]
 	VSUBPD Y3, Y1, Y1
 
-	// v9 = mul(v8, v6) [N=64 T=421]
+	// v9 = mul(v8, v5) [N=64 T=421]
 	VMULPD     lgc1<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v10 = mul(v9, v4) [N=64 T=421]
+	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPD     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v11 = add(v0, v10) [N=64 T=421]
+	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPD     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v12 = sub(v11, v3) [N=64 T=421]  # delta
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
@@ -81,7 +81,7 @@ outer0_1:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
-	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
 
 	// mean(v15) over [N T]
@@ -112,12 +112,13 @@ outer0_1:
 	VBLENDVPD   Y3, Y7, Y4, Y7
 	VMOVUPD     Y7, 640(CX)
 
+	// v25 = detach(v16) [N=64 T=421]  # value_target
 	// store v15
 	MOVQ       p7+56(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
-	// store v16
+	// store v25
 	MOVQ       p8+64(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
@@ -133,31 +134,31 @@ blocks_2:
 	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2
 
-	// v6 = sub(v5, v2) [N=64 T=421]
+	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPD    Y2, Y1, Y2
 	MOVQ      p2+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v7 = sub(v5, v1) [N=64 T=421]
+	// v7 = sub(v0, v6) [N=64 T=421]
 	VSUBPD Y3, Y1, Y1
 
-	// v9 = mul(v8, v6) [N=64 T=421]
+	// v9 = mul(v8, v5) [N=64 T=421]
 	VMULPD  lgc1<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v10 = mul(v9, v4) [N=64 T=421]
+	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPD  Y3, Y2, Y2
 	MOVQ    p4+32(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v11 = add(v0, v10) [N=64 T=421]
+	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPD  Y2, Y3, Y2
 	MOVQ    p5+40(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v12 = sub(v11, v3) [N=64 T=421]  # delta
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
@@ -181,7 +182,7 @@ blocks_2:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
-	// v16 = add(v15, v3) [N=64 T=421]  # value_target
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
 	VADDPD Y3, Y2, Y1
 
 	// mean(v15) over [N T]
@@ -203,11 +204,12 @@ blocks_2:
 	VMOVUPD     Y3, 448(DX)
 	VMOVUPD     Y6, 640(DX)
 
+	// v25 = detach(v16) [N=64 T=421]  # value_target
 	// store v15
 	MOVQ    p7+56(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 
-	// store v16
+	// store v25
 	MOVQ    p8+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
@@ -224,10 +226,10 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x3fefae147ae147ae
-DATA lgc1<>+8(SB)/8, $0x3fefae147ae147ae
-DATA lgc1<>+16(SB)/8, $0x3fefae147ae147ae
-DATA lgc1<>+24(SB)/8, $0x3fefae147ae147ae
+DATA lgc1<>+0(SB)/8, $0x3fefae1480000000
+DATA lgc1<>+8(SB)/8, $0x3fefae1480000000
+DATA lgc1<>+16(SB)/8, $0x3fefae1480000000
+DATA lgc1<>+24(SB)/8, $0x3fefae1480000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
 DATA lgc2<>+0(SB)/8, $0xffffffffffffffff
@@ -236,10 +238,10 @@ DATA lgc2<>+16(SB)/8, $0x0000000000000000
 DATA lgc2<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+8(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+16(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+24(SB)/8, $0x3fee189374bc6a7f
+DATA lgc3<>+0(SB)/8, $0x3fee189380000000
+DATA lgc3<>+8(SB)/8, $0x3fee189380000000
+DATA lgc3<>+16(SB)/8, $0x3fee189380000000
+DATA lgc3<>+24(SB)/8, $0x3fee189380000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
 DATA lgc4<>+0(SB)/8, $0x0000000000000000
@@ -282,7 +284,8 @@ blocks_4:
 	// v23 = div(v20, v22) [N=64 T=421]
 	VDIVPD Y0, Y1, Y0
 
-	// store v23
+	// v24 = detach(v23) [N=64 T=421]
+	// store v24
 	MOVQ         p4+32(FP), DX
 	VMOVUPD      Y0, (DX)(SI*8)
 	ADDQ         $+4, CX
@@ -314,7 +317,8 @@ blocks_4:
 	// v23 = div(v20, v22) [N=64 T=421]
 	VDIVPD Y0, Y1, Y0
 
-	// store v23
+	// v24 = detach(v23) [N=64 T=421]
+	// store v24
 	MOVQ       p4+32(FP), CX
 	VMOVUPD    lgc2<>+0(SB), Y1
 	VMASKMOVPD Y0, Y1, (CX)(BX*8)

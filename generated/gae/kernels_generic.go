@@ -26,28 +26,29 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float64(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := in.NextReward[iN*421+iT]
-			v1 := b2f(in.NextDone[iN*421+iT])
-			v2 := b2f(in.NextTerminated[iN*421+iT])
-			v3 := in.StateValue[iN*421+iT]
-			v4 := in.NextStateValue[iN*421+iT]
-			v5 := float64(1)
-			v6 := v5 - v2
-			v7 := v5 - v1
-			v8 := float64(0.99)
-			v9 := float64(v8 * v6)
-			v10 := float64(v9 * v4)
-			v11 := v0 + v10
-			v12 := v11 - v3
-			v13 := float64(0.9405)
+			v0 := float64(1)
+			v1 := in.NextReward[iN*421+iT]
+			v2 := in.StateValue[iN*421+iT]
+			v3 := in.NextStateValue[iN*421+iT]
+			v4 := b2f(in.NextTerminated[iN*421+iT])
+			v5 := v0 - v4
+			v6 := b2f(in.NextDone[iN*421+iT])
+			v7 := v0 - v6
+			v8 := float64(0.9900000095367432)
+			v9 := float64(v8 * v5)
+			v10 := float64(v9 * v3)
+			v11 := v1 + v10
+			v12 := v11 - v2
+			v13 := float64(0.940500020980835)
 			v14 := float64(v13 * v7)
 			v15 := v12 + float64(carry15*v14)
 			carry15 = v15
 			s.s0[iN*421+iT] = v15
-			v16 := v15 + v3
-			out.ValueTarget[iN*421+iT] = v16
+			v16 := v15 + v2
 			acc17.Add(v15)
 			acc18.Add(v15)
+			v25 := v16
+			out.ValueTarget[iN*421+iT] = v25
 		}
 	}
 	s.s1 = acc17.Result()
@@ -66,7 +67,8 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 			v21 := float64(0.0001)
 			v22 := max(v19, v21)
 			v23 := v20 / v22
-			out.Advantage[iN*421+iT] = v23
+			v24 := v23
+			out.Advantage[iN*421+iT] = v24
 		}
 	}
 }

@@ -25,18 +25,6 @@ var Launch = runtime.LaunchTable{
 		Role:   "input",
 		Shape:  []int{64, 421},
 	}, {
-		DType:  "bool",
-		Length: 26944,
-		Name:   "in/next.done",
-		Role:   "input",
-		Shape:  []int{64, 421},
-	}, {
-		DType:  "bool",
-		Length: 26944,
-		Name:   "in/next.terminated",
-		Role:   "input",
-		Shape:  []int{64, 421},
-	}, {
 		DType:  "float64",
 		Length: 26944,
 		Name:   "in/state_value",
@@ -46,6 +34,18 @@ var Launch = runtime.LaunchTable{
 		DType:  "float64",
 		Length: 26944,
 		Name:   "in/next.state_value",
+		Role:   "input",
+		Shape:  []int{64, 421},
+	}, {
+		DType:  "bool",
+		Length: 26944,
+		Name:   "in/next.terminated",
+		Role:   "input",
+		Shape:  []int{64, 421},
+	}, {
+		DType:  "bool",
+		Length: 26944,
+		Name:   "in/next.done",
 		Role:   "input",
 		Shape:  []int{64, 421},
 	}, {
@@ -114,7 +114,7 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/next.done", "in/next.terminated", "in/state_value", "in/next.state_value", "scratch/s0", "out/value_target", "scratch/pass0.v17.s", "scratch/pass0.v17.n", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "scratch/s0", "out/value_target", "scratch/pass0.v17.s", "scratch/pass0.v17.n", "scratch/pass0.v18.n", "scratch/pass0.v18.mean", "scratch/pass0.v18.m2"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -114,17 +114,19 @@ func run(src, dir string) error {
 
 // gae runs TorchRL's GAE (γ 0.99, λ 0.95) on the rollout with the reference interpreter.
 func gae(rollout map[string]golden.Array) (adv, vt []float32, err error) {
+	// param_dtype float64: the shipped file was made with γ and λ in double.
 	s, err := spec.Parse("mkdata.yaml", []byte(`
 package: mkdata
 dtype: float32
+param_dtype: float64
 dims: {N: 64, T: 421}
 batch: [N, T]
 estimator: {type: gae, gamma: 0.99, lmbda: 0.95}
-`))
+`), lower.Registry())
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := lower.Lower(s)
+	g, _, err := lower.Lower(s)
 	if err != nil {
 		return nil, nil, err
 	}

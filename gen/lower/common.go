@@ -1,0 +1,141 @@
+package lower
+
+import (
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// Building blocks several stages share (SEMANTICS.md §1).
+
+// reductions are _reduce's modes; distances are distance_loss's.
+var (
+	reductions = []string{"none", "mean", "sum"}
+	distances  = []string{"l1", "l2", "smooth_l1"}
+)
+
+// reduce is TorchRL's _reduce (torchrl/objectives/utils.py): none keeps x, mean and sum run
+// over every element.
+func (l *Lowerer) reduce(x *ir.Node, reduction string) *ir.Node {
+	switch reduction {
+	case "mean":
+		return l.B.MeanAll(x)
+	case "sum":
+		return l.B.SumAll(x)
+	}
+	return x
+}
+
+// standardize is torchrl/_utils.py _standardize: (x − mean)/clamp_min(std, eps) with the
+// unbiased std, statistics over the named dims (all of x's dims when empty).
+func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
+	b := l.B
+	if len(over) == 0 {
+		over = x.Shape.Names()
+	}
+	mean := b.Note(b.Mean(x, over...), "mean")
+	std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
+	return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
+}
+
+// distance is torchrl/objectives/utils.py distance_loss(v1, v2, fn), elementwise:
+// l2 (v1−v2)², l1 |v1−v2|, smooth_l1 Huber with beta 1 (PyTorch's F.smooth_l1_loss).
+func (l *Lowerer) distance(v1, v2 *ir.Node, fn string) *ir.Node {
+	b := l.B
+	x := b.Sub(v1, v2)
+	switch fn {
+	case "l2":
+		return b.Square(x)
+	case "l1":
+		return b.Abs(x)
+	}
+	z := b.Abs(x)
+	half := b.Const(0.5)
+	return b.Where(b.Lt(z, b.Const(1)), b.Mul(b.Mul(half, z), z), b.Sub(z, half))
+}
+
+// timeDim is an estimator's time axis: its time_dim, or the last batch dim (TorchRL's
+// default for a tensordict without a dim named "time", SEMANTICS.md §0.3).
+func (l *Lowerer) timeDim(st *spec.Stage) string {
+	if t := st.String("time_dim"); t != "" {
+		return t
+	}
+	b := l.Batch()
+	return b[len(b)-1].Name
+}
+
+// paramTimeDim is the time_dim parameter every estimator takes.
+var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName,
+	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose"}
+
+// checkTimeDim checks that time_dim is a batch dim.
+func checkTimeDim(c *spec.Check) {
+	if t := c.Stage.String("time_dim"); t != "" && !contains(c.Spec.Batch, t) {
+		c.Errorf("time_dim", "%q is not a batch dim %v", t, c.Spec.Batch)
+	}
+}
+
+// discountDefaults applies the defaults a loss injects into the estimator it builds (γ 0.99,
+// λ 0.95, torchrl/objectives/utils.py default_value_kwargs); a standalone estimator class has
+// none, so there they are required (SEMANTICS.md §1.7).
+func discountDefaults(c *spec.Check, params ...string) {
+	defaults := map[string]float64{"gamma": 0.99, "lmbda": 0.95}
+	for _, p := range params {
+		if c.Stage.Get(p) != nil {
+			continue
+		}
+		if c.Spec.Loss != nil {
+			c.Stage.Set(p, defaults[p])
+			continue
+		}
+		c.Errorf(p, "required for a standalone %s estimator (TorchRL's estimator classes have no default)", c.Stage.Type)
+	}
+}
+
+// unitInterval is a parameter range [0, 1].
+func unitParam(name, doc string) spec.ParamDef {
+	return spec.ParamDef{Name: name, Type: spec.Float, Min: 0, Max: 1, Doc: doc}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// lastStep is 1 at the last index of the time dim and 0 elsewhere: the "done" TorchRL's
+// return recursions force at the end of a row, where they bootstrap from V'.
+func (l *Lowerer) lastStep(time string) *ir.Node {
+	shape := l.B.Shape(time)
+	v := make([]float64, shape.Numel())
+	v[len(v)-1] = 1
+	return l.B.ConstTensor(shape, v)
+}
+
+// averageRewards is the TD estimators' average_rewards (SEMANTICS.md §3.1, §11.10): the reward
+// standardised over every element with the unbiased std floored at floor, before the
+// estimator reads it.
+func (l *Lowerer) averageRewards(st *spec.Stage, r *ir.Node, floor float64) *ir.Node {
+	if !st.Bool("average_rewards") {
+		return r
+	}
+	return l.B.Note(l.standardize(r, nil, floor), "reward_standardized")
+}
+
+// estimatorCheck is what every estimator checks: its discount defaults, time_dim, and a
+// standardisation that would divide by NaN.
+func estimatorCheck(params []string, standardise string) func(c *spec.Check) {
+	return func(c *spec.Check) {
+		discountDefaults(c, params...)
+		checkTimeDim(c)
+		if standardise != "" {
+			checkStandardise(c, standardise)
+		}
+	}
+}
+
+// paramAverageRewards is TD0/TD1/TD(λ)'s average_rewards.
+var paramAverageRewards = spec.ParamDef{Name: "average_rewards", Type: spec.Bool, Default: false,
+	Doc: "standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element"}

@@ -1,0 +1,256 @@
+package lower
+
+import (
+	"math"
+	"sort"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// What the three PPO losses (PPOLoss, ClipPPOLoss, KLPENPPOLoss, torchrl/objectives/ppo.py)
+// share: their constructor arguments, checks, entropy and critic terms (SEMANTICS.md §2).
+
+const ppoSource = "torchrl/objectives/ppo.py"
+
+// ppoParams are PPOLoss's arguments that need no network, with TorchRL v0.11.0's defaults.
+func ppoParams() []spec.ParamDef {
+	inf := math.Inf(1)
+	return []spec.ParamDef{
+		{Name: "entropy_bonus", Type: spec.Bool, Default: true, Doc: "add the entropy term loss_entropy"},
+		{Name: "entropy_coeff", Type: spec.FloatOrMap, Default: 0.01, Min: -inf, Max: inf, Doc: "the entropy coefficient, or one per action head {head: coeff}"},
+		{Name: "heads", Type: spec.Names, Doc: "the action heads of a composite action, when entropy_coeff is a mapping"},
+		{Name: "critic_coeff", Type: spec.Float, Default: 1.0, Null: 0.0, Min: -inf, Max: inf, Doc: "scales the critic loss; 0 or null drops the critic term"},
+		{Name: "loss_critic_type", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the critic's distance"},
+		{Name: "normalize_advantage", Type: spec.Bool, Default: false, Doc: "standardise the advantage per call"},
+		{Name: "normalize_advantage_exclude_dims", Type: spec.IntList, Doc: "dims (TorchRL indices on the [*batch, 1] advantage) normalised independently"},
+		{Name: "clip_value", Type: spec.FloatOrBool, Null: 0.0, Min: -inf, Max: inf, Doc: "value-clipping δ; null or false: none"},
+		{Name: "log_explained_variance", Type: spec.Bool, Default: true, Doc: "report explained_variance"},
+		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
+	}
+}
+
+// ppoKeys are the keys every PPO loss may read.
+var ppoKeys = []spec.KeyDef{keyLogProb, keySampleLogProb, keyEntropy, keyAdvantage, keyValueTarget, keyValue, keyOldValue}
+
+// hasCritic reports whether a PPO loss has an active critic term (TorchRL: critic_coeff > 0).
+func hasCritic(st *spec.Stage) bool { return st.Float("critic_coeff") > 0 }
+
+// clipValue is the value-clipping δ (0: none): a number, or for ClipPPOLoss true = ε.
+func clipValue(st *spec.Stage) float64 {
+	switch v := st.Get("clip_value").(type) {
+	case float64:
+		return v
+	case bool:
+		if v {
+			return st.Float("clip_epsilon")
+		}
+	}
+	return 0
+}
+
+// checkPPO validates the arguments every PPO loss shares.
+func checkPPO(c *spec.Check) {
+	st := c.Stage
+	if st.Float("critic_coeff") < 0 {
+		c.Errorf("critic_coeff", "must be >= 0 (0 or null drops the critic term), got %v; TorchRL silently drops the critic for a negative value", st.Float("critic_coeff"))
+	}
+	switch v := st.Get("clip_value").(type) {
+	case bool:
+		if v && st.Type != "clip_ppo" {
+			c.Errorf("clip_value", "true is accepted by clip_ppo only (it means clip_epsilon); %s takes a number", st.Type)
+		}
+	case float64:
+		if v < 0 {
+			c.Errorf("clip_value", "must be >= 0 (0 or null: no value clipping), got %v", v)
+		}
+	}
+	if m, ok := st.Get("entropy_coeff").(map[string]float64); ok {
+		heads, _ := st.Get("heads").([]string)
+		if len(heads) == 0 {
+			c.Errorf("entropy_coeff", "a per-head mapping needs loss.heads, the list of action heads")
+		}
+		in := map[string]bool{}
+		for _, h := range heads {
+			in[h] = true
+			if _, ok := m[h]; !ok {
+				c.Errorf("entropy_coeff", "no coefficient for head %q (TorchRL raises KeyError: Missing entropy coeff for head)", h)
+			}
+		}
+		var names []string
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			if len(heads) > 0 && !in[k] {
+				c.ErrorAt(st.Path+".entropy_coeff."+k, st.Path+".entropy_coeff: \""+k+"\" is not a head "+allowedList(heads))
+			}
+		}
+	}
+	cv := clipValue(st)
+	if cv > 0 && !hasCritic(st) {
+		c.Warnf("clip_value", "has no effect without a critic term (critic_coeff is 0)")
+	}
+	if cv > 0 && hasCritic(st) && c.Spec.Estimator != nil {
+		c.Warnf("clip_value", "has no effect when the estimator runs in the kernel: TorchRL's estimator overwrites the stored value with the current critic's, so V_old = V (SEMANTICS.md §1.4); value_clip_fraction is 0")
+	}
+	if st.Bool("normalize_advantage") {
+		checkNormalize(c)
+	} else if st.Written("normalize_advantage_exclude_dims") {
+		c.Warnf("normalize_advantage_exclude_dims", "is ignored: normalize_advantage is false")
+	}
+}
+
+func allowedList(vals []string) string {
+	v := append([]string(nil), vals...)
+	sort.Strings(v)
+	out := "(allowed: "
+	for i, x := range v {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out + ")"
+}
+
+// checkNormalize validates normalize_advantage_exclude_dims as torchrl/_utils.py _standardize
+// does, on TorchRL's advantage layout [*batch, 1] (so -1 is the trailing singleton dim), and
+// rejects the NaN case TorchRL would run into (SEMANTICS.md §1.3, §11.11).
+func checkNormalize(c *spec.Check) {
+	s, st := c.Spec, c.Stage
+	rank := len(s.Batch) + 1
+	ex := map[int]bool{}
+	exclude, _ := st.Get("normalize_advantage_exclude_dims").([]int)
+	for i, x := range exclude {
+		p := st.Path + ".normalize_advantage_exclude_dims[" + itoa(i) + "]"
+		y := x
+		if y < 0 {
+			y += rank
+		}
+		if y < 0 || y >= rank {
+			c.ErrorAt(p, p+": dim "+itoa(x)+" is out of range for the advantage's "+itoa(rank)+" dims [*batch, 1] (allowed: "+itoa(-rank)+" .. "+itoa(rank-1)+")")
+			continue
+		}
+		if ex[y] {
+			c.ErrorAt(p, p+": dim "+itoa(x)+" repeats an excluded dim (TorchRL raises ValueError)")
+		}
+		ex[y] = true
+	}
+	numel := 1
+	for _, n := range s.BatchShape() {
+		numel *= n
+	}
+	if numel == 1 {
+		c.Warnf("normalize_advantage", "does nothing on a one-element batch (TorchRL standardises only when advantage.numel() > 1)")
+		return
+	}
+	if len(ex) == rank {
+		c.Warnf("normalize_advantage_exclude_dims", "every dim is excluded: TorchRL warns and leaves the advantage unchanged")
+		return
+	}
+	included := 1
+	for i, n := range s.BatchShape() {
+		if !ex[i] {
+			included *= n
+		}
+	}
+	if included == 1 {
+		c.Errorf("normalize_advantage", "the dims included in the statistics have 1 element, so the unbiased std is NaN (TorchRL would return NaN); exclude fewer dims or disable normalisation")
+	}
+}
+
+// normalizeDims resolves normalize_advantage_exclude_dims to the batch dims the statistics
+// run over. ok is false when every dim is excluded (TorchRL then returns the advantage
+// unchanged) or the batch has one element (TorchRL standardises only when numel > 1).
+func normalizeDims(batch ir.Shape, exclude []int) (over []string, ok bool) {
+	if batch.Numel() == 1 {
+		return nil, false
+	}
+	rank := len(batch) + 1
+	ex := map[int]bool{}
+	for _, d := range exclude {
+		if d < 0 {
+			d += rank
+		}
+		ex[d] = true
+	}
+	for i, d := range batch {
+		if !ex[i] {
+			over = append(over, d.Name)
+		}
+	}
+	return over, len(over) > 0
+}
+
+// advantage is the advantage a PPO loss uses: what the estimator wrote, or the input,
+// standardised per call when normalize_advantage is set (SEMANTICS.md §1.3).
+func (l *Lowerer) advantage(st *spec.Stage) *ir.Node {
+	adv := l.Read("advantage")
+	if st.Bool("normalize_advantage") {
+		exclude, _ := st.Get("normalize_advantage_exclude_dims").([]int)
+		if over, ok := normalizeDims(l.Batch(), exclude); ok {
+			adv = l.B.Note(l.standardize(adv, over, 1e-6), "advantage_normalized")
+		}
+	}
+	return adv
+}
+
+// entropyTerm is the entropy bonus (SEMANTICS.md §2.5): entropy = mean(H) and
+// loss_entropy = reduce(−c·H).
+func (l *Lowerer) entropyTerm(st *spec.Stage) {
+	if !st.Bool("entropy_bonus") {
+		return
+	}
+	b := l.B
+	h := l.Read("entropy")
+	c := l.Hyper("entropy_coeff", st.Float("entropy_coeff"), true, "weighs the entropy bonus: loss_entropy = −entropy_coeff·H")
+	l.Output("entropy", b.MeanAll(h), ir.Metric, "mean entropy of the current policy; always a mean")
+	l.Output("loss_entropy", l.reduce(b.Mul(b.Const(-c), h), st.String("reduction")), ir.LossTerm,
+		"−entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)")
+}
+
+// criticTerm is PPOLoss.loss_critic (SEMANTICS.md §1.4–1.5, §2.6). After an estimator in the
+// kernel the stored value is the current critic's (the estimator overwrote it), so V_old = V
+// and clipping changes nothing, as in TorchRL.
+func (l *Lowerer) criticTerm(st *spec.Stage) {
+	if !hasCritic(st) {
+		return
+	}
+	b := l.B
+	y, v := l.Read("value_target"), l.Read("value")
+	fn := st.String("loss_critic_type")
+	lossValue := l.distance(y, v, fn)
+	if cv := clipValue(st); cv > 0 {
+		cv = l.Hyper("clip_value", cv, true, "the value-clipping δ")
+		vOld := l.Read("old_value")
+		pre := b.Sub(v, vOld)
+		clipped := b.Clamp(pre, b.Const(-cv), b.Const(cv))
+		l.Output("value_clip_fraction", b.MeanAll(b.Ne(pre, clipped)), ir.Metric,
+			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean (torchrl/objectives/utils.py _clip_value_loss)")
+		lossClipped := l.distance(y, b.Add(vOld, clipped), fn)
+		lossValue = b.Max(lossValue, lossClipped)
+	}
+	cc := l.Hyper("critic_coeff", st.Float("critic_coeff"), true, "scales the critic loss")
+	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
+		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
+	if st.Bool("log_explained_variance") {
+		first := l.Batch()[0].Name
+		resid := b.Var(b.Sub(y, v), 0, first)
+		total := b.Var(y, 0, first)
+		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(l.DType().Eps()))))
+		l.Output("explained_variance", ev, ir.Metric,
+			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim")
+	}
+}
+
+func itoa(i int) string {
+	if i < 0 {
+		return "-" + itoa(-i)
+	}
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

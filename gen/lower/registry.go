@@ -1,0 +1,92 @@
+// Package lower turns a validated spec into an IR graph. Every loss, estimator and transform
+// is one registry entry in one file here (clip_ppo.go, gae.go, ...): its TorchRL class, its
+// parameters with TorchRL's defaults and ranges, the keys it reads and writes, its checks
+// and its lowering, which states its TorchRL math with ir.Builder ops. The spec parser reads
+// each stage's YAML through the registry, and nothing below this package knows a stage by
+// name, so adding a loss is adding a file here.
+//
+// Stages read and write keys as TorchRL's modules read and write a tensordict: lowering runs
+// the transforms, then the estimator, then the loss, over an environment of IR nodes keyed
+// by logical key (lower.go). A key no earlier stage wrote is a kernel input.
+package lower
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/lossgen/lossgen/spec"
+)
+
+// Stage is one registry entry: the spec schema of a stage and its lowering.
+type Stage struct {
+	spec.StageDef
+	// Lower builds the stage's IR: it reads keys from l, writes keys and declares outputs.
+	Lower func(l *Lowerer, st *spec.Stage)
+}
+
+var (
+	stages = map[spec.Kind]map[string]*Stage{}
+	keys   = map[string]spec.KeyDef{}
+)
+
+// register adds a stage to the registry (each stage's file calls it from init). A key
+// declared by several stages must be declared alike.
+func register(s *Stage) {
+	if stages[s.Kind] == nil {
+		stages[s.Kind] = map[string]*Stage{}
+	}
+	if stages[s.Kind][s.Type] != nil {
+		panic("lower: stage registered twice: " + s.Type)
+	}
+	stages[s.Kind][s.Type] = s
+	for _, k := range s.Keys {
+		if old, ok := keys[k.Name]; ok && !sameKey(old, k) {
+			panic(fmt.Sprintf("lower: %s declares key %s unlike another stage", s.Type, k.Name))
+		}
+		keys[k.Name] = k
+	}
+}
+
+func sameKey(a, b spec.KeyDef) bool {
+	return slices.Equal(a.Default, b.Default) && a.NextOf == b.NextOf && a.Kind == b.Kind && a.Differentiable == b.Differentiable
+}
+
+// registry is the spec.Registry of the registered stages.
+type registry struct{}
+
+// Registry returns the registry of every stage lossgen lowers, for spec.Parse.
+func Registry() spec.Registry { return registry{} }
+
+func (registry) Stage(kind spec.Kind, typ string) *spec.StageDef {
+	if s := stages[kind][typ]; s != nil {
+		return &s.StageDef
+	}
+	return nil
+}
+
+func (registry) Types(kind spec.Kind) []string {
+	var out []string
+	for t := range stages[kind] {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (registry) Key(name string) (spec.KeyDef, bool) {
+	k, ok := keys[name]
+	return k, ok
+}
+
+func (registry) Keys() []string {
+	var out []string
+	for k := range keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stageOf returns the registry entry of a configured stage.
+func stageOf(st *spec.Stage) *Stage { return stages[st.Def.Kind][st.Type] }
