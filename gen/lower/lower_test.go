@@ -1,0 +1,112 @@
+package lower_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorgonia.org/tensor"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/interp"
+	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// A stage registered by one file (teststage_test.go) parses, lowers, feeds the estimator after
+// it through the reward key, and generates a package, with no other change anywhere.
+func TestStageFromOneFile(t *testing.T) {
+	src := `
+package: scaled
+dtype: float64
+param_dtype: float64
+dims: {N: 2, T: 3}
+batch: [N, T]
+transforms: [{type: test_reward_scale, scale: 3}]
+estimator: {type: td0, gamma: 0.5}
+`
+	path := filepath.Join(t.TempDir(), "scaled.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	c, err := gen.Compile(path)
+	require.NoError(t, err)
+	in := map[string]*tensor.Dense{}
+	vals := map[string][]float64{
+		"next.reward": {1, 2, 3, 4, 5, 6}, "bonus": {0.5, 0, 0, 0, 0, 1},
+		"next.terminated": {0, 0, 1, 0, 0, 0}, "state_value": {0, 0, 0, 0, 0, 0}, "next.state_value": {2, 2, 2, 2, 2, 2},
+	}
+	for _, x := range c.Graph.Inputs {
+		in[x.Name] = interp.New(x.Shape, vals[x.Name])
+	}
+	out, err := interp.Run(c.Graph, in)
+	require.NoError(t, err)
+	// TD(0) on the transformed reward 3R + bonus: G = 3R + b + 0.5·(1 − τ)·2.
+	require.Equal(t, []float64{4.5, 7, 9, 13, 16, 20}, interp.Data(out["value_target"]))
+	require.Equal(t, []float64{3.5, 6, 9, 12, 15, 19}, interp.Data(out["next.reward"]), "the transform's output")
+	files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+	require.NoError(t, err)
+	require.Contains(t, string(files["scaled.go"]), "Scale = 3")
+}
+
+func lowerSrc(t *testing.T, src string) (*spec.Spec, []lower.Hyper) {
+	t.Helper()
+	s, err := spec.Parse("t.yaml", []byte(src), lower.Registry())
+	require.NoError(t, err)
+	_, hypers, err := lower.Lower(s)
+	require.NoError(t, err)
+	return s, hypers
+}
+
+func hyper(hs []lower.Hyper, name string) float64 {
+	for _, h := range hs {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return math.NaN()
+}
+
+// Hyper-parameter precision (SEMANTICS.md §11.14): by default coefficients are held where and
+// as TorchRL holds them, float32-rounded even in a float64 kernel; param_dtype float64 keeps
+// them in double.
+func TestHyperParameterPrecision(t *testing.T) {
+	const src = "package: p\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clip_ppo, clip_value: 0.3}\n"
+	_, hs := lowerSrc(t, src)
+	f32 := func(x float64) float64 { return float64(float32(x)) }
+	require.Equal(t, f32(0.99), hyper(hs, "gamma"))
+	require.Equal(t, f32(0.99*0.95), hyper(hs, "lmbda*gamma"), "λ·γ formed in double, then held as float32")
+	require.Equal(t, -0.2231435477733612, hyper(hs, "log1p(-clip_epsilon)"), "correctly rounded float32 log1p of float32(−0.2)")
+	require.Equal(t, f32(math.Log1p(f32(0.2))), hyper(hs, "log1p(clip_epsilon)"))
+	require.Equal(t, f32(0.01), hyper(hs, "entropy_coeff"))
+	require.Equal(t, f32(0.3), hyper(hs, "clip_value"))
+
+	_, hs = lowerSrc(t, "package: p\ndtype: float64\nparam_dtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clip_ppo}\n")
+	require.Equal(t, 0.99, hyper(hs, "gamma"))
+	require.Equal(t, 0.99*0.95, hyper(hs, "lmbda*gamma"))
+	require.Equal(t, math.Log1p(-0.2), hyper(hs, "log1p(-clip_epsilon)"))
+	require.Equal(t, 0.01, hyper(hs, "entropy_coeff"))
+
+	// TD(1) and TD(λ) fill tensors of the data's dtype with γ, λ: doubles in a float64 kernel.
+	_, hs = lowerSrc(t, "package: p\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.99, lmbda: 0.9}\n")
+	require.Equal(t, 0.99, hyper(hs, "gamma"))
+	require.Equal(t, 0.9, hyper(hs, "lmbda"))
+	// TD(0) and V-trace's γ·(1 − flag) is a float32 tensor.
+	for _, typ := range []string{"td0", "vtrace"} {
+		_, hs = lowerSrc(t, "package: p\ndtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: "+typ+", gamma: 0.99}\n")
+		require.Equal(t, f32(0.99), hyper(hs, "gamma"), typ)
+	}
+}
+
+// Lowering reports what the spec's keys get wrong at the key.
+func TestKeyErrors(t *testing.T) {
+	for _, c := range []struct{ src, err string }{
+		{"keys: {sample_log_prob: null}", "t.yaml:6:25: keys.sample_log_prob: clip_ppo reads \"sample_log_prob\" but the key is mapped to null (absent from the data); map it to an array name"},
+		{"keys: {log_prob: lp, sample_log_prob: lp}", "t.yaml:6:39: keys.sample_log_prob: maps to \"lp\", the array keys.log_prob already reads"},
+	} {
+		s, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo}\n\n"+c.src+"\n"), lower.Registry())
+		require.NoError(t, err)
+		_, _, err = lower.Lower(s)
+		require.EqualError(t, err, c.err)
+	}
+}
