@@ -7,3 +7,7 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o clipppogae -golden ../golden/clipppogae ../spec/examples/clip_ppo_gae.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o clipppo -golden ../golden/clipppo ../spec/examples/clip_ppo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o gae -golden ../golden/gae ../spec/examples/gae.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td0 -golden ../golden/td0 ../spec/examples/td0.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td1 -golden ../golden/td1 ../spec/examples/td1.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o tdlambda -golden ../golden/tdlambda ../spec/examples/td_lambda.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o vtraceppo -golden ../golden/vtraceppo ../spec/examples/vtrace_ppo.yaml

@@ -1,0 +1,74 @@
+package gen_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
+)
+
+// TestEstimatorShapes runs every value estimator on every backend (the pure-Go kernel, the
+// default build's AVX2 kernel, the PTX in the simulator) against the interpreter on shapes the
+// example packages do not have: one step (T = 1), rows shorter than a vector, and time-major
+// batches whose scan runs along the outer dim, with the golden cases' random and done/
+// terminated patterns (a terminal and a truncation in the middle, terminated without done,
+// done on the last step, done everywhere).
+func TestEstimatorShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	for _, c := range []struct{ est, dtype, dims, batch, extra string }{
+		{"gae", "float32", "{N: 3, T: 1}", "[N, T]", "lmbda: 0.9"},
+		{"td0", "float64", "{N: 5, T: 1}", "[N, T]", "average_rewards: true"},
+		{"td1", "float32", "{N: 4, T: 9}", "[N, T]", ""},
+		{"td1", "float64", "{N: 6, T: 1}", "[N, T]", ""},
+		{"td_lambda", "float32", "{T: 9, N: 11}", "[T, N]", "lmbda: 0.8, time_dim: T"},
+		{"td_lambda", "float64", "{N: 3, T: 5}", "[N, T]", "lmbda: 0.5, average_rewards: true"},
+		{"vtrace", "float32", "{N: 7, T: 3}", "[N, T]", "rho_thresh: 1.5, c_thresh: 0.9"},
+		{"vtrace", "float64", "{T: 6, N: 5}", "[T, N]", "time_dim: T, average_adv: true"},
+		{"gae", "float64", "{T: 13, N: 3}", "[T, N]", "lmbda: 0.95, time_dim: T, average_gae: true"},
+	} {
+		name := fmt.Sprintf("%s_%s_%s", c.est, c.dtype, c.dims)
+		t.Run(name, func(t *testing.T) {
+			src := fmt.Sprintf("package: p\ndtype: %s\ndims: %s\nbatch: %s\nestimator: {type: %s, gamma: 0.9", c.dtype, c.dims, c.batch, c.est)
+			if c.extra != "" {
+				src += ", " + c.extra
+			}
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(src+"}\n"), 0o644))
+			comp, err := gen.Compile(path)
+			require.NoError(t, err)
+			cs, err := cases.Build(comp.Graph, "p", "")
+			require.NoError(t, err)
+			run := backends(t, comp)
+			mod, err := ptxgen.Emit(comp.Plan, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+			require.NoError(t, err)
+			for _, cs := range cs {
+				require.NoError(t, cases.Want(comp.Graph, &cs))
+				outs := run(cs.Inputs)
+				outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, cs.Inputs)
+				require.NoError(t, err)
+				for backend, out := range outs {
+					for _, o := range comp.Graph.Outputs {
+						tol := gen.Tolerance(comp.Graph.DType, len(o.Node.Shape) == 0)
+						d := golden.Compare(cs.Want[o.Name].Float64s(), out[o.Name].Float64s(), tol)
+						if d.Bad > 0 {
+							t.Fatalf("%s, case %s, %s: %d bad, first at %d: got %v, want %v", backend, cs.Name, o.Name, d.Bad, d.First,
+								out[o.Name].Float64s()[d.First], cs.Want[o.Name].Float64s()[d.First])
+						}
+					}
+				}
+			}
+		})
+	}
+}
