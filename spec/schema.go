@@ -30,17 +30,17 @@ type ParamType uint8
 // The parameter types. Numbers are float64 (integers for Int), checked against the
 // parameter's range element by element.
 const (
-	Float        ParamType = iota // a number
-	FloatOrBool                   // a number, or true/false (clip_value: true means clip_epsilon)
-	FloatOrPair                   // a number, or a list of two ([eps_low, eps_high])
-	FloatOrMap                    // a number, or a mapping {name: number} (per-head coefficients)
-	FloatList                     // a list of numbers
-	Int                           // an integer
-	IntList                       // a list of integers
-	Bool                          // true or false
-	Enum                          // one of the Enum strings
-	Names                         // a list of names
-	DimName                       // the name of a dim declared under dims
+	Float       ParamType = iota // a number
+	FloatOrBool                  // a number, or true/false (clip_value: true means clip_epsilon)
+	FloatOrPair                  // a number, or a list of two ([eps_low, eps_high])
+	FloatOrMap                   // a number, or a mapping {name: number} (per-head coefficients)
+	FloatList                    // a list of numbers
+	Int                          // an integer
+	IntList                      // a list of integers
+	Bool                         // true or false
+	Enum                         // one of the Enum strings
+	Names                        // a list of names
+	DimName                      // the name of a dim declared under dims
 )
 
 // ParamDef is one parameter of a stage: a key of its YAML mapping, named as TorchRL's

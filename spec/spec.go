@@ -110,4 +110,3 @@ func DataName(key []string) string {
 	}
 	return n
 }
-
