@@ -62,6 +62,9 @@ func zoo(dt ir.DType) *ir.Graph {
 		out(name, f(b.Mul(x, half), b.Mul(b.Max(x, y), half)))
 	}
 	out("where", b.Where(c, x, y))
+	out("clamp", b.Clamp(x, b.Const(-0.25), b.Const(0.5)))
+	out("broadcast", b.Broadcast(b.Sum(y, "T"), b.Shape("N", "T", "A")))
+	out("broadcast_const", b.Broadcast(half, b.Shape("N", "T")))
 
 	// Barrier reductions over batch dims.
 	out("sum_T", b.Sum(x, "T"))

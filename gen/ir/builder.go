@@ -76,7 +76,7 @@ func (b *Builder) add(n *Node) *Node {
 
 func cseKey(n *Node) string {
 	var k strings.Builder
-	fmt.Fprintf(&k, "%d|%v|%d|%v|", n.Op, n.Axes, n.Corr, n.Reverse)
+	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.TieFirst)
 	for _, a := range n.Args {
 		fmt.Fprintf(&k, "%d,", a.ID)
 	}
@@ -163,6 +163,31 @@ func (b *Builder) Mul(x, y *Node) *Node      { return b.elem(OpMul, x, y) }
 func (b *Builder) Div(x, y *Node) *Node      { return b.elem(OpDiv, x, y) }
 func (b *Builder) Min(x, y *Node) *Node      { return b.elem(OpMin, x, y) }
 func (b *Builder) Max(x, y *Node) *Node      { return b.elem(OpMax, x, y) }
+
+// MinFirst is min(x, y) whose gradient goes to x on a tie and where x is NaN (TieFirst).
+func (b *Builder) MinFirst(x, y *Node) *Node { return b.tieFirst(b.Min(x, y)) }
+
+// MaxFirst is max(x, y) whose gradient goes to x on a tie and where x is NaN (TieFirst).
+func (b *Builder) MaxFirst(x, y *Node) *Node { return b.tieFirst(b.Max(x, y)) }
+
+// tieFirst re-adds a min or max node with TieFirst set (a folded constant stays as it is).
+func (b *Builder) tieFirst(n *Node) *Node {
+	if n.Op != OpMin && n.Op != OpMax || n.TieFirst {
+		return n
+	}
+	return b.add(&Node{Op: n.Op, Args: n.Args, Shape: n.Shape, TieFirst: true, Note: n.Note})
+}
+
+// Broadcast is x repeated onto shape (which has every dim of x).
+func (b *Builder) Broadcast(x *Node, shape Shape) *Node {
+	if !x.Shape.SubOf(shape) {
+		panic(fmt.Sprintf("ir: broadcast of %s to %s", x.Shape, shape))
+	}
+	if x.Shape.Equal(shape) {
+		return x
+	}
+	return b.add(&Node{Op: OpBroadcast, Args: []*Node{x}, Shape: shape})
+}
 func (b *Builder) Lt(x, y *Node) *Node       { return b.elem(OpLt, x, y) }
 func (b *Builder) Le(x, y *Node) *Node       { return b.elem(OpLe, x, y) }
 func (b *Builder) Gt(x, y *Node) *Node       { return b.elem(OpGt, x, y) }
@@ -187,7 +212,15 @@ func (b *Builder) exp(x *Node) *Node {
 	if x.Op == OpMin && x.Args[1].IsScalarConst() && x.Args[0].Op == OpMax && x.Args[0].Args[1].IsScalarConst() {
 		lo, hi := x.Args[0].Args[1].Value[0], x.Args[1].Value[0]
 		inner := b.Exp(x.Args[0].Args[0])
-		return b.Min(b.Max(inner, b.Const(math.Exp(lo))), b.Const(math.Exp(hi)))
+		mx := b.Max(inner, b.Const(math.Exp(lo)))
+		if x.Args[0].TieFirst {
+			mx = b.tieFirst(mx)
+		}
+		mn := b.Min(mx, b.Const(math.Exp(hi)))
+		if x.TieFirst {
+			mn = b.tieFirst(mn)
+		}
+		return mn
 	}
 	return b.elem(OpExp, x)
 }
@@ -247,8 +280,9 @@ func (b *Builder) SumAll(x *Node) *Node {
 	return b.Sum(x, x.Shape.Names()...)
 }
 
-// Clamp is torch.clamp(x, lo, hi) = min(max(x, lo), hi), NaN-propagating.
-func (b *Builder) Clamp(x, lo, hi *Node) *Node { return b.Min(b.Max(x, lo), hi) }
+// Clamp is torch.clamp(x, lo, hi) = min(max(x, lo), hi), NaN-propagating, whose gradient
+// passes where lo ≤ x ≤ hi, bounds included (TieFirst).
+func (b *Builder) Clamp(x, lo, hi *Node) *Node { return b.MinFirst(b.MaxFirst(x, lo), hi) }
 
 // Square is x·x.
 func (b *Builder) Square(x *Node) *Node { return b.Mul(x, x) }
@@ -309,6 +343,15 @@ func (b *Builder) Output(name string, n *Node, role Role, doc, source string) {
 	}
 	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Role: role, Doc: doc, Source: source})
 }
+
+// Nodes lists the nodes so far, in topological order.
+func (b *Builder) Nodes() []*Node { return b.g.Nodes }
+
+// Outputs lists the outputs declared so far.
+func (b *Builder) Outputs() []*Output { return b.g.Outputs }
+
+// Inputs lists the inputs declared so far.
+func (b *Builder) Inputs() []*Input { return b.g.Inputs }
 
 // OutputNames lists the outputs declared so far.
 func (b *Builder) OutputNames() []string {

@@ -184,6 +184,11 @@ type Node struct {
 	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
 	Corr    int       // OpVar: the correction (0 biased, 1 unbiased)
 	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1])
+	// TieFirst (OpMin, OpMax) is how the gradient splits: to the first argument where the
+	// two are equal or it is NaN (torch.clamp against a bound, inclusive; the min over
+	// ClipPPO's stacked gains, SEMANTICS.md §11.5), instead of half to each on a tie
+	// (torch.minimum, torch.maximum).
+	TieFirst bool
 	Note    string    // a short name for plans and generated comments ("delta", "ratio")
 }
 
@@ -228,6 +233,9 @@ func (n *Node) String() string {
 	}
 	if n.Op == OpScan && n.Reverse {
 		b.WriteString(" reverse")
+	}
+	if n.TieFirst {
+		b.WriteString(" tie=first")
 	}
 	fmt.Fprintf(&b, " %s", n.Shape)
 	if n.Note != "" {

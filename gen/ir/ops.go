@@ -19,14 +19,18 @@ const (
 	// OpDetach is the identity that stops gradients (torch's .detach()): every backend
 	// computes nothing for it; the autodiff pass sends no gradient through it.
 	OpDetach
+	// OpBroadcast is the identity onto a larger shape (its node's Shape): a value with fewer
+	// dims repeated along the others, as any elementwise op repeats its operands. The autodiff
+	// pass makes a gradient its input's shape with it.
+	OpBroadcast
 
 	// Elementwise, two arguments. Comparisons give 0 or 1.
 	OpAdd
 	OpSub
 	OpMul
 	OpDiv
-	OpMin // as Go's min: NaN if either is NaN (torch.minimum), and −0 < +0
-	OpMax // as Go's max: NaN if either is NaN (torch.maximum), and −0 < +0
+	OpMin // as Go's min: NaN if either is NaN (torch.minimum), and −0 < +0; see Node.TieFirst
+	OpMax // as Go's max: NaN if either is NaN (torch.maximum), and −0 < +0; see Node.TieFirst
 	OpLt
 	OpLe
 	OpGt
@@ -81,7 +85,7 @@ var opInfo = [numOps]struct {
 	OpInput: {"input", 0, Leaf}, OpConst: {"const", 0, Leaf},
 	OpNeg: {"neg", 1, Elementwise}, OpAbs: {"abs", 1, Elementwise}, OpExp: {"exp", 1, Elementwise},
 	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
-	OpDetach: {"detach", 1, Elementwise},
+	OpDetach: {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},
 	OpAdd:    {"add", 2, Elementwise}, OpSub: {"sub", 2, Elementwise}, OpMul: {"mul", 2, Elementwise},
 	OpDiv: {"div", 2, Elementwise}, OpMin: {"min", 2, Elementwise}, OpMax: {"max", 2, Elementwise},
 	OpLt: {"lt", 2, Elementwise}, OpLe: {"le", 2, Elementwise}, OpGt: {"gt", 2, Elementwise},

@@ -86,8 +86,13 @@ func (b *Builder) Copy(n *Node, args []*Node) *Node {
 		}
 		return b.ConstTensor(n.Shape, n.Value)
 	case Elementwise:
-		if n.Op == OpDetach {
+		switch {
+		case n.Op == OpDetach:
 			return b.Detach(args[0])
+		case n.Op == OpBroadcast:
+			return b.Broadcast(args[0], n.Shape)
+		case n.TieFirst:
+			return b.Note(b.tieFirst(b.elem(n.Op, args...)), n.Note)
 		}
 		return b.Note(b.elem(n.Op, args...), n.Note)
 	case Reduce:

@@ -329,59 +329,84 @@ func (k *passK) store(n *ir.Node, v string) {
 	}
 }
 
-var cmpOp = map[ir.Op]string{ir.OpLt: "lt", ir.OpLe: "le", ir.OpGt: "gt", ir.OpGe: "ge", ir.OpEq: "eq", ir.OpNe: "neu"}
-
 // compute emits one node on its arguments' registers.
 func (k *passK) compute(n *ir.Node) string {
-	arg := func(i int) string { return k.vals[n.Args[i].ID] }
-	t := k.t()
-	d := k.el()
-	switch n.Op {
-	case ir.OpNeg:
-		k.op("neg.%s %s, %s", t, d, arg(0))
-	case ir.OpAbs:
-		k.op("abs.%s %s, %s", t, d, arg(0))
-	case ir.OpExp:
-		return k.expEl(arg(0))
-	case ir.OpLog:
-		return k.logEl(arg(0))
-	case ir.OpLog1p:
-		return k.log1pEl(arg(0))
-	case ir.OpSqrt:
-		k.op("sqrt.rn.%s %s, %s", t, d, arg(0))
-	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpDiv:
-		name := map[ir.Op]string{ir.OpAdd: "add", ir.OpSub: "sub", ir.OpMul: "mul", ir.OpDiv: "div"}[n.Op]
-		k.op("%s.rn.%s %s, %s, %s", name, t, d, arg(0), arg(1))
-	case ir.OpMin, ir.OpMax:
-		name := map[ir.Op]string{ir.OpMin: "min", ir.OpMax: "max"}[n.Op]
-		if k.f64 {
-			k.minmax64(name, d, arg(0), arg(1))
-		} else {
-			k.op("%s.NaN.f32 %s, %s, %s", name, d, arg(0), arg(1))
-		}
-	case ir.OpLt, ir.OpLe, ir.OpGt, ir.OpGe, ir.OpEq, ir.OpNe:
-		p := k.pred()
-		k.op("setp.%s.%s %s, %s, %s", cmpOp[n.Op], t, p, arg(0), arg(1))
-		k.op("selp.%s %s, %s, %s, %s", t, d, k.imm(1), k.imm(0), p)
-	case ir.OpWhere:
-		p := k.pred()
-		k.op("setp.neu.%s %s, %s, %s", t, p, arg(0), k.imm(0))
-		k.op("selp.%s %s, %s, %s, %s", t, d, arg(1), arg(2), p)
-	case ir.OpDetach:
-		return arg(0)
-	case ir.OpScan:
+	switch n.Op.Class() {
+	case ir.Scan:
 		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
+		t, d := k.t(), k.el()
 		c := k.carries[n.ID]
-		k.op("mul.rn.%s %s, %s, %s", t, d, c, arg(1))
-		k.op("add.rn.%s %s, %s, %s", t, d, arg(0), d)
+		k.op("mul.rn.%s %s, %s, %s", t, d, c, k.vals[n.Args[1].ID])
+		k.op("add.rn.%s %s, %s, %s", t, d, k.vals[n.Args[0].ID], d)
 		k.op("mov.%s %s, %s", t, c, d)
-	case ir.OpShiftNext:
+		return d
+	case ir.Shift:
 		return k.shift(n)
-	case ir.OpGather:
+	case ir.Gather:
 		return k.gather(n)
-	default:
-		panic("ptxgen: no PTX for " + n.Op.String())
 	}
+	args := make([]string, len(n.Args))
+	for i, a := range n.Args {
+		args[i] = k.vals[a.ID]
+	}
+	return ir.Elem[string](ptxOps{k.kernel}, n.Op, args)
+}
+
+// ptxOps is ir.ElemOps on PTX registers of the kernel's element type. Every float op carries
+// an explicit rounding (.rn), so ptxas contracts nothing into an FMA.
+type ptxOps struct{ k *kernel }
+
+func (o ptxOps) un(op, x string) string {
+	d := o.k.el()
+	o.k.op("%s.%s %s, %s", op, o.k.t(), d, x)
+	return d
+}
+
+func (o ptxOps) bin(op, x, y string) string {
+	d := o.k.el()
+	o.k.op("%s.%s %s, %s, %s", op, o.k.t(), d, x, y)
+	return d
+}
+
+func (o ptxOps) cmp(op, x, y string) string {
+	p, d := o.k.pred(), o.k.el()
+	o.k.op("setp.%s.%s %s, %s, %s", op, o.k.t(), p, x, y)
+	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, o.k.imm(1), o.k.imm(0), p)
+	return d
+}
+
+func (o ptxOps) minmax(name, x, y string) string {
+	d := o.k.el()
+	if o.k.f64 {
+		o.k.minmax64(name, d, x, y)
+	} else {
+		o.k.op("%s.NaN.f32 %s, %s, %s", name, d, x, y)
+	}
+	return d
+}
+
+func (o ptxOps) Neg(x string) string      { return o.un("neg", x) }
+func (o ptxOps) Abs(x string) string      { return o.un("abs", x) }
+func (o ptxOps) Exp(x string) string      { return o.k.expEl(x) }
+func (o ptxOps) Log(x string) string      { return o.k.logEl(x) }
+func (o ptxOps) Log1p(x string) string    { return o.k.log1pEl(x) }
+func (o ptxOps) Sqrt(x string) string     { return o.un("sqrt.rn", x) }
+func (o ptxOps) Add(x, y string) string   { return o.bin("add.rn", x, y) }
+func (o ptxOps) Sub(x, y string) string   { return o.bin("sub.rn", x, y) }
+func (o ptxOps) Mul(x, y string) string   { return o.bin("mul.rn", x, y) }
+func (o ptxOps) Div(x, y string) string   { return o.bin("div.rn", x, y) }
+func (o ptxOps) Min(x, y string) string   { return o.minmax("min", x, y) }
+func (o ptxOps) Max(x, y string) string   { return o.minmax("max", x, y) }
+func (o ptxOps) Lt(x, y string) string    { return o.cmp("lt", x, y) }
+func (o ptxOps) Le(x, y string) string    { return o.cmp("le", x, y) }
+func (o ptxOps) Gt(x, y string) string    { return o.cmp("gt", x, y) }
+func (o ptxOps) Ge(x, y string) string    { return o.cmp("ge", x, y) }
+func (o ptxOps) Eq(x, y string) string    { return o.cmp("eq", x, y) }
+func (o ptxOps) Ne(x, y string) string    { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
+func (o ptxOps) Where(c, x, y string) string {
+	p, d := o.k.pred(), o.k.el()
+	o.k.op("setp.neu.%s %s, %s, %s", o.k.t(), p, c, o.k.imm(0))
+	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, x, y, p)
 	return d
 }
 

@@ -1,0 +1,156 @@
+package ir
+
+import "fmt"
+
+// VJP rules: for each op, given its node n and the gradient g of a scalar loss with respect
+// to n's value (n's shape), the gradient contributions to n's arguments, built with the same
+// IR ops (so every backend computes gradients with no code of its own; tinygrad's
+// gradient.py works the same way). A contribution may have n's shape where the argument has
+// fewer dims: the autodiff pass sums it over the extra ones. nil means no gradient flows to
+// that argument. The kink conventions are PyTorch's (SEMANTICS.md §2.8, issue text of the
+// gradients work): clamp passes the gradient at its bounds, inclusive (TieFirst);
+// torch.minimum/maximum split it half and half on an exact tie; smooth_l1's derivative comes
+// out as clamp(x, −1, 1) from its where-form; a NaN input gives a NaN gradient.
+
+// VJP is one op's rule.
+type VJP func(b *Builder, n, g *Node) []*Node
+
+// vjps has a rule for every op; the autodiff pass reports an op whose rule is nil, and a test
+// checks there is none. noGrad marks ops whose result is piecewise constant (comparisons,
+// argmax) or that carry no gradient (constants, inputs, detach).
+var vjps = [numOps]VJP{
+	OpInput: noGrad, OpConst: noGrad, OpDetach: noGrad,
+	OpNeg: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Neg(g)} },
+	OpAbs: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Mul(g, b.Sign(n.Args[0]))} },
+	OpExp: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Mul(g, n)} },
+	OpLog: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Div(g, n.Args[0])} },
+	OpLog1p: func(b *Builder, n, g *Node) []*Node {
+		return []*Node{b.Div(g, b.Add(b.Const(1), n.Args[0]))}
+	},
+	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.Div(g, b.Mul(b.Const(2), n))} },
+	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpAdd:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
+	OpSub:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
+	OpMul: func(b *Builder, n, g *Node) []*Node {
+		return []*Node{b.Mul(g, n.Args[1]), b.Mul(g, n.Args[0])}
+	},
+	OpDiv: func(b *Builder, n, g *Node) []*Node { // torch: g/y, −g·x/(y·y)
+		x, y := n.Args[0], n.Args[1]
+		return []*Node{b.Div(g, y), b.Div(b.Mul(b.Neg(g), x), b.Mul(y, y))}
+	},
+	OpMin: func(b *Builder, n, g *Node) []*Node { return minMaxVJP(b, n, g, OpGt, OpLe) },
+	OpMax: func(b *Builder, n, g *Node) []*Node { return minMaxVJP(b, n, g, OpLt, OpGe) },
+	OpLt:  noGrad, OpLe: noGrad, OpGt: noGrad, OpGe: noGrad, OpEq: noGrad, OpNe: noGrad,
+	OpWhere: func(b *Builder, n, g *Node) []*Node {
+		zero := b.Const(0)
+		return []*Node{nil, b.Where(n.Args[0], g, zero), b.Where(n.Args[0], zero, g)}
+	},
+	OpSum: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
+	OpMean: func(b *Builder, n, g *Node) []*Node {
+		return []*Node{b.Div(g, b.Const(float64(n.Args[0].Shape.Numel()/n.Shape.Numel())))}
+	},
+	OpLogSumExp: func(b *Builder, n, g *Node) []*Node { // torch: g·exp(x − logsumexp)
+		return []*Node{b.Mul(g, b.Exp(b.Sub(n.Args[0], n)))}
+	},
+	// amax/amin: the gradient is shared evenly by the maximal elements.
+	OpRMax: func(b *Builder, n, g *Node) []*Node { return extremeVJP(b, n, g) },
+	OpRMin: func(b *Builder, n, g *Node) []*Node { return extremeVJP(b, n, g) },
+	OpVar: func(b *Builder, n, g *Node) []*Node { // g·2(x − mean)/(n − correction)
+		x := n.Args[0]
+		cnt := float64(x.Shape.Numel()/n.Shape.Numel() - n.Corr)
+		return []*Node{b.Mul(g, b.Div(b.Mul(b.Const(2), b.Sub(x, b.Mean(x, n.Axes...))), b.Const(cnt)))}
+	},
+	OpArgMax: noGrad,
+	// A scan or shift carries no gradient in any stage: TorchRL's estimators run on detached
+	// critic parameters. Reaching one is an error, reported by the pass.
+	OpScan:      unsupported,
+	OpShiftNext: unsupported,
+	OpGather: func(b *Builder, n, g *Node) []*Node { // a one-hot scatter along the axis
+		x, idx, axis := n.Args[0], n.Args[1], n.Axes[0]
+		return []*Node{b.Where(b.Eq(b.Iota(axis), idx), g, b.Const(0)).withShape(b, x.Shape), nil}
+	},
+}
+
+func noGrad(b *Builder, n, g *Node) []*Node { return make([]*Node, len(n.Args)) }
+
+func unsupported(b *Builder, n, g *Node) []*Node { panic(unsupportedOp{n}) }
+
+// unsupportedOp is the panic of unsupported, which the autodiff pass turns into an error.
+type unsupportedOp struct{ n *Node }
+
+// Error says which node a gradient reached.
+func (u unsupportedOp) Error() string {
+	return fmt.Sprintf("a gradient reaches %s, which has none (scans and shifts run on detached values)", u.n)
+}
+
+// ApplyVJP runs op n's rule; err reports an op without one, or a gradient reaching a scan or
+// shift.
+func ApplyVJP(b *Builder, n, g *Node) (contribs []*Node, err error) {
+	rule := vjps[n.Op]
+	if rule == nil {
+		return nil, fmt.Errorf("ir: %s has no gradient rule", n.Op)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			u, ok := p.(unsupportedOp)
+			if !ok {
+				panic(p)
+			}
+			contribs, err = nil, u
+		}
+	}()
+	return rule(b, n, g), nil
+}
+
+// minMaxVJP is the gradient of min (loses = Gt, wins = Le) or max (Lt, Ge). TieFirst: to x
+// where x wins or is NaN, else to y (torch.clamp, stack-min). Otherwise torch.minimum/
+// maximum: to the winner, half to each on a tie, all of it to both where one is NaN.
+func minMaxVJP(b *Builder, n, g *Node, loses, wins Op) []*Node {
+	x, y := n.Args[0], n.Args[1]
+	zero := b.Const(0)
+	if n.TieFirst {
+		take := b.Max(b.elem(wins, x, y), b.Ne(x, x)) // wins or x is NaN
+		return []*Node{b.Where(take, g, zero), b.Where(take, zero, g)}
+	}
+	half := b.Mul(g, b.Const(0.5))
+	tie := b.Eq(x, y)
+	return []*Node{
+		b.Where(b.elem(loses, x, y), zero, b.Where(tie, half, g)),
+		b.Where(b.elem(wins, x, y), b.Where(tie, half, zero), g),
+	}
+}
+
+// extremeVJP shares g evenly among the elements equal to the extreme (torch.amax).
+func extremeVJP(b *Builder, n, g *Node) []*Node {
+	x := n.Args[0]
+	hit := b.Eq(x, n)
+	return []*Node{b.Div(b.Mul(g, hit), b.Sum(hit, n.Axes...))}
+}
+
+// Sign is torch.sign: 1, −1, 0 at ±0, NaN at NaN (the gradient of |x|).
+func (b *Builder) Sign(x *Node) *Node {
+	one := b.Const(1)
+	return b.Where(b.Gt(x, b.Const(0)), one, b.Where(b.Lt(x, b.Const(0)), b.Neg(one), b.Mul(x, b.Const(0))))
+}
+
+// Iota is the constant tensor 0, 1, ..., |axis|−1 along axis.
+func (b *Builder) Iota(axis string) *Node {
+	s := b.Shape(axis)
+	v := make([]float64, s.Numel())
+	for i := range v {
+		v[i] = float64(i)
+	}
+	return b.ConstTensor(s, v)
+}
+
+// withShape broadcasts n onto shape when it has fewer dims (a gather's scatter of a lower-
+// rank gradient).
+func (n *Node) withShape(b *Builder, shape Shape) *Node {
+	if n.Shape.Equal(shape) {
+		return n
+	}
+	return b.Broadcast(n, shape)
+}
+
+// HasRule reports whether op has a gradient rule (a test checks every op has one).
+func HasRule(op Op) bool { return vjps[op] != nil }
