@@ -150,19 +150,19 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 }
 
 // Elementwise ops.
-func (b *Builder) Neg(x *Node) *Node         { return b.elem(OpNeg, x) }
-func (b *Builder) Detach(x *Node) *Node      { return b.detach(x) }
-func (b *Builder) Abs(x *Node) *Node         { return b.elem(OpAbs, x) }
-func (b *Builder) Exp(x *Node) *Node         { return b.exp(x) }
-func (b *Builder) Log(x *Node) *Node         { return b.elem(OpLog, x) }
-func (b *Builder) Log1p(x *Node) *Node       { return b.elem(OpLog1p, x) }
-func (b *Builder) Sqrt(x *Node) *Node        { return b.elem(OpSqrt, x) }
-func (b *Builder) Add(x, y *Node) *Node      { return b.elem(OpAdd, x, y) }
-func (b *Builder) Sub(x, y *Node) *Node      { return b.elem(OpSub, x, y) }
-func (b *Builder) Mul(x, y *Node) *Node      { return b.elem(OpMul, x, y) }
-func (b *Builder) Div(x, y *Node) *Node      { return b.elem(OpDiv, x, y) }
-func (b *Builder) Min(x, y *Node) *Node      { return b.elem(OpMin, x, y) }
-func (b *Builder) Max(x, y *Node) *Node      { return b.elem(OpMax, x, y) }
+func (b *Builder) Neg(x *Node) *Node    { return b.elem(OpNeg, x) }
+func (b *Builder) Detach(x *Node) *Node { return b.detach(x) }
+func (b *Builder) Abs(x *Node) *Node    { return b.elem(OpAbs, x) }
+func (b *Builder) Exp(x *Node) *Node    { return b.exp(x) }
+func (b *Builder) Log(x *Node) *Node    { return b.elem(OpLog, x) }
+func (b *Builder) Log1p(x *Node) *Node  { return b.elem(OpLog1p, x) }
+func (b *Builder) Sqrt(x *Node) *Node   { return b.elem(OpSqrt, x) }
+func (b *Builder) Add(x, y *Node) *Node { return b.elem(OpAdd, x, y) }
+func (b *Builder) Sub(x, y *Node) *Node { return b.elem(OpSub, x, y) }
+func (b *Builder) Mul(x, y *Node) *Node { return b.elem(OpMul, x, y) }
+func (b *Builder) Div(x, y *Node) *Node { return b.elem(OpDiv, x, y) }
+func (b *Builder) Min(x, y *Node) *Node { return b.elem(OpMin, x, y) }
+func (b *Builder) Max(x, y *Node) *Node { return b.elem(OpMax, x, y) }
 
 // MinFirst is min(x, y) whose gradient goes to x on a tie and where x is NaN (TieFirst).
 func (b *Builder) MinFirst(x, y *Node) *Node { return b.tieFirst(b.Min(x, y)) }

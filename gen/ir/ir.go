@@ -189,7 +189,7 @@ type Node struct {
 	// ClipPPO's stacked gains, SEMANTICS.md §11.5), instead of half to each on a tie
 	// (torch.minimum, torch.maximum).
 	TieFirst bool
-	Note    string    // a short name for plans and generated comments ("delta", "ratio")
+	Note     string // a short name for plans and generated comments ("delta", "ratio")
 }
 
 // Name returns a stable name for the node: its note if any, else "v<ID>".

@@ -86,7 +86,7 @@ var opInfo = [numOps]struct {
 	OpNeg: {"neg", 1, Elementwise}, OpAbs: {"abs", 1, Elementwise}, OpExp: {"exp", 1, Elementwise},
 	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
 	OpDetach: {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},
-	OpAdd:    {"add", 2, Elementwise}, OpSub: {"sub", 2, Elementwise}, OpMul: {"mul", 2, Elementwise},
+	OpAdd: {"add", 2, Elementwise}, OpSub: {"sub", 2, Elementwise}, OpMul: {"mul", 2, Elementwise},
 	OpDiv: {"div", 2, Elementwise}, OpMin: {"min", 2, Elementwise}, OpMax: {"max", 2, Elementwise},
 	OpLt: {"lt", 2, Elementwise}, OpLe: {"le", 2, Elementwise}, OpGt: {"gt", 2, Elementwise},
 	OpGe: {"ge", 2, Elementwise}, OpEq: {"eq", 2, Elementwise}, OpNe: {"ne", 2, Elementwise},

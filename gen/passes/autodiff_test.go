@@ -104,13 +104,13 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	flat := head + "dims: {B: 7}\nbatch: [B]\n"
 	rows := head + "dims: {N: 3, T: 5}\nbatch: [N, T]\n"
 	for name, src := range map[string]string{
-		"clip_ppo mean":               flat + "loss: {type: clip_ppo}",
-		"clip_ppo sum l1":             flat + "loss: {type: clip_ppo, reduction: sum, loss_critic_type: l1, entropy_coeff: 0.1}",
-		"clip_ppo none l2 clipped":    flat + "loss: {type: clip_ppo, reduction: none, loss_critic_type: l2, clip_value: 0.05}",
-		"clip_ppo normalized":         flat + "loss: {type: clip_ppo, normalize_advantage: true, critic_coeff: 0.5}",
-		"clip_ppo asymmetric":         flat + "loss: {type: clip_ppo, clip_epsilon: [0.1, 0.3]}",
-		"clip_ppo no critic":          flat + "loss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}",
-		"2-D clip_ppo none":           rows + "loss: {type: clip_ppo, reduction: none}",
+		"clip_ppo mean":            flat + "loss: {type: clip_ppo}",
+		"clip_ppo sum l1":          flat + "loss: {type: clip_ppo, reduction: sum, loss_critic_type: l1, entropy_coeff: 0.1}",
+		"clip_ppo none l2 clipped": flat + "loss: {type: clip_ppo, reduction: none, loss_critic_type: l2, clip_value: 0.05}",
+		"clip_ppo normalized":      flat + "loss: {type: clip_ppo, normalize_advantage: true, critic_coeff: 0.5}",
+		"clip_ppo asymmetric":      flat + "loss: {type: clip_ppo, clip_epsilon: [0.1, 0.3]}",
+		"clip_ppo no critic":       flat + "loss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}",
+		"2-D clip_ppo none":        rows + "loss: {type: clip_ppo, reduction: none}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")

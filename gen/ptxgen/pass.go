@@ -385,24 +385,24 @@ func (o ptxOps) minmax(name, x, y string) string {
 	return d
 }
 
-func (o ptxOps) Neg(x string) string      { return o.un("neg", x) }
-func (o ptxOps) Abs(x string) string      { return o.un("abs", x) }
-func (o ptxOps) Exp(x string) string      { return o.k.expEl(x) }
-func (o ptxOps) Log(x string) string      { return o.k.logEl(x) }
-func (o ptxOps) Log1p(x string) string    { return o.k.log1pEl(x) }
-func (o ptxOps) Sqrt(x string) string     { return o.un("sqrt.rn", x) }
-func (o ptxOps) Add(x, y string) string   { return o.bin("add.rn", x, y) }
-func (o ptxOps) Sub(x, y string) string   { return o.bin("sub.rn", x, y) }
-func (o ptxOps) Mul(x, y string) string   { return o.bin("mul.rn", x, y) }
-func (o ptxOps) Div(x, y string) string   { return o.bin("div.rn", x, y) }
-func (o ptxOps) Min(x, y string) string   { return o.minmax("min", x, y) }
-func (o ptxOps) Max(x, y string) string   { return o.minmax("max", x, y) }
-func (o ptxOps) Lt(x, y string) string    { return o.cmp("lt", x, y) }
-func (o ptxOps) Le(x, y string) string    { return o.cmp("le", x, y) }
-func (o ptxOps) Gt(x, y string) string    { return o.cmp("gt", x, y) }
-func (o ptxOps) Ge(x, y string) string    { return o.cmp("ge", x, y) }
-func (o ptxOps) Eq(x, y string) string    { return o.cmp("eq", x, y) }
-func (o ptxOps) Ne(x, y string) string    { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
+func (o ptxOps) Neg(x string) string    { return o.un("neg", x) }
+func (o ptxOps) Abs(x string) string    { return o.un("abs", x) }
+func (o ptxOps) Exp(x string) string    { return o.k.expEl(x) }
+func (o ptxOps) Log(x string) string    { return o.k.logEl(x) }
+func (o ptxOps) Log1p(x string) string  { return o.k.log1pEl(x) }
+func (o ptxOps) Sqrt(x string) string   { return o.un("sqrt.rn", x) }
+func (o ptxOps) Add(x, y string) string { return o.bin("add.rn", x, y) }
+func (o ptxOps) Sub(x, y string) string { return o.bin("sub.rn", x, y) }
+func (o ptxOps) Mul(x, y string) string { return o.bin("mul.rn", x, y) }
+func (o ptxOps) Div(x, y string) string { return o.bin("div.rn", x, y) }
+func (o ptxOps) Min(x, y string) string { return o.minmax("min", x, y) }
+func (o ptxOps) Max(x, y string) string { return o.minmax("max", x, y) }
+func (o ptxOps) Lt(x, y string) string  { return o.cmp("lt", x, y) }
+func (o ptxOps) Le(x, y string) string  { return o.cmp("le", x, y) }
+func (o ptxOps) Gt(x, y string) string  { return o.cmp("gt", x, y) }
+func (o ptxOps) Ge(x, y string) string  { return o.cmp("ge", x, y) }
+func (o ptxOps) Eq(x, y string) string  { return o.cmp("eq", x, y) }
+func (o ptxOps) Ne(x, y string) string  { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
 func (o ptxOps) Where(c, x, y string) string {
 	p, d := o.k.pred(), o.k.el()
 	o.k.op("setp.neu.%s %s, %s, %s", o.k.t(), p, c, o.k.imm(0))
