@@ -51,7 +51,7 @@ func TestEstimatorShapes(t *testing.T) {
 			cs, err := cases.Build(comp.Graph, "p", "")
 			require.NoError(t, err)
 			run := backends(t, comp)
-			mod, err := ptxgen.Emit(comp.Plan, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+			mod, err := ptxgen.Emit(comp.Plan, comp.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
 			require.NoError(t, err)
 			for _, cs := range cs {
 				require.NoError(t, cases.Want(comp.Graph, &cs))

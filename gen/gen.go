@@ -23,9 +23,21 @@ import (
 // Compiled is a spec taken through lowering and planning.
 type Compiled struct {
 	Spec   *spec.Spec
-	Graph  *ir.Graph
-	Plan   *plan.Plan
-	Hypers []lower.Hyper // the hyper-parameters as the kernel uses them
+	Graph  *ir.Graph  // Forward's graph
+	Plan   *plan.Plan // Forward's plan
+	// Backward is ForwardBackward's plan: the forward graph with the autodiff pass's gradient
+	// outputs (Backward.Graph). nil when no loss term reads a differentiable input.
+	Backward *plan.Plan
+	Hypers   []lower.Hyper // the hyper-parameters as the kernel uses them
+}
+
+// Reference is the graph the golden cases are computed from: ForwardBackward's when the
+// package has gradients (its outputs are Forward's and the gradients), else Forward's.
+func (c *Compiled) Reference() *ir.Graph {
+	if c.Backward != nil {
+		return c.Backward.Graph
+	}
+	return c.Graph
 }
 
 // Compile parses, validates, lowers and plans the spec at path. Errors carry file:line:col.
@@ -77,7 +89,30 @@ func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.File, err)
 	}
-	return &Compiled{Spec: s, Graph: g, Plan: p}, nil
+	c := &Compiled{Spec: s, Graph: g, Plan: p}
+	if hasGradients(g) {
+		fb, err := passes.Run(g, passes.Backward)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+		if c.Backward, err = plan.Build(fb); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.File, err)
+		}
+	}
+	return c, nil
+}
+
+// hasGradients reports whether g has a loss term and a differentiable input: what
+// ForwardBackward needs.
+func hasGradients(g *ir.Graph) bool {
+	loss, diff := false, false
+	for _, o := range g.Outputs {
+		loss = loss || o.Role == ir.LossTerm
+	}
+	for _, in := range g.Inputs {
+		diff = diff || in.Differentiable
+	}
+	return loss && diff
 }
 
 // checkFieldNames reports, at the spec key responsible, two inputs or two outputs whose
@@ -171,7 +206,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		Summary:    summary(c.Spec, c.Hypers),
 		Params:     params(c.Spec),
 	}
-	files, err := gogen.Generate(c.Plan, m)
+	files, err := gogen.Generate(c.Plan, c.Backward, m)
 	if err != nil {
 		return nil, err
 	}
@@ -186,14 +221,14 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		return nil, err
 	}
 	files[c.Spec.Package+"_test.go"] = test
-	avx, err := asmgen.Generate(c.Plan, m)
+	avx, err := asmgen.Generate(c.Plan, c.Backward, m)
 	if err != nil {
 		return nil, err
 	}
 	for name, src := range avx {
 		files[name] = src
 	}
-	ptx, err := ptxgen.Generate(c.Plan, m)
+	ptx, err := ptxgen.Generate(c.Plan, c.Backward, m)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +247,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		return nil, err
 	}
 	files["vmath_amd64_test.go"] = vt
-	if vars := asmgen.ChunkVars(c.Plan); len(vars) > 0 {
+	if vars := asmgen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
 		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "GoldenDir": goldenRel})
 		if err != nil {
 			return nil, err

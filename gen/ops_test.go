@@ -172,7 +172,7 @@ func zooRun(t *testing.T, dt ir.DType, backend string) {
 	g := zoo(dt)
 	c := compiledGraph(t, g, "zoo")
 	run := func(in map[string]golden.Array) map[string]golden.Array {
-		mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: "zoo", GenVersion: runtime.GenVersion})
+		mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "zoo", GenVersion: runtime.GenVersion})
 		require.NoError(t, err)
 		out, _, err := ptxsim.RunTable(string(mod.PTX), mod.Launch, in)
 		require.NoError(t, err)

@@ -34,6 +34,10 @@ type testOutput struct {
 // misses these bounds by orders of magnitude. float64 kernels differ from the interpreter
 // only by summation order.
 // The PTX kernels (checked in the simulator by gen/ptxgen's tests) meet the same bounds.
+//
+// A gradient (GradTolerance) is held relative to itself and to its largest element, with no
+// absolute slack: gradients of a mean are of order 1/n, where the outputs' absolute bound
+// would accept anything.
 func Tolerance(dt ir.DType, scalar bool) golden.Tol {
 	switch {
 	case dt == ir.F64:
@@ -42,6 +46,18 @@ func Tolerance(dt ir.DType, scalar bool) golden.Tol {
 		return golden.Tol{Abs: 1e-6, Rel: 5e-6}
 	}
 	return golden.Tol{Abs: 1e-6, Rel: 5e-6, Norm: 1e-5}
+}
+
+// GradTolerance is the bound a gradient of a kernel of dtype dt must meet against the
+// interpreter (see Tolerance).
+func GradTolerance(dt ir.DType) golden.Tol {
+	if dt == ir.F64 {
+		return golden.Tol{Abs: 1e-300, Rel: 1e-10, Norm: 1e-12}
+	}
+	// float32: a gradient carries its forward values' rounding, e.g. (V − value_target)/n
+	// where the two nearly cancel and value_target is a float32 scan over rewards of 1e3 (the
+	// extreme case: 9e-9 against a largest element of 3.7e-5). A wrong rule misses by far more.
+	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-3}
 }
 
 // testFile renders the generated package's test.
@@ -85,9 +101,35 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 		bytesPerCall += elemSize(g.DType) * o.Node.Shape.Numel()
 		outs = append(outs, t)
 	}
-	data["Inputs"], data["Outputs"], data["HasIndex"] = ins, outs, hasIndex
+	var grads []testOutput
+	gradBytes := 0
+	if c.Backward != nil {
+		tol := GradTolerance(g.DType)
+		for _, o := range c.Backward.Graph.Outputs {
+			if o.Role == ir.Gradient {
+				grads = append(grads, testOutput{Name: o.Name, Field: gogen.GradField(o.Name),
+					Abs: fmt.Sprint(tol.Abs), Rel: fmt.Sprint(tol.Rel), Norm: fmt.Sprint(tol.Norm)})
+				gradBytes += elemSize(g.DType) * o.Node.Shape.Numel()
+			}
+		}
+	}
+	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"] = ins, outs, grads, hasIndex
+	// An output and a float input of the same length, to test that overlapping them is an
+	// error; and two gradients.
+	data["Alias"], data["GradAlias"] = nil, nil
+	for _, o := range outs {
+		for _, in := range ins {
+			if !o.Scalar && in.GoType == g.DType.String() && in.Len == g.Output(o.Name).Node.Shape.Numel() && data["Alias"] == nil {
+				data["Alias"] = map[string]string{"Out": o.Field, "In": in.Field}
+			}
+		}
+	}
+	if len(grads) > 1 && c.Backward.Graph.Output(grads[0].Name).Node.Shape.Numel() == c.Backward.Graph.Output(grads[1].Name).Node.Shape.Numel() {
+		data["GradAlias"] = map[string]string{"Out": grads[1].Field, "In": grads[0].Field}
+	}
 	data["FirstSliceOutput"] = firstSlice
-	data["Bytes"] = bytesPerCall
+	data["Bytes"] = bytesPerCall               // what Forward reads and writes
+	data["FBBytes"] = bytesPerCall + gradBytes // and ForwardBackward, with the gradients
 	data["Elements"] = g.Batch.Numel()
 
 	return render("gotest.go.tmpl", data)
@@ -114,7 +156,7 @@ const simElements = 1 << 20
 // ptxTestFile renders the test that runs the package's PTX in the simulator.
 func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	n := c.Graph.Batch.Numel()
-	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "FirstCaseOnly": n > simElements,
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "FirstCaseOnly": n > simElements, "HasGrads": c.Backward != nil,
 		"CasesNote": fmt.Sprintf("the batch of %d elements is simulated on every case.", n)}
 	if n > simElements {
 		data["CasesNote"] = fmt.Sprintf("the batch of %d elements is simulated on the first case only.", n)

@@ -120,3 +120,30 @@ func TestArgMax(t *testing.T) {
 		t.Fatal("Max/Min must propagate NaN")
 	}
 }
+
+func TestCheckDisjoint(t *testing.T) {
+	a := make([]float32, 8)
+	b := make([]float32, 8)
+	in := make([]float64, 4)
+	ok := []Span{SpanOf("in.X", in, false), SpanOf("in.Y", in, false), SpanOf("out.A", a, true), SpanOf("out.B", b, true)}
+	if err := CheckDisjoint("k", ok); err != nil {
+		t.Fatalf("inputs may share memory: %v", err)
+	}
+	for _, c := range []struct {
+		spans []Span
+		a, b  string
+	}{
+		{[]Span{SpanOf("out.A", a, true), SpanOf("out.B", a, true)}, "out.A", "out.B"},
+		{[]Span{SpanOf("out.A", a, true), SpanOf("out.B", a[7:], true)}, "out.A", "out.B"},
+		{[]Span{SpanOf("in.X", b[2:4], false), SpanOf("out.B", b, true)}, "out.B", "in.X"},
+	} {
+		err := CheckDisjoint("k", c.spans)
+		oe, isOverlap := err.(*OverlapError)
+		if !isOverlap || oe.A != c.a || oe.B != c.b {
+			t.Errorf("%v: got %v, want %s and %s", c.spans, err, c.a, c.b)
+		}
+	}
+	if err := CheckDisjoint("k", []Span{SpanOf("out.A", a[:4], true), SpanOf("out.B", a[4:], true)}); err != nil {
+		t.Errorf("adjacent halves do not overlap: %v", err)
+	}
+}

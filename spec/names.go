@@ -28,7 +28,7 @@ var buildSuffixes = []string{
 // APINames are the exported identifiers of every generated package's API.
 var APINames = []string{
 	"Inputs", "Outputs", "Grads", "State", "NewState", "Forward", "ForwardBackward", "NewOutputs", "NewGrads",
-	"Implementation", "InputNames", "OutputNames", "GradNames", "PTX", "Launch",
+	"Implementation", "InputNames", "OutputNames", "GradNames", "PTX", "Launch", "LaunchBackward",
 }
 
 // ReservedNames are the exported identifiers a generated package may declare besides its

@@ -159,7 +159,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 
 // runPTX runs the spec's PTX, as its launch table drives it, in the simulator.
 func runPTX(c *gen.Compiled, inputs map[string]golden.Array) (map[string]golden.Array, error) {
-	mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
+	mod, err := ptxgen.Emit(c.Plan, nil, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
 	if err != nil {
 		return nil, err
 	}

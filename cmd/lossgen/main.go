@@ -263,7 +263,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for i := range cs {
-			if err := cases.Want(c.Graph, &cs[i]); err != nil {
+			if err := cases.Want(c.Reference(), &cs[i]); err != nil {
 				return err
 			}
 		}

@@ -12,11 +12,13 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// emitter holds what the passes of one package share.
+// emitter holds what the passes of one kernel (Forward's, or ForwardBackward's) share.
 type emitter struct {
 	a        *asm
 	g        *ir.Graph
 	p        *plan.Plan
+	k        gogen.Kernel
+	grads    bool // the package has ForwardBackward: pass functions take g *Grads
 	inField  map[string]string
 	outField map[string]string
 
@@ -100,9 +102,12 @@ func (e *emitter) bufAddrs(n *ir.Node) []string {
 	var out []string
 	for _, buf := range e.p.Buffers(n) {
 		var f string
-		if buf.Output != nil {
+		switch {
+		case buf.Output != nil && buf.Output.Role == ir.Gradient:
+			f = "g." + gogen.GradField(buf.Name)
+		case buf.Output != nil:
 			f = "out." + e.outField[buf.Name]
-		} else {
+		default:
 			f = "s." + buf.Name
 		}
 		if len(n.Shape) == 0 {
@@ -121,30 +126,38 @@ const (
 	DispatchFile = "dispatch_amd64.go"
 )
 
-// Generate emits the AVX2 kernels of every pass of p, the vector math functions the tests
-// sweep, their Go declarations, and the Go glue that runs them (dispatch_amd64.go).
-func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
-	g := p.Graph
-	e := &emitter{g: g, p: p, inField: map[string]string{}, outField: map[string]string{}}
-	for _, in := range g.Inputs {
-		e.inField[in.Name] = gogen.FieldName(in.Name)
+// Generate emits the AVX2 kernels of every pass of Forward's plan p and ForwardBackward's fb
+// (nil for a package without gradients), the vector math functions the tests sweep, their Go
+// declarations, and the Go glue that runs them (dispatch_amd64.go).
+func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
+	var ems []*emitter
+	for _, k := range gogen.Kernels(p, fb) {
+		g := k.Plan.Graph
+		e := &emitter{g: g, p: k.Plan, k: k, grads: fb != nil, inField: map[string]string{}, outField: map[string]string{}}
+		for _, in := range g.Inputs {
+			e.inField[in.Name] = gogen.FieldName(in.Name)
+		}
+		for _, o := range g.Outputs {
+			e.outField[o.Name] = gogen.FieldName(o.Name)
+		}
+		ems = append(ems, e)
 	}
-	for _, o := range g.Outputs {
-		e.outField[o.Name] = gogen.FieldName(o.Name)
-	}
-	var pgs []*passGen
-	nt := map[int]bool{}
+	pgs := map[*emitter][]*passGen{}
+	nt := map[*emitter]map[int]bool{}
 	header := gogen.Header(m)
-	asmSrc, stubs, err := assemble(m.Package, header, g.DType == ir.F64, func(a *asm) {
-		e.a = a
-		e.layoutStates(p)
-		for _, ps := range p.Passes {
-			pg := e.emitPass(ps, false)
-			pgs = append(pgs, pg)
-			if e.wantsNT(ps) {
-				nt[ps.Index] = true
-				if v := e.emitPass(ps, true); fmt.Sprint(v.params) != fmt.Sprint(pg.params) {
-					panic("asmgen: the non-temporal variant of a pass takes other arguments")
+	asmSrc, stubs, err := assemble(m.Package, header, p.Graph.DType == ir.F64, func(a *asm) {
+		for _, e := range ems {
+			e.a = a
+			e.layoutStates(e.p)
+			nt[e] = map[int]bool{}
+			for _, ps := range e.p.Passes {
+				pg := e.emitPass(ps, false)
+				pgs[e] = append(pgs[e], pg)
+				if e.wantsNT(ps) {
+					nt[e][ps.Index] = true
+					if v := e.emitPass(ps, true); fmt.Sprint(v.params) != fmt.Sprint(pg.params) {
+						panic("asmgen: the non-temporal variant of a pass takes other arguments")
+					}
 				}
 			}
 		}
@@ -155,30 +168,77 @@ func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	glue, err := e.glue(pgs, nt, m)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{AsmFile: asmSrc, StubsFile: stubs, DispatchFile: glue}, nil
-}
-
-// glue emits dispatch_amd64.go: the lane-state type, one wrapper per pass (initialise the
-// states, call the assembly, merge the states into the reductions' buffers) and the init
-// that registers the "avx2" implementation when the CPU has AVX2 and FMA.
-func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, error) {
 	f := jen.NewFile(m.Package)
 	f.HeaderComment(gogen.Header(m))
 	f.HeaderComment("//go:build !purego")
-	rt := gogen.RuntimePath
-	f.ImportName(rt, "runtime")
+	f.ImportName(gogen.RuntimePath, "runtime")
 	f.ImportName("golang.org/x/sys/cpu", "cpu")
+	reg := jen.Dict{jen.Id("name"): jen.Lit("avx2")}
+	for _, e := range ems {
+		e.glue(f, pgs[e], nt[e])
+		reg[jen.Id(e.k.Name("passes"))] = jen.Index().Add(e.passType()).ValuesFunc(func(g *jen.Group) {
+			for _, pg := range pgs[e] {
+				g.Id(e.name("pass%dAVX2Go", pg.ps.Index))
+			}
+		})
+	}
+	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
+	f.Comment("also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.")
+	f.Func().Id("init").Params().Block(
+		jen.If(jen.Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasAVX2").Op("||").Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasFMA").Op("||").Qual(gogen.RuntimePath, "PureGo").Call()).Block(jen.Return()),
+		jen.Id("impls").Op("=").Append(jen.Id("impls"), jen.Id("impl").Values(reg)),
+	)
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, fmt.Errorf("asmgen: %s: %w", DispatchFile, err)
+	}
+	return map[string][]byte{AsmFile: asmSrc, StubsFile: stubs, DispatchFile: buf.Bytes()}, nil
+}
+
+// name is a kernel's identifier: fmt.Sprintf(format, i) with the kernel's prefix
+// (pass0AVX2Go, fbPass0AVX2Go).
+func (e *emitter) name(format string, args ...any) string {
+	return e.k.Name(fmt.Sprintf(format, args...))
+}
+
+// passParams and passType are the pass functions' (as gogen's).
+func (e *emitter) passParams() []jen.Code {
+	ps := []jen.Code{jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")}
+	if e.grads {
+		ps = append(ps, jen.Id("g").Op("*").Id("Grads"))
+	}
+	return append(ps, jen.Id("s").Op("*").Id(e.k.Name("scratch")))
+}
+
+func (e *emitter) passType() jen.Code {
+	ts := []jen.Code{jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs")}
+	if e.grads {
+		ts = append(ts, jen.Op("*").Id("Grads"))
+	}
+	return jen.Func().Params(append(ts, jen.Op("*").Id(e.k.Name("scratch")))...)
+}
+
+// passArgs are a pass function's arguments, to call the Go pass from its wrapper.
+func (e *emitter) passArgs() []jen.Code {
+	as := []jen.Code{jen.Id("in"), jen.Id("out")}
+	if e.grads {
+		as = append(as, jen.Id("g"))
+	}
+	return append(as, jen.Id("s"))
+}
+
+// glue emits the kernel's part of dispatch_amd64.go: its lane-state type and one wrapper
+// per pass (initialise the states, call the assembly, merge the states into the reductions'
+// buffers).
+func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 	elem := e.g.DType.String()
+	st, pool := e.k.Name("avxState"), e.k.Name("avxPool")
 
 	// State arrays: per reduction and field, slots·lanes values plus a vector of padding (a
 	// block whose lanes are slots may run past the last slot; its tail lanes are masked),
 	// views of one buffer (see layoutStates).
 	fields := []jen.Code{jen.Id("buf").Index().Float64()}
-	views := []jen.Code{jen.Id("st").Op(":=").Op("&").Id("avxState").Values(jen.Dict{
+	views := []jen.Code{jen.Id("st").Op(":=").Op("&").Id(st).Values(jen.Dict{
 		jen.Id("buf"): jen.Make(jen.Index().Float64(), jen.Lit(e.stateBytes/8)),
 	})}
 	maxSlots := 1
@@ -201,42 +261,23 @@ func (e *emitter) glue(pgs []*passGen, nt map[int]bool, m gogen.Meta) ([]byte, e
 	}
 	fields = append(fields, jen.Id("res").Index().Float64())
 	views = append(views, jen.Id("st").Dot("res").Op("=").Make(jen.Index().Float64(), jen.Lit(maxSlots)), jen.Return(jen.Id("st")))
-	f.Comment("avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer")
+	f.Commentf("%s holds the AVX2 kernels' per-lane reduction states, views of one buffer", st)
 	f.Comment("whose address the kernels take, and a buffer for the merged results.")
-	f.Type().Id("avxState").Struct(fields...)
-	f.Var().Id("avxPool").Op("=").Qual("sync", "Pool").Values(jen.Dict{
+	f.Type().Id(st).Struct(fields...)
+	f.Var().Id(pool).Op("=").Qual("sync", "Pool").Values(jen.Dict{
 		jen.Id("New"): jen.Func().Params().Any().Block(views...),
 	})
 
 	for _, pg := range pgs {
 		if pg.chunked {
-			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", chunkVar(pg.ps), pg.ps.Index)
+			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", e.chunkVar(pg.ps), pg.ps.Index)
 			f.Comment("reduction states merged in chunk order afterwards (1: in one piece). It is fixed by")
 			f.Comment("the generator from the pass's size, so results do not depend on the machine; tests")
 			f.Comment("set it to check the chunked run.")
-			f.Var().Id(chunkVar(pg.ps)).Op("=").Lit(e.chunks(pg.ps))
+			f.Var().Id(e.chunkVar(pg.ps)).Op("=").Lit(e.chunks(pg.ps))
 		}
 		e.wrapper(f, pg, elem, nt[pg.ps.Index])
 	}
-
-	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
-	f.Comment("also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.")
-	f.Func().Id("init").Params().Block(
-		jen.If(jen.Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasAVX2").Op("||").Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasFMA").Op("||").Qual(rt, "PureGo").Call()).Block(jen.Return()),
-		jen.Id("impls").Op("=").Append(jen.Id("impls"), jen.Id("impl").Values(jen.Dict{
-			jen.Id("name"): jen.Lit("avx2"),
-			jen.Id("passes"): jen.Index().Func().Params(jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs"), jen.Op("*").Id("scratch")).ValuesFunc(func(g *jen.Group) {
-				for _, pg := range pgs {
-					g.Id(fmt.Sprintf("pass%dAVX2Go", pg.ps.Index))
-				}
-			}),
-		})),
-	)
-	var buf bytes.Buffer
-	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("asmgen: %s: %w", DispatchFile, err)
-	}
-	return buf.Bytes(), nil
 }
 
 // identity is each reduction field's starting value.
@@ -284,7 +325,7 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 		})
 	}
 	if !nt {
-		b.Add(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+		b.Add(call(e.name("pass%dAVX2", ps.Index)))
 		return
 	}
 	// Non-temporal stores need 32-byte aligned buffers: large slices from make are, a
@@ -300,11 +341,11 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 			}
 		}
 	}
-	b.If(cond).Block(call(fmt.Sprintf("pass%dAVX2NT", ps.Index))).Else().Block(call(fmt.Sprintf("pass%dAVX2", ps.Index)))
+	b.If(cond).Block(call(e.name("pass%dAVX2NT", ps.Index))).Else().Block(call(e.name("pass%dAVX2", ps.Index)))
 }
 
 // chunkVar names the variable holding a chunkable pass's chunk count.
-func chunkVar(ps *plan.Pass) string { return fmt.Sprintf("pass%dChunks", ps.Index) }
+func (e *emitter) chunkVar(ps *plan.Pass) string { return e.name("pass%dChunks", ps.Index) }
 
 // runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
 // their own states, run concurrently and merged into st in chunk order.
@@ -312,15 +353,15 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
 	rows := ps.Domain[0].Size
-	b.Id("n").Op(":=").Min(jen.Id(chunkVar(ps)), jen.Lit(rows))
+	b.Id("n").Op(":=").Min(jen.Id(e.chunkVar(ps)), jen.Lit(rows))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
 		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
 	).Else().BlockFunc(func(g *jen.Group) {
-		g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id("avxState"), jen.Id("n"))
+		g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id(e.k.Name("avxState")), jen.Id("n"))
 		g.Id("sts").Index(jen.Lit(0)).Op("=").Id("st")
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(
-			jen.Id("sts").Index(jen.Id("c")).Op("=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState")),
-			jen.Defer().Id("avxPool").Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
+			jen.Id("sts").Index(jen.Id("c")).Op("=").Id(e.k.Name("avxPool")).Dot("Get").Call().Assert(jen.Op("*").Id(e.k.Name("avxState"))),
+			jen.Defer().Id(e.k.Name("avxPool")).Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
 		)
 		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
@@ -355,13 +396,13 @@ var finish = map[ir.Op]string{
 func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
-	name := fmt.Sprintf("pass%dAVX2Go", ps.Index)
-	f.Commentf("%s runs pass%dAVX2 and merges its reductions' lane states pairwise into their buffers.", name, ps.Index)
-	f.Func().Id(name).Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("s").Op("*").Id("scratch")).BlockFunc(func(b *jen.Group) {
-		b.Id("st").Op(":=").Id("avxPool").Dot("Get").Call().Assert(jen.Op("*").Id("avxState"))
-		b.Defer().Id("avxPool").Dot("Put").Call(jen.Id("st"))
+	name := e.name("pass%dAVX2Go", ps.Index)
+	f.Commentf("%s runs %s and merges its reductions' lane states pairwise into their buffers.", name, e.name("pass%dAVX2", ps.Index))
+	f.Func().Id(name).Params(e.passParams()...).BlockFunc(func(b *jen.Group) {
+		b.Id("st").Op(":=").Id(e.k.Name("avxPool")).Dot("Get").Call().Assert(jen.Op("*").Id(e.k.Name("avxState")))
+		b.Defer().Id(e.k.Name("avxPool")).Dot("Put").Call(jen.Id("st"))
 		if pg.chunked {
-			b.Id("run").Op(":=").Func().Params(jen.Id("st").Op("*").Id("avxState"), jen.List(jen.Id("lo"), jen.Id("hi")).Int()).BlockFunc(func(g *jen.Group) {
+			b.Id("run").Op(":=").Func().Params(jen.Id("st").Op("*").Id(e.k.Name("avxState")), jen.List(jen.Id("lo"), jen.Id("hi")).Int()).BlockFunc(func(g *jen.Group) {
 				e.runPass(g, pg, elem, nt)
 			})
 			e.runChunks(b, pg)
@@ -374,7 +415,7 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 			b.If(jen.Op("!").Qual(rt, "MaskSet").Call(
 				jen.Id("st").Dot(stateField(r, "ok")).Index(jen.Op(":").Lit(pg.lanes())),
 			)).Block(
-				jen.Id(fmt.Sprintf("pass%dGo", ps.Index)).Call(jen.Id("in"), jen.Id("out"), jen.Id("s")),
+				jen.Id(e.name("pass%dGo", ps.Index)).Call(e.passArgs()...),
 				jen.Return(),
 			)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
@@ -29,7 +30,7 @@ func (pg *passGen) nodePtr(n *ir.Node) reg.GPVirtual {
 		}
 		return pg.ptr("in:"+n.Input.Name, "*"+t, "&in."+pg.e.inField[n.Input.Name]+"[0]")
 	case ir.OpConst:
-		return pg.ptr(fmt.Sprintf("const:%d", n.ID), "*"+pg.elemGo(), fmt.Sprintf("&const%d[0]", n.ID))
+		return pg.ptr(fmt.Sprintf("const:%d", n.ID), "*"+pg.elemGo(), "&"+gogen.ConstName(pg.e.k, n)+"[0]")
 	}
 	return pg.bufPtr(n, 0)
 }

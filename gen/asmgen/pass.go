@@ -7,6 +7,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
+	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/plan"
 )
@@ -126,7 +127,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg.twins = twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
-	name := fmt.Sprintf("pass%dAVX2", ps.Index)
+	name := e.name("pass%dAVX2", ps.Index)
 	if nt {
 		name += "NT"
 	}
@@ -150,7 +151,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 		sig += p.name + " " + p.goType
 	}
 	c.SignatureExpr(sig + ")")
-	doc := fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see pass%dGo for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), ps.Index)
+	doc := fmt.Sprintf("%s is pass %d (%s) on %d %s lanes; see %s for the same loop in Go.", name, ps.Index, describePass(ps), pg.lanes(), pg.elemGo(), e.name("pass%dGo", ps.Index))
 	if nt {
 		doc += " Its full blocks store non-temporally: every stored buffer must be 32-byte aligned."
 	}
@@ -270,12 +271,16 @@ func chunkable(ps *plan.Pass) bool {
 }
 
 // ChunkVars lists the variables of the generated AVX2 glue that hold the chunk counts of
-// p's chunkable passes (tests set them to run the chunked form on small batches).
-func ChunkVars(p *plan.Plan) []string {
+// the chunkable passes of Forward's plan p and ForwardBackward's fb (tests set them to run
+// the chunked form on small batches).
+func ChunkVars(p, fb *plan.Plan) []string {
 	var out []string
-	for _, ps := range p.Passes {
-		if chunkable(ps) {
-			out = append(out, chunkVar(ps))
+	for _, k := range gogen.Kernels(p, fb) {
+		e := &emitter{k: k}
+		for _, ps := range k.Plan.Passes {
+			if chunkable(ps) {
+				out = append(out, e.chunkVar(ps))
+			}
 		}
 	}
 	return out

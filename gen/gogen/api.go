@@ -106,6 +106,33 @@ func (e *gen) apiFile() *jen.File {
 		}
 	})
 
+	if len(e.grads) > 0 {
+		f.Comment("Grads are the gradients ForwardBackward computes: for each differentiable input, the")
+		f.Comment("gradient of the sum of every element of every loss_* output with respect to it, same shape")
+		f.Comment("as the input (TorchRL users sum the loss_* values and call backward).")
+		f.Type().Id("Grads").StructFunc(func(s *jen.Group) {
+			for _, o := range e.grads {
+				in := strings.TrimPrefix(o.Name, "grad.")
+				s.Commentf("%s is ∂(Σ loss_*)/∂%s %s (%s). Computed as: %s.", e.out[o.Name], in, shapeDoc(o.Node.Shape), o.Name, gradDoc(e.g, in))
+				s.Id(e.out[o.Name]).Index().Add(e.elem)
+			}
+		})
+		f.Comment("NewGrads returns Grads with every slice allocated.")
+		f.Func().Id("NewGrads").Params().Op("*").Id("Grads").Block(
+			jen.Return(jen.Op("&").Id("Grads").ValuesFunc(func(v *jen.Group) {
+				for _, o := range e.grads {
+					v.Id(e.out[o.Name]).Op(":").Make(jen.Index().Add(e.elem), numelExpr(o.Node.Shape))
+				}
+			})),
+		)
+		f.Comment("GradNames are the names of the gradients (grad.<input data name>), in the order of Grads.")
+		f.Var().Id("GradNames").Op("=").Index().String().ValuesFunc(func(v *jen.Group) {
+			for _, o := range e.grads {
+				v.Lit(o.Name)
+			}
+		})
+	}
+
 	f.Comment("NewOutputs returns Outputs with every slice allocated.")
 	f.Func().Id("NewOutputs").Params().Op("*").Id("Outputs").Block(
 		jen.Return(jen.Op("&").Id("Outputs").ValuesFunc(func(v *jen.Group) {
@@ -187,40 +214,114 @@ func (e *gen) setGet(f *jen.File) {
 		}),
 		jen.Return(jen.Nil(), jen.False()),
 	)
+	if len(e.grads) > 0 {
+		f.Comment("Get returns the named gradient (grad.<input data name>); ok is false for an unknown name.")
+		f.Func().Params(jen.Id("g").Op("*").Id("Grads")).Id("Get").Params(jen.Id("name").String()).Params(jen.Index().Add(e.elem), jen.Bool()).Block(
+			jen.Switch(jen.Id("name")).BlockFunc(func(sw *jen.Group) {
+				for _, o := range e.grads {
+					sw.Case(jen.Lit(o.Name)).Block(jen.Return(jen.Id("g").Dot(e.out[o.Name]), jen.True()))
+				}
+			}),
+			jen.Return(jen.Nil(), jen.False()),
+		)
+	}
 }
 
-// forward emits Forward, the implementation registry and the loop over passes.
+// forward emits Forward (and ForwardBackward), the implementation registry and the loops
+// over passes.
 func (e *gen) forward(f *jen.File) {
-	g := e.g
-	passType := jen.Func().Params(jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs"), jen.Op("*").Id("scratch"))
-	f.Comment("impl is one implementation of every pass of the plan, in order.")
-	f.Type().Id("impl").Struct(
-		jen.Id("name").String(),
-		jen.Id("passes").Index().Add(passType),
-	)
+	kernels := Kernels(e.p, e.fb)
+	passList := func(k Kernel) jen.Code {
+		return jen.Index().Add(e.passType(k)).ValuesFunc(func(v *jen.Group) {
+			for _, ps := range k.Plan.Passes {
+				v.Id(k.Name(fmt.Sprintf("pass%dGo", ps.Index)))
+			}
+		})
+	}
+	f.Comment("impl is one implementation of every pass of each kernel's plan, in order.")
+	f.Type().Id("impl").StructFunc(func(g *jen.Group) {
+		g.Id("name").String()
+		for _, k := range kernels {
+			g.Id(k.Name("passes")).Index().Add(e.passType(k))
+		}
+	})
 	f.Comment("impls are the implementations this build has: the pure-Go kernels, then those an")
 	f.Comment("assembly backend registers at init where the CPU supports them. Forward runs the last;")
 	f.Comment("the tests run them all.")
-	f.Var().Id("impls").Op("=").Index().Id("impl").Values(jen.Values(jen.Dict{
-		jen.Id("name"): jen.Lit("go"),
-		jen.Id("passes"): jen.Index().Add(passType).ValuesFunc(func(v *jen.Group) {
-			for _, ps := range e.p.Passes {
-				v.Id(fmt.Sprintf("pass%dGo", ps.Index))
-			}
-		}),
-	}))
+	goImpl := jen.Dict{jen.Id("name"): jen.Lit("go")}
+	for _, k := range kernels {
+		goImpl[jen.Id(k.Name("passes"))] = passList(k)
+	}
+	f.Var().Id("impls").Op("=").Index().Id("impl").Values(jen.Values(goImpl))
 	f.Comment("Implementation names the kernels Forward runs: \"avx2\" (AVX2+FMA assembly) or \"go\"")
 	f.Comment("(pure Go: the purego build tag, LOSSGEN_PUREGO=1, other architectures, older CPUs).")
 	f.Func().Id("Implementation").Params().String().Block(jen.Return(jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1)).Dot("name")))
 
-	f.Comment("Forward computes every output from in. in and out must not share memory. When a slice")
-	f.Comment("of in or out has the wrong length it returns a *runtime.ShapeError naming each one and")
-	f.Comment("writes nothing. Forward is safe for concurrent use with distinct out values.")
+	last := jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1))
+	f.Comment("Forward computes every output from in. When a slice of in or out has the wrong length it")
+	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
+	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
+	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
 	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().Block(
-		jen.Return(jen.Id("forward").Call(jen.Id("impls").Index(jen.Len(jen.Id("impls")).Op("-").Lit(1)), jen.Id("in"), jen.Id("out"))),
+		jen.Return(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out"))),
 	)
-	f.Comment("forward checks the lengths, then runs im's passes with pooled scratch buffers.")
+	run := func(b *jen.Group, k Kernel, grads bool) {
+		b.Id("s").Op(":=").Id(k.Name("scratchPool")).Dot("Get").Call().Assert(jen.Op("*").Id(k.Name("scratch")))
+		b.Defer().Id(k.Name("scratchPool")).Dot("Put").Call(jen.Id("s"))
+		args := []jen.Code{jen.Id("in"), jen.Id("out")}
+		if e.fb != nil {
+			if grads {
+				args = append(args, jen.Id("g"))
+			} else {
+				args = append(args, jen.Nil())
+			}
+		}
+		b.For(jen.List(jen.Id("_"), jen.Id("pass")).Op(":=").Range().Id("im").Dot(k.Name("passes"))).Block(
+			jen.Id("pass").Call(append(args, jen.Id("s"))...),
+		)
+		b.Return(jen.Nil())
+	}
+	f.Comment("forward checks its arguments, then runs im's Forward passes with pooled scratch buffers.")
 	f.Func().Id("forward").Params(jen.Id("im").Id("impl"), jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().BlockFunc(func(b *jen.Group) {
+		b.If(jen.Id("err").Op(":=").Id("check").Call(jen.Id("in"), jen.Id("out"), e.gradsArg(jen.Nil())), jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
+		run(b, kernels[0], false)
+	})
+	if e.fb != nil {
+		f.Comment("ForwardBackward computes every output, as Forward does, and the gradients of the summed")
+		f.Comment("loss_* outputs into g (see Grads), in the same passes over the batch. It fails as Forward")
+		f.Comment("does, also for a gradient slice of the wrong length or sharing memory with another")
+		f.Comment("argument. It is safe for concurrent use with distinct out and g values.")
+		f.Func().Id("ForwardBackward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("g").Op("*").Id("Grads")).Error().Block(
+			jen.Return(jen.Id("forwardBackward").Call(last, jen.Id("in"), jen.Id("out"), jen.Id("g"))),
+		)
+		f.Comment("forwardBackward checks its arguments, then runs im's ForwardBackward passes.")
+		f.Func().Id("forwardBackward").Params(jen.Id("im").Id("impl"), jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("g").Op("*").Id("Grads")).Error().BlockFunc(func(b *jen.Group) {
+			b.If(jen.Id("g").Op("==").Nil()).Block(jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": ForwardBackward needs non-nil g"))))
+			b.If(jen.Id("err").Op(":=").Id("check").Call(jen.Id("in"), jen.Id("out"), jen.Id("g")), jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
+			run(b, kernels[1], true)
+		})
+	}
+	e.check(f)
+}
+
+// gradsArg is x for a package with gradients, nothing otherwise (check's third argument).
+func (e *gen) gradsArg(x jen.Code) jen.Code {
+	if e.fb == nil {
+		return jen.Null()
+	}
+	return x
+}
+
+// check emits check: lengths, index ranges, and no output sharing memory with another
+// argument, before any kernel writes.
+func (e *gen) check(f *jen.File) {
+	g := e.g
+	params := []jen.Code{jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")}
+	if e.fb != nil {
+		params = append(params, jen.Id("g").Op("*").Id("Grads"))
+	}
+	f.Comment("check reports the first problem with a call's arguments (g is nil for Forward).")
+	f.Func().Id("check").Params(params...).Error().BlockFunc(func(b *jen.Group) {
 		b.If(jen.Id("in").Op("==").Nil().Op("||").Id("out").Op("==").Nil()).Block(
 			jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": Forward needs non-nil in and out"))),
 		)
@@ -230,27 +331,50 @@ func (e *gen) forward(f *jen.File) {
 				jen.Id("Name"): jen.Lit(name), jen.Id("Got"): jen.Len(x), jen.Id("Want"): numelExpr(s),
 			}))
 		}
+		var spans, gspans []jen.Code
+		span := func(name string, x jen.Code, out bool) jen.Code {
+			return jen.Qual(RuntimePath, "SpanOf").Call(jen.Lit(name), x, jen.Lit(out))
+		}
 		for _, in := range g.Inputs {
-			check("in."+e.in[in.Name], jen.Id("in").Dot(e.in[in.Name]), in.Shape)
+			x := jen.Id("in").Dot(e.in[in.Name])
+			check("in."+e.in[in.Name], x, in.Shape)
+			spans = append(spans, span("in."+e.in[in.Name], x, false))
 		}
 		for _, o := range g.Outputs {
 			if len(o.Node.Shape) > 0 {
-				check("out."+e.out[o.Name], jen.Id("out").Dot(e.out[o.Name]), o.Node.Shape)
+				x := jen.Id("out").Dot(e.out[o.Name])
+				check("out."+e.out[o.Name], x, o.Node.Shape)
+				spans = append(spans, span("out."+e.out[o.Name], x, true))
 			}
 		}
 		b.If(jen.Id("err").Op(":=").Qual(RuntimePath, "CheckLens").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, checks...),
 			jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
+		spanVar := jen.Id("spans").Op(":=").Index().Qual(RuntimePath, "Span").Custom(jen.Options{Open: "{", Close: "}", Separator: ",", Multi: true}, spans...)
+		b.Add(spanVar)
+		if e.fb != nil {
+			gchecks := []jen.Code{jen.Lit(e.m.Package)}
+			for _, o := range e.grads {
+				x := jen.Id("g").Dot(e.out[o.Name])
+				gchecks = append(gchecks, jen.Qual(RuntimePath, "Len").Values(jen.Dict{
+					jen.Id("Name"): jen.Lit("g." + e.out[o.Name]), jen.Id("Got"): jen.Len(x), jen.Id("Want"): numelExpr(o.Node.Shape),
+				}))
+				gspans = append(gspans, span("g."+e.out[o.Name], x, true))
+			}
+			b.If(jen.Id("g").Op("!=").Nil()).BlockFunc(func(gb *jen.Group) {
+				gb.If(jen.Id("err").Op(":=").Qual(RuntimePath, "CheckLens").Custom(jen.Options{Open: "(", Close: ")", Separator: ",", Multi: true}, gchecks...),
+					jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
+				gb.Id("spans").Op("=").Append(append([]jen.Code{jen.Id("spans")}, gspans...)...)
+			})
+		}
+		b.If(jen.Id("err").Op(":=").Qual(RuntimePath, "CheckDisjoint").Call(jen.Lit(e.m.Package), jen.Id("spans")), jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err")))
 		e.indexChecks(b)
-		b.Id("s").Op(":=").Id("scratchPool").Dot("Get").Call().Assert(jen.Op("*").Id("scratch"))
-		b.Defer().Id("scratchPool").Dot("Put").Call(jen.Id("s"))
-		b.For(jen.List(jen.Id("_"), jen.Id("pass")).Op(":=").Range().Id("im").Dot("passes")).Block(
-			jen.Id("pass").Call(jen.Id("in"), jen.Id("out"), jen.Id("s")),
-		)
 		b.Return(jen.Nil())
 	})
-	f.Var().Id("scratchPool").Op("=").Qual("sync", "Pool").Values(jen.Dict{
-		jen.Id("New"): jen.Func().Params().Any().Block(jen.Return(jen.Id("newScratch").Call())),
-	})
+}
+
+// gradDoc is how a gradient is computed, for the Grads doc comment.
+func gradDoc(g *ir.Graph, input string) string {
+	return "reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics)"
 }
 
 // indexChecks rejects index inputs outside the axis they select along, before any kernel runs.

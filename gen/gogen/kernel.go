@@ -10,20 +10,46 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// kernelFile emits kernels_generic.go: one function per pass, the scratch type and helpers.
+// kernelFile emits kernels_generic.go: for each kernel (Forward's, ForwardBackward's) one
+// function per pass and its scratch type; then the helpers.
 func (e *gen) kernelFile() *jen.File {
 	f := e.newFile()
-	e.scratchType(f)
-	e.constTensors(f)
-	for _, ps := range e.p.Passes {
-		f.Comment(fmt.Sprintf("pass%dGo is pass %d of the plan (lossgen explain): %s.", ps.Index, ps.Index, passSummary(ps)))
-		f.Func().Id(fmt.Sprintf("pass%dGo", ps.Index)).
-			Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("s").Op("*").Id("scratch")).
-			BlockFunc(func(b *jen.Group) { e.passBody(b, ps) })
-		f.Line()
+	for _, k := range Kernels(e.p, e.fb) {
+		e.k = k
+		e.scratchType(f)
+		e.constTensors(f)
+		what := "Forward"
+		if k.Prefix != "" {
+			what = "ForwardBackward"
+		}
+		for _, ps := range k.Plan.Passes {
+			name := k.Name(fmt.Sprintf("pass%dGo", ps.Index))
+			f.Comment(fmt.Sprintf("%s is pass %d of %s's plan (lossgen explain): %s.", name, ps.Index, what, passSummary(ps)))
+			f.Func().Id(name).Params(e.passParams(k)...).BlockFunc(func(b *jen.Group) { e.passBody(b, ps) })
+			f.Line()
+		}
 	}
 	e.helpers(f)
 	return f
+}
+
+// passParams are a pass function's parameters: inputs, outputs, gradients (a package with
+// ForwardBackward; nil in Forward's passes) and the kernel's scratch.
+func (e *gen) passParams(k Kernel) []jen.Code {
+	ps := []jen.Code{jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")}
+	if e.fb != nil {
+		ps = append(ps, jen.Id("g").Op("*").Id("Grads"))
+	}
+	return append(ps, jen.Id("s").Op("*").Id(k.Name("scratch")))
+}
+
+// passType is the type of kernel k's pass functions.
+func (e *gen) passType(k Kernel) jen.Code {
+	ts := []jen.Code{jen.Op("*").Id("Inputs"), jen.Op("*").Id("Outputs")}
+	if e.fb != nil {
+		ts = append(ts, jen.Op("*").Id("Grads"))
+	}
+	return jen.Func().Params(append(ts, jen.Op("*").Id(k.Name("scratch")))...)
 }
 
 func passSummary(ps *plan.Pass) string {
@@ -43,7 +69,8 @@ func passSummary(ps *plan.Pass) string {
 // dim (one per index of the dims inside it).
 func (e *gen) scratchType(f *jen.File) {
 	var fields, allocs []jen.Code
-	for _, buf := range e.p.Scratch {
+	p := e.k.Plan
+	for _, buf := range p.Scratch {
 		n := buf.Node
 		if len(n.Shape) == 0 {
 			fields = append(fields, jen.Id(buf.Name).Add(e.elem).Comment(n.String()))
@@ -52,7 +79,7 @@ func (e *gen) scratchType(f *jen.File) {
 		fields = append(fields, jen.Id(buf.Name).Index().Add(e.elem).Comment(n.String()))
 		allocs = append(allocs, jen.Id(buf.Name).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(n.Shape.Numel())))
 	}
-	for _, ps := range e.p.Passes {
+	for _, ps := range p.Passes {
 		for _, r := range ps.Reduces {
 			if len(r.Shape) == 0 {
 				continue
@@ -69,16 +96,17 @@ func (e *gen) scratchType(f *jen.File) {
 			}
 		}
 	}
-	f.Comment("scratch holds what one Forward call needs besides its inputs and outputs; Forward")
-	f.Comment("takes one from a pool, so steady-state calls allocate nothing.")
-	f.Type().Id("scratch").Struct(fields...)
-	f.Func().Id("newScratch").Params().Op("*").Id("scratch").Block(
-		jen.Return(jen.Op("&").Id("scratch").ValuesFunc(func(g *jen.Group) {
+	st := e.k.Name("scratch")
+	f.Commentf("%s holds what one call needs besides its inputs and outputs; the call takes one", st)
+	f.Comment("from a pool, so steady-state calls allocate nothing.")
+	f.Type().Id(st).Struct(fields...)
+	f.Var().Id(e.k.Name("scratchPool")).Op("=").Qual("sync", "Pool").Values(jen.Dict{
+		jen.Id("New"): jen.Func().Params().Any().Block(jen.Return(jen.Op("&").Id(st).ValuesFunc(func(g *jen.Group) {
 			for _, a := range allocs {
 				g.Add(a)
 			}
-		})),
-	)
+		}))),
+	})
 }
 
 func accName(r *ir.Node) string   { return fmt.Sprintf("acc%d", r.ID) }
@@ -124,13 +152,16 @@ func accInit(r *ir.Node) jen.Code {
 	return jen.Lit(0.0)
 }
 
+// ConstName is the Go variable of a constant tensor of kernel k: const5, fbConst5.
+func ConstName(k Kernel, n *ir.Node) string { return k.Name(fmt.Sprintf("const%d", n.ID)) }
+
 func (e *gen) constTensors(f *jen.File) {
-	for _, n := range e.g.Nodes {
+	for _, n := range e.k.Plan.Graph.Nodes {
 		if n.Op != ir.OpConst || len(n.Shape) == 0 {
 			continue
 		}
-		f.Commentf("const%d is a constant tensor %s.", n.ID, n.Shape)
-		f.Var().Id(fmt.Sprintf("const%d", n.ID)).Op("=").Index(jen.Lit(len(n.Value))).Add(e.elem).ValuesFunc(func(g *jen.Group) {
+		f.Commentf("%s is a constant tensor %s.", ConstName(e.k, n), n.Shape)
+		f.Var().Id(ConstName(e.k, n)).Op("=").Index(jen.Lit(len(n.Value))).Add(e.elem).ValuesFunc(func(g *jen.Group) {
 			for _, v := range n.Value {
 				g.Add(e.lit(v))
 			}
@@ -179,10 +210,13 @@ func at(buf jen.Code, s ir.Shape) jen.Code {
 // bufExprs are where a stored node lives: its output fields, or its scratch field.
 func (e *gen) bufExprs(n *ir.Node) []jen.Code {
 	var out []jen.Code
-	for _, buf := range e.p.Buffers(n) {
-		if buf.Output != nil {
+	for _, buf := range e.k.Plan.Buffers(n) {
+		switch {
+		case buf.Output != nil && buf.Output.Role == ir.Gradient:
+			out = append(out, jen.Id("g").Dot(e.out[buf.Name]))
+		case buf.Output != nil:
 			out = append(out, jen.Id("out").Dot(e.out[buf.Name]))
-		} else {
+		default:
 			out = append(out, jen.Id("s").Dot(buf.Name))
 		}
 	}
@@ -201,7 +235,7 @@ func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
 		if len(n.Shape) == 0 {
 			return e.lit(n.Value[0])
 		}
-		return jen.Id(fmt.Sprintf("const%d", n.ID)).Index(ix)
+		return jen.Id(ConstName(e.k, n)).Index(ix)
 	}
 	if len(n.Shape) == 0 {
 		return e.bufExprs(n)[0]

@@ -21,6 +21,13 @@ var Forward = []Pass{
 	{"gather-pushdown", GatherPushdown},
 }
 
+// Backward turns a forward graph (after Forward) into ForwardBackward's: the gradients, then
+// the same clean-ups on what they added.
+var Backward = []Pass{
+	{"autodiff", Autodiff},
+	{"gather-pushdown", GatherPushdown},
+}
+
 // Run applies ps in order.
 func Run(g *ir.Graph, ps []Pass) (*ir.Graph, error) {
 	for _, p := range ps {

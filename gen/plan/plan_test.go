@@ -163,7 +163,7 @@ func TestNormalizationIsABarrier(t *testing.T) {
 			}
 		}
 		for _, n := range ps.Compute {
-			if n.Note == "gain1" {
+			if n.Note == "gain" {
 				lossPass = ps.Index
 			}
 		}
@@ -258,4 +258,31 @@ func TestScanDirections(t *testing.T) {
 		dirs = append(dirs, *ps.Scan)
 	}
 	require.ElementsMatch(t, []plan.ScanAxis{{Axis: "T", Reverse: true}, {Axis: "T", Reverse: false}, {Axis: "B", Reverse: true}}, dirs)
+}
+
+// Gradients are fused: ForwardBackward's plan runs as many passes over the batch as Forward's
+// (the gradient writes join the passes that read the same inputs; a normalised advantage still
+// needs its statistics first, in both).
+func TestGradientsAddNoPassOverTheBatch(t *testing.T) {
+	for _, file := range []string{"clip_ppo.yaml", "clip_ppo_gae.yaml", "vtrace_ppo.yaml"} {
+		s, err := spec.ParseFile("../../spec/examples/"+file, lower.Registry())
+		require.NoError(t, err)
+		g, _, err := lower.Lower(s)
+		require.NoError(t, err)
+		g, err = passes.Run(g, passes.Forward)
+		require.NoError(t, err)
+		fb, err := passes.Run(g, passes.Backward)
+		require.NoError(t, err)
+		count := func(p *plan.Plan) int {
+			n := 0
+			for _, ps := range p.Passes {
+				if ps.Domain.Numel() == g.Batch.Numel() {
+					n++
+				}
+			}
+			return n
+		}
+		pf, pb := mustBuild(t, g), mustBuild(t, fb)
+		require.Equal(t, count(pf), count(pb), "%s: passes over the batch, Forward vs ForwardBackward", file)
+	}
 }

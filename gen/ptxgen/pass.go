@@ -52,7 +52,7 @@ type partialBuf struct {
 }
 
 func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
-	k := &passK{kernel: newKernel(fmt.Sprintf("pass%d", ps.Index), e.f64), e: e, ps: ps,
+	k := &passK{kernel: newKernel(fmt.Sprintf("%spass%d", e.prefix, ps.Index), e.f64), e: e, ps: ps,
 		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}}
 	dom := ps.Domain
 	switch {

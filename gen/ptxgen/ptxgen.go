@@ -26,15 +26,19 @@ const Target = "sm_80"
 
 // The backend's files.
 const (
-	PTXFile    = "kernels.ptx"
-	LaunchFile = "launch.json"
-	GoFile     = "ptx.go"
+	PTXFile            = "kernels.ptx"
+	LaunchFile         = "launch.json"
+	LaunchBackwardFile = "launch_backward.json"
+	GoFile             = "ptx.go"
 )
 
+// emitter emits one kernel: Forward's plan, or ForwardBackward's (prefix "fb_" on its
+// kernel, constant and scratch names, which share the module with Forward's).
 type emitter struct {
-	g   *ir.Graph
-	p   *plan.Plan
-	f64 bool
+	g      *ir.Graph
+	p      *plan.Plan
+	f64    bool
+	prefix string
 }
 
 func (e *emitter) esz() int {
@@ -59,11 +63,7 @@ func (e *emitter) bufName(n *ir.Node) string {
 func (e *emitter) bufNames(n *ir.Node) []string {
 	var out []string
 	for _, buf := range e.p.Buffers(n) {
-		if buf.Output != nil {
-			out = append(out, "out/"+buf.Name)
-		} else {
-			out = append(out, "scratch/"+buf.Name)
-		}
+		out = append(out, bufferName(buf))
 	}
 	if out == nil {
 		panic(fmt.Sprintf("ptxgen: v%d is not stored", n.ID))
@@ -71,7 +71,19 @@ func (e *emitter) bufNames(n *ir.Node) []string {
 	return out
 }
 
-func (e *emitter) constName(n *ir.Node) string { return fmt.Sprintf("lgconst%d", n.ID) }
+// bufferName is a plan buffer's launch-table name: out/<output>, grad/<input data name> for
+// a gradient, scratch/<name>.
+func bufferName(buf *plan.Buffer) string {
+	switch {
+	case buf.Output != nil && buf.Output.Role == ir.Gradient:
+		return "grad/" + strings.TrimPrefix(buf.Name, "grad.")
+	case buf.Output != nil:
+		return "out/" + buf.Name
+	}
+	return "scratch/" + buf.Name
+}
+
+func (e *emitter) constName(n *ir.Node) string { return fmt.Sprintf("lg%sconst%d", e.prefix, n.ID) }
 
 type constDecl struct {
 	Doc, Type, Name, Values string
@@ -87,16 +99,51 @@ type kernelView struct {
 	Text   string
 }
 
-// Module is the emitted PTX and its launch table.
+// Module is the emitted PTX and its launch tables.
 type Module struct {
 	PTX    []byte
 	Launch runtime.LaunchTable
+	// Backward runs ForwardBackward: the outputs and the gradients (grad/<input> buffers);
+	// nil for a package without gradients.
+	Backward *runtime.LaunchTable
 }
 
-// Emit builds the PTX module and launch table for p.
-func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
-	g := p.Graph
-	e := &emitter{g: g, p: p, f64: g.DType == ir.F64}
+// Emit builds the PTX module and launch tables for Forward's plan p and ForwardBackward's fb
+// (nil for a package without gradients).
+func Emit(p, fb *plan.Plan, m gogen.Meta) (*Module, error) {
+	var kernels []kernelView
+	var consts []constDecl
+	mod := &Module{}
+	for i, pl := range []*plan.Plan{p, fb} {
+		if pl == nil {
+			continue
+		}
+		e := &emitter{g: pl.Graph, p: pl, f64: pl.Graph.DType == ir.F64}
+		if i == 1 {
+			e.prefix = "fb_"
+		}
+		table, ks, cs, err := e.emit(m)
+		if err != nil {
+			return nil, err
+		}
+		kernels, consts = append(kernels, ks...), append(consts, cs...)
+		if i == 0 {
+			mod.Launch = table
+		} else {
+			mod.Backward = &table
+		}
+	}
+	src, err := render(moduleView{Header: gogen.Header(m), Package: m.Package, DType: p.Graph.DType.String(), Consts: consts, Kernels: kernels})
+	if err != nil {
+		return nil, err
+	}
+	mod.PTX = src
+	return mod, nil
+}
+
+// emit builds one kernel's entries, constants and launch table.
+func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []constDecl, error) {
+	g, p := e.g, e.p
 	table := runtime.LaunchTable{Package: m.Package, DType: g.DType.String(), Target: Target, PTX: PTXFile}
 	for _, in := range g.Inputs {
 		dt := g.DType.String()
@@ -109,7 +156,12 @@ func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
 		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "in/" + in.Name, Role: "input", DType: dt, Length: in.Shape.Numel(), Shape: in.Shape.Sizes()})
 	}
 	for _, o := range g.Outputs {
-		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "out/" + o.Name, Role: "output", DType: g.DType.String(), Length: o.Node.Shape.Numel(), Shape: o.Node.Shape.Sizes()})
+		role := "output"
+		if o.Role == ir.Gradient {
+			role = "gradient"
+		}
+		name := bufferName(&plan.Buffer{Name: o.Name, Output: o})
+		table.Buffers = append(table.Buffers, runtime.Buffer{Name: name, Role: role, DType: g.DType.String(), Length: o.Node.Shape.Numel(), Shape: o.Node.Shape.Sizes()})
 	}
 	for _, s := range p.Scratch {
 		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "scratch/" + s.Name, Role: "scratch", DType: g.DType.String(), Length: s.Node.Shape.Numel(), Shape: s.Node.Shape.Sizes()})
@@ -118,7 +170,7 @@ func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
 	for _, ps := range p.Passes {
 		k, err := e.passKernel(ps)
 		if err != nil {
-			return nil, err
+			return table, nil, nil, err
 		}
 		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe())))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{k.grid, 1, 1}, Block: [3]int{k.block, 1, 1}, Params: k.Params})
@@ -149,11 +201,7 @@ func Emit(p *plan.Plan, m gogen.Meta) (*Module, error) {
 		}
 		consts = append(consts, constDecl{Doc: n.String(), Type: k.t(), Name: e.constName(n), Values: strings.Join(vals, ", "), Len: len(vals)})
 	}
-	src, err := render(moduleView{Header: gogen.Header(m), Package: m.Package, DType: g.DType.String(), Consts: consts, Kernels: kernels})
-	if err != nil {
-		return nil, err
-	}
-	return &Module{PTX: src, Launch: table}, nil
+	return table, kernels, consts, nil
 }
 
 // moduleView is what templates/ptx/module.ptx.tmpl renders.
@@ -180,28 +228,38 @@ func view(k *kernel, doc string) kernelView {
 	return kernelView{Doc: doc, Name: k.Name, Params: k.Params, Regs: k.Regs, Shared: k.Shared, Text: k.text()}
 }
 
-// Generate returns the backend's files: kernels.ptx, launch.json and ptx.go (which embeds the
-// PTX and declares the launch table as the variable Launch).
-func Generate(p *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
-	mod, err := Emit(p, m)
+// Generate returns the backend's files: kernels.ptx, launch.json (and, with gradients,
+// launch_backward.json) and ptx.go (which embeds the PTX and declares the launch tables as
+// the variables Launch and LaunchBackward).
+func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
+	mod, err := Emit(p, fb, m)
 	if err != nil {
 		return nil, err
 	}
-	marked := mod.Launch
-	marked.Generated = gogen.Header(m)
-	js, err := json.MarshalIndent(marked, "", "  ")
+	files := map[string][]byte{PTXFile: mod.PTX}
+	tables := map[string]*runtime.LaunchTable{LaunchFile: &mod.Launch, LaunchBackwardFile: mod.Backward}
+	for name, t := range tables {
+		if t == nil {
+			continue
+		}
+		marked := *t
+		marked.Generated = gogen.Header(m)
+		js, err := json.MarshalIndent(marked, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		files[name] = append(js, '\n')
+	}
+	goSrc, err := goFile(mod, m)
 	if err != nil {
 		return nil, err
 	}
-	goSrc, err := goFile(mod.Launch, m)
-	if err != nil {
-		return nil, err
-	}
-	return map[string][]byte{PTXFile: mod.PTX, LaunchFile: append(js, '\n'), GoFile: goSrc}, nil
+	files[GoFile] = goSrc
+	return files, nil
 }
 
 // goFile emits ptx.go.
-func goFile(t runtime.LaunchTable, m gogen.Meta) ([]byte, error) {
+func goFile(mod *Module, m gogen.Meta) ([]byte, error) {
 	f := jen.NewFile(m.Package)
 	f.HeaderComment(gogen.Header(m))
 	f.ImportName(gogen.RuntimePath, "runtime")
@@ -212,9 +270,26 @@ func goFile(t runtime.LaunchTable, m gogen.Meta) ([]byte, error) {
 	f.Comment("")
 	f.Comment("//go:embed " + PTXFile)
 	f.Var().Id("PTX").String()
-	f.Comment("Launch is the launch table of PTX (also written as " + LaunchFile + "): the buffers to")
-	f.Comment("allocate (reusable across calls, no clearing needed) and the kernels to launch in order")
-	f.Comment("with their grid, block and arguments (device pointers to the named buffers).")
+	f.Comment("Launch is the launch table of Forward's kernels in PTX (also written as " + LaunchFile + "):")
+	f.Comment("the buffers to allocate (reusable across calls, no clearing needed) and the kernels to")
+	f.Comment("launch in order with their grid, block and arguments (device pointers to the named buffers).")
+	f.Var().Id("Launch").Op("=").Add(tableLit(mod.Launch))
+	if mod.Backward != nil {
+		f.Comment("LaunchBackward is ForwardBackward's launch table (also written as " + LaunchBackwardFile + "):")
+		f.Comment("the same, computing the outputs and the gradients (grad/<input data name> buffers).")
+		f.Var().Id("LaunchBackward").Op("=").Add(tableLit(*mod.Backward))
+	}
+	var buf bytes.Buffer
+	if err := f.Render(&buf); err != nil {
+		return nil, err
+	}
+	// jennifer cannot place a directive right above a declaration: move the embed comment.
+	src := strings.Replace(buf.String(), "// //go:embed "+PTXFile+"\n", "//go:embed "+PTXFile+"\n", 1)
+	return []byte(src), nil
+}
+
+// tableLit is a launch table as a Go composite literal.
+func tableLit(t runtime.LaunchTable) jen.Code {
 	buffers := jen.Index().Qual(gogen.RuntimePath, "Buffer").ValuesFunc(func(g *jen.Group) {
 		for _, b := range t.Buffers {
 			g.Values(jen.Dict{
@@ -241,15 +316,8 @@ func goFile(t runtime.LaunchTable, m gogen.Meta) ([]byte, error) {
 			})
 		}
 	})
-	f.Var().Id("Launch").Op("=").Qual(gogen.RuntimePath, "LaunchTable").Values(jen.Dict{
+	return jen.Qual(gogen.RuntimePath, "LaunchTable").Values(jen.Dict{
 		jen.Id("Package"): jen.Lit(t.Package), jen.Id("DType"): jen.Lit(t.DType), jen.Id("Target"): jen.Lit(t.Target),
 		jen.Id("PTX"): jen.Lit(t.PTX), jen.Id("Buffers"): buffers, jen.Id("Launches"): launches,
 	})
-	var buf bytes.Buffer
-	if err := f.Render(&buf); err != nil {
-		return nil, err
-	}
-	// jennifer cannot place a directive right above a declaration: move the embed comment.
-	src := strings.Replace(buf.String(), "// //go:embed "+PTXFile+"\n", "//go:embed "+PTXFile+"\n", 1)
-	return []byte(src), nil
 }

@@ -336,7 +336,7 @@ func TestOddShapes(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
 			c, err := lossgen.Compile(path)
 			require.NoError(t, err)
-			mod, err := ptxgen.Emit(c.Plan, gogen.Meta{Package: "p", SpecFile: "s.yaml", GenVersion: 1})
+			mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "p", SpecFile: "s.yaml", GenVersion: 1})
 			require.NoError(t, err)
 			cs, err := cases.Build(c.Graph, "p", "")
 			require.NoError(t, err)

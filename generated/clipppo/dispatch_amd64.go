@@ -19,29 +19,29 @@ type avxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
+	r24_s    []float64
+	r24_p    []float32
 	r26_s    []float64
 	r26_p    []float32
 	r28_s    []float64
 	r28_p    []float32
-	r30_s    []float64
-	r30_p    []float32
-	r33_s    []float64
-	r33_p    []float32
-	r45_s    []float64
-	r45_p    []float32
-	r52_s    []float64
-	r52_p    []float32
-	r53_n    []float64
-	r53_mean []float64
-	r53_m2   []float64
-	r54_n    []float64
-	r54_mean []float64
-	r54_m2   []float64
+	r31_s    []float64
+	r31_p    []float32
+	r43_s    []float64
+	r43_p    []float32
+	r50_s    []float64
+	r50_p    []float32
+	r51_n    []float64
+	r51_mean []float64
+	r51_m2   []float64
+	r52_n    []float64
+	r52_mean []float64
+	r52_m2   []float64
+	r58_s    []float64
+	r58_ok   []float32
 	r60_s    []float64
-	r60_ok   []float32
-	r62_s    []float64
-	r24_s    []float64
-	r24_p    []float32
+	r22_s    []float64
+	r22_p    []float32
 	res      []float64
 }
 
@@ -52,35 +52,35 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.r26_s = st.buf[120:136]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r28_s = st.buf[160:176]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r30_s = st.buf[200:216]
-	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r33_s = st.buf[240:256]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r45_s = st.buf[280:296]
-	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r52_s = st.buf[320:336]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r53_n = st.buf[360:376]
-	st.r53_mean = st.buf[384:400]
-	st.r53_m2 = st.buf[408:424]
-	st.r54_n = st.buf[432:448]
-	st.r54_mean = st.buf[456:472]
-	st.r54_m2 = st.buf[480:496]
-	st.r60_s = st.buf[504:520]
-	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r62_s = st.buf[544:560]
-	st.r24_s = st.buf[568:584]
-	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r24_s = st.buf[120:136]
+	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r26_s = st.buf[160:176]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r28_s = st.buf[200:216]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r31_s = st.buf[240:256]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r43_s = st.buf[280:296]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r50_s = st.buf[320:336]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r51_n = st.buf[360:376]
+	st.r51_mean = st.buf[384:400]
+	st.r51_m2 = st.buf[408:424]
+	st.r52_n = st.buf[432:448]
+	st.r52_mean = st.buf[456:472]
+	st.r52_m2 = st.buf[480:496]
+	st.r58_s = st.buf[504:520]
+	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r60_s = st.buf[544:560]
+	st.r22_s = st.buf[568:584]
+	st.r22_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
 	st.res = make([]float64, 1)
 	return st
 }}
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	runtime.Fill(st.r1_s, 0)
@@ -88,73 +88,221 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r2_n, 0)
 	runtime.Fill(st.r2_mean, 0)
 	runtime.Fill(st.r2_m2, 0)
+	runtime.Fill(st.r24_s, 0)
+	runtime.Fill(st.r24_p, 0)
 	runtime.Fill(st.r26_s, 0)
 	runtime.Fill(st.r26_p, 0)
 	runtime.Fill(st.r28_s, 0)
 	runtime.Fill(st.r28_p, 0)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r45_s, 0)
-	runtime.Fill(st.r45_p, 0)
-	runtime.Fill(st.r52_s, 0)
-	runtime.Fill(st.r52_p, 0)
-	runtime.Fill(st.r53_n, 0)
-	runtime.Fill(st.r53_mean, 0)
-	runtime.Fill(st.r53_m2, 0)
-	runtime.Fill(st.r54_n, 0)
-	runtime.Fill(st.r54_mean, 0)
-	runtime.Fill(st.r54_m2, 0)
+	runtime.Fill(st.r31_s, 0)
+	runtime.Fill(st.r31_p, 0)
+	runtime.Fill(st.r43_s, 0)
+	runtime.Fill(st.r43_p, 0)
+	runtime.Fill(st.r50_s, 0)
+	runtime.Fill(st.r50_p, 0)
+	runtime.Fill(st.r51_n, 0)
+	runtime.Fill(st.r51_mean, 0)
+	runtime.Fill(st.r51_m2, 0)
+	runtime.Fill(st.r52_n, 0)
+	runtime.Fill(st.r52_mean, 0)
+	runtime.Fill(st.r52_m2, 0)
+	runtime.Fill(st.r58_s, 0)
+	runtime.SetMask(st.r58_ok)
 	runtime.Fill(st.r60_s, 0)
-	runtime.SetMask(st.r60_ok)
-	runtime.Fill(st.r62_s, 0)
 	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
-	if !runtime.MaskSet(st.r60_ok[:8]) {
-		pass0Go(in, out, s)
+	if !runtime.MaskSet(st.r58_ok[:8]) {
+		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
 	s.s0 = float32(st.res[0])
 	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r30_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r45_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r53_n, st.r53_mean, st.r53_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r51_n, st.r51_mean, st.r51_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r52_n, st.r52_mean, st.r52_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r62_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	pass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
+	runtime.Fill(st.r22_s, 0)
+	runtime.Fill(st.r22_p, 0)
+	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	runtime.FinishMean(st.res[:1], st.r22_s, 8, 4096.0)
+	out.LossObjective = float32(st.res[0])
+}
+
+// fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
+// whose address the kernels take, and a buffer for the merged results.
+type fbAvxState struct {
+	buf      []float64
+	r1_s     []float64
+	r1_p     []float32
+	r2_n     []float64
+	r2_mean  []float64
+	r2_m2    []float64
+	r24_s    []float64
+	r24_p    []float32
+	r26_s    []float64
+	r26_p    []float32
+	r28_s    []float64
+	r28_p    []float32
+	r31_s    []float64
+	r31_p    []float32
+	r43_s    []float64
+	r43_p    []float32
+	r50_s    []float64
+	r50_p    []float32
+	r51_n    []float64
+	r51_mean []float64
+	r51_m2   []float64
+	r52_n    []float64
+	r52_mean []float64
+	r52_m2   []float64
+	r58_s    []float64
+	r58_ok   []float32
+	r60_s    []float64
+	r22_s    []float64
+	r22_p    []float32
+	res      []float64
+}
+
+var fbAvxPool = sync.Pool{New: func() any {
+	st := &fbAvxState{buf: make([]float64, 600)}
+	st.r1_s = st.buf[8:24]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r2_n = st.buf[48:64]
+	st.r2_mean = st.buf[72:88]
+	st.r2_m2 = st.buf[96:112]
+	st.r24_s = st.buf[120:136]
+	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r26_s = st.buf[160:176]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r28_s = st.buf[200:216]
+	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r31_s = st.buf[240:256]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r43_s = st.buf[280:296]
+	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r50_s = st.buf[320:336]
+	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r51_n = st.buf[360:376]
+	st.r51_mean = st.buf[384:400]
+	st.r51_m2 = st.buf[408:424]
+	st.r52_n = st.buf[432:448]
+	st.r52_mean = st.buf[456:472]
+	st.r52_m2 = st.buf[480:496]
+	st.r58_s = st.buf[504:520]
+	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r60_s = st.buf[544:560]
+	st.r22_s = st.buf[568:584]
+	st.r22_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.res = make([]float64, 1)
+	return st
+}}
+
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	runtime.Fill(st.r1_s, 0)
+	runtime.Fill(st.r1_p, 0)
+	runtime.Fill(st.r2_n, 0)
+	runtime.Fill(st.r2_mean, 0)
+	runtime.Fill(st.r2_m2, 0)
 	runtime.Fill(st.r24_s, 0)
 	runtime.Fill(st.r24_p, 0)
-	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	runtime.Fill(st.r26_s, 0)
+	runtime.Fill(st.r26_p, 0)
+	runtime.Fill(st.r28_s, 0)
+	runtime.Fill(st.r28_p, 0)
+	runtime.Fill(st.r31_s, 0)
+	runtime.Fill(st.r31_p, 0)
+	runtime.Fill(st.r43_s, 0)
+	runtime.Fill(st.r43_p, 0)
+	runtime.Fill(st.r50_s, 0)
+	runtime.Fill(st.r50_p, 0)
+	runtime.Fill(st.r51_n, 0)
+	runtime.Fill(st.r51_mean, 0)
+	runtime.Fill(st.r51_m2, 0)
+	runtime.Fill(st.r52_n, 0)
+	runtime.Fill(st.r52_mean, 0)
+	runtime.Fill(st.r52_m2, 0)
+	runtime.Fill(st.r58_s, 0)
+	runtime.SetMask(st.r58_ok)
+	runtime.Fill(st.r60_s, 0)
+	fbPass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
+	if !runtime.MaskSet(st.r58_ok[:8]) {
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r1_s, 8, 4096.0)
+	s.s0 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
+	s.s1 = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	out.LossEntropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r43_s, 8, 4096.0)
+	out.ValueClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
+	out.LossCritic = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r51_n, st.r51_mean, st.r51_m2, 8, 0)
+	s.s2 = float32(st.res[0])
+	runtime.FinishVar(st.res[:1], st.r52_n, st.r52_mean, st.r52_m2, 8, 0)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
+	s.s4 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	s.s5 = float32(st.res[0])
+}
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
+}
+
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	runtime.Fill(st.r22_s, 0)
+	runtime.Fill(st.r22_p, 0)
+	fbPass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
+	runtime.FinishMean(st.res[:1], st.r22_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
 
@@ -165,7 +313,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		name:   "avx2",
-		passes: []func(*Inputs, *Outputs, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go},
+		name:     "avx2",
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
 	})
 }

@@ -19,6 +19,21 @@ func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, 
 //go:noescape
 func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 
+// fbPass0AVX2 is pass 0 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+//
+//go:noescape
+func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+
+// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop in Go.
+//
+//go:noescape
+func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+
+// fbPass2AVX2 is pass 2 (elementwise over [B=4096]) on 8 float32 lanes; see fbPass2Go for the same loop in Go.
+//
+//go:noescape
+func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
+
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //
 //go:noescape

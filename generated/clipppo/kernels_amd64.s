@@ -58,38 +58,38 @@ blocks_1:
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v13 = max(v10, v11) [B=4096]
+	// v13 = max(v10, v11) tie=first [B=4096]
 	VMAXPS  Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v14 = min(v13, v12) [B=4096]  # log_weight_clip
+	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
 	VMINPS Y3, Y4, Y3
 
-	// v25 = ne(v14, v10) [B=4096]
+	// v23 = ne(v14, v10) [B=4096]
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
-	// mean(v25) over [B]
+	// mean(v23) over [B]
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v27 = sub(v9, v8) [B=4096]
+	// v25 = sub(v9, v8) [B=4096]
 	VSUBPS Y0, Y1, Y0
 
-	// mean(v27) over [B]
+	// mean(v25) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// mean(v29) over [B]
+	// mean(v27) over [B]
 	VADDPS  1792(DX), Y0, Y1
 	VMOVUPS Y1, 1792(DX)
 
-	// v32 = mul(v31, v29) [B=4096]
+	// v30 = mul(v29, v27) [B=4096]
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
-	// mean(v32) over [B]
+	// mean(v30) over [B]
 	VADDPS  2112(DX), Y0, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
@@ -97,43 +97,43 @@ blocks_1:
 	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v36 = sub(v34, v35) [B=4096]
+	// v34 = sub(v32, v33) [B=4096]
 	VSUBPS Y1, Y0, Y3
 
-	// v37 = mul(v36, v36) [B=4096]
+	// v35 = mul(v34, v34) [B=4096]
 	VMULPS  Y3, Y3, Y4
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v39 = sub(v35, v38) [B=4096]
+	// v37 = sub(v33, v36) [B=4096]
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
-	// v42 = max(v39, v40) [B=4096]
+	// v40 = max(v37, v38) tie=first [B=4096]
 	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc6<>+0(SB), Y7
 
-	// v43 = min(v42, v41) [B=4096]
+	// v41 = min(v40, v39) tie=first [B=4096]
 	VMINPS Y6, Y7, Y6
 
-	// v44 = ne(v39, v43) [B=4096]
+	// v42 = ne(v37, v41) [B=4096]
 	VCMPPS $0x04, Y6, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// mean(v44) over [B]
+	// mean(v42) over [B]
 	VADDPS  2432(DX), Y1, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v46 = add(v38, v43) [B=4096]
+	// v44 = add(v36, v41) [B=4096]
 	VADDPS Y6, Y5, Y1
 
-	// v47 = sub(v34, v46) [B=4096]
+	// v45 = sub(v32, v44) [B=4096]
 	VSUBPS Y1, Y0, Y1
 
-	// v48 = mul(v47, v47) [B=4096]
+	// v46 = mul(v45, v45) [B=4096]
 	VMULPS Y1, Y1, Y1
 
-	// v49 = max(v37, v48) [B=4096]
+	// v47 = max(v35, v46) [B=4096]
 	VXORPS lgc7<>+0(SB), Y4, Y4
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
@@ -141,14 +141,14 @@ blocks_1:
 	VORPS  Y5, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v51 = mul(v50, v49) [B=4096]
+	// v49 = mul(v48, v47) [B=4096]
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
-	// mean(v51) over [B]
+	// mean(v49) over [B]
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
 
-	// var(v36) over [B]
+	// var(v34) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -177,7 +177,7 @@ blocks_1:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y3, 3296(DX)
 
-	// var(v34) over [B]
+	// var(v32) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -254,7 +254,7 @@ blocks_1:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v61 = mul(v59, v10) [B=4096]
+	// v59 = mul(v57, v10) [B=4096]
 	VMULPS       lgc23<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
@@ -652,29 +652,29 @@ TEXT ·pass1AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v56 = add(v54, v55) []
+	// v54 = add(v52, v53) []
 	VADDPS       lgc24<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v57 = div(v53, v56) []
+	// v55 = div(v51, v54) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v58 = sub(v50, v57) []
+	// v56 = sub(v48, v55) []
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v63 = mul(v59, v60) []
+	// v61 = mul(v57, v58) []
 	VMULPS       lgc23<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v64 = sub(v63, v62) []
+	// v62 = sub(v61, v60) []
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) []
+	// v63 = exp(v62) []
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -705,14 +705,14 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc25<>+0(SB), Y1
 
-	// v67 = div(v65, v66) []
+	// v65 = div(v63, v64) []
 	VDIVPS Y1, Y4, Y1
 
-	// store v58
+	// store v56
 	MOVQ   p4+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v67
+	// store v65
 	MOVQ   p5+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
@@ -773,9 +773,27 @@ blocks_3:
 	VMOVUPS (DX)(SI*4), Y2
 
 	// v10 = sub(v8, v9) [B=4096]  # log_weight
-	VSUBPS Y2, Y1, Y1
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc1<>+0(SB), Y2
 
-	// v15 = exp(v10) [B=4096]
+	// v13 = max(v10, v11) tie=first [B=4096]
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS lgc27<>+0(SB), Y3
+
+	// v16 = ge(v7, v15) [B=4096]
+	VCMPPS  $0x1d, Y3, Y0, Y3
+	VANDPS  lgc3<>+0(SB), Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
+
+	// v17 = min(v10, v12) tie=first [B=4096]
+	VMINPS Y1, Y4, Y1
+
+	// v18 = where(v16, v17, v13) [B=4096]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// v19 = exp(v18) [B=4096]
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -805,29 +823,13 @@ blocks_3:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// v16 = mul(v15, v7) [B=4096]  # gain1
-	VMULPS  Y0, Y4, Y1
-	VMOVUPS lgc27<>+0(SB), Y2
+	// v20 = mul(v7, v19) [B=4096]  # gain
+	VMULPS Y4, Y0, Y0
 
-	// v18 = max(v15, v17) [B=4096]
-	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y3
-
-	// v20 = min(v18, v19) [B=4096]
-	VMINPS Y2, Y3, Y2
-
-	// v21 = mul(v20, v7) [B=4096]  # gain2
-	VMULPS Y0, Y2, Y0
-
-	// v22 = min(v16, v21) [B=4096]
-	VMINPS Y1, Y0, Y2
-	VMINPS Y0, Y1, Y0
-	VORPS  Y2, Y0, Y0
-
-	// v23 = neg(v22) [B=4096]
+	// v21 = neg(v20) [B=4096]
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
-	// mean(v23) over [B]
+	// mean(v21) over [B]
 	MOVQ         p5+40(FP), DX
 	VADDPS       4736(DX), Y0, Y0
 	VMOVUPS      Y0, 4736(DX)
@@ -874,25 +876,845 @@ DATA lgc26<>+24(SB)/4, $0x358637bd
 DATA lgc26<>+28(SB)/4, $0x358637bd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3f4ccccd
-DATA lgc27<>+4(SB)/4, $0x3f4ccccd
-DATA lgc27<>+8(SB)/4, $0x3f4ccccd
-DATA lgc27<>+12(SB)/4, $0x3f4ccccd
-DATA lgc27<>+16(SB)/4, $0x3f4ccccd
-DATA lgc27<>+20(SB)/4, $0x3f4ccccd
-DATA lgc27<>+24(SB)/4, $0x3f4ccccd
-DATA lgc27<>+28(SB)/4, $0x3f4ccccd
+DATA lgc27<>+0(SB)/4, $0x00000000
+DATA lgc27<>+4(SB)/4, $0x00000000
+DATA lgc27<>+8(SB)/4, $0x00000000
+DATA lgc27<>+12(SB)/4, $0x00000000
+DATA lgc27<>+16(SB)/4, $0x00000000
+DATA lgc27<>+20(SB)/4, $0x00000000
+DATA lgc27<>+24(SB)/4, $0x00000000
+DATA lgc27<>+28(SB)/4, $0x00000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f99999a
-DATA lgc28<>+4(SB)/4, $0x3f99999a
-DATA lgc28<>+8(SB)/4, $0x3f99999a
-DATA lgc28<>+12(SB)/4, $0x3f99999a
-DATA lgc28<>+16(SB)/4, $0x3f99999a
-DATA lgc28<>+20(SB)/4, $0x3f99999a
-DATA lgc28<>+24(SB)/4, $0x3f99999a
-DATA lgc28<>+28(SB)/4, $0x3f99999a
+// func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass0AVX2(SB), $192-80
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_5:
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// mean(v0) over [B]
+	MOVQ    p1+8(FP), DX
+	VADDPS  256(DX), Y0, Y1
+	VMOVUPS Y1, 256(DX)
+
+	// var(v0) over [B]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      576(DX), Y2
+	VSUBPD       Y2, Y1, Y3
+	VMOVUPD      384(DX), Y4
+	VADDPD       lgc0<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 384(DX)
+	VDIVPD       Y4, Y3, Y4
+	VADDPD       Y4, Y2, Y2
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      768(DX), Y1
+	VFMADD231PD  Y3, Y4, Y1
+	VMOVUPD      Y2, 576(DX)
+	VMOVUPD      Y1, 768(DX)
+	VMOVUPD      608(DX), Y1
+	VSUBPD       Y1, Y0, Y2
+	VMOVUPD      416(DX), Y3
+	VADDPD       lgc0<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 416(DX)
+	VDIVPD       Y3, Y2, Y3
+	VADDPD       Y3, Y1, Y1
+	VSUBPD       Y1, Y0, Y3
+	VMOVUPD      800(DX), Y0
+	VFMADD231PD  Y2, Y3, Y0
+	VMOVUPD      Y1, 608(DX)
+	VMOVUPD      Y0, 800(DX)
+	MOVQ         p2+16(FP), SI
+	VMOVUPS      (SI)(BX*4), Y0
+	MOVQ         p3+24(FP), SI
+	VMOVUPS      (SI)(BX*4), Y1
+
+	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	VSUBPS  Y1, Y0, Y2
+	VMOVUPS lgc1<>+0(SB), Y3
+
+	// v13 = max(v10, v11) tie=first [B=4096]
+	VMAXPS  Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
+
+	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
+	VMINPS Y3, Y4, Y3
+
+	// v23 = ne(v14, v10) [B=4096]
+	VCMPPS $0x04, Y2, Y3, Y3
+	VANDPS lgc3<>+0(SB), Y3, Y3
+
+	// mean(v23) over [B]
+	VADDPS  1152(DX), Y3, Y3
+	VMOVUPS Y3, 1152(DX)
+
+	// v25 = sub(v9, v8) [B=4096]
+	VSUBPS Y0, Y1, Y0
+
+	// mean(v25) over [B]
+	VADDPS  1472(DX), Y0, Y0
+	VMOVUPS Y0, 1472(DX)
+	MOVQ    p4+32(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
+
+	// mean(v27) over [B]
+	VADDPS  1792(DX), Y0, Y1
+	VMOVUPS Y1, 1792(DX)
+
+	// v30 = mul(v29, v27) [B=4096]
+	VMULPS lgc4<>+0(SB), Y0, Y0
+
+	// mean(v30) over [B]
+	VADDPS  2112(DX), Y0, Y0
+	VMOVUPS Y0, 2112(DX)
+	MOVQ    p5+40(FP), SI
+	VMOVUPS (SI)(BX*4), Y0
+	MOVQ    p6+48(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+
+	// v34 = sub(v32, v33) [B=4096]
+	VSUBPS Y1, Y0, Y3
+
+	// v35 = mul(v34, v34) [B=4096]
+	VMULPS  Y3, Y3, Y4
+	MOVQ    p7+56(FP), SI
+	VMOVUPS (SI)(BX*4), Y5
+
+	// v37 = sub(v33, v36) [B=4096]
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS lgc5<>+0(SB), Y6
+
+	// v40 = max(v37, v38) tie=first [B=4096]
+	VMAXPS  Y1, Y6, Y6
+	VMOVUPS lgc6<>+0(SB), Y7
+
+	// v41 = min(v40, v39) tie=first [B=4096]
+	VMINPS Y6, Y7, Y7
+
+	// v42 = ne(v37, v41) [B=4096]
+	VCMPPS  $0x04, Y7, Y1, Y8
+	VANDPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y1, (SP)
+
+	// mean(v42) over [B]
+	VADDPS  2432(DX), Y8, Y1
+	VMOVUPS Y1, 2432(DX)
+
+	// v44 = add(v36, v41) [B=4096]
+	VADDPS Y7, Y5, Y1
+
+	// v45 = sub(v32, v44) [B=4096]
+	VSUBPS Y1, Y0, Y1
+
+	// v46 = mul(v45, v45) [B=4096]
+	VMULPS Y1, Y1, Y5
+
+	// v47 = max(v35, v46) [B=4096]
+	VXORPS lgc7<>+0(SB), Y4, Y7
+	VXORPS lgc7<>+0(SB), Y5, Y9
+	VMINPS Y7, Y9, Y8
+	VMINPS Y9, Y7, Y7
+	VORPS  Y8, Y7, Y7
+	VXORPS lgc7<>+0(SB), Y7, Y7
+
+	// v49 = mul(v48, v47) [B=4096]
+	VMULPS lgc3<>+0(SB), Y7, Y7
+
+	// mean(v49) over [B]
+	VADDPS  2752(DX), Y7, Y7
+	VMOVUPS Y7, 2752(DX)
+	VMOVUPS Y6, 32(SP)
+	VMOVUPS Y1, 64(SP)
+
+	// var(v34) over [B]
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      3072(DX), Y7
+	VSUBPD       Y7, Y1, Y8
+	VMOVUPD      2880(DX), Y9
+	VADDPD       lgc0<>+0(SB), Y9, Y9
+	VMOVUPD      Y9, 2880(DX)
+	VDIVPD       Y9, Y8, Y9
+	VADDPD       Y9, Y7, Y7
+	VSUBPD       Y7, Y1, Y9
+	VMOVUPD      3264(DX), Y1
+	VFMADD231PD  Y8, Y9, Y1
+	VMOVUPD      Y7, 3072(DX)
+	VMOVUPD      Y1, 3264(DX)
+	VMOVUPD      3104(DX), Y1
+	VSUBPD       Y1, Y6, Y7
+	VMOVUPD      2912(DX), Y8
+	VADDPD       lgc0<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 2912(DX)
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y1, Y1
+	VSUBPD       Y1, Y6, Y8
+	VMOVUPD      3296(DX), Y6
+	VFMADD231PD  Y7, Y8, Y6
+	VMOVUPD      Y1, 3104(DX)
+	VMOVUPD      Y6, 3296(DX)
+
+	// var(v32) over [B]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      3648(DX), Y6
+	VSUBPD       Y6, Y1, Y7
+	VMOVUPD      3456(DX), Y8
+	VADDPD       lgc0<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 3456(DX)
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y6, Y6
+	VSUBPD       Y6, Y1, Y8
+	VMOVUPD      3840(DX), Y1
+	VFMADD231PD  Y7, Y8, Y1
+	VMOVUPD      Y6, 3648(DX)
+	VMOVUPD      Y1, 3840(DX)
+	VMOVUPD      3680(DX), Y1
+	VSUBPD       Y1, Y0, Y6
+	VMOVUPD      3488(DX), Y7
+	VADDPD       lgc0<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 3488(DX)
+	VDIVPD       Y7, Y6, Y7
+	VADDPD       Y7, Y1, Y1
+	VSUBPD       Y1, Y0, Y7
+	VMOVUPD      3872(DX), Y0
+	VFMADD231PD  Y6, Y7, Y0
+	VMOVUPD      Y1, 3680(DX)
+	VMOVUPD      Y0, 3872(DX)
+	VMOVUPS      Y3, 96(SP)
+	VMOVUPS      Y4, 128(SP)
+	VMOVUPS      Y5, 160(SP)
+
+	// logsumexp(v10) over [B]
+	VMAXPS       lgc8<>+0(SB), Y2, Y0
+	VMINPS       lgc9<>+0(SB), Y0, Y0
+	VMULPS       lgc10<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
+	VMOVAPS      Y0, Y0
+	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
+	VMOVAPS      lgc13<>+0(SB), Y3
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y0, Y4
+	VFMADD213PS  Y0, Y4, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc19<>+0(SB), Y0, Y1
+	VPMINSD      lgc20<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPSLLD       $0x17, Y0, Y0
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y0
+	VBLENDVPS    Y0, Y2, Y3, Y3
+	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
+	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
+	VANDPS       Y1, Y0, Y0
+	VANDPS       4224(DX), Y0, Y0
+	VMOVUPS      Y0, 4224(DX)
+	VCVTPS2PD    X3, Y0
+	VEXTRACTF128 $0x01, Y3, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4032(DX), Y0, Y3
+	VMOVUPD      Y3, 4032(DX)
+	VMULPD       Y0, Y0, Y0
+	VADDPD       4352(DX), Y0, Y0
+	VMOVUPD      Y0, 4352(DX)
+	VADDPD       4064(DX), Y1, Y0
+	VMOVUPD      Y0, 4064(DX)
+	VMULPD       Y1, Y1, Y0
+	VADDPD       4384(DX), Y0, Y0
+	VMOVUPD      Y0, 4384(DX)
+
+	// v59 = mul(v57, v10) [B=4096]
+	VMULPS  lgc23<>+0(SB), Y2, Y0
+	VMOVUPS 128(SP), Y0
+	VMOVUPS 160(SP), Y1
+
+	// v68 = eq(v35, v46) [B=4096]
+	VCMPPS $0x00, Y1, Y0, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
+
+	// v69 = lt(v35, v46) [B=4096]
+	VCMPPS  $0x11, Y1, Y0, Y3
+	VANDPS  lgc3<>+0(SB), Y3, Y3
+	VMOVUPS lgc28<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y5
+
+	// v70 = where(v68, v67, v66) [B=4096]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y4, Y5, Y6
+	VMOVUPS   lgc27<>+0(SB), Y7
+
+	// v71 = where(v69, v15, v70) [B=4096]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y7, Y6, Y3
+
+	// v72 = ge(v35, v46) [B=4096]
+	VCMPPS $0x1d, Y1, Y0, Y0
+	VANDPS lgc3<>+0(SB), Y0, Y0
+
+	// v73 = where(v68, v67, v15) [B=4096]
+	VXORPS    Y1, Y1, Y1
+	VCMPPS    $0x04, Y1, Y2, Y1
+	VBLENDVPS Y1, Y4, Y7, Y1
+
+	// v74 = where(v72, v73, v66) [B=4096]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y0, Y2
+	VBLENDVPS Y2, Y1, Y5, Y0
+	VMOVUPS   64(SP), Y1
+
+	// v75 = mul(v74, v45) [B=4096]
+	VMULPS Y1, Y0, Y0
+
+	// v76 = add(v75, v75) [B=4096]
+	VADDPS Y0, Y0, Y0
+
+	// v77 = neg(v76) [B=4096]
+	VXORPS  lgc7<>+0(SB), Y0, Y0
+	VMOVUPS 32(SP), Y1
+	VMOVUPS lgc6<>+0(SB), Y2
+
+	// v78 = le(v40, v39) [B=4096]
+	VCMPPS $0x12, Y2, Y1, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
+
+	// v79 = ne(v40, v40) [B=4096]
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
+
+	// v80 = max(v78, v79) [B=4096]
+	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc7<>+0(SB), Y1, Y1
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+	VXORPS lgc7<>+0(SB), Y1, Y1
+
+	// v81 = where(v80, v77, v15) [B=4096]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y7, Y0
+	VMOVUPS   (SP), Y1
+	VMOVUPS   lgc5<>+0(SB), Y2
+
+	// v82 = ge(v37, v38) [B=4096]
+	VCMPPS $0x1d, Y2, Y1, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
+
+	// v83 = ne(v37, v37) [B=4096]
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
+
+	// v84 = max(v82, v83) [B=4096]
+	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc7<>+0(SB), Y1, Y1
+	VMINPS Y2, Y1, Y4
+	VMINPS Y1, Y2, Y1
+	VORPS  Y4, Y1, Y1
+	VXORPS lgc7<>+0(SB), Y1, Y1
+
+	// v85 = where(v84, v81, v15) [B=4096]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y1, Y2
+	VBLENDVPS Y2, Y0, Y7, Y0
+	VMOVUPS   96(SP), Y1
+
+	// v86 = mul(v71, v34) [B=4096]
+	VMULPS Y1, Y3, Y1
+
+	// v87 = add(v86, v86) [B=4096]
+	VADDPS Y1, Y1, Y1
+
+	// v88 = neg(v87) [B=4096]
+	VXORPS lgc7<>+0(SB), Y1, Y1
+
+	// v89 = add(v85, v88) [B=4096]
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS lgc30<>+0(SB), Y1
+
+	// v104 = broadcast(v90) [B=4096]
+	// store v89
+	MOVQ    p8+64(FP), DX
+	VMOVUPS Y0, (DX)(BX*4)
+
+	// store v104
+	MOVQ         p9+72(FP), DX
+	VMOVUPS      Y1, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_6
+	MOVQ         p1+8(FP), CX
+	VMOVUPS      256(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      1152(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       960(CX), Y1, Y1
+	VMOVUPD      Y1, 960(CX)
+	VADDPD       992(CX), Y0, Y0
+	VMOVUPD      Y0, 992(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1152(CX)
+	VMOVUPS      1472(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1280(CX), Y1, Y1
+	VMOVUPD      Y1, 1280(CX)
+	VADDPD       1312(CX), Y0, Y0
+	VMOVUPD      Y0, 1312(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1472(CX)
+	VMOVUPS      1792(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1600(CX), Y1, Y1
+	VMOVUPD      Y1, 1600(CX)
+	VADDPD       1632(CX), Y0, Y0
+	VMOVUPD      Y0, 1632(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1792(CX)
+	VMOVUPS      2112(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1920(CX), Y1, Y1
+	VMOVUPD      Y1, 1920(CX)
+	VADDPD       1952(CX), Y0, Y0
+	VMOVUPD      Y0, 1952(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2112(CX)
+	VMOVUPS      2432(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2240(CX), Y1, Y1
+	VMOVUPD      Y1, 2240(CX)
+	VADDPD       2272(CX), Y0, Y0
+	VMOVUPD      Y0, 2272(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2432(CX)
+	VMOVUPS      2752(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y1, Y1
+	VMOVUPD      Y1, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2752(CX)
+	MOVQ         $+8, CX
+
+noflush_6:
+	ADDQ         $+8, AX
+	CMPQ         AX, $+4096
+	JL           blocks_5
+	MOVQ         p1+8(FP), AX
+	VMOVUPS      256(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(AX), Y1, Y1
+	VMOVUPD      Y1, 64(AX)
+	VADDPD       96(AX), Y0, Y0
+	VMOVUPD      Y0, 96(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 256(AX)
+	VMOVUPS      1152(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       960(AX), Y1, Y1
+	VMOVUPD      Y1, 960(AX)
+	VADDPD       992(AX), Y0, Y0
+	VMOVUPD      Y0, 992(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1152(AX)
+	VMOVUPS      1472(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1280(AX), Y1, Y1
+	VMOVUPD      Y1, 1280(AX)
+	VADDPD       1312(AX), Y0, Y0
+	VMOVUPD      Y0, 1312(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1472(AX)
+	VMOVUPS      1792(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1600(AX), Y1, Y1
+	VMOVUPD      Y1, 1600(AX)
+	VADDPD       1632(AX), Y0, Y0
+	VMOVUPD      Y0, 1632(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1792(AX)
+	VMOVUPS      2112(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1920(AX), Y1, Y1
+	VMOVUPD      Y1, 1920(AX)
+	VADDPD       1952(AX), Y0, Y0
+	VMOVUPD      Y0, 1952(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2112(AX)
+	VMOVUPS      2432(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2240(AX), Y1, Y1
+	VMOVUPD      Y1, 2240(AX)
+	VADDPD       2272(AX), Y0, Y0
+	VMOVUPD      Y0, 2272(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2432(AX)
+	VMOVUPS      2752(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(AX), Y1, Y1
+	VMOVUPD      Y1, 2560(AX)
+	VADDPD       2592(AX), Y0, Y0
+	VMOVUPD      Y0, 2592(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 2752(AX)
+	VZEROUPPER
+	RET
+
+DATA lgc28<>+0(SB)/4, $0x39000000
+DATA lgc28<>+4(SB)/4, $0x39000000
+DATA lgc28<>+8(SB)/4, $0x39000000
+DATA lgc28<>+12(SB)/4, $0x39000000
+DATA lgc28<>+16(SB)/4, $0x39000000
+DATA lgc28<>+20(SB)/4, $0x39000000
+DATA lgc28<>+24(SB)/4, $0x39000000
+DATA lgc28<>+28(SB)/4, $0x39000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x39800000
+DATA lgc29<>+4(SB)/4, $0x39800000
+DATA lgc29<>+8(SB)/4, $0x39800000
+DATA lgc29<>+12(SB)/4, $0x39800000
+DATA lgc29<>+16(SB)/4, $0x39800000
+DATA lgc29<>+20(SB)/4, $0x39800000
+DATA lgc29<>+24(SB)/4, $0x39800000
+DATA lgc29<>+28(SB)/4, $0x39800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xb623d70a
+DATA lgc30<>+4(SB)/4, $0xb623d70a
+DATA lgc30<>+8(SB)/4, $0xb623d70a
+DATA lgc30<>+12(SB)/4, $0xb623d70a
+DATA lgc30<>+16(SB)/4, $0xb623d70a
+DATA lgc30<>+20(SB)/4, $0xb623d70a
+DATA lgc30<>+24(SB)/4, $0xb623d70a
+DATA lgc30<>+28(SB)/4, $0xb623d70a
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $0-48
+	MOVQ         p0+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+
+	// v54 = add(v52, v53) []
+	VADDPS       lgc24<>+0(SB), Y0, Y0
+	MOVQ         p1+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y1
+
+	// v55 = div(v51, v54) []
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
+
+	// v56 = sub(v48, v55) []
+	VSUBPS       Y0, Y1, Y0
+	MOVQ         p2+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y1
+
+	// v61 = mul(v57, v58) []
+	VMULPS       lgc23<>+0(SB), Y1, Y1
+	MOVQ         p3+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// v62 = sub(v61, v60) []
+	VSUBPS Y2, Y1, Y1
+
+	// v63 = exp(v62) []
+	VMAXPS       lgc8<>+0(SB), Y1, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VMOVAPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc19<>+0(SB), Y2, Y3
+	VPMINSD      lgc20<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMOVUPS      lgc25<>+0(SB), Y1
+
+	// v65 = div(v63, v64) []
+	VDIVPS Y1, Y4, Y1
+
+	// store v56
+	MOVQ   p4+32(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+
+	// store v65
+	MOVQ   p5+40(FP), AX
+	VMOVSS X1, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass2AVX2(SB), $0-56
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_7:
+	MOVQ         p0+0(FP), DX
+	XORQ         BX, BX
+	VBROADCASTSS (DX)(BX*4), Y0
+
+	// v3 = sqrt(v2) []  # std
+	VSQRTPS      Y0, Y0
+	MOVQ         p1+8(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y1
+	MOVQ         p2+16(FP), DX
+	VBROADCASTSS (DX)(BX*4), Y2
+
+	// v4 = sub(v0, v1) [B=4096]
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc26<>+0(SB), Y2
+
+	// v6 = max(v3, v5) []
+	VMAXPS Y0, Y2, Y0
+
+	// v7 = div(v4, v6) [B=4096]  # advantage_normalized
+	VDIVPS  Y0, Y1, Y0
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(SI*4), Y1
+	MOVQ    p4+32(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
+
+	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc1<>+0(SB), Y2
+
+	// v13 = max(v10, v11) tie=first [B=4096]
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS lgc27<>+0(SB), Y3
+
+	// v16 = ge(v7, v15) [B=4096]
+	VCMPPS  $0x1d, Y3, Y0, Y4
+	VANDPS  lgc3<>+0(SB), Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
+
+	// v17 = min(v10, v12) tie=first [B=4096]
+	VMINPS Y1, Y5, Y6
+
+	// v18 = where(v16, v17, v13) [B=4096]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v19 = exp(v18) [B=4096]
+	VMAXPS       lgc8<>+0(SB), Y2, Y6
+	VMINPS       lgc9<>+0(SB), Y6, Y6
+	VMULPS       lgc10<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y6, Y6
+	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
+	VMOVAPS      lgc13<>+0(SB), Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc3<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc19<>+0(SB), Y6, Y7
+	VPMINSD      lgc20<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc20<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
+
+	// v20 = mul(v7, v19) [B=4096]  # gain
+	VMULPS Y8, Y0, Y2
+
+	// v21 = neg(v20) [B=4096]
+	VXORPS lgc7<>+0(SB), Y2, Y2
+
+	// mean(v21) over [B]
+	MOVQ    p5+40(FP), DX
+	VADDPS  4736(DX), Y2, Y2
+	VMOVUPS Y2, 4736(DX)
+
+	// v92 = mul(v91, v7) [B=4096]
+	VMULPS lgc31<>+0(SB), Y0, Y0
+
+	// v93 = mul(v92, v19) [B=4096]
+	VMULPS Y8, Y0, Y0
+
+	// v94 = where(v16, v93, v15) [B=4096]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y4, Y2
+	VBLENDVPS Y2, Y0, Y3, Y2
+
+	// v95 = where(v16, v15, v93) [B=4096]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y3, Y0, Y0
+
+	// v96 = le(v10, v12) [B=4096]
+	VCMPPS $0x12, Y5, Y1, Y4
+	VANDPS lgc3<>+0(SB), Y4, Y4
+
+	// v97 = ne(v10, v10) [B=4096]
+	VCMPPS $0x04, Y1, Y1, Y5
+	VANDPS lgc3<>+0(SB), Y5, Y5
+
+	// v98 = max(v96, v97) [B=4096]
+	VXORPS lgc7<>+0(SB), Y4, Y4
+	VXORPS lgc7<>+0(SB), Y5, Y7
+	VMINPS Y4, Y7, Y6
+	VMINPS Y7, Y4, Y4
+	VORPS  Y6, Y4, Y4
+	VXORPS lgc7<>+0(SB), Y4, Y4
+
+	// v99 = where(v98, v94, v15) [B=4096]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y3, Y2
+	VMOVUPS   lgc1<>+0(SB), Y4
+
+	// v100 = ge(v10, v11) [B=4096]
+	VCMPPS $0x1d, Y4, Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
+
+	// v101 = max(v100, v97) [B=4096]
+	VXORPS lgc7<>+0(SB), Y1, Y1
+	VXORPS lgc7<>+0(SB), Y5, Y4
+	VMINPS Y1, Y4, Y5
+	VMINPS Y4, Y1, Y1
+	VORPS  Y5, Y1, Y1
+	VXORPS lgc7<>+0(SB), Y1, Y1
+
+	// v102 = where(v101, v95, v15) [B=4096]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y0, Y3, Y0
+
+	// v103 = add(v99, v102) [B=4096]
+	VADDPS Y0, Y2, Y0
+
+	// store v103
+	MOVQ         p6+48(FP), DX
+	VMOVUPS      Y0, (DX)(SI*4)
+	DECQ         CX
+	JNZ          noflush_8
+	MOVQ         p5+40(FP), CX
+	VMOVUPS      4736(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(CX), Y1, Y1
+	VMOVUPD      Y1, 4544(CX)
+	VADDPD       4576(CX), Y0, Y0
+	VMOVUPD      Y0, 4576(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 4736(CX)
+	MOVQ         $+8, CX
+
+noflush_8:
+	ADDQ         $+8, AX
+	CMPQ         AX, $+4096
+	JL           blocks_7
+	MOVQ         p5+40(FP), AX
+	VMOVUPS      4736(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       4544(AX), Y1, Y1
+	VMOVUPD      Y1, 4544(AX)
+	VADDPD       4576(AX), Y0, Y0
+	VMOVUPD      Y0, 4576(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 4736(AX)
+	VZEROUPPER
+	RET
+
+DATA lgc31<>+0(SB)/4, $0xb9800000
+DATA lgc31<>+4(SB)/4, $0xb9800000
+DATA lgc31<>+8(SB)/4, $0xb9800000
+DATA lgc31<>+12(SB)/4, $0xb9800000
+DATA lgc31<>+16(SB)/4, $0xb9800000
+DATA lgc31<>+20(SB)/4, $0xb9800000
+DATA lgc31<>+24(SB)/4, $0xb9800000
+DATA lgc31<>+28(SB)/4, $0xb9800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -902,9 +1724,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_5:
+bulk_9:
 	CMPQ         BX, DX
-	JGE          bulkdone_6
+	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc8<>+0(SB), Y0, Y1
 	VMINPS       lgc9<>+0(SB), Y1, Y1
@@ -936,9 +1758,9 @@ bulk_5:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_5
+	JMP          bulk_9
 
-bulkdone_6:
+bulkdone_10:
 	VZEROUPPER
 	RET
 
@@ -950,34 +1772,34 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_7:
+bulk_11:
 	CMPQ         BX, DX
-	JGE          bulkdone_8
+	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPS       lgc33<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPAND        lgc34<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc35<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
 	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
+	VMOVAPS      lgc37<>+0(SB), Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -985,201 +1807,191 @@ bulk_7:
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc27<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_7
+	JMP          bulk_11
 
-bulkdone_8:
+bulkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x00800000
+DATA lgc32<>+4(SB)/4, $0x00800000
+DATA lgc32<>+8(SB)/4, $0x00800000
+DATA lgc32<>+12(SB)/4, $0x00800000
+DATA lgc32<>+16(SB)/4, $0x00800000
+DATA lgc32<>+20(SB)/4, $0x00800000
+DATA lgc32<>+24(SB)/4, $0x00800000
+DATA lgc32<>+28(SB)/4, $0x00800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0x4b000000
+DATA lgc33<>+4(SB)/4, $0x4b000000
+DATA lgc33<>+8(SB)/4, $0x4b000000
+DATA lgc33<>+12(SB)/4, $0x4b000000
+DATA lgc33<>+16(SB)/4, $0x4b000000
+DATA lgc33<>+20(SB)/4, $0x4b000000
+DATA lgc33<>+24(SB)/4, $0x4b000000
+DATA lgc33<>+28(SB)/4, $0x4b000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0xffffffe9
+DATA lgc34<>+4(SB)/4, $0xffffffe9
+DATA lgc34<>+8(SB)/4, $0xffffffe9
+DATA lgc34<>+12(SB)/4, $0xffffffe9
+DATA lgc34<>+16(SB)/4, $0xffffffe9
+DATA lgc34<>+20(SB)/4, $0xffffffe9
+DATA lgc34<>+24(SB)/4, $0xffffffe9
+DATA lgc34<>+28(SB)/4, $0xffffffe9
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x007fffff
+DATA lgc35<>+4(SB)/4, $0x007fffff
+DATA lgc35<>+8(SB)/4, $0x007fffff
+DATA lgc35<>+12(SB)/4, $0x007fffff
+DATA lgc35<>+16(SB)/4, $0x007fffff
+DATA lgc35<>+20(SB)/4, $0x007fffff
+DATA lgc35<>+24(SB)/4, $0x007fffff
+DATA lgc35<>+28(SB)/4, $0x007fffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0x3fb504f3
+DATA lgc36<>+4(SB)/4, $0x3fb504f3
+DATA lgc36<>+8(SB)/4, $0x3fb504f3
+DATA lgc36<>+12(SB)/4, $0x3fb504f3
+DATA lgc36<>+16(SB)/4, $0x3fb504f3
+DATA lgc36<>+20(SB)/4, $0x3fb504f3
+DATA lgc36<>+24(SB)/4, $0x3fb504f3
+DATA lgc36<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0x3d9021bb
+DATA lgc37<>+4(SB)/4, $0x3d9021bb
+DATA lgc37<>+8(SB)/4, $0x3d9021bb
+DATA lgc37<>+12(SB)/4, $0x3d9021bb
+DATA lgc37<>+16(SB)/4, $0x3d9021bb
+DATA lgc37<>+20(SB)/4, $0x3d9021bb
+DATA lgc37<>+24(SB)/4, $0x3d9021bb
+DATA lgc37<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0xbdebd1b8
+DATA lgc38<>+4(SB)/4, $0xbdebd1b8
+DATA lgc38<>+8(SB)/4, $0xbdebd1b8
+DATA lgc38<>+12(SB)/4, $0xbdebd1b8
+DATA lgc38<>+16(SB)/4, $0xbdebd1b8
+DATA lgc38<>+20(SB)/4, $0xbdebd1b8
+DATA lgc38<>+24(SB)/4, $0xbdebd1b8
+DATA lgc38<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0x3def251a
+DATA lgc39<>+4(SB)/4, $0x3def251a
+DATA lgc39<>+8(SB)/4, $0x3def251a
+DATA lgc39<>+12(SB)/4, $0x3def251a
+DATA lgc39<>+16(SB)/4, $0x3def251a
+DATA lgc39<>+20(SB)/4, $0x3def251a
+DATA lgc39<>+24(SB)/4, $0x3def251a
+DATA lgc39<>+28(SB)/4, $0x3def251a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0x3e11e9bf
+DATA lgc41<>+4(SB)/4, $0x3e11e9bf
+DATA lgc41<>+8(SB)/4, $0x3e11e9bf
+DATA lgc41<>+12(SB)/4, $0x3e11e9bf
+DATA lgc41<>+16(SB)/4, $0x3e11e9bf
+DATA lgc41<>+20(SB)/4, $0x3e11e9bf
+DATA lgc41<>+24(SB)/4, $0x3e11e9bf
+DATA lgc41<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0xbe2aae50
+DATA lgc42<>+4(SB)/4, $0xbe2aae50
+DATA lgc42<>+8(SB)/4, $0xbe2aae50
+DATA lgc42<>+12(SB)/4, $0xbe2aae50
+DATA lgc42<>+16(SB)/4, $0xbe2aae50
+DATA lgc42<>+20(SB)/4, $0xbe2aae50
+DATA lgc42<>+24(SB)/4, $0xbe2aae50
+DATA lgc42<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x00000000
-DATA lgc43<>+4(SB)/4, $0x00000000
-DATA lgc43<>+8(SB)/4, $0x00000000
-DATA lgc43<>+12(SB)/4, $0x00000000
-DATA lgc43<>+16(SB)/4, $0x00000000
-DATA lgc43<>+20(SB)/4, $0x00000000
-DATA lgc43<>+24(SB)/4, $0x00000000
-DATA lgc43<>+28(SB)/4, $0x00000000
+DATA lgc43<>+0(SB)/4, $0x3e4cceac
+DATA lgc43<>+4(SB)/4, $0x3e4cceac
+DATA lgc43<>+8(SB)/4, $0x3e4cceac
+DATA lgc43<>+12(SB)/4, $0x3e4cceac
+DATA lgc43<>+16(SB)/4, $0x3e4cceac
+DATA lgc43<>+20(SB)/4, $0x3e4cceac
+DATA lgc43<>+24(SB)/4, $0x3e4cceac
+DATA lgc43<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xff800000
-DATA lgc44<>+4(SB)/4, $0xff800000
-DATA lgc44<>+8(SB)/4, $0xff800000
-DATA lgc44<>+12(SB)/4, $0xff800000
-DATA lgc44<>+16(SB)/4, $0xff800000
-DATA lgc44<>+20(SB)/4, $0xff800000
-DATA lgc44<>+24(SB)/4, $0xff800000
-DATA lgc44<>+28(SB)/4, $0xff800000
+DATA lgc44<>+0(SB)/4, $0xbe7ffffc
+DATA lgc44<>+4(SB)/4, $0xbe7ffffc
+DATA lgc44<>+8(SB)/4, $0xbe7ffffc
+DATA lgc44<>+12(SB)/4, $0xbe7ffffc
+DATA lgc44<>+16(SB)/4, $0xbe7ffffc
+DATA lgc44<>+20(SB)/4, $0xbe7ffffc
+DATA lgc44<>+24(SB)/4, $0xbe7ffffc
+DATA lgc44<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0xff800000
+DATA lgc46<>+4(SB)/4, $0xff800000
+DATA lgc46<>+8(SB)/4, $0xff800000
+DATA lgc46<>+12(SB)/4, $0xff800000
+DATA lgc46<>+16(SB)/4, $0xff800000
+DATA lgc46<>+20(SB)/4, $0xff800000
+DATA lgc46<>+24(SB)/4, $0xff800000
+DATA lgc46<>+28(SB)/4, $0xff800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7fc00000
+DATA lgc47<>+4(SB)/4, $0x7fc00000
+DATA lgc47<>+8(SB)/4, $0x7fc00000
+DATA lgc47<>+12(SB)/4, $0x7fc00000
+DATA lgc47<>+16(SB)/4, $0x7fc00000
+DATA lgc47<>+20(SB)/4, $0x7fc00000
+DATA lgc47<>+24(SB)/4, $0x7fc00000
+DATA lgc47<>+28(SB)/4, $0x7fc00000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0x7f800000
+DATA lgc48<>+4(SB)/4, $0x7f800000
+DATA lgc48<>+8(SB)/4, $0x7f800000
+DATA lgc48<>+12(SB)/4, $0x7f800000
+DATA lgc48<>+16(SB)/4, $0x7f800000
+DATA lgc48<>+20(SB)/4, $0x7f800000
+DATA lgc48<>+24(SB)/4, $0x7f800000
+DATA lgc48<>+28(SB)/4, $0x7f800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1189,35 +2001,35 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_9:
+bulk_13:
 	CMPQ         BX, DX
-	JGE          bulkdone_10
+	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPS       lgc33<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPAND        lgc34<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc35<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
 	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VMOVAPS      lgc37<>+0(SB), Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1225,12 +2037,12 @@ bulk_9:
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc3<>+0(SB), Y1, Y2
@@ -1239,14 +2051,14 @@ bulk_9:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_9
+	JMP          bulk_13
 
-bulkdone_10:
+bulkdone_14:
 	VZEROUPPER
 	RET

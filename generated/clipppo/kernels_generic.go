@@ -5,37 +5,38 @@ package clipppo
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"math"
+	"sync"
 )
 
-// scratch holds what one Forward call needs besides its inputs and outputs; Forward
-// takes one from a pool, so steady-state calls allocate nothing.
+// scratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0 float32 // v1 = mean(v0) over B []  # mean
 	s1 float32 // v2 = var(v0) over B correction=1 []
-	s2 float32 // v53 = var(v36) over B correction=0 []
-	s3 float32 // v54 = var(v34) over B correction=0 []
-	s4 float32 // v60 = logsumexp(v10) over B []
-	s5 float32 // v62 = logsumexp(v61) over B []
+	s2 float32 // v51 = var(v34) over B correction=0 []
+	s3 float32 // v52 = var(v32) over B correction=0 []
+	s4 float32 // v58 = logsumexp(v10) over B []
+	s5 float32 // v60 = logsumexp(v59) over B []
 }
 
-func newScratch() *scratch {
+var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
-}
+}}
 
-// pass0Go is pass 0 of the plan (lossgen explain): an elementwise loop over [B=4096].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
+func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc1 := runtime.Mean{}
 	acc2 := runtime.Welford{}
+	acc24 := runtime.Mean{}
 	acc26 := runtime.Mean{}
 	acc28 := runtime.Mean{}
-	acc30 := runtime.Mean{}
-	acc33 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc52 := runtime.Mean{}
-	acc53 := runtime.Welford{}
-	acc54 := runtime.Welford{}
+	acc31 := runtime.Mean{}
+	acc43 := runtime.Mean{}
+	acc50 := runtime.Mean{}
+	acc51 := runtime.Welford{}
+	acc52 := runtime.Welford{}
+	acc58 := runtime.NewLogSumExp()
 	acc60 := runtime.NewLogSumExp()
-	acc62 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		acc1.Add(float64(v0))
@@ -47,79 +48,79 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 		v12 := float32(0.18232156)
 		v13 := max(v10, v11)
 		v14 := min(v13, v12)
-		v25 := b2f(v14 != v10)
+		v23 := b2f(v14 != v10)
+		acc24.Add(float64(v23))
+		v25 := v9 - v8
 		acc26.Add(float64(v25))
-		v27 := v9 - v8
+		v27 := in.Entropy[iB]
 		acc28.Add(float64(v27))
-		v29 := in.Entropy[iB]
-		acc30.Add(float64(v29))
-		v31 := float32(-0.01)
-		v32 := float32(v31 * v29)
-		acc33.Add(float64(v32))
-		v34 := in.ValueTarget[iB]
-		v35 := in.StateValue[iB]
-		v36 := v34 - v35
-		v37 := float32(v36 * v36)
-		v38 := in.OldStateValue[iB]
-		v39 := v35 - v38
-		v40 := float32(-0.2)
-		v41 := float32(0.2)
-		v42 := max(v39, v40)
-		v43 := min(v42, v41)
-		v44 := b2f(v39 != v43)
-		acc45.Add(float64(v44))
-		v46 := v38 + v43
-		v47 := v34 - v46
-		v48 := float32(v47 * v47)
-		v49 := max(v37, v48)
-		v50 := float32(1)
-		v51 := float32(v50 * v49)
-		acc52.Add(float64(v51))
-		acc53.Add(float64(v36))
-		acc54.Add(float64(v34))
-		v59 := float32(2)
-		acc60.Add(float64(v10))
-		v61 := float32(v59 * v10)
-		acc62.Add(float64(v61))
+		v29 := float32(-0.01)
+		v30 := float32(v29 * v27)
+		acc31.Add(float64(v30))
+		v32 := in.ValueTarget[iB]
+		v33 := in.StateValue[iB]
+		v34 := v32 - v33
+		v35 := float32(v34 * v34)
+		v36 := in.OldStateValue[iB]
+		v37 := v33 - v36
+		v38 := float32(-0.2)
+		v39 := float32(0.2)
+		v40 := max(v37, v38)
+		v41 := min(v40, v39)
+		v42 := b2f(v37 != v41)
+		acc43.Add(float64(v42))
+		v44 := v36 + v41
+		v45 := v32 - v44
+		v46 := float32(v45 * v45)
+		v47 := max(v35, v46)
+		v48 := float32(1)
+		v49 := float32(v48 * v47)
+		acc50.Add(float64(v49))
+		acc51.Add(float64(v34))
+		acc52.Add(float64(v32))
+		v57 := float32(2)
+		acc58.Add(float64(v10))
+		v59 := float32(v57 * v10)
+		acc60.Add(float64(v59))
 	}
 	s.s0 = float32(acc1.Result())
 	s.s1 = float32(acc2.Var(1))
-	out.ClipFraction = float32(acc26.Result())
-	out.KLApprox = float32(acc28.Result())
-	out.Entropy = float32(acc30.Result())
-	out.LossEntropy = float32(acc33.Result())
-	out.ValueClipFraction = float32(acc45.Result())
-	out.LossCritic = float32(acc52.Result())
-	s.s2 = float32(acc53.Var(0))
-	s.s3 = float32(acc54.Var(0))
-	s.s4 = float32(acc60.Result())
-	s.s5 = float32(acc62.Result())
+	out.ClipFraction = float32(acc24.Result())
+	out.KLApprox = float32(acc26.Result())
+	out.Entropy = float32(acc28.Result())
+	out.LossEntropy = float32(acc31.Result())
+	out.ValueClipFraction = float32(acc43.Result())
+	out.LossCritic = float32(acc50.Result())
+	s.s2 = float32(acc51.Var(0))
+	s.s3 = float32(acc52.Var(0))
+	s.s4 = float32(acc58.Result())
+	s.s5 = float32(acc60.Result())
 }
 
-// pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	v50 := float32(1)
-	v53 := s.s2
-	v54 := s.s3
-	v55 := float32(1.1920929e-07)
-	v56 := v54 + v55
-	v57 := v53 / v56
-	v58 := v50 - v57
-	out.ExplainedVariance = v58
-	v59 := float32(2)
-	v60 := s.s4
-	v62 := s.s5
-	v63 := float32(v59 * v60)
-	v64 := v63 - v62
-	v65 := float32(math.Exp(float64(v64)))
-	v66 := float32(4096)
-	v67 := v65 / v66
-	out.ESS = v67
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	v48 := float32(1)
+	v51 := s.s2
+	v52 := s.s3
+	v53 := float32(1.1920929e-07)
+	v54 := v52 + v53
+	v55 := v51 / v54
+	v56 := v48 - v55
+	out.ExplainedVariance = v56
+	v57 := float32(2)
+	v58 := s.s4
+	v60 := s.s5
+	v61 := float32(v57 * v58)
+	v62 := v61 - v60
+	v63 := float32(math.Exp(float64(v62)))
+	v64 := float32(4096)
+	v65 := v63 / v64
+	out.ESS = v65
 }
 
-// pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [B=4096].
-func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	acc24 := runtime.Mean{}
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
+func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc22 := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		v1 := s.s0
@@ -132,18 +133,202 @@ func pass2Go(in *Inputs, out *Outputs, s *scratch) {
 		v8 := in.LogProb[iB]
 		v9 := in.SampleLogProb[iB]
 		v10 := v8 - v9
-		v15 := float32(math.Exp(float64(v10)))
-		v16 := float32(v15 * v7)
-		v17 := float32(0.8)
-		v18 := max(v15, v17)
-		v19 := float32(1.2)
-		v20 := min(v18, v19)
-		v21 := float32(v20 * v7)
-		v22 := min(v16, v21)
-		v23 := -v22
-		acc24.Add(float64(v23))
+		v11 := float32(-0.22314355)
+		v12 := float32(0.18232156)
+		v13 := max(v10, v11)
+		v15 := float32(0)
+		v16 := b2f(v7 >= v15)
+		v17 := min(v10, v12)
+		v18 := sel(v16, v17, v13)
+		v19 := float32(math.Exp(float64(v18)))
+		v20 := float32(v7 * v19)
+		v21 := -v20
+		acc22.Add(float64(v21))
 	}
-	out.LossObjective = float32(acc24.Result())
+	out.LossObjective = float32(acc22.Result())
+}
+
+// fbScratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
+type fbScratch struct {
+	s0 float32 // v1 = mean(v0) over B []  # mean
+	s1 float32 // v2 = var(v0) over B correction=1 []
+	s2 float32 // v51 = var(v34) over B correction=0 []
+	s3 float32 // v52 = var(v32) over B correction=0 []
+	s4 float32 // v58 = logsumexp(v10) over B []
+	s5 float32 // v60 = logsumexp(v59) over B []
+}
+
+var fbScratchPool = sync.Pool{New: func() any {
+	return &fbScratch{}
+}}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=4096].
+func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc1 := runtime.Mean{}
+	acc2 := runtime.Welford{}
+	acc24 := runtime.Mean{}
+	acc26 := runtime.Mean{}
+	acc28 := runtime.Mean{}
+	acc31 := runtime.Mean{}
+	acc43 := runtime.Mean{}
+	acc50 := runtime.Mean{}
+	acc51 := runtime.Welford{}
+	acc52 := runtime.Welford{}
+	acc58 := runtime.NewLogSumExp()
+	acc60 := runtime.NewLogSumExp()
+	for iB := 0; iB < 4096; iB++ {
+		v0 := in.Advantage[iB]
+		acc1.Add(float64(v0))
+		acc2.Add(float64(v0))
+		v8 := in.LogProb[iB]
+		v9 := in.SampleLogProb[iB]
+		v10 := v8 - v9
+		v11 := float32(-0.22314355)
+		v12 := float32(0.18232156)
+		v13 := max(v10, v11)
+		v14 := min(v13, v12)
+		v15 := float32(0)
+		v23 := b2f(v14 != v10)
+		acc24.Add(float64(v23))
+		v25 := v9 - v8
+		acc26.Add(float64(v25))
+		v27 := in.Entropy[iB]
+		acc28.Add(float64(v27))
+		v29 := float32(-0.01)
+		v30 := float32(v29 * v27)
+		acc31.Add(float64(v30))
+		v32 := in.ValueTarget[iB]
+		v33 := in.StateValue[iB]
+		v34 := v32 - v33
+		v35 := float32(v34 * v34)
+		v36 := in.OldStateValue[iB]
+		v37 := v33 - v36
+		v38 := float32(-0.2)
+		v39 := float32(0.2)
+		v40 := max(v37, v38)
+		v41 := min(v40, v39)
+		v42 := b2f(v37 != v41)
+		acc43.Add(float64(v42))
+		v44 := v36 + v41
+		v45 := v32 - v44
+		v46 := float32(v45 * v45)
+		v47 := max(v35, v46)
+		v48 := float32(1)
+		v49 := float32(v48 * v47)
+		acc50.Add(float64(v49))
+		acc51.Add(float64(v34))
+		acc52.Add(float64(v32))
+		v57 := float32(2)
+		acc58.Add(float64(v10))
+		v59 := float32(v57 * v10)
+		acc60.Add(float64(v59))
+		v66 := float32(0.00024414063)
+		v67 := float32(0.00012207031)
+		v68 := b2f(v35 == v46)
+		v69 := b2f(v35 < v46)
+		v70 := sel(v68, v67, v66)
+		v71 := sel(v69, v15, v70)
+		v72 := b2f(v35 >= v46)
+		v73 := sel(v68, v67, v15)
+		v74 := sel(v72, v73, v66)
+		v75 := float32(v74 * v45)
+		v76 := v75 + v75
+		v77 := -v76
+		v78 := b2f(v40 <= v39)
+		v79 := b2f(v40 != v40)
+		v80 := max(v78, v79)
+		v81 := sel(v80, v77, v15)
+		v82 := b2f(v37 >= v38)
+		v83 := b2f(v37 != v37)
+		v84 := max(v82, v83)
+		v85 := sel(v84, v81, v15)
+		v86 := float32(v71 * v34)
+		v87 := v86 + v86
+		v88 := -v87
+		v89 := v85 + v88
+		g.StateValue[iB] = v89
+		v90 := float32(-2.4414062e-06)
+		v104 := v90
+		g.Entropy[iB] = v104
+	}
+	s.s0 = float32(acc1.Result())
+	s.s1 = float32(acc2.Var(1))
+	out.ClipFraction = float32(acc24.Result())
+	out.KLApprox = float32(acc26.Result())
+	out.Entropy = float32(acc28.Result())
+	out.LossEntropy = float32(acc31.Result())
+	out.ValueClipFraction = float32(acc43.Result())
+	out.LossCritic = float32(acc50.Result())
+	s.s2 = float32(acc51.Var(0))
+	s.s3 = float32(acc52.Var(0))
+	s.s4 = float32(acc58.Result())
+	s.s5 = float32(acc60.Result())
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	v48 := float32(1)
+	v51 := s.s2
+	v52 := s.s3
+	v53 := float32(1.1920929e-07)
+	v54 := v52 + v53
+	v55 := v51 / v54
+	v56 := v48 - v55
+	out.ExplainedVariance = v56
+	v57 := float32(2)
+	v58 := s.s4
+	v60 := s.s5
+	v61 := float32(v57 * v58)
+	v62 := v61 - v60
+	v63 := float32(math.Exp(float64(v62)))
+	v64 := float32(4096)
+	v65 := v63 / v64
+	out.ESS = v65
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=4096].
+func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc22 := runtime.Mean{}
+	for iB := 0; iB < 4096; iB++ {
+		v0 := in.Advantage[iB]
+		v1 := s.s0
+		v2 := s.s1
+		v3 := float32(math.Sqrt(float64(v2)))
+		v4 := v0 - v1
+		v5 := float32(1e-06)
+		v6 := max(v3, v5)
+		v7 := v4 / v6
+		v8 := in.LogProb[iB]
+		v9 := in.SampleLogProb[iB]
+		v10 := v8 - v9
+		v11 := float32(-0.22314355)
+		v12 := float32(0.18232156)
+		v13 := max(v10, v11)
+		v15 := float32(0)
+		v16 := b2f(v7 >= v15)
+		v17 := min(v10, v12)
+		v18 := sel(v16, v17, v13)
+		v19 := float32(math.Exp(float64(v18)))
+		v20 := float32(v7 * v19)
+		v21 := -v20
+		acc22.Add(float64(v21))
+		v91 := float32(-0.00024414063)
+		v92 := float32(v91 * v7)
+		v93 := float32(v92 * v19)
+		v94 := sel(v16, v93, v15)
+		v95 := sel(v16, v15, v93)
+		v96 := b2f(v10 <= v12)
+		v97 := b2f(v10 != v10)
+		v98 := max(v96, v97)
+		v99 := sel(v98, v94, v15)
+		v100 := b2f(v10 >= v11)
+		v101 := max(v100, v97)
+		v102 := sel(v101, v95, v15)
+		v103 := v99 + v102
+		g.LogProb[iB] = v103
+	}
+	out.LossObjective = float32(acc22.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -15,6 +15,8 @@ func TestChunkedAVX2(t *testing.T) {
 	}
 	defer func(n int) { pass0Chunks = n }(pass0Chunks)
 	pass0Chunks = 3
+	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
+	fbPass0Chunks = 3
 	t.Run("agree", TestImplementationsAgree)
 	t.Run("deterministic", TestDeterministic)
 	t.Run("golden", TestGolden)

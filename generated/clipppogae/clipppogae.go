@@ -51,7 +51,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lossgen/lossgen/runtime"
-	"sync"
 )
 
 // The runtime version this code was generated for: compilation fails against a runtime
@@ -138,6 +137,26 @@ type Outputs struct {
 	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ESS float32
 }
+
+// Grads are the gradients ForwardBackward computes: for each differentiable input, the
+// gradient of the sum of every element of every loss_* output with respect to it, same shape
+// as the input (TorchRL users sum the loss_* values and call backward).
+type Grads struct {
+	// StateValue is ∂(Σ loss_*)/∂state_value [N, T] (grad.state_value). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	StateValue []float32
+	// LogProb is ∂(Σ loss_*)/∂log_prob [N, T] (grad.log_prob). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	LogProb []float32
+	// Entropy is ∂(Σ loss_*)/∂entropy [N, T] (grad.entropy). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	Entropy []float32
+}
+
+// NewGrads returns Grads with every slice allocated.
+func NewGrads() *Grads {
+	return &Grads{StateValue: make([]float32, N*T), LogProb: make([]float32, N*T), Entropy: make([]float32, N*T)}
+}
+
+// GradNames are the names of the gradients (grad.<input data name>), in the order of Grads.
+var GradNames = []string{"grad.state_value", "grad.log_prob", "grad.entropy"}
 
 // NewOutputs returns Outputs with every slice allocated.
 func NewOutputs() *Outputs {
@@ -243,18 +262,33 @@ func (out *Outputs) Get(name string) ([]float32, bool) {
 	return nil, false
 }
 
-// impl is one implementation of every pass of the plan, in order.
+// Get returns the named gradient (grad.<input data name>); ok is false for an unknown name.
+func (g *Grads) Get(name string) ([]float32, bool) {
+	switch name {
+	case "grad.state_value":
+		return g.StateValue, true
+	case "grad.log_prob":
+		return g.LogProb, true
+	case "grad.entropy":
+		return g.Entropy, true
+	}
+	return nil, false
+}
+
+// impl is one implementation of every pass of each kernel's plan, in order.
 type impl struct {
-	name   string
-	passes []func(*Inputs, *Outputs, *scratch)
+	name     string
+	passes   []func(*Inputs, *Outputs, *Grads, *scratch)
+	fbPasses []func(*Inputs, *Outputs, *Grads, *fbScratch)
 }
 
 // impls are the implementations this build has: the pure-Go kernels, then those an
 // assembly backend registers at init where the CPU supports them. Forward runs the last;
 // the tests run them all.
 var impls = []impl{{
-	name:   "go",
-	passes: []func(*Inputs, *Outputs, *scratch){pass0Go, pass1Go, pass2Go},
+	fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0Go, fbPass1Go, fbPass2Go},
+	name:     "go",
+	passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0Go, pass1Go, pass2Go},
 }}
 
 // Implementation names the kernels Forward runs: "avx2" (AVX2+FMA assembly) or "go"
@@ -263,15 +297,53 @@ func Implementation() string {
 	return impls[len(impls)-1].name
 }
 
-// Forward computes every output from in. in and out must not share memory. When a slice
-// of in or out has the wrong length it returns a *runtime.ShapeError naming each one and
-// writes nothing. Forward is safe for concurrent use with distinct out values.
+// Forward computes every output from in. When a slice of in or out has the wrong length it
+// returns a *runtime.ShapeError naming each one, and when an output shares memory with
+// another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
+// may share memory with each other. Forward is safe for concurrent use with distinct out values.
 func Forward(in *Inputs, out *Outputs) error {
 	return forward(impls[len(impls)-1], in, out)
 }
 
-// forward checks the lengths, then runs im's passes with pooled scratch buffers.
+// forward checks its arguments, then runs im's Forward passes with pooled scratch buffers.
 func forward(im impl, in *Inputs, out *Outputs) error {
+	if err := check(in, out, nil); err != nil {
+		return err
+	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	for _, pass := range im.passes {
+		pass(in, out, nil, s)
+	}
+	return nil
+}
+
+// ForwardBackward computes every output, as Forward does, and the gradients of the summed
+// loss_* outputs into g (see Grads), in the same passes over the batch. It fails as Forward
+// does, also for a gradient slice of the wrong length or sharing memory with another
+// argument. It is safe for concurrent use with distinct out and g values.
+func ForwardBackward(in *Inputs, out *Outputs, g *Grads) error {
+	return forwardBackward(impls[len(impls)-1], in, out, g)
+}
+
+// forwardBackward checks its arguments, then runs im's ForwardBackward passes.
+func forwardBackward(im impl, in *Inputs, out *Outputs, g *Grads) error {
+	if g == nil {
+		return errors.New("clipppogae: ForwardBackward needs non-nil g")
+	}
+	if err := check(in, out, g); err != nil {
+		return err
+	}
+	s := fbScratchPool.Get().(*fbScratch)
+	defer fbScratchPool.Put(s)
+	for _, pass := range im.fbPasses {
+		pass(in, out, g, s)
+	}
+	return nil
+}
+
+// check reports the first problem with a call's arguments (g is nil for Forward).
+func check(in *Inputs, out *Outputs, g *Grads) error {
 	if in == nil || out == nil {
 		return errors.New("clipppogae: Forward needs non-nil in and out")
 	}
@@ -335,14 +407,44 @@ func forward(im impl, in *Inputs, out *Outputs) error {
 	); err != nil {
 		return err
 	}
-	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
-	for _, pass := range im.passes {
-		pass(in, out, s)
+	spans := []runtime.Span{
+		runtime.SpanOf("in.NextReward", in.NextReward, false),
+		runtime.SpanOf("in.StateValue", in.StateValue, false),
+		runtime.SpanOf("in.NextStateValue", in.NextStateValue, false),
+		runtime.SpanOf("in.NextTerminated", in.NextTerminated, false),
+		runtime.SpanOf("in.NextDone", in.NextDone, false),
+		runtime.SpanOf("in.LogProb", in.LogProb, false),
+		runtime.SpanOf("in.SampleLogProb", in.SampleLogProb, false),
+		runtime.SpanOf("in.Entropy", in.Entropy, false),
+		runtime.SpanOf("out.Advantage", out.Advantage, true),
+		runtime.SpanOf("out.ValueTarget", out.ValueTarget, true),
+		runtime.SpanOf("out.ExplainedVariance", out.ExplainedVariance, true),
+	}
+	if g != nil {
+		if err := runtime.CheckLens(
+			"clipppogae",
+			runtime.Len{
+				Got:  len(g.StateValue),
+				Name: "g.StateValue",
+				Want: N * T,
+			},
+			runtime.Len{
+				Got:  len(g.LogProb),
+				Name: "g.LogProb",
+				Want: N * T,
+			},
+			runtime.Len{
+				Got:  len(g.Entropy),
+				Name: "g.Entropy",
+				Want: N * T,
+			},
+		); err != nil {
+			return err
+		}
+		spans = append(spans, runtime.SpanOf("g.StateValue", g.StateValue, true), runtime.SpanOf("g.LogProb", g.LogProb, true), runtime.SpanOf("g.Entropy", g.Entropy, true))
+	}
+	if err := runtime.CheckDisjoint("clipppogae", spans); err != nil {
+		return err
 	}
 	return nil
 }
-
-var scratchPool = sync.Pool{New: func() any {
-	return newScratch()
-}}

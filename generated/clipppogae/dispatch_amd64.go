@@ -14,57 +14,57 @@ import (
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
+	r33_s    []float64
+	r33_p    []float32
 	r35_s    []float64
 	r35_p    []float32
 	r37_s    []float64
 	r37_p    []float32
 	r39_s    []float64
 	r39_p    []float32
-	r41_s    []float64
-	r41_p    []float32
-	r44_s    []float64
-	r44_p    []float32
-	r54_s    []float64
-	r54_p    []float32
-	r55_n    []float64
-	r55_mean []float64
-	r55_m2   []float64
-	r56_n    []float64
-	r56_mean []float64
-	r56_m2   []float64
+	r42_s    []float64
+	r42_p    []float32
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r60_s    []float64
+	r60_ok   []float32
 	r62_s    []float64
-	r62_ok   []float32
-	r64_s    []float64
-	r68_s    []float64
-	r68_p    []float32
+	r66_s    []float64
+	r66_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4024)}
-	st.r35_s = st.buf[8:24]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r37_s = st.buf[48:64]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r39_s = st.buf[88:104]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r41_s = st.buf[128:144]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r44_s = st.buf[168:184]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r54_s = st.buf[208:224]
-	st.r54_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r55_n = st.buf[248:677]
-	st.r55_mean = st.buf[688:1117]
-	st.r55_m2 = st.buf[1128:1557]
-	st.r56_n = st.buf[1568:1997]
-	st.r56_mean = st.buf[2008:2437]
-	st.r56_m2 = st.buf[2448:2877]
-	st.r62_s = st.buf[2888:3317]
-	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r64_s = st.buf[3552:3981]
-	st.r68_s = st.buf[3992:4008]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r33_s = st.buf[8:24]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r35_s = st.buf[48:64]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r37_s = st.buf[88:104]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r39_s = st.buf[128:144]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r42_s = st.buf[168:184]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r52_s = st.buf[208:224]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r53_n = st.buf[248:677]
+	st.r53_mean = st.buf[688:1117]
+	st.r53_m2 = st.buf[1128:1557]
+	st.r54_n = st.buf[1568:1997]
+	st.r54_mean = st.buf[2008:2437]
+	st.r54_m2 = st.buf[2448:2877]
+	st.r60_s = st.buf[2888:3317]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r62_s = st.buf[3552:3981]
+	st.r66_s = st.buf[3992:4008]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -76,31 +76,31 @@ var avxPool = sync.Pool{New: func() any {
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
 		runtime.Fill(st.r35_s, 0)
 		runtime.Fill(st.r35_p, 0)
 		runtime.Fill(st.r37_s, 0)
 		runtime.Fill(st.r37_p, 0)
 		runtime.Fill(st.r39_s, 0)
 		runtime.Fill(st.r39_p, 0)
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
-		runtime.Fill(st.r54_s, 0)
-		runtime.Fill(st.r54_p, 0)
-		runtime.Fill(st.r55_n, float64((hi-lo)*1))
-		runtime.Fill(st.r55_mean, 0)
-		runtime.Fill(st.r55_m2, 0)
-		runtime.Fill(st.r56_n, float64((hi-lo)*1))
-		runtime.Fill(st.r56_mean, 0)
-		runtime.Fill(st.r56_m2, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r53_n, float64((hi-lo)*1))
+		runtime.Fill(st.r53_mean, 0)
+		runtime.Fill(st.r53_m2, 0)
+		runtime.Fill(st.r54_n, float64((hi-lo)*1))
+		runtime.Fill(st.r54_mean, 0)
+		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
 		runtime.Fill(st.r62_s, 0)
-		runtime.SetMask(st.r62_ok)
-		runtime.Fill(st.r64_s, 0)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -117,69 +117,241 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
 			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
 			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
 			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
-			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
-			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
-			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
+			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
-			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
-			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
 		}
 	}
-	if !runtime.MaskSet(st.r62_ok[:8]) {
-		pass0Go(in, out, s)
+	if !runtime.MaskSet(st.r60_ok[:8]) {
+		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r37_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r41_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r54_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r55_n, st.r55_mean, st.r55_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r60_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r64_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
 }
 
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r68_s, 0)
-	runtime.Fill(st.r68_p, 0)
+	runtime.Fill(st.r66_s, 0)
+	runtime.Fill(st.r66_p, 0)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
+func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	pass2AVX2(&s.s4, &out.ESS)
+}
+
+// fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
+// whose address the kernels take, and a buffer for the merged results.
+type fbAvxState struct {
+	buf      []float64
+	r33_s    []float64
+	r33_p    []float32
+	r35_s    []float64
+	r35_p    []float32
+	r37_s    []float64
+	r37_p    []float32
+	r39_s    []float64
+	r39_p    []float32
+	r42_s    []float64
+	r42_p    []float32
+	r52_s    []float64
+	r52_p    []float32
+	r53_n    []float64
+	r53_mean []float64
+	r53_m2   []float64
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r60_s    []float64
+	r60_ok   []float32
+	r62_s    []float64
+	r66_s    []float64
+	r66_p    []float32
+	res      []float64
+}
+
+var fbAvxPool = sync.Pool{New: func() any {
+	st := &fbAvxState{buf: make([]float64, 4024)}
+	st.r33_s = st.buf[8:24]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r35_s = st.buf[48:64]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r37_s = st.buf[88:104]
+	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r39_s = st.buf[128:144]
+	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r42_s = st.buf[168:184]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r52_s = st.buf[208:224]
+	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r53_n = st.buf[248:677]
+	st.r53_mean = st.buf[688:1117]
+	st.r53_m2 = st.buf[1128:1557]
+	st.r54_n = st.buf[1568:1997]
+	st.r54_mean = st.buf[2008:2437]
+	st.r54_m2 = st.buf[2448:2877]
+	st.r60_s = st.buf[2888:3317]
+	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r62_s = st.buf[3552:3981]
+	st.r66_s = st.buf[3992:4008]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.res = make([]float64, 421)
+	return st
+}}
+
+// fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
+// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
+// the generator from the pass's size, so results do not depend on the machine; tests
+// set it to check the chunked run.
+var fbPass0Chunks = 1
+
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r37_s, 0)
+		runtime.Fill(st.r37_p, 0)
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r52_p, 0)
+		runtime.Fill(st.r53_n, float64((hi-lo)*1))
+		runtime.Fill(st.r53_mean, 0)
+		runtime.Fill(st.r53_m2, 0)
+		runtime.Fill(st.r54_n, float64((hi-lo)*1))
+		runtime.Fill(st.r54_mean, 0)
+		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.SetMask(st.r60_ok)
+		runtime.Fill(st.r62_s, 0)
+		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0], hi)
+	}
+	n := min(fbPass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 64)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForChunks(n, 64, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
+			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+		}
+	}
+	if !runtime.MaskSet(st.r60_ok[:8]) {
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 26944.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
+	out.ClipFraction = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r37_s, 8, 26944.0)
+	out.KLApprox = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	out.LossEntropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
+	out.LossCritic = float32(st.res[0])
+	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
+	for k, v := range st.res[:421] {
+		s.s0[k] = float32(v)
+	}
+	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
+	for k, v := range st.res[:421] {
+		s.s1[k] = float32(v)
+	}
+	runtime.FinishSumLog(st.res[:421], st.r60_s, 1)
+	for k, v := range st.res[:421] {
+		s.s2[k] = float32(v)
+	}
+	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	for k, v := range st.res[:421] {
+		s.s3[k] = float32(v)
+	}
+}
+
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	runtime.Fill(st.r66_s, 0)
+	runtime.Fill(st.r66_p, 0)
+	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
+	s.s4 = float32(st.res[0])
+}
+
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass2AVX2(&s.s4, &out.ESS)
 }
 
 // init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels
@@ -189,7 +361,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		name:   "avx2",
-		passes: []func(*Inputs, *Outputs, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go},
+		name:     "avx2",
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
 	})
 }

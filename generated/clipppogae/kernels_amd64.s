@@ -142,271 +142,299 @@ outer0_1:
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc10<>+0(SB), Y5
 
-	// v24 = max(v21, v22) [N=64 T=421]
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y6
 
-	// v25 = min(v24, v23) [N=64 T=421]  # log_weight_clip
-	VMINPS  Y6, Y7, Y6
+	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS  Y5, Y6, Y7
+	VMOVUPS lgc6<>+0(SB), Y8
+
+	// v27 = ge(v17, v26) [N=64 T=421]
+	VCMPPS  $0x1d, Y8, Y2, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
 	VMOVUPS Y1, 24(SP)
 
-	// v26 = exp(v21) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
+	// v28 = min(v21, v23) tie=first [N=64 T=421]
+	VMINPS Y3, Y6, Y1
+
+	// v29 = where(v27, v28, v24) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y8, Y6
+	VBLENDVPS Y6, Y1, Y5, Y1
+
+	// v30 = exp(v29) [N=64 T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
 	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y8, Y8
 
-	// v27 = mul(v26, v17) [N=64 T=421]  # gain1
-	VMULPS  Y2, Y8, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	// v31 = mul(v17, v30) [N=64 T=421]  # gain
+	VMULPS Y8, Y2, Y1
 
-	// v29 = max(v26, v28) [N=64 T=421]
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	// v32 = neg(v31) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y1, Y1
 
-	// v31 = min(v29, v30) [N=64 T=421]
-	VMINPS Y7, Y9, Y7
-
-	// v32 = mul(v31, v17) [N=64 T=421]  # gain2
-	VMULPS Y2, Y7, Y7
-
-	// v33 = min(v27, v32) [N=64 T=421]
-	VMINPS Y1, Y7, Y9
-	VMINPS Y7, Y1, Y1
-	VORPS  Y9, Y1, Y1
-
-	// v34 = neg(v33) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y1, Y1
-
-	// mean(v34) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y9
-	VEXTRACTI128 $0x01, Y7, X9
-	VPMOVSXDQ    X9, Y9
-	VANDPS       Y7, Y1, Y1
+	// mean(v32) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
 	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v36 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y5, Y6, Y1
+	// v34 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y7, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v36) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y1, Y1
+	// mean(v34) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
+	MOVQ         p6+48(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v38 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y3, Y4, Y1
+	// v36 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y1, Y4, Y1
 
-	// mean(v38) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	// mean(v36) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         p9+72(FP), BX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v40) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y3
-	VADDPS       1216(CX), Y3, Y3
-	VMOVUPS      Y3, 1216(CX)
+	// mean(v38) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y4
+	VADDPS       1216(CX), Y4, Y4
+	VMOVUPS      Y4, 1216(CX)
 
-	// v43 = mul(v42, v40) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
+	// v41 = mul(v40, v38) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y1, Y1
 
-	// mean(v43) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	// mean(v41) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VMASKMOVPS   (BX)(DX*4), Y3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
 
-	// v45 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y3, Y1, Y3
+	// v43 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y4, Y1, Y4
 
-	// v46 = abs(v45) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v48 = lt(v46, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y4, Y6
+	// v46 = lt(v44, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v49 = mul(v47, v46) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y5, Y7
 
-	// v50 = mul(v49, v46) [N=64 T=421]
-	VMULPS Y4, Y7, Y7
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y5, Y7, Y7
 
-	// v51 = sub(v46, v47) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y4, Y4
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y5, Y5
 
-	// v52 = where(v48, v50, v51) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
-	// v53 = mul(v0, v52) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	// v51 = mul(v0, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y5, Y5
 
-	// mean(v53) over [N T]
+	// mean(v51) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y4, Y4
-	VADDPS       1856(CX), Y4, Y4
-	VMOVUPS      Y4, 1856(CX)
-	VMOVUPS      Y2, 56(SP)
+	VANDPS       Y6, Y5, Y5
+	VADDPS       1856(CX), Y5, Y5
+	VMOVUPS      Y5, 1856(CX)
 
-	// var(v45) over [N]
+	// var(v43) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y7
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
 	VMOVUPD      5504(CX)(BX*8), Y9
-	VSUBPD       Y9, Y7, Y10
-	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y7, Y7
+	VSUBPD       Y9, Y8, Y10
+	VFMADD231PD  Y10, Y7, Y9
+	VSUBPD       Y9, Y8, Y8
 	VMOVUPD      9024(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y7, Y11
-	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y9, Y7, Y9
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y9, Y8, Y9
 	VMOVUPD      Y9, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y11, Y7, Y11
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y11, Y8, Y11
 	VMOVUPD      Y11, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VSUBPD       Y6, Y4, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      9056(CX)(BX*8), Y7
+	VFMADD231PD  Y8, Y4, Y7
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y3, Y7
-	VFMADD231PD  Y7, Y6, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y3, Y6
-	VMOVUPD      5536(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y4, Y3, Y4
-	VMOVUPD      Y4, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y3
-	VBLENDVPD    Y2, Y6, Y3, Y6
-	VMOVUPD      Y6, 9056(CX)(BX*8)
+	VBLENDVPD    Y5, Y6, Y4, Y6
+	VMOVUPD      Y6, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y5, Y7, Y4, Y7
+	VMOVUPD      Y7, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y6
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X1, Y7
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y9
-	VFMADD231PD  Y9, Y4, Y7
-	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VSUBPD       Y8, Y7, Y9
+	VFMADD231PD  Y9, Y6, Y8
+	VSUBPD       Y8, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      16064(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y7, Y6, Y7
-	VMOVUPD      Y7, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y6
-	VBLENDVPD    Y3, Y10, Y6, Y10
+	VFMADD231PD  Y9, Y7, Y10
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y8, Y7, Y8
+	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y10, Y7, Y10
 	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y3, Y1, Y3
-	VMOVUPD      Y3, 16096(CX)(BX*8)
+	VBLENDVPD    Y4, Y5, Y1, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
-	VMOVUPD      Y4, 19616(CX)(BX*8)
+	VBLENDVPD    Y4, Y6, Y1, Y6
+	VMOVUPD      Y6, 19616(CX)(BX*8)
+	VMOVUPS      Y2, 56(SP)
 
 	// logsumexp(v21) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
-	VANDPS       Y6, Y4, Y4
-	VMOVUPS      lgc31<>+0(SB), Y6
-	VBLENDVPS    Y1, Y4, Y6, Y4
-	VANDPS       26624(CX), Y4, Y4
-	VMOVUPS      Y4, 26624(CX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X4
-	VCVTPS2PD    X4, Y4
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VMAXPS       lgc12<>+0(SB), Y3, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	VMOVAPS      lgc17<>+0(SB), Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      lgc29<>+0(SB), Y6
+	VBLENDVPS    Y1, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
 	VANDPD       Y2, Y1, Y1
 	VADDPD       23104(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y3, Y4, Y4
-	VADDPD       23136(CX)(BX*8), Y4, Y1
+	VANDPD       Y4, Y5, Y5
+	VADDPD       23136(CX)(BX*8), Y5, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y4, Y4, Y1
+	VMULPD       Y5, Y5, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v63 = mul(v61, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	// v61 = mul(v59, v21) [N=64 T=421]
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v17
@@ -501,196 +529,223 @@ blocks_2:
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc10<>+0(SB), Y5
 
-	// v24 = max(v21, v22) [N=64 T=421]
-	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y6
 
-	// v25 = min(v24, v23) [N=64 T=421]  # log_weight_clip
-	VMINPS  Y6, Y7, Y6
+	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS  Y5, Y6, Y7
+	VMOVUPS lgc6<>+0(SB), Y8
+
+	// v27 = ge(v17, v26) [N=64 T=421]
+	VCMPPS  $0x1d, Y8, Y2, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
 	VMOVUPS Y1, 88(SP)
 
-	// v26 = exp(v21) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
+	// v28 = min(v21, v23) tie=first [N=64 T=421]
+	VMINPS Y3, Y6, Y1
+
+	// v29 = where(v27, v28, v24) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y8, Y6
+	VBLENDVPS Y6, Y1, Y5, Y1
+
+	// v30 = exp(v29) [N=64 T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
 	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y8, Y8
 
-	// v27 = mul(v26, v17) [N=64 T=421]  # gain1
-	VMULPS  Y2, Y8, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	// v31 = mul(v17, v30) [N=64 T=421]  # gain
+	VMULPS Y8, Y2, Y1
 
-	// v29 = max(v26, v28) [N=64 T=421]
-	VMAXPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	// v32 = neg(v31) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y1, Y1
 
-	// v31 = min(v29, v30) [N=64 T=421]
-	VMINPS Y7, Y9, Y7
-
-	// v32 = mul(v31, v17) [N=64 T=421]  # gain2
-	VMULPS Y2, Y7, Y7
-
-	// v33 = min(v27, v32) [N=64 T=421]
-	VMINPS Y1, Y7, Y9
-	VMINPS Y7, Y1, Y1
-	VORPS  Y9, Y1, Y1
-
-	// v34 = neg(v33) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y1, Y1
-
-	// mean(v34) over [N T]
+	// mean(v32) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v36 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y5, Y6, Y1
+	// v34 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y7, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v36) over [N T]
+	// mean(v34) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
+	MOVQ    p6+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
-	// v38 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y3, Y4, Y1
+	// v36 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y1, Y4, Y1
 
-	// mean(v38) over [N T]
+	// mean(v36) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v40) over [N T]
-	VADDPS  1216(BX), Y1, Y3
-	VMOVUPS Y3, 1216(BX)
+	// mean(v38) over [N T]
+	VADDPS  1216(BX), Y1, Y4
+	VMOVUPS Y4, 1216(BX)
 
-	// v43 = mul(v42, v40) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
+	// v41 = mul(v40, v38) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y1, Y1
 
-	// mean(v43) over [N T]
+	// mean(v41) over [N T]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 88(SP), Y1
 	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS (DI)(SI*4), Y4
 
-	// v45 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y3, Y1, Y3
+	// v43 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y4, Y1, Y4
 
-	// v46 = abs(v45) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v48 = lt(v46, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y4, Y6
+	// v46 = lt(v44, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v49 = mul(v47, v46) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y5, Y7
 
-	// v50 = mul(v49, v46) [N=64 T=421]
-	VMULPS Y4, Y7, Y7
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y5, Y7, Y7
 
-	// v51 = sub(v46, v47) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y4, Y4
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y5, Y5
 
-	// v52 = where(v48, v50, v51) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y4
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
-	// v53 = mul(v0, v52) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	// v51 = mul(v0, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y5, Y5
 
-	// mean(v53) over [N T]
-	VADDPS  1856(BX), Y4, Y4
-	VMOVUPS Y4, 1856(BX)
-	VMOVUPS Y2, 120(SP)
+	// mean(v51) over [N T]
+	VADDPS  1856(BX), Y5, Y5
+	VMOVUPS Y5, 1856(BX)
 
-	// var(v45) over [N]
+	// var(v43) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X3
-	VCVTPS2PD    X3, Y3
-	VMOVUPD      5504(BX)(DI*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y2, Y6
-	VSUBPD       Y6, Y4, Y4
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X4, Y6
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VMOVUPD      5504(BX)(DI*8), Y7
+	VSUBPD       Y7, Y6, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
 	VMOVUPD      9024(BX)(DI*8), Y9
-	VFMADD231PD  Y7, Y4, Y9
-	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VFMADD231PD  Y8, Y6, Y9
+	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y9, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y3, Y2
-	VMOVUPD      9056(BX)(DI*8), Y3
-	VFMADD231PD  Y6, Y2, Y3
-	VMOVUPD      Y4, 5536(BX)(DI*8)
-	VMOVUPD      Y3, 9056(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y5, Y6
+	VSUBPD       Y6, Y4, Y4
+	VMOVUPD      9056(BX)(DI*8), Y5
+	VFMADD231PD  Y7, Y4, Y5
+	VMOVUPD      Y6, 5536(BX)(DI*8)
+	VMOVUPD      Y5, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
-	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y3
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y6
-	VFMADD231PD  Y6, Y2, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      19584(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y3, Y7
-	VMOVUPD      Y4, 16064(BX)(DI*8)
-	VMOVUPD      Y7, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y4, Y1, Y2
-	VMOVUPD      Y3, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPD      16064(BX)(DI*8), Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      19584(BX)(DI*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      Y6, 16064(BX)(DI*8)
+	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y5
+	VSUBPD       Y5, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
+	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VMOVUPD      Y4, 19616(BX)(DI*8)
+	VMOVUPS      Y2, 120(SP)
 
 	// logsumexp(v21) over [N]
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
+	VMAXPS       lgc12<>+0(SB), Y3, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y5
+	VFMADD213PS  Y1, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y4, Y4
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X8, Y1
-	VEXTRACTF128 $0x01, Y8, X2
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y3
-	VMOVUPD      Y3, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y1, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28416(BX)(DI*8)
@@ -700,8 +755,8 @@ blocks_2:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v63 = mul(v61, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	// v61 = mul(v59, v21) [N=64 T=421]
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 120(SP), Y1
 
 	// store v17
@@ -1093,85 +1148,65 @@ DATA lgc24<>+24(SB)/4, $0x0000007f
 DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f4ccccd
-DATA lgc25<>+4(SB)/4, $0x3f4ccccd
-DATA lgc25<>+8(SB)/4, $0x3f4ccccd
-DATA lgc25<>+12(SB)/4, $0x3f4ccccd
-DATA lgc25<>+16(SB)/4, $0x3f4ccccd
-DATA lgc25<>+20(SB)/4, $0x3f4ccccd
-DATA lgc25<>+24(SB)/4, $0x3f4ccccd
-DATA lgc25<>+28(SB)/4, $0x3f4ccccd
+DATA lgc25<>+0(SB)/4, $0x80000000
+DATA lgc25<>+4(SB)/4, $0x80000000
+DATA lgc25<>+8(SB)/4, $0x80000000
+DATA lgc25<>+12(SB)/4, $0x80000000
+DATA lgc25<>+16(SB)/4, $0x80000000
+DATA lgc25<>+20(SB)/4, $0x80000000
+DATA lgc25<>+24(SB)/4, $0x80000000
+DATA lgc25<>+28(SB)/4, $0x80000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f99999a
-DATA lgc26<>+4(SB)/4, $0x3f99999a
-DATA lgc26<>+8(SB)/4, $0x3f99999a
-DATA lgc26<>+12(SB)/4, $0x3f99999a
-DATA lgc26<>+16(SB)/4, $0x3f99999a
-DATA lgc26<>+20(SB)/4, $0x3f99999a
-DATA lgc26<>+24(SB)/4, $0x3f99999a
-DATA lgc26<>+28(SB)/4, $0x3f99999a
+DATA lgc26<>+0(SB)/4, $0xbc23d70a
+DATA lgc26<>+4(SB)/4, $0xbc23d70a
+DATA lgc26<>+8(SB)/4, $0xbc23d70a
+DATA lgc26<>+12(SB)/4, $0xbc23d70a
+DATA lgc26<>+16(SB)/4, $0xbc23d70a
+DATA lgc26<>+20(SB)/4, $0xbc23d70a
+DATA lgc26<>+24(SB)/4, $0xbc23d70a
+DATA lgc26<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x80000000
-DATA lgc27<>+4(SB)/4, $0x80000000
-DATA lgc27<>+8(SB)/4, $0x80000000
-DATA lgc27<>+12(SB)/4, $0x80000000
-DATA lgc27<>+16(SB)/4, $0x80000000
-DATA lgc27<>+20(SB)/4, $0x80000000
-DATA lgc27<>+24(SB)/4, $0x80000000
-DATA lgc27<>+28(SB)/4, $0x80000000
+DATA lgc27<>+0(SB)/4, $0xc2ae0000
+DATA lgc27<>+4(SB)/4, $0xc2ae0000
+DATA lgc27<>+8(SB)/4, $0xc2ae0000
+DATA lgc27<>+12(SB)/4, $0xc2ae0000
+DATA lgc27<>+16(SB)/4, $0xc2ae0000
+DATA lgc27<>+20(SB)/4, $0xc2ae0000
+DATA lgc27<>+24(SB)/4, $0xc2ae0000
+DATA lgc27<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbc23d70a
-DATA lgc28<>+4(SB)/4, $0xbc23d70a
-DATA lgc28<>+8(SB)/4, $0xbc23d70a
-DATA lgc28<>+12(SB)/4, $0xbc23d70a
-DATA lgc28<>+16(SB)/4, $0xbc23d70a
-DATA lgc28<>+20(SB)/4, $0xbc23d70a
-DATA lgc28<>+24(SB)/4, $0xbc23d70a
-DATA lgc28<>+28(SB)/4, $0xbc23d70a
+DATA lgc28<>+0(SB)/4, $0x42b00000
+DATA lgc28<>+4(SB)/4, $0x42b00000
+DATA lgc28<>+8(SB)/4, $0x42b00000
+DATA lgc28<>+12(SB)/4, $0x42b00000
+DATA lgc28<>+16(SB)/4, $0x42b00000
+DATA lgc28<>+20(SB)/4, $0x42b00000
+DATA lgc28<>+24(SB)/4, $0x42b00000
+DATA lgc28<>+28(SB)/4, $0x42b00000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xc2ae0000
-DATA lgc29<>+4(SB)/4, $0xc2ae0000
-DATA lgc29<>+8(SB)/4, $0xc2ae0000
-DATA lgc29<>+12(SB)/4, $0xc2ae0000
-DATA lgc29<>+16(SB)/4, $0xc2ae0000
-DATA lgc29<>+20(SB)/4, $0xc2ae0000
-DATA lgc29<>+24(SB)/4, $0xc2ae0000
-DATA lgc29<>+28(SB)/4, $0xc2ae0000
+DATA lgc29<>+0(SB)/4, $0xffffffff
+DATA lgc29<>+4(SB)/4, $0xffffffff
+DATA lgc29<>+8(SB)/4, $0xffffffff
+DATA lgc29<>+12(SB)/4, $0xffffffff
+DATA lgc29<>+16(SB)/4, $0xffffffff
+DATA lgc29<>+20(SB)/4, $0xffffffff
+DATA lgc29<>+24(SB)/4, $0xffffffff
+DATA lgc29<>+28(SB)/4, $0xffffffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x42b00000
-DATA lgc30<>+4(SB)/4, $0x42b00000
-DATA lgc30<>+8(SB)/4, $0x42b00000
-DATA lgc30<>+12(SB)/4, $0x42b00000
-DATA lgc30<>+16(SB)/4, $0x42b00000
-DATA lgc30<>+20(SB)/4, $0x42b00000
-DATA lgc30<>+24(SB)/4, $0x42b00000
-DATA lgc30<>+28(SB)/4, $0x42b00000
+DATA lgc30<>+0(SB)/4, $0x40000000
+DATA lgc30<>+4(SB)/4, $0x40000000
+DATA lgc30<>+8(SB)/4, $0x40000000
+DATA lgc30<>+12(SB)/4, $0x40000000
+DATA lgc30<>+16(SB)/4, $0x40000000
+DATA lgc30<>+20(SB)/4, $0x40000000
+DATA lgc30<>+24(SB)/4, $0x40000000
+DATA lgc30<>+28(SB)/4, $0x40000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xffffffff
-DATA lgc31<>+4(SB)/4, $0xffffffff
-DATA lgc31<>+8(SB)/4, $0xffffffff
-DATA lgc31<>+12(SB)/4, $0xffffffff
-DATA lgc31<>+16(SB)/4, $0xffffffff
-DATA lgc31<>+20(SB)/4, $0xffffffff
-DATA lgc31<>+24(SB)/4, $0xffffffff
-DATA lgc31<>+28(SB)/4, $0xffffffff
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1185,29 +1220,29 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v58 = add(v56, v57) [T=421]
-	VADDPS  lgc33<>+0(SB), Y0, Y0
+	// v56 = add(v54, v55) [T=421]
+	VADDPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v59 = div(v55, v58) [T=421]
+	// v57 = div(v53, v56) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v60 = sub(v0, v59) [T=421]
+	// v58 = sub(v0, v57) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v65 = mul(v61, v62) [T=421]
-	VMULPS  lgc32<>+0(SB), Y1, Y1
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS  lgc30<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v66 = sub(v65, v64) [T=421]
+	// v64 = sub(v63, v62) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v67 = exp(v66) [T=421]
+	// v65 = exp(v64) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1237,12 +1272,12 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v67) over [T]
+	// mean(v65) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v60
+	// store v58
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -1270,32 +1305,32 @@ noflush_5:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v58 = add(v56, v57) [T=421]
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	// v56 = add(v54, v55) [T=421]
+	VADDPS     lgc31<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v59 = div(v55, v58) [T=421]
+	// v57 = div(v53, v56) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v60 = sub(v0, v59) [T=421]
+	// v58 = sub(v0, v57) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v65 = mul(v61, v62) [T=421]
-	VMULPS     lgc32<>+0(SB), Y1, Y1
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS     lgc30<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v66 = sub(v65, v64) [T=421]
+	// v64 = sub(v63, v62) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v67 = exp(v66) [T=421]
+	// v65 = exp(v64) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1325,7 +1360,7 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v67) over [T]
+	// mean(v65) over [T]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -1335,7 +1370,7 @@ noflush_5:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v60
+	// store v58
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -1353,15 +1388,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x34000000
-DATA lgc33<>+4(SB)/4, $0x34000000
-DATA lgc33<>+8(SB)/4, $0x34000000
-DATA lgc33<>+12(SB)/4, $0x34000000
-DATA lgc33<>+16(SB)/4, $0x34000000
-DATA lgc33<>+20(SB)/4, $0x34000000
-DATA lgc33<>+24(SB)/4, $0x34000000
-DATA lgc33<>+28(SB)/4, $0x34000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc31<>+0(SB)/4, $0x34000000
+DATA lgc31<>+4(SB)/4, $0x34000000
+DATA lgc31<>+8(SB)/4, $0x34000000
+DATA lgc31<>+12(SB)/4, $0x34000000
+DATA lgc31<>+16(SB)/4, $0x34000000
+DATA lgc31<>+20(SB)/4, $0x34000000
+DATA lgc31<>+24(SB)/4, $0x34000000
+DATA lgc31<>+28(SB)/4, $0x34000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1369,26 +1404,1446 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
-	// v70 = div(v68, v69) []
+	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v70
+	// store v68
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x42800000
-DATA lgc34<>+4(SB)/4, $0x42800000
-DATA lgc34<>+8(SB)/4, $0x42800000
-DATA lgc34<>+12(SB)/4, $0x42800000
-DATA lgc34<>+16(SB)/4, $0x42800000
-DATA lgc34<>+20(SB)/4, $0x42800000
-DATA lgc34<>+24(SB)/4, $0x42800000
-DATA lgc34<>+28(SB)/4, $0x42800000
+DATA lgc32<>+0(SB)/4, $0x42800000
+DATA lgc32<>+4(SB)/4, $0x42800000
+DATA lgc32<>+8(SB)/4, $0x42800000
+DATA lgc32<>+12(SB)/4, $0x42800000
+DATA lgc32<>+16(SB)/4, $0x42800000
+DATA lgc32<>+20(SB)/4, $0x42800000
+DATA lgc32<>+24(SB)/4, $0x42800000
+DATA lgc32<>+28(SB)/4, $0x42800000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass0AVX2(SB), $536-128
+	MOVQ p0+0(FP), AX
+
+outer0_6:
+	VXORPS     Y0, Y0, Y0
+	XORQ       CX, CX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	XORQ       CX, CX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	VMOVUPS    lgc1<>+0(SB), Y1
+	MOVQ       p1+8(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+421, AX, BX
+	ADDQ       BX, DX
+	ADDQ       $+416, DX
+	MOVQ       $+0, 8(SP)
+	MOVB       (CX)(DX*1), BL
+	MOVB       BL, 8(SP)
+	MOVB       1(CX)(DX*1), BL
+	MOVB       BL, 9(SP)
+	MOVB       2(CX)(DX*1), BL
+	MOVB       BL, 10(SP)
+	MOVB       3(CX)(DX*1), BL
+	MOVB       BL, 11(SP)
+	MOVB       4(CX)(DX*1), BL
+	MOVB       BL, 12(SP)
+	VPMOVZXBD  8(SP), Y2
+	VCVTDQ2PS  Y2, Y2
+
+	// v5 = sub(v0, v4) [N=64 T=421]
+	VSUBPS    Y2, Y1, Y2
+	MOVQ      p2+16(FP), CX
+	MOVQ      $+0, 16(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 16(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 17(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 18(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 19(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 20(SP)
+	VPMOVZXBD 16(SP), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v7 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v9 = mul(v8, v5) [N=64 T=421]
+	VMULPS     lgc2<>+0(SB), Y2, Y2
+	MOVQ       p3+24(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+
+	// v10 = mul(v9, v3) [N=64 T=421]
+	VMULPS     Y3, Y2, Y2
+	MOVQ       p4+32(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+
+	// v11 = add(v1, v10) [N=64 T=421]
+	VADDPS     Y2, Y3, Y2
+	MOVQ       p5+40(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	VSUBPS Y3, Y2, Y2
+
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	VMULPS lgc4<>+0(SB), Y1, Y1
+
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
+	VMOVUPS     Y1, Y1
+	VMOVUPS     Y2, Y2
+	VMOVUPS     lgc3<>+0(SB), Y4
+	VANDPS      Y4, Y2, Y2
+	VMOVUPS     lgc1<>+0(SB), Y5
+	VBLENDVPS   Y4, Y1, Y5, Y1
+	VMOVUPS     lgc5<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y2
+	VMOVUPS     lgc9<>+0(SB), Y0
+	VPERMPS     Y2, Y0, Y0
+
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	VADDPS Y3, Y2, Y1
+
+	// v17 = detach(v15) [N=64 T=421]  # gae
+	// v18 = detach(v16) [N=64 T=421]  # value_target
+	MOVQ       p6+48(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	MOVQ       p7+56(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VMASKMOVPS (CX)(DX*4), Y4, Y4
+
+	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc10<>+0(SB), Y5
+
+	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y6
+
+	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS  Y5, Y6, Y7
+	VMOVUPS lgc6<>+0(SB), Y8
+
+	// v27 = ge(v17, v26) [N=64 T=421]
+	VCMPPS  $0x1d, Y8, Y2, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMOVUPS Y1, 24(SP)
+
+	// v28 = min(v21, v23) tie=first [N=64 T=421]
+	VMINPS Y3, Y6, Y1
+
+	// v29 = where(v27, v28, v24) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y8, Y6
+	VBLENDVPS Y6, Y1, Y5, Y1
+	VMOVUPS   Y8, 56(SP)
+
+	// v30 = exp(v29) [N=64 T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y8, Y8
+
+	// v31 = mul(v17, v30) [N=64 T=421]  # gain
+	VMULPS Y8, Y2, Y1
+
+	// v32 = neg(v31) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y1, Y1
+
+	// mean(v32) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
+	MOVQ         p8+64(FP), CX
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
+
+	// v34 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y7, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
+
+	// mean(v34) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
+	MOVQ         p6+48(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+
+	// v36 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y1, Y4, Y1
+
+	// mean(v36) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
+	MOVQ         p9+72(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+
+	// mean(v38) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y4
+	VADDPS       1216(CX), Y4, Y4
+	VMOVUPS      Y4, 1216(CX)
+
+	// v41 = mul(v40, v38) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y1, Y1
+	VADDPS       1536(CX), Y1, Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      24(SP), Y1
+	MOVQ         p5+40(FP), BX
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+
+	// v43 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y4, Y1, Y4
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc1<>+0(SB), Y6
+
+	// v46 = lt(v44, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y5, Y7
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y5, Y7, Y9
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS  lgc22<>+0(SB), Y5, Y10
+	VMOVUPS Y8, 88(SP)
+	VMOVUPS Y2, 120(SP)
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y6, Y2
+	VBLENDVPS Y2, Y9, Y10, Y2
+
+	// v51 = mul(v0, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y2, Y2
+
+	// mean(v51) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y8
+	VPMOVSXDQ    X8, Y9
+	VEXTRACTI128 $0x01, Y8, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y8, Y2, Y2
+	VADDPS       1856(CX), Y2, Y2
+	VMOVUPS      Y2, 1856(CX)
+	VMOVUPS      Y7, 152(SP)
+	VMOVUPS      Y5, 184(SP)
+
+	// var(v43) over [N]
+	XORQ         BX, BX
+	ADDQ         $+416, BX
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X9
+	VCVTPS2PD    X9, Y9
+	VMOVUPD      5504(CX)(BX*8), Y10
+	VSUBPD       Y10, Y8, Y11
+	VFMADD231PD  Y11, Y7, Y10
+	VSUBPD       Y10, Y8, Y8
+	VMOVUPD      9024(CX)(BX*8), Y12
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y5, Y10, Y8, Y10
+	VMOVUPD      Y10, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y5, Y12, Y8, Y12
+	VMOVUPD      Y12, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y5
+	VSUBPD       Y5, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y5
+	VSUBPD       Y5, Y9, Y7
+	VMOVUPD      9056(CX)(BX*8), Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMOVUPD      5536(CX)(BX*8), Y7
+	VBLENDVPD    Y2, Y5, Y7, Y5
+	VMOVUPD      Y5, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VBLENDVPD    Y2, Y9, Y5, Y9
+	VMOVUPD      Y9, 9056(CX)(BX*8)
+
+	// var(v18) over [N]
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X1, Y8
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(CX)(BX*8), Y9
+	VSUBPD       Y9, Y8, Y10
+	VFMADD231PD  Y10, Y7, Y9
+	VSUBPD       Y9, Y8, Y8
+	VMOVUPD      19584(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VBLENDVPD    Y5, Y9, Y8, Y9
+	VMOVUPD      Y9, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y8
+	VBLENDVPD    Y5, Y11, Y8, Y11
+	VMOVUPD      Y11, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y5
+	VSUBPD       Y5, Y1, Y8
+	VFMADD231PD  Y8, Y7, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y7
+	VFMADD231PD  Y8, Y1, Y7
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y5, Y1, Y5
+	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y2, Y7, Y1, Y7
+	VMOVUPD      Y7, 19616(CX)(BX*8)
+	VMOVUPS      Y4, 216(SP)
+	VMOVUPS      Y6, 248(SP)
+
+	// logsumexp(v21) over [N]
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VMAXPS       lgc12<>+0(SB), Y3, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	VMOVAPS      lgc17<>+0(SB), Y7
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc1<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      lgc29<>+0(SB), Y6
+	VBLENDVPS    Y1, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y2, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       23136(CX)(BX*8), Y5, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y5, Y5, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
+
+	// v61 = mul(v59, v21) [N=64 T=421]
+	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMOVUPS 248(SP), Y1
+	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y4
+
+	// v70 = where(v46, v69, v26) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y2, Y4, Y5
+
+	// v71 = where(v46, v26, v69) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y2, Y1
+	VMOVUPS   184(SP), Y2
+
+	// v72 = mul(v70, v44) [N=64 T=421]
+	VMULPS  Y2, Y5, Y2
+	VMOVUPS 152(SP), Y6
+
+	// v73 = mul(v70, v47) [N=64 T=421]
+	VMULPS Y6, Y5, Y5
+
+	// v74 = add(v71, v73) [N=64 T=421]
+	VADDPS Y5, Y1, Y1
+
+	// v75 = mul(v72, v45) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y2, Y2
+
+	// v76 = add(v74, v75) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 216(SP), Y2
+
+	// v77 = gt(v43, v26) [N=64 T=421]
+	VCMPPS $0x1e, Y4, Y2, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
+
+	// v78 = lt(v43, v26) [N=64 T=421]
+	VCMPPS $0x11, Y4, Y2, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v80 = mul(v43, v26) [N=64 T=421]
+	VMULPS  lgc6<>+0(SB), Y2, Y2
+	VMOVUPS lgc34<>+0(SB), Y7
+
+	// v81 = where(v78, v79, v80) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y6
+
+	// v82 = where(v77, v0, v81) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v83 = mul(v76, v82) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v84 = neg(v83) [N=64 T=421]
+	VXORPS  lgc25<>+0(SB), Y1, Y1
+	VMOVUPS 120(SP), Y2
+
+	// v87 = mul(v86, v17) [N=64 T=421]
+	VMULPS  lgc35<>+0(SB), Y2, Y5
+	VMOVUPS 88(SP), Y6
+
+	// v88 = mul(v87, v30) [N=64 T=421]
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 56(SP), Y6
+
+	// v89 = where(v27, v88, v26) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y4, Y7
+
+	// v90 = where(v27, v26, v88) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y4, Y5, Y5
+	VMOVUPS   lgc11<>+0(SB), Y6
+
+	// v91 = le(v21, v23) [N=64 T=421]
+	VCMPPS $0x12, Y6, Y3, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v92 = ne(v21, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y3, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
+
+	// v93 = max(v91, v92) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y6, Y6
+	VXORPS lgc25<>+0(SB), Y8, Y10
+	VMINPS Y6, Y10, Y9
+	VMINPS Y10, Y6, Y6
+	VORPS  Y9, Y6, Y6
+	VXORPS lgc25<>+0(SB), Y6, Y6
+
+	// v94 = where(v93, v89, v26) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y6
+	VMOVUPS   lgc10<>+0(SB), Y7
+
+	// v95 = ge(v21, v22) [N=64 T=421]
+	VCMPPS $0x1d, Y7, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
+
+	// v96 = max(v95, v92) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y8, Y7
+	VMINPS Y3, Y7, Y8
+	VMINPS Y7, Y3, Y3
+	VORPS  Y8, Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
+
+	// v97 = where(v96, v90, v26) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y5, Y4, Y3
+
+	// v98 = add(v94, v97) [N=64 T=421]
+	VADDPS  Y3, Y6, Y3
+	VMOVUPS lgc36<>+0(SB), Y4
+
+	// v99 = broadcast(v85) [N=64 T=421]
+	// store v17
+	MOVQ       p10+80(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VMASKMOVPS Y2, Y5, (CX)(DX*4)
+	VMOVUPS    24(SP), Y2
+
+	// store v18
+	MOVQ       p11+88(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VMASKMOVPS Y2, Y5, (CX)(DX*4)
+
+	// store v84
+	MOVQ       p12+96(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+
+	// store v98
+	MOVQ       p13+104(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VMASKMOVPS Y3, Y1, (CX)(DX*4)
+
+	// store v99
+	MOVQ       p14+112(FP), CX
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VMASKMOVPS Y4, Y1, (CX)(DX*4)
+	MOVQ       $+8, DX
+	MOVQ       $+408, CX
+
+blocks_7:
+	VMOVUPS   lgc1<>+0(SB), Y1
+	MOVQ      p1+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+421, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (BX)(SI*1), Y2
+	VCVTDQ2PS Y2, Y2
+
+	// v5 = sub(v0, v4) [N=64 T=421]
+	VSUBPS    Y2, Y1, Y2
+	MOVQ      p2+16(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v7 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v9 = mul(v8, v5) [N=64 T=421]
+	VMULPS  lgc2<>+0(SB), Y2, Y2
+	MOVQ    p3+24(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v10 = mul(v9, v3) [N=64 T=421]
+	VMULPS  Y3, Y2, Y2
+	MOVQ    p4+32(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v11 = add(v1, v10) [N=64 T=421]
+	VADDPS  Y2, Y3, Y2
+	MOVQ    p5+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	VSUBPS Y3, Y2, Y2
+
+	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	VMULPS lgc4<>+0(SB), Y1, Y1
+
+	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
+	VMOVUPS     Y1, Y1
+	VMOVUPS     Y2, Y2
+	VMOVUPS     lgc5<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VFMADD231PS Y1, Y0, Y2
+	VMOVUPS     lgc9<>+0(SB), Y0
+	VPERMPS     Y2, Y0, Y0
+
+	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	VADDPS Y3, Y2, Y1
+
+	// v17 = detach(v15) [N=64 T=421]  # gae
+	// v18 = detach(v16) [N=64 T=421]  # value_target
+	MOVQ    p6+48(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p7+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
+
+	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	VSUBPS  Y4, Y3, Y3
+	VMOVUPS lgc10<>+0(SB), Y5
+
+	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y6
+
+	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS  Y5, Y6, Y7
+	VMOVUPS lgc6<>+0(SB), Y8
+
+	// v27 = ge(v17, v26) [N=64 T=421]
+	VCMPPS  $0x1d, Y8, Y2, Y8
+	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMOVUPS Y1, 280(SP)
+
+	// v28 = min(v21, v23) tie=first [N=64 T=421]
+	VMINPS Y3, Y6, Y1
+
+	// v29 = where(v27, v28, v24) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y8, Y6
+	VBLENDVPS Y6, Y1, Y5, Y1
+	VMOVUPS   Y8, 312(SP)
+
+	// v30 = exp(v29) [N=64 T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y5
+	VMINPS       lgc13<>+0(SB), Y5, Y5
+	VMULPS       lgc14<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc23<>+0(SB), Y5, Y6
+	VPMINSD      lgc24<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y8, Y8
+
+	// v31 = mul(v17, v30) [N=64 T=421]  # gain
+	VMULPS Y8, Y2, Y1
+
+	// v32 = neg(v31) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y1, Y1
+
+	// mean(v32) over [N T]
+	MOVQ    p8+64(FP), BX
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
+
+	// v34 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y7, Y1
+	VANDPS lgc1<>+0(SB), Y1, Y1
+
+	// mean(v34) over [N T]
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
+	MOVQ    p6+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// v36 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y1, Y4, Y1
+
+	// mean(v36) over [N T]
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
+	MOVQ    p9+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// mean(v38) over [N T]
+	VADDPS  1216(BX), Y1, Y4
+	VMOVUPS Y4, 1216(BX)
+
+	// v41 = mul(v40, v38) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y1, Y1
+
+	// mean(v41) over [N T]
+	VADDPS  1536(BX), Y1, Y1
+	VMOVUPS Y1, 1536(BX)
+	VMOVUPS 280(SP), Y1
+	MOVQ    p5+40(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
+
+	// v43 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y4, Y1, Y4
+
+	// v44 = abs(v43) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc1<>+0(SB), Y6
+
+	// v46 = lt(v44, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v47 = mul(v45, v44) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y5, Y7
+
+	// v48 = mul(v47, v44) [N=64 T=421]
+	VMULPS Y5, Y7, Y9
+
+	// v49 = sub(v44, v45) [N=64 T=421]
+	VSUBPS  lgc22<>+0(SB), Y5, Y10
+	VMOVUPS Y8, 344(SP)
+	VMOVUPS Y2, 376(SP)
+
+	// v50 = where(v46, v48, v49) [N=64 T=421]
+	VXORPS    Y2, Y2, Y2
+	VCMPPS    $0x04, Y2, Y6, Y2
+	VBLENDVPS Y2, Y9, Y10, Y2
+
+	// v51 = mul(v0, v50) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y2, Y2
+
+	// mean(v51) over [N T]
+	VADDPS  1856(BX), Y2, Y2
+	VMOVUPS Y2, 1856(BX)
+	VMOVUPS Y7, 408(SP)
+	VMOVUPS Y5, 440(SP)
+
+	// var(v43) over [N]
+	XORQ         DI, DI
+	ADDQ         CX, DI
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X7
+	VCVTPS2PD    X7, Y7
+	VMOVUPD      5504(BX)(DI*8), Y8
+	VSUBPD       Y8, Y5, Y9
+	VFMADD231PD  Y9, Y2, Y8
+	VSUBPD       Y8, Y5, Y5
+	VMOVUPD      9024(BX)(DI*8), Y10
+	VFMADD231PD  Y9, Y5, Y10
+	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VMOVUPD      Y10, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y5
+	VSUBPD       Y5, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y5
+	VSUBPD       Y5, Y7, Y2
+	VMOVUPD      9056(BX)(DI*8), Y7
+	VFMADD231PD  Y8, Y2, Y7
+	VMOVUPD      Y5, 5536(BX)(DI*8)
+	VMOVUPD      Y7, 9056(BX)(DI*8)
+
+	// var(v18) over [N]
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(BX)(DI*8), Y7
+	VSUBPD       Y7, Y5, Y8
+	VFMADD231PD  Y8, Y2, Y7
+	VSUBPD       Y7, Y5, Y5
+	VMOVUPD      19584(BX)(DI*8), Y9
+	VFMADD231PD  Y8, Y5, Y9
+	VMOVUPD      Y7, 16064(BX)(DI*8)
+	VMOVUPD      Y9, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y5
+	VSUBPD       Y5, Y1, Y7
+	VFMADD231PD  Y7, Y2, Y5
+	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y7, Y1, Y2
+	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPS      Y4, 472(SP)
+	VMOVUPS      Y6, 504(SP)
+
+	// logsumexp(v21) over [N]
+	VMAXPS       lgc12<>+0(SB), Y3, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y5
+	VFMADD213PS  Y1, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y4, Y4
+	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(DI*8), Y1, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(DI*8)
+
+	// v61 = mul(v59, v21) [N=64 T=421]
+	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMOVUPS 504(SP), Y1
+	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y4
+
+	// v70 = where(v46, v69, v26) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y2, Y4, Y5
+
+	// v71 = where(v46, v26, v69) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y2, Y1
+	VMOVUPS   440(SP), Y2
+
+	// v72 = mul(v70, v44) [N=64 T=421]
+	VMULPS  Y2, Y5, Y2
+	VMOVUPS 408(SP), Y6
+
+	// v73 = mul(v70, v47) [N=64 T=421]
+	VMULPS Y6, Y5, Y5
+
+	// v74 = add(v71, v73) [N=64 T=421]
+	VADDPS Y5, Y1, Y1
+
+	// v75 = mul(v72, v45) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y2, Y2
+
+	// v76 = add(v74, v75) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 472(SP), Y2
+
+	// v77 = gt(v43, v26) [N=64 T=421]
+	VCMPPS $0x1e, Y4, Y2, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
+
+	// v78 = lt(v43, v26) [N=64 T=421]
+	VCMPPS $0x11, Y4, Y2, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v80 = mul(v43, v26) [N=64 T=421]
+	VMULPS  lgc6<>+0(SB), Y2, Y2
+	VMOVUPS lgc34<>+0(SB), Y7
+
+	// v81 = where(v78, v79, v80) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y6
+
+	// v82 = where(v77, v0, v81) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v83 = mul(v76, v82) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v84 = neg(v83) [N=64 T=421]
+	VXORPS  lgc25<>+0(SB), Y1, Y1
+	VMOVUPS 376(SP), Y2
+
+	// v87 = mul(v86, v17) [N=64 T=421]
+	VMULPS  lgc35<>+0(SB), Y2, Y5
+	VMOVUPS 344(SP), Y6
+
+	// v88 = mul(v87, v30) [N=64 T=421]
+	VMULPS  Y6, Y5, Y5
+	VMOVUPS 312(SP), Y6
+
+	// v89 = where(v27, v88, v26) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y4, Y7
+
+	// v90 = where(v27, v26, v88) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y4, Y5, Y5
+	VMOVUPS   lgc11<>+0(SB), Y6
+
+	// v91 = le(v21, v23) [N=64 T=421]
+	VCMPPS $0x12, Y6, Y3, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
+
+	// v92 = ne(v21, v21) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y3, Y8
+	VANDPS lgc1<>+0(SB), Y8, Y8
+
+	// v93 = max(v91, v92) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y6, Y6
+	VXORPS lgc25<>+0(SB), Y8, Y10
+	VMINPS Y6, Y10, Y9
+	VMINPS Y10, Y6, Y6
+	VORPS  Y9, Y6, Y6
+	VXORPS lgc25<>+0(SB), Y6, Y6
+
+	// v94 = where(v93, v89, v26) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y6
+	VMOVUPS   lgc10<>+0(SB), Y7
+
+	// v95 = ge(v21, v22) [N=64 T=421]
+	VCMPPS $0x1d, Y7, Y3, Y3
+	VANDPS lgc1<>+0(SB), Y3, Y3
+
+	// v96 = max(v95, v92) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y8, Y7
+	VMINPS Y3, Y7, Y8
+	VMINPS Y7, Y3, Y3
+	VORPS  Y8, Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
+
+	// v97 = where(v96, v90, v26) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y5, Y4, Y3
+
+	// v98 = add(v94, v97) [N=64 T=421]
+	VADDPS  Y3, Y6, Y3
+	VMOVUPS lgc36<>+0(SB), Y4
+
+	// v99 = broadcast(v85) [N=64 T=421]
+	// store v17
+	MOVQ    p10+80(FP), BX
+	VMOVUPS Y2, (BX)(SI*4)
+	VMOVUPS 280(SP), Y2
+
+	// store v18
+	MOVQ    p11+88(FP), BX
+	VMOVUPS Y2, (BX)(SI*4)
+
+	// store v84
+	MOVQ    p12+96(FP), BX
+	VMOVUPS Y1, (BX)(SI*4)
+
+	// store v98
+	MOVQ    p13+104(FP), BX
+	VMOVUPS Y3, (BX)(SI*4)
+
+	// store v99
+	MOVQ         p14+112(FP), BX
+	VMOVUPS      Y4, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_8
+	MOVQ         p8+64(FP), DX
+	VMOVUPS      256(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 1536(DX)
+	VMOVUPS      1856(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1696(DX), Y1, Y1
+	VMOVUPD      Y1, 1696(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 1856(DX)
+	MOVQ         $+8, DX
+
+noflush_8:
+	SUBQ         $+8, CX
+	JGE          blocks_7
+	MOVQ         p8+64(FP), CX
+	VMOVUPS      256(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y1, Y1
+	VMOVUPD      Y1, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y1, Y1
+	VMOVUPD      Y1, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y1, Y1
+	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y1, Y1
+	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1536(CX)
+	VMOVUPS      1856(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1664(CX), Y1, Y1
+	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1696(CX), Y0, Y0
+	VMOVUPD      Y0, 1696(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1856(CX)
+	INCQ         AX
+	CMPQ         AX, p15+120(FP)
+	JL           outer0_6
+	VZEROUPPER
+	RET
+
+DATA lgc33<>+0(SB)/4, $0x381baadf
+DATA lgc33<>+4(SB)/4, $0x381baadf
+DATA lgc33<>+8(SB)/4, $0x381baadf
+DATA lgc33<>+12(SB)/4, $0x381baadf
+DATA lgc33<>+16(SB)/4, $0x381baadf
+DATA lgc33<>+20(SB)/4, $0x381baadf
+DATA lgc33<>+24(SB)/4, $0x381baadf
+DATA lgc33<>+28(SB)/4, $0x381baadf
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0xbf800000
+DATA lgc34<>+4(SB)/4, $0xbf800000
+DATA lgc34<>+8(SB)/4, $0xbf800000
+DATA lgc34<>+12(SB)/4, $0xbf800000
+DATA lgc34<>+16(SB)/4, $0xbf800000
+DATA lgc34<>+20(SB)/4, $0xbf800000
+DATA lgc34<>+24(SB)/4, $0xbf800000
+DATA lgc34<>+28(SB)/4, $0xbf800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0xb81baadf
+DATA lgc35<>+4(SB)/4, $0xb81baadf
+DATA lgc35<>+8(SB)/4, $0xb81baadf
+DATA lgc35<>+12(SB)/4, $0xb81baadf
+DATA lgc35<>+16(SB)/4, $0xb81baadf
+DATA lgc35<>+20(SB)/4, $0xb81baadf
+DATA lgc35<>+24(SB)/4, $0xb81baadf
+DATA lgc35<>+28(SB)/4, $0xb81baadf
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0xb4c7411d
+DATA lgc36<>+4(SB)/4, $0xb4c7411d
+DATA lgc36<>+8(SB)/4, $0xb4c7411d
+DATA lgc36<>+12(SB)/4, $0xb4c7411d
+DATA lgc36<>+16(SB)/4, $0xb4c7411d
+DATA lgc36<>+20(SB)/4, $0xb4c7411d
+DATA lgc36<>+24(SB)/4, $0xb4c7411d
+DATA lgc36<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $0-48
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_9:
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// v56 = add(v54, v55) [T=421]
+	VADDPS  lgc31<>+0(SB), Y0, Y0
+	MOVQ    p1+8(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v57 = div(v53, v56) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc1<>+0(SB), Y1
+
+	// v58 = sub(v0, v57) [T=421]
+	VSUBPS  Y0, Y1, Y0
+	MOVQ    p2+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS  lgc30<>+0(SB), Y1, Y1
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v64 = sub(v63, v62) [T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// v65 = exp(v64) [T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// mean(v65) over [T]
+	MOVQ    p4+32(FP), DX
+	VADDPS  32128(DX), Y4, Y1
+	VMOVUPS Y1, 32128(DX)
+
+	// store v58
+	MOVQ         p5+40(FP), DX
+	VMOVUPS      Y0, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_10
+	MOVQ         p4+32(FP), CX
+	VMOVUPS      32128(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31936(CX), Y1, Y1
+	VMOVUPD      Y1, 31936(CX)
+	VADDPD       31968(CX), Y0, Y0
+	VMOVUPD      Y0, 31968(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 32128(CX)
+	MOVQ         $+8, CX
+
+noflush_10:
+	ADDQ       $+8, AX
+	CMPQ       AX, $+416
+	JL         blocks_9
+	MOVQ       p0+0(FP), AX
+	XORQ       CX, CX
+	ADDQ       $+416, CX
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VMASKMOVPS (AX)(CX*4), Y0, Y0
+
+	// v56 = add(v54, v55) [T=421]
+	VADDPS     lgc31<>+0(SB), Y0, Y0
+	MOVQ       p1+8(FP), AX
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v57 = div(v53, v56) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc1<>+0(SB), Y1
+
+	// v58 = sub(v0, v57) [T=421]
+	VSUBPS     Y0, Y1, Y0
+	MOVQ       p2+16(FP), AX
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v63 = mul(v59, v60) [T=421]
+	VMULPS     lgc30<>+0(SB), Y1, Y1
+	MOVQ       p3+24(FP), AX
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMASKMOVPS (AX)(CX*4), Y2, Y2
+
+	// v64 = sub(v63, v62) [T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// v65 = exp(v64) [T=421]
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// mean(v65) over [T]
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y4, Y1
+	MOVQ         p4+32(FP), AX
+	VADDPS       32128(AX), Y1, Y1
+	VMOVUPS      Y1, 32128(AX)
+
+	// store v58
+	MOVQ         p5+40(FP), AX
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
+	MOVQ         p4+32(FP), AX
+	VMOVUPS      32128(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31936(AX), Y1, Y1
+	VMOVUPD      Y1, 31936(AX)
+	VADDPD       31968(AX), Y0, Y0
+	VMOVUPD      Y0, 31968(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 32128(AX)
+	VZEROUPPER
+	RET
+
+// func fbPass2AVX2(p0 *float32, p1 *float32)
+// Requires: AVX
+TEXT ·fbPass2AVX2(SB), $0-16
+	MOVQ         p0+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc32<>+0(SB), Y1
+
+	// v68 = div(v66, v67) []
+	VDIVPS Y1, Y0, Y0
+
+	// store v68
+	MOVQ   p1+8(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+	VZEROUPPER
+	RET
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1398,9 +2853,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_6:
+bulk_11:
 	CMPQ         BX, DX
-	JGE          bulkdone_7
+	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
@@ -1432,9 +2887,9 @@ bulk_6:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_6
+	JMP          bulk_11
 
-bulkdone_7:
+bulkdone_12:
 	VZEROUPPER
 	RET
 
@@ -1446,34 +2901,34 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_8:
+bulk_13:
 	CMPQ         BX, DX
-	JGE          bulkdone_9
+	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1482,190 +2937,190 @@ bulk_8:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_8
+	JMP          bulk_13
 
-bulkdone_9:
+bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xff800000
-DATA lgc49<>+4(SB)/4, $0xff800000
-DATA lgc49<>+8(SB)/4, $0xff800000
-DATA lgc49<>+12(SB)/4, $0xff800000
-DATA lgc49<>+16(SB)/4, $0xff800000
-DATA lgc49<>+20(SB)/4, $0xff800000
-DATA lgc49<>+24(SB)/4, $0xff800000
-DATA lgc49<>+28(SB)/4, $0xff800000
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7f800000
-DATA lgc51<>+4(SB)/4, $0x7f800000
-DATA lgc51<>+8(SB)/4, $0x7f800000
-DATA lgc51<>+12(SB)/4, $0x7f800000
-DATA lgc51<>+16(SB)/4, $0x7f800000
-DATA lgc51<>+20(SB)/4, $0x7f800000
-DATA lgc51<>+24(SB)/4, $0x7f800000
-DATA lgc51<>+28(SB)/4, $0x7f800000
+DATA lgc51<>+0(SB)/4, $0xff800000
+DATA lgc51<>+4(SB)/4, $0xff800000
+DATA lgc51<>+8(SB)/4, $0xff800000
+DATA lgc51<>+12(SB)/4, $0xff800000
+DATA lgc51<>+16(SB)/4, $0xff800000
+DATA lgc51<>+20(SB)/4, $0xff800000
+DATA lgc51<>+24(SB)/4, $0xff800000
+DATA lgc51<>+28(SB)/4, $0xff800000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0x7fc00000
+DATA lgc52<>+4(SB)/4, $0x7fc00000
+DATA lgc52<>+8(SB)/4, $0x7fc00000
+DATA lgc52<>+12(SB)/4, $0x7fc00000
+DATA lgc52<>+16(SB)/4, $0x7fc00000
+DATA lgc52<>+20(SB)/4, $0x7fc00000
+DATA lgc52<>+24(SB)/4, $0x7fc00000
+DATA lgc52<>+28(SB)/4, $0x7fc00000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0x7f800000
+DATA lgc53<>+4(SB)/4, $0x7f800000
+DATA lgc53<>+8(SB)/4, $0x7f800000
+DATA lgc53<>+12(SB)/4, $0x7f800000
+DATA lgc53<>+16(SB)/4, $0x7f800000
+DATA lgc53<>+20(SB)/4, $0x7f800000
+DATA lgc53<>+24(SB)/4, $0x7f800000
+DATA lgc53<>+28(SB)/4, $0x7f800000
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1675,35 +3130,35 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_15:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1712,11 +3167,11 @@ bulk_10:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -1726,13 +3181,13 @@ bulk_10:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc49<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_15
 
-bulkdone_11:
+bulkdone_16:
 	VZEROUPPER
 	RET

@@ -5,45 +5,46 @@ package clipppogae
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"math"
+	"sync"
 )
 
-// scratch holds what one Forward call needs besides its inputs and outputs; Forward
-// takes one from a pool, so steady-state calls allocate nothing.
+// scratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v55 = var(v45) over N correction=0 [T=421]
-	s1    []float32           // v56 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v62 = logsumexp(v21) over N [T=421]
-	s3    []float32           // v64 = logsumexp(v63) over N [T=421]
-	s4    float32             // v68 = mean(v67) over T []
-	acc55 []runtime.Welford   // accumulators of v55
-	acc56 []runtime.Welford   // accumulators of v56
+	s0    []float32           // v53 = var(v43) over N correction=0 [T=421]
+	s1    []float32           // v54 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v60 = logsumexp(v21) over N [T=421]
+	s3    []float32           // v62 = logsumexp(v61) over N [T=421]
+	s4    float32             // v66 = mean(v65) over T []
+	acc53 []runtime.Welford   // accumulators of v53
+	acc54 []runtime.Welford   // accumulators of v54
+	acc60 []runtime.LogSumExp // accumulators of v60
 	acc62 []runtime.LogSumExp // accumulators of v62
-	acc64 []runtime.LogSumExp // accumulators of v64
 }
 
-func newScratch() *scratch {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc55: make([]runtime.Welford, 421), acc56: make([]runtime.Welford, 421), acc62: make([]runtime.LogSumExp, 421), acc64: make([]runtime.LogSumExp, 421)}
-}
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc53: make([]runtime.Welford, 421), acc54: make([]runtime.Welford, 421), acc60: make([]runtime.LogSumExp, 421), acc62: make([]runtime.LogSumExp, 421)}
+}}
 
-// pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc33 := runtime.Mean{}
 	acc35 := runtime.Mean{}
 	acc37 := runtime.Mean{}
 	acc39 := runtime.Mean{}
-	acc41 := runtime.Mean{}
-	acc44 := runtime.Mean{}
-	acc54 := runtime.Mean{}
-	for k := range s.acc55 {
-		s.acc55[k] = runtime.Welford{}
+	acc42 := runtime.Mean{}
+	acc52 := runtime.Mean{}
+	for k := range s.acc53 {
+		s.acc53[k] = runtime.Welford{}
 	}
-	for k := range s.acc56 {
-		s.acc56[k] = runtime.Welford{}
+	for k := range s.acc54 {
+		s.acc54[k] = runtime.Welford{}
+	}
+	for k := range s.acc60 {
+		s.acc60[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc62 {
 		s.acc62[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc64 {
-		s.acc64[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float32(0)
@@ -77,92 +78,280 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			v23 := float32(0.18232156)
 			v24 := max(v21, v22)
 			v25 := min(v24, v23)
-			v26 := float32(math.Exp(float64(v21)))
-			v27 := float32(v26 * v17)
-			v28 := float32(0.8)
-			v29 := max(v26, v28)
-			v30 := float32(1.2)
-			v31 := min(v29, v30)
-			v32 := float32(v31 * v17)
-			v33 := min(v27, v32)
-			v34 := -v33
+			v26 := float32(0)
+			v27 := b2f(v17 >= v26)
+			v28 := min(v21, v23)
+			v29 := sel(v27, v28, v24)
+			v30 := float32(math.Exp(float64(v29)))
+			v31 := float32(v17 * v30)
+			v32 := -v31
+			acc33.Add(float64(v32))
+			v34 := b2f(v25 != v21)
 			acc35.Add(float64(v34))
-			v36 := b2f(v25 != v21)
+			v36 := v20 - v19
 			acc37.Add(float64(v36))
-			v38 := v20 - v19
+			v38 := in.Entropy[iN*421+iT]
 			acc39.Add(float64(v38))
-			v40 := in.Entropy[iN*421+iT]
-			acc41.Add(float64(v40))
-			v42 := float32(-0.01)
-			v43 := float32(v42 * v40)
-			acc44.Add(float64(v43))
-			v45 := v18 - v2
-			v46 := float32(math.Abs(float64(v45)))
-			v47 := float32(0.5)
-			v48 := b2f(v46 < v0)
-			v49 := float32(v47 * v46)
-			v50 := float32(v49 * v46)
-			v51 := v46 - v47
-			v52 := sel(v48, v50, v51)
-			v53 := float32(v0 * v52)
-			acc54.Add(float64(v53))
-			s.acc55[iT].Add(float64(v45))
-			s.acc56[iT].Add(float64(v18))
-			v61 := float32(2)
-			s.acc62[iT].Add(float64(v21))
-			v63 := float32(v61 * v21)
-			s.acc64[iT].Add(float64(v63))
+			v40 := float32(-0.01)
+			v41 := float32(v40 * v38)
+			acc42.Add(float64(v41))
+			v43 := v18 - v2
+			v44 := float32(math.Abs(float64(v43)))
+			v45 := float32(0.5)
+			v46 := b2f(v44 < v0)
+			v47 := float32(v45 * v44)
+			v48 := float32(v47 * v44)
+			v49 := v44 - v45
+			v50 := sel(v46, v48, v49)
+			v51 := float32(v0 * v50)
+			acc52.Add(float64(v51))
+			s.acc53[iT].Add(float64(v43))
+			s.acc54[iT].Add(float64(v18))
+			v59 := float32(2)
+			s.acc60[iT].Add(float64(v21))
+			v61 := float32(v59 * v21)
+			s.acc62[iT].Add(float64(v61))
 		}
 	}
-	out.LossObjective = float32(acc35.Result())
-	out.ClipFraction = float32(acc37.Result())
-	out.KLApprox = float32(acc39.Result())
-	out.Entropy = float32(acc41.Result())
-	out.LossEntropy = float32(acc44.Result())
-	out.LossCritic = float32(acc54.Result())
-	for k := range s.acc55 {
-		s.s0[k] = float32(s.acc55[k].Var(0))
+	out.LossObjective = float32(acc33.Result())
+	out.ClipFraction = float32(acc35.Result())
+	out.KLApprox = float32(acc37.Result())
+	out.Entropy = float32(acc39.Result())
+	out.LossEntropy = float32(acc42.Result())
+	out.LossCritic = float32(acc52.Result())
+	for k := range s.acc53 {
+		s.s0[k] = float32(s.acc53[k].Var(0))
 	}
-	for k := range s.acc56 {
-		s.s1[k] = float32(s.acc56[k].Var(0))
+	for k := range s.acc54 {
+		s.s1[k] = float32(s.acc54[k].Var(0))
+	}
+	for k := range s.acc60 {
+		s.s2[k] = float32(s.acc60[k].Result())
 	}
 	for k := range s.acc62 {
-		s.s2[k] = float32(s.acc62[k].Result())
-	}
-	for k := range s.acc64 {
-		s.s3[k] = float32(s.acc64[k].Result())
+		s.s3[k] = float32(s.acc62[k].Result())
 	}
 }
 
-// pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [T=421].
-func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	acc68 := runtime.Mean{}
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
+func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc66 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v55 := s.s0[iT]
-		v56 := s.s1[iT]
-		v57 := float32(1.1920929e-07)
-		v58 := v56 + v57
-		v59 := v55 / v58
-		v60 := v0 - v59
-		out.ExplainedVariance[iT] = v60
-		v61 := float32(2)
-		v62 := s.s2[iT]
-		v64 := s.s3[iT]
-		v65 := float32(v61 * v62)
-		v66 := v65 - v64
-		v67 := float32(math.Exp(float64(v66)))
-		acc68.Add(float64(v67))
+		v53 := s.s0[iT]
+		v54 := s.s1[iT]
+		v55 := float32(1.1920929e-07)
+		v56 := v54 + v55
+		v57 := v53 / v56
+		v58 := v0 - v57
+		out.ExplainedVariance[iT] = v58
+		v59 := float32(2)
+		v60 := s.s2[iT]
+		v62 := s.s3[iT]
+		v63 := float32(v59 * v60)
+		v64 := v63 - v62
+		v65 := float32(math.Exp(float64(v64)))
+		acc66.Add(float64(v65))
 	}
-	s.s4 = float32(acc68.Result())
+	s.s4 = float32(acc66.Result())
 }
 
-// pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [].
-func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	v68 := s.s4
-	v69 := float32(64)
-	v70 := v68 / v69
-	out.ESS = v70
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	v66 := s.s4
+	v67 := float32(64)
+	v68 := v66 / v67
+	out.ESS = v68
+}
+
+// fbScratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
+type fbScratch struct {
+	s0    []float32           // v53 = var(v43) over N correction=0 [T=421]
+	s1    []float32           // v54 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v60 = logsumexp(v21) over N [T=421]
+	s3    []float32           // v62 = logsumexp(v61) over N [T=421]
+	s4    float32             // v66 = mean(v65) over T []
+	acc53 []runtime.Welford   // accumulators of v53
+	acc54 []runtime.Welford   // accumulators of v54
+	acc60 []runtime.LogSumExp // accumulators of v60
+	acc62 []runtime.LogSumExp // accumulators of v62
+}
+
+var fbScratchPool = sync.Pool{New: func() any {
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc53: make([]runtime.Welford, 421), acc54: make([]runtime.Welford, 421), acc60: make([]runtime.LogSumExp, 421), acc62: make([]runtime.LogSumExp, 421)}
+}}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc33 := runtime.Mean{}
+	acc35 := runtime.Mean{}
+	acc37 := runtime.Mean{}
+	acc39 := runtime.Mean{}
+	acc42 := runtime.Mean{}
+	acc52 := runtime.Mean{}
+	for k := range s.acc53 {
+		s.acc53[k] = runtime.Welford{}
+	}
+	for k := range s.acc54 {
+		s.acc54[k] = runtime.Welford{}
+	}
+	for k := range s.acc60 {
+		s.acc60[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.acc62 {
+		s.acc62[k] = runtime.NewLogSumExp()
+	}
+	for iN := 0; iN < 64; iN++ {
+		carry15 := float32(0)
+		for iT := 420; iT >= 0; iT-- {
+			v0 := float32(1)
+			v1 := in.NextReward[iN*421+iT]
+			v2 := in.StateValue[iN*421+iT]
+			v3 := in.NextStateValue[iN*421+iT]
+			v4 := b2f(in.NextTerminated[iN*421+iT])
+			v5 := v0 - v4
+			v6 := b2f(in.NextDone[iN*421+iT])
+			v7 := v0 - v6
+			v8 := float32(0.99)
+			v9 := float32(v8 * v5)
+			v10 := float32(v9 * v3)
+			v11 := v1 + v10
+			v12 := v11 - v2
+			v13 := float32(0.9405)
+			v14 := float32(v13 * v7)
+			v15 := v12 + float32(carry15*v14)
+			carry15 = v15
+			v16 := v15 + v2
+			v17 := v15
+			out.Advantage[iN*421+iT] = v17
+			v18 := v16
+			out.ValueTarget[iN*421+iT] = v18
+			v19 := in.LogProb[iN*421+iT]
+			v20 := in.SampleLogProb[iN*421+iT]
+			v21 := v19 - v20
+			v22 := float32(-0.22314355)
+			v23 := float32(0.18232156)
+			v24 := max(v21, v22)
+			v25 := min(v24, v23)
+			v26 := float32(0)
+			v27 := b2f(v17 >= v26)
+			v28 := min(v21, v23)
+			v29 := sel(v27, v28, v24)
+			v30 := float32(math.Exp(float64(v29)))
+			v31 := float32(v17 * v30)
+			v32 := -v31
+			acc33.Add(float64(v32))
+			v34 := b2f(v25 != v21)
+			acc35.Add(float64(v34))
+			v36 := v20 - v19
+			acc37.Add(float64(v36))
+			v38 := in.Entropy[iN*421+iT]
+			acc39.Add(float64(v38))
+			v40 := float32(-0.01)
+			v41 := float32(v40 * v38)
+			acc42.Add(float64(v41))
+			v43 := v18 - v2
+			v44 := float32(math.Abs(float64(v43)))
+			v45 := float32(0.5)
+			v46 := b2f(v44 < v0)
+			v47 := float32(v45 * v44)
+			v48 := float32(v47 * v44)
+			v49 := v44 - v45
+			v50 := sel(v46, v48, v49)
+			v51 := float32(v0 * v50)
+			acc52.Add(float64(v51))
+			s.acc53[iT].Add(float64(v43))
+			s.acc54[iT].Add(float64(v18))
+			v59 := float32(2)
+			s.acc60[iT].Add(float64(v21))
+			v61 := float32(v59 * v21)
+			s.acc62[iT].Add(float64(v61))
+			v69 := float32(3.7114016e-05)
+			v70 := sel(v46, v69, v26)
+			v71 := sel(v46, v26, v69)
+			v72 := float32(v70 * v44)
+			v73 := float32(v70 * v47)
+			v74 := v71 + v73
+			v75 := float32(v72 * v45)
+			v76 := v74 + v75
+			v77 := b2f(v43 > v26)
+			v78 := b2f(v43 < v26)
+			v79 := float32(-1)
+			v80 := float32(v43 * v26)
+			v81 := sel(v78, v79, v80)
+			v82 := sel(v77, v0, v81)
+			v83 := float32(v76 * v82)
+			v84 := -v83
+			g.StateValue[iN*421+iT] = v84
+			v85 := float32(-3.7114015e-07)
+			v86 := float32(-3.7114016e-05)
+			v87 := float32(v86 * v17)
+			v88 := float32(v87 * v30)
+			v89 := sel(v27, v88, v26)
+			v90 := sel(v27, v26, v88)
+			v91 := b2f(v21 <= v23)
+			v92 := b2f(v21 != v21)
+			v93 := max(v91, v92)
+			v94 := sel(v93, v89, v26)
+			v95 := b2f(v21 >= v22)
+			v96 := max(v95, v92)
+			v97 := sel(v96, v90, v26)
+			v98 := v94 + v97
+			g.LogProb[iN*421+iT] = v98
+			v99 := v85
+			g.Entropy[iN*421+iT] = v99
+		}
+	}
+	out.LossObjective = float32(acc33.Result())
+	out.ClipFraction = float32(acc35.Result())
+	out.KLApprox = float32(acc37.Result())
+	out.Entropy = float32(acc39.Result())
+	out.LossEntropy = float32(acc42.Result())
+	out.LossCritic = float32(acc52.Result())
+	for k := range s.acc53 {
+		s.s0[k] = float32(s.acc53[k].Var(0))
+	}
+	for k := range s.acc54 {
+		s.s1[k] = float32(s.acc54[k].Var(0))
+	}
+	for k := range s.acc60 {
+		s.s2[k] = float32(s.acc60[k].Result())
+	}
+	for k := range s.acc62 {
+		s.s3[k] = float32(s.acc62[k].Result())
+	}
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
+func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc66 := runtime.Mean{}
+	for iT := 0; iT < 421; iT++ {
+		v0 := float32(1)
+		v53 := s.s0[iT]
+		v54 := s.s1[iT]
+		v55 := float32(1.1920929e-07)
+		v56 := v54 + v55
+		v57 := v53 / v56
+		v58 := v0 - v57
+		out.ExplainedVariance[iT] = v58
+		v59 := float32(2)
+		v60 := s.s2[iT]
+		v62 := s.s3[iT]
+		v63 := float32(v59 * v60)
+		v64 := v63 - v62
+		v65 := float32(math.Exp(float64(v64)))
+		acc66.Add(float64(v65))
+	}
+	s.s4 = float32(acc66.Result())
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	v66 := s.s4
+	v67 := float32(64)
+	v68 := v66 / v67
+	out.ESS = v68
 }
 
 // b2f is a comparison or flag as 0 or 1.

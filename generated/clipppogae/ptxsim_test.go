@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // TestPTXSimulated runs this package's PTX (kernels.ptx) as its launch table drives it, in
@@ -26,27 +27,38 @@ func TestPTXSimulated(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
+	tables := map[string]runtime.LaunchTable{"forward": Launch}
+	names := map[string][]string{"forward": OutputNames}
+	tables["backward"] = LaunchBackward
+	names["backward"] = append(append([]string(nil), OutputNames...), GradNames...)
 	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			t.Parallel()
-			out, st, err := ptxsim.RunTable(PTX, Launch, c.Inputs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%d instructions, %d barriers, %d shuffles", st.Instructions, st.Barriers, st.Shuffles)
-			for _, name := range OutputNames {
-				got, want := out[name], c.Want[name]
-				if got.Data == nil || want.Data == nil {
-					t.Fatalf("output %q: simulated %v, golden %v", name, got.Data != nil, want.Data != nil)
-				}
-				d := golden.Compare(want.Float64s(), got.Float64s(), tolerances[name])
-				if d.Bad > 0 {
-					t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-						name, d.Bad, got.Len(), tolerances[name], d.First, got.Float64s()[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
-				} else {
-					t.Logf("%-20s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
-				}
-			}
-		})
+		for kind, table := range tables {
+			t.Run(kind+"/"+c.Name, func(t *testing.T) {
+				t.Parallel()
+				simulate(t, c, table, names[kind])
+			})
+		}
+	}
+}
+
+// simulate runs one launch table on one case and compares the named results.
+func simulate(t *testing.T, c golden.Case, table runtime.LaunchTable, names []string) {
+	out, st, err := ptxsim.RunTable(PTX, table, c.Inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d instructions, %d barriers, %d shuffles", st.Instructions, st.Barriers, st.Shuffles)
+	for _, name := range names {
+		got, want := out[name], c.Want[name]
+		if got.Data == nil || want.Data == nil {
+			t.Fatalf("output %q: simulated %v, golden %v", name, got.Data != nil, want.Data != nil)
+		}
+		d := golden.Compare(want.Float64s(), got.Float64s(), tolerances[name])
+		if d.Bad > 0 {
+			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
+				name, d.Bad, got.Len(), tolerances[name], d.First, got.Float64s()[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+		} else {
+			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
+		}
 	}
 }

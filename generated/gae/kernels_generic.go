@@ -5,21 +5,22 @@ package gae
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"math"
+	"sync"
 )
 
-// scratch holds what one Forward call needs besides its inputs and outputs; Forward
-// takes one from a pool, so steady-state calls allocate nothing.
+// scratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0 []float64 // v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	s1 float64   // v17 = mean(v15) over N,T []  # mean
 	s2 float64   // v18 = var(v15) over N,T correction=1 []
 }
 
-func newScratch() *scratch {
+var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float64, 26944)}
-}
+}}
 
-// pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	acc17 := runtime.Mean{}
 	acc18 := runtime.Welford{}
@@ -55,7 +56,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	s.s2 = acc18.Var(1)
 }
 
-// pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [N=64 T=421].
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {

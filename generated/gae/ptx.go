@@ -14,9 +14,9 @@ import (
 //go:embed kernels.ptx
 var PTX string
 
-// Launch is the launch table of PTX (also written as launch.json): the buffers to
-// allocate (reusable across calls, no clearing needed) and the kernels to launch in order
-// with their grid, block and arguments (device pointers to the named buffers).
+// Launch is the launch table of Forward's kernels in PTX (also written as launch.json):
+// the buffers to allocate (reusable across calls, no clearing needed) and the kernels to
+// launch in order with their grid, block and arguments (device pointers to the named buffers).
 var Launch = runtime.LaunchTable{
 	Buffers: []runtime.Buffer{{
 		DType:  "float64",

@@ -2,15 +2,17 @@
 
 package td0
 
-// scratch holds what one Forward call needs besides its inputs and outputs; Forward
-// takes one from a pool, so steady-state calls allocate nothing.
+import "sync"
+
+// scratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
 type scratch struct{}
 
-func newScratch() *scratch {
+var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
-}
+}}
 
-// pass0Go is pass 0 of the plan (lossgen explain): an elementwise loop over [N=64 T=421].
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {

@@ -26,8 +26,8 @@ var tolerances = map[string]golden.Tol{
 // reference interpreter), written by `lossgen golden -update`.
 const goldenDir = "../../golden/td0"
 
-// TestGolden runs every implementation on every golden case and compares each output
-// with the interpreter's within its tolerance.
+// TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
+// its tolerance.
 func TestGolden(t *testing.T) {
 	cases, err := golden.LoadCases(goldenDir)
 	if err != nil {
@@ -53,21 +53,27 @@ func TestGolden(t *testing.T) {
 				if err := forward(im, in, out); err != nil {
 					t.Fatal(err)
 				}
-				for _, name := range OutputNames {
-					got, _ := out.Get(name)
-					want, ok := c.Want[name]
-					if !ok {
-						t.Fatalf("case %s has no expected %q", c.Name, name)
-					}
-					d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
-					if d.Bad > 0 {
-						t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-							name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
-					} else {
-						t.Logf("%-20s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
-					}
-				}
+				compare(t, c, OutputNames, out.Get)
 			})
+		}
+	}
+}
+
+// compare checks the named results (got by name) against the case's expected values.
+func compare(t *testing.T, c golden.Case, names []string, get func(string) ([]float32, bool)) {
+	t.Helper()
+	for _, name := range names {
+		got, _ := get(name)
+		want, ok := c.Want[name]
+		if !ok {
+			t.Fatalf("case %s has no expected %q", c.Name, name)
+		}
+		d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
+		if d.Bad > 0 {
+			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
+				name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+		} else {
+			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
 		}
 	}
 }
@@ -153,6 +159,20 @@ func TestShapeMismatch(t *testing.T) {
 	}
 	if err := Forward(nil, NewOutputs()); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
+	}
+	// An output sharing memory with an input is an error, and nothing is written.
+	in := randomInputs(1)
+	out = NewOutputs()
+	out.Advantage = in.NextReward
+	before := append([]float32(nil), in.NextReward...)
+	var oe *runtime.OverlapError
+	if err := Forward(in, out); !errors.As(err, &oe) {
+		t.Fatalf("out.Advantage = in.NextReward: got %v, want an OverlapError", err)
+	}
+	for i := range before {
+		if math.Float32bits(before[i]) != math.Float32bits(in.NextReward[i]) {
+			t.Fatal("Forward wrote into an input despite the overlap")
+		}
 	}
 }
 
@@ -300,6 +320,21 @@ func TestImplementationsAgree(t *testing.T) {
 	for _, k := range []string{"big", "inf", "nan", "equal"} {
 		inputs[k] = extremeInputs(k)
 	}
+	agree := func(im impl, kind string, names []string, want, got func(string) ([]float32, bool)) {
+		for _, name := range names {
+			w, _ := want(name)
+			g, _ := got(name)
+			tol := tolerances[name]
+			if kind != "random" {
+				tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
+			}
+			d := golden.Compare(widen(w), widen(g), tol)
+			if d.Bad > 0 {
+				t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
+					im.name, kind, name, d.Bad, d.First, g[d.First], w[d.First])
+			}
+		}
+	}
 	for kind, in := range inputs {
 		ref := NewOutputs()
 		if err := forward(impls[0], in, ref); err != nil {
@@ -310,19 +345,7 @@ func TestImplementationsAgree(t *testing.T) {
 			if err := forward(im, in, out); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range OutputNames {
-				want, _ := ref.Get(name)
-				got, _ := out.Get(name)
-				tol := tolerances[name]
-				if kind != "random" {
-					tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
-				}
-				d := golden.Compare(widen(want), widen(got), tol)
-				if d.Bad > 0 {
-					t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
-						im.name, kind, name, d.Bad, d.First, got[d.First], want[d.First])
-				}
-			}
+			agree(im, kind, OutputNames, ref.Get, out.Get)
 		}
 	}
 }

@@ -34,7 +34,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lossgen/lossgen/runtime"
-	"sync"
 )
 
 // The runtime version this code was generated for: compilation fails against a runtime
@@ -151,7 +150,7 @@ func (out *Outputs) Get(name string) ([]float64, bool) {
 	return nil, false
 }
 
-// impl is one implementation of every pass of the plan, in order.
+// impl is one implementation of every pass of each kernel's plan, in order.
 type impl struct {
 	name   string
 	passes []func(*Inputs, *Outputs, *scratch)
@@ -171,15 +170,29 @@ func Implementation() string {
 	return impls[len(impls)-1].name
 }
 
-// Forward computes every output from in. in and out must not share memory. When a slice
-// of in or out has the wrong length it returns a *runtime.ShapeError naming each one and
-// writes nothing. Forward is safe for concurrent use with distinct out values.
+// Forward computes every output from in. When a slice of in or out has the wrong length it
+// returns a *runtime.ShapeError naming each one, and when an output shares memory with
+// another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs
+// may share memory with each other. Forward is safe for concurrent use with distinct out values.
 func Forward(in *Inputs, out *Outputs) error {
 	return forward(impls[len(impls)-1], in, out)
 }
 
-// forward checks the lengths, then runs im's passes with pooled scratch buffers.
+// forward checks its arguments, then runs im's Forward passes with pooled scratch buffers.
 func forward(im impl, in *Inputs, out *Outputs) error {
+	if err := check(in, out); err != nil {
+		return err
+	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	for _, pass := range im.passes {
+		pass(in, out, s)
+	}
+	return nil
+}
+
+// check reports the first problem with a call's arguments (g is nil for Forward).
+func check(in *Inputs, out *Outputs) error {
 	if in == nil || out == nil {
 		return errors.New("td1: Forward needs non-nil in and out")
 	}
@@ -223,14 +236,17 @@ func forward(im impl, in *Inputs, out *Outputs) error {
 	); err != nil {
 		return err
 	}
-	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
-	for _, pass := range im.passes {
-		pass(in, out, s)
+	spans := []runtime.Span{
+		runtime.SpanOf("in.NextReward", in.NextReward, false),
+		runtime.SpanOf("in.NextTerminated", in.NextTerminated, false),
+		runtime.SpanOf("in.NextDone", in.NextDone, false),
+		runtime.SpanOf("in.StateValue", in.StateValue, false),
+		runtime.SpanOf("in.NextStateValue", in.NextStateValue, false),
+		runtime.SpanOf("out.Advantage", out.Advantage, true),
+		runtime.SpanOf("out.ValueTarget", out.ValueTarget, true),
+	}
+	if err := runtime.CheckDisjoint("td1", spans); err != nil {
+		return err
 	}
 	return nil
 }
-
-var scratchPool = sync.Pool{New: func() any {
-	return newScratch()
-}}

@@ -17,6 +17,10 @@ func TestChunkedAVX2(t *testing.T) {
 	pass0Chunks = 3
 	defer func(n int) { pass2Chunks = n }(pass2Chunks)
 	pass2Chunks = 3
+	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
+	fbPass0Chunks = 3
+	defer func(n int) { fbPass2Chunks = n }(fbPass2Chunks)
+	fbPass2Chunks = 3
 	t.Run("agree", TestImplementationsAgree)
 	t.Run("deterministic", TestDeterministic)
 	t.Run("golden", TestGolden)

@@ -184,18 +184,18 @@ outer0_1:
 	// v24 = detach(v23) [N=64 T=421]  # vs
 	VMOVUPS lgc22<>+0(SB), Y5
 
-	// v35 = max(v9, v33) [N=64 T=421]
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v36 = min(v35, v34) [N=64 T=421]  # log_weight_clip
+	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(v36, v9) [N=64 T=421]
+	// v45 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v45) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -205,10 +205,10 @@ outer0_1:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v49 = sub(v8, v7) [N=64 T=421]
+	// v47 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v47) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -220,7 +220,7 @@ outer0_1:
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v51) over [N T]
+	// mean(v49) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -229,10 +229,10 @@ outer0_1:
 	VADDPS       896(CX), Y2, Y2
 	VMOVUPS      Y2, 896(CX)
 
-	// v54 = mul(v53, v51) [N=64 T=421]
+	// v52 = mul(v51, v49) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v54) over [N T]
+	// mean(v52) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -241,36 +241,36 @@ outer0_1:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// v56 = sub(v24, v3) [N=64 T=421]
+	// v54 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v57 = abs(v56) [N=64 T=421]
+	// v55 = abs(v54) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v59 = lt(v57, v0) [N=64 T=421]
+	// v57 = lt(v55, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v60 = mul(v58, v57) [N=64 T=421]
+	// v58 = mul(v56, v55) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, v57) [N=64 T=421]
+	// v59 = mul(v58, v55) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
-	// v62 = sub(v57, v58) [N=64 T=421]
+	// v60 = sub(v55, v56) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y2
 
-	// v63 = where(v59, v61, v62) [N=64 T=421]
+	// v61 = where(v57, v59, v60) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v64 = mul(v0, v63) [N=64 T=421]
+	// v62 = mul(v0, v61) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y2, Y2
 
-	// mean(v64) over [N T]
+	// mean(v62) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -279,7 +279,7 @@ outer0_1:
 	VADDPS       1536(CX), Y2, Y2
 	VMOVUPS      Y2, 1536(CX)
 
-	// var(v56) over [N]
+	// var(v54) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -406,7 +406,7 @@ outer0_1:
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
-	// v74 = mul(v72, v9) [N=64 T=421]
+	// v72 = mul(v70, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
@@ -538,76 +538,76 @@ blocks_2:
 	// v24 = detach(v23) [N=64 T=421]  # vs
 	VMOVUPS lgc22<>+0(SB), Y5
 
-	// v35 = max(v9, v33) [N=64 T=421]
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc23<>+0(SB), Y6
 
-	// v36 = min(v35, v34) [N=64 T=421]  # log_weight_clip
+	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v47 = ne(v36, v9) [N=64 T=421]
+	// v45 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v47) over [N T]
+	// mean(v45) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v49 = sub(v8, v7) [N=64 T=421]
+	// v47 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v49) over [N T]
+	// mean(v47) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v51) over [N T]
+	// mean(v49) over [N T]
 	VADDPS  896(BX), Y1, Y2
 	VMOVUPS Y2, 896(BX)
 
-	// v54 = mul(v53, v51) [N=64 T=421]
+	// v52 = mul(v51, v49) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v54) over [N T]
+	// mean(v52) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// v56 = sub(v24, v3) [N=64 T=421]
+	// v54 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v57 = abs(v56) [N=64 T=421]
+	// v55 = abs(v54) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v59 = lt(v57, v0) [N=64 T=421]
+	// v57 = lt(v55, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v60 = mul(v58, v57) [N=64 T=421]
+	// v58 = mul(v56, v55) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v61 = mul(v60, v57) [N=64 T=421]
+	// v59 = mul(v58, v55) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
-	// v62 = sub(v57, v58) [N=64 T=421]
+	// v60 = sub(v55, v56) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y2
 
-	// v63 = where(v59, v61, v62) [N=64 T=421]
+	// v61 = where(v57, v59, v60) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v64 = mul(v0, v63) [N=64 T=421]
+	// v62 = mul(v0, v61) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y2, Y2
 
-	// mean(v64) over [N T]
+	// mean(v62) over [N T]
 	VADDPS  1536(BX), Y2, Y2
 	VMOVUPS Y2, 1536(BX)
 
-	// var(v56) over [N]
+	// var(v54) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -702,7 +702,7 @@ blocks_2:
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
-	// v74 = mul(v72, v9) [N=64 T=421]
+	// v72 = mul(v70, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
@@ -1132,29 +1132,29 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v69 = add(v67, v68) [T=421]
+	// v67 = add(v65, v66) [T=421]
 	VADDPS  lgc30<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v70 = div(v66, v69) [T=421]
+	// v68 = div(v64, v67) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v71 = sub(v0, v70) [T=421]
+	// v69 = sub(v0, v68) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v76 = mul(v72, v73) [T=421]
+	// v74 = mul(v70, v71) [T=421]
 	VMULPS  lgc29<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v77 = sub(v76, v75) [T=421]
+	// v75 = sub(v74, v73) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v78 = exp(v77) [T=421]
+	// v76 = exp(v75) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1184,12 +1184,12 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v78) over [T]
+	// mean(v76) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  31808(DX), Y4, Y1
 	VMOVUPS Y1, 31808(DX)
 
-	// store v71
+	// store v69
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -1217,32 +1217,32 @@ noflush_5:
 	VMOVUPS    lgc1<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v69 = add(v67, v68) [T=421]
+	// v67 = add(v65, v66) [T=421]
 	VADDPS     lgc30<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v70 = div(v66, v69) [T=421]
+	// v68 = div(v64, v67) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v71 = sub(v0, v70) [T=421]
+	// v69 = sub(v0, v68) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v76 = mul(v72, v73) [T=421]
+	// v74 = mul(v70, v71) [T=421]
 	VMULPS     lgc29<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v77 = sub(v76, v75) [T=421]
+	// v75 = sub(v74, v73) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v78 = exp(v77) [T=421]
+	// v76 = exp(v75) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1272,7 +1272,7 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v78) over [T]
+	// mean(v76) over [T]
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -1282,7 +1282,7 @@ noflush_5:
 	VADDPS       31808(AX), Y1, Y1
 	VMOVUPS      Y1, 31808(AX)
 
-	// store v71
+	// store v69
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -1416,7 +1416,26 @@ blocks_7:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]
+	VMOVUPS lgc22<>+0(SB), Y2
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v38 = ge(v32, v37) [N=64 T=421]
+	VCMPPS  $0x1d, Y3, Y1, Y3
+	VANDPS  lgc13<>+0(SB), Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y4
+
+	// v39 = min(v9, v34) tie=first [N=64 T=421]
+	VMINPS Y0, Y4, Y0
+
+	// v40 = where(v38, v39, v35) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y0, Y2, Y0
+
+	// v41 = exp(v40) [N=64 T=421]
 	VMAXPS       lgc2<>+0(SB), Y0, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1446,29 +1465,13 @@ blocks_7:
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
 
-	// v38 = mul(v37, v32) [N=64 T=421]  # gain1
-	VMULPS  Y1, Y4, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	// v42 = mul(v32, v41) [N=64 T=421]  # gain
+	VMULPS Y4, Y1, Y0
 
-	// v40 = max(v37, v39) [N=64 T=421]
-	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
-
-	// v42 = min(v40, v41) [N=64 T=421]
-	VMINPS Y2, Y3, Y2
-
-	// v43 = mul(v42, v32) [N=64 T=421]  # gain2
-	VMULPS Y1, Y2, Y2
-
-	// v44 = min(v38, v43) [N=64 T=421]
-	VMINPS Y0, Y2, Y3
-	VMINPS Y2, Y0, Y0
-	VORPS  Y3, Y0, Y0
-
-	// v45 = neg(v44) [N=64 T=421]
+	// v43 = neg(v42) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
-	// mean(v45) over [N T]
+	// mean(v43) over [N T]
 	MOVQ    p9+72(FP), BX
 	VADDPS  32128(BX), Y0, Y0
 	VMOVUPS Y0, 32128(BX)
@@ -1620,7 +1623,26 @@ noflush_8:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]
+	VMOVUPS lgc22<>+0(SB), Y2
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v38 = ge(v32, v37) [N=64 T=421]
+	VCMPPS  $0x1d, Y3, Y1, Y3
+	VANDPS  lgc13<>+0(SB), Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y4
+
+	// v39 = min(v9, v34) tie=first [N=64 T=421]
+	VMINPS Y0, Y4, Y0
+
+	// v40 = where(v38, v39, v35) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y0, Y2, Y0
+
+	// v41 = exp(v40) [N=64 T=421]
 	VMAXPS       lgc2<>+0(SB), Y0, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1650,29 +1672,13 @@ noflush_8:
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
 
-	// v38 = mul(v37, v32) [N=64 T=421]  # gain1
-	VMULPS  Y1, Y4, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	// v42 = mul(v32, v41) [N=64 T=421]  # gain
+	VMULPS Y4, Y1, Y0
 
-	// v40 = max(v37, v39) [N=64 T=421]
-	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
-
-	// v42 = min(v40, v41) [N=64 T=421]
-	VMINPS Y2, Y3, Y2
-
-	// v43 = mul(v42, v32) [N=64 T=421]  # gain2
-	VMULPS Y1, Y2, Y2
-
-	// v44 = min(v38, v43) [N=64 T=421]
-	VMINPS Y0, Y2, Y3
-	VMINPS Y2, Y0, Y0
-	VORPS  Y3, Y0, Y0
-
-	// v45 = neg(v44) [N=64 T=421]
+	// v43 = neg(v42) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
-	// mean(v45) over [N T]
+	// mean(v43) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -1713,52 +1719,1765 @@ DATA lgc31<>+24(SB)/4, $0x00000006
 DATA lgc31<>+28(SB)/4, $0x00000007
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3f4ccccd
-DATA lgc32<>+4(SB)/4, $0x3f4ccccd
-DATA lgc32<>+8(SB)/4, $0x3f4ccccd
-DATA lgc32<>+12(SB)/4, $0x3f4ccccd
-DATA lgc32<>+16(SB)/4, $0x3f4ccccd
-DATA lgc32<>+20(SB)/4, $0x3f4ccccd
-DATA lgc32<>+24(SB)/4, $0x3f4ccccd
-DATA lgc32<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x3f99999a
-DATA lgc33<>+4(SB)/4, $0x3f99999a
-DATA lgc33<>+8(SB)/4, $0x3f99999a
-DATA lgc33<>+12(SB)/4, $0x3f99999a
-DATA lgc33<>+16(SB)/4, $0x3f99999a
-DATA lgc33<>+20(SB)/4, $0x3f99999a
-DATA lgc33<>+24(SB)/4, $0x3f99999a
-DATA lgc33<>+28(SB)/4, $0x3f99999a
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
 // func pass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc32<>+0(SB), Y1
 
-	// v81 = div(v79, v80) []
+	// v79 = div(v77, v78) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v81
+	// store v79
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x42800000
-DATA lgc34<>+4(SB)/4, $0x42800000
-DATA lgc34<>+8(SB)/4, $0x42800000
-DATA lgc34<>+12(SB)/4, $0x42800000
-DATA lgc34<>+16(SB)/4, $0x42800000
-DATA lgc34<>+20(SB)/4, $0x42800000
-DATA lgc34<>+24(SB)/4, $0x42800000
-DATA lgc34<>+28(SB)/4, $0x42800000
+DATA lgc32<>+0(SB)/4, $0x42800000
+DATA lgc32<>+4(SB)/4, $0x42800000
+DATA lgc32<>+8(SB)/4, $0x42800000
+DATA lgc32<>+12(SB)/4, $0x42800000
+DATA lgc32<>+16(SB)/4, $0x42800000
+DATA lgc32<>+20(SB)/4, $0x42800000
+DATA lgc32<>+24(SB)/4, $0x42800000
+DATA lgc32<>+28(SB)/4, $0x42800000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+// func fbPass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass0AVX2(SB), $344-112
+	MOVQ p0+0(FP), AX
+
+outer0_9:
+	VXORPS     Y0, Y0, Y0
+	XORQ       CX, CX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	XORQ       CX, CX
+	MOVQ       AX, DX
+	SUBQ       p0+0(FP), DX
+	IMUL3Q     $+1, DX, DX
+	ADDQ       DX, CX
+	INCQ       CX
+	VXORPS     X1, X1, X1
+	VCVTSI2SDQ CX, X1, X1
+	VMOVSD     lgc0<>+0(SB), X2
+	VDIVSD     X1, X2, X1
+	VMOVSD     X1, (SP)
+	MOVQ       p1+8(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+421, AX, BX
+	ADDQ       BX, DX
+	ADDQ       $+416, DX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (CX)(DX*4), Y1, Y1
+	MOVQ       p2+16(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMASKMOVPS (CX)(DX*4), Y2, Y2
+
+	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	VSUBPS Y2, Y1, Y3
+
+	// v10 = detach(v9) [N=64 T=421]  # log_weight
+	// v11 = exp(v10) [N=64 T=421]  # rho
+	VMAXPS       lgc2<>+0(SB), Y3, Y4
+	VMINPS       lgc3<>+0(SB), Y4, Y4
+	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
+	VMOVAPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc14<>+0(SB), Y4, Y5
+	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y6, Y6
+	VMOVUPS      lgc13<>+0(SB), Y4
+
+	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	VMINPS    Y6, Y4, Y5
+	MOVQ      p3+24(FP), CX
+	MOVQ      $+0, 8(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 8(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 9(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 10(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 11(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 12(SP)
+	VPMOVZXBD 8(SP), Y6
+	VCVTDQ2PS Y6, Y6
+
+	// v13 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y6, Y4, Y6
+
+	// v14 = mul(v1, v13) [N=64 T=421]
+	VMULPS    lgc16<>+0(SB), Y6, Y6
+	MOVQ      p4+32(FP), CX
+	MOVQ      $+0, 16(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 16(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 17(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 18(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 19(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 20(SP)
+	VPMOVZXBD 16(SP), Y7
+	VCVTDQ2PS Y7, Y7
+
+	// v15 = sub(v0, v5) [N=64 T=421]
+	VSUBPS Y7, Y4, Y4
+
+	// v16 = mul(v1, v15) [N=64 T=421]
+	VMULPS     lgc16<>+0(SB), Y4, Y4
+	MOVQ       p5+40(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMASKMOVPS (CX)(DX*4), Y7, Y7
+
+	// v17 = mul(v14, v4) [N=64 T=421]
+	VMULPS     Y7, Y6, Y6
+	MOVQ       p6+48(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMASKMOVPS (CX)(DX*4), Y7, Y7
+
+	// v18 = add(v2, v17) [N=64 T=421]
+	VADDPS     Y6, Y7, Y6
+	MOVQ       p7+56(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMASKMOVPS (CX)(DX*4), Y7, Y7
+
+	// v19 = sub(v18, v3) [N=64 T=421]
+	VSUBPS Y7, Y6, Y6
+
+	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	VMULPS Y6, Y5, Y6
+
+	// v21 = mul(v16, v12) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
+
+	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
+	VMOVUPS     Y4, Y4
+	VMOVUPS     Y6, Y5
+	VMOVUPS     lgc1<>+0(SB), Y6
+	VANDPS      Y6, Y5, Y5
+	VMOVUPS     lgc13<>+0(SB), Y8
+	VBLENDVPS   Y6, Y4, Y8, Y4
+	VMOVUPS     lgc17<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc19<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc20<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VFMADD231PS Y4, Y0, Y5
+	VMOVUPS     lgc21<>+0(SB), Y0
+	VPERMPS     Y5, Y0, Y0
+
+	// v23 = add(v22, v3) [N=64 T=421]  # vs
+	VADDPS Y7, Y5, Y4
+
+	// v24 = detach(v23) [N=64 T=421]  # vs
+	VMOVUPS lgc22<>+0(SB), Y5
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc23<>+0(SB), Y6
+
+	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS Y5, Y6, Y5
+
+	// v45 = ne(v36, v9) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y5, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// mean(v45) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y8
+	VEXTRACTI128 $0x01, Y6, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y6, Y5, Y5
+	MOVQ         p8+64(FP), CX
+	VADDPS       256(CX), Y5, Y5
+	VMOVUPS      Y5, 256(CX)
+
+	// v47 = sub(v8, v7) [N=64 T=421]
+	VSUBPS Y1, Y2, Y1
+
+	// mean(v47) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y2, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
+	MOVQ         p9+72(FP), BX
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+
+	// mean(v49) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y2, Y1, Y2
+	VADDPS       896(CX), Y2, Y2
+	VMOVUPS      Y2, 896(CX)
+
+	// v52 = mul(v51, v49) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y1
+
+	// mean(v52) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y5
+	VEXTRACTI128 $0x01, Y2, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y2, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
+
+	// v54 = sub(v24, v3) [N=64 T=421]
+	VSUBPS Y7, Y4, Y1
+
+	// v55 = abs(v54) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc13<>+0(SB), Y5
+
+	// v57 = lt(v55, v0) [N=64 T=421]
+	VCMPPS $0x11, Y5, Y2, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// v58 = mul(v56, v55) [N=64 T=421]
+	VMULPS lgc12<>+0(SB), Y2, Y6
+
+	// v59 = mul(v58, v55) [N=64 T=421]
+	VMULPS Y2, Y6, Y7
+
+	// v60 = sub(v55, v56) [N=64 T=421]
+	VSUBPS lgc12<>+0(SB), Y2, Y8
+
+	// v61 = where(v57, v59, v60) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y7, Y8, Y7
+
+	// v62 = mul(v0, v61) [N=64 T=421]
+	VMULPS lgc13<>+0(SB), Y7, Y7
+
+	// mean(v62) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y8
+	VPMOVSXDQ    X8, Y9
+	VEXTRACTI128 $0x01, Y8, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y8, Y7, Y7
+	VADDPS       1536(CX), Y7, Y7
+	VMOVUPS      Y7, 1536(CX)
+	VMOVUPS      Y6, 24(SP)
+	VMOVUPS      Y2, 56(SP)
+
+	// var(v54) over [N]
+	XORQ         BX, BX
+	ADDQ         $+416, BX
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X1, Y8
+	VEXTRACTF128 $0x01, Y1, X9
+	VCVTPS2PD    X9, Y9
+	VMOVUPD      5184(CX)(BX*8), Y10
+	VSUBPD       Y10, Y8, Y11
+	VFMADD231PD  Y11, Y7, Y10
+	VSUBPD       Y10, Y8, Y8
+	VMOVUPD      8704(CX)(BX*8), Y12
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      5184(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y10, Y8, Y10
+	VMOVUPD      Y10, 5184(CX)(BX*8)
+	VMOVUPD      8704(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y12, Y8, Y12
+	VMOVUPD      Y12, 8704(CX)(BX*8)
+	VMOVUPD      5216(CX)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      8736(CX)(BX*8), Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMOVUPD      5216(CX)(BX*8), Y7
+	VBLENDVPD    Y2, Y6, Y7, Y6
+	VMOVUPD      Y6, 5216(CX)(BX*8)
+	VMOVUPD      8736(CX)(BX*8), Y6
+	VBLENDVPD    Y2, Y9, Y6, Y9
+	VMOVUPD      Y9, 8736(CX)(BX*8)
+
+	// var(v24) over [N]
+	VMOVUPS      lgc1<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X4, Y8
+	VEXTRACTF128 $0x01, Y4, X9
+	VCVTPS2PD    X9, Y9
+	VMOVUPD      15744(CX)(BX*8), Y10
+	VSUBPD       Y10, Y8, Y11
+	VFMADD231PD  Y11, Y7, Y10
+	VSUBPD       Y10, Y8, Y8
+	VMOVUPD      19264(CX)(BX*8), Y12
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      15744(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y10, Y8, Y10
+	VMOVUPD      Y10, 15744(CX)(BX*8)
+	VMOVUPD      19264(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y12, Y8, Y12
+	VMOVUPD      Y12, 19264(CX)(BX*8)
+	VMOVUPD      15776(CX)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      19296(CX)(BX*8), Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMOVUPD      15776(CX)(BX*8), Y7
+	VBLENDVPD    Y2, Y6, Y7, Y6
+	VMOVUPD      Y6, 15776(CX)(BX*8)
+	VMOVUPD      19296(CX)(BX*8), Y6
+	VBLENDVPD    Y2, Y9, Y6, Y9
+	VMOVUPD      Y9, 19296(CX)(BX*8)
+	VMOVUPS      Y4, 88(SP)
+	VMOVUPS      Y1, 120(SP)
+	VMOVUPS      Y5, 152(SP)
+
+	// logsumexp(v9) over [N]
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X4
+	VPMOVSXDQ    X4, Y4
+	VMAXPS       lgc2<>+0(SB), Y3, Y5
+	VMINPS       lgc3<>+0(SB), Y5, Y5
+	VMULPS       lgc4<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc5<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
+	VMOVAPS      lgc7<>+0(SB), Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc13<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc14<>+0(SB), Y5, Y6
+	VPMINSD      lgc15<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
+	VANDPS       Y6, Y5, Y5
+	VMOVUPS      lgc28<>+0(SB), Y6
+	VBLENDVPS    Y1, Y5, Y6, Y5
+	VANDPS       26304(CX), Y5, Y5
+	VMOVUPS      Y5, 26304(CX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y2, Y1, Y1
+	VADDPD       22784(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 22784(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28096(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28096(CX)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       22816(CX)(BX*8), Y5, Y1
+	VMOVUPD      Y1, 22816(CX)(BX*8)
+	VMULPD       Y5, Y5, Y1
+	VADDPD       28128(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28128(CX)(BX*8)
+
+	// v72 = mul(v70, v9) [N=64 T=421]
+	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMOVUPS 152(SP), Y1
+	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v81 = where(v57, v80, v37) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v82 = where(v57, v37, v80) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   56(SP), Y2
+
+	// v83 = mul(v81, v55) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 24(SP), Y5
+
+	// v84 = mul(v81, v58) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
+
+	// v85 = add(v82, v84) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
+
+	// v86 = mul(v83, v56) [N=64 T=421]
+	VMULPS lgc12<>+0(SB), Y2, Y2
+
+	// v87 = add(v85, v86) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 120(SP), Y2
+
+	// v88 = gt(v54, v37) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
+
+	// v89 = lt(v54, v37) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y3
+	VANDPS lgc13<>+0(SB), Y3, Y3
+
+	// v91 = mul(v54, v37) [N=64 T=421]
+	VMULPS  lgc18<>+0(SB), Y2, Y2
+	VMOVUPS lgc34<>+0(SB), Y5
+
+	// v92 = where(v89, v90, v91) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+	VMOVUPS   lgc13<>+0(SB), Y3
+
+	// v93 = where(v88, v0, v92) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+
+	// v94 = mul(v87, v93) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v95 = neg(v94) [N=64 T=421]
+	VXORPS  lgc25<>+0(SB), Y1, Y1
+	VMOVUPS lgc35<>+0(SB), Y2
+
+	// v110 = broadcast(v96) [N=64 T=421]
+	VMOVUPS 88(SP), Y3
+
+	// store v24
+	MOVQ       p10+80(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y4
+	VMASKMOVPS Y3, Y4, (CX)(DX*4)
+
+	// store v95
+	MOVQ       p11+88(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS Y1, Y3, (CX)(DX*4)
+
+	// store v110
+	MOVQ       p12+96(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS Y2, Y1, (CX)(DX*4)
+	MOVQ       $+8, DX
+	MOVQ       $+408, CX
+
+blocks_10:
+	MOVQ    p1+8(FP), BX
+	XORQ    SI, SI
+	IMUL3Q  $+421, AX, DI
+	ADDQ    DI, SI
+	ADDQ    CX, SI
+	VMOVUPS (BX)(SI*4), Y1
+	MOVQ    p2+16(FP), BX
+	VMOVUPS (BX)(SI*4), Y2
+
+	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	VSUBPS Y2, Y1, Y3
+
+	// v10 = detach(v9) [N=64 T=421]  # log_weight
+	// v11 = exp(v10) [N=64 T=421]  # rho
+	VMAXPS       lgc2<>+0(SB), Y3, Y4
+	VMINPS       lgc3<>+0(SB), Y4, Y4
+	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
+	VMOVAPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc14<>+0(SB), Y4, Y5
+	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y6, Y6
+	VMOVUPS      lgc13<>+0(SB), Y4
+
+	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	VMINPS    Y6, Y4, Y5
+	MOVQ      p3+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y6
+	VCVTDQ2PS Y6, Y6
+
+	// v13 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y6, Y4, Y6
+
+	// v14 = mul(v1, v13) [N=64 T=421]
+	VMULPS    lgc16<>+0(SB), Y6, Y6
+	MOVQ      p4+32(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y7
+	VCVTDQ2PS Y7, Y7
+
+	// v15 = sub(v0, v5) [N=64 T=421]
+	VSUBPS Y7, Y4, Y4
+
+	// v16 = mul(v1, v15) [N=64 T=421]
+	VMULPS  lgc16<>+0(SB), Y4, Y4
+	MOVQ    p5+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y7
+
+	// v17 = mul(v14, v4) [N=64 T=421]
+	VMULPS  Y7, Y6, Y6
+	MOVQ    p6+48(FP), BX
+	VMOVUPS (BX)(SI*4), Y7
+
+	// v18 = add(v2, v17) [N=64 T=421]
+	VADDPS  Y6, Y7, Y6
+	MOVQ    p7+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y7
+
+	// v19 = sub(v18, v3) [N=64 T=421]
+	VSUBPS Y7, Y6, Y6
+
+	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	VMULPS Y6, Y5, Y6
+
+	// v21 = mul(v16, v12) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
+
+	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
+	VMOVUPS     Y4, Y4
+	VMOVUPS     Y6, Y5
+	VMOVUPS     lgc17<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc19<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc20<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VFMADD231PS Y4, Y0, Y5
+	VMOVUPS     lgc21<>+0(SB), Y0
+	VPERMPS     Y5, Y0, Y0
+
+	// v23 = add(v22, v3) [N=64 T=421]  # vs
+	VADDPS Y7, Y5, Y4
+
+	// v24 = detach(v23) [N=64 T=421]  # vs
+	VMOVUPS lgc22<>+0(SB), Y5
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y3, Y5, Y5
+	VMOVUPS lgc23<>+0(SB), Y6
+
+	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	VMINPS Y5, Y6, Y5
+
+	// v45 = ne(v36, v9) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y5, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// mean(v45) over [N T]
+	MOVQ    p8+64(FP), BX
+	VADDPS  256(BX), Y5, Y5
+	VMOVUPS Y5, 256(BX)
+
+	// v47 = sub(v8, v7) [N=64 T=421]
+	VSUBPS Y1, Y2, Y1
+
+	// mean(v47) over [N T]
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
+	MOVQ    p9+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+
+	// mean(v49) over [N T]
+	VADDPS  896(BX), Y1, Y2
+	VMOVUPS Y2, 896(BX)
+
+	// v52 = mul(v51, v49) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y1
+
+	// mean(v52) over [N T]
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
+
+	// v54 = sub(v24, v3) [N=64 T=421]
+	VSUBPS Y7, Y4, Y1
+
+	// v55 = abs(v54) [N=64 T=421]
+	VMOVUPS lgc25<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc13<>+0(SB), Y5
+
+	// v57 = lt(v55, v0) [N=64 T=421]
+	VCMPPS $0x11, Y5, Y2, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// v58 = mul(v56, v55) [N=64 T=421]
+	VMULPS lgc12<>+0(SB), Y2, Y6
+
+	// v59 = mul(v58, v55) [N=64 T=421]
+	VMULPS Y2, Y6, Y7
+
+	// v60 = sub(v55, v56) [N=64 T=421]
+	VSUBPS lgc12<>+0(SB), Y2, Y8
+
+	// v61 = where(v57, v59, v60) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y7, Y8, Y7
+
+	// v62 = mul(v0, v61) [N=64 T=421]
+	VMULPS lgc13<>+0(SB), Y7, Y7
+
+	// mean(v62) over [N T]
+	VADDPS  1536(BX), Y7, Y7
+	VMOVUPS Y7, 1536(BX)
+	VMOVUPS Y6, 184(SP)
+	VMOVUPS Y2, 216(SP)
+
+	// var(v54) over [N]
+	XORQ         DI, DI
+	ADDQ         CX, DI
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y6
+	VEXTRACTF128 $0x01, Y1, X7
+	VCVTPS2PD    X7, Y7
+	VMOVUPD      5184(BX)(DI*8), Y8
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y2, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      8704(BX)(DI*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      Y8, 5184(BX)(DI*8)
+	VMOVUPD      Y10, 8704(BX)(DI*8)
+	VMOVUPD      5216(BX)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y6
+	VSUBPD       Y6, Y7, Y2
+	VMOVUPD      8736(BX)(DI*8), Y7
+	VFMADD231PD  Y8, Y2, Y7
+	VMOVUPD      Y6, 5216(BX)(DI*8)
+	VMOVUPD      Y7, 8736(BX)(DI*8)
+
+	// var(v24) over [N]
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X4, Y6
+	VEXTRACTF128 $0x01, Y4, X7
+	VCVTPS2PD    X7, Y7
+	VMOVUPD      15744(BX)(DI*8), Y8
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y2, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      19264(BX)(DI*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      Y8, 15744(BX)(DI*8)
+	VMOVUPD      Y10, 19264(BX)(DI*8)
+	VMOVUPD      15776(BX)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y2, Y6
+	VSUBPD       Y6, Y7, Y2
+	VMOVUPD      19296(BX)(DI*8), Y7
+	VFMADD231PD  Y8, Y2, Y7
+	VMOVUPD      Y6, 15776(BX)(DI*8)
+	VMOVUPD      Y7, 19296(BX)(DI*8)
+	VMOVUPS      Y4, 248(SP)
+	VMOVUPS      Y1, 280(SP)
+	VMOVUPS      Y5, 312(SP)
+
+	// logsumexp(v9) over [N]
+	VMAXPS       lgc2<>+0(SB), Y3, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
+	VMULPS       Y1, Y1, Y5
+	VFMADD213PS  Y1, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y4, Y4
+	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VANDPS       26304(BX), Y1, Y1
+	VMOVUPS      Y1, 26304(BX)
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       22784(BX)(DI*8), Y1, Y4
+	VMOVUPD      Y4, 22784(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28096(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28096(BX)(DI*8)
+	VADDPD       22816(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 22816(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28128(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28128(BX)(DI*8)
+
+	// v72 = mul(v70, v9) [N=64 T=421]
+	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMOVUPS 312(SP), Y1
+	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v81 = where(v57, v80, v37) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v82 = where(v57, v37, v80) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   216(SP), Y2
+
+	// v83 = mul(v81, v55) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 184(SP), Y5
+
+	// v84 = mul(v81, v58) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
+
+	// v85 = add(v82, v84) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
+
+	// v86 = mul(v83, v56) [N=64 T=421]
+	VMULPS lgc12<>+0(SB), Y2, Y2
+
+	// v87 = add(v85, v86) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 280(SP), Y2
+
+	// v88 = gt(v54, v37) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
+
+	// v89 = lt(v54, v37) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y3
+	VANDPS lgc13<>+0(SB), Y3, Y3
+
+	// v91 = mul(v54, v37) [N=64 T=421]
+	VMULPS  lgc18<>+0(SB), Y2, Y2
+	VMOVUPS lgc34<>+0(SB), Y5
+
+	// v92 = where(v89, v90, v91) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+	VMOVUPS   lgc13<>+0(SB), Y3
+
+	// v93 = where(v88, v0, v92) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+
+	// v94 = mul(v87, v93) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v95 = neg(v94) [N=64 T=421]
+	VXORPS  lgc25<>+0(SB), Y1, Y1
+	VMOVUPS lgc35<>+0(SB), Y2
+
+	// v110 = broadcast(v96) [N=64 T=421]
+	VMOVUPS 248(SP), Y3
+
+	// store v24
+	MOVQ    p10+80(FP), BX
+	VMOVUPS Y3, (BX)(SI*4)
+
+	// store v95
+	MOVQ    p11+88(FP), BX
+	VMOVUPS Y1, (BX)(SI*4)
+
+	// store v110
+	MOVQ         p12+96(FP), BX
+	VMOVUPS      Y2, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_11
+	MOVQ         p8+64(FP), DX
+	VMOVUPS      256(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y1, Y1
+	VMOVUPD      Y1, 96(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 256(DX)
+	VMOVUPS      576(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y1, Y1
+	VMOVUPD      Y1, 416(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 576(DX)
+	VMOVUPS      896(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y1, Y1
+	VMOVUPD      Y1, 736(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 896(DX)
+	VMOVUPS      1216(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1056(DX), Y1, Y1
+	VMOVUPD      Y1, 1056(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 1216(DX)
+	VMOVUPS      1536(DX), Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1376(DX), Y1, Y1
+	VMOVUPD      Y1, 1376(DX)
+	VXORPS       Y1, Y1, Y1
+	VMOVUPS      Y1, 1536(DX)
+	MOVQ         $+8, DX
+
+noflush_11:
+	SUBQ         $+8, CX
+	JGE          blocks_10
+	MOVQ         p8+64(FP), CX
+	VMOVUPS      256(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
+	VADDPD       96(CX), Y0, Y0
+	VMOVUPD      Y0, 96(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 256(CX)
+	VMOVUPS      576(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(CX), Y1, Y1
+	VMOVUPD      Y1, 384(CX)
+	VADDPD       416(CX), Y0, Y0
+	VMOVUPD      Y0, 416(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 576(CX)
+	VMOVUPS      896(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(CX), Y1, Y1
+	VMOVUPD      Y1, 704(CX)
+	VADDPD       736(CX), Y0, Y0
+	VMOVUPD      Y0, 736(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 896(CX)
+	VMOVUPS      1216(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1024(CX), Y1, Y1
+	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1056(CX), Y0, Y0
+	VMOVUPD      Y0, 1056(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1216(CX)
+	VMOVUPS      1536(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1344(CX), Y1, Y1
+	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1376(CX), Y0, Y0
+	VMOVUPD      Y0, 1376(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 1536(CX)
+	INCQ         AX
+	CMPQ         AX, p13+104(FP)
+	JL           outer0_9
+	VZEROUPPER
+	RET
+
+DATA lgc33<>+0(SB)/4, $0x381baadf
+DATA lgc33<>+4(SB)/4, $0x381baadf
+DATA lgc33<>+8(SB)/4, $0x381baadf
+DATA lgc33<>+12(SB)/4, $0x381baadf
+DATA lgc33<>+16(SB)/4, $0x381baadf
+DATA lgc33<>+20(SB)/4, $0x381baadf
+DATA lgc33<>+24(SB)/4, $0x381baadf
+DATA lgc33<>+28(SB)/4, $0x381baadf
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0xbf800000
+DATA lgc34<>+4(SB)/4, $0xbf800000
+DATA lgc34<>+8(SB)/4, $0xbf800000
+DATA lgc34<>+12(SB)/4, $0xbf800000
+DATA lgc34<>+16(SB)/4, $0xbf800000
+DATA lgc34<>+20(SB)/4, $0xbf800000
+DATA lgc34<>+24(SB)/4, $0xbf800000
+DATA lgc34<>+28(SB)/4, $0xbf800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0xb4c7411d
+DATA lgc35<>+4(SB)/4, $0xb4c7411d
+DATA lgc35<>+8(SB)/4, $0xb4c7411d
+DATA lgc35<>+12(SB)/4, $0xb4c7411d
+DATA lgc35<>+16(SB)/4, $0xb4c7411d
+DATA lgc35<>+20(SB)/4, $0xb4c7411d
+DATA lgc35<>+24(SB)/4, $0xb4c7411d
+DATA lgc35<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass1AVX2(SB), $0-48
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_12:
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+
+	// v67 = add(v65, v66) [T=421]
+	VADDPS  lgc30<>+0(SB), Y0, Y0
+	MOVQ    p1+8(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v68 = div(v64, v67) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc13<>+0(SB), Y1
+
+	// v69 = sub(v0, v68) [T=421]
+	VSUBPS  Y0, Y1, Y0
+	MOVQ    p2+16(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// v74 = mul(v70, v71) [T=421]
+	VMULPS  lgc29<>+0(SB), Y1, Y1
+	MOVQ    p3+24(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
+
+	// v75 = sub(v74, v73) [T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// v76 = exp(v75) [T=421]
+	VMAXPS       lgc2<>+0(SB), Y1, Y2
+	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// mean(v76) over [T]
+	MOVQ    p4+32(FP), DX
+	VADDPS  31808(DX), Y4, Y1
+	VMOVUPS Y1, 31808(DX)
+
+	// store v69
+	MOVQ         p5+40(FP), DX
+	VMOVUPS      Y0, (DX)(BX*4)
+	DECQ         CX
+	JNZ          noflush_13
+	MOVQ         p4+32(FP), CX
+	VMOVUPS      31808(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31616(CX), Y1, Y1
+	VMOVUPD      Y1, 31616(CX)
+	VADDPD       31648(CX), Y0, Y0
+	VMOVUPD      Y0, 31648(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 31808(CX)
+	MOVQ         $+8, CX
+
+noflush_13:
+	ADDQ       $+8, AX
+	CMPQ       AX, $+416
+	JL         blocks_12
+	MOVQ       p0+0(FP), AX
+	XORQ       CX, CX
+	ADDQ       $+416, CX
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMASKMOVPS (AX)(CX*4), Y0, Y0
+
+	// v67 = add(v65, v66) [T=421]
+	VADDPS     lgc30<>+0(SB), Y0, Y0
+	MOVQ       p1+8(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v68 = div(v64, v67) [T=421]
+	VDIVPS  Y0, Y1, Y0
+	VMOVUPS lgc13<>+0(SB), Y1
+
+	// v69 = sub(v0, v68) [T=421]
+	VSUBPS     Y0, Y1, Y0
+	MOVQ       p2+16(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (AX)(CX*4), Y1, Y1
+
+	// v74 = mul(v70, v71) [T=421]
+	VMULPS     lgc29<>+0(SB), Y1, Y1
+	MOVQ       p3+24(FP), AX
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMASKMOVPS (AX)(CX*4), Y2, Y2
+
+	// v75 = sub(v74, v73) [T=421]
+	VSUBPS Y2, Y1, Y1
+
+	// v76 = exp(v75) [T=421]
+	VMAXPS       lgc2<>+0(SB), Y1, Y2
+	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+
+	// mean(v76) over [T]
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y4, Y1
+	MOVQ         p4+32(FP), AX
+	VADDPS       31808(AX), Y1, Y1
+	VMOVUPS      Y1, 31808(AX)
+
+	// store v69
+	MOVQ         p5+40(FP), AX
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
+	MOVQ         p4+32(FP), AX
+	VMOVUPS      31808(AX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31616(AX), Y1, Y1
+	VMOVUPD      Y1, 31616(AX)
+	VADDPD       31648(AX), Y0, Y0
+	VMOVUPD      Y0, 31648(AX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 31808(AX)
+	VZEROUPPER
+	RET
+
+// func fbPass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass2AVX2(SB), $16-104
+	MOVQ p0+0(FP), AX
+
+outer0_14:
+	MOVQ $+8, DX
+	XORQ CX, CX
+
+blocks_15:
+	MOVQ    p1+8(FP), BX
+	XORQ    SI, SI
+	IMUL3Q  $+421, AX, DI
+	ADDQ    DI, SI
+	ADDQ    CX, SI
+	VMOVUPS (BX)(SI*4), Y0
+	MOVQ    p2+16(FP), BX
+	VMOVUPS (BX)(SI*4), Y1
+
+	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	VSUBPS Y1, Y0, Y0
+
+	// v10 = detach(v9) [N=64 T=421]  # log_weight
+	// v11 = exp(v10) [N=64 T=421]  # rho
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMOVUPS      lgc13<>+0(SB), Y1
+
+	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	VMINPS    Y3, Y1, Y2
+	MOVQ      p3+24(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v13 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v14 = mul(v1, v13) [N=64 T=421]
+	VMULPS    lgc16<>+0(SB), Y1, Y3
+	MOVQ      p4+32(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y4
+	VCVTDQ2PS Y4, Y4
+
+	// v25 = mul(v5, v13) [N=64 T=421]
+	VMULPS  Y1, Y4, Y1
+	MOVQ    p5+40(FP), BX
+	VMOVUPS (BX)(SI*4), Y4
+
+	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	MOVQ         $+420, BX
+	SUBQ         CX, BX
+	VMOVQ        BX, X5
+	VPBROADCASTD X5, Y5
+	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	MOVQ         p6+48(FP), BX
+	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
+	VBLENDVPS    Y5, Y6, Y4, Y5
+
+	// v27 = where(v25, v4, v26) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y5, Y1
+
+	// v28 = mul(v14, v27) [N=64 T=421]
+	VMULPS  Y1, Y3, Y1
+	MOVQ    p7+56(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v29 = add(v2, v28) [N=64 T=421]
+	VADDPS  Y1, Y3, Y1
+	MOVQ    p8+64(FP), BX
+	VMOVUPS (BX)(SI*4), Y3
+
+	// v30 = sub(v29, v3) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v31 = mul(v12, v30) [N=64 T=421]
+	VMULPS Y1, Y2, Y1
+
+	// v32 = detach(v31) [N=64 T=421]
+	VMOVUPS lgc22<>+0(SB), Y2
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v38 = ge(v32, v37) [N=64 T=421]
+	VCMPPS  $0x1d, Y3, Y1, Y4
+	VANDPS  lgc13<>+0(SB), Y4, Y4
+	VMOVUPS lgc23<>+0(SB), Y5
+
+	// v39 = min(v9, v34) tie=first [N=64 T=421]
+	VMINPS Y0, Y5, Y6
+
+	// v40 = where(v38, v39, v35) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v41 = exp(v40) [N=64 T=421]
+	VMAXPS       lgc2<>+0(SB), Y2, Y6
+	VMINPS       lgc3<>+0(SB), Y6, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y6, Y6
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
+
+	// v42 = mul(v32, v41) [N=64 T=421]  # gain
+	VMULPS Y8, Y1, Y2
+
+	// v43 = neg(v42) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y2, Y2
+
+	// mean(v43) over [N T]
+	MOVQ    p9+72(FP), BX
+	VADDPS  32128(BX), Y2, Y2
+	VMOVUPS Y2, 32128(BX)
+
+	// v98 = mul(v97, v32) [N=64 T=421]
+	VMULPS lgc36<>+0(SB), Y1, Y2
+
+	// v99 = mul(v98, v41) [N=64 T=421]
+	VMULPS Y8, Y2, Y2
+
+	// v100 = where(v38, v99, v37) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y3, Y6
+
+	// v101 = where(v38, v37, v99) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y3, Y2, Y2
+
+	// v102 = le(v9, v34) [N=64 T=421]
+	VCMPPS $0x12, Y5, Y0, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
+
+	// v103 = ne(v9, v9) [N=64 T=421]
+	VCMPPS $0x04, Y0, Y0, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// v104 = max(v102, v103) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y4, Y4
+	VXORPS lgc25<>+0(SB), Y5, Y8
+	VMINPS Y4, Y8, Y7
+	VMINPS Y8, Y4, Y4
+	VORPS  Y7, Y4, Y4
+	VXORPS lgc25<>+0(SB), Y4, Y4
+
+	// v105 = where(v104, v100, v37) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y3, Y4
+	VMOVUPS   lgc22<>+0(SB), Y6
+
+	// v106 = ge(v9, v33) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y0, Y0
+	VANDPS lgc13<>+0(SB), Y0, Y0
+
+	// v107 = max(v106, v103) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y5, Y5
+	VMINPS Y0, Y5, Y6
+	VMINPS Y5, Y0, Y0
+	VORPS  Y6, Y0, Y0
+	VXORPS lgc25<>+0(SB), Y0, Y0
+
+	// v108 = where(v107, v101, v37) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y2, Y3, Y0
+
+	// v109 = add(v105, v108) [N=64 T=421]
+	VADDPS Y0, Y4, Y0
+
+	// store v32
+	MOVQ    p10+80(FP), BX
+	VMOVUPS Y1, (BX)(SI*4)
+
+	// store v109
+	MOVQ         p11+88(FP), BX
+	VMOVUPS      Y0, (BX)(SI*4)
+	DECQ         DX
+	JNZ          noflush_16
+	MOVQ         p9+72(FP), DX
+	VMOVUPS      32128(DX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31936(DX), Y1, Y1
+	VMOVUPD      Y1, 31936(DX)
+	VADDPD       31968(DX), Y0, Y0
+	VMOVUPD      Y0, 31968(DX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 32128(DX)
+	MOVQ         $+8, DX
+
+noflush_16:
+	ADDQ       $+8, CX
+	CMPQ       CX, $+416
+	JL         blocks_15
+	MOVQ       p1+8(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+421, AX, BX
+	ADDQ       BX, DX
+	ADDQ       $+416, DX
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMASKMOVPS (CX)(DX*4), Y0, Y0
+	MOVQ       p2+16(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMASKMOVPS (CX)(DX*4), Y1, Y1
+
+	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	VSUBPS Y1, Y0, Y0
+
+	// v10 = detach(v9) [N=64 T=421]  # log_weight
+	// v11 = exp(v10) [N=64 T=421]  # rho
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMOVUPS      lgc13<>+0(SB), Y1
+
+	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	VMINPS    Y3, Y1, Y2
+	MOVQ      p3+24(FP), CX
+	MOVQ      $+0, (SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, (SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 1(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 2(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 3(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 4(SP)
+	VPMOVZXBD (SP), Y3
+	VCVTDQ2PS Y3, Y3
+
+	// v13 = sub(v0, v6) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v14 = mul(v1, v13) [N=64 T=421]
+	VMULPS    lgc16<>+0(SB), Y1, Y3
+	MOVQ      p4+32(FP), CX
+	MOVQ      $+0, 8(SP)
+	MOVB      (CX)(DX*1), BL
+	MOVB      BL, 8(SP)
+	MOVB      1(CX)(DX*1), BL
+	MOVB      BL, 9(SP)
+	MOVB      2(CX)(DX*1), BL
+	MOVB      BL, 10(SP)
+	MOVB      3(CX)(DX*1), BL
+	MOVB      BL, 11(SP)
+	MOVB      4(CX)(DX*1), BL
+	MOVB      BL, 12(SP)
+	VPMOVZXBD 8(SP), Y4
+	VCVTDQ2PS Y4, Y4
+
+	// v25 = mul(v5, v13) [N=64 T=421]
+	VMULPS     Y1, Y4, Y1
+	MOVQ       p5+40(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y4
+	VMASKMOVPS (CX)(DX*4), Y4, Y4
+
+	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	MOVQ         $+420, CX
+	SUBQ         $+416, CX
+	VMOVQ        CX, X5
+	VPBROADCASTD X5, Y5
+	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VMOVUPS      lgc1<>+0(SB), Y6
+	VANDPS       Y6, Y5, Y5
+	MOVQ         p6+48(FP), CX
+	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
+	VBLENDVPS    Y5, Y6, Y4, Y5
+
+	// v27 = where(v25, v4, v26) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y5, Y1
+
+	// v28 = mul(v14, v27) [N=64 T=421]
+	VMULPS     Y1, Y3, Y1
+	MOVQ       p7+56(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+
+	// v29 = add(v2, v28) [N=64 T=421]
+	VADDPS     Y1, Y3, Y1
+	MOVQ       p8+64(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
+
+	// v30 = sub(v29, v3) [N=64 T=421]
+	VSUBPS Y3, Y1, Y1
+
+	// v31 = mul(v12, v30) [N=64 T=421]
+	VMULPS Y1, Y2, Y1
+
+	// v32 = detach(v31) [N=64 T=421]
+	VMOVUPS lgc22<>+0(SB), Y2
+
+	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	VMAXPS  Y0, Y2, Y2
+	VMOVUPS lgc18<>+0(SB), Y3
+
+	// v38 = ge(v32, v37) [N=64 T=421]
+	VCMPPS  $0x1d, Y3, Y1, Y4
+	VANDPS  lgc13<>+0(SB), Y4, Y4
+	VMOVUPS lgc23<>+0(SB), Y5
+
+	// v39 = min(v9, v34) tie=first [N=64 T=421]
+	VMINPS Y0, Y5, Y6
+
+	// v40 = where(v38, v39, v35) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v41 = exp(v40) [N=64 T=421]
+	VMAXPS       lgc2<>+0(SB), Y2, Y6
+	VMINPS       lgc3<>+0(SB), Y6, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y6, Y6
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y2, Y2, Y6
+	VBLENDVPS    Y6, Y2, Y8, Y8
+
+	// v42 = mul(v32, v41) [N=64 T=421]  # gain
+	VMULPS Y8, Y1, Y2
+
+	// v43 = neg(v42) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y2, Y2
+
+	// mean(v43) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y2, Y2
+	MOVQ         p9+72(FP), CX
+	VADDPS       32128(CX), Y2, Y2
+	VMOVUPS      Y2, 32128(CX)
+
+	// v98 = mul(v97, v32) [N=64 T=421]
+	VMULPS lgc36<>+0(SB), Y1, Y2
+
+	// v99 = mul(v98, v41) [N=64 T=421]
+	VMULPS Y8, Y2, Y2
+
+	// v100 = where(v38, v99, v37) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y3, Y6
+
+	// v101 = where(v38, v37, v99) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y3, Y2, Y2
+
+	// v102 = le(v9, v34) [N=64 T=421]
+	VCMPPS $0x12, Y5, Y0, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
+
+	// v103 = ne(v9, v9) [N=64 T=421]
+	VCMPPS $0x04, Y0, Y0, Y5
+	VANDPS lgc13<>+0(SB), Y5, Y5
+
+	// v104 = max(v102, v103) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y4, Y4
+	VXORPS lgc25<>+0(SB), Y5, Y8
+	VMINPS Y4, Y8, Y7
+	VMINPS Y8, Y4, Y4
+	VORPS  Y7, Y4, Y4
+	VXORPS lgc25<>+0(SB), Y4, Y4
+
+	// v105 = where(v104, v100, v37) [N=64 T=421]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y6, Y3, Y4
+	VMOVUPS   lgc22<>+0(SB), Y6
+
+	// v106 = ge(v9, v33) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y0, Y0
+	VANDPS lgc13<>+0(SB), Y0, Y0
+
+	// v107 = max(v106, v103) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y5, Y5
+	VMINPS Y0, Y5, Y6
+	VMINPS Y5, Y0, Y0
+	VORPS  Y6, Y0, Y0
+	VXORPS lgc25<>+0(SB), Y0, Y0
+
+	// v108 = where(v107, v101, v37) [N=64 T=421]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y2, Y3, Y0
+
+	// v109 = add(v105, v108) [N=64 T=421]
+	VADDPS Y0, Y4, Y0
+
+	// store v32
+	MOVQ       p10+80(FP), CX
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMASKMOVPS Y1, Y2, (CX)(DX*4)
+
+	// store v109
+	MOVQ         p11+88(FP), CX
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
+	MOVQ         p9+72(FP), CX
+	VMOVUPS      32128(CX), Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       31936(CX), Y1, Y1
+	VMOVUPD      Y1, 31936(CX)
+	VADDPD       31968(CX), Y0, Y0
+	VMOVUPD      Y0, 31968(CX)
+	VXORPS       Y0, Y0, Y0
+	VMOVUPS      Y0, 32128(CX)
+	INCQ         AX
+	CMPQ         AX, p12+96(FP)
+	JL           outer0_14
+	VZEROUPPER
+	RET
+
+DATA lgc36<>+0(SB)/4, $0xb81baadf
+DATA lgc36<>+4(SB)/4, $0xb81baadf
+DATA lgc36<>+8(SB)/4, $0xb81baadf
+DATA lgc36<>+12(SB)/4, $0xb81baadf
+DATA lgc36<>+16(SB)/4, $0xb81baadf
+DATA lgc36<>+20(SB)/4, $0xb81baadf
+DATA lgc36<>+24(SB)/4, $0xb81baadf
+DATA lgc36<>+28(SB)/4, $0xb81baadf
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+// func fbPass3AVX2(p0 *float32, p1 *float32)
+// Requires: AVX
+TEXT ·fbPass3AVX2(SB), $0-16
+	MOVQ         p0+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc32<>+0(SB), Y1
+
+	// v79 = div(v77, v78) []
+	VDIVPS Y1, Y0, Y0
+
+	// store v79
+	MOVQ   p1+8(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+	VZEROUPPER
+	RET
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1768,9 +3487,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_9:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_10
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc2<>+0(SB), Y0, Y1
 	VMINPS       lgc3<>+0(SB), Y1, Y1
@@ -1802,9 +3521,9 @@ bulk_9:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_9
+	JMP          bulk_17
 
-bulkdone_10:
+bulkdone_18:
 	VZEROUPPER
 	RET
 
@@ -1816,34 +3535,34 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_11:
+bulk_19:
 	CMPQ         BX, DX
-	JGE          bulkdone_12
+	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1852,190 +3571,190 @@ bulk_11:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_11
+	JMP          bulk_19
 
-bulkdone_12:
+bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xff800000
-DATA lgc49<>+4(SB)/4, $0xff800000
-DATA lgc49<>+8(SB)/4, $0xff800000
-DATA lgc49<>+12(SB)/4, $0xff800000
-DATA lgc49<>+16(SB)/4, $0xff800000
-DATA lgc49<>+20(SB)/4, $0xff800000
-DATA lgc49<>+24(SB)/4, $0xff800000
-DATA lgc49<>+28(SB)/4, $0xff800000
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7f800000
-DATA lgc51<>+4(SB)/4, $0x7f800000
-DATA lgc51<>+8(SB)/4, $0x7f800000
-DATA lgc51<>+12(SB)/4, $0x7f800000
-DATA lgc51<>+16(SB)/4, $0x7f800000
-DATA lgc51<>+20(SB)/4, $0x7f800000
-DATA lgc51<>+24(SB)/4, $0x7f800000
-DATA lgc51<>+28(SB)/4, $0x7f800000
+DATA lgc51<>+0(SB)/4, $0xff800000
+DATA lgc51<>+4(SB)/4, $0xff800000
+DATA lgc51<>+8(SB)/4, $0xff800000
+DATA lgc51<>+12(SB)/4, $0xff800000
+DATA lgc51<>+16(SB)/4, $0xff800000
+DATA lgc51<>+20(SB)/4, $0xff800000
+DATA lgc51<>+24(SB)/4, $0xff800000
+DATA lgc51<>+28(SB)/4, $0xff800000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0x7fc00000
+DATA lgc52<>+4(SB)/4, $0x7fc00000
+DATA lgc52<>+8(SB)/4, $0x7fc00000
+DATA lgc52<>+12(SB)/4, $0x7fc00000
+DATA lgc52<>+16(SB)/4, $0x7fc00000
+DATA lgc52<>+20(SB)/4, $0x7fc00000
+DATA lgc52<>+24(SB)/4, $0x7fc00000
+DATA lgc52<>+28(SB)/4, $0x7fc00000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0x7f800000
+DATA lgc53<>+4(SB)/4, $0x7f800000
+DATA lgc53<>+8(SB)/4, $0x7f800000
+DATA lgc53<>+12(SB)/4, $0x7f800000
+DATA lgc53<>+16(SB)/4, $0x7f800000
+DATA lgc53<>+20(SB)/4, $0x7f800000
+DATA lgc53<>+24(SB)/4, $0x7f800000
+DATA lgc53<>+28(SB)/4, $0x7f800000
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2045,35 +3764,35 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2082,11 +3801,11 @@ bulk_13:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -2096,13 +3815,13 @@ bulk_13:
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc49<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_21
 
-bulkdone_14:
+bulkdone_22:
 	VZEROUPPER
 	RET

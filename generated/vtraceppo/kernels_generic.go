@@ -5,44 +5,45 @@ package vtraceppo
 import (
 	"github.com/lossgen/lossgen/runtime"
 	"math"
+	"sync"
 )
 
-// scratch holds what one Forward call needs besides its inputs and outputs; Forward
-// takes one from a pool, so steady-state calls allocate nothing.
+// scratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v66 = var(v56) over N correction=0 [T=421]
-	s1    []float32           // v67 = var(v24) over N correction=0 [T=421]
-	s2    []float32           // v73 = logsumexp(v9) over N [T=421]
-	s3    []float32           // v75 = logsumexp(v74) over N [T=421]
-	s4    float32             // v79 = mean(v78) over T []
-	acc66 []runtime.Welford   // accumulators of v66
-	acc67 []runtime.Welford   // accumulators of v67
+	s0    []float32           // v64 = var(v54) over N correction=0 [T=421]
+	s1    []float32           // v65 = var(v24) over N correction=0 [T=421]
+	s2    []float32           // v71 = logsumexp(v9) over N [T=421]
+	s3    []float32           // v73 = logsumexp(v72) over N [T=421]
+	s4    float32             // v77 = mean(v76) over T []
+	acc64 []runtime.Welford   // accumulators of v64
+	acc65 []runtime.Welford   // accumulators of v65
+	acc71 []runtime.LogSumExp // accumulators of v71
 	acc73 []runtime.LogSumExp // accumulators of v73
-	acc75 []runtime.LogSumExp // accumulators of v75
 }
 
-func newScratch() *scratch {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc66: make([]runtime.Welford, 421), acc67: make([]runtime.Welford, 421), acc73: make([]runtime.LogSumExp, 421), acc75: make([]runtime.LogSumExp, 421)}
-}
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc64: make([]runtime.Welford, 421), acc65: make([]runtime.Welford, 421), acc71: make([]runtime.LogSumExp, 421), acc73: make([]runtime.LogSumExp, 421)}
+}}
 
-// pass0Go is pass 0 of the plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc46 := runtime.Mean{}
 	acc48 := runtime.Mean{}
 	acc50 := runtime.Mean{}
-	acc52 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	acc65 := runtime.Mean{}
-	for k := range s.acc66 {
-		s.acc66[k] = runtime.Welford{}
+	acc53 := runtime.Mean{}
+	acc63 := runtime.Mean{}
+	for k := range s.acc64 {
+		s.acc64[k] = runtime.Welford{}
 	}
-	for k := range s.acc67 {
-		s.acc67[k] = runtime.Welford{}
+	for k := range s.acc65 {
+		s.acc65[k] = runtime.Welford{}
+	}
+	for k := range s.acc71 {
+		s.acc71[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc73 {
 		s.acc73[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc75 {
-		s.acc75[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry22 := float32(0)
@@ -78,78 +79,78 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			v34 := float32(0.18232156)
 			v35 := max(v9, v33)
 			v36 := min(v35, v34)
-			v47 := b2f(v36 != v9)
+			v45 := b2f(v36 != v9)
+			acc46.Add(float64(v45))
+			v47 := v8 - v7
 			acc48.Add(float64(v47))
-			v49 := v8 - v7
+			v49 := in.Entropy[iN*421+iT]
 			acc50.Add(float64(v49))
-			v51 := in.Entropy[iN*421+iT]
-			acc52.Add(float64(v51))
-			v53 := float32(-0.01)
-			v54 := float32(v53 * v51)
-			acc55.Add(float64(v54))
-			v56 := v24 - v3
-			v57 := float32(math.Abs(float64(v56)))
-			v58 := float32(0.5)
-			v59 := b2f(v57 < v0)
-			v60 := float32(v58 * v57)
-			v61 := float32(v60 * v57)
-			v62 := v57 - v58
-			v63 := sel(v59, v61, v62)
-			v64 := float32(v0 * v63)
-			acc65.Add(float64(v64))
-			s.acc66[iT].Add(float64(v56))
-			s.acc67[iT].Add(float64(v24))
-			v72 := float32(2)
-			s.acc73[iT].Add(float64(v9))
-			v74 := float32(v72 * v9)
-			s.acc75[iT].Add(float64(v74))
+			v51 := float32(-0.01)
+			v52 := float32(v51 * v49)
+			acc53.Add(float64(v52))
+			v54 := v24 - v3
+			v55 := float32(math.Abs(float64(v54)))
+			v56 := float32(0.5)
+			v57 := b2f(v55 < v0)
+			v58 := float32(v56 * v55)
+			v59 := float32(v58 * v55)
+			v60 := v55 - v56
+			v61 := sel(v57, v59, v60)
+			v62 := float32(v0 * v61)
+			acc63.Add(float64(v62))
+			s.acc64[iT].Add(float64(v54))
+			s.acc65[iT].Add(float64(v24))
+			v70 := float32(2)
+			s.acc71[iT].Add(float64(v9))
+			v72 := float32(v70 * v9)
+			s.acc73[iT].Add(float64(v72))
 		}
 	}
-	out.ClipFraction = float32(acc48.Result())
-	out.KLApprox = float32(acc50.Result())
-	out.Entropy = float32(acc52.Result())
-	out.LossEntropy = float32(acc55.Result())
-	out.LossCritic = float32(acc65.Result())
-	for k := range s.acc66 {
-		s.s0[k] = float32(s.acc66[k].Var(0))
+	out.ClipFraction = float32(acc46.Result())
+	out.KLApprox = float32(acc48.Result())
+	out.Entropy = float32(acc50.Result())
+	out.LossEntropy = float32(acc53.Result())
+	out.LossCritic = float32(acc63.Result())
+	for k := range s.acc64 {
+		s.s0[k] = float32(s.acc64[k].Var(0))
 	}
-	for k := range s.acc67 {
-		s.s1[k] = float32(s.acc67[k].Var(0))
+	for k := range s.acc65 {
+		s.s1[k] = float32(s.acc65[k].Var(0))
+	}
+	for k := range s.acc71 {
+		s.s2[k] = float32(s.acc71[k].Result())
 	}
 	for k := range s.acc73 {
-		s.s2[k] = float32(s.acc73[k].Result())
-	}
-	for k := range s.acc75 {
-		s.s3[k] = float32(s.acc75[k].Result())
+		s.s3[k] = float32(s.acc73[k].Result())
 	}
 }
 
-// pass1Go is pass 1 of the plan (lossgen explain): an elementwise loop over [T=421].
-func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	acc79 := runtime.Mean{}
+// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
+func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc77 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v66 := s.s0[iT]
-		v67 := s.s1[iT]
-		v68 := float32(1.1920929e-07)
-		v69 := v67 + v68
-		v70 := v66 / v69
-		v71 := v0 - v70
-		out.ExplainedVariance[iT] = v71
-		v72 := float32(2)
-		v73 := s.s2[iT]
-		v75 := s.s3[iT]
-		v76 := float32(v72 * v73)
-		v77 := v76 - v75
-		v78 := float32(math.Exp(float64(v77)))
-		acc79.Add(float64(v78))
+		v64 := s.s0[iT]
+		v65 := s.s1[iT]
+		v66 := float32(1.1920929e-07)
+		v67 := v65 + v66
+		v68 := v64 / v67
+		v69 := v0 - v68
+		out.ExplainedVariance[iT] = v69
+		v70 := float32(2)
+		v71 := s.s2[iT]
+		v73 := s.s3[iT]
+		v74 := float32(v70 * v71)
+		v75 := v74 - v73
+		v76 := float32(math.Exp(float64(v75)))
+		acc77.Add(float64(v76))
 	}
-	s.s4 = float32(acc79.Result())
+	s.s4 = float32(acc77.Result())
 }
 
-// pass2Go is pass 2 of the plan (lossgen explain): an elementwise loop over [N=64 T=421].
-func pass2Go(in *Inputs, out *Outputs, s *scratch) {
-	acc46 := runtime.Mean{}
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
+func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	acc44 := runtime.Mean{}
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			v0 := float32(1)
@@ -181,27 +182,261 @@ func pass2Go(in *Inputs, out *Outputs, s *scratch) {
 			v31 := float32(v12 * v30)
 			v32 := v31
 			out.Advantage[iN*421+iT] = v32
-			v37 := float32(math.Exp(float64(v9)))
-			v38 := float32(v37 * v32)
-			v39 := float32(0.8)
-			v40 := max(v37, v39)
-			v41 := float32(1.2)
-			v42 := min(v40, v41)
-			v43 := float32(v42 * v32)
-			v44 := min(v38, v43)
-			v45 := -v44
-			acc46.Add(float64(v45))
+			v33 := float32(-0.22314355)
+			v34 := float32(0.18232156)
+			v35 := max(v9, v33)
+			v37 := float32(0)
+			v38 := b2f(v32 >= v37)
+			v39 := min(v9, v34)
+			v40 := sel(v38, v39, v35)
+			v41 := float32(math.Exp(float64(v40)))
+			v42 := float32(v32 * v41)
+			v43 := -v42
+			acc44.Add(float64(v43))
 		}
 	}
-	out.LossObjective = float32(acc46.Result())
+	out.LossObjective = float32(acc44.Result())
 }
 
-// pass3Go is pass 3 of the plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, s *scratch) {
-	v79 := s.s4
-	v80 := float32(64)
-	v81 := v79 / v80
-	out.ESS = v81
+// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	v77 := s.s4
+	v78 := float32(64)
+	v79 := v77 / v78
+	out.ESS = v79
+}
+
+// fbScratch holds what one call needs besides its inputs and outputs; the call takes one
+// from a pool, so steady-state calls allocate nothing.
+type fbScratch struct {
+	s0    []float32           // v64 = var(v54) over N correction=0 [T=421]
+	s1    []float32           // v65 = var(v24) over N correction=0 [T=421]
+	s2    []float32           // v71 = logsumexp(v9) over N [T=421]
+	s3    []float32           // v73 = logsumexp(v72) over N [T=421]
+	s4    float32             // v77 = mean(v76) over T []
+	acc64 []runtime.Welford   // accumulators of v64
+	acc65 []runtime.Welford   // accumulators of v65
+	acc71 []runtime.LogSumExp // accumulators of v71
+	acc73 []runtime.LogSumExp // accumulators of v73
+}
+
+var fbScratchPool = sync.Pool{New: func() any {
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc64: make([]runtime.Welford, 421), acc65: make([]runtime.Welford, 421), acc71: make([]runtime.LogSumExp, 421), acc73: make([]runtime.LogSumExp, 421)}
+}}
+
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc46 := runtime.Mean{}
+	acc48 := runtime.Mean{}
+	acc50 := runtime.Mean{}
+	acc53 := runtime.Mean{}
+	acc63 := runtime.Mean{}
+	for k := range s.acc64 {
+		s.acc64[k] = runtime.Welford{}
+	}
+	for k := range s.acc65 {
+		s.acc65[k] = runtime.Welford{}
+	}
+	for k := range s.acc71 {
+		s.acc71[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.acc73 {
+		s.acc73[k] = runtime.NewLogSumExp()
+	}
+	for iN := 0; iN < 64; iN++ {
+		carry22 := float32(0)
+		for iT := 420; iT >= 0; iT-- {
+			v0 := float32(1)
+			v1 := float32(0.99)
+			v2 := in.NextReward[iN*421+iT]
+			v3 := in.StateValue[iN*421+iT]
+			v4 := in.NextStateValue[iN*421+iT]
+			v5 := b2f(in.NextDone[iN*421+iT])
+			v6 := b2f(in.NextTerminated[iN*421+iT])
+			v7 := in.LogProb[iN*421+iT]
+			v8 := in.SampleLogProb[iN*421+iT]
+			v9 := v7 - v8
+			v10 := v9
+			v11 := float32(math.Exp(float64(v10)))
+			v12 := min(v11, v0)
+			v13 := v0 - v6
+			v14 := float32(v1 * v13)
+			v15 := v0 - v5
+			v16 := float32(v1 * v15)
+			v17 := float32(v14 * v4)
+			v18 := v2 + v17
+			v19 := v18 - v3
+			v20 := float32(v12 * v19)
+			v21 := float32(v16 * v12)
+			v22 := v20 + float32(carry22*v21)
+			carry22 = v22
+			v23 := v22 + v3
+			v24 := v23
+			out.ValueTarget[iN*421+iT] = v24
+			v33 := float32(-0.22314355)
+			v34 := float32(0.18232156)
+			v35 := max(v9, v33)
+			v36 := min(v35, v34)
+			v37 := float32(0)
+			v45 := b2f(v36 != v9)
+			acc46.Add(float64(v45))
+			v47 := v8 - v7
+			acc48.Add(float64(v47))
+			v49 := in.Entropy[iN*421+iT]
+			acc50.Add(float64(v49))
+			v51 := float32(-0.01)
+			v52 := float32(v51 * v49)
+			acc53.Add(float64(v52))
+			v54 := v24 - v3
+			v55 := float32(math.Abs(float64(v54)))
+			v56 := float32(0.5)
+			v57 := b2f(v55 < v0)
+			v58 := float32(v56 * v55)
+			v59 := float32(v58 * v55)
+			v60 := v55 - v56
+			v61 := sel(v57, v59, v60)
+			v62 := float32(v0 * v61)
+			acc63.Add(float64(v62))
+			s.acc64[iT].Add(float64(v54))
+			s.acc65[iT].Add(float64(v24))
+			v70 := float32(2)
+			s.acc71[iT].Add(float64(v9))
+			v72 := float32(v70 * v9)
+			s.acc73[iT].Add(float64(v72))
+			v80 := float32(3.7114016e-05)
+			v81 := sel(v57, v80, v37)
+			v82 := sel(v57, v37, v80)
+			v83 := float32(v81 * v55)
+			v84 := float32(v81 * v58)
+			v85 := v82 + v84
+			v86 := float32(v83 * v56)
+			v87 := v85 + v86
+			v88 := b2f(v54 > v37)
+			v89 := b2f(v54 < v37)
+			v90 := float32(-1)
+			v91 := float32(v54 * v37)
+			v92 := sel(v89, v90, v91)
+			v93 := sel(v88, v0, v92)
+			v94 := float32(v87 * v93)
+			v95 := -v94
+			g.StateValue[iN*421+iT] = v95
+			v96 := float32(-3.7114015e-07)
+			v110 := v96
+			g.Entropy[iN*421+iT] = v110
+		}
+	}
+	out.ClipFraction = float32(acc46.Result())
+	out.KLApprox = float32(acc48.Result())
+	out.Entropy = float32(acc50.Result())
+	out.LossEntropy = float32(acc53.Result())
+	out.LossCritic = float32(acc63.Result())
+	for k := range s.acc64 {
+		s.s0[k] = float32(s.acc64[k].Var(0))
+	}
+	for k := range s.acc65 {
+		s.s1[k] = float32(s.acc65[k].Var(0))
+	}
+	for k := range s.acc71 {
+		s.s2[k] = float32(s.acc71[k].Result())
+	}
+	for k := range s.acc73 {
+		s.s3[k] = float32(s.acc73[k].Result())
+	}
+}
+
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
+func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc77 := runtime.Mean{}
+	for iT := 0; iT < 421; iT++ {
+		v0 := float32(1)
+		v64 := s.s0[iT]
+		v65 := s.s1[iT]
+		v66 := float32(1.1920929e-07)
+		v67 := v65 + v66
+		v68 := v64 / v67
+		v69 := v0 - v68
+		out.ExplainedVariance[iT] = v69
+		v70 := float32(2)
+		v71 := s.s2[iT]
+		v73 := s.s3[iT]
+		v74 := float32(v70 * v71)
+		v75 := v74 - v73
+		v76 := float32(math.Exp(float64(v75)))
+		acc77.Add(float64(v76))
+	}
+	s.s4 = float32(acc77.Result())
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
+func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	acc44 := runtime.Mean{}
+	for iN := 0; iN < 64; iN++ {
+		for iT := 0; iT < 421; iT++ {
+			v0 := float32(1)
+			v1 := float32(0.99)
+			v2 := in.NextReward[iN*421+iT]
+			v3 := in.StateValue[iN*421+iT]
+			v4 := in.NextStateValue[iN*421+iT]
+			v5 := b2f(in.NextDone[iN*421+iT])
+			v6 := b2f(in.NextTerminated[iN*421+iT])
+			v7 := in.LogProb[iN*421+iT]
+			v8 := in.SampleLogProb[iN*421+iT]
+			v9 := v7 - v8
+			v10 := v9
+			v11 := float32(math.Exp(float64(v10)))
+			v12 := min(v11, v0)
+			v13 := v0 - v6
+			v14 := float32(v1 * v13)
+			v25 := float32(v5 * v13)
+			var v26 float32
+			if iT < 420 {
+				v26 = out.ValueTarget[iN*421+(iT+1)]
+			} else {
+				v26 = v4
+			}
+			v27 := sel(v25, v4, v26)
+			v28 := float32(v14 * v27)
+			v29 := v2 + v28
+			v30 := v29 - v3
+			v31 := float32(v12 * v30)
+			v32 := v31
+			out.Advantage[iN*421+iT] = v32
+			v33 := float32(-0.22314355)
+			v34 := float32(0.18232156)
+			v35 := max(v9, v33)
+			v37 := float32(0)
+			v38 := b2f(v32 >= v37)
+			v39 := min(v9, v34)
+			v40 := sel(v38, v39, v35)
+			v41 := float32(math.Exp(float64(v40)))
+			v42 := float32(v32 * v41)
+			v43 := -v42
+			acc44.Add(float64(v43))
+			v97 := float32(-3.7114016e-05)
+			v98 := float32(v97 * v32)
+			v99 := float32(v98 * v41)
+			v100 := sel(v38, v99, v37)
+			v101 := sel(v38, v37, v99)
+			v102 := b2f(v9 <= v34)
+			v103 := b2f(v9 != v9)
+			v104 := max(v102, v103)
+			v105 := sel(v104, v100, v37)
+			v106 := b2f(v9 >= v33)
+			v107 := max(v106, v103)
+			v108 := sel(v107, v101, v37)
+			v109 := v105 + v108
+			g.LogProb[iN*421+iT] = v109
+		}
+	}
+	out.LossObjective = float32(acc44.Result())
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	v77 := s.s4
+	v78 := float32(64)
+	v79 := v77 / v78
+	out.ESS = v79
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -28,6 +28,9 @@ var tolerances = map[string]golden.Tol{
 	"loss_critic":        {Abs: 1e-06, Rel: 5e-06, Norm: 0},
 	"explained_variance": {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
 	"ESS":                {Abs: 1e-06, Rel: 5e-06, Norm: 0},
+	"grad.state_value":   {Abs: 1e-30, Rel: 5e-06, Norm: 0.001},
+	"grad.log_prob":      {Abs: 1e-30, Rel: 5e-06, Norm: 0.001},
+	"grad.entropy":       {Abs: 1e-30, Rel: 5e-06, Norm: 0.001},
 }
 
 // goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64
@@ -35,7 +38,8 @@ var tolerances = map[string]golden.Tol{
 const goldenDir = "../../golden/vtraceppo"
 
 // TestGolden runs every implementation on every golden case and compares each output
-// with the interpreter's within its tolerance.
+// (Forward's, and ForwardBackward's outputs and gradients) with the interpreter's within
+// its tolerance.
 func TestGolden(t *testing.T) {
 	cases, err := golden.LoadCases(goldenDir)
 	if err != nil {
@@ -61,21 +65,33 @@ func TestGolden(t *testing.T) {
 				if err := forward(im, in, out); err != nil {
 					t.Fatal(err)
 				}
-				for _, name := range OutputNames {
-					got, _ := out.Get(name)
-					want, ok := c.Want[name]
-					if !ok {
-						t.Fatalf("case %s has no expected %q", c.Name, name)
-					}
-					d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
-					if d.Bad > 0 {
-						t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-							name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
-					} else {
-						t.Logf("%-20s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
-					}
+				compare(t, c, OutputNames, out.Get)
+				out, g := NewOutputs(), NewGrads()
+				if err := forwardBackward(im, in, out, g); err != nil {
+					t.Fatal(err)
 				}
+				compare(t, c, OutputNames, out.Get)
+				compare(t, c, GradNames, g.Get)
 			})
+		}
+	}
+}
+
+// compare checks the named results (got by name) against the case's expected values.
+func compare(t *testing.T, c golden.Case, names []string, get func(string) ([]float32, bool)) {
+	t.Helper()
+	for _, name := range names {
+		got, _ := get(name)
+		want, ok := c.Want[name]
+		if !ok {
+			t.Fatalf("case %s has no expected %q", c.Name, name)
+		}
+		d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
+		if d.Bad > 0 {
+			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
+				name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+		} else {
+			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
 		}
 	}
 }
@@ -187,6 +203,36 @@ func TestShapeMismatch(t *testing.T) {
 	}
 	if err := Forward(nil, NewOutputs()); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
+	}
+	// An output sharing memory with an input is an error, and nothing is written.
+	in := randomInputs(1)
+	out = NewOutputs()
+	out.Advantage = in.NextReward
+	before := append([]float32(nil), in.NextReward...)
+	var oe *runtime.OverlapError
+	if err := Forward(in, out); !errors.As(err, &oe) {
+		t.Fatalf("out.Advantage = in.NextReward: got %v, want an OverlapError", err)
+	}
+	for i := range before {
+		if math.Float32bits(before[i]) != math.Float32bits(in.NextReward[i]) {
+			t.Fatal("Forward wrote into an input despite the overlap")
+		}
+	}
+	// ForwardBackward checks the gradients too.
+	var gse *runtime.ShapeError
+	g := NewGrads()
+	g.StateValue = g.StateValue[1:]
+	if err := ForwardBackward(randomInputs(1), NewOutputs(), g); !errors.As(err, &gse) || gse.Bad[0].Name != "g.StateValue" {
+		t.Fatalf("short g.StateValue: got %v", err)
+	}
+	g = NewGrads()
+	g.LogProb = g.StateValue
+	var goe *runtime.OverlapError
+	if err := ForwardBackward(randomInputs(1), NewOutputs(), g); !errors.As(err, &goe) {
+		t.Fatalf("g.LogProb = g.StateValue: got %v, want an OverlapError", err)
+	}
+	if err := ForwardBackward(randomInputs(1), NewOutputs(), nil); err == nil {
+		t.Fatal("ForwardBackward(..., nil) returned no error")
 	}
 }
 
@@ -397,9 +443,28 @@ func TestImplementationsAgree(t *testing.T) {
 	for _, k := range []string{"big", "inf", "nan", "equal"} {
 		inputs[k] = extremeInputs(k)
 	}
+	agree := func(im impl, kind string, names []string, want, got func(string) ([]float32, bool)) {
+		for _, name := range names {
+			w, _ := want(name)
+			g, _ := got(name)
+			tol := tolerances[name]
+			if kind != "random" {
+				tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
+			}
+			d := golden.Compare(widen(w), widen(g), tol)
+			if d.Bad > 0 {
+				t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
+					im.name, kind, name, d.Bad, d.First, g[d.First], w[d.First])
+			}
+		}
+	}
 	for kind, in := range inputs {
 		ref := NewOutputs()
 		if err := forward(impls[0], in, ref); err != nil {
+			t.Fatal(err)
+		}
+		refFB, refG := NewOutputs(), NewGrads()
+		if err := forwardBackward(impls[0], in, refFB, refG); err != nil {
 			t.Fatal(err)
 		}
 		for _, im := range impls[1:] {
@@ -407,19 +472,13 @@ func TestImplementationsAgree(t *testing.T) {
 			if err := forward(im, in, out); err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range OutputNames {
-				want, _ := ref.Get(name)
-				got, _ := out.Get(name)
-				tol := tolerances[name]
-				if kind != "random" {
-					tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
-				}
-				d := golden.Compare(widen(want), widen(got), tol)
-				if d.Bad > 0 {
-					t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
-						im.name, kind, name, d.Bad, d.First, got[d.First], want[d.First])
-				}
+			agree(im, kind, OutputNames, ref.Get, out.Get)
+			out, g := NewOutputs(), NewGrads()
+			if err := forwardBackward(im, in, out, g); err != nil {
+				t.Fatal(err)
 			}
+			agree(im, kind, OutputNames, refFB.Get, out.Get)
+			agree(im, kind, GradNames, refG.Get, g.Get)
 		}
 	}
 }
@@ -450,6 +509,31 @@ func BenchmarkForward(b *testing.B) {
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(sec*1e9/26944, "ns/element")
 			b.ReportMetric(917808/sec/probe, "copy-ratio")
+		})
+	}
+}
+
+// BenchmarkForwardBackward is BenchmarkForward for ForwardBackward (the outputs and the
+// gradients, 1241136 bytes read and written a call).
+func BenchmarkForwardBackward(b *testing.B) {
+	probe := copyBandwidth()
+	for _, im := range impls {
+		b.Run(im.name, func(b *testing.B) {
+			in := randomInputs(3)
+			out, g := NewOutputs(), NewGrads()
+			if err := forwardBackward(im, in, out, g); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(1241136)
+			b.ResetTimer()
+			for b.Loop() {
+				if err := forwardBackward(im, in, out, g); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(sec*1e9/26944, "ns/element")
+			b.ReportMetric(1241136/sec/probe, "copy-ratio")
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
@@ -71,7 +72,11 @@ func run(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, fill
 	}
 	out := map[string]golden.Array{}
 	for _, b := range t.Buffers {
-		if b.Role != "output" {
+		name, ok := strings.CutPrefix(b.Name, "out/")
+		if g, isGrad := strings.CutPrefix(b.Name, "grad/"); isGrad {
+			name, ok = "grad."+g, true // a gradient, under its output name
+		}
+		if !ok || (b.Role != "output" && b.Role != "gradient") {
 			continue
 		}
 		raw := d.Bytes(addr[b.Name])
@@ -83,7 +88,7 @@ func run(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, fill
 				v[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
 			}
 		}
-		out[b.Name[len("out/"):]] = golden.Array{Shape: b.Shape, Data: v}
+		out[name] = golden.Array{Shape: b.Shape, Data: v}
 	}
 	return out, total, nil
 }
