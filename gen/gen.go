@@ -22,9 +22,9 @@ import (
 
 // Compiled is a spec taken through lowering and planning.
 type Compiled struct {
-	Spec   *spec.Spec
-	Graph  *ir.Graph  // Forward's graph
-	Plan   *plan.Plan // Forward's plan
+	Spec  *spec.Spec
+	Graph *ir.Graph  // Forward's graph
+	Plan  *plan.Plan // Forward's plan
 	// Backward is ForwardBackward's plan: the forward graph with the autodiff pass's gradient
 	// outputs (Backward.Graph). nil when no loss term reads a differentiable input.
 	Backward *plan.Plan
