@@ -48,6 +48,15 @@ func Tolerance(dt ir.DType, scalar bool) golden.Tol {
 	return golden.Tol{Abs: 1e-6, Rel: 5e-6, Norm: 1e-5}
 }
 
+// OutputTolerance is the bound output o of a kernel of dtype dt meets: a gradient's
+// (GradTolerance) or a value's (Tolerance).
+func OutputTolerance(dt ir.DType, o *ir.Output) golden.Tol {
+	if o.Role == ir.Gradient {
+		return GradTolerance(dt)
+	}
+	return Tolerance(dt, len(o.Node.Shape) == 0)
+}
+
 // GradTolerance is the bound a gradient of a kernel of dtype dt must meet against the
 // interpreter (see Tolerance).
 func GradTolerance(dt ir.DType) golden.Tol {

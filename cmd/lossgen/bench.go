@@ -46,7 +46,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dims\tworking set\tbackend\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\t")
+	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
 	for _, dims := range settings {
 		cs, err := gen.CompileDims(path, dims)
 		if err != nil {
@@ -70,15 +70,18 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		res := parseBench(out)
-		goNs := res["Forward/go"]["ns/element"]
 		for _, name := range sortedImpls(res) {
+			call, impl, _ := strings.Cut(name, "/")
 			r := res[name]
-			speed := ""
-			if goNs > 0 && r["ns/element"] > 0 {
+			speed, ratio := "", ""
+			if goNs := res[call+"/go"]["ns/element"]; goNs > 0 && r["ns/element"] > 0 {
 				speed = fmt.Sprintf("%.2f×", goNs/r["ns/element"])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t\n", dimsString(cs.Graph), bytesString(ws),
-				strings.TrimPrefix(name, "Forward/"), r["ns/element"], r["MB/s"]/1000, res["CopyProbe"]["MB/s"]/1000, r["copy-ratio"], speed)
+			if fwd := res["Forward/"+impl]["ns/element"]; call == "ForwardBackward" && fwd > 0 {
+				ratio = fmt.Sprintf("%.2f", r["ns/element"]/fwd)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t%s\t\n", dimsString(cs.Graph), bytesString(ws),
+				impl, call, r["ns/element"], r["MB/s"]/1000, res["CopyProbe"]["MB/s"]/1000, r["copy-ratio"], speed, ratio)
 		}
 		fmt.Fprintf(stderr, "bench: %s measured\n", dimsString(cs.Graph)) // progress; the table comes at the end, aligned
 	}
@@ -181,13 +184,21 @@ func parseBench(out string) map[string]map[string]float64 {
 	return res
 }
 
+// sortedImpls lists the Forward and ForwardBackward results, by backend then call.
 func sortedImpls(res map[string]map[string]float64) []string {
 	var out []string
 	for k := range res {
-		if strings.HasPrefix(k, "Forward/") {
+		if strings.HasPrefix(k, "Forward/") || strings.HasPrefix(k, "ForwardBackward/") {
 			out = append(out, k)
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool {
+		ci, ii, _ := strings.Cut(out[i], "/")
+		cj, ij, _ := strings.Cut(out[j], "/")
+		if ii != ij {
+			return ii < ij
+		}
+		return ci < cj
+	})
 	return out
 }

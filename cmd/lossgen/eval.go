@@ -42,12 +42,13 @@ func backendNames() []string {
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]", stderr)
+	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad]", stderr)
 	specPath := fs.String("spec", "", "spec file (required)")
 	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")
 	outPath := fs.String("out", "", "write the selected backend's outputs here (with all: OUT.<backend>.npz each)")
 	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel), ptx (its PTX, simulated) or all")
 	keep := fs.Bool("keep", false, "keep the temporary module the kernel is built in, and print its path")
+	grad := fs.Bool("grad", false, "run ForwardBackward: also compute the gradients (grad.<input data name>) and compare them")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -89,6 +90,13 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
+	graph := c.Graph
+	if *grad {
+		if c.Backward == nil {
+			return fmt.Errorf("eval: -grad: %s has no gradients (no loss term reads a differentiable input)", *specPath)
+		}
+		graph = c.Backward.Graph
+	}
 	inputs, ignored, narrowed, err := evalInputs(c.Graph, *inPath)
 	if err != nil {
 		return err
@@ -102,7 +110,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 
 	// The interpreter always runs: it is what every backend is measured against.
 	ref := golden.Case{Name: "eval", Inputs: inputs}
-	if err := cases.Want(c.Graph, &ref); err != nil {
+	if err := cases.Want(graph, &ref); err != nil {
 		return err
 	}
 	results := map[string]map[string]golden.Array{"ref": ref.Want}
@@ -111,14 +119,14 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		if b.name == "ptx" {
-			out, err := runPTX(c, inputs)
+			out, err := runPTX(c, inputs, *grad)
 			if err != nil {
 				return fmt.Errorf("eval: backend ptx: %w", err)
 			}
 			results["ptx"] = out
 			continue
 		}
-		out, impl, err := runKernel(c, inputs, b.tags, *keep, stderr)
+		out, impl, err := runKernel(c, inputs, b.tags, *keep, *grad, stderr)
 		if err != nil {
 			return fmt.Errorf("eval: backend %s: %w", b.name, err)
 		}
@@ -135,7 +143,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			rows = append(rows, b)
 		}
 	}
-	verdict, failed := compareBackends(stdout, c.Graph, results, rows)
+	verdict, failed := compareBackends(stdout, graph, results, rows)
 
 	if *outPath != "" {
 		for _, name := range rows {
@@ -157,13 +165,18 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	return failed
 }
 
-// runPTX runs the spec's PTX, as its launch table drives it, in the simulator.
-func runPTX(c *gen.Compiled, inputs map[string]golden.Array) (map[string]golden.Array, error) {
-	mod, err := ptxgen.Emit(c.Plan, nil, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
+// runPTX runs the spec's PTX, as its launch table drives it (ForwardBackward's with grad),
+// in the simulator.
+func runPTX(c *gen.Compiled, inputs map[string]golden.Array, grad bool) (map[string]golden.Array, error) {
+	mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: c.Spec.Package, GenVersion: runtime.GenVersion})
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := ptxsim.RunTable(string(mod.PTX), mod.Launch, inputs)
+	table := mod.Launch
+	if grad {
+		table = *mod.Backward
+	}
+	out, _, err := ptxsim.RunTable(string(mod.PTX), table, inputs)
 	return out, err
 }
 
@@ -242,7 +255,7 @@ func evalInputs(g *ir.Graph, file string) (inputs map[string]golden.Array, ignor
 
 // runKernel builds the generated package with the given tags and runs it on the inputs.
 // It returns the outputs and the name of the implementation that ran.
-func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, keep bool, stderr io.Writer) (map[string]golden.Array, string, error) {
+func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, keep, grad bool, stderr io.Writer) (map[string]golden.Array, string, error) {
 	m, err := runner.NewModule(c)
 	if err != nil {
 		return nil, "", err
@@ -260,7 +273,11 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := m.Run(bin, inputs)
+	run := m.Run
+	if grad {
+		run = m.RunBackward
+	}
+	out, err := run(bin, inputs)
 	return out, impl, err
 }
 
@@ -284,7 +301,7 @@ func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]go
 	case got.Len() != len(want):
 		j.problem = fmt.Sprintf("%d elements, want %d", got.Len(), len(want))
 	default:
-		j.diff = golden.Compare(want, got.Float64s(), gen.Tolerance(g.DType, len(o.Node.Shape) == 0))
+		j.diff = golden.Compare(want, got.Float64s(), gen.OutputTolerance(g.DType, o))
 		return j
 	}
 	j.diff = golden.Diff{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), MaxNorm: math.Inf(1), Bad: len(want), First: 0}

@@ -99,7 +99,7 @@ func (m *Module) write(root string) error {
 		return err
 	}
 	var src bytes.Buffer
-	if err := tmpl.Execute(&src, map[string]any{"Inputs": ins}); err != nil {
+	if err := tmpl.Execute(&src, map[string]any{"Inputs": ins, "HasGrads": m.c.Backward != nil}); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(m.Dir, "main.go"), src.Bytes(), 0o644)
@@ -165,10 +165,23 @@ func (m *Module) Impl(bin string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Run runs a built runner on inputs (stored as the kernel expects them: see
+// Run runs a built runner's Forward on inputs (stored as the kernel expects them: see
 // cases.Convert) and returns every output in the kernel's dtype.
 func (m *Module) Run(bin string, inputs map[string]golden.Array) (map[string]golden.Array, error) {
-	g := m.c.Graph
+	return m.run(bin, inputs, m.c.Graph)
+}
+
+// RunBackward runs a built runner's ForwardBackward: every output and every gradient
+// (grad.<input data name>). The package must have gradients (Compiled.Backward).
+func (m *Module) RunBackward(bin string, inputs map[string]golden.Array) (map[string]golden.Array, error) {
+	if m.c.Backward == nil {
+		return nil, fmt.Errorf("the kernel has no ForwardBackward")
+	}
+	return m.run(bin, inputs, m.c.Backward.Graph, "-grad")
+}
+
+// run runs the runner and reads g's outputs from it, in order.
+func (m *Module) run(bin string, inputs map[string]golden.Array, g *ir.Graph, args ...string) (map[string]golden.Array, error) {
 	var stdin bytes.Buffer
 	for _, in := range g.Inputs {
 		a, ok := inputs[in.Name]
@@ -179,7 +192,7 @@ func (m *Module) Run(bin string, inputs map[string]golden.Array) (map[string]gol
 			return nil, err
 		}
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdin = &stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
