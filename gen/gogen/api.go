@@ -113,7 +113,7 @@ func (e *gen) apiFile() *jen.File {
 		f.Type().Id("Grads").StructFunc(func(s *jen.Group) {
 			for _, o := range e.grads {
 				in := strings.TrimPrefix(o.Name, "grad.")
-				s.Commentf("%s is ∂(Σ loss_*)/∂%s %s (%s). Computed as: %s.", e.out[o.Name], in, shapeDoc(o.Node.Shape), o.Name, gradDoc(e.g, in))
+				s.Commentf("%s is ∂(Σ loss_*)/∂%s %s (%s), the sum of: %s.", e.out[o.Name], in, shapeDoc(o.Node.Shape), o.Name, gradDoc(e.g, in))
 				s.Id(e.out[o.Name]).Index().Add(e.elem)
 			}
 		})
@@ -372,9 +372,14 @@ func (e *gen) check(f *jen.File) {
 	})
 }
 
-// gradDoc is how a gradient is computed, for the Grads doc comment.
+// gradDoc is how a gradient is computed (each loss term's part), for the Grads doc comment.
 func gradDoc(g *ir.Graph, input string) string {
-	return "reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics)"
+	for _, in := range g.Inputs {
+		if in.Name == input && len(in.GradDoc) > 0 {
+			return strings.Join(in.GradDoc, "; ")
+		}
+	}
+	return "nothing: no loss term reads it (a zero gradient)"
 }
 
 // indexChecks rejects index inputs outside the axis they select along, before any kernel runs.

@@ -255,6 +255,9 @@ type Input struct {
 	// Differentiable marks a network output TorchRL differentiates the loss with respect to
 	// (log_prob, entropy, state_value, logits, ...): the autodiff pass gives it a gradient.
 	Differentiable bool
+	// GradDoc says how each stage's loss terms contribute to the input's gradient (their
+	// formula and source), for the generated Grads doc comments.
+	GradDoc []string
 }
 
 // Role says what an output is, for the autodiff pass and the generated API.

@@ -52,6 +52,7 @@ func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 
 	l.Output("loss_objective", l.reduce(b.Neg(gain), reduction), ir.LossTerm,
 		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+reduction+")")
+	l.GradDoc("log_prob", "loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward)")
 	l.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)), ir.Metric,
 		"fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean")
 	l.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)), ir.Metric,

@@ -165,6 +165,14 @@ func (l *Lowerer) Set(key string, n *ir.Node) {
 	l.written[key] = true
 }
 
+// GradDoc documents how the stage's loss terms contribute to the gradient with respect to
+// key (an input): the formula and its source, for the generated Grads doc.
+func (l *Lowerer) GradDoc(key, doc string) {
+	if n := l.env[key]; n != nil && n.Op == ir.OpInput {
+		n.Input.GradDoc = append(n.Input.GradDoc, doc)
+	}
+}
+
 // Output declares an output of the stage under TorchRL's output name (loss_objective, ESS, ...).
 func (l *Lowerer) Output(name string, n *ir.Node, role ir.Role, doc string) {
 	for key := range l.written {

@@ -209,6 +209,7 @@ func (l *Lowerer) entropyTerm(st *spec.Stage) {
 	l.Output("entropy", b.MeanAll(h), ir.Metric, "mean entropy of the current policy; always a mean")
 	l.Output("loss_entropy", l.reduce(b.Mul(b.Const(-c), h), st.String("reduction")), ir.LossTerm,
 		"−entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)")
+	l.GradDoc("entropy", "loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)")
 }
 
 // criticTerm is PPOLoss.loss_critic (SEMANTICS.md §1.4–1.5, §2.6). After an estimator in the
@@ -233,6 +234,11 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 		lossValue = b.Max(lossValue, lossClipped)
 	}
 	cc := l.Hyper("critic_coeff", st.Float("critic_coeff"), true, "scales the critic loss")
+	doc := "loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none"
+	if clipValue(st) > 0 {
+		doc += "; with value clipping the larger of the unclipped and clipped losses', the clipped one's only where |V − V_old| ≤ clip_value, half each on a tie"
+	}
+	l.GradDoc("value", doc+" (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic)")
 	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
 		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
 	if st.Bool("log_explained_variance") {

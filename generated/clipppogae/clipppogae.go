@@ -142,11 +142,11 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// StateValue is ∂(Σ loss_*)/∂state_value [N, T] (grad.state_value). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	// StateValue is ∂(Σ loss_*)/∂state_value [N, T] (grad.state_value), the sum of: loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic).
 	StateValue []float32
-	// LogProb is ∂(Σ loss_*)/∂log_prob [N, T] (grad.log_prob). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [N, T] (grad.log_prob), the sum of: loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward).
 	LogProb []float32
-	// Entropy is ∂(Σ loss_*)/∂entropy [N, T] (grad.entropy). Computed as: reverse-mode autodiff of the forward graph (lossgen explain), with PyTorch's conventions at kinks; no gradient flows through TorchRL's detached values (advantage, value_target, targets, metrics).
+	// Entropy is ∂(Σ loss_*)/∂entropy [N, T] (grad.entropy), the sum of: loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	Entropy []float32
 }
 
