@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"math"
+
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -25,7 +27,7 @@ func init() {
 //	lw   = log_prob − sample_log_prob
 //	lwc  = clamp(lw, log1p(−ε_low), log1p(ε_high))                 (bounds in log space)
 //	loss_objective = reduce(−min(exp(lw)·A, exp(lwc)·A))
-//	               = reduce(−A·exp(A ≥ 0 ? min(lw, hi) : max(lw, lo)))  (sign-aware, §11.15)
+//	               = reduce(−A·(A ≥ 0 ? min(e^lw, e^hi) : max(e^lw, e^lo)))  (sign-aware, §11.15)
 //	clip_fraction  = mean(lwc ≠ lw);  kl_approx = mean(sample_log_prob − log_prob)
 //	ESS  = reduce(exp(2·lse₀(lw) − lse₀(2·lw))) / B₀   (lse over the first dim left by squeeze())
 //	entropy = mean(H);  loss_entropy = reduce(−c·H)
@@ -39,16 +41,20 @@ func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 
 	epsLo, epsHi := clipEpsilon(st)
 	lw := b.Note(b.Sub(lp, lpOld), "log_weight")
-	lo := b.Const(l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight"))
-	hi := b.Const(l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight"))
+	loV := l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight")
+	hiV := l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight")
+	lo, hi := b.Const(loV), b.Const(hiV)
 	lwc := b.Note(b.Clamp(lw, lo, hi), "log_weight_clip")
-	// min(r·A, clip(r)·A) with one exp: where A ≥ 0 the smaller gain is at the smaller
-	// log-weight, min(lw, hi); where A < 0 at the larger, max(lw, lo). Wherever TorchRL's
-	// value is finite it is the same product, bit for bit; where exp(lw) overflows float32 it
-	// stays finite (A = 0 gives 0, not inf·0). The gradient goes to lw where the min/max picks
-	// it, bounds included: the unclipped gain on a tie, as TorchRL's stack-min (§11.5).
-	m := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(lw, hi), b.MaxFirst(lw, lo))
-	gain := b.Note(b.Mul(adv, b.Exp(m)), "gain")
+	// min(r·A, clip(r)·A) with one exp, sign-aware (§11.15): where A ≥ 0 the smaller gain is
+	// at the smaller ratio, min(r, e^hi); where A < 0 at the larger, max(r, e^lo) (exp is
+	// monotone, so these are exp of the clamped log-weight, e^hi and e^lo the correctly rounded
+	// exponentials of the bounds). Wherever TorchRL's value is finite it is the same product;
+	// where exp(lw) overflows float32 it stays finite (A = 0 gives 0, not inf·0). The gradient
+	// goes to r where the min/max picks it, bounds included: the unclipped gain on a tie, as
+	// TorchRL's stack-min (§11.5). r is shared with ESS's logsumexp.
+	r := b.Note(b.Exp(lw), "ratio")
+	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hiV))), b.MaxFirst(r, b.Const(math.Exp(loV))))
+	gain := b.Note(b.Mul(adv, rc), "gain")
 
 	l.Output("loss_objective", l.reduce(b.Neg(gain), reduction), ir.LossTerm,
 		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+reduction+")")

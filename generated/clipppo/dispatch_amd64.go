@@ -19,29 +19,29 @@ type avxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
-	r24_s    []float64
-	r24_p    []float32
-	r26_s    []float64
-	r26_p    []float32
-	r28_s    []float64
-	r28_p    []float32
+	r27_s    []float64
+	r27_p    []float32
+	r29_s    []float64
+	r29_p    []float32
 	r31_s    []float64
 	r31_p    []float32
-	r43_s    []float64
-	r43_p    []float32
-	r50_s    []float64
-	r50_p    []float32
-	r51_n    []float64
-	r51_mean []float64
-	r51_m2   []float64
-	r52_n    []float64
-	r52_mean []float64
-	r52_m2   []float64
-	r58_s    []float64
-	r58_ok   []float32
-	r60_s    []float64
-	r22_s    []float64
-	r22_p    []float32
+	r34_s    []float64
+	r34_p    []float32
+	r46_s    []float64
+	r46_p    []float32
+	r53_s    []float64
+	r53_p    []float32
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
+	r61_s    []float64
+	r61_ok   []float32
+	r63_s    []float64
+	r25_s    []float64
+	r25_p    []float32
 	res      []float64
 }
 
@@ -52,29 +52,29 @@ var avxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.r24_s = st.buf[120:136]
-	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r26_s = st.buf[160:176]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r28_s = st.buf[200:216]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r31_s = st.buf[240:256]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r43_s = st.buf[280:296]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r50_s = st.buf[320:336]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r51_n = st.buf[360:376]
-	st.r51_mean = st.buf[384:400]
-	st.r51_m2 = st.buf[408:424]
-	st.r52_n = st.buf[432:448]
-	st.r52_mean = st.buf[456:472]
-	st.r52_m2 = st.buf[480:496]
-	st.r58_s = st.buf[504:520]
-	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r60_s = st.buf[544:560]
-	st.r22_s = st.buf[568:584]
-	st.r22_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r27_s = st.buf[120:136]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r29_s = st.buf[160:176]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r31_s = st.buf[200:216]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r34_s = st.buf[240:256]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r46_s = st.buf[280:296]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r53_s = st.buf[320:336]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r54_n = st.buf[360:376]
+	st.r54_mean = st.buf[384:400]
+	st.r54_m2 = st.buf[408:424]
+	st.r55_n = st.buf[432:448]
+	st.r55_mean = st.buf[456:472]
+	st.r55_m2 = st.buf[480:496]
+	st.r61_s = st.buf[504:520]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r63_s = st.buf[544:560]
+	st.r25_s = st.buf[568:584]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -88,29 +88,29 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r2_n, 0)
 	runtime.Fill(st.r2_mean, 0)
 	runtime.Fill(st.r2_m2, 0)
-	runtime.Fill(st.r24_s, 0)
-	runtime.Fill(st.r24_p, 0)
-	runtime.Fill(st.r26_s, 0)
-	runtime.Fill(st.r26_p, 0)
-	runtime.Fill(st.r28_s, 0)
-	runtime.Fill(st.r28_p, 0)
+	runtime.Fill(st.r27_s, 0)
+	runtime.Fill(st.r27_p, 0)
+	runtime.Fill(st.r29_s, 0)
+	runtime.Fill(st.r29_p, 0)
 	runtime.Fill(st.r31_s, 0)
 	runtime.Fill(st.r31_p, 0)
-	runtime.Fill(st.r43_s, 0)
-	runtime.Fill(st.r43_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
-	runtime.Fill(st.r51_n, 0)
-	runtime.Fill(st.r51_mean, 0)
-	runtime.Fill(st.r51_m2, 0)
-	runtime.Fill(st.r52_n, 0)
-	runtime.Fill(st.r52_mean, 0)
-	runtime.Fill(st.r52_m2, 0)
-	runtime.Fill(st.r58_s, 0)
-	runtime.SetMask(st.r58_ok)
-	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r34_s, 0)
+	runtime.Fill(st.r34_p, 0)
+	runtime.Fill(st.r46_s, 0)
+	runtime.Fill(st.r46_p, 0)
+	runtime.Fill(st.r53_s, 0)
+	runtime.Fill(st.r53_p, 0)
+	runtime.Fill(st.r54_n, 0)
+	runtime.Fill(st.r54_mean, 0)
+	runtime.Fill(st.r54_m2, 0)
+	runtime.Fill(st.r55_n, 0)
+	runtime.Fill(st.r55_mean, 0)
+	runtime.Fill(st.r55_m2, 0)
+	runtime.Fill(st.r61_s, 0)
+	runtime.SetMask(st.r61_ok)
+	runtime.Fill(st.r63_s, 0)
 	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
-	if !runtime.MaskSet(st.r58_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) {
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -118,25 +118,25 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s0 = float32(st.res[0])
 	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r43_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r53_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r51_n, st.r51_mean, st.r51_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r52_n, st.r52_mean, st.r52_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -151,10 +151,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r22_s, 0)
-	runtime.Fill(st.r22_p, 0)
+	runtime.Fill(st.r25_s, 0)
+	runtime.Fill(st.r25_p, 0)
 	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
-	runtime.FinishMean(st.res[:1], st.r22_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
 
@@ -167,29 +167,29 @@ type fbAvxState struct {
 	r2_n     []float64
 	r2_mean  []float64
 	r2_m2    []float64
-	r24_s    []float64
-	r24_p    []float32
-	r26_s    []float64
-	r26_p    []float32
-	r28_s    []float64
-	r28_p    []float32
+	r27_s    []float64
+	r27_p    []float32
+	r29_s    []float64
+	r29_p    []float32
 	r31_s    []float64
 	r31_p    []float32
-	r43_s    []float64
-	r43_p    []float32
-	r50_s    []float64
-	r50_p    []float32
-	r51_n    []float64
-	r51_mean []float64
-	r51_m2   []float64
-	r52_n    []float64
-	r52_mean []float64
-	r52_m2   []float64
-	r58_s    []float64
-	r58_ok   []float32
-	r60_s    []float64
-	r22_s    []float64
-	r22_p    []float32
+	r34_s    []float64
+	r34_p    []float32
+	r46_s    []float64
+	r46_p    []float32
+	r53_s    []float64
+	r53_p    []float32
+	r54_n    []float64
+	r54_mean []float64
+	r54_m2   []float64
+	r55_n    []float64
+	r55_mean []float64
+	r55_m2   []float64
+	r61_s    []float64
+	r61_ok   []float32
+	r63_s    []float64
+	r25_s    []float64
+	r25_p    []float32
 	res      []float64
 }
 
@@ -200,29 +200,29 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r2_n = st.buf[48:64]
 	st.r2_mean = st.buf[72:88]
 	st.r2_m2 = st.buf[96:112]
-	st.r24_s = st.buf[120:136]
-	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
-	st.r26_s = st.buf[160:176]
-	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r28_s = st.buf[200:216]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
-	st.r31_s = st.buf[240:256]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
-	st.r43_s = st.buf[280:296]
-	st.r43_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
-	st.r50_s = st.buf[320:336]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.r51_n = st.buf[360:376]
-	st.r51_mean = st.buf[384:400]
-	st.r51_m2 = st.buf[408:424]
-	st.r52_n = st.buf[432:448]
-	st.r52_mean = st.buf[456:472]
-	st.r52_m2 = st.buf[480:496]
-	st.r58_s = st.buf[504:520]
-	st.r58_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
-	st.r60_s = st.buf[544:560]
-	st.r22_s = st.buf[568:584]
-	st.r22_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.r27_s = st.buf[120:136]
+	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
+	st.r29_s = st.buf[160:176]
+	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
+	st.r31_s = st.buf[200:216]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r34_s = st.buf[240:256]
+	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
+	st.r46_s = st.buf[280:296]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 16)
+	st.r53_s = st.buf[320:336]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
+	st.r54_n = st.buf[360:376]
+	st.r54_mean = st.buf[384:400]
+	st.r54_m2 = st.buf[408:424]
+	st.r55_n = st.buf[432:448]
+	st.r55_mean = st.buf[456:472]
+	st.r55_m2 = st.buf[480:496]
+	st.r61_s = st.buf[504:520]
+	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
+	st.r63_s = st.buf[544:560]
+	st.r25_s = st.buf[568:584]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -236,29 +236,29 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r2_n, 0)
 	runtime.Fill(st.r2_mean, 0)
 	runtime.Fill(st.r2_m2, 0)
-	runtime.Fill(st.r24_s, 0)
-	runtime.Fill(st.r24_p, 0)
-	runtime.Fill(st.r26_s, 0)
-	runtime.Fill(st.r26_p, 0)
-	runtime.Fill(st.r28_s, 0)
-	runtime.Fill(st.r28_p, 0)
+	runtime.Fill(st.r27_s, 0)
+	runtime.Fill(st.r27_p, 0)
+	runtime.Fill(st.r29_s, 0)
+	runtime.Fill(st.r29_p, 0)
 	runtime.Fill(st.r31_s, 0)
 	runtime.Fill(st.r31_p, 0)
-	runtime.Fill(st.r43_s, 0)
-	runtime.Fill(st.r43_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
-	runtime.Fill(st.r51_n, 0)
-	runtime.Fill(st.r51_mean, 0)
-	runtime.Fill(st.r51_m2, 0)
-	runtime.Fill(st.r52_n, 0)
-	runtime.Fill(st.r52_mean, 0)
-	runtime.Fill(st.r52_m2, 0)
-	runtime.Fill(st.r58_s, 0)
-	runtime.SetMask(st.r58_ok)
-	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r34_s, 0)
+	runtime.Fill(st.r34_p, 0)
+	runtime.Fill(st.r46_s, 0)
+	runtime.Fill(st.r46_p, 0)
+	runtime.Fill(st.r53_s, 0)
+	runtime.Fill(st.r53_p, 0)
+	runtime.Fill(st.r54_n, 0)
+	runtime.Fill(st.r54_mean, 0)
+	runtime.Fill(st.r54_m2, 0)
+	runtime.Fill(st.r55_n, 0)
+	runtime.Fill(st.r55_mean, 0)
+	runtime.Fill(st.r55_m2, 0)
+	runtime.Fill(st.r61_s, 0)
+	runtime.SetMask(st.r61_ok)
+	runtime.Fill(st.r63_s, 0)
 	fbPass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
-	if !runtime.MaskSet(st.r58_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -266,25 +266,25 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s0 = float32(st.res[0])
 	runtime.FinishVar(st.res[:1], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
 	s.s1 = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r27_s, 8, 4096.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r26_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r28_s, 8, 4096.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r43_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r46_s, 8, 4096.0)
 	out.ValueClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r53_s, 8, 4096.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r51_n, st.r51_mean, st.r51_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r54_n, st.r54_mean, st.r54_m2, 8, 0)
 	s.s2 = float32(st.res[0])
-	runtime.FinishVar(st.res[:1], st.r52_n, st.r52_mean, st.r52_m2, 8, 0)
+	runtime.FinishVar(st.res[:1], st.r55_n, st.r55_mean, st.r55_m2, 8, 0)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r58_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r61_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r60_s, 8)
+	runtime.FinishSumLog(st.res[:1], st.r63_s, 8)
 	s.s5 = float32(st.res[0])
 }
 
@@ -299,10 +299,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r22_s, 0)
-	runtime.Fill(st.r22_p, 0)
+	runtime.Fill(st.r25_s, 0)
+	runtime.Fill(st.r25_p, 0)
 	fbPass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
-	runtime.FinishMean(st.res[:1], st.r22_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
 

@@ -65,31 +65,31 @@ blocks_1:
 	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
 	VMINPS Y3, Y4, Y3
 
-	// v23 = ne(v14, v10) [B=4096]
+	// v26 = ne(v14, v10) [B=4096]
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
-	// mean(v23) over [B]
+	// mean(v26) over [B]
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v25 = sub(v9, v8) [B=4096]
+	// v28 = sub(v9, v8) [B=4096]
 	VSUBPS Y0, Y1, Y0
 
-	// mean(v25) over [B]
+	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// mean(v27) over [B]
+	// mean(v30) over [B]
 	VADDPS  1792(DX), Y0, Y1
 	VMOVUPS Y1, 1792(DX)
 
-	// v30 = mul(v29, v27) [B=4096]
+	// v33 = mul(v32, v30) [B=4096]
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
-	// mean(v30) over [B]
+	// mean(v33) over [B]
 	VADDPS  2112(DX), Y0, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
@@ -97,43 +97,43 @@ blocks_1:
 	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v34 = sub(v32, v33) [B=4096]
+	// v37 = sub(v35, v36) [B=4096]
 	VSUBPS Y1, Y0, Y3
 
-	// v35 = mul(v34, v34) [B=4096]
+	// v38 = mul(v37, v37) [B=4096]
 	VMULPS  Y3, Y3, Y4
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v37 = sub(v33, v36) [B=4096]
+	// v40 = sub(v36, v39) [B=4096]
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
-	// v40 = max(v37, v38) tie=first [B=4096]
+	// v43 = max(v40, v41) tie=first [B=4096]
 	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc6<>+0(SB), Y7
 
-	// v41 = min(v40, v39) tie=first [B=4096]
+	// v44 = min(v43, v42) tie=first [B=4096]
 	VMINPS Y6, Y7, Y6
 
-	// v42 = ne(v37, v41) [B=4096]
+	// v45 = ne(v40, v44) [B=4096]
 	VCMPPS $0x04, Y6, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// mean(v42) over [B]
+	// mean(v45) over [B]
 	VADDPS  2432(DX), Y1, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v44 = add(v36, v41) [B=4096]
+	// v47 = add(v39, v44) [B=4096]
 	VADDPS Y6, Y5, Y1
 
-	// v45 = sub(v32, v44) [B=4096]
+	// v48 = sub(v35, v47) [B=4096]
 	VSUBPS Y1, Y0, Y1
 
-	// v46 = mul(v45, v45) [B=4096]
+	// v49 = mul(v48, v48) [B=4096]
 	VMULPS Y1, Y1, Y1
 
-	// v47 = max(v35, v46) [B=4096]
+	// v50 = max(v38, v49) [B=4096]
 	VXORPS lgc7<>+0(SB), Y4, Y4
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
@@ -141,14 +141,14 @@ blocks_1:
 	VORPS  Y5, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v49 = mul(v48, v47) [B=4096]
+	// v52 = mul(v51, v50) [B=4096]
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
-	// mean(v49) over [B]
+	// mean(v52) over [B]
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
 
-	// var(v34) over [B]
+	// var(v37) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -177,7 +177,7 @@ blocks_1:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y3, 3296(DX)
 
-	// var(v32) over [B]
+	// var(v35) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -254,7 +254,7 @@ blocks_1:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v59 = mul(v57, v10) [B=4096]
+	// v62 = mul(v60, v10) [B=4096]
 	VMULPS       lgc23<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
@@ -652,29 +652,29 @@ TEXT ·pass1AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v54 = add(v52, v53) []
+	// v57 = add(v55, v56) []
 	VADDPS       lgc24<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v55 = div(v51, v54) []
+	// v58 = div(v54, v57) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v56 = sub(v48, v55) []
+	// v59 = sub(v51, v58) []
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = mul(v57, v58) []
+	// v64 = mul(v60, v61) []
 	VMULPS       lgc23<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v62 = sub(v61, v60) []
+	// v65 = sub(v64, v63) []
 	VSUBPS Y2, Y1, Y1
 
-	// v63 = exp(v62) []
+	// v66 = exp(v65) []
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -705,14 +705,14 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc25<>+0(SB), Y1
 
-	// v65 = div(v63, v64) []
+	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
 
-	// store v56
+	// store v59
 	MOVQ   p4+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v65
+	// store v68
 	MOVQ   p5+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
@@ -773,27 +773,9 @@ blocks_3:
 	VMOVUPS (DX)(SI*4), Y2
 
 	// v10 = sub(v8, v9) [B=4096]  # log_weight
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc1<>+0(SB), Y2
+	VSUBPS Y2, Y1, Y1
 
-	// v13 = max(v10, v11) tie=first [B=4096]
-	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc27<>+0(SB), Y3
-
-	// v16 = ge(v7, v15) [B=4096]
-	VCMPPS  $0x1d, Y3, Y0, Y3
-	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
-
-	// v17 = min(v10, v12) tie=first [B=4096]
-	VMINPS Y1, Y4, Y1
-
-	// v18 = where(v16, v17, v13) [B=4096]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
-
-	// v19 = exp(v18) [B=4096]
+	// v15 = exp(v10) [B=4096]  # ratio
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -822,14 +804,32 @@ blocks_3:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMOVUPS      lgc27<>+0(SB), Y1
 
-	// v20 = mul(v7, v19) [B=4096]  # gain
-	VMULPS Y4, Y0, Y0
+	// v17 = ge(v7, v16) [B=4096]
+	VCMPPS  $0x1d, Y1, Y0, Y1
+	VANDPS  lgc3<>+0(SB), Y1, Y1
+	VMOVUPS lgc28<>+0(SB), Y2
 
-	// v21 = neg(v20) [B=4096]
+	// v19 = min(v15, v18) tie=first [B=4096]
+	VMINPS  Y4, Y2, Y2
+	VMOVUPS lgc29<>+0(SB), Y3
+
+	// v21 = max(v15, v20) tie=first [B=4096]
+	VMAXPS Y4, Y3, Y3
+
+	// v22 = where(v17, v19, v21) [B=4096]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y1
+
+	// v23 = mul(v7, v22) [B=4096]  # gain
+	VMULPS Y1, Y0, Y0
+
+	// v24 = neg(v23) [B=4096]
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
-	// mean(v21) over [B]
+	// mean(v24) over [B]
 	MOVQ         p5+40(FP), DX
 	VADDPS       4736(DX), Y0, Y0
 	VMOVUPS      Y0, 4736(DX)
@@ -885,6 +885,26 @@ DATA lgc27<>+20(SB)/4, $0x00000000
 DATA lgc27<>+24(SB)/4, $0x00000000
 DATA lgc27<>+28(SB)/4, $0x00000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3f99999a
+DATA lgc28<>+4(SB)/4, $0x3f99999a
+DATA lgc28<>+8(SB)/4, $0x3f99999a
+DATA lgc28<>+12(SB)/4, $0x3f99999a
+DATA lgc28<>+16(SB)/4, $0x3f99999a
+DATA lgc28<>+20(SB)/4, $0x3f99999a
+DATA lgc28<>+24(SB)/4, $0x3f99999a
+DATA lgc28<>+28(SB)/4, $0x3f99999a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3f4ccccd
+DATA lgc29<>+4(SB)/4, $0x3f4ccccd
+DATA lgc29<>+8(SB)/4, $0x3f4ccccd
+DATA lgc29<>+12(SB)/4, $0x3f4ccccd
+DATA lgc29<>+16(SB)/4, $0x3f4ccccd
+DATA lgc29<>+20(SB)/4, $0x3f4ccccd
+DATA lgc29<>+24(SB)/4, $0x3f4ccccd
+DATA lgc29<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -947,31 +967,31 @@ blocks_5:
 	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
 	VMINPS Y3, Y4, Y3
 
-	// v23 = ne(v14, v10) [B=4096]
+	// v26 = ne(v14, v10) [B=4096]
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
-	// mean(v23) over [B]
+	// mean(v26) over [B]
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v25 = sub(v9, v8) [B=4096]
+	// v28 = sub(v9, v8) [B=4096]
 	VSUBPS Y0, Y1, Y0
 
-	// mean(v25) over [B]
+	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// mean(v27) over [B]
+	// mean(v30) over [B]
 	VADDPS  1792(DX), Y0, Y1
 	VMOVUPS Y1, 1792(DX)
 
-	// v30 = mul(v29, v27) [B=4096]
+	// v33 = mul(v32, v30) [B=4096]
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
-	// mean(v30) over [B]
+	// mean(v33) over [B]
 	VADDPS  2112(DX), Y0, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
@@ -979,44 +999,44 @@ blocks_5:
 	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v34 = sub(v32, v33) [B=4096]
+	// v37 = sub(v35, v36) [B=4096]
 	VSUBPS Y1, Y0, Y3
 
-	// v35 = mul(v34, v34) [B=4096]
+	// v38 = mul(v37, v37) [B=4096]
 	VMULPS  Y3, Y3, Y4
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v37 = sub(v33, v36) [B=4096]
+	// v40 = sub(v36, v39) [B=4096]
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
-	// v40 = max(v37, v38) tie=first [B=4096]
+	// v43 = max(v40, v41) tie=first [B=4096]
 	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc6<>+0(SB), Y7
 
-	// v41 = min(v40, v39) tie=first [B=4096]
+	// v44 = min(v43, v42) tie=first [B=4096]
 	VMINPS Y6, Y7, Y7
 
-	// v42 = ne(v37, v41) [B=4096]
+	// v45 = ne(v40, v44) [B=4096]
 	VCMPPS  $0x04, Y7, Y1, Y8
 	VANDPS  lgc3<>+0(SB), Y8, Y8
 	VMOVUPS Y1, (SP)
 
-	// mean(v42) over [B]
+	// mean(v45) over [B]
 	VADDPS  2432(DX), Y8, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v44 = add(v36, v41) [B=4096]
+	// v47 = add(v39, v44) [B=4096]
 	VADDPS Y7, Y5, Y1
 
-	// v45 = sub(v32, v44) [B=4096]
+	// v48 = sub(v35, v47) [B=4096]
 	VSUBPS Y1, Y0, Y1
 
-	// v46 = mul(v45, v45) [B=4096]
+	// v49 = mul(v48, v48) [B=4096]
 	VMULPS Y1, Y1, Y5
 
-	// v47 = max(v35, v46) [B=4096]
+	// v50 = max(v38, v49) [B=4096]
 	VXORPS lgc7<>+0(SB), Y4, Y7
 	VXORPS lgc7<>+0(SB), Y5, Y9
 	VMINPS Y7, Y9, Y8
@@ -1024,16 +1044,16 @@ blocks_5:
 	VORPS  Y8, Y7, Y7
 	VXORPS lgc7<>+0(SB), Y7, Y7
 
-	// v49 = mul(v48, v47) [B=4096]
+	// v52 = mul(v51, v50) [B=4096]
 	VMULPS lgc3<>+0(SB), Y7, Y7
 
-	// mean(v49) over [B]
+	// mean(v52) over [B]
 	VADDPS  2752(DX), Y7, Y7
 	VMOVUPS Y7, 2752(DX)
 	VMOVUPS Y6, 32(SP)
 	VMOVUPS Y1, 64(SP)
 
-	// var(v34) over [B]
+	// var(v37) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X6
 	VCVTPS2PD    X6, Y6
@@ -1062,7 +1082,7 @@ blocks_5:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y6, 3296(DX)
 
-	// var(v32) over [B]
+	// var(v35) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1142,67 +1162,67 @@ blocks_5:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v59 = mul(v57, v10) [B=4096]
+	// v62 = mul(v60, v10) [B=4096]
 	VMULPS  lgc23<>+0(SB), Y2, Y0
 	VMOVUPS 128(SP), Y0
 	VMOVUPS 160(SP), Y1
 
-	// v68 = eq(v35, v46) [B=4096]
+	// v71 = eq(v38, v49) [B=4096]
 	VCMPPS $0x00, Y1, Y0, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v69 = lt(v35, v46) [B=4096]
+	// v72 = lt(v38, v49) [B=4096]
 	VCMPPS  $0x11, Y1, Y0, Y3
 	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc28<>+0(SB), Y4
-	VMOVUPS lgc29<>+0(SB), Y5
+	VMOVUPS lgc30<>+0(SB), Y4
+	VMOVUPS lgc31<>+0(SB), Y5
 
-	// v70 = where(v68, v67, v66) [B=4096]
+	// v73 = where(v71, v70, v69) [B=4096]
 	VXORPS    Y6, Y6, Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y6
 	VMOVUPS   lgc27<>+0(SB), Y7
 
-	// v71 = where(v69, v15, v70) [B=4096]
+	// v74 = where(v72, v16, v73) [B=4096]
 	VXORPS    Y8, Y8, Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y6, Y3
 
-	// v72 = ge(v35, v46) [B=4096]
+	// v75 = ge(v38, v49) [B=4096]
 	VCMPPS $0x1d, Y1, Y0, Y0
 	VANDPS lgc3<>+0(SB), Y0, Y0
 
-	// v73 = where(v68, v67, v15) [B=4096]
+	// v76 = where(v71, v70, v16) [B=4096]
 	VXORPS    Y1, Y1, Y1
 	VCMPPS    $0x04, Y1, Y2, Y1
 	VBLENDVPS Y1, Y4, Y7, Y1
 
-	// v74 = where(v72, v73, v66) [B=4096]
+	// v77 = where(v75, v76, v69) [B=4096]
 	VXORPS    Y2, Y2, Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y5, Y0
 	VMOVUPS   64(SP), Y1
 
-	// v75 = mul(v74, v45) [B=4096]
+	// v78 = mul(v77, v48) [B=4096]
 	VMULPS Y1, Y0, Y0
 
-	// v76 = add(v75, v75) [B=4096]
+	// v79 = add(v78, v78) [B=4096]
 	VADDPS Y0, Y0, Y0
 
-	// v77 = neg(v76) [B=4096]
+	// v80 = neg(v79) [B=4096]
 	VXORPS  lgc7<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 	VMOVUPS lgc6<>+0(SB), Y2
 
-	// v78 = le(v40, v39) [B=4096]
+	// v81 = le(v43, v42) [B=4096]
 	VCMPPS $0x12, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v79 = ne(v40, v40) [B=4096]
+	// v82 = ne(v43, v43) [B=4096]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v80 = max(v78, v79) [B=4096]
+	// v83 = max(v81, v82) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1210,22 +1230,22 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v81 = where(v80, v77, v15) [B=4096]
+	// v84 = where(v83, v80, v16) [B=4096]
 	VXORPS    Y2, Y2, Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   (SP), Y1
 	VMOVUPS   lgc5<>+0(SB), Y2
 
-	// v82 = ge(v37, v38) [B=4096]
+	// v85 = ge(v40, v41) [B=4096]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v83 = ne(v37, v37) [B=4096]
+	// v86 = ne(v40, v40) [B=4096]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v84 = max(v82, v83) [B=4096]
+	// v87 = max(v85, v86) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1233,31 +1253,31 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v85 = where(v84, v81, v15) [B=4096]
+	// v88 = where(v87, v84, v16) [B=4096]
 	VXORPS    Y2, Y2, Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   96(SP), Y1
 
-	// v86 = mul(v71, v34) [B=4096]
+	// v89 = mul(v74, v37) [B=4096]
 	VMULPS Y1, Y3, Y1
 
-	// v87 = add(v86, v86) [B=4096]
+	// v90 = add(v89, v89) [B=4096]
 	VADDPS Y1, Y1, Y1
 
-	// v88 = neg(v87) [B=4096]
+	// v91 = neg(v90) [B=4096]
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v89 = add(v85, v88) [B=4096]
+	// v92 = add(v88, v91) [B=4096]
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc30<>+0(SB), Y1
+	VMOVUPS lgc32<>+0(SB), Y1
 
-	// v104 = broadcast(v90) [B=4096]
-	// store v89
+	// v107 = broadcast(v93) [B=4096]
+	// store v92
 	MOVQ    p8+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v104
+	// store v107
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
@@ -1413,35 +1433,35 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x39000000
-DATA lgc28<>+4(SB)/4, $0x39000000
-DATA lgc28<>+8(SB)/4, $0x39000000
-DATA lgc28<>+12(SB)/4, $0x39000000
-DATA lgc28<>+16(SB)/4, $0x39000000
-DATA lgc28<>+20(SB)/4, $0x39000000
-DATA lgc28<>+24(SB)/4, $0x39000000
-DATA lgc28<>+28(SB)/4, $0x39000000
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x39800000
-DATA lgc29<>+4(SB)/4, $0x39800000
-DATA lgc29<>+8(SB)/4, $0x39800000
-DATA lgc29<>+12(SB)/4, $0x39800000
-DATA lgc29<>+16(SB)/4, $0x39800000
-DATA lgc29<>+20(SB)/4, $0x39800000
-DATA lgc29<>+24(SB)/4, $0x39800000
-DATA lgc29<>+28(SB)/4, $0x39800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0xb623d70a
-DATA lgc30<>+4(SB)/4, $0xb623d70a
-DATA lgc30<>+8(SB)/4, $0xb623d70a
-DATA lgc30<>+12(SB)/4, $0xb623d70a
-DATA lgc30<>+16(SB)/4, $0xb623d70a
-DATA lgc30<>+20(SB)/4, $0xb623d70a
-DATA lgc30<>+24(SB)/4, $0xb623d70a
-DATA lgc30<>+28(SB)/4, $0xb623d70a
+DATA lgc30<>+0(SB)/4, $0x39000000
+DATA lgc30<>+4(SB)/4, $0x39000000
+DATA lgc30<>+8(SB)/4, $0x39000000
+DATA lgc30<>+12(SB)/4, $0x39000000
+DATA lgc30<>+16(SB)/4, $0x39000000
+DATA lgc30<>+20(SB)/4, $0x39000000
+DATA lgc30<>+24(SB)/4, $0x39000000
+DATA lgc30<>+28(SB)/4, $0x39000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x39800000
+DATA lgc31<>+4(SB)/4, $0x39800000
+DATA lgc31<>+8(SB)/4, $0x39800000
+DATA lgc31<>+12(SB)/4, $0x39800000
+DATA lgc31<>+16(SB)/4, $0x39800000
+DATA lgc31<>+20(SB)/4, $0x39800000
+DATA lgc31<>+24(SB)/4, $0x39800000
+DATA lgc31<>+28(SB)/4, $0x39800000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0xb623d70a
+DATA lgc32<>+4(SB)/4, $0xb623d70a
+DATA lgc32<>+8(SB)/4, $0xb623d70a
+DATA lgc32<>+12(SB)/4, $0xb623d70a
+DATA lgc32<>+16(SB)/4, $0xb623d70a
+DATA lgc32<>+20(SB)/4, $0xb623d70a
+DATA lgc32<>+24(SB)/4, $0xb623d70a
+DATA lgc32<>+28(SB)/4, $0xb623d70a
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1450,29 +1470,29 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v54 = add(v52, v53) []
+	// v57 = add(v55, v56) []
 	VADDPS       lgc24<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v55 = div(v51, v54) []
+	// v58 = div(v54, v57) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v56 = sub(v48, v55) []
+	// v59 = sub(v51, v58) []
 	VSUBPS       Y0, Y1, Y0
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v61 = mul(v57, v58) []
+	// v64 = mul(v60, v61) []
 	VMULPS       lgc23<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v62 = sub(v61, v60) []
+	// v65 = sub(v64, v63) []
 	VSUBPS Y2, Y1, Y1
 
-	// v63 = exp(v62) []
+	// v66 = exp(v65) []
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
@@ -1503,14 +1523,14 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc25<>+0(SB), Y1
 
-	// v65 = div(v63, v64) []
+	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
 
-	// store v56
+	// store v59
 	MOVQ   p4+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v65
+	// store v68
 	MOVQ   p5+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
@@ -1551,126 +1571,125 @@ blocks_7:
 	VMOVUPS (DX)(SI*4), Y2
 
 	// v10 = sub(v8, v9) [B=4096]  # log_weight
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc1<>+0(SB), Y2
+	VSUBPS Y2, Y1, Y1
 
-	// v13 = max(v10, v11) tie=first [B=4096]
-	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc27<>+0(SB), Y3
+	// v15 = exp(v10) [B=4096]  # ratio
+	VMAXPS       lgc8<>+0(SB), Y1, Y2
+	VMINPS       lgc9<>+0(SB), Y2, Y2
+	VMULPS       lgc10<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
+	VMOVAPS      lgc13<>+0(SB), Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc19<>+0(SB), Y2, Y3
+	VPMINSD      lgc20<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc20<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMOVUPS      lgc27<>+0(SB), Y1
 
-	// v16 = ge(v7, v15) [B=4096]
-	VCMPPS  $0x1d, Y3, Y0, Y4
-	VANDPS  lgc3<>+0(SB), Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	// v17 = ge(v7, v16) [B=4096]
+	VCMPPS  $0x1d, Y1, Y0, Y2
+	VANDPS  lgc3<>+0(SB), Y2, Y2
+	VMOVUPS lgc28<>+0(SB), Y3
 
-	// v17 = min(v10, v12) tie=first [B=4096]
-	VMINPS Y1, Y5, Y6
+	// v19 = min(v15, v18) tie=first [B=4096]
+	VMINPS  Y4, Y3, Y5
+	VMOVUPS lgc29<>+0(SB), Y6
 
-	// v18 = where(v16, v17, v13) [B=4096]
+	// v21 = max(v15, v20) tie=first [B=4096]
+	VMAXPS Y4, Y6, Y7
+
+	// v22 = where(v17, v19, v21) [B=4096]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y5, Y7, Y5
+
+	// v23 = mul(v7, v22) [B=4096]  # gain
+	VMULPS Y5, Y0, Y5
+
+	// v24 = neg(v23) [B=4096]
+	VXORPS lgc7<>+0(SB), Y5, Y5
+
+	// mean(v24) over [B]
+	MOVQ    p5+40(FP), DX
+	VADDPS  4736(DX), Y5, Y5
+	VMOVUPS Y5, 4736(DX)
+
+	// v95 = mul(v94, v7) [B=4096]
+	VMULPS lgc33<>+0(SB), Y0, Y0
+
+	// v96 = where(v17, v95, v16) [B=4096]
+	VXORPS    Y5, Y5, Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y0, Y1, Y5
+
+	// v97 = where(v17, v16, v95) [B=4096]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y1, Y0, Y0
 
-	// v19 = exp(v18) [B=4096]
-	VMAXPS       lgc8<>+0(SB), Y2, Y6
-	VMINPS       lgc9<>+0(SB), Y6, Y6
-	VMULPS       lgc10<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc12<>+0(SB), Y7, Y6
-	VMOVAPS      lgc13<>+0(SB), Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc3<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc19<>+0(SB), Y6, Y7
-	VPMINSD      lgc20<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
+	// v98 = ge(v15, v20) [B=4096]
+	VCMPPS $0x1d, Y6, Y4, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v20 = mul(v7, v19) [B=4096]  # gain
-	VMULPS Y8, Y0, Y2
+	// v99 = ne(v15, v15) [B=4096]
+	VCMPPS $0x04, Y4, Y4, Y6
+	VANDPS lgc3<>+0(SB), Y6, Y6
 
-	// v21 = neg(v20) [B=4096]
+	// v100 = max(v98, v99) [B=4096]
+	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc7<>+0(SB), Y6, Y8
+	VMINPS Y2, Y8, Y7
+	VMINPS Y8, Y2, Y2
+	VORPS  Y7, Y2, Y2
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// mean(v21) over [B]
-	MOVQ    p5+40(FP), DX
-	VADDPS  4736(DX), Y2, Y2
-	VMOVUPS Y2, 4736(DX)
+	// v101 = where(v100, v97, v16) [B=4096]
+	VXORPS    Y7, Y7, Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y0, Y1, Y0
 
-	// v92 = mul(v91, v7) [B=4096]
-	VMULPS lgc31<>+0(SB), Y0, Y0
+	// v102 = le(v15, v18) [B=4096]
+	VCMPPS $0x12, Y3, Y4, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v93 = mul(v92, v19) [B=4096]
-	VMULPS Y8, Y0, Y0
+	// v103 = max(v102, v99) [B=4096]
+	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc7<>+0(SB), Y6, Y3
+	VMINPS Y2, Y3, Y6
+	VMINPS Y3, Y2, Y2
+	VORPS  Y6, Y2, Y2
+	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// v94 = where(v16, v93, v15) [B=4096]
-	VXORPS    Y2, Y2, Y2
-	VCMPPS    $0x04, Y2, Y4, Y2
-	VBLENDVPS Y2, Y0, Y3, Y2
+	// v104 = where(v103, v96, v16) [B=4096]
+	VXORPS    Y3, Y3, Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y5, Y1, Y1
 
-	// v95 = where(v16, v15, v93) [B=4096]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y3, Y0, Y0
+	// v105 = add(v101, v104) [B=4096]
+	VADDPS Y1, Y0, Y0
 
-	// v96 = le(v10, v12) [B=4096]
-	VCMPPS $0x12, Y5, Y1, Y4
-	VANDPS lgc3<>+0(SB), Y4, Y4
+	// v106 = mul(v105, v15) [B=4096]
+	VMULPS Y4, Y0, Y0
 
-	// v97 = ne(v10, v10) [B=4096]
-	VCMPPS $0x04, Y1, Y1, Y5
-	VANDPS lgc3<>+0(SB), Y5, Y5
-
-	// v98 = max(v96, v97) [B=4096]
-	VXORPS lgc7<>+0(SB), Y4, Y4
-	VXORPS lgc7<>+0(SB), Y5, Y7
-	VMINPS Y4, Y7, Y6
-	VMINPS Y7, Y4, Y4
-	VORPS  Y6, Y4, Y4
-	VXORPS lgc7<>+0(SB), Y4, Y4
-
-	// v99 = where(v98, v94, v15) [B=4096]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y3, Y2
-	VMOVUPS   lgc1<>+0(SB), Y4
-
-	// v100 = ge(v10, v11) [B=4096]
-	VCMPPS $0x1d, Y4, Y1, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
-
-	// v101 = max(v100, v97) [B=4096]
-	VXORPS lgc7<>+0(SB), Y1, Y1
-	VXORPS lgc7<>+0(SB), Y5, Y4
-	VMINPS Y1, Y4, Y5
-	VMINPS Y4, Y1, Y1
-	VORPS  Y5, Y1, Y1
-	VXORPS lgc7<>+0(SB), Y1, Y1
-
-	// v102 = where(v101, v95, v15) [B=4096]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
-
-	// v103 = add(v99, v102) [B=4096]
-	VADDPS Y0, Y2, Y0
-
-	// store v103
+	// store v106
 	MOVQ         p6+48(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
@@ -1706,15 +1725,15 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0xb9800000
-DATA lgc31<>+4(SB)/4, $0xb9800000
-DATA lgc31<>+8(SB)/4, $0xb9800000
-DATA lgc31<>+12(SB)/4, $0xb9800000
-DATA lgc31<>+16(SB)/4, $0xb9800000
-DATA lgc31<>+20(SB)/4, $0xb9800000
-DATA lgc31<>+24(SB)/4, $0xb9800000
-DATA lgc31<>+28(SB)/4, $0xb9800000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0xb9800000
+DATA lgc33<>+4(SB)/4, $0xb9800000
+DATA lgc33<>+8(SB)/4, $0xb9800000
+DATA lgc33<>+12(SB)/4, $0xb9800000
+DATA lgc33<>+16(SB)/4, $0xb9800000
+DATA lgc33<>+20(SB)/4, $0xb9800000
+DATA lgc33<>+24(SB)/4, $0xb9800000
+DATA lgc33<>+28(SB)/4, $0xb9800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1776,30 +1795,30 @@ bulk_11:
 	CMPQ         BX, DX
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPS       lgc33<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
+	VMULPS       lgc35<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc34<>+0(SB), Y1, Y1
+	VPAND        lgc36<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc35<>+0(SB), Y2, Y1
+	VPAND        lgc37<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
 	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc37<>+0(SB), Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VMOVAPS      lgc39<>+0(SB), Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1808,11 +1827,11 @@ bulk_11:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc27<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1823,175 +1842,175 @@ bulkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x00800000
-DATA lgc32<>+4(SB)/4, $0x00800000
-DATA lgc32<>+8(SB)/4, $0x00800000
-DATA lgc32<>+12(SB)/4, $0x00800000
-DATA lgc32<>+16(SB)/4, $0x00800000
-DATA lgc32<>+20(SB)/4, $0x00800000
-DATA lgc32<>+24(SB)/4, $0x00800000
-DATA lgc32<>+28(SB)/4, $0x00800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x4b000000
-DATA lgc33<>+4(SB)/4, $0x4b000000
-DATA lgc33<>+8(SB)/4, $0x4b000000
-DATA lgc33<>+12(SB)/4, $0x4b000000
-DATA lgc33<>+16(SB)/4, $0x4b000000
-DATA lgc33<>+20(SB)/4, $0x4b000000
-DATA lgc33<>+24(SB)/4, $0x4b000000
-DATA lgc33<>+28(SB)/4, $0x4b000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0xffffffe9
-DATA lgc34<>+4(SB)/4, $0xffffffe9
-DATA lgc34<>+8(SB)/4, $0xffffffe9
-DATA lgc34<>+12(SB)/4, $0xffffffe9
-DATA lgc34<>+16(SB)/4, $0xffffffe9
-DATA lgc34<>+20(SB)/4, $0xffffffe9
-DATA lgc34<>+24(SB)/4, $0xffffffe9
-DATA lgc34<>+28(SB)/4, $0xffffffe9
+DATA lgc34<>+0(SB)/4, $0x00800000
+DATA lgc34<>+4(SB)/4, $0x00800000
+DATA lgc34<>+8(SB)/4, $0x00800000
+DATA lgc34<>+12(SB)/4, $0x00800000
+DATA lgc34<>+16(SB)/4, $0x00800000
+DATA lgc34<>+20(SB)/4, $0x00800000
+DATA lgc34<>+24(SB)/4, $0x00800000
+DATA lgc34<>+28(SB)/4, $0x00800000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x007fffff
-DATA lgc35<>+4(SB)/4, $0x007fffff
-DATA lgc35<>+8(SB)/4, $0x007fffff
-DATA lgc35<>+12(SB)/4, $0x007fffff
-DATA lgc35<>+16(SB)/4, $0x007fffff
-DATA lgc35<>+20(SB)/4, $0x007fffff
-DATA lgc35<>+24(SB)/4, $0x007fffff
-DATA lgc35<>+28(SB)/4, $0x007fffff
+DATA lgc35<>+0(SB)/4, $0x4b000000
+DATA lgc35<>+4(SB)/4, $0x4b000000
+DATA lgc35<>+8(SB)/4, $0x4b000000
+DATA lgc35<>+12(SB)/4, $0x4b000000
+DATA lgc35<>+16(SB)/4, $0x4b000000
+DATA lgc35<>+20(SB)/4, $0x4b000000
+DATA lgc35<>+24(SB)/4, $0x4b000000
+DATA lgc35<>+28(SB)/4, $0x4b000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3fb504f3
-DATA lgc36<>+4(SB)/4, $0x3fb504f3
-DATA lgc36<>+8(SB)/4, $0x3fb504f3
-DATA lgc36<>+12(SB)/4, $0x3fb504f3
-DATA lgc36<>+16(SB)/4, $0x3fb504f3
-DATA lgc36<>+20(SB)/4, $0x3fb504f3
-DATA lgc36<>+24(SB)/4, $0x3fb504f3
-DATA lgc36<>+28(SB)/4, $0x3fb504f3
+DATA lgc36<>+0(SB)/4, $0xffffffe9
+DATA lgc36<>+4(SB)/4, $0xffffffe9
+DATA lgc36<>+8(SB)/4, $0xffffffe9
+DATA lgc36<>+12(SB)/4, $0xffffffe9
+DATA lgc36<>+16(SB)/4, $0xffffffe9
+DATA lgc36<>+20(SB)/4, $0xffffffe9
+DATA lgc36<>+24(SB)/4, $0xffffffe9
+DATA lgc36<>+28(SB)/4, $0xffffffe9
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3d9021bb
-DATA lgc37<>+4(SB)/4, $0x3d9021bb
-DATA lgc37<>+8(SB)/4, $0x3d9021bb
-DATA lgc37<>+12(SB)/4, $0x3d9021bb
-DATA lgc37<>+16(SB)/4, $0x3d9021bb
-DATA lgc37<>+20(SB)/4, $0x3d9021bb
-DATA lgc37<>+24(SB)/4, $0x3d9021bb
-DATA lgc37<>+28(SB)/4, $0x3d9021bb
+DATA lgc37<>+0(SB)/4, $0x007fffff
+DATA lgc37<>+4(SB)/4, $0x007fffff
+DATA lgc37<>+8(SB)/4, $0x007fffff
+DATA lgc37<>+12(SB)/4, $0x007fffff
+DATA lgc37<>+16(SB)/4, $0x007fffff
+DATA lgc37<>+20(SB)/4, $0x007fffff
+DATA lgc37<>+24(SB)/4, $0x007fffff
+DATA lgc37<>+28(SB)/4, $0x007fffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdebd1b8
-DATA lgc38<>+4(SB)/4, $0xbdebd1b8
-DATA lgc38<>+8(SB)/4, $0xbdebd1b8
-DATA lgc38<>+12(SB)/4, $0xbdebd1b8
-DATA lgc38<>+16(SB)/4, $0xbdebd1b8
-DATA lgc38<>+20(SB)/4, $0xbdebd1b8
-DATA lgc38<>+24(SB)/4, $0xbdebd1b8
-DATA lgc38<>+28(SB)/4, $0xbdebd1b8
+DATA lgc38<>+0(SB)/4, $0x3fb504f3
+DATA lgc38<>+4(SB)/4, $0x3fb504f3
+DATA lgc38<>+8(SB)/4, $0x3fb504f3
+DATA lgc38<>+12(SB)/4, $0x3fb504f3
+DATA lgc38<>+16(SB)/4, $0x3fb504f3
+DATA lgc38<>+20(SB)/4, $0x3fb504f3
+DATA lgc38<>+24(SB)/4, $0x3fb504f3
+DATA lgc38<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3def251a
-DATA lgc39<>+4(SB)/4, $0x3def251a
-DATA lgc39<>+8(SB)/4, $0x3def251a
-DATA lgc39<>+12(SB)/4, $0x3def251a
-DATA lgc39<>+16(SB)/4, $0x3def251a
-DATA lgc39<>+20(SB)/4, $0x3def251a
-DATA lgc39<>+24(SB)/4, $0x3def251a
-DATA lgc39<>+28(SB)/4, $0x3def251a
+DATA lgc39<>+0(SB)/4, $0x3d9021bb
+DATA lgc39<>+4(SB)/4, $0x3d9021bb
+DATA lgc39<>+8(SB)/4, $0x3d9021bb
+DATA lgc39<>+12(SB)/4, $0x3d9021bb
+DATA lgc39<>+16(SB)/4, $0x3d9021bb
+DATA lgc39<>+20(SB)/4, $0x3d9021bb
+DATA lgc39<>+24(SB)/4, $0x3d9021bb
+DATA lgc39<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc40<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc40<>+0(SB)/4, $0xbdebd1b8
+DATA lgc40<>+4(SB)/4, $0xbdebd1b8
+DATA lgc40<>+8(SB)/4, $0xbdebd1b8
+DATA lgc40<>+12(SB)/4, $0xbdebd1b8
+DATA lgc40<>+16(SB)/4, $0xbdebd1b8
+DATA lgc40<>+20(SB)/4, $0xbdebd1b8
+DATA lgc40<>+24(SB)/4, $0xbdebd1b8
+DATA lgc40<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e11e9bf
-DATA lgc41<>+4(SB)/4, $0x3e11e9bf
-DATA lgc41<>+8(SB)/4, $0x3e11e9bf
-DATA lgc41<>+12(SB)/4, $0x3e11e9bf
-DATA lgc41<>+16(SB)/4, $0x3e11e9bf
-DATA lgc41<>+20(SB)/4, $0x3e11e9bf
-DATA lgc41<>+24(SB)/4, $0x3e11e9bf
-DATA lgc41<>+28(SB)/4, $0x3e11e9bf
+DATA lgc41<>+0(SB)/4, $0x3def251a
+DATA lgc41<>+4(SB)/4, $0x3def251a
+DATA lgc41<>+8(SB)/4, $0x3def251a
+DATA lgc41<>+12(SB)/4, $0x3def251a
+DATA lgc41<>+16(SB)/4, $0x3def251a
+DATA lgc41<>+20(SB)/4, $0x3def251a
+DATA lgc41<>+24(SB)/4, $0x3def251a
+DATA lgc41<>+28(SB)/4, $0x3def251a
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe2aae50
-DATA lgc42<>+4(SB)/4, $0xbe2aae50
-DATA lgc42<>+8(SB)/4, $0xbe2aae50
-DATA lgc42<>+12(SB)/4, $0xbe2aae50
-DATA lgc42<>+16(SB)/4, $0xbe2aae50
-DATA lgc42<>+20(SB)/4, $0xbe2aae50
-DATA lgc42<>+24(SB)/4, $0xbe2aae50
-DATA lgc42<>+28(SB)/4, $0xbe2aae50
+DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e4cceac
-DATA lgc43<>+4(SB)/4, $0x3e4cceac
-DATA lgc43<>+8(SB)/4, $0x3e4cceac
-DATA lgc43<>+12(SB)/4, $0x3e4cceac
-DATA lgc43<>+16(SB)/4, $0x3e4cceac
-DATA lgc43<>+20(SB)/4, $0x3e4cceac
-DATA lgc43<>+24(SB)/4, $0x3e4cceac
-DATA lgc43<>+28(SB)/4, $0x3e4cceac
+DATA lgc43<>+0(SB)/4, $0x3e11e9bf
+DATA lgc43<>+4(SB)/4, $0x3e11e9bf
+DATA lgc43<>+8(SB)/4, $0x3e11e9bf
+DATA lgc43<>+12(SB)/4, $0x3e11e9bf
+DATA lgc43<>+16(SB)/4, $0x3e11e9bf
+DATA lgc43<>+20(SB)/4, $0x3e11e9bf
+DATA lgc43<>+24(SB)/4, $0x3e11e9bf
+DATA lgc43<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe7ffffc
-DATA lgc44<>+4(SB)/4, $0xbe7ffffc
-DATA lgc44<>+8(SB)/4, $0xbe7ffffc
-DATA lgc44<>+12(SB)/4, $0xbe7ffffc
-DATA lgc44<>+16(SB)/4, $0xbe7ffffc
-DATA lgc44<>+20(SB)/4, $0xbe7ffffc
-DATA lgc44<>+24(SB)/4, $0xbe7ffffc
-DATA lgc44<>+28(SB)/4, $0xbe7ffffc
+DATA lgc44<>+0(SB)/4, $0xbe2aae50
+DATA lgc44<>+4(SB)/4, $0xbe2aae50
+DATA lgc44<>+8(SB)/4, $0xbe2aae50
+DATA lgc44<>+12(SB)/4, $0xbe2aae50
+DATA lgc44<>+16(SB)/4, $0xbe2aae50
+DATA lgc44<>+20(SB)/4, $0xbe2aae50
+DATA lgc44<>+24(SB)/4, $0xbe2aae50
+DATA lgc44<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc45<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc45<>+0(SB)/4, $0x3e4cceac
+DATA lgc45<>+4(SB)/4, $0x3e4cceac
+DATA lgc45<>+8(SB)/4, $0x3e4cceac
+DATA lgc45<>+12(SB)/4, $0x3e4cceac
+DATA lgc45<>+16(SB)/4, $0x3e4cceac
+DATA lgc45<>+20(SB)/4, $0x3e4cceac
+DATA lgc45<>+24(SB)/4, $0x3e4cceac
+DATA lgc45<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xff800000
-DATA lgc46<>+4(SB)/4, $0xff800000
-DATA lgc46<>+8(SB)/4, $0xff800000
-DATA lgc46<>+12(SB)/4, $0xff800000
-DATA lgc46<>+16(SB)/4, $0xff800000
-DATA lgc46<>+20(SB)/4, $0xff800000
-DATA lgc46<>+24(SB)/4, $0xff800000
-DATA lgc46<>+28(SB)/4, $0xff800000
+DATA lgc46<>+0(SB)/4, $0xbe7ffffc
+DATA lgc46<>+4(SB)/4, $0xbe7ffffc
+DATA lgc46<>+8(SB)/4, $0xbe7ffffc
+DATA lgc46<>+12(SB)/4, $0xbe7ffffc
+DATA lgc46<>+16(SB)/4, $0xbe7ffffc
+DATA lgc46<>+20(SB)/4, $0xbe7ffffc
+DATA lgc46<>+24(SB)/4, $0xbe7ffffc
+DATA lgc46<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7fc00000
-DATA lgc47<>+4(SB)/4, $0x7fc00000
-DATA lgc47<>+8(SB)/4, $0x7fc00000
-DATA lgc47<>+12(SB)/4, $0x7fc00000
-DATA lgc47<>+16(SB)/4, $0x7fc00000
-DATA lgc47<>+20(SB)/4, $0x7fc00000
-DATA lgc47<>+24(SB)/4, $0x7fc00000
-DATA lgc47<>+28(SB)/4, $0x7fc00000
+DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x7f800000
-DATA lgc48<>+4(SB)/4, $0x7f800000
-DATA lgc48<>+8(SB)/4, $0x7f800000
-DATA lgc48<>+12(SB)/4, $0x7f800000
-DATA lgc48<>+16(SB)/4, $0x7f800000
-DATA lgc48<>+20(SB)/4, $0x7f800000
-DATA lgc48<>+24(SB)/4, $0x7f800000
-DATA lgc48<>+28(SB)/4, $0x7f800000
+DATA lgc48<>+0(SB)/4, $0xff800000
+DATA lgc48<>+4(SB)/4, $0xff800000
+DATA lgc48<>+8(SB)/4, $0xff800000
+DATA lgc48<>+12(SB)/4, $0xff800000
+DATA lgc48<>+16(SB)/4, $0xff800000
+DATA lgc48<>+20(SB)/4, $0xff800000
+DATA lgc48<>+24(SB)/4, $0xff800000
+DATA lgc48<>+28(SB)/4, $0xff800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0x7fc00000
+DATA lgc49<>+4(SB)/4, $0x7fc00000
+DATA lgc49<>+8(SB)/4, $0x7fc00000
+DATA lgc49<>+12(SB)/4, $0x7fc00000
+DATA lgc49<>+16(SB)/4, $0x7fc00000
+DATA lgc49<>+20(SB)/4, $0x7fc00000
+DATA lgc49<>+24(SB)/4, $0x7fc00000
+DATA lgc49<>+28(SB)/4, $0x7fc00000
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0x7f800000
+DATA lgc50<>+4(SB)/4, $0x7f800000
+DATA lgc50<>+8(SB)/4, $0x7f800000
+DATA lgc50<>+12(SB)/4, $0x7f800000
+DATA lgc50<>+16(SB)/4, $0x7f800000
+DATA lgc50<>+20(SB)/4, $0x7f800000
+DATA lgc50<>+24(SB)/4, $0x7f800000
+DATA lgc50<>+28(SB)/4, $0x7f800000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2006,30 +2025,30 @@ bulk_13:
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc33<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc35<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc34<>+0(SB), Y2, Y2
+	VPAND        lgc36<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc35<>+0(SB), Y3, Y2
+	VPAND        lgc37<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc36<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
 	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc37<>+0(SB), Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VMOVAPS      lgc39<>+0(SB), Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2038,11 +2057,11 @@ bulk_13:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc3<>+0(SB), Y1, Y2
@@ -2052,9 +2071,9 @@ bulk_13:
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_13

@@ -13,10 +13,10 @@ import (
 type scratch struct {
 	s0 float32 // v1 = mean(v0) over B []  # mean
 	s1 float32 // v2 = var(v0) over B correction=1 []
-	s2 float32 // v51 = var(v34) over B correction=0 []
-	s3 float32 // v52 = var(v32) over B correction=0 []
-	s4 float32 // v58 = logsumexp(v10) over B []
-	s5 float32 // v60 = logsumexp(v59) over B []
+	s2 float32 // v54 = var(v37) over B correction=0 []
+	s3 float32 // v55 = var(v35) over B correction=0 []
+	s4 float32 // v61 = logsumexp(v10) over B []
+	s5 float32 // v63 = logsumexp(v62) over B []
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -27,16 +27,16 @@ var scratchPool = sync.Pool{New: func() any {
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc1 := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	acc24 := runtime.Mean{}
-	acc26 := runtime.Mean{}
-	acc28 := runtime.Mean{}
+	acc27 := runtime.Mean{}
+	acc29 := runtime.Mean{}
 	acc31 := runtime.Mean{}
-	acc43 := runtime.Mean{}
-	acc50 := runtime.Mean{}
-	acc51 := runtime.Welford{}
-	acc52 := runtime.Welford{}
-	acc58 := runtime.NewLogSumExp()
-	acc60 := runtime.NewLogSumExp()
+	acc34 := runtime.Mean{}
+	acc46 := runtime.Mean{}
+	acc53 := runtime.Mean{}
+	acc54 := runtime.Welford{}
+	acc55 := runtime.Welford{}
+	acc61 := runtime.NewLogSumExp()
+	acc63 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		acc1.Add(float64(v0))
@@ -48,79 +48,79 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v12 := float32(0.18232156)
 		v13 := max(v10, v11)
 		v14 := min(v13, v12)
-		v23 := b2f(v14 != v10)
-		acc24.Add(float64(v23))
-		v25 := v9 - v8
-		acc26.Add(float64(v25))
-		v27 := in.Entropy[iB]
-		acc28.Add(float64(v27))
-		v29 := float32(-0.01)
-		v30 := float32(v29 * v27)
+		v26 := b2f(v14 != v10)
+		acc27.Add(float64(v26))
+		v28 := v9 - v8
+		acc29.Add(float64(v28))
+		v30 := in.Entropy[iB]
 		acc31.Add(float64(v30))
-		v32 := in.ValueTarget[iB]
-		v33 := in.StateValue[iB]
-		v34 := v32 - v33
-		v35 := float32(v34 * v34)
-		v36 := in.OldStateValue[iB]
-		v37 := v33 - v36
-		v38 := float32(-0.2)
-		v39 := float32(0.2)
-		v40 := max(v37, v38)
-		v41 := min(v40, v39)
-		v42 := b2f(v37 != v41)
-		acc43.Add(float64(v42))
-		v44 := v36 + v41
-		v45 := v32 - v44
-		v46 := float32(v45 * v45)
-		v47 := max(v35, v46)
-		v48 := float32(1)
-		v49 := float32(v48 * v47)
-		acc50.Add(float64(v49))
-		acc51.Add(float64(v34))
-		acc52.Add(float64(v32))
-		v57 := float32(2)
-		acc58.Add(float64(v10))
-		v59 := float32(v57 * v10)
-		acc60.Add(float64(v59))
+		v32 := float32(-0.01)
+		v33 := float32(v32 * v30)
+		acc34.Add(float64(v33))
+		v35 := in.ValueTarget[iB]
+		v36 := in.StateValue[iB]
+		v37 := v35 - v36
+		v38 := float32(v37 * v37)
+		v39 := in.OldStateValue[iB]
+		v40 := v36 - v39
+		v41 := float32(-0.2)
+		v42 := float32(0.2)
+		v43 := max(v40, v41)
+		v44 := min(v43, v42)
+		v45 := b2f(v40 != v44)
+		acc46.Add(float64(v45))
+		v47 := v39 + v44
+		v48 := v35 - v47
+		v49 := float32(v48 * v48)
+		v50 := max(v38, v49)
+		v51 := float32(1)
+		v52 := float32(v51 * v50)
+		acc53.Add(float64(v52))
+		acc54.Add(float64(v37))
+		acc55.Add(float64(v35))
+		v60 := float32(2)
+		acc61.Add(float64(v10))
+		v62 := float32(v60 * v10)
+		acc63.Add(float64(v62))
 	}
 	s.s0 = float32(acc1.Result())
 	s.s1 = float32(acc2.Var(1))
-	out.ClipFraction = float32(acc24.Result())
-	out.KLApprox = float32(acc26.Result())
-	out.Entropy = float32(acc28.Result())
-	out.LossEntropy = float32(acc31.Result())
-	out.ValueClipFraction = float32(acc43.Result())
-	out.LossCritic = float32(acc50.Result())
-	s.s2 = float32(acc51.Var(0))
-	s.s3 = float32(acc52.Var(0))
-	s.s4 = float32(acc58.Result())
-	s.s5 = float32(acc60.Result())
+	out.ClipFraction = float32(acc27.Result())
+	out.KLApprox = float32(acc29.Result())
+	out.Entropy = float32(acc31.Result())
+	out.LossEntropy = float32(acc34.Result())
+	out.ValueClipFraction = float32(acc46.Result())
+	out.LossCritic = float32(acc53.Result())
+	s.s2 = float32(acc54.Var(0))
+	s.s3 = float32(acc55.Var(0))
+	s.s4 = float32(acc61.Result())
+	s.s5 = float32(acc63.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v48 := float32(1)
-	v51 := s.s2
-	v52 := s.s3
-	v53 := float32(1.1920929e-07)
-	v54 := v52 + v53
-	v55 := v51 / v54
-	v56 := v48 - v55
-	out.ExplainedVariance = v56
-	v57 := float32(2)
-	v58 := s.s4
-	v60 := s.s5
-	v61 := float32(v57 * v58)
-	v62 := v61 - v60
-	v63 := float32(math.Exp(float64(v62)))
-	v64 := float32(4096)
-	v65 := v63 / v64
-	out.ESS = v65
+	v51 := float32(1)
+	v54 := s.s2
+	v55 := s.s3
+	v56 := float32(1.1920929e-07)
+	v57 := v55 + v56
+	v58 := v54 / v57
+	v59 := v51 - v58
+	out.ExplainedVariance = v59
+	v60 := float32(2)
+	v61 := s.s4
+	v63 := s.s5
+	v64 := float32(v60 * v61)
+	v65 := v64 - v63
+	v66 := float32(math.Exp(float64(v65)))
+	v67 := float32(4096)
+	v68 := v66 / v67
+	out.ESS = v68
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc22 := runtime.Mean{}
+	acc25 := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		v1 := s.s0
@@ -133,19 +133,19 @@ func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v8 := in.LogProb[iB]
 		v9 := in.SampleLogProb[iB]
 		v10 := v8 - v9
-		v11 := float32(-0.22314355)
-		v12 := float32(0.18232156)
-		v13 := max(v10, v11)
-		v15 := float32(0)
-		v16 := b2f(v7 >= v15)
-		v17 := min(v10, v12)
-		v18 := sel(v16, v17, v13)
-		v19 := float32(math.Exp(float64(v18)))
-		v20 := float32(v7 * v19)
-		v21 := -v20
-		acc22.Add(float64(v21))
+		v15 := float32(math.Exp(float64(v10)))
+		v16 := float32(0)
+		v17 := b2f(v7 >= v16)
+		v18 := float32(1.2)
+		v19 := min(v15, v18)
+		v20 := float32(0.8)
+		v21 := max(v15, v20)
+		v22 := sel(v17, v19, v21)
+		v23 := float32(v7 * v22)
+		v24 := -v23
+		acc25.Add(float64(v24))
 	}
-	out.LossObjective = float32(acc22.Result())
+	out.LossObjective = float32(acc25.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -153,10 +153,10 @@ func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 type fbScratch struct {
 	s0 float32 // v1 = mean(v0) over B []  # mean
 	s1 float32 // v2 = var(v0) over B correction=1 []
-	s2 float32 // v51 = var(v34) over B correction=0 []
-	s3 float32 // v52 = var(v32) over B correction=0 []
-	s4 float32 // v58 = logsumexp(v10) over B []
-	s5 float32 // v60 = logsumexp(v59) over B []
+	s2 float32 // v54 = var(v37) over B correction=0 []
+	s3 float32 // v55 = var(v35) over B correction=0 []
+	s4 float32 // v61 = logsumexp(v10) over B []
+	s5 float32 // v63 = logsumexp(v62) over B []
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
@@ -167,16 +167,16 @@ var fbScratchPool = sync.Pool{New: func() any {
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc1 := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	acc24 := runtime.Mean{}
-	acc26 := runtime.Mean{}
-	acc28 := runtime.Mean{}
+	acc27 := runtime.Mean{}
+	acc29 := runtime.Mean{}
 	acc31 := runtime.Mean{}
-	acc43 := runtime.Mean{}
-	acc50 := runtime.Mean{}
-	acc51 := runtime.Welford{}
-	acc52 := runtime.Welford{}
-	acc58 := runtime.NewLogSumExp()
-	acc60 := runtime.NewLogSumExp()
+	acc34 := runtime.Mean{}
+	acc46 := runtime.Mean{}
+	acc53 := runtime.Mean{}
+	acc54 := runtime.Welford{}
+	acc55 := runtime.Welford{}
+	acc61 := runtime.NewLogSumExp()
+	acc63 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		acc1.Add(float64(v0))
@@ -188,108 +188,108 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v12 := float32(0.18232156)
 		v13 := max(v10, v11)
 		v14 := min(v13, v12)
-		v15 := float32(0)
-		v23 := b2f(v14 != v10)
-		acc24.Add(float64(v23))
-		v25 := v9 - v8
-		acc26.Add(float64(v25))
-		v27 := in.Entropy[iB]
-		acc28.Add(float64(v27))
-		v29 := float32(-0.01)
-		v30 := float32(v29 * v27)
+		v16 := float32(0)
+		v26 := b2f(v14 != v10)
+		acc27.Add(float64(v26))
+		v28 := v9 - v8
+		acc29.Add(float64(v28))
+		v30 := in.Entropy[iB]
 		acc31.Add(float64(v30))
-		v32 := in.ValueTarget[iB]
-		v33 := in.StateValue[iB]
-		v34 := v32 - v33
-		v35 := float32(v34 * v34)
-		v36 := in.OldStateValue[iB]
-		v37 := v33 - v36
-		v38 := float32(-0.2)
-		v39 := float32(0.2)
-		v40 := max(v37, v38)
-		v41 := min(v40, v39)
-		v42 := b2f(v37 != v41)
-		acc43.Add(float64(v42))
-		v44 := v36 + v41
-		v45 := v32 - v44
-		v46 := float32(v45 * v45)
-		v47 := max(v35, v46)
-		v48 := float32(1)
-		v49 := float32(v48 * v47)
-		acc50.Add(float64(v49))
-		acc51.Add(float64(v34))
-		acc52.Add(float64(v32))
-		v57 := float32(2)
-		acc58.Add(float64(v10))
-		v59 := float32(v57 * v10)
-		acc60.Add(float64(v59))
-		v66 := float32(0.00024414063)
-		v67 := float32(0.00012207031)
-		v68 := b2f(v35 == v46)
-		v69 := b2f(v35 < v46)
-		v70 := sel(v68, v67, v66)
-		v71 := sel(v69, v15, v70)
-		v72 := b2f(v35 >= v46)
-		v73 := sel(v68, v67, v15)
-		v74 := sel(v72, v73, v66)
-		v75 := float32(v74 * v45)
-		v76 := v75 + v75
-		v77 := -v76
-		v78 := b2f(v40 <= v39)
-		v79 := b2f(v40 != v40)
-		v80 := max(v78, v79)
-		v81 := sel(v80, v77, v15)
-		v82 := b2f(v37 >= v38)
-		v83 := b2f(v37 != v37)
-		v84 := max(v82, v83)
-		v85 := sel(v84, v81, v15)
-		v86 := float32(v71 * v34)
-		v87 := v86 + v86
-		v88 := -v87
-		v89 := v85 + v88
-		g.StateValue[iB] = v89
-		v90 := float32(-2.4414062e-06)
-		v104 := v90
-		g.Entropy[iB] = v104
+		v32 := float32(-0.01)
+		v33 := float32(v32 * v30)
+		acc34.Add(float64(v33))
+		v35 := in.ValueTarget[iB]
+		v36 := in.StateValue[iB]
+		v37 := v35 - v36
+		v38 := float32(v37 * v37)
+		v39 := in.OldStateValue[iB]
+		v40 := v36 - v39
+		v41 := float32(-0.2)
+		v42 := float32(0.2)
+		v43 := max(v40, v41)
+		v44 := min(v43, v42)
+		v45 := b2f(v40 != v44)
+		acc46.Add(float64(v45))
+		v47 := v39 + v44
+		v48 := v35 - v47
+		v49 := float32(v48 * v48)
+		v50 := max(v38, v49)
+		v51 := float32(1)
+		v52 := float32(v51 * v50)
+		acc53.Add(float64(v52))
+		acc54.Add(float64(v37))
+		acc55.Add(float64(v35))
+		v60 := float32(2)
+		acc61.Add(float64(v10))
+		v62 := float32(v60 * v10)
+		acc63.Add(float64(v62))
+		v69 := float32(0.00024414063)
+		v70 := float32(0.00012207031)
+		v71 := b2f(v38 == v49)
+		v72 := b2f(v38 < v49)
+		v73 := sel(v71, v70, v69)
+		v74 := sel(v72, v16, v73)
+		v75 := b2f(v38 >= v49)
+		v76 := sel(v71, v70, v16)
+		v77 := sel(v75, v76, v69)
+		v78 := float32(v77 * v48)
+		v79 := v78 + v78
+		v80 := -v79
+		v81 := b2f(v43 <= v42)
+		v82 := b2f(v43 != v43)
+		v83 := max(v81, v82)
+		v84 := sel(v83, v80, v16)
+		v85 := b2f(v40 >= v41)
+		v86 := b2f(v40 != v40)
+		v87 := max(v85, v86)
+		v88 := sel(v87, v84, v16)
+		v89 := float32(v74 * v37)
+		v90 := v89 + v89
+		v91 := -v90
+		v92 := v88 + v91
+		g.StateValue[iB] = v92
+		v93 := float32(-2.4414062e-06)
+		v107 := v93
+		g.Entropy[iB] = v107
 	}
 	s.s0 = float32(acc1.Result())
 	s.s1 = float32(acc2.Var(1))
-	out.ClipFraction = float32(acc24.Result())
-	out.KLApprox = float32(acc26.Result())
-	out.Entropy = float32(acc28.Result())
-	out.LossEntropy = float32(acc31.Result())
-	out.ValueClipFraction = float32(acc43.Result())
-	out.LossCritic = float32(acc50.Result())
-	s.s2 = float32(acc51.Var(0))
-	s.s3 = float32(acc52.Var(0))
-	s.s4 = float32(acc58.Result())
-	s.s5 = float32(acc60.Result())
+	out.ClipFraction = float32(acc27.Result())
+	out.KLApprox = float32(acc29.Result())
+	out.Entropy = float32(acc31.Result())
+	out.LossEntropy = float32(acc34.Result())
+	out.ValueClipFraction = float32(acc46.Result())
+	out.LossCritic = float32(acc53.Result())
+	s.s2 = float32(acc54.Var(0))
+	s.s3 = float32(acc55.Var(0))
+	s.s4 = float32(acc61.Result())
+	s.s5 = float32(acc63.Result())
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v48 := float32(1)
-	v51 := s.s2
-	v52 := s.s3
-	v53 := float32(1.1920929e-07)
-	v54 := v52 + v53
-	v55 := v51 / v54
-	v56 := v48 - v55
-	out.ExplainedVariance = v56
-	v57 := float32(2)
-	v58 := s.s4
-	v60 := s.s5
-	v61 := float32(v57 * v58)
-	v62 := v61 - v60
-	v63 := float32(math.Exp(float64(v62)))
-	v64 := float32(4096)
-	v65 := v63 / v64
-	out.ESS = v65
+	v51 := float32(1)
+	v54 := s.s2
+	v55 := s.s3
+	v56 := float32(1.1920929e-07)
+	v57 := v55 + v56
+	v58 := v54 / v57
+	v59 := v51 - v58
+	out.ExplainedVariance = v59
+	v60 := float32(2)
+	v61 := s.s4
+	v63 := s.s5
+	v64 := float32(v60 * v61)
+	v65 := v64 - v63
+	v66 := float32(math.Exp(float64(v65)))
+	v67 := float32(4096)
+	v68 := v66 / v67
+	out.ESS = v68
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=4096].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc22 := runtime.Mean{}
+	acc25 := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
 		v0 := in.Advantage[iB]
 		v1 := s.s0
@@ -302,33 +302,33 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v8 := in.LogProb[iB]
 		v9 := in.SampleLogProb[iB]
 		v10 := v8 - v9
-		v11 := float32(-0.22314355)
-		v12 := float32(0.18232156)
-		v13 := max(v10, v11)
-		v15 := float32(0)
-		v16 := b2f(v7 >= v15)
-		v17 := min(v10, v12)
-		v18 := sel(v16, v17, v13)
-		v19 := float32(math.Exp(float64(v18)))
-		v20 := float32(v7 * v19)
-		v21 := -v20
-		acc22.Add(float64(v21))
-		v91 := float32(-0.00024414063)
-		v92 := float32(v91 * v7)
-		v93 := float32(v92 * v19)
-		v94 := sel(v16, v93, v15)
-		v95 := sel(v16, v15, v93)
-		v96 := b2f(v10 <= v12)
-		v97 := b2f(v10 != v10)
-		v98 := max(v96, v97)
-		v99 := sel(v98, v94, v15)
-		v100 := b2f(v10 >= v11)
-		v101 := max(v100, v97)
-		v102 := sel(v101, v95, v15)
-		v103 := v99 + v102
-		g.LogProb[iB] = v103
+		v15 := float32(math.Exp(float64(v10)))
+		v16 := float32(0)
+		v17 := b2f(v7 >= v16)
+		v18 := float32(1.2)
+		v19 := min(v15, v18)
+		v20 := float32(0.8)
+		v21 := max(v15, v20)
+		v22 := sel(v17, v19, v21)
+		v23 := float32(v7 * v22)
+		v24 := -v23
+		acc25.Add(float64(v24))
+		v94 := float32(-0.00024414063)
+		v95 := float32(v94 * v7)
+		v96 := sel(v17, v95, v16)
+		v97 := sel(v17, v16, v95)
+		v98 := b2f(v15 >= v20)
+		v99 := b2f(v15 != v15)
+		v100 := max(v98, v99)
+		v101 := sel(v100, v97, v16)
+		v102 := b2f(v15 <= v18)
+		v103 := max(v102, v99)
+		v104 := sel(v103, v96, v16)
+		v105 := v101 + v104
+		v106 := float32(v105 * v15)
+		g.LogProb[iB] = v106
 	}
-	out.LossObjective = float32(acc22.Result())
+	out.LossObjective = float32(acc25.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

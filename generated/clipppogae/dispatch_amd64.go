@@ -14,57 +14,57 @@ import (
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r33_s    []float64
-	r33_p    []float32
-	r35_s    []float64
-	r35_p    []float32
-	r37_s    []float64
-	r37_p    []float32
-	r39_s    []float64
-	r39_p    []float32
+	r36_s    []float64
+	r36_p    []float32
+	r38_s    []float64
+	r38_p    []float32
+	r40_s    []float64
+	r40_p    []float32
 	r42_s    []float64
 	r42_p    []float32
-	r52_s    []float64
-	r52_p    []float32
-	r53_n    []float64
-	r53_mean []float64
-	r53_m2   []float64
-	r54_n    []float64
-	r54_mean []float64
-	r54_m2   []float64
-	r60_s    []float64
-	r60_ok   []float32
-	r62_s    []float64
-	r66_s    []float64
-	r66_p    []float32
+	r45_s    []float64
+	r45_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r56_n    []float64
+	r56_mean []float64
+	r56_m2   []float64
+	r57_n    []float64
+	r57_mean []float64
+	r57_m2   []float64
+	r63_s    []float64
+	r63_ok   []float32
+	r65_s    []float64
+	r69_s    []float64
+	r69_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4024)}
-	st.r33_s = st.buf[8:24]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r35_s = st.buf[48:64]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r37_s = st.buf[88:104]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r39_s = st.buf[128:144]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r42_s = st.buf[168:184]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r52_s = st.buf[208:224]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_n = st.buf[248:677]
-	st.r53_mean = st.buf[688:1117]
-	st.r53_m2 = st.buf[1128:1557]
-	st.r54_n = st.buf[1568:1997]
-	st.r54_mean = st.buf[2008:2437]
-	st.r54_m2 = st.buf[2448:2877]
-	st.r60_s = st.buf[2888:3317]
-	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r62_s = st.buf[3552:3981]
-	st.r66_s = st.buf[3992:4008]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r36_s = st.buf[8:24]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r38_s = st.buf[48:64]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r40_s = st.buf[88:104]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r42_s = st.buf[128:144]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r45_s = st.buf[168:184]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r55_s = st.buf[208:224]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r56_n = st.buf[248:677]
+	st.r56_mean = st.buf[688:1117]
+	st.r56_m2 = st.buf[1128:1557]
+	st.r57_n = st.buf[1568:1997]
+	st.r57_mean = st.buf[2008:2437]
+	st.r57_m2 = st.buf[2448:2877]
+	st.r63_s = st.buf[2888:3317]
+	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r65_s = st.buf[3552:3981]
+	st.r69_s = st.buf[3992:4008]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -80,27 +80,27 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r37_s, 0)
-		runtime.Fill(st.r37_p, 0)
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r36_s, 0)
+		runtime.Fill(st.r36_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r53_n, float64((hi-lo)*1))
-		runtime.Fill(st.r53_mean, 0)
-		runtime.Fill(st.r53_m2, 0)
-		runtime.Fill(st.r54_n, float64((hi-lo)*1))
-		runtime.Fill(st.r54_mean, 0)
-		runtime.Fill(st.r54_m2, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.SetMask(st.r60_ok)
-		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r56_n, float64((hi-lo)*1))
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
+		runtime.Fill(st.r57_n, float64((hi-lo)*1))
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.r63_ok)
+		runtime.Fill(st.r65_s, 0)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -117,48 +117,48 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
-			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
-			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
 		}
 	}
-	if !runtime.MaskSet(st.r60_ok[:8]) {
+	if !runtime.MaskSet(st.r63_ok[:8]) {
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r36_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r38_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r37_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r57_n, st.r57_mean, st.r57_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r60_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r63_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r65_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -168,10 +168,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r66_s, 0)
-	runtime.Fill(st.r66_p, 0)
+	runtime.Fill(st.r69_s, 0)
+	runtime.Fill(st.r69_p, 0)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -186,57 +186,57 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r33_s    []float64
-	r33_p    []float32
-	r35_s    []float64
-	r35_p    []float32
-	r37_s    []float64
-	r37_p    []float32
-	r39_s    []float64
-	r39_p    []float32
+	r36_s    []float64
+	r36_p    []float32
+	r38_s    []float64
+	r38_p    []float32
+	r40_s    []float64
+	r40_p    []float32
 	r42_s    []float64
 	r42_p    []float32
-	r52_s    []float64
-	r52_p    []float32
-	r53_n    []float64
-	r53_mean []float64
-	r53_m2   []float64
-	r54_n    []float64
-	r54_mean []float64
-	r54_m2   []float64
-	r60_s    []float64
-	r60_ok   []float32
-	r62_s    []float64
-	r66_s    []float64
-	r66_p    []float32
+	r45_s    []float64
+	r45_p    []float32
+	r55_s    []float64
+	r55_p    []float32
+	r56_n    []float64
+	r56_mean []float64
+	r56_m2   []float64
+	r57_n    []float64
+	r57_mean []float64
+	r57_m2   []float64
+	r63_s    []float64
+	r63_ok   []float32
+	r65_s    []float64
+	r69_s    []float64
+	r69_p    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4024)}
-	st.r33_s = st.buf[8:24]
-	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r35_s = st.buf[48:64]
-	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r37_s = st.buf[88:104]
-	st.r37_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r39_s = st.buf[128:144]
-	st.r39_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r42_s = st.buf[168:184]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r52_s = st.buf[208:224]
-	st.r52_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r53_n = st.buf[248:677]
-	st.r53_mean = st.buf[688:1117]
-	st.r53_m2 = st.buf[1128:1557]
-	st.r54_n = st.buf[1568:1997]
-	st.r54_mean = st.buf[2008:2437]
-	st.r54_m2 = st.buf[2448:2877]
-	st.r60_s = st.buf[2888:3317]
-	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r62_s = st.buf[3552:3981]
-	st.r66_s = st.buf[3992:4008]
-	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r36_s = st.buf[8:24]
+	st.r36_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r38_s = st.buf[48:64]
+	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r40_s = st.buf[88:104]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r42_s = st.buf[128:144]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r45_s = st.buf[168:184]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r55_s = st.buf[208:224]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r56_n = st.buf[248:677]
+	st.r56_mean = st.buf[688:1117]
+	st.r56_m2 = st.buf[1128:1557]
+	st.r57_n = st.buf[1568:1997]
+	st.r57_mean = st.buf[2008:2437]
+	st.r57_m2 = st.buf[2448:2877]
+	st.r63_s = st.buf[2888:3317]
+	st.r63_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r65_s = st.buf[3552:3981]
+	st.r69_s = st.buf[3992:4008]
+	st.r69_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -252,27 +252,27 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r33_s, 0)
-		runtime.Fill(st.r33_p, 0)
-		runtime.Fill(st.r35_s, 0)
-		runtime.Fill(st.r35_p, 0)
-		runtime.Fill(st.r37_s, 0)
-		runtime.Fill(st.r37_p, 0)
-		runtime.Fill(st.r39_s, 0)
-		runtime.Fill(st.r39_p, 0)
+		runtime.Fill(st.r36_s, 0)
+		runtime.Fill(st.r36_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
 		runtime.Fill(st.r42_s, 0)
 		runtime.Fill(st.r42_p, 0)
-		runtime.Fill(st.r52_s, 0)
-		runtime.Fill(st.r52_p, 0)
-		runtime.Fill(st.r53_n, float64((hi-lo)*1))
-		runtime.Fill(st.r53_mean, 0)
-		runtime.Fill(st.r53_m2, 0)
-		runtime.Fill(st.r54_n, float64((hi-lo)*1))
-		runtime.Fill(st.r54_mean, 0)
-		runtime.Fill(st.r54_m2, 0)
-		runtime.Fill(st.r60_s, 0)
-		runtime.SetMask(st.r60_ok)
-		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r56_n, float64((hi-lo)*1))
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
+		runtime.Fill(st.r57_n, float64((hi-lo)*1))
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.r63_ok)
+		runtime.Fill(st.r65_s, 0)
 		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], &g.LogProb[0], &g.Entropy[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
@@ -289,48 +289,48 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
-			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
-			runtime.MergeSum(sts[0].r37_s, sts[c].r37_s)
-			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
 			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
-			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
-			runtime.MergeVar(sts[0].r53_n, sts[0].r53_mean, sts[0].r53_m2, sts[c].r53_n, sts[c].r53_mean, sts[c].r53_m2)
-			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
-			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeMask(sts[0].r60_ok, sts[c].r60_ok)
-			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].r63_ok, sts[c].r63_ok)
+			runtime.MergeSum(sts[0].r65_s, sts[c].r65_s)
 		}
 	}
-	if !runtime.MaskSet(st.r60_ok[:8]) {
+	if !runtime.MaskSet(st.r63_ok[:8]) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r33_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r36_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r35_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r38_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r37_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r39_s, 8, 26944.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r52_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r53_n, st.r53_mean, st.r53_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r56_n, st.r56_mean, st.r56_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r54_n, st.r54_mean, st.r54_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r57_n, st.r57_mean, st.r57_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r60_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r63_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r62_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r65_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -340,10 +340,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r66_s, 0)
-	runtime.Fill(st.r66_p, 0)
+	runtime.Fill(st.r69_s, 0)
+	runtime.Fill(st.r69_p, 0)
 	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r66_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r69_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

@@ -142,299 +142,273 @@ outer0_1:
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc10<>+0(SB), Y5
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y6
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y6, Y7
-	VMOVUPS lgc6<>+0(SB), Y8
-
-	// v27 = ge(v17, v26) [N=64 T=421]
-	VCMPPS  $0x1d, Y8, Y2, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
-	// v28 = min(v21, v23) tie=first [N=64 T=421]
-	VMINPS Y3, Y6, Y1
-
-	// v29 = where(v27, v28, v24) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y8, Y6
-	VBLENDVPS Y6, Y1, Y5, Y1
-
-	// v30 = exp(v29) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	// v26 = exp(v21) [N=64 T=421]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
 	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// v31 = mul(v17, v30) [N=64 T=421]  # gain
-	VMULPS Y8, Y2, Y1
+	// v28 = ge(v17, v27) [N=64 T=421]
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v32 = neg(v31) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
 
-	// mean(v32) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	VMAXPS Y8, Y9, Y9
+
+	// v33 = where(v28, v30, v32) [N=64 T=421]
+	VXORPS    Y10, Y10, Y10
+	VCMPPS    $0x04, Y10, Y1, Y10
+	VBLENDVPS Y10, Y7, Y9, Y1
+
+	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	VMULPS Y1, Y2, Y1
+
+	// v35 = neg(v34) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y9
+	VEXTRACTI128 $0x01, Y7, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y7, Y1, Y1
 	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v34 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y7, Y1
+	// v37 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v34) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	// mean(v37) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         p6+48(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v36 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	// v39 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
 
-	// mean(v36) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	// mean(v39) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         p9+72(FP), BX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v38) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y4
-	VADDPS       1216(CX), Y4, Y4
-	VMOVUPS      Y4, 1216(CX)
-
-	// v41 = mul(v40, v38) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y1, Y1
-
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y3
+	VADDPS       1216(CX), Y3, Y3
+	VMOVUPS      Y3, 1216(CX)
+
+	// v44 = mul(v43, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v44) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v43 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y4, Y1, Y4
+	// v46 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	// v47 = abs(v46) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y5, Y6
+	// v49 = lt(v47, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y5, Y7
+	// v50 = mul(v48, v47) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y5, Y7, Y7
+	// v51 = mul(v50, v47) [N=64 T=421]
+	VMULPS Y4, Y7, Y7
 
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y5, Y5
+	// v52 = sub(v47, v48) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y4, Y4
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	// v53 = where(v49, v51, v52) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v51 = mul(v0, v50) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y5, Y5
+	// v54 = mul(v0, v53) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y4, Y4
 
-	// mean(v51) over [N T]
+	// mean(v54) over [N T]
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       1856(CX), Y5, Y5
-	VMOVUPS      Y5, 1856(CX)
+	VANDPS       Y6, Y4, Y4
+	VADDPS       1856(CX), Y4, Y4
+	VMOVUPS      Y4, 1856(CX)
+	VMOVUPS      Y2, 56(SP)
 
-	// var(v43) over [N]
+	// var(v46) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X5
-	VPMOVSXDQ    X5, Y5
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	VMOVUPD      5504(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y7, Y9
-	VSUBPD       Y9, Y8, Y8
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y9, Y8, Y9
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y9, Y7, Y9
 	VMOVUPD      Y9, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y11, Y8, Y11
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y11, Y7, Y11
 	VMOVUPD      Y11, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y6
-	VSUBPD       Y6, Y4, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      9056(CX)(BX*8), Y7
-	VFMADD231PD  Y8, Y4, Y7
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VBLENDVPD    Y5, Y6, Y4, Y6
-	VMOVUPD      Y6, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y4
-	VBLENDVPD    Y5, Y7, Y4, Y7
-	VMOVUPD      Y7, 9056(CX)(BX*8)
+	VSUBPD       Y4, Y3, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y3, Y6
+	VMOVUPD      5536(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y4, Y3, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y3
+	VBLENDVPD    Y2, Y6, Y3, Y6
+	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X4
-	VPMOVSXDQ    X4, Y4
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X1, Y7
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y9
-	VFMADD231PD  Y9, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
-	VMOVUPD      19584(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y7, Y10
 	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
+	VSUBPD       Y7, Y6, Y9
+	VFMADD231PD  Y9, Y4, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      19584(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      16064(CX)(BX*8), Y6
+	VBLENDVPD    Y3, Y7, Y6, Y7
+	VMOVUPD      Y7, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y6
+	VBLENDVPD    Y3, Y10, Y6, Y10
 	VMOVUPD      Y10, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y1, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y4
+	VFMADD231PD  Y6, Y1, Y4
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y4, Y5, Y1, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VBLENDVPD    Y2, Y3, Y1, Y3
+	VMOVUPD      Y3, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y4, Y6, Y1, Y6
-	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y2, 56(SP)
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 19616(CX)(BX*8)
 
 	// logsumexp(v21) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc12<>+0(SB), Y3, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
-	VMOVAPS      lgc17<>+0(SB), Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      lgc29<>+0(SB), Y6
-	VBLENDVPS    Y1, Y5, Y6, Y5
-	VANDPS       26624(CX), Y5, Y5
-	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
+	VANDPS       Y6, Y4, Y4
+	VMOVUPS      lgc31<>+0(SB), Y6
+	VBLENDVPS    Y1, Y4, Y6, Y4
+	VANDPS       26624(CX), Y4, Y4
+	VMOVUPS      Y4, 26624(CX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X4
+	VCVTPS2PD    X4, Y4
 	VANDPD       Y2, Y1, Y1
 	VADDPD       23104(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y1
+	VANDPD       Y3, Y4, Y4
+	VADDPD       23136(CX)(BX*8), Y4, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y1
+	VMULPD       Y4, Y4, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v61 = mul(v59, v21) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	// v64 = mul(v62, v21) [N=64 T=421]
+	VMULPS  lgc32<>+0(SB), Y5, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v17
@@ -529,223 +503,198 @@ blocks_2:
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc10<>+0(SB), Y5
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y6
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y6, Y7
-	VMOVUPS lgc6<>+0(SB), Y8
-
-	// v27 = ge(v17, v26) [N=64 T=421]
-	VCMPPS  $0x1d, Y8, Y2, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 88(SP)
 
-	// v28 = min(v21, v23) tie=first [N=64 T=421]
-	VMINPS Y3, Y6, Y1
-
-	// v29 = where(v27, v28, v24) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y8, Y6
-	VBLENDVPS Y6, Y1, Y5, Y1
-
-	// v30 = exp(v29) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	// v26 = exp(v21) [N=64 T=421]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
 	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// v31 = mul(v17, v30) [N=64 T=421]  # gain
-	VMULPS Y8, Y2, Y1
+	// v28 = ge(v17, v27) [N=64 T=421]
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v32 = neg(v31) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
 
-	// mean(v32) over [N T]
+	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	VMAXPS Y8, Y9, Y9
+
+	// v33 = where(v28, v30, v32) [N=64 T=421]
+	VXORPS    Y10, Y10, Y10
+	VCMPPS    $0x04, Y10, Y1, Y10
+	VBLENDVPS Y10, Y7, Y9, Y1
+
+	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	VMULPS Y1, Y2, Y1
+
+	// v35 = neg(v34) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// mean(v35) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v34 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y7, Y1
+	// v37 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v34) over [N T]
+	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    p6+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
 
-	// v36 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	// v39 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
 
-	// mean(v36) over [N T]
+	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v38) over [N T]
-	VADDPS  1216(BX), Y1, Y4
-	VMOVUPS Y4, 1216(BX)
-
-	// v41 = mul(v40, v38) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y1, Y1
-
 	// mean(v41) over [N T]
+	VADDPS  1216(BX), Y1, Y3
+	VMOVUPS Y3, 1216(BX)
+
+	// v44 = mul(v43, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v44) over [N T]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 88(SP), Y1
 	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
-	// v43 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y4, Y1, Y4
+	// v46 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	// v47 = abs(v46) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y5, Y6
+	// v49 = lt(v47, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y5, Y7
+	// v50 = mul(v48, v47) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y5, Y7, Y7
+	// v51 = mul(v50, v47) [N=64 T=421]
+	VMULPS Y4, Y7, Y7
 
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y5, Y5
+	// v52 = sub(v47, v48) [N=64 T=421]
+	VSUBPS lgc22<>+0(SB), Y4, Y4
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	// v53 = where(v49, v51, v52) [N=64 T=421]
+	VXORPS    Y9, Y9, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v51 = mul(v0, v50) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y5, Y5
+	// v54 = mul(v0, v53) [N=64 T=421]
+	VMULPS lgc1<>+0(SB), Y4, Y4
 
-	// mean(v51) over [N T]
-	VADDPS  1856(BX), Y5, Y5
-	VMOVUPS Y5, 1856(BX)
+	// mean(v54) over [N T]
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
+	VMOVUPS Y2, 120(SP)
 
-	// var(v43) over [N]
+	// var(v46) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X4, Y6
-	VEXTRACTF128 $0x01, Y4, X4
-	VCVTPS2PD    X4, Y4
-	VMOVUPD      5504(BX)(DI*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      9024(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
-	VMOVUPD      Y7, 5504(BX)(DI*8)
-	VMOVUPD      Y9, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y6
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VMOVUPD      5504(BX)(DI*8), Y6
 	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y5, Y6
+	VFMADD231PD  Y7, Y2, Y6
 	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      9056(BX)(DI*8), Y5
-	VFMADD231PD  Y7, Y4, Y5
-	VMOVUPD      Y6, 5536(BX)(DI*8)
-	VMOVUPD      Y5, 9056(BX)(DI*8)
+	VMOVUPD      9024(BX)(DI*8), Y9
+	VFMADD231PD  Y7, Y4, Y9
+	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VMOVUPD      Y9, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y3, Y2
+	VMOVUPD      9056(BX)(DI*8), Y3
+	VFMADD231PD  Y6, Y2, Y3
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y3, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y5
+	VBROADCASTSD (SP), Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      19584(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y8, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y5
-	VSUBPD       Y5, Y1, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y1, Y4
-	VMOVUPD      Y5, 16096(BX)(DI*8)
-	VMOVUPD      Y4, 19616(BX)(DI*8)
-	VMOVUPS      Y2, 120(SP)
+	VMOVUPD      16064(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      19584(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y3, Y7
+	VMOVUPD      Y4, 16064(BX)(DI*8)
+	VMOVUPD      Y7, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y4, Y1, Y2
+	VMOVUPD      Y3, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
 
 	// logsumexp(v21) over [N]
-	VMAXPS       lgc12<>+0(SB), Y3, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y4, Y4
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28416(BX)(DI*8)
@@ -755,8 +704,8 @@ blocks_2:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v61 = mul(v59, v21) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	// v64 = mul(v62, v21) [N=64 T=421]
+	VMULPS  lgc32<>+0(SB), Y5, Y1
 	VMOVUPS 120(SP), Y1
 
 	// store v17
@@ -1148,65 +1097,85 @@ DATA lgc24<>+24(SB)/4, $0x0000007f
 DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0x3f99999a
+DATA lgc25<>+4(SB)/4, $0x3f99999a
+DATA lgc25<>+8(SB)/4, $0x3f99999a
+DATA lgc25<>+12(SB)/4, $0x3f99999a
+DATA lgc25<>+16(SB)/4, $0x3f99999a
+DATA lgc25<>+20(SB)/4, $0x3f99999a
+DATA lgc25<>+24(SB)/4, $0x3f99999a
+DATA lgc25<>+28(SB)/4, $0x3f99999a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbc23d70a
-DATA lgc26<>+4(SB)/4, $0xbc23d70a
-DATA lgc26<>+8(SB)/4, $0xbc23d70a
-DATA lgc26<>+12(SB)/4, $0xbc23d70a
-DATA lgc26<>+16(SB)/4, $0xbc23d70a
-DATA lgc26<>+20(SB)/4, $0xbc23d70a
-DATA lgc26<>+24(SB)/4, $0xbc23d70a
-DATA lgc26<>+28(SB)/4, $0xbc23d70a
+DATA lgc26<>+0(SB)/4, $0x3f4ccccd
+DATA lgc26<>+4(SB)/4, $0x3f4ccccd
+DATA lgc26<>+8(SB)/4, $0x3f4ccccd
+DATA lgc26<>+12(SB)/4, $0x3f4ccccd
+DATA lgc26<>+16(SB)/4, $0x3f4ccccd
+DATA lgc26<>+20(SB)/4, $0x3f4ccccd
+DATA lgc26<>+24(SB)/4, $0x3f4ccccd
+DATA lgc26<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc2ae0000
-DATA lgc27<>+4(SB)/4, $0xc2ae0000
-DATA lgc27<>+8(SB)/4, $0xc2ae0000
-DATA lgc27<>+12(SB)/4, $0xc2ae0000
-DATA lgc27<>+16(SB)/4, $0xc2ae0000
-DATA lgc27<>+20(SB)/4, $0xc2ae0000
-DATA lgc27<>+24(SB)/4, $0xc2ae0000
-DATA lgc27<>+28(SB)/4, $0xc2ae0000
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
+DATA lgc28<>+0(SB)/4, $0xbc23d70a
+DATA lgc28<>+4(SB)/4, $0xbc23d70a
+DATA lgc28<>+8(SB)/4, $0xbc23d70a
+DATA lgc28<>+12(SB)/4, $0xbc23d70a
+DATA lgc28<>+16(SB)/4, $0xbc23d70a
+DATA lgc28<>+20(SB)/4, $0xbc23d70a
+DATA lgc28<>+24(SB)/4, $0xbc23d70a
+DATA lgc28<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffff
-DATA lgc29<>+4(SB)/4, $0xffffffff
-DATA lgc29<>+8(SB)/4, $0xffffffff
-DATA lgc29<>+12(SB)/4, $0xffffffff
-DATA lgc29<>+16(SB)/4, $0xffffffff
-DATA lgc29<>+20(SB)/4, $0xffffffff
-DATA lgc29<>+24(SB)/4, $0xffffffff
-DATA lgc29<>+28(SB)/4, $0xffffffff
+DATA lgc29<>+0(SB)/4, $0xc2ae0000
+DATA lgc29<>+4(SB)/4, $0xc2ae0000
+DATA lgc29<>+8(SB)/4, $0xc2ae0000
+DATA lgc29<>+12(SB)/4, $0xc2ae0000
+DATA lgc29<>+16(SB)/4, $0xc2ae0000
+DATA lgc29<>+20(SB)/4, $0xc2ae0000
+DATA lgc29<>+24(SB)/4, $0xc2ae0000
+DATA lgc29<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x40000000
-DATA lgc30<>+4(SB)/4, $0x40000000
-DATA lgc30<>+8(SB)/4, $0x40000000
-DATA lgc30<>+12(SB)/4, $0x40000000
-DATA lgc30<>+16(SB)/4, $0x40000000
-DATA lgc30<>+20(SB)/4, $0x40000000
-DATA lgc30<>+24(SB)/4, $0x40000000
-DATA lgc30<>+28(SB)/4, $0x40000000
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xffffffff
+DATA lgc31<>+4(SB)/4, $0xffffffff
+DATA lgc31<>+8(SB)/4, $0xffffffff
+DATA lgc31<>+12(SB)/4, $0xffffffff
+DATA lgc31<>+16(SB)/4, $0xffffffff
+DATA lgc31<>+20(SB)/4, $0xffffffff
+DATA lgc31<>+24(SB)/4, $0xffffffff
+DATA lgc31<>+28(SB)/4, $0xffffffff
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1220,29 +1189,29 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v56 = add(v54, v55) [T=421]
-	VADDPS  lgc31<>+0(SB), Y0, Y0
+	// v59 = add(v57, v58) [T=421]
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v0, v57) [T=421]
+	// v61 = sub(v0, v60) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v63 = mul(v59, v60) [T=421]
-	VMULPS  lgc30<>+0(SB), Y1, Y1
+	// v66 = mul(v62, v63) [T=421]
+	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v67 = sub(v66, v65) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v68 = exp(v67) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1272,12 +1241,12 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v68) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v58
+	// store v61
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -1305,32 +1274,32 @@ noflush_5:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v56 = add(v54, v55) [T=421]
-	VADDPS     lgc31<>+0(SB), Y0, Y0
+	// v59 = add(v57, v58) [T=421]
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v0, v57) [T=421]
+	// v61 = sub(v0, v60) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v63 = mul(v59, v60) [T=421]
-	VMULPS     lgc30<>+0(SB), Y1, Y1
+	// v66 = mul(v62, v63) [T=421]
+	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v67 = sub(v66, v65) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v68 = exp(v67) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1360,7 +1329,7 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v68) over [T]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -1370,7 +1339,7 @@ noflush_5:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v58
+	// store v61
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -1388,15 +1357,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x34000000
-DATA lgc31<>+4(SB)/4, $0x34000000
-DATA lgc31<>+8(SB)/4, $0x34000000
-DATA lgc31<>+12(SB)/4, $0x34000000
-DATA lgc31<>+16(SB)/4, $0x34000000
-DATA lgc31<>+20(SB)/4, $0x34000000
-DATA lgc31<>+24(SB)/4, $0x34000000
-DATA lgc31<>+28(SB)/4, $0x34000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x34000000
+DATA lgc33<>+4(SB)/4, $0x34000000
+DATA lgc33<>+8(SB)/4, $0x34000000
+DATA lgc33<>+12(SB)/4, $0x34000000
+DATA lgc33<>+16(SB)/4, $0x34000000
+DATA lgc33<>+20(SB)/4, $0x34000000
+DATA lgc33<>+24(SB)/4, $0x34000000
+DATA lgc33<>+28(SB)/4, $0x34000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1404,30 +1373,30 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
-	// v68 = div(v66, v67) []
+	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v68
+	// store v71
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x42800000
-DATA lgc32<>+4(SB)/4, $0x42800000
-DATA lgc32<>+8(SB)/4, $0x42800000
-DATA lgc32<>+12(SB)/4, $0x42800000
-DATA lgc32<>+16(SB)/4, $0x42800000
-DATA lgc32<>+20(SB)/4, $0x42800000
-DATA lgc32<>+24(SB)/4, $0x42800000
-DATA lgc32<>+28(SB)/4, $0x42800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x42800000
+DATA lgc34<>+4(SB)/4, $0x42800000
+DATA lgc34<>+8(SB)/4, $0x42800000
+DATA lgc34<>+12(SB)/4, $0x42800000
+DATA lgc34<>+16(SB)/4, $0x42800000
+DATA lgc34<>+20(SB)/4, $0x42800000
+DATA lgc34<>+24(SB)/4, $0x42800000
+DATA lgc34<>+28(SB)/4, $0x42800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $536-128
+TEXT ·fbPass0AVX2(SB), $472-128
 	MOVQ p0+0(FP), AX
 
 outer0_6:
@@ -1563,430 +1532,402 @@ outer0_6:
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc10<>+0(SB), Y5
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y6
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y6, Y7
-	VMOVUPS lgc6<>+0(SB), Y8
-
-	// v27 = ge(v17, v26) [N=64 T=421]
-	VCMPPS  $0x1d, Y8, Y2, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
-	// v28 = min(v21, v23) tie=first [N=64 T=421]
-	VMINPS Y3, Y6, Y1
-
-	// v29 = where(v27, v28, v24) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y8, Y6
-	VBLENDVPS Y6, Y1, Y5, Y1
-	VMOVUPS   Y8, 56(SP)
-
-	// v30 = exp(v29) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
+	// v26 = exp(v21) [N=64 T=421]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
 	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMOVUPS      lgc6<>+0(SB), Y1
 
-	// v31 = mul(v17, v30) [N=64 T=421]  # gain
-	VMULPS Y8, Y2, Y1
+	// v28 = ge(v17, v27) [N=64 T=421]
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v32 = neg(v31) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
 
-	// mean(v32) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	VMAXPS Y8, Y9, Y9
+
+	// v33 = where(v28, v30, v32) [N=64 T=421]
+	VXORPS    Y10, Y10, Y10
+	VCMPPS    $0x04, Y10, Y1, Y10
+	VBLENDVPS Y10, Y7, Y9, Y7
+
+	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	VMULPS Y7, Y2, Y7
+
+	// v35 = neg(v34) [N=64 T=421]
+	VXORPS  lgc27<>+0(SB), Y7, Y7
+	VMOVUPS Y1, 56(SP)
+
+	// mean(v35) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y9
+	VEXTRACTI128 $0x01, Y1, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y1, Y7, Y1
 	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v34 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y7, Y1
+	// v37 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v34) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
-	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	// mean(v37) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         p6+48(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v36 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	// v39 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
 
-	// mean(v36) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	// mean(v39) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         p9+72(FP), BX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v38) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y4
-	VADDPS       1216(CX), Y4, Y4
-	VMOVUPS      Y4, 1216(CX)
-
-	// v41 = mul(v40, v38) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y1, Y1
-
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y3
+	VADDPS       1216(CX), Y3, Y3
+	VMOVUPS      Y3, 1216(CX)
+
+	// v44 = mul(v43, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v44) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VMASKMOVPS   (BX)(DX*4), Y4, Y4
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v43 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y4, Y1, Y4
+	// v46 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	// v47 = abs(v46) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y5, Y6
+	// v49 = lt(v47, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y5, Y7
+	// v50 = mul(v48, v47) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y5, Y7, Y9
+	// v51 = mul(v50, v47) [N=64 T=421]
+	VMULPS Y4, Y7, Y9
 
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS  lgc22<>+0(SB), Y5, Y10
-	VMOVUPS Y8, 88(SP)
-	VMOVUPS Y2, 120(SP)
+	// v52 = sub(v47, v48) [N=64 T=421]
+	VSUBPS  lgc22<>+0(SB), Y4, Y10
+	VMOVUPS Y2, 88(SP)
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
+	// v53 = where(v49, v51, v52) [N=64 T=421]
 	VXORPS    Y2, Y2, Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
-	// v51 = mul(v0, v50) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y2, Y2
+	// v54 = mul(v0, v53) [N=64 T=421]
+	VMULPS  lgc1<>+0(SB), Y2, Y2
+	VMOVUPS Y7, 120(SP)
 
-	// mean(v51) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y8
-	VPMOVSXDQ    X8, Y9
-	VEXTRACTI128 $0x01, Y8, X9
+	// mean(v54) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y9
+	VEXTRACTI128 $0x01, Y7, X9
 	VPMOVSXDQ    X9, Y9
-	VANDPS       Y8, Y2, Y2
+	VANDPS       Y7, Y2, Y2
 	VADDPS       1856(CX), Y2, Y2
 	VMOVUPS      Y2, 1856(CX)
-	VMOVUPS      Y7, 152(SP)
-	VMOVUPS      Y5, 184(SP)
+	VMOVUPS      Y4, 152(SP)
+	VMOVUPS      Y6, 184(SP)
 
-	// var(v43) over [N]
+	// var(v46) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X4, Y8
-	VEXTRACTF128 $0x01, Y4, X9
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y8, Y11
-	VFMADD231PD  Y11, Y7, Y10
-	VSUBPD       Y10, Y8, Y8
+	VSUBPD       Y10, Y7, Y11
+	VFMADD231PD  Y11, Y6, Y10
+	VSUBPD       Y10, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y10, Y8, Y10
+	VFMADD231PD  Y11, Y7, Y12
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y12, Y8, Y12
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y5
-	VSUBPD       Y5, Y9, Y7
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y9, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      5536(CX)(BX*8), Y7
-	VBLENDVPD    Y2, Y5, Y7, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y5
-	VBLENDVPD    Y2, Y9, Y5, Y9
+	VFMADD231PD  Y7, Y6, Y9
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VBLENDVPD    Y2, Y4, Y6, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y2, Y9, Y4, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
+	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X1, Y8
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X1, Y7
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y7, Y9
-	VSUBPD       Y9, Y8, Y8
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y9, Y8, Y9
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y9, Y7, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y5, Y11, Y8, Y11
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y5
-	VSUBPD       Y5, Y1, Y8
-	VFMADD231PD  Y8, Y7, Y5
-	VSUBPD       Y5, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y7
-	VFMADD231PD  Y8, Y1, Y7
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y1, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y1, Y6
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 16096(CX)(BX*8)
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y7, Y1, Y7
-	VMOVUPD      Y7, 19616(CX)(BX*8)
-	VMOVUPS      Y4, 216(SP)
-	VMOVUPS      Y6, 248(SP)
+	VBLENDVPD    Y2, Y6, Y1, Y6
+	VMOVUPD      Y6, 19616(CX)(BX*8)
+	VMOVUPS      Y3, 216(SP)
 
 	// logsumexp(v21) over [N]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X4
-	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc12<>+0(SB), Y3, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
-	VMOVAPS      lgc17<>+0(SB), Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y6
-	VANDPS       Y6, Y5, Y5
-	VMOVUPS      lgc29<>+0(SB), Y6
-	VBLENDVPS    Y1, Y5, Y6, Y5
-	VANDPS       26624(CX), Y5, Y5
-	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X7, Y1
-	VEXTRACTF128 $0x01, Y7, X5
-	VCVTPS2PD    X5, Y5
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
+	VANDPS       Y6, Y4, Y4
+	VMOVUPS      lgc31<>+0(SB), Y6
+	VBLENDVPS    Y1, Y4, Y6, Y4
+	VANDPS       26624(CX), Y4, Y4
+	VMOVUPS      Y4, 26624(CX)
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X4
+	VCVTPS2PD    X4, Y4
 	VANDPD       Y2, Y1, Y1
 	VADDPD       23104(CX)(BX*8), Y1, Y2
 	VMOVUPD      Y2, 23104(CX)(BX*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y1
+	VANDPD       Y3, Y4, Y4
+	VADDPD       23136(CX)(BX*8), Y4, Y1
 	VMOVUPD      Y1, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y1
+	VMULPD       Y4, Y4, Y1
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v61 = mul(v59, v21) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
-	VMOVUPS 248(SP), Y1
-	VMOVUPS lgc33<>+0(SB), Y2
-	VMOVUPS lgc6<>+0(SB), Y4
+	// v64 = mul(v62, v21) [N=64 T=421]
+	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMOVUPS 184(SP), Y1
+	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y3
 
-	// v70 = where(v46, v69, v26) [N=64 T=421]
+	// v73 = where(v49, v72, v27) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v74 = where(v49, v27, v72) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   152(SP), Y2
 
-	// v71 = where(v46, v26, v69) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y2, Y1
-	VMOVUPS   184(SP), Y2
+	// v75 = mul(v73, v47) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 120(SP), Y5
 
-	// v72 = mul(v70, v44) [N=64 T=421]
-	VMULPS  Y2, Y5, Y2
-	VMOVUPS 152(SP), Y6
+	// v76 = mul(v73, v50) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
 
-	// v73 = mul(v70, v47) [N=64 T=421]
-	VMULPS Y6, Y5, Y5
+	// v77 = add(v74, v76) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
 
-	// v74 = add(v71, v73) [N=64 T=421]
-	VADDPS Y5, Y1, Y1
-
-	// v75 = mul(v72, v45) [N=64 T=421]
+	// v78 = mul(v75, v48) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y2, Y2
 
-	// v76 = add(v74, v75) [N=64 T=421]
+	// v79 = add(v77, v78) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 216(SP), Y2
 
-	// v77 = gt(v43, v26) [N=64 T=421]
-	VCMPPS $0x1e, Y4, Y2, Y5
+	// v80 = gt(v46, v27) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
+
+	// v81 = lt(v46, v27) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v78 = lt(v43, v26) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v80 = mul(v43, v26) [N=64 T=421]
+	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc6<>+0(SB), Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y7
+	VMOVUPS lgc36<>+0(SB), Y6
 
-	// v81 = where(v78, v79, v80) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y2, Y2
-	VMOVUPS   lgc1<>+0(SB), Y6
-
-	// v82 = where(v77, v0, v81) [N=64 T=421]
+	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y5
 
-	// v83 = mul(v76, v82) [N=64 T=421]
+	// v85 = where(v80, v0, v84) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v86 = mul(v79, v85) [N=64 T=421]
 	VMULPS Y2, Y1, Y1
 
-	// v84 = neg(v83) [N=64 T=421]
-	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS 120(SP), Y2
+	// v87 = neg(v86) [N=64 T=421]
+	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VMOVUPS 88(SP), Y2
 
-	// v87 = mul(v86, v17) [N=64 T=421]
-	VMULPS  lgc35<>+0(SB), Y2, Y5
-	VMOVUPS 88(SP), Y6
+	// v90 = mul(v89, v17) [N=64 T=421]
+	VMULPS  lgc37<>+0(SB), Y2, Y4
+	VMOVUPS 56(SP), Y5
 
-	// v88 = mul(v87, v30) [N=64 T=421]
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 56(SP), Y6
+	// v91 = where(v28, v90, v27) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v89 = where(v27, v88, v26) [N=64 T=421]
+	// v92 = where(v28, v27, v90) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y4, Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y3, Y4, Y4
+	VMOVUPS   lgc26<>+0(SB), Y5
 
-	// v90 = where(v27, v26, v88) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y4, Y5, Y5
-	VMOVUPS   lgc11<>+0(SB), Y6
+	// v93 = ge(v26, v31) [N=64 T=421]
+	VCMPPS $0x1d, Y5, Y8, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v91 = le(v21, v23) [N=64 T=421]
-	VCMPPS $0x12, Y6, Y3, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	// v94 = ne(v26, v26) [N=64 T=421]
+	VCMPPS $0x04, Y8, Y8, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v92 = ne(v21, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y3, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	// v95 = max(v93, v94) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y7, Y10
+	VMINPS Y5, Y10, Y9
+	VMINPS Y10, Y5, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v93 = max(v91, v92) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y6, Y6
-	VXORPS lgc25<>+0(SB), Y8, Y10
-	VMINPS Y6, Y10, Y9
-	VMINPS Y10, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc25<>+0(SB), Y6, Y6
-
-	// v94 = where(v93, v89, v26) [N=64 T=421]
+	// v96 = where(v95, v92, v27) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y6
-	VMOVUPS   lgc10<>+0(SB), Y7
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y4, Y3, Y4
+	VMOVUPS   lgc25<>+0(SB), Y5
 
-	// v95 = ge(v21, v22) [N=64 T=421]
-	VCMPPS $0x1d, Y7, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	// v97 = le(v26, v29) [N=64 T=421]
+	VCMPPS $0x12, Y5, Y8, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v96 = max(v95, v92) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y3, Y3
-	VXORPS lgc25<>+0(SB), Y8, Y7
-	VMINPS Y3, Y7, Y8
-	VMINPS Y7, Y3, Y3
-	VORPS  Y8, Y3, Y3
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	// v98 = max(v97, v94) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y7, Y7
+	VMINPS Y5, Y7, Y9
+	VMINPS Y7, Y5, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v97 = where(v96, v90, v26) [N=64 T=421]
+	// v99 = where(v98, v91, v27) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y4, Y3
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y3, Y3
 
-	// v98 = add(v94, v97) [N=64 T=421]
-	VADDPS  Y3, Y6, Y3
-	VMOVUPS lgc36<>+0(SB), Y4
+	// v100 = add(v96, v99) [N=64 T=421]
+	VADDPS Y3, Y4, Y3
 
-	// v99 = broadcast(v85) [N=64 T=421]
+	// v101 = mul(v100, v26) [N=64 T=421]
+	VMULPS  Y8, Y3, Y3
+	VMOVUPS lgc38<>+0(SB), Y4
+
+	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
 	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y5
@@ -1998,17 +1939,17 @@ outer0_6:
 	VMOVUPS    lgc3<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 
-	// store v84
+	// store v87
 	MOVQ       p12+96(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v98
+	// store v101
 	MOVQ       p13+104(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 
-	// store v99
+	// store v102
 	MOVQ       p14+112(FP), CX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS Y4, Y1, (CX)(DX*4)
@@ -2094,229 +2035,203 @@ blocks_7:
 	VMOVUPS (BX)(SI*4), Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc10<>+0(SB), Y5
+	VSUBPS  Y4, Y3, Y5
+	VMOVUPS lgc10<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y6
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y6, Y7
-	VMOVUPS lgc6<>+0(SB), Y8
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y1, 248(SP)
 
-	// v27 = ge(v17, v26) [N=64 T=421]
-	VCMPPS  $0x1d, Y8, Y2, Y8
-	VANDPS  lgc1<>+0(SB), Y8, Y8
+	// v26 = exp(v21) [N=64 T=421]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y5, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y1
+	VPMAXSD      lgc23<>+0(SB), Y1, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMOVUPS      lgc6<>+0(SB), Y1
+
+	// v28 = ge(v17, v27) [N=64 T=421]
+	VCMPPS  $0x1d, Y1, Y2, Y1
+	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VMOVUPS lgc25<>+0(SB), Y7
+
+	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	VMINPS  Y8, Y7, Y7
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	VMAXPS Y8, Y9, Y9
+
+	// v33 = where(v28, v30, v32) [N=64 T=421]
+	VXORPS    Y10, Y10, Y10
+	VCMPPS    $0x04, Y10, Y1, Y10
+	VBLENDVPS Y10, Y7, Y9, Y7
+
+	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	VMULPS Y7, Y2, Y7
+
+	// v35 = neg(v34) [N=64 T=421]
+	VXORPS  lgc27<>+0(SB), Y7, Y7
 	VMOVUPS Y1, 280(SP)
 
-	// v28 = min(v21, v23) tie=first [N=64 T=421]
-	VMINPS Y3, Y6, Y1
-
-	// v29 = where(v27, v28, v24) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y8, Y6
-	VBLENDVPS Y6, Y1, Y5, Y1
-	VMOVUPS   Y8, 312(SP)
-
-	// v30 = exp(v29) [N=64 T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y5
-	VMINPS       lgc13<>+0(SB), Y5, Y5
-	VMULPS       lgc14<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y6, Y5
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc23<>+0(SB), Y5, Y6
-	VPMINSD      lgc24<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y8, Y8
-
-	// v31 = mul(v17, v30) [N=64 T=421]  # gain
-	VMULPS Y8, Y2, Y1
-
-	// v32 = neg(v31) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y1, Y1
-
-	// mean(v32) over [N T]
+	// mean(v35) over [N T]
 	MOVQ    p8+64(FP), BX
-	VADDPS  256(BX), Y1, Y1
+	VADDPS  256(BX), Y7, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v34 = ne(v25, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y7, Y1
+	// v37 = ne(v25, v21) [N=64 T=421]
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// mean(v34) over [N T]
+	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    p6+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
 
-	// v36 = sub(v20, v19) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	// v39 = sub(v20, v19) [N=64 T=421]
+	VSUBPS Y3, Y4, Y1
 
-	// mean(v36) over [N T]
+	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v38) over [N T]
-	VADDPS  1216(BX), Y1, Y4
-	VMOVUPS Y4, 1216(BX)
-
-	// v41 = mul(v40, v38) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y1, Y1
-
 	// mean(v41) over [N T]
+	VADDPS  1216(BX), Y1, Y3
+	VMOVUPS Y3, 1216(BX)
+
+	// v44 = mul(v43, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y1
+
+	// mean(v44) over [N T]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 280(SP), Y1
+	VMOVUPS 248(SP), Y1
 	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
+	VMOVUPS (DI)(SI*4), Y3
 
-	// v43 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y4, Y1, Y4
+	// v46 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y1, Y3
 
-	// v44 = abs(v43) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	// v47 = abs(v46) [N=64 T=421]
+	VMOVUPS lgc27<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc1<>+0(SB), Y6
 
-	// v46 = lt(v44, v0) [N=64 T=421]
-	VCMPPS $0x11, Y6, Y5, Y6
+	// v49 = lt(v47, v0) [N=64 T=421]
+	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v47 = mul(v45, v44) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y5, Y7
+	// v50 = mul(v48, v47) [N=64 T=421]
+	VMULPS lgc22<>+0(SB), Y4, Y7
 
-	// v48 = mul(v47, v44) [N=64 T=421]
-	VMULPS Y5, Y7, Y9
+	// v51 = mul(v50, v47) [N=64 T=421]
+	VMULPS Y4, Y7, Y9
 
-	// v49 = sub(v44, v45) [N=64 T=421]
-	VSUBPS  lgc22<>+0(SB), Y5, Y10
-	VMOVUPS Y8, 344(SP)
-	VMOVUPS Y2, 376(SP)
+	// v52 = sub(v47, v48) [N=64 T=421]
+	VSUBPS  lgc22<>+0(SB), Y4, Y10
+	VMOVUPS Y2, 312(SP)
 
-	// v50 = where(v46, v48, v49) [N=64 T=421]
+	// v53 = where(v49, v51, v52) [N=64 T=421]
 	VXORPS    Y2, Y2, Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
-	// v51 = mul(v0, v50) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y2, Y2
+	// v54 = mul(v0, v53) [N=64 T=421]
+	VMULPS  lgc1<>+0(SB), Y2, Y2
+	VMOVUPS Y7, 344(SP)
 
-	// mean(v51) over [N T]
+	// mean(v54) over [N T]
 	VADDPS  1856(BX), Y2, Y2
 	VMOVUPS Y2, 1856(BX)
-	VMOVUPS Y7, 408(SP)
-	VMOVUPS Y5, 440(SP)
+	VMOVUPS Y4, 376(SP)
+	VMOVUPS Y6, 408(SP)
 
-	// var(v43) over [N]
+	// var(v46) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X4, Y5
-	VEXTRACTF128 $0x01, Y4, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      5504(BX)(DI*8), Y8
-	VSUBPD       Y8, Y5, Y9
-	VFMADD231PD  Y9, Y2, Y8
-	VSUBPD       Y8, Y5, Y5
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      5504(BX)(DI*8), Y7
+	VSUBPD       Y7, Y4, Y9
+	VFMADD231PD  Y9, Y2, Y7
+	VSUBPD       Y7, Y4, Y4
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y5, Y10
-	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VFMADD231PD  Y9, Y4, Y10
+	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y7, Y8
-	VFMADD231PD  Y8, Y2, Y5
-	VSUBPD       Y5, Y7, Y2
-	VMOVUPD      9056(BX)(DI*8), Y7
-	VFMADD231PD  Y8, Y2, Y7
-	VMOVUPD      Y5, 5536(BX)(DI*8)
-	VMOVUPD      Y7, 9056(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y6, Y7
+	VFMADD231PD  Y7, Y2, Y4
+	VSUBPD       Y4, Y6, Y2
+	VMOVUPD      9056(BX)(DI*8), Y6
+	VFMADD231PD  Y7, Y2, Y6
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y7
-	VSUBPD       Y7, Y5, Y8
-	VFMADD231PD  Y8, Y2, Y7
-	VSUBPD       Y7, Y5, Y5
+	VMOVUPD      16064(BX)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y2, Y6
+	VSUBPD       Y6, Y4, Y4
 	VMOVUPD      19584(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y5, Y9
-	VMOVUPD      Y7, 16064(BX)(DI*8)
+	VFMADD231PD  Y7, Y4, Y9
+	VMOVUPD      Y6, 16064(BX)(DI*8)
 	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y5
-	VSUBPD       Y5, Y1, Y7
-	VFMADD231PD  Y7, Y2, Y5
-	VSUBPD       Y5, Y1, Y1
+	VMOVUPD      16096(BX)(DI*8), Y4
+	VSUBPD       Y4, Y1, Y6
+	VFMADD231PD  Y6, Y2, Y4
+	VSUBPD       Y4, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y7, Y1, Y2
-	VMOVUPD      Y5, 16096(BX)(DI*8)
+	VFMADD231PD  Y6, Y1, Y2
+	VMOVUPD      Y4, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y4, 472(SP)
-	VMOVUPS      Y6, 504(SP)
+	VMOVUPS      Y3, 440(SP)
 
 	// logsumexp(v21) over [N]
-	VMAXPS       lgc12<>+0(SB), Y3, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y4, Y4
-	VCMPPS       $0x15, lgc27<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X8, Y1
+	VEXTRACTF128 $0x01, Y8, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y1, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y1, Y3
+	VMOVUPD      Y3, 23104(BX)(DI*8)
 	VMULPD       Y1, Y1, Y1
 	VADDPD       28416(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28416(BX)(DI*8)
@@ -2326,151 +2241,150 @@ blocks_7:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v61 = mul(v59, v21) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
-	VMOVUPS 504(SP), Y1
-	VMOVUPS lgc33<>+0(SB), Y2
-	VMOVUPS lgc6<>+0(SB), Y4
+	// v64 = mul(v62, v21) [N=64 T=421]
+	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMOVUPS 408(SP), Y1
+	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y3
 
-	// v70 = where(v46, v69, v26) [N=64 T=421]
+	// v73 = where(v49, v72, v27) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v74 = where(v49, v27, v72) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   376(SP), Y2
 
-	// v71 = where(v46, v26, v69) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y2, Y1
-	VMOVUPS   440(SP), Y2
+	// v75 = mul(v73, v47) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 344(SP), Y5
 
-	// v72 = mul(v70, v44) [N=64 T=421]
-	VMULPS  Y2, Y5, Y2
-	VMOVUPS 408(SP), Y6
+	// v76 = mul(v73, v50) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
 
-	// v73 = mul(v70, v47) [N=64 T=421]
-	VMULPS Y6, Y5, Y5
+	// v77 = add(v74, v76) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
 
-	// v74 = add(v71, v73) [N=64 T=421]
-	VADDPS Y5, Y1, Y1
-
-	// v75 = mul(v72, v45) [N=64 T=421]
+	// v78 = mul(v75, v48) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y2, Y2
 
-	// v76 = add(v74, v75) [N=64 T=421]
+	// v79 = add(v77, v78) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 472(SP), Y2
+	VMOVUPS 440(SP), Y2
 
-	// v77 = gt(v43, v26) [N=64 T=421]
-	VCMPPS $0x1e, Y4, Y2, Y5
+	// v80 = gt(v46, v27) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc1<>+0(SB), Y4, Y4
+
+	// v81 = lt(v46, v27) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v78 = lt(v43, v26) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v80 = mul(v43, v26) [N=64 T=421]
+	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc6<>+0(SB), Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y7
+	VMOVUPS lgc36<>+0(SB), Y6
 
-	// v81 = where(v78, v79, v80) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y2, Y2
-	VMOVUPS   lgc1<>+0(SB), Y6
-
-	// v82 = where(v77, v0, v81) [N=64 T=421]
+	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y5
 
-	// v83 = mul(v76, v82) [N=64 T=421]
+	// v85 = where(v80, v0, v84) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v86 = mul(v79, v85) [N=64 T=421]
 	VMULPS Y2, Y1, Y1
 
-	// v84 = neg(v83) [N=64 T=421]
-	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS 376(SP), Y2
+	// v87 = neg(v86) [N=64 T=421]
+	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VMOVUPS 312(SP), Y2
 
-	// v87 = mul(v86, v17) [N=64 T=421]
-	VMULPS  lgc35<>+0(SB), Y2, Y5
-	VMOVUPS 344(SP), Y6
+	// v90 = mul(v89, v17) [N=64 T=421]
+	VMULPS  lgc37<>+0(SB), Y2, Y4
+	VMOVUPS 280(SP), Y5
 
-	// v88 = mul(v87, v30) [N=64 T=421]
-	VMULPS  Y6, Y5, Y5
-	VMOVUPS 312(SP), Y6
+	// v91 = where(v28, v90, v27) [N=64 T=421]
+	VXORPS    Y6, Y6, Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v89 = where(v27, v88, v26) [N=64 T=421]
+	// v92 = where(v28, v27, v90) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y4, Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y3, Y4, Y4
+	VMOVUPS   lgc26<>+0(SB), Y5
 
-	// v90 = where(v27, v26, v88) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y4, Y5, Y5
-	VMOVUPS   lgc11<>+0(SB), Y6
+	// v93 = ge(v26, v31) [N=64 T=421]
+	VCMPPS $0x1d, Y5, Y8, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v91 = le(v21, v23) [N=64 T=421]
-	VCMPPS $0x12, Y6, Y3, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	// v94 = ne(v26, v26) [N=64 T=421]
+	VCMPPS $0x04, Y8, Y8, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v92 = ne(v21, v21) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y3, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	// v95 = max(v93, v94) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y7, Y10
+	VMINPS Y5, Y10, Y9
+	VMINPS Y10, Y5, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v93 = max(v91, v92) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y6, Y6
-	VXORPS lgc25<>+0(SB), Y8, Y10
-	VMINPS Y6, Y10, Y9
-	VMINPS Y10, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc25<>+0(SB), Y6, Y6
-
-	// v94 = where(v93, v89, v26) [N=64 T=421]
+	// v96 = where(v95, v92, v27) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y4, Y6
-	VMOVUPS   lgc10<>+0(SB), Y7
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y4, Y3, Y4
+	VMOVUPS   lgc25<>+0(SB), Y5
 
-	// v95 = ge(v21, v22) [N=64 T=421]
-	VCMPPS $0x1d, Y7, Y3, Y3
-	VANDPS lgc1<>+0(SB), Y3, Y3
+	// v97 = le(v26, v29) [N=64 T=421]
+	VCMPPS $0x12, Y5, Y8, Y5
+	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v96 = max(v95, v92) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y3, Y3
-	VXORPS lgc25<>+0(SB), Y8, Y7
-	VMINPS Y3, Y7, Y8
-	VMINPS Y7, Y3, Y3
-	VORPS  Y8, Y3, Y3
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	// v98 = max(v97, v94) [N=64 T=421]
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y7, Y7
+	VMINPS Y5, Y7, Y9
+	VMINPS Y7, Y5, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v97 = where(v96, v90, v26) [N=64 T=421]
+	// v99 = where(v98, v91, v27) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y4, Y3
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y3, Y3
 
-	// v98 = add(v94, v97) [N=64 T=421]
-	VADDPS  Y3, Y6, Y3
-	VMOVUPS lgc36<>+0(SB), Y4
+	// v100 = add(v96, v99) [N=64 T=421]
+	VADDPS Y3, Y4, Y3
 
-	// v99 = broadcast(v85) [N=64 T=421]
+	// v101 = mul(v100, v26) [N=64 T=421]
+	VMULPS  Y8, Y3, Y3
+	VMOVUPS lgc38<>+0(SB), Y4
+
+	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 280(SP), Y2
+	VMOVUPS 248(SP), Y2
 
 	// store v18
 	MOVQ    p11+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 
-	// store v84
+	// store v87
 	MOVQ    p12+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v98
+	// store v101
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v99
+	// store v102
 	MOVQ         p14+112(FP), BX
 	VMOVUPS      Y4, (BX)(SI*4)
 	DECQ         DX
@@ -2608,45 +2522,45 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x381baadf
-DATA lgc33<>+4(SB)/4, $0x381baadf
-DATA lgc33<>+8(SB)/4, $0x381baadf
-DATA lgc33<>+12(SB)/4, $0x381baadf
-DATA lgc33<>+16(SB)/4, $0x381baadf
-DATA lgc33<>+20(SB)/4, $0x381baadf
-DATA lgc33<>+24(SB)/4, $0x381baadf
-DATA lgc33<>+28(SB)/4, $0x381baadf
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0xbf800000
-DATA lgc34<>+4(SB)/4, $0xbf800000
-DATA lgc34<>+8(SB)/4, $0xbf800000
-DATA lgc34<>+12(SB)/4, $0xbf800000
-DATA lgc34<>+16(SB)/4, $0xbf800000
-DATA lgc34<>+20(SB)/4, $0xbf800000
-DATA lgc34<>+24(SB)/4, $0xbf800000
-DATA lgc34<>+28(SB)/4, $0xbf800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xb81baadf
-DATA lgc35<>+4(SB)/4, $0xb81baadf
-DATA lgc35<>+8(SB)/4, $0xb81baadf
-DATA lgc35<>+12(SB)/4, $0xb81baadf
-DATA lgc35<>+16(SB)/4, $0xb81baadf
-DATA lgc35<>+20(SB)/4, $0xb81baadf
-DATA lgc35<>+24(SB)/4, $0xb81baadf
-DATA lgc35<>+28(SB)/4, $0xb81baadf
+DATA lgc35<>+0(SB)/4, $0x381baadf
+DATA lgc35<>+4(SB)/4, $0x381baadf
+DATA lgc35<>+8(SB)/4, $0x381baadf
+DATA lgc35<>+12(SB)/4, $0x381baadf
+DATA lgc35<>+16(SB)/4, $0x381baadf
+DATA lgc35<>+20(SB)/4, $0x381baadf
+DATA lgc35<>+24(SB)/4, $0x381baadf
+DATA lgc35<>+28(SB)/4, $0x381baadf
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xb4c7411d
-DATA lgc36<>+4(SB)/4, $0xb4c7411d
-DATA lgc36<>+8(SB)/4, $0xb4c7411d
-DATA lgc36<>+12(SB)/4, $0xb4c7411d
-DATA lgc36<>+16(SB)/4, $0xb4c7411d
-DATA lgc36<>+20(SB)/4, $0xb4c7411d
-DATA lgc36<>+24(SB)/4, $0xb4c7411d
-DATA lgc36<>+28(SB)/4, $0xb4c7411d
+DATA lgc36<>+0(SB)/4, $0xbf800000
+DATA lgc36<>+4(SB)/4, $0xbf800000
+DATA lgc36<>+8(SB)/4, $0xbf800000
+DATA lgc36<>+12(SB)/4, $0xbf800000
+DATA lgc36<>+16(SB)/4, $0xbf800000
+DATA lgc36<>+20(SB)/4, $0xbf800000
+DATA lgc36<>+24(SB)/4, $0xbf800000
+DATA lgc36<>+28(SB)/4, $0xbf800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0xb81baadf
+DATA lgc37<>+4(SB)/4, $0xb81baadf
+DATA lgc37<>+8(SB)/4, $0xb81baadf
+DATA lgc37<>+12(SB)/4, $0xb81baadf
+DATA lgc37<>+16(SB)/4, $0xb81baadf
+DATA lgc37<>+20(SB)/4, $0xb81baadf
+DATA lgc37<>+24(SB)/4, $0xb81baadf
+DATA lgc37<>+28(SB)/4, $0xb81baadf
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0xb4c7411d
+DATA lgc38<>+4(SB)/4, $0xb4c7411d
+DATA lgc38<>+8(SB)/4, $0xb4c7411d
+DATA lgc38<>+12(SB)/4, $0xb4c7411d
+DATA lgc38<>+16(SB)/4, $0xb4c7411d
+DATA lgc38<>+20(SB)/4, $0xb4c7411d
+DATA lgc38<>+24(SB)/4, $0xb4c7411d
+DATA lgc38<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2660,29 +2574,29 @@ blocks_9:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v56 = add(v54, v55) [T=421]
-	VADDPS  lgc31<>+0(SB), Y0, Y0
+	// v59 = add(v57, v58) [T=421]
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v0, v57) [T=421]
+	// v61 = sub(v0, v60) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v63 = mul(v59, v60) [T=421]
-	VMULPS  lgc30<>+0(SB), Y1, Y1
+	// v66 = mul(v62, v63) [T=421]
+	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v67 = sub(v66, v65) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v68 = exp(v67) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -2712,12 +2626,12 @@ blocks_9:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v68) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v58
+	// store v61
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -2745,32 +2659,32 @@ noflush_10:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v56 = add(v54, v55) [T=421]
-	VADDPS     lgc31<>+0(SB), Y0, Y0
+	// v59 = add(v57, v58) [T=421]
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v57 = div(v53, v56) [T=421]
+	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v58 = sub(v0, v57) [T=421]
+	// v61 = sub(v0, v60) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v63 = mul(v59, v60) [T=421]
-	VMULPS     lgc30<>+0(SB), Y1, Y1
+	// v66 = mul(v62, v63) [T=421]
+	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v64 = sub(v63, v62) [T=421]
+	// v67 = sub(v66, v65) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v65 = exp(v64) [T=421]
+	// v68 = exp(v67) [T=421]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -2800,7 +2714,7 @@ noflush_10:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v65) over [T]
+	// mean(v68) over [T]
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -2810,7 +2724,7 @@ noflush_10:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v58
+	// store v61
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -2834,12 +2748,12 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
-	// v68 = div(v66, v67) []
+	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v68
+	// store v71
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -2905,30 +2819,30 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
+	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc39<>+0(SB), Y1, Y1
+	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc40<>+0(SB), Y2, Y1
+	VPAND        lgc42<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
 	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc42<>+0(SB), Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2937,11 +2851,11 @@ bulk_13:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2952,175 +2866,175 @@ bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0xffffffe9
-DATA lgc39<>+4(SB)/4, $0xffffffe9
-DATA lgc39<>+8(SB)/4, $0xffffffe9
-DATA lgc39<>+12(SB)/4, $0xffffffe9
-DATA lgc39<>+16(SB)/4, $0xffffffe9
-DATA lgc39<>+20(SB)/4, $0xffffffe9
-DATA lgc39<>+24(SB)/4, $0xffffffe9
-DATA lgc39<>+28(SB)/4, $0xffffffe9
+DATA lgc39<>+0(SB)/4, $0x00800000
+DATA lgc39<>+4(SB)/4, $0x00800000
+DATA lgc39<>+8(SB)/4, $0x00800000
+DATA lgc39<>+12(SB)/4, $0x00800000
+DATA lgc39<>+16(SB)/4, $0x00800000
+DATA lgc39<>+20(SB)/4, $0x00800000
+DATA lgc39<>+24(SB)/4, $0x00800000
+DATA lgc39<>+28(SB)/4, $0x00800000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x007fffff
-DATA lgc40<>+4(SB)/4, $0x007fffff
-DATA lgc40<>+8(SB)/4, $0x007fffff
-DATA lgc40<>+12(SB)/4, $0x007fffff
-DATA lgc40<>+16(SB)/4, $0x007fffff
-DATA lgc40<>+20(SB)/4, $0x007fffff
-DATA lgc40<>+24(SB)/4, $0x007fffff
-DATA lgc40<>+28(SB)/4, $0x007fffff
+DATA lgc40<>+0(SB)/4, $0x4b000000
+DATA lgc40<>+4(SB)/4, $0x4b000000
+DATA lgc40<>+8(SB)/4, $0x4b000000
+DATA lgc40<>+12(SB)/4, $0x4b000000
+DATA lgc40<>+16(SB)/4, $0x4b000000
+DATA lgc40<>+20(SB)/4, $0x4b000000
+DATA lgc40<>+24(SB)/4, $0x4b000000
+DATA lgc40<>+28(SB)/4, $0x4b000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3fb504f3
-DATA lgc41<>+4(SB)/4, $0x3fb504f3
-DATA lgc41<>+8(SB)/4, $0x3fb504f3
-DATA lgc41<>+12(SB)/4, $0x3fb504f3
-DATA lgc41<>+16(SB)/4, $0x3fb504f3
-DATA lgc41<>+20(SB)/4, $0x3fb504f3
-DATA lgc41<>+24(SB)/4, $0x3fb504f3
-DATA lgc41<>+28(SB)/4, $0x3fb504f3
+DATA lgc41<>+0(SB)/4, $0xffffffe9
+DATA lgc41<>+4(SB)/4, $0xffffffe9
+DATA lgc41<>+8(SB)/4, $0xffffffe9
+DATA lgc41<>+12(SB)/4, $0xffffffe9
+DATA lgc41<>+16(SB)/4, $0xffffffe9
+DATA lgc41<>+20(SB)/4, $0xffffffe9
+DATA lgc41<>+24(SB)/4, $0xffffffe9
+DATA lgc41<>+28(SB)/4, $0xffffffe9
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3d9021bb
-DATA lgc42<>+4(SB)/4, $0x3d9021bb
-DATA lgc42<>+8(SB)/4, $0x3d9021bb
-DATA lgc42<>+12(SB)/4, $0x3d9021bb
-DATA lgc42<>+16(SB)/4, $0x3d9021bb
-DATA lgc42<>+20(SB)/4, $0x3d9021bb
-DATA lgc42<>+24(SB)/4, $0x3d9021bb
-DATA lgc42<>+28(SB)/4, $0x3d9021bb
+DATA lgc42<>+0(SB)/4, $0x007fffff
+DATA lgc42<>+4(SB)/4, $0x007fffff
+DATA lgc42<>+8(SB)/4, $0x007fffff
+DATA lgc42<>+12(SB)/4, $0x007fffff
+DATA lgc42<>+16(SB)/4, $0x007fffff
+DATA lgc42<>+20(SB)/4, $0x007fffff
+DATA lgc42<>+24(SB)/4, $0x007fffff
+DATA lgc42<>+28(SB)/4, $0x007fffff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdebd1b8
-DATA lgc43<>+4(SB)/4, $0xbdebd1b8
-DATA lgc43<>+8(SB)/4, $0xbdebd1b8
-DATA lgc43<>+12(SB)/4, $0xbdebd1b8
-DATA lgc43<>+16(SB)/4, $0xbdebd1b8
-DATA lgc43<>+20(SB)/4, $0xbdebd1b8
-DATA lgc43<>+24(SB)/4, $0xbdebd1b8
-DATA lgc43<>+28(SB)/4, $0xbdebd1b8
+DATA lgc43<>+0(SB)/4, $0x3fb504f3
+DATA lgc43<>+4(SB)/4, $0x3fb504f3
+DATA lgc43<>+8(SB)/4, $0x3fb504f3
+DATA lgc43<>+12(SB)/4, $0x3fb504f3
+DATA lgc43<>+16(SB)/4, $0x3fb504f3
+DATA lgc43<>+20(SB)/4, $0x3fb504f3
+DATA lgc43<>+24(SB)/4, $0x3fb504f3
+DATA lgc43<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3def251a
-DATA lgc44<>+4(SB)/4, $0x3def251a
-DATA lgc44<>+8(SB)/4, $0x3def251a
-DATA lgc44<>+12(SB)/4, $0x3def251a
-DATA lgc44<>+16(SB)/4, $0x3def251a
-DATA lgc44<>+20(SB)/4, $0x3def251a
-DATA lgc44<>+24(SB)/4, $0x3def251a
-DATA lgc44<>+28(SB)/4, $0x3def251a
+DATA lgc44<>+0(SB)/4, $0x3d9021bb
+DATA lgc44<>+4(SB)/4, $0x3d9021bb
+DATA lgc44<>+8(SB)/4, $0x3d9021bb
+DATA lgc44<>+12(SB)/4, $0x3d9021bb
+DATA lgc44<>+16(SB)/4, $0x3d9021bb
+DATA lgc44<>+20(SB)/4, $0x3d9021bb
+DATA lgc44<>+24(SB)/4, $0x3d9021bb
+DATA lgc44<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+0(SB)/4, $0xbdebd1b8
+DATA lgc45<>+4(SB)/4, $0xbdebd1b8
+DATA lgc45<>+8(SB)/4, $0xbdebd1b8
+DATA lgc45<>+12(SB)/4, $0xbdebd1b8
+DATA lgc45<>+16(SB)/4, $0xbdebd1b8
+DATA lgc45<>+20(SB)/4, $0xbdebd1b8
+DATA lgc45<>+24(SB)/4, $0xbdebd1b8
+DATA lgc45<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e11e9bf
-DATA lgc46<>+4(SB)/4, $0x3e11e9bf
-DATA lgc46<>+8(SB)/4, $0x3e11e9bf
-DATA lgc46<>+12(SB)/4, $0x3e11e9bf
-DATA lgc46<>+16(SB)/4, $0x3e11e9bf
-DATA lgc46<>+20(SB)/4, $0x3e11e9bf
-DATA lgc46<>+24(SB)/4, $0x3e11e9bf
-DATA lgc46<>+28(SB)/4, $0x3e11e9bf
+DATA lgc46<>+0(SB)/4, $0x3def251a
+DATA lgc46<>+4(SB)/4, $0x3def251a
+DATA lgc46<>+8(SB)/4, $0x3def251a
+DATA lgc46<>+12(SB)/4, $0x3def251a
+DATA lgc46<>+16(SB)/4, $0x3def251a
+DATA lgc46<>+20(SB)/4, $0x3def251a
+DATA lgc46<>+24(SB)/4, $0x3def251a
+DATA lgc46<>+28(SB)/4, $0x3def251a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe2aae50
-DATA lgc47<>+4(SB)/4, $0xbe2aae50
-DATA lgc47<>+8(SB)/4, $0xbe2aae50
-DATA lgc47<>+12(SB)/4, $0xbe2aae50
-DATA lgc47<>+16(SB)/4, $0xbe2aae50
-DATA lgc47<>+20(SB)/4, $0xbe2aae50
-DATA lgc47<>+24(SB)/4, $0xbe2aae50
-DATA lgc47<>+28(SB)/4, $0xbe2aae50
+DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e4cceac
-DATA lgc48<>+4(SB)/4, $0x3e4cceac
-DATA lgc48<>+8(SB)/4, $0x3e4cceac
-DATA lgc48<>+12(SB)/4, $0x3e4cceac
-DATA lgc48<>+16(SB)/4, $0x3e4cceac
-DATA lgc48<>+20(SB)/4, $0x3e4cceac
-DATA lgc48<>+24(SB)/4, $0x3e4cceac
-DATA lgc48<>+28(SB)/4, $0x3e4cceac
+DATA lgc48<>+0(SB)/4, $0x3e11e9bf
+DATA lgc48<>+4(SB)/4, $0x3e11e9bf
+DATA lgc48<>+8(SB)/4, $0x3e11e9bf
+DATA lgc48<>+12(SB)/4, $0x3e11e9bf
+DATA lgc48<>+16(SB)/4, $0x3e11e9bf
+DATA lgc48<>+20(SB)/4, $0x3e11e9bf
+DATA lgc48<>+24(SB)/4, $0x3e11e9bf
+DATA lgc48<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe7ffffc
-DATA lgc49<>+4(SB)/4, $0xbe7ffffc
-DATA lgc49<>+8(SB)/4, $0xbe7ffffc
-DATA lgc49<>+12(SB)/4, $0xbe7ffffc
-DATA lgc49<>+16(SB)/4, $0xbe7ffffc
-DATA lgc49<>+20(SB)/4, $0xbe7ffffc
-DATA lgc49<>+24(SB)/4, $0xbe7ffffc
-DATA lgc49<>+28(SB)/4, $0xbe7ffffc
+DATA lgc49<>+0(SB)/4, $0xbe2aae50
+DATA lgc49<>+4(SB)/4, $0xbe2aae50
+DATA lgc49<>+8(SB)/4, $0xbe2aae50
+DATA lgc49<>+12(SB)/4, $0xbe2aae50
+DATA lgc49<>+16(SB)/4, $0xbe2aae50
+DATA lgc49<>+20(SB)/4, $0xbe2aae50
+DATA lgc49<>+24(SB)/4, $0xbe2aae50
+DATA lgc49<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+0(SB)/4, $0x3e4cceac
+DATA lgc50<>+4(SB)/4, $0x3e4cceac
+DATA lgc50<>+8(SB)/4, $0x3e4cceac
+DATA lgc50<>+12(SB)/4, $0x3e4cceac
+DATA lgc50<>+16(SB)/4, $0x3e4cceac
+DATA lgc50<>+20(SB)/4, $0x3e4cceac
+DATA lgc50<>+24(SB)/4, $0x3e4cceac
+DATA lgc50<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xff800000
-DATA lgc51<>+4(SB)/4, $0xff800000
-DATA lgc51<>+8(SB)/4, $0xff800000
-DATA lgc51<>+12(SB)/4, $0xff800000
-DATA lgc51<>+16(SB)/4, $0xff800000
-DATA lgc51<>+20(SB)/4, $0xff800000
-DATA lgc51<>+24(SB)/4, $0xff800000
-DATA lgc51<>+28(SB)/4, $0xff800000
+DATA lgc51<>+0(SB)/4, $0xbe7ffffc
+DATA lgc51<>+4(SB)/4, $0xbe7ffffc
+DATA lgc51<>+8(SB)/4, $0xbe7ffffc
+DATA lgc51<>+12(SB)/4, $0xbe7ffffc
+DATA lgc51<>+16(SB)/4, $0xbe7ffffc
+DATA lgc51<>+20(SB)/4, $0xbe7ffffc
+DATA lgc51<>+24(SB)/4, $0xbe7ffffc
+DATA lgc51<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x7fc00000
-DATA lgc52<>+4(SB)/4, $0x7fc00000
-DATA lgc52<>+8(SB)/4, $0x7fc00000
-DATA lgc52<>+12(SB)/4, $0x7fc00000
-DATA lgc52<>+16(SB)/4, $0x7fc00000
-DATA lgc52<>+20(SB)/4, $0x7fc00000
-DATA lgc52<>+24(SB)/4, $0x7fc00000
-DATA lgc52<>+28(SB)/4, $0x7fc00000
+DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7f800000
-DATA lgc53<>+4(SB)/4, $0x7f800000
-DATA lgc53<>+8(SB)/4, $0x7f800000
-DATA lgc53<>+12(SB)/4, $0x7f800000
-DATA lgc53<>+16(SB)/4, $0x7f800000
-DATA lgc53<>+20(SB)/4, $0x7f800000
-DATA lgc53<>+24(SB)/4, $0x7f800000
-DATA lgc53<>+28(SB)/4, $0x7f800000
+DATA lgc53<>+0(SB)/4, $0xff800000
+DATA lgc53<>+4(SB)/4, $0xff800000
+DATA lgc53<>+8(SB)/4, $0xff800000
+DATA lgc53<>+12(SB)/4, $0xff800000
+DATA lgc53<>+16(SB)/4, $0xff800000
+DATA lgc53<>+20(SB)/4, $0xff800000
+DATA lgc53<>+24(SB)/4, $0xff800000
+DATA lgc53<>+28(SB)/4, $0xff800000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7fc00000
+DATA lgc54<>+4(SB)/4, $0x7fc00000
+DATA lgc54<>+8(SB)/4, $0x7fc00000
+DATA lgc54<>+12(SB)/4, $0x7fc00000
+DATA lgc54<>+16(SB)/4, $0x7fc00000
+DATA lgc54<>+20(SB)/4, $0x7fc00000
+DATA lgc54<>+24(SB)/4, $0x7fc00000
+DATA lgc54<>+28(SB)/4, $0x7fc00000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x7f800000
+DATA lgc55<>+4(SB)/4, $0x7f800000
+DATA lgc55<>+8(SB)/4, $0x7f800000
+DATA lgc55<>+12(SB)/4, $0x7f800000
+DATA lgc55<>+16(SB)/4, $0x7f800000
+DATA lgc55<>+20(SB)/4, $0x7f800000
+DATA lgc55<>+24(SB)/4, $0x7f800000
+DATA lgc55<>+28(SB)/4, $0x7f800000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3135,30 +3049,30 @@ bulk_15:
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc39<>+0(SB), Y2, Y2
+	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc40<>+0(SB), Y3, Y2
+	VPAND        lgc42<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
 	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc42<>+0(SB), Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3167,11 +3081,11 @@ bulk_15:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc1<>+0(SB), Y1, Y2
@@ -3181,9 +3095,9 @@ bulk_15:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_15

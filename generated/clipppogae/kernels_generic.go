@@ -11,40 +11,40 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v53 = var(v43) over N correction=0 [T=421]
-	s1    []float32           // v54 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v60 = logsumexp(v21) over N [T=421]
-	s3    []float32           // v62 = logsumexp(v61) over N [T=421]
-	s4    float32             // v66 = mean(v65) over T []
-	acc53 []runtime.Welford   // accumulators of v53
-	acc54 []runtime.Welford   // accumulators of v54
-	acc60 []runtime.LogSumExp // accumulators of v60
-	acc62 []runtime.LogSumExp // accumulators of v62
+	s0    []float32           // v56 = var(v46) over N correction=0 [T=421]
+	s1    []float32           // v57 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v63 = logsumexp(v21) over N [T=421]
+	s3    []float32           // v65 = logsumexp(v64) over N [T=421]
+	s4    float32             // v69 = mean(v68) over T []
+	acc56 []runtime.Welford   // accumulators of v56
+	acc57 []runtime.Welford   // accumulators of v57
+	acc63 []runtime.LogSumExp // accumulators of v63
+	acc65 []runtime.LogSumExp // accumulators of v65
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc53: make([]runtime.Welford, 421), acc54: make([]runtime.Welford, 421), acc60: make([]runtime.LogSumExp, 421), acc62: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc56: make([]runtime.Welford, 421), acc57: make([]runtime.Welford, 421), acc63: make([]runtime.LogSumExp, 421), acc65: make([]runtime.LogSumExp, 421)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc33 := runtime.Mean{}
-	acc35 := runtime.Mean{}
-	acc37 := runtime.Mean{}
-	acc39 := runtime.Mean{}
+	acc36 := runtime.Mean{}
+	acc38 := runtime.Mean{}
+	acc40 := runtime.Mean{}
 	acc42 := runtime.Mean{}
-	acc52 := runtime.Mean{}
-	for k := range s.acc53 {
-		s.acc53[k] = runtime.Welford{}
+	acc45 := runtime.Mean{}
+	acc55 := runtime.Mean{}
+	for k := range s.acc56 {
+		s.acc56[k] = runtime.Welford{}
 	}
-	for k := range s.acc54 {
-		s.acc54[k] = runtime.Welford{}
+	for k := range s.acc57 {
+		s.acc57[k] = runtime.Welford{}
 	}
-	for k := range s.acc60 {
-		s.acc60[k] = runtime.NewLogSumExp()
+	for k := range s.acc63 {
+		s.acc63[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc62 {
-		s.acc62[k] = runtime.NewLogSumExp()
+	for k := range s.acc65 {
+		s.acc65[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float32(0)
@@ -78,129 +78,132 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v23 := float32(0.18232156)
 			v24 := max(v21, v22)
 			v25 := min(v24, v23)
-			v26 := float32(0)
-			v27 := b2f(v17 >= v26)
-			v28 := min(v21, v23)
-			v29 := sel(v27, v28, v24)
-			v30 := float32(math.Exp(float64(v29)))
-			v31 := float32(v17 * v30)
-			v32 := -v31
-			acc33.Add(float64(v32))
-			v34 := b2f(v25 != v21)
-			acc35.Add(float64(v34))
-			v36 := v20 - v19
-			acc37.Add(float64(v36))
-			v38 := in.Entropy[iN*421+iT]
-			acc39.Add(float64(v38))
-			v40 := float32(-0.01)
-			v41 := float32(v40 * v38)
+			v26 := float32(math.Exp(float64(v21)))
+			v27 := float32(0)
+			v28 := b2f(v17 >= v27)
+			v29 := float32(1.2)
+			v30 := min(v26, v29)
+			v31 := float32(0.8)
+			v32 := max(v26, v31)
+			v33 := sel(v28, v30, v32)
+			v34 := float32(v17 * v33)
+			v35 := -v34
+			acc36.Add(float64(v35))
+			v37 := b2f(v25 != v21)
+			acc38.Add(float64(v37))
+			v39 := v20 - v19
+			acc40.Add(float64(v39))
+			v41 := in.Entropy[iN*421+iT]
 			acc42.Add(float64(v41))
-			v43 := v18 - v2
-			v44 := float32(math.Abs(float64(v43)))
-			v45 := float32(0.5)
-			v46 := b2f(v44 < v0)
-			v47 := float32(v45 * v44)
-			v48 := float32(v47 * v44)
-			v49 := v44 - v45
-			v50 := sel(v46, v48, v49)
-			v51 := float32(v0 * v50)
-			acc52.Add(float64(v51))
-			s.acc53[iT].Add(float64(v43))
-			s.acc54[iT].Add(float64(v18))
-			v59 := float32(2)
-			s.acc60[iT].Add(float64(v21))
-			v61 := float32(v59 * v21)
-			s.acc62[iT].Add(float64(v61))
+			v43 := float32(-0.01)
+			v44 := float32(v43 * v41)
+			acc45.Add(float64(v44))
+			v46 := v18 - v2
+			v47 := float32(math.Abs(float64(v46)))
+			v48 := float32(0.5)
+			v49 := b2f(v47 < v0)
+			v50 := float32(v48 * v47)
+			v51 := float32(v50 * v47)
+			v52 := v47 - v48
+			v53 := sel(v49, v51, v52)
+			v54 := float32(v0 * v53)
+			acc55.Add(float64(v54))
+			s.acc56[iT].Add(float64(v46))
+			s.acc57[iT].Add(float64(v18))
+			v62 := float32(2)
+			s.acc63[iT].Add(float64(v21))
+			v64 := float32(v62 * v21)
+			s.acc65[iT].Add(float64(v64))
 		}
 	}
-	out.LossObjective = float32(acc33.Result())
-	out.ClipFraction = float32(acc35.Result())
-	out.KLApprox = float32(acc37.Result())
-	out.Entropy = float32(acc39.Result())
-	out.LossEntropy = float32(acc42.Result())
-	out.LossCritic = float32(acc52.Result())
-	for k := range s.acc53 {
-		s.s0[k] = float32(s.acc53[k].Var(0))
+	out.LossObjective = float32(acc36.Result())
+	out.ClipFraction = float32(acc38.Result())
+	out.KLApprox = float32(acc40.Result())
+	out.Entropy = float32(acc42.Result())
+	out.LossEntropy = float32(acc45.Result())
+	out.LossCritic = float32(acc55.Result())
+	for k := range s.acc56 {
+		s.s0[k] = float32(s.acc56[k].Var(0))
 	}
-	for k := range s.acc54 {
-		s.s1[k] = float32(s.acc54[k].Var(0))
+	for k := range s.acc57 {
+		s.s1[k] = float32(s.acc57[k].Var(0))
 	}
-	for k := range s.acc60 {
-		s.s2[k] = float32(s.acc60[k].Result())
+	for k := range s.acc63 {
+		s.s2[k] = float32(s.acc63[k].Result())
 	}
-	for k := range s.acc62 {
-		s.s3[k] = float32(s.acc62[k].Result())
+	for k := range s.acc65 {
+		s.s3[k] = float32(s.acc65[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc66 := runtime.Mean{}
+	acc69 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v53 := s.s0[iT]
-		v54 := s.s1[iT]
-		v55 := float32(1.1920929e-07)
-		v56 := v54 + v55
-		v57 := v53 / v56
-		v58 := v0 - v57
-		out.ExplainedVariance[iT] = v58
-		v59 := float32(2)
-		v60 := s.s2[iT]
-		v62 := s.s3[iT]
-		v63 := float32(v59 * v60)
-		v64 := v63 - v62
-		v65 := float32(math.Exp(float64(v64)))
-		acc66.Add(float64(v65))
+		v56 := s.s0[iT]
+		v57 := s.s1[iT]
+		v58 := float32(1.1920929e-07)
+		v59 := v57 + v58
+		v60 := v56 / v59
+		v61 := v0 - v60
+		out.ExplainedVariance[iT] = v61
+		v62 := float32(2)
+		v63 := s.s2[iT]
+		v65 := s.s3[iT]
+		v66 := float32(v62 * v63)
+		v67 := v66 - v65
+		v68 := float32(math.Exp(float64(v67)))
+		acc69.Add(float64(v68))
 	}
-	s.s4 = float32(acc66.Result())
+	s.s4 = float32(acc69.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v66 := s.s4
-	v67 := float32(64)
-	v68 := v66 / v67
-	out.ESS = v68
+	v69 := s.s4
+	v70 := float32(64)
+	v71 := v69 / v70
+	out.ESS = v71
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v53 = var(v43) over N correction=0 [T=421]
-	s1    []float32           // v54 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v60 = logsumexp(v21) over N [T=421]
-	s3    []float32           // v62 = logsumexp(v61) over N [T=421]
-	s4    float32             // v66 = mean(v65) over T []
-	acc53 []runtime.Welford   // accumulators of v53
-	acc54 []runtime.Welford   // accumulators of v54
-	acc60 []runtime.LogSumExp // accumulators of v60
-	acc62 []runtime.LogSumExp // accumulators of v62
+	s0    []float32           // v56 = var(v46) over N correction=0 [T=421]
+	s1    []float32           // v57 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v63 = logsumexp(v21) over N [T=421]
+	s3    []float32           // v65 = logsumexp(v64) over N [T=421]
+	s4    float32             // v69 = mean(v68) over T []
+	acc56 []runtime.Welford   // accumulators of v56
+	acc57 []runtime.Welford   // accumulators of v57
+	acc63 []runtime.LogSumExp // accumulators of v63
+	acc65 []runtime.LogSumExp // accumulators of v65
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc53: make([]runtime.Welford, 421), acc54: make([]runtime.Welford, 421), acc60: make([]runtime.LogSumExp, 421), acc62: make([]runtime.LogSumExp, 421)}
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc56: make([]runtime.Welford, 421), acc57: make([]runtime.Welford, 421), acc63: make([]runtime.LogSumExp, 421), acc65: make([]runtime.LogSumExp, 421)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc33 := runtime.Mean{}
-	acc35 := runtime.Mean{}
-	acc37 := runtime.Mean{}
-	acc39 := runtime.Mean{}
+	acc36 := runtime.Mean{}
+	acc38 := runtime.Mean{}
+	acc40 := runtime.Mean{}
 	acc42 := runtime.Mean{}
-	acc52 := runtime.Mean{}
-	for k := range s.acc53 {
-		s.acc53[k] = runtime.Welford{}
+	acc45 := runtime.Mean{}
+	acc55 := runtime.Mean{}
+	for k := range s.acc56 {
+		s.acc56[k] = runtime.Welford{}
 	}
-	for k := range s.acc54 {
-		s.acc54[k] = runtime.Welford{}
+	for k := range s.acc57 {
+		s.acc57[k] = runtime.Welford{}
 	}
-	for k := range s.acc60 {
-		s.acc60[k] = runtime.NewLogSumExp()
+	for k := range s.acc63 {
+		s.acc63[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc62 {
-		s.acc62[k] = runtime.NewLogSumExp()
+	for k := range s.acc65 {
+		s.acc65[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float32(0)
@@ -234,124 +237,127 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v23 := float32(0.18232156)
 			v24 := max(v21, v22)
 			v25 := min(v24, v23)
-			v26 := float32(0)
-			v27 := b2f(v17 >= v26)
-			v28 := min(v21, v23)
-			v29 := sel(v27, v28, v24)
-			v30 := float32(math.Exp(float64(v29)))
-			v31 := float32(v17 * v30)
-			v32 := -v31
-			acc33.Add(float64(v32))
-			v34 := b2f(v25 != v21)
-			acc35.Add(float64(v34))
-			v36 := v20 - v19
-			acc37.Add(float64(v36))
-			v38 := in.Entropy[iN*421+iT]
-			acc39.Add(float64(v38))
-			v40 := float32(-0.01)
-			v41 := float32(v40 * v38)
+			v26 := float32(math.Exp(float64(v21)))
+			v27 := float32(0)
+			v28 := b2f(v17 >= v27)
+			v29 := float32(1.2)
+			v30 := min(v26, v29)
+			v31 := float32(0.8)
+			v32 := max(v26, v31)
+			v33 := sel(v28, v30, v32)
+			v34 := float32(v17 * v33)
+			v35 := -v34
+			acc36.Add(float64(v35))
+			v37 := b2f(v25 != v21)
+			acc38.Add(float64(v37))
+			v39 := v20 - v19
+			acc40.Add(float64(v39))
+			v41 := in.Entropy[iN*421+iT]
 			acc42.Add(float64(v41))
-			v43 := v18 - v2
-			v44 := float32(math.Abs(float64(v43)))
-			v45 := float32(0.5)
-			v46 := b2f(v44 < v0)
-			v47 := float32(v45 * v44)
-			v48 := float32(v47 * v44)
-			v49 := v44 - v45
-			v50 := sel(v46, v48, v49)
-			v51 := float32(v0 * v50)
-			acc52.Add(float64(v51))
-			s.acc53[iT].Add(float64(v43))
-			s.acc54[iT].Add(float64(v18))
-			v59 := float32(2)
-			s.acc60[iT].Add(float64(v21))
-			v61 := float32(v59 * v21)
-			s.acc62[iT].Add(float64(v61))
-			v69 := float32(3.7114016e-05)
-			v70 := sel(v46, v69, v26)
-			v71 := sel(v46, v26, v69)
-			v72 := float32(v70 * v44)
-			v73 := float32(v70 * v47)
-			v74 := v71 + v73
-			v75 := float32(v72 * v45)
-			v76 := v74 + v75
-			v77 := b2f(v43 > v26)
-			v78 := b2f(v43 < v26)
-			v79 := float32(-1)
-			v80 := float32(v43 * v26)
-			v81 := sel(v78, v79, v80)
-			v82 := sel(v77, v0, v81)
-			v83 := float32(v76 * v82)
-			v84 := -v83
-			g.StateValue[iN*421+iT] = v84
-			v85 := float32(-3.7114015e-07)
-			v86 := float32(-3.7114016e-05)
-			v87 := float32(v86 * v17)
-			v88 := float32(v87 * v30)
-			v89 := sel(v27, v88, v26)
-			v90 := sel(v27, v26, v88)
-			v91 := b2f(v21 <= v23)
-			v92 := b2f(v21 != v21)
-			v93 := max(v91, v92)
-			v94 := sel(v93, v89, v26)
-			v95 := b2f(v21 >= v22)
-			v96 := max(v95, v92)
-			v97 := sel(v96, v90, v26)
-			v98 := v94 + v97
-			g.LogProb[iN*421+iT] = v98
-			v99 := v85
-			g.Entropy[iN*421+iT] = v99
+			v43 := float32(-0.01)
+			v44 := float32(v43 * v41)
+			acc45.Add(float64(v44))
+			v46 := v18 - v2
+			v47 := float32(math.Abs(float64(v46)))
+			v48 := float32(0.5)
+			v49 := b2f(v47 < v0)
+			v50 := float32(v48 * v47)
+			v51 := float32(v50 * v47)
+			v52 := v47 - v48
+			v53 := sel(v49, v51, v52)
+			v54 := float32(v0 * v53)
+			acc55.Add(float64(v54))
+			s.acc56[iT].Add(float64(v46))
+			s.acc57[iT].Add(float64(v18))
+			v62 := float32(2)
+			s.acc63[iT].Add(float64(v21))
+			v64 := float32(v62 * v21)
+			s.acc65[iT].Add(float64(v64))
+			v72 := float32(3.7114016e-05)
+			v73 := sel(v49, v72, v27)
+			v74 := sel(v49, v27, v72)
+			v75 := float32(v73 * v47)
+			v76 := float32(v73 * v50)
+			v77 := v74 + v76
+			v78 := float32(v75 * v48)
+			v79 := v77 + v78
+			v80 := b2f(v46 > v27)
+			v81 := b2f(v46 < v27)
+			v82 := float32(-1)
+			v83 := float32(v46 * v27)
+			v84 := sel(v81, v82, v83)
+			v85 := sel(v80, v0, v84)
+			v86 := float32(v79 * v85)
+			v87 := -v86
+			g.StateValue[iN*421+iT] = v87
+			v88 := float32(-3.7114015e-07)
+			v89 := float32(-3.7114016e-05)
+			v90 := float32(v89 * v17)
+			v91 := sel(v28, v90, v27)
+			v92 := sel(v28, v27, v90)
+			v93 := b2f(v26 >= v31)
+			v94 := b2f(v26 != v26)
+			v95 := max(v93, v94)
+			v96 := sel(v95, v92, v27)
+			v97 := b2f(v26 <= v29)
+			v98 := max(v97, v94)
+			v99 := sel(v98, v91, v27)
+			v100 := v96 + v99
+			v101 := float32(v100 * v26)
+			g.LogProb[iN*421+iT] = v101
+			v102 := v88
+			g.Entropy[iN*421+iT] = v102
 		}
 	}
-	out.LossObjective = float32(acc33.Result())
-	out.ClipFraction = float32(acc35.Result())
-	out.KLApprox = float32(acc37.Result())
-	out.Entropy = float32(acc39.Result())
-	out.LossEntropy = float32(acc42.Result())
-	out.LossCritic = float32(acc52.Result())
-	for k := range s.acc53 {
-		s.s0[k] = float32(s.acc53[k].Var(0))
+	out.LossObjective = float32(acc36.Result())
+	out.ClipFraction = float32(acc38.Result())
+	out.KLApprox = float32(acc40.Result())
+	out.Entropy = float32(acc42.Result())
+	out.LossEntropy = float32(acc45.Result())
+	out.LossCritic = float32(acc55.Result())
+	for k := range s.acc56 {
+		s.s0[k] = float32(s.acc56[k].Var(0))
 	}
-	for k := range s.acc54 {
-		s.s1[k] = float32(s.acc54[k].Var(0))
+	for k := range s.acc57 {
+		s.s1[k] = float32(s.acc57[k].Var(0))
 	}
-	for k := range s.acc60 {
-		s.s2[k] = float32(s.acc60[k].Result())
+	for k := range s.acc63 {
+		s.s2[k] = float32(s.acc63[k].Result())
 	}
-	for k := range s.acc62 {
-		s.s3[k] = float32(s.acc62[k].Result())
+	for k := range s.acc65 {
+		s.s3[k] = float32(s.acc65[k].Result())
 	}
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc66 := runtime.Mean{}
+	acc69 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v53 := s.s0[iT]
-		v54 := s.s1[iT]
-		v55 := float32(1.1920929e-07)
-		v56 := v54 + v55
-		v57 := v53 / v56
-		v58 := v0 - v57
-		out.ExplainedVariance[iT] = v58
-		v59 := float32(2)
-		v60 := s.s2[iT]
-		v62 := s.s3[iT]
-		v63 := float32(v59 * v60)
-		v64 := v63 - v62
-		v65 := float32(math.Exp(float64(v64)))
-		acc66.Add(float64(v65))
+		v56 := s.s0[iT]
+		v57 := s.s1[iT]
+		v58 := float32(1.1920929e-07)
+		v59 := v57 + v58
+		v60 := v56 / v59
+		v61 := v0 - v60
+		out.ExplainedVariance[iT] = v61
+		v62 := float32(2)
+		v63 := s.s2[iT]
+		v65 := s.s3[iT]
+		v66 := float32(v62 * v63)
+		v67 := v66 - v65
+		v68 := float32(math.Exp(float64(v67)))
+		acc69.Add(float64(v68))
 	}
-	s.s4 = float32(acc66.Result())
+	s.s4 = float32(acc69.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v66 := s.s4
-	v67 := float32(64)
-	v68 := v66 / v67
-	out.ESS = v68
+	v69 := s.s4
+	v70 := float32(64)
+	v71 := v69 / v70
+	out.ESS = v71
 }
 
 // b2f is a comparison or flag as 0 or 1.

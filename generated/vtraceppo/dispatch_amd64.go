@@ -14,57 +14,57 @@ import (
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf      []float64
-	r46_s    []float64
-	r46_p    []float32
-	r48_s    []float64
-	r48_p    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r49_s    []float64
+	r49_p    []float32
+	r51_s    []float64
+	r51_p    []float32
 	r53_s    []float64
 	r53_p    []float32
-	r63_s    []float64
-	r63_p    []float32
-	r64_n    []float64
-	r64_mean []float64
-	r64_m2   []float64
-	r65_n    []float64
-	r65_mean []float64
-	r65_m2   []float64
-	r71_s    []float64
-	r71_ok   []float32
-	r73_s    []float64
-	r77_s    []float64
-	r77_p    []float32
-	r44_s    []float64
-	r44_p    []float32
+	r56_s    []float64
+	r56_p    []float32
+	r66_s    []float64
+	r66_p    []float32
+	r67_n    []float64
+	r67_mean []float64
+	r67_m2   []float64
+	r68_n    []float64
+	r68_mean []float64
+	r68_m2   []float64
+	r74_s    []float64
+	r74_ok   []float32
+	r76_s    []float64
+	r80_s    []float64
+	r80_p    []float32
+	r47_s    []float64
+	r47_p    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 4024)}
-	st.r46_s = st.buf[8:24]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r48_s = st.buf[48:64]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r50_s = st.buf[88:104]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r53_s = st.buf[128:144]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r63_s = st.buf[168:184]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r64_n = st.buf[208:637]
-	st.r64_mean = st.buf[648:1077]
-	st.r64_m2 = st.buf[1088:1517]
-	st.r65_n = st.buf[1528:1957]
-	st.r65_mean = st.buf[1968:2397]
-	st.r65_m2 = st.buf[2408:2837]
-	st.r71_s = st.buf[2848:3277]
-	st.r71_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r73_s = st.buf[3512:3941]
-	st.r77_s = st.buf[3952:3968]
-	st.r77_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
-	st.r44_s = st.buf[3992:4008]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r49_s = st.buf[8:24]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r51_s = st.buf[48:64]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r53_s = st.buf[88:104]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r56_s = st.buf[128:144]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r66_s = st.buf[168:184]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r67_n = st.buf[208:637]
+	st.r67_mean = st.buf[648:1077]
+	st.r67_m2 = st.buf[1088:1517]
+	st.r68_n = st.buf[1528:1957]
+	st.r68_mean = st.buf[1968:2397]
+	st.r68_m2 = st.buf[2408:2837]
+	st.r74_s = st.buf[2848:3277]
+	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r76_s = st.buf[3512:3941]
+	st.r80_s = st.buf[3952:3968]
+	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
+	st.r47_s = st.buf[3992:4008]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -80,25 +80,25 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
-		runtime.Fill(st.r64_n, float64((hi-lo)*1))
-		runtime.Fill(st.r64_mean, 0)
-		runtime.Fill(st.r64_m2, 0)
-		runtime.Fill(st.r65_n, float64((hi-lo)*1))
-		runtime.Fill(st.r65_mean, 0)
-		runtime.Fill(st.r65_m2, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.SetMask(st.r71_ok)
-		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r67_n, float64((hi-lo)*1))
+		runtime.Fill(st.r67_mean, 0)
+		runtime.Fill(st.r67_m2, 0)
+		runtime.Fill(st.r68_n, float64((hi-lo)*1))
+		runtime.Fill(st.r68_mean, 0)
+		runtime.Fill(st.r68_m2, 0)
+		runtime.Fill(st.r74_s, 0)
+		runtime.SetMask(st.r74_ok)
+		runtime.Fill(st.r76_s, 0)
 		pass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -115,45 +115,45 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeVar(sts[0].r64_n, sts[0].r64_mean, sts[0].r64_m2, sts[c].r64_n, sts[c].r64_mean, sts[c].r64_m2)
-			runtime.MergeVar(sts[0].r65_n, sts[0].r65_mean, sts[0].r65_m2, sts[c].r65_n, sts[c].r65_mean, sts[c].r65_m2)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeMask(sts[0].r71_ok, sts[c].r71_ok)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
+			runtime.MergeVar(sts[0].r68_n, sts[0].r68_mean, sts[0].r68_m2, sts[c].r68_n, sts[c].r68_mean, sts[c].r68_m2)
+			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
 		}
 	}
-	if !runtime.MaskSet(st.r71_ok[:8]) {
+	if !runtime.MaskSet(st.r74_ok[:8]) {
 		pass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r63_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r64_n, st.r64_mean, st.r64_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r65_n, st.r65_mean, st.r65_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r68_n, st.r68_mean, st.r68_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r71_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r73_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -163,10 +163,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r77_s, 0)
-	runtime.Fill(st.r77_p, 0)
+	runtime.Fill(st.r80_s, 0)
+	runtime.Fill(st.r80_p, 0)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r77_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -181,8 +181,8 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
 		pass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], hi)
 	}
 	n := min(pass2Chunks, 64)
@@ -199,10 +199,10 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 		}
 	}
-	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 
@@ -217,57 +217,57 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf      []float64
-	r46_s    []float64
-	r46_p    []float32
-	r48_s    []float64
-	r48_p    []float32
-	r50_s    []float64
-	r50_p    []float32
+	r49_s    []float64
+	r49_p    []float32
+	r51_s    []float64
+	r51_p    []float32
 	r53_s    []float64
 	r53_p    []float32
-	r63_s    []float64
-	r63_p    []float32
-	r64_n    []float64
-	r64_mean []float64
-	r64_m2   []float64
-	r65_n    []float64
-	r65_mean []float64
-	r65_m2   []float64
-	r71_s    []float64
-	r71_ok   []float32
-	r73_s    []float64
-	r77_s    []float64
-	r77_p    []float32
-	r44_s    []float64
-	r44_p    []float32
+	r56_s    []float64
+	r56_p    []float32
+	r66_s    []float64
+	r66_p    []float32
+	r67_n    []float64
+	r67_mean []float64
+	r67_m2   []float64
+	r68_n    []float64
+	r68_mean []float64
+	r68_m2   []float64
+	r74_s    []float64
+	r74_ok   []float32
+	r76_s    []float64
+	r80_s    []float64
+	r80_p    []float32
+	r47_s    []float64
+	r47_p    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 4024)}
-	st.r46_s = st.buf[8:24]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r48_s = st.buf[48:64]
-	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r50_s = st.buf[88:104]
-	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r53_s = st.buf[128:144]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r63_s = st.buf[168:184]
-	st.r63_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r64_n = st.buf[208:637]
-	st.r64_mean = st.buf[648:1077]
-	st.r64_m2 = st.buf[1088:1517]
-	st.r65_n = st.buf[1528:1957]
-	st.r65_mean = st.buf[1968:2397]
-	st.r65_m2 = st.buf[2408:2837]
-	st.r71_s = st.buf[2848:3277]
-	st.r71_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
-	st.r73_s = st.buf[3512:3941]
-	st.r77_s = st.buf[3952:3968]
-	st.r77_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
-	st.r44_s = st.buf[3992:4008]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r49_s = st.buf[8:24]
+	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r51_s = st.buf[48:64]
+	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r53_s = st.buf[88:104]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r56_s = st.buf[128:144]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r66_s = st.buf[168:184]
+	st.r66_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r67_n = st.buf[208:637]
+	st.r67_mean = st.buf[648:1077]
+	st.r67_m2 = st.buf[1088:1517]
+	st.r68_n = st.buf[1528:1957]
+	st.r68_mean = st.buf[1968:2397]
+	st.r68_m2 = st.buf[2408:2837]
+	st.r74_s = st.buf[2848:3277]
+	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
+	st.r76_s = st.buf[3512:3941]
+	st.r80_s = st.buf[3952:3968]
+	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
+	st.r47_s = st.buf[3992:4008]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -283,25 +283,25 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r48_s, 0)
-		runtime.Fill(st.r48_p, 0)
-		runtime.Fill(st.r50_s, 0)
-		runtime.Fill(st.r50_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r51_s, 0)
+		runtime.Fill(st.r51_p, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.Fill(st.r53_p, 0)
-		runtime.Fill(st.r63_s, 0)
-		runtime.Fill(st.r63_p, 0)
-		runtime.Fill(st.r64_n, float64((hi-lo)*1))
-		runtime.Fill(st.r64_mean, 0)
-		runtime.Fill(st.r64_m2, 0)
-		runtime.Fill(st.r65_n, float64((hi-lo)*1))
-		runtime.Fill(st.r65_mean, 0)
-		runtime.Fill(st.r65_m2, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.SetMask(st.r71_ok)
-		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r56_s, 0)
+		runtime.Fill(st.r56_p, 0)
+		runtime.Fill(st.r66_s, 0)
+		runtime.Fill(st.r66_p, 0)
+		runtime.Fill(st.r67_n, float64((hi-lo)*1))
+		runtime.Fill(st.r67_mean, 0)
+		runtime.Fill(st.r67_m2, 0)
+		runtime.Fill(st.r68_n, float64((hi-lo)*1))
+		runtime.Fill(st.r68_mean, 0)
+		runtime.Fill(st.r68_m2, 0)
+		runtime.Fill(st.r74_s, 0)
+		runtime.SetMask(st.r74_ok)
+		runtime.Fill(st.r76_s, 0)
 		fbPass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], &g.StateValue[0], &g.Entropy[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
@@ -318,45 +318,45 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
-			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
 			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
-			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
-			runtime.MergeVar(sts[0].r64_n, sts[0].r64_mean, sts[0].r64_m2, sts[c].r64_n, sts[c].r64_mean, sts[c].r64_m2)
-			runtime.MergeVar(sts[0].r65_n, sts[0].r65_mean, sts[0].r65_m2, sts[c].r65_n, sts[c].r65_mean, sts[c].r65_m2)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
-			runtime.MergeMask(sts[0].r71_ok, sts[c].r71_ok)
-			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
+			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
+			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
+			runtime.MergeVar(sts[0].r68_n, sts[0].r68_mean, sts[0].r68_m2, sts[c].r68_n, sts[c].r68_mean, sts[c].r68_m2)
+			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
+			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
 		}
 	}
-	if !runtime.MaskSet(st.r71_ok[:8]) {
+	if !runtime.MaskSet(st.r74_ok[:8]) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
-	runtime.FinishMean(st.res[:1], st.r46_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r49_s, 8, 26944.0)
 	out.ClipFraction = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r48_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 26944.0)
-	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	out.Entropy = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r63_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r66_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r64_n, st.r64_mean, st.r64_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r67_n, st.r67_mean, st.r67_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r65_n, st.r65_mean, st.r65_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r68_n, st.r68_mean, st.r68_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r71_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r74_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r73_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r76_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -366,10 +366,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r77_s, 0)
-	runtime.Fill(st.r77_p, 0)
+	runtime.Fill(st.r80_s, 0)
+	runtime.Fill(st.r80_p, 0)
 	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r77_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -384,8 +384,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r44_s, 0)
-		runtime.Fill(st.r44_p, 0)
+		runtime.Fill(st.r47_s, 0)
+		runtime.Fill(st.r47_p, 0)
 		fbPass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass2Chunks, 64)
@@ -402,10 +402,10 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
+			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 		}
 	}
-	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
 }
 

@@ -191,11 +191,11 @@ outer0_1:
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v45 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v45) over [N T]
+	// mean(v48) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -205,10 +205,10 @@ outer0_1:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v47 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v47) over [N T]
+	// mean(v50) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -220,7 +220,7 @@ outer0_1:
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v49) over [N T]
+	// mean(v52) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -229,10 +229,10 @@ outer0_1:
 	VADDPS       896(CX), Y2, Y2
 	VMOVUPS      Y2, 896(CX)
 
-	// v52 = mul(v51, v49) [N=64 T=421]
+	// v55 = mul(v54, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v52) over [N T]
+	// mean(v55) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -241,36 +241,36 @@ outer0_1:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// v54 = sub(v24, v3) [N=64 T=421]
+	// v57 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v55 = abs(v54) [N=64 T=421]
+	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v57 = lt(v55, v0) [N=64 T=421]
+	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v58 = mul(v56, v55) [N=64 T=421]
+	// v61 = mul(v59, v58) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v59 = mul(v58, v55) [N=64 T=421]
+	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
-	// v60 = sub(v55, v56) [N=64 T=421]
+	// v63 = sub(v58, v59) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y2
 
-	// v61 = where(v57, v59, v60) [N=64 T=421]
+	// v64 = where(v60, v62, v63) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v62 = mul(v0, v61) [N=64 T=421]
+	// v65 = mul(v0, v64) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y2, Y2
 
-	// mean(v62) over [N T]
+	// mean(v65) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -279,7 +279,7 @@ outer0_1:
 	VADDPS       1536(CX), Y2, Y2
 	VMOVUPS      Y2, 1536(CX)
 
-	// var(v54) over [N]
+	// var(v57) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -406,7 +406,7 @@ outer0_1:
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
-	// v72 = mul(v70, v9) [N=64 T=421]
+	// v75 = mul(v73, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
@@ -545,69 +545,69 @@ blocks_2:
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v45 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v45) over [N T]
+	// mean(v48) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v47 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v47) over [N T]
+	// mean(v50) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v49) over [N T]
+	// mean(v52) over [N T]
 	VADDPS  896(BX), Y1, Y2
 	VMOVUPS Y2, 896(BX)
 
-	// v52 = mul(v51, v49) [N=64 T=421]
+	// v55 = mul(v54, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v52) over [N T]
+	// mean(v55) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// v54 = sub(v24, v3) [N=64 T=421]
+	// v57 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v55 = abs(v54) [N=64 T=421]
+	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v57 = lt(v55, v0) [N=64 T=421]
+	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v58 = mul(v56, v55) [N=64 T=421]
+	// v61 = mul(v59, v58) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v59 = mul(v58, v55) [N=64 T=421]
+	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
-	// v60 = sub(v55, v56) [N=64 T=421]
+	// v63 = sub(v58, v59) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y2
 
-	// v61 = where(v57, v59, v60) [N=64 T=421]
+	// v64 = where(v60, v62, v63) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v62 = mul(v0, v61) [N=64 T=421]
+	// v65 = mul(v0, v64) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y2, Y2
 
-	// mean(v62) over [N T]
+	// mean(v65) over [N T]
 	VADDPS  1536(BX), Y2, Y2
 	VMOVUPS Y2, 1536(BX)
 
-	// var(v54) over [N]
+	// var(v57) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -702,7 +702,7 @@ blocks_2:
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
-	// v72 = mul(v70, v9) [N=64 T=421]
+	// v75 = mul(v73, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
@@ -1132,29 +1132,29 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v67 = add(v65, v66) [T=421]
+	// v70 = add(v68, v69) [T=421]
 	VADDPS  lgc30<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v68 = div(v64, v67) [T=421]
+	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v69 = sub(v0, v68) [T=421]
+	// v72 = sub(v0, v71) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v74 = mul(v70, v71) [T=421]
+	// v77 = mul(v73, v74) [T=421]
 	VMULPS  lgc29<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = sub(v74, v73) [T=421]
+	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v76 = exp(v75) [T=421]
+	// v79 = exp(v78) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1184,12 +1184,12 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v76) over [T]
+	// mean(v79) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  31808(DX), Y4, Y1
 	VMOVUPS Y1, 31808(DX)
 
-	// store v69
+	// store v72
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -1217,32 +1217,32 @@ noflush_5:
 	VMOVUPS    lgc1<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v67 = add(v65, v66) [T=421]
+	// v70 = add(v68, v69) [T=421]
 	VADDPS     lgc30<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v68 = div(v64, v67) [T=421]
+	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v69 = sub(v0, v68) [T=421]
+	// v72 = sub(v0, v71) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v74 = mul(v70, v71) [T=421]
+	// v77 = mul(v73, v74) [T=421]
 	VMULPS     lgc29<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v75 = sub(v74, v73) [T=421]
+	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v76 = exp(v75) [T=421]
+	// v79 = exp(v78) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1272,7 +1272,7 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v76) over [T]
+	// mean(v79) over [T]
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -1282,7 +1282,7 @@ noflush_5:
 	VADDPS       31808(AX), Y1, Y1
 	VMOVUPS      Y1, 31808(AX)
 
-	// store v69
+	// store v72
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -1416,26 +1416,7 @@ blocks_7:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	VMOVUPS lgc22<>+0(SB), Y2
-
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
-	VMAXPS  Y0, Y2, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
-
-	// v38 = ge(v32, v37) [N=64 T=421]
-	VCMPPS  $0x1d, Y3, Y1, Y3
-	VANDPS  lgc13<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y4
-
-	// v39 = min(v9, v34) tie=first [N=64 T=421]
-	VMINPS Y0, Y4, Y0
-
-	// v40 = where(v38, v39, v35) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y0, Y2, Y0
-
-	// v41 = exp(v40) [N=64 T=421]
+	// v37 = exp(v9) [N=64 T=421]  # ratio
 	VMAXPS       lgc2<>+0(SB), Y0, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1464,14 +1445,32 @@ blocks_7:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y0
 
-	// v42 = mul(v32, v41) [N=64 T=421]  # gain
-	VMULPS Y4, Y1, Y0
+	// v39 = ge(v32, v38) [N=64 T=421]
+	VCMPPS  $0x1d, Y0, Y1, Y0
+	VANDPS  lgc13<>+0(SB), Y0, Y0
+	VMOVUPS lgc32<>+0(SB), Y2
 
-	// v43 = neg(v42) [N=64 T=421]
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y4, Y2, Y2
+	VMOVUPS lgc33<>+0(SB), Y3
+
+	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	VMAXPS Y4, Y3, Y3
+
+	// v44 = where(v39, v41, v43) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y2, Y3, Y0
+
+	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	VMULPS Y0, Y1, Y0
+
+	// v46 = neg(v45) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
-	// mean(v43) over [N T]
+	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
 	VADDPS  32128(BX), Y0, Y0
 	VMOVUPS Y0, 32128(BX)
@@ -1623,26 +1622,7 @@ noflush_8:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	VMOVUPS lgc22<>+0(SB), Y2
-
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
-	VMAXPS  Y0, Y2, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
-
-	// v38 = ge(v32, v37) [N=64 T=421]
-	VCMPPS  $0x1d, Y3, Y1, Y3
-	VANDPS  lgc13<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y4
-
-	// v39 = min(v9, v34) tie=first [N=64 T=421]
-	VMINPS Y0, Y4, Y0
-
-	// v40 = where(v38, v39, v35) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y0, Y2, Y0
-
-	// v41 = exp(v40) [N=64 T=421]
+	// v37 = exp(v9) [N=64 T=421]  # ratio
 	VMAXPS       lgc2<>+0(SB), Y0, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -1671,14 +1651,32 @@ noflush_8:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y0
 
-	// v42 = mul(v32, v41) [N=64 T=421]  # gain
-	VMULPS Y4, Y1, Y0
+	// v39 = ge(v32, v38) [N=64 T=421]
+	VCMPPS  $0x1d, Y0, Y1, Y0
+	VANDPS  lgc13<>+0(SB), Y0, Y0
+	VMOVUPS lgc32<>+0(SB), Y2
 
-	// v43 = neg(v42) [N=64 T=421]
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y4, Y2, Y2
+	VMOVUPS lgc33<>+0(SB), Y3
+
+	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	VMAXPS Y4, Y3, Y3
+
+	// v44 = where(v39, v41, v43) [N=64 T=421]
+	VXORPS    Y4, Y4, Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y2, Y3, Y0
+
+	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	VMULPS Y0, Y1, Y0
+
+	// v46 = neg(v45) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
-	// mean(v43) over [N T]
+	// mean(v46) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -1719,32 +1717,52 @@ DATA lgc31<>+24(SB)/4, $0x00000006
 DATA lgc31<>+28(SB)/4, $0x00000007
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
+DATA lgc32<>+0(SB)/4, $0x3f99999a
+DATA lgc32<>+4(SB)/4, $0x3f99999a
+DATA lgc32<>+8(SB)/4, $0x3f99999a
+DATA lgc32<>+12(SB)/4, $0x3f99999a
+DATA lgc32<>+16(SB)/4, $0x3f99999a
+DATA lgc32<>+20(SB)/4, $0x3f99999a
+DATA lgc32<>+24(SB)/4, $0x3f99999a
+DATA lgc32<>+28(SB)/4, $0x3f99999a
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x3f4ccccd
+DATA lgc33<>+4(SB)/4, $0x3f4ccccd
+DATA lgc33<>+8(SB)/4, $0x3f4ccccd
+DATA lgc33<>+12(SB)/4, $0x3f4ccccd
+DATA lgc33<>+16(SB)/4, $0x3f4ccccd
+DATA lgc33<>+20(SB)/4, $0x3f4ccccd
+DATA lgc33<>+24(SB)/4, $0x3f4ccccd
+DATA lgc33<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
 // func pass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
-	// v79 = div(v77, v78) []
+	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v79
+	// store v82
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x42800000
-DATA lgc32<>+4(SB)/4, $0x42800000
-DATA lgc32<>+8(SB)/4, $0x42800000
-DATA lgc32<>+12(SB)/4, $0x42800000
-DATA lgc32<>+16(SB)/4, $0x42800000
-DATA lgc32<>+20(SB)/4, $0x42800000
-DATA lgc32<>+24(SB)/4, $0x42800000
-DATA lgc32<>+28(SB)/4, $0x42800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x42800000
+DATA lgc34<>+4(SB)/4, $0x42800000
+DATA lgc34<>+8(SB)/4, $0x42800000
+DATA lgc34<>+12(SB)/4, $0x42800000
+DATA lgc34<>+16(SB)/4, $0x42800000
+DATA lgc34<>+20(SB)/4, $0x42800000
+DATA lgc34<>+24(SB)/4, $0x42800000
+DATA lgc34<>+28(SB)/4, $0x42800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
 // Requires: AVX, AVX2, FMA3
@@ -1933,11 +1951,11 @@ outer0_9:
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v45 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v45) over [N T]
+	// mean(v48) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
@@ -1947,10 +1965,10 @@ outer0_9:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v47 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v47) over [N T]
+	// mean(v50) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -1962,7 +1980,7 @@ outer0_9:
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// mean(v49) over [N T]
+	// mean(v52) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -1971,10 +1989,10 @@ outer0_9:
 	VADDPS       896(CX), Y2, Y2
 	VMOVUPS      Y2, 896(CX)
 
-	// v52 = mul(v51, v49) [N=64 T=421]
+	// v55 = mul(v54, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v52) over [N T]
+	// mean(v55) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
@@ -1983,36 +2001,36 @@ outer0_9:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// v54 = sub(v24, v3) [N=64 T=421]
+	// v57 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v55 = abs(v54) [N=64 T=421]
+	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v57 = lt(v55, v0) [N=64 T=421]
+	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v58 = mul(v56, v55) [N=64 T=421]
+	// v61 = mul(v59, v58) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v59 = mul(v58, v55) [N=64 T=421]
+	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y7
 
-	// v60 = sub(v55, v56) [N=64 T=421]
+	// v63 = sub(v58, v59) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y8
 
-	// v61 = where(v57, v59, v60) [N=64 T=421]
+	// v64 = where(v60, v62, v63) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
-	// v62 = mul(v0, v61) [N=64 T=421]
+	// v65 = mul(v0, v64) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y7, Y7
 
-	// mean(v62) over [N T]
+	// mean(v65) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y8
 	VPMOVSXDQ    X8, Y9
 	VEXTRACTI128 $0x01, Y8, X9
@@ -2023,7 +2041,7 @@ outer0_9:
 	VMOVUPS      Y6, 24(SP)
 	VMOVUPS      Y2, 56(SP)
 
-	// var(v54) over [N]
+	// var(v57) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -2152,71 +2170,71 @@ outer0_9:
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
-	// v72 = mul(v70, v9) [N=64 T=421]
+	// v75 = mul(v73, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
-	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v81 = where(v57, v80, v37) [N=64 T=421]
+	// v84 = where(v60, v83, v38) [N=64 T=421]
 	VXORPS    Y4, Y4, Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v82 = where(v57, v37, v80) [N=64 T=421]
+	// v85 = where(v60, v38, v83) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   56(SP), Y2
 
-	// v83 = mul(v81, v55) [N=64 T=421]
+	// v86 = mul(v84, v58) [N=64 T=421]
 	VMULPS  Y2, Y4, Y2
 	VMOVUPS 24(SP), Y5
 
-	// v84 = mul(v81, v58) [N=64 T=421]
+	// v87 = mul(v84, v61) [N=64 T=421]
 	VMULPS Y5, Y4, Y4
 
-	// v85 = add(v82, v84) [N=64 T=421]
+	// v88 = add(v85, v87) [N=64 T=421]
 	VADDPS Y4, Y1, Y1
 
-	// v86 = mul(v83, v56) [N=64 T=421]
+	// v89 = mul(v86, v59) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y2
 
-	// v87 = add(v85, v86) [N=64 T=421]
+	// v90 = add(v88, v89) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 
-	// v88 = gt(v54, v37) [N=64 T=421]
+	// v91 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc13<>+0(SB), Y4, Y4
 
-	// v89 = lt(v54, v37) [N=64 T=421]
+	// v92 = lt(v57, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y3
 	VANDPS lgc13<>+0(SB), Y3, Y3
 
-	// v91 = mul(v54, v37) [N=64 T=421]
+	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y5
+	VMOVUPS lgc36<>+0(SB), Y5
 
-	// v92 = where(v89, v90, v91) [N=64 T=421]
+	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VXORPS    Y6, Y6, Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 	VMOVUPS   lgc13<>+0(SB), Y3
 
-	// v93 = where(v88, v0, v92) [N=64 T=421]
+	// v96 = where(v91, v0, v95) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// v94 = mul(v87, v93) [N=64 T=421]
+	// v97 = mul(v90, v96) [N=64 T=421]
 	VMULPS Y2, Y1, Y1
 
-	// v95 = neg(v94) [N=64 T=421]
+	// v98 = neg(v97) [N=64 T=421]
 	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 
-	// v110 = broadcast(v96) [N=64 T=421]
+	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 88(SP), Y3
 
 	// store v24
@@ -2224,12 +2242,12 @@ outer0_9:
 	VMOVUPS    lgc1<>+0(SB), Y4
 	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 
-	// store v95
+	// store v98
 	MOVQ       p11+88(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
-	// store v110
+	// store v113
 	MOVQ       p12+96(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS Y2, Y1, (CX)(DX*4)
@@ -2364,71 +2382,71 @@ blocks_10:
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
 
-	// v45 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// mean(v45) over [N T]
+	// mean(v48) over [N T]
 	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v47 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(v8, v7) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
-	// mean(v47) over [N T]
+	// mean(v50) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// mean(v49) over [N T]
+	// mean(v52) over [N T]
 	VADDPS  896(BX), Y1, Y2
 	VMOVUPS Y2, 896(BX)
 
-	// v52 = mul(v51, v49) [N=64 T=421]
+	// v55 = mul(v54, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y1
 
-	// mean(v52) over [N T]
+	// mean(v55) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// v54 = sub(v24, v3) [N=64 T=421]
+	// v57 = sub(v24, v3) [N=64 T=421]
 	VSUBPS Y7, Y4, Y1
 
-	// v55 = abs(v54) [N=64 T=421]
+	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
-	// v57 = lt(v55, v0) [N=64 T=421]
+	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v58 = mul(v56, v55) [N=64 T=421]
+	// v61 = mul(v59, v58) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y6
 
-	// v59 = mul(v58, v55) [N=64 T=421]
+	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y7
 
-	// v60 = sub(v55, v56) [N=64 T=421]
+	// v63 = sub(v58, v59) [N=64 T=421]
 	VSUBPS lgc12<>+0(SB), Y2, Y8
 
-	// v61 = where(v57, v59, v60) [N=64 T=421]
+	// v64 = where(v60, v62, v63) [N=64 T=421]
 	VXORPS    Y9, Y9, Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
-	// v62 = mul(v0, v61) [N=64 T=421]
+	// v65 = mul(v0, v64) [N=64 T=421]
 	VMULPS lgc13<>+0(SB), Y7, Y7
 
-	// mean(v62) over [N T]
+	// mean(v65) over [N T]
 	VADDPS  1536(BX), Y7, Y7
 	VMOVUPS Y7, 1536(BX)
 	VMOVUPS Y6, 184(SP)
 	VMOVUPS Y2, 216(SP)
 
-	// var(v54) over [N]
+	// var(v57) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -2525,82 +2543,82 @@ blocks_10:
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
-	// v72 = mul(v70, v9) [N=64 T=421]
+	// v75 = mul(v73, v9) [N=64 T=421]
 	VMULPS  lgc29<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
-	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v81 = where(v57, v80, v37) [N=64 T=421]
+	// v84 = where(v60, v83, v38) [N=64 T=421]
 	VXORPS    Y4, Y4, Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v82 = where(v57, v37, v80) [N=64 T=421]
+	// v85 = where(v60, v38, v83) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   216(SP), Y2
 
-	// v83 = mul(v81, v55) [N=64 T=421]
+	// v86 = mul(v84, v58) [N=64 T=421]
 	VMULPS  Y2, Y4, Y2
 	VMOVUPS 184(SP), Y5
 
-	// v84 = mul(v81, v58) [N=64 T=421]
+	// v87 = mul(v84, v61) [N=64 T=421]
 	VMULPS Y5, Y4, Y4
 
-	// v85 = add(v82, v84) [N=64 T=421]
+	// v88 = add(v85, v87) [N=64 T=421]
 	VADDPS Y4, Y1, Y1
 
-	// v86 = mul(v83, v56) [N=64 T=421]
+	// v89 = mul(v86, v59) [N=64 T=421]
 	VMULPS lgc12<>+0(SB), Y2, Y2
 
-	// v87 = add(v85, v86) [N=64 T=421]
+	// v90 = add(v88, v89) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 280(SP), Y2
 
-	// v88 = gt(v54, v37) [N=64 T=421]
+	// v91 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc13<>+0(SB), Y4, Y4
 
-	// v89 = lt(v54, v37) [N=64 T=421]
+	// v92 = lt(v57, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y3
 	VANDPS lgc13<>+0(SB), Y3, Y3
 
-	// v91 = mul(v54, v37) [N=64 T=421]
+	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y5
+	VMOVUPS lgc36<>+0(SB), Y5
 
-	// v92 = where(v89, v90, v91) [N=64 T=421]
+	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VXORPS    Y6, Y6, Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 	VMOVUPS   lgc13<>+0(SB), Y3
 
-	// v93 = where(v88, v0, v92) [N=64 T=421]
+	// v96 = where(v91, v0, v95) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
 
-	// v94 = mul(v87, v93) [N=64 T=421]
+	// v97 = mul(v90, v96) [N=64 T=421]
 	VMULPS Y2, Y1, Y1
 
-	// v95 = neg(v94) [N=64 T=421]
+	// v98 = neg(v97) [N=64 T=421]
 	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc37<>+0(SB), Y2
 
-	// v110 = broadcast(v96) [N=64 T=421]
+	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 248(SP), Y3
 
 	// store v24
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v95
+	// store v98
 	MOVQ    p11+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v110
+	// store v113
 	MOVQ         p12+96(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
@@ -2718,35 +2736,35 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x381baadf
-DATA lgc33<>+4(SB)/4, $0x381baadf
-DATA lgc33<>+8(SB)/4, $0x381baadf
-DATA lgc33<>+12(SB)/4, $0x381baadf
-DATA lgc33<>+16(SB)/4, $0x381baadf
-DATA lgc33<>+20(SB)/4, $0x381baadf
-DATA lgc33<>+24(SB)/4, $0x381baadf
-DATA lgc33<>+28(SB)/4, $0x381baadf
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0xbf800000
-DATA lgc34<>+4(SB)/4, $0xbf800000
-DATA lgc34<>+8(SB)/4, $0xbf800000
-DATA lgc34<>+12(SB)/4, $0xbf800000
-DATA lgc34<>+16(SB)/4, $0xbf800000
-DATA lgc34<>+20(SB)/4, $0xbf800000
-DATA lgc34<>+24(SB)/4, $0xbf800000
-DATA lgc34<>+28(SB)/4, $0xbf800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xb4c7411d
-DATA lgc35<>+4(SB)/4, $0xb4c7411d
-DATA lgc35<>+8(SB)/4, $0xb4c7411d
-DATA lgc35<>+12(SB)/4, $0xb4c7411d
-DATA lgc35<>+16(SB)/4, $0xb4c7411d
-DATA lgc35<>+20(SB)/4, $0xb4c7411d
-DATA lgc35<>+24(SB)/4, $0xb4c7411d
-DATA lgc35<>+28(SB)/4, $0xb4c7411d
+DATA lgc35<>+0(SB)/4, $0x381baadf
+DATA lgc35<>+4(SB)/4, $0x381baadf
+DATA lgc35<>+8(SB)/4, $0x381baadf
+DATA lgc35<>+12(SB)/4, $0x381baadf
+DATA lgc35<>+16(SB)/4, $0x381baadf
+DATA lgc35<>+20(SB)/4, $0x381baadf
+DATA lgc35<>+24(SB)/4, $0x381baadf
+DATA lgc35<>+28(SB)/4, $0x381baadf
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0xbf800000
+DATA lgc36<>+4(SB)/4, $0xbf800000
+DATA lgc36<>+8(SB)/4, $0xbf800000
+DATA lgc36<>+12(SB)/4, $0xbf800000
+DATA lgc36<>+16(SB)/4, $0xbf800000
+DATA lgc36<>+20(SB)/4, $0xbf800000
+DATA lgc36<>+24(SB)/4, $0xbf800000
+DATA lgc36<>+28(SB)/4, $0xbf800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0xb4c7411d
+DATA lgc37<>+4(SB)/4, $0xb4c7411d
+DATA lgc37<>+8(SB)/4, $0xb4c7411d
+DATA lgc37<>+12(SB)/4, $0xb4c7411d
+DATA lgc37<>+16(SB)/4, $0xb4c7411d
+DATA lgc37<>+20(SB)/4, $0xb4c7411d
+DATA lgc37<>+24(SB)/4, $0xb4c7411d
+DATA lgc37<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2760,29 +2778,29 @@ blocks_12:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v67 = add(v65, v66) [T=421]
+	// v70 = add(v68, v69) [T=421]
 	VADDPS  lgc30<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v68 = div(v64, v67) [T=421]
+	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v69 = sub(v0, v68) [T=421]
+	// v72 = sub(v0, v71) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v74 = mul(v70, v71) [T=421]
+	// v77 = mul(v73, v74) [T=421]
 	VMULPS  lgc29<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v75 = sub(v74, v73) [T=421]
+	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v76 = exp(v75) [T=421]
+	// v79 = exp(v78) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -2812,12 +2830,12 @@ blocks_12:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v76) over [T]
+	// mean(v79) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  31808(DX), Y4, Y1
 	VMOVUPS Y1, 31808(DX)
 
-	// store v69
+	// store v72
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
@@ -2845,32 +2863,32 @@ noflush_13:
 	VMOVUPS    lgc1<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v67 = add(v65, v66) [T=421]
+	// v70 = add(v68, v69) [T=421]
 	VADDPS     lgc30<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v68 = div(v64, v67) [T=421]
+	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc13<>+0(SB), Y1
 
-	// v69 = sub(v0, v68) [T=421]
+	// v72 = sub(v0, v71) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v74 = mul(v70, v71) [T=421]
+	// v77 = mul(v73, v74) [T=421]
 	VMULPS     lgc29<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v75 = sub(v74, v73) [T=421]
+	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v76 = exp(v75) [T=421]
+	// v79 = exp(v78) [T=421]
 	VMAXPS       lgc2<>+0(SB), Y1, Y2
 	VMINPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       lgc4<>+0(SB), Y2, Y3
@@ -2900,7 +2918,7 @@ noflush_13:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v76) over [T]
+	// mean(v79) over [T]
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -2910,7 +2928,7 @@ noflush_13:
 	VADDPS       31808(AX), Y1, Y1
 	VMOVUPS      Y1, 31808(AX)
 
-	// store v69
+	// store v72
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -3034,129 +3052,127 @@ blocks_15:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	VMOVUPS lgc22<>+0(SB), Y2
+	// v37 = exp(v9) [N=64 T=421]  # ratio
+	VMAXPS       lgc2<>+0(SB), Y0, Y2
+	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y0
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
-	VMAXPS  Y0, Y2, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	// v39 = ge(v32, v38) [N=64 T=421]
+	VCMPPS  $0x1d, Y0, Y1, Y2
+	VANDPS  lgc13<>+0(SB), Y2, Y2
+	VMOVUPS lgc32<>+0(SB), Y3
 
-	// v38 = ge(v32, v37) [N=64 T=421]
-	VCMPPS  $0x1d, Y3, Y1, Y4
-	VANDPS  lgc13<>+0(SB), Y4, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y4, Y3, Y5
+	VMOVUPS lgc33<>+0(SB), Y6
 
-	// v39 = min(v9, v34) tie=first [N=64 T=421]
-	VMINPS Y0, Y5, Y6
+	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	VMAXPS Y4, Y6, Y7
 
-	// v40 = where(v38, v39, v35) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	// v44 = where(v39, v41, v43) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y5, Y7, Y5
 
-	// v41 = exp(v40) [N=64 T=421]
-	VMAXPS       lgc2<>+0(SB), Y2, Y6
-	VMINPS       lgc3<>+0(SB), Y6, Y6
-	VMULPS       lgc4<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
+	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	VMULPS Y5, Y1, Y5
 
-	// v42 = mul(v32, v41) [N=64 T=421]  # gain
-	VMULPS Y8, Y1, Y2
+	// v46 = neg(v45) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y5, Y5
 
-	// v43 = neg(v42) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y2, Y2
-
-	// mean(v43) over [N T]
+	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  32128(BX), Y2, Y2
-	VMOVUPS Y2, 32128(BX)
+	VADDPS  32128(BX), Y5, Y5
+	VMOVUPS Y5, 32128(BX)
 
-	// v98 = mul(v97, v32) [N=64 T=421]
-	VMULPS lgc36<>+0(SB), Y1, Y2
+	// v101 = mul(v100, v32) [N=64 T=421]
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
-	// v99 = mul(v98, v41) [N=64 T=421]
-	VMULPS Y8, Y2, Y2
-
-	// v100 = where(v38, v99, v37) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y3, Y6
-
-	// v101 = where(v38, v37, v99) [N=64 T=421]
+	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y3, Y2, Y2
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v102 = le(v9, v34) [N=64 T=421]
-	VCMPPS $0x12, Y5, Y0, Y4
-	VANDPS lgc13<>+0(SB), Y4, Y4
+	// v103 = where(v39, v38, v101) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v103 = ne(v9, v9) [N=64 T=421]
-	VCMPPS $0x04, Y0, Y0, Y5
+	// v104 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v104 = max(v102, v103) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y4, Y4
-	VXORPS lgc25<>+0(SB), Y5, Y8
-	VMINPS Y4, Y8, Y7
-	VMINPS Y8, Y4, Y4
-	VORPS  Y7, Y4, Y4
-	VXORPS lgc25<>+0(SB), Y4, Y4
+	// v105 = ne(v37, v37) [N=64 T=421]
+	VCMPPS $0x04, Y4, Y4, Y6
+	VANDPS lgc13<>+0(SB), Y6, Y6
 
-	// v105 = where(v104, v100, v37) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y3, Y4
-	VMOVUPS   lgc22<>+0(SB), Y6
-
-	// v106 = ge(v9, v33) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
-
-	// v107 = max(v106, v103) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	// v106 = max(v104, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y5, Y5
-	VMINPS Y0, Y5, Y6
-	VMINPS Y5, Y0, Y0
-	VORPS  Y6, Y0, Y0
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y6, Y9
+	VMINPS Y5, Y9, Y8
+	VMINPS Y9, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc25<>+0(SB), Y5, Y5
 
-	// v108 = where(v107, v101, v37) [N=64 T=421]
+	// v107 = where(v106, v103, v38) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y2, Y0, Y2
+
+	// v108 = le(v37, v40) [N=64 T=421]
+	VCMPPS $0x12, Y3, Y4, Y3
+	VANDPS lgc13<>+0(SB), Y3, Y3
+
+	// v109 = max(v108, v105) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y6, Y5
+	VMINPS Y3, Y5, Y6
+	VMINPS Y5, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
+
+	// v110 = where(v109, v102, v38) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y2, Y3, Y0
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y7, Y0, Y0
 
-	// v109 = add(v105, v108) [N=64 T=421]
-	VADDPS Y0, Y4, Y0
+	// v111 = add(v107, v110) [N=64 T=421]
+	VADDPS Y0, Y2, Y0
+
+	// v112 = mul(v111, v37) [N=64 T=421]
+	VMULPS Y4, Y0, Y0
 
 	// store v32
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v109
+	// store v112
 	MOVQ         p11+88(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
@@ -3303,135 +3319,133 @@ noflush_16:
 	VMULPS Y1, Y2, Y1
 
 	// v32 = detach(v31) [N=64 T=421]
-	VMOVUPS lgc22<>+0(SB), Y2
+	// v37 = exp(v9) [N=64 T=421]  # ratio
+	VMAXPS       lgc2<>+0(SB), Y0, Y2
+	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y4, Y4
+	VMOVUPS      lgc18<>+0(SB), Y0
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
-	VMAXPS  Y0, Y2, Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	// v39 = ge(v32, v38) [N=64 T=421]
+	VCMPPS  $0x1d, Y0, Y1, Y2
+	VANDPS  lgc13<>+0(SB), Y2, Y2
+	VMOVUPS lgc32<>+0(SB), Y3
 
-	// v38 = ge(v32, v37) [N=64 T=421]
-	VCMPPS  $0x1d, Y3, Y1, Y4
-	VANDPS  lgc13<>+0(SB), Y4, Y4
-	VMOVUPS lgc23<>+0(SB), Y5
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y4, Y3, Y5
+	VMOVUPS lgc33<>+0(SB), Y6
 
-	// v39 = min(v9, v34) tie=first [N=64 T=421]
-	VMINPS Y0, Y5, Y6
+	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	VMAXPS Y4, Y6, Y7
 
-	// v40 = where(v38, v39, v35) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	// v44 = where(v39, v41, v43) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y5, Y7, Y5
 
-	// v41 = exp(v40) [N=64 T=421]
-	VMAXPS       lgc2<>+0(SB), Y2, Y6
-	VMINPS       lgc3<>+0(SB), Y6, Y6
-	VMULPS       lgc4<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
-	VMOVAPS      lgc7<>+0(SB), Y8
-	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc13<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc14<>+0(SB), Y6, Y7
-	VPMINSD      lgc15<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc15<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y2, Y2, Y6
-	VBLENDVPS    Y6, Y2, Y8, Y8
+	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	VMULPS Y5, Y1, Y5
 
-	// v42 = mul(v32, v41) [N=64 T=421]  # gain
-	VMULPS Y8, Y1, Y2
+	// v46 = neg(v45) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y5, Y5
 
-	// v43 = neg(v42) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y2, Y2
-
-	// mean(v43) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y6, Y2, Y2
+	// mean(v46) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y5, Y5
 	MOVQ         p9+72(FP), CX
-	VADDPS       32128(CX), Y2, Y2
-	VMOVUPS      Y2, 32128(CX)
+	VADDPS       32128(CX), Y5, Y5
+	VMOVUPS      Y5, 32128(CX)
 
-	// v98 = mul(v97, v32) [N=64 T=421]
-	VMULPS lgc36<>+0(SB), Y1, Y2
+	// v101 = mul(v100, v32) [N=64 T=421]
+	VMULPS lgc38<>+0(SB), Y1, Y5
 
-	// v99 = mul(v98, v41) [N=64 T=421]
-	VMULPS Y8, Y2, Y2
-
-	// v100 = where(v38, v99, v37) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y2, Y3, Y6
-
-	// v101 = where(v38, v37, v99) [N=64 T=421]
+	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y3, Y2, Y2
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v102 = le(v9, v34) [N=64 T=421]
-	VCMPPS $0x12, Y5, Y0, Y4
-	VANDPS lgc13<>+0(SB), Y4, Y4
+	// v103 = where(v39, v38, v101) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v103 = ne(v9, v9) [N=64 T=421]
-	VCMPPS $0x04, Y0, Y0, Y5
+	// v104 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
-	// v104 = max(v102, v103) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y4, Y4
-	VXORPS lgc25<>+0(SB), Y5, Y8
-	VMINPS Y4, Y8, Y7
-	VMINPS Y8, Y4, Y4
-	VORPS  Y7, Y4, Y4
-	VXORPS lgc25<>+0(SB), Y4, Y4
+	// v105 = ne(v37, v37) [N=64 T=421]
+	VCMPPS $0x04, Y4, Y4, Y6
+	VANDPS lgc13<>+0(SB), Y6, Y6
 
-	// v105 = where(v104, v100, v37) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y3, Y4
-	VMOVUPS   lgc22<>+0(SB), Y6
-
-	// v106 = ge(v9, v33) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
-
-	// v107 = max(v106, v103) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	// v106 = max(v104, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y5, Y5
-	VMINPS Y0, Y5, Y6
-	VMINPS Y5, Y0, Y0
-	VORPS  Y6, Y0, Y0
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc25<>+0(SB), Y6, Y9
+	VMINPS Y5, Y9, Y8
+	VMINPS Y9, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc25<>+0(SB), Y5, Y5
 
-	// v108 = where(v107, v101, v37) [N=64 T=421]
+	// v107 = where(v106, v103, v38) [N=64 T=421]
+	VXORPS    Y8, Y8, Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y2, Y0, Y2
+
+	// v108 = le(v37, v40) [N=64 T=421]
+	VCMPPS $0x12, Y3, Y4, Y3
+	VANDPS lgc13<>+0(SB), Y3, Y3
+
+	// v109 = max(v108, v105) [N=64 T=421]
+	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc25<>+0(SB), Y6, Y5
+	VMINPS Y3, Y5, Y6
+	VMINPS Y5, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc25<>+0(SB), Y3, Y3
+
+	// v110 = where(v109, v102, v38) [N=64 T=421]
 	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y2, Y3, Y0
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y7, Y0, Y0
 
-	// v109 = add(v105, v108) [N=64 T=421]
-	VADDPS Y0, Y4, Y0
+	// v111 = add(v107, v110) [N=64 T=421]
+	VADDPS Y0, Y2, Y0
+
+	// v112 = mul(v111, v37) [N=64 T=421]
+	VMULPS Y4, Y0, Y0
 
 	// store v32
 	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v109
+	// store v112
 	MOVQ         p11+88(FP), CX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
@@ -3452,15 +3466,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0xb81baadf
-DATA lgc36<>+4(SB)/4, $0xb81baadf
-DATA lgc36<>+8(SB)/4, $0xb81baadf
-DATA lgc36<>+12(SB)/4, $0xb81baadf
-DATA lgc36<>+16(SB)/4, $0xb81baadf
-DATA lgc36<>+20(SB)/4, $0xb81baadf
-DATA lgc36<>+24(SB)/4, $0xb81baadf
-DATA lgc36<>+28(SB)/4, $0xb81baadf
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0xb81baadf
+DATA lgc38<>+4(SB)/4, $0xb81baadf
+DATA lgc38<>+8(SB)/4, $0xb81baadf
+DATA lgc38<>+12(SB)/4, $0xb81baadf
+DATA lgc38<>+16(SB)/4, $0xb81baadf
+DATA lgc38<>+20(SB)/4, $0xb81baadf
+DATA lgc38<>+24(SB)/4, $0xb81baadf
+DATA lgc38<>+28(SB)/4, $0xb81baadf
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -3468,12 +3482,12 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc32<>+0(SB), Y1
+	VMOVUPS      lgc34<>+0(SB), Y1
 
-	// v79 = div(v77, v78) []
+	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v79
+	// store v82
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -3539,30 +3553,30 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
-	VMULPS       lgc38<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
+	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc39<>+0(SB), Y1, Y1
+	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc40<>+0(SB), Y2, Y1
+	VPAND        lgc42<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc42<>+0(SB), Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
+	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3571,11 +3585,11 @@ bulk_19:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3586,175 +3600,175 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc37<>+0(SB)/4, $0x00800000
-DATA lgc37<>+4(SB)/4, $0x00800000
-DATA lgc37<>+8(SB)/4, $0x00800000
-DATA lgc37<>+12(SB)/4, $0x00800000
-DATA lgc37<>+16(SB)/4, $0x00800000
-DATA lgc37<>+20(SB)/4, $0x00800000
-DATA lgc37<>+24(SB)/4, $0x00800000
-DATA lgc37<>+28(SB)/4, $0x00800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x4b000000
-DATA lgc38<>+4(SB)/4, $0x4b000000
-DATA lgc38<>+8(SB)/4, $0x4b000000
-DATA lgc38<>+12(SB)/4, $0x4b000000
-DATA lgc38<>+16(SB)/4, $0x4b000000
-DATA lgc38<>+20(SB)/4, $0x4b000000
-DATA lgc38<>+24(SB)/4, $0x4b000000
-DATA lgc38<>+28(SB)/4, $0x4b000000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0xffffffe9
-DATA lgc39<>+4(SB)/4, $0xffffffe9
-DATA lgc39<>+8(SB)/4, $0xffffffe9
-DATA lgc39<>+12(SB)/4, $0xffffffe9
-DATA lgc39<>+16(SB)/4, $0xffffffe9
-DATA lgc39<>+20(SB)/4, $0xffffffe9
-DATA lgc39<>+24(SB)/4, $0xffffffe9
-DATA lgc39<>+28(SB)/4, $0xffffffe9
+DATA lgc39<>+0(SB)/4, $0x00800000
+DATA lgc39<>+4(SB)/4, $0x00800000
+DATA lgc39<>+8(SB)/4, $0x00800000
+DATA lgc39<>+12(SB)/4, $0x00800000
+DATA lgc39<>+16(SB)/4, $0x00800000
+DATA lgc39<>+20(SB)/4, $0x00800000
+DATA lgc39<>+24(SB)/4, $0x00800000
+DATA lgc39<>+28(SB)/4, $0x00800000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x007fffff
-DATA lgc40<>+4(SB)/4, $0x007fffff
-DATA lgc40<>+8(SB)/4, $0x007fffff
-DATA lgc40<>+12(SB)/4, $0x007fffff
-DATA lgc40<>+16(SB)/4, $0x007fffff
-DATA lgc40<>+20(SB)/4, $0x007fffff
-DATA lgc40<>+24(SB)/4, $0x007fffff
-DATA lgc40<>+28(SB)/4, $0x007fffff
+DATA lgc40<>+0(SB)/4, $0x4b000000
+DATA lgc40<>+4(SB)/4, $0x4b000000
+DATA lgc40<>+8(SB)/4, $0x4b000000
+DATA lgc40<>+12(SB)/4, $0x4b000000
+DATA lgc40<>+16(SB)/4, $0x4b000000
+DATA lgc40<>+20(SB)/4, $0x4b000000
+DATA lgc40<>+24(SB)/4, $0x4b000000
+DATA lgc40<>+28(SB)/4, $0x4b000000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3fb504f3
-DATA lgc41<>+4(SB)/4, $0x3fb504f3
-DATA lgc41<>+8(SB)/4, $0x3fb504f3
-DATA lgc41<>+12(SB)/4, $0x3fb504f3
-DATA lgc41<>+16(SB)/4, $0x3fb504f3
-DATA lgc41<>+20(SB)/4, $0x3fb504f3
-DATA lgc41<>+24(SB)/4, $0x3fb504f3
-DATA lgc41<>+28(SB)/4, $0x3fb504f3
+DATA lgc41<>+0(SB)/4, $0xffffffe9
+DATA lgc41<>+4(SB)/4, $0xffffffe9
+DATA lgc41<>+8(SB)/4, $0xffffffe9
+DATA lgc41<>+12(SB)/4, $0xffffffe9
+DATA lgc41<>+16(SB)/4, $0xffffffe9
+DATA lgc41<>+20(SB)/4, $0xffffffe9
+DATA lgc41<>+24(SB)/4, $0xffffffe9
+DATA lgc41<>+28(SB)/4, $0xffffffe9
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3d9021bb
-DATA lgc42<>+4(SB)/4, $0x3d9021bb
-DATA lgc42<>+8(SB)/4, $0x3d9021bb
-DATA lgc42<>+12(SB)/4, $0x3d9021bb
-DATA lgc42<>+16(SB)/4, $0x3d9021bb
-DATA lgc42<>+20(SB)/4, $0x3d9021bb
-DATA lgc42<>+24(SB)/4, $0x3d9021bb
-DATA lgc42<>+28(SB)/4, $0x3d9021bb
+DATA lgc42<>+0(SB)/4, $0x007fffff
+DATA lgc42<>+4(SB)/4, $0x007fffff
+DATA lgc42<>+8(SB)/4, $0x007fffff
+DATA lgc42<>+12(SB)/4, $0x007fffff
+DATA lgc42<>+16(SB)/4, $0x007fffff
+DATA lgc42<>+20(SB)/4, $0x007fffff
+DATA lgc42<>+24(SB)/4, $0x007fffff
+DATA lgc42<>+28(SB)/4, $0x007fffff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdebd1b8
-DATA lgc43<>+4(SB)/4, $0xbdebd1b8
-DATA lgc43<>+8(SB)/4, $0xbdebd1b8
-DATA lgc43<>+12(SB)/4, $0xbdebd1b8
-DATA lgc43<>+16(SB)/4, $0xbdebd1b8
-DATA lgc43<>+20(SB)/4, $0xbdebd1b8
-DATA lgc43<>+24(SB)/4, $0xbdebd1b8
-DATA lgc43<>+28(SB)/4, $0xbdebd1b8
+DATA lgc43<>+0(SB)/4, $0x3fb504f3
+DATA lgc43<>+4(SB)/4, $0x3fb504f3
+DATA lgc43<>+8(SB)/4, $0x3fb504f3
+DATA lgc43<>+12(SB)/4, $0x3fb504f3
+DATA lgc43<>+16(SB)/4, $0x3fb504f3
+DATA lgc43<>+20(SB)/4, $0x3fb504f3
+DATA lgc43<>+24(SB)/4, $0x3fb504f3
+DATA lgc43<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3def251a
-DATA lgc44<>+4(SB)/4, $0x3def251a
-DATA lgc44<>+8(SB)/4, $0x3def251a
-DATA lgc44<>+12(SB)/4, $0x3def251a
-DATA lgc44<>+16(SB)/4, $0x3def251a
-DATA lgc44<>+20(SB)/4, $0x3def251a
-DATA lgc44<>+24(SB)/4, $0x3def251a
-DATA lgc44<>+28(SB)/4, $0x3def251a
+DATA lgc44<>+0(SB)/4, $0x3d9021bb
+DATA lgc44<>+4(SB)/4, $0x3d9021bb
+DATA lgc44<>+8(SB)/4, $0x3d9021bb
+DATA lgc44<>+12(SB)/4, $0x3d9021bb
+DATA lgc44<>+16(SB)/4, $0x3d9021bb
+DATA lgc44<>+20(SB)/4, $0x3d9021bb
+DATA lgc44<>+24(SB)/4, $0x3d9021bb
+DATA lgc44<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+0(SB)/4, $0xbdebd1b8
+DATA lgc45<>+4(SB)/4, $0xbdebd1b8
+DATA lgc45<>+8(SB)/4, $0xbdebd1b8
+DATA lgc45<>+12(SB)/4, $0xbdebd1b8
+DATA lgc45<>+16(SB)/4, $0xbdebd1b8
+DATA lgc45<>+20(SB)/4, $0xbdebd1b8
+DATA lgc45<>+24(SB)/4, $0xbdebd1b8
+DATA lgc45<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e11e9bf
-DATA lgc46<>+4(SB)/4, $0x3e11e9bf
-DATA lgc46<>+8(SB)/4, $0x3e11e9bf
-DATA lgc46<>+12(SB)/4, $0x3e11e9bf
-DATA lgc46<>+16(SB)/4, $0x3e11e9bf
-DATA lgc46<>+20(SB)/4, $0x3e11e9bf
-DATA lgc46<>+24(SB)/4, $0x3e11e9bf
-DATA lgc46<>+28(SB)/4, $0x3e11e9bf
+DATA lgc46<>+0(SB)/4, $0x3def251a
+DATA lgc46<>+4(SB)/4, $0x3def251a
+DATA lgc46<>+8(SB)/4, $0x3def251a
+DATA lgc46<>+12(SB)/4, $0x3def251a
+DATA lgc46<>+16(SB)/4, $0x3def251a
+DATA lgc46<>+20(SB)/4, $0x3def251a
+DATA lgc46<>+24(SB)/4, $0x3def251a
+DATA lgc46<>+28(SB)/4, $0x3def251a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe2aae50
-DATA lgc47<>+4(SB)/4, $0xbe2aae50
-DATA lgc47<>+8(SB)/4, $0xbe2aae50
-DATA lgc47<>+12(SB)/4, $0xbe2aae50
-DATA lgc47<>+16(SB)/4, $0xbe2aae50
-DATA lgc47<>+20(SB)/4, $0xbe2aae50
-DATA lgc47<>+24(SB)/4, $0xbe2aae50
-DATA lgc47<>+28(SB)/4, $0xbe2aae50
+DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e4cceac
-DATA lgc48<>+4(SB)/4, $0x3e4cceac
-DATA lgc48<>+8(SB)/4, $0x3e4cceac
-DATA lgc48<>+12(SB)/4, $0x3e4cceac
-DATA lgc48<>+16(SB)/4, $0x3e4cceac
-DATA lgc48<>+20(SB)/4, $0x3e4cceac
-DATA lgc48<>+24(SB)/4, $0x3e4cceac
-DATA lgc48<>+28(SB)/4, $0x3e4cceac
+DATA lgc48<>+0(SB)/4, $0x3e11e9bf
+DATA lgc48<>+4(SB)/4, $0x3e11e9bf
+DATA lgc48<>+8(SB)/4, $0x3e11e9bf
+DATA lgc48<>+12(SB)/4, $0x3e11e9bf
+DATA lgc48<>+16(SB)/4, $0x3e11e9bf
+DATA lgc48<>+20(SB)/4, $0x3e11e9bf
+DATA lgc48<>+24(SB)/4, $0x3e11e9bf
+DATA lgc48<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe7ffffc
-DATA lgc49<>+4(SB)/4, $0xbe7ffffc
-DATA lgc49<>+8(SB)/4, $0xbe7ffffc
-DATA lgc49<>+12(SB)/4, $0xbe7ffffc
-DATA lgc49<>+16(SB)/4, $0xbe7ffffc
-DATA lgc49<>+20(SB)/4, $0xbe7ffffc
-DATA lgc49<>+24(SB)/4, $0xbe7ffffc
-DATA lgc49<>+28(SB)/4, $0xbe7ffffc
+DATA lgc49<>+0(SB)/4, $0xbe2aae50
+DATA lgc49<>+4(SB)/4, $0xbe2aae50
+DATA lgc49<>+8(SB)/4, $0xbe2aae50
+DATA lgc49<>+12(SB)/4, $0xbe2aae50
+DATA lgc49<>+16(SB)/4, $0xbe2aae50
+DATA lgc49<>+20(SB)/4, $0xbe2aae50
+DATA lgc49<>+24(SB)/4, $0xbe2aae50
+DATA lgc49<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+0(SB)/4, $0x3e4cceac
+DATA lgc50<>+4(SB)/4, $0x3e4cceac
+DATA lgc50<>+8(SB)/4, $0x3e4cceac
+DATA lgc50<>+12(SB)/4, $0x3e4cceac
+DATA lgc50<>+16(SB)/4, $0x3e4cceac
+DATA lgc50<>+20(SB)/4, $0x3e4cceac
+DATA lgc50<>+24(SB)/4, $0x3e4cceac
+DATA lgc50<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xff800000
-DATA lgc51<>+4(SB)/4, $0xff800000
-DATA lgc51<>+8(SB)/4, $0xff800000
-DATA lgc51<>+12(SB)/4, $0xff800000
-DATA lgc51<>+16(SB)/4, $0xff800000
-DATA lgc51<>+20(SB)/4, $0xff800000
-DATA lgc51<>+24(SB)/4, $0xff800000
-DATA lgc51<>+28(SB)/4, $0xff800000
+DATA lgc51<>+0(SB)/4, $0xbe7ffffc
+DATA lgc51<>+4(SB)/4, $0xbe7ffffc
+DATA lgc51<>+8(SB)/4, $0xbe7ffffc
+DATA lgc51<>+12(SB)/4, $0xbe7ffffc
+DATA lgc51<>+16(SB)/4, $0xbe7ffffc
+DATA lgc51<>+20(SB)/4, $0xbe7ffffc
+DATA lgc51<>+24(SB)/4, $0xbe7ffffc
+DATA lgc51<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x7fc00000
-DATA lgc52<>+4(SB)/4, $0x7fc00000
-DATA lgc52<>+8(SB)/4, $0x7fc00000
-DATA lgc52<>+12(SB)/4, $0x7fc00000
-DATA lgc52<>+16(SB)/4, $0x7fc00000
-DATA lgc52<>+20(SB)/4, $0x7fc00000
-DATA lgc52<>+24(SB)/4, $0x7fc00000
-DATA lgc52<>+28(SB)/4, $0x7fc00000
+DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7f800000
-DATA lgc53<>+4(SB)/4, $0x7f800000
-DATA lgc53<>+8(SB)/4, $0x7f800000
-DATA lgc53<>+12(SB)/4, $0x7f800000
-DATA lgc53<>+16(SB)/4, $0x7f800000
-DATA lgc53<>+20(SB)/4, $0x7f800000
-DATA lgc53<>+24(SB)/4, $0x7f800000
-DATA lgc53<>+28(SB)/4, $0x7f800000
+DATA lgc53<>+0(SB)/4, $0xff800000
+DATA lgc53<>+4(SB)/4, $0xff800000
+DATA lgc53<>+8(SB)/4, $0xff800000
+DATA lgc53<>+12(SB)/4, $0xff800000
+DATA lgc53<>+16(SB)/4, $0xff800000
+DATA lgc53<>+20(SB)/4, $0xff800000
+DATA lgc53<>+24(SB)/4, $0xff800000
+DATA lgc53<>+28(SB)/4, $0xff800000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7fc00000
+DATA lgc54<>+4(SB)/4, $0x7fc00000
+DATA lgc54<>+8(SB)/4, $0x7fc00000
+DATA lgc54<>+12(SB)/4, $0x7fc00000
+DATA lgc54<>+16(SB)/4, $0x7fc00000
+DATA lgc54<>+20(SB)/4, $0x7fc00000
+DATA lgc54<>+24(SB)/4, $0x7fc00000
+DATA lgc54<>+28(SB)/4, $0x7fc00000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x7f800000
+DATA lgc55<>+4(SB)/4, $0x7f800000
+DATA lgc55<>+8(SB)/4, $0x7f800000
+DATA lgc55<>+12(SB)/4, $0x7f800000
+DATA lgc55<>+16(SB)/4, $0x7f800000
+DATA lgc55<>+20(SB)/4, $0x7f800000
+DATA lgc55<>+24(SB)/4, $0x7f800000
+DATA lgc55<>+28(SB)/4, $0x7f800000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3769,30 +3783,30 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc38<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
+	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc39<>+0(SB), Y2, Y2
+	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc40<>+0(SB), Y3, Y2
+	VPAND        lgc42<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc42<>+0(SB), Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
+	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3801,11 +3815,11 @@ bulk_21:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc53<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -3815,9 +3829,9 @@ bulk_21:
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc53<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

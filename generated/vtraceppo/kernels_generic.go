@@ -11,39 +11,39 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v64 = var(v54) over N correction=0 [T=421]
-	s1    []float32           // v65 = var(v24) over N correction=0 [T=421]
-	s2    []float32           // v71 = logsumexp(v9) over N [T=421]
-	s3    []float32           // v73 = logsumexp(v72) over N [T=421]
-	s4    float32             // v77 = mean(v76) over T []
-	acc64 []runtime.Welford   // accumulators of v64
-	acc65 []runtime.Welford   // accumulators of v65
-	acc71 []runtime.LogSumExp // accumulators of v71
-	acc73 []runtime.LogSumExp // accumulators of v73
+	s0    []float32           // v67 = var(v57) over N correction=0 [T=421]
+	s1    []float32           // v68 = var(v24) over N correction=0 [T=421]
+	s2    []float32           // v74 = logsumexp(v9) over N [T=421]
+	s3    []float32           // v76 = logsumexp(v75) over N [T=421]
+	s4    float32             // v80 = mean(v79) over T []
+	acc67 []runtime.Welford   // accumulators of v67
+	acc68 []runtime.Welford   // accumulators of v68
+	acc74 []runtime.LogSumExp // accumulators of v74
+	acc76 []runtime.LogSumExp // accumulators of v76
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc64: make([]runtime.Welford, 421), acc65: make([]runtime.Welford, 421), acc71: make([]runtime.LogSumExp, 421), acc73: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc67: make([]runtime.Welford, 421), acc68: make([]runtime.Welford, 421), acc74: make([]runtime.LogSumExp, 421), acc76: make([]runtime.LogSumExp, 421)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc46 := runtime.Mean{}
-	acc48 := runtime.Mean{}
-	acc50 := runtime.Mean{}
+	acc49 := runtime.Mean{}
+	acc51 := runtime.Mean{}
 	acc53 := runtime.Mean{}
-	acc63 := runtime.Mean{}
-	for k := range s.acc64 {
-		s.acc64[k] = runtime.Welford{}
+	acc56 := runtime.Mean{}
+	acc66 := runtime.Mean{}
+	for k := range s.acc67 {
+		s.acc67[k] = runtime.Welford{}
 	}
-	for k := range s.acc65 {
-		s.acc65[k] = runtime.Welford{}
+	for k := range s.acc68 {
+		s.acc68[k] = runtime.Welford{}
 	}
-	for k := range s.acc71 {
-		s.acc71[k] = runtime.NewLogSumExp()
+	for k := range s.acc74 {
+		s.acc74[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.NewLogSumExp()
+	for k := range s.acc76 {
+		s.acc76[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry22 := float32(0)
@@ -79,78 +79,78 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v34 := float32(0.18232156)
 			v35 := max(v9, v33)
 			v36 := min(v35, v34)
-			v45 := b2f(v36 != v9)
-			acc46.Add(float64(v45))
-			v47 := v8 - v7
-			acc48.Add(float64(v47))
-			v49 := in.Entropy[iN*421+iT]
-			acc50.Add(float64(v49))
-			v51 := float32(-0.01)
-			v52 := float32(v51 * v49)
+			v48 := b2f(v36 != v9)
+			acc49.Add(float64(v48))
+			v50 := v8 - v7
+			acc51.Add(float64(v50))
+			v52 := in.Entropy[iN*421+iT]
 			acc53.Add(float64(v52))
-			v54 := v24 - v3
-			v55 := float32(math.Abs(float64(v54)))
-			v56 := float32(0.5)
-			v57 := b2f(v55 < v0)
-			v58 := float32(v56 * v55)
-			v59 := float32(v58 * v55)
-			v60 := v55 - v56
-			v61 := sel(v57, v59, v60)
-			v62 := float32(v0 * v61)
-			acc63.Add(float64(v62))
-			s.acc64[iT].Add(float64(v54))
-			s.acc65[iT].Add(float64(v24))
-			v70 := float32(2)
-			s.acc71[iT].Add(float64(v9))
-			v72 := float32(v70 * v9)
-			s.acc73[iT].Add(float64(v72))
+			v54 := float32(-0.01)
+			v55 := float32(v54 * v52)
+			acc56.Add(float64(v55))
+			v57 := v24 - v3
+			v58 := float32(math.Abs(float64(v57)))
+			v59 := float32(0.5)
+			v60 := b2f(v58 < v0)
+			v61 := float32(v59 * v58)
+			v62 := float32(v61 * v58)
+			v63 := v58 - v59
+			v64 := sel(v60, v62, v63)
+			v65 := float32(v0 * v64)
+			acc66.Add(float64(v65))
+			s.acc67[iT].Add(float64(v57))
+			s.acc68[iT].Add(float64(v24))
+			v73 := float32(2)
+			s.acc74[iT].Add(float64(v9))
+			v75 := float32(v73 * v9)
+			s.acc76[iT].Add(float64(v75))
 		}
 	}
-	out.ClipFraction = float32(acc46.Result())
-	out.KLApprox = float32(acc48.Result())
-	out.Entropy = float32(acc50.Result())
-	out.LossEntropy = float32(acc53.Result())
-	out.LossCritic = float32(acc63.Result())
-	for k := range s.acc64 {
-		s.s0[k] = float32(s.acc64[k].Var(0))
+	out.ClipFraction = float32(acc49.Result())
+	out.KLApprox = float32(acc51.Result())
+	out.Entropy = float32(acc53.Result())
+	out.LossEntropy = float32(acc56.Result())
+	out.LossCritic = float32(acc66.Result())
+	for k := range s.acc67 {
+		s.s0[k] = float32(s.acc67[k].Var(0))
 	}
-	for k := range s.acc65 {
-		s.s1[k] = float32(s.acc65[k].Var(0))
+	for k := range s.acc68 {
+		s.s1[k] = float32(s.acc68[k].Var(0))
 	}
-	for k := range s.acc71 {
-		s.s2[k] = float32(s.acc71[k].Result())
+	for k := range s.acc74 {
+		s.s2[k] = float32(s.acc74[k].Result())
 	}
-	for k := range s.acc73 {
-		s.s3[k] = float32(s.acc73[k].Result())
+	for k := range s.acc76 {
+		s.s3[k] = float32(s.acc76[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc77 := runtime.Mean{}
+	acc80 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v64 := s.s0[iT]
-		v65 := s.s1[iT]
-		v66 := float32(1.1920929e-07)
-		v67 := v65 + v66
-		v68 := v64 / v67
-		v69 := v0 - v68
-		out.ExplainedVariance[iT] = v69
-		v70 := float32(2)
-		v71 := s.s2[iT]
-		v73 := s.s3[iT]
-		v74 := float32(v70 * v71)
-		v75 := v74 - v73
-		v76 := float32(math.Exp(float64(v75)))
-		acc77.Add(float64(v76))
+		v67 := s.s0[iT]
+		v68 := s.s1[iT]
+		v69 := float32(1.1920929e-07)
+		v70 := v68 + v69
+		v71 := v67 / v70
+		v72 := v0 - v71
+		out.ExplainedVariance[iT] = v72
+		v73 := float32(2)
+		v74 := s.s2[iT]
+		v76 := s.s3[iT]
+		v77 := float32(v73 * v74)
+		v78 := v77 - v76
+		v79 := float32(math.Exp(float64(v78)))
+		acc80.Add(float64(v79))
 	}
-	s.s4 = float32(acc77.Result())
+	s.s4 = float32(acc80.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc44 := runtime.Mean{}
+	acc47 := runtime.Mean{}
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			v0 := float32(1)
@@ -182,66 +182,66 @@ func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v31 := float32(v12 * v30)
 			v32 := v31
 			out.Advantage[iN*421+iT] = v32
-			v33 := float32(-0.22314355)
-			v34 := float32(0.18232156)
-			v35 := max(v9, v33)
-			v37 := float32(0)
-			v38 := b2f(v32 >= v37)
-			v39 := min(v9, v34)
-			v40 := sel(v38, v39, v35)
-			v41 := float32(math.Exp(float64(v40)))
-			v42 := float32(v32 * v41)
-			v43 := -v42
-			acc44.Add(float64(v43))
+			v37 := float32(math.Exp(float64(v9)))
+			v38 := float32(0)
+			v39 := b2f(v32 >= v38)
+			v40 := float32(1.2)
+			v41 := min(v37, v40)
+			v42 := float32(0.8)
+			v43 := max(v37, v42)
+			v44 := sel(v39, v41, v43)
+			v45 := float32(v32 * v44)
+			v46 := -v45
+			acc47.Add(float64(v46))
 		}
 	}
-	out.LossObjective = float32(acc44.Result())
+	out.LossObjective = float32(acc47.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v77 := s.s4
-	v78 := float32(64)
-	v79 := v77 / v78
-	out.ESS = v79
+	v80 := s.s4
+	v81 := float32(64)
+	v82 := v80 / v81
+	out.ESS = v82
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v64 = var(v54) over N correction=0 [T=421]
-	s1    []float32           // v65 = var(v24) over N correction=0 [T=421]
-	s2    []float32           // v71 = logsumexp(v9) over N [T=421]
-	s3    []float32           // v73 = logsumexp(v72) over N [T=421]
-	s4    float32             // v77 = mean(v76) over T []
-	acc64 []runtime.Welford   // accumulators of v64
-	acc65 []runtime.Welford   // accumulators of v65
-	acc71 []runtime.LogSumExp // accumulators of v71
-	acc73 []runtime.LogSumExp // accumulators of v73
+	s0    []float32           // v67 = var(v57) over N correction=0 [T=421]
+	s1    []float32           // v68 = var(v24) over N correction=0 [T=421]
+	s2    []float32           // v74 = logsumexp(v9) over N [T=421]
+	s3    []float32           // v76 = logsumexp(v75) over N [T=421]
+	s4    float32             // v80 = mean(v79) over T []
+	acc67 []runtime.Welford   // accumulators of v67
+	acc68 []runtime.Welford   // accumulators of v68
+	acc74 []runtime.LogSumExp // accumulators of v74
+	acc76 []runtime.LogSumExp // accumulators of v76
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc64: make([]runtime.Welford, 421), acc65: make([]runtime.Welford, 421), acc71: make([]runtime.LogSumExp, 421), acc73: make([]runtime.LogSumExp, 421)}
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc67: make([]runtime.Welford, 421), acc68: make([]runtime.Welford, 421), acc74: make([]runtime.LogSumExp, 421), acc76: make([]runtime.LogSumExp, 421)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc46 := runtime.Mean{}
-	acc48 := runtime.Mean{}
-	acc50 := runtime.Mean{}
+	acc49 := runtime.Mean{}
+	acc51 := runtime.Mean{}
 	acc53 := runtime.Mean{}
-	acc63 := runtime.Mean{}
-	for k := range s.acc64 {
-		s.acc64[k] = runtime.Welford{}
+	acc56 := runtime.Mean{}
+	acc66 := runtime.Mean{}
+	for k := range s.acc67 {
+		s.acc67[k] = runtime.Welford{}
 	}
-	for k := range s.acc65 {
-		s.acc65[k] = runtime.Welford{}
+	for k := range s.acc68 {
+		s.acc68[k] = runtime.Welford{}
 	}
-	for k := range s.acc71 {
-		s.acc71[k] = runtime.NewLogSumExp()
+	for k := range s.acc74 {
+		s.acc74[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.NewLogSumExp()
+	for k := range s.acc76 {
+		s.acc76[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry22 := float32(0)
@@ -277,99 +277,99 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v34 := float32(0.18232156)
 			v35 := max(v9, v33)
 			v36 := min(v35, v34)
-			v37 := float32(0)
-			v45 := b2f(v36 != v9)
-			acc46.Add(float64(v45))
-			v47 := v8 - v7
-			acc48.Add(float64(v47))
-			v49 := in.Entropy[iN*421+iT]
-			acc50.Add(float64(v49))
-			v51 := float32(-0.01)
-			v52 := float32(v51 * v49)
+			v38 := float32(0)
+			v48 := b2f(v36 != v9)
+			acc49.Add(float64(v48))
+			v50 := v8 - v7
+			acc51.Add(float64(v50))
+			v52 := in.Entropy[iN*421+iT]
 			acc53.Add(float64(v52))
-			v54 := v24 - v3
-			v55 := float32(math.Abs(float64(v54)))
-			v56 := float32(0.5)
-			v57 := b2f(v55 < v0)
-			v58 := float32(v56 * v55)
-			v59 := float32(v58 * v55)
-			v60 := v55 - v56
-			v61 := sel(v57, v59, v60)
-			v62 := float32(v0 * v61)
-			acc63.Add(float64(v62))
-			s.acc64[iT].Add(float64(v54))
-			s.acc65[iT].Add(float64(v24))
-			v70 := float32(2)
-			s.acc71[iT].Add(float64(v9))
-			v72 := float32(v70 * v9)
-			s.acc73[iT].Add(float64(v72))
-			v80 := float32(3.7114016e-05)
-			v81 := sel(v57, v80, v37)
-			v82 := sel(v57, v37, v80)
-			v83 := float32(v81 * v55)
-			v84 := float32(v81 * v58)
-			v85 := v82 + v84
-			v86 := float32(v83 * v56)
-			v87 := v85 + v86
-			v88 := b2f(v54 > v37)
-			v89 := b2f(v54 < v37)
-			v90 := float32(-1)
-			v91 := float32(v54 * v37)
-			v92 := sel(v89, v90, v91)
-			v93 := sel(v88, v0, v92)
-			v94 := float32(v87 * v93)
-			v95 := -v94
-			g.StateValue[iN*421+iT] = v95
-			v96 := float32(-3.7114015e-07)
-			v110 := v96
-			g.Entropy[iN*421+iT] = v110
+			v54 := float32(-0.01)
+			v55 := float32(v54 * v52)
+			acc56.Add(float64(v55))
+			v57 := v24 - v3
+			v58 := float32(math.Abs(float64(v57)))
+			v59 := float32(0.5)
+			v60 := b2f(v58 < v0)
+			v61 := float32(v59 * v58)
+			v62 := float32(v61 * v58)
+			v63 := v58 - v59
+			v64 := sel(v60, v62, v63)
+			v65 := float32(v0 * v64)
+			acc66.Add(float64(v65))
+			s.acc67[iT].Add(float64(v57))
+			s.acc68[iT].Add(float64(v24))
+			v73 := float32(2)
+			s.acc74[iT].Add(float64(v9))
+			v75 := float32(v73 * v9)
+			s.acc76[iT].Add(float64(v75))
+			v83 := float32(3.7114016e-05)
+			v84 := sel(v60, v83, v38)
+			v85 := sel(v60, v38, v83)
+			v86 := float32(v84 * v58)
+			v87 := float32(v84 * v61)
+			v88 := v85 + v87
+			v89 := float32(v86 * v59)
+			v90 := v88 + v89
+			v91 := b2f(v57 > v38)
+			v92 := b2f(v57 < v38)
+			v93 := float32(-1)
+			v94 := float32(v57 * v38)
+			v95 := sel(v92, v93, v94)
+			v96 := sel(v91, v0, v95)
+			v97 := float32(v90 * v96)
+			v98 := -v97
+			g.StateValue[iN*421+iT] = v98
+			v99 := float32(-3.7114015e-07)
+			v113 := v99
+			g.Entropy[iN*421+iT] = v113
 		}
 	}
-	out.ClipFraction = float32(acc46.Result())
-	out.KLApprox = float32(acc48.Result())
-	out.Entropy = float32(acc50.Result())
-	out.LossEntropy = float32(acc53.Result())
-	out.LossCritic = float32(acc63.Result())
-	for k := range s.acc64 {
-		s.s0[k] = float32(s.acc64[k].Var(0))
+	out.ClipFraction = float32(acc49.Result())
+	out.KLApprox = float32(acc51.Result())
+	out.Entropy = float32(acc53.Result())
+	out.LossEntropy = float32(acc56.Result())
+	out.LossCritic = float32(acc66.Result())
+	for k := range s.acc67 {
+		s.s0[k] = float32(s.acc67[k].Var(0))
 	}
-	for k := range s.acc65 {
-		s.s1[k] = float32(s.acc65[k].Var(0))
+	for k := range s.acc68 {
+		s.s1[k] = float32(s.acc68[k].Var(0))
 	}
-	for k := range s.acc71 {
-		s.s2[k] = float32(s.acc71[k].Result())
+	for k := range s.acc74 {
+		s.s2[k] = float32(s.acc74[k].Result())
 	}
-	for k := range s.acc73 {
-		s.s3[k] = float32(s.acc73[k].Result())
+	for k := range s.acc76 {
+		s.s3[k] = float32(s.acc76[k].Result())
 	}
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc77 := runtime.Mean{}
+	acc80 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v64 := s.s0[iT]
-		v65 := s.s1[iT]
-		v66 := float32(1.1920929e-07)
-		v67 := v65 + v66
-		v68 := v64 / v67
-		v69 := v0 - v68
-		out.ExplainedVariance[iT] = v69
-		v70 := float32(2)
-		v71 := s.s2[iT]
-		v73 := s.s3[iT]
-		v74 := float32(v70 * v71)
-		v75 := v74 - v73
-		v76 := float32(math.Exp(float64(v75)))
-		acc77.Add(float64(v76))
+		v67 := s.s0[iT]
+		v68 := s.s1[iT]
+		v69 := float32(1.1920929e-07)
+		v70 := v68 + v69
+		v71 := v67 / v70
+		v72 := v0 - v71
+		out.ExplainedVariance[iT] = v72
+		v73 := float32(2)
+		v74 := s.s2[iT]
+		v76 := s.s3[iT]
+		v77 := float32(v73 * v74)
+		v78 := v77 - v76
+		v79 := float32(math.Exp(float64(v78)))
+		acc80.Add(float64(v79))
 	}
-	s.s4 = float32(acc77.Result())
+	s.s4 = float32(acc80.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc44 := runtime.Mean{}
+	acc47 := runtime.Mean{}
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
 			v0 := float32(1)
@@ -401,42 +401,42 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v31 := float32(v12 * v30)
 			v32 := v31
 			out.Advantage[iN*421+iT] = v32
-			v33 := float32(-0.22314355)
-			v34 := float32(0.18232156)
-			v35 := max(v9, v33)
-			v37 := float32(0)
-			v38 := b2f(v32 >= v37)
-			v39 := min(v9, v34)
-			v40 := sel(v38, v39, v35)
-			v41 := float32(math.Exp(float64(v40)))
-			v42 := float32(v32 * v41)
-			v43 := -v42
-			acc44.Add(float64(v43))
-			v97 := float32(-3.7114016e-05)
-			v98 := float32(v97 * v32)
-			v99 := float32(v98 * v41)
-			v100 := sel(v38, v99, v37)
-			v101 := sel(v38, v37, v99)
-			v102 := b2f(v9 <= v34)
-			v103 := b2f(v9 != v9)
-			v104 := max(v102, v103)
-			v105 := sel(v104, v100, v37)
-			v106 := b2f(v9 >= v33)
-			v107 := max(v106, v103)
-			v108 := sel(v107, v101, v37)
-			v109 := v105 + v108
-			g.LogProb[iN*421+iT] = v109
+			v37 := float32(math.Exp(float64(v9)))
+			v38 := float32(0)
+			v39 := b2f(v32 >= v38)
+			v40 := float32(1.2)
+			v41 := min(v37, v40)
+			v42 := float32(0.8)
+			v43 := max(v37, v42)
+			v44 := sel(v39, v41, v43)
+			v45 := float32(v32 * v44)
+			v46 := -v45
+			acc47.Add(float64(v46))
+			v100 := float32(-3.7114016e-05)
+			v101 := float32(v100 * v32)
+			v102 := sel(v39, v101, v38)
+			v103 := sel(v39, v38, v101)
+			v104 := b2f(v37 >= v42)
+			v105 := b2f(v37 != v37)
+			v106 := max(v104, v105)
+			v107 := sel(v106, v103, v38)
+			v108 := b2f(v37 <= v40)
+			v109 := max(v108, v105)
+			v110 := sel(v109, v102, v38)
+			v111 := v107 + v110
+			v112 := float32(v111 * v37)
+			g.LogProb[iN*421+iT] = v112
 		}
 	}
-	out.LossObjective = float32(acc44.Result())
+	out.LossObjective = float32(acc47.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v77 := s.s4
-	v78 := float32(64)
-	v79 := v77 / v78
-	out.ESS = v79
+	v80 := s.s4
+	v81 := float32(64)
+	v82 := v80 / v81
+	out.ESS = v82
 }
 
 // b2f is a comparison or flag as 0 or 1.
