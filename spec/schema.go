@@ -69,11 +69,13 @@ const (
 )
 
 // Sample says how golden cases draw a key's values: uniform in [Lo, Hi), normal (Mean,
-// Std), a flag true with probability P, or an index along the stage's action dim. Offset
+// Std), a flag true with probability P, an index along the stage's action dim, or "action":
+// an index, a one-hot vector (an input that feeds an argmax) or a point in (−1, 1), as the
+// input's kind says. Offset
 // adds the values of another key (log_prob = sample_log_prob + a small offset); Within
 // keeps a flag true only where another one is (terminated ⊆ done).
 type Sample struct {
-	Dist       string // "uniform", "normal", "flag", "index"
+	Dist       string // "uniform", "normal", "flag", "index", "action"
 	Lo, Hi     float64
 	Mean, Std  float64
 	P          float64
@@ -82,6 +84,13 @@ type Sample struct {
 	ExtremeLog bool // the "extreme" case pushes it to ±6 nats of its offset base and exact ties
 	ExtremeBig bool // the "extreme" case puts zeros and ±1e3 values in it
 	ExtremeNil bool // the "extreme" case puts exact zeros in every third element
+	// ExtremeLogits: the "extreme" case puts −inf, the most negative finite value, huge
+	// near-equal logits (10000, 9999) and exact ties in some rows.
+	ExtremeLogits bool
+	// ExtremeAction: the "extreme" case puts continuous actions exactly on the bounds ±1.
+	ExtremeAction bool
+	// ExtremeMask: the "extreme" case masks out whole rows (a fully masked row).
+	ExtremeMask bool
 }
 
 // KeyDef is one logical key: a name TorchRL's tensor_keys or lossgen use for a tensor of the

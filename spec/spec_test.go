@@ -139,7 +139,12 @@ func numericParams(t *testing.T) []struct {
 // stageSpec writes a spec whose stage of kind k and type typ sets param to value.
 func stageSpec(k spec.Kind, typ, param, value string) string {
 	src := "package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\n"
-	stage := fmt.Sprintf("{type: %s, %s: %s}", typ, param, value)
+	extra := ""
+	if typ == "klpen_ppo" { // KLPEN needs a distribution with a closed-form KL
+		src = "package: p\ndims: {N: 4, T: 3, A: 2}\nbatch: [N, T]\n"
+		extra = ", distribution: categorical, action_dim: A"
+	}
+	stage := fmt.Sprintf("{type: %s, %s: %s%s}", typ, param, value, extra)
 	switch k {
 	case spec.Estimator:
 		return src + "estimator: " + stage + "\nloss: {type: clip_ppo}\n"

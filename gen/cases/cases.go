@@ -40,6 +40,9 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 			vals[in.Key] = fill(r, in)
 		}
 		coherent(g, vals)
+		if name == "extreme" {
+			tiesAtBounds(g, vals)
+		}
 		for _, in := range g.Inputs {
 			c.Inputs[in.Name] = Stored(g.DType, in, vals[in.Key])
 		}
@@ -57,7 +60,7 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	extremeKeys := false
 	for _, in := range g.Inputs {
 		sm := sample(in.Key)
-		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil
+		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil || sm.ExtremeLogits || sm.ExtremeAction || sm.ExtremeMask
 	}
 	if extremeKeys {
 		add("extreme", func(r *rand.Rand, in *ir.Input) []float64 { return extreme(r, g, in) })
@@ -69,10 +72,17 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	return append(out, real...), nil
 }
 
-// sample is a key's golden-case distribution (a normal(0, 1) for a key no stage declares).
+// sample is a key's golden-case distribution: its registry entry's (a per-head key
+// "entropy.<head>" samples as "entropy"), or a normal(0, 1) for a key no stage declares.
 func sample(key string) spec.Sample {
-	if def, ok := lower.Registry().Key(key); ok && def.Sample.Dist != "" {
+	reg := lower.Registry()
+	if def, ok := reg.Key(key); ok && def.Sample.Dist != "" {
 		return def.Sample
+	}
+	if base, _, ok := strings.Cut(key, "."); ok {
+		if def, ok := reg.Key(base); ok && def.Sample.Dist != "" {
+			return def.Sample
+		}
 	}
 	return spec.Sample{Dist: "normal", Std: 1}
 }
@@ -109,6 +119,15 @@ func seed(pkg, name string) uint64 {
 func typical(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 	sm := sample(in.Key)
 	v := make([]float64, in.Shape.Numel())
+	if in.State {
+		for i := range v {
+			v[i] = in.Init // kernel state starts where the package's NewState does
+		}
+		return v
+	}
+	if sm.Dist == "action" {
+		return action(r, g, in)
+	}
 	for i := range v {
 		switch sm.Dist {
 		case "uniform":
@@ -140,6 +159,67 @@ func IndexRange(g *ir.Graph, in *ir.Input) int {
 	return n
 }
 
+// action draws stored actions as the input's kind and use say: an index along the axis it
+// selects (categorical), a one-hot vector along its last dim (an input an argmax reads), or a
+// point of (−1, 1) (normal and tanh_normal actions).
+func action(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
+	v := make([]float64, in.Shape.Numel())
+	if in.Kind == ir.Index {
+		n := IndexRange(g, in)
+		for i := range v {
+			v[i] = float64(r.IntN(n))
+		}
+		return v
+	}
+	if feedsArgMax(g, in) {
+		a := in.Shape[len(in.Shape)-1].Size
+		for i := 0; i < len(v); i += a {
+			v[i+r.IntN(a)] = 1
+		}
+		return v
+	}
+	for i := range v {
+		v[i] = 2*r.Float64() - 1
+	}
+	return v
+}
+
+// feedsArgMax reports whether input in is read by an argmax (a one-hot action).
+func feedsArgMax(g *ir.Graph, in *ir.Input) bool {
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpArgMax && n.Args[0].Op == ir.OpInput && n.Args[0].Input == in {
+			return true
+		}
+	}
+	return false
+}
+
+// extremeLogits rewrites rows of logits (the last dim is the class axis): a row with −inf
+// classes, one with the most negative finite value, huge near-equal logits [10000, 9999, ...],
+// and exact ties, cycling; the other rows stay typical.
+func extremeLogits(v []float64, shape ir.Shape, dt ir.DType) {
+	a := shape[len(shape)-1].Size
+	for row := 0; row*a < len(v); row++ {
+		x := v[row*a : (row+1)*a]
+		switch row % 5 {
+		case 0:
+			for j := 0; j < a-1; j += 2 {
+				x[j] = math.Inf(-1)
+			}
+		case 1:
+			x[0] = -dt.MaxFinite()
+		case 2:
+			for j := range x {
+				x[j] = 10000 - float64(j)
+			}
+		case 3:
+			for j := range x {
+				x[j] = 0.5
+			}
+		}
+	}
+}
+
 // extreme stresses the clip and the exponentials: log-weights of up to ±6 nats, exact ties
 // at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy.
 func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
@@ -164,6 +244,24 @@ func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 		case sm.ExtremeNil:
 			if i%3 == 0 {
 				v[i] = 0
+			}
+		case sm.ExtremeAction:
+			if in.Kind == ir.Float && !feedsArgMax(g, in) && i%3 == 0 {
+				v[i] = float64(1 - 2*(i/3%2)) // exactly on the bounds ±1
+			}
+		}
+	}
+	switch {
+	case sm.ExtremeLogits:
+		extremeLogits(v, in.Shape, g.DType)
+	case sm.ExtremeMask:
+		// The first row (along the first batch dim) fully masked, the second fully valid.
+		if n := len(v) / in.Shape[0].Size; len(in.Shape) > 1 {
+			for i := range v[:n] {
+				v[i] = 0
+			}
+			for i := range v[n : 2*n] {
+				v[n+i] = 1
 			}
 		}
 	}
@@ -456,4 +554,35 @@ func sameBits(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// tiesAtBounds puts some log-weights exactly on the clip bounds (log_prob = bound,
+// sample_log_prob = 0, so log_prob − sample_log_prob is the bound with no rounding): the
+// kinks whose gradient rule (§11.5) only exact ties exercise. The bounds are the constants
+// the graph clamps log_prob − sample_log_prob to.
+func tiesAtBounds(g *ir.Graph, vals map[string][]float64) {
+	lp, old := vals["log_prob"], vals["sample_log_prob"]
+	if lp == nil || old == nil || len(lp) != len(old) {
+		return
+	}
+	var bounds []float64
+	for _, n := range g.Nodes {
+		if (n.Op == ir.OpMin || n.Op == ir.OpMax) && n.TieFirst && len(n.Args) == 2 && n.Args[1].IsScalarConst() && isLogWeight(n.Args[0]) {
+			bounds = append(bounds, n.Args[1].Value[0])
+		}
+	}
+	for k, b := range bounds {
+		for i := 2 + 4*k; i < len(lp); i += 4 * (len(bounds) + 1) {
+			lp[i], old[i] = b, 0
+		}
+	}
+}
+
+// isLogWeight reports whether n is log_prob − sample_log_prob, or a clamp of it.
+func isLogWeight(n *ir.Node) bool {
+	if (n.Op == ir.OpMin || n.Op == ir.OpMax) && n.TieFirst {
+		return isLogWeight(n.Args[0])
+	}
+	return n.Op == ir.OpSub && n.Args[0].Op == ir.OpInput && n.Args[0].Input.Key == "log_prob" &&
+		n.Args[1].Op == ir.OpInput && n.Args[1].Input.Key == "sample_log_prob"
 }

@@ -16,6 +16,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -42,6 +43,31 @@ func (t DType) Eps() float64 {
 		return 0x1p-52
 	}
 	return 0x1p-23
+}
+
+// MaxFinite is torch.finfo(dtype).max, the largest finite value (its negation is finfo.min).
+func (t DType) MaxFinite() float64 {
+	if t == F64 {
+		return math.MaxFloat64
+	}
+	return math.MaxFloat32
+}
+
+// Resolution is torch.finfo(dtype).resolution, 10^−precision: 1e−6 for float32, 1e−15 for
+// float64.
+func (t DType) Resolution() float64 {
+	if t == F64 {
+		return 1e-15
+	}
+	return 1e-6
+}
+
+// Round rounds v to the element type (a Python float constant applied to a float32 tensor).
+func (t DType) Round(v float64) float64 {
+	if t == F64 {
+		return v
+	}
+	return float64(float32(v))
 }
 
 // Dim is a named, fixed extent.
@@ -258,6 +284,11 @@ type Input struct {
 	// GradDoc says how each stage's loss terms contribute to the input's gradient (their
 	// formula and source), for the generated Grads doc comments.
 	GradDoc []string
+	// State marks kernel state (KLPEN's β), a scalar: the value in force at the call's start,
+	// Init before the first call. The output of the same name with role State is its next
+	// value; the generated package keeps it in a State and updates it after each call.
+	State bool
+	Init  float64
 }
 
 // Role says what an output is, for the autodiff pass and the generated API.

@@ -9,13 +9,8 @@ import (
 
 func init() {
 	register(&Stage{
-		StageDef: spec.StageDef{
-			Kind: spec.Loss, Type: "clip_ppo", Class: "ClipPPOLoss", Source: ppoSource,
-			Params: append(ppoParams(), spec.ParamDef{Name: "clip_epsilon", Type: spec.FloatOrPair, Default: 0.2, Min: 0, Max: 1, MinOpen: true, MaxOpen: true,
-				Doc: "ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically"}),
-			Keys:  ppoKeys,
-			Check: checkPPO,
-		},
+		StageDef: ppoDef("clip_ppo", "ClipPPOLoss", []spec.ParamDef{{Name: "clip_epsilon", Type: spec.FloatOrPair, Default: 0.2, Min: 0, Max: 1, MinOpen: true, MaxOpen: true,
+			Doc: "ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically"}}, nil, nil),
 		Lower: lowerClipPPO,
 	})
 }
@@ -35,12 +30,10 @@ func init() {
 //	explained_variance = 1 − Var₀(y − V)/(Var₀(y) + eps(dtype)), variance along dim 0
 func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 	b := l.B
-	adv := l.advantage(st)
-	lp, lpOld := l.Read("log_prob"), l.Read("sample_log_prob")
-	reduction := st.String("reduction")
+	c := l.ppoBegin(st)
+	adv, lw := c.adv, c.lw
 
 	epsLo, epsHi := clipEpsilon(st)
-	lw := b.Note(b.Sub(lp, lpOld), "log_weight")
 	loV := l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight")
 	hiV := l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight")
 	lo, hi := b.Const(loV), b.Const(hiV)
@@ -56,16 +49,14 @@ func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hiV))), b.MaxFirst(r, b.Const(math.Exp(loV))))
 	gain := b.Note(b.Mul(adv, rc), "gain")
 
-	l.Output("loss_objective", l.reduce(b.Neg(gain), reduction), ir.LossTerm,
-		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+reduction+")")
-	l.GradDoc("log_prob", "loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward)")
-	l.Output("clip_fraction", b.MeanAll(b.Ne(lwc, lw)), ir.Metric,
+	l.Output("loss_objective", l.reduce(b.Neg(gain), c.reduction), ir.LossTerm,
+		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+c.reduction+")")
+	l.objectiveGradDoc(c, "loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward)")
+	l.Output("clip_fraction", l.mean(b.Ne(lwc, lw)), ir.Metric,
 		"fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean")
-	l.Output("kl_approx", b.MeanAll(b.Sub(lpOld, lp)), ir.Metric,
-		"mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean")
-	l.entropyTerm(st)
-	l.criticTerm(st)
-	l.ess(lw, reduction)
+	l.klApprox(c)
+	l.ppoEnd(c)
+	l.ess(lw, c.reduction)
 }
 
 // clipEpsilon is (ε_low, ε_high): clip_epsilon, or its two values.
@@ -95,8 +86,13 @@ func (l *Lowerer) ess(lw *ir.Node, reduction string) {
 	if first == "" {
 		ess = b.Exp(b.Sub(b.Mul(two, lw), b.Mul(two, lw))) // logsumexp over a 0-d tensor is the identity
 	} else {
-		lse1 := b.LogSumExp(lw, first)
-		lse2 := b.LogSumExp(b.Mul(two, lw), first)
+		// With a mask, the log-sum-exps run over the valid elements (−inf elsewhere).
+		x := lw
+		if l.mask != nil {
+			x = b.Where(l.mask, lw, b.Const(math.Inf(-1)))
+		}
+		lse1 := b.LogSumExp(x, first)
+		lse2 := b.LogSumExp(b.Mul(two, x), first)
 		ess = b.Exp(b.Sub(b.Mul(two, lse1), lse2))
 	}
 	// squeeze() dropped the size-1 dims; summing over one element drops them here, exactly.
@@ -109,6 +105,43 @@ func (l *Lowerer) ess(lw *ir.Node, reduction string) {
 	if len(ones) > 0 {
 		ess = b.Sum(ess, ones...)
 	}
-	out := b.Div(l.reduce(ess, reduction), b.Const(float64(batch[0].Size)))
+	var red *ir.Node
+	if l.mask == nil {
+		red = reduceShape(b, ess, reduction)
+	} else {
+		// Columns without a valid element have no ESS: they count as 0 and drop out of a mean.
+		has := b.Gt(b.Sum(b.Where(l.mask, b.Const(1), b.Const(0)), sameExcept(batch, ess.Shape)...), b.Const(0))
+		ess = b.Where(has, ess, b.Const(0))
+		red = reduceShape(b, ess, reduction)
+		if reduction == "mean" && len(ess.Shape) > 0 {
+			red = b.Div(b.SumAll(ess), b.Max(b.SumAll(has), b.Const(1)))
+		} else if reduction == "mean" {
+			red = ess
+		}
+	}
+	out := b.Div(red, b.Const(float64(batch[0].Size)))
 	l.Output("ESS", out, ir.Metric, "effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent")
+}
+
+// reduceShape is _reduce without a mask, for a metric whose shape is not the batch's (ESS
+// per column).
+func reduceShape(b *ir.Builder, x *ir.Node, reduction string) *ir.Node {
+	switch reduction {
+	case "mean":
+		return b.MeanAll(x)
+	case "sum":
+		return b.SumAll(x)
+	}
+	return x
+}
+
+// sameExcept lists the batch dims that shape lacks (the dims a per-column metric reduced).
+func sameExcept(batch, shape ir.Shape) []string {
+	var out []string
+	for _, d := range batch {
+		if !shape.Has(d.Name) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }

@@ -13,30 +13,6 @@ var (
 	distances  = []string{"l1", "l2", "smooth_l1"}
 )
 
-// reduce is TorchRL's _reduce (torchrl/objectives/utils.py): none keeps x, mean and sum run
-// over every element.
-func (l *Lowerer) reduce(x *ir.Node, reduction string) *ir.Node {
-	switch reduction {
-	case "mean":
-		return l.B.MeanAll(x)
-	case "sum":
-		return l.B.SumAll(x)
-	}
-	return x
-}
-
-// standardize is torchrl/_utils.py _standardize: (x − mean)/clamp_min(std, eps) with the
-// unbiased std, statistics over the named dims (all of x's dims when empty).
-func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
-	b := l.B
-	if len(over) == 0 {
-		over = x.Shape.Names()
-	}
-	mean := b.Note(b.Mean(x, over...), "mean")
-	std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
-	return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
-}
-
 // distance is torchrl/objectives/utils.py distance_loss(v1, v2, fn), elementwise:
 // l2 (v1−v2)², l1 |v1−v2|, smooth_l1 Huber with beta 1 (PyTorch's F.smooth_l1_loss).
 func (l *Lowerer) distance(v1, v2 *ir.Node, fn string) *ir.Node {

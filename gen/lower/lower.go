@@ -21,6 +21,9 @@ type Lowerer struct {
 	written map[string]bool     // logical keys written by a stage
 	stage   *spec.Stage         // the stage being lowered
 	hypers  []Hyper
+	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
+	// mask): the loss's reductions run over the valid elements (mask.go).
+	mask, valid *ir.Node
 }
 
 // Hyper is a hyper-parameter as the kernel uses it: its name and exact value (after the
@@ -95,20 +98,50 @@ func (l *Lowerer) Read(key string) *ir.Node { return l.ReadShaped(key, l.Batch()
 
 // ReadShaped is Read for a key of another shape (logits [*batch, A], an ensemble [Q, *batch]).
 func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
+	def, ok := keys[key]
+	if !ok {
+		panic("lower: " + l.stage.Type + " reads key " + key + ", which no stage declares")
+	}
+	return l.ReadAs(key, shape, def.Kind)
+}
+
+// ReadAs is ReadShaped for a key whose storage depends on the stage's configuration (the
+// action: an index for a categorical policy, a float vector for a one-hot or continuous one).
+func (l *Lowerer) ReadAs(key string, shape ir.Shape, kind spec.KeyKind) *ir.Node {
 	if n, ok := l.env[key]; ok {
 		if !n.Shape.Equal(shape) {
 			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
 		}
 		return n
 	}
-	def, ok := keys[key]
-	if !ok {
-		panic("lower: " + l.stage.Type + " reads key " + key + ", which no stage declares")
-	}
 	data := l.S.Keys[key]
 	if data == nil {
 		l.errorf("keys."+key, "keys.%s: %s reads %q but the key is mapped to null (absent from the data); map it to an array name", key, l.stage.Type, key)
 	}
+	return l.input(key, keys[key], data, shape, kind)
+}
+
+// readDerived reads a key the spec cannot remap, one per configured name (a head's
+// entropy, "entropy.<head>" from data <head>_entropy), described by the registry key def.
+func (l *Lowerer) readDerived(key string, def spec.KeyDef, data []string) *ir.Node {
+	if n, ok := l.env[key]; ok {
+		return n
+	}
+	return l.input(key, def, data, l.Batch(), def.Kind)
+}
+
+// stateInput declares a scalar of kernel state (ir.Input.State) that starts at init; the
+// stage declares its next value as the output of the same name with role ir.State.
+func (l *Lowerer) stateInput(name string, init float64, doc string) *ir.Node {
+	if other, dup := l.inputs[name]; dup {
+		l.errorf("keys."+other, "keys.%s: maps to %q, the name of %s's state; choose another", other, name, l.stage.Type)
+	}
+	l.inputs[name] = name
+	return l.B.Input(ir.Input{Key: name, Name: name, Kind: ir.Float, State: true, Init: init, Doc: doc})
+}
+
+// input declares the kernel input of logical key key under data name data.
+func (l *Lowerer) input(key string, def spec.KeyDef, data []string, shape ir.Shape, kind spec.KeyKind) *ir.Node {
 	name := spec.DataName(data)
 	if other, dup := l.inputs[name]; dup {
 		at := key
@@ -117,8 +150,8 @@ func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
 		}
 		l.errorf("keys."+at, "keys.%s: maps to %q, the array keys.%s already reads", key, name, other)
 	}
-	kind := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[def.Kind]
-	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: kind, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable})
+	ek := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[kind]
+	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: ek, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable && kind == spec.FloatKey})
 	l.inputs[name] = key
 	l.env[key] = n
 	l.read[key] = true

@@ -21,14 +21,6 @@ func init() {
 			},
 		})
 	}
-	pending(spec.Loss, "ppo", "PPOLoss", ppoSource, ppoParams())
-	pending(spec.Loss, "klpen_ppo", "KLPENPPOLoss", ppoSource, append(ppoParams(),
-		spec.ParamDef{Name: "dtarg", Type: spec.Float, Default: 0.01, Min: 0, Max: inf, MinOpen: true, MaxOpen: true},
-		spec.ParamDef{Name: "beta", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MaxOpen: true},
-		spec.ParamDef{Name: "increment", Type: spec.Float, Default: 2.0, Min: 1, Max: inf, MaxOpen: true},
-		spec.ParamDef{Name: "decrement", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true},
-		spec.ParamDef{Name: "distribution", Type: spec.Enum, Enum: []string{"normal", "tanh_normal", "categorical"}},
-	))
 	iql := []spec.ParamDef{
 		{Name: "num_qvalue_nets", Type: spec.Int, Default: 2, Min: 1, Max: inf},
 		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances},

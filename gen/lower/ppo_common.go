@@ -31,7 +31,69 @@ func ppoParams() []spec.ParamDef {
 }
 
 // ppoKeys are the keys every PPO loss may read.
-var ppoKeys = []spec.KeyDef{keyLogProb, keySampleLogProb, keyEntropy, keyAdvantage, keyValueTarget, keyValue, keyOldValue}
+var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask}, policyKeys...)
+
+// ppoDef is the registry entry of a PPO-family loss: PPOLoss's parameters and keys plus the
+// class's own.
+func ppoDef(typ, class string, extra []spec.ParamDef, keys []spec.KeyDef, check func(*spec.Check)) spec.StageDef {
+	return spec.StageDef{
+		Kind: spec.Loss, Type: typ, Class: class, Source: ppoSource,
+		Params: append(append(ppoParams(), policyParams("none")...), extra...),
+		Keys:   append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
+		Check: func(c *spec.Check) {
+			checkPPO(c)
+			checkPolicy(c)
+			if check != nil {
+				check(c)
+			}
+		},
+	}
+}
+
+// ppoCall is what every PPO loss's forward computes before its objective (SEMANTICS.md
+// §2.2): the mask, the (standardised) advantage, the current policy and the log-weight.
+type ppoCall struct {
+	st        *spec.Stage
+	reduction string
+	adv       *ir.Node // [*batch]
+	pol       *policy
+	lp, lpOld *ir.Node // log π(a), the stored sample_log_prob
+	lw        *ir.Node // lp − lpOld
+}
+
+// ppoBegin is steps 2–4 of §2.2: the estimator has run (or advantage is an input).
+func (l *Lowerer) ppoBegin(st *spec.Stage) *ppoCall {
+	l.readMask()
+	c := &ppoCall{st: st, reduction: st.String("reduction")}
+	c.adv = l.advantage(st)
+	c.pol = l.policy(st)
+	c.lp, c.lpOld = c.pol.lp, l.Read("sample_log_prob")
+	c.lw = l.B.Note(l.B.Sub(c.lp, c.lpOld), "log_weight")
+	return c
+}
+
+// klApprox is the kl_approx metric every PPO loss reports (§2.4).
+func (l *Lowerer) klApprox(c *ppoCall) {
+	l.Output("kl_approx", l.mean(l.B.Sub(c.lpOld, c.lp)), ir.Metric,
+		"mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean")
+}
+
+// ppoEnd adds the entropy and critic terms (steps 6–7).
+func (l *Lowerer) ppoEnd(c *ppoCall) {
+	l.entropyTerm(c.st, c.pol)
+	l.criticTerm(c.st)
+}
+
+// objectiveGradDoc is the log_prob gradient doc line of a PPO objective, passed on to the
+// distribution's parameters when the kernel evaluates the policy.
+func (l *Lowerer) objectiveGradDoc(c *ppoCall, doc string) {
+	l.GradDoc("log_prob", doc)
+	if c.pol.dist != "none" {
+		for _, k := range []string{"logits", "loc", "scale"} {
+			l.GradDoc(k, "loss_objective through log π(a): "+doc)
+		}
+	}
+}
 
 // hasCritic reports whether a PPO loss has an active critic term (TorchRL: critic_coeff > 0).
 func hasCritic(st *spec.Stage) bool { return st.Float("critic_coeff") > 0 }
@@ -197,19 +259,49 @@ func (l *Lowerer) advantage(st *spec.Stage) *ir.Node {
 	return adv
 }
 
-// entropyTerm is the entropy bonus (SEMANTICS.md §2.5): entropy = mean(H) and
-// loss_entropy = reduce(−c·H).
-func (l *Lowerer) entropyTerm(st *spec.Stage) {
+// entropyTerm is the entropy bonus (SEMANTICS.md §2.5, §11.4): entropy = mean(H) and
+// loss_entropy = reduce(−c·H), H the policy's entropy; with per-head coefficients
+// {head: c_h}, each head's entropy is an input <head>_entropy, loss_entropy =
+// reduce(Σ_h −c_h·H_h), entropy = mean(Σ_h H_h), and composite_entropy.<head>_entropy
+// reports each head's H_h (detached, unreduced).
+func (l *Lowerer) entropyTerm(st *spec.Stage, pol *policy) {
 	if !st.Bool("entropy_bonus") {
 		return
 	}
 	b := l.B
-	h := l.Read("entropy")
-	c := l.Hyper("entropy_coeff", st.Float("entropy_coeff"), true, "weighs the entropy bonus: loss_entropy = −entropy_coeff·H")
-	l.Output("entropy", b.MeanAll(h), ir.Metric, "mean entropy of the current policy; always a mean")
-	l.Output("loss_entropy", l.reduce(b.Mul(b.Const(-c), h), st.String("reduction")), ir.LossTerm,
-		"−entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)")
-	l.GradDoc("entropy", "loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy)")
+	src := "torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy"
+	var h, loss *ir.Node
+	if coeffs, ok := st.Get("entropy_coeff").(map[string]float64); ok {
+		heads, _ := st.Get("heads").([]string)
+		for _, head := range heads {
+			key := "entropy." + head
+			hh := l.readDerived(key, keyEntropy, []string{head + "_entropy"})
+			c := l.Hyper("entropy_coeff."+head, coeffs[head], true, "weighs head "+head+"'s entropy in loss_entropy")
+			term := b.Mul(b.Const(-c), hh)
+			if h == nil {
+				h, loss = hh, term
+			} else {
+				h, loss = b.Add(h, hh), b.Add(loss, term)
+			}
+			l.Output("composite_entropy."+head+"_entropy", b.Detach(hh), ir.Metric,
+				"the entropy of action head "+head+", detached and unreduced (TorchRL composite_entropy)")
+			l.GradDoc(key, "loss_entropy: −entropy_coeff["+head+"]·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.4; "+src+")")
+		}
+	} else {
+		h = pol.entropy()
+		c := l.Hyper("entropy_coeff", st.Float("entropy_coeff"), true, "weighs the entropy bonus: loss_entropy = −entropy_coeff·H")
+		loss = b.Mul(b.Const(-c), h)
+		doc := "loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; " + src + ")"
+		l.GradDoc("entropy", doc)
+		if pol.dist == "categorical" || pol.dist == "one_hot_categorical" || pol.dist == "normal" {
+			for _, k := range []string{"logits", "scale"} {
+				l.GradDoc(k, doc+", times ∂H/∂"+k)
+			}
+		}
+	}
+	l.Output("entropy", l.mean(h), ir.Metric, "mean entropy of the current policy; always a mean")
+	l.Output("loss_entropy", l.reduce(loss, st.String("reduction")), ir.LossTerm,
+		"−entropy_coeff·H, reduced by reduction ("+src+")")
 }
 
 // criticTerm is PPOLoss.loss_critic (SEMANTICS.md §1.4–1.5, §2.6). After an estimator in the
@@ -228,7 +320,7 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 		vOld := l.Read("old_value")
 		pre := b.Sub(v, vOld)
 		clipped := b.Clamp(pre, b.Const(-cv), b.Const(cv))
-		l.Output("value_clip_fraction", b.MeanAll(b.Ne(pre, clipped)), ir.Metric,
+		l.Output("value_clip_fraction", l.mean(b.Ne(pre, clipped)), ir.Metric,
 			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean (torchrl/objectives/utils.py _clip_value_loss)")
 		lossClipped := l.distance(y, b.Add(vOld, clipped), fn)
 		lossValue = b.Max(lossValue, lossClipped)
@@ -242,9 +334,8 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
 		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
 	if st.Bool("log_explained_variance") {
-		first := l.Batch()[0].Name
-		resid := b.Var(b.Sub(y, v), 0, first)
-		total := b.Var(y, 0, first)
+		resid := l.var0(b.Sub(y, v))
+		total := l.var0(y)
 		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(l.DType().Eps()))))
 		l.Output("explained_variance", ev, ir.Metric,
 			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim")

@@ -111,6 +111,18 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"clip_ppo asymmetric":      flat + "loss: {type: clip_ppo, clip_epsilon: [0.1, 0.3]}",
 		"clip_ppo no critic":       flat + "loss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}",
 		"2-D clip_ppo none":        rows + "loss: {type: clip_ppo, reduction: none}",
+		"ppo":                      flat + "loss: {type: ppo, loss_critic_type: l2}",
+		"ppo categorical":          head + "dims: {B: 5, A: 4}\nbatch: [B]\nloss: {type: ppo, distribution: categorical, action_dim: A, entropy_coeff: 0.3}",
+		"clip_ppo one-hot":         head + "dims: {B: 5, A: 3}\nbatch: [B]\nloss: {type: clip_ppo, distribution: one_hot_categorical, action_dim: A, entropy_coeff: 0.2}",
+		"clip_ppo normal":          head + "dims: {N: 2, T: 3, D: 2}\nbatch: [N, T]\nloss: {type: clip_ppo, distribution: normal, action_dim: D, entropy_coeff: 0.1}",
+		"ppo tanh_normal":          head + "dims: {B: 4, D: 3}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, low: -2, high: 1}",
+		"klpen categorical":        head + "dims: {B: 5, A: 4}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, beta: 0.6}",
+		"klpen normal sum":         head + "dims: {B: 4, D: 2}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: normal, action_dim: D, reduction: sum}",
+		"klpen tanh_normal none":   head + "dims: {B: 3, D: 2}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: tanh_normal, action_dim: D, reduction: none}",
+		"per-head entropy":         flat + "loss: {type: clip_ppo, heads: [a, b], entropy_coeff: {a: 0.1, b: 0.4}}",
+		"masked clip_ppo":          rows + "loss: {type: clip_ppo, normalize_advantage: true}\nkeys: {mask: mask}",
+		"masked ppo sum":           rows + "loss: {type: ppo, reduction: sum}\nkeys: {mask: mask}",
+		"masked klpen none":        head + "dims: {N: 2, T: 3, A: 3}\nbatch: [N, T]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}\nkeys: {mask: mask}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")

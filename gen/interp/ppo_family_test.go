@@ -1,0 +1,117 @@
+package interp_test
+
+import (
+	"math"
+	"testing"
+)
+
+// The policy distributions, KLPEN's KL and β, and masks against values computed by hand
+// (SEMANTICS.md §1.8, §2.3, §11.3, §11.16), in float64 with float64 hyper-parameters.
+
+const ppoHead = "package: p\ndtype: float64\nparam_dtype: float64\n"
+
+// Categorical log-probabilities and entropies: huge logits (computed as (z − m) − log Σ e^(z−m),
+// no digit lost), −inf logits and the most negative finite one (0·log 0 = 0, not NaN).
+func TestCategoricalHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 3, A: 3}\nbatch: [B]\nloss: {type: ppo, distribution: categorical, action_dim: A, reduction: none, critic_coeff: 0, entropy_coeff: 1}\n"
+	inf := math.Inf(-1)
+	out := eval(t, src, map[string][]float64{
+		"logits":          {10000, 9999, 9998, inf, 0, 0, -math.MaxFloat64, 1, 1},
+		"action":          {1, 2, 0},
+		"sample_log_prob": {0, 0, 0},
+		"advantage":       {1, 1, 1},
+	})
+	// loss_objective = −exp(log π(a) − 0)·1 = −p(a).
+	near(t, []float64{-0.24472847105479764, -0.5, 0}, out["loss_objective"], hand, "−p(a)")
+	near(t, []float64{-0.8323955818399389, -math.Ln2, -math.Ln2}, out["loss_entropy"], hand, "−H")
+	near(t, []float64{(0.8323955818399389 + 2*math.Ln2) / 3}, out["entropy"], hand, "mean H")
+}
+
+// One-hot actions read the class at the argmax of the vector (OneHotCategorical.log_prob).
+func TestOneHotCategoricalHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 2, A: 3}\nbatch: [B]\nloss: {type: ppo, distribution: one_hot_categorical, action_dim: A, reduction: none, critic_coeff: 0, entropy_bonus: false}\n"
+	out := eval(t, src, map[string][]float64{
+		"logits":          {10000, 9999, 9998, math.Log(3), 0, 0},
+		"action":          {0, 1, 0, 1, 0, 0},
+		"sample_log_prob": {0, 0},
+		"advantage":       {1, 2},
+	})
+	near(t, []float64{-0.24472847105479764, -2 * 0.6}, out["loss_objective"], hand, "−A·p(a)")
+}
+
+// Normal log-probability, entropy (summed over the event dim) and KL(old ‖ current).
+func TestNormalHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 1, D: 2}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: normal, action_dim: D, critic_coeff: 0, entropy_coeff: 1, beta: 0.7}\n"
+	out := eval(t, src, map[string][]float64{
+		"loc": {0, 1}, "scale": {2, 0.5}, "action": {1, 1},
+		"old_loc": {0, 0}, "old_scale": {1, 1},
+		"sample_log_prob": {0}, "advantage": {0}, "beta": {0.7},
+	})
+	lp := -0.125 - 2*0.5*math.Log(2*math.Pi)
+	near(t, []float64{-lp}, out["kl_approx"], hand, "log N(1; 0, 2) + log N(1; 1, ½)")
+	near(t, []float64{2 * (0.5 + 0.5*math.Log(2*math.Pi))}, out["entropy"], hand, "Σ_d ½ + ½ log 2π + log σ_d")
+	near(t, []float64{3.125}, out["kl"], hand, "KL = (ln 2 + 1/8 − 1/2) + (−ln 2 + 4 − 1/2)")
+	near(t, []float64{0.7 * 3.125}, out["loss_objective"], hand, "−(r·0 − β·KL)")
+	near(t, []float64{1.4}, out["beta"], hand, "mean KL 3.125 > 1.5·dtarg: β·2")
+}
+
+// KLPEN's categorical KL: 0 where p_old = 0, +inf where the current p = 0 < p_old; β halves
+// when the mean KL is below dtarg/1.5 and stays inside the band.
+func TestKLPENCategoricalHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 2, A: 3}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, critic_coeff: 0, entropy_bonus: false, beta: 0.7}\n"
+	inf := math.Inf(-1)
+	in := map[string][]float64{
+		"logits":     {math.Log(3), 0, 0, 0, 0, inf},
+		"old_logits": {0, 0, inf, 0, 0, 0},
+		"action":     {0, 0}, "sample_log_prob": {0, 0}, "advantage": {0, 0}, "beta": {0.7},
+	}
+	out := eval(t, src, in)
+	near(t, []float64{0.36698458754010027, math.Inf(1)}, out["kl"], hand, "KL(½,½,0 ‖ ⅗,⅕,⅕), KL(⅓,⅓,⅓ ‖ ½,½,0)")
+	in["logits"] = []float64{0, 0, 0, 0, 0, 0}
+	in["old_logits"] = []float64{0, 0, 0, 0, 0, 0}
+	near(t, []float64{0.35}, eval(t, src, in)["beta"], hand, "mean KL 0 < dtarg/1.5: β·½")
+	// Inside the band [dtarg/1.5, 1.5·dtarg] β stays: KL(½,½ ‖ p, 1−p) = 0.01 at p ≈ 0.5705.
+	q := 0.5705
+	kl := 0.5*math.Log(0.5/q) + 0.5*math.Log(0.5/(1-q))
+	in["logits"] = []float64{math.Log(q), math.Log(1 - q), inf, math.Log(q), math.Log(1 - q), inf}
+	in["old_logits"] = []float64{0, 0, inf, 0, 0, inf}
+	out = eval(t, src, in)
+	near(t, []float64{kl, kl}, out["kl"], hand, "KL inside the band")
+	near(t, []float64{0.7}, out["beta"], hand, "mean KL in the band: β unchanged")
+}
+
+// TanhNormal log-probability: the safe atanh of the action (clamped to ±(1 − 1e−15) in
+// float64) and the affine map of low/high.
+func TestTanhNormalHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 2, D: 1}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, critic_coeff: 0, entropy_bonus: false, reduction: none}\n"
+	out := eval(t, src, map[string][]float64{
+		"loc": {0, 0}, "scale": {1, 1}, "action": {0.5, 1},
+		"sample_log_prob": {0, 0}, "advantage": {1, 1},
+	})
+	near(t, []float64{-math.Exp(-0.7821250808544645), -math.Exp(-122.2406074937066)}, out["loss_objective"], hand, "−π(a)")
+	src = ppoHead + "dims: {B: 1, D: 1}\nbatch: [B]\nloss: {type: ppo, distribution: tanh_normal, action_dim: D, critic_coeff: 0, entropy_bonus: false, low: -2, high: 1}\n"
+	out = eval(t, src, map[string][]float64{"loc": {0}, "scale": {1}, "action": {0}, "sample_log_prob": {0}, "advantage": {0}})
+	near(t, []float64{1.2666772323962288}, out["kl_approx"], hand, "−log π(0) on [−2, 1]")
+}
+
+// Masks: reductions over the valid elements, none zeroes the rest, a fully masked batch
+// gives 0 means, and num_valid counts.
+func TestMaskHandValues(t *testing.T) {
+	src := ppoHead + "dims: {B: 2, L: 3}\nbatch: [B, L]\nloss: {type: ppo, critic_coeff: 0, entropy_coeff: 1}\nkeys: {mask: mask}\n"
+	nan := math.NaN()
+	in := map[string][]float64{
+		"log_prob":        {0, math.Log(2), nan, 0, 0, nan},
+		"sample_log_prob": {0, 0, 0, 0, 0, 0},
+		"advantage":       {1, 1, nan, 3, -1, 7},
+		"entropy":         {0.5, 1.5, nan, 1, 1, nan},
+		"mask":            {1, 1, 0, 1, 1, 0},
+	}
+	out := eval(t, src, in)
+	near(t, []float64{4}, out["num_valid"], hand, "valid count")
+	near(t, []float64{-(1 + 2 + 3 - 1) / 4.0}, out["loss_objective"], hand, "masked mean of −r·A")
+	near(t, []float64{1}, out["entropy"], hand, "masked mean H")
+	near(t, []float64{-math.Log(2) / 4}, out["kl_approx"], hand, "masked kl_approx")
+	in["mask"] = []float64{0, 0, 0, 0, 0, 0}
+	out = eval(t, src, in)
+	near(t, []float64{0, 0, 0, 0}, []float64{out["num_valid"][0], out["loss_objective"][0], out["entropy"][0], out["loss_entropy"][0]}, hand, "no valid element")
+}

@@ -1,0 +1,94 @@
+package lower
+
+import (
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// Token masks (SEMANTICS.md §11.16): a loss given keys.mask reduces every loss term and
+// metric over the valid elements only — mean = Σ_valid x / n_valid, sum = Σ_valid x, none
+// keeps the shape with 0 where the mask is false — and reports n_valid (num_valid), so that
+// means merge exactly across micro-batches and ranks. Masked-out elements are never read
+// into a result: a NaN in padding stays out of every output and gradient (TorchRL's _reduce
+// selects the valid entries, tensor[mask]). A mean over no valid element is 0.
+
+var keyMask = spec.KeyDef{Name: "mask", Kind: spec.BoolKey,
+	Doc:    "true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only",
+	Sample: spec.Sample{Dist: "flag", P: 0.85, ExtremeMask: true}}
+
+// readMask reads keys.mask when the spec maps it, for the loss being lowered, and reports
+// the valid count.
+func (l *Lowerer) readMask() {
+	if !l.Mapped("mask") {
+		return
+	}
+	b := l.B
+	l.mask = l.Read("mask")
+	l.valid = b.Note(b.SumAll(l.maskOf(b.Const(1))), "num_valid")
+	l.Output("num_valid", l.valid, ir.Metric,
+		"the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid")
+}
+
+// maskOf is x where the mask is true and 0 elsewhere (x itself without a mask).
+func (l *Lowerer) maskOf(x *ir.Node) *ir.Node {
+	if l.mask == nil {
+		return x
+	}
+	return l.B.Where(l.mask, x, l.B.Const(0))
+}
+
+// reduce is TorchRL's _reduce (torchrl/objectives/utils.py): none keeps x, mean and sum run
+// over every element; with a mask, over the valid ones.
+func (l *Lowerer) reduce(x *ir.Node, reduction string) *ir.Node {
+	switch reduction {
+	case "mean":
+		return l.mean(x)
+	case "sum":
+		return l.B.SumAll(l.maskOf(x))
+	}
+	return l.maskOf(x)
+}
+
+// mean is the mean over every (valid) element: a metric's or a loss term's.
+func (l *Lowerer) mean(x *ir.Node) *ir.Node {
+	b := l.B
+	if l.mask == nil {
+		return b.MeanAll(x)
+	}
+	// n_valid ≥ 1 in the divisor: 0/1 = 0 for no valid element, with a finite gradient.
+	return b.Div(b.SumAll(l.maskOf(x)), b.Max(l.valid, b.Const(1)))
+}
+
+// standardize is torchrl/_utils.py _standardize: (x − mean)/clamp_min(std, eps) with the
+// unbiased std, statistics over the named dims (all of x's dims when empty). With a mask the
+// statistics run over the valid elements (a single valid element standardises to 0).
+func (l *Lowerer) standardize(x *ir.Node, over []string, eps float64) *ir.Node {
+	b := l.B
+	if len(over) == 0 {
+		over = x.Shape.Names()
+	}
+	if l.mask == nil {
+		mean := b.Note(b.Mean(x, over...), "mean")
+		std := b.Note(b.Sqrt(b.Var(x, 1, over...)), "std")
+		return b.Div(b.Sub(x, mean), b.Max(std, b.Const(eps)))
+	}
+	n := b.Sum(l.maskOf(b.Const(1)), over...)
+	mean := b.Note(b.Div(b.Sum(l.maskOf(x), over...), b.Max(n, b.Const(1))), "mean")
+	d := b.Sub(x, mean)
+	v := b.Div(b.Sum(l.maskOf(b.Square(d)), over...), b.Max(b.Sub(n, b.Const(1)), b.Const(1)))
+	std := b.Note(b.Sqrt(v), "std")
+	return b.Div(d, b.Max(std, b.Const(eps)))
+}
+
+// var0 is the biased variance along the first batch dim (explained_variance's Var₀), over
+// the valid elements with a mask (0 for a column with none).
+func (l *Lowerer) var0(x *ir.Node) *ir.Node {
+	b := l.B
+	first := l.Batch()[0].Name
+	if l.mask == nil {
+		return b.Var(x, 0, first)
+	}
+	n := b.Max(b.Sum(l.maskOf(b.Const(1)), first), b.Const(1))
+	mean := b.Div(b.Sum(l.maskOf(x), first), n)
+	return b.Div(b.Sum(l.maskOf(b.Square(b.Sub(x, mean))), first), n)
+}

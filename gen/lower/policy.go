@@ -1,0 +1,259 @@
+package lower
+
+import (
+	"math"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// The policy distributions a PPO-family loss (and IQL's actor) evaluates in the kernel
+// (SEMANTICS.md §1.8, §11.9): with distribution none the current log-prob and entropy are
+// inputs; otherwise the kernel computes them from the distribution's parameters and the stored
+// action, in closed form, with their gradients to those parameters.
+
+const distSource = "torchrl/modules/distributions (Categorical, OneHotCategorical, IndependentNormal, TanhNormal) and torch.distributions"
+
+// distributions are the values of the distribution parameter.
+var distributions = []string{"none", "categorical", "one_hot_categorical", "normal", "tanh_normal"}
+
+// policyParams are the parameters that choose and shape the policy distribution.
+func policyParams(def string) []spec.ParamDef {
+	inf := math.Inf(1)
+	return []spec.ParamDef{
+		{Name: "distribution", Type: spec.Enum, Default: def, Enum: distributions,
+			Doc: "the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input)"},
+		{Name: "action_dim", Type: spec.DimName, Doc: "the distribution's event dim: A actions (logits [*batch, A]) or D action dims (loc, scale, action [*batch, D])"},
+		{Name: "low", Type: spec.Float, Default: -1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Doc: "tanh_normal: the action's lower bound (TanhNormal low)"},
+		{Name: "high", Type: spec.Float, Default: 1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Doc: "tanh_normal: the action's upper bound (TanhNormal high)"},
+	}
+}
+
+// The keys of the distributions' parameters and the stored action.
+var (
+	keyLogits = spec.KeyDef{Name: "logits", Default: []string{"logits"}, Differentiable: true,
+		Doc:    "the current policy's logits [*batch, A] (network output)",
+		Sample: spec.Sample{Dist: "normal", Std: 1.5, ExtremeLogits: true}}
+	keyAction = spec.KeyDef{Name: "action", Default: []string{"action"}, Kind: spec.IndexKey,
+		Doc:    "the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)",
+		Sample: spec.Sample{Dist: "action", ExtremeAction: true}}
+	keyLoc = spec.KeyDef{Name: "loc", Default: []string{"loc"}, Differentiable: true,
+		Doc:    "the current policy's Normal mean μ [*batch, D] (network output)",
+		Sample: spec.Sample{Dist: "normal", Std: 0.5}}
+	keyScale = spec.KeyDef{Name: "scale", Default: []string{"scale"}, Differentiable: true,
+		Doc:    "the current policy's Normal standard deviation σ > 0 [*batch, D] (network output)",
+		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
+	keyOldLogits = spec.KeyDef{Name: "old_logits", Default: []string{"old_logits"},
+		Doc:    "the behaviour policy's logits [*batch, A], stored with the data (KLPENPPOLoss rebuilds previous_dist from them)",
+		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "logits"}}
+	keyOldLoc = spec.KeyDef{Name: "old_loc", Default: []string{"old_loc"},
+		Doc:    "the behaviour policy's Normal mean [*batch, D], stored with the data",
+		Sample: spec.Sample{Dist: "normal", Std: 0.2, Offset: "loc"}}
+	keyOldScale = spec.KeyDef{Name: "old_scale", Default: []string{"old_scale"},
+		Doc:    "the behaviour policy's Normal standard deviation [*batch, D], stored with the data",
+		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
+)
+
+// policyKeys are the keys a stage with a policy may read.
+var policyKeys = []spec.KeyDef{keyLogProb, keyEntropy, keyLogits, keyAction, keyLoc, keyScale}
+
+// checkPolicy validates the distribution parameters together.
+func checkPolicy(c *spec.Check) {
+	st := c.Stage
+	d := st.String("distribution")
+	if d == "none" {
+		if st.Written("action_dim") {
+			c.Warnf("action_dim", "is ignored: distribution is none (log_prob and entropy are inputs)")
+		}
+	} else {
+		a := st.String("action_dim")
+		switch {
+		case a == "":
+			c.Errorf("distribution", "%s needs action_dim, the dim of its %s", d, map[bool]string{true: "logits [*batch, A]", false: "loc, scale and action [*batch, D]"}[categorical(d)])
+		case contains(c.Spec.Batch, a):
+			c.Errorf("action_dim", "%q is a batch dim; the event dim must be another dim", a)
+		}
+		if _, ok := st.Get("entropy_coeff").(map[string]float64); ok {
+			c.Errorf("distribution", "per-head entropy coefficients take each head's entropy as an input; use distribution: none")
+		}
+	}
+	if d != "tanh_normal" {
+		for _, p := range []string{"low", "high"} {
+			if st.Written(p) {
+				c.Warnf(p, "is ignored: it bounds a tanh_normal action")
+			}
+		}
+	} else if !(st.Float("high") > st.Float("low")) {
+		c.Errorf("high", "must be greater than low (%v); TanhNormal raises RuntimeError", st.Float("low"))
+	}
+}
+
+func categorical(d string) bool { return d == "categorical" || d == "one_hot_categorical" }
+
+// policy is the current policy as a loss sees it: the log-probability of the stored action
+// and, when asked for, the entropy, both [*batch], with their gradients flowing to the
+// distribution's parameters.
+type policy struct {
+	l    *Lowerer
+	st   *spec.Stage
+	dist string
+	axis string   // the event dim
+	lp   *ir.Node // log π(action)
+	// categorical: the normalised log-probabilities (z − m) − log Σ exp(z − m), [*batch, A]
+	logp *ir.Node
+	// normal, tanh_normal: the parameters and the action in the base Normal's space
+	loc, scale *ir.Node
+}
+
+// policy evaluates the stage's distribution (SEMANTICS.md §1.8): log_prob as an input, or
+// computed from logits and the action, or from loc, scale and the action.
+func (l *Lowerer) policy(st *spec.Stage) *policy {
+	p := &policy{l: l, st: st, dist: st.String("distribution"), axis: st.String("action_dim")}
+	b := l.B
+	switch p.dist {
+	case "none", "":
+		p.lp = l.Read("log_prob")
+		return p
+	case "categorical", "one_hot_categorical":
+		ev := l.eventShape(p.axis)
+		z := l.ReadShaped("logits", ev)
+		p.logp = b.Note(l.logSoftmax(z, p.axis), "log_softmax")
+		var idx *ir.Node
+		if p.dist == "categorical" {
+			idx = l.ReadAs("action", l.Batch(), spec.IndexKey)
+		} else {
+			// OneHotCategorical.log_prob: the categorical log-prob at argmax of the vector.
+			idx = b.ArgMax(l.ReadAs("action", ev, spec.FloatKey), p.axis)
+		}
+		p.lp = b.Gather(p.logp, idx, p.axis)
+		l.GradDoc("logits", "through log π(a) = log_softmax(z)_a: ∂/∂z_j = 1[j = a] − p_j; through H = −Σ p log p: ∂/∂z_j = −p_j (log p_j + H) (SEMANTICS.md §1.8, §2.8)")
+	case "normal", "tanh_normal":
+		ev := l.eventShape(p.axis)
+		p.loc, p.scale = l.ReadShaped("loc", ev), l.ReadShaped("scale", ev)
+		x := l.ReadAs("action", ev, spec.FloatKey)
+		if p.dist == "tanh_normal" {
+			x = l.untanh(x, st)
+		}
+		p.lp = b.Sum(l.normalLogProb(x, p.loc, p.scale), p.axis)
+		if p.dist == "tanh_normal" {
+			p.lp = b.Sub(p.lp, l.tanhJacobian(x, st, p.axis))
+		}
+		l.GradDoc("loc", "through log π(a) = Σ_d log N(x_d; μ_d, σ_d): ∂/∂μ = (x − μ)/σ² (SEMANTICS.md §1.8, §2.8)")
+		l.GradDoc("scale", "through log π(a): ∂/∂σ = −1/σ + (x − μ)²/σ³; through the Normal entropy: 1/σ (SEMANTICS.md §1.8, §2.8)")
+	}
+	p.lp = b.Note(p.lp, "log_prob")
+	return p
+}
+
+// entropy is the policy's entropy [*batch]: the input, or the closed form (§1.8, §11.9).
+// A tanh_normal policy has none in closed form: its entropy is an input.
+func (p *policy) entropy() *ir.Node {
+	l, b := p.l, p.l.B
+	switch p.dist {
+	case "categorical", "one_hot_categorical":
+		// Categorical.entropy: the log-probabilities clamped at the dtype's most negative
+		// finite value, so a class of probability 0 adds 0·min = 0, not 0·(−inf) = NaN.
+		lpc := b.MaxFirst(p.logp, b.Const(-l.DType().MaxFinite()))
+		return b.Note(b.Neg(b.Sum(b.Mul(lpc, b.Exp(p.logp)), p.axis)), "entropy")
+	case "normal":
+		// Normal.entropy summed over the event dim: ½ + ½ log 2π + log σ.
+		c := b.Const(0.5 + 0.5*math.Log(2*math.Pi))
+		return b.Note(b.Sum(b.Add(c, b.Log(p.scale)), p.axis), "entropy")
+	}
+	return l.Read("entropy")
+}
+
+// eventShape is the batch shape with the event dim appended ([*batch, A]).
+func (l *Lowerer) eventShape(axis string) ir.Shape {
+	return append(append(ir.Shape(nil), l.Batch()...), l.B.Shape(axis)...)
+}
+
+// logSoftmax is z − logsumexp(z) along axis, as (z − m) − log Σ exp(z − m) with m = max z
+// detached: exact for huge logits ([10000, 9999] in float32 gives [−0.3133, −1.3133], where
+// z − a rounded logsumexp loses three digits); the shift carries no gradient.
+func (l *Lowerer) logSoftmax(z *ir.Node, axis string) *ir.Node {
+	b := l.B
+	s := b.Sub(z, b.Detach(b.ReduceMax(z, axis)))
+	return b.Sub(s, b.Log(b.Sum(b.Exp(s), axis)))
+}
+
+// normalLogProb is torch.distributions.Normal.log_prob elementwise, in its op order:
+// −(x − μ)²/(2σ²) − log σ − log √(2π).
+func (l *Lowerer) normalLogProb(x, mu, sigma *ir.Node) *ir.Node {
+	b := l.B
+	d := b.Sub(x, mu)
+	q := b.Div(b.Neg(b.Square(d)), b.Mul(b.Const(2), b.Square(sigma)))
+	return b.Sub(b.Sub(q, b.Log(sigma)), b.Const(math.Log(math.Sqrt(2*math.Pi))))
+}
+
+// untanh maps a TanhNormal action back to the base Normal's space (SEMANTICS.md §1.8):
+// a' = (a − (high + low)/2)/((high − low)/2), x = atanh(clamp(a', ±(1 − res))), res the
+// dtype's resolution (1e−6 for float32). The action carries no gradient.
+func (l *Lowerer) untanh(a *ir.Node, st *spec.Stage) *ir.Node {
+	b := l.B
+	lo, hi := l.tanhBounds(st)
+	if lo != -1 || hi != 1 {
+		a = b.Div(b.Sub(a, b.Const(l.Hyper("(high+low)/2", (hi+lo)/2, true, "the centre of the tanh_normal action range"))),
+			b.Const(l.Hyper("(high-low)/2", (hi-lo)/2, true, "the half-width of the tanh_normal action range")))
+	}
+	// 1 − res is a Python float applied to the tensor: float32 in a float32 kernel, which
+	// moves atanh of the clamped bound by 0.005 (7.2543 → 7.2598).
+	lim := l.DType().Round(1 - l.DType().Resolution())
+	c := b.Clamp(a, b.Const(-lim), b.Const(lim))
+	// atanh(c) = sign(c)·½·log1p(2|c|/(1 − |c|)): accurate near 0 and near ±1 (1 − |c| is
+	// exact there; the unsigned form loses the digits of log1p(−0.9999995) near −1).
+	y := b.Abs(c)
+	t := b.Mul(b.Const(0.5), b.Log1p(b.Div(b.Mul(b.Const(2), y), b.Sub(b.Const(1), y))))
+	x := b.Where(b.Lt(c, b.Const(0)), b.Neg(t), t)
+	return b.Note(b.Detach(x), "pre_tanh_action")
+}
+
+// tanhJacobian is the log-determinant TanhNormal.log_prob subtracts, summed over the event
+// dim: Σ_d 2(log 2 − x − softplus(−2x)) (SafeTanhTransform) plus D·log((high − low)/2) for
+// bounds other than ±1 (the affine transform). softplus(z) = log1p(exp(z)), and z itself
+// above PyTorch's threshold 20.
+func (l *Lowerer) tanhJacobian(x *ir.Node, st *spec.Stage, axis string) *ir.Node {
+	b := l.B
+	z := b.Mul(b.Const(-2), x)
+	sp := b.Where(b.Gt(z, b.Const(20)), z, b.Log1p(b.Exp(z)))
+	j := b.Sum(b.Mul(b.Const(2), b.Sub(b.Sub(b.Const(math.Ln2), x), sp)), axis)
+	if lo, hi := l.tanhBounds(st); lo != -1 || hi != 1 {
+		n := float64(b.Shape(axis).Numel())
+		j = b.Add(j, b.Const(n*math.Log(l.DType().Round((hi-lo)/2))))
+	}
+	return j
+}
+
+// tanhBounds are TanhNormal's low and high as TorchRL holds them: tensors of the default
+// dtype (float32 rounding under param_dtype float32).
+func (l *Lowerer) tanhBounds(st *spec.Stage) (lo, hi float64) {
+	return l.Hyper("low", st.Float("low"), true, "the tanh_normal action's lower bound"),
+		l.Hyper("high", st.Float("high"), true, "the tanh_normal action's upper bound")
+}
+
+// kl is the closed-form KL(old ‖ current) per batch element (SEMANTICS.md §1.8, §2.3):
+// categorical Σ p_old (log p_old − log p) (0 where p_old = 0, +inf where p = 0 < p_old), as
+// torch's _kl_categorical_categorical; Normal (and TanhNormal, whose shared transform leaves
+// the KL unchanged) Σ_d ½(ρ + ((μ_old − μ)/σ)² − 1 − log ρ), ρ = (σ_old/σ)², as
+// _kl_normal_normal. The gradient flows to the current parameters only.
+func (p *policy) kl() *ir.Node {
+	l, b := p.l, p.l.B
+	ev := l.eventShape(p.axis)
+	zero := b.Const(0)
+	if categorical(p.dist) {
+		old := l.logSoftmax(l.ReadShaped("old_logits", ev), p.axis)
+		pOld := b.Exp(old)
+		t := b.Mul(pOld, b.Sub(old, p.logp))
+		t = b.Where(b.Eq(b.Exp(p.logp), zero), b.Const(math.Inf(1)), t)
+		t = b.Where(b.Eq(pOld, zero), zero, t)
+		l.GradDoc("logits", "through kl: ∂KL/∂z_j = p_j − p_old,j (SEMANTICS.md §1.8)")
+		return b.Sum(t, p.axis)
+	}
+	muOld, sigmaOld := l.ReadShaped("old_loc", ev), l.ReadShaped("old_scale", ev)
+	ratio := b.Square(b.Div(sigmaOld, p.scale))
+	t1 := b.Square(b.Div(b.Sub(muOld, p.loc), p.scale))
+	t := b.Mul(b.Const(0.5), b.Sub(b.Sub(b.Add(ratio, t1), b.Const(1)), b.Log(ratio)))
+	l.GradDoc("loc", "through kl: ∂KL/∂μ = (μ − μ_old)/σ² (SEMANTICS.md §1.8)")
+	l.GradDoc("scale", "through kl: ∂KL/∂σ = 1/σ − (σ_old² + (μ_old − μ)²)/σ³ (SEMANTICS.md §1.8)")
+	return b.Sum(t, p.axis)
+}

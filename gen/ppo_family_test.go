@@ -1,0 +1,111 @@
+package gen_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
+	"github.com/lossgen/lossgen/gen/runner"
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
+)
+
+// TestPPOFamily runs the PPO losses with every policy distribution, masks, per-head entropy
+// and KLPEN's state on every backend (pure Go, the default build's AVX2, the PTX in the
+// simulator), Forward and ForwardBackward, against the interpreter on the golden cases'
+// random and extreme inputs (−inf and huge logits, actions on the tanh bounds, fully masked
+// rows).
+func TestPPOFamily(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	for _, c := range []struct{ name, dtype, dims, batch, loss string }{
+		{"ppo_categorical", "float32", "{B: 37, A: 6}", "[B]", "{type: ppo, distribution: categorical, action_dim: A}"},
+		{"clip_one_hot", "float64", "{B: 21, A: 3}", "[B]", "{type: clip_ppo, distribution: one_hot_categorical, action_dim: A, clip_epsilon: [0.2, 0.28]}"},
+		{"clip_normal", "float32", "{N: 5, T: 7, D: 3}", "[N, T]", "{type: clip_ppo, distribution: normal, action_dim: D, normalize_advantage: true}"},
+		{"ppo_tanh", "float64", "{B: 19, D: 2}", "[B]", "{type: ppo, distribution: tanh_normal, action_dim: D, low: -2, high: 3}"},
+		{"klpen_categorical", "float32", "{B: 29, A: 5}", "[B]", "{type: klpen_ppo, distribution: categorical, action_dim: A, beta: 0.7}"},
+		{"klpen_normal", "float64", "{N: 3, T: 11, D: 2}", "[N, T]", "{type: klpen_ppo, distribution: normal, action_dim: D, reduction: sum}"},
+		{"klpen_tanh", "float32", "{B: 17, D: 4}", "[B]", "{type: klpen_ppo, distribution: tanh_normal, action_dim: D}"},
+		{"heads", "float32", "{B: 23}", "[B]", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := fmt.Sprintf("package: p\ndtype: %s\ndims: %s\nbatch: %s\nloss: %s\n", c.dtype, c.dims, c.batch, c.loss)
+			ppoFamilyCase(t, src)
+		})
+	}
+	masked := []struct{ name, dtype, loss string }{
+		{"clip_categorical", "float32", "{type: clip_ppo, distribution: categorical, action_dim: A, normalize_advantage: true}"},
+		{"ppo_none_sum", "float64", "{type: ppo, reduction: sum}"},
+		{"klpen_none_reduction", "float32", "{type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}"},
+	}
+	for _, c := range masked {
+		t.Run("mask_"+c.name, func(t *testing.T) {
+			src := fmt.Sprintf("package: p\ndtype: %s\ndims: {B: 4, L: 13, A: 5}\nbatch: [B, L]\nloss: %s\nkeys: {mask: mask}\n", c.dtype, c.loss)
+			ppoFamilyCase(t, src)
+		})
+	}
+}
+
+// ppoFamilyCase compiles src and checks every backend's Forward and ForwardBackward against
+// the interpreter on its golden cases.
+func ppoFamilyCase(t *testing.T, src string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	comp, err := gen.Compile(path)
+	require.NoError(t, err)
+	ref := comp.Reference()
+	cs, err := cases.Build(ref, "p", "")
+	require.NoError(t, err)
+	m, err := runner.NewModule(comp)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	bins := map[string]string{}
+	for name, tags := range map[string]string{"go": "purego", "default": ""} {
+		bins[name], err = m.Build(tags)
+		require.NoError(t, err)
+	}
+	mod, err := ptxgen.Emit(comp.Plan, comp.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+	require.NoError(t, err)
+	for _, cs := range cs {
+		require.NoError(t, cases.Want(ref, &cs))
+		outs := map[string]map[string]golden.Array{}
+		for name, bin := range bins {
+			outs[name+"/forward"], err = m.Run(bin, cs.Inputs)
+			require.NoError(t, err)
+			if comp.Backward != nil {
+				outs[name+"/backward"], err = m.RunBackward(bin, cs.Inputs)
+				require.NoError(t, err)
+			}
+		}
+		outs["ptx/forward"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, cs.Inputs)
+		require.NoError(t, err)
+		if comp.Backward != nil {
+			outs["ptx/backward"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, cs.Inputs)
+			require.NoError(t, err)
+		}
+		for backend, out := range outs {
+			for _, o := range ref.Outputs {
+				got, ok := out[o.Name]
+				if !ok {
+					continue // a gradient, from Forward
+				}
+				want := cs.Want[o.Name].Float64s()
+				tol := gen.OutputTolerance(ref.DType, o)
+				if d := golden.Compare(want, got.Float64s(), tol); d.Bad > 0 {
+					t.Errorf("%s, case %s, %s: %d of %d bad, first at %d: got %v, want %v", backend, cs.Name, o.Name, d.Bad, len(want), d.First,
+						got.Float64s()[d.First], want[d.First])
+				}
+			}
+		}
+	}
+}
