@@ -123,8 +123,8 @@ func checkFieldNames(s *spec.Spec, g *ir.Graph) error {
 		by := map[string]named{}
 		for _, x := range xs {
 			f := gogen.FieldName(x.name)
-			if f == "Set" || f == "Get" { // Inputs.Set and Outputs.Get are methods; only a renamed key gets here
-				return &spec.Error{Pos: s.PosOf("keys." + x.key), Msg: fmt.Sprintf("keys.%s: %q would become the Go field %s, which is a method of the generated Inputs and Outputs; choose another name", x.key, x.name, f)}
+			if f == "Set" || f == "Get" || (f == "State" && what == "inputs") { // Inputs.Set and Outputs.Get are methods, Inputs.State the kernel state; only a renamed key gets here
+				return &spec.Error{Pos: s.PosOf("keys." + x.key), Msg: fmt.Sprintf("keys.%s: %q would become the Go field %s, which the generated Inputs and Outputs already have; choose another name", x.key, x.name, f)}
 			}
 			if o, dup := by[f]; dup {
 				key := x.key

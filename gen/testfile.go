@@ -81,7 +81,12 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	var ins []testInput
 	hasIndex := false
 	bytesPerCall := 0
+	var state []string
 	for _, in := range g.Inputs {
+		if in.State {
+			state = append(state, gogen.FieldName(in.Name))
+			continue
+		}
 		t := testInput{Name: in.Name, Field: gogen.FieldName(in.Name), Len: in.Shape.Numel()}
 		switch in.Kind {
 		case ir.Bool:
@@ -122,7 +127,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 			}
 		}
 	}
-	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"] = ins, outs, grads, hasIndex
+	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"], data["State"] = ins, outs, grads, hasIndex, state
 	// An output and a float input of the same length, to test that overlapping them is an
 	// error; and two gradients.
 	data["Alias"], data["GradAlias"] = nil, nil

@@ -11,3 +11,8 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td1 -golden ../golden/td1 ../spec/examples/td1.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o tdlambda -golden ../golden/tdlambda ../spec/examples/td_lambda.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o vtraceppo -golden ../golden/vtraceppo ../spec/examples/vtrace_ppo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o clipppocat -golden ../golden/clipppocat ../spec/examples/clip_ppo_categorical.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klpenppo -golden ../golden/klpenppo ../spec/examples/klpen_ppo_normal.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppotanh -golden ../golden/ppotanh ../spec/examples/ppo_tanh_normal.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o cliptokens -golden ../golden/cliptokens ../spec/examples/clip_ppo_tokens.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppoheads -golden ../golden/ppoheads ../spec/examples/ppo_heads.yaml

@@ -135,7 +135,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 		g := k.Plan.Graph
 		e := &emitter{g: g, p: k.Plan, k: k, grads: fb != nil, inField: map[string]string{}, outField: map[string]string{}}
 		for _, in := range g.Inputs {
-			e.inField[in.Name] = gogen.FieldName(in.Name)
+			e.inField[in.Name] = gogen.InputField(in)
 		}
 		for _, o := range g.Outputs {
 			e.outField[o.Name] = gogen.FieldName(o.Name)

@@ -195,7 +195,7 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		// Fast path: s += e^x in float64, with e^x from the kernel's exp (shared with the
 		// pass's own exp(x) when it has one), and a guard: every lane ANDs into "ok" whether
 		// x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi, or x is NaN, which makes
-		// the result NaN either way). While it holds, log Σ e^x is the logsumexp exactly as
+		// the result NaN either way, or x is −inf, which adds an exact 0). While it holds, log Σ e^x is the logsumexp exactly as
 		// torch's max-shifted form is, and the wrapper uses it; otherwise it re-runs the pass
 		// with the pure-Go kernel's exact streaming form. The guard is one vector for the
 		// whole pass, so it costs no per-slot memory traffic.
@@ -206,6 +206,9 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 		pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
 		pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
 		pg.and(t, in, in)
+		// −inf adds e^−inf = 0 exactly (a masked element's log-weight): still exact.
+		pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
+		pg.or(t, in, in)
 		if mask != nil { // lanes past the tail pass
 			pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
 			pg.blend(mask, in, t, in)

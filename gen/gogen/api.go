@@ -89,10 +89,19 @@ func (e *gen) apiFile() *jen.File {
 	f.Comment("exactly the number of elements of its shape, row-major.")
 	f.Type().Id("Inputs").StructFunc(func(s *jen.Group) {
 		for _, in := range g.Inputs {
-			s.Commentf("%s is %q %s: %s.", e.in[in.Name], in.Name, shapeDoc(in.Shape), in.Doc)
+			if in.State {
+				s.Commentf("%s is State.%s as the kernels read it (Forward fills it).", e.in[in.Name], FieldName(in.Name))
+			} else {
+				s.Commentf("%s is %q %s: %s.", e.in[in.Name], in.Name, shapeDoc(in.Shape), in.Doc)
+			}
 			s.Id(e.in[in.Name]).Index().Add(e.goType(in))
 		}
+		if e.hasState() {
+			s.Comment("State is the kernel state the call starts from and updates (see State): required.")
+			s.Id("State").Op("*").Id("State")
+		}
 	})
+	e.stateType(f)
 	f.Comment("Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;")
 	f.Comment("the slices must hold exactly their shape's number of elements (see NewOutputs).")
 	f.Type().Id("Outputs").StructFunc(func(s *jen.Group) {
@@ -188,12 +197,21 @@ func (e *gen) setGet(f *jen.File) {
 	f.Func().Params(jen.Id("in").Op("*").Id("Inputs")).Id("Set").Params(jen.Id("name").String(), jen.Id("data").Any()).Error().Block(
 		jen.Switch(jen.Id("name")).BlockFunc(func(sw *jen.Group) {
 			for _, in := range g.Inputs {
+				set := jen.Id("in").Dot(e.in[in.Name]).Op("=").Id("x")
+				if in.State {
+					// State: a one-element slice sets the value the next call starts from.
+					set = jen.If(jen.Len(jen.Id("x")).Op("!=").Lit(1)).Block(
+						jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(e.m.Package+": state %q wants one value, got %d"), jen.Id("name"), jen.Len(jen.Id("x")))),
+					).Line().If(jen.Id("in").Dot("State").Op("==").Nil()).Block(
+						jen.Id("in").Dot("State").Op("=").Id("NewState").Call(),
+					).Line().Id("in").Dot("State").Dot(FieldName(in.Name)).Op("=").Id("x").Index(jen.Lit(0))
+				}
 				sw.Case(jen.Lit(in.Name)).Block(
 					jen.List(jen.Id("x"), jen.Id("ok")).Op(":=").Id("data").Assert(jen.Index().Add(e.goType(in))),
 					jen.If(jen.Op("!").Id("ok")).Block(
 						jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(e.m.Package+": input %q wants []"+e.typeName(in)+", got %T"), jen.Id("name"), jen.Id("data"))),
 					),
-					jen.Id("in").Dot(e.in[in.Name]).Op("=").Id("x"),
+					set,
 					jen.Return(jen.Nil()),
 				)
 			}
@@ -266,6 +284,10 @@ func (e *gen) forward(f *jen.File) {
 		jen.Return(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out"))),
 	)
 	run := func(b *jen.Group, k Kernel, grads bool) {
+		if e.hasState() {
+			b.Id("st").Op(":=").Id("in").Dot("State")
+			b.Id("in").Op("=").Id("in").Dot("withState").Call()
+		}
 		b.Id("s").Op(":=").Id(k.Name("scratchPool")).Dot("Get").Call().Assert(jen.Op("*").Id(k.Name("scratch")))
 		b.Defer().Id(k.Name("scratchPool")).Dot("Put").Call(jen.Id("s"))
 		args := []jen.Code{jen.Id("in"), jen.Id("out")}
@@ -279,6 +301,11 @@ func (e *gen) forward(f *jen.File) {
 		b.For(jen.List(jen.Id("_"), jen.Id("pass")).Op(":=").Range().Id("im").Dot(k.Name("passes"))).Block(
 			jen.Id("pass").Call(append(args, jen.Id("s"))...),
 		)
+		for _, in := range e.g.Inputs {
+			if in.State {
+				b.Id("st").Dot(FieldName(in.Name)).Op("=").Id("out").Dot(e.out[in.Name])
+			}
+		}
 		b.Return(jen.Nil())
 	}
 	f.Comment("forward checks its arguments, then runs im's Forward passes with pooled scratch buffers.")
@@ -335,7 +362,15 @@ func (e *gen) check(f *jen.File) {
 		span := func(name string, x jen.Code, out bool) jen.Code {
 			return jen.Qual(RuntimePath, "SpanOf").Call(jen.Lit(name), x, jen.Lit(out))
 		}
+		if e.hasState() {
+			b.If(jen.Id("in").Dot("State").Op("==").Nil()).Block(
+				jen.Return(jen.Qual("errors", "New").Call(jen.Lit(e.m.Package + ": in.State is nil: NewState() gives the state the spec starts from"))),
+			)
+		}
 		for _, in := range g.Inputs {
+			if in.State {
+				continue // filled by Forward from in.State
+			}
 			x := jen.Id("in").Dot(e.in[in.Name])
 			check("in."+e.in[in.Name], x, in.Shape)
 			spans = append(spans, span("in."+e.in[in.Name], x, false))
@@ -410,4 +445,54 @@ func (e *gen) indexChecks(b *jen.Group) {
 			),
 		)
 	}
+}
+
+// hasState reports whether the kernel keeps state between calls (KLPEN's β).
+func (e *gen) hasState() bool {
+	for _, in := range e.g.Inputs {
+		if in.State {
+			return true
+		}
+	}
+	return false
+}
+
+// stateType emits State, NewState, Reset and Inputs.withState for a kernel with state.
+func (e *gen) stateType(f *jen.File) {
+	if !e.hasState() {
+		return
+	}
+	var fields []*ir.Input
+	for _, in := range e.g.Inputs {
+		if in.State {
+			fields = append(fields, in)
+		}
+	}
+	f.Comment("State is what the kernel carries from one call to the next, as TorchRL's loss module")
+	f.Comment("keeps it: Forward and ForwardBackward compute with the values in force at the call's")
+	f.Comment("start (value and gradient alike) and then store the updated values here, which are also")
+	f.Comment("returned as outputs of the same names. Share a State between calls made one after another,")
+	f.Comment("not between concurrent calls.")
+	f.Type().Id("State").StructFunc(func(s *jen.Group) {
+		for _, in := range fields {
+			s.Commentf("%s is %q: %s; it starts at %v.", FieldName(in.Name), in.Name, in.Doc, in.Init)
+			s.Id(FieldName(in.Name)).Add(e.elem)
+		}
+	})
+	init := jen.Dict{}
+	for _, in := range fields {
+		init[jen.Id(FieldName(in.Name))] = jen.Lit(in.Init)
+	}
+	f.Comment("NewState returns the state the spec starts from.")
+	f.Func().Id("NewState").Params().Op("*").Id("State").Block(jen.Return(jen.Op("&").Id("State").Values(init)))
+	f.Comment("Reset restores the state the spec starts from (TorchRL's reset()).")
+	f.Func().Params(jen.Id("s").Op("*").Id("State")).Id("Reset").Params().Block(jen.Op("*").Id("s").Op("=").Op("*").Id("NewState").Call())
+	f.Comment("withState returns a copy of in whose state slices hold in.State's values.")
+	f.Func().Params(jen.Id("in").Op("*").Id("Inputs")).Id("withState").Params().Op("*").Id("Inputs").BlockFunc(func(b *jen.Group) {
+		b.Id("c").Op(":=").Op("*").Id("in")
+		for _, in := range fields {
+			b.Id("c").Dot(e.in[in.Name]).Op("=").Index().Add(e.elem).Values(jen.Id("in").Dot("State").Dot(FieldName(in.Name)))
+		}
+		b.Return(jen.Op("&").Id("c"))
+	})
 }

@@ -104,6 +104,9 @@ func Generate(p, fb *plan.Plan, m Meta) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, x := range g.Inputs {
+		in[x.Name] = InputField(x)
+	}
 	out, err := fieldNames("outputs", outNames)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"strings"
 	"unicode"
+
+	"github.com/lossgen/lossgen/gen/ir"
 )
 
 // initialisms are written in capitals in Go names, as Go's style asks (kl_approx → KLApprox).
@@ -28,6 +30,16 @@ func FieldName(data string) string {
 		return "X" + fmt.Sprintf("%x", data)
 	}
 	return name
+}
+
+// InputField is the Inputs field that holds input in: FieldName of its data name, or for
+// kernel state (ir.Input.State) an unexported one-element slice that Forward fills from
+// Inputs.State (stateBeta).
+func InputField(in *ir.Input) string {
+	if in.State {
+		return "state" + FieldName(in.Name)
+	}
+	return FieldName(in.Name)
 }
 
 // fieldNames maps each data name to its Go field name and fails when two collide.

@@ -23,8 +23,8 @@ type avxState struct {
 	r27_p    []float32
 	r29_s    []float64
 	r29_p    []float32
-	r31_s    []float64
-	r31_p    []float32
+	r33_s    []float64
+	r33_p    []float32
 	r34_s    []float64
 	r34_p    []float32
 	r46_s    []float64
@@ -56,8 +56,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
 	st.r29_s = st.buf[160:176]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r31_s = st.buf[200:216]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r33_s = st.buf[200:216]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
 	st.r34_s = st.buf[240:256]
 	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
 	st.r46_s = st.buf[280:296]
@@ -92,8 +92,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r27_p, 0)
 	runtime.Fill(st.r29_s, 0)
 	runtime.Fill(st.r29_p, 0)
-	runtime.Fill(st.r31_s, 0)
-	runtime.Fill(st.r31_p, 0)
+	runtime.Fill(st.r33_s, 0)
+	runtime.Fill(st.r33_p, 0)
 	runtime.Fill(st.r34_s, 0)
 	runtime.Fill(st.r34_p, 0)
 	runtime.Fill(st.r46_s, 0)
@@ -122,7 +122,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])
@@ -171,8 +171,8 @@ type fbAvxState struct {
 	r27_p    []float32
 	r29_s    []float64
 	r29_p    []float32
-	r31_s    []float64
-	r31_p    []float32
+	r33_s    []float64
+	r33_p    []float32
 	r34_s    []float64
 	r34_p    []float32
 	r46_s    []float64
@@ -204,8 +204,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r27_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[144])), 16)
 	st.r29_s = st.buf[160:176]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[184])), 16)
-	st.r31_s = st.buf[200:216]
-	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
+	st.r33_s = st.buf[200:216]
+	st.r33_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[224])), 16)
 	st.r34_s = st.buf[240:256]
 	st.r34_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[264])), 16)
 	st.r46_s = st.buf[280:296]
@@ -240,8 +240,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r27_p, 0)
 	runtime.Fill(st.r29_s, 0)
 	runtime.Fill(st.r29_p, 0)
-	runtime.Fill(st.r31_s, 0)
-	runtime.Fill(st.r31_p, 0)
+	runtime.Fill(st.r33_s, 0)
+	runtime.Fill(st.r33_p, 0)
 	runtime.Fill(st.r34_s, 0)
 	runtime.Fill(st.r34_p, 0)
 	runtime.Fill(st.r46_s, 0)
@@ -270,7 +270,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r29_s, 8, 4096.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r31_s, 8, 4096.0)
+	runtime.FinishMean(st.res[:1], st.r33_s, 8, 4096.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r34_s, 8, 4096.0)
 	out.LossEntropy = float32(st.res[0])

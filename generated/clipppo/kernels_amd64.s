@@ -82,15 +82,15 @@ blocks_1:
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
+	// v32 = mul(v31, v30) [B=4096]
+	VMULPS lgc4<>+0(SB), Y0, Y1
+
 	// mean(v30) over [B]
-	VADDPS  1792(DX), Y0, Y1
-	VMOVUPS Y1, 1792(DX)
+	VADDPS  1792(DX), Y0, Y0
+	VMOVUPS Y0, 1792(DX)
 
-	// v33 = mul(v32, v30) [B=4096]
-	VMULPS lgc4<>+0(SB), Y0, Y0
-
-	// mean(v33) over [B]
-	VADDPS  2112(DX), Y0, Y0
+	// mean(v32) over [B]
+	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
@@ -238,6 +238,8 @@ blocks_1:
 	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
 	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
 	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc23<>+0(SB), Y2, Y1
+	VORPS        Y1, Y0, Y0
 	VANDPS       4224(DX), Y0, Y0
 	VMOVUPS      Y0, 4224(DX)
 	VCVTPS2PD    X3, Y0
@@ -255,7 +257,7 @@ blocks_1:
 	VMOVUPD      Y0, 4384(DX)
 
 	// v62 = mul(v60, v10) [B=4096]
-	VMULPS       lgc23<>+0(SB), Y2, Y0
+	VMULPS       lgc24<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
 	MOVQ         p1+8(FP), CX
@@ -635,15 +637,25 @@ DATA lgc22<>+24(SB)/4, $0x42b00000
 DATA lgc22<>+28(SB)/4, $0x42b00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x40000000
-DATA lgc23<>+4(SB)/4, $0x40000000
-DATA lgc23<>+8(SB)/4, $0x40000000
-DATA lgc23<>+12(SB)/4, $0x40000000
-DATA lgc23<>+16(SB)/4, $0x40000000
-DATA lgc23<>+20(SB)/4, $0x40000000
-DATA lgc23<>+24(SB)/4, $0x40000000
-DATA lgc23<>+28(SB)/4, $0x40000000
+DATA lgc23<>+0(SB)/4, $0xff800000
+DATA lgc23<>+4(SB)/4, $0xff800000
+DATA lgc23<>+8(SB)/4, $0xff800000
+DATA lgc23<>+12(SB)/4, $0xff800000
+DATA lgc23<>+16(SB)/4, $0xff800000
+DATA lgc23<>+20(SB)/4, $0xff800000
+DATA lgc23<>+24(SB)/4, $0xff800000
+DATA lgc23<>+28(SB)/4, $0xff800000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x40000000
+DATA lgc24<>+4(SB)/4, $0x40000000
+DATA lgc24<>+8(SB)/4, $0x40000000
+DATA lgc24<>+12(SB)/4, $0x40000000
+DATA lgc24<>+16(SB)/4, $0x40000000
+DATA lgc24<>+20(SB)/4, $0x40000000
+DATA lgc24<>+24(SB)/4, $0x40000000
+DATA lgc24<>+28(SB)/4, $0x40000000
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -653,7 +665,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc24<>+0(SB), Y0, Y0
+	VADDPS       lgc25<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -667,7 +679,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(v60, v61) []
-	VMULPS       lgc23<>+0(SB), Y1, Y1
+	VMULPS       lgc24<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -703,7 +715,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      lgc26<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -718,25 +730,25 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x34000000
-DATA lgc24<>+4(SB)/4, $0x34000000
-DATA lgc24<>+8(SB)/4, $0x34000000
-DATA lgc24<>+12(SB)/4, $0x34000000
-DATA lgc24<>+16(SB)/4, $0x34000000
-DATA lgc24<>+20(SB)/4, $0x34000000
-DATA lgc24<>+24(SB)/4, $0x34000000
-DATA lgc24<>+28(SB)/4, $0x34000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x45800000
-DATA lgc25<>+4(SB)/4, $0x45800000
-DATA lgc25<>+8(SB)/4, $0x45800000
-DATA lgc25<>+12(SB)/4, $0x45800000
-DATA lgc25<>+16(SB)/4, $0x45800000
-DATA lgc25<>+20(SB)/4, $0x45800000
-DATA lgc25<>+24(SB)/4, $0x45800000
-DATA lgc25<>+28(SB)/4, $0x45800000
+DATA lgc25<>+0(SB)/4, $0x34000000
+DATA lgc25<>+4(SB)/4, $0x34000000
+DATA lgc25<>+8(SB)/4, $0x34000000
+DATA lgc25<>+12(SB)/4, $0x34000000
+DATA lgc25<>+16(SB)/4, $0x34000000
+DATA lgc25<>+20(SB)/4, $0x34000000
+DATA lgc25<>+24(SB)/4, $0x34000000
+DATA lgc25<>+28(SB)/4, $0x34000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x45800000
+DATA lgc26<>+4(SB)/4, $0x45800000
+DATA lgc26<>+8(SB)/4, $0x45800000
+DATA lgc26<>+12(SB)/4, $0x45800000
+DATA lgc26<>+16(SB)/4, $0x45800000
+DATA lgc26<>+20(SB)/4, $0x45800000
+DATA lgc26<>+24(SB)/4, $0x45800000
+DATA lgc26<>+28(SB)/4, $0x45800000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -760,7 +772,7 @@ blocks_3:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -804,16 +816,16 @@ blocks_3:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y1
 	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
 	// v19 = min(v15, v18) tie=first [B=4096]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v21 = max(v15, v20) tie=first [B=4096]
 	VMAXPS Y4, Y3, Y3
@@ -866,45 +878,45 @@ noflush_4:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x358637bd
-DATA lgc26<>+4(SB)/4, $0x358637bd
-DATA lgc26<>+8(SB)/4, $0x358637bd
-DATA lgc26<>+12(SB)/4, $0x358637bd
-DATA lgc26<>+16(SB)/4, $0x358637bd
-DATA lgc26<>+20(SB)/4, $0x358637bd
-DATA lgc26<>+24(SB)/4, $0x358637bd
-DATA lgc26<>+28(SB)/4, $0x358637bd
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x00000000
-DATA lgc27<>+4(SB)/4, $0x00000000
-DATA lgc27<>+8(SB)/4, $0x00000000
-DATA lgc27<>+12(SB)/4, $0x00000000
-DATA lgc27<>+16(SB)/4, $0x00000000
-DATA lgc27<>+20(SB)/4, $0x00000000
-DATA lgc27<>+24(SB)/4, $0x00000000
-DATA lgc27<>+28(SB)/4, $0x00000000
+DATA lgc27<>+0(SB)/4, $0x358637bd
+DATA lgc27<>+4(SB)/4, $0x358637bd
+DATA lgc27<>+8(SB)/4, $0x358637bd
+DATA lgc27<>+12(SB)/4, $0x358637bd
+DATA lgc27<>+16(SB)/4, $0x358637bd
+DATA lgc27<>+20(SB)/4, $0x358637bd
+DATA lgc27<>+24(SB)/4, $0x358637bd
+DATA lgc27<>+28(SB)/4, $0x358637bd
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3f99999a
-DATA lgc28<>+4(SB)/4, $0x3f99999a
-DATA lgc28<>+8(SB)/4, $0x3f99999a
-DATA lgc28<>+12(SB)/4, $0x3f99999a
-DATA lgc28<>+16(SB)/4, $0x3f99999a
-DATA lgc28<>+20(SB)/4, $0x3f99999a
-DATA lgc28<>+24(SB)/4, $0x3f99999a
-DATA lgc28<>+28(SB)/4, $0x3f99999a
+DATA lgc28<>+0(SB)/4, $0x00000000
+DATA lgc28<>+4(SB)/4, $0x00000000
+DATA lgc28<>+8(SB)/4, $0x00000000
+DATA lgc28<>+12(SB)/4, $0x00000000
+DATA lgc28<>+16(SB)/4, $0x00000000
+DATA lgc28<>+20(SB)/4, $0x00000000
+DATA lgc28<>+24(SB)/4, $0x00000000
+DATA lgc28<>+28(SB)/4, $0x00000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3f4ccccd
-DATA lgc29<>+4(SB)/4, $0x3f4ccccd
-DATA lgc29<>+8(SB)/4, $0x3f4ccccd
-DATA lgc29<>+12(SB)/4, $0x3f4ccccd
-DATA lgc29<>+16(SB)/4, $0x3f4ccccd
-DATA lgc29<>+20(SB)/4, $0x3f4ccccd
-DATA lgc29<>+24(SB)/4, $0x3f4ccccd
-DATA lgc29<>+28(SB)/4, $0x3f4ccccd
+DATA lgc29<>+0(SB)/4, $0x3f99999a
+DATA lgc29<>+4(SB)/4, $0x3f99999a
+DATA lgc29<>+8(SB)/4, $0x3f99999a
+DATA lgc29<>+12(SB)/4, $0x3f99999a
+DATA lgc29<>+16(SB)/4, $0x3f99999a
+DATA lgc29<>+20(SB)/4, $0x3f99999a
+DATA lgc29<>+24(SB)/4, $0x3f99999a
+DATA lgc29<>+28(SB)/4, $0x3f99999a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3f4ccccd
+DATA lgc30<>+4(SB)/4, $0x3f4ccccd
+DATA lgc30<>+8(SB)/4, $0x3f4ccccd
+DATA lgc30<>+12(SB)/4, $0x3f4ccccd
+DATA lgc30<>+16(SB)/4, $0x3f4ccccd
+DATA lgc30<>+20(SB)/4, $0x3f4ccccd
+DATA lgc30<>+24(SB)/4, $0x3f4ccccd
+DATA lgc30<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -984,15 +996,15 @@ blocks_5:
 	MOVQ    p4+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
+	// v32 = mul(v31, v30) [B=4096]
+	VMULPS lgc4<>+0(SB), Y0, Y1
+
 	// mean(v30) over [B]
-	VADDPS  1792(DX), Y0, Y1
-	VMOVUPS Y1, 1792(DX)
+	VADDPS  1792(DX), Y0, Y0
+	VMOVUPS Y0, 1792(DX)
 
-	// v33 = mul(v32, v30) [B=4096]
-	VMULPS lgc4<>+0(SB), Y0, Y0
-
-	// mean(v33) over [B]
-	VADDPS  2112(DX), Y0, Y0
+	// mean(v32) over [B]
+	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
 	MOVQ    p5+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
@@ -1146,6 +1158,8 @@ blocks_5:
 	VCMPPS       $0x15, lgc21<>+0(SB), Y2, Y0
 	VCMPPS       $0x1a, lgc22<>+0(SB), Y2, Y1
 	VANDPS       Y1, Y0, Y0
+	VCMPPS       $0x00, lgc23<>+0(SB), Y2, Y1
+	VORPS        Y1, Y0, Y0
 	VANDPS       4224(DX), Y0, Y0
 	VMOVUPS      Y0, 4224(DX)
 	VCVTPS2PD    X3, Y0
@@ -1163,7 +1177,7 @@ blocks_5:
 	VMOVUPD      Y0, 4384(DX)
 
 	// v62 = mul(v60, v10) [B=4096]
-	VMULPS  lgc23<>+0(SB), Y2, Y0
+	VMULPS  lgc24<>+0(SB), Y2, Y0
 	VMOVUPS 128(SP), Y0
 	VMOVUPS 160(SP), Y1
 
@@ -1174,14 +1188,14 @@ blocks_5:
 	// v72 = lt(v38, v49) [B=4096]
 	VCMPPS  $0x11, Y1, Y0, Y3
 	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc30<>+0(SB), Y4
-	VMOVUPS lgc31<>+0(SB), Y5
+	VMOVUPS lgc31<>+0(SB), Y4
+	VMOVUPS lgc32<>+0(SB), Y5
 
 	// v73 = where(v71, v70, v69) [B=4096]
 	VXORPS    Y6, Y6, Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y6
-	VMOVUPS   lgc27<>+0(SB), Y7
+	VMOVUPS   lgc28<>+0(SB), Y7
 
 	// v74 = where(v72, v16, v73) [B=4096]
 	VXORPS    Y8, Y8, Y8
@@ -1270,7 +1284,7 @@ blocks_5:
 
 	// v92 = add(v88, v91) [B=4096]
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc32<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// v107 = broadcast(v93) [B=4096]
 	// store v92
@@ -1433,35 +1447,35 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x39000000
-DATA lgc30<>+4(SB)/4, $0x39000000
-DATA lgc30<>+8(SB)/4, $0x39000000
-DATA lgc30<>+12(SB)/4, $0x39000000
-DATA lgc30<>+16(SB)/4, $0x39000000
-DATA lgc30<>+20(SB)/4, $0x39000000
-DATA lgc30<>+24(SB)/4, $0x39000000
-DATA lgc30<>+28(SB)/4, $0x39000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x39800000
-DATA lgc31<>+4(SB)/4, $0x39800000
-DATA lgc31<>+8(SB)/4, $0x39800000
-DATA lgc31<>+12(SB)/4, $0x39800000
-DATA lgc31<>+16(SB)/4, $0x39800000
-DATA lgc31<>+20(SB)/4, $0x39800000
-DATA lgc31<>+24(SB)/4, $0x39800000
-DATA lgc31<>+28(SB)/4, $0x39800000
+DATA lgc31<>+0(SB)/4, $0x39000000
+DATA lgc31<>+4(SB)/4, $0x39000000
+DATA lgc31<>+8(SB)/4, $0x39000000
+DATA lgc31<>+12(SB)/4, $0x39000000
+DATA lgc31<>+16(SB)/4, $0x39000000
+DATA lgc31<>+20(SB)/4, $0x39000000
+DATA lgc31<>+24(SB)/4, $0x39000000
+DATA lgc31<>+28(SB)/4, $0x39000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xb623d70a
-DATA lgc32<>+4(SB)/4, $0xb623d70a
-DATA lgc32<>+8(SB)/4, $0xb623d70a
-DATA lgc32<>+12(SB)/4, $0xb623d70a
-DATA lgc32<>+16(SB)/4, $0xb623d70a
-DATA lgc32<>+20(SB)/4, $0xb623d70a
-DATA lgc32<>+24(SB)/4, $0xb623d70a
-DATA lgc32<>+28(SB)/4, $0xb623d70a
+DATA lgc32<>+0(SB)/4, $0x39800000
+DATA lgc32<>+4(SB)/4, $0x39800000
+DATA lgc32<>+8(SB)/4, $0x39800000
+DATA lgc32<>+12(SB)/4, $0x39800000
+DATA lgc32<>+16(SB)/4, $0x39800000
+DATA lgc32<>+20(SB)/4, $0x39800000
+DATA lgc32<>+24(SB)/4, $0x39800000
+DATA lgc32<>+28(SB)/4, $0x39800000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0xb623d70a
+DATA lgc33<>+4(SB)/4, $0xb623d70a
+DATA lgc33<>+8(SB)/4, $0xb623d70a
+DATA lgc33<>+12(SB)/4, $0xb623d70a
+DATA lgc33<>+16(SB)/4, $0xb623d70a
+DATA lgc33<>+20(SB)/4, $0xb623d70a
+DATA lgc33<>+24(SB)/4, $0xb623d70a
+DATA lgc33<>+28(SB)/4, $0xb623d70a
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1471,7 +1485,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc24<>+0(SB), Y0, Y0
+	VADDPS       lgc25<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1485,7 +1499,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v64 = mul(v60, v61) []
-	VMULPS       lgc23<>+0(SB), Y1, Y1
+	VMULPS       lgc24<>+0(SB), Y1, Y1
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
@@ -1521,7 +1535,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      lgc26<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -1558,7 +1572,7 @@ blocks_7:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -1602,16 +1616,16 @@ blocks_7:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y2
 	VANDPS  lgc3<>+0(SB), Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc29<>+0(SB), Y3
 
 	// v19 = min(v15, v18) tie=first [B=4096]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc29<>+0(SB), Y6
+	VMOVUPS lgc30<>+0(SB), Y6
 
 	// v21 = max(v15, v20) tie=first [B=4096]
 	VMAXPS Y4, Y6, Y7
@@ -1633,7 +1647,7 @@ blocks_7:
 	VMOVUPS Y5, 4736(DX)
 
 	// v95 = mul(v94, v7) [B=4096]
-	VMULPS lgc33<>+0(SB), Y0, Y0
+	VMULPS lgc34<>+0(SB), Y0, Y0
 
 	// v96 = where(v17, v95, v16) [B=4096]
 	VXORPS    Y5, Y5, Y5
@@ -1725,15 +1739,15 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0xb9800000
-DATA lgc33<>+4(SB)/4, $0xb9800000
-DATA lgc33<>+8(SB)/4, $0xb9800000
-DATA lgc33<>+12(SB)/4, $0xb9800000
-DATA lgc33<>+16(SB)/4, $0xb9800000
-DATA lgc33<>+20(SB)/4, $0xb9800000
-DATA lgc33<>+24(SB)/4, $0xb9800000
-DATA lgc33<>+28(SB)/4, $0xb9800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0xb9800000
+DATA lgc34<>+4(SB)/4, $0xb9800000
+DATA lgc34<>+8(SB)/4, $0xb9800000
+DATA lgc34<>+12(SB)/4, $0xb9800000
+DATA lgc34<>+16(SB)/4, $0xb9800000
+DATA lgc34<>+20(SB)/4, $0xb9800000
+DATA lgc34<>+24(SB)/4, $0xb9800000
+DATA lgc34<>+28(SB)/4, $0xb9800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1795,23 +1809,22 @@ bulk_11:
 	CMPQ         BX, DX
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
-	VMULPS       lgc35<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
+	VMULPS       lgc36<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc36<>+0(SB), Y1, Y1
+	VPAND        lgc37<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc37<>+0(SB), Y2, Y1
+	VPAND        lgc38<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
 	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc39<>+0(SB), Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VMOVAPS      lgc40<>+0(SB), Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
@@ -1819,6 +1832,7 @@ bulk_11:
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1826,9 +1840,9 @@ bulk_11:
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc27<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
@@ -1842,154 +1856,144 @@ bulkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x00800000
-DATA lgc34<>+4(SB)/4, $0x00800000
-DATA lgc34<>+8(SB)/4, $0x00800000
-DATA lgc34<>+12(SB)/4, $0x00800000
-DATA lgc34<>+16(SB)/4, $0x00800000
-DATA lgc34<>+20(SB)/4, $0x00800000
-DATA lgc34<>+24(SB)/4, $0x00800000
-DATA lgc34<>+28(SB)/4, $0x00800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0x4b000000
-DATA lgc35<>+4(SB)/4, $0x4b000000
-DATA lgc35<>+8(SB)/4, $0x4b000000
-DATA lgc35<>+12(SB)/4, $0x4b000000
-DATA lgc35<>+16(SB)/4, $0x4b000000
-DATA lgc35<>+20(SB)/4, $0x4b000000
-DATA lgc35<>+24(SB)/4, $0x4b000000
-DATA lgc35<>+28(SB)/4, $0x4b000000
+DATA lgc35<>+0(SB)/4, $0x00800000
+DATA lgc35<>+4(SB)/4, $0x00800000
+DATA lgc35<>+8(SB)/4, $0x00800000
+DATA lgc35<>+12(SB)/4, $0x00800000
+DATA lgc35<>+16(SB)/4, $0x00800000
+DATA lgc35<>+20(SB)/4, $0x00800000
+DATA lgc35<>+24(SB)/4, $0x00800000
+DATA lgc35<>+28(SB)/4, $0x00800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xffffffe9
-DATA lgc36<>+4(SB)/4, $0xffffffe9
-DATA lgc36<>+8(SB)/4, $0xffffffe9
-DATA lgc36<>+12(SB)/4, $0xffffffe9
-DATA lgc36<>+16(SB)/4, $0xffffffe9
-DATA lgc36<>+20(SB)/4, $0xffffffe9
-DATA lgc36<>+24(SB)/4, $0xffffffe9
-DATA lgc36<>+28(SB)/4, $0xffffffe9
+DATA lgc36<>+0(SB)/4, $0x4b000000
+DATA lgc36<>+4(SB)/4, $0x4b000000
+DATA lgc36<>+8(SB)/4, $0x4b000000
+DATA lgc36<>+12(SB)/4, $0x4b000000
+DATA lgc36<>+16(SB)/4, $0x4b000000
+DATA lgc36<>+20(SB)/4, $0x4b000000
+DATA lgc36<>+24(SB)/4, $0x4b000000
+DATA lgc36<>+28(SB)/4, $0x4b000000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x007fffff
-DATA lgc37<>+4(SB)/4, $0x007fffff
-DATA lgc37<>+8(SB)/4, $0x007fffff
-DATA lgc37<>+12(SB)/4, $0x007fffff
-DATA lgc37<>+16(SB)/4, $0x007fffff
-DATA lgc37<>+20(SB)/4, $0x007fffff
-DATA lgc37<>+24(SB)/4, $0x007fffff
-DATA lgc37<>+28(SB)/4, $0x007fffff
+DATA lgc37<>+0(SB)/4, $0xffffffe9
+DATA lgc37<>+4(SB)/4, $0xffffffe9
+DATA lgc37<>+8(SB)/4, $0xffffffe9
+DATA lgc37<>+12(SB)/4, $0xffffffe9
+DATA lgc37<>+16(SB)/4, $0xffffffe9
+DATA lgc37<>+20(SB)/4, $0xffffffe9
+DATA lgc37<>+24(SB)/4, $0xffffffe9
+DATA lgc37<>+28(SB)/4, $0xffffffe9
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3fb504f3
-DATA lgc38<>+4(SB)/4, $0x3fb504f3
-DATA lgc38<>+8(SB)/4, $0x3fb504f3
-DATA lgc38<>+12(SB)/4, $0x3fb504f3
-DATA lgc38<>+16(SB)/4, $0x3fb504f3
-DATA lgc38<>+20(SB)/4, $0x3fb504f3
-DATA lgc38<>+24(SB)/4, $0x3fb504f3
-DATA lgc38<>+28(SB)/4, $0x3fb504f3
+DATA lgc38<>+0(SB)/4, $0x007fffff
+DATA lgc38<>+4(SB)/4, $0x007fffff
+DATA lgc38<>+8(SB)/4, $0x007fffff
+DATA lgc38<>+12(SB)/4, $0x007fffff
+DATA lgc38<>+16(SB)/4, $0x007fffff
+DATA lgc38<>+20(SB)/4, $0x007fffff
+DATA lgc38<>+24(SB)/4, $0x007fffff
+DATA lgc38<>+28(SB)/4, $0x007fffff
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3d9021bb
-DATA lgc39<>+4(SB)/4, $0x3d9021bb
-DATA lgc39<>+8(SB)/4, $0x3d9021bb
-DATA lgc39<>+12(SB)/4, $0x3d9021bb
-DATA lgc39<>+16(SB)/4, $0x3d9021bb
-DATA lgc39<>+20(SB)/4, $0x3d9021bb
-DATA lgc39<>+24(SB)/4, $0x3d9021bb
-DATA lgc39<>+28(SB)/4, $0x3d9021bb
+DATA lgc39<>+0(SB)/4, $0x3fb504f3
+DATA lgc39<>+4(SB)/4, $0x3fb504f3
+DATA lgc39<>+8(SB)/4, $0x3fb504f3
+DATA lgc39<>+12(SB)/4, $0x3fb504f3
+DATA lgc39<>+16(SB)/4, $0x3fb504f3
+DATA lgc39<>+20(SB)/4, $0x3fb504f3
+DATA lgc39<>+24(SB)/4, $0x3fb504f3
+DATA lgc39<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbdebd1b8
-DATA lgc40<>+4(SB)/4, $0xbdebd1b8
-DATA lgc40<>+8(SB)/4, $0xbdebd1b8
-DATA lgc40<>+12(SB)/4, $0xbdebd1b8
-DATA lgc40<>+16(SB)/4, $0xbdebd1b8
-DATA lgc40<>+20(SB)/4, $0xbdebd1b8
-DATA lgc40<>+24(SB)/4, $0xbdebd1b8
-DATA lgc40<>+28(SB)/4, $0xbdebd1b8
+DATA lgc40<>+0(SB)/4, $0x3d9021bb
+DATA lgc40<>+4(SB)/4, $0x3d9021bb
+DATA lgc40<>+8(SB)/4, $0x3d9021bb
+DATA lgc40<>+12(SB)/4, $0x3d9021bb
+DATA lgc40<>+16(SB)/4, $0x3d9021bb
+DATA lgc40<>+20(SB)/4, $0x3d9021bb
+DATA lgc40<>+24(SB)/4, $0x3d9021bb
+DATA lgc40<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3def251a
-DATA lgc41<>+4(SB)/4, $0x3def251a
-DATA lgc41<>+8(SB)/4, $0x3def251a
-DATA lgc41<>+12(SB)/4, $0x3def251a
-DATA lgc41<>+16(SB)/4, $0x3def251a
-DATA lgc41<>+20(SB)/4, $0x3def251a
-DATA lgc41<>+24(SB)/4, $0x3def251a
-DATA lgc41<>+28(SB)/4, $0x3def251a
+DATA lgc41<>+0(SB)/4, $0xbdebd1b8
+DATA lgc41<>+4(SB)/4, $0xbdebd1b8
+DATA lgc41<>+8(SB)/4, $0xbdebd1b8
+DATA lgc41<>+12(SB)/4, $0xbdebd1b8
+DATA lgc41<>+16(SB)/4, $0xbdebd1b8
+DATA lgc41<>+20(SB)/4, $0xbdebd1b8
+DATA lgc41<>+24(SB)/4, $0xbdebd1b8
+DATA lgc41<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc42<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc42<>+0(SB)/4, $0x3def251a
+DATA lgc42<>+4(SB)/4, $0x3def251a
+DATA lgc42<>+8(SB)/4, $0x3def251a
+DATA lgc42<>+12(SB)/4, $0x3def251a
+DATA lgc42<>+16(SB)/4, $0x3def251a
+DATA lgc42<>+20(SB)/4, $0x3def251a
+DATA lgc42<>+24(SB)/4, $0x3def251a
+DATA lgc42<>+28(SB)/4, $0x3def251a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3e11e9bf
-DATA lgc43<>+4(SB)/4, $0x3e11e9bf
-DATA lgc43<>+8(SB)/4, $0x3e11e9bf
-DATA lgc43<>+12(SB)/4, $0x3e11e9bf
-DATA lgc43<>+16(SB)/4, $0x3e11e9bf
-DATA lgc43<>+20(SB)/4, $0x3e11e9bf
-DATA lgc43<>+24(SB)/4, $0x3e11e9bf
-DATA lgc43<>+28(SB)/4, $0x3e11e9bf
+DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe2aae50
-DATA lgc44<>+4(SB)/4, $0xbe2aae50
-DATA lgc44<>+8(SB)/4, $0xbe2aae50
-DATA lgc44<>+12(SB)/4, $0xbe2aae50
-DATA lgc44<>+16(SB)/4, $0xbe2aae50
-DATA lgc44<>+20(SB)/4, $0xbe2aae50
-DATA lgc44<>+24(SB)/4, $0xbe2aae50
-DATA lgc44<>+28(SB)/4, $0xbe2aae50
+DATA lgc44<>+0(SB)/4, $0x3e11e9bf
+DATA lgc44<>+4(SB)/4, $0x3e11e9bf
+DATA lgc44<>+8(SB)/4, $0x3e11e9bf
+DATA lgc44<>+12(SB)/4, $0x3e11e9bf
+DATA lgc44<>+16(SB)/4, $0x3e11e9bf
+DATA lgc44<>+20(SB)/4, $0x3e11e9bf
+DATA lgc44<>+24(SB)/4, $0x3e11e9bf
+DATA lgc44<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e4cceac
-DATA lgc45<>+4(SB)/4, $0x3e4cceac
-DATA lgc45<>+8(SB)/4, $0x3e4cceac
-DATA lgc45<>+12(SB)/4, $0x3e4cceac
-DATA lgc45<>+16(SB)/4, $0x3e4cceac
-DATA lgc45<>+20(SB)/4, $0x3e4cceac
-DATA lgc45<>+24(SB)/4, $0x3e4cceac
-DATA lgc45<>+28(SB)/4, $0x3e4cceac
+DATA lgc45<>+0(SB)/4, $0xbe2aae50
+DATA lgc45<>+4(SB)/4, $0xbe2aae50
+DATA lgc45<>+8(SB)/4, $0xbe2aae50
+DATA lgc45<>+12(SB)/4, $0xbe2aae50
+DATA lgc45<>+16(SB)/4, $0xbe2aae50
+DATA lgc45<>+20(SB)/4, $0xbe2aae50
+DATA lgc45<>+24(SB)/4, $0xbe2aae50
+DATA lgc45<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbe7ffffc
-DATA lgc46<>+4(SB)/4, $0xbe7ffffc
-DATA lgc46<>+8(SB)/4, $0xbe7ffffc
-DATA lgc46<>+12(SB)/4, $0xbe7ffffc
-DATA lgc46<>+16(SB)/4, $0xbe7ffffc
-DATA lgc46<>+20(SB)/4, $0xbe7ffffc
-DATA lgc46<>+24(SB)/4, $0xbe7ffffc
-DATA lgc46<>+28(SB)/4, $0xbe7ffffc
+DATA lgc46<>+0(SB)/4, $0x3e4cceac
+DATA lgc46<>+4(SB)/4, $0x3e4cceac
+DATA lgc46<>+8(SB)/4, $0x3e4cceac
+DATA lgc46<>+12(SB)/4, $0x3e4cceac
+DATA lgc46<>+16(SB)/4, $0x3e4cceac
+DATA lgc46<>+20(SB)/4, $0x3e4cceac
+DATA lgc46<>+24(SB)/4, $0x3e4cceac
+DATA lgc46<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc47<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc47<>+0(SB)/4, $0xbe7ffffc
+DATA lgc47<>+4(SB)/4, $0xbe7ffffc
+DATA lgc47<>+8(SB)/4, $0xbe7ffffc
+DATA lgc47<>+12(SB)/4, $0xbe7ffffc
+DATA lgc47<>+16(SB)/4, $0xbe7ffffc
+DATA lgc47<>+20(SB)/4, $0xbe7ffffc
+DATA lgc47<>+24(SB)/4, $0xbe7ffffc
+DATA lgc47<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xff800000
-DATA lgc48<>+4(SB)/4, $0xff800000
-DATA lgc48<>+8(SB)/4, $0xff800000
-DATA lgc48<>+12(SB)/4, $0xff800000
-DATA lgc48<>+16(SB)/4, $0xff800000
-DATA lgc48<>+20(SB)/4, $0xff800000
-DATA lgc48<>+24(SB)/4, $0xff800000
-DATA lgc48<>+28(SB)/4, $0xff800000
+DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 DATA lgc49<>+0(SB)/4, $0x7fc00000
@@ -2025,23 +2029,22 @@ bulk_13:
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc35<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
+	VMULPS       lgc36<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc36<>+0(SB), Y2, Y2
+	VPAND        lgc37<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc37<>+0(SB), Y3, Y2
+	VPAND        lgc38<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc38<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
 	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc39<>+0(SB), Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMOVAPS      lgc40<>+0(SB), Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
@@ -2049,6 +2052,7 @@ bulk_13:
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2056,9 +2060,9 @@ bulk_13:
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
@@ -2070,8 +2074,8 @@ bulk_13:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

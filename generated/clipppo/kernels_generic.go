@@ -29,7 +29,7 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc2 := runtime.Welford{}
 	acc27 := runtime.Mean{}
 	acc29 := runtime.Mean{}
-	acc31 := runtime.Mean{}
+	acc33 := runtime.Mean{}
 	acc34 := runtime.Mean{}
 	acc46 := runtime.Mean{}
 	acc53 := runtime.Mean{}
@@ -53,10 +53,10 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v28 := v9 - v8
 		acc29.Add(float64(v28))
 		v30 := in.Entropy[iB]
-		acc31.Add(float64(v30))
-		v32 := float32(-0.01)
-		v33 := float32(v32 * v30)
-		acc34.Add(float64(v33))
+		v31 := float32(-0.01)
+		v32 := float32(v31 * v30)
+		acc33.Add(float64(v30))
+		acc34.Add(float64(v32))
 		v35 := in.ValueTarget[iB]
 		v36 := in.StateValue[iB]
 		v37 := v35 - v36
@@ -87,7 +87,7 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s1 = float32(acc2.Var(1))
 	out.ClipFraction = float32(acc27.Result())
 	out.KLApprox = float32(acc29.Result())
-	out.Entropy = float32(acc31.Result())
+	out.Entropy = float32(acc33.Result())
 	out.LossEntropy = float32(acc34.Result())
 	out.ValueClipFraction = float32(acc46.Result())
 	out.LossCritic = float32(acc53.Result())
@@ -169,7 +169,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc2 := runtime.Welford{}
 	acc27 := runtime.Mean{}
 	acc29 := runtime.Mean{}
-	acc31 := runtime.Mean{}
+	acc33 := runtime.Mean{}
 	acc34 := runtime.Mean{}
 	acc46 := runtime.Mean{}
 	acc53 := runtime.Mean{}
@@ -194,10 +194,10 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v28 := v9 - v8
 		acc29.Add(float64(v28))
 		v30 := in.Entropy[iB]
-		acc31.Add(float64(v30))
-		v32 := float32(-0.01)
-		v33 := float32(v32 * v30)
-		acc34.Add(float64(v33))
+		v31 := float32(-0.01)
+		v32 := float32(v31 * v30)
+		acc33.Add(float64(v30))
+		acc34.Add(float64(v32))
 		v35 := in.ValueTarget[iB]
 		v36 := in.StateValue[iB]
 		v37 := v35 - v36
@@ -256,7 +256,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(acc2.Var(1))
 	out.ClipFraction = float32(acc27.Result())
 	out.KLApprox = float32(acc29.Result())
-	out.Entropy = float32(acc31.Result())
+	out.Entropy = float32(acc33.Result())
 	out.LossEntropy = float32(acc34.Result())
 	out.ValueClipFraction = float32(acc46.Result())
 	out.LossCritic = float32(acc53.Result())

@@ -207,13 +207,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass0.v31.s",
+		Name:   "scratch/pass0.v33.s",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass0.v31.n",
+		Name:   "scratch/pass0.v33.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -330,12 +330,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "scratch/pass0.v31.s", "scratch/pass0.v31.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/pass0.v63.m", "scratch/pass0.v63.s"},
+		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/pass0.v63.m", "scratch/pass0.v63.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/s0", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/s1", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "out/clip_fraction", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "out/kl_approx", "scratch/pass0.v31.s", "scratch/pass0.v31.n", "out/entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_entropy", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "out/value_clip_fraction", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/loss_critic", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s3", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/s4", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s5"},
+		Params: []string{"scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/s0", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/s1", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "out/clip_fraction", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "out/kl_approx", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "out/entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_entropy", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "out/value_clip_fraction", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/loss_critic", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s3", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/s4", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s5"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -567,13 +567,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass0.v31.s",
+		Name:   "scratch/pass0.v33.s",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
 		DType:  "float64",
 		Length: 16,
-		Name:   "scratch/pass0.v31.n",
+		Name:   "scratch/pass0.v33.n",
 		Role:   "scratch",
 		Shape:  []int{16},
 	}, {
@@ -690,12 +690,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{16, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "grad/state_value", "grad/entropy", "scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "scratch/pass0.v31.s", "scratch/pass0.v31.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/pass0.v63.m", "scratch/pass0.v63.s"},
+		Params: []string{"in/advantage", "in/log_prob", "in/sample_log_prob", "in/entropy", "in/value_target", "in/state_value", "in/old_state_value", "grad/state_value", "grad/entropy", "scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/pass0.v63.m", "scratch/pass0.v63.s"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/s0", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/s1", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "out/clip_fraction", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "out/kl_approx", "scratch/pass0.v31.s", "scratch/pass0.v31.n", "out/entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_entropy", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "out/value_clip_fraction", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/loss_critic", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s3", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/s4", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s5"},
+		Params: []string{"scratch/pass0.v1.s", "scratch/pass0.v1.n", "scratch/s0", "scratch/pass0.v2.n", "scratch/pass0.v2.mean", "scratch/pass0.v2.m2", "scratch/s1", "scratch/pass0.v27.s", "scratch/pass0.v27.n", "out/clip_fraction", "scratch/pass0.v29.s", "scratch/pass0.v29.n", "out/kl_approx", "scratch/pass0.v33.s", "scratch/pass0.v33.n", "out/entropy", "scratch/pass0.v34.s", "scratch/pass0.v34.n", "out/loss_entropy", "scratch/pass0.v46.s", "scratch/pass0.v46.n", "out/value_clip_fraction", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/loss_critic", "scratch/pass0.v54.n", "scratch/pass0.v54.mean", "scratch/pass0.v54.m2", "scratch/s2", "scratch/pass0.v55.n", "scratch/pass0.v55.mean", "scratch/pass0.v55.m2", "scratch/s3", "scratch/pass0.v61.m", "scratch/pass0.v61.s", "scratch/s4", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s5"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

@@ -20,8 +20,8 @@ type avxState struct {
 	r38_p    []float32
 	r40_s    []float64
 	r40_p    []float32
-	r42_s    []float64
-	r42_p    []float32
+	r44_s    []float64
+	r44_p    []float32
 	r45_s    []float64
 	r45_p    []float32
 	r55_s    []float64
@@ -48,8 +48,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r40_s = st.buf[88:104]
 	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r42_s = st.buf[128:144]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r44_s = st.buf[128:144]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r45_s = st.buf[168:184]
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.r55_s = st.buf[208:224]
@@ -86,8 +86,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r42_s, 0)
-		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r45_s, 0)
 		runtime.Fill(st.r45_p, 0)
 		runtime.Fill(st.r55_s, 0)
@@ -120,7 +120,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
@@ -140,7 +140,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
@@ -192,8 +192,8 @@ type fbAvxState struct {
 	r38_p    []float32
 	r40_s    []float64
 	r40_p    []float32
-	r42_s    []float64
-	r42_p    []float32
+	r44_s    []float64
+	r44_p    []float32
 	r45_s    []float64
 	r45_p    []float32
 	r55_s    []float64
@@ -220,8 +220,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r40_s = st.buf[88:104]
 	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r42_s = st.buf[128:144]
-	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r44_s = st.buf[128:144]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r45_s = st.buf[168:184]
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
 	st.r55_s = st.buf[208:224]
@@ -258,8 +258,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r38_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.Fill(st.r42_s, 0)
-		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r44_s, 0)
+		runtime.Fill(st.r44_p, 0)
 		runtime.Fill(st.r45_s, 0)
 		runtime.Fill(st.r45_p, 0)
 		runtime.Fill(st.r55_s, 0)
@@ -292,7 +292,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r36_s, sts[c].r36_s)
 			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r44_s, sts[c].r44_s)
 			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
 			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
@@ -312,7 +312,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r40_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r42_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r44_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r45_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])

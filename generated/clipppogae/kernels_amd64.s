@@ -245,24 +245,24 @@ outer0_1:
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
+	// v43 = mul(v42, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y3
+
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y3
-	VADDPS       1216(CX), Y3, Y3
-	VMOVUPS      Y3, 1216(CX)
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
 
-	// v44 = mul(v43, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
-
-	// mean(v44) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
+	// mean(v43) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	VANDPS       Y1, Y3, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
@@ -387,7 +387,9 @@ outer0_1:
 	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
 	VANDPS       Y6, Y4, Y4
-	VMOVUPS      lgc31<>+0(SB), Y6
+	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y6
+	VORPS        Y6, Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y6
 	VBLENDVPS    Y1, Y4, Y6, Y4
 	VANDPS       26624(CX), Y4, Y4
 	VMOVUPS      Y4, 26624(CX)
@@ -408,7 +410,7 @@ outer0_1:
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v17
@@ -590,15 +592,15 @@ blocks_2:
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
+	// v43 = mul(v42, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y3
+
 	// mean(v41) over [N T]
-	VADDPS  1216(BX), Y1, Y3
-	VMOVUPS Y3, 1216(BX)
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
 
-	// v44 = mul(v43, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
-
-	// mean(v44) over [N T]
-	VADDPS  1536(BX), Y1, Y1
+	// mean(v43) over [N T]
+	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 88(SP), Y1
 	MOVQ    p5+40(FP), DI
@@ -688,6 +690,8 @@ blocks_2:
 	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
 	VCVTPS2PD    X8, Y1
@@ -705,7 +709,7 @@ blocks_2:
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 120(SP), Y1
 
 	// store v17
@@ -1157,25 +1161,35 @@ DATA lgc30<>+24(SB)/4, $0x42b00000
 DATA lgc30<>+28(SB)/4, $0x42b00000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xffffffff
-DATA lgc31<>+4(SB)/4, $0xffffffff
-DATA lgc31<>+8(SB)/4, $0xffffffff
-DATA lgc31<>+12(SB)/4, $0xffffffff
-DATA lgc31<>+16(SB)/4, $0xffffffff
-DATA lgc31<>+20(SB)/4, $0xffffffff
-DATA lgc31<>+24(SB)/4, $0xffffffff
-DATA lgc31<>+28(SB)/4, $0xffffffff
+DATA lgc31<>+0(SB)/4, $0xff800000
+DATA lgc31<>+4(SB)/4, $0xff800000
+DATA lgc31<>+8(SB)/4, $0xff800000
+DATA lgc31<>+12(SB)/4, $0xff800000
+DATA lgc31<>+16(SB)/4, $0xff800000
+DATA lgc31<>+20(SB)/4, $0xff800000
+DATA lgc31<>+24(SB)/4, $0xff800000
+DATA lgc31<>+28(SB)/4, $0xff800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x40000000
-DATA lgc32<>+4(SB)/4, $0x40000000
-DATA lgc32<>+8(SB)/4, $0x40000000
-DATA lgc32<>+12(SB)/4, $0x40000000
-DATA lgc32<>+16(SB)/4, $0x40000000
-DATA lgc32<>+20(SB)/4, $0x40000000
-DATA lgc32<>+24(SB)/4, $0x40000000
-DATA lgc32<>+28(SB)/4, $0x40000000
+DATA lgc32<>+0(SB)/4, $0xffffffff
+DATA lgc32<>+4(SB)/4, $0xffffffff
+DATA lgc32<>+8(SB)/4, $0xffffffff
+DATA lgc32<>+12(SB)/4, $0xffffffff
+DATA lgc32<>+16(SB)/4, $0xffffffff
+DATA lgc32<>+20(SB)/4, $0xffffffff
+DATA lgc32<>+24(SB)/4, $0xffffffff
+DATA lgc32<>+28(SB)/4, $0xffffffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x40000000
+DATA lgc33<>+4(SB)/4, $0x40000000
+DATA lgc33<>+8(SB)/4, $0x40000000
+DATA lgc33<>+12(SB)/4, $0x40000000
+DATA lgc33<>+16(SB)/4, $0x40000000
+DATA lgc33<>+20(SB)/4, $0x40000000
+DATA lgc33<>+24(SB)/4, $0x40000000
+DATA lgc33<>+28(SB)/4, $0x40000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1190,7 +1204,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS  lgc33<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1204,7 +1218,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS  lgc32<>+0(SB), Y1, Y1
+	VMULPS  lgc33<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1275,7 +1289,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1291,7 +1305,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS     lgc32<>+0(SB), Y1, Y1
+	VMULPS     lgc33<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1357,15 +1371,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x34000000
-DATA lgc33<>+4(SB)/4, $0x34000000
-DATA lgc33<>+8(SB)/4, $0x34000000
-DATA lgc33<>+12(SB)/4, $0x34000000
-DATA lgc33<>+16(SB)/4, $0x34000000
-DATA lgc33<>+20(SB)/4, $0x34000000
-DATA lgc33<>+24(SB)/4, $0x34000000
-DATA lgc33<>+28(SB)/4, $0x34000000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1373,7 +1387,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc35<>+0(SB), Y1
 
 	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
@@ -1384,15 +1398,15 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x42800000
-DATA lgc34<>+4(SB)/4, $0x42800000
-DATA lgc34<>+8(SB)/4, $0x42800000
-DATA lgc34<>+12(SB)/4, $0x42800000
-DATA lgc34<>+16(SB)/4, $0x42800000
-DATA lgc34<>+20(SB)/4, $0x42800000
-DATA lgc34<>+24(SB)/4, $0x42800000
-DATA lgc34<>+28(SB)/4, $0x42800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x42800000
+DATA lgc35<>+4(SB)/4, $0x42800000
+DATA lgc35<>+8(SB)/4, $0x42800000
+DATA lgc35<>+12(SB)/4, $0x42800000
+DATA lgc35<>+16(SB)/4, $0x42800000
+DATA lgc35<>+20(SB)/4, $0x42800000
+DATA lgc35<>+24(SB)/4, $0x42800000
+DATA lgc35<>+28(SB)/4, $0x42800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
@@ -1636,24 +1650,24 @@ outer0_6:
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
+	// v43 = mul(v42, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y3
+
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y3
-	VADDPS       1216(CX), Y3, Y3
-	VMOVUPS      Y3, 1216(CX)
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y4, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
 
-	// v44 = mul(v43, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
-
-	// mean(v44) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
+	// mean(v43) over [N T]
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
+	VANDPS       Y1, Y3, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
@@ -1782,7 +1796,9 @@ outer0_6:
 	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
 	VANDPS       Y6, Y4, Y4
-	VMOVUPS      lgc31<>+0(SB), Y6
+	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y6
+	VORPS        Y6, Y4, Y4
+	VMOVUPS      lgc32<>+0(SB), Y6
 	VBLENDVPS    Y1, Y4, Y6, Y4
 	VANDPS       26624(CX), Y4, Y4
 	VMOVUPS      Y4, 26624(CX)
@@ -1803,9 +1819,9 @@ outer0_6:
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 184(SP), Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 	VMOVUPS lgc6<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
@@ -1846,7 +1862,7 @@ outer0_6:
 
 	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc6<>+0(SB), Y2, Y2
-	VMOVUPS lgc36<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
@@ -1867,7 +1883,7 @@ outer0_6:
 	VMOVUPS 88(SP), Y2
 
 	// v90 = mul(v89, v17) [N=64 T=421]
-	VMULPS  lgc37<>+0(SB), Y2, Y4
+	VMULPS  lgc38<>+0(SB), Y2, Y4
 	VMOVUPS 56(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
@@ -1925,7 +1941,7 @@ outer0_6:
 
 	// v101 = mul(v100, v26) [N=64 T=421]
 	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc38<>+0(SB), Y4
+	VMOVUPS lgc39<>+0(SB), Y4
 
 	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
@@ -2123,15 +2139,15 @@ blocks_7:
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
+	// v43 = mul(v42, v41) [N=64 T=421]
+	VMULPS lgc28<>+0(SB), Y1, Y3
+
 	// mean(v41) over [N T]
-	VADDPS  1216(BX), Y1, Y3
-	VMOVUPS Y3, 1216(BX)
+	VADDPS  1216(BX), Y1, Y1
+	VMOVUPS Y1, 1216(BX)
 
-	// v44 = mul(v43, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y1
-
-	// mean(v44) over [N T]
-	VADDPS  1536(BX), Y1, Y1
+	// mean(v43) over [N T]
+	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 248(SP), Y1
 	MOVQ    p5+40(FP), DI
@@ -2225,6 +2241,8 @@ blocks_7:
 	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
 	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
 	VCVTPS2PD    X8, Y1
@@ -2242,9 +2260,9 @@ blocks_7:
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc32<>+0(SB), Y5, Y1
+	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 408(SP), Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 	VMOVUPS lgc6<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
@@ -2285,7 +2303,7 @@ blocks_7:
 
 	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc6<>+0(SB), Y2, Y2
-	VMOVUPS lgc36<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
@@ -2306,7 +2324,7 @@ blocks_7:
 	VMOVUPS 312(SP), Y2
 
 	// v90 = mul(v89, v17) [N=64 T=421]
-	VMULPS  lgc37<>+0(SB), Y2, Y4
+	VMULPS  lgc38<>+0(SB), Y2, Y4
 	VMOVUPS 280(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
@@ -2364,7 +2382,7 @@ blocks_7:
 
 	// v101 = mul(v100, v26) [N=64 T=421]
 	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc38<>+0(SB), Y4
+	VMOVUPS lgc39<>+0(SB), Y4
 
 	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
@@ -2522,45 +2540,45 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x381baadf
-DATA lgc35<>+4(SB)/4, $0x381baadf
-DATA lgc35<>+8(SB)/4, $0x381baadf
-DATA lgc35<>+12(SB)/4, $0x381baadf
-DATA lgc35<>+16(SB)/4, $0x381baadf
-DATA lgc35<>+20(SB)/4, $0x381baadf
-DATA lgc35<>+24(SB)/4, $0x381baadf
-DATA lgc35<>+28(SB)/4, $0x381baadf
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0xbf800000
-DATA lgc36<>+4(SB)/4, $0xbf800000
-DATA lgc36<>+8(SB)/4, $0xbf800000
-DATA lgc36<>+12(SB)/4, $0xbf800000
-DATA lgc36<>+16(SB)/4, $0xbf800000
-DATA lgc36<>+20(SB)/4, $0xbf800000
-DATA lgc36<>+24(SB)/4, $0xbf800000
-DATA lgc36<>+28(SB)/4, $0xbf800000
+DATA lgc36<>+0(SB)/4, $0x381baadf
+DATA lgc36<>+4(SB)/4, $0x381baadf
+DATA lgc36<>+8(SB)/4, $0x381baadf
+DATA lgc36<>+12(SB)/4, $0x381baadf
+DATA lgc36<>+16(SB)/4, $0x381baadf
+DATA lgc36<>+20(SB)/4, $0x381baadf
+DATA lgc36<>+24(SB)/4, $0x381baadf
+DATA lgc36<>+28(SB)/4, $0x381baadf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xb81baadf
-DATA lgc37<>+4(SB)/4, $0xb81baadf
-DATA lgc37<>+8(SB)/4, $0xb81baadf
-DATA lgc37<>+12(SB)/4, $0xb81baadf
-DATA lgc37<>+16(SB)/4, $0xb81baadf
-DATA lgc37<>+20(SB)/4, $0xb81baadf
-DATA lgc37<>+24(SB)/4, $0xb81baadf
-DATA lgc37<>+28(SB)/4, $0xb81baadf
+DATA lgc37<>+0(SB)/4, $0xbf800000
+DATA lgc37<>+4(SB)/4, $0xbf800000
+DATA lgc37<>+8(SB)/4, $0xbf800000
+DATA lgc37<>+12(SB)/4, $0xbf800000
+DATA lgc37<>+16(SB)/4, $0xbf800000
+DATA lgc37<>+20(SB)/4, $0xbf800000
+DATA lgc37<>+24(SB)/4, $0xbf800000
+DATA lgc37<>+28(SB)/4, $0xbf800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xb4c7411d
-DATA lgc38<>+4(SB)/4, $0xb4c7411d
-DATA lgc38<>+8(SB)/4, $0xb4c7411d
-DATA lgc38<>+12(SB)/4, $0xb4c7411d
-DATA lgc38<>+16(SB)/4, $0xb4c7411d
-DATA lgc38<>+20(SB)/4, $0xb4c7411d
-DATA lgc38<>+24(SB)/4, $0xb4c7411d
-DATA lgc38<>+28(SB)/4, $0xb4c7411d
+DATA lgc38<>+0(SB)/4, $0xb81baadf
+DATA lgc38<>+4(SB)/4, $0xb81baadf
+DATA lgc38<>+8(SB)/4, $0xb81baadf
+DATA lgc38<>+12(SB)/4, $0xb81baadf
+DATA lgc38<>+16(SB)/4, $0xb81baadf
+DATA lgc38<>+20(SB)/4, $0xb81baadf
+DATA lgc38<>+24(SB)/4, $0xb81baadf
+DATA lgc38<>+28(SB)/4, $0xb81baadf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+
+DATA lgc39<>+0(SB)/4, $0xb4c7411d
+DATA lgc39<>+4(SB)/4, $0xb4c7411d
+DATA lgc39<>+8(SB)/4, $0xb4c7411d
+DATA lgc39<>+12(SB)/4, $0xb4c7411d
+DATA lgc39<>+16(SB)/4, $0xb4c7411d
+DATA lgc39<>+20(SB)/4, $0xb4c7411d
+DATA lgc39<>+24(SB)/4, $0xb4c7411d
+DATA lgc39<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2575,7 +2593,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS  lgc33<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2589,7 +2607,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS  lgc32<>+0(SB), Y1, Y1
+	VMULPS  lgc33<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2660,7 +2678,7 @@ noflush_10:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS     lgc33<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2676,7 +2694,7 @@ noflush_10:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS     lgc32<>+0(SB), Y1, Y1
+	VMULPS     lgc33<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2748,7 +2766,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc35<>+0(SB), Y1
 
 	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
@@ -2819,23 +2837,22 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
+	VMULPS       lgc41<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPAND        lgc43<>+0(SB), Y2, Y1
 	VPOR         lgc1<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
 	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
@@ -2843,6 +2860,7 @@ bulk_13:
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -2851,7 +2869,7 @@ bulk_13:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
@@ -2866,154 +2884,144 @@ bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0x00800000
+DATA lgc40<>+4(SB)/4, $0x00800000
+DATA lgc40<>+8(SB)/4, $0x00800000
+DATA lgc40<>+12(SB)/4, $0x00800000
+DATA lgc40<>+16(SB)/4, $0x00800000
+DATA lgc40<>+20(SB)/4, $0x00800000
+DATA lgc40<>+24(SB)/4, $0x00800000
+DATA lgc40<>+28(SB)/4, $0x00800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0x4b000000
+DATA lgc41<>+4(SB)/4, $0x4b000000
+DATA lgc41<>+8(SB)/4, $0x4b000000
+DATA lgc41<>+12(SB)/4, $0x4b000000
+DATA lgc41<>+16(SB)/4, $0x4b000000
+DATA lgc41<>+20(SB)/4, $0x4b000000
+DATA lgc41<>+24(SB)/4, $0x4b000000
+DATA lgc41<>+28(SB)/4, $0x4b000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0xffffffe9
+DATA lgc42<>+4(SB)/4, $0xffffffe9
+DATA lgc42<>+8(SB)/4, $0xffffffe9
+DATA lgc42<>+12(SB)/4, $0xffffffe9
+DATA lgc42<>+16(SB)/4, $0xffffffe9
+DATA lgc42<>+20(SB)/4, $0xffffffe9
+DATA lgc42<>+24(SB)/4, $0xffffffe9
+DATA lgc42<>+28(SB)/4, $0xffffffe9
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0x007fffff
+DATA lgc43<>+4(SB)/4, $0x007fffff
+DATA lgc43<>+8(SB)/4, $0x007fffff
+DATA lgc43<>+12(SB)/4, $0x007fffff
+DATA lgc43<>+16(SB)/4, $0x007fffff
+DATA lgc43<>+20(SB)/4, $0x007fffff
+DATA lgc43<>+24(SB)/4, $0x007fffff
+DATA lgc43<>+28(SB)/4, $0x007fffff
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x3fb504f3
+DATA lgc44<>+4(SB)/4, $0x3fb504f3
+DATA lgc44<>+8(SB)/4, $0x3fb504f3
+DATA lgc44<>+12(SB)/4, $0x3fb504f3
+DATA lgc44<>+16(SB)/4, $0x3fb504f3
+DATA lgc44<>+20(SB)/4, $0x3fb504f3
+DATA lgc44<>+24(SB)/4, $0x3fb504f3
+DATA lgc44<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0x3d9021bb
+DATA lgc45<>+4(SB)/4, $0x3d9021bb
+DATA lgc45<>+8(SB)/4, $0x3d9021bb
+DATA lgc45<>+12(SB)/4, $0x3d9021bb
+DATA lgc45<>+16(SB)/4, $0x3d9021bb
+DATA lgc45<>+20(SB)/4, $0x3d9021bb
+DATA lgc45<>+24(SB)/4, $0x3d9021bb
+DATA lgc45<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0xbdebd1b8
+DATA lgc46<>+4(SB)/4, $0xbdebd1b8
+DATA lgc46<>+8(SB)/4, $0xbdebd1b8
+DATA lgc46<>+12(SB)/4, $0xbdebd1b8
+DATA lgc46<>+16(SB)/4, $0xbdebd1b8
+DATA lgc46<>+20(SB)/4, $0xbdebd1b8
+DATA lgc46<>+24(SB)/4, $0xbdebd1b8
+DATA lgc46<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0x3def251a
+DATA lgc47<>+4(SB)/4, $0x3def251a
+DATA lgc47<>+8(SB)/4, $0x3def251a
+DATA lgc47<>+12(SB)/4, $0x3def251a
+DATA lgc47<>+16(SB)/4, $0x3def251a
+DATA lgc47<>+20(SB)/4, $0x3def251a
+DATA lgc47<>+24(SB)/4, $0x3def251a
+DATA lgc47<>+28(SB)/4, $0x3def251a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0x3e11e9bf
+DATA lgc49<>+4(SB)/4, $0x3e11e9bf
+DATA lgc49<>+8(SB)/4, $0x3e11e9bf
+DATA lgc49<>+12(SB)/4, $0x3e11e9bf
+DATA lgc49<>+16(SB)/4, $0x3e11e9bf
+DATA lgc49<>+20(SB)/4, $0x3e11e9bf
+DATA lgc49<>+24(SB)/4, $0x3e11e9bf
+DATA lgc49<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0xbe2aae50
+DATA lgc50<>+4(SB)/4, $0xbe2aae50
+DATA lgc50<>+8(SB)/4, $0xbe2aae50
+DATA lgc50<>+12(SB)/4, $0xbe2aae50
+DATA lgc50<>+16(SB)/4, $0xbe2aae50
+DATA lgc50<>+20(SB)/4, $0xbe2aae50
+DATA lgc50<>+24(SB)/4, $0xbe2aae50
+DATA lgc50<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
+DATA lgc51<>+0(SB)/4, $0x3e4cceac
+DATA lgc51<>+4(SB)/4, $0x3e4cceac
+DATA lgc51<>+8(SB)/4, $0x3e4cceac
+DATA lgc51<>+12(SB)/4, $0x3e4cceac
+DATA lgc51<>+16(SB)/4, $0x3e4cceac
+DATA lgc51<>+20(SB)/4, $0x3e4cceac
+DATA lgc51<>+24(SB)/4, $0x3e4cceac
+DATA lgc51<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+0(SB)/4, $0xbe7ffffc
+DATA lgc52<>+4(SB)/4, $0xbe7ffffc
+DATA lgc52<>+8(SB)/4, $0xbe7ffffc
+DATA lgc52<>+12(SB)/4, $0xbe7ffffc
+DATA lgc52<>+16(SB)/4, $0xbe7ffffc
+DATA lgc52<>+20(SB)/4, $0xbe7ffffc
+DATA lgc52<>+24(SB)/4, $0xbe7ffffc
+DATA lgc52<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xff800000
-DATA lgc53<>+4(SB)/4, $0xff800000
-DATA lgc53<>+8(SB)/4, $0xff800000
-DATA lgc53<>+12(SB)/4, $0xff800000
-DATA lgc53<>+16(SB)/4, $0xff800000
-DATA lgc53<>+20(SB)/4, $0xff800000
-DATA lgc53<>+24(SB)/4, $0xff800000
-DATA lgc53<>+28(SB)/4, $0xff800000
+DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 DATA lgc54<>+0(SB)/4, $0x7fc00000
@@ -3049,23 +3057,22 @@ bulk_15:
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
+	VMULPS       lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPAND        lgc43<>+0(SB), Y3, Y2
 	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
 	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc1<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
@@ -3073,6 +3080,7 @@ bulk_15:
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3081,7 +3089,7 @@ bulk_15:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
@@ -3095,7 +3103,7 @@ bulk_15:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

@@ -31,7 +31,7 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc36 := runtime.Mean{}
 	acc38 := runtime.Mean{}
 	acc40 := runtime.Mean{}
-	acc42 := runtime.Mean{}
+	acc44 := runtime.Mean{}
 	acc45 := runtime.Mean{}
 	acc55 := runtime.Mean{}
 	for k := range s.acc56 {
@@ -94,10 +94,10 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v39 := v20 - v19
 			acc40.Add(float64(v39))
 			v41 := in.Entropy[iN*421+iT]
-			acc42.Add(float64(v41))
-			v43 := float32(-0.01)
-			v44 := float32(v43 * v41)
-			acc45.Add(float64(v44))
+			v42 := float32(-0.01)
+			v43 := float32(v42 * v41)
+			acc44.Add(float64(v41))
+			acc45.Add(float64(v43))
 			v46 := v18 - v2
 			v47 := float32(math.Abs(float64(v46)))
 			v48 := float32(0.5)
@@ -119,7 +119,7 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.LossObjective = float32(acc36.Result())
 	out.ClipFraction = float32(acc38.Result())
 	out.KLApprox = float32(acc40.Result())
-	out.Entropy = float32(acc42.Result())
+	out.Entropy = float32(acc44.Result())
 	out.LossEntropy = float32(acc45.Result())
 	out.LossCritic = float32(acc55.Result())
 	for k := range s.acc56 {
@@ -190,7 +190,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc36 := runtime.Mean{}
 	acc38 := runtime.Mean{}
 	acc40 := runtime.Mean{}
-	acc42 := runtime.Mean{}
+	acc44 := runtime.Mean{}
 	acc45 := runtime.Mean{}
 	acc55 := runtime.Mean{}
 	for k := range s.acc56 {
@@ -253,10 +253,10 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v39 := v20 - v19
 			acc40.Add(float64(v39))
 			v41 := in.Entropy[iN*421+iT]
-			acc42.Add(float64(v41))
-			v43 := float32(-0.01)
-			v44 := float32(v43 * v41)
-			acc45.Add(float64(v44))
+			v42 := float32(-0.01)
+			v43 := float32(v42 * v41)
+			acc44.Add(float64(v41))
+			acc45.Add(float64(v43))
 			v46 := v18 - v2
 			v47 := float32(math.Abs(float64(v46)))
 			v48 := float32(0.5)
@@ -312,7 +312,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.LossObjective = float32(acc36.Result())
 	out.ClipFraction = float32(acc38.Result())
 	out.KLApprox = float32(acc40.Result())
-	out.Entropy = float32(acc42.Result())
+	out.Entropy = float32(acc44.Result())
 	out.LossEntropy = float32(acc45.Result())
 	out.LossCritic = float32(acc55.Result())
 	for k := range s.acc56 {

@@ -255,13 +255,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v42.s",
+		Name:   "scratch/pass0.v44.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v42.n",
+		Name:   "scratch/pass0.v44.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -306,12 +306,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/loss_objective", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "out/clip_fraction", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/kl_approx", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/entropy", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s2", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/loss_objective", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "out/clip_fraction", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/kl_approx", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/entropy", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s2", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
@@ -591,13 +591,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v42.s",
+		Name:   "scratch/pass0.v44.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v42.n",
+		Name:   "scratch/pass0.v44.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -642,12 +642,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/log_prob", "in/sample_log_prob", "in/entropy", "grad/state_value", "grad/log_prob", "grad/entropy", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/loss_objective", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "out/clip_fraction", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/kl_approx", "scratch/pass0.v42.s", "scratch/pass0.v42.n", "out/entropy", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s2", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v36.s", "scratch/pass0.v36.n", "out/loss_objective", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "out/clip_fraction", "scratch/pass0.v40.s", "scratch/pass0.v40.n", "out/kl_approx", "scratch/pass0.v44.s", "scratch/pass0.v44.n", "out/entropy", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "out/loss_entropy", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/loss_critic", "scratch/pass0.v56.n", "scratch/pass0.v56.mean", "scratch/pass0.v56.m2", "scratch/s0", "scratch/pass0.v57.n", "scratch/pass0.v57.mean", "scratch/pass0.v57.m2", "scratch/s1", "scratch/pass0.v63.m", "scratch/pass0.v63.s", "scratch/s2", "scratch/pass0.v65.m", "scratch/pass0.v65.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

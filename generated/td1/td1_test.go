@@ -50,7 +50,7 @@ func TestGolden(t *testing.T) {
 					}
 				}
 				out := NewOutputs()
-				if err := forward(im, in, out); err != nil {
+				if err := forward(im, clone(in), out); err != nil {
 					t.Fatal(err)
 				}
 				compare(t, c, OutputNames, out.Get)
@@ -84,6 +84,12 @@ func widen(x []float64) []float64 {
 		out[i] = float64(v)
 	}
 	return out
+}
+
+// clone copies in.
+func clone(in *Inputs) *Inputs {
+	c := *in
+	return &c
 }
 
 // randomInputs fills every input with seeded values: floats uniform in [-1, 1), flags true
@@ -184,7 +190,7 @@ func TestShapeMismatch(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	in := randomInputs(2)
 	ref := NewOutputs()
-	if err := Forward(in, ref); err != nil {
+	if err := Forward(clone(in), ref); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -195,7 +201,7 @@ func TestDeterministic(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			outs[k] = NewOutputs()
-			errs[k] = Forward(in, outs[k])
+			errs[k] = Forward(clone(in), outs[k])
 		}()
 	}
 	wg.Wait()
@@ -341,12 +347,12 @@ func TestImplementationsAgree(t *testing.T) {
 	}
 	for kind, in := range inputs {
 		ref := NewOutputs()
-		if err := forward(impls[0], in, ref); err != nil {
+		if err := forward(impls[0], clone(in), ref); err != nil {
 			t.Fatal(err)
 		}
 		for _, im := range impls[1:] {
 			out := NewOutputs()
-			if err := forward(im, in, out); err != nil {
+			if err := forward(im, clone(in), out); err != nil {
 				t.Fatal(err)
 			}
 			agree(im, kind, OutputNames, ref.Get, out.Get)

@@ -18,8 +18,8 @@ type avxState struct {
 	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
-	r53_s    []float64
-	r53_p    []float32
+	r55_s    []float64
+	r55_p    []float32
 	r56_s    []float64
 	r56_p    []float32
 	r66_s    []float64
@@ -46,8 +46,8 @@ var avxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r51_s = st.buf[48:64]
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r53_s = st.buf[88:104]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r55_s = st.buf[88:104]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r56_s = st.buf[128:144]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r66_s = st.buf[168:184]
@@ -84,8 +84,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r66_s, 0)
@@ -117,7 +117,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
@@ -135,7 +135,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
@@ -221,8 +221,8 @@ type fbAvxState struct {
 	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
-	r53_s    []float64
-	r53_p    []float32
+	r55_s    []float64
+	r55_p    []float32
 	r56_s    []float64
 	r56_p    []float32
 	r66_s    []float64
@@ -249,8 +249,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r51_s = st.buf[48:64]
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r53_s = st.buf[88:104]
-	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r55_s = st.buf[88:104]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r56_s = st.buf[128:144]
 	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
 	st.r66_s = st.buf[168:184]
@@ -287,8 +287,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r53_s, 0)
-		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
 		runtime.Fill(st.r56_s, 0)
 		runtime.Fill(st.r56_p, 0)
 		runtime.Fill(st.r66_s, 0)
@@ -320,7 +320,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
 			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeSum(sts[0].r66_s, sts[c].r66_s)
 			runtime.MergeVar(sts[0].r67_n, sts[0].r67_mean, sts[0].r67_m2, sts[c].r67_n, sts[c].r67_mean, sts[c].r67_m2)
@@ -338,7 +338,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r55_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r56_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])

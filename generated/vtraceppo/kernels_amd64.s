@@ -220,24 +220,24 @@ outer0_1:
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
+	// v54 = mul(v53, v52) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y2
+
 	// mean(v52) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y2
-	VADDPS       896(CX), Y2, Y2
-	VMOVUPS      Y2, 896(CX)
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
 
-	// v55 = mul(v54, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
-
-	// mean(v55) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
+	// mean(v54) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y5
+	VEXTRACTI128 $0x01, Y1, X5
 	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y1
+	VANDPS       Y1, Y2, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
@@ -386,7 +386,9 @@ outer0_1:
 	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VMOVUPS      lgc28<>+0(SB), Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc29<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -407,7 +409,7 @@ outer0_1:
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
 	// store v24
@@ -563,15 +565,15 @@ blocks_2:
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
+	// v54 = mul(v53, v52) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y2
+
 	// mean(v52) over [N T]
-	VADDPS  896(BX), Y1, Y2
-	VMOVUPS Y2, 896(BX)
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
-	// v55 = mul(v54, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
-
-	// mean(v55) over [N T]
-	VADDPS  1216(BX), Y1, Y1
+	// mean(v54) over [N T]
+	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// v57 = sub(v24, v3) [N=64 T=421]
@@ -686,6 +688,8 @@ blocks_2:
 	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
 	VCVTPS2PD    X4, Y1
@@ -703,7 +707,7 @@ blocks_2:
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v24
@@ -1100,25 +1104,35 @@ DATA lgc27<>+24(SB)/4, $0x42b00000
 DATA lgc27<>+28(SB)/4, $0x42b00000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffffff
-DATA lgc28<>+4(SB)/4, $0xffffffff
-DATA lgc28<>+8(SB)/4, $0xffffffff
-DATA lgc28<>+12(SB)/4, $0xffffffff
-DATA lgc28<>+16(SB)/4, $0xffffffff
-DATA lgc28<>+20(SB)/4, $0xffffffff
-DATA lgc28<>+24(SB)/4, $0xffffffff
-DATA lgc28<>+28(SB)/4, $0xffffffff
+DATA lgc28<>+0(SB)/4, $0xff800000
+DATA lgc28<>+4(SB)/4, $0xff800000
+DATA lgc28<>+8(SB)/4, $0xff800000
+DATA lgc28<>+12(SB)/4, $0xff800000
+DATA lgc28<>+16(SB)/4, $0xff800000
+DATA lgc28<>+20(SB)/4, $0xff800000
+DATA lgc28<>+24(SB)/4, $0xff800000
+DATA lgc28<>+28(SB)/4, $0xff800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x40000000
-DATA lgc29<>+4(SB)/4, $0x40000000
-DATA lgc29<>+8(SB)/4, $0x40000000
-DATA lgc29<>+12(SB)/4, $0x40000000
-DATA lgc29<>+16(SB)/4, $0x40000000
-DATA lgc29<>+20(SB)/4, $0x40000000
-DATA lgc29<>+24(SB)/4, $0x40000000
-DATA lgc29<>+28(SB)/4, $0x40000000
+DATA lgc29<>+0(SB)/4, $0xffffffff
+DATA lgc29<>+4(SB)/4, $0xffffffff
+DATA lgc29<>+8(SB)/4, $0xffffffff
+DATA lgc29<>+12(SB)/4, $0xffffffff
+DATA lgc29<>+16(SB)/4, $0xffffffff
+DATA lgc29<>+20(SB)/4, $0xffffffff
+DATA lgc29<>+24(SB)/4, $0xffffffff
+DATA lgc29<>+28(SB)/4, $0xffffffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x40000000
+DATA lgc30<>+4(SB)/4, $0x40000000
+DATA lgc30<>+8(SB)/4, $0x40000000
+DATA lgc30<>+12(SB)/4, $0x40000000
+DATA lgc30<>+16(SB)/4, $0x40000000
+DATA lgc30<>+20(SB)/4, $0x40000000
+DATA lgc30<>+24(SB)/4, $0x40000000
+DATA lgc30<>+28(SB)/4, $0x40000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1133,7 +1147,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS  lgc30<>+0(SB), Y0, Y0
+	VADDPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1147,7 +1161,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS  lgc29<>+0(SB), Y1, Y1
+	VMULPS  lgc30<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1218,7 +1232,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS     lgc30<>+0(SB), Y0, Y0
+	VADDPS     lgc31<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1234,7 +1248,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS     lgc29<>+0(SB), Y1, Y1
+	VMULPS     lgc30<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1300,15 +1314,15 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x34000000
-DATA lgc30<>+4(SB)/4, $0x34000000
-DATA lgc30<>+8(SB)/4, $0x34000000
-DATA lgc30<>+12(SB)/4, $0x34000000
-DATA lgc30<>+16(SB)/4, $0x34000000
-DATA lgc30<>+20(SB)/4, $0x34000000
-DATA lgc30<>+24(SB)/4, $0x34000000
-DATA lgc30<>+28(SB)/4, $0x34000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc31<>+0(SB)/4, $0x34000000
+DATA lgc31<>+4(SB)/4, $0x34000000
+DATA lgc31<>+8(SB)/4, $0x34000000
+DATA lgc31<>+12(SB)/4, $0x34000000
+DATA lgc31<>+16(SB)/4, $0x34000000
+DATA lgc31<>+20(SB)/4, $0x34000000
+DATA lgc31<>+24(SB)/4, $0x34000000
+DATA lgc31<>+28(SB)/4, $0x34000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 int)
 // Requires: AVX, AVX2, FMA3
@@ -1389,7 +1403,7 @@ blocks_7:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
 	MOVQ         p6+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1450,11 +1464,11 @@ blocks_7:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc13<>+0(SB), Y0, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	VMOVUPS lgc33<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc34<>+0(SB), Y3
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y3, Y3
@@ -1591,7 +1605,7 @@ noflush_8:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
@@ -1656,11 +1670,11 @@ noflush_8:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc13<>+0(SB), Y0, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	VMOVUPS lgc33<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc34<>+0(SB), Y3
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y3, Y3
@@ -1707,35 +1721,35 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00000000
-DATA lgc31<>+4(SB)/4, $0x00000001
-DATA lgc31<>+8(SB)/4, $0x00000002
-DATA lgc31<>+12(SB)/4, $0x00000003
-DATA lgc31<>+16(SB)/4, $0x00000004
-DATA lgc31<>+20(SB)/4, $0x00000005
-DATA lgc31<>+24(SB)/4, $0x00000006
-DATA lgc31<>+28(SB)/4, $0x00000007
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x3f99999a
-DATA lgc32<>+4(SB)/4, $0x3f99999a
-DATA lgc32<>+8(SB)/4, $0x3f99999a
-DATA lgc32<>+12(SB)/4, $0x3f99999a
-DATA lgc32<>+16(SB)/4, $0x3f99999a
-DATA lgc32<>+20(SB)/4, $0x3f99999a
-DATA lgc32<>+24(SB)/4, $0x3f99999a
-DATA lgc32<>+28(SB)/4, $0x3f99999a
+DATA lgc32<>+0(SB)/4, $0x00000000
+DATA lgc32<>+4(SB)/4, $0x00000001
+DATA lgc32<>+8(SB)/4, $0x00000002
+DATA lgc32<>+12(SB)/4, $0x00000003
+DATA lgc32<>+16(SB)/4, $0x00000004
+DATA lgc32<>+20(SB)/4, $0x00000005
+DATA lgc32<>+24(SB)/4, $0x00000006
+DATA lgc32<>+28(SB)/4, $0x00000007
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3f4ccccd
-DATA lgc33<>+4(SB)/4, $0x3f4ccccd
-DATA lgc33<>+8(SB)/4, $0x3f4ccccd
-DATA lgc33<>+12(SB)/4, $0x3f4ccccd
-DATA lgc33<>+16(SB)/4, $0x3f4ccccd
-DATA lgc33<>+20(SB)/4, $0x3f4ccccd
-DATA lgc33<>+24(SB)/4, $0x3f4ccccd
-DATA lgc33<>+28(SB)/4, $0x3f4ccccd
+DATA lgc33<>+0(SB)/4, $0x3f99999a
+DATA lgc33<>+4(SB)/4, $0x3f99999a
+DATA lgc33<>+8(SB)/4, $0x3f99999a
+DATA lgc33<>+12(SB)/4, $0x3f99999a
+DATA lgc33<>+16(SB)/4, $0x3f99999a
+DATA lgc33<>+20(SB)/4, $0x3f99999a
+DATA lgc33<>+24(SB)/4, $0x3f99999a
+DATA lgc33<>+28(SB)/4, $0x3f99999a
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x3f4ccccd
+DATA lgc34<>+4(SB)/4, $0x3f4ccccd
+DATA lgc34<>+8(SB)/4, $0x3f4ccccd
+DATA lgc34<>+12(SB)/4, $0x3f4ccccd
+DATA lgc34<>+16(SB)/4, $0x3f4ccccd
+DATA lgc34<>+20(SB)/4, $0x3f4ccccd
+DATA lgc34<>+24(SB)/4, $0x3f4ccccd
+DATA lgc34<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1743,7 +1757,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc35<>+0(SB), Y1
 
 	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
@@ -1754,15 +1768,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x42800000
-DATA lgc34<>+4(SB)/4, $0x42800000
-DATA lgc34<>+8(SB)/4, $0x42800000
-DATA lgc34<>+12(SB)/4, $0x42800000
-DATA lgc34<>+16(SB)/4, $0x42800000
-DATA lgc34<>+20(SB)/4, $0x42800000
-DATA lgc34<>+24(SB)/4, $0x42800000
-DATA lgc34<>+28(SB)/4, $0x42800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x42800000
+DATA lgc35<>+4(SB)/4, $0x42800000
+DATA lgc35<>+8(SB)/4, $0x42800000
+DATA lgc35<>+12(SB)/4, $0x42800000
+DATA lgc35<>+16(SB)/4, $0x42800000
+DATA lgc35<>+20(SB)/4, $0x42800000
+DATA lgc35<>+24(SB)/4, $0x42800000
+DATA lgc35<>+28(SB)/4, $0x42800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
 // Requires: AVX, AVX2, FMA3
@@ -1980,24 +1994,24 @@ outer0_9:
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
+	// v54 = mul(v53, v52) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y2
+
 	// mean(v52) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
-	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y2
-	VADDPS       896(CX), Y2, Y2
-	VMOVUPS      Y2, 896(CX)
+	VMOVUPS      lgc1<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
 
-	// v55 = mul(v54, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
-
-	// mean(v55) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X5
+	// mean(v54) over [N T]
+	VMOVUPS      lgc1<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y5
+	VEXTRACTI128 $0x01, Y1, X5
 	VPMOVSXDQ    X5, Y5
-	VANDPS       Y2, Y1, Y1
+	VANDPS       Y1, Y2, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
@@ -2150,7 +2164,9 @@ outer0_9:
 	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
 	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VMOVUPS      lgc28<>+0(SB), Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc29<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -2171,9 +2187,9 @@ outer0_9:
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
@@ -2214,7 +2230,7 @@ outer0_9:
 
 	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS lgc36<>+0(SB), Y5
+	VMOVUPS lgc37<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VXORPS    Y6, Y6, Y6
@@ -2232,7 +2248,7 @@ outer0_9:
 
 	// v98 = neg(v97) [N=64 T=421]
 	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc37<>+0(SB), Y2
+	VMOVUPS lgc38<>+0(SB), Y2
 
 	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 88(SP), Y3
@@ -2400,15 +2416,15 @@ blocks_10:
 	MOVQ    p9+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
+	// v54 = mul(v53, v52) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y1, Y2
+
 	// mean(v52) over [N T]
-	VADDPS  896(BX), Y1, Y2
-	VMOVUPS Y2, 896(BX)
+	VADDPS  896(BX), Y1, Y1
+	VMOVUPS Y1, 896(BX)
 
-	// v55 = mul(v54, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
-
-	// mean(v55) over [N T]
-	VADDPS  1216(BX), Y1, Y1
+	// mean(v54) over [N T]
+	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
 	// v57 = sub(v24, v3) [N=64 T=421]
@@ -2527,6 +2543,8 @@ blocks_10:
 	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
 	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
 	VCVTPS2PD    X4, Y1
@@ -2544,9 +2562,9 @@ blocks_10:
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
-	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 	VMOVUPS lgc18<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
@@ -2587,7 +2605,7 @@ blocks_10:
 
 	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc18<>+0(SB), Y2, Y2
-	VMOVUPS lgc36<>+0(SB), Y5
+	VMOVUPS lgc37<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VXORPS    Y6, Y6, Y6
@@ -2605,7 +2623,7 @@ blocks_10:
 
 	// v98 = neg(v97) [N=64 T=421]
 	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc37<>+0(SB), Y2
+	VMOVUPS lgc38<>+0(SB), Y2
 
 	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 248(SP), Y3
@@ -2736,35 +2754,35 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x381baadf
-DATA lgc35<>+4(SB)/4, $0x381baadf
-DATA lgc35<>+8(SB)/4, $0x381baadf
-DATA lgc35<>+12(SB)/4, $0x381baadf
-DATA lgc35<>+16(SB)/4, $0x381baadf
-DATA lgc35<>+20(SB)/4, $0x381baadf
-DATA lgc35<>+24(SB)/4, $0x381baadf
-DATA lgc35<>+28(SB)/4, $0x381baadf
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0xbf800000
-DATA lgc36<>+4(SB)/4, $0xbf800000
-DATA lgc36<>+8(SB)/4, $0xbf800000
-DATA lgc36<>+12(SB)/4, $0xbf800000
-DATA lgc36<>+16(SB)/4, $0xbf800000
-DATA lgc36<>+20(SB)/4, $0xbf800000
-DATA lgc36<>+24(SB)/4, $0xbf800000
-DATA lgc36<>+28(SB)/4, $0xbf800000
+DATA lgc36<>+0(SB)/4, $0x381baadf
+DATA lgc36<>+4(SB)/4, $0x381baadf
+DATA lgc36<>+8(SB)/4, $0x381baadf
+DATA lgc36<>+12(SB)/4, $0x381baadf
+DATA lgc36<>+16(SB)/4, $0x381baadf
+DATA lgc36<>+20(SB)/4, $0x381baadf
+DATA lgc36<>+24(SB)/4, $0x381baadf
+DATA lgc36<>+28(SB)/4, $0x381baadf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xb4c7411d
-DATA lgc37<>+4(SB)/4, $0xb4c7411d
-DATA lgc37<>+8(SB)/4, $0xb4c7411d
-DATA lgc37<>+12(SB)/4, $0xb4c7411d
-DATA lgc37<>+16(SB)/4, $0xb4c7411d
-DATA lgc37<>+20(SB)/4, $0xb4c7411d
-DATA lgc37<>+24(SB)/4, $0xb4c7411d
-DATA lgc37<>+28(SB)/4, $0xb4c7411d
+DATA lgc37<>+0(SB)/4, $0xbf800000
+DATA lgc37<>+4(SB)/4, $0xbf800000
+DATA lgc37<>+8(SB)/4, $0xbf800000
+DATA lgc37<>+12(SB)/4, $0xbf800000
+DATA lgc37<>+16(SB)/4, $0xbf800000
+DATA lgc37<>+20(SB)/4, $0xbf800000
+DATA lgc37<>+24(SB)/4, $0xbf800000
+DATA lgc37<>+28(SB)/4, $0xbf800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+
+DATA lgc38<>+0(SB)/4, $0xb4c7411d
+DATA lgc38<>+4(SB)/4, $0xb4c7411d
+DATA lgc38<>+8(SB)/4, $0xb4c7411d
+DATA lgc38<>+12(SB)/4, $0xb4c7411d
+DATA lgc38<>+16(SB)/4, $0xb4c7411d
+DATA lgc38<>+20(SB)/4, $0xb4c7411d
+DATA lgc38<>+24(SB)/4, $0xb4c7411d
+DATA lgc38<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2779,7 +2797,7 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS  lgc30<>+0(SB), Y0, Y0
+	VADDPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2793,7 +2811,7 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS  lgc29<>+0(SB), Y1, Y1
+	VMULPS  lgc30<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2864,7 +2882,7 @@ noflush_13:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS     lgc30<>+0(SB), Y0, Y0
+	VADDPS     lgc31<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2880,7 +2898,7 @@ noflush_13:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS     lgc29<>+0(SB), Y1, Y1
+	VMULPS     lgc30<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -3025,7 +3043,7 @@ blocks_15:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
 	MOVQ         p6+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -3086,11 +3104,11 @@ blocks_15:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc13<>+0(SB), Y2, Y2
-	VMOVUPS lgc32<>+0(SB), Y3
+	VMOVUPS lgc33<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc33<>+0(SB), Y6
+	VMOVUPS lgc34<>+0(SB), Y6
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y6, Y7
@@ -3112,7 +3130,7 @@ blocks_15:
 	VMOVUPS Y5, 32128(BX)
 
 	// v101 = mul(v100, v32) [N=64 T=421]
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc39<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
@@ -3288,7 +3306,7 @@ noflush_16:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
@@ -3353,11 +3371,11 @@ noflush_16:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc13<>+0(SB), Y2, Y2
-	VMOVUPS lgc32<>+0(SB), Y3
+	VMOVUPS lgc33<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc33<>+0(SB), Y6
+	VMOVUPS lgc34<>+0(SB), Y6
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y6, Y7
@@ -3384,7 +3402,7 @@ noflush_16:
 	VMOVUPS      Y5, 32128(CX)
 
 	// v101 = mul(v100, v32) [N=64 T=421]
-	VMULPS lgc38<>+0(SB), Y1, Y5
+	VMULPS lgc39<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VXORPS    Y7, Y7, Y7
@@ -3466,15 +3484,15 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-DATA lgc38<>+0(SB)/4, $0xb81baadf
-DATA lgc38<>+4(SB)/4, $0xb81baadf
-DATA lgc38<>+8(SB)/4, $0xb81baadf
-DATA lgc38<>+12(SB)/4, $0xb81baadf
-DATA lgc38<>+16(SB)/4, $0xb81baadf
-DATA lgc38<>+20(SB)/4, $0xb81baadf
-DATA lgc38<>+24(SB)/4, $0xb81baadf
-DATA lgc38<>+28(SB)/4, $0xb81baadf
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0xb81baadf
+DATA lgc39<>+4(SB)/4, $0xb81baadf
+DATA lgc39<>+8(SB)/4, $0xb81baadf
+DATA lgc39<>+12(SB)/4, $0xb81baadf
+DATA lgc39<>+16(SB)/4, $0xb81baadf
+DATA lgc39<>+20(SB)/4, $0xb81baadf
+DATA lgc39<>+24(SB)/4, $0xb81baadf
+DATA lgc39<>+28(SB)/4, $0xb81baadf
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -3482,7 +3500,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc35<>+0(SB), Y1
 
 	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
@@ -3553,23 +3571,22 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc39<>+0(SB), Y0, Y1
-	VMULPS       lgc40<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
+	VMULPS       lgc41<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc41<>+0(SB), Y1, Y1
+	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc42<>+0(SB), Y2, Y1
+	VPAND        lgc43<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc44<>+0(SB), Y4
-	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
+	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
@@ -3577,6 +3594,7 @@ bulk_19:
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3585,7 +3603,7 @@ bulk_19:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
@@ -3600,154 +3618,144 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0x00800000
-DATA lgc39<>+4(SB)/4, $0x00800000
-DATA lgc39<>+8(SB)/4, $0x00800000
-DATA lgc39<>+12(SB)/4, $0x00800000
-DATA lgc39<>+16(SB)/4, $0x00800000
-DATA lgc39<>+20(SB)/4, $0x00800000
-DATA lgc39<>+24(SB)/4, $0x00800000
-DATA lgc39<>+28(SB)/4, $0x00800000
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
-
-DATA lgc40<>+0(SB)/4, $0x4b000000
-DATA lgc40<>+4(SB)/4, $0x4b000000
-DATA lgc40<>+8(SB)/4, $0x4b000000
-DATA lgc40<>+12(SB)/4, $0x4b000000
-DATA lgc40<>+16(SB)/4, $0x4b000000
-DATA lgc40<>+20(SB)/4, $0x4b000000
-DATA lgc40<>+24(SB)/4, $0x4b000000
-DATA lgc40<>+28(SB)/4, $0x4b000000
+DATA lgc40<>+0(SB)/4, $0x00800000
+DATA lgc40<>+4(SB)/4, $0x00800000
+DATA lgc40<>+8(SB)/4, $0x00800000
+DATA lgc40<>+12(SB)/4, $0x00800000
+DATA lgc40<>+16(SB)/4, $0x00800000
+DATA lgc40<>+20(SB)/4, $0x00800000
+DATA lgc40<>+24(SB)/4, $0x00800000
+DATA lgc40<>+28(SB)/4, $0x00800000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffffe9
-DATA lgc41<>+4(SB)/4, $0xffffffe9
-DATA lgc41<>+8(SB)/4, $0xffffffe9
-DATA lgc41<>+12(SB)/4, $0xffffffe9
-DATA lgc41<>+16(SB)/4, $0xffffffe9
-DATA lgc41<>+20(SB)/4, $0xffffffe9
-DATA lgc41<>+24(SB)/4, $0xffffffe9
-DATA lgc41<>+28(SB)/4, $0xffffffe9
+DATA lgc41<>+0(SB)/4, $0x4b000000
+DATA lgc41<>+4(SB)/4, $0x4b000000
+DATA lgc41<>+8(SB)/4, $0x4b000000
+DATA lgc41<>+12(SB)/4, $0x4b000000
+DATA lgc41<>+16(SB)/4, $0x4b000000
+DATA lgc41<>+20(SB)/4, $0x4b000000
+DATA lgc41<>+24(SB)/4, $0x4b000000
+DATA lgc41<>+28(SB)/4, $0x4b000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x007fffff
-DATA lgc42<>+4(SB)/4, $0x007fffff
-DATA lgc42<>+8(SB)/4, $0x007fffff
-DATA lgc42<>+12(SB)/4, $0x007fffff
-DATA lgc42<>+16(SB)/4, $0x007fffff
-DATA lgc42<>+20(SB)/4, $0x007fffff
-DATA lgc42<>+24(SB)/4, $0x007fffff
-DATA lgc42<>+28(SB)/4, $0x007fffff
+DATA lgc42<>+0(SB)/4, $0xffffffe9
+DATA lgc42<>+4(SB)/4, $0xffffffe9
+DATA lgc42<>+8(SB)/4, $0xffffffe9
+DATA lgc42<>+12(SB)/4, $0xffffffe9
+DATA lgc42<>+16(SB)/4, $0xffffffe9
+DATA lgc42<>+20(SB)/4, $0xffffffe9
+DATA lgc42<>+24(SB)/4, $0xffffffe9
+DATA lgc42<>+28(SB)/4, $0xffffffe9
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb504f3
-DATA lgc43<>+4(SB)/4, $0x3fb504f3
-DATA lgc43<>+8(SB)/4, $0x3fb504f3
-DATA lgc43<>+12(SB)/4, $0x3fb504f3
-DATA lgc43<>+16(SB)/4, $0x3fb504f3
-DATA lgc43<>+20(SB)/4, $0x3fb504f3
-DATA lgc43<>+24(SB)/4, $0x3fb504f3
-DATA lgc43<>+28(SB)/4, $0x3fb504f3
+DATA lgc43<>+0(SB)/4, $0x007fffff
+DATA lgc43<>+4(SB)/4, $0x007fffff
+DATA lgc43<>+8(SB)/4, $0x007fffff
+DATA lgc43<>+12(SB)/4, $0x007fffff
+DATA lgc43<>+16(SB)/4, $0x007fffff
+DATA lgc43<>+20(SB)/4, $0x007fffff
+DATA lgc43<>+24(SB)/4, $0x007fffff
+DATA lgc43<>+28(SB)/4, $0x007fffff
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3d9021bb
-DATA lgc44<>+4(SB)/4, $0x3d9021bb
-DATA lgc44<>+8(SB)/4, $0x3d9021bb
-DATA lgc44<>+12(SB)/4, $0x3d9021bb
-DATA lgc44<>+16(SB)/4, $0x3d9021bb
-DATA lgc44<>+20(SB)/4, $0x3d9021bb
-DATA lgc44<>+24(SB)/4, $0x3d9021bb
-DATA lgc44<>+28(SB)/4, $0x3d9021bb
+DATA lgc44<>+0(SB)/4, $0x3fb504f3
+DATA lgc44<>+4(SB)/4, $0x3fb504f3
+DATA lgc44<>+8(SB)/4, $0x3fb504f3
+DATA lgc44<>+12(SB)/4, $0x3fb504f3
+DATA lgc44<>+16(SB)/4, $0x3fb504f3
+DATA lgc44<>+20(SB)/4, $0x3fb504f3
+DATA lgc44<>+24(SB)/4, $0x3fb504f3
+DATA lgc44<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbdebd1b8
-DATA lgc45<>+4(SB)/4, $0xbdebd1b8
-DATA lgc45<>+8(SB)/4, $0xbdebd1b8
-DATA lgc45<>+12(SB)/4, $0xbdebd1b8
-DATA lgc45<>+16(SB)/4, $0xbdebd1b8
-DATA lgc45<>+20(SB)/4, $0xbdebd1b8
-DATA lgc45<>+24(SB)/4, $0xbdebd1b8
-DATA lgc45<>+28(SB)/4, $0xbdebd1b8
+DATA lgc45<>+0(SB)/4, $0x3d9021bb
+DATA lgc45<>+4(SB)/4, $0x3d9021bb
+DATA lgc45<>+8(SB)/4, $0x3d9021bb
+DATA lgc45<>+12(SB)/4, $0x3d9021bb
+DATA lgc45<>+16(SB)/4, $0x3d9021bb
+DATA lgc45<>+20(SB)/4, $0x3d9021bb
+DATA lgc45<>+24(SB)/4, $0x3d9021bb
+DATA lgc45<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3def251a
-DATA lgc46<>+4(SB)/4, $0x3def251a
-DATA lgc46<>+8(SB)/4, $0x3def251a
-DATA lgc46<>+12(SB)/4, $0x3def251a
-DATA lgc46<>+16(SB)/4, $0x3def251a
-DATA lgc46<>+20(SB)/4, $0x3def251a
-DATA lgc46<>+24(SB)/4, $0x3def251a
-DATA lgc46<>+28(SB)/4, $0x3def251a
+DATA lgc46<>+0(SB)/4, $0xbdebd1b8
+DATA lgc46<>+4(SB)/4, $0xbdebd1b8
+DATA lgc46<>+8(SB)/4, $0xbdebd1b8
+DATA lgc46<>+12(SB)/4, $0xbdebd1b8
+DATA lgc46<>+16(SB)/4, $0xbdebd1b8
+DATA lgc46<>+20(SB)/4, $0xbdebd1b8
+DATA lgc46<>+24(SB)/4, $0xbdebd1b8
+DATA lgc46<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc47<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc47<>+0(SB)/4, $0x3def251a
+DATA lgc47<>+4(SB)/4, $0x3def251a
+DATA lgc47<>+8(SB)/4, $0x3def251a
+DATA lgc47<>+12(SB)/4, $0x3def251a
+DATA lgc47<>+16(SB)/4, $0x3def251a
+DATA lgc47<>+20(SB)/4, $0x3def251a
+DATA lgc47<>+24(SB)/4, $0x3def251a
+DATA lgc47<>+28(SB)/4, $0x3def251a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e11e9bf
-DATA lgc48<>+4(SB)/4, $0x3e11e9bf
-DATA lgc48<>+8(SB)/4, $0x3e11e9bf
-DATA lgc48<>+12(SB)/4, $0x3e11e9bf
-DATA lgc48<>+16(SB)/4, $0x3e11e9bf
-DATA lgc48<>+20(SB)/4, $0x3e11e9bf
-DATA lgc48<>+24(SB)/4, $0x3e11e9bf
-DATA lgc48<>+28(SB)/4, $0x3e11e9bf
+DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbe2aae50
-DATA lgc49<>+4(SB)/4, $0xbe2aae50
-DATA lgc49<>+8(SB)/4, $0xbe2aae50
-DATA lgc49<>+12(SB)/4, $0xbe2aae50
-DATA lgc49<>+16(SB)/4, $0xbe2aae50
-DATA lgc49<>+20(SB)/4, $0xbe2aae50
-DATA lgc49<>+24(SB)/4, $0xbe2aae50
-DATA lgc49<>+28(SB)/4, $0xbe2aae50
+DATA lgc49<>+0(SB)/4, $0x3e11e9bf
+DATA lgc49<>+4(SB)/4, $0x3e11e9bf
+DATA lgc49<>+8(SB)/4, $0x3e11e9bf
+DATA lgc49<>+12(SB)/4, $0x3e11e9bf
+DATA lgc49<>+16(SB)/4, $0x3e11e9bf
+DATA lgc49<>+20(SB)/4, $0x3e11e9bf
+DATA lgc49<>+24(SB)/4, $0x3e11e9bf
+DATA lgc49<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x3e4cceac
-DATA lgc50<>+4(SB)/4, $0x3e4cceac
-DATA lgc50<>+8(SB)/4, $0x3e4cceac
-DATA lgc50<>+12(SB)/4, $0x3e4cceac
-DATA lgc50<>+16(SB)/4, $0x3e4cceac
-DATA lgc50<>+20(SB)/4, $0x3e4cceac
-DATA lgc50<>+24(SB)/4, $0x3e4cceac
-DATA lgc50<>+28(SB)/4, $0x3e4cceac
+DATA lgc50<>+0(SB)/4, $0xbe2aae50
+DATA lgc50<>+4(SB)/4, $0xbe2aae50
+DATA lgc50<>+8(SB)/4, $0xbe2aae50
+DATA lgc50<>+12(SB)/4, $0xbe2aae50
+DATA lgc50<>+16(SB)/4, $0xbe2aae50
+DATA lgc50<>+20(SB)/4, $0xbe2aae50
+DATA lgc50<>+24(SB)/4, $0xbe2aae50
+DATA lgc50<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbe7ffffc
-DATA lgc51<>+4(SB)/4, $0xbe7ffffc
-DATA lgc51<>+8(SB)/4, $0xbe7ffffc
-DATA lgc51<>+12(SB)/4, $0xbe7ffffc
-DATA lgc51<>+16(SB)/4, $0xbe7ffffc
-DATA lgc51<>+20(SB)/4, $0xbe7ffffc
-DATA lgc51<>+24(SB)/4, $0xbe7ffffc
-DATA lgc51<>+28(SB)/4, $0xbe7ffffc
+DATA lgc51<>+0(SB)/4, $0x3e4cceac
+DATA lgc51<>+4(SB)/4, $0x3e4cceac
+DATA lgc51<>+8(SB)/4, $0x3e4cceac
+DATA lgc51<>+12(SB)/4, $0x3e4cceac
+DATA lgc51<>+16(SB)/4, $0x3e4cceac
+DATA lgc51<>+20(SB)/4, $0x3e4cceac
+DATA lgc51<>+24(SB)/4, $0x3e4cceac
+DATA lgc51<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc52<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc52<>+0(SB)/4, $0xbe7ffffc
+DATA lgc52<>+4(SB)/4, $0xbe7ffffc
+DATA lgc52<>+8(SB)/4, $0xbe7ffffc
+DATA lgc52<>+12(SB)/4, $0xbe7ffffc
+DATA lgc52<>+16(SB)/4, $0xbe7ffffc
+DATA lgc52<>+20(SB)/4, $0xbe7ffffc
+DATA lgc52<>+24(SB)/4, $0xbe7ffffc
+DATA lgc52<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xff800000
-DATA lgc53<>+4(SB)/4, $0xff800000
-DATA lgc53<>+8(SB)/4, $0xff800000
-DATA lgc53<>+12(SB)/4, $0xff800000
-DATA lgc53<>+16(SB)/4, $0xff800000
-DATA lgc53<>+20(SB)/4, $0xff800000
-DATA lgc53<>+24(SB)/4, $0xff800000
-DATA lgc53<>+28(SB)/4, $0xff800000
+DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
 DATA lgc54<>+0(SB)/4, $0x7fc00000
@@ -3783,23 +3791,22 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
-	VMULPS       lgc40<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
+	VMULPS       lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc41<>+0(SB), Y2, Y2
+	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc42<>+0(SB), Y3, Y2
+	VPAND        lgc43<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc44<>+0(SB), Y5
-	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
+	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
@@ -3807,6 +3814,7 @@ bulk_21:
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3815,7 +3823,7 @@ bulk_21:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
@@ -3829,7 +3837,7 @@ bulk_21:
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc53<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

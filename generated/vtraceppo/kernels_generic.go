@@ -30,7 +30,7 @@ var scratchPool = sync.Pool{New: func() any {
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc49 := runtime.Mean{}
 	acc51 := runtime.Mean{}
-	acc53 := runtime.Mean{}
+	acc55 := runtime.Mean{}
 	acc56 := runtime.Mean{}
 	acc66 := runtime.Mean{}
 	for k := range s.acc67 {
@@ -84,10 +84,10 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v50 := v8 - v7
 			acc51.Add(float64(v50))
 			v52 := in.Entropy[iN*421+iT]
-			acc53.Add(float64(v52))
-			v54 := float32(-0.01)
-			v55 := float32(v54 * v52)
-			acc56.Add(float64(v55))
+			v53 := float32(-0.01)
+			v54 := float32(v53 * v52)
+			acc55.Add(float64(v52))
+			acc56.Add(float64(v54))
 			v57 := v24 - v3
 			v58 := float32(math.Abs(float64(v57)))
 			v59 := float32(0.5)
@@ -108,7 +108,7 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	out.ClipFraction = float32(acc49.Result())
 	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc53.Result())
+	out.Entropy = float32(acc55.Result())
 	out.LossEntropy = float32(acc56.Result())
 	out.LossCritic = float32(acc66.Result())
 	for k := range s.acc67 {
@@ -228,7 +228,7 @@ var fbScratchPool = sync.Pool{New: func() any {
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc49 := runtime.Mean{}
 	acc51 := runtime.Mean{}
-	acc53 := runtime.Mean{}
+	acc55 := runtime.Mean{}
 	acc56 := runtime.Mean{}
 	acc66 := runtime.Mean{}
 	for k := range s.acc67 {
@@ -283,10 +283,10 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v50 := v8 - v7
 			acc51.Add(float64(v50))
 			v52 := in.Entropy[iN*421+iT]
-			acc53.Add(float64(v52))
-			v54 := float32(-0.01)
-			v55 := float32(v54 * v52)
-			acc56.Add(float64(v55))
+			v53 := float32(-0.01)
+			v54 := float32(v53 * v52)
+			acc55.Add(float64(v52))
+			acc56.Add(float64(v54))
 			v57 := v24 - v3
 			v58 := float32(math.Abs(float64(v57)))
 			v59 := float32(0.5)
@@ -327,7 +327,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	out.ClipFraction = float32(acc49.Result())
 	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc53.Result())
+	out.Entropy = float32(acc55.Result())
 	out.LossEntropy = float32(acc56.Result())
 	out.LossCritic = float32(acc66.Result())
 	for k := range s.acc67 {

@@ -243,13 +243,13 @@ var Launch = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.s",
+		Name:   "scratch/pass0.v55.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.n",
+		Name:   "scratch/pass0.v55.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -306,12 +306,12 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "in/entropy", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "scratch/pass0.v66.s", "scratch/pass0.v66.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "in/entropy", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "scratch/pass0.v66.s", "scratch/pass0.v66.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0_merge",
-		Params: []string{"scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/clip_fraction", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/kl_approx", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/entropy", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "out/loss_entropy", "scratch/pass0.v66.s", "scratch/pass0.v66.n", "out/loss_critic", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/s0", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/s1", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/s2", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/clip_fraction", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/kl_approx", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/entropy", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "out/loss_entropy", "scratch/pass0.v66.s", "scratch/pass0.v66.n", "out/loss_critic", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/s0", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/s1", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/s2", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
@@ -589,13 +589,13 @@ var LaunchBackward = runtime.LaunchTable{
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.s",
+		Name:   "scratch/pass0.v55.s",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
 		DType:  "float64",
 		Length: 1,
-		Name:   "scratch/pass0.v53.n",
+		Name:   "scratch/pass0.v55.n",
 		Role:   "scratch",
 		Shape:  []int{1},
 	}, {
@@ -652,12 +652,12 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "in/entropy", "grad/state_value", "grad/entropy", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "scratch/pass0.v66.s", "scratch/pass0.v66.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.done", "in/next.terminated", "in/log_prob", "in/sample_log_prob", "out/value_target", "in/entropy", "grad/state_value", "grad/entropy", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "scratch/pass0.v66.s", "scratch/pass0.v66.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0_merge",
-		Params: []string{"scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/clip_fraction", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/kl_approx", "scratch/pass0.v53.s", "scratch/pass0.v53.n", "out/entropy", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "out/loss_entropy", "scratch/pass0.v66.s", "scratch/pass0.v66.n", "out/loss_critic", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/s0", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/s1", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/s2", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/s3"},
+		Params: []string{"scratch/pass0.v49.s", "scratch/pass0.v49.n", "out/clip_fraction", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "out/kl_approx", "scratch/pass0.v55.s", "scratch/pass0.v55.n", "out/entropy", "scratch/pass0.v56.s", "scratch/pass0.v56.n", "out/loss_entropy", "scratch/pass0.v66.s", "scratch/pass0.v66.n", "out/loss_critic", "scratch/pass0.v67.n", "scratch/pass0.v67.mean", "scratch/pass0.v67.m2", "scratch/s0", "scratch/pass0.v68.n", "scratch/pass0.v68.mean", "scratch/pass0.v68.m2", "scratch/s1", "scratch/pass0.v74.m", "scratch/pass0.v74.s", "scratch/s2", "scratch/pass0.v76.m", "scratch/pass0.v76.s", "scratch/s3"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

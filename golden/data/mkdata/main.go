@@ -81,6 +81,8 @@ func run(src, dir string) error {
 		"next.reward":      {Shape: shape, Data: f32("rewards")},
 		"next.done":        {Shape: shape, Data: flags("dones")},
 		"next.terminated":  {Shape: shape, Data: flags("terminated")},
+		"logits":           {Shape: []int{rows, steps, 2}, Data: logits[:2*n]},
+		"action":           {Shape: shape, Data: actions[:n]},
 	}
 	if err := golden.WriteNPZ(dir+"/cartpole_rollout.npz", rollout); err != nil {
 		return err
@@ -108,6 +110,8 @@ func run(src, dir string) error {
 		"old_state_value": {Shape: mb, Data: value},
 		"advantage":       {Shape: mb, Data: pick(adv)},
 		"value_target":    {Shape: mb, Data: pick(vt)},
+		"logits":          {Shape: []int{batch, 2}, Data: pickPairs(logits[:2*n], perm)},
+		"action":          {Shape: mb, Data: pickInt(actions[:n], perm)},
 	}
 	return golden.WriteNPZ(dir+"/cartpole_minibatch.npz", minibatch)
 }
@@ -146,4 +150,22 @@ estimator: {type: gae, gamma: 0.99, lmbda: 0.95}
 		return o
 	}
 	return round(interp.Data(out["advantage"])), round(interp.Data(out["value_target"])), nil
+}
+
+// pickPairs gathers the (logit 0, logit 1) pairs of the picked steps.
+func pickPairs(x []float32, perm []int) []float32 {
+	out := make([]float32, 0, 2*len(perm))
+	for _, j := range perm {
+		out = append(out, x[2*j], x[2*j+1])
+	}
+	return out
+}
+
+// pickInt gathers the picked steps' actions.
+func pickInt(x []int64, perm []int) []int64 {
+	out := make([]int64, len(perm))
+	for i, j := range perm {
+		out[i] = x[j]
+	}
+	return out
 }
