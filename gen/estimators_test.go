@@ -2,19 +2,7 @@ package gen_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-
-	"github.com/stretchr/testify/require"
-
-	"github.com/lossgen/lossgen/gen"
-	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/gen/gogen"
-	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/golden"
-	"github.com/lossgen/lossgen/runtime"
 )
 
 // TestEstimatorShapes runs every value estimator on every backend (the pure-Go kernel, the
@@ -44,31 +32,7 @@ func TestEstimatorShapes(t *testing.T) {
 			if c.extra != "" {
 				src += ", " + c.extra
 			}
-			path := filepath.Join(t.TempDir(), "s.yaml")
-			require.NoError(t, os.WriteFile(path, []byte(src+"}\n"), 0o644))
-			comp, err := gen.Compile(path)
-			require.NoError(t, err)
-			cs, err := cases.Build(comp.Graph, "p", "")
-			require.NoError(t, err)
-			run := backends(t, comp)
-			mod, err := ptxgen.Emit(comp.Plan, comp.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
-			require.NoError(t, err)
-			for _, cs := range cs {
-				require.NoError(t, cases.Want(comp.Graph, &cs))
-				outs := run(cs.Inputs)
-				outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), mod.Launch, cs.Inputs)
-				require.NoError(t, err)
-				for backend, out := range outs {
-					for _, o := range comp.Graph.Outputs {
-						tol := gen.Tolerance(comp.Graph.DType, len(o.Node.Shape) == 0)
-						d := golden.Compare(cs.Want[o.Name].Float64s(), out[o.Name].Float64s(), tol)
-						if d.Bad > 0 {
-							t.Fatalf("%s, case %s, %s: %d bad, first at %d: got %v, want %v", backend, cs.Name, o.Name, d.Bad, d.First,
-								out[o.Name].Float64s()[d.First], cs.Want[o.Name].Float64s()[d.First])
-						}
-					}
-				}
-			}
+			checkAllBackends(t, src+"}\n")
 		})
 	}
 }

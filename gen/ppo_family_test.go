@@ -39,7 +39,7 @@ func TestPPOFamily(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := fmt.Sprintf("package: p\ndtype: %s\ndims: %s\nbatch: %s\nloss: %s\n", c.dtype, c.dims, c.batch, c.loss)
-			ppoFamilyCase(t, src)
+			checkAllBackends(t, src)
 		})
 	}
 	masked := []struct{ name, dtype, loss string }{
@@ -50,14 +50,15 @@ func TestPPOFamily(t *testing.T) {
 	for _, c := range masked {
 		t.Run("mask_"+c.name, func(t *testing.T) {
 			src := fmt.Sprintf("package: p\ndtype: %s\ndims: {B: 4, L: 13, A: 5}\nbatch: [B, L]\nloss: %s\nkeys: {mask: mask}\n", c.dtype, c.loss)
-			ppoFamilyCase(t, src)
+			checkAllBackends(t, src)
 		})
 	}
 }
 
-// ppoFamilyCase compiles src and checks every backend's Forward and ForwardBackward against
-// the interpreter on its golden cases.
-func ppoFamilyCase(t *testing.T, src string) {
+// checkAllBackends compiles the spec src and checks every backend's Forward (and
+// ForwardBackward) against the interpreter on the spec's golden cases: the pure-Go kernel,
+// the default build's (AVX2 where the CPU has it) and the PTX in the simulator.
+func checkAllBackends(t *testing.T, src string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
