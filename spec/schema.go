@@ -69,7 +69,8 @@ const (
 )
 
 // Sample says how golden cases draw a key's values: uniform in [Lo, Hi), normal (Mean,
-// Std), a flag true with probability P, or an index along the stage's action dim. Offset
+// Std), a flag true with probability P, or an index along the stage's action dim (for an
+// input stored as flags or floats, a one-hot vector along its last dim). Offset
 // adds the values of another key (log_prob = sample_log_prob + a small offset); Within
 // keeps a flag true only where another one is (terminated ⊆ done).
 type Sample struct {
@@ -82,6 +83,12 @@ type Sample struct {
 	ExtremeLog bool // the "extreme" case pushes it to ±6 nats of its offset base and exact ties
 	ExtremeBig bool // the "extreme" case puts zeros and ±1e3 values in it
 	ExtremeNil bool // the "extreme" case puts exact zeros in every third element
+	// ExtremeTie: the "extreme" case makes every second element along the last dim equal
+	// to the one before it (tied maxima, tied expected values over atoms).
+	ExtremeTie bool
+	// ExtremeRows: the "extreme" case clears every third row (all elements along the last
+	// dim) of a flag: all-masked rows.
+	ExtremeRows bool
 }
 
 // KeyDef is one logical key: a name TorchRL's tensor_keys or lossgen use for a tensor of the

@@ -57,7 +57,7 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	extremeKeys := false
 	for _, in := range g.Inputs {
 		sm := sample(in.Key)
-		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil
+		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil || sm.ExtremeTie || sm.ExtremeRows
 	}
 	if extremeKeys {
 		add("extreme", func(r *rand.Rand, in *ir.Input) []float64 { return extreme(r, g, in) })
@@ -116,6 +116,14 @@ func typical(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 		case "flag":
 			v[i] = b2f(r.Float64() < sm.P)
 		case "index":
+			if in.Kind != ir.Index {
+				// A one-hot vector along the last dim (a one-hot action stored as flags).
+				a := in.Shape[len(in.Shape)-1].Size
+				if i%a == 0 {
+					v[i+r.IntN(a)] = 1
+				}
+				continue
+			}
 			v[i] = float64(r.IntN(IndexRange(g, in)))
 		default:
 			v[i] = sm.Mean + sm.Std*r.NormFloat64()
@@ -141,7 +149,8 @@ func IndexRange(g *ir.Graph, in *ir.Input) int {
 }
 
 // extreme stresses the clip and the exponentials: log-weights of up to ±6 nats, exact ties
-// at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy.
+// at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy; ties along the action dim
+// and all-masked rows.
 func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 	v := typical(r, g, in)
 	sm := sample(in.Key)
@@ -164,6 +173,17 @@ func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 		case sm.ExtremeNil:
 			if i%3 == 0 {
 				v[i] = 0
+			}
+		}
+	}
+	if len(in.Shape) > 0 && (sm.ExtremeTie || sm.ExtremeRows) {
+		last := in.Shape[len(in.Shape)-1].Size
+		for i := range v {
+			switch {
+			case sm.ExtremeTie && i%last%2 == 1:
+				v[i] = v[i-1] // ties along the last dim
+			case sm.ExtremeRows && (i/last)%3 == 1:
+				v[i] = 0 // a row with every element cleared
 			}
 		}
 	}

@@ -262,6 +262,11 @@ func (e *gen) forward(f *jen.File) {
 	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
 	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
 	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	if len(e.faults()) > 0 {
+		f.Comment("When the inputs break a precondition TorchRL checks at run time (see the fault outputs")
+		f.Comment("in Outputs), it returns a *runtime.DataError after writing every output; the outputs")
+		f.Comment("are then not meaningful.")
+	}
 	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().Block(
 		jen.Return(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out"))),
 	)
@@ -279,6 +284,7 @@ func (e *gen) forward(f *jen.File) {
 		b.For(jen.List(jen.Id("_"), jen.Id("pass")).Op(":=").Range().Id("im").Dot(k.Name("passes"))).Block(
 			jen.Id("pass").Call(append(args, jen.Id("s"))...),
 		)
+		e.faultChecks(b)
 		b.Return(jen.Nil())
 	}
 	f.Comment("forward checks its arguments, then runs im's Forward passes with pooled scratch buffers.")
@@ -302,6 +308,31 @@ func (e *gen) forward(f *jen.File) {
 		})
 	}
 	e.check(f)
+}
+
+// faults are the outputs that check the inputs at run time (ir.Fault).
+func (e *gen) faults() []*ir.Output {
+	var out []*ir.Output
+	for _, o := range e.g.Outputs {
+		if o.Role == ir.Fault {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// faultChecks returns a *runtime.DataError for the first fault output that is not 0, once
+// every pass has run.
+func (e *gen) faultChecks(b *jen.Group) {
+	for _, o := range e.faults() {
+		field := jen.Id("out").Dot(e.out[o.Name])
+		b.If(field.Clone().Op("!=").Lit(0)).Block(
+			jen.Return(jen.Op("&").Qual(RuntimePath, "DataError").Values(jen.Dict{
+				jen.Id("Kernel"): jen.Lit(e.m.Package), jen.Id("Output"): jen.Lit("out." + e.out[o.Name]),
+				jen.Id("Count"): jen.Float64().Call(field.Clone()), jen.Id("Msg"): jen.Lit(o.Doc),
+			})),
+		)
+	}
 }
 
 // gradsArg is x for a package with gradients, nothing otherwise (check's third argument).

@@ -95,16 +95,25 @@ func (l *Lowerer) Read(key string) *ir.Node { return l.ReadShaped(key, l.Batch()
 
 // ReadShaped is Read for a key of another shape (logits [*batch, A], an ensemble [Q, *batch]).
 func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
+	def, ok := keys[key]
+	if !ok {
+		panic("lower: " + l.stage.Type + " reads key " + key + ", which no stage declares")
+	}
+	return l.ReadAs(key, shape, def.Kind)
+}
+
+// ReadAs is ReadShaped for a key whose storage depends on the stage's configuration: an
+// action is an int64 index [*batch] for a categorical action space and a float one-hot
+// vector [*batch, A] for a one-hot one (a kernel input is stored as kind; a value an earlier
+// stage wrote is used as it is).
+func (l *Lowerer) ReadAs(key string, shape ir.Shape, kind spec.KeyKind) *ir.Node {
 	if n, ok := l.env[key]; ok {
 		if !n.Shape.Equal(shape) {
 			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
 		}
 		return n
 	}
-	def, ok := keys[key]
-	if !ok {
-		panic("lower: " + l.stage.Type + " reads key " + key + ", which no stage declares")
-	}
+	def := keys[key]
 	data := l.S.Keys[key]
 	if data == nil {
 		l.errorf("keys."+key, "keys.%s: %s reads %q but the key is mapped to null (absent from the data); map it to an array name", key, l.stage.Type, key)
@@ -117,8 +126,8 @@ func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
 		}
 		l.errorf("keys."+at, "keys.%s: maps to %q, the array keys.%s already reads", key, name, other)
 	}
-	kind := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[def.Kind]
-	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: kind, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable})
+	elem := map[spec.KeyKind]ir.ElemKind{spec.FloatKey: ir.Float, spec.BoolKey: ir.Bool, spec.IndexKey: ir.Index}[kind]
+	n := l.B.Input(ir.Input{Key: key, Name: name, Kind: elem, Shape: shape, Doc: def.Doc, Differentiable: def.Differentiable && kind == spec.FloatKey})
 	l.inputs[name] = key
 	l.env[key] = n
 	l.read[key] = true
