@@ -113,11 +113,11 @@ func zoo(dt ir.DType) *ir.Graph {
 }
 
 // zooFlags gathers flags and indices that have a non-batch dim at computed and input indices
-// (a masked argmax's chosen value: the gather is pushed through the where onto the mask), in
-// a graph of its own: the zoo's one pass already holds about as many vector values as the
+// (a masked argmax's chosen value: the gather is pushed through the where onto the mask), and
+// stores values of two inner dims that need a reduction over either one, in a graph of its own: the zoo's one pass already holds about as many vector values as the
 // AVX2 registers do.
 func zooFlags(dt ir.DType) *ir.Graph {
-	dims := []ir.Dim{{Name: "N", Size: 3}, {Name: "T", Size: 5}, {Name: "A", Size: 4}}
+	dims := []ir.Dim{{Name: "Q", Size: 2}, {Name: "N", Size: 3}, {Name: "T", Size: 5}, {Name: "A", Size: 4}}
 	b := ir.NewBuilder(dt, dims, []string{"N", "T"})
 	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
 		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
@@ -133,6 +133,11 @@ func zooFlags(dt ir.DType) *ir.Graph {
 	out("masked_chosen", b.Gather(masked, best, "A"))
 	out("gather_bool", b.Gather(cm, idx, "A"))
 	out("gather_index", b.Add(b.Gather(ia, best, "A"), b.Gather(ia, idx, "A")))
+	// Outputs with two inner dims that need a reduction over one of them, broadcast back
+	// along it (discrete IQL's Q gradient): the loops nest so the reduced dim is innermost.
+	qe := in("qe", ir.Float, "Q", "N", "T", "A")
+	out("sum_A_by_mask", b.Mul(b.Sum(b.Mul(qe, cm), "A"), cm))
+	out("sum_Q_times", b.Mul(b.Sum(qe, "Q"), qe))
 	return b.Graph()
 }
 

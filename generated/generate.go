@@ -11,3 +11,9 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td1 -golden ../golden/td1 ../spec/examples/td1.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o tdlambda -golden ../golden/tdlambda ../spec/examples/td_lambda.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o vtraceppo -golden ../golden/vtraceppo ../spec/examples/vtrace_ppo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o iql -golden ../golden/iql ../spec/examples/iql.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discreteiql -golden ../golden/discreteiql ../spec/examples/discrete_iql.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o qvalue -golden ../golden/qvalue ../spec/examples/qvalue.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distqvalue -golden ../golden/distqvalue ../spec/examples/distributional_qvalue.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml
