@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -317,4 +318,27 @@ func TestNestedInnerDims(t *testing.T) {
 		find(ps.Body, nil)
 	}
 	require.NotNil(t, grad)
+}
+
+// Every example spec's Forward and ForwardBackward plans are valid (checkValid), among them
+// loops over two inner dims that only accumulate (the distributional module's count over
+// [K, A]), placed after the values they read.
+func TestExamplePlansAreValid(t *testing.T) {
+	files, err := filepath.Glob("../../spec/examples/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := spec.ParseFile(f, lower.Registry())
+			require.NoError(t, err)
+			g, _, err := lower.Lower(s)
+			require.NoError(t, err)
+			fwd, err := passes.Run(g, passes.Forward)
+			require.NoError(t, err)
+			mustBuild(t, fwd)
+			fb, err := passes.Run(fwd, passes.Backward)
+			require.NoError(t, err)
+			mustBuild(t, fb)
+		})
+	}
 }

@@ -275,11 +275,7 @@ func (pb *progBuilder) emit(s *scope) *Block {
 	sort.Strings(dims)
 	for _, k := range dims {
 		fe := s.forEach[k]
-		key := 0.0
-		for _, it := range fe.items {
-			key = max(key, it.key)
-		}
-		s.add(key+0.1, Step{Kind: Loop, Block: fe.block}, fe)
+		s.add(lastKey(fe)+0.1, Step{Kind: Loop, Block: fe.block}, fe)
 	}
 	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].key < s.items[j].key })
 	for _, it := range s.items {
@@ -289,4 +285,17 @@ func (pb *progBuilder) emit(s *scope) *Block {
 		s.block.Steps = append(s.block.Steps, it.step)
 	}
 	return s.block
+}
+
+// lastKey is the largest sort key in a forEach scope and the forEach scopes nested in it: the
+// loop goes after everything it reads.
+func lastKey(s *scope) float64 {
+	key := 0.0
+	for _, it := range s.items {
+		key = max(key, it.key)
+	}
+	for _, fe := range s.forEach {
+		key = max(key, lastKey(fe))
+	}
+	return key
 }

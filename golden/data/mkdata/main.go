@@ -164,10 +164,10 @@ estimator: {type: gae, gamma: 0.99, lmbda: 0.95}
 }
 
 // pendulumIQL derives an IQL minibatch from the recorded Pendulum rollout (README.md states
-// each formula). V is the behaviour policy's discounted return-to-go (γ 0.99) within the
-// recorded episode, the Q ensemble adds an action-dependent term per member to r + γV', the
-// target ensemble lags it, and the policy is a Gaussian around a fixed PD controller. All in
-// float64, rounded to float32 once.
+// each formula). V is the behaviour policy's discounted return-to-go at the expert's γ 0.9
+// within the recorded episode, each Q member adds an action-dependent term to V, the target
+// ensemble lags the online one, and the policy is a Gaussian around a fixed PD controller. All
+// in float64, rounded to float32 once.
 func pendulumIQL(src, dir string) error {
 	raw, err := golden.ReadNPZ(src)
 	if err != nil {
@@ -179,9 +179,9 @@ func pendulumIQL(src, dir string) error {
 	term := raw["terminated"].Data.([]bool)
 	lengths := raw["episode_lengths"].Data.([]int64)
 	n := len(rew)
-	const gamma = 0.99
+	const gamma = 0.9
 	// Return-to-go within each episode; the truncated episode's last next value is 0.
-	g := make([]float64, n+1)
+	g := make([]float64, n)
 	next := make([]float64, n)
 	end := n
 	for e := len(lengths) - 1; e >= 0; e-- {
@@ -206,14 +206,14 @@ func pendulumIQL(src, dir string) error {
 	for i, t := range perm {
 		a := float64(act[t])
 		theta := math.Atan2(float64(obs[3*t+1]), float64(obs[3*t]))
-		mu := math.Max(-2, math.Min(2, -(2*theta+0.5*float64(obs[3*t+2]))))
+		mu := math.Max(-2, math.Min(2, -(2*theta + 0.5*float64(obs[3*t+2]))))
 		const sigma = 0.5
 		lp[i] = f(-(a-mu)*(a-mu)/(2*sigma*sigma) - math.Log(sigma) - 0.5*math.Log(2*math.Pi))
 		v[i], vn[i], r[i], done[i] = f(g[t]), f(next[t]), rew[t], term[t]
 		for k, c := range []float64{1.0, 0.9} {
-			base := float64(rew[t]) + gamma*next[t]
-			q[k*B+i] = f(base + c*a)
-			qt[k*B+i] = f(0.8*(base+c*a) + 0.2*g[t])
+			qk := g[t] + c*a + 0.5*float64(k)
+			q[k*B+i] = f(qk)
+			qt[k*B+i] = f(0.8*qk + 0.2*g[t])
 		}
 	}
 	shape := []int{B}
