@@ -206,7 +206,7 @@ func pendulumIQL(src, dir string) error {
 	for i, t := range perm {
 		a := float64(act[t])
 		theta := math.Atan2(float64(obs[3*t+1]), float64(obs[3*t]))
-		mu := math.Max(-2, math.Min(2, -(2*theta + 0.5*float64(obs[3*t+2]))))
+		mu := math.Max(-2, math.Min(2, -(2*theta+0.5*float64(obs[3*t+2]))))
 		const sigma = 0.5
 		lp[i] = f(-(a-mu)*(a-mu)/(2*sigma*sigma) - math.Log(sigma) - 0.5*math.Log(2*math.Pi))
 		v[i], vn[i], r[i], done[i] = f(g[t]), f(next[t]), rew[t], term[t]
