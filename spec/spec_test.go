@@ -138,8 +138,11 @@ func numericParams(t *testing.T) []struct {
 
 // stageSpec writes a spec whose stage of kind k and type typ sets param to value.
 func stageSpec(k spec.Kind, typ, param, value string) string {
-	src := "package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\n"
+	src := "package: p\ndims: {N: 4, T: 3, A: 3}\nbatch: [N, T]\n"
 	stage := fmt.Sprintf("{type: %s, %s: %s}", typ, param, value)
+	if typ == "discrete_iql" || typ == "qvalue" { // they need the dim of their actions
+		stage = fmt.Sprintf("{type: %s, action_dim: A, %s: %s}", typ, param, value)
+	}
 	switch k {
 	case spec.Estimator:
 		return src + "estimator: " + stage + "\nloss: {type: clip_ppo}\n"
