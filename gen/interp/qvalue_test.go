@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -116,3 +117,20 @@ func TestKLRewardHandValues(t *testing.T) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// The logged OpenRLHF rollout in golden/data/rlhf_tokens.npz was trained on token rewards
+// −0.2·(logprobs − ref_logprobs) (plus a sequence reward of 0 on the last token): the KL reward
+// with coef 0.2 reproduces them to float32 rounding.
+func TestKLRewardMatchesLoggedRLHFRewards(t *testing.T) {
+	data, err := golden.ReadNPZ("../../golden/data/rlhf_tokens.npz")
+	require.NoError(t, err)
+	in := map[string][]float64{}
+	for _, k := range []string{"next.reward", "log_prob", "ref_log_prob", "mask"} {
+		in[k] = data[k].Float64s()
+	}
+	out := eval(t, "package: p\ndims: {B: 1, L: 12}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.2}]\nkeys: {mask: mask}\n", in)
+	want := data["token_rewards"].Float64s()
+	for i, w := range want {
+		require.InDelta(t, w, out["next.reward"][i], 1e-9, "token %d", i)
+	}
+}
