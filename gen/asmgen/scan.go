@@ -308,16 +308,7 @@ func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii reg.VecVi
 			c.MOVB(elemMem(ptr, o, 1, 0), t)
 			c.MOVB(t, slot.Offset(i))
 		}
-		if pg.lanes() == 8 {
-			c.VPMOVZXBD(slot, y)
-		} else {
-			c.VPMOVZXBD(slot, y.AsX())
-		}
-		if pg.f64 {
-			c.VCVTDQ2PD(y.AsX(), y)
-		} else {
-			c.VCVTDQ2PS(y, y)
-		}
+		pg.boolsToFloats(slot, y)
 		return y
 	}
 	slot := c.AllocLocal(32)
@@ -329,13 +320,7 @@ func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii reg.VecVi
 	for i := 0; i < pg.validLanes(); i++ {
 		c.MOVLQZX(offs.Offset(4*i), o)
 		c.MOVQ(elemMem(ptr, o, 8, 0), t)
-		if pg.f64 {
-			c.VCVTSI2SDQ(t, f, f)
-			c.VMOVSD(f, slot.Offset(8*i))
-		} else {
-			c.VCVTSI2SSQ(t, f, f)
-			c.VMOVSS(f, slot.Offset(4*i))
-		}
+		pg.indexToSlot(t, f, slot, i)
 	}
 	pg.mov(slot, y)
 	return y

@@ -6,38 +6,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorgonia.org/tensor"
 
-	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/spec"
 )
-
-// evalGrad is eval on ForwardBackward's graph: the outputs and the gradients grad.<input>.
-func evalGrad(t *testing.T, src string, in map[string][]float64) map[string][]float64 {
-	t.Helper()
-	s, err := spec.Parse("test.yaml", []byte(src), lower.Registry())
-	require.NoError(t, err)
-	g, _, err := lower.Lower(s)
-	require.NoError(t, err)
-	g, err = passes.Autodiff(g)
-	require.NoError(t, err)
-	inputs := map[string]*tensor.Dense{}
-	for _, x := range g.Inputs {
-		v, ok := in[x.Name]
-		require.True(t, ok, "test gives no input %q", x.Name)
-		inputs[x.Name] = interp.New(x.Shape, v)
-	}
-	require.Len(t, in, len(g.Inputs), "test gives inputs the graph does not read")
-	outs, err := interp.Run(g, inputs)
-	require.NoError(t, err)
-	res := map[string][]float64{}
-	for k, v := range outs {
-		res[k] = interp.Data(v)
-	}
-	return res
-}
 
 // IQL inputs of SEMANTICS.md §9.4: B = 3, N = 2 members, the same ensemble online and target.
 var iql94 = map[string][]float64{
