@@ -136,13 +136,13 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 	m := b.Note(b.Detach(b.ReduceMin(qt, ens)), "min_q")
 	w := b.Note(b.Detach(b.Min(b.Exp(b.Mul(b.Sub(m, b.Detach(v)), b.Const(beta))), b.Const(100))), "awr_weight")
 	l.Output("loss_actor", l.reduce(b.Neg(b.Mul(w, lp)), reduction), ir.LossTerm,
-		"advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction ("+reduction+") (torchrl/objectives/iql.py IQLLoss.actor_loss)")
+		"advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction ("+reduction+") (actor_loss)")
 
 	// loss_qvalue: every member of the current ensemble regresses on the TD target.
 	y := l.Read("value_target")
 	fn := st.String("loss_function")
 	l.Output("loss_qvalue", l.reduce(b.Sum(l.distance(q, y, fn), ens), reduction), ir.LossTerm,
-		"Σ_k "+fn+"(Q_k, y) over the ensemble, y the TD target, reduced by reduction (torchrl/objectives/iql.py IQLLoss.qvalue_loss)")
+		"Σ_k "+fn+"(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss)")
 
 	// loss_value: expectile regression of V on the target ensemble's minimum.
 	tau := st.Float("expectile")
@@ -151,7 +151,7 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 	u := b.Note(b.Sub(m, v), "value_diff")
 	weight := b.Where(b.Gt(u, b.Const(0)), b.Const(tauHi), b.Const(tauLo))
 	l.Output("loss_value", l.reduce(b.Mul(weight, b.Square(u)), reduction), ir.LossTerm,
-		"expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (torchrl/objectives/iql.py IQLLoss.value_loss)")
+		"expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss)")
 
 	l.Output("entropy", b.MeanAll(b.Neg(b.Detach(lp))), ir.Metric,
 		"mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean")

@@ -31,9 +31,9 @@ Outputs (TorchRL's names):
 
   - advantage [B]: advantage G − V (TorchRL key advantage) (torchrl/objectives/value/advantages.py TD0Estimator)
   - value_target [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target) (torchrl/objectives/value/advantages.py TD0Estimator)
-  - loss_actor scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (torchrl/objectives/iql.py IQLLoss.actor_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
-  - loss_qvalue scalar: Σ_k l2(Q_k, y) over the ensemble, y the TD target, reduced by reduction (torchrl/objectives/iql.py IQLLoss.qvalue_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
-  - loss_value scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (torchrl/objectives/iql.py IQLLoss.value_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
+  - loss_actor scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (actor_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
+  - loss_qvalue scalar: Σ_k l2(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
+  - loss_value scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss) (torchrl/objectives/iql.py DiscreteIQLLoss)
   - entropy scalar: mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean (torchrl/objectives/iql.py DiscreteIQLLoss)
   - td_error [B]: the replay priority max_k (Q_k − y)² over the ensemble, detached (TorchRL key td_error) (torchrl/objectives/iql.py DiscreteIQLLoss)
 
@@ -114,11 +114,11 @@ type Outputs struct {
 	Advantage []float64
 	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float64
-	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (torchrl/objectives/iql.py IQLLoss.actor_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
+	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (actor_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
 	LossActor float64
-	// LossQvalue is "loss_qvalue" scalar: Σ_k l2(Q_k, y) over the ensemble, y the TD target, reduced by reduction (torchrl/objectives/iql.py IQLLoss.qvalue_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
+	// LossQvalue is "loss_qvalue" scalar: Σ_k l2(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
 	LossQvalue float64
-	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (torchrl/objectives/iql.py IQLLoss.value_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
+	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss). Source: torchrl/objectives/iql.py DiscreteIQLLoss.
 	LossValue float64
 	// Entropy is "entropy" scalar: mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean. Source: torchrl/objectives/iql.py DiscreteIQLLoss.
 	Entropy float64

@@ -30,9 +30,9 @@ Outputs (TorchRL's names):
 
   - advantage [B]: advantage G − V (TorchRL key advantage) (torchrl/objectives/value/advantages.py TD0Estimator)
   - value_target [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target) (torchrl/objectives/value/advantages.py TD0Estimator)
-  - loss_actor scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (torchrl/objectives/iql.py IQLLoss.actor_loss) (torchrl/objectives/iql.py IQLLoss)
-  - loss_qvalue scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target, reduced by reduction (torchrl/objectives/iql.py IQLLoss.qvalue_loss) (torchrl/objectives/iql.py IQLLoss)
-  - loss_value scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (torchrl/objectives/iql.py IQLLoss.value_loss) (torchrl/objectives/iql.py IQLLoss)
+  - loss_actor scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (actor_loss) (torchrl/objectives/iql.py IQLLoss)
+  - loss_qvalue scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss) (torchrl/objectives/iql.py IQLLoss)
+  - loss_value scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss) (torchrl/objectives/iql.py IQLLoss)
   - entropy scalar: mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean (torchrl/objectives/iql.py IQLLoss)
   - td_error [B]: the replay priority max_k (Q_k − y)² over the ensemble, detached (TorchRL key td_error) (torchrl/objectives/iql.py IQLLoss)
 
@@ -106,11 +106,11 @@ type Outputs struct {
 	Advantage []float32
 	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (torchrl/objectives/iql.py IQLLoss.actor_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (actor_loss). Source: torchrl/objectives/iql.py IQLLoss.
 	LossActor float32
-	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target, reduced by reduction (torchrl/objectives/iql.py IQLLoss.qvalue_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss). Source: torchrl/objectives/iql.py IQLLoss.
 	LossQvalue float32
-	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (torchrl/objectives/iql.py IQLLoss.value_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss). Source: torchrl/objectives/iql.py IQLLoss.
 	LossValue float32
 	// Entropy is "entropy" scalar: mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean. Source: torchrl/objectives/iql.py IQLLoss.
 	Entropy float32
