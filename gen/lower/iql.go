@@ -89,6 +89,10 @@ func checkEnsembleDim(c *spec.Check) {
 	if name == "" {
 		name = "Q"
 		if s.DimSize(name) == 0 {
+			if len(s.Dims) >= spec.MaxDims {
+				c.Errorf("ensemble_dim", "the spec declares %d dims, the most it may; declare the ensemble dim Q among them (or name one with ensemble_dim)", len(s.Dims))
+				return
+			}
 			s.Dims = append([]spec.Dim{{Name: name, Size: st.Int("num_qvalue_nets"), Pos: st.Pos}}, s.Dims...)
 		}
 		st.Set("ensemble_dim", name)
