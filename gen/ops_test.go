@@ -112,6 +112,35 @@ func zoo(dt ir.DType) *ir.Graph {
 	return b.Graph()
 }
 
+// zooFlags gathers flags and indices that have a non-batch dim at computed and input indices
+// (a masked argmax's chosen value: the gather is pushed through the where onto the mask), and
+// stores values of two inner dims that need a reduction over either one, in a graph of its own: the zoo's one pass already holds about as many vector values as the
+// AVX2 registers do.
+func zooFlags(dt ir.DType) *ir.Graph {
+	dims := []ir.Dim{{Name: "Q", Size: 2}, {Name: "N", Size: 3}, {Name: "T", Size: 5}, {Name: "A", Size: 4}}
+	b := ir.NewBuilder(dt, dims, []string{"N", "T"})
+	in := func(name string, kind ir.ElemKind, shape ...string) *ir.Node {
+		return b.Input(ir.Input{Key: name, Name: name, Kind: kind, Shape: b.Shape(shape...)})
+	}
+	q := in("q", ir.Float, "N", "T", "A")
+	idx := in("idx", ir.Index, "N", "T")
+	cm := in("cm", ir.Bool, "N", "T", "A")
+	ia := in("ia", ir.Index, "N", "T", "A")
+	out := func(name string, n *ir.Node) { b.Output(name, n, ir.Metric, "", "") }
+	masked := b.Where(cm, q, b.Const(-1e30))
+	best := b.ArgMax(masked, "A")
+	out("masked_best", best)
+	out("masked_chosen", b.Gather(masked, best, "A"))
+	out("gather_bool", b.Gather(cm, idx, "A"))
+	out("gather_index", b.Add(b.Gather(ia, best, "A"), b.Gather(ia, idx, "A")))
+	// Outputs with two inner dims that need a reduction over one of them, broadcast back
+	// along it (discrete IQL's Q gradient): the loops nest so the reduced dim is innermost.
+	qe := in("qe", ir.Float, "Q", "N", "T", "A")
+	out("sum_A_by_mask", b.Mul(b.Sum(b.Mul(qe, cm), "A"), cm))
+	out("sum_Q_times", b.Mul(b.Sum(qe, "Q"), qe))
+	return b.Graph()
+}
+
 // compiledGraph wraps a hand-built graph as the pipeline's output for package pkg.
 func compiledGraph(t *testing.T, g *ir.Graph, pkg string) *gen.Compiled {
 	c, err := gen.CompileGraph(&spec.Spec{File: pkg + ".yaml", Package: pkg}, g)
@@ -163,13 +192,14 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
 		for _, backend := range []string{"go", "default", "ptx"} {
-			t.Run(dt.String()+"/"+backend, func(t *testing.T) { zooRun(t, dt, backend) })
+			t.Run(dt.String()+"/"+backend, func(t *testing.T) { zooRun(t, zoo(dt), backend) })
+			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { zooRun(t, zooFlags(dt), backend) })
 		}
 	}
 }
 
-func zooRun(t *testing.T, dt ir.DType, backend string) {
-	g := zoo(dt)
+func zooRun(t *testing.T, g *ir.Graph, backend string) {
+	dt := g.DType
 	c := compiledGraph(t, g, "zoo")
 	run := func(in map[string]golden.Array) map[string]golden.Array {
 		mod, err := ptxgen.Emit(c.Plan, c.Backward, gogen.Meta{Package: "zoo", GenVersion: runtime.GenVersion})

@@ -16,3 +16,9 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppotanh -golden ../golden/ppotanh ../spec/examples/ppo_tanh_normal.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o cliptokens -golden ../golden/cliptokens ../spec/examples/clip_ppo_tokens.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppoheads -golden ../golden/ppoheads ../spec/examples/ppo_heads.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o iql -golden ../golden/iql ../spec/examples/iql.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discreteiql -golden ../golden/discreteiql ../spec/examples/discrete_iql.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o qvalue -golden ../golden/qvalue ../spec/examples/qvalue.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distqvalue -golden ../golden/distqvalue ../spec/examples/distributional_qvalue.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml

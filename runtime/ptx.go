@@ -22,8 +22,11 @@ type LaunchTable struct {
 
 // Buffer is one device allocation.
 type Buffer struct {
-	Name   string `json:"name"`   // in/<data name> (in/next.reward), out/<output> (out/ESS) or scratch/<name>
-	Role   string `json:"role"`   // "input", "output" or "scratch"
+	Name string `json:"name"` // in/<data name> (in/next.reward), out/<output> (out/ESS) or scratch/<name>
+	// Role is "input", "output", "gradient", "scratch", or "fault": a scalar output counting
+	// input elements that break a precondition TorchRL checks at run time (log-softmax values
+	// above 0); when it is not 0 after the launches, the other outputs are not meaningful.
+	Role   string `json:"role"`
 	DType  string `json:"dtype"`  // float32, float64, bool (one byte), int64
 	Length int    `json:"length"` // elements (1 for a scalar)
 	Shape  []int  `json:"shape"`  // row-major shape ([] for a scalar)

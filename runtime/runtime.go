@@ -69,3 +69,19 @@ type IndexError struct {
 func (e *IndexError) Error() string {
 	return fmt.Sprintf("%s: %s[%d] = %d is out of range [0, %d)", e.Kernel, e.Input, e.At, e.Value, e.Size)
 }
+
+// DataError reports inputs that break a precondition of the kernel's math which TorchRL
+// checks when it runs (DistributionalQValueModule raises ValueError for log-softmax values
+// above 0): a fault output the kernel computed is not 0. Forward returns it after the
+// kernel has run, with every output written from the inputs as they are; the outputs are
+// then not TorchRL's (TorchRL computes none), so treat them as invalid.
+type DataError struct {
+	Kernel string
+	Output string  // the fault output (out.<Field>), which counts the offending elements
+	Count  float64 // its value: the number of offending elements
+	Msg    string  // what the precondition is
+}
+
+func (e *DataError) Error() string {
+	return fmt.Sprintf("%s: %s = %v: %s", e.Kernel, e.Output, e.Count, e.Msg)
+}

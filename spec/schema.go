@@ -69,9 +69,10 @@ const (
 )
 
 // Sample says how golden cases draw a key's values: uniform in [Lo, Hi), normal (Mean,
-// Std), a flag true with probability P, an index along the stage's action dim, or "action":
-// an index, a one-hot vector (an input that feeds an argmax) or a point in (−1, 1), as the
-// input's kind says. Offset
+// Std), a flag true with probability P, an index along the stage's action dim (for an input
+// stored as flags or floats, a one-hot vector along its last dim), or "action": an index, a
+// one-hot vector (an input that feeds an argmax) or a point in (−1, 1), as the input's kind
+// says. Offset
 // adds the values of another key (log_prob = sample_log_prob + a small offset); Within
 // keeps a flag true only where another one is (terminated ⊆ done).
 type Sample struct {
@@ -89,8 +90,12 @@ type Sample struct {
 	ExtremeLogits bool
 	// ExtremeAction: the "extreme" case puts continuous actions exactly on the bounds ±1.
 	ExtremeAction bool
-	// ExtremeMask: the "extreme" case masks out whole rows (a fully masked row).
-	ExtremeMask bool
+	// ExtremeTie: the "extreme" case makes every second element along the last dim equal
+	// to the one before it (tied maxima, tied expected values over atoms).
+	ExtremeTie bool
+	// ExtremeRows: the "extreme" case clears every third row (all elements along the last
+	// dim) of a flag: all-masked rows.
+	ExtremeRows bool
 }
 
 // KeyDef is one logical key: a name TorchRL's tensor_keys or lossgen use for a tensor of the

@@ -138,13 +138,14 @@ func numericParams(t *testing.T) []struct {
 
 // stageSpec writes a spec whose stage of kind k and type typ sets param to value.
 func stageSpec(k spec.Kind, typ, param, value string) string {
-	src := "package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\n"
-	extra := ""
-	if typ == "klpen_ppo" { // KLPEN needs a distribution with a closed-form KL
-		src = "package: p\ndims: {N: 4, T: 3, A: 2}\nbatch: [N, T]\n"
-		extra = ", distribution: categorical, action_dim: A"
+	src := "package: p\ndims: {N: 4, T: 3, A: 3}\nbatch: [N, T]\n"
+	stage := fmt.Sprintf("{type: %s, %s: %s}", typ, param, value)
+	switch typ {
+	case "discrete_iql", "qvalue": // they need the dim of their actions
+		stage = fmt.Sprintf("{type: %s, action_dim: A, %s: %s}", typ, param, value)
+	case "klpen_ppo": // KLPEN needs a distribution with a closed-form KL
+		stage = fmt.Sprintf("{type: %s, distribution: categorical, action_dim: A, %s: %s}", typ, param, value)
 	}
-	stage := fmt.Sprintf("{type: %s, %s: %s%s}", typ, param, value, extra)
 	switch k {
 	case spec.Estimator:
 		return src + "estimator: " + stage + "\nloss: {type: clip_ppo}\n"

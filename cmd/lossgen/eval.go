@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -162,6 +163,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintln(stdout, verdict)
+	if err := faults(graph, ref.Want); err != nil {
+		return err
+	}
 	return failed
 }
 
@@ -283,7 +287,32 @@ func runKernel(c *gen.Compiled, inputs map[string]golden.Array, tags string, kee
 		run = m.RunBackward
 	}
 	out, err := run(bin, inputs)
+	var de *runner.DataError
+	if errors.As(err, &de) {
+		// The kernel reported the inputs' fault and wrote every output: they are compared
+		// like the others, and cmdEval reports the fault from the interpreter's outputs.
+		err = nil
+	}
 	return out, impl, err
+}
+
+// faults reports the fault outputs (ir.Fault) that are not 0 in the interpreter's results:
+// the inputs break a precondition TorchRL checks at run time, so eval fails after printing
+// the comparison.
+func faults(g *ir.Graph, ref map[string]golden.Array) error {
+	var msgs []string
+	for _, o := range g.Outputs {
+		if o.Role != ir.Fault {
+			continue
+		}
+		if v := ref[o.Name].Float64s(); len(v) == 1 && v[0] != 0 {
+			msgs = append(msgs, fmt.Sprintf("%s = %v: %s", o.Name, v[0], o.Doc))
+		}
+	}
+	if msgs == nil {
+		return nil
+	}
+	return fmt.Errorf("eval: the inputs break a precondition of the kernel (Forward returns a *runtime.DataError): %s", strings.Join(msgs, "; "))
 }
 
 // judgement is one output of one backend measured against the interpreter's.

@@ -188,3 +188,23 @@ func TestEvalVerdict(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "verdict: ok: only the interpreter ran; no backend to judge", verdict)
 }
+
+// Inputs that break a precondition TorchRL checks at run time (a log-softmax value above 0 in
+// a distributional Q-value head): eval prints the comparison, every backend agreeing with the
+// interpreter, and then fails with the data error.
+func TestEvalDataError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "d.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("package: d\ndims: {B: 2, K: 3, A: 2}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-1, 0, 1]}]\n"), 0o644))
+	v := []float32{-1, -2, -1, -1, -2, -3, -1, -2, 0.5, -1, -1, -2}
+	in := filepath.Join(dir, "in.npz")
+	require.NoError(t, golden.WriteNPZ(in, map[string]golden.Array{"action_value": {Shape: []int{2, 3, 2}, Data: v}}))
+	var out, errb strings.Builder
+	code := run([]string{"eval", "-spec", spec, "-in", in}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, out.String(), "verdict: ok")
+	require.Contains(t, errb.String(), "eval: the inputs break a precondition of the kernel (Forward returns a *runtime.DataError): invalid_action_value = 1: the number of (unmasked) action_value elements above 0")
+}

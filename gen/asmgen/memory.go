@@ -230,16 +230,40 @@ func (pg *passGen) loadBool(base, off reg.GPVirtual, stride int, x reg.VecVirtua
 		} else {
 			pg.prefetch(base, off, 1)
 		}
-		if pg.lanes() == 8 {
-			c.VPMOVZXBD(src, x)
-		} else {
-			c.VPMOVZXBD(src, x.AsX())
-		}
+		pg.boolsToFloats(src, x)
+		return
 	}
-	if pg.f64 {
-		c.VCVTDQ2PD(x.AsX(), x)
+	pg.dwordsToFloats(x)
+}
+
+// boolsToFloats widens the lanes' bytes at src (0 or 1) into x as floats.
+func (pg *passGen) boolsToFloats(src operand.Op, x reg.VecVirtual) {
+	if pg.lanes() == 8 {
+		pg.c.VPMOVZXBD(src, x)
 	} else {
-		c.VCVTDQ2PS(x, x)
+		pg.c.VPMOVZXBD(src, x.AsX())
+	}
+	pg.dwordsToFloats(x)
+}
+
+// dwordsToFloats converts x's dword integer lanes to the dtype's floats.
+func (pg *passGen) dwordsToFloats(x reg.VecVirtual) {
+	if pg.f64 {
+		pg.c.VCVTDQ2PD(x.AsX(), x)
+	} else {
+		pg.c.VCVTDQ2PS(x, x)
+	}
+}
+
+// indexToSlot converts the int64 in t to the dtype into lane i of slot (f is a scratch XMM
+// register, zeroed once: the VEX conversions merge into it).
+func (pg *passGen) indexToSlot(t reg.GPVirtual, f reg.VecVirtual, slot operand.Mem, i int) {
+	if pg.f64 {
+		pg.c.VCVTSI2SDQ(t, f, f)
+		pg.c.VMOVSD(f, slot.Offset(8*i))
+	} else {
+		pg.c.VCVTSI2SSQ(t, f, f)
+		pg.c.VMOVSS(f, slot.Offset(4*i))
 	}
 }
 
@@ -259,13 +283,7 @@ func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtu
 	c.VXORPS(f, f, f) // the VEX conversions merge into f: start from zero, not a stale value
 	for i := 0; i < n; i++ {
 		c.MOVQ(elemMem(base, off, 8, i*stride), t)
-		if pg.f64 {
-			c.VCVTSI2SDQ(t, f, f)
-			c.VMOVSD(f, slot.Offset(8*i))
-		} else {
-			c.VCVTSI2SSQ(t, f, f)
-			c.VMOVSS(f, slot.Offset(4*i))
-		}
+		pg.indexToSlot(t, f, slot, i)
 	}
 	if stride != 0 {
 		pg.mov(slot, x)

@@ -248,8 +248,12 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 			c.ADDQ(t, base)
 		}
 	}
+	kind, esz := ir.Float, pg.esz()
+	if x.Op == ir.OpInput && x.Input.Kind != ir.Float {
+		kind, esz = x.Input.Kind, map[ir.ElemKind]int{ir.Bool: 1, ir.Index: 8}[x.Input.Kind]
+	}
 	ptr := pg.nodePtr(x)
-	c.LEAQ(elemMem(ptr, base, pg.esz(), 0), ptr)
+	c.LEAQ(elemMem(ptr, base, esz, 0), ptr)
 	// Vector part: clamp(idx)·stride(axis) + lane·stride(inner).
 	ii := pg.ymm()
 	if pg.f64 {
@@ -267,6 +271,9 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 		}
 		c.VPADDD(pg.data(fmt.Sprintf("lanestride%d", laneStride), lanes), ii, ii)
 	}
+	if kind != ir.Float {
+		return pg.gatherLanes(kind, ptr, ii)
+	}
 	m := pg.ymm()
 	if pg.rem > 0 {
 		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
@@ -279,5 +286,42 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 	} else {
 		c.VGATHERDPS(m, operand.Mem{Base: ptr, Index: ii, Scale: 4}, y)
 	}
+	return y
+}
+
+// gatherLanes is gather from a bool or int64 input (a mask or index read at a computed index,
+// once a gather is pushed through a where): each valid lane's element ptr[ii[lane]] is read
+// on its own (AVX2 gathers only 4- and 8-byte elements, and a wider read could pass the
+// array's end) and converted to the dtype, as load does for contiguous lanes.
+func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii reg.VecVirtual) reg.VecVirtual {
+	c := pg.c
+	offs := c.AllocLocal(32)
+	c.VMOVDQU(ii, offs)
+	o := pg.gp()
+	y := pg.ymm()
+	if kind == ir.Bool {
+		slot := c.AllocLocal(8)
+		c.MOVQ(operand.I32(0), slot)
+		t := c.GP8()
+		for i := 0; i < pg.validLanes(); i++ {
+			c.MOVLQZX(offs.Offset(4*i), o)
+			c.MOVB(elemMem(ptr, o, 1, 0), t)
+			c.MOVB(t, slot.Offset(i))
+		}
+		pg.boolsToFloats(slot, y)
+		return y
+	}
+	slot := c.AllocLocal(32)
+	c.VXORPS(y, y, y)
+	pg.mov(y, slot)
+	t := pg.gp()
+	f := c.XMM()
+	c.VXORPS(f, f, f)
+	for i := 0; i < pg.validLanes(); i++ {
+		c.MOVLQZX(offs.Offset(4*i), o)
+		c.MOVQ(elemMem(ptr, o, 8, 0), t)
+		pg.indexToSlot(t, f, slot, i)
+	}
+	pg.mov(slot, y)
 	return y
 }

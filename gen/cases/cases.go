@@ -60,7 +60,8 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	extremeKeys := false
 	for _, in := range g.Inputs {
 		sm := sample(in.Key)
-		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil || sm.ExtremeLogits || sm.ExtremeAction || sm.ExtremeMask
+		extremeKeys = extremeKeys || sm.ExtremeLog || sm.ExtremeBig || sm.ExtremeNil || sm.ExtremeLogits || sm.ExtremeAction ||
+			sm.ExtremeTie || sm.ExtremeRows
 	}
 	if extremeKeys {
 		add("extreme", func(r *rand.Rand, in *ir.Input) []float64 { return extreme(r, g, in) })
@@ -135,6 +136,14 @@ func typical(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 		case "flag":
 			v[i] = b2f(r.Float64() < sm.P)
 		case "index":
+			if in.Kind != ir.Index {
+				// A one-hot vector along the last dim (a one-hot action stored as flags).
+				a := in.Shape[len(in.Shape)-1].Size
+				if i%a == 0 {
+					v[i+r.IntN(a)] = 1
+				}
+				continue
+			}
 			v[i] = float64(r.IntN(IndexRange(g, in)))
 		default:
 			v[i] = sm.Mean + sm.Std*r.NormFloat64()
@@ -160,8 +169,8 @@ func IndexRange(g *ir.Graph, in *ir.Input) int {
 }
 
 // action draws stored actions as the input's kind and use say: an index along the axis it
-// selects (categorical), a one-hot vector along its last dim (an input an argmax reads), or a
-// point of (−1, 1) (normal and tanh_normal actions).
+// selects (categorical), a one-hot vector along its last dim (flags, or floats an argmax
+// reads), or a point of (−1, 1) (normal and tanh_normal actions).
 func action(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 	v := make([]float64, in.Shape.Numel())
 	if in.Kind == ir.Index {
@@ -171,7 +180,7 @@ func action(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 		}
 		return v
 	}
-	if feedsArgMax(g, in) {
+	if in.Kind == ir.Bool || feedsArgMax(g, in) {
 		a := in.Shape[len(in.Shape)-1].Size
 		for i := 0; i < len(v); i += a {
 			v[i+r.IntN(a)] = 1
@@ -221,7 +230,8 @@ func extremeLogits(v []float64, shape ir.Shape, dt ir.DType) {
 }
 
 // extreme stresses the clip and the exponentials: log-weights of up to ±6 nats, exact ties
-// at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy.
+// at ratio 1, advantages and rewards from 0 to ±1e3, zero entropy; ties along the action dim
+// and all-masked rows.
 func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 	v := typical(r, g, in)
 	sm := sample(in.Key)
@@ -251,17 +261,17 @@ func extreme(r *rand.Rand, g *ir.Graph, in *ir.Input) []float64 {
 			}
 		}
 	}
-	switch {
-	case sm.ExtremeLogits:
+	if sm.ExtremeLogits {
 		extremeLogits(v, in.Shape, g.DType)
-	case sm.ExtremeMask:
-		// The first row (along the first batch dim) fully masked, the second fully valid.
-		if n := len(v) / in.Shape[0].Size; len(in.Shape) > 1 {
-			for i := range v[:n] {
-				v[i] = 0
-			}
-			for i := range v[n : 2*n] {
-				v[n+i] = 1
+	}
+	if len(in.Shape) > 0 && (sm.ExtremeTie || sm.ExtremeRows) {
+		last := in.Shape[len(in.Shape)-1].Size
+		for i := range v {
+			switch {
+			case sm.ExtremeTie && i%last%2 == 1:
+				v[i] = v[i-1] // ties along the last dim
+			case sm.ExtremeRows && (i/last)%3 == 1:
+				v[i] = 0 // a row with every element cleared
 			}
 		}
 	}

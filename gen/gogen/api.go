@@ -280,8 +280,13 @@ func (e *gen) forward(f *jen.File) {
 	f.Comment("returns a *runtime.ShapeError naming each one, and when an output shares memory with")
 	f.Comment("another output or an input a *runtime.OverlapError; either way it writes nothing. Inputs")
 	f.Comment("may share memory with each other. Forward is safe for concurrent use with distinct out values.")
+	if len(e.faults()) > 0 {
+		f.Comment("When the inputs break a precondition TorchRL checks at run time (see the fault outputs")
+		f.Comment("in Outputs), it returns a *runtime.DataError after writing every output; the outputs")
+		f.Comment("are then not meaningful.")
+	}
 	f.Func().Id("Forward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")).Error().Block(
-		jen.Return(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out"))),
+		e.returnChecked(jen.Id("forward").Call(last, jen.Id("in"), jen.Id("out")))...,
 	)
 	run := func(b *jen.Group, k Kernel, grads bool) {
 		if e.hasState() {
@@ -319,7 +324,7 @@ func (e *gen) forward(f *jen.File) {
 		f.Comment("does, also for a gradient slice of the wrong length or sharing memory with another")
 		f.Comment("argument. It is safe for concurrent use with distinct out and g values.")
 		f.Func().Id("ForwardBackward").Params(jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("g").Op("*").Id("Grads")).Error().Block(
-			jen.Return(jen.Id("forwardBackward").Call(last, jen.Id("in"), jen.Id("out"), jen.Id("g"))),
+			e.returnChecked(jen.Id("forwardBackward").Call(last, jen.Id("in"), jen.Id("out"), jen.Id("g")))...,
 		)
 		f.Comment("forwardBackward checks its arguments, then runs im's ForwardBackward passes.")
 		f.Func().Id("forwardBackward").Params(jen.Id("im").Id("impl"), jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs"), jen.Id("g").Op("*").Id("Grads")).Error().BlockFunc(func(b *jen.Group) {
@@ -329,6 +334,50 @@ func (e *gen) forward(f *jen.File) {
 		})
 	}
 	e.check(f)
+	if len(e.faults()) > 0 {
+		f.Comment("faults returns a *runtime.DataError for the first fault output (a run-time check of the")
+		f.Comment("inputs computed by the kernel) that is not 0. Forward and ForwardBackward call it once")
+		f.Comment("the kernels have run; the unexported forward functions the tests compare do not.")
+		f.Func().Id("faults").Params(jen.Id("out").Op("*").Id("Outputs")).Error().BlockFunc(func(b *jen.Group) {
+			e.faultChecks(b)
+			b.Return(jen.Nil())
+		})
+	}
+}
+
+// returnChecked returns call's error, then (with fault outputs) the faults' error.
+func (e *gen) returnChecked(call jen.Code) []jen.Code {
+	if len(e.faults()) == 0 {
+		return []jen.Code{jen.Return(call)}
+	}
+	return []jen.Code{
+		jen.If(jen.Id("err").Op(":=").Add(call), jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Id("err"))),
+		jen.Return(jen.Id("faults").Call(jen.Id("out"))),
+	}
+}
+
+// faults are the outputs that check the inputs at run time (ir.Fault).
+func (e *gen) faults() []*ir.Output {
+	var out []*ir.Output
+	for _, o := range e.g.Outputs {
+		if o.Role == ir.Fault {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// faultChecks returns a *runtime.DataError for the first fault output that is not 0.
+func (e *gen) faultChecks(b *jen.Group) {
+	for _, o := range e.faults() {
+		field := jen.Id("out").Dot(e.out[o.Name])
+		b.If(field.Clone().Op("!=").Lit(0)).Block(
+			jen.Return(jen.Op("&").Qual(RuntimePath, "DataError").Values(jen.Dict{
+				jen.Id("Kernel"): jen.Lit(e.m.Package), jen.Id("Output"): jen.Lit("out." + e.out[o.Name]),
+				jen.Id("Count"): jen.Float64().Call(field.Clone()), jen.Id("Msg"): jen.Lit(o.Doc),
+			})),
+		)
+	}
 }
 
 // gradsArg is x for a package with gradients, nothing otherwise (check's third argument).

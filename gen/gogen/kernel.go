@@ -516,7 +516,7 @@ func (e *gen) inputValue(n *ir.Node, x jen.Code) jen.Code {
 	case ir.Bool:
 		return jen.Id("b2f").Call(x)
 	case ir.Index:
-		return e.conv(x)
+		return jen.Id(e.g.DType.String()).Call(x) // int64 → the dtype, float64 kernels too
 	}
 	return x
 }

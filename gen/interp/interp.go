@@ -1,5 +1,6 @@
 // Package interp is lossgen's reference interpreter: it evaluates an IR graph op by op in
-// float64 and is the oracle for golden files. Values are gorgonia.org/tensor Dense tensors;
+// float64 and is the oracle for golden files (a float32 graph's values keep float32's range:
+// what overflows float32 is ±inf, see overflow32). Values are gorgonia.org/tensor Dense tensors;
 // elementwise semantics come from ir.Apply (shared with constant folding, so there is one
 // definition of each op). Reductions are as accurate as float64 allows: sums are Neumaier-
 // compensated and variances two-pass, so the reference does not drift over millions of
@@ -26,6 +27,9 @@ func Run(g *ir.Graph, inputs map[string]*tensor.Dense) (map[string]*tensor.Dense
 		if err != nil {
 			return nil, fmt.Errorf("interp: %s: %w", n, err)
 		}
+		if g.DType == ir.F32 {
+			overflow32(Data(v))
+		}
 		vals[n.ID] = v
 	}
 	out := make(map[string]*tensor.Dense, len(g.Outputs))
@@ -33,6 +37,18 @@ func Run(g *ir.Graph, inputs map[string]*tensor.Dense) (map[string]*tensor.Dense
 		out[o.Name] = vals[o.Node.ID]
 	}
 	return out, nil
+}
+
+// overflow32 is float32's range, which a float32 kernel cannot leave: a value whose float32
+// rounding is ±inf becomes ±inf (a sum of k·finfo(float32).min is −inf in every float32
+// backend, as in TorchRL), and every later op sees the infinity. Values in range keep their
+// float64 precision.
+func overflow32(x []float64) {
+	for i, v := range x {
+		if f := float64(float32(v)); math.IsInf(f, 0) {
+			x[i] = f
+		}
+	}
 }
 
 // New returns a float64 tensor of the given shape and row-major data (copied).

@@ -11,16 +11,32 @@ import (
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/spec"
 )
 
 // eval parses a spec, lowers it and runs the interpreter on flat row-major inputs.
 func eval(t *testing.T, src string, in map[string][]float64) map[string][]float64 {
 	t.Helper()
+	return evalGraph(t, src, in, false)
+}
+
+// evalGrad is eval on ForwardBackward's graph: the outputs and the gradients grad.<input>.
+func evalGrad(t *testing.T, src string, in map[string][]float64) map[string][]float64 {
+	t.Helper()
+	return evalGraph(t, src, in, true)
+}
+
+func evalGraph(t *testing.T, src string, in map[string][]float64, grad bool) map[string][]float64 {
+	t.Helper()
 	s, err := spec.Parse("test.yaml", []byte(src), lower.Registry())
 	require.NoError(t, err)
 	g, _, err := lower.Lower(s)
 	require.NoError(t, err)
+	if grad {
+		g, err = passes.Autodiff(g)
+		require.NoError(t, err)
+	}
 	inputs := map[string]*tensor.Dense{}
 	for _, x := range g.Inputs {
 		v, ok := in[x.Name]

@@ -310,10 +310,15 @@ const (
 	Gradient
 	// State is kernel state carried to the next call (KLPEN's updated β).
 	State
+	// Fault is a run-time data check: a scalar count of the input elements that break a
+	// precondition TorchRL raises an error for (log-softmax values above 0). Every backend
+	// computes it like any output; the generated Forward returns a *runtime.DataError when it
+	// is not 0, and a PTX driver reads it from its buffer (role "fault" in the launch table).
+	Fault
 )
 
 func (r Role) String() string {
-	return [...]string{"metric", "loss", "estimate", "transformed", "gradient", "state"}[r]
+	return [...]string{"metric", "loss", "estimate", "transformed", "gradient", "state", "fault"}[r]
 }
 
 // Output is one named kernel output (TorchRL's output key).

@@ -115,3 +115,45 @@ func estimatorCheck(params []string, standardise string) func(c *spec.Check) {
 // paramAverageRewards is TD0/TD1/TD(λ)'s average_rewards.
 var paramAverageRewards = spec.ParamDef{Name: "average_rewards", Type: spec.Bool, Default: false,
 	Doc: "standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element"}
+
+// checkInnerDim checks a parameter naming a non-batch dim (an ensemble, action or atom dim):
+// it is required, declared, not a batch dim, and declared before ("before") or after
+// ("after") every batch dim, as the tensors' layout ([Q, *batch], [*batch, A]) puts it: a
+// tensor's dims are in the order of dims. It reports whether the dim is usable.
+func checkInnerDim(c *spec.Check, param, where string) bool {
+	s := c.Spec
+	name := c.Stage.String(param)
+	if name == "" {
+		c.Errorf(param, "required: the name of a dim declared under dims")
+		return false
+	}
+	if s.DimSize(name) == 0 {
+		return false // reported with the other dim names
+	}
+	if contains(s.Batch, name) {
+		c.Errorf(param, "%q is a batch dim; it must be a dim of its own, not in batch %v", name, s.Batch)
+		return false
+	}
+	pos := map[string]int{}
+	for i, d := range s.Dims {
+		pos[d.Name] = i
+	}
+	for _, bd := range s.Batch {
+		if where == "before" && pos[name] > pos[bd] || where == "after" && pos[name] < pos[bd] {
+			c.Errorf(param, "dims.%s must be declared %s every batch dim (tensors are laid out in the order of dims: %s)", name, where, layoutHint(where, name, s.Batch))
+			return false
+		}
+	}
+	return true
+}
+
+func layoutHint(where, name string, batch []string) string {
+	b := "*batch"
+	if len(batch) == 1 {
+		b = batch[0]
+	}
+	if where == "before" {
+		return "[" + name + ", " + b + ", ...]"
+	}
+	return "[" + b + ", ..., " + name + "]"
+}

@@ -14,7 +14,7 @@ import (
 
 var keyMask = spec.KeyDef{Name: "mask", Kind: spec.BoolKey,
 	Doc:    "true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only",
-	Sample: spec.Sample{Dist: "flag", P: 0.85, ExtremeMask: true}}
+	Sample: spec.Sample{Dist: "flag", P: 0.85, ExtremeRows: true}}
 
 // readMask reads keys.mask when the spec maps it, for the loss being lowered, and reports
 // the valid count.

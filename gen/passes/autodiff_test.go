@@ -68,11 +68,33 @@ func randomInputs(t *testing.T, g *ir.Graph) map[string][]float64 {
 	return in
 }
 
+// frozen is fwd with every detached value (OpDetach) replaced by its constant value at the
+// point in: finite differences of it move only what TorchRL differentiates (IQL's value
+// enters loss_value with a gradient and the actor's weight detached).
+func frozen(t *testing.T, fwd *ir.Graph, in map[string][]float64) *ir.Graph {
+	t.Helper()
+	probe := *fwd
+	probe.Outputs = append([]*ir.Output(nil), fwd.Outputs...)
+	for _, n := range fwd.Nodes {
+		if n.Op == ir.OpDetach {
+			probe.Outputs = append(probe.Outputs, &ir.Output{Name: fmt.Sprintf("detach.%d", n.ID), Node: n})
+		}
+	}
+	vals := run(t, &probe, in)
+	return ir.Rebuild(fwd, func(b *ir.Builder, n *ir.Node, args []*ir.Node) *ir.Node {
+		if n.Op != ir.OpDetach {
+			return nil
+		}
+		return b.ConstTensor(n.Shape, vals[fmt.Sprintf("detach.%d", n.ID)])
+	})
+}
+
 // checkFD compares every gradient output with central differences of the forward graph's
-// loss sum, element by element, in float64.
+// loss sum (detached values held at their values, frozen), element by element, in float64.
 func checkFD(t *testing.T, fwd, fb *ir.Graph, in map[string][]float64) {
 	t.Helper()
 	grads := run(t, fb, in)
+	fwd = frozen(t, fwd, in)
 	n := 0
 	for _, x := range fwd.Inputs {
 		if !x.Differentiable {
@@ -123,6 +145,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"masked clip_ppo":          rows + "loss: {type: clip_ppo, normalize_advantage: true}\nkeys: {mask: mask}",
 		"masked ppo sum":           rows + "loss: {type: ppo, reduction: sum}\nkeys: {mask: mask}",
 		"masked klpen none":        head + "dims: {N: 2, T: 3, A: 3}\nbatch: [N, T]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}\nkeys: {mask: mask}",
+		"iql mean":                 flat + "loss: {type: iql, temperature: 3.0, expectile: 0.7}",
+		"iql sum l2 3 members":     flat + "loss: {type: iql, reduction: sum, loss_function: l2, num_qvalue_nets: 3, expectile: 0.9}",
+		"2-D iql none l1 td1":      rows + "estimator: {type: td1}\nloss: {type: iql, reduction: none, loss_function: l1}",
+		"discrete_iql categorical": head + "dims: {Q: 2, B: 7, A: 4}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: categorical, expectile: 0.6}",
+		"discrete_iql one_hot sum": head + "dims: {Q: 3, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, reduction: sum}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")

@@ -113,6 +113,13 @@ func (pb *progBuilder) value(n *ir.Node, sc *scope) {
 		home.add(key, Step{Kind: Load, Node: n}, nil)
 		pb.summarize(&pb.ps.Loads, n)
 	case pb.g.InnerReduce(n):
+		for _, a := range n.Axes {
+			if home.bound[a] {
+				// forEach nests dims so that this cannot happen (nesting); a loop over a dim
+				// inside a loop over the same dim would read one index's value for all.
+				panic("plan: " + n.String() + " would reduce over " + a + " inside a loop over " + a)
+			}
+		}
 		child := newScope(home, shapeOf(pb.g, n.Axes), pb.g)
 		home.add(key-0.3, Step{Kind: Init, Node: n}, nil)
 		home.add(key-0.2, Step{Kind: Loop, Block: child.block}, child)
@@ -143,19 +150,88 @@ func (pb *progBuilder) summarize(list *[]*ir.Node, n *ir.Node) {
 }
 
 // forEach returns the scope, under the top, that binds the inner dims ctx for stores and
-// accumulations (the top itself when ctx is empty). Such loops produce no values, so all of
-// one pass's loops over the same dims merge into one, placed after everything they read.
-func (pb *progBuilder) forEach(ctx ir.Shape) *scope {
-	if len(ctx) == 0 {
-		return pb.top
-	}
-	k := ctx.String()
-	sc := pb.top.forEach[k]
-	if sc == nil {
-		sc = newScope(pb.top, ctx, pb.g)
-		pb.top.forEach[k] = sc
+// accumulations of n (the top itself when ctx is empty): loops nested one dim each, in the
+// order nesting gives for n. Such loops produce no values, so all of one pass's loops over
+// the same dims in the same order merge into one, placed after everything they read.
+func (pb *progBuilder) forEach(n *ir.Node, ctx ir.Shape) *scope {
+	sc := pb.top
+	order := pb.nesting(n, ctx)
+	for i := range order {
+		k := order[:i+1].String()
+		next := sc.forEach[k]
+		if next == nil {
+			next = newScope(sc, order[i:i+1], pb.g)
+			sc.forEach[k] = next
+		}
+		sc = next
 	}
 	return sc
+}
+
+// nesting orders the dims ctx of n's loops so that every reduction over inner dims that n
+// needs within the pass has its result's dims bound outside the loops over the dims it
+// reduces (Σ_a Q[q, a] broadcast back along a, in a gradient [Q, *batch, A]: the loop over q
+// holds the reduction's loop over a, then the loop over a that uses it). Otherwise ctx keeps
+// the graph's dim order.
+func (pb *progBuilder) nesting(n *ir.Node, ctx ir.Shape) ir.Shape {
+	if len(ctx) < 2 {
+		return ctx
+	}
+	in := map[string]bool{}
+	for _, d := range ctx {
+		in[d.Name] = true
+	}
+	before := map[string]map[string]bool{} // before[x][c]: c's loop must enclose x's
+	seen := map[int]bool{}
+	var walk func(m *ir.Node)
+	walk = func(m *ir.Node) {
+		if seen[m.ID] || m.Op.Class() == ir.Leaf || !pb.b.recompute(m) && !pb.own[m.ID] {
+			return
+		}
+		seen[m.ID] = true
+		if pb.g.InnerReduce(m) {
+			for _, x := range m.Axes {
+				for _, c := range pb.context(m) {
+					if in[x] && in[c.Name] {
+						if before[x] == nil {
+							before[x] = map[string]bool{}
+						}
+						before[x][c.Name] = true
+					}
+				}
+			}
+		}
+		for i, a := range m.Args {
+			if (m.Op.Class() == ir.Shift || m.Op.Class() == ir.Gather) && i == 0 {
+				continue
+			}
+			walk(a)
+		}
+	}
+	walk(n)
+	// A topological order, the graph's order among the free dims; with a cycle, the graph's.
+	var out ir.Shape
+	placed := map[string]bool{}
+	for len(out) < len(ctx) {
+		progress := false
+		for _, d := range ctx {
+			if placed[d.Name] {
+				continue
+			}
+			ready := true
+			for c := range before[d.Name] {
+				ready = ready && placed[c]
+			}
+			if ready {
+				out, placed[d.Name], progress = append(out, d), true, true
+				break
+			}
+		}
+		if !progress {
+			return ctx
+		}
+	}
+	return out
 }
 
 // program builds ps's steps from the nodes that belong to it: its scans, its barrier
@@ -172,12 +248,12 @@ func (b *builder) program(ps *Pass, homes []*ir.Node) {
 		switch {
 		case n.Op.Class() == ir.Reduce && !b.g.InnerReduce(n):
 			arg := n.Args[0]
-			sc := pb.forEach(pb.context(arg))
+			sc := pb.forEach(arg, pb.context(arg))
 			pb.value(arg, sc)
 			sc.add(float64(n.ID), Step{Kind: Accumulate, Node: n}, nil)
 			ps.Reduces = append(ps.Reduces, n)
 		default:
-			sc := pb.forEach(pb.context(n))
+			sc := pb.forEach(n, pb.context(n))
 			pb.value(n, sc)
 			if b.stored[n.ID] {
 				sc.outermost(pb.context(n)).add(float64(n.ID)+0.25, Step{Kind: Store, Node: n}, nil)
@@ -199,11 +275,7 @@ func (pb *progBuilder) emit(s *scope) *Block {
 	sort.Strings(dims)
 	for _, k := range dims {
 		fe := s.forEach[k]
-		key := 0.0
-		for _, it := range fe.items {
-			key = max(key, it.key)
-		}
-		s.add(key+0.1, Step{Kind: Loop, Block: fe.block}, fe)
+		s.add(lastKey(fe)+0.1, Step{Kind: Loop, Block: fe.block}, fe)
 	}
 	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].key < s.items[j].key })
 	for _, it := range s.items {
@@ -213,4 +285,17 @@ func (pb *progBuilder) emit(s *scope) *Block {
 		s.block.Steps = append(s.block.Steps, it.step)
 	}
 	return s.block
+}
+
+// lastKey is the largest sort key in a forEach scope and the forEach scopes nested in it: the
+// loop goes after everything it reads.
+func lastKey(s *scope) float64 {
+	key := 0.0
+	for _, it := range s.items {
+		key = max(key, it.key)
+	}
+	for _, fe := range s.forEach {
+		key = max(key, lastKey(fe))
+	}
+	return key
 }

@@ -157,8 +157,11 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 	}
 	for _, o := range g.Outputs {
 		role := "output"
-		if o.Role == ir.Gradient {
+		switch o.Role {
+		case ir.Gradient:
 			role = "gradient"
+		case ir.Fault:
+			role = "fault" // an output the driver must check: not 0 means the inputs are invalid
 		}
 		name := bufferName(&plan.Buffer{Name: o.Name, Output: o})
 		table.Buffers = append(table.Buffers, runtime.Buffer{Name: name, Role: role, DType: g.DType.String(), Length: o.Node.Shape.Numel(), Shape: o.Node.Shape.Sizes()})

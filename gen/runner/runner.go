@@ -7,6 +7,7 @@ package runner
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -166,7 +167,8 @@ func (m *Module) Impl(bin string) (string, error) {
 }
 
 // Run runs a built runner's Forward on inputs (stored as the kernel expects them: see
-// cases.Convert) and returns every output in the kernel's dtype.
+// cases.Convert) and returns every output in the kernel's dtype; with a *DataError when the
+// kernel reports one (the outputs are still returned).
 func (m *Module) Run(bin string, inputs map[string]golden.Array) (map[string]golden.Array, error) {
 	return m.run(bin, inputs, m.c.Graph)
 }
@@ -196,8 +198,13 @@ func (m *Module) run(bin string, inputs map[string]golden.Array, g *ir.Graph, ar
 	cmd.Stdin = &stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var dataErr error
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("running the kernel: %v\n%s", err, stderr.String())
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			return nil, fmt.Errorf("running the kernel: %v\n%s", err, stderr.String())
+		}
+		dataErr = &DataError{Msg: strings.TrimSpace(stderr.String())}
 	}
 	res := map[string]golden.Array{}
 	r := bytes.NewReader(stdout.Bytes())
@@ -212,8 +219,15 @@ func (m *Module) run(bin string, inputs map[string]golden.Array, g *ir.Graph, ar
 		}
 		res[o.Name] = golden.Array{Shape: o.Node.Shape.Sizes(), Data: data}
 	}
-	return res, nil
+	return res, dataErr
 }
+
+// DataError is what Run and RunBackward return, with every output, when the kernel's Forward
+// returned a *runtime.DataError (a fault output is not 0: the inputs break a precondition
+// TorchRL checks at run time). Msg is that error's text.
+type DataError struct{ Msg string }
+
+func (e *DataError) Error() string { return e.Msg }
 
 // Kernel is NewModule, Build and Run in one call.
 func Kernel(c *gen.Compiled, inputs map[string]golden.Array, tags string) (map[string]golden.Array, error) {

@@ -209,11 +209,22 @@ func TestShapeMismatch(t *testing.T) {
 	}
 }
 
+// callErr is err unless it is a *runtime.DataError: Forward then wrote every output (from
+// inputs such as these random ones, which may break a precondition TorchRL checks), and the
+// outputs are compared like any others.
+func callErr(err error) error {
+	var de *runtime.DataError
+	if errors.As(err, &de) {
+		return nil
+	}
+	return err
+}
+
 // TestDeterministic checks that repeated and concurrent calls give bit-identical outputs.
 func TestDeterministic(t *testing.T) {
 	in := randomInputs(2)
 	ref := NewOutputs()
-	if err := Forward(clone(in), ref); err != nil {
+	if err := callErr(Forward(clone(in), ref)); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -224,7 +235,7 @@ func TestDeterministic(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			outs[k] = NewOutputs()
-			errs[k] = Forward(clone(in), outs[k])
+			errs[k] = callErr(Forward(clone(in), outs[k]))
 		}()
 	}
 	wg.Wait()

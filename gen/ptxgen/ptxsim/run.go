@@ -76,7 +76,7 @@ func run(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, fill
 		if g, isGrad := strings.CutPrefix(b.Name, "grad/"); isGrad {
 			name, ok = "grad."+g, true // a gradient, under its output name
 		}
-		if !ok || (b.Role != "output" && b.Role != "gradient") {
+		if !ok || (b.Role != "output" && b.Role != "gradient" && b.Role != "fault") {
 			continue
 		}
 		raw := d.Bytes(addr[b.Name])

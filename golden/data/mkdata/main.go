@@ -7,6 +7,17 @@
 //	                        (γ 0.99, λ 0.95, lossgen's reference interpreter) over the rollout,
 //	                        then 4096 steps drawn by a seeded permutation
 //
+// and from the recorded Pendulum rollout imitation_pendulum.npz and the logged RLHF rollout
+// rlhf_token_kl_sample.npz:
+//
+//	pendulum_iql.npz        an IQL minibatch [B=1024] with a Q ensemble of 2 [Q=2, B=1024]:
+//	                        recorded rewards and actions, values and Q-values derived from
+//	                        them by fixed formulas (README.md), 1024 steps drawn by a seeded
+//	                        permutation
+//	rlhf_tokens.npz         one generated response [B=1, L=12]: the logged token log-probs,
+//	                        reference log-probs, critic values and mask, a reward of 0 but
+//	                        the sequence reward on the last token, and the logged rewards
+//
 // Run from the repository root: go run ./golden/data/mkdata
 package main
 
@@ -32,11 +43,15 @@ const (
 
 func main() {
 	src := flag.String("src", "golden/data/imitation_cartpole.npz", "the recorded rollout")
+	pendulum := flag.String("pendulum", "golden/data/imitation_pendulum.npz", "the recorded Pendulum rollout")
+	rlhf := flag.String("rlhf", "golden/data/rlhf_token_kl_sample.npz", "the logged RLHF rollout")
 	dir := flag.String("o", "golden/data", "output directory")
 	flag.Parse()
-	if err := run(*src, *dir); err != nil {
-		fmt.Fprintln(os.Stderr, "mkdata:", err)
-		os.Exit(1)
+	for _, err := range []error{run(*src, *dir), pendulumIQL(*pendulum, *dir), rlhfTokens(*rlhf, *dir)} {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mkdata:", err)
+			os.Exit(1)
+		}
 	}
 }
 
@@ -168,4 +183,103 @@ func pickInt(x []int64, perm []int) []int64 {
 		out[i] = x[j]
 	}
 	return out
+}
+
+// pendulumIQL derives an IQL minibatch from the recorded Pendulum rollout (README.md states
+// each formula). V is the behaviour policy's discounted return-to-go at the expert's γ 0.9
+// within the recorded episode, each Q member adds an action-dependent term to V, the target
+// ensemble lags the online one, and the policy is a Gaussian around a fixed PD controller. All
+// in float64, rounded to float32 once.
+func pendulumIQL(src, dir string) error {
+	raw, err := golden.ReadNPZ(src)
+	if err != nil {
+		return err
+	}
+	obs := raw["obs"].Data.([]float32)
+	act := raw["actions"].Data.([]float32)
+	rew := raw["rewards"].Data.([]float32)
+	term := raw["terminated"].Data.([]bool)
+	lengths := raw["episode_lengths"].Data.([]int64)
+	n := len(rew)
+	const gamma = 0.9
+	// Return-to-go within each episode; the truncated episode's last next value is 0.
+	g := make([]float64, n)
+	next := make([]float64, n)
+	end := n
+	for e := len(lengths) - 1; e >= 0; e-- {
+		start := end - int(lengths[e])
+		acc := 0.0
+		for t := end - 1; t >= start; t-- {
+			next[t] = acc
+			acc = float64(rew[t]) + gamma*acc
+			g[t] = acc
+		}
+		end = start
+	}
+	if end != 0 {
+		return fmt.Errorf("%s: episode lengths cover %d of %d steps", src, n-end, n)
+	}
+	const B, Q = 1024, 2
+	perm := rand.New(rand.NewPCG(2026, 12)).Perm(n)[:B]
+	f := func(x float64) float32 { return float32(x) }
+	v, vn, r, lp := make([]float32, B), make([]float32, B), make([]float32, B), make([]float32, B)
+	q, qt := make([]float32, Q*B), make([]float32, Q*B)
+	done := make([]bool, B)
+	for i, t := range perm {
+		a := float64(act[t])
+		theta := math.Atan2(float64(obs[3*t+1]), float64(obs[3*t]))
+		mu := math.Max(-2, math.Min(2, -(2*theta+0.5*float64(obs[3*t+2]))))
+		const sigma = 0.5
+		lp[i] = f(-(a-mu)*(a-mu)/(2*sigma*sigma) - math.Log(sigma) - 0.5*math.Log(2*math.Pi))
+		v[i], vn[i], r[i], done[i] = f(g[t]), f(next[t]), rew[t], term[t]
+		for k, c := range []float64{1.0, 0.9} {
+			qk := g[t] + c*a + 0.5*float64(k)
+			q[k*B+i] = f(qk)
+			qt[k*B+i] = f(0.8*qk + 0.2*g[t])
+		}
+	}
+	shape := []int{B}
+	return golden.WriteNPZ(dir+"/pendulum_iql.npz", map[string]golden.Array{
+		"state_value":               {Shape: shape, Data: v},
+		"next.state_value":          {Shape: shape, Data: vn},
+		"next.reward":               {Shape: shape, Data: r},
+		"next.terminated":           {Shape: shape, Data: done},
+		"log_prob":                  {Shape: shape, Data: lp},
+		"state_action_value":        {Shape: []int{Q, B}, Data: q},
+		"target_state_action_value": {Shape: []int{Q, B}, Data: qt},
+	})
+}
+
+// rlhfTokens lays the logged RLHF response out as a token batch [B=1, L=12] for the KL reward
+// and a PPO loss after it: the reward is 0 but the sequence reward on the last token (the
+// logged token_rewards are that minus 0.2·(logprobs − ref_logprobs)), the response ends
+// (terminated) at its last token, and next.state_value is the next token's value (0 after the
+// last).
+func rlhfTokens(src, dir string) error {
+	raw, err := golden.ReadNPZ(src)
+	if err != nil {
+		return err
+	}
+	lp := raw["logprobs"].Data.([]float32)
+	L := len(lp)
+	reward := make([]float32, L)
+	reward[L-1] = raw["sequence_reward"].Data.([]float32)[0]
+	values := raw["values"].Data.([]float32)
+	next := make([]float32, L)
+	copy(next, values[1:])
+	end := make([]bool, L)
+	end[L-1] = true
+	shape := []int{1, L}
+	return golden.WriteNPZ(dir+"/rlhf_tokens.npz", map[string]golden.Array{
+		"log_prob":         {Shape: shape, Data: lp},
+		"sample_log_prob":  {Shape: shape, Data: lp},
+		"ref_log_prob":     {Shape: shape, Data: raw["ref_logprobs"].Data},
+		"mask":             {Shape: shape, Data: raw["mask"].Data},
+		"next.reward":      {Shape: shape, Data: reward},
+		"state_value":      {Shape: shape, Data: values},
+		"next.state_value": {Shape: shape, Data: next},
+		"next.done":        {Shape: shape, Data: end},
+		"next.terminated":  {Shape: shape, Data: end},
+		"token_rewards":    {Shape: shape, Data: raw["token_rewards"].Data},
+	})
 }

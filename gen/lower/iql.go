@@ -1,0 +1,194 @@
+package lower
+
+import (
+	"math"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// IQLLoss and DiscreteIQLLoss (torchrl/objectives/iql.py, SEMANTICS.md §4): the actor's
+// advantage-weighted regression, the value network's expectile regression and the Q
+// ensemble's TD(0) regression, with the priority td_error, in one kernel.
+
+const iqlSource = "torchrl/objectives/iql.py"
+
+// The keys only the IQL losses read and write.
+var (
+	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true,
+		Doc:    "Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)",
+		Sample: spec.Sample{Dist: "normal", Std: 2}}
+	keyTargetStateActionValue = spec.KeyDef{Name: "target_state_action_value", Default: []string{"target_state_action_value"},
+		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
+		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "state_action_value", ExtremeBig: true}}
+	keyPriority = spec.KeyDef{Name: "priority", Default: []string{"td_error"},
+		Doc: "the replay priority max_k (Q_k − y)² (TorchRL key td_error, written into the input tensordict)"}
+)
+
+func init() {
+	inf := math.Inf(1)
+	params := []spec.ParamDef{
+		{Name: "num_qvalue_nets", Type: spec.Int, Default: 2, Min: 1, Max: inf, Doc: "the number of Q-networks in the ensemble (the extent of ensemble_dim)"},
+		{Name: "ensemble_dim", Type: spec.DimName, Doc: "the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it)"},
+		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
+		{Name: "temperature", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MinOpen: true, MaxOpen: true, Doc: "β, the inverse temperature of the advantage weight exp(β(min Q − V))"},
+		{Name: "expectile", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, MaxOpen: true, Doc: "τ of the value network's expectile regression"},
+		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
+	}
+	keys := []spec.KeyDef{keyLogProb, keyValue, keyValueTarget, keyStateActionValue, keyTargetStateActionValue, keyPriority}
+	register(&Stage{
+		StageDef: spec.StageDef{Kind: spec.Loss, Type: "iql", Class: "IQLLoss", Source: iqlSource,
+			Params: params, Keys: keys, Check: checkIQL},
+		Lower: lowerIQL,
+	})
+	register(&Stage{
+		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_iql", Class: "DiscreteIQLLoss", Source: iqlSource,
+			Params: append(append([]spec.ParamDef(nil), params...),
+				spec.ParamDef{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"},
+					Doc: "how the stored action selects the Q-value: an index (categorical) or a one-hot vector (one_hot)"},
+				paramActionDim),
+			Keys: append(append([]spec.KeyDef(nil), keys...), keyAction), Check: checkIQL},
+		Lower: lowerIQL,
+	})
+}
+
+// paramActionDim is the dim of the discrete actions (the last dim of the action values).
+var paramActionDim = spec.ParamDef{Name: "action_dim", Type: spec.DimName,
+	Doc: "the dim of the discrete actions, declared after the batch dims (action values are [..., A])"}
+
+// checkIQL applies IQL's defaults and checks (SEMANTICS.md §4.1, §4.3): the TD(0) target with
+// γ 0.99 unless the spec gives a TD estimator (GAE and V-trace raise NotImplementedError in
+// TorchRL), the ensemble dim, and for the discrete loss the action dim and action space.
+func checkIQL(c *spec.Check) {
+	if e := c.Spec.Estimator; e == nil {
+		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": 0.99})
+	} else if e.Type == "gae" || e.Type == "vtrace" {
+		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
+	}
+	checkEnsembleDim(c)
+	if c.Stage.Type != "discrete_iql" {
+		return
+	}
+	checkInnerDim(c, "action_dim", "after")
+	if c.Stage.Get("action_space") == nil {
+		c.Warnf("action_space", "not given: one_hot is used, as TorchRL's DiscreteIQLLoss does with a warning (write action_space: one_hot or categorical)")
+		c.Stage.Set("action_space", "one_hot")
+	}
+}
+
+// checkEnsembleDim resolves the ensemble dim: ensemble_dim, or Q. A declared dim must not be a
+// batch dim and must come before every batch dim (TorchRL's layout [num_qvalue_nets,
+// *batch]); its extent is num_qvalue_nets (an explicit num_qvalue_nets must agree). Q is
+// added with num_qvalue_nets members when the spec declares no such dim.
+func checkEnsembleDim(c *spec.Check) {
+	st, s := c.Stage, c.Spec
+	name := st.String("ensemble_dim")
+	if name == "" {
+		name = "Q"
+		if s.DimSize(name) == 0 {
+			if len(s.Dims) >= spec.MaxDims {
+				c.Errorf("ensemble_dim", "the spec declares %d dims, the most it may; declare the ensemble dim Q among them (or name one with ensemble_dim)", len(s.Dims))
+				return
+			}
+			s.Dims = append([]spec.Dim{{Name: name, Size: st.Int("num_qvalue_nets"), Pos: st.Pos}}, s.Dims...)
+		}
+		st.Set("ensemble_dim", name)
+	}
+	size := s.DimSize(name)
+	if size == 0 {
+		return // an undeclared ensemble_dim is reported with the other dim names
+	}
+	if !checkInnerDim(c, "ensemble_dim", "before") {
+		return
+	}
+	switch {
+	case !st.Written("num_qvalue_nets"):
+		st.Set("num_qvalue_nets", size)
+	case st.Int("num_qvalue_nets") != size:
+		c.Errorf("num_qvalue_nets", "is %d but the ensemble dim %s has %d members", st.Int("num_qvalue_nets"), name, size)
+	}
+}
+
+// lowerIQL is IQLLoss.forward, or DiscreteIQLLoss.forward when the stage has an action_dim
+// (torchrl/objectives/iql.py, SEMANTICS.md §4.2–4.4), with y the TD target the estimator
+// before it wrote (value_target; TD(0) with γ 0.99 by default):
+//
+//	m    = min_k Q^target_k                            (target ensemble, no gradient)
+//	w    = min(exp((m − V.detach())·β), 100)           (detached)
+//	loss_actor  = reduce(−(w·log_prob))
+//	loss_value  = reduce(where(m − V > 0, f32(τ), f32(1 − τ))·(m − V)²)
+//	loss_qvalue = reduce(Σ_k distance(Q_k, y))         (current ensemble, summed over members)
+//	entropy     = mean(−log_prob)                       (detached)
+//	td_error    = max_k (Q_k − y)²                      (detached)
+//
+// Discrete: Q_k is the ensemble's value at the stored action, gathered at an index
+// (categorical) or Σ_a Q_k[a]·action[a] (one_hot).
+func lowerIQL(l *Lowerer, st *spec.Stage) {
+	b := l.B
+	ens := st.String("ensemble_dim")
+	reduction := st.String("reduction")
+	q := l.iqlChosen(st, "state_action_value")
+	qt := l.iqlChosen(st, "target_state_action_value")
+	v := l.Read("value")
+	lp := l.iqlLogProb(st)
+
+	// loss_actor: the advantage weight from the target ensemble and the detached value.
+	beta := l.Hyper("temperature", st.Float("temperature"), false, "β, the advantage weight's inverse temperature (a Python float in TorchRL)")
+	m := b.Note(b.Detach(b.ReduceMin(qt, ens)), "min_q")
+	w := b.Note(b.Detach(b.Min(b.Exp(b.Mul(b.Sub(m, b.Detach(v)), b.Const(beta))), b.Const(100))), "awr_weight")
+	l.Output("loss_actor", l.reduce(b.Neg(b.Mul(w, lp)), reduction), ir.LossTerm,
+		"advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction ("+reduction+") (actor_loss)")
+
+	// loss_qvalue: every member of the current ensemble regresses on the TD target.
+	y := l.Read("value_target")
+	fn := st.String("loss_function")
+	l.Output("loss_qvalue", l.reduce(b.Sum(l.distance(q, y, fn), ens), reduction), ir.LossTerm,
+		"Σ_k "+fn+"(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss)")
+
+	// loss_value: expectile regression of V on the target ensemble's minimum.
+	tau := st.Float("expectile")
+	tauHi := l.Hyper("expectile", tau, true, "τ, the expectile weight where min Q − V > 0")
+	tauLo := l.Hyper("1-expectile", 1-tau, true, "1 − τ (formed in double), the weight elsewhere")
+	u := b.Note(b.Sub(m, v), "value_diff")
+	weight := b.Where(b.Gt(u, b.Const(0)), b.Const(tauHi), b.Const(tauLo))
+	l.Output("loss_value", l.reduce(b.Mul(weight, b.Square(u)), reduction), ir.LossTerm,
+		"expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss)")
+
+	l.Output("entropy", b.MeanAll(b.Neg(b.Detach(lp))), ir.Metric,
+		"mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean")
+	l.Write("priority", b.Detach(b.ReduceMax(b.Square(b.Sub(q, y)), ens)), ir.Metric,
+		"the replay priority max_k (Q_k − y)² over the ensemble, detached (TorchRL key td_error)")
+
+	s := "s = 1/n for mean, 1 for sum and none"
+	l.GradDoc("log_prob", "loss_actor: −w·s, w = min(exp(β(min_k Q'_k − V)), 100), detached; "+s+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.actor_loss)")
+	l.GradDoc("value", "loss_value: −2·weight·(min_k Q'_k − V)·s, weight τ where min_k Q'_k − V > 0 and 1 − τ elsewhere; "+s+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.value_loss)")
+	doc := "loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); " + s
+	if st.String("action_dim") != "" {
+		doc += "; only at the stored action (the gathered entry, or action_a for one_hot)"
+	}
+	l.GradDoc("state_action_value", doc+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.qvalue_loss)")
+}
+
+// iqlLogProb is the actor's log-probability of the stored action, log π(a|s) [*batch]: the
+// log_prob input. (A policy distribution evaluated in the kernel replaces this one call.)
+func (l *Lowerer) iqlLogProb(st *spec.Stage) *ir.Node { return l.Read("log_prob") }
+
+// iqlChosen is an ensemble's value at the stored action [Q, *batch]: the key itself for
+// IQLLoss; for DiscreteIQLLoss the key [Q, *batch, A] at the action, as
+// DiscreteIQLLoss.actor_loss/value_loss/qvalue_loss select it (SEMANTICS.md §4.3).
+func (l *Lowerer) iqlChosen(st *spec.Stage, key string) *ir.Node {
+	b := l.B
+	ens := st.String("ensemble_dim")
+	batch := l.Batch().Names()
+	a := st.String("action_dim")
+	if a == "" {
+		return l.ReadShaped(key, b.Shape(append([]string{ens}, batch...)...))
+	}
+	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), a)...))
+	if st.String("action_space") == "categorical" {
+		// torch.gather(Q_k, -1, action[..., None]).squeeze(-1), vmapped over the ensemble.
+		return b.Gather(q, l.ReadAs("action", l.Batch(), spec.IndexKey), a)
+	}
+	// (Q_k · action.float()).sum(-1): a one-hot (or multi-hot) action, stored as flags.
+	return b.Sum(b.Mul(q, l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)), a)
+}
