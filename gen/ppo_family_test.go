@@ -18,8 +18,8 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 )
 
-// TestPPOFamily runs the PPO losses with every policy distribution, masks, per-head entropy
-// and KLPEN's state on every backend (pure Go, the default build's AVX2, the PTX in the
+// TestPPOFamily runs the PPO losses (and IQL's actor) with every policy distribution, masks,
+// per-head entropy and KLPEN's state on every backend (pure Go, the default build's AVX2, the PTX in the
 // simulator), Forward and ForwardBackward, against the interpreter on the golden cases'
 // random and extreme inputs (−inf and huge logits, actions on the tanh bounds, fully masked
 // rows).
@@ -36,6 +36,8 @@ func TestPPOFamily(t *testing.T) {
 		{"klpen_normal", "float64", "{N: 3, T: 11, D: 2}", "[N, T]", "{type: klpen_ppo, distribution: normal, action_dim: D, reduction: sum}"},
 		{"klpen_tanh", "float32", "{B: 17, D: 4}", "[B]", "{type: klpen_ppo, distribution: tanh_normal, action_dim: D}"},
 		{"heads", "float32", "{B: 23}", "[B]", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}"},
+		{"iql_normal_actor", "float32", "{Q: 2, B: 19, D: 2}", "[B]", "{type: iql, distribution: normal, action_dim: D}"},
+		{"discrete_iql_categorical_actor", "float64", "{Q: 3, B: 13, A: 4}", "[B]", "{type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := fmt.Sprintf("package: p\ndtype: %s\ndims: %s\nbatch: %s\nloss: %s\n", c.dtype, c.dims, c.batch, c.loss)

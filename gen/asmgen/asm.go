@@ -23,15 +23,18 @@ type asm struct {
 	f64    bool // float64 lanes (4 per YMM) instead of float32 (8 per YMM)
 	consts map[string]operand.Mem
 	label  *int
+	budget int // vector registers the emitter lets node values hold at once (regs.makeRoom)
 }
 
-func newAsm(c *build.Context, f64 bool) *asm {
-	return &asm{c: c, f64: f64, consts: map[string]operand.Mem{}, label: new(int)}
+func newAsm(c *build.Context, f64 bool, budget int) *asm {
+	return &asm{c: c, f64: f64, consts: map[string]operand.Mem{}, label: new(int), budget: budget}
 }
 
 // as64 is a view of the same context that emits float64 (PD) instructions, for the float64
 // reduction states of float32 kernels.
-func (a *asm) as64() *asm { return &asm{c: a.c, f64: true, consts: a.consts, label: a.label} }
+func (a *asm) as64() *asm {
+	return &asm{c: a.c, f64: true, consts: a.consts, label: a.label, budget: a.budget}
+}
 
 // lanes is the number of elements in a YMM register.
 func (a *asm) lanes() int {
@@ -279,9 +282,22 @@ const (
 // zero returns a register of zeros.
 func (a *asm) zero() reg.VecVirtual {
 	z := a.ymm()
-	a.xor(z, z, z)
+	a.mov(a.cf(0), z) // not xor z, z, z: avo counts its inputs as reads (see defineOnly)
 	return z
 }
+
+// zeroX is a new XMM register holding 0, defined by a load (see defineOnly).
+func (a *asm) zeroX() reg.VecVirtual {
+	x := a.c.XMM()
+	a.c.VMOVUPS(a.cd(0), x)
+	return x
+}
+
+// defineOnly: avo's liveness reads every input operand, zeroing and all-ones idioms
+// (VXORPS z, z, z; VPCMPEQD m, m, m) included, so their register would count as live from
+// the function's entry and crowd out every other in a long function (past 16, avo hands
+// out AVX-512 registers that AVX2 cannot encode). Registers are therefore defined by loads
+// of constants, which read nothing.
 
 // minNaN: z = min(x, y) with Go's semantics: NaN if either is NaN, −0 < +0.
 // VMINPS returns its second source when the operands are unordered or equal, so the OR of

@@ -146,6 +146,8 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	nt := map[*emitter]map[int]bool{}
 	header := gogen.Header(m)
 	asmSrc, stubs, err := assemble(m.Package, header, p.Graph.DType == ir.F64, func(a *asm) {
+		clear(pgs) // a fresh attempt (assemble may run this again with a smaller budget)
+		clear(nt)
 		for _, e := range ems {
 			e.a = a
 			e.layoutStates(e.p)

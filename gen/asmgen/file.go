@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	avoir "github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/reg"
+	"regexp"
 	"strings"
 
 	"github.com/mmcloughlin/avo/build"
@@ -15,9 +18,30 @@ import (
 // assemble runs body on a fresh avo context and returns the assembly and the Go stub
 // declarations, each starting with header (avo's own first line is replaced).
 func assemble(pkg, header string, f64 bool, body func(a *asm)) (asmSrc, stubs []byte, err error) {
+	// The budget's estimates of the registers an op needs are heuristics (temps): where a pass
+	// still ends up needing more than AVX2's 16, emit the file again with a smaller budget.
+	for budget := numYMM; ; budget-- {
+		asmSrc, stubs, err = assembleWith(pkg, header, f64, budget, body)
+		if err != nil || !highVector.Match(asmSrc) {
+			return asmSrc, stubs, err
+		}
+		if budget <= minBudget {
+			return nil, nil, fmt.Errorf("asmgen: a pass needs more than the 16 AVX2 vector registers even with %d node values live", budget)
+		}
+	}
+}
+
+// minBudget is the smallest register budget assemble tries.
+const minBudget = 6
+
+// highVector matches a vector register AVX2 cannot encode (X16–X31, Y16–Y31).
+var highVector = regexp.MustCompile(`\b[XY](1[6-9]|2[0-9]|3[01])\b`)
+
+// assembleWith is one attempt of assemble, with the given register budget.
+func assembleWith(pkg, header string, f64 bool, budget int, body func(a *asm)) (asmSrc, stubs []byte, err error) {
 	c := build.NewContext()
 	c.Constraints(buildtags.Term("!purego").ToConstraints())
-	a := newAsm(c, f64)
+	a := newAsm(c, f64, budget)
 	body(a)
 	f, err := c.Result()
 	if err != nil {
@@ -31,7 +55,7 @@ func assemble(pkg, header string, f64 bool, body func(a *asm)) (asmSrc, stubs []
 		}
 		return nil, nil, fmt.Errorf("asmgen: %w", err)
 	}
-	if err := pass.Compile.Execute(f); err != nil {
+	if err := compile.Execute(f); err != nil {
 		return nil, nil, fmt.Errorf("asmgen: %w", err)
 	}
 	cfg := printer.Config{Name: "lossgen", Pkg: pkg}
@@ -52,4 +76,48 @@ func retitle(src []byte, header string) []byte {
 		src = src[i:]
 	}
 	return append([]byte("// "+header), src...)
+}
+
+// compile is avo v0.6.0's pass.Compile with one check added after the liveness analysis:
+// entryReads.
+var compile = pass.Concat(
+	pass.Verify,
+	pass.FunctionPass(pass.PruneJumpToFollowingLabel),
+	pass.FunctionPass(pass.PruneDanglingLabels),
+	pass.FunctionPass(pass.LabelTarget),
+	pass.FunctionPass(pass.CFG),
+	pass.InstructionPass(pass.ZeroExtend32BitOutputs),
+	pass.FunctionPass(pass.Liveness),
+	pass.FunctionPass(entryReads),
+	pass.FunctionPass(pass.AllocateRegisters),
+	pass.FunctionPass(pass.BindRegisters),
+	pass.FunctionPass(pass.VerifyAllocation),
+	pass.FunctionPass(pass.EnsureBasePointerCalleeSaved),
+	pass.Func(pass.IncludeTextFlagHeader),
+	pass.FunctionPass(pass.PruneSelfMoves),
+	pass.FunctionPass(pass.RequiredISAExtensions),
+)
+
+// entryReads rejects a vector register live at a function's entry: one read before the
+// emitter wrote it (a zeroing idiom, or a YMM read after only its X half was written). avo
+// would keep it allocated from the entry on and, in a long function, run out of the 16 AVX2
+// registers. It is an emitter bug, caught here rather than as unencodable assembly.
+func entryReads(fn *avoir.Function) error {
+	ins := fn.Instructions()
+	if len(ins) == 0 {
+		return nil
+	}
+	for id := range ins[0].LiveIn {
+		if id.Kind() != reg.KindVector {
+			continue
+		}
+		for k, i := range ins {
+			for _, r := range i.InputRegisters() {
+				if r.ID() == id {
+					return fmt.Errorf("%s: instruction %d (%s) reads a vector register no earlier instruction wrote", fn.Name, k, i.Opcode)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -154,9 +154,9 @@ func (pg *passGen) gatherAt(base, off reg.GPVirtual, stride int, x reg.VecVirtua
 	if pg.rem > 0 {
 		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
 	} else {
-		c.VPCMPEQD(m, m, m)
+		pg.mov(pg.laneMask(pg.lanes(), pg.f64), m) // all lanes (a load: see defineOnly)
 	}
-	pg.xor(x, x, x)
+	pg.mov(pg.cf(0), x)
 	if pg.f64 {
 		c.VGATHERDPD(m, operand.Mem{Base: ptr, Index: ix.AsX(), Scale: 8}, x)
 	} else {
@@ -276,11 +276,10 @@ func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtu
 		n = pg.validLanes()
 	}
 	slot := c.AllocLocal(32)
-	c.VXORPS(x, x, x)
+	pg.mov(pg.cf(0), x) // loads, not zeroing idioms (see defineOnly)
 	pg.mov(x, slot)
 	t := pg.gp()
-	f := c.XMM()
-	c.VXORPS(f, f, f) // the VEX conversions merge into f: start from zero, not a stale value
+	f := pg.zeroX() // the VEX conversions merge into f: start from zero, not a stale value
 	for i := 0; i < n; i++ {
 		c.MOVQ(elemMem(base, off, 8, i*stride), t)
 		pg.indexToSlot(t, f, slot, i)

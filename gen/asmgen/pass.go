@@ -367,9 +367,7 @@ func (pg *passGen) scanStart(d int) {
 			continue
 		}
 		if d == len(pg.dom)-1 {
-			z := pg.ymm()
-			pg.xor(z, z, z)
-			pg.carries[n.ID] = z
+			pg.carries[n.ID] = pg.zero()
 			continue
 		}
 		pg.zeroCarries(n)

@@ -365,8 +365,7 @@ func (pg *passGen) rowSetup() {
 			stride *= pg.dom[d].Size
 		}
 		c.INCQ(k)
-		v, one := c.XMM(), c.XMM()
-		c.VXORPS(v, v, v)
+		v, one := pg.zeroX(), c.XMM()
 		c.VCVTSI2SDQ(k, v, v)
 		c.VMOVSD(pg.cf64(1), one)
 		c.VDIVSD(v, one, v)
@@ -420,8 +419,7 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 	} else {
 		c.MOVQ(pg.counters[axis], t)
 	}
-	base := pg.ymm()
-	c.VXORPS(base, base, base)
+	base := pg.zero()
 	c.VCVTSI2SDQ(t, base.AsX(), base.AsX())
 	c.VBROADCASTSD(base.AsX(), base)
 	var out []reg.VecVirtual
@@ -553,9 +551,10 @@ func (pg *passGen) fromHalves(hs []reg.VecVirtual) reg.VecVirtual {
 	if pg.f64 {
 		return hs[0]
 	}
-	lo, hi, v := pg.c.XMM(), pg.c.XMM(), pg.ymm()
-	pg.c.VCVTPD2PSY(hs[0], lo)
+	// lo is defined whole first: VINSERTF128 reads it as a YMM (see defineOnly).
+	lo, hi, v := pg.zero(), pg.c.XMM(), pg.ymm()
+	pg.c.VCVTPD2PSY(hs[0], lo.AsX())
 	pg.c.VCVTPD2PSY(hs[1], hi)
-	pg.c.VINSERTF128(operand.Imm(1), hi, lo.AsY(), v)
+	pg.c.VINSERTF128(operand.Imm(1), hi, lo, v)
 	return v
 }

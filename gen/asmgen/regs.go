@@ -9,9 +9,11 @@ import (
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
-// numYMM is the number of vector registers; avo's allocator fails rather than spill, so the
-// emitter keeps the number of simultaneously live vector values within it: node values are
-// held in registers up to a budget and spilled (computed values) or re-read (loads) beyond.
+// numYMM is the number of vector registers AVX2 encodes (Y0–Y15). avo's allocator does not
+// spill, and it would hand out the AVX-512 registers Y16–Y31, which VEX cannot encode, so the
+// emitter keeps the number of simultaneously live vector values within a budget (asm.budget,
+// at most numYMM): node values are held in registers up to it and spilled (computed values)
+// or re-read (loads) beyond. assemble lowers the budget until no function needs more.
 const numYMM = 16
 
 // value is where one node's value for the current block lives.
@@ -59,7 +61,7 @@ func (v *value) nextUse(k int) int {
 func (r *regs) makeRoom(k, need int, keep map[int]bool) {
 	for {
 		live := r.inRegs()
-		if len(live)+need+r.pinned+1 <= numYMM {
+		if len(live)+need+r.pinned+1 <= r.a.budget {
 			return
 		}
 		var victim *value

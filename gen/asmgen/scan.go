@@ -255,30 +255,35 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 	ptr := pg.nodePtr(x)
 	c.LEAQ(elemMem(ptr, base, esz, 0), ptr)
 	// Vector part: clamp(idx)·stride(axis) + lane·stride(inner).
+	// float64: 4 lanes, 4 dword indices in the X half; the integer ops work on that half only
+	// (reading the undefined upper half would make the register live from the function's
+	// entry, see defineOnly).
 	ii := pg.ymm()
+	var iv operand.Op = ii
 	if pg.f64 {
-		c.VCVTTPD2DQY(idx, ii.AsX())
+		iv = ii.AsX()
+		c.VCVTTPD2DQY(idx, iv)
 	} else {
 		c.VCVTTPS2DQ(idx, ii)
 	}
-	c.VPMAXSD(pg.cd(0), ii, ii)
-	c.VPMINSD(pg.cd(int32(size-1)), ii, ii)
-	c.VPMULLD(pg.cd(int32(st[xs.Index(axis)])), ii, ii)
+	c.VPMAXSD(pg.cd(0), iv, iv)
+	c.VPMINSD(pg.cd(int32(size-1)), iv, iv)
+	c.VPMULLD(pg.cd(int32(st[xs.Index(axis)])), iv, iv)
 	if laneStride != 0 {
 		lanes := make([]operand.Constant, 8)
 		for i := range lanes {
 			lanes[i] = operand.U32(uint32(i * laneStride))
 		}
-		c.VPADDD(pg.data(fmt.Sprintf("lanestride%d", laneStride), lanes), ii, ii)
+		c.VPADDD(pg.data(fmt.Sprintf("lanestride%d", laneStride), lanes), iv, iv)
 	}
 	if kind != ir.Float {
-		return pg.gatherLanes(kind, ptr, ii)
+		return pg.gatherLanes(kind, ptr, iv)
 	}
 	m := pg.ymm()
 	if pg.rem > 0 {
 		pg.mov(pg.laneMask(pg.rem, pg.f64), m)
 	} else {
-		c.VPCMPEQD(m, m, m)
+		pg.mov(pg.laneMask(pg.lanes(), pg.f64), m) // all lanes (a load: see defineOnly)
 	}
 	y := pg.zero()
 	if pg.f64 {
@@ -293,7 +298,7 @@ func (pg *passGen) gather(n *ir.Node, idx reg.VecVirtual) reg.VecVirtual {
 // once a gather is pushed through a where): each valid lane's element ptr[ii[lane]] is read
 // on its own (AVX2 gathers only 4- and 8-byte elements, and a wider read could pass the
 // array's end) and converted to the dtype, as load does for contiguous lanes.
-func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii reg.VecVirtual) reg.VecVirtual {
+func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii operand.Op) reg.VecVirtual {
 	c := pg.c
 	offs := c.AllocLocal(32)
 	c.VMOVDQU(ii, offs)
@@ -312,11 +317,10 @@ func (pg *passGen) gatherLanes(kind ir.ElemKind, ptr reg.GPVirtual, ii reg.VecVi
 		return y
 	}
 	slot := c.AllocLocal(32)
-	c.VXORPS(y, y, y)
+	pg.mov(pg.cf(0), y) // loads, not zeroing idioms (see defineOnly)
 	pg.mov(y, slot)
 	t := pg.gp()
-	f := c.XMM()
-	c.VXORPS(f, f, f)
+	f := pg.zeroX()
 	for i := 0; i < pg.validLanes(); i++ {
 		c.MOVLQZX(offs.Offset(4*i), o)
 		c.MOVQ(elemMem(ptr, o, 8, 0), t)

@@ -35,19 +35,28 @@ func init() {
 		{Name: "expectile", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, MaxOpen: true, Doc: "τ of the value network's expectile regression"},
 		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 	}
-	keys := []spec.KeyDef{keyLogProb, keyValue, keyValueTarget, keyStateActionValue, keyTargetStateActionValue, keyPriority}
+	keys := append([]spec.KeyDef{keyValue, keyValueTarget, keyStateActionValue, keyTargetStateActionValue, keyPriority}, policyKeys...)
+	// The actor's policy: log_prob as an input, or a distribution evaluated in the kernel
+	// (the discrete loss's policy is over its action_dim).
+	var discretePolicy []spec.ParamDef
+	for _, p := range policyParams("none") {
+		if p.Name != "action_dim" {
+			discretePolicy = append(discretePolicy, p)
+		}
+	}
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "iql", Class: "IQLLoss", Source: iqlSource,
-			Params: params, Keys: keys, Check: checkIQL},
+			Params: append(append([]spec.ParamDef(nil), params...), policyParams("none")...),
+			Keys:   keys, Check: checkIQL},
 		Lower: lowerIQL,
 	})
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_iql", Class: "DiscreteIQLLoss", Source: iqlSource,
-			Params: append(append([]spec.ParamDef(nil), params...),
+			Params: append(append(append([]spec.ParamDef(nil), params...),
 				spec.ParamDef{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"},
 					Doc: "how the stored action selects the Q-value: an index (categorical) or a one-hot vector (one_hot)"},
-				paramActionDim),
-			Keys: append(append([]spec.KeyDef(nil), keys...), keyAction), Check: checkIQL},
+				paramActionDim), discretePolicy...),
+			Keys: keys, Check: checkIQL},
 		Lower: lowerIQL,
 	})
 }
@@ -67,12 +76,19 @@ func checkIQL(c *spec.Check) {
 	}
 	checkEnsembleDim(c)
 	if c.Stage.Type != "discrete_iql" {
+		checkPolicy(c)
 		return
 	}
 	checkInnerDim(c, "action_dim", "after")
 	if c.Stage.Get("action_space") == nil {
 		c.Warnf("action_space", "not given: one_hot is used, as TorchRL's DiscreteIQLLoss does with a warning (write action_space: one_hot or categorical)")
 		c.Stage.Set("action_space", "one_hot")
+	}
+	// The actor of discrete actions is a categorical policy over the same actions, stored as
+	// the action space says.
+	want := map[string]string{"categorical": "categorical", "one_hot": "one_hot_categorical"}[c.Stage.String("action_space")]
+	if d := c.Stage.String("distribution"); d != "none" && d != want {
+		c.Errorf("distribution", "%s does not fit action_space %s: the actor's distribution over the discrete actions is %s (or none: log_prob is an input)", d, c.Stage.String("action_space"), want)
 	}
 }
 
@@ -170,8 +186,8 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 }
 
 // iqlLogProb is the actor's log-probability of the stored action, log π(a|s) [*batch]: the
-// log_prob input. (A policy distribution evaluated in the kernel replaces this one call.)
-func (l *Lowerer) iqlLogProb(st *spec.Stage) *ir.Node { return l.Read("log_prob") }
+// log_prob input, or the stage's distribution evaluated in the kernel (policy.go).
+func (l *Lowerer) iqlLogProb(st *spec.Stage) *ir.Node { return l.policy(st).lp }
 
 // iqlChosen is an ensemble's value at the stored action [Q, *batch]: the key itself for
 // IQLLoss; for DiscreteIQLLoss the key [Q, *batch, A] at the action, as

@@ -269,7 +269,7 @@ blocks_1:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -279,7 +279,7 @@ blocks_1:
 	VMOVUPD      Y1, 960(CX)
 	VADDPD       992(CX), Y0, Y0
 	VMOVUPD      Y0, 992(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -289,7 +289,7 @@ blocks_1:
 	VMOVUPD      Y1, 1280(CX)
 	VADDPD       1312(CX), Y0, Y0
 	VMOVUPD      Y0, 1312(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -299,7 +299,7 @@ blocks_1:
 	VMOVUPD      Y1, 1600(CX)
 	VADDPD       1632(CX), Y0, Y0
 	VMOVUPD      Y0, 1632(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -309,7 +309,7 @@ blocks_1:
 	VMOVUPD      Y1, 1920(CX)
 	VADDPD       1952(CX), Y0, Y0
 	VMOVUPD      Y0, 1952(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -319,7 +319,7 @@ blocks_1:
 	VMOVUPD      Y1, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -329,7 +329,7 @@ blocks_1:
 	VMOVUPD      Y1, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	MOVQ         $+8, CX
 
@@ -346,7 +346,7 @@ noflush_2:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      1152(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -356,7 +356,7 @@ noflush_2:
 	VMOVUPD      Y1, 960(AX)
 	VADDPD       992(AX), Y0, Y0
 	VMOVUPD      Y0, 992(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(AX)
 	VMOVUPS      1472(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -366,7 +366,7 @@ noflush_2:
 	VMOVUPD      Y1, 1280(AX)
 	VADDPD       1312(AX), Y0, Y0
 	VMOVUPD      Y0, 1312(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(AX)
 	VMOVUPS      1792(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -376,7 +376,7 @@ noflush_2:
 	VMOVUPD      Y1, 1600(AX)
 	VADDPD       1632(AX), Y0, Y0
 	VMOVUPD      Y0, 1632(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(AX)
 	VMOVUPS      2112(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -386,7 +386,7 @@ noflush_2:
 	VMOVUPD      Y1, 1920(AX)
 	VADDPD       1952(AX), Y0, Y0
 	VMOVUPD      Y0, 1952(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(AX)
 	VMOVUPS      2432(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -396,7 +396,7 @@ noflush_2:
 	VMOVUPD      Y1, 2240(AX)
 	VADDPD       2272(AX), Y0, Y0
 	VMOVUPD      Y0, 2272(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(AX)
 	VMOVUPS      2752(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -406,7 +406,7 @@ noflush_2:
 	VMOVUPD      Y1, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(AX)
 	VZEROUPPER
 	RET
@@ -657,6 +657,16 @@ DATA lgc24<>+24(SB)/4, $0x40000000
 DATA lgc24<>+28(SB)/4, $0x40000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
+DATA lgc25<>+0(SB)/4, $0x00000000
+DATA lgc25<>+4(SB)/4, $0x00000000
+DATA lgc25<>+8(SB)/4, $0x00000000
+DATA lgc25<>+12(SB)/4, $0x00000000
+DATA lgc25<>+16(SB)/4, $0x00000000
+DATA lgc25<>+20(SB)/4, $0x00000000
+DATA lgc25<>+24(SB)/4, $0x00000000
+DATA lgc25<>+28(SB)/4, $0x00000000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
@@ -665,7 +675,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc25<>+0(SB), Y0, Y0
+	VADDPS       lgc26<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -715,7 +725,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -730,25 +740,25 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x34000000
-DATA lgc25<>+4(SB)/4, $0x34000000
-DATA lgc25<>+8(SB)/4, $0x34000000
-DATA lgc25<>+12(SB)/4, $0x34000000
-DATA lgc25<>+16(SB)/4, $0x34000000
-DATA lgc25<>+20(SB)/4, $0x34000000
-DATA lgc25<>+24(SB)/4, $0x34000000
-DATA lgc25<>+28(SB)/4, $0x34000000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x45800000
-DATA lgc26<>+4(SB)/4, $0x45800000
-DATA lgc26<>+8(SB)/4, $0x45800000
-DATA lgc26<>+12(SB)/4, $0x45800000
-DATA lgc26<>+16(SB)/4, $0x45800000
-DATA lgc26<>+20(SB)/4, $0x45800000
-DATA lgc26<>+24(SB)/4, $0x45800000
-DATA lgc26<>+28(SB)/4, $0x45800000
+DATA lgc26<>+0(SB)/4, $0x34000000
+DATA lgc26<>+4(SB)/4, $0x34000000
+DATA lgc26<>+8(SB)/4, $0x34000000
+DATA lgc26<>+12(SB)/4, $0x34000000
+DATA lgc26<>+16(SB)/4, $0x34000000
+DATA lgc26<>+20(SB)/4, $0x34000000
+DATA lgc26<>+24(SB)/4, $0x34000000
+DATA lgc26<>+28(SB)/4, $0x34000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x45800000
+DATA lgc27<>+4(SB)/4, $0x45800000
+DATA lgc27<>+8(SB)/4, $0x45800000
+DATA lgc27<>+12(SB)/4, $0x45800000
+DATA lgc27<>+16(SB)/4, $0x45800000
+DATA lgc27<>+20(SB)/4, $0x45800000
+DATA lgc27<>+24(SB)/4, $0x45800000
+DATA lgc27<>+28(SB)/4, $0x45800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -772,7 +782,7 @@ blocks_3:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -816,7 +826,7 @@ blocks_3:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc25<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y1
@@ -831,7 +841,7 @@ blocks_3:
 	VMAXPS Y4, Y3, Y3
 
 	// v22 = where(v17, v19, v21) [B=4096]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc25<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
@@ -856,7 +866,7 @@ blocks_3:
 	VMOVUPD      Y1, 4544(CX)
 	VADDPD       4576(CX), Y0, Y0
 	VMOVUPD      Y0, 4576(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(CX)
 	MOVQ         $+8, CX
 
@@ -873,29 +883,19 @@ noflush_4:
 	VMOVUPD      Y1, 4544(AX)
 	VADDPD       4576(AX), Y0, Y0
 	VMOVUPD      Y0, 4576(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc27<>+0(SB)/4, $0x358637bd
-DATA lgc27<>+4(SB)/4, $0x358637bd
-DATA lgc27<>+8(SB)/4, $0x358637bd
-DATA lgc27<>+12(SB)/4, $0x358637bd
-DATA lgc27<>+16(SB)/4, $0x358637bd
-DATA lgc27<>+20(SB)/4, $0x358637bd
-DATA lgc27<>+24(SB)/4, $0x358637bd
-DATA lgc27<>+28(SB)/4, $0x358637bd
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x00000000
-DATA lgc28<>+4(SB)/4, $0x00000000
-DATA lgc28<>+8(SB)/4, $0x00000000
-DATA lgc28<>+12(SB)/4, $0x00000000
-DATA lgc28<>+16(SB)/4, $0x00000000
-DATA lgc28<>+20(SB)/4, $0x00000000
-DATA lgc28<>+24(SB)/4, $0x00000000
-DATA lgc28<>+28(SB)/4, $0x00000000
+DATA lgc28<>+0(SB)/4, $0x358637bd
+DATA lgc28<>+4(SB)/4, $0x358637bd
+DATA lgc28<>+8(SB)/4, $0x358637bd
+DATA lgc28<>+12(SB)/4, $0x358637bd
+DATA lgc28<>+16(SB)/4, $0x358637bd
+DATA lgc28<>+20(SB)/4, $0x358637bd
+DATA lgc28<>+24(SB)/4, $0x358637bd
+DATA lgc28<>+28(SB)/4, $0x358637bd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 DATA lgc29<>+0(SB)/4, $0x3f99999a
@@ -1192,13 +1192,13 @@ blocks_5:
 	VMOVUPS lgc32<>+0(SB), Y5
 
 	// v73 = where(v71, v70, v69) [B=4096]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc25<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y6
-	VMOVUPS   lgc28<>+0(SB), Y7
+	VMOVUPS   lgc25<>+0(SB), Y7
 
 	// v74 = where(v72, v16, v73) [B=4096]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc25<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y6, Y3
 
@@ -1207,12 +1207,12 @@ blocks_5:
 	VANDPS lgc3<>+0(SB), Y0, Y0
 
 	// v76 = where(v71, v70, v16) [B=4096]
-	VXORPS    Y1, Y1, Y1
+	VMOVUPS   lgc25<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y2, Y1
 	VBLENDVPS Y1, Y4, Y7, Y1
 
 	// v77 = where(v75, v76, v69) [B=4096]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc25<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y5, Y0
 	VMOVUPS   64(SP), Y1
@@ -1245,7 +1245,7 @@ blocks_5:
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
 	// v84 = where(v83, v80, v16) [B=4096]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc25<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   (SP), Y1
@@ -1268,7 +1268,7 @@ blocks_5:
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
 	// v88 = where(v87, v84, v16) [B=4096]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc25<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   96(SP), Y1
@@ -1305,7 +1305,7 @@ blocks_5:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1315,7 +1315,7 @@ blocks_5:
 	VMOVUPD      Y1, 960(CX)
 	VADDPD       992(CX), Y0, Y0
 	VMOVUPD      Y0, 992(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1325,7 +1325,7 @@ blocks_5:
 	VMOVUPD      Y1, 1280(CX)
 	VADDPD       1312(CX), Y0, Y0
 	VMOVUPD      Y0, 1312(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1335,7 +1335,7 @@ blocks_5:
 	VMOVUPD      Y1, 1600(CX)
 	VADDPD       1632(CX), Y0, Y0
 	VMOVUPD      Y0, 1632(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1345,7 +1345,7 @@ blocks_5:
 	VMOVUPD      Y1, 1920(CX)
 	VADDPD       1952(CX), Y0, Y0
 	VMOVUPD      Y0, 1952(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1355,7 +1355,7 @@ blocks_5:
 	VMOVUPD      Y1, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1365,7 +1365,7 @@ blocks_5:
 	VMOVUPD      Y1, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
 	MOVQ         $+8, CX
 
@@ -1382,7 +1382,7 @@ noflush_6:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      1152(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1392,7 +1392,7 @@ noflush_6:
 	VMOVUPD      Y1, 960(AX)
 	VADDPD       992(AX), Y0, Y0
 	VMOVUPD      Y0, 992(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(AX)
 	VMOVUPS      1472(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1402,7 +1402,7 @@ noflush_6:
 	VMOVUPD      Y1, 1280(AX)
 	VADDPD       1312(AX), Y0, Y0
 	VMOVUPD      Y0, 1312(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(AX)
 	VMOVUPS      1792(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1412,7 +1412,7 @@ noflush_6:
 	VMOVUPD      Y1, 1600(AX)
 	VADDPD       1632(AX), Y0, Y0
 	VMOVUPD      Y0, 1632(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(AX)
 	VMOVUPS      2112(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1422,7 +1422,7 @@ noflush_6:
 	VMOVUPD      Y1, 1920(AX)
 	VADDPD       1952(AX), Y0, Y0
 	VMOVUPD      Y0, 1952(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(AX)
 	VMOVUPS      2432(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1432,7 +1432,7 @@ noflush_6:
 	VMOVUPD      Y1, 2240(AX)
 	VADDPD       2272(AX), Y0, Y0
 	VMOVUPD      Y0, 2272(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(AX)
 	VMOVUPS      2752(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1442,7 +1442,7 @@ noflush_6:
 	VMOVUPD      Y1, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(AX)
 	VZEROUPPER
 	RET
@@ -1485,7 +1485,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc25<>+0(SB), Y0, Y0
+	VADDPS       lgc26<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1535,7 +1535,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc26<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -1572,7 +1572,7 @@ blocks_7:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -1616,7 +1616,7 @@ blocks_7:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMOVUPS      lgc25<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y2
@@ -1631,7 +1631,7 @@ blocks_7:
 	VMAXPS Y4, Y6, Y7
 
 	// v22 = where(v17, v19, v21) [B=4096]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc25<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
@@ -1650,12 +1650,12 @@ blocks_7:
 	VMULPS lgc34<>+0(SB), Y0, Y0
 
 	// v96 = where(v17, v95, v16) [B=4096]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc25<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y0, Y1, Y5
 
 	// v97 = where(v17, v16, v95) [B=4096]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc25<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y1, Y0, Y0
 
@@ -1676,7 +1676,7 @@ blocks_7:
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// v101 = where(v100, v97, v16) [B=4096]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc25<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y0, Y1, Y0
 
@@ -1693,7 +1693,7 @@ blocks_7:
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// v104 = where(v103, v96, v16) [B=4096]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc25<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y5, Y1, Y1
 
@@ -1717,7 +1717,7 @@ blocks_7:
 	VMOVUPD      Y1, 4544(CX)
 	VADDPD       4576(CX), Y0, Y0
 	VMOVUPD      Y0, 4576(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(CX)
 	MOVQ         $+8, CX
 
@@ -1734,7 +1734,7 @@ noflush_8:
 	VMOVUPD      Y1, 4544(AX)
 	VADDPD       4576(AX), Y0, Y0
 	VMOVUPD      Y0, 4576(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc25<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(AX)
 	VZEROUPPER
 	RET
@@ -1840,9 +1840,9 @@ bulk_11:
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc25<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
@@ -2060,9 +2060,9 @@ bulk_13:
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc25<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
@@ -2074,7 +2074,7 @@ bulk_13:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc25<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2

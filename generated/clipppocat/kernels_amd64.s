@@ -10,16 +10,16 @@ TEXT ·pass0AVX2(SB), $664-104
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -28,12 +28,12 @@ outer0_1:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -67,75 +67,75 @@ outer0_1:
 	MOVB      BL, 19(SP)
 	MOVB      4(CX)(DX*1), BL
 	MOVB      BL, 20(SP)
-	VPMOVZXBD 16(SP), Y4
-	VCVTDQ2PS Y4, Y4
+	VPMOVZXBD 16(SP), Y3
+	VCVTDQ2PS Y3, Y3
 
 	// v7 = sub(v0, v6) [N=64 T=421]
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS     lgc2<>+0(SB), Y2, Y2
+	VMULPS     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
-	VMULPS     Y4, Y2, Y2
+	VMULPS     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
-	VADDPS     Y2, Y4, Y2
+	VADDPS     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc3<>+0(SB), Y5
-	VANDPS      Y5, Y2, Y2
-	VMOVUPS     lgc1<>+0(SB), Y6
-	VBLENDVPS   Y5, Y1, Y6, Y1
-	VMOVUPS     lgc5<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
+	VMOVUPS     lgc4<>+0(SB), Y4
+	VANDPS      Y4, Y2, Y2
+	VMOVUPS     lgc2<>+0(SB), Y5
+	VBLENDVPS   Y4, Y1, Y5, Y1
+	VMOVUPS     lgc6<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y4, Y2, Y1
+	VADDPS Y3, Y2, Y1
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y4
-	VMOVUPS Y4, 24(SP)
+	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
 	VMOVUPS Y1, 120(SP)
 	XORQ    CX, CX
@@ -150,25 +150,25 @@ inner_A_2:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y4
-	VMOVUPS      24(SP), Y4
-	VXORPS       lgc12<>+0(SB), Y4, Y4
+	VPMOVSXDQ    X3, Y3
+	VMOVUPS      24(SP), Y3
+	VXORPS       lgc12<>+0(SB), Y3, Y3
 	VXORPS       lgc12<>+0(SB), Y1, Y1
-	VMINPS       Y4, Y1, Y5
-	VMINPS       Y1, Y4, Y4
-	VORPS        Y5, Y4, Y4
-	VXORPS       lgc12<>+0(SB), Y4, Y4
+	VMINPS       Y3, Y1, Y4
+	VMINPS       Y1, Y3, Y3
+	VORPS        Y4, Y3, Y3
+	VXORPS       lgc12<>+0(SB), Y3, Y3
 	VMOVUPS      24(SP), Y1
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VMOVUPS      Y4, 24(SP)
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VMOVUPS      Y3, 24(SP)
 	INCQ         CX
 	CMPQ         CX, $+2
 	JL           inner_A_2
@@ -193,9 +193,9 @@ inner_A_3:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 	VMOVUPS    216(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -204,39 +204,39 @@ inner_A_3:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v23) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y5, Y1
+	VANDPS       Y1, Y4, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -251,54 +251,55 @@ inner_A_3:
 	// finish v24
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v25 = log(v24) [N=64 T=421]
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
 	VPAND        lgc29<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y5, Y5
-	VPAND        lgc30<>+0(SB), Y4, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y6
-	VBLENDVPS    Y4, Y6, Y2, Y2
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y6
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc17<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y6, Y6
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y6, Y6
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y6, Y6
+	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), CX
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 248(SP)
-	VXORPS       X1, X1, X1
+	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X1, X1
 	VMOVSS       X1, 248(SP)
@@ -325,130 +326,130 @@ inner_A_3:
 	MOVQ       p6+48(FP), BX
 	LEAQ       (BX)(CX*4), BX
 	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc6<>+0(SB), Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
 	VPMINSD    lgc43<>+0(SB), Y1, Y1
 	VPMULLD    lgc43<>+0(SB), Y1, Y1
 	VPADDD     lgc11<>+0(SB), Y1, Y1
-	VMOVUPS    lgc3<>+0(SB), Y2
-	VXORPS     Y4, Y4, Y4
-	VGATHERDPS Y2, (BX)(Y1*4), Y4
+	VMOVUPS    lgc4<>+0(SB), Y2
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VGATHERDPS Y2, (BX)(Y1*4), Y3
 	VMOVUPS    216(SP), Y1
 
 	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	VSUBPS Y1, Y3, Y1
 
 	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS     Y6, Y1, Y1
+	VSUBPS     Y5, Y1, Y1
 	MOVQ       p8+64(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (CX)(DX*4), Y2, Y2
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y2, Y1, Y4
-	VMOVUPS lgc44<>+0(SB), Y5
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc45<>+0(SB), Y7
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y6, 280(SP)
+	VMINPS  Y4, Y6, Y4
+	VMOVUPS Y5, 280(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc25<>+0(SB), Y6, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y3, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y6
-	VBLENDVPS    Y6, Y4, Y8, Y8
-	VMOVUPS      88(SP), Y6
-	VMOVUPS      lgc6<>+0(SB), Y7
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMOVUPS      88(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y7, Y6, Y7
-	VANDPS  lgc1<>+0(SB), Y7, Y7
-	VMOVUPS lgc46<>+0(SB), Y9
+	VCMPPS  $0x1d, Y6, Y5, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS lgc47<>+0(SB), Y10
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc47<>+0(SB), Y9
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y8, Y10, Y10
+	VMAXPS Y7, Y9, Y9
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y11, Y11, Y11
-	VCMPPS    $0x04, Y11, Y7, Y11
-	VBLENDVPS Y11, Y9, Y10, Y7
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y8, Y9, Y6
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y7, Y6, Y6
+	VMULPS Y6, Y5, Y5
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
+	VXORPS lgc12<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y9
-	VEXTRACTI128 $0x01, Y7, X3
-	VPMOVSXDQ    X3, Y9
-	VANDPS       Y7, Y6, Y6
+	VMOVUPS      lgc4<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y8
+	VEXTRACTI128 $0x01, Y6, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y6, Y5, Y5
 	MOVQ         p9+72(FP), CX
-	VADDPS       256(CX), Y6, Y6
-	VMOVUPS      Y6, 256(CX)
+	VADDPS       256(CX), Y5, Y5
+	VMOVUPS      Y5, 256(CX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y4, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X3
-	VPMOVSXDQ    X3, Y7
-	VANDPS       Y6, Y5, Y5
-	VADDPS       576(CX), Y5, Y5
-	VMOVUPS      Y5, 576(CX)
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y4, Y4
+	VADDPS       576(CX), Y4, Y4
+	VMOVUPS      Y4, 576(CX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y5
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y5
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	VMOVUPD      lgc13<>+0(SB), Y1
 	VMOVUPD      Y1, 312(SP)
 	VMOVUPD      Y1, 344(SP)
-	VMOVUPS      Y4, 376(SP)
-	VMOVUPS      Y8, 408(SP)
+	VMOVUPS      Y3, 376(SP)
+	VMOVUPS      Y7, 408(SP)
 	XORQ         BX, BX
 
 inner_A_4:
@@ -461,9 +462,9 @@ inner_A_4:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (SI)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    216(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -478,43 +479,43 @@ inner_A_4:
 	VMAXPS Y1, Y2, Y2
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y4
-	VMINPS       lgc15<>+0(SB), Y4, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc25<>+0(SB), Y4, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMAXPS       lgc14<>+0(SB), Y1, Y3
+	VMINPS       lgc15<>+0(SB), Y3, Y3
+	VMULPS       lgc16<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
+	VMOVAPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc25<>+0(SB), Y3, Y4
+	VPMINSD      lgc26<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y5, Y5
 
 	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y2, Y1
+	VMULPS Y5, Y2, Y1
 
 	// sum(v55) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y4
+	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
@@ -530,6 +531,7 @@ inner_A_4:
 	// finish v56
 	VMOVUPD     312(SP), Y1
 	VMOVUPD     344(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -541,163 +543,163 @@ inner_A_4:
 	VMULPS lgc49<>+0(SB), Y1, Y2
 
 	// mean(v57) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y5
-	VANDPS       Y4, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v59) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y3
 	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y4
+	VPMOVSXDQ    X3, Y3
 	VANDPS       Y1, Y2, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      120(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VMASKMOVPS   (BX)(DX*4), Y2, Y2
 
 	// v62 = sub(v18, v2) [N=64 T=421]
 	VSUBPS Y2, Y1, Y2
 
 	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y5
+	VMOVUPS lgc12<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc24<>+0(SB), Y3, Y5
 
 	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y4, Y6, Y6
+	VMULPS Y3, Y5, Y5
 
 	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y3, Y3
 
 	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y3, Y3
 
 	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v70) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X3
-	VPMOVSXDQ    X3, Y6
-	VANDPS       Y5, Y4, Y4
-	VADDPS       1856(CX), Y4, Y4
-	VMOVUPS      Y4, 1856(CX)
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y3, Y3
+	VADDPS       1856(CX), Y3, Y3
+	VMOVUPS      Y3, 1856(CX)
 
 	// var(v62) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y7
+	VEXTRACTI128 $0x01, Y3, X3
+	VPMOVSXDQ    X3, Y3
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X2, Y6
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VSUBPD       Y8, Y7, Y9
-	VFMADD231PD  Y9, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
-	VMOVUPD      9024(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y7, Y10
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y8, Y7, Y8
-	VMOVUPD      Y8, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y10, Y7, Y10
-	VMOVUPD      Y10, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y5
-	VSUBPD       Y5, Y2, Y7
-	VFMADD231PD  Y7, Y6, Y5
-	VSUBPD       Y5, Y2, Y2
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y2, Y6
-	VMOVUPD      5536(CX)(BX*8), Y2
-	VBLENDVPD    Y4, Y5, Y2, Y5
-	VMOVUPD      Y5, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y4, Y6, Y2, Y6
-	VMOVUPD      Y6, 9056(CX)(BX*8)
-
-	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X2
-	VPMOVSXDQ    X2, Y2
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y7
 	VSUBPD       Y7, Y6, Y8
 	VFMADD231PD  Y8, Y5, Y7
 	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      19584(CX)(BX*8), Y9
+	VMOVUPD      9024(CX)(BX*8), Y9
 	VFMADD231PD  Y8, Y6, Y9
-	VMOVUPD      16064(CX)(BX*8), Y6
+	VMOVUPD      5504(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y7, Y6, Y7
-	VMOVUPD      Y7, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y6
+	VMOVUPD      Y7, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y9, Y6, Y9
-	VMOVUPD      Y9, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y1, Y6
+	VMOVUPD      Y9, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y2, Y6
 	VFMADD231PD  Y6, Y5, Y4
-	VSUBPD       Y4, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y5
-	VFMADD231PD  Y6, Y1, Y5
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      9056(CX)(BX*8), Y5
+	VFMADD231PD  Y6, Y2, Y5
+	VMOVUPD      5536(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y4, Y2, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y2
+	VBLENDVPD    Y3, Y5, Y2, Y5
+	VMOVUPD      Y5, 9056(CX)(BX*8)
+
+	// var(v18) over [N]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X2
+	VPMOVSXDQ    X2, Y2
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(CX)(BX*8), Y6
+	VSUBPD       Y6, Y5, Y7
+	VFMADD231PD  Y7, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      19584(CX)(BX*8), Y8
+	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      16064(CX)(BX*8), Y5
+	VBLENDVPD    Y3, Y6, Y5, Y6
+	VMOVUPD      Y6, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y5
+	VBLENDVPD    Y3, Y8, Y5, Y8
+	VMOVUPD      Y8, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y3
+	VSUBPD       Y3, Y1, Y5
+	VFMADD231PD  Y5, Y4, Y3
+	VSUBPD       Y3, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y4
+	VFMADD231PD  Y5, Y1, Y4
 	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y4, Y1, Y4
-	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VBLENDVPD    Y2, Y3, Y1, Y3
+	VMOVUPD      Y3, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y2, Y5, Y1, Y5
-	VMOVUPD      Y5, 19616(CX)(BX*8)
+	VBLENDVPD    Y2, Y4, Y1, Y4
+	VMOVUPD      Y4, 19616(CX)(BX*8)
 	VMOVUPS      376(SP), Y1
 	VMOVUPS      408(SP), Y2
 
 	// logsumexp(v32) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y6
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y7
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y8
-	VANDPS       Y8, Y7, Y7
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y8
-	VORPS        Y8, Y7, Y7
-	VMOVUPS      lgc52<>+0(SB), Y8
-	VBLENDVPS    Y4, Y7, Y8, Y7
-	VANDPS       26624(CX), Y7, Y7
-	VMOVUPS      Y7, 26624(CX)
-	VCVTPS2PD    X2, Y4
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y6
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc52<>+0(SB), Y7
+	VBLENDVPS    Y3, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VANDPD       Y5, Y4, Y4
-	VADDPD       23104(CX)(BX*8), Y4, Y5
-	VMOVUPD      Y5, 23104(CX)(BX*8)
-	VMULPD       Y4, Y4, Y4
-	VADDPD       28416(CX)(BX*8), Y4, Y4
-	VMOVUPD      Y4, 28416(CX)(BX*8)
-	VANDPD       Y6, Y2, Y2
-	VADDPD       23136(CX)(BX*8), Y2, Y4
-	VMOVUPD      Y4, 23136(CX)(BX*8)
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23104(CX)(BX*8), Y3, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28416(CX)(BX*8)
+	VANDPD       Y5, Y2, Y2
+	VADDPD       23136(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23136(CX)(BX*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
@@ -708,19 +710,19 @@ inner_A_4:
 
 	// store v17
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    120(SP), Y1
 
 	// store v18
 	MOVQ       p11+88(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_5:
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
@@ -732,68 +734,68 @@ blocks_5:
 	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      p2+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
 
 	// v7 = sub(v0, v6) [N=64 T=421]
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS  lgc2<>+0(SB), Y2, Y2
+	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
-	VMULPS  Y4, Y2, Y2
+	VMULPS  Y3, Y2, Y2
 	MOVQ    p4+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
-	VADDPS  Y2, Y4, Y2
+	VADDPS  Y2, Y3, Y2
 	MOVQ    p5+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
+	VMOVUPS     lgc6<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y4, Y2, Y1
+	VADDPS Y3, Y2, Y1
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y4
-	VMOVUPS Y4, 24(SP)
+	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 440(SP)
 	VMOVUPS Y1, 472(SP)
 	XORQ    BX, BX
@@ -809,17 +811,17 @@ inner_A_6:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS 24(SP), Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
+	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
-	VORPS   Y4, Y2, Y2
+	VORPS   Y3, Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VMOVUPS Y2, 24(SP)
 	INCQ    BX
@@ -847,9 +849,9 @@ inner_A_7:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    504(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -858,36 +860,36 @@ inner_A_7:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v23) over [A]
-	VCVTPS2PD    X5, Y1
-	VEXTRACTF128 $0x01, Y5, X2
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       152(SP), Y1, Y1
 	VMOVUPD      Y1, 152(SP)
@@ -900,54 +902,55 @@ inner_A_7:
 	// finish v24
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v25 = log(v24) [N=64 T=421]
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
 	VPAND        lgc29<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y5, Y5
-	VPAND        lgc30<>+0(SB), Y4, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y6
-	VBLENDVPS    Y4, Y6, Y2, Y2
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y6
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc17<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y6, Y6
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y6, Y6
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y6, Y6
+	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), BX
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 536(SP)
-	VXORPS       X1, X1, X1
+	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
 	VMOVSS       X1, 536(SP)
@@ -983,102 +986,102 @@ inner_A_7:
 	MOVQ       p6+48(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc6<>+0(SB), Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
 	VPMINSD    lgc43<>+0(SB), Y1, Y1
 	VPMULLD    lgc43<>+0(SB), Y1, Y1
 	VPADDD     lgc11<>+0(SB), Y1, Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPS     Y4, Y4, Y4
-	VGATHERDPS Y2, (DI)(Y1*4), Y4
+	VMOVUPS    lgc52<>+0(SB), Y2
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    504(SP), Y1
 
 	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y1, Y4, Y1
+	VSUBPS Y1, Y3, Y1
 
 	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS  Y6, Y1, Y1
+	VSUBPS  Y5, Y1, Y1
 	MOVQ    p8+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y2, Y1, Y4
-	VMOVUPS lgc44<>+0(SB), Y5
+	VSUBPS  Y2, Y1, Y3
+	VMOVUPS lgc44<>+0(SB), Y4
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc45<>+0(SB), Y7
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y6, 568(SP)
+	VMINPS  Y4, Y6, Y4
+	VMOVUPS Y5, 568(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc25<>+0(SB), Y6, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y3, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y6
-	VBLENDVPS    Y6, Y4, Y8, Y8
-	VMOVUPS      440(SP), Y6
-	VMOVUPS      lgc6<>+0(SB), Y7
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y5
+	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMOVUPS      440(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y7, Y6, Y7
-	VANDPS  lgc1<>+0(SB), Y7, Y7
-	VMOVUPS lgc46<>+0(SB), Y9
+	VCMPPS  $0x1d, Y6, Y5, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS lgc47<>+0(SB), Y10
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc47<>+0(SB), Y9
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y8, Y10, Y10
+	VMAXPS Y7, Y9, Y9
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y11, Y11, Y11
-	VCMPPS    $0x04, Y11, Y7, Y11
-	VBLENDVPS Y11, Y9, Y10, Y7
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y8, Y9, Y6
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y7, Y6, Y6
+	VMULPS Y6, Y5, Y5
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
+	VXORPS lgc12<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  256(BX), Y6, Y6
-	VMOVUPS Y6, 256(BX)
+	VADDPS  256(BX), Y5, Y5
+	VMOVUPS Y5, 256(BX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y4, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y5, Y5
-	VMOVUPS Y5, 576(BX)
+	VADDPS  576(BX), Y4, Y4
+	VMOVUPS Y4, 576(BX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
 	VSUBPS Y1, Y2, Y1
@@ -1089,8 +1092,8 @@ inner_A_7:
 	VMOVUPD lgc13<>+0(SB), Y1
 	VMOVUPD Y1, 312(SP)
 	VMOVUPD Y1, 344(SP)
-	VMOVUPS Y4, 600(SP)
-	VMOVUPS Y8, 632(SP)
+	VMOVUPS Y3, 600(SP)
+	VMOVUPS Y7, 632(SP)
 	XORQ    DI, DI
 
 inner_A_8:
@@ -1104,9 +1107,9 @@ inner_A_8:
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (R8)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    504(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -1121,37 +1124,37 @@ inner_A_8:
 	VMAXPS Y1, Y2, Y2
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y4
-	VMINPS       lgc15<>+0(SB), Y4, Y4
-	VMULPS       lgc16<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc25<>+0(SB), Y4, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VMAXPS       lgc14<>+0(SB), Y1, Y3
+	VMINPS       lgc15<>+0(SB), Y3, Y3
+	VMULPS       lgc16<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
+	VMOVAPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc25<>+0(SB), Y3, Y4
+	VPMINSD      lgc26<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y4
-	VBLENDVPS    Y4, Y1, Y6, Y6
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y5, Y5
 
 	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y2, Y1
+	VMULPS Y5, Y2, Y1
 
 	// sum(v55) over [A]
 	VCVTPS2PD    X1, Y2
@@ -1168,6 +1171,7 @@ inner_A_8:
 	// finish v56
 	VMOVUPD     312(SP), Y1
 	VMOVUPD     344(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -1193,101 +1197,101 @@ inner_A_8:
 	VSUBPS Y2, Y1, Y2
 
 	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y5
+	VMOVUPS lgc12<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc24<>+0(SB), Y3, Y5
 
 	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y4, Y6, Y6
+	VMULPS Y3, Y5, Y5
 
 	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y3, Y3
 
 	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y3, Y3
 
 	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v70) over [N T]
-	VADDPS  1856(BX), Y4, Y4
-	VMOVUPS Y4, 1856(BX)
+	VADDPS  1856(BX), Y3, Y3
+	VMOVUPS Y3, 1856(BX)
 
 	// var(v62) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X2, Y5
+	VBROADCASTSD (SP), Y3
+	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(BX)(DI*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      9024(BX)(DI*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
-	VMOVUPD      Y6, 5504(BX)(DI*8)
-	VMOVUPD      Y8, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y5
-	VSUBPD       Y5, Y2, Y6
-	VFMADD231PD  Y6, Y4, Y5
-	VSUBPD       Y5, Y2, Y2
-	VMOVUPD      9056(BX)(DI*8), Y4
-	VFMADD231PD  Y6, Y2, Y4
-	VMOVUPD      Y5, 5536(BX)(DI*8)
-	VMOVUPD      Y4, 9056(BX)(DI*8)
+	VMOVUPD      5504(BX)(DI*8), Y5
+	VSUBPD       Y5, Y4, Y6
+	VFMADD231PD  Y6, Y3, Y5
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      9024(BX)(DI*8), Y7
+	VFMADD231PD  Y6, Y4, Y7
+	VMOVUPD      Y5, 5504(BX)(DI*8)
+	VMOVUPD      Y7, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y2, Y5
+	VFMADD231PD  Y5, Y3, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      9056(BX)(DI*8), Y3
+	VFMADD231PD  Y5, Y2, Y3
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y3, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y4
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y2, Y5
-	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      19584(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y4, Y7
-	VMOVUPD      Y5, 16064(BX)(DI*8)
-	VMOVUPD      Y7, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y4
-	VSUBPD       Y4, Y1, Y5
+	VMOVUPD      16064(BX)(DI*8), Y4
+	VSUBPD       Y4, Y3, Y5
 	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y1, Y1
+	VSUBPD       Y4, Y3, Y3
+	VMOVUPD      19584(BX)(DI*8), Y6
+	VFMADD231PD  Y5, Y3, Y6
+	VMOVUPD      Y4, 16064(BX)(DI*8)
+	VMOVUPD      Y6, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y3
+	VSUBPD       Y3, Y1, Y4
+	VFMADD231PD  Y4, Y2, Y3
+	VSUBPD       Y3, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y5, Y1, Y2
-	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VFMADD231PD  Y4, Y1, Y2
+	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 	VMOVUPS      600(SP), Y1
 	VMOVUPS      632(SP), Y2
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y4
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y5
-	VANDPS       Y5, Y4, Y4
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y5
-	VORPS        Y5, Y4, Y4
-	VANDPS       26624(BX), Y4, Y4
-	VMOVUPS      Y4, 26624(BX)
-	VCVTPS2PD    X2, Y4
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       26624(BX), Y3, Y3
+	VMOVUPS      Y3, 26624(BX)
+	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y4, Y5
-	VMOVUPD      Y5, 23104(BX)(DI*8)
-	VMULPD       Y4, Y4, Y4
-	VADDPD       28416(BX)(DI*8), Y4, Y4
-	VMOVUPD      Y4, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 23136(BX)(DI*8)
+	VADDPD       23104(BX)(DI*8), Y3, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y3
+	VMOVUPD      Y3, 23136(BX)(DI*8)
 	VMULPD       Y2, Y2, Y2
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
@@ -1315,7 +1319,7 @@ inner_A_8:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1325,7 +1329,7 @@ inner_A_8:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1335,7 +1339,7 @@ inner_A_8:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1345,7 +1349,7 @@ inner_A_8:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1355,7 +1359,7 @@ inner_A_8:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1365,7 +1369,7 @@ inner_A_8:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -1381,7 +1385,7 @@ noflush_9:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1391,7 +1395,7 @@ noflush_9:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1401,7 +1405,7 @@ noflush_9:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1411,7 +1415,7 @@ noflush_9:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1421,7 +1425,7 @@ noflush_9:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1431,7 +1435,7 @@ noflush_9:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
@@ -1439,70 +1443,70 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
+DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3f7d70a4
-DATA lgc2<>+4(SB)/4, $0x3f7d70a4
-DATA lgc2<>+8(SB)/4, $0x3f7d70a4
-DATA lgc2<>+12(SB)/4, $0x3f7d70a4
-DATA lgc2<>+16(SB)/4, $0x3f7d70a4
-DATA lgc2<>+20(SB)/4, $0x3f7d70a4
-DATA lgc2<>+24(SB)/4, $0x3f7d70a4
-DATA lgc2<>+28(SB)/4, $0x3f7d70a4
+DATA lgc2<>+0(SB)/4, $0x3f800000
+DATA lgc2<>+4(SB)/4, $0x3f800000
+DATA lgc2<>+8(SB)/4, $0x3f800000
+DATA lgc2<>+12(SB)/4, $0x3f800000
+DATA lgc2<>+16(SB)/4, $0x3f800000
+DATA lgc2<>+20(SB)/4, $0x3f800000
+DATA lgc2<>+24(SB)/4, $0x3f800000
+DATA lgc2<>+28(SB)/4, $0x3f800000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0xffffffff
-DATA lgc3<>+4(SB)/4, $0xffffffff
-DATA lgc3<>+8(SB)/4, $0xffffffff
-DATA lgc3<>+12(SB)/4, $0xffffffff
-DATA lgc3<>+16(SB)/4, $0xffffffff
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x3f7d70a4
+DATA lgc3<>+4(SB)/4, $0x3f7d70a4
+DATA lgc3<>+8(SB)/4, $0x3f7d70a4
+DATA lgc3<>+12(SB)/4, $0x3f7d70a4
+DATA lgc3<>+16(SB)/4, $0x3f7d70a4
+DATA lgc3<>+20(SB)/4, $0x3f7d70a4
+DATA lgc3<>+24(SB)/4, $0x3f7d70a4
+DATA lgc3<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f70c49c
-DATA lgc4<>+4(SB)/4, $0x3f70c49c
-DATA lgc4<>+8(SB)/4, $0x3f70c49c
-DATA lgc4<>+12(SB)/4, $0x3f70c49c
-DATA lgc4<>+16(SB)/4, $0x3f70c49c
-DATA lgc4<>+20(SB)/4, $0x3f70c49c
-DATA lgc4<>+24(SB)/4, $0x3f70c49c
-DATA lgc4<>+28(SB)/4, $0x3f70c49c
+DATA lgc4<>+0(SB)/4, $0xffffffff
+DATA lgc4<>+4(SB)/4, $0xffffffff
+DATA lgc4<>+8(SB)/4, $0xffffffff
+DATA lgc4<>+12(SB)/4, $0xffffffff
+DATA lgc4<>+16(SB)/4, $0xffffffff
+DATA lgc4<>+20(SB)/4, $0x00000000
+DATA lgc4<>+24(SB)/4, $0x00000000
+DATA lgc4<>+28(SB)/4, $0x00000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x00000001
-DATA lgc5<>+4(SB)/4, $0x00000002
-DATA lgc5<>+8(SB)/4, $0x00000003
-DATA lgc5<>+12(SB)/4, $0x00000004
-DATA lgc5<>+16(SB)/4, $0x00000005
-DATA lgc5<>+20(SB)/4, $0x00000006
-DATA lgc5<>+24(SB)/4, $0x00000007
-DATA lgc5<>+28(SB)/4, $0x00000007
+DATA lgc5<>+0(SB)/4, $0x3f70c49c
+DATA lgc5<>+4(SB)/4, $0x3f70c49c
+DATA lgc5<>+8(SB)/4, $0x3f70c49c
+DATA lgc5<>+12(SB)/4, $0x3f70c49c
+DATA lgc5<>+16(SB)/4, $0x3f70c49c
+DATA lgc5<>+20(SB)/4, $0x3f70c49c
+DATA lgc5<>+24(SB)/4, $0x3f70c49c
+DATA lgc5<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000000
-DATA lgc6<>+4(SB)/4, $0x00000000
-DATA lgc6<>+8(SB)/4, $0x00000000
-DATA lgc6<>+12(SB)/4, $0x00000000
-DATA lgc6<>+16(SB)/4, $0x00000000
-DATA lgc6<>+20(SB)/4, $0x00000000
-DATA lgc6<>+24(SB)/4, $0x00000000
-DATA lgc6<>+28(SB)/4, $0x00000000
+DATA lgc6<>+0(SB)/4, $0x00000001
+DATA lgc6<>+4(SB)/4, $0x00000002
+DATA lgc6<>+8(SB)/4, $0x00000003
+DATA lgc6<>+12(SB)/4, $0x00000004
+DATA lgc6<>+16(SB)/4, $0x00000005
+DATA lgc6<>+20(SB)/4, $0x00000006
+DATA lgc6<>+24(SB)/4, $0x00000007
+DATA lgc6<>+28(SB)/4, $0x00000007
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 DATA lgc7<>+0(SB)/4, $0x00000002
@@ -1990,7 +1994,7 @@ blocks_10:
 
 	// v76 = div(v72, v75) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v77 = sub(v0, v76) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -2021,7 +2025,7 @@ blocks_10:
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -2054,7 +2058,7 @@ blocks_10:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
@@ -2065,29 +2069,29 @@ noflush_11:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v75 = add(v73, v74) [T=421]
 	VADDPS     lgc54<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v76 = div(v72, v75) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v77 = sub(v0, v76) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v82 = mul(v78, v79) [T=421]
 	VMULPS     lgc53<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v83 = sub(v82, v81) [T=421]
@@ -2109,7 +2113,7 @@ noflush_11:
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -2124,7 +2128,7 @@ noflush_11:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v84) over [T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -2135,7 +2139,7 @@ noflush_11:
 
 	// store v77
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      32128(AX), Y0
@@ -2146,7 +2150,7 @@ noflush_11:
 	VMOVUPD      Y1, 31936(AX)
 	VADDPD       31968(AX), Y0, Y0
 	VMOVUPD      Y0, 31968(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(AX)
 	VZEROUPPER
 	RET
@@ -2194,16 +2198,16 @@ TEXT ·fbPass0AVX2(SB), $2200-128
 	MOVQ p0+0(FP), AX
 
 outer0_12:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -2212,12 +2216,12 @@ outer0_12:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -2251,75 +2255,75 @@ outer0_12:
 	MOVB      BL, 19(SP)
 	MOVB      4(CX)(DX*1), BL
 	MOVB      BL, 20(SP)
-	VPMOVZXBD 16(SP), Y4
-	VCVTDQ2PS Y4, Y4
+	VPMOVZXBD 16(SP), Y3
+	VCVTDQ2PS Y3, Y3
 
 	// v7 = sub(v0, v6) [N=64 T=421]
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS     lgc2<>+0(SB), Y2, Y2
+	VMULPS     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
-	VMULPS     Y4, Y2, Y2
+	VMULPS     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
-	VADDPS     Y2, Y4, Y2
+	VADDPS     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc3<>+0(SB), Y5
-	VANDPS      Y5, Y2, Y2
-	VMOVUPS     lgc1<>+0(SB), Y6
-	VBLENDVPS   Y5, Y1, Y6, Y1
-	VMOVUPS     lgc5<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
+	VMOVUPS     lgc4<>+0(SB), Y4
+	VANDPS      Y4, Y2, Y2
+	VMOVUPS     lgc2<>+0(SB), Y5
+	VBLENDVPS   Y4, Y1, Y5, Y1
+	VMOVUPS     lgc6<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y4, Y2, Y1
+	VADDPS Y3, Y2, Y1
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y4
-	VMOVUPS Y4, 24(SP)
+	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
 	VMOVUPS Y1, 120(SP)
 	XORQ    CX, CX
@@ -2334,25 +2338,25 @@ inner_A_13:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y4
-	VMOVUPS      24(SP), Y4
-	VXORPS       lgc12<>+0(SB), Y4, Y4
+	VPMOVSXDQ    X3, Y3
+	VMOVUPS      24(SP), Y3
+	VXORPS       lgc12<>+0(SB), Y3, Y3
 	VXORPS       lgc12<>+0(SB), Y1, Y1
-	VMINPS       Y4, Y1, Y5
-	VMINPS       Y1, Y4, Y4
-	VORPS        Y5, Y4, Y4
-	VXORPS       lgc12<>+0(SB), Y4, Y4
+	VMINPS       Y3, Y1, Y4
+	VMINPS       Y1, Y3, Y3
+	VORPS        Y4, Y3, Y3
+	VXORPS       lgc12<>+0(SB), Y3, Y3
 	VMOVUPS      24(SP), Y1
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VMOVUPS      Y4, 24(SP)
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VMOVUPS      Y3, 24(SP)
 	INCQ         CX
 	CMPQ         CX, $+2
 	JL           inner_A_13
@@ -2377,9 +2381,9 @@ inner_A_14:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 	VMOVUPS    216(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -2388,39 +2392,39 @@ inner_A_14:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v23) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y5, Y1
+	VANDPS       Y1, Y4, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2435,54 +2439,55 @@ inner_A_14:
 	// finish v24
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v25 = log(v24) [N=64 T=421]
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
 	VPAND        lgc29<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y5, Y5
-	VPAND        lgc30<>+0(SB), Y4, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y6
-	VBLENDVPS    Y4, Y6, Y2, Y2
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y6
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc17<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y6, Y6
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y6, Y6
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y6, Y6
+	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), CX
-	VXORPS       Y2, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 248(SP)
-	VXORPS       X2, X2, X2
+	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
 	VMOVSS       X2, 248(SP)
@@ -2509,132 +2514,132 @@ inner_A_14:
 	MOVQ       p6+48(FP), BX
 	LEAQ       (BX)(CX*4), BX
 	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc6<>+0(SB), Y2, Y2
+	VPMAXSD    lgc0<>+0(SB), Y2, Y2
 	VPMINSD    lgc43<>+0(SB), Y2, Y2
 	VPMULLD    lgc43<>+0(SB), Y2, Y2
 	VPADDD     lgc11<>+0(SB), Y2, Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y5, Y5, Y5
-	VGATHERDPS Y4, (BX)(Y2*4), Y5
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (BX)(Y2*4), Y4
 	VMOVUPS    216(SP), Y2
 
 	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y2, Y5, Y2
+	VSUBPS Y2, Y4, Y2
 
 	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS     Y6, Y2, Y2
+	VSUBPS     Y5, Y2, Y2
 	MOVQ       p8+64(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y2, Y5
-	VMOVUPS lgc44<>+0(SB), Y7
+	VSUBPS  Y3, Y2, Y4
+	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y5, Y7, Y7
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc45<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 280(SP)
-	VMOVUPS Y6, 312(SP)
+	VMOVUPS Y5, 312(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y4, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
+	VMULPS       lgc16<>+0(SB), Y1, Y5
+	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y5
+	VPMINSD      lgc26<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y1
+	VBLENDVPS    Y1, Y4, Y7, Y7
 	VMOVUPS      88(SP), Y1
-	VMOVUPS      lgc6<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y6, Y1, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y9
+	VCMPPS  $0x1d, Y5, Y1, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS lgc47<>+0(SB), Y10
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc47<>+0(SB), Y9
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y8, Y10, Y10
+	VMAXPS Y7, Y9, Y9
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y11, Y11, Y11
-	VCMPPS    $0x04, Y11, Y6, Y11
-	VBLENDVPS Y11, Y9, Y10, Y9
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y5, Y10
+	VBLENDVPS Y10, Y8, Y9, Y8
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y9, Y1, Y1
+	VMULPS Y8, Y1, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS Y6, 344(SP)
+	VMOVUPS Y5, 344(SP)
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y9
-	VEXTRACTI128 $0x01, Y6, X3
-	VPMOVSXDQ    X3, Y9
-	VANDPS       Y6, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y8
+	VEXTRACTI128 $0x01, Y5, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y5, Y1, Y1
 	MOVQ         p9+72(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y5, Y7, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X3
-	VPMOVSXDQ    X3, Y7
-	VANDPS       Y6, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
-	VSUBPS Y2, Y4, Y1
+	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y4
+	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	VMOVUPD      lgc13<>+0(SB), Y1
 	VMOVUPD      Y1, 376(SP)
 	VMOVUPD      Y1, 408(SP)
-	VMOVUPS      Y5, 440(SP)
-	VMOVUPS      Y8, 472(SP)
+	VMOVUPS      Y4, 440(SP)
+	VMOVUPS      Y7, 472(SP)
 	XORQ         BX, BX
 
 inner_A_15:
@@ -2647,9 +2652,9 @@ inner_A_15:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (SI)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    216(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -2658,11 +2663,402 @@ inner_A_15:
 
 	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
 	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y4
+	VMOVUPS lgc48<>+0(SB), Y3
 
 	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y4, Y4
+	VMAXPS  Y2, Y3, Y3
 	VMOVUPS Y1, 504(SP)
+
+	// v54 = exp(v26) [N=64 T=421 A=2]
+	VMAXPS       lgc14<>+0(SB), Y2, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc17<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y4, Y1
+	VMOVAPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y1, Y6
+	VFMADD213PS  Y1, Y6, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y4
+	VPMINSD      lgc26<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y1
+	VBLENDVPS    Y1, Y2, Y5, Y5
+
+	// v55 = mul(v53, v54) [N=64 T=421 A=2]
+	VMULPS Y5, Y3, Y1
+
+	// sum(v55) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       376(SP), Y2, Y2
+	VMOVUPD      Y2, 376(SP)
+	VADDPD       408(SP), Y1, Y1
+	VMOVUPD      Y1, 408(SP)
+	INCQ         BX
+	CMPQ         BX, $+2
+	JL           inner_A_15
+
+	// finish v56
+	VMOVUPD     376(SP), Y1
+	VMOVUPD     408(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
+	VCVTPD2PSY  Y1, X3
+	VCVTPD2PSY  Y2, X1
+	VINSERTF128 $0x01, X1, Y3, Y1
+
+	// v57 = neg(v56) [N=64 T=421]  # entropy
+	VXORPS lgc12<>+0(SB), Y1, Y1
+
+	// v59 = mul(v58, v57) [N=64 T=421]
+	VMULPS lgc49<>+0(SB), Y1, Y2
+
+	// mean(v57) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y1, Y1
+	VADDPS       1216(CX), Y1, Y1
+	VMOVUPS      Y1, 1216(CX)
+
+	// mean(v59) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y3
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y1, Y2, Y1
+	VADDPS       1536(CX), Y1, Y1
+	VMOVUPS      Y1, 1536(CX)
+	VMOVUPS      120(SP), Y1
+	MOVQ         p5+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VMASKMOVPS   (BX)(DX*4), Y2, Y2
+
+	// v62 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y2, Y1, Y2
+
+	// v63 = abs(v62) [N=64 T=421]
+	VMOVUPS lgc12<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
+
+	// v65 = lt(v63, v0) [N=64 T=421]
+	VCMPPS $0x11, Y4, Y3, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
+
+	// v66 = mul(v64, v63) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y3, Y5
+
+	// v67 = mul(v66, v63) [N=64 T=421]
+	VMULPS Y3, Y5, Y6
+
+	// v68 = sub(v63, v64) [N=64 T=421]
+	VSUBPS lgc24<>+0(SB), Y3, Y7
+
+	// v69 = where(v65, v67, v68) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y6, Y7, Y6
+
+	// v70 = mul(v0, v69) [N=64 T=421]
+	VMULPS lgc2<>+0(SB), Y6, Y6
+
+	// mean(v70) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y6, Y6
+	VADDPS       1856(CX), Y6, Y6
+	VMOVUPS      Y6, 1856(CX)
+	VMOVUPS      Y5, 536(SP)
+
+	// var(v62) over [N]
+	XORQ         BX, BX
+	ADDQ         $+416, BX
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X2, Y8
+	VEXTRACTF128 $0x01, Y2, X9
+	VCVTPS2PD    X9, Y9
+	VMOVUPD      5504(CX)(BX*8), Y10
+	VSUBPD       Y10, Y8, Y11
+	VFMADD231PD  Y11, Y7, Y10
+	VSUBPD       Y10, Y8, Y8
+	VMOVUPD      9024(CX)(BX*8), Y12
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y10, Y8, Y10
+	VMOVUPD      Y10, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y12, Y8, Y12
+	VMOVUPD      Y12, 9024(CX)(BX*8)
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VSUBPD       Y6, Y9, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      9056(CX)(BX*8), Y9
+	VFMADD231PD  Y8, Y7, Y9
+	VMOVUPD      5536(CX)(BX*8), Y7
+	VBLENDVPD    Y5, Y6, Y7, Y6
+	VMOVUPD      Y6, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VBLENDVPD    Y5, Y9, Y6, Y9
+	VMOVUPD      Y9, 9056(CX)(BX*8)
+
+	// var(v18) over [N]
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
+	VBROADCASTSD (SP), Y7
+	VCVTPS2PD    X1, Y8
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(CX)(BX*8), Y9
+	VSUBPD       Y9, Y8, Y10
+	VFMADD231PD  Y10, Y7, Y9
+	VSUBPD       Y9, Y8, Y8
+	VMOVUPD      19584(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y9, Y8, Y9
+	VMOVUPD      Y9, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y8
+	VBLENDVPD    Y6, Y11, Y8, Y11
+	VMOVUPD      Y11, 19584(CX)(BX*8)
+	VMOVUPD      16096(CX)(BX*8), Y6
+	VSUBPD       Y6, Y1, Y8
+	VFMADD231PD  Y8, Y7, Y6
+	VSUBPD       Y6, Y1, Y1
+	VMOVUPD      19616(CX)(BX*8), Y7
+	VFMADD231PD  Y8, Y1, Y7
+	VMOVUPD      16096(CX)(BX*8), Y1
+	VBLENDVPD    Y5, Y6, Y1, Y6
+	VMOVUPD      Y6, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y1
+	VBLENDVPD    Y5, Y7, Y1, Y7
+	VMOVUPD      Y7, 19616(CX)(BX*8)
+	VMOVUPS      Y2, 568(SP)
+	VMOVUPS      Y3, 600(SP)
+	VMOVUPS      Y4, 632(SP)
+	VMOVUPS      440(SP), Y1
+	VMOVUPS      472(SP), Y2
+
+	// logsumexp(v32) over [N]
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X5
+	VPMOVSXDQ    X5, Y5
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y6
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y7
+	VANDPS       Y7, Y6, Y6
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y7
+	VORPS        Y7, Y6, Y6
+	VMOVUPS      lgc52<>+0(SB), Y7
+	VBLENDVPS    Y3, Y6, Y7, Y6
+	VANDPS       26624(CX), Y6, Y6
+	VMOVUPS      Y6, 26624(CX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X6
+	VCVTPS2PD    X6, Y6
+	VANDPD       Y4, Y3, Y3
+	VADDPD       23104(CX)(BX*8), Y3, Y4
+	VMOVUPD      Y4, 23104(CX)(BX*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28416(CX)(BX*8)
+	VANDPD       Y5, Y6, Y6
+	VADDPD       23136(CX)(BX*8), Y6, Y3
+	VMOVUPD      Y3, 23136(CX)(BX*8)
+	VMULPD       Y6, Y6, Y3
+	VADDPD       28448(CX)(BX*8), Y3, Y3
+	VMOVUPD      Y3, 28448(CX)(BX*8)
+
+	// v80 = mul(v78, v32) [N=64 T=421]
+	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMOVUPS 632(SP), Y1
+	VMOVUPS lgc56<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
+
+	// v89 = where(v65, v88, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y3, Y4, Y5
+
+	// v90 = where(v65, v38, v88) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y3, Y1
+	VMOVUPS   600(SP), Y3
+
+	// v91 = mul(v89, v63) [N=64 T=421]
+	VMULPS  Y3, Y5, Y3
+	VMOVUPS 536(SP), Y6
+
+	// v92 = mul(v89, v66) [N=64 T=421]
+	VMULPS Y6, Y5, Y5
+
+	// v93 = add(v90, v92) [N=64 T=421]
+	VADDPS Y5, Y1, Y1
+
+	// v94 = mul(v91, v64) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y3, Y3
+
+	// v95 = add(v93, v94) [N=64 T=421]
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 568(SP), Y3
+
+	// v96 = gt(v62, v38) [N=64 T=421]
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v97 = lt(v62, v38) [N=64 T=421]
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v99 = mul(v62, v38) [N=64 T=421]
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc57<>+0(SB), Y7
+
+	// v100 = where(v97, v98, v99) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
+
+	// v101 = where(v96, v0, v100) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y3, Y3
+
+	// v102 = mul(v95, v101) [N=64 T=421]
+	VMULPS Y3, Y1, Y1
+
+	// v103 = neg(v102) [N=64 T=421]
+	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VMOVUPS 88(SP), Y3
+
+	// v114 = mul(v113, v17) [N=64 T=421]
+	VMULPS  lgc58<>+0(SB), Y3, Y3
+	VMOVUPS 344(SP), Y5
+
+	// v115 = where(v39, v114, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y3, Y4, Y6
+
+	// v116 = where(v39, v38, v114) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y4, Y3, Y3
+	VMOVUPS   lgc47<>+0(SB), Y5
+
+	// v117 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y5, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v118 = ne(v37, v37) [N=64 T=421]
+	VCMPPS $0x04, Y2, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
+
+	// v119 = max(v117, v118) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y7, Y9
+	VMINPS Y5, Y9, Y8
+	VMINPS Y9, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc12<>+0(SB), Y5, Y5
+
+	// v120 = where(v119, v116, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y3, Y4, Y3
+	VMOVUPS   lgc46<>+0(SB), Y5
+
+	// v121 = le(v37, v40) [N=64 T=421]
+	VCMPPS $0x12, Y5, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v122 = max(v121, v118) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y7, Y7
+	VMINPS Y5, Y7, Y8
+	VMINPS Y7, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc12<>+0(SB), Y5, Y5
+
+	// v123 = where(v122, v115, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y4, Y4
+
+	// v124 = add(v120, v123) [N=64 T=421]
+	VADDPS Y4, Y3, Y3
+
+	// v125 = mul(v124, v37) [N=64 T=421]
+	VMULPS Y2, Y3, Y2
+
+	// v126 = neg(v125) [N=64 T=421]
+	VXORPS  lgc12<>+0(SB), Y2, Y3
+	VMOVUPD lgc13<>+0(SB), Y4
+	VMOVUPD Y4, 664(SP)
+	VMOVUPD Y4, 696(SP)
+	VMOVUPS Y1, 728(SP)
+	VMOVUPS Y2, 760(SP)
+	VMOVUPS Y3, 792(SP)
+	XORQ    CX, CX
+
+inner_A_16:
+	MOVQ       p6+48(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       DI, SI
+	ADDQ       $+832, SI
+	IMUL3Q     $+1, CX, DI
+	ADDQ       DI, SI
+	LEAQ       (BX)(SI*4), BX
+	VMOVUPS    lgc11<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
+	VMOVUPS    216(SP), Y2
+
+	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS 312(SP), Y2
+
+	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
+	VSUBPS  Y2, Y1, Y2
+	VMOVUPS lgc48<>+0(SB), Y3
+
+	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
+	VMAXPS  Y2, Y3, Y4
+	VMOVUPS Y1, 824(SP)
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y2, Y1
@@ -2680,7 +3076,7 @@ inner_A_15:
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y6
 	VMULPS       Y1, Y1, Y7
 	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
+	VADDPS       lgc2<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y5
 	VPMINSD      lgc26<>+0(SB), Y5, Y5
@@ -2694,448 +3090,58 @@ inner_A_15:
 	VCMPPS       $0x03, Y2, Y2, Y1
 	VBLENDVPS    Y1, Y2, Y6, Y6
 
-	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y4, Y1
-
-	// sum(v55) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y4
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       376(SP), Y2, Y2
-	VMOVUPD      Y2, 376(SP)
-	VADDPD       408(SP), Y1, Y1
-	VMOVUPD      Y1, 408(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_15
-
-	// finish v56
-	VMOVUPD     376(SP), Y1
-	VMOVUPD     408(SP), Y2
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-
-	// v57 = neg(v56) [N=64 T=421]  # entropy
-	VXORPS lgc12<>+0(SB), Y1, Y1
-
-	// v59 = mul(v58, v57) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y1, Y2
-
-	// mean(v57) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y5
-	VANDPS       Y4, Y1, Y1
-	VADDPS       1216(CX), Y1, Y1
-	VMOVUPS      Y1, 1216(CX)
-
-	// mean(v59) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y4
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y4
-	VANDPS       Y1, Y2, Y1
-	VADDPS       1536(CX), Y1, Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      120(SP), Y1
-	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VMASKMOVPS   (BX)(DX*4), Y2, Y2
-
-	// v62 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y2, Y1, Y2
-
-	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y5
-
-	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
-
-	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y4, Y6, Y7
-
-	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y4, Y8
-
-	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
-
-	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y7, Y7
-
-	// mean(v70) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y8
-	VPMOVSXDQ    X8, Y9
-	VEXTRACTI128 $0x01, Y8, X3
-	VPMOVSXDQ    X3, Y9
-	VANDPS       Y8, Y7, Y7
-	VADDPS       1856(CX), Y7, Y7
-	VMOVUPS      Y7, 1856(CX)
-	VMOVUPS      Y6, 536(SP)
-
-	// var(v62) over [N]
-	XORQ         BX, BX
-	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X3
-	VPMOVSXDQ    X3, Y6
-	VBROADCASTSD (SP), Y8
-	VCVTPS2PD    X2, Y9
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y10
-	VMOVUPD      5504(CX)(BX*8), Y11
-	VSUBPD       Y11, Y9, Y12
-	VFMADD231PD  Y12, Y8, Y11
-	VSUBPD       Y11, Y9, Y9
-	VMOVUPD      9024(CX)(BX*8), Y13
-	VFMADD231PD  Y12, Y9, Y13
-	VMOVUPD      5504(CX)(BX*8), Y9
-	VBLENDVPD    Y7, Y11, Y9, Y11
-	VMOVUPD      Y11, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y9
-	VBLENDVPD    Y7, Y13, Y9, Y13
-	VMOVUPD      Y13, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y7
-	VSUBPD       Y7, Y10, Y9
-	VFMADD231PD  Y9, Y8, Y7
-	VSUBPD       Y7, Y10, Y8
-	VMOVUPD      9056(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y8, Y10
-	VMOVUPD      5536(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y7, Y8, Y7
-	VMOVUPD      Y7, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y7
-	VBLENDVPD    Y6, Y10, Y7, Y10
-	VMOVUPD      Y10, 9056(CX)(BX*8)
-
-	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y7
-	VEXTRACTI128 $0x01, Y6, X3
-	VPMOVSXDQ    X3, Y6
-	VBROADCASTSD (SP), Y8
-	VCVTPS2PD    X1, Y9
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(CX)(BX*8), Y10
-	VSUBPD       Y10, Y9, Y11
-	VFMADD231PD  Y11, Y8, Y10
-	VSUBPD       Y10, Y9, Y9
-	VMOVUPD      19584(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y9, Y12
-	VMOVUPD      16064(CX)(BX*8), Y9
-	VBLENDVPD    Y7, Y10, Y9, Y10
-	VMOVUPD      Y10, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y9
-	VBLENDVPD    Y7, Y12, Y9, Y12
-	VMOVUPD      Y12, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y7
-	VSUBPD       Y7, Y1, Y9
-	VFMADD231PD  Y9, Y8, Y7
-	VSUBPD       Y7, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y8
-	VFMADD231PD  Y9, Y1, Y8
-	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y6, Y7, Y1, Y7
-	VMOVUPD      Y7, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y6, Y8, Y1, Y8
-	VMOVUPD      Y8, 19616(CX)(BX*8)
-	VMOVUPS      Y2, 568(SP)
-	VMOVUPS      Y4, 600(SP)
-	VMOVUPS      Y5, 632(SP)
-	VMOVUPS      440(SP), Y1
-	VMOVUPS      472(SP), Y2
-
-	// logsumexp(v32) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X3
-	VPMOVSXDQ    X3, Y6
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y7
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y8
-	VANDPS       Y8, Y7, Y7
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y8
-	VORPS        Y8, Y7, Y7
-	VMOVUPS      lgc52<>+0(SB), Y8
-	VBLENDVPS    Y4, Y7, Y8, Y7
-	VANDPS       26624(CX), Y7, Y7
-	VMOVUPS      Y7, 26624(CX)
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y7
-	VANDPD       Y5, Y4, Y4
-	VADDPD       23104(CX)(BX*8), Y4, Y5
-	VMOVUPD      Y5, 23104(CX)(BX*8)
-	VMULPD       Y4, Y4, Y4
-	VADDPD       28416(CX)(BX*8), Y4, Y4
-	VMOVUPD      Y4, 28416(CX)(BX*8)
-	VANDPD       Y6, Y7, Y7
-	VADDPD       23136(CX)(BX*8), Y7, Y4
-	VMOVUPD      Y4, 23136(CX)(BX*8)
-	VMULPD       Y7, Y7, Y4
-	VADDPD       28448(CX)(BX*8), Y4, Y4
-	VMOVUPD      Y4, 28448(CX)(BX*8)
-
-	// v80 = mul(v78, v32) [N=64 T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 632(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y4
-	VMOVUPS lgc6<>+0(SB), Y5
-
-	// v89 = where(v65, v88, v38) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y5, Y6
-
-	// v90 = where(v65, v38, v88) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y5, Y4, Y1
-	VMOVUPS   600(SP), Y4
-
-	// v91 = mul(v89, v63) [N=64 T=421]
-	VMULPS  Y4, Y6, Y4
-	VMOVUPS 536(SP), Y7
-
-	// v92 = mul(v89, v66) [N=64 T=421]
-	VMULPS Y7, Y6, Y6
-
-	// v93 = add(v90, v92) [N=64 T=421]
-	VADDPS Y6, Y1, Y1
-
-	// v94 = mul(v91, v64) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y4
-
-	// v95 = add(v93, v94) [N=64 T=421]
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 568(SP), Y4
-
-	// v96 = gt(v62, v38) [N=64 T=421]
-	VCMPPS $0x1e, Y5, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v97 = lt(v62, v38) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
-
-	// v99 = mul(v62, v38) [N=64 T=421]
-	VMULPS  lgc6<>+0(SB), Y4, Y4
-	VMOVUPS lgc57<>+0(SB), Y8
-
-	// v100 = where(v97, v98, v99) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
-	VMOVUPS   lgc1<>+0(SB), Y7
-
-	// v101 = where(v96, v0, v100) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y4, Y4
-
-	// v102 = mul(v95, v101) [N=64 T=421]
-	VMULPS Y4, Y1, Y1
-
-	// v103 = neg(v102) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS 88(SP), Y4
-
-	// v114 = mul(v113, v17) [N=64 T=421]
-	VMULPS  lgc58<>+0(SB), Y4, Y4
-	VMOVUPS 344(SP), Y6
-
-	// v115 = where(v39, v114, v38) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y5, Y7
-
-	// v116 = where(v39, v38, v114) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y5, Y4, Y4
-	VMOVUPS   lgc47<>+0(SB), Y6
-
-	// v117 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v118 = ne(v37, v37) [N=64 T=421]
-	VCMPPS $0x04, Y2, Y2, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
-
-	// v119 = max(v117, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
-	VXORPS lgc12<>+0(SB), Y8, Y10
-	VMINPS Y6, Y10, Y9
-	VMINPS Y10, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc12<>+0(SB), Y6, Y6
-
-	// v120 = where(v119, v116, v38) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y4, Y5, Y4
-	VMOVUPS   lgc46<>+0(SB), Y6
-
-	// v121 = le(v37, v40) [N=64 T=421]
-	VCMPPS $0x12, Y6, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
-
-	// v122 = max(v121, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
-	VXORPS lgc12<>+0(SB), Y8, Y8
-	VMINPS Y6, Y8, Y9
-	VMINPS Y8, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc12<>+0(SB), Y6, Y6
-
-	// v123 = where(v122, v115, v38) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
-
-	// v124 = add(v120, v123) [N=64 T=421]
-	VADDPS Y5, Y4, Y4
-
-	// v125 = mul(v124, v37) [N=64 T=421]
-	VMULPS Y2, Y4, Y2
-
-	// v126 = neg(v125) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y2, Y4
-	VMOVUPD lgc13<>+0(SB), Y5
-	VMOVUPD Y5, 664(SP)
-	VMOVUPD Y5, 696(SP)
-	VMOVUPS Y1, 728(SP)
-	VMOVUPS Y2, 760(SP)
-	VMOVUPS Y4, 792(SP)
-	XORQ    CX, CX
-
-inner_A_16:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 312(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y4
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y4, Y5
-	VMOVUPS Y1, 824(SP)
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y2, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y7, Y7
-
 	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y7, Y1
+	VMULPS lgc59<>+0(SB), Y6, Y1
 
 	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y5, Y6
+	VMULPS lgc59<>+0(SB), Y4, Y5
 
 	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v108 = ge(v26, v52) [N=64 T=421 A=2]
-	VCMPPS $0x1d, Y4, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x1d, Y3, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
 	// v109 = ne(v26, v26) [N=64 T=421 A=2]
 	VCMPPS  $0x04, Y2, Y2, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y2
-	VMOVUPS Y6, 856(SP)
-	VMOVUPS Y5, 888(SP)
-	VMOVUPS Y7, 920(SP)
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS Y5, 856(SP)
+	VMOVUPS Y4, 888(SP)
+	VMOVUPS Y6, 920(SP)
 
 	// v110 = max(v108, v109) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y4, Y5
+	VXORPS  lgc12<>+0(SB), Y3, Y4
 	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMINPS  Y5, Y2, Y6
-	VMINPS  Y2, Y5, Y2
-	VORPS   Y6, Y2, Y2
+	VMINPS  Y4, Y2, Y5
+	VMINPS  Y2, Y4, Y2
+	VORPS   Y5, Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y1, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y1, Y4, Y4
 	VMOVUPS   Y1, 952(SP)
 
 	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS Y5, Y8, Y1
+	VADDPS Y4, Y7, Y1
 
 	// v130 = neg(v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y1, Y6
+	VXORPS  lgc12<>+0(SB), Y1, Y5
 	VMOVUPS Y1, 984(SP)
-	VMOVUPS Y8, 1016(SP)
-	VMOVUPS Y5, 1048(SP)
+	VMOVUPS Y7, 1016(SP)
+	VMOVUPS Y4, 1048(SP)
 	VMOVUPS Y2, 1080(SP)
-	VMOVUPS Y4, 1112(SP)
+	VMOVUPS Y3, 1112(SP)
 
 	// sum(v130) over [A]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y6, Y1
+	VANDPS       Y1, Y5, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -3150,6 +3156,7 @@ inner_A_16:
 	// finish v131
 	VMOVUPD     664(SP), Y1
 	VMOVUPD     696(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -3174,9 +3181,9 @@ inner_A_17:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (BX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (BX)(Y2*4), Y1
 	VMOVUPS    216(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -3185,32 +3192,32 @@ inner_A_17:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      312(SP), Y2
 
 	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
@@ -3218,113 +3225,113 @@ inner_A_17:
 	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y4
+	VMAXPS Y1, Y2, Y3
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc25<>+0(SB), Y6, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y1, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y6
-	VBLENDVPS    Y6, Y1, Y8, Y8
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y8, Y6
+	VMULPS lgc59<>+0(SB), Y7, Y5
 
 	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y4, Y4
+	VMULPS lgc59<>+0(SB), Y3, Y3
 
 	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y8, Y4, Y4
+	VMULPS Y7, Y3, Y3
 
 	// v108 = ge(v26, v52) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v109 = ne(v26, v26) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v110 = max(v108, v109) [N=64 T=421 A=2]
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y7
+	VMINPS  Y2, Y1, Y6
 	VMINPS  Y1, Y2, Y1
-	VORPS   Y7, Y1, Y1
+	VORPS   Y6, Y1, Y1
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y6, Y2, Y1
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y5, Y2, Y1
 
 	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS       Y1, Y4, Y1
+	VADDPS       Y1, Y3, Y1
 	MOVQ         p10+80(FP), BX
 	XORQ         DI, DI
 	IMUL3Q       $+1, CX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (BX)(DI*4), Y4
+	VBROADCASTSS (BX)(DI*4), Y3
 	MOVQ         p7+56(FP), BX
-	VXORPS       Y6, Y6, Y6
-	VMOVUPS      Y6, 1176(SP)
-	VXORPS       X3, X3, X3
+	VMOVUPS      lgc0<>+0(SB), Y5
+	VMOVUPS      Y5, 1176(SP)
+	VMOVUPS      lgc0<>+0(SB), X5
 	MOVQ         (BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 1176(SP)
+	VCVTSI2SSQ   DI, X5, X5
+	VMOVSS       X5, 1176(SP)
 	MOVQ         8(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 1180(SP)
+	VCVTSI2SSQ   DI, X5, X5
+	VMOVSS       X5, 1180(SP)
 	MOVQ         16(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 1184(SP)
+	VCVTSI2SSQ   DI, X5, X5
+	VMOVSS       X5, 1184(SP)
 	MOVQ         24(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 1188(SP)
+	VCVTSI2SSQ   DI, X5, X5
+	VMOVSS       X5, 1188(SP)
 	MOVQ         32(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X3, X3
-	VMOVSS       X3, 1192(SP)
-	VMOVUPS      1176(SP), Y6
+	VCVTSI2SSQ   DI, X5, X5
+	VMOVSS       X5, 1192(SP)
+	VMOVUPS      1176(SP), Y5
 
 	// v128 = eq(v127, v27) [N=64 T=421 A=2]
-	VCMPPS  $0x00, Y6, Y4, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y4
-	VMOVUPS 760(SP), Y6
+	VCMPPS  $0x00, Y5, Y3, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y3
+	VMOVUPS 760(SP), Y5
 
 	// v129 = where(v128, v125, v38) [N=64 T=421 A=2]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   1144(SP), Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+	VMOVUPS   1144(SP), Y3
 
 	// v134 = mul(v133, v23) [N=64 T=421 A=2]
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v135 = add(v112, v134) [N=64 T=421 A=2]
-	VADDPS Y4, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v136 = add(v129, v135) [N=64 T=421 A=2]
 	VADDPS Y1, Y2, Y1
@@ -3349,25 +3356,25 @@ inner_A_17:
 
 	// store v17
 	MOVQ       p12+96(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    120(SP), Y1
 
 	// store v18
 	MOVQ       p13+104(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    728(SP), Y1
 
 	// store v103
 	MOVQ       p14+112(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_18:
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
@@ -3379,68 +3386,68 @@ blocks_18:
 	// v5 = sub(v0, v4) [N=64 T=421]
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      p2+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y4
-	VCVTDQ2PS Y4, Y4
+	VPMOVZXBD (BX)(SI*1), Y3
+	VCVTDQ2PS Y3, Y3
 
 	// v7 = sub(v0, v6) [N=64 T=421]
-	VSUBPS Y4, Y1, Y1
+	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS  lgc2<>+0(SB), Y2, Y2
+	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
-	VMULPS  Y4, Y2, Y2
+	VMULPS  Y3, Y2, Y2
 	MOVQ    p4+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
-	VADDPS  Y2, Y4, Y2
+	VADDPS  Y2, Y3, Y2
 	MOVQ    p5+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y6
-	VPERMPS     Y1, Y6, Y5
-	VPERMPS     Y2, Y6, Y6
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y6, Y6
-	VFMADD231PS Y1, Y6, Y2
-	VMULPS      Y5, Y1, Y1
+	VMOVUPS     lgc6<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc7<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc8<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y4, Y2, Y1
+	VADDPS Y3, Y2, Y1
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y4
-	VMOVUPS Y4, 24(SP)
+	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 1240(SP)
 	VMOVUPS Y1, 1272(SP)
 	XORQ    BX, BX
@@ -3456,17 +3463,17 @@ inner_A_19:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS 24(SP), Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y4
+	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
-	VORPS   Y4, Y2, Y2
+	VORPS   Y3, Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VMOVUPS Y2, 24(SP)
 	INCQ    BX
@@ -3494,9 +3501,9 @@ inner_A_20:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    1304(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -3505,36 +3512,36 @@ inner_A_20:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v23) over [A]
-	VCVTPS2PD    X5, Y1
-	VEXTRACTF128 $0x01, Y5, X2
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       152(SP), Y1, Y1
 	VMOVUPD      Y1, 152(SP)
@@ -3547,54 +3554,55 @@ inner_A_20:
 	// finish v24
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v25 = log(v24) [N=64 T=421]
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc26<>+0(SB), Y5, Y5
+	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
 	VPAND        lgc29<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y5, Y5
-	VPAND        lgc30<>+0(SB), Y4, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y4
-	VMULPS       lgc24<>+0(SB), Y2, Y6
-	VBLENDVPS    Y4, Y6, Y2, Y2
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc32<>+0(SB), Y6
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc17<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y6, Y6
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc32<>+0(SB), Y5
+	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y6, Y6
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y6, Y6
+	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), BX
-	VXORPS       Y2, Y2, Y2
+	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 1336(SP)
-	VXORPS       X2, X2, X2
+	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
 	VMOVSS       X2, 1336(SP)
@@ -3630,91 +3638,91 @@ inner_A_20:
 	MOVQ       p6+48(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc6<>+0(SB), Y2, Y2
+	VPMAXSD    lgc0<>+0(SB), Y2, Y2
 	VPMINSD    lgc43<>+0(SB), Y2, Y2
 	VPMULLD    lgc43<>+0(SB), Y2, Y2
 	VPADDD     lgc11<>+0(SB), Y2, Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y5, Y5, Y5
-	VGATHERDPS Y4, (DI)(Y2*4), Y5
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (DI)(Y2*4), Y4
 	VMOVUPS    1304(SP), Y2
 
 	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y2, Y5, Y2
+	VSUBPS Y2, Y4, Y2
 
 	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS  Y6, Y2, Y2
+	VSUBPS  Y5, Y2, Y2
 	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y4, Y2, Y5
-	VMOVUPS lgc44<>+0(SB), Y7
+	VSUBPS  Y3, Y2, Y4
+	VMOVUPS lgc44<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y5, Y7, Y7
-	VMOVUPS lgc45<>+0(SB), Y8
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc45<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y7, Y8, Y7
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 1368(SP)
-	VMOVUPS Y6, 1400(SP)
+	VMOVUPS Y5, 1400(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMAXPS       lgc14<>+0(SB), Y4, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
+	VMULPS       lgc16<>+0(SB), Y1, Y5
+	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
-	VMULPS       Y1, Y1, Y9
-	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y5
+	VPMINSD      lgc26<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y8, Y8
-	VMULPS       Y1, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y1
-	VBLENDVPS    Y1, Y5, Y8, Y8
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y1
+	VBLENDVPS    Y1, Y4, Y7, Y7
 	VMOVUPS      1240(SP), Y1
-	VMOVUPS      lgc6<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y6, Y1, Y6
-	VANDPS  lgc1<>+0(SB), Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y9
+	VCMPPS  $0x1d, Y5, Y1, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS lgc46<>+0(SB), Y8
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS lgc47<>+0(SB), Y10
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc47<>+0(SB), Y9
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y8, Y10, Y10
+	VMAXPS Y7, Y9, Y9
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y11, Y11, Y11
-	VCMPPS    $0x04, Y11, Y6, Y11
-	VBLENDVPS Y11, Y9, Y10, Y9
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y5, Y10
+	VBLENDVPS Y10, Y8, Y9, Y8
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y9, Y1, Y1
+	VMULPS Y8, Y1, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS Y6, 1432(SP)
+	VMOVUPS Y5, 1432(SP)
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
@@ -3722,15 +3730,15 @@ inner_A_20:
 	VMOVUPS Y1, 256(BX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y5, Y7, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
-	VSUBPS Y2, Y4, Y1
+	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -3738,8 +3746,8 @@ inner_A_20:
 	VMOVUPD lgc13<>+0(SB), Y1
 	VMOVUPD Y1, 376(SP)
 	VMOVUPD Y1, 408(SP)
-	VMOVUPS Y5, 1464(SP)
-	VMOVUPS Y8, 1496(SP)
+	VMOVUPS Y4, 1464(SP)
+	VMOVUPS Y7, 1496(SP)
 	XORQ    DI, DI
 
 inner_A_21:
@@ -3753,9 +3761,9 @@ inner_A_21:
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (R8)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    1304(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -3764,44 +3772,44 @@ inner_A_21:
 
 	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
 	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y4
+	VMOVUPS lgc48<>+0(SB), Y3
 
 	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y4, Y4
+	VMAXPS  Y2, Y3, Y3
 	VMOVUPS Y1, 1528(SP)
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y2, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc1<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y4, Y1
+	VMOVAPS      lgc19<>+0(SB), Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y1, Y6
+	VFMADD213PS  Y1, Y6, Y5
+	VADDPS       lgc2<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y4
+	VPMINSD      lgc26<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y1, Y6, Y6
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y1, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y6, Y6
+	VBLENDVPS    Y1, Y2, Y5, Y5
 
 	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y4, Y1
+	VMULPS Y5, Y3, Y1
 
 	// sum(v55) over [A]
 	VCVTPS2PD    X1, Y2
@@ -3818,6 +3826,7 @@ inner_A_21:
 	// finish v56
 	VMOVUPD     376(SP), Y1
 	VMOVUPD     408(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -3843,241 +3852,241 @@ inner_A_21:
 	VSUBPS Y2, Y1, Y2
 
 	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
-	VANDNPS Y2, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y5
+	VMOVUPS lgc12<>+0(SB), Y3
+	VANDNPS Y2, Y3, Y3
+	VMOVUPS lgc2<>+0(SB), Y4
 
 	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y4, Y3, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc24<>+0(SB), Y3, Y5
 
 	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y4, Y6, Y7
+	VMULPS Y3, Y5, Y6
 
 	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y4, Y8
+	VSUBPS lgc24<>+0(SB), Y3, Y7
 
 	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y6, Y7, Y6
 
 	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y7, Y7
+	VMULPS lgc2<>+0(SB), Y6, Y6
 
 	// mean(v70) over [N T]
-	VADDPS  1856(BX), Y7, Y7
-	VMOVUPS Y7, 1856(BX)
-	VMOVUPS Y6, 1560(SP)
+	VADDPS  1856(BX), Y6, Y6
+	VMOVUPS Y6, 1856(BX)
+	VMOVUPS Y5, 1560(SP)
 
 	// var(v62) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y7
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y8
-	VMOVUPD      5504(BX)(DI*8), Y9
-	VSUBPD       Y9, Y7, Y10
-	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y7, Y7
-	VMOVUPD      9024(BX)(DI*8), Y11
-	VFMADD231PD  Y10, Y7, Y11
-	VMOVUPD      Y9, 5504(BX)(DI*8)
-	VMOVUPD      Y11, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y7
-	VSUBPD       Y7, Y8, Y9
-	VFMADD231PD  Y9, Y6, Y7
-	VSUBPD       Y7, Y8, Y6
-	VMOVUPD      9056(BX)(DI*8), Y8
-	VFMADD231PD  Y9, Y6, Y8
-	VMOVUPD      Y7, 5536(BX)(DI*8)
-	VMOVUPD      Y8, 9056(BX)(DI*8)
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X7
+	VCVTPS2PD    X7, Y7
+	VMOVUPD      5504(BX)(DI*8), Y8
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      9024(BX)(DI*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
+	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VMOVUPD      Y10, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y6
+	VSUBPD       Y6, Y7, Y8
+	VFMADD231PD  Y8, Y5, Y6
+	VSUBPD       Y6, Y7, Y5
+	VMOVUPD      9056(BX)(DI*8), Y7
+	VFMADD231PD  Y8, Y5, Y7
+	VMOVUPD      Y6, 5536(BX)(DI*8)
+	VMOVUPD      Y7, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
-	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X1, Y7
+	VBROADCASTSD (SP), Y5
+	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y8
-	VSUBPD       Y8, Y7, Y9
-	VFMADD231PD  Y9, Y6, Y8
-	VSUBPD       Y8, Y7, Y7
-	VMOVUPD      19584(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y7, Y10
-	VMOVUPD      Y8, 16064(BX)(DI*8)
-	VMOVUPD      Y10, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y7
-	VSUBPD       Y7, Y1, Y8
-	VFMADD231PD  Y8, Y6, Y7
-	VSUBPD       Y7, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y6
-	VFMADD231PD  Y8, Y1, Y6
-	VMOVUPD      Y7, 16096(BX)(DI*8)
-	VMOVUPD      Y6, 19616(BX)(DI*8)
+	VMOVUPD      16064(BX)(DI*8), Y7
+	VSUBPD       Y7, Y6, Y8
+	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y6
+	VMOVUPD      19584(BX)(DI*8), Y9
+	VFMADD231PD  Y8, Y6, Y9
+	VMOVUPD      Y7, 16064(BX)(DI*8)
+	VMOVUPD      Y9, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y6
+	VSUBPD       Y6, Y1, Y7
+	VFMADD231PD  Y7, Y5, Y6
+	VSUBPD       Y6, Y1, Y1
+	VMOVUPD      19616(BX)(DI*8), Y5
+	VFMADD231PD  Y7, Y1, Y5
+	VMOVUPD      Y6, 16096(BX)(DI*8)
+	VMOVUPD      Y5, 19616(BX)(DI*8)
 	VMOVUPS      Y2, 1592(SP)
-	VMOVUPS      Y4, 1624(SP)
-	VMOVUPS      Y5, 1656(SP)
+	VMOVUPS      Y3, 1624(SP)
+	VMOVUPS      Y4, 1656(SP)
 	VMOVUPS      1464(SP), Y1
 	VMOVUPS      1496(SP), Y2
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y4
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y5
-	VANDPS       Y5, Y4, Y4
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y5
-	VORPS        Y5, Y4, Y4
-	VANDPS       26624(BX), Y4, Y4
-	VMOVUPS      Y4, 26624(BX)
-	VCVTPS2PD    X2, Y4
-	VEXTRACTF128 $0x01, Y2, X3
-	VCVTPS2PD    X3, Y5
-	VADDPD       23104(BX)(DI*8), Y4, Y6
-	VMOVUPD      Y6, 23104(BX)(DI*8)
-	VMULPD       Y4, Y4, Y4
-	VADDPD       28416(BX)(DI*8), Y4, Y4
-	VMOVUPD      Y4, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y5, Y4
-	VMOVUPD      Y4, 23136(BX)(DI*8)
-	VMULPD       Y5, Y5, Y4
-	VADDPD       28448(BX)(DI*8), Y4, Y4
-	VMOVUPD      Y4, 28448(BX)(DI*8)
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y3
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y4
+	VANDPS       Y4, Y3, Y3
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y4
+	VORPS        Y4, Y3, Y3
+	VANDPS       26624(BX), Y3, Y3
+	VMOVUPS      Y3, 26624(BX)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       23104(BX)(DI*8), Y3, Y5
+	VMOVUPD      Y5, 23104(BX)(DI*8)
+	VMULPD       Y3, Y3, Y3
+	VADDPD       28416(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y4, Y3
+	VMOVUPD      Y3, 23136(BX)(DI*8)
+	VMULPD       Y4, Y4, Y3
+	VADDPD       28448(BX)(DI*8), Y3, Y3
+	VMOVUPD      Y3, 28448(BX)(DI*8)
 
 	// v80 = mul(v78, v32) [N=64 T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
 	VMOVUPS 1656(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y4
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc56<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v89 = where(v65, v88, v38) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y5, Y6
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y3, Y4, Y5
 
 	// v90 = where(v65, v38, v88) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y5, Y4, Y1
-	VMOVUPS   1624(SP), Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y3, Y1
+	VMOVUPS   1624(SP), Y3
 
 	// v91 = mul(v89, v63) [N=64 T=421]
-	VMULPS  Y4, Y6, Y4
-	VMOVUPS 1560(SP), Y7
+	VMULPS  Y3, Y5, Y3
+	VMOVUPS 1560(SP), Y6
 
 	// v92 = mul(v89, v66) [N=64 T=421]
-	VMULPS Y7, Y6, Y6
+	VMULPS Y6, Y5, Y5
 
 	// v93 = add(v90, v92) [N=64 T=421]
-	VADDPS Y6, Y1, Y1
+	VADDPS Y5, Y1, Y1
 
 	// v94 = mul(v91, v64) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y4
+	VMULPS lgc24<>+0(SB), Y3, Y3
 
 	// v95 = add(v93, v94) [N=64 T=421]
-	VADDPS  Y4, Y1, Y1
-	VMOVUPS 1592(SP), Y4
+	VADDPS  Y3, Y1, Y1
+	VMOVUPS 1592(SP), Y3
 
 	// v96 = gt(v62, v38) [N=64 T=421]
-	VCMPPS $0x1e, Y5, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x1e, Y4, Y3, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v97 = lt(v62, v38) [N=64 T=421]
-	VCMPPS $0x11, Y5, Y4, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VCMPPS $0x11, Y4, Y3, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v99 = mul(v62, v38) [N=64 T=421]
-	VMULPS  lgc6<>+0(SB), Y4, Y4
-	VMOVUPS lgc57<>+0(SB), Y8
+	VMULPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc57<>+0(SB), Y7
 
 	// v100 = where(v97, v98, v99) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y8, Y4, Y4
-	VMOVUPS   lgc1<>+0(SB), Y7
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y3, Y3
+	VMOVUPS   lgc2<>+0(SB), Y6
 
 	// v101 = where(v96, v0, v100) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y3, Y3
 
 	// v102 = mul(v95, v101) [N=64 T=421]
-	VMULPS Y4, Y1, Y1
+	VMULPS Y3, Y1, Y1
 
 	// v103 = neg(v102) [N=64 T=421]
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS 1240(SP), Y4
+	VMOVUPS 1240(SP), Y3
 
 	// v114 = mul(v113, v17) [N=64 T=421]
-	VMULPS  lgc58<>+0(SB), Y4, Y4
-	VMOVUPS 1432(SP), Y6
+	VMULPS  lgc58<>+0(SB), Y3, Y3
+	VMOVUPS 1432(SP), Y5
 
 	// v115 = where(v39, v114, v38) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y4, Y5, Y7
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y3, Y4, Y6
 
 	// v116 = where(v39, v38, v114) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y5, Y4, Y4
-	VMOVUPS   lgc47<>+0(SB), Y6
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y4, Y3, Y3
+	VMOVUPS   lgc47<>+0(SB), Y5
 
 	// v117 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x1d, Y5, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v118 = ne(v37, v37) [N=64 T=421]
-	VCMPPS $0x04, Y2, Y2, Y8
-	VANDPS lgc1<>+0(SB), Y8, Y8
+	VCMPPS $0x04, Y2, Y2, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v119 = max(v117, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
-	VXORPS lgc12<>+0(SB), Y8, Y10
-	VMINPS Y6, Y10, Y9
-	VMINPS Y10, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc12<>+0(SB), Y6, Y6
+	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y7, Y9
+	VMINPS Y5, Y9, Y8
+	VMINPS Y9, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc12<>+0(SB), Y5, Y5
 
 	// v120 = where(v119, v116, v38) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y4, Y5, Y4
-	VMOVUPS   lgc46<>+0(SB), Y6
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y3, Y4, Y3
+	VMOVUPS   lgc46<>+0(SB), Y5
 
 	// v121 = le(v37, v40) [N=64 T=421]
-	VCMPPS $0x12, Y6, Y2, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VCMPPS $0x12, Y5, Y2, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v122 = max(v121, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y6
-	VXORPS lgc12<>+0(SB), Y8, Y8
-	VMINPS Y6, Y8, Y9
-	VMINPS Y8, Y6, Y6
-	VORPS  Y9, Y6, Y6
-	VXORPS lgc12<>+0(SB), Y6, Y6
+	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y7, Y7
+	VMINPS Y5, Y7, Y8
+	VMINPS Y7, Y5, Y5
+	VORPS  Y8, Y5, Y5
+	VXORPS lgc12<>+0(SB), Y5, Y5
 
 	// v123 = where(v122, v115, v38) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y4, Y4
 
 	// v124 = add(v120, v123) [N=64 T=421]
-	VADDPS Y5, Y4, Y4
+	VADDPS Y4, Y3, Y3
 
 	// v125 = mul(v124, v37) [N=64 T=421]
-	VMULPS Y2, Y4, Y2
+	VMULPS Y2, Y3, Y2
 
 	// v126 = neg(v125) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y2, Y4
-	VMOVUPD lgc13<>+0(SB), Y5
-	VMOVUPD Y5, 664(SP)
-	VMOVUPD Y5, 696(SP)
+	VXORPS  lgc12<>+0(SB), Y2, Y3
+	VMOVUPD lgc13<>+0(SB), Y4
+	VMOVUPD Y4, 664(SP)
+	VMOVUPD Y4, 696(SP)
 	VMOVUPS Y1, 1688(SP)
 	VMOVUPS Y2, 1720(SP)
-	VMOVUPS Y4, 1752(SP)
+	VMOVUPS Y3, 1752(SP)
 	XORQ    BX, BX
 
 inner_A_22:
@@ -4091,9 +4100,9 @@ inner_A_22:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    1304(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -4102,91 +4111,91 @@ inner_A_22:
 
 	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
 	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y4
+	VMOVUPS lgc48<>+0(SB), Y3
 
 	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y4, Y5
+	VMAXPS  Y2, Y3, Y4
 	VMOVUPS Y1, 1784(SP)
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y2, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
+	VMULPS       lgc16<>+0(SB), Y1, Y5
+	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc1<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
+	VMOVAPS      lgc19<>+0(SB), Y6
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y6
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y6
+	VMULPS       Y1, Y1, Y7
+	VFMADD213PS  Y1, Y7, Y6
+	VADDPS       lgc2<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y1
+	VPMAXSD      lgc25<>+0(SB), Y1, Y5
+	VPMINSD      lgc26<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y1, Y6, Y6
 	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y7, Y7
+	VBLENDVPS    Y1, Y2, Y6, Y6
 
 	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y7, Y1
+	VMULPS lgc59<>+0(SB), Y6, Y1
 
 	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y5, Y6
+	VMULPS lgc59<>+0(SB), Y4, Y5
 
 	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y7, Y6, Y8
+	VMULPS Y6, Y5, Y7
 
 	// v108 = ge(v26, v52) [N=64 T=421 A=2]
-	VCMPPS $0x1d, Y4, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x1d, Y3, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
 	// v109 = ne(v26, v26) [N=64 T=421 A=2]
 	VCMPPS  $0x04, Y2, Y2, Y2
-	VANDPS  lgc1<>+0(SB), Y2, Y2
-	VMOVUPS Y6, 1816(SP)
-	VMOVUPS Y5, 1848(SP)
-	VMOVUPS Y7, 1880(SP)
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS Y5, 1816(SP)
+	VMOVUPS Y4, 1848(SP)
+	VMOVUPS Y6, 1880(SP)
 
 	// v110 = max(v108, v109) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y4, Y5
+	VXORPS  lgc12<>+0(SB), Y3, Y4
 	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMINPS  Y5, Y2, Y6
-	VMINPS  Y2, Y5, Y2
-	VORPS   Y6, Y2, Y2
+	VMINPS  Y4, Y2, Y5
+	VMINPS  Y2, Y4, Y2
+	VORPS   Y5, Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMOVUPS lgc6<>+0(SB), Y5
+	VMOVUPS lgc0<>+0(SB), Y4
 
 	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y1, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y1, Y4, Y4
 	VMOVUPS   Y1, 1912(SP)
 
 	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS Y5, Y8, Y1
+	VADDPS Y4, Y7, Y1
 
 	// v130 = neg(v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y1, Y6
+	VXORPS  lgc12<>+0(SB), Y1, Y5
 	VMOVUPS Y1, 1944(SP)
-	VMOVUPS Y8, 1976(SP)
-	VMOVUPS Y5, 2008(SP)
+	VMOVUPS Y7, 1976(SP)
+	VMOVUPS Y4, 2008(SP)
 	VMOVUPS Y2, 2040(SP)
-	VMOVUPS Y4, 2072(SP)
+	VMOVUPS Y3, 2072(SP)
 
 	// sum(v130) over [A]
-	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X2
+	VCVTPS2PD    X5, Y1
+	VEXTRACTF128 $0x01, Y5, X2
 	VCVTPS2PD    X2, Y2
 	VADDPD       664(SP), Y1, Y1
 	VMOVUPD      Y1, 664(SP)
@@ -4199,6 +4208,7 @@ inner_A_22:
 	// finish v131
 	VMOVUPD     664(SP), Y1
 	VMOVUPD     696(SP), Y2
+	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
@@ -4224,9 +4234,9 @@ inner_A_23:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc11<>+0(SB), Y2
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y1, Y1, Y1
-	VGATHERDPS Y4, (DI)(Y2*4), Y1
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    1304(SP), Y2
 
 	// v22 = sub(v19, v21) [N=64 T=421 A=2]
@@ -4235,32 +4245,32 @@ inner_A_23:
 	// v23 = exp(v22) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
+	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y2
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc1<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      1400(SP), Y2
 
 	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
@@ -4268,122 +4278,122 @@ inner_A_23:
 	VMOVUPS lgc48<>+0(SB), Y2
 
 	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y4
+	VMAXPS Y1, Y2, Y3
 
 	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y6
-	VMINPS       lgc15<>+0(SB), Y6, Y6
-	VMULPS       lgc16<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc25<>+0(SB), Y6, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
+	VMAXPS       lgc14<>+0(SB), Y1, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
+	VMOVAPS      lgc19<>+0(SB), Y7
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y6
+	VPMINSD      lgc26<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
 	VPADDD       lgc26<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y6
-	VBLENDVPS    Y6, Y1, Y8, Y8
+	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
 
 	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y8, Y6
+	VMULPS lgc59<>+0(SB), Y7, Y5
 
 	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y4, Y4
+	VMULPS lgc59<>+0(SB), Y3, Y3
 
 	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y8, Y4, Y4
+	VMULPS Y7, Y3, Y3
 
 	// v108 = ge(v26, v52) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc1<>+0(SB), Y2, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v109 = ne(v26, v26) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v110 = max(v108, v109) [N=64 T=421 A=2]
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y7
+	VMINPS  Y2, Y1, Y6
 	VMINPS  Y1, Y2, Y1
-	VORPS   Y7, Y1, Y1
+	VORPS   Y6, Y1, Y1
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS lgc6<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y6, Y2, Y1
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y5, Y2, Y1
 
 	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS       Y1, Y4, Y1
+	VADDPS       Y1, Y3, Y1
 	MOVQ         p10+80(FP), DI
 	XORQ         R9, R9
 	IMUL3Q       $+1, BX, R10
 	ADDQ         R10, R9
-	VBROADCASTSS (DI)(R9*4), Y4
+	VBROADCASTSS (DI)(R9*4), Y3
 	MOVQ         p7+56(FP), DI
-	VXORPS       Y6, Y6, Y6
-	VMOVUPS      Y6, 2136(SP)
-	VXORPS       X3, X3, X3
+	VMOVUPS      lgc0<>+0(SB), Y5
+	VMOVUPS      Y5, 2136(SP)
+	VMOVUPS      lgc0<>+0(SB), X5
 	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2136(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2136(SP)
 	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2140(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2140(SP)
 	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2144(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2144(SP)
 	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2148(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2148(SP)
 	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2152(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2152(SP)
 	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2156(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2156(SP)
 	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2160(SP)
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2160(SP)
 	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X3, X3
-	VMOVSS       X3, 2164(SP)
-	VMOVUPS      2136(SP), Y6
+	VCVTSI2SSQ   R9, X5, X5
+	VMOVSS       X5, 2164(SP)
+	VMOVUPS      2136(SP), Y5
 
 	// v128 = eq(v127, v27) [N=64 T=421 A=2]
-	VCMPPS  $0x00, Y6, Y4, Y4
-	VANDPS  lgc1<>+0(SB), Y4, Y4
-	VMOVUPS 1720(SP), Y6
+	VCMPPS  $0x00, Y5, Y3, Y3
+	VANDPS  lgc2<>+0(SB), Y3, Y3
+	VMOVUPS 1720(SP), Y5
 
 	// v129 = where(v128, v125, v38) [N=64 T=421 A=2]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   2104(SP), Y4
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+	VMOVUPS   2104(SP), Y3
 
 	// v134 = mul(v133, v23) [N=64 T=421 A=2]
-	VMULPS Y5, Y4, Y4
+	VMULPS Y4, Y3, Y3
 
 	// v135 = add(v112, v134) [N=64 T=421 A=2]
-	VADDPS Y4, Y1, Y1
+	VADDPS Y3, Y1, Y1
 
 	// v136 = add(v129, v135) [N=64 T=421 A=2]
 	VADDPS Y1, Y2, Y1
@@ -4436,7 +4446,7 @@ inner_A_23:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4446,7 +4456,7 @@ inner_A_23:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4456,7 +4466,7 @@ inner_A_23:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4466,7 +4476,7 @@ inner_A_23:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4476,7 +4486,7 @@ inner_A_23:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4486,7 +4496,7 @@ inner_A_23:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -4502,7 +4512,7 @@ noflush_24:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4512,7 +4522,7 @@ noflush_24:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4522,7 +4532,7 @@ noflush_24:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4532,7 +4542,7 @@ noflush_24:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4542,7 +4552,7 @@ noflush_24:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4552,7 +4562,7 @@ noflush_24:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p15+120(FP)
@@ -4619,7 +4629,7 @@ blocks_25:
 
 	// v76 = div(v72, v75) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v77 = sub(v0, v76) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -4650,7 +4660,7 @@ blocks_25:
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -4683,7 +4693,7 @@ blocks_25:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
@@ -4694,29 +4704,29 @@ noflush_26:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v75 = add(v73, v74) [T=421]
 	VADDPS     lgc54<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v76 = div(v72, v75) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v77 = sub(v0, v76) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v82 = mul(v78, v79) [T=421]
 	VMULPS     lgc53<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v83 = sub(v82, v81) [T=421]
@@ -4738,7 +4748,7 @@ noflush_26:
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc25<>+0(SB), Y2, Y3
 	VPMINSD      lgc26<>+0(SB), Y3, Y3
@@ -4753,7 +4763,7 @@ noflush_26:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v84) over [T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -4764,7 +4774,7 @@ noflush_26:
 
 	// store v77
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      32128(AX), Y0
@@ -4775,7 +4785,7 @@ noflush_26:
 	VMOVUPD      Y1, 31936(AX)
 	VADDPD       31968(AX), Y0, Y0
 	VMOVUPD      Y0, 31968(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(AX)
 	VZEROUPPER
 	RET
@@ -4824,7 +4834,7 @@ bulk_27:
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc25<>+0(SB), Y1, Y2
 	VPMINSD      lgc26<>+0(SB), Y2, Y2
@@ -4865,12 +4875,12 @@ bulk_29:
 	VPAND        lgc29<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc30<>+0(SB), Y2, Y1
-	VPOR         lgc1<>+0(SB), Y1, Y1
+	VPOR         lgc2<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc24<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc1<>+0(SB), Y1, Y1
+	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc32<>+0(SB), Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
@@ -4888,9 +4898,9 @@ bulk_29:
 	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc10<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
@@ -4916,7 +4926,7 @@ bulk_31:
 	CMPQ         BX, DX
 	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc1<>+0(SB), Y0, Y1
+	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
 	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -4925,12 +4935,12 @@ bulk_31:
 	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc30<>+0(SB), Y3, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc32<>+0(SB), Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
@@ -4948,21 +4958,21 @@ bulk_31:
 	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y1, Y2
+	VSUBPS       lgc2<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc10<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2

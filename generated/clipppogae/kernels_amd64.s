@@ -10,16 +10,16 @@ TEXT ·pass0AVX2(SB), $152-104
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -28,12 +28,12 @@ outer0_1:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -74,55 +74,55 @@ outer0_1:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS     lgc2<>+0(SB), Y2, Y2
+	VMULPS     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc3<>+0(SB), Y4
+	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
-	VMOVUPS     lgc1<>+0(SB), Y5
+	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc5<>+0(SB), Y5
+	VMOVUPS     lgc6<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
@@ -135,10 +135,10 @@ outer0_1:
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
 	MOVQ       p6+48(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
+	VMOVUPS    lgc4<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
@@ -169,7 +169,7 @@ outer0_1:
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc23<>+0(SB), Y1, Y7
 	VPMINSD      lgc24<>+0(SB), Y7, Y7
@@ -182,11 +182,11 @@ outer0_1:
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
@@ -197,7 +197,7 @@ outer0_1:
 	VMAXPS Y8, Y9, Y9
 
 	// v33 = where(v28, v30, v32) [N=64 T=421]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y1
 
@@ -208,7 +208,7 @@ outer0_1:
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      lgc4<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y9
 	VEXTRACTI128 $0x01, Y7, X9
 	VPMOVSXDQ    X9, Y9
@@ -219,10 +219,10 @@ outer0_1:
 
 	// v37 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -234,7 +234,7 @@ outer0_1:
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
 	VPMOVSXDQ    X4, Y4
@@ -242,14 +242,14 @@ outer0_1:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         p9+72(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
 	VMULPS lgc28<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
@@ -258,7 +258,7 @@ outer0_1:
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v43) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
@@ -267,7 +267,7 @@ outer0_1:
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// v46 = sub(v18, v2) [N=64 T=421]
@@ -276,11 +276,11 @@ outer0_1:
 	// v47 = abs(v46) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(v47, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
@@ -292,15 +292,15 @@ outer0_1:
 	VSUBPS lgc22<>+0(SB), Y4, Y4
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
 	// v54 = mul(v0, v53) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v54) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -312,7 +312,7 @@ outer0_1:
 	// var(v46) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -346,7 +346,7 @@ outer0_1:
 	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -380,7 +380,7 @@ outer0_1:
 	VMOVUPD      Y4, 19616(CX)(BX*8)
 
 	// logsumexp(v21) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
@@ -415,19 +415,19 @@ outer0_1:
 
 	// store v17
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    24(SP), Y1
 
 	// store v18
 	MOVQ       p11+88(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_2:
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
@@ -446,7 +446,7 @@ blocks_2:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS  lgc2<>+0(SB), Y2, Y2
+	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
@@ -464,30 +464,30 @@ blocks_2:
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y5
+	VMOVUPS     lgc6<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
@@ -532,7 +532,7 @@ blocks_2:
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc23<>+0(SB), Y1, Y7
 	VPMINSD      lgc24<>+0(SB), Y7, Y7
@@ -545,11 +545,11 @@ blocks_2:
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
@@ -560,7 +560,7 @@ blocks_2:
 	VMAXPS Y8, Y9, Y9
 
 	// v33 = where(v28, v30, v32) [N=64 T=421]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y1
 
@@ -577,7 +577,7 @@ blocks_2:
 
 	// v37 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
@@ -612,11 +612,11 @@ blocks_2:
 	// v47 = abs(v46) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(v47, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
@@ -628,12 +628,12 @@ blocks_2:
 	VSUBPS lgc22<>+0(SB), Y4, Y4
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
 	// v54 = mul(v0, v53) [N=64 T=421]
-	VMULPS lgc1<>+0(SB), Y4, Y4
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v54) over [N T]
 	VADDPS  1856(BX), Y4, Y4
@@ -731,7 +731,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -741,7 +741,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -751,7 +751,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -761,7 +761,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -771,7 +771,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -781,7 +781,7 @@ blocks_2:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -797,7 +797,7 @@ noflush_3:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -807,7 +807,7 @@ noflush_3:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -817,7 +817,7 @@ noflush_3:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -827,7 +827,7 @@ noflush_3:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -837,7 +837,7 @@ noflush_3:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -847,7 +847,7 @@ noflush_3:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
@@ -855,70 +855,70 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x3f800000
-DATA lgc1<>+4(SB)/4, $0x3f800000
-DATA lgc1<>+8(SB)/4, $0x3f800000
-DATA lgc1<>+12(SB)/4, $0x3f800000
-DATA lgc1<>+16(SB)/4, $0x3f800000
-DATA lgc1<>+20(SB)/4, $0x3f800000
-DATA lgc1<>+24(SB)/4, $0x3f800000
-DATA lgc1<>+28(SB)/4, $0x3f800000
+DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3f7d70a4
-DATA lgc2<>+4(SB)/4, $0x3f7d70a4
-DATA lgc2<>+8(SB)/4, $0x3f7d70a4
-DATA lgc2<>+12(SB)/4, $0x3f7d70a4
-DATA lgc2<>+16(SB)/4, $0x3f7d70a4
-DATA lgc2<>+20(SB)/4, $0x3f7d70a4
-DATA lgc2<>+24(SB)/4, $0x3f7d70a4
-DATA lgc2<>+28(SB)/4, $0x3f7d70a4
+DATA lgc2<>+0(SB)/4, $0x3f800000
+DATA lgc2<>+4(SB)/4, $0x3f800000
+DATA lgc2<>+8(SB)/4, $0x3f800000
+DATA lgc2<>+12(SB)/4, $0x3f800000
+DATA lgc2<>+16(SB)/4, $0x3f800000
+DATA lgc2<>+20(SB)/4, $0x3f800000
+DATA lgc2<>+24(SB)/4, $0x3f800000
+DATA lgc2<>+28(SB)/4, $0x3f800000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0xffffffff
-DATA lgc3<>+4(SB)/4, $0xffffffff
-DATA lgc3<>+8(SB)/4, $0xffffffff
-DATA lgc3<>+12(SB)/4, $0xffffffff
-DATA lgc3<>+16(SB)/4, $0xffffffff
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x3f7d70a4
+DATA lgc3<>+4(SB)/4, $0x3f7d70a4
+DATA lgc3<>+8(SB)/4, $0x3f7d70a4
+DATA lgc3<>+12(SB)/4, $0x3f7d70a4
+DATA lgc3<>+16(SB)/4, $0x3f7d70a4
+DATA lgc3<>+20(SB)/4, $0x3f7d70a4
+DATA lgc3<>+24(SB)/4, $0x3f7d70a4
+DATA lgc3<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f70c49c
-DATA lgc4<>+4(SB)/4, $0x3f70c49c
-DATA lgc4<>+8(SB)/4, $0x3f70c49c
-DATA lgc4<>+12(SB)/4, $0x3f70c49c
-DATA lgc4<>+16(SB)/4, $0x3f70c49c
-DATA lgc4<>+20(SB)/4, $0x3f70c49c
-DATA lgc4<>+24(SB)/4, $0x3f70c49c
-DATA lgc4<>+28(SB)/4, $0x3f70c49c
+DATA lgc4<>+0(SB)/4, $0xffffffff
+DATA lgc4<>+4(SB)/4, $0xffffffff
+DATA lgc4<>+8(SB)/4, $0xffffffff
+DATA lgc4<>+12(SB)/4, $0xffffffff
+DATA lgc4<>+16(SB)/4, $0xffffffff
+DATA lgc4<>+20(SB)/4, $0x00000000
+DATA lgc4<>+24(SB)/4, $0x00000000
+DATA lgc4<>+28(SB)/4, $0x00000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x00000001
-DATA lgc5<>+4(SB)/4, $0x00000002
-DATA lgc5<>+8(SB)/4, $0x00000003
-DATA lgc5<>+12(SB)/4, $0x00000004
-DATA lgc5<>+16(SB)/4, $0x00000005
-DATA lgc5<>+20(SB)/4, $0x00000006
-DATA lgc5<>+24(SB)/4, $0x00000007
-DATA lgc5<>+28(SB)/4, $0x00000007
+DATA lgc5<>+0(SB)/4, $0x3f70c49c
+DATA lgc5<>+4(SB)/4, $0x3f70c49c
+DATA lgc5<>+8(SB)/4, $0x3f70c49c
+DATA lgc5<>+12(SB)/4, $0x3f70c49c
+DATA lgc5<>+16(SB)/4, $0x3f70c49c
+DATA lgc5<>+20(SB)/4, $0x3f70c49c
+DATA lgc5<>+24(SB)/4, $0x3f70c49c
+DATA lgc5<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000000
-DATA lgc6<>+4(SB)/4, $0x00000000
-DATA lgc6<>+8(SB)/4, $0x00000000
-DATA lgc6<>+12(SB)/4, $0x00000000
-DATA lgc6<>+16(SB)/4, $0x00000000
-DATA lgc6<>+20(SB)/4, $0x00000000
-DATA lgc6<>+24(SB)/4, $0x00000000
-DATA lgc6<>+28(SB)/4, $0x00000000
+DATA lgc6<>+0(SB)/4, $0x00000001
+DATA lgc6<>+4(SB)/4, $0x00000002
+DATA lgc6<>+8(SB)/4, $0x00000003
+DATA lgc6<>+12(SB)/4, $0x00000004
+DATA lgc6<>+16(SB)/4, $0x00000005
+DATA lgc6<>+20(SB)/4, $0x00000006
+DATA lgc6<>+24(SB)/4, $0x00000007
+DATA lgc6<>+28(SB)/4, $0x00000007
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 DATA lgc7<>+0(SB)/4, $0x00000002
@@ -1210,7 +1210,7 @@ blocks_4:
 
 	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v61 = sub(v0, v60) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -1241,7 +1241,7 @@ blocks_4:
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -1274,7 +1274,7 @@ blocks_4:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
@@ -1285,29 +1285,29 @@ noflush_5:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
 	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v61 = sub(v0, v60) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
 	VMULPS     lgc33<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v67 = sub(v66, v65) [T=421]
@@ -1329,7 +1329,7 @@ noflush_5:
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -1344,7 +1344,7 @@ noflush_5:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v68) over [T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -1355,7 +1355,7 @@ noflush_5:
 
 	// store v61
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      32128(AX), Y0
@@ -1366,7 +1366,7 @@ noflush_5:
 	VMOVUPD      Y1, 31936(AX)
 	VADDPD       31968(AX), Y0, Y0
 	VMOVUPD      Y0, 31968(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(AX)
 	VZEROUPPER
 	RET
@@ -1414,16 +1414,16 @@ TEXT ·fbPass0AVX2(SB), $472-128
 	MOVQ p0+0(FP), AX
 
 outer0_6:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -1432,12 +1432,12 @@ outer0_6:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -1478,55 +1478,55 @@ outer0_6:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS     lgc2<>+0(SB), Y2, Y2
+	VMULPS     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPS     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPS     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc3<>+0(SB), Y4
+	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
-	VMOVUPS     lgc1<>+0(SB), Y5
+	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc5<>+0(SB), Y5
+	VMOVUPS     lgc6<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
@@ -1539,10 +1539,10 @@ outer0_6:
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
 	MOVQ       p6+48(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y4
+	VMOVUPS    lgc4<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
@@ -1573,7 +1573,7 @@ outer0_6:
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc23<>+0(SB), Y1, Y7
 	VPMINSD      lgc24<>+0(SB), Y7, Y7
@@ -1586,11 +1586,11 @@ outer0_6:
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
@@ -1601,7 +1601,7 @@ outer0_6:
 	VMAXPS Y8, Y9, Y9
 
 	// v33 = where(v28, v30, v32) [N=64 T=421]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y7
 
@@ -1613,7 +1613,7 @@ outer0_6:
 	VMOVUPS Y1, 56(SP)
 
 	// mean(v35) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y9
 	VEXTRACTI128 $0x01, Y1, X9
 	VPMOVSXDQ    X9, Y9
@@ -1624,10 +1624,10 @@ outer0_6:
 
 	// v37 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc4<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y7
 	VEXTRACTI128 $0x01, Y6, X7
 	VPMOVSXDQ    X7, Y7
@@ -1639,7 +1639,7 @@ outer0_6:
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
 	VPMOVSXDQ    X4, Y4
@@ -1647,14 +1647,14 @@ outer0_6:
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
 	MOVQ         p9+72(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
 	VMULPS lgc28<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
 	VPMOVSXDQ    X6, Y6
@@ -1663,7 +1663,7 @@ outer0_6:
 	VMOVUPS      Y1, 1216(CX)
 
 	// mean(v43) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
@@ -1672,7 +1672,7 @@ outer0_6:
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
 	MOVQ         p5+40(FP), BX
-	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
 	// v46 = sub(v18, v2) [N=64 T=421]
@@ -1681,11 +1681,11 @@ outer0_6:
 	// v47 = abs(v46) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(v47, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
@@ -1698,16 +1698,16 @@ outer0_6:
 	VMOVUPS Y2, 88(SP)
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
 	// v54 = mul(v0, v53) [N=64 T=421]
-	VMULPS  lgc1<>+0(SB), Y2, Y2
+	VMULPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS Y7, 120(SP)
 
 	// mean(v54) over [N T]
-	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      lgc4<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y9
 	VEXTRACTI128 $0x01, Y7, X9
 	VPMOVSXDQ    X9, Y9
@@ -1720,7 +1720,7 @@ outer0_6:
 	// var(v46) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -1754,7 +1754,7 @@ outer0_6:
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -1789,7 +1789,7 @@ outer0_6:
 	VMOVUPS      Y3, 216(SP)
 
 	// logsumexp(v21) over [N]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
@@ -1822,15 +1822,15 @@ outer0_6:
 	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 184(SP), Y1
 	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS lgc6<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
 	// v74 = where(v49, v27, v72) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   152(SP), Y2
@@ -1854,24 +1854,24 @@ outer0_6:
 
 	// v80 = gt(v46, v27) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v81 = lt(v46, v27) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v83 = mul(v46, v27) [N=64 T=421]
-	VMULPS  lgc6<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v85 = where(v80, v0, v84) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
@@ -1887,23 +1887,23 @@ outer0_6:
 	VMOVUPS 56(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
 	// v92 = where(v28, v27, v90) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc26<>+0(SB), Y5
 
 	// v93 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v94 = ne(v26, v26) [N=64 T=421]
 	VCMPPS $0x04, Y8, Y8, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v95 = max(v93, v94) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
@@ -1914,14 +1914,14 @@ outer0_6:
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v96 = where(v95, v92, v27) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc25<>+0(SB), Y5
 
 	// v97 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v98 = max(v97, v94) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
@@ -1932,7 +1932,7 @@ outer0_6:
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v99 = where(v98, v91, v27) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y3, Y3
 
@@ -1946,34 +1946,34 @@ outer0_6:
 	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y5
+	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 	VMOVUPS    24(SP), Y2
 
 	// store v18
 	MOVQ       p11+88(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y5
+	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 
 	// store v87
 	MOVQ       p12+96(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
 	// store v101
 	MOVQ       p13+104(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 
 	// store v102
 	MOVQ       p14+112(FP), CX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y4, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_7:
-	VMOVUPS   lgc1<>+0(SB), Y1
+	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
@@ -1992,7 +1992,7 @@ blocks_7:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPS  lgc2<>+0(SB), Y2, Y2
+	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
@@ -2010,30 +2010,30 @@ blocks_7:
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y5
+	VMOVUPS     lgc6<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc7<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc1<>+0(SB), Y4, Y4
-	VBLENDPS    $0xf0, lgc6<>+0(SB), Y5, Y5
+	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
@@ -2078,7 +2078,7 @@ blocks_7:
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
-	VADDPS       lgc1<>+0(SB), Y8, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
 	VPMAXSD      lgc23<>+0(SB), Y1, Y7
 	VPMINSD      lgc24<>+0(SB), Y7, Y7
@@ -2091,11 +2091,11 @@ blocks_7:
 	VMULPS       Y1, Y8, Y8
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
-	VMOVUPS      lgc6<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
-	VANDPS  lgc1<>+0(SB), Y1, Y1
+	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
@@ -2106,7 +2106,7 @@ blocks_7:
 	VMAXPS Y8, Y9, Y9
 
 	// v33 = where(v28, v30, v32) [N=64 T=421]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y7
 
@@ -2124,7 +2124,7 @@ blocks_7:
 
 	// v37 = ne(v25, v21) [N=64 T=421]
 	VCMPPS $0x04, Y5, Y6, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v37) over [N T]
 	VADDPS  576(BX), Y1, Y1
@@ -2159,11 +2159,11 @@ blocks_7:
 	// v47 = abs(v46) [N=64 T=421]
 	VMOVUPS lgc27<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc1<>+0(SB), Y6
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v49 = lt(v47, v0) [N=64 T=421]
 	VCMPPS $0x11, Y6, Y4, Y6
-	VANDPS lgc1<>+0(SB), Y6, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
 	VMULPS lgc22<>+0(SB), Y4, Y7
@@ -2176,12 +2176,12 @@ blocks_7:
 	VMOVUPS Y2, 312(SP)
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
 	// v54 = mul(v0, v53) [N=64 T=421]
-	VMULPS  lgc1<>+0(SB), Y2, Y2
+	VMULPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS Y7, 344(SP)
 
 	// mean(v54) over [N T]
@@ -2263,15 +2263,15 @@ blocks_7:
 	VMULPS  lgc33<>+0(SB), Y5, Y1
 	VMOVUPS 408(SP), Y1
 	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS lgc6<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
 	// v74 = where(v49, v27, v72) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   376(SP), Y2
@@ -2295,24 +2295,24 @@ blocks_7:
 
 	// v80 = gt(v46, v27) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v81 = lt(v46, v27) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v83 = mul(v46, v27) [N=64 T=421]
-	VMULPS  lgc6<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   lgc1<>+0(SB), Y5
+	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v85 = where(v80, v0, v84) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
@@ -2328,23 +2328,23 @@ blocks_7:
 	VMOVUPS 280(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
 	// v92 = where(v28, v27, v90) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc26<>+0(SB), Y5
 
 	// v93 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v94 = ne(v26, v26) [N=64 T=421]
 	VCMPPS $0x04, Y8, Y8, Y7
-	VANDPS lgc1<>+0(SB), Y7, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v95 = max(v93, v94) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
@@ -2355,14 +2355,14 @@ blocks_7:
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v96 = where(v95, v92, v27) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc25<>+0(SB), Y5
 
 	// v97 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v98 = max(v97, v94) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
@@ -2373,7 +2373,7 @@ blocks_7:
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v99 = where(v98, v91, v27) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y3, Y3
 
@@ -2416,7 +2416,7 @@ blocks_7:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2426,7 +2426,7 @@ blocks_7:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2436,7 +2436,7 @@ blocks_7:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2446,7 +2446,7 @@ blocks_7:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2456,7 +2456,7 @@ blocks_7:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2466,7 +2466,7 @@ blocks_7:
 	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -2482,7 +2482,7 @@ noflush_8:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2492,7 +2492,7 @@ noflush_8:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2502,7 +2502,7 @@ noflush_8:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2512,7 +2512,7 @@ noflush_8:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2522,7 +2522,7 @@ noflush_8:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2532,7 +2532,7 @@ noflush_8:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p15+120(FP)
@@ -2599,7 +2599,7 @@ blocks_9:
 
 	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v61 = sub(v0, v60) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -2630,7 +2630,7 @@ blocks_9:
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -2663,7 +2663,7 @@ blocks_9:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
@@ -2674,29 +2674,29 @@ noflush_10:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
 	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v60 = div(v56, v59) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 
 	// v61 = sub(v0, v60) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y1
+	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
 	VMULPS     lgc33<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v67 = sub(v66, v65) [T=421]
@@ -2718,7 +2718,7 @@ noflush_10:
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc1<>+0(SB), Y4, Y4
+	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
 	VPMAXSD      lgc23<>+0(SB), Y2, Y3
 	VPMINSD      lgc24<>+0(SB), Y3, Y3
@@ -2733,7 +2733,7 @@ noflush_10:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v68) over [T]
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -2744,7 +2744,7 @@ noflush_10:
 
 	// store v61
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      32128(AX), Y0
@@ -2755,7 +2755,7 @@ noflush_10:
 	VMOVUPD      Y1, 31936(AX)
 	VADDPD       31968(AX), Y0, Y0
 	VMOVUPD      Y0, 31968(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(AX)
 	VZEROUPPER
 	RET
@@ -2804,7 +2804,7 @@ bulk_11:
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc1<>+0(SB), Y3, Y3
+	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc23<>+0(SB), Y1, Y2
 	VPMINSD      lgc24<>+0(SB), Y2, Y2
@@ -2845,12 +2845,12 @@ bulk_13:
 	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc43<>+0(SB), Y2, Y1
-	VPOR         lgc1<>+0(SB), Y1, Y1
+	VPOR         lgc2<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
 	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc1<>+0(SB), Y1, Y1
+	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
@@ -2868,9 +2868,9 @@ bulk_13:
 	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
@@ -3056,7 +3056,7 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc1<>+0(SB), Y0, Y1
+	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
 	VMULPS       lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -3065,12 +3065,12 @@ bulk_15:
 	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc43<>+0(SB), Y3, Y2
-	VPOR         lgc1<>+0(SB), Y2, Y2
+	VPOR         lgc2<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
 	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc1<>+0(SB), Y2, Y2
+	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
@@ -3088,21 +3088,21 @@ bulk_15:
 	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc1<>+0(SB), Y1, Y2
+	VSUBPS       lgc2<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2

@@ -25,7 +25,7 @@ blocks_2:
 	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(v0, v1, v2) [B=8 L=256]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
@@ -95,7 +95,7 @@ blocks_2:
 	VMAXPS Y7, Y9, Y7
 
 	// v19 = where(v14, v16, v18) [B=8 L=256]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y7, Y6
 
@@ -106,7 +106,7 @@ blocks_2:
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v22 = where(v0, v21, v2) [B=8 L=256]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y1, Y2, Y1
 
@@ -119,7 +119,7 @@ blocks_2:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v27 = where(v0, v26, v2) [B=8 L=256]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y1, Y2, Y1
 
@@ -133,7 +133,7 @@ blocks_2:
 	VSUBPS Y1, Y4, Y1
 
 	// v31 = where(v0, v30, v2) [B=8 L=256]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
 
@@ -147,7 +147,7 @@ blocks_2:
 	VMULPS lgc20<>+0(SB), Y1, Y4
 
 	// v37 = where(v0, v34, v2) [B=8 L=256]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y1, Y2, Y1
 
@@ -156,7 +156,7 @@ blocks_2:
 	VMOVUPS Y1, 1536(BX)
 
 	// v40 = where(v0, v36, v2) [B=8 L=256]
-	VXORPS    Y1, Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VBLENDVPS Y1, Y4, Y2, Y1
 
@@ -166,7 +166,7 @@ blocks_2:
 	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v45 = where(v0, v8, v44) [B=8 L=256]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y0
 
@@ -245,7 +245,7 @@ blocks_2:
 	VMOVUPD      Y1, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -255,7 +255,7 @@ blocks_2:
 	VMOVUPD      Y1, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -265,7 +265,7 @@ blocks_2:
 	VMOVUPD      Y1, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -275,7 +275,7 @@ blocks_2:
 	VMOVUPD      Y1, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -285,7 +285,7 @@ blocks_2:
 	VMOVUPD      Y1, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -295,7 +295,7 @@ blocks_2:
 	VMOVUPD      Y1, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -312,7 +312,7 @@ noflush_3:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -322,7 +322,7 @@ noflush_3:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -332,7 +332,7 @@ noflush_3:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -342,7 +342,7 @@ noflush_3:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -352,7 +352,7 @@ noflush_3:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -362,7 +362,7 @@ noflush_3:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p7+56(FP)
@@ -736,7 +736,7 @@ blocks_4:
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
 	// v54 = where(v53, v51, v2) [L=256]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
@@ -759,7 +759,7 @@ blocks_4:
 	VMOVUPD      Y1, 9664(CX)
 	VADDPD       9696(CX), Y0, Y0
 	VMOVUPD      Y0, 9696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 9856(CX)
 	VMOVUPS      10176(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -769,7 +769,7 @@ blocks_4:
 	VMOVUPD      Y1, 9984(CX)
 	VADDPD       10016(CX), Y0, Y0
 	VMOVUPD      Y0, 10016(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 10176(CX)
 	MOVQ         $+8, CX
 
@@ -786,7 +786,7 @@ noflush_5:
 	VMOVUPD      Y1, 9664(AX)
 	VADDPD       9696(AX), Y0, Y0
 	VMOVUPD      Y0, 9696(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 9856(AX)
 	VMOVUPS      10176(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -796,7 +796,7 @@ noflush_5:
 	VMOVUPD      Y1, 9984(AX)
 	VADDPD       10016(AX), Y0, Y0
 	VMOVUPD      Y0, 10016(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 10176(AX)
 	VZEROUPPER
 	RET
@@ -858,7 +858,7 @@ blocks_7:
 	VMOVUPS   lgc1<>+0(SB), Y2
 
 	// v3 = where(v0, v1, v2) [B=8 L=256]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
@@ -928,7 +928,7 @@ blocks_7:
 	VMAXPS Y7, Y9, Y7
 
 	// v19 = where(v14, v16, v18) [B=8 L=256]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y7, Y6
 
@@ -939,7 +939,7 @@ blocks_7:
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
 	// v22 = where(v0, v21, v2) [B=8 L=256]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y1, Y2, Y1
 
@@ -952,7 +952,7 @@ blocks_7:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v27 = where(v0, v26, v2) [B=8 L=256]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y1, Y2, Y1
 
@@ -966,7 +966,7 @@ blocks_7:
 	VSUBPS Y1, Y4, Y1
 
 	// v31 = where(v0, v30, v2) [B=8 L=256]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
 
@@ -980,7 +980,7 @@ blocks_7:
 	VMULPS lgc20<>+0(SB), Y1, Y4
 
 	// v37 = where(v0, v34, v2) [B=8 L=256]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y1, Y2, Y1
 
@@ -989,7 +989,7 @@ blocks_7:
 	VMOVUPS Y1, 1536(BX)
 
 	// v40 = where(v0, v36, v2) [B=8 L=256]
-	VXORPS    Y1, Y1, Y1
+	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VBLENDVPS Y1, Y4, Y2, Y1
 
@@ -999,7 +999,7 @@ blocks_7:
 	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v45 = where(v0, v8, v44) [B=8 L=256]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y0
 
@@ -1078,7 +1078,7 @@ blocks_7:
 	VMOVUPD      Y1, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1088,7 +1088,7 @@ blocks_7:
 	VMOVUPD      Y1, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1098,7 +1098,7 @@ blocks_7:
 	VMOVUPD      Y1, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1108,7 +1108,7 @@ blocks_7:
 	VMOVUPD      Y1, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1118,7 +1118,7 @@ blocks_7:
 	VMOVUPD      Y1, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1128,7 +1128,7 @@ blocks_7:
 	VMOVUPD      Y1, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
 	MOVQ         $+8, DX
 
@@ -1145,7 +1145,7 @@ noflush_8:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1155,7 +1155,7 @@ noflush_8:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1165,7 +1165,7 @@ noflush_8:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1175,7 +1175,7 @@ noflush_8:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1185,7 +1185,7 @@ noflush_8:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1195,7 +1195,7 @@ noflush_8:
 	VMOVUPD      Y1, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p7+56(FP)
@@ -1319,7 +1319,7 @@ blocks_9:
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
 	// v54 = where(v53, v51, v2) [L=256]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
@@ -1342,7 +1342,7 @@ blocks_9:
 	VMOVUPD      Y1, 9664(CX)
 	VADDPD       9696(CX), Y0, Y0
 	VMOVUPD      Y0, 9696(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 9856(CX)
 	VMOVUPS      10176(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1352,7 +1352,7 @@ blocks_9:
 	VMOVUPD      Y1, 9984(CX)
 	VADDPD       10016(CX), Y0, Y0
 	VMOVUPD      Y0, 10016(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 10176(CX)
 	MOVQ         $+8, CX
 
@@ -1369,7 +1369,7 @@ noflush_10:
 	VMOVUPD      Y1, 9664(AX)
 	VADDPD       9696(AX), Y0, Y0
 	VMOVUPD      Y0, 9696(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 9856(AX)
 	VMOVUPS      10176(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1379,7 +1379,7 @@ noflush_10:
 	VMOVUPD      Y1, 9984(AX)
 	VADDPD       10016(AX), Y0, Y0
 	VMOVUPD      Y0, 10016(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 10176(AX)
 	VZEROUPPER
 	RET
@@ -1456,7 +1456,7 @@ blocks_12:
 	VCVTDQ2PS Y5, Y5
 
 	// v62 = where(v0, v61, v2) [B=8 L=256]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y1, Y4
 
@@ -1470,12 +1470,12 @@ blocks_12:
 	VMULPS Y0, Y4, Y0
 
 	// v66 = where(v14, v65, v2) [B=8 L=256]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y0, Y1, Y4
 
 	// v67 = where(v14, v2, v65) [B=8 L=256]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y0, Y0
 	VMOVUPS   lgc18<>+0(SB), Y2
@@ -1497,7 +1497,7 @@ blocks_12:
 	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v71 = where(v70, v67, v2) [B=8 L=256]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y0, Y1, Y0
 	VMOVUPS   lgc17<>+0(SB), Y2
@@ -1515,7 +1515,7 @@ blocks_12:
 	VXORPS lgc19<>+0(SB), Y2, Y2
 
 	// v74 = where(v73, v66, v2) [B=8 L=256]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
 

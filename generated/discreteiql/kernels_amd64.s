@@ -64,8 +64,8 @@ inner_A_3:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
 	XORQ       DI, DI
@@ -121,15 +121,14 @@ inner_A_3:
 	VMULPD lgc0<>+0(SB), Y1, Y1
 
 	// v26 = exp(v25) [B=300]
-	VMAXPD       lgc5<>+0(SB), Y1, Y2
-	VMINPD       lgc6<>+0(SB), Y2, Y2
-	VMULPD       lgc7<>+0(SB), Y2, Y3
+	VMAXPD       lgc6<>+0(SB), Y1, Y2
+	VMINPD       lgc7<>+0(SB), Y2, Y2
+	VMULPD       lgc8<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD lgc8<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc9<>+0(SB), Y3, Y2
-	VMOVAPD      lgc10<>+0(SB), Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
+	VMOVAPD      lgc11<>+0(SB), Y4
 	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
@@ -140,23 +139,24 @@ inner_A_3:
 	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc22<>+0(SB), X2, X3
-	VPMINSD      lgc23<>+0(SB), X3, X3
+	VPMAXSD      lgc23<>+0(SB), X2, X3
+	VPMINSD      lgc24<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc24<>+0(SB), Y3, Y3
+	VPADDQ       lgc25<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc24<>+0(SB), Y2, Y2
+	VPADDQ       lgc25<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc25<>+0(SB), Y1
+	VMOVUPD      lgc26<>+0(SB), Y1
 
 	// v28 = min(v26, v27) [B=300]
 	VMINPD Y4, Y1, Y1
@@ -169,7 +169,7 @@ inner_A_3:
 	VMULPD Y2, Y1, Y1
 
 	// v31 = neg(v30) [B=300]
-	VXORPD lgc26<>+0(SB), Y1, Y1
+	VXORPD lgc27<>+0(SB), Y1, Y1
 
 	// mean(v31) over [B]
 	MOVQ    p7+56(FP), CX
@@ -196,8 +196,8 @@ inner_A_5:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (DI)(X1*8), Y0
 	MOVQ       p5+40(FP), DI
 	XORQ       R8, R8
@@ -261,11 +261,11 @@ inner_A_5:
 	// v39 = gt(v37, v38) [B=300]
 	VCMPPD  $0x1e, Y1, Y0, Y1
 	VANDPD  lgc0<>+0(SB), Y1, Y1
-	VMOVUPD lgc27<>+0(SB), Y2
-	VMOVUPD lgc28<>+0(SB), Y3
+	VMOVUPD lgc28<>+0(SB), Y2
+	VMOVUPD lgc29<>+0(SB), Y3
 
 	// v42 = where(v39, v40, v41) [B=300]
-	VXORPD    Y4, Y4, Y4
+	VMOVUPD   lgc3<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
 
@@ -283,12 +283,12 @@ inner_A_5:
 
 	// v46 = detach(v21) [B=300]
 	// v47 = neg(v46) [B=300]
-	VXORPD lgc26<>+0(SB), Y0, Y0
+	VXORPD lgc27<>+0(SB), Y0, Y0
 
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y0, Y0
 	VMOVUPD Y0, 640(CX)
-	VMOVUPD lgc29<>+0(SB), Y0
+	VMOVUPD lgc30<>+0(SB), Y0
 	VMOVUPD Y0, 400(SP)
 	XORQ    CX, CX
 
@@ -308,8 +308,8 @@ inner_A_7:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
 	XORQ       DI, DI
@@ -351,12 +351,12 @@ inner_A_7:
 
 	// reduce_max(v34) over [Q]
 	VMOVUPD 400(SP), Y1
-	VXORPD  lgc26<>+0(SB), Y1, Y1
-	VXORPD  lgc26<>+0(SB), Y0, Y0
+	VXORPD  lgc27<>+0(SB), Y1, Y1
+	VXORPD  lgc27<>+0(SB), Y0, Y0
 	VMINPD  Y1, Y0, Y2
 	VMINPD  Y0, Y1, Y1
 	VORPD   Y2, Y1, Y1
-	VXORPD  lgc26<>+0(SB), Y1, Y1
+	VXORPD  lgc27<>+0(SB), Y1, Y1
 	VMOVUPD Y1, 400(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
@@ -420,163 +420,169 @@ DATA lgc4<>+24(SB)/4, $0x00000024
 DATA lgc4<>+28(SB)/4, $0x0000002a
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0xc087500000000000
-DATA lgc5<>+8(SB)/8, $0xc087500000000000
-DATA lgc5<>+16(SB)/8, $0xc087500000000000
-DATA lgc5<>+24(SB)/8, $0xc087500000000000
+DATA lgc5<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc5<>+8(SB)/8, $0xffffffffffffffff
+DATA lgc5<>+16(SB)/8, $0xffffffffffffffff
+DATA lgc5<>+24(SB)/8, $0xffffffffffffffff
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x4086300000000000
-DATA lgc6<>+8(SB)/8, $0x4086300000000000
-DATA lgc6<>+16(SB)/8, $0x4086300000000000
-DATA lgc6<>+24(SB)/8, $0x4086300000000000
+DATA lgc6<>+0(SB)/8, $0xc087500000000000
+DATA lgc6<>+8(SB)/8, $0xc087500000000000
+DATA lgc6<>+16(SB)/8, $0xc087500000000000
+DATA lgc6<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc7<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc7<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc7<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc7<>+0(SB)/8, $0x4086300000000000
+DATA lgc7<>+8(SB)/8, $0x4086300000000000
+DATA lgc7<>+16(SB)/8, $0x4086300000000000
+DATA lgc7<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc8<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc8<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc8<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc8<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc9<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc9<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc9<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc9<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc10<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc10<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc10<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc10<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc11<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc11<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc11<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc11<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc12<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc12<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc12<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc12<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc13<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc13<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc13<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc13<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc14<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc14<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc14<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc14<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc15<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc15<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc15<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc15<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc16<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc16<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc16<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc16<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc17<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc17<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc17<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc17<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3f81111111111111
-DATA lgc18<>+8(SB)/8, $0x3f81111111111111
-DATA lgc18<>+16(SB)/8, $0x3f81111111111111
-DATA lgc18<>+24(SB)/8, $0x3f81111111111111
+DATA lgc18<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc19<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc19<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc19<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc19<>+0(SB)/8, $0x3f81111111111111
+DATA lgc19<>+8(SB)/8, $0x3f81111111111111
+DATA lgc19<>+16(SB)/8, $0x3f81111111111111
+DATA lgc19<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc20<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc20<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc20<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc20<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc21<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc21<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc21<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc21<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xfffffc02
-DATA lgc22<>+4(SB)/4, $0xfffffc02
-DATA lgc22<>+8(SB)/4, $0xfffffc02
-DATA lgc22<>+12(SB)/4, $0xfffffc02
-DATA lgc22<>+16(SB)/4, $0xfffffc02
-DATA lgc22<>+20(SB)/4, $0xfffffc02
-DATA lgc22<>+24(SB)/4, $0xfffffc02
-DATA lgc22<>+28(SB)/4, $0xfffffc02
+DATA lgc22<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x000003ff
-DATA lgc23<>+4(SB)/4, $0x000003ff
-DATA lgc23<>+8(SB)/4, $0x000003ff
-DATA lgc23<>+12(SB)/4, $0x000003ff
-DATA lgc23<>+16(SB)/4, $0x000003ff
-DATA lgc23<>+20(SB)/4, $0x000003ff
-DATA lgc23<>+24(SB)/4, $0x000003ff
-DATA lgc23<>+28(SB)/4, $0x000003ff
+DATA lgc23<>+0(SB)/4, $0xfffffc02
+DATA lgc23<>+4(SB)/4, $0xfffffc02
+DATA lgc23<>+8(SB)/4, $0xfffffc02
+DATA lgc23<>+12(SB)/4, $0xfffffc02
+DATA lgc23<>+16(SB)/4, $0xfffffc02
+DATA lgc23<>+20(SB)/4, $0xfffffc02
+DATA lgc23<>+24(SB)/4, $0xfffffc02
+DATA lgc23<>+28(SB)/4, $0xfffffc02
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x00000000000003ff
-DATA lgc24<>+8(SB)/8, $0x00000000000003ff
-DATA lgc24<>+16(SB)/8, $0x00000000000003ff
-DATA lgc24<>+24(SB)/8, $0x00000000000003ff
+DATA lgc24<>+0(SB)/4, $0x000003ff
+DATA lgc24<>+4(SB)/4, $0x000003ff
+DATA lgc24<>+8(SB)/4, $0x000003ff
+DATA lgc24<>+12(SB)/4, $0x000003ff
+DATA lgc24<>+16(SB)/4, $0x000003ff
+DATA lgc24<>+20(SB)/4, $0x000003ff
+DATA lgc24<>+24(SB)/4, $0x000003ff
+DATA lgc24<>+28(SB)/4, $0x000003ff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x4059000000000000
-DATA lgc25<>+8(SB)/8, $0x4059000000000000
-DATA lgc25<>+16(SB)/8, $0x4059000000000000
-DATA lgc25<>+24(SB)/8, $0x4059000000000000
+DATA lgc25<>+0(SB)/8, $0x00000000000003ff
+DATA lgc25<>+8(SB)/8, $0x00000000000003ff
+DATA lgc25<>+16(SB)/8, $0x00000000000003ff
+DATA lgc25<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x8000000000000000
-DATA lgc26<>+8(SB)/8, $0x8000000000000000
-DATA lgc26<>+16(SB)/8, $0x8000000000000000
-DATA lgc26<>+24(SB)/8, $0x8000000000000000
+DATA lgc26<>+0(SB)/8, $0x4059000000000000
+DATA lgc26<>+8(SB)/8, $0x4059000000000000
+DATA lgc26<>+16(SB)/8, $0x4059000000000000
+DATA lgc26<>+24(SB)/8, $0x4059000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x3fecccccc0000000
-DATA lgc27<>+8(SB)/8, $0x3fecccccc0000000
-DATA lgc27<>+16(SB)/8, $0x3fecccccc0000000
-DATA lgc27<>+24(SB)/8, $0x3fecccccc0000000
+DATA lgc27<>+0(SB)/8, $0x8000000000000000
+DATA lgc27<>+8(SB)/8, $0x8000000000000000
+DATA lgc27<>+16(SB)/8, $0x8000000000000000
+DATA lgc27<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3fb99999a0000000
-DATA lgc28<>+8(SB)/8, $0x3fb99999a0000000
-DATA lgc28<>+16(SB)/8, $0x3fb99999a0000000
-DATA lgc28<>+24(SB)/8, $0x3fb99999a0000000
+DATA lgc28<>+0(SB)/8, $0x3fecccccc0000000
+DATA lgc28<>+8(SB)/8, $0x3fecccccc0000000
+DATA lgc28<>+16(SB)/8, $0x3fecccccc0000000
+DATA lgc28<>+24(SB)/8, $0x3fecccccc0000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0xfff0000000000000
-DATA lgc29<>+8(SB)/8, $0xfff0000000000000
-DATA lgc29<>+16(SB)/8, $0xfff0000000000000
-DATA lgc29<>+24(SB)/8, $0xfff0000000000000
+DATA lgc29<>+0(SB)/8, $0x3fb99999a0000000
+DATA lgc29<>+8(SB)/8, $0x3fb99999a0000000
+DATA lgc29<>+16(SB)/8, $0x3fb99999a0000000
+DATA lgc29<>+24(SB)/8, $0x3fb99999a0000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/8, $0xfff0000000000000
+DATA lgc30<>+8(SB)/8, $0xfff0000000000000
+DATA lgc30<>+16(SB)/8, $0xfff0000000000000
+DATA lgc30<>+24(SB)/8, $0xfff0000000000000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -638,8 +644,8 @@ inner_A_10:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
 	XORQ       DI, DI
@@ -695,15 +701,14 @@ inner_A_10:
 	VMULPD lgc0<>+0(SB), Y1, Y1
 
 	// v26 = exp(v25) [B=300]
-	VMAXPD       lgc5<>+0(SB), Y1, Y2
-	VMINPD       lgc6<>+0(SB), Y2, Y2
-	VMULPD       lgc7<>+0(SB), Y2, Y3
+	VMAXPD       lgc6<>+0(SB), Y1, Y2
+	VMINPD       lgc7<>+0(SB), Y2, Y2
+	VMULPD       lgc8<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD lgc8<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc9<>+0(SB), Y3, Y2
-	VMOVAPD      lgc10<>+0(SB), Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
+	VMOVAPD      lgc11<>+0(SB), Y4
 	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
@@ -714,23 +719,24 @@ inner_A_10:
 	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc22<>+0(SB), X2, X3
-	VPMINSD      lgc23<>+0(SB), X3, X3
+	VPMAXSD      lgc23<>+0(SB), X2, X3
+	VPMINSD      lgc24<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc24<>+0(SB), Y3, Y3
+	VPADDQ       lgc25<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc24<>+0(SB), Y2, Y2
+	VPADDQ       lgc25<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc25<>+0(SB), Y1
+	VMOVUPD      lgc26<>+0(SB), Y1
 
 	// v28 = min(v26, v27) [B=300]
 	VMINPD Y4, Y1, Y1
@@ -743,7 +749,7 @@ inner_A_10:
 	VMULPD Y2, Y1, Y2
 
 	// v31 = neg(v30) [B=300]
-	VXORPD lgc26<>+0(SB), Y2, Y2
+	VXORPD lgc27<>+0(SB), Y2, Y2
 
 	// mean(v31) over [B]
 	MOVQ    p7+56(FP), CX
@@ -771,8 +777,8 @@ inner_A_12:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (DI)(X1*8), Y0
 	MOVQ       p5+40(FP), DI
 	XORQ       R8, R8
@@ -836,11 +842,11 @@ inner_A_12:
 	// v39 = gt(v37, v38) [B=300]
 	VCMPPD  $0x1e, Y1, Y0, Y1
 	VANDPD  lgc0<>+0(SB), Y1, Y1
-	VMOVUPD lgc27<>+0(SB), Y2
-	VMOVUPD lgc28<>+0(SB), Y3
+	VMOVUPD lgc28<>+0(SB), Y2
+	VMOVUPD lgc29<>+0(SB), Y3
 
 	// v42 = where(v39, v40, v41) [B=300]
-	VXORPD    Y4, Y4, Y4
+	VMOVUPD   lgc3<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
 
@@ -858,12 +864,12 @@ inner_A_12:
 
 	// v46 = detach(v21) [B=300]
 	// v47 = neg(v46) [B=300]
-	VXORPD lgc26<>+0(SB), Y2, Y2
+	VXORPD lgc27<>+0(SB), Y2, Y2
 
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y2, Y2
 	VMOVUPD Y2, 640(CX)
-	VMOVUPD lgc29<>+0(SB), Y2
+	VMOVUPD lgc30<>+0(SB), Y2
 	VMOVUPD Y2, 432(SP)
 	VMOVUPD Y0, 496(SP)
 	VMOVUPD Y1, 528(SP)
@@ -885,8 +891,8 @@ inner_A_14:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
 	XORQ       DI, DI
@@ -928,12 +934,12 @@ inner_A_14:
 
 	// reduce_max(v34) over [Q]
 	VMOVUPD 432(SP), Y1
-	VXORPD  lgc26<>+0(SB), Y1, Y1
-	VXORPD  lgc26<>+0(SB), Y0, Y0
+	VXORPD  lgc27<>+0(SB), Y1, Y1
+	VXORPD  lgc27<>+0(SB), Y0, Y0
 	VMINPD  Y1, Y0, Y2
 	VMINPD  Y0, Y1, Y1
 	VORPD   Y2, Y1, Y1
-	VXORPD  lgc26<>+0(SB), Y1, Y1
+	VXORPD  lgc27<>+0(SB), Y1, Y1
 	VMOVUPD Y1, 432(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
@@ -946,7 +952,7 @@ inner_A_14:
 	VMOVUPD 528(SP), Y1
 
 	// v52 = mul(v51, v42) [B=300]
-	VMULPD  lgc30<>+0(SB), Y1, Y1
+	VMULPD  lgc31<>+0(SB), Y1, Y1
 	VMOVUPD 496(SP), Y2
 
 	// v53 = mul(v52, v37) [B=300]
@@ -956,11 +962,11 @@ inner_A_14:
 	VADDPD Y1, Y1, Y1
 
 	// v55 = neg(v54) [B=300]
-	VXORPD  lgc26<>+0(SB), Y1, Y1
+	VXORPD  lgc27<>+0(SB), Y1, Y1
 	VMOVUPD 328(SP), Y2
 
 	// v59 = mul(v58, v29) [B=300]
-	VMULPD  lgc31<>+0(SB), Y2, Y2
+	VMULPD  lgc32<>+0(SB), Y2, Y2
 	VMOVUPD Y0, 568(SP)
 	VMOVUPD Y1, 600(SP)
 	VMOVUPD Y2, 632(SP)
@@ -982,8 +988,8 @@ inner_A_16:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc4<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
 	XORQ       DI, DI
@@ -1021,7 +1027,7 @@ inner_A_16:
 	VSUBPD Y1, Y0, Y0
 
 	// v56 = mul(v51, v33) [Q=3 B=300]
-	VMULPD lgc30<>+0(SB), Y0, Y0
+	VMULPD lgc31<>+0(SB), Y0, Y0
 
 	// v57 = add(v56, v56) [Q=3 B=300]
 	VADDPD  Y0, Y0, Y0
@@ -1106,17 +1112,17 @@ inner_A_17:
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+8(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+16(SB)/8, $0x3f6b4e81b4e81b4f
-DATA lgc30<>+24(SB)/8, $0x3f6b4e81b4e81b4f
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+8(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+16(SB)/8, $0xbf6b4e81b4e81b4f
-DATA lgc31<>+24(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc31<>+0(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc31<>+8(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc31<>+16(SB)/8, $0x3f6b4e81b4e81b4f
+DATA lgc31<>+24(SB)/8, $0x3f6b4e81b4e81b4f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc32<>+8(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc32<>+16(SB)/8, $0xbf6b4e81b4e81b4f
+DATA lgc32<>+24(SB)/8, $0xbf6b4e81b4e81b4f
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1130,15 +1136,14 @@ bulk_18:
 	CMPQ         BX, DX
 	JGE          bulkdone_19
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc5<>+0(SB), Y0, Y1
-	VMINPD       lgc6<>+0(SB), Y1, Y1
-	VMULPD       lgc7<>+0(SB), Y1, Y2
+	VMAXPD       lgc6<>+0(SB), Y0, Y1
+	VMINPD       lgc7<>+0(SB), Y1, Y1
+	VMULPD       lgc8<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
-	VMOVAPD      lgc10<>+0(SB), Y3
-	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
+	VFNMADD231PD lgc10<>+0(SB), Y2, Y1
+	VMOVAPD      lgc11<>+0(SB), Y3
 	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc14<>+0(SB), Y1, Y3
@@ -1149,17 +1154,18 @@ bulk_18:
 	VFMADD213PD  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc22<>+0(SB), X1, X2
-	VPMINSD      lgc23<>+0(SB), X2, X2
+	VPMAXSD      lgc23<>+0(SB), X1, X2
+	VPMINSD      lgc24<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc24<>+0(SB), Y2, Y2
+	VPADDQ       lgc25<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc24<>+0(SB), Y1, Y1
+	VPADDQ       lgc25<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -1185,49 +1191,49 @@ bulk_20:
 	CMPQ        BX, DX
 	JGE         bulkdone_21
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc32<>+0(SB), Y0, Y1
-	VMULPD      lgc33<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc33<>+0(SB), Y0, Y1
+	VMULPD      lgc34<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc24<>+0(SB), Y3, Y3
-	VPAND       lgc34<>+0(SB), Y1, Y1
+	VPSUBQ      lgc25<>+0(SB), Y3, Y3
+	VPAND       lgc35<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc35<>+0(SB), Y2, Y1
+	VPAND       lgc36<>+0(SB), Y2, Y1
 	VPOR        lgc0<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc36<>+0(SB), Y1, Y2
-	VMULPD      lgc21<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc37<>+0(SB), Y1, Y2
+	VMULPD      lgc22<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc0<>+0(SB), Y1, Y1
-	VADDPD      lgc37<>+0(SB), Y1, Y2
+	VADDPD      lgc38<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc38<>+0(SB), Y6
-	VFMADD213PD lgc39<>+0(SB), Y5, Y6
+	VMOVAPD     lgc39<>+0(SB), Y6
 	VFMADD213PD lgc40<>+0(SB), Y5, Y6
+	VFMADD213PD lgc41<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc41<>+0(SB), Y7
-	VFMADD213PD lgc42<>+0(SB), Y5, Y7
+	VMOVAPD     lgc42<>+0(SB), Y7
 	VFMADD213PD lgc43<>+0(SB), Y5, Y7
 	VFMADD213PD lgc44<>+0(SB), Y5, Y7
+	VFMADD213PD lgc45<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc21<>+0(SB), Y4, Y4
-	VPADDQ      lgc45<>+0(SB), Y3, Y3
-	VSUBPD      lgc45<>+0(SB), Y3, Y3
+	VMULPD      lgc22<>+0(SB), Y4, Y4
+	VPADDQ      lgc46<>+0(SB), Y3, Y3
+	VSUBPD      lgc46<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc9<>+0(SB), Y3, Y5
+	VFMADD231PD lgc10<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc8<>+0(SB), Y3, Y1
+	VMULPD      lgc9<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc29<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc30<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc46<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc47<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc2<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc2<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
@@ -1240,95 +1246,95 @@ bulkdone_21:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/8, $0x0010000000000000
-DATA lgc32<>+8(SB)/8, $0x0010000000000000
-DATA lgc32<>+16(SB)/8, $0x0010000000000000
-DATA lgc32<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/8, $0x4350000000000000
-DATA lgc33<>+8(SB)/8, $0x4350000000000000
-DATA lgc33<>+16(SB)/8, $0x4350000000000000
-DATA lgc33<>+24(SB)/8, $0x4350000000000000
+DATA lgc33<>+0(SB)/8, $0x0010000000000000
+DATA lgc33<>+8(SB)/8, $0x0010000000000000
+DATA lgc33<>+16(SB)/8, $0x0010000000000000
+DATA lgc33<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc34<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc34<>+0(SB)/8, $0x4350000000000000
+DATA lgc34<>+8(SB)/8, $0x4350000000000000
+DATA lgc34<>+16(SB)/8, $0x4350000000000000
+DATA lgc34<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc35<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc35<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc36<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc36<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x4000000000000000
-DATA lgc37<>+8(SB)/8, $0x4000000000000000
-DATA lgc37<>+16(SB)/8, $0x4000000000000000
-DATA lgc37<>+24(SB)/8, $0x4000000000000000
+DATA lgc37<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc38<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc38<>+0(SB)/8, $0x4000000000000000
+DATA lgc38<>+8(SB)/8, $0x4000000000000000
+DATA lgc38<>+16(SB)/8, $0x4000000000000000
+DATA lgc38<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc39<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc39<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc40<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc40<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc41<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc41<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc42<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc42<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc43<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc43<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc44<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc44<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x4338000000000000
-DATA lgc45<>+8(SB)/8, $0x4338000000000000
-DATA lgc45<>+16(SB)/8, $0x4338000000000000
-DATA lgc45<>+24(SB)/8, $0x4338000000000000
+DATA lgc45<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc46<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc46<>+0(SB)/8, $0x4338000000000000
+DATA lgc46<>+8(SB)/8, $0x4338000000000000
+DATA lgc46<>+16(SB)/8, $0x4338000000000000
+DATA lgc46<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+24(SB)/8, $0x7ff8000000000001
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1343,49 +1349,49 @@ bulk_22:
 	JGE         bulkdone_23
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc0<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc32<>+0(SB), Y1, Y2
-	VMULPD      lgc33<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc33<>+0(SB), Y1, Y2
+	VMULPD      lgc34<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc24<>+0(SB), Y4, Y4
-	VPAND       lgc34<>+0(SB), Y2, Y2
+	VPSUBQ      lgc25<>+0(SB), Y4, Y4
+	VPAND       lgc35<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc35<>+0(SB), Y3, Y2
+	VPAND       lgc36<>+0(SB), Y3, Y2
 	VPOR        lgc0<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc36<>+0(SB), Y2, Y3
-	VMULPD      lgc21<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc37<>+0(SB), Y2, Y3
+	VMULPD      lgc22<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc0<>+0(SB), Y2, Y2
-	VADDPD      lgc37<>+0(SB), Y2, Y3
+	VADDPD      lgc38<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc38<>+0(SB), Y7
-	VFMADD213PD lgc39<>+0(SB), Y6, Y7
+	VMOVAPD     lgc39<>+0(SB), Y7
 	VFMADD213PD lgc40<>+0(SB), Y6, Y7
+	VFMADD213PD lgc41<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc41<>+0(SB), Y8
-	VFMADD213PD lgc42<>+0(SB), Y6, Y8
+	VMOVAPD     lgc42<>+0(SB), Y8
 	VFMADD213PD lgc43<>+0(SB), Y6, Y8
 	VFMADD213PD lgc44<>+0(SB), Y6, Y8
+	VFMADD213PD lgc45<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc21<>+0(SB), Y5, Y5
-	VPADDQ      lgc45<>+0(SB), Y4, Y4
-	VSUBPD      lgc45<>+0(SB), Y4, Y4
+	VMULPD      lgc22<>+0(SB), Y5, Y5
+	VPADDQ      lgc46<>+0(SB), Y4, Y4
+	VSUBPD      lgc46<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc9<>+0(SB), Y4, Y6
+	VFMADD231PD lgc10<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc8<>+0(SB), Y4, Y2
+	VMULPD      lgc9<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc29<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc30<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc47<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc2<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
@@ -1397,7 +1403,7 @@ bulk_22:
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc29<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc30<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc2<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc2<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)

@@ -29,40 +29,40 @@ inner_K_3:
 	IMUL3Q     $+1, DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (SI)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
 	// v1 = exp(v0) [B=129 K=11 A=4]
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         p1+8(FP), SI
 	XORQ         DI, DI
 	IMUL3Q       $+1, BX, R8
@@ -70,14 +70,14 @@ inner_K_3:
 	VBROADCASTSS (SI)(DI*4), Y0
 
 	// v3 = mul(v1, v2) [B=129 K=11 A=4]
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         BX
@@ -86,10 +86,11 @@ inner_K_3:
 
 	// finish v4
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store v4
 	MOVQ    p2+16(FP), BX
@@ -118,9 +119,9 @@ inner_K_3:
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_2
-	VMOVUPS lgc16<>+0(SB), Y0
+	VMOVUPS lgc18<>+0(SB), Y0
 	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD lgc19<>+0(SB), Y0
 	VMOVUPD Y0, 160(SP)
 	VMOVUPD Y0, 192(SP)
 	XORQ    DX, DX
@@ -141,40 +142,40 @@ inner_K_5:
 	IMUL3Q     $+1, DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (SI)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
 	// v1 = exp(v0) [B=129 K=11 A=4]
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         p1+8(FP), SI
 	XORQ         DI, DI
 	IMUL3Q       $+1, BX, R8
@@ -182,14 +183,14 @@ inner_K_5:
 	VBROADCASTSS (SI)(DI*4), Y0
 
 	// v3 = mul(v1, v2) [B=129 K=11 A=4]
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         BX
@@ -198,34 +199,35 @@ inner_K_5:
 
 	// finish v4
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// argmax(v4) over [A]
-	VMOVUPS      96(SP), Y2
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VCMPPS       $0x1e, Y2, Y0, Y3
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VANDNPS      Y5, Y4, Y4
-	VORPS        Y4, Y3, Y3
-	VBLENDVPS    Y3, Y0, Y2, Y2
-	VMOVUPS      Y2, 96(SP)
-	VPMOVSXDQ    X3, Y0
-	VEXTRACTI128 $0x01, Y3, X1
-	VPMOVSXDQ    X1, Y2
+	VMOVUPS      96(SP), Y1
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VCMPPS       $0x1e, Y1, Y0, Y2
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VANDNPS      Y4, Y3, Y3
+	VORPS        Y3, Y2, Y2
+	VBLENDVPS    Y2, Y0, Y1, Y1
+	VMOVUPS      Y1, 96(SP)
+	VPMOVSXDQ    X2, Y0
+	VEXTRACTI128 $0x01, Y2, X1
+	VPMOVSXDQ    X1, Y1
 	MOVQ         DX, BX
-	VXORPS       Y3, Y3, Y3
-	VCVTSI2SDQ   BX, X3, X3
-	VBROADCASTSD X3, Y3
-	VMOVAPD      Y3, Y4
-	VMOVAPD      Y3, Y3
-	VMOVUPD      160(SP), Y5
-	VBLENDVPD    Y0, Y4, Y5, Y5
-	VMOVUPD      Y5, 160(SP)
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VCVTSI2SDQ   BX, X2, X2
+	VBROADCASTSD X2, Y2
+	VMOVAPD      Y2, Y3
+	VMOVAPD      Y2, Y2
+	VMOVUPD      160(SP), Y4
+	VBLENDVPD    Y0, Y3, Y4, Y4
+	VMOVUPD      Y4, 160(SP)
 	VMOVUPD      192(SP), Y0
-	VBLENDVPD    Y2, Y3, Y0, Y0
+	VBLENDVPD    Y1, Y2, Y0, Y0
 	VMOVUPD      Y0, 192(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
@@ -233,10 +235,11 @@ inner_K_5:
 
 	// finish v5
 	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     192(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     Y0, 224(SP)
 	XORQ        DX, DX
 
@@ -253,10 +256,10 @@ inner_A_7:
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (SI)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
 	// store v0
 	MOVQ    p3+24(FP), SI
@@ -277,11 +280,11 @@ inner_A_7:
 	MOVL    R8, 1056(SI)(DI*4)
 	MOVL    284(SP), R8
 	MOVL    R8, 1232(SI)(DI*4)
-	VMOVUPS lgc18<>+0(SB), Y2
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = gt(v0, v6) [B=129 K=11 A=4]
-	VCMPPS $0x1e, Y2, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VCMPPS $0x1e, Y1, Y0, Y0
+	VANDPS lgc15<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
 	MOVQ    p4+32(FP), SI
@@ -304,14 +307,14 @@ inner_A_7:
 	JNZ          noflush_8
 	MOVQ         p4+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	MOVQ         $+8, CX
 
@@ -336,40 +339,40 @@ inner_K_10:
 	IMUL3Q     $+1, AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (DX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// v1 = exp(v0) [B=129 K=11 A=4]
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         p1+8(FP), DX
 	XORQ         BX, BX
 	IMUL3Q       $+1, CX, SI
@@ -377,19 +380,19 @@ inner_K_10:
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// v3 = mul(v1, v2) [B=129 K=11 A=4]
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y3
-	VANDPS       Y2, Y0, Y0
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y0, Y0
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         CX
@@ -398,10 +401,11 @@ inner_K_10:
 
 	// finish v4
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store v4
 	MOVQ    p2+16(FP), CX
@@ -415,9 +419,9 @@ inner_K_10:
 	INCQ    AX
 	CMPQ    AX, $+4
 	JL      inner_A_9
-	VMOVUPS lgc16<>+0(SB), Y0
+	VMOVUPS lgc18<>+0(SB), Y0
 	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc17<>+0(SB), Y0
+	VMOVUPD lgc19<>+0(SB), Y0
 	VMOVUPD Y0, 160(SP)
 	VMOVUPD Y0, 192(SP)
 	XORQ    AX, AX
@@ -437,40 +441,40 @@ inner_K_12:
 	IMUL3Q     $+1, AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc19<>+0(SB), Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (DX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// v1 = exp(v0) [B=129 K=11 A=4]
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
 	MOVQ         p1+8(FP), DX
 	XORQ         BX, BX
 	IMUL3Q       $+1, CX, SI
@@ -478,19 +482,19 @@ inner_K_12:
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// v3 = mul(v1, v2) [B=129 K=11 A=4]
-	VMULPS Y0, Y4, Y0
+	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y3
-	VANDPS       Y2, Y0, Y0
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      lgc20<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y0, Y0
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         CX
@@ -499,44 +503,45 @@ inner_K_12:
 
 	// finish v4
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// argmax(v4) over [A]
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y4
-	VMOVUPS      96(SP), Y5
-	VCMPPS       $0x03, Y0, Y0, Y8
-	VCMPPS       $0x1e, Y5, Y0, Y6
-	VCMPPS       $0x03, Y5, Y5, Y7
-	VANDNPS      Y8, Y7, Y7
-	VORPS        Y7, Y6, Y6
-	VBLENDVPS    Y6, Y0, Y5, Y5
-	VMOVUPS      96(SP), Y0
-	VBLENDVPS    Y2, Y5, Y0, Y5
-	VMOVUPS      Y5, 96(SP)
-	VPMOVSXDQ    X6, Y0
-	VEXTRACTI128 $0x01, Y6, X1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VMOVUPS      96(SP), Y4
+	VCMPPS       $0x03, Y0, Y0, Y7
+	VCMPPS       $0x1e, Y4, Y0, Y5
+	VCMPPS       $0x03, Y4, Y4, Y6
+	VANDNPS      Y7, Y6, Y6
+	VORPS        Y6, Y5, Y5
+	VBLENDVPS    Y5, Y0, Y4, Y4
+	VMOVUPS      96(SP), Y0
+	VBLENDVPS    Y1, Y4, Y0, Y4
+	VMOVUPS      Y4, 96(SP)
+	VPMOVSXDQ    X5, Y0
+	VEXTRACTI128 $0x01, Y5, X1
+	VPMOVSXDQ    X1, Y1
 	MOVQ         AX, CX
-	VXORPS       Y5, Y5, Y5
-	VCVTSI2SDQ   CX, X5, X5
-	VBROADCASTSD X5, Y5
-	VMOVAPD      Y5, Y6
-	VMOVAPD      Y5, Y5
-	VMOVUPD      160(SP), Y7
-	VBLENDVPD    Y0, Y6, Y7, Y7
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VCVTSI2SDQ   CX, X4, X4
+	VBROADCASTSD X4, Y4
+	VMOVAPD      Y4, Y5
+	VMOVAPD      Y4, Y4
+	VMOVUPD      160(SP), Y6
+	VBLENDVPD    Y0, Y5, Y6, Y6
 	VMOVUPD      160(SP), Y0
-	VBLENDVPD    Y3, Y7, Y0, Y7
-	VMOVUPD      Y7, 160(SP)
+	VBLENDVPD    Y2, Y6, Y0, Y6
+	VMOVUPD      Y6, 160(SP)
 	VMOVUPD      192(SP), Y0
-	VBLENDVPD    Y2, Y5, Y0, Y0
-	VMOVUPD      192(SP), Y2
-	VBLENDVPD    Y4, Y0, Y2, Y0
+	VBLENDVPD    Y1, Y4, Y0, Y0
+	VMOVUPD      192(SP), Y1
+	VBLENDVPD    Y3, Y0, Y1, Y0
 	VMOVUPD      Y0, 192(SP)
 	INCQ         AX
 	CMPQ         AX, $+4
@@ -544,10 +549,11 @@ inner_K_12:
 
 	// finish v5
 	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     192(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     Y0, 320(SP)
 	XORQ        AX, AX
 
@@ -564,8 +570,8 @@ inner_A_14:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc19<>+0(SB), Y2
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc20<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// store v0
@@ -573,14 +579,14 @@ inner_A_14:
 	VMOVUPS Y0, 352(SP)
 	MOVL    352(SP), SI
 	MOVL    SI, (DX)(BX*4)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = gt(v0, v6) [B=129 K=11 A=4]
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VANDPS lgc15<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -600,7 +606,7 @@ inner_A_14:
 	MOVQ         p5+40(FP), AX
 	XORQ         CX, CX
 	ADDQ         $+128, CX
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      256(AX), Y0
@@ -611,7 +617,7 @@ inner_A_14:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VZEROUPPER
 	RET
@@ -632,181 +638,191 @@ DATA lgc1<>+24(SB)/4, $0x00000108
 DATA lgc1<>+28(SB)/4, $0x00000134
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xc2d00000
-DATA lgc2<>+4(SB)/4, $0xc2d00000
-DATA lgc2<>+8(SB)/4, $0xc2d00000
-DATA lgc2<>+12(SB)/4, $0xc2d00000
-DATA lgc2<>+16(SB)/4, $0xc2d00000
-DATA lgc2<>+20(SB)/4, $0xc2d00000
-DATA lgc2<>+24(SB)/4, $0xc2d00000
-DATA lgc2<>+28(SB)/4, $0xc2d00000
+DATA lgc2<>+0(SB)/4, $0xffffffff
+DATA lgc2<>+4(SB)/4, $0xffffffff
+DATA lgc2<>+8(SB)/4, $0xffffffff
+DATA lgc2<>+12(SB)/4, $0xffffffff
+DATA lgc2<>+16(SB)/4, $0xffffffff
+DATA lgc2<>+20(SB)/4, $0xffffffff
+DATA lgc2<>+24(SB)/4, $0xffffffff
+DATA lgc2<>+28(SB)/4, $0xffffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x42b20000
-DATA lgc3<>+4(SB)/4, $0x42b20000
-DATA lgc3<>+8(SB)/4, $0x42b20000
-DATA lgc3<>+12(SB)/4, $0x42b20000
-DATA lgc3<>+16(SB)/4, $0x42b20000
-DATA lgc3<>+20(SB)/4, $0x42b20000
-DATA lgc3<>+24(SB)/4, $0x42b20000
-DATA lgc3<>+28(SB)/4, $0x42b20000
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+0(SB)/4, $0xc2d00000
+DATA lgc4<>+4(SB)/4, $0xc2d00000
+DATA lgc4<>+8(SB)/4, $0xc2d00000
+DATA lgc4<>+12(SB)/4, $0xc2d00000
+DATA lgc4<>+16(SB)/4, $0xc2d00000
+DATA lgc4<>+20(SB)/4, $0xc2d00000
+DATA lgc4<>+24(SB)/4, $0xc2d00000
+DATA lgc4<>+28(SB)/4, $0xc2d00000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3f318000
-DATA lgc5<>+4(SB)/4, $0x3f318000
-DATA lgc5<>+8(SB)/4, $0x3f318000
-DATA lgc5<>+12(SB)/4, $0x3f318000
-DATA lgc5<>+16(SB)/4, $0x3f318000
-DATA lgc5<>+20(SB)/4, $0x3f318000
-DATA lgc5<>+24(SB)/4, $0x3f318000
-DATA lgc5<>+28(SB)/4, $0x3f318000
+DATA lgc5<>+0(SB)/4, $0x42b20000
+DATA lgc5<>+4(SB)/4, $0x42b20000
+DATA lgc5<>+8(SB)/4, $0x42b20000
+DATA lgc5<>+12(SB)/4, $0x42b20000
+DATA lgc5<>+16(SB)/4, $0x42b20000
+DATA lgc5<>+20(SB)/4, $0x42b20000
+DATA lgc5<>+24(SB)/4, $0x42b20000
+DATA lgc5<>+28(SB)/4, $0x42b20000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0xb95e8083
-DATA lgc6<>+4(SB)/4, $0xb95e8083
-DATA lgc6<>+8(SB)/4, $0xb95e8083
-DATA lgc6<>+12(SB)/4, $0xb95e8083
-DATA lgc6<>+16(SB)/4, $0xb95e8083
-DATA lgc6<>+20(SB)/4, $0xb95e8083
-DATA lgc6<>+24(SB)/4, $0xb95e8083
-DATA lgc6<>+28(SB)/4, $0xb95e8083
+DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x39506967
-DATA lgc7<>+4(SB)/4, $0x39506967
-DATA lgc7<>+8(SB)/4, $0x39506967
-DATA lgc7<>+12(SB)/4, $0x39506967
-DATA lgc7<>+16(SB)/4, $0x39506967
-DATA lgc7<>+20(SB)/4, $0x39506967
-DATA lgc7<>+24(SB)/4, $0x39506967
-DATA lgc7<>+28(SB)/4, $0x39506967
+DATA lgc7<>+0(SB)/4, $0x3f318000
+DATA lgc7<>+4(SB)/4, $0x3f318000
+DATA lgc7<>+8(SB)/4, $0x3f318000
+DATA lgc7<>+12(SB)/4, $0x3f318000
+DATA lgc7<>+16(SB)/4, $0x3f318000
+DATA lgc7<>+20(SB)/4, $0x3f318000
+DATA lgc7<>+24(SB)/4, $0x3f318000
+DATA lgc7<>+28(SB)/4, $0x3f318000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3ab743ce
-DATA lgc8<>+4(SB)/4, $0x3ab743ce
-DATA lgc8<>+8(SB)/4, $0x3ab743ce
-DATA lgc8<>+12(SB)/4, $0x3ab743ce
-DATA lgc8<>+16(SB)/4, $0x3ab743ce
-DATA lgc8<>+20(SB)/4, $0x3ab743ce
-DATA lgc8<>+24(SB)/4, $0x3ab743ce
-DATA lgc8<>+28(SB)/4, $0x3ab743ce
+DATA lgc8<>+0(SB)/4, $0xb95e8083
+DATA lgc8<>+4(SB)/4, $0xb95e8083
+DATA lgc8<>+8(SB)/4, $0xb95e8083
+DATA lgc8<>+12(SB)/4, $0xb95e8083
+DATA lgc8<>+16(SB)/4, $0xb95e8083
+DATA lgc8<>+20(SB)/4, $0xb95e8083
+DATA lgc8<>+24(SB)/4, $0xb95e8083
+DATA lgc8<>+28(SB)/4, $0xb95e8083
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3c088908
-DATA lgc9<>+4(SB)/4, $0x3c088908
-DATA lgc9<>+8(SB)/4, $0x3c088908
-DATA lgc9<>+12(SB)/4, $0x3c088908
-DATA lgc9<>+16(SB)/4, $0x3c088908
-DATA lgc9<>+20(SB)/4, $0x3c088908
-DATA lgc9<>+24(SB)/4, $0x3c088908
-DATA lgc9<>+28(SB)/4, $0x3c088908
+DATA lgc9<>+0(SB)/4, $0x39506967
+DATA lgc9<>+4(SB)/4, $0x39506967
+DATA lgc9<>+8(SB)/4, $0x39506967
+DATA lgc9<>+12(SB)/4, $0x39506967
+DATA lgc9<>+16(SB)/4, $0x39506967
+DATA lgc9<>+20(SB)/4, $0x39506967
+DATA lgc9<>+24(SB)/4, $0x39506967
+DATA lgc9<>+28(SB)/4, $0x39506967
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+0(SB)/4, $0x3ab743ce
+DATA lgc10<>+4(SB)/4, $0x3ab743ce
+DATA lgc10<>+8(SB)/4, $0x3ab743ce
+DATA lgc10<>+12(SB)/4, $0x3ab743ce
+DATA lgc10<>+16(SB)/4, $0x3ab743ce
+DATA lgc10<>+20(SB)/4, $0x3ab743ce
+DATA lgc10<>+24(SB)/4, $0x3ab743ce
+DATA lgc10<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+0(SB)/4, $0x3c088908
+DATA lgc11<>+4(SB)/4, $0x3c088908
+DATA lgc11<>+8(SB)/4, $0x3c088908
+DATA lgc11<>+12(SB)/4, $0x3c088908
+DATA lgc11<>+16(SB)/4, $0x3c088908
+DATA lgc11<>+20(SB)/4, $0x3c088908
+DATA lgc11<>+24(SB)/4, $0x3c088908
+DATA lgc11<>+28(SB)/4, $0x3c088908
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3f000000
-DATA lgc12<>+4(SB)/4, $0x3f000000
-DATA lgc12<>+8(SB)/4, $0x3f000000
-DATA lgc12<>+12(SB)/4, $0x3f000000
-DATA lgc12<>+16(SB)/4, $0x3f000000
-DATA lgc12<>+20(SB)/4, $0x3f000000
-DATA lgc12<>+24(SB)/4, $0x3f000000
-DATA lgc12<>+28(SB)/4, $0x3f000000
+DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f800000
-DATA lgc13<>+4(SB)/4, $0x3f800000
-DATA lgc13<>+8(SB)/4, $0x3f800000
-DATA lgc13<>+12(SB)/4, $0x3f800000
-DATA lgc13<>+16(SB)/4, $0x3f800000
-DATA lgc13<>+20(SB)/4, $0x3f800000
-DATA lgc13<>+24(SB)/4, $0x3f800000
-DATA lgc13<>+28(SB)/4, $0x3f800000
+DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xffffff82
-DATA lgc14<>+4(SB)/4, $0xffffff82
-DATA lgc14<>+8(SB)/4, $0xffffff82
-DATA lgc14<>+12(SB)/4, $0xffffff82
-DATA lgc14<>+16(SB)/4, $0xffffff82
-DATA lgc14<>+20(SB)/4, $0xffffff82
-DATA lgc14<>+24(SB)/4, $0xffffff82
-DATA lgc14<>+28(SB)/4, $0xffffff82
+DATA lgc14<>+0(SB)/4, $0x3f000000
+DATA lgc14<>+4(SB)/4, $0x3f000000
+DATA lgc14<>+8(SB)/4, $0x3f000000
+DATA lgc14<>+12(SB)/4, $0x3f000000
+DATA lgc14<>+16(SB)/4, $0x3f000000
+DATA lgc14<>+20(SB)/4, $0x3f000000
+DATA lgc14<>+24(SB)/4, $0x3f000000
+DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x0000007f
-DATA lgc15<>+4(SB)/4, $0x0000007f
-DATA lgc15<>+8(SB)/4, $0x0000007f
-DATA lgc15<>+12(SB)/4, $0x0000007f
-DATA lgc15<>+16(SB)/4, $0x0000007f
-DATA lgc15<>+20(SB)/4, $0x0000007f
-DATA lgc15<>+24(SB)/4, $0x0000007f
-DATA lgc15<>+28(SB)/4, $0x0000007f
+DATA lgc15<>+0(SB)/4, $0x3f800000
+DATA lgc15<>+4(SB)/4, $0x3f800000
+DATA lgc15<>+8(SB)/4, $0x3f800000
+DATA lgc15<>+12(SB)/4, $0x3f800000
+DATA lgc15<>+16(SB)/4, $0x3f800000
+DATA lgc15<>+20(SB)/4, $0x3f800000
+DATA lgc15<>+24(SB)/4, $0x3f800000
+DATA lgc15<>+28(SB)/4, $0x3f800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xff800000
-DATA lgc16<>+4(SB)/4, $0xff800000
-DATA lgc16<>+8(SB)/4, $0xff800000
-DATA lgc16<>+12(SB)/4, $0xff800000
-DATA lgc16<>+16(SB)/4, $0xff800000
-DATA lgc16<>+20(SB)/4, $0xff800000
-DATA lgc16<>+24(SB)/4, $0xff800000
-DATA lgc16<>+28(SB)/4, $0xff800000
+DATA lgc16<>+0(SB)/4, $0xffffff82
+DATA lgc16<>+4(SB)/4, $0xffffff82
+DATA lgc16<>+8(SB)/4, $0xffffff82
+DATA lgc16<>+12(SB)/4, $0xffffff82
+DATA lgc16<>+16(SB)/4, $0xffffff82
+DATA lgc16<>+20(SB)/4, $0xffffff82
+DATA lgc16<>+24(SB)/4, $0xffffff82
+DATA lgc16<>+28(SB)/4, $0xffffff82
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc17<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc17<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc17<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc17<>+0(SB)/4, $0x0000007f
+DATA lgc17<>+4(SB)/4, $0x0000007f
+DATA lgc17<>+8(SB)/4, $0x0000007f
+DATA lgc17<>+12(SB)/4, $0x0000007f
+DATA lgc17<>+16(SB)/4, $0x0000007f
+DATA lgc17<>+20(SB)/4, $0x0000007f
+DATA lgc17<>+24(SB)/4, $0x0000007f
+DATA lgc17<>+28(SB)/4, $0x0000007f
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
+DATA lgc18<>+0(SB)/4, $0xff800000
+DATA lgc18<>+4(SB)/4, $0xff800000
+DATA lgc18<>+8(SB)/4, $0xff800000
+DATA lgc18<>+12(SB)/4, $0xff800000
+DATA lgc18<>+16(SB)/4, $0xff800000
+DATA lgc18<>+20(SB)/4, $0xff800000
+DATA lgc18<>+24(SB)/4, $0xff800000
+DATA lgc18<>+28(SB)/4, $0xff800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xffffffff
-DATA lgc19<>+4(SB)/4, $0x00000000
-DATA lgc19<>+8(SB)/4, $0x00000000
-DATA lgc19<>+12(SB)/4, $0x00000000
-DATA lgc19<>+16(SB)/4, $0x00000000
-DATA lgc19<>+20(SB)/4, $0x00000000
-DATA lgc19<>+24(SB)/4, $0x00000000
-DATA lgc19<>+28(SB)/4, $0x00000000
+DATA lgc19<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc19<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc19<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc19<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0xffffffff
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -820,29 +836,29 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc4<>+0(SB), Y0, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VMOVAPS      lgc9<>+0(SB), Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc15<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -868,23 +884,22 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
+	VMULPS       lgc22<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPAND        lgc23<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc12<>+0(SB), Y1, Y4
+	VPAND        lgc24<>+0(SB), Y2, Y1
+	VPOR         lgc15<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc13<>+0(SB), Y1, Y1
+	VSUBPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
+	VMOVAPS      lgc26<>+0(SB), Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -892,19 +907,20 @@ bulk_17:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -915,165 +931,165 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc20<>+0(SB)/4, $0x00800000
-DATA lgc20<>+4(SB)/4, $0x00800000
-DATA lgc20<>+8(SB)/4, $0x00800000
-DATA lgc20<>+12(SB)/4, $0x00800000
-DATA lgc20<>+16(SB)/4, $0x00800000
-DATA lgc20<>+20(SB)/4, $0x00800000
-DATA lgc20<>+24(SB)/4, $0x00800000
-DATA lgc20<>+28(SB)/4, $0x00800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x4b000000
-DATA lgc21<>+4(SB)/4, $0x4b000000
-DATA lgc21<>+8(SB)/4, $0x4b000000
-DATA lgc21<>+12(SB)/4, $0x4b000000
-DATA lgc21<>+16(SB)/4, $0x4b000000
-DATA lgc21<>+20(SB)/4, $0x4b000000
-DATA lgc21<>+24(SB)/4, $0x4b000000
-DATA lgc21<>+28(SB)/4, $0x4b000000
+DATA lgc21<>+0(SB)/4, $0x00800000
+DATA lgc21<>+4(SB)/4, $0x00800000
+DATA lgc21<>+8(SB)/4, $0x00800000
+DATA lgc21<>+12(SB)/4, $0x00800000
+DATA lgc21<>+16(SB)/4, $0x00800000
+DATA lgc21<>+20(SB)/4, $0x00800000
+DATA lgc21<>+24(SB)/4, $0x00800000
+DATA lgc21<>+28(SB)/4, $0x00800000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x4b000000
+DATA lgc22<>+4(SB)/4, $0x4b000000
+DATA lgc22<>+8(SB)/4, $0x4b000000
+DATA lgc22<>+12(SB)/4, $0x4b000000
+DATA lgc22<>+16(SB)/4, $0x4b000000
+DATA lgc22<>+20(SB)/4, $0x4b000000
+DATA lgc22<>+24(SB)/4, $0x4b000000
+DATA lgc22<>+28(SB)/4, $0x4b000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0xffffffe9
+DATA lgc23<>+4(SB)/4, $0xffffffe9
+DATA lgc23<>+8(SB)/4, $0xffffffe9
+DATA lgc23<>+12(SB)/4, $0xffffffe9
+DATA lgc23<>+16(SB)/4, $0xffffffe9
+DATA lgc23<>+20(SB)/4, $0xffffffe9
+DATA lgc23<>+24(SB)/4, $0xffffffe9
+DATA lgc23<>+28(SB)/4, $0xffffffe9
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0x007fffff
+DATA lgc24<>+4(SB)/4, $0x007fffff
+DATA lgc24<>+8(SB)/4, $0x007fffff
+DATA lgc24<>+12(SB)/4, $0x007fffff
+DATA lgc24<>+16(SB)/4, $0x007fffff
+DATA lgc24<>+20(SB)/4, $0x007fffff
+DATA lgc24<>+24(SB)/4, $0x007fffff
+DATA lgc24<>+28(SB)/4, $0x007fffff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0x3fb504f3
+DATA lgc25<>+4(SB)/4, $0x3fb504f3
+DATA lgc25<>+8(SB)/4, $0x3fb504f3
+DATA lgc25<>+12(SB)/4, $0x3fb504f3
+DATA lgc25<>+16(SB)/4, $0x3fb504f3
+DATA lgc25<>+20(SB)/4, $0x3fb504f3
+DATA lgc25<>+24(SB)/4, $0x3fb504f3
+DATA lgc25<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3d9021bb
+DATA lgc26<>+4(SB)/4, $0x3d9021bb
+DATA lgc26<>+8(SB)/4, $0x3d9021bb
+DATA lgc26<>+12(SB)/4, $0x3d9021bb
+DATA lgc26<>+16(SB)/4, $0x3d9021bb
+DATA lgc26<>+20(SB)/4, $0x3d9021bb
+DATA lgc26<>+24(SB)/4, $0x3d9021bb
+DATA lgc26<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0xbdebd1b8
+DATA lgc27<>+4(SB)/4, $0xbdebd1b8
+DATA lgc27<>+8(SB)/4, $0xbdebd1b8
+DATA lgc27<>+12(SB)/4, $0xbdebd1b8
+DATA lgc27<>+16(SB)/4, $0xbdebd1b8
+DATA lgc27<>+20(SB)/4, $0xbdebd1b8
+DATA lgc27<>+24(SB)/4, $0xbdebd1b8
+DATA lgc27<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0x3def251a
+DATA lgc28<>+4(SB)/4, $0x3def251a
+DATA lgc28<>+8(SB)/4, $0x3def251a
+DATA lgc28<>+12(SB)/4, $0x3def251a
+DATA lgc28<>+16(SB)/4, $0x3def251a
+DATA lgc28<>+20(SB)/4, $0x3def251a
+DATA lgc28<>+24(SB)/4, $0x3def251a
+DATA lgc28<>+28(SB)/4, $0x3def251a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0x3e11e9bf
+DATA lgc30<>+4(SB)/4, $0x3e11e9bf
+DATA lgc30<>+8(SB)/4, $0x3e11e9bf
+DATA lgc30<>+12(SB)/4, $0x3e11e9bf
+DATA lgc30<>+16(SB)/4, $0x3e11e9bf
+DATA lgc30<>+20(SB)/4, $0x3e11e9bf
+DATA lgc30<>+24(SB)/4, $0x3e11e9bf
+DATA lgc30<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0xbe2aae50
+DATA lgc31<>+4(SB)/4, $0xbe2aae50
+DATA lgc31<>+8(SB)/4, $0xbe2aae50
+DATA lgc31<>+12(SB)/4, $0xbe2aae50
+DATA lgc31<>+16(SB)/4, $0xbe2aae50
+DATA lgc31<>+20(SB)/4, $0xbe2aae50
+DATA lgc31<>+24(SB)/4, $0xbe2aae50
+DATA lgc31<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0x3e4cceac
+DATA lgc32<>+4(SB)/4, $0x3e4cceac
+DATA lgc32<>+8(SB)/4, $0x3e4cceac
+DATA lgc32<>+12(SB)/4, $0x3e4cceac
+DATA lgc32<>+16(SB)/4, $0x3e4cceac
+DATA lgc32<>+20(SB)/4, $0x3e4cceac
+DATA lgc32<>+24(SB)/4, $0x3e4cceac
+DATA lgc32<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0xbe7ffffc
+DATA lgc33<>+4(SB)/4, $0xbe7ffffc
+DATA lgc33<>+8(SB)/4, $0xbe7ffffc
+DATA lgc33<>+12(SB)/4, $0xbe7ffffc
+DATA lgc33<>+16(SB)/4, $0xbe7ffffc
+DATA lgc33<>+20(SB)/4, $0xbe7ffffc
+DATA lgc33<>+24(SB)/4, $0xbe7ffffc
+DATA lgc33<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x7fc00000
-DATA lgc34<>+4(SB)/4, $0x7fc00000
-DATA lgc34<>+8(SB)/4, $0x7fc00000
-DATA lgc34<>+12(SB)/4, $0x7fc00000
-DATA lgc34<>+16(SB)/4, $0x7fc00000
-DATA lgc34<>+20(SB)/4, $0x7fc00000
-DATA lgc34<>+24(SB)/4, $0x7fc00000
-DATA lgc34<>+28(SB)/4, $0x7fc00000
+DATA lgc34<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7f800000
-DATA lgc35<>+4(SB)/4, $0x7f800000
-DATA lgc35<>+8(SB)/4, $0x7f800000
-DATA lgc35<>+12(SB)/4, $0x7f800000
-DATA lgc35<>+16(SB)/4, $0x7f800000
-DATA lgc35<>+20(SB)/4, $0x7f800000
-DATA lgc35<>+24(SB)/4, $0x7f800000
-DATA lgc35<>+28(SB)/4, $0x7f800000
+DATA lgc35<>+0(SB)/4, $0x7fc00000
+DATA lgc35<>+4(SB)/4, $0x7fc00000
+DATA lgc35<>+8(SB)/4, $0x7fc00000
+DATA lgc35<>+12(SB)/4, $0x7fc00000
+DATA lgc35<>+16(SB)/4, $0x7fc00000
+DATA lgc35<>+20(SB)/4, $0x7fc00000
+DATA lgc35<>+24(SB)/4, $0x7fc00000
+DATA lgc35<>+28(SB)/4, $0x7fc00000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x7f800000
+DATA lgc36<>+4(SB)/4, $0x7f800000
+DATA lgc36<>+8(SB)/4, $0x7f800000
+DATA lgc36<>+12(SB)/4, $0x7f800000
+DATA lgc36<>+16(SB)/4, $0x7f800000
+DATA lgc36<>+20(SB)/4, $0x7f800000
+DATA lgc36<>+24(SB)/4, $0x7f800000
+DATA lgc36<>+28(SB)/4, $0x7f800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1087,24 +1103,23 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
+	VADDPS       lgc15<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc12<>+0(SB), Y2, Y5
+	VPAND        lgc24<>+0(SB), Y3, Y2
+	VPOR         lgc15<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc13<>+0(SB), Y2, Y2
+	VSUBPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
+	VMOVAPS      lgc26<>+0(SB), Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -1112,31 +1127,32 @@ bulk_19:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc16<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc13<>+0(SB), Y1, Y2
+	VSUBPS       lgc15<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc16<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_19

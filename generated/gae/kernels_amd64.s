@@ -10,8 +10,8 @@ TEXT ·pass0AVX2(SB), $16-80
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPD    Y0, Y0, Y0
-	VMOVUPD   lgc0<>+0(SB), Y1
+	VMOVUPD   lgc0<>+0(SB), Y0
+	VMOVUPD   lgc1<>+0(SB), Y1
 	MOVQ      p1+8(FP), CX
 	XORQ      DX, DX
 	IMUL3Q    $+421, AX, BX
@@ -36,46 +36,46 @@ outer0_1:
 	VSUBPD Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPD     lgc1<>+0(SB), Y2, Y2
+	VMULPD     lgc2<>+0(SB), Y2, Y2
 	MOVQ       p3+24(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v10 = mul(v9, v3) [N=64 T=421]
 	VMULPD     Y3, Y2, Y2
 	MOVQ       p4+32(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v11 = add(v1, v10) [N=64 T=421]
 	VADDPD     Y2, Y3, Y2
 	MOVQ       p5+40(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
 	// v12 = sub(v11, v2) [N=64 T=421]  # delta
 	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPD lgc3<>+0(SB), Y1, Y1
+	VMULPD lgc4<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
-	VMOVUPD     lgc2<>+0(SB), Y4
+	VMOVUPD     lgc3<>+0(SB), Y4
 	VANDPD      Y4, Y2, Y2
-	VMOVUPD     lgc0<>+0(SB), Y5
+	VMOVUPD     lgc1<>+0(SB), Y5
 	VBLENDVPD   Y4, Y1, Y5, Y1
 	VPERMPD     $0xf9, Y1, Y4
 	VPERMPD     $0xf9, Y2, Y5
-	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
-	VBLENDPD    $0x08, lgc4<>+0(SB), Y5, Y5
+	VBLENDPD    $0x08, lgc1<>+0(SB), Y4, Y4
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PD Y1, Y5, Y2
 	VMULPD      Y4, Y1, Y1
 	VPERMPD     $0xee, Y1, Y4
 	VPERMPD     $0xee, Y2, Y5
-	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
-	VBLENDPD    $0x0c, lgc4<>+0(SB), Y5, Y5
+	VBLENDPD    $0x0c, lgc1<>+0(SB), Y4, Y4
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PD Y1, Y5, Y2
 	VMULPD      Y4, Y1, Y1
 	VFMADD231PD Y1, Y0, Y2
@@ -85,18 +85,18 @@ outer0_1:
 	VADDPD Y3, Y2, Y1
 
 	// mean(v15) over [N T]
-	VMOVUPD lgc2<>+0(SB), Y3
+	VMOVUPD lgc3<>+0(SB), Y3
 	VANDPD  Y3, Y2, Y3
 	MOVQ    p6+48(FP), CX
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 
 	// var(v15) over [N T]
-	VMOVUPD     lgc2<>+0(SB), Y3
+	VMOVUPD     lgc3<>+0(SB), Y3
 	VMOVUPD     448(CX), Y4
 	VSUBPD      Y4, Y2, Y5
 	VMOVUPD     256(CX), Y6
-	VADDPD      lgc0<>+0(SB), Y6, Y6
+	VADDPD      lgc1<>+0(SB), Y6, Y6
 	VMOVUPD     256(CX), Y7
 	VBLENDVPD   Y3, Y6, Y7, Y6
 	VMOVUPD     Y6, 256(CX)
@@ -115,17 +115,17 @@ outer0_1:
 	// v25 = detach(v16) [N=64 T=421]  # value_target
 	// store v15
 	MOVQ       p7+56(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
 	// store v25
 	MOVQ       p8+64(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
 
 blocks_2:
-	VMOVUPD   lgc0<>+0(SB), Y1
+	VMOVUPD   lgc1<>+0(SB), Y1
 	MOVQ      p1+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
@@ -144,7 +144,7 @@ blocks_2:
 	VSUBPD Y3, Y1, Y1
 
 	// v9 = mul(v8, v5) [N=64 T=421]
-	VMULPD  lgc1<>+0(SB), Y2, Y2
+	VMULPD  lgc2<>+0(SB), Y2, Y2
 	MOVQ    p3+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
@@ -162,21 +162,21 @@ blocks_2:
 	VSUBPD Y3, Y2, Y2
 
 	// v14 = mul(v13, v7) [N=64 T=421]  # discount
-	VMULPD lgc3<>+0(SB), Y1, Y1
+	VMULPD lgc4<>+0(SB), Y1, Y1
 
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
 	VPERMPD     $0xf9, Y1, Y4
 	VPERMPD     $0xf9, Y2, Y5
-	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
-	VBLENDPD    $0x08, lgc4<>+0(SB), Y5, Y5
+	VBLENDPD    $0x08, lgc1<>+0(SB), Y4, Y4
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PD Y1, Y5, Y2
 	VMULPD      Y4, Y1, Y1
 	VPERMPD     $0xee, Y1, Y4
 	VPERMPD     $0xee, Y2, Y5
-	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
-	VBLENDPD    $0x0c, lgc4<>+0(SB), Y5, Y5
+	VBLENDPD    $0x0c, lgc1<>+0(SB), Y4, Y4
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PD Y1, Y5, Y2
 	VMULPD      Y4, Y1, Y1
 	VFMADD231PD Y1, Y0, Y2
@@ -194,7 +194,7 @@ blocks_2:
 	VMOVUPD     448(DX), Y3
 	VSUBPD      Y3, Y2, Y4
 	VMOVUPD     256(DX), Y5
-	VADDPD      lgc0<>+0(SB), Y5, Y5
+	VADDPD      lgc1<>+0(SB), Y5, Y5
 	VMOVUPD     Y5, 256(DX)
 	VDIVPD      Y5, Y4, Y5
 	VADDPD      Y5, Y3, Y3
@@ -220,34 +220,34 @@ blocks_2:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/8, $0x0000000000000000
+DATA lgc0<>+8(SB)/8, $0x0000000000000000
+DATA lgc0<>+16(SB)/8, $0x0000000000000000
+DATA lgc0<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x3fefae1480000000
-DATA lgc1<>+8(SB)/8, $0x3fefae1480000000
-DATA lgc1<>+16(SB)/8, $0x3fefae1480000000
-DATA lgc1<>+24(SB)/8, $0x3fefae1480000000
+DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0xffffffffffffffff
-DATA lgc2<>+8(SB)/8, $0x0000000000000000
-DATA lgc2<>+16(SB)/8, $0x0000000000000000
-DATA lgc2<>+24(SB)/8, $0x0000000000000000
+DATA lgc2<>+0(SB)/8, $0x3fefae1480000000
+DATA lgc2<>+8(SB)/8, $0x3fefae1480000000
+DATA lgc2<>+16(SB)/8, $0x3fefae1480000000
+DATA lgc2<>+24(SB)/8, $0x3fefae1480000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x3fee189380000000
-DATA lgc3<>+8(SB)/8, $0x3fee189380000000
-DATA lgc3<>+16(SB)/8, $0x3fee189380000000
-DATA lgc3<>+24(SB)/8, $0x3fee189380000000
+DATA lgc3<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc3<>+8(SB)/8, $0x0000000000000000
+DATA lgc3<>+16(SB)/8, $0x0000000000000000
+DATA lgc3<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x0000000000000000
-DATA lgc4<>+8(SB)/8, $0x0000000000000000
-DATA lgc4<>+16(SB)/8, $0x0000000000000000
-DATA lgc4<>+24(SB)/8, $0x0000000000000000
+DATA lgc4<>+0(SB)/8, $0x3fee189380000000
+DATA lgc4<>+8(SB)/8, $0x3fee189380000000
+DATA lgc4<>+16(SB)/8, $0x3fee189380000000
+DATA lgc4<>+24(SB)/8, $0x3fee189380000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 int, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 int)
@@ -302,7 +302,7 @@ blocks_4:
 	IMUL3Q       $+421, AX, SI
 	ADDQ         SI, BX
 	ADDQ         $+420, BX
-	VMOVUPD      lgc2<>+0(SB), Y1
+	VMOVUPD      lgc3<>+0(SB), Y1
 	VMASKMOVPD   (CX)(BX*8), Y1, Y1
 	MOVQ         p3+24(FP), CX
 	VBROADCASTSD (CX)(DX*8), Y2
@@ -320,7 +320,7 @@ blocks_4:
 	// v24 = detach(v23) [N=64 T=421]
 	// store v24
 	MOVQ       p4+32(FP), CX
-	VMOVUPD    lgc2<>+0(SB), Y1
+	VMOVUPD    lgc3<>+0(SB), Y1
 	VMASKMOVPD Y0, Y1, (CX)(BX*8)
 	INCQ       AX
 	CMPQ       AX, p5+40(FP)
@@ -365,8 +365,8 @@ bulk_5:
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
 	VPMAXSD      lgc23<>+0(SB), X1, X2
 	VPMINSD      lgc24<>+0(SB), X2, X2
@@ -537,12 +537,12 @@ bulk_7:
 	VPAND       lgc28<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
 	VPAND       lgc29<>+0(SB), Y2, Y1
-	VPOR        lgc0<>+0(SB), Y1, Y1
+	VPOR        lgc1<>+0(SB), Y1, Y1
 	VCMPPD      $0x1e, lgc30<>+0(SB), Y1, Y2
 	VMULPD      lgc22<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc0<>+0(SB), Y1, Y1
+	VSUBPD      lgc1<>+0(SB), Y1, Y1
 	VADDPD      lgc31<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
@@ -568,9 +568,9 @@ bulk_7:
 	VSUBPD      Y1, Y5, Y5
 	VMULPD      lgc9<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc4<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
@@ -698,7 +698,7 @@ bulk_9:
 	CMPQ        BX, DX
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc0<>+0(SB), Y0, Y1
+	VADDPD      lgc1<>+0(SB), Y0, Y1
 	VCMPPD      $0x11, lgc26<>+0(SB), Y1, Y2
 	VMULPD      lgc27<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
@@ -707,12 +707,12 @@ bulk_9:
 	VPAND       lgc28<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
 	VPAND       lgc29<>+0(SB), Y3, Y2
-	VPOR        lgc0<>+0(SB), Y2, Y2
+	VPOR        lgc1<>+0(SB), Y2, Y2
 	VCMPPD      $0x1e, lgc30<>+0(SB), Y2, Y3
 	VMULPD      lgc22<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc0<>+0(SB), Y2, Y2
+	VSUBPD      lgc1<>+0(SB), Y2, Y2
 	VADDPD      lgc31<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
@@ -738,21 +738,21 @@ bulk_9:
 	VSUBPD      Y2, Y6, Y6
 	VMULPD      lgc9<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc4<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc42<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc0<>+0(SB), Y1, Y3
+	VSUBPD      lgc1<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VCMPPD      $0x00, lgc4<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2

@@ -38,14 +38,14 @@ blocks_1:
 
 	// v10 = detach(v4) [B=1024]
 	// v11 = sub(v9, v4) [B=1024]
-	VSUBPS Y1, Y0, Y3
+	VSUBPS Y1, Y0, Y2
 
 	// v12 = detach(v11) [B=1024]
 	// v13 = detach(v9) [B=1024]  # td0_return
-	VMOVUPS lgc2<>+0(SB), Y4
-	VMOVUPS Y4, (SP)
+	VMOVUPS lgc2<>+0(SB), Y3
+	VMOVUPS Y3, (SP)
 	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y2, 96(SP)
 	VMOVUPS Y0, 128(SP)
 	XORQ    DX, DX
 
@@ -59,9 +59,9 @@ inner_Q_2:
 
 	// reduce_min(v15) over [Q]
 	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y3
+	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
-	VORPS   Y3, Y1, Y1
+	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+2
@@ -80,45 +80,45 @@ inner_Q_2:
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// v22 = exp(v21) [B=1024]
-	VMAXPS       lgc4<>+0(SB), Y1, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMAXPS       lgc4<>+0(SB), Y1, Y2
+	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VMOVAPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc0<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v24 = min(v22, v23) [B=1024]
-	VMINPS Y5, Y1, Y1
+	VMINPS Y4, Y1, Y1
 
 	// v25 = detach(v24) [B=1024]
 	MOVQ    p5+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y3
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v25, v16) [B=1024]
-	VMULPS Y3, Y1, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v27 = neg(v26) [B=1024]
 	VXORPS lgc18<>+0(SB), Y1, Y1
@@ -155,18 +155,18 @@ inner_Q_3:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS lgc14<>+0(SB), Y0, Y3
+	VMULPS lgc14<>+0(SB), Y0, Y2
 
 	// v34 = mul(v33, v30) [Q=2 B=1024]
-	VMULPS Y0, Y3, Y3
+	VMULPS Y0, Y2, Y2
 
 	// v35 = sub(v30, v31) [Q=2 B=1024]
 	VSUBPS lgc14<>+0(SB), Y0, Y0
 
 	// v36 = where(v32, v34, v35) [Q=2 B=1024]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
+	VMOVUPS   lgc20<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// sum(v36) over [Q]
 	VCVTPS2PD    X0, Y1
@@ -183,6 +183,7 @@ inner_Q_3:
 	// finish v37
 	VMOVUPD     160(SP), Y0
 	VMOVUPD     192(SP), Y1
+	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -201,12 +202,12 @@ inner_Q_3:
 	// v41 = gt(v39, v40) [B=1024]
 	VCMPPS  $0x1e, Y1, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc14<>+0(SB), Y3
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v42 = where(v41, v31, v31) [B=1024]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y3, Y1
+	VMOVUPS   lgc20<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y2, Y1
 
 	// v43 = mul(v39, v39) [B=1024]
 	VMULPS Y0, Y0, Y0
@@ -250,9 +251,9 @@ inner_Q_4:
 	VMOVUPS 256(SP), Y1
 	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y3
+	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
-	VORPS   Y3, Y1, Y1
+	VORPS   Y2, Y1, Y1
 	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VMOVUPS Y1, 256(SP)
 	INCQ    DX
@@ -288,7 +289,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -298,7 +299,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -308,7 +309,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -318,7 +319,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+8, CX
 
@@ -335,7 +336,7 @@ noflush_5:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -345,7 +346,7 @@ noflush_5:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -355,7 +356,7 @@ noflush_5:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -365,7 +366,7 @@ noflush_5:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VZEROUPPER
 	RET
@@ -620,14 +621,14 @@ blocks_6:
 
 	// v10 = detach(v4) [B=1024]
 	// v11 = sub(v9, v4) [B=1024]
-	VSUBPS Y1, Y0, Y3
+	VSUBPS Y1, Y0, Y2
 
 	// v12 = detach(v11) [B=1024]
 	// v13 = detach(v9) [B=1024]  # td0_return
-	VMOVUPS lgc2<>+0(SB), Y4
-	VMOVUPS Y4, (SP)
+	VMOVUPS lgc2<>+0(SB), Y3
+	VMOVUPS Y3, (SP)
 	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y3, 96(SP)
+	VMOVUPS Y2, 96(SP)
 	VMOVUPS Y0, 128(SP)
 	XORQ    DX, DX
 
@@ -641,9 +642,9 @@ inner_Q_7:
 
 	// reduce_min(v15) over [Q]
 	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y3
+	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
-	VORPS   Y3, Y1, Y1
+	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+2
@@ -662,56 +663,56 @@ inner_Q_7:
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// v22 = exp(v21) [B=1024]
-	VMAXPS       lgc4<>+0(SB), Y1, Y3
-	VMINPS       lgc5<>+0(SB), Y3, Y3
-	VMULPS       lgc6<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
-	VMOVAPS      lgc9<>+0(SB), Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc0<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc15<>+0(SB), Y3, Y4
-	VPMINSD      lgc16<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
+	VMAXPS       lgc4<>+0(SB), Y1, Y2
+	VMINPS       lgc5<>+0(SB), Y2, Y2
+	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VMOVAPS      lgc9<>+0(SB), Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc0<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
 	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v24 = min(v22, v23) [B=1024]
-	VMINPS Y5, Y1, Y1
+	VMINPS Y4, Y1, Y1
 
 	// v25 = detach(v24) [B=1024]
 	MOVQ    p5+40(FP), DX
-	VMOVUPS (DX)(BX*4), Y3
+	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v25, v16) [B=1024]
-	VMULPS Y3, Y1, Y3
+	VMULPS Y2, Y1, Y2
 
 	// v27 = neg(v26) [B=1024]
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y2, Y2
 
 	// mean(v27) over [B]
 	MOVQ    p6+48(FP), DX
-	VADDPS  256(DX), Y3, Y3
-	VMOVUPS Y3, 256(DX)
-	VMOVUPD lgc19<>+0(SB), Y3
-	VMOVUPD Y3, 160(SP)
-	VMOVUPD Y3, 192(SP)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
+	VMOVUPD lgc19<>+0(SB), Y2
+	VMOVUPD Y2, 160(SP)
+	VMOVUPD Y2, 192(SP)
 	VMOVUPS Y0, 224(SP)
 	VMOVUPS Y1, 256(SP)
 	XORQ    SI, SI
@@ -738,18 +739,18 @@ inner_Q_8:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS lgc14<>+0(SB), Y0, Y3
+	VMULPS lgc14<>+0(SB), Y0, Y2
 
 	// v34 = mul(v33, v30) [Q=2 B=1024]
-	VMULPS Y0, Y3, Y3
+	VMULPS Y0, Y2, Y2
 
 	// v35 = sub(v30, v31) [Q=2 B=1024]
 	VSUBPS lgc14<>+0(SB), Y0, Y0
 
 	// v36 = where(v32, v34, v35) [Q=2 B=1024]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
+	VMOVUPS   lgc20<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// sum(v36) over [Q]
 	VCVTPS2PD    X0, Y1
@@ -766,6 +767,7 @@ inner_Q_8:
 	// finish v37
 	VMOVUPD     160(SP), Y0
 	VMOVUPD     192(SP), Y1
+	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -784,34 +786,34 @@ inner_Q_8:
 	// v41 = gt(v39, v40) [B=1024]
 	VCMPPS  $0x1e, Y1, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc14<>+0(SB), Y3
+	VMOVUPS lgc14<>+0(SB), Y2
 
 	// v42 = where(v41, v31, v31) [B=1024]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y3, Y1
+	VMOVUPS   lgc20<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y2, Y1
 
 	// v43 = mul(v39, v39) [B=1024]
-	VMULPS Y0, Y0, Y3
+	VMULPS Y0, Y0, Y2
 
 	// v44 = mul(v42, v43) [B=1024]
-	VMULPS Y3, Y1, Y3
+	VMULPS Y2, Y1, Y2
 
 	// mean(v44) over [B]
-	VADDPS  896(DX), Y3, Y3
-	VMOVUPS Y3, 896(DX)
+	VADDPS  896(DX), Y2, Y2
+	VMOVUPS Y2, 896(DX)
 	MOVQ    p5+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y3
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v46 = detach(v16) [B=1024]
 	// v47 = neg(v46) [B=1024]
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y2, Y2
 
 	// mean(v47) over [B]
-	VADDPS  1216(DX), Y3, Y3
-	VMOVUPS Y3, 1216(DX)
-	VMOVUPS lgc21<>+0(SB), Y3
-	VMOVUPS Y3, 288(SP)
+	VADDPS  1216(DX), Y2, Y2
+	VMOVUPS Y2, 1216(DX)
+	VMOVUPS lgc21<>+0(SB), Y2
+	VMOVUPS Y2, 288(SP)
 	VMOVUPS Y0, 352(SP)
 	VMOVUPS Y1, 384(SP)
 	XORQ    DX, DX
@@ -835,9 +837,9 @@ inner_Q_9:
 	VMOVUPS 288(SP), Y1
 	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y3
+	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
-	VORPS   Y3, Y1, Y1
+	VORPS   Y2, Y1, Y1
 	VXORPS  lgc18<>+0(SB), Y1, Y1
 	VMOVUPS Y1, 288(SP)
 	INCQ    DX
@@ -852,10 +854,10 @@ inner_Q_9:
 
 	// v53 = mul(v52, v42) [B=1024]
 	VMULPS  lgc22<>+0(SB), Y1, Y1
-	VMOVUPS 352(SP), Y3
+	VMOVUPS 352(SP), Y2
 
 	// v54 = mul(v53, v39) [B=1024]
-	VMULPS Y3, Y1, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v55 = add(v54, v54) [B=1024]
 	VADDPS Y1, Y1, Y1
@@ -881,63 +883,63 @@ inner_Q_10:
 	// v30 = abs(v29) [Q=2 B=1024]
 	VMOVUPS lgc18<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v32 = lt(v30, v1) [Q=2 B=1024]
-	VCMPPS $0x11, Y3, Y1, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y2, Y1, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS  lgc14<>+0(SB), Y1, Y5
-	VMOVUPS lgc22<>+0(SB), Y6
-	VMOVUPS lgc20<>+0(SB), Y7
+	VMULPS  lgc14<>+0(SB), Y1, Y4
+	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc20<>+0(SB), Y6
 
 	// v57 = where(v32, v52, v40) [Q=2 B=1024]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y7, Y8
+	VMOVUPS   lgc20<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y5, Y6, Y7
 
 	// v58 = where(v32, v40, v52) [Q=2 B=1024]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y7, Y6, Y4
+	VMOVUPS   lgc20<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y6, Y5, Y3
 
 	// v59 = mul(v57, v30) [Q=2 B=1024]
-	VMULPS Y1, Y8, Y1
+	VMULPS Y1, Y7, Y1
 
 	// v60 = mul(v57, v33) [Q=2 B=1024]
-	VMULPS Y5, Y8, Y5
+	VMULPS Y4, Y7, Y4
 
 	// v61 = add(v58, v60) [Q=2 B=1024]
-	VADDPS Y5, Y4, Y4
+	VADDPS Y4, Y3, Y3
 
 	// v62 = mul(v59, v31) [Q=2 B=1024]
 	VMULPS lgc14<>+0(SB), Y1, Y1
 
 	// v63 = add(v61, v62) [Q=2 B=1024]
-	VADDPS Y1, Y4, Y1
+	VADDPS Y1, Y3, Y1
 
 	// v64 = gt(v29, v40) [Q=2 B=1024]
-	VCMPPS $0x1e, Y7, Y0, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS $0x1e, Y6, Y0, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
 	// v65 = lt(v29, v40) [Q=2 B=1024]
-	VCMPPS $0x11, Y7, Y0, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y6, Y0, Y4
+	VANDPS lgc0<>+0(SB), Y4, Y4
 
 	// v67 = mul(v29, v40) [Q=2 B=1024]
 	VMULPS  lgc20<>+0(SB), Y0, Y0
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v68 = where(v65, v66, v67) [Q=2 B=1024]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y0, Y0
+	VMOVUPS   lgc20<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y0, Y0
 
 	// v69 = where(v64, v1, v68) [Q=2 B=1024]
-	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y0, Y0
+	VMOVUPS   lgc20<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y2, Y0, Y0
 
 	// v70 = mul(v63, v69) [Q=2 B=1024]
 	VMULPS Y0, Y1, Y0
@@ -987,7 +989,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -997,7 +999,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1007,7 +1009,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1017,7 +1019,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+8, CX
 
@@ -1034,7 +1036,7 @@ noflush_11:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1044,7 +1046,7 @@ noflush_11:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1054,7 +1056,7 @@ noflush_11:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1064,7 +1066,7 @@ noflush_11:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VZEROUPPER
 	RET

@@ -10,9 +10,9 @@ TEXT ·pass0AVX2(SB), $224-144
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPS Y0, Y0, Y0
-	MOVQ   $+8, DX
-	MOVQ   $+40, CX
+	VMOVUPS lgc0<>+0(SB), Y0
+	MOVQ    $+8, DX
+	MOVQ    $+40, CX
 
 blocks_2:
 	MOVQ      p1+8(FP), BX
@@ -27,14 +27,14 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v4 = where(v2, v0, v3) [B=16 L=48]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 	MOVQ      p3+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v5 = where(v2, v1, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
@@ -118,7 +118,7 @@ blocks_2:
 	// v26 = detach(v24) [B=16 L=48]  # gae
 	// v27 = detach(v25) [B=16 L=48]  # value_target
 	// v28 = where(v2, v11, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y6, Y3, Y5
 	VMOVUPS   Y4, 96(SP)
@@ -188,7 +188,7 @@ blocks_2:
 	VMAXPS Y8, Y9, Y8
 
 	// v42 = where(v37, v39, v41) [B=16 L=48]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y2, Y9
 	VBLENDVPS Y9, Y7, Y8, Y2
 
@@ -199,7 +199,7 @@ blocks_2:
 	VXORPS lgc25<>+0(SB), Y2, Y2
 
 	// v45 = where(v2, v44, v3) [B=16 L=48]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y1, Y7
 	VBLENDVPS Y7, Y2, Y3, Y2
 
@@ -212,7 +212,7 @@ blocks_2:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v50 = where(v2, v49, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -228,7 +228,7 @@ blocks_2:
 	VSUBPS Y5, Y2, Y2
 
 	// v54 = where(v2, v53, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -261,7 +261,7 @@ blocks_2:
 	VSUBPS lgc20<>+0(SB), Y7, Y7
 
 	// v64 = where(v60, v62, v63) [B=16 L=48]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y8, Y10
 	VBLENDVPS Y10, Y9, Y7, Y7
 
@@ -269,7 +269,7 @@ blocks_2:
 	VMULPS lgc2<>+0(SB), Y7, Y7
 
 	// v66 = where(v2, v65, v3) [B=16 L=48]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
 
@@ -290,7 +290,7 @@ blocks_2:
 	VMOVUPD      Y7, 1696(BX)(DI*8)
 
 	// v71 = where(v2, v57, v3) [B=16 L=48]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y1, Y7
 	VBLENDVPS Y7, Y5, Y3, Y5
 
@@ -304,7 +304,7 @@ blocks_2:
 	VMOVUPD      Y5, 2208(BX)(DI*8)
 
 	// v79 = where(v2, v27, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -319,7 +319,7 @@ blocks_2:
 	VMOVUPS      lgc26<>+0(SB), Y2
 
 	// v93 = where(v2, v31, v92) [B=16 L=48]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y6, Y2, Y1
 	VMOVUPS   Y4, 192(SP)
@@ -417,7 +417,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -427,7 +427,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -437,7 +437,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -447,7 +447,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -457,7 +457,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	MOVQ         $+8, DX
 
@@ -473,7 +473,7 @@ noflush_3:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -483,7 +483,7 @@ noflush_3:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -493,7 +493,7 @@ noflush_3:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -503,7 +503,7 @@ noflush_3:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -513,7 +513,7 @@ noflush_3:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	INCQ         AX
 	CMPQ         AX, p17+136(FP)
@@ -928,7 +928,7 @@ blocks_4:
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
 	// v101 = where(v100, v99, v3) [L=48]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
@@ -951,7 +951,7 @@ blocks_4:
 	VMOVUPD      Y1, 4544(CX)
 	VADDPD       4576(CX), Y0, Y0
 	VMOVUPD      Y0, 4576(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(CX)
 	VMOVUPS      5056(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -961,7 +961,7 @@ blocks_4:
 	VMOVUPD      Y1, 4864(CX)
 	VADDPD       4896(CX), Y0, Y0
 	VMOVUPD      Y0, 4896(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5056(CX)
 	MOVQ         $+8, CX
 
@@ -978,7 +978,7 @@ noflush_5:
 	VMOVUPD      Y1, 4544(AX)
 	VADDPD       4576(AX), Y0, Y0
 	VMOVUPD      Y0, 4576(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(AX)
 	VMOVUPS      5056(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -988,7 +988,7 @@ noflush_5:
 	VMOVUPD      Y1, 4864(AX)
 	VADDPD       4896(AX), Y0, Y0
 	VMOVUPD      Y0, 4896(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5056(AX)
 	VZEROUPPER
 	RET
@@ -1042,7 +1042,7 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y4
 
 	// v76 = where(v2, v75, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y1, Y4, Y1
 
@@ -1068,7 +1068,7 @@ blocks_7:
 	VMULPS Y0, Y0, Y0
 
 	// v84 = where(v2, v83, v3) [B=16 L=48]
-	VXORPS    Y1, Y1, Y1
+	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y3, Y1
 	VBLENDVPS Y1, Y0, Y4, Y0
 
@@ -1184,9 +1184,9 @@ TEXT ·fbPass0AVX2(SB), $224-144
 	MOVQ p0+0(FP), AX
 
 outer0_9:
-	VXORPS Y0, Y0, Y0
-	MOVQ   $+8, DX
-	MOVQ   $+40, CX
+	VMOVUPS lgc0<>+0(SB), Y0
+	MOVQ    $+8, DX
+	MOVQ    $+40, CX
 
 blocks_10:
 	MOVQ      p1+8(FP), BX
@@ -1201,14 +1201,14 @@ blocks_10:
 	VMOVUPS   lgc0<>+0(SB), Y3
 
 	// v4 = where(v2, v0, v3) [B=16 L=48]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 	MOVQ      p3+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
 	// v5 = where(v2, v1, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
@@ -1292,7 +1292,7 @@ blocks_10:
 	// v26 = detach(v24) [B=16 L=48]  # gae
 	// v27 = detach(v25) [B=16 L=48]  # value_target
 	// v28 = where(v2, v11, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y6, Y3, Y5
 	VMOVUPS   Y4, 96(SP)
@@ -1362,7 +1362,7 @@ blocks_10:
 	VMAXPS Y8, Y9, Y8
 
 	// v42 = where(v37, v39, v41) [B=16 L=48]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y2, Y9
 	VBLENDVPS Y9, Y7, Y8, Y2
 
@@ -1373,7 +1373,7 @@ blocks_10:
 	VXORPS lgc25<>+0(SB), Y2, Y2
 
 	// v45 = where(v2, v44, v3) [B=16 L=48]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y1, Y7
 	VBLENDVPS Y7, Y2, Y3, Y2
 
@@ -1386,7 +1386,7 @@ blocks_10:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v50 = where(v2, v49, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -1402,7 +1402,7 @@ blocks_10:
 	VSUBPS Y5, Y2, Y2
 
 	// v54 = where(v2, v53, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -1435,7 +1435,7 @@ blocks_10:
 	VSUBPS lgc20<>+0(SB), Y7, Y7
 
 	// v64 = where(v60, v62, v63) [B=16 L=48]
-	VXORPS    Y10, Y10, Y10
+	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y8, Y10
 	VBLENDVPS Y10, Y9, Y7, Y7
 
@@ -1443,7 +1443,7 @@ blocks_10:
 	VMULPS lgc2<>+0(SB), Y7, Y7
 
 	// v66 = where(v2, v65, v3) [B=16 L=48]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
 
@@ -1464,7 +1464,7 @@ blocks_10:
 	VMOVUPD      Y7, 1696(BX)(DI*8)
 
 	// v71 = where(v2, v57, v3) [B=16 L=48]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y1, Y7
 	VBLENDVPS Y7, Y5, Y3, Y5
 
@@ -1478,7 +1478,7 @@ blocks_10:
 	VMOVUPD      Y5, 2208(BX)(DI*8)
 
 	// v79 = where(v2, v27, v3) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
@@ -1493,7 +1493,7 @@ blocks_10:
 	VMOVUPS      lgc26<>+0(SB), Y2
 
 	// v93 = where(v2, v31, v92) [B=16 L=48]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y6, Y2, Y1
 	VMOVUPS   Y4, 192(SP)
@@ -1591,7 +1591,7 @@ blocks_10:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1601,7 +1601,7 @@ blocks_10:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1611,7 +1611,7 @@ blocks_10:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1621,7 +1621,7 @@ blocks_10:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1631,7 +1631,7 @@ blocks_10:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	MOVQ         $+8, DX
 
@@ -1647,7 +1647,7 @@ noflush_11:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1657,7 +1657,7 @@ noflush_11:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1667,7 +1667,7 @@ noflush_11:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1677,7 +1677,7 @@ noflush_11:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1687,7 +1687,7 @@ noflush_11:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	INCQ         AX
 	CMPQ         AX, p17+136(FP)
@@ -1802,7 +1802,7 @@ blocks_12:
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
 	// v101 = where(v100, v99, v3) [L=48]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
@@ -1825,7 +1825,7 @@ blocks_12:
 	VMOVUPD      Y1, 4544(CX)
 	VADDPD       4576(CX), Y0, Y0
 	VMOVUPD      Y0, 4576(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(CX)
 	VMOVUPS      5056(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1835,7 +1835,7 @@ blocks_12:
 	VMOVUPD      Y1, 4864(CX)
 	VADDPD       4896(CX), Y0, Y0
 	VMOVUPD      Y0, 4896(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5056(CX)
 	MOVQ         $+8, CX
 
@@ -1852,7 +1852,7 @@ noflush_13:
 	VMOVUPD      Y1, 4544(AX)
 	VADDPD       4576(AX), Y0, Y0
 	VMOVUPD      Y0, 4576(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 4736(AX)
 	VMOVUPS      5056(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1862,7 +1862,7 @@ noflush_13:
 	VMOVUPD      Y1, 4864(AX)
 	VADDPD       4896(AX), Y0, Y0
 	VMOVUPD      Y0, 4896(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 5056(AX)
 	VZEROUPPER
 	RET
@@ -1979,7 +1979,7 @@ blocks_15:
 	VCVTDQ2PS Y0, Y0
 
 	// v76 = where(v2, v75, v3) [B=16 L=48]
-	VXORPS    Y11, Y11, Y11
+	VMOVUPS   lgc0<>+0(SB), Y11
 	VCMPPS    $0x04, Y11, Y0, Y11
 	VBLENDVPS Y11, Y6, Y3, Y6
 	VMOVUPS   Y1, 96(SP)
@@ -2008,7 +2008,7 @@ blocks_15:
 	VMULPS Y1, Y1, Y1
 
 	// v84 = where(v2, v83, v3) [B=16 L=48]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y3, Y1
 
@@ -2025,7 +2025,7 @@ blocks_15:
 	VDIVPS Y5, Y7, Y1
 
 	// v110 = where(v2, v108, v3) [B=16 L=48]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y3, Y0
 
@@ -2033,12 +2033,12 @@ blocks_15:
 	VMULPS lgc2<>+0(SB), Y0, Y1
 
 	// v112 = where(v60, v111, v3) [B=16 L=48]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y9, Y2
 	VBLENDVPS Y2, Y1, Y3, Y2
 
 	// v113 = where(v60, v3, v111) [B=16 L=48]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y9, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 	VMOVUPS   160(SP), Y4
@@ -2073,12 +2073,12 @@ blocks_15:
 	VMOVUPS lgc32<>+0(SB), Y6
 
 	// v122 = where(v120, v109, v121) [B=16 L=48]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y6, Y2, Y2
 
 	// v123 = where(v119, v11, v122) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y7, Y2, Y2
 
@@ -2097,12 +2097,12 @@ blocks_15:
 	VMOVUPS 32(SP), Y2
 
 	// v128 = where(v37, v127, v3) [B=16 L=48]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y0, Y3, Y4
 
 	// v129 = where(v37, v3, v127) [B=16 L=48]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y3, Y0, Y0
 	VMOVUPS   (SP), Y2
@@ -2125,7 +2125,7 @@ blocks_15:
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// v133 = where(v132, v129, v3) [B=16 L=48]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y0, Y3, Y0
 	VMOVUPS   lgc23<>+0(SB), Y5
@@ -2143,7 +2143,7 @@ blocks_15:
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// v136 = where(v135, v128, v3) [B=16 L=48]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y3
 

@@ -23,14 +23,14 @@ inner_D_2:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DX)(X1*8), Y0
 	MOVQ       p1+8(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
 	// v4 = sub(v3, v1) [B=256 D=3]
@@ -40,69 +40,69 @@ inner_D_2:
 	VMULPD Y0, Y0, Y0
 
 	// v6 = neg(v5) [B=256 D=3]
-	VXORPD     lgc2<>+0(SB), Y0, Y0
+	VXORPD     lgc3<>+0(SB), Y0, Y0
 	MOVQ       p2+16(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
 	// v8 = mul(v2, v2) [B=256 D=3]
 	VMULPD Y1, Y1, Y2
 
 	// v9 = mul(v7, v8) [B=256 D=3]
-	VMULPD lgc3<>+0(SB), Y2, Y2
+	VMULPD lgc4<>+0(SB), Y2, Y2
 
 	// v10 = div(v6, v9) [B=256 D=3]
 	VDIVPD Y2, Y0, Y0
 
 	// v11 = log(v2) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
-	VMULPD      lgc5<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc5<>+0(SB), Y1, Y2
+	VMULPD      lgc6<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
+	VPSUBQ      lgc7<>+0(SB), Y4, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VPAND       lgc9<>+0(SB), Y3, Y2
+	VPOR        lgc10<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
+	VMULPD      lgc12<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
+	VSUBPD      lgc10<>+0(SB), Y2, Y2
+	VADDPD      lgc4<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VMOVAPD     lgc13<>+0(SB), Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VMOVAPD     lgc16<>+0(SB), Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
+	VMULPD      lgc12<>+0(SB), Y5, Y5
+	VPADDQ      lgc20<>+0(SB), Y4, Y4
+	VSUBPD      lgc20<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
+	VFMADD231PD lgc21<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
+	VMULPD      lgc22<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc25<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 
@@ -110,7 +110,7 @@ inner_D_2:
 	VSUBPD Y2, Y0, Y0
 
 	// v14 = sub(v12, v13) [B=256 D=3]
-	VSUBPD lgc25<>+0(SB), Y0, Y0
+	VSUBPD lgc26<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
 	VADDPD  (SP), Y0, Y0
@@ -143,14 +143,14 @@ inner_D_3:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
 	MOVQ       p2+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
 	// v20 = div(v19, v2) [B=256 D=3]
@@ -161,14 +161,14 @@ inner_D_3:
 	MOVQ       p5+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y3
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPD     Y2, Y2, Y2
+	VMOVUPD    lgc2<>+0(SB), Y4
+	VMOVUPD    lgc0<>+0(SB), Y2
 	VGATHERDPD Y4, (BX)(X3*8), Y2
 	MOVQ       p1+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
-	VPCMPEQD   Y5, Y5, Y5
-	VXORPD     Y3, Y3, Y3
+	VMOVUPD    lgc2<>+0(SB), Y5
+	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
 
 	// v22 = sub(v18, v1) [B=256 D=3]
@@ -184,54 +184,54 @@ inner_D_3:
 	VADDPD Y1, Y0, Y1
 
 	// v28 = sub(v26, v27) [B=256 D=3]
-	VSUBPD lgc9<>+0(SB), Y1, Y1
+	VSUBPD lgc10<>+0(SB), Y1, Y1
 
 	// v29 = log(v21) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
-	VMULPD      lgc5<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y2
+	VMULPD      lgc6<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
+	VPSUBQ      lgc7<>+0(SB), Y4, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VPAND       lgc9<>+0(SB), Y3, Y2
+	VPOR        lgc10<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
+	VMULPD      lgc12<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
+	VSUBPD      lgc10<>+0(SB), Y2, Y2
+	VADDPD      lgc4<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VMOVAPD     lgc13<>+0(SB), Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VMOVAPD     lgc16<>+0(SB), Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
+	VMULPD      lgc12<>+0(SB), Y5, Y5
+	VPADDQ      lgc20<>+0(SB), Y4, Y4
+	VSUBPD      lgc20<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
+	VFMADD231PD lgc21<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
+	VMULPD      lgc22<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 
@@ -239,7 +239,7 @@ inner_D_3:
 	VSUBPD Y2, Y1, Y0
 
 	// v31 = mul(v25, v30) [B=256 D=3]
-	VMULPD lgc11<>+0(SB), Y0, Y0
+	VMULPD lgc12<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
 	VADDPD  64(SP), Y0, Y0
@@ -253,15 +253,14 @@ inner_D_3:
 	VMOVUPD 160(SP), Y1
 
 	// v34 = exp(v17) [B=256]
-	VMAXPD       lgc26<>+0(SB), Y1, Y2
-	VMINPD       lgc27<>+0(SB), Y2, Y2
-	VMULPD       lgc28<>+0(SB), Y2, Y3
+	VMAXPD       lgc27<>+0(SB), Y1, Y2
+	VMINPD       lgc28<>+0(SB), Y2, Y2
+	VMULPD       lgc29<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
 	VMOVAPD      Y2, Y2
+	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
-	VMOVAPD      lgc29<>+0(SB), Y4
-	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
+	VMOVAPD      lgc30<>+0(SB), Y4
 	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
@@ -271,18 +270,19 @@ inner_D_3:
 	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc40<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc40<>+0(SB), X2, X3
-	VPMINSD      lgc41<>+0(SB), X3, X3
+	VPMAXSD      lgc41<>+0(SB), X2, X3
+	VPMINSD      lgc42<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc6<>+0(SB), Y3, Y3
+	VPADDQ       lgc7<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
+	VPADDQ       lgc7<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
@@ -304,7 +304,7 @@ inner_D_3:
 	VSUBPD Y2, Y1, Y1
 
 	// v38 = neg(v37) [B=256]
-	VXORPD lgc2<>+0(SB), Y1, Y1
+	VXORPD lgc3<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
 	MOVQ    p8+64(FP), CX
@@ -337,61 +337,61 @@ inner_D_4:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 
 	// v11 = log(v2) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
-	VMULPD      lgc5<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
+	VMULPD      lgc6<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y1, Y1
+	VPSUBQ      lgc7<>+0(SB), Y3, Y3
+	VPAND       lgc8<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y2, Y1
-	VPOR        lgc9<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
+	VPAND       lgc9<>+0(SB), Y2, Y1
+	VPOR        lgc10<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
+	VMULPD      lgc12<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y1, Y1
-	VADDPD      lgc3<>+0(SB), Y1, Y2
+	VSUBPD      lgc10<>+0(SB), Y1, Y1
+	VADDPD      lgc4<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y6
-	VFMADD213PD lgc13<>+0(SB), Y5, Y6
+	VMOVAPD     lgc13<>+0(SB), Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
+	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc15<>+0(SB), Y7
-	VFMADD213PD lgc16<>+0(SB), Y5, Y7
+	VMOVAPD     lgc16<>+0(SB), Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
+	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
+	VMULPD      lgc12<>+0(SB), Y4, Y4
+	VPADDQ      lgc20<>+0(SB), Y3, Y3
+	VSUBPD      lgc20<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y3, Y5
+	VFMADD231PD lgc21<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y3, Y1
+	VMULPD      lgc22<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
 	// v44 = add(v43, v11) [B=256 D=3]
-	VADDPD lgc42<>+0(SB), Y1, Y0
+	VADDPD lgc43<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
 	VADDPD  192(SP), Y0, Y0
@@ -404,7 +404,7 @@ inner_D_4:
 	VMOVUPD 192(SP), Y0
 
 	// v47 = mul(v46, v45) [B=256]
-	VMULPD lgc43<>+0(SB), Y0, Y1
+	VMULPD lgc44<>+0(SB), Y0, Y1
 
 	// mean(v45) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -425,7 +425,7 @@ inner_D_4:
 	VMULPD Y1, Y1, Y2
 
 	// v54 = mul(v27, v53) [B=256]
-	VMULPD lgc9<>+0(SB), Y2, Y2
+	VMULPD lgc10<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
@@ -435,7 +435,7 @@ inner_D_4:
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
+	VADDPD      lgc10<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1024(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -449,7 +449,7 @@ inner_D_4:
 	VMOVUPD     1792(CX), Y1
 	VSUBPD      Y1, Y0, Y2
 	VMOVUPD     1600(CX), Y3
-	VADDPD      lgc9<>+0(SB), Y3, Y3
+	VADDPD      lgc10<>+0(SB), Y3, Y3
 	VMOVUPD     Y3, 1600(CX)
 	VDIVPD      Y3, Y2, Y3
 	VADDPD      Y3, Y1, Y1
@@ -490,265 +490,271 @@ DATA lgc1<>+24(SB)/4, $0x00000012
 DATA lgc1<>+28(SB)/4, $0x00000015
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0x8000000000000000
-DATA lgc2<>+8(SB)/8, $0x8000000000000000
-DATA lgc2<>+16(SB)/8, $0x8000000000000000
-DATA lgc2<>+24(SB)/8, $0x8000000000000000
+DATA lgc2<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc2<>+8(SB)/8, $0xffffffffffffffff
+DATA lgc2<>+16(SB)/8, $0xffffffffffffffff
+DATA lgc2<>+24(SB)/8, $0xffffffffffffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x4000000000000000
-DATA lgc3<>+8(SB)/8, $0x4000000000000000
-DATA lgc3<>+16(SB)/8, $0x4000000000000000
-DATA lgc3<>+24(SB)/8, $0x4000000000000000
+DATA lgc3<>+0(SB)/8, $0x8000000000000000
+DATA lgc3<>+8(SB)/8, $0x8000000000000000
+DATA lgc3<>+16(SB)/8, $0x8000000000000000
+DATA lgc3<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x0010000000000000
-DATA lgc4<>+8(SB)/8, $0x0010000000000000
-DATA lgc4<>+16(SB)/8, $0x0010000000000000
-DATA lgc4<>+24(SB)/8, $0x0010000000000000
+DATA lgc4<>+0(SB)/8, $0x4000000000000000
+DATA lgc4<>+8(SB)/8, $0x4000000000000000
+DATA lgc4<>+16(SB)/8, $0x4000000000000000
+DATA lgc4<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x4350000000000000
-DATA lgc5<>+8(SB)/8, $0x4350000000000000
-DATA lgc5<>+16(SB)/8, $0x4350000000000000
-DATA lgc5<>+24(SB)/8, $0x4350000000000000
+DATA lgc5<>+0(SB)/8, $0x0010000000000000
+DATA lgc5<>+8(SB)/8, $0x0010000000000000
+DATA lgc5<>+16(SB)/8, $0x0010000000000000
+DATA lgc5<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x00000000000003ff
-DATA lgc6<>+8(SB)/8, $0x00000000000003ff
-DATA lgc6<>+16(SB)/8, $0x00000000000003ff
-DATA lgc6<>+24(SB)/8, $0x00000000000003ff
+DATA lgc6<>+0(SB)/8, $0x4350000000000000
+DATA lgc6<>+8(SB)/8, $0x4350000000000000
+DATA lgc6<>+16(SB)/8, $0x4350000000000000
+DATA lgc6<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc7<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc7<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc7<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc7<>+0(SB)/8, $0x00000000000003ff
+DATA lgc7<>+8(SB)/8, $0x00000000000003ff
+DATA lgc7<>+16(SB)/8, $0x00000000000003ff
+DATA lgc7<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc8<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc8<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc8<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc8<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc8<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc8<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc8<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc9<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc9<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc9<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc9<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc9<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc9<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc9<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc10<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc10<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc10<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc10<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc11<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc11<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc11<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc11<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc12<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc12<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc12<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc12<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc12<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc12<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc12<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc13<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc13<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc13<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc13<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc13<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc13<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc13<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc14<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc14<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc14<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc14<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc14<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc14<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc14<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc15<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc15<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc15<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc15<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc15<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc15<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc15<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc16<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc16<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc16<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc16<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc16<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc16<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc16<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc17<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc17<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc17<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc17<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc17<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc17<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc17<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc18<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc18<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc18<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc18<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc18<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc18<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc18<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x4338000000000000
-DATA lgc19<>+8(SB)/8, $0x4338000000000000
-DATA lgc19<>+16(SB)/8, $0x4338000000000000
-DATA lgc19<>+24(SB)/8, $0x4338000000000000
+DATA lgc19<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc19<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc19<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc19<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc20<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc20<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc20<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc20<>+0(SB)/8, $0x4338000000000000
+DATA lgc20<>+8(SB)/8, $0x4338000000000000
+DATA lgc20<>+16(SB)/8, $0x4338000000000000
+DATA lgc20<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc21<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc21<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc21<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc21<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc21<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc21<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc21<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0xfff0000000000000
-DATA lgc22<>+8(SB)/8, $0xfff0000000000000
-DATA lgc22<>+16(SB)/8, $0xfff0000000000000
-DATA lgc22<>+24(SB)/8, $0xfff0000000000000
+DATA lgc22<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc22<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc22<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc22<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc23<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc23<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc23<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc23<>+0(SB)/8, $0xfff0000000000000
+DATA lgc23<>+8(SB)/8, $0xfff0000000000000
+DATA lgc23<>+16(SB)/8, $0xfff0000000000000
+DATA lgc23<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc24<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc24<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc24<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc24<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc24<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc24<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc24<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x3fed67f1c864beb4
-DATA lgc25<>+8(SB)/8, $0x3fed67f1c864beb4
-DATA lgc25<>+16(SB)/8, $0x3fed67f1c864beb4
-DATA lgc25<>+24(SB)/8, $0x3fed67f1c864beb4
+DATA lgc25<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc25<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc25<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc25<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0xc087500000000000
-DATA lgc26<>+8(SB)/8, $0xc087500000000000
-DATA lgc26<>+16(SB)/8, $0xc087500000000000
-DATA lgc26<>+24(SB)/8, $0xc087500000000000
+DATA lgc26<>+0(SB)/8, $0x3fed67f1c864beb4
+DATA lgc26<>+8(SB)/8, $0x3fed67f1c864beb4
+DATA lgc26<>+16(SB)/8, $0x3fed67f1c864beb4
+DATA lgc26<>+24(SB)/8, $0x3fed67f1c864beb4
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x4086300000000000
-DATA lgc27<>+8(SB)/8, $0x4086300000000000
-DATA lgc27<>+16(SB)/8, $0x4086300000000000
-DATA lgc27<>+24(SB)/8, $0x4086300000000000
+DATA lgc27<>+0(SB)/8, $0xc087500000000000
+DATA lgc27<>+8(SB)/8, $0xc087500000000000
+DATA lgc27<>+16(SB)/8, $0xc087500000000000
+DATA lgc27<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc28<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc28<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc28<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc28<>+0(SB)/8, $0x4086300000000000
+DATA lgc28<>+8(SB)/8, $0x4086300000000000
+DATA lgc28<>+16(SB)/8, $0x4086300000000000
+DATA lgc28<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc29<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc29<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc29<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc29<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc29<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc29<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc29<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc30<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc30<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc30<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc30<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc30<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc30<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc30<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc31<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc31<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc31<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc31<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc31<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc31<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc31<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc32<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc32<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc32<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc32<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc32<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc32<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc32<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc33<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc33<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc33<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc33<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc33<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc33<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc33<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc34<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc34<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc34<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc34<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc34<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc34<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc34<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc35<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc35<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc35<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc35<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc35<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc35<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc35<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc36<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc36<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc36<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc36<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc36<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc36<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc36<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3f81111111111111
-DATA lgc37<>+8(SB)/8, $0x3f81111111111111
-DATA lgc37<>+16(SB)/8, $0x3f81111111111111
-DATA lgc37<>+24(SB)/8, $0x3f81111111111111
+DATA lgc37<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc37<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc37<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc37<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc38<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc38<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc38<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc38<>+0(SB)/8, $0x3f81111111111111
+DATA lgc38<>+8(SB)/8, $0x3f81111111111111
+DATA lgc38<>+16(SB)/8, $0x3f81111111111111
+DATA lgc38<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc39<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc39<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc39<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc39<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc39<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc39<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc39<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xfffffc02
-DATA lgc40<>+4(SB)/4, $0xfffffc02
-DATA lgc40<>+8(SB)/4, $0xfffffc02
-DATA lgc40<>+12(SB)/4, $0xfffffc02
-DATA lgc40<>+16(SB)/4, $0xfffffc02
-DATA lgc40<>+20(SB)/4, $0xfffffc02
-DATA lgc40<>+24(SB)/4, $0xfffffc02
-DATA lgc40<>+28(SB)/4, $0xfffffc02
+DATA lgc40<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc40<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc40<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc40<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x000003ff
-DATA lgc41<>+4(SB)/4, $0x000003ff
-DATA lgc41<>+8(SB)/4, $0x000003ff
-DATA lgc41<>+12(SB)/4, $0x000003ff
-DATA lgc41<>+16(SB)/4, $0x000003ff
-DATA lgc41<>+20(SB)/4, $0x000003ff
-DATA lgc41<>+24(SB)/4, $0x000003ff
-DATA lgc41<>+28(SB)/4, $0x000003ff
+DATA lgc41<>+0(SB)/4, $0xfffffc02
+DATA lgc41<>+4(SB)/4, $0xfffffc02
+DATA lgc41<>+8(SB)/4, $0xfffffc02
+DATA lgc41<>+12(SB)/4, $0xfffffc02
+DATA lgc41<>+16(SB)/4, $0xfffffc02
+DATA lgc41<>+20(SB)/4, $0xfffffc02
+DATA lgc41<>+24(SB)/4, $0xfffffc02
+DATA lgc41<>+28(SB)/4, $0xfffffc02
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+8(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+16(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc42<>+24(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc42<>+0(SB)/4, $0x000003ff
+DATA lgc42<>+4(SB)/4, $0x000003ff
+DATA lgc42<>+8(SB)/4, $0x000003ff
+DATA lgc42<>+12(SB)/4, $0x000003ff
+DATA lgc42<>+16(SB)/4, $0x000003ff
+DATA lgc42<>+20(SB)/4, $0x000003ff
+DATA lgc42<>+24(SB)/4, $0x000003ff
+DATA lgc42<>+28(SB)/4, $0x000003ff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+8(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+16(SB)/8, $0xbf847ae140000000
-DATA lgc43<>+24(SB)/8, $0xbf847ae140000000
+DATA lgc43<>+0(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc43<>+8(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc43<>+16(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc43<>+24(SB)/8, $0x3ff6b3f8e4325f5a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/8, $0xbf847ae140000000
+DATA lgc44<>+8(SB)/8, $0xbf847ae140000000
+DATA lgc44<>+16(SB)/8, $0xbf847ae140000000
+DATA lgc44<>+24(SB)/8, $0xbf847ae140000000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
 // Requires: AVX
@@ -758,13 +764,13 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v59 = add(v57, v58) []
-	VADDPD       lgc44<>+0(SB), Y0, Y0
+	VADDPD       lgc45<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v60 = div(v56, v59) []
 	VDIVPD  Y0, Y1, Y0
-	VMOVUPD lgc9<>+0(SB), Y1
+	VMOVUPD lgc10<>+0(SB), Y1
 
 	// v61 = sub(v27, v60) []
 	VSUBPD       Y0, Y1, Y0
@@ -772,32 +778,32 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v63 = detach(v62) []
-	VMOVUPD lgc45<>+0(SB), Y2
+	VMOVUPD lgc46<>+0(SB), Y2
 
 	// v65 = gt(v63, v64) []
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y2
+	VANDPD       lgc10<>+0(SB), Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v66 = mul(v33, v7) []
-	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc46<>+0(SB), Y5
+	VMULPD  lgc4<>+0(SB), Y3, Y4
+	VMOVUPD lgc47<>+0(SB), Y5
 
 	// v68 = lt(v63, v67) []
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y1
+	VANDPD lgc10<>+0(SB), Y1, Y1
 
 	// v69 = mul(v33, v25) []
-	VMULPD lgc11<>+0(SB), Y3, Y5
+	VMULPD lgc12<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, v33) []
-	VXORPD    Y6, Y6, Y6
+	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
 	// v71 = where(v65, v66, v70) []
-	VXORPD    Y3, Y3, Y3
+	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
@@ -811,23 +817,23 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc44<>+0(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+8(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+16(SB)/8, $0x3cb0000000000000
-DATA lgc44<>+24(SB)/8, $0x3cb0000000000000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
-
-DATA lgc45<>+0(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+8(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+16(SB)/8, $0x3f8eb851e0000000
-DATA lgc45<>+24(SB)/8, $0x3f8eb851e0000000
+DATA lgc45<>+0(SB)/8, $0x3cb0000000000000
+DATA lgc45<>+8(SB)/8, $0x3cb0000000000000
+DATA lgc45<>+16(SB)/8, $0x3cb0000000000000
+DATA lgc45<>+24(SB)/8, $0x3cb0000000000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+8(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+16(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc46<>+24(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc46<>+0(SB)/8, $0x3f8eb851e0000000
+DATA lgc46<>+8(SB)/8, $0x3f8eb851e0000000
+DATA lgc46<>+16(SB)/8, $0x3f8eb851e0000000
+DATA lgc46<>+24(SB)/8, $0x3f8eb851e0000000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc47<>+8(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc47<>+16(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc47<>+24(SB)/8, $0x3f7b4e81aaaaaaab
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -848,14 +854,14 @@ inner_D_6:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DX)(X1*8), Y0
 	MOVQ       p1+8(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
 	// v4 = sub(v3, v1) [B=256 D=3]
@@ -865,19 +871,19 @@ inner_D_6:
 	VMULPD Y0, Y0, Y1
 
 	// v6 = neg(v5) [B=256 D=3]
-	VXORPD     lgc2<>+0(SB), Y1, Y2
+	VXORPD     lgc3<>+0(SB), Y1, Y2
 	MOVQ       p2+16(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y4
-	VPCMPEQD   Y5, Y5, Y5
-	VXORPD     Y3, Y3, Y3
+	VMOVUPD    lgc2<>+0(SB), Y5
+	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (DX)(X4*8), Y3
 
 	// v8 = mul(v2, v2) [B=256 D=3]
 	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(v7, v8) [B=256 D=3]
-	VMULPD lgc3<>+0(SB), Y4, Y5
+	VMULPD lgc4<>+0(SB), Y4, Y5
 
 	// v10 = div(v6, v9) [B=256 D=3]
 	VDIVPD  Y5, Y2, Y6
@@ -888,51 +894,51 @@ inner_D_6:
 	VMOVUPD Y0, 192(SP)
 
 	// v11 = log(v2) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y3, Y0
-	VMULPD      lgc5<>+0(SB), Y3, Y1
+	VCMPPD      $0x11, lgc5<>+0(SB), Y3, Y0
+	VMULPD      lgc6<>+0(SB), Y3, Y1
 	VBLENDVPD   Y0, Y1, Y3, Y1
 	VPSRLQ      $0x34, Y1, Y2
-	VPSUBQ      lgc6<>+0(SB), Y2, Y2
-	VPAND       lgc7<>+0(SB), Y0, Y0
+	VPSUBQ      lgc7<>+0(SB), Y2, Y2
+	VPAND       lgc8<>+0(SB), Y0, Y0
 	VPADDQ      Y0, Y2, Y2
-	VPAND       lgc8<>+0(SB), Y1, Y0
-	VPOR        lgc9<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
-	VMULPD      lgc11<>+0(SB), Y0, Y4
+	VPAND       lgc9<>+0(SB), Y1, Y0
+	VPOR        lgc10<>+0(SB), Y0, Y0
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y0, Y1
+	VMULPD      lgc12<>+0(SB), Y0, Y4
 	VBLENDVPD   Y1, Y4, Y0, Y0
 	VPSUBQ      Y1, Y2, Y2
-	VSUBPD      lgc9<>+0(SB), Y0, Y0
-	VADDPD      lgc3<>+0(SB), Y0, Y1
+	VSUBPD      lgc10<>+0(SB), Y0, Y0
+	VADDPD      lgc4<>+0(SB), Y0, Y1
 	VDIVPD      Y1, Y0, Y1
 	VMULPD      Y1, Y1, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y5, Y7
+	VMOVAPD     lgc13<>+0(SB), Y7
 	VFMADD213PD lgc14<>+0(SB), Y5, Y7
+	VFMADD213PD lgc15<>+0(SB), Y5, Y7
 	VMULPD      Y5, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y5, Y8
+	VMOVAPD     lgc16<>+0(SB), Y8
 	VFMADD213PD lgc17<>+0(SB), Y5, Y8
 	VFMADD213PD lgc18<>+0(SB), Y5, Y8
+	VFMADD213PD lgc19<>+0(SB), Y5, Y8
 	VMULPD      Y4, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y0, Y0, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y2, Y2
-	VSUBPD      lgc19<>+0(SB), Y2, Y2
+	VMULPD      lgc12<>+0(SB), Y4, Y4
+	VPADDQ      lgc20<>+0(SB), Y2, Y2
+	VSUBPD      lgc20<>+0(SB), Y2, Y2
 	VADDPD      Y4, Y8, Y5
 	VMULPD      Y1, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y2, Y5
+	VFMADD231PD lgc21<>+0(SB), Y2, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y0, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y2, Y0
+	VMULPD      lgc22<>+0(SB), Y2, Y0
 	VSUBPD      Y5, Y0, Y0
 	VCMPPD      $0x00, lgc0<>+0(SB), Y3, Y1
-	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc0<>+0(SB), Y3, Y1
 	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc24<>+0(SB), Y3, Y1
+	VCMPPD      $0x11, lgc0<>+0(SB), Y3, Y1
 	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
+	VCMPPD      $0x00, lgc25<>+0(SB), Y3, Y1
+	VBLENDVPD   Y1, lgc25<>+0(SB), Y0, Y0
 	VCMPPD      $0x03, Y3, Y3, Y1
 	VBLENDVPD   Y1, Y3, Y0, Y0
 
@@ -940,7 +946,7 @@ inner_D_6:
 	VSUBPD Y0, Y6, Y0
 
 	// v14 = sub(v12, v13) [B=256 D=3]
-	VSUBPD lgc25<>+0(SB), Y0, Y0
+	VSUBPD lgc26<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
 	VADDPD  (SP), Y0, Y0
@@ -973,14 +979,14 @@ inner_D_7:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
 	MOVQ       p2+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
 	// v20 = div(v19, v2) [B=256 D=3]
@@ -991,14 +997,14 @@ inner_D_7:
 	MOVQ       p5+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
-	VPCMPEQD   Y5, Y5, Y5
-	VXORPD     Y3, Y3, Y3
+	VMOVUPD    lgc2<>+0(SB), Y5
+	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
 	MOVQ       p1+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y5
-	VPCMPEQD   Y6, Y6, Y6
-	VXORPD     Y4, Y4, Y4
+	VMOVUPD    lgc2<>+0(SB), Y6
+	VMOVUPD    lgc0<>+0(SB), Y4
 	VGATHERDPD Y6, (BX)(X5*8), Y4
 
 	// v22 = sub(v18, v1) [B=256 D=3]
@@ -1014,57 +1020,57 @@ inner_D_7:
 	VADDPD Y4, Y2, Y4
 
 	// v28 = sub(v26, v27) [B=256 D=3]
-	VSUBPD  lgc9<>+0(SB), Y4, Y4
+	VSUBPD  lgc10<>+0(SB), Y4, Y4
 	VMOVUPD Y1, 352(SP)
 	VMOVUPD Y3, 384(SP)
 	VMOVUPD Y0, 416(SP)
 
 	// v29 = log(v21) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y2, Y0
-	VMULPD      lgc5<>+0(SB), Y2, Y1
+	VCMPPD      $0x11, lgc5<>+0(SB), Y2, Y0
+	VMULPD      lgc6<>+0(SB), Y2, Y1
 	VBLENDVPD   Y0, Y1, Y2, Y1
 	VPSRLQ      $0x34, Y1, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y0, Y0
+	VPSUBQ      lgc7<>+0(SB), Y3, Y3
+	VPAND       lgc8<>+0(SB), Y0, Y0
 	VPADDQ      Y0, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y1, Y0
-	VPOR        lgc9<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
-	VMULPD      lgc11<>+0(SB), Y0, Y5
+	VPAND       lgc9<>+0(SB), Y1, Y0
+	VPOR        lgc10<>+0(SB), Y0, Y0
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y0, Y1
+	VMULPD      lgc12<>+0(SB), Y0, Y5
 	VBLENDVPD   Y1, Y5, Y0, Y0
 	VPSUBQ      Y1, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y0, Y0
-	VADDPD      lgc3<>+0(SB), Y0, Y1
+	VSUBPD      lgc10<>+0(SB), Y0, Y0
+	VADDPD      lgc4<>+0(SB), Y0, Y1
 	VDIVPD      Y1, Y0, Y1
 	VMULPD      Y1, Y1, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VMOVAPD     lgc13<>+0(SB), Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VMOVAPD     lgc16<>+0(SB), Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y0, Y0, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
+	VMULPD      lgc12<>+0(SB), Y5, Y5
+	VPADDQ      lgc20<>+0(SB), Y3, Y3
+	VSUBPD      lgc20<>+0(SB), Y3, Y3
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y1, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y3, Y6
+	VFMADD231PD lgc21<>+0(SB), Y3, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y0, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y3, Y0
+	VMULPD      lgc22<>+0(SB), Y3, Y0
 	VSUBPD      Y6, Y0, Y0
 	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y1
-	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc0<>+0(SB), Y2, Y1
 	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc24<>+0(SB), Y2, Y1
+	VCMPPD      $0x11, lgc0<>+0(SB), Y2, Y1
 	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
+	VCMPPD      $0x00, lgc25<>+0(SB), Y2, Y1
+	VBLENDVPD   Y1, lgc25<>+0(SB), Y0, Y0
 	VCMPPD      $0x03, Y2, Y2, Y1
 	VBLENDVPD   Y1, Y2, Y0, Y0
 
@@ -1072,7 +1078,7 @@ inner_D_7:
 	VSUBPD Y0, Y4, Y0
 
 	// v31 = mul(v25, v30) [B=256 D=3]
-	VMULPD lgc11<>+0(SB), Y0, Y0
+	VMULPD lgc12<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
 	VADDPD  224(SP), Y0, Y0
@@ -1086,15 +1092,14 @@ inner_D_7:
 	VMOVUPD 320(SP), Y1
 
 	// v34 = exp(v17) [B=256]
-	VMAXPD       lgc26<>+0(SB), Y1, Y2
-	VMINPD       lgc27<>+0(SB), Y2, Y2
-	VMULPD       lgc28<>+0(SB), Y2, Y3
+	VMAXPD       lgc27<>+0(SB), Y1, Y2
+	VMINPD       lgc28<>+0(SB), Y2, Y2
+	VMULPD       lgc29<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
 	VMOVAPD      Y2, Y2
+	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
-	VMOVAPD      lgc29<>+0(SB), Y4
-	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
+	VMOVAPD      lgc30<>+0(SB), Y4
 	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
@@ -1104,18 +1109,19 @@ inner_D_7:
 	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc40<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc40<>+0(SB), X2, X3
-	VPMINSD      lgc41<>+0(SB), X3, X3
+	VPMAXSD      lgc41<>+0(SB), X2, X3
+	VPMINSD      lgc42<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc6<>+0(SB), Y3, Y3
+	VPADDQ       lgc7<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
+	VPADDQ       lgc7<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
@@ -1137,7 +1143,7 @@ inner_D_7:
 	VSUBPD Y2, Y1, Y1
 
 	// v38 = neg(v37) [B=256]
-	VXORPD lgc2<>+0(SB), Y1, Y1
+	VXORPD lgc3<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
 	MOVQ    p8+64(FP), CX
@@ -1171,61 +1177,61 @@ inner_D_8:
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DI)(X1*8), Y0
 
 	// v11 = log(v2) [B=256 D=3]
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
-	VMULPD      lgc5<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
+	VMULPD      lgc6<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y1, Y1
+	VPSUBQ      lgc7<>+0(SB), Y3, Y3
+	VPAND       lgc8<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y2, Y1
-	VPOR        lgc9<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
+	VPAND       lgc9<>+0(SB), Y2, Y1
+	VPOR        lgc10<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
+	VMULPD      lgc12<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y1, Y1
-	VADDPD      lgc3<>+0(SB), Y1, Y2
+	VSUBPD      lgc10<>+0(SB), Y1, Y1
+	VADDPD      lgc4<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y6
-	VFMADD213PD lgc13<>+0(SB), Y5, Y6
+	VMOVAPD     lgc13<>+0(SB), Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
+	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc15<>+0(SB), Y7
-	VFMADD213PD lgc16<>+0(SB), Y5, Y7
+	VMOVAPD     lgc16<>+0(SB), Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
+	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
+	VMULPD      lgc12<>+0(SB), Y4, Y4
+	VPADDQ      lgc20<>+0(SB), Y3, Y3
+	VSUBPD      lgc20<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y3, Y5
+	VFMADD231PD lgc21<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y3, Y1
+	VMULPD      lgc22<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
 	// v44 = add(v43, v11) [B=256 D=3]
-	VADDPD lgc42<>+0(SB), Y1, Y0
+	VADDPD lgc43<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
 	VADDPD  448(SP), Y0, Y0
@@ -1238,7 +1244,7 @@ inner_D_8:
 	VMOVUPD 448(SP), Y0
 
 	// v47 = mul(v46, v45) [B=256]
-	VMULPD lgc43<>+0(SB), Y0, Y1
+	VMULPD lgc44<>+0(SB), Y0, Y1
 
 	// mean(v45) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -1259,7 +1265,7 @@ inner_D_8:
 	VMULPD Y1, Y1, Y2
 
 	// v54 = mul(v27, v53) [B=256]
-	VMULPD lgc9<>+0(SB), Y2, Y2
+	VMULPD lgc10<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
@@ -1269,7 +1275,7 @@ inner_D_8:
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
+	VADDPD      lgc10<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1024(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -1283,7 +1289,7 @@ inner_D_8:
 	VMOVUPD     1792(CX), Y2
 	VSUBPD      Y2, Y0, Y3
 	VMOVUPD     1600(CX), Y4
-	VADDPD      lgc9<>+0(SB), Y4, Y4
+	VADDPD      lgc10<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1600(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -1299,39 +1305,39 @@ inner_D_8:
 	VMOVUPD Y0, 2176(CX)
 
 	// v73 = mul(v72, v52) [B=256]
-	VMULPD lgc47<>+0(SB), Y1, Y0
+	VMULPD lgc48<>+0(SB), Y1, Y0
 
 	// v74 = add(v73, v73) [B=256]
 	VADDPD Y0, Y0, Y0
 
 	// v75 = neg(v74) [B=256]
-	VXORPD       lgc2<>+0(SB), Y0, Y0
+	VXORPD       lgc3<>+0(SB), Y0, Y0
 	MOVQ         p7+56(FP), CX
 	VBROADCASTSD (CX)(BX*8), Y1
 
 	// v78 = mul(v72, v33) []
-	VMULPD  lgc47<>+0(SB), Y1, Y1
+	VMULPD  lgc48<>+0(SB), Y1, Y1
 	MOVQ    p6+48(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
 	// v79 = mul(v77, v0) [B=256]
-	VMULPD  lgc48<>+0(SB), Y2, Y2
+	VMULPD  lgc49<>+0(SB), Y2, Y2
 	VMOVUPD 544(SP), Y3
 
 	// v80 = mul(v79, v34) [B=256]
 	VMULPD Y3, Y2, Y2
 
 	// v81 = mul(v78, v25) []
-	VMULPD lgc11<>+0(SB), Y1, Y1
+	VMULPD lgc12<>+0(SB), Y1, Y1
 
 	// v82 = neg(v81) []
-	VXORPD lgc2<>+0(SB), Y1, Y3
+	VXORPD lgc3<>+0(SB), Y1, Y3
 
 	// v98 = neg(v80) [B=256]
-	VXORPD lgc2<>+0(SB), Y2, Y4
+	VXORPD lgc3<>+0(SB), Y2, Y4
 
 	// v99 = add(v76, v98) [B=256]
-	VADDPD  lgc49<>+0(SB), Y4, Y5
+	VADDPD  lgc50<>+0(SB), Y4, Y5
 	VMOVUPD Y0, 608(SP)
 	VMOVUPD Y2, 640(SP)
 	VMOVUPD Y1, 672(SP)
@@ -1349,14 +1355,14 @@ inner_D_9:
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
-	VPCMPEQD   Y2, Y2, Y2
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
 	MOVQ       p1+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPD     Y1, Y1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
 	// v4 = sub(v3, v1) [B=256 D=3]
@@ -1366,24 +1372,24 @@ inner_D_9:
 	VMULPD Y0, Y0, Y2
 
 	// v6 = neg(v5) [B=256 D=3]
-	VXORPD     lgc2<>+0(SB), Y2, Y2
+	VXORPD     lgc3<>+0(SB), Y2, Y2
 	MOVQ       p2+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
-	VPCMPEQD   Y5, Y5, Y5
-	VXORPD     Y3, Y3, Y3
+	VMOVUPD    lgc2<>+0(SB), Y5
+	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
 
 	// v8 = mul(v2, v2) [B=256 D=3]
 	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(v7, v8) [B=256 D=3]
-	VMULPD     lgc3<>+0(SB), Y4, Y5
+	VMULPD     lgc4<>+0(SB), Y4, Y5
 	MOVQ       p4+32(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y7
-	VPCMPEQD   Y8, Y8, Y8
-	VXORPD     Y6, Y6, Y6
+	VMOVUPD    lgc2<>+0(SB), Y8
+	VMOVUPD    lgc0<>+0(SB), Y6
 	VGATHERDPD Y8, (BX)(X7*8), Y6
 
 	// v20 = div(v19, v2) [B=256 D=3]
@@ -1394,8 +1400,8 @@ inner_D_9:
 	MOVQ       p5+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y10
-	VPCMPEQD   Y11, Y11, Y11
-	VXORPD     Y9, Y9, Y9
+	VMOVUPD    lgc2<>+0(SB), Y11
+	VMOVUPD    lgc0<>+0(SB), Y9
 	VGATHERDPD Y11, (BX)(X10*8), Y9
 
 	// v22 = sub(v18, v1) [B=256 D=3]
@@ -1422,7 +1428,7 @@ inner_D_9:
 	VDIVPD Y3, Y9, Y10
 
 	// v88 = neg(v86) [B=256 D=3]
-	VXORPD lgc2<>+0(SB), Y9, Y9
+	VXORPD lgc3<>+0(SB), Y9, Y9
 
 	// v89 = mul(v88, v22) [B=256 D=3]
 	VMULPD Y1, Y9, Y1
@@ -1431,7 +1437,7 @@ inner_D_9:
 	VDIVPD Y4, Y1, Y1
 
 	// v91 = neg(v87) [B=256 D=3]
-	VXORPD lgc2<>+0(SB), Y10, Y9
+	VXORPD lgc3<>+0(SB), Y10, Y9
 
 	// v92 = mul(v84, v20) [B=256 D=3]
 	VMULPD Y7, Y8, Y7
@@ -1440,7 +1446,7 @@ inner_D_9:
 	VADDPD Y7, Y7, Y7
 
 	// v94 = neg(v93) [B=256 D=3]
-	VXORPD lgc2<>+0(SB), Y7, Y7
+	VXORPD lgc3<>+0(SB), Y7, Y7
 
 	// v95 = mul(v94, v19) [B=256 D=3]
 	VMULPD Y6, Y7, Y6
@@ -1473,7 +1479,7 @@ inner_D_9:
 	VDIVPD Y5, Y2, Y2
 
 	// v106 = mul(v105, v7) [B=256 D=3]
-	VMULPD lgc3<>+0(SB), Y2, Y2
+	VMULPD lgc4<>+0(SB), Y2, Y2
 
 	// v107 = mul(v106, v2) [B=256 D=3]
 	VMULPD Y3, Y2, Y2
@@ -1497,7 +1503,7 @@ inner_D_9:
 	MOVQ    DI, 72(BX)(SI*8)
 
 	// v110 = neg(v102) [B=256 D=3]
-	VXORPD lgc2<>+0(SB), Y4, Y1
+	VXORPD lgc3<>+0(SB), Y4, Y1
 
 	// v111 = mul(v110, v4) [B=256 D=3]
 	VMULPD Y0, Y1, Y0
@@ -1506,7 +1512,7 @@ inner_D_9:
 	VADDPD Y0, Y0, Y0
 
 	// v113 = neg(v112) [B=256 D=3]
-	VXORPD lgc2<>+0(SB), Y0, Y0
+	VXORPD lgc3<>+0(SB), Y0, Y0
 
 	// v114 = add(v91, v113) [B=256 D=3]
 	VADDPD Y0, Y9, Y0
@@ -1541,23 +1547,23 @@ inner_D_9:
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/8, $0x3f70000000000000
-DATA lgc47<>+8(SB)/8, $0x3f70000000000000
-DATA lgc47<>+16(SB)/8, $0x3f70000000000000
-DATA lgc47<>+24(SB)/8, $0x3f70000000000000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/8, $0xbf70000000000000
-DATA lgc48<>+8(SB)/8, $0xbf70000000000000
-DATA lgc48<>+16(SB)/8, $0xbf70000000000000
-DATA lgc48<>+24(SB)/8, $0xbf70000000000000
+DATA lgc48<>+0(SB)/8, $0x3f70000000000000
+DATA lgc48<>+8(SB)/8, $0x3f70000000000000
+DATA lgc48<>+16(SB)/8, $0x3f70000000000000
+DATA lgc48<>+24(SB)/8, $0x3f70000000000000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+8(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+16(SB)/8, $0xbf047ae140000000
-DATA lgc49<>+24(SB)/8, $0xbf047ae140000000
+DATA lgc49<>+0(SB)/8, $0xbf70000000000000
+DATA lgc49<>+8(SB)/8, $0xbf70000000000000
+DATA lgc49<>+16(SB)/8, $0xbf70000000000000
+DATA lgc49<>+24(SB)/8, $0xbf70000000000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/8, $0xbf047ae140000000
+DATA lgc50<>+8(SB)/8, $0xbf047ae140000000
+DATA lgc50<>+16(SB)/8, $0xbf047ae140000000
+DATA lgc50<>+24(SB)/8, $0xbf047ae140000000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
 // Requires: AVX
@@ -1567,13 +1573,13 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v59 = add(v57, v58) []
-	VADDPD       lgc44<>+0(SB), Y0, Y0
+	VADDPD       lgc45<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v60 = div(v56, v59) []
 	VDIVPD  Y0, Y1, Y0
-	VMOVUPD lgc9<>+0(SB), Y1
+	VMOVUPD lgc10<>+0(SB), Y1
 
 	// v61 = sub(v27, v60) []
 	VSUBPD       Y0, Y1, Y0
@@ -1581,32 +1587,32 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v63 = detach(v62) []
-	VMOVUPD lgc45<>+0(SB), Y2
+	VMOVUPD lgc46<>+0(SB), Y2
 
 	// v65 = gt(v63, v64) []
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc9<>+0(SB), Y2, Y2
+	VANDPD       lgc10<>+0(SB), Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v66 = mul(v33, v7) []
-	VMULPD  lgc3<>+0(SB), Y3, Y4
-	VMOVUPD lgc46<>+0(SB), Y5
+	VMULPD  lgc4<>+0(SB), Y3, Y4
+	VMOVUPD lgc47<>+0(SB), Y5
 
 	// v68 = lt(v63, v67) []
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc9<>+0(SB), Y1, Y1
+	VANDPD lgc10<>+0(SB), Y1, Y1
 
 	// v69 = mul(v33, v25) []
-	VMULPD lgc11<>+0(SB), Y3, Y5
+	VMULPD lgc12<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, v33) []
-	VXORPD    Y6, Y6, Y6
+	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
 	// v71 = where(v65, v66, v70) []
-	VXORPD    Y3, Y3, Y3
+	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
@@ -1632,15 +1638,14 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc26<>+0(SB), Y0, Y1
-	VMINPD       lgc27<>+0(SB), Y1, Y1
-	VMULPD       lgc28<>+0(SB), Y1, Y2
+	VMAXPD       lgc27<>+0(SB), Y0, Y1
+	VMINPD       lgc28<>+0(SB), Y1, Y1
+	VMULPD       lgc29<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
+	VFNMADD231PD lgc22<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
-	VMOVAPD      lgc29<>+0(SB), Y3
-	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
+	VMOVAPD      lgc30<>+0(SB), Y3
 	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
@@ -1650,18 +1655,19 @@ bulk_10:
 	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc40<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc10<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc40<>+0(SB), X1, X2
-	VPMINSD      lgc41<>+0(SB), X2, X2
+	VPMAXSD      lgc41<>+0(SB), X1, X2
+	VPMINSD      lgc42<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc6<>+0(SB), Y2, Y2
+	VPADDQ       lgc7<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc6<>+0(SB), Y1, Y1
+	VPADDQ       lgc7<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -1687,51 +1693,51 @@ bulk_12:
 	CMPQ        BX, DX
 	JGE         bulkdone_13
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
-	VMULPD      lgc5<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
+	VMULPD      lgc6<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y1, Y1
+	VPSUBQ      lgc7<>+0(SB), Y3, Y3
+	VPAND       lgc8<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y2, Y1
-	VPOR        lgc9<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
+	VPAND       lgc9<>+0(SB), Y2, Y1
+	VPOR        lgc10<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
+	VMULPD      lgc12<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y1, Y1
-	VADDPD      lgc3<>+0(SB), Y1, Y2
+	VSUBPD      lgc10<>+0(SB), Y1, Y1
+	VADDPD      lgc4<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y6
-	VFMADD213PD lgc13<>+0(SB), Y5, Y6
+	VMOVAPD     lgc13<>+0(SB), Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
+	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc15<>+0(SB), Y7
-	VFMADD213PD lgc16<>+0(SB), Y5, Y7
+	VMOVAPD     lgc16<>+0(SB), Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
+	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
+	VMULPD      lgc12<>+0(SB), Y4, Y4
+	VPADDQ      lgc20<>+0(SB), Y3, Y3
+	VSUBPD      lgc20<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y3, Y5
+	VFMADD231PD lgc21<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y3, Y1
+	VMULPD      lgc22<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -1754,64 +1760,64 @@ bulk_14:
 	CMPQ        BX, DX
 	JGE         bulkdone_15
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc9<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
-	VMULPD      lgc5<>+0(SB), Y1, Y3
+	VADDPD      lgc10<>+0(SB), Y0, Y1
+	VCMPPD      $0x11, lgc5<>+0(SB), Y1, Y2
+	VMULPD      lgc6<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
+	VPSUBQ      lgc7<>+0(SB), Y4, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VPAND       lgc9<>+0(SB), Y3, Y2
+	VPOR        lgc10<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
+	VMULPD      lgc12<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
+	VSUBPD      lgc10<>+0(SB), Y2, Y2
+	VADDPD      lgc4<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VMOVAPD     lgc13<>+0(SB), Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VMOVAPD     lgc16<>+0(SB), Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
+	VMULPD      lgc12<>+0(SB), Y5, Y5
+	VPADDQ      lgc20<>+0(SB), Y4, Y4
+	VSUBPD      lgc20<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
+	VFMADD231PD lgc21<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
+	VMULPD      lgc22<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc25<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc9<>+0(SB), Y1, Y3
+	VSUBPD      lgc10<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc9<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc10<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_14

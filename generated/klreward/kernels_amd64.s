@@ -27,14 +27,14 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v5 = where(v3, v1, v4) [B=1 L=12]
-	VXORPS    Y3, Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 	MOVQ      p3+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
 	// v6 = where(v3, v2, v4) [B=1 L=12]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 
@@ -87,7 +87,7 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y2
 
 	// v5 = where(v3, v1, v4) [B=1 L=12]
-	VXORPS     Y3, Y3, Y3
+	VMOVUPS    lgc0<>+0(SB), Y3
 	VCMPPS     $0x04, Y3, Y1, Y3
 	VBLENDVPS  Y3, Y0, Y2, Y0
 	MOVQ       p3+24(FP), CX
@@ -95,7 +95,7 @@ blocks_2:
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v6 = where(v3, v2, v4) [B=1 L=12]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 

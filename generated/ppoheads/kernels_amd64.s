@@ -124,7 +124,7 @@ blocks_1:
 	VSUBPS lgc10<>+0(SB), Y4, Y4
 
 	// v32 = where(v28, v30, v31) [B=1024]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc17<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y4, Y4
 
@@ -142,7 +142,7 @@ blocks_1:
 	VMOVUPD      1856(DX), Y5
 	VSUBPD       Y5, Y4, Y6
 	VMOVUPD      1664(DX), Y7
-	VADDPD       lgc17<>+0(SB), Y7, Y7
+	VADDPD       lgc18<>+0(SB), Y7, Y7
 	VMOVUPD      Y7, 1664(DX)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y5, Y5
@@ -154,7 +154,7 @@ blocks_1:
 	VMOVUPD      1888(DX), Y4
 	VSUBPD       Y4, Y3, Y5
 	VMOVUPD      1696(DX), Y6
-	VADDPD       lgc17<>+0(SB), Y6, Y6
+	VADDPD       lgc18<>+0(SB), Y6, Y6
 	VMOVUPD      Y6, 1696(DX)
 	VDIVPD       Y6, Y5, Y6
 	VADDPD       Y6, Y4, Y4
@@ -171,7 +171,7 @@ blocks_1:
 	VMOVUPD      2432(DX), Y4
 	VSUBPD       Y4, Y3, Y5
 	VMOVUPD      2240(DX), Y6
-	VADDPD       lgc17<>+0(SB), Y6, Y6
+	VADDPD       lgc18<>+0(SB), Y6, Y6
 	VMOVUPD      Y6, 2240(DX)
 	VDIVPD       Y6, Y5, Y6
 	VADDPD       Y6, Y4, Y4
@@ -183,7 +183,7 @@ blocks_1:
 	VMOVUPD      2464(DX), Y3
 	VSUBPD       Y3, Y1, Y4
 	VMOVUPD      2272(DX), Y5
-	VADDPD       lgc17<>+0(SB), Y5, Y5
+	VADDPD       lgc18<>+0(SB), Y5, Y5
 	VMOVUPD      Y5, 2272(DX)
 	VDIVPD       Y5, Y4, Y5
 	VADDPD       Y5, Y3, Y3
@@ -211,7 +211,7 @@ blocks_1:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -221,7 +221,7 @@ blocks_1:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -231,7 +231,7 @@ blocks_1:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -241,7 +241,7 @@ blocks_1:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -251,7 +251,7 @@ blocks_1:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	MOVQ         $+8, CX
 
@@ -268,7 +268,7 @@ noflush_2:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -278,7 +278,7 @@ noflush_2:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -288,7 +288,7 @@ noflush_2:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -298,7 +298,7 @@ noflush_2:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -308,7 +308,7 @@ noflush_2:
 	VMOVUPD      Y1, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VZEROUPPER
 	RET
@@ -483,11 +483,21 @@ DATA lgc16<>+24(SB)/4, $0xbd4ccccd
 DATA lgc16<>+28(SB)/4, $0xbd4ccccd
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc17<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc17<>+0(SB)/4, $0x00000000
+DATA lgc17<>+4(SB)/4, $0x00000000
+DATA lgc17<>+8(SB)/4, $0x00000000
+DATA lgc17<>+12(SB)/4, $0x00000000
+DATA lgc17<>+16(SB)/4, $0x00000000
+DATA lgc17<>+20(SB)/4, $0x00000000
+DATA lgc17<>+24(SB)/4, $0x00000000
+DATA lgc17<>+28(SB)/4, $0x00000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc18<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc18<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc18<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
@@ -497,7 +507,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v38 = add(v36, v37) []
-	VADDPS       lgc18<>+0(SB), Y0, Y0
+	VADDPS       lgc19<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -514,15 +524,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc18<>+0(SB)/4, $0x34000000
-DATA lgc18<>+4(SB)/4, $0x34000000
-DATA lgc18<>+8(SB)/4, $0x34000000
-DATA lgc18<>+12(SB)/4, $0x34000000
-DATA lgc18<>+16(SB)/4, $0x34000000
-DATA lgc18<>+20(SB)/4, $0x34000000
-DATA lgc18<>+24(SB)/4, $0x34000000
-DATA lgc18<>+28(SB)/4, $0x34000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+DATA lgc19<>+0(SB)/4, $0x34000000
+DATA lgc19<>+4(SB)/4, $0x34000000
+DATA lgc19<>+8(SB)/4, $0x34000000
+DATA lgc19<>+12(SB)/4, $0x34000000
+DATA lgc19<>+16(SB)/4, $0x34000000
+DATA lgc19<>+20(SB)/4, $0x34000000
+DATA lgc19<>+24(SB)/4, $0x34000000
+DATA lgc19<>+28(SB)/4, $0x34000000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -646,7 +656,7 @@ blocks_3:
 	VMOVUPS Y0, 32(SP)
 
 	// v32 = where(v28, v30, v31) [B=1024]
-	VXORPS    Y0, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y0
 	VCMPPS    $0x04, Y0, Y6, Y0
 	VBLENDVPS Y0, Y8, Y9, Y0
 
@@ -665,7 +675,7 @@ blocks_3:
 	VMOVUPD      1856(DX), Y5
 	VSUBPD       Y5, Y0, Y8
 	VMOVUPD      1664(DX), Y9
-	VADDPD       lgc17<>+0(SB), Y9, Y9
+	VADDPD       lgc18<>+0(SB), Y9, Y9
 	VMOVUPD      Y9, 1664(DX)
 	VDIVPD       Y9, Y8, Y9
 	VADDPD       Y9, Y5, Y5
@@ -677,7 +687,7 @@ blocks_3:
 	VMOVUPD      1888(DX), Y0
 	VSUBPD       Y0, Y2, Y5
 	VMOVUPD      1696(DX), Y8
-	VADDPD       lgc17<>+0(SB), Y8, Y8
+	VADDPD       lgc18<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 1696(DX)
 	VDIVPD       Y8, Y5, Y8
 	VADDPD       Y8, Y0, Y0
@@ -694,7 +704,7 @@ blocks_3:
 	VMOVUPD      2432(DX), Y2
 	VSUBPD       Y2, Y0, Y5
 	VMOVUPD      2240(DX), Y8
-	VADDPD       lgc17<>+0(SB), Y8, Y8
+	VADDPD       lgc18<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 2240(DX)
 	VDIVPD       Y8, Y5, Y8
 	VADDPD       Y8, Y2, Y2
@@ -706,7 +716,7 @@ blocks_3:
 	VMOVUPD      2464(DX), Y0
 	VSUBPD       Y0, Y1, Y2
 	VMOVUPD      2272(DX), Y5
-	VADDPD       lgc17<>+0(SB), Y5, Y5
+	VADDPD       lgc18<>+0(SB), Y5, Y5
 	VMOVUPD      Y5, 2272(DX)
 	VDIVPD       Y5, Y2, Y5
 	VADDPD       Y5, Y0, Y0
@@ -715,16 +725,16 @@ blocks_3:
 	VFMADD231PD  Y2, Y5, Y1
 	VMOVUPD      Y0, 2464(DX)
 	VMOVUPD      Y1, 2656(DX)
-	VMOVUPS      lgc19<>+0(SB), Y0
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc17<>+0(SB), Y1
 
 	// v43 = where(v28, v41, v42) [B=1024]
-	VXORPS    Y2, Y2, Y2
+	VMOVUPS   lgc17<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y0, Y1, Y2
 
 	// v44 = where(v28, v42, v41) [B=1024]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y6, Y5
 	VBLENDVPS Y5, Y1, Y0, Y0
 
@@ -752,17 +762,17 @@ blocks_3:
 	VANDPS lgc11<>+0(SB), Y1, Y1
 
 	// v53 = mul(v24, v42) [B=1024]
-	VMULPS  lgc20<>+0(SB), Y3, Y3
+	VMULPS  lgc17<>+0(SB), Y3, Y3
 	VMOVUPS lgc21<>+0(SB), Y4
 
 	// v54 = where(v51, v52, v53) [B=1024]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y1
 	VMOVUPS   lgc11<>+0(SB), Y3
 
 	// v55 = where(v50, v27, v54) [B=1024]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc17<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
@@ -823,7 +833,7 @@ blocks_3:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -833,7 +843,7 @@ blocks_3:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -843,7 +853,7 @@ blocks_3:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -853,7 +863,7 @@ blocks_3:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -863,7 +873,7 @@ blocks_3:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	MOVQ         $+8, CX
 
@@ -880,7 +890,7 @@ noflush_4:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -890,7 +900,7 @@ noflush_4:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -900,7 +910,7 @@ noflush_4:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -910,7 +920,7 @@ noflush_4:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -920,29 +930,19 @@ noflush_4:
 	VMOVUPD      Y1, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc19<>+0(SB)/4, $0x3a800000
-DATA lgc19<>+4(SB)/4, $0x3a800000
-DATA lgc19<>+8(SB)/4, $0x3a800000
-DATA lgc19<>+12(SB)/4, $0x3a800000
-DATA lgc19<>+16(SB)/4, $0x3a800000
-DATA lgc19<>+20(SB)/4, $0x3a800000
-DATA lgc19<>+24(SB)/4, $0x3a800000
-DATA lgc19<>+28(SB)/4, $0x3a800000
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x00000000
-DATA lgc20<>+8(SB)/4, $0x00000000
-DATA lgc20<>+12(SB)/4, $0x00000000
-DATA lgc20<>+16(SB)/4, $0x00000000
-DATA lgc20<>+20(SB)/4, $0x00000000
-DATA lgc20<>+24(SB)/4, $0x00000000
-DATA lgc20<>+28(SB)/4, $0x00000000
+DATA lgc20<>+0(SB)/4, $0x3a800000
+DATA lgc20<>+4(SB)/4, $0x3a800000
+DATA lgc20<>+8(SB)/4, $0x3a800000
+DATA lgc20<>+12(SB)/4, $0x3a800000
+DATA lgc20<>+16(SB)/4, $0x3a800000
+DATA lgc20<>+20(SB)/4, $0x3a800000
+DATA lgc20<>+24(SB)/4, $0x3a800000
+DATA lgc20<>+28(SB)/4, $0x3a800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 DATA lgc21<>+0(SB)/4, $0xbf800000
@@ -993,7 +993,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v38 = add(v36, v37) []
-	VADDPS       lgc18<>+0(SB), Y0, Y0
+	VADDPS       lgc19<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1101,9 +1101,9 @@ bulk_7:
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
@@ -1331,9 +1331,9 @@ bulk_9:
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
@@ -1345,7 +1345,7 @@ bulk_9:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc39<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2

@@ -24,208 +24,208 @@ inner_D_2:
 	IMUL3Q     $+1, DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (BX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
 	// v5 = sub(v3, v4) [B=512 D=2]
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y2
+	VSUBPS  lgc3<>+0(SB), Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v7 = div(v5, v6) [B=512 D=2]
-	VDIVPS  Y2, Y0, Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VDIVPS  Y1, Y0, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v10 = max(v7, v8) tie=first [B=512 D=2]
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS lgc6<>+0(SB), Y3
 
 	// v11 = min(v10, v9) tie=first [B=512 D=2]
-	VMINPS Y3, Y4, Y4
+	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11) [B=512 D=2]
-	VMOVUPS lgc6<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc7<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(v6, v12) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y5, Y6
-	VMOVUPS lgc7<>+0(SB), Y7
+	VMULPS  lgc4<>+0(SB), Y4, Y5
+	VMOVUPS lgc8<>+0(SB), Y6
 
 	// v16 = sub(v15, v12) [B=512 D=2]
-	VSUBPS  Y5, Y7, Y7
-	VMOVUPS Y5, 64(SP)
+	VSUBPS  Y4, Y6, Y6
+	VMOVUPS Y4, 64(SP)
 
 	// v17 = div(v14, v16) [B=512 D=2]
-	VDIVPS  Y7, Y6, Y5
-	VMOVUPS Y6, 96(SP)
-	VMOVUPS Y7, 128(SP)
-	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y2, 192(SP)
+	VDIVPS  Y6, Y5, Y4
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y1, 192(SP)
 	VMOVUPS Y0, 224(SP)
-	VMOVUPS Y4, 256(SP)
+	VMOVUPS Y3, 256(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y5, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y6
-	VBLENDVPS    Y3, Y6, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y5, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y6, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y5, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VADDPS       lgc8<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       lgc11<>+0(SB), Y3, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VPAND        lgc13<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VBLENDVPS    Y2, Y5, Y1, Y1
+	VPSUBD       Y2, Y3, Y3
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y5, Y5
+	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       Y4, Y1, Y1
+	VDIVPS       Y0, Y1, Y1
+	VSUBPS       Y1, Y5, Y1
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, Y4, Y1, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
 	// v19 = mul(v13, v18) [B=512 D=2]
-	VMULPS  lgc14<>+0(SB), Y2, Y0
-	VMOVUPS 256(SP), Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMULPS  lgc15<>+0(SB), Y1, Y0
+	VMOVUPS 256(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, v4) [B=512 D=2]
-	VCMPPS $0x11, Y4, Y3, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y3, Y2, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y4
+	VXORPS lgc7<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y0, Y6
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y0, Y5
 
 	// v23 = detach(v22) [B=512 D=2]
 	MOVQ       p1+8(FP), BX
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y8
-	VPCMPEQD   Y9, Y9, Y9
-	VXORPS     Y7, Y7, Y7
-	VGATHERDPS Y9, (BX)(Y8*4), Y7
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y8
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VGATHERDPS Y8, (BX)(Y7*4), Y6
 
 	// v24 = sub(v23, v1) [B=512 D=2]
-	VSUBPS Y7, Y6, Y7
+	VSUBPS Y6, Y5, Y6
 
 	// v25 = mul(v24, v24) [B=512 D=2]
-	VMULPS Y7, Y7, Y7
+	VMULPS Y6, Y6, Y6
 
 	// v26 = neg(v25) [B=512 D=2]
-	VXORPS     lgc6<>+0(SB), Y7, Y7
+	VXORPS     lgc7<>+0(SB), Y6, Y6
 	MOVQ       p2+16(FP), BX
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y9
-	VPCMPEQD   Y10, Y10, Y10
-	VXORPS     Y8, Y8, Y8
-	VGATHERDPS Y10, (BX)(Y9*4), Y8
+	VMOVUPS    lgc1<>+0(SB), Y8
+	VMOVUPS    lgc2<>+0(SB), Y9
+	VMOVUPS    lgc3<>+0(SB), Y7
+	VGATHERDPS Y9, (BX)(Y8*4), Y7
 
 	// v27 = mul(v2, v2) [B=512 D=2]
-	VMULPS Y8, Y8, Y9
+	VMULPS Y7, Y7, Y8
 
 	// v28 = mul(v6, v27) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 288(SP)
+	VMULPS  lgc4<>+0(SB), Y8, Y8
+	VMOVUPS Y5, 288(SP)
 
 	// v29 = div(v26, v28) [B=512 D=2]
-	VDIVPS  Y9, Y7, Y7
-	VMOVUPS Y6, 320(SP)
-	VMOVUPS Y3, 352(SP)
-	VMOVUPS Y4, 384(SP)
+	VDIVPS  Y8, Y6, Y6
+	VMOVUPS Y5, 320(SP)
+	VMOVUPS Y2, 352(SP)
+	VMOVUPS Y3, 384(SP)
 	VMOVUPS Y0, 416(SP)
-	VMOVUPS Y2, 448(SP)
-	VMOVUPS Y5, 480(SP)
+	VMOVUPS Y1, 448(SP)
+	VMOVUPS Y4, 480(SP)
 
 	// v30 = log(v2) [B=512 D=2]
-	VCMPPS       $0x11, lgc8<>+0(SB), Y8, Y0
-	VMULPS       lgc9<>+0(SB), Y8, Y2
-	VBLENDVPS    Y0, Y2, Y8, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y0, Y0
-	VPADDD       Y0, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y0
-	VPOR         lgc7<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y2
-	VMULPS       lgc14<>+0(SB), Y0, Y4
-	VBLENDVPS    Y2, Y4, Y0, Y0
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       Y0, Y0, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
-	VMULPS       Y0, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
-	VADDPS       Y0, Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc2<>+0(SB), Y8, Y0
-	VBLENDVPS    Y0, lgc26<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc2<>+0(SB), Y8, Y0
-	VBLENDVPS    Y0, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc28<>+0(SB), Y8, Y0
-	VBLENDVPS    Y0, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y8, Y8, Y0
-	VBLENDVPS    Y0, Y8, Y4, Y4
+	VCMPPS       $0x11, lgc9<>+0(SB), Y7, Y0
+	VMULPS       lgc10<>+0(SB), Y7, Y1
+	VBLENDVPS    Y0, Y1, Y7, Y1
+	VPSRLD       $0x17, Y1, Y2
+	VPSUBD       lgc11<>+0(SB), Y2, Y2
+	VPAND        lgc12<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y2, Y2
+	VPAND        lgc13<>+0(SB), Y1, Y0
+	VPOR         lgc8<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y0, Y1
+	VMULPS       lgc15<>+0(SB), Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y0
+	VPSUBD       Y1, Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y0, Y0
+	VMULPS       Y0, Y0, Y1
+	VMOVAPS      lgc16<>+0(SB), Y3
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y1, Y3
+	VADDPS       Y0, Y3, Y3
+	VFMADD231PS  lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y7, Y0
+	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
+	VCMPPS       $0x11, lgc3<>+0(SB), Y7, Y0
+	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc29<>+0(SB), Y7, Y0
+	VBLENDVPS    Y0, lgc29<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y7, Y7, Y0
+	VBLENDVPS    Y0, Y7, Y3, Y3
 
 	// v31 = sub(v29, v30) [B=512 D=2]
-	VSUBPS Y4, Y7, Y0
+	VSUBPS Y3, Y6, Y0
 
 	// v33 = sub(v31, v32) [B=512 D=2]
-	VSUBPS lgc29<>+0(SB), Y0, Y0
+	VSUBPS lgc30<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         DX
@@ -234,13 +234,14 @@ inner_D_2:
 
 	// finish v34
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
-	VMOVUPD     lgc0<>+0(SB), Y2
-	VMOVUPD     Y2, 512(SP)
-	VMOVUPD     Y2, 544(SP)
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     lgc0<>+0(SB), Y1
+	VMOVUPD     Y1, 512(SP)
+	VMOVUPD     Y1, 544(SP)
 	VMOVUPS     Y0, 576(SP)
 	XORQ        DX, DX
 
@@ -252,171 +253,59 @@ inner_D_3:
 	IMUL3Q     $+1, DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (BX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
 	// v5 = sub(v3, v4) [B=512 D=2]
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y2
+	VSUBPS  lgc3<>+0(SB), Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v7 = div(v5, v6) [B=512 D=2]
-	VDIVPS  Y2, Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y2
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS lgc5<>+0(SB), Y1
 
 	// v10 = max(v7, v8) tie=first [B=512 D=2]
-	VMAXPS  Y0, Y2, Y0
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v11 = min(v10, v9) tie=first [B=512 D=2]
-	VMINPS Y0, Y2, Y0
+	VMINPS Y0, Y1, Y0
 
 	// v12 = abs(v11) [B=512 D=2]
-	VMOVUPS lgc6<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc7<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
 
 	// v14 = mul(v6, v12) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y2, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMULPS  lgc4<>+0(SB), Y1, Y2
+	VMOVUPS lgc8<>+0(SB), Y3
 
 	// v16 = sub(v15, v12) [B=512 D=2]
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y1, Y3, Y1
 
 	// v17 = div(v14, v16) [B=512 D=2]
-	VDIVPS  Y2, Y3, Y2
+	VDIVPS  Y1, Y2, Y1
 	VMOVUPS Y0, 608(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y2, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y3
-	VMULPS       lgc9<>+0(SB), Y0, Y4
-	VBLENDVPS    Y3, Y4, Y0, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y3
-	VPOR         lgc7<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
-	VBLENDVPS    Y4, Y6, Y3, Y3
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y0, Y3, Y3
-	VSUBPS       Y3, Y6, Y3
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, Y2, Y3, Y3
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
-
-	// v19 = mul(v13, v18) [B=512 D=2]
-	VMULPS  lgc14<>+0(SB), Y3, Y0
-	VMOVUPS 608(SP), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
-
-	// v20 = lt(v11, v4) [B=512 D=2]
-	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
-
-	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y3
-
-	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
-
-	// v23 = detach(v22) [B=512 D=2]
-	// v36 = mul(v35, v23) [B=512 D=2]
-	VMULPS  lgc30<>+0(SB), Y0, Y2
-	VMOVUPS lgc31<>+0(SB), Y3
-
-	// v38 = gt(v36, v37) [B=512 D=2]
-	VCMPPS $0x1e, Y3, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
-
-	// v39 = exp(v36) [B=512 D=2]
-	VMAXPS       lgc32<>+0(SB), Y2, Y4
-	VMINPS       lgc33<>+0(SB), Y4, Y4
-	VMULPS       lgc34<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
-	VMOVAPS      lgc35<>+0(SB), Y6
-	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc40<>+0(SB), Y4, Y5
-	VPMINSD      lgc10<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc10<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y4
-	VBLENDVPS    Y4, Y2, Y6, Y6
-	VMOVUPS      Y0, 640(SP)
-	VMOVUPS      Y2, 672(SP)
-	VMOVUPS      Y3, 704(SP)
-
-	// v40 = log1p(v39) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y6, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
+	VADDPS       lgc8<>+0(SB), Y1, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
+	VMULPS       lgc10<>+0(SB), Y0, Y3
 	VBLENDVPS    Y2, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
+	VPSUBD       lgc11<>+0(SB), Y4, Y4
+	VPAND        lgc12<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VPAND        lgc13<>+0(SB), Y3, Y2
+	VPOR         lgc8<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
+	VMOVAPS      lgc16<>+0(SB), Y5
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
@@ -424,56 +313,168 @@ inner_D_3:
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y6, Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y0, Y2
+	VSUBPS       Y1, Y2, Y2
 	VDIVPS       Y0, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y6, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, Y1, Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
+
+	// v19 = mul(v13, v18) [B=512 D=2]
+	VMULPS  lgc15<>+0(SB), Y2, Y0
+	VMOVUPS 608(SP), Y1
+	VMOVUPS lgc3<>+0(SB), Y2
+
+	// v20 = lt(v11, v4) [B=512 D=2]
+	VCMPPS $0x11, Y2, Y1, Y1
+	VANDPS lgc8<>+0(SB), Y1, Y1
+
+	// v21 = neg(v19) [B=512 D=2]
+	VXORPS lgc7<>+0(SB), Y0, Y2
+
+	// v22 = where(v20, v21, v19) [B=512 D=2]
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y0, Y0
+
+	// v23 = detach(v22) [B=512 D=2]
+	// v36 = mul(v35, v23) [B=512 D=2]
+	VMULPS  lgc31<>+0(SB), Y0, Y1
+	VMOVUPS lgc32<>+0(SB), Y2
+
+	// v38 = gt(v36, v37) [B=512 D=2]
+	VCMPPS $0x1e, Y2, Y1, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
+
+	// v39 = exp(v36) [B=512 D=2]
+	VMAXPS       lgc33<>+0(SB), Y1, Y3
+	VMINPS       lgc34<>+0(SB), Y3, Y3
+	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc41<>+0(SB), Y3, Y4
+	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc11<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y5, Y5
+	VMOVUPS      Y0, 640(SP)
+	VMOVUPS      Y1, 672(SP)
+	VMOVUPS      Y2, 704(SP)
+
+	// v40 = log1p(v39) [B=512 D=2]
+	VADDPS       lgc8<>+0(SB), Y5, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       lgc11<>+0(SB), Y3, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VPAND        lgc13<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VBLENDVPS    Y2, Y4, Y1, Y1
+	VPSUBD       Y2, Y3, Y3
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc16<>+0(SB), Y4
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
+	VMULPS       Y1, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc26<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y4, Y4
+	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       Y5, Y1, Y1
+	VDIVPS       Y0, Y1, Y1
+	VSUBPS       Y1, Y4, Y1
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, Y5, Y1, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y5, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 	VMOVUPS      704(SP), Y0
-	VMOVUPS      672(SP), Y3
+	VMOVUPS      672(SP), Y2
 
 	// v41 = where(v38, v36, v40) [B=512 D=2]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
-	VMOVUPS   lgc41<>+0(SB), Y2
-	VMOVUPS   640(SP), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y2, Y1, Y0
+	VMOVUPS   lgc42<>+0(SB), Y1
+	VMOVUPS   640(SP), Y2
 
 	// v43 = sub(v42, v23) [B=512 D=2]
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y2, Y1, Y1
 
 	// v44 = sub(v43, v41) [B=512 D=2]
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y1, Y0
 
 	// v45 = mul(v6, v44) [B=512 D=2]
-	VMULPS lgc3<>+0(SB), Y0, Y0
+	VMULPS lgc4<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       512(SP), Y2, Y2
-	VMOVUPD      Y2, 512(SP)
+	VADDPD       512(SP), Y1, Y1
+	VMOVUPD      Y1, 512(SP)
 	VADDPD       544(SP), Y0, Y0
 	VMOVUPD      Y0, 544(SP)
 	INCQ         DX
@@ -482,70 +483,71 @@ inner_D_3:
 
 	// finish v46
 	VMOVUPD     512(SP), Y0
-	VMOVUPD     544(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     544(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, v47) [B=512]
-	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 576(SP), Y2
+	VADDPS  lgc43<>+0(SB), Y0, Y0
+	VMOVUPS 576(SP), Y1
 
 	// v49 = sub(v34, v48) [B=512]  # log_prob
-	VSUBPS  Y0, Y2, Y0
+	VSUBPS  Y0, Y1, Y0
 	MOVQ    p3+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v51 = sub(v49, v50) [B=512]  # log_weight
-	VSUBPS Y2, Y0, Y3
+	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(v51) [B=512]
-	VMAXPS       lgc32<>+0(SB), Y3, Y4
-	VMINPS       lgc33<>+0(SB), Y4, Y4
-	VMULPS       lgc34<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
-	VMOVAPS      lgc35<>+0(SB), Y6
-	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc40<>+0(SB), Y4, Y5
-	VPMINSD      lgc10<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc10<>+0(SB), Y4, Y4
+	VMAXPS       lgc33<>+0(SB), Y2, Y3
+	VMINPS       lgc34<>+0(SB), Y3, Y3
+	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc41<>+0(SB), Y3, Y4
+	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc11<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
+	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 	MOVQ         p4+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y3
+	VMOVUPS      (DX)(BX*4), Y2
 
 	// v53 = mul(v52, v0) [B=512]  # gain
-	VMULPS Y3, Y6, Y3
+	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(v53) [B=512]
-	VXORPS lgc6<>+0(SB), Y3, Y3
+	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	MOVQ    p5+40(FP), DX
-	VADDPS  256(DX), Y3, Y3
-	VMOVUPS Y3, 256(DX)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
 
 	// v56 = sub(v50, v49) [B=512]
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y1, Y0
 
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -554,162 +556,162 @@ inner_D_3:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v60 = mul(v59, v58) [B=512]
-	VMULPS lgc43<>+0(SB), Y0, Y2
+	VMULPS lgc44<>+0(SB), Y0, Y1
 
 	// mean(v58) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
 	// mean(v60) over [B]
-	VADDPS  1216(DX), Y2, Y0
+	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    p8+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v65 = sub(v63, v64) [B=512]
-	VSUBPS Y2, Y0, Y2
+	VSUBPS Y1, Y0, Y1
 
 	// v66 = abs(v65) [B=512]
-	VMOVUPS lgc6<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc8<>+0(SB), Y3
 
 	// v67 = lt(v66, v15) [B=512]
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc7<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y3, Y2, Y3
+	VANDPS lgc8<>+0(SB), Y3, Y3
 
 	// v68 = mul(v13, v66) [B=512]
-	VMULPS lgc14<>+0(SB), Y3, Y5
+	VMULPS lgc15<>+0(SB), Y2, Y4
 
 	// v69 = mul(v68, v66) [B=512]
-	VMULPS Y3, Y5, Y5
+	VMULPS Y2, Y4, Y4
 
 	// v70 = sub(v66, v13) [B=512]
-	VSUBPS lgc14<>+0(SB), Y3, Y3
+	VSUBPS lgc15<>+0(SB), Y2, Y2
 
 	// v71 = where(v67, v69, v70) [B=512]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// v72 = mul(v15, v71) [B=512]
-	VMULPS lgc7<>+0(SB), Y3, Y3
+	VMULPS lgc8<>+0(SB), Y2, Y2
 
 	// mean(v72) over [B]
-	VADDPS  1536(DX), Y3, Y3
-	VMOVUPS Y3, 1536(DX)
+	VADDPS  1536(DX), Y2, Y2
+	VMOVUPS Y2, 1536(DX)
 
 	// var(v65) over [B]
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X1
 	VCVTPS2PD    X1, Y2
-	VMOVUPD      1856(DX), Y4
-	VSUBPD       Y4, Y3, Y5
-	VMOVUPD      1664(DX), Y6
-	VADDPD       lgc44<>+0(SB), Y6, Y6
-	VMOVUPD      Y6, 1664(DX)
-	VDIVPD       Y6, Y5, Y6
-	VADDPD       Y6, Y4, Y4
-	VSUBPD       Y4, Y3, Y6
-	VMOVUPD      2048(DX), Y3
-	VFMADD231PD  Y5, Y6, Y3
-	VMOVUPD      Y4, 1856(DX)
-	VMOVUPD      Y3, 2048(DX)
-	VMOVUPD      1888(DX), Y3
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VMOVUPD      1856(DX), Y3
 	VSUBPD       Y3, Y2, Y4
-	VMOVUPD      1696(DX), Y5
-	VADDPD       lgc44<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 1696(DX)
+	VMOVUPD      1664(DX), Y5
+	VADDPD       lgc45<>+0(SB), Y5, Y5
+	VMOVUPD      Y5, 1664(DX)
 	VDIVPD       Y5, Y4, Y5
 	VADDPD       Y5, Y3, Y3
 	VSUBPD       Y3, Y2, Y5
-	VMOVUPD      2080(DX), Y2
+	VMOVUPD      2048(DX), Y2
 	VFMADD231PD  Y4, Y5, Y2
-	VMOVUPD      Y3, 1888(DX)
-	VMOVUPD      Y2, 2080(DX)
-
-	// var(v63) over [B]
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      2432(DX), Y3
-	VSUBPD       Y3, Y2, Y4
-	VMOVUPD      2240(DX), Y5
-	VADDPD       lgc44<>+0(SB), Y5, Y5
-	VMOVUPD      Y5, 2240(DX)
-	VDIVPD       Y5, Y4, Y5
-	VADDPD       Y5, Y3, Y3
-	VSUBPD       Y3, Y2, Y5
-	VMOVUPD      2624(DX), Y2
-	VFMADD231PD  Y4, Y5, Y2
-	VMOVUPD      Y3, 2432(DX)
-	VMOVUPD      Y2, 2624(DX)
-	VMOVUPD      2464(DX), Y2
-	VSUBPD       Y2, Y0, Y3
-	VMOVUPD      2272(DX), Y4
-	VADDPD       lgc44<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 2272(DX)
+	VMOVUPD      Y3, 1856(DX)
+	VMOVUPD      Y2, 2048(DX)
+	VMOVUPD      1888(DX), Y2
+	VSUBPD       Y2, Y1, Y3
+	VMOVUPD      1696(DX), Y4
+	VADDPD       lgc45<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 1696(DX)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
-	VSUBPD       Y2, Y0, Y4
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      2080(DX), Y1
+	VFMADD231PD  Y3, Y4, Y1
+	VMOVUPD      Y2, 1888(DX)
+	VMOVUPD      Y1, 2080(DX)
+
+	// var(v63) over [B]
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      2432(DX), Y2
+	VSUBPD       Y2, Y1, Y3
+	VMOVUPD      2240(DX), Y4
+	VADDPD       lgc45<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 2240(DX)
+	VDIVPD       Y4, Y3, Y4
+	VADDPD       Y4, Y2, Y2
+	VSUBPD       Y2, Y1, Y4
+	VMOVUPD      2624(DX), Y1
+	VFMADD231PD  Y3, Y4, Y1
+	VMOVUPD      Y2, 2432(DX)
+	VMOVUPD      Y1, 2624(DX)
+	VMOVUPD      2464(DX), Y1
+	VSUBPD       Y1, Y0, Y2
+	VMOVUPD      2272(DX), Y3
+	VADDPD       lgc45<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 2272(DX)
+	VDIVPD       Y3, Y2, Y3
+	VADDPD       Y3, Y1, Y1
+	VSUBPD       Y1, Y0, Y3
 	VMOVUPD      2656(DX), Y0
-	VFMADD231PD  Y3, Y4, Y0
-	VMOVUPD      Y2, 2464(DX)
+	VFMADD231PD  Y2, Y3, Y0
+	VMOVUPD      Y1, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
 	DECQ         CX
 	JNZ          noflush_4
 	MOVQ         p5+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y1, Y1
+	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y1, Y1
+	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y1, Y1
+	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1344(CX), Y1, Y1
+	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	MOVQ         $+8, CX
 
@@ -726,7 +728,7 @@ noflush_4:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -736,7 +738,7 @@ noflush_4:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -746,7 +748,7 @@ noflush_4:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -756,7 +758,7 @@ noflush_4:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -766,7 +768,7 @@ noflush_4:
 	VMOVUPD      Y1, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VZEROUPPER
 	RET
@@ -787,431 +789,441 @@ DATA lgc1<>+24(SB)/4, $0x0000000c
 DATA lgc1<>+28(SB)/4, $0x0000000e
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x00000000
-DATA lgc2<>+4(SB)/4, $0x00000000
-DATA lgc2<>+8(SB)/4, $0x00000000
-DATA lgc2<>+12(SB)/4, $0x00000000
-DATA lgc2<>+16(SB)/4, $0x00000000
-DATA lgc2<>+20(SB)/4, $0x00000000
-DATA lgc2<>+24(SB)/4, $0x00000000
-DATA lgc2<>+28(SB)/4, $0x00000000
+DATA lgc2<>+0(SB)/4, $0xffffffff
+DATA lgc2<>+4(SB)/4, $0xffffffff
+DATA lgc2<>+8(SB)/4, $0xffffffff
+DATA lgc2<>+12(SB)/4, $0xffffffff
+DATA lgc2<>+16(SB)/4, $0xffffffff
+DATA lgc2<>+20(SB)/4, $0xffffffff
+DATA lgc2<>+24(SB)/4, $0xffffffff
+DATA lgc2<>+28(SB)/4, $0xffffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x40000000
-DATA lgc3<>+4(SB)/4, $0x40000000
-DATA lgc3<>+8(SB)/4, $0x40000000
-DATA lgc3<>+12(SB)/4, $0x40000000
-DATA lgc3<>+16(SB)/4, $0x40000000
-DATA lgc3<>+20(SB)/4, $0x40000000
-DATA lgc3<>+24(SB)/4, $0x40000000
-DATA lgc3<>+28(SB)/4, $0x40000000
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xbf7fffef
-DATA lgc4<>+4(SB)/4, $0xbf7fffef
-DATA lgc4<>+8(SB)/4, $0xbf7fffef
-DATA lgc4<>+12(SB)/4, $0xbf7fffef
-DATA lgc4<>+16(SB)/4, $0xbf7fffef
-DATA lgc4<>+20(SB)/4, $0xbf7fffef
-DATA lgc4<>+24(SB)/4, $0xbf7fffef
-DATA lgc4<>+28(SB)/4, $0xbf7fffef
+DATA lgc4<>+0(SB)/4, $0x40000000
+DATA lgc4<>+4(SB)/4, $0x40000000
+DATA lgc4<>+8(SB)/4, $0x40000000
+DATA lgc4<>+12(SB)/4, $0x40000000
+DATA lgc4<>+16(SB)/4, $0x40000000
+DATA lgc4<>+20(SB)/4, $0x40000000
+DATA lgc4<>+24(SB)/4, $0x40000000
+DATA lgc4<>+28(SB)/4, $0x40000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3f7fffef
-DATA lgc5<>+4(SB)/4, $0x3f7fffef
-DATA lgc5<>+8(SB)/4, $0x3f7fffef
-DATA lgc5<>+12(SB)/4, $0x3f7fffef
-DATA lgc5<>+16(SB)/4, $0x3f7fffef
-DATA lgc5<>+20(SB)/4, $0x3f7fffef
-DATA lgc5<>+24(SB)/4, $0x3f7fffef
-DATA lgc5<>+28(SB)/4, $0x3f7fffef
+DATA lgc5<>+0(SB)/4, $0xbf7fffef
+DATA lgc5<>+4(SB)/4, $0xbf7fffef
+DATA lgc5<>+8(SB)/4, $0xbf7fffef
+DATA lgc5<>+12(SB)/4, $0xbf7fffef
+DATA lgc5<>+16(SB)/4, $0xbf7fffef
+DATA lgc5<>+20(SB)/4, $0xbf7fffef
+DATA lgc5<>+24(SB)/4, $0xbf7fffef
+DATA lgc5<>+28(SB)/4, $0xbf7fffef
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x80000000
-DATA lgc6<>+4(SB)/4, $0x80000000
-DATA lgc6<>+8(SB)/4, $0x80000000
-DATA lgc6<>+12(SB)/4, $0x80000000
-DATA lgc6<>+16(SB)/4, $0x80000000
-DATA lgc6<>+20(SB)/4, $0x80000000
-DATA lgc6<>+24(SB)/4, $0x80000000
-DATA lgc6<>+28(SB)/4, $0x80000000
+DATA lgc6<>+0(SB)/4, $0x3f7fffef
+DATA lgc6<>+4(SB)/4, $0x3f7fffef
+DATA lgc6<>+8(SB)/4, $0x3f7fffef
+DATA lgc6<>+12(SB)/4, $0x3f7fffef
+DATA lgc6<>+16(SB)/4, $0x3f7fffef
+DATA lgc6<>+20(SB)/4, $0x3f7fffef
+DATA lgc6<>+24(SB)/4, $0x3f7fffef
+DATA lgc6<>+28(SB)/4, $0x3f7fffef
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f800000
-DATA lgc7<>+4(SB)/4, $0x3f800000
-DATA lgc7<>+8(SB)/4, $0x3f800000
-DATA lgc7<>+12(SB)/4, $0x3f800000
-DATA lgc7<>+16(SB)/4, $0x3f800000
-DATA lgc7<>+20(SB)/4, $0x3f800000
-DATA lgc7<>+24(SB)/4, $0x3f800000
-DATA lgc7<>+28(SB)/4, $0x3f800000
+DATA lgc7<>+0(SB)/4, $0x80000000
+DATA lgc7<>+4(SB)/4, $0x80000000
+DATA lgc7<>+8(SB)/4, $0x80000000
+DATA lgc7<>+12(SB)/4, $0x80000000
+DATA lgc7<>+16(SB)/4, $0x80000000
+DATA lgc7<>+20(SB)/4, $0x80000000
+DATA lgc7<>+24(SB)/4, $0x80000000
+DATA lgc7<>+28(SB)/4, $0x80000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00800000
-DATA lgc8<>+4(SB)/4, $0x00800000
-DATA lgc8<>+8(SB)/4, $0x00800000
-DATA lgc8<>+12(SB)/4, $0x00800000
-DATA lgc8<>+16(SB)/4, $0x00800000
-DATA lgc8<>+20(SB)/4, $0x00800000
-DATA lgc8<>+24(SB)/4, $0x00800000
-DATA lgc8<>+28(SB)/4, $0x00800000
+DATA lgc8<>+0(SB)/4, $0x3f800000
+DATA lgc8<>+4(SB)/4, $0x3f800000
+DATA lgc8<>+8(SB)/4, $0x3f800000
+DATA lgc8<>+12(SB)/4, $0x3f800000
+DATA lgc8<>+16(SB)/4, $0x3f800000
+DATA lgc8<>+20(SB)/4, $0x3f800000
+DATA lgc8<>+24(SB)/4, $0x3f800000
+DATA lgc8<>+28(SB)/4, $0x3f800000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x4b000000
-DATA lgc9<>+4(SB)/4, $0x4b000000
-DATA lgc9<>+8(SB)/4, $0x4b000000
-DATA lgc9<>+12(SB)/4, $0x4b000000
-DATA lgc9<>+16(SB)/4, $0x4b000000
-DATA lgc9<>+20(SB)/4, $0x4b000000
-DATA lgc9<>+24(SB)/4, $0x4b000000
-DATA lgc9<>+28(SB)/4, $0x4b000000
+DATA lgc9<>+0(SB)/4, $0x00800000
+DATA lgc9<>+4(SB)/4, $0x00800000
+DATA lgc9<>+8(SB)/4, $0x00800000
+DATA lgc9<>+12(SB)/4, $0x00800000
+DATA lgc9<>+16(SB)/4, $0x00800000
+DATA lgc9<>+20(SB)/4, $0x00800000
+DATA lgc9<>+24(SB)/4, $0x00800000
+DATA lgc9<>+28(SB)/4, $0x00800000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x0000007f
-DATA lgc10<>+4(SB)/4, $0x0000007f
-DATA lgc10<>+8(SB)/4, $0x0000007f
-DATA lgc10<>+12(SB)/4, $0x0000007f
-DATA lgc10<>+16(SB)/4, $0x0000007f
-DATA lgc10<>+20(SB)/4, $0x0000007f
-DATA lgc10<>+24(SB)/4, $0x0000007f
-DATA lgc10<>+28(SB)/4, $0x0000007f
+DATA lgc10<>+0(SB)/4, $0x4b000000
+DATA lgc10<>+4(SB)/4, $0x4b000000
+DATA lgc10<>+8(SB)/4, $0x4b000000
+DATA lgc10<>+12(SB)/4, $0x4b000000
+DATA lgc10<>+16(SB)/4, $0x4b000000
+DATA lgc10<>+20(SB)/4, $0x4b000000
+DATA lgc10<>+24(SB)/4, $0x4b000000
+DATA lgc10<>+28(SB)/4, $0x4b000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xffffffe9
-DATA lgc11<>+4(SB)/4, $0xffffffe9
-DATA lgc11<>+8(SB)/4, $0xffffffe9
-DATA lgc11<>+12(SB)/4, $0xffffffe9
-DATA lgc11<>+16(SB)/4, $0xffffffe9
-DATA lgc11<>+20(SB)/4, $0xffffffe9
-DATA lgc11<>+24(SB)/4, $0xffffffe9
-DATA lgc11<>+28(SB)/4, $0xffffffe9
+DATA lgc11<>+0(SB)/4, $0x0000007f
+DATA lgc11<>+4(SB)/4, $0x0000007f
+DATA lgc11<>+8(SB)/4, $0x0000007f
+DATA lgc11<>+12(SB)/4, $0x0000007f
+DATA lgc11<>+16(SB)/4, $0x0000007f
+DATA lgc11<>+20(SB)/4, $0x0000007f
+DATA lgc11<>+24(SB)/4, $0x0000007f
+DATA lgc11<>+28(SB)/4, $0x0000007f
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x007fffff
-DATA lgc12<>+4(SB)/4, $0x007fffff
-DATA lgc12<>+8(SB)/4, $0x007fffff
-DATA lgc12<>+12(SB)/4, $0x007fffff
-DATA lgc12<>+16(SB)/4, $0x007fffff
-DATA lgc12<>+20(SB)/4, $0x007fffff
-DATA lgc12<>+24(SB)/4, $0x007fffff
-DATA lgc12<>+28(SB)/4, $0x007fffff
+DATA lgc12<>+0(SB)/4, $0xffffffe9
+DATA lgc12<>+4(SB)/4, $0xffffffe9
+DATA lgc12<>+8(SB)/4, $0xffffffe9
+DATA lgc12<>+12(SB)/4, $0xffffffe9
+DATA lgc12<>+16(SB)/4, $0xffffffe9
+DATA lgc12<>+20(SB)/4, $0xffffffe9
+DATA lgc12<>+24(SB)/4, $0xffffffe9
+DATA lgc12<>+28(SB)/4, $0xffffffe9
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3fb504f3
-DATA lgc13<>+4(SB)/4, $0x3fb504f3
-DATA lgc13<>+8(SB)/4, $0x3fb504f3
-DATA lgc13<>+12(SB)/4, $0x3fb504f3
-DATA lgc13<>+16(SB)/4, $0x3fb504f3
-DATA lgc13<>+20(SB)/4, $0x3fb504f3
-DATA lgc13<>+24(SB)/4, $0x3fb504f3
-DATA lgc13<>+28(SB)/4, $0x3fb504f3
+DATA lgc13<>+0(SB)/4, $0x007fffff
+DATA lgc13<>+4(SB)/4, $0x007fffff
+DATA lgc13<>+8(SB)/4, $0x007fffff
+DATA lgc13<>+12(SB)/4, $0x007fffff
+DATA lgc13<>+16(SB)/4, $0x007fffff
+DATA lgc13<>+20(SB)/4, $0x007fffff
+DATA lgc13<>+24(SB)/4, $0x007fffff
+DATA lgc13<>+28(SB)/4, $0x007fffff
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
+DATA lgc14<>+0(SB)/4, $0x3fb504f3
+DATA lgc14<>+4(SB)/4, $0x3fb504f3
+DATA lgc14<>+8(SB)/4, $0x3fb504f3
+DATA lgc14<>+12(SB)/4, $0x3fb504f3
+DATA lgc14<>+16(SB)/4, $0x3fb504f3
+DATA lgc14<>+20(SB)/4, $0x3fb504f3
+DATA lgc14<>+24(SB)/4, $0x3fb504f3
+DATA lgc14<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3d9021bb
-DATA lgc15<>+4(SB)/4, $0x3d9021bb
-DATA lgc15<>+8(SB)/4, $0x3d9021bb
-DATA lgc15<>+12(SB)/4, $0x3d9021bb
-DATA lgc15<>+16(SB)/4, $0x3d9021bb
-DATA lgc15<>+20(SB)/4, $0x3d9021bb
-DATA lgc15<>+24(SB)/4, $0x3d9021bb
-DATA lgc15<>+28(SB)/4, $0x3d9021bb
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xbdebd1b8
-DATA lgc16<>+4(SB)/4, $0xbdebd1b8
-DATA lgc16<>+8(SB)/4, $0xbdebd1b8
-DATA lgc16<>+12(SB)/4, $0xbdebd1b8
-DATA lgc16<>+16(SB)/4, $0xbdebd1b8
-DATA lgc16<>+20(SB)/4, $0xbdebd1b8
-DATA lgc16<>+24(SB)/4, $0xbdebd1b8
-DATA lgc16<>+28(SB)/4, $0xbdebd1b8
+DATA lgc16<>+0(SB)/4, $0x3d9021bb
+DATA lgc16<>+4(SB)/4, $0x3d9021bb
+DATA lgc16<>+8(SB)/4, $0x3d9021bb
+DATA lgc16<>+12(SB)/4, $0x3d9021bb
+DATA lgc16<>+16(SB)/4, $0x3d9021bb
+DATA lgc16<>+20(SB)/4, $0x3d9021bb
+DATA lgc16<>+24(SB)/4, $0x3d9021bb
+DATA lgc16<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3def251a
-DATA lgc17<>+4(SB)/4, $0x3def251a
-DATA lgc17<>+8(SB)/4, $0x3def251a
-DATA lgc17<>+12(SB)/4, $0x3def251a
-DATA lgc17<>+16(SB)/4, $0x3def251a
-DATA lgc17<>+20(SB)/4, $0x3def251a
-DATA lgc17<>+24(SB)/4, $0x3def251a
-DATA lgc17<>+28(SB)/4, $0x3def251a
+DATA lgc17<>+0(SB)/4, $0xbdebd1b8
+DATA lgc17<>+4(SB)/4, $0xbdebd1b8
+DATA lgc17<>+8(SB)/4, $0xbdebd1b8
+DATA lgc17<>+12(SB)/4, $0xbdebd1b8
+DATA lgc17<>+16(SB)/4, $0xbdebd1b8
+DATA lgc17<>+20(SB)/4, $0xbdebd1b8
+DATA lgc17<>+24(SB)/4, $0xbdebd1b8
+DATA lgc17<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc18<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+0(SB)/4, $0x3def251a
+DATA lgc18<>+4(SB)/4, $0x3def251a
+DATA lgc18<>+8(SB)/4, $0x3def251a
+DATA lgc18<>+12(SB)/4, $0x3def251a
+DATA lgc18<>+16(SB)/4, $0x3def251a
+DATA lgc18<>+20(SB)/4, $0x3def251a
+DATA lgc18<>+24(SB)/4, $0x3def251a
+DATA lgc18<>+28(SB)/4, $0x3def251a
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3e11e9bf
-DATA lgc19<>+4(SB)/4, $0x3e11e9bf
-DATA lgc19<>+8(SB)/4, $0x3e11e9bf
-DATA lgc19<>+12(SB)/4, $0x3e11e9bf
-DATA lgc19<>+16(SB)/4, $0x3e11e9bf
-DATA lgc19<>+20(SB)/4, $0x3e11e9bf
-DATA lgc19<>+24(SB)/4, $0x3e11e9bf
-DATA lgc19<>+28(SB)/4, $0x3e11e9bf
+DATA lgc19<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xbe2aae50
-DATA lgc20<>+4(SB)/4, $0xbe2aae50
-DATA lgc20<>+8(SB)/4, $0xbe2aae50
-DATA lgc20<>+12(SB)/4, $0xbe2aae50
-DATA lgc20<>+16(SB)/4, $0xbe2aae50
-DATA lgc20<>+20(SB)/4, $0xbe2aae50
-DATA lgc20<>+24(SB)/4, $0xbe2aae50
-DATA lgc20<>+28(SB)/4, $0xbe2aae50
+DATA lgc20<>+0(SB)/4, $0x3e11e9bf
+DATA lgc20<>+4(SB)/4, $0x3e11e9bf
+DATA lgc20<>+8(SB)/4, $0x3e11e9bf
+DATA lgc20<>+12(SB)/4, $0x3e11e9bf
+DATA lgc20<>+16(SB)/4, $0x3e11e9bf
+DATA lgc20<>+20(SB)/4, $0x3e11e9bf
+DATA lgc20<>+24(SB)/4, $0x3e11e9bf
+DATA lgc20<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e4cceac
-DATA lgc21<>+4(SB)/4, $0x3e4cceac
-DATA lgc21<>+8(SB)/4, $0x3e4cceac
-DATA lgc21<>+12(SB)/4, $0x3e4cceac
-DATA lgc21<>+16(SB)/4, $0x3e4cceac
-DATA lgc21<>+20(SB)/4, $0x3e4cceac
-DATA lgc21<>+24(SB)/4, $0x3e4cceac
-DATA lgc21<>+28(SB)/4, $0x3e4cceac
+DATA lgc21<>+0(SB)/4, $0xbe2aae50
+DATA lgc21<>+4(SB)/4, $0xbe2aae50
+DATA lgc21<>+8(SB)/4, $0xbe2aae50
+DATA lgc21<>+12(SB)/4, $0xbe2aae50
+DATA lgc21<>+16(SB)/4, $0xbe2aae50
+DATA lgc21<>+20(SB)/4, $0xbe2aae50
+DATA lgc21<>+24(SB)/4, $0xbe2aae50
+DATA lgc21<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xbe7ffffc
-DATA lgc22<>+4(SB)/4, $0xbe7ffffc
-DATA lgc22<>+8(SB)/4, $0xbe7ffffc
-DATA lgc22<>+12(SB)/4, $0xbe7ffffc
-DATA lgc22<>+16(SB)/4, $0xbe7ffffc
-DATA lgc22<>+20(SB)/4, $0xbe7ffffc
-DATA lgc22<>+24(SB)/4, $0xbe7ffffc
-DATA lgc22<>+28(SB)/4, $0xbe7ffffc
+DATA lgc22<>+0(SB)/4, $0x3e4cceac
+DATA lgc22<>+4(SB)/4, $0x3e4cceac
+DATA lgc22<>+8(SB)/4, $0x3e4cceac
+DATA lgc22<>+12(SB)/4, $0x3e4cceac
+DATA lgc22<>+16(SB)/4, $0x3e4cceac
+DATA lgc22<>+20(SB)/4, $0x3e4cceac
+DATA lgc22<>+24(SB)/4, $0x3e4cceac
+DATA lgc22<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc23<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+0(SB)/4, $0xbe7ffffc
+DATA lgc23<>+4(SB)/4, $0xbe7ffffc
+DATA lgc23<>+8(SB)/4, $0xbe7ffffc
+DATA lgc23<>+12(SB)/4, $0xbe7ffffc
+DATA lgc23<>+16(SB)/4, $0xbe7ffffc
+DATA lgc23<>+20(SB)/4, $0xbe7ffffc
+DATA lgc23<>+24(SB)/4, $0xbe7ffffc
+DATA lgc23<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xb95e8083
-DATA lgc24<>+4(SB)/4, $0xb95e8083
-DATA lgc24<>+8(SB)/4, $0xb95e8083
-DATA lgc24<>+12(SB)/4, $0xb95e8083
-DATA lgc24<>+16(SB)/4, $0xb95e8083
-DATA lgc24<>+20(SB)/4, $0xb95e8083
-DATA lgc24<>+24(SB)/4, $0xb95e8083
-DATA lgc24<>+28(SB)/4, $0xb95e8083
+DATA lgc24<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f318000
-DATA lgc25<>+4(SB)/4, $0x3f318000
-DATA lgc25<>+8(SB)/4, $0x3f318000
-DATA lgc25<>+12(SB)/4, $0x3f318000
-DATA lgc25<>+16(SB)/4, $0x3f318000
-DATA lgc25<>+20(SB)/4, $0x3f318000
-DATA lgc25<>+24(SB)/4, $0x3f318000
-DATA lgc25<>+28(SB)/4, $0x3f318000
+DATA lgc25<>+0(SB)/4, $0xb95e8083
+DATA lgc25<>+4(SB)/4, $0xb95e8083
+DATA lgc25<>+8(SB)/4, $0xb95e8083
+DATA lgc25<>+12(SB)/4, $0xb95e8083
+DATA lgc25<>+16(SB)/4, $0xb95e8083
+DATA lgc25<>+20(SB)/4, $0xb95e8083
+DATA lgc25<>+24(SB)/4, $0xb95e8083
+DATA lgc25<>+28(SB)/4, $0xb95e8083
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xff800000
-DATA lgc26<>+4(SB)/4, $0xff800000
-DATA lgc26<>+8(SB)/4, $0xff800000
-DATA lgc26<>+12(SB)/4, $0xff800000
-DATA lgc26<>+16(SB)/4, $0xff800000
-DATA lgc26<>+20(SB)/4, $0xff800000
-DATA lgc26<>+24(SB)/4, $0xff800000
-DATA lgc26<>+28(SB)/4, $0xff800000
+DATA lgc26<>+0(SB)/4, $0x3f318000
+DATA lgc26<>+4(SB)/4, $0x3f318000
+DATA lgc26<>+8(SB)/4, $0x3f318000
+DATA lgc26<>+12(SB)/4, $0x3f318000
+DATA lgc26<>+16(SB)/4, $0x3f318000
+DATA lgc26<>+20(SB)/4, $0x3f318000
+DATA lgc26<>+24(SB)/4, $0x3f318000
+DATA lgc26<>+28(SB)/4, $0x3f318000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x7fc00000
-DATA lgc27<>+4(SB)/4, $0x7fc00000
-DATA lgc27<>+8(SB)/4, $0x7fc00000
-DATA lgc27<>+12(SB)/4, $0x7fc00000
-DATA lgc27<>+16(SB)/4, $0x7fc00000
-DATA lgc27<>+20(SB)/4, $0x7fc00000
-DATA lgc27<>+24(SB)/4, $0x7fc00000
-DATA lgc27<>+28(SB)/4, $0x7fc00000
+DATA lgc27<>+0(SB)/4, $0xff800000
+DATA lgc27<>+4(SB)/4, $0xff800000
+DATA lgc27<>+8(SB)/4, $0xff800000
+DATA lgc27<>+12(SB)/4, $0xff800000
+DATA lgc27<>+16(SB)/4, $0xff800000
+DATA lgc27<>+20(SB)/4, $0xff800000
+DATA lgc27<>+24(SB)/4, $0xff800000
+DATA lgc27<>+28(SB)/4, $0xff800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x7f800000
-DATA lgc28<>+4(SB)/4, $0x7f800000
-DATA lgc28<>+8(SB)/4, $0x7f800000
-DATA lgc28<>+12(SB)/4, $0x7f800000
-DATA lgc28<>+16(SB)/4, $0x7f800000
-DATA lgc28<>+20(SB)/4, $0x7f800000
-DATA lgc28<>+24(SB)/4, $0x7f800000
-DATA lgc28<>+28(SB)/4, $0x7f800000
+DATA lgc28<>+0(SB)/4, $0x7fc00000
+DATA lgc28<>+4(SB)/4, $0x7fc00000
+DATA lgc28<>+8(SB)/4, $0x7fc00000
+DATA lgc28<>+12(SB)/4, $0x7fc00000
+DATA lgc28<>+16(SB)/4, $0x7fc00000
+DATA lgc28<>+20(SB)/4, $0x7fc00000
+DATA lgc28<>+24(SB)/4, $0x7fc00000
+DATA lgc28<>+28(SB)/4, $0x7fc00000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+4(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+8(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+12(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+16(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+20(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+24(SB)/4, $0x3f6b3f8e
-DATA lgc29<>+28(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+0(SB)/4, $0x7f800000
+DATA lgc29<>+4(SB)/4, $0x7f800000
+DATA lgc29<>+8(SB)/4, $0x7f800000
+DATA lgc29<>+12(SB)/4, $0x7f800000
+DATA lgc29<>+16(SB)/4, $0x7f800000
+DATA lgc29<>+20(SB)/4, $0x7f800000
+DATA lgc29<>+24(SB)/4, $0x7f800000
+DATA lgc29<>+28(SB)/4, $0x7f800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xc0000000
-DATA lgc30<>+4(SB)/4, $0xc0000000
-DATA lgc30<>+8(SB)/4, $0xc0000000
-DATA lgc30<>+12(SB)/4, $0xc0000000
-DATA lgc30<>+16(SB)/4, $0xc0000000
-DATA lgc30<>+20(SB)/4, $0xc0000000
-DATA lgc30<>+24(SB)/4, $0xc0000000
-DATA lgc30<>+28(SB)/4, $0xc0000000
+DATA lgc30<>+0(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+4(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+8(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+12(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+16(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+20(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+24(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+28(SB)/4, $0x3f6b3f8e
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x41a00000
-DATA lgc31<>+4(SB)/4, $0x41a00000
-DATA lgc31<>+8(SB)/4, $0x41a00000
-DATA lgc31<>+12(SB)/4, $0x41a00000
-DATA lgc31<>+16(SB)/4, $0x41a00000
-DATA lgc31<>+20(SB)/4, $0x41a00000
-DATA lgc31<>+24(SB)/4, $0x41a00000
-DATA lgc31<>+28(SB)/4, $0x41a00000
+DATA lgc31<>+0(SB)/4, $0xc0000000
+DATA lgc31<>+4(SB)/4, $0xc0000000
+DATA lgc31<>+8(SB)/4, $0xc0000000
+DATA lgc31<>+12(SB)/4, $0xc0000000
+DATA lgc31<>+16(SB)/4, $0xc0000000
+DATA lgc31<>+20(SB)/4, $0xc0000000
+DATA lgc31<>+24(SB)/4, $0xc0000000
+DATA lgc31<>+28(SB)/4, $0xc0000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xc2d00000
-DATA lgc32<>+4(SB)/4, $0xc2d00000
-DATA lgc32<>+8(SB)/4, $0xc2d00000
-DATA lgc32<>+12(SB)/4, $0xc2d00000
-DATA lgc32<>+16(SB)/4, $0xc2d00000
-DATA lgc32<>+20(SB)/4, $0xc2d00000
-DATA lgc32<>+24(SB)/4, $0xc2d00000
-DATA lgc32<>+28(SB)/4, $0xc2d00000
+DATA lgc32<>+0(SB)/4, $0x41a00000
+DATA lgc32<>+4(SB)/4, $0x41a00000
+DATA lgc32<>+8(SB)/4, $0x41a00000
+DATA lgc32<>+12(SB)/4, $0x41a00000
+DATA lgc32<>+16(SB)/4, $0x41a00000
+DATA lgc32<>+20(SB)/4, $0x41a00000
+DATA lgc32<>+24(SB)/4, $0x41a00000
+DATA lgc32<>+28(SB)/4, $0x41a00000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x42b20000
-DATA lgc33<>+4(SB)/4, $0x42b20000
-DATA lgc33<>+8(SB)/4, $0x42b20000
-DATA lgc33<>+12(SB)/4, $0x42b20000
-DATA lgc33<>+16(SB)/4, $0x42b20000
-DATA lgc33<>+20(SB)/4, $0x42b20000
-DATA lgc33<>+24(SB)/4, $0x42b20000
-DATA lgc33<>+28(SB)/4, $0x42b20000
+DATA lgc33<>+0(SB)/4, $0xc2d00000
+DATA lgc33<>+4(SB)/4, $0xc2d00000
+DATA lgc33<>+8(SB)/4, $0xc2d00000
+DATA lgc33<>+12(SB)/4, $0xc2d00000
+DATA lgc33<>+16(SB)/4, $0xc2d00000
+DATA lgc33<>+20(SB)/4, $0xc2d00000
+DATA lgc33<>+24(SB)/4, $0xc2d00000
+DATA lgc33<>+28(SB)/4, $0xc2d00000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc34<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+0(SB)/4, $0x42b20000
+DATA lgc34<>+4(SB)/4, $0x42b20000
+DATA lgc34<>+8(SB)/4, $0x42b20000
+DATA lgc34<>+12(SB)/4, $0x42b20000
+DATA lgc34<>+16(SB)/4, $0x42b20000
+DATA lgc34<>+20(SB)/4, $0x42b20000
+DATA lgc34<>+24(SB)/4, $0x42b20000
+DATA lgc34<>+28(SB)/4, $0x42b20000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x39506967
-DATA lgc35<>+4(SB)/4, $0x39506967
-DATA lgc35<>+8(SB)/4, $0x39506967
-DATA lgc35<>+12(SB)/4, $0x39506967
-DATA lgc35<>+16(SB)/4, $0x39506967
-DATA lgc35<>+20(SB)/4, $0x39506967
-DATA lgc35<>+24(SB)/4, $0x39506967
-DATA lgc35<>+28(SB)/4, $0x39506967
+DATA lgc35<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3ab743ce
-DATA lgc36<>+4(SB)/4, $0x3ab743ce
-DATA lgc36<>+8(SB)/4, $0x3ab743ce
-DATA lgc36<>+12(SB)/4, $0x3ab743ce
-DATA lgc36<>+16(SB)/4, $0x3ab743ce
-DATA lgc36<>+20(SB)/4, $0x3ab743ce
-DATA lgc36<>+24(SB)/4, $0x3ab743ce
-DATA lgc36<>+28(SB)/4, $0x3ab743ce
+DATA lgc36<>+0(SB)/4, $0x39506967
+DATA lgc36<>+4(SB)/4, $0x39506967
+DATA lgc36<>+8(SB)/4, $0x39506967
+DATA lgc36<>+12(SB)/4, $0x39506967
+DATA lgc36<>+16(SB)/4, $0x39506967
+DATA lgc36<>+20(SB)/4, $0x39506967
+DATA lgc36<>+24(SB)/4, $0x39506967
+DATA lgc36<>+28(SB)/4, $0x39506967
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3c088908
-DATA lgc37<>+4(SB)/4, $0x3c088908
-DATA lgc37<>+8(SB)/4, $0x3c088908
-DATA lgc37<>+12(SB)/4, $0x3c088908
-DATA lgc37<>+16(SB)/4, $0x3c088908
-DATA lgc37<>+20(SB)/4, $0x3c088908
-DATA lgc37<>+24(SB)/4, $0x3c088908
-DATA lgc37<>+28(SB)/4, $0x3c088908
+DATA lgc37<>+0(SB)/4, $0x3ab743ce
+DATA lgc37<>+4(SB)/4, $0x3ab743ce
+DATA lgc37<>+8(SB)/4, $0x3ab743ce
+DATA lgc37<>+12(SB)/4, $0x3ab743ce
+DATA lgc37<>+16(SB)/4, $0x3ab743ce
+DATA lgc37<>+20(SB)/4, $0x3ab743ce
+DATA lgc37<>+24(SB)/4, $0x3ab743ce
+DATA lgc37<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc38<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+0(SB)/4, $0x3c088908
+DATA lgc38<>+4(SB)/4, $0x3c088908
+DATA lgc38<>+8(SB)/4, $0x3c088908
+DATA lgc38<>+12(SB)/4, $0x3c088908
+DATA lgc38<>+16(SB)/4, $0x3c088908
+DATA lgc38<>+20(SB)/4, $0x3c088908
+DATA lgc38<>+24(SB)/4, $0x3c088908
+DATA lgc38<>+28(SB)/4, $0x3c088908
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc39<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xffffff82
-DATA lgc40<>+4(SB)/4, $0xffffff82
-DATA lgc40<>+8(SB)/4, $0xffffff82
-DATA lgc40<>+12(SB)/4, $0xffffff82
-DATA lgc40<>+16(SB)/4, $0xffffff82
-DATA lgc40<>+20(SB)/4, $0xffffff82
-DATA lgc40<>+24(SB)/4, $0xffffff82
-DATA lgc40<>+28(SB)/4, $0xffffff82
+DATA lgc40<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3f317218
-DATA lgc41<>+4(SB)/4, $0x3f317218
-DATA lgc41<>+8(SB)/4, $0x3f317218
-DATA lgc41<>+12(SB)/4, $0x3f317218
-DATA lgc41<>+16(SB)/4, $0x3f317218
-DATA lgc41<>+20(SB)/4, $0x3f317218
-DATA lgc41<>+24(SB)/4, $0x3f317218
-DATA lgc41<>+28(SB)/4, $0x3f317218
+DATA lgc41<>+0(SB)/4, $0xffffff82
+DATA lgc41<>+4(SB)/4, $0xffffff82
+DATA lgc41<>+8(SB)/4, $0xffffff82
+DATA lgc41<>+12(SB)/4, $0xffffff82
+DATA lgc41<>+16(SB)/4, $0xffffff82
+DATA lgc41<>+20(SB)/4, $0xffffff82
+DATA lgc41<>+24(SB)/4, $0xffffff82
+DATA lgc41<>+28(SB)/4, $0xffffff82
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3fb17218
-DATA lgc42<>+4(SB)/4, $0x3fb17218
-DATA lgc42<>+8(SB)/4, $0x3fb17218
-DATA lgc42<>+12(SB)/4, $0x3fb17218
-DATA lgc42<>+16(SB)/4, $0x3fb17218
-DATA lgc42<>+20(SB)/4, $0x3fb17218
-DATA lgc42<>+24(SB)/4, $0x3fb17218
-DATA lgc42<>+28(SB)/4, $0x3fb17218
+DATA lgc42<>+0(SB)/4, $0x3f317218
+DATA lgc42<>+4(SB)/4, $0x3f317218
+DATA lgc42<>+8(SB)/4, $0x3f317218
+DATA lgc42<>+12(SB)/4, $0x3f317218
+DATA lgc42<>+16(SB)/4, $0x3f317218
+DATA lgc42<>+20(SB)/4, $0x3f317218
+DATA lgc42<>+24(SB)/4, $0x3f317218
+DATA lgc42<>+28(SB)/4, $0x3f317218
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbc23d70a
-DATA lgc43<>+4(SB)/4, $0xbc23d70a
-DATA lgc43<>+8(SB)/4, $0xbc23d70a
-DATA lgc43<>+12(SB)/4, $0xbc23d70a
-DATA lgc43<>+16(SB)/4, $0xbc23d70a
-DATA lgc43<>+20(SB)/4, $0xbc23d70a
-DATA lgc43<>+24(SB)/4, $0xbc23d70a
-DATA lgc43<>+28(SB)/4, $0xbc23d70a
+DATA lgc43<>+0(SB)/4, $0x3fb17218
+DATA lgc43<>+4(SB)/4, $0x3fb17218
+DATA lgc43<>+8(SB)/4, $0x3fb17218
+DATA lgc43<>+12(SB)/4, $0x3fb17218
+DATA lgc43<>+16(SB)/4, $0x3fb17218
+DATA lgc43<>+20(SB)/4, $0x3fb17218
+DATA lgc43<>+24(SB)/4, $0x3fb17218
+DATA lgc43<>+28(SB)/4, $0x3fb17218
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc44<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc44<>+0(SB)/4, $0xbc23d70a
+DATA lgc44<>+4(SB)/4, $0xbc23d70a
+DATA lgc44<>+8(SB)/4, $0xbc23d70a
+DATA lgc44<>+12(SB)/4, $0xbc23d70a
+DATA lgc44<>+16(SB)/4, $0xbc23d70a
+DATA lgc44<>+20(SB)/4, $0xbc23d70a
+DATA lgc44<>+24(SB)/4, $0xbc23d70a
+DATA lgc44<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+24(SB)/8, $0x3ff0000000000000
+GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
@@ -1221,13 +1233,13 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(v75, v76) []
-	VADDPS       lgc45<>+0(SB), Y0, Y0
+	VADDPS       lgc46<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v78 = div(v74, v77) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc7<>+0(SB), Y1
+	VMOVUPS lgc8<>+0(SB), Y1
 
 	// v79 = sub(v15, v78) []
 	VSUBPS Y0, Y1, Y0
@@ -1238,15 +1250,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc45<>+0(SB)/4, $0x34000000
-DATA lgc45<>+4(SB)/4, $0x34000000
-DATA lgc45<>+8(SB)/4, $0x34000000
-DATA lgc45<>+12(SB)/4, $0x34000000
-DATA lgc45<>+16(SB)/4, $0x34000000
-DATA lgc45<>+20(SB)/4, $0x34000000
-DATA lgc45<>+24(SB)/4, $0x34000000
-DATA lgc45<>+28(SB)/4, $0x34000000
-GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+DATA lgc46<>+0(SB)/4, $0x34000000
+DATA lgc46<>+4(SB)/4, $0x34000000
+DATA lgc46<>+8(SB)/4, $0x34000000
+DATA lgc46<>+12(SB)/4, $0x34000000
+DATA lgc46<>+16(SB)/4, $0x34000000
+DATA lgc46<>+20(SB)/4, $0x34000000
+DATA lgc46<>+24(SB)/4, $0x34000000
+DATA lgc46<>+28(SB)/4, $0x34000000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1268,213 +1280,213 @@ inner_D_6:
 	IMUL3Q     $+1, DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (BX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
 	// v5 = sub(v3, v4) [B=512 D=2]
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y2
+	VSUBPS  lgc3<>+0(SB), Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v7 = div(v5, v6) [B=512 D=2]
-	VDIVPS  Y2, Y0, Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VDIVPS  Y1, Y0, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v10 = max(v7, v8) tie=first [B=512 D=2]
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS lgc6<>+0(SB), Y3
 
 	// v11 = min(v10, v9) tie=first [B=512 D=2]
-	VMINPS Y3, Y4, Y4
+	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11) [B=512 D=2]
-	VMOVUPS lgc6<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc7<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(v6, v12) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y5, Y6
-	VMOVUPS lgc7<>+0(SB), Y7
+	VMULPS  lgc4<>+0(SB), Y4, Y5
+	VMOVUPS lgc8<>+0(SB), Y6
 
 	// v16 = sub(v15, v12) [B=512 D=2]
-	VSUBPS  Y5, Y7, Y7
-	VMOVUPS Y5, 64(SP)
+	VSUBPS  Y4, Y6, Y6
+	VMOVUPS Y4, 64(SP)
 
 	// v17 = div(v14, v16) [B=512 D=2]
-	VDIVPS  Y7, Y6, Y5
-	VMOVUPS Y6, 96(SP)
-	VMOVUPS Y7, 128(SP)
-	VMOVUPS Y3, 160(SP)
-	VMOVUPS Y2, 192(SP)
+	VDIVPS  Y6, Y5, Y4
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y1, 192(SP)
 	VMOVUPS Y0, 224(SP)
-	VMOVUPS Y4, 256(SP)
+	VMOVUPS Y3, 256(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y5, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y6
-	VBLENDVPS    Y3, Y6, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y5, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y6, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y5, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VADDPS       lgc8<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       lgc11<>+0(SB), Y3, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VPAND        lgc13<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VBLENDVPS    Y2, Y5, Y1, Y1
+	VPSUBD       Y2, Y3, Y3
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y5, Y5
+	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       Y4, Y1, Y1
+	VDIVPS       Y0, Y1, Y1
+	VSUBPS       Y1, Y5, Y1
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, Y4, Y1, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
 	// v19 = mul(v13, v18) [B=512 D=2]
-	VMULPS  lgc14<>+0(SB), Y2, Y0
-	VMOVUPS 256(SP), Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMULPS  lgc15<>+0(SB), Y1, Y0
+	VMOVUPS 256(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, v4) [B=512 D=2]
-	VCMPPS $0x11, Y4, Y3, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y3, Y2, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y4
+	VXORPS lgc7<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y0, Y6
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y0, Y5
 
 	// v23 = detach(v22) [B=512 D=2]
 	MOVQ       p1+8(FP), BX
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y8
-	VPCMPEQD   Y9, Y9, Y9
-	VXORPS     Y7, Y7, Y7
-	VGATHERDPS Y9, (BX)(Y8*4), Y7
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y8
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VGATHERDPS Y8, (BX)(Y7*4), Y6
 
 	// v24 = sub(v23, v1) [B=512 D=2]
-	VSUBPS Y7, Y6, Y7
+	VSUBPS Y6, Y5, Y6
 
 	// v25 = mul(v24, v24) [B=512 D=2]
-	VMULPS Y7, Y7, Y8
+	VMULPS Y6, Y6, Y7
 
 	// v26 = neg(v25) [B=512 D=2]
-	VXORPS     lgc6<>+0(SB), Y8, Y9
-	VMOVUPS    Y8, 288(SP)
-	VMOVUPS    Y7, 320(SP)
+	VXORPS     lgc7<>+0(SB), Y7, Y8
+	VMOVUPS    Y7, 288(SP)
+	VMOVUPS    Y6, 320(SP)
 	MOVQ       p2+16(FP), BX
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y8
-	VPCMPEQD   Y10, Y10, Y10
-	VXORPS     Y7, Y7, Y7
-	VGATHERDPS Y10, (BX)(Y8*4), Y7
+	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y9
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VGATHERDPS Y9, (BX)(Y7*4), Y6
 
 	// v27 = mul(v2, v2) [B=512 D=2]
-	VMULPS Y7, Y7, Y8
+	VMULPS Y6, Y6, Y7
 
 	// v28 = mul(v6, v27) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y8, Y10
-	VMOVUPS Y8, 352(SP)
-	VMOVUPS Y6, 384(SP)
+	VMULPS  lgc4<>+0(SB), Y7, Y9
+	VMOVUPS Y7, 352(SP)
+	VMOVUPS Y5, 384(SP)
 
 	// v29 = div(v26, v28) [B=512 D=2]
-	VDIVPS  Y10, Y9, Y8
-	VMOVUPS Y9, 416(SP)
-	VMOVUPS Y10, 448(SP)
-	VMOVUPS Y6, 480(SP)
-	VMOVUPS Y3, 512(SP)
-	VMOVUPS Y4, 544(SP)
+	VDIVPS  Y9, Y8, Y7
+	VMOVUPS Y8, 416(SP)
+	VMOVUPS Y9, 448(SP)
+	VMOVUPS Y5, 480(SP)
+	VMOVUPS Y2, 512(SP)
+	VMOVUPS Y3, 544(SP)
 	VMOVUPS Y0, 576(SP)
-	VMOVUPS Y2, 608(SP)
-	VMOVUPS Y5, 640(SP)
+	VMOVUPS Y1, 608(SP)
+	VMOVUPS Y4, 640(SP)
 
 	// v30 = log(v2) [B=512 D=2]
-	VCMPPS       $0x11, lgc8<>+0(SB), Y7, Y0
-	VMULPS       lgc9<>+0(SB), Y7, Y2
-	VBLENDVPS    Y0, Y2, Y7, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y0, Y0
-	VPADDD       Y0, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y0
-	VPOR         lgc7<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y2
-	VMULPS       lgc14<>+0(SB), Y0, Y4
-	VBLENDVPS    Y2, Y4, Y0, Y0
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       Y0, Y0, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y4
-	VMULPS       Y0, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
-	VADDPS       Y0, Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc2<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc26<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc2<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc28<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y7, Y7, Y0
-	VBLENDVPS    Y0, Y7, Y4, Y4
+	VCMPPS       $0x11, lgc9<>+0(SB), Y6, Y0
+	VMULPS       lgc10<>+0(SB), Y6, Y1
+	VBLENDVPS    Y0, Y1, Y6, Y1
+	VPSRLD       $0x17, Y1, Y2
+	VPSUBD       lgc11<>+0(SB), Y2, Y2
+	VPAND        lgc12<>+0(SB), Y0, Y0
+	VPADDD       Y0, Y2, Y2
+	VPAND        lgc13<>+0(SB), Y1, Y0
+	VPOR         lgc8<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y0, Y1
+	VMULPS       lgc15<>+0(SB), Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y0
+	VPSUBD       Y1, Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y0, Y0
+	VMULPS       Y0, Y0, Y1
+	VMOVAPS      lgc16<>+0(SB), Y3
+	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y0, Y3
+	VMULPS       Y0, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCVTDQ2PS    Y2, Y2
+	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y1, Y3
+	VADDPS       Y0, Y3, Y3
+	VFMADD231PS  lgc26<>+0(SB), Y2, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y6, Y0
+	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
+	VCMPPS       $0x11, lgc3<>+0(SB), Y6, Y0
+	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc29<>+0(SB), Y6, Y0
+	VBLENDVPS    Y0, lgc29<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y6, Y6, Y0
+	VBLENDVPS    Y0, Y6, Y3, Y3
 
 	// v31 = sub(v29, v30) [B=512 D=2]
-	VSUBPS Y4, Y8, Y0
+	VSUBPS Y3, Y7, Y0
 
 	// v33 = sub(v31, v32) [B=512 D=2]
-	VSUBPS lgc29<>+0(SB), Y0, Y0
+	VSUBPS lgc30<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y2, Y2
-	VMOVUPD      Y2, (SP)
+	VADDPD       (SP), Y1, Y1
+	VMOVUPD      Y1, (SP)
 	VADDPD       32(SP), Y0, Y0
 	VMOVUPD      Y0, 32(SP)
 	INCQ         DX
@@ -1483,13 +1495,14 @@ inner_D_6:
 
 	// finish v34
 	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
-	VMOVUPD     lgc0<>+0(SB), Y2
-	VMOVUPD     Y2, 672(SP)
-	VMOVUPD     Y2, 704(SP)
+	VMOVUPD     32(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     lgc0<>+0(SB), Y1
+	VMOVUPD     Y1, 672(SP)
+	VMOVUPD     Y1, 704(SP)
 	VMOVUPS     Y0, 736(SP)
 	XORQ        DX, DX
 
@@ -1501,240 +1514,240 @@ inner_D_7:
 	IMUL3Q     $+1, DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (BX)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
 	// v5 = sub(v3, v4) [B=512 D=2]
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y2
+	VSUBPS  lgc3<>+0(SB), Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v7 = div(v5, v6) [B=512 D=2]
-	VDIVPS  Y2, Y0, Y2
-	VMOVUPS lgc4<>+0(SB), Y3
+	VDIVPS  Y1, Y0, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v10 = max(v7, v8) tie=first [B=512 D=2]
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS lgc5<>+0(SB), Y4
+	VMAXPS  Y1, Y2, Y2
+	VMOVUPS lgc6<>+0(SB), Y3
 
 	// v11 = min(v10, v9) tie=first [B=512 D=2]
-	VMINPS Y3, Y4, Y4
+	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11) [B=512 D=2]
-	VMOVUPS lgc6<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc7<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(v6, v12) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y5, Y6
-	VMOVUPS lgc7<>+0(SB), Y7
+	VMULPS  lgc4<>+0(SB), Y4, Y5
+	VMOVUPS lgc8<>+0(SB), Y6
 
 	// v16 = sub(v15, v12) [B=512 D=2]
-	VSUBPS  Y5, Y7, Y7
-	VMOVUPS Y5, 768(SP)
+	VSUBPS  Y4, Y6, Y6
+	VMOVUPS Y4, 768(SP)
 
 	// v17 = div(v14, v16) [B=512 D=2]
-	VDIVPS  Y7, Y6, Y5
-	VMOVUPS Y6, 800(SP)
-	VMOVUPS Y7, 832(SP)
-	VMOVUPS Y3, 864(SP)
-	VMOVUPS Y2, 896(SP)
+	VDIVPS  Y6, Y5, Y4
+	VMOVUPS Y5, 800(SP)
+	VMOVUPS Y6, 832(SP)
+	VMOVUPS Y2, 864(SP)
+	VMOVUPS Y1, 896(SP)
 	VMOVUPS Y0, 928(SP)
-	VMOVUPS Y4, 960(SP)
+	VMOVUPS Y3, 960(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y5, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y6
-	VBLENDVPS    Y3, Y6, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y3, Y6, Y6
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y5, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y6, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y5, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VADDPS       lgc8<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VPSRLD       $0x17, Y2, Y3
+	VPSUBD       lgc11<>+0(SB), Y3, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y3, Y3
+	VPAND        lgc13<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VBLENDVPS    Y2, Y5, Y1, Y1
+	VPSUBD       Y2, Y3, Y3
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y2
+	VMOVAPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y2, Y5, Y5
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y5, Y5
+	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       Y4, Y1, Y1
+	VDIVPS       Y0, Y1, Y1
+	VSUBPS       Y1, Y5, Y1
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, Y4, Y1, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
 	// v19 = mul(v13, v18) [B=512 D=2]
-	VMULPS  lgc14<>+0(SB), Y2, Y0
-	VMOVUPS 960(SP), Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMULPS  lgc15<>+0(SB), Y1, Y0
+	VMOVUPS 960(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, v4) [B=512 D=2]
-	VCMPPS $0x11, Y4, Y3, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y3, Y2, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y4
+	VXORPS lgc7<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y0, Y6
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y0, Y5
 
 	// v23 = detach(v22) [B=512 D=2]
 	// v36 = mul(v35, v23) [B=512 D=2]
-	VMULPS  lgc30<>+0(SB), Y6, Y7
-	VMOVUPS lgc31<>+0(SB), Y8
+	VMULPS  lgc31<>+0(SB), Y5, Y6
+	VMOVUPS lgc32<>+0(SB), Y7
 
 	// v38 = gt(v36, v37) [B=512 D=2]
-	VCMPPS  $0x1e, Y8, Y7, Y8
-	VANDPS  lgc7<>+0(SB), Y8, Y8
-	VMOVUPS Y6, 992(SP)
-	VMOVUPS Y3, 1024(SP)
-	VMOVUPS Y4, 1056(SP)
+	VCMPPS  $0x1e, Y7, Y6, Y7
+	VANDPS  lgc8<>+0(SB), Y7, Y7
+	VMOVUPS Y5, 992(SP)
+	VMOVUPS Y2, 1024(SP)
+	VMOVUPS Y3, 1056(SP)
 	VMOVUPS Y0, 1088(SP)
-	VMOVUPS Y2, 1120(SP)
-	VMOVUPS Y5, 1152(SP)
+	VMOVUPS Y1, 1120(SP)
+	VMOVUPS Y4, 1152(SP)
 
 	// v39 = exp(v36) [B=512 D=2]
-	VMAXPS       lgc32<>+0(SB), Y7, Y0
-	VMINPS       lgc33<>+0(SB), Y0, Y0
-	VMULPS       lgc34<>+0(SB), Y0, Y2
-	VROUNDPS     $0x00, Y2, Y2
+	VMAXPS       lgc33<>+0(SB), Y6, Y0
+	VMINPS       lgc34<>+0(SB), Y0, Y0
+	VMULPS       lgc35<>+0(SB), Y0, Y1
+	VROUNDPS     $0x00, Y1, Y1
 	VMOVAPS      Y0, Y0
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y0
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y0
-	VMOVAPS      lgc35<>+0(SB), Y3
-	VFMADD213PS  lgc36<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc37<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc38<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc39<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y0, Y4
-	VFMADD213PS  Y0, Y4, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y0
-	VPMAXSD      lgc40<>+0(SB), Y0, Y2
-	VPMINSD      lgc10<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y0, Y0
-	VPADDD       lgc10<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc10<>+0(SB), Y0, Y0
+	VFNMADD231PS lgc26<>+0(SB), Y1, Y0
+	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
+	VMOVAPS      lgc36<>+0(SB), Y2
+	VFMADD213PS  lgc37<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc38<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc39<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc40<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VMULPS       Y0, Y0, Y3
+	VFMADD213PS  Y0, Y3, Y2
+	VADDPS       lgc8<>+0(SB), Y2, Y2
+	VCVTPS2DQ    Y1, Y0
+	VPMAXSD      lgc41<>+0(SB), Y0, Y1
+	VPMINSD      lgc11<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y0
+	VPADDD       lgc11<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VPADDD       lgc11<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VCMPPS       $0x03, Y7, Y7, Y0
-	VBLENDVPS    Y0, Y7, Y3, Y3
-	VMOVUPS      Y6, 1184(SP)
-	VMOVUPS      Y7, 1216(SP)
-	VMOVUPS      Y8, 1248(SP)
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VCMPPS       $0x03, Y6, Y6, Y0
+	VBLENDVPS    Y0, Y6, Y2, Y2
+	VMOVUPS      Y5, 1184(SP)
+	VMOVUPS      Y6, 1216(SP)
+	VMOVUPS      Y7, 1248(SP)
 
 	// v40 = log1p(v39) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y3, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y4
-	VBLENDVPS    Y2, Y4, Y0, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y4
-	VMULPS       lgc14<>+0(SB), Y2, Y6
-	VBLENDVPS    Y4, Y6, Y2, Y2
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y2, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y3, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y6, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, Y3, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y2, Y2
+	VADDPS       lgc8<>+0(SB), Y2, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y3
+	VBLENDVPS    Y1, Y3, Y0, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc11<>+0(SB), Y4, Y4
+	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y4, Y4
+	VPAND        lgc13<>+0(SB), Y3, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y3
+	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VBLENDVPS    Y3, Y5, Y1, Y1
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y3
+	VMOVAPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y1, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y5, Y5
+	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       Y2, Y1, Y1
+	VDIVPS       Y0, Y1, Y1
+	VSUBPS       Y1, Y5, Y1
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, Y2, Y1, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc29<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y1, Y1
 	VMOVUPS      1248(SP), Y0
-	VMOVUPS      1216(SP), Y3
+	VMOVUPS      1216(SP), Y2
 
 	// v41 = where(v38, v36, v40) [B=512 D=2]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y0
-	VMOVUPS   lgc41<>+0(SB), Y2
-	VMOVUPS   1184(SP), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y2, Y1, Y0
+	VMOVUPS   lgc42<>+0(SB), Y1
+	VMOVUPS   1184(SP), Y2
 
 	// v43 = sub(v42, v23) [B=512 D=2]
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y2, Y1, Y1
 
 	// v44 = sub(v43, v41) [B=512 D=2]
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y1, Y0
 
 	// v45 = mul(v6, v44) [B=512 D=2]
-	VMULPS lgc3<>+0(SB), Y0, Y0
+	VMULPS lgc4<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       672(SP), Y2, Y2
-	VMOVUPD      Y2, 672(SP)
+	VADDPD       672(SP), Y1, Y1
+	VMOVUPD      Y1, 672(SP)
 	VADDPD       704(SP), Y0, Y0
 	VMOVUPD      Y0, 704(SP)
 	INCQ         DX
@@ -1743,70 +1756,71 @@ inner_D_7:
 
 	// finish v46
 	VMOVUPD     672(SP), Y0
-	VMOVUPD     704(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     704(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, v47) [B=512]
-	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 736(SP), Y2
+	VADDPS  lgc43<>+0(SB), Y0, Y0
+	VMOVUPS 736(SP), Y1
 
 	// v49 = sub(v34, v48) [B=512]  # log_prob
-	VSUBPS  Y0, Y2, Y0
+	VSUBPS  Y0, Y1, Y0
 	MOVQ    p3+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v51 = sub(v49, v50) [B=512]  # log_weight
-	VSUBPS Y2, Y0, Y3
+	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(v51) [B=512]
-	VMAXPS       lgc32<>+0(SB), Y3, Y4
-	VMINPS       lgc33<>+0(SB), Y4, Y4
-	VMULPS       lgc34<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
-	VMOVAPS      lgc35<>+0(SB), Y6
-	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc7<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc40<>+0(SB), Y4, Y5
-	VPMINSD      lgc10<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc10<>+0(SB), Y4, Y4
+	VMAXPS       lgc33<>+0(SB), Y2, Y3
+	VMINPS       lgc34<>+0(SB), Y3, Y3
+	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y3, Y3
+	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
+	VMOVAPS      lgc36<>+0(SB), Y5
+	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc41<>+0(SB), Y3, Y4
+	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc11<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
+	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 	MOVQ         p4+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y3
+	VMOVUPS      (DX)(BX*4), Y2
 
 	// v53 = mul(v52, v0) [B=512]  # gain
-	VMULPS Y3, Y6, Y3
+	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(v53) [B=512]
-	VXORPS lgc6<>+0(SB), Y3, Y3
+	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	MOVQ    p5+40(FP), DX
-	VADDPS  256(DX), Y3, Y3
-	VMOVUPS Y3, 256(DX)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
 
 	// v56 = sub(v50, v49) [B=512]
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y1, Y0
 
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -1815,182 +1829,182 @@ inner_D_7:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v60 = mul(v59, v58) [B=512]
-	VMULPS lgc43<>+0(SB), Y0, Y2
+	VMULPS lgc44<>+0(SB), Y0, Y1
 
 	// mean(v58) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
 	// mean(v60) over [B]
-	VADDPS  1216(DX), Y2, Y0
+	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
 	MOVQ    p7+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    p8+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v65 = sub(v63, v64) [B=512]
-	VSUBPS Y2, Y0, Y2
+	VSUBPS Y1, Y0, Y1
 
 	// v66 = abs(v65) [B=512]
-	VMOVUPS lgc6<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc7<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
+	VMOVUPS lgc8<>+0(SB), Y3
 
 	// v67 = lt(v66, v15) [B=512]
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc7<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y3, Y2, Y3
+	VANDPS lgc8<>+0(SB), Y3, Y3
 
 	// v68 = mul(v13, v66) [B=512]
-	VMULPS lgc14<>+0(SB), Y3, Y5
+	VMULPS lgc15<>+0(SB), Y2, Y4
 
 	// v69 = mul(v68, v66) [B=512]
-	VMULPS Y3, Y5, Y7
+	VMULPS Y2, Y4, Y6
 
 	// v70 = sub(v66, v13) [B=512]
-	VSUBPS lgc14<>+0(SB), Y3, Y8
+	VSUBPS lgc15<>+0(SB), Y2, Y7
 
 	// v71 = where(v67, v69, v70) [B=512]
-	VXORPS    Y9, Y9, Y9
-	VCMPPS    $0x04, Y9, Y4, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y6, Y7, Y6
 
 	// v72 = mul(v15, v71) [B=512]
-	VMULPS  lgc7<>+0(SB), Y7, Y7
-	VMOVUPS Y6, 1280(SP)
+	VMULPS  lgc8<>+0(SB), Y6, Y6
+	VMOVUPS Y5, 1280(SP)
 
 	// mean(v72) over [B]
-	VADDPS  1536(DX), Y7, Y6
-	VMOVUPS Y6, 1536(DX)
+	VADDPS  1536(DX), Y6, Y5
+	VMOVUPS Y5, 1536(DX)
 
 	// var(v65) over [B]
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X1
-	VCVTPS2PD    X1, Y7
-	VMOVUPD      1856(DX), Y8
-	VSUBPD       Y8, Y6, Y9
-	VMOVUPD      1664(DX), Y10
-	VADDPD       lgc44<>+0(SB), Y10, Y10
-	VMOVUPD      Y10, 1664(DX)
-	VDIVPD       Y10, Y9, Y10
-	VADDPD       Y10, Y8, Y8
-	VSUBPD       Y8, Y6, Y10
-	VMOVUPD      2048(DX), Y6
-	VFMADD231PD  Y9, Y10, Y6
-	VMOVUPD      Y8, 1856(DX)
-	VMOVUPD      Y6, 2048(DX)
-	VMOVUPD      1888(DX), Y6
-	VSUBPD       Y6, Y7, Y8
-	VMOVUPD      1696(DX), Y9
-	VADDPD       lgc44<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 1696(DX)
-	VDIVPD       Y9, Y8, Y9
-	VADDPD       Y9, Y6, Y6
-	VSUBPD       Y6, Y7, Y9
-	VMOVUPD      2080(DX), Y7
-	VFMADD231PD  Y8, Y9, Y7
-	VMOVUPD      Y6, 1888(DX)
-	VMOVUPD      Y7, 2080(DX)
-
-	// var(v63) over [B]
-	VCVTPS2PD    X0, Y6
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VMOVUPD      2432(DX), Y7
-	VSUBPD       Y7, Y6, Y8
-	VMOVUPD      2240(DX), Y9
-	VADDPD       lgc44<>+0(SB), Y9, Y9
-	VMOVUPD      Y9, 2240(DX)
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      1856(DX), Y7
+	VSUBPD       Y7, Y5, Y8
+	VMOVUPD      1664(DX), Y9
+	VADDPD       lgc45<>+0(SB), Y9, Y9
+	VMOVUPD      Y9, 1664(DX)
 	VDIVPD       Y9, Y8, Y9
 	VADDPD       Y9, Y7, Y7
-	VSUBPD       Y7, Y6, Y9
-	VMOVUPD      2624(DX), Y6
-	VFMADD231PD  Y8, Y9, Y6
-	VMOVUPD      Y7, 2432(DX)
-	VMOVUPD      Y6, 2624(DX)
-	VMOVUPD      2464(DX), Y6
-	VSUBPD       Y6, Y0, Y7
-	VMOVUPD      2272(DX), Y8
-	VADDPD       lgc44<>+0(SB), Y8, Y8
-	VMOVUPD      Y8, 2272(DX)
+	VSUBPD       Y7, Y5, Y9
+	VMOVUPD      2048(DX), Y5
+	VFMADD231PD  Y8, Y9, Y5
+	VMOVUPD      Y7, 1856(DX)
+	VMOVUPD      Y5, 2048(DX)
+	VMOVUPD      1888(DX), Y5
+	VSUBPD       Y5, Y6, Y7
+	VMOVUPD      1696(DX), Y8
+	VADDPD       lgc45<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 1696(DX)
+	VDIVPD       Y8, Y7, Y8
+	VADDPD       Y8, Y5, Y5
+	VSUBPD       Y5, Y6, Y8
+	VMOVUPD      2080(DX), Y6
+	VFMADD231PD  Y7, Y8, Y6
+	VMOVUPD      Y5, 1888(DX)
+	VMOVUPD      Y6, 2080(DX)
+
+	// var(v63) over [B]
+	VCVTPS2PD    X0, Y5
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VMOVUPD      2432(DX), Y6
+	VSUBPD       Y6, Y5, Y7
+	VMOVUPD      2240(DX), Y8
+	VADDPD       lgc45<>+0(SB), Y8, Y8
+	VMOVUPD      Y8, 2240(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
-	VSUBPD       Y6, Y0, Y8
+	VSUBPD       Y6, Y5, Y8
+	VMOVUPD      2624(DX), Y5
+	VFMADD231PD  Y7, Y8, Y5
+	VMOVUPD      Y6, 2432(DX)
+	VMOVUPD      Y5, 2624(DX)
+	VMOVUPD      2464(DX), Y5
+	VSUBPD       Y5, Y0, Y6
+	VMOVUPD      2272(DX), Y7
+	VADDPD       lgc45<>+0(SB), Y7, Y7
+	VMOVUPD      Y7, 2272(DX)
+	VDIVPD       Y7, Y6, Y7
+	VADDPD       Y7, Y5, Y5
+	VSUBPD       Y5, Y0, Y7
 	VMOVUPD      2656(DX), Y0
-	VFMADD231PD  Y7, Y8, Y0
-	VMOVUPD      Y6, 2464(DX)
+	VFMADD231PD  Y6, Y7, Y0
+	VMOVUPD      Y5, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc46<>+0(SB), Y0
-	VMOVUPS      lgc2<>+0(SB), Y6
+	VMOVUPS      lgc47<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y5
 
 	// v81 = where(v67, v80, v4) [B=512]
-	VXORPS    Y7, Y7, Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y0, Y6, Y7
+	VMOVUPS   lgc3<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y0, Y5, Y6
 
 	// v82 = where(v67, v4, v80) [B=512]
-	VXORPS    Y8, Y8, Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y0, Y0
+	VMOVUPS   lgc3<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y5, Y0, Y0
 
 	// v83 = mul(v81, v66) [B=512]
-	VMULPS Y3, Y7, Y3
+	VMULPS Y2, Y6, Y2
 
 	// v84 = mul(v81, v68) [B=512]
-	VMULPS Y5, Y7, Y4
+	VMULPS Y4, Y6, Y3
 
 	// v85 = add(v82, v84) [B=512]
-	VADDPS Y4, Y0, Y0
-
-	// v86 = mul(v83, v13) [B=512]
-	VMULPS lgc14<>+0(SB), Y3, Y3
-
-	// v87 = add(v85, v86) [B=512]
 	VADDPS Y3, Y0, Y0
 
+	// v86 = mul(v83, v13) [B=512]
+	VMULPS lgc15<>+0(SB), Y2, Y2
+
+	// v87 = add(v85, v86) [B=512]
+	VADDPS Y2, Y0, Y0
+
 	// v88 = gt(v65, v4) [B=512]
-	VCMPPS $0x1e, Y6, Y2, Y3
-	VANDPS lgc7<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y5, Y1, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
 	// v89 = lt(v65, v4) [B=512]
-	VCMPPS $0x11, Y6, Y2, Y4
-	VANDPS lgc7<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y5, Y1, Y3
+	VANDPS lgc8<>+0(SB), Y3, Y3
 
 	// v91 = mul(v65, v4) [B=512]
-	VMULPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc47<>+0(SB), Y5
+	VMULPS  lgc3<>+0(SB), Y1, Y1
+	VMOVUPS lgc48<>+0(SB), Y4
 
 	// v92 = where(v89, v90, v91) [B=512]
-	VXORPS    Y6, Y6, Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   lgc7<>+0(SB), Y4
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+	VMOVUPS   lgc8<>+0(SB), Y3
 
 	// v93 = where(v88, v15, v92) [B=512]
-	VXORPS    Y5, Y5, Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y2, Y2
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
 
 	// v94 = mul(v87, v93) [B=512]
-	VMULPS Y2, Y0, Y0
+	VMULPS Y1, Y0, Y0
 
 	// v95 = neg(v94) [B=512]
-	VXORPS  lgc6<>+0(SB), Y0, Y0
+	VXORPS  lgc7<>+0(SB), Y0, Y0
 	MOVQ    p4+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y1
 
 	// v98 = mul(v97, v0) [B=512]
-	VMULPS  lgc48<>+0(SB), Y2, Y2
-	VMOVUPS 1280(SP), Y3
+	VMULPS  lgc49<>+0(SB), Y1, Y1
+	VMOVUPS 1280(SP), Y2
 
 	// v99 = mul(v98, v52) [B=512]
-	VMULPS Y3, Y2, Y2
+	VMULPS Y2, Y1, Y1
 
 	// v100 = neg(v99) [B=512]
-	VXORPS  lgc6<>+0(SB), Y2, Y3
+	VXORPS  lgc7<>+0(SB), Y1, Y2
 	VMOVUPS Y0, 1312(SP)
-	VMOVUPS Y2, 1344(SP)
-	VMOVUPS Y3, 1376(SP)
+	VMOVUPS Y1, 1344(SP)
+	VMOVUPS Y2, 1376(SP)
 	XORQ    DX, DX
 
 inner_D_8:
@@ -2001,171 +2015,171 @@ inner_D_8:
 	IMUL3Q     $+1, DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VPCMPEQD   Y3, Y3, Y3
-	VXORPS     Y0, Y0, Y0
-	VGATHERDPS Y3, (SI)(Y2*4), Y0
+	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
 	// v5 = sub(v3, v4) [B=512 D=2]
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y2
+	VSUBPS  lgc3<>+0(SB), Y0, Y0
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v7 = div(v5, v6) [B=512 D=2]
-	VDIVPS  Y2, Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y2
+	VDIVPS  Y1, Y0, Y0
+	VMOVUPS lgc5<>+0(SB), Y1
 
 	// v10 = max(v7, v8) tie=first [B=512 D=2]
-	VMAXPS  Y0, Y2, Y0
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMAXPS  Y0, Y1, Y0
+	VMOVUPS lgc6<>+0(SB), Y1
 
 	// v11 = min(v10, v9) tie=first [B=512 D=2]
-	VMINPS Y0, Y2, Y0
+	VMINPS Y0, Y1, Y0
 
 	// v12 = abs(v11) [B=512 D=2]
-	VMOVUPS lgc6<>+0(SB), Y2
-	VANDNPS Y0, Y2, Y2
+	VMOVUPS lgc7<>+0(SB), Y1
+	VANDNPS Y0, Y1, Y1
 
 	// v14 = mul(v6, v12) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y2, Y3
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMULPS  lgc4<>+0(SB), Y1, Y2
+	VMOVUPS lgc8<>+0(SB), Y3
 
 	// v16 = sub(v15, v12) [B=512 D=2]
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y1, Y3, Y1
 
 	// v17 = div(v14, v16) [B=512 D=2]
-	VDIVPS  Y2, Y3, Y2
+	VDIVPS  Y1, Y2, Y1
 	VMOVUPS Y0, 1408(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
-	VADDPS       lgc7<>+0(SB), Y2, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y3
-	VMULPS       lgc9<>+0(SB), Y0, Y4
-	VBLENDVPS    Y3, Y4, Y0, Y4
-	VPSRLD       $0x17, Y4, Y5
-	VPSUBD       lgc10<>+0(SB), Y5, Y5
-	VPAND        lgc11<>+0(SB), Y3, Y3
-	VPADDD       Y3, Y5, Y5
-	VPAND        lgc12<>+0(SB), Y4, Y3
-	VPOR         lgc7<>+0(SB), Y3, Y3
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
-	VMULPS       lgc14<>+0(SB), Y3, Y6
-	VBLENDVPS    Y4, Y6, Y3, Y3
-	VPSUBD       Y4, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y3, Y3
-	VMULPS       Y3, Y3, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
-	VMULPS       Y3, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCVTDQ2PS    Y5, Y5
-	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
-	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
-	VADDPS       Y3, Y6, Y6
-	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y3
-	VBLENDVPS    Y3, Y0, Y6, Y6
-	VSUBPS       lgc7<>+0(SB), Y0, Y3
-	VSUBPS       Y2, Y3, Y3
-	VDIVPS       Y0, Y3, Y3
-	VSUBPS       Y3, Y6, Y3
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, Y2, Y3, Y3
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y4
-	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
-	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+	VADDPS       lgc8<>+0(SB), Y1, Y0
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
+	VMULPS       lgc10<>+0(SB), Y0, Y3
+	VBLENDVPS    Y2, Y3, Y0, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc11<>+0(SB), Y4, Y4
+	VPAND        lgc12<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc13<>+0(SB), Y3, Y2
+	VPOR         lgc8<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc8<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc16<>+0(SB), Y5
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y5, Y5
+	VSUBPS       lgc8<>+0(SB), Y0, Y2
+	VSUBPS       Y1, Y2, Y2
+	VDIVPS       Y0, Y2, Y2
+	VSUBPS       Y2, Y5, Y2
+	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, Y1, Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 
 	// v19 = mul(v13, v18) [B=512 D=2]
-	VMULPS  lgc14<>+0(SB), Y3, Y0
-	VMOVUPS 1408(SP), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
+	VMULPS  lgc15<>+0(SB), Y2, Y0
+	VMOVUPS 1408(SP), Y1
+	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v20 = lt(v11, v4) [B=512 D=2]
-	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
+	VCMPPS $0x11, Y2, Y1, Y1
+	VANDPS lgc8<>+0(SB), Y1, Y1
 
 	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y3
+	VXORPS lgc7<>+0(SB), Y0, Y2
 
 	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v23 = detach(v22) [B=512 D=2]
 	MOVQ       p1+8(FP), SI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (SI)(Y3*4), Y2
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 
 	// v24 = sub(v23, v1) [B=512 D=2]
-	VSUBPS Y2, Y0, Y0
+	VSUBPS Y1, Y0, Y0
 
 	// v25 = mul(v24, v24) [B=512 D=2]
-	VMULPS Y0, Y0, Y2
+	VMULPS Y0, Y0, Y1
 
 	// v26 = neg(v25) [B=512 D=2]
-	VXORPS     lgc6<>+0(SB), Y2, Y2
+	VXORPS     lgc7<>+0(SB), Y1, Y1
 	MOVQ       p2+16(FP), SI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y4
-	VPCMPEQD   Y5, Y5, Y5
-	VXORPS     Y3, Y3, Y3
-	VGATHERDPS Y5, (SI)(Y4*4), Y3
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y4
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VGATHERDPS Y4, (SI)(Y3*4), Y2
 
 	// v27 = mul(v2, v2) [B=512 D=2]
-	VMULPS Y3, Y3, Y4
+	VMULPS Y2, Y2, Y3
 
 	// v28 = mul(v6, v27) [B=512 D=2]
-	VMULPS  lgc3<>+0(SB), Y4, Y4
-	VMOVUPS 1376(SP), Y5
+	VMULPS  lgc4<>+0(SB), Y3, Y3
+	VMOVUPS 1376(SP), Y4
 
 	// v101 = div(v100, v2) [B=512 D=2]
-	VDIVPS  Y3, Y5, Y6
-	VMOVUPS 1344(SP), Y7
+	VDIVPS  Y2, Y4, Y5
+	VMOVUPS 1344(SP), Y6
 
 	// v102 = div(v99, v28) [B=512 D=2]
-	VDIVPS Y4, Y7, Y7
+	VDIVPS Y3, Y6, Y6
 
 	// v103 = mul(v100, v26) [B=512 D=2]
-	VMULPS Y2, Y5, Y2
+	VMULPS Y1, Y4, Y1
 
 	// v104 = mul(v28, v28) [B=512 D=2]
-	VMULPS Y4, Y4, Y4
+	VMULPS Y3, Y3, Y3
 
 	// v105 = div(v103, v104) [B=512 D=2]
-	VDIVPS Y4, Y2, Y2
+	VDIVPS Y3, Y1, Y1
 
 	// v106 = mul(v105, v6) [B=512 D=2]
-	VMULPS lgc3<>+0(SB), Y2, Y2
+	VMULPS lgc4<>+0(SB), Y1, Y1
 
 	// v107 = mul(v106, v2) [B=512 D=2]
-	VMULPS Y3, Y2, Y2
+	VMULPS Y2, Y1, Y1
 
 	// v108 = add(v101, v107) [B=512 D=2]
-	VADDPS Y2, Y6, Y3
+	VADDPS Y1, Y5, Y2
 
 	// v109 = add(v108, v107) [B=512 D=2]
-	VADDPS Y2, Y3, Y2
+	VADDPS Y1, Y2, Y1
 
 	// store v109
 	MOVQ    p9+72(FP), SI
-	VMOVUPS Y2, 1440(SP)
+	VMOVUPS Y1, 1440(SP)
 	MOVL    1440(SP), R8
 	MOVL    R8, (SI)(DI*4)
 	MOVL    1444(SP), R8
@@ -2184,16 +2198,16 @@ inner_D_8:
 	MOVL    R8, 56(SI)(DI*4)
 
 	// v110 = neg(v102) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y7, Y2
+	VXORPS lgc7<>+0(SB), Y6, Y1
 
 	// v111 = mul(v110, v24) [B=512 D=2]
-	VMULPS Y0, Y2, Y0
+	VMULPS Y0, Y1, Y0
 
 	// v112 = add(v111, v111) [B=512 D=2]
 	VADDPS Y0, Y0, Y0
 
 	// v113 = neg(v112) [B=512 D=2]
-	VXORPS lgc6<>+0(SB), Y0, Y0
+	VXORPS lgc7<>+0(SB), Y0, Y0
 
 	// store v113
 	MOVQ    p10+80(FP), SI
@@ -2217,14 +2231,14 @@ inner_D_8:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_8
-	VMOVUPS lgc49<>+0(SB), Y0
+	VMOVUPS lgc50<>+0(SB), Y0
 
 	// v114 = broadcast(v96) [B=512]
-	VMOVUPS 1312(SP), Y2
+	VMOVUPS 1312(SP), Y1
 
 	// store v95
 	MOVQ    p11+88(FP), DX
-	VMOVUPS Y2, (DX)(BX*4)
+	VMOVUPS Y1, (DX)(BX*4)
 
 	// store v114
 	MOVQ         p12+96(FP), DX
@@ -2233,54 +2247,54 @@ inner_D_8:
 	JNZ          noflush_9
 	MOVQ         p5+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y2, Y2
-	VMOVUPD      Y2, 64(CX)
+	VADDPD       64(CX), Y1, Y1
+	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y2, Y2
-	VMOVUPD      Y2, 384(CX)
+	VADDPD       384(CX), Y1, Y1
+	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y2, Y2
-	VMOVUPD      Y2, 704(CX)
+	VADDPD       704(CX), Y1, Y1
+	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y2, Y2
-	VMOVUPD      Y2, 1024(CX)
+	VADDPD       1024(CX), Y1, Y1
+	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y2, Y2
-	VMOVUPD      Y2, 1344(CX)
+	VADDPD       1344(CX), Y1, Y1
+	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	MOVQ         $+8, CX
 
@@ -2297,7 +2311,7 @@ noflush_9:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2307,7 +2321,7 @@ noflush_9:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2317,7 +2331,7 @@ noflush_9:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2327,7 +2341,7 @@ noflush_9:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2337,50 +2351,50 @@ noflush_9:
 	VMOVUPD      Y1, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc46<>+0(SB)/4, $0x3b000000
-DATA lgc46<>+4(SB)/4, $0x3b000000
-DATA lgc46<>+8(SB)/4, $0x3b000000
-DATA lgc46<>+12(SB)/4, $0x3b000000
-DATA lgc46<>+16(SB)/4, $0x3b000000
-DATA lgc46<>+20(SB)/4, $0x3b000000
-DATA lgc46<>+24(SB)/4, $0x3b000000
-DATA lgc46<>+28(SB)/4, $0x3b000000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0xbf800000
-DATA lgc47<>+4(SB)/4, $0xbf800000
-DATA lgc47<>+8(SB)/4, $0xbf800000
-DATA lgc47<>+12(SB)/4, $0xbf800000
-DATA lgc47<>+16(SB)/4, $0xbf800000
-DATA lgc47<>+20(SB)/4, $0xbf800000
-DATA lgc47<>+24(SB)/4, $0xbf800000
-DATA lgc47<>+28(SB)/4, $0xbf800000
+DATA lgc47<>+0(SB)/4, $0x3b000000
+DATA lgc47<>+4(SB)/4, $0x3b000000
+DATA lgc47<>+8(SB)/4, $0x3b000000
+DATA lgc47<>+12(SB)/4, $0x3b000000
+DATA lgc47<>+16(SB)/4, $0x3b000000
+DATA lgc47<>+20(SB)/4, $0x3b000000
+DATA lgc47<>+24(SB)/4, $0x3b000000
+DATA lgc47<>+28(SB)/4, $0x3b000000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbb000000
-DATA lgc48<>+4(SB)/4, $0xbb000000
-DATA lgc48<>+8(SB)/4, $0xbb000000
-DATA lgc48<>+12(SB)/4, $0xbb000000
-DATA lgc48<>+16(SB)/4, $0xbb000000
-DATA lgc48<>+20(SB)/4, $0xbb000000
-DATA lgc48<>+24(SB)/4, $0xbb000000
-DATA lgc48<>+28(SB)/4, $0xbb000000
+DATA lgc48<>+0(SB)/4, $0xbf800000
+DATA lgc48<>+4(SB)/4, $0xbf800000
+DATA lgc48<>+8(SB)/4, $0xbf800000
+DATA lgc48<>+12(SB)/4, $0xbf800000
+DATA lgc48<>+16(SB)/4, $0xbf800000
+DATA lgc48<>+20(SB)/4, $0xbf800000
+DATA lgc48<>+24(SB)/4, $0xbf800000
+DATA lgc48<>+28(SB)/4, $0xbf800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xb7a3d70a
-DATA lgc49<>+4(SB)/4, $0xb7a3d70a
-DATA lgc49<>+8(SB)/4, $0xb7a3d70a
-DATA lgc49<>+12(SB)/4, $0xb7a3d70a
-DATA lgc49<>+16(SB)/4, $0xb7a3d70a
-DATA lgc49<>+20(SB)/4, $0xb7a3d70a
-DATA lgc49<>+24(SB)/4, $0xb7a3d70a
-DATA lgc49<>+28(SB)/4, $0xb7a3d70a
+DATA lgc49<>+0(SB)/4, $0xbb000000
+DATA lgc49<>+4(SB)/4, $0xbb000000
+DATA lgc49<>+8(SB)/4, $0xbb000000
+DATA lgc49<>+12(SB)/4, $0xbb000000
+DATA lgc49<>+16(SB)/4, $0xbb000000
+DATA lgc49<>+20(SB)/4, $0xbb000000
+DATA lgc49<>+24(SB)/4, $0xbb000000
+DATA lgc49<>+28(SB)/4, $0xbb000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0xb7a3d70a
+DATA lgc50<>+4(SB)/4, $0xb7a3d70a
+DATA lgc50<>+8(SB)/4, $0xb7a3d70a
+DATA lgc50<>+12(SB)/4, $0xb7a3d70a
+DATA lgc50<>+16(SB)/4, $0xb7a3d70a
+DATA lgc50<>+20(SB)/4, $0xb7a3d70a
+DATA lgc50<>+24(SB)/4, $0xb7a3d70a
+DATA lgc50<>+28(SB)/4, $0xb7a3d70a
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
@@ -2390,13 +2404,13 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(v75, v76) []
-	VADDPS       lgc45<>+0(SB), Y0, Y0
+	VADDPS       lgc46<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v78 = div(v74, v77) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc7<>+0(SB), Y1
+	VMOVUPS lgc8<>+0(SB), Y1
 
 	// v79 = sub(v15, v78) []
 	VSUBPS Y0, Y1, Y0
@@ -2419,29 +2433,29 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc32<>+0(SB), Y0, Y1
-	VMINPS       lgc33<>+0(SB), Y1, Y1
-	VMULPS       lgc34<>+0(SB), Y1, Y2
+	VMAXPS       lgc33<>+0(SB), Y0, Y1
+	VMINPS       lgc34<>+0(SB), Y1, Y1
+	VMULPS       lgc35<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc25<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y1
-	VMOVAPS      lgc35<>+0(SB), Y3
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y3
+	VMOVAPS      lgc36<>+0(SB), Y3
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
+	VADDPS       lgc8<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc40<>+0(SB), Y1, Y2
-	VPMINSD      lgc10<>+0(SB), Y2, Y2
+	VPMAXSD      lgc41<>+0(SB), Y1, Y2
+	VPMINSD      lgc11<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc10<>+0(SB), Y2, Y2
+	VPADDD       lgc11<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc10<>+0(SB), Y1, Y1
+	VPADDD       lgc11<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2467,23 +2481,22 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
+	VMULPS       lgc10<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y1, Y1
+	VPSUBD       lgc11<>+0(SB), Y3, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VPAND        lgc13<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y4
+	VMOVAPS      lgc16<>+0(SB), Y4
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
@@ -2491,19 +2504,20 @@ bulk_12:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc26<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2526,24 +2540,23 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
-	VMULPS       lgc9<>+0(SB), Y1, Y3
+	VADDPS       lgc8<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc9<>+0(SB), Y1, Y2
+	VMULPS       lgc10<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
+	VPSUBD       lgc11<>+0(SB), Y4, Y4
+	VPAND        lgc12<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VPAND        lgc13<>+0(SB), Y3, Y2
+	VPOR         lgc8<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
+	VMOVAPS      lgc16<>+0(SB), Y5
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
@@ -2551,31 +2564,32 @@ bulk_14:
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y1, Y2
+	VSUBPS       lgc8<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -42,26 +42,26 @@ inner_A_2:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (DX)(Y3*4), Y2
+	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (DX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// reduce_max(v3) over [A]
-	VMOVUPS (SP), Y2
-	VXORPS  lgc3<>+0(SB), Y2, Y2
-	VXORPS  lgc3<>+0(SB), Y0, Y0
-	VMINPS  Y2, Y0, Y3
-	VMINPS  Y0, Y2, Y2
-	VORPS   Y3, Y2, Y2
-	VXORPS  lgc3<>+0(SB), Y2, Y2
-	VMOVUPS Y2, (SP)
+	VMOVUPS (SP), Y1
+	VXORPS  lgc5<>+0(SB), Y1, Y1
+	VXORPS  lgc5<>+0(SB), Y0, Y0
+	VMINPS  Y1, Y0, Y2
+	VMINPS  Y0, Y1, Y1
+	VORPS   Y2, Y1, Y1
+	VXORPS  lgc5<>+0(SB), Y1, Y1
+	VMOVUPS Y1, (SP)
 	INCQ    CX
 	CMPQ    CX, $+6
 	JL      inner_A_2
@@ -99,16 +99,16 @@ inner_A_3:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (DX)(Y3*4), Y2
+	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (DX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store v3
 	MOVQ    p2+16(FP), DX
@@ -129,11 +129,11 @@ inner_A_3:
 	MOVL    SI, 144(DX)(BX*4)
 	MOVL    140(SP), SI
 	MOVL    SI, 168(DX)(BX*4)
-	VMOVUPS 72(SP), Y2
+	VMOVUPS 72(SP), Y1
 
 	// v5 = eq(v3, v4) [B=257 A=6]
-	VCMPPS $0x00, Y2, Y0, Y0
-	VANDPS lgc4<>+0(SB), Y0, Y0
+	VCMPPS $0x00, Y1, Y0, Y0
+	VANDPS lgc6<>+0(SB), Y0, Y0
 
 	// store v5
 	MOVQ    p3+24(FP), DX
@@ -157,7 +157,7 @@ inner_A_3:
 	INCQ    CX
 	CMPQ    CX, $+6
 	JL      inner_A_3
-	VMOVUPD lgc5<>+0(SB), Y0
+	VMOVUPD lgc7<>+0(SB), Y0
 	VMOVUPD Y0, 176(SP)
 	VMOVUPD Y0, 208(SP)
 	XORQ    CX, CX
@@ -190,31 +190,31 @@ inner_A_4:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VPCMPEQD   Y4, Y4, Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (DX)(Y3*4), Y2
+	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (DX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
-	VMOVUPS   72(SP), Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   72(SP), Y1
 
 	// v5 = eq(v3, v4) [B=257 A=6]
-	VCMPPS $0x00, Y2, Y0, Y2
-	VANDPS lgc4<>+0(SB), Y2, Y2
+	VCMPPS $0x00, Y1, Y0, Y1
+	VANDPS lgc6<>+0(SB), Y1, Y1
 
 	// v6 = mul(v5, v3) [B=257 A=6]
-	VMULPS Y0, Y2, Y0
+	VMULPS Y0, Y1, Y0
 
 	// sum(v6) over [A]
-	VCVTPS2PD    X0, Y2
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       176(SP), Y2, Y2
-	VMOVUPD      Y2, 176(SP)
+	VADDPD       176(SP), Y1, Y1
+	VMOVUPD      Y1, 176(SP)
 	VADDPD       208(SP), Y0, Y0
 	VMOVUPD      Y0, 208(SP)
 	INCQ         CX
@@ -223,10 +223,11 @@ inner_A_4:
 
 	// finish v7
 	VMOVUPD     176(SP), Y0
-	VMOVUPD     208(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     208(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store v7
 	MOVQ    p4+32(FP), CX
@@ -253,32 +254,32 @@ inner_A_5:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMOVUPS    lgc6<>+0(SB), Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (CX)(Y3*4), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc8<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (CX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// reduce_max(v3) over [A]
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y3
-	VMOVUPS      (SP), Y3
-	VXORPS       lgc3<>+0(SB), Y3, Y3
-	VXORPS       lgc3<>+0(SB), Y0, Y0
-	VMINPS       Y3, Y0, Y4
-	VMINPS       Y0, Y3, Y3
-	VORPS        Y4, Y3, Y3
-	VXORPS       lgc3<>+0(SB), Y3, Y3
+	VMOVUPS      lgc8<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VMOVUPS      (SP), Y2
+	VXORPS       lgc5<>+0(SB), Y2, Y2
+	VXORPS       lgc5<>+0(SB), Y0, Y0
+	VMINPS       Y2, Y0, Y3
+	VMINPS       Y0, Y2, Y2
+	VORPS        Y3, Y2, Y2
+	VXORPS       lgc5<>+0(SB), Y2, Y2
 	VMOVUPS      (SP), Y0
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VMOVUPS      Y3, (SP)
+	VBLENDVPS    Y1, Y2, Y0, Y2
+	VMOVUPS      Y2, (SP)
 	INCQ         AX
 	CMPQ         AX, $+6
 	JL           inner_A_5
@@ -301,27 +302,27 @@ inner_A_6:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMOVUPS    lgc6<>+0(SB), Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (CX)(Y3*4), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc8<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (CX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store v3
 	MOVQ    p2+16(FP), CX
 	VMOVUPS Y0, 296(SP)
 	MOVL    296(SP), BX
 	MOVL    BX, (CX)(DX*4)
-	VMOVUPS 256(SP), Y2
+	VMOVUPS 256(SP), Y1
 
 	// v5 = eq(v3, v4) [B=257 A=6]
-	VCMPPS $0x00, Y2, Y0, Y0
-	VANDPS lgc4<>+0(SB), Y0, Y0
+	VCMPPS $0x00, Y1, Y0, Y0
+	VANDPS lgc6<>+0(SB), Y0, Y0
 
 	// store v5
 	MOVQ    p3+24(FP), CX
@@ -331,7 +332,7 @@ inner_A_6:
 	INCQ    AX
 	CMPQ    AX, $+6
 	JL      inner_A_6
-	VMOVUPD lgc5<>+0(SB), Y0
+	VMOVUPD lgc7<>+0(SB), Y0
 	VMOVUPD Y0, 176(SP)
 	VMOVUPD Y0, 208(SP)
 	XORQ    AX, AX
@@ -349,36 +350,36 @@ inner_A_7:
 	VCVTDQ2PS  Y0, Y0
 	MOVQ       p1+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMOVUPS    lgc6<>+0(SB), Y4
-	VXORPS     Y2, Y2, Y2
-	VGATHERDPS Y4, (CX)(Y3*4), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc8<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y1
+	VGATHERDPS Y3, (CX)(Y2*4), Y1
+	VMOVUPS    lgc4<>+0(SB), Y2
 
 	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
-	VXORPS    Y4, Y4, Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y3, Y0
-	VMOVUPS   256(SP), Y2
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   256(SP), Y1
 
 	// v5 = eq(v3, v4) [B=257 A=6]
-	VCMPPS $0x00, Y2, Y0, Y2
-	VANDPS lgc4<>+0(SB), Y2, Y2
+	VCMPPS $0x00, Y1, Y0, Y1
+	VANDPS lgc6<>+0(SB), Y1, Y1
 
 	// v6 = mul(v5, v3) [B=257 A=6]
-	VMULPS Y0, Y2, Y0
+	VMULPS Y0, Y1, Y0
 
 	// sum(v6) over [A]
-	VMOVUPS      lgc6<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y3
-	VANDPS       Y2, Y0, Y0
-	VCVTPS2PD    X0, Y2
+	VMOVUPS      lgc8<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y0, Y0
+	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       176(SP), Y2, Y2
-	VMOVUPD      Y2, 176(SP)
+	VADDPD       176(SP), Y1, Y1
+	VMOVUPD      Y1, 176(SP)
 	VADDPD       208(SP), Y0, Y0
 	VMOVUPD      Y0, 208(SP)
 	INCQ         AX
@@ -387,16 +388,17 @@ inner_A_7:
 
 	// finish v7
 	VMOVUPD     176(SP), Y0
-	VMOVUPD     208(SP), Y2
-	VCVTPD2PSY  Y0, X1
-	VCVTPD2PSY  Y2, X0
-	VINSERTF128 $0x01, X0, Y1, Y0
+	VMOVUPD     208(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store v7
 	MOVQ       p4+32(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+256, CX
-	VMOVUPS    lgc6<>+0(SB), Y1
+	VMOVUPS    lgc8<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -421,51 +423,71 @@ DATA lgc1<>+24(SB)/4, $0x00000024
 DATA lgc1<>+28(SB)/4, $0x0000002a
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xff7fffff
-DATA lgc2<>+4(SB)/4, $0xff7fffff
-DATA lgc2<>+8(SB)/4, $0xff7fffff
-DATA lgc2<>+12(SB)/4, $0xff7fffff
-DATA lgc2<>+16(SB)/4, $0xff7fffff
-DATA lgc2<>+20(SB)/4, $0xff7fffff
-DATA lgc2<>+24(SB)/4, $0xff7fffff
-DATA lgc2<>+28(SB)/4, $0xff7fffff
+DATA lgc2<>+0(SB)/4, $0xffffffff
+DATA lgc2<>+4(SB)/4, $0xffffffff
+DATA lgc2<>+8(SB)/4, $0xffffffff
+DATA lgc2<>+12(SB)/4, $0xffffffff
+DATA lgc2<>+16(SB)/4, $0xffffffff
+DATA lgc2<>+20(SB)/4, $0xffffffff
+DATA lgc2<>+24(SB)/4, $0xffffffff
+DATA lgc2<>+28(SB)/4, $0xffffffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x80000000
-DATA lgc3<>+4(SB)/4, $0x80000000
-DATA lgc3<>+8(SB)/4, $0x80000000
-DATA lgc3<>+12(SB)/4, $0x80000000
-DATA lgc3<>+16(SB)/4, $0x80000000
-DATA lgc3<>+20(SB)/4, $0x80000000
-DATA lgc3<>+24(SB)/4, $0x80000000
-DATA lgc3<>+28(SB)/4, $0x80000000
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f800000
-DATA lgc4<>+4(SB)/4, $0x3f800000
-DATA lgc4<>+8(SB)/4, $0x3f800000
-DATA lgc4<>+12(SB)/4, $0x3f800000
-DATA lgc4<>+16(SB)/4, $0x3f800000
-DATA lgc4<>+20(SB)/4, $0x3f800000
-DATA lgc4<>+24(SB)/4, $0x3f800000
-DATA lgc4<>+28(SB)/4, $0x3f800000
+DATA lgc4<>+0(SB)/4, $0xff7fffff
+DATA lgc4<>+4(SB)/4, $0xff7fffff
+DATA lgc4<>+8(SB)/4, $0xff7fffff
+DATA lgc4<>+12(SB)/4, $0xff7fffff
+DATA lgc4<>+16(SB)/4, $0xff7fffff
+DATA lgc4<>+20(SB)/4, $0xff7fffff
+DATA lgc4<>+24(SB)/4, $0xff7fffff
+DATA lgc4<>+28(SB)/4, $0xff7fffff
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x0000000000000000
-DATA lgc5<>+8(SB)/8, $0x0000000000000000
-DATA lgc5<>+16(SB)/8, $0x0000000000000000
-DATA lgc5<>+24(SB)/8, $0x0000000000000000
+DATA lgc5<>+0(SB)/4, $0x80000000
+DATA lgc5<>+4(SB)/4, $0x80000000
+DATA lgc5<>+8(SB)/4, $0x80000000
+DATA lgc5<>+12(SB)/4, $0x80000000
+DATA lgc5<>+16(SB)/4, $0x80000000
+DATA lgc5<>+20(SB)/4, $0x80000000
+DATA lgc5<>+24(SB)/4, $0x80000000
+DATA lgc5<>+28(SB)/4, $0x80000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0xffffffff
-DATA lgc6<>+4(SB)/4, $0x00000000
-DATA lgc6<>+8(SB)/4, $0x00000000
-DATA lgc6<>+12(SB)/4, $0x00000000
-DATA lgc6<>+16(SB)/4, $0x00000000
-DATA lgc6<>+20(SB)/4, $0x00000000
-DATA lgc6<>+24(SB)/4, $0x00000000
-DATA lgc6<>+28(SB)/4, $0x00000000
+DATA lgc6<>+0(SB)/4, $0x3f800000
+DATA lgc6<>+4(SB)/4, $0x3f800000
+DATA lgc6<>+8(SB)/4, $0x3f800000
+DATA lgc6<>+12(SB)/4, $0x3f800000
+DATA lgc6<>+16(SB)/4, $0x3f800000
+DATA lgc6<>+20(SB)/4, $0x3f800000
+DATA lgc6<>+24(SB)/4, $0x3f800000
+DATA lgc6<>+28(SB)/4, $0x3f800000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/8, $0x0000000000000000
+DATA lgc7<>+8(SB)/8, $0x0000000000000000
+DATA lgc7<>+16(SB)/8, $0x0000000000000000
+DATA lgc7<>+24(SB)/8, $0x0000000000000000
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
+DATA lgc8<>+0(SB)/4, $0xffffffff
+DATA lgc8<>+4(SB)/4, $0x00000000
+DATA lgc8<>+8(SB)/4, $0x00000000
+DATA lgc8<>+12(SB)/4, $0x00000000
+DATA lgc8<>+16(SB)/4, $0x00000000
+DATA lgc8<>+20(SB)/4, $0x00000000
+DATA lgc8<>+24(SB)/4, $0x00000000
+DATA lgc8<>+28(SB)/4, $0x00000000
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -479,29 +501,29 @@ bulk_8:
 	CMPQ         BX, DX
 	JGE          bulkdone_9
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc9<>+0(SB), Y0, Y1
+	VMINPS       lgc10<>+0(SB), Y1, Y1
+	VMULPS       lgc11<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
+	VMOVAPS      lgc14<>+0(SB), Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
+	VADDPS       lgc6<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc20<>+0(SB), Y1, Y2
+	VPMINSD      lgc21<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc21<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc21<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -515,135 +537,135 @@ bulkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc7<>+0(SB)/4, $0xc2d00000
-DATA lgc7<>+4(SB)/4, $0xc2d00000
-DATA lgc7<>+8(SB)/4, $0xc2d00000
-DATA lgc7<>+12(SB)/4, $0xc2d00000
-DATA lgc7<>+16(SB)/4, $0xc2d00000
-DATA lgc7<>+20(SB)/4, $0xc2d00000
-DATA lgc7<>+24(SB)/4, $0xc2d00000
-DATA lgc7<>+28(SB)/4, $0xc2d00000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
-DATA lgc8<>+0(SB)/4, $0x42b20000
-DATA lgc8<>+4(SB)/4, $0x42b20000
-DATA lgc8<>+8(SB)/4, $0x42b20000
-DATA lgc8<>+12(SB)/4, $0x42b20000
-DATA lgc8<>+16(SB)/4, $0x42b20000
-DATA lgc8<>+20(SB)/4, $0x42b20000
-DATA lgc8<>+24(SB)/4, $0x42b20000
-DATA lgc8<>+28(SB)/4, $0x42b20000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
-
-DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+0(SB)/4, $0xc2d00000
+DATA lgc9<>+4(SB)/4, $0xc2d00000
+DATA lgc9<>+8(SB)/4, $0xc2d00000
+DATA lgc9<>+12(SB)/4, $0xc2d00000
+DATA lgc9<>+16(SB)/4, $0xc2d00000
+DATA lgc9<>+20(SB)/4, $0xc2d00000
+DATA lgc9<>+24(SB)/4, $0xc2d00000
+DATA lgc9<>+28(SB)/4, $0xc2d00000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3f318000
-DATA lgc10<>+4(SB)/4, $0x3f318000
-DATA lgc10<>+8(SB)/4, $0x3f318000
-DATA lgc10<>+12(SB)/4, $0x3f318000
-DATA lgc10<>+16(SB)/4, $0x3f318000
-DATA lgc10<>+20(SB)/4, $0x3f318000
-DATA lgc10<>+24(SB)/4, $0x3f318000
-DATA lgc10<>+28(SB)/4, $0x3f318000
+DATA lgc10<>+0(SB)/4, $0x42b20000
+DATA lgc10<>+4(SB)/4, $0x42b20000
+DATA lgc10<>+8(SB)/4, $0x42b20000
+DATA lgc10<>+12(SB)/4, $0x42b20000
+DATA lgc10<>+16(SB)/4, $0x42b20000
+DATA lgc10<>+20(SB)/4, $0x42b20000
+DATA lgc10<>+24(SB)/4, $0x42b20000
+DATA lgc10<>+28(SB)/4, $0x42b20000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xb95e8083
-DATA lgc11<>+4(SB)/4, $0xb95e8083
-DATA lgc11<>+8(SB)/4, $0xb95e8083
-DATA lgc11<>+12(SB)/4, $0xb95e8083
-DATA lgc11<>+16(SB)/4, $0xb95e8083
-DATA lgc11<>+20(SB)/4, $0xb95e8083
-DATA lgc11<>+24(SB)/4, $0xb95e8083
-DATA lgc11<>+28(SB)/4, $0xb95e8083
+DATA lgc11<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc11<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x39506967
-DATA lgc12<>+4(SB)/4, $0x39506967
-DATA lgc12<>+8(SB)/4, $0x39506967
-DATA lgc12<>+12(SB)/4, $0x39506967
-DATA lgc12<>+16(SB)/4, $0x39506967
-DATA lgc12<>+20(SB)/4, $0x39506967
-DATA lgc12<>+24(SB)/4, $0x39506967
-DATA lgc12<>+28(SB)/4, $0x39506967
+DATA lgc12<>+0(SB)/4, $0x3f318000
+DATA lgc12<>+4(SB)/4, $0x3f318000
+DATA lgc12<>+8(SB)/4, $0x3f318000
+DATA lgc12<>+12(SB)/4, $0x3f318000
+DATA lgc12<>+16(SB)/4, $0x3f318000
+DATA lgc12<>+20(SB)/4, $0x3f318000
+DATA lgc12<>+24(SB)/4, $0x3f318000
+DATA lgc12<>+28(SB)/4, $0x3f318000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3ab743ce
-DATA lgc13<>+4(SB)/4, $0x3ab743ce
-DATA lgc13<>+8(SB)/4, $0x3ab743ce
-DATA lgc13<>+12(SB)/4, $0x3ab743ce
-DATA lgc13<>+16(SB)/4, $0x3ab743ce
-DATA lgc13<>+20(SB)/4, $0x3ab743ce
-DATA lgc13<>+24(SB)/4, $0x3ab743ce
-DATA lgc13<>+28(SB)/4, $0x3ab743ce
+DATA lgc13<>+0(SB)/4, $0xb95e8083
+DATA lgc13<>+4(SB)/4, $0xb95e8083
+DATA lgc13<>+8(SB)/4, $0xb95e8083
+DATA lgc13<>+12(SB)/4, $0xb95e8083
+DATA lgc13<>+16(SB)/4, $0xb95e8083
+DATA lgc13<>+20(SB)/4, $0xb95e8083
+DATA lgc13<>+24(SB)/4, $0xb95e8083
+DATA lgc13<>+28(SB)/4, $0xb95e8083
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3c088908
-DATA lgc14<>+4(SB)/4, $0x3c088908
-DATA lgc14<>+8(SB)/4, $0x3c088908
-DATA lgc14<>+12(SB)/4, $0x3c088908
-DATA lgc14<>+16(SB)/4, $0x3c088908
-DATA lgc14<>+20(SB)/4, $0x3c088908
-DATA lgc14<>+24(SB)/4, $0x3c088908
-DATA lgc14<>+28(SB)/4, $0x3c088908
+DATA lgc14<>+0(SB)/4, $0x39506967
+DATA lgc14<>+4(SB)/4, $0x39506967
+DATA lgc14<>+8(SB)/4, $0x39506967
+DATA lgc14<>+12(SB)/4, $0x39506967
+DATA lgc14<>+16(SB)/4, $0x39506967
+DATA lgc14<>+20(SB)/4, $0x39506967
+DATA lgc14<>+24(SB)/4, $0x39506967
+DATA lgc14<>+28(SB)/4, $0x39506967
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+0(SB)/4, $0x3ab743ce
+DATA lgc15<>+4(SB)/4, $0x3ab743ce
+DATA lgc15<>+8(SB)/4, $0x3ab743ce
+DATA lgc15<>+12(SB)/4, $0x3ab743ce
+DATA lgc15<>+16(SB)/4, $0x3ab743ce
+DATA lgc15<>+20(SB)/4, $0x3ab743ce
+DATA lgc15<>+24(SB)/4, $0x3ab743ce
+DATA lgc15<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+0(SB)/4, $0x3c088908
+DATA lgc16<>+4(SB)/4, $0x3c088908
+DATA lgc16<>+8(SB)/4, $0x3c088908
+DATA lgc16<>+12(SB)/4, $0x3c088908
+DATA lgc16<>+16(SB)/4, $0x3c088908
+DATA lgc16<>+20(SB)/4, $0x3c088908
+DATA lgc16<>+24(SB)/4, $0x3c088908
+DATA lgc16<>+28(SB)/4, $0x3c088908
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f000000
-DATA lgc17<>+4(SB)/4, $0x3f000000
-DATA lgc17<>+8(SB)/4, $0x3f000000
-DATA lgc17<>+12(SB)/4, $0x3f000000
-DATA lgc17<>+16(SB)/4, $0x3f000000
-DATA lgc17<>+20(SB)/4, $0x3f000000
-DATA lgc17<>+24(SB)/4, $0x3f000000
-DATA lgc17<>+28(SB)/4, $0x3f000000
+DATA lgc17<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc17<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xffffff82
-DATA lgc18<>+4(SB)/4, $0xffffff82
-DATA lgc18<>+8(SB)/4, $0xffffff82
-DATA lgc18<>+12(SB)/4, $0xffffff82
-DATA lgc18<>+16(SB)/4, $0xffffff82
-DATA lgc18<>+20(SB)/4, $0xffffff82
-DATA lgc18<>+24(SB)/4, $0xffffff82
-DATA lgc18<>+28(SB)/4, $0xffffff82
+DATA lgc18<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc18<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x0000007f
-DATA lgc19<>+4(SB)/4, $0x0000007f
-DATA lgc19<>+8(SB)/4, $0x0000007f
-DATA lgc19<>+12(SB)/4, $0x0000007f
-DATA lgc19<>+16(SB)/4, $0x0000007f
-DATA lgc19<>+20(SB)/4, $0x0000007f
-DATA lgc19<>+24(SB)/4, $0x0000007f
-DATA lgc19<>+28(SB)/4, $0x0000007f
+DATA lgc19<>+0(SB)/4, $0x3f000000
+DATA lgc19<>+4(SB)/4, $0x3f000000
+DATA lgc19<>+8(SB)/4, $0x3f000000
+DATA lgc19<>+12(SB)/4, $0x3f000000
+DATA lgc19<>+16(SB)/4, $0x3f000000
+DATA lgc19<>+20(SB)/4, $0x3f000000
+DATA lgc19<>+24(SB)/4, $0x3f000000
+DATA lgc19<>+28(SB)/4, $0x3f000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0xffffff82
+DATA lgc20<>+4(SB)/4, $0xffffff82
+DATA lgc20<>+8(SB)/4, $0xffffff82
+DATA lgc20<>+12(SB)/4, $0xffffff82
+DATA lgc20<>+16(SB)/4, $0xffffff82
+DATA lgc20<>+20(SB)/4, $0xffffff82
+DATA lgc20<>+24(SB)/4, $0xffffff82
+DATA lgc20<>+28(SB)/4, $0xffffff82
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x0000007f
+DATA lgc21<>+4(SB)/4, $0x0000007f
+DATA lgc21<>+8(SB)/4, $0x0000007f
+DATA lgc21<>+12(SB)/4, $0x0000007f
+DATA lgc21<>+16(SB)/4, $0x0000007f
+DATA lgc21<>+20(SB)/4, $0x0000007f
+DATA lgc21<>+24(SB)/4, $0x0000007f
+DATA lgc21<>+28(SB)/4, $0x0000007f
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -657,43 +679,43 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
+	VMULPS       lgc23<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPSUBD       lgc21<>+0(SB), Y3, Y3
+	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc4<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc17<>+0(SB), Y1, Y4
+	VPAND        lgc25<>+0(SB), Y2, Y1
+	VPOR         lgc6<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc4<>+0(SB), Y1, Y1
+	VSUBPS       lgc6<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
+	VMOVAPS      lgc27<>+0(SB), Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc34<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc34<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -704,175 +726,165 @@ bulkdone_11:
 	VZEROUPPER
 	RET
 
-DATA lgc20<>+0(SB)/4, $0x00800000
-DATA lgc20<>+4(SB)/4, $0x00800000
-DATA lgc20<>+8(SB)/4, $0x00800000
-DATA lgc20<>+12(SB)/4, $0x00800000
-DATA lgc20<>+16(SB)/4, $0x00800000
-DATA lgc20<>+20(SB)/4, $0x00800000
-DATA lgc20<>+24(SB)/4, $0x00800000
-DATA lgc20<>+28(SB)/4, $0x00800000
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0x4b000000
-DATA lgc21<>+4(SB)/4, $0x4b000000
-DATA lgc21<>+8(SB)/4, $0x4b000000
-DATA lgc21<>+12(SB)/4, $0x4b000000
-DATA lgc21<>+16(SB)/4, $0x4b000000
-DATA lgc21<>+20(SB)/4, $0x4b000000
-DATA lgc21<>+24(SB)/4, $0x4b000000
-DATA lgc21<>+28(SB)/4, $0x4b000000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0xffffffe9
-DATA lgc22<>+4(SB)/4, $0xffffffe9
-DATA lgc22<>+8(SB)/4, $0xffffffe9
-DATA lgc22<>+12(SB)/4, $0xffffffe9
-DATA lgc22<>+16(SB)/4, $0xffffffe9
-DATA lgc22<>+20(SB)/4, $0xffffffe9
-DATA lgc22<>+24(SB)/4, $0xffffffe9
-DATA lgc22<>+28(SB)/4, $0xffffffe9
+DATA lgc22<>+0(SB)/4, $0x00800000
+DATA lgc22<>+4(SB)/4, $0x00800000
+DATA lgc22<>+8(SB)/4, $0x00800000
+DATA lgc22<>+12(SB)/4, $0x00800000
+DATA lgc22<>+16(SB)/4, $0x00800000
+DATA lgc22<>+20(SB)/4, $0x00800000
+DATA lgc22<>+24(SB)/4, $0x00800000
+DATA lgc22<>+28(SB)/4, $0x00800000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x007fffff
-DATA lgc23<>+4(SB)/4, $0x007fffff
-DATA lgc23<>+8(SB)/4, $0x007fffff
-DATA lgc23<>+12(SB)/4, $0x007fffff
-DATA lgc23<>+16(SB)/4, $0x007fffff
-DATA lgc23<>+20(SB)/4, $0x007fffff
-DATA lgc23<>+24(SB)/4, $0x007fffff
-DATA lgc23<>+28(SB)/4, $0x007fffff
+DATA lgc23<>+0(SB)/4, $0x4b000000
+DATA lgc23<>+4(SB)/4, $0x4b000000
+DATA lgc23<>+8(SB)/4, $0x4b000000
+DATA lgc23<>+12(SB)/4, $0x4b000000
+DATA lgc23<>+16(SB)/4, $0x4b000000
+DATA lgc23<>+20(SB)/4, $0x4b000000
+DATA lgc23<>+24(SB)/4, $0x4b000000
+DATA lgc23<>+28(SB)/4, $0x4b000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3fb504f3
-DATA lgc24<>+4(SB)/4, $0x3fb504f3
-DATA lgc24<>+8(SB)/4, $0x3fb504f3
-DATA lgc24<>+12(SB)/4, $0x3fb504f3
-DATA lgc24<>+16(SB)/4, $0x3fb504f3
-DATA lgc24<>+20(SB)/4, $0x3fb504f3
-DATA lgc24<>+24(SB)/4, $0x3fb504f3
-DATA lgc24<>+28(SB)/4, $0x3fb504f3
+DATA lgc24<>+0(SB)/4, $0xffffffe9
+DATA lgc24<>+4(SB)/4, $0xffffffe9
+DATA lgc24<>+8(SB)/4, $0xffffffe9
+DATA lgc24<>+12(SB)/4, $0xffffffe9
+DATA lgc24<>+16(SB)/4, $0xffffffe9
+DATA lgc24<>+20(SB)/4, $0xffffffe9
+DATA lgc24<>+24(SB)/4, $0xffffffe9
+DATA lgc24<>+28(SB)/4, $0xffffffe9
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3d9021bb
-DATA lgc25<>+4(SB)/4, $0x3d9021bb
-DATA lgc25<>+8(SB)/4, $0x3d9021bb
-DATA lgc25<>+12(SB)/4, $0x3d9021bb
-DATA lgc25<>+16(SB)/4, $0x3d9021bb
-DATA lgc25<>+20(SB)/4, $0x3d9021bb
-DATA lgc25<>+24(SB)/4, $0x3d9021bb
-DATA lgc25<>+28(SB)/4, $0x3d9021bb
+DATA lgc25<>+0(SB)/4, $0x007fffff
+DATA lgc25<>+4(SB)/4, $0x007fffff
+DATA lgc25<>+8(SB)/4, $0x007fffff
+DATA lgc25<>+12(SB)/4, $0x007fffff
+DATA lgc25<>+16(SB)/4, $0x007fffff
+DATA lgc25<>+20(SB)/4, $0x007fffff
+DATA lgc25<>+24(SB)/4, $0x007fffff
+DATA lgc25<>+28(SB)/4, $0x007fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xbdebd1b8
-DATA lgc26<>+4(SB)/4, $0xbdebd1b8
-DATA lgc26<>+8(SB)/4, $0xbdebd1b8
-DATA lgc26<>+12(SB)/4, $0xbdebd1b8
-DATA lgc26<>+16(SB)/4, $0xbdebd1b8
-DATA lgc26<>+20(SB)/4, $0xbdebd1b8
-DATA lgc26<>+24(SB)/4, $0xbdebd1b8
-DATA lgc26<>+28(SB)/4, $0xbdebd1b8
+DATA lgc26<>+0(SB)/4, $0x3fb504f3
+DATA lgc26<>+4(SB)/4, $0x3fb504f3
+DATA lgc26<>+8(SB)/4, $0x3fb504f3
+DATA lgc26<>+12(SB)/4, $0x3fb504f3
+DATA lgc26<>+16(SB)/4, $0x3fb504f3
+DATA lgc26<>+20(SB)/4, $0x3fb504f3
+DATA lgc26<>+24(SB)/4, $0x3fb504f3
+DATA lgc26<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3def251a
-DATA lgc27<>+4(SB)/4, $0x3def251a
-DATA lgc27<>+8(SB)/4, $0x3def251a
-DATA lgc27<>+12(SB)/4, $0x3def251a
-DATA lgc27<>+16(SB)/4, $0x3def251a
-DATA lgc27<>+20(SB)/4, $0x3def251a
-DATA lgc27<>+24(SB)/4, $0x3def251a
-DATA lgc27<>+28(SB)/4, $0x3def251a
+DATA lgc27<>+0(SB)/4, $0x3d9021bb
+DATA lgc27<>+4(SB)/4, $0x3d9021bb
+DATA lgc27<>+8(SB)/4, $0x3d9021bb
+DATA lgc27<>+12(SB)/4, $0x3d9021bb
+DATA lgc27<>+16(SB)/4, $0x3d9021bb
+DATA lgc27<>+20(SB)/4, $0x3d9021bb
+DATA lgc27<>+24(SB)/4, $0x3d9021bb
+DATA lgc27<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+0(SB)/4, $0xbdebd1b8
+DATA lgc28<>+4(SB)/4, $0xbdebd1b8
+DATA lgc28<>+8(SB)/4, $0xbdebd1b8
+DATA lgc28<>+12(SB)/4, $0xbdebd1b8
+DATA lgc28<>+16(SB)/4, $0xbdebd1b8
+DATA lgc28<>+20(SB)/4, $0xbdebd1b8
+DATA lgc28<>+24(SB)/4, $0xbdebd1b8
+DATA lgc28<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3e11e9bf
-DATA lgc29<>+4(SB)/4, $0x3e11e9bf
-DATA lgc29<>+8(SB)/4, $0x3e11e9bf
-DATA lgc29<>+12(SB)/4, $0x3e11e9bf
-DATA lgc29<>+16(SB)/4, $0x3e11e9bf
-DATA lgc29<>+20(SB)/4, $0x3e11e9bf
-DATA lgc29<>+24(SB)/4, $0x3e11e9bf
-DATA lgc29<>+28(SB)/4, $0x3e11e9bf
+DATA lgc29<>+0(SB)/4, $0x3def251a
+DATA lgc29<>+4(SB)/4, $0x3def251a
+DATA lgc29<>+8(SB)/4, $0x3def251a
+DATA lgc29<>+12(SB)/4, $0x3def251a
+DATA lgc29<>+16(SB)/4, $0x3def251a
+DATA lgc29<>+20(SB)/4, $0x3def251a
+DATA lgc29<>+24(SB)/4, $0x3def251a
+DATA lgc29<>+28(SB)/4, $0x3def251a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xbe2aae50
-DATA lgc30<>+4(SB)/4, $0xbe2aae50
-DATA lgc30<>+8(SB)/4, $0xbe2aae50
-DATA lgc30<>+12(SB)/4, $0xbe2aae50
-DATA lgc30<>+16(SB)/4, $0xbe2aae50
-DATA lgc30<>+20(SB)/4, $0xbe2aae50
-DATA lgc30<>+24(SB)/4, $0xbe2aae50
-DATA lgc30<>+28(SB)/4, $0xbe2aae50
+DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3e4cceac
-DATA lgc31<>+4(SB)/4, $0x3e4cceac
-DATA lgc31<>+8(SB)/4, $0x3e4cceac
-DATA lgc31<>+12(SB)/4, $0x3e4cceac
-DATA lgc31<>+16(SB)/4, $0x3e4cceac
-DATA lgc31<>+20(SB)/4, $0x3e4cceac
-DATA lgc31<>+24(SB)/4, $0x3e4cceac
-DATA lgc31<>+28(SB)/4, $0x3e4cceac
+DATA lgc31<>+0(SB)/4, $0x3e11e9bf
+DATA lgc31<>+4(SB)/4, $0x3e11e9bf
+DATA lgc31<>+8(SB)/4, $0x3e11e9bf
+DATA lgc31<>+12(SB)/4, $0x3e11e9bf
+DATA lgc31<>+16(SB)/4, $0x3e11e9bf
+DATA lgc31<>+20(SB)/4, $0x3e11e9bf
+DATA lgc31<>+24(SB)/4, $0x3e11e9bf
+DATA lgc31<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbe7ffffc
-DATA lgc32<>+4(SB)/4, $0xbe7ffffc
-DATA lgc32<>+8(SB)/4, $0xbe7ffffc
-DATA lgc32<>+12(SB)/4, $0xbe7ffffc
-DATA lgc32<>+16(SB)/4, $0xbe7ffffc
-DATA lgc32<>+20(SB)/4, $0xbe7ffffc
-DATA lgc32<>+24(SB)/4, $0xbe7ffffc
-DATA lgc32<>+28(SB)/4, $0xbe7ffffc
+DATA lgc32<>+0(SB)/4, $0xbe2aae50
+DATA lgc32<>+4(SB)/4, $0xbe2aae50
+DATA lgc32<>+8(SB)/4, $0xbe2aae50
+DATA lgc32<>+12(SB)/4, $0xbe2aae50
+DATA lgc32<>+16(SB)/4, $0xbe2aae50
+DATA lgc32<>+20(SB)/4, $0xbe2aae50
+DATA lgc32<>+24(SB)/4, $0xbe2aae50
+DATA lgc32<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+0(SB)/4, $0x3e4cceac
+DATA lgc33<>+4(SB)/4, $0x3e4cceac
+DATA lgc33<>+8(SB)/4, $0x3e4cceac
+DATA lgc33<>+12(SB)/4, $0x3e4cceac
+DATA lgc33<>+16(SB)/4, $0x3e4cceac
+DATA lgc33<>+20(SB)/4, $0x3e4cceac
+DATA lgc33<>+24(SB)/4, $0x3e4cceac
+DATA lgc33<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x00000000
-DATA lgc34<>+4(SB)/4, $0x00000000
-DATA lgc34<>+8(SB)/4, $0x00000000
-DATA lgc34<>+12(SB)/4, $0x00000000
-DATA lgc34<>+16(SB)/4, $0x00000000
-DATA lgc34<>+20(SB)/4, $0x00000000
-DATA lgc34<>+24(SB)/4, $0x00000000
-DATA lgc34<>+28(SB)/4, $0x00000000
+DATA lgc34<>+0(SB)/4, $0xbe7ffffc
+DATA lgc34<>+4(SB)/4, $0xbe7ffffc
+DATA lgc34<>+8(SB)/4, $0xbe7ffffc
+DATA lgc34<>+12(SB)/4, $0xbe7ffffc
+DATA lgc34<>+16(SB)/4, $0xbe7ffffc
+DATA lgc34<>+20(SB)/4, $0xbe7ffffc
+DATA lgc34<>+24(SB)/4, $0xbe7ffffc
+DATA lgc34<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fc00000
-DATA lgc35<>+4(SB)/4, $0x7fc00000
-DATA lgc35<>+8(SB)/4, $0x7fc00000
-DATA lgc35<>+12(SB)/4, $0x7fc00000
-DATA lgc35<>+16(SB)/4, $0x7fc00000
-DATA lgc35<>+20(SB)/4, $0x7fc00000
-DATA lgc35<>+24(SB)/4, $0x7fc00000
-DATA lgc35<>+28(SB)/4, $0x7fc00000
+DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f800000
-DATA lgc36<>+4(SB)/4, $0x7f800000
-DATA lgc36<>+8(SB)/4, $0x7f800000
-DATA lgc36<>+12(SB)/4, $0x7f800000
-DATA lgc36<>+16(SB)/4, $0x7f800000
-DATA lgc36<>+20(SB)/4, $0x7f800000
-DATA lgc36<>+24(SB)/4, $0x7f800000
-DATA lgc36<>+28(SB)/4, $0x7f800000
+DATA lgc36<>+0(SB)/4, $0x7fc00000
+DATA lgc36<>+4(SB)/4, $0x7fc00000
+DATA lgc36<>+8(SB)/4, $0x7fc00000
+DATA lgc36<>+12(SB)/4, $0x7fc00000
+DATA lgc36<>+16(SB)/4, $0x7fc00000
+DATA lgc36<>+20(SB)/4, $0x7fc00000
+DATA lgc36<>+24(SB)/4, $0x7fc00000
+DATA lgc36<>+28(SB)/4, $0x7fc00000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+
+DATA lgc37<>+0(SB)/4, $0x7f800000
+DATA lgc37<>+4(SB)/4, $0x7f800000
+DATA lgc37<>+8(SB)/4, $0x7f800000
+DATA lgc37<>+12(SB)/4, $0x7f800000
+DATA lgc37<>+16(SB)/4, $0x7f800000
+DATA lgc37<>+20(SB)/4, $0x7f800000
+DATA lgc37<>+24(SB)/4, $0x7f800000
+DATA lgc37<>+28(SB)/4, $0x7f800000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -886,56 +898,56 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc4<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
+	VADDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc19<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
+	VPSUBD       lgc21<>+0(SB), Y4, Y4
+	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc4<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc17<>+0(SB), Y2, Y5
+	VPAND        lgc25<>+0(SB), Y3, Y2
+	VPOR         lgc6<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
+	VMULPS       lgc19<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc4<>+0(SB), Y2, Y2
+	VSUBPS       lgc6<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
+	VMOVAPS      lgc27<>+0(SB), Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc0<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc34<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc37<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc4<>+0(SB), Y1, Y2
+	VSUBPS       lgc6<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc34<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12

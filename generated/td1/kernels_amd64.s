@@ -58,7 +58,7 @@ GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 TEXT ·pass1AVX2(SB), $0-88
 	MOVQ    p0+0(FP), AX
 	LEAQ    832(AX), AX
-	VXORPD  Y0, Y0, Y0
+	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, (AX)
 	VMOVUPD Y0, 32(AX)
 	VMOVUPD Y0, 64(AX)
@@ -98,7 +98,7 @@ blocks_4:
 
 	// v6 = sub(v2, v3) [T=421 N=64]
 	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc1<>+0(SB), Y2
+	VMOVUPD lgc2<>+0(SB), Y2
 
 	// v8 = max(v5, v7) []
 	VMAXPD Y0, Y2, Y0
@@ -115,12 +115,12 @@ blocks_4:
 	VBROADCASTSD (DX)(BX*8), Y2
 
 	// v13 = max(v11, v12) [T=421 N=64]
-	VXORPD    lgc2<>+0(SB), Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y2, Y2
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VMINPD    Y1, Y2, Y3
 	VMINPD    Y2, Y1, Y1
 	VORPD     Y3, Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y1, Y1
+	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 	MOVQ      p6+48(FP), DX
 	VPMOVZXBD (DX)(SI*1), X3
@@ -130,7 +130,7 @@ blocks_4:
 	VSUBPD Y3, Y2, Y3
 
 	// v17 = mul(v1, v16) [T=421 N=64]
-	VMULPD lgc3<>+0(SB), Y3, Y4
+	VMULPD lgc4<>+0(SB), Y3, Y4
 
 	// v18 = mul(v13, v16) [T=421 N=64]
 	VMULPD Y3, Y1, Y1
@@ -182,23 +182,29 @@ blocks_4:
 	VZEROUPPER
 	RET
 
-DATA lgc1<>+0(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc1<>+8(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc1<>+16(SB)/8, $0x3ee4f8b588e368f1
-DATA lgc1<>+24(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc1<>+0(SB)/8, $0x0000000000000000
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0x8000000000000000
-DATA lgc2<>+8(SB)/8, $0x8000000000000000
-DATA lgc2<>+16(SB)/8, $0x8000000000000000
-DATA lgc2<>+24(SB)/8, $0x8000000000000000
+DATA lgc2<>+0(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc2<>+8(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc2<>+16(SB)/8, $0x3ee4f8b588e368f1
+DATA lgc2<>+24(SB)/8, $0x3ee4f8b588e368f1
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x3fefae147ae147ae
-DATA lgc3<>+8(SB)/8, $0x3fefae147ae147ae
-DATA lgc3<>+16(SB)/8, $0x3fefae147ae147ae
-DATA lgc3<>+24(SB)/8, $0x3fefae147ae147ae
+DATA lgc3<>+0(SB)/8, $0x8000000000000000
+DATA lgc3<>+8(SB)/8, $0x8000000000000000
+DATA lgc3<>+16(SB)/8, $0x8000000000000000
+DATA lgc3<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/8, $0x3fefae147ae147ae
+DATA lgc4<>+8(SB)/8, $0x3fefae147ae147ae
+DATA lgc4<>+16(SB)/8, $0x3fefae147ae147ae
+DATA lgc4<>+24(SB)/8, $0x3fefae147ae147ae
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -212,15 +218,14 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc4<>+0(SB), Y0, Y1
-	VMINPD       lgc5<>+0(SB), Y1, Y1
-	VMULPD       lgc6<>+0(SB), Y1, Y2
+	VMAXPD       lgc5<>+0(SB), Y0, Y1
+	VMINPD       lgc6<>+0(SB), Y1, Y1
+	VMULPD       lgc7<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc8<>+0(SB), Y2, Y1
-	VMOVAPD      lgc9<>+0(SB), Y3
-	VFMADD213PD  lgc10<>+0(SB), Y1, Y3
+	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
+	VMOVAPD      lgc10<>+0(SB), Y3
 	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
@@ -231,17 +236,18 @@ bulk_5:
 	VFMADD213PD  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc21<>+0(SB), X1, X2
-	VPMINSD      lgc22<>+0(SB), X2, X2
+	VPMAXSD      lgc22<>+0(SB), X1, X2
+	VPMINSD      lgc23<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc23<>+0(SB), Y2, Y2
+	VPADDQ       lgc24<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc23<>+0(SB), Y1, Y1
+	VPADDQ       lgc24<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -255,133 +261,133 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc4<>+0(SB)/8, $0xc087500000000000
-DATA lgc4<>+8(SB)/8, $0xc087500000000000
-DATA lgc4<>+16(SB)/8, $0xc087500000000000
-DATA lgc4<>+24(SB)/8, $0xc087500000000000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/8, $0x4086300000000000
-DATA lgc5<>+8(SB)/8, $0x4086300000000000
-DATA lgc5<>+16(SB)/8, $0x4086300000000000
-DATA lgc5<>+24(SB)/8, $0x4086300000000000
+DATA lgc5<>+0(SB)/8, $0xc087500000000000
+DATA lgc5<>+8(SB)/8, $0xc087500000000000
+DATA lgc5<>+16(SB)/8, $0xc087500000000000
+DATA lgc5<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc6<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc6<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc6<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc6<>+0(SB)/8, $0x4086300000000000
+DATA lgc6<>+8(SB)/8, $0x4086300000000000
+DATA lgc6<>+16(SB)/8, $0x4086300000000000
+DATA lgc6<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc7<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc7<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc7<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc7<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc7<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc7<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc7<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc8<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc8<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc8<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc8<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc8<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc8<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc8<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc9<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc9<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc9<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc9<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc9<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc9<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc9<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc10<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc10<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc10<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc10<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc10<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc10<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc10<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc11<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc11<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc11<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc11<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc11<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc11<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc11<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc12<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc12<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc12<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc12<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc12<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc12<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc12<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc13<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc13<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc13<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc13<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc13<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc13<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc13<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc14<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc14<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc14<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc14<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc14<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc14<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc14<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc15<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc15<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc15<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc15<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc15<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc15<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc15<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc16<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc16<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc16<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc16<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc16<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc16<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc16<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3f81111111111111
-DATA lgc17<>+8(SB)/8, $0x3f81111111111111
-DATA lgc17<>+16(SB)/8, $0x3f81111111111111
-DATA lgc17<>+24(SB)/8, $0x3f81111111111111
+DATA lgc17<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc17<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc17<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc17<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc18<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc18<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc18<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc18<>+0(SB)/8, $0x3f81111111111111
+DATA lgc18<>+8(SB)/8, $0x3f81111111111111
+DATA lgc18<>+16(SB)/8, $0x3f81111111111111
+DATA lgc18<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc19<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc19<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc19<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc19<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc19<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc19<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc19<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc20<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc20<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc20<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc20<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc20<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc20<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc20<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xfffffc02
-DATA lgc21<>+4(SB)/4, $0xfffffc02
-DATA lgc21<>+8(SB)/4, $0xfffffc02
-DATA lgc21<>+12(SB)/4, $0xfffffc02
-DATA lgc21<>+16(SB)/4, $0xfffffc02
-DATA lgc21<>+20(SB)/4, $0xfffffc02
-DATA lgc21<>+24(SB)/4, $0xfffffc02
-DATA lgc21<>+28(SB)/4, $0xfffffc02
+DATA lgc21<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc21<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc21<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc21<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x000003ff
-DATA lgc22<>+4(SB)/4, $0x000003ff
-DATA lgc22<>+8(SB)/4, $0x000003ff
-DATA lgc22<>+12(SB)/4, $0x000003ff
-DATA lgc22<>+16(SB)/4, $0x000003ff
-DATA lgc22<>+20(SB)/4, $0x000003ff
-DATA lgc22<>+24(SB)/4, $0x000003ff
-DATA lgc22<>+28(SB)/4, $0x000003ff
+DATA lgc22<>+0(SB)/4, $0xfffffc02
+DATA lgc22<>+4(SB)/4, $0xfffffc02
+DATA lgc22<>+8(SB)/4, $0xfffffc02
+DATA lgc22<>+12(SB)/4, $0xfffffc02
+DATA lgc22<>+16(SB)/4, $0xfffffc02
+DATA lgc22<>+20(SB)/4, $0xfffffc02
+DATA lgc22<>+24(SB)/4, $0xfffffc02
+DATA lgc22<>+28(SB)/4, $0xfffffc02
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x00000000000003ff
-DATA lgc23<>+8(SB)/8, $0x00000000000003ff
-DATA lgc23<>+16(SB)/8, $0x00000000000003ff
-DATA lgc23<>+24(SB)/8, $0x00000000000003ff
+DATA lgc23<>+0(SB)/4, $0x000003ff
+DATA lgc23<>+4(SB)/4, $0x000003ff
+DATA lgc23<>+8(SB)/4, $0x000003ff
+DATA lgc23<>+12(SB)/4, $0x000003ff
+DATA lgc23<>+16(SB)/4, $0x000003ff
+DATA lgc23<>+20(SB)/4, $0x000003ff
+DATA lgc23<>+24(SB)/4, $0x000003ff
+DATA lgc23<>+28(SB)/4, $0x000003ff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/8, $0x00000000000003ff
+DATA lgc24<>+8(SB)/8, $0x00000000000003ff
+DATA lgc24<>+16(SB)/8, $0x00000000000003ff
+DATA lgc24<>+24(SB)/8, $0x00000000000003ff
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -395,48 +401,48 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc24<>+0(SB), Y0, Y1
-	VMULPD      lgc25<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc25<>+0(SB), Y0, Y1
+	VMULPD      lgc26<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc23<>+0(SB), Y3, Y3
-	VPAND       lgc26<>+0(SB), Y1, Y1
+	VPSUBQ      lgc24<>+0(SB), Y3, Y3
+	VPAND       lgc27<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc27<>+0(SB), Y2, Y1
+	VPAND       lgc28<>+0(SB), Y2, Y1
 	VPOR        lgc0<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y1, Y2
-	VMULPD      lgc20<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc29<>+0(SB), Y1, Y2
+	VMULPD      lgc21<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc0<>+0(SB), Y1, Y1
-	VADDPD      lgc29<>+0(SB), Y1, Y2
+	VADDPD      lgc30<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc30<>+0(SB), Y6
-	VFMADD213PD lgc31<>+0(SB), Y5, Y6
+	VMOVAPD     lgc31<>+0(SB), Y6
 	VFMADD213PD lgc32<>+0(SB), Y5, Y6
+	VFMADD213PD lgc33<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc33<>+0(SB), Y7
-	VFMADD213PD lgc34<>+0(SB), Y5, Y7
+	VMOVAPD     lgc34<>+0(SB), Y7
 	VFMADD213PD lgc35<>+0(SB), Y5, Y7
 	VFMADD213PD lgc36<>+0(SB), Y5, Y7
+	VFMADD213PD lgc37<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc20<>+0(SB), Y4, Y4
-	VPADDQ      lgc37<>+0(SB), Y3, Y3
-	VSUBPD      lgc37<>+0(SB), Y3, Y3
+	VMULPD      lgc21<>+0(SB), Y4, Y4
+	VPADDQ      lgc38<>+0(SB), Y3, Y3
+	VSUBPD      lgc38<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc8<>+0(SB), Y3, Y5
+	VFMADD231PD lgc9<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc7<>+0(SB), Y3, Y1
+	VMULPD      lgc8<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc38<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc38<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc41<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
@@ -450,94 +456,88 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/8, $0x0010000000000000
-DATA lgc24<>+8(SB)/8, $0x0010000000000000
-DATA lgc24<>+16(SB)/8, $0x0010000000000000
-DATA lgc24<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/8, $0x4350000000000000
-DATA lgc25<>+8(SB)/8, $0x4350000000000000
-DATA lgc25<>+16(SB)/8, $0x4350000000000000
-DATA lgc25<>+24(SB)/8, $0x4350000000000000
+DATA lgc25<>+0(SB)/8, $0x0010000000000000
+DATA lgc25<>+8(SB)/8, $0x0010000000000000
+DATA lgc25<>+16(SB)/8, $0x0010000000000000
+DATA lgc25<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc26<>+0(SB)/8, $0x4350000000000000
+DATA lgc26<>+8(SB)/8, $0x4350000000000000
+DATA lgc26<>+16(SB)/8, $0x4350000000000000
+DATA lgc26<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc27<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc27<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc27<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc27<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc28<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc28<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc28<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc28<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc28<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x4000000000000000
-DATA lgc29<>+8(SB)/8, $0x4000000000000000
-DATA lgc29<>+16(SB)/8, $0x4000000000000000
-DATA lgc29<>+24(SB)/8, $0x4000000000000000
+DATA lgc29<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc29<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc29<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc29<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc30<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc30<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc30<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc30<>+0(SB)/8, $0x4000000000000000
+DATA lgc30<>+8(SB)/8, $0x4000000000000000
+DATA lgc30<>+16(SB)/8, $0x4000000000000000
+DATA lgc30<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc31<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc31<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc31<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc31<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc32<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc32<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc32<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc32<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc33<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc33<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc33<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc33<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc34<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc34<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc34<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc34<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc35<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc35<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc35<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc35<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc36<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc36<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc36<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc36<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x4338000000000000
-DATA lgc37<>+8(SB)/8, $0x4338000000000000
-DATA lgc37<>+16(SB)/8, $0x4338000000000000
-DATA lgc37<>+24(SB)/8, $0x4338000000000000
+DATA lgc37<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x0000000000000000
-DATA lgc38<>+8(SB)/8, $0x0000000000000000
-DATA lgc38<>+16(SB)/8, $0x0000000000000000
-DATA lgc38<>+24(SB)/8, $0x0000000000000000
+DATA lgc38<>+0(SB)/8, $0x4338000000000000
+DATA lgc38<>+8(SB)/8, $0x4338000000000000
+DATA lgc38<>+16(SB)/8, $0x4338000000000000
+DATA lgc38<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 DATA lgc39<>+0(SB)/8, $0xfff0000000000000
@@ -571,48 +571,48 @@ bulk_9:
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc0<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc24<>+0(SB), Y1, Y2
-	VMULPD      lgc25<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc25<>+0(SB), Y1, Y2
+	VMULPD      lgc26<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc23<>+0(SB), Y4, Y4
-	VPAND       lgc26<>+0(SB), Y2, Y2
+	VPSUBQ      lgc24<>+0(SB), Y4, Y4
+	VPAND       lgc27<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc27<>+0(SB), Y3, Y2
+	VPAND       lgc28<>+0(SB), Y3, Y2
 	VPOR        lgc0<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc28<>+0(SB), Y2, Y3
-	VMULPD      lgc20<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc29<>+0(SB), Y2, Y3
+	VMULPD      lgc21<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc0<>+0(SB), Y2, Y2
-	VADDPD      lgc29<>+0(SB), Y2, Y3
+	VADDPD      lgc30<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc30<>+0(SB), Y7
-	VFMADD213PD lgc31<>+0(SB), Y6, Y7
+	VMOVAPD     lgc31<>+0(SB), Y7
 	VFMADD213PD lgc32<>+0(SB), Y6, Y7
+	VFMADD213PD lgc33<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc33<>+0(SB), Y8
-	VFMADD213PD lgc34<>+0(SB), Y6, Y8
+	VMOVAPD     lgc34<>+0(SB), Y8
 	VFMADD213PD lgc35<>+0(SB), Y6, Y8
 	VFMADD213PD lgc36<>+0(SB), Y6, Y8
+	VFMADD213PD lgc37<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc20<>+0(SB), Y5, Y5
-	VPADDQ      lgc37<>+0(SB), Y4, Y4
-	VSUBPD      lgc37<>+0(SB), Y4, Y4
+	VMULPD      lgc21<>+0(SB), Y5, Y5
+	VPADDQ      lgc38<>+0(SB), Y4, Y4
+	VSUBPD      lgc38<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc8<>+0(SB), Y4, Y6
+	VFMADD231PD lgc9<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc7<>+0(SB), Y4, Y2
+	VMULPD      lgc8<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc38<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc38<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc41<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
@@ -624,7 +624,7 @@ bulk_9:
 	VSUBPD      Y3, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VCMPPD      $0x00, lgc38<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc39<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc41<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2

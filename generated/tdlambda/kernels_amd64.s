@@ -10,7 +10,7 @@ TEXT ·pass0AVX2(SB), $16-80
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPD     Y0, Y0, Y0
+	VMOVUPD    lgc0<>+0(SB), Y0
 	MOVQ       p1+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -24,17 +24,17 @@ outer0_1:
 	MOVQ       p2+16(FP), CX
 	XORQ       BX, BX
 	ADDQ       $+420, BX
-	VMOVUPD    lgc0<>+0(SB), Y2
+	VMOVUPD    lgc1<>+0(SB), Y2
 	VMASKMOVPD (CX)(BX*8), Y2, Y2
 
 	// v5 = max(v3, v4) [N=64 T=421]
-	VXORPD    lgc1<>+0(SB), Y1, Y1
-	VXORPD    lgc1<>+0(SB), Y2, Y2
+	VXORPD    lgc2<>+0(SB), Y1, Y1
+	VXORPD    lgc2<>+0(SB), Y2, Y2
 	VMINPD    Y1, Y2, Y3
 	VMINPD    Y2, Y1, Y1
 	VORPD     Y3, Y1, Y1
-	VXORPD    lgc1<>+0(SB), Y1, Y1
-	VMOVUPD   lgc2<>+0(SB), Y2
+	VXORPD    lgc2<>+0(SB), Y1, Y1
+	VMOVUPD   lgc3<>+0(SB), Y2
 	MOVQ      p3+24(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), CL
@@ -45,7 +45,7 @@ outer0_1:
 	// v8 = sub(v0, v2) [N=64 T=421]
 	VSUBPD     Y3, Y2, Y3
 	MOVQ       p4+32(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y4
+	VMOVUPD    lgc1<>+0(SB), Y4
 	VMASKMOVPD (CX)(DX*8), Y4, Y4
 
 	// v9 = mul(v7, v8) [N=64 T=421]  # next_value_bootstrap
@@ -55,13 +55,13 @@ outer0_1:
 	VSUBPD Y1, Y2, Y1
 
 	// v12 = mul(v11, v10) [N=64 T=421]  # tdl_a
-	VMULPD lgc3<>+0(SB), Y1, Y4
+	VMULPD lgc4<>+0(SB), Y1, Y4
 
 	// v14 = mul(v13, v9) [N=64 T=421]
-	VMULPD lgc4<>+0(SB), Y3, Y3
+	VMULPD lgc5<>+0(SB), Y3, Y3
 
 	// v16 = mul(v15, v10) [N=64 T=421]
-	VMULPD lgc5<>+0(SB), Y1, Y1
+	VMULPD lgc6<>+0(SB), Y1, Y1
 
 	// v17 = sub(v0, v16) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
@@ -69,7 +69,7 @@ outer0_1:
 	// v18 = mul(v14, v17) [N=64 T=421]
 	VMULPD     Y1, Y3, Y1
 	MOVQ       p5+40(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y2
+	VMOVUPD    lgc1<>+0(SB), Y2
 	VMASKMOVPD (CX)(DX*8), Y2, Y2
 
 	// v19 = add(v1, v18) [N=64 T=421]  # tdl_b
@@ -78,26 +78,26 @@ outer0_1:
 	// v20 = scan(v19, v12) over T reverse [N=64 T=421]  # td_lambda_return
 	VMOVUPD     Y4, Y2
 	VMOVUPD     Y1, Y1
-	VMOVUPD     lgc0<>+0(SB), Y3
+	VMOVUPD     lgc1<>+0(SB), Y3
 	VANDPD      Y3, Y1, Y1
-	VMOVUPD     lgc2<>+0(SB), Y4
+	VMOVUPD     lgc3<>+0(SB), Y4
 	VBLENDVPD   Y3, Y2, Y4, Y2
 	VPERMPD     $0xf9, Y2, Y3
 	VPERMPD     $0xf9, Y1, Y4
-	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
-	VBLENDPD    $0x08, lgc6<>+0(SB), Y4, Y4
+	VBLENDPD    $0x08, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
-	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
-	VBLENDPD    $0x0c, lgc6<>+0(SB), Y4, Y4
+	VBLENDPD    $0x0c, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 	MOVQ        p6+48(FP), CX
-	VMOVUPD     lgc0<>+0(SB), Y2
+	VMOVUPD     lgc1<>+0(SB), Y2
 	VMASKMOVPD  (CX)(DX*8), Y2, Y2
 
 	// v21 = sub(v20, v6) [N=64 T=421]
@@ -107,12 +107,12 @@ outer0_1:
 	// v23 = detach(v20) [N=64 T=421]  # td_lambda_return
 	// store v22
 	MOVQ       p7+56(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y3
+	VMOVUPD    lgc1<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
 	// store v23
 	MOVQ       p8+64(FP), CX
-	VMOVUPD    lgc0<>+0(SB), Y2
+	VMOVUPD    lgc1<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
 
@@ -130,13 +130,13 @@ blocks_2:
 	VMOVUPD   (DX)(SI*8), Y2
 
 	// v5 = max(v3, v4) [N=64 T=421]
-	VXORPD    lgc1<>+0(SB), Y1, Y1
-	VXORPD    lgc1<>+0(SB), Y2, Y2
+	VXORPD    lgc2<>+0(SB), Y1, Y1
+	VXORPD    lgc2<>+0(SB), Y2, Y2
 	VMINPD    Y1, Y2, Y3
 	VMINPD    Y2, Y1, Y1
 	VORPD     Y3, Y1, Y1
-	VXORPD    lgc1<>+0(SB), Y1, Y1
-	VMOVUPD   lgc2<>+0(SB), Y2
+	VXORPD    lgc2<>+0(SB), Y1, Y1
+	VMOVUPD   lgc3<>+0(SB), Y2
 	MOVQ      p3+24(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
@@ -153,13 +153,13 @@ blocks_2:
 	VSUBPD Y1, Y2, Y1
 
 	// v12 = mul(v11, v10) [N=64 T=421]  # tdl_a
-	VMULPD lgc3<>+0(SB), Y1, Y4
+	VMULPD lgc4<>+0(SB), Y1, Y4
 
 	// v14 = mul(v13, v9) [N=64 T=421]
-	VMULPD lgc4<>+0(SB), Y3, Y3
+	VMULPD lgc5<>+0(SB), Y3, Y3
 
 	// v16 = mul(v15, v10) [N=64 T=421]
-	VMULPD lgc5<>+0(SB), Y1, Y1
+	VMULPD lgc6<>+0(SB), Y1, Y1
 
 	// v17 = sub(v0, v16) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
@@ -177,14 +177,14 @@ blocks_2:
 	VMOVUPD     Y1, Y1
 	VPERMPD     $0xf9, Y2, Y3
 	VPERMPD     $0xf9, Y1, Y4
-	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
-	VBLENDPD    $0x08, lgc6<>+0(SB), Y4, Y4
+	VBLENDPD    $0x08, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
-	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
-	VBLENDPD    $0x0c, lgc6<>+0(SB), Y4, Y4
+	VBLENDPD    $0x0c, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
@@ -212,46 +212,46 @@ blocks_2:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc0<>+0(SB)/8, $0x0000000000000000
 DATA lgc0<>+8(SB)/8, $0x0000000000000000
 DATA lgc0<>+16(SB)/8, $0x0000000000000000
 DATA lgc0<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x8000000000000000
-DATA lgc1<>+8(SB)/8, $0x8000000000000000
-DATA lgc1<>+16(SB)/8, $0x8000000000000000
-DATA lgc1<>+24(SB)/8, $0x8000000000000000
+DATA lgc1<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc2<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc2<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc2<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+0(SB)/8, $0x8000000000000000
+DATA lgc2<>+8(SB)/8, $0x8000000000000000
+DATA lgc2<>+16(SB)/8, $0x8000000000000000
+DATA lgc2<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+8(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+16(SB)/8, $0x3fee189374bc6a7f
-DATA lgc3<>+24(SB)/8, $0x3fee189374bc6a7f
+DATA lgc3<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x3fefae147ae147ae
-DATA lgc4<>+8(SB)/8, $0x3fefae147ae147ae
-DATA lgc4<>+16(SB)/8, $0x3fefae147ae147ae
-DATA lgc4<>+24(SB)/8, $0x3fefae147ae147ae
+DATA lgc4<>+0(SB)/8, $0x3fee189374bc6a7f
+DATA lgc4<>+8(SB)/8, $0x3fee189374bc6a7f
+DATA lgc4<>+16(SB)/8, $0x3fee189374bc6a7f
+DATA lgc4<>+24(SB)/8, $0x3fee189374bc6a7f
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x3fee666666666666
-DATA lgc5<>+8(SB)/8, $0x3fee666666666666
-DATA lgc5<>+16(SB)/8, $0x3fee666666666666
-DATA lgc5<>+24(SB)/8, $0x3fee666666666666
+DATA lgc5<>+0(SB)/8, $0x3fefae147ae147ae
+DATA lgc5<>+8(SB)/8, $0x3fefae147ae147ae
+DATA lgc5<>+16(SB)/8, $0x3fefae147ae147ae
+DATA lgc5<>+24(SB)/8, $0x3fefae147ae147ae
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x0000000000000000
-DATA lgc6<>+8(SB)/8, $0x0000000000000000
-DATA lgc6<>+16(SB)/8, $0x0000000000000000
-DATA lgc6<>+24(SB)/8, $0x0000000000000000
+DATA lgc6<>+0(SB)/8, $0x3fee666666666666
+DATA lgc6<>+8(SB)/8, $0x3fee666666666666
+DATA lgc6<>+16(SB)/8, $0x3fee666666666666
+DATA lgc6<>+24(SB)/8, $0x3fee666666666666
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
@@ -285,8 +285,8 @@ bulk_3:
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc3<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc3<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
 	VPMAXSD      lgc24<>+0(SB), X1, X2
 	VPMINSD      lgc25<>+0(SB), X2, X2
@@ -457,12 +457,12 @@ bulk_5:
 	VPAND       lgc29<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
 	VPAND       lgc30<>+0(SB), Y2, Y1
-	VPOR        lgc2<>+0(SB), Y1, Y1
+	VPOR        lgc3<>+0(SB), Y1, Y1
 	VCMPPD      $0x1e, lgc31<>+0(SB), Y1, Y2
 	VMULPD      lgc23<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc2<>+0(SB), Y1, Y1
+	VSUBPD      lgc3<>+0(SB), Y1, Y1
 	VADDPD      lgc32<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
@@ -488,9 +488,9 @@ bulk_5:
 	VSUBPD      Y1, Y5, Y5
 	VMULPD      lgc10<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc6<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc6<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
@@ -618,7 +618,7 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc2<>+0(SB), Y0, Y1
+	VADDPD      lgc3<>+0(SB), Y0, Y1
 	VCMPPD      $0x11, lgc27<>+0(SB), Y1, Y2
 	VMULPD      lgc28<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
@@ -627,12 +627,12 @@ bulk_7:
 	VPAND       lgc29<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
 	VPAND       lgc30<>+0(SB), Y3, Y2
-	VPOR        lgc2<>+0(SB), Y2, Y2
+	VPOR        lgc3<>+0(SB), Y2, Y2
 	VCMPPD      $0x1e, lgc31<>+0(SB), Y2, Y3
 	VMULPD      lgc23<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc2<>+0(SB), Y2, Y2
+	VSUBPD      lgc3<>+0(SB), Y2, Y2
 	VADDPD      lgc32<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
@@ -658,21 +658,21 @@ bulk_7:
 	VSUBPD      Y2, Y6, Y6
 	VMULPD      lgc10<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc6<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc43<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc2<>+0(SB), Y1, Y3
+	VSUBPD      lgc3<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VCMPPD      $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2

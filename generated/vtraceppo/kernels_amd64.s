@@ -10,16 +10,16 @@ TEXT ·pass0AVX2(SB), $88-96
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -28,9 +28,9 @@ outer0_1:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	MOVQ       p1+8(FP), CX
@@ -38,10 +38,10 @@ outer0_1:
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 	MOVQ       p2+16(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (CX)(DX*4), Y2, Y2
 
 	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
@@ -49,35 +49,35 @@ outer0_1:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VMAXPS       lgc3<>+0(SB), Y3, Y4
+	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VMOVAPS      lgc8<>+0(SB), Y6
 	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
-	VMOVUPS      lgc13<>+0(SB), Y4
+	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y6, Y4, Y5
@@ -100,7 +100,7 @@ outer0_1:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y6, Y6
+	VMULPS    lgc17<>+0(SB), Y6, Y6
 	MOVQ      p4+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
@@ -120,21 +120,21 @@ outer0_1:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(v1, v15) [N=64 T=421]
-	VMULPS     lgc16<>+0(SB), Y4, Y4
+	VMULPS     lgc17<>+0(SB), Y4, Y4
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v17 = mul(v14, v4) [N=64 T=421]
 	VMULPS     Y7, Y6, Y6
 	MOVQ       p6+48(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v18 = add(v2, v17) [N=64 T=421]
 	VADDPS     Y6, Y7, Y6
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v19 = sub(v18, v3) [N=64 T=421]
@@ -149,29 +149,29 @@ outer0_1:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc1<>+0(SB), Y6
+	VMOVUPS     lgc2<>+0(SB), Y6
 	VANDPS      Y6, Y5, Y5
-	VMOVUPS     lgc13<>+0(SB), Y8
+	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VMOVUPS     lgc17<>+0(SB), Y8
+	VMOVUPS     lgc18<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
@@ -193,10 +193,10 @@ outer0_1:
 
 	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
 	VPMOVSXDQ    X8, Y8
@@ -209,7 +209,7 @@ outer0_1:
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
@@ -217,14 +217,14 @@ outer0_1:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 	MOVQ         p9+72(FP), BX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
@@ -233,7 +233,7 @@ outer0_1:
 	VMOVUPS      Y1, 896(CX)
 
 	// mean(v54) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
 	VPMOVSXDQ    X5, Y5
@@ -247,31 +247,31 @@ outer0_1:
 	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
 
 	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v61 = mul(v59, v58) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
 	// v63 = sub(v58, v59) [N=64 T=421]
-	VSUBPS lgc12<>+0(SB), Y2, Y2
+	VSUBPS lgc13<>+0(SB), Y2, Y2
 
 	// v64 = where(v60, v62, v63) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
 	// v65 = mul(v0, v64) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y2, Y2
+	VMULPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v65) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
@@ -282,7 +282,7 @@ outer0_1:
 	// var(v57) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -316,7 +316,7 @@ outer0_1:
 	VMOVUPD      Y6, 8736(CX)(BX*8)
 
 	// var(v24) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
@@ -351,33 +351,33 @@ outer0_1:
 	VMOVUPS      Y4, 24(SP)
 
 	// logsumexp(v9) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc2<>+0(SB), Y3, Y5
-	VMINPS       lgc3<>+0(SB), Y5, Y5
-	VMULPS       lgc4<>+0(SB), Y5, Y6
+	VMAXPS       lgc3<>+0(SB), Y3, Y5
+	VMINPS       lgc4<>+0(SB), Y5, Y5
+	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc5<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
-	VMOVAPS      lgc7<>+0(SB), Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VMOVAPS      lgc8<>+0(SB), Y7
 	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc13<>+0(SB), Y7, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc14<>+0(SB), Y5, Y6
-	VPMINSD      lgc15<>+0(SB), Y6, Y6
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
@@ -414,7 +414,7 @@ outer0_1:
 
 	// store v24
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
@@ -434,35 +434,35 @@ blocks_2:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VMAXPS       lgc3<>+0(SB), Y3, Y4
+	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VMOVAPS      lgc8<>+0(SB), Y6
 	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
-	VMOVUPS      lgc13<>+0(SB), Y4
+	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y6, Y4, Y5
@@ -474,7 +474,7 @@ blocks_2:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y6, Y6
+	VMULPS    lgc17<>+0(SB), Y6, Y6
 	MOVQ      p4+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
@@ -483,7 +483,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(v1, v15) [N=64 T=421]
-	VMULPS  lgc16<>+0(SB), Y4, Y4
+	VMULPS  lgc17<>+0(SB), Y4, Y4
 	MOVQ    p5+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
@@ -509,25 +509,25 @@ blocks_2:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc17<>+0(SB), Y8
+	VMOVUPS     lgc18<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
@@ -549,7 +549,7 @@ blocks_2:
 
 	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
 	MOVQ    p8+64(FP), BX
@@ -582,28 +582,28 @@ blocks_2:
 	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
 
 	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v61 = mul(v59, v58) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y6
 
 	// v63 = sub(v58, v59) [N=64 T=421]
-	VSUBPS lgc12<>+0(SB), Y2, Y2
+	VSUBPS lgc13<>+0(SB), Y2, Y2
 
 	// v64 = where(v60, v62, v63) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
 	// v65 = mul(v0, v64) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y2, Y2
+	VMULPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v65) over [N T]
 	VADDPS  1536(BX), Y2, Y2
@@ -657,29 +657,29 @@ blocks_2:
 	VMOVUPS      Y4, 56(SP)
 
 	// logsumexp(v9) over [N]
-	VMAXPS       lgc2<>+0(SB), Y3, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y3, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y1, Y5
 	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -724,7 +724,7 @@ blocks_2:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -734,7 +734,7 @@ blocks_2:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -744,7 +744,7 @@ blocks_2:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -754,7 +754,7 @@ blocks_2:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -764,7 +764,7 @@ blocks_2:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	MOVQ         $+8, DX
 
@@ -780,7 +780,7 @@ noflush_3:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -790,7 +790,7 @@ noflush_3:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -800,7 +800,7 @@ noflush_3:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -810,7 +810,7 @@ noflush_3:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -820,7 +820,7 @@ noflush_3:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
@@ -828,190 +828,190 @@ noflush_3:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc0<>+0(SB)/4, $0x00000000
+DATA lgc0<>+4(SB)/4, $0x00000000
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0xffffffff
-DATA lgc1<>+4(SB)/4, $0xffffffff
-DATA lgc1<>+8(SB)/4, $0xffffffff
-DATA lgc1<>+12(SB)/4, $0xffffffff
-DATA lgc1<>+16(SB)/4, $0xffffffff
-DATA lgc1<>+20(SB)/4, $0x00000000
-DATA lgc1<>+24(SB)/4, $0x00000000
-DATA lgc1<>+28(SB)/4, $0x00000000
+DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xc2d00000
-DATA lgc2<>+4(SB)/4, $0xc2d00000
-DATA lgc2<>+8(SB)/4, $0xc2d00000
-DATA lgc2<>+12(SB)/4, $0xc2d00000
-DATA lgc2<>+16(SB)/4, $0xc2d00000
-DATA lgc2<>+20(SB)/4, $0xc2d00000
-DATA lgc2<>+24(SB)/4, $0xc2d00000
-DATA lgc2<>+28(SB)/4, $0xc2d00000
+DATA lgc2<>+0(SB)/4, $0xffffffff
+DATA lgc2<>+4(SB)/4, $0xffffffff
+DATA lgc2<>+8(SB)/4, $0xffffffff
+DATA lgc2<>+12(SB)/4, $0xffffffff
+DATA lgc2<>+16(SB)/4, $0xffffffff
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x42b20000
-DATA lgc3<>+4(SB)/4, $0x42b20000
-DATA lgc3<>+8(SB)/4, $0x42b20000
-DATA lgc3<>+12(SB)/4, $0x42b20000
-DATA lgc3<>+16(SB)/4, $0x42b20000
-DATA lgc3<>+20(SB)/4, $0x42b20000
-DATA lgc3<>+24(SB)/4, $0x42b20000
-DATA lgc3<>+28(SB)/4, $0x42b20000
+DATA lgc3<>+0(SB)/4, $0xc2d00000
+DATA lgc3<>+4(SB)/4, $0xc2d00000
+DATA lgc3<>+8(SB)/4, $0xc2d00000
+DATA lgc3<>+12(SB)/4, $0xc2d00000
+DATA lgc3<>+16(SB)/4, $0xc2d00000
+DATA lgc3<>+20(SB)/4, $0xc2d00000
+DATA lgc3<>+24(SB)/4, $0xc2d00000
+DATA lgc3<>+28(SB)/4, $0xc2d00000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc4<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+0(SB)/4, $0x42b20000
+DATA lgc4<>+4(SB)/4, $0x42b20000
+DATA lgc4<>+8(SB)/4, $0x42b20000
+DATA lgc4<>+12(SB)/4, $0x42b20000
+DATA lgc4<>+16(SB)/4, $0x42b20000
+DATA lgc4<>+20(SB)/4, $0x42b20000
+DATA lgc4<>+24(SB)/4, $0x42b20000
+DATA lgc4<>+28(SB)/4, $0x42b20000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x3f318000
-DATA lgc5<>+4(SB)/4, $0x3f318000
-DATA lgc5<>+8(SB)/4, $0x3f318000
-DATA lgc5<>+12(SB)/4, $0x3f318000
-DATA lgc5<>+16(SB)/4, $0x3f318000
-DATA lgc5<>+20(SB)/4, $0x3f318000
-DATA lgc5<>+24(SB)/4, $0x3f318000
-DATA lgc5<>+28(SB)/4, $0x3f318000
+DATA lgc5<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc5<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0xb95e8083
-DATA lgc6<>+4(SB)/4, $0xb95e8083
-DATA lgc6<>+8(SB)/4, $0xb95e8083
-DATA lgc6<>+12(SB)/4, $0xb95e8083
-DATA lgc6<>+16(SB)/4, $0xb95e8083
-DATA lgc6<>+20(SB)/4, $0xb95e8083
-DATA lgc6<>+24(SB)/4, $0xb95e8083
-DATA lgc6<>+28(SB)/4, $0xb95e8083
+DATA lgc6<>+0(SB)/4, $0x3f318000
+DATA lgc6<>+4(SB)/4, $0x3f318000
+DATA lgc6<>+8(SB)/4, $0x3f318000
+DATA lgc6<>+12(SB)/4, $0x3f318000
+DATA lgc6<>+16(SB)/4, $0x3f318000
+DATA lgc6<>+20(SB)/4, $0x3f318000
+DATA lgc6<>+24(SB)/4, $0x3f318000
+DATA lgc6<>+28(SB)/4, $0x3f318000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x39506967
-DATA lgc7<>+4(SB)/4, $0x39506967
-DATA lgc7<>+8(SB)/4, $0x39506967
-DATA lgc7<>+12(SB)/4, $0x39506967
-DATA lgc7<>+16(SB)/4, $0x39506967
-DATA lgc7<>+20(SB)/4, $0x39506967
-DATA lgc7<>+24(SB)/4, $0x39506967
-DATA lgc7<>+28(SB)/4, $0x39506967
+DATA lgc7<>+0(SB)/4, $0xb95e8083
+DATA lgc7<>+4(SB)/4, $0xb95e8083
+DATA lgc7<>+8(SB)/4, $0xb95e8083
+DATA lgc7<>+12(SB)/4, $0xb95e8083
+DATA lgc7<>+16(SB)/4, $0xb95e8083
+DATA lgc7<>+20(SB)/4, $0xb95e8083
+DATA lgc7<>+24(SB)/4, $0xb95e8083
+DATA lgc7<>+28(SB)/4, $0xb95e8083
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3ab743ce
-DATA lgc8<>+4(SB)/4, $0x3ab743ce
-DATA lgc8<>+8(SB)/4, $0x3ab743ce
-DATA lgc8<>+12(SB)/4, $0x3ab743ce
-DATA lgc8<>+16(SB)/4, $0x3ab743ce
-DATA lgc8<>+20(SB)/4, $0x3ab743ce
-DATA lgc8<>+24(SB)/4, $0x3ab743ce
-DATA lgc8<>+28(SB)/4, $0x3ab743ce
+DATA lgc8<>+0(SB)/4, $0x39506967
+DATA lgc8<>+4(SB)/4, $0x39506967
+DATA lgc8<>+8(SB)/4, $0x39506967
+DATA lgc8<>+12(SB)/4, $0x39506967
+DATA lgc8<>+16(SB)/4, $0x39506967
+DATA lgc8<>+20(SB)/4, $0x39506967
+DATA lgc8<>+24(SB)/4, $0x39506967
+DATA lgc8<>+28(SB)/4, $0x39506967
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3c088908
-DATA lgc9<>+4(SB)/4, $0x3c088908
-DATA lgc9<>+8(SB)/4, $0x3c088908
-DATA lgc9<>+12(SB)/4, $0x3c088908
-DATA lgc9<>+16(SB)/4, $0x3c088908
-DATA lgc9<>+20(SB)/4, $0x3c088908
-DATA lgc9<>+24(SB)/4, $0x3c088908
-DATA lgc9<>+28(SB)/4, $0x3c088908
+DATA lgc9<>+0(SB)/4, $0x3ab743ce
+DATA lgc9<>+4(SB)/4, $0x3ab743ce
+DATA lgc9<>+8(SB)/4, $0x3ab743ce
+DATA lgc9<>+12(SB)/4, $0x3ab743ce
+DATA lgc9<>+16(SB)/4, $0x3ab743ce
+DATA lgc9<>+20(SB)/4, $0x3ab743ce
+DATA lgc9<>+24(SB)/4, $0x3ab743ce
+DATA lgc9<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc10<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+0(SB)/4, $0x3c088908
+DATA lgc10<>+4(SB)/4, $0x3c088908
+DATA lgc10<>+8(SB)/4, $0x3c088908
+DATA lgc10<>+12(SB)/4, $0x3c088908
+DATA lgc10<>+16(SB)/4, $0x3c088908
+DATA lgc10<>+20(SB)/4, $0x3c088908
+DATA lgc10<>+24(SB)/4, $0x3c088908
+DATA lgc10<>+28(SB)/4, $0x3c088908
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc11<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc11<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3f000000
-DATA lgc12<>+4(SB)/4, $0x3f000000
-DATA lgc12<>+8(SB)/4, $0x3f000000
-DATA lgc12<>+12(SB)/4, $0x3f000000
-DATA lgc12<>+16(SB)/4, $0x3f000000
-DATA lgc12<>+20(SB)/4, $0x3f000000
-DATA lgc12<>+24(SB)/4, $0x3f000000
-DATA lgc12<>+28(SB)/4, $0x3f000000
+DATA lgc12<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc12<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f800000
-DATA lgc13<>+4(SB)/4, $0x3f800000
-DATA lgc13<>+8(SB)/4, $0x3f800000
-DATA lgc13<>+12(SB)/4, $0x3f800000
-DATA lgc13<>+16(SB)/4, $0x3f800000
-DATA lgc13<>+20(SB)/4, $0x3f800000
-DATA lgc13<>+24(SB)/4, $0x3f800000
-DATA lgc13<>+28(SB)/4, $0x3f800000
+DATA lgc13<>+0(SB)/4, $0x3f000000
+DATA lgc13<>+4(SB)/4, $0x3f000000
+DATA lgc13<>+8(SB)/4, $0x3f000000
+DATA lgc13<>+12(SB)/4, $0x3f000000
+DATA lgc13<>+16(SB)/4, $0x3f000000
+DATA lgc13<>+20(SB)/4, $0x3f000000
+DATA lgc13<>+24(SB)/4, $0x3f000000
+DATA lgc13<>+28(SB)/4, $0x3f000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xffffff82
-DATA lgc14<>+4(SB)/4, $0xffffff82
-DATA lgc14<>+8(SB)/4, $0xffffff82
-DATA lgc14<>+12(SB)/4, $0xffffff82
-DATA lgc14<>+16(SB)/4, $0xffffff82
-DATA lgc14<>+20(SB)/4, $0xffffff82
-DATA lgc14<>+24(SB)/4, $0xffffff82
-DATA lgc14<>+28(SB)/4, $0xffffff82
+DATA lgc14<>+0(SB)/4, $0x3f800000
+DATA lgc14<>+4(SB)/4, $0x3f800000
+DATA lgc14<>+8(SB)/4, $0x3f800000
+DATA lgc14<>+12(SB)/4, $0x3f800000
+DATA lgc14<>+16(SB)/4, $0x3f800000
+DATA lgc14<>+20(SB)/4, $0x3f800000
+DATA lgc14<>+24(SB)/4, $0x3f800000
+DATA lgc14<>+28(SB)/4, $0x3f800000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x0000007f
-DATA lgc15<>+4(SB)/4, $0x0000007f
-DATA lgc15<>+8(SB)/4, $0x0000007f
-DATA lgc15<>+12(SB)/4, $0x0000007f
-DATA lgc15<>+16(SB)/4, $0x0000007f
-DATA lgc15<>+20(SB)/4, $0x0000007f
-DATA lgc15<>+24(SB)/4, $0x0000007f
-DATA lgc15<>+28(SB)/4, $0x0000007f
+DATA lgc15<>+0(SB)/4, $0xffffff82
+DATA lgc15<>+4(SB)/4, $0xffffff82
+DATA lgc15<>+8(SB)/4, $0xffffff82
+DATA lgc15<>+12(SB)/4, $0xffffff82
+DATA lgc15<>+16(SB)/4, $0xffffff82
+DATA lgc15<>+20(SB)/4, $0xffffff82
+DATA lgc15<>+24(SB)/4, $0xffffff82
+DATA lgc15<>+28(SB)/4, $0xffffff82
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3f7d70a4
-DATA lgc16<>+4(SB)/4, $0x3f7d70a4
-DATA lgc16<>+8(SB)/4, $0x3f7d70a4
-DATA lgc16<>+12(SB)/4, $0x3f7d70a4
-DATA lgc16<>+16(SB)/4, $0x3f7d70a4
-DATA lgc16<>+20(SB)/4, $0x3f7d70a4
-DATA lgc16<>+24(SB)/4, $0x3f7d70a4
-DATA lgc16<>+28(SB)/4, $0x3f7d70a4
+DATA lgc16<>+0(SB)/4, $0x0000007f
+DATA lgc16<>+4(SB)/4, $0x0000007f
+DATA lgc16<>+8(SB)/4, $0x0000007f
+DATA lgc16<>+12(SB)/4, $0x0000007f
+DATA lgc16<>+16(SB)/4, $0x0000007f
+DATA lgc16<>+20(SB)/4, $0x0000007f
+DATA lgc16<>+24(SB)/4, $0x0000007f
+DATA lgc16<>+28(SB)/4, $0x0000007f
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00000001
-DATA lgc17<>+4(SB)/4, $0x00000002
-DATA lgc17<>+8(SB)/4, $0x00000003
-DATA lgc17<>+12(SB)/4, $0x00000004
-DATA lgc17<>+16(SB)/4, $0x00000005
-DATA lgc17<>+20(SB)/4, $0x00000006
-DATA lgc17<>+24(SB)/4, $0x00000007
-DATA lgc17<>+28(SB)/4, $0x00000007
+DATA lgc17<>+0(SB)/4, $0x3f7d70a4
+DATA lgc17<>+4(SB)/4, $0x3f7d70a4
+DATA lgc17<>+8(SB)/4, $0x3f7d70a4
+DATA lgc17<>+12(SB)/4, $0x3f7d70a4
+DATA lgc17<>+16(SB)/4, $0x3f7d70a4
+DATA lgc17<>+20(SB)/4, $0x3f7d70a4
+DATA lgc17<>+24(SB)/4, $0x3f7d70a4
+DATA lgc17<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
+DATA lgc18<>+0(SB)/4, $0x00000001
+DATA lgc18<>+4(SB)/4, $0x00000002
+DATA lgc18<>+8(SB)/4, $0x00000003
+DATA lgc18<>+12(SB)/4, $0x00000004
+DATA lgc18<>+16(SB)/4, $0x00000005
+DATA lgc18<>+20(SB)/4, $0x00000006
+DATA lgc18<>+24(SB)/4, $0x00000007
+DATA lgc18<>+28(SB)/4, $0x00000007
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 DATA lgc19<>+0(SB)/4, $0x00000002
@@ -1153,7 +1153,7 @@ blocks_4:
 
 	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v72 = sub(v0, v71) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -1169,29 +1169,29 @@ blocks_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v79 = exp(v78) [T=421]
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y1, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1217,7 +1217,7 @@ blocks_4:
 	VMOVUPD      Y1, 31616(CX)
 	VADDPD       31648(CX), Y0, Y0
 	VMOVUPD      Y0, 31648(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 31808(CX)
 	MOVQ         $+8, CX
 
@@ -1228,58 +1228,58 @@ noflush_5:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
 	VADDPS     lgc31<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v72 = sub(v0, v71) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
 	VMULPS     lgc30<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
 	// v79 = exp(v78) [T=421]
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y1, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1287,7 +1287,7 @@ noflush_5:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v79) over [T]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -1298,7 +1298,7 @@ noflush_5:
 
 	// store v72
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      31808(AX), Y0
@@ -1309,7 +1309,7 @@ noflush_5:
 	VMOVUPD      Y1, 31616(AX)
 	VADDPD       31648(AX), Y0, Y0
 	VMOVUPD      Y0, 31648(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 31808(AX)
 	VZEROUPPER
 	RET
@@ -1348,35 +1348,35 @@ blocks_7:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y0, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y3, Y1, Y2
@@ -1388,7 +1388,7 @@ blocks_7:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y1, Y3
+	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      p4+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
@@ -1409,7 +1409,7 @@ blocks_7:
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
 	// v27 = where(v25, v4, v26) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
@@ -1431,39 +1431,39 @@ blocks_7:
 
 	// v32 = detach(v31) [N=64 T=421]
 	// v37 = exp(v9) [N=64 T=421]  # ratio
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y0, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc13<>+0(SB), Y0, Y0
+	VANDPS  lgc14<>+0(SB), Y0, Y0
 	VMOVUPS lgc33<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
@@ -1474,7 +1474,7 @@ blocks_7:
 	VMAXPS Y4, Y3, Y3
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y2, Y3, Y0
 
@@ -1503,7 +1503,7 @@ blocks_7:
 	VMOVUPD      Y1, 31936(DX)
 	VADDPD       31968(DX), Y0, Y0
 	VMOVUPD      Y0, 31968(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(DX)
 	MOVQ         $+8, DX
 
@@ -1516,10 +1516,10 @@ noflush_8:
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0
 	MOVQ       p2+16(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
 	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
@@ -1527,35 +1527,35 @@ noflush_8:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y0, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y3, Y1, Y2
@@ -1578,7 +1578,7 @@ noflush_8:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y1, Y3
+	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      p4+32(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
@@ -1597,7 +1597,7 @@ noflush_8:
 	// v25 = mul(v5, v13) [N=64 T=421]
 	VMULPS     Y1, Y4, Y1
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v26 = shift_next(v24, v4) over T [N=64 T=421]
@@ -1606,27 +1606,27 @@ noflush_8:
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
 	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
-	VMOVUPS      lgc1<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
 	// v27 = where(v25, v4, v26) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27) [N=64 T=421]
 	VMULPS     Y1, Y3, Y1
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v29 = add(v2, v28) [N=64 T=421]
 	VADDPS     Y1, Y3, Y1
 	MOVQ       p8+64(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v30 = sub(v29, v3) [N=64 T=421]
@@ -1637,39 +1637,39 @@ noflush_8:
 
 	// v32 = detach(v31) [N=64 T=421]
 	// v37 = exp(v9) [N=64 T=421]  # ratio
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y0, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
-	VANDPS  lgc13<>+0(SB), Y0, Y0
+	VANDPS  lgc14<>+0(SB), Y0, Y0
 	VMOVUPS lgc33<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
@@ -1680,7 +1680,7 @@ noflush_8:
 	VMAXPS Y4, Y3, Y3
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y2, Y3, Y0
 
@@ -1691,7 +1691,7 @@ noflush_8:
 	VXORPS lgc25<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
@@ -1702,7 +1702,7 @@ noflush_8:
 
 	// store v32
 	MOVQ         p10+80(FP), CX
-	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMASKMOVPS   Y1, Y0, (CX)(DX*4)
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      32128(CX), Y0
@@ -1713,7 +1713,7 @@ noflush_8:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
@@ -1784,16 +1784,16 @@ TEXT ·fbPass0AVX2(SB), $344-112
 	MOVQ p0+0(FP), AX
 
 outer0_9:
-	VXORPS     Y0, Y0, Y0
+	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
 	SUBQ       p0+0(FP), DX
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	XORQ       CX, CX
@@ -1802,9 +1802,9 @@ outer0_9:
 	IMUL3Q     $+1, DX, DX
 	ADDQ       DX, CX
 	INCQ       CX
-	VXORPS     X1, X1, X1
+	VMOVUPS    lgc0<>+0(SB), X1
 	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc0<>+0(SB), X2
+	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	MOVQ       p1+8(FP), CX
@@ -1812,10 +1812,10 @@ outer0_9:
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 	MOVQ       p2+16(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (CX)(DX*4), Y2, Y2
 
 	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
@@ -1823,35 +1823,35 @@ outer0_9:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VMAXPS       lgc3<>+0(SB), Y3, Y4
+	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VMOVAPS      lgc8<>+0(SB), Y6
 	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
-	VMOVUPS      lgc13<>+0(SB), Y4
+	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y6, Y4, Y5
@@ -1874,7 +1874,7 @@ outer0_9:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y6, Y6
+	VMULPS    lgc17<>+0(SB), Y6, Y6
 	MOVQ      p4+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
@@ -1894,21 +1894,21 @@ outer0_9:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(v1, v15) [N=64 T=421]
-	VMULPS     lgc16<>+0(SB), Y4, Y4
+	VMULPS     lgc17<>+0(SB), Y4, Y4
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v17 = mul(v14, v4) [N=64 T=421]
 	VMULPS     Y7, Y6, Y6
 	MOVQ       p6+48(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v18 = add(v2, v17) [N=64 T=421]
 	VADDPS     Y6, Y7, Y6
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y7
+	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
 	// v19 = sub(v18, v3) [N=64 T=421]
@@ -1923,29 +1923,29 @@ outer0_9:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc1<>+0(SB), Y6
+	VMOVUPS     lgc2<>+0(SB), Y6
 	VANDPS      Y6, Y5, Y5
-	VMOVUPS     lgc13<>+0(SB), Y8
+	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VMOVUPS     lgc17<>+0(SB), Y8
+	VMOVUPS     lgc18<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
@@ -1967,10 +1967,10 @@ outer0_9:
 
 	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y6
 	VPMOVSXDQ    X6, Y8
 	VEXTRACTI128 $0x01, Y6, X8
 	VPMOVSXDQ    X8, Y8
@@ -1983,7 +1983,7 @@ outer0_9:
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y5
 	VEXTRACTI128 $0x01, Y2, X5
 	VPMOVSXDQ    X5, Y5
@@ -1991,14 +1991,14 @@ outer0_9:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 	MOVQ         p9+72(FP), BX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
@@ -2007,7 +2007,7 @@ outer0_9:
 	VMOVUPS      Y1, 896(CX)
 
 	// mean(v54) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y5
 	VEXTRACTI128 $0x01, Y1, X5
 	VPMOVSXDQ    X5, Y5
@@ -2021,31 +2021,31 @@ outer0_9:
 	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
 
 	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v61 = mul(v59, v58) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y7
 
 	// v63 = sub(v58, v59) [N=64 T=421]
-	VSUBPS lgc12<>+0(SB), Y2, Y8
+	VSUBPS lgc13<>+0(SB), Y2, Y8
 
 	// v64 = where(v60, v62, v63) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
 	// v65 = mul(v0, v64) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y7, Y7
+	VMULPS lgc14<>+0(SB), Y7, Y7
 
 	// mean(v65) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y8
+	VMOVUPS      lgc2<>+0(SB), Y8
 	VPMOVSXDQ    X8, Y9
 	VEXTRACTI128 $0x01, Y8, X9
 	VPMOVSXDQ    X9, Y9
@@ -2058,7 +2058,7 @@ outer0_9:
 	// var(v57) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -2092,7 +2092,7 @@ outer0_9:
 	VMOVUPD      Y9, 8736(CX)(BX*8)
 
 	// var(v24) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
@@ -2129,33 +2129,33 @@ outer0_9:
 	VMOVUPS      Y5, 152(SP)
 
 	// logsumexp(v9) over [N]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
 	VPMOVSXDQ    X4, Y4
-	VMAXPS       lgc2<>+0(SB), Y3, Y5
-	VMINPS       lgc3<>+0(SB), Y5, Y5
-	VMULPS       lgc4<>+0(SB), Y5, Y6
+	VMAXPS       lgc3<>+0(SB), Y3, Y5
+	VMINPS       lgc4<>+0(SB), Y5, Y5
+	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc5<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
-	VMOVAPS      lgc7<>+0(SB), Y7
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
+	VMOVAPS      lgc8<>+0(SB), Y7
 	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc13<>+0(SB), Y7, Y7
+	VADDPS       lgc14<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc14<>+0(SB), Y5, Y6
-	VPMINSD      lgc15<>+0(SB), Y6, Y6
+	VPMAXSD      lgc15<>+0(SB), Y5, Y6
+	VPMINSD      lgc16<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
@@ -2190,15 +2190,15 @@ outer0_9:
 	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
 	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
 	// v85 = where(v60, v38, v83) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   56(SP), Y2
@@ -2214,7 +2214,7 @@ outer0_9:
 	VADDPS Y4, Y1, Y1
 
 	// v89 = mul(v86, v59) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y2
+	VMULPS lgc13<>+0(SB), Y2, Y2
 
 	// v90 = add(v88, v89) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -2222,24 +2222,24 @@ outer0_9:
 
 	// v91 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc13<>+0(SB), Y4, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y4
 
 	// v92 = lt(v57, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc13<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v94 = mul(v57, v38) [N=64 T=421]
-	VMULPS  lgc18<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   lgc13<>+0(SB), Y3
+	VMOVUPS   lgc14<>+0(SB), Y3
 
 	// v96 = where(v91, v0, v95) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
 
@@ -2255,17 +2255,17 @@ outer0_9:
 
 	// store v24
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 
 	// store v98
 	MOVQ       p11+88(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
 	// store v113
 	MOVQ       p12+96(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS Y2, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
@@ -2285,35 +2285,35 @@ blocks_10:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y3, Y4
-	VMINPS       lgc3<>+0(SB), Y4, Y4
-	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VMAXPS       lgc3<>+0(SB), Y3, Y4
+	VMINPS       lgc4<>+0(SB), Y4, Y4
+	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
-	VMOVAPS      lgc7<>+0(SB), Y6
-	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VMOVAPS      lgc8<>+0(SB), Y6
 	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VADDPS       lgc14<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc14<>+0(SB), Y4, Y5
-	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
-	VMOVUPS      lgc13<>+0(SB), Y4
+	VMOVUPS      lgc14<>+0(SB), Y4
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y6, Y4, Y5
@@ -2325,7 +2325,7 @@ blocks_10:
 	VSUBPS Y6, Y4, Y6
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y6, Y6
+	VMULPS    lgc17<>+0(SB), Y6, Y6
 	MOVQ      p4+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
@@ -2334,7 +2334,7 @@ blocks_10:
 	VSUBPS Y7, Y4, Y4
 
 	// v16 = mul(v1, v15) [N=64 T=421]
-	VMULPS  lgc16<>+0(SB), Y4, Y4
+	VMULPS  lgc17<>+0(SB), Y4, Y4
 	MOVQ    p5+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
@@ -2360,25 +2360,25 @@ blocks_10:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc17<>+0(SB), Y8
+	VMOVUPS     lgc18<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
@@ -2400,7 +2400,7 @@ blocks_10:
 
 	// v48 = ne(v36, v9) [N=64 T=421]
 	VCMPPS $0x04, Y3, Y5, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
 	MOVQ    p8+64(FP), BX
@@ -2433,28 +2433,28 @@ blocks_10:
 	// v58 = abs(v57) [N=64 T=421]
 	VMOVUPS lgc25<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc13<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
 
 	// v60 = lt(v58, v0) [N=64 T=421]
 	VCMPPS $0x11, Y5, Y2, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v61 = mul(v59, v58) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y6
+	VMULPS lgc13<>+0(SB), Y2, Y6
 
 	// v62 = mul(v61, v58) [N=64 T=421]
 	VMULPS Y2, Y6, Y7
 
 	// v63 = sub(v58, v59) [N=64 T=421]
-	VSUBPS lgc12<>+0(SB), Y2, Y8
+	VSUBPS lgc13<>+0(SB), Y2, Y8
 
 	// v64 = where(v60, v62, v63) [N=64 T=421]
-	VXORPS    Y9, Y9, Y9
+	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
 	// v65 = mul(v0, v64) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y7, Y7
+	VMULPS lgc14<>+0(SB), Y7, Y7
 
 	// mean(v65) over [N T]
 	VADDPS  1536(BX), Y7, Y7
@@ -2512,29 +2512,29 @@ blocks_10:
 	VMOVUPS      Y5, 312(SP)
 
 	// logsumexp(v9) over [N]
-	VMAXPS       lgc2<>+0(SB), Y3, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y3, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y1, Y5
 	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y4, Y4
 	VMULPS       Y1, Y4, Y4
@@ -2565,15 +2565,15 @@ blocks_10:
 	VMULPS  lgc30<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
 	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS lgc18<>+0(SB), Y3
+	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
-	VXORPS    Y4, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
 	// v85 = where(v60, v38, v83) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 	VMOVUPS   216(SP), Y2
@@ -2589,7 +2589,7 @@ blocks_10:
 	VADDPS Y4, Y1, Y1
 
 	// v89 = mul(v86, v59) [N=64 T=421]
-	VMULPS lgc12<>+0(SB), Y2, Y2
+	VMULPS lgc13<>+0(SB), Y2, Y2
 
 	// v90 = add(v88, v89) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -2597,24 +2597,24 @@ blocks_10:
 
 	// v91 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc13<>+0(SB), Y4, Y4
+	VANDPS lgc14<>+0(SB), Y4, Y4
 
 	// v92 = lt(v57, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc13<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v94 = mul(v57, v38) [N=64 T=421]
-	VMULPS  lgc18<>+0(SB), Y2, Y2
+	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   lgc13<>+0(SB), Y3
+	VMOVUPS   lgc14<>+0(SB), Y3
 
 	// v96 = where(v91, v0, v95) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
 
@@ -2650,7 +2650,7 @@ blocks_10:
 	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2660,7 +2660,7 @@ blocks_10:
 	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2670,7 +2670,7 @@ blocks_10:
 	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2680,7 +2680,7 @@ blocks_10:
 	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -2690,7 +2690,7 @@ blocks_10:
 	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
-	VXORPS       Y1, Y1, Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	MOVQ         $+8, DX
 
@@ -2706,7 +2706,7 @@ noflush_11:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2716,7 +2716,7 @@ noflush_11:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2726,7 +2726,7 @@ noflush_11:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2736,7 +2736,7 @@ noflush_11:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2746,7 +2746,7 @@ noflush_11:
 	VMOVUPD      Y1, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	INCQ         AX
 	CMPQ         AX, p13+104(FP)
@@ -2803,7 +2803,7 @@ blocks_12:
 
 	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v72 = sub(v0, v71) [T=421]
 	VSUBPS  Y0, Y1, Y0
@@ -2819,29 +2819,29 @@ blocks_12:
 	VSUBPS Y2, Y1, Y1
 
 	// v79 = exp(v78) [T=421]
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y1, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2867,7 +2867,7 @@ blocks_12:
 	VMOVUPD      Y1, 31616(CX)
 	VADDPD       31648(CX), Y0, Y0
 	VMOVUPD      Y0, 31648(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 31808(CX)
 	MOVQ         $+8, CX
 
@@ -2878,58 +2878,58 @@ noflush_13:
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
-	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
 	VADDPS     lgc31<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v71 = div(v67, v70) [T=421]
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc14<>+0(SB), Y1
 
 	// v72 = sub(v0, v71) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
 	VMULPS     lgc30<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
 	// v78 = sub(v77, v76) [T=421]
 	VSUBPS Y2, Y1, Y1
 
 	// v79 = exp(v78) [T=421]
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y1, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2937,7 +2937,7 @@ noflush_13:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(v79) over [T]
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -2948,7 +2948,7 @@ noflush_13:
 
 	// store v72
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      31808(AX), Y0
@@ -2959,7 +2959,7 @@ noflush_13:
 	VMOVUPD      Y1, 31616(AX)
 	VADDPD       31648(AX), Y0, Y0
 	VMOVUPD      Y0, 31648(AX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 31808(AX)
 	VZEROUPPER
 	RET
@@ -2988,35 +2988,35 @@ blocks_15:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y0, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y3, Y1, Y2
@@ -3028,7 +3028,7 @@ blocks_15:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y1, Y3
+	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      p4+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
@@ -3049,7 +3049,7 @@ blocks_15:
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
 	// v27 = where(v25, v4, v26) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
@@ -3071,39 +3071,39 @@ blocks_15:
 
 	// v32 = detach(v31) [N=64 T=421]
 	// v37 = exp(v9) [N=64 T=421]  # ratio
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y0, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc13<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc33<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
@@ -3114,7 +3114,7 @@ blocks_15:
 	VMAXPS Y4, Y6, Y7
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
@@ -3133,22 +3133,22 @@ blocks_15:
 	VMULPS lgc39<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
 	// v103 = where(v39, v38, v101) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
 	// v104 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y4, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v105 = ne(v37, v37) [N=64 T=421]
 	VCMPPS $0x04, Y4, Y4, Y6
-	VANDPS lgc13<>+0(SB), Y6, Y6
+	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v106 = max(v104, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y5, Y5
@@ -3159,13 +3159,13 @@ blocks_15:
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// v107 = where(v106, v103, v38) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
 	// v108 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y3, Y4, Y3
-	VANDPS lgc13<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v109 = max(v108, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y3, Y3
@@ -3176,7 +3176,7 @@ blocks_15:
 	VXORPS lgc25<>+0(SB), Y3, Y3
 
 	// v110 = where(v109, v102, v38) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y0
 
@@ -3204,7 +3204,7 @@ blocks_15:
 	VMOVUPD      Y1, 31936(DX)
 	VADDPD       31968(DX), Y0, Y0
 	VMOVUPD      Y0, 31968(DX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(DX)
 	MOVQ         $+8, DX
 
@@ -3217,10 +3217,10 @@ noflush_16:
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
-	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0
 	MOVQ       p2+16(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
 	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
@@ -3228,35 +3228,35 @@ noflush_16:
 
 	// v10 = detach(v9) [N=64 T=421]  # log_weight
 	// v11 = exp(v10) [N=64 T=421]  # rho
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y0, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc13<>+0(SB), Y1
+	VMOVUPS      lgc14<>+0(SB), Y1
 
 	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
 	VMINPS    Y3, Y1, Y2
@@ -3279,7 +3279,7 @@ noflush_16:
 	VSUBPS Y3, Y1, Y1
 
 	// v14 = mul(v1, v13) [N=64 T=421]
-	VMULPS    lgc16<>+0(SB), Y1, Y3
+	VMULPS    lgc17<>+0(SB), Y1, Y3
 	MOVQ      p4+32(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
@@ -3298,7 +3298,7 @@ noflush_16:
 	// v25 = mul(v5, v13) [N=64 T=421]
 	VMULPS     Y1, Y4, Y1
 	MOVQ       p5+40(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
 	// v26 = shift_next(v24, v4) over T [N=64 T=421]
@@ -3307,27 +3307,27 @@ noflush_16:
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
 	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
-	VMOVUPS      lgc1<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
 	// v27 = where(v25, v4, v26) [N=64 T=421]
-	VXORPS    Y6, Y6, Y6
+	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
 	// v28 = mul(v14, v27) [N=64 T=421]
 	VMULPS     Y1, Y3, Y1
 	MOVQ       p7+56(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v29 = add(v2, v28) [N=64 T=421]
 	VADDPS     Y1, Y3, Y1
 	MOVQ       p8+64(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v30 = sub(v29, v3) [N=64 T=421]
@@ -3338,39 +3338,39 @@ noflush_16:
 
 	// v32 = detach(v31) [N=64 T=421]
 	// v37 = exp(v9) [N=64 T=421]  # ratio
-	VMAXPS       lgc2<>+0(SB), Y0, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VMAXPS       lgc3<>+0(SB), Y0, Y2
+	VMINPS       lgc4<>+0(SB), Y2, Y2
+	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
+	VMOVAPS      lgc8<>+0(SB), Y4
 	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VADDPS       lgc14<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPMAXSD      lgc15<>+0(SB), Y2, Y3
+	VPMINSD      lgc16<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPADDD       lgc16<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y4, Y4
-	VMOVUPS      lgc18<>+0(SB), Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
-	VANDPS  lgc13<>+0(SB), Y2, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc33<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
@@ -3381,7 +3381,7 @@ noflush_16:
 	VMAXPS Y4, Y6, Y7
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
@@ -3392,7 +3392,7 @@ noflush_16:
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc1<>+0(SB), Y7
+	VMOVUPS      lgc2<>+0(SB), Y7
 	VPMOVSXDQ    X7, Y8
 	VEXTRACTI128 $0x01, Y7, X8
 	VPMOVSXDQ    X8, Y8
@@ -3405,22 +3405,22 @@ noflush_16:
 	VMULPS lgc39<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
-	VXORPS    Y7, Y7, Y7
+	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
 	// v103 = where(v39, v38, v101) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
 	// v104 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y4, Y5
-	VANDPS lgc13<>+0(SB), Y5, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// v105 = ne(v37, v37) [N=64 T=421]
 	VCMPPS $0x04, Y4, Y4, Y6
-	VANDPS lgc13<>+0(SB), Y6, Y6
+	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v106 = max(v104, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y5, Y5
@@ -3431,13 +3431,13 @@ noflush_16:
 	VXORPS lgc25<>+0(SB), Y5, Y5
 
 	// v107 = where(v106, v103, v38) [N=64 T=421]
-	VXORPS    Y8, Y8, Y8
+	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
 	// v108 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y3, Y4, Y3
-	VANDPS lgc13<>+0(SB), Y3, Y3
+	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v109 = max(v108, v105) [N=64 T=421]
 	VXORPS lgc25<>+0(SB), Y3, Y3
@@ -3448,7 +3448,7 @@ noflush_16:
 	VXORPS lgc25<>+0(SB), Y3, Y3
 
 	// v110 = where(v109, v102, v38) [N=64 T=421]
-	VXORPS    Y5, Y5, Y5
+	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y0
 
@@ -3460,12 +3460,12 @@ noflush_16:
 
 	// store v32
 	MOVQ       p10+80(FP), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
 	// store v112
 	MOVQ         p11+88(FP), CX
-	VMOVUPS      lgc1<>+0(SB), Y1
+	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      32128(CX), Y0
@@ -3476,7 +3476,7 @@ noflush_16:
 	VMOVUPD      Y1, 31936(CX)
 	VADDPD       31968(CX), Y0, Y0
 	VMOVUPD      Y0, 31968(CX)
-	VXORPS       Y0, Y0, Y0
+	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 32128(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
@@ -3523,29 +3523,29 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VMAXPS       lgc3<>+0(SB), Y0, Y1
+	VMINPS       lgc4<>+0(SB), Y1, Y1
+	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
+	VMOVAPS      lgc8<>+0(SB), Y3
 	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VADDPS       lgc14<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPMAXSD      lgc15<>+0(SB), Y1, Y2
+	VPMINSD      lgc16<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPADDD       lgc16<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -3575,16 +3575,16 @@ bulk_19:
 	VMULPS       lgc41<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc15<>+0(SB), Y3, Y3
+	VPSUBD       lgc16<>+0(SB), Y3, Y3
 	VPAND        lgc42<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc43<>+0(SB), Y2, Y1
-	VPOR         lgc13<>+0(SB), Y1, Y1
+	VPOR         lgc14<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc12<>+0(SB), Y1, Y4
+	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc13<>+0(SB), Y1, Y1
+	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc45<>+0(SB), Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
@@ -3598,13 +3598,13 @@ bulk_19:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc13<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
@@ -3790,21 +3790,21 @@ bulk_21:
 	CMPQ         BX, DX
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc13<>+0(SB), Y0, Y1
+	VADDPS       lgc14<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
 	VMULPS       lgc41<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc15<>+0(SB), Y4, Y4
+	VPSUBD       lgc16<>+0(SB), Y4, Y4
 	VPAND        lgc42<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc43<>+0(SB), Y3, Y2
-	VPOR         lgc13<>+0(SB), Y2, Y2
+	VPOR         lgc14<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
-	VMULPS       lgc12<>+0(SB), Y2, Y5
+	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc13<>+0(SB), Y2, Y2
+	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc45<>+0(SB), Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
@@ -3818,25 +3818,25 @@ bulk_21:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc13<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc13<>+0(SB), Y1, Y2
+	VSUBPS       lgc14<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
