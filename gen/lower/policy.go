@@ -99,8 +99,9 @@ type policy struct {
 	dist string
 	axis string   // the event dim
 	lp   *ir.Node // log π(action)
-	// categorical: the normalised log-probabilities (z − m) − log Σ exp(z − m), [*batch, A]
-	logp *ir.Node
+	// categorical: the normalised log-probabilities logp = s − log S, [*batch, A], from the
+	// shifted logits s = z − max z, their exponentials e^s and S = Σ e^s
+	logp, s, es, sum *ir.Node
 	// normal, tanh_normal: the parameters and the action in the base Normal's space
 	loc, scale *ir.Node
 }
@@ -117,7 +118,8 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 	case "categorical", "one_hot_categorical":
 		ev := l.eventShape(p.axis)
 		z := l.ReadShaped("logits", ev)
-		p.logp = b.Note(l.logSoftmax(z, p.axis), "log_softmax")
+		p.s, p.es, p.sum = l.softmaxParts(z, p.axis)
+		p.logp = b.Note(b.Sub(p.s, b.Log(p.sum)), "log_softmax")
 		var idx *ir.Node
 		if p.dist == "categorical" {
 			idx = l.ReadAs("action", l.Batch(), spec.IndexKey)
@@ -151,10 +153,14 @@ func (p *policy) entropy() *ir.Node {
 	l, b := p.l, p.l.B
 	switch p.dist {
 	case "categorical", "one_hot_categorical":
-		// Categorical.entropy: the log-probabilities clamped at the dtype's most negative
-		// finite value, so a class of probability 0 adds 0·min = 0, not 0·(−inf) = NaN.
-		lpc := b.MaxFirst(p.logp, b.Const(-l.DType().MaxFinite()))
-		return b.Note(b.Neg(b.Sum(b.Mul(lpc, b.Exp(p.logp)), p.axis)), "entropy")
+		// Categorical.entropy −Σ p log p, with log p = s − log S and p = e^s/S, as
+		// log S − Σ e^s·s / S: the sum shares the loop and the e^s of S (the planner joins
+		// reductions over one axis), where torch computes the exponentials twice. s is clamped
+		// at the dtype's most negative finite value, as torch clamps log p, so a class of
+		// probability 0 adds 0·min = 0, not 0·(−inf) = NaN.
+		sc := b.MaxFirst(p.s, b.Const(-l.DType().MaxFinite()))
+		t := b.Sum(b.Mul(p.es, sc), p.axis)
+		return b.Note(b.Sub(b.Log(p.sum), b.Div(t, p.sum)), "entropy")
 	case "normal":
 		// Normal.entropy summed over the event dim: ½ + ½ log 2π + log σ.
 		c := b.Const(0.5 + 0.5*math.Log(2*math.Pi))
@@ -172,9 +178,19 @@ func (l *Lowerer) eventShape(axis string) ir.Shape {
 // detached: exact for huge logits ([10000, 9999] in float32 gives [−0.3133, −1.3133], where
 // z − a rounded logsumexp loses three digits); the shift carries no gradient.
 func (l *Lowerer) logSoftmax(z *ir.Node, axis string) *ir.Node {
+	s, _, sum := l.softmaxParts(z, axis)
+	return l.B.Sub(s, l.B.Log(sum))
+}
+
+// softmaxParts are s = z − m (m = max z along axis, detached), e^s and S = Σ e^s. The
+// entropy's clamp constant is made here, before the sum, so that the entropy's sum can
+// share its loop.
+func (l *Lowerer) softmaxParts(z *ir.Node, axis string) (s, es, sum *ir.Node) {
 	b := l.B
-	s := b.Sub(z, b.Detach(b.ReduceMax(z, axis)))
-	return b.Sub(s, b.Log(b.Sum(b.Exp(s), axis)))
+	b.Const(-l.DType().MaxFinite())
+	s = b.Sub(z, b.Detach(b.ReduceMax(z, axis)))
+	es = b.Exp(s)
+	return s, es, b.Sum(es, axis)
 }
 
 // normalLogProb is torch.distributions.Normal.log_prob elementwise, in its op order:

@@ -342,3 +342,34 @@ func TestExamplePlansAreValid(t *testing.T) {
 		})
 	}
 }
+
+// A categorical policy's log-softmax and entropy read the logits in two loops over the
+// actions: the max, then one loop in which Σ e^s and the entropy's Σ e^s·s share the e^s
+// (an inner reduction joins an earlier loop over the same dims when it reads nothing that
+// loop precedes).
+func TestReductionsShareALoop(t *testing.T) {
+	p := build(t, "clip_ppo_categorical.yaml")
+	loops := 0
+	var walk func(bl *plan.Block)
+	walk = func(bl *plan.Block) {
+		for _, st := range bl.Steps {
+			if st.Kind == plan.Loop {
+				if len(st.Block.Dims) == 1 && st.Block.Dims[0].Name == "A" {
+					loops++
+					acc := 0
+					for _, s := range st.Block.Steps {
+						if s.Kind == plan.Accumulate {
+							acc++
+						}
+					}
+					require.Contains(t, []int{1, 2}, acc)
+				}
+				walk(st.Block)
+			}
+		}
+	}
+	for _, ps := range p.Passes {
+		walk(ps.Body)
+	}
+	require.Equal(t, 2, loops, "loops over A: the max, then Σ e^s with Σ e^s·s")
+}

@@ -17,6 +17,15 @@ type scope struct {
 	has     map[int]bool
 	items   []item
 	forEach map[string]*scope // loops that only store or accumulate, by dims, merged
+	// reduceLoops are the loops of inner reductions placed in this scope, by their dims: a
+	// later reduction over the same dims joins one when it reads nothing the loop precedes.
+	reduceLoops map[string][]reduceLoop
+}
+
+// reduceLoop is an inner reduction's loop: the scope of its body and its sort key.
+type reduceLoop struct {
+	key   float64
+	child *scope
 }
 
 type item struct {
@@ -26,7 +35,8 @@ type item struct {
 }
 
 func newScope(parent *scope, dims ir.Shape, g *ir.Graph) *scope {
-	s := &scope{parent: parent, bound: map[string]bool{}, has: map[int]bool{}, forEach: map[string]*scope{}}
+	s := &scope{parent: parent, bound: map[string]bool{}, has: map[int]bool{}, forEach: map[string]*scope{},
+		reduceLoops: map[string][]reduceLoop{}}
 	var bound []string
 	if parent != nil {
 		for d := range parent.bound {
@@ -120,9 +130,14 @@ func (pb *progBuilder) value(n *ir.Node, sc *scope) {
 				panic("plan: " + n.String() + " would reduce over " + a + " inside a loop over " + a)
 			}
 		}
-		child := newScope(home, shapeOf(pb.g, n.Axes), pb.g)
-		home.add(key-0.3, Step{Kind: Init, Node: n}, nil)
-		home.add(key-0.2, Step{Kind: Loop, Block: child.block}, child)
+		dims := shapeOf(pb.g, n.Axes)
+		child := pb.joinLoop(home, n, dims)
+		if child == nil {
+			child = newScope(home, dims, pb.g)
+			home.add(key-0.3, Step{Kind: Init, Node: n}, nil)
+			home.add(key-0.2, Step{Kind: Loop, Block: child.block}, child)
+			home.reduceLoops[dims.String()] = append(home.reduceLoops[dims.String()], reduceLoop{key - 0.2, child})
+		}
 		home.add(key, Step{Kind: Finish, Node: n}, nil)
 		pb.value(n.Args[0], child)
 		child.add(key, Step{Kind: Accumulate, Node: n}, nil)
@@ -140,6 +155,48 @@ func (pb *progBuilder) value(n *ir.Node, sc *scope) {
 		home.add(key, Step{Kind: Compute, Node: n}, nil)
 		pb.summarize(&pb.ps.Compute, n)
 	}
+}
+
+// joinLoop returns the body of an earlier loop of home over dims that inner reduction n can
+// share, with n's init placed before that loop, or nil. n can share a loop when every value
+// its argument reads from outside the loop precedes it (node IDs order the steps): then the
+// reductions over one axis that read the same things (softmax's Σ e^s and Σ e^s·s) read
+// their operands, and compute what they share, once.
+func (pb *progBuilder) joinLoop(home *scope, n *ir.Node, dims ir.Shape) *scope {
+	loops := home.reduceLoops[dims.String()]
+	if len(loops) == 0 {
+		return nil
+	}
+	last := outsideDeps(n.Args[0], n.Axes, map[int]bool{})
+	for _, lp := range loops {
+		if float64(last) < lp.key && lp.key < float64(n.ID) {
+			home.add(lp.key-0.1, Step{Kind: Init, Node: n}, nil)
+			return lp.child
+		}
+	}
+	return nil
+}
+
+// outsideDeps is the largest ID of a value that x's computation over the axes reads from
+// outside a loop over them (a value without one of the axes), or −1.
+func outsideDeps(x *ir.Node, axes []string, seen map[int]bool) int {
+	if seen[x.ID] {
+		return -1
+	}
+	seen[x.ID] = true
+	for _, a := range axes {
+		if !x.Shape.Has(a) {
+			return x.ID
+		}
+	}
+	last := -1
+	for i, a := range x.Args {
+		if (x.Op.Class() == ir.Shift || x.Op.Class() == ir.Gather) && i == 0 {
+			continue
+		}
+		last = max(last, outsideDeps(a, axes, seen))
+	}
+	return last
 }
 
 func (pb *progBuilder) summarize(list *[]*ir.Node, n *ir.Node) {

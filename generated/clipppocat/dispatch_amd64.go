@@ -20,23 +20,23 @@ type avxState struct {
 	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
+	r59_s    []float64
+	r59_p    []float32
 	r60_s    []float64
 	r60_p    []float32
-	r61_s    []float64
-	r61_p    []float32
-	r71_s    []float64
-	r71_p    []float32
+	r70_s    []float64
+	r70_p    []float32
+	r71_n    []float64
+	r71_mean []float64
+	r71_m2   []float64
 	r72_n    []float64
 	r72_mean []float64
 	r72_m2   []float64
-	r73_n    []float64
-	r73_mean []float64
-	r73_m2   []float64
-	r79_s    []float64
-	r79_ok   []float32
-	r81_s    []float64
-	r85_s    []float64
-	r85_p    []float32
+	r78_s    []float64
+	r78_ok   []float32
+	r80_s    []float64
+	r84_s    []float64
+	r84_p    []float32
 	res      []float64
 }
 
@@ -48,23 +48,23 @@ var avxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r51_s = st.buf[88:104]
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r60_s = st.buf[128:144]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r61_s = st.buf[168:184]
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r71_s = st.buf[208:224]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r72_n = st.buf[248:677]
-	st.r72_mean = st.buf[688:1117]
-	st.r72_m2 = st.buf[1128:1557]
-	st.r73_n = st.buf[1568:1997]
-	st.r73_mean = st.buf[2008:2437]
-	st.r73_m2 = st.buf[2448:2877]
-	st.r79_s = st.buf[2888:3317]
-	st.r79_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r81_s = st.buf[3552:3981]
-	st.r85_s = st.buf[3992:4008]
-	st.r85_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r59_s = st.buf[128:144]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r60_s = st.buf[168:184]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r70_s = st.buf[208:224]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r71_n = st.buf[248:677]
+	st.r71_mean = st.buf[688:1117]
+	st.r71_m2 = st.buf[1128:1557]
+	st.r72_n = st.buf[1568:1997]
+	st.r72_mean = st.buf[2008:2437]
+	st.r72_m2 = st.buf[2448:2877]
+	st.r78_s = st.buf[2888:3317]
+	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r80_s = st.buf[3552:3981]
+	st.r84_s = st.buf[3992:4008]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -86,21 +86,21 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r70_s, 0)
+		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r71_n, float64((hi-lo)*1))
+		runtime.Fill(st.r71_mean, 0)
+		runtime.Fill(st.r71_m2, 0)
 		runtime.Fill(st.r72_n, float64((hi-lo)*1))
 		runtime.Fill(st.r72_mean, 0)
 		runtime.Fill(st.r72_m2, 0)
-		runtime.Fill(st.r73_n, float64((hi-lo)*1))
-		runtime.Fill(st.r73_mean, 0)
-		runtime.Fill(st.r73_m2, 0)
-		runtime.Fill(st.r79_s, 0)
-		runtime.SetMask(st.r79_ok)
-		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r78_s, 0)
+		runtime.SetMask(st.r78_ok)
+		runtime.Fill(st.r80_s, 0)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -120,17 +120,17 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
 			runtime.MergeVar(sts[0].r72_n, sts[0].r72_mean, sts[0].r72_m2, sts[c].r72_n, sts[c].r72_mean, sts[c].r72_m2)
-			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
-			runtime.MergeMask(sts[0].r79_ok, sts[c].r79_ok)
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
+			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
 		}
 	}
-	if !runtime.MaskSet(st.r79_ok[:8]) {
+	if !runtime.MaskSet(st.r78_ok[:8]) {
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -140,25 +140,25 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r61_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r71_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r73_n, st.r73_mean, st.r73_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r81_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r80_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -168,10 +168,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r85_s, 0)
-	runtime.Fill(st.r85_p, 0)
+	runtime.Fill(st.r84_s, 0)
+	runtime.Fill(st.r84_p, 0)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r85_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 
@@ -192,23 +192,23 @@ type fbAvxState struct {
 	r49_p    []float32
 	r51_s    []float64
 	r51_p    []float32
+	r59_s    []float64
+	r59_p    []float32
 	r60_s    []float64
 	r60_p    []float32
-	r61_s    []float64
-	r61_p    []float32
-	r71_s    []float64
-	r71_p    []float32
+	r70_s    []float64
+	r70_p    []float32
+	r71_n    []float64
+	r71_mean []float64
+	r71_m2   []float64
 	r72_n    []float64
 	r72_mean []float64
 	r72_m2   []float64
-	r73_n    []float64
-	r73_mean []float64
-	r73_m2   []float64
-	r79_s    []float64
-	r79_ok   []float32
-	r81_s    []float64
-	r85_s    []float64
-	r85_p    []float32
+	r78_s    []float64
+	r78_ok   []float32
+	r80_s    []float64
+	r84_s    []float64
+	r84_p    []float32
 	res      []float64
 }
 
@@ -220,23 +220,23 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
 	st.r51_s = st.buf[88:104]
 	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r60_s = st.buf[128:144]
-	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r61_s = st.buf[168:184]
-	st.r61_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r71_s = st.buf[208:224]
-	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r72_n = st.buf[248:677]
-	st.r72_mean = st.buf[688:1117]
-	st.r72_m2 = st.buf[1128:1557]
-	st.r73_n = st.buf[1568:1997]
-	st.r73_mean = st.buf[2008:2437]
-	st.r73_m2 = st.buf[2448:2877]
-	st.r79_s = st.buf[2888:3317]
-	st.r79_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
-	st.r81_s = st.buf[3552:3981]
-	st.r85_s = st.buf[3992:4008]
-	st.r85_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.r59_s = st.buf[128:144]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r60_s = st.buf[168:184]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r70_s = st.buf[208:224]
+	st.r70_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r71_n = st.buf[248:677]
+	st.r71_mean = st.buf[688:1117]
+	st.r71_m2 = st.buf[1128:1557]
+	st.r72_n = st.buf[1568:1997]
+	st.r72_mean = st.buf[2008:2437]
+	st.r72_m2 = st.buf[2448:2877]
+	st.r78_s = st.buf[2888:3317]
+	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
+	st.r80_s = st.buf[3552:3981]
+	st.r84_s = st.buf[3992:4008]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -258,22 +258,22 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.Fill(st.r51_s, 0)
 		runtime.Fill(st.r51_p, 0)
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
 		runtime.Fill(st.r60_s, 0)
 		runtime.Fill(st.r60_p, 0)
-		runtime.Fill(st.r61_s, 0)
-		runtime.Fill(st.r61_p, 0)
-		runtime.Fill(st.r71_s, 0)
-		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r70_s, 0)
+		runtime.Fill(st.r70_p, 0)
+		runtime.Fill(st.r71_n, float64((hi-lo)*1))
+		runtime.Fill(st.r71_mean, 0)
+		runtime.Fill(st.r71_m2, 0)
 		runtime.Fill(st.r72_n, float64((hi-lo)*1))
 		runtime.Fill(st.r72_mean, 0)
 		runtime.Fill(st.r72_m2, 0)
-		runtime.Fill(st.r73_n, float64((hi-lo)*1))
-		runtime.Fill(st.r73_mean, 0)
-		runtime.Fill(st.r73_m2, 0)
-		runtime.Fill(st.r79_s, 0)
-		runtime.SetMask(st.r79_ok)
-		runtime.Fill(st.r81_s, 0)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &fbConst127[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
+		runtime.Fill(st.r78_s, 0)
+		runtime.SetMask(st.r78_ok)
+		runtime.Fill(st.r80_s, 0)
+		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &fbConst130[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
 	if n <= 1 {
@@ -292,17 +292,17 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
 			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
 			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
 			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
-			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
-			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r70_s, sts[c].r70_s)
+			runtime.MergeVar(sts[0].r71_n, sts[0].r71_mean, sts[0].r71_m2, sts[c].r71_n, sts[c].r71_mean, sts[c].r71_m2)
 			runtime.MergeVar(sts[0].r72_n, sts[0].r72_mean, sts[0].r72_m2, sts[c].r72_n, sts[c].r72_mean, sts[c].r72_m2)
-			runtime.MergeVar(sts[0].r73_n, sts[0].r73_mean, sts[0].r73_m2, sts[c].r73_n, sts[c].r73_mean, sts[c].r73_m2)
-			runtime.MergeSum(sts[0].r79_s, sts[c].r79_s)
-			runtime.MergeMask(sts[0].r79_ok, sts[c].r79_ok)
-			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
+			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
+			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
 		}
 	}
-	if !runtime.MaskSet(st.r79_ok[:8]) {
+	if !runtime.MaskSet(st.r78_ok[:8]) {
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -312,25 +312,25 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.ClipFraction = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r51_s, 8, 26944.0)
 	out.KLApprox = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r59_s, 8, 26944.0)
 	out.Entropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r61_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r60_s, 8, 26944.0)
 	out.LossEntropy = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r71_s, 8, 26944.0)
+	runtime.FinishMean(st.res[:1], st.r70_s, 8, 26944.0)
 	out.LossCritic = float32(st.res[0])
-	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r71_n, st.r71_mean, st.r71_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s0[k] = float32(v)
 	}
-	runtime.FinishVar(st.res[:421], st.r73_n, st.r73_mean, st.r73_m2, 1, 0)
+	runtime.FinishVar(st.res[:421], st.r72_n, st.r72_mean, st.r72_m2, 1, 0)
 	for k, v := range st.res[:421] {
 		s.s1[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r79_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r78_s, 1)
 	for k, v := range st.res[:421] {
 		s.s2[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:421], st.r81_s, 1)
+	runtime.FinishSumLog(st.res[:421], st.r80_s, 1)
 	for k, v := range st.res[:421] {
 		s.s3[k] = float32(v)
 	}
@@ -340,10 +340,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r85_s, 0)
-	runtime.Fill(st.r85_p, 0)
+	runtime.Fill(st.r84_s, 0)
+	runtime.Fill(st.r84_p, 0)
 	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
-	runtime.FinishMean(st.res[:1], st.r85_s, 8, 421.0)
+	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
 

@@ -173,14 +173,17 @@ inner_A_2:
 	CMPQ         CX, $+2
 	JL           inner_A_2
 
-	// finish v20
+	// finish v21
 	VMOVUPS 24(SP), Y1
 
-	// v21 = detach(v20) [N=64 T=421]
+	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc13<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPS Y1, 216(SP)
+	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD Y2, 216(SP)
+	VMOVUPD Y2, 248(SP)
+	VMOVUPS Y1, 280(SP)
 	XORQ    CX, CX
 
 inner_A_3:
@@ -196,12 +199,12 @@ inner_A_3:
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
+	VMOVUPS    280(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -231,24 +234,45 @@ inner_A_3:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// sum(v23) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	// sum(v24) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y4, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       152(SP), Y3, Y3
+	VMOVUPD      Y3, 152(SP)
+	VADDPD       184(SP), Y2, Y2
+	VMOVUPD      Y2, 184(SP)
+	VMOVUPS      lgc27<>+0(SB), Y2
+
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS Y1, Y2, Y1
+
+	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	VMULPS Y1, Y4, Y1
+
+	// sum(v53) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       152(SP), Y2, Y2
-	VMOVUPD      Y2, 152(SP)
-	VADDPD       184(SP), Y1, Y1
-	VMOVUPD      Y1, 184(SP)
+	VADDPD       216(SP), Y2, Y2
+	VMOVUPD      Y2, 216(SP)
+	VADDPD       248(SP), Y1, Y1
+	VMOVUPD      Y1, 248(SP)
 	INCQ         CX
 	CMPQ         CX, $+2
 	JL           inner_A_3
 
-	// finish v24
+	// finish v25
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
@@ -256,24 +280,23 @@ inner_A_3:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v25 = log(v24) [N=64 T=421]
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	// v26 = log(v25) [N=64 T=421]
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -281,6 +304,7 @@ inner_A_3:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -291,31 +315,31 @@ inner_A_3:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), CX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 248(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 312(SP)
+	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X1, X1
-	VMOVSS       X1, 248(SP)
+	VCVTSI2SSQ   BX, X2, X2
+	VMOVSS       X2, 312(SP)
 	MOVQ         8(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X1, X1
-	VMOVSS       X1, 252(SP)
+	VCVTSI2SSQ   BX, X2, X2
+	VMOVSS       X2, 316(SP)
 	MOVQ         16(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X1, X1
-	VMOVSS       X1, 256(SP)
+	VCVTSI2SSQ   BX, X2, X2
+	VMOVSS       X2, 320(SP)
 	MOVQ         24(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X1, X1
-	VMOVSS       X1, 260(SP)
+	VCVTSI2SSQ   BX, X2, X2
+	VMOVSS       X2, 324(SP)
 	MOVQ         32(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X1, X1
-	VMOVSS       X1, 264(SP)
-	VMOVUPS      248(SP), Y1
+	VCVTSI2SSQ   BX, X2, X2
+	VMOVSS       X2, 328(SP)
+	VMOVUPS      312(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
 	XORQ       CX, CX
@@ -325,224 +349,149 @@ inner_A_3:
 	ADDQ       BX, CX
 	MOVQ       p6+48(FP), BX
 	LEAQ       (BX)(CX*4), BX
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc43<>+0(SB), Y1, Y1
-	VPMULLD    lgc43<>+0(SB), Y1, Y1
-	VPADDD     lgc11<>+0(SB), Y1, Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VGATHERDPS Y2, (BX)(Y1*4), Y3
-	VMOVUPS    216(SP), Y1
+	VCVTTPS2DQ Y2, Y2
+	VPMAXSD    lgc0<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
+	VPADDD     lgc11<>+0(SB), Y2, Y2
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (BX)(Y2*4), Y4
+	VMOVUPS    280(SP), Y2
 
-	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y1, Y3, Y1
+	// v29 = sub(v28, v22) [N=64 T=421]
+	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS     Y5, Y1, Y1
+	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	VSUBPS     Y5, Y2, Y2
 	MOVQ       p8+64(FP), CX
-	VMOVUPS    lgc4<>+0(SB), Y2
-	VMASKMOVPS (CX)(DX*4), Y2, Y2
+	VMOVUPS    lgc4<>+0(SB), Y3
+	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc44<>+0(SB), Y4
-
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc45<>+0(SB), Y6
 
+	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc46<>+0(SB), Y7
+
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y4, Y6, Y4
-	VMOVUPS Y5, 280(SP)
+	VMINPS  Y6, Y7, Y6
+	VMOVUPS Y5, 344(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y3, Y5
+	VMAXPS       lgc14<>+0(SB), Y4, Y5
 	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
+	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
+	VMOVAPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc26<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
 	VMOVUPS      88(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y6, Y5, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y8
-
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y7, Y8, Y8
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc47<>+0(SB), Y9
 
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y1, 376(SP)
+	VMOVUPS lgc48<>+0(SB), Y1
+
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y7, Y9, Y9
+	VMAXPS Y8, Y1, Y1
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y9, Y6
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y6, Y5, Y5
+	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y6
-	VPMOVSXDQ    X6, Y8
-	VEXTRACTI128 $0x01, Y6, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y6, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y5, Y1, Y1
 	MOVQ         p9+72(FP), CX
-	VADDPS       256(CX), Y5, Y5
-	VMOVUPS      Y5, 256(CX)
+	VADDPS       256(CX), Y1, Y1
+	VMOVUPS      Y1, 256(CX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y4, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y4, Y4
-	VADDPS       576(CX), Y4, Y4
-	VMOVUPS      Y4, 576(CX)
+	VANDPS       Y5, Y1, Y1
+	VADDPS       576(CX), Y1, Y1
+	VMOVUPS      Y1, 576(CX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y4
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y2, Y1, Y1
-	VADDPS       896(CX), Y1, Y1
-	VMOVUPS      Y1, 896(CX)
-	VMOVUPD      lgc13<>+0(SB), Y1
-	VMOVUPD      Y1, 312(SP)
-	VMOVUPD      Y1, 344(SP)
-	VMOVUPS      Y3, 376(SP)
-	VMOVUPS      Y7, 408(SP)
-	XORQ         BX, BX
-
-inner_A_4:
-	MOVQ       p6+48(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
-	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 280(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y2
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y2
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y3
-	VMINPS       lgc15<>+0(SB), Y3, Y3
-	VMULPS       lgc16<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc25<>+0(SB), Y3, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
-
-	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y5, Y2, Y1
-
-	// sum(v55) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       312(SP), Y2, Y2
-	VMOVUPD      Y2, 312(SP)
-	VADDPD       344(SP), Y1, Y1
-	VMOVUPD      Y1, 344(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_4
+	VADDPS       896(CX), Y1, Y1
+	VMOVUPS      Y1, 896(CX)
+	VMOVUPS      Y4, 408(SP)
 
-	// finish v56
-	VMOVUPD     312(SP), Y1
-	VMOVUPD     344(SP), Y2
+	// finish v54
+	VMOVUPD     216(SP), Y1
+	VMOVUPD     248(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     376(SP), Y2
 
-	// v57 = neg(v56) [N=64 T=421]  # entropy
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	// v55 = div(v54, v25) [N=64 T=421]
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 344(SP), Y2
 
-	// v59 = mul(v58, v57) [N=64 T=421]
+	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	VSUBPS Y1, Y2, Y1
+
+	// v58 = mul(v57, v56) [N=64 T=421]
 	VMULPS lgc49<>+0(SB), Y1, Y2
 
-	// mean(v57) over [N T]
+	// mean(v56) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
@@ -551,7 +500,7 @@ inner_A_4:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// mean(v59) over [N T]
+	// mean(v58) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y3
 	VEXTRACTI128 $0x01, Y1, X3
@@ -564,36 +513,36 @@ inner_A_4:
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VMASKMOVPS   (BX)(DX*4), Y2, Y2
 
-	// v62 = sub(v18, v2) [N=64 T=421]
+	// v61 = sub(v18, v2) [N=64 T=421]
 	VSUBPS Y2, Y1, Y2
 
-	// v63 = abs(v62) [N=64 T=421]
+	// v62 = abs(v61) [N=64 T=421]
 	VMOVUPS lgc12<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v65 = lt(v63, v0) [N=64 T=421]
+	// v64 = lt(v62, v0) [N=64 T=421]
 	VCMPPS $0x11, Y4, Y3, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v66 = mul(v64, v63) [N=64 T=421]
+	// v65 = mul(v63, v62) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y3, Y5
 
-	// v67 = mul(v66, v63) [N=64 T=421]
+	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y3, Y5, Y5
 
-	// v68 = sub(v63, v64) [N=64 T=421]
+	// v67 = sub(v62, v63) [N=64 T=421]
 	VSUBPS lgc24<>+0(SB), Y3, Y3
 
-	// v69 = where(v65, v67, v68) [N=64 T=421]
+	// v68 = where(v64, v66, v67) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v70 = mul(v0, v69) [N=64 T=421]
+	// v69 = mul(v0, v68) [N=64 T=421]
 	VMULPS lgc2<>+0(SB), Y3, Y3
 
-	// mean(v70) over [N T]
+	// mean(v69) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
@@ -602,7 +551,7 @@ inner_A_4:
 	VADDPS       1856(CX), Y3, Y3
 	VMOVUPS      Y3, 1856(CX)
 
-	// var(v62) over [N]
+	// var(v61) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -614,17 +563,17 @@ inner_A_4:
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMOVUPD      5504(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
+	VSUBPD       Y7, Y6, Y9
+	VFMADD231PD  Y9, Y5, Y7
 	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      9024(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
+	VMOVUPD      9024(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      5504(CX)(BX*8), Y6
 	VBLENDVPD    Y4, Y7, Y6, Y7
 	VMOVUPD      Y7, 5504(CX)(BX*8)
 	VMOVUPD      9024(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y9, Y6, Y9
-	VMOVUPD      Y9, 9024(CX)(BX*8)
+	VBLENDVPD    Y4, Y10, Y6, Y10
+	VMOVUPD      Y10, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y4
 	VSUBPD       Y4, Y2, Y6
 	VFMADD231PD  Y6, Y5, Y4
@@ -651,14 +600,14 @@ inner_A_4:
 	VSUBPD       Y6, Y5, Y7
 	VFMADD231PD  Y7, Y4, Y6
 	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      19584(CX)(BX*8), Y8
-	VFMADD231PD  Y7, Y5, Y8
+	VMOVUPD      19584(CX)(BX*8), Y9
+	VFMADD231PD  Y7, Y5, Y9
 	VMOVUPD      16064(CX)(BX*8), Y5
 	VBLENDVPD    Y3, Y6, Y5, Y6
 	VMOVUPD      Y6, 16064(CX)(BX*8)
 	VMOVUPD      19584(CX)(BX*8), Y5
-	VBLENDVPD    Y3, Y8, Y5, Y8
-	VMOVUPD      Y8, 19584(CX)(BX*8)
+	VBLENDVPD    Y3, Y9, Y5, Y9
+	VMOVUPD      Y9, 19584(CX)(BX*8)
 	VMOVUPD      16096(CX)(BX*8), Y3
 	VSUBPD       Y3, Y1, Y5
 	VFMADD231PD  Y5, Y4, Y3
@@ -671,40 +620,39 @@ inner_A_4:
 	VMOVUPD      19616(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y4, Y1, Y4
 	VMOVUPD      Y4, 19616(CX)(BX*8)
-	VMOVUPS      376(SP), Y1
-	VMOVUPS      408(SP), Y2
+	VMOVUPS      408(SP), Y1
 
 	// logsumexp(v32) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y6
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc52<>+0(SB), Y7
-	VBLENDVPS    Y3, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23104(CX)(BX*8), Y3, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28416(CX)(BX*8)
-	VANDPD       Y5, Y2, Y2
-	VADDPD       23136(CX)(BX*8), Y2, Y3
-	VMOVUPD      Y3, 23136(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc52<>+0(SB), Y6
+	VBLENDVPS    Y2, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X8, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y3, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
 	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       23136(CX)(BX*8), Y5, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
+	VMULPD       Y5, Y5, Y2
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
 
-	// v80 = mul(v78, v32) [N=64 T=421]
+	// v79 = mul(v77, v32) [N=64 T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y1
 
@@ -721,7 +669,7 @@ inner_A_4:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_5:
+blocks_4:
 	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
@@ -800,7 +748,7 @@ blocks_5:
 	VMOVUPS Y1, 472(SP)
 	XORQ    BX, BX
 
-inner_A_6:
+inner_A_5:
 	MOVQ       p6+48(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -826,19 +774,22 @@ inner_A_6:
 	VMOVUPS Y2, 24(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_6
+	JL      inner_A_5
 
-	// finish v20
+	// finish v21
 	VMOVUPS 24(SP), Y1
 
-	// v21 = detach(v20) [N=64 T=421]
+	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc13<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
+	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD Y2, 216(SP)
+	VMOVUPD Y2, 248(SP)
 	VMOVUPS Y1, 504(SP)
 	XORQ    BX, BX
 
-inner_A_7:
+inner_A_6:
 	MOVQ       p6+48(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -854,10 +805,10 @@ inner_A_7:
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    504(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -887,19 +838,35 @@ inner_A_7:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// sum(v23) over [A]
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       152(SP), Y1, Y1
-	VMOVUPD      Y1, 152(SP)
-	VADDPD       184(SP), Y2, Y1
-	VMOVUPD      Y1, 184(SP)
+	// sum(v24) over [A]
+	VCVTPS2PD    X4, Y2
+	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       152(SP), Y2, Y2
+	VMOVUPD      Y2, 152(SP)
+	VADDPD       184(SP), Y3, Y2
+	VMOVUPD      Y2, 184(SP)
+	VMOVUPS      lgc27<>+0(SB), Y2
+
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS Y1, Y2, Y1
+
+	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	VMULPS Y1, Y4, Y1
+
+	// sum(v53) over [A]
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       216(SP), Y2, Y2
+	VMOVUPD      Y2, 216(SP)
+	VADDPD       248(SP), Y1, Y1
+	VMOVUPD      Y1, 248(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_7
+	JL           inner_A_6
 
-	// finish v24
+	// finish v25
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
@@ -907,24 +874,23 @@ inner_A_7:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v25 = log(v24) [N=64 T=421]
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	// v26 = log(v25) [N=64 T=421]
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -932,6 +898,7 @@ inner_A_7:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -942,40 +909,40 @@ inner_A_7:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 536(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 536(SP)
+	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 536(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 536(SP)
 	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 540(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 540(SP)
 	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 544(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 544(SP)
 	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 548(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 548(SP)
 	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 552(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 552(SP)
 	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 556(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 556(SP)
 	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 560(SP)
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 560(SP)
 	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 564(SP)
-	VMOVUPS      536(SP), Y1
+	VCVTSI2SSQ   DI, X2, X2
+	VMOVSS       X2, 564(SP)
+	VMOVUPS      536(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
 	XORQ       BX, BX
@@ -985,248 +952,177 @@ inner_A_7:
 	ADDQ       DI, BX
 	MOVQ       p6+48(FP), DI
 	LEAQ       (DI)(BX*4), DI
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc43<>+0(SB), Y1, Y1
-	VPMULLD    lgc43<>+0(SB), Y1, Y1
-	VPADDD     lgc11<>+0(SB), Y1, Y1
-	VMOVUPS    lgc52<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VGATHERDPS Y2, (DI)(Y1*4), Y3
-	VMOVUPS    504(SP), Y1
+	VCVTTPS2DQ Y2, Y2
+	VPMAXSD    lgc0<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
+	VPADDD     lgc11<>+0(SB), Y2, Y2
+	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VGATHERDPS Y3, (DI)(Y2*4), Y4
+	VMOVUPS    504(SP), Y2
 
-	// v29 = sub(v28, v21) [N=64 T=421]
-	VSUBPS Y1, Y3, Y1
+	// v29 = sub(v28, v22) [N=64 T=421]
+	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
-	VSUBPS  Y5, Y1, Y1
+	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	VSUBPS  Y5, Y2, Y2
 	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VMOVUPS (BX)(SI*4), Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
-	VSUBPS  Y2, Y1, Y3
-	VMOVUPS lgc44<>+0(SB), Y4
-
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
-	VMAXPS  Y3, Y4, Y4
+	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc45<>+0(SB), Y6
 
+	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	VMAXPS  Y4, Y6, Y6
+	VMOVUPS lgc46<>+0(SB), Y7
+
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
-	VMINPS  Y4, Y6, Y4
+	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 568(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y3, Y5
+	VMAXPS       lgc14<>+0(SB), Y4, Y5
 	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
+	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
+	VMOVAPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc26<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y5
-	VBLENDVPS    Y5, Y3, Y7, Y7
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
 	VMOVUPS      440(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y6, Y5, Y6
-	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y8
-
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y7, Y8, Y8
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc47<>+0(SB), Y9
 
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y1, 600(SP)
+	VMOVUPS lgc48<>+0(SB), Y1
+
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y7, Y9, Y9
+	VMAXPS Y8, Y1, Y1
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y6, Y10
-	VBLENDVPS Y10, Y8, Y9, Y6
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y6, Y5, Y5
+	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	VXORPS lgc12<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  256(BX), Y5, Y5
-	VMOVUPS Y5, 256(BX)
+	VADDPS  256(BX), Y1, Y1
+	VMOVUPS Y1, 256(BX)
 
 	// v48 = ne(v36, v32) [N=64 T=421]
-	VCMPPS $0x04, Y3, Y4, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y4, Y6, Y1
+	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VADDPS  576(BX), Y4, Y4
-	VMOVUPS Y4, 576(BX)
+	VADDPS  576(BX), Y1, Y1
+	VMOVUPS Y1, 576(BX)
 
 	// v50 = sub(v31, v30) [N=64 T=421]
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPD lgc13<>+0(SB), Y1
-	VMOVUPD Y1, 312(SP)
-	VMOVUPD Y1, 344(SP)
-	VMOVUPS Y3, 600(SP)
-	VMOVUPS Y7, 632(SP)
-	XORQ    DI, DI
+	VMOVUPS Y4, 632(SP)
 
-inner_A_8:
-	MOVQ       p6+48(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    504(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 568(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y2
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y2
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y3
-	VMINPS       lgc15<>+0(SB), Y3, Y3
-	VMULPS       lgc16<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc25<>+0(SB), Y3, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
-
-	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y5, Y2, Y1
-
-	// sum(v55) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       312(SP), Y2, Y2
-	VMOVUPD      Y2, 312(SP)
-	VADDPD       344(SP), Y1, Y1
-	VMOVUPD      Y1, 344(SP)
-	INCQ         DI
-	CMPQ         DI, $+2
-	JL           inner_A_8
-
-	// finish v56
-	VMOVUPD     312(SP), Y1
-	VMOVUPD     344(SP), Y2
+	// finish v54
+	VMOVUPD     216(SP), Y1
+	VMOVUPD     248(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     600(SP), Y2
 
-	// v57 = neg(v56) [N=64 T=421]  # entropy
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	// v55 = div(v54, v25) [N=64 T=421]
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 568(SP), Y2
 
-	// v59 = mul(v58, v57) [N=64 T=421]
+	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	VSUBPS Y1, Y2, Y1
+
+	// v58 = mul(v57, v56) [N=64 T=421]
 	VMULPS lgc49<>+0(SB), Y1, Y2
 
-	// mean(v57) over [N T]
+	// mean(v56) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// mean(v59) over [N T]
+	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y2, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 472(SP), Y1
 	MOVQ    p5+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v62 = sub(v18, v2) [N=64 T=421]
+	// v61 = sub(v18, v2) [N=64 T=421]
 	VSUBPS Y2, Y1, Y2
 
-	// v63 = abs(v62) [N=64 T=421]
+	// v62 = abs(v61) [N=64 T=421]
 	VMOVUPS lgc12<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v65 = lt(v63, v0) [N=64 T=421]
+	// v64 = lt(v62, v0) [N=64 T=421]
 	VCMPPS $0x11, Y4, Y3, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v66 = mul(v64, v63) [N=64 T=421]
+	// v65 = mul(v63, v62) [N=64 T=421]
 	VMULPS lgc24<>+0(SB), Y3, Y5
 
-	// v67 = mul(v66, v63) [N=64 T=421]
+	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y3, Y5, Y5
 
-	// v68 = sub(v63, v64) [N=64 T=421]
+	// v67 = sub(v62, v63) [N=64 T=421]
 	VSUBPS lgc24<>+0(SB), Y3, Y3
 
-	// v69 = where(v65, v67, v68) [N=64 T=421]
+	// v68 = where(v64, v66, v67) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v70 = mul(v0, v69) [N=64 T=421]
+	// v69 = mul(v0, v68) [N=64 T=421]
 	VMULPS lgc2<>+0(SB), Y3, Y3
 
-	// mean(v70) over [N T]
+	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y3, Y3
 	VMOVUPS Y3, 1856(BX)
 
-	// var(v62) over [N]
+	// var(v61) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y3
@@ -1271,32 +1167,31 @@ inner_A_8:
 	VFMADD231PD  Y4, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      600(SP), Y1
-	VMOVUPS      632(SP), Y2
+	VMOVUPS      632(SP), Y1
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       26624(BX), Y3, Y3
-	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       23104(BX)(DI*8), Y3, Y4
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X8, Y2
+	VEXTRACTF128 $0x01, Y8, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       23104(BX)(DI*8), Y2, Y4
 	VMOVUPD      Y4, 23104(BX)(DI*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y2, Y3
-	VMOVUPD      Y3, 23136(BX)(DI*8)
 	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y3, Y2
+	VMOVUPD      Y2, 23136(BX)(DI*8)
+	VMULPD       Y3, Y3, Y2
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
 
-	// v80 = mul(v78, v32) [N=64 T=421]
+	// v79 = mul(v77, v32) [N=64 T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
 	VMOVUPS 440(SP), Y1
 
@@ -1309,7 +1204,7 @@ inner_A_8:
 	MOVQ         p11+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_9
+	JNZ          noflush_7
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -1373,9 +1268,9 @@ inner_A_8:
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
-noflush_9:
+noflush_7:
 	SUBQ         $+8, CX
-	JGE          blocks_5
+	JGE          blocks_4
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1705,224 +1600,224 @@ DATA lgc26<>+24(SB)/4, $0x0000007f
 DATA lgc26<>+28(SB)/4, $0x0000007f
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x00800000
-DATA lgc27<>+4(SB)/4, $0x00800000
-DATA lgc27<>+8(SB)/4, $0x00800000
-DATA lgc27<>+12(SB)/4, $0x00800000
-DATA lgc27<>+16(SB)/4, $0x00800000
-DATA lgc27<>+20(SB)/4, $0x00800000
-DATA lgc27<>+24(SB)/4, $0x00800000
-DATA lgc27<>+28(SB)/4, $0x00800000
+DATA lgc27<>+0(SB)/4, $0xff7fffff
+DATA lgc27<>+4(SB)/4, $0xff7fffff
+DATA lgc27<>+8(SB)/4, $0xff7fffff
+DATA lgc27<>+12(SB)/4, $0xff7fffff
+DATA lgc27<>+16(SB)/4, $0xff7fffff
+DATA lgc27<>+20(SB)/4, $0xff7fffff
+DATA lgc27<>+24(SB)/4, $0xff7fffff
+DATA lgc27<>+28(SB)/4, $0xff7fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x4b000000
-DATA lgc28<>+4(SB)/4, $0x4b000000
-DATA lgc28<>+8(SB)/4, $0x4b000000
-DATA lgc28<>+12(SB)/4, $0x4b000000
-DATA lgc28<>+16(SB)/4, $0x4b000000
-DATA lgc28<>+20(SB)/4, $0x4b000000
-DATA lgc28<>+24(SB)/4, $0x4b000000
-DATA lgc28<>+28(SB)/4, $0x4b000000
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffe9
-DATA lgc29<>+4(SB)/4, $0xffffffe9
-DATA lgc29<>+8(SB)/4, $0xffffffe9
-DATA lgc29<>+12(SB)/4, $0xffffffe9
-DATA lgc29<>+16(SB)/4, $0xffffffe9
-DATA lgc29<>+20(SB)/4, $0xffffffe9
-DATA lgc29<>+24(SB)/4, $0xffffffe9
-DATA lgc29<>+28(SB)/4, $0xffffffe9
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x007fffff
-DATA lgc30<>+4(SB)/4, $0x007fffff
-DATA lgc30<>+8(SB)/4, $0x007fffff
-DATA lgc30<>+12(SB)/4, $0x007fffff
-DATA lgc30<>+16(SB)/4, $0x007fffff
-DATA lgc30<>+20(SB)/4, $0x007fffff
-DATA lgc30<>+24(SB)/4, $0x007fffff
-DATA lgc30<>+28(SB)/4, $0x007fffff
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3fb504f3
-DATA lgc31<>+4(SB)/4, $0x3fb504f3
-DATA lgc31<>+8(SB)/4, $0x3fb504f3
-DATA lgc31<>+12(SB)/4, $0x3fb504f3
-DATA lgc31<>+16(SB)/4, $0x3fb504f3
-DATA lgc31<>+20(SB)/4, $0x3fb504f3
-DATA lgc31<>+24(SB)/4, $0x3fb504f3
-DATA lgc31<>+28(SB)/4, $0x3fb504f3
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3d9021bb
-DATA lgc32<>+4(SB)/4, $0x3d9021bb
-DATA lgc32<>+8(SB)/4, $0x3d9021bb
-DATA lgc32<>+12(SB)/4, $0x3d9021bb
-DATA lgc32<>+16(SB)/4, $0x3d9021bb
-DATA lgc32<>+20(SB)/4, $0x3d9021bb
-DATA lgc32<>+24(SB)/4, $0x3d9021bb
-DATA lgc32<>+28(SB)/4, $0x3d9021bb
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdebd1b8
-DATA lgc33<>+4(SB)/4, $0xbdebd1b8
-DATA lgc33<>+8(SB)/4, $0xbdebd1b8
-DATA lgc33<>+12(SB)/4, $0xbdebd1b8
-DATA lgc33<>+16(SB)/4, $0xbdebd1b8
-DATA lgc33<>+20(SB)/4, $0xbdebd1b8
-DATA lgc33<>+24(SB)/4, $0xbdebd1b8
-DATA lgc33<>+28(SB)/4, $0xbdebd1b8
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3def251a
-DATA lgc34<>+4(SB)/4, $0x3def251a
-DATA lgc34<>+8(SB)/4, $0x3def251a
-DATA lgc34<>+12(SB)/4, $0x3def251a
-DATA lgc34<>+16(SB)/4, $0x3def251a
-DATA lgc34<>+20(SB)/4, $0x3def251a
-DATA lgc34<>+24(SB)/4, $0x3def251a
-DATA lgc34<>+28(SB)/4, $0x3def251a
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e11e9bf
-DATA lgc36<>+4(SB)/4, $0x3e11e9bf
-DATA lgc36<>+8(SB)/4, $0x3e11e9bf
-DATA lgc36<>+12(SB)/4, $0x3e11e9bf
-DATA lgc36<>+16(SB)/4, $0x3e11e9bf
-DATA lgc36<>+20(SB)/4, $0x3e11e9bf
-DATA lgc36<>+24(SB)/4, $0x3e11e9bf
-DATA lgc36<>+28(SB)/4, $0x3e11e9bf
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe2aae50
-DATA lgc37<>+4(SB)/4, $0xbe2aae50
-DATA lgc37<>+8(SB)/4, $0xbe2aae50
-DATA lgc37<>+12(SB)/4, $0xbe2aae50
-DATA lgc37<>+16(SB)/4, $0xbe2aae50
-DATA lgc37<>+20(SB)/4, $0xbe2aae50
-DATA lgc37<>+24(SB)/4, $0xbe2aae50
-DATA lgc37<>+28(SB)/4, $0xbe2aae50
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e4cceac
-DATA lgc38<>+4(SB)/4, $0x3e4cceac
-DATA lgc38<>+8(SB)/4, $0x3e4cceac
-DATA lgc38<>+12(SB)/4, $0x3e4cceac
-DATA lgc38<>+16(SB)/4, $0x3e4cceac
-DATA lgc38<>+20(SB)/4, $0x3e4cceac
-DATA lgc38<>+24(SB)/4, $0x3e4cceac
-DATA lgc38<>+28(SB)/4, $0x3e4cceac
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe7ffffc
-DATA lgc39<>+4(SB)/4, $0xbe7ffffc
-DATA lgc39<>+8(SB)/4, $0xbe7ffffc
-DATA lgc39<>+12(SB)/4, $0xbe7ffffc
-DATA lgc39<>+16(SB)/4, $0xbe7ffffc
-DATA lgc39<>+20(SB)/4, $0xbe7ffffc
-DATA lgc39<>+24(SB)/4, $0xbe7ffffc
-DATA lgc39<>+28(SB)/4, $0xbe7ffffc
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fc00000
-DATA lgc41<>+4(SB)/4, $0x7fc00000
-DATA lgc41<>+8(SB)/4, $0x7fc00000
-DATA lgc41<>+12(SB)/4, $0x7fc00000
-DATA lgc41<>+16(SB)/4, $0x7fc00000
-DATA lgc41<>+20(SB)/4, $0x7fc00000
-DATA lgc41<>+24(SB)/4, $0x7fc00000
-DATA lgc41<>+28(SB)/4, $0x7fc00000
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7f800000
-DATA lgc42<>+4(SB)/4, $0x7f800000
-DATA lgc42<>+8(SB)/4, $0x7f800000
-DATA lgc42<>+12(SB)/4, $0x7f800000
-DATA lgc42<>+16(SB)/4, $0x7f800000
-DATA lgc42<>+20(SB)/4, $0x7f800000
-DATA lgc42<>+24(SB)/4, $0x7f800000
-DATA lgc42<>+28(SB)/4, $0x7f800000
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x00000001
-DATA lgc43<>+4(SB)/4, $0x00000001
-DATA lgc43<>+8(SB)/4, $0x00000001
-DATA lgc43<>+12(SB)/4, $0x00000001
-DATA lgc43<>+16(SB)/4, $0x00000001
-DATA lgc43<>+20(SB)/4, $0x00000001
-DATA lgc43<>+24(SB)/4, $0x00000001
-DATA lgc43<>+28(SB)/4, $0x00000001
+DATA lgc43<>+0(SB)/4, $0x7f800000
+DATA lgc43<>+4(SB)/4, $0x7f800000
+DATA lgc43<>+8(SB)/4, $0x7f800000
+DATA lgc43<>+12(SB)/4, $0x7f800000
+DATA lgc43<>+16(SB)/4, $0x7f800000
+DATA lgc43<>+20(SB)/4, $0x7f800000
+DATA lgc43<>+24(SB)/4, $0x7f800000
+DATA lgc43<>+28(SB)/4, $0x7f800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbe647fbe
-DATA lgc44<>+4(SB)/4, $0xbe647fbe
-DATA lgc44<>+8(SB)/4, $0xbe647fbe
-DATA lgc44<>+12(SB)/4, $0xbe647fbe
-DATA lgc44<>+16(SB)/4, $0xbe647fbe
-DATA lgc44<>+20(SB)/4, $0xbe647fbe
-DATA lgc44<>+24(SB)/4, $0xbe647fbe
-DATA lgc44<>+28(SB)/4, $0xbe647fbe
+DATA lgc44<>+0(SB)/4, $0x00000001
+DATA lgc44<>+4(SB)/4, $0x00000001
+DATA lgc44<>+8(SB)/4, $0x00000001
+DATA lgc44<>+12(SB)/4, $0x00000001
+DATA lgc44<>+16(SB)/4, $0x00000001
+DATA lgc44<>+20(SB)/4, $0x00000001
+DATA lgc44<>+24(SB)/4, $0x00000001
+DATA lgc44<>+28(SB)/4, $0x00000001
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3e3ab281
-DATA lgc45<>+4(SB)/4, $0x3e3ab281
-DATA lgc45<>+8(SB)/4, $0x3e3ab281
-DATA lgc45<>+12(SB)/4, $0x3e3ab281
-DATA lgc45<>+16(SB)/4, $0x3e3ab281
-DATA lgc45<>+20(SB)/4, $0x3e3ab281
-DATA lgc45<>+24(SB)/4, $0x3e3ab281
-DATA lgc45<>+28(SB)/4, $0x3e3ab281
+DATA lgc45<>+0(SB)/4, $0xbe647fbe
+DATA lgc45<>+4(SB)/4, $0xbe647fbe
+DATA lgc45<>+8(SB)/4, $0xbe647fbe
+DATA lgc45<>+12(SB)/4, $0xbe647fbe
+DATA lgc45<>+16(SB)/4, $0xbe647fbe
+DATA lgc45<>+20(SB)/4, $0xbe647fbe
+DATA lgc45<>+24(SB)/4, $0xbe647fbe
+DATA lgc45<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3f99999a
-DATA lgc46<>+4(SB)/4, $0x3f99999a
-DATA lgc46<>+8(SB)/4, $0x3f99999a
-DATA lgc46<>+12(SB)/4, $0x3f99999a
-DATA lgc46<>+16(SB)/4, $0x3f99999a
-DATA lgc46<>+20(SB)/4, $0x3f99999a
-DATA lgc46<>+24(SB)/4, $0x3f99999a
-DATA lgc46<>+28(SB)/4, $0x3f99999a
+DATA lgc46<>+0(SB)/4, $0x3e3ab281
+DATA lgc46<>+4(SB)/4, $0x3e3ab281
+DATA lgc46<>+8(SB)/4, $0x3e3ab281
+DATA lgc46<>+12(SB)/4, $0x3e3ab281
+DATA lgc46<>+16(SB)/4, $0x3e3ab281
+DATA lgc46<>+20(SB)/4, $0x3e3ab281
+DATA lgc46<>+24(SB)/4, $0x3e3ab281
+DATA lgc46<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3f4ccccd
-DATA lgc47<>+4(SB)/4, $0x3f4ccccd
-DATA lgc47<>+8(SB)/4, $0x3f4ccccd
-DATA lgc47<>+12(SB)/4, $0x3f4ccccd
-DATA lgc47<>+16(SB)/4, $0x3f4ccccd
-DATA lgc47<>+20(SB)/4, $0x3f4ccccd
-DATA lgc47<>+24(SB)/4, $0x3f4ccccd
-DATA lgc47<>+28(SB)/4, $0x3f4ccccd
+DATA lgc47<>+0(SB)/4, $0x3f99999a
+DATA lgc47<>+4(SB)/4, $0x3f99999a
+DATA lgc47<>+8(SB)/4, $0x3f99999a
+DATA lgc47<>+12(SB)/4, $0x3f99999a
+DATA lgc47<>+16(SB)/4, $0x3f99999a
+DATA lgc47<>+20(SB)/4, $0x3f99999a
+DATA lgc47<>+24(SB)/4, $0x3f99999a
+DATA lgc47<>+28(SB)/4, $0x3f99999a
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xff7fffff
-DATA lgc48<>+4(SB)/4, $0xff7fffff
-DATA lgc48<>+8(SB)/4, $0xff7fffff
-DATA lgc48<>+12(SB)/4, $0xff7fffff
-DATA lgc48<>+16(SB)/4, $0xff7fffff
-DATA lgc48<>+20(SB)/4, $0xff7fffff
-DATA lgc48<>+24(SB)/4, $0xff7fffff
-DATA lgc48<>+28(SB)/4, $0xff7fffff
+DATA lgc48<>+0(SB)/4, $0x3f4ccccd
+DATA lgc48<>+4(SB)/4, $0x3f4ccccd
+DATA lgc48<>+8(SB)/4, $0x3f4ccccd
+DATA lgc48<>+12(SB)/4, $0x3f4ccccd
+DATA lgc48<>+16(SB)/4, $0x3f4ccccd
+DATA lgc48<>+20(SB)/4, $0x3f4ccccd
+DATA lgc48<>+24(SB)/4, $0x3f4ccccd
+DATA lgc48<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 DATA lgc49<>+0(SB)/4, $0xbc23d70a
@@ -1981,35 +1876,35 @@ TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_10:
+blocks_8:
 	MOVQ    p0+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v75 = add(v73, v74) [T=421]
+	// v74 = add(v72, v73) [T=421]
 	VADDPS  lgc54<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v76 = div(v72, v75) [T=421]
+	// v75 = div(v71, v74) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v77 = sub(v0, v76) [T=421]
+	// v76 = sub(v0, v75) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v82 = mul(v78, v79) [T=421]
+	// v81 = mul(v77, v78) [T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v83 = sub(v82, v81) [T=421]
+	// v82 = sub(v81, v80) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v84 = exp(v83) [T=421]
+	// v83 = exp(v82) [T=421]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -2039,16 +1934,16 @@ blocks_10:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v84) over [T]
+	// mean(v83) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v77
+	// store v76
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_11
+	JNZ          noflush_9
 	MOVQ         p4+32(FP), CX
 	VMOVUPS      32128(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -2062,42 +1957,42 @@ blocks_10:
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
+noflush_9:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
-	JL         blocks_10
+	JL         blocks_8
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v75 = add(v73, v74) [T=421]
+	// v74 = add(v72, v73) [T=421]
 	VADDPS     lgc54<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v76 = div(v72, v75) [T=421]
+	// v75 = div(v71, v74) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v77 = sub(v0, v76) [T=421]
+	// v76 = sub(v0, v75) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v82 = mul(v78, v79) [T=421]
+	// v81 = mul(v77, v78) [T=421]
 	VMULPS     lgc53<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v83 = sub(v82, v81) [T=421]
+	// v82 = sub(v81, v80) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v84 = exp(v83) [T=421]
+	// v83 = exp(v82) [T=421]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -2127,7 +2022,7 @@ noflush_11:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v84) over [T]
+	// mean(v83) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -2137,7 +2032,7 @@ noflush_11:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v77
+	// store v76
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -2173,10 +2068,10 @@ TEXT ·pass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc55<>+0(SB), Y1
 
-	// v87 = div(v85, v86) []
+	// v86 = div(v84, v85) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v87
+	// store v86
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -2194,10 +2089,10 @@ GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *int64, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $2200-128
+TEXT ·fbPass0AVX2(SB), $1432-128
 	MOVQ p0+0(FP), AX
 
-outer0_12:
+outer0_10:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2328,7 +2223,7 @@ outer0_12:
 	VMOVUPS Y1, 120(SP)
 	XORQ    CX, CX
 
-inner_A_13:
+inner_A_11:
 	MOVQ       p6+48(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
@@ -2359,19 +2254,22 @@ inner_A_13:
 	VMOVUPS      Y3, 24(SP)
 	INCQ         CX
 	CMPQ         CX, $+2
-	JL           inner_A_13
+	JL           inner_A_11
 
-	// finish v20
+	// finish v21
 	VMOVUPS 24(SP), Y1
 
-	// v21 = detach(v20) [N=64 T=421]
+	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc13<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPS Y1, 216(SP)
+	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD Y2, 216(SP)
+	VMOVUPD Y2, 248(SP)
+	VMOVUPS Y1, 280(SP)
 	XORQ    CX, CX
 
-inner_A_14:
+inner_A_12:
 	MOVQ       p6+48(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
@@ -2384,12 +2282,12 @@ inner_A_14:
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
+	VMOVUPS    280(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -2419,24 +2317,45 @@ inner_A_14:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// sum(v23) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y4, Y1
+	// sum(v24) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y4, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       152(SP), Y3, Y3
+	VMOVUPD      Y3, 152(SP)
+	VADDPD       184(SP), Y2, Y2
+	VMOVUPD      Y2, 184(SP)
+	VMOVUPS      lgc27<>+0(SB), Y2
+
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS Y1, Y2, Y1
+
+	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	VMULPS Y1, Y4, Y1
+
+	// sum(v53) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       152(SP), Y2, Y2
-	VMOVUPD      Y2, 152(SP)
-	VADDPD       184(SP), Y1, Y1
-	VMOVUPD      Y1, 184(SP)
+	VADDPD       216(SP), Y2, Y2
+	VMOVUPD      Y2, 216(SP)
+	VADDPD       248(SP), Y1, Y1
+	VMOVUPD      Y1, 248(SP)
 	INCQ         CX
 	CMPQ         CX, $+2
-	JL           inner_A_14
+	JL           inner_A_12
 
-	// finish v24
+	// finish v25
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
@@ -2444,24 +2363,23 @@ inner_A_14:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v25 = log(v24) [N=64 T=421]
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	// v26 = log(v25) [N=64 T=421]
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -2469,6 +2387,7 @@ inner_A_14:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2479,31 +2398,31 @@ inner_A_14:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), CX
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 248(SP)
+	VMOVUPS      Y2, 312(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
-	VMOVSS       X2, 248(SP)
+	VMOVSS       X2, 312(SP)
 	MOVQ         8(CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
-	VMOVSS       X2, 252(SP)
+	VMOVSS       X2, 316(SP)
 	MOVQ         16(CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
-	VMOVSS       X2, 256(SP)
+	VMOVSS       X2, 320(SP)
 	MOVQ         24(CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
-	VMOVSS       X2, 260(SP)
+	VMOVSS       X2, 324(SP)
 	MOVQ         32(CX)(DX*8), BX
 	VCVTSI2SSQ   BX, X2, X2
-	VMOVSS       X2, 264(SP)
-	VMOVUPS      248(SP), Y2
+	VMOVSS       X2, 328(SP)
+	VMOVUPS      312(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
 	XORQ       CX, CX
@@ -2515,18 +2434,18 @@ inner_A_14:
 	LEAQ       (BX)(CX*4), BX
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc43<>+0(SB), Y2, Y2
-	VPMULLD    lgc43<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
 	VPADDD     lgc11<>+0(SB), Y2, Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (BX)(Y2*4), Y4
-	VMOVUPS    216(SP), Y2
+	VMOVUPS    280(SP), Y2
 
-	// v29 = sub(v28, v21) [N=64 T=421]
+	// v29 = sub(v28, v22) [N=64 T=421]
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
+	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS     Y5, Y2, Y2
 	MOVQ       p8+64(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
@@ -2534,78 +2453,78 @@ inner_A_14:
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc44<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc45<>+0(SB), Y7
+	VMOVUPS lgc46<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, 280(SP)
-	VMOVUPS Y5, 312(SP)
+	VMOVUPS Y5, 344(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
+	VMAXPS       lgc14<>+0(SB), Y4, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
+	VMOVAPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc26<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y1
-	VBLENDVPS    Y1, Y4, Y7, Y7
-	VMOVUPS      88(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y5
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
+	VMOVUPS      88(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y5, Y1, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS lgc46<>+0(SB), Y8
-
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y7, Y8, Y8
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc47<>+0(SB), Y9
 
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y1, 376(SP)
+	VMOVUPS lgc48<>+0(SB), Y1
+
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y7, Y9, Y9
+	VMAXPS Y8, Y1, Y1
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y8, Y1, Y1
+	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS Y5, 344(SP)
+	VMOVUPS Y7, 408(SP)
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y8
-	VEXTRACTI128 $0x01, Y5, X8
-	VPMOVSXDQ    X8, Y8
+	VPMOVSXDQ    X5, Y7
+	VEXTRACTI128 $0x01, Y5, X7
+	VPMOVSXDQ    X7, Y7
 	VANDPS       Y5, Y1, Y1
 	MOVQ         p9+72(FP), CX
 	VADDPS       256(CX), Y1, Y1
@@ -2635,405 +2554,350 @@ inner_A_14:
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
-	VMOVUPD      lgc13<>+0(SB), Y1
-	VMOVUPD      Y1, 376(SP)
-	VMOVUPD      Y1, 408(SP)
 	VMOVUPS      Y4, 440(SP)
-	VMOVUPS      Y7, 472(SP)
-	XORQ         BX, BX
 
-inner_A_15:
-	MOVQ       p6+48(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
-	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 312(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS Y1, 504(SP)
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y2, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y1
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y1, Y6
-	VFMADD213PS  Y1, Y6, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y5, Y5
-
-	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y5, Y3, Y1
-
-	// sum(v55) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       376(SP), Y2, Y2
-	VMOVUPD      Y2, 376(SP)
-	VADDPD       408(SP), Y1, Y1
-	VMOVUPD      Y1, 408(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_15
-
-	// finish v56
-	VMOVUPD     376(SP), Y1
-	VMOVUPD     408(SP), Y2
+	// finish v54
+	VMOVUPD     216(SP), Y1
+	VMOVUPD     248(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     376(SP), Y2
 
-	// v57 = neg(v56) [N=64 T=421]  # entropy
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	// v55 = div(v54, v25) [N=64 T=421]
+	VDIVPS  Y2, Y1, Y2
+	VMOVUPS 344(SP), Y3
 
-	// v59 = mul(v58, v57) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	VSUBPS Y2, Y3, Y2
 
-	// mean(v57) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X4
-	VPMOVSXDQ    X4, Y4
-	VANDPS       Y3, Y1, Y1
-	VADDPS       1216(CX), Y1, Y1
-	VMOVUPS      Y1, 1216(CX)
+	// v58 = mul(v57, v56) [N=64 T=421]
+	VMULPS lgc49<>+0(SB), Y2, Y3
 
-	// mean(v59) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y3
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y1, Y2, Y1
-	VADDPS       1536(CX), Y1, Y1
-	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      120(SP), Y1
-	MOVQ         p5+40(FP), BX
+	// mean(v56) over [N T]
+	VMOVUPS      lgc4<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X5
+	VPMOVSXDQ    X5, Y5
+	VANDPS       Y4, Y2, Y2
+	VADDPS       1216(CX), Y2, Y2
+	VMOVUPS      Y2, 1216(CX)
+
+	// mean(v58) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VMASKMOVPS   (BX)(DX*4), Y2, Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y2, Y3, Y2
+	VADDPS       1536(CX), Y2, Y2
+	VMOVUPS      Y2, 1536(CX)
+	VMOVUPS      120(SP), Y2
+	MOVQ         p5+40(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y3
+	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v62 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y2, Y1, Y2
+	// v61 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y2, Y3
 
-	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	// v62 = abs(v61) [N=64 T=421]
+	VMOVUPS lgc12<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	// v64 = lt(v62, v0) [N=64 T=421]
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y5
+	// v65 = mul(v63, v62) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y4, Y6
 
-	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y3, Y5, Y6
+	// v66 = mul(v65, v62) [N=64 T=421]
+	VMULPS Y4, Y6, Y7
 
-	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y3, Y7
+	// v67 = sub(v62, v63) [N=64 T=421]
+	VSUBPS  lgc24<>+0(SB), Y4, Y9
+	VMOVUPS Y1, 472(SP)
 
-	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y7, Y6
+	// v68 = where(v64, v66, v67) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y5, Y1
+	VBLENDVPS Y1, Y7, Y9, Y1
 
-	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc2<>+0(SB), Y6, Y6
+	// v69 = mul(v0, v68) [N=64 T=421]
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v70) over [N T]
+	// mean(v69) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y8
-	VEXTRACTI128 $0x01, Y7, X8
-	VPMOVSXDQ    X8, Y8
-	VANDPS       Y7, Y6, Y6
-	VADDPS       1856(CX), Y6, Y6
-	VMOVUPS      Y6, 1856(CX)
-	VMOVUPS      Y5, 536(SP)
+	VPMOVSXDQ    X7, Y9
+	VEXTRACTI128 $0x01, Y7, X9
+	VPMOVSXDQ    X9, Y9
+	VANDPS       Y7, Y1, Y1
+	VADDPS       1856(CX), Y1, Y1
+	VMOVUPS      Y1, 1856(CX)
+	VMOVUPS      Y6, 504(SP)
+	VMOVUPS      Y4, 536(SP)
 
-	// var(v62) over [N]
+	// var(v61) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X5
-	VPMOVSXDQ    X5, Y5
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X2, Y8
-	VEXTRACTF128 $0x01, Y2, X9
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X3, Y7
+	VEXTRACTF128 $0x01, Y3, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y8, Y11
-	VFMADD231PD  Y11, Y7, Y10
-	VSUBPD       Y10, Y8, Y8
+	VSUBPD       Y10, Y7, Y11
+	VFMADD231PD  Y11, Y6, Y10
+	VSUBPD       Y10, Y7, Y7
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y8, Y12
-	VMOVUPD      5504(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y10, Y8, Y10
+	VFMADD231PD  Y11, Y7, Y12
+	VMOVUPD      5504(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y10, Y7, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y12, Y8, Y12
+	VMOVUPD      9024(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y12, Y7, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
-	VMOVUPD      5536(CX)(BX*8), Y6
-	VSUBPD       Y6, Y9, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y9, Y7
+	VMOVUPD      5536(CX)(BX*8), Y4
+	VSUBPD       Y4, Y9, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y8, Y7, Y9
-	VMOVUPD      5536(CX)(BX*8), Y7
-	VBLENDVPD    Y5, Y6, Y7, Y6
-	VMOVUPD      Y6, 5536(CX)(BX*8)
-	VMOVUPD      9056(CX)(BX*8), Y6
-	VBLENDVPD    Y5, Y9, Y6, Y9
+	VFMADD231PD  Y7, Y6, Y9
+	VMOVUPD      5536(CX)(BX*8), Y6
+	VBLENDVPD    Y1, Y4, Y6, Y4
+	VMOVUPD      Y4, 5536(CX)(BX*8)
+	VMOVUPD      9056(CX)(BX*8), Y4
+	VBLENDVPD    Y1, Y9, Y4, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
 	// var(v18) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X5
-	VPMOVSXDQ    X5, Y5
-	VBROADCASTSD (SP), Y7
-	VCVTPS2PD    X1, Y8
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y4
+	VEXTRACTI128 $0x01, Y1, X1
+	VPMOVSXDQ    X1, Y1
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y8, Y10
-	VFMADD231PD  Y10, Y7, Y9
-	VSUBPD       Y9, Y8, Y8
+	VSUBPD       Y9, Y7, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y7, Y7
 	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y8, Y11
-	VMOVUPD      16064(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y9, Y8, Y9
+	VFMADD231PD  Y10, Y7, Y11
+	VMOVUPD      16064(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y9, Y7, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y8
-	VBLENDVPD    Y6, Y11, Y8, Y11
+	VMOVUPD      19584(CX)(BX*8), Y7
+	VBLENDVPD    Y4, Y11, Y7, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
-	VMOVUPD      16096(CX)(BX*8), Y6
-	VSUBPD       Y6, Y1, Y8
-	VFMADD231PD  Y8, Y7, Y6
-	VSUBPD       Y6, Y1, Y1
-	VMOVUPD      19616(CX)(BX*8), Y7
-	VFMADD231PD  Y8, Y1, Y7
-	VMOVUPD      16096(CX)(BX*8), Y1
-	VBLENDVPD    Y5, Y6, Y1, Y6
-	VMOVUPD      Y6, 16096(CX)(BX*8)
-	VMOVUPD      19616(CX)(BX*8), Y1
-	VBLENDVPD    Y5, Y7, Y1, Y7
-	VMOVUPD      Y7, 19616(CX)(BX*8)
-	VMOVUPS      Y2, 568(SP)
-	VMOVUPS      Y3, 600(SP)
-	VMOVUPS      Y4, 632(SP)
+	VMOVUPD      16096(CX)(BX*8), Y4
+	VSUBPD       Y4, Y2, Y7
+	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y2, Y2
+	VMOVUPD      19616(CX)(BX*8), Y6
+	VFMADD231PD  Y7, Y2, Y6
+	VMOVUPD      16096(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y4, Y2, Y4
+	VMOVUPD      Y4, 16096(CX)(BX*8)
+	VMOVUPD      19616(CX)(BX*8), Y2
+	VBLENDVPD    Y1, Y6, Y2, Y6
+	VMOVUPD      Y6, 19616(CX)(BX*8)
+	VMOVUPS      Y3, 568(SP)
+	VMOVUPS      Y5, 600(SP)
 	VMOVUPS      440(SP), Y1
-	VMOVUPS      472(SP), Y2
 
 	// logsumexp(v32) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y3
-	VPMOVSXDQ    X3, Y4
-	VEXTRACTI128 $0x01, Y3, X5
-	VPMOVSXDQ    X5, Y5
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y6
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y7
-	VANDPS       Y7, Y6, Y6
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y7
-	VORPS        Y7, Y6, Y6
-	VMOVUPS      lgc52<>+0(SB), Y7
-	VBLENDVPS    Y3, Y6, Y7, Y6
-	VANDPS       26624(CX), Y6, Y6
-	VMOVUPS      Y6, 26624(CX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X6
-	VCVTPS2PD    X6, Y6
-	VANDPD       Y4, Y3, Y3
-	VADDPD       23104(CX)(BX*8), Y3, Y4
-	VMOVUPD      Y4, 23104(CX)(BX*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28416(CX)(BX*8)
-	VANDPD       Y5, Y6, Y6
-	VADDPD       23136(CX)(BX*8), Y6, Y3
-	VMOVUPD      Y3, 23136(CX)(BX*8)
-	VMULPD       Y6, Y6, Y3
-	VADDPD       28448(CX)(BX*8), Y3, Y3
-	VMOVUPD      Y3, 28448(CX)(BX*8)
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y6
+	VANDPS       Y6, Y5, Y5
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y6
+	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc52<>+0(SB), Y6
+	VBLENDVPS    Y2, Y5, Y6, Y5
+	VANDPS       26624(CX), Y5, Y5
+	VMOVUPS      Y5, 26624(CX)
+	VCVTPS2PD    X8, Y2
+	VEXTRACTF128 $0x01, Y8, X5
+	VCVTPS2PD    X5, Y5
+	VANDPD       Y3, Y2, Y2
+	VADDPD       23104(CX)(BX*8), Y2, Y3
+	VMOVUPD      Y3, 23104(CX)(BX*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28416(CX)(BX*8)
+	VANDPD       Y4, Y5, Y5
+	VADDPD       23136(CX)(BX*8), Y5, Y2
+	VMOVUPD      Y2, 23136(CX)(BX*8)
+	VMULPD       Y5, Y5, Y2
+	VADDPD       28448(CX)(BX*8), Y2, Y2
+	VMOVUPD      Y2, 28448(CX)(BX*8)
 
-	// v80 = mul(v78, v32) [N=64 T=421]
+	// v79 = mul(v77, v32) [N=64 T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 632(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS 600(SP), Y1
+	VMOVUPS lgc56<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v89 = where(v65, v88, v38) [N=64 T=421]
+	// v88 = where(v64, v87, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v89 = where(v64, v38, v87) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   536(SP), Y2
 
-	// v90 = where(v65, v38, v88) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y3, Y1
-	VMOVUPS   600(SP), Y3
+	// v90 = mul(v88, v62) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 504(SP), Y5
 
-	// v91 = mul(v89, v63) [N=64 T=421]
-	VMULPS  Y3, Y5, Y3
-	VMOVUPS 536(SP), Y6
+	// v91 = mul(v88, v65) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
 
-	// v92 = mul(v89, v66) [N=64 T=421]
-	VMULPS Y6, Y5, Y5
+	// v92 = add(v89, v91) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
 
-	// v93 = add(v90, v92) [N=64 T=421]
-	VADDPS Y5, Y1, Y1
+	// v93 = mul(v90, v63) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v94 = mul(v91, v64) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y3
+	// v94 = add(v92, v93) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 568(SP), Y2
 
-	// v95 = add(v93, v94) [N=64 T=421]
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 568(SP), Y3
+	// v95 = gt(v61, v38) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v96 = gt(v62, v38) [N=64 T=421]
-	VCMPPS $0x1e, Y4, Y3, Y5
+	// v96 = lt(v61, v38) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v97 = lt(v62, v38) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y3, Y6
+	// v98 = mul(v61, v38) [N=64 T=421]
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc57<>+0(SB), Y6
+
+	// v99 = where(v96, v97, v98) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
+
+	// v100 = where(v95, v0, v99) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v101 = mul(v94, v100) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v102 = neg(v101) [N=64 T=421]
+	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VMOVUPS lgc58<>+0(SB), Y2
+	VMOVUPS 376(SP), Y4
+
+	// v105 = div(v104, v25) [N=64 T=421]
+	VDIVPS  Y4, Y2, Y2
+	VMOVUPS 472(SP), Y5
+
+	// v106 = mul(v103, v54) [N=64 T=421]
+	VMULPS lgc59<>+0(SB), Y5, Y5
+
+	// v107 = mul(v25, v25) [N=64 T=421]
+	VMULPS Y4, Y4, Y6
+
+	// v108 = div(v106, v107) [N=64 T=421]
+	VDIVPS  Y6, Y5, Y5
+	VMOVUPS 88(SP), Y6
+
+	// v116 = mul(v115, v17) [N=64 T=421]
+	VMULPS  lgc60<>+0(SB), Y6, Y6
+	VMOVUPS 408(SP), Y7
+
+	// v117 = where(v39, v116, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y6, Y3, Y9
+	VMOVUPS   Y1, 632(SP)
+
+	// v118 = where(v39, v38, v116) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y7, Y1
+	VBLENDVPS Y1, Y3, Y6, Y1
+	VMOVUPS   lgc48<>+0(SB), Y6
+
+	// v119 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y8, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v99 = mul(v62, v38) [N=64 T=421]
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc57<>+0(SB), Y7
+	// v120 = ne(v37, v37) [N=64 T=421]
+	VCMPPS  $0x04, Y8, Y8, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
+	VMOVUPS Y2, 664(SP)
 
-	// v100 = where(v97, v98, v99) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	// v121 = max(v119, v120) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y6, Y2
+	VXORPS lgc12<>+0(SB), Y7, Y10
+	VMINPS Y2, Y10, Y6
+	VMINPS Y10, Y2, Y2
+	VORPS  Y6, Y2, Y2
+	VXORPS lgc12<>+0(SB), Y2, Y2
 
-	// v101 = where(v96, v0, v100) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y3
-
-	// v102 = mul(v95, v101) [N=64 T=421]
-	VMULPS Y3, Y1, Y1
-
-	// v103 = neg(v102) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS 88(SP), Y3
-
-	// v114 = mul(v113, v17) [N=64 T=421]
-	VMULPS  lgc58<>+0(SB), Y3, Y3
-	VMOVUPS 344(SP), Y5
-
-	// v115 = where(v39, v114, v38) [N=64 T=421]
+	// v122 = where(v121, v118, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y3, Y4, Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y1, Y3, Y1
+	VMOVUPS   lgc47<>+0(SB), Y2
 
-	// v116 = where(v39, v38, v114) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y4, Y3, Y3
-	VMOVUPS   lgc47<>+0(SB), Y5
+	// v123 = le(v37, v40) [N=64 T=421]
+	VCMPPS $0x12, Y2, Y8, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v117 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y5, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	// v124 = max(v123, v120) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc12<>+0(SB), Y7, Y6
+	VMINPS Y2, Y6, Y7
+	VMINPS Y6, Y2, Y2
+	VORPS  Y7, Y2, Y2
+	VXORPS lgc12<>+0(SB), Y2, Y2
 
-	// v118 = ne(v37, v37) [N=64 T=421]
-	VCMPPS $0x04, Y2, Y2, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	// v125 = where(v124, v117, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y9, Y3, Y2
 
-	// v119 = max(v117, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
-	VXORPS lgc12<>+0(SB), Y7, Y9
-	VMINPS Y5, Y9, Y8
-	VMINPS Y9, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	// v126 = add(v122, v125) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
 
-	// v120 = where(v119, v116, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y3, Y4, Y3
-	VMOVUPS   lgc46<>+0(SB), Y5
+	// v127 = mul(v126, v37) [N=64 T=421]
+	VMULPS Y8, Y1, Y1
 
-	// v121 = le(v37, v40) [N=64 T=421]
-	VCMPPS $0x12, Y5, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	// v128 = neg(v127) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y1, Y2
 
-	// v122 = max(v121, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
-	VXORPS lgc12<>+0(SB), Y7, Y7
-	VMINPS Y5, Y7, Y8
-	VMINPS Y7, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	// v129 = add(v103, v128) [N=64 T=421]
+	VADDPS lgc59<>+0(SB), Y2, Y2
 
-	// v123 = where(v122, v115, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	// v133 = div(v129, v25) [N=64 T=421]
+	VDIVPS Y4, Y2, Y2
 
-	// v124 = add(v120, v123) [N=64 T=421]
-	VADDPS Y4, Y3, Y3
-
-	// v125 = mul(v124, v37) [N=64 T=421]
-	VMULPS Y2, Y3, Y2
-
-	// v126 = neg(v125) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y2, Y3
-	VMOVUPD lgc13<>+0(SB), Y4
-	VMOVUPD Y4, 664(SP)
-	VMOVUPD Y4, 696(SP)
-	VMOVUPS Y1, 728(SP)
-	VMOVUPS Y2, 760(SP)
-	VMOVUPS Y3, 792(SP)
+	// v134 = add(v108, v133) [N=64 T=421]
+	VADDPS  Y2, Y5, Y2
+	VMOVUPS Y1, 696(SP)
+	VMOVUPS Y2, 728(SP)
 	XORQ    CX, CX
 
-inner_A_16:
+inner_A_13:
 	MOVQ       p6+48(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
@@ -3046,150 +2910,12 @@ inner_A_16:
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
+	VMOVUPS    280(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 312(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y3, Y4
-	VMOVUPS Y1, 824(SP)
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y2, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y6, Y6
-
-	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y6, Y1
-
-	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y4, Y5
-
-	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y5, Y7
-
-	// v108 = ge(v26, v52) [N=64 T=421 A=2]
-	VCMPPS $0x1d, Y3, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
-
-	// v109 = ne(v26, v26) [N=64 T=421 A=2]
-	VCMPPS  $0x04, Y2, Y2, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS Y5, 856(SP)
-	VMOVUPS Y4, 888(SP)
-	VMOVUPS Y6, 920(SP)
-
-	// v110 = max(v108, v109) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y3, Y4
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMINPS  Y4, Y2, Y5
-	VMINPS  Y2, Y4, Y2
-	VORPS   Y5, Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
-
-	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y1, Y4, Y4
-	VMOVUPS   Y1, 952(SP)
-
-	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS Y4, Y7, Y1
-
-	// v130 = neg(v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y1, Y5
-	VMOVUPS Y1, 984(SP)
-	VMOVUPS Y7, 1016(SP)
-	VMOVUPS Y4, 1048(SP)
-	VMOVUPS Y2, 1080(SP)
-	VMOVUPS Y3, 1112(SP)
-
-	// sum(v130) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y5, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       664(SP), Y2, Y2
-	VMOVUPD      Y2, 664(SP)
-	VADDPD       696(SP), Y1, Y1
-	VMOVUPD      Y1, 696(SP)
-	INCQ         CX
-	CMPQ         CX, $+2
-	JL           inner_A_16
-
-	// finish v131
-	VMOVUPD     664(SP), Y1
-	VMOVUPD     696(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     792(SP), Y2
-
-	// v132 = add(v126, v131) [N=64 T=421]
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS 280(SP), Y2
-
-	// v133 = div(v132, v24) [N=64 T=421]
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS Y1, 1144(SP)
-	XORQ    CX, CX
-
-inner_A_17:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
-	VMOVUPS    216(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -3218,63 +2944,27 @@ inner_A_17:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      312(SP), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y2
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS  Y1, Y2, Y3
+	VMOVUPS 664(SP), Y5
 
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y3
+	// v109 = mul(v105, v52) [N=64 T=421 A=2]
+	VMULPS Y3, Y5, Y3
 
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	// v110 = mul(v105, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y5, Y5
 
-	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y7, Y5
-
-	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y3, Y3
-
-	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y7, Y3, Y3
-
-	// v108 = ge(v26, v52) [N=64 T=421 A=2]
+	// v111 = ge(v23, v20) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v109 = ne(v26, v26) [N=64 T=421 A=2]
+	// v112 = ne(v23, v23) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v110 = max(v108, v109) [N=64 T=421 A=2]
+	// v113 = max(v111, v112) [N=64 T=421 A=2]
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -3283,75 +2973,75 @@ inner_A_17:
 	VXORPS  lgc12<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y2, Y1
-
-	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS       Y1, Y3, Y1
+	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
+	VBLENDVPS    Y6, Y5, Y2, Y1
 	MOVQ         p10+80(FP), BX
 	XORQ         DI, DI
 	IMUL3Q       $+1, CX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (BX)(DI*4), Y3
+	VBROADCASTSS (BX)(DI*4), Y5
 	MOVQ         p7+56(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VMOVUPS      Y5, 1176(SP)
-	VMOVUPS      lgc0<>+0(SB), X5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      Y6, 760(SP)
+	VMOVUPS      lgc0<>+0(SB), X6
 	MOVQ         (BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X5, X5
-	VMOVSS       X5, 1176(SP)
+	VCVTSI2SSQ   DI, X6, X6
+	VMOVSS       X6, 760(SP)
 	MOVQ         8(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X5, X5
-	VMOVSS       X5, 1180(SP)
+	VCVTSI2SSQ   DI, X6, X6
+	VMOVSS       X6, 764(SP)
 	MOVQ         16(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X5, X5
-	VMOVSS       X5, 1184(SP)
+	VCVTSI2SSQ   DI, X6, X6
+	VMOVSS       X6, 768(SP)
 	MOVQ         24(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X5, X5
-	VMOVSS       X5, 1188(SP)
+	VCVTSI2SSQ   DI, X6, X6
+	VMOVSS       X6, 772(SP)
 	MOVQ         32(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X5, X5
-	VMOVSS       X5, 1192(SP)
-	VMOVUPS      1176(SP), Y5
+	VCVTSI2SSQ   DI, X6, X6
+	VMOVSS       X6, 776(SP)
+	VMOVUPS      760(SP), Y6
 
-	// v128 = eq(v127, v27) [N=64 T=421 A=2]
-	VCMPPS  $0x00, Y5, Y3, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS 760(SP), Y5
+	// v131 = eq(v130, v27) [N=64 T=421 A=2]
+	VCMPPS  $0x00, Y6, Y5, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS 696(SP), Y6
 
-	// v129 = where(v128, v125, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   1144(SP), Y3
+	// v132 = where(v131, v127, v38) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   728(SP), Y5
 
-	// v134 = mul(v133, v23) [N=64 T=421 A=2]
+	// v135 = add(v109, v134) [N=64 T=421 A=2]
+	VADDPS Y5, Y3, Y3
+
+	// v136 = mul(v135, v24) [N=64 T=421 A=2]
 	VMULPS Y4, Y3, Y3
 
-	// v135 = add(v112, v134) [N=64 T=421 A=2]
+	// v137 = add(v114, v136) [N=64 T=421 A=2]
 	VADDPS Y3, Y1, Y1
 
-	// v136 = add(v129, v135) [N=64 T=421 A=2]
+	// v138 = add(v132, v137) [N=64 T=421 A=2]
 	VADDPS Y1, Y2, Y1
 
-	// store v136
+	// store v138
 	MOVQ    p11+88(FP), BX
-	VMOVUPS Y1, 1208(SP)
-	MOVL    1208(SP), DI
+	VMOVUPS Y1, 792(SP)
+	MOVL    792(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    1212(SP), DI
+	MOVL    796(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    1216(SP), DI
+	MOVL    800(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    1220(SP), DI
+	MOVL    804(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    1224(SP), DI
+	MOVL    808(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
-	JL      inner_A_17
+	JL      inner_A_13
 	VMOVUPS 88(SP), Y1
 
 	// store v17
@@ -3364,16 +3054,16 @@ inner_A_17:
 	MOVQ       p13+104(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    728(SP), Y1
+	VMOVUPS    632(SP), Y1
 
-	// store v103
+	// store v102
 	MOVQ       p14+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_18:
+blocks_14:
 	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      p1+8(FP), BX
 	XORQ      SI, SI
@@ -3448,11 +3138,11 @@ blocks_18:
 	// v18 = detach(v16) [N=64 T=421]  # value_target
 	VMOVUPS lgc10<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 1240(SP)
-	VMOVUPS Y1, 1272(SP)
+	VMOVUPS Y2, 824(SP)
+	VMOVUPS Y1, 856(SP)
 	XORQ    BX, BX
 
-inner_A_19:
+inner_A_15:
 	MOVQ       p6+48(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -3478,19 +3168,22 @@ inner_A_19:
 	VMOVUPS Y2, 24(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_19
+	JL      inner_A_15
 
-	// finish v20
+	// finish v21
 	VMOVUPS 24(SP), Y1
 
-	// v21 = detach(v20) [N=64 T=421]
+	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc13<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPS Y1, 1304(SP)
+	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD Y2, 216(SP)
+	VMOVUPD Y2, 248(SP)
+	VMOVUPS Y1, 888(SP)
 	XORQ    BX, BX
 
-inner_A_20:
+inner_A_16:
 	MOVQ       p6+48(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -3504,12 +3197,12 @@ inner_A_20:
 	VMOVUPS    lgc52<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
-	VMOVUPS    1304(SP), Y2
+	VMOVUPS    888(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -3539,19 +3232,35 @@ inner_A_20:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// sum(v23) over [A]
-	VCVTPS2PD    X4, Y1
-	VEXTRACTF128 $0x01, Y4, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       152(SP), Y1, Y1
-	VMOVUPD      Y1, 152(SP)
-	VADDPD       184(SP), Y2, Y1
-	VMOVUPD      Y1, 184(SP)
+	// sum(v24) over [A]
+	VCVTPS2PD    X4, Y2
+	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       152(SP), Y2, Y2
+	VMOVUPD      Y2, 152(SP)
+	VADDPD       184(SP), Y3, Y2
+	VMOVUPD      Y2, 184(SP)
+	VMOVUPS      lgc27<>+0(SB), Y2
+
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS Y1, Y2, Y1
+
+	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	VMULPS Y1, Y4, Y1
+
+	// sum(v53) over [A]
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       216(SP), Y2, Y2
+	VMOVUPD      Y2, 216(SP)
+	VADDPD       248(SP), Y1, Y1
+	VMOVUPD      Y1, 248(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_20
+	JL           inner_A_16
 
-	// finish v24
+	// finish v25
 	VMOVUPD     152(SP), Y1
 	VMOVUPD     184(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
@@ -3559,24 +3268,23 @@ inner_A_20:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v25 = log(v24) [N=64 T=421]
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	// v26 = log(v25) [N=64 T=421]
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -3584,6 +3292,7 @@ inner_A_20:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3594,40 +3303,40 @@ inner_A_20:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p7+56(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1336(SP)
+	VMOVUPS      Y2, 920(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1336(SP)
+	VMOVSS       X2, 920(SP)
 	MOVQ         8(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1340(SP)
+	VMOVSS       X2, 924(SP)
 	MOVQ         16(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1344(SP)
+	VMOVSS       X2, 928(SP)
 	MOVQ         24(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1348(SP)
+	VMOVSS       X2, 932(SP)
 	MOVQ         32(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1352(SP)
+	VMOVSS       X2, 936(SP)
 	MOVQ         40(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1356(SP)
+	VMOVSS       X2, 940(SP)
 	MOVQ         48(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1360(SP)
+	VMOVSS       X2, 944(SP)
 	MOVQ         56(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X2, X2
-	VMOVSS       X2, 1364(SP)
-	VMOVUPS      1336(SP), Y2
+	VMOVSS       X2, 948(SP)
+	VMOVUPS      920(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
 	XORQ       BX, BX
@@ -3639,90 +3348,90 @@ inner_A_20:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc43<>+0(SB), Y2, Y2
-	VPMULLD    lgc43<>+0(SB), Y2, Y2
+	VPMINSD    lgc44<>+0(SB), Y2, Y2
+	VPMULLD    lgc44<>+0(SB), Y2, Y2
 	VPADDD     lgc11<>+0(SB), Y2, Y2
 	VMOVUPS    lgc52<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (DI)(Y2*4), Y4
-	VMOVUPS    1304(SP), Y2
+	VMOVUPS    888(SP), Y2
 
-	// v29 = sub(v28, v21) [N=64 T=421]
+	// v29 = sub(v28, v22) [N=64 T=421]
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v25) [N=64 T=421]  # log_softmax
+	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS  Y5, Y2, Y2
 	MOVQ    p8+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc44<>+0(SB), Y6
+	VMOVUPS lgc45<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc45<>+0(SB), Y7
+	VMOVUPS lgc46<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y1, 1368(SP)
-	VMOVUPS Y5, 1400(SP)
+	VMOVUPS Y5, 952(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
+	VMAXPS       lgc14<>+0(SB), Y4, Y5
+	VMINPS       lgc15<>+0(SB), Y5, Y5
+	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y5, Y5
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
+	VMOVAPS      lgc19<>+0(SB), Y8
+	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc25<>+0(SB), Y5, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
 	VPADDD       lgc26<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y1
-	VBLENDVPS    Y1, Y4, Y7, Y7
-	VMOVUPS      1240(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y5
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y8, Y8
+	VMOVUPS      824(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(v17, v38) [N=64 T=421]
-	VCMPPS  $0x1d, Y5, Y1, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS lgc46<>+0(SB), Y8
-
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
-	VMINPS  Y7, Y8, Y8
+	VCMPPS  $0x1d, Y7, Y5, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc47<>+0(SB), Y9
 
+	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	VMINPS  Y8, Y9, Y9
+	VMOVUPS Y1, 984(SP)
+	VMOVUPS lgc48<>+0(SB), Y1
+
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
-	VMAXPS Y7, Y9, Y9
+	VMAXPS Y8, Y1, Y1
 
 	// v44 = where(v39, v41, v43) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y8, Y9, Y8
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y1, Y1
 
 	// v45 = mul(v17, v44) [N=64 T=421]  # gain
-	VMULPS Y8, Y1, Y1
+	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
 	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS Y5, 1432(SP)
+	VMOVUPS Y7, 1016(SP)
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
@@ -3743,353 +3452,302 @@ inner_A_20:
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPD lgc13<>+0(SB), Y1
-	VMOVUPD Y1, 376(SP)
-	VMOVUPD Y1, 408(SP)
-	VMOVUPS Y4, 1464(SP)
-	VMOVUPS Y7, 1496(SP)
-	XORQ    DI, DI
+	VMOVUPS Y4, 1048(SP)
 
-inner_A_21:
-	MOVQ       p6+48(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    1304(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 1400(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y3, Y3
-	VMOVUPS Y1, 1528(SP)
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y2, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y4, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y4, Y1
-	VMOVAPS      lgc19<>+0(SB), Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y1, Y6
-	VFMADD213PS  Y1, Y6, Y5
-	VADDPS       lgc2<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y4
-	VPMINSD      lgc26<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y1, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y5, Y5
-
-	// v55 = mul(v53, v54) [N=64 T=421 A=2]
-	VMULPS Y5, Y3, Y1
-
-	// sum(v55) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       376(SP), Y2, Y2
-	VMOVUPD      Y2, 376(SP)
-	VADDPD       408(SP), Y1, Y1
-	VMOVUPD      Y1, 408(SP)
-	INCQ         DI
-	CMPQ         DI, $+2
-	JL           inner_A_21
-
-	// finish v56
-	VMOVUPD     376(SP), Y1
-	VMOVUPD     408(SP), Y2
+	// finish v54
+	VMOVUPD     216(SP), Y1
+	VMOVUPD     248(SP), Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     984(SP), Y2
 
-	// v57 = neg(v56) [N=64 T=421]  # entropy
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	// v55 = div(v54, v25) [N=64 T=421]
+	VDIVPS  Y2, Y1, Y2
+	VMOVUPS 952(SP), Y3
 
-	// v59 = mul(v58, v57) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	VSUBPS Y2, Y3, Y2
 
-	// mean(v57) over [N T]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
+	// v58 = mul(v57, v56) [N=64 T=421]
+	VMULPS lgc49<>+0(SB), Y2, Y3
 
-	// mean(v59) over [N T]
-	VADDPS  1536(BX), Y2, Y1
-	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 1272(SP), Y1
+	// mean(v56) over [N T]
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
+
+	// mean(v58) over [N T]
+	VADDPS  1536(BX), Y3, Y2
+	VMOVUPS Y2, 1536(BX)
+	VMOVUPS 856(SP), Y2
 	MOVQ    p5+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
+	VMOVUPS (DI)(SI*4), Y3
 
-	// v62 = sub(v18, v2) [N=64 T=421]
-	VSUBPS Y2, Y1, Y2
+	// v61 = sub(v18, v2) [N=64 T=421]
+	VSUBPS Y3, Y2, Y3
 
-	// v63 = abs(v62) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	// v62 = abs(v61) [N=64 T=421]
+	VMOVUPS lgc12<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v65 = lt(v63, v0) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	// v64 = lt(v62, v0) [N=64 T=421]
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v66 = mul(v64, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y5
+	// v65 = mul(v63, v62) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y4, Y6
 
-	// v67 = mul(v66, v63) [N=64 T=421]
-	VMULPS Y3, Y5, Y6
+	// v66 = mul(v65, v62) [N=64 T=421]
+	VMULPS Y4, Y6, Y7
 
-	// v68 = sub(v63, v64) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y3, Y7
+	// v67 = sub(v62, v63) [N=64 T=421]
+	VSUBPS  lgc24<>+0(SB), Y4, Y9
+	VMOVUPS Y1, 1080(SP)
 
-	// v69 = where(v65, v67, v68) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y6, Y7, Y6
+	// v68 = where(v64, v66, v67) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y5, Y1
+	VBLENDVPS Y1, Y7, Y9, Y1
 
-	// v70 = mul(v0, v69) [N=64 T=421]
-	VMULPS lgc2<>+0(SB), Y6, Y6
+	// v69 = mul(v0, v68) [N=64 T=421]
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// mean(v70) over [N T]
-	VADDPS  1856(BX), Y6, Y6
-	VMOVUPS Y6, 1856(BX)
-	VMOVUPS Y5, 1560(SP)
+	// mean(v69) over [N T]
+	VADDPS  1856(BX), Y1, Y1
+	VMOVUPS Y1, 1856(BX)
+	VMOVUPS Y6, 1112(SP)
+	VMOVUPS Y4, 1144(SP)
 
-	// var(v62) over [N]
+	// var(v61) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X2, Y6
-	VEXTRACTF128 $0x01, Y2, X7
-	VCVTPS2PD    X7, Y7
-	VMOVUPD      5504(BX)(DI*8), Y8
-	VSUBPD       Y8, Y6, Y9
-	VFMADD231PD  Y9, Y5, Y8
-	VSUBPD       Y8, Y6, Y6
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X6, Y6
+	VMOVUPD      5504(BX)(DI*8), Y7
+	VSUBPD       Y7, Y4, Y9
+	VFMADD231PD  Y9, Y1, Y7
+	VSUBPD       Y7, Y4, Y4
 	VMOVUPD      9024(BX)(DI*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      Y8, 5504(BX)(DI*8)
+	VFMADD231PD  Y9, Y4, Y10
+	VMOVUPD      Y7, 5504(BX)(DI*8)
 	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y6
-	VSUBPD       Y6, Y7, Y8
-	VFMADD231PD  Y8, Y5, Y6
-	VSUBPD       Y6, Y7, Y5
-	VMOVUPD      9056(BX)(DI*8), Y7
-	VFMADD231PD  Y8, Y5, Y7
-	VMOVUPD      Y6, 5536(BX)(DI*8)
-	VMOVUPD      Y7, 9056(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y4
+	VSUBPD       Y4, Y6, Y7
+	VFMADD231PD  Y7, Y1, Y4
+	VSUBPD       Y4, Y6, Y1
+	VMOVUPD      9056(BX)(DI*8), Y6
+	VFMADD231PD  Y7, Y1, Y6
+	VMOVUPD      Y4, 5536(BX)(DI*8)
+	VMOVUPD      Y6, 9056(BX)(DI*8)
 
 	// var(v18) over [N]
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X1, Y6
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y7
-	VSUBPD       Y7, Y6, Y8
-	VFMADD231PD  Y8, Y5, Y7
-	VSUBPD       Y7, Y6, Y6
+	VBROADCASTSD (SP), Y1
+	VCVTPS2PD    X2, Y4
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VMOVUPD      16064(BX)(DI*8), Y6
+	VSUBPD       Y6, Y4, Y7
+	VFMADD231PD  Y7, Y1, Y6
+	VSUBPD       Y6, Y4, Y4
 	VMOVUPD      19584(BX)(DI*8), Y9
-	VFMADD231PD  Y8, Y6, Y9
-	VMOVUPD      Y7, 16064(BX)(DI*8)
+	VFMADD231PD  Y7, Y4, Y9
+	VMOVUPD      Y6, 16064(BX)(DI*8)
 	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y6
-	VSUBPD       Y6, Y1, Y7
-	VFMADD231PD  Y7, Y5, Y6
-	VSUBPD       Y6, Y1, Y1
-	VMOVUPD      19616(BX)(DI*8), Y5
-	VFMADD231PD  Y7, Y1, Y5
-	VMOVUPD      Y6, 16096(BX)(DI*8)
-	VMOVUPD      Y5, 19616(BX)(DI*8)
-	VMOVUPS      Y2, 1592(SP)
-	VMOVUPS      Y3, 1624(SP)
-	VMOVUPS      Y4, 1656(SP)
-	VMOVUPS      1464(SP), Y1
-	VMOVUPS      1496(SP), Y2
+	VMOVUPD      16096(BX)(DI*8), Y4
+	VSUBPD       Y4, Y2, Y6
+	VFMADD231PD  Y6, Y1, Y4
+	VSUBPD       Y4, Y2, Y1
+	VMOVUPD      19616(BX)(DI*8), Y2
+	VFMADD231PD  Y6, Y1, Y2
+	VMOVUPD      Y4, 16096(BX)(DI*8)
+	VMOVUPD      Y2, 19616(BX)(DI*8)
+	VMOVUPS      Y3, 1176(SP)
+	VMOVUPS      Y5, 1208(SP)
+	VMOVUPS      1048(SP), Y1
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y3
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y4
-	VANDPS       Y4, Y3, Y3
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y4
-	VORPS        Y4, Y3, Y3
-	VANDPS       26624(BX), Y3, Y3
-	VMOVUPS      Y3, 26624(BX)
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X4
-	VCVTPS2PD    X4, Y4
-	VADDPD       23104(BX)(DI*8), Y3, Y5
-	VMOVUPD      Y5, 23104(BX)(DI*8)
-	VMULPD       Y3, Y3, Y3
-	VADDPD       28416(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y4, Y3
-	VMOVUPD      Y3, 23136(BX)(DI*8)
-	VMULPD       Y4, Y4, Y3
-	VADDPD       28448(BX)(DI*8), Y3, Y3
-	VMOVUPD      Y3, 28448(BX)(DI*8)
+	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       26624(BX), Y2, Y2
+	VMOVUPS      Y2, 26624(BX)
+	VCVTPS2PD    X8, Y2
+	VEXTRACTF128 $0x01, Y8, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       23104(BX)(DI*8), Y2, Y4
+	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VMULPD       Y2, Y2, Y2
+	VADDPD       28416(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y3, Y2
+	VMOVUPD      Y2, 23136(BX)(DI*8)
+	VMULPD       Y3, Y3, Y2
+	VADDPD       28448(BX)(DI*8), Y2, Y2
+	VMOVUPD      Y2, 28448(BX)(DI*8)
 
-	// v80 = mul(v78, v32) [N=64 T=421]
+	// v79 = mul(v77, v32) [N=64 T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 1656(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y3
-	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPS 1208(SP), Y1
+	VMOVUPS lgc56<>+0(SB), Y2
+	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v89 = where(v65, v88, v38) [N=64 T=421]
+	// v88 = where(v64, v87, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y4
+
+	// v89 = where(v64, v38, v87) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y4, Y5
+	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   1144(SP), Y2
 
-	// v90 = where(v65, v38, v88) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y4, Y3, Y1
-	VMOVUPS   1624(SP), Y3
+	// v90 = mul(v88, v62) [N=64 T=421]
+	VMULPS  Y2, Y4, Y2
+	VMOVUPS 1112(SP), Y5
 
-	// v91 = mul(v89, v63) [N=64 T=421]
-	VMULPS  Y3, Y5, Y3
-	VMOVUPS 1560(SP), Y6
+	// v91 = mul(v88, v65) [N=64 T=421]
+	VMULPS Y5, Y4, Y4
 
-	// v92 = mul(v89, v66) [N=64 T=421]
-	VMULPS Y6, Y5, Y5
+	// v92 = add(v89, v91) [N=64 T=421]
+	VADDPS Y4, Y1, Y1
 
-	// v93 = add(v90, v92) [N=64 T=421]
-	VADDPS Y5, Y1, Y1
+	// v93 = mul(v90, v63) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v94 = mul(v91, v64) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y3
+	// v94 = add(v92, v93) [N=64 T=421]
+	VADDPS  Y2, Y1, Y1
+	VMOVUPS 1176(SP), Y2
 
-	// v95 = add(v93, v94) [N=64 T=421]
-	VADDPS  Y3, Y1, Y1
-	VMOVUPS 1592(SP), Y3
+	// v95 = gt(v61, v38) [N=64 T=421]
+	VCMPPS $0x1e, Y3, Y2, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v96 = gt(v62, v38) [N=64 T=421]
-	VCMPPS $0x1e, Y4, Y3, Y5
+	// v96 = lt(v61, v38) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v97 = lt(v62, v38) [N=64 T=421]
-	VCMPPS $0x11, Y4, Y3, Y6
+	// v98 = mul(v61, v38) [N=64 T=421]
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc57<>+0(SB), Y6
+
+	// v99 = where(v96, v97, v98) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc2<>+0(SB), Y5
+
+	// v100 = where(v95, v0, v99) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v101 = mul(v94, v100) [N=64 T=421]
+	VMULPS Y2, Y1, Y1
+
+	// v102 = neg(v101) [N=64 T=421]
+	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VMOVUPS lgc58<>+0(SB), Y2
+	VMOVUPS 984(SP), Y4
+
+	// v105 = div(v104, v25) [N=64 T=421]
+	VDIVPS  Y4, Y2, Y2
+	VMOVUPS 1080(SP), Y5
+
+	// v106 = mul(v103, v54) [N=64 T=421]
+	VMULPS lgc59<>+0(SB), Y5, Y5
+
+	// v107 = mul(v25, v25) [N=64 T=421]
+	VMULPS Y4, Y4, Y6
+
+	// v108 = div(v106, v107) [N=64 T=421]
+	VDIVPS  Y6, Y5, Y5
+	VMOVUPS 824(SP), Y6
+
+	// v116 = mul(v115, v17) [N=64 T=421]
+	VMULPS  lgc60<>+0(SB), Y6, Y6
+	VMOVUPS 1016(SP), Y7
+
+	// v117 = where(v39, v116, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y6, Y3, Y9
+	VMOVUPS   Y1, 1240(SP)
+
+	// v118 = where(v39, v38, v116) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VCMPPS    $0x04, Y1, Y7, Y1
+	VBLENDVPS Y1, Y3, Y6, Y1
+	VMOVUPS   lgc48<>+0(SB), Y6
+
+	// v119 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y6, Y8, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v99 = mul(v62, v38) [N=64 T=421]
-	VMULPS  lgc0<>+0(SB), Y3, Y3
-	VMOVUPS lgc57<>+0(SB), Y7
+	// v120 = ne(v37, v37) [N=64 T=421]
+	VCMPPS  $0x04, Y8, Y8, Y7
+	VANDPS  lgc2<>+0(SB), Y7, Y7
+	VMOVUPS Y2, 1272(SP)
 
-	// v100 = where(v97, v98, v99) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y3, Y3
-	VMOVUPS   lgc2<>+0(SB), Y6
+	// v121 = max(v119, v120) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y6, Y2
+	VXORPS lgc12<>+0(SB), Y7, Y10
+	VMINPS Y2, Y10, Y6
+	VMINPS Y10, Y2, Y2
+	VORPS  Y6, Y2, Y2
+	VXORPS lgc12<>+0(SB), Y2, Y2
 
-	// v101 = where(v96, v0, v100) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y3
-
-	// v102 = mul(v95, v101) [N=64 T=421]
-	VMULPS Y3, Y1, Y1
-
-	// v103 = neg(v102) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS 1240(SP), Y3
-
-	// v114 = mul(v113, v17) [N=64 T=421]
-	VMULPS  lgc58<>+0(SB), Y3, Y3
-	VMOVUPS 1432(SP), Y5
-
-	// v115 = where(v39, v114, v38) [N=64 T=421]
+	// v122 = where(v121, v118, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y3, Y4, Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y1, Y3, Y1
+	VMOVUPS   lgc47<>+0(SB), Y2
 
-	// v116 = where(v39, v38, v114) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y4, Y3, Y3
-	VMOVUPS   lgc47<>+0(SB), Y5
+	// v123 = le(v37, v40) [N=64 T=421]
+	VCMPPS $0x12, Y2, Y8, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v117 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y5, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	// v124 = max(v123, v120) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc12<>+0(SB), Y7, Y6
+	VMINPS Y2, Y6, Y7
+	VMINPS Y6, Y2, Y2
+	VORPS  Y7, Y2, Y2
+	VXORPS lgc12<>+0(SB), Y2, Y2
 
-	// v118 = ne(v37, v37) [N=64 T=421]
-	VCMPPS $0x04, Y2, Y2, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	// v125 = where(v124, v117, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y9, Y3, Y2
 
-	// v119 = max(v117, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
-	VXORPS lgc12<>+0(SB), Y7, Y9
-	VMINPS Y5, Y9, Y8
-	VMINPS Y9, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	// v126 = add(v122, v125) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
 
-	// v120 = where(v119, v116, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y3, Y4, Y3
-	VMOVUPS   lgc46<>+0(SB), Y5
+	// v127 = mul(v126, v37) [N=64 T=421]
+	VMULPS Y8, Y1, Y1
 
-	// v121 = le(v37, v40) [N=64 T=421]
-	VCMPPS $0x12, Y5, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	// v128 = neg(v127) [N=64 T=421]
+	VXORPS lgc12<>+0(SB), Y1, Y2
 
-	// v122 = max(v121, v118) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y5, Y5
-	VXORPS lgc12<>+0(SB), Y7, Y7
-	VMINPS Y5, Y7, Y8
-	VMINPS Y7, Y5, Y5
-	VORPS  Y8, Y5, Y5
-	VXORPS lgc12<>+0(SB), Y5, Y5
+	// v129 = add(v103, v128) [N=64 T=421]
+	VADDPS lgc59<>+0(SB), Y2, Y2
 
-	// v123 = where(v122, v115, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	// v133 = div(v129, v25) [N=64 T=421]
+	VDIVPS Y4, Y2, Y2
 
-	// v124 = add(v120, v123) [N=64 T=421]
-	VADDPS Y4, Y3, Y3
-
-	// v125 = mul(v124, v37) [N=64 T=421]
-	VMULPS Y2, Y3, Y2
-
-	// v126 = neg(v125) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y2, Y3
-	VMOVUPD lgc13<>+0(SB), Y4
-	VMOVUPD Y4, 664(SP)
-	VMOVUPD Y4, 696(SP)
-	VMOVUPS Y1, 1688(SP)
-	VMOVUPS Y2, 1720(SP)
-	VMOVUPS Y3, 1752(SP)
+	// v134 = add(v108, v133) [N=64 T=421]
+	VADDPS  Y2, Y5, Y2
+	VMOVUPS Y1, 1304(SP)
+	VMOVUPS Y2, 1336(SP)
 	XORQ    BX, BX
 
-inner_A_22:
+inner_A_17:
 	MOVQ       p6+48(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
@@ -4103,146 +3761,12 @@ inner_A_22:
 	VMOVUPS    lgc52<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
-	VMOVUPS    1304(SP), Y2
+	VMOVUPS    888(SP), Y2
 
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS 1400(SP), Y2
-
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y2
-	VMOVUPS lgc48<>+0(SB), Y3
-
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS  Y2, Y3, Y4
-	VMOVUPS Y1, 1784(SP)
-
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y2, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y5, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y5, Y1
-	VMOVAPS      lgc19<>+0(SB), Y6
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y6
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y6
-	VMULPS       Y1, Y1, Y7
-	VFMADD213PS  Y1, Y7, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y5
-	VPMINSD      lgc26<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y1, Y6, Y6
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y6, Y6
-
-	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y6, Y1
-
-	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y4, Y5
-
-	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y6, Y5, Y7
-
-	// v108 = ge(v26, v52) [N=64 T=421 A=2]
-	VCMPPS $0x1d, Y3, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
-
-	// v109 = ne(v26, v26) [N=64 T=421 A=2]
-	VCMPPS  $0x04, Y2, Y2, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS Y5, 1816(SP)
-	VMOVUPS Y4, 1848(SP)
-	VMOVUPS Y6, 1880(SP)
-
-	// v110 = max(v108, v109) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y3, Y4
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMINPS  Y4, Y2, Y5
-	VMINPS  Y2, Y4, Y2
-	VORPS   Y5, Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VMOVUPS lgc0<>+0(SB), Y4
-
-	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y1, Y4, Y4
-	VMOVUPS   Y1, 1912(SP)
-
-	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS Y4, Y7, Y1
-
-	// v130 = neg(v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y1, Y5
-	VMOVUPS Y1, 1944(SP)
-	VMOVUPS Y7, 1976(SP)
-	VMOVUPS Y4, 2008(SP)
-	VMOVUPS Y2, 2040(SP)
-	VMOVUPS Y3, 2072(SP)
-
-	// sum(v130) over [A]
-	VCVTPS2PD    X5, Y1
-	VEXTRACTF128 $0x01, Y5, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       664(SP), Y1, Y1
-	VMOVUPD      Y1, 664(SP)
-	VADDPD       696(SP), Y2, Y1
-	VMOVUPD      Y1, 696(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_22
-
-	// finish v131
-	VMOVUPD     664(SP), Y1
-	VMOVUPD     696(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     1752(SP), Y2
-
-	// v132 = add(v126, v131) [N=64 T=421]
-	VADDPS  Y1, Y2, Y1
-	VMOVUPS 1368(SP), Y2
-
-	// v133 = div(v132, v24) [N=64 T=421]
-	VDIVPS  Y2, Y1, Y1
-	VMOVUPS Y1, 2104(SP)
-	XORQ    BX, BX
-
-inner_A_23:
-	MOVQ       p6+48(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
-	VMOVUPS    1304(SP), Y2
-
-	// v22 = sub(v19, v21) [N=64 T=421 A=2]
+	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
-	// v23 = exp(v22) [N=64 T=421 A=2]
+	// v24 = exp(v23) [N=64 T=421 A=2]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -4271,63 +3795,27 @@ inner_A_23:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      1400(SP), Y2
+	VMOVUPS      lgc27<>+0(SB), Y2
 
-	// v26 = sub(v22, v25) [N=64 T=421 A=2]  # log_softmax
-	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y2
+	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	VMAXPS  Y1, Y2, Y3
+	VMOVUPS 1272(SP), Y5
 
-	// v53 = max(v26, v52) tie=first [N=64 T=421 A=2]
-	VMAXPS Y1, Y2, Y3
+	// v109 = mul(v105, v52) [N=64 T=421 A=2]
+	VMULPS Y3, Y5, Y3
 
-	// v54 = exp(v26) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
-	VMOVAPS      lgc19<>+0(SB), Y7
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc2<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y6
-	VPMINSD      lgc26<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc26<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
+	// v110 = mul(v105, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y5, Y5
 
-	// v105 = mul(v104, v54) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y7, Y5
-
-	// v106 = mul(v104, v53) [N=64 T=421 A=2]
-	VMULPS lgc59<>+0(SB), Y3, Y3
-
-	// v107 = mul(v106, v54) [N=64 T=421 A=2]
-	VMULPS Y7, Y3, Y3
-
-	// v108 = ge(v26, v52) [N=64 T=421 A=2]
+	// v111 = ge(v23, v20) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v109 = ne(v26, v26) [N=64 T=421 A=2]
+	// v112 = ne(v23, v23) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v110 = max(v108, v109) [N=64 T=421 A=2]
+	// v113 = max(v111, v112) [N=64 T=421 A=2]
 	VXORPS  lgc12<>+0(SB), Y2, Y2
 	VXORPS  lgc12<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -4336,107 +3824,107 @@ inner_A_23:
 	VXORPS  lgc12<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v111 = where(v110, v105, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y2, Y1
-
-	// v112 = add(v107, v111) [N=64 T=421 A=2]
-	VADDPS       Y1, Y3, Y1
+	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y1, Y6
+	VBLENDVPS    Y6, Y5, Y2, Y1
 	MOVQ         p10+80(FP), DI
 	XORQ         R9, R9
 	IMUL3Q       $+1, BX, R10
 	ADDQ         R10, R9
-	VBROADCASTSS (DI)(R9*4), Y3
+	VBROADCASTSS (DI)(R9*4), Y5
 	MOVQ         p7+56(FP), DI
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VMOVUPS      Y5, 2136(SP)
-	VMOVUPS      lgc0<>+0(SB), X5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      Y6, 1368(SP)
+	VMOVUPS      lgc0<>+0(SB), X6
 	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2136(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1368(SP)
 	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2140(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1372(SP)
 	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2144(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1376(SP)
 	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2148(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1380(SP)
 	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2152(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1384(SP)
 	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2156(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1388(SP)
 	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2160(SP)
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1392(SP)
 	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 2164(SP)
-	VMOVUPS      2136(SP), Y5
+	VCVTSI2SSQ   R9, X6, X6
+	VMOVSS       X6, 1396(SP)
+	VMOVUPS      1368(SP), Y6
 
-	// v128 = eq(v127, v27) [N=64 T=421 A=2]
-	VCMPPS  $0x00, Y5, Y3, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS 1720(SP), Y5
+	// v131 = eq(v130, v27) [N=64 T=421 A=2]
+	VCMPPS  $0x00, Y6, Y5, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS 1304(SP), Y6
 
-	// v129 = where(v128, v125, v38) [N=64 T=421 A=2]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   2104(SP), Y3
+	// v132 = where(v131, v127, v38) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   1336(SP), Y5
 
-	// v134 = mul(v133, v23) [N=64 T=421 A=2]
+	// v135 = add(v109, v134) [N=64 T=421 A=2]
+	VADDPS Y5, Y3, Y3
+
+	// v136 = mul(v135, v24) [N=64 T=421 A=2]
 	VMULPS Y4, Y3, Y3
 
-	// v135 = add(v112, v134) [N=64 T=421 A=2]
+	// v137 = add(v114, v136) [N=64 T=421 A=2]
 	VADDPS Y3, Y1, Y1
 
-	// v136 = add(v129, v135) [N=64 T=421 A=2]
+	// v138 = add(v132, v137) [N=64 T=421 A=2]
 	VADDPS Y1, Y2, Y1
 
-	// store v136
+	// store v138
 	MOVQ    p11+88(FP), DI
-	VMOVUPS Y1, 2168(SP)
-	MOVL    2168(SP), R9
+	VMOVUPS Y1, 1400(SP)
+	MOVL    1400(SP), R9
 	MOVL    R9, (DI)(R8*4)
-	MOVL    2172(SP), R9
+	MOVL    1404(SP), R9
 	MOVL    R9, 8(DI)(R8*4)
-	MOVL    2176(SP), R9
+	MOVL    1408(SP), R9
 	MOVL    R9, 16(DI)(R8*4)
-	MOVL    2180(SP), R9
+	MOVL    1412(SP), R9
 	MOVL    R9, 24(DI)(R8*4)
-	MOVL    2184(SP), R9
+	MOVL    1416(SP), R9
 	MOVL    R9, 32(DI)(R8*4)
-	MOVL    2188(SP), R9
+	MOVL    1420(SP), R9
 	MOVL    R9, 40(DI)(R8*4)
-	MOVL    2192(SP), R9
+	MOVL    1424(SP), R9
 	MOVL    R9, 48(DI)(R8*4)
-	MOVL    2196(SP), R9
+	MOVL    1428(SP), R9
 	MOVL    R9, 56(DI)(R8*4)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_23
-	VMOVUPS 1240(SP), Y1
+	JL      inner_A_17
+	VMOVUPS 824(SP), Y1
 
 	// store v17
 	MOVQ    p12+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 1272(SP), Y1
+	VMOVUPS 856(SP), Y1
 
 	// store v18
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 1688(SP), Y1
+	VMOVUPS 1240(SP), Y1
 
-	// store v103
+	// store v102
 	MOVQ         p14+112(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_24
+	JNZ          noflush_18
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VCVTPS2PD    X1, Y2
@@ -4500,9 +3988,9 @@ inner_A_23:
 	VMOVUPS      Y1, 1856(DX)
 	MOVQ         $+8, DX
 
-noflush_24:
+noflush_18:
 	SUBQ         $+8, CX
-	JGE          blocks_18
+	JGE          blocks_14
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4566,7 +4054,7 @@ noflush_24:
 	VMOVUPS      Y0, 1856(CX)
 	INCQ         AX
 	CMPQ         AX, p15+120(FP)
-	JL           outer0_12
+	JL           outer0_10
 	VZEROUPPER
 	RET
 
@@ -4590,25 +4078,35 @@ DATA lgc57<>+24(SB)/4, $0xbf800000
 DATA lgc57<>+28(SB)/4, $0xbf800000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0xb81baadf
-DATA lgc58<>+4(SB)/4, $0xb81baadf
-DATA lgc58<>+8(SB)/4, $0xb81baadf
-DATA lgc58<>+12(SB)/4, $0xb81baadf
-DATA lgc58<>+16(SB)/4, $0xb81baadf
-DATA lgc58<>+20(SB)/4, $0xb81baadf
-DATA lgc58<>+24(SB)/4, $0xb81baadf
-DATA lgc58<>+28(SB)/4, $0xb81baadf
+DATA lgc58<>+0(SB)/4, $0x34c7411d
+DATA lgc58<>+4(SB)/4, $0x34c7411d
+DATA lgc58<>+8(SB)/4, $0x34c7411d
+DATA lgc58<>+12(SB)/4, $0x34c7411d
+DATA lgc58<>+16(SB)/4, $0x34c7411d
+DATA lgc58<>+20(SB)/4, $0x34c7411d
+DATA lgc58<>+24(SB)/4, $0x34c7411d
+DATA lgc58<>+28(SB)/4, $0x34c7411d
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0x34c7411d
-DATA lgc59<>+4(SB)/4, $0x34c7411d
-DATA lgc59<>+8(SB)/4, $0x34c7411d
-DATA lgc59<>+12(SB)/4, $0x34c7411d
-DATA lgc59<>+16(SB)/4, $0x34c7411d
-DATA lgc59<>+20(SB)/4, $0x34c7411d
-DATA lgc59<>+24(SB)/4, $0x34c7411d
-DATA lgc59<>+28(SB)/4, $0x34c7411d
+DATA lgc59<>+0(SB)/4, $0xb4c7411d
+DATA lgc59<>+4(SB)/4, $0xb4c7411d
+DATA lgc59<>+8(SB)/4, $0xb4c7411d
+DATA lgc59<>+12(SB)/4, $0xb4c7411d
+DATA lgc59<>+16(SB)/4, $0xb4c7411d
+DATA lgc59<>+20(SB)/4, $0xb4c7411d
+DATA lgc59<>+24(SB)/4, $0xb4c7411d
+DATA lgc59<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
+
+DATA lgc60<>+0(SB)/4, $0xb81baadf
+DATA lgc60<>+4(SB)/4, $0xb81baadf
+DATA lgc60<>+8(SB)/4, $0xb81baadf
+DATA lgc60<>+12(SB)/4, $0xb81baadf
+DATA lgc60<>+16(SB)/4, $0xb81baadf
+DATA lgc60<>+20(SB)/4, $0xb81baadf
+DATA lgc60<>+24(SB)/4, $0xb81baadf
+DATA lgc60<>+28(SB)/4, $0xb81baadf
+GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4616,35 +4114,35 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_25:
+blocks_19:
 	MOVQ    p0+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v75 = add(v73, v74) [T=421]
+	// v74 = add(v72, v73) [T=421]
 	VADDPS  lgc54<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v76 = div(v72, v75) [T=421]
+	// v75 = div(v71, v74) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v77 = sub(v0, v76) [T=421]
+	// v76 = sub(v0, v75) [T=421]
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    p2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v82 = mul(v78, v79) [T=421]
+	// v81 = mul(v77, v78) [T=421]
 	VMULPS  lgc53<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v83 = sub(v82, v81) [T=421]
+	// v82 = sub(v81, v80) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v84 = exp(v83) [T=421]
+	// v83 = exp(v82) [T=421]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -4674,16 +4172,16 @@ blocks_25:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v84) over [T]
+	// mean(v83) over [T]
 	MOVQ    p4+32(FP), DX
 	VADDPS  32128(DX), Y4, Y1
 	VMOVUPS Y1, 32128(DX)
 
-	// store v77
+	// store v76
 	MOVQ         p5+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_26
+	JNZ          noflush_20
 	MOVQ         p4+32(FP), CX
 	VMOVUPS      32128(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -4697,42 +4195,42 @@ blocks_25:
 	VMOVUPS      Y0, 32128(CX)
 	MOVQ         $+8, CX
 
-noflush_26:
+noflush_20:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
-	JL         blocks_25
+	JL         blocks_19
 	MOVQ       p0+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v75 = add(v73, v74) [T=421]
+	// v74 = add(v72, v73) [T=421]
 	VADDPS     lgc54<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v76 = div(v72, v75) [T=421]
+	// v75 = div(v71, v74) [T=421]
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v77 = sub(v0, v76) [T=421]
+	// v76 = sub(v0, v75) [T=421]
 	VSUBPS     Y0, Y1, Y0
 	MOVQ       p2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v82 = mul(v78, v79) [T=421]
+	// v81 = mul(v77, v78) [T=421]
 	VMULPS     lgc53<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v83 = sub(v82, v81) [T=421]
+	// v82 = sub(v81, v80) [T=421]
 	VSUBPS Y2, Y1, Y1
 
-	// v84 = exp(v83) [T=421]
+	// v83 = exp(v82) [T=421]
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
@@ -4762,7 +4260,7 @@ noflush_26:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v84) over [T]
+	// mean(v83) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -4772,7 +4270,7 @@ noflush_26:
 	VADDPS       32128(AX), Y1, Y1
 	VMOVUPS      Y1, 32128(AX)
 
-	// store v77
+	// store v76
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
@@ -4798,10 +4296,10 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc55<>+0(SB), Y1
 
-	// v87 = div(v85, v86) []
+	// v86 = div(v84, v85) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v87
+	// store v86
 	MOVQ   p1+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -4815,9 +4313,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_27:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_28
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc14<>+0(SB), Y0, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
@@ -4849,9 +4347,9 @@ bulk_27:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_27
+	JMP          bulk_21
 
-bulkdone_28:
+bulkdone_22:
 	VZEROUPPER
 	RET
 
@@ -4863,27 +4361,26 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_29:
+bulk_23:
 	CMPQ         BX, DX
-	JGE          bulkdone_30
+	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
-	VMULPS       lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc26<>+0(SB), Y3, Y3
-	VPAND        lgc29<>+0(SB), Y1, Y1
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc30<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc24<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc32<>+0(SB), Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
@@ -4891,6 +4388,7 @@ bulk_29:
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -4901,16 +4399,16 @@ bulk_29:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc10<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_29
+	JMP          bulk_23
 
-bulkdone_30:
+bulkdone_24:
 	VZEROUPPER
 	RET
 
@@ -4922,28 +4420,27 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_31:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_32
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
-	VMULPS       lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc29<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc30<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc32<>+0(SB), Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
@@ -4951,6 +4448,7 @@ bulk_31:
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -4961,9 +4459,9 @@ bulk_31:
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc42<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4974,12 +4472,12 @@ bulk_31:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc10<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc42<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_31
+	JMP          bulk_25
 
-bulkdone_32:
+bulkdone_26:
 	VZEROUPPER
 	RET

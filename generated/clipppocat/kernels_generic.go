@@ -11,19 +11,19 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v72 = var(v62) over N correction=0 [T=421]
-	s1    []float32           // v73 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v79 = logsumexp(v32) over N [T=421]
-	s3    []float32           // v81 = logsumexp(v80) over N [T=421]
-	s4    float32             // v85 = mean(v84) over T []
+	s0    []float32           // v71 = var(v61) over N correction=0 [T=421]
+	s1    []float32           // v72 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v78 = logsumexp(v32) over N [T=421]
+	s3    []float32           // v80 = logsumexp(v79) over N [T=421]
+	s4    float32             // v84 = mean(v83) over T []
+	acc71 []runtime.Welford   // accumulators of v71
 	acc72 []runtime.Welford   // accumulators of v72
-	acc73 []runtime.Welford   // accumulators of v73
-	acc79 []runtime.LogSumExp // accumulators of v79
-	acc81 []runtime.LogSumExp // accumulators of v81
+	acc78 []runtime.LogSumExp // accumulators of v78
+	acc80 []runtime.LogSumExp // accumulators of v80
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc72: make([]runtime.Welford, 421), acc73: make([]runtime.Welford, 421), acc79: make([]runtime.LogSumExp, 421), acc81: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc71: make([]runtime.Welford, 421), acc72: make([]runtime.Welford, 421), acc78: make([]runtime.LogSumExp, 421), acc80: make([]runtime.LogSumExp, 421)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
@@ -31,20 +31,20 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc47 := runtime.Mean{}
 	acc49 := runtime.Mean{}
 	acc51 := runtime.Mean{}
+	acc59 := runtime.Mean{}
 	acc60 := runtime.Mean{}
-	acc61 := runtime.Mean{}
-	acc71 := runtime.Mean{}
+	acc70 := runtime.Mean{}
+	for k := range s.acc71 {
+		s.acc71[k] = runtime.Welford{}
+	}
 	for k := range s.acc72 {
 		s.acc72[k] = runtime.Welford{}
 	}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.Welford{}
+	for k := range s.acc78 {
+		s.acc78[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc79 {
-		s.acc79[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc81 {
-		s.acc81[k] = runtime.NewLogSumExp()
+	for k := range s.acc80 {
+		s.acc80[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float32(0)
@@ -71,26 +71,31 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			out.Advantage[iN*421+iT] = v17
 			v18 := v16
 			out.ValueTarget[iN*421+iT] = v18
-			acc20 := math.Inf(-1)
+			v20 := float32(-3.4028235e+38)
+			acc21 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
-				acc20 = runtime.Max(acc20, float64(v19))
+				acc21 = runtime.Max(acc21, float64(v19))
 			}
-			v20 := float32(acc20)
-			v21 := v20
-			acc24 := 0.0
+			v21 := float32(acc21)
+			v22 := v21
+			acc25 := 0.0
+			acc54 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v23 := float32(math.Exp(float64(v22)))
-				acc24 += float64(v23)
+				v23 := v19 - v22
+				v24 := float32(math.Exp(float64(v23)))
+				acc25 += float64(v24)
+				v52 := max(v23, v20)
+				v53 := float32(v24 * v52)
+				acc54 += float64(v53)
 			}
-			v24 := float32(acc24)
-			v25 := float32(math.Log(float64(v24)))
+			v25 := float32(acc25)
+			v26 := float32(math.Log(float64(v25)))
 			v27 := float32(in.Action[iN*421+iT])
 			v28 := in.Logits[iN*842+iT*2+(int(v27))]
-			v29 := v28 - v21
-			v30 := v29 - v25
+			v29 := v28 - v22
+			v30 := v29 - v26
 			v31 := in.SampleLogProb[iN*421+iT]
 			v32 := v30 - v31
 			v33 := float32(-0.22314355)
@@ -112,132 +117,122 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			acc49.Add(float64(v48))
 			v50 := v31 - v30
 			acc51.Add(float64(v50))
-			v52 := float32(-3.4028235e+38)
-			acc56 := 0.0
-			for iA := 0; iA < 2; iA++ {
-				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v26 := v22 - v25
-				v53 := max(v26, v52)
-				v54 := float32(math.Exp(float64(v26)))
-				v55 := float32(v53 * v54)
-				acc56 += float64(v55)
-			}
-			v56 := float32(acc56)
-			v57 := -v56
-			v58 := float32(-0.01)
-			v59 := float32(v58 * v57)
-			acc60.Add(float64(v57))
-			acc61.Add(float64(v59))
-			v62 := v18 - v2
-			v63 := float32(math.Abs(float64(v62)))
-			v64 := float32(0.5)
-			v65 := b2f(v63 < v0)
-			v66 := float32(v64 * v63)
-			v67 := float32(v66 * v63)
-			v68 := v63 - v64
-			v69 := sel(v65, v67, v68)
-			v70 := float32(v0 * v69)
-			acc71.Add(float64(v70))
-			s.acc72[iT].Add(float64(v62))
-			s.acc73[iT].Add(float64(v18))
-			v78 := float32(2)
-			s.acc79[iT].Add(float64(v32))
-			v80 := float32(v78 * v32)
-			s.acc81[iT].Add(float64(v80))
+			v54 := float32(acc54)
+			v55 := v54 / v25
+			v56 := v26 - v55
+			v57 := float32(-0.01)
+			v58 := float32(v57 * v56)
+			acc59.Add(float64(v56))
+			acc60.Add(float64(v58))
+			v61 := v18 - v2
+			v62 := float32(math.Abs(float64(v61)))
+			v63 := float32(0.5)
+			v64 := b2f(v62 < v0)
+			v65 := float32(v63 * v62)
+			v66 := float32(v65 * v62)
+			v67 := v62 - v63
+			v68 := sel(v64, v66, v67)
+			v69 := float32(v0 * v68)
+			acc70.Add(float64(v69))
+			s.acc71[iT].Add(float64(v61))
+			s.acc72[iT].Add(float64(v18))
+			v77 := float32(2)
+			s.acc78[iT].Add(float64(v32))
+			v79 := float32(v77 * v32)
+			s.acc80[iT].Add(float64(v79))
 		}
 	}
 	out.LossObjective = float32(acc47.Result())
 	out.ClipFraction = float32(acc49.Result())
 	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc60.Result())
-	out.LossEntropy = float32(acc61.Result())
-	out.LossCritic = float32(acc71.Result())
+	out.Entropy = float32(acc59.Result())
+	out.LossEntropy = float32(acc60.Result())
+	out.LossCritic = float32(acc70.Result())
+	for k := range s.acc71 {
+		s.s0[k] = float32(s.acc71[k].Var(0))
+	}
 	for k := range s.acc72 {
-		s.s0[k] = float32(s.acc72[k].Var(0))
+		s.s1[k] = float32(s.acc72[k].Var(0))
 	}
-	for k := range s.acc73 {
-		s.s1[k] = float32(s.acc73[k].Var(0))
+	for k := range s.acc78 {
+		s.s2[k] = float32(s.acc78[k].Result())
 	}
-	for k := range s.acc79 {
-		s.s2[k] = float32(s.acc79[k].Result())
-	}
-	for k := range s.acc81 {
-		s.s3[k] = float32(s.acc81[k].Result())
+	for k := range s.acc80 {
+		s.s3[k] = float32(s.acc80[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc85 := runtime.Mean{}
+	acc84 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v72 := s.s0[iT]
-		v73 := s.s1[iT]
-		v74 := float32(1.1920929e-07)
-		v75 := v73 + v74
-		v76 := v72 / v75
-		v77 := v0 - v76
-		out.ExplainedVariance[iT] = v77
-		v78 := float32(2)
-		v79 := s.s2[iT]
-		v81 := s.s3[iT]
-		v82 := float32(v78 * v79)
-		v83 := v82 - v81
-		v84 := float32(math.Exp(float64(v83)))
-		acc85.Add(float64(v84))
+		v71 := s.s0[iT]
+		v72 := s.s1[iT]
+		v73 := float32(1.1920929e-07)
+		v74 := v72 + v73
+		v75 := v71 / v74
+		v76 := v0 - v75
+		out.ExplainedVariance[iT] = v76
+		v77 := float32(2)
+		v78 := s.s2[iT]
+		v80 := s.s3[iT]
+		v81 := float32(v77 * v78)
+		v82 := v81 - v80
+		v83 := float32(math.Exp(float64(v82)))
+		acc84.Add(float64(v83))
 	}
-	s.s4 = float32(acc85.Result())
+	s.s4 = float32(acc84.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v85 := s.s4
-	v86 := float32(64)
-	v87 := v85 / v86
-	out.ESS = v87
+	v84 := s.s4
+	v85 := float32(64)
+	v86 := v84 / v85
+	out.ESS = v86
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v72 = var(v62) over N correction=0 [T=421]
-	s1    []float32           // v73 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v79 = logsumexp(v32) over N [T=421]
-	s3    []float32           // v81 = logsumexp(v80) over N [T=421]
-	s4    float32             // v85 = mean(v84) over T []
+	s0    []float32           // v71 = var(v61) over N correction=0 [T=421]
+	s1    []float32           // v72 = var(v18) over N correction=0 [T=421]
+	s2    []float32           // v78 = logsumexp(v32) over N [T=421]
+	s3    []float32           // v80 = logsumexp(v79) over N [T=421]
+	s4    float32             // v84 = mean(v83) over T []
+	acc71 []runtime.Welford   // accumulators of v71
 	acc72 []runtime.Welford   // accumulators of v72
-	acc73 []runtime.Welford   // accumulators of v73
-	acc79 []runtime.LogSumExp // accumulators of v79
-	acc81 []runtime.LogSumExp // accumulators of v81
+	acc78 []runtime.LogSumExp // accumulators of v78
+	acc80 []runtime.LogSumExp // accumulators of v80
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc72: make([]runtime.Welford, 421), acc73: make([]runtime.Welford, 421), acc79: make([]runtime.LogSumExp, 421), acc81: make([]runtime.LogSumExp, 421)}
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc71: make([]runtime.Welford, 421), acc72: make([]runtime.Welford, 421), acc78: make([]runtime.LogSumExp, 421), acc80: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbConst127 is a constant tensor [A=2].
-var fbConst127 = [2]float32{float32(0), float32(1)}
+// fbConst130 is a constant tensor [A=2].
+var fbConst130 = [2]float32{float32(0), float32(1)}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc47 := runtime.Mean{}
 	acc49 := runtime.Mean{}
 	acc51 := runtime.Mean{}
+	acc59 := runtime.Mean{}
 	acc60 := runtime.Mean{}
-	acc61 := runtime.Mean{}
-	acc71 := runtime.Mean{}
+	acc70 := runtime.Mean{}
+	for k := range s.acc71 {
+		s.acc71[k] = runtime.Welford{}
+	}
 	for k := range s.acc72 {
 		s.acc72[k] = runtime.Welford{}
 	}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.Welford{}
+	for k := range s.acc78 {
+		s.acc78[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc79 {
-		s.acc79[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc81 {
-		s.acc81[k] = runtime.NewLogSumExp()
+	for k := range s.acc80 {
+		s.acc80[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
 		carry15 := float32(0)
@@ -264,26 +259,31 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			out.Advantage[iN*421+iT] = v17
 			v18 := v16
 			out.ValueTarget[iN*421+iT] = v18
-			acc20 := math.Inf(-1)
+			v20 := float32(-3.4028235e+38)
+			acc21 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
-				acc20 = runtime.Max(acc20, float64(v19))
+				acc21 = runtime.Max(acc21, float64(v19))
 			}
-			v20 := float32(acc20)
-			v21 := v20
-			acc24 := 0.0
+			v21 := float32(acc21)
+			v22 := v21
+			acc25 := 0.0
+			acc54 := 0.0
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v23 := float32(math.Exp(float64(v22)))
-				acc24 += float64(v23)
+				v23 := v19 - v22
+				v24 := float32(math.Exp(float64(v23)))
+				acc25 += float64(v24)
+				v52 := max(v23, v20)
+				v53 := float32(v24 * v52)
+				acc54 += float64(v53)
 			}
-			v24 := float32(acc24)
-			v25 := float32(math.Log(float64(v24)))
+			v25 := float32(acc25)
+			v26 := float32(math.Log(float64(v25)))
 			v27 := float32(in.Action[iN*421+iT])
 			v28 := in.Logits[iN*842+iT*2+(int(v27))]
-			v29 := v28 - v21
-			v30 := v29 - v25
+			v29 := v28 - v22
+			v30 := v29 - v26
 			v31 := in.SampleLogProb[iN*421+iT]
 			v32 := v30 - v31
 			v33 := float32(-0.22314355)
@@ -305,166 +305,140 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			acc49.Add(float64(v48))
 			v50 := v31 - v30
 			acc51.Add(float64(v50))
-			v52 := float32(-3.4028235e+38)
-			acc56 := 0.0
-			for iA := 0; iA < 2; iA++ {
-				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v26 := v22 - v25
-				v53 := max(v26, v52)
-				v54 := float32(math.Exp(float64(v26)))
-				v55 := float32(v53 * v54)
-				acc56 += float64(v55)
-			}
-			v56 := float32(acc56)
-			v57 := -v56
-			v58 := float32(-0.01)
-			v59 := float32(v58 * v57)
-			acc60.Add(float64(v57))
-			acc61.Add(float64(v59))
-			v62 := v18 - v2
-			v63 := float32(math.Abs(float64(v62)))
-			v64 := float32(0.5)
-			v65 := b2f(v63 < v0)
-			v66 := float32(v64 * v63)
-			v67 := float32(v66 * v63)
-			v68 := v63 - v64
-			v69 := sel(v65, v67, v68)
-			v70 := float32(v0 * v69)
-			acc71.Add(float64(v70))
-			s.acc72[iT].Add(float64(v62))
-			s.acc73[iT].Add(float64(v18))
-			v78 := float32(2)
-			s.acc79[iT].Add(float64(v32))
-			v80 := float32(v78 * v32)
-			s.acc81[iT].Add(float64(v80))
-			v88 := float32(3.7114016e-05)
-			v89 := sel(v65, v88, v38)
-			v90 := sel(v65, v38, v88)
-			v91 := float32(v89 * v63)
-			v92 := float32(v89 * v66)
-			v93 := v90 + v92
-			v94 := float32(v91 * v64)
-			v95 := v93 + v94
-			v96 := b2f(v62 > v38)
-			v97 := b2f(v62 < v38)
-			v98 := float32(-1)
-			v99 := float32(v62 * v38)
-			v100 := sel(v97, v98, v99)
-			v101 := sel(v96, v0, v100)
-			v102 := float32(v95 * v101)
-			v103 := -v102
-			g.StateValue[iN*421+iT] = v103
+			v54 := float32(acc54)
+			v55 := v54 / v25
+			v56 := v26 - v55
+			v57 := float32(-0.01)
+			v58 := float32(v57 * v56)
+			acc59.Add(float64(v56))
+			acc60.Add(float64(v58))
+			v61 := v18 - v2
+			v62 := float32(math.Abs(float64(v61)))
+			v63 := float32(0.5)
+			v64 := b2f(v62 < v0)
+			v65 := float32(v63 * v62)
+			v66 := float32(v65 * v62)
+			v67 := v62 - v63
+			v68 := sel(v64, v66, v67)
+			v69 := float32(v0 * v68)
+			acc70.Add(float64(v69))
+			s.acc71[iT].Add(float64(v61))
+			s.acc72[iT].Add(float64(v18))
+			v77 := float32(2)
+			s.acc78[iT].Add(float64(v32))
+			v79 := float32(v77 * v32)
+			s.acc80[iT].Add(float64(v79))
+			v87 := float32(3.7114016e-05)
+			v88 := sel(v64, v87, v38)
+			v89 := sel(v64, v38, v87)
+			v90 := float32(v88 * v62)
+			v91 := float32(v88 * v65)
+			v92 := v89 + v91
+			v93 := float32(v90 * v63)
+			v94 := v92 + v93
+			v95 := b2f(v61 > v38)
+			v96 := b2f(v61 < v38)
+			v97 := float32(-1)
+			v98 := float32(v61 * v38)
+			v99 := sel(v96, v97, v98)
+			v100 := sel(v95, v0, v99)
+			v101 := float32(v94 * v100)
+			v102 := -v101
+			g.StateValue[iN*421+iT] = v102
+			v103 := float32(-3.7114015e-07)
 			v104 := float32(3.7114015e-07)
-			v113 := float32(-3.7114016e-05)
-			v114 := float32(v113 * v17)
-			v115 := sel(v39, v114, v38)
-			v116 := sel(v39, v38, v114)
-			v117 := b2f(v37 >= v42)
-			v118 := b2f(v37 != v37)
-			v119 := max(v117, v118)
-			v120 := sel(v119, v116, v38)
-			v121 := b2f(v37 <= v40)
-			v122 := max(v121, v118)
-			v123 := sel(v122, v115, v38)
-			v124 := v120 + v123
-			v125 := float32(v124 * v37)
-			v126 := -v125
-			acc131 := 0.0
+			v105 := v104 / v25
+			v106 := float32(v103 * v54)
+			v107 := float32(v25 * v25)
+			v108 := v106 / v107
+			v115 := float32(-3.7114016e-05)
+			v116 := float32(v115 * v17)
+			v117 := sel(v39, v116, v38)
+			v118 := sel(v39, v38, v116)
+			v119 := b2f(v37 >= v42)
+			v120 := b2f(v37 != v37)
+			v121 := max(v119, v120)
+			v122 := sel(v121, v118, v38)
+			v123 := b2f(v37 <= v40)
+			v124 := max(v123, v120)
+			v125 := sel(v124, v117, v38)
+			v126 := v122 + v125
+			v127 := float32(v126 * v37)
+			v128 := -v127
+			v129 := v103 + v128
+			v133 := v129 / v25
+			v134 := v108 + v133
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v26 := v22 - v25
-				v53 := max(v26, v52)
-				v54 := float32(math.Exp(float64(v26)))
-				v105 := float32(v104 * v54)
-				v106 := float32(v104 * v53)
-				v107 := float32(v106 * v54)
-				v108 := b2f(v26 >= v52)
-				v109 := b2f(v26 != v26)
-				v110 := max(v108, v109)
-				v111 := sel(v110, v105, v38)
-				v112 := v107 + v111
-				v130 := -v112
-				acc131 += float64(v130)
-			}
-			v131 := float32(acc131)
-			v132 := v126 + v131
-			v133 := v132 / v24
-			for iA := 0; iA < 2; iA++ {
-				v19 := in.Logits[iN*842+iT*2+iA]
-				v22 := v19 - v21
-				v23 := float32(math.Exp(float64(v22)))
-				v26 := v22 - v25
-				v53 := max(v26, v52)
-				v54 := float32(math.Exp(float64(v26)))
-				v105 := float32(v104 * v54)
-				v106 := float32(v104 * v53)
-				v107 := float32(v106 * v54)
-				v108 := b2f(v26 >= v52)
-				v109 := b2f(v26 != v26)
-				v110 := max(v108, v109)
-				v111 := sel(v110, v105, v38)
-				v112 := v107 + v111
-				v127 := fbConst127[iA]
-				v128 := b2f(v127 == v27)
-				v129 := sel(v128, v125, v38)
-				v134 := float32(v133 * v23)
-				v135 := v112 + v134
-				v136 := v129 + v135
-				g.Logits[iN*842+iT*2+iA] = v136
+				v23 := v19 - v22
+				v24 := float32(math.Exp(float64(v23)))
+				v52 := max(v23, v20)
+				v109 := float32(v105 * v52)
+				v110 := float32(v105 * v24)
+				v111 := b2f(v23 >= v20)
+				v112 := b2f(v23 != v23)
+				v113 := max(v111, v112)
+				v114 := sel(v113, v110, v38)
+				v130 := fbConst130[iA]
+				v131 := b2f(v130 == v27)
+				v132 := sel(v131, v127, v38)
+				v135 := v109 + v134
+				v136 := float32(v135 * v24)
+				v137 := v114 + v136
+				v138 := v132 + v137
+				g.Logits[iN*842+iT*2+iA] = v138
 			}
 		}
 	}
 	out.LossObjective = float32(acc47.Result())
 	out.ClipFraction = float32(acc49.Result())
 	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc60.Result())
-	out.LossEntropy = float32(acc61.Result())
-	out.LossCritic = float32(acc71.Result())
+	out.Entropy = float32(acc59.Result())
+	out.LossEntropy = float32(acc60.Result())
+	out.LossCritic = float32(acc70.Result())
+	for k := range s.acc71 {
+		s.s0[k] = float32(s.acc71[k].Var(0))
+	}
 	for k := range s.acc72 {
-		s.s0[k] = float32(s.acc72[k].Var(0))
+		s.s1[k] = float32(s.acc72[k].Var(0))
 	}
-	for k := range s.acc73 {
-		s.s1[k] = float32(s.acc73[k].Var(0))
+	for k := range s.acc78 {
+		s.s2[k] = float32(s.acc78[k].Result())
 	}
-	for k := range s.acc79 {
-		s.s2[k] = float32(s.acc79[k].Result())
-	}
-	for k := range s.acc81 {
-		s.s3[k] = float32(s.acc81[k].Result())
+	for k := range s.acc80 {
+		s.s3[k] = float32(s.acc80[k].Result())
 	}
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc85 := runtime.Mean{}
+	acc84 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
 		v0 := float32(1)
-		v72 := s.s0[iT]
-		v73 := s.s1[iT]
-		v74 := float32(1.1920929e-07)
-		v75 := v73 + v74
-		v76 := v72 / v75
-		v77 := v0 - v76
-		out.ExplainedVariance[iT] = v77
-		v78 := float32(2)
-		v79 := s.s2[iT]
-		v81 := s.s3[iT]
-		v82 := float32(v78 * v79)
-		v83 := v82 - v81
-		v84 := float32(math.Exp(float64(v83)))
-		acc85.Add(float64(v84))
+		v71 := s.s0[iT]
+		v72 := s.s1[iT]
+		v73 := float32(1.1920929e-07)
+		v74 := v72 + v73
+		v75 := v71 / v74
+		v76 := v0 - v75
+		out.ExplainedVariance[iT] = v76
+		v77 := float32(2)
+		v78 := s.s2[iT]
+		v80 := s.s3[iT]
+		v81 := float32(v77 * v78)
+		v82 := v81 - v80
+		v83 := float32(math.Exp(float64(v82)))
+		acc84.Add(float64(v83))
 	}
-	s.s4 = float32(acc85.Result())
+	s.s4 = float32(acc84.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v85 := s.s4
-	v86 := float32(64)
-	v87 := v85 / v86
-	out.ESS = v87
+	v84 := s.s4
+	v85 := float32(64)
+	v86 := v84 / v85
+	out.ESS = v86
 }
 
 // b2f is a comparison or flag as 0 or 1.

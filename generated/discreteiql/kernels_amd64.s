@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $472-96
+TEXT ·pass0AVX2(SB), $464-96
 	XORQ AX, AX
 
 blocks_1:
@@ -43,14 +43,18 @@ blocks_1:
 	// v13 = detach(v9) [B=300]  # td0_return
 	VMOVUPD lgc2<>+0(SB), Y3
 	VMOVUPD Y3, (SP)
-	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y2, 96(SP)
-	VMOVUPD Y0, 128(SP)
+	VMOVUPD lgc3<>+0(SB), Y3
+	VMOVUPD Y3, 64(SP)
+	VMOVUPD lgc4<>+0(SB), Y3
+	VMOVUPD Y3, 128(SP)
+	VMOVUPD Y1, 192(SP)
+	VMOVUPD Y2, 224(SP)
+	VMOVUPD Y0, 256(SP)
 	XORQ    CX, CX
 
 inner_Q_2:
 	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 160(SP)
+	VMOVUPD Y0, 288(SP)
 	XORQ    BX, BX
 
 inner_A_3:
@@ -63,8 +67,8 @@ inner_A_3:
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc5<>+0(SB), Y1
+	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
@@ -73,30 +77,79 @@ inner_A_3:
 	ADDQ       R8, DI
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
-	MOVQ       $+0, 224(SP)
+	MOVQ       $+0, 352(SP)
 	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 224(SP)
+	MOVB       R8, 352(SP)
 	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 225(SP)
+	MOVB       R8, 353(SP)
 	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 226(SP)
+	MOVB       R8, 354(SP)
 	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 227(SP)
-	VPMOVZXBD  224(SP), X1
+	MOVB       R8, 355(SP)
+	VPMOVZXBD  352(SP), X1
+	VCVTDQ2PD  X1, Y1
+
+	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
+	VMULPD Y1, Y0, Y0
+
+	// sum(v16) over [A]
+	VADDPD  288(SP), Y0, Y0
+	VMOVUPD Y0, 288(SP)
+	INCQ    BX
+	CMPQ    BX, $+6
+	JL      inner_A_3
+
+	// finish v17
+	VMOVUPD 288(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 360(SP)
+	VMOVUPD Y0, 424(SP)
+	XORQ    BX, BX
+
+inner_A_4:
+	MOVQ       p6+48(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+1800, CX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*8), SI
+	VMOVUPD    lgc5<>+0(SB), Y1
+	VMOVUPD    lgc6<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
+	VGATHERDPD Y2, (SI)(X1*8), Y0
+	MOVQ       p5+40(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	MOVQ       $+0, 456(SP)
+	MOVB       (SI)(DI*1), R8
+	MOVB       R8, 456(SP)
+	MOVB       6(SI)(DI*1), R8
+	MOVB       R8, 457(SP)
+	MOVB       12(SI)(DI*1), R8
+	MOVB       R8, 458(SP)
+	MOVB       18(SI)(DI*1), R8
+	MOVB       R8, 459(SP)
+	VPMOVZXBD  456(SP), X1
 	VCVTDQ2PD  X1, Y1
 
 	// v19 = mul(v18, v15) [Q=3 B=300 A=6]
 	VMULPD Y1, Y0, Y0
 
 	// sum(v19) over [A]
-	VADDPD  160(SP), Y0, Y0
-	VMOVUPD Y0, 160(SP)
+	VADDPD  360(SP), Y0, Y0
+	VMOVUPD Y0, 360(SP)
 	INCQ    BX
 	CMPQ    BX, $+6
-	JL      inner_A_3
+	JL      inner_A_4
 
 	// finish v20
-	VMOVUPD 160(SP), Y0
+	VMOVUPD 360(SP), Y0
 
 	// reduce_min(v20) over [Q]
 	VMOVUPD (SP), Y1
@@ -104,6 +157,28 @@ inner_A_3:
 	VMINPD  Y0, Y1, Y1
 	VORPD   Y2, Y1, Y1
 	VMOVUPD Y1, (SP)
+	VMOVUPD 424(SP), Y0
+	VMOVUPD 256(SP), Y1
+
+	// v33 = sub(v17, v13) [Q=3 B=300]
+	VSUBPD Y1, Y0, Y0
+
+	// v34 = mul(v33, v33) [Q=3 B=300]
+	VMULPD Y0, Y0, Y0
+
+	// sum(v34) over [Q]
+	VADDPD  64(SP), Y0, Y1
+	VMOVUPD Y1, 64(SP)
+
+	// reduce_max(v34) over [Q]
+	VMOVUPD 128(SP), Y1
+	VXORPD  lgc7<>+0(SB), Y1, Y1
+	VXORPD  lgc7<>+0(SB), Y0, Y0
+	VMINPD  Y1, Y0, Y2
+	VMINPD  Y0, Y1, Y1
+	VORPD   Y2, Y1, Y1
+	VXORPD  lgc7<>+0(SB), Y1, Y1
+	VMOVUPD Y1, 128(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_Q_2
@@ -112,7 +187,7 @@ inner_A_3:
 	VMOVUPD (SP), Y0
 
 	// v23 = detach(v22) [B=300]
-	VMOVUPD 64(SP), Y1
+	VMOVUPD 192(SP), Y1
 
 	// v24 = sub(v23, v10) [B=300]
 	VSUBPD Y1, Y0, Y1
@@ -121,16 +196,14 @@ inner_A_3:
 	VMULPD lgc0<>+0(SB), Y1, Y1
 
 	// v26 = exp(v25) [B=300]
-	VMAXPD       lgc6<>+0(SB), Y1, Y2
-	VMINPD       lgc7<>+0(SB), Y2, Y2
-	VMULPD       lgc8<>+0(SB), Y2, Y3
+	VMAXPD       lgc8<>+0(SB), Y1, Y2
+	VMINPD       lgc9<>+0(SB), Y2, Y2
+	VMULPD       lgc10<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
 	VMOVAPD      Y2, Y2
-	VFNMADD231PD lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
-	VMOVAPD      lgc11<>+0(SB), Y4
-	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
+	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PD lgc12<>+0(SB), Y3, Y2
+	VMOVAPD      lgc13<>+0(SB), Y4
 	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc15<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc16<>+0(SB), Y2, Y4
@@ -140,117 +213,50 @@ inner_A_3:
 	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc23<>+0(SB), X2, X3
-	VPMINSD      lgc24<>+0(SB), X3, X3
+	VPMAXSD      lgc25<>+0(SB), X2, X3
+	VPMINSD      lgc26<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc25<>+0(SB), Y3, Y3
+	VPADDQ       lgc27<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc25<>+0(SB), Y2, Y2
+	VPADDQ       lgc27<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc26<>+0(SB), Y1
+	VMOVUPD      lgc28<>+0(SB), Y1
 
 	// v28 = min(v26, v27) [B=300]
 	VMINPD Y4, Y1, Y1
 
 	// v29 = detach(v28) [B=300]
-	MOVQ    p6+48(FP), CX
+	MOVQ    p7+56(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
 	// v30 = mul(v29, v21) [B=300]
 	VMULPD Y2, Y1, Y1
 
 	// v31 = neg(v30) [B=300]
-	VXORPD lgc27<>+0(SB), Y1, Y1
+	VXORPD lgc7<>+0(SB), Y1, Y1
 
 	// mean(v31) over [B]
-	MOVQ    p7+56(FP), CX
+	MOVQ    p8+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	VMOVUPD lgc3<>+0(SB), Y1
-	VMOVUPD Y1, 232(SP)
-	VMOVUPD Y0, 296(SP)
-	XORQ    BX, BX
-
-inner_Q_4:
-	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 328(SP)
-	XORQ    SI, SI
-
-inner_A_5:
-	MOVQ       p8+64(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+1800, BX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+6, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
-	VMOVUPD    lgc3<>+0(SB), Y0
-	VGATHERDPD Y2, (DI)(X1*8), Y0
-	MOVQ       p5+40(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+6, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
-	ADDQ       R9, R8
-	MOVQ       $+0, 392(SP)
-	MOVB       (DI)(R8*1), R9
-	MOVB       R9, 392(SP)
-	MOVB       6(DI)(R8*1), R9
-	MOVB       R9, 393(SP)
-	MOVB       12(DI)(R8*1), R9
-	MOVB       R9, 394(SP)
-	MOVB       18(DI)(R8*1), R9
-	MOVB       R9, 395(SP)
-	VPMOVZXBD  392(SP), X1
-	VCVTDQ2PD  X1, Y1
-
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
-	VMULPD Y1, Y0, Y0
-
-	// sum(v16) over [A]
-	VADDPD  328(SP), Y0, Y0
-	VMOVUPD Y0, 328(SP)
-	INCQ    SI
-	CMPQ    SI, $+6
-	JL      inner_A_5
-
-	// finish v17
-	VMOVUPD 328(SP), Y0
-	VMOVUPD 128(SP), Y1
-
-	// v33 = sub(v17, v13) [Q=3 B=300]
-	VSUBPD Y1, Y0, Y0
-
-	// v34 = mul(v33, v33) [Q=3 B=300]
-	VMULPD Y0, Y0, Y0
-
-	// sum(v34) over [Q]
-	VADDPD  232(SP), Y0, Y0
-	VMOVUPD Y0, 232(SP)
-	INCQ    BX
-	CMPQ    BX, $+3
-	JL      inner_Q_4
 
 	// finish v35
-	VMOVUPD 232(SP), Y0
+	VMOVUPD 64(SP), Y1
 
 	// mean(v35) over [B]
-	VADDPD  256(CX), Y0, Y0
-	VMOVUPD Y0, 256(CX)
-	VMOVUPD 296(SP), Y0
+	VADDPD  256(CX), Y1, Y1
+	VMOVUPD Y1, 256(CX)
 	MOVQ    p3+24(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
@@ -261,13 +267,13 @@ inner_A_5:
 	// v39 = gt(v37, v38) [B=300]
 	VCMPPD  $0x1e, Y1, Y0, Y1
 	VANDPD  lgc0<>+0(SB), Y1, Y1
-	VMOVUPD lgc28<>+0(SB), Y2
 	VMOVUPD lgc29<>+0(SB), Y3
+	VMOVUPD lgc30<>+0(SB), Y4
 
 	// v42 = where(v39, v40, v41) [B=300]
-	VMOVUPD   lgc3<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
+	VMOVUPD   lgc3<>+0(SB), Y5
+	VCMPPD    $0x04, Y5, Y1, Y5
+	VBLENDVPD Y5, Y3, Y4, Y1
 
 	// v43 = mul(v37, v37) [B=300]
 	VMULPD Y0, Y0, Y0
@@ -278,100 +284,25 @@ inner_A_5:
 	// mean(v44) over [B]
 	VADDPD  448(CX), Y0, Y0
 	VMOVUPD Y0, 448(CX)
-	MOVQ    p6+48(FP), BX
-	VMOVUPD (BX)(DX*8), Y0
 
 	// v46 = detach(v21) [B=300]
 	// v47 = neg(v46) [B=300]
-	VXORPD lgc27<>+0(SB), Y0, Y0
+	VXORPD lgc7<>+0(SB), Y2, Y0
 
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y0, Y0
 	VMOVUPD Y0, 640(CX)
-	VMOVUPD lgc30<>+0(SB), Y0
-	VMOVUPD Y0, 400(SP)
-	XORQ    CX, CX
-
-inner_Q_6:
-	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 328(SP)
-	XORQ    BX, BX
-
-inner_A_7:
-	MOVQ       p8+64(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+1800, CX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
-	VMOVUPD    lgc3<>+0(SB), Y0
-	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	MOVQ       $+0, 464(SP)
-	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 464(SP)
-	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 465(SP)
-	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 466(SP)
-	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 467(SP)
-	VPMOVZXBD  464(SP), X1
-	VCVTDQ2PD  X1, Y1
-
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
-	VMULPD Y1, Y0, Y0
-
-	// sum(v16) over [A]
-	VADDPD  328(SP), Y0, Y0
-	VMOVUPD Y0, 328(SP)
-	INCQ    BX
-	CMPQ    BX, $+6
-	JL      inner_A_7
-
-	// finish v17
-	VMOVUPD 328(SP), Y0
-	VMOVUPD 128(SP), Y1
-
-	// v33 = sub(v17, v13) [Q=3 B=300]
-	VSUBPD Y1, Y0, Y0
-
-	// v34 = mul(v33, v33) [Q=3 B=300]
-	VMULPD Y0, Y0, Y0
-
-	// reduce_max(v34) over [Q]
-	VMOVUPD 400(SP), Y1
-	VXORPD  lgc27<>+0(SB), Y1, Y1
-	VXORPD  lgc27<>+0(SB), Y0, Y0
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VXORPD  lgc27<>+0(SB), Y1, Y1
-	VMOVUPD Y1, 400(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_Q_6
 
 	// finish v49
-	VMOVUPD 400(SP), Y0
+	VMOVUPD 128(SP), Y0
 
 	// v50 = detach(v49) [B=300]
-	VMOVUPD 96(SP), Y1
+	VMOVUPD 224(SP), Y1
 
 	// store v12
 	MOVQ    p9+72(FP), CX
 	VMOVUPD Y1, (CX)(DX*8)
-	VMOVUPD 128(SP), Y1
+	VMOVUPD 256(SP), Y1
 
 	// store v13
 	MOVQ    p10+80(FP), CX
@@ -410,186 +341,186 @@ DATA lgc3<>+16(SB)/8, $0x0000000000000000
 DATA lgc3<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x00000000
-DATA lgc4<>+4(SB)/4, $0x00000006
-DATA lgc4<>+8(SB)/4, $0x0000000c
-DATA lgc4<>+12(SB)/4, $0x00000012
-DATA lgc4<>+16(SB)/4, $0x00000018
-DATA lgc4<>+20(SB)/4, $0x0000001e
-DATA lgc4<>+24(SB)/4, $0x00000024
-DATA lgc4<>+28(SB)/4, $0x0000002a
+DATA lgc4<>+0(SB)/8, $0xfff0000000000000
+DATA lgc4<>+8(SB)/8, $0xfff0000000000000
+DATA lgc4<>+16(SB)/8, $0xfff0000000000000
+DATA lgc4<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0xffffffffffffffff
-DATA lgc5<>+8(SB)/8, $0xffffffffffffffff
-DATA lgc5<>+16(SB)/8, $0xffffffffffffffff
-DATA lgc5<>+24(SB)/8, $0xffffffffffffffff
+DATA lgc5<>+0(SB)/4, $0x00000000
+DATA lgc5<>+4(SB)/4, $0x00000006
+DATA lgc5<>+8(SB)/4, $0x0000000c
+DATA lgc5<>+12(SB)/4, $0x00000012
+DATA lgc5<>+16(SB)/4, $0x00000018
+DATA lgc5<>+20(SB)/4, $0x0000001e
+DATA lgc5<>+24(SB)/4, $0x00000024
+DATA lgc5<>+28(SB)/4, $0x0000002a
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0xc087500000000000
-DATA lgc6<>+8(SB)/8, $0xc087500000000000
-DATA lgc6<>+16(SB)/8, $0xc087500000000000
-DATA lgc6<>+24(SB)/8, $0xc087500000000000
+DATA lgc6<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc6<>+8(SB)/8, $0xffffffffffffffff
+DATA lgc6<>+16(SB)/8, $0xffffffffffffffff
+DATA lgc6<>+24(SB)/8, $0xffffffffffffffff
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x4086300000000000
-DATA lgc7<>+8(SB)/8, $0x4086300000000000
-DATA lgc7<>+16(SB)/8, $0x4086300000000000
-DATA lgc7<>+24(SB)/8, $0x4086300000000000
+DATA lgc7<>+0(SB)/8, $0x8000000000000000
+DATA lgc7<>+8(SB)/8, $0x8000000000000000
+DATA lgc7<>+16(SB)/8, $0x8000000000000000
+DATA lgc7<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+0(SB)/8, $0xc087500000000000
+DATA lgc8<>+8(SB)/8, $0xc087500000000000
+DATA lgc8<>+16(SB)/8, $0xc087500000000000
+DATA lgc8<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+0(SB)/8, $0x4086300000000000
+DATA lgc9<>+8(SB)/8, $0x4086300000000000
+DATA lgc9<>+16(SB)/8, $0x4086300000000000
+DATA lgc9<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3f81111111111111
-DATA lgc19<>+8(SB)/8, $0x3f81111111111111
-DATA lgc19<>+16(SB)/8, $0x3f81111111111111
-DATA lgc19<>+24(SB)/8, $0x3f81111111111111
+DATA lgc19<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+0(SB)/8, $0x3f81111111111111
+DATA lgc21<>+8(SB)/8, $0x3f81111111111111
+DATA lgc21<>+16(SB)/8, $0x3f81111111111111
+DATA lgc21<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xfffffc02
-DATA lgc23<>+4(SB)/4, $0xfffffc02
-DATA lgc23<>+8(SB)/4, $0xfffffc02
-DATA lgc23<>+12(SB)/4, $0xfffffc02
-DATA lgc23<>+16(SB)/4, $0xfffffc02
-DATA lgc23<>+20(SB)/4, $0xfffffc02
-DATA lgc23<>+24(SB)/4, $0xfffffc02
-DATA lgc23<>+28(SB)/4, $0xfffffc02
+DATA lgc23<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x000003ff
-DATA lgc24<>+4(SB)/4, $0x000003ff
-DATA lgc24<>+8(SB)/4, $0x000003ff
-DATA lgc24<>+12(SB)/4, $0x000003ff
-DATA lgc24<>+16(SB)/4, $0x000003ff
-DATA lgc24<>+20(SB)/4, $0x000003ff
-DATA lgc24<>+24(SB)/4, $0x000003ff
-DATA lgc24<>+28(SB)/4, $0x000003ff
+DATA lgc24<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x00000000000003ff
-DATA lgc25<>+8(SB)/8, $0x00000000000003ff
-DATA lgc25<>+16(SB)/8, $0x00000000000003ff
-DATA lgc25<>+24(SB)/8, $0x00000000000003ff
+DATA lgc25<>+0(SB)/4, $0xfffffc02
+DATA lgc25<>+4(SB)/4, $0xfffffc02
+DATA lgc25<>+8(SB)/4, $0xfffffc02
+DATA lgc25<>+12(SB)/4, $0xfffffc02
+DATA lgc25<>+16(SB)/4, $0xfffffc02
+DATA lgc25<>+20(SB)/4, $0xfffffc02
+DATA lgc25<>+24(SB)/4, $0xfffffc02
+DATA lgc25<>+28(SB)/4, $0xfffffc02
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x4059000000000000
-DATA lgc26<>+8(SB)/8, $0x4059000000000000
-DATA lgc26<>+16(SB)/8, $0x4059000000000000
-DATA lgc26<>+24(SB)/8, $0x4059000000000000
+DATA lgc26<>+0(SB)/4, $0x000003ff
+DATA lgc26<>+4(SB)/4, $0x000003ff
+DATA lgc26<>+8(SB)/4, $0x000003ff
+DATA lgc26<>+12(SB)/4, $0x000003ff
+DATA lgc26<>+16(SB)/4, $0x000003ff
+DATA lgc26<>+20(SB)/4, $0x000003ff
+DATA lgc26<>+24(SB)/4, $0x000003ff
+DATA lgc26<>+28(SB)/4, $0x000003ff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x8000000000000000
-DATA lgc27<>+8(SB)/8, $0x8000000000000000
-DATA lgc27<>+16(SB)/8, $0x8000000000000000
-DATA lgc27<>+24(SB)/8, $0x8000000000000000
+DATA lgc27<>+0(SB)/8, $0x00000000000003ff
+DATA lgc27<>+8(SB)/8, $0x00000000000003ff
+DATA lgc27<>+16(SB)/8, $0x00000000000003ff
+DATA lgc27<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+8(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+16(SB)/8, $0x3fecccccc0000000
-DATA lgc28<>+24(SB)/8, $0x3fecccccc0000000
+DATA lgc28<>+0(SB)/8, $0x4059000000000000
+DATA lgc28<>+8(SB)/8, $0x4059000000000000
+DATA lgc28<>+16(SB)/8, $0x4059000000000000
+DATA lgc28<>+24(SB)/8, $0x4059000000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+8(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+16(SB)/8, $0x3fb99999a0000000
-DATA lgc29<>+24(SB)/8, $0x3fb99999a0000000
+DATA lgc29<>+0(SB)/8, $0x3fecccccc0000000
+DATA lgc29<>+8(SB)/8, $0x3fecccccc0000000
+DATA lgc29<>+16(SB)/8, $0x3fecccccc0000000
+DATA lgc29<>+24(SB)/8, $0x3fecccccc0000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0xfff0000000000000
-DATA lgc30<>+8(SB)/8, $0xfff0000000000000
-DATA lgc30<>+16(SB)/8, $0xfff0000000000000
-DATA lgc30<>+24(SB)/8, $0xfff0000000000000
+DATA lgc30<>+0(SB)/8, $0x3fb99999a0000000
+DATA lgc30<>+8(SB)/8, $0x3fb99999a0000000
+DATA lgc30<>+16(SB)/8, $0x3fb99999a0000000
+DATA lgc30<>+24(SB)/8, $0x3fb99999a0000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $744-120
+TEXT ·fbPass0AVX2(SB), $672-120
 	XORQ AX, AX
 
-blocks_8:
+blocks_5:
 	VMOVUPD   lgc0<>+0(SB), Y0
 	MOVQ      p0+0(FP), CX
 	XORQ      DX, DX
@@ -623,14 +554,284 @@ blocks_8:
 	// v13 = detach(v9) [B=300]  # td0_return
 	VMOVUPD lgc2<>+0(SB), Y3
 	VMOVUPD Y3, (SP)
+	VMOVUPD lgc3<>+0(SB), Y3
+	VMOVUPD Y3, 64(SP)
+	VMOVUPD lgc4<>+0(SB), Y3
+	VMOVUPD Y3, 128(SP)
+	VMOVUPD Y1, 192(SP)
+	VMOVUPD Y2, 224(SP)
+	VMOVUPD Y0, 256(SP)
+	XORQ    CX, CX
+
+inner_Q_6:
+	VMOVUPD lgc3<>+0(SB), Y0
+	VMOVUPD Y0, 288(SP)
+	XORQ    BX, BX
+
+inner_A_7:
+	MOVQ       p4+32(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+1800, CX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*8), SI
+	VMOVUPD    lgc5<>+0(SB), Y1
+	VMOVUPD    lgc6<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
+	VGATHERDPD Y2, (SI)(X1*8), Y0
+	MOVQ       p5+40(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	MOVQ       $+0, 352(SP)
+	MOVB       (SI)(DI*1), R8
+	MOVB       R8, 352(SP)
+	MOVB       6(SI)(DI*1), R8
+	MOVB       R8, 353(SP)
+	MOVB       12(SI)(DI*1), R8
+	MOVB       R8, 354(SP)
+	MOVB       18(SI)(DI*1), R8
+	MOVB       R8, 355(SP)
+	VPMOVZXBD  352(SP), X1
+	VCVTDQ2PD  X1, Y1
+
+	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
+	VMULPD Y1, Y0, Y0
+
+	// sum(v16) over [A]
+	VADDPD  288(SP), Y0, Y0
+	VMOVUPD Y0, 288(SP)
+	INCQ    BX
+	CMPQ    BX, $+6
+	JL      inner_A_7
+
+	// finish v17
+	VMOVUPD 288(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 360(SP)
+	VMOVUPD Y0, 424(SP)
+	XORQ    BX, BX
+
+inner_A_8:
+	MOVQ       p6+48(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+1800, CX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*8), SI
+	VMOVUPD    lgc5<>+0(SB), Y1
+	VMOVUPD    lgc6<>+0(SB), Y2
+	VMOVUPD    lgc3<>+0(SB), Y0
+	VGATHERDPD Y2, (SI)(X1*8), Y0
+	MOVQ       p5+40(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+6, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	MOVQ       $+0, 456(SP)
+	MOVB       (SI)(DI*1), R8
+	MOVB       R8, 456(SP)
+	MOVB       6(SI)(DI*1), R8
+	MOVB       R8, 457(SP)
+	MOVB       12(SI)(DI*1), R8
+	MOVB       R8, 458(SP)
+	MOVB       18(SI)(DI*1), R8
+	MOVB       R8, 459(SP)
+	VPMOVZXBD  456(SP), X1
+	VCVTDQ2PD  X1, Y1
+
+	// v19 = mul(v18, v15) [Q=3 B=300 A=6]
+	VMULPD Y1, Y0, Y0
+
+	// sum(v19) over [A]
+	VADDPD  360(SP), Y0, Y0
+	VMOVUPD Y0, 360(SP)
+	INCQ    BX
+	CMPQ    BX, $+6
+	JL      inner_A_8
+
+	// finish v20
+	VMOVUPD 360(SP), Y0
+
+	// reduce_min(v20) over [Q]
+	VMOVUPD (SP), Y1
+	VMINPD  Y1, Y0, Y2
+	VMINPD  Y0, Y1, Y1
+	VORPD   Y2, Y1, Y1
+	VMOVUPD Y1, (SP)
+	VMOVUPD 424(SP), Y0
+	VMOVUPD 256(SP), Y1
+
+	// v33 = sub(v17, v13) [Q=3 B=300]
+	VSUBPD Y1, Y0, Y0
+
+	// v34 = mul(v33, v33) [Q=3 B=300]
+	VMULPD Y0, Y0, Y0
+
+	// sum(v34) over [Q]
+	VADDPD  64(SP), Y0, Y1
 	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y2, 96(SP)
-	VMOVUPD Y0, 128(SP)
+
+	// reduce_max(v34) over [Q]
+	VMOVUPD 128(SP), Y1
+	VXORPD  lgc7<>+0(SB), Y1, Y1
+	VXORPD  lgc7<>+0(SB), Y0, Y0
+	VMINPD  Y1, Y0, Y2
+	VMINPD  Y0, Y1, Y1
+	VORPD   Y2, Y1, Y1
+	VXORPD  lgc7<>+0(SB), Y1, Y1
+	VMOVUPD Y1, 128(SP)
+	INCQ    CX
+	CMPQ    CX, $+3
+	JL      inner_Q_6
+
+	// finish v22
+	VMOVUPD (SP), Y0
+
+	// v23 = detach(v22) [B=300]
+	VMOVUPD 192(SP), Y1
+
+	// v24 = sub(v23, v10) [B=300]
+	VSUBPD Y1, Y0, Y1
+
+	// v25 = mul(v24, v1) [B=300]
+	VMULPD lgc0<>+0(SB), Y1, Y1
+
+	// v26 = exp(v25) [B=300]
+	VMAXPD       lgc8<>+0(SB), Y1, Y2
+	VMINPD       lgc9<>+0(SB), Y2, Y2
+	VMULPD       lgc10<>+0(SB), Y2, Y3
+	VROUNDPD     $0x00, Y3, Y3
+	VMOVAPD      Y2, Y2
+	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
+	VFNMADD231PD lgc12<>+0(SB), Y3, Y2
+	VMOVAPD      lgc13<>+0(SB), Y4
+	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc16<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc17<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc18<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
+	VCVTPD2DQY   Y3, X2
+	VPMAXSD      lgc25<>+0(SB), X2, X3
+	VPMINSD      lgc26<>+0(SB), X3, X3
+	VPSUBD       X3, X2, X2
+	VPMOVSXDQ    X3, Y3
+	VPMOVSXDQ    X2, Y2
+	VPADDQ       lgc27<>+0(SB), Y3, Y3
+	VPSLLQ       $0x34, Y3, Y3
+	VPADDQ       lgc27<>+0(SB), Y2, Y2
+	VPSLLQ       $0x34, Y2, Y2
+	VMULPD       Y3, Y4, Y4
+	VMULPD       Y2, Y4, Y4
+	VCMPPD       $0x03, Y1, Y1, Y2
+	VBLENDVPD    Y2, Y1, Y4, Y4
+	VMOVUPD      lgc28<>+0(SB), Y1
+
+	// v28 = min(v26, v27) [B=300]
+	VMINPD Y4, Y1, Y1
+
+	// v29 = detach(v28) [B=300]
+	MOVQ    p7+56(FP), CX
+	VMOVUPD (CX)(DX*8), Y2
+
+	// v30 = mul(v29, v21) [B=300]
+	VMULPD Y2, Y1, Y3
+
+	// v31 = neg(v30) [B=300]
+	VXORPD lgc7<>+0(SB), Y3, Y3
+
+	// mean(v31) over [B]
+	MOVQ    p8+64(FP), CX
+	VADDPD  64(CX), Y3, Y3
+	VMOVUPD Y3, 64(CX)
+	VMOVUPD Y1, 464(SP)
+
+	// finish v35
+	VMOVUPD 64(SP), Y1
+
+	// mean(v35) over [B]
+	VADDPD  256(CX), Y1, Y1
+	VMOVUPD Y1, 256(CX)
+	MOVQ    p3+24(FP), BX
+	VMOVUPD (BX)(DX*8), Y1
+
+	// v37 = sub(v23, v4) [B=300]  # value_diff
+	VSUBPD  Y1, Y0, Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+
+	// v39 = gt(v37, v38) [B=300]
+	VCMPPD  $0x1e, Y1, Y0, Y1
+	VANDPD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPD lgc29<>+0(SB), Y3
+	VMOVUPD lgc30<>+0(SB), Y4
+
+	// v42 = where(v39, v40, v41) [B=300]
+	VMOVUPD   lgc3<>+0(SB), Y5
+	VCMPPD    $0x04, Y5, Y1, Y5
+	VBLENDVPD Y5, Y3, Y4, Y1
+
+	// v43 = mul(v37, v37) [B=300]
+	VMULPD Y0, Y0, Y3
+
+	// v44 = mul(v42, v43) [B=300]
+	VMULPD Y3, Y1, Y3
+
+	// mean(v44) over [B]
+	VADDPD  448(CX), Y3, Y3
+	VMOVUPD Y3, 448(CX)
+
+	// v46 = detach(v21) [B=300]
+	// v47 = neg(v46) [B=300]
+	VXORPD lgc7<>+0(SB), Y2, Y2
+
+	// mean(v47) over [B]
+	VADDPD  640(CX), Y2, Y2
+	VMOVUPD Y2, 640(CX)
+
+	// finish v49
+	VMOVUPD 128(SP), Y2
+
+	// v50 = detach(v49) [B=300]
+	// v52 = mul(v51, v42) [B=300]
+	VMULPD lgc31<>+0(SB), Y1, Y1
+
+	// v53 = mul(v52, v37) [B=300]
+	VMULPD Y0, Y1, Y0
+
+	// v54 = add(v53, v53) [B=300]
+	VADDPD Y0, Y0, Y0
+
+	// v55 = neg(v54) [B=300]
+	VXORPD  lgc7<>+0(SB), Y0, Y0
+	VMOVUPD 464(SP), Y1
+
+	// v59 = mul(v58, v29) [B=300]
+	VMULPD  lgc32<>+0(SB), Y1, Y1
+	VMOVUPD Y2, 496(SP)
+	VMOVUPD Y0, 528(SP)
+	VMOVUPD Y1, 560(SP)
 	XORQ    CX, CX
 
 inner_Q_9:
 	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 160(SP)
+	VMOVUPD Y0, 288(SP)
 	XORQ    BX, BX
 
 inner_A_10:
@@ -643,8 +844,8 @@ inner_A_10:
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
+	VMOVUPD    lgc5<>+0(SB), Y1
+	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 	MOVQ       p5+40(FP), SI
@@ -653,375 +854,31 @@ inner_A_10:
 	ADDQ       R8, DI
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
-	MOVQ       $+0, 224(SP)
+	MOVQ       $+0, 592(SP)
 	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 224(SP)
+	MOVB       R8, 592(SP)
 	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 225(SP)
+	MOVB       R8, 593(SP)
 	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 226(SP)
+	MOVB       R8, 594(SP)
 	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 227(SP)
-	VPMOVZXBD  224(SP), X1
+	MOVB       R8, 595(SP)
+	VPMOVZXBD  592(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v19 = mul(v18, v15) [Q=3 B=300 A=6]
+	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
 	VMULPD Y1, Y0, Y0
 
-	// sum(v19) over [A]
-	VADDPD  160(SP), Y0, Y0
-	VMOVUPD Y0, 160(SP)
+	// sum(v16) over [A]
+	VADDPD  288(SP), Y0, Y0
+	VMOVUPD Y0, 288(SP)
 	INCQ    BX
 	CMPQ    BX, $+6
 	JL      inner_A_10
 
-	// finish v20
-	VMOVUPD 160(SP), Y0
-
-	// reduce_min(v20) over [Q]
-	VMOVUPD (SP), Y1
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VMOVUPD Y1, (SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_Q_9
-
-	// finish v22
-	VMOVUPD (SP), Y0
-
-	// v23 = detach(v22) [B=300]
-	VMOVUPD 64(SP), Y1
-
-	// v24 = sub(v23, v10) [B=300]
-	VSUBPD Y1, Y0, Y1
-
-	// v25 = mul(v24, v1) [B=300]
-	VMULPD lgc0<>+0(SB), Y1, Y1
-
-	// v26 = exp(v25) [B=300]
-	VMAXPD       lgc6<>+0(SB), Y1, Y2
-	VMINPD       lgc7<>+0(SB), Y2, Y2
-	VMULPD       lgc8<>+0(SB), Y2, Y3
-	VROUNDPD     $0x00, Y3, Y3
-	VMOVAPD      Y2, Y2
-	VFNMADD231PD lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
-	VMOVAPD      lgc11<>+0(SB), Y4
-	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc0<>+0(SB), Y2, Y4
-	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc23<>+0(SB), X2, X3
-	VPMINSD      lgc24<>+0(SB), X3, X3
-	VPSUBD       X3, X2, X2
-	VPMOVSXDQ    X3, Y3
-	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc25<>+0(SB), Y3, Y3
-	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc25<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
-	VMULPD       Y3, Y4, Y4
-	VMULPD       Y2, Y4, Y4
-	VCMPPD       $0x03, Y1, Y1, Y2
-	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc26<>+0(SB), Y1
-
-	// v28 = min(v26, v27) [B=300]
-	VMINPD Y4, Y1, Y1
-
-	// v29 = detach(v28) [B=300]
-	MOVQ    p6+48(FP), CX
-	VMOVUPD (CX)(DX*8), Y2
-
-	// v30 = mul(v29, v21) [B=300]
-	VMULPD Y2, Y1, Y2
-
-	// v31 = neg(v30) [B=300]
-	VXORPD lgc27<>+0(SB), Y2, Y2
-
-	// mean(v31) over [B]
-	MOVQ    p7+56(FP), CX
-	VADDPD  64(CX), Y2, Y2
-	VMOVUPD Y2, 64(CX)
-	VMOVUPD lgc3<>+0(SB), Y2
-	VMOVUPD Y2, 232(SP)
-	VMOVUPD Y0, 296(SP)
-	VMOVUPD Y1, 328(SP)
-	XORQ    BX, BX
-
-inner_Q_11:
-	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 360(SP)
-	XORQ    SI, SI
-
-inner_A_12:
-	MOVQ       p8+64(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+1800, BX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+6, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
-	VMOVUPD    lgc3<>+0(SB), Y0
-	VGATHERDPD Y2, (DI)(X1*8), Y0
-	MOVQ       p5+40(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+6, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
-	ADDQ       R9, R8
-	MOVQ       $+0, 424(SP)
-	MOVB       (DI)(R8*1), R9
-	MOVB       R9, 424(SP)
-	MOVB       6(DI)(R8*1), R9
-	MOVB       R9, 425(SP)
-	MOVB       12(DI)(R8*1), R9
-	MOVB       R9, 426(SP)
-	MOVB       18(DI)(R8*1), R9
-	MOVB       R9, 427(SP)
-	VPMOVZXBD  424(SP), X1
-	VCVTDQ2PD  X1, Y1
-
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
-	VMULPD Y1, Y0, Y0
-
-	// sum(v16) over [A]
-	VADDPD  360(SP), Y0, Y0
-	VMOVUPD Y0, 360(SP)
-	INCQ    SI
-	CMPQ    SI, $+6
-	JL      inner_A_12
-
 	// finish v17
-	VMOVUPD 360(SP), Y0
-	VMOVUPD 128(SP), Y1
-
-	// v33 = sub(v17, v13) [Q=3 B=300]
-	VSUBPD Y1, Y0, Y0
-
-	// v34 = mul(v33, v33) [Q=3 B=300]
-	VMULPD Y0, Y0, Y0
-
-	// sum(v34) over [Q]
-	VADDPD  232(SP), Y0, Y0
-	VMOVUPD Y0, 232(SP)
-	INCQ    BX
-	CMPQ    BX, $+3
-	JL      inner_Q_11
-
-	// finish v35
-	VMOVUPD 232(SP), Y0
-
-	// mean(v35) over [B]
-	VADDPD  256(CX), Y0, Y0
-	VMOVUPD Y0, 256(CX)
-	VMOVUPD 296(SP), Y0
-	MOVQ    p3+24(FP), BX
-	VMOVUPD (BX)(DX*8), Y1
-
-	// v37 = sub(v23, v4) [B=300]  # value_diff
-	VSUBPD  Y1, Y0, Y0
-	VMOVUPD lgc3<>+0(SB), Y1
-
-	// v39 = gt(v37, v38) [B=300]
-	VCMPPD  $0x1e, Y1, Y0, Y1
-	VANDPD  lgc0<>+0(SB), Y1, Y1
-	VMOVUPD lgc28<>+0(SB), Y2
-	VMOVUPD lgc29<>+0(SB), Y3
-
-	// v42 = where(v39, v40, v41) [B=300]
-	VMOVUPD   lgc3<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
-
-	// v43 = mul(v37, v37) [B=300]
-	VMULPD Y0, Y0, Y2
-
-	// v44 = mul(v42, v43) [B=300]
-	VMULPD Y2, Y1, Y2
-
-	// mean(v44) over [B]
-	VADDPD  448(CX), Y2, Y2
-	VMOVUPD Y2, 448(CX)
-	MOVQ    p6+48(FP), BX
-	VMOVUPD (BX)(DX*8), Y2
-
-	// v46 = detach(v21) [B=300]
-	// v47 = neg(v46) [B=300]
-	VXORPD lgc27<>+0(SB), Y2, Y2
-
-	// mean(v47) over [B]
-	VADDPD  640(CX), Y2, Y2
-	VMOVUPD Y2, 640(CX)
-	VMOVUPD lgc30<>+0(SB), Y2
-	VMOVUPD Y2, 432(SP)
-	VMOVUPD Y0, 496(SP)
-	VMOVUPD Y1, 528(SP)
-	XORQ    CX, CX
-
-inner_Q_13:
-	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 360(SP)
-	XORQ    BX, BX
-
-inner_A_14:
-	MOVQ       p8+64(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+1800, CX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
-	VMOVUPD    lgc3<>+0(SB), Y0
-	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	MOVQ       $+0, 560(SP)
-	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 560(SP)
-	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 561(SP)
-	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 562(SP)
-	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 563(SP)
-	VPMOVZXBD  560(SP), X1
-	VCVTDQ2PD  X1, Y1
-
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
-	VMULPD Y1, Y0, Y0
-
-	// sum(v16) over [A]
-	VADDPD  360(SP), Y0, Y0
-	VMOVUPD Y0, 360(SP)
-	INCQ    BX
-	CMPQ    BX, $+6
-	JL      inner_A_14
-
-	// finish v17
-	VMOVUPD 360(SP), Y0
-	VMOVUPD 128(SP), Y1
-
-	// v33 = sub(v17, v13) [Q=3 B=300]
-	VSUBPD Y1, Y0, Y0
-
-	// v34 = mul(v33, v33) [Q=3 B=300]
-	VMULPD Y0, Y0, Y0
-
-	// reduce_max(v34) over [Q]
-	VMOVUPD 432(SP), Y1
-	VXORPD  lgc27<>+0(SB), Y1, Y1
-	VXORPD  lgc27<>+0(SB), Y0, Y0
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VXORPD  lgc27<>+0(SB), Y1, Y1
-	VMOVUPD Y1, 432(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_Q_13
-
-	// finish v49
-	VMOVUPD 432(SP), Y0
-
-	// v50 = detach(v49) [B=300]
-	VMOVUPD 528(SP), Y1
-
-	// v52 = mul(v51, v42) [B=300]
-	VMULPD  lgc31<>+0(SB), Y1, Y1
-	VMOVUPD 496(SP), Y2
-
-	// v53 = mul(v52, v37) [B=300]
-	VMULPD Y2, Y1, Y1
-
-	// v54 = add(v53, v53) [B=300]
-	VADDPD Y1, Y1, Y1
-
-	// v55 = neg(v54) [B=300]
-	VXORPD  lgc27<>+0(SB), Y1, Y1
-	VMOVUPD 328(SP), Y2
-
-	// v59 = mul(v58, v29) [B=300]
-	VMULPD  lgc32<>+0(SB), Y2, Y2
-	VMOVUPD Y0, 568(SP)
-	VMOVUPD Y1, 600(SP)
-	VMOVUPD Y2, 632(SP)
-	XORQ    CX, CX
-
-inner_Q_15:
-	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 360(SP)
-	XORQ    BX, BX
-
-inner_A_16:
-	MOVQ       p8+64(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+1800, CX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc4<>+0(SB), Y1
-	VMOVUPD    lgc5<>+0(SB), Y2
-	VMOVUPD    lgc3<>+0(SB), Y0
-	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
-	ADDQ       R8, DI
-	MOVQ       $+0, 664(SP)
-	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 664(SP)
-	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 665(SP)
-	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 666(SP)
-	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 667(SP)
-	VPMOVZXBD  664(SP), X1
-	VCVTDQ2PD  X1, Y1
-
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
-	VMULPD Y1, Y0, Y0
-
-	// sum(v16) over [A]
-	VADDPD  360(SP), Y0, Y0
-	VMOVUPD Y0, 360(SP)
-	INCQ    BX
-	CMPQ    BX, $+6
-	JL      inner_A_16
-
-	// finish v17
-	VMOVUPD 360(SP), Y0
-	VMOVUPD 128(SP), Y1
+	VMOVUPD 288(SP), Y0
+	VMOVUPD 256(SP), Y1
 
 	// v33 = sub(v17, v13) [Q=3 B=300]
 	VSUBPD Y1, Y0, Y0
@@ -1031,27 +888,27 @@ inner_A_16:
 
 	// v57 = add(v56, v56) [Q=3 B=300]
 	VADDPD  Y0, Y0, Y0
-	VMOVUPD Y0, 672(SP)
+	VMOVUPD Y0, 600(SP)
 	XORQ    BX, BX
 
-inner_A_17:
-	VMOVUPD   672(SP), Y0
+inner_A_11:
+	VMOVUPD   600(SP), Y0
 	MOVQ      p5+40(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+1, BX, R8
 	ADDQ      R8, DI
-	MOVQ      $+0, 704(SP)
+	MOVQ      $+0, 632(SP)
 	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 704(SP)
+	MOVB      R8, 632(SP)
 	MOVB      6(SI)(DI*1), R8
-	MOVB      R8, 705(SP)
+	MOVB      R8, 633(SP)
 	MOVB      12(SI)(DI*1), R8
-	MOVB      R8, 706(SP)
+	MOVB      R8, 634(SP)
 	MOVB      18(SI)(DI*1), R8
-	MOVB      R8, 707(SP)
-	VPMOVZXBD 704(SP), X1
+	MOVB      R8, 635(SP)
+	VPMOVZXBD 632(SP), X1
 	VCVTDQ2PD X1, Y1
 
 	// v60 = mul(v57, v15) [Q=3 B=300 A=6]
@@ -1066,49 +923,49 @@ inner_A_17:
 	ADDQ    R8, DI
 	IMUL3Q  $+1, BX, R8
 	ADDQ    R8, DI
-	VMOVUPD Y0, 712(SP)
-	MOVQ    712(SP), R8
+	VMOVUPD Y0, 640(SP)
+	MOVQ    640(SP), R8
 	MOVQ    R8, (SI)(DI*8)
-	MOVQ    720(SP), R8
+	MOVQ    648(SP), R8
 	MOVQ    R8, 48(SI)(DI*8)
-	MOVQ    728(SP), R8
+	MOVQ    656(SP), R8
 	MOVQ    R8, 96(SI)(DI*8)
-	MOVQ    736(SP), R8
+	MOVQ    664(SP), R8
 	MOVQ    R8, 144(SI)(DI*8)
 	INCQ    BX
 	CMPQ    BX, $+6
-	JL      inner_A_17
+	JL      inner_A_11
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_Q_15
-	VMOVUPD 96(SP), Y0
+	JL      inner_Q_9
+	VMOVUPD 224(SP), Y0
 
 	// store v12
 	MOVQ    p10+80(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 128(SP), Y0
+	VMOVUPD 256(SP), Y0
 
 	// store v13
 	MOVQ    p11+88(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 568(SP), Y0
+	VMOVUPD 496(SP), Y0
 
 	// store v50
 	MOVQ    p12+96(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 600(SP), Y0
+	VMOVUPD 528(SP), Y0
 
 	// store v55
 	MOVQ    p13+104(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 632(SP), Y0
+	VMOVUPD 560(SP), Y0
 
 	// store v59
 	MOVQ    p14+112(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+300
-	JL      blocks_8
+	JL      blocks_5
 	VZEROUPPER
 	RET
 
@@ -1132,20 +989,18 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_18:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_19
+	JGE          bulkdone_13
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc6<>+0(SB), Y0, Y1
-	VMINPD       lgc7<>+0(SB), Y1, Y1
-	VMULPD       lgc8<>+0(SB), Y1, Y2
+	VMAXPD       lgc8<>+0(SB), Y0, Y1
+	VMINPD       lgc9<>+0(SB), Y1, Y1
+	VMULPD       lgc10<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc10<>+0(SB), Y2, Y1
-	VMOVAPD      lgc11<>+0(SB), Y3
-	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
+	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PD lgc12<>+0(SB), Y2, Y1
+	VMOVAPD      lgc13<>+0(SB), Y3
 	VFMADD213PD  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc15<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc16<>+0(SB), Y1, Y3
@@ -1155,17 +1010,19 @@ bulk_18:
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc0<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc23<>+0(SB), X1, X2
-	VPMINSD      lgc24<>+0(SB), X2, X2
+	VPMAXSD      lgc25<>+0(SB), X1, X2
+	VPMINSD      lgc26<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc25<>+0(SB), Y2, Y2
+	VPADDQ       lgc27<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc25<>+0(SB), Y1, Y1
+	VPADDQ       lgc27<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -1173,9 +1030,9 @@ bulk_18:
 	VBLENDVPD    Y1, Y0, Y3, Y3
 	VMOVUPD      Y3, (AX)(BX*8)
 	ADDQ         $+4, BX
-	JMP          bulk_18
+	JMP          bulk_12
 
-bulkdone_19:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1187,21 +1044,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_20:
+bulk_14:
 	CMPQ        BX, DX
-	JGE         bulkdone_21
+	JGE         bulkdone_15
 	VMOVUPD     (CX)(BX*8), Y0
 	VCMPPD      $0x11, lgc33<>+0(SB), Y0, Y1
 	VMULPD      lgc34<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc25<>+0(SB), Y3, Y3
+	VPSUBQ      lgc27<>+0(SB), Y3, Y3
 	VPAND       lgc35<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
 	VPAND       lgc36<>+0(SB), Y2, Y1
 	VPOR        lgc0<>+0(SB), Y1, Y1
 	VCMPPD      $0x1e, lgc37<>+0(SB), Y1, Y2
-	VMULPD      lgc22<>+0(SB), Y1, Y4
+	VMULPD      lgc24<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc0<>+0(SB), Y1, Y1
@@ -1220,18 +1077,18 @@ bulk_20:
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc22<>+0(SB), Y4, Y4
+	VMULPD      lgc24<>+0(SB), Y4, Y4
 	VPADDQ      lgc46<>+0(SB), Y3, Y3
 	VSUBPD      lgc46<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc10<>+0(SB), Y3, Y5
+	VFMADD231PD lgc12<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc9<>+0(SB), Y3, Y1
+	VMULPD      lgc11<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc30<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc4<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc47<>+0(SB), Y1, Y1
 	VCMPPD      $0x00, lgc2<>+0(SB), Y0, Y2
@@ -1240,9 +1097,9 @@ bulk_20:
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_20
+	JMP         bulk_14
 
-bulkdone_21:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1344,22 +1201,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_22:
+bulk_16:
 	CMPQ        BX, DX
-	JGE         bulkdone_23
+	JGE         bulkdone_17
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc0<>+0(SB), Y0, Y1
 	VCMPPD      $0x11, lgc33<>+0(SB), Y1, Y2
 	VMULPD      lgc34<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc25<>+0(SB), Y4, Y4
+	VPSUBQ      lgc27<>+0(SB), Y4, Y4
 	VPAND       lgc35<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
 	VPAND       lgc36<>+0(SB), Y3, Y2
 	VPOR        lgc0<>+0(SB), Y2, Y2
 	VCMPPD      $0x1e, lgc37<>+0(SB), Y2, Y3
-	VMULPD      lgc22<>+0(SB), Y2, Y5
+	VMULPD      lgc24<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc0<>+0(SB), Y2, Y2
@@ -1378,18 +1235,18 @@ bulk_22:
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc22<>+0(SB), Y5, Y5
+	VMULPD      lgc24<>+0(SB), Y5, Y5
 	VPADDQ      lgc46<>+0(SB), Y4, Y4
 	VSUBPD      lgc46<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc10<>+0(SB), Y4, Y6
+	VFMADD231PD lgc12<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc9<>+0(SB), Y4, Y2
+	VMULPD      lgc11<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc30<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc4<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc47<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
@@ -1403,13 +1260,13 @@ bulk_22:
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc30<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc4<>+0(SB), Y2, Y2
 	VCMPPD      $0x00, lgc2<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc2<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_22
+	JMP         bulk_16
 
-bulkdone_23:
+bulkdone_17:
 	VZEROUPPER
 	RET

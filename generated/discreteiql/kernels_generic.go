@@ -41,7 +41,17 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		out.ValueTarget[iB] = v13
 		v21 := in.LogProb[iB]
 		acc22 := math.Inf(1)
+		acc35 := 0.0
+		acc49 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
+			acc17 := 0.0
+			for iA := 0; iA < 6; iA++ {
+				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
+				v15 := b2f(in.Action[iB*6+iA])
+				v16 := float64(v14 * v15)
+				acc17 += v16
+			}
+			v17 := acc17
 			acc20 := 0.0
 			for iA := 0; iA < 6; iA++ {
 				v15 := b2f(in.Action[iB*6+iA])
@@ -51,6 +61,10 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			}
 			v20 := acc20
 			acc22 = runtime.Min(acc22, v20)
+			v33 := v17 - v13
+			v34 := float64(v33 * v33)
+			acc35 += v34
+			acc49 = runtime.Max(acc49, v34)
 		}
 		v22 := acc22
 		v23 := v22
@@ -63,20 +77,6 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v30 := float64(v29 * v21)
 		v31 := -v30
 		acc32.Add(v31)
-		acc35 := 0.0
-		for iQ := 0; iQ < 3; iQ++ {
-			acc17 := 0.0
-			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
-				acc17 += v16
-			}
-			v17 := acc17
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc35 += v34
-		}
 		v35 := acc35
 		acc36.Add(v35)
 		v37 := v23 - v4
@@ -91,20 +91,6 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v46 := v21
 		v47 := -v46
 		acc48.Add(v47)
-		acc49 := math.Inf(-1)
-		for iQ := 0; iQ < 3; iQ++ {
-			acc17 := 0.0
-			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
-				acc17 += v16
-			}
-			v17 := acc17
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc49 = runtime.Max(acc49, v34)
-		}
 		v49 := acc49
 		v50 := v49
 		out.TDError[iB] = v50
@@ -148,7 +134,17 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		out.ValueTarget[iB] = v13
 		v21 := in.LogProb[iB]
 		acc22 := math.Inf(1)
+		acc35 := 0.0
+		acc49 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
+			acc17 := 0.0
+			for iA := 0; iA < 6; iA++ {
+				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
+				v15 := b2f(in.Action[iB*6+iA])
+				v16 := float64(v14 * v15)
+				acc17 += v16
+			}
+			v17 := acc17
 			acc20 := 0.0
 			for iA := 0; iA < 6; iA++ {
 				v15 := b2f(in.Action[iB*6+iA])
@@ -158,6 +154,10 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			}
 			v20 := acc20
 			acc22 = runtime.Min(acc22, v20)
+			v33 := v17 - v13
+			v34 := float64(v33 * v33)
+			acc35 += v34
+			acc49 = runtime.Max(acc49, v34)
 		}
 		v22 := acc22
 		v23 := v22
@@ -170,20 +170,6 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v30 := float64(v29 * v21)
 		v31 := -v30
 		acc32.Add(v31)
-		acc35 := 0.0
-		for iQ := 0; iQ < 3; iQ++ {
-			acc17 := 0.0
-			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
-				acc17 += v16
-			}
-			v17 := acc17
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc35 += v34
-		}
 		v35 := acc35
 		acc36.Add(v35)
 		v37 := v23 - v4
@@ -198,20 +184,6 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v46 := v21
 		v47 := -v46
 		acc48.Add(v47)
-		acc49 := math.Inf(-1)
-		for iQ := 0; iQ < 3; iQ++ {
-			acc17 := 0.0
-			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
-				acc17 += v16
-			}
-			v17 := acc17
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc49 = runtime.Max(acc49, v34)
-		}
 		v49 := acc49
 		v50 := v49
 		out.TDError[iB] = v50

@@ -162,7 +162,7 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/action", "in/target_state_action_value", "in/state_action_value", "out/td_error", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
+		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/state_action_value", "in/action", "in/target_state_action_value", "out/td_error", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -339,7 +339,7 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/action", "in/target_state_action_value", "in/state_action_value", "out/td_error", "grad/state_value", "grad/log_prob", "grad/state_action_value", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
+		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/state_action_value", "in/action", "in/target_state_action_value", "out/td_error", "grad/state_value", "grad/log_prob", "grad/state_action_value", "scratch/pass0.v32.s", "scratch/pass0.v32.n", "scratch/pass0.v36.s", "scratch/pass0.v36.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},

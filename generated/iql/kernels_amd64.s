@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $320-88
 	MOVQ $+8, CX
@@ -44,9 +44,11 @@ blocks_1:
 	// v13 = detach(v9) [B=1024]  # td0_return
 	VMOVUPS lgc2<>+0(SB), Y3
 	VMOVUPS Y3, (SP)
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS Y0, 128(SP)
+	VMOVUPS lgc3<>+0(SB), Y3
+	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y1, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y0, 192(SP)
 	XORQ    DX, DX
 
 inner_Q_2:
@@ -63,6 +65,25 @@ inner_Q_2:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
+	MOVQ    p5+40(FP), SI
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 192(SP), Y1
+
+	// v29 = sub(v14, v13) [Q=2 B=1024]
+	VSUBPS Y1, Y0, Y0
+
+	// v49 = mul(v29, v29) [Q=2 B=1024]
+	VMULPS Y0, Y0, Y0
+
+	// reduce_max(v49) over [Q]
+	VMOVUPS 64(SP), Y1
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMINPS  Y1, Y0, Y2
+	VMINPS  Y0, Y1, Y1
+	VORPS   Y2, Y1, Y1
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 64(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_2
@@ -71,82 +92,82 @@ inner_Q_2:
 	VMOVUPS (SP), Y0
 
 	// v18 = detach(v17) [B=1024]
-	VMOVUPS 64(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// v19 = sub(v18, v10) [B=1024]
 	VSUBPS Y1, Y0, Y1
 
 	// v21 = mul(v19, v20) [B=1024]
-	VMULPS lgc3<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v22 = exp(v21) [B=1024]
-	VMAXPS       lgc4<>+0(SB), Y1, Y2
-	VMINPS       lgc5<>+0(SB), Y2, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VMAXPS       lgc6<>+0(SB), Y1, Y2
+	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
-	VMOVAPS      lgc9<>+0(SB), Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
+	VMOVAPS      lgc11<>+0(SB), Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc0<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPMAXSD      lgc17<>+0(SB), Y2, Y3
+	VPMINSD      lgc18<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 
 	// v24 = min(v22, v23) [B=1024]
 	VMINPS Y4, Y1, Y1
 
 	// v25 = detach(v24) [B=1024]
-	MOVQ    p5+40(FP), DX
+	MOVQ    p6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v25, v16) [B=1024]
 	VMULPS Y2, Y1, Y1
 
 	// v27 = neg(v26) [B=1024]
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	VXORPS lgc4<>+0(SB), Y1, Y1
 
 	// mean(v27) over [B]
-	MOVQ    p6+48(FP), DX
+	MOVQ    p7+56(FP), DX
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 160(SP)
-	VMOVUPD Y1, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPD lgc20<>+0(SB), Y1
+	VMOVUPD Y1, 224(SP)
+	VMOVUPD Y1, 256(SP)
+	VMOVUPS Y0, 288(SP)
 	XORQ    SI, SI
 
 inner_Q_3:
-	MOVQ    p7+56(FP), DI
+	MOVQ    p5+40(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// v29 = sub(v14, v13) [Q=2 B=1024]
 	VSUBPS Y1, Y0, Y0
 
 	// v30 = abs(v29) [Q=2 B=1024]
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
@@ -155,16 +176,16 @@ inner_Q_3:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS lgc14<>+0(SB), Y0, Y2
+	VMULPS lgc16<>+0(SB), Y0, Y2
 
 	// v34 = mul(v33, v30) [Q=2 B=1024]
 	VMULPS Y0, Y2, Y2
 
 	// v35 = sub(v30, v31) [Q=2 B=1024]
-	VSUBPS lgc14<>+0(SB), Y0, Y0
+	VSUBPS lgc16<>+0(SB), Y0, Y0
 
 	// v36 = where(v32, v34, v35) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y3
+	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
@@ -172,18 +193,18 @@ inner_Q_3:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       160(SP), Y1, Y1
-	VMOVUPD      Y1, 160(SP)
-	VADDPD       192(SP), Y0, Y0
-	VMOVUPD      Y0, 192(SP)
+	VADDPD       224(SP), Y1, Y1
+	VMOVUPD      Y1, 224(SP)
+	VADDPD       256(SP), Y0, Y0
+	VMOVUPD      Y0, 256(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
 	JL           inner_Q_3
 
 	// finish v37
-	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y1
-	VMOVUPS     lgc20<>+0(SB), Y2
+	VMOVUPD     224(SP), Y0
+	VMOVUPD     256(SP), Y1
+	VMOVUPS     lgc21<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -191,21 +212,21 @@ inner_Q_3:
 	// mean(v37) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	VMOVUPS 224(SP), Y0
+	VMOVUPS 288(SP), Y0
 	MOVQ    p3+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v39 = sub(v18, v4) [B=1024]  # value_diff
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v41 = gt(v39, v40) [B=1024]
 	VCMPPS  $0x1e, Y1, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc14<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y2
 
 	// v42 = where(v41, v31, v31) [B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y3
+	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y2, Y1
 
@@ -218,58 +239,27 @@ inner_Q_3:
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v46 = detach(v16) [B=1024]
 	// v47 = neg(v46) [B=1024]
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc4<>+0(SB), Y0, Y0
 
 	// mean(v47) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
-	VMOVUPS lgc21<>+0(SB), Y0
-	VMOVUPS Y0, 256(SP)
-	XORQ    DX, DX
-
-inner_Q_4:
-	MOVQ    p7+56(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+1024, DX, R8
-	ADDQ    R8, DI
-	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 128(SP), Y1
-
-	// v29 = sub(v14, v13) [Q=2 B=1024]
-	VSUBPS Y1, Y0, Y0
-
-	// v49 = mul(v29, v29) [Q=2 B=1024]
-	VMULPS Y0, Y0, Y0
-
-	// reduce_max(v49) over [Q]
-	VMOVUPS 256(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 256(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_4
 
 	// finish v50
-	VMOVUPS 256(SP), Y0
+	VMOVUPS 64(SP), Y0
 
 	// v51 = detach(v50) [B=1024]
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 160(SP), Y1
 
 	// store v12
 	MOVQ    p8+64(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// store v13
 	MOVQ    p9+72(FP), DX
@@ -279,8 +269,8 @@ inner_Q_4:
 	MOVQ         p10+80(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         p6+48(FP), CX
+	JNZ          noflush_4
+	MOVQ         p7+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -289,7 +279,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -299,7 +289,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -309,7 +299,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -319,15 +309,15 @@ inner_Q_4:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
+noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
 	JL           blocks_1
-	MOVQ         p6+48(FP), AX
+	MOVQ         p7+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -336,7 +326,7 @@ noflush_5:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -346,7 +336,7 @@ noflush_5:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -356,7 +346,7 @@ noflush_5:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -366,7 +356,7 @@ noflush_5:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VZEROUPPER
 	RET
@@ -401,199 +391,199 @@ DATA lgc2<>+24(SB)/4, $0x7f800000
 DATA lgc2<>+28(SB)/4, $0x7f800000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x40400000
-DATA lgc3<>+4(SB)/4, $0x40400000
-DATA lgc3<>+8(SB)/4, $0x40400000
-DATA lgc3<>+12(SB)/4, $0x40400000
-DATA lgc3<>+16(SB)/4, $0x40400000
-DATA lgc3<>+20(SB)/4, $0x40400000
-DATA lgc3<>+24(SB)/4, $0x40400000
-DATA lgc3<>+28(SB)/4, $0x40400000
+DATA lgc3<>+0(SB)/4, $0xff800000
+DATA lgc3<>+4(SB)/4, $0xff800000
+DATA lgc3<>+8(SB)/4, $0xff800000
+DATA lgc3<>+12(SB)/4, $0xff800000
+DATA lgc3<>+16(SB)/4, $0xff800000
+DATA lgc3<>+20(SB)/4, $0xff800000
+DATA lgc3<>+24(SB)/4, $0xff800000
+DATA lgc3<>+28(SB)/4, $0xff800000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xc2d00000
-DATA lgc4<>+4(SB)/4, $0xc2d00000
-DATA lgc4<>+8(SB)/4, $0xc2d00000
-DATA lgc4<>+12(SB)/4, $0xc2d00000
-DATA lgc4<>+16(SB)/4, $0xc2d00000
-DATA lgc4<>+20(SB)/4, $0xc2d00000
-DATA lgc4<>+24(SB)/4, $0xc2d00000
-DATA lgc4<>+28(SB)/4, $0xc2d00000
+DATA lgc4<>+0(SB)/4, $0x80000000
+DATA lgc4<>+4(SB)/4, $0x80000000
+DATA lgc4<>+8(SB)/4, $0x80000000
+DATA lgc4<>+12(SB)/4, $0x80000000
+DATA lgc4<>+16(SB)/4, $0x80000000
+DATA lgc4<>+20(SB)/4, $0x80000000
+DATA lgc4<>+24(SB)/4, $0x80000000
+DATA lgc4<>+28(SB)/4, $0x80000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x42b20000
-DATA lgc5<>+4(SB)/4, $0x42b20000
-DATA lgc5<>+8(SB)/4, $0x42b20000
-DATA lgc5<>+12(SB)/4, $0x42b20000
-DATA lgc5<>+16(SB)/4, $0x42b20000
-DATA lgc5<>+20(SB)/4, $0x42b20000
-DATA lgc5<>+24(SB)/4, $0x42b20000
-DATA lgc5<>+28(SB)/4, $0x42b20000
+DATA lgc5<>+0(SB)/4, $0x40400000
+DATA lgc5<>+4(SB)/4, $0x40400000
+DATA lgc5<>+8(SB)/4, $0x40400000
+DATA lgc5<>+12(SB)/4, $0x40400000
+DATA lgc5<>+16(SB)/4, $0x40400000
+DATA lgc5<>+20(SB)/4, $0x40400000
+DATA lgc5<>+24(SB)/4, $0x40400000
+DATA lgc5<>+28(SB)/4, $0x40400000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+0(SB)/4, $0xc2d00000
+DATA lgc6<>+4(SB)/4, $0xc2d00000
+DATA lgc6<>+8(SB)/4, $0xc2d00000
+DATA lgc6<>+12(SB)/4, $0xc2d00000
+DATA lgc6<>+16(SB)/4, $0xc2d00000
+DATA lgc6<>+20(SB)/4, $0xc2d00000
+DATA lgc6<>+24(SB)/4, $0xc2d00000
+DATA lgc6<>+28(SB)/4, $0xc2d00000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
+DATA lgc7<>+0(SB)/4, $0x42b20000
+DATA lgc7<>+4(SB)/4, $0x42b20000
+DATA lgc7<>+8(SB)/4, $0x42b20000
+DATA lgc7<>+12(SB)/4, $0x42b20000
+DATA lgc7<>+16(SB)/4, $0x42b20000
+DATA lgc7<>+20(SB)/4, $0x42b20000
+DATA lgc7<>+24(SB)/4, $0x42b20000
+DATA lgc7<>+28(SB)/4, $0x42b20000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
+DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
+DATA lgc9<>+0(SB)/4, $0x3f318000
+DATA lgc9<>+4(SB)/4, $0x3f318000
+DATA lgc9<>+8(SB)/4, $0x3f318000
+DATA lgc9<>+12(SB)/4, $0x3f318000
+DATA lgc9<>+16(SB)/4, $0x3f318000
+DATA lgc9<>+20(SB)/4, $0x3f318000
+DATA lgc9<>+24(SB)/4, $0x3f318000
+DATA lgc9<>+28(SB)/4, $0x3f318000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
+DATA lgc10<>+0(SB)/4, $0xb95e8083
+DATA lgc10<>+4(SB)/4, $0xb95e8083
+DATA lgc10<>+8(SB)/4, $0xb95e8083
+DATA lgc10<>+12(SB)/4, $0xb95e8083
+DATA lgc10<>+16(SB)/4, $0xb95e8083
+DATA lgc10<>+20(SB)/4, $0xb95e8083
+DATA lgc10<>+24(SB)/4, $0xb95e8083
+DATA lgc10<>+28(SB)/4, $0xb95e8083
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
+DATA lgc11<>+0(SB)/4, $0x39506967
+DATA lgc11<>+4(SB)/4, $0x39506967
+DATA lgc11<>+8(SB)/4, $0x39506967
+DATA lgc11<>+12(SB)/4, $0x39506967
+DATA lgc11<>+16(SB)/4, $0x39506967
+DATA lgc11<>+20(SB)/4, $0x39506967
+DATA lgc11<>+24(SB)/4, $0x39506967
+DATA lgc11<>+28(SB)/4, $0x39506967
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+0(SB)/4, $0x3ab743ce
+DATA lgc12<>+4(SB)/4, $0x3ab743ce
+DATA lgc12<>+8(SB)/4, $0x3ab743ce
+DATA lgc12<>+12(SB)/4, $0x3ab743ce
+DATA lgc12<>+16(SB)/4, $0x3ab743ce
+DATA lgc12<>+20(SB)/4, $0x3ab743ce
+DATA lgc12<>+24(SB)/4, $0x3ab743ce
+DATA lgc12<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+0(SB)/4, $0x3c088908
+DATA lgc13<>+4(SB)/4, $0x3c088908
+DATA lgc13<>+8(SB)/4, $0x3c088908
+DATA lgc13<>+12(SB)/4, $0x3c088908
+DATA lgc13<>+16(SB)/4, $0x3c088908
+DATA lgc13<>+20(SB)/4, $0x3c088908
+DATA lgc13<>+24(SB)/4, $0x3c088908
+DATA lgc13<>+28(SB)/4, $0x3c088908
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
+DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xffffff82
-DATA lgc15<>+4(SB)/4, $0xffffff82
-DATA lgc15<>+8(SB)/4, $0xffffff82
-DATA lgc15<>+12(SB)/4, $0xffffff82
-DATA lgc15<>+16(SB)/4, $0xffffff82
-DATA lgc15<>+20(SB)/4, $0xffffff82
-DATA lgc15<>+24(SB)/4, $0xffffff82
-DATA lgc15<>+28(SB)/4, $0xffffff82
+DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x0000007f
-DATA lgc16<>+4(SB)/4, $0x0000007f
-DATA lgc16<>+8(SB)/4, $0x0000007f
-DATA lgc16<>+12(SB)/4, $0x0000007f
-DATA lgc16<>+16(SB)/4, $0x0000007f
-DATA lgc16<>+20(SB)/4, $0x0000007f
-DATA lgc16<>+24(SB)/4, $0x0000007f
-DATA lgc16<>+28(SB)/4, $0x0000007f
+DATA lgc16<>+0(SB)/4, $0x3f000000
+DATA lgc16<>+4(SB)/4, $0x3f000000
+DATA lgc16<>+8(SB)/4, $0x3f000000
+DATA lgc16<>+12(SB)/4, $0x3f000000
+DATA lgc16<>+16(SB)/4, $0x3f000000
+DATA lgc16<>+20(SB)/4, $0x3f000000
+DATA lgc16<>+24(SB)/4, $0x3f000000
+DATA lgc16<>+28(SB)/4, $0x3f000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42c80000
-DATA lgc17<>+4(SB)/4, $0x42c80000
-DATA lgc17<>+8(SB)/4, $0x42c80000
-DATA lgc17<>+12(SB)/4, $0x42c80000
-DATA lgc17<>+16(SB)/4, $0x42c80000
-DATA lgc17<>+20(SB)/4, $0x42c80000
-DATA lgc17<>+24(SB)/4, $0x42c80000
-DATA lgc17<>+28(SB)/4, $0x42c80000
+DATA lgc17<>+0(SB)/4, $0xffffff82
+DATA lgc17<>+4(SB)/4, $0xffffff82
+DATA lgc17<>+8(SB)/4, $0xffffff82
+DATA lgc17<>+12(SB)/4, $0xffffff82
+DATA lgc17<>+16(SB)/4, $0xffffff82
+DATA lgc17<>+20(SB)/4, $0xffffff82
+DATA lgc17<>+24(SB)/4, $0xffffff82
+DATA lgc17<>+28(SB)/4, $0xffffff82
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/4, $0x0000007f
+DATA lgc18<>+4(SB)/4, $0x0000007f
+DATA lgc18<>+8(SB)/4, $0x0000007f
+DATA lgc18<>+12(SB)/4, $0x0000007f
+DATA lgc18<>+16(SB)/4, $0x0000007f
+DATA lgc18<>+20(SB)/4, $0x0000007f
+DATA lgc18<>+24(SB)/4, $0x0000007f
+DATA lgc18<>+28(SB)/4, $0x0000007f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x0000000000000000
-DATA lgc19<>+8(SB)/8, $0x0000000000000000
-DATA lgc19<>+16(SB)/8, $0x0000000000000000
-DATA lgc19<>+24(SB)/8, $0x0000000000000000
+DATA lgc19<>+0(SB)/4, $0x42c80000
+DATA lgc19<>+4(SB)/4, $0x42c80000
+DATA lgc19<>+8(SB)/4, $0x42c80000
+DATA lgc19<>+12(SB)/4, $0x42c80000
+DATA lgc19<>+16(SB)/4, $0x42c80000
+DATA lgc19<>+20(SB)/4, $0x42c80000
+DATA lgc19<>+24(SB)/4, $0x42c80000
+DATA lgc19<>+28(SB)/4, $0x42c80000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000000
-DATA lgc20<>+4(SB)/4, $0x00000000
-DATA lgc20<>+8(SB)/4, $0x00000000
-DATA lgc20<>+12(SB)/4, $0x00000000
-DATA lgc20<>+16(SB)/4, $0x00000000
-DATA lgc20<>+20(SB)/4, $0x00000000
-DATA lgc20<>+24(SB)/4, $0x00000000
-DATA lgc20<>+28(SB)/4, $0x00000000
+DATA lgc20<>+0(SB)/8, $0x0000000000000000
+DATA lgc20<>+8(SB)/8, $0x0000000000000000
+DATA lgc20<>+16(SB)/8, $0x0000000000000000
+DATA lgc20<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xff800000
-DATA lgc21<>+4(SB)/4, $0xff800000
-DATA lgc21<>+8(SB)/4, $0xff800000
-DATA lgc21<>+12(SB)/4, $0xff800000
-DATA lgc21<>+16(SB)/4, $0xff800000
-DATA lgc21<>+20(SB)/4, $0xff800000
-DATA lgc21<>+24(SB)/4, $0xff800000
-DATA lgc21<>+28(SB)/4, $0xff800000
+DATA lgc21<>+0(SB)/4, $0x00000000
+DATA lgc21<>+4(SB)/4, $0x00000000
+DATA lgc21<>+8(SB)/4, $0x00000000
+DATA lgc21<>+12(SB)/4, $0x00000000
+DATA lgc21<>+16(SB)/4, $0x00000000
+DATA lgc21<>+20(SB)/4, $0x00000000
+DATA lgc21<>+24(SB)/4, $0x00000000
+DATA lgc21<>+28(SB)/4, $0x00000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
+// func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $480-112
+TEXT ·fbPass0AVX2(SB), $416-112
 	MOVQ $+8, CX
 	XORQ AX, AX
 
-blocks_6:
+blocks_5:
 	VMOVUPS   lgc0<>+0(SB), Y0
 	MOVQ      p0+0(FP), DX
 	XORQ      BX, BX
@@ -627,12 +617,14 @@ blocks_6:
 	// v13 = detach(v9) [B=1024]  # td0_return
 	VMOVUPS lgc2<>+0(SB), Y3
 	VMOVUPS Y3, (SP)
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y2, 96(SP)
-	VMOVUPS Y0, 128(SP)
+	VMOVUPS lgc3<>+0(SB), Y3
+	VMOVUPS Y3, 64(SP)
+	VMOVUPS Y1, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS Y0, 192(SP)
 	XORQ    DX, DX
 
-inner_Q_7:
+inner_Q_6:
 	MOVQ    p4+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
@@ -646,91 +638,110 @@ inner_Q_7:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
+	MOVQ    p5+40(FP), SI
+	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS 192(SP), Y1
+
+	// v29 = sub(v14, v13) [Q=2 B=1024]
+	VSUBPS Y1, Y0, Y0
+
+	// v49 = mul(v29, v29) [Q=2 B=1024]
+	VMULPS Y0, Y0, Y0
+
+	// reduce_max(v49) over [Q]
+	VMOVUPS 64(SP), Y1
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMINPS  Y1, Y0, Y2
+	VMINPS  Y0, Y1, Y1
+	VORPS   Y2, Y1, Y1
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 64(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_7
+	JL      inner_Q_6
 
 	// finish v17
 	VMOVUPS (SP), Y0
 
 	// v18 = detach(v17) [B=1024]
-	VMOVUPS 64(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// v19 = sub(v18, v10) [B=1024]
 	VSUBPS Y1, Y0, Y1
 
 	// v21 = mul(v19, v20) [B=1024]
-	VMULPS lgc3<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// v22 = exp(v21) [B=1024]
-	VMAXPS       lgc4<>+0(SB), Y1, Y2
-	VMINPS       lgc5<>+0(SB), Y2, Y2
-	VMULPS       lgc6<>+0(SB), Y2, Y3
+	VMAXPS       lgc6<>+0(SB), Y1, Y2
+	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
-	VMOVAPS      lgc9<>+0(SB), Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
+	VMOVAPS      lgc11<>+0(SB), Y4
 	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc0<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc15<>+0(SB), Y2, Y3
-	VPMINSD      lgc16<>+0(SB), Y3, Y3
+	VPMAXSD      lgc17<>+0(SB), Y2, Y3
+	VPMINSD      lgc18<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y3, Y3
+	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc17<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 
 	// v24 = min(v22, v23) [B=1024]
 	VMINPS Y4, Y1, Y1
 
 	// v25 = detach(v24) [B=1024]
-	MOVQ    p5+40(FP), DX
+	MOVQ    p6+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v25, v16) [B=1024]
 	VMULPS Y2, Y1, Y2
 
 	// v27 = neg(v26) [B=1024]
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc4<>+0(SB), Y2, Y2
 
 	// mean(v27) over [B]
-	MOVQ    p6+48(FP), DX
+	MOVQ    p7+56(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
-	VMOVUPD lgc19<>+0(SB), Y2
-	VMOVUPD Y2, 160(SP)
-	VMOVUPD Y2, 192(SP)
-	VMOVUPS Y0, 224(SP)
-	VMOVUPS Y1, 256(SP)
+	VMOVUPD lgc20<>+0(SB), Y2
+	VMOVUPD Y2, 224(SP)
+	VMOVUPD Y2, 256(SP)
+	VMOVUPS Y0, 288(SP)
+	VMOVUPS Y1, 320(SP)
 	XORQ    SI, SI
 
-inner_Q_8:
-	MOVQ    p7+56(FP), DI
+inner_Q_7:
+	MOVQ    p5+40(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// v29 = sub(v14, v13) [Q=2 B=1024]
 	VSUBPS Y1, Y0, Y0
 
 	// v30 = abs(v29) [Q=2 B=1024]
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
@@ -739,16 +750,16 @@ inner_Q_8:
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS lgc14<>+0(SB), Y0, Y2
+	VMULPS lgc16<>+0(SB), Y0, Y2
 
 	// v34 = mul(v33, v30) [Q=2 B=1024]
 	VMULPS Y0, Y2, Y2
 
 	// v35 = sub(v30, v31) [Q=2 B=1024]
-	VSUBPS lgc14<>+0(SB), Y0, Y0
+	VSUBPS lgc16<>+0(SB), Y0, Y0
 
 	// v36 = where(v32, v34, v35) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y3
+	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
@@ -756,18 +767,18 @@ inner_Q_8:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       160(SP), Y1, Y1
-	VMOVUPD      Y1, 160(SP)
-	VADDPD       192(SP), Y0, Y0
-	VMOVUPD      Y0, 192(SP)
+	VADDPD       224(SP), Y1, Y1
+	VMOVUPD      Y1, 224(SP)
+	VADDPD       256(SP), Y0, Y0
+	VMOVUPD      Y0, 256(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
-	JL           inner_Q_8
+	JL           inner_Q_7
 
 	// finish v37
-	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y1
-	VMOVUPS     lgc20<>+0(SB), Y2
+	VMOVUPD     224(SP), Y0
+	VMOVUPD     256(SP), Y1
+	VMOVUPS     lgc21<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -775,21 +786,21 @@ inner_Q_8:
 	// mean(v37) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	VMOVUPS 224(SP), Y0
+	VMOVUPS 288(SP), Y0
 	MOVQ    p3+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v39 = sub(v18, v4) [B=1024]  # value_diff
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc20<>+0(SB), Y1
+	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v41 = gt(v39, v40) [B=1024]
 	VCMPPS  $0x1e, Y1, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc14<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y2
 
 	// v42 = where(v41, v31, v31) [B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y3
+	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y2, Y1
 
@@ -802,86 +813,50 @@ inner_Q_8:
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y2, Y2
 	VMOVUPS Y2, 896(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    p6+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v46 = detach(v16) [B=1024]
 	// v47 = neg(v46) [B=1024]
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc4<>+0(SB), Y2, Y2
 
 	// mean(v47) over [B]
 	VADDPS  1216(DX), Y2, Y2
 	VMOVUPS Y2, 1216(DX)
-	VMOVUPS lgc21<>+0(SB), Y2
-	VMOVUPS Y2, 288(SP)
-	VMOVUPS Y0, 352(SP)
-	VMOVUPS Y1, 384(SP)
-	XORQ    DX, DX
-
-inner_Q_9:
-	MOVQ    p7+56(FP), SI
-	XORQ    DI, DI
-	IMUL3Q  $+1024, DX, R8
-	ADDQ    R8, DI
-	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 128(SP), Y1
-
-	// v29 = sub(v14, v13) [Q=2 B=1024]
-	VSUBPS Y1, Y0, Y0
-
-	// v49 = mul(v29, v29) [Q=2 B=1024]
-	VMULPS Y0, Y0, Y0
-
-	// reduce_max(v49) over [Q]
-	VMOVUPS 288(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 288(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_9
 
 	// finish v50
-	VMOVUPS 288(SP), Y0
+	VMOVUPS 64(SP), Y2
 
 	// v51 = detach(v50) [B=1024]
-	VMOVUPS 384(SP), Y1
-
 	// v53 = mul(v52, v42) [B=1024]
-	VMULPS  lgc22<>+0(SB), Y1, Y1
-	VMOVUPS 352(SP), Y2
+	VMULPS lgc22<>+0(SB), Y1, Y1
 
 	// v54 = mul(v53, v39) [B=1024]
-	VMULPS Y2, Y1, Y1
+	VMULPS Y0, Y1, Y0
 
 	// v55 = add(v54, v54) [B=1024]
-	VADDPS Y1, Y1, Y1
+	VADDPS Y0, Y0, Y0
 
 	// v56 = neg(v55) [B=1024]
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 416(SP)
-	VMOVUPS Y1, 448(SP)
+	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS Y2, 352(SP)
+	VMOVUPS Y0, 384(SP)
 	XORQ    DX, DX
 
-inner_Q_10:
-	MOVQ    p7+56(FP), SI
+inner_Q_8:
+	MOVQ    p5+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// v29 = sub(v14, v13) [Q=2 B=1024]
 	VSUBPS Y1, Y0, Y0
 
 	// v30 = abs(v29) [Q=2 B=1024]
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
@@ -890,17 +865,17 @@ inner_Q_10:
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
-	VMULPS  lgc14<>+0(SB), Y1, Y4
+	VMULPS  lgc16<>+0(SB), Y1, Y4
 	VMOVUPS lgc22<>+0(SB), Y5
-	VMOVUPS lgc20<>+0(SB), Y6
+	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v57 = where(v32, v52, v40) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y7
+	VMOVUPS   lgc21<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y6, Y7
 
 	// v58 = where(v32, v40, v52) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y8
+	VMOVUPS   lgc21<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y5, Y3
 
@@ -914,7 +889,7 @@ inner_Q_10:
 	VADDPS Y4, Y3, Y3
 
 	// v62 = mul(v59, v31) [Q=2 B=1024]
-	VMULPS lgc14<>+0(SB), Y1, Y1
+	VMULPS lgc16<>+0(SB), Y1, Y1
 
 	// v63 = add(v61, v62) [Q=2 B=1024]
 	VADDPS Y1, Y3, Y1
@@ -928,16 +903,16 @@ inner_Q_10:
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
 	// v67 = mul(v29, v40) [Q=2 B=1024]
-	VMULPS  lgc20<>+0(SB), Y0, Y0
+	VMULPS  lgc21<>+0(SB), Y0, Y0
 	VMOVUPS lgc23<>+0(SB), Y5
 
 	// v68 = where(v65, v66, v67) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y6
+	VMOVUPS   lgc21<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y0, Y0
 
 	// v69 = where(v64, v1, v68) [Q=2 B=1024]
-	VMOVUPS   lgc20<>+0(SB), Y4
+	VMOVUPS   lgc21<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
@@ -949,27 +924,27 @@ inner_Q_10:
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_10
-	VMOVUPS 256(SP), Y0
+	JL      inner_Q_8
+	VMOVUPS 320(SP), Y0
 
 	// v72 = mul(v71, v25) [B=1024]
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 160(SP), Y1
 
 	// store v12
 	MOVQ    p9+72(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 128(SP), Y1
+	VMOVUPS 192(SP), Y1
 
 	// store v13
 	MOVQ    p10+80(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 416(SP), Y1
+	VMOVUPS 352(SP), Y1
 
 	// store v51
 	MOVQ    p11+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 448(SP), Y1
+	VMOVUPS 384(SP), Y1
 
 	// store v56
 	MOVQ    p12+96(FP), DX
@@ -979,8 +954,8 @@ inner_Q_10:
 	MOVQ         p13+104(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_11
-	MOVQ         p6+48(FP), CX
+	JNZ          noflush_9
+	MOVQ         p7+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -989,7 +964,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -999,7 +974,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1009,7 +984,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1019,15 +994,15 @@ inner_Q_10:
 	VMOVUPD      Y1, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
+noflush_9:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
-	JL           blocks_6
-	MOVQ         p6+48(FP), AX
+	JL           blocks_5
+	MOVQ         p7+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1036,7 +1011,7 @@ noflush_11:
 	VMOVUPD      Y1, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1046,7 +1021,7 @@ noflush_11:
 	VMOVUPD      Y1, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1056,7 +1031,7 @@ noflush_11:
 	VMOVUPD      Y1, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VCVTPS2PD    X0, Y1
@@ -1066,7 +1041,7 @@ noflush_11:
 	VMOVUPD      Y1, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc20<>+0(SB), Y0
+	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VZEROUPPER
 	RET
@@ -1109,33 +1084,33 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc6<>+0(SB), Y0, Y1
+	VMINPS       lgc7<>+0(SB), Y1, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
+	VMOVAPS      lgc11<>+0(SB), Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1143,9 +1118,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_10
 
-bulkdone_13:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -1157,21 +1132,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
 	VMULPS       lgc26<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc16<>+0(SB), Y3, Y3
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
 	VPAND        lgc27<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc28<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VMULPS       lgc16<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
@@ -1188,13 +1163,13 @@ bulk_14:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc3<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc2<>+0(SB), Y4, Y4
@@ -1202,9 +1177,9 @@ bulk_14:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_12
 
-bulkdone_15:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1366,22 +1341,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_17
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
 	VMULPS       lgc26<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc16<>+0(SB), Y4, Y4
+	VPSUBD       lgc18<>+0(SB), Y4, Y4
 	VPAND        lgc27<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc28<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc29<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VMULPS       lgc16<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
@@ -1398,13 +1373,13 @@ bulk_16:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc3<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc2<>+0(SB), Y5, Y5
@@ -1416,14 +1391,14 @@ bulk_16:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc2<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_16
+	JMP          bulk_14
 
-bulkdone_17:
+bulkdone_15:
 	VZEROUPPER
 	RET

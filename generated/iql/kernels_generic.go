@@ -41,9 +41,14 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		out.ValueTarget[iB] = v13
 		v16 := in.LogProb[iB]
 		acc17 := math.Inf(1)
+		acc50 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
+			v14 := in.StateActionValue[iQ*1024+iB]
 			v15 := in.TargetStateActionValue[iQ*1024+iB]
 			acc17 = runtime.Min(acc17, float64(v15))
+			v29 := v14 - v13
+			v49 := float32(v29 * v29)
+			acc50 = runtime.Max(acc50, float64(v49))
 		}
 		v17 := float32(acc17)
 		v18 := v17
@@ -82,13 +87,6 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		v46 := v16
 		v47 := -v46
 		acc48.Add(float64(v47))
-		acc50 := math.Inf(-1)
-		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v29 := v14 - v13
-			v49 := float32(v29 * v29)
-			acc50 = runtime.Max(acc50, float64(v49))
-		}
 		v50 := float32(acc50)
 		v51 := v50
 		out.TDError[iB] = v51
@@ -132,9 +130,14 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		out.ValueTarget[iB] = v13
 		v16 := in.LogProb[iB]
 		acc17 := math.Inf(1)
+		acc50 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
+			v14 := in.StateActionValue[iQ*1024+iB]
 			v15 := in.TargetStateActionValue[iQ*1024+iB]
 			acc17 = runtime.Min(acc17, float64(v15))
+			v29 := v14 - v13
+			v49 := float32(v29 * v29)
+			acc50 = runtime.Max(acc50, float64(v49))
 		}
 		v17 := float32(acc17)
 		v18 := v17
@@ -173,13 +176,6 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v46 := v16
 		v47 := -v46
 		acc48.Add(float64(v47))
-		acc50 := math.Inf(-1)
-		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v29 := v14 - v13
-			v49 := float32(v29 * v29)
-			acc50 = runtime.Max(acc50, float64(v49))
-		}
 		v50 := float32(acc50)
 		v51 := v50
 		out.TDError[iB] = v51

@@ -156,7 +156,7 @@ var Launch = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{4, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/target_state_action_value", "in/state_action_value", "out/td_error", "scratch/pass0.v28.s", "scratch/pass0.v28.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
+		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/state_action_value", "in/target_state_action_value", "out/td_error", "scratch/pass0.v28.s", "scratch/pass0.v28.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
@@ -327,7 +327,7 @@ var LaunchBackward = runtime.LaunchTable{
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{4, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/target_state_action_value", "in/state_action_value", "out/td_error", "grad/state_value", "grad/state_action_value", "grad/log_prob", "scratch/pass0.v28.s", "scratch/pass0.v28.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
+		Params: []string{"in/next.reward", "in/next.terminated", "in/state_value", "in/next.state_value", "out/advantage", "out/value_target", "in/log_prob", "in/state_action_value", "in/target_state_action_value", "out/td_error", "grad/state_value", "grad/state_action_value", "grad/log_prob", "scratch/pass0.v28.s", "scratch/pass0.v28.n", "scratch/pass0.v38.s", "scratch/pass0.v38.n", "scratch/pass0.v45.s", "scratch/pass0.v45.n", "scratch/pass0.v48.s", "scratch/pass0.v48.n"},
 	}, {
 		Block:  [3]int{32, 1, 1},
 		Grid:   [3]int{1, 1, 1},
