@@ -7,6 +7,7 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -40,13 +41,15 @@ type avxState struct {
 	r60_s    []float64
 	r60_ok   []float32
 	r62_s    []float64
+	p0_ok    []float32
 	r24_s    []float64
 	r24_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 600)}
+	st := &avxState{buf: make([]float64, 632)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
@@ -73,11 +76,18 @@ var avxPool = sync.Pool{New: func() any {
 	st.r60_s = st.buf[504:520]
 	st.r60_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
 	st.r62_s = st.buf[544:560]
-	st.r24_s = st.buf[568:584]
-	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.r24_s = st.buf[584:600]
+	st.r24_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
@@ -109,8 +119,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r60_s, 0)
 	runtime.SetMask(st.r60_ok)
 	runtime.Fill(st.r62_s, 0)
+	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
-	if !runtime.MaskSet(st.r60_ok[:8]) {
+	if !runtime.MaskSet(st.r60_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, s)
 		return
 	}
@@ -153,7 +165,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r24_s, 0)
 	runtime.Fill(st.r24_p, 0)
+	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r24_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }

@@ -260,75 +260,97 @@ blocks_1:
 	JNZ          noflush_2
 	MOVQ         p1+8(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y1, Y1
-	VMOVUPD      Y1, 960(CX)
+	VADDPD       960(CX), Y2, Y2
+	VMOVUPD      Y2, 960(CX)
 	VADDPD       992(CX), Y0, Y0
 	VMOVUPD      Y0, 992(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y1, Y1
-	VMOVUPD      Y1, 1280(CX)
+	VADDPD       1280(CX), Y2, Y2
+	VMOVUPD      Y2, 1280(CX)
 	VADDPD       1312(CX), Y0, Y0
 	VMOVUPD      Y0, 1312(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y1, Y1
-	VMOVUPD      Y1, 1600(CX)
+	VADDPD       1600(CX), Y2, Y2
+	VMOVUPD      Y2, 1600(CX)
 	VADDPD       1632(CX), Y0, Y0
 	VMOVUPD      Y0, 1632(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y1, Y1
-	VMOVUPD      Y1, 1920(CX)
+	VADDPD       1920(CX), Y2, Y2
+	VMOVUPD      Y2, 1920(CX)
 	VADDPD       1952(CX), Y0, Y0
 	VMOVUPD      Y0, 1952(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y1, Y1
-	VMOVUPD      Y1, 2240(CX)
+	VADDPD       2240(CX), Y2, Y2
+	VMOVUPD      Y2, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y1, Y1
-	VMOVUPD      Y1, 2560(CX)
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2752(CX)
+	VANDPS       4544(CX), Y1, Y1
+	VMOVUPS      Y1, 4544(CX)
 	MOVQ         $+8, CX
 
 noflush_2:
@@ -337,75 +359,97 @@ noflush_2:
 	JL           blocks_1
 	MOVQ         p1+8(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      1152(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(AX), Y1, Y1
-	VMOVUPD      Y1, 960(AX)
+	VADDPD       960(AX), Y2, Y2
+	VMOVUPD      Y2, 960(AX)
 	VADDPD       992(AX), Y0, Y0
 	VMOVUPD      Y0, 992(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1152(AX)
 	VMOVUPS      1472(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(AX), Y1, Y1
-	VMOVUPD      Y1, 1280(AX)
+	VADDPD       1280(AX), Y2, Y2
+	VMOVUPD      Y2, 1280(AX)
 	VADDPD       1312(AX), Y0, Y0
 	VMOVUPD      Y0, 1312(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1472(AX)
 	VMOVUPS      1792(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(AX), Y1, Y1
-	VMOVUPD      Y1, 1600(AX)
+	VADDPD       1600(AX), Y2, Y2
+	VMOVUPD      Y2, 1600(AX)
 	VADDPD       1632(AX), Y0, Y0
 	VMOVUPD      Y0, 1632(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1792(AX)
 	VMOVUPS      2112(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(AX), Y1, Y1
-	VMOVUPD      Y1, 1920(AX)
+	VADDPD       1920(AX), Y2, Y2
+	VMOVUPD      Y2, 1920(AX)
 	VADDPD       1952(AX), Y0, Y0
 	VMOVUPD      Y0, 1952(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2112(AX)
 	VMOVUPS      2432(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(AX), Y1, Y1
-	VMOVUPD      Y1, 2240(AX)
+	VADDPD       2240(AX), Y2, Y2
+	VMOVUPD      Y2, 2240(AX)
 	VADDPD       2272(AX), Y0, Y0
 	VMOVUPD      Y0, 2272(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2432(AX)
 	VMOVUPS      2752(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc25<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y1, Y1
-	VMOVUPD      Y1, 2560(AX)
+	VADDPD       2560(AX), Y2, Y2
+	VMOVUPD      Y2, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 2752(AX)
+	VANDPS       4544(AX), Y1, Y1
+	VMOVUPS      Y1, 4544(AX)
 	VZEROUPPER
 	RET
 
@@ -645,6 +689,26 @@ DATA lgc23<>+24(SB)/4, $0x40000000
 DATA lgc23<>+28(SB)/4, $0x40000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
+DATA lgc24<>+0(SB)/4, $0x7fffffff
+DATA lgc24<>+4(SB)/4, $0x7fffffff
+DATA lgc24<>+8(SB)/4, $0x7fffffff
+DATA lgc24<>+12(SB)/4, $0x7fffffff
+DATA lgc24<>+16(SB)/4, $0x7fffffff
+DATA lgc24<>+20(SB)/4, $0x7fffffff
+DATA lgc24<>+24(SB)/4, $0x7fffffff
+DATA lgc24<>+28(SB)/4, $0x7fffffff
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x7f7fffff
+DATA lgc25<>+4(SB)/4, $0x7f7fffff
+DATA lgc25<>+8(SB)/4, $0x7f7fffff
+DATA lgc25<>+12(SB)/4, $0x7f7fffff
+DATA lgc25<>+16(SB)/4, $0x7f7fffff
+DATA lgc25<>+20(SB)/4, $0x7f7fffff
+DATA lgc25<>+24(SB)/4, $0x7f7fffff
+DATA lgc25<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
@@ -653,7 +717,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v56 = add(v54, v55) []
-	VADDPS       lgc24<>+0(SB), Y0, Y0
+	VADDPS       lgc26<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -703,7 +767,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v67 = div(v65, v66) []
 	VDIVPS Y1, Y4, Y1
@@ -718,25 +782,25 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc24<>+0(SB)/4, $0x34000000
-DATA lgc24<>+4(SB)/4, $0x34000000
-DATA lgc24<>+8(SB)/4, $0x34000000
-DATA lgc24<>+12(SB)/4, $0x34000000
-DATA lgc24<>+16(SB)/4, $0x34000000
-DATA lgc24<>+20(SB)/4, $0x34000000
-DATA lgc24<>+24(SB)/4, $0x34000000
-DATA lgc24<>+28(SB)/4, $0x34000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+DATA lgc26<>+0(SB)/4, $0x34000000
+DATA lgc26<>+4(SB)/4, $0x34000000
+DATA lgc26<>+8(SB)/4, $0x34000000
+DATA lgc26<>+12(SB)/4, $0x34000000
+DATA lgc26<>+16(SB)/4, $0x34000000
+DATA lgc26<>+20(SB)/4, $0x34000000
+DATA lgc26<>+24(SB)/4, $0x34000000
+DATA lgc26<>+28(SB)/4, $0x34000000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x45800000
-DATA lgc25<>+4(SB)/4, $0x45800000
-DATA lgc25<>+8(SB)/4, $0x45800000
-DATA lgc25<>+12(SB)/4, $0x45800000
-DATA lgc25<>+16(SB)/4, $0x45800000
-DATA lgc25<>+20(SB)/4, $0x45800000
-DATA lgc25<>+24(SB)/4, $0x45800000
-DATA lgc25<>+28(SB)/4, $0x45800000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x45800000
+DATA lgc27<>+4(SB)/4, $0x45800000
+DATA lgc27<>+8(SB)/4, $0x45800000
+DATA lgc27<>+12(SB)/4, $0x45800000
+DATA lgc27<>+16(SB)/4, $0x45800000
+DATA lgc27<>+20(SB)/4, $0x45800000
+DATA lgc27<>+24(SB)/4, $0x45800000
+DATA lgc27<>+28(SB)/4, $0x45800000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -760,7 +824,7 @@ blocks_3:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc26<>+0(SB), Y2
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -807,11 +871,11 @@ blocks_3:
 
 	// v16 = mul(v15, v7) [B=4096]  # gain1
 	VMULPS  Y0, Y4, Y1
-	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc29<>+0(SB), Y2
 
 	// v18 = max(v15, v17) [B=4096]
 	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc28<>+0(SB), Y3
+	VMOVUPS lgc30<>+0(SB), Y3
 
 	// v20 = min(v18, v19) [B=4096]
 	VMINPS Y2, Y3, Y2
@@ -829,21 +893,25 @@ blocks_3:
 
 	// mean(v23) over [B]
 	MOVQ         p5+40(FP), DX
-	VADDPS       4736(DX), Y0, Y0
-	VMOVUPS      Y0, 4736(DX)
+	VADDPS       4864(DX), Y0, Y0
+	VMOVUPS      Y0, 4864(DX)
 	DECQ         CX
 	JNZ          noflush_4
 	MOVQ         p5+40(FP), CX
-	VMOVUPS      4736(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(CX), Y1, Y1
-	VMOVUPD      Y1, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
+	VADDPD       4672(CX), Y2, Y2
+	VMOVUPD      Y2, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 4736(CX)
+	VMOVUPS      Y0, 4864(CX)
+	VANDPS       4992(CX), Y1, Y1
+	VMOVUPS      Y1, 4992(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
@@ -851,48 +919,52 @@ noflush_4:
 	CMPQ         AX, $+4096
 	JL           blocks_3
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      4736(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(AX), Y0
+	VANDPS       lgc24<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc25<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(AX), Y1, Y1
-	VMOVUPD      Y1, 4544(AX)
-	VADDPD       4576(AX), Y0, Y0
-	VMOVUPD      Y0, 4576(AX)
+	VADDPD       4672(AX), Y2, Y2
+	VMOVUPD      Y2, 4672(AX)
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 4736(AX)
+	VMOVUPS      Y0, 4864(AX)
+	VANDPS       4992(AX), Y1, Y1
+	VMOVUPS      Y1, 4992(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x358637bd
-DATA lgc26<>+4(SB)/4, $0x358637bd
-DATA lgc26<>+8(SB)/4, $0x358637bd
-DATA lgc26<>+12(SB)/4, $0x358637bd
-DATA lgc26<>+16(SB)/4, $0x358637bd
-DATA lgc26<>+20(SB)/4, $0x358637bd
-DATA lgc26<>+24(SB)/4, $0x358637bd
-DATA lgc26<>+28(SB)/4, $0x358637bd
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3f4ccccd
-DATA lgc27<>+4(SB)/4, $0x3f4ccccd
-DATA lgc27<>+8(SB)/4, $0x3f4ccccd
-DATA lgc27<>+12(SB)/4, $0x3f4ccccd
-DATA lgc27<>+16(SB)/4, $0x3f4ccccd
-DATA lgc27<>+20(SB)/4, $0x3f4ccccd
-DATA lgc27<>+24(SB)/4, $0x3f4ccccd
-DATA lgc27<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3f99999a
-DATA lgc28<>+4(SB)/4, $0x3f99999a
-DATA lgc28<>+8(SB)/4, $0x3f99999a
-DATA lgc28<>+12(SB)/4, $0x3f99999a
-DATA lgc28<>+16(SB)/4, $0x3f99999a
-DATA lgc28<>+20(SB)/4, $0x3f99999a
-DATA lgc28<>+24(SB)/4, $0x3f99999a
-DATA lgc28<>+28(SB)/4, $0x3f99999a
+DATA lgc28<>+0(SB)/4, $0x358637bd
+DATA lgc28<>+4(SB)/4, $0x358637bd
+DATA lgc28<>+8(SB)/4, $0x358637bd
+DATA lgc28<>+12(SB)/4, $0x358637bd
+DATA lgc28<>+16(SB)/4, $0x358637bd
+DATA lgc28<>+20(SB)/4, $0x358637bd
+DATA lgc28<>+24(SB)/4, $0x358637bd
+DATA lgc28<>+28(SB)/4, $0x358637bd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3f4ccccd
+DATA lgc29<>+4(SB)/4, $0x3f4ccccd
+DATA lgc29<>+8(SB)/4, $0x3f4ccccd
+DATA lgc29<>+12(SB)/4, $0x3f4ccccd
+DATA lgc29<>+16(SB)/4, $0x3f4ccccd
+DATA lgc29<>+20(SB)/4, $0x3f4ccccd
+DATA lgc29<>+24(SB)/4, $0x3f4ccccd
+DATA lgc29<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3f99999a
+DATA lgc30<>+4(SB)/4, $0x3f99999a
+DATA lgc30<>+8(SB)/4, $0x3f99999a
+DATA lgc30<>+12(SB)/4, $0x3f99999a
+DATA lgc30<>+16(SB)/4, $0x3f99999a
+DATA lgc30<>+20(SB)/4, $0x3f99999a
+DATA lgc30<>+24(SB)/4, $0x3f99999a
+DATA lgc30<>+28(SB)/4, $0x3f99999a
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -954,30 +1026,30 @@ bulk_7:
 	CMPQ         BX, DX
 	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc31<>+0(SB), Y0, Y1
+	VMULPS       lgc32<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
+	VPAND        lgc33<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPAND        lgc34<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y1, Y2
 	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
+	VMOVAPS      lgc36<>+0(SB), Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -985,12 +1057,12 @@ bulk_7:
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc46<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1001,185 +1073,185 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x00800000
-DATA lgc29<>+4(SB)/4, $0x00800000
-DATA lgc29<>+8(SB)/4, $0x00800000
-DATA lgc29<>+12(SB)/4, $0x00800000
-DATA lgc29<>+16(SB)/4, $0x00800000
-DATA lgc29<>+20(SB)/4, $0x00800000
-DATA lgc29<>+24(SB)/4, $0x00800000
-DATA lgc29<>+28(SB)/4, $0x00800000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x4b000000
-DATA lgc30<>+4(SB)/4, $0x4b000000
-DATA lgc30<>+8(SB)/4, $0x4b000000
-DATA lgc30<>+12(SB)/4, $0x4b000000
-DATA lgc30<>+16(SB)/4, $0x4b000000
-DATA lgc30<>+20(SB)/4, $0x4b000000
-DATA lgc30<>+24(SB)/4, $0x4b000000
-DATA lgc30<>+28(SB)/4, $0x4b000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0xffffffe9
-DATA lgc31<>+4(SB)/4, $0xffffffe9
-DATA lgc31<>+8(SB)/4, $0xffffffe9
-DATA lgc31<>+12(SB)/4, $0xffffffe9
-DATA lgc31<>+16(SB)/4, $0xffffffe9
-DATA lgc31<>+20(SB)/4, $0xffffffe9
-DATA lgc31<>+24(SB)/4, $0xffffffe9
-DATA lgc31<>+28(SB)/4, $0xffffffe9
+DATA lgc31<>+0(SB)/4, $0x00800000
+DATA lgc31<>+4(SB)/4, $0x00800000
+DATA lgc31<>+8(SB)/4, $0x00800000
+DATA lgc31<>+12(SB)/4, $0x00800000
+DATA lgc31<>+16(SB)/4, $0x00800000
+DATA lgc31<>+20(SB)/4, $0x00800000
+DATA lgc31<>+24(SB)/4, $0x00800000
+DATA lgc31<>+28(SB)/4, $0x00800000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x007fffff
-DATA lgc32<>+4(SB)/4, $0x007fffff
-DATA lgc32<>+8(SB)/4, $0x007fffff
-DATA lgc32<>+12(SB)/4, $0x007fffff
-DATA lgc32<>+16(SB)/4, $0x007fffff
-DATA lgc32<>+20(SB)/4, $0x007fffff
-DATA lgc32<>+24(SB)/4, $0x007fffff
-DATA lgc32<>+28(SB)/4, $0x007fffff
+DATA lgc32<>+0(SB)/4, $0x4b000000
+DATA lgc32<>+4(SB)/4, $0x4b000000
+DATA lgc32<>+8(SB)/4, $0x4b000000
+DATA lgc32<>+12(SB)/4, $0x4b000000
+DATA lgc32<>+16(SB)/4, $0x4b000000
+DATA lgc32<>+20(SB)/4, $0x4b000000
+DATA lgc32<>+24(SB)/4, $0x4b000000
+DATA lgc32<>+28(SB)/4, $0x4b000000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3fb504f3
-DATA lgc33<>+4(SB)/4, $0x3fb504f3
-DATA lgc33<>+8(SB)/4, $0x3fb504f3
-DATA lgc33<>+12(SB)/4, $0x3fb504f3
-DATA lgc33<>+16(SB)/4, $0x3fb504f3
-DATA lgc33<>+20(SB)/4, $0x3fb504f3
-DATA lgc33<>+24(SB)/4, $0x3fb504f3
-DATA lgc33<>+28(SB)/4, $0x3fb504f3
+DATA lgc33<>+0(SB)/4, $0xffffffe9
+DATA lgc33<>+4(SB)/4, $0xffffffe9
+DATA lgc33<>+8(SB)/4, $0xffffffe9
+DATA lgc33<>+12(SB)/4, $0xffffffe9
+DATA lgc33<>+16(SB)/4, $0xffffffe9
+DATA lgc33<>+20(SB)/4, $0xffffffe9
+DATA lgc33<>+24(SB)/4, $0xffffffe9
+DATA lgc33<>+28(SB)/4, $0xffffffe9
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3d9021bb
-DATA lgc34<>+4(SB)/4, $0x3d9021bb
-DATA lgc34<>+8(SB)/4, $0x3d9021bb
-DATA lgc34<>+12(SB)/4, $0x3d9021bb
-DATA lgc34<>+16(SB)/4, $0x3d9021bb
-DATA lgc34<>+20(SB)/4, $0x3d9021bb
-DATA lgc34<>+24(SB)/4, $0x3d9021bb
-DATA lgc34<>+28(SB)/4, $0x3d9021bb
+DATA lgc34<>+0(SB)/4, $0x007fffff
+DATA lgc34<>+4(SB)/4, $0x007fffff
+DATA lgc34<>+8(SB)/4, $0x007fffff
+DATA lgc34<>+12(SB)/4, $0x007fffff
+DATA lgc34<>+16(SB)/4, $0x007fffff
+DATA lgc34<>+20(SB)/4, $0x007fffff
+DATA lgc34<>+24(SB)/4, $0x007fffff
+DATA lgc34<>+28(SB)/4, $0x007fffff
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbdebd1b8
-DATA lgc35<>+4(SB)/4, $0xbdebd1b8
-DATA lgc35<>+8(SB)/4, $0xbdebd1b8
-DATA lgc35<>+12(SB)/4, $0xbdebd1b8
-DATA lgc35<>+16(SB)/4, $0xbdebd1b8
-DATA lgc35<>+20(SB)/4, $0xbdebd1b8
-DATA lgc35<>+24(SB)/4, $0xbdebd1b8
-DATA lgc35<>+28(SB)/4, $0xbdebd1b8
+DATA lgc35<>+0(SB)/4, $0x3fb504f3
+DATA lgc35<>+4(SB)/4, $0x3fb504f3
+DATA lgc35<>+8(SB)/4, $0x3fb504f3
+DATA lgc35<>+12(SB)/4, $0x3fb504f3
+DATA lgc35<>+16(SB)/4, $0x3fb504f3
+DATA lgc35<>+20(SB)/4, $0x3fb504f3
+DATA lgc35<>+24(SB)/4, $0x3fb504f3
+DATA lgc35<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3def251a
-DATA lgc36<>+4(SB)/4, $0x3def251a
-DATA lgc36<>+8(SB)/4, $0x3def251a
-DATA lgc36<>+12(SB)/4, $0x3def251a
-DATA lgc36<>+16(SB)/4, $0x3def251a
-DATA lgc36<>+20(SB)/4, $0x3def251a
-DATA lgc36<>+24(SB)/4, $0x3def251a
-DATA lgc36<>+28(SB)/4, $0x3def251a
+DATA lgc36<>+0(SB)/4, $0x3d9021bb
+DATA lgc36<>+4(SB)/4, $0x3d9021bb
+DATA lgc36<>+8(SB)/4, $0x3d9021bb
+DATA lgc36<>+12(SB)/4, $0x3d9021bb
+DATA lgc36<>+16(SB)/4, $0x3d9021bb
+DATA lgc36<>+20(SB)/4, $0x3d9021bb
+DATA lgc36<>+24(SB)/4, $0x3d9021bb
+DATA lgc36<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+0(SB)/4, $0xbdebd1b8
+DATA lgc37<>+4(SB)/4, $0xbdebd1b8
+DATA lgc37<>+8(SB)/4, $0xbdebd1b8
+DATA lgc37<>+12(SB)/4, $0xbdebd1b8
+DATA lgc37<>+16(SB)/4, $0xbdebd1b8
+DATA lgc37<>+20(SB)/4, $0xbdebd1b8
+DATA lgc37<>+24(SB)/4, $0xbdebd1b8
+DATA lgc37<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3e11e9bf
-DATA lgc38<>+4(SB)/4, $0x3e11e9bf
-DATA lgc38<>+8(SB)/4, $0x3e11e9bf
-DATA lgc38<>+12(SB)/4, $0x3e11e9bf
-DATA lgc38<>+16(SB)/4, $0x3e11e9bf
-DATA lgc38<>+20(SB)/4, $0x3e11e9bf
-DATA lgc38<>+24(SB)/4, $0x3e11e9bf
-DATA lgc38<>+28(SB)/4, $0x3e11e9bf
+DATA lgc38<>+0(SB)/4, $0x3def251a
+DATA lgc38<>+4(SB)/4, $0x3def251a
+DATA lgc38<>+8(SB)/4, $0x3def251a
+DATA lgc38<>+12(SB)/4, $0x3def251a
+DATA lgc38<>+16(SB)/4, $0x3def251a
+DATA lgc38<>+20(SB)/4, $0x3def251a
+DATA lgc38<>+24(SB)/4, $0x3def251a
+DATA lgc38<>+28(SB)/4, $0x3def251a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbe2aae50
-DATA lgc39<>+4(SB)/4, $0xbe2aae50
-DATA lgc39<>+8(SB)/4, $0xbe2aae50
-DATA lgc39<>+12(SB)/4, $0xbe2aae50
-DATA lgc39<>+16(SB)/4, $0xbe2aae50
-DATA lgc39<>+20(SB)/4, $0xbe2aae50
-DATA lgc39<>+24(SB)/4, $0xbe2aae50
-DATA lgc39<>+28(SB)/4, $0xbe2aae50
+DATA lgc39<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc39<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e4cceac
-DATA lgc40<>+4(SB)/4, $0x3e4cceac
-DATA lgc40<>+8(SB)/4, $0x3e4cceac
-DATA lgc40<>+12(SB)/4, $0x3e4cceac
-DATA lgc40<>+16(SB)/4, $0x3e4cceac
-DATA lgc40<>+20(SB)/4, $0x3e4cceac
-DATA lgc40<>+24(SB)/4, $0x3e4cceac
-DATA lgc40<>+28(SB)/4, $0x3e4cceac
+DATA lgc40<>+0(SB)/4, $0x3e11e9bf
+DATA lgc40<>+4(SB)/4, $0x3e11e9bf
+DATA lgc40<>+8(SB)/4, $0x3e11e9bf
+DATA lgc40<>+12(SB)/4, $0x3e11e9bf
+DATA lgc40<>+16(SB)/4, $0x3e11e9bf
+DATA lgc40<>+20(SB)/4, $0x3e11e9bf
+DATA lgc40<>+24(SB)/4, $0x3e11e9bf
+DATA lgc40<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbe7ffffc
-DATA lgc41<>+4(SB)/4, $0xbe7ffffc
-DATA lgc41<>+8(SB)/4, $0xbe7ffffc
-DATA lgc41<>+12(SB)/4, $0xbe7ffffc
-DATA lgc41<>+16(SB)/4, $0xbe7ffffc
-DATA lgc41<>+20(SB)/4, $0xbe7ffffc
-DATA lgc41<>+24(SB)/4, $0xbe7ffffc
-DATA lgc41<>+28(SB)/4, $0xbe7ffffc
+DATA lgc41<>+0(SB)/4, $0xbe2aae50
+DATA lgc41<>+4(SB)/4, $0xbe2aae50
+DATA lgc41<>+8(SB)/4, $0xbe2aae50
+DATA lgc41<>+12(SB)/4, $0xbe2aae50
+DATA lgc41<>+16(SB)/4, $0xbe2aae50
+DATA lgc41<>+20(SB)/4, $0xbe2aae50
+DATA lgc41<>+24(SB)/4, $0xbe2aae50
+DATA lgc41<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+0(SB)/4, $0x3e4cceac
+DATA lgc42<>+4(SB)/4, $0x3e4cceac
+DATA lgc42<>+8(SB)/4, $0x3e4cceac
+DATA lgc42<>+12(SB)/4, $0x3e4cceac
+DATA lgc42<>+16(SB)/4, $0x3e4cceac
+DATA lgc42<>+20(SB)/4, $0x3e4cceac
+DATA lgc42<>+24(SB)/4, $0x3e4cceac
+DATA lgc42<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x00000000
-DATA lgc43<>+4(SB)/4, $0x00000000
-DATA lgc43<>+8(SB)/4, $0x00000000
-DATA lgc43<>+12(SB)/4, $0x00000000
-DATA lgc43<>+16(SB)/4, $0x00000000
-DATA lgc43<>+20(SB)/4, $0x00000000
-DATA lgc43<>+24(SB)/4, $0x00000000
-DATA lgc43<>+28(SB)/4, $0x00000000
+DATA lgc43<>+0(SB)/4, $0xbe7ffffc
+DATA lgc43<>+4(SB)/4, $0xbe7ffffc
+DATA lgc43<>+8(SB)/4, $0xbe7ffffc
+DATA lgc43<>+12(SB)/4, $0xbe7ffffc
+DATA lgc43<>+16(SB)/4, $0xbe7ffffc
+DATA lgc43<>+20(SB)/4, $0xbe7ffffc
+DATA lgc43<>+24(SB)/4, $0xbe7ffffc
+DATA lgc43<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xff800000
-DATA lgc44<>+4(SB)/4, $0xff800000
-DATA lgc44<>+8(SB)/4, $0xff800000
-DATA lgc44<>+12(SB)/4, $0xff800000
-DATA lgc44<>+16(SB)/4, $0xff800000
-DATA lgc44<>+20(SB)/4, $0xff800000
-DATA lgc44<>+24(SB)/4, $0xff800000
-DATA lgc44<>+28(SB)/4, $0xff800000
+DATA lgc44<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc44<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7fc00000
-DATA lgc45<>+4(SB)/4, $0x7fc00000
-DATA lgc45<>+8(SB)/4, $0x7fc00000
-DATA lgc45<>+12(SB)/4, $0x7fc00000
-DATA lgc45<>+16(SB)/4, $0x7fc00000
-DATA lgc45<>+20(SB)/4, $0x7fc00000
-DATA lgc45<>+24(SB)/4, $0x7fc00000
-DATA lgc45<>+28(SB)/4, $0x7fc00000
+DATA lgc45<>+0(SB)/4, $0x00000000
+DATA lgc45<>+4(SB)/4, $0x00000000
+DATA lgc45<>+8(SB)/4, $0x00000000
+DATA lgc45<>+12(SB)/4, $0x00000000
+DATA lgc45<>+16(SB)/4, $0x00000000
+DATA lgc45<>+20(SB)/4, $0x00000000
+DATA lgc45<>+24(SB)/4, $0x00000000
+DATA lgc45<>+28(SB)/4, $0x00000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7f800000
-DATA lgc46<>+4(SB)/4, $0x7f800000
-DATA lgc46<>+8(SB)/4, $0x7f800000
-DATA lgc46<>+12(SB)/4, $0x7f800000
-DATA lgc46<>+16(SB)/4, $0x7f800000
-DATA lgc46<>+20(SB)/4, $0x7f800000
-DATA lgc46<>+24(SB)/4, $0x7f800000
-DATA lgc46<>+28(SB)/4, $0x7f800000
+DATA lgc46<>+0(SB)/4, $0xff800000
+DATA lgc46<>+4(SB)/4, $0xff800000
+DATA lgc46<>+8(SB)/4, $0xff800000
+DATA lgc46<>+12(SB)/4, $0xff800000
+DATA lgc46<>+16(SB)/4, $0xff800000
+DATA lgc46<>+20(SB)/4, $0xff800000
+DATA lgc46<>+24(SB)/4, $0xff800000
+DATA lgc46<>+28(SB)/4, $0xff800000
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7fc00000
+DATA lgc47<>+4(SB)/4, $0x7fc00000
+DATA lgc47<>+8(SB)/4, $0x7fc00000
+DATA lgc47<>+12(SB)/4, $0x7fc00000
+DATA lgc47<>+16(SB)/4, $0x7fc00000
+DATA lgc47<>+20(SB)/4, $0x7fc00000
+DATA lgc47<>+24(SB)/4, $0x7fc00000
+DATA lgc47<>+28(SB)/4, $0x7fc00000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0x7f800000
+DATA lgc48<>+4(SB)/4, $0x7f800000
+DATA lgc48<>+8(SB)/4, $0x7f800000
+DATA lgc48<>+12(SB)/4, $0x7f800000
+DATA lgc48<>+16(SB)/4, $0x7f800000
+DATA lgc48<>+20(SB)/4, $0x7f800000
+DATA lgc48<>+24(SB)/4, $0x7f800000
+DATA lgc48<>+28(SB)/4, $0x7f800000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1194,30 +1266,30 @@ bulk_9:
 	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc30<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc31<>+0(SB), Y1, Y2
+	VMULPS       lgc32<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPAND        lgc33<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPAND        lgc34<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc35<>+0(SB), Y2, Y3
 	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VMOVAPS      lgc36<>+0(SB), Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1225,12 +1297,12 @@ bulk_9:
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc46<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc46<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc3<>+0(SB), Y1, Y2
@@ -1239,10 +1311,10 @@ bulk_9:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc46<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_9

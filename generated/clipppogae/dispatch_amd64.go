@@ -7,6 +7,7 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -35,13 +36,15 @@ type avxState struct {
 	r62_s    []float64
 	r62_ok   []float32
 	r64_s    []float64
+	p0_ok    []float32
 	r68_s    []float64
 	r68_p    []float32
+	p1_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 4024)}
+	st := &avxState{buf: make([]float64, 4056)}
 	st.r35_s = st.buf[8:24]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r37_s = st.buf[48:64]
@@ -63,11 +66,18 @@ var avxPool = sync.Pool{New: func() any {
 	st.r62_s = st.buf[2888:3317]
 	st.r62_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
 	st.r64_s = st.buf[3552:3981]
-	st.r68_s = st.buf[3992:4008]
-	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
+	st.r68_s = st.buf[4008:4024]
+	st.r68_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
 // reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
@@ -101,7 +111,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r62_s, 0)
 		runtime.SetMask(st.r62_ok)
 		runtime.Fill(st.r64_s, 0)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {
@@ -128,9 +139,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
 			runtime.MergeMask(sts[0].r62_ok, sts[c].r62_ok)
 			runtime.MergeSum(sts[0].r64_s, sts[c].r64_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r62_ok[:8]) {
+	if !runtime.MaskSet(st.r62_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, s)
 		return
 	}
@@ -170,7 +183,13 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r68_s, 0)
 	runtime.Fill(st.r68_p, 0)
+	runtime.SetMask(st.p1_ok)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass1Go(in, out, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r68_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }

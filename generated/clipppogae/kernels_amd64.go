@@ -7,7 +7,7 @@ package clipppogae
 // pass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see pass0Go for the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 int)
+func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
 
 // pass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see pass1Go for the same loop in Go.
 //

@@ -7,6 +7,7 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 )
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
@@ -21,6 +22,11 @@ var avxPool = sync.Pool{New: func() any {
 	st.res = make([]float64, 1)
 	return st
 }}
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
 // reduction states merged in chunk order afterwards (1: in one piece). It is fixed by

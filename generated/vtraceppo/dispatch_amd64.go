@@ -7,6 +7,7 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -33,15 +34,18 @@ type avxState struct {
 	r73_s    []float64
 	r73_ok   []float32
 	r75_s    []float64
+	p0_ok    []float32
 	r79_s    []float64
 	r79_p    []float32
+	p1_ok    []float32
 	r46_s    []float64
 	r46_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 4024)}
+	st := &avxState{buf: make([]float64, 4072)}
 	st.r48_s = st.buf[8:24]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r50_s = st.buf[48:64]
@@ -61,13 +65,21 @@ var avxPool = sync.Pool{New: func() any {
 	st.r73_s = st.buf[2848:3277]
 	st.r73_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
 	st.r75_s = st.buf[3512:3941]
-	st.r79_s = st.buf[3952:3968]
-	st.r79_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
-	st.r46_s = st.buf[3992:4008]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
+	st.r79_s = st.buf[3968:3984]
+	st.r79_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
+	st.r46_s = st.buf[4024:4040]
+	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
 // reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
@@ -99,6 +111,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r73_s, 0)
 		runtime.SetMask(st.r73_ok)
 		runtime.Fill(st.r75_s, 0)
+		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -125,9 +138,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
 			runtime.MergeMask(sts[0].r73_ok, sts[c].r73_ok)
 			runtime.MergeSum(sts[0].r75_s, sts[c].r75_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r73_ok[:8]) {
+	if !runtime.MaskSet(st.r73_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, s)
 		return
 	}
@@ -165,7 +180,13 @@ func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r79_s, 0)
 	runtime.Fill(st.r79_p, 0)
+	runtime.SetMask(st.p1_ok)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass1Go(in, out, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r79_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
@@ -183,6 +204,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r46_s, 0)
 		runtime.Fill(st.r46_p, 0)
+		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], hi)
 	}
 	n := min(pass2Chunks, 64)
@@ -200,7 +222,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
+	}
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, s)
+		return
 	}
 	runtime.FinishMean(st.res[:1], st.r46_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])

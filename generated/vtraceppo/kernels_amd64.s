@@ -153,40 +153,45 @@ outer0_1:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc13<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VMOVUPS     lgc17<>+0(SB), Y8
-	VPERMPS     Y4, Y8, Y6
-	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
-	VFMADD231PS Y4, Y8, Y5
-	VMULPS      Y6, Y4, Y4
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), CX
+	VANDPS      31616(CX), Y6, Y6
+	VMOVUPS     Y6, 31616(CX)
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc20<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc20<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc20<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -201,7 +206,6 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y6, X8
 	VPMOVSXDQ    X8, Y8
 	VANDPS       Y6, Y5, Y5
-	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
@@ -230,7 +234,7 @@ outer0_1:
 	VMOVUPS      Y2, 896(CX)
 
 	// v54 = mul(v53, v51) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
+	VMULPS lgc26<>+0(SB), Y1, Y1
 
 	// mean(v54) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -245,7 +249,7 @@ outer0_1:
 	VSUBPS Y7, Y4, Y1
 
 	// v57 = abs(v56) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
@@ -383,10 +387,10 @@ outer0_1:
 	VMULPS       Y5, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y5
 	VBLENDVPS    Y5, Y3, Y7, Y7
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VMOVUPS      lgc28<>+0(SB), Y6
+	VMOVUPS      lgc30<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -407,7 +411,7 @@ outer0_1:
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
 	// v74 = mul(v72, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc31<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
 	// store v24
@@ -507,40 +511,45 @@ blocks_2:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc17<>+0(SB), Y8
-	VPERMPS     Y4, Y8, Y6
-	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0x80, lgc18<>+0(SB), Y8, Y8
-	VFMADD231PS Y4, Y8, Y5
-	VMULPS      Y6, Y4, Y4
+	VANDPS      lgc17<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc18<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), BX
+	VANDPS      31616(BX), Y6, Y6
+	VMOVUPS     Y6, 31616(BX)
 	VMOVUPS     lgc19<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
-	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xc0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0x80, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0x80, lgc20<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
+	VPERMPS     Y4, Y8, Y6
+	VPERMPS     Y5, Y8, Y8
+	VBLENDPS    $0xc0, lgc13<>+0(SB), Y6, Y6
+	VBLENDPS    $0xc0, lgc20<>+0(SB), Y8, Y8
+	VFMADD231PS Y4, Y8, Y5
+	VMULPS      Y6, Y4, Y4
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc13<>+0(SB), Y6, Y6
-	VBLENDPS    $0xf0, lgc18<>+0(SB), Y8, Y8
+	VBLENDPS    $0xf0, lgc20<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -550,7 +559,6 @@ blocks_2:
 	VANDPS lgc13<>+0(SB), Y5, Y5
 
 	// mean(v47) over [N T]
-	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
@@ -568,7 +576,7 @@ blocks_2:
 	VMOVUPS Y2, 896(BX)
 
 	// v54 = mul(v53, v51) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y1
+	VMULPS lgc26<>+0(SB), Y1, Y1
 
 	// mean(v54) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -578,7 +586,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y1
 
 	// v57 = abs(v56) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc13<>+0(SB), Y5
 
@@ -683,8 +691,8 @@ blocks_2:
 	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y4, Y4
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -703,7 +711,7 @@ blocks_2:
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
 	// v74 = mul(v72, v9) [N=64 T=421]
-	VMULPS  lgc29<>+0(SB), Y3, Y1
+	VMULPS  lgc31<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v24
@@ -713,55 +721,71 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         p8+64(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc17<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VXORPS       Y1, Y1, Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       31616(DX), Y2, Y2
+	VMOVUPS      Y2, 31616(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -769,55 +793,71 @@ noflush_3:
 	JGE          blocks_2
 	MOVQ         p8+64(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc17<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VXORPS       Y0, Y0, Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       31616(CX), Y1, Y1
+	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
 	JL           outer0_1
@@ -990,135 +1030,165 @@ DATA lgc16<>+24(SB)/4, $0x3f7d70a4
 DATA lgc16<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x00000001
-DATA lgc17<>+4(SB)/4, $0x00000002
-DATA lgc17<>+8(SB)/4, $0x00000003
-DATA lgc17<>+12(SB)/4, $0x00000004
-DATA lgc17<>+16(SB)/4, $0x00000005
-DATA lgc17<>+20(SB)/4, $0x00000006
-DATA lgc17<>+24(SB)/4, $0x00000007
-DATA lgc17<>+28(SB)/4, $0x00000007
+DATA lgc17<>+0(SB)/4, $0x7fffffff
+DATA lgc17<>+4(SB)/4, $0x7fffffff
+DATA lgc17<>+8(SB)/4, $0x7fffffff
+DATA lgc17<>+12(SB)/4, $0x7fffffff
+DATA lgc17<>+16(SB)/4, $0x7fffffff
+DATA lgc17<>+20(SB)/4, $0x7fffffff
+DATA lgc17<>+24(SB)/4, $0x7fffffff
+DATA lgc17<>+28(SB)/4, $0x7fffffff
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000000
-DATA lgc18<>+4(SB)/4, $0x00000000
-DATA lgc18<>+8(SB)/4, $0x00000000
-DATA lgc18<>+12(SB)/4, $0x00000000
-DATA lgc18<>+16(SB)/4, $0x00000000
-DATA lgc18<>+20(SB)/4, $0x00000000
-DATA lgc18<>+24(SB)/4, $0x00000000
-DATA lgc18<>+28(SB)/4, $0x00000000
+DATA lgc18<>+0(SB)/4, $0x79000000
+DATA lgc18<>+4(SB)/4, $0x79000000
+DATA lgc18<>+8(SB)/4, $0x79000000
+DATA lgc18<>+12(SB)/4, $0x79000000
+DATA lgc18<>+16(SB)/4, $0x79000000
+DATA lgc18<>+20(SB)/4, $0x79000000
+DATA lgc18<>+24(SB)/4, $0x79000000
+DATA lgc18<>+28(SB)/4, $0x79000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00000002
-DATA lgc19<>+4(SB)/4, $0x00000003
-DATA lgc19<>+8(SB)/4, $0x00000004
-DATA lgc19<>+12(SB)/4, $0x00000005
-DATA lgc19<>+16(SB)/4, $0x00000006
-DATA lgc19<>+20(SB)/4, $0x00000007
-DATA lgc19<>+24(SB)/4, $0x00000006
+DATA lgc19<>+0(SB)/4, $0x00000001
+DATA lgc19<>+4(SB)/4, $0x00000002
+DATA lgc19<>+8(SB)/4, $0x00000003
+DATA lgc19<>+12(SB)/4, $0x00000004
+DATA lgc19<>+16(SB)/4, $0x00000005
+DATA lgc19<>+20(SB)/4, $0x00000006
+DATA lgc19<>+24(SB)/4, $0x00000007
 DATA lgc19<>+28(SB)/4, $0x00000007
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000004
-DATA lgc20<>+4(SB)/4, $0x00000005
-DATA lgc20<>+8(SB)/4, $0x00000006
-DATA lgc20<>+12(SB)/4, $0x00000007
-DATA lgc20<>+16(SB)/4, $0x00000004
-DATA lgc20<>+20(SB)/4, $0x00000005
-DATA lgc20<>+24(SB)/4, $0x00000006
-DATA lgc20<>+28(SB)/4, $0x00000007
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000000
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
+DATA lgc21<>+0(SB)/4, $0x00000002
+DATA lgc21<>+4(SB)/4, $0x00000003
+DATA lgc21<>+8(SB)/4, $0x00000004
+DATA lgc21<>+12(SB)/4, $0x00000005
+DATA lgc21<>+16(SB)/4, $0x00000006
+DATA lgc21<>+20(SB)/4, $0x00000007
+DATA lgc21<>+24(SB)/4, $0x00000006
+DATA lgc21<>+28(SB)/4, $0x00000007
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xbe647fbe
-DATA lgc22<>+4(SB)/4, $0xbe647fbe
-DATA lgc22<>+8(SB)/4, $0xbe647fbe
-DATA lgc22<>+12(SB)/4, $0xbe647fbe
-DATA lgc22<>+16(SB)/4, $0xbe647fbe
-DATA lgc22<>+20(SB)/4, $0xbe647fbe
-DATA lgc22<>+24(SB)/4, $0xbe647fbe
-DATA lgc22<>+28(SB)/4, $0xbe647fbe
+DATA lgc22<>+0(SB)/4, $0x00000004
+DATA lgc22<>+4(SB)/4, $0x00000005
+DATA lgc22<>+8(SB)/4, $0x00000006
+DATA lgc22<>+12(SB)/4, $0x00000007
+DATA lgc22<>+16(SB)/4, $0x00000004
+DATA lgc22<>+20(SB)/4, $0x00000005
+DATA lgc22<>+24(SB)/4, $0x00000006
+DATA lgc22<>+28(SB)/4, $0x00000007
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e3ab281
-DATA lgc23<>+4(SB)/4, $0x3e3ab281
-DATA lgc23<>+8(SB)/4, $0x3e3ab281
-DATA lgc23<>+12(SB)/4, $0x3e3ab281
-DATA lgc23<>+16(SB)/4, $0x3e3ab281
-DATA lgc23<>+20(SB)/4, $0x3e3ab281
-DATA lgc23<>+24(SB)/4, $0x3e3ab281
-DATA lgc23<>+28(SB)/4, $0x3e3ab281
+DATA lgc23<>+0(SB)/4, $0x00000000
+DATA lgc23<>+4(SB)/4, $0x00000000
+DATA lgc23<>+8(SB)/4, $0x00000000
+DATA lgc23<>+12(SB)/4, $0x00000000
+DATA lgc23<>+16(SB)/4, $0x00000000
+DATA lgc23<>+20(SB)/4, $0x00000000
+DATA lgc23<>+24(SB)/4, $0x00000000
+DATA lgc23<>+28(SB)/4, $0x00000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbc23d70a
-DATA lgc24<>+4(SB)/4, $0xbc23d70a
-DATA lgc24<>+8(SB)/4, $0xbc23d70a
-DATA lgc24<>+12(SB)/4, $0xbc23d70a
-DATA lgc24<>+16(SB)/4, $0xbc23d70a
-DATA lgc24<>+20(SB)/4, $0xbc23d70a
-DATA lgc24<>+24(SB)/4, $0xbc23d70a
-DATA lgc24<>+28(SB)/4, $0xbc23d70a
+DATA lgc24<>+0(SB)/4, $0xbe647fbe
+DATA lgc24<>+4(SB)/4, $0xbe647fbe
+DATA lgc24<>+8(SB)/4, $0xbe647fbe
+DATA lgc24<>+12(SB)/4, $0xbe647fbe
+DATA lgc24<>+16(SB)/4, $0xbe647fbe
+DATA lgc24<>+20(SB)/4, $0xbe647fbe
+DATA lgc24<>+24(SB)/4, $0xbe647fbe
+DATA lgc24<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0x3e3ab281
+DATA lgc25<>+4(SB)/4, $0x3e3ab281
+DATA lgc25<>+8(SB)/4, $0x3e3ab281
+DATA lgc25<>+12(SB)/4, $0x3e3ab281
+DATA lgc25<>+16(SB)/4, $0x3e3ab281
+DATA lgc25<>+20(SB)/4, $0x3e3ab281
+DATA lgc25<>+24(SB)/4, $0x3e3ab281
+DATA lgc25<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xc2ae0000
-DATA lgc26<>+4(SB)/4, $0xc2ae0000
-DATA lgc26<>+8(SB)/4, $0xc2ae0000
-DATA lgc26<>+12(SB)/4, $0xc2ae0000
-DATA lgc26<>+16(SB)/4, $0xc2ae0000
-DATA lgc26<>+20(SB)/4, $0xc2ae0000
-DATA lgc26<>+24(SB)/4, $0xc2ae0000
-DATA lgc26<>+28(SB)/4, $0xc2ae0000
+DATA lgc26<>+0(SB)/4, $0xbc23d70a
+DATA lgc26<>+4(SB)/4, $0xbc23d70a
+DATA lgc26<>+8(SB)/4, $0xbc23d70a
+DATA lgc26<>+12(SB)/4, $0xbc23d70a
+DATA lgc26<>+16(SB)/4, $0xbc23d70a
+DATA lgc26<>+20(SB)/4, $0xbc23d70a
+DATA lgc26<>+24(SB)/4, $0xbc23d70a
+DATA lgc26<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x42b00000
-DATA lgc27<>+4(SB)/4, $0x42b00000
-DATA lgc27<>+8(SB)/4, $0x42b00000
-DATA lgc27<>+12(SB)/4, $0x42b00000
-DATA lgc27<>+16(SB)/4, $0x42b00000
-DATA lgc27<>+20(SB)/4, $0x42b00000
-DATA lgc27<>+24(SB)/4, $0x42b00000
-DATA lgc27<>+28(SB)/4, $0x42b00000
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xffffffff
-DATA lgc28<>+4(SB)/4, $0xffffffff
-DATA lgc28<>+8(SB)/4, $0xffffffff
-DATA lgc28<>+12(SB)/4, $0xffffffff
-DATA lgc28<>+16(SB)/4, $0xffffffff
-DATA lgc28<>+20(SB)/4, $0xffffffff
-DATA lgc28<>+24(SB)/4, $0xffffffff
-DATA lgc28<>+28(SB)/4, $0xffffffff
+DATA lgc28<>+0(SB)/4, $0xc2ae0000
+DATA lgc28<>+4(SB)/4, $0xc2ae0000
+DATA lgc28<>+8(SB)/4, $0xc2ae0000
+DATA lgc28<>+12(SB)/4, $0xc2ae0000
+DATA lgc28<>+16(SB)/4, $0xc2ae0000
+DATA lgc28<>+20(SB)/4, $0xc2ae0000
+DATA lgc28<>+24(SB)/4, $0xc2ae0000
+DATA lgc28<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x40000000
-DATA lgc29<>+4(SB)/4, $0x40000000
-DATA lgc29<>+8(SB)/4, $0x40000000
-DATA lgc29<>+12(SB)/4, $0x40000000
-DATA lgc29<>+16(SB)/4, $0x40000000
-DATA lgc29<>+20(SB)/4, $0x40000000
-DATA lgc29<>+24(SB)/4, $0x40000000
-DATA lgc29<>+28(SB)/4, $0x40000000
+DATA lgc29<>+0(SB)/4, $0x42b00000
+DATA lgc29<>+4(SB)/4, $0x42b00000
+DATA lgc29<>+8(SB)/4, $0x42b00000
+DATA lgc29<>+12(SB)/4, $0x42b00000
+DATA lgc29<>+16(SB)/4, $0x42b00000
+DATA lgc29<>+20(SB)/4, $0x42b00000
+DATA lgc29<>+24(SB)/4, $0x42b00000
+DATA lgc29<>+28(SB)/4, $0x42b00000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0xffffffff
+DATA lgc30<>+4(SB)/4, $0xffffffff
+DATA lgc30<>+8(SB)/4, $0xffffffff
+DATA lgc30<>+12(SB)/4, $0xffffffff
+DATA lgc30<>+16(SB)/4, $0xffffffff
+DATA lgc30<>+20(SB)/4, $0xffffffff
+DATA lgc30<>+24(SB)/4, $0xffffffff
+DATA lgc30<>+28(SB)/4, $0xffffffff
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x40000000
+DATA lgc31<>+4(SB)/4, $0x40000000
+DATA lgc31<>+8(SB)/4, $0x40000000
+DATA lgc31<>+12(SB)/4, $0x40000000
+DATA lgc31<>+16(SB)/4, $0x40000000
+DATA lgc31<>+20(SB)/4, $0x40000000
+DATA lgc31<>+24(SB)/4, $0x40000000
+DATA lgc31<>+28(SB)/4, $0x40000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1133,7 +1203,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v69 = add(v67, v68) [T=421]
-	VADDPS  lgc30<>+0(SB), Y0, Y0
+	VADDPS  lgc33<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1147,7 +1217,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v76 = mul(v72, v73) [T=421]
-	VMULPS  lgc29<>+0(SB), Y1, Y1
+	VMULPS  lgc31<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1186,8 +1256,8 @@ blocks_4:
 
 	// mean(v78) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  31808(DX), Y4, Y1
-	VMOVUPS Y1, 31808(DX)
+	VADDPS  31936(DX), Y4, Y1
+	VMOVUPS Y1, 31936(DX)
 
 	// store v71
 	MOVQ         p5+40(FP), DX
@@ -1195,16 +1265,20 @@ blocks_4:
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      31808(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(CX), Y0
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(CX), Y1, Y1
-	VMOVUPD      Y1, 31616(CX)
-	VADDPD       31648(CX), Y0, Y0
-	VMOVUPD      Y0, 31648(CX)
+	VADDPD       31744(CX), Y2, Y2
+	VMOVUPD      Y2, 31744(CX)
+	VADDPD       31776(CX), Y0, Y0
+	VMOVUPD      Y0, 31776(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 31808(CX)
+	VMOVUPS      Y0, 31936(CX)
+	VANDPS       32064(CX), Y1, Y1
+	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -1218,7 +1292,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v69 = add(v67, v68) [T=421]
-	VADDPS     lgc30<>+0(SB), Y0, Y0
+	VADDPS     lgc33<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1234,7 +1308,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v76 = mul(v72, v73) [T=421]
-	VMULPS     lgc29<>+0(SB), Y1, Y1
+	VMULPS     lgc31<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1279,36 +1353,40 @@ noflush_5:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       31808(AX), Y1, Y1
-	VMOVUPS      Y1, 31808(AX)
+	VADDPS       31936(AX), Y1, Y1
+	VMOVUPS      Y1, 31936(AX)
 
 	// store v71
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      31808(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(AX), Y0
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(AX), Y1, Y1
-	VMOVUPD      Y1, 31616(AX)
-	VADDPD       31648(AX), Y0, Y0
-	VMOVUPD      Y0, 31648(AX)
+	VADDPD       31744(AX), Y2, Y2
+	VMOVUPD      Y2, 31744(AX)
+	VADDPD       31776(AX), Y0, Y0
+	VMOVUPD      Y0, 31776(AX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 31808(AX)
+	VMOVUPS      Y0, 31936(AX)
+	VANDPS       32064(AX), Y1, Y1
+	VMOVUPS      Y1, 32064(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x34000000
-DATA lgc30<>+4(SB)/4, $0x34000000
-DATA lgc30<>+8(SB)/4, $0x34000000
-DATA lgc30<>+12(SB)/4, $0x34000000
-DATA lgc30<>+16(SB)/4, $0x34000000
-DATA lgc30<>+20(SB)/4, $0x34000000
-DATA lgc30<>+24(SB)/4, $0x34000000
-DATA lgc30<>+28(SB)/4, $0x34000000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x34000000
+DATA lgc33<>+4(SB)/4, $0x34000000
+DATA lgc33<>+8(SB)/4, $0x34000000
+DATA lgc33<>+12(SB)/4, $0x34000000
+DATA lgc33<>+16(SB)/4, $0x34000000
+DATA lgc33<>+20(SB)/4, $0x34000000
+DATA lgc33<>+24(SB)/4, $0x34000000
+DATA lgc33<>+28(SB)/4, $0x34000000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 int)
 // Requires: AVX, AVX2, FMA3
@@ -1389,7 +1467,7 @@ blocks_7:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc34<>+0(SB), Y5, Y5
 	MOVQ         p6+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1448,11 +1526,11 @@ blocks_7:
 
 	// v38 = mul(v37, v32) [N=64 T=421]  # gain1
 	VMULPS  Y1, Y4, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v40 = max(v37, v39) [N=64 T=421]
 	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v42 = min(v40, v41) [N=64 T=421]
 	VMINPS Y2, Y3, Y2
@@ -1466,12 +1544,12 @@ blocks_7:
 	VORPS  Y3, Y0, Y0
 
 	// v45 = neg(v44) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v45) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  32128(BX), Y0, Y0
-	VMOVUPS Y0, 32128(BX)
+	VADDPS  32384(BX), Y0, Y0
+	VMOVUPS Y0, 32384(BX)
 
 	// store v32
 	MOVQ         p10+80(FP), BX
@@ -1479,16 +1557,20 @@ blocks_7:
 	DECQ         DX
 	JNZ          noflush_8
 	MOVQ         p9+72(FP), DX
-	VMOVUPS      32128(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(DX), Y0
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(DX), Y1, Y1
-	VMOVUPD      Y1, 31936(DX)
-	VADDPD       31968(DX), Y0, Y0
-	VMOVUPD      Y0, 31968(DX)
+	VADDPD       32192(DX), Y2, Y2
+	VMOVUPD      Y2, 32192(DX)
+	VADDPD       32224(DX), Y0, Y0
+	VMOVUPD      Y0, 32224(DX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 32128(DX)
+	VMOVUPS      Y0, 32384(DX)
+	VANDPS       32512(DX), Y1, Y1
+	VMOVUPS      Y1, 32512(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
@@ -1589,7 +1671,7 @@ noflush_8:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc31<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc34<>+0(SB), Y5, Y5
 	VMOVUPS      lgc1<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
@@ -1652,11 +1734,11 @@ noflush_8:
 
 	// v38 = mul(v37, v32) [N=64 T=421]  # gain1
 	VMULPS  Y1, Y4, Y0
-	VMOVUPS lgc32<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v40 = max(v37, v39) [N=64 T=421]
 	VMAXPS  Y4, Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v42 = min(v40, v41) [N=64 T=421]
 	VMINPS Y2, Y3, Y2
@@ -1670,7 +1752,7 @@ noflush_8:
 	VORPS  Y3, Y0, Y0
 
 	// v45 = neg(v44) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v45) over [N T]
 	VMOVUPS      lgc1<>+0(SB), Y2
@@ -1679,59 +1761,63 @@ noflush_8:
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y0, Y0
 	MOVQ         p9+72(FP), CX
-	VADDPS       32128(CX), Y0, Y0
-	VMOVUPS      Y0, 32128(CX)
+	VADDPS       32384(CX), Y0, Y0
+	VMOVUPS      Y0, 32384(CX)
 
 	// store v32
 	MOVQ         p10+80(FP), CX
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMASKMOVPS   Y1, Y0, (CX)(DX*4)
 	MOVQ         p9+72(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(CX), Y0
+	VANDPS       lgc17<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32192(CX), Y2, Y2
+	VMOVUPD      Y2, 32192(CX)
+	VADDPD       32224(CX), Y0, Y0
+	VMOVUPD      Y0, 32224(CX)
 	VXORPS       Y0, Y0, Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32384(CX)
+	VANDPS       32512(CX), Y1, Y1
+	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x00000000
-DATA lgc31<>+4(SB)/4, $0x00000001
-DATA lgc31<>+8(SB)/4, $0x00000002
-DATA lgc31<>+12(SB)/4, $0x00000003
-DATA lgc31<>+16(SB)/4, $0x00000004
-DATA lgc31<>+20(SB)/4, $0x00000005
-DATA lgc31<>+24(SB)/4, $0x00000006
-DATA lgc31<>+28(SB)/4, $0x00000007
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x00000000
+DATA lgc34<>+4(SB)/4, $0x00000001
+DATA lgc34<>+8(SB)/4, $0x00000002
+DATA lgc34<>+12(SB)/4, $0x00000003
+DATA lgc34<>+16(SB)/4, $0x00000004
+DATA lgc34<>+20(SB)/4, $0x00000005
+DATA lgc34<>+24(SB)/4, $0x00000006
+DATA lgc34<>+28(SB)/4, $0x00000007
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3f4ccccd
-DATA lgc32<>+4(SB)/4, $0x3f4ccccd
-DATA lgc32<>+8(SB)/4, $0x3f4ccccd
-DATA lgc32<>+12(SB)/4, $0x3f4ccccd
-DATA lgc32<>+16(SB)/4, $0x3f4ccccd
-DATA lgc32<>+20(SB)/4, $0x3f4ccccd
-DATA lgc32<>+24(SB)/4, $0x3f4ccccd
-DATA lgc32<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x3f4ccccd
+DATA lgc35<>+4(SB)/4, $0x3f4ccccd
+DATA lgc35<>+8(SB)/4, $0x3f4ccccd
+DATA lgc35<>+12(SB)/4, $0x3f4ccccd
+DATA lgc35<>+16(SB)/4, $0x3f4ccccd
+DATA lgc35<>+20(SB)/4, $0x3f4ccccd
+DATA lgc35<>+24(SB)/4, $0x3f4ccccd
+DATA lgc35<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3f99999a
-DATA lgc33<>+4(SB)/4, $0x3f99999a
-DATA lgc33<>+8(SB)/4, $0x3f99999a
-DATA lgc33<>+12(SB)/4, $0x3f99999a
-DATA lgc33<>+16(SB)/4, $0x3f99999a
-DATA lgc33<>+20(SB)/4, $0x3f99999a
-DATA lgc33<>+24(SB)/4, $0x3f99999a
-DATA lgc33<>+28(SB)/4, $0x3f99999a
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x3f99999a
+DATA lgc36<>+4(SB)/4, $0x3f99999a
+DATA lgc36<>+8(SB)/4, $0x3f99999a
+DATA lgc36<>+12(SB)/4, $0x3f99999a
+DATA lgc36<>+16(SB)/4, $0x3f99999a
+DATA lgc36<>+20(SB)/4, $0x3f99999a
+DATA lgc36<>+24(SB)/4, $0x3f99999a
+DATA lgc36<>+28(SB)/4, $0x3f99999a
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1739,7 +1825,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc34<>+0(SB), Y1
+	VMOVUPS      lgc37<>+0(SB), Y1
 
 	// v81 = div(v79, v80) []
 	VDIVPS Y1, Y0, Y0
@@ -1750,15 +1836,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x42800000
-DATA lgc34<>+4(SB)/4, $0x42800000
-DATA lgc34<>+8(SB)/4, $0x42800000
-DATA lgc34<>+12(SB)/4, $0x42800000
-DATA lgc34<>+16(SB)/4, $0x42800000
-DATA lgc34<>+20(SB)/4, $0x42800000
-DATA lgc34<>+24(SB)/4, $0x42800000
-DATA lgc34<>+28(SB)/4, $0x42800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc37<>+0(SB)/4, $0x42800000
+DATA lgc37<>+4(SB)/4, $0x42800000
+DATA lgc37<>+8(SB)/4, $0x42800000
+DATA lgc37<>+12(SB)/4, $0x42800000
+DATA lgc37<>+16(SB)/4, $0x42800000
+DATA lgc37<>+20(SB)/4, $0x42800000
+DATA lgc37<>+24(SB)/4, $0x42800000
+DATA lgc37<>+28(SB)/4, $0x42800000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1820,30 +1906,30 @@ bulk_11:
 	CMPQ         BX, DX
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc38<>+0(SB), Y0, Y1
+	VMULPS       lgc39<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc15<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPAND        lgc40<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc41<>+0(SB), Y2, Y1
 	VPOR         lgc13<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y1, Y2
 	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
+	VMOVAPS      lgc43<>+0(SB), Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1851,12 +1937,12 @@ bulk_11:
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc18<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1867,175 +1953,175 @@ bulkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0x00800000
+DATA lgc38<>+4(SB)/4, $0x00800000
+DATA lgc38<>+8(SB)/4, $0x00800000
+DATA lgc38<>+12(SB)/4, $0x00800000
+DATA lgc38<>+16(SB)/4, $0x00800000
+DATA lgc38<>+20(SB)/4, $0x00800000
+DATA lgc38<>+24(SB)/4, $0x00800000
+DATA lgc38<>+28(SB)/4, $0x00800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0x4b000000
+DATA lgc39<>+4(SB)/4, $0x4b000000
+DATA lgc39<>+8(SB)/4, $0x4b000000
+DATA lgc39<>+12(SB)/4, $0x4b000000
+DATA lgc39<>+16(SB)/4, $0x4b000000
+DATA lgc39<>+20(SB)/4, $0x4b000000
+DATA lgc39<>+24(SB)/4, $0x4b000000
+DATA lgc39<>+28(SB)/4, $0x4b000000
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0xffffffe9
+DATA lgc40<>+4(SB)/4, $0xffffffe9
+DATA lgc40<>+8(SB)/4, $0xffffffe9
+DATA lgc40<>+12(SB)/4, $0xffffffe9
+DATA lgc40<>+16(SB)/4, $0xffffffe9
+DATA lgc40<>+20(SB)/4, $0xffffffe9
+DATA lgc40<>+24(SB)/4, $0xffffffe9
+DATA lgc40<>+28(SB)/4, $0xffffffe9
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0x007fffff
+DATA lgc41<>+4(SB)/4, $0x007fffff
+DATA lgc41<>+8(SB)/4, $0x007fffff
+DATA lgc41<>+12(SB)/4, $0x007fffff
+DATA lgc41<>+16(SB)/4, $0x007fffff
+DATA lgc41<>+20(SB)/4, $0x007fffff
+DATA lgc41<>+24(SB)/4, $0x007fffff
+DATA lgc41<>+28(SB)/4, $0x007fffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0x3fb504f3
+DATA lgc42<>+4(SB)/4, $0x3fb504f3
+DATA lgc42<>+8(SB)/4, $0x3fb504f3
+DATA lgc42<>+12(SB)/4, $0x3fb504f3
+DATA lgc42<>+16(SB)/4, $0x3fb504f3
+DATA lgc42<>+20(SB)/4, $0x3fb504f3
+DATA lgc42<>+24(SB)/4, $0x3fb504f3
+DATA lgc42<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0x3d9021bb
+DATA lgc43<>+4(SB)/4, $0x3d9021bb
+DATA lgc43<>+8(SB)/4, $0x3d9021bb
+DATA lgc43<>+12(SB)/4, $0x3d9021bb
+DATA lgc43<>+16(SB)/4, $0x3d9021bb
+DATA lgc43<>+20(SB)/4, $0x3d9021bb
+DATA lgc43<>+24(SB)/4, $0x3d9021bb
+DATA lgc43<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0xbdebd1b8
+DATA lgc44<>+4(SB)/4, $0xbdebd1b8
+DATA lgc44<>+8(SB)/4, $0xbdebd1b8
+DATA lgc44<>+12(SB)/4, $0xbdebd1b8
+DATA lgc44<>+16(SB)/4, $0xbdebd1b8
+DATA lgc44<>+20(SB)/4, $0xbdebd1b8
+DATA lgc44<>+24(SB)/4, $0xbdebd1b8
+DATA lgc44<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
+DATA lgc45<>+0(SB)/4, $0x3def251a
+DATA lgc45<>+4(SB)/4, $0x3def251a
+DATA lgc45<>+8(SB)/4, $0x3def251a
+DATA lgc45<>+12(SB)/4, $0x3def251a
+DATA lgc45<>+16(SB)/4, $0x3def251a
+DATA lgc45<>+20(SB)/4, $0x3def251a
+DATA lgc45<>+24(SB)/4, $0x3def251a
+DATA lgc45<>+28(SB)/4, $0x3def251a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
+DATA lgc46<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc46<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
+DATA lgc47<>+0(SB)/4, $0x3e11e9bf
+DATA lgc47<>+4(SB)/4, $0x3e11e9bf
+DATA lgc47<>+8(SB)/4, $0x3e11e9bf
+DATA lgc47<>+12(SB)/4, $0x3e11e9bf
+DATA lgc47<>+16(SB)/4, $0x3e11e9bf
+DATA lgc47<>+20(SB)/4, $0x3e11e9bf
+DATA lgc47<>+24(SB)/4, $0x3e11e9bf
+DATA lgc47<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+0(SB)/4, $0xbe2aae50
+DATA lgc48<>+4(SB)/4, $0xbe2aae50
+DATA lgc48<>+8(SB)/4, $0xbe2aae50
+DATA lgc48<>+12(SB)/4, $0xbe2aae50
+DATA lgc48<>+16(SB)/4, $0xbe2aae50
+DATA lgc48<>+20(SB)/4, $0xbe2aae50
+DATA lgc48<>+24(SB)/4, $0xbe2aae50
+DATA lgc48<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xff800000
-DATA lgc49<>+4(SB)/4, $0xff800000
-DATA lgc49<>+8(SB)/4, $0xff800000
-DATA lgc49<>+12(SB)/4, $0xff800000
-DATA lgc49<>+16(SB)/4, $0xff800000
-DATA lgc49<>+20(SB)/4, $0xff800000
-DATA lgc49<>+24(SB)/4, $0xff800000
-DATA lgc49<>+28(SB)/4, $0xff800000
+DATA lgc49<>+0(SB)/4, $0x3e4cceac
+DATA lgc49<>+4(SB)/4, $0x3e4cceac
+DATA lgc49<>+8(SB)/4, $0x3e4cceac
+DATA lgc49<>+12(SB)/4, $0x3e4cceac
+DATA lgc49<>+16(SB)/4, $0x3e4cceac
+DATA lgc49<>+20(SB)/4, $0x3e4cceac
+DATA lgc49<>+24(SB)/4, $0x3e4cceac
+DATA lgc49<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7fc00000
-DATA lgc50<>+4(SB)/4, $0x7fc00000
-DATA lgc50<>+8(SB)/4, $0x7fc00000
-DATA lgc50<>+12(SB)/4, $0x7fc00000
-DATA lgc50<>+16(SB)/4, $0x7fc00000
-DATA lgc50<>+20(SB)/4, $0x7fc00000
-DATA lgc50<>+24(SB)/4, $0x7fc00000
-DATA lgc50<>+28(SB)/4, $0x7fc00000
+DATA lgc50<>+0(SB)/4, $0xbe7ffffc
+DATA lgc50<>+4(SB)/4, $0xbe7ffffc
+DATA lgc50<>+8(SB)/4, $0xbe7ffffc
+DATA lgc50<>+12(SB)/4, $0xbe7ffffc
+DATA lgc50<>+16(SB)/4, $0xbe7ffffc
+DATA lgc50<>+20(SB)/4, $0xbe7ffffc
+DATA lgc50<>+24(SB)/4, $0xbe7ffffc
+DATA lgc50<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x7f800000
-DATA lgc51<>+4(SB)/4, $0x7f800000
-DATA lgc51<>+8(SB)/4, $0x7f800000
-DATA lgc51<>+12(SB)/4, $0x7f800000
-DATA lgc51<>+16(SB)/4, $0x7f800000
-DATA lgc51<>+20(SB)/4, $0x7f800000
-DATA lgc51<>+24(SB)/4, $0x7f800000
-DATA lgc51<>+28(SB)/4, $0x7f800000
+DATA lgc51<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc51<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0xff800000
+DATA lgc52<>+4(SB)/4, $0xff800000
+DATA lgc52<>+8(SB)/4, $0xff800000
+DATA lgc52<>+12(SB)/4, $0xff800000
+DATA lgc52<>+16(SB)/4, $0xff800000
+DATA lgc52<>+20(SB)/4, $0xff800000
+DATA lgc52<>+24(SB)/4, $0xff800000
+DATA lgc52<>+28(SB)/4, $0xff800000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
+
+DATA lgc53<>+0(SB)/4, $0x7fc00000
+DATA lgc53<>+4(SB)/4, $0x7fc00000
+DATA lgc53<>+8(SB)/4, $0x7fc00000
+DATA lgc53<>+12(SB)/4, $0x7fc00000
+DATA lgc53<>+16(SB)/4, $0x7fc00000
+DATA lgc53<>+20(SB)/4, $0x7fc00000
+DATA lgc53<>+24(SB)/4, $0x7fc00000
+DATA lgc53<>+28(SB)/4, $0x7fc00000
+GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7f800000
+DATA lgc54<>+4(SB)/4, $0x7f800000
+DATA lgc54<>+8(SB)/4, $0x7f800000
+DATA lgc54<>+12(SB)/4, $0x7f800000
+DATA lgc54<>+16(SB)/4, $0x7f800000
+DATA lgc54<>+20(SB)/4, $0x7f800000
+DATA lgc54<>+24(SB)/4, $0x7f800000
+DATA lgc54<>+28(SB)/4, $0x7f800000
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2050,30 +2136,30 @@ bulk_13:
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc38<>+0(SB), Y1, Y2
+	VMULPS       lgc39<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc15<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPAND        lgc40<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc41<>+0(SB), Y3, Y2
 	VPOR         lgc13<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc42<>+0(SB), Y2, Y3
 	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
+	VMOVAPS      lgc43<>+0(SB), Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2081,12 +2167,12 @@ bulk_13:
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc18<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc13<>+0(SB), Y1, Y2
@@ -2095,10 +2181,10 @@ bulk_13:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc49<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_13
