@@ -39,6 +39,22 @@ func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return compileSpec(path, s, dims)
+}
+
+// CompileSource is Compile on a spec held in memory; path names it in errors and generated
+// headers (the fuzz test uses it).
+func CompileSource(path string, src []byte) (_ *Compiled, err error) {
+	defer catch(path, &err)
+	s, err := spec.Parse(path, src, lower.Registry())
+	if err != nil {
+		return nil, err
+	}
+	return compileSpec(path, s, nil)
+}
+
+// compileSpec lowers and plans a parsed spec, with some dims resized.
+func compileSpec(path string, s *spec.Spec, dims map[string]int) (*Compiled, error) {
 	for name, size := range dims {
 		found := false
 		for i := range s.Dims {
