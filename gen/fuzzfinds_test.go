@@ -1,0 +1,35 @@
+package gen_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen"
+)
+
+// TestPipelineFindings holds what FuzzSpec's property caught (each input is also a seed in
+// testdata/fuzz/FuzzSpec): the error each input must give now, positioned at the key at
+// fault, where it used to panic, report an internal error, give an unpositioned error, or
+// compile and then fail to emit.
+func TestPipelineFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, err string
+	}{{
+		// Compiled, then Emit failed in the PTX backend without a position.
+		name: "ptx_unmapped_3d_gae",
+		src:  "package: g3\ndims: {A: 2, B: 3, T: 11}\nbatch: [A, B, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.9}\nloss: {type: clip_ppo}\n",
+		err:  "fuzz.yaml:3:8: batch: [A, B, T]: the PTX kernels cannot run this batch yet: pass 0 computes a var over A that reduces only some of the thread dims [A B]",
+	}, {
+		name: "ptx_unmapped_3d_normalise_excluding_dim0",
+		src:  "package: n3\ndims: {A: 2, B: 3, C: 11}\nbatch: [A, B, C]\nloss: {type: clip_ppo, normalize_advantage: true, normalize_advantage_exclude_dims: [0], log_explained_variance: false}\n",
+		err:  "fuzz.yaml:3:8: batch: [A, B, C]: the PTX kernels cannot run this batch yet: pass 0 computes a logsumexp over A that keeps loop dims [B] that are not the outermost loops [A B]",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := gen.CompileSource(fuzzFile, []byte(tc.src))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.err)
+			checkPipeline(t, []byte(tc.src))
+		})
+	}
+}
