@@ -34,8 +34,8 @@ var positioned = regexp.MustCompile(`^` + regexp.QuoteMeta(fuzzFile) + `:[1-9][0
 // lower, the IR passes, plan, and for a valid spec Emit (every backend's files). No input may
 // panic, or make the pipeline report an internal error (a panic it recovered); every error
 // names the spec's file, line and column; a valid spec always emits, and Emit writes nothing.
-// Seeds: every spec under spec/ and the small valid variants in testdata/fuzzseeds, which
-// cover every stage that lowers and their options.
+// Seeds: every spec under spec/, and in testdata/fuzzseeds small valid variants covering
+// every stage that lowers and its options, and specs with the stages that do not lower yet.
 func FuzzSpec(f *testing.F) {
 	for _, pattern := range []string{"../spec/examples/*.yaml", "../spec/testdata/bad/*.yaml", "testdata/fuzzseeds/*.yaml"} {
 		files, err := filepath.Glob(pattern)
