@@ -39,7 +39,8 @@ type stateArray struct {
 // address bits, where a block's loads from one wait on its stores to another (4K aliasing).
 //
 // Besides barrier reductions' lane states it holds each inner logsumexp's guard (one vector
-// per pass), the pass's overflow guard (guard.go) and the carries of scans along an outer dim (one per index of the dims inside).
+// per pass), the pass's overflow guard (guard.go) and the carries of scans along an outer dim
+// (one per index of the dims inside).
 func (e *emitter) layoutStates(p *plan.Plan) {
 	e.stateAt = map[string]int{}
 	end := 0

@@ -372,9 +372,8 @@ func (pg *passGen) rowSetup() {
 }
 
 // flushPartials adds every float32 partial sum of the pass into its float64 sum, then zeroes
-// the partial.
-// A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears the pass's
-// guard: the Go kernel's float64 sum may well be finite (guard.go).
+// the partial. A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears
+// the pass's guard: the Go kernel's float64 sum may well be finite (guard.go).
 func (pg *passGen) flushPartials() {
 	a := pg.a64
 	var ok reg.VecVirtual
