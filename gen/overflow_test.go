@@ -24,7 +24,7 @@ import (
 
 // everyBackend builds c's pure-Go and default (AVX2 where the CPU has AVX2 and FMA) kernels
 // and returns a function running them and the PTX, in lossgen's simulator, on the same
-// inputs: outputs by backend ("go", "avx2" or "go" again for the default build, "ptx").
+// inputs: outputs by backend ("go", "default", "ptx").
 func everyBackend(t *testing.T, c *gen.Compiled) func(in map[string]golden.Array) map[string]map[string]golden.Array {
 	m, err := runner.NewModule(c)
 	require.NoError(t, err)
@@ -101,7 +101,8 @@ func cancelling(T, from int) func(key string, v []float64) {
 }
 
 // TestOverflowSameOnEveryBackend: where float32 (or float64) arithmetic overflows, every
-// backend puts NaN and ±Inf at the same elements of every output (README, "What propagates").
+// backend puts NaN and ±Inf at the same elements of every output (README, "Overflow is the
+// same on every backend").
 // The recursion of GAE is where the backends' orders differ most: the Go and PTX kernels walk
 // it step by step, y = x + c·y', the AVX2 kernel composes 8 steps at once, whose partial sums
 // overflow elsewhere; its guard sends such a pass to the Go kernel. Likewise a float32 partial
