@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit test-purego golden-check golden-update generate check-generated data
+.PHONY: all demo test vet unit test-purego fuzz-smoke golden-check golden-update generate check-generated data
 
 all: test
 
@@ -10,9 +10,10 @@ all: test
 demo:
 	$(GO) run ./cmd/lossgen eval -spec spec/examples/clip_ppo_gae.yaml -in golden/data/cartpole_rollout.npz -backend all
 
-# Everything CI checks: vet, the tests (with and without the purego tag), the golden cases
-# against the interpreter, and that generated/ is what the generator makes today.
-test: vet unit test-purego golden-check check-generated
+# Everything CI checks: vet, the tests (with and without the purego tag), a short run of the
+# spec fuzzer, the golden cases against the interpreter, and that generated/ is what the
+# generator makes today.
+test: vet unit test-purego fuzz-smoke golden-check check-generated
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go') >&2; echo "gofmt: the files above need formatting" >&2; exit 1)
@@ -29,6 +30,12 @@ unit:
 
 test-purego:
 	LOSSGEN_REQUIRE_IMPL=go $(GO) test -tags purego ./generated/... ./runtime/... ./gen/...
+
+# The spec pipeline's fuzzer (gen/fuzz_test.go) for a few seconds beyond its seeds, which
+# plain `go test ./gen` runs. A long run: FUZZTIME=3h make fuzz-smoke.
+FUZZTIME ?= 10s
+fuzz-smoke:
+	$(GO) test ./gen -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) -parallel 1
 
 golden-check:
 	$(GO) run ./cmd/lossgen golden spec/examples/*.yaml

@@ -4,6 +4,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,22 @@ func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return compileSpec(path, s, dims)
+}
+
+// CompileSource is Compile on a spec held in memory; path names it in errors and generated
+// headers (the fuzz test uses it).
+func CompileSource(path string, src []byte) (_ *Compiled, err error) {
+	defer catch(path, &err)
+	s, err := spec.Parse(path, src, lower.Registry())
+	if err != nil {
+		return nil, err
+	}
+	return compileSpec(path, s, nil)
+}
+
+// compileSpec lowers and plans a parsed spec, with some dims resized.
+func compileSpec(path string, s *spec.Spec, dims map[string]int) (*Compiled, error) {
 	for name, size := range dims {
 		found := false
 		for i := range s.Dims {
@@ -71,6 +88,14 @@ func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	}
 	c, err := CompileGraph(s, g)
 	if err != nil {
+		return nil, err
+	}
+	// Every backend must generate a spec that compiles: a pass the PTX backend cannot map yet
+	// is the spec's batch's limit, reported there rather than when emitting.
+	var um *ptxgen.UnmappedError
+	if err := ptxgen.Check(c.Plan); errors.As(err, &um) {
+		return nil, &spec.Error{Pos: s.PosOf("batch"), Msg: fmt.Sprintf("batch: [%s]: the PTX kernels cannot run this batch yet: pass %d computes a %s over %s that %s (README, PTX: \"Not mapped yet\"); merge two of its dims into one", strings.Join(s.Batch, ", "), um.Pass, um.Node.Op, strings.Join(um.Node.Axes, ", "), um.Reason)}
+	} else if err != nil {
 		return nil, err
 	}
 	c.Hypers = hypers

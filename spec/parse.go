@@ -212,6 +212,9 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	}
 	def := d.reg.Stage(kind, typ)
 	st := &Stage{Def: def, Type: typ, Path: path, Pos: d.at(n), Values: map[string]Value{}}
+	if _, ok := d.pos[path]; !ok { // a list item (transforms[i]) has no mapping key to record it
+		d.pos[path] = st.Pos
+	}
 	for _, p := range def.Params {
 		st.Values[p.Name] = Value{V: p.Default, Pos: st.Pos}
 	}

@@ -99,6 +99,12 @@ func (s *Spec) PosOf(path string) Pos {
 	return Pos{File: s.File, Line: 1, Col: 1}
 }
 
+// HasPos reports whether the spec's file writes path, so PosOf names its place.
+func (s *Spec) HasPos(path string) bool {
+	_, ok := s.pos[path]
+	return ok
+}
+
 // DataName joins a nested key with '.', the name of its array in .npz files.
 func DataName(key []string) string {
 	n := ""

@@ -41,7 +41,8 @@ type stateArray struct {
 // address bits, where a block's loads from one wait on its stores to another (4K aliasing).
 //
 // Besides barrier reductions' lane states it holds each inner logsumexp's guard (one vector
-// per pass) and the carries of scans along an outer dim (one per index of the dims inside).
+// per pass), the pass's overflow guard (guard.go) and the carries of scans along an outer dim
+// (one per index of the dims inside).
 func (e *emitter) layoutStates(p *plan.Plan) {
 	e.stateAt = map[string]int{}
 	end := 0
@@ -68,6 +69,9 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 			if r.Op == ir.OpLogSumExp {
 				place(stateField(r, "ok"), true, 8, pg.esz())
 			}
+		}
+		if pg.needsGuard() {
+			place(guardField(ps), true, 8, pg.esz())
 		}
 		for _, n := range ps.Compute {
 			if n.Op == ir.OpScan && n.Axes[0] != pg.vaxis() {
@@ -176,6 +180,10 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	f.ImportName(gogen.RuntimePath, "runtime")
 	f.ImportName("golang.org/x/sys/cpu", "cpu")
 	reg := jen.Dict{jen.Id("name"): jen.Lit("avx2")}
+	f.Comment("avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the")
+	f.Comment("pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data")
+	f.Comment("must never need it.")
+	f.Var().Id("avx2Fallbacks").Qual("sync/atomic", "Uint64")
 	for _, e := range ems {
 		e.glue(f, pgs[e], nt[e])
 		reg[jen.Id(e.k.Name("passes"))] = jen.Index().Add(e.passType()).ValuesFunc(func(g *jen.Group) {
@@ -319,6 +327,9 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 			b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, "ok")))
 		}
 	}
+	if pg.needsGuard() {
+		b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(guardField(ps)))
+	}
 	call := func(name string) *jen.Statement {
 		return jen.Id(name).CallFunc(func(c *jen.Group) {
 			for _, p := range pg.params {
@@ -386,6 +397,9 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 				merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
 			}
 		}
+		if pg.needsGuard() {
+			merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(c0).Dot(guardField(ps)), jen.Id("sts").Index(c).Dot(guardField(ps))))
+		}
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
 }
@@ -411,12 +425,28 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 		} else {
 			e.runPass(b, pg, elem, nt)
 		}
-		// logsumexp's fast path holds only while every x stayed where e^x is normal;
+		// logsumexp's fast path holds only while every x stayed where e^x is normal, the
+		// overflow guard while nothing could overflow in one order and not the other;
 		// otherwise the pure-Go pass recomputes everything exactly.
+		var oks []string
 		for _, r := range guards(pg) {
-			b.If(jen.Op("!").Qual(rt, "MaskSet").Call(
-				jen.Id("st").Dot(stateField(r, "ok")).Index(jen.Op(":").Lit(pg.lanes())),
-			)).Block(
+			oks = append(oks, stateField(r, "ok"))
+		}
+		if pg.needsGuard() {
+			oks = append(oks, guardField(ps))
+		}
+		if len(oks) > 0 {
+			var failed *jen.Statement
+			for _, ok := range oks {
+				f := jen.Op("!").Qual(rt, "MaskSet").Call(jen.Id("st").Dot(ok).Index(jen.Op(":").Lit(pg.lanes())))
+				if failed == nil {
+					failed = f
+				} else {
+					failed = failed.Op("||").Add(f)
+				}
+			}
+			b.If(failed).Block(
+				jen.Id("avx2Fallbacks").Dot("Add").Call(jen.Lit(1)),
 				jen.Id(e.name("pass%dGo", ps.Index)).Call(e.passArgs()...),
 				jen.Return(),
 			)

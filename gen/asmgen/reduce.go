@@ -374,9 +374,11 @@ func (pg *passGen) rowSetup() {
 }
 
 // flushPartials adds every float32 partial sum of the pass into its float64 sum, then zeroes
-// the partial.
+// the partial. A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears
+// the pass's guard: the Go kernel's float64 sum may well be finite (guard.go).
 func (pg *passGen) flushPartials() {
 	a := pg.a64
+	var ok reg.VecVirtual
 	for _, r := range pg.ps.Reduces {
 		if !pg.partial(r) {
 			continue
@@ -385,6 +387,13 @@ func (pg *passGen) flushPartials() {
 		pm := pg.stateMem(r, field{"p", true}, off, 0)
 		p := pg.ymm()
 		pg.mov(pm, p)
+		fin := pg.ymm()
+		pg.within(p, math.MaxFloat32, fin)
+		if ok == nil {
+			ok = fin
+		} else {
+			pg.and(fin, ok, ok)
+		}
 		for h, ph := range pg.halves(p) {
 			s := a.ymm()
 			sm := pg.stateMem(r, field{"s", false}, off, 4*h)
@@ -393,6 +402,9 @@ func (pg *passGen) flushPartials() {
 		}
 		z := pg.zero()
 		pg.mov(z, pm)
+	}
+	if ok != nil {
+		pg.andGuard(ok)
 	}
 }
 

@@ -18,8 +18,10 @@ func (pg *passGen) scan(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	}
 	m := pg.carryMem(n)
 	y := pg.ymm()
-	pg.mov(x, y)
-	pg.fmadd231(m, cv, y) // y = x + carry·c
+	// y = x + carry·c, rounded twice as the Go recursion does (not an FMA): the same bits, so
+	// the same overflows.
+	pg.mul(m, cv, y)
+	pg.add(x, y, y)
 	if pg.rem > 0 {
 		old := pg.ymm()
 		pg.mov(m, old)
@@ -67,7 +69,8 @@ func (pg *passGen) zeroCarries(n *ir.Node) {
 // scan — (C, B)ᵢ ← (Cᵢ·Cᵢ₊ₛ, Bᵢ + Cᵢ·Bᵢ₊ₛ) for s = 1, 2, 4 (i−s forwards) — so lane i holds
 // the map from the carry to y[t0+i]; then y = B + C·carry, and the carry becomes y's first
 // lane (last, forwards). Lanes past the end of a tail block are the identity map (C = 1,
-// B = 0).
+// B = 0). The composition's partial sums are not the Go recursion's: a block whose x or c
+// could make either overflow clears the pass's guard (guard.go).
 func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	L := pg.lanes()
 	C, B := pg.ymm(), pg.ymm()
@@ -81,6 +84,16 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 		pg.mov(one, o)
 		pg.blend(m, C, o, C) // C = mask ? C : 1
 	}
+	// The overflow guard (guard.go): |x| ≤ scanBound and |c| ≤ 1 (unless the coefficients
+	// are so by construction) in every lane, else the glue reruns the pass in Go.
+	ok := pg.ymm()
+	pg.within(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
+	if !unitCoef(n) {
+		t := pg.ymm()
+		pg.within(C, 1, t)
+		pg.and(t, ok, ok)
+	}
+	pg.andGuard(ok)
 	// src is the lane whose map lane i composes with at step s; edge lanes (no such lane)
 	// take the identity.
 	src := func(i, s int) (int, bool) {

@@ -73,9 +73,14 @@ func Lower(s *spec.Spec) (g *ir.Graph, hypers []Hyper, err error) {
 	return g, l.hypers, nil
 }
 
-// errorf stops the lowering with an error at a spec path ("keys.reward"; "" is the spec).
+// errorf stops the lowering with an error at a spec path ("keys.reward"; "" is the spec), or
+// at the stage being lowered when the spec does not write that path (a default key).
 func (l *Lowerer) errorf(path, format string, args ...any) {
-	panic(lowerError{&spec.Error{Pos: l.S.PosOf(path), Msg: fmt.Sprintf(format, args...)}})
+	pos := l.S.PosOf(path)
+	if l.stage != nil && !l.S.HasPos(path) {
+		pos = l.stage.Pos
+	}
+	panic(lowerError{&spec.Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}})
 }
 
 // Errorf stops the lowering with an error at a parameter of the stage being lowered.

@@ -52,6 +52,21 @@ type partialBuf struct {
 }
 
 func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
+	k, err := e.mapPass(ps)
+	if err != nil {
+		return nil, err
+	}
+	k.prologue()
+	k.loops(0)
+	k.groupEnd(0)
+	k.op("ret")
+	k.finish()
+	return k, nil
+}
+
+// mapPass decides a pass's thread mapping and classifies its reductions; it fails, with an
+// *UnmappedError, for the shapes the backend does not map yet.
+func (e *emitter) mapPass(ps *plan.Pass) (*passK, error) {
 	k := &passK{kernel: newKernel(fmt.Sprintf("%spass%d", e.prefix, ps.Index), e.f64), e: e, ps: ps,
 		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}}
 	dom := ps.Domain
@@ -71,12 +86,19 @@ func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 		}
 		k.reds = append(k.reds, rk)
 	}
-	k.prologue()
-	k.loops(0)
-	k.groupEnd(0)
-	k.op("ret")
-	k.finish()
 	return k, nil
+}
+
+// Check reports whether the backend maps every pass of p, without emitting anything: Emit
+// fails exactly when Check does, with the same *UnmappedError.
+func Check(p *plan.Plan) error {
+	e := &emitter{g: p.Graph, p: p, f64: p.Graph.DType == ir.F64}
+	for _, ps := range p.Passes {
+		if _, err := e.mapPass(ps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loopOrder orders an elementwise pass's loop dims so that the dims its reductions keep come

@@ -22,6 +22,18 @@ type redK struct {
 	state  []string // one float64 register per field
 }
 
+// UnmappedError is a reduction the PTX backend has no thread mapping for yet (README, PTX:
+// "Not mapped yet"). Check reports it before anything is emitted.
+type UnmappedError struct {
+	Pass   int      // the plan's pass
+	Node   *ir.Node // the reduction
+	Reason string
+}
+
+func (e *UnmappedError) Error() string {
+	return fmt.Sprintf("ptxgen: pass %d: %s %s", e.Pass, e.Node, e.Reason)
+}
+
 func (k *passK) classify(r *ir.Node) (*redK, error) {
 	reduced := map[string]bool{}
 	for _, a := range r.Axes {
@@ -40,7 +52,7 @@ func (k *passK) classify(r *ir.Node) (*redK, error) {
 	}
 	for i, name := range keptLoop {
 		if k.loop[i].Name != name {
-			return nil, fmt.Errorf("ptxgen: pass %d: %s keeps loop dims %v that are not the outermost loops %v", k.ps.Index, r, keptLoop, k.loop.Names())
+			return nil, &UnmappedError{Pass: k.ps.Index, Node: r, Reason: fmt.Sprintf("keeps loop dims %v that are not the outermost loops %v", keptLoop, k.loop.Names())}
 		}
 	}
 	rk := &redK{r: r, prefix: len(keptLoop)}
@@ -49,7 +61,7 @@ func (k *passK) classify(r *ir.Node) (*redK, error) {
 	case allReduced:
 		rk.block = true
 	default:
-		return nil, fmt.Errorf("ptxgen: pass %d: %s reduces only some of the thread dims %v", k.ps.Index, r, k.thread.Names())
+		return nil, &UnmappedError{Pass: k.ps.Index, Node: r, Reason: fmt.Sprintf("reduces only some of the thread dims %v", k.thread.Names())}
 	}
 	for range ir.Reductions[r.Op].Fields {
 		rk.state = append(rk.state, k.fd())

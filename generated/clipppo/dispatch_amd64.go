@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -40,13 +46,15 @@ type avxState struct {
 	r61_s    []float64
 	r61_ok   []float32
 	r63_s    []float64
+	p0_ok    []float32
 	r25_s    []float64
 	r25_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 600)}
+	st := &avxState{buf: make([]float64, 632)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
@@ -73,8 +81,10 @@ var avxPool = sync.Pool{New: func() any {
 	st.r61_s = st.buf[504:520]
 	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
 	st.r63_s = st.buf[544:560]
-	st.r25_s = st.buf[568:584]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.r25_s = st.buf[584:600]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -109,8 +119,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r61_s, 0)
 	runtime.SetMask(st.r61_ok)
 	runtime.Fill(st.r63_s, 0)
+	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
-	if !runtime.MaskSet(st.r61_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -153,7 +165,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r25_s, 0)
 	runtime.Fill(st.r25_p, 0)
+	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }
@@ -188,13 +206,15 @@ type fbAvxState struct {
 	r61_s    []float64
 	r61_ok   []float32
 	r63_s    []float64
+	p0_ok    []float32
 	r25_s    []float64
 	r25_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 600)}
+	st := &fbAvxState{buf: make([]float64, 632)}
 	st.r1_s = st.buf[8:24]
 	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r2_n = st.buf[48:64]
@@ -221,8 +241,10 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r61_s = st.buf[504:520]
 	st.r61_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[528])), 16)
 	st.r63_s = st.buf[544:560]
-	st.r25_s = st.buf[568:584]
-	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.r25_s = st.buf[584:600]
+	st.r25_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[624])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -257,8 +279,10 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r61_s, 0)
 	runtime.SetMask(st.r61_ok)
 	runtime.Fill(st.r63_s, 0)
+	runtime.SetMask(st.p0_ok)
 	fbPass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
-	if !runtime.MaskSet(st.r61_ok[:8]) {
+	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -301,7 +325,13 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	runtime.Fill(st.r25_s, 0)
 	runtime.Fill(st.r25_p, 0)
+	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r25_s, 8, 4096.0)
 	out.LossObjective = float32(st.res[0])
 }

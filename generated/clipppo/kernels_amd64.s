@@ -262,75 +262,97 @@ blocks_1:
 	JNZ          noflush_2
 	MOVQ         p1+8(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y1, Y1
-	VMOVUPD      Y1, 960(CX)
+	VADDPD       960(CX), Y2, Y2
+	VMOVUPD      Y2, 960(CX)
 	VADDPD       992(CX), Y0, Y0
 	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y1, Y1
-	VMOVUPD      Y1, 1280(CX)
+	VADDPD       1280(CX), Y2, Y2
+	VMOVUPD      Y2, 1280(CX)
 	VADDPD       1312(CX), Y0, Y0
 	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y1, Y1
-	VMOVUPD      Y1, 1600(CX)
+	VADDPD       1600(CX), Y2, Y2
+	VMOVUPD      Y2, 1600(CX)
 	VADDPD       1632(CX), Y0, Y0
 	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y1, Y1
-	VMOVUPD      Y1, 1920(CX)
+	VADDPD       1920(CX), Y2, Y2
+	VMOVUPD      Y2, 1920(CX)
 	VADDPD       1952(CX), Y0, Y0
 	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y1, Y1
-	VMOVUPD      Y1, 2240(CX)
+	VADDPD       2240(CX), Y2, Y2
+	VMOVUPD      Y2, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y1, Y1
-	VMOVUPD      Y1, 2560(CX)
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
+	VANDPS       4544(CX), Y1, Y1
+	VMOVUPS      Y1, 4544(CX)
 	MOVQ         $+8, CX
 
 noflush_2:
@@ -339,75 +361,97 @@ noflush_2:
 	JL           blocks_1
 	MOVQ         p1+8(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      1152(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(AX), Y1, Y1
-	VMOVUPD      Y1, 960(AX)
+	VADDPD       960(AX), Y2, Y2
+	VMOVUPD      Y2, 960(AX)
 	VADDPD       992(AX), Y0, Y0
 	VMOVUPD      Y0, 992(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(AX)
 	VMOVUPS      1472(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(AX), Y1, Y1
-	VMOVUPD      Y1, 1280(AX)
+	VADDPD       1280(AX), Y2, Y2
+	VMOVUPD      Y2, 1280(AX)
 	VADDPD       1312(AX), Y0, Y0
 	VMOVUPD      Y0, 1312(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(AX)
 	VMOVUPS      1792(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(AX), Y1, Y1
-	VMOVUPD      Y1, 1600(AX)
+	VADDPD       1600(AX), Y2, Y2
+	VMOVUPD      Y2, 1600(AX)
 	VADDPD       1632(AX), Y0, Y0
 	VMOVUPD      Y0, 1632(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(AX)
 	VMOVUPS      2112(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(AX), Y1, Y1
-	VMOVUPD      Y1, 1920(AX)
+	VADDPD       1920(AX), Y2, Y2
+	VMOVUPD      Y2, 1920(AX)
 	VADDPD       1952(AX), Y0, Y0
 	VMOVUPD      Y0, 1952(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(AX)
 	VMOVUPS      2432(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(AX), Y1, Y1
-	VMOVUPD      Y1, 2240(AX)
+	VADDPD       2240(AX), Y2, Y2
+	VMOVUPD      Y2, 2240(AX)
 	VADDPD       2272(AX), Y0, Y0
 	VMOVUPD      Y0, 2272(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(AX)
 	VMOVUPS      2752(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y1, Y1
-	VMOVUPD      Y1, 2560(AX)
+	VADDPD       2560(AX), Y2, Y2
+	VMOVUPD      Y2, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(AX)
+	VANDPS       4544(AX), Y1, Y1
+	VMOVUPS      Y1, 4544(AX)
 	VZEROUPPER
 	RET
 
@@ -657,15 +701,35 @@ DATA lgc24<>+24(SB)/4, $0x40000000
 DATA lgc24<>+28(SB)/4, $0x40000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x00000000
-DATA lgc25<>+4(SB)/4, $0x00000000
-DATA lgc25<>+8(SB)/4, $0x00000000
-DATA lgc25<>+12(SB)/4, $0x00000000
-DATA lgc25<>+16(SB)/4, $0x00000000
-DATA lgc25<>+20(SB)/4, $0x00000000
-DATA lgc25<>+24(SB)/4, $0x00000000
-DATA lgc25<>+28(SB)/4, $0x00000000
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x00000000
+DATA lgc27<>+4(SB)/4, $0x00000000
+DATA lgc27<>+8(SB)/4, $0x00000000
+DATA lgc27<>+12(SB)/4, $0x00000000
+DATA lgc27<>+16(SB)/4, $0x00000000
+DATA lgc27<>+20(SB)/4, $0x00000000
+DATA lgc27<>+24(SB)/4, $0x00000000
+DATA lgc27<>+28(SB)/4, $0x00000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -675,7 +739,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc26<>+0(SB), Y0, Y0
+	VADDPS       lgc28<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -725,7 +789,7 @@ TEXT ·pass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc29<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -740,25 +804,25 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x34000000
-DATA lgc26<>+4(SB)/4, $0x34000000
-DATA lgc26<>+8(SB)/4, $0x34000000
-DATA lgc26<>+12(SB)/4, $0x34000000
-DATA lgc26<>+16(SB)/4, $0x34000000
-DATA lgc26<>+20(SB)/4, $0x34000000
-DATA lgc26<>+24(SB)/4, $0x34000000
-DATA lgc26<>+28(SB)/4, $0x34000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+DATA lgc28<>+0(SB)/4, $0x34000000
+DATA lgc28<>+4(SB)/4, $0x34000000
+DATA lgc28<>+8(SB)/4, $0x34000000
+DATA lgc28<>+12(SB)/4, $0x34000000
+DATA lgc28<>+16(SB)/4, $0x34000000
+DATA lgc28<>+20(SB)/4, $0x34000000
+DATA lgc28<>+24(SB)/4, $0x34000000
+DATA lgc28<>+28(SB)/4, $0x34000000
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x45800000
-DATA lgc27<>+4(SB)/4, $0x45800000
-DATA lgc27<>+8(SB)/4, $0x45800000
-DATA lgc27<>+12(SB)/4, $0x45800000
-DATA lgc27<>+16(SB)/4, $0x45800000
-DATA lgc27<>+20(SB)/4, $0x45800000
-DATA lgc27<>+24(SB)/4, $0x45800000
-DATA lgc27<>+28(SB)/4, $0x45800000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+DATA lgc29<>+0(SB)/4, $0x45800000
+DATA lgc29<>+4(SB)/4, $0x45800000
+DATA lgc29<>+8(SB)/4, $0x45800000
+DATA lgc29<>+12(SB)/4, $0x45800000
+DATA lgc29<>+16(SB)/4, $0x45800000
+DATA lgc29<>+20(SB)/4, $0x45800000
+DATA lgc29<>+24(SB)/4, $0x45800000
+DATA lgc29<>+28(SB)/4, $0x45800000
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
 // Requires: AVX, AVX2, FMA3
@@ -782,7 +846,7 @@ blocks_3:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc30<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -826,22 +890,22 @@ blocks_3:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y1
 	VANDPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc29<>+0(SB), Y2
+	VMOVUPS lgc31<>+0(SB), Y2
 
 	// v19 = min(v15, v18) tie=first [B=4096]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc30<>+0(SB), Y3
+	VMOVUPS lgc32<>+0(SB), Y3
 
 	// v21 = max(v15, v20) tie=first [B=4096]
 	VMAXPS Y4, Y3, Y3
 
 	// v22 = where(v17, v19, v21) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y4
+	VMOVUPS   lgc27<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
@@ -853,21 +917,25 @@ blocks_3:
 
 	// mean(v24) over [B]
 	MOVQ         p5+40(FP), DX
-	VADDPS       4736(DX), Y0, Y0
-	VMOVUPS      Y0, 4736(DX)
+	VADDPS       4864(DX), Y0, Y0
+	VMOVUPS      Y0, 4864(DX)
 	DECQ         CX
 	JNZ          noflush_4
 	MOVQ         p5+40(FP), CX
-	VMOVUPS      4736(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(CX), Y1, Y1
-	VMOVUPD      Y1, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
+	VADDPD       4672(CX), Y2, Y2
+	VMOVUPD      Y2, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
+	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(CX)
+	VANDPS       4992(CX), Y1, Y1
+	VMOVUPS      Y1, 4992(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
@@ -875,48 +943,52 @@ noflush_4:
 	CMPQ         AX, $+4096
 	JL           blocks_3
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      4736(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(AX), Y1, Y1
-	VMOVUPD      Y1, 4544(AX)
-	VADDPD       4576(AX), Y0, Y0
-	VMOVUPD      Y0, 4576(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(AX)
+	VADDPD       4672(AX), Y2, Y2
+	VMOVUPD      Y2, 4672(AX)
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
+	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(AX)
+	VANDPS       4992(AX), Y1, Y1
+	VMOVUPS      Y1, 4992(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc28<>+0(SB)/4, $0x358637bd
-DATA lgc28<>+4(SB)/4, $0x358637bd
-DATA lgc28<>+8(SB)/4, $0x358637bd
-DATA lgc28<>+12(SB)/4, $0x358637bd
-DATA lgc28<>+16(SB)/4, $0x358637bd
-DATA lgc28<>+20(SB)/4, $0x358637bd
-DATA lgc28<>+24(SB)/4, $0x358637bd
-DATA lgc28<>+28(SB)/4, $0x358637bd
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x3f99999a
-DATA lgc29<>+4(SB)/4, $0x3f99999a
-DATA lgc29<>+8(SB)/4, $0x3f99999a
-DATA lgc29<>+12(SB)/4, $0x3f99999a
-DATA lgc29<>+16(SB)/4, $0x3f99999a
-DATA lgc29<>+20(SB)/4, $0x3f99999a
-DATA lgc29<>+24(SB)/4, $0x3f99999a
-DATA lgc29<>+28(SB)/4, $0x3f99999a
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x3f4ccccd
-DATA lgc30<>+4(SB)/4, $0x3f4ccccd
-DATA lgc30<>+8(SB)/4, $0x3f4ccccd
-DATA lgc30<>+12(SB)/4, $0x3f4ccccd
-DATA lgc30<>+16(SB)/4, $0x3f4ccccd
-DATA lgc30<>+20(SB)/4, $0x3f4ccccd
-DATA lgc30<>+24(SB)/4, $0x3f4ccccd
-DATA lgc30<>+28(SB)/4, $0x3f4ccccd
+DATA lgc30<>+0(SB)/4, $0x358637bd
+DATA lgc30<>+4(SB)/4, $0x358637bd
+DATA lgc30<>+8(SB)/4, $0x358637bd
+DATA lgc30<>+12(SB)/4, $0x358637bd
+DATA lgc30<>+16(SB)/4, $0x358637bd
+DATA lgc30<>+20(SB)/4, $0x358637bd
+DATA lgc30<>+24(SB)/4, $0x358637bd
+DATA lgc30<>+28(SB)/4, $0x358637bd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x3f99999a
+DATA lgc31<>+4(SB)/4, $0x3f99999a
+DATA lgc31<>+8(SB)/4, $0x3f99999a
+DATA lgc31<>+12(SB)/4, $0x3f99999a
+DATA lgc31<>+16(SB)/4, $0x3f99999a
+DATA lgc31<>+20(SB)/4, $0x3f99999a
+DATA lgc31<>+24(SB)/4, $0x3f99999a
+DATA lgc31<>+28(SB)/4, $0x3f99999a
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x3f4ccccd
+DATA lgc32<>+4(SB)/4, $0x3f4ccccd
+DATA lgc32<>+8(SB)/4, $0x3f4ccccd
+DATA lgc32<>+12(SB)/4, $0x3f4ccccd
+DATA lgc32<>+16(SB)/4, $0x3f4ccccd
+DATA lgc32<>+20(SB)/4, $0x3f4ccccd
+DATA lgc32<>+24(SB)/4, $0x3f4ccccd
+DATA lgc32<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1188,17 +1260,17 @@ blocks_5:
 	// v72 = lt(v38, v49) [B=4096]
 	VCMPPS  $0x11, Y1, Y0, Y3
 	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc31<>+0(SB), Y4
-	VMOVUPS lgc32<>+0(SB), Y5
+	VMOVUPS lgc33<>+0(SB), Y4
+	VMOVUPS lgc34<>+0(SB), Y5
 
 	// v73 = where(v71, v70, v69) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y6
+	VMOVUPS   lgc27<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y6
-	VMOVUPS   lgc25<>+0(SB), Y7
+	VMOVUPS   lgc27<>+0(SB), Y7
 
 	// v74 = where(v72, v16, v73) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y8
+	VMOVUPS   lgc27<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y6, Y3
 
@@ -1207,12 +1279,12 @@ blocks_5:
 	VANDPS lgc3<>+0(SB), Y0, Y0
 
 	// v76 = where(v71, v70, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y1
+	VMOVUPS   lgc27<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y2, Y1
 	VBLENDVPS Y1, Y4, Y7, Y1
 
 	// v77 = where(v75, v76, v69) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y2
+	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y5, Y0
 	VMOVUPS   64(SP), Y1
@@ -1245,7 +1317,7 @@ blocks_5:
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
 	// v84 = where(v83, v80, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y2
+	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   (SP), Y1
@@ -1268,7 +1340,7 @@ blocks_5:
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
 	// v88 = where(v87, v84, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y2
+	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   96(SP), Y1
@@ -1284,7 +1356,7 @@ blocks_5:
 
 	// v92 = add(v88, v91) [B=4096]
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y1
+	VMOVUPS lgc35<>+0(SB), Y1
 
 	// v107 = broadcast(v93) [B=4096]
 	// store v92
@@ -1298,75 +1370,97 @@ blocks_5:
 	JNZ          noflush_6
 	MOVQ         p1+8(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(CX), Y1, Y1
-	VMOVUPD      Y1, 960(CX)
+	VADDPD       960(CX), Y2, Y2
+	VMOVUPD      Y2, 960(CX)
 	VADDPD       992(CX), Y0, Y0
 	VMOVUPD      Y0, 992(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(CX), Y1, Y1
-	VMOVUPD      Y1, 1280(CX)
+	VADDPD       1280(CX), Y2, Y2
+	VMOVUPD      Y2, 1280(CX)
 	VADDPD       1312(CX), Y0, Y0
 	VMOVUPD      Y0, 1312(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(CX), Y1, Y1
-	VMOVUPD      Y1, 1600(CX)
+	VADDPD       1600(CX), Y2, Y2
+	VMOVUPD      Y2, 1600(CX)
 	VADDPD       1632(CX), Y0, Y0
 	VMOVUPD      Y0, 1632(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(CX), Y1, Y1
-	VMOVUPD      Y1, 1920(CX)
+	VADDPD       1920(CX), Y2, Y2
+	VMOVUPD      Y2, 1920(CX)
 	VADDPD       1952(CX), Y0, Y0
 	VMOVUPD      Y0, 1952(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(CX), Y1, Y1
-	VMOVUPD      Y1, 2240(CX)
+	VADDPD       2240(CX), Y2, Y2
+	VMOVUPD      Y2, 2240(CX)
 	VADDPD       2272(CX), Y0, Y0
 	VMOVUPD      Y0, 2272(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(CX)
 	VMOVUPS      2752(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y1, Y1
-	VMOVUPD      Y1, 2560(CX)
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
 	VADDPD       2592(CX), Y0, Y0
 	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(CX)
+	VANDPS       4544(CX), Y1, Y1
+	VMOVUPS      Y1, 4544(CX)
 	MOVQ         $+8, CX
 
 noflush_6:
@@ -1375,107 +1469,129 @@ noflush_6:
 	JL           blocks_5
 	MOVQ         p1+8(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      1152(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       960(AX), Y1, Y1
-	VMOVUPD      Y1, 960(AX)
+	VADDPD       960(AX), Y2, Y2
+	VMOVUPD      Y2, 960(AX)
 	VADDPD       992(AX), Y0, Y0
 	VMOVUPD      Y0, 992(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(AX)
 	VMOVUPS      1472(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1280(AX), Y1, Y1
-	VMOVUPD      Y1, 1280(AX)
+	VADDPD       1280(AX), Y2, Y2
+	VMOVUPD      Y2, 1280(AX)
 	VADDPD       1312(AX), Y0, Y0
 	VMOVUPD      Y0, 1312(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(AX)
 	VMOVUPS      1792(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1600(AX), Y1, Y1
-	VMOVUPD      Y1, 1600(AX)
+	VADDPD       1600(AX), Y2, Y2
+	VMOVUPD      Y2, 1600(AX)
 	VADDPD       1632(AX), Y0, Y0
 	VMOVUPD      Y0, 1632(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(AX)
 	VMOVUPS      2112(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(AX), Y1, Y1
-	VMOVUPD      Y1, 1920(AX)
+	VADDPD       1920(AX), Y2, Y2
+	VMOVUPD      Y2, 1920(AX)
 	VADDPD       1952(AX), Y0, Y0
 	VMOVUPD      Y0, 1952(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(AX)
 	VMOVUPS      2432(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2240(AX), Y1, Y1
-	VMOVUPD      Y1, 2240(AX)
+	VADDPD       2240(AX), Y2, Y2
+	VMOVUPD      Y2, 2240(AX)
 	VADDPD       2272(AX), Y0, Y0
 	VMOVUPD      Y0, 2272(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2432(AX)
 	VMOVUPS      2752(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y1, Y1
-	VMOVUPD      Y1, 2560(AX)
+	VADDPD       2560(AX), Y2, Y2
+	VMOVUPD      Y2, 2560(AX)
 	VADDPD       2592(AX), Y0, Y0
 	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
+	VMOVUPS      lgc27<>+0(SB), Y0
 	VMOVUPS      Y0, 2752(AX)
+	VANDPS       4544(AX), Y1, Y1
+	VMOVUPS      Y1, 4544(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x39000000
-DATA lgc31<>+4(SB)/4, $0x39000000
-DATA lgc31<>+8(SB)/4, $0x39000000
-DATA lgc31<>+12(SB)/4, $0x39000000
-DATA lgc31<>+16(SB)/4, $0x39000000
-DATA lgc31<>+20(SB)/4, $0x39000000
-DATA lgc31<>+24(SB)/4, $0x39000000
-DATA lgc31<>+28(SB)/4, $0x39000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x39800000
-DATA lgc32<>+4(SB)/4, $0x39800000
-DATA lgc32<>+8(SB)/4, $0x39800000
-DATA lgc32<>+12(SB)/4, $0x39800000
-DATA lgc32<>+16(SB)/4, $0x39800000
-DATA lgc32<>+20(SB)/4, $0x39800000
-DATA lgc32<>+24(SB)/4, $0x39800000
-DATA lgc32<>+28(SB)/4, $0x39800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0xb623d70a
-DATA lgc33<>+4(SB)/4, $0xb623d70a
-DATA lgc33<>+8(SB)/4, $0xb623d70a
-DATA lgc33<>+12(SB)/4, $0xb623d70a
-DATA lgc33<>+16(SB)/4, $0xb623d70a
-DATA lgc33<>+20(SB)/4, $0xb623d70a
-DATA lgc33<>+24(SB)/4, $0xb623d70a
-DATA lgc33<>+28(SB)/4, $0xb623d70a
+DATA lgc33<>+0(SB)/4, $0x39000000
+DATA lgc33<>+4(SB)/4, $0x39000000
+DATA lgc33<>+8(SB)/4, $0x39000000
+DATA lgc33<>+12(SB)/4, $0x39000000
+DATA lgc33<>+16(SB)/4, $0x39000000
+DATA lgc33<>+20(SB)/4, $0x39000000
+DATA lgc33<>+24(SB)/4, $0x39000000
+DATA lgc33<>+28(SB)/4, $0x39000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0x39800000
+DATA lgc34<>+4(SB)/4, $0x39800000
+DATA lgc34<>+8(SB)/4, $0x39800000
+DATA lgc34<>+12(SB)/4, $0x39800000
+DATA lgc34<>+16(SB)/4, $0x39800000
+DATA lgc34<>+20(SB)/4, $0x39800000
+DATA lgc34<>+24(SB)/4, $0x39800000
+DATA lgc34<>+28(SB)/4, $0x39800000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0xb623d70a
+DATA lgc35<>+4(SB)/4, $0xb623d70a
+DATA lgc35<>+8(SB)/4, $0xb623d70a
+DATA lgc35<>+12(SB)/4, $0xb623d70a
+DATA lgc35<>+16(SB)/4, $0xb623d70a
+DATA lgc35<>+20(SB)/4, $0xb623d70a
+DATA lgc35<>+24(SB)/4, $0xb623d70a
+DATA lgc35<>+28(SB)/4, $0xb623d70a
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1485,7 +1601,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v57 = add(v55, v56) []
-	VADDPS       lgc26<>+0(SB), Y0, Y0
+	VADDPS       lgc28<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1535,7 +1651,7 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y1
+	VMOVUPS      lgc29<>+0(SB), Y1
 
 	// v68 = div(v66, v67) []
 	VDIVPS Y1, Y4, Y1
@@ -1572,7 +1688,7 @@ blocks_7:
 
 	// v4 = sub(v0, v1) [B=4096]
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc28<>+0(SB), Y2
+	VMOVUPS lgc30<>+0(SB), Y2
 
 	// v6 = max(v3, v5) []
 	VMAXPS Y0, Y2, Y0
@@ -1616,22 +1732,22 @@ blocks_7:
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc25<>+0(SB), Y1
+	VMOVUPS      lgc27<>+0(SB), Y1
 
 	// v17 = ge(v7, v16) [B=4096]
 	VCMPPS  $0x1d, Y1, Y0, Y2
 	VANDPS  lgc3<>+0(SB), Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc31<>+0(SB), Y3
 
 	// v19 = min(v15, v18) tie=first [B=4096]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc30<>+0(SB), Y6
+	VMOVUPS lgc32<>+0(SB), Y6
 
 	// v21 = max(v15, v20) tie=first [B=4096]
 	VMAXPS Y4, Y6, Y7
 
 	// v22 = where(v17, v19, v21) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y8
+	VMOVUPS   lgc27<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
@@ -1643,19 +1759,19 @@ blocks_7:
 
 	// mean(v24) over [B]
 	MOVQ    p5+40(FP), DX
-	VADDPS  4736(DX), Y5, Y5
-	VMOVUPS Y5, 4736(DX)
+	VADDPS  4864(DX), Y5, Y5
+	VMOVUPS Y5, 4864(DX)
 
 	// v95 = mul(v94, v7) [B=4096]
-	VMULPS lgc34<>+0(SB), Y0, Y0
+	VMULPS lgc36<>+0(SB), Y0, Y0
 
 	// v96 = where(v17, v95, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y5
+	VMOVUPS   lgc27<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y0, Y1, Y5
 
 	// v97 = where(v17, v16, v95) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y7
+	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y1, Y0, Y0
 
@@ -1676,7 +1792,7 @@ blocks_7:
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// v101 = where(v100, v97, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y7
+	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y0, Y1, Y0
 
@@ -1693,7 +1809,7 @@ blocks_7:
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// v104 = where(v103, v96, v16) [B=4096]
-	VMOVUPS   lgc25<>+0(SB), Y3
+	VMOVUPS   lgc27<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y5, Y1, Y1
 
@@ -1709,16 +1825,20 @@ blocks_7:
 	DECQ         CX
 	JNZ          noflush_8
 	MOVQ         p5+40(FP), CX
-	VMOVUPS      4736(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(CX), Y1, Y1
-	VMOVUPD      Y1, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
+	VADDPD       4672(CX), Y2, Y2
+	VMOVUPD      Y2, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
+	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(CX)
+	VANDPS       4992(CX), Y1, Y1
+	VMOVUPS      Y1, 4992(CX)
 	MOVQ         $+8, CX
 
 noflush_8:
@@ -1726,28 +1846,32 @@ noflush_8:
 	CMPQ         AX, $+4096
 	JL           blocks_7
 	MOVQ         p5+40(FP), AX
-	VMOVUPS      4736(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(AX), Y1, Y1
-	VMOVUPD      Y1, 4544(AX)
-	VADDPD       4576(AX), Y0, Y0
-	VMOVUPD      Y0, 4576(AX)
-	VMOVUPS      lgc25<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(AX)
+	VADDPD       4672(AX), Y2, Y2
+	VMOVUPD      Y2, 4672(AX)
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
+	VMOVUPS      lgc27<>+0(SB), Y0
+	VMOVUPS      Y0, 4864(AX)
+	VANDPS       4992(AX), Y1, Y1
+	VMOVUPS      Y1, 4992(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0xb9800000
-DATA lgc34<>+4(SB)/4, $0xb9800000
-DATA lgc34<>+8(SB)/4, $0xb9800000
-DATA lgc34<>+12(SB)/4, $0xb9800000
-DATA lgc34<>+16(SB)/4, $0xb9800000
-DATA lgc34<>+20(SB)/4, $0xb9800000
-DATA lgc34<>+24(SB)/4, $0xb9800000
-DATA lgc34<>+28(SB)/4, $0xb9800000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0xb9800000
+DATA lgc36<>+4(SB)/4, $0xb9800000
+DATA lgc36<>+8(SB)/4, $0xb9800000
+DATA lgc36<>+12(SB)/4, $0xb9800000
+DATA lgc36<>+16(SB)/4, $0xb9800000
+DATA lgc36<>+20(SB)/4, $0xb9800000
+DATA lgc36<>+24(SB)/4, $0xb9800000
+DATA lgc36<>+28(SB)/4, $0xb9800000
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1809,30 +1933,30 @@ bulk_11:
 	CMPQ         BX, DX
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
-	VMULPS       lgc36<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
+	VMULPS       lgc38<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc20<>+0(SB), Y3, Y3
-	VPAND        lgc37<>+0(SB), Y1, Y1
+	VPAND        lgc39<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc38<>+0(SB), Y2, Y1
+	VPAND        lgc40<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y1, Y2
 	VMULPS       lgc18<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc40<>+0(SB), Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VMOVAPS      lgc42<>+0(SB), Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1840,12 +1964,12 @@ bulk_11:
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc27<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc23<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc49<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc52<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1856,165 +1980,165 @@ bulkdone_12:
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x00800000
-DATA lgc35<>+4(SB)/4, $0x00800000
-DATA lgc35<>+8(SB)/4, $0x00800000
-DATA lgc35<>+12(SB)/4, $0x00800000
-DATA lgc35<>+16(SB)/4, $0x00800000
-DATA lgc35<>+20(SB)/4, $0x00800000
-DATA lgc35<>+24(SB)/4, $0x00800000
-DATA lgc35<>+28(SB)/4, $0x00800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x4b000000
-DATA lgc36<>+4(SB)/4, $0x4b000000
-DATA lgc36<>+8(SB)/4, $0x4b000000
-DATA lgc36<>+12(SB)/4, $0x4b000000
-DATA lgc36<>+16(SB)/4, $0x4b000000
-DATA lgc36<>+20(SB)/4, $0x4b000000
-DATA lgc36<>+24(SB)/4, $0x4b000000
-DATA lgc36<>+28(SB)/4, $0x4b000000
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xffffffe9
-DATA lgc37<>+4(SB)/4, $0xffffffe9
-DATA lgc37<>+8(SB)/4, $0xffffffe9
-DATA lgc37<>+12(SB)/4, $0xffffffe9
-DATA lgc37<>+16(SB)/4, $0xffffffe9
-DATA lgc37<>+20(SB)/4, $0xffffffe9
-DATA lgc37<>+24(SB)/4, $0xffffffe9
-DATA lgc37<>+28(SB)/4, $0xffffffe9
+DATA lgc37<>+0(SB)/4, $0x00800000
+DATA lgc37<>+4(SB)/4, $0x00800000
+DATA lgc37<>+8(SB)/4, $0x00800000
+DATA lgc37<>+12(SB)/4, $0x00800000
+DATA lgc37<>+16(SB)/4, $0x00800000
+DATA lgc37<>+20(SB)/4, $0x00800000
+DATA lgc37<>+24(SB)/4, $0x00800000
+DATA lgc37<>+28(SB)/4, $0x00800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x007fffff
-DATA lgc38<>+4(SB)/4, $0x007fffff
-DATA lgc38<>+8(SB)/4, $0x007fffff
-DATA lgc38<>+12(SB)/4, $0x007fffff
-DATA lgc38<>+16(SB)/4, $0x007fffff
-DATA lgc38<>+20(SB)/4, $0x007fffff
-DATA lgc38<>+24(SB)/4, $0x007fffff
-DATA lgc38<>+28(SB)/4, $0x007fffff
+DATA lgc38<>+0(SB)/4, $0x4b000000
+DATA lgc38<>+4(SB)/4, $0x4b000000
+DATA lgc38<>+8(SB)/4, $0x4b000000
+DATA lgc38<>+12(SB)/4, $0x4b000000
+DATA lgc38<>+16(SB)/4, $0x4b000000
+DATA lgc38<>+20(SB)/4, $0x4b000000
+DATA lgc38<>+24(SB)/4, $0x4b000000
+DATA lgc38<>+28(SB)/4, $0x4b000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3fb504f3
-DATA lgc39<>+4(SB)/4, $0x3fb504f3
-DATA lgc39<>+8(SB)/4, $0x3fb504f3
-DATA lgc39<>+12(SB)/4, $0x3fb504f3
-DATA lgc39<>+16(SB)/4, $0x3fb504f3
-DATA lgc39<>+20(SB)/4, $0x3fb504f3
-DATA lgc39<>+24(SB)/4, $0x3fb504f3
-DATA lgc39<>+28(SB)/4, $0x3fb504f3
+DATA lgc39<>+0(SB)/4, $0xffffffe9
+DATA lgc39<>+4(SB)/4, $0xffffffe9
+DATA lgc39<>+8(SB)/4, $0xffffffe9
+DATA lgc39<>+12(SB)/4, $0xffffffe9
+DATA lgc39<>+16(SB)/4, $0xffffffe9
+DATA lgc39<>+20(SB)/4, $0xffffffe9
+DATA lgc39<>+24(SB)/4, $0xffffffe9
+DATA lgc39<>+28(SB)/4, $0xffffffe9
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3d9021bb
-DATA lgc40<>+4(SB)/4, $0x3d9021bb
-DATA lgc40<>+8(SB)/4, $0x3d9021bb
-DATA lgc40<>+12(SB)/4, $0x3d9021bb
-DATA lgc40<>+16(SB)/4, $0x3d9021bb
-DATA lgc40<>+20(SB)/4, $0x3d9021bb
-DATA lgc40<>+24(SB)/4, $0x3d9021bb
-DATA lgc40<>+28(SB)/4, $0x3d9021bb
+DATA lgc40<>+0(SB)/4, $0x007fffff
+DATA lgc40<>+4(SB)/4, $0x007fffff
+DATA lgc40<>+8(SB)/4, $0x007fffff
+DATA lgc40<>+12(SB)/4, $0x007fffff
+DATA lgc40<>+16(SB)/4, $0x007fffff
+DATA lgc40<>+20(SB)/4, $0x007fffff
+DATA lgc40<>+24(SB)/4, $0x007fffff
+DATA lgc40<>+28(SB)/4, $0x007fffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdebd1b8
-DATA lgc41<>+4(SB)/4, $0xbdebd1b8
-DATA lgc41<>+8(SB)/4, $0xbdebd1b8
-DATA lgc41<>+12(SB)/4, $0xbdebd1b8
-DATA lgc41<>+16(SB)/4, $0xbdebd1b8
-DATA lgc41<>+20(SB)/4, $0xbdebd1b8
-DATA lgc41<>+24(SB)/4, $0xbdebd1b8
-DATA lgc41<>+28(SB)/4, $0xbdebd1b8
+DATA lgc41<>+0(SB)/4, $0x3fb504f3
+DATA lgc41<>+4(SB)/4, $0x3fb504f3
+DATA lgc41<>+8(SB)/4, $0x3fb504f3
+DATA lgc41<>+12(SB)/4, $0x3fb504f3
+DATA lgc41<>+16(SB)/4, $0x3fb504f3
+DATA lgc41<>+20(SB)/4, $0x3fb504f3
+DATA lgc41<>+24(SB)/4, $0x3fb504f3
+DATA lgc41<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3def251a
-DATA lgc42<>+4(SB)/4, $0x3def251a
-DATA lgc42<>+8(SB)/4, $0x3def251a
-DATA lgc42<>+12(SB)/4, $0x3def251a
-DATA lgc42<>+16(SB)/4, $0x3def251a
-DATA lgc42<>+20(SB)/4, $0x3def251a
-DATA lgc42<>+24(SB)/4, $0x3def251a
-DATA lgc42<>+28(SB)/4, $0x3def251a
+DATA lgc42<>+0(SB)/4, $0x3d9021bb
+DATA lgc42<>+4(SB)/4, $0x3d9021bb
+DATA lgc42<>+8(SB)/4, $0x3d9021bb
+DATA lgc42<>+12(SB)/4, $0x3d9021bb
+DATA lgc42<>+16(SB)/4, $0x3d9021bb
+DATA lgc42<>+20(SB)/4, $0x3d9021bb
+DATA lgc42<>+24(SB)/4, $0x3d9021bb
+DATA lgc42<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc43<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc43<>+0(SB)/4, $0xbdebd1b8
+DATA lgc43<>+4(SB)/4, $0xbdebd1b8
+DATA lgc43<>+8(SB)/4, $0xbdebd1b8
+DATA lgc43<>+12(SB)/4, $0xbdebd1b8
+DATA lgc43<>+16(SB)/4, $0xbdebd1b8
+DATA lgc43<>+20(SB)/4, $0xbdebd1b8
+DATA lgc43<>+24(SB)/4, $0xbdebd1b8
+DATA lgc43<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e11e9bf
-DATA lgc44<>+4(SB)/4, $0x3e11e9bf
-DATA lgc44<>+8(SB)/4, $0x3e11e9bf
-DATA lgc44<>+12(SB)/4, $0x3e11e9bf
-DATA lgc44<>+16(SB)/4, $0x3e11e9bf
-DATA lgc44<>+20(SB)/4, $0x3e11e9bf
-DATA lgc44<>+24(SB)/4, $0x3e11e9bf
-DATA lgc44<>+28(SB)/4, $0x3e11e9bf
+DATA lgc44<>+0(SB)/4, $0x3def251a
+DATA lgc44<>+4(SB)/4, $0x3def251a
+DATA lgc44<>+8(SB)/4, $0x3def251a
+DATA lgc44<>+12(SB)/4, $0x3def251a
+DATA lgc44<>+16(SB)/4, $0x3def251a
+DATA lgc44<>+20(SB)/4, $0x3def251a
+DATA lgc44<>+24(SB)/4, $0x3def251a
+DATA lgc44<>+28(SB)/4, $0x3def251a
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe2aae50
-DATA lgc45<>+4(SB)/4, $0xbe2aae50
-DATA lgc45<>+8(SB)/4, $0xbe2aae50
-DATA lgc45<>+12(SB)/4, $0xbe2aae50
-DATA lgc45<>+16(SB)/4, $0xbe2aae50
-DATA lgc45<>+20(SB)/4, $0xbe2aae50
-DATA lgc45<>+24(SB)/4, $0xbe2aae50
-DATA lgc45<>+28(SB)/4, $0xbe2aae50
+DATA lgc45<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc45<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e4cceac
-DATA lgc46<>+4(SB)/4, $0x3e4cceac
-DATA lgc46<>+8(SB)/4, $0x3e4cceac
-DATA lgc46<>+12(SB)/4, $0x3e4cceac
-DATA lgc46<>+16(SB)/4, $0x3e4cceac
-DATA lgc46<>+20(SB)/4, $0x3e4cceac
-DATA lgc46<>+24(SB)/4, $0x3e4cceac
-DATA lgc46<>+28(SB)/4, $0x3e4cceac
+DATA lgc46<>+0(SB)/4, $0x3e11e9bf
+DATA lgc46<>+4(SB)/4, $0x3e11e9bf
+DATA lgc46<>+8(SB)/4, $0x3e11e9bf
+DATA lgc46<>+12(SB)/4, $0x3e11e9bf
+DATA lgc46<>+16(SB)/4, $0x3e11e9bf
+DATA lgc46<>+20(SB)/4, $0x3e11e9bf
+DATA lgc46<>+24(SB)/4, $0x3e11e9bf
+DATA lgc46<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe7ffffc
-DATA lgc47<>+4(SB)/4, $0xbe7ffffc
-DATA lgc47<>+8(SB)/4, $0xbe7ffffc
-DATA lgc47<>+12(SB)/4, $0xbe7ffffc
-DATA lgc47<>+16(SB)/4, $0xbe7ffffc
-DATA lgc47<>+20(SB)/4, $0xbe7ffffc
-DATA lgc47<>+24(SB)/4, $0xbe7ffffc
-DATA lgc47<>+28(SB)/4, $0xbe7ffffc
+DATA lgc47<>+0(SB)/4, $0xbe2aae50
+DATA lgc47<>+4(SB)/4, $0xbe2aae50
+DATA lgc47<>+8(SB)/4, $0xbe2aae50
+DATA lgc47<>+12(SB)/4, $0xbe2aae50
+DATA lgc47<>+16(SB)/4, $0xbe2aae50
+DATA lgc47<>+20(SB)/4, $0xbe2aae50
+DATA lgc47<>+24(SB)/4, $0xbe2aae50
+DATA lgc47<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc48<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc48<>+0(SB)/4, $0x3e4cceac
+DATA lgc48<>+4(SB)/4, $0x3e4cceac
+DATA lgc48<>+8(SB)/4, $0x3e4cceac
+DATA lgc48<>+12(SB)/4, $0x3e4cceac
+DATA lgc48<>+16(SB)/4, $0x3e4cceac
+DATA lgc48<>+20(SB)/4, $0x3e4cceac
+DATA lgc48<>+24(SB)/4, $0x3e4cceac
+DATA lgc48<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x7fc00000
-DATA lgc49<>+4(SB)/4, $0x7fc00000
-DATA lgc49<>+8(SB)/4, $0x7fc00000
-DATA lgc49<>+12(SB)/4, $0x7fc00000
-DATA lgc49<>+16(SB)/4, $0x7fc00000
-DATA lgc49<>+20(SB)/4, $0x7fc00000
-DATA lgc49<>+24(SB)/4, $0x7fc00000
-DATA lgc49<>+28(SB)/4, $0x7fc00000
+DATA lgc49<>+0(SB)/4, $0xbe7ffffc
+DATA lgc49<>+4(SB)/4, $0xbe7ffffc
+DATA lgc49<>+8(SB)/4, $0xbe7ffffc
+DATA lgc49<>+12(SB)/4, $0xbe7ffffc
+DATA lgc49<>+16(SB)/4, $0xbe7ffffc
+DATA lgc49<>+20(SB)/4, $0xbe7ffffc
+DATA lgc49<>+24(SB)/4, $0xbe7ffffc
+DATA lgc49<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0x7f800000
-DATA lgc50<>+4(SB)/4, $0x7f800000
-DATA lgc50<>+8(SB)/4, $0x7f800000
-DATA lgc50<>+12(SB)/4, $0x7f800000
-DATA lgc50<>+16(SB)/4, $0x7f800000
-DATA lgc50<>+20(SB)/4, $0x7f800000
-DATA lgc50<>+24(SB)/4, $0x7f800000
-DATA lgc50<>+28(SB)/4, $0x7f800000
+DATA lgc50<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc50<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x7fc00000
+DATA lgc51<>+4(SB)/4, $0x7fc00000
+DATA lgc51<>+8(SB)/4, $0x7fc00000
+DATA lgc51<>+12(SB)/4, $0x7fc00000
+DATA lgc51<>+16(SB)/4, $0x7fc00000
+DATA lgc51<>+20(SB)/4, $0x7fc00000
+DATA lgc51<>+24(SB)/4, $0x7fc00000
+DATA lgc51<>+28(SB)/4, $0x7fc00000
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0x7f800000
+DATA lgc52<>+4(SB)/4, $0x7f800000
+DATA lgc52<>+8(SB)/4, $0x7f800000
+DATA lgc52<>+12(SB)/4, $0x7f800000
+DATA lgc52<>+16(SB)/4, $0x7f800000
+DATA lgc52<>+20(SB)/4, $0x7f800000
+DATA lgc52<>+24(SB)/4, $0x7f800000
+DATA lgc52<>+28(SB)/4, $0x7f800000
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2029,30 +2153,30 @@ bulk_13:
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
-	VMULPS       lgc36<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
+	VMULPS       lgc38<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc20<>+0(SB), Y4, Y4
-	VPAND        lgc37<>+0(SB), Y2, Y2
+	VPAND        lgc39<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc38<>+0(SB), Y3, Y2
+	VPAND        lgc40<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc39<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc41<>+0(SB), Y2, Y3
 	VMULPS       lgc18<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc40<>+0(SB), Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VMOVAPS      lgc42<>+0(SB), Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -2060,12 +2184,12 @@ bulk_13:
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc25<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc23<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc49<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc50<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc52<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc52<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc3<>+0(SB), Y1, Y2
@@ -2074,10 +2198,10 @@ bulk_13:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc25<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc50<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc50<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc52<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_13

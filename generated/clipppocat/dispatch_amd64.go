@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -35,13 +41,15 @@ type avxState struct {
 	r78_s    []float64
 	r78_ok   []float32
 	r80_s    []float64
+	p0_ok    []float32
 	r84_s    []float64
 	r84_p    []float32
+	p1_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 4024)}
+	st := &avxState{buf: make([]float64, 4056)}
 	st.r47_s = st.buf[8:24]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r49_s = st.buf[48:64]
@@ -63,8 +71,10 @@ var avxPool = sync.Pool{New: func() any {
 	st.r78_s = st.buf[2888:3317]
 	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
 	st.r80_s = st.buf[3552:3981]
-	st.r84_s = st.buf[3992:4008]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
+	st.r84_s = st.buf[4008:4024]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -101,7 +111,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r78_s, 0)
 		runtime.SetMask(st.r78_ok)
 		runtime.Fill(st.r80_s, 0)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {
@@ -128,9 +139,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
 			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
 			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r78_ok[:8]) {
+	if !runtime.MaskSet(st.r78_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -170,7 +183,13 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r84_s, 0)
 	runtime.Fill(st.r84_p, 0)
+	runtime.SetMask(st.p1_ok)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass1Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
@@ -207,13 +226,15 @@ type fbAvxState struct {
 	r78_s    []float64
 	r78_ok   []float32
 	r80_s    []float64
+	p0_ok    []float32
 	r84_s    []float64
 	r84_p    []float32
+	p1_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 4024)}
+	st := &fbAvxState{buf: make([]float64, 4056)}
 	st.r47_s = st.buf[8:24]
 	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r49_s = st.buf[48:64]
@@ -235,8 +256,10 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r78_s = st.buf[2888:3317]
 	st.r78_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3328])), 429)
 	st.r80_s = st.buf[3552:3981]
-	st.r84_s = st.buf[3992:4008]
-	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 8)
+	st.r84_s = st.buf[4008:4024]
+	st.r84_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4032])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -273,7 +296,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r78_s, 0)
 		runtime.SetMask(st.r78_ok)
 		runtime.Fill(st.r80_s, 0)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &fbConst130[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &fbConst130[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
 	if n <= 1 {
@@ -300,9 +324,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r78_s, sts[c].r78_s)
 			runtime.MergeMask(sts[0].r78_ok, sts[c].r78_ok)
 			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r78_ok[:8]) {
+	if !runtime.MaskSet(st.r78_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -342,7 +368,13 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	runtime.Fill(st.r84_s, 0)
 	runtime.Fill(st.r84_p, 0)
+	runtime.SetMask(st.p1_ok)
 	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass1Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r84_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *int64, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 int)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $664-104
 	MOVQ p0+0(FP), AX
@@ -104,21 +104,26 @@ outer0_1:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), CX
+	VANDPS      31936(CX), Y4, Y4
+	VMOVUPS     Y4, 31936(CX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -126,7 +131,7 @@ outer0_1:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -134,25 +139,25 @@ outer0_1:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
 	VMOVUPS Y1, 120(SP)
-	XORQ    CX, CX
+	XORQ    BX, BX
 
 inner_A_2:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
+	MOVQ       p7+56(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	ADDQ       $+832, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*4), SI
+	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -160,74 +165,74 @@ inner_A_2:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VMOVUPS      24(SP), Y3
-	VXORPS       lgc12<>+0(SB), Y3, Y3
-	VXORPS       lgc12<>+0(SB), Y1, Y1
+	VXORPS       lgc14<>+0(SB), Y3, Y3
+	VXORPS       lgc14<>+0(SB), Y1, Y1
 	VMINPS       Y3, Y1, Y4
 	VMINPS       Y1, Y3, Y3
 	VORPS        Y4, Y3, Y3
-	VXORPS       lgc12<>+0(SB), Y3, Y3
+	VXORPS       lgc14<>+0(SB), Y3, Y3
 	VMOVUPS      24(SP), Y1
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VMOVUPS      Y3, 24(SP)
-	INCQ         CX
-	CMPQ         CX, $+2
+	INCQ         BX
+	CMPQ         BX, $+2
 	JL           inner_A_2
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
 
 	// v22 = detach(v21) [N=64 T=421]
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
 	VMOVUPS Y1, 280(SP)
-	XORQ    CX, CX
+	XORQ    BX, BX
 
 inner_A_3:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
+	MOVQ       p7+56(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	ADDQ       $+832, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*4), SI
+	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    280(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -247,7 +252,7 @@ inner_A_3:
 	VMOVUPD      Y3, 152(SP)
 	VADDPD       184(SP), Y2, Y2
 	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS Y1, Y2, Y1
@@ -268,8 +273,8 @@ inner_A_3:
 	VMOVUPD      Y2, 216(SP)
 	VADDPD       248(SP), Y1, Y1
 	VMOVUPD      Y1, 248(SP)
-	INCQ         CX
-	CMPQ         CX, $+2
+	INCQ         BX
+	CMPQ         BX, $+2
 	JL           inner_A_3
 
 	// finish v25
@@ -281,82 +286,82 @@ inner_A_3:
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v26 = log(v25) [N=64 T=421]
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p7+56(FP), CX
+	MOVQ         p8+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 312(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         (BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 312(SP)
-	MOVQ         8(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         8(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 316(SP)
-	MOVQ         16(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         16(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 320(SP)
-	MOVQ         24(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         24(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 324(SP)
-	MOVQ         32(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         32(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 328(SP)
 	VMOVUPS      312(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
-	XORQ       CX, CX
-	IMUL3Q     $+842, AX, BX
-	ADDQ       BX, CX
-	MOVQ       $+832, BX
-	ADDQ       BX, CX
-	MOVQ       p6+48(FP), BX
-	LEAQ       (BX)(CX*4), BX
+	XORQ       BX, BX
+	IMUL3Q     $+842, AX, SI
+	ADDQ       SI, BX
+	MOVQ       $+832, SI
+	ADDQ       SI, BX
+	MOVQ       p7+56(FP), SI
+	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
-	VPADDD     lgc11<>+0(SB), Y2, Y2
+	VPMINSD    lgc46<>+0(SB), Y2, Y2
+	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (BX)(Y2*4), Y4
+	VGATHERDPS Y3, (SI)(Y2*4), Y4
 	VMOVUPS    280(SP), Y2
 
 	// v29 = sub(v28, v22) [N=64 T=421]
@@ -364,46 +369,46 @@ inner_A_3:
 
 	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS     Y5, Y2, Y2
-	MOVQ       p8+64(FP), CX
+	MOVQ       p9+72(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 344(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
 	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -415,12 +420,12 @@ inner_A_3:
 	// v39 = ge(v17, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc47<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 376(SP)
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y8, Y1, Y1
@@ -434,7 +439,7 @@ inner_A_3:
 	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y5
@@ -442,7 +447,6 @@ inner_A_3:
 	VEXTRACTI128 $0x01, Y5, X7
 	VPMOVSXDQ    X7, Y7
 	VANDPS       Y5, Y1, Y1
-	MOVQ         p9+72(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
@@ -489,7 +493,7 @@ inner_A_3:
 	VSUBPS Y1, Y2, Y1
 
 	// v58 = mul(v57, v56) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	VMULPS lgc51<>+0(SB), Y1, Y2
 
 	// mean(v56) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -517,7 +521,7 @@ inner_A_3:
 	VSUBPS Y2, Y1, Y2
 
 	// v62 = abs(v61) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc14<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
@@ -526,13 +530,13 @@ inner_A_3:
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v65 = mul(v63, v62) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y5
+	VMULPS lgc26<>+0(SB), Y3, Y5
 
 	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y3, Y5, Y5
 
 	// v67 = sub(v62, v63) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y3, Y3
+	VSUBPS lgc26<>+0(SB), Y3, Y3
 
 	// v68 = where(v64, v66, v67) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -627,12 +631,12 @@ inner_A_3:
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y5
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y6
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y6
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc52<>+0(SB), Y6
+	VMOVUPS      lgc54<>+0(SB), Y6
 	VBLENDVPS    Y2, Y5, Y6, Y5
 	VANDPS       26624(CX), Y5, Y5
 	VMOVUPS      Y5, 26624(CX)
@@ -653,7 +657,7 @@ inner_A_3:
 	VMOVUPD      Y2, 28448(CX)(BX*8)
 
 	// v79 = mul(v77, v32) [N=64 T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y1
 
 	// store v17
@@ -712,21 +716,26 @@ blocks_4:
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), BX
+	VANDPS      31936(BX), Y4, Y4
+	VMOVUPS     Y4, 31936(BX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -734,7 +743,7 @@ blocks_4:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -742,96 +751,96 @@ blocks_4:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 440(SP)
 	VMOVUPS Y1, 472(SP)
-	XORQ    BX, BX
+	XORQ    DI, DI
 
 inner_A_5:
-	MOVQ       p6+48(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	MOVQ       p7+56(FP), R8
+	XORQ       R9, R9
+	IMUL3Q     $+842, AX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+2, CX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+1, DI, R10
+	ADDQ       R10, R9
+	LEAQ       (R8)(R9*4), R8
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS 24(SP), Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
 	VORPS   Y3, Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS Y2, 24(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
+	INCQ    DI
+	CMPQ    DI, $+2
 	JL      inner_A_5
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
 
 	// v22 = detach(v21) [N=64 T=421]
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
 	VMOVUPS Y1, 504(SP)
-	XORQ    BX, BX
+	XORQ    DI, DI
 
 inner_A_6:
-	MOVQ       p6+48(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	MOVQ       p7+56(FP), R8
+	XORQ       R9, R9
+	IMUL3Q     $+842, AX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+2, CX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+1, DI, R10
+	ADDQ       R10, R9
+	LEAQ       (R8)(R9*4), R8
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    504(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -846,7 +855,7 @@ inner_A_6:
 	VMOVUPD      Y2, 152(SP)
 	VADDPD       184(SP), Y3, Y2
 	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS Y1, Y2, Y1
@@ -862,8 +871,8 @@ inner_A_6:
 	VMOVUPD      Y2, 216(SP)
 	VADDPD       248(SP), Y1, Y1
 	VMOVUPD      Y1, 248(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
+	INCQ         DI
+	CMPQ         DI, $+2
 	JL           inner_A_6
 
 	// finish v25
@@ -875,91 +884,91 @@ inner_A_6:
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v26 = log(v25) [N=64 T=421]
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p7+56(FP), BX
+	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 536(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         (DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 536(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         8(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 540(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         16(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 544(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         24(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 548(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         32(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 552(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         40(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 556(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         48(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 560(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         56(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 564(SP)
 	VMOVUPS      536(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
-	XORQ       BX, BX
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, BX
-	IMUL3Q     $+2, CX, DI
-	ADDQ       DI, BX
-	MOVQ       p6+48(FP), DI
-	LEAQ       (DI)(BX*4), DI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+2, CX, R8
+	ADDQ       R8, DI
+	MOVQ       p7+56(FP), R8
+	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
-	VPADDD     lgc11<>+0(SB), Y2, Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	VPMINSD    lgc46<>+0(SB), Y2, Y2
+	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPADDD     lgc13<>+0(SB), Y2, Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (DI)(Y2*4), Y4
+	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    504(SP), Y2
 
 	// v29 = sub(v28, v22) [N=64 T=421]
@@ -967,45 +976,45 @@ inner_A_6:
 
 	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p9+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 568(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
 	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -1017,12 +1026,12 @@ inner_A_6:
 	// v39 = ge(v17, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc47<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 600(SP)
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y8, Y1, Y1
@@ -1036,10 +1045,9 @@ inner_A_6:
 	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y1, Y1
+	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
-	MOVQ    p9+72(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
@@ -1076,7 +1084,7 @@ inner_A_6:
 	VSUBPS Y1, Y2, Y1
 
 	// v58 = mul(v57, v56) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	VMULPS lgc51<>+0(SB), Y1, Y2
 
 	// mean(v56) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -1093,7 +1101,7 @@ inner_A_6:
 	VSUBPS Y2, Y1, Y2
 
 	// v62 = abs(v61) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y3
+	VMOVUPS lgc14<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
@@ -1102,13 +1110,13 @@ inner_A_6:
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v65 = mul(v63, v62) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y3, Y5
+	VMULPS lgc26<>+0(SB), Y3, Y5
 
 	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y3, Y5, Y5
 
 	// v67 = sub(v62, v63) [N=64 T=421]
-	VSUBPS lgc24<>+0(SB), Y3, Y3
+	VSUBPS lgc26<>+0(SB), Y3, Y3
 
 	// v68 = where(v64, v66, v67) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -1170,10 +1178,10 @@ inner_A_6:
 	VMOVUPS      632(SP), Y1
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -1192,7 +1200,7 @@ inner_A_6:
 	VMOVUPD      Y2, 28448(BX)(DI*8)
 
 	// v79 = mul(v77, v32) [N=64 T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 440(SP), Y1
 
 	// store v17
@@ -1205,133 +1213,171 @@ inner_A_6:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_7
-	MOVQ         p9+72(FP), DX
+	MOVQ         p6+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
+	VANDPS       31936(DX), Y2, Y2
+	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
 noflush_7:
 	SUBQ         $+8, CX
 	JGE          blocks_4
-	MOVQ         p9+72(FP), CX
+	MOVQ         p6+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       31936(CX), Y1, Y1
+	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
 	JL           outer0_1
@@ -1394,481 +1440,511 @@ DATA lgc5<>+24(SB)/4, $0x3f70c49c
 DATA lgc5<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000001
-DATA lgc6<>+4(SB)/4, $0x00000002
-DATA lgc6<>+8(SB)/4, $0x00000003
-DATA lgc6<>+12(SB)/4, $0x00000004
-DATA lgc6<>+16(SB)/4, $0x00000005
-DATA lgc6<>+20(SB)/4, $0x00000006
-DATA lgc6<>+24(SB)/4, $0x00000007
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/4, $0x7fffffff
+DATA lgc6<>+4(SB)/4, $0x7fffffff
+DATA lgc6<>+8(SB)/4, $0x7fffffff
+DATA lgc6<>+12(SB)/4, $0x7fffffff
+DATA lgc6<>+16(SB)/4, $0x7fffffff
+DATA lgc6<>+20(SB)/4, $0x7fffffff
+DATA lgc6<>+24(SB)/4, $0x7fffffff
+DATA lgc6<>+28(SB)/4, $0x7fffffff
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000002
-DATA lgc7<>+4(SB)/4, $0x00000003
-DATA lgc7<>+8(SB)/4, $0x00000004
-DATA lgc7<>+12(SB)/4, $0x00000005
-DATA lgc7<>+16(SB)/4, $0x00000006
-DATA lgc7<>+20(SB)/4, $0x00000007
-DATA lgc7<>+24(SB)/4, $0x00000006
-DATA lgc7<>+28(SB)/4, $0x00000007
+DATA lgc7<>+0(SB)/4, $0x79000000
+DATA lgc7<>+4(SB)/4, $0x79000000
+DATA lgc7<>+8(SB)/4, $0x79000000
+DATA lgc7<>+12(SB)/4, $0x79000000
+DATA lgc7<>+16(SB)/4, $0x79000000
+DATA lgc7<>+20(SB)/4, $0x79000000
+DATA lgc7<>+24(SB)/4, $0x79000000
+DATA lgc7<>+28(SB)/4, $0x79000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000004
-DATA lgc8<>+4(SB)/4, $0x00000005
-DATA lgc8<>+8(SB)/4, $0x00000006
-DATA lgc8<>+12(SB)/4, $0x00000007
-DATA lgc8<>+16(SB)/4, $0x00000004
-DATA lgc8<>+20(SB)/4, $0x00000005
-DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+0(SB)/4, $0x00000001
+DATA lgc8<>+4(SB)/4, $0x00000002
+DATA lgc8<>+8(SB)/4, $0x00000003
+DATA lgc8<>+12(SB)/4, $0x00000004
+DATA lgc8<>+16(SB)/4, $0x00000005
+DATA lgc8<>+20(SB)/4, $0x00000006
+DATA lgc8<>+24(SB)/4, $0x00000007
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000000
-DATA lgc9<>+4(SB)/4, $0x00000000
-DATA lgc9<>+8(SB)/4, $0x00000000
-DATA lgc9<>+12(SB)/4, $0x00000000
-DATA lgc9<>+16(SB)/4, $0x00000000
-DATA lgc9<>+20(SB)/4, $0x00000000
-DATA lgc9<>+24(SB)/4, $0x00000000
-DATA lgc9<>+28(SB)/4, $0x00000000
+DATA lgc9<>+0(SB)/4, $0x00000002
+DATA lgc9<>+4(SB)/4, $0x00000003
+DATA lgc9<>+8(SB)/4, $0x00000004
+DATA lgc9<>+12(SB)/4, $0x00000005
+DATA lgc9<>+16(SB)/4, $0x00000006
+DATA lgc9<>+20(SB)/4, $0x00000007
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xff800000
-DATA lgc10<>+4(SB)/4, $0xff800000
-DATA lgc10<>+8(SB)/4, $0xff800000
-DATA lgc10<>+12(SB)/4, $0xff800000
-DATA lgc10<>+16(SB)/4, $0xff800000
-DATA lgc10<>+20(SB)/4, $0xff800000
-DATA lgc10<>+24(SB)/4, $0xff800000
-DATA lgc10<>+28(SB)/4, $0xff800000
+DATA lgc10<>+0(SB)/4, $0x00000004
+DATA lgc10<>+4(SB)/4, $0x00000005
+DATA lgc10<>+8(SB)/4, $0x00000006
+DATA lgc10<>+12(SB)/4, $0x00000007
+DATA lgc10<>+16(SB)/4, $0x00000004
+DATA lgc10<>+20(SB)/4, $0x00000005
+DATA lgc10<>+24(SB)/4, $0x00000006
+DATA lgc10<>+28(SB)/4, $0x00000007
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
 DATA lgc11<>+0(SB)/4, $0x00000000
-DATA lgc11<>+4(SB)/4, $0x00000002
-DATA lgc11<>+8(SB)/4, $0x00000004
-DATA lgc11<>+12(SB)/4, $0x00000006
-DATA lgc11<>+16(SB)/4, $0x00000008
-DATA lgc11<>+20(SB)/4, $0x0000000a
-DATA lgc11<>+24(SB)/4, $0x0000000c
-DATA lgc11<>+28(SB)/4, $0x0000000e
+DATA lgc11<>+4(SB)/4, $0x00000000
+DATA lgc11<>+8(SB)/4, $0x00000000
+DATA lgc11<>+12(SB)/4, $0x00000000
+DATA lgc11<>+16(SB)/4, $0x00000000
+DATA lgc11<>+20(SB)/4, $0x00000000
+DATA lgc11<>+24(SB)/4, $0x00000000
+DATA lgc11<>+28(SB)/4, $0x00000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x80000000
-DATA lgc12<>+4(SB)/4, $0x80000000
-DATA lgc12<>+8(SB)/4, $0x80000000
-DATA lgc12<>+12(SB)/4, $0x80000000
-DATA lgc12<>+16(SB)/4, $0x80000000
-DATA lgc12<>+20(SB)/4, $0x80000000
-DATA lgc12<>+24(SB)/4, $0x80000000
-DATA lgc12<>+28(SB)/4, $0x80000000
+DATA lgc12<>+0(SB)/4, $0xff800000
+DATA lgc12<>+4(SB)/4, $0xff800000
+DATA lgc12<>+8(SB)/4, $0xff800000
+DATA lgc12<>+12(SB)/4, $0xff800000
+DATA lgc12<>+16(SB)/4, $0xff800000
+DATA lgc12<>+20(SB)/4, $0xff800000
+DATA lgc12<>+24(SB)/4, $0xff800000
+DATA lgc12<>+28(SB)/4, $0xff800000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x0000000000000000
-DATA lgc13<>+8(SB)/8, $0x0000000000000000
-DATA lgc13<>+16(SB)/8, $0x0000000000000000
-DATA lgc13<>+24(SB)/8, $0x0000000000000000
+DATA lgc13<>+0(SB)/4, $0x00000000
+DATA lgc13<>+4(SB)/4, $0x00000002
+DATA lgc13<>+8(SB)/4, $0x00000004
+DATA lgc13<>+12(SB)/4, $0x00000006
+DATA lgc13<>+16(SB)/4, $0x00000008
+DATA lgc13<>+20(SB)/4, $0x0000000a
+DATA lgc13<>+24(SB)/4, $0x0000000c
+DATA lgc13<>+28(SB)/4, $0x0000000e
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xc2d00000
-DATA lgc14<>+4(SB)/4, $0xc2d00000
-DATA lgc14<>+8(SB)/4, $0xc2d00000
-DATA lgc14<>+12(SB)/4, $0xc2d00000
-DATA lgc14<>+16(SB)/4, $0xc2d00000
-DATA lgc14<>+20(SB)/4, $0xc2d00000
-DATA lgc14<>+24(SB)/4, $0xc2d00000
-DATA lgc14<>+28(SB)/4, $0xc2d00000
+DATA lgc14<>+0(SB)/4, $0x80000000
+DATA lgc14<>+4(SB)/4, $0x80000000
+DATA lgc14<>+8(SB)/4, $0x80000000
+DATA lgc14<>+12(SB)/4, $0x80000000
+DATA lgc14<>+16(SB)/4, $0x80000000
+DATA lgc14<>+20(SB)/4, $0x80000000
+DATA lgc14<>+24(SB)/4, $0x80000000
+DATA lgc14<>+28(SB)/4, $0x80000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x42b20000
-DATA lgc15<>+4(SB)/4, $0x42b20000
-DATA lgc15<>+8(SB)/4, $0x42b20000
-DATA lgc15<>+12(SB)/4, $0x42b20000
-DATA lgc15<>+16(SB)/4, $0x42b20000
-DATA lgc15<>+20(SB)/4, $0x42b20000
-DATA lgc15<>+24(SB)/4, $0x42b20000
-DATA lgc15<>+28(SB)/4, $0x42b20000
+DATA lgc15<>+0(SB)/8, $0x0000000000000000
+DATA lgc15<>+8(SB)/8, $0x0000000000000000
+DATA lgc15<>+16(SB)/8, $0x0000000000000000
+DATA lgc15<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+0(SB)/4, $0xc2d00000
+DATA lgc16<>+4(SB)/4, $0xc2d00000
+DATA lgc16<>+8(SB)/4, $0xc2d00000
+DATA lgc16<>+12(SB)/4, $0xc2d00000
+DATA lgc16<>+16(SB)/4, $0xc2d00000
+DATA lgc16<>+20(SB)/4, $0xc2d00000
+DATA lgc16<>+24(SB)/4, $0xc2d00000
+DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f318000
-DATA lgc17<>+4(SB)/4, $0x3f318000
-DATA lgc17<>+8(SB)/4, $0x3f318000
-DATA lgc17<>+12(SB)/4, $0x3f318000
-DATA lgc17<>+16(SB)/4, $0x3f318000
-DATA lgc17<>+20(SB)/4, $0x3f318000
-DATA lgc17<>+24(SB)/4, $0x3f318000
-DATA lgc17<>+28(SB)/4, $0x3f318000
+DATA lgc17<>+0(SB)/4, $0x42b20000
+DATA lgc17<>+4(SB)/4, $0x42b20000
+DATA lgc17<>+8(SB)/4, $0x42b20000
+DATA lgc17<>+12(SB)/4, $0x42b20000
+DATA lgc17<>+16(SB)/4, $0x42b20000
+DATA lgc17<>+20(SB)/4, $0x42b20000
+DATA lgc17<>+24(SB)/4, $0x42b20000
+DATA lgc17<>+28(SB)/4, $0x42b20000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xb95e8083
-DATA lgc18<>+4(SB)/4, $0xb95e8083
-DATA lgc18<>+8(SB)/4, $0xb95e8083
-DATA lgc18<>+12(SB)/4, $0xb95e8083
-DATA lgc18<>+16(SB)/4, $0xb95e8083
-DATA lgc18<>+20(SB)/4, $0xb95e8083
-DATA lgc18<>+24(SB)/4, $0xb95e8083
-DATA lgc18<>+28(SB)/4, $0xb95e8083
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x39506967
-DATA lgc19<>+4(SB)/4, $0x39506967
-DATA lgc19<>+8(SB)/4, $0x39506967
-DATA lgc19<>+12(SB)/4, $0x39506967
-DATA lgc19<>+16(SB)/4, $0x39506967
-DATA lgc19<>+20(SB)/4, $0x39506967
-DATA lgc19<>+24(SB)/4, $0x39506967
-DATA lgc19<>+28(SB)/4, $0x39506967
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3ab743ce
-DATA lgc20<>+4(SB)/4, $0x3ab743ce
-DATA lgc20<>+8(SB)/4, $0x3ab743ce
-DATA lgc20<>+12(SB)/4, $0x3ab743ce
-DATA lgc20<>+16(SB)/4, $0x3ab743ce
-DATA lgc20<>+20(SB)/4, $0x3ab743ce
-DATA lgc20<>+24(SB)/4, $0x3ab743ce
-DATA lgc20<>+28(SB)/4, $0x3ab743ce
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3c088908
-DATA lgc21<>+4(SB)/4, $0x3c088908
-DATA lgc21<>+8(SB)/4, $0x3c088908
-DATA lgc21<>+12(SB)/4, $0x3c088908
-DATA lgc21<>+16(SB)/4, $0x3c088908
-DATA lgc21<>+20(SB)/4, $0x3c088908
-DATA lgc21<>+24(SB)/4, $0x3c088908
-DATA lgc21<>+28(SB)/4, $0x3c088908
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f000000
-DATA lgc24<>+4(SB)/4, $0x3f000000
-DATA lgc24<>+8(SB)/4, $0x3f000000
-DATA lgc24<>+12(SB)/4, $0x3f000000
-DATA lgc24<>+16(SB)/4, $0x3f000000
-DATA lgc24<>+20(SB)/4, $0x3f000000
-DATA lgc24<>+24(SB)/4, $0x3f000000
-DATA lgc24<>+28(SB)/4, $0x3f000000
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xffffff82
-DATA lgc25<>+4(SB)/4, $0xffffff82
-DATA lgc25<>+8(SB)/4, $0xffffff82
-DATA lgc25<>+12(SB)/4, $0xffffff82
-DATA lgc25<>+16(SB)/4, $0xffffff82
-DATA lgc25<>+20(SB)/4, $0xffffff82
-DATA lgc25<>+24(SB)/4, $0xffffff82
-DATA lgc25<>+28(SB)/4, $0xffffff82
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x0000007f
-DATA lgc26<>+4(SB)/4, $0x0000007f
-DATA lgc26<>+8(SB)/4, $0x0000007f
-DATA lgc26<>+12(SB)/4, $0x0000007f
-DATA lgc26<>+16(SB)/4, $0x0000007f
-DATA lgc26<>+20(SB)/4, $0x0000007f
-DATA lgc26<>+24(SB)/4, $0x0000007f
-DATA lgc26<>+28(SB)/4, $0x0000007f
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xff7fffff
-DATA lgc27<>+4(SB)/4, $0xff7fffff
-DATA lgc27<>+8(SB)/4, $0xff7fffff
-DATA lgc27<>+12(SB)/4, $0xff7fffff
-DATA lgc27<>+16(SB)/4, $0xff7fffff
-DATA lgc27<>+20(SB)/4, $0xff7fffff
-DATA lgc27<>+24(SB)/4, $0xff7fffff
-DATA lgc27<>+28(SB)/4, $0xff7fffff
+DATA lgc27<>+0(SB)/4, $0xffffff82
+DATA lgc27<>+4(SB)/4, $0xffffff82
+DATA lgc27<>+8(SB)/4, $0xffffff82
+DATA lgc27<>+12(SB)/4, $0xffffff82
+DATA lgc27<>+16(SB)/4, $0xffffff82
+DATA lgc27<>+20(SB)/4, $0xffffff82
+DATA lgc27<>+24(SB)/4, $0xffffff82
+DATA lgc27<>+28(SB)/4, $0xffffff82
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x00800000
-DATA lgc28<>+4(SB)/4, $0x00800000
-DATA lgc28<>+8(SB)/4, $0x00800000
-DATA lgc28<>+12(SB)/4, $0x00800000
-DATA lgc28<>+16(SB)/4, $0x00800000
-DATA lgc28<>+20(SB)/4, $0x00800000
-DATA lgc28<>+24(SB)/4, $0x00800000
-DATA lgc28<>+28(SB)/4, $0x00800000
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x4b000000
-DATA lgc29<>+4(SB)/4, $0x4b000000
-DATA lgc29<>+8(SB)/4, $0x4b000000
-DATA lgc29<>+12(SB)/4, $0x4b000000
-DATA lgc29<>+16(SB)/4, $0x4b000000
-DATA lgc29<>+20(SB)/4, $0x4b000000
-DATA lgc29<>+24(SB)/4, $0x4b000000
-DATA lgc29<>+28(SB)/4, $0x4b000000
+DATA lgc29<>+0(SB)/4, $0xff7fffff
+DATA lgc29<>+4(SB)/4, $0xff7fffff
+DATA lgc29<>+8(SB)/4, $0xff7fffff
+DATA lgc29<>+12(SB)/4, $0xff7fffff
+DATA lgc29<>+16(SB)/4, $0xff7fffff
+DATA lgc29<>+20(SB)/4, $0xff7fffff
+DATA lgc29<>+24(SB)/4, $0xff7fffff
+DATA lgc29<>+28(SB)/4, $0xff7fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xffffffe9
-DATA lgc30<>+4(SB)/4, $0xffffffe9
-DATA lgc30<>+8(SB)/4, $0xffffffe9
-DATA lgc30<>+12(SB)/4, $0xffffffe9
-DATA lgc30<>+16(SB)/4, $0xffffffe9
-DATA lgc30<>+20(SB)/4, $0xffffffe9
-DATA lgc30<>+24(SB)/4, $0xffffffe9
-DATA lgc30<>+28(SB)/4, $0xffffffe9
+DATA lgc30<>+0(SB)/4, $0x00800000
+DATA lgc30<>+4(SB)/4, $0x00800000
+DATA lgc30<>+8(SB)/4, $0x00800000
+DATA lgc30<>+12(SB)/4, $0x00800000
+DATA lgc30<>+16(SB)/4, $0x00800000
+DATA lgc30<>+20(SB)/4, $0x00800000
+DATA lgc30<>+24(SB)/4, $0x00800000
+DATA lgc30<>+28(SB)/4, $0x00800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x007fffff
-DATA lgc31<>+4(SB)/4, $0x007fffff
-DATA lgc31<>+8(SB)/4, $0x007fffff
-DATA lgc31<>+12(SB)/4, $0x007fffff
-DATA lgc31<>+16(SB)/4, $0x007fffff
-DATA lgc31<>+20(SB)/4, $0x007fffff
-DATA lgc31<>+24(SB)/4, $0x007fffff
-DATA lgc31<>+28(SB)/4, $0x007fffff
+DATA lgc31<>+0(SB)/4, $0x4b000000
+DATA lgc31<>+4(SB)/4, $0x4b000000
+DATA lgc31<>+8(SB)/4, $0x4b000000
+DATA lgc31<>+12(SB)/4, $0x4b000000
+DATA lgc31<>+16(SB)/4, $0x4b000000
+DATA lgc31<>+20(SB)/4, $0x4b000000
+DATA lgc31<>+24(SB)/4, $0x4b000000
+DATA lgc31<>+28(SB)/4, $0x4b000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3fb504f3
-DATA lgc32<>+4(SB)/4, $0x3fb504f3
-DATA lgc32<>+8(SB)/4, $0x3fb504f3
-DATA lgc32<>+12(SB)/4, $0x3fb504f3
-DATA lgc32<>+16(SB)/4, $0x3fb504f3
-DATA lgc32<>+20(SB)/4, $0x3fb504f3
-DATA lgc32<>+24(SB)/4, $0x3fb504f3
-DATA lgc32<>+28(SB)/4, $0x3fb504f3
+DATA lgc32<>+0(SB)/4, $0xffffffe9
+DATA lgc32<>+4(SB)/4, $0xffffffe9
+DATA lgc32<>+8(SB)/4, $0xffffffe9
+DATA lgc32<>+12(SB)/4, $0xffffffe9
+DATA lgc32<>+16(SB)/4, $0xffffffe9
+DATA lgc32<>+20(SB)/4, $0xffffffe9
+DATA lgc32<>+24(SB)/4, $0xffffffe9
+DATA lgc32<>+28(SB)/4, $0xffffffe9
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3d9021bb
-DATA lgc33<>+4(SB)/4, $0x3d9021bb
-DATA lgc33<>+8(SB)/4, $0x3d9021bb
-DATA lgc33<>+12(SB)/4, $0x3d9021bb
-DATA lgc33<>+16(SB)/4, $0x3d9021bb
-DATA lgc33<>+20(SB)/4, $0x3d9021bb
-DATA lgc33<>+24(SB)/4, $0x3d9021bb
-DATA lgc33<>+28(SB)/4, $0x3d9021bb
+DATA lgc33<>+0(SB)/4, $0x007fffff
+DATA lgc33<>+4(SB)/4, $0x007fffff
+DATA lgc33<>+8(SB)/4, $0x007fffff
+DATA lgc33<>+12(SB)/4, $0x007fffff
+DATA lgc33<>+16(SB)/4, $0x007fffff
+DATA lgc33<>+20(SB)/4, $0x007fffff
+DATA lgc33<>+24(SB)/4, $0x007fffff
+DATA lgc33<>+28(SB)/4, $0x007fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdebd1b8
-DATA lgc34<>+4(SB)/4, $0xbdebd1b8
-DATA lgc34<>+8(SB)/4, $0xbdebd1b8
-DATA lgc34<>+12(SB)/4, $0xbdebd1b8
-DATA lgc34<>+16(SB)/4, $0xbdebd1b8
-DATA lgc34<>+20(SB)/4, $0xbdebd1b8
-DATA lgc34<>+24(SB)/4, $0xbdebd1b8
-DATA lgc34<>+28(SB)/4, $0xbdebd1b8
+DATA lgc34<>+0(SB)/4, $0x3fb504f3
+DATA lgc34<>+4(SB)/4, $0x3fb504f3
+DATA lgc34<>+8(SB)/4, $0x3fb504f3
+DATA lgc34<>+12(SB)/4, $0x3fb504f3
+DATA lgc34<>+16(SB)/4, $0x3fb504f3
+DATA lgc34<>+20(SB)/4, $0x3fb504f3
+DATA lgc34<>+24(SB)/4, $0x3fb504f3
+DATA lgc34<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3def251a
-DATA lgc35<>+4(SB)/4, $0x3def251a
-DATA lgc35<>+8(SB)/4, $0x3def251a
-DATA lgc35<>+12(SB)/4, $0x3def251a
-DATA lgc35<>+16(SB)/4, $0x3def251a
-DATA lgc35<>+20(SB)/4, $0x3def251a
-DATA lgc35<>+24(SB)/4, $0x3def251a
-DATA lgc35<>+28(SB)/4, $0x3def251a
+DATA lgc35<>+0(SB)/4, $0x3d9021bb
+DATA lgc35<>+4(SB)/4, $0x3d9021bb
+DATA lgc35<>+8(SB)/4, $0x3d9021bb
+DATA lgc35<>+12(SB)/4, $0x3d9021bb
+DATA lgc35<>+16(SB)/4, $0x3d9021bb
+DATA lgc35<>+20(SB)/4, $0x3d9021bb
+DATA lgc35<>+24(SB)/4, $0x3d9021bb
+DATA lgc35<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+0(SB)/4, $0xbdebd1b8
+DATA lgc36<>+4(SB)/4, $0xbdebd1b8
+DATA lgc36<>+8(SB)/4, $0xbdebd1b8
+DATA lgc36<>+12(SB)/4, $0xbdebd1b8
+DATA lgc36<>+16(SB)/4, $0xbdebd1b8
+DATA lgc36<>+20(SB)/4, $0xbdebd1b8
+DATA lgc36<>+24(SB)/4, $0xbdebd1b8
+DATA lgc36<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e11e9bf
-DATA lgc37<>+4(SB)/4, $0x3e11e9bf
-DATA lgc37<>+8(SB)/4, $0x3e11e9bf
-DATA lgc37<>+12(SB)/4, $0x3e11e9bf
-DATA lgc37<>+16(SB)/4, $0x3e11e9bf
-DATA lgc37<>+20(SB)/4, $0x3e11e9bf
-DATA lgc37<>+24(SB)/4, $0x3e11e9bf
-DATA lgc37<>+28(SB)/4, $0x3e11e9bf
+DATA lgc37<>+0(SB)/4, $0x3def251a
+DATA lgc37<>+4(SB)/4, $0x3def251a
+DATA lgc37<>+8(SB)/4, $0x3def251a
+DATA lgc37<>+12(SB)/4, $0x3def251a
+DATA lgc37<>+16(SB)/4, $0x3def251a
+DATA lgc37<>+20(SB)/4, $0x3def251a
+DATA lgc37<>+24(SB)/4, $0x3def251a
+DATA lgc37<>+28(SB)/4, $0x3def251a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe2aae50
-DATA lgc38<>+4(SB)/4, $0xbe2aae50
-DATA lgc38<>+8(SB)/4, $0xbe2aae50
-DATA lgc38<>+12(SB)/4, $0xbe2aae50
-DATA lgc38<>+16(SB)/4, $0xbe2aae50
-DATA lgc38<>+20(SB)/4, $0xbe2aae50
-DATA lgc38<>+24(SB)/4, $0xbe2aae50
-DATA lgc38<>+28(SB)/4, $0xbe2aae50
+DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e4cceac
-DATA lgc39<>+4(SB)/4, $0x3e4cceac
-DATA lgc39<>+8(SB)/4, $0x3e4cceac
-DATA lgc39<>+12(SB)/4, $0x3e4cceac
-DATA lgc39<>+16(SB)/4, $0x3e4cceac
-DATA lgc39<>+20(SB)/4, $0x3e4cceac
-DATA lgc39<>+24(SB)/4, $0x3e4cceac
-DATA lgc39<>+28(SB)/4, $0x3e4cceac
+DATA lgc39<>+0(SB)/4, $0x3e11e9bf
+DATA lgc39<>+4(SB)/4, $0x3e11e9bf
+DATA lgc39<>+8(SB)/4, $0x3e11e9bf
+DATA lgc39<>+12(SB)/4, $0x3e11e9bf
+DATA lgc39<>+16(SB)/4, $0x3e11e9bf
+DATA lgc39<>+20(SB)/4, $0x3e11e9bf
+DATA lgc39<>+24(SB)/4, $0x3e11e9bf
+DATA lgc39<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe7ffffc
-DATA lgc40<>+4(SB)/4, $0xbe7ffffc
-DATA lgc40<>+8(SB)/4, $0xbe7ffffc
-DATA lgc40<>+12(SB)/4, $0xbe7ffffc
-DATA lgc40<>+16(SB)/4, $0xbe7ffffc
-DATA lgc40<>+20(SB)/4, $0xbe7ffffc
-DATA lgc40<>+24(SB)/4, $0xbe7ffffc
-DATA lgc40<>+28(SB)/4, $0xbe7ffffc
+DATA lgc40<>+0(SB)/4, $0xbe2aae50
+DATA lgc40<>+4(SB)/4, $0xbe2aae50
+DATA lgc40<>+8(SB)/4, $0xbe2aae50
+DATA lgc40<>+12(SB)/4, $0xbe2aae50
+DATA lgc40<>+16(SB)/4, $0xbe2aae50
+DATA lgc40<>+20(SB)/4, $0xbe2aae50
+DATA lgc40<>+24(SB)/4, $0xbe2aae50
+DATA lgc40<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+0(SB)/4, $0x3e4cceac
+DATA lgc41<>+4(SB)/4, $0x3e4cceac
+DATA lgc41<>+8(SB)/4, $0x3e4cceac
+DATA lgc41<>+12(SB)/4, $0x3e4cceac
+DATA lgc41<>+16(SB)/4, $0x3e4cceac
+DATA lgc41<>+20(SB)/4, $0x3e4cceac
+DATA lgc41<>+24(SB)/4, $0x3e4cceac
+DATA lgc41<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7fc00000
-DATA lgc42<>+4(SB)/4, $0x7fc00000
-DATA lgc42<>+8(SB)/4, $0x7fc00000
-DATA lgc42<>+12(SB)/4, $0x7fc00000
-DATA lgc42<>+16(SB)/4, $0x7fc00000
-DATA lgc42<>+20(SB)/4, $0x7fc00000
-DATA lgc42<>+24(SB)/4, $0x7fc00000
-DATA lgc42<>+28(SB)/4, $0x7fc00000
+DATA lgc42<>+0(SB)/4, $0xbe7ffffc
+DATA lgc42<>+4(SB)/4, $0xbe7ffffc
+DATA lgc42<>+8(SB)/4, $0xbe7ffffc
+DATA lgc42<>+12(SB)/4, $0xbe7ffffc
+DATA lgc42<>+16(SB)/4, $0xbe7ffffc
+DATA lgc42<>+20(SB)/4, $0xbe7ffffc
+DATA lgc42<>+24(SB)/4, $0xbe7ffffc
+DATA lgc42<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x7f800000
-DATA lgc43<>+4(SB)/4, $0x7f800000
-DATA lgc43<>+8(SB)/4, $0x7f800000
-DATA lgc43<>+12(SB)/4, $0x7f800000
-DATA lgc43<>+16(SB)/4, $0x7f800000
-DATA lgc43<>+20(SB)/4, $0x7f800000
-DATA lgc43<>+24(SB)/4, $0x7f800000
-DATA lgc43<>+28(SB)/4, $0x7f800000
+DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x00000001
-DATA lgc44<>+4(SB)/4, $0x00000001
-DATA lgc44<>+8(SB)/4, $0x00000001
-DATA lgc44<>+12(SB)/4, $0x00000001
-DATA lgc44<>+16(SB)/4, $0x00000001
-DATA lgc44<>+20(SB)/4, $0x00000001
-DATA lgc44<>+24(SB)/4, $0x00000001
-DATA lgc44<>+28(SB)/4, $0x00000001
+DATA lgc44<>+0(SB)/4, $0x7fc00000
+DATA lgc44<>+4(SB)/4, $0x7fc00000
+DATA lgc44<>+8(SB)/4, $0x7fc00000
+DATA lgc44<>+12(SB)/4, $0x7fc00000
+DATA lgc44<>+16(SB)/4, $0x7fc00000
+DATA lgc44<>+20(SB)/4, $0x7fc00000
+DATA lgc44<>+24(SB)/4, $0x7fc00000
+DATA lgc44<>+28(SB)/4, $0x7fc00000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe647fbe
-DATA lgc45<>+4(SB)/4, $0xbe647fbe
-DATA lgc45<>+8(SB)/4, $0xbe647fbe
-DATA lgc45<>+12(SB)/4, $0xbe647fbe
-DATA lgc45<>+16(SB)/4, $0xbe647fbe
-DATA lgc45<>+20(SB)/4, $0xbe647fbe
-DATA lgc45<>+24(SB)/4, $0xbe647fbe
-DATA lgc45<>+28(SB)/4, $0xbe647fbe
+DATA lgc45<>+0(SB)/4, $0x7f800000
+DATA lgc45<>+4(SB)/4, $0x7f800000
+DATA lgc45<>+8(SB)/4, $0x7f800000
+DATA lgc45<>+12(SB)/4, $0x7f800000
+DATA lgc45<>+16(SB)/4, $0x7f800000
+DATA lgc45<>+20(SB)/4, $0x7f800000
+DATA lgc45<>+24(SB)/4, $0x7f800000
+DATA lgc45<>+28(SB)/4, $0x7f800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3e3ab281
-DATA lgc46<>+4(SB)/4, $0x3e3ab281
-DATA lgc46<>+8(SB)/4, $0x3e3ab281
-DATA lgc46<>+12(SB)/4, $0x3e3ab281
-DATA lgc46<>+16(SB)/4, $0x3e3ab281
-DATA lgc46<>+20(SB)/4, $0x3e3ab281
-DATA lgc46<>+24(SB)/4, $0x3e3ab281
-DATA lgc46<>+28(SB)/4, $0x3e3ab281
+DATA lgc46<>+0(SB)/4, $0x00000001
+DATA lgc46<>+4(SB)/4, $0x00000001
+DATA lgc46<>+8(SB)/4, $0x00000001
+DATA lgc46<>+12(SB)/4, $0x00000001
+DATA lgc46<>+16(SB)/4, $0x00000001
+DATA lgc46<>+20(SB)/4, $0x00000001
+DATA lgc46<>+24(SB)/4, $0x00000001
+DATA lgc46<>+28(SB)/4, $0x00000001
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3f99999a
-DATA lgc47<>+4(SB)/4, $0x3f99999a
-DATA lgc47<>+8(SB)/4, $0x3f99999a
-DATA lgc47<>+12(SB)/4, $0x3f99999a
-DATA lgc47<>+16(SB)/4, $0x3f99999a
-DATA lgc47<>+20(SB)/4, $0x3f99999a
-DATA lgc47<>+24(SB)/4, $0x3f99999a
-DATA lgc47<>+28(SB)/4, $0x3f99999a
+DATA lgc47<>+0(SB)/4, $0xbe647fbe
+DATA lgc47<>+4(SB)/4, $0xbe647fbe
+DATA lgc47<>+8(SB)/4, $0xbe647fbe
+DATA lgc47<>+12(SB)/4, $0xbe647fbe
+DATA lgc47<>+16(SB)/4, $0xbe647fbe
+DATA lgc47<>+20(SB)/4, $0xbe647fbe
+DATA lgc47<>+24(SB)/4, $0xbe647fbe
+DATA lgc47<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3f4ccccd
-DATA lgc48<>+4(SB)/4, $0x3f4ccccd
-DATA lgc48<>+8(SB)/4, $0x3f4ccccd
-DATA lgc48<>+12(SB)/4, $0x3f4ccccd
-DATA lgc48<>+16(SB)/4, $0x3f4ccccd
-DATA lgc48<>+20(SB)/4, $0x3f4ccccd
-DATA lgc48<>+24(SB)/4, $0x3f4ccccd
-DATA lgc48<>+28(SB)/4, $0x3f4ccccd
+DATA lgc48<>+0(SB)/4, $0x3e3ab281
+DATA lgc48<>+4(SB)/4, $0x3e3ab281
+DATA lgc48<>+8(SB)/4, $0x3e3ab281
+DATA lgc48<>+12(SB)/4, $0x3e3ab281
+DATA lgc48<>+16(SB)/4, $0x3e3ab281
+DATA lgc48<>+20(SB)/4, $0x3e3ab281
+DATA lgc48<>+24(SB)/4, $0x3e3ab281
+DATA lgc48<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbc23d70a
-DATA lgc49<>+4(SB)/4, $0xbc23d70a
-DATA lgc49<>+8(SB)/4, $0xbc23d70a
-DATA lgc49<>+12(SB)/4, $0xbc23d70a
-DATA lgc49<>+16(SB)/4, $0xbc23d70a
-DATA lgc49<>+20(SB)/4, $0xbc23d70a
-DATA lgc49<>+24(SB)/4, $0xbc23d70a
-DATA lgc49<>+28(SB)/4, $0xbc23d70a
+DATA lgc49<>+0(SB)/4, $0x3f99999a
+DATA lgc49<>+4(SB)/4, $0x3f99999a
+DATA lgc49<>+8(SB)/4, $0x3f99999a
+DATA lgc49<>+12(SB)/4, $0x3f99999a
+DATA lgc49<>+16(SB)/4, $0x3f99999a
+DATA lgc49<>+20(SB)/4, $0x3f99999a
+DATA lgc49<>+24(SB)/4, $0x3f99999a
+DATA lgc49<>+28(SB)/4, $0x3f99999a
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xc2ae0000
-DATA lgc50<>+4(SB)/4, $0xc2ae0000
-DATA lgc50<>+8(SB)/4, $0xc2ae0000
-DATA lgc50<>+12(SB)/4, $0xc2ae0000
-DATA lgc50<>+16(SB)/4, $0xc2ae0000
-DATA lgc50<>+20(SB)/4, $0xc2ae0000
-DATA lgc50<>+24(SB)/4, $0xc2ae0000
-DATA lgc50<>+28(SB)/4, $0xc2ae0000
+DATA lgc50<>+0(SB)/4, $0x3f4ccccd
+DATA lgc50<>+4(SB)/4, $0x3f4ccccd
+DATA lgc50<>+8(SB)/4, $0x3f4ccccd
+DATA lgc50<>+12(SB)/4, $0x3f4ccccd
+DATA lgc50<>+16(SB)/4, $0x3f4ccccd
+DATA lgc50<>+20(SB)/4, $0x3f4ccccd
+DATA lgc50<>+24(SB)/4, $0x3f4ccccd
+DATA lgc50<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x42b00000
-DATA lgc51<>+4(SB)/4, $0x42b00000
-DATA lgc51<>+8(SB)/4, $0x42b00000
-DATA lgc51<>+12(SB)/4, $0x42b00000
-DATA lgc51<>+16(SB)/4, $0x42b00000
-DATA lgc51<>+20(SB)/4, $0x42b00000
-DATA lgc51<>+24(SB)/4, $0x42b00000
-DATA lgc51<>+28(SB)/4, $0x42b00000
+DATA lgc51<>+0(SB)/4, $0xbc23d70a
+DATA lgc51<>+4(SB)/4, $0xbc23d70a
+DATA lgc51<>+8(SB)/4, $0xbc23d70a
+DATA lgc51<>+12(SB)/4, $0xbc23d70a
+DATA lgc51<>+16(SB)/4, $0xbc23d70a
+DATA lgc51<>+20(SB)/4, $0xbc23d70a
+DATA lgc51<>+24(SB)/4, $0xbc23d70a
+DATA lgc51<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xffffffff
-DATA lgc52<>+4(SB)/4, $0xffffffff
-DATA lgc52<>+8(SB)/4, $0xffffffff
-DATA lgc52<>+12(SB)/4, $0xffffffff
-DATA lgc52<>+16(SB)/4, $0xffffffff
-DATA lgc52<>+20(SB)/4, $0xffffffff
-DATA lgc52<>+24(SB)/4, $0xffffffff
-DATA lgc52<>+28(SB)/4, $0xffffffff
+DATA lgc52<>+0(SB)/4, $0xc2ae0000
+DATA lgc52<>+4(SB)/4, $0xc2ae0000
+DATA lgc52<>+8(SB)/4, $0xc2ae0000
+DATA lgc52<>+12(SB)/4, $0xc2ae0000
+DATA lgc52<>+16(SB)/4, $0xc2ae0000
+DATA lgc52<>+20(SB)/4, $0xc2ae0000
+DATA lgc52<>+24(SB)/4, $0xc2ae0000
+DATA lgc52<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x40000000
-DATA lgc53<>+4(SB)/4, $0x40000000
-DATA lgc53<>+8(SB)/4, $0x40000000
-DATA lgc53<>+12(SB)/4, $0x40000000
-DATA lgc53<>+16(SB)/4, $0x40000000
-DATA lgc53<>+20(SB)/4, $0x40000000
-DATA lgc53<>+24(SB)/4, $0x40000000
-DATA lgc53<>+28(SB)/4, $0x40000000
+DATA lgc53<>+0(SB)/4, $0x42b00000
+DATA lgc53<>+4(SB)/4, $0x42b00000
+DATA lgc53<>+8(SB)/4, $0x42b00000
+DATA lgc53<>+12(SB)/4, $0x42b00000
+DATA lgc53<>+16(SB)/4, $0x42b00000
+DATA lgc53<>+20(SB)/4, $0x42b00000
+DATA lgc53<>+24(SB)/4, $0x42b00000
+DATA lgc53<>+28(SB)/4, $0x42b00000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0xffffffff
+DATA lgc54<>+4(SB)/4, $0xffffffff
+DATA lgc54<>+8(SB)/4, $0xffffffff
+DATA lgc54<>+12(SB)/4, $0xffffffff
+DATA lgc54<>+16(SB)/4, $0xffffffff
+DATA lgc54<>+20(SB)/4, $0xffffffff
+DATA lgc54<>+24(SB)/4, $0xffffffff
+DATA lgc54<>+28(SB)/4, $0xffffffff
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+
+DATA lgc55<>+0(SB)/4, $0x40000000
+DATA lgc55<>+4(SB)/4, $0x40000000
+DATA lgc55<>+8(SB)/4, $0x40000000
+DATA lgc55<>+12(SB)/4, $0x40000000
+DATA lgc55<>+16(SB)/4, $0x40000000
+DATA lgc55<>+20(SB)/4, $0x40000000
+DATA lgc55<>+24(SB)/4, $0x40000000
+DATA lgc55<>+28(SB)/4, $0x40000000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x7f7fffff
+DATA lgc56<>+4(SB)/4, $0x7f7fffff
+DATA lgc56<>+8(SB)/4, $0x7f7fffff
+DATA lgc56<>+12(SB)/4, $0x7f7fffff
+DATA lgc56<>+16(SB)/4, $0x7f7fffff
+DATA lgc56<>+20(SB)/4, $0x7f7fffff
+DATA lgc56<>+24(SB)/4, $0x7f7fffff
+DATA lgc56<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1883,7 +1959,7 @@ blocks_8:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(v72, v73) [T=421]
-	VADDPS  lgc54<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1897,7 +1973,7 @@ blocks_8:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(v77, v78) [T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1905,29 +1981,29 @@ blocks_8:
 	VSUBPS Y2, Y1, Y1
 
 	// v83 = exp(v82) [T=421]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1936,8 +2012,8 @@ blocks_8:
 
 	// mean(v83) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  32128(DX), Y4, Y1
-	VMOVUPS Y1, 32128(DX)
+	VADDPS  32256(DX), Y4, Y1
+	VMOVUPS Y1, 32256(DX)
 
 	// store v76
 	MOVQ         p5+40(FP), DX
@@ -1945,16 +2021,20 @@ blocks_8:
 	DECQ         CX
 	JNZ          noflush_9
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(CX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32064(CX), Y2, Y2
+	VMOVUPD      Y2, 32064(CX)
+	VADDPD       32096(CX), Y0, Y0
+	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32256(CX)
+	VANDPS       32384(CX), Y1, Y1
+	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1968,7 +2048,7 @@ noflush_9:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(v72, v73) [T=421]
-	VADDPS     lgc54<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1984,7 +2064,7 @@ noflush_9:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(v77, v78) [T=421]
-	VMULPS     lgc53<>+0(SB), Y1, Y1
+	VMULPS     lgc55<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1993,29 +2073,29 @@ noflush_9:
 	VSUBPS Y2, Y1, Y1
 
 	// v83 = exp(v82) [T=421]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2029,36 +2109,40 @@ noflush_9:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       32128(AX), Y1, Y1
-	VMOVUPS      Y1, 32128(AX)
+	VADDPS       32256(AX), Y1, Y1
+	VMOVUPS      Y1, 32256(AX)
 
 	// store v76
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      32128(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(AX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(AX), Y1, Y1
-	VMOVUPD      Y1, 31936(AX)
-	VADDPD       31968(AX), Y0, Y0
-	VMOVUPD      Y0, 31968(AX)
+	VADDPD       32064(AX), Y2, Y2
+	VMOVUPD      Y2, 32064(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(AX)
+	VMOVUPS      Y0, 32256(AX)
+	VANDPS       32384(AX), Y1, Y1
+	VMOVUPS      Y1, 32384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc54<>+0(SB)/4, $0x34000000
-DATA lgc54<>+4(SB)/4, $0x34000000
-DATA lgc54<>+8(SB)/4, $0x34000000
-DATA lgc54<>+12(SB)/4, $0x34000000
-DATA lgc54<>+16(SB)/4, $0x34000000
-DATA lgc54<>+20(SB)/4, $0x34000000
-DATA lgc54<>+24(SB)/4, $0x34000000
-DATA lgc54<>+28(SB)/4, $0x34000000
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+DATA lgc57<>+0(SB)/4, $0x34000000
+DATA lgc57<>+4(SB)/4, $0x34000000
+DATA lgc57<>+8(SB)/4, $0x34000000
+DATA lgc57<>+12(SB)/4, $0x34000000
+DATA lgc57<>+16(SB)/4, $0x34000000
+DATA lgc57<>+20(SB)/4, $0x34000000
+DATA lgc57<>+24(SB)/4, $0x34000000
+DATA lgc57<>+28(SB)/4, $0x34000000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -2066,7 +2150,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc55<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// v86 = div(v84, v85) []
 	VDIVPS Y1, Y0, Y0
@@ -2077,17 +2161,17 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc55<>+0(SB)/4, $0x42800000
-DATA lgc55<>+4(SB)/4, $0x42800000
-DATA lgc55<>+8(SB)/4, $0x42800000
-DATA lgc55<>+12(SB)/4, $0x42800000
-DATA lgc55<>+16(SB)/4, $0x42800000
-DATA lgc55<>+20(SB)/4, $0x42800000
-DATA lgc55<>+24(SB)/4, $0x42800000
-DATA lgc55<>+28(SB)/4, $0x42800000
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x42800000
+DATA lgc58<>+4(SB)/4, $0x42800000
+DATA lgc58<>+8(SB)/4, $0x42800000
+DATA lgc58<>+12(SB)/4, $0x42800000
+DATA lgc58<>+16(SB)/4, $0x42800000
+DATA lgc58<>+20(SB)/4, $0x42800000
+DATA lgc58<>+24(SB)/4, $0x42800000
+DATA lgc58<>+28(SB)/4, $0x42800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *int64, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $1432-128
 	MOVQ p0+0(FP), AX
@@ -2187,21 +2271,26 @@ outer0_10:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), CX
+	VANDPS      31936(CX), Y4, Y4
+	VMOVUPS     Y4, 31936(CX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -2209,7 +2298,7 @@ outer0_10:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -2217,25 +2306,25 @@ outer0_10:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
 	VMOVUPS Y1, 120(SP)
-	XORQ    CX, CX
+	XORQ    BX, BX
 
 inner_A_11:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
+	MOVQ       p7+56(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	ADDQ       $+832, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*4), SI
+	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -2243,74 +2332,74 @@ inner_A_11:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VMOVUPS      24(SP), Y3
-	VXORPS       lgc12<>+0(SB), Y3, Y3
-	VXORPS       lgc12<>+0(SB), Y1, Y1
+	VXORPS       lgc14<>+0(SB), Y3, Y3
+	VXORPS       lgc14<>+0(SB), Y1, Y1
 	VMINPS       Y3, Y1, Y4
 	VMINPS       Y1, Y3, Y3
 	VORPS        Y4, Y3, Y3
-	VXORPS       lgc12<>+0(SB), Y3, Y3
+	VXORPS       lgc14<>+0(SB), Y3, Y3
 	VMOVUPS      24(SP), Y1
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VMOVUPS      Y3, 24(SP)
-	INCQ         CX
-	CMPQ         CX, $+2
+	INCQ         BX
+	CMPQ         BX, $+2
 	JL           inner_A_11
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
 
 	// v22 = detach(v21) [N=64 T=421]
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
 	VMOVUPS Y1, 280(SP)
-	XORQ    CX, CX
+	XORQ    BX, BX
 
 inner_A_12:
-	MOVQ       p6+48(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, SI
-	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
+	MOVQ       p7+56(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	ADDQ       $+832, DI
+	IMUL3Q     $+1, BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*4), SI
+	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
+	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    280(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2330,7 +2419,7 @@ inner_A_12:
 	VMOVUPD      Y3, 152(SP)
 	VADDPD       184(SP), Y2, Y2
 	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS Y1, Y2, Y1
@@ -2351,8 +2440,8 @@ inner_A_12:
 	VMOVUPD      Y2, 216(SP)
 	VADDPD       248(SP), Y1, Y1
 	VMOVUPD      Y1, 248(SP)
-	INCQ         CX
-	CMPQ         CX, $+2
+	INCQ         BX
+	CMPQ         BX, $+2
 	JL           inner_A_12
 
 	// finish v25
@@ -2364,82 +2453,82 @@ inner_A_12:
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v26 = log(v25) [N=64 T=421]
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p7+56(FP), CX
+	MOVQ         p8+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 312(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         (BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 312(SP)
-	MOVQ         8(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         8(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 316(SP)
-	MOVQ         16(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         16(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 320(SP)
-	MOVQ         24(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         24(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 324(SP)
-	MOVQ         32(CX)(DX*8), BX
-	VCVTSI2SSQ   BX, X2, X2
+	MOVQ         32(BX)(DX*8), SI
+	VCVTSI2SSQ   SI, X2, X2
 	VMOVSS       X2, 328(SP)
 	VMOVUPS      312(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
-	XORQ       CX, CX
-	IMUL3Q     $+842, AX, BX
-	ADDQ       BX, CX
-	MOVQ       $+832, BX
-	ADDQ       BX, CX
-	MOVQ       p6+48(FP), BX
-	LEAQ       (BX)(CX*4), BX
+	XORQ       BX, BX
+	IMUL3Q     $+842, AX, SI
+	ADDQ       SI, BX
+	MOVQ       $+832, SI
+	ADDQ       SI, BX
+	MOVQ       p7+56(FP), SI
+	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
-	VPADDD     lgc11<>+0(SB), Y2, Y2
+	VPMINSD    lgc46<>+0(SB), Y2, Y2
+	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (BX)(Y2*4), Y4
+	VGATHERDPS Y3, (SI)(Y2*4), Y4
 	VMOVUPS    280(SP), Y2
 
 	// v29 = sub(v28, v22) [N=64 T=421]
@@ -2447,46 +2536,46 @@ inner_A_12:
 
 	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS     Y5, Y2, Y2
-	MOVQ       p8+64(FP), CX
+	MOVQ       p9+72(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 344(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
 	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -2498,12 +2587,12 @@ inner_A_12:
 	// v39 = ge(v17, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc47<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 376(SP)
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y8, Y1, Y1
@@ -2517,7 +2606,7 @@ inner_A_12:
 	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS Y7, 408(SP)
 
 	// mean(v46) over [N T]
@@ -2526,7 +2615,6 @@ inner_A_12:
 	VEXTRACTI128 $0x01, Y5, X7
 	VPMOVSXDQ    X7, Y7
 	VANDPS       Y5, Y1, Y1
-	MOVQ         p9+72(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
@@ -2573,7 +2661,7 @@ inner_A_12:
 	VSUBPS Y2, Y3, Y2
 
 	// v58 = mul(v57, v56) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y2, Y3
+	VMULPS lgc51<>+0(SB), Y2, Y3
 
 	// mean(v56) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
@@ -2601,7 +2689,7 @@ inner_A_12:
 	VSUBPS Y3, Y2, Y3
 
 	// v62 = abs(v61) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -2610,13 +2698,13 @@ inner_A_12:
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v65 = mul(v63, v62) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc26<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y4, Y6, Y7
 
 	// v67 = sub(v62, v63) [N=64 T=421]
-	VSUBPS  lgc24<>+0(SB), Y4, Y9
+	VSUBPS  lgc26<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 472(SP)
 
 	// v68 = where(v64, v66, v67) [N=64 T=421]
@@ -2716,12 +2804,12 @@ inner_A_12:
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X4
 	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y5
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y6
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y5
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y6
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc52<>+0(SB), Y6
+	VMOVUPS      lgc54<>+0(SB), Y6
 	VBLENDVPS    Y2, Y5, Y6, Y5
 	VANDPS       26624(CX), Y5, Y5
 	VMOVUPS      Y5, 26624(CX)
@@ -2742,9 +2830,9 @@ inner_A_12:
 	VMOVUPD      Y2, 28448(CX)(BX*8)
 
 	// v79 = mul(v77, v32) [N=64 T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 600(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y2
+	VMOVUPS lgc59<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v88 = where(v64, v87, v38) [N=64 T=421]
@@ -2769,7 +2857,7 @@ inner_A_12:
 	VADDPS Y4, Y1, Y1
 
 	// v93 = mul(v90, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	VMULPS lgc26<>+0(SB), Y2, Y2
 
 	// v94 = add(v92, v93) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -2785,7 +2873,7 @@ inner_A_12:
 
 	// v98 = mul(v61, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc57<>+0(SB), Y6
+	VMOVUPS lgc60<>+0(SB), Y6
 
 	// v99 = where(v96, v97, v98) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2802,8 +2890,8 @@ inner_A_12:
 	VMULPS Y2, Y1, Y1
 
 	// v102 = neg(v101) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS lgc58<>+0(SB), Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
+	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 376(SP), Y4
 
 	// v105 = div(v104, v25) [N=64 T=421]
@@ -2811,7 +2899,7 @@ inner_A_12:
 	VMOVUPS 472(SP), Y5
 
 	// v106 = mul(v103, v54) [N=64 T=421]
-	VMULPS lgc59<>+0(SB), Y5, Y5
+	VMULPS lgc62<>+0(SB), Y5, Y5
 
 	// v107 = mul(v25, v25) [N=64 T=421]
 	VMULPS Y4, Y4, Y6
@@ -2821,7 +2909,7 @@ inner_A_12:
 	VMOVUPS 88(SP), Y6
 
 	// v116 = mul(v115, v17) [N=64 T=421]
-	VMULPS  lgc60<>+0(SB), Y6, Y6
+	VMULPS  lgc63<>+0(SB), Y6, Y6
 	VMOVUPS 408(SP), Y7
 
 	// v117 = where(v39, v116, v38) [N=64 T=421]
@@ -2834,7 +2922,7 @@ inner_A_12:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y7, Y1
 	VBLENDVPS Y1, Y3, Y6, Y1
-	VMOVUPS   lgc48<>+0(SB), Y6
+	VMOVUPS   lgc50<>+0(SB), Y6
 
 	// v119 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y8, Y6
@@ -2846,30 +2934,30 @@ inner_A_12:
 	VMOVUPS Y2, 664(SP)
 
 	// v121 = max(v119, v120) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y2
-	VXORPS lgc12<>+0(SB), Y7, Y10
+	VXORPS lgc14<>+0(SB), Y6, Y2
+	VXORPS lgc14<>+0(SB), Y7, Y10
 	VMINPS Y2, Y10, Y6
 	VMINPS Y10, Y2, Y2
 	VORPS  Y6, Y2, Y2
-	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v122 = where(v121, v118, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
-	VMOVUPS   lgc47<>+0(SB), Y2
+	VMOVUPS   lgc49<>+0(SB), Y2
 
 	// v123 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v124 = max(v123, v120) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y2, Y2
-	VXORPS lgc12<>+0(SB), Y7, Y6
+	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y7, Y6
 	VMINPS Y2, Y6, Y7
 	VMINPS Y6, Y2, Y2
 	VORPS  Y7, Y2, Y2
-	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v125 = where(v124, v117, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -2883,10 +2971,10 @@ inner_A_12:
 	VMULPS Y8, Y1, Y1
 
 	// v128 = neg(v127) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y1, Y2
+	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v129 = add(v103, v128) [N=64 T=421]
-	VADDPS lgc59<>+0(SB), Y2, Y2
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
 	// v133 = div(v129, v25) [N=64 T=421]
 	VDIVPS Y4, Y2, Y2
@@ -2898,7 +2986,7 @@ inner_A_12:
 	XORQ    CX, CX
 
 inner_A_13:
-	MOVQ       p6+48(FP), BX
+	MOVQ       p7+56(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
 	ADDQ       DI, SI
@@ -2906,7 +2994,7 @@ inner_A_13:
 	IMUL3Q     $+1, CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc11<>+0(SB), Y2
+	VMOVUPS    lgc13<>+0(SB), Y2
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
@@ -2916,35 +3004,35 @@ inner_A_13:
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS  Y1, Y2, Y3
@@ -2965,12 +3053,12 @@ inner_A_13:
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v113 = max(v111, v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
 	VMINPS  Y1, Y2, Y1
 	VORPS   Y6, Y1, Y1
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
@@ -2982,7 +3070,7 @@ inner_A_13:
 	IMUL3Q       $+1, CX, R8
 	ADDQ         R8, DI
 	VBROADCASTSS (BX)(DI*4), Y5
-	MOVQ         p7+56(FP), BX
+	MOVQ         p8+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 760(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
@@ -3106,21 +3194,26 @@ blocks_14:
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), BX
+	VANDPS      31936(BX), Y4, Y4
+	VMOVUPS     Y4, 31936(BX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -3128,7 +3221,7 @@ blocks_14:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -3136,96 +3229,96 @@ blocks_14:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	VMOVUPS lgc10<>+0(SB), Y3
+	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 824(SP)
 	VMOVUPS Y1, 856(SP)
-	XORQ    BX, BX
+	XORQ    DI, DI
 
 inner_A_15:
-	MOVQ       p6+48(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	MOVQ       p7+56(FP), R8
+	XORQ       R9, R9
+	IMUL3Q     $+842, AX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+2, CX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+1, DI, R10
+	ADDQ       R10, R9
+	LEAQ       (R8)(R9*4), R8
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
 	// reduce_max(v19) over [A]
 	VMOVUPS 24(SP), Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
 	VORPS   Y3, Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS Y2, 24(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
+	INCQ    DI
+	CMPQ    DI, $+2
 	JL      inner_A_15
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
 
 	// v22 = detach(v21) [N=64 T=421]
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
-	VMOVUPD lgc13<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
 	VMOVUPS Y1, 888(SP)
-	XORQ    BX, BX
+	XORQ    DI, DI
 
 inner_A_16:
-	MOVQ       p6+48(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	MOVQ       p7+56(FP), R8
+	XORQ       R9, R9
+	IMUL3Q     $+842, AX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+2, CX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+1, DI, R10
+	ADDQ       R10, R9
+	LEAQ       (R8)(R9*4), R8
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
+	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    888(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -3240,7 +3333,7 @@ inner_A_16:
 	VMOVUPD      Y2, 152(SP)
 	VADDPD       184(SP), Y3, Y2
 	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS Y1, Y2, Y1
@@ -3256,8 +3349,8 @@ inner_A_16:
 	VMOVUPD      Y2, 216(SP)
 	VADDPD       248(SP), Y1, Y1
 	VMOVUPD      Y1, 248(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
+	INCQ         DI
+	CMPQ         DI, $+2
 	JL           inner_A_16
 
 	// finish v25
@@ -3269,91 +3362,91 @@ inner_A_16:
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// v26 = log(v25) [N=64 T=421]
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p7+56(FP), BX
+	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 920(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         (DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 920(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         8(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 924(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         16(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 928(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         24(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 932(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         32(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 936(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         40(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 940(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         48(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 944(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X2, X2
+	MOVQ         56(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X2, X2
 	VMOVSS       X2, 948(SP)
 	VMOVUPS      920(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
-	XORQ       BX, BX
-	IMUL3Q     $+842, AX, DI
-	ADDQ       DI, BX
-	IMUL3Q     $+2, CX, DI
-	ADDQ       DI, BX
-	MOVQ       p6+48(FP), DI
-	LEAQ       (DI)(BX*4), DI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	IMUL3Q     $+2, CX, R8
+	ADDQ       R8, DI
+	MOVQ       p7+56(FP), R8
+	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc44<>+0(SB), Y2, Y2
-	VPMULLD    lgc44<>+0(SB), Y2, Y2
-	VPADDD     lgc11<>+0(SB), Y2, Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	VPMINSD    lgc46<>+0(SB), Y2, Y2
+	VPMULLD    lgc46<>+0(SB), Y2, Y2
+	VPADDD     lgc13<>+0(SB), Y2, Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (DI)(Y2*4), Y4
+	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    888(SP), Y2
 
 	// v29 = sub(v28, v22) [N=64 T=421]
@@ -3361,45 +3454,45 @@ inner_A_16:
 
 	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	MOVQ    p9+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
 
 	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc45<>+0(SB), Y6
+	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(v32, v33) tie=first [N=64 T=421]
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc46<>+0(SB), Y7
+	VMOVUPS lgc48<>+0(SB), Y7
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 952(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
-	VMAXPS       lgc14<>+0(SB), Y4, Y5
-	VMINPS       lgc15<>+0(SB), Y5, Y5
-	VMULPS       lgc16<>+0(SB), Y5, Y7
+	VMAXPS       lgc16<>+0(SB), Y4, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y5, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
-	VMOVAPS      lgc19<>+0(SB), Y8
-	VFMADD213PS  lgc20<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y5, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
+	VMOVAPS      lgc21<>+0(SB), Y8
 	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
 	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
 	VMULPS       Y5, Y5, Y9
 	VFMADD213PS  Y5, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc25<>+0(SB), Y5, Y7
-	VPMINSD      lgc26<>+0(SB), Y7, Y7
+	VPMAXSD      lgc27<>+0(SB), Y5, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc26<>+0(SB), Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc26<>+0(SB), Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y5, Y8, Y8
@@ -3411,12 +3504,12 @@ inner_A_16:
 	// v39 = ge(v17, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc47<>+0(SB), Y9
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 984(SP)
-	VMOVUPS lgc48<>+0(SB), Y1
+	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y8, Y1, Y1
@@ -3430,11 +3523,10 @@ inner_A_16:
 	VMULPS Y1, Y5, Y1
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS Y7, 1016(SP)
 
 	// mean(v46) over [N T]
-	MOVQ    p9+72(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
@@ -3471,7 +3563,7 @@ inner_A_16:
 	VSUBPS Y2, Y3, Y2
 
 	// v58 = mul(v57, v56) [N=64 T=421]
-	VMULPS lgc49<>+0(SB), Y2, Y3
+	VMULPS lgc51<>+0(SB), Y2, Y3
 
 	// mean(v56) over [N T]
 	VADDPS  1216(BX), Y2, Y2
@@ -3488,7 +3580,7 @@ inner_A_16:
 	VSUBPS Y3, Y2, Y3
 
 	// v62 = abs(v61) [N=64 T=421]
-	VMOVUPS lgc12<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
@@ -3497,13 +3589,13 @@ inner_A_16:
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v65 = mul(v63, v62) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y4, Y6
+	VMULPS lgc26<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, v62) [N=64 T=421]
 	VMULPS Y4, Y6, Y7
 
 	// v67 = sub(v62, v63) [N=64 T=421]
-	VSUBPS  lgc24<>+0(SB), Y4, Y9
+	VSUBPS  lgc26<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 1080(SP)
 
 	// v68 = where(v64, v66, v67) [N=64 T=421]
@@ -3570,10 +3662,10 @@ inner_A_16:
 	VMOVUPS      1048(SP), Y1
 
 	// logsumexp(v32) over [N]
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc10<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       26624(BX), Y2, Y2
 	VMOVUPS      Y2, 26624(BX)
@@ -3592,9 +3684,9 @@ inner_A_16:
 	VMOVUPD      Y2, 28448(BX)(DI*8)
 
 	// v79 = mul(v77, v32) [N=64 T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 1208(SP), Y1
-	VMOVUPS lgc56<>+0(SB), Y2
+	VMOVUPS lgc59<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v88 = where(v64, v87, v38) [N=64 T=421]
@@ -3619,7 +3711,7 @@ inner_A_16:
 	VADDPS Y4, Y1, Y1
 
 	// v93 = mul(v90, v63) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	VMULPS lgc26<>+0(SB), Y2, Y2
 
 	// v94 = add(v92, v93) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -3635,7 +3727,7 @@ inner_A_16:
 
 	// v98 = mul(v61, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc57<>+0(SB), Y6
+	VMOVUPS lgc60<>+0(SB), Y6
 
 	// v99 = where(v96, v97, v98) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3652,8 +3744,8 @@ inner_A_16:
 	VMULPS Y2, Y1, Y1
 
 	// v102 = neg(v101) [N=64 T=421]
-	VXORPS  lgc12<>+0(SB), Y1, Y1
-	VMOVUPS lgc58<>+0(SB), Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
+	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 984(SP), Y4
 
 	// v105 = div(v104, v25) [N=64 T=421]
@@ -3661,7 +3753,7 @@ inner_A_16:
 	VMOVUPS 1080(SP), Y5
 
 	// v106 = mul(v103, v54) [N=64 T=421]
-	VMULPS lgc59<>+0(SB), Y5, Y5
+	VMULPS lgc62<>+0(SB), Y5, Y5
 
 	// v107 = mul(v25, v25) [N=64 T=421]
 	VMULPS Y4, Y4, Y6
@@ -3671,7 +3763,7 @@ inner_A_16:
 	VMOVUPS 824(SP), Y6
 
 	// v116 = mul(v115, v17) [N=64 T=421]
-	VMULPS  lgc60<>+0(SB), Y6, Y6
+	VMULPS  lgc63<>+0(SB), Y6, Y6
 	VMOVUPS 1016(SP), Y7
 
 	// v117 = where(v39, v116, v38) [N=64 T=421]
@@ -3684,7 +3776,7 @@ inner_A_16:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y7, Y1
 	VBLENDVPS Y1, Y3, Y6, Y1
-	VMOVUPS   lgc48<>+0(SB), Y6
+	VMOVUPS   lgc50<>+0(SB), Y6
 
 	// v119 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y8, Y6
@@ -3696,30 +3788,30 @@ inner_A_16:
 	VMOVUPS Y2, 1272(SP)
 
 	// v121 = max(v119, v120) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y6, Y2
-	VXORPS lgc12<>+0(SB), Y7, Y10
+	VXORPS lgc14<>+0(SB), Y6, Y2
+	VXORPS lgc14<>+0(SB), Y7, Y10
 	VMINPS Y2, Y10, Y6
 	VMINPS Y10, Y2, Y2
 	VORPS  Y6, Y2, Y2
-	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v122 = where(v121, v118, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
-	VMOVUPS   lgc47<>+0(SB), Y2
+	VMOVUPS   lgc49<>+0(SB), Y2
 
 	// v123 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v124 = max(v123, v120) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y2, Y2
-	VXORPS lgc12<>+0(SB), Y7, Y6
+	VXORPS lgc14<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y7, Y6
 	VMINPS Y2, Y6, Y7
 	VMINPS Y6, Y2, Y2
 	VORPS  Y7, Y2, Y2
-	VXORPS lgc12<>+0(SB), Y2, Y2
+	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v125 = where(v124, v117, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -3733,10 +3825,10 @@ inner_A_16:
 	VMULPS Y8, Y1, Y1
 
 	// v128 = neg(v127) [N=64 T=421]
-	VXORPS lgc12<>+0(SB), Y1, Y2
+	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v129 = add(v103, v128) [N=64 T=421]
-	VADDPS lgc59<>+0(SB), Y2, Y2
+	VADDPS lgc62<>+0(SB), Y2, Y2
 
 	// v133 = div(v129, v25) [N=64 T=421]
 	VDIVPS Y4, Y2, Y2
@@ -3748,7 +3840,7 @@ inner_A_16:
 	XORQ    BX, BX
 
 inner_A_17:
-	MOVQ       p6+48(FP), DI
+	MOVQ       p7+56(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
 	ADDQ       R9, R8
@@ -3757,8 +3849,8 @@ inner_A_17:
 	IMUL3Q     $+1, BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc11<>+0(SB), Y2
-	VMOVUPS    lgc52<>+0(SB), Y3
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    888(SP), Y2
@@ -3767,35 +3859,35 @@ inner_A_17:
 	VSUBPS Y2, Y1, Y1
 
 	// v24 = exp(v23) [N=64 T=421 A=2]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc27<>+0(SB), Y2
+	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS  Y1, Y2, Y3
@@ -3816,12 +3908,12 @@ inner_A_17:
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// v113 = max(v111, v112) [N=64 T=421 A=2]
-	VXORPS  lgc12<>+0(SB), Y2, Y2
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y2, Y2
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
 	VMINPS  Y1, Y2, Y1
 	VORPS   Y6, Y1, Y1
-	VXORPS  lgc12<>+0(SB), Y1, Y1
+	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
 	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
@@ -3833,7 +3925,7 @@ inner_A_17:
 	IMUL3Q       $+1, BX, R10
 	ADDQ         R10, R9
 	VBROADCASTSS (DI)(R9*4), Y5
-	MOVQ         p7+56(FP), DI
+	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 1368(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
@@ -3925,188 +4017,226 @@ inner_A_17:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_18
-	MOVQ         p9+72(FP), DX
+	MOVQ         p6+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
+	VANDPS       31936(DX), Y2, Y2
+	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
 noflush_18:
 	SUBQ         $+8, CX
 	JGE          blocks_14
-	MOVQ         p9+72(FP), CX
+	MOVQ         p6+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       31936(CX), Y1, Y1
+	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, p15+120(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
 
-DATA lgc56<>+0(SB)/4, $0x381baadf
-DATA lgc56<>+4(SB)/4, $0x381baadf
-DATA lgc56<>+8(SB)/4, $0x381baadf
-DATA lgc56<>+12(SB)/4, $0x381baadf
-DATA lgc56<>+16(SB)/4, $0x381baadf
-DATA lgc56<>+20(SB)/4, $0x381baadf
-DATA lgc56<>+24(SB)/4, $0x381baadf
-DATA lgc56<>+28(SB)/4, $0x381baadf
-GLOBL lgc56<>(SB), RODATA|NOPTR, $32
-
-DATA lgc57<>+0(SB)/4, $0xbf800000
-DATA lgc57<>+4(SB)/4, $0xbf800000
-DATA lgc57<>+8(SB)/4, $0xbf800000
-DATA lgc57<>+12(SB)/4, $0xbf800000
-DATA lgc57<>+16(SB)/4, $0xbf800000
-DATA lgc57<>+20(SB)/4, $0xbf800000
-DATA lgc57<>+24(SB)/4, $0xbf800000
-DATA lgc57<>+28(SB)/4, $0xbf800000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
-
-DATA lgc58<>+0(SB)/4, $0x34c7411d
-DATA lgc58<>+4(SB)/4, $0x34c7411d
-DATA lgc58<>+8(SB)/4, $0x34c7411d
-DATA lgc58<>+12(SB)/4, $0x34c7411d
-DATA lgc58<>+16(SB)/4, $0x34c7411d
-DATA lgc58<>+20(SB)/4, $0x34c7411d
-DATA lgc58<>+24(SB)/4, $0x34c7411d
-DATA lgc58<>+28(SB)/4, $0x34c7411d
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
-
-DATA lgc59<>+0(SB)/4, $0xb4c7411d
-DATA lgc59<>+4(SB)/4, $0xb4c7411d
-DATA lgc59<>+8(SB)/4, $0xb4c7411d
-DATA lgc59<>+12(SB)/4, $0xb4c7411d
-DATA lgc59<>+16(SB)/4, $0xb4c7411d
-DATA lgc59<>+20(SB)/4, $0xb4c7411d
-DATA lgc59<>+24(SB)/4, $0xb4c7411d
-DATA lgc59<>+28(SB)/4, $0xb4c7411d
+DATA lgc59<>+0(SB)/4, $0x381baadf
+DATA lgc59<>+4(SB)/4, $0x381baadf
+DATA lgc59<>+8(SB)/4, $0x381baadf
+DATA lgc59<>+12(SB)/4, $0x381baadf
+DATA lgc59<>+16(SB)/4, $0x381baadf
+DATA lgc59<>+20(SB)/4, $0x381baadf
+DATA lgc59<>+24(SB)/4, $0x381baadf
+DATA lgc59<>+28(SB)/4, $0x381baadf
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0xb81baadf
-DATA lgc60<>+4(SB)/4, $0xb81baadf
-DATA lgc60<>+8(SB)/4, $0xb81baadf
-DATA lgc60<>+12(SB)/4, $0xb81baadf
-DATA lgc60<>+16(SB)/4, $0xb81baadf
-DATA lgc60<>+20(SB)/4, $0xb81baadf
-DATA lgc60<>+24(SB)/4, $0xb81baadf
-DATA lgc60<>+28(SB)/4, $0xb81baadf
+DATA lgc60<>+0(SB)/4, $0xbf800000
+DATA lgc60<>+4(SB)/4, $0xbf800000
+DATA lgc60<>+8(SB)/4, $0xbf800000
+DATA lgc60<>+12(SB)/4, $0xbf800000
+DATA lgc60<>+16(SB)/4, $0xbf800000
+DATA lgc60<>+20(SB)/4, $0xbf800000
+DATA lgc60<>+24(SB)/4, $0xbf800000
+DATA lgc60<>+28(SB)/4, $0xbf800000
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
+
+DATA lgc61<>+0(SB)/4, $0x34c7411d
+DATA lgc61<>+4(SB)/4, $0x34c7411d
+DATA lgc61<>+8(SB)/4, $0x34c7411d
+DATA lgc61<>+12(SB)/4, $0x34c7411d
+DATA lgc61<>+16(SB)/4, $0x34c7411d
+DATA lgc61<>+20(SB)/4, $0x34c7411d
+DATA lgc61<>+24(SB)/4, $0x34c7411d
+DATA lgc61<>+28(SB)/4, $0x34c7411d
+GLOBL lgc61<>(SB), RODATA|NOPTR, $32
+
+DATA lgc62<>+0(SB)/4, $0xb4c7411d
+DATA lgc62<>+4(SB)/4, $0xb4c7411d
+DATA lgc62<>+8(SB)/4, $0xb4c7411d
+DATA lgc62<>+12(SB)/4, $0xb4c7411d
+DATA lgc62<>+16(SB)/4, $0xb4c7411d
+DATA lgc62<>+20(SB)/4, $0xb4c7411d
+DATA lgc62<>+24(SB)/4, $0xb4c7411d
+DATA lgc62<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc62<>(SB), RODATA|NOPTR, $32
+
+DATA lgc63<>+0(SB)/4, $0xb81baadf
+DATA lgc63<>+4(SB)/4, $0xb81baadf
+DATA lgc63<>+8(SB)/4, $0xb81baadf
+DATA lgc63<>+12(SB)/4, $0xb81baadf
+DATA lgc63<>+16(SB)/4, $0xb81baadf
+DATA lgc63<>+20(SB)/4, $0xb81baadf
+DATA lgc63<>+24(SB)/4, $0xb81baadf
+DATA lgc63<>+28(SB)/4, $0xb81baadf
+GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4121,7 +4251,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(v72, v73) [T=421]
-	VADDPS  lgc54<>+0(SB), Y0, Y0
+	VADDPS  lgc57<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -4135,7 +4265,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(v77, v78) [T=421]
-	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMULPS  lgc55<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -4143,29 +4273,29 @@ blocks_19:
 	VSUBPS Y2, Y1, Y1
 
 	// v83 = exp(v82) [T=421]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4174,8 +4304,8 @@ blocks_19:
 
 	// mean(v83) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  32128(DX), Y4, Y1
-	VMOVUPS Y1, 32128(DX)
+	VADDPS  32256(DX), Y4, Y1
+	VMOVUPS Y1, 32256(DX)
 
 	// store v76
 	MOVQ         p5+40(FP), DX
@@ -4183,16 +4313,20 @@ blocks_19:
 	DECQ         CX
 	JNZ          noflush_20
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(CX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32064(CX), Y2, Y2
+	VMOVUPD      Y2, 32064(CX)
+	VADDPD       32096(CX), Y0, Y0
+	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32256(CX)
+	VANDPS       32384(CX), Y1, Y1
+	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
 noflush_20:
@@ -4206,7 +4340,7 @@ noflush_20:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(v72, v73) [T=421]
-	VADDPS     lgc54<>+0(SB), Y0, Y0
+	VADDPS     lgc57<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -4222,7 +4356,7 @@ noflush_20:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(v77, v78) [T=421]
-	VMULPS     lgc53<>+0(SB), Y1, Y1
+	VMULPS     lgc55<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -4231,29 +4365,29 @@ noflush_20:
 	VSUBPS Y2, Y1, Y1
 
 	// v83 = exp(v82) [T=421]
-	VMAXPS       lgc14<>+0(SB), Y1, Y2
-	VMINPS       lgc15<>+0(SB), Y2, Y2
-	VMULPS       lgc16<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VMOVAPS      lgc19<>+0(SB), Y4
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc25<>+0(SB), Y2, Y3
-	VPMINSD      lgc26<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4267,24 +4401,28 @@ noflush_20:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       32128(AX), Y1, Y1
-	VMOVUPS      Y1, 32128(AX)
+	VADDPS       32256(AX), Y1, Y1
+	VMOVUPS      Y1, 32256(AX)
 
 	// store v76
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      32128(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(AX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(AX), Y1, Y1
-	VMOVUPD      Y1, 31936(AX)
-	VADDPD       31968(AX), Y0, Y0
-	VMOVUPD      Y0, 31968(AX)
+	VADDPD       32064(AX), Y2, Y2
+	VMOVUPD      Y2, 32064(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(AX)
+	VMOVUPS      Y0, 32256(AX)
+	VANDPS       32384(AX), Y1, Y1
+	VMOVUPS      Y1, 32384(AX)
 	VZEROUPPER
 	RET
 
@@ -4294,7 +4432,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc55<>+0(SB), Y1
+	VMOVUPS      lgc58<>+0(SB), Y1
 
 	// v86 = div(v84, v85) []
 	VDIVPS Y1, Y0, Y0
@@ -4317,29 +4455,29 @@ bulk_21:
 	CMPQ         BX, DX
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc14<>+0(SB), Y0, Y1
-	VMINPS       lgc15<>+0(SB), Y1, Y1
-	VMULPS       lgc16<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y0, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VMOVAPS      lgc19<>+0(SB), Y3
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VMOVAPS      lgc21<>+0(SB), Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc25<>+0(SB), Y1, Y2
-	VPMINSD      lgc26<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc26<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc26<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -4365,43 +4503,43 @@ bulk_23:
 	CMPQ         BX, DX
 	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
-	VMULPS       lgc29<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc26<>+0(SB), Y3, Y3
-	VPAND        lgc30<>+0(SB), Y1, Y1
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc31<>+0(SB), Y2, Y1
+	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc33<>+0(SB), Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
+	VMOVAPS      lgc35<>+0(SB), Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc10<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -4425,43 +4563,43 @@ bulk_25:
 	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
-	VMULPS       lgc29<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc26<>+0(SB), Y4, Y4
-	VPAND        lgc30<>+0(SB), Y2, Y2
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc31<>+0(SB), Y3, Y2
+	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
-	VMULPS       lgc24<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc33<>+0(SB), Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VMOVAPS      lgc35<>+0(SB), Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc10<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -4471,9 +4609,9 @@ bulk_25:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc10<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_25

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 int)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $152-104
 	MOVQ p0+0(FP), AX
@@ -104,21 +104,26 @@ outer0_1:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), CX
+	VANDPS      31936(CX), Y4, Y4
+	VMOVUPS     Y4, 31936(CX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -126,7 +131,7 @@ outer0_1:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -134,49 +139,49 @@ outer0_1:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ       p6+48(FP), CX
+	MOVQ       p7+56(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
-	MOVQ       p7+56(FP), CX
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	MOVQ       p8+64(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VMOVUPS lgc12<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
 	// v26 = exp(v21) [N=64 T=421]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VMOVAPS      lgc19<>+0(SB), Y8
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPMAXSD      lgc25<>+0(SB), Y1, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -187,11 +192,11 @@ outer0_1:
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(v26, v31) tie=first [N=64 T=421]
 	VMAXPS Y8, Y9, Y9
@@ -205,7 +210,7 @@ outer0_1:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(v34) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y7
@@ -213,7 +218,6 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y7, X9
 	VPMOVSXDQ    X9, Y9
 	VANDPS       Y7, Y1, Y1
-	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
@@ -246,7 +250,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
@@ -274,7 +278,7 @@ outer0_1:
 	VSUBPS Y3, Y1, Y3
 
 	// v47 = abs(v46) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -283,13 +287,13 @@ outer0_1:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y4, Y7
 
 	// v51 = mul(v50, v47) [N=64 T=421]
 	VMULPS Y4, Y7, Y7
 
 	// v52 = sub(v47, v48) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y4, Y4
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
@@ -384,12 +388,12 @@ outer0_1:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
+	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y6
 	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y6
 	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc32<>+0(SB), Y6
+	VMOVUPS      lgc34<>+0(SB), Y6
 	VBLENDVPS    Y1, Y4, Y6, Y4
 	VANDPS       26624(CX), Y4, Y4
 	VMOVUPS      Y4, 26624(CX)
@@ -410,7 +414,7 @@ outer0_1:
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc33<>+0(SB), Y5, Y1
+	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v17
@@ -469,21 +473,26 @@ blocks_2:
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), BX
+	VANDPS      31936(BX), Y4, Y4
+	VMOVUPS     Y4, 31936(BX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -491,7 +500,7 @@ blocks_2:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -499,47 +508,47 @@ blocks_2:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ    p6+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-	MOVQ    p7+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	MOVQ    p7+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p8+64(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VMOVUPS lgc12<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 88(SP)
 
 	// v26 = exp(v21) [N=64 T=421]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VMOVAPS      lgc19<>+0(SB), Y8
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPMAXSD      lgc25<>+0(SB), Y1, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -550,11 +559,11 @@ blocks_2:
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(v26, v31) tie=first [N=64 T=421]
 	VMAXPS Y8, Y9, Y9
@@ -568,10 +577,9 @@ blocks_2:
 	VMULPS Y1, Y2, Y1
 
 	// v35 = neg(v34) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
-	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
@@ -593,7 +601,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -610,7 +618,7 @@ blocks_2:
 	VSUBPS Y3, Y1, Y3
 
 	// v47 = abs(v46) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -619,13 +627,13 @@ blocks_2:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y4, Y7
 
 	// v51 = mul(v50, v47) [N=64 T=421]
 	VMULPS Y4, Y7, Y7
 
 	// v52 = sub(v47, v48) [N=64 T=421]
-	VSUBPS lgc22<>+0(SB), Y4, Y4
+	VSUBPS lgc24<>+0(SB), Y4, Y4
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
@@ -687,10 +695,10 @@ blocks_2:
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 
 	// logsumexp(v21) over [N]
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
+	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y2
+	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
@@ -709,7 +717,7 @@ blocks_2:
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc33<>+0(SB), Y5, Y1
+	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 120(SP), Y1
 
 	// store v17
@@ -722,133 +730,171 @@ blocks_2:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p8+64(FP), DX
+	MOVQ         p6+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
+	VANDPS       31936(DX), Y2, Y2
+	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p8+64(FP), CX
+	MOVQ         p6+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       31936(CX), Y1, Y1
+	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
 	JL           outer0_1
@@ -911,285 +957,315 @@ DATA lgc5<>+24(SB)/4, $0x3f70c49c
 DATA lgc5<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000001
-DATA lgc6<>+4(SB)/4, $0x00000002
-DATA lgc6<>+8(SB)/4, $0x00000003
-DATA lgc6<>+12(SB)/4, $0x00000004
-DATA lgc6<>+16(SB)/4, $0x00000005
-DATA lgc6<>+20(SB)/4, $0x00000006
-DATA lgc6<>+24(SB)/4, $0x00000007
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/4, $0x7fffffff
+DATA lgc6<>+4(SB)/4, $0x7fffffff
+DATA lgc6<>+8(SB)/4, $0x7fffffff
+DATA lgc6<>+12(SB)/4, $0x7fffffff
+DATA lgc6<>+16(SB)/4, $0x7fffffff
+DATA lgc6<>+20(SB)/4, $0x7fffffff
+DATA lgc6<>+24(SB)/4, $0x7fffffff
+DATA lgc6<>+28(SB)/4, $0x7fffffff
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000002
-DATA lgc7<>+4(SB)/4, $0x00000003
-DATA lgc7<>+8(SB)/4, $0x00000004
-DATA lgc7<>+12(SB)/4, $0x00000005
-DATA lgc7<>+16(SB)/4, $0x00000006
-DATA lgc7<>+20(SB)/4, $0x00000007
-DATA lgc7<>+24(SB)/4, $0x00000006
-DATA lgc7<>+28(SB)/4, $0x00000007
+DATA lgc7<>+0(SB)/4, $0x79000000
+DATA lgc7<>+4(SB)/4, $0x79000000
+DATA lgc7<>+8(SB)/4, $0x79000000
+DATA lgc7<>+12(SB)/4, $0x79000000
+DATA lgc7<>+16(SB)/4, $0x79000000
+DATA lgc7<>+20(SB)/4, $0x79000000
+DATA lgc7<>+24(SB)/4, $0x79000000
+DATA lgc7<>+28(SB)/4, $0x79000000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000004
-DATA lgc8<>+4(SB)/4, $0x00000005
-DATA lgc8<>+8(SB)/4, $0x00000006
-DATA lgc8<>+12(SB)/4, $0x00000007
-DATA lgc8<>+16(SB)/4, $0x00000004
-DATA lgc8<>+20(SB)/4, $0x00000005
-DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+0(SB)/4, $0x00000001
+DATA lgc8<>+4(SB)/4, $0x00000002
+DATA lgc8<>+8(SB)/4, $0x00000003
+DATA lgc8<>+12(SB)/4, $0x00000004
+DATA lgc8<>+16(SB)/4, $0x00000005
+DATA lgc8<>+20(SB)/4, $0x00000006
+DATA lgc8<>+24(SB)/4, $0x00000007
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000000
-DATA lgc9<>+4(SB)/4, $0x00000000
-DATA lgc9<>+8(SB)/4, $0x00000000
-DATA lgc9<>+12(SB)/4, $0x00000000
-DATA lgc9<>+16(SB)/4, $0x00000000
-DATA lgc9<>+20(SB)/4, $0x00000000
-DATA lgc9<>+24(SB)/4, $0x00000000
-DATA lgc9<>+28(SB)/4, $0x00000000
+DATA lgc9<>+0(SB)/4, $0x00000002
+DATA lgc9<>+4(SB)/4, $0x00000003
+DATA lgc9<>+8(SB)/4, $0x00000004
+DATA lgc9<>+12(SB)/4, $0x00000005
+DATA lgc9<>+16(SB)/4, $0x00000006
+DATA lgc9<>+20(SB)/4, $0x00000007
+DATA lgc9<>+24(SB)/4, $0x00000006
+DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xbe647fbe
-DATA lgc10<>+4(SB)/4, $0xbe647fbe
-DATA lgc10<>+8(SB)/4, $0xbe647fbe
-DATA lgc10<>+12(SB)/4, $0xbe647fbe
-DATA lgc10<>+16(SB)/4, $0xbe647fbe
-DATA lgc10<>+20(SB)/4, $0xbe647fbe
-DATA lgc10<>+24(SB)/4, $0xbe647fbe
-DATA lgc10<>+28(SB)/4, $0xbe647fbe
+DATA lgc10<>+0(SB)/4, $0x00000004
+DATA lgc10<>+4(SB)/4, $0x00000005
+DATA lgc10<>+8(SB)/4, $0x00000006
+DATA lgc10<>+12(SB)/4, $0x00000007
+DATA lgc10<>+16(SB)/4, $0x00000004
+DATA lgc10<>+20(SB)/4, $0x00000005
+DATA lgc10<>+24(SB)/4, $0x00000006
+DATA lgc10<>+28(SB)/4, $0x00000007
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3e3ab281
-DATA lgc11<>+4(SB)/4, $0x3e3ab281
-DATA lgc11<>+8(SB)/4, $0x3e3ab281
-DATA lgc11<>+12(SB)/4, $0x3e3ab281
-DATA lgc11<>+16(SB)/4, $0x3e3ab281
-DATA lgc11<>+20(SB)/4, $0x3e3ab281
-DATA lgc11<>+24(SB)/4, $0x3e3ab281
-DATA lgc11<>+28(SB)/4, $0x3e3ab281
+DATA lgc11<>+0(SB)/4, $0x00000000
+DATA lgc11<>+4(SB)/4, $0x00000000
+DATA lgc11<>+8(SB)/4, $0x00000000
+DATA lgc11<>+12(SB)/4, $0x00000000
+DATA lgc11<>+16(SB)/4, $0x00000000
+DATA lgc11<>+20(SB)/4, $0x00000000
+DATA lgc11<>+24(SB)/4, $0x00000000
+DATA lgc11<>+28(SB)/4, $0x00000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xc2d00000
-DATA lgc12<>+4(SB)/4, $0xc2d00000
-DATA lgc12<>+8(SB)/4, $0xc2d00000
-DATA lgc12<>+12(SB)/4, $0xc2d00000
-DATA lgc12<>+16(SB)/4, $0xc2d00000
-DATA lgc12<>+20(SB)/4, $0xc2d00000
-DATA lgc12<>+24(SB)/4, $0xc2d00000
-DATA lgc12<>+28(SB)/4, $0xc2d00000
+DATA lgc12<>+0(SB)/4, $0xbe647fbe
+DATA lgc12<>+4(SB)/4, $0xbe647fbe
+DATA lgc12<>+8(SB)/4, $0xbe647fbe
+DATA lgc12<>+12(SB)/4, $0xbe647fbe
+DATA lgc12<>+16(SB)/4, $0xbe647fbe
+DATA lgc12<>+20(SB)/4, $0xbe647fbe
+DATA lgc12<>+24(SB)/4, $0xbe647fbe
+DATA lgc12<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x42b20000
-DATA lgc13<>+4(SB)/4, $0x42b20000
-DATA lgc13<>+8(SB)/4, $0x42b20000
-DATA lgc13<>+12(SB)/4, $0x42b20000
-DATA lgc13<>+16(SB)/4, $0x42b20000
-DATA lgc13<>+20(SB)/4, $0x42b20000
-DATA lgc13<>+24(SB)/4, $0x42b20000
-DATA lgc13<>+28(SB)/4, $0x42b20000
+DATA lgc13<>+0(SB)/4, $0x3e3ab281
+DATA lgc13<>+4(SB)/4, $0x3e3ab281
+DATA lgc13<>+8(SB)/4, $0x3e3ab281
+DATA lgc13<>+12(SB)/4, $0x3e3ab281
+DATA lgc13<>+16(SB)/4, $0x3e3ab281
+DATA lgc13<>+20(SB)/4, $0x3e3ab281
+DATA lgc13<>+24(SB)/4, $0x3e3ab281
+DATA lgc13<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+0(SB)/4, $0xc2d00000
+DATA lgc14<>+4(SB)/4, $0xc2d00000
+DATA lgc14<>+8(SB)/4, $0xc2d00000
+DATA lgc14<>+12(SB)/4, $0xc2d00000
+DATA lgc14<>+16(SB)/4, $0xc2d00000
+DATA lgc14<>+20(SB)/4, $0xc2d00000
+DATA lgc14<>+24(SB)/4, $0xc2d00000
+DATA lgc14<>+28(SB)/4, $0xc2d00000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f318000
-DATA lgc15<>+4(SB)/4, $0x3f318000
-DATA lgc15<>+8(SB)/4, $0x3f318000
-DATA lgc15<>+12(SB)/4, $0x3f318000
-DATA lgc15<>+16(SB)/4, $0x3f318000
-DATA lgc15<>+20(SB)/4, $0x3f318000
-DATA lgc15<>+24(SB)/4, $0x3f318000
-DATA lgc15<>+28(SB)/4, $0x3f318000
+DATA lgc15<>+0(SB)/4, $0x42b20000
+DATA lgc15<>+4(SB)/4, $0x42b20000
+DATA lgc15<>+8(SB)/4, $0x42b20000
+DATA lgc15<>+12(SB)/4, $0x42b20000
+DATA lgc15<>+16(SB)/4, $0x42b20000
+DATA lgc15<>+20(SB)/4, $0x42b20000
+DATA lgc15<>+24(SB)/4, $0x42b20000
+DATA lgc15<>+28(SB)/4, $0x42b20000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xb95e8083
-DATA lgc16<>+4(SB)/4, $0xb95e8083
-DATA lgc16<>+8(SB)/4, $0xb95e8083
-DATA lgc16<>+12(SB)/4, $0xb95e8083
-DATA lgc16<>+16(SB)/4, $0xb95e8083
-DATA lgc16<>+20(SB)/4, $0xb95e8083
-DATA lgc16<>+24(SB)/4, $0xb95e8083
-DATA lgc16<>+28(SB)/4, $0xb95e8083
+DATA lgc16<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc16<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x39506967
-DATA lgc17<>+4(SB)/4, $0x39506967
-DATA lgc17<>+8(SB)/4, $0x39506967
-DATA lgc17<>+12(SB)/4, $0x39506967
-DATA lgc17<>+16(SB)/4, $0x39506967
-DATA lgc17<>+20(SB)/4, $0x39506967
-DATA lgc17<>+24(SB)/4, $0x39506967
-DATA lgc17<>+28(SB)/4, $0x39506967
+DATA lgc17<>+0(SB)/4, $0x3f318000
+DATA lgc17<>+4(SB)/4, $0x3f318000
+DATA lgc17<>+8(SB)/4, $0x3f318000
+DATA lgc17<>+12(SB)/4, $0x3f318000
+DATA lgc17<>+16(SB)/4, $0x3f318000
+DATA lgc17<>+20(SB)/4, $0x3f318000
+DATA lgc17<>+24(SB)/4, $0x3f318000
+DATA lgc17<>+28(SB)/4, $0x3f318000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3ab743ce
-DATA lgc18<>+4(SB)/4, $0x3ab743ce
-DATA lgc18<>+8(SB)/4, $0x3ab743ce
-DATA lgc18<>+12(SB)/4, $0x3ab743ce
-DATA lgc18<>+16(SB)/4, $0x3ab743ce
-DATA lgc18<>+20(SB)/4, $0x3ab743ce
-DATA lgc18<>+24(SB)/4, $0x3ab743ce
-DATA lgc18<>+28(SB)/4, $0x3ab743ce
+DATA lgc18<>+0(SB)/4, $0xb95e8083
+DATA lgc18<>+4(SB)/4, $0xb95e8083
+DATA lgc18<>+8(SB)/4, $0xb95e8083
+DATA lgc18<>+12(SB)/4, $0xb95e8083
+DATA lgc18<>+16(SB)/4, $0xb95e8083
+DATA lgc18<>+20(SB)/4, $0xb95e8083
+DATA lgc18<>+24(SB)/4, $0xb95e8083
+DATA lgc18<>+28(SB)/4, $0xb95e8083
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3c088908
-DATA lgc19<>+4(SB)/4, $0x3c088908
-DATA lgc19<>+8(SB)/4, $0x3c088908
-DATA lgc19<>+12(SB)/4, $0x3c088908
-DATA lgc19<>+16(SB)/4, $0x3c088908
-DATA lgc19<>+20(SB)/4, $0x3c088908
-DATA lgc19<>+24(SB)/4, $0x3c088908
-DATA lgc19<>+28(SB)/4, $0x3c088908
+DATA lgc19<>+0(SB)/4, $0x39506967
+DATA lgc19<>+4(SB)/4, $0x39506967
+DATA lgc19<>+8(SB)/4, $0x39506967
+DATA lgc19<>+12(SB)/4, $0x39506967
+DATA lgc19<>+16(SB)/4, $0x39506967
+DATA lgc19<>+20(SB)/4, $0x39506967
+DATA lgc19<>+24(SB)/4, $0x39506967
+DATA lgc19<>+28(SB)/4, $0x39506967
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+0(SB)/4, $0x3ab743ce
+DATA lgc20<>+4(SB)/4, $0x3ab743ce
+DATA lgc20<>+8(SB)/4, $0x3ab743ce
+DATA lgc20<>+12(SB)/4, $0x3ab743ce
+DATA lgc20<>+16(SB)/4, $0x3ab743ce
+DATA lgc20<>+20(SB)/4, $0x3ab743ce
+DATA lgc20<>+24(SB)/4, $0x3ab743ce
+DATA lgc20<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+0(SB)/4, $0x3c088908
+DATA lgc21<>+4(SB)/4, $0x3c088908
+DATA lgc21<>+8(SB)/4, $0x3c088908
+DATA lgc21<>+12(SB)/4, $0x3c088908
+DATA lgc21<>+16(SB)/4, $0x3c088908
+DATA lgc21<>+20(SB)/4, $0x3c088908
+DATA lgc21<>+24(SB)/4, $0x3c088908
+DATA lgc21<>+28(SB)/4, $0x3c088908
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f000000
-DATA lgc22<>+4(SB)/4, $0x3f000000
-DATA lgc22<>+8(SB)/4, $0x3f000000
-DATA lgc22<>+12(SB)/4, $0x3f000000
-DATA lgc22<>+16(SB)/4, $0x3f000000
-DATA lgc22<>+20(SB)/4, $0x3f000000
-DATA lgc22<>+24(SB)/4, $0x3f000000
-DATA lgc22<>+28(SB)/4, $0x3f000000
+DATA lgc22<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc22<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffff82
-DATA lgc23<>+4(SB)/4, $0xffffff82
-DATA lgc23<>+8(SB)/4, $0xffffff82
-DATA lgc23<>+12(SB)/4, $0xffffff82
-DATA lgc23<>+16(SB)/4, $0xffffff82
-DATA lgc23<>+20(SB)/4, $0xffffff82
-DATA lgc23<>+24(SB)/4, $0xffffff82
-DATA lgc23<>+28(SB)/4, $0xffffff82
+DATA lgc23<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc23<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x0000007f
-DATA lgc24<>+4(SB)/4, $0x0000007f
-DATA lgc24<>+8(SB)/4, $0x0000007f
-DATA lgc24<>+12(SB)/4, $0x0000007f
-DATA lgc24<>+16(SB)/4, $0x0000007f
-DATA lgc24<>+20(SB)/4, $0x0000007f
-DATA lgc24<>+24(SB)/4, $0x0000007f
-DATA lgc24<>+28(SB)/4, $0x0000007f
+DATA lgc24<>+0(SB)/4, $0x3f000000
+DATA lgc24<>+4(SB)/4, $0x3f000000
+DATA lgc24<>+8(SB)/4, $0x3f000000
+DATA lgc24<>+12(SB)/4, $0x3f000000
+DATA lgc24<>+16(SB)/4, $0x3f000000
+DATA lgc24<>+20(SB)/4, $0x3f000000
+DATA lgc24<>+24(SB)/4, $0x3f000000
+DATA lgc24<>+28(SB)/4, $0x3f000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f99999a
-DATA lgc25<>+4(SB)/4, $0x3f99999a
-DATA lgc25<>+8(SB)/4, $0x3f99999a
-DATA lgc25<>+12(SB)/4, $0x3f99999a
-DATA lgc25<>+16(SB)/4, $0x3f99999a
-DATA lgc25<>+20(SB)/4, $0x3f99999a
-DATA lgc25<>+24(SB)/4, $0x3f99999a
-DATA lgc25<>+28(SB)/4, $0x3f99999a
+DATA lgc25<>+0(SB)/4, $0xffffff82
+DATA lgc25<>+4(SB)/4, $0xffffff82
+DATA lgc25<>+8(SB)/4, $0xffffff82
+DATA lgc25<>+12(SB)/4, $0xffffff82
+DATA lgc25<>+16(SB)/4, $0xffffff82
+DATA lgc25<>+20(SB)/4, $0xffffff82
+DATA lgc25<>+24(SB)/4, $0xffffff82
+DATA lgc25<>+28(SB)/4, $0xffffff82
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f4ccccd
-DATA lgc26<>+4(SB)/4, $0x3f4ccccd
-DATA lgc26<>+8(SB)/4, $0x3f4ccccd
-DATA lgc26<>+12(SB)/4, $0x3f4ccccd
-DATA lgc26<>+16(SB)/4, $0x3f4ccccd
-DATA lgc26<>+20(SB)/4, $0x3f4ccccd
-DATA lgc26<>+24(SB)/4, $0x3f4ccccd
-DATA lgc26<>+28(SB)/4, $0x3f4ccccd
+DATA lgc26<>+0(SB)/4, $0x0000007f
+DATA lgc26<>+4(SB)/4, $0x0000007f
+DATA lgc26<>+8(SB)/4, $0x0000007f
+DATA lgc26<>+12(SB)/4, $0x0000007f
+DATA lgc26<>+16(SB)/4, $0x0000007f
+DATA lgc26<>+20(SB)/4, $0x0000007f
+DATA lgc26<>+24(SB)/4, $0x0000007f
+DATA lgc26<>+28(SB)/4, $0x0000007f
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x80000000
-DATA lgc27<>+4(SB)/4, $0x80000000
-DATA lgc27<>+8(SB)/4, $0x80000000
-DATA lgc27<>+12(SB)/4, $0x80000000
-DATA lgc27<>+16(SB)/4, $0x80000000
-DATA lgc27<>+20(SB)/4, $0x80000000
-DATA lgc27<>+24(SB)/4, $0x80000000
-DATA lgc27<>+28(SB)/4, $0x80000000
+DATA lgc27<>+0(SB)/4, $0x3f99999a
+DATA lgc27<>+4(SB)/4, $0x3f99999a
+DATA lgc27<>+8(SB)/4, $0x3f99999a
+DATA lgc27<>+12(SB)/4, $0x3f99999a
+DATA lgc27<>+16(SB)/4, $0x3f99999a
+DATA lgc27<>+20(SB)/4, $0x3f99999a
+DATA lgc27<>+24(SB)/4, $0x3f99999a
+DATA lgc27<>+28(SB)/4, $0x3f99999a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xbc23d70a
-DATA lgc28<>+4(SB)/4, $0xbc23d70a
-DATA lgc28<>+8(SB)/4, $0xbc23d70a
-DATA lgc28<>+12(SB)/4, $0xbc23d70a
-DATA lgc28<>+16(SB)/4, $0xbc23d70a
-DATA lgc28<>+20(SB)/4, $0xbc23d70a
-DATA lgc28<>+24(SB)/4, $0xbc23d70a
-DATA lgc28<>+28(SB)/4, $0xbc23d70a
+DATA lgc28<>+0(SB)/4, $0x3f4ccccd
+DATA lgc28<>+4(SB)/4, $0x3f4ccccd
+DATA lgc28<>+8(SB)/4, $0x3f4ccccd
+DATA lgc28<>+12(SB)/4, $0x3f4ccccd
+DATA lgc28<>+16(SB)/4, $0x3f4ccccd
+DATA lgc28<>+20(SB)/4, $0x3f4ccccd
+DATA lgc28<>+24(SB)/4, $0x3f4ccccd
+DATA lgc28<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xc2ae0000
-DATA lgc29<>+4(SB)/4, $0xc2ae0000
-DATA lgc29<>+8(SB)/4, $0xc2ae0000
-DATA lgc29<>+12(SB)/4, $0xc2ae0000
-DATA lgc29<>+16(SB)/4, $0xc2ae0000
-DATA lgc29<>+20(SB)/4, $0xc2ae0000
-DATA lgc29<>+24(SB)/4, $0xc2ae0000
-DATA lgc29<>+28(SB)/4, $0xc2ae0000
+DATA lgc29<>+0(SB)/4, $0x80000000
+DATA lgc29<>+4(SB)/4, $0x80000000
+DATA lgc29<>+8(SB)/4, $0x80000000
+DATA lgc29<>+12(SB)/4, $0x80000000
+DATA lgc29<>+16(SB)/4, $0x80000000
+DATA lgc29<>+20(SB)/4, $0x80000000
+DATA lgc29<>+24(SB)/4, $0x80000000
+DATA lgc29<>+28(SB)/4, $0x80000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x42b00000
-DATA lgc30<>+4(SB)/4, $0x42b00000
-DATA lgc30<>+8(SB)/4, $0x42b00000
-DATA lgc30<>+12(SB)/4, $0x42b00000
-DATA lgc30<>+16(SB)/4, $0x42b00000
-DATA lgc30<>+20(SB)/4, $0x42b00000
-DATA lgc30<>+24(SB)/4, $0x42b00000
-DATA lgc30<>+28(SB)/4, $0x42b00000
+DATA lgc30<>+0(SB)/4, $0xbc23d70a
+DATA lgc30<>+4(SB)/4, $0xbc23d70a
+DATA lgc30<>+8(SB)/4, $0xbc23d70a
+DATA lgc30<>+12(SB)/4, $0xbc23d70a
+DATA lgc30<>+16(SB)/4, $0xbc23d70a
+DATA lgc30<>+20(SB)/4, $0xbc23d70a
+DATA lgc30<>+24(SB)/4, $0xbc23d70a
+DATA lgc30<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xff800000
-DATA lgc31<>+4(SB)/4, $0xff800000
-DATA lgc31<>+8(SB)/4, $0xff800000
-DATA lgc31<>+12(SB)/4, $0xff800000
-DATA lgc31<>+16(SB)/4, $0xff800000
-DATA lgc31<>+20(SB)/4, $0xff800000
-DATA lgc31<>+24(SB)/4, $0xff800000
-DATA lgc31<>+28(SB)/4, $0xff800000
+DATA lgc31<>+0(SB)/4, $0xc2ae0000
+DATA lgc31<>+4(SB)/4, $0xc2ae0000
+DATA lgc31<>+8(SB)/4, $0xc2ae0000
+DATA lgc31<>+12(SB)/4, $0xc2ae0000
+DATA lgc31<>+16(SB)/4, $0xc2ae0000
+DATA lgc31<>+20(SB)/4, $0xc2ae0000
+DATA lgc31<>+24(SB)/4, $0xc2ae0000
+DATA lgc31<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffff
-DATA lgc32<>+4(SB)/4, $0xffffffff
-DATA lgc32<>+8(SB)/4, $0xffffffff
-DATA lgc32<>+12(SB)/4, $0xffffffff
-DATA lgc32<>+16(SB)/4, $0xffffffff
-DATA lgc32<>+20(SB)/4, $0xffffffff
-DATA lgc32<>+24(SB)/4, $0xffffffff
-DATA lgc32<>+28(SB)/4, $0xffffffff
+DATA lgc32<>+0(SB)/4, $0x42b00000
+DATA lgc32<>+4(SB)/4, $0x42b00000
+DATA lgc32<>+8(SB)/4, $0x42b00000
+DATA lgc32<>+12(SB)/4, $0x42b00000
+DATA lgc32<>+16(SB)/4, $0x42b00000
+DATA lgc32<>+20(SB)/4, $0x42b00000
+DATA lgc32<>+24(SB)/4, $0x42b00000
+DATA lgc32<>+28(SB)/4, $0x42b00000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x40000000
-DATA lgc33<>+4(SB)/4, $0x40000000
-DATA lgc33<>+8(SB)/4, $0x40000000
-DATA lgc33<>+12(SB)/4, $0x40000000
-DATA lgc33<>+16(SB)/4, $0x40000000
-DATA lgc33<>+20(SB)/4, $0x40000000
-DATA lgc33<>+24(SB)/4, $0x40000000
-DATA lgc33<>+28(SB)/4, $0x40000000
+DATA lgc33<>+0(SB)/4, $0xff800000
+DATA lgc33<>+4(SB)/4, $0xff800000
+DATA lgc33<>+8(SB)/4, $0xff800000
+DATA lgc33<>+12(SB)/4, $0xff800000
+DATA lgc33<>+16(SB)/4, $0xff800000
+DATA lgc33<>+20(SB)/4, $0xff800000
+DATA lgc33<>+24(SB)/4, $0xff800000
+DATA lgc33<>+28(SB)/4, $0xff800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+DATA lgc34<>+0(SB)/4, $0xffffffff
+DATA lgc34<>+4(SB)/4, $0xffffffff
+DATA lgc34<>+8(SB)/4, $0xffffffff
+DATA lgc34<>+12(SB)/4, $0xffffffff
+DATA lgc34<>+16(SB)/4, $0xffffffff
+DATA lgc34<>+20(SB)/4, $0xffffffff
+DATA lgc34<>+24(SB)/4, $0xffffffff
+DATA lgc34<>+28(SB)/4, $0xffffffff
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+
+DATA lgc35<>+0(SB)/4, $0x40000000
+DATA lgc35<>+4(SB)/4, $0x40000000
+DATA lgc35<>+8(SB)/4, $0x40000000
+DATA lgc35<>+12(SB)/4, $0x40000000
+DATA lgc35<>+16(SB)/4, $0x40000000
+DATA lgc35<>+20(SB)/4, $0x40000000
+DATA lgc35<>+24(SB)/4, $0x40000000
+DATA lgc35<>+28(SB)/4, $0x40000000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+DATA lgc36<>+0(SB)/4, $0x7f7fffff
+DATA lgc36<>+4(SB)/4, $0x7f7fffff
+DATA lgc36<>+8(SB)/4, $0x7f7fffff
+DATA lgc36<>+12(SB)/4, $0x7f7fffff
+DATA lgc36<>+16(SB)/4, $0x7f7fffff
+DATA lgc36<>+20(SB)/4, $0x7f7fffff
+DATA lgc36<>+24(SB)/4, $0x7f7fffff
+DATA lgc36<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1204,7 +1280,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS  lgc34<>+0(SB), Y0, Y0
+	VADDPS  lgc37<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1218,7 +1294,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS  lgc33<>+0(SB), Y1, Y1
+	VMULPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1226,29 +1302,29 @@ blocks_4:
 	VSUBPS Y2, Y1, Y1
 
 	// v68 = exp(v67) [T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMAXPS       lgc14<>+0(SB), Y1, Y2
+	VMINPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1257,8 +1333,8 @@ blocks_4:
 
 	// mean(v68) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  32128(DX), Y4, Y1
-	VMOVUPS Y1, 32128(DX)
+	VADDPS  32256(DX), Y4, Y1
+	VMOVUPS Y1, 32256(DX)
 
 	// store v61
 	MOVQ         p5+40(FP), DX
@@ -1266,16 +1342,20 @@ blocks_4:
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(CX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32064(CX), Y2, Y2
+	VMOVUPD      Y2, 32064(CX)
+	VADDPD       32096(CX), Y0, Y0
+	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32256(CX)
+	VANDPS       32384(CX), Y1, Y1
+	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -1289,7 +1369,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1305,7 +1385,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS     lgc33<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1314,29 +1394,29 @@ noflush_5:
 	VSUBPS Y2, Y1, Y1
 
 	// v68 = exp(v67) [T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMAXPS       lgc14<>+0(SB), Y1, Y2
+	VMINPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1350,36 +1430,40 @@ noflush_5:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       32128(AX), Y1, Y1
-	VMOVUPS      Y1, 32128(AX)
+	VADDPS       32256(AX), Y1, Y1
+	VMOVUPS      Y1, 32256(AX)
 
 	// store v61
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      32128(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(AX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(AX), Y1, Y1
-	VMOVUPD      Y1, 31936(AX)
-	VADDPD       31968(AX), Y0, Y0
-	VMOVUPD      Y0, 31968(AX)
+	VADDPD       32064(AX), Y2, Y2
+	VMOVUPD      Y2, 32064(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(AX)
+	VMOVUPS      Y0, 32256(AX)
+	VANDPS       32384(AX), Y1, Y1
+	VMOVUPS      Y1, 32384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc34<>+0(SB)/4, $0x34000000
-DATA lgc34<>+4(SB)/4, $0x34000000
-DATA lgc34<>+8(SB)/4, $0x34000000
-DATA lgc34<>+12(SB)/4, $0x34000000
-DATA lgc34<>+16(SB)/4, $0x34000000
-DATA lgc34<>+20(SB)/4, $0x34000000
-DATA lgc34<>+24(SB)/4, $0x34000000
-DATA lgc34<>+28(SB)/4, $0x34000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc37<>+0(SB)/4, $0x34000000
+DATA lgc37<>+4(SB)/4, $0x34000000
+DATA lgc37<>+8(SB)/4, $0x34000000
+DATA lgc37<>+12(SB)/4, $0x34000000
+DATA lgc37<>+16(SB)/4, $0x34000000
+DATA lgc37<>+20(SB)/4, $0x34000000
+DATA lgc37<>+24(SB)/4, $0x34000000
+DATA lgc37<>+28(SB)/4, $0x34000000
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1387,7 +1471,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
@@ -1398,17 +1482,17 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x42800000
-DATA lgc35<>+4(SB)/4, $0x42800000
-DATA lgc35<>+8(SB)/4, $0x42800000
-DATA lgc35<>+12(SB)/4, $0x42800000
-DATA lgc35<>+16(SB)/4, $0x42800000
-DATA lgc35<>+20(SB)/4, $0x42800000
-DATA lgc35<>+24(SB)/4, $0x42800000
-DATA lgc35<>+28(SB)/4, $0x42800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x42800000
+DATA lgc38<>+4(SB)/4, $0x42800000
+DATA lgc38<>+8(SB)/4, $0x42800000
+DATA lgc38<>+12(SB)/4, $0x42800000
+DATA lgc38<>+16(SB)/4, $0x42800000
+DATA lgc38<>+20(SB)/4, $0x42800000
+DATA lgc38<>+24(SB)/4, $0x42800000
+DATA lgc38<>+28(SB)/4, $0x42800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $472-128
 	MOVQ p0+0(FP), AX
@@ -1508,21 +1592,26 @@ outer0_6:
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), CX
+	VANDPS      31936(CX), Y4, Y4
+	VMOVUPS     Y4, 31936(CX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -1530,7 +1619,7 @@ outer0_6:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -1538,49 +1627,49 @@ outer0_6:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ       p6+48(FP), CX
+	MOVQ       p7+56(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (CX)(DX*4), Y3, Y3
-	MOVQ       p7+56(FP), CX
+	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	MOVQ       p8+64(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y4
-	VMASKMOVPS (CX)(DX*4), Y4, Y4
+	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VMOVUPS lgc12<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
 	// v26 = exp(v21) [N=64 T=421]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VMOVAPS      lgc19<>+0(SB), Y8
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPMAXSD      lgc25<>+0(SB), Y1, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -1591,11 +1680,11 @@ outer0_6:
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(v26, v31) tie=first [N=64 T=421]
 	VMAXPS Y8, Y9, Y9
@@ -1609,7 +1698,7 @@ outer0_6:
 	VMULPS Y7, Y2, Y7
 
 	// v35 = neg(v34) [N=64 T=421]
-	VXORPS  lgc27<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
 	VMOVUPS Y1, 56(SP)
 
 	// mean(v35) over [N T]
@@ -1618,7 +1707,6 @@ outer0_6:
 	VEXTRACTI128 $0x01, Y1, X9
 	VPMOVSXDQ    X9, Y9
 	VANDPS       Y1, Y7, Y1
-	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
@@ -1651,7 +1739,7 @@ outer0_6:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
@@ -1679,7 +1767,7 @@ outer0_6:
 	VSUBPS Y3, Y1, Y3
 
 	// v47 = abs(v46) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -1688,13 +1776,13 @@ outer0_6:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y4, Y7
 
 	// v51 = mul(v50, v47) [N=64 T=421]
 	VMULPS Y4, Y7, Y9
 
 	// v52 = sub(v47, v48) [N=64 T=421]
-	VSUBPS  lgc22<>+0(SB), Y4, Y10
+	VSUBPS  lgc24<>+0(SB), Y4, Y10
 	VMOVUPS Y2, 88(SP)
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
@@ -1793,12 +1881,12 @@ outer0_6:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y4
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y6
+	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y6
 	VANDPS       Y6, Y4, Y4
-	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y6
 	VORPS        Y6, Y4, Y4
-	VMOVUPS      lgc32<>+0(SB), Y6
+	VMOVUPS      lgc34<>+0(SB), Y6
 	VBLENDVPS    Y1, Y4, Y6, Y4
 	VANDPS       26624(CX), Y4, Y4
 	VMOVUPS      Y4, 26624(CX)
@@ -1819,9 +1907,9 @@ outer0_6:
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc33<>+0(SB), Y5, Y1
+	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 184(SP), Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
@@ -1846,7 +1934,7 @@ outer0_6:
 	VADDPS Y4, Y1, Y1
 
 	// v78 = mul(v75, v48) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y2, Y2
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
 	// v79 = add(v77, v78) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -1862,7 +1950,7 @@ outer0_6:
 
 	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -1879,11 +1967,11 @@ outer0_6:
 	VMULPS Y2, Y1, Y1
 
 	// v87 = neg(v86) [N=64 T=421]
-	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y2
 
 	// v90 = mul(v89, v17) [N=64 T=421]
-	VMULPS  lgc38<>+0(SB), Y2, Y4
+	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 56(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
@@ -1895,7 +1983,7 @@ outer0_6:
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
-	VMOVUPS   lgc26<>+0(SB), Y5
+	VMOVUPS   lgc28<>+0(SB), Y5
 
 	// v93 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
@@ -1906,30 +1994,30 @@ outer0_6:
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v95 = max(v93, v94) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y7, Y10
+	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
 	VMINPS Y10, Y5, Y5
 	VORPS  Y9, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y5, Y5
 
 	// v96 = where(v95, v92, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
-	VMOVUPS   lgc25<>+0(SB), Y5
+	VMOVUPS   lgc27<>+0(SB), Y5
 
 	// v97 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v98 = max(v97, v94) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y7, Y7
+	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
 	VMINPS Y7, Y5, Y5
 	VORPS  Y9, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y5, Y5
 
 	// v99 = where(v98, v91, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -1941,7 +2029,7 @@ outer0_6:
 
 	// v101 = mul(v100, v26) [N=64 T=421]
 	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc39<>+0(SB), Y4
+	VMOVUPS lgc42<>+0(SB), Y4
 
 	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
@@ -2015,21 +2103,26 @@ blocks_7:
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPS     Y1, Y1
 	VMOVUPS     Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y5
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), BX
+	VANDPS      31936(BX), Y4, Y4
+	VMOVUPS     Y4, 31936(BX)
+	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc7<>+0(SB), Y5
+	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
-	VMOVUPS     lgc8<>+0(SB), Y5
+	VMOVUPS     lgc10<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
@@ -2037,7 +2130,7 @@ blocks_7:
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc9<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// v16 = add(v15, v2) [N=64 T=421]  # value_target
@@ -2045,47 +2138,47 @@ blocks_7:
 
 	// v17 = detach(v15) [N=64 T=421]  # gae
 	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ    p6+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
-	MOVQ    p7+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y4
+	MOVQ    p7+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    p8+64(FP), DI
+	VMOVUPS (DI)(SI*4), Y4
 
 	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
 	VSUBPS  Y4, Y3, Y5
-	VMOVUPS lgc10<>+0(SB), Y6
+	VMOVUPS lgc12<>+0(SB), Y6
 
 	// v24 = max(v21, v22) tie=first [N=64 T=421]
 	VMAXPS  Y5, Y6, Y6
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 248(SP)
 
 	// v26 = exp(v21) [N=64 T=421]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y5, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y7
+	VMAXPS       lgc14<>+0(SB), Y5, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y1
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y8
+	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
+	VMOVAPS      lgc19<>+0(SB), Y8
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y8
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y8
 	VMULPS       Y1, Y1, Y9
 	VFMADD213PS  Y1, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPMAXSD      lgc25<>+0(SB), Y1, Y7
+	VPMINSD      lgc26<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPADDD       lgc26<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y1, Y8, Y8
@@ -2096,11 +2189,11 @@ blocks_7:
 	// v28 = ge(v17, v27) [N=64 T=421]
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 
 	// v30 = min(v26, v29) tie=first [N=64 T=421]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
+	VMOVUPS lgc28<>+0(SB), Y9
 
 	// v32 = max(v26, v31) tie=first [N=64 T=421]
 	VMAXPS Y8, Y9, Y9
@@ -2114,11 +2207,10 @@ blocks_7:
 	VMULPS Y7, Y2, Y7
 
 	// v35 = neg(v34) [N=64 T=421]
-	VXORPS  lgc27<>+0(SB), Y7, Y7
+	VXORPS  lgc29<>+0(SB), Y7, Y7
 	VMOVUPS Y1, 280(SP)
 
 	// mean(v35) over [N T]
-	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y7, Y1
 	VMOVUPS Y1, 256(BX)
 
@@ -2140,7 +2232,7 @@ blocks_7:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = mul(v42, v41) [N=64 T=421]
-	VMULPS lgc28<>+0(SB), Y1, Y3
+	VMULPS lgc30<>+0(SB), Y1, Y3
 
 	// mean(v41) over [N T]
 	VADDPS  1216(BX), Y1, Y1
@@ -2157,7 +2249,7 @@ blocks_7:
 	VSUBPS Y3, Y1, Y3
 
 	// v47 = abs(v46) [N=64 T=421]
-	VMOVUPS lgc27<>+0(SB), Y4
+	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
@@ -2166,13 +2258,13 @@ blocks_7:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v50 = mul(v48, v47) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y4, Y7
+	VMULPS lgc24<>+0(SB), Y4, Y7
 
 	// v51 = mul(v50, v47) [N=64 T=421]
 	VMULPS Y4, Y7, Y9
 
 	// v52 = sub(v47, v48) [N=64 T=421]
-	VSUBPS  lgc22<>+0(SB), Y4, Y10
+	VSUBPS  lgc24<>+0(SB), Y4, Y10
 	VMOVUPS Y2, 312(SP)
 
 	// v53 = where(v49, v51, v52) [N=64 T=421]
@@ -2238,10 +2330,10 @@ blocks_7:
 	VMOVUPS      Y3, 440(SP)
 
 	// logsumexp(v21) over [N]
-	VCMPPS       $0x15, lgc29<>+0(SB), Y5, Y1
-	VCMPPS       $0x1a, lgc30<>+0(SB), Y5, Y2
+	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
+	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc31<>+0(SB), Y5, Y2
+	VCMPPS       $0x00, lgc33<>+0(SB), Y5, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26624(BX), Y1, Y1
 	VMOVUPS      Y1, 26624(BX)
@@ -2260,9 +2352,9 @@ blocks_7:
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v64 = mul(v62, v21) [N=64 T=421]
-	VMULPS  lgc33<>+0(SB), Y5, Y1
+	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 408(SP), Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v73 = where(v49, v72, v27) [N=64 T=421]
@@ -2287,7 +2379,7 @@ blocks_7:
 	VADDPS Y4, Y1, Y1
 
 	// v78 = mul(v75, v48) [N=64 T=421]
-	VMULPS lgc22<>+0(SB), Y2, Y2
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
 	// v79 = add(v77, v78) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
@@ -2303,7 +2395,7 @@ blocks_7:
 
 	// v83 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y6
+	VMOVUPS lgc40<>+0(SB), Y6
 
 	// v84 = where(v81, v82, v83) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2320,11 +2412,11 @@ blocks_7:
 	VMULPS Y2, Y1, Y1
 
 	// v87 = neg(v86) [N=64 T=421]
-	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 312(SP), Y2
 
 	// v90 = mul(v89, v17) [N=64 T=421]
-	VMULPS  lgc38<>+0(SB), Y2, Y4
+	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 280(SP), Y5
 
 	// v91 = where(v28, v90, v27) [N=64 T=421]
@@ -2336,7 +2428,7 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
-	VMOVUPS   lgc26<>+0(SB), Y5
+	VMOVUPS   lgc28<>+0(SB), Y5
 
 	// v93 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
@@ -2347,30 +2439,30 @@ blocks_7:
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v95 = max(v93, v94) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y7, Y10
+	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
 	VMINPS Y10, Y5, Y5
 	VORPS  Y9, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y5, Y5
 
 	// v96 = where(v95, v92, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
-	VMOVUPS   lgc25<>+0(SB), Y5
+	VMOVUPS   lgc27<>+0(SB), Y5
 
 	// v97 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v98 = max(v97, v94) [N=64 T=421]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y7, Y7
+	VXORPS lgc29<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
 	VMINPS Y7, Y5, Y5
 	VORPS  Y9, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc29<>+0(SB), Y5, Y5
 
 	// v99 = where(v98, v91, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2382,7 +2474,7 @@ blocks_7:
 
 	// v101 = mul(v100, v26) [N=64 T=421]
 	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc39<>+0(SB), Y4
+	VMOVUPS lgc42<>+0(SB), Y4
 
 	// v102 = broadcast(v88) [N=64 T=421]
 	// store v17
@@ -2407,178 +2499,216 @@ blocks_7:
 	VMOVUPS      Y4, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p8+64(FP), DX
+	MOVQ         p6+48(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc36<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1664(DX), Y2, Y2
-	VMOVUPD      Y2, 1664(DX)
+	VADDPD       1664(DX), Y3, Y3
+	VMOVUPD      Y3, 1664(DX)
 	VADDPD       1696(DX), Y1, Y1
 	VMOVUPD      Y1, 1696(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1856(DX)
+	VANDPS       31936(DX), Y2, Y2
+	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
 	SUBQ         $+8, CX
 	JGE          blocks_7
-	MOVQ         p8+64(FP), CX
+	MOVQ         p6+48(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       31936(CX), Y1, Y1
+	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, p15+120(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x381baadf
-DATA lgc36<>+4(SB)/4, $0x381baadf
-DATA lgc36<>+8(SB)/4, $0x381baadf
-DATA lgc36<>+12(SB)/4, $0x381baadf
-DATA lgc36<>+16(SB)/4, $0x381baadf
-DATA lgc36<>+20(SB)/4, $0x381baadf
-DATA lgc36<>+24(SB)/4, $0x381baadf
-DATA lgc36<>+28(SB)/4, $0x381baadf
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
-
-DATA lgc37<>+0(SB)/4, $0xbf800000
-DATA lgc37<>+4(SB)/4, $0xbf800000
-DATA lgc37<>+8(SB)/4, $0xbf800000
-DATA lgc37<>+12(SB)/4, $0xbf800000
-DATA lgc37<>+16(SB)/4, $0xbf800000
-DATA lgc37<>+20(SB)/4, $0xbf800000
-DATA lgc37<>+24(SB)/4, $0xbf800000
-DATA lgc37<>+28(SB)/4, $0xbf800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0xb81baadf
-DATA lgc38<>+4(SB)/4, $0xb81baadf
-DATA lgc38<>+8(SB)/4, $0xb81baadf
-DATA lgc38<>+12(SB)/4, $0xb81baadf
-DATA lgc38<>+16(SB)/4, $0xb81baadf
-DATA lgc38<>+20(SB)/4, $0xb81baadf
-DATA lgc38<>+24(SB)/4, $0xb81baadf
-DATA lgc38<>+28(SB)/4, $0xb81baadf
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
-
-DATA lgc39<>+0(SB)/4, $0xb4c7411d
-DATA lgc39<>+4(SB)/4, $0xb4c7411d
-DATA lgc39<>+8(SB)/4, $0xb4c7411d
-DATA lgc39<>+12(SB)/4, $0xb4c7411d
-DATA lgc39<>+16(SB)/4, $0xb4c7411d
-DATA lgc39<>+20(SB)/4, $0xb4c7411d
-DATA lgc39<>+24(SB)/4, $0xb4c7411d
-DATA lgc39<>+28(SB)/4, $0xb4c7411d
+DATA lgc39<>+0(SB)/4, $0x381baadf
+DATA lgc39<>+4(SB)/4, $0x381baadf
+DATA lgc39<>+8(SB)/4, $0x381baadf
+DATA lgc39<>+12(SB)/4, $0x381baadf
+DATA lgc39<>+16(SB)/4, $0x381baadf
+DATA lgc39<>+20(SB)/4, $0x381baadf
+DATA lgc39<>+24(SB)/4, $0x381baadf
+DATA lgc39<>+28(SB)/4, $0x381baadf
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0xbf800000
+DATA lgc40<>+4(SB)/4, $0xbf800000
+DATA lgc40<>+8(SB)/4, $0xbf800000
+DATA lgc40<>+12(SB)/4, $0xbf800000
+DATA lgc40<>+16(SB)/4, $0xbf800000
+DATA lgc40<>+20(SB)/4, $0xbf800000
+DATA lgc40<>+24(SB)/4, $0xbf800000
+DATA lgc40<>+28(SB)/4, $0xbf800000
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0xb81baadf
+DATA lgc41<>+4(SB)/4, $0xb81baadf
+DATA lgc41<>+8(SB)/4, $0xb81baadf
+DATA lgc41<>+12(SB)/4, $0xb81baadf
+DATA lgc41<>+16(SB)/4, $0xb81baadf
+DATA lgc41<>+20(SB)/4, $0xb81baadf
+DATA lgc41<>+24(SB)/4, $0xb81baadf
+DATA lgc41<>+28(SB)/4, $0xb81baadf
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0xb4c7411d
+DATA lgc42<>+4(SB)/4, $0xb4c7411d
+DATA lgc42<>+8(SB)/4, $0xb4c7411d
+DATA lgc42<>+12(SB)/4, $0xb4c7411d
+DATA lgc42<>+16(SB)/4, $0xb4c7411d
+DATA lgc42<>+20(SB)/4, $0xb4c7411d
+DATA lgc42<>+24(SB)/4, $0xb4c7411d
+DATA lgc42<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2593,7 +2723,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS  lgc34<>+0(SB), Y0, Y0
+	VADDPS  lgc37<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2607,7 +2737,7 @@ blocks_9:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS  lgc33<>+0(SB), Y1, Y1
+	VMULPS  lgc35<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2615,29 +2745,29 @@ blocks_9:
 	VSUBPS Y2, Y1, Y1
 
 	// v68 = exp(v67) [T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMAXPS       lgc14<>+0(SB), Y1, Y2
+	VMINPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2646,8 +2776,8 @@ blocks_9:
 
 	// mean(v68) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  32128(DX), Y4, Y1
-	VMOVUPS Y1, 32128(DX)
+	VADDPS  32256(DX), Y4, Y1
+	VMOVUPS Y1, 32256(DX)
 
 	// store v61
 	MOVQ         p5+40(FP), DX
@@ -2655,16 +2785,20 @@ blocks_9:
 	DECQ         CX
 	JNZ          noflush_10
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(CX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32064(CX), Y2, Y2
+	VMOVUPD      Y2, 32064(CX)
+	VADDPD       32096(CX), Y0, Y0
+	VMOVUPD      Y0, 32096(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32256(CX)
+	VANDPS       32384(CX), Y1, Y1
+	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
 noflush_10:
@@ -2678,7 +2812,7 @@ noflush_10:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v59 = add(v57, v58) [T=421]
-	VADDPS     lgc34<>+0(SB), Y0, Y0
+	VADDPS     lgc37<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2694,7 +2828,7 @@ noflush_10:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(v62, v63) [T=421]
-	VMULPS     lgc33<>+0(SB), Y1, Y1
+	VMULPS     lgc35<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2703,29 +2837,29 @@ noflush_10:
 	VSUBPS Y2, Y1, Y1
 
 	// v68 = exp(v67) [T=421]
-	VMAXPS       lgc12<>+0(SB), Y1, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y3
+	VMAXPS       lgc14<>+0(SB), Y1, Y2
+	VMINPS       lgc15<>+0(SB), Y2, Y2
+	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
-	VMOVAPS      lgc17<>+0(SB), Y4
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
+	VMOVAPS      lgc19<>+0(SB), Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y3
-	VPMINSD      lgc24<>+0(SB), Y3, Y3
+	VPMAXSD      lgc25<>+0(SB), Y2, Y3
+	VPMINSD      lgc26<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y3, Y3
+	VPADDD       lgc26<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2739,24 +2873,28 @@ noflush_10:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       32128(AX), Y1, Y1
-	VMOVUPS      Y1, 32128(AX)
+	VADDPS       32256(AX), Y1, Y1
+	VMOVUPS      Y1, 32256(AX)
 
 	// store v61
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      32128(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32256(AX), Y0
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(AX), Y1, Y1
-	VMOVUPD      Y1, 31936(AX)
-	VADDPD       31968(AX), Y0, Y0
-	VMOVUPD      Y0, 31968(AX)
+	VADDPD       32064(AX), Y2, Y2
+	VMOVUPD      Y2, 32064(AX)
+	VADDPD       32096(AX), Y0, Y0
+	VMOVUPD      Y0, 32096(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(AX)
+	VMOVUPS      Y0, 32256(AX)
+	VANDPS       32384(AX), Y1, Y1
+	VMOVUPS      Y1, 32384(AX)
 	VZEROUPPER
 	RET
 
@@ -2766,7 +2904,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// v71 = div(v69, v70) []
 	VDIVPS Y1, Y0, Y0
@@ -2789,29 +2927,29 @@ bulk_11:
 	CMPQ         BX, DX
 	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VMAXPS       lgc14<>+0(SB), Y0, Y1
+	VMINPS       lgc15<>+0(SB), Y1, Y1
+	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
+	VMOVAPS      lgc19<>+0(SB), Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPMAXSD      lgc25<>+0(SB), Y1, Y2
+	VPMINSD      lgc26<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc26<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc26<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2837,43 +2975,43 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
-	VMULPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VMULPS       lgc44<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc42<>+0(SB), Y1, Y1
+	VPSUBD       lgc26<>+0(SB), Y3, Y3
+	VPAND        lgc45<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc43<>+0(SB), Y2, Y1
+	VPAND        lgc46<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc47<>+0(SB), Y1, Y2
+	VMULPS       lgc24<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc45<>+0(SB), Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VMOVAPS      lgc48<>+0(SB), Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc24<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc31<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc33<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc57<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2884,165 +3022,165 @@ bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x00800000
-DATA lgc40<>+4(SB)/4, $0x00800000
-DATA lgc40<>+8(SB)/4, $0x00800000
-DATA lgc40<>+12(SB)/4, $0x00800000
-DATA lgc40<>+16(SB)/4, $0x00800000
-DATA lgc40<>+20(SB)/4, $0x00800000
-DATA lgc40<>+24(SB)/4, $0x00800000
-DATA lgc40<>+28(SB)/4, $0x00800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x4b000000
-DATA lgc41<>+4(SB)/4, $0x4b000000
-DATA lgc41<>+8(SB)/4, $0x4b000000
-DATA lgc41<>+12(SB)/4, $0x4b000000
-DATA lgc41<>+16(SB)/4, $0x4b000000
-DATA lgc41<>+20(SB)/4, $0x4b000000
-DATA lgc41<>+24(SB)/4, $0x4b000000
-DATA lgc41<>+28(SB)/4, $0x4b000000
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0xffffffe9
-DATA lgc42<>+4(SB)/4, $0xffffffe9
-DATA lgc42<>+8(SB)/4, $0xffffffe9
-DATA lgc42<>+12(SB)/4, $0xffffffe9
-DATA lgc42<>+16(SB)/4, $0xffffffe9
-DATA lgc42<>+20(SB)/4, $0xffffffe9
-DATA lgc42<>+24(SB)/4, $0xffffffe9
-DATA lgc42<>+28(SB)/4, $0xffffffe9
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x007fffff
-DATA lgc43<>+4(SB)/4, $0x007fffff
-DATA lgc43<>+8(SB)/4, $0x007fffff
-DATA lgc43<>+12(SB)/4, $0x007fffff
-DATA lgc43<>+16(SB)/4, $0x007fffff
-DATA lgc43<>+20(SB)/4, $0x007fffff
-DATA lgc43<>+24(SB)/4, $0x007fffff
-DATA lgc43<>+28(SB)/4, $0x007fffff
+DATA lgc43<>+0(SB)/4, $0x00800000
+DATA lgc43<>+4(SB)/4, $0x00800000
+DATA lgc43<>+8(SB)/4, $0x00800000
+DATA lgc43<>+12(SB)/4, $0x00800000
+DATA lgc43<>+16(SB)/4, $0x00800000
+DATA lgc43<>+20(SB)/4, $0x00800000
+DATA lgc43<>+24(SB)/4, $0x00800000
+DATA lgc43<>+28(SB)/4, $0x00800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3fb504f3
-DATA lgc44<>+4(SB)/4, $0x3fb504f3
-DATA lgc44<>+8(SB)/4, $0x3fb504f3
-DATA lgc44<>+12(SB)/4, $0x3fb504f3
-DATA lgc44<>+16(SB)/4, $0x3fb504f3
-DATA lgc44<>+20(SB)/4, $0x3fb504f3
-DATA lgc44<>+24(SB)/4, $0x3fb504f3
-DATA lgc44<>+28(SB)/4, $0x3fb504f3
+DATA lgc44<>+0(SB)/4, $0x4b000000
+DATA lgc44<>+4(SB)/4, $0x4b000000
+DATA lgc44<>+8(SB)/4, $0x4b000000
+DATA lgc44<>+12(SB)/4, $0x4b000000
+DATA lgc44<>+16(SB)/4, $0x4b000000
+DATA lgc44<>+20(SB)/4, $0x4b000000
+DATA lgc44<>+24(SB)/4, $0x4b000000
+DATA lgc44<>+28(SB)/4, $0x4b000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3d9021bb
-DATA lgc45<>+4(SB)/4, $0x3d9021bb
-DATA lgc45<>+8(SB)/4, $0x3d9021bb
-DATA lgc45<>+12(SB)/4, $0x3d9021bb
-DATA lgc45<>+16(SB)/4, $0x3d9021bb
-DATA lgc45<>+20(SB)/4, $0x3d9021bb
-DATA lgc45<>+24(SB)/4, $0x3d9021bb
-DATA lgc45<>+28(SB)/4, $0x3d9021bb
+DATA lgc45<>+0(SB)/4, $0xffffffe9
+DATA lgc45<>+4(SB)/4, $0xffffffe9
+DATA lgc45<>+8(SB)/4, $0xffffffe9
+DATA lgc45<>+12(SB)/4, $0xffffffe9
+DATA lgc45<>+16(SB)/4, $0xffffffe9
+DATA lgc45<>+20(SB)/4, $0xffffffe9
+DATA lgc45<>+24(SB)/4, $0xffffffe9
+DATA lgc45<>+28(SB)/4, $0xffffffe9
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdebd1b8
-DATA lgc46<>+4(SB)/4, $0xbdebd1b8
-DATA lgc46<>+8(SB)/4, $0xbdebd1b8
-DATA lgc46<>+12(SB)/4, $0xbdebd1b8
-DATA lgc46<>+16(SB)/4, $0xbdebd1b8
-DATA lgc46<>+20(SB)/4, $0xbdebd1b8
-DATA lgc46<>+24(SB)/4, $0xbdebd1b8
-DATA lgc46<>+28(SB)/4, $0xbdebd1b8
+DATA lgc46<>+0(SB)/4, $0x007fffff
+DATA lgc46<>+4(SB)/4, $0x007fffff
+DATA lgc46<>+8(SB)/4, $0x007fffff
+DATA lgc46<>+12(SB)/4, $0x007fffff
+DATA lgc46<>+16(SB)/4, $0x007fffff
+DATA lgc46<>+20(SB)/4, $0x007fffff
+DATA lgc46<>+24(SB)/4, $0x007fffff
+DATA lgc46<>+28(SB)/4, $0x007fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3def251a
-DATA lgc47<>+4(SB)/4, $0x3def251a
-DATA lgc47<>+8(SB)/4, $0x3def251a
-DATA lgc47<>+12(SB)/4, $0x3def251a
-DATA lgc47<>+16(SB)/4, $0x3def251a
-DATA lgc47<>+20(SB)/4, $0x3def251a
-DATA lgc47<>+24(SB)/4, $0x3def251a
-DATA lgc47<>+28(SB)/4, $0x3def251a
+DATA lgc47<>+0(SB)/4, $0x3fb504f3
+DATA lgc47<>+4(SB)/4, $0x3fb504f3
+DATA lgc47<>+8(SB)/4, $0x3fb504f3
+DATA lgc47<>+12(SB)/4, $0x3fb504f3
+DATA lgc47<>+16(SB)/4, $0x3fb504f3
+DATA lgc47<>+20(SB)/4, $0x3fb504f3
+DATA lgc47<>+24(SB)/4, $0x3fb504f3
+DATA lgc47<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+0(SB)/4, $0x3d9021bb
+DATA lgc48<>+4(SB)/4, $0x3d9021bb
+DATA lgc48<>+8(SB)/4, $0x3d9021bb
+DATA lgc48<>+12(SB)/4, $0x3d9021bb
+DATA lgc48<>+16(SB)/4, $0x3d9021bb
+DATA lgc48<>+20(SB)/4, $0x3d9021bb
+DATA lgc48<>+24(SB)/4, $0x3d9021bb
+DATA lgc48<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e11e9bf
-DATA lgc49<>+4(SB)/4, $0x3e11e9bf
-DATA lgc49<>+8(SB)/4, $0x3e11e9bf
-DATA lgc49<>+12(SB)/4, $0x3e11e9bf
-DATA lgc49<>+16(SB)/4, $0x3e11e9bf
-DATA lgc49<>+20(SB)/4, $0x3e11e9bf
-DATA lgc49<>+24(SB)/4, $0x3e11e9bf
-DATA lgc49<>+28(SB)/4, $0x3e11e9bf
+DATA lgc49<>+0(SB)/4, $0xbdebd1b8
+DATA lgc49<>+4(SB)/4, $0xbdebd1b8
+DATA lgc49<>+8(SB)/4, $0xbdebd1b8
+DATA lgc49<>+12(SB)/4, $0xbdebd1b8
+DATA lgc49<>+16(SB)/4, $0xbdebd1b8
+DATA lgc49<>+20(SB)/4, $0xbdebd1b8
+DATA lgc49<>+24(SB)/4, $0xbdebd1b8
+DATA lgc49<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe2aae50
-DATA lgc50<>+4(SB)/4, $0xbe2aae50
-DATA lgc50<>+8(SB)/4, $0xbe2aae50
-DATA lgc50<>+12(SB)/4, $0xbe2aae50
-DATA lgc50<>+16(SB)/4, $0xbe2aae50
-DATA lgc50<>+20(SB)/4, $0xbe2aae50
-DATA lgc50<>+24(SB)/4, $0xbe2aae50
-DATA lgc50<>+28(SB)/4, $0xbe2aae50
+DATA lgc50<>+0(SB)/4, $0x3def251a
+DATA lgc50<>+4(SB)/4, $0x3def251a
+DATA lgc50<>+8(SB)/4, $0x3def251a
+DATA lgc50<>+12(SB)/4, $0x3def251a
+DATA lgc50<>+16(SB)/4, $0x3def251a
+DATA lgc50<>+20(SB)/4, $0x3def251a
+DATA lgc50<>+24(SB)/4, $0x3def251a
+DATA lgc50<>+28(SB)/4, $0x3def251a
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e4cceac
-DATA lgc51<>+4(SB)/4, $0x3e4cceac
-DATA lgc51<>+8(SB)/4, $0x3e4cceac
-DATA lgc51<>+12(SB)/4, $0x3e4cceac
-DATA lgc51<>+16(SB)/4, $0x3e4cceac
-DATA lgc51<>+20(SB)/4, $0x3e4cceac
-DATA lgc51<>+24(SB)/4, $0x3e4cceac
-DATA lgc51<>+28(SB)/4, $0x3e4cceac
+DATA lgc51<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbe7ffffc
-DATA lgc52<>+4(SB)/4, $0xbe7ffffc
-DATA lgc52<>+8(SB)/4, $0xbe7ffffc
-DATA lgc52<>+12(SB)/4, $0xbe7ffffc
-DATA lgc52<>+16(SB)/4, $0xbe7ffffc
-DATA lgc52<>+20(SB)/4, $0xbe7ffffc
-DATA lgc52<>+24(SB)/4, $0xbe7ffffc
-DATA lgc52<>+28(SB)/4, $0xbe7ffffc
+DATA lgc52<>+0(SB)/4, $0x3e11e9bf
+DATA lgc52<>+4(SB)/4, $0x3e11e9bf
+DATA lgc52<>+8(SB)/4, $0x3e11e9bf
+DATA lgc52<>+12(SB)/4, $0x3e11e9bf
+DATA lgc52<>+16(SB)/4, $0x3e11e9bf
+DATA lgc52<>+20(SB)/4, $0x3e11e9bf
+DATA lgc52<>+24(SB)/4, $0x3e11e9bf
+DATA lgc52<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+0(SB)/4, $0xbe2aae50
+DATA lgc53<>+4(SB)/4, $0xbe2aae50
+DATA lgc53<>+8(SB)/4, $0xbe2aae50
+DATA lgc53<>+12(SB)/4, $0xbe2aae50
+DATA lgc53<>+16(SB)/4, $0xbe2aae50
+DATA lgc53<>+20(SB)/4, $0xbe2aae50
+DATA lgc53<>+24(SB)/4, $0xbe2aae50
+DATA lgc53<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7fc00000
-DATA lgc54<>+4(SB)/4, $0x7fc00000
-DATA lgc54<>+8(SB)/4, $0x7fc00000
-DATA lgc54<>+12(SB)/4, $0x7fc00000
-DATA lgc54<>+16(SB)/4, $0x7fc00000
-DATA lgc54<>+20(SB)/4, $0x7fc00000
-DATA lgc54<>+24(SB)/4, $0x7fc00000
-DATA lgc54<>+28(SB)/4, $0x7fc00000
+DATA lgc54<>+0(SB)/4, $0x3e4cceac
+DATA lgc54<>+4(SB)/4, $0x3e4cceac
+DATA lgc54<>+8(SB)/4, $0x3e4cceac
+DATA lgc54<>+12(SB)/4, $0x3e4cceac
+DATA lgc54<>+16(SB)/4, $0x3e4cceac
+DATA lgc54<>+20(SB)/4, $0x3e4cceac
+DATA lgc54<>+24(SB)/4, $0x3e4cceac
+DATA lgc54<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x7f800000
-DATA lgc55<>+4(SB)/4, $0x7f800000
-DATA lgc55<>+8(SB)/4, $0x7f800000
-DATA lgc55<>+12(SB)/4, $0x7f800000
-DATA lgc55<>+16(SB)/4, $0x7f800000
-DATA lgc55<>+20(SB)/4, $0x7f800000
-DATA lgc55<>+24(SB)/4, $0x7f800000
-DATA lgc55<>+28(SB)/4, $0x7f800000
+DATA lgc55<>+0(SB)/4, $0xbe7ffffc
+DATA lgc55<>+4(SB)/4, $0xbe7ffffc
+DATA lgc55<>+8(SB)/4, $0xbe7ffffc
+DATA lgc55<>+12(SB)/4, $0xbe7ffffc
+DATA lgc55<>+16(SB)/4, $0xbe7ffffc
+DATA lgc55<>+20(SB)/4, $0xbe7ffffc
+DATA lgc55<>+24(SB)/4, $0xbe7ffffc
+DATA lgc55<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+28(SB)/4, $0x3eaaaaaa
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x7fc00000
+DATA lgc57<>+4(SB)/4, $0x7fc00000
+DATA lgc57<>+8(SB)/4, $0x7fc00000
+DATA lgc57<>+12(SB)/4, $0x7fc00000
+DATA lgc57<>+16(SB)/4, $0x7fc00000
+DATA lgc57<>+20(SB)/4, $0x7fc00000
+DATA lgc57<>+24(SB)/4, $0x7fc00000
+DATA lgc57<>+28(SB)/4, $0x7fc00000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x7f800000
+DATA lgc58<>+4(SB)/4, $0x7f800000
+DATA lgc58<>+8(SB)/4, $0x7f800000
+DATA lgc58<>+12(SB)/4, $0x7f800000
+DATA lgc58<>+16(SB)/4, $0x7f800000
+DATA lgc58<>+20(SB)/4, $0x7f800000
+DATA lgc58<>+24(SB)/4, $0x7f800000
+DATA lgc58<>+28(SB)/4, $0x7f800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3057,43 +3195,43 @@ bulk_15:
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
-	VMULPS       lgc41<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc44<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc42<>+0(SB), Y2, Y2
+	VPSUBD       lgc26<>+0(SB), Y4, Y4
+	VPAND        lgc45<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc43<>+0(SB), Y3, Y2
+	VPAND        lgc46<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
-	VMULPS       lgc22<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc47<>+0(SB), Y2, Y3
+	VMULPS       lgc24<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc45<>+0(SB), Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VMOVAPS      lgc48<>+0(SB), Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc24<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc31<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc33<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc57<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc58<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -3103,9 +3241,9 @@ bulk_15:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc31<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc33<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_15

@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -30,15 +36,17 @@ type avxState struct {
 	r46_ok []float32
 	r48_s  []float64
 	r52_s  []float64
+	p0_ok  []float32
 	r55_s  []float64
 	r55_p  []float32
 	r56_s  []float64
 	r56_p  []float32
+	p2_ok  []float32
 	res    []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 1280)}
+	st := &avxState{buf: make([]float64, 1312)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r23_s = st.buf[48:64]
@@ -55,10 +63,12 @@ var avxPool = sync.Pool{New: func() any {
 	st.r46_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
 	st.r48_s = st.buf[664:928]
 	st.r52_s = st.buf[936:1200]
-	st.r55_s = st.buf[1208:1224]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1232])), 16)
-	st.r56_s = st.buf[1248:1264]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1272])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
+	st.r55_s = st.buf[1224:1240]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
+	st.r56_s = st.buf[1264:1280]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
 	st.res = make([]float64, 256)
 	return st
 }}
@@ -90,6 +100,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r46_ok)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
 	n := min(pass0Chunks, 8)
@@ -116,9 +127,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeMask(sts[0].r46_ok, sts[c].r46_ok)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r46_ok[:8]) {
+	if !runtime.MaskSet(st.r46_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -163,7 +176,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r55_p, 0)
 	runtime.Fill(st.r56_s, 0)
 	runtime.Fill(st.r56_p, 0)
+	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishSum(st.res[:1], st.r55_s, 8)
 	s.s8 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)
@@ -197,15 +216,17 @@ type fbAvxState struct {
 	r46_ok []float32
 	r48_s  []float64
 	r52_s  []float64
+	p0_ok  []float32
 	r55_s  []float64
 	r55_p  []float32
 	r56_s  []float64
 	r56_p  []float32
+	p2_ok  []float32
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 1280)}
+	st := &fbAvxState{buf: make([]float64, 1312)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r23_s = st.buf[48:64]
@@ -222,10 +243,12 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r46_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
 	st.r48_s = st.buf[664:928]
 	st.r52_s = st.buf[936:1200]
-	st.r55_s = st.buf[1208:1224]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1232])), 16)
-	st.r56_s = st.buf[1248:1264]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1272])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
+	st.r55_s = st.buf[1224:1240]
+	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
+	st.r56_s = st.buf[1264:1280]
+	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
 	st.res = make([]float64, 256)
 	return st
 }}
@@ -257,6 +280,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r46_ok)
 		runtime.Fill(st.r48_s, 0)
 		runtime.Fill(st.r52_s, 0)
+		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
@@ -283,9 +307,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeMask(sts[0].r46_ok, sts[c].r46_ok)
 			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r46_ok[:8]) {
+	if !runtime.MaskSet(st.r46_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -330,7 +356,13 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r55_p, 0)
 	runtime.Fill(st.r56_s, 0)
 	runtime.Fill(st.r56_p, 0)
+	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishSum(st.res[:1], st.r55_s, 8)
 	s.s8 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r56_s, 8)

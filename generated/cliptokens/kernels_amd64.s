@@ -238,65 +238,84 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         p2+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y1, Y1
-	VMOVUPD      Y1, 64(DX)
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y1, Y1
-	VMOVUPD      Y1, 384(DX)
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y1, Y1
-	VMOVUPD      Y1, 704(DX)
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y1, Y1
-	VMOVUPD      Y1, 1024(DX)
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(DX), Y1, Y1
-	VMOVUPD      Y1, 1344(DX)
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(DX), Y1, Y1
-	VMOVUPD      Y1, 1664(DX)
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
+	VANDPS       9664(DX), Y1, Y1
+	VMOVUPS      Y1, 9664(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -305,65 +324,84 @@ noflush_3:
 	JL           blocks_2
 	MOVQ         p2+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       9664(CX), Y1, Y1
+	VMOVUPS      Y1, 9664(CX)
 	INCQ         AX
 	CMPQ         AX, p7+56(FP)
 	JL           outer0_1
@@ -620,6 +658,26 @@ DATA lgc24<>+24(SB)/4, $0x40000000
 DATA lgc24<>+28(SB)/4, $0x40000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
+DATA lgc25<>+0(SB)/4, $0x7fffffff
+DATA lgc25<>+4(SB)/4, $0x7fffffff
+DATA lgc25<>+8(SB)/4, $0x7fffffff
+DATA lgc25<>+12(SB)/4, $0x7fffffff
+DATA lgc25<>+16(SB)/4, $0x7fffffff
+DATA lgc25<>+20(SB)/4, $0x7fffffff
+DATA lgc25<>+24(SB)/4, $0x7fffffff
+DATA lgc25<>+28(SB)/4, $0x7fffffff
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x7f7fffff
+DATA lgc26<>+4(SB)/4, $0x7f7fffff
+DATA lgc26<>+8(SB)/4, $0x7f7fffff
+DATA lgc26<>+12(SB)/4, $0x7f7fffff
+DATA lgc26<>+16(SB)/4, $0x7f7fffff
+DATA lgc26<>+20(SB)/4, $0x7f7fffff
+DATA lgc26<>+24(SB)/4, $0x7f7fffff
+DATA lgc26<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-88
@@ -742,35 +800,42 @@ blocks_4:
 
 	// sum(v54) over [L]
 	MOVQ    p3+24(FP), DX
-	VADDPS  9856(DX), Y1, Y1
-	VMOVUPS Y1, 9856(DX)
+	VADDPS  9984(DX), Y1, Y1
+	VMOVUPS Y1, 9984(DX)
 
 	// sum(v53) over [L]
-	VADDPS       10176(DX), Y0, Y0
-	VMOVUPS      Y0, 10176(DX)
+	VADDPS       10304(DX), Y0, Y0
+	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         p3+24(FP), CX
-	VMOVUPS      9856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      9984(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9664(CX), Y1, Y1
-	VMOVUPD      Y1, 9664(CX)
-	VADDPD       9696(CX), Y0, Y0
-	VMOVUPD      Y0, 9696(CX)
+	VADDPD       9792(CX), Y2, Y2
+	VMOVUPD      Y2, 9792(CX)
+	VADDPD       9824(CX), Y0, Y0
+	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9856(CX)
-	VMOVUPS      10176(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 9984(CX)
+	VMOVUPS      10304(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9984(CX), Y1, Y1
-	VMOVUPD      Y1, 9984(CX)
-	VADDPD       10016(CX), Y0, Y0
-	VMOVUPD      Y0, 10016(CX)
+	VADDPD       10112(CX), Y2, Y2
+	VMOVUPD      Y2, 10112(CX)
+	VADDPD       10144(CX), Y0, Y0
+	VMOVUPD      Y0, 10144(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10176(CX)
+	VMOVUPS      Y0, 10304(CX)
+	VANDPS       10432(CX), Y1, Y1
+	VMOVUPS      Y1, 10432(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -778,26 +843,33 @@ noflush_5:
 	CMPQ         AX, $+256
 	JL           blocks_4
 	MOVQ         p3+24(FP), AX
-	VMOVUPS      9856(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      9984(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9664(AX), Y1, Y1
-	VMOVUPD      Y1, 9664(AX)
-	VADDPD       9696(AX), Y0, Y0
-	VMOVUPD      Y0, 9696(AX)
+	VADDPD       9792(AX), Y2, Y2
+	VMOVUPD      Y2, 9792(AX)
+	VADDPD       9824(AX), Y0, Y0
+	VMOVUPD      Y0, 9824(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9856(AX)
-	VMOVUPS      10176(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      10304(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9984(AX), Y1, Y1
-	VMOVUPD      Y1, 9984(AX)
-	VADDPD       10016(AX), Y0, Y0
-	VMOVUPD      Y0, 10016(AX)
+	VADDPD       10112(AX), Y2, Y2
+	VMOVUPD      Y2, 10112(AX)
+	VADDPD       10144(AX), Y0, Y0
+	VMOVUPD      Y0, 10144(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10176(AX)
+	VMOVUPS      Y0, 10304(AX)
+	VANDPS       10432(AX), Y1, Y1
+	VMOVUPS      Y1, 10432(AX)
 	VZEROUPPER
 	RET
 
@@ -816,7 +888,7 @@ TEXT ·pass3AVX2(SB), $0-24
 
 	// v58 = div(v55, v57) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc25<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
 	// v60 = div(v58, v59) []
 	VDIVPS Y1, Y0, Y0
@@ -827,15 +899,15 @@ TEXT ·pass3AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x41000000
-DATA lgc25<>+4(SB)/4, $0x41000000
-DATA lgc25<>+8(SB)/4, $0x41000000
-DATA lgc25<>+12(SB)/4, $0x41000000
-DATA lgc25<>+16(SB)/4, $0x41000000
-DATA lgc25<>+20(SB)/4, $0x41000000
-DATA lgc25<>+24(SB)/4, $0x41000000
-DATA lgc25<>+28(SB)/4, $0x41000000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+DATA lgc27<>+0(SB)/4, $0x41000000
+DATA lgc27<>+4(SB)/4, $0x41000000
+DATA lgc27<>+8(SB)/4, $0x41000000
+DATA lgc27<>+12(SB)/4, $0x41000000
+DATA lgc27<>+16(SB)/4, $0x41000000
+DATA lgc27<>+20(SB)/4, $0x41000000
+DATA lgc27<>+24(SB)/4, $0x41000000
+DATA lgc27<>+28(SB)/4, $0x41000000
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
 // Requires: AVX, AVX2, FMA3
@@ -1071,65 +1143,84 @@ blocks_7:
 	JNZ          noflush_8
 	MOVQ         p2+16(FP), DX
 	VMOVUPS      256(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX), Y1, Y1
-	VMOVUPD      Y1, 64(DX)
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
 	VADDPD       96(DX), Y0, Y0
 	VMOVUPD      Y0, 96(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(DX), Y1, Y1
-	VMOVUPD      Y1, 384(DX)
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
 	VADDPD       416(DX), Y0, Y0
 	VMOVUPD      Y0, 416(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(DX), Y1, Y1
-	VMOVUPD      Y1, 704(DX)
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
 	VADDPD       736(DX), Y0, Y0
 	VMOVUPD      Y0, 736(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(DX), Y1, Y1
-	VMOVUPD      Y1, 1024(DX)
+	VADDPD       1024(DX), Y2, Y2
+	VMOVUPD      Y2, 1024(DX)
 	VADDPD       1056(DX), Y0, Y0
 	VMOVUPD      Y0, 1056(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(DX)
 	VMOVUPS      1536(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(DX), Y1, Y1
-	VMOVUPD      Y1, 1344(DX)
+	VADDPD       1344(DX), Y2, Y2
+	VMOVUPD      Y2, 1344(DX)
 	VADDPD       1376(DX), Y0, Y0
 	VMOVUPD      Y0, 1376(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(DX)
 	VMOVUPS      1856(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(DX), Y1, Y1
-	VMOVUPD      Y1, 1664(DX)
+	VADDPD       1664(DX), Y2, Y2
+	VMOVUPD      Y2, 1664(DX)
 	VADDPD       1696(DX), Y0, Y0
 	VMOVUPD      Y0, 1696(DX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(DX)
+	VANDPS       9664(DX), Y1, Y1
+	VMOVUPS      Y1, 9664(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
@@ -1138,65 +1229,84 @@ noflush_8:
 	JL           blocks_7
 	MOVQ         p2+16(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1664(CX), Y1, Y1
-	VMOVUPD      Y1, 1664(CX)
+	VADDPD       1664(CX), Y2, Y2
+	VMOVUPD      Y2, 1664(CX)
 	VADDPD       1696(CX), Y0, Y0
 	VMOVUPD      Y0, 1696(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 1856(CX)
+	VANDPS       9664(CX), Y1, Y1
+	VMOVUPS      Y1, 9664(CX)
 	INCQ         AX
 	CMPQ         AX, p7+56(FP)
 	JL           outer0_6
@@ -1325,35 +1435,42 @@ blocks_9:
 
 	// sum(v54) over [L]
 	MOVQ    p3+24(FP), DX
-	VADDPS  9856(DX), Y1, Y1
-	VMOVUPS Y1, 9856(DX)
+	VADDPS  9984(DX), Y1, Y1
+	VMOVUPS Y1, 9984(DX)
 
 	// sum(v53) over [L]
-	VADDPS       10176(DX), Y0, Y0
-	VMOVUPS      Y0, 10176(DX)
+	VADDPS       10304(DX), Y0, Y0
+	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_10
 	MOVQ         p3+24(FP), CX
-	VMOVUPS      9856(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      9984(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9664(CX), Y1, Y1
-	VMOVUPD      Y1, 9664(CX)
-	VADDPD       9696(CX), Y0, Y0
-	VMOVUPD      Y0, 9696(CX)
+	VADDPD       9792(CX), Y2, Y2
+	VMOVUPD      Y2, 9792(CX)
+	VADDPD       9824(CX), Y0, Y0
+	VMOVUPD      Y0, 9824(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9856(CX)
-	VMOVUPS      10176(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 9984(CX)
+	VMOVUPS      10304(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9984(CX), Y1, Y1
-	VMOVUPD      Y1, 9984(CX)
-	VADDPD       10016(CX), Y0, Y0
-	VMOVUPD      Y0, 10016(CX)
+	VADDPD       10112(CX), Y2, Y2
+	VMOVUPD      Y2, 10112(CX)
+	VADDPD       10144(CX), Y0, Y0
+	VMOVUPD      Y0, 10144(CX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10176(CX)
+	VMOVUPS      Y0, 10304(CX)
+	VANDPS       10432(CX), Y1, Y1
+	VMOVUPS      Y1, 10432(CX)
 	MOVQ         $+8, CX
 
 noflush_10:
@@ -1361,26 +1478,33 @@ noflush_10:
 	CMPQ         AX, $+256
 	JL           blocks_9
 	MOVQ         p3+24(FP), AX
-	VMOVUPS      9856(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      9984(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9664(AX), Y1, Y1
-	VMOVUPD      Y1, 9664(AX)
-	VADDPD       9696(AX), Y0, Y0
-	VMOVUPD      Y0, 9696(AX)
+	VADDPD       9792(AX), Y2, Y2
+	VMOVUPD      Y2, 9792(AX)
+	VADDPD       9824(AX), Y0, Y0
+	VMOVUPD      Y0, 9824(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 9856(AX)
-	VMOVUPS      10176(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 9984(AX)
+	VMOVUPS      10304(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       9984(AX), Y1, Y1
-	VMOVUPD      Y1, 9984(AX)
-	VADDPD       10016(AX), Y0, Y0
-	VMOVUPD      Y0, 10016(AX)
+	VADDPD       10112(AX), Y2, Y2
+	VMOVUPD      Y2, 10112(AX)
+	VADDPD       10144(AX), Y0, Y0
+	VMOVUPD      Y0, 10144(AX)
 	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 10176(AX)
+	VMOVUPS      Y0, 10304(AX)
+	VANDPS       10432(AX), Y1, Y1
+	VMOVUPS      Y1, 10432(AX)
 	VZEROUPPER
 	RET
 
@@ -1556,7 +1680,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v58 = div(v55, v57) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc25<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y1
 
 	// v60 = div(v58, v59) []
 	VDIVPS Y1, Y0, Y0
@@ -1627,30 +1751,30 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPS       lgc27<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPS       lgc29<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc28<>+0(SB), Y1, Y1
+	VPAND        lgc30<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc29<>+0(SB), Y2, Y1
+	VPAND        lgc31<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc31<>+0(SB), Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
+	VMOVAPS      lgc33<>+0(SB), Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1661,9 +1785,9 @@ bulk_15:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc21<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc42<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1674,165 +1798,165 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/4, $0x00800000
-DATA lgc26<>+4(SB)/4, $0x00800000
-DATA lgc26<>+8(SB)/4, $0x00800000
-DATA lgc26<>+12(SB)/4, $0x00800000
-DATA lgc26<>+16(SB)/4, $0x00800000
-DATA lgc26<>+20(SB)/4, $0x00800000
-DATA lgc26<>+24(SB)/4, $0x00800000
-DATA lgc26<>+28(SB)/4, $0x00800000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x4b000000
-DATA lgc27<>+4(SB)/4, $0x4b000000
-DATA lgc27<>+8(SB)/4, $0x4b000000
-DATA lgc27<>+12(SB)/4, $0x4b000000
-DATA lgc27<>+16(SB)/4, $0x4b000000
-DATA lgc27<>+20(SB)/4, $0x4b000000
-DATA lgc27<>+24(SB)/4, $0x4b000000
-DATA lgc27<>+28(SB)/4, $0x4b000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0xffffffe9
-DATA lgc28<>+4(SB)/4, $0xffffffe9
-DATA lgc28<>+8(SB)/4, $0xffffffe9
-DATA lgc28<>+12(SB)/4, $0xffffffe9
-DATA lgc28<>+16(SB)/4, $0xffffffe9
-DATA lgc28<>+20(SB)/4, $0xffffffe9
-DATA lgc28<>+24(SB)/4, $0xffffffe9
-DATA lgc28<>+28(SB)/4, $0xffffffe9
+DATA lgc28<>+0(SB)/4, $0x00800000
+DATA lgc28<>+4(SB)/4, $0x00800000
+DATA lgc28<>+8(SB)/4, $0x00800000
+DATA lgc28<>+12(SB)/4, $0x00800000
+DATA lgc28<>+16(SB)/4, $0x00800000
+DATA lgc28<>+20(SB)/4, $0x00800000
+DATA lgc28<>+24(SB)/4, $0x00800000
+DATA lgc28<>+28(SB)/4, $0x00800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x007fffff
-DATA lgc29<>+4(SB)/4, $0x007fffff
-DATA lgc29<>+8(SB)/4, $0x007fffff
-DATA lgc29<>+12(SB)/4, $0x007fffff
-DATA lgc29<>+16(SB)/4, $0x007fffff
-DATA lgc29<>+20(SB)/4, $0x007fffff
-DATA lgc29<>+24(SB)/4, $0x007fffff
-DATA lgc29<>+28(SB)/4, $0x007fffff
+DATA lgc29<>+0(SB)/4, $0x4b000000
+DATA lgc29<>+4(SB)/4, $0x4b000000
+DATA lgc29<>+8(SB)/4, $0x4b000000
+DATA lgc29<>+12(SB)/4, $0x4b000000
+DATA lgc29<>+16(SB)/4, $0x4b000000
+DATA lgc29<>+20(SB)/4, $0x4b000000
+DATA lgc29<>+24(SB)/4, $0x4b000000
+DATA lgc29<>+28(SB)/4, $0x4b000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3fb504f3
-DATA lgc30<>+4(SB)/4, $0x3fb504f3
-DATA lgc30<>+8(SB)/4, $0x3fb504f3
-DATA lgc30<>+12(SB)/4, $0x3fb504f3
-DATA lgc30<>+16(SB)/4, $0x3fb504f3
-DATA lgc30<>+20(SB)/4, $0x3fb504f3
-DATA lgc30<>+24(SB)/4, $0x3fb504f3
-DATA lgc30<>+28(SB)/4, $0x3fb504f3
+DATA lgc30<>+0(SB)/4, $0xffffffe9
+DATA lgc30<>+4(SB)/4, $0xffffffe9
+DATA lgc30<>+8(SB)/4, $0xffffffe9
+DATA lgc30<>+12(SB)/4, $0xffffffe9
+DATA lgc30<>+16(SB)/4, $0xffffffe9
+DATA lgc30<>+20(SB)/4, $0xffffffe9
+DATA lgc30<>+24(SB)/4, $0xffffffe9
+DATA lgc30<>+28(SB)/4, $0xffffffe9
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x3d9021bb
-DATA lgc31<>+4(SB)/4, $0x3d9021bb
-DATA lgc31<>+8(SB)/4, $0x3d9021bb
-DATA lgc31<>+12(SB)/4, $0x3d9021bb
-DATA lgc31<>+16(SB)/4, $0x3d9021bb
-DATA lgc31<>+20(SB)/4, $0x3d9021bb
-DATA lgc31<>+24(SB)/4, $0x3d9021bb
-DATA lgc31<>+28(SB)/4, $0x3d9021bb
+DATA lgc31<>+0(SB)/4, $0x007fffff
+DATA lgc31<>+4(SB)/4, $0x007fffff
+DATA lgc31<>+8(SB)/4, $0x007fffff
+DATA lgc31<>+12(SB)/4, $0x007fffff
+DATA lgc31<>+16(SB)/4, $0x007fffff
+DATA lgc31<>+20(SB)/4, $0x007fffff
+DATA lgc31<>+24(SB)/4, $0x007fffff
+DATA lgc31<>+28(SB)/4, $0x007fffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xbdebd1b8
-DATA lgc32<>+4(SB)/4, $0xbdebd1b8
-DATA lgc32<>+8(SB)/4, $0xbdebd1b8
-DATA lgc32<>+12(SB)/4, $0xbdebd1b8
-DATA lgc32<>+16(SB)/4, $0xbdebd1b8
-DATA lgc32<>+20(SB)/4, $0xbdebd1b8
-DATA lgc32<>+24(SB)/4, $0xbdebd1b8
-DATA lgc32<>+28(SB)/4, $0xbdebd1b8
+DATA lgc32<>+0(SB)/4, $0x3fb504f3
+DATA lgc32<>+4(SB)/4, $0x3fb504f3
+DATA lgc32<>+8(SB)/4, $0x3fb504f3
+DATA lgc32<>+12(SB)/4, $0x3fb504f3
+DATA lgc32<>+16(SB)/4, $0x3fb504f3
+DATA lgc32<>+20(SB)/4, $0x3fb504f3
+DATA lgc32<>+24(SB)/4, $0x3fb504f3
+DATA lgc32<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3def251a
-DATA lgc33<>+4(SB)/4, $0x3def251a
-DATA lgc33<>+8(SB)/4, $0x3def251a
-DATA lgc33<>+12(SB)/4, $0x3def251a
-DATA lgc33<>+16(SB)/4, $0x3def251a
-DATA lgc33<>+20(SB)/4, $0x3def251a
-DATA lgc33<>+24(SB)/4, $0x3def251a
-DATA lgc33<>+28(SB)/4, $0x3def251a
+DATA lgc33<>+0(SB)/4, $0x3d9021bb
+DATA lgc33<>+4(SB)/4, $0x3d9021bb
+DATA lgc33<>+8(SB)/4, $0x3d9021bb
+DATA lgc33<>+12(SB)/4, $0x3d9021bb
+DATA lgc33<>+16(SB)/4, $0x3d9021bb
+DATA lgc33<>+20(SB)/4, $0x3d9021bb
+DATA lgc33<>+24(SB)/4, $0x3d9021bb
+DATA lgc33<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+0(SB)/4, $0xbdebd1b8
+DATA lgc34<>+4(SB)/4, $0xbdebd1b8
+DATA lgc34<>+8(SB)/4, $0xbdebd1b8
+DATA lgc34<>+12(SB)/4, $0xbdebd1b8
+DATA lgc34<>+16(SB)/4, $0xbdebd1b8
+DATA lgc34<>+20(SB)/4, $0xbdebd1b8
+DATA lgc34<>+24(SB)/4, $0xbdebd1b8
+DATA lgc34<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3e11e9bf
-DATA lgc35<>+4(SB)/4, $0x3e11e9bf
-DATA lgc35<>+8(SB)/4, $0x3e11e9bf
-DATA lgc35<>+12(SB)/4, $0x3e11e9bf
-DATA lgc35<>+16(SB)/4, $0x3e11e9bf
-DATA lgc35<>+20(SB)/4, $0x3e11e9bf
-DATA lgc35<>+24(SB)/4, $0x3e11e9bf
-DATA lgc35<>+28(SB)/4, $0x3e11e9bf
+DATA lgc35<>+0(SB)/4, $0x3def251a
+DATA lgc35<>+4(SB)/4, $0x3def251a
+DATA lgc35<>+8(SB)/4, $0x3def251a
+DATA lgc35<>+12(SB)/4, $0x3def251a
+DATA lgc35<>+16(SB)/4, $0x3def251a
+DATA lgc35<>+20(SB)/4, $0x3def251a
+DATA lgc35<>+24(SB)/4, $0x3def251a
+DATA lgc35<>+28(SB)/4, $0x3def251a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbe2aae50
-DATA lgc36<>+4(SB)/4, $0xbe2aae50
-DATA lgc36<>+8(SB)/4, $0xbe2aae50
-DATA lgc36<>+12(SB)/4, $0xbe2aae50
-DATA lgc36<>+16(SB)/4, $0xbe2aae50
-DATA lgc36<>+20(SB)/4, $0xbe2aae50
-DATA lgc36<>+24(SB)/4, $0xbe2aae50
-DATA lgc36<>+28(SB)/4, $0xbe2aae50
+DATA lgc36<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc36<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3e4cceac
-DATA lgc37<>+4(SB)/4, $0x3e4cceac
-DATA lgc37<>+8(SB)/4, $0x3e4cceac
-DATA lgc37<>+12(SB)/4, $0x3e4cceac
-DATA lgc37<>+16(SB)/4, $0x3e4cceac
-DATA lgc37<>+20(SB)/4, $0x3e4cceac
-DATA lgc37<>+24(SB)/4, $0x3e4cceac
-DATA lgc37<>+28(SB)/4, $0x3e4cceac
+DATA lgc37<>+0(SB)/4, $0x3e11e9bf
+DATA lgc37<>+4(SB)/4, $0x3e11e9bf
+DATA lgc37<>+8(SB)/4, $0x3e11e9bf
+DATA lgc37<>+12(SB)/4, $0x3e11e9bf
+DATA lgc37<>+16(SB)/4, $0x3e11e9bf
+DATA lgc37<>+20(SB)/4, $0x3e11e9bf
+DATA lgc37<>+24(SB)/4, $0x3e11e9bf
+DATA lgc37<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbe7ffffc
-DATA lgc38<>+4(SB)/4, $0xbe7ffffc
-DATA lgc38<>+8(SB)/4, $0xbe7ffffc
-DATA lgc38<>+12(SB)/4, $0xbe7ffffc
-DATA lgc38<>+16(SB)/4, $0xbe7ffffc
-DATA lgc38<>+20(SB)/4, $0xbe7ffffc
-DATA lgc38<>+24(SB)/4, $0xbe7ffffc
-DATA lgc38<>+28(SB)/4, $0xbe7ffffc
+DATA lgc38<>+0(SB)/4, $0xbe2aae50
+DATA lgc38<>+4(SB)/4, $0xbe2aae50
+DATA lgc38<>+8(SB)/4, $0xbe2aae50
+DATA lgc38<>+12(SB)/4, $0xbe2aae50
+DATA lgc38<>+16(SB)/4, $0xbe2aae50
+DATA lgc38<>+20(SB)/4, $0xbe2aae50
+DATA lgc38<>+24(SB)/4, $0xbe2aae50
+DATA lgc38<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+0(SB)/4, $0x3e4cceac
+DATA lgc39<>+4(SB)/4, $0x3e4cceac
+DATA lgc39<>+8(SB)/4, $0x3e4cceac
+DATA lgc39<>+12(SB)/4, $0x3e4cceac
+DATA lgc39<>+16(SB)/4, $0x3e4cceac
+DATA lgc39<>+20(SB)/4, $0x3e4cceac
+DATA lgc39<>+24(SB)/4, $0x3e4cceac
+DATA lgc39<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x7fc00000
-DATA lgc40<>+4(SB)/4, $0x7fc00000
-DATA lgc40<>+8(SB)/4, $0x7fc00000
-DATA lgc40<>+12(SB)/4, $0x7fc00000
-DATA lgc40<>+16(SB)/4, $0x7fc00000
-DATA lgc40<>+20(SB)/4, $0x7fc00000
-DATA lgc40<>+24(SB)/4, $0x7fc00000
-DATA lgc40<>+28(SB)/4, $0x7fc00000
+DATA lgc40<>+0(SB)/4, $0xbe7ffffc
+DATA lgc40<>+4(SB)/4, $0xbe7ffffc
+DATA lgc40<>+8(SB)/4, $0xbe7ffffc
+DATA lgc40<>+12(SB)/4, $0xbe7ffffc
+DATA lgc40<>+16(SB)/4, $0xbe7ffffc
+DATA lgc40<>+20(SB)/4, $0xbe7ffffc
+DATA lgc40<>+24(SB)/4, $0xbe7ffffc
+DATA lgc40<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7f800000
-DATA lgc41<>+4(SB)/4, $0x7f800000
-DATA lgc41<>+8(SB)/4, $0x7f800000
-DATA lgc41<>+12(SB)/4, $0x7f800000
-DATA lgc41<>+16(SB)/4, $0x7f800000
-DATA lgc41<>+20(SB)/4, $0x7f800000
-DATA lgc41<>+24(SB)/4, $0x7f800000
-DATA lgc41<>+28(SB)/4, $0x7f800000
+DATA lgc41<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc41<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
+
+DATA lgc42<>+0(SB)/4, $0x7fc00000
+DATA lgc42<>+4(SB)/4, $0x7fc00000
+DATA lgc42<>+8(SB)/4, $0x7fc00000
+DATA lgc42<>+12(SB)/4, $0x7fc00000
+DATA lgc42<>+16(SB)/4, $0x7fc00000
+DATA lgc42<>+20(SB)/4, $0x7fc00000
+DATA lgc42<>+24(SB)/4, $0x7fc00000
+DATA lgc42<>+28(SB)/4, $0x7fc00000
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0x7f800000
+DATA lgc43<>+4(SB)/4, $0x7f800000
+DATA lgc43<>+8(SB)/4, $0x7f800000
+DATA lgc43<>+12(SB)/4, $0x7f800000
+DATA lgc43<>+16(SB)/4, $0x7f800000
+DATA lgc43<>+20(SB)/4, $0x7f800000
+DATA lgc43<>+24(SB)/4, $0x7f800000
+DATA lgc43<>+28(SB)/4, $0x7f800000
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1847,30 +1971,30 @@ bulk_17:
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc27<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPS       lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc28<>+0(SB), Y2, Y2
+	VPAND        lgc30<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc29<>+0(SB), Y3, Y2
+	VPAND        lgc31<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc32<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc31<>+0(SB), Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
+	VMOVAPS      lgc33<>+0(SB), Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1881,9 +2005,9 @@ bulk_17:
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc21<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc42<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc43<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc0<>+0(SB), Y1, Y2
@@ -1894,8 +2018,8 @@ bulk_17:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc43<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_17

@@ -7,22 +7,30 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
-	buf  []float64
-	r8_s []float64
-	r8_p []float32
-	res  []float64
+	buf   []float64
+	r8_s  []float64
+	r8_p  []float32
+	p0_ok []float32
+	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 40)}
+	st := &avxState{buf: make([]float64, 56)}
 	st.r8_s = st.buf[8:24]
 	st.r8_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[48])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -33,7 +41,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r8_s, 0)
 	runtime.Fill(st.r8_p, 0)
+	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.ActionValue[0], &const2[0], &out.ExpectedActionValue[0], &out.ActionValue[0], &st.buf[0], &out.Action[0])
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, s)
+		return
+	}
 	runtime.FinishSum(st.res[:1], st.r8_s, 8)
 	out.InvalidActionValue = float32(st.res[0])
 }

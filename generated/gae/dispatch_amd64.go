@@ -7,7 +7,13 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -17,15 +23,17 @@ type avxState struct {
 	r18_n    []float64
 	r18_mean []float64
 	r18_m2   []float64
+	p0_ok    []float64
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 96)}
+	st := &avxState{buf: make([]float64, 112)}
 	st.r17_s = st.buf[8:20]
 	st.r18_n = st.buf[32:44]
 	st.r18_mean = st.buf[56:68]
 	st.r18_m2 = st.buf[80:92]
+	st.p0_ok = st.buf[104:112]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -45,6 +53,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		runtime.Fill(st.r18_n, 0)
 		runtime.Fill(st.r18_mean, 0)
 		runtime.Fill(st.r18_m2, 0)
+		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &s.s0[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -63,7 +72,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r17_s, sts[c].r17_s)
 			runtime.MergeVar(sts[0].r18_n, sts[0].r18_mean, sts[0].r18_m2, sts[c].r18_n, sts[c].r18_mean, sts[c].r18_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:4]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, s)
+		return
 	}
 	runtime.FinishMean(st.res[:1], st.r17_s, 4, 26944.0)
 	s.s1 = float64(st.res[0])

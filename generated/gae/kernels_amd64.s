@@ -66,6 +66,11 @@ outer0_1:
 	VANDPD      Y4, Y2, Y2
 	VMOVUPD     lgc1<>+0(SB), Y5
 	VBLENDVPD   Y4, Y1, Y5, Y1
+	VANDPD      lgc5<>+0(SB), Y2, Y4
+	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), CX
+	VANDPD      832(CX), Y4, Y4
+	VMOVUPD     Y4, 832(CX)
 	VPERMPD     $0xf9, Y1, Y4
 	VPERMPD     $0xf9, Y2, Y5
 	VBLENDPD    $0x08, lgc1<>+0(SB), Y4, Y4
@@ -87,7 +92,6 @@ outer0_1:
 	// mean(v15) over [N T]
 	VMOVUPD lgc3<>+0(SB), Y3
 	VANDPD  Y3, Y2, Y3
-	MOVQ    p6+48(FP), CX
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 
@@ -167,6 +171,11 @@ blocks_2:
 	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
 	VMOVUPD     Y1, Y1
 	VMOVUPD     Y2, Y2
+	VANDPD      lgc5<>+0(SB), Y2, Y4
+	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
+	MOVQ        p6+48(FP), DX
+	VANDPD      832(DX), Y4, Y4
+	VMOVUPD     Y4, 832(DX)
 	VPERMPD     $0xf9, Y1, Y4
 	VPERMPD     $0xf9, Y2, Y5
 	VBLENDPD    $0x08, lgc1<>+0(SB), Y4, Y4
@@ -186,7 +195,6 @@ blocks_2:
 	VADDPD Y3, Y2, Y1
 
 	// mean(v15) over [N T]
-	MOVQ    p6+48(FP), DX
 	VADDPD  64(DX), Y2, Y3
 	VMOVUPD Y3, 64(DX)
 
@@ -250,6 +258,18 @@ DATA lgc4<>+16(SB)/8, $0x3fee189380000000
 DATA lgc4<>+24(SB)/8, $0x3fee189380000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
+DATA lgc5<>+0(SB)/8, $0x7fffffffffffffff
+DATA lgc5<>+8(SB)/8, $0x7fffffffffffffff
+DATA lgc5<>+16(SB)/8, $0x7fffffffffffffff
+DATA lgc5<>+24(SB)/8, $0x7fffffffffffffff
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/8, $0x7f20000000000000
+DATA lgc6<>+8(SB)/8, $0x7f20000000000000
+DATA lgc6<>+16(SB)/8, $0x7f20000000000000
+DATA lgc6<>+24(SB)/8, $0x7f20000000000000
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(p0 int, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 int)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-48
@@ -276,7 +296,7 @@ blocks_4:
 
 	// v20 = sub(v15, v17) [N=64 T=421]
 	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc5<>+0(SB), Y2
+	VMOVUPD lgc7<>+0(SB), Y2
 
 	// v22 = max(v19, v21) []
 	VMAXPD Y0, Y2, Y0
@@ -309,7 +329,7 @@ blocks_4:
 
 	// v20 = sub(v15, v17) [N=64 T=421]
 	VSUBPD  Y2, Y1, Y1
-	VMOVUPD lgc5<>+0(SB), Y2
+	VMOVUPD lgc7<>+0(SB), Y2
 
 	// v22 = max(v19, v21) []
 	VMAXPD Y0, Y2, Y0
@@ -328,11 +348,11 @@ blocks_4:
 	VZEROUPPER
 	RET
 
-DATA lgc5<>+0(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc5<>+8(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc5<>+16(SB)/8, $0x3f1a36e2eb1c432d
-DATA lgc5<>+24(SB)/8, $0x3f1a36e2eb1c432d
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+DATA lgc7<>+0(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc7<>+8(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc7<>+16(SB)/8, $0x3f1a36e2eb1c432d
+DATA lgc7<>+24(SB)/8, $0x3f1a36e2eb1c432d
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -346,16 +366,14 @@ bulk_5:
 	CMPQ         BX, DX
 	JGE          bulkdone_6
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc6<>+0(SB), Y0, Y1
-	VMINPD       lgc7<>+0(SB), Y1, Y1
-	VMULPD       lgc8<>+0(SB), Y1, Y2
+	VMAXPD       lgc8<>+0(SB), Y0, Y1
+	VMINPD       lgc9<>+0(SB), Y1, Y1
+	VMULPD       lgc10<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc10<>+0(SB), Y2, Y1
-	VMOVAPD      lgc11<>+0(SB), Y3
-	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc13<>+0(SB), Y1, Y3
+	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
+	VFNMADD231PD lgc12<>+0(SB), Y2, Y1
+	VMOVAPD      lgc13<>+0(SB), Y3
 	VFMADD213PD  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc15<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc16<>+0(SB), Y1, Y3
@@ -365,17 +383,19 @@ bulk_5:
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc23<>+0(SB), X1, X2
-	VPMINSD      lgc24<>+0(SB), X2, X2
+	VPMAXSD      lgc25<>+0(SB), X1, X2
+	VPMINSD      lgc26<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc25<>+0(SB), Y2, Y2
+	VPADDQ       lgc27<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc25<>+0(SB), Y1, Y1
+	VPADDQ       lgc27<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -389,133 +409,133 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc6<>+0(SB)/8, $0xc087500000000000
-DATA lgc6<>+8(SB)/8, $0xc087500000000000
-DATA lgc6<>+16(SB)/8, $0xc087500000000000
-DATA lgc6<>+24(SB)/8, $0xc087500000000000
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/8, $0x4086300000000000
-DATA lgc7<>+8(SB)/8, $0x4086300000000000
-DATA lgc7<>+16(SB)/8, $0x4086300000000000
-DATA lgc7<>+24(SB)/8, $0x4086300000000000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
-DATA lgc8<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc8<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc8<>+0(SB)/8, $0xc087500000000000
+DATA lgc8<>+8(SB)/8, $0xc087500000000000
+DATA lgc8<>+16(SB)/8, $0xc087500000000000
+DATA lgc8<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc9<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc9<>+0(SB)/8, $0x4086300000000000
+DATA lgc9<>+8(SB)/8, $0x4086300000000000
+DATA lgc9<>+16(SB)/8, $0x4086300000000000
+DATA lgc9<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc10<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc10<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc10<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc11<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc11<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc11<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc12<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc12<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc12<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc13<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc13<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc13<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc14<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc14<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc14<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc15<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc15<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc15<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc16<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc16<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc16<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc17<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc17<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc17<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc18<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc18<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc18<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3f81111111111111
-DATA lgc19<>+8(SB)/8, $0x3f81111111111111
-DATA lgc19<>+16(SB)/8, $0x3f81111111111111
-DATA lgc19<>+24(SB)/8, $0x3f81111111111111
+DATA lgc19<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc19<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc20<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc20<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc20<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc21<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc21<>+0(SB)/8, $0x3f81111111111111
+DATA lgc21<>+8(SB)/8, $0x3f81111111111111
+DATA lgc21<>+16(SB)/8, $0x3f81111111111111
+DATA lgc21<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc22<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc22<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc22<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xfffffc02
-DATA lgc23<>+4(SB)/4, $0xfffffc02
-DATA lgc23<>+8(SB)/4, $0xfffffc02
-DATA lgc23<>+12(SB)/4, $0xfffffc02
-DATA lgc23<>+16(SB)/4, $0xfffffc02
-DATA lgc23<>+20(SB)/4, $0xfffffc02
-DATA lgc23<>+24(SB)/4, $0xfffffc02
-DATA lgc23<>+28(SB)/4, $0xfffffc02
+DATA lgc23<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc23<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x000003ff
-DATA lgc24<>+4(SB)/4, $0x000003ff
-DATA lgc24<>+8(SB)/4, $0x000003ff
-DATA lgc24<>+12(SB)/4, $0x000003ff
-DATA lgc24<>+16(SB)/4, $0x000003ff
-DATA lgc24<>+20(SB)/4, $0x000003ff
-DATA lgc24<>+24(SB)/4, $0x000003ff
-DATA lgc24<>+28(SB)/4, $0x000003ff
+DATA lgc24<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc24<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x00000000000003ff
-DATA lgc25<>+8(SB)/8, $0x00000000000003ff
-DATA lgc25<>+16(SB)/8, $0x00000000000003ff
-DATA lgc25<>+24(SB)/8, $0x00000000000003ff
+DATA lgc25<>+0(SB)/4, $0xfffffc02
+DATA lgc25<>+4(SB)/4, $0xfffffc02
+DATA lgc25<>+8(SB)/4, $0xfffffc02
+DATA lgc25<>+12(SB)/4, $0xfffffc02
+DATA lgc25<>+16(SB)/4, $0xfffffc02
+DATA lgc25<>+20(SB)/4, $0xfffffc02
+DATA lgc25<>+24(SB)/4, $0xfffffc02
+DATA lgc25<>+28(SB)/4, $0xfffffc02
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x000003ff
+DATA lgc26<>+4(SB)/4, $0x000003ff
+DATA lgc26<>+8(SB)/4, $0x000003ff
+DATA lgc26<>+12(SB)/4, $0x000003ff
+DATA lgc26<>+16(SB)/4, $0x000003ff
+DATA lgc26<>+20(SB)/4, $0x000003ff
+DATA lgc26<>+24(SB)/4, $0x000003ff
+DATA lgc26<>+28(SB)/4, $0x000003ff
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/8, $0x00000000000003ff
+DATA lgc27<>+8(SB)/8, $0x00000000000003ff
+DATA lgc27<>+16(SB)/8, $0x00000000000003ff
+DATA lgc27<>+24(SB)/8, $0x00000000000003ff
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -529,51 +549,51 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc26<>+0(SB), Y0, Y1
-	VMULPD      lgc27<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc28<>+0(SB), Y0, Y1
+	VMULPD      lgc29<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc25<>+0(SB), Y3, Y3
-	VPAND       lgc28<>+0(SB), Y1, Y1
+	VPSUBQ      lgc27<>+0(SB), Y3, Y3
+	VPAND       lgc30<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc29<>+0(SB), Y2, Y1
+	VPAND       lgc31<>+0(SB), Y2, Y1
 	VPOR        lgc1<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc30<>+0(SB), Y1, Y2
-	VMULPD      lgc22<>+0(SB), Y1, Y4
+	VCMPPD      $0x1e, lgc32<>+0(SB), Y1, Y2
+	VMULPD      lgc24<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
 	VSUBPD      lgc1<>+0(SB), Y1, Y1
-	VADDPD      lgc31<>+0(SB), Y1, Y2
+	VADDPD      lgc33<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc32<>+0(SB), Y6
-	VFMADD213PD lgc33<>+0(SB), Y5, Y6
-	VFMADD213PD lgc34<>+0(SB), Y5, Y6
+	VMOVAPD     lgc34<>+0(SB), Y6
+	VFMADD213PD lgc35<>+0(SB), Y5, Y6
+	VFMADD213PD lgc36<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc35<>+0(SB), Y7
-	VFMADD213PD lgc36<>+0(SB), Y5, Y7
-	VFMADD213PD lgc37<>+0(SB), Y5, Y7
+	VMOVAPD     lgc37<>+0(SB), Y7
 	VFMADD213PD lgc38<>+0(SB), Y5, Y7
+	VFMADD213PD lgc39<>+0(SB), Y5, Y7
+	VFMADD213PD lgc40<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc22<>+0(SB), Y4, Y4
-	VPADDQ      lgc39<>+0(SB), Y3, Y3
-	VSUBPD      lgc39<>+0(SB), Y3, Y3
+	VMULPD      lgc24<>+0(SB), Y4, Y4
+	VPADDQ      lgc41<>+0(SB), Y3, Y3
+	VSUBPD      lgc41<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc10<>+0(SB), Y3, Y5
+	VFMADD231PD lgc12<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc9<>+0(SB), Y3, Y1
+	VMULPD      lgc11<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc40<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc41<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc42<>+0(SB), Y1, Y1
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc44<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -584,107 +604,107 @@ bulkdone_8:
 	VZEROUPPER
 	RET
 
-DATA lgc26<>+0(SB)/8, $0x0010000000000000
-DATA lgc26<>+8(SB)/8, $0x0010000000000000
-DATA lgc26<>+16(SB)/8, $0x0010000000000000
-DATA lgc26<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/8, $0x4350000000000000
-DATA lgc27<>+8(SB)/8, $0x4350000000000000
-DATA lgc27<>+16(SB)/8, $0x4350000000000000
-DATA lgc27<>+24(SB)/8, $0x4350000000000000
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc28<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc28<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc28<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc28<>+0(SB)/8, $0x0010000000000000
+DATA lgc28<>+8(SB)/8, $0x0010000000000000
+DATA lgc28<>+16(SB)/8, $0x0010000000000000
+DATA lgc28<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc29<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc29<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc29<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc29<>+0(SB)/8, $0x4350000000000000
+DATA lgc29<>+8(SB)/8, $0x4350000000000000
+DATA lgc29<>+16(SB)/8, $0x4350000000000000
+DATA lgc29<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc30<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc30<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc30<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc30<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc30<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x4000000000000000
-DATA lgc31<>+8(SB)/8, $0x4000000000000000
-DATA lgc31<>+16(SB)/8, $0x4000000000000000
-DATA lgc31<>+24(SB)/8, $0x4000000000000000
+DATA lgc31<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc31<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc32<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc32<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc33<>+0(SB)/8, $0x4000000000000000
+DATA lgc33<>+8(SB)/8, $0x4000000000000000
+DATA lgc33<>+16(SB)/8, $0x4000000000000000
+DATA lgc33<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc34<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc34<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc35<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc35<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc36<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc36<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc37<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc37<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc38<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc38<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x4338000000000000
-DATA lgc39<>+8(SB)/8, $0x4338000000000000
-DATA lgc39<>+16(SB)/8, $0x4338000000000000
-DATA lgc39<>+24(SB)/8, $0x4338000000000000
+DATA lgc39<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc39<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0xfff0000000000000
-DATA lgc40<>+8(SB)/8, $0xfff0000000000000
-DATA lgc40<>+16(SB)/8, $0xfff0000000000000
-DATA lgc40<>+24(SB)/8, $0xfff0000000000000
+DATA lgc40<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc40<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc41<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc41<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc41<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc41<>+0(SB)/8, $0x4338000000000000
+DATA lgc41<>+8(SB)/8, $0x4338000000000000
+DATA lgc41<>+16(SB)/8, $0x4338000000000000
+DATA lgc41<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc42<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc42<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc42<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc42<>+0(SB)/8, $0xfff0000000000000
+DATA lgc42<>+8(SB)/8, $0xfff0000000000000
+DATA lgc42<>+16(SB)/8, $0xfff0000000000000
+DATA lgc42<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+24(SB)/8, $0x7ff8000000000001
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
+
+DATA lgc44<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc44<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc44<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc44<>+24(SB)/8, $0x7ff0000000000000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -699,51 +719,51 @@ bulk_9:
 	JGE         bulkdone_10
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc1<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc26<>+0(SB), Y1, Y2
-	VMULPD      lgc27<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc28<>+0(SB), Y1, Y2
+	VMULPD      lgc29<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc25<>+0(SB), Y4, Y4
-	VPAND       lgc28<>+0(SB), Y2, Y2
+	VPSUBQ      lgc27<>+0(SB), Y4, Y4
+	VPAND       lgc30<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc29<>+0(SB), Y3, Y2
+	VPAND       lgc31<>+0(SB), Y3, Y2
 	VPOR        lgc1<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc30<>+0(SB), Y2, Y3
-	VMULPD      lgc22<>+0(SB), Y2, Y5
+	VCMPPD      $0x1e, lgc32<>+0(SB), Y2, Y3
+	VMULPD      lgc24<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
 	VSUBPD      lgc1<>+0(SB), Y2, Y2
-	VADDPD      lgc31<>+0(SB), Y2, Y3
+	VADDPD      lgc33<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc32<>+0(SB), Y7
-	VFMADD213PD lgc33<>+0(SB), Y6, Y7
-	VFMADD213PD lgc34<>+0(SB), Y6, Y7
+	VMOVAPD     lgc34<>+0(SB), Y7
+	VFMADD213PD lgc35<>+0(SB), Y6, Y7
+	VFMADD213PD lgc36<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc35<>+0(SB), Y8
-	VFMADD213PD lgc36<>+0(SB), Y6, Y8
-	VFMADD213PD lgc37<>+0(SB), Y6, Y8
+	VMOVAPD     lgc37<>+0(SB), Y8
 	VFMADD213PD lgc38<>+0(SB), Y6, Y8
+	VFMADD213PD lgc39<>+0(SB), Y6, Y8
+	VFMADD213PD lgc40<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc22<>+0(SB), Y5, Y5
-	VPADDQ      lgc39<>+0(SB), Y4, Y4
-	VSUBPD      lgc39<>+0(SB), Y4, Y4
+	VMULPD      lgc24<>+0(SB), Y5, Y5
+	VPADDQ      lgc41<>+0(SB), Y4, Y4
+	VSUBPD      lgc41<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc10<>+0(SB), Y4, Y6
+	VFMADD231PD lgc12<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc9<>+0(SB), Y4, Y2
+	VMULPD      lgc11<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc42<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc44<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 	VSUBPD      lgc1<>+0(SB), Y1, Y3
@@ -753,9 +773,9 @@ bulk_9:
 	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc42<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_9

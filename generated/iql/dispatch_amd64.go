@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -22,11 +28,12 @@ type avxState struct {
 	r45_p []float32
 	r48_s []float64
 	r48_p []float32
+	p0_ok []float32
 	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 160)}
+	st := &avxState{buf: make([]float64, 176)}
 	st.r28_s = st.buf[8:24]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r38_s = st.buf[48:64]
@@ -35,6 +42,7 @@ var avxPool = sync.Pool{New: func() any {
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r48_s = st.buf[128:144]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -51,7 +59,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r45_p, 0)
 	runtime.Fill(st.r48_s, 0)
 	runtime.Fill(st.r48_p, 0)
+	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r28_s, 8, 1024.0)
 	out.LossActor = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r38_s, 8, 1024.0)
@@ -74,11 +88,12 @@ type fbAvxState struct {
 	r45_p []float32
 	r48_s []float64
 	r48_p []float32
+	p0_ok []float32
 	res   []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 160)}
+	st := &fbAvxState{buf: make([]float64, 176)}
 	st.r28_s = st.buf[8:24]
 	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r38_s = st.buf[48:64]
@@ -87,6 +102,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
 	st.r48_s = st.buf[128:144]
 	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[168])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -103,7 +119,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r45_p, 0)
 	runtime.Fill(st.r48_s, 0)
 	runtime.Fill(st.r48_p, 0)
+	runtime.SetMask(st.p0_ok)
 	fbPass0AVX2(&in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &g.StateActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0])
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r28_s, 8, 1024.0)
 	out.LossActor = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r38_s, 8, 1024.0)

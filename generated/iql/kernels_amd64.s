@@ -272,45 +272,58 @@ inner_Q_3:
 	JNZ          noflush_4
 	MOVQ         p7+56(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
@@ -319,45 +332,58 @@ noflush_4:
 	JL           blocks_1
 	MOVQ         p7+56(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y1, Y1
-	VMOVUPD      Y1, 384(AX)
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y1, Y1
-	VMOVUPD      Y1, 704(AX)
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y1, Y1
-	VMOVUPD      Y1, 1024(AX)
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
+	VANDPS       1344(AX), Y1, Y1
+	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
 	RET
 
@@ -576,6 +602,26 @@ DATA lgc21<>+20(SB)/4, $0x00000000
 DATA lgc21<>+24(SB)/4, $0x00000000
 DATA lgc21<>+28(SB)/4, $0x00000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x7fffffff
+DATA lgc22<>+4(SB)/4, $0x7fffffff
+DATA lgc22<>+8(SB)/4, $0x7fffffff
+DATA lgc22<>+12(SB)/4, $0x7fffffff
+DATA lgc22<>+16(SB)/4, $0x7fffffff
+DATA lgc22<>+20(SB)/4, $0x7fffffff
+DATA lgc22<>+24(SB)/4, $0x7fffffff
+DATA lgc22<>+28(SB)/4, $0x7fffffff
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x7f7fffff
+DATA lgc23<>+4(SB)/4, $0x7f7fffff
+DATA lgc23<>+8(SB)/4, $0x7f7fffff
+DATA lgc23<>+12(SB)/4, $0x7f7fffff
+DATA lgc23<>+16(SB)/4, $0x7f7fffff
+DATA lgc23<>+20(SB)/4, $0x7f7fffff
+DATA lgc23<>+24(SB)/4, $0x7f7fffff
+DATA lgc23<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -829,7 +875,7 @@ inner_Q_7:
 
 	// v51 = detach(v50) [B=1024]
 	// v53 = mul(v52, v42) [B=1024]
-	VMULPS lgc22<>+0(SB), Y1, Y1
+	VMULPS lgc24<>+0(SB), Y1, Y1
 
 	// v54 = mul(v53, v39) [B=1024]
 	VMULPS Y0, Y1, Y0
@@ -866,7 +912,7 @@ inner_Q_8:
 
 	// v33 = mul(v31, v30) [Q=2 B=1024]
 	VMULPS  lgc16<>+0(SB), Y1, Y4
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 	VMOVUPS lgc21<>+0(SB), Y6
 
 	// v57 = where(v32, v52, v40) [Q=2 B=1024]
@@ -904,7 +950,7 @@ inner_Q_8:
 
 	// v67 = mul(v29, v40) [Q=2 B=1024]
 	VMULPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc23<>+0(SB), Y5
+	VMOVUPS lgc25<>+0(SB), Y5
 
 	// v68 = where(v65, v66, v67) [Q=2 B=1024]
 	VMOVUPS   lgc21<>+0(SB), Y6
@@ -928,7 +974,7 @@ inner_Q_8:
 	VMOVUPS 320(SP), Y0
 
 	// v72 = mul(v71, v25) [B=1024]
-	VMULPS  lgc24<>+0(SB), Y0, Y0
+	VMULPS  lgc26<>+0(SB), Y0, Y0
 	VMOVUPS 160(SP), Y1
 
 	// store v12
@@ -957,45 +1003,58 @@ inner_Q_8:
 	JNZ          noflush_9
 	MOVQ         p7+56(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
+	VANDPS       1344(CX), Y1, Y1
+	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -1004,77 +1063,90 @@ noflush_9:
 	JL           blocks_5
 	MOVQ         p7+56(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y1, Y1
-	VMOVUPD      Y1, 384(AX)
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y1, Y1
-	VMOVUPD      Y1, 704(AX)
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc23<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y1, Y1
-	VMOVUPD      Y1, 1024(AX)
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc21<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
+	VANDPS       1344(AX), Y1, Y1
+	VMOVUPS      Y1, 1344(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc22<>+0(SB)/4, $0x3a800000
-DATA lgc22<>+4(SB)/4, $0x3a800000
-DATA lgc22<>+8(SB)/4, $0x3a800000
-DATA lgc22<>+12(SB)/4, $0x3a800000
-DATA lgc22<>+16(SB)/4, $0x3a800000
-DATA lgc22<>+20(SB)/4, $0x3a800000
-DATA lgc22<>+24(SB)/4, $0x3a800000
-DATA lgc22<>+28(SB)/4, $0x3a800000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0xbf800000
-DATA lgc23<>+4(SB)/4, $0xbf800000
-DATA lgc23<>+8(SB)/4, $0xbf800000
-DATA lgc23<>+12(SB)/4, $0xbf800000
-DATA lgc23<>+16(SB)/4, $0xbf800000
-DATA lgc23<>+20(SB)/4, $0xbf800000
-DATA lgc23<>+24(SB)/4, $0xbf800000
-DATA lgc23<>+28(SB)/4, $0xbf800000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0xba800000
-DATA lgc24<>+4(SB)/4, $0xba800000
-DATA lgc24<>+8(SB)/4, $0xba800000
-DATA lgc24<>+12(SB)/4, $0xba800000
-DATA lgc24<>+16(SB)/4, $0xba800000
-DATA lgc24<>+20(SB)/4, $0xba800000
-DATA lgc24<>+24(SB)/4, $0xba800000
-DATA lgc24<>+28(SB)/4, $0xba800000
+DATA lgc24<>+0(SB)/4, $0x3a800000
+DATA lgc24<>+4(SB)/4, $0x3a800000
+DATA lgc24<>+8(SB)/4, $0x3a800000
+DATA lgc24<>+12(SB)/4, $0x3a800000
+DATA lgc24<>+16(SB)/4, $0x3a800000
+DATA lgc24<>+20(SB)/4, $0x3a800000
+DATA lgc24<>+24(SB)/4, $0x3a800000
+DATA lgc24<>+28(SB)/4, $0x3a800000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0xbf800000
+DATA lgc25<>+4(SB)/4, $0xbf800000
+DATA lgc25<>+8(SB)/4, $0xbf800000
+DATA lgc25<>+12(SB)/4, $0xbf800000
+DATA lgc25<>+16(SB)/4, $0xbf800000
+DATA lgc25<>+20(SB)/4, $0xbf800000
+DATA lgc25<>+24(SB)/4, $0xbf800000
+DATA lgc25<>+28(SB)/4, $0xbf800000
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0xba800000
+DATA lgc26<>+4(SB)/4, $0xba800000
+DATA lgc26<>+8(SB)/4, $0xba800000
+DATA lgc26<>+12(SB)/4, $0xba800000
+DATA lgc26<>+16(SB)/4, $0xba800000
+DATA lgc26<>+20(SB)/4, $0xba800000
+DATA lgc26<>+24(SB)/4, $0xba800000
+DATA lgc26<>+28(SB)/4, $0xba800000
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1136,30 +1208,30 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
-	VMULPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
+	VMULPS       lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc18<>+0(SB), Y3, Y3
-	VPAND        lgc27<>+0(SB), Y1, Y1
+	VPAND        lgc29<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc28<>+0(SB), Y2, Y1
+	VPAND        lgc30<>+0(SB), Y2, Y1
 	VPOR         lgc0<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc29<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y1, Y2
 	VMULPS       lgc16<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc30<>+0(SB), Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
+	VMOVAPS      lgc32<>+0(SB), Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1170,7 +1242,7 @@ bulk_12:
 	VCMPPS       $0x00, lgc21<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc3<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc2<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
@@ -1183,155 +1255,155 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x00800000
-DATA lgc25<>+4(SB)/4, $0x00800000
-DATA lgc25<>+8(SB)/4, $0x00800000
-DATA lgc25<>+12(SB)/4, $0x00800000
-DATA lgc25<>+16(SB)/4, $0x00800000
-DATA lgc25<>+20(SB)/4, $0x00800000
-DATA lgc25<>+24(SB)/4, $0x00800000
-DATA lgc25<>+28(SB)/4, $0x00800000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x4b000000
-DATA lgc26<>+4(SB)/4, $0x4b000000
-DATA lgc26<>+8(SB)/4, $0x4b000000
-DATA lgc26<>+12(SB)/4, $0x4b000000
-DATA lgc26<>+16(SB)/4, $0x4b000000
-DATA lgc26<>+20(SB)/4, $0x4b000000
-DATA lgc26<>+24(SB)/4, $0x4b000000
-DATA lgc26<>+28(SB)/4, $0x4b000000
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0xffffffe9
-DATA lgc27<>+4(SB)/4, $0xffffffe9
-DATA lgc27<>+8(SB)/4, $0xffffffe9
-DATA lgc27<>+12(SB)/4, $0xffffffe9
-DATA lgc27<>+16(SB)/4, $0xffffffe9
-DATA lgc27<>+20(SB)/4, $0xffffffe9
-DATA lgc27<>+24(SB)/4, $0xffffffe9
-DATA lgc27<>+28(SB)/4, $0xffffffe9
+DATA lgc27<>+0(SB)/4, $0x00800000
+DATA lgc27<>+4(SB)/4, $0x00800000
+DATA lgc27<>+8(SB)/4, $0x00800000
+DATA lgc27<>+12(SB)/4, $0x00800000
+DATA lgc27<>+16(SB)/4, $0x00800000
+DATA lgc27<>+20(SB)/4, $0x00800000
+DATA lgc27<>+24(SB)/4, $0x00800000
+DATA lgc27<>+28(SB)/4, $0x00800000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x007fffff
-DATA lgc28<>+4(SB)/4, $0x007fffff
-DATA lgc28<>+8(SB)/4, $0x007fffff
-DATA lgc28<>+12(SB)/4, $0x007fffff
-DATA lgc28<>+16(SB)/4, $0x007fffff
-DATA lgc28<>+20(SB)/4, $0x007fffff
-DATA lgc28<>+24(SB)/4, $0x007fffff
-DATA lgc28<>+28(SB)/4, $0x007fffff
+DATA lgc28<>+0(SB)/4, $0x4b000000
+DATA lgc28<>+4(SB)/4, $0x4b000000
+DATA lgc28<>+8(SB)/4, $0x4b000000
+DATA lgc28<>+12(SB)/4, $0x4b000000
+DATA lgc28<>+16(SB)/4, $0x4b000000
+DATA lgc28<>+20(SB)/4, $0x4b000000
+DATA lgc28<>+24(SB)/4, $0x4b000000
+DATA lgc28<>+28(SB)/4, $0x4b000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3fb504f3
-DATA lgc29<>+4(SB)/4, $0x3fb504f3
-DATA lgc29<>+8(SB)/4, $0x3fb504f3
-DATA lgc29<>+12(SB)/4, $0x3fb504f3
-DATA lgc29<>+16(SB)/4, $0x3fb504f3
-DATA lgc29<>+20(SB)/4, $0x3fb504f3
-DATA lgc29<>+24(SB)/4, $0x3fb504f3
-DATA lgc29<>+28(SB)/4, $0x3fb504f3
+DATA lgc29<>+0(SB)/4, $0xffffffe9
+DATA lgc29<>+4(SB)/4, $0xffffffe9
+DATA lgc29<>+8(SB)/4, $0xffffffe9
+DATA lgc29<>+12(SB)/4, $0xffffffe9
+DATA lgc29<>+16(SB)/4, $0xffffffe9
+DATA lgc29<>+20(SB)/4, $0xffffffe9
+DATA lgc29<>+24(SB)/4, $0xffffffe9
+DATA lgc29<>+28(SB)/4, $0xffffffe9
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3d9021bb
-DATA lgc30<>+4(SB)/4, $0x3d9021bb
-DATA lgc30<>+8(SB)/4, $0x3d9021bb
-DATA lgc30<>+12(SB)/4, $0x3d9021bb
-DATA lgc30<>+16(SB)/4, $0x3d9021bb
-DATA lgc30<>+20(SB)/4, $0x3d9021bb
-DATA lgc30<>+24(SB)/4, $0x3d9021bb
-DATA lgc30<>+28(SB)/4, $0x3d9021bb
+DATA lgc30<>+0(SB)/4, $0x007fffff
+DATA lgc30<>+4(SB)/4, $0x007fffff
+DATA lgc30<>+8(SB)/4, $0x007fffff
+DATA lgc30<>+12(SB)/4, $0x007fffff
+DATA lgc30<>+16(SB)/4, $0x007fffff
+DATA lgc30<>+20(SB)/4, $0x007fffff
+DATA lgc30<>+24(SB)/4, $0x007fffff
+DATA lgc30<>+28(SB)/4, $0x007fffff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbdebd1b8
-DATA lgc31<>+4(SB)/4, $0xbdebd1b8
-DATA lgc31<>+8(SB)/4, $0xbdebd1b8
-DATA lgc31<>+12(SB)/4, $0xbdebd1b8
-DATA lgc31<>+16(SB)/4, $0xbdebd1b8
-DATA lgc31<>+20(SB)/4, $0xbdebd1b8
-DATA lgc31<>+24(SB)/4, $0xbdebd1b8
-DATA lgc31<>+28(SB)/4, $0xbdebd1b8
+DATA lgc31<>+0(SB)/4, $0x3fb504f3
+DATA lgc31<>+4(SB)/4, $0x3fb504f3
+DATA lgc31<>+8(SB)/4, $0x3fb504f3
+DATA lgc31<>+12(SB)/4, $0x3fb504f3
+DATA lgc31<>+16(SB)/4, $0x3fb504f3
+DATA lgc31<>+20(SB)/4, $0x3fb504f3
+DATA lgc31<>+24(SB)/4, $0x3fb504f3
+DATA lgc31<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3def251a
-DATA lgc32<>+4(SB)/4, $0x3def251a
-DATA lgc32<>+8(SB)/4, $0x3def251a
-DATA lgc32<>+12(SB)/4, $0x3def251a
-DATA lgc32<>+16(SB)/4, $0x3def251a
-DATA lgc32<>+20(SB)/4, $0x3def251a
-DATA lgc32<>+24(SB)/4, $0x3def251a
-DATA lgc32<>+28(SB)/4, $0x3def251a
+DATA lgc32<>+0(SB)/4, $0x3d9021bb
+DATA lgc32<>+4(SB)/4, $0x3d9021bb
+DATA lgc32<>+8(SB)/4, $0x3d9021bb
+DATA lgc32<>+12(SB)/4, $0x3d9021bb
+DATA lgc32<>+16(SB)/4, $0x3d9021bb
+DATA lgc32<>+20(SB)/4, $0x3d9021bb
+DATA lgc32<>+24(SB)/4, $0x3d9021bb
+DATA lgc32<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+0(SB)/4, $0xbdebd1b8
+DATA lgc33<>+4(SB)/4, $0xbdebd1b8
+DATA lgc33<>+8(SB)/4, $0xbdebd1b8
+DATA lgc33<>+12(SB)/4, $0xbdebd1b8
+DATA lgc33<>+16(SB)/4, $0xbdebd1b8
+DATA lgc33<>+20(SB)/4, $0xbdebd1b8
+DATA lgc33<>+24(SB)/4, $0xbdebd1b8
+DATA lgc33<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3e11e9bf
-DATA lgc34<>+4(SB)/4, $0x3e11e9bf
-DATA lgc34<>+8(SB)/4, $0x3e11e9bf
-DATA lgc34<>+12(SB)/4, $0x3e11e9bf
-DATA lgc34<>+16(SB)/4, $0x3e11e9bf
-DATA lgc34<>+20(SB)/4, $0x3e11e9bf
-DATA lgc34<>+24(SB)/4, $0x3e11e9bf
-DATA lgc34<>+28(SB)/4, $0x3e11e9bf
+DATA lgc34<>+0(SB)/4, $0x3def251a
+DATA lgc34<>+4(SB)/4, $0x3def251a
+DATA lgc34<>+8(SB)/4, $0x3def251a
+DATA lgc34<>+12(SB)/4, $0x3def251a
+DATA lgc34<>+16(SB)/4, $0x3def251a
+DATA lgc34<>+20(SB)/4, $0x3def251a
+DATA lgc34<>+24(SB)/4, $0x3def251a
+DATA lgc34<>+28(SB)/4, $0x3def251a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbe2aae50
-DATA lgc35<>+4(SB)/4, $0xbe2aae50
-DATA lgc35<>+8(SB)/4, $0xbe2aae50
-DATA lgc35<>+12(SB)/4, $0xbe2aae50
-DATA lgc35<>+16(SB)/4, $0xbe2aae50
-DATA lgc35<>+20(SB)/4, $0xbe2aae50
-DATA lgc35<>+24(SB)/4, $0xbe2aae50
-DATA lgc35<>+28(SB)/4, $0xbe2aae50
+DATA lgc35<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc35<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e4cceac
-DATA lgc36<>+4(SB)/4, $0x3e4cceac
-DATA lgc36<>+8(SB)/4, $0x3e4cceac
-DATA lgc36<>+12(SB)/4, $0x3e4cceac
-DATA lgc36<>+16(SB)/4, $0x3e4cceac
-DATA lgc36<>+20(SB)/4, $0x3e4cceac
-DATA lgc36<>+24(SB)/4, $0x3e4cceac
-DATA lgc36<>+28(SB)/4, $0x3e4cceac
+DATA lgc36<>+0(SB)/4, $0x3e11e9bf
+DATA lgc36<>+4(SB)/4, $0x3e11e9bf
+DATA lgc36<>+8(SB)/4, $0x3e11e9bf
+DATA lgc36<>+12(SB)/4, $0x3e11e9bf
+DATA lgc36<>+16(SB)/4, $0x3e11e9bf
+DATA lgc36<>+20(SB)/4, $0x3e11e9bf
+DATA lgc36<>+24(SB)/4, $0x3e11e9bf
+DATA lgc36<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe7ffffc
-DATA lgc37<>+4(SB)/4, $0xbe7ffffc
-DATA lgc37<>+8(SB)/4, $0xbe7ffffc
-DATA lgc37<>+12(SB)/4, $0xbe7ffffc
-DATA lgc37<>+16(SB)/4, $0xbe7ffffc
-DATA lgc37<>+20(SB)/4, $0xbe7ffffc
-DATA lgc37<>+24(SB)/4, $0xbe7ffffc
-DATA lgc37<>+28(SB)/4, $0xbe7ffffc
+DATA lgc37<>+0(SB)/4, $0xbe2aae50
+DATA lgc37<>+4(SB)/4, $0xbe2aae50
+DATA lgc37<>+8(SB)/4, $0xbe2aae50
+DATA lgc37<>+12(SB)/4, $0xbe2aae50
+DATA lgc37<>+16(SB)/4, $0xbe2aae50
+DATA lgc37<>+20(SB)/4, $0xbe2aae50
+DATA lgc37<>+24(SB)/4, $0xbe2aae50
+DATA lgc37<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+0(SB)/4, $0x3e4cceac
+DATA lgc38<>+4(SB)/4, $0x3e4cceac
+DATA lgc38<>+8(SB)/4, $0x3e4cceac
+DATA lgc38<>+12(SB)/4, $0x3e4cceac
+DATA lgc38<>+16(SB)/4, $0x3e4cceac
+DATA lgc38<>+20(SB)/4, $0x3e4cceac
+DATA lgc38<>+24(SB)/4, $0x3e4cceac
+DATA lgc38<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x7fc00000
-DATA lgc39<>+4(SB)/4, $0x7fc00000
-DATA lgc39<>+8(SB)/4, $0x7fc00000
-DATA lgc39<>+12(SB)/4, $0x7fc00000
-DATA lgc39<>+16(SB)/4, $0x7fc00000
-DATA lgc39<>+20(SB)/4, $0x7fc00000
-DATA lgc39<>+24(SB)/4, $0x7fc00000
-DATA lgc39<>+28(SB)/4, $0x7fc00000
+DATA lgc39<>+0(SB)/4, $0xbe7ffffc
+DATA lgc39<>+4(SB)/4, $0xbe7ffffc
+DATA lgc39<>+8(SB)/4, $0xbe7ffffc
+DATA lgc39<>+12(SB)/4, $0xbe7ffffc
+DATA lgc39<>+16(SB)/4, $0xbe7ffffc
+DATA lgc39<>+20(SB)/4, $0xbe7ffffc
+DATA lgc39<>+24(SB)/4, $0xbe7ffffc
+DATA lgc39<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+
+DATA lgc40<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc40<>+28(SB)/4, $0x3eaaaaaa
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0x7fc00000
+DATA lgc41<>+4(SB)/4, $0x7fc00000
+DATA lgc41<>+8(SB)/4, $0x7fc00000
+DATA lgc41<>+12(SB)/4, $0x7fc00000
+DATA lgc41<>+16(SB)/4, $0x7fc00000
+DATA lgc41<>+20(SB)/4, $0x7fc00000
+DATA lgc41<>+24(SB)/4, $0x7fc00000
+DATA lgc41<>+28(SB)/4, $0x7fc00000
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1346,30 +1418,30 @@ bulk_14:
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
+	VMULPS       lgc28<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc18<>+0(SB), Y4, Y4
-	VPAND        lgc27<>+0(SB), Y2, Y2
+	VPAND        lgc29<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc28<>+0(SB), Y3, Y2
+	VPAND        lgc30<>+0(SB), Y3, Y2
 	VPOR         lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc29<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc31<>+0(SB), Y2, Y3
 	VMULPS       lgc16<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc30<>+0(SB), Y5
-	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
+	VMOVAPS      lgc32<>+0(SB), Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1380,7 +1452,7 @@ bulk_14:
 	VCMPPS       $0x00, lgc21<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc3<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc2<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2

@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -30,17 +36,19 @@ type avxState struct {
 	r94_s  []float64
 	r94_ok []float32
 	r96_s  []float64
+	p0_ok  []float32
 	r102_s []float64
 	r102_p []float32
 	r103_s []float64
 	r103_p []float32
+	p2_ok  []float32
 	r77_s  []float64
 	r85_s  []float64
 	res    []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 768)}
+	st := &avxState{buf: make([]float64, 800)}
 	st.r29_s = st.buf[8:24]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r46_s = st.buf[48:64]
@@ -57,12 +65,14 @@ var avxPool = sync.Pool{New: func() any {
 	st.r94_s = st.buf[400:456]
 	st.r94_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
 	st.r96_s = st.buf[504:560]
-	st.r102_s = st.buf[568:584]
-	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r103_s = st.buf[608:624]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 16)
-	st.r77_s = st.buf[648:704]
-	st.r85_s = st.buf[712:768]
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.r102_s = st.buf[584:600]
+	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r103_s = st.buf[624:640]
+	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
+	st.r77_s = st.buf[680:736]
+	st.r85_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -94,6 +104,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r94_s, 0)
 		runtime.SetMask(st.r94_ok)
 		runtime.Fill(st.r96_s, 0)
+		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 16)
@@ -121,9 +132,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r94_s, sts[c].r94_s)
 			runtime.MergeMask(sts[0].r94_ok, sts[c].r94_ok)
 			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r94_ok[:8]) {
+	if !runtime.MaskSet(st.r94_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -174,7 +187,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r102_p, 0)
 	runtime.Fill(st.r103_s, 0)
 	runtime.Fill(st.r103_p, 0)
+	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishSum(st.res[:1], st.r102_s, 8)
 	s.s12 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r103_s, 8)
@@ -258,17 +277,19 @@ type fbAvxState struct {
 	r94_s  []float64
 	r94_ok []float32
 	r96_s  []float64
+	p0_ok  []float32
 	r102_s []float64
 	r102_p []float32
 	r103_s []float64
 	r103_p []float32
+	p2_ok  []float32
 	r77_s  []float64
 	r85_s  []float64
 	res    []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 768)}
+	st := &fbAvxState{buf: make([]float64, 800)}
 	st.r29_s = st.buf[8:24]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r46_s = st.buf[48:64]
@@ -285,12 +306,14 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r94_s = st.buf[400:456]
 	st.r94_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
 	st.r96_s = st.buf[504:560]
-	st.r102_s = st.buf[568:584]
-	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[592])), 16)
-	st.r103_s = st.buf[608:624]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[632])), 16)
-	st.r77_s = st.buf[648:704]
-	st.r85_s = st.buf[712:768]
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
+	st.r102_s = st.buf[584:600]
+	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r103_s = st.buf[624:640]
+	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
+	st.r77_s = st.buf[680:736]
+	st.r85_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -322,6 +345,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r94_s, 0)
 		runtime.SetMask(st.r94_ok)
 		runtime.Fill(st.r96_s, 0)
+		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(fbPass0Chunks, 16)
@@ -349,9 +373,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r94_s, sts[c].r94_s)
 			runtime.MergeMask(sts[0].r94_ok, sts[c].r94_ok)
 			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r94_ok[:8]) {
+	if !runtime.MaskSet(st.r94_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -402,7 +428,13 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r102_p, 0)
 	runtime.Fill(st.r103_s, 0)
 	runtime.Fill(st.r103_p, 0)
+	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
+	}
 	runtime.FinishSum(st.res[:1], st.r102_s, 8)
 	s.s12 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r103_s, 8)

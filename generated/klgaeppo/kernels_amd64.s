@@ -87,21 +87,26 @@ blocks_2:
 	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
 	VMOVUPS     Y8, Y2
 	VMOVUPS     Y7, Y4
-	VMOVUPS     lgc4<>+0(SB), Y7
+	VANDPS      lgc4<>+0(SB), Y4, Y5
+	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
+	MOVQ        p9+72(FP), BX
+	VANDPS      4544(BX), Y5, Y5
+	VMOVUPS     Y5, 4544(BX)
+	VMOVUPS     lgc6<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y7
+	VMOVUPS     lgc7<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y7
+	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
@@ -109,7 +114,7 @@ blocks_2:
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
 	VFMADD231PS Y2, Y0, Y4
-	VMOVUPS     lgc7<>+0(SB), Y0
+	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// v25 = add(v24, v12) [B=16 L=48]  # value_target
@@ -124,7 +129,6 @@ blocks_2:
 	VMOVUPS   Y4, 96(SP)
 
 	// sum(v28) over [B L]
-	MOVQ    p9+72(FP), BX
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 	MOVQ    p10+80(FP), DI
@@ -135,40 +139,40 @@ blocks_2:
 	// v31 = sub(v30, v0) [B=16 L=48]  # log_weight
 	VSUBPS  Y7, Y6, Y6
 	VMOVUPS Y5, 128(SP)
-	VMOVUPS lgc8<>+0(SB), Y5
+	VMOVUPS lgc10<>+0(SB), Y5
 
 	// v34 = max(v31, v32) tie=first [B=16 L=48]
 	VMAXPS  Y6, Y5, Y5
-	VMOVUPS lgc9<>+0(SB), Y7
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v35 = min(v34, v33) tie=first [B=16 L=48]  # log_weight_clip
 	VMINPS  Y5, Y7, Y5
 	VMOVUPS Y2, 160(SP)
 
 	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc10<>+0(SB), Y6, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y7
+	VMAXPS       lgc12<>+0(SB), Y6, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y2
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y2
+	VMOVAPS      lgc17<>+0(SB), Y8
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y8
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y8
 	VMULPS       Y2, Y2, Y9
 	VFMADD213PS  Y2, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPMAXSD      lgc23<>+0(SB), Y2, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y2, Y8, Y8
@@ -178,11 +182,11 @@ blocks_2:
 	// v37 = ge(v26, v3) [B=16 L=48]
 	VCMPPS  $0x1d, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y7
+	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v39 = min(v36, v38) tie=first [B=16 L=48]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc24<>+0(SB), Y9
+	VMOVUPS lgc26<>+0(SB), Y9
 
 	// v41 = max(v36, v40) tie=first [B=16 L=48]
 	VMAXPS Y8, Y9, Y8
@@ -196,7 +200,7 @@ blocks_2:
 	VMULPS Y2, Y4, Y2
 
 	// v44 = neg(v43) [B=16 L=48]
-	VXORPS lgc25<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v45 = where(v2, v44, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -243,7 +247,7 @@ blocks_2:
 	VSUBPS Y5, Y2, Y5
 
 	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 	VANDNPS Y5, Y7, Y7
 	VMOVUPS lgc2<>+0(SB), Y8
 
@@ -252,13 +256,13 @@ blocks_2:
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS lgc20<>+0(SB), Y7, Y9
+	VMULPS lgc22<>+0(SB), Y7, Y9
 
 	// v62 = mul(v61, v58) [B=16 L=48]
 	VMULPS Y7, Y9, Y9
 
 	// v63 = sub(v58, v59) [B=16 L=48]
-	VSUBPS lgc20<>+0(SB), Y7, Y7
+	VSUBPS lgc22<>+0(SB), Y7, Y7
 
 	// v64 = where(v60, v62, v63) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y10
@@ -316,7 +320,7 @@ blocks_2:
 	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v93 = where(v2, v31, v92) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y3
@@ -325,38 +329,38 @@ blocks_2:
 	VMOVUPS   Y4, 192(SP)
 
 	// logsumexp(v93) over [B]
-	VMAXPS       lgc10<>+0(SB), Y1, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y3
-	VPMINSD      lgc22<>+0(SB), Y3, Y3
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc27<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc26<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       3712(BX), Y2, Y2
 	VMOVUPS      Y2, 3712(BX)
@@ -375,7 +379,7 @@ blocks_2:
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
 	// v95 = mul(v91, v93) [B=16 L=48]
-	VMULPS  lgc29<>+0(SB), Y1, Y1
+	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
 	// store v5
@@ -410,55 +414,71 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       4544(DX), Y2, Y2
+	VMOVUPS      Y2, 4544(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -466,55 +486,71 @@ noflush_3:
 	JGE          blocks_2
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       4544(CX), Y1, Y1
+	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
 	CMPQ         AX, p17+136(FP)
 	JL           outer0_1
@@ -561,265 +597,295 @@ DATA lgc3<>+24(SB)/4, $0x3f733333
 DATA lgc3<>+28(SB)/4, $0x3f733333
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x00000001
-DATA lgc4<>+4(SB)/4, $0x00000002
-DATA lgc4<>+8(SB)/4, $0x00000003
-DATA lgc4<>+12(SB)/4, $0x00000004
-DATA lgc4<>+16(SB)/4, $0x00000005
-DATA lgc4<>+20(SB)/4, $0x00000006
-DATA lgc4<>+24(SB)/4, $0x00000007
-DATA lgc4<>+28(SB)/4, $0x00000007
+DATA lgc4<>+0(SB)/4, $0x7fffffff
+DATA lgc4<>+4(SB)/4, $0x7fffffff
+DATA lgc4<>+8(SB)/4, $0x7fffffff
+DATA lgc4<>+12(SB)/4, $0x7fffffff
+DATA lgc4<>+16(SB)/4, $0x7fffffff
+DATA lgc4<>+20(SB)/4, $0x7fffffff
+DATA lgc4<>+24(SB)/4, $0x7fffffff
+DATA lgc4<>+28(SB)/4, $0x7fffffff
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x00000002
-DATA lgc5<>+4(SB)/4, $0x00000003
-DATA lgc5<>+8(SB)/4, $0x00000004
-DATA lgc5<>+12(SB)/4, $0x00000005
-DATA lgc5<>+16(SB)/4, $0x00000006
-DATA lgc5<>+20(SB)/4, $0x00000007
-DATA lgc5<>+24(SB)/4, $0x00000006
-DATA lgc5<>+28(SB)/4, $0x00000007
+DATA lgc5<>+0(SB)/4, $0x7a800000
+DATA lgc5<>+4(SB)/4, $0x7a800000
+DATA lgc5<>+8(SB)/4, $0x7a800000
+DATA lgc5<>+12(SB)/4, $0x7a800000
+DATA lgc5<>+16(SB)/4, $0x7a800000
+DATA lgc5<>+20(SB)/4, $0x7a800000
+DATA lgc5<>+24(SB)/4, $0x7a800000
+DATA lgc5<>+28(SB)/4, $0x7a800000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000004
-DATA lgc6<>+4(SB)/4, $0x00000005
-DATA lgc6<>+8(SB)/4, $0x00000006
-DATA lgc6<>+12(SB)/4, $0x00000007
-DATA lgc6<>+16(SB)/4, $0x00000004
-DATA lgc6<>+20(SB)/4, $0x00000005
-DATA lgc6<>+24(SB)/4, $0x00000006
+DATA lgc6<>+0(SB)/4, $0x00000001
+DATA lgc6<>+4(SB)/4, $0x00000002
+DATA lgc6<>+8(SB)/4, $0x00000003
+DATA lgc6<>+12(SB)/4, $0x00000004
+DATA lgc6<>+16(SB)/4, $0x00000005
+DATA lgc6<>+20(SB)/4, $0x00000006
+DATA lgc6<>+24(SB)/4, $0x00000007
 DATA lgc6<>+28(SB)/4, $0x00000007
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000000
-DATA lgc7<>+4(SB)/4, $0x00000000
-DATA lgc7<>+8(SB)/4, $0x00000000
-DATA lgc7<>+12(SB)/4, $0x00000000
-DATA lgc7<>+16(SB)/4, $0x00000000
-DATA lgc7<>+20(SB)/4, $0x00000000
-DATA lgc7<>+24(SB)/4, $0x00000000
-DATA lgc7<>+28(SB)/4, $0x00000000
+DATA lgc7<>+0(SB)/4, $0x00000002
+DATA lgc7<>+4(SB)/4, $0x00000003
+DATA lgc7<>+8(SB)/4, $0x00000004
+DATA lgc7<>+12(SB)/4, $0x00000005
+DATA lgc7<>+16(SB)/4, $0x00000006
+DATA lgc7<>+20(SB)/4, $0x00000007
+DATA lgc7<>+24(SB)/4, $0x00000006
+DATA lgc7<>+28(SB)/4, $0x00000007
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xbe647fbe
-DATA lgc8<>+4(SB)/4, $0xbe647fbe
-DATA lgc8<>+8(SB)/4, $0xbe647fbe
-DATA lgc8<>+12(SB)/4, $0xbe647fbe
-DATA lgc8<>+16(SB)/4, $0xbe647fbe
-DATA lgc8<>+20(SB)/4, $0xbe647fbe
-DATA lgc8<>+24(SB)/4, $0xbe647fbe
-DATA lgc8<>+28(SB)/4, $0xbe647fbe
+DATA lgc8<>+0(SB)/4, $0x00000004
+DATA lgc8<>+4(SB)/4, $0x00000005
+DATA lgc8<>+8(SB)/4, $0x00000006
+DATA lgc8<>+12(SB)/4, $0x00000007
+DATA lgc8<>+16(SB)/4, $0x00000004
+DATA lgc8<>+20(SB)/4, $0x00000005
+DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3e3ab281
-DATA lgc9<>+4(SB)/4, $0x3e3ab281
-DATA lgc9<>+8(SB)/4, $0x3e3ab281
-DATA lgc9<>+12(SB)/4, $0x3e3ab281
-DATA lgc9<>+16(SB)/4, $0x3e3ab281
-DATA lgc9<>+20(SB)/4, $0x3e3ab281
-DATA lgc9<>+24(SB)/4, $0x3e3ab281
-DATA lgc9<>+28(SB)/4, $0x3e3ab281
+DATA lgc9<>+0(SB)/4, $0x00000000
+DATA lgc9<>+4(SB)/4, $0x00000000
+DATA lgc9<>+8(SB)/4, $0x00000000
+DATA lgc9<>+12(SB)/4, $0x00000000
+DATA lgc9<>+16(SB)/4, $0x00000000
+DATA lgc9<>+20(SB)/4, $0x00000000
+DATA lgc9<>+24(SB)/4, $0x00000000
+DATA lgc9<>+28(SB)/4, $0x00000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xc2d00000
-DATA lgc10<>+4(SB)/4, $0xc2d00000
-DATA lgc10<>+8(SB)/4, $0xc2d00000
-DATA lgc10<>+12(SB)/4, $0xc2d00000
-DATA lgc10<>+16(SB)/4, $0xc2d00000
-DATA lgc10<>+20(SB)/4, $0xc2d00000
-DATA lgc10<>+24(SB)/4, $0xc2d00000
-DATA lgc10<>+28(SB)/4, $0xc2d00000
+DATA lgc10<>+0(SB)/4, $0xbe647fbe
+DATA lgc10<>+4(SB)/4, $0xbe647fbe
+DATA lgc10<>+8(SB)/4, $0xbe647fbe
+DATA lgc10<>+12(SB)/4, $0xbe647fbe
+DATA lgc10<>+16(SB)/4, $0xbe647fbe
+DATA lgc10<>+20(SB)/4, $0xbe647fbe
+DATA lgc10<>+24(SB)/4, $0xbe647fbe
+DATA lgc10<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x42b20000
-DATA lgc11<>+4(SB)/4, $0x42b20000
-DATA lgc11<>+8(SB)/4, $0x42b20000
-DATA lgc11<>+12(SB)/4, $0x42b20000
-DATA lgc11<>+16(SB)/4, $0x42b20000
-DATA lgc11<>+20(SB)/4, $0x42b20000
-DATA lgc11<>+24(SB)/4, $0x42b20000
-DATA lgc11<>+28(SB)/4, $0x42b20000
+DATA lgc11<>+0(SB)/4, $0x3e3ab281
+DATA lgc11<>+4(SB)/4, $0x3e3ab281
+DATA lgc11<>+8(SB)/4, $0x3e3ab281
+DATA lgc11<>+12(SB)/4, $0x3e3ab281
+DATA lgc11<>+16(SB)/4, $0x3e3ab281
+DATA lgc11<>+20(SB)/4, $0x3e3ab281
+DATA lgc11<>+24(SB)/4, $0x3e3ab281
+DATA lgc11<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc12<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc12<>+0(SB)/4, $0xc2d00000
+DATA lgc12<>+4(SB)/4, $0xc2d00000
+DATA lgc12<>+8(SB)/4, $0xc2d00000
+DATA lgc12<>+12(SB)/4, $0xc2d00000
+DATA lgc12<>+16(SB)/4, $0xc2d00000
+DATA lgc12<>+20(SB)/4, $0xc2d00000
+DATA lgc12<>+24(SB)/4, $0xc2d00000
+DATA lgc12<>+28(SB)/4, $0xc2d00000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3f318000
-DATA lgc13<>+4(SB)/4, $0x3f318000
-DATA lgc13<>+8(SB)/4, $0x3f318000
-DATA lgc13<>+12(SB)/4, $0x3f318000
-DATA lgc13<>+16(SB)/4, $0x3f318000
-DATA lgc13<>+20(SB)/4, $0x3f318000
-DATA lgc13<>+24(SB)/4, $0x3f318000
-DATA lgc13<>+28(SB)/4, $0x3f318000
+DATA lgc13<>+0(SB)/4, $0x42b20000
+DATA lgc13<>+4(SB)/4, $0x42b20000
+DATA lgc13<>+8(SB)/4, $0x42b20000
+DATA lgc13<>+12(SB)/4, $0x42b20000
+DATA lgc13<>+16(SB)/4, $0x42b20000
+DATA lgc13<>+20(SB)/4, $0x42b20000
+DATA lgc13<>+24(SB)/4, $0x42b20000
+DATA lgc13<>+28(SB)/4, $0x42b20000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0xb95e8083
-DATA lgc14<>+4(SB)/4, $0xb95e8083
-DATA lgc14<>+8(SB)/4, $0xb95e8083
-DATA lgc14<>+12(SB)/4, $0xb95e8083
-DATA lgc14<>+16(SB)/4, $0xb95e8083
-DATA lgc14<>+20(SB)/4, $0xb95e8083
-DATA lgc14<>+24(SB)/4, $0xb95e8083
-DATA lgc14<>+28(SB)/4, $0xb95e8083
+DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x39506967
-DATA lgc15<>+4(SB)/4, $0x39506967
-DATA lgc15<>+8(SB)/4, $0x39506967
-DATA lgc15<>+12(SB)/4, $0x39506967
-DATA lgc15<>+16(SB)/4, $0x39506967
-DATA lgc15<>+20(SB)/4, $0x39506967
-DATA lgc15<>+24(SB)/4, $0x39506967
-DATA lgc15<>+28(SB)/4, $0x39506967
+DATA lgc15<>+0(SB)/4, $0x3f318000
+DATA lgc15<>+4(SB)/4, $0x3f318000
+DATA lgc15<>+8(SB)/4, $0x3f318000
+DATA lgc15<>+12(SB)/4, $0x3f318000
+DATA lgc15<>+16(SB)/4, $0x3f318000
+DATA lgc15<>+20(SB)/4, $0x3f318000
+DATA lgc15<>+24(SB)/4, $0x3f318000
+DATA lgc15<>+28(SB)/4, $0x3f318000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3ab743ce
-DATA lgc16<>+4(SB)/4, $0x3ab743ce
-DATA lgc16<>+8(SB)/4, $0x3ab743ce
-DATA lgc16<>+12(SB)/4, $0x3ab743ce
-DATA lgc16<>+16(SB)/4, $0x3ab743ce
-DATA lgc16<>+20(SB)/4, $0x3ab743ce
-DATA lgc16<>+24(SB)/4, $0x3ab743ce
-DATA lgc16<>+28(SB)/4, $0x3ab743ce
+DATA lgc16<>+0(SB)/4, $0xb95e8083
+DATA lgc16<>+4(SB)/4, $0xb95e8083
+DATA lgc16<>+8(SB)/4, $0xb95e8083
+DATA lgc16<>+12(SB)/4, $0xb95e8083
+DATA lgc16<>+16(SB)/4, $0xb95e8083
+DATA lgc16<>+20(SB)/4, $0xb95e8083
+DATA lgc16<>+24(SB)/4, $0xb95e8083
+DATA lgc16<>+28(SB)/4, $0xb95e8083
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3c088908
-DATA lgc17<>+4(SB)/4, $0x3c088908
-DATA lgc17<>+8(SB)/4, $0x3c088908
-DATA lgc17<>+12(SB)/4, $0x3c088908
-DATA lgc17<>+16(SB)/4, $0x3c088908
-DATA lgc17<>+20(SB)/4, $0x3c088908
-DATA lgc17<>+24(SB)/4, $0x3c088908
-DATA lgc17<>+28(SB)/4, $0x3c088908
+DATA lgc17<>+0(SB)/4, $0x39506967
+DATA lgc17<>+4(SB)/4, $0x39506967
+DATA lgc17<>+8(SB)/4, $0x39506967
+DATA lgc17<>+12(SB)/4, $0x39506967
+DATA lgc17<>+16(SB)/4, $0x39506967
+DATA lgc17<>+20(SB)/4, $0x39506967
+DATA lgc17<>+24(SB)/4, $0x39506967
+DATA lgc17<>+28(SB)/4, $0x39506967
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc18<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc18<>+0(SB)/4, $0x3ab743ce
+DATA lgc18<>+4(SB)/4, $0x3ab743ce
+DATA lgc18<>+8(SB)/4, $0x3ab743ce
+DATA lgc18<>+12(SB)/4, $0x3ab743ce
+DATA lgc18<>+16(SB)/4, $0x3ab743ce
+DATA lgc18<>+20(SB)/4, $0x3ab743ce
+DATA lgc18<>+24(SB)/4, $0x3ab743ce
+DATA lgc18<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc19<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc19<>+0(SB)/4, $0x3c088908
+DATA lgc19<>+4(SB)/4, $0x3c088908
+DATA lgc19<>+8(SB)/4, $0x3c088908
+DATA lgc19<>+12(SB)/4, $0x3c088908
+DATA lgc19<>+16(SB)/4, $0x3c088908
+DATA lgc19<>+20(SB)/4, $0x3c088908
+DATA lgc19<>+24(SB)/4, $0x3c088908
+DATA lgc19<>+28(SB)/4, $0x3c088908
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3f000000
-DATA lgc20<>+4(SB)/4, $0x3f000000
-DATA lgc20<>+8(SB)/4, $0x3f000000
-DATA lgc20<>+12(SB)/4, $0x3f000000
-DATA lgc20<>+16(SB)/4, $0x3f000000
-DATA lgc20<>+20(SB)/4, $0x3f000000
-DATA lgc20<>+24(SB)/4, $0x3f000000
-DATA lgc20<>+28(SB)/4, $0x3f000000
+DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xffffff82
-DATA lgc21<>+4(SB)/4, $0xffffff82
-DATA lgc21<>+8(SB)/4, $0xffffff82
-DATA lgc21<>+12(SB)/4, $0xffffff82
-DATA lgc21<>+16(SB)/4, $0xffffff82
-DATA lgc21<>+20(SB)/4, $0xffffff82
-DATA lgc21<>+24(SB)/4, $0xffffff82
-DATA lgc21<>+28(SB)/4, $0xffffff82
+DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x0000007f
-DATA lgc22<>+4(SB)/4, $0x0000007f
-DATA lgc22<>+8(SB)/4, $0x0000007f
-DATA lgc22<>+12(SB)/4, $0x0000007f
-DATA lgc22<>+16(SB)/4, $0x0000007f
-DATA lgc22<>+20(SB)/4, $0x0000007f
-DATA lgc22<>+24(SB)/4, $0x0000007f
-DATA lgc22<>+28(SB)/4, $0x0000007f
+DATA lgc22<>+0(SB)/4, $0x3f000000
+DATA lgc22<>+4(SB)/4, $0x3f000000
+DATA lgc22<>+8(SB)/4, $0x3f000000
+DATA lgc22<>+12(SB)/4, $0x3f000000
+DATA lgc22<>+16(SB)/4, $0x3f000000
+DATA lgc22<>+20(SB)/4, $0x3f000000
+DATA lgc22<>+24(SB)/4, $0x3f000000
+DATA lgc22<>+28(SB)/4, $0x3f000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3f99999a
-DATA lgc23<>+4(SB)/4, $0x3f99999a
-DATA lgc23<>+8(SB)/4, $0x3f99999a
-DATA lgc23<>+12(SB)/4, $0x3f99999a
-DATA lgc23<>+16(SB)/4, $0x3f99999a
-DATA lgc23<>+20(SB)/4, $0x3f99999a
-DATA lgc23<>+24(SB)/4, $0x3f99999a
-DATA lgc23<>+28(SB)/4, $0x3f99999a
+DATA lgc23<>+0(SB)/4, $0xffffff82
+DATA lgc23<>+4(SB)/4, $0xffffff82
+DATA lgc23<>+8(SB)/4, $0xffffff82
+DATA lgc23<>+12(SB)/4, $0xffffff82
+DATA lgc23<>+16(SB)/4, $0xffffff82
+DATA lgc23<>+20(SB)/4, $0xffffff82
+DATA lgc23<>+24(SB)/4, $0xffffff82
+DATA lgc23<>+28(SB)/4, $0xffffff82
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3f4ccccd
-DATA lgc24<>+4(SB)/4, $0x3f4ccccd
-DATA lgc24<>+8(SB)/4, $0x3f4ccccd
-DATA lgc24<>+12(SB)/4, $0x3f4ccccd
-DATA lgc24<>+16(SB)/4, $0x3f4ccccd
-DATA lgc24<>+20(SB)/4, $0x3f4ccccd
-DATA lgc24<>+24(SB)/4, $0x3f4ccccd
-DATA lgc24<>+28(SB)/4, $0x3f4ccccd
+DATA lgc24<>+0(SB)/4, $0x0000007f
+DATA lgc24<>+4(SB)/4, $0x0000007f
+DATA lgc24<>+8(SB)/4, $0x0000007f
+DATA lgc24<>+12(SB)/4, $0x0000007f
+DATA lgc24<>+16(SB)/4, $0x0000007f
+DATA lgc24<>+20(SB)/4, $0x0000007f
+DATA lgc24<>+24(SB)/4, $0x0000007f
+DATA lgc24<>+28(SB)/4, $0x0000007f
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0x3f99999a
+DATA lgc25<>+4(SB)/4, $0x3f99999a
+DATA lgc25<>+8(SB)/4, $0x3f99999a
+DATA lgc25<>+12(SB)/4, $0x3f99999a
+DATA lgc25<>+16(SB)/4, $0x3f99999a
+DATA lgc25<>+20(SB)/4, $0x3f99999a
+DATA lgc25<>+24(SB)/4, $0x3f99999a
+DATA lgc25<>+28(SB)/4, $0x3f99999a
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xff800000
-DATA lgc26<>+4(SB)/4, $0xff800000
-DATA lgc26<>+8(SB)/4, $0xff800000
-DATA lgc26<>+12(SB)/4, $0xff800000
-DATA lgc26<>+16(SB)/4, $0xff800000
-DATA lgc26<>+20(SB)/4, $0xff800000
-DATA lgc26<>+24(SB)/4, $0xff800000
-DATA lgc26<>+28(SB)/4, $0xff800000
+DATA lgc26<>+0(SB)/4, $0x3f4ccccd
+DATA lgc26<>+4(SB)/4, $0x3f4ccccd
+DATA lgc26<>+8(SB)/4, $0x3f4ccccd
+DATA lgc26<>+12(SB)/4, $0x3f4ccccd
+DATA lgc26<>+16(SB)/4, $0x3f4ccccd
+DATA lgc26<>+20(SB)/4, $0x3f4ccccd
+DATA lgc26<>+24(SB)/4, $0x3f4ccccd
+DATA lgc26<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xc2ae0000
-DATA lgc27<>+4(SB)/4, $0xc2ae0000
-DATA lgc27<>+8(SB)/4, $0xc2ae0000
-DATA lgc27<>+12(SB)/4, $0xc2ae0000
-DATA lgc27<>+16(SB)/4, $0xc2ae0000
-DATA lgc27<>+20(SB)/4, $0xc2ae0000
-DATA lgc27<>+24(SB)/4, $0xc2ae0000
-DATA lgc27<>+28(SB)/4, $0xc2ae0000
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x42b00000
-DATA lgc28<>+4(SB)/4, $0x42b00000
-DATA lgc28<>+8(SB)/4, $0x42b00000
-DATA lgc28<>+12(SB)/4, $0x42b00000
-DATA lgc28<>+16(SB)/4, $0x42b00000
-DATA lgc28<>+20(SB)/4, $0x42b00000
-DATA lgc28<>+24(SB)/4, $0x42b00000
-DATA lgc28<>+28(SB)/4, $0x42b00000
+DATA lgc28<>+0(SB)/4, $0xff800000
+DATA lgc28<>+4(SB)/4, $0xff800000
+DATA lgc28<>+8(SB)/4, $0xff800000
+DATA lgc28<>+12(SB)/4, $0xff800000
+DATA lgc28<>+16(SB)/4, $0xff800000
+DATA lgc28<>+20(SB)/4, $0xff800000
+DATA lgc28<>+24(SB)/4, $0xff800000
+DATA lgc28<>+28(SB)/4, $0xff800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x40000000
-DATA lgc29<>+4(SB)/4, $0x40000000
-DATA lgc29<>+8(SB)/4, $0x40000000
-DATA lgc29<>+12(SB)/4, $0x40000000
-DATA lgc29<>+16(SB)/4, $0x40000000
-DATA lgc29<>+20(SB)/4, $0x40000000
-DATA lgc29<>+24(SB)/4, $0x40000000
-DATA lgc29<>+28(SB)/4, $0x40000000
+DATA lgc29<>+0(SB)/4, $0xc2ae0000
+DATA lgc29<>+4(SB)/4, $0xc2ae0000
+DATA lgc29<>+8(SB)/4, $0xc2ae0000
+DATA lgc29<>+12(SB)/4, $0xc2ae0000
+DATA lgc29<>+16(SB)/4, $0xc2ae0000
+DATA lgc29<>+20(SB)/4, $0xc2ae0000
+DATA lgc29<>+24(SB)/4, $0xc2ae0000
+DATA lgc29<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x42b00000
+DATA lgc30<>+4(SB)/4, $0x42b00000
+DATA lgc30<>+8(SB)/4, $0x42b00000
+DATA lgc30<>+12(SB)/4, $0x42b00000
+DATA lgc30<>+16(SB)/4, $0x42b00000
+DATA lgc30<>+20(SB)/4, $0x42b00000
+DATA lgc30<>+24(SB)/4, $0x42b00000
+DATA lgc30<>+28(SB)/4, $0x42b00000
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x40000000
+DATA lgc31<>+4(SB)/4, $0x40000000
+DATA lgc31<>+8(SB)/4, $0x40000000
+DATA lgc31<>+12(SB)/4, $0x40000000
+DATA lgc31<>+16(SB)/4, $0x40000000
+DATA lgc31<>+20(SB)/4, $0x40000000
+DATA lgc31<>+24(SB)/4, $0x40000000
+DATA lgc31<>+28(SB)/4, $0x40000000
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x7f7fffff
+DATA lgc32<>+4(SB)/4, $0x7f7fffff
+DATA lgc32<>+8(SB)/4, $0x7f7fffff
+DATA lgc32<>+12(SB)/4, $0x7f7fffff
+DATA lgc32<>+16(SB)/4, $0x7f7fffff
+DATA lgc32<>+20(SB)/4, $0x7f7fffff
+DATA lgc32<>+24(SB)/4, $0x7f7fffff
+DATA lgc32<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32)
 // Requires: AVX
@@ -883,7 +949,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v97 = mul(v91, v94) [L=48]
-	VMULPS  lgc29<>+0(SB), Y0, Y0
+	VMULPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -891,29 +957,29 @@ blocks_4:
 	VSUBPS Y1, Y0, Y0
 
 	// v99 = exp(v98) [L=48]
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+	VMAXPS       lgc12<>+0(SB), Y0, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -934,35 +1000,42 @@ blocks_4:
 
 	// sum(v101) over [L]
 	MOVQ    p3+24(FP), DX
-	VADDPS  4736(DX), Y1, Y1
-	VMOVUPS Y1, 4736(DX)
+	VADDPS  4864(DX), Y1, Y1
+	VMOVUPS Y1, 4864(DX)
 
 	// sum(v100) over [L]
-	VADDPS       5056(DX), Y0, Y0
-	VMOVUPS      Y0, 5056(DX)
+	VADDPS       5184(DX), Y0, Y0
+	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         p3+24(FP), CX
-	VMOVUPS      4736(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(CX), Y1, Y1
-	VMOVUPD      Y1, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
+	VADDPD       4672(CX), Y2, Y2
+	VMOVUPD      Y2, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
-	VMOVUPS      5056(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 4864(CX)
+	VMOVUPS      5184(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4864(CX), Y1, Y1
-	VMOVUPD      Y1, 4864(CX)
-	VADDPD       4896(CX), Y0, Y0
-	VMOVUPD      Y0, 4896(CX)
+	VADDPD       4992(CX), Y2, Y2
+	VMOVUPD      Y2, 4992(CX)
+	VADDPD       5024(CX), Y0, Y0
+	VMOVUPD      Y0, 5024(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(CX)
+	VMOVUPS      Y0, 5184(CX)
+	VANDPS       5312(CX), Y1, Y1
+	VMOVUPS      Y1, 5312(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -970,26 +1043,33 @@ noflush_5:
 	CMPQ         AX, $+48
 	JL           blocks_4
 	MOVQ         p3+24(FP), AX
-	VMOVUPS      4736(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(AX), Y1, Y1
-	VMOVUPD      Y1, 4544(AX)
-	VADDPD       4576(AX), Y0, Y0
-	VMOVUPD      Y0, 4576(AX)
+	VADDPD       4672(AX), Y2, Y2
+	VMOVUPD      Y2, 4672(AX)
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(AX)
-	VMOVUPS      5056(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 4864(AX)
+	VMOVUPS      5184(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4864(AX), Y1, Y1
-	VMOVUPD      Y1, 4864(AX)
-	VADDPD       4896(AX), Y0, Y0
-	VMOVUPD      Y0, 4896(AX)
+	VADDPD       4992(AX), Y2, Y2
+	VMOVUPD      Y2, 4992(AX)
+	VADDPD       5024(AX), Y0, Y0
+	VMOVUPD      Y0, 5024(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(AX)
+	VMOVUPS      Y0, 5184(AX)
+	VANDPS       5312(AX), Y1, Y1
+	VMOVUPS      Y1, 5312(AX)
 	VZEROUPPER
 	RET
 
@@ -1051,10 +1131,10 @@ blocks_7:
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	MOVQ         p6+48(FP), DX
-	VADDPD       5184(DX)(SI*8), Y5, Y5
-	VMOVUPD      Y5, 5184(DX)(SI*8)
-	VADDPD       5216(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5216(DX)(SI*8)
+	VADDPD       5440(DX)(SI*8), Y5, Y5
+	VMOVUPD      Y5, 5440(DX)(SI*8)
+	VADDPD       5472(DX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 5472(DX)(SI*8)
 	MOVQ         p7+56(FP), BX
 	VMOVUPS      (BX)(SI*4), Y1
 
@@ -1076,10 +1156,10 @@ blocks_7:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5696(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5696(DX)(SI*8)
-	VADDPD       5728(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 5728(DX)(SI*8)
+	VADDPD       5952(DX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 5952(DX)(SI*8)
+	VADDPD       5984(DX)(SI*8), Y0, Y0
+	VMOVUPD      Y0, 5984(DX)(SI*8)
 	ADDQ         $+8, CX
 	CMPQ         CX, $+48
 	JL           blocks_7
@@ -1104,7 +1184,7 @@ TEXT ·pass4AVX2(SB), $0-24
 
 	// v105 = div(v102, v104) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc30<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// v107 = div(v105, v106) []
 	VDIVPS Y1, Y0, Y0
@@ -1115,15 +1195,15 @@ TEXT ·pass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc30<>+0(SB)/4, $0x41800000
-DATA lgc30<>+4(SB)/4, $0x41800000
-DATA lgc30<>+8(SB)/4, $0x41800000
-DATA lgc30<>+12(SB)/4, $0x41800000
-DATA lgc30<>+16(SB)/4, $0x41800000
-DATA lgc30<>+20(SB)/4, $0x41800000
-DATA lgc30<>+24(SB)/4, $0x41800000
-DATA lgc30<>+28(SB)/4, $0x41800000
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+DATA lgc33<>+0(SB)/4, $0x41800000
+DATA lgc33<>+4(SB)/4, $0x41800000
+DATA lgc33<>+8(SB)/4, $0x41800000
+DATA lgc33<>+12(SB)/4, $0x41800000
+DATA lgc33<>+16(SB)/4, $0x41800000
+DATA lgc33<>+20(SB)/4, $0x41800000
+DATA lgc33<>+24(SB)/4, $0x41800000
+DATA lgc33<>+28(SB)/4, $0x41800000
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass5AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
 // Requires: AVX
@@ -1151,7 +1231,7 @@ blocks_8:
 	VDIVPS Y0, Y3, Y0
 
 	// v88 = add(v86, v87) [L=48]
-	VADDPS lgc31<>+0(SB), Y0, Y0
+	VADDPS lgc34<>+0(SB), Y0, Y0
 
 	// v89 = div(v78, v88) [L=48]
 	VDIVPS Y0, Y2, Y0
@@ -1168,15 +1248,15 @@ blocks_8:
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x34000000
-DATA lgc31<>+4(SB)/4, $0x34000000
-DATA lgc31<>+8(SB)/4, $0x34000000
-DATA lgc31<>+12(SB)/4, $0x34000000
-DATA lgc31<>+16(SB)/4, $0x34000000
-DATA lgc31<>+20(SB)/4, $0x34000000
-DATA lgc31<>+24(SB)/4, $0x34000000
-DATA lgc31<>+28(SB)/4, $0x34000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *bool, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 int)
 // Requires: AVX, AVX2, FMA3
@@ -1261,21 +1341,26 @@ blocks_10:
 	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
 	VMOVUPS     Y8, Y2
 	VMOVUPS     Y7, Y4
-	VMOVUPS     lgc4<>+0(SB), Y7
+	VANDPS      lgc4<>+0(SB), Y4, Y5
+	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
+	MOVQ        p9+72(FP), BX
+	VANDPS      4544(BX), Y5, Y5
+	VMOVUPS     Y5, 4544(BX)
+	VMOVUPS     lgc6<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc5<>+0(SB), Y7
+	VMOVUPS     lgc7<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc6<>+0(SB), Y7
+	VMOVUPS     lgc8<>+0(SB), Y7
 	VPERMPS     Y2, Y7, Y5
 	VPERMPS     Y4, Y7, Y7
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
@@ -1283,7 +1368,7 @@ blocks_10:
 	VFMADD231PS Y2, Y7, Y4
 	VMULPS      Y5, Y2, Y2
 	VFMADD231PS Y2, Y0, Y4
-	VMOVUPS     lgc7<>+0(SB), Y0
+	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// v25 = add(v24, v12) [B=16 L=48]  # value_target
@@ -1298,7 +1383,6 @@ blocks_10:
 	VMOVUPS   Y4, 96(SP)
 
 	// sum(v28) over [B L]
-	MOVQ    p9+72(FP), BX
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 	MOVQ    p10+80(FP), DI
@@ -1309,40 +1393,40 @@ blocks_10:
 	// v31 = sub(v30, v0) [B=16 L=48]  # log_weight
 	VSUBPS  Y7, Y6, Y6
 	VMOVUPS Y5, 128(SP)
-	VMOVUPS lgc8<>+0(SB), Y5
+	VMOVUPS lgc10<>+0(SB), Y5
 
 	// v34 = max(v31, v32) tie=first [B=16 L=48]
 	VMAXPS  Y6, Y5, Y5
-	VMOVUPS lgc9<>+0(SB), Y7
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v35 = min(v34, v33) tie=first [B=16 L=48]  # log_weight_clip
 	VMINPS  Y5, Y7, Y5
 	VMOVUPS Y2, 160(SP)
 
 	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc10<>+0(SB), Y6, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y7
+	VMAXPS       lgc12<>+0(SB), Y6, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y7
 	VROUNDPS     $0x00, Y7, Y7
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y7, Y2
-	VMOVAPS      lgc15<>+0(SB), Y8
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y8
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y2
+	VMOVAPS      lgc17<>+0(SB), Y8
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y8
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y8
 	VMULPS       Y2, Y2, Y9
 	VFMADD213PS  Y2, Y9, Y8
 	VADDPS       lgc2<>+0(SB), Y8, Y8
 	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y7
-	VPMINSD      lgc22<>+0(SB), Y7, Y7
+	VPMAXSD      lgc23<>+0(SB), Y2, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
 	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y7, Y8, Y8
 	VMULPS       Y2, Y8, Y8
@@ -1352,11 +1436,11 @@ blocks_10:
 	// v37 = ge(v26, v3) [B=16 L=48]
 	VCMPPS  $0x1d, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc23<>+0(SB), Y7
+	VMOVUPS lgc25<>+0(SB), Y7
 
 	// v39 = min(v36, v38) tie=first [B=16 L=48]
 	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc24<>+0(SB), Y9
+	VMOVUPS lgc26<>+0(SB), Y9
 
 	// v41 = max(v36, v40) tie=first [B=16 L=48]
 	VMAXPS Y8, Y9, Y8
@@ -1370,7 +1454,7 @@ blocks_10:
 	VMULPS Y2, Y4, Y2
 
 	// v44 = neg(v43) [B=16 L=48]
-	VXORPS lgc25<>+0(SB), Y2, Y2
+	VXORPS lgc27<>+0(SB), Y2, Y2
 
 	// v45 = where(v2, v44, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -1417,7 +1501,7 @@ blocks_10:
 	VSUBPS Y5, Y2, Y5
 
 	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc25<>+0(SB), Y7
+	VMOVUPS lgc27<>+0(SB), Y7
 	VANDNPS Y5, Y7, Y7
 	VMOVUPS lgc2<>+0(SB), Y8
 
@@ -1426,13 +1510,13 @@ blocks_10:
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS lgc20<>+0(SB), Y7, Y9
+	VMULPS lgc22<>+0(SB), Y7, Y9
 
 	// v62 = mul(v61, v58) [B=16 L=48]
 	VMULPS Y7, Y9, Y9
 
 	// v63 = sub(v58, v59) [B=16 L=48]
-	VSUBPS lgc20<>+0(SB), Y7, Y7
+	VSUBPS lgc22<>+0(SB), Y7, Y7
 
 	// v64 = where(v60, v62, v63) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y10
@@ -1490,7 +1574,7 @@ blocks_10:
 	VMOVUPD      Y3, 2688(BX)(DI*8)
 	VADDPD       2720(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 2720(BX)(DI*8)
-	VMOVUPS      lgc26<>+0(SB), Y2
+	VMOVUPS      lgc28<>+0(SB), Y2
 
 	// v93 = where(v2, v31, v92) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y3
@@ -1499,38 +1583,38 @@ blocks_10:
 	VMOVUPS   Y4, 192(SP)
 
 	// logsumexp(v93) over [B]
-	VMAXPS       lgc10<>+0(SB), Y1, Y2
-	VMINPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       lgc12<>+0(SB), Y2, Y3
+	VMAXPS       lgc12<>+0(SB), Y1, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
 	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc13<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
+	VMOVAPS      lgc17<>+0(SB), Y4
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc20<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc21<>+0(SB), Y2, Y3
-	VPMINSD      lgc22<>+0(SB), Y3, Y3
+	VPMAXSD      lgc23<>+0(SB), Y2, Y3
+	VPMINSD      lgc24<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y3, Y3
+	VPADDD       lgc24<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc27<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc29<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc30<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc26<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       3712(BX), Y2, Y2
 	VMOVUPS      Y2, 3712(BX)
@@ -1549,7 +1633,7 @@ blocks_10:
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
 	// v95 = mul(v91, v93) [B=16 L=48]
-	VMULPS  lgc29<>+0(SB), Y1, Y1
+	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
 	// store v5
@@ -1584,55 +1668,71 @@ blocks_10:
 	JNZ          noflush_11
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc32<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       4544(DX), Y2, Y2
+	VMOVUPS      Y2, 4544(DX)
 	MOVQ         $+8, DX
 
 noflush_11:
@@ -1640,55 +1740,71 @@ noflush_11:
 	JGE          blocks_10
 	MOVQ         p9+72(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       4544(CX), Y1, Y1
+	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
 	CMPQ         AX, p17+136(FP)
 	JL           outer0_9
@@ -1757,7 +1873,7 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v97 = mul(v91, v94) [L=48]
-	VMULPS  lgc29<>+0(SB), Y0, Y0
+	VMULPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1765,29 +1881,29 @@ blocks_12:
 	VSUBPS Y1, Y0, Y0
 
 	// v99 = exp(v98) [L=48]
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+	VMAXPS       lgc12<>+0(SB), Y0, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1808,35 +1924,42 @@ blocks_12:
 
 	// sum(v101) over [L]
 	MOVQ    p3+24(FP), DX
-	VADDPS  4736(DX), Y1, Y1
-	VMOVUPS Y1, 4736(DX)
+	VADDPS  4864(DX), Y1, Y1
+	VMOVUPS Y1, 4864(DX)
 
 	// sum(v100) over [L]
-	VADDPS       5056(DX), Y0, Y0
-	VMOVUPS      Y0, 5056(DX)
+	VADDPS       5184(DX), Y0, Y0
+	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_13
 	MOVQ         p3+24(FP), CX
-	VMOVUPS      4736(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(CX), Y1, Y1
-	VMOVUPD      Y1, 4544(CX)
-	VADDPD       4576(CX), Y0, Y0
-	VMOVUPD      Y0, 4576(CX)
+	VADDPD       4672(CX), Y2, Y2
+	VMOVUPD      Y2, 4672(CX)
+	VADDPD       4704(CX), Y0, Y0
+	VMOVUPD      Y0, 4704(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(CX)
-	VMOVUPS      5056(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 4864(CX)
+	VMOVUPS      5184(CX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4864(CX), Y1, Y1
-	VMOVUPD      Y1, 4864(CX)
-	VADDPD       4896(CX), Y0, Y0
-	VMOVUPD      Y0, 4896(CX)
+	VADDPD       4992(CX), Y2, Y2
+	VMOVUPD      Y2, 4992(CX)
+	VADDPD       5024(CX), Y0, Y0
+	VMOVUPD      Y0, 5024(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(CX)
+	VMOVUPS      Y0, 5184(CX)
+	VANDPS       5312(CX), Y1, Y1
+	VMOVUPS      Y1, 5312(CX)
 	MOVQ         $+8, CX
 
 noflush_13:
@@ -1844,26 +1967,33 @@ noflush_13:
 	CMPQ         AX, $+48
 	JL           blocks_12
 	MOVQ         p3+24(FP), AX
-	VMOVUPS      4736(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      4864(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4544(AX), Y1, Y1
-	VMOVUPD      Y1, 4544(AX)
-	VADDPD       4576(AX), Y0, Y0
-	VMOVUPD      Y0, 4576(AX)
+	VADDPD       4672(AX), Y2, Y2
+	VMOVUPD      Y2, 4672(AX)
+	VADDPD       4704(AX), Y0, Y0
+	VMOVUPD      Y0, 4704(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 4736(AX)
-	VMOVUPS      5056(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      Y0, 4864(AX)
+	VMOVUPS      5184(AX), Y0
+	VANDPS       lgc4<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       4864(AX), Y1, Y1
-	VMOVUPD      Y1, 4864(AX)
-	VADDPD       4896(AX), Y0, Y0
-	VMOVUPD      Y0, 4896(AX)
+	VADDPD       4992(AX), Y2, Y2
+	VMOVUPD      Y2, 4992(AX)
+	VADDPD       5024(AX), Y0, Y0
+	VMOVUPD      Y0, 5024(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 5056(AX)
+	VMOVUPS      Y0, 5184(AX)
+	VANDPS       5312(AX), Y1, Y1
+	VMOVUPS      Y1, 5312(AX)
 	VZEROUPPER
 	RET
 
@@ -1899,29 +2029,29 @@ blocks_15:
 	VSUBPS Y4, Y3, Y3
 
 	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc10<>+0(SB), Y3, Y4
-	VMINPS       lgc11<>+0(SB), Y4, Y4
-	VMULPS       lgc12<>+0(SB), Y4, Y5
+	VMAXPS       lgc12<>+0(SB), Y3, Y4
+	VMINPS       lgc13<>+0(SB), Y4, Y4
+	VMULPS       lgc14<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
 	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc13<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y5, Y4
-	VMOVAPS      lgc15<>+0(SB), Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
+	VFNMADD231PS lgc15<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc16<>+0(SB), Y5, Y4
+	VMOVAPS      lgc17<>+0(SB), Y6
 	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
 	VADDPS       lgc2<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc21<>+0(SB), Y4, Y5
-	VPMINSD      lgc22<>+0(SB), Y5, Y5
+	VPMAXSD      lgc23<>+0(SB), Y4, Y5
+	VPMINSD      lgc24<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc22<>+0(SB), Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc22<>+0(SB), Y4, Y4
+	VPADDD       lgc24<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
@@ -1944,7 +2074,7 @@ blocks_15:
 	VSUBPS Y1, Y2, Y1
 
 	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc25<>+0(SB), Y8
+	VMOVUPS lgc27<>+0(SB), Y8
 	VANDNPS Y1, Y8, Y8
 
 	// v60 = lt(v58, v11) [B=16 L=48]
@@ -1952,7 +2082,7 @@ blocks_15:
 	VANDPS lgc2<>+0(SB), Y9, Y9
 
 	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS  lgc20<>+0(SB), Y8, Y10
+	VMULPS  lgc22<>+0(SB), Y8, Y10
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y4, 32(SP)
 	MOVQ    p6+48(FP), DX
@@ -1991,10 +2121,10 @@ blocks_15:
 	VEXTRACTF128 $0x01, Y6, X6
 	VCVTPS2PD    X6, Y6
 	MOVQ         p9+72(FP), DX
-	VADDPD       5184(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5184(DX)(SI*8)
-	VADDPD       5216(DX)(SI*8), Y6, Y1
-	VMOVUPD      Y1, 5216(DX)(SI*8)
+	VADDPD       5440(DX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 5440(DX)(SI*8)
+	VADDPD       5472(DX)(SI*8), Y6, Y1
+	VMOVUPD      Y1, 5472(DX)(SI*8)
 	MOVQ         p10+80(FP), DI
 	VMOVUPS      (DI)(SI*4), Y1
 
@@ -2016,10 +2146,10 @@ blocks_15:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       5696(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 5696(DX)(SI*8)
-	VADDPD       5728(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5728(DX)(SI*8)
+	VADDPD       5952(DX)(SI*8), Y2, Y2
+	VMOVUPD      Y2, 5952(DX)(SI*8)
+	VADDPD       5984(DX)(SI*8), Y1, Y1
+	VMOVUPD      Y1, 5984(DX)(SI*8)
 
 	// v108 = div(v11, v47) []
 	VDIVPS Y5, Y7, Y1
@@ -2054,7 +2184,7 @@ blocks_15:
 	VADDPS Y2, Y1, Y1
 
 	// v117 = mul(v114, v59) [B=16 L=48]
-	VMULPS lgc20<>+0(SB), Y4, Y2
+	VMULPS lgc22<>+0(SB), Y4, Y2
 
 	// v118 = add(v116, v117) [B=16 L=48]
 	VADDPS  Y2, Y1, Y1
@@ -2070,7 +2200,7 @@ blocks_15:
 
 	// v121 = mul(v57, v3) [B=16 L=48]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc32<>+0(SB), Y6
+	VMOVUPS lgc35<>+0(SB), Y6
 
 	// v122 = where(v120, v109, v121) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y8
@@ -2086,10 +2216,10 @@ blocks_15:
 	VMULPS Y2, Y1, Y1
 
 	// v125 = neg(v124) [B=16 L=48]
-	VXORPS lgc25<>+0(SB), Y1, Y1
+	VXORPS lgc27<>+0(SB), Y1, Y1
 
 	// v126 = neg(v110) [B=16 L=48]
-	VXORPS  lgc25<>+0(SB), Y0, Y0
+	VXORPS  lgc27<>+0(SB), Y0, Y0
 	VMOVUPS 64(SP), Y2
 
 	// v127 = mul(v126, v26) [B=16 L=48]
@@ -2106,7 +2236,7 @@ blocks_15:
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y3, Y0, Y0
 	VMOVUPS   (SP), Y2
-	VMOVUPS   lgc24<>+0(SB), Y5
+	VMOVUPS   lgc26<>+0(SB), Y5
 
 	// v130 = ge(v36, v40) [B=16 L=48]
 	VCMPPS $0x1d, Y5, Y2, Y5
@@ -2117,30 +2247,30 @@ blocks_15:
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v132 = max(v130, v131) [B=16 L=48]
-	VXORPS lgc25<>+0(SB), Y5, Y5
-	VXORPS lgc25<>+0(SB), Y6, Y8
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y6, Y8
 	VMINPS Y5, Y8, Y7
 	VMINPS Y8, Y5, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v133 = where(v132, v129, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y0, Y3, Y0
-	VMOVUPS   lgc23<>+0(SB), Y5
+	VMOVUPS   lgc25<>+0(SB), Y5
 
 	// v134 = le(v36, v38) [B=16 L=48]
 	VCMPPS $0x12, Y5, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v135 = max(v134, v131) [B=16 L=48]
-	VXORPS lgc25<>+0(SB), Y5, Y5
-	VXORPS lgc25<>+0(SB), Y6, Y6
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y6, Y6
 	VMINPS Y5, Y6, Y7
 	VMINPS Y6, Y5, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v136 = where(v135, v128, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -2169,15 +2299,15 @@ blocks_15:
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0xbf800000
-DATA lgc32<>+4(SB)/4, $0xbf800000
-DATA lgc32<>+8(SB)/4, $0xbf800000
-DATA lgc32<>+12(SB)/4, $0xbf800000
-DATA lgc32<>+16(SB)/4, $0xbf800000
-DATA lgc32<>+20(SB)/4, $0xbf800000
-DATA lgc32<>+24(SB)/4, $0xbf800000
-DATA lgc32<>+28(SB)/4, $0xbf800000
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0xbf800000
+DATA lgc35<>+4(SB)/4, $0xbf800000
+DATA lgc35<>+8(SB)/4, $0xbf800000
+DATA lgc35<>+12(SB)/4, $0xbf800000
+DATA lgc35<>+16(SB)/4, $0xbf800000
+DATA lgc35<>+20(SB)/4, $0xbf800000
+DATA lgc35<>+24(SB)/4, $0xbf800000
+DATA lgc35<>+28(SB)/4, $0xbf800000
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
 // func fbPass4AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
@@ -2194,7 +2324,7 @@ TEXT ·fbPass4AVX2(SB), $0-24
 
 	// v105 = div(v102, v104) []
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc30<>+0(SB), Y1
+	VMOVUPS lgc33<>+0(SB), Y1
 
 	// v107 = div(v105, v106) []
 	VDIVPS Y1, Y0, Y0
@@ -2231,7 +2361,7 @@ blocks_16:
 	VDIVPS Y0, Y3, Y0
 
 	// v88 = add(v86, v87) [L=48]
-	VADDPS lgc31<>+0(SB), Y0, Y0
+	VADDPS lgc34<>+0(SB), Y0, Y0
 
 	// v89 = div(v78, v88) [L=48]
 	VDIVPS Y0, Y2, Y0
@@ -2260,29 +2390,29 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc10<>+0(SB), Y0, Y1
-	VMINPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       lgc12<>+0(SB), Y1, Y2
+	VMAXPS       lgc12<>+0(SB), Y0, Y1
+	VMINPS       lgc13<>+0(SB), Y1, Y1
+	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
 	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
+	VMOVAPS      lgc17<>+0(SB), Y3
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc21<>+0(SB), Y1, Y2
-	VPMINSD      lgc22<>+0(SB), Y2, Y2
+	VPMAXSD      lgc23<>+0(SB), Y1, Y2
+	VPMINSD      lgc24<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc22<>+0(SB), Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc22<>+0(SB), Y1, Y1
+	VPADDD       lgc24<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2308,43 +2438,43 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc33<>+0(SB), Y0, Y1
-	VMULPS       lgc34<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
+	VMULPS       lgc37<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc22<>+0(SB), Y3, Y3
-	VPAND        lgc35<>+0(SB), Y1, Y1
+	VPSUBD       lgc24<>+0(SB), Y3, Y3
+	VPAND        lgc38<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc36<>+0(SB), Y2, Y1
+	VPAND        lgc39<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc37<>+0(SB), Y1, Y2
-	VMULPS       lgc20<>+0(SB), Y1, Y4
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y1, Y2
+	VMULPS       lgc22<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc38<>+0(SB), Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
+	VMOVAPS      lgc41<>+0(SB), Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc44<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc14<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc13<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc47<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc48<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc50<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc51<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2355,165 +2485,165 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/4, $0x00800000
-DATA lgc33<>+4(SB)/4, $0x00800000
-DATA lgc33<>+8(SB)/4, $0x00800000
-DATA lgc33<>+12(SB)/4, $0x00800000
-DATA lgc33<>+16(SB)/4, $0x00800000
-DATA lgc33<>+20(SB)/4, $0x00800000
-DATA lgc33<>+24(SB)/4, $0x00800000
-DATA lgc33<>+28(SB)/4, $0x00800000
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x4b000000
-DATA lgc34<>+4(SB)/4, $0x4b000000
-DATA lgc34<>+8(SB)/4, $0x4b000000
-DATA lgc34<>+12(SB)/4, $0x4b000000
-DATA lgc34<>+16(SB)/4, $0x4b000000
-DATA lgc34<>+20(SB)/4, $0x4b000000
-DATA lgc34<>+24(SB)/4, $0x4b000000
-DATA lgc34<>+28(SB)/4, $0x4b000000
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
-
-DATA lgc35<>+0(SB)/4, $0xffffffe9
-DATA lgc35<>+4(SB)/4, $0xffffffe9
-DATA lgc35<>+8(SB)/4, $0xffffffe9
-DATA lgc35<>+12(SB)/4, $0xffffffe9
-DATA lgc35<>+16(SB)/4, $0xffffffe9
-DATA lgc35<>+20(SB)/4, $0xffffffe9
-DATA lgc35<>+24(SB)/4, $0xffffffe9
-DATA lgc35<>+28(SB)/4, $0xffffffe9
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-DATA lgc36<>+0(SB)/4, $0x007fffff
-DATA lgc36<>+4(SB)/4, $0x007fffff
-DATA lgc36<>+8(SB)/4, $0x007fffff
-DATA lgc36<>+12(SB)/4, $0x007fffff
-DATA lgc36<>+16(SB)/4, $0x007fffff
-DATA lgc36<>+20(SB)/4, $0x007fffff
-DATA lgc36<>+24(SB)/4, $0x007fffff
-DATA lgc36<>+28(SB)/4, $0x007fffff
+DATA lgc36<>+0(SB)/4, $0x00800000
+DATA lgc36<>+4(SB)/4, $0x00800000
+DATA lgc36<>+8(SB)/4, $0x00800000
+DATA lgc36<>+12(SB)/4, $0x00800000
+DATA lgc36<>+16(SB)/4, $0x00800000
+DATA lgc36<>+20(SB)/4, $0x00800000
+DATA lgc36<>+24(SB)/4, $0x00800000
+DATA lgc36<>+28(SB)/4, $0x00800000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3fb504f3
-DATA lgc37<>+4(SB)/4, $0x3fb504f3
-DATA lgc37<>+8(SB)/4, $0x3fb504f3
-DATA lgc37<>+12(SB)/4, $0x3fb504f3
-DATA lgc37<>+16(SB)/4, $0x3fb504f3
-DATA lgc37<>+20(SB)/4, $0x3fb504f3
-DATA lgc37<>+24(SB)/4, $0x3fb504f3
-DATA lgc37<>+28(SB)/4, $0x3fb504f3
+DATA lgc37<>+0(SB)/4, $0x4b000000
+DATA lgc37<>+4(SB)/4, $0x4b000000
+DATA lgc37<>+8(SB)/4, $0x4b000000
+DATA lgc37<>+12(SB)/4, $0x4b000000
+DATA lgc37<>+16(SB)/4, $0x4b000000
+DATA lgc37<>+20(SB)/4, $0x4b000000
+DATA lgc37<>+24(SB)/4, $0x4b000000
+DATA lgc37<>+28(SB)/4, $0x4b000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3d9021bb
-DATA lgc38<>+4(SB)/4, $0x3d9021bb
-DATA lgc38<>+8(SB)/4, $0x3d9021bb
-DATA lgc38<>+12(SB)/4, $0x3d9021bb
-DATA lgc38<>+16(SB)/4, $0x3d9021bb
-DATA lgc38<>+20(SB)/4, $0x3d9021bb
-DATA lgc38<>+24(SB)/4, $0x3d9021bb
-DATA lgc38<>+28(SB)/4, $0x3d9021bb
+DATA lgc38<>+0(SB)/4, $0xffffffe9
+DATA lgc38<>+4(SB)/4, $0xffffffe9
+DATA lgc38<>+8(SB)/4, $0xffffffe9
+DATA lgc38<>+12(SB)/4, $0xffffffe9
+DATA lgc38<>+16(SB)/4, $0xffffffe9
+DATA lgc38<>+20(SB)/4, $0xffffffe9
+DATA lgc38<>+24(SB)/4, $0xffffffe9
+DATA lgc38<>+28(SB)/4, $0xffffffe9
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbdebd1b8
-DATA lgc39<>+4(SB)/4, $0xbdebd1b8
-DATA lgc39<>+8(SB)/4, $0xbdebd1b8
-DATA lgc39<>+12(SB)/4, $0xbdebd1b8
-DATA lgc39<>+16(SB)/4, $0xbdebd1b8
-DATA lgc39<>+20(SB)/4, $0xbdebd1b8
-DATA lgc39<>+24(SB)/4, $0xbdebd1b8
-DATA lgc39<>+28(SB)/4, $0xbdebd1b8
+DATA lgc39<>+0(SB)/4, $0x007fffff
+DATA lgc39<>+4(SB)/4, $0x007fffff
+DATA lgc39<>+8(SB)/4, $0x007fffff
+DATA lgc39<>+12(SB)/4, $0x007fffff
+DATA lgc39<>+16(SB)/4, $0x007fffff
+DATA lgc39<>+20(SB)/4, $0x007fffff
+DATA lgc39<>+24(SB)/4, $0x007fffff
+DATA lgc39<>+28(SB)/4, $0x007fffff
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3def251a
-DATA lgc40<>+4(SB)/4, $0x3def251a
-DATA lgc40<>+8(SB)/4, $0x3def251a
-DATA lgc40<>+12(SB)/4, $0x3def251a
-DATA lgc40<>+16(SB)/4, $0x3def251a
-DATA lgc40<>+20(SB)/4, $0x3def251a
-DATA lgc40<>+24(SB)/4, $0x3def251a
-DATA lgc40<>+28(SB)/4, $0x3def251a
+DATA lgc40<>+0(SB)/4, $0x3fb504f3
+DATA lgc40<>+4(SB)/4, $0x3fb504f3
+DATA lgc40<>+8(SB)/4, $0x3fb504f3
+DATA lgc40<>+12(SB)/4, $0x3fb504f3
+DATA lgc40<>+16(SB)/4, $0x3fb504f3
+DATA lgc40<>+20(SB)/4, $0x3fb504f3
+DATA lgc40<>+24(SB)/4, $0x3fb504f3
+DATA lgc40<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc41<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc41<>+0(SB)/4, $0x3d9021bb
+DATA lgc41<>+4(SB)/4, $0x3d9021bb
+DATA lgc41<>+8(SB)/4, $0x3d9021bb
+DATA lgc41<>+12(SB)/4, $0x3d9021bb
+DATA lgc41<>+16(SB)/4, $0x3d9021bb
+DATA lgc41<>+20(SB)/4, $0x3d9021bb
+DATA lgc41<>+24(SB)/4, $0x3d9021bb
+DATA lgc41<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3e11e9bf
-DATA lgc42<>+4(SB)/4, $0x3e11e9bf
-DATA lgc42<>+8(SB)/4, $0x3e11e9bf
-DATA lgc42<>+12(SB)/4, $0x3e11e9bf
-DATA lgc42<>+16(SB)/4, $0x3e11e9bf
-DATA lgc42<>+20(SB)/4, $0x3e11e9bf
-DATA lgc42<>+24(SB)/4, $0x3e11e9bf
-DATA lgc42<>+28(SB)/4, $0x3e11e9bf
+DATA lgc42<>+0(SB)/4, $0xbdebd1b8
+DATA lgc42<>+4(SB)/4, $0xbdebd1b8
+DATA lgc42<>+8(SB)/4, $0xbdebd1b8
+DATA lgc42<>+12(SB)/4, $0xbdebd1b8
+DATA lgc42<>+16(SB)/4, $0xbdebd1b8
+DATA lgc42<>+20(SB)/4, $0xbdebd1b8
+DATA lgc42<>+24(SB)/4, $0xbdebd1b8
+DATA lgc42<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0xbe2aae50
-DATA lgc43<>+4(SB)/4, $0xbe2aae50
-DATA lgc43<>+8(SB)/4, $0xbe2aae50
-DATA lgc43<>+12(SB)/4, $0xbe2aae50
-DATA lgc43<>+16(SB)/4, $0xbe2aae50
-DATA lgc43<>+20(SB)/4, $0xbe2aae50
-DATA lgc43<>+24(SB)/4, $0xbe2aae50
-DATA lgc43<>+28(SB)/4, $0xbe2aae50
+DATA lgc43<>+0(SB)/4, $0x3def251a
+DATA lgc43<>+4(SB)/4, $0x3def251a
+DATA lgc43<>+8(SB)/4, $0x3def251a
+DATA lgc43<>+12(SB)/4, $0x3def251a
+DATA lgc43<>+16(SB)/4, $0x3def251a
+DATA lgc43<>+20(SB)/4, $0x3def251a
+DATA lgc43<>+24(SB)/4, $0x3def251a
+DATA lgc43<>+28(SB)/4, $0x3def251a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3e4cceac
-DATA lgc44<>+4(SB)/4, $0x3e4cceac
-DATA lgc44<>+8(SB)/4, $0x3e4cceac
-DATA lgc44<>+12(SB)/4, $0x3e4cceac
-DATA lgc44<>+16(SB)/4, $0x3e4cceac
-DATA lgc44<>+20(SB)/4, $0x3e4cceac
-DATA lgc44<>+24(SB)/4, $0x3e4cceac
-DATA lgc44<>+28(SB)/4, $0x3e4cceac
+DATA lgc44<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc44<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbe7ffffc
-DATA lgc45<>+4(SB)/4, $0xbe7ffffc
-DATA lgc45<>+8(SB)/4, $0xbe7ffffc
-DATA lgc45<>+12(SB)/4, $0xbe7ffffc
-DATA lgc45<>+16(SB)/4, $0xbe7ffffc
-DATA lgc45<>+20(SB)/4, $0xbe7ffffc
-DATA lgc45<>+24(SB)/4, $0xbe7ffffc
-DATA lgc45<>+28(SB)/4, $0xbe7ffffc
+DATA lgc45<>+0(SB)/4, $0x3e11e9bf
+DATA lgc45<>+4(SB)/4, $0x3e11e9bf
+DATA lgc45<>+8(SB)/4, $0x3e11e9bf
+DATA lgc45<>+12(SB)/4, $0x3e11e9bf
+DATA lgc45<>+16(SB)/4, $0x3e11e9bf
+DATA lgc45<>+20(SB)/4, $0x3e11e9bf
+DATA lgc45<>+24(SB)/4, $0x3e11e9bf
+DATA lgc45<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc46<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc46<>+0(SB)/4, $0xbe2aae50
+DATA lgc46<>+4(SB)/4, $0xbe2aae50
+DATA lgc46<>+8(SB)/4, $0xbe2aae50
+DATA lgc46<>+12(SB)/4, $0xbe2aae50
+DATA lgc46<>+16(SB)/4, $0xbe2aae50
+DATA lgc46<>+20(SB)/4, $0xbe2aae50
+DATA lgc46<>+24(SB)/4, $0xbe2aae50
+DATA lgc46<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x7fc00000
-DATA lgc47<>+4(SB)/4, $0x7fc00000
-DATA lgc47<>+8(SB)/4, $0x7fc00000
-DATA lgc47<>+12(SB)/4, $0x7fc00000
-DATA lgc47<>+16(SB)/4, $0x7fc00000
-DATA lgc47<>+20(SB)/4, $0x7fc00000
-DATA lgc47<>+24(SB)/4, $0x7fc00000
-DATA lgc47<>+28(SB)/4, $0x7fc00000
+DATA lgc47<>+0(SB)/4, $0x3e4cceac
+DATA lgc47<>+4(SB)/4, $0x3e4cceac
+DATA lgc47<>+8(SB)/4, $0x3e4cceac
+DATA lgc47<>+12(SB)/4, $0x3e4cceac
+DATA lgc47<>+16(SB)/4, $0x3e4cceac
+DATA lgc47<>+20(SB)/4, $0x3e4cceac
+DATA lgc47<>+24(SB)/4, $0x3e4cceac
+DATA lgc47<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x7f800000
-DATA lgc48<>+4(SB)/4, $0x7f800000
-DATA lgc48<>+8(SB)/4, $0x7f800000
-DATA lgc48<>+12(SB)/4, $0x7f800000
-DATA lgc48<>+16(SB)/4, $0x7f800000
-DATA lgc48<>+20(SB)/4, $0x7f800000
-DATA lgc48<>+24(SB)/4, $0x7f800000
-DATA lgc48<>+28(SB)/4, $0x7f800000
+DATA lgc48<>+0(SB)/4, $0xbe7ffffc
+DATA lgc48<>+4(SB)/4, $0xbe7ffffc
+DATA lgc48<>+8(SB)/4, $0xbe7ffffc
+DATA lgc48<>+12(SB)/4, $0xbe7ffffc
+DATA lgc48<>+16(SB)/4, $0xbe7ffffc
+DATA lgc48<>+20(SB)/4, $0xbe7ffffc
+DATA lgc48<>+24(SB)/4, $0xbe7ffffc
+DATA lgc48<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc49<>+28(SB)/4, $0x3eaaaaaa
+GLOBL lgc49<>(SB), RODATA|NOPTR, $32
+
+DATA lgc50<>+0(SB)/4, $0x7fc00000
+DATA lgc50<>+4(SB)/4, $0x7fc00000
+DATA lgc50<>+8(SB)/4, $0x7fc00000
+DATA lgc50<>+12(SB)/4, $0x7fc00000
+DATA lgc50<>+16(SB)/4, $0x7fc00000
+DATA lgc50<>+20(SB)/4, $0x7fc00000
+DATA lgc50<>+24(SB)/4, $0x7fc00000
+DATA lgc50<>+28(SB)/4, $0x7fc00000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x7f800000
+DATA lgc51<>+4(SB)/4, $0x7f800000
+DATA lgc51<>+8(SB)/4, $0x7f800000
+DATA lgc51<>+12(SB)/4, $0x7f800000
+DATA lgc51<>+16(SB)/4, $0x7f800000
+DATA lgc51<>+20(SB)/4, $0x7f800000
+DATA lgc51<>+24(SB)/4, $0x7f800000
+DATA lgc51<>+28(SB)/4, $0x7f800000
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -2528,43 +2658,43 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc34<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
+	VMULPS       lgc37<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc22<>+0(SB), Y4, Y4
-	VPAND        lgc35<>+0(SB), Y2, Y2
+	VPSUBD       lgc24<>+0(SB), Y4, Y4
+	VPAND        lgc38<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc36<>+0(SB), Y3, Y2
+	VPAND        lgc39<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc37<>+0(SB), Y2, Y3
-	VMULPS       lgc20<>+0(SB), Y2, Y5
+	VCMPPS       $0x1e, lgc40<>+0(SB), Y2, Y3
+	VMULPS       lgc22<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc38<>+0(SB), Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VMOVAPS      lgc41<>+0(SB), Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc44<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc14<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc13<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc47<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc48<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc48<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc50<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc51<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc51<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc2<>+0(SB), Y1, Y2
@@ -2574,9 +2704,9 @@ bulk_21:
 	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc48<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc48<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc51<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

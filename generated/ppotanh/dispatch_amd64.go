@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -30,11 +36,12 @@ type avxState struct {
 	r75_n    []float64
 	r75_mean []float64
 	r75_m2   []float64
+	p0_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 344)}
+	st := &avxState{buf: make([]float64, 360)}
 	st.r55_s = st.buf[8:24]
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r57_s = st.buf[48:64]
@@ -51,6 +58,7 @@ var avxPool = sync.Pool{New: func() any {
 	st.r75_n = st.buf[280:296]
 	st.r75_mean = st.buf[304:320]
 	st.r75_m2 = st.buf[328:344]
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -75,7 +83,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r75_n, 0)
 	runtime.Fill(st.r75_mean, 0)
 	runtime.Fill(st.r75_m2, 0)
+	runtime.SetMask(st.p0_ok)
 	pass0AVX2(&in.Action[0], &in.Loc[0], &in.Scale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r55_s, 8, 512.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r57_s, 8, 512.0)
@@ -119,11 +133,12 @@ type fbAvxState struct {
 	r75_n    []float64
 	r75_mean []float64
 	r75_m2   []float64
+	p0_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 344)}
+	st := &fbAvxState{buf: make([]float64, 360)}
 	st.r55_s = st.buf[8:24]
 	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r57_s = st.buf[48:64]
@@ -140,6 +155,7 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r75_n = st.buf[280:296]
 	st.r75_mean = st.buf[304:320]
 	st.r75_m2 = st.buf[328:344]
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 8)
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -164,7 +180,13 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r75_n, 0)
 	runtime.Fill(st.r75_mean, 0)
 	runtime.Fill(st.r75_m2, 0)
+	runtime.SetMask(st.p0_ok)
 	fbPass0AVX2(&in.Action[0], &in.Loc[0], &in.Scale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.Scale[0], &g.Loc[0], &g.StateValue[0], &g.Entropy[0])
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r55_s, 8, 512.0)
 	out.LossObjective = float32(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r57_s, 8, 512.0)

@@ -664,55 +664,71 @@ inner_D_3:
 	JNZ          noflush_4
 	MOVQ         p5+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       2816(CX), Y1, Y1
+	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
 noflush_4:
@@ -721,55 +737,71 @@ noflush_4:
 	JL           blocks_1
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y1, Y1
-	VMOVUPD      Y1, 384(AX)
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y1, Y1
-	VMOVUPD      Y1, 704(AX)
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y1, Y1
-	VMOVUPD      Y1, 1024(AX)
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y1, Y1
-	VMOVUPD      Y1, 1344(AX)
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
+	VANDPS       2816(AX), Y1, Y1
+	VMOVUPS      Y1, 2816(AX)
 	VZEROUPPER
 	RET
 
@@ -1225,6 +1257,26 @@ DATA lgc45<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc45<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
+DATA lgc46<>+0(SB)/4, $0x7fffffff
+DATA lgc46<>+4(SB)/4, $0x7fffffff
+DATA lgc46<>+8(SB)/4, $0x7fffffff
+DATA lgc46<>+12(SB)/4, $0x7fffffff
+DATA lgc46<>+16(SB)/4, $0x7fffffff
+DATA lgc46<>+20(SB)/4, $0x7fffffff
+DATA lgc46<>+24(SB)/4, $0x7fffffff
+DATA lgc46<>+28(SB)/4, $0x7fffffff
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0x7f7fffff
+DATA lgc47<>+4(SB)/4, $0x7f7fffff
+DATA lgc47<>+8(SB)/4, $0x7f7fffff
+DATA lgc47<>+12(SB)/4, $0x7f7fffff
+DATA lgc47<>+16(SB)/4, $0x7f7fffff
+DATA lgc47<>+20(SB)/4, $0x7f7fffff
+DATA lgc47<>+24(SB)/4, $0x7f7fffff
+DATA lgc47<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-24
@@ -1233,7 +1285,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(v75, v76) []
-	VADDPS       lgc46<>+0(SB), Y0, Y0
+	VADDPS       lgc48<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
@@ -1250,15 +1302,15 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc46<>+0(SB)/4, $0x34000000
-DATA lgc46<>+4(SB)/4, $0x34000000
-DATA lgc46<>+8(SB)/4, $0x34000000
-DATA lgc46<>+12(SB)/4, $0x34000000
-DATA lgc46<>+16(SB)/4, $0x34000000
-DATA lgc46<>+20(SB)/4, $0x34000000
-DATA lgc46<>+24(SB)/4, $0x34000000
-DATA lgc46<>+28(SB)/4, $0x34000000
-GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+DATA lgc48<>+0(SB)/4, $0x34000000
+DATA lgc48<>+4(SB)/4, $0x34000000
+DATA lgc48<>+8(SB)/4, $0x34000000
+DATA lgc48<>+12(SB)/4, $0x34000000
+DATA lgc48<>+16(SB)/4, $0x34000000
+DATA lgc48<>+20(SB)/4, $0x34000000
+DATA lgc48<>+24(SB)/4, $0x34000000
+DATA lgc48<>+28(SB)/4, $0x34000000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1934,7 +1986,7 @@ inner_D_7:
 	VFMADD231PD  Y6, Y7, Y0
 	VMOVUPD      Y5, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc47<>+0(SB), Y0
+	VMOVUPS      lgc49<>+0(SB), Y0
 	VMOVUPS      lgc3<>+0(SB), Y5
 
 	// v81 = where(v67, v80, v4) [B=512]
@@ -1972,7 +2024,7 @@ inner_D_7:
 
 	// v91 = mul(v65, v4) [B=512]
 	VMULPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc48<>+0(SB), Y4
+	VMOVUPS lgc50<>+0(SB), Y4
 
 	// v92 = where(v89, v90, v91) [B=512]
 	VMOVUPS   lgc3<>+0(SB), Y5
@@ -1994,7 +2046,7 @@ inner_D_7:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v98 = mul(v97, v0) [B=512]
-	VMULPS  lgc49<>+0(SB), Y1, Y1
+	VMULPS  lgc51<>+0(SB), Y1, Y1
 	VMOVUPS 1280(SP), Y2
 
 	// v99 = mul(v98, v52) [B=512]
@@ -2231,7 +2283,7 @@ inner_D_8:
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_8
-	VMOVUPS lgc50<>+0(SB), Y0
+	VMOVUPS lgc52<>+0(SB), Y0
 
 	// v114 = broadcast(v96) [B=512]
 	VMOVUPS 1312(SP), Y1
@@ -2247,55 +2299,71 @@ inner_D_8:
 	JNZ          noflush_9
 	MOVQ         p5+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       2816(CX), Y1, Y1
+	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
 noflush_9:
@@ -2304,97 +2372,113 @@ noflush_9:
 	JL           blocks_5
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(AX), Y1, Y1
-	VMOVUPD      Y1, 64(AX)
+	VADDPD       64(AX), Y2, Y2
+	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(AX), Y1, Y1
-	VMOVUPD      Y1, 384(AX)
+	VADDPD       384(AX), Y2, Y2
+	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(AX), Y1, Y1
-	VMOVUPD      Y1, 704(AX)
+	VADDPD       704(AX), Y2, Y2
+	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(AX), Y1, Y1
-	VMOVUPD      Y1, 1024(AX)
+	VADDPD       1024(AX), Y2, Y2
+	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc46<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(AX), Y1, Y1
-	VMOVUPD      Y1, 1344(AX)
+	VADDPD       1344(AX), Y2, Y2
+	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
+	VANDPS       2816(AX), Y1, Y1
+	VMOVUPS      Y1, 2816(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc47<>+0(SB)/4, $0x3b000000
-DATA lgc47<>+4(SB)/4, $0x3b000000
-DATA lgc47<>+8(SB)/4, $0x3b000000
-DATA lgc47<>+12(SB)/4, $0x3b000000
-DATA lgc47<>+16(SB)/4, $0x3b000000
-DATA lgc47<>+20(SB)/4, $0x3b000000
-DATA lgc47<>+24(SB)/4, $0x3b000000
-DATA lgc47<>+28(SB)/4, $0x3b000000
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/4, $0xbf800000
-DATA lgc48<>+4(SB)/4, $0xbf800000
-DATA lgc48<>+8(SB)/4, $0xbf800000
-DATA lgc48<>+12(SB)/4, $0xbf800000
-DATA lgc48<>+16(SB)/4, $0xbf800000
-DATA lgc48<>+20(SB)/4, $0xbf800000
-DATA lgc48<>+24(SB)/4, $0xbf800000
-DATA lgc48<>+28(SB)/4, $0xbf800000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
-
-DATA lgc49<>+0(SB)/4, $0xbb000000
-DATA lgc49<>+4(SB)/4, $0xbb000000
-DATA lgc49<>+8(SB)/4, $0xbb000000
-DATA lgc49<>+12(SB)/4, $0xbb000000
-DATA lgc49<>+16(SB)/4, $0xbb000000
-DATA lgc49<>+20(SB)/4, $0xbb000000
-DATA lgc49<>+24(SB)/4, $0xbb000000
-DATA lgc49<>+28(SB)/4, $0xbb000000
+DATA lgc49<>+0(SB)/4, $0x3b000000
+DATA lgc49<>+4(SB)/4, $0x3b000000
+DATA lgc49<>+8(SB)/4, $0x3b000000
+DATA lgc49<>+12(SB)/4, $0x3b000000
+DATA lgc49<>+16(SB)/4, $0x3b000000
+DATA lgc49<>+20(SB)/4, $0x3b000000
+DATA lgc49<>+24(SB)/4, $0x3b000000
+DATA lgc49<>+28(SB)/4, $0x3b000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xb7a3d70a
-DATA lgc50<>+4(SB)/4, $0xb7a3d70a
-DATA lgc50<>+8(SB)/4, $0xb7a3d70a
-DATA lgc50<>+12(SB)/4, $0xb7a3d70a
-DATA lgc50<>+16(SB)/4, $0xb7a3d70a
-DATA lgc50<>+20(SB)/4, $0xb7a3d70a
-DATA lgc50<>+24(SB)/4, $0xb7a3d70a
-DATA lgc50<>+28(SB)/4, $0xb7a3d70a
+DATA lgc50<>+0(SB)/4, $0xbf800000
+DATA lgc50<>+4(SB)/4, $0xbf800000
+DATA lgc50<>+8(SB)/4, $0xbf800000
+DATA lgc50<>+12(SB)/4, $0xbf800000
+DATA lgc50<>+16(SB)/4, $0xbf800000
+DATA lgc50<>+20(SB)/4, $0xbf800000
+DATA lgc50<>+24(SB)/4, $0xbf800000
+DATA lgc50<>+28(SB)/4, $0xbf800000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0xbb000000
+DATA lgc51<>+4(SB)/4, $0xbb000000
+DATA lgc51<>+8(SB)/4, $0xbb000000
+DATA lgc51<>+12(SB)/4, $0xbb000000
+DATA lgc51<>+16(SB)/4, $0xbb000000
+DATA lgc51<>+20(SB)/4, $0xbb000000
+DATA lgc51<>+24(SB)/4, $0xbb000000
+DATA lgc51<>+28(SB)/4, $0xbb000000
+GLOBL lgc51<>(SB), RODATA|NOPTR, $32
+
+DATA lgc52<>+0(SB)/4, $0xb7a3d70a
+DATA lgc52<>+4(SB)/4, $0xb7a3d70a
+DATA lgc52<>+8(SB)/4, $0xb7a3d70a
+DATA lgc52<>+12(SB)/4, $0xb7a3d70a
+DATA lgc52<>+16(SB)/4, $0xb7a3d70a
+DATA lgc52<>+20(SB)/4, $0xb7a3d70a
+DATA lgc52<>+24(SB)/4, $0xb7a3d70a
+DATA lgc52<>+28(SB)/4, $0xb7a3d70a
+GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32)
 // Requires: AVX
@@ -2404,7 +2488,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(v75, v76) []
-	VADDPS       lgc46<>+0(SB), Y0, Y0
+	VADDPS       lgc48<>+0(SB), Y0, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 

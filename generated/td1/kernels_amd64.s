@@ -54,7 +54,7 @@ DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *float64, p6 *bool, p7 *float64, p8 *float64, p9 *float64, p10 *float64)
-// Requires: AVX, FMA3
+// Requires: AVX
 TEXT ·pass1AVX2(SB), $0-88
 	MOVQ    p0+0(FP), AX
 	LEAQ    832(AX), AX
@@ -153,27 +153,27 @@ blocks_4:
 	VMULPD Y1, Y4, Y1
 
 	// v24 = scan(v21, v23) over T reverse [T=421 N=64]  # td1_return
-	MOVQ        p0+0(FP), DX
-	XORQ        BX, BX
-	ADDQ        CX, BX
-	VMOVUPD     Y0, Y0
-	VFMADD231PD 832(DX)(BX*8), Y1, Y0
-	VMOVUPD     Y0, 832(DX)(BX*8)
-	MOVQ        p8+64(FP), DX
-	VMOVUPD     (DX)(SI*8), Y1
+	MOVQ    p0+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    CX, BX
+	VMULPD  832(DX)(BX*8), Y1, Y1
+	VADDPD  Y0, Y1, Y1
+	VMOVUPD Y1, 832(DX)(BX*8)
+	MOVQ    p8+64(FP), DX
+	VMOVUPD (DX)(SI*8), Y0
 
 	// v25 = sub(v24, v14) [T=421 N=64]
-	VSUBPD Y1, Y0, Y1
+	VSUBPD Y0, Y1, Y0
 
 	// v26 = detach(v25) [T=421 N=64]
 	// v27 = detach(v24) [T=421 N=64]  # td1_return
 	// store v26
 	MOVQ    p9+72(FP), DX
-	VMOVUPD Y1, (DX)(SI*8)
+	VMOVUPD Y0, (DX)(SI*8)
 
 	// store v27
 	MOVQ    p10+80(FP), DX
-	VMOVUPD Y0, (DX)(SI*8)
+	VMOVUPD Y1, (DX)(SI*8)
 	ADDQ    $+4, CX
 	CMPQ    CX, $+64
 	JL      blocks_4

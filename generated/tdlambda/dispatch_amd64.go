@@ -7,17 +7,25 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
-	buf []float64
-	res []float64
+	buf   []float64
+	p0_ok []float64
+	res   []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 0)}
+	st := &avxState{buf: make([]float64, 16)}
+	st.p0_ok = st.buf[8:16]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -33,7 +41,8 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		pass0AVX2(lo, &in.NextDone[0], &const4[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.NextDone[0], &const4[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &st.buf[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {
@@ -49,7 +58,13 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
+	}
+	if !runtime.MaskSet(st.p0_ok[:4]) {
+		avx2Fallbacks.Add(1)
+		pass0Go(in, out, s)
+		return
 	}
 }
 

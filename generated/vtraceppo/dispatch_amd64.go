@@ -7,8 +7,14 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 	"golang.org/x/sys/cpu"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
+
+// avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the
+// pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data
+// must never need it.
+var avx2Fallbacks atomic.Uint64
 
 // avxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
 // whose address the kernels take, and a buffer for the merged results.
@@ -33,15 +39,18 @@ type avxState struct {
 	r74_s    []float64
 	r74_ok   []float32
 	r76_s    []float64
+	p0_ok    []float32
 	r80_s    []float64
 	r80_p    []float32
+	p1_ok    []float32
 	r47_s    []float64
 	r47_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var avxPool = sync.Pool{New: func() any {
-	st := &avxState{buf: make([]float64, 4024)}
+	st := &avxState{buf: make([]float64, 4072)}
 	st.r49_s = st.buf[8:24]
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r51_s = st.buf[48:64]
@@ -61,10 +70,13 @@ var avxPool = sync.Pool{New: func() any {
 	st.r74_s = st.buf[2848:3277]
 	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
 	st.r76_s = st.buf[3512:3941]
-	st.r80_s = st.buf[3952:3968]
-	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
-	st.r47_s = st.buf[3992:4008]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
+	st.r80_s = st.buf[3968:3984]
+	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
+	st.r47_s = st.buf[4024:4040]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -99,6 +111,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r74_s, 0)
 		runtime.SetMask(st.r74_ok)
 		runtime.Fill(st.r76_s, 0)
+		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
@@ -125,9 +138,11 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
 			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
 			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r74_ok[:8]) {
+	if !runtime.MaskSet(st.r74_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
@@ -165,7 +180,13 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	defer avxPool.Put(st)
 	runtime.Fill(st.r80_s, 0)
 	runtime.Fill(st.r80_p, 0)
+	runtime.SetMask(st.p1_ok)
 	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass1Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
@@ -183,6 +204,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
+		runtime.SetMask(st.p2_ok)
 		pass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], hi)
 	}
 	n := min(pass2Chunks, 64)
@@ -200,7 +222,13 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
+	}
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass2Go(in, out, g, s)
+		return
 	}
 	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])
@@ -236,15 +264,18 @@ type fbAvxState struct {
 	r74_s    []float64
 	r74_ok   []float32
 	r76_s    []float64
+	p0_ok    []float32
 	r80_s    []float64
 	r80_p    []float32
+	p1_ok    []float32
 	r47_s    []float64
 	r47_p    []float32
+	p2_ok    []float32
 	res      []float64
 }
 
 var fbAvxPool = sync.Pool{New: func() any {
-	st := &fbAvxState{buf: make([]float64, 4024)}
+	st := &fbAvxState{buf: make([]float64, 4072)}
 	st.r49_s = st.buf[8:24]
 	st.r49_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
 	st.r51_s = st.buf[48:64]
@@ -264,10 +295,13 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r74_s = st.buf[2848:3277]
 	st.r74_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3288])), 429)
 	st.r76_s = st.buf[3512:3941]
-	st.r80_s = st.buf[3952:3968]
-	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3976])), 16)
-	st.r47_s = st.buf[3992:4008]
-	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4016])), 16)
+	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3952])), 8)
+	st.r80_s = st.buf[3968:3984]
+	st.r80_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[3992])), 16)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4008])), 8)
+	st.r47_s = st.buf[4024:4040]
+	st.r47_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4048])), 16)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[4064])), 8)
 	st.res = make([]float64, 421)
 	return st
 }}
@@ -302,6 +336,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r74_s, 0)
 		runtime.SetMask(st.r74_ok)
 		runtime.Fill(st.r76_s, 0)
+		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Entropy[0], &out.ValueTarget[0], &g.StateValue[0], &g.Entropy[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
@@ -328,9 +363,11 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeSum(sts[0].r74_s, sts[c].r74_s)
 			runtime.MergeMask(sts[0].r74_ok, sts[c].r74_ok)
 			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r74_ok[:8]) {
+	if !runtime.MaskSet(st.r74_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
@@ -368,7 +405,13 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	defer fbAvxPool.Put(st)
 	runtime.Fill(st.r80_s, 0)
 	runtime.Fill(st.r80_p, 0)
+	runtime.SetMask(st.p1_ok)
 	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass1Go(in, out, g, s)
+		return
+	}
 	runtime.FinishMean(st.res[:1], st.r80_s, 8, 421.0)
 	s.s4 = float32(st.res[0])
 }
@@ -386,6 +429,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r47_s, 0)
 		runtime.Fill(st.r47_p, 0)
+		runtime.SetMask(st.p2_ok)
 		fbPass2AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &out.ValueTarget[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &out.Advantage[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass2Chunks, 64)
@@ -403,7 +447,13 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r47_s, sts[c].r47_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
+	}
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
 	}
 	runtime.FinishMean(st.res[:1], st.r47_s, 8, 26944.0)
 	out.LossObjective = float32(st.res[0])

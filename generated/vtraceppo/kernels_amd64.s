@@ -153,21 +153,26 @@ outer0_1:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VMOVUPS     lgc18<>+0(SB), Y8
+	VANDPS      lgc18<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), CX
+	VANDPS      31616(CX), Y6, Y6
+	VMOVUPS     Y6, 31616(CX)
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -175,18 +180,18 @@ outer0_1:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -201,7 +206,6 @@ outer0_1:
 	VEXTRACTI128 $0x01, Y6, X8
 	VPMOVSXDQ    X8, Y8
 	VANDPS       Y6, Y5, Y5
-	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
@@ -221,7 +225,7 @@ outer0_1:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y2
+	VMULPS lgc26<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -245,7 +249,7 @@ outer0_1:
 	VSUBPS Y7, Y4, Y1
 
 	// v58 = abs(v57) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -383,12 +387,12 @@ outer0_1:
 	VMULPS       Y5, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y5
 	VBLENDVPS    Y5, Y3, Y7, Y7
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc29<>+0(SB), Y6
+	VMOVUPS      lgc31<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -409,7 +413,7 @@ outer0_1:
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
 	// store v24
@@ -509,21 +513,26 @@ blocks_2:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc18<>+0(SB), Y8
+	VANDPS      lgc18<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), BX
+	VANDPS      31616(BX), Y6, Y6
+	VMOVUPS     Y6, 31616(BX)
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -531,18 +540,18 @@ blocks_2:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -552,7 +561,6 @@ blocks_2:
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
-	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
@@ -566,7 +574,7 @@ blocks_2:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y2
+	VMULPS lgc26<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -580,7 +588,7 @@ blocks_2:
 	VSUBPS Y7, Y4, Y1
 
 	// v58 = abs(v57) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -685,10 +693,10 @@ blocks_2:
 	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y4, Y4
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -707,7 +715,7 @@ blocks_2:
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
 	// store v24
@@ -717,55 +725,71 @@ blocks_2:
 	JNZ          noflush_3
 	MOVQ         p8+64(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       31616(DX), Y2, Y2
+	VMOVUPS      Y2, 31616(DX)
 	MOVQ         $+8, DX
 
 noflush_3:
@@ -773,55 +797,71 @@ noflush_3:
 	JGE          blocks_2
 	MOVQ         p8+64(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       31616(CX), Y1, Y1
+	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
 	JL           outer0_1
@@ -1004,135 +1044,165 @@ DATA lgc17<>+24(SB)/4, $0x3f7d70a4
 DATA lgc17<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x00000001
-DATA lgc18<>+4(SB)/4, $0x00000002
-DATA lgc18<>+8(SB)/4, $0x00000003
-DATA lgc18<>+12(SB)/4, $0x00000004
-DATA lgc18<>+16(SB)/4, $0x00000005
-DATA lgc18<>+20(SB)/4, $0x00000006
-DATA lgc18<>+24(SB)/4, $0x00000007
-DATA lgc18<>+28(SB)/4, $0x00000007
+DATA lgc18<>+0(SB)/4, $0x7fffffff
+DATA lgc18<>+4(SB)/4, $0x7fffffff
+DATA lgc18<>+8(SB)/4, $0x7fffffff
+DATA lgc18<>+12(SB)/4, $0x7fffffff
+DATA lgc18<>+16(SB)/4, $0x7fffffff
+DATA lgc18<>+20(SB)/4, $0x7fffffff
+DATA lgc18<>+24(SB)/4, $0x7fffffff
+DATA lgc18<>+28(SB)/4, $0x7fffffff
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x00000002
-DATA lgc19<>+4(SB)/4, $0x00000003
-DATA lgc19<>+8(SB)/4, $0x00000004
-DATA lgc19<>+12(SB)/4, $0x00000005
-DATA lgc19<>+16(SB)/4, $0x00000006
-DATA lgc19<>+20(SB)/4, $0x00000007
-DATA lgc19<>+24(SB)/4, $0x00000006
-DATA lgc19<>+28(SB)/4, $0x00000007
+DATA lgc19<>+0(SB)/4, $0x79000000
+DATA lgc19<>+4(SB)/4, $0x79000000
+DATA lgc19<>+8(SB)/4, $0x79000000
+DATA lgc19<>+12(SB)/4, $0x79000000
+DATA lgc19<>+16(SB)/4, $0x79000000
+DATA lgc19<>+20(SB)/4, $0x79000000
+DATA lgc19<>+24(SB)/4, $0x79000000
+DATA lgc19<>+28(SB)/4, $0x79000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x00000004
-DATA lgc20<>+4(SB)/4, $0x00000005
-DATA lgc20<>+8(SB)/4, $0x00000006
-DATA lgc20<>+12(SB)/4, $0x00000007
-DATA lgc20<>+16(SB)/4, $0x00000004
-DATA lgc20<>+20(SB)/4, $0x00000005
-DATA lgc20<>+24(SB)/4, $0x00000006
+DATA lgc20<>+0(SB)/4, $0x00000001
+DATA lgc20<>+4(SB)/4, $0x00000002
+DATA lgc20<>+8(SB)/4, $0x00000003
+DATA lgc20<>+12(SB)/4, $0x00000004
+DATA lgc20<>+16(SB)/4, $0x00000005
+DATA lgc20<>+20(SB)/4, $0x00000006
+DATA lgc20<>+24(SB)/4, $0x00000007
 DATA lgc20<>+28(SB)/4, $0x00000007
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00000000
-DATA lgc21<>+4(SB)/4, $0x00000000
-DATA lgc21<>+8(SB)/4, $0x00000000
-DATA lgc21<>+12(SB)/4, $0x00000000
-DATA lgc21<>+16(SB)/4, $0x00000000
-DATA lgc21<>+20(SB)/4, $0x00000000
-DATA lgc21<>+24(SB)/4, $0x00000000
-DATA lgc21<>+28(SB)/4, $0x00000000
+DATA lgc21<>+0(SB)/4, $0x00000002
+DATA lgc21<>+4(SB)/4, $0x00000003
+DATA lgc21<>+8(SB)/4, $0x00000004
+DATA lgc21<>+12(SB)/4, $0x00000005
+DATA lgc21<>+16(SB)/4, $0x00000006
+DATA lgc21<>+20(SB)/4, $0x00000007
+DATA lgc21<>+24(SB)/4, $0x00000006
+DATA lgc21<>+28(SB)/4, $0x00000007
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0xbe647fbe
-DATA lgc22<>+4(SB)/4, $0xbe647fbe
-DATA lgc22<>+8(SB)/4, $0xbe647fbe
-DATA lgc22<>+12(SB)/4, $0xbe647fbe
-DATA lgc22<>+16(SB)/4, $0xbe647fbe
-DATA lgc22<>+20(SB)/4, $0xbe647fbe
-DATA lgc22<>+24(SB)/4, $0xbe647fbe
-DATA lgc22<>+28(SB)/4, $0xbe647fbe
+DATA lgc22<>+0(SB)/4, $0x00000004
+DATA lgc22<>+4(SB)/4, $0x00000005
+DATA lgc22<>+8(SB)/4, $0x00000006
+DATA lgc22<>+12(SB)/4, $0x00000007
+DATA lgc22<>+16(SB)/4, $0x00000004
+DATA lgc22<>+20(SB)/4, $0x00000005
+DATA lgc22<>+24(SB)/4, $0x00000006
+DATA lgc22<>+28(SB)/4, $0x00000007
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3e3ab281
-DATA lgc23<>+4(SB)/4, $0x3e3ab281
-DATA lgc23<>+8(SB)/4, $0x3e3ab281
-DATA lgc23<>+12(SB)/4, $0x3e3ab281
-DATA lgc23<>+16(SB)/4, $0x3e3ab281
-DATA lgc23<>+20(SB)/4, $0x3e3ab281
-DATA lgc23<>+24(SB)/4, $0x3e3ab281
-DATA lgc23<>+28(SB)/4, $0x3e3ab281
+DATA lgc23<>+0(SB)/4, $0x00000000
+DATA lgc23<>+4(SB)/4, $0x00000000
+DATA lgc23<>+8(SB)/4, $0x00000000
+DATA lgc23<>+12(SB)/4, $0x00000000
+DATA lgc23<>+16(SB)/4, $0x00000000
+DATA lgc23<>+20(SB)/4, $0x00000000
+DATA lgc23<>+24(SB)/4, $0x00000000
+DATA lgc23<>+28(SB)/4, $0x00000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0xbc23d70a
-DATA lgc24<>+4(SB)/4, $0xbc23d70a
-DATA lgc24<>+8(SB)/4, $0xbc23d70a
-DATA lgc24<>+12(SB)/4, $0xbc23d70a
-DATA lgc24<>+16(SB)/4, $0xbc23d70a
-DATA lgc24<>+20(SB)/4, $0xbc23d70a
-DATA lgc24<>+24(SB)/4, $0xbc23d70a
-DATA lgc24<>+28(SB)/4, $0xbc23d70a
+DATA lgc24<>+0(SB)/4, $0xbe647fbe
+DATA lgc24<>+4(SB)/4, $0xbe647fbe
+DATA lgc24<>+8(SB)/4, $0xbe647fbe
+DATA lgc24<>+12(SB)/4, $0xbe647fbe
+DATA lgc24<>+16(SB)/4, $0xbe647fbe
+DATA lgc24<>+20(SB)/4, $0xbe647fbe
+DATA lgc24<>+24(SB)/4, $0xbe647fbe
+DATA lgc24<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x80000000
-DATA lgc25<>+4(SB)/4, $0x80000000
-DATA lgc25<>+8(SB)/4, $0x80000000
-DATA lgc25<>+12(SB)/4, $0x80000000
-DATA lgc25<>+16(SB)/4, $0x80000000
-DATA lgc25<>+20(SB)/4, $0x80000000
-DATA lgc25<>+24(SB)/4, $0x80000000
-DATA lgc25<>+28(SB)/4, $0x80000000
+DATA lgc25<>+0(SB)/4, $0x3e3ab281
+DATA lgc25<>+4(SB)/4, $0x3e3ab281
+DATA lgc25<>+8(SB)/4, $0x3e3ab281
+DATA lgc25<>+12(SB)/4, $0x3e3ab281
+DATA lgc25<>+16(SB)/4, $0x3e3ab281
+DATA lgc25<>+20(SB)/4, $0x3e3ab281
+DATA lgc25<>+24(SB)/4, $0x3e3ab281
+DATA lgc25<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xc2ae0000
-DATA lgc26<>+4(SB)/4, $0xc2ae0000
-DATA lgc26<>+8(SB)/4, $0xc2ae0000
-DATA lgc26<>+12(SB)/4, $0xc2ae0000
-DATA lgc26<>+16(SB)/4, $0xc2ae0000
-DATA lgc26<>+20(SB)/4, $0xc2ae0000
-DATA lgc26<>+24(SB)/4, $0xc2ae0000
-DATA lgc26<>+28(SB)/4, $0xc2ae0000
+DATA lgc26<>+0(SB)/4, $0xbc23d70a
+DATA lgc26<>+4(SB)/4, $0xbc23d70a
+DATA lgc26<>+8(SB)/4, $0xbc23d70a
+DATA lgc26<>+12(SB)/4, $0xbc23d70a
+DATA lgc26<>+16(SB)/4, $0xbc23d70a
+DATA lgc26<>+20(SB)/4, $0xbc23d70a
+DATA lgc26<>+24(SB)/4, $0xbc23d70a
+DATA lgc26<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x42b00000
-DATA lgc27<>+4(SB)/4, $0x42b00000
-DATA lgc27<>+8(SB)/4, $0x42b00000
-DATA lgc27<>+12(SB)/4, $0x42b00000
-DATA lgc27<>+16(SB)/4, $0x42b00000
-DATA lgc27<>+20(SB)/4, $0x42b00000
-DATA lgc27<>+24(SB)/4, $0x42b00000
-DATA lgc27<>+28(SB)/4, $0x42b00000
+DATA lgc27<>+0(SB)/4, $0x80000000
+DATA lgc27<>+4(SB)/4, $0x80000000
+DATA lgc27<>+8(SB)/4, $0x80000000
+DATA lgc27<>+12(SB)/4, $0x80000000
+DATA lgc27<>+16(SB)/4, $0x80000000
+DATA lgc27<>+20(SB)/4, $0x80000000
+DATA lgc27<>+24(SB)/4, $0x80000000
+DATA lgc27<>+28(SB)/4, $0x80000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xff800000
-DATA lgc28<>+4(SB)/4, $0xff800000
-DATA lgc28<>+8(SB)/4, $0xff800000
-DATA lgc28<>+12(SB)/4, $0xff800000
-DATA lgc28<>+16(SB)/4, $0xff800000
-DATA lgc28<>+20(SB)/4, $0xff800000
-DATA lgc28<>+24(SB)/4, $0xff800000
-DATA lgc28<>+28(SB)/4, $0xff800000
+DATA lgc28<>+0(SB)/4, $0xc2ae0000
+DATA lgc28<>+4(SB)/4, $0xc2ae0000
+DATA lgc28<>+8(SB)/4, $0xc2ae0000
+DATA lgc28<>+12(SB)/4, $0xc2ae0000
+DATA lgc28<>+16(SB)/4, $0xc2ae0000
+DATA lgc28<>+20(SB)/4, $0xc2ae0000
+DATA lgc28<>+24(SB)/4, $0xc2ae0000
+DATA lgc28<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xffffffff
-DATA lgc29<>+4(SB)/4, $0xffffffff
-DATA lgc29<>+8(SB)/4, $0xffffffff
-DATA lgc29<>+12(SB)/4, $0xffffffff
-DATA lgc29<>+16(SB)/4, $0xffffffff
-DATA lgc29<>+20(SB)/4, $0xffffffff
-DATA lgc29<>+24(SB)/4, $0xffffffff
-DATA lgc29<>+28(SB)/4, $0xffffffff
+DATA lgc29<>+0(SB)/4, $0x42b00000
+DATA lgc29<>+4(SB)/4, $0x42b00000
+DATA lgc29<>+8(SB)/4, $0x42b00000
+DATA lgc29<>+12(SB)/4, $0x42b00000
+DATA lgc29<>+16(SB)/4, $0x42b00000
+DATA lgc29<>+20(SB)/4, $0x42b00000
+DATA lgc29<>+24(SB)/4, $0x42b00000
+DATA lgc29<>+28(SB)/4, $0x42b00000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x40000000
-DATA lgc30<>+4(SB)/4, $0x40000000
-DATA lgc30<>+8(SB)/4, $0x40000000
-DATA lgc30<>+12(SB)/4, $0x40000000
-DATA lgc30<>+16(SB)/4, $0x40000000
-DATA lgc30<>+20(SB)/4, $0x40000000
-DATA lgc30<>+24(SB)/4, $0x40000000
-DATA lgc30<>+28(SB)/4, $0x40000000
+DATA lgc30<>+0(SB)/4, $0xff800000
+DATA lgc30<>+4(SB)/4, $0xff800000
+DATA lgc30<>+8(SB)/4, $0xff800000
+DATA lgc30<>+12(SB)/4, $0xff800000
+DATA lgc30<>+16(SB)/4, $0xff800000
+DATA lgc30<>+20(SB)/4, $0xff800000
+DATA lgc30<>+24(SB)/4, $0xff800000
+DATA lgc30<>+28(SB)/4, $0xff800000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0xffffffff
+DATA lgc31<>+4(SB)/4, $0xffffffff
+DATA lgc31<>+8(SB)/4, $0xffffffff
+DATA lgc31<>+12(SB)/4, $0xffffffff
+DATA lgc31<>+16(SB)/4, $0xffffffff
+DATA lgc31<>+20(SB)/4, $0xffffffff
+DATA lgc31<>+24(SB)/4, $0xffffffff
+DATA lgc31<>+28(SB)/4, $0xffffffff
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x40000000
+DATA lgc32<>+4(SB)/4, $0x40000000
+DATA lgc32<>+8(SB)/4, $0x40000000
+DATA lgc32<>+12(SB)/4, $0x40000000
+DATA lgc32<>+16(SB)/4, $0x40000000
+DATA lgc32<>+20(SB)/4, $0x40000000
+DATA lgc32<>+24(SB)/4, $0x40000000
+DATA lgc32<>+28(SB)/4, $0x40000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x7f7fffff
+DATA lgc33<>+4(SB)/4, $0x7f7fffff
+DATA lgc33<>+8(SB)/4, $0x7f7fffff
+DATA lgc33<>+12(SB)/4, $0x7f7fffff
+DATA lgc33<>+16(SB)/4, $0x7f7fffff
+DATA lgc33<>+20(SB)/4, $0x7f7fffff
+DATA lgc33<>+24(SB)/4, $0x7f7fffff
+DATA lgc33<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1147,7 +1217,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS  lgc31<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1161,7 +1231,7 @@ blocks_4:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS  lgc30<>+0(SB), Y1, Y1
+	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1200,8 +1270,8 @@ blocks_4:
 
 	// mean(v79) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  31808(DX), Y4, Y1
-	VMOVUPS Y1, 31808(DX)
+	VADDPS  31936(DX), Y4, Y1
+	VMOVUPS Y1, 31936(DX)
 
 	// store v72
 	MOVQ         p5+40(FP), DX
@@ -1209,16 +1279,20 @@ blocks_4:
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      31808(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(CX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(CX), Y1, Y1
-	VMOVUPD      Y1, 31616(CX)
-	VADDPD       31648(CX), Y0, Y0
-	VMOVUPD      Y0, 31648(CX)
+	VADDPD       31744(CX), Y2, Y2
+	VMOVUPD      Y2, 31744(CX)
+	VADDPD       31776(CX), Y0, Y0
+	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31808(CX)
+	VMOVUPS      Y0, 31936(CX)
+	VANDPS       32064(CX), Y1, Y1
+	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
 
 noflush_5:
@@ -1232,7 +1306,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS     lgc31<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -1248,7 +1322,7 @@ noflush_5:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS     lgc30<>+0(SB), Y1, Y1
+	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -1293,36 +1367,40 @@ noflush_5:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       31808(AX), Y1, Y1
-	VMOVUPS      Y1, 31808(AX)
+	VADDPS       31936(AX), Y1, Y1
+	VMOVUPS      Y1, 31936(AX)
 
 	// store v72
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      31808(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(AX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(AX), Y1, Y1
-	VMOVUPD      Y1, 31616(AX)
-	VADDPD       31648(AX), Y0, Y0
-	VMOVUPD      Y0, 31648(AX)
+	VADDPD       31744(AX), Y2, Y2
+	VMOVUPD      Y2, 31744(AX)
+	VADDPD       31776(AX), Y0, Y0
+	VMOVUPD      Y0, 31776(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31808(AX)
+	VMOVUPS      Y0, 31936(AX)
+	VANDPS       32064(AX), Y1, Y1
+	VMOVUPS      Y1, 32064(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc31<>+0(SB)/4, $0x34000000
-DATA lgc31<>+4(SB)/4, $0x34000000
-DATA lgc31<>+8(SB)/4, $0x34000000
-DATA lgc31<>+12(SB)/4, $0x34000000
-DATA lgc31<>+16(SB)/4, $0x34000000
-DATA lgc31<>+20(SB)/4, $0x34000000
-DATA lgc31<>+24(SB)/4, $0x34000000
-DATA lgc31<>+28(SB)/4, $0x34000000
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+DATA lgc34<>+0(SB)/4, $0x34000000
+DATA lgc34<>+4(SB)/4, $0x34000000
+DATA lgc34<>+8(SB)/4, $0x34000000
+DATA lgc34<>+12(SB)/4, $0x34000000
+DATA lgc34<>+16(SB)/4, $0x34000000
+DATA lgc34<>+20(SB)/4, $0x34000000
+DATA lgc34<>+24(SB)/4, $0x34000000
+DATA lgc34<>+28(SB)/4, $0x34000000
+GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 int)
 // Requires: AVX, AVX2, FMA3
@@ -1403,7 +1481,7 @@ blocks_7:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	MOVQ         p6+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -1464,11 +1542,11 @@ blocks_7:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc14<>+0(SB), Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y3, Y3
@@ -1482,12 +1560,12 @@ blocks_7:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  32128(BX), Y0, Y0
-	VMOVUPS Y0, 32128(BX)
+	VADDPS  32384(BX), Y0, Y0
+	VMOVUPS Y0, 32384(BX)
 
 	// store v32
 	MOVQ         p10+80(FP), BX
@@ -1495,16 +1573,20 @@ blocks_7:
 	DECQ         DX
 	JNZ          noflush_8
 	MOVQ         p9+72(FP), DX
-	VMOVUPS      32128(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(DX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(DX), Y1, Y1
-	VMOVUPD      Y1, 31936(DX)
-	VADDPD       31968(DX), Y0, Y0
-	VMOVUPD      Y0, 31968(DX)
+	VADDPD       32192(DX), Y2, Y2
+	VMOVUPD      Y2, 32192(DX)
+	VADDPD       32224(DX), Y0, Y0
+	VMOVUPD      Y0, 32224(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(DX)
+	VMOVUPS      Y0, 32384(DX)
+	VANDPS       32512(DX), Y1, Y1
+	VMOVUPS      Y1, 32512(DX)
 	MOVQ         $+8, DX
 
 noflush_8:
@@ -1605,7 +1687,7 @@ noflush_8:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
@@ -1670,11 +1752,11 @@ noflush_8:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc14<>+0(SB), Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y2
+	VMOVUPS lgc36<>+0(SB), Y2
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y2, Y2
-	VMOVUPS lgc34<>+0(SB), Y3
+	VMOVUPS lgc37<>+0(SB), Y3
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y3, Y3
@@ -1688,7 +1770,7 @@ noflush_8:
 	VMULPS Y0, Y1, Y0
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y0, Y0
+	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -1697,59 +1779,63 @@ noflush_8:
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y0, Y0
 	MOVQ         p9+72(FP), CX
-	VADDPS       32128(CX), Y0, Y0
-	VMOVUPS      Y0, 32128(CX)
+	VADDPS       32384(CX), Y0, Y0
+	VMOVUPS      Y0, 32384(CX)
 
 	// store v32
 	MOVQ         p10+80(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y0
 	VMASKMOVPS   Y1, Y0, (CX)(DX*4)
 	MOVQ         p9+72(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(CX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32192(CX), Y2, Y2
+	VMOVUPD      Y2, 32192(CX)
+	VADDPD       32224(CX), Y0, Y0
+	VMOVUPD      Y0, 32224(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32384(CX)
+	VANDPS       32512(CX), Y1, Y1
+	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, p11+88(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-DATA lgc32<>+0(SB)/4, $0x00000000
-DATA lgc32<>+4(SB)/4, $0x00000001
-DATA lgc32<>+8(SB)/4, $0x00000002
-DATA lgc32<>+12(SB)/4, $0x00000003
-DATA lgc32<>+16(SB)/4, $0x00000004
-DATA lgc32<>+20(SB)/4, $0x00000005
-DATA lgc32<>+24(SB)/4, $0x00000006
-DATA lgc32<>+28(SB)/4, $0x00000007
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+DATA lgc35<>+0(SB)/4, $0x00000000
+DATA lgc35<>+4(SB)/4, $0x00000001
+DATA lgc35<>+8(SB)/4, $0x00000002
+DATA lgc35<>+12(SB)/4, $0x00000003
+DATA lgc35<>+16(SB)/4, $0x00000004
+DATA lgc35<>+20(SB)/4, $0x00000005
+DATA lgc35<>+24(SB)/4, $0x00000006
+DATA lgc35<>+28(SB)/4, $0x00000007
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x3f99999a
-DATA lgc33<>+4(SB)/4, $0x3f99999a
-DATA lgc33<>+8(SB)/4, $0x3f99999a
-DATA lgc33<>+12(SB)/4, $0x3f99999a
-DATA lgc33<>+16(SB)/4, $0x3f99999a
-DATA lgc33<>+20(SB)/4, $0x3f99999a
-DATA lgc33<>+24(SB)/4, $0x3f99999a
-DATA lgc33<>+28(SB)/4, $0x3f99999a
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+DATA lgc36<>+0(SB)/4, $0x3f99999a
+DATA lgc36<>+4(SB)/4, $0x3f99999a
+DATA lgc36<>+8(SB)/4, $0x3f99999a
+DATA lgc36<>+12(SB)/4, $0x3f99999a
+DATA lgc36<>+16(SB)/4, $0x3f99999a
+DATA lgc36<>+20(SB)/4, $0x3f99999a
+DATA lgc36<>+24(SB)/4, $0x3f99999a
+DATA lgc36<>+28(SB)/4, $0x3f99999a
+GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3f4ccccd
-DATA lgc34<>+4(SB)/4, $0x3f4ccccd
-DATA lgc34<>+8(SB)/4, $0x3f4ccccd
-DATA lgc34<>+12(SB)/4, $0x3f4ccccd
-DATA lgc34<>+16(SB)/4, $0x3f4ccccd
-DATA lgc34<>+20(SB)/4, $0x3f4ccccd
-DATA lgc34<>+24(SB)/4, $0x3f4ccccd
-DATA lgc34<>+28(SB)/4, $0x3f4ccccd
-GLOBL lgc34<>(SB), RODATA|NOPTR, $32
+DATA lgc37<>+0(SB)/4, $0x3f4ccccd
+DATA lgc37<>+4(SB)/4, $0x3f4ccccd
+DATA lgc37<>+8(SB)/4, $0x3f4ccccd
+DATA lgc37<>+12(SB)/4, $0x3f4ccccd
+DATA lgc37<>+16(SB)/4, $0x3f4ccccd
+DATA lgc37<>+20(SB)/4, $0x3f4ccccd
+DATA lgc37<>+24(SB)/4, $0x3f4ccccd
+DATA lgc37<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -1757,7 +1843,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
@@ -1768,15 +1854,15 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc35<>+0(SB)/4, $0x42800000
-DATA lgc35<>+4(SB)/4, $0x42800000
-DATA lgc35<>+8(SB)/4, $0x42800000
-DATA lgc35<>+12(SB)/4, $0x42800000
-DATA lgc35<>+16(SB)/4, $0x42800000
-DATA lgc35<>+20(SB)/4, $0x42800000
-DATA lgc35<>+24(SB)/4, $0x42800000
-DATA lgc35<>+28(SB)/4, $0x42800000
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+DATA lgc38<>+0(SB)/4, $0x42800000
+DATA lgc38<>+4(SB)/4, $0x42800000
+DATA lgc38<>+8(SB)/4, $0x42800000
+DATA lgc38<>+12(SB)/4, $0x42800000
+DATA lgc38<>+16(SB)/4, $0x42800000
+DATA lgc38<>+20(SB)/4, $0x42800000
+DATA lgc38<>+24(SB)/4, $0x42800000
+DATA lgc38<>+28(SB)/4, $0x42800000
+GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
 // Requires: AVX, AVX2, FMA3
@@ -1927,21 +2013,26 @@ outer0_9:
 	VANDPS      Y6, Y5, Y5
 	VMOVUPS     lgc14<>+0(SB), Y8
 	VBLENDVPS   Y6, Y4, Y8, Y4
-	VMOVUPS     lgc18<>+0(SB), Y8
+	VANDPS      lgc18<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), CX
+	VANDPS      31616(CX), Y6, Y6
+	VMOVUPS     Y6, 31616(CX)
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -1949,18 +2040,18 @@ outer0_9:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -1975,7 +2066,6 @@ outer0_9:
 	VEXTRACTI128 $0x01, Y6, X8
 	VPMOVSXDQ    X8, Y8
 	VANDPS       Y6, Y5, Y5
-	MOVQ         p8+64(FP), CX
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
@@ -1995,7 +2085,7 @@ outer0_9:
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y2
+	VMULPS lgc26<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
@@ -2019,7 +2109,7 @@ outer0_9:
 	VSUBPS Y7, Y4, Y1
 
 	// v58 = abs(v57) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2161,12 +2251,12 @@ outer0_9:
 	VMULPS       Y5, Y7, Y7
 	VCMPPS       $0x03, Y3, Y3, Y5
 	VBLENDVPS    Y5, Y3, Y7, Y7
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y6
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y5
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y6
 	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y6
+	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y6
 	VORPS        Y6, Y5, Y5
-	VMOVUPS      lgc29<>+0(SB), Y6
+	VMOVUPS      lgc31<>+0(SB), Y6
 	VBLENDVPS    Y1, Y5, Y6, Y5
 	VANDPS       26304(CX), Y5, Y5
 	VMOVUPS      Y5, 26304(CX)
@@ -2187,9 +2277,9 @@ outer0_9:
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
@@ -2230,7 +2320,7 @@ outer0_9:
 
 	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y5
+	VMOVUPS lgc40<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -2247,8 +2337,8 @@ outer0_9:
 	VMULPS Y2, Y1, Y1
 
 	// v98 = neg(v97) [N=64 T=421]
-	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc38<>+0(SB), Y2
+	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VMOVUPS lgc41<>+0(SB), Y2
 
 	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 88(SP), Y3
@@ -2360,21 +2450,26 @@ blocks_10:
 	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
 	VMOVUPS     Y4, Y4
 	VMOVUPS     Y6, Y5
-	VMOVUPS     lgc18<>+0(SB), Y8
+	VANDPS      lgc18<>+0(SB), Y5, Y6
+	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
+	MOVQ        p8+64(FP), BX
+	VANDPS      31616(BX), Y6, Y6
+	VMOVUPS     Y6, 31616(BX)
+	VMOVUPS     lgc20<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0x80, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0x80, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc19<>+0(SB), Y8
+	VMOVUPS     lgc21<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xc0, lgc14<>+0(SB), Y6, Y6
 	VBLENDPS    $0xc0, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
-	VMOVUPS     lgc20<>+0(SB), Y8
+	VMOVUPS     lgc22<>+0(SB), Y8
 	VPERMPS     Y4, Y8, Y6
 	VPERMPS     Y5, Y8, Y8
 	VBLENDPS    $0xf0, lgc14<>+0(SB), Y6, Y6
@@ -2382,18 +2477,18 @@ blocks_10:
 	VFMADD231PS Y4, Y8, Y5
 	VMULPS      Y6, Y4, Y4
 	VFMADD231PS Y4, Y0, Y5
-	VMOVUPS     lgc21<>+0(SB), Y0
+	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
 	// v23 = add(v22, v3) [N=64 T=421]  # vs
 	VADDPS Y7, Y5, Y4
 
 	// v24 = detach(v23) [N=64 T=421]  # vs
-	VMOVUPS lgc22<>+0(SB), Y5
+	VMOVUPS lgc24<>+0(SB), Y5
 
 	// v35 = max(v9, v33) tie=first [N=64 T=421]
 	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc23<>+0(SB), Y6
+	VMOVUPS lgc25<>+0(SB), Y6
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS Y5, Y6, Y5
@@ -2403,7 +2498,6 @@ blocks_10:
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
 	// mean(v48) over [N T]
-	MOVQ    p8+64(FP), BX
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
@@ -2417,7 +2511,7 @@ blocks_10:
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v54 = mul(v53, v52) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y1, Y2
+	VMULPS lgc26<>+0(SB), Y1, Y2
 
 	// mean(v52) over [N T]
 	VADDPS  896(BX), Y1, Y1
@@ -2431,7 +2525,7 @@ blocks_10:
 	VSUBPS Y7, Y4, Y1
 
 	// v58 = abs(v57) [N=64 T=421]
-	VMOVUPS lgc25<>+0(SB), Y2
+	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
@@ -2540,10 +2634,10 @@ blocks_10:
 	VMULPS       Y1, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y1
 	VBLENDVPS    Y1, Y3, Y4, Y4
-	VCMPPS       $0x15, lgc26<>+0(SB), Y3, Y1
-	VCMPPS       $0x1a, lgc27<>+0(SB), Y3, Y2
+	VCMPPS       $0x15, lgc28<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc29<>+0(SB), Y3, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y3, Y2
+	VCMPPS       $0x00, lgc30<>+0(SB), Y3, Y2
 	VORPS        Y2, Y1, Y1
 	VANDPS       26304(BX), Y1, Y1
 	VMOVUPS      Y1, 26304(BX)
@@ -2562,9 +2656,9 @@ blocks_10:
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
 	// v75 = mul(v73, v9) [N=64 T=421]
-	VMULPS  lgc30<>+0(SB), Y3, Y1
+	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v84 = where(v60, v83, v38) [N=64 T=421]
@@ -2605,7 +2699,7 @@ blocks_10:
 
 	// v94 = mul(v57, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc37<>+0(SB), Y5
+	VMOVUPS lgc40<>+0(SB), Y5
 
 	// v95 = where(v92, v93, v94) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -2622,8 +2716,8 @@ blocks_10:
 	VMULPS Y2, Y1, Y1
 
 	// v98 = neg(v97) [N=64 T=421]
-	VXORPS  lgc25<>+0(SB), Y1, Y1
-	VMOVUPS lgc38<>+0(SB), Y2
+	VXORPS  lgc27<>+0(SB), Y1, Y1
+	VMOVUPS lgc41<>+0(SB), Y2
 
 	// v113 = broadcast(v99) [N=64 T=421]
 	VMOVUPS 248(SP), Y3
@@ -2643,55 +2737,71 @@ blocks_10:
 	JNZ          noflush_11
 	MOVQ         p8+64(FP), DX
 	VMOVUPS      256(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       64(DX), Y2, Y2
-	VMOVUPD      Y2, 64(DX)
+	VADDPD       64(DX), Y3, Y3
+	VMOVUPD      Y3, 64(DX)
 	VADDPD       96(DX), Y1, Y1
 	VMOVUPD      Y1, 96(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(DX), Y2, Y2
-	VMOVUPD      Y2, 384(DX)
+	VADDPD       384(DX), Y3, Y3
+	VMOVUPD      Y3, 384(DX)
 	VADDPD       416(DX), Y1, Y1
 	VMOVUPD      Y1, 416(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       704(DX), Y2, Y2
-	VMOVUPD      Y2, 704(DX)
+	VADDPD       704(DX), Y3, Y3
+	VMOVUPD      Y3, 704(DX)
 	VADDPD       736(DX), Y1, Y1
 	VMOVUPD      Y1, 736(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1024(DX), Y2, Y2
-	VMOVUPD      Y2, 1024(DX)
+	VADDPD       1024(DX), Y3, Y3
+	VMOVUPD      Y3, 1024(DX)
 	VADDPD       1056(DX), Y1, Y1
 	VMOVUPD      Y1, 1056(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
-	VCVTPS2PD    X1, Y2
+	VANDPS       lgc18<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc33<>+0(SB), Y3, Y3
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1344(DX), Y2, Y2
-	VMOVUPD      Y2, 1344(DX)
+	VADDPD       1344(DX), Y3, Y3
+	VMOVUPD      Y3, 1344(DX)
 	VADDPD       1376(DX), Y1, Y1
 	VMOVUPD      Y1, 1376(DX)
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1536(DX)
+	VANDPS       31616(DX), Y2, Y2
+	VMOVUPS      Y2, 31616(DX)
 	MOVQ         $+8, DX
 
 noflush_11:
@@ -2699,90 +2809,106 @@ noflush_11:
 	JGE          blocks_10
 	MOVQ         p8+64(FP), CX
 	VMOVUPS      256(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(CX), Y1, Y1
-	VMOVUPD      Y1, 64(CX)
+	VADDPD       64(CX), Y2, Y2
+	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       384(CX), Y1, Y1
-	VMOVUPD      Y1, 384(CX)
+	VADDPD       384(CX), Y2, Y2
+	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       704(CX), Y1, Y1
-	VMOVUPD      Y1, 704(CX)
+	VADDPD       704(CX), Y2, Y2
+	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1024(CX), Y1, Y1
-	VMOVUPD      Y1, 1024(CX)
+	VADDPD       1024(CX), Y2, Y2
+	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1344(CX), Y1, Y1
-	VMOVUPD      Y1, 1344(CX)
+	VADDPD       1344(CX), Y2, Y2
+	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
+	VANDPS       31616(CX), Y1, Y1
+	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, p13+104(FP)
 	JL           outer0_9
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x381baadf
-DATA lgc36<>+4(SB)/4, $0x381baadf
-DATA lgc36<>+8(SB)/4, $0x381baadf
-DATA lgc36<>+12(SB)/4, $0x381baadf
-DATA lgc36<>+16(SB)/4, $0x381baadf
-DATA lgc36<>+20(SB)/4, $0x381baadf
-DATA lgc36<>+24(SB)/4, $0x381baadf
-DATA lgc36<>+28(SB)/4, $0x381baadf
-GLOBL lgc36<>(SB), RODATA|NOPTR, $32
+DATA lgc39<>+0(SB)/4, $0x381baadf
+DATA lgc39<>+4(SB)/4, $0x381baadf
+DATA lgc39<>+8(SB)/4, $0x381baadf
+DATA lgc39<>+12(SB)/4, $0x381baadf
+DATA lgc39<>+16(SB)/4, $0x381baadf
+DATA lgc39<>+20(SB)/4, $0x381baadf
+DATA lgc39<>+24(SB)/4, $0x381baadf
+DATA lgc39<>+28(SB)/4, $0x381baadf
+GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbf800000
-DATA lgc37<>+4(SB)/4, $0xbf800000
-DATA lgc37<>+8(SB)/4, $0xbf800000
-DATA lgc37<>+12(SB)/4, $0xbf800000
-DATA lgc37<>+16(SB)/4, $0xbf800000
-DATA lgc37<>+20(SB)/4, $0xbf800000
-DATA lgc37<>+24(SB)/4, $0xbf800000
-DATA lgc37<>+28(SB)/4, $0xbf800000
-GLOBL lgc37<>(SB), RODATA|NOPTR, $32
+DATA lgc40<>+0(SB)/4, $0xbf800000
+DATA lgc40<>+4(SB)/4, $0xbf800000
+DATA lgc40<>+8(SB)/4, $0xbf800000
+DATA lgc40<>+12(SB)/4, $0xbf800000
+DATA lgc40<>+16(SB)/4, $0xbf800000
+DATA lgc40<>+20(SB)/4, $0xbf800000
+DATA lgc40<>+24(SB)/4, $0xbf800000
+DATA lgc40<>+28(SB)/4, $0xbf800000
+GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xb4c7411d
-DATA lgc38<>+4(SB)/4, $0xb4c7411d
-DATA lgc38<>+8(SB)/4, $0xb4c7411d
-DATA lgc38<>+12(SB)/4, $0xb4c7411d
-DATA lgc38<>+16(SB)/4, $0xb4c7411d
-DATA lgc38<>+20(SB)/4, $0xb4c7411d
-DATA lgc38<>+24(SB)/4, $0xb4c7411d
-DATA lgc38<>+28(SB)/4, $0xb4c7411d
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
+DATA lgc41<>+0(SB)/4, $0xb4c7411d
+DATA lgc41<>+4(SB)/4, $0xb4c7411d
+DATA lgc41<>+8(SB)/4, $0xb4c7411d
+DATA lgc41<>+12(SB)/4, $0xb4c7411d
+DATA lgc41<>+16(SB)/4, $0xb4c7411d
+DATA lgc41<>+20(SB)/4, $0xb4c7411d
+DATA lgc41<>+24(SB)/4, $0xb4c7411d
+DATA lgc41<>+28(SB)/4, $0xb4c7411d
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2797,7 +2923,7 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS  lgc31<>+0(SB), Y0, Y0
+	VADDPS  lgc34<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -2811,7 +2937,7 @@ blocks_12:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS  lgc30<>+0(SB), Y1, Y1
+	VMULPS  lgc32<>+0(SB), Y1, Y1
 	MOVQ    p3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2850,8 +2976,8 @@ blocks_12:
 
 	// mean(v79) over [T]
 	MOVQ    p4+32(FP), DX
-	VADDPS  31808(DX), Y4, Y1
-	VMOVUPS Y1, 31808(DX)
+	VADDPS  31936(DX), Y4, Y1
+	VMOVUPS Y1, 31936(DX)
 
 	// store v72
 	MOVQ         p5+40(FP), DX
@@ -2859,16 +2985,20 @@ blocks_12:
 	DECQ         CX
 	JNZ          noflush_13
 	MOVQ         p4+32(FP), CX
-	VMOVUPS      31808(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(CX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(CX), Y1, Y1
-	VMOVUPD      Y1, 31616(CX)
-	VADDPD       31648(CX), Y0, Y0
-	VMOVUPD      Y0, 31648(CX)
+	VADDPD       31744(CX), Y2, Y2
+	VMOVUPD      Y2, 31744(CX)
+	VADDPD       31776(CX), Y0, Y0
+	VMOVUPD      Y0, 31776(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31808(CX)
+	VMOVUPS      Y0, 31936(CX)
+	VANDPS       32064(CX), Y1, Y1
+	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
 
 noflush_13:
@@ -2882,7 +3012,7 @@ noflush_13:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v70 = add(v68, v69) [T=421]
-	VADDPS     lgc31<>+0(SB), Y0, Y0
+	VADDPS     lgc34<>+0(SB), Y0, Y0
 	MOVQ       p1+8(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2898,7 +3028,7 @@ noflush_13:
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(v73, v74) [T=421]
-	VMULPS     lgc30<>+0(SB), Y1, Y1
+	VMULPS     lgc32<>+0(SB), Y1, Y1
 	MOVQ       p3+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
@@ -2943,24 +3073,28 @@ noflush_13:
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
 	MOVQ         p4+32(FP), AX
-	VADDPS       31808(AX), Y1, Y1
-	VMOVUPS      Y1, 31808(AX)
+	VADDPS       31936(AX), Y1, Y1
+	VMOVUPS      Y1, 31936(AX)
 
 	// store v72
 	MOVQ         p5+40(FP), AX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
-	VMOVUPS      31808(AX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      31936(AX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31616(AX), Y1, Y1
-	VMOVUPD      Y1, 31616(AX)
-	VADDPD       31648(AX), Y0, Y0
-	VMOVUPD      Y0, 31648(AX)
+	VADDPD       31744(AX), Y2, Y2
+	VMOVUPD      Y2, 31744(AX)
+	VADDPD       31776(AX), Y0, Y0
+	VMOVUPD      Y0, 31776(AX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 31808(AX)
+	VMOVUPS      Y0, 31936(AX)
+	VANDPS       32064(AX), Y1, Y1
+	VMOVUPS      Y1, 32064(AX)
 	VZEROUPPER
 	RET
 
@@ -3043,7 +3177,7 @@ blocks_15:
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	MOVQ         p6+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
@@ -3104,11 +3238,11 @@ blocks_15:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc34<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y6, Y7
@@ -3122,15 +3256,15 @@ blocks_15:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	MOVQ    p9+72(FP), BX
-	VADDPS  32128(BX), Y5, Y5
-	VMOVUPS Y5, 32128(BX)
+	VADDPS  32384(BX), Y5, Y5
+	VMOVUPS Y5, 32384(BX)
 
 	// v101 = mul(v100, v32) [N=64 T=421]
-	VMULPS lgc39<>+0(SB), Y1, Y5
+	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3151,12 +3285,12 @@ blocks_15:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v106 = max(v104, v105) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y5, Y5
-	VXORPS lgc25<>+0(SB), Y6, Y9
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
 	VMINPS Y9, Y5, Y5
 	VORPS  Y8, Y5, Y5
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v107 = where(v106, v103, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
@@ -3168,12 +3302,12 @@ blocks_15:
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v109 = max(v108, v105) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y3, Y3
-	VXORPS lgc25<>+0(SB), Y6, Y5
+	VXORPS lgc27<>+0(SB), Y3, Y3
+	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
 	VMINPS Y5, Y3, Y3
 	VORPS  Y6, Y3, Y3
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc27<>+0(SB), Y3, Y3
 
 	// v110 = where(v109, v102, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
@@ -3196,16 +3330,20 @@ blocks_15:
 	DECQ         DX
 	JNZ          noflush_16
 	MOVQ         p9+72(FP), DX
-	VMOVUPS      32128(DX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(DX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(DX), Y1, Y1
-	VMOVUPD      Y1, 31936(DX)
-	VADDPD       31968(DX), Y0, Y0
-	VMOVUPD      Y0, 31968(DX)
+	VADDPD       32192(DX), Y2, Y2
+	VMOVUPD      Y2, 32192(DX)
+	VADDPD       32224(DX), Y0, Y0
+	VMOVUPD      Y0, 32224(DX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(DX)
+	VMOVUPS      Y0, 32384(DX)
+	VANDPS       32512(DX), Y1, Y1
+	VMOVUPS      Y1, 32512(DX)
 	MOVQ         $+8, DX
 
 noflush_16:
@@ -3306,7 +3444,7 @@ noflush_16:
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
 	VPBROADCASTD X5, Y5
-	VPCMPGTD     lgc32<>+0(SB), Y5, Y5
+	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
 	MOVQ         p6+48(FP), CX
@@ -3371,11 +3509,11 @@ noflush_16:
 	// v39 = ge(v32, v38) [N=64 T=421]
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS lgc33<>+0(SB), Y3
+	VMOVUPS lgc36<>+0(SB), Y3
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y4, Y3, Y5
-	VMOVUPS lgc34<>+0(SB), Y6
+	VMOVUPS lgc37<>+0(SB), Y6
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
 	VMAXPS Y4, Y6, Y7
@@ -3389,7 +3527,7 @@ noflush_16:
 	VMULPS Y5, Y1, Y5
 
 	// v46 = neg(v45) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y7
@@ -3398,11 +3536,11 @@ noflush_16:
 	VPMOVSXDQ    X8, Y8
 	VANDPS       Y7, Y5, Y5
 	MOVQ         p9+72(FP), CX
-	VADDPS       32128(CX), Y5, Y5
-	VMOVUPS      Y5, 32128(CX)
+	VADDPS       32384(CX), Y5, Y5
+	VMOVUPS      Y5, 32384(CX)
 
 	// v101 = mul(v100, v32) [N=64 T=421]
-	VMULPS lgc39<>+0(SB), Y1, Y5
+	VMULPS lgc42<>+0(SB), Y1, Y5
 
 	// v102 = where(v39, v101, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3423,12 +3561,12 @@ noflush_16:
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
 	// v106 = max(v104, v105) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y5, Y5
-	VXORPS lgc25<>+0(SB), Y6, Y9
+	VXORPS lgc27<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
 	VMINPS Y9, Y5, Y5
 	VORPS  Y8, Y5, Y5
-	VXORPS lgc25<>+0(SB), Y5, Y5
+	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// v107 = where(v106, v103, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
@@ -3440,12 +3578,12 @@ noflush_16:
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
 	// v109 = max(v108, v105) [N=64 T=421]
-	VXORPS lgc25<>+0(SB), Y3, Y3
-	VXORPS lgc25<>+0(SB), Y6, Y5
+	VXORPS lgc27<>+0(SB), Y3, Y3
+	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
 	VMINPS Y5, Y3, Y3
 	VORPS  Y6, Y3, Y3
-	VXORPS lgc25<>+0(SB), Y3, Y3
+	VXORPS lgc27<>+0(SB), Y3, Y3
 
 	// v110 = where(v109, v102, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
@@ -3468,31 +3606,35 @@ noflush_16:
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
 	MOVQ         p9+72(FP), CX
-	VMOVUPS      32128(CX), Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      32384(CX), Y0
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       31936(CX), Y1, Y1
-	VMOVUPD      Y1, 31936(CX)
-	VADDPD       31968(CX), Y0, Y0
-	VMOVUPD      Y0, 31968(CX)
+	VADDPD       32192(CX), Y2, Y2
+	VMOVUPD      Y2, 32192(CX)
+	VADDPD       32224(CX), Y0, Y0
+	VMOVUPD      Y0, 32224(CX)
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 32128(CX)
+	VMOVUPS      Y0, 32384(CX)
+	VANDPS       32512(CX), Y1, Y1
+	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, p12+96(FP)
 	JL           outer0_14
 	VZEROUPPER
 	RET
 
-DATA lgc39<>+0(SB)/4, $0xb81baadf
-DATA lgc39<>+4(SB)/4, $0xb81baadf
-DATA lgc39<>+8(SB)/4, $0xb81baadf
-DATA lgc39<>+12(SB)/4, $0xb81baadf
-DATA lgc39<>+16(SB)/4, $0xb81baadf
-DATA lgc39<>+20(SB)/4, $0xb81baadf
-DATA lgc39<>+24(SB)/4, $0xb81baadf
-DATA lgc39<>+28(SB)/4, $0xb81baadf
-GLOBL lgc39<>(SB), RODATA|NOPTR, $32
+DATA lgc42<>+0(SB)/4, $0xb81baadf
+DATA lgc42<>+4(SB)/4, $0xb81baadf
+DATA lgc42<>+8(SB)/4, $0xb81baadf
+DATA lgc42<>+12(SB)/4, $0xb81baadf
+DATA lgc42<>+16(SB)/4, $0xb81baadf
+DATA lgc42<>+20(SB)/4, $0xb81baadf
+DATA lgc42<>+24(SB)/4, $0xb81baadf
+DATA lgc42<>+28(SB)/4, $0xb81baadf
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(p0 *float32, p1 *float32)
 // Requires: AVX
@@ -3500,7 +3642,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         p0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      lgc38<>+0(SB), Y1
 
 	// v82 = div(v80, v81) []
 	VDIVPS Y1, Y0, Y0
@@ -3571,30 +3713,30 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc40<>+0(SB), Y0, Y1
-	VMULPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
+	VMULPS       lgc44<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc16<>+0(SB), Y3, Y3
-	VPAND        lgc42<>+0(SB), Y1, Y1
+	VPAND        lgc45<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc43<>+0(SB), Y2, Y1
+	VPAND        lgc46<>+0(SB), Y2, Y1
 	VPOR         lgc14<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc47<>+0(SB), Y1, Y2
 	VMULPS       lgc13<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc45<>+0(SB), Y4
-	VFMADD213PS  lgc46<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc47<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc48<>+0(SB), Y1, Y4
+	VMOVAPS      lgc48<>+0(SB), Y4
 	VFMADD213PS  lgc49<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc50<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc51<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc52<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc53<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc54<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc55<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3603,11 +3745,11 @@ bulk_19:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc30<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc55<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc57<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc58<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3618,165 +3760,165 @@ bulkdone_20:
 	VZEROUPPER
 	RET
 
-DATA lgc40<>+0(SB)/4, $0x00800000
-DATA lgc40<>+4(SB)/4, $0x00800000
-DATA lgc40<>+8(SB)/4, $0x00800000
-DATA lgc40<>+12(SB)/4, $0x00800000
-DATA lgc40<>+16(SB)/4, $0x00800000
-DATA lgc40<>+20(SB)/4, $0x00800000
-DATA lgc40<>+24(SB)/4, $0x00800000
-DATA lgc40<>+28(SB)/4, $0x00800000
-GLOBL lgc40<>(SB), RODATA|NOPTR, $32
-
-DATA lgc41<>+0(SB)/4, $0x4b000000
-DATA lgc41<>+4(SB)/4, $0x4b000000
-DATA lgc41<>+8(SB)/4, $0x4b000000
-DATA lgc41<>+12(SB)/4, $0x4b000000
-DATA lgc41<>+16(SB)/4, $0x4b000000
-DATA lgc41<>+20(SB)/4, $0x4b000000
-DATA lgc41<>+24(SB)/4, $0x4b000000
-DATA lgc41<>+28(SB)/4, $0x4b000000
-GLOBL lgc41<>(SB), RODATA|NOPTR, $32
-
-DATA lgc42<>+0(SB)/4, $0xffffffe9
-DATA lgc42<>+4(SB)/4, $0xffffffe9
-DATA lgc42<>+8(SB)/4, $0xffffffe9
-DATA lgc42<>+12(SB)/4, $0xffffffe9
-DATA lgc42<>+16(SB)/4, $0xffffffe9
-DATA lgc42<>+20(SB)/4, $0xffffffe9
-DATA lgc42<>+24(SB)/4, $0xffffffe9
-DATA lgc42<>+28(SB)/4, $0xffffffe9
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0x007fffff
-DATA lgc43<>+4(SB)/4, $0x007fffff
-DATA lgc43<>+8(SB)/4, $0x007fffff
-DATA lgc43<>+12(SB)/4, $0x007fffff
-DATA lgc43<>+16(SB)/4, $0x007fffff
-DATA lgc43<>+20(SB)/4, $0x007fffff
-DATA lgc43<>+24(SB)/4, $0x007fffff
-DATA lgc43<>+28(SB)/4, $0x007fffff
+DATA lgc43<>+0(SB)/4, $0x00800000
+DATA lgc43<>+4(SB)/4, $0x00800000
+DATA lgc43<>+8(SB)/4, $0x00800000
+DATA lgc43<>+12(SB)/4, $0x00800000
+DATA lgc43<>+16(SB)/4, $0x00800000
+DATA lgc43<>+20(SB)/4, $0x00800000
+DATA lgc43<>+24(SB)/4, $0x00800000
+DATA lgc43<>+28(SB)/4, $0x00800000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3fb504f3
-DATA lgc44<>+4(SB)/4, $0x3fb504f3
-DATA lgc44<>+8(SB)/4, $0x3fb504f3
-DATA lgc44<>+12(SB)/4, $0x3fb504f3
-DATA lgc44<>+16(SB)/4, $0x3fb504f3
-DATA lgc44<>+20(SB)/4, $0x3fb504f3
-DATA lgc44<>+24(SB)/4, $0x3fb504f3
-DATA lgc44<>+28(SB)/4, $0x3fb504f3
+DATA lgc44<>+0(SB)/4, $0x4b000000
+DATA lgc44<>+4(SB)/4, $0x4b000000
+DATA lgc44<>+8(SB)/4, $0x4b000000
+DATA lgc44<>+12(SB)/4, $0x4b000000
+DATA lgc44<>+16(SB)/4, $0x4b000000
+DATA lgc44<>+20(SB)/4, $0x4b000000
+DATA lgc44<>+24(SB)/4, $0x4b000000
+DATA lgc44<>+28(SB)/4, $0x4b000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x3d9021bb
-DATA lgc45<>+4(SB)/4, $0x3d9021bb
-DATA lgc45<>+8(SB)/4, $0x3d9021bb
-DATA lgc45<>+12(SB)/4, $0x3d9021bb
-DATA lgc45<>+16(SB)/4, $0x3d9021bb
-DATA lgc45<>+20(SB)/4, $0x3d9021bb
-DATA lgc45<>+24(SB)/4, $0x3d9021bb
-DATA lgc45<>+28(SB)/4, $0x3d9021bb
+DATA lgc45<>+0(SB)/4, $0xffffffe9
+DATA lgc45<>+4(SB)/4, $0xffffffe9
+DATA lgc45<>+8(SB)/4, $0xffffffe9
+DATA lgc45<>+12(SB)/4, $0xffffffe9
+DATA lgc45<>+16(SB)/4, $0xffffffe9
+DATA lgc45<>+20(SB)/4, $0xffffffe9
+DATA lgc45<>+24(SB)/4, $0xffffffe9
+DATA lgc45<>+28(SB)/4, $0xffffffe9
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xbdebd1b8
-DATA lgc46<>+4(SB)/4, $0xbdebd1b8
-DATA lgc46<>+8(SB)/4, $0xbdebd1b8
-DATA lgc46<>+12(SB)/4, $0xbdebd1b8
-DATA lgc46<>+16(SB)/4, $0xbdebd1b8
-DATA lgc46<>+20(SB)/4, $0xbdebd1b8
-DATA lgc46<>+24(SB)/4, $0xbdebd1b8
-DATA lgc46<>+28(SB)/4, $0xbdebd1b8
+DATA lgc46<>+0(SB)/4, $0x007fffff
+DATA lgc46<>+4(SB)/4, $0x007fffff
+DATA lgc46<>+8(SB)/4, $0x007fffff
+DATA lgc46<>+12(SB)/4, $0x007fffff
+DATA lgc46<>+16(SB)/4, $0x007fffff
+DATA lgc46<>+20(SB)/4, $0x007fffff
+DATA lgc46<>+24(SB)/4, $0x007fffff
+DATA lgc46<>+28(SB)/4, $0x007fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0x3def251a
-DATA lgc47<>+4(SB)/4, $0x3def251a
-DATA lgc47<>+8(SB)/4, $0x3def251a
-DATA lgc47<>+12(SB)/4, $0x3def251a
-DATA lgc47<>+16(SB)/4, $0x3def251a
-DATA lgc47<>+20(SB)/4, $0x3def251a
-DATA lgc47<>+24(SB)/4, $0x3def251a
-DATA lgc47<>+28(SB)/4, $0x3def251a
+DATA lgc47<>+0(SB)/4, $0x3fb504f3
+DATA lgc47<>+4(SB)/4, $0x3fb504f3
+DATA lgc47<>+8(SB)/4, $0x3fb504f3
+DATA lgc47<>+12(SB)/4, $0x3fb504f3
+DATA lgc47<>+16(SB)/4, $0x3fb504f3
+DATA lgc47<>+20(SB)/4, $0x3fb504f3
+DATA lgc47<>+24(SB)/4, $0x3fb504f3
+DATA lgc47<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc48<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc48<>+0(SB)/4, $0x3d9021bb
+DATA lgc48<>+4(SB)/4, $0x3d9021bb
+DATA lgc48<>+8(SB)/4, $0x3d9021bb
+DATA lgc48<>+12(SB)/4, $0x3d9021bb
+DATA lgc48<>+16(SB)/4, $0x3d9021bb
+DATA lgc48<>+20(SB)/4, $0x3d9021bb
+DATA lgc48<>+24(SB)/4, $0x3d9021bb
+DATA lgc48<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0x3e11e9bf
-DATA lgc49<>+4(SB)/4, $0x3e11e9bf
-DATA lgc49<>+8(SB)/4, $0x3e11e9bf
-DATA lgc49<>+12(SB)/4, $0x3e11e9bf
-DATA lgc49<>+16(SB)/4, $0x3e11e9bf
-DATA lgc49<>+20(SB)/4, $0x3e11e9bf
-DATA lgc49<>+24(SB)/4, $0x3e11e9bf
-DATA lgc49<>+28(SB)/4, $0x3e11e9bf
+DATA lgc49<>+0(SB)/4, $0xbdebd1b8
+DATA lgc49<>+4(SB)/4, $0xbdebd1b8
+DATA lgc49<>+8(SB)/4, $0xbdebd1b8
+DATA lgc49<>+12(SB)/4, $0xbdebd1b8
+DATA lgc49<>+16(SB)/4, $0xbdebd1b8
+DATA lgc49<>+20(SB)/4, $0xbdebd1b8
+DATA lgc49<>+24(SB)/4, $0xbdebd1b8
+DATA lgc49<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbe2aae50
-DATA lgc50<>+4(SB)/4, $0xbe2aae50
-DATA lgc50<>+8(SB)/4, $0xbe2aae50
-DATA lgc50<>+12(SB)/4, $0xbe2aae50
-DATA lgc50<>+16(SB)/4, $0xbe2aae50
-DATA lgc50<>+20(SB)/4, $0xbe2aae50
-DATA lgc50<>+24(SB)/4, $0xbe2aae50
-DATA lgc50<>+28(SB)/4, $0xbe2aae50
+DATA lgc50<>+0(SB)/4, $0x3def251a
+DATA lgc50<>+4(SB)/4, $0x3def251a
+DATA lgc50<>+8(SB)/4, $0x3def251a
+DATA lgc50<>+12(SB)/4, $0x3def251a
+DATA lgc50<>+16(SB)/4, $0x3def251a
+DATA lgc50<>+20(SB)/4, $0x3def251a
+DATA lgc50<>+24(SB)/4, $0x3def251a
+DATA lgc50<>+28(SB)/4, $0x3def251a
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x3e4cceac
-DATA lgc51<>+4(SB)/4, $0x3e4cceac
-DATA lgc51<>+8(SB)/4, $0x3e4cceac
-DATA lgc51<>+12(SB)/4, $0x3e4cceac
-DATA lgc51<>+16(SB)/4, $0x3e4cceac
-DATA lgc51<>+20(SB)/4, $0x3e4cceac
-DATA lgc51<>+24(SB)/4, $0x3e4cceac
-DATA lgc51<>+28(SB)/4, $0x3e4cceac
+DATA lgc51<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc51<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0xbe7ffffc
-DATA lgc52<>+4(SB)/4, $0xbe7ffffc
-DATA lgc52<>+8(SB)/4, $0xbe7ffffc
-DATA lgc52<>+12(SB)/4, $0xbe7ffffc
-DATA lgc52<>+16(SB)/4, $0xbe7ffffc
-DATA lgc52<>+20(SB)/4, $0xbe7ffffc
-DATA lgc52<>+24(SB)/4, $0xbe7ffffc
-DATA lgc52<>+28(SB)/4, $0xbe7ffffc
+DATA lgc52<>+0(SB)/4, $0x3e11e9bf
+DATA lgc52<>+4(SB)/4, $0x3e11e9bf
+DATA lgc52<>+8(SB)/4, $0x3e11e9bf
+DATA lgc52<>+12(SB)/4, $0x3e11e9bf
+DATA lgc52<>+16(SB)/4, $0x3e11e9bf
+DATA lgc52<>+20(SB)/4, $0x3e11e9bf
+DATA lgc52<>+24(SB)/4, $0x3e11e9bf
+DATA lgc52<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc53<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc53<>+0(SB)/4, $0xbe2aae50
+DATA lgc53<>+4(SB)/4, $0xbe2aae50
+DATA lgc53<>+8(SB)/4, $0xbe2aae50
+DATA lgc53<>+12(SB)/4, $0xbe2aae50
+DATA lgc53<>+16(SB)/4, $0xbe2aae50
+DATA lgc53<>+20(SB)/4, $0xbe2aae50
+DATA lgc53<>+24(SB)/4, $0xbe2aae50
+DATA lgc53<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x7fc00000
-DATA lgc54<>+4(SB)/4, $0x7fc00000
-DATA lgc54<>+8(SB)/4, $0x7fc00000
-DATA lgc54<>+12(SB)/4, $0x7fc00000
-DATA lgc54<>+16(SB)/4, $0x7fc00000
-DATA lgc54<>+20(SB)/4, $0x7fc00000
-DATA lgc54<>+24(SB)/4, $0x7fc00000
-DATA lgc54<>+28(SB)/4, $0x7fc00000
+DATA lgc54<>+0(SB)/4, $0x3e4cceac
+DATA lgc54<>+4(SB)/4, $0x3e4cceac
+DATA lgc54<>+8(SB)/4, $0x3e4cceac
+DATA lgc54<>+12(SB)/4, $0x3e4cceac
+DATA lgc54<>+16(SB)/4, $0x3e4cceac
+DATA lgc54<>+20(SB)/4, $0x3e4cceac
+DATA lgc54<>+24(SB)/4, $0x3e4cceac
+DATA lgc54<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x7f800000
-DATA lgc55<>+4(SB)/4, $0x7f800000
-DATA lgc55<>+8(SB)/4, $0x7f800000
-DATA lgc55<>+12(SB)/4, $0x7f800000
-DATA lgc55<>+16(SB)/4, $0x7f800000
-DATA lgc55<>+20(SB)/4, $0x7f800000
-DATA lgc55<>+24(SB)/4, $0x7f800000
-DATA lgc55<>+28(SB)/4, $0x7f800000
+DATA lgc55<>+0(SB)/4, $0xbe7ffffc
+DATA lgc55<>+4(SB)/4, $0xbe7ffffc
+DATA lgc55<>+8(SB)/4, $0xbe7ffffc
+DATA lgc55<>+12(SB)/4, $0xbe7ffffc
+DATA lgc55<>+16(SB)/4, $0xbe7ffffc
+DATA lgc55<>+20(SB)/4, $0xbe7ffffc
+DATA lgc55<>+24(SB)/4, $0xbe7ffffc
+DATA lgc55<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
+
+DATA lgc56<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc56<>+28(SB)/4, $0x3eaaaaaa
+GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x7fc00000
+DATA lgc57<>+4(SB)/4, $0x7fc00000
+DATA lgc57<>+8(SB)/4, $0x7fc00000
+DATA lgc57<>+12(SB)/4, $0x7fc00000
+DATA lgc57<>+16(SB)/4, $0x7fc00000
+DATA lgc57<>+20(SB)/4, $0x7fc00000
+DATA lgc57<>+24(SB)/4, $0x7fc00000
+DATA lgc57<>+28(SB)/4, $0x7fc00000
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x7f800000
+DATA lgc58<>+4(SB)/4, $0x7f800000
+DATA lgc58<>+8(SB)/4, $0x7f800000
+DATA lgc58<>+12(SB)/4, $0x7f800000
+DATA lgc58<>+16(SB)/4, $0x7f800000
+DATA lgc58<>+20(SB)/4, $0x7f800000
+DATA lgc58<>+24(SB)/4, $0x7f800000
+DATA lgc58<>+28(SB)/4, $0x7f800000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3791,30 +3933,30 @@ bulk_21:
 	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc40<>+0(SB), Y1, Y2
-	VMULPS       lgc41<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
+	VMULPS       lgc44<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc16<>+0(SB), Y4, Y4
-	VPAND        lgc42<>+0(SB), Y2, Y2
+	VPAND        lgc45<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc43<>+0(SB), Y3, Y2
+	VPAND        lgc46<>+0(SB), Y3, Y2
 	VPOR         lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc44<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc47<>+0(SB), Y2, Y3
 	VMULPS       lgc13<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc14<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc45<>+0(SB), Y5
-	VFMADD213PS  lgc46<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc47<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc48<>+0(SB), Y2, Y5
+	VMOVAPS      lgc48<>+0(SB), Y5
 	VFMADD213PS  lgc49<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc50<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc51<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc52<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc53<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc54<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc55<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3823,11 +3965,11 @@ bulk_21:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc30<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc55<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc55<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc57<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc58<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc58<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc14<>+0(SB), Y1, Y2
@@ -3837,9 +3979,9 @@ bulk_21:
 	VCMPPS       $0x00, lgc14<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc55<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc55<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc30<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc58<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_21

@@ -1,0 +1,139 @@
+package asmgen
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// The overflow guard. Two things the AVX2 kernels compute in another order than the Go
+// kernel can overflow where the Go kernel does not, or the other way round: the scan along
+// the vector axis, which composes a block's steps (its partial sums are not the Go
+// recursion's), and float32 partial sums, which the Go kernel adds in float64. So that NaN
+// and ±Inf land on the same elements on every backend, such a pass keeps one mask per lane
+// in its state buffer ("pN_ok"), set by the glue before the kernel runs and cleared in a lane
+// whose values leave the range where both orders are provably finite; the glue then reruns
+// the pass with the Go kernel, as it does for logsumexp's guard. Inside the range nothing
+// overflows either way, so the only cost on ordinary data is the test.
+
+// guardField names pass ps's overflow guard in the state buffer.
+func guardField(ps *plan.Pass) string { return fmt.Sprintf("p%d_ok", ps.Index) }
+
+// needsGuard reports whether pg's pass has a scan along its vector axis or float32 partial
+// sums.
+func (pg *passGen) needsGuard() bool {
+	for _, n := range pg.ps.Compute {
+		if n.Op == ir.OpScan && n.Axes[0] == pg.vaxis() {
+			return true
+		}
+	}
+	return pg.hasPartials()
+}
+
+// scanBound is the largest |x| of a scan along the vector axis, over rows of n steps, for
+// which neither order can overflow while every |c| ≤ 1 (c ≤ 1 is what makes an error or a
+// value grow at most linearly along the row). Each step of the Go recursion rounds twice, so
+// its values stay within n·scanBound·(1+ε)^(2n); the AVX2 kernel's partial sums, with fewer
+// roundings per step, within the same. The bound keeps that below 2^−3 of the largest
+// finite value (2^128 in float32, 2^1024 in float64), with (1+ε)^(4n) ≤ 2^⌈4nε·log2 e⌉
+// leaving room for coefficients one ulp above 1 in the Go kernel (the kernels' exp may
+// differ by an ulp). Rows so long that no bound is left get 0: every nonzero x then runs the
+// Go recursion.
+func (pg *passGen) scanBound(n int) float64 {
+	maxExp, minExp, eps := 128, -126, 0x1p-24
+	if pg.f64 {
+		maxExp, minExp, eps = 1024, -1022, 0x1p-53
+	}
+	e := maxExp - 3 - bits.Len(uint(n)) - int(math.Ceil(4*float64(n)*eps*math.Log2E))
+	if e < minExp {
+		return 0
+	}
+	return math.Ldexp(1, e)
+}
+
+// absMask is the constant that clears the sign bit of every lane.
+func (pg *passGen) absMask() operand.Mem {
+	if pg.f64 {
+		return pg.cq(math.MaxInt64)
+	}
+	return pg.cd(math.MaxInt32)
+}
+
+// within sets m to the lanes where |x| ≤ bound (false for NaN).
+func (pg *passGen) within(x reg.VecVirtual, bound float64, m reg.VecVirtual) {
+	pg.and(pg.absMask(), x, m)
+	pg.cmp(cmpLE_OQ, pg.cf(bound), m, m)
+}
+
+// andGuard clears the pass's guard in the lanes where m is clear.
+func (pg *passGen) andGuard(m reg.VecVirtual) {
+	if pg.stReg == nil {
+		pg.stReg = pg.ptr("st", "*float64", "&st.buf[0]")
+	}
+	g := operand.Mem{Base: pg.stReg, Disp: pg.e.stateAt[guardField(pg.ps)]}
+	pg.and(g, m, m)
+	pg.mov(m, g)
+}
+
+// valueRange bounds the values node n takes, NaN aside, by interval arithmetic over
+// constants, flags and the ops scan coefficients are made of (GAE's λγ·(1 − done), V-trace's
+// γ(1 − done)·min(ρ, c̄)); any other node is unbounded. Rounding is monotone, so a float
+// result of exact values within [lo, hi] stays within [lo, hi] when both are representable
+// (0 and 1 are all the guard asks about).
+func valueRange(n *ir.Node) (lo, hi float64) {
+	inf := math.Inf(1)
+	switch n.Op {
+	case ir.OpConst:
+		lo, hi = inf, -inf
+		for _, v := range n.Value {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		return lo, hi
+	case ir.OpInput:
+		if n.Input.Kind == ir.Bool {
+			return 0, 1
+		}
+	case ir.OpDetach:
+		return valueRange(n.Args[0])
+	case ir.OpExp:
+		// The kernels' exp is within an ulp of e^x: widen the top.
+		_, hi = valueRange(n.Args[0])
+		return 0, math.Exp(hi) * (1 + 0x1p-20)
+	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax:
+		alo, ahi := valueRange(n.Args[0])
+		blo, bhi := valueRange(n.Args[1])
+		switch n.Op {
+		case ir.OpAdd:
+			lo, hi = alo+blo, ahi+bhi
+		case ir.OpSub:
+			lo, hi = alo-bhi, ahi-blo
+		case ir.OpMul:
+			lo, hi = inf, -inf
+			for _, p := range []float64{alo * blo, alo * bhi, ahi * blo, ahi * bhi} {
+				lo, hi = min(lo, p), max(hi, p)
+			}
+		case ir.OpMin:
+			lo, hi = min(alo, blo), min(ahi, bhi)
+		case ir.OpMax:
+			lo, hi = max(alo, blo), max(ahi, bhi)
+		}
+		if math.IsNaN(lo) || math.IsNaN(hi) { // 0·∞ at a corner
+			return -inf, inf
+		}
+		return lo, hi
+	}
+	return -inf, inf
+}
+
+// unitCoef reports whether a scan's coefficients are provably within [−1, 1] (or NaN, which
+// both orders propagate alike), so that the guard need not test them.
+func unitCoef(scan *ir.Node) bool {
+	lo, hi := valueRange(scan.Args[1])
+	return lo >= -1 && hi <= 1
+}
