@@ -1,24 +1,37 @@
 // Package golden reads and writes lossgen's golden cases and NumPy .npz files.
 //
-// A case is two files in golden/<package>/: <case>.in.npz (the kernel inputs, named by data
-// key: "log_prob", "next.reward", ...) and <case>.want.npz (every output as computed by the
-// reference interpreter, in float64). Arrays are stored as NumPy writes them ("<name>.npy"
-// entries) in sorted key order, so the files are byte-stable and numpy.load reads them.
-// The generated packages' tests use this package to load their cases. It reads .npz files
-// itself (npz.go, npy.go: bounded, one array at a time) and writes them with
-// github.com/sbinet/npyio, its only dependency.
+// A case is two files in golden/<package>/ (golden format 2, runtime.GoldenFormat):
+//
+//   - its inputs: for a seeded case (random, flags, extreme), <case>.in.json, the recipe
+//     lossgen's runtime generator draws the inputs from again, bit for bit
+//     (runtime.CaseRecipe); for any other case (real data, or one written by hand),
+//     <case>.in.npz, the inputs themselves, named by data key ("log_prob", "next.reward", ...);
+//   - <case>.want.npz: the reference interpreter's outputs in float64, each whole, or, for an
+//     output of a seeded case larger than WholeMax elements, a Summary: a fixed sample of
+//     its elements and checksums of its rows and columns (summary.go states exactly what is
+//     checked), so a package's golden directory stays well under a megabyte at any shape.
+//
+// Arrays are stored as NumPy writes them ("<name>.npy" entries, deflated) in sorted key
+// order, so the files are byte-stable and numpy.load reads them. The generated packages'
+// tests use this package to load their cases. It reads .npz files itself (npz.go, npy.go:
+// bounded, one array at a time) and writes them with github.com/sbinet/npyio.
 package golden
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sbinet/npyio/npz"
+
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // Array is one n-dimensional array: its shape (empty for a scalar) and its row-major data,
@@ -122,46 +135,182 @@ func shaped(a Array) any {
 }
 
 // Case is one golden case: inputs by data name, and the interpreter's outputs by name.
+//
+// A seeded case (Recipe set) is stored as its recipe and its outputs, each whole (Want) or,
+// when large, as a Summary; its inputs are drawn again from the recipe (LoadInputs). Any
+// other case (real data, or a user's own <name>.in.npz + <name>.want.npz) is stored and
+// compared whole.
 type Case struct {
-	Name   string
-	Inputs map[string]Array
-	Want   map[string]Array
+	Name    string
+	Inputs  map[string]Array
+	Want    map[string]Array    // outputs held whole
+	Summary map[string]*Summary // outputs held as a sample and checksums (seeded cases)
+	Recipe  *runtime.CaseRecipe // how a seeded case's inputs are drawn; nil for a stored-input case
 }
 
-// Suffixes of the two files of a case.
+// Suffixes of the files of a case: the inputs (stored, or a seeded case's recipe) and the
+// expected outputs.
 const (
-	InSuffix   = ".in.npz"
-	WantSuffix = ".want.npz"
+	InSuffix     = ".in.npz"
+	RecipeSuffix = ".in.json"
+	WantSuffix   = ".want.npz"
 )
 
-// LoadCases reads every case in dir, sorted by name.
+// SeededCases are the names of the cases lossgen draws from a seed (gen/cases): stored as
+// recipes since golden format 2 (runtime.GoldenFormat).
+var SeededCases = []string{"random", "flags", "extreme"}
+
+// IsSeeded reports whether name is one of SeededCases.
+func IsSeeded(name string) bool { return slices.Contains(SeededCases, name) }
+
+// LoadCases reads every case in dir, sorted by name, with its inputs (a seeded case's drawn
+// from its recipe).
 func LoadCases(dir string) ([]Case, error) {
+	cases, err := OpenCases(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cases {
+		if err := cases[i].LoadInputs(); err != nil {
+			return nil, err
+		}
+	}
+	return cases, nil
+}
+
+// OpenCases reads every case in dir, sorted by name: its expected outputs, and the inputs of
+// a stored-input case; a seeded case's inputs are left to LoadInputs (large batches draw
+// them one case at a time). A directory holding a seeded case in golden format 1 (its
+// inputs stored in <case>.in.npz) is read as it is: such a case is still a valid
+// stored-input case, and StaleFormat reports it.
+func OpenCases(dir string) ([]Case, error) {
 	ins, err := filepath.Glob(filepath.Join(dir, "*"+InSuffix))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(ins)
+	recipes, err := filepath.Glob(filepath.Join(dir, "*"+RecipeSuffix))
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{} // case -> its input file
+	for _, f := range append(ins, recipes...) {
+		base := filepath.Base(f)
+		name := strings.TrimSuffix(strings.TrimSuffix(base, InSuffix), RecipeSuffix)
+		if other, dup := names[name]; dup {
+			return nil, fmt.Errorf("%s: case %s has both %s and %s; remove the stale one (lossgen golden -update does)", dir, name, filepath.Base(other), base)
+		}
+		names[name] = f
+	}
 	var cases []Case
-	for _, in := range ins {
-		name := strings.TrimSuffix(filepath.Base(in), InSuffix)
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		c := Case{Name: name}
-		if c.Inputs, err = ReadNPZ(in); err != nil {
+		if strings.HasSuffix(names[name], RecipeSuffix) {
+			data, err := os.ReadFile(names[name])
+			if err != nil {
+				return nil, err
+			}
+			if c.Recipe, err = runtime.ParseRecipe(data); err != nil {
+				return nil, fmt.Errorf("%s: %w", names[name], err)
+			}
+		} else if c.Inputs, err = ReadNPZ(names[name]); err != nil {
 			return nil, err
 		}
-		if c.Want, err = ReadNPZ(filepath.Join(dir, name+WantSuffix)); err != nil {
+		want, err := ReadNPZ(filepath.Join(dir, name+WantSuffix))
+		if err != nil {
 			return nil, err
+		}
+		if c.Want, c.Summary, err = splitWant(want); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name+WantSuffix), err)
 		}
 		cases = append(cases, c)
 	}
 	return cases, nil
 }
 
-// WriteCase writes a case's two files into dir.
+// splitWant separates a want file's whole outputs from its summaries ("<name>#<part>").
+func splitWant(a map[string]Array) (map[string]Array, map[string]*Summary, error) {
+	want, sums := map[string]Array{}, map[string]*Summary{}
+	for n, x := range a {
+		name, _, isPart := strings.Cut(n, "#")
+		if !isPart {
+			want[n] = x
+			continue
+		}
+		if _, done := sums[name]; done {
+			continue
+		}
+		s, err := readSummary(name, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		sums[name] = s
+	}
+	return want, sums, nil
+}
+
+// LoadInputs draws a seeded case's inputs from its recipe (a no-op when they are loaded).
+func (c *Case) LoadInputs() error {
+	if c.Inputs != nil || c.Recipe == nil {
+		return nil
+	}
+	vals, err := c.Recipe.Generate()
+	if err != nil {
+		return fmt.Errorf("case %s: %w", c.Name, err)
+	}
+	c.Inputs = map[string]Array{}
+	for _, in := range c.Recipe.Inputs {
+		c.Inputs[in.Name] = Array{Shape: append([]int{}, in.Shape...), Data: vals[in.Name]}
+	}
+	return nil
+}
+
+// WriteCase writes a case's files into dir: a seeded case's recipe, or its inputs, and its
+// expected outputs (Want, every one whole: a seeded case stores those with more than
+// WholeMax elements as Summaries).
 func WriteCase(dir string, c Case) error {
-	if err := WriteNPZ(filepath.Join(dir, c.Name+InSuffix), c.Inputs); err != nil {
+	want := map[string]Array{}
+	for name, a := range c.Want {
+		if c.Recipe == nil || !NeedsSummary(a.Len()) {
+			want[name] = a
+			continue
+		}
+		for part, x := range Summarize(name, a.Shape, a.Float64s()).arrays(name) {
+			want[part] = x
+		}
+	}
+	if c.Recipe != nil {
+		js, err := json.MarshalIndent(c.Recipe, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.Name+RecipeSuffix), append(js, '\n'), 0o644); err != nil {
+			return err
+		}
+	} else if err := WriteNPZ(filepath.Join(dir, c.Name+InSuffix), c.Inputs); err != nil {
 		return err
 	}
-	return WriteNPZ(filepath.Join(dir, c.Name+WantSuffix), c.Want)
+	return WriteNPZ(filepath.Join(dir, c.Name+WantSuffix), want)
+}
+
+// StaleFormat lists, one line each, the seeded cases in dir stored in an older golden format
+// than this lossgen writes (format 1: every input stored in <case>.in.npz; or a recipe of
+// another format or generator), and nothing for a current directory or one that does not
+// exist.
+func StaleFormat(dir string) ([]string, error) {
+	var out []string
+	for _, name := range SeededCases {
+		p := filepath.Join(dir, name+InSuffix)
+		if fi, err := os.Stat(p); err == nil {
+			out = append(out, fmt.Sprintf("%s: golden format 1 (the case's inputs stored whole, %d bytes); this lossgen writes format %d (a recipe, %s, and sampled outputs): run lossgen golden -update", p, fi.Size(), runtime.GoldenFormat, name+RecipeSuffix))
+		}
+		p = filepath.Join(dir, name+RecipeSuffix)
+		if data, err := os.ReadFile(p); err == nil {
+			if _, err := runtime.ParseRecipe(data); err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", p, err))
+			}
+		}
+	}
+	return out, nil
 }
 
 // Tol is a per-output tolerance: elementwise |got − want| ≤ Abs + Rel·|want| + Norm·max|want|,

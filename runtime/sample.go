@@ -308,16 +308,30 @@ func (p *pattern) at(i int, done bool) float64 {
 // stream is input in's stream in this case.
 func (r *CaseRecipe) stream(in *InputRecipe) Stream { return NewStream(r.Seed, in.Key) }
 
-// Generate draws every input of the case into a new slice of its stored type: []float32 or
-// []float64 (by DType) for floats, []bool for flags, []int64 for indices. It fills the
-// inputs in parallel, in chunks, and checks each against its recipe's Checksum when the
-// recipe has one (an error names the input whose bits differ).
+// Generate draws every input of the case (Draw) and checks each against its recipe's
+// Checksum when the recipe has one: an error names the input whose bits differ.
 func (r *CaseRecipe) Generate() (map[string]any, error) {
+	vals, sums, err := r.Draw()
+	if err != nil {
+		return nil, err
+	}
+	for i, in := range r.Inputs {
+		if in.Checksum != "" && sums[i] != in.Checksum {
+			return nil, fmt.Errorf("input %q drew checksum %s, the recipe has %s: this platform's generator differs from the one that wrote the golden case (please report)", in.Name, sums[i], in.Checksum)
+		}
+	}
+	return vals, nil
+}
+
+// Draw draws every input of the case into a new slice of its stored type — []float32 or
+// []float64 (by DType) for floats, []bool for flags, []int64 for indices — in parallel, in
+// chunks, and returns each input's InputChecksum, in recipe order.
+func (r *CaseRecipe) Draw() (map[string]any, []string, error) {
 	out := map[string]any{}
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
 		if err := in.check(); err != nil {
-			return nil, fmt.Errorf("input %q: %w", in.Name, err)
+			return nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
 		}
 		n := in.Len()
 		switch {
@@ -331,35 +345,12 @@ func (r *CaseRecipe) Generate() (map[string]any, error) {
 			out[in.Name] = make([]float32, n)
 		}
 	}
-	sums, err := r.fill(out)
-	if err != nil {
-		return nil, err
+	sums := r.fill(out)
+	strs := make([]string, len(sums))
+	for i, s := range sums {
+		strs[i] = checksumString(s)
 	}
-	for i, in := range r.Inputs {
-		if got := checksumString(sums[i]); in.Checksum != "" && got != in.Checksum {
-			return nil, fmt.Errorf("input %q drew checksum %s, the recipe has %s: this platform's generator differs from the one that wrote the golden case (please report)", in.Name, got, in.Checksum)
-		}
-	}
-	return out, nil
-}
-
-// Checksums draws the inputs and returns each one's InputChecksum, in recipe order (what
-// lossgen writes into a recipe).
-func (r *CaseRecipe) Checksums() ([]string, error) {
-	rr := *r
-	rr.Inputs = append([]InputRecipe(nil), r.Inputs...)
-	for i := range rr.Inputs {
-		rr.Inputs[i].Checksum = ""
-	}
-	vals, err := rr.Generate()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, len(r.Inputs))
-	for i, in := range r.Inputs {
-		out[i] = InputChecksum(vals[in.Name])
-	}
-	return out, nil
+	return out, strs, nil
 }
 
 // chunk is how many elements a worker draws at a time.
@@ -368,7 +359,7 @@ const chunk = 1 << 14
 // fill draws every input into dst (slices Generate made) and returns each input's checksum
 // sum. Inputs of different lengths are drawn over their own lengths; Offset and Within apply
 // where the two inputs have the same length.
-func (r *CaseRecipe) fill(dst map[string]any) ([]uint64, error) {
+func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 	n := 0
 	for i := range r.Inputs {
 		n = max(n, r.Inputs[i].Len())
@@ -448,7 +439,7 @@ func (r *CaseRecipe) fill(dst map[string]any) ([]uint64, error) {
 			total[k] += s[k]
 		}
 	}
-	return total, nil
+	return total
 }
 
 // store writes v into dst from index start in dst's type and returns the checksum terms.

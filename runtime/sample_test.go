@@ -130,7 +130,7 @@ func TestGenerate(t *testing.T) {
 			t.Fatalf("action[%d] = %d", i, a)
 		}
 	}
-	sums, err := r.Checksums()
+	_, sums, err := r.Draw()
 	if err != nil {
 		t.Fatal(err)
 	}

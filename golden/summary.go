@@ -1,0 +1,482 @@
+package golden
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/lossgen/lossgen/runtime"
+)
+
+// What a seeded case stores of an output, so that a package's golden directory does not grow
+// with its shapes:
+//
+//   - an output of at most WholeMax elements (every scalar, and reduction-shaped outputs such
+//     as a per-step explained variance up to 4096 steps) is stored whole, in float64, and
+//     compared element by element;
+//   - a larger output is stored as a Summary: SampleSize elements at fixed positions
+//     (SampleIndex), compared element by element, and per-segment checksums over its rows
+//     and over its columns (Segments), compared within bounds derived from the element
+//     tolerance.
+//
+// Rows and columns view the output as a matrix whose columns are its last dim (for an [N, T]
+// batch: a row is a trajectory, a column a time step; a flat [B] output is one row). Each of
+// at most MaxSegments row segments is a run of whole rows, the first and last row each a
+// segment of their own; column segments likewise. For each segment the Summary holds the
+// float64 sum (Neumaier-compensated, in row-major order), the sum of absolute values, the
+// minimum and the maximum of the interpreter's values. For got values meeting the element
+// tolerance |g − w| ≤ Abs + Rel·|w| + Norm·M (M: the output's largest finite |w|, stored
+// as AbsMax) everywhere,
+//
+//	|Σg − Σw| ≤ n·(Abs + Norm·M) + Rel·Σ|w| + 4·n·2^-53·Σ|w|   (n elements in the segment)
+//	|min g − min w|, |max g − max w| ≤ Abs + Rel·A + Norm·M   (A: the segment's largest |w|)
+//
+// so these checks never fail a kernel that is within tolerance, and they catch what a
+// sample can miss: a systematic error in one row (a trajectory) or one column (a time step,
+// e.g. a wrong bootstrap at the last step) larger than its segment's sum bound, and any
+// single element that falls outside its segment's range. NaN matches only NaN and an
+// infinity only itself, in the samples and in the segment statistics alike.
+const (
+	WholeMax    = 4096
+	SampleSize  = 1024
+	MaxSegments = 256
+)
+
+// Summary is the stored form of a large output of a seeded case (see the constants).
+type Summary struct {
+	Shape  []int
+	AbsMax float64   // the largest finite |w|
+	Index  []int64   // the sampled flat indices, sorted
+	Value  []float64 // the interpreter's values there
+	RowSeg []int64   // row segment boundaries: segment k is rows [RowSeg[k], RowSeg[k+1])
+	Rows   [][4]float64
+	ColSeg []int64 // column segment boundaries
+	Cols   [][4]float64
+}
+
+// Statistic fields of a segment.
+const (
+	StatSum = iota
+	StatAbsSum
+	StatMin
+	StatMax
+)
+
+// NeedsSummary reports whether an output of n elements is stored as a Summary in a seeded
+// case.
+func NeedsSummary(n int) bool { return n > WholeMax }
+
+// SampleIndex is the fixed sample of an output of n > SampleSize elements named name:
+// stratified, one position in each of SampleSize equal strata of the flat index, drawn by
+// lossgen's runtime generator (runtime.NewStream(n, "sample/"+name), draw 0 of the stratum),
+// with the first element and the last one always in it. Sorted.
+func SampleIndex(n int, name string) []int64 {
+	if n <= SampleSize {
+		idx := make([]int64, n)
+		for i := range idx {
+			idx[i] = int64(i)
+		}
+		return idx
+	}
+	s := runtime.NewStream(uint64(n), "sample/"+name)
+	idx := make([]int64, SampleSize)
+	for k := range idx {
+		lo, hi := int64(k)*int64(n)/SampleSize, int64(k+1)*int64(n)/SampleSize
+		idx[k] = lo + int64((s.Draw(k, 0)>>32*uint64(hi-lo))>>32)
+	}
+	idx[0], idx[SampleSize-1] = 0, int64(n-1)
+	return idx
+}
+
+// Segments returns the boundaries of the segments of n rows (or columns): each its own
+// segment when n ≤ MaxSegments, else the first and the last alone and the others in
+// MaxSegments−2 runs of near-equal length.
+func Segments(n int) []int64 {
+	if n <= MaxSegments {
+		b := make([]int64, n+1)
+		for i := range b {
+			b[i] = int64(i)
+		}
+		return b
+	}
+	b := []int64{0}
+	for k := 0; k <= MaxSegments-2; k++ {
+		b = append(b, 1+int64(k)*int64(n-2)/(MaxSegments-2))
+	}
+	return append(b, int64(n))
+}
+
+// lastDim is the length of a row of shape (its last dim; 1 for a scalar).
+func lastDim(shape []int) int {
+	if len(shape) == 0 {
+		return 1
+	}
+	return shape[len(shape)-1]
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Summarize computes the Summary of output name (shape, the interpreter's values w).
+func Summarize(name string, shape []int, w []float64) *Summary {
+	s := &Summary{Shape: append([]int{}, shape...)}
+	for _, x := range w {
+		if !math.IsInf(x, 0) && !math.IsNaN(x) {
+			s.AbsMax = math.Max(s.AbsMax, math.Abs(x))
+		}
+	}
+	s.Index = SampleIndex(len(w), name)
+	s.Value = make([]float64, len(s.Index))
+	for k, i := range s.Index {
+		s.Value[k] = w[i]
+	}
+	L := lastDim(shape)
+	s.RowSeg, s.ColSeg = Segments(len(w)/L), Segments(L)
+	s.Rows, s.Cols = segmentStats(w, L, s.RowSeg, s.ColSeg)
+	return s
+}
+
+// acc is one segment's statistics being accumulated.
+type acc struct {
+	sum, c, abs, lo, hi float64
+	nan                 bool
+}
+
+func newAcc() acc { return acc{lo: math.Inf(1), hi: math.Inf(-1)} }
+
+func (a *acc) add(x float64) {
+	// Neumaier's compensated sum.
+	t := a.sum + x
+	if math.Abs(a.sum) >= math.Abs(x) {
+		a.c += (a.sum - t) + x
+	} else {
+		a.c += (x - t) + a.sum
+	}
+	a.sum = t
+	a.abs += math.Abs(x)
+	if x != x {
+		a.nan = true
+	}
+	a.lo, a.hi = math.Min(a.lo, x), math.Max(a.hi, x)
+}
+
+func (a *acc) stats() [4]float64 {
+	sum := a.sum + a.c
+	if math.IsInf(a.sum, 0) || a.sum != a.sum {
+		sum = a.sum // the compensation of an infinite sum is NaN
+	}
+	if a.nan {
+		return [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	}
+	return [4]float64{sum, a.abs, a.lo, a.hi}
+}
+
+// segmentStats computes the row and column segment statistics of x viewed as rows of L.
+func segmentStats(x []float64, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
+	colOf := make([]int32, L)
+	for k := 0; k+1 < len(colSeg); k++ {
+		for c := colSeg[k]; c < colSeg[k+1]; c++ {
+			colOf[c] = int32(k)
+		}
+	}
+	ra := make([]acc, len(rowSeg)-1)
+	ca := make([]acc, len(colSeg)-1)
+	for i := range ra {
+		ra[i] = newAcc()
+	}
+	for i := range ca {
+		ca[i] = newAcc()
+	}
+	for k := range ra {
+		for r := rowSeg[k]; r < rowSeg[k+1]; r++ {
+			row := x[int(r)*L : int(r+1)*L]
+			for c, v := range row {
+				ra[k].add(v)
+				ca[colOf[c]].add(v)
+			}
+		}
+	}
+	rows, cols = make([][4]float64, len(ra)), make([][4]float64, len(ca))
+	for i := range ra {
+		rows[i] = ra[i].stats()
+	}
+	for i := range ca {
+		cols[i] = ca[i].stats()
+	}
+	return rows, cols
+}
+
+// Result is how an output compares with its golden values.
+type Result struct {
+	Checked string  // what was compared: "all 26944 elements", "1024 samples, 64 row and 256 column segments"
+	Bad     int     // checks that failed (elements, or segment statistics)
+	First   string  // the first failure, described
+	MaxAbs  float64 // over the elements compared
+	MaxRel  float64
+	MaxNorm float64
+}
+
+// Check compares an output's values got with the case's golden values for it (whole or a
+// Summary) under tol. An output the case does not hold is an error.
+func (c *Case) Check(name string, got []float64, tol Tol) (Result, error) {
+	if w, ok := c.Want[name]; ok {
+		if w.Len() != len(got) {
+			return Result{}, fmt.Errorf("case %s: %s has %d elements, the golden %d", c.Name, name, len(got), w.Len())
+		}
+		want := w.Float64s()
+		d := Compare(want, got, tol)
+		r := Result{Checked: fmt.Sprintf("all %d elements", len(got)), Bad: d.Bad, MaxAbs: d.MaxAbs, MaxRel: d.MaxRel, MaxNorm: d.MaxNorm}
+		if d.Bad > 0 {
+			r.First = fmt.Sprintf("%d of %d elements outside %+v; first at %d: got %v, want %v", d.Bad, len(got), tol, d.First, got[d.First], want[d.First])
+		}
+		return r, nil
+	}
+	if s, ok := c.Summary[name]; ok {
+		return s.Check(got, tol)
+	}
+	return Result{}, fmt.Errorf("case %s has no golden %q", c.Name, name)
+}
+
+// Has reports whether the case holds golden values for output name.
+func (c *Case) Has(name string) bool {
+	_, w := c.Want[name]
+	_, s := c.Summary[name]
+	return w || s
+}
+
+// Check compares all of an output's values with the summary.
+func (s *Summary) Check(got []float64, tol Tol) (Result, error) {
+	if len(got) != numel(s.Shape) {
+		return Result{}, fmt.Errorf("%d values against a summary of shape %v", len(got), s.Shape)
+	}
+	L := lastDim(s.Shape)
+	gotRows, gotCols := segmentStats(got, L, s.RowSeg, s.ColSeg)
+	r := Result{Checked: fmt.Sprintf("%d samples, %d row and %d column segments (of %d elements)", len(s.Index), len(s.Rows), len(s.Cols), len(got))}
+	sg := make([]float64, len(s.Index))
+	for k, i := range s.Index {
+		sg[k] = got[i]
+	}
+	s.checkSamples(&r, sg, s.Index, s.Value, tol)
+	s.checkSegments(&r, "row", s.RowSeg, s.Rows, gotRows, L, tol)
+	s.checkSegments(&r, "column", s.ColSeg, s.Cols, gotCols, len(got)/L, tol)
+	return r, nil
+}
+
+// CheckAt compares the values got[k] at flat indices idx (sorted; a partial result such as
+// a sampled PTX simulation) with the summary's samples at those indices; segments are not
+// checked. It returns how many samples it compared in Checked.
+func (s *Summary) CheckAt(idx []int64, got []float64, tol Tol) Result {
+	var gi []int64
+	var gv, wv []float64
+	j := 0
+	for k, i := range s.Index {
+		for j < len(idx) && idx[j] < i {
+			j++
+		}
+		if j < len(idx) && idx[j] == i {
+			gi = append(gi, i)
+			gv, wv = append(gv, got[j]), append(wv, s.Value[k])
+		}
+	}
+	r := Result{Checked: fmt.Sprintf("%d samples", len(gv))}
+	s.checkSamples(&r, gv, gi, wv, tol)
+	return r
+}
+
+func (s *Summary) checkSamples(r *Result, got []float64, idx []int64, want []float64, tol Tol) {
+	for k := range want {
+		w, g := want[k], got[k]
+		ok, ad := elementOK(w, g, tol, s.AbsMax)
+		r.MaxAbs = math.Max(r.MaxAbs, ad)
+		if w != 0 && !math.IsInf(ad, 0) {
+			r.MaxRel = math.Max(r.MaxRel, ad/math.Abs(w))
+		} else if ad != 0 {
+			r.MaxRel = math.Inf(1)
+		}
+		if !ok {
+			r.fail(fmt.Sprintf("sample at flat index %d: got %v, want %v (outside %+v)", idx[k], g, w, tol))
+		}
+	}
+	if s.AbsMax > 0 {
+		r.MaxNorm = r.MaxAbs / s.AbsMax
+	} else if r.MaxAbs > 0 {
+		r.MaxNorm = math.Inf(1)
+	}
+}
+
+func (r *Result) fail(msg string) {
+	if r.Bad == 0 {
+		r.First = msg
+	}
+	r.Bad++
+}
+
+// elementOK is Compare's test of one element, with the output's scale m; it also returns the
+// absolute difference (+Inf for a NaN or infinity mismatch).
+func elementOK(w, g float64, tol Tol, m float64) (bool, float64) {
+	if math.IsNaN(w) || math.IsNaN(g) || math.IsInf(w, 0) || math.IsInf(g, 0) {
+		if w == g || math.IsNaN(w) && math.IsNaN(g) {
+			return true, 0
+		}
+		return false, math.Inf(1)
+	}
+	ad := math.Abs(g - w)
+	return ad <= tol.Abs+tol.Rel*math.Abs(w)+tol.Norm*m, ad
+}
+
+// checkSegments compares per-segment statistics; other is the extent of the other axis (a
+// row segment of k rows holds k·L elements, a column segment of k columns k·rows).
+func (s *Summary) checkSegments(r *Result, what string, seg []int64, want, got [][4]float64, other int, tol Tol) {
+	m := s.AbsMax
+	for k := range want {
+		w, g := want[k], got[k]
+		n := float64(seg[k+1]-seg[k]) * float64(other)
+		a := math.Max(math.Abs(w[StatMin]), math.Abs(w[StatMax]))
+		sumTol := Tol{Abs: n*(tol.Abs+tol.Norm*m) + (tol.Rel+4*n*0x1p-53)*w[StatAbsSum]}
+		rangeTol := Tol{Abs: tol.Abs + tol.Rel*a + tol.Norm*m}
+		for _, c := range []struct {
+			stat int
+			name string
+			tol  Tol
+		}{{StatSum, "sum", sumTol}, {StatMin, "min", rangeTol}, {StatMax, "max", rangeTol}} {
+			if ok, _ := elementOK(w[c.stat], g[c.stat], c.tol, 0); !ok {
+				r.fail(fmt.Sprintf("%s segment %d (%ss %d..%d): %s %v, want %v within %.3g",
+					what, k, what, seg[k], seg[k+1]-1, c.name, g[c.stat], w[c.stat], c.tol.Abs))
+			}
+		}
+	}
+}
+
+// Equal reports whether two summaries hold the same positions and segments and values
+// within tol (lossgen golden compares stored and recomputed summaries).
+func (s *Summary) Equal(o *Summary, tol Tol) []string {
+	var diffs []string
+	if fmt.Sprint(s.Shape, s.Index, s.RowSeg, s.ColSeg) != fmt.Sprint(o.Shape, o.Index, o.RowSeg, o.ColSeg) {
+		return []string{"shape, sample positions or segments differ"}
+	}
+	flat := func(x [][4]float64) []float64 {
+		out := make([]float64, 0, 4*len(x))
+		for _, v := range x {
+			out = append(out, v[:]...)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		what string
+		a, b []float64
+	}{{"absmax", []float64{s.AbsMax}, []float64{o.AbsMax}}, {"samples", s.Value, o.Value},
+		{"row statistics", flat(s.Rows), flat(o.Rows)}, {"column statistics", flat(s.Cols), flat(o.Cols)}} {
+		if d := Compare(c.a, c.b, tol); d.Bad > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s differ at %d values (max rel %.3g)", c.what, d.Bad, d.MaxRel))
+		}
+	}
+	return diffs
+}
+
+// summaryArrays is a summary as the .npz entries "<name>#<part>" of a want file.
+func (s *Summary) arrays(name string) map[string]Array {
+	shape := make([]int64, len(s.Shape))
+	for i, d := range s.Shape {
+		shape[i] = int64(d)
+	}
+	flat := func(x [][4]float64) Array {
+		out := make([]float64, 0, 4*len(x))
+		for _, v := range x {
+			out = append(out, v[:]...)
+		}
+		return Array{Shape: []int{len(x), 4}, Data: out}
+	}
+	return map[string]Array{
+		name + "#shape":  {Shape: []int{len(shape)}, Data: shape},
+		name + "#absmax": {Shape: []int{}, Data: []float64{s.AbsMax}},
+		name + "#index":  {Shape: []int{len(s.Index)}, Data: s.Index},
+		name + "#value":  {Shape: []int{len(s.Value)}, Data: s.Value},
+		name + "#rowseg": {Shape: []int{len(s.RowSeg)}, Data: s.RowSeg},
+		name + "#rows":   flat(s.Rows),
+		name + "#colseg": {Shape: []int{len(s.ColSeg)}, Data: s.ColSeg},
+		name + "#cols":   flat(s.Cols),
+	}
+}
+
+// summaryParts are the entries of a stored summary.
+var summaryParts = []string{"shape", "absmax", "index", "value", "rowseg", "rows", "colseg", "cols"}
+
+// readSummary assembles a summary from its entries, checking that they fit together.
+func readSummary(name string, a map[string]Array) (*Summary, error) {
+	get := func(part, dtype string) (Array, error) {
+		x, ok := a[name+"#"+part]
+		if !ok {
+			return Array{}, fmt.Errorf("summary of %s lacks %s#%s", name, name, part)
+		}
+		if x.DType() != dtype {
+			return Array{}, fmt.Errorf("%s#%s is %s, want %s", name, part, x.DType(), dtype)
+		}
+		return x, nil
+	}
+	parts := map[string]Array{}
+	for _, p := range summaryParts {
+		dt := "float64"
+		switch p {
+		case "shape", "index", "rowseg", "colseg":
+			dt = "int64"
+		}
+		x, err := get(p, dt)
+		if err != nil {
+			return nil, err
+		}
+		parts[p] = x
+	}
+	s := &Summary{AbsMax: parts["absmax"].Data.([]float64)[0]}
+	n := 1
+	for _, d := range parts["shape"].Data.([]int64) {
+		if d <= 0 || int64(n) > math.MaxInt32/d {
+			return nil, fmt.Errorf("%s#shape %v is empty or too large", name, parts["shape"].Data)
+		}
+		s.Shape = append(s.Shape, int(d))
+		n *= int(d)
+	}
+	s.Index, s.Value = parts["index"].Data.([]int64), parts["value"].Data.([]float64)
+	s.RowSeg, s.ColSeg = parts["rowseg"].Data.([]int64), parts["colseg"].Data.([]int64)
+	L := lastDim(s.Shape)
+	if len(s.Index) != len(s.Value) || !sort.SliceIsSorted(s.Index, func(i, j int) bool { return s.Index[i] < s.Index[j] }) {
+		return nil, fmt.Errorf("%s: %d sample positions (sorted?) for %d values", name, len(s.Index), len(s.Value))
+	}
+	for _, i := range s.Index {
+		if i < 0 || i >= int64(n) {
+			return nil, fmt.Errorf("%s: sample position %d outside %d elements", name, i, n)
+		}
+	}
+	var err error
+	if s.Rows, err = segs(name, "row", s.RowSeg, parts["rows"], n/L); err != nil {
+		return nil, err
+	}
+	if s.Cols, err = segs(name, "column", s.ColSeg, parts["cols"], L); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func segs(name, what string, seg []int64, a Array, extent int) ([][4]float64, error) {
+	if len(seg) < 2 || seg[0] != 0 || seg[len(seg)-1] != int64(extent) {
+		return nil, fmt.Errorf("%s: %s segments %v do not cover 0..%d", name, what, seg, extent)
+	}
+	for k := 1; k < len(seg); k++ {
+		if seg[k] <= seg[k-1] {
+			return nil, fmt.Errorf("%s: %s segment boundaries are not increasing", name, what)
+		}
+	}
+	v := a.Data.([]float64)
+	if len(a.Shape) != 2 || a.Shape[0] != len(seg)-1 || a.Shape[1] != 4 {
+		return nil, fmt.Errorf("%s: %s statistics of shape %v for %d segments", name, what, a.Shape, len(seg)-1)
+	}
+	out := make([][4]float64, len(seg)-1)
+	for k := range out {
+		copy(out[k][:], v[4*k:])
+	}
+	return out, nil
+}
