@@ -332,16 +332,27 @@ type Diff struct {
 
 // Compare measures got against want under tol. It panics if the lengths differ.
 func Compare(want, got []float64, tol Tol) Diff {
+	return CompareScaled(want, got, tol, AbsMax(want))
+}
+
+// AbsMax is the largest |x| over the finite elements of x (0 if none).
+func AbsMax(x []float64) float64 {
+	m := 0.0
+	for _, w := range x {
+		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+			m = math.Max(m, math.Abs(w))
+		}
+	}
+	return m
+}
+
+// CompareScaled is Compare with the scale of the Norm term given: the largest finite |w| of
+// the whole output, when want and got hold only some of its elements.
+func CompareScaled(want, got []float64, tol Tol, scale float64) Diff {
 	if len(want) != len(got) {
 		panic(fmt.Sprintf("golden.Compare: %d values against %d", len(got), len(want)))
 	}
 	d := Diff{First: -1}
-	scale := 0.0
-	for _, w := range want {
-		if !math.IsInf(w, 0) && !math.IsNaN(w) {
-			scale = math.Max(scale, math.Abs(w))
-		}
-	}
 	for i := range want {
 		w, g := want[i], got[i]
 		var ok bool

@@ -5,7 +5,6 @@ package gae
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"testing"
@@ -22,58 +21,73 @@ var tolerances = map[string]golden.Tol{
 	"value_target": {Abs: 1e-12, Rel: 1e-09, Norm: 1e-10},
 }
 
-// goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64
-// reference interpreter), written by `lossgen golden -update`.
+// goldenDir holds this package's golden cases, written by `lossgen golden -update`: the
+// outputs of lossgen's float64 reference interpreter, and the inputs (a seeded case's as the
+// recipe lossgen's runtime generator draws them from; see lossgen's golden package for what
+// a case stores and checks).
 const goldenDir = "../../golden/gae"
 
 // TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
-// its tolerance.
+// its tolerance: every element of an output the case holds whole; of a large output of a
+// seeded case, a fixed sample of elements and checksums of its rows and columns. The inputs
+// of one case at a time are in memory.
 func TestGolden(t *testing.T) {
-	cases, err := golden.LoadCases(goldenDir)
+	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	for _, im := range impls {
-		for _, c := range cases {
-			t.Run(im.name+"/"+c.Name, func(t *testing.T) {
-				in := &Inputs{}
-				for _, name := range InputNames {
-					a, ok := c.Inputs[name]
-					if !ok {
-						t.Fatalf("case %s has no input %q", c.Name, name)
-					}
-					if err := in.Set(name, a.Data); err != nil {
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			in := caseInputs(t, &c)
+			t.Cleanup(func() { c.Inputs = nil })
+			for _, im := range impls {
+				t.Run(im.name, func(t *testing.T) {
+					out := NewOutputs()
+					if err := forward(im, in, out); err != nil {
 						t.Fatal(err)
 					}
-				}
-				out := NewOutputs()
-				if err := forward(im, in, out); err != nil {
-					t.Fatal(err)
-				}
-				compare(t, c, OutputNames, out.Get)
-			})
-		}
+					compare(t, &c, OutputNames, out.Get)
+				})
+			}
+		})
 	}
 }
 
+// caseInputs loads a case's inputs (drawing a seeded case's from its recipe).
+func caseInputs(t *testing.T, c *golden.Case) *Inputs {
+	t.Helper()
+	if err := c.LoadInputs(); err != nil {
+		t.Fatal(err)
+	}
+	in := &Inputs{}
+	for _, name := range InputNames {
+		a, ok := c.Inputs[name]
+		if !ok {
+			t.Fatalf("case %s has no input %q", c.Name, name)
+		}
+		if err := in.Set(name, a.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return in
+}
+
 // compare checks the named results (got by name) against the case's expected values.
-func compare(t *testing.T, c golden.Case, names []string, get func(string) ([]float64, bool)) {
+func compare(t *testing.T, c *golden.Case, names []string, get func(string) ([]float64, bool)) {
 	t.Helper()
 	for _, name := range names {
 		got, _ := get(name)
-		want, ok := c.Want[name]
-		if !ok {
-			t.Fatalf("case %s has no expected %q", c.Name, name)
+		r, err := c.Check(name, widen(got), tolerances[name])
+		if err != nil {
+			t.Fatal(err)
 		}
-		d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
-		if d.Bad > 0 {
-			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-				name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+		if r.Bad > 0 {
+			t.Errorf("%s: %s", name, r.First)
 		} else {
-			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
+			t.Logf("%-24s %s: max abs %.3g  max rel %.3g  normwise %.3g", name, r.Checked, r.MaxAbs, r.MaxRel, r.MaxNorm)
 		}
 	}
 }
@@ -86,32 +100,38 @@ func widen(x []float64) []float64 {
 	return out
 }
 
-// randomInputs fills every input with seeded values: floats uniform in [-1, 1), flags true
-// with probability 0.05.
+// randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
+// generator: floats uniform in [-1, 1), flags true with probability 0.05.
 func randomInputs(seed uint64) *Inputs {
-	r := rand.New(rand.NewPCG(seed, 1))
+	r := &runtime.CaseRecipe{Seed: seed, DType: "float64", Inputs: []runtime.InputRecipe{
+		{Name: "next.reward", Key: "next.reward", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
+		{Name: "state_value", Key: "state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
+		{Name: "next.state_value", Key: "next.state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
+		{Name: "next.terminated", Key: "next.terminated", Kind: "bool", Shape: []int{26944}, Sample: runtime.Sample{Dist: "flag", P: 0.05}},
+		{Name: "next.done", Key: "next.done", Kind: "bool", Shape: []int{26944}, Sample: runtime.Sample{Dist: "flag", P: 0.05}},
+	}}
+	vals, _, err := r.Draw()
+	if err != nil {
+		panic(err)
+	}
 	in := &Inputs{}
-	in.NextReward = make([]float64, 26944)
-	for i := range in.NextReward {
-		in.NextReward[i] = float64(r.Float64()*2 - 1)
-	}
-	in.StateValue = make([]float64, 26944)
-	for i := range in.StateValue {
-		in.StateValue[i] = float64(r.Float64()*2 - 1)
-	}
-	in.NextStateValue = make([]float64, 26944)
-	for i := range in.NextStateValue {
-		in.NextStateValue[i] = float64(r.Float64()*2 - 1)
-	}
-	in.NextTerminated = make([]bool, 26944)
-	for i := range in.NextTerminated {
-		in.NextTerminated[i] = r.Float64() < 0.05
-	}
-	in.NextDone = make([]bool, 26944)
-	for i := range in.NextDone {
-		in.NextDone[i] = r.Float64() < 0.05
+	for name, v := range vals {
+		if err := in.Set(name, v); err != nil {
+			panic(err)
+		}
 	}
 	return in
+}
+
+// zeroInputs has every input allocated and zero (what the argument checks need).
+func zeroInputs() *Inputs {
+	return &Inputs{
+		NextReward:     make([]float64, 26944),
+		StateValue:     make([]float64, 26944),
+		NextStateValue: make([]float64, 26944),
+		NextTerminated: make([]bool, 26944),
+		NextDone:       make([]bool, 26944),
+	}
 }
 
 // fill sets every output element to v.
@@ -141,7 +161,7 @@ func untouched(out *Outputs, v float64) bool {
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
 	for _, delta := range []int{-1, 1} {
-		in := randomInputs(1)
+		in := zeroInputs()
 		n := len(in.NextReward) + delta
 		in.NextReward = make([]float64, n)
 		out := NewOutputs()
@@ -158,14 +178,14 @@ func TestShapeMismatch(t *testing.T) {
 	out := NewOutputs()
 	out.Advantage = out.Advantage[:len(out.Advantage)-1]
 	var se *runtime.ShapeError
-	if err := Forward(randomInputs(1), out); !errors.As(err, &se) || se.Bad[0].Name != "out.Advantage" {
+	if err := Forward(zeroInputs(), out); !errors.As(err, &se) || se.Bad[0].Name != "out.Advantage" {
 		t.Fatalf("short out.Advantage: got %v", err)
 	}
 	if err := Forward(nil, NewOutputs()); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
 	}
 	// An output sharing memory with an input is an error, and nothing is written.
-	in := randomInputs(1)
+	in := zeroInputs()
 	out = NewOutputs()
 	out.Advantage = in.NextReward
 	before := append([]float64(nil), in.NextReward...)
@@ -239,90 +259,99 @@ func implNames() []string {
 // extremeInputs are random inputs pushed to the edges: kind "big" puts log-ratios of ±80 and
 // values of ±1e30 in; "inf" puts ±inf in the first float input; "nan" puts a NaN in every
 // float input; "equal" makes every float input constant (all-equal advantages: a zero std).
+// The positions are drawn by lossgen's runtime generator (seed 5, one stream per input).
 func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
-	r := rand.New(rand.NewPCG(5, 6))
 	first := true
-	for i := range in.NextReward {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.NextReward[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.NextReward[i] = float64(1e30 * (2*r.Float64() - 1))
+	{
+		s := runtime.NewStream(5, "next.reward")
+		for i := range in.NextReward {
+			switch kind {
+			case "big":
+				d := s.Draw(i, 0)
+				if d%3 == 0 {
+					in.NextReward[i] = float64(80 * float64(2*int(d>>8&1)-1))
+				} else if d>>16%5 == 0 {
+					in.NextReward[i] = float64(1e30 * (2*s.Uniform(i, 1) - 1))
+				}
+			case "inf":
+				if first && i%7 == 3 {
+					in.NextReward[i] = float64(math.Inf(1 - 2*(i%2)))
+				}
+			case "nan":
+				if i%11 == 5 {
+					in.NextReward[i] = float64(math.NaN())
+				}
+			case "equal":
+				in.NextReward[i] = 0.25
 			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.NextReward[i] = float64(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.NextReward[i] = float64(math.NaN())
-			}
-		case "equal":
-			in.NextReward[i] = 0.25
 		}
+		first = false
 	}
-	first = false
-	for i := range in.StateValue {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.StateValue[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.StateValue[i] = float64(1e30 * (2*r.Float64() - 1))
+	{
+		s := runtime.NewStream(5, "state_value")
+		for i := range in.StateValue {
+			switch kind {
+			case "big":
+				d := s.Draw(i, 0)
+				if d%3 == 0 {
+					in.StateValue[i] = float64(80 * float64(2*int(d>>8&1)-1))
+				} else if d>>16%5 == 0 {
+					in.StateValue[i] = float64(1e30 * (2*s.Uniform(i, 1) - 1))
+				}
+			case "inf":
+				if first && i%7 == 3 {
+					in.StateValue[i] = float64(math.Inf(1 - 2*(i%2)))
+				}
+			case "nan":
+				if i%11 == 5 {
+					in.StateValue[i] = float64(math.NaN())
+				}
+			case "equal":
+				in.StateValue[i] = 0.25
 			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.StateValue[i] = float64(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.StateValue[i] = float64(math.NaN())
-			}
-		case "equal":
-			in.StateValue[i] = 0.25
 		}
+		first = false
 	}
-	first = false
-	for i := range in.NextStateValue {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.NextStateValue[i] = float64(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.NextStateValue[i] = float64(1e30 * (2*r.Float64() - 1))
+	{
+		s := runtime.NewStream(5, "next.state_value")
+		for i := range in.NextStateValue {
+			switch kind {
+			case "big":
+				d := s.Draw(i, 0)
+				if d%3 == 0 {
+					in.NextStateValue[i] = float64(80 * float64(2*int(d>>8&1)-1))
+				} else if d>>16%5 == 0 {
+					in.NextStateValue[i] = float64(1e30 * (2*s.Uniform(i, 1) - 1))
+				}
+			case "inf":
+				if first && i%7 == 3 {
+					in.NextStateValue[i] = float64(math.Inf(1 - 2*(i%2)))
+				}
+			case "nan":
+				if i%11 == 5 {
+					in.NextStateValue[i] = float64(math.NaN())
+				}
+			case "equal":
+				in.NextStateValue[i] = 0.25
 			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.NextStateValue[i] = float64(math.Inf(1 - 2*(i%2)))
-			}
-		case "nan":
-			if i%11 == 5 {
-				in.NextStateValue[i] = float64(math.NaN())
-			}
-		case "equal":
-			in.NextStateValue[i] = 0.25
 		}
+		first = false
 	}
-	first = false
 	_ = first
 	return in
 }
 
 // TestImplementationsAgree runs every implementation on random and extreme inputs and
-// compares it with the pure-Go kernel: the same NaNs and infinities in the same places, finite
-// values within the tolerances. What propagates is TorchRL's float semantics: a NaN input
-// makes every output that reads it NaN (a reduction, its whole result; a reverse scan, that
-// step and every earlier step of the row, across done flags, since 0·NaN is NaN), and counts as
-// clipped in clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios.
+// compares it with the pure-Go kernel on every element: the same NaNs and infinities in the
+// same places, finite values within the tolerances. What propagates is TorchRL's float
+// semantics: a NaN input makes every output that reads it NaN (a reduction, its whole
+// result; a reverse scan, that step and every earlier step of the row, across done flags,
+// since 0·NaN is NaN), and counts as clipped in clip_fraction (NaN ≠ NaN); an infinite
+// log-ratio gives infinite or NaN ratios. One kind of inputs at a time is in memory.
 func TestImplementationsAgree(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
-	}
-	inputs := map[string]*Inputs{"random": randomInputs(7)}
-	for _, k := range []string{"big", "inf", "nan", "equal"} {
-		inputs[k] = extremeInputs(k)
 	}
 	agree := func(im impl, kind string, names []string, want, got func(string) ([]float64, bool)) {
 		for _, name := range names {
@@ -339,7 +368,11 @@ func TestImplementationsAgree(t *testing.T) {
 			}
 		}
 	}
-	for kind, in := range inputs {
+	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
+		in := randomInputs(7)
+		if kind != "random" {
+			in = extremeInputs(kind)
+		}
 		ref := NewOutputs()
 		if err := forward(impls[0], in, ref); err != nil {
 			t.Fatal(err)

@@ -41,12 +41,13 @@ const maxSteps = 1 << 30
 
 // Launch runs kernel name over grid×block threads (1-D) with pointer arguments args.
 func (d *Device) Launch(m *Module, name string, grid, block int, args []uint64) (Stats, error) {
-	return d.launch(m, name, grid, block, args, nil, 0, false)
+	return d.launch(m, name, grid, block, args, nil, 0, false, 0)
 }
 
 // launch runs the listed blocks of a launch (all when blocks is nil), each thread stopping
-// after maxIter batch-loop iterations (0: no limit), tracking taint when track is set.
-func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, blocks []int, maxIter int, track bool) (Stats, error) {
+// after maxIter batch-loop iterations (0: no limit), tracking taint when track is set, and
+// stops with ErrBudget after limit instructions (0: no limit).
+func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, blocks []int, maxIter int, track bool, limit int64) (Stats, error) {
 	var st Stats
 	k, ok := m.Kernels[name]
 	if !ok {
@@ -85,7 +86,7 @@ func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, 
 			}
 		}
 		e := &exec{d: d, m: m, k: k, args: args, block: b, ntid: block, shared: shared, shOff: shOff, stats: &st,
-			words: make([]wordUse, shSize/4), globalW: globalW, maxIter: maxIter, track: track}
+			words: make([]wordUse, shSize/4), globalW: globalW, maxIter: maxIter, track: track, limit: limit}
 		if track {
 			e.sharedValid = make([]byte, shSize)
 		}
@@ -96,6 +97,9 @@ func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, 
 					continue
 				}
 				if err := e.run(t); err != nil {
+					if err == ErrBudget {
+						return st, err
+					}
 					return st, fmt.Errorf("%s block %d thread %d: %w", name, b, t.tid, err)
 				}
 				progress = true
@@ -181,6 +185,7 @@ type exec struct {
 	ref     memRef // the memory the current instruction accessed
 
 	maxIter     int    // a partial launch: threads stop after this many batch-loop iterations
+	limit       int64  // stop with ErrBudget after this many instructions (0: no limit)
 	track       bool   // taint tracking
 	sharedValid []byte // taint of shared memory: 1 where written with an untainted value
 }
@@ -263,6 +268,9 @@ func (e *exec) run(t *thread) error {
 		}
 		in := e.k.Insts[t.pc]
 		e.stats.Instructions++
+		if e.limit > 0 && e.stats.Instructions > e.limit {
+			return ErrBudget
+		}
 		guardTaint := e.track && in.Guard >= 0 && t.pt[in.Guard]
 		if in.Guard >= 0 && t.preds[in.Guard] == in.GuardNeg {
 			if guardTaint {
@@ -481,13 +489,6 @@ func (e *exec) taint(t *thread, in *Inst, guard bool) {
 			return
 		}
 		t.rt[a[0].Reg] = ctl || e.srcTaint(t, a[1]) || e.memTaint()
-		return
-	case "selp":
-		chosen := a[2]
-		if t.preds[a[3].Pred] != a[3].Negated {
-			chosen = a[1]
-		}
-		t.rt[a[0].Reg] = ctl || e.srcTaint(t, chosen) || t.pt[a[3].Pred]
 		return
 	}
 	tainted := ctl

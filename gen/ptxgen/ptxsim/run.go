@@ -2,6 +2,7 @@ package ptxsim
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,20 +53,28 @@ func dense(r *Result, err error) (map[string]golden.Array, Stats, error) {
 // every register, predicate, shared and global word a value flows into, so a partial result
 // holds exactly the output elements computed from the inputs alone, each with the bits a
 // whole simulation gives it. A branch on a tainted predicate taints everything the thread
-// writes after it (ptxgen's kernels branch only on thread indices and loop counters).
+// writes after it (ptxgen's kernels branch only on thread indices and loop counters), and a
+// selp's result is tainted when either operand is, whichever it selects: so which elements
+// a part computes depends on the launch table only, never on the input values.
 type Part struct {
 	MaxIter int
+	// Budget, when not 0, stops the simulation with ErrBudget once it has executed that many
+	// instructions.
+	Budget int64
 	// Fill is the byte output and scratch buffers start as (0xFF: NaN in every float, so a
 	// kernel reading a buffer before writing it shows).
 	Fill byte
 }
 
+// ErrBudget is the error of a simulation stopped at its Part's Budget.
+var ErrBudget = errors.New("ptxsim: instruction budget exhausted")
+
 // Whole is the whole simulation, on buffers full of NaN bytes.
 var Whole = Part{Fill: 0xFF}
 
-// Sampled is the partial simulation generated tests run by default: four iterations of
+// Sampled is the partial simulation generated tests run by default: eight iterations of
 // every thread of the first, middle and last block of each launch (see Part).
-var Sampled = Part{MaxIter: 4, Fill: 0xFF}
+var Sampled = Part{MaxIter: 8, Fill: 0xFF}
 
 // IsWhole reports whether p runs every launch whole.
 func (p Part) IsWhole() bool { return p.MaxIter == 0 }
@@ -163,7 +172,13 @@ func Simulate(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array,
 			}
 			args[i] = a
 		}
-		st, err := d.launch(m, l.Kernel, l.Grid[0], l.Block[0], args, p.blocks(l.Kernel, l.Grid[0]), p.MaxIter, !p.IsWhole())
+		limit := int64(0)
+		if p.Budget > 0 {
+			if limit = p.Budget - res.Stats.Instructions; limit <= 0 {
+				return res, ErrBudget
+			}
+		}
+		st, err := d.launch(m, l.Kernel, l.Grid[0], l.Block[0], args, p.blocks(l.Kernel, l.Grid[0]), p.MaxIter, !p.IsWhole(), limit)
 		res.Stats.add(st)
 		if err != nil {
 			return res, err
