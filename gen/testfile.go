@@ -255,7 +255,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 			return nil, err
 		}
 	}
-	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables}
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String()}
 	return render("ptxsim_test.go.tmpl", data)
 }
 

@@ -330,16 +330,24 @@ type Diff struct {
 	First          int     // index of the first bad element, −1 if none
 }
 
+// Float is an element type of kernel outputs.
+type Float interface{ ~float32 | ~float64 }
+
 // Compare measures got against want under tol. It panics if the lengths differ.
 func Compare(want, got []float64, tol Tol) Diff {
 	return CompareScaled(want, got, tol, AbsMax(want))
 }
 
+// CompareOf is Compare for outputs of any float type (no float64 copies of large outputs).
+func CompareOf[W, G Float](want []W, got []G, tol Tol) Diff {
+	return CompareScaled(want, got, tol, AbsMax(want))
+}
+
 // AbsMax is the largest |x| over the finite elements of x (0 if none).
-func AbsMax(x []float64) float64 {
+func AbsMax[T Float](x []T) float64 {
 	m := 0.0
-	for _, w := range x {
-		if !math.IsInf(w, 0) && !math.IsNaN(w) {
+	for _, v := range x {
+		if w := float64(v); !math.IsInf(w, 0) && !math.IsNaN(w) {
 			m = math.Max(m, math.Abs(w))
 		}
 	}
@@ -348,16 +356,16 @@ func AbsMax(x []float64) float64 {
 
 // CompareScaled is Compare with the scale of the Norm term given: the largest finite |w| of
 // the whole output, when want and got hold only some of its elements.
-func CompareScaled(want, got []float64, tol Tol, scale float64) Diff {
+func CompareScaled[W, G Float](want []W, got []G, tol Tol, scale float64) Diff {
 	if len(want) != len(got) {
 		panic(fmt.Sprintf("golden.Compare: %d values against %d", len(got), len(want)))
 	}
 	d := Diff{First: -1}
 	for i := range want {
-		w, g := want[i], got[i]
+		w, g := float64(want[i]), float64(got[i])
 		var ok bool
 		switch {
-		case math.IsNaN(w) || math.IsNaN(g) || math.IsInf(w, 0) || math.IsInf(g, 0):
+		case w-w != 0 || g-g != 0: // a NaN or an infinity
 			// NaN matches only NaN, an infinity only itself; a mismatch is out of any
 			// tolerance and its difference unbounded.
 			if ok = w == g || math.IsNaN(w) && math.IsNaN(g); !ok {
@@ -365,9 +373,9 @@ func CompareScaled(want, got []float64, tol Tol, scale float64) Diff {
 			}
 		default:
 			ad := math.Abs(g - w)
-			d.MaxAbs = math.Max(d.MaxAbs, ad)
+			d.MaxAbs = max(d.MaxAbs, ad)
 			if w != 0 {
-				d.MaxRel = math.Max(d.MaxRel, ad/math.Abs(w))
+				d.MaxRel = max(d.MaxRel, ad/math.Abs(w))
 			} else if ad != 0 {
 				d.MaxRel = math.Inf(1)
 			}

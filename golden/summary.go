@@ -3,7 +3,9 @@ package golden
 import (
 	"fmt"
 	"math"
+	goruntime "runtime"
 	"sort"
+	"sync"
 
 	"github.com/lossgen/lossgen/runtime"
 )
@@ -124,12 +126,7 @@ func numel(shape []int) int {
 
 // Summarize computes the Summary of output name (shape, the interpreter's values w).
 func Summarize(name string, shape []int, w []float64) *Summary {
-	s := &Summary{Shape: append([]int{}, shape...)}
-	for _, x := range w {
-		if !math.IsInf(x, 0) && !math.IsNaN(x) {
-			s.AbsMax = math.Max(s.AbsMax, math.Abs(x))
-		}
-	}
+	s := &Summary{Shape: append([]int{}, shape...), AbsMax: AbsMax(w)}
 	s.Index = SampleIndex(len(w), name)
 	s.Value = make([]float64, len(s.Index))
 	for k, i := range s.Index {
@@ -137,7 +134,7 @@ func Summarize(name string, shape []int, w []float64) *Summary {
 	}
 	L := lastDim(shape)
 	s.RowSeg, s.ColSeg = Segments(len(w)/L), Segments(L)
-	s.Rows, s.Cols = segmentStats(w, L, s.RowSeg, s.ColSeg)
+	s.Rows, s.Cols = exactStats(w, L, s.RowSeg, s.ColSeg)
 	return s
 }
 
@@ -149,8 +146,8 @@ type acc struct {
 
 func newAcc() acc { return acc{lo: math.Inf(1), hi: math.Inf(-1)} }
 
+// add folds x in with a Neumaier-compensated sum (exact adds for the stored statistics).
 func (a *acc) add(x float64) {
-	// Neumaier's compensated sum.
 	t := a.sum + x
 	if math.Abs(a.sum) >= math.Abs(x) {
 		a.c += (a.sum - t) + x
@@ -158,34 +155,59 @@ func (a *acc) add(x float64) {
 		a.c += (x - t) + a.sum
 	}
 	a.sum = t
+	a.addRest(x)
+}
+
+// addRest folds x into everything but the sum.
+func (a *acc) addRest(x float64) {
 	a.abs += math.Abs(x)
 	if x != x {
 		a.nan = true
 	}
-	a.lo, a.hi = math.Min(a.lo, x), math.Max(a.hi, x)
+	if x < a.lo {
+		a.lo = x
+	}
+	if x > a.hi {
+		a.hi = x
+	}
+}
+
+// merge folds another accumulator of the same segment in.
+func (a *acc) merge(o acc) {
+	a.sum += o.sum
+	a.c += o.c
+	a.abs += o.abs
+	a.nan = a.nan || o.nan
+	a.lo, a.hi = math.Min(a.lo, o.lo), math.Max(a.hi, o.hi)
 }
 
 func (a *acc) stats() [4]float64 {
+	if a.nan {
+		return [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	}
 	sum := a.sum + a.c
 	if math.IsInf(a.sum, 0) || a.sum != a.sum {
 		sum = a.sum // the compensation of an infinite sum is NaN
 	}
-	if a.nan {
-		return [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
-	}
 	return [4]float64{sum, a.abs, a.lo, a.hi}
 }
 
-// segmentStats computes the row and column segment statistics of x viewed as rows of L.
-func segmentStats(x []float64, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
+// colIndex maps each of L columns to its column segment.
+func colIndex(L int, colSeg []int64) []int32 {
 	colOf := make([]int32, L)
 	for k := 0; k+1 < len(colSeg); k++ {
 		for c := colSeg[k]; c < colSeg[k+1]; c++ {
 			colOf[c] = int32(k)
 		}
 	}
-	ra := make([]acc, len(rowSeg)-1)
-	ca := make([]acc, len(colSeg)-1)
+	return colOf
+}
+
+// exactStats computes the stored row and column segment statistics of x viewed as rows of
+// L, with compensated sums.
+func exactStats(x []float64, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
+	colOf := colIndex(L, colSeg)
+	ra, ca := make([]acc, len(rowSeg)-1), make([]acc, len(colSeg)-1)
 	for i := range ra {
 		ra[i] = newAcc()
 	}
@@ -194,21 +216,64 @@ func segmentStats(x []float64, L int, rowSeg, colSeg []int64) (rows, cols [][4]f
 	}
 	for k := range ra {
 		for r := rowSeg[k]; r < rowSeg[k+1]; r++ {
-			row := x[int(r)*L : int(r+1)*L]
-			for c, v := range row {
+			for c, v := range x[int(r)*L : int(r+1)*L] {
 				ra[k].add(v)
 				ca[colOf[c]].add(v)
 			}
 		}
 	}
-	rows, cols = make([][4]float64, len(ra)), make([][4]float64, len(ca))
-	for i := range ra {
-		rows[i] = ra[i].stats()
+	return statsOf(ra), statsOf(ca)
+}
+
+func statsOf(a []acc) [][4]float64 {
+	out := make([][4]float64, len(a))
+	for i := range a {
+		out[i] = a[i].stats()
 	}
-	for i := range ca {
-		cols[i] = ca[i].stats()
+	return out
+}
+
+// fastStats computes the same statistics of a kernel's output with plain float64 sums (their
+// rounding, below n·2^-53·Σ|x|, is inside the checks' bounds), rows split over goroutines.
+func fastStats[T Float](x []T, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
+	colOf := colIndex(L, colSeg)
+	ra := make([]acc, len(rowSeg)-1)
+	workers := max(1, min(goruntime.GOMAXPROCS(0), len(ra), len(x)/(1<<16)))
+	parts := make([][]acc, workers)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ca := make([]acc, len(colSeg)-1)
+			for i := range ca {
+				ca[i] = newAcc()
+			}
+			for k := w * len(ra) / workers; k < (w+1)*len(ra)/workers; k++ {
+				a := newAcc()
+				for r := rowSeg[k]; r < rowSeg[k+1]; r++ {
+					for c, v := range x[int(r)*L : int(r+1)*L] {
+						f := float64(v)
+						a.sum += f
+						a.addRest(f)
+						cs := &ca[colOf[c]]
+						cs.sum += f
+						cs.addRest(f)
+					}
+				}
+				ra[k] = a
+			}
+			parts[w] = ca
+		}()
 	}
-	return rows, cols
+	wg.Wait()
+	ca := parts[0]
+	for _, p := range parts[1:] {
+		for i := range ca {
+			ca[i].merge(p[i])
+		}
+	}
+	return statsOf(ra), statsOf(ca)
 }
 
 // Result is how an output compares with its golden values.
@@ -224,12 +289,17 @@ type Result struct {
 // Check compares an output's values got with the case's golden values for it (whole or a
 // Summary) under tol. An output the case does not hold is an error.
 func (c *Case) Check(name string, got []float64, tol Tol) (Result, error) {
+	return CheckOutput(c, name, got, tol)
+}
+
+// CheckOutput is Case.Check for outputs of any float type.
+func CheckOutput[T Float](c *Case, name string, got []T, tol Tol) (Result, error) {
 	if w, ok := c.Want[name]; ok {
 		if w.Len() != len(got) {
 			return Result{}, fmt.Errorf("case %s: %s has %d elements, the golden %d", c.Name, name, len(got), w.Len())
 		}
 		want := w.Float64s()
-		d := Compare(want, got, tol)
+		d := CompareOf(want, got, tol)
 		r := Result{Checked: fmt.Sprintf("all %d elements", len(got)), Bad: d.Bad, MaxAbs: d.MaxAbs, MaxRel: d.MaxRel, MaxNorm: d.MaxNorm}
 		if d.Bad > 0 {
 			r.First = fmt.Sprintf("%d of %d elements outside %+v; first at %d: got %v, want %v", d.Bad, len(got), tol, d.First, got[d.First], want[d.First])
@@ -237,7 +307,7 @@ func (c *Case) Check(name string, got []float64, tol Tol) (Result, error) {
 		return r, nil
 	}
 	if s, ok := c.Summary[name]; ok {
-		return s.Check(got, tol)
+		return CheckSummary(s, got, tol)
 	}
 	return Result{}, fmt.Errorf("case %s has no golden %q", c.Name, name)
 }
@@ -250,16 +320,19 @@ func (c *Case) Has(name string) bool {
 }
 
 // Check compares all of an output's values with the summary.
-func (s *Summary) Check(got []float64, tol Tol) (Result, error) {
+func (s *Summary) Check(got []float64, tol Tol) (Result, error) { return CheckSummary(s, got, tol) }
+
+// CheckSummary is Summary.Check for outputs of any float type.
+func CheckSummary[T Float](s *Summary, got []T, tol Tol) (Result, error) {
 	if len(got) != numel(s.Shape) {
 		return Result{}, fmt.Errorf("%d values against a summary of shape %v", len(got), s.Shape)
 	}
 	L := lastDim(s.Shape)
-	gotRows, gotCols := segmentStats(got, L, s.RowSeg, s.ColSeg)
+	gotRows, gotCols := fastStats(got, L, s.RowSeg, s.ColSeg)
 	r := Result{Checked: fmt.Sprintf("%d samples, %d row and %d column segments (of %d elements)", len(s.Index), len(s.Rows), len(s.Cols), len(got))}
 	sg := make([]float64, len(s.Index))
 	for k, i := range s.Index {
-		sg[k] = got[i]
+		sg[k] = float64(got[i])
 	}
 	s.checkSamples(&r, sg, s.Index, s.Value, tol)
 	s.checkSegments(&r, "row", s.RowSeg, s.Rows, gotRows, L, tol)

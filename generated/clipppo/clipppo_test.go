@@ -40,8 +40,9 @@ const goldenDir = "../../golden/clipppo"
 // TestGolden runs every implementation on every golden case and compares each output
 // (Forward's, and ForwardBackward's outputs and gradients) with the interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
-// seeded case, a fixed sample of elements and checksums of its rows and columns. The inputs
-// of one case at a time are in memory.
+// seeded case, a fixed sample of elements and checksums of its rows and columns. It also
+// compares every other implementation with the pure-Go kernel on every element. The inputs
+// of one case at a time are in memory; the implementations run concurrently.
 func TestGolden(t *testing.T) {
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
@@ -54,20 +55,16 @@ func TestGolden(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			in := caseInputs(t, &c)
 			t.Cleanup(func() { c.Inputs = nil })
-			for _, im := range impls {
-				t.Run(im.name, func(t *testing.T) {
-					out := NewOutputs()
-					if err := forward(im, in, out); err != nil {
-						t.Fatal(err)
-					}
-					compare(t, &c, OutputNames, out.Get)
-					out, g := NewOutputs(), NewGrads()
-					if err := forwardBackward(im, in, out, g); err != nil {
-						t.Fatal(err)
-					}
-					compare(t, &c, OutputNames, out.Get)
-					compare(t, &c, GradNames, g.Get)
+			rs := runAll(t, in, impls)
+			for _, r := range rs {
+				t.Run(r.im.name, func(t *testing.T) {
+					compare(t, &c, OutputNames, r.out.Get)
+					compare(t, &c, OutputNames, r.fbOut.Get)
+					compare(t, &c, GradNames, r.g.Get)
 				})
+			}
+			for _, r := range rs[1:] {
+				t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
 			}
 		})
 	}
@@ -97,7 +94,7 @@ func compare(t *testing.T, c *golden.Case, names []string, get func(string) ([]f
 	t.Helper()
 	for _, name := range names {
 		got, _ := get(name)
-		r, err := c.Check(name, widen(got), tolerances[name])
+		r, err := golden.CheckOutput(c, name, got, tolerances[name])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +112,67 @@ func widen(x []float32) []float64 {
 		out[i] = float64(v)
 	}
 	return out
+}
+
+// results is what one implementation computed on one set of inputs.
+type results struct {
+	im    impl
+	out   *Outputs // Forward's
+	fbOut *Outputs // ForwardBackward's outputs and gradients
+	g     *Grads
+}
+
+// runAll runs Forward and ForwardBackward of each implementation in which on in, all
+// concurrently (the kernels are safe for concurrent use with distinct outputs).
+func runAll(t *testing.T, in *Inputs, which []impl) []*results {
+	t.Helper()
+	rs := make([]*results, len(which))
+	errs := make([]error, 2*len(which))
+	var wg sync.WaitGroup
+	for i, im := range which {
+		r := &results{im: im, out: NewOutputs()}
+		rs[i] = r
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[2*i] = forward(im, in, r.out)
+		}()
+		r.fbOut, r.g = NewOutputs(), NewGrads()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[2*i+1] = forwardBackward(im, in, r.fbOut, r.g)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rs
+}
+
+// agree compares the results of another implementation (got) with the pure-Go kernel's
+// (want) on every element: the same NaNs and infinities in the same places, finite values
+// within the tolerances times looser on the relative term.
+func agree(t *testing.T, what string, want, got *results, looser float64) {
+	t.Helper()
+	check := func(names []string, w, g func(string) ([]float32, bool)) {
+		for _, name := range names {
+			wv, _ := w(name)
+			gv, _ := g(name)
+			tol := tolerances[name]
+			tol.Rel *= looser
+			if d := golden.CompareOf(wv, gv, tol); d.Bad > 0 {
+				t.Errorf("%s on %s, %s: %d of %d elements differ from go; first at %d: %v, go %v",
+					got.im.name, what, name, d.Bad, len(wv), d.First, gv[d.First], wv[d.First])
+			}
+		}
+	}
+	check(OutputNames, want.out.Get, got.out.Get)
+	check(OutputNames, want.fbOut.Get, got.fbOut.Get)
+	check(GradNames, want.g.Get, got.g.Get)
 }
 
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
@@ -462,58 +520,31 @@ func extremeInputs(kind string) *Inputs {
 	return in
 }
 
-// TestImplementationsAgree runs every implementation on random and extreme inputs and
-// compares it with the pure-Go kernel on every element: the same NaNs and infinities in the
-// same places, finite values within the tolerances. What propagates is TorchRL's float
-// semantics: a NaN input makes every output that reads it NaN (a reduction, its whole
-// result; a reverse scan, that step and every earlier step of the row, across done flags,
-// since 0·NaN is NaN), and counts as clipped in clip_fraction (NaN ≠ NaN); an infinite
-// log-ratio gives infinite or NaN ratios. One kind of inputs at a time is in memory.
+// TestImplementationsAgree runs every implementation on extreme inputs and
+// compares it with the pure-Go kernel on every element (TestGolden does so on the golden
+// cases): the same NaNs and infinities in the same places, finite values within the
+// tolerances. What propagates is TorchRL's float semantics: a NaN input makes every output
+// that reads it NaN (a reduction, its whole result; a reverse scan, that step and every
+// earlier step of the row, across done flags, since 0·NaN is NaN), and counts as clipped in
+// clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios. One kind of
+// inputs at a time is in memory.
 func TestImplementationsAgree(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
-	agree := func(im impl, kind string, names []string, want, got func(string) ([]float32, bool)) {
-		for _, name := range names {
-			w, _ := want(name)
-			g, _ := got(name)
-			tol := tolerances[name]
+	for _, kind := range []string{"big", "inf", "nan", "equal"} {
+		t.Run(kind, func(t *testing.T) {
+			in := randomInputs(7)
+			looser := 1.0
 			if kind != "random" {
-				tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
+				in = extremeInputs(kind)
+				looser = 10 // extreme magnitudes: compare the exact kernels more loosely
 			}
-			d := golden.Compare(widen(w), widen(g), tol)
-			if d.Bad > 0 {
-				t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
-					im.name, kind, name, d.Bad, d.First, g[d.First], w[d.First])
+			rs := runAll(t, in, impls)
+			for _, r := range rs[1:] {
+				agree(t, kind+" inputs", rs[0], r, looser)
 			}
-		}
-	}
-	for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
-		in := randomInputs(7)
-		if kind != "random" {
-			in = extremeInputs(kind)
-		}
-		ref := NewOutputs()
-		if err := forward(impls[0], in, ref); err != nil {
-			t.Fatal(err)
-		}
-		refFB, refG := NewOutputs(), NewGrads()
-		if err := forwardBackward(impls[0], in, refFB, refG); err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range impls[1:] {
-			out := NewOutputs()
-			if err := forward(im, in, out); err != nil {
-				t.Fatal(err)
-			}
-			agree(im, kind, OutputNames, ref.Get, out.Get)
-			out, g := NewOutputs(), NewGrads()
-			if err := forwardBackward(im, in, out, g); err != nil {
-				t.Fatal(err)
-			}
-			agree(im, kind, OutputNames, refFB.Get, out.Get)
-			agree(im, kind, GradNames, refG.Get, g.Get)
-		}
+		})
 	}
 }
 

@@ -62,9 +62,9 @@ var ptxTables = map[string]ptxTable{
 // lossgen's simulator of the PTX subset lossgen emits (threads, warps with shfl.sync, shared
 // memory, bar.sync, exact float32 and float64 rounding, race detection), on every golden case
 // and on the random case with NaN and ±inf in its float inputs. Every output element the
-// simulation computes is compared with the pure-Go kernel's on the same inputs and, where
-// the case holds it, with the interpreter's golden value, within the tolerances the Go
-// kernels meet. It checks what the kernels compute without a GPU; scripts/gpu-check in
+// simulation computes is compared with the CPU kernel's on the same inputs (AVX2 where the
+// CPU has it, else pure Go) and, where the case holds it, with the interpreter's golden
+// value, within the tolerances the CPU kernels meet. It checks what the kernels compute without a GPU; scripts/gpu-check in
 // lossgen runs them on one.
 //
 // A table small enough is simulated whole. A larger one is simulated in part
@@ -172,33 +172,34 @@ func withSpecials(inputs map[string]golden.Array) map[string]golden.Array {
 	return out
 }
 
-// reference runs the pure-Go kernel of a launch table on in: each output by name.
-func reference(t *testing.T, in *Inputs, kind string) map[string][]float64 {
+// reference runs a launch table's kernel on in with the implementation Forward uses (the
+// AVX2 kernels where the CPU has them: the fastest; TestGolden checks them against the
+// pure-Go kernel on every element): each output by name.
+func reference(t *testing.T, in *Inputs, kind string) map[string][]float32 {
+	im := impls[len(impls)-1]
 	out := NewOutputs()
-	ref := map[string][]float64{}
+	ref := map[string][]float32{}
 	if kind == "forward" {
-		if err := forward(impls[0], in, out); err != nil {
+		if err := forward(im, in, out); err != nil {
 			t.Fatal(err)
 		}
 	} else {
 		g := NewGrads()
-		if err := forwardBackward(impls[0], in, out, g); err != nil {
+		if err := forwardBackward(im, in, out, g); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range GradNames {
-			x, _ := g.Get(name)
-			ref[name] = widen(x)
+			ref[name], _ = g.Get(name)
 		}
 	}
 	for _, name := range OutputNames {
-		x, _ := out.Get(name)
-		ref[name] = widen(x)
+		ref[name], _ = out.Get(name)
 	}
 	return ref
 }
 
 // simulate runs one launch table on one case (c.Inputs, which in holds too) and compares
-// what it computes with the Go kernel's outputs and the case's golden values.
+// what it computes with the CPU kernel's outputs and the case's golden values.
 func simulate(t *testing.T, c *golden.Case, in *Inputs, kind string, tb ptxTable) {
 	ref := reference(t, in, kind)
 	res, err := ptxsim.Simulate(PTX, tb.table, c.Inputs, tb.part)
@@ -223,10 +224,10 @@ func simulate(t *testing.T, c *golden.Case, in *Inputs, kind string, tb ptxTable
 					name, cov.N, cov.Hash, tb.cover[name].N, tb.cover[name].Hash)
 			}
 		}
-		// Against the Go kernel, every element computed.
+		// Against the CPU kernel, every element computed.
 		want := ref[name]
 		if idx != nil {
-			want = make([]float64, len(idx))
+			want = make([]float32, len(idx))
 			for k, i := range idx {
 				want[k] = ref[name][i]
 			}
@@ -236,7 +237,8 @@ func simulate(t *testing.T, c *golden.Case, in *Inputs, kind string, tb ptxTable
 			if idx != nil {
 				at = int(idx[d.First])
 			}
-			t.Errorf("%s: %d of %d elements computed differ from the Go kernel's; first at %d: got %v, go %v", name, d.Bad, len(got), at, got[d.First], want[d.First])
+			t.Errorf("%s: %d of %d elements computed differ from the %s kernel's; first at %d: got %v, %s %v",
+				name, d.Bad, len(got), impls[len(impls)-1].name, at, got[d.First], impls[len(impls)-1].name, want[d.First])
 		}
 		// Against the golden values.
 		switch {
