@@ -281,6 +281,14 @@ func (e *exec) run(t *thread) error {
 			t.pc++
 			continue
 		}
+		if in.fast != nil && !noFast {
+			in.fast(t)
+			if e.track {
+				e.taintGeneric(t, in, guardTaint)
+			}
+			t.pc++
+			continue
+		}
 		switch in.Op[0] {
 		case "ret":
 			t.done = true
@@ -491,19 +499,25 @@ func (e *exec) taint(t *thread, in *Inst, guard bool) {
 		t.rt[a[0].Reg] = ctl || e.srcTaint(t, a[1]) || e.memTaint()
 		return
 	}
-	tainted := ctl
-	for _, o := range a[1:] {
-		tainted = tainted || e.srcTaint(t, o)
+	e.taintGeneric(t, in, guard)
+}
+
+// taintGeneric is the rule of every instruction but memory accesses and shuffles: what it
+// writes is tainted when anything it reads is (or the thread's control is).
+func (e *exec) taintGeneric(t *thread, in *Inst, guard bool) {
+	ti := &in.ti
+	tainted := t.ctrl || guard
+	for _, r := range ti.srcRegs {
+		tainted = tainted || t.rt[r]
 	}
-	switch a[0].Kind {
-	case opReg:
-		t.rt[a[0].Reg] = tainted
-	case opPred:
-		t.pt[a[0].Pred] = tainted
-	case opVec:
-		for _, r := range a[0].Regs {
-			t.rt[r] = tainted
-		}
+	for _, p := range ti.srcPreds {
+		tainted = tainted || t.pt[p]
+	}
+	for _, r := range ti.dstRegs {
+		t.rt[r] = tainted
+	}
+	for _, p := range ti.dstPreds {
+		t.pt[p] = tainted
 	}
 }
 

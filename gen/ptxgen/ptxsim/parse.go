@@ -151,6 +151,9 @@ type Inst struct {
 	Args     []Operand
 	Line     int
 	Text     string
+
+	fast fastInst  // the compiled form, nil when exec.step runs it
+	ti   taintInfo // its operands, for taint tracking
 }
 
 // Parse reads a module.
@@ -314,6 +317,7 @@ func parseInst(line string, regs, preds map[string]int) (*Inst, []string, error)
 		}
 		opNames = append(opNames, name)
 	}
+	in.fast, in.ti = compileFast(in), taintOf(in)
 	// names: one per operand, then the guard and shfl predicates.
 	return in, append(opNames, names...), nil
 }
