@@ -148,6 +148,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	data["Bytes"] = bytesPerCall               // what Forward reads and writes
 	data["FBBytes"] = bytesPerCall + gradBytes // and ForwardBackward, with the gradients
 	data["Elements"] = g.Batch.Numel()
+	data["Large"] = g.Batch.Numel() > LargeBatch
 
 	return render("gotest.go.tmpl", data)
 }
@@ -165,14 +166,25 @@ func vmathTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	return render("vmath_test.go.tmpl", data)
 }
 
+// LargeBatch is the batch size above which a generated test runs its four kinds of extreme
+// inputs as one set (each kind in a quarter of the batch): the pure-Go kernel, the slowest
+// thing a test runs, then runs once for them instead of four times.
+const LargeBatch = 1 << 22
+
 // WholeBudget is the most instructions one launch table may take in the simulator for a
 // generated test to simulate it whole by default (about a second); a larger table is
 // simulated in part (ptxsim.Sampled), and whole with LOSSGEN_FULL=1.
 const WholeBudget = 25_000_000
 
+// SampledBudget is about the most instructions a partial simulation of one launch table
+// takes: ptxsim.Sampled's iterations per thread are lowered (to no fewer than 2) until it
+// fits, so the default test's simulation costs about the same at any batch size.
+const SampledBudget = 6_000_000
+
 type ptxTable struct {
 	Kind, Var, Names string
 	Whole            bool
+	MaxIter          int
 	Doc              string
 	Cover            []ptxCover
 }
@@ -222,10 +234,16 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 			pt.Whole = true
 			pt.Doc = fmt.Sprintf("whole: every block of every launch (%d instructions)", res.Stats.Instructions)
 		case errors.Is(err, ptxsim.ErrBudget):
-			res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, ptxsim.Sampled)
+			part := ptxsim.Sampled
+			res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
+			if err == nil && res.Stats.Instructions > SampledBudget && part.MaxIter > 2 {
+				part.MaxIter = max(2, int(int64(part.MaxIter)*SampledBudget/res.Stats.Instructions))
+				res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
+			}
 			if err != nil {
 				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
 			}
+			pt.MaxIter = part.MaxIter
 			var parts []string
 			for _, b := range t.Buffers {
 				name, ok := strings.CutPrefix(b.Name, "out/")
@@ -239,8 +257,8 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 				pt.Cover = append(pt.Cover, ptxCover{Name: name, N: cov.N, Hash: cov.Hash})
 				parts = append(parts, fmt.Sprintf("%s %d of %d", name, cov.N, b.Length))
 			}
-			pt.Doc = fmt.Sprintf("in part, ptxsim.Sampled (the whole table takes more than %d instructions; "+
-				"this part %d): it computes, of each output, %s elements", WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
+			pt.Doc = fmt.Sprintf("in part, %d iterations per thread (the whole table takes more than %d instructions; "+
+				"this part %d): it computes, of each output, %s elements", part.MaxIter, WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
 		default:
 			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
 		}

@@ -42,8 +42,9 @@ const goldenDir = "../../golden/clipppogae"
 // (Forward's, and ForwardBackward's outputs and gradients) with the interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows and columns. It also
-// compares every other implementation with the pure-Go kernel on every element. The inputs
-// of one case at a time are in memory; the implementations run concurrently.
+// compares every other implementation with the pure-Go kernel on every element, and runs
+// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). The inputs of
+// one case at a time are in memory; the implementations run concurrently.
 func TestGolden(t *testing.T) {
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
@@ -67,6 +68,7 @@ func TestGolden(t *testing.T) {
 			for _, r := range rs[1:] {
 				t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
 			}
+			ptxCase(t, &c, rs[len(rs)-1])
 		})
 	}
 }
@@ -364,16 +366,25 @@ func implNames() []string {
 	return out
 }
 
+// extremeKinds are the kinds of extremeInputs the tests run.
+var extremeKinds = []string{"big", "inf", "nan", "equal"}
+
 // extremeInputs are random inputs pushed to the edges: kind "big" puts log-ratios of ±80 and
 // values of ±1e30 in; "inf" puts ±inf in the first float input; "nan" puts a NaN in every
-// float input; "equal" makes every float input constant (all-equal advantages: a zero std).
-// The positions are drawn by lossgen's runtime generator (seed 5, one stream per input).
+// float input; "equal" makes every float input constant (all-equal advantages: a zero std);
+// "bands" does each of the four in its own quarter of the flat index. The positions are
+// drawn by lossgen's runtime generator (seed 5, one stream per input).
 func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
 	first := true
+	bands := kind == "bands"
 	{
 		s := runtime.NewStream(5, "next.reward")
+		n := len(in.NextReward)
 		for i := range in.NextReward {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -398,7 +409,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "state_value")
+		n := len(in.StateValue)
 		for i := range in.StateValue {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -423,7 +438,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "next.state_value")
+		n := len(in.NextStateValue)
 		for i := range in.NextStateValue {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -448,7 +467,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "log_prob")
+		n := len(in.LogProb)
 		for i := range in.LogProb {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -473,7 +496,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "sample_log_prob")
+		n := len(in.SampleLogProb)
 		for i := range in.SampleLogProb {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -498,7 +525,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "entropy")
+		n := len(in.Entropy)
 		for i := range in.Entropy {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -537,7 +568,8 @@ func TestImplementationsAgree(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
-	for _, kind := range []string{"big", "inf", "nan", "equal"} {
+	kinds := extremeKinds
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			in := randomInputs(7)
 			looser := 1.0

@@ -24,11 +24,11 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: in part, ptxsim.Sampled (the whole table takes more than 25000000 instructions; this part 2063743): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements.
-//   - backward: in part, ptxsim.Sampled (the whole table takes more than 25000000 instructions; this part 2093823): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.log_prob 512 of 26944, grad.entropy 512 of 26944 elements.
+//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2063743): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements.
+//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2093823): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.log_prob 512 of 26944, grad.entropy 512 of 26944 elements.
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
-		part: ptxsim.Sampled, cover: map[string]ptxsim.Coverage{
+		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, cover: map[string]ptxsim.Coverage{
 			"advantage":          {N: 512, Hash: "e9774718a939a1fd"},
 			"value_target":       {N: 512, Hash: "e9774718a939a1fd"},
 			"loss_objective":     {N: 0, Hash: "0000000000000000"},
@@ -41,7 +41,7 @@ var ptxTables = map[string]ptxTable{
 			"ESS":                {N: 0, Hash: "0000000000000000"},
 		}},
 	"backward": {table: LaunchBackward, names: append(append([]string(nil), OutputNames...), GradNames...),
-		part: ptxsim.Sampled, cover: map[string]ptxsim.Coverage{
+		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, cover: map[string]ptxsim.Coverage{
 			"advantage":          {N: 512, Hash: "e9774718a939a1fd"},
 			"value_target":       {N: 512, Hash: "e9774718a939a1fd"},
 			"loss_objective":     {N: 0, Hash: "0000000000000000"},
@@ -60,32 +60,32 @@ var ptxTables = map[string]ptxTable{
 
 // TestPTXSimulated runs this package's PTX (kernels.ptx), as its launch tables drive it, in
 // lossgen's simulator of the PTX subset lossgen emits (threads, warps with shfl.sync, shared
-// memory, bar.sync, exact float32 and float64 rounding, race detection), on every golden case
-// and on the random case with NaN and ±inf in its float inputs. Every output element the
-// simulation computes is compared with the CPU kernel's on the same inputs (AVX2 where the
-// CPU has it, else pure Go) and, where the case holds it, with the interpreter's golden
-// value, within the tolerances the CPU kernels meet. It checks what the kernels compute without a GPU; scripts/gpu-check in
-// lossgen runs them on one.
+// memory, bar.sync, exact float32 and float64 rounding, race detection). TestGolden runs it
+// on every golden case (ptxCase); this test runs it on the random case with NaN and ±inf in
+// its float inputs. Every output element the simulation computes is compared with the CPU
+// kernel's on the same inputs (AVX2 where the CPU has it, else pure Go: TestGolden compares
+// the two on every element) and, where the case holds it, with the interpreter's golden
+// value, within the tolerances the CPU kernels meet. It checks what the kernels compute
+// without a GPU; scripts/gpu-check in lossgen runs them on one.
 //
-// A table small enough is simulated whole. A larger one is simulated in part
-// (ptxsim.Sampled): every launch runs, but only its first, middle and last thread block
-// (every block of a merge launch and of a launch of at most three blocks), and each thread
-// of those blocks stops after a few iterations of its loops over the batch (ptxsim.Sampled); an element is
-// compared when that part computed it from the inputs alone (the simulator tracks which
-// values depend on memory nothing simulated wrote), and which elements those are must be
-// as when the package was generated (ptxTables). That part runs every instruction of every
-// kernel — every op's expansion and constant, every shuffle step and barrier of a block
-// reduction, every merge, on the first, an inner and the last (partly masked) block — so a
-// wrong instruction, constant, shuffle offset or dropped barrier (caught as a race), a swapped
-// argument or a missing merge shows in the elements compared, and a launch with too few
-// blocks or threads shows as elements missing from the part. What it leaves to the whole
-// simulation (LOSSGEN_FULL=1, which lossgen's own CI runs on its example packages) are the
-// values that need every element: whole-batch reductions and what depends on them.
+// A table small enough is simulated whole. A larger one is simulated in part (ptxTables):
+// every launch runs, but only its first, middle and last thread block (every block of a
+// merge launch and of a launch of at most three blocks), and each thread of those blocks
+// stops after a few iterations of its loops over the batch; an element is compared when that
+// part computed it from the inputs alone (the simulator tracks which values depend on memory
+// nothing simulated wrote), and which elements those are must be as when the package was
+// generated. That part runs every instruction of every kernel — every op's expansion and
+// constant, every shuffle step and barrier of a block reduction, every merge — on the first,
+// an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
+// offset, a dropped barrier (a race), a swapped argument or a missing merge shows in the
+// elements compared, and a launch with too few blocks or threads shows as elements missing
+// from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own
+// CI runs on its example packages) are the values that need every element: whole-batch
+// reductions and what depends on them.
 func TestPTXSimulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the PTX simulation takes seconds")
 	}
-	full := os.Getenv("LOSSGEN_FULL") != ""
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
 		t.Fatal(err)
@@ -93,45 +93,43 @@ func TestPTXSimulated(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	// The special-value case starts from the random case (else the first).
-	base := 0
-	for i, c := range cases {
-		if c.Name == "random" {
-			base = i
+	base := &cases[0]
+	for i := range cases {
+		if cases[i].Name == "random" {
+			base = &cases[i]
 		}
 	}
-	cases = append(cases, golden.Case{Name: cases[base].Name + "+nan+inf"})
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			var in *Inputs
-			if c.Want == nil && c.Summary == nil { // the special-value case
-				in = caseInputs(t, &cases[base])
-				c.Inputs = withSpecials(cases[base].Inputs)
-				cases[base].Inputs = nil
-				for name, a := range c.Inputs {
-					if err := in.Set(name, a.Data); err != nil {
-						t.Fatal(err)
-					}
-				}
-			} else {
-				in = caseInputs(t, &c)
-			}
-			t.Cleanup(func() { c.Inputs = nil }) // after the parallel subtests
-			for _, kind := range []string{"forward", "backward"} {
-				tb, ok := ptxTables[kind]
-				if !ok {
-					continue
-				}
-				if full {
-					tb.part = ptxsim.Whole
-				}
-				t.Run(kind, func(t *testing.T) {
-					t.Parallel()
-					simulate(t, &c, in, kind, tb)
-				})
-			}
-		})
+	caseInputs(t, base)
+	c := golden.Case{Name: base.Name + "+nan+inf", Inputs: withSpecials(base.Inputs)}
+	base.Inputs = nil
+	in := &Inputs{}
+	for name, a := range c.Inputs {
+		if err := in.Set(name, a.Data); err != nil {
+			t.Fatal(err)
+		}
 	}
+	ptxCase(t, &c, runAll(t, in, impls[len(impls)-1:])[0])
+}
+
+// ptxCase simulates every launch table on one case (whole with LOSSGEN_FULL=1, else as
+// ptxTables says), concurrently, and compares what each computes with ref, the CPU kernel's
+// results on the same inputs, and with the case's golden values.
+func ptxCase(t *testing.T, c *golden.Case, ref *results) {
+	t.Run("ptx", func(t *testing.T) {
+		for _, kind := range []string{"forward", "backward"} {
+			tb, ok := ptxTables[kind]
+			if !ok {
+				continue
+			}
+			if os.Getenv("LOSSGEN_FULL") != "" {
+				tb.part = ptxsim.Whole
+			}
+			t.Run(kind, func(t *testing.T) {
+				t.Parallel()
+				simulate(t, c, kind, tb, ref)
+			})
+		}
+	})
 }
 
 // withSpecials is a copy of a case's inputs with, in every float input, a NaN every 37
@@ -172,36 +170,20 @@ func withSpecials(inputs map[string]golden.Array) map[string]golden.Array {
 	return out
 }
 
-// reference runs a launch table's kernel on in with the implementation Forward uses (the
-// AVX2 kernels where the CPU has them: the fastest; TestGolden checks them against the
-// pure-Go kernel on every element): each output by name.
-func reference(t *testing.T, in *Inputs, kind string) map[string][]float32 {
-	im := impls[len(impls)-1]
-	out := NewOutputs()
+// simulate runs one launch table on one case and compares what it computes with the CPU
+// kernel's results and the case's golden values.
+func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, r *results) {
 	ref := map[string][]float32{}
-	if kind == "forward" {
-		if err := forward(im, in, out); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		g := NewGrads()
-		if err := forwardBackward(im, in, out, g); err != nil {
-			t.Fatal(err)
-		}
+	get := r.out.Get
+	if kind == "backward" {
+		get = r.fbOut.Get
 		for _, name := range GradNames {
-			ref[name], _ = g.Get(name)
+			ref[name], _ = r.g.Get(name)
 		}
 	}
 	for _, name := range OutputNames {
-		ref[name], _ = out.Get(name)
+		ref[name], _ = get(name)
 	}
-	return ref
-}
-
-// simulate runs one launch table on one case (c.Inputs, which in holds too) and compares
-// what it computes with the CPU kernel's outputs and the case's golden values.
-func simulate(t *testing.T, c *golden.Case, in *Inputs, kind string, tb ptxTable) {
-	ref := reference(t, in, kind)
 	res, err := ptxsim.Simulate(PTX, tb.table, c.Inputs, tb.part)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +220,7 @@ func simulate(t *testing.T, c *golden.Case, in *Inputs, kind string, tb ptxTable
 				at = int(idx[d.First])
 			}
 			t.Errorf("%s: %d of %d elements computed differ from the %s kernel's; first at %d: got %v, %s %v",
-				name, d.Bad, len(got), impls[len(impls)-1].name, at, got[d.First], impls[len(impls)-1].name, want[d.First])
+				name, d.Bad, len(got), r.im.name, at, got[d.First], r.im.name, want[d.First])
 		}
 		// Against the golden values.
 		switch {

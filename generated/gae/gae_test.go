@@ -30,8 +30,9 @@ const goldenDir = "../../golden/gae"
 // TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows and columns. It also
-// compares every other implementation with the pure-Go kernel on every element. The inputs
-// of one case at a time are in memory; the implementations run concurrently.
+// compares every other implementation with the pure-Go kernel on every element, and runs
+// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). The inputs of
+// one case at a time are in memory; the implementations run concurrently.
 func TestGolden(t *testing.T) {
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
@@ -53,6 +54,7 @@ func TestGolden(t *testing.T) {
 			for _, r := range rs[1:] {
 				t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
 			}
+			ptxCase(t, &c, rs[len(rs)-1])
 		})
 	}
 }
@@ -308,16 +310,25 @@ func implNames() []string {
 	return out
 }
 
+// extremeKinds are the kinds of extremeInputs the tests run.
+var extremeKinds = []string{"big", "inf", "nan", "equal"}
+
 // extremeInputs are random inputs pushed to the edges: kind "big" puts log-ratios of ±80 and
 // values of ±1e30 in; "inf" puts ±inf in the first float input; "nan" puts a NaN in every
-// float input; "equal" makes every float input constant (all-equal advantages: a zero std).
-// The positions are drawn by lossgen's runtime generator (seed 5, one stream per input).
+// float input; "equal" makes every float input constant (all-equal advantages: a zero std);
+// "bands" does each of the four in its own quarter of the flat index. The positions are
+// drawn by lossgen's runtime generator (seed 5, one stream per input).
 func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
 	first := true
+	bands := kind == "bands"
 	{
 		s := runtime.NewStream(5, "next.reward")
+		n := len(in.NextReward)
 		for i := range in.NextReward {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -342,7 +353,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "state_value")
+		n := len(in.StateValue)
 		for i := range in.StateValue {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -367,7 +382,11 @@ func extremeInputs(kind string) *Inputs {
 	}
 	{
 		s := runtime.NewStream(5, "next.state_value")
+		n := len(in.NextStateValue)
 		for i := range in.NextStateValue {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
+			}
 			switch kind {
 			case "big":
 				d := s.Draw(i, 0)
@@ -406,7 +425,8 @@ func TestImplementationsAgree(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
-	for _, kind := range []string{"big", "inf", "nan", "equal"} {
+	kinds := extremeKinds
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			in := randomInputs(7)
 			looser := 1.0
