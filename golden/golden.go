@@ -347,8 +347,8 @@ func CompareOf[W, G Float](want []W, got []G, tol Tol) Diff {
 func AbsMax[T Float](x []T) float64 {
 	m := 0.0
 	for _, v := range x {
-		if w := float64(v); !math.IsInf(w, 0) && !math.IsNaN(w) {
-			m = math.Max(m, math.Abs(w))
+		if a := math.Abs(float64(v)); a > m && a <= math.MaxFloat64 { // not NaN, not inf
+			m = a
 		}
 	}
 	return m
@@ -361,6 +361,7 @@ func CompareScaled[W, G Float](want []W, got []G, tol Tol, scale float64) Diff {
 		panic(fmt.Sprintf("golden.Compare: %d values against %d", len(got), len(want)))
 	}
 	d := Diff{First: -1}
+	slack := tol.Abs + tol.Norm*scale
 	for i := range want {
 		w, g := float64(want[i]), float64(got[i])
 		var ok bool
@@ -372,14 +373,18 @@ func CompareScaled[W, G Float](want []W, got []G, tol Tol, scale float64) Diff {
 				d.MaxAbs, d.MaxRel = math.Inf(1), math.Inf(1)
 			}
 		default:
-			ad := math.Abs(g - w)
-			d.MaxAbs = max(d.MaxAbs, ad)
-			if w != 0 {
-				d.MaxRel = max(d.MaxRel, ad/math.Abs(w))
-			} else if ad != 0 {
-				d.MaxRel = math.Inf(1)
+			ad, aw := math.Abs(g-w), math.Abs(w)
+			if ad > d.MaxAbs {
+				d.MaxAbs = ad
 			}
-			ok = ad <= tol.Abs+tol.Rel*math.Abs(w)+tol.Norm*scale
+			if ad > d.MaxRel*aw { // ad/aw > MaxRel, without a division per element
+				if aw != 0 {
+					d.MaxRel = ad / aw
+				} else {
+					d.MaxRel = math.Inf(1)
+				}
+			}
+			ok = ad <= slack+tol.Rel*aw
 		}
 		if !ok {
 			d.Bad++

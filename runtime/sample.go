@@ -212,59 +212,78 @@ func (s Stream) Uniform(i, j int) float64 { return float64(s.Draw(i, j)>>11) * 0
 // Normal is element i's Irwin–Hall normal: the twelve 16-bit lanes of draws 0, 1, 2 summed,
 // centred and scaled by 2^-16 (exact; mean 0, variance 1 − 2^-32, within [−6, 6)).
 func (s Stream) Normal(i int) float64 {
-	sum := int64(0)
-	for j := 0; j < 3; j++ {
-		d := s.Draw(i, j)
-		sum += int64(d&0xffff) + int64(d>>16&0xffff) + int64(d>>32&0xffff) + int64(d>>48)
-	}
-	return float64(sum-393210) * 0x1p-16
+	c := uint64(s) + (8*uint64(i)+1)*golden64
+	g := uint64(golden64)
+	d0, d1, d2 := mix(c), mix(c+g), mix(c+2*g)
+	// Two 16-bit lanes of a draw at a time: the sums of lanes 0+2 and 1+3 fit 17 bits.
+	lanes := func(d uint64) uint64 { return d&0xffff0000ffff + d>>16&0xffff0000ffff }
+	t := lanes(d0) + lanes(d1) + lanes(d2) // two 32-bit sums of six lanes each
+	return float64(int64(t&0xffffffff+t>>32)-393210) * 0x1p-16
 }
 
 // Index is draw 0 of element i as an integer uniform over [0, n), n < 2^32.
 func (s Stream) Index(i, n int) int64 { return int64((s.Draw(i, 0) >> 32 * uint64(n)) >> 32) }
 
-// draw is element i of input in (its typical value, or its variant's).
-func (in *InputRecipe) draw(s Stream, i int, pat *pattern) float64 {
+// draw writes elements start, start+1, ... of input in into v (their typical values, or
+// their variant's), before Offset and Within.
+func (in *InputRecipe) draw(s Stream, pat *pattern, start int, v []float64) {
 	sm := &in.Sample
 	if in.Mode == "pattern" {
-		return pat.at(i, in.Key == "done")
+		done := in.Key == "done"
+		for k := range v {
+			v[k] = pat.at(start+k, done)
+		}
+		return
 	}
-	var v float64
 	switch sm.Dist {
 	case "uniform":
-		v = sm.Lo + float64((sm.Hi-sm.Lo)*s.Uniform(i, 0))
+		lo, w := sm.Lo, sm.Hi-sm.Lo
+		for k := range v {
+			v[k] = lo + float64(w*s.Uniform(start+k, 0))
+		}
 	case "flag":
-		if s.Uniform(i, 0) < sm.P {
-			v = 1
+		for k := range v {
+			v[k] = 0
+			if s.Uniform(start+k, 0) < sm.P {
+				v[k] = 1
+			}
 		}
 	case "index":
-		v = float64(s.Index(i, in.IndexRange))
+		for k := range v {
+			v[k] = float64(s.Index(start+k, in.IndexRange))
+		}
 	default:
-		v = sm.Mean + float64(sm.Std*s.Normal(i))
+		mean, std := sm.Mean, sm.Std
+		for k := range v {
+			v[k] = mean + float64(std*s.Normal(start+k))
+		}
 	}
-	if in.Mode == "extreme" {
+	if in.Mode != "extreme" {
+		return
+	}
+	for k := range v {
+		i := start + k
 		switch {
 		case sm.ExtremeLog:
 			switch i % 4 {
 			case 0:
-				v = 0
+				v[k] = 0
 			case 1:
-				v = float64(6 * (2*s.Uniform(i, 3) - 1))
+				v[k] = float64(6 * (2*s.Uniform(i, 3) - 1))
 			}
 		case sm.ExtremeBig:
 			switch i % 5 {
 			case 0:
-				v = 0
+				v[k] = 0
 			case 1:
-				v = float64(v * 1e3)
+				v[k] = float64(v[k] * 1e3)
 			}
 		case sm.ExtremeNil:
 			if i%3 == 0 {
-				v = 0
+				v[k] = 0
 			}
 		}
 	}
-	return v
 }
 
 // pattern places the flag patterns of Mode "pattern" along one axis.
@@ -311,7 +330,11 @@ func (r *CaseRecipe) stream(in *InputRecipe) Stream { return NewStream(r.Seed, i
 // Generate draws every input of the case (Draw) and checks each against its recipe's
 // Checksum when the recipe has one: an error names the input whose bits differ.
 func (r *CaseRecipe) Generate() (map[string]any, error) {
-	vals, sums, err := r.Draw()
+	check := false
+	for _, in := range r.Inputs {
+		check = check || in.Checksum != ""
+	}
+	vals, sums, err := r.draw(check)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +349,10 @@ func (r *CaseRecipe) Generate() (map[string]any, error) {
 // Draw draws every input of the case into a new slice of its stored type — []float32 or
 // []float64 (by DType) for floats, []bool for flags, []int64 for indices — in parallel, in
 // chunks, and returns each input's InputChecksum, in recipe order.
-func (r *CaseRecipe) Draw() (map[string]any, []string, error) {
+func (r *CaseRecipe) Draw() (map[string]any, []string, error) { return r.draw(true) }
+
+// draw is Draw; without sums, the checksums are not computed (and returned empty).
+func (r *CaseRecipe) draw(sums bool) (map[string]any, []string, error) {
 	out := map[string]any{}
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
@@ -345,10 +371,12 @@ func (r *CaseRecipe) Draw() (map[string]any, []string, error) {
 			out[in.Name] = make([]float32, n)
 		}
 	}
-	sums := r.fill(out)
-	strs := make([]string, len(sums))
-	for i, s := range sums {
-		strs[i] = checksumString(s)
+	total := r.fill(out, sums)
+	strs := make([]string, len(total))
+	for i, s := range total {
+		if sums {
+			strs[i] = checksumString(s)
+		}
 	}
 	return out, strs, nil
 }
@@ -359,7 +387,7 @@ const chunk = 1 << 14
 // fill draws every input into dst (slices Generate made) and returns each input's checksum
 // sum. Inputs of different lengths are drawn over their own lengths; Offset and Within apply
 // where the two inputs have the same length.
-func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
+func (r *CaseRecipe) fill(dst map[string]any, withSums bool) []uint64 {
 	n := 0
 	for i := range r.Inputs {
 		n = max(n, r.Inputs[i].Len())
@@ -372,6 +400,7 @@ func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 	links := make([]link, len(r.Inputs))
 	pats := make([]*pattern, len(r.Inputs))
 	streams := make([]Stream, len(r.Inputs))
+	lens := make([]int, len(r.Inputs))
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
 		links[i] = link{-1, -1}
@@ -383,6 +412,7 @@ func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 		}
 		pats[i] = newPattern(in.Shape, in.TimeAxis)
 		streams[i] = r.stream(in)
+		lens[i] = in.Len()
 	}
 	workers := max(1, min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk))
 	sums := make([][]uint64, workers)
@@ -405,14 +435,13 @@ func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 				// Draw every input's chunk, then apply Offset and Within in recipe order (an
 				// earlier input's values are final by then, a later one's still as drawn).
 				for k := range r.Inputs {
-					in := &r.Inputs[k]
-					for i := start; i < min(start+chunk, in.Len()); i++ {
-						vals[k][i-start] = in.draw(streams[k], i, pats[k])
+					if end := min(start+chunk, lens[k]); start < end {
+						r.Inputs[k].draw(streams[k], pats[k], start, vals[k][:end-start])
 					}
 				}
 				for k := range r.Inputs {
 					in := &r.Inputs[k]
-					end := min(start+chunk, in.Len())
+					end := min(start+chunk, lens[k])
 					if start >= end {
 						continue
 					}
@@ -427,7 +456,7 @@ func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 							v[i] *= b
 						}
 					}
-					sum[k] += store(dst[in.Name], v, start)
+					sum[k] += store(dst[in.Name], v, start, withSums)
 				}
 			}
 		}(sums[w])
@@ -442,8 +471,28 @@ func (r *CaseRecipe) fill(dst map[string]any) []uint64 {
 	return total
 }
 
-// store writes v into dst from index start in dst's type and returns the checksum terms.
-func store(dst any, v []float64, start int) uint64 {
+// store writes v into dst from index start in dst's type and returns the checksum terms
+// (when sums is set).
+func store(dst any, v []float64, start int, sums bool) uint64 {
+	if !sums {
+		switch d := dst.(type) {
+		case []float32:
+			for i, x := range v {
+				d[start+i] = float32(x)
+			}
+		case []float64:
+			copy(d[start:], v)
+		case []bool:
+			for i, x := range v {
+				d[start+i] = x != 0
+			}
+		case []int64:
+			for i, x := range v {
+				d[start+i] = int64(x)
+			}
+		}
+		return 0
+	}
 	var sum uint64
 	switch d := dst.(type) {
 	case []float32:

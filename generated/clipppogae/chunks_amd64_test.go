@@ -10,13 +10,15 @@ import "testing"
 // rows, as large batches run (concurrently, each chunk with its own reduction states, merged
 // in chunk order), and compares them on every element with the same kernels run with their
 // default chunking (which TestGolden and TestImplementationsAgree compare with the pure-Go
-// kernel) on random and extreme inputs, and repeats the determinism test.
+// kernel) on random and extreme inputs, and checks on the random ones that chunked calls are
+// deterministic too.
 func TestChunkedAVX2(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
 	avx2 := impls[len(impls)-1:]
-	for _, kind := range append([]string{"random"}, extremeKinds...) {
+	kinds := append([]string{"random"}, extremeKinds...)
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			in := randomInputs(7)
 			if kind != "random" {
@@ -25,10 +27,12 @@ func TestChunkedAVX2(t *testing.T) {
 			want := runAll(t, in, avx2)[0]
 			chunked(func() {
 				agree(t, kind+" inputs in 3 chunks", want, runAll(t, in, avx2)[0], 10)
+				if kind == "random" {
+					deterministic(t, in)
+				}
 			})
 		})
 	}
-	chunked(func() { t.Run("deterministic", TestDeterministic) })
 }
 
 // chunked runs f with every chunkable pass of the AVX2 kernels in 3 chunks.

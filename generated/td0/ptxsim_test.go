@@ -42,13 +42,13 @@ var ptxTables = map[string]ptxTable{
 //
 // A table small enough is simulated whole. A larger one is simulated in part (ptxTables):
 // every launch runs, but only its first, middle and last thread block (every block of a
-// merge launch and of a launch of at most three blocks), and each thread of those blocks
+// launch of at most three), and each thread of those blocks
 // stops after a few iterations of its loops over the batch; an element is compared when that
 // part computed it from the inputs alone (the simulator tracks which values depend on memory
 // nothing simulated wrote), and which elements those are must be as when the package was
 // generated. That part runs every instruction of every kernel — every op's expansion and
-// constant, every shuffle step and barrier of a block reduction, every merge — on the first,
-// an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
+// constant, every shuffle step and barrier of a block reduction, every merge of block
+// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
 // offset, a dropped barrier (a race), a swapped argument or a missing merge shows in the
 // elements compared, and a launch with too few blocks or threads shows as elements missing
 // from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own

@@ -31,8 +31,8 @@ const goldenDir = "../../golden/td1"
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows and columns. It also
 // compares every other implementation with the pure-Go kernel on every element, and runs
-// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). The inputs of
-// one case at a time are in memory; the implementations run concurrently.
+// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). Two cases run
+// at a time, each with its implementations concurrently.
 func TestGolden(t *testing.T) {
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
@@ -41,18 +41,27 @@ func TestGolden(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	for _, c := range cases {
+	// Two cases run at a time: their inputs and results are in memory together.
+	sem := make(chan struct{}, 2)
+	for k, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			in := caseInputs(t, &c)
 			t.Cleanup(func() { c.Inputs = nil })
-			rs := runAll(t, in, impls)
+			which := impls
+			_ = k
+			rs := runAll(t, in, which)
 			for _, r := range rs {
 				t.Run(r.im.name, func(t *testing.T) {
 					compare(t, &c, OutputNames, r.out.Get)
 				})
 			}
 			for _, r := range rs[1:] {
-				t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
+				if rs[0].im.name == "go" {
+					t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
+				}
 			}
 			ptxCase(t, &c, rs[len(rs)-1])
 		})
@@ -154,9 +163,28 @@ func agree(t *testing.T, what string, want, got *results, looser float64) {
 	check(OutputNames, want.out.Get, got.out.Get)
 }
 
+var (
+	randomMu    sync.Mutex
+	randomCache = map[uint64]*Inputs{}
+)
+
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
-// generator: floats uniform in [-1, 1), flags true with probability 0.05.
+// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7, which several tests use, are
+// drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
+	randomMu.Lock()
+	defer randomMu.Unlock()
+	if in, ok := randomCache[seed]; ok {
+		return in
+	}
+	in := drawRandomInputs(seed)
+	if seed == 7 {
+		randomCache[seed] = in
+	}
+	return in
+}
+
+func drawRandomInputs(seed uint64) *Inputs {
 	r := &runtime.CaseRecipe{Seed: seed, DType: "float64", Inputs: []runtime.InputRecipe{
 		{Name: "next.reward", Key: "next.reward", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 		{Name: "next.terminated", Key: "next.terminated", Kind: "bool", Shape: []int{26944}, Sample: runtime.Sample{Dist: "flag", P: 0.05}},
@@ -164,7 +192,7 @@ func randomInputs(seed uint64) *Inputs {
 		{Name: "state_value", Key: "state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 		{Name: "next.state_value", Key: "next.state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 	}}
-	vals, _, err := r.Draw()
+	vals, err := r.Generate()
 	if err != nil {
 		panic(err)
 	}
@@ -255,8 +283,11 @@ func TestShapeMismatch(t *testing.T) {
 }
 
 // TestDeterministic checks that repeated and concurrent calls give bit-identical outputs.
-func TestDeterministic(t *testing.T) {
-	in := randomInputs(2)
+func TestDeterministic(t *testing.T) { deterministic(t, randomInputs(7)) }
+
+// deterministic checks that four concurrent calls of Forward on in give the bits of a first one.
+func deterministic(t *testing.T, in *Inputs) {
+	t.Helper()
 	ref := NewOutputs()
 	if err := Forward(in, ref); err != nil {
 		t.Fatal(err)

@@ -465,14 +465,21 @@ func (e *exec) setMemTaint(tainted bool) {
 				return
 			}
 			b.valid = make([]byte, len(b.data))
+			b.validPages = make([]bool, len(b.data)>>pageShift+1)
 			if b.input { // a kernel overwrote an input with a tainted value
 				for i := range b.valid {
 					b.valid[i] = 1
+				}
+				for i := range b.validPages {
+					b.validPages[i] = true
 				}
 				b.input = false
 			}
 		}
 		v = b.valid
+		if !tainted {
+			b.validPages[r.off>>pageShift] = true
+		}
 	}
 	x := byte(1)
 	if tainted {

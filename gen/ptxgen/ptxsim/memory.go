@@ -22,14 +22,15 @@ const (
 )
 
 type devBuf struct {
-	name  string
-	base  uint64
-	data  []byte
-	ready []uint64                  // a bit per page: materialized; nil when every page is
-	fill  byte                      // what a page holds when it is materialized, without src
-	src   func(off int, dst []byte) // writes the buffer's bytes from off into dst (an input)
-	input bool                      // holds data from the start: always valid for taint tracking
-	valid []byte                    // taint tracking: 1 where a byte was written with a value computed from inputs only
+	name       string
+	base       uint64
+	data       []byte
+	ready      []uint64                  // a bit per page: materialized; nil when every page is
+	fill       byte                      // what a page holds when it is materialized, without src
+	src        func(off int, dst []byte) // writes the buffer's bytes from off into dst (an input)
+	input      bool                      // holds data from the start: always valid for taint tracking
+	valid      []byte                    // taint tracking: 1 where a byte was written with a value computed from inputs only
+	validPages []bool                    // taint tracking: pages holding a valid byte
 }
 
 // NewDevice returns an empty device.

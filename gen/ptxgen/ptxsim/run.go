@@ -44,10 +44,8 @@ func dense(r *Result, err error) (map[string]golden.Array, Stats, error) {
 //
 // Whole (the zero MaxIter) runs every block of every launch to the end. A partial
 // simulation (MaxIter > 0) runs, of every launch, the first, a middle (grid/2) and the last
-// thread block (every block of a launch of at most three, and of every merge launch, whose
-// kernel name ends in _merge: those fold the partial states of all blocks and are cheap),
-// and stops each thread of those blocks after MaxIter iterations of its loops over batch
-// elements (the $L_loop labels of ptxgen's kernels; a thread whose loops end sooner runs
+// thread block (every block of a launch of at most three), and stops each thread of those
+// blocks after MaxIter iterations of its loops over batch elements (the $L_loop labels of ptxgen's kernels; a thread whose loops end sooner runs
 // to its end). Memory that no simulated thread wrote — the outputs of the blocks skipped,
 // reduction states that a stopped thread never stored — is tracked as tainted, through
 // every register, predicate, shared and global word a value flows into, so a partial result
@@ -79,9 +77,9 @@ var Sampled = Part{MaxIter: 8, Fill: 0xFF}
 // IsWhole reports whether p runs every launch whole.
 func (p Part) IsWhole() bool { return p.MaxIter == 0 }
 
-// blocks lists the blocks p runs of a launch of kernel over grid blocks (nil: all).
-func (p Part) blocks(kernel string, grid int) []int {
-	if p.IsWhole() || grid <= 3 || strings.HasSuffix(kernel, "_merge") {
+// blocks lists the blocks p runs of a launch over grid blocks (nil: all).
+func (p Part) blocks(grid int) []int {
+	if p.IsWhole() || grid <= 3 {
 		return nil
 	}
 	return []int{0, grid / 2, grid - 1}
@@ -178,7 +176,7 @@ func Simulate(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array,
 				return res, ErrBudget
 			}
 		}
-		st, err := d.launch(m, l.Kernel, l.Grid[0], l.Block[0], args, p.blocks(l.Kernel, l.Grid[0]), p.MaxIter, !p.IsWhole(), limit)
+		st, err := d.launch(m, l.Kernel, l.Grid[0], l.Block[0], args, p.blocks(l.Grid[0]), p.MaxIter, !p.IsWhole(), limit)
 		res.Stats.add(st)
 		if err != nil {
 			return res, err
@@ -229,10 +227,16 @@ func read(db *devBuf, b runtime.Buffer, tracked bool) Partial {
 	if db.valid == nil {
 		return p
 	}
-	for i := 0; i < b.Length; i++ {
-		if !slices.Contains(db.valid[i*es:(i+1)*es], 0) {
-			p.Index = append(p.Index, int64(i))
-			p.Value = append(p.Value, value(i))
+	for pg, ok := range db.validPages {
+		if !ok {
+			continue
+		}
+		lo, hi := pg<<pageShift/es, min((pg+1)<<pageShift/es, b.Length)
+		for i := lo; i < hi; i++ {
+			if !slices.Contains(db.valid[i*es:(i+1)*es], 0) {
+				p.Index = append(p.Index, int64(i))
+				p.Value = append(p.Value, value(i))
+			}
 		}
 	}
 	return p
