@@ -273,7 +273,11 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 			return nil, err
 		}
 	}
-	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String()}
+	var ins []testInput
+	for _, in := range c.Graph.Inputs {
+		ins = append(ins, testInput{Name: in.Name, Field: gogen.FieldName(in.Name)})
+	}
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins}
 	return render("ptxsim_test.go.tmpl", data)
 }
 

@@ -134,22 +134,31 @@ type results struct {
 	g     *Grads
 }
 
+// resultsPool holds results for reuse: a large batch's outputs are costly to allocate (the
+// kernels write every element, so reused ones need no clearing).
+var resultsPool sync.Pool
+
 // runAll runs Forward and ForwardBackward of each implementation in which on in, all
-// concurrently (the kernels are safe for concurrent use with distinct outputs).
+// concurrently (the kernels are safe for concurrent use with distinct outputs). The test's
+// cleanup returns the results to resultsPool.
 func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 	t.Helper()
 	rs := make([]*results, len(which))
 	errs := make([]error, 2*len(which))
 	var wg sync.WaitGroup
 	for i, im := range which {
-		r := &results{im: im, out: NewOutputs()}
+		r, ok := resultsPool.Get().(*results)
+		if !ok {
+			r = &results{out: NewOutputs()}
+			r.fbOut, r.g = NewOutputs(), NewGrads()
+		}
+		r.im = im
 		rs[i] = r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs[2*i] = forward(im, in, r.out)
 		}()
-		r.fbOut, r.g = NewOutputs(), NewGrads()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -157,6 +166,11 @@ func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 		}()
 	}
 	wg.Wait()
+	t.Cleanup(func() {
+		for _, r := range rs {
+			resultsPool.Put(r)
+		}
+	})
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -232,8 +246,9 @@ func drawRandomInputs(seed uint64) *Inputs {
 	return in
 }
 
-// zeroInputs has every input allocated and zero (what the argument checks need).
-func zeroInputs() *Inputs {
+// zeroInputs has every input allocated and zero (what the argument checks need); callers
+// may reslice its fields but not write them.
+var zeroInputs = sync.OnceValue(func() *Inputs {
 	return &Inputs{
 		NextReward:     make([]float32, 26944),
 		StateValue:     make([]float32, 26944),
@@ -244,7 +259,7 @@ func zeroInputs() *Inputs {
 		SampleLogProb:  make([]float32, 26944),
 		Entropy:        make([]float32, 26944),
 	}
-}
+})
 
 // fill sets every output element to v.
 func fill(out *Outputs, v float32) {
@@ -283,7 +298,8 @@ func untouched(out *Outputs, v float32) bool {
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
 	for _, delta := range []int{-1, 1} {
-		in := zeroInputs()
+		v := *zeroInputs()
+		in := &v
 		n := len(in.NextReward) + delta
 		in.NextReward = make([]float32, n)
 		out := NewOutputs()

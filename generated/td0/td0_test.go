@@ -118,15 +118,24 @@ type results struct {
 	out *Outputs // Forward's
 }
 
+// resultsPool holds results for reuse: a large batch's outputs are costly to allocate (the
+// kernels write every element, so reused ones need no clearing).
+var resultsPool sync.Pool
+
 // runAll runs Forward of each implementation in which on in, all
-// concurrently (the kernels are safe for concurrent use with distinct outputs).
+// concurrently (the kernels are safe for concurrent use with distinct outputs). The test's
+// cleanup returns the results to resultsPool.
 func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 	t.Helper()
 	rs := make([]*results, len(which))
 	errs := make([]error, 2*len(which))
 	var wg sync.WaitGroup
 	for i, im := range which {
-		r := &results{im: im, out: NewOutputs()}
+		r, ok := resultsPool.Get().(*results)
+		if !ok {
+			r = &results{out: NewOutputs()}
+		}
+		r.im = im
 		rs[i] = r
 		wg.Add(1)
 		go func() {
@@ -135,6 +144,11 @@ func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 		}()
 	}
 	wg.Wait()
+	t.Cleanup(func() {
+		for _, r := range rs {
+			resultsPool.Put(r)
+		}
+	})
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -204,15 +218,16 @@ func drawRandomInputs(seed uint64) *Inputs {
 	return in
 }
 
-// zeroInputs has every input allocated and zero (what the argument checks need).
-func zeroInputs() *Inputs {
+// zeroInputs has every input allocated and zero (what the argument checks need); callers
+// may reslice its fields but not write them.
+var zeroInputs = sync.OnceValue(func() *Inputs {
 	return &Inputs{
 		NextReward:     make([]float32, 26944),
 		NextTerminated: make([]bool, 26944),
 		StateValue:     make([]float32, 26944),
 		NextStateValue: make([]float32, 26944),
 	}
-}
+})
 
 // fill sets every output element to v.
 func fill(out *Outputs, v float32) {
@@ -241,7 +256,8 @@ func untouched(out *Outputs, v float32) bool {
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
 	for _, delta := range []int{-1, 1} {
-		in := zeroInputs()
+		v := *zeroInputs()
+		in := &v
 		n := len(in.NextReward) + delta
 		in.NextReward = make([]float32, n)
 		out := NewOutputs()

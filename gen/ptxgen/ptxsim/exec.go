@@ -406,7 +406,7 @@ func (e *exec) mem(t *thread, o Operand, space string, n int, write bool) ([]byt
 		return nil, err
 	}
 	e.ref = memRef{buf: b, off: off, n: n}
-	return b.data[off : off+n], e.globalW.check(addr, n, e.block*e.ntid+t.tid, write)
+	return b.at(off, n), e.globalW.check(addr, n, e.block*e.ntid+t.tid, write)
 }
 
 // srcTaint reports whether operand o's value is tainted.
@@ -434,16 +434,15 @@ func (e *exec) memTaint() bool {
 	var v []byte
 	switch {
 	case r.shared:
-		v = e.sharedValid
+		v = e.sharedValid[r.off : r.off+r.n]
 	case r.buf.input:
 		return false
 	default:
-		v = r.buf.valid
-		if v == nil {
+		if v = r.buf.validAt(r.off, r.n, false); v == nil {
 			return true
 		}
 	}
-	for _, x := range v[r.off : r.off+r.n] {
+	for _, x := range v {
 		if x == 0 {
 			return true
 		}
@@ -457,35 +456,28 @@ func (e *exec) setMemTaint(tainted bool) {
 	var v []byte
 	switch {
 	case r.shared:
-		v = e.sharedValid
-	default:
+		v = e.sharedValid[r.off : r.off+r.n]
+	case r.buf.input && !tainted:
+		return
+	case r.buf.input: // a kernel overwrote an input with a tainted value: track it from now on
 		b := r.buf
-		if b.valid == nil {
-			if b.input && !tainted {
-				return
-			}
-			b.valid = make([]byte, len(b.data))
-			b.validPages = make([]bool, len(b.data)>>pageShift+1)
-			if b.input { // a kernel overwrote an input with a tainted value
-				for i := range b.valid {
-					b.valid[i] = 1
-				}
-				for i := range b.validPages {
-					b.validPages[i] = true
-				}
-				b.input = false
+		b.input = false
+		b.valid = make([][]byte, (b.size+pageSize-1)>>pageShift)
+		for p := range b.valid {
+			b.valid[p] = make([]byte, min(pageSize, b.size-p<<pageShift))
+			for i := range b.valid[p] {
+				b.valid[p][i] = 1
 			}
 		}
-		v = b.valid
-		if !tainted {
-			b.validPages[r.off>>pageShift] = true
-		}
+		v = b.validAt(r.off, r.n, true)
+	default:
+		v = r.buf.validAt(r.off, r.n, true)
 	}
 	x := byte(1)
 	if tainted {
 		x = 0
 	}
-	for i := r.off; i < r.off+r.n; i++ {
+	for i := range v {
 		v[i] = x
 	}
 }

@@ -22,15 +22,17 @@ const (
 )
 
 type devBuf struct {
-	name       string
-	base       uint64
-	data       []byte
-	ready      []uint64                  // a bit per page: materialized; nil when every page is
-	fill       byte                      // what a page holds when it is materialized, without src
-	src        func(off int, dst []byte) // writes the buffer's bytes from off into dst (an input)
-	input      bool                      // holds data from the start: always valid for taint tracking
-	valid      []byte                    // taint tracking: 1 where a byte was written with a value computed from inputs only
-	validPages []bool                    // taint tracking: pages holding a valid byte
+	name  string
+	base  uint64
+	size  int
+	data  []byte                    // contiguous storage (Alloc); nil for a lazy buffer
+	pages [][]byte                  // a lazy buffer's pages, nil until touched
+	fill  byte                      // what a lazy page holds when it is made, without src
+	src   func(off int, dst []byte) // writes a lazy input's bytes from off into dst
+	input bool                      // holds data from the start: always valid for taint tracking
+	// valid is, per page, 1 for each byte written with a value computed from inputs only
+	// (taint tracking); a nil page has none.
+	valid [][]byte
 }
 
 // NewDevice returns an empty device.
@@ -38,36 +40,27 @@ func NewDevice() *Device { return &Device{next: 1 << 20, syms: map[string]uint64
 
 // Alloc allocates size zeroed bytes and returns their address.
 func (d *Device) Alloc(name string, size int) uint64 {
-	return d.alloc(&devBuf{name: name, data: make([]byte, size)})
+	return d.alloc(&devBuf{name: name, size: size, data: make([]byte, size)})
 }
 
-// allocLazy allocates size bytes whose pages are materialized on first touch: from src
-// (an input: its data) or filled with fill.
+// allocLazy allocates size bytes whose pages are made on first touch: from src (an input:
+// its data) or filled with fill.
 func (d *Device) allocLazy(name string, size int, fill byte, src func(off int, dst []byte), input bool) uint64 {
-	b := &devBuf{name: name, data: make([]byte, size), fill: fill, src: src, input: input}
-	if src != nil || fill != 0 {
-		b.ready = make([]uint64, (size>>pageShift+64)/64)
-	}
-	return d.alloc(b)
+	return d.alloc(&devBuf{name: name, size: size, pages: make([][]byte, (size+pageSize-1)>>pageShift), fill: fill, src: src, input: input})
 }
 
 func (d *Device) alloc(b *devBuf) uint64 {
 	b.base = d.next
 	d.bufs = append(d.bufs, b)
-	d.next += uint64(len(b.data)+255) &^ 255
+	d.next += uint64(b.size+255) &^ 255
 	d.next += 256 // a gap: an access past the end of one buffer is an error, not another buffer
 	return b.base
 }
 
-// Bytes returns the allocation at addr, every page materialized.
+// Bytes returns the allocation at addr made by Alloc (nil for any other).
 func (d *Device) Bytes(addr uint64) []byte {
-	for _, b := range d.bufs {
-		if b.base == addr {
-			for p := 0; p<<pageShift < len(b.data); p++ {
-				b.page(p)
-			}
-			return b.data
-		}
+	if b := d.buf(addr); b != nil {
+		return b.data
 	}
 	return nil
 }
@@ -82,35 +75,63 @@ func (d *Device) buf(addr uint64) *devBuf {
 	return nil
 }
 
-// page materializes page p.
-func (b *devBuf) page(p int) {
-	if b.ready == nil || b.ready[p/64]&(1<<(p%64)) != 0 {
-		return
-	}
-	b.ready[p/64] |= 1 << (p % 64)
+// page returns page p's bytes, making it if need be.
+func (b *devBuf) page(p int) []byte {
 	lo := p << pageShift
-	dst := b.data[lo:min(lo+pageSize, len(b.data))]
+	if b.data != nil {
+		return b.data[lo:min(lo+pageSize, b.size)]
+	}
+	if pg := b.pages[p]; pg != nil {
+		return pg
+	}
+	pg := make([]byte, min(pageSize, b.size-lo))
 	if b.src != nil {
-		b.src(lo, dst)
-		return
+		b.src(lo, pg)
+	} else if b.fill != 0 {
+		for i := range pg {
+			pg[i] = b.fill
+		}
 	}
-	for i := range dst {
-		dst[i] = b.fill
-	}
+	b.pages[p] = pg
+	return pg
 }
 
-// find returns the buffer holding n bytes at addr and their offset in it; the bytes'
-// page is materialized. An access must not cross a page (every PTX access lossgen emits is
-// aligned to its size).
+// at returns the n bytes at offset off (within one page).
+func (b *devBuf) at(off, n int) []byte {
+	o := off & (pageSize - 1)
+	return b.page(off >> pageShift)[o : o+n]
+}
+
+// validAt returns the taint shadow of the n bytes at offset off, making its page when make
+// is set (else nil for a page never written).
+func (b *devBuf) validAt(off, n int, make_ bool) []byte {
+	if b.valid == nil {
+		if !make_ {
+			return nil
+		}
+		b.valid = make([][]byte, (b.size+pageSize-1)>>pageShift)
+	}
+	p := off >> pageShift
+	if b.valid[p] == nil {
+		if !make_ {
+			return nil
+		}
+		b.valid[p] = make([]byte, min(pageSize, b.size-p<<pageShift))
+	}
+	o := off & (pageSize - 1)
+	return b.valid[p][o : o+n]
+}
+
+// find returns the buffer holding n bytes at addr and their offset in it. An access must not
+// cross a page (every PTX access lossgen emits is aligned to its size).
 func (d *Device) find(addr uint64, n int) (*devBuf, int, error) {
-	i := sort.Search(len(d.bufs), func(i int) bool { return d.bufs[i].base+uint64(len(d.bufs[i].data)) > addr })
-	if i < len(d.bufs) && addr >= d.bufs[i].base && addr+uint64(n) <= d.bufs[i].base+uint64(len(d.bufs[i].data)) {
+	i := sort.Search(len(d.bufs), func(i int) bool { return d.bufs[i].base+uint64(d.bufs[i].size) > addr })
+	if i < len(d.bufs) && addr >= d.bufs[i].base && addr+uint64(n) <= d.bufs[i].base+uint64(d.bufs[i].size) {
 		b := d.bufs[i]
 		off := int(addr - b.base)
 		if off>>pageShift != (off+n-1)>>pageShift {
 			return nil, 0, fmt.Errorf("misaligned global access of %d bytes at %#x", n, addr)
 		}
-		b.page(off >> pageShift)
 		return b, off, nil
 	}
 	return nil, 0, fmt.Errorf("out-of-bounds global access of %d bytes at %#x", n, addr)

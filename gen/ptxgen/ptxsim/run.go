@@ -209,8 +209,7 @@ func read(db *devBuf, b runtime.Buffer, tracked bool) Partial {
 	es := elemSize(b.DType)
 	p := Partial{Shape: b.Shape, Len: b.Length}
 	value := func(i int) float64 {
-		db.page(i * es >> pageShift)
-		raw := db.data[i*es:]
+		raw := db.at(i*es, es)
 		if b.DType == "float64" {
 			return math.Float64frombits(binary.LittleEndian.Uint64(raw))
 		}
@@ -224,16 +223,13 @@ func read(db *devBuf, b runtime.Buffer, tracked bool) Partial {
 		return p
 	}
 	p.Index = []int64{}
-	if db.valid == nil {
-		return p
-	}
-	for pg, ok := range db.validPages {
-		if !ok {
+	for pg, v := range db.valid {
+		if v == nil {
 			continue
 		}
 		lo, hi := pg<<pageShift/es, min((pg+1)<<pageShift/es, b.Length)
 		for i := lo; i < hi; i++ {
-			if !slices.Contains(db.valid[i*es:(i+1)*es], 0) {
+			if !slices.Contains(v[i*es-pg<<pageShift:(i+1)*es-pg<<pageShift], 0) {
 				p.Index = append(p.Index, int64(i))
 				p.Value = append(p.Value, value(i))
 			}
