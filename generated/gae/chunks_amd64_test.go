@@ -11,7 +11,8 @@ import "testing"
 // in chunk order), and compares them on every element with the same kernels run with their
 // default chunking (which TestGolden and TestImplementationsAgree compare with the pure-Go
 // kernel) on random and extreme inputs, and checks on the random ones that chunked calls are
-// deterministic too.
+// deterministic too. It is not parallel: it sets package variables the other tests' kernels
+// read (go test runs it before the parallel tests).
 func TestChunkedAVX2(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")

@@ -31,9 +31,12 @@ const goldenDir = "../../golden/td1"
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows and columns. It also
 // compares every other implementation with the pure-Go kernel on every element, and runs
-// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). Two cases run
-// at a time, each with its implementations concurrently.
+// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). Cases run in
+// parallel with each other and the other parallel tests (-test.parallel bounds how many, and
+// so how many cases' inputs and results are in memory at once), each with its
+// implementations concurrently.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
 		t.Fatal(err)
@@ -41,13 +44,9 @@ func TestGolden(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	// Two cases run at a time: their inputs and results are in memory together.
-	sem := make(chan struct{}, 2)
 	for k, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
-			t.Parallel()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+			t.Parallel() // as many cases at a time as -test.parallel (GOMAXPROCS) allows
 			in := caseInputs(t, &c)
 			t.Cleanup(func() { c.Inputs = nil })
 			which := impls
@@ -257,6 +256,7 @@ func untouched(out *Outputs, v float64) bool {
 // TestShapeMismatch checks that a slice of the wrong length is an error that names it,
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
+	t.Parallel()
 	for _, delta := range []int{-1, 1} {
 		v := *zeroInputs()
 		in := &v
@@ -299,7 +299,10 @@ func TestShapeMismatch(t *testing.T) {
 }
 
 // TestDeterministic checks that repeated and concurrent calls give bit-identical outputs.
-func TestDeterministic(t *testing.T) { deterministic(t, randomInputs(7)) }
+func TestDeterministic(t *testing.T) {
+	t.Parallel()
+	deterministic(t, randomInputs(7))
+}
 
 // deterministic checks that four concurrent calls of Forward on in give the bits of a first one.
 func deterministic(t *testing.T, in *Inputs) {
@@ -469,6 +472,7 @@ func extremeInputs(kind string) *Inputs {
 // clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios. One kind of
 // inputs at a time is in memory.
 func TestImplementationsAgree(t *testing.T) {
+	t.Parallel()
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}

@@ -84,6 +84,7 @@ var ptxTables = map[string]ptxTable{
 // CI runs on its example packages) are the values that need every element: whole-batch
 // reductions and what depends on them.
 func TestPTXSimulated(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the PTX simulation takes seconds")
 	}
