@@ -17,9 +17,9 @@ import (
 //     as a per-step explained variance up to 4096 steps) is stored whole, in float64, and
 //     compared element by element;
 //   - a larger output is stored as a Summary: SampleSize elements at fixed positions
-//     (SampleIndex), compared element by element, and per-segment checksums over its rows
-//     and over its columns (Segments), compared within bounds derived from the element
-//     tolerance.
+//     (SampleIndex), compared element by element, per-segment checksums over its rows and
+//     over its columns (Segments), and the sums of at most MaxTiles tiles (Tiles), compared
+//     within bounds derived from the element tolerance.
 //
 // Rows and columns view the output as a matrix whose columns are its last dim (for an [N, T]
 // batch: a row is a trajectory, a column a time step; a flat [B] output is one row). Each of
@@ -33,15 +33,24 @@ import (
 //	|Σg − Σw| ≤ n·(Abs + Norm·M) + Rel·Σ|w| + 4·n·2^-53·Σ|w|   (n elements in the segment)
 //	|min g − min w|, |max g − max w| ≤ Abs + Rel·A + Norm·M   (A: the segment's largest |w|)
 //
+// and for a tile of n elements (whose Σ|w| is at most n·M)
+//
+//	|Σg − Σw| ≤ n·(Abs + (Rel + Norm)·M) + 4·n²·2^-53·M
+//
 // so these checks never fail a kernel that is within tolerance, and they catch what a
 // sample can miss: a systematic error in one row (a trajectory) or one column (a time step,
-// e.g. a wrong bootstrap at the last step) larger than its segment's sum bound, and any
-// single element that falls outside its segment's range. NaN matches only NaN and an
-// infinity only itself, in the samples and in the segment statistics alike.
+// e.g. a wrong bootstrap at the last step) larger than its segment's sum bound, a wrong
+// element or patch larger than its tile's sum bound, and any single element that falls
+// outside its segment's range. NaN matches only NaN and an infinity only itself, in the
+// samples and in the statistics alike.
 const (
 	WholeMax    = 4096
 	SampleSize  = 1024
 	MaxSegments = 256
+	MaxTiles    = 2048
+	// MaxTileRows is the most row runs of the tiles (each a run of whole rows; the columns
+	// in MaxTiles/MaxTileRows runs or fewer).
+	MaxTileRows = 64
 )
 
 // Summary is the stored form of a large output of a seeded case (see the constants).
@@ -54,6 +63,10 @@ type Summary struct {
 	Rows   [][4]float64
 	ColSeg []int64 // column segment boundaries
 	Cols   [][4]float64
+	// Tiles: the sums over tile (i, j) = rows [TileRows[i], TileRows[i+1]) × columns
+	// [TileCols[j], TileCols[j+1]), row-major.
+	TileRows, TileCols []int64
+	Tiles              []float64
 }
 
 // Statistic fields of a segment.
@@ -134,8 +147,25 @@ func Summarize(name string, shape []int, w []float64) *Summary {
 	}
 	L := lastDim(shape)
 	s.RowSeg, s.ColSeg = Segments(len(w)/L), Segments(L)
-	s.Rows, s.Cols = exactStats(w, L, s.RowSeg, s.ColSeg)
+	s.TileRows, s.TileCols = Tiles(len(w)/L, L)
+	st := computeStats(w, s.layout(), true)
+	s.Rows, s.Cols, s.Tiles = st.rows, st.cols, st.tiles
 	return s
+}
+
+// Tiles returns the row and column boundaries of the tiles of an output of rows × cols:
+// the rows in min(rows, MaxTileRows) runs of near-equal length, the columns in
+// min(cols, MaxTiles/row runs) runs.
+func Tiles(rows, cols int) (tileRows, tileCols []int64) {
+	split := func(n, k int) []int64 {
+		b := make([]int64, k+1)
+		for i := range b {
+			b[i] = int64(i) * int64(n) / int64(k)
+		}
+		return b
+	}
+	r := min(rows, MaxTileRows)
+	return split(rows, r), split(cols, min(cols, MaxTiles/r))
 }
 
 // acc is one segment's statistics being accumulated.
@@ -192,37 +222,110 @@ func (a *acc) stats() [4]float64 {
 	return [4]float64{sum, a.abs, a.lo, a.hi}
 }
 
-// colIndex maps each of L columns to its column segment.
-func colIndex(L int, colSeg []int64) []int32 {
-	colOf := make([]int32, L)
-	for k := 0; k+1 < len(colSeg); k++ {
-		for c := colSeg[k]; c < colSeg[k+1]; c++ {
-			colOf[c] = int32(k)
-		}
-	}
-	return colOf
+// layout is how a summary's statistics cut an output viewed as rows of L.
+type layout struct {
+	L                int
+	rowSeg, tileRows []int64
+	colOf, tileColOf []int32 // each column's segment and tile column
+	ncols, ntileCols int
 }
 
-// exactStats computes the stored row and column segment statistics of x viewed as rows of
-// L, with compensated sums.
-func exactStats(x []float64, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
-	colOf := colIndex(L, colSeg)
-	ra, ca := make([]acc, len(rowSeg)-1), make([]acc, len(colSeg)-1)
-	for i := range ra {
-		ra[i] = newAcc()
-	}
-	for i := range ca {
-		ca[i] = newAcc()
-	}
-	for k := range ra {
-		for r := rowSeg[k]; r < rowSeg[k+1]; r++ {
-			for c, v := range x[int(r)*L : int(r+1)*L] {
-				ra[k].add(v)
-				ca[colOf[c]].add(v)
+func (s *Summary) layout() layout {
+	L := lastDim(s.Shape)
+	idx := func(b []int64) []int32 {
+		of := make([]int32, L)
+		for k := 0; k+1 < len(b); k++ {
+			for c := b[k]; c < b[k+1]; c++ {
+				of[c] = int32(k)
 			}
 		}
+		return of
 	}
-	return statsOf(ra), statsOf(ca)
+	return layout{L: L, rowSeg: s.RowSeg, tileRows: s.TileRows, colOf: idx(s.ColSeg), tileColOf: idx(s.TileCols),
+		ncols: len(s.ColSeg) - 1, ntileCols: len(s.TileCols) - 1}
+}
+
+// stats are an output's segment statistics and tile sums.
+type stats struct {
+	rows, cols [][4]float64
+	tiles      []float64
+}
+
+// computeStats computes the statistics of x under lay: with exact, compensated sums (what
+// a summary stores), else plain float64 sums (a kernel's output under check: their rounding,
+// below n·2^-53·Σ|x|, is inside the checks' bounds). Rows are split over goroutines in a
+// fixed partition, so the result does not depend on scheduling.
+func computeStats[T Float](x []T, lay layout, exact bool) stats {
+	nrows := len(x) / lay.L
+	rowTile := make([]int32, nrows)
+	for k := 0; k+1 < len(lay.tileRows); k++ {
+		for r := lay.tileRows[k]; r < lay.tileRows[k+1]; r++ {
+			rowTile[r] = int32(k)
+		}
+	}
+	nseg := len(lay.rowSeg) - 1
+	ntiles := (len(lay.tileRows) - 1) * lay.ntileCols
+	type part struct {
+		cols  []acc
+		tiles []acc
+	}
+	workers := max(1, min(goruntime.GOMAXPROCS(0), nseg, len(x)/(1<<16)))
+	parts := make([]part, workers)
+	ra := make([]acc, nseg)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := part{cols: newAccs(lay.ncols), tiles: newAccs(ntiles)}
+			for k := w * nseg / workers; k < (w+1)*nseg/workers; k++ {
+				a := newAcc()
+				for r := lay.rowSeg[k]; r < lay.rowSeg[k+1]; r++ {
+					tiles := p.tiles[int(rowTile[r])*lay.ntileCols:]
+					for c, v := range x[int(r)*lay.L : int(r+1)*lay.L] {
+						f := float64(v)
+						cs, ts := &p.cols[lay.colOf[c]], &tiles[lay.tileColOf[c]]
+						if exact {
+							a.add(f)
+							cs.add(f)
+							ts.add(f)
+						} else {
+							a.sum += f
+							a.addRest(f)
+							cs.sum += f
+							cs.addRest(f)
+							ts.sum += f
+						}
+					}
+				}
+				ra[k] = a
+			}
+			parts[w] = p
+		}()
+	}
+	wg.Wait()
+	p := parts[0]
+	for _, q := range parts[1:] {
+		for i := range p.cols {
+			p.cols[i].merge(q.cols[i])
+		}
+		for i := range p.tiles {
+			p.tiles[i].merge(q.tiles[i])
+		}
+	}
+	st := stats{rows: statsOf(ra), cols: statsOf(p.cols), tiles: make([]float64, ntiles)}
+	for i := range p.tiles {
+		st.tiles[i] = p.tiles[i].stats()[StatSum]
+	}
+	return st
+}
+
+func newAccs(n int) []acc {
+	a := make([]acc, n)
+	for i := range a {
+		a[i] = newAcc()
+	}
+	return a
 }
 
 func statsOf(a []acc) [][4]float64 {
@@ -231,49 +334,6 @@ func statsOf(a []acc) [][4]float64 {
 		out[i] = a[i].stats()
 	}
 	return out
-}
-
-// fastStats computes the same statistics of a kernel's output with plain float64 sums (their
-// rounding, below n·2^-53·Σ|x|, is inside the checks' bounds), rows split over goroutines.
-func fastStats[T Float](x []T, L int, rowSeg, colSeg []int64) (rows, cols [][4]float64) {
-	colOf := colIndex(L, colSeg)
-	ra := make([]acc, len(rowSeg)-1)
-	workers := max(1, min(goruntime.GOMAXPROCS(0), len(ra), len(x)/(1<<16)))
-	parts := make([][]acc, workers)
-	var wg sync.WaitGroup
-	for w := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ca := make([]acc, len(colSeg)-1)
-			for i := range ca {
-				ca[i] = newAcc()
-			}
-			for k := w * len(ra) / workers; k < (w+1)*len(ra)/workers; k++ {
-				a := newAcc()
-				for r := rowSeg[k]; r < rowSeg[k+1]; r++ {
-					for c, v := range x[int(r)*L : int(r+1)*L] {
-						f := float64(v)
-						a.sum += f
-						a.addRest(f)
-						cs := &ca[colOf[c]]
-						cs.sum += f
-						cs.addRest(f)
-					}
-				}
-				ra[k] = a
-			}
-			parts[w] = ca
-		}()
-	}
-	wg.Wait()
-	ca := parts[0]
-	for _, p := range parts[1:] {
-		for i := range ca {
-			ca[i].merge(p[i])
-		}
-	}
-	return statsOf(ra), statsOf(ca)
 }
 
 // Result is how an output compares with its golden values.
@@ -328,15 +388,16 @@ func CheckSummary[T Float](s *Summary, got []T, tol Tol) (Result, error) {
 		return Result{}, fmt.Errorf("%d values against a summary of shape %v", len(got), s.Shape)
 	}
 	L := lastDim(s.Shape)
-	gotRows, gotCols := fastStats(got, L, s.RowSeg, s.ColSeg)
-	r := Result{Checked: fmt.Sprintf("%d samples, %d row and %d column segments (of %d elements)", len(s.Index), len(s.Rows), len(s.Cols), len(got))}
+	g := computeStats(got, s.layout(), false)
+	r := Result{Checked: fmt.Sprintf("%d samples, %d row and %d column segments, %d tiles (of %d elements)", len(s.Index), len(s.Rows), len(s.Cols), len(s.Tiles), len(got))}
 	sg := make([]float64, len(s.Index))
 	for k, i := range s.Index {
 		sg[k] = float64(got[i])
 	}
 	s.checkSamples(&r, sg, s.Index, s.Value, tol)
-	s.checkSegments(&r, "row", s.RowSeg, s.Rows, gotRows, L, tol)
-	s.checkSegments(&r, "column", s.ColSeg, s.Cols, gotCols, len(got)/L, tol)
+	s.checkSegments(&r, "row", s.RowSeg, s.Rows, g.rows, L, tol)
+	s.checkSegments(&r, "column", s.ColSeg, s.Cols, g.cols, len(got)/L, tol)
+	s.checkTiles(&r, g.tiles, tol)
 	return r, nil
 }
 
@@ -425,11 +486,25 @@ func (s *Summary) checkSegments(r *Result, what string, seg []int64, want, got [
 	}
 }
 
+// checkTiles compares the tile sums.
+func (s *Summary) checkTiles(r *Result, got []float64, tol Tol) {
+	nc := len(s.TileCols) - 1
+	for k, w := range s.Tiles {
+		i, j := k/nc, k%nc
+		n := float64(s.TileRows[i+1]-s.TileRows[i]) * float64(s.TileCols[j+1]-s.TileCols[j])
+		t := Tol{Abs: n*(tol.Abs+(tol.Rel+tol.Norm)*s.AbsMax) + 4*n*n*0x1p-53*s.AbsMax}
+		if ok, _ := elementOK(w, got[k], t, 0); !ok {
+			r.fail(fmt.Sprintf("tile rows %d..%d × columns %d..%d: sum %v, want %v within %.3g",
+				s.TileRows[i], s.TileRows[i+1]-1, s.TileCols[j], s.TileCols[j+1]-1, got[k], w, t.Abs))
+		}
+	}
+}
+
 // Equal reports whether two summaries hold the same positions and segments and values
 // within tol (lossgen golden compares stored and recomputed summaries).
 func (s *Summary) Equal(o *Summary, tol Tol) []string {
 	var diffs []string
-	if fmt.Sprint(s.Shape, s.Index, s.RowSeg, s.ColSeg) != fmt.Sprint(o.Shape, o.Index, o.RowSeg, o.ColSeg) {
+	if fmt.Sprint(s.Shape, s.Index, s.RowSeg, s.ColSeg, s.TileRows, s.TileCols) != fmt.Sprint(o.Shape, o.Index, o.RowSeg, o.ColSeg, o.TileRows, o.TileCols) {
 		return []string{"shape, sample positions or segments differ"}
 	}
 	flat := func(x [][4]float64) []float64 {
@@ -443,7 +518,8 @@ func (s *Summary) Equal(o *Summary, tol Tol) []string {
 		what string
 		a, b []float64
 	}{{"absmax", []float64{s.AbsMax}, []float64{o.AbsMax}}, {"samples", s.Value, o.Value},
-		{"row statistics", flat(s.Rows), flat(o.Rows)}, {"column statistics", flat(s.Cols), flat(o.Cols)}} {
+		{"row statistics", flat(s.Rows), flat(o.Rows)}, {"column statistics", flat(s.Cols), flat(o.Cols)},
+		{"tile sums", s.Tiles, o.Tiles}} {
 		if d := Compare(c.a, c.b, tol); d.Bad > 0 {
 			diffs = append(diffs, fmt.Sprintf("%s differ at %d values (max rel %.3g)", c.what, d.Bad, d.MaxRel))
 		}
@@ -465,19 +541,22 @@ func (s *Summary) arrays(name string) map[string]Array {
 		return Array{Shape: []int{len(x), 4}, Data: out}
 	}
 	return map[string]Array{
-		name + "#shape":  {Shape: []int{len(shape)}, Data: shape},
-		name + "#absmax": {Shape: []int{}, Data: []float64{s.AbsMax}},
-		name + "#index":  {Shape: []int{len(s.Index)}, Data: s.Index},
-		name + "#value":  {Shape: []int{len(s.Value)}, Data: s.Value},
-		name + "#rowseg": {Shape: []int{len(s.RowSeg)}, Data: s.RowSeg},
-		name + "#rows":   flat(s.Rows),
-		name + "#colseg": {Shape: []int{len(s.ColSeg)}, Data: s.ColSeg},
-		name + "#cols":   flat(s.Cols),
+		name + "#shape":    {Shape: []int{len(shape)}, Data: shape},
+		name + "#absmax":   {Shape: []int{}, Data: []float64{s.AbsMax}},
+		name + "#index":    {Shape: []int{len(s.Index)}, Data: s.Index},
+		name + "#value":    {Shape: []int{len(s.Value)}, Data: s.Value},
+		name + "#rowseg":   {Shape: []int{len(s.RowSeg)}, Data: s.RowSeg},
+		name + "#rows":     flat(s.Rows),
+		name + "#colseg":   {Shape: []int{len(s.ColSeg)}, Data: s.ColSeg},
+		name + "#cols":     flat(s.Cols),
+		name + "#tilerows": {Shape: []int{len(s.TileRows)}, Data: s.TileRows},
+		name + "#tilecols": {Shape: []int{len(s.TileCols)}, Data: s.TileCols},
+		name + "#tiles":    {Shape: []int{len(s.TileRows) - 1, len(s.TileCols) - 1}, Data: s.Tiles},
 	}
 }
 
 // summaryParts are the entries of a stored summary.
-var summaryParts = []string{"shape", "absmax", "index", "value", "rowseg", "rows", "colseg", "cols"}
+var summaryParts = []string{"shape", "absmax", "index", "value", "rowseg", "rows", "colseg", "cols", "tilerows", "tilecols", "tiles"}
 
 // readSummary assembles a summary from its entries, checking that they fit together.
 func readSummary(name string, a map[string]Array) (*Summary, error) {
@@ -495,7 +574,7 @@ func readSummary(name string, a map[string]Array) (*Summary, error) {
 	for _, p := range summaryParts {
 		dt := "float64"
 		switch p {
-		case "shape", "index", "rowseg", "colseg":
+		case "shape", "index", "rowseg", "colseg", "tilerows", "tilecols":
 			dt = "int64"
 		}
 		x, err := get(p, dt)
@@ -531,17 +610,39 @@ func readSummary(name string, a map[string]Array) (*Summary, error) {
 	if s.Cols, err = segs(name, "column", s.ColSeg, parts["cols"], L); err != nil {
 		return nil, err
 	}
+	s.TileRows, s.TileCols = parts["tilerows"].Data.([]int64), parts["tilecols"].Data.([]int64)
+	s.Tiles = parts["tiles"].Data.([]float64)
+	for _, b := range []struct {
+		what   string
+		seg    []int64
+		extent int
+	}{{"tile row", s.TileRows, n / L}, {"tile column", s.TileCols, L}} {
+		if err := checkBounds(name, b.what, b.seg, b.extent); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Tiles) != (len(s.TileRows)-1)*(len(s.TileCols)-1) {
+		return nil, fmt.Errorf("%s: %d tile sums for %d×%d tiles", name, len(s.Tiles), len(s.TileRows)-1, len(s.TileCols)-1)
+	}
 	return s, nil
 }
 
-func segs(name, what string, seg []int64, a Array, extent int) ([][4]float64, error) {
+// checkBounds checks that boundaries cut 0..extent into non-empty runs.
+func checkBounds(name, what string, seg []int64, extent int) error {
 	if len(seg) < 2 || seg[0] != 0 || seg[len(seg)-1] != int64(extent) {
-		return nil, fmt.Errorf("%s: %s segments %v do not cover 0..%d", name, what, seg, extent)
+		return fmt.Errorf("%s: %s boundaries %v do not cover 0..%d", name, what, seg, extent)
 	}
 	for k := 1; k < len(seg); k++ {
 		if seg[k] <= seg[k-1] {
-			return nil, fmt.Errorf("%s: %s segment boundaries are not increasing", name, what)
+			return fmt.Errorf("%s: %s boundaries are not increasing", name, what)
 		}
+	}
+	return nil
+}
+
+func segs(name, what string, seg []int64, a Array, extent int) ([][4]float64, error) {
+	if err := checkBounds(name, what+" segment", seg, extent); err != nil {
+		return nil, err
 	}
 	v := a.Data.([]float64)
 	if len(a.Shape) != 2 || a.Shape[0] != len(seg)-1 || a.Shape[1] != 4 {
