@@ -338,9 +338,10 @@ func statsOf(a []acc) [][4]float64 {
 
 // Result is how an output compares with its golden values.
 type Result struct {
-	Checked string  // what was compared: "all 26944 elements", "1024 samples, 64 row and 256 column segments"
-	Bad     int     // checks that failed (elements, or segment statistics)
-	First   string  // the first failure, described
+	Checked string   // what was compared: "all 26944 elements", "1024 samples, 64 row and 256 column segments"
+	Bad     int      // checks that failed (elements, or segment statistics)
+	First   string   // the first failure, described
+	Some    []string // the first few failures of a summary's checks, described
 	MaxAbs  float64 // over the elements compared
 	MaxRel  float64
 	MaxNorm float64
@@ -446,6 +447,9 @@ func (s *Summary) checkSamples(r *Result, got []float64, idx []int64, want []flo
 func (r *Result) fail(msg string) {
 	if r.Bad == 0 {
 		r.First = msg
+	}
+	if len(r.Some) < 10 {
+		r.Some = append(r.Some, msg)
 	}
 	r.Bad++
 }
