@@ -342,7 +342,7 @@ type Result struct {
 	Bad     int      // checks that failed (elements, or segment statistics)
 	First   string   // the first failure, described
 	Some    []string // the first few failures of a summary's checks, described
-	MaxAbs  float64 // over the elements compared
+	MaxAbs  float64  // over the elements compared
 	MaxRel  float64
 	MaxNorm float64
 }
