@@ -2,6 +2,7 @@ package ptxgen_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -357,6 +358,46 @@ func TestOddShapes(t *testing.T) {
 				bad, err := check(t, string(mod.PTX), mod.Launch, cs[i])
 				require.NoError(t, err, cs[i].Name)
 				require.Zero(t, bad, cs[i].Name)
+			}
+		})
+	}
+}
+
+// TestPartialMatchesWhole runs every example's launch tables whole and in part
+// (ptxsim.Sampled) on its golden cases: every element the part computes must have the bits
+// the whole simulation gives it (the taint tracking never lets a value that depends on
+// skipped work through), the same elements on every case (which ones depends on the table,
+// not on the values), and some element at all where a generated test simulates the table in
+// part by default (where it is larger than lossgen.WholeBudget).
+func TestPartialMatchesWhole(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex.dir, func(t *testing.T) {
+			var cover map[string]ptxsim.Coverage
+			for _, c := range ex.cases[:2] {
+				whole, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Whole)
+				require.NoError(t, err)
+				part, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Sampled)
+				require.NoError(t, err)
+				require.Less(t, part.Stats.Instructions, whole.Stats.Instructions)
+				got := map[string]ptxsim.Coverage{}
+				computed := 0
+				for name, p := range part.Outputs {
+					w := whole.Outputs[name]
+					for k, i := range p.Index {
+						require.Equal(t, math.Float64bits(w.Value[i]), math.Float64bits(p.Value[k]), "%s %s[%d]", c.Name, name, i)
+					}
+					got[name] = p.Coverage()
+					computed += len(p.Index)
+				}
+				budget := ptxsim.Whole
+				budget.Budget = lossgen.WholeBudget
+				if _, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, budget); errors.Is(err, ptxsim.ErrBudget) {
+					require.Positive(t, computed, c.Name)
+				}
+				if cover == nil {
+					cover = got
+				}
+				require.Equal(t, cover, got, "the elements computed depend on the case")
 			}
 		})
 	}
