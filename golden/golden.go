@@ -8,7 +8,7 @@
 //     <case>.in.npz, the inputs themselves, named by data key ("log_prob", "next.reward", ...);
 //   - <case>.want.npz: the reference interpreter's outputs in float64, each whole, or, for an
 //     output of a seeded case larger than WholeMax elements, a Summary: a fixed sample of
-//     its elements and checksums of its rows and columns (summary.go states exactly what is
+//     its elements and checksums of its rows, columns and tiles (summary.go states exactly what is
 //     checked), so a package's golden directory stays well under a megabyte at any shape.
 //
 // Arrays are stored as NumPy writes them ("<name>.npy" entries, deflated) in sorted key
