@@ -313,6 +313,38 @@ func StaleFormat(dir string) ([]string, error) {
 	return out, nil
 }
 
+// WithSpecials is a copy of a case's inputs with, in every float input, a NaN every 37
+// elements from 11, and +inf and −inf every 101 from 50 and 51: the special values the PTX
+// and CPU kernels must propagate as the interpreter does.
+func WithSpecials(inputs map[string]Array) map[string]Array {
+	out := map[string]Array{}
+	for name, a := range inputs {
+		switch x := a.Data.(type) {
+		case []float32:
+			a.Data = withSpecials(x)
+		case []float64:
+			a.Data = withSpecials(x)
+		}
+		out[name] = a
+	}
+	return out
+}
+
+func withSpecials[T float32 | float64](x []T) []T {
+	x = slices.Clone(x)
+	for i := range x {
+		switch {
+		case i%37 == 11:
+			x[i] = T(math.NaN())
+		case i%101 == 50:
+			x[i] = T(math.Inf(1))
+		case i%101 == 51:
+			x[i] = T(math.Inf(-1))
+		}
+	}
+	return x
+}
+
 // Tol is a per-output tolerance: elementwise |got − want| ≤ Abs + Rel·|want| + Norm·max|want|,
 // the max taken over the output's finite elements. Norm makes the bound normwise for tensors
 // whose elements are sums of larger terms (a scan's element can cancel to near zero while its

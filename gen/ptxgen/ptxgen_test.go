@@ -66,35 +66,9 @@ func specialCase(t *testing.T, ex example) golden.Case {
 	c, err := lossgen.Compile(filepath.Join("../../generated", ex.dir, specPath))
 	require.NoError(t, err)
 	base := ex.cases[0]
-	cs := golden.Case{Name: base.Name + "+nan+inf", Inputs: map[string]golden.Array{}}
-	for name, a := range base.Inputs {
-		switch x := a.Data.(type) {
-		case []float32:
-			a.Data = withSpecials(x)
-		case []float64:
-			a.Data = withSpecials(x)
-		}
-		cs.Inputs[name] = a
-	}
+	cs := golden.Case{Name: base.Name + "+nan+inf", Inputs: golden.WithSpecials(base.Inputs)}
 	require.NoError(t, cases.Want(c.Graph, &cs))
 	return cs
-}
-
-// withSpecials is a copy of x with a NaN every 37 elements from 11, and +inf and −inf every
-// 101 from 50 and 51.
-func withSpecials[T float32 | float64](x []T) []T {
-	x = slices.Clone(x)
-	for i := range x {
-		switch {
-		case i%37 == 11:
-			x[i] = T(math.NaN())
-		case i%101 == 50:
-			x[i] = T(math.Inf(1))
-		case i%101 == 51:
-			x[i] = T(math.Inf(-1))
-		}
-	}
-	return x
 }
 
 // TestSpecialValues runs every example's PTX on its special-value case.

@@ -40,7 +40,7 @@ const goldenDir = "../../golden/clipppo"
 // TestGolden runs every implementation on every golden case and compares each output
 // (Forward's, and ForwardBackward's outputs and gradients) with the interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
-// seeded case, a fixed sample of elements and checksums of its rows and columns. It also
+// seeded case, a fixed sample of elements and checksums of its rows, columns and tiles. It also
 // compares every other implementation with the pure-Go kernel on every element, and runs
 // the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). Cases run in
 // parallel with each other and the other parallel tests (-test.parallel bounds how many, and

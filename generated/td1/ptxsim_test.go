@@ -3,7 +3,6 @@
 package td1
 
 import (
-	"math"
 	"os"
 	"sync"
 	"testing"
@@ -65,7 +64,7 @@ func TestPTXSimulated(t *testing.T) {
 	for _, name := range InputNames {
 		c.Inputs[name] = golden.Array{Data: inputData(random, name)}
 	}
-	c.Inputs = withSpecials(c.Inputs)
+	c.Inputs = golden.WithSpecials(c.Inputs)
 	in := &Inputs{}
 	for name, a := range c.Inputs {
 		if err := in.Set(name, a.Data); err != nil {
@@ -116,44 +115,6 @@ func ptxCase(t *testing.T, c *golden.Case, ref *results) {
 		}
 		wg.Wait()
 	})
-}
-
-// withSpecials is a copy of a case's inputs with, in every float input, a NaN every 37
-// elements from 11, and +inf and −inf every 101 from 50 and 51.
-func withSpecials(inputs map[string]golden.Array) map[string]golden.Array {
-	out := map[string]golden.Array{}
-	for name, a := range inputs {
-		switch x := a.Data.(type) {
-		case []float32:
-			y := append([]float32(nil), x...)
-			for i := range y {
-				switch {
-				case i%37 == 11:
-					y[i] = float32(math.NaN())
-				case i%101 == 50:
-					y[i] = float32(math.Inf(1))
-				case i%101 == 51:
-					y[i] = float32(math.Inf(-1))
-				}
-			}
-			a.Data = y
-		case []float64:
-			y := append([]float64(nil), x...)
-			for i := range y {
-				switch {
-				case i%37 == 11:
-					y[i] = math.NaN()
-				case i%101 == 50:
-					y[i] = math.Inf(1)
-				case i%101 == 51:
-					y[i] = math.Inf(-1)
-				}
-			}
-			a.Data = y
-		}
-		out[name] = a
-	}
-	return out
 }
 
 // simulate runs one launch table on one case and compares what it computes with the CPU

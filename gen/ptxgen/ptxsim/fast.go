@@ -29,31 +29,28 @@ func getBits(o Operand) (func(t *thread) uint64, bool) {
 	return nil, false
 }
 
-// getF64 reads an operand as float64 (exec.f64).
-func getF64(o Operand) (func(t *thread) float64, bool) {
-	switch o.Kind {
-	case opReg:
+// getFloat reads an operand as a float64 (exec.f64), or with f32 as a float32 widened to
+// float64 (exec.f32).
+func getFloat(o Operand, f32 bool) (func(t *thread) float64, bool) {
+	switch {
+	case o.Kind == opReg && f32:
+		r := o.Reg
+		return func(t *thread) float64 { return float64(math.Float32frombits(uint32(t.regs[r]))) }, true
+	case o.Kind == opReg:
 		r := o.Reg
 		return func(t *thread) float64 { return math.Float64frombits(t.regs[r]) }, true
-	case opImm:
+	case o.Kind == opImm && f32:
+		v := float64(float32(immFloat(o, false)))
+		return func(*thread) float64 { return v }, true
+	case o.Kind == opImm:
 		v := immFloat(o, true)
 		return func(*thread) float64 { return v }, true
 	}
 	return nil, false
 }
 
-// getF32 reads an operand as float32 widened to float64 (exec.f32).
-func getF32(o Operand) (func(t *thread) float64, bool) {
-	switch o.Kind {
-	case opReg:
-		r := o.Reg
-		return func(t *thread) float64 { return float64(math.Float32frombits(uint32(t.regs[r]))) }, true
-	case opImm:
-		v := float64(float32(immFloat(o, false)))
-		return func(*thread) float64 { return v }, true
-	}
-	return nil, false
-}
+func getF64(o Operand) (func(t *thread) float64, bool) { return getFloat(o, false) }
+func getF32(o Operand) (func(t *thread) float64, bool) { return getFloat(o, true) }
 
 // compileFast returns the compiled form of in, or nil when step must run it.
 func compileFast(in *Inst) fastInst {
