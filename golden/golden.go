@@ -264,17 +264,42 @@ func (c *Case) LoadInputs() error {
 	return nil
 }
 
+// Compact turns a seeded case into what is stored of it: every output of more than
+// WholeMax elements into its Summary, and no inputs (the recipe draws them again). Other
+// cases are left as they are.
+func (c *Case) Compact() {
+	if c.Recipe == nil {
+		return
+	}
+	for name, a := range c.Want {
+		if NeedsSummary(a.Len()) {
+			if c.Summary == nil {
+				c.Summary = map[string]*Summary{}
+			}
+			c.Summary[name] = Summarize(name, a.Shape, a.Float64s())
+			delete(c.Want, name)
+		}
+	}
+	c.Inputs = nil
+}
+
 // WriteCase writes a case's files into dir: a seeded case's recipe, or its inputs, and its
-// expected outputs (Want, every one whole: a seeded case stores those with more than
-// WholeMax elements as Summaries).
+// expected outputs (a seeded case's as Compact stores them).
 func WriteCase(dir string, c Case) error {
 	want := map[string]Array{}
+	sums := map[string]*Summary{}
+	for name, s := range c.Summary {
+		sums[name] = s
+	}
 	for name, a := range c.Want {
 		if c.Recipe == nil || !NeedsSummary(a.Len()) {
 			want[name] = a
-			continue
+		} else {
+			sums[name] = Summarize(name, a.Shape, a.Float64s())
 		}
-		for part, x := range Summarize(name, a.Shape, a.Float64s()).arrays(name) {
+	}
+	for name, s := range sums {
+		for part, x := range s.arrays(name) {
 			want[part] = x
 		}
 	}

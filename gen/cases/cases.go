@@ -335,7 +335,8 @@ func ownCaseFile(base string) bool {
 // Build makes, a stored-input case's inputs identical, and expected outputs (whole, or
 // their summaries) equal within 1e-12 relative (float64 math libraries may differ in the
 // last bit across platforms). A seeded case stored in an older golden format is reported as
-// such. It returns one line per difference.
+// such. It compacts the seeded cases (golden.Case.Compact). It returns one line per
+// difference.
 func Check(dir string, cs []golden.Case) ([]string, error) {
 	stale, err := golden.StaleFormat(dir)
 	if err != nil {
@@ -386,13 +387,18 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 				}
 			}
 		}
-		for name, a := range c.Want {
-			if sum, ok := s.Summary[name]; ok && c.Recipe != nil && golden.NeedsSummary(a.Len()) {
-				for _, d := range sum.Equal(golden.Summarize(name, a.Shape, a.Float64s()), tol) {
-					diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d))
-				}
+		c.Compact()
+		for name, sum := range c.Summary {
+			stored, ok := s.Summary[name]
+			if !ok {
+				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
 				continue
 			}
+			for _, d := range stored.Equal(sum, tol) {
+				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d))
+			}
+		}
+		for name, a := range c.Want {
 			b, ok := s.Want[name]
 			if !ok || !slices.Equal(a.Shape, b.Shape) {
 				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
