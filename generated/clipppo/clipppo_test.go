@@ -80,9 +80,28 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// caseInputs loads a case's inputs (drawing a seeded case's from its recipe).
+// inputLens are the inputs' element counts, by data name.
+var inputLens = map[string]int{
+	"advantage":       4096,
+	"log_prob":        4096,
+	"sample_log_prob": 4096,
+	"entropy":         4096,
+	"value_target":    4096,
+	"state_value":     4096,
+	"old_state_value": 4096,
+}
+
+// caseInputs loads a case's inputs (drawing a seeded case's from its recipe, after checking
+// that the recipe is for this package's shapes).
 func caseInputs(t *testing.T, c *golden.Case) *Inputs {
 	t.Helper()
+	if c.Recipe != nil {
+		for _, ri := range c.Recipe.Inputs {
+			if n, ok := inputLens[ri.Name]; !ok || ri.Len() != n {
+				t.Fatalf("case %s: the recipe's input %q has shape %v, not this package's (%d elements): the golden cases are for another spec; run lossgen golden -update", c.Name, ri.Name, ri.Shape, n)
+			}
+		}
+	}
 	if err := c.LoadInputs(); err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,26 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// caseInputs loads a case's inputs (drawing a seeded case's from its recipe).
+// inputLens are the inputs' element counts, by data name.
+var inputLens = map[string]int{
+	"next.reward":      26944,
+	"next.terminated":  26944,
+	"next.done":        26944,
+	"state_value":      26944,
+	"next.state_value": 26944,
+}
+
+// caseInputs loads a case's inputs (drawing a seeded case's from its recipe, after checking
+// that the recipe is for this package's shapes).
 func caseInputs(t *testing.T, c *golden.Case) *Inputs {
 	t.Helper()
+	if c.Recipe != nil {
+		for _, ri := range c.Recipe.Inputs {
+			if n, ok := inputLens[ri.Name]; !ok || ri.Len() != n {
+				t.Fatalf("case %s: the recipe's input %q has shape %v, not this package's (%d elements): the golden cases are for another spec; run lossgen golden -update", c.Name, ri.Name, ri.Shape, n)
+			}
+		}
+	}
 	if err := c.LoadInputs(); err != nil {
 		t.Fatal(err)
 	}
