@@ -95,6 +95,9 @@ func inputData(in *Inputs, name string) any {
 // ptxTables says), concurrently, and compares what each computes with ref, the CPU kernel's
 // results on the same inputs, and with the case's golden values.
 func ptxCase(t *testing.T, c *golden.Case, ref *results) {
+	if testing.Short() {
+		return // -short: no PTX simulation
+	}
 	t.Run("ptx", func(t *testing.T) {
 		// Goroutines rather than parallel subtests: a parallel test waiting for parallel
 		// subtests could hold every -test.parallel slot they need.
