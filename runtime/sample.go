@@ -27,9 +27,10 @@ import (
 //     d(i, j) = mix(s + (8·i + j + 1)·0x9e3779b97f4a7c15): counter-based, so any element is
 //     drawn on its own and an input is filled in parallel.
 //   - A uniform u(i, j) = (d(i, j) >> 11) · 2^-53, in [0, 1) with 53 random bits (exact).
-//   - A normal z(i) is Irwin–Hall: the sum of the twelve 16-bit lanes of d(i, 0), d(i, 1),
-//     d(i, 2), minus 393210, divided by 65536 (exact): mean 0, variance 1 − 2^-32, within
-//     [−6, 6).
+//   - A normal z(i) is Irwin–Hall: the sum S of the eight 16-bit lanes of d(i, 0) and
+//     d(i, 1) (exact), then z = (S − 262140) · c with c = 1.224744871391589 · 2^-16 (√1.5 to
+//     the nearest float64, scaled exactly; one rounding): mean 0, variance 1 within 2^-32,
+//     within ±4.9.
 //
 // Sample kinds (Sample.Dist), each value computed in float64 and then stored as the input's
 // type (float32(v) rounds to nearest even; bools are v ≠ 0; indices int64(v)):
@@ -209,16 +210,18 @@ func (s Stream) Draw(i, j int) uint64 { return mix(uint64(s) + (8*uint64(i)+uint
 // Uniform is draw j of element i as a float64 uniform in [0, 1) (53 random bits).
 func (s Stream) Uniform(i, j int) float64 { return float64(s.Draw(i, j)>>11) * 0x1p-53 }
 
-// Normal is element i's Irwin–Hall normal: the twelve 16-bit lanes of draws 0, 1, 2 summed,
-// centred and scaled by 2^-16 (exact; mean 0, variance 1 − 2^-32, within [−6, 6)).
+// irwinScale scales a sum of eight centred 16-bit lanes to variance 1: √1.5 · 2^-16.
+const irwinScale = 1.224744871391589 * 0x1p-16
+
+// Normal is element i's Irwin–Hall normal: the eight 16-bit lanes of draws 0 and 1 summed,
+// centred and scaled by irwinScale (one rounding; mean 0, variance 1, within ±4.9).
 func (s Stream) Normal(i int) float64 {
 	c := uint64(s) + (8*uint64(i)+1)*golden64
-	g := uint64(golden64)
-	d0, d1, d2 := mix(c), mix(c+g), mix(c+2*g)
+	d0, d1 := mix(c), mix(c+golden64)
 	// Two 16-bit lanes of a draw at a time: the sums of lanes 0+2 and 1+3 fit 17 bits.
 	lanes := func(d uint64) uint64 { return d&0xffff0000ffff + d>>16&0xffff0000ffff }
-	t := lanes(d0) + lanes(d1) + lanes(d2) // two 32-bit sums of six lanes each
-	return float64(int64(t&0xffffffff+t>>32)-393210) * 0x1p-16
+	t := lanes(d0) + lanes(d1) // two 32-bit sums of four lanes each
+	return float64(int64(t&0xffffffff+t>>32)-262140) * irwinScale
 }
 
 // Index is draw 0 of element i as an integer uniform over [0, n), n < 2^32.
@@ -525,10 +528,10 @@ func store(dst any, v []float64, start int, sums bool) uint64 {
 	return sum
 }
 
-func checkTerm(bits uint64, i int) uint64 { return mix(bits + uint64(i)*golden64) }
+func checkTerm(bits uint64, i int) uint64 { return (bits + uint64(i)*golden64) * (2*uint64(i) + 1) }
 
 // InputChecksum is the checksum a recipe stores for an input's values: the wrapping sum over
-// elements i of mix(bits_i + i·0x9e3779b97f4a7c15), where bits_i is the element's IEEE bits
+// elements i of (bits_i + i·0x9e3779b97f4a7c15)·(2i + 1), where bits_i is the element's IEEE bits
 // (float32 or float64), 0/1 for a bool, the two's-complement int64 for an index; written as
 // 16 hex digits. It is order-independent, so it is summed while the input is drawn.
 func InputChecksum(data any) string {
