@@ -44,14 +44,12 @@ func TestGolden(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	for k, c := range cases {
+	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			t.Parallel() // as many cases at a time as -test.parallel (GOMAXPROCS) allows
 			in := caseInputs(t, &c)
 			t.Cleanup(func() { c.Inputs = nil })
-			which := impls
-			_ = k
-			rs := runAll(t, in, which)
+			rs := runAll(t, in, impls)
 			for _, r := range rs {
 				t.Run(r.im.name, func(t *testing.T) {
 					compare(t, &c, OutputNames, r.out.Get)
