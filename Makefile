@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit test-purego fuzz-smoke golden-check golden-update generate check-generated data
+.PHONY: all demo test vet unit test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data
 
 all: test
 
@@ -13,7 +13,7 @@ demo:
 # Everything CI checks: vet, the tests (with and without the purego tag), a short run of the
 # spec fuzzer, the golden cases against the interpreter, and that generated/ is what the
 # generator makes today.
-test: vet unit test-purego fuzz-smoke golden-check check-generated
+test: vet unit test-purego test-generator fuzz-smoke golden-check check-generated
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go') >&2; echo "gofmt: the files above need formatting" >&2; exit 1)
@@ -25,8 +25,11 @@ vet:
 # missing assembly backend fails instead of passing on the Go fallback).
 REQUIRE_IMPL := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma /proc/cpuinfo && echo avx2)
 
+# LOSSGEN_FULL=1: the example packages' TestPTXSimulated simulates every launch whole, on
+# every golden case (a generated test's default simulates a representative part of a large
+# launch table; see README "Golden cases and the generated test").
 unit:
-	LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test ./...
+	LOSSGEN_FULL=1 LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test ./...
 
 test-purego:
 	LOSSGEN_REQUIRE_IMPL=go $(GO) test -tags purego ./generated/... ./runtime/... ./gen/...
@@ -36,6 +39,13 @@ test-purego:
 FUZZTIME ?= 10s
 fuzz-smoke:
 	$(GO) test ./gen -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) -parallel 1
+
+# The golden-input generator must draw the same bits on every platform: its test vectors on
+# 32-bit x86 (SSE2 and software floating point) and with FMA-capable amd64 code generation.
+test-generator:
+	GOARCH=386 $(GO) test -run 'Generat|Recipe' ./runtime
+	GOARCH=386 GO386=softfloat $(GO) test -run 'Generat|Recipe' ./runtime
+	GOAMD64=v3 $(GO) test -run 'Generat|Recipe' ./runtime
 
 golden-check:
 	$(GO) run ./cmd/lossgen golden spec/examples/*.yaml

@@ -257,7 +257,8 @@ func TestMeanOf16MElements(t *testing.T) {
 // TestChunkedOddShapes runs the generated tests of specs with awkward shapes — dims that
 // fill no vector, a three-dim batch normalised over all but its middle dim, rows not a
 // multiple of the chunk count — with their chunkable AVX2 passes split into 3 chunks of rows
-// (the generated TestChunkedAVX2), against the pure-Go kernel on random and extreme inputs.
+// (the generated TestChunkedAVX2), against the AVX2 kernels unchunked on random and extreme
+// inputs, which TestImplementationsAgree compares with the pure-Go kernel.
 func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -279,10 +280,13 @@ func TestChunkedOddShapes(t *testing.T) {
 			m, err := runner.NewTestModule(c)
 			require.NoError(t, err)
 			defer m.Close()
-			out, err := m.Test("TestChunkedAVX2")
+			out, err := m.Test("TestChunkedAVX2|TestImplementationsAgree")
 			require.NoError(t, err)
 			if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-				require.Contains(t, out, "--- PASS: TestChunkedAVX2/agree")
+				for _, kind := range []string{"random", "big", "inf", "nan", "equal"} {
+					require.Contains(t, out, "--- PASS: TestChunkedAVX2/"+kind)
+				}
+				require.Contains(t, out, "--- PASS: TestImplementationsAgree/nan")
 			}
 		})
 	}

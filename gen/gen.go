@@ -273,7 +273,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 	}
 	files["vmath_amd64_test.go"] = vt
 	if vars := asmgen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
-		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "GoldenDir": goldenRel})
+		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
 		if err != nil {
 			return nil, err
 		}

@@ -2,20 +2,28 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/format"
+	"strings"
 
 	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/ptxgen"
+	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
 	"github.com/lossgen/lossgen/templates"
 )
 
 type testInput struct {
-	Name, Field, GoType, Rand string
-	Len                       int
+	Name, Field, GoType string
+	Kind                string // the runtime.InputRecipe kind: float, bool, index
+	Sample              string // the randomInputs recipe's Sample (and IndexRange) fields, as Go
+	Len                 int
+	Expr                string // the Go expression of its slice in an *Inputs named in (ptxsim test)
 }
 
 type testOutput struct {
@@ -81,23 +89,25 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	var ins []testInput
 	hasIndex := false
 	bytesPerCall := 0
-	var state []string
+	var state, stateNames []string
 	for _, in := range g.Inputs {
 		if in.State {
 			state = append(state, gogen.FieldName(in.Name))
+			stateNames = append(stateNames, in.Name)
 			continue
 		}
 		t := testInput{Name: in.Name, Field: gogen.FieldName(in.Name), Len: in.Shape.Numel()}
 		switch in.Kind {
 		case ir.Bool:
-			t.GoType, t.Rand = "bool", "r.Float64() < 0.05"
+			t.GoType, t.Kind, t.Sample = "bool", "bool", `Sample: runtime.Sample{Dist: "flag", P: 0.05}`
 			bytesPerCall += t.Len
 		case ir.Index:
 			hasIndex = true
-			t.GoType, t.Rand = "int64", fmt.Sprintf("int64(r.IntN(%d))", cases.IndexRange(g, in))
+			t.GoType, t.Kind = "int64", "index"
+			t.Sample = fmt.Sprintf(`Sample: runtime.Sample{Dist: "index"}, IndexRange: %d`, cases.IndexRange(g, in))
 			bytesPerCall += 8 * t.Len
 		default:
-			t.GoType, t.Rand = g.DType.String(), g.DType.String()+"(r.Float64()*2 - 1)"
+			t.GoType, t.Kind, t.Sample = g.DType.String(), "float", `Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}`
 			bytesPerCall += elemSize(g.DType) * t.Len
 		}
 		ins = append(ins, t)
@@ -128,6 +138,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 		}
 	}
 	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"], data["State"] = ins, outs, grads, hasIndex, state
+	data["StateNames"] = stateNames
 	// An output and a float input of the same length, to test that overlapping them is an
 	// error; and two gradients.
 	data["Alias"], data["GradAlias"] = nil, nil
@@ -145,6 +156,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	data["Bytes"] = bytesPerCall               // what Forward reads and writes
 	data["FBBytes"] = bytesPerCall + gradBytes // and ForwardBackward, with the gradients
 	data["Elements"] = g.Batch.Numel()
+	data["Large"] = g.Batch.Numel() > LargeBatch
 
 	return render("gotest.go.tmpl", data)
 }
@@ -162,19 +174,122 @@ func vmathTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	return render("vmath_test.go.tmpl", data)
 }
 
-// simElements is the largest batch whose generated test simulates the PTX on every golden
-// case; above it, the first case only (a ClipPPO+GAE element costs about 800 simulated
-// instructions: 2^20 elements take 20 s).
-const simElements = 1 << 20
+// LargeBatch is the batch size above which a generated test runs its four kinds of extreme
+// inputs as one set (each kind in a quarter of the batch): the pure-Go kernel, the slowest
+// thing a test runs, then runs once for them instead of four times.
+const LargeBatch = 1 << 22
 
-// ptxTestFile renders the test that runs the package's PTX in the simulator.
+// WholeBudget is the most instructions one launch table may take in the simulator for a
+// generated test to simulate it whole by default (about a second); a larger table is
+// simulated in part (ptxsim.Sampled), and whole with LOSSGEN_FULL=1.
+const WholeBudget = 25_000_000
+
+// SampledBudget is about the most instructions a partial simulation of one launch table
+// takes: ptxsim.Sampled's iterations per thread are lowered (to no fewer than 2) until it
+// fits, so the default test's simulation costs about the same at any batch size.
+const SampledBudget = 6_000_000
+
+type ptxTable struct {
+	Kind, Var, Names string
+	Whole            bool
+	MaxIter          int
+	Doc              string
+	Cover            []ptxCover
+}
+
+type ptxCover struct {
+	Name string
+	N    int
+	Hash string
+}
+
+// ptxTestFile renders the test that runs the package's PTX in the simulator. It decides
+// here, by running the simulator on zero inputs (instruction counts and which elements a
+// partial simulation computes depend on the launch table, not on the values), whether each
+// launch table is simulated whole by default (at most WholeBudget instructions) or in part,
+// and records which elements of each output the part computes, so that the test fails when
+// a launch computes fewer or other elements than it did when the package was generated.
 func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
-	n := c.Graph.Batch.Numel()
-	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "FirstCaseOnly": n > simElements, "HasGrads": c.Backward != nil,
-		"CasesNote": fmt.Sprintf("the batch of %d elements is simulated on every case.", n)}
-	if n > simElements {
-		data["CasesNote"] = fmt.Sprintf("the batch of %d elements is simulated on the first case only.", n)
+	mod, err := ptxgen.Emit(c.Plan, c.Backward, m)
+	if err != nil {
+		return nil, err
 	}
+	var tables []ptxTable
+	add := func(kind, v, names string, t *runtime.LaunchTable) error {
+		inputs := map[string]golden.Array{}
+		for _, b := range t.Buffers {
+			if name, ok := strings.CutPrefix(b.Name, "in/"); ok && b.Role == "input" {
+				var data any
+				switch b.DType {
+				case "bool":
+					data = make([]bool, b.Length)
+				case "int64":
+					data = make([]int64, b.Length)
+				case "float64":
+					data = make([]float64, b.Length)
+				default:
+					data = make([]float32, b.Length)
+				}
+				inputs[name] = golden.Array{Shape: b.Shape, Data: data}
+			}
+		}
+		pt := ptxTable{Kind: kind, Var: v, Names: names}
+		whole := ptxsim.Whole
+		whole.Budget = WholeBudget
+		res, err := ptxsim.Simulate(string(mod.PTX), *t, inputs, whole)
+		switch {
+		case err == nil:
+			pt.Whole = true
+			pt.Doc = fmt.Sprintf("whole: every block of every launch (%d instructions)", res.Stats.Instructions)
+		case errors.Is(err, ptxsim.ErrBudget):
+			part := ptxsim.Sampled
+			res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
+			if err == nil && res.Stats.Instructions > SampledBudget && part.MaxIter > 2 {
+				part.MaxIter = max(2, int(int64(part.MaxIter)*SampledBudget/res.Stats.Instructions))
+				res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
+			}
+			if err != nil {
+				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
+			}
+			pt.MaxIter = part.MaxIter
+			var parts []string
+			for _, b := range t.Buffers {
+				name, ok := strings.CutPrefix(b.Name, "out/")
+				if g, isGrad := strings.CutPrefix(b.Name, "grad/"); isGrad {
+					name, ok = "grad."+g, true
+				}
+				if !ok {
+					continue
+				}
+				cov := res.Outputs[name].Coverage()
+				pt.Cover = append(pt.Cover, ptxCover{Name: name, N: cov.N, Hash: cov.Hash})
+				parts = append(parts, fmt.Sprintf("%s %d of %d", name, cov.N, b.Length))
+			}
+			pt.Doc = fmt.Sprintf("in part, %d iterations per thread (the whole table takes more than %d instructions; "+
+				"this part %d): it computes, of each output, %s elements", part.MaxIter, WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
+		default:
+			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
+		}
+		tables = append(tables, pt)
+		return nil
+	}
+	if err := add("forward", "Launch", "OutputNames", &mod.Launch); err != nil {
+		return nil, err
+	}
+	if mod.Backward != nil {
+		if err := add("backward", "LaunchBackward", "append(append([]string(nil), OutputNames...), GradNames...)", mod.Backward); err != nil {
+			return nil, err
+		}
+	}
+	var ins []testInput
+	for _, in := range c.Graph.Inputs {
+		expr := "in." + gogen.FieldName(in.Name)
+		if in.State { // kernel state: in.State's field, as the one-element slice the kernels read
+			expr = fmt.Sprintf("[]%s{in.State.%s}", c.Graph.DType, gogen.FieldName(in.Name))
+		}
+		ins = append(ins, testInput{Name: in.Name, Expr: expr})
+	}
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins}
 	return render("ptxsim_test.go.tmpl", data)
 }
 

@@ -1,24 +1,37 @@
 // Package golden reads and writes lossgen's golden cases and NumPy .npz files.
 //
-// A case is two files in golden/<package>/: <case>.in.npz (the kernel inputs, named by data
-// key: "log_prob", "next.reward", ...) and <case>.want.npz (every output as computed by the
-// reference interpreter, in float64). Arrays are stored as NumPy writes them ("<name>.npy"
-// entries) in sorted key order, so the files are byte-stable and numpy.load reads them.
-// The generated packages' tests use this package to load their cases. It reads .npz files
-// itself (npz.go, npy.go: bounded, one array at a time) and writes them with
-// github.com/sbinet/npyio, its only dependency.
+// A case is two files in golden/<package>/ (golden format 2, runtime.GoldenFormat):
+//
+//   - its inputs: for a seeded case (random, flags, extreme), <case>.in.json, the recipe
+//     lossgen's runtime generator draws the inputs from again, bit for bit
+//     (runtime.CaseRecipe); for any other case (real data, or one written by hand),
+//     <case>.in.npz, the inputs themselves, named by data key ("log_prob", "next.reward", ...);
+//   - <case>.want.npz: the reference interpreter's outputs in float64, each whole, or, for an
+//     output of a seeded case larger than WholeMax elements, a Summary: a fixed sample of
+//     its elements and checksums of its rows, columns and tiles (summary.go states exactly what is
+//     checked), so a package's golden directory stays well under a megabyte at any shape.
+//
+// Arrays are stored as NumPy writes them ("<name>.npy" entries, deflated) in sorted key
+// order, so the files are byte-stable and numpy.load reads them. The generated packages'
+// tests use this package to load their cases. It reads .npz files itself (npz.go, npy.go:
+// bounded, one array at a time) and writes them with github.com/sbinet/npyio.
 package golden
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sbinet/npyio/npz"
+
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // Array is one n-dimensional array: its shape (empty for a scalar) and its row-major data,
@@ -122,46 +135,239 @@ func shaped(a Array) any {
 }
 
 // Case is one golden case: inputs by data name, and the interpreter's outputs by name.
+//
+// A seeded case (Recipe set) is stored as its recipe and its outputs, each whole (Want) or,
+// when large, as a Summary; its inputs are drawn again from the recipe (LoadInputs). Any
+// other case (real data, or a user's own <name>.in.npz + <name>.want.npz) is stored and
+// compared whole.
 type Case struct {
-	Name   string
-	Inputs map[string]Array
-	Want   map[string]Array
+	Name    string
+	Inputs  map[string]Array
+	Want    map[string]Array    // outputs held whole
+	Summary map[string]*Summary // outputs held as a sample and checksums (seeded cases)
+	Recipe  *runtime.CaseRecipe // how a seeded case's inputs are drawn; nil for a stored-input case
 }
 
-// Suffixes of the two files of a case.
+// Suffixes of the files of a case: the inputs (stored, or a seeded case's recipe) and the
+// expected outputs.
 const (
-	InSuffix   = ".in.npz"
-	WantSuffix = ".want.npz"
+	InSuffix     = ".in.npz"
+	RecipeSuffix = ".in.json"
+	WantSuffix   = ".want.npz"
 )
 
-// LoadCases reads every case in dir, sorted by name.
+// SeededCases are the names of the cases lossgen draws from a seed (gen/cases): stored as
+// recipes since golden format 2 (runtime.GoldenFormat).
+var SeededCases = []string{"random", "flags", "extreme"}
+
+// IsSeeded reports whether name is one of SeededCases.
+func IsSeeded(name string) bool { return slices.Contains(SeededCases, name) }
+
+// LoadCases reads every case in dir, sorted by name, with its inputs (a seeded case's drawn
+// from its recipe).
 func LoadCases(dir string) ([]Case, error) {
+	cases, err := OpenCases(dir)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cases {
+		if err := cases[i].LoadInputs(); err != nil {
+			return nil, err
+		}
+	}
+	return cases, nil
+}
+
+// OpenCases reads every case in dir, sorted by name: its expected outputs, and the inputs of
+// a stored-input case; a seeded case's inputs are left to LoadInputs (large batches draw
+// them one case at a time). A directory holding a seeded case in golden format 1 (its
+// inputs stored in <case>.in.npz) is read as it is: such a case is still a valid
+// stored-input case, and StaleFormat reports it.
+func OpenCases(dir string) ([]Case, error) {
 	ins, err := filepath.Glob(filepath.Join(dir, "*"+InSuffix))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(ins)
+	recipes, err := filepath.Glob(filepath.Join(dir, "*"+RecipeSuffix))
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{} // case -> its input file
+	for _, f := range append(ins, recipes...) {
+		base := filepath.Base(f)
+		name := strings.TrimSuffix(strings.TrimSuffix(base, InSuffix), RecipeSuffix)
+		if other, dup := names[name]; dup {
+			return nil, fmt.Errorf("%s: case %s has both %s and %s; remove the stale one (lossgen golden -update does)", dir, name, filepath.Base(other), base)
+		}
+		names[name] = f
+	}
 	var cases []Case
-	for _, in := range ins {
-		name := strings.TrimSuffix(filepath.Base(in), InSuffix)
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		c := Case{Name: name}
-		if c.Inputs, err = ReadNPZ(in); err != nil {
+		if strings.HasSuffix(names[name], RecipeSuffix) {
+			data, err := os.ReadFile(names[name])
+			if err != nil {
+				return nil, err
+			}
+			if c.Recipe, err = runtime.ParseRecipe(data); err != nil {
+				return nil, fmt.Errorf("%s: %w", names[name], err)
+			}
+		} else if c.Inputs, err = ReadNPZ(names[name]); err != nil {
 			return nil, err
 		}
-		if c.Want, err = ReadNPZ(filepath.Join(dir, name+WantSuffix)); err != nil {
+		want, err := ReadNPZ(filepath.Join(dir, name+WantSuffix))
+		if err != nil {
 			return nil, err
+		}
+		if c.Want, c.Summary, err = splitWant(want); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name+WantSuffix), err)
 		}
 		cases = append(cases, c)
 	}
 	return cases, nil
 }
 
-// WriteCase writes a case's two files into dir.
+// splitWant separates a want file's whole outputs from its summaries ("<name>#<part>").
+func splitWant(a map[string]Array) (map[string]Array, map[string]*Summary, error) {
+	want, sums := map[string]Array{}, map[string]*Summary{}
+	for n, x := range a {
+		name, _, isPart := strings.Cut(n, "#")
+		if !isPart {
+			want[n] = x
+			continue
+		}
+		if _, done := sums[name]; done {
+			continue
+		}
+		s, err := readSummary(name, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		sums[name] = s
+	}
+	return want, sums, nil
+}
+
+// LoadInputs draws a seeded case's inputs from its recipe (a no-op when they are loaded).
+func (c *Case) LoadInputs() error {
+	if c.Inputs != nil || c.Recipe == nil {
+		return nil
+	}
+	vals, err := c.Recipe.Generate()
+	if err != nil {
+		return fmt.Errorf("case %s: %w", c.Name, err)
+	}
+	c.Inputs = map[string]Array{}
+	for _, in := range c.Recipe.Inputs {
+		c.Inputs[in.Name] = Array{Shape: append([]int{}, in.Shape...), Data: vals[in.Name]}
+	}
+	return nil
+}
+
+// Compact turns a seeded case into what is stored of it: every output of more than
+// WholeMax elements into its Summary, and no inputs (the recipe draws them again). Other
+// cases are left as they are.
+func (c *Case) Compact() {
+	if c.Recipe == nil {
+		return
+	}
+	for name, a := range c.Want {
+		if NeedsSummary(a.Len()) {
+			if c.Summary == nil {
+				c.Summary = map[string]*Summary{}
+			}
+			c.Summary[name] = Summarize(name, a.Shape, a.Float64s())
+			delete(c.Want, name)
+		}
+	}
+	c.Inputs = nil
+}
+
+// WriteCase writes a case's files into dir: a seeded case's recipe, or its inputs, and its
+// expected outputs (a seeded case's as Compact stores them).
 func WriteCase(dir string, c Case) error {
-	if err := WriteNPZ(filepath.Join(dir, c.Name+InSuffix), c.Inputs); err != nil {
+	want := map[string]Array{}
+	sums := map[string]*Summary{}
+	for name, s := range c.Summary {
+		sums[name] = s
+	}
+	for name, a := range c.Want {
+		if c.Recipe == nil || !NeedsSummary(a.Len()) {
+			want[name] = a
+		} else {
+			sums[name] = Summarize(name, a.Shape, a.Float64s())
+		}
+	}
+	for name, s := range sums {
+		for part, x := range s.arrays(name) {
+			want[part] = x
+		}
+	}
+	if c.Recipe != nil {
+		js, err := json.MarshalIndent(c.Recipe, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, c.Name+RecipeSuffix), append(js, '\n'), 0o644); err != nil {
+			return err
+		}
+	} else if err := WriteNPZ(filepath.Join(dir, c.Name+InSuffix), c.Inputs); err != nil {
 		return err
 	}
-	return WriteNPZ(filepath.Join(dir, c.Name+WantSuffix), c.Want)
+	return WriteNPZ(filepath.Join(dir, c.Name+WantSuffix), want)
+}
+
+// StaleFormat lists, one line each, the seeded cases in dir stored in an older golden format
+// than this lossgen writes (format 1: every input stored in <case>.in.npz; or a recipe of
+// another format or generator), and nothing for a current directory or one that does not
+// exist.
+func StaleFormat(dir string) ([]string, error) {
+	var out []string
+	for _, name := range SeededCases {
+		p := filepath.Join(dir, name+InSuffix)
+		if fi, err := os.Stat(p); err == nil {
+			out = append(out, fmt.Sprintf("%s: golden format 1 (the case's inputs stored whole, %d bytes); this lossgen writes format %d (a recipe, %s, and sampled outputs): run lossgen golden -update", p, fi.Size(), runtime.GoldenFormat, name+RecipeSuffix))
+		}
+		p = filepath.Join(dir, name+RecipeSuffix)
+		if data, err := os.ReadFile(p); err == nil {
+			if _, err := runtime.ParseRecipe(data); err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", p, err))
+			}
+		}
+	}
+	return out, nil
+}
+
+// WithSpecials is a copy of a case's inputs with, in every float input, a NaN every 37
+// elements from 11, and +inf and −inf every 101 from 50 and 51: the special values the PTX
+// and CPU kernels must propagate as the interpreter does.
+func WithSpecials(inputs map[string]Array) map[string]Array {
+	out := map[string]Array{}
+	for name, a := range inputs {
+		switch x := a.Data.(type) {
+		case []float32:
+			a.Data = withSpecials(x)
+		case []float64:
+			a.Data = withSpecials(x)
+		}
+		out[name] = a
+	}
+	return out
+}
+
+func withSpecials[T float32 | float64](x []T) []T {
+	x = slices.Clone(x)
+	for i := range x {
+		switch {
+		case i%37 == 11:
+			x[i] = T(math.NaN())
+		case i%101 == 50:
+			x[i] = T(math.Inf(1))
+		case i%101 == 51:
+			x[i] = T(math.Inf(-1))
+		}
+	}
+	return x
 }
 
 // Tol is a per-output tolerance: elementwise |got − want| ≤ Abs + Rel·|want| + Norm·max|want|,
@@ -181,37 +387,61 @@ type Diff struct {
 	First          int     // index of the first bad element, −1 if none
 }
 
+// Float is an element type of kernel outputs.
+type Float interface{ ~float32 | ~float64 }
+
 // Compare measures got against want under tol. It panics if the lengths differ.
 func Compare(want, got []float64, tol Tol) Diff {
+	return CompareScaled(want, got, tol, AbsMax(want))
+}
+
+// CompareOf is Compare for outputs of any float type (no float64 copies of large outputs).
+func CompareOf[W, G Float](want []W, got []G, tol Tol) Diff {
+	return CompareScaled(want, got, tol, AbsMax(want))
+}
+
+// AbsMax is the largest |x| over the finite elements of x (0 if none).
+func AbsMax[T Float](x []T) float64 {
+	m := 0.0
+	for _, v := range x {
+		if a := math.Abs(float64(v)); a > m && a <= math.MaxFloat64 { // not NaN, not inf
+			m = a
+		}
+	}
+	return m
+}
+
+// CompareScaled is Compare with the scale of the Norm term given: the largest finite |w| of
+// the whole output, when want and got hold only some of its elements.
+func CompareScaled[W, G Float](want []W, got []G, tol Tol, scale float64) Diff {
 	if len(want) != len(got) {
 		panic(fmt.Sprintf("golden.Compare: %d values against %d", len(got), len(want)))
 	}
 	d := Diff{First: -1}
-	scale := 0.0
-	for _, w := range want {
-		if !math.IsInf(w, 0) && !math.IsNaN(w) {
-			scale = math.Max(scale, math.Abs(w))
-		}
-	}
+	slack := tol.Abs + tol.Norm*scale
 	for i := range want {
-		w, g := want[i], got[i]
+		w, g := float64(want[i]), float64(got[i])
 		var ok bool
 		switch {
-		case math.IsNaN(w) || math.IsNaN(g) || math.IsInf(w, 0) || math.IsInf(g, 0):
+		case w-w != 0 || g-g != 0: // a NaN or an infinity
 			// NaN matches only NaN, an infinity only itself; a mismatch is out of any
 			// tolerance and its difference unbounded.
 			if ok = w == g || math.IsNaN(w) && math.IsNaN(g); !ok {
 				d.MaxAbs, d.MaxRel = math.Inf(1), math.Inf(1)
 			}
 		default:
-			ad := math.Abs(g - w)
-			d.MaxAbs = math.Max(d.MaxAbs, ad)
-			if w != 0 {
-				d.MaxRel = math.Max(d.MaxRel, ad/math.Abs(w))
-			} else if ad != 0 {
-				d.MaxRel = math.Inf(1)
+			ad, aw := math.Abs(g-w), math.Abs(w)
+			if ad > d.MaxAbs {
+				d.MaxAbs = ad
 			}
-			ok = ad <= tol.Abs+tol.Rel*math.Abs(w)+tol.Norm*scale
+			if ad > d.MaxRel*aw { // ad/aw > MaxRel, without a division per element
+				if aw != 0 {
+					d.MaxRel = ad / aw
+				} else {
+					d.MaxRel = math.Inf(1)
+				}
+			}
+			ok = ad <= slack+tol.Rel*aw
 		}
 		if !ok {
 			d.Bad++

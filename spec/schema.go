@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/lossgen/lossgen/runtime"
 )
 
 // The schema of the stages (losses, estimators, transforms) is not written here: each stage
@@ -69,34 +71,11 @@ const (
 )
 
 // Sample says how golden cases draw a key's values: uniform in [Lo, Hi), normal (Mean,
-// Std), a flag true with probability P, an index along the stage's action dim (for an input
-// stored as flags or floats, a one-hot vector along its last dim), or "action": an index, a
-// one-hot vector (an input that feeds an argmax) or a point in (−1, 1), as the input's kind
-// says. Offset
-// adds the values of another key (log_prob = sample_log_prob + a small offset); Within
-// keeps a flag true only where another one is (terminated ⊆ done).
-type Sample struct {
-	Dist       string // "uniform", "normal", "flag", "index", "action"
-	Lo, Hi     float64
-	Mean, Std  float64
-	P          float64
-	Offset     string
-	Within     string
-	ExtremeLog bool // the "extreme" case pushes it to ±6 nats of its offset base and exact ties
-	ExtremeBig bool // the "extreme" case puts zeros and ±1e3 values in it
-	ExtremeNil bool // the "extreme" case puts exact zeros in every third element
-	// ExtremeLogits: the "extreme" case puts −inf, the most negative finite value, huge
-	// near-equal logits (10000, 9999) and exact ties in some rows.
-	ExtremeLogits bool
-	// ExtremeAction: the "extreme" case puts continuous actions exactly on the bounds ±1.
-	ExtremeAction bool
-	// ExtremeTie: the "extreme" case makes every second element along the last dim equal
-	// to the one before it (tied maxima, tied expected values over atoms).
-	ExtremeTie bool
-	// ExtremeRows: the "extreme" case clears every third row (all elements along the last
-	// dim) of a flag: all-masked rows.
-	ExtremeRows bool
-}
+// Std), a flag true with probability P, or an index along the stage's action dim, with
+// Offset, Within and the extreme-case variants. It is lossgen runtime's Sample: the one
+// generator (runtime.CaseRecipe) that lossgen's golden cases and every generated test draw
+// inputs with.
+type Sample = runtime.Sample
 
 // KeyDef is one logical key: a name TorchRL's tensor_keys or lossgen use for a tensor of the
 // data, the nested data key it defaults to, and what it holds.

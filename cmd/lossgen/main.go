@@ -26,6 +26,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -184,7 +185,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fs := flags("check", "[-o DIR [-golden DIR]] SPEC...", stderr)
 	out := fs.String("o", "", "also check that this directory holds the package generated from the (single) spec")
-	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with")
+	goldenDir := fs.String("golden", "", "the -golden directory the package was generated with (also checked to be in the current golden format)")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -201,6 +202,19 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		warn(stderr, c.Spec)
+		if *goldenDir != "" {
+			stale, err := golden.StaleFormat(*goldenDir)
+			if err != nil {
+				return err
+			}
+			for _, line := range stale {
+				fmt.Fprintln(stderr, line)
+			}
+			if len(stale) > 0 {
+				failed++
+				continue
+			}
+		}
 		if *out != "" {
 			diffs, err := gen.Diff(*out, files)
 			if err != nil {
@@ -266,6 +280,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			if err := cases.Want(c.Reference(), &cs[i]); err != nil {
 				return err
 			}
+			cs[i].Compact() // what is stored: a large batch's full outputs are not kept for every case
 		}
 		names := make([]string, len(cs))
 		for i, x := range cs {

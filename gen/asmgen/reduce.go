@@ -484,6 +484,12 @@ func (pg *passGen) innerInit(r *ir.Node) {
 				id = red.Identity[i]
 			}
 		}
+		if r.Op == ir.OpArgMax && f.name == "idx" {
+			// One lane sees every index of its row, so a row that never takes an element
+			// (all −inf) keeps the first index, as torch.argmax does; +inf, the identity,
+			// only serves lane merges (FinishArgMax), which an inner reduction does not do.
+			id = 0
+		}
 		v := pg.ymm()
 		if f.elem {
 			pg.mov(pg.cf(id), v)

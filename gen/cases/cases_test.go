@@ -2,12 +2,16 @@ package cases
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // float64 data narrows into a float32 kernel as TorchRL's .to(torch.float32) does: each value
@@ -40,4 +44,88 @@ func TestConvertNarrowsFloat64(t *testing.T) {
 	// Other dtypes are still refused.
 	_, err = Convert(ir.F32, in, golden.Array{Shape: []int{7}, Data: make([]int64, 7)})
 	require.EqualError(t, err, `"next.reward" has dtype int64, want float32`)
+}
+
+// clipPPOGAE compiles a small ClipPPO+GAE graph.
+func clipPPOGAE(t *testing.T) *ir.Graph {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("package: p\ndims: {N: 6, T: 13}\nbatch: [N, T]\n"+
+		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo}\n"), 0o644))
+	s, err := spec.ParseFile(path, lower.Registry())
+	require.NoError(t, err)
+	g, _, err := lower.Lower(s)
+	require.NoError(t, err)
+	return g
+}
+
+// Build draws the seeded cases with the runtime generator from their recipes: the recipe
+// alone gives the same inputs back, the flag patterns are in the flags case, terminated is
+// within done, and log_prob is sample_log_prob plus an offset.
+func TestBuildRecipes(t *testing.T) {
+	g := clipPPOGAE(t)
+	cs, err := Build(g, "p", "")
+	require.NoError(t, err)
+	require.Len(t, cs, 3)
+	for _, c := range cs {
+		require.NotNil(t, c.Recipe, c.Name)
+		again, err := c.Recipe.Generate() // checks the stored checksums too
+		require.NoError(t, err)
+		for name, a := range c.Inputs {
+			require.Equal(t, a.Data, again[name], "%s %s", c.Name, name)
+		}
+		done, term := c.Inputs["next.done"].Data.([]bool), c.Inputs["next.terminated"].Data.([]bool)
+		for i := range done {
+			require.False(t, term[i] && !done[i], "%s: terminated without done at %d", c.Name, i)
+		}
+	}
+	flags := cs[1]
+	require.Equal(t, "flags", flags.Name)
+	done := flags.Inputs["next.done"].Data.([]bool)
+	require.True(t, done[1*13+6], "row 1: done in the middle")
+	require.True(t, done[4*13+12], "row 4: done on the last step")
+	rec := cs[0].Recipe.Inputs
+	byName := map[string]int{}
+	for i, in := range rec {
+		byName[in.Name] = i
+	}
+	require.Equal(t, "sample_log_prob", rec[byName["log_prob"]].Sample.Offset)
+}
+
+// Update migrates a directory in golden format 1: it writes recipes, removes the seeded
+// cases' stored inputs and leaves a user's own case alone; Check reports the old format
+// before, and nothing after.
+func TestUpdateMigratesFormat1(t *testing.T) {
+	g := clipPPOGAE(t)
+	dir := t.TempDir()
+	cs, err := Build(g, "p", "")
+	require.NoError(t, err)
+	for i := range cs {
+		require.NoError(t, Want(g, &cs[i]))
+		old := cs[i]
+		old.Recipe = nil // format 1: inputs and whole outputs
+		require.NoError(t, golden.WriteCase(dir, old))
+	}
+	mine := golden.Case{Name: "mine", Inputs: cs[0].Inputs, Want: cs[0].Want}
+	require.NoError(t, golden.WriteCase(dir, mine))
+	diffs, err := Check(dir, cs)
+	require.NoError(t, err)
+	require.Len(t, diffs, 3)
+	for _, d := range diffs {
+		require.Contains(t, d, "golden format 1")
+	}
+	require.NoError(t, Update(dir, cs))
+	for _, name := range []string{"random", "flags", "extreme"} {
+		require.NoFileExists(t, filepath.Join(dir, name+golden.InSuffix))
+		require.FileExists(t, filepath.Join(dir, name+golden.RecipeSuffix))
+	}
+	require.FileExists(t, filepath.Join(dir, "mine"+golden.InSuffix))
+	diffs, err = Check(dir, cs)
+	require.NoError(t, err)
+	require.Empty(t, diffs)
+	// Another seed is a recipe difference.
+	cs[0].Recipe.Seed++
+	diffs, err = Check(dir, cs)
+	require.NoError(t, err)
+	require.Equal(t, []string{dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}, diffs)
 }

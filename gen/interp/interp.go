@@ -20,9 +20,22 @@ import (
 // Run evaluates g. inputs maps each input name to a float64 tensor of the input's shape
 // (bool inputs as 0/1, index inputs as their value). It returns every output by name.
 // It fails on a missing input, a shape mismatch, or a gather index out of range.
+//
+// A node's value is dropped after its last use (outputs are kept), so a large batch holds
+// only the values still needed, not one tensor per node.
 func Run(g *ir.Graph, inputs map[string]*tensor.Dense) (map[string]*tensor.Dense, error) {
 	vals := make([]*tensor.Dense, len(g.Nodes))
-	for _, n := range g.Nodes {
+	last := make([]int, len(g.Nodes)) // the position of each node's last user
+	keep := make([]bool, len(g.Nodes))
+	for i, n := range g.Nodes {
+		for _, a := range n.Args {
+			last[a.ID] = i
+		}
+	}
+	for _, o := range g.Outputs {
+		keep[o.Node.ID] = true
+	}
+	for i, n := range g.Nodes {
 		v, err := eval(n, vals, inputs)
 		if err != nil {
 			return nil, fmt.Errorf("interp: %s: %w", n, err)
@@ -31,6 +44,11 @@ func Run(g *ir.Graph, inputs map[string]*tensor.Dense) (map[string]*tensor.Dense
 			overflow32(Data(v))
 		}
 		vals[n.ID] = v
+		for _, a := range n.Args {
+			if last[a.ID] == i && !keep[a.ID] {
+				vals[a.ID] = nil
+			}
+		}
 	}
 	out := make(map[string]*tensor.Dense, len(g.Outputs))
 	for _, o := range g.Outputs {

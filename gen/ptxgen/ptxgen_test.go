@@ -2,6 +2,7 @@ package ptxgen_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -65,35 +66,9 @@ func specialCase(t *testing.T, ex example) golden.Case {
 	c, err := lossgen.Compile(filepath.Join("../../generated", ex.dir, specPath))
 	require.NoError(t, err)
 	base := ex.cases[0]
-	cs := golden.Case{Name: base.Name + "+nan+inf", Inputs: map[string]golden.Array{}}
-	for name, a := range base.Inputs {
-		switch x := a.Data.(type) {
-		case []float32:
-			a.Data = withSpecials(x)
-		case []float64:
-			a.Data = withSpecials(x)
-		}
-		cs.Inputs[name] = a
-	}
+	cs := golden.Case{Name: base.Name + "+nan+inf", Inputs: golden.WithSpecials(base.Inputs)}
 	require.NoError(t, cases.Want(c.Graph, &cs))
 	return cs
-}
-
-// withSpecials is a copy of x with a NaN every 37 elements from 11, and +inf and −inf every
-// 101 from 50 and 51.
-func withSpecials[T float32 | float64](x []T) []T {
-	x = slices.Clone(x)
-	for i := range x {
-		switch {
-		case i%37 == 11:
-			x[i] = T(math.NaN())
-		case i%101 == 50:
-			x[i] = T(math.Inf(1))
-		case i%101 == 51:
-			x[i] = T(math.Inf(-1))
-		}
-	}
-	return x
 }
 
 // TestSpecialValues runs every example's PTX on its special-value case.
@@ -122,20 +97,32 @@ func check(t *testing.T, ptx string, table runtime.LaunchTable, cs golden.Case) 
 	if table.DType == "float64" {
 		dt = ir.F64
 	}
-	for name, want := range cs.Want {
-		got, ok := out[name]
-		if !ok {
-			t.Logf("%s: no output %s", cs.Name, name)
-			bad++
+	for name, got := range out {
+		if !cs.Has(name) {
 			continue
 		}
-		d := golden.Compare(want.Float64s(), got.Float64s(), lossgen.Tolerance(dt, len(want.Shape) == 0))
-		if d.Bad > 0 {
-			t.Logf("%s %s: %d bad, first [%d]: got %v want %v", cs.Name, name, d.Bad, d.First, got.Float64s()[d.First], want.Float64s()[d.First])
-		} else {
-			t.Logf("%s %-22s max rel %.3g normwise %.3g", cs.Name, name, d.MaxRel, d.MaxNorm)
+		r, err := cs.Check(name, got.Float64s(), lossgen.Tolerance(dt, len(got.Shape) == 0))
+		if err != nil {
+			return 0, err
 		}
-		bad += d.Bad
+		if r.Bad > 0 {
+			t.Logf("%s %s: %d bad: %s", cs.Name, name, r.Bad, r.First)
+		} else {
+			t.Logf("%s %-22s %s: max rel %.3g normwise %.3g", cs.Name, name, r.Checked, r.MaxRel, r.MaxNorm)
+		}
+		bad += r.Bad
+	}
+	for name := range cs.Want {
+		if _, ok := out[name]; !ok {
+			t.Logf("%s: no output %s", cs.Name, name)
+			bad++
+		}
+	}
+	for name := range cs.Summary {
+		if _, ok := out[name]; !ok {
+			t.Logf("%s: no output %s", cs.Name, name)
+			bad++
+		}
 	}
 	return bad, nil
 }
@@ -269,7 +256,7 @@ func numpyPython() string {
 
 // TestGPUCheckScript runs scripts/gpu-check without a GPU (--dry-run) on the simulator's
 // outputs for the "random" case of every example: it must accept them, and must reject them
-// once one element is off by 1e-3 — so the script's buffer plumbing and comparison are
+// once one element is off by 1e-3; and it must draw every seeded case's inputs as lossgen does — so the script's buffer plumbing and comparison are
 // tested here, and only the CUDA calls wait for a GPU.
 func TestGPUCheckScript(t *testing.T) {
 	py := numpyPython()
@@ -297,6 +284,12 @@ func TestGPUCheckScript(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
+	// Every seeded case of every example: the script's NumPy port of the input generator
+	// must draw each recipe's inputs to the checksums the recipe stores.
+	all, err := exec.Command(py, append([]string{"../../scripts/gpu-check", "--dry-run"}, dirs...)...).CombinedOutput()
+	require.NoError(t, err, string(all))
+	require.Contains(t, string(all), "RESULT ok 0 failures")
+
 	got, err := run()
 	require.NoError(t, err, got)
 	require.Contains(t, got, "RESULT ok 0 failures")
@@ -312,7 +305,7 @@ func TestGPUCheckScript(t *testing.T) {
 	got, err = run()
 	require.Error(t, err, got)
 	require.Contains(t, got, "CASE gae random advantage FAIL")
-	require.Contains(t, got, "bad=1/26944")
+	require.Regexp(t, `CASE gae random advantage FAIL .* bad=[1-9][0-9]*/[0-9]+checks`, got)
 	require.Contains(t, got, "RESULT FAIL 1 failures")
 }
 
@@ -345,6 +338,46 @@ func TestOddShapes(t *testing.T) {
 				bad, err := check(t, string(mod.PTX), mod.Launch, cs[i])
 				require.NoError(t, err, cs[i].Name)
 				require.Zero(t, bad, cs[i].Name)
+			}
+		})
+	}
+}
+
+// TestPartialMatchesWhole runs every example's launch tables whole and in part
+// (ptxsim.Sampled) on its golden cases: every element the part computes must have the bits
+// the whole simulation gives it (the taint tracking never lets a value that depends on
+// skipped work through), the same elements on every case (which ones depends on the table,
+// not on the values), and some element at all where a generated test simulates the table in
+// part by default (where it is larger than lossgen.WholeBudget).
+func TestPartialMatchesWhole(t *testing.T) {
+	for _, ex := range examples(t) {
+		t.Run(ex.dir, func(t *testing.T) {
+			var cover map[string]ptxsim.Coverage
+			for _, c := range ex.cases[:2] {
+				whole, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Whole)
+				require.NoError(t, err)
+				part, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Sampled)
+				require.NoError(t, err)
+				require.Less(t, part.Stats.Instructions, whole.Stats.Instructions)
+				got := map[string]ptxsim.Coverage{}
+				computed := 0
+				for name, p := range part.Outputs {
+					w := whole.Outputs[name]
+					for k, i := range p.Index {
+						require.Equal(t, math.Float64bits(w.Value[i]), math.Float64bits(p.Value[k]), "%s %s[%d]", c.Name, name, i)
+					}
+					got[name] = p.Coverage()
+					computed += len(p.Index)
+				}
+				budget := ptxsim.Whole
+				budget.Budget = lossgen.WholeBudget
+				if _, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, budget); errors.Is(err, ptxsim.ErrBudget) {
+					require.Positive(t, computed, c.Name)
+				}
+				if cover == nil {
+					cover = got
+				}
+				require.Equal(t, cover, got, "the elements computed depend on the case")
 			}
 		})
 	}

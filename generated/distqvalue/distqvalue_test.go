@@ -5,7 +5,6 @@ package distqvalue
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"testing"
@@ -24,58 +23,95 @@ var tolerances = map[string]golden.Tol{
 	"invalid_action_value":  {Abs: 1e-06, Rel: 5e-06, Norm: 0},
 }
 
-// goldenDir holds this package's golden cases (inputs, and outputs of lossgen's float64
-// reference interpreter), written by `lossgen golden -update`.
+// goldenDir holds this package's golden cases, written by `lossgen golden -update`: the
+// outputs of lossgen's float64 reference interpreter, and the inputs (a seeded case's as the
+// recipe lossgen's runtime generator draws them from; see lossgen's golden package for what
+// a case stores and checks).
 const goldenDir = "../../golden/distqvalue"
 
 // TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
-// its tolerance.
+// its tolerance: every element of an output the case holds whole; of a large output of a
+// seeded case, a fixed sample of elements and checksums of its rows, columns and tiles. It also
+// compares every other implementation with the pure-Go kernel on every element, and runs
+// the PTX in lossgen's simulator on the case (ptxCase: see TestPTXSimulated). Cases run in
+// parallel with each other and the other parallel tests (-test.parallel bounds how many, and
+// so how many cases' inputs and results are in memory at once), each with its
+// implementations concurrently.
 func TestGolden(t *testing.T) {
-	cases, err := golden.LoadCases(goldenDir)
+	t.Parallel()
+	cases, err := golden.OpenCases(goldenDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cases) == 0 {
 		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
 	}
-	for _, im := range impls {
-		for _, c := range cases {
-			t.Run(im.name+"/"+c.Name, func(t *testing.T) {
-				in := &Inputs{}
-				for _, name := range InputNames {
-					a, ok := c.Inputs[name]
-					if !ok {
-						t.Fatalf("case %s has no input %q", c.Name, name)
-					}
-					if err := in.Set(name, a.Data); err != nil {
-						t.Fatal(err)
-					}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			t.Parallel() // as many cases at a time as -test.parallel (GOMAXPROCS) allows
+			in := caseInputs(t, &c)
+			t.Cleanup(func() { c.Inputs = nil })
+			rs := runAll(t, in, impls)
+			for _, r := range rs {
+				t.Run(r.im.name, func(t *testing.T) {
+					compare(t, &c, OutputNames, r.out.Get)
+				})
+			}
+			for _, r := range rs[1:] {
+				if rs[0].im.name == "go" {
+					t.Run(r.im.name+"_vs_go", func(t *testing.T) { agree(t, "golden case "+c.Name, rs[0], r, 1) })
 				}
-				out := NewOutputs()
-				if err := forward(im, clone(in), out); err != nil {
-					t.Fatal(err)
-				}
-				compare(t, c, OutputNames, out.Get)
-			})
-		}
+			}
+			ptxCase(t, &c, rs[len(rs)-1])
+		})
 	}
 }
 
+// inputLens are the inputs' element counts, by data name.
+var inputLens = map[string]int{
+	"action_value": 5676,
+}
+
+// caseInputs loads a case's inputs (drawing a seeded case's from its recipe, after checking
+// that the recipe is for this package's shapes).
+func caseInputs(t *testing.T, c *golden.Case) *Inputs {
+	t.Helper()
+	if c.Recipe != nil {
+		for _, ri := range c.Recipe.Inputs {
+			if n, ok := inputLens[ri.Name]; !ok || ri.Len() != n {
+				t.Fatalf("case %s: the recipe's input %q has shape %v, not this package's (%d elements): the golden cases are for another spec; run lossgen golden -update", c.Name, ri.Name, ri.Shape, n)
+			}
+		}
+	}
+	if err := c.LoadInputs(); err != nil {
+		t.Fatal(err)
+	}
+	in := &Inputs{}
+	for _, name := range InputNames {
+		a, ok := c.Inputs[name]
+		if !ok {
+			t.Fatalf("case %s has no input %q", c.Name, name)
+		}
+		if err := in.Set(name, a.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return in
+}
+
 // compare checks the named results (got by name) against the case's expected values.
-func compare(t *testing.T, c golden.Case, names []string, get func(string) ([]float32, bool)) {
+func compare(t *testing.T, c *golden.Case, names []string, get func(string) ([]float32, bool)) {
 	t.Helper()
 	for _, name := range names {
 		got, _ := get(name)
-		want, ok := c.Want[name]
-		if !ok {
-			t.Fatalf("case %s has no expected %q", c.Name, name)
+		r, err := golden.CheckOutput(c, name, got, tolerances[name])
+		if err != nil {
+			t.Fatal(err)
 		}
-		d := golden.Compare(want.Float64s(), widen(got), tolerances[name])
-		if d.Bad > 0 {
-			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-				name, d.Bad, len(got), tolerances[name], d.First, got[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
+		if r.Bad > 0 {
+			t.Errorf("%s: %s", name, r.First)
 		} else {
-			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
+			t.Logf("%-24s %s: max abs %.3g  max rel %.3g  normwise %.3g", name, r.Checked, r.MaxAbs, r.MaxRel, r.MaxNorm)
 		}
 	}
 }
@@ -88,23 +124,122 @@ func widen(x []float32) []float64 {
 	return out
 }
 
+// results is what one implementation computed on one set of inputs.
+type results struct {
+	im  impl
+	out *Outputs // Forward's
+}
+
 // clone copies in.
 func clone(in *Inputs) *Inputs {
 	c := *in
 	return &c
 }
 
-// randomInputs fills every input with seeded values: floats uniform in [-1, 1), flags true
-// with probability 0.05.
+// resultsPool holds results for reuse: a large batch's outputs are costly to allocate (the
+// kernels write every element, so reused ones need no clearing).
+var resultsPool sync.Pool
+
+// runAll runs Forward of each implementation in which on in, all
+// concurrently (the kernels are safe for concurrent use with distinct outputs). The test's
+// cleanup returns the results to resultsPool.
+func runAll(t *testing.T, in *Inputs, which []impl) []*results {
+	t.Helper()
+	rs := make([]*results, len(which))
+	errs := make([]error, 2*len(which))
+	var wg sync.WaitGroup
+	for i, im := range which {
+		r, ok := resultsPool.Get().(*results)
+		if !ok {
+			r = &results{out: NewOutputs()}
+		}
+		r.im = im
+		rs[i] = r
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[2*i] = forward(im, clone(in), r.out)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, r := range rs {
+			resultsPool.Put(r)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rs
+}
+
+// agree compares the results of another implementation (got) with the pure-Go kernel's
+// (want) on every element: the same NaNs and infinities in the same places, finite values
+// within the tolerances times looser on the relative term.
+func agree(t *testing.T, what string, want, got *results, looser float64) {
+	t.Helper()
+	check := func(names []string, w, g func(string) ([]float32, bool)) {
+		for _, name := range names {
+			wv, _ := w(name)
+			gv, _ := g(name)
+			tol := tolerances[name]
+			tol.Rel *= looser
+			if d := golden.CompareOf(wv, gv, tol); d.Bad > 0 {
+				t.Errorf("%s on %s, %s: %d of %d elements differ from go; first at %d: %v, go %v",
+					got.im.name, what, name, d.Bad, len(wv), d.First, gv[d.First], wv[d.First])
+			}
+		}
+	}
+	check(OutputNames, want.out.Get, got.out.Get)
+}
+
+var (
+	randomMu    sync.Mutex
+	randomCache = map[uint64]*Inputs{}
+)
+
+// randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
+// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7, which several tests use, are
+// drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
-	r := rand.New(rand.NewPCG(seed, 1))
-	in := &Inputs{}
-	in.ActionValue = make([]float32, 5676)
-	for i := range in.ActionValue {
-		in.ActionValue[i] = float32(r.Float64()*2 - 1)
+	randomMu.Lock()
+	defer randomMu.Unlock()
+	if in, ok := randomCache[seed]; ok {
+		return in
+	}
+	in := drawRandomInputs(seed)
+	if seed == 7 {
+		randomCache[seed] = in
 	}
 	return in
 }
+
+func drawRandomInputs(seed uint64) *Inputs {
+	r := &runtime.CaseRecipe{Seed: seed, DType: "float32", Inputs: []runtime.InputRecipe{
+		{Name: "action_value", Key: "action_value", Kind: "float", Shape: []int{5676}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
+	}}
+	vals, err := r.Generate()
+	if err != nil {
+		panic(err)
+	}
+	in := &Inputs{}
+	for name, v := range vals {
+		if err := in.Set(name, v); err != nil {
+			panic(err)
+		}
+	}
+	return in
+}
+
+// zeroInputs has every input allocated and zero (what the argument checks need); callers
+// may reslice its fields but not write them.
+var zeroInputs = sync.OnceValue(func() *Inputs {
+	return &Inputs{
+		ActionValue: make([]float32, 5676),
+	}
+})
 
 // fill sets every output element to v.
 func fill(out *Outputs, v float32) {
@@ -136,8 +271,10 @@ func untouched(out *Outputs, v float32) bool {
 // TestShapeMismatch checks that a slice of the wrong length is an error that names it,
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
+	t.Parallel()
 	for _, delta := range []int{-1, 1} {
-		in := randomInputs(1)
+		v := *zeroInputs()
+		in := &v
 		n := len(in.ActionValue) + delta
 		in.ActionValue = make([]float32, n)
 		out := NewOutputs()
@@ -154,14 +291,14 @@ func TestShapeMismatch(t *testing.T) {
 	out := NewOutputs()
 	out.Action = out.Action[:len(out.Action)-1]
 	var se *runtime.ShapeError
-	if err := Forward(randomInputs(1), out); !errors.As(err, &se) || se.Bad[0].Name != "out.Action" {
+	if err := Forward(zeroInputs(), out); !errors.As(err, &se) || se.Bad[0].Name != "out.Action" {
 		t.Fatalf("short out.Action: got %v", err)
 	}
 	if err := Forward(nil, NewOutputs()); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
 	}
 	// An output sharing memory with an input is an error, and nothing is written.
-	in := randomInputs(1)
+	in := zeroInputs()
 	out = NewOutputs()
 	out.ActionValue = in.ActionValue
 	before := append([]float32(nil), in.ActionValue...)
@@ -189,7 +326,13 @@ func callErr(err error) error {
 
 // TestDeterministic checks that repeated and concurrent calls give bit-identical outputs.
 func TestDeterministic(t *testing.T) {
-	in := randomInputs(2)
+	t.Parallel()
+	deterministic(t, randomInputs(7))
+}
+
+// deterministic checks that four concurrent calls of Forward on in give the bits of a first one.
+func deterministic(t *testing.T, in *Inputs) {
+	t.Helper()
 	ref := NewOutputs()
 	if err := callErr(Forward(clone(in), ref)); err != nil {
 		t.Fatal(err)
@@ -243,79 +386,78 @@ func implNames() []string {
 	return out
 }
 
+// extremeKinds are the kinds of extremeInputs the tests run.
+var extremeKinds = []string{"big", "inf", "nan", "equal"}
+
 // extremeInputs are random inputs pushed to the edges: kind "big" puts log-ratios of ±80 and
 // values of ±1e30 in; "inf" puts ±inf in the first float input; "nan" puts a NaN in every
-// float input; "equal" makes every float input constant (all-equal advantages: a zero std).
+// float input; "equal" makes every float input constant (all-equal advantages: a zero std);
+// "bands" does each of the four in its own quarter of the flat index. The positions are
+// drawn by lossgen's runtime generator (seed 5, one stream per input).
 func extremeInputs(kind string) *Inputs {
 	in := randomInputs(4)
-	r := rand.New(rand.NewPCG(5, 6))
 	first := true
-	for i := range in.ActionValue {
-		switch kind {
-		case "big":
-			if r.IntN(3) == 0 {
-				in.ActionValue[i] = float32(80 * (2*float64(r.IntN(2)) - 1))
-			} else if r.IntN(5) == 0 {
-				in.ActionValue[i] = float32(1e30 * (2*r.Float64() - 1))
+	bands := kind == "bands"
+	{
+		s := runtime.NewStream(5, "action_value")
+		n := len(in.ActionValue)
+		for i := range in.ActionValue {
+			if bands {
+				kind = [4]string{"big", "inf", "nan", "equal"}[4*i/n]
 			}
-		case "inf":
-			if first && i%7 == 3 {
-				in.ActionValue[i] = float32(math.Inf(1 - 2*(i%2)))
+			switch kind {
+			case "big":
+				d := s.Draw(i, 0)
+				if d%3 == 0 {
+					in.ActionValue[i] = float32(80 * float64(2*int(d>>8&1)-1))
+				} else if d>>16%5 == 0 {
+					in.ActionValue[i] = float32(1e30 * (2*s.Uniform(i, 1) - 1))
+				}
+			case "inf":
+				if first && i%7 == 3 {
+					in.ActionValue[i] = float32(math.Inf(1 - 2*(i%2)))
+				}
+			case "nan":
+				if i%11 == 5 {
+					in.ActionValue[i] = float32(math.NaN())
+				}
+			case "equal":
+				in.ActionValue[i] = 0.25
 			}
-		case "nan":
-			if i%11 == 5 {
-				in.ActionValue[i] = float32(math.NaN())
-			}
-		case "equal":
-			in.ActionValue[i] = 0.25
 		}
+		first = false
 	}
-	first = false
 	_ = first
 	return in
 }
 
-// TestImplementationsAgree runs every implementation on random and extreme inputs and
-// compares it with the pure-Go kernel: the same NaNs and infinities in the same places, finite
-// values within the tolerances. What propagates is TorchRL's float semantics: a NaN input
-// makes every output that reads it NaN (a reduction, its whole result; a reverse scan, that
-// step and every earlier step of the row, across done flags, since 0·NaN is NaN), and counts as
-// clipped in clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios.
+// TestImplementationsAgree runs every implementation on extreme inputs and
+// compares it with the pure-Go kernel on every element (TestGolden does so on the golden
+// cases): the same NaNs and infinities in the same places, finite values within the
+// tolerances. What propagates is TorchRL's float semantics: a NaN input makes every output
+// that reads it NaN (a reduction, its whole result; a reverse scan, that step and every
+// earlier step of the row, across done flags, since 0·NaN is NaN), and counts as clipped in
+// clip_fraction (NaN ≠ NaN); an infinite log-ratio gives infinite or NaN ratios. One kind of
+// inputs at a time is in memory.
 func TestImplementationsAgree(t *testing.T) {
+	t.Parallel()
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
-	inputs := map[string]*Inputs{"random": randomInputs(7)}
-	for _, k := range []string{"big", "inf", "nan", "equal"} {
-		inputs[k] = extremeInputs(k)
-	}
-	agree := func(im impl, kind string, names []string, want, got func(string) ([]float32, bool)) {
-		for _, name := range names {
-			w, _ := want(name)
-			g, _ := got(name)
-			tol := tolerances[name]
+	kinds := extremeKinds
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			in := randomInputs(7)
+			looser := 1.0
 			if kind != "random" {
-				tol.Rel *= 10 // extreme magnitudes: compare the exact kernels more loosely
+				in = extremeInputs(kind)
+				looser = 10 // extreme magnitudes: compare the exact kernels more loosely
 			}
-			d := golden.Compare(widen(w), widen(g), tol)
-			if d.Bad > 0 {
-				t.Errorf("%s on %s inputs, %s: %d elements differ from go; first at %d: %v, go %v",
-					im.name, kind, name, d.Bad, d.First, g[d.First], w[d.First])
+			rs := runAll(t, in, impls)
+			for _, r := range rs[1:] {
+				agree(t, kind+" inputs", rs[0], r, looser)
 			}
-		}
-	}
-	for kind, in := range inputs {
-		ref := NewOutputs()
-		if err := forward(impls[0], clone(in), ref); err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range impls[1:] {
-			out := NewOutputs()
-			if err := forward(im, clone(in), out); err != nil {
-				t.Fatal(err)
-			}
-			agree(im, kind, OutputNames, ref.Get, out.Get)
-		}
+		})
 	}
 }
 

@@ -121,7 +121,7 @@ inner_K_3:
 	JL      inner_A_2
 	VMOVUPS lgc18<>+0(SB), Y0
 	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc19<>+0(SB), Y0
+	VMOVUPD lgc0<>+0(SB), Y0
 	VMOVUPD Y0, 160(SP)
 	VMOVUPD Y0, 192(SP)
 	XORQ    DX, DX
@@ -307,8 +307,8 @@ inner_A_7:
 	JNZ          noflush_8
 	MOVQ         p4+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc21<>+0(SB), Y1, Y1
+	VANDPS       lgc19<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -344,7 +344,7 @@ inner_K_10:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc22<>+0(SB), Y2
+	VMOVUPS    lgc21<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
@@ -387,7 +387,7 @@ inner_K_10:
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc21<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -425,7 +425,7 @@ inner_K_10:
 	JL      inner_A_9
 	VMOVUPS lgc18<>+0(SB), Y0
 	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc19<>+0(SB), Y0
+	VMOVUPD lgc0<>+0(SB), Y0
 	VMOVUPD Y0, 160(SP)
 	VMOVUPD Y0, 192(SP)
 	XORQ    AX, AX
@@ -446,7 +446,7 @@ inner_K_12:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc22<>+0(SB), Y2
+	VMOVUPS    lgc21<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
@@ -489,7 +489,7 @@ inner_K_12:
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc21<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -514,7 +514,7 @@ inner_K_12:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// argmax(v4) over [A]
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc21<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
@@ -574,7 +574,7 @@ inner_A_14:
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc22<>+0(SB), Y2
+	VMOVUPS    lgc21<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
@@ -590,7 +590,7 @@ inner_A_14:
 	VANDPS lgc15<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc21<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
@@ -610,12 +610,12 @@ inner_A_14:
 	MOVQ         p5+40(FP), AX
 	XORQ         CX, CX
 	ADDQ         $+128, CX
-	VMOVUPS      lgc22<>+0(SB), Y1
+	VMOVUPS      lgc21<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
 	MOVQ         p4+32(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc21<>+0(SB), Y1, Y1
+	VANDPS       lgc19<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -816,41 +816,35 @@ DATA lgc18<>+24(SB)/4, $0xff800000
 DATA lgc18<>+28(SB)/4, $0xff800000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc19<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc19<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc19<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc19<>+0(SB)/4, $0x7fffffff
+DATA lgc19<>+4(SB)/4, $0x7fffffff
+DATA lgc19<>+8(SB)/4, $0x7fffffff
+DATA lgc19<>+12(SB)/4, $0x7fffffff
+DATA lgc19<>+16(SB)/4, $0x7fffffff
+DATA lgc19<>+20(SB)/4, $0x7fffffff
+DATA lgc19<>+24(SB)/4, $0x7fffffff
+DATA lgc19<>+28(SB)/4, $0x7fffffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x7fffffff
-DATA lgc20<>+4(SB)/4, $0x7fffffff
-DATA lgc20<>+8(SB)/4, $0x7fffffff
-DATA lgc20<>+12(SB)/4, $0x7fffffff
-DATA lgc20<>+16(SB)/4, $0x7fffffff
-DATA lgc20<>+20(SB)/4, $0x7fffffff
-DATA lgc20<>+24(SB)/4, $0x7fffffff
-DATA lgc20<>+28(SB)/4, $0x7fffffff
+DATA lgc20<>+0(SB)/4, $0x7f7fffff
+DATA lgc20<>+4(SB)/4, $0x7f7fffff
+DATA lgc20<>+8(SB)/4, $0x7f7fffff
+DATA lgc20<>+12(SB)/4, $0x7f7fffff
+DATA lgc20<>+16(SB)/4, $0x7f7fffff
+DATA lgc20<>+20(SB)/4, $0x7f7fffff
+DATA lgc20<>+24(SB)/4, $0x7f7fffff
+DATA lgc20<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x7f7fffff
-DATA lgc21<>+4(SB)/4, $0x7f7fffff
-DATA lgc21<>+8(SB)/4, $0x7f7fffff
-DATA lgc21<>+12(SB)/4, $0x7f7fffff
-DATA lgc21<>+16(SB)/4, $0x7f7fffff
-DATA lgc21<>+20(SB)/4, $0x7f7fffff
-DATA lgc21<>+24(SB)/4, $0x7f7fffff
-DATA lgc21<>+28(SB)/4, $0x7f7fffff
+DATA lgc21<>+0(SB)/4, $0xffffffff
+DATA lgc21<>+4(SB)/4, $0x00000000
+DATA lgc21<>+8(SB)/4, $0x00000000
+DATA lgc21<>+12(SB)/4, $0x00000000
+DATA lgc21<>+16(SB)/4, $0x00000000
+DATA lgc21<>+20(SB)/4, $0x00000000
+DATA lgc21<>+24(SB)/4, $0x00000000
+DATA lgc21<>+28(SB)/4, $0x00000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0xffffffff
-DATA lgc22<>+4(SB)/4, $0x00000000
-DATA lgc22<>+8(SB)/4, $0x00000000
-DATA lgc22<>+12(SB)/4, $0x00000000
-DATA lgc22<>+16(SB)/4, $0x00000000
-DATA lgc22<>+20(SB)/4, $0x00000000
-DATA lgc22<>+24(SB)/4, $0x00000000
-DATA lgc22<>+28(SB)/4, $0x00000000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -912,22 +906,23 @@ bulk_17:
 	CMPQ         BX, DX
 	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc23<>+0(SB), Y0, Y1
-	VMULPS       lgc24<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
+	VMULPS       lgc23<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc17<>+0(SB), Y3, Y3
-	VPAND        lgc25<>+0(SB), Y1, Y1
+	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc26<>+0(SB), Y2, Y1
+	VPAND        lgc25<>+0(SB), Y2, Y1
 	VPOR         lgc15<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc27<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
 	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc28<>+0(SB), Y4
+	VMOVAPS      lgc27<>+0(SB), Y4
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
@@ -935,7 +930,6 @@ bulk_17:
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -946,9 +940,9 @@ bulk_17:
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc38<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -959,165 +953,165 @@ bulkdone_18:
 	VZEROUPPER
 	RET
 
-DATA lgc23<>+0(SB)/4, $0x00800000
-DATA lgc23<>+4(SB)/4, $0x00800000
-DATA lgc23<>+8(SB)/4, $0x00800000
-DATA lgc23<>+12(SB)/4, $0x00800000
-DATA lgc23<>+16(SB)/4, $0x00800000
-DATA lgc23<>+20(SB)/4, $0x00800000
-DATA lgc23<>+24(SB)/4, $0x00800000
-DATA lgc23<>+28(SB)/4, $0x00800000
+DATA lgc22<>+0(SB)/4, $0x00800000
+DATA lgc22<>+4(SB)/4, $0x00800000
+DATA lgc22<>+8(SB)/4, $0x00800000
+DATA lgc22<>+12(SB)/4, $0x00800000
+DATA lgc22<>+16(SB)/4, $0x00800000
+DATA lgc22<>+20(SB)/4, $0x00800000
+DATA lgc22<>+24(SB)/4, $0x00800000
+DATA lgc22<>+28(SB)/4, $0x00800000
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0x4b000000
+DATA lgc23<>+4(SB)/4, $0x4b000000
+DATA lgc23<>+8(SB)/4, $0x4b000000
+DATA lgc23<>+12(SB)/4, $0x4b000000
+DATA lgc23<>+16(SB)/4, $0x4b000000
+DATA lgc23<>+20(SB)/4, $0x4b000000
+DATA lgc23<>+24(SB)/4, $0x4b000000
+DATA lgc23<>+28(SB)/4, $0x4b000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x4b000000
-DATA lgc24<>+4(SB)/4, $0x4b000000
-DATA lgc24<>+8(SB)/4, $0x4b000000
-DATA lgc24<>+12(SB)/4, $0x4b000000
-DATA lgc24<>+16(SB)/4, $0x4b000000
-DATA lgc24<>+20(SB)/4, $0x4b000000
-DATA lgc24<>+24(SB)/4, $0x4b000000
-DATA lgc24<>+28(SB)/4, $0x4b000000
+DATA lgc24<>+0(SB)/4, $0xffffffe9
+DATA lgc24<>+4(SB)/4, $0xffffffe9
+DATA lgc24<>+8(SB)/4, $0xffffffe9
+DATA lgc24<>+12(SB)/4, $0xffffffe9
+DATA lgc24<>+16(SB)/4, $0xffffffe9
+DATA lgc24<>+20(SB)/4, $0xffffffe9
+DATA lgc24<>+24(SB)/4, $0xffffffe9
+DATA lgc24<>+28(SB)/4, $0xffffffe9
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xffffffe9
-DATA lgc25<>+4(SB)/4, $0xffffffe9
-DATA lgc25<>+8(SB)/4, $0xffffffe9
-DATA lgc25<>+12(SB)/4, $0xffffffe9
-DATA lgc25<>+16(SB)/4, $0xffffffe9
-DATA lgc25<>+20(SB)/4, $0xffffffe9
-DATA lgc25<>+24(SB)/4, $0xffffffe9
-DATA lgc25<>+28(SB)/4, $0xffffffe9
+DATA lgc25<>+0(SB)/4, $0x007fffff
+DATA lgc25<>+4(SB)/4, $0x007fffff
+DATA lgc25<>+8(SB)/4, $0x007fffff
+DATA lgc25<>+12(SB)/4, $0x007fffff
+DATA lgc25<>+16(SB)/4, $0x007fffff
+DATA lgc25<>+20(SB)/4, $0x007fffff
+DATA lgc25<>+24(SB)/4, $0x007fffff
+DATA lgc25<>+28(SB)/4, $0x007fffff
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x007fffff
-DATA lgc26<>+4(SB)/4, $0x007fffff
-DATA lgc26<>+8(SB)/4, $0x007fffff
-DATA lgc26<>+12(SB)/4, $0x007fffff
-DATA lgc26<>+16(SB)/4, $0x007fffff
-DATA lgc26<>+20(SB)/4, $0x007fffff
-DATA lgc26<>+24(SB)/4, $0x007fffff
-DATA lgc26<>+28(SB)/4, $0x007fffff
+DATA lgc26<>+0(SB)/4, $0x3fb504f3
+DATA lgc26<>+4(SB)/4, $0x3fb504f3
+DATA lgc26<>+8(SB)/4, $0x3fb504f3
+DATA lgc26<>+12(SB)/4, $0x3fb504f3
+DATA lgc26<>+16(SB)/4, $0x3fb504f3
+DATA lgc26<>+20(SB)/4, $0x3fb504f3
+DATA lgc26<>+24(SB)/4, $0x3fb504f3
+DATA lgc26<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x3fb504f3
-DATA lgc27<>+4(SB)/4, $0x3fb504f3
-DATA lgc27<>+8(SB)/4, $0x3fb504f3
-DATA lgc27<>+12(SB)/4, $0x3fb504f3
-DATA lgc27<>+16(SB)/4, $0x3fb504f3
-DATA lgc27<>+20(SB)/4, $0x3fb504f3
-DATA lgc27<>+24(SB)/4, $0x3fb504f3
-DATA lgc27<>+28(SB)/4, $0x3fb504f3
+DATA lgc27<>+0(SB)/4, $0x3d9021bb
+DATA lgc27<>+4(SB)/4, $0x3d9021bb
+DATA lgc27<>+8(SB)/4, $0x3d9021bb
+DATA lgc27<>+12(SB)/4, $0x3d9021bb
+DATA lgc27<>+16(SB)/4, $0x3d9021bb
+DATA lgc27<>+20(SB)/4, $0x3d9021bb
+DATA lgc27<>+24(SB)/4, $0x3d9021bb
+DATA lgc27<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3d9021bb
-DATA lgc28<>+4(SB)/4, $0x3d9021bb
-DATA lgc28<>+8(SB)/4, $0x3d9021bb
-DATA lgc28<>+12(SB)/4, $0x3d9021bb
-DATA lgc28<>+16(SB)/4, $0x3d9021bb
-DATA lgc28<>+20(SB)/4, $0x3d9021bb
-DATA lgc28<>+24(SB)/4, $0x3d9021bb
-DATA lgc28<>+28(SB)/4, $0x3d9021bb
+DATA lgc28<>+0(SB)/4, $0xbdebd1b8
+DATA lgc28<>+4(SB)/4, $0xbdebd1b8
+DATA lgc28<>+8(SB)/4, $0xbdebd1b8
+DATA lgc28<>+12(SB)/4, $0xbdebd1b8
+DATA lgc28<>+16(SB)/4, $0xbdebd1b8
+DATA lgc28<>+20(SB)/4, $0xbdebd1b8
+DATA lgc28<>+24(SB)/4, $0xbdebd1b8
+DATA lgc28<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbdebd1b8
-DATA lgc29<>+4(SB)/4, $0xbdebd1b8
-DATA lgc29<>+8(SB)/4, $0xbdebd1b8
-DATA lgc29<>+12(SB)/4, $0xbdebd1b8
-DATA lgc29<>+16(SB)/4, $0xbdebd1b8
-DATA lgc29<>+20(SB)/4, $0xbdebd1b8
-DATA lgc29<>+24(SB)/4, $0xbdebd1b8
-DATA lgc29<>+28(SB)/4, $0xbdebd1b8
+DATA lgc29<>+0(SB)/4, $0x3def251a
+DATA lgc29<>+4(SB)/4, $0x3def251a
+DATA lgc29<>+8(SB)/4, $0x3def251a
+DATA lgc29<>+12(SB)/4, $0x3def251a
+DATA lgc29<>+16(SB)/4, $0x3def251a
+DATA lgc29<>+20(SB)/4, $0x3def251a
+DATA lgc29<>+24(SB)/4, $0x3def251a
+DATA lgc29<>+28(SB)/4, $0x3def251a
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3def251a
-DATA lgc30<>+4(SB)/4, $0x3def251a
-DATA lgc30<>+8(SB)/4, $0x3def251a
-DATA lgc30<>+12(SB)/4, $0x3def251a
-DATA lgc30<>+16(SB)/4, $0x3def251a
-DATA lgc30<>+20(SB)/4, $0x3def251a
-DATA lgc30<>+24(SB)/4, $0x3def251a
-DATA lgc30<>+28(SB)/4, $0x3def251a
+DATA lgc30<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc30<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc31<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc31<>+0(SB)/4, $0x3e11e9bf
+DATA lgc31<>+4(SB)/4, $0x3e11e9bf
+DATA lgc31<>+8(SB)/4, $0x3e11e9bf
+DATA lgc31<>+12(SB)/4, $0x3e11e9bf
+DATA lgc31<>+16(SB)/4, $0x3e11e9bf
+DATA lgc31<>+20(SB)/4, $0x3e11e9bf
+DATA lgc31<>+24(SB)/4, $0x3e11e9bf
+DATA lgc31<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3e11e9bf
-DATA lgc32<>+4(SB)/4, $0x3e11e9bf
-DATA lgc32<>+8(SB)/4, $0x3e11e9bf
-DATA lgc32<>+12(SB)/4, $0x3e11e9bf
-DATA lgc32<>+16(SB)/4, $0x3e11e9bf
-DATA lgc32<>+20(SB)/4, $0x3e11e9bf
-DATA lgc32<>+24(SB)/4, $0x3e11e9bf
-DATA lgc32<>+28(SB)/4, $0x3e11e9bf
+DATA lgc32<>+0(SB)/4, $0xbe2aae50
+DATA lgc32<>+4(SB)/4, $0xbe2aae50
+DATA lgc32<>+8(SB)/4, $0xbe2aae50
+DATA lgc32<>+12(SB)/4, $0xbe2aae50
+DATA lgc32<>+16(SB)/4, $0xbe2aae50
+DATA lgc32<>+20(SB)/4, $0xbe2aae50
+DATA lgc32<>+24(SB)/4, $0xbe2aae50
+DATA lgc32<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbe2aae50
-DATA lgc33<>+4(SB)/4, $0xbe2aae50
-DATA lgc33<>+8(SB)/4, $0xbe2aae50
-DATA lgc33<>+12(SB)/4, $0xbe2aae50
-DATA lgc33<>+16(SB)/4, $0xbe2aae50
-DATA lgc33<>+20(SB)/4, $0xbe2aae50
-DATA lgc33<>+24(SB)/4, $0xbe2aae50
-DATA lgc33<>+28(SB)/4, $0xbe2aae50
+DATA lgc33<>+0(SB)/4, $0x3e4cceac
+DATA lgc33<>+4(SB)/4, $0x3e4cceac
+DATA lgc33<>+8(SB)/4, $0x3e4cceac
+DATA lgc33<>+12(SB)/4, $0x3e4cceac
+DATA lgc33<>+16(SB)/4, $0x3e4cceac
+DATA lgc33<>+20(SB)/4, $0x3e4cceac
+DATA lgc33<>+24(SB)/4, $0x3e4cceac
+DATA lgc33<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3e4cceac
-DATA lgc34<>+4(SB)/4, $0x3e4cceac
-DATA lgc34<>+8(SB)/4, $0x3e4cceac
-DATA lgc34<>+12(SB)/4, $0x3e4cceac
-DATA lgc34<>+16(SB)/4, $0x3e4cceac
-DATA lgc34<>+20(SB)/4, $0x3e4cceac
-DATA lgc34<>+24(SB)/4, $0x3e4cceac
-DATA lgc34<>+28(SB)/4, $0x3e4cceac
+DATA lgc34<>+0(SB)/4, $0xbe7ffffc
+DATA lgc34<>+4(SB)/4, $0xbe7ffffc
+DATA lgc34<>+8(SB)/4, $0xbe7ffffc
+DATA lgc34<>+12(SB)/4, $0xbe7ffffc
+DATA lgc34<>+16(SB)/4, $0xbe7ffffc
+DATA lgc34<>+20(SB)/4, $0xbe7ffffc
+DATA lgc34<>+24(SB)/4, $0xbe7ffffc
+DATA lgc34<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbe7ffffc
-DATA lgc35<>+4(SB)/4, $0xbe7ffffc
-DATA lgc35<>+8(SB)/4, $0xbe7ffffc
-DATA lgc35<>+12(SB)/4, $0xbe7ffffc
-DATA lgc35<>+16(SB)/4, $0xbe7ffffc
-DATA lgc35<>+20(SB)/4, $0xbe7ffffc
-DATA lgc35<>+24(SB)/4, $0xbe7ffffc
-DATA lgc35<>+28(SB)/4, $0xbe7ffffc
+DATA lgc35<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc35<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc36<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc36<>+0(SB)/4, $0x7fc00000
+DATA lgc36<>+4(SB)/4, $0x7fc00000
+DATA lgc36<>+8(SB)/4, $0x7fc00000
+DATA lgc36<>+12(SB)/4, $0x7fc00000
+DATA lgc36<>+16(SB)/4, $0x7fc00000
+DATA lgc36<>+20(SB)/4, $0x7fc00000
+DATA lgc36<>+24(SB)/4, $0x7fc00000
+DATA lgc36<>+28(SB)/4, $0x7fc00000
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x7fc00000
-DATA lgc37<>+4(SB)/4, $0x7fc00000
-DATA lgc37<>+8(SB)/4, $0x7fc00000
-DATA lgc37<>+12(SB)/4, $0x7fc00000
-DATA lgc37<>+16(SB)/4, $0x7fc00000
-DATA lgc37<>+20(SB)/4, $0x7fc00000
-DATA lgc37<>+24(SB)/4, $0x7fc00000
-DATA lgc37<>+28(SB)/4, $0x7fc00000
+DATA lgc37<>+0(SB)/4, $0x7f800000
+DATA lgc37<>+4(SB)/4, $0x7f800000
+DATA lgc37<>+8(SB)/4, $0x7f800000
+DATA lgc37<>+12(SB)/4, $0x7f800000
+DATA lgc37<>+16(SB)/4, $0x7f800000
+DATA lgc37<>+20(SB)/4, $0x7f800000
+DATA lgc37<>+24(SB)/4, $0x7f800000
+DATA lgc37<>+28(SB)/4, $0x7f800000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
-
-DATA lgc38<>+0(SB)/4, $0x7f800000
-DATA lgc38<>+4(SB)/4, $0x7f800000
-DATA lgc38<>+8(SB)/4, $0x7f800000
-DATA lgc38<>+12(SB)/4, $0x7f800000
-DATA lgc38<>+16(SB)/4, $0x7f800000
-DATA lgc38<>+20(SB)/4, $0x7f800000
-DATA lgc38<>+24(SB)/4, $0x7f800000
-DATA lgc38<>+28(SB)/4, $0x7f800000
-GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1132,22 +1126,23 @@ bulk_19:
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc15<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc23<>+0(SB), Y1, Y2
-	VMULPS       lgc24<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc17<>+0(SB), Y4, Y4
-	VPAND        lgc25<>+0(SB), Y2, Y2
+	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc26<>+0(SB), Y3, Y2
+	VPAND        lgc25<>+0(SB), Y3, Y2
 	VPOR         lgc15<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc27<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc28<>+0(SB), Y5
+	VMOVAPS      lgc27<>+0(SB), Y5
+	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
@@ -1155,7 +1150,6 @@ bulk_19:
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1166,9 +1160,9 @@ bulk_19:
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc37<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc38<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc38<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc15<>+0(SB), Y1, Y2
@@ -1179,8 +1173,8 @@ bulk_19:
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc38<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc38<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_19

@@ -8,14 +8,37 @@ import "testing"
 
 // TestChunkedAVX2 runs the AVX2 kernels with every chunkable pass split into 3 chunks of
 // rows, as large batches run (concurrently, each chunk with its own reduction states, merged
-// in chunk order), and repeats the cross-backend, determinism and golden tests on them.
+// in chunk order), and compares them on every element with the same kernels run with their
+// default chunking (which TestGolden and TestImplementationsAgree compare with the pure-Go
+// kernel) on random and extreme inputs, and checks on the random ones that chunked calls are
+// deterministic too. It is not parallel: it sets package variables the other tests' kernels
+// read (go test runs it before the parallel tests).
 func TestChunkedAVX2(t *testing.T) {
 	if len(impls) == 1 {
 		t.Skip("only the pure-Go implementation in this build")
 	}
+	avx2 := impls[len(impls)-1:]
+	kinds := append([]string{"random"}, extremeKinds...)
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			in := randomInputs(7)
+			if kind != "random" {
+				in = extremeInputs(kind)
+			}
+			want := runAll(t, in, avx2)[0]
+			chunked(func() {
+				agree(t, kind+" inputs in 3 chunks", want, runAll(t, in, avx2)[0], 10)
+				if kind == "random" {
+					deterministic(t, in)
+				}
+			})
+		})
+	}
+}
+
+// chunked runs f with every chunkable pass of the AVX2 kernels in 3 chunks.
+func chunked(f func()) {
 	defer func(n int) { pass0Chunks = n }(pass0Chunks)
 	pass0Chunks = 3
-	t.Run("agree", TestImplementationsAgree)
-	t.Run("deterministic", TestDeterministic)
-	t.Run("golden", TestGolden)
+	f()
 }

@@ -3,6 +3,8 @@
 package td1
 
 import (
+	"os"
+	"sync"
 	"testing"
 
 	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
@@ -10,53 +12,191 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 )
 
-// TestPTXSimulated runs this package's PTX (kernels.ptx) as its launch table drives it, in
+// ptxTable is one launch table and how much of it TestPTXSimulated runs by default.
+type ptxTable struct {
+	table runtime.LaunchTable
+	names []string // the outputs (and gradients) it computes
+	part  ptxsim.Part
+	// cover is, for a partial simulation, which elements of each output it computes from the
+	// inputs alone, as when the package was generated.
+	cover map[string]ptxsim.Coverage
+}
+
+// ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
+// (LOSSGEN_FULL=1 runs every one whole):
+//   - forward: whole: every block of every launch (3055514 instructions).
+var ptxTables = map[string]ptxTable{
+	"forward": {table: Launch, names: OutputNames,
+		part: ptxsim.Whole},
+}
+
+// TestPTXSimulated runs this package's PTX (kernels.ptx), as its launch tables drive it, in
 // lossgen's simulator of the PTX subset lossgen emits (threads, warps with shfl.sync, shared
-// memory, bar.sync, exact float32 and float64 rounding), on the golden cases, and compares
-// every output with the interpreter's within the tolerances the Go kernels meet. It checks
-// what the kernels compute without a GPU; scripts/gpu-check in lossgen runs them on one.
-// The simulator runs about 4·10^7 instructions a second: the batch of 26944 elements is simulated on every case.
+// memory, bar.sync, exact float32 and float64 rounding, race detection). TestGolden runs it
+// on every golden case (ptxCase); this test runs it on the random case with NaN and ±inf in
+// its float inputs. Every output element the simulation computes is compared with the CPU
+// kernel's on the same inputs (AVX2 where the CPU has it, else pure Go: TestGolden compares
+// the two on every element) and, where the case holds it, with the interpreter's golden
+// value, within the tolerances the CPU kernels meet. It checks what the kernels compute
+// without a GPU; scripts/gpu-check in lossgen runs them on one.
+//
+// A table small enough is simulated whole. A larger one is simulated in part (ptxTables):
+// every launch runs, but only its first, middle and last thread block (every block of a
+// launch of at most three), and each thread of those blocks
+// stops after a few iterations of its loops over the batch; an element is compared when that
+// part computed it from the inputs alone (the simulator tracks which values depend on memory
+// nothing simulated wrote), and which elements those are must be as when the package was
+// generated. That part runs every instruction of every kernel — every op's expansion and
+// constant, every shuffle step and barrier of a block reduction, every merge of block
+// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
+// offset, a dropped barrier (a race), a swapped argument or a missing merge shows in the
+// elements compared, and a launch with too few blocks or threads shows as elements missing
+// from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own
+// CI runs on its example packages) are the values that need every element: whole-batch
+// reductions and what depends on them.
 func TestPTXSimulated(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: the PTX simulation takes seconds")
 	}
-	cases, err := golden.LoadCases(goldenDir)
-	if err != nil {
-		t.Fatal(err)
+	random := randomInputs(7)
+	c := golden.Case{Name: "random+nan+inf", Inputs: map[string]golden.Array{}}
+	for _, name := range InputNames {
+		c.Inputs[name] = golden.Array{Data: inputData(random, name)}
 	}
-	if len(cases) == 0 {
-		t.Fatalf("no golden cases in %s: run lossgen golden -update", goldenDir)
-	}
-	tables := map[string]runtime.LaunchTable{"forward": Launch}
-	names := map[string][]string{"forward": OutputNames}
-	for _, c := range cases {
-		for kind, table := range tables {
-			t.Run(kind+"/"+c.Name, func(t *testing.T) {
-				t.Parallel()
-				simulate(t, c, table, names[kind])
-			})
+	c.Inputs = golden.WithSpecials(c.Inputs)
+	in := &Inputs{}
+	for name, a := range c.Inputs {
+		if err := in.Set(name, a.Data); err != nil {
+			t.Fatal(err)
 		}
 	}
+	ptxCase(t, &c, runAll(t, in, impls[len(impls)-1:])[0])
 }
 
-// simulate runs one launch table on one case and compares the named results.
-func simulate(t *testing.T, c golden.Case, table runtime.LaunchTable, names []string) {
-	out, st, err := ptxsim.RunTable(PTX, table, c.Inputs)
+// inputData is the slice of in holding the input with data name name.
+func inputData(in *Inputs, name string) any {
+	switch name {
+	case "next.reward":
+		return in.NextReward
+	case "next.terminated":
+		return in.NextTerminated
+	case "next.done":
+		return in.NextDone
+	case "state_value":
+		return in.StateValue
+	case "next.state_value":
+		return in.NextStateValue
+	}
+	return nil
+}
+
+// ptxCase simulates every launch table on one case (whole with LOSSGEN_FULL=1, else as
+// ptxTables says), concurrently, and compares what each computes with ref, the CPU kernel's
+// results on the same inputs, and with the case's golden values.
+func ptxCase(t *testing.T, c *golden.Case, ref *results) {
+	if testing.Short() {
+		return // -short: no PTX simulation
+	}
+	t.Run("ptx", func(t *testing.T) {
+		// Goroutines rather than parallel subtests: a parallel test waiting for parallel
+		// subtests could hold every -test.parallel slot they need.
+		var wg sync.WaitGroup
+		for _, kind := range []string{"forward", "backward"} {
+			tb, ok := ptxTables[kind]
+			if !ok {
+				continue
+			}
+			if os.Getenv("LOSSGEN_FULL") != "" {
+				tb.part = ptxsim.Whole
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(kind, func(t *testing.T) { simulate(t, c, kind, tb, ref) })
+			}()
+		}
+		wg.Wait()
+	})
+}
+
+// simulate runs one launch table on one case and compares what it computes with the CPU
+// kernel's results and the case's golden values.
+func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, r *results) {
+	ref := map[string][]float64{}
+	get := r.out.Get
+	for _, name := range OutputNames {
+		ref[name], _ = get(name)
+	}
+	res, err := ptxsim.Simulate(PTX, tb.table, c.Inputs, tb.part)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d instructions, %d barriers, %d shuffles", st.Instructions, st.Barriers, st.Shuffles)
-	for _, name := range names {
-		got, want := out[name], c.Want[name]
-		if got.Data == nil || want.Data == nil {
-			t.Fatalf("output %q: simulated %v, golden %v", name, got.Data != nil, want.Data != nil)
+	st := res.Stats
+	t.Logf("%d instructions, %d blocks, %d barriers, %d shuffles, %d threads stopped", st.Instructions, st.Blocks, st.Barriers, st.Shuffles, st.Cut)
+	for _, name := range tb.names {
+		p, ok := res.Outputs[name]
+		if !ok {
+			t.Fatalf("the simulation has no output %q", name)
 		}
-		d := golden.Compare(want.Float64s(), got.Float64s(), tolerances[name])
-		if d.Bad > 0 {
-			t.Errorf("%s: %d of %d elements outside %+v; first at %d: got %v, want %v (max abs %.3g, max rel %.3g)",
-				name, d.Bad, got.Len(), tolerances[name], d.First, got.Float64s()[d.First], want.Float64s()[d.First], d.MaxAbs, d.MaxRel)
-		} else {
-			t.Logf("%-24s max abs %.3g  max rel %.3g  normwise %.3g", name, d.MaxAbs, d.MaxRel, d.MaxNorm)
+		tol := tolerances[name]
+		if !c.Has(name) {
+			tol.Rel *= 10 // special values: compare the exact kernels more loosely
+		}
+		idx, got := p.Index, p.Value
+		if !tb.part.IsWhole() {
+			if cov := p.Coverage(); cov != tb.cover[name] {
+				t.Errorf("%s: the partial simulation computed %d elements (coverage %s); when the package was generated it computed %d (%s): a launch computes fewer or other elements",
+					name, cov.N, cov.Hash, tb.cover[name].N, tb.cover[name].Hash)
+			}
+		}
+		// Against the CPU kernel, every element computed.
+		want := ref[name]
+		if idx != nil {
+			want = make([]float64, len(idx))
+			for k, i := range idx {
+				want[k] = ref[name][i]
+			}
+		}
+		if d := golden.CompareScaled(want, got, tol, golden.AbsMax(ref[name])); d.Bad > 0 {
+			at := d.First
+			if idx != nil {
+				at = int(idx[d.First])
+			}
+			t.Errorf("%s: %d of %d elements computed differ from the %s kernel's; first at %d: got %v, %s %v",
+				name, d.Bad, len(got), r.im.name, at, got[d.First], r.im.name, want[d.First])
+		}
+		// Against the golden values.
+		switch {
+		case !c.Has(name):
+		case idx == nil:
+			r, err := c.Check(name, got, tol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Bad > 0 {
+				t.Errorf("%s: %s", name, r.First)
+			} else {
+				t.Logf("%-24s %s: max abs %.3g  max rel %.3g  normwise %.3g", name, r.Checked, r.MaxAbs, r.MaxRel, r.MaxNorm)
+			}
+		case c.Summary[name] != nil:
+			r := c.Summary[name].CheckAt(idx, got, tol)
+			if r.Bad > 0 {
+				t.Errorf("%s: %s", name, r.First)
+			} else {
+				t.Logf("%-24s %d of %d elements computed; golden %s: max rel %.3g", name, len(idx), p.Len, r.Checked, r.MaxRel)
+			}
+		default:
+			all := c.Want[name].Float64s()
+			w := make([]float64, len(idx))
+			for k, i := range idx {
+				w[k] = all[i]
+			}
+			if d := golden.CompareScaled(w, got, tol, golden.AbsMax(all)); d.Bad > 0 {
+				t.Errorf("%s: %d of %d elements computed outside %+v of the golden; first at %d: got %v, want %v", name, d.Bad, len(idx), tol, idx[d.First], got[d.First], w[d.First])
+			} else {
+				t.Logf("%-24s %d of %d elements computed: max rel %.3g", name, len(idx), p.Len, d.MaxRel)
+			}
 		}
 	}
 }

@@ -43,6 +43,7 @@ func sweepInputs(full bool) []float64 {
 // TestVectorMathULP sweeps exp, log and log1p of the AVX2 kernels (set LOSSGEN_FULL_SWEEP=1
 // to sweep 2^26 of them) and asserts each stays within maxULP.
 func TestVectorMathULP(t *testing.T) {
+	t.Parallel() // single-threaded: it overlaps the other parallel tests
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		t.Skip("no AVX2+FMA")
 	}

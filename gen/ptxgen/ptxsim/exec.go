@@ -7,65 +7,7 @@ import (
 	"sort"
 )
 
-// Device is simulated device memory: named allocations at distinct addresses.
-type Device struct {
-	bufs []devBuf
-	next uint64
-	syms map[string]uint64 // module globals
-}
-
-type devBuf struct {
-	name string
-	base uint64
-	data []byte
-}
-
 const sharedTag = uint64(1) << 60 // addresses of shared memory carry this bit
-
-// NewDevice returns an empty device.
-func NewDevice() *Device { return &Device{next: 1 << 20, syms: map[string]uint64{}} }
-
-// Alloc allocates size zeroed bytes and returns their address.
-func (d *Device) Alloc(name string, size int) uint64 {
-	base := d.next
-	d.bufs = append(d.bufs, devBuf{name: name, base: base, data: make([]byte, size)})
-	d.next += uint64(size+255) &^ 255
-	d.next += 256 // a gap: an access past the end of one buffer is an error, not another buffer
-	return base
-}
-
-// Bytes returns the allocation at addr.
-func (d *Device) Bytes(addr uint64) []byte {
-	for _, b := range d.bufs {
-		if b.base == addr {
-			return b.data
-		}
-	}
-	return nil
-}
-
-func (d *Device) find(addr uint64, n int) ([]byte, error) {
-	i := sort.Search(len(d.bufs), func(i int) bool { return d.bufs[i].base+uint64(len(d.bufs[i].data)) > addr })
-	if i < len(d.bufs) && addr >= d.bufs[i].base && addr+uint64(n) <= d.bufs[i].base+uint64(len(d.bufs[i].data)) {
-		off := addr - d.bufs[i].base
-		return d.bufs[i].data[off : off+uint64(n)], nil
-	}
-	return nil, fmt.Errorf("out-of-bounds global access of %d bytes at %#x", n, addr)
-}
-
-// Load places a module's initialised globals in device memory.
-func (d *Device) Load(m *Module) {
-	names := make([]string, 0, len(m.Globals))
-	for n := range m.Globals {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		addr := d.Alloc("global "+n, len(m.Globals[n]))
-		copy(d.Bytes(addr), m.Globals[n])
-		d.syms[n] = addr
-	}
-}
 
 // thread is one simulated thread.
 type thread struct {
@@ -75,6 +17,14 @@ type thread struct {
 	tid     int
 	done    bool
 	waiting bool // stopped at a bar.sync or shfl (at pc)
+
+	// Taint tracking (a partial simulation): a register or predicate is tainted when its
+	// value depends on memory no simulated thread wrote (a block or an iteration the part
+	// skips), ctrl when the thread branched on a tainted predicate.
+	rt    []bool
+	pt    []bool
+	ctrl  bool
+	iters int // batch-loop iterations done (back edges to a $L_loop label)
 }
 
 // Stats counts what a launch executed.
@@ -82,6 +32,8 @@ type Stats struct {
 	Instructions int64
 	Barriers     int64
 	Shuffles     int64
+	Blocks       int64 // thread blocks run
+	Cut          int64 // threads stopped at the part's iteration limit
 }
 
 // maxSteps bounds one thread's instructions in a launch (a runaway loop is an error).
@@ -89,6 +41,13 @@ const maxSteps = 1 << 30
 
 // Launch runs kernel name over grid×block threads (1-D) with pointer arguments args.
 func (d *Device) Launch(m *Module, name string, grid, block int, args []uint64) (Stats, error) {
+	return d.launch(m, name, grid, block, args, nil, 0, false, 0)
+}
+
+// launch runs the listed blocks of a launch (all when blocks is nil), each thread stopping
+// after maxIter batch-loop iterations (0: no limit), tracking taint when track is set, and
+// stops with ErrBudget after limit instructions (0: no limit).
+func (d *Device) launch(m *Module, name string, grid, block int, args []uint64, blocks []int, maxIter int, track bool, limit int64) (Stats, error) {
 	var st Stats
 	k, ok := m.Kernels[name]
 	if !ok {
@@ -100,21 +59,37 @@ func (d *Device) Launch(m *Module, name string, grid, block int, args []uint64) 
 	if block%32 != 0 {
 		return st, fmt.Errorf("%s: block of %d threads is not whole warps", name, block)
 	}
+	if blocks == nil {
+		blocks = make([]int, grid)
+		for b := range blocks {
+			blocks[b] = b
+		}
+	}
 	shOff := map[string]uint64{}
 	shSize := 0
 	for _, s := range sortedKeys(k.Shared) {
 		shOff[s] = uint64(shSize)
 		shSize += (k.Shared[s] + 7) &^ 7
 	}
-	globalW := map[uint64]int{} // 4-byte words of global memory this launch wrote: writer's global id
-	for b := 0; b < grid; b++ {
+	globalW := writers{} // the words of global memory this launch wrote: the writer's global id
+	for _, b := range blocks {
+		st.Blocks++
 		shared := make([]byte, shSize)
 		ts := make([]*thread, block)
 		for i := range ts {
 			ts[i] = &thread{regs: make([]uint64, k.nregs), preds: make([]bool, k.npreds), tid: i}
+			if track {
+				ts[i].rt, ts[i].pt = make([]bool, k.nregs), make([]bool, k.npreds)
+				for r := range ts[i].rt {
+					ts[i].rt[r] = true // never written: garbage
+				}
+			}
 		}
 		e := &exec{d: d, m: m, k: k, args: args, block: b, ntid: block, shared: shared, shOff: shOff, stats: &st,
-			words: make([]wordUse, shSize/4), globalW: globalW}
+			words: make([]wordUse, shSize/4), globalW: globalW, maxIter: maxIter, track: track, limit: limit}
+		if track {
+			e.sharedValid = make([]byte, shSize)
+		}
 		for {
 			progress := false
 			for _, t := range ts {
@@ -122,6 +97,9 @@ func (d *Device) Launch(m *Module, name string, grid, block int, args []uint64) 
 					continue
 				}
 				if err := e.run(t); err != nil {
+					if err == ErrBudget {
+						return st, err
+					}
 					return st, fmt.Errorf("%s block %d thread %d: %w", name, b, t.tid, err)
 				}
 				progress = true
@@ -203,7 +181,13 @@ type exec struct {
 	// written by another in the same launch is a race (a launch has no grid-wide barrier).
 	epoch   int32
 	words   []wordUse
-	globalW map[uint64]int
+	globalW writers
+	ref     memRef // the memory the current instruction accessed
+
+	maxIter     int    // a partial launch: threads stop after this many batch-loop iterations
+	limit       int64  // stop with ErrBudget after this many instructions (0: no limit)
+	track       bool   // taint tracking
+	sharedValid []byte // taint of shared memory: 1 where written with an untainted value
 }
 
 // wordUse is how one word of shared memory was used in the current epoch (epoch fields are
@@ -237,25 +221,15 @@ func (e *exec) raceShared(t *thread, off uint64, n int, write bool) error {
 	return nil
 }
 
-// raceGlobal records a global access of n bytes at addr by thread t.
-func (e *exec) raceGlobal(t *thread, addr uint64, n int, write bool) error {
-	gid := e.block*e.ntid + t.tid
-	for w := addr / 4; w < (addr+uint64(n)+3)/4; w++ {
-		if by, ok := e.globalW[w]; ok && by != gid {
-			return fmt.Errorf("global-memory race: %#x written by thread %d of this launch and accessed by thread %d", w*4, by, gid)
-		}
-		if write {
-			e.globalW[w] = gid
-		}
-	}
-	return nil
-}
-
 func (e *exec) shuffle(lanes []*thread) {
 	in := e.k.Insts[lanes[0].pc]
 	src := make([]uint32, 32)
+	var taint [32]bool
 	for i, t := range lanes {
 		src[i] = uint32(e.val(t, in.Args[1]))
+		if e.track {
+			taint[i] = e.srcTaint(t, in.Args[1]) || t.ctrl
+		}
 	}
 	delta := int(in.Args[2].Int)
 	clamp := int(in.Args[3].Int)
@@ -269,6 +243,16 @@ func (e *exec) shuffle(lanes []*thread) {
 		t.regs[in.Args[0].Reg] = uint64(v)
 		if in.Args[0].Pred >= 0 {
 			t.preds[in.Args[0].Pred] = ok
+		}
+		if e.track {
+			tt := taint[i]
+			if ok {
+				tt = taint[i+delta]
+			}
+			t.rt[in.Args[0].Reg] = tt || t.ctrl
+			if in.Args[0].Pred >= 0 {
+				t.pt[in.Args[0].Pred] = t.ctrl
+			}
 		}
 		t.waiting = false
 		t.pc++
@@ -284,7 +268,24 @@ func (e *exec) run(t *thread) error {
 		}
 		in := e.k.Insts[t.pc]
 		e.stats.Instructions++
+		if e.limit > 0 && e.stats.Instructions > e.limit {
+			return ErrBudget
+		}
+		guardTaint := e.track && in.Guard >= 0 && t.pt[in.Guard]
 		if in.Guard >= 0 && t.preds[in.Guard] == in.GuardNeg {
+			if guardTaint {
+				if err := e.taintSkipped(t, in); err != nil {
+					return fmt.Errorf("line %d (%s): %w", in.Line, in.Text, err)
+				}
+			}
+			t.pc++
+			continue
+		}
+		if in.fast != nil && !noFast {
+			in.fast(t)
+			if e.track {
+				e.taintGeneric(t, in, guardTaint)
+			}
 			t.pc++
 			continue
 		}
@@ -296,11 +297,25 @@ func (e *exec) run(t *thread) error {
 			t.waiting = true
 			return nil
 		case "bra":
-			t.pc = e.k.Labels[in.Args[0].Sym]
+			if guardTaint {
+				t.ctrl = true
+			}
+			to := e.k.Labels[in.Args[0].Sym]
+			if e.maxIter > 0 && to <= t.pc && e.k.batchLoop[in.Args[0].Sym] {
+				if t.iters++; t.iters >= e.maxIter {
+					t.done = true
+					e.stats.Cut++
+					return nil
+				}
+			}
+			t.pc = to
 			continue
 		}
 		if err := e.step(t, in); err != nil {
 			return fmt.Errorf("line %d (%s): %w", in.Line, in.Text, err)
+		}
+		if e.track {
+			e.taint(t, in, guardTaint)
 		}
 		t.pc++
 	}
@@ -348,15 +363,27 @@ func (e *exec) f64(t *thread, o Operand) float64 {
 	return math.Float64frombits(e.val(t, o))
 }
 
-// mem returns the bytes an address operand refers to.
-func (e *exec) mem(t *thread, o Operand, space string, n int, write bool) ([]byte, error) {
+// address is the address an address operand refers to.
+func (e *exec) address(t *thread, o Operand) uint64 {
 	var addr uint64
 	if o.Reg >= 0 && o.Sym == "" {
 		addr = t.regs[o.Reg]
 	} else {
 		addr = e.val(t, Operand{Kind: opSym, Sym: o.Sym})
 	}
-	addr += uint64(o.Int)
+	return addr + uint64(o.Int)
+}
+
+// memRef is the memory an instruction accessed (for taint tracking).
+type memRef struct {
+	shared bool
+	buf    *devBuf
+	off, n int
+}
+
+// mem returns the bytes an address operand refers to, and records them in e.ref.
+func (e *exec) mem(t *thread, o Operand, space string, n int, write bool) ([]byte, error) {
+	addr := e.address(t, o)
 	if space == "shared" {
 		if addr&sharedTag == 0 {
 			return nil, fmt.Errorf("shared access to a non-shared address %#x", addr)
@@ -368,16 +395,168 @@ func (e *exec) mem(t *thread, o Operand, space string, n int, write bool) ([]byt
 		if err := e.raceShared(t, off, n, write); err != nil {
 			return nil, err
 		}
+		e.ref = memRef{shared: true, off: int(off), n: n}
 		return e.shared[off : off+uint64(n)], nil
 	}
 	if addr&sharedTag != 0 {
 		return nil, fmt.Errorf("global access to a shared address")
 	}
-	b, err := e.d.find(addr, n)
+	b, off, err := e.d.find(addr, n)
 	if err != nil {
 		return nil, err
 	}
-	return b, e.raceGlobal(t, addr, n, write)
+	e.ref = memRef{buf: b, off: off, n: n}
+	return b.at(off, n), e.globalW.check(addr, n, e.block*e.ntid+t.tid, write)
+}
+
+// srcTaint reports whether operand o's value is tainted.
+func (e *exec) srcTaint(t *thread, o Operand) bool {
+	switch o.Kind {
+	case opReg:
+		return t.rt[o.Reg]
+	case opPred:
+		return t.pt[o.Pred]
+	case opVec:
+		for _, r := range o.Regs {
+			if t.rt[r] {
+				return true
+			}
+		}
+	case opMem:
+		return o.Reg >= 0 && o.Sym == "" && t.rt[o.Reg]
+	}
+	return false
+}
+
+// memTaint reports whether the memory e.ref holds any tainted byte.
+func (e *exec) memTaint() bool {
+	r := e.ref
+	var v []byte
+	switch {
+	case r.shared:
+		v = e.sharedValid[r.off : r.off+r.n]
+	case r.buf.input:
+		return false
+	default:
+		if v = r.buf.validAt(r.off, r.n, false); v == nil {
+			return true
+		}
+	}
+	for _, x := range v {
+		if x == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// setMemTaint marks the memory e.ref holds tainted or valid.
+func (e *exec) setMemTaint(tainted bool) {
+	r := e.ref
+	var v []byte
+	switch {
+	case r.shared:
+		v = e.sharedValid[r.off : r.off+r.n]
+	case r.buf.input && !tainted:
+		return
+	case r.buf.input: // a kernel overwrote an input with a tainted value: track it from now on
+		b := r.buf
+		b.input = false
+		b.valid = make([][]byte, (b.size+pageSize-1)>>pageShift)
+		for p := range b.valid {
+			b.valid[p] = make([]byte, min(pageSize, b.size-p<<pageShift))
+			for i := range b.valid[p] {
+				b.valid[p][i] = 1
+			}
+		}
+		v = b.validAt(r.off, r.n, true)
+	default:
+		v = r.buf.validAt(r.off, r.n, true)
+	}
+	x := byte(1)
+	if tainted {
+		x = 0
+	}
+	for i := range v {
+		v[i] = x
+	}
+}
+
+// taint propagates taint through an instruction step just executed.
+func (e *exec) taint(t *thread, in *Inst, guard bool) {
+	a := in.Args
+	ctl := t.ctrl || guard
+	switch in.Op[0] {
+	case "st":
+		e.setMemTaint(ctl || e.srcTaint(t, a[0]) || e.srcTaint(t, a[1]))
+		return
+	case "ld":
+		if in.Op[1] == "param" {
+			t.rt[a[0].Reg] = ctl
+			return
+		}
+		t.rt[a[0].Reg] = ctl || e.srcTaint(t, a[1]) || e.memTaint()
+		return
+	}
+	e.taintGeneric(t, in, guard)
+}
+
+// taintGeneric is the rule of every instruction but memory accesses and shuffles: what it
+// writes is tainted when anything it reads is (or the thread's control is).
+func (e *exec) taintGeneric(t *thread, in *Inst, guard bool) {
+	ti := &in.ti
+	tainted := t.ctrl || guard
+	for _, r := range ti.srcRegs {
+		tainted = tainted || t.rt[r]
+	}
+	for _, p := range ti.srcPreds {
+		tainted = tainted || t.pt[p]
+	}
+	for _, r := range ti.dstRegs {
+		t.rt[r] = tainted
+	}
+	for _, p := range ti.dstPreds {
+		t.pt[p] = tainted
+	}
+}
+
+// taintSkipped taints what an instruction skipped on a tainted guard would have written.
+func (e *exec) taintSkipped(t *thread, in *Inst) error {
+	a := in.Args
+	switch in.Op[0] {
+	case "bra":
+		t.ctrl = true
+	case "st":
+		n := sizes[in.Op[len(in.Op)-1]]
+		addr := e.address(t, a[0])
+		if in.Op[1] == "shared" {
+			e.ref = memRef{shared: true, off: int(addr &^ sharedTag), n: n}
+			if e.ref.off+n > len(e.shared) {
+				return fmt.Errorf("out-of-bounds shared access at %d", e.ref.off)
+			}
+		} else {
+			b, off, err := e.d.find(addr, n)
+			if err != nil {
+				return err
+			}
+			e.ref = memRef{buf: b, off: off, n: n}
+		}
+		e.setMemTaint(true)
+	default:
+		if len(a) > 0 {
+			switch a[0].Kind {
+			case opReg:
+				t.rt[a[0].Reg] = true
+			case opPred:
+				t.pt[a[0].Pred] = true
+			case opVec:
+				for _, r := range a[0].Regs {
+					t.rt[r] = true
+				}
+			}
+		}
+	}
+	return nil
 }
 
 var sizes = map[string]int{"u8": 1, "f32": 4, "f64": 8, "s64": 8, "u64": 8, "b64": 8, "u32": 4, "b32": 4}

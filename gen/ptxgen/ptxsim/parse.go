@@ -33,7 +33,15 @@ type Kernel struct {
 	Labels map[string]int
 	nregs  int
 	npreds int
+	// batchLoop marks the labels of the loops over batch dims (BatchLoopLabel): a partial
+	// simulation counts their back edges.
+	batchLoop map[string]bool
 }
+
+// BatchLoopLabel starts the label of every loop of ptxgen's kernels over batch elements
+// ($L_loop_<n>); the loops over non-batch dims ($L_inner_) and over block partials in the
+// merge kernels ($L_blocks_) have other labels.
+const BatchLoopLabel = "$L_loop"
 
 // regWidth is the bit width of each declared register type.
 var regWidth = map[string]int{"pred": 1, "b16": 16, "b32": 32, "b64": 64, "u32": 32, "s32": 32, "u64": 64, "f32": 32, "f64": 64}
@@ -143,6 +151,9 @@ type Inst struct {
 	Args     []Operand
 	Line     int
 	Text     string
+
+	fast fastInst  // the compiled form, nil when exec.step runs it
+	ti   taintInfo // its operands, for taint tracking
 }
 
 // Parse reads a module.
@@ -175,7 +186,7 @@ func Parse(src string) (*Module, error) {
 			m.Globals[name] = data
 		case strings.HasPrefix(line, ".visible .entry"):
 			name := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(line, ".visible .entry")), "(")
-			k = &Kernel{Name: name, Shared: map[string]int{}, Labels: map[string]int{}}
+			k = &Kernel{Name: name, Shared: map[string]int{}, Labels: map[string]int{}, batchLoop: map[string]bool{}}
 			m.Kernels[name] = k
 			regs, preds = map[string]int{}, map[string]int{}
 			decl, declN = map[string]string{}, map[string]int{}
@@ -220,7 +231,11 @@ func Parse(src string) (*Module, error) {
 			}
 			k.Shared[decl[:open]] = n
 		case strings.HasSuffix(line, ":"):
-			k.Labels[strings.TrimSuffix(line, ":")] = len(k.Insts)
+			label := strings.TrimSuffix(line, ":")
+			k.Labels[label] = len(k.Insts)
+			if strings.HasPrefix(label, BatchLoopLabel) {
+				k.batchLoop[label] = true
+			}
 		default:
 			if k == nil {
 				return nil, fail("instruction outside a kernel")
@@ -302,6 +317,7 @@ func parseInst(line string, regs, preds map[string]int) (*Inst, []string, error)
 		}
 		opNames = append(opNames, name)
 	}
+	in.fast, in.ti = compileFast(in), taintOf(in)
 	// names: one per operand, then the guard and shfl predicates.
 	return in, append(opNames, names...), nil
 }

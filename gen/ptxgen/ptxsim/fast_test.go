@@ -1,0 +1,59 @@
+package ptxsim
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime"
+)
+
+// TestFastPathSameBits runs every example package's PTX, whole and in part, with the
+// compiled instructions (fast.go) and with exec.step alone, on its first golden case: every
+// output bit, the elements a part computes and the instruction counts must be the same.
+func TestFastPathSameBits(t *testing.T) {
+	tables, err := filepath.Glob("../../../generated/*/launch.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, tables)
+	for _, lf := range tables {
+		dir := filepath.Dir(lf)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			js, err := os.ReadFile(lf)
+			require.NoError(t, err)
+			var table runtime.LaunchTable
+			require.NoError(t, json.Unmarshal(js, &table))
+			ptx, err := os.ReadFile(filepath.Join(dir, table.PTX))
+			require.NoError(t, err)
+			cases, err := golden.OpenCases(filepath.Join("../../../golden", filepath.Base(dir)))
+			require.NoError(t, err)
+			require.NotEmpty(t, cases)
+			require.NoError(t, cases[0].LoadInputs())
+			for _, part := range []Part{Whole, Sampled} {
+				run := func(slow bool) *Result {
+					noFast = slow
+					defer func() { noFast = false }()
+					r, err := Simulate(string(ptx), table, cases[0].Inputs, part)
+					require.NoError(t, err)
+					return r
+				}
+				fast, slow := run(false), run(true)
+				require.Equal(t, slow.Stats, fast.Stats)
+				for name, s := range slow.Outputs {
+					f := fast.Outputs[name]
+					require.Equal(t, s.Index, f.Index, name)
+					require.Equal(t, len(s.Value), len(f.Value), name)
+					for i := range s.Value {
+						if math.Float64bits(s.Value[i]) != math.Float64bits(f.Value[i]) {
+							t.Fatalf("%s[%d]: fast %v, step %v", name, i, f.Value[i], s.Value[i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
