@@ -100,7 +100,7 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	}
 	for _, c := range []struct{ name, src string }{
 		{"iql_td_lambda_none_f64", "dtype: float64\ndims: {Q: 3, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9, lmbda: 0.8}\nloss: {type: iql, reduction: none, loss_function: l1, expectile: 0.9, temperature: 2.0}\n"},
-		{"discrete_iql_categorical_sum_f32", "dims: {Q: 2, B: 37, A: 5}\nbatch: [B]\nloss: {type: discrete_iql, action_space: categorical, action_dim: A, reduction: sum, temperature: 3.0}\n"},
+		{"discrete_iql_categorical_sum_f32", "dims: {Q: 2, B: 37, A: 5}\nbatch: [B]\nloss: {type: discrete_iql, action_space: categorical, action_dim: A, reduction: sum, temperature: 2.0}\n"},
 		{"qvalue_categorical_mask_f64", "dtype: float64\ndims: {N: 3, T: 11, A: 5}\nbatch: [N, T]\ntransforms: [{type: qvalue, action_space: categorical, action_dim: A}]\nkeys: {action_mask: action_mask}\n"},
 		{"qvalue_mult_one_hot_mask_f32", "dims: {B: 23, A: 5}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: mult_one_hot, var_nums: [2, 3], action_dim: A}]\nkeys: {action_mask: action_mask}\n"},
 		{"distributional_one_hot_mask_f64", "dtype: float64\ndims: {B: 19, K: 5, A: 3}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-2, -1, 0, 1.5, 3]}]\nkeys: {action_mask: action_mask}\n"},

@@ -358,7 +358,9 @@ func TestPartialMatchesWhole(t *testing.T) {
 				require.NoError(t, err)
 				part, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Sampled)
 				require.NoError(t, err)
-				require.Less(t, part.Stats.Instructions, whole.Stats.Instructions)
+				// A small table's part is all of it (every block is a first, middle or last one,
+				// and its loops fit the iterations the part runs).
+				require.LessOrEqual(t, part.Stats.Instructions, whole.Stats.Instructions)
 				got := map[string]ptxsim.Coverage{}
 				computed := 0
 				for name, p := range part.Outputs {
