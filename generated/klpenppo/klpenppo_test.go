@@ -330,12 +330,18 @@ func untouched(out *Outputs, v float64) bool {
 // and that nothing is written.
 func TestShapeMismatch(t *testing.T) {
 	t.Parallel()
+	// One set of outputs and gradients, copied and resliced for each check (a large
+	// batch's are costly to allocate).
+	out := NewOutputs()
 	for _, delta := range []int{-1, 1} {
 		v := *zeroInputs()
 		in := &v
 		n := len(in.Advantage) + delta
-		in.Advantage = make([]float64, n)
-		out := NewOutputs()
+		if delta < 0 {
+			in.Advantage = in.Advantage[:n]
+		} else {
+			in.Advantage = make([]float64, n)
+		}
 		fill(out, 42)
 		err := Forward(in, out)
 		var se *runtime.ShapeError
@@ -346,43 +352,44 @@ func TestShapeMismatch(t *testing.T) {
 			t.Fatal("Forward wrote outputs despite the shape error")
 		}
 	}
-	out := NewOutputs()
-	out.KL = out.KL[:len(out.KL)-1]
+	short := *out
+	short.KL = out.KL[:len(out.KL)-1]
 	var se *runtime.ShapeError
-	if err := Forward(zeroInputs(), out); !errors.As(err, &se) || se.Bad[0].Name != "out.KL" {
+	if err := Forward(zeroInputs(), &short); !errors.As(err, &se) || se.Bad[0].Name != "out.KL" {
 		t.Fatalf("short out.KL: got %v", err)
 	}
-	if err := Forward(nil, NewOutputs()); err == nil {
+	if err := Forward(nil, out); err == nil {
 		t.Fatal("Forward(nil, ...) returned no error")
 	}
-	// An output sharing memory with an input is an error, and nothing is written.
+	// An output sharing memory with an input is an error, and nothing is written (zeroInputs
+	// are all zero).
 	in := zeroInputs()
-	out = NewOutputs()
-	out.KL = in.Advantage
-	before := append([]float64(nil), in.Advantage...)
+	aliased := *out
+	aliased.KL = in.Advantage
 	var oe *runtime.OverlapError
-	if err := Forward(in, out); !errors.As(err, &oe) {
+	if err := Forward(in, &aliased); !errors.As(err, &oe) {
 		t.Fatalf("out.KL = in.Advantage: got %v, want an OverlapError", err)
 	}
-	for i := range before {
-		if math.Float64bits(before[i]) != math.Float64bits(in.Advantage[i]) {
+	for _, x := range in.Advantage {
+		if math.Float64bits(x) != 0 {
 			t.Fatal("Forward wrote into an input despite the overlap")
 		}
 	}
 	// ForwardBackward checks the gradients too.
 	var gse *runtime.ShapeError
 	g := NewGrads()
-	g.Loc = g.Loc[1:]
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), g); !errors.As(err, &gse) || gse.Bad[0].Name != "g.Loc" {
+	shortG := *g
+	shortG.Loc = g.Loc[1:]
+	if err := ForwardBackward(zeroInputs(), out, &shortG); !errors.As(err, &gse) || gse.Bad[0].Name != "g.Loc" {
 		t.Fatalf("short g.Loc: got %v", err)
 	}
-	g = NewGrads()
-	g.Scale = g.Loc
+	aliasG := *g
+	aliasG.Scale = g.Loc
 	var goe *runtime.OverlapError
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), g); !errors.As(err, &goe) {
+	if err := ForwardBackward(zeroInputs(), out, &aliasG); !errors.As(err, &goe) {
 		t.Fatalf("g.Scale = g.Loc: got %v, want an OverlapError", err)
 	}
-	if err := ForwardBackward(zeroInputs(), NewOutputs(), nil); err == nil {
+	if err := ForwardBackward(zeroInputs(), out, nil); err == nil {
 		t.Fatal("ForwardBackward(..., nil) returned no error")
 	}
 }
@@ -458,7 +465,7 @@ func deterministic(t *testing.T, in *Inputs) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
-	outs := make([]*Outputs, 4)
+	outs := make([]*Outputs, len(errs))
 	for k := range outs {
 		wg.Add(1)
 		go func() {
