@@ -292,7 +292,8 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		}
 		ins = append(ins, testInput{Name: in.Name, Expr: expr})
 	}
-	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins}
+	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins,
+		"Large": c.Graph.Batch.Numel() > LargeBatch}
 	return render("ptxsim_test.go.tmpl", data)
 }
 

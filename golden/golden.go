@@ -264,6 +264,23 @@ func (c *Case) LoadInputs() error {
 	return nil
 }
 
+// LoadInputsInto is LoadInputs for a seeded case, drawing into the caller's buffers (dst:
+// data name → a slice of the input's stored type and length, see runtime.CaseRecipe.
+// GenerateInto); c.Inputs then holds those slices. A case with stored inputs is left as it is.
+func (c *Case) LoadInputsInto(dst map[string]any) error {
+	if c.Recipe == nil {
+		return nil
+	}
+	if err := c.Recipe.GenerateInto(dst); err != nil {
+		return fmt.Errorf("case %s: %w", c.Name, err)
+	}
+	c.Inputs = map[string]Array{}
+	for _, in := range c.Recipe.Inputs {
+		c.Inputs[in.Name] = Array{Shape: append([]int{}, in.Shape...), Data: dst[in.Name]}
+	}
+	return nil
+}
+
 // Compact turns a seeded case into what is stored of it: every output of more than
 // WholeMax elements into its Summary, and no inputs (the recipe draws them again). Other
 // cases are left as they are.
@@ -346,17 +363,29 @@ func WithSpecials(inputs map[string]Array) map[string]Array {
 	for name, a := range inputs {
 		switch x := a.Data.(type) {
 		case []float32:
-			a.Data = withSpecials(x)
+			a.Data = withSpecials(slices.Clone(x))
 		case []float64:
-			a.Data = withSpecials(x)
+			a.Data = withSpecials(slices.Clone(x))
 		}
 		out[name] = a
 	}
 	return out
 }
 
+// InjectSpecials is WithSpecials in place: it writes the NaNs and infinities into the float
+// arrays themselves.
+func InjectSpecials(inputs map[string]Array) {
+	for _, a := range inputs {
+		switch x := a.Data.(type) {
+		case []float32:
+			withSpecials(x)
+		case []float64:
+			withSpecials(x)
+		}
+	}
+}
+
 func withSpecials[T float32 | float64](x []T) []T {
-	x = slices.Clone(x)
 	for i := range x {
 		switch {
 		case i%37 == 11:

@@ -446,55 +446,104 @@ func (r *CaseRecipe) stream(in *InputRecipe) Stream { return NewStream(r.Seed, i
 // Generate draws every input of the case (Draw) and checks each against its recipe's
 // Checksum when the recipe has one: an error names the input whose bits differ.
 func (r *CaseRecipe) Generate() (map[string]any, error) {
-	check := false
-	for _, in := range r.Inputs {
-		check = check || in.Checksum != ""
-	}
-	vals, sums, err := r.draw(check)
+	vals, err := r.alloc()
 	if err != nil {
 		return nil, err
 	}
-	for i, in := range r.Inputs {
-		if in.Checksum != "" && sums[i] != in.Checksum {
-			return nil, fmt.Errorf("input %q drew checksum %s, the recipe has %s: this platform's generator differs from the one that wrote the golden case (please report)", in.Name, sums[i], in.Checksum)
+	return vals, r.GenerateInto(vals)
+}
+
+// GenerateInto is Generate drawing into the caller's slices: dst holds, for every input of
+// the recipe, a slice of its stored type and length (as Generate returns them), which it
+// overwrites. A large batch's tests draw every case into one set of buffers this way (fresh
+// memory is what drawing a large input mostly costs).
+func (r *CaseRecipe) GenerateInto(dst map[string]any) error {
+	check := false
+	for i := range r.Inputs {
+		in := &r.Inputs[i]
+		if err := in.check(); err != nil {
+			return fmt.Errorf("input %q: %w", in.Name, err)
+		}
+		check = check || in.Checksum != ""
+		d := dst[in.Name]
+		if typ := r.storedType(in); fmt.Sprintf("%T", d) != typ || sliceLen(d) != in.Len() {
+			return fmt.Errorf("input %q: the buffer is %T of %d elements, the recipe draws %s of %d", in.Name, d, sliceLen(d), typ, in.Len())
 		}
 	}
-	return vals, nil
+	sums := r.fill(dst, check)
+	for i, in := range r.Inputs {
+		if got := checksumString(sums[i]); in.Checksum != "" && got != in.Checksum {
+			return fmt.Errorf("input %q drew checksum %s, the recipe has %s: this platform's generator differs from the one that wrote the golden case (please report)", in.Name, got, in.Checksum)
+		}
+	}
+	return nil
+}
+
+// sliceLen is the length of one of the slices the generator stores into (−1 for anything else).
+func sliceLen(x any) int {
+	switch d := x.(type) {
+	case []float32:
+		return len(d)
+	case []float64:
+		return len(d)
+	case []bool:
+		return len(d)
+	case []int64:
+		return len(d)
+	}
+	return -1
 }
 
 // Draw draws every input of the case into a new slice of its stored type — []float32 or
 // []float64 (by DType) for floats, []bool for flags, []int64 for indices — in parallel, in
 // chunks, and returns each input's InputChecksum, in recipe order.
-func (r *CaseRecipe) Draw() (map[string]any, []string, error) { return r.draw(true) }
+func (r *CaseRecipe) Draw() (map[string]any, []string, error) {
+	out, err := r.alloc()
+	if err != nil {
+		return nil, nil, err
+	}
+	total := r.fill(out, true)
+	strs := make([]string, len(total))
+	for i, s := range total {
+		strs[i] = checksumString(s)
+	}
+	return out, strs, nil
+}
 
-// draw is Draw; without sums, the checksums are not computed (and returned empty).
-func (r *CaseRecipe) draw(sums bool) (map[string]any, []string, error) {
+// storedType is the Go type of the slice input in is stored in.
+func (r *CaseRecipe) storedType(in *InputRecipe) string {
+	switch {
+	case in.Kind == "bool":
+		return "[]bool"
+	case in.Kind == "index":
+		return "[]int64"
+	case r.DType == "float64":
+		return "[]float64"
+	}
+	return "[]float32"
+}
+
+// alloc checks the recipe's inputs and makes a zero slice of its stored type for each.
+func (r *CaseRecipe) alloc() (map[string]any, error) {
 	out := map[string]any{}
 	for i := range r.Inputs {
 		in := &r.Inputs[i]
 		if err := in.check(); err != nil {
-			return nil, nil, fmt.Errorf("input %q: %w", in.Name, err)
+			return nil, fmt.Errorf("input %q: %w", in.Name, err)
 		}
 		n := in.Len()
-		switch {
-		case in.Kind == "bool":
+		switch r.storedType(in) {
+		case "[]bool":
 			out[in.Name] = make([]bool, n)
-		case in.Kind == "index":
+		case "[]int64":
 			out[in.Name] = make([]int64, n)
-		case r.DType == "float64":
+		case "[]float64":
 			out[in.Name] = make([]float64, n)
 		default:
 			out[in.Name] = make([]float32, n)
 		}
 	}
-	total := r.fill(out, sums)
-	strs := make([]string, len(total))
-	for i, s := range total {
-		if sums {
-			strs[i] = checksumString(s)
-		}
-	}
-	return out, strs, nil
+	return out, nil
 }
 
 // chunk is how many elements a worker draws at a time.

@@ -264,3 +264,36 @@ func TestGenerateVariants(t *testing.T) {
 		}
 	}
 }
+
+// GenerateInto draws the bits Generate does into the caller's buffers, and refuses buffers of
+// another type or length.
+func TestGenerateInto(t *testing.T) {
+	r := &CaseRecipe{Format: GoldenFormat, Generator: GeneratorName, Seed: 9, DType: "float32", Inputs: []InputRecipe{
+		{Name: "v", Key: "value", Kind: "float", Shape: []int{3, chunk + 5}, Sample: Sample{Dist: "normal", Std: 2}},
+		{Name: "d", Key: "done", Kind: "bool", Shape: []int{3, chunk + 5}, Sample: Sample{Dist: "flag", P: 0.1}},
+	}}
+	want, err := r.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := map[string]any{"v": make([]float32, 3*(chunk+5)), "d": make([]bool, 3*(chunk+5))}
+	for k := 0; k < 2; k++ { // twice: a buffer's old values must not leak into the draw
+		if err := r.GenerateInto(dst); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range want["v"].([]float32) {
+			if dst["v"].([]float32)[i] != x || dst["d"].([]bool)[i] != want["d"].([]bool)[i] {
+				t.Fatalf("draw %d, element %d differs from Generate's", k, i)
+			}
+		}
+	}
+	for _, bad := range []map[string]any{
+		{"v": make([]float64, 3*(chunk+5)), "d": dst["d"]},
+		{"v": make([]float32, 3*(chunk+5)-1), "d": dst["d"]},
+		{"v": dst["v"]},
+	} {
+		if err := r.GenerateInto(bad); err == nil || !strings.Contains(err.Error(), "the buffer is") {
+			t.Fatalf("a wrong buffer: got %v", err)
+		}
+	}
+}

@@ -141,6 +141,15 @@ func clone(in *Inputs) *Inputs {
 // kernels write every element, so reused ones need no clearing).
 var resultsPool sync.Pool
 
+// newResults is a results from resultsPool, or new ones.
+func newResults() *results {
+	if r, ok := resultsPool.Get().(*results); ok {
+		return r
+	}
+	r := &results{out: NewOutputs()}
+	return r
+}
+
 // runAll runs Forward of each implementation in which on in, all
 // concurrently (the kernels are safe for concurrent use with distinct outputs). The test's
 // cleanup returns the results to resultsPool.
@@ -150,10 +159,7 @@ func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 	errs := make([]error, 2*len(which))
 	var wg sync.WaitGroup
 	for i, im := range which {
-		r, ok := resultsPool.Get().(*results)
-		if !ok {
-			r = &results{out: NewOutputs()}
-		}
+		r := newResults()
 		r.im = im
 		rs[i] = r
 		wg.Add(1)
@@ -217,14 +223,18 @@ func randomInputs(seed uint64) *Inputs {
 	return in
 }
 
-func drawRandomInputs(seed uint64) *Inputs {
-	r := &runtime.CaseRecipe{Seed: seed, DType: "float32", Inputs: []runtime.InputRecipe{
+// randomRecipe is how randomInputs(seed) draws.
+func randomRecipe(seed uint64) *runtime.CaseRecipe {
+	return &runtime.CaseRecipe{Seed: seed, DType: "float32", Inputs: []runtime.InputRecipe{
 		{Name: "next.reward", Key: "next.reward", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 		{Name: "next.terminated", Key: "next.terminated", Kind: "bool", Shape: []int{26944}, Sample: runtime.Sample{Dist: "flag", P: 0.05}},
 		{Name: "state_value", Key: "state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 		{Name: "next.state_value", Key: "next.state_value", Kind: "float", Shape: []int{26944}, Sample: runtime.Sample{Dist: "uniform", Lo: -1, Hi: 1}},
 	}}
-	vals, err := r.Generate()
+}
+
+func drawRandomInputs(seed uint64) *Inputs {
+	vals, err := randomRecipe(seed).Generate()
 	if err != nil {
 		panic(err)
 	}
@@ -277,7 +287,9 @@ func TestShapeMismatch(t *testing.T) {
 	t.Parallel()
 	// One set of outputs, copied and resliced for each check (a large
 	// batch's are costly to allocate).
-	out := NewOutputs()
+	pooled := newResults()
+	t.Cleanup(func() { resultsPool.Put(pooled) })
+	out := pooled.out
 	for _, delta := range []int{-1, 1} {
 		v := *zeroInputs()
 		in := &v
@@ -342,7 +354,12 @@ func TestDeterministic(t *testing.T) {
 // deterministic checks that four concurrent calls of Forward on in give the bits of a first one.
 func deterministic(t *testing.T, in *Inputs) {
 	t.Helper()
-	ref := NewOutputs()
+	outputs := func() *Outputs { // pooled: a large batch's outputs are costly to allocate
+		r := newResults()
+		t.Cleanup(func() { resultsPool.Put(r) })
+		return r.out
+	}
+	ref := outputs()
 	if err := callErr(Forward(clone(in), ref)); err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +370,7 @@ func deterministic(t *testing.T, in *Inputs) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			outs[k] = NewOutputs()
+			outs[k] = outputs()
 			errs[k] = callErr(Forward(clone(in), outs[k]))
 		}()
 	}
