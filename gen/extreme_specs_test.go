@@ -33,7 +33,14 @@ func TestExtremeValidSpecsCompile(t *testing.T) {
 		"dtype: float64\nparam_dtype: float64\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: vtrace, gamma: 0, rho_thresh: 1.0e300, c_thresh: 1.0e-300}",
 		"dtype: float32\ndims: {A1: 1, B2: 2, C1: 1, D3: 3, E1: 1, F2: 2}\nbatch: [A1, B2, C1, D3, E1, F2]\nloss: {type: ppo, reduction: none, normalize_advantage: true, normalize_advantage_exclude_dims: [0], log_explained_variance: false}",
 		fmt.Sprintf("dtype: float32\ndims: {X%s: 2, T: 2}\nbatch: [X%s, T]\nestimator: {type: td_lambda, gamma: 0.5, lmbda: 1}\nkeys: {reward: [n1, n2, n3, %s]}", long, long, long[:60]),
+		// Batches just over gen.LargeBatch, whose tests take the large-batch paths (shared input
+		// buffers, the pure-Go kernel on one case): with gradients and a golden directory, with
+		// kernel state, without gradients.
+		"dtype: float32\ndims: {N: 1024, T: 4097}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, normalize_advantage: true}",
+		"dtype: float32\ndims: {B: 4194305, D: 1}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: normal, action_dim: D}",
+		"dtype: float64\ndims: {N: 1025, T: 4096}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}",
 	}
+	golden := map[int]bool{len(specs) - 3: true, len(specs) - 2: true, len(specs) - 1: true}
 	root, err := runner.Root()
 	require.NoError(t, err)
 	mod := t.TempDir()
@@ -42,7 +49,11 @@ func TestExtremeValidSpecsCompile(t *testing.T) {
 		path := filepath.Join(t.TempDir(), name+".yaml")
 		require.NoError(t, os.WriteFile(path, []byte("package: "+name+"\n"+body+"\n"), 0o644))
 		dir := filepath.Join(mod, name)
-		_, files, err := gen.Generate(path, gen.Options{OutDir: dir})
+		opts := gen.Options{OutDir: dir}
+		if golden[i] {
+			opts.GoldenDir = filepath.Join(mod, "testdata", name) // the test loads it: compiled, not run
+		}
+		_, files, err := gen.Generate(path, opts)
 		require.NoError(t, err, "spec %d:\n%s", i, body)
 		require.NoError(t, gen.Write(dir, files))
 	}
