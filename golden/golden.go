@@ -201,6 +201,16 @@ func OpenCases(dir string) ([]Case, error) {
 		}
 		names[name] = f
 	}
+	wants, err := filepath.Glob(filepath.Join(dir, "*"+WantSuffix))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range wants {
+		if name := strings.TrimSuffix(filepath.Base(f), WantSuffix); names[name] == "" {
+			return nil, fmt.Errorf("%s: case %s has expected outputs but no inputs (%s%s or %s%s); restore them, or remove %s (lossgen golden -update rewrites its own cases)",
+				dir, name, name, RecipeSuffix, name, InSuffix, filepath.Base(f))
+		}
+	}
 	var cases []Case
 	for _, name := range slices.Sorted(maps.Keys(names)) {
 		c := Case{Name: name}

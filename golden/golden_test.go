@@ -201,3 +201,17 @@ func TestCompareNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// A case whose inputs were removed is an error that names it, not a case silently skipped.
+func TestOpenCasesOrphanWant(t *testing.T) {
+	dir := t.TempDir()
+	c := Case{Name: "mine", Inputs: map[string]Array{"x": {Shape: []int{2}, Data: []float64{1, 2}}},
+		Want: map[string]Array{"y": {Shape: []int{2}, Data: []float64{3, 4}}}}
+	require.NoError(t, WriteCase(dir, c))
+	cs, err := OpenCases(dir)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.NoError(t, os.Remove(filepath.Join(dir, "mine"+InSuffix)))
+	_, err = OpenCases(dir)
+	require.ErrorContains(t, err, "case mine has expected outputs but no inputs")
+}

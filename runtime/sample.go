@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -36,7 +37,7 @@ import (
 // type (float32(v) rounds to nearest even; bools are v ≠ 0; indices int64(v)):
 //
 //   - "uniform": Lo + float64((Hi−Lo)·u(i, 0)).
-//   - "normal" (and any unknown or empty kind): Mean + float64(Std·z(i)).
+//   - "normal": Mean + float64(Std·z(i)).
 //   - "flag": 1 if u(i, 0) < P, else 0.
 //   - "index": (d(i, 0)>>32 · IndexRange) >> 32, uniform over [0, IndexRange).
 //   - "onehot": a one-hot vector along the last dim (of size IndexRange): element i is 1
@@ -142,7 +143,9 @@ type CaseRecipe struct {
 // ParseRecipe decodes a stored recipe and checks that this generator can draw it.
 func ParseRecipe(data []byte) (*CaseRecipe, error) {
 	var r CaseRecipe
-	if err := json.Unmarshal(data, &r); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields() // a misspelt field would otherwise draw its default silently
+	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("not a lossgen case recipe: %w", err)
 	}
 	if r.Format != GoldenFormat {
@@ -184,6 +187,15 @@ func (in *InputRecipe) check() error {
 		}
 	default:
 		return fmt.Errorf("kind %q (want float, bool or index)", in.Kind)
+	}
+	switch in.Sample.Dist {
+	case "uniform", "normal", "flag", "index", "onehot", "const":
+	case "":
+		if in.Mode != "pattern" { // the done/terminated patterns draw nothing
+			return fmt.Errorf("no sample dist")
+		}
+	default:
+		return fmt.Errorf("sample dist %q (want uniform, normal, flag, index, onehot or const)", in.Sample.Dist)
 	}
 	if in.Sample.Dist == "onehot" && (in.IndexRange < 1 || in.IndexRange != in.Shape[len(in.Shape)-1]) {
 		return fmt.Errorf("one-hot range %d is not the last dim of shape %v", in.IndexRange, in.Shape)
@@ -473,7 +485,7 @@ func (r *CaseRecipe) GenerateInto(dst map[string]any) error {
 	sums := r.fill(dst, check)
 	for i, in := range r.Inputs {
 		if got := checksumString(sums[i]); in.Checksum != "" && got != in.Checksum {
-			return fmt.Errorf("input %q drew checksum %s, the recipe has %s: this platform's generator differs from the one that wrote the golden case (please report)", in.Name, got, in.Checksum)
+			return fmt.Errorf("input %q drew checksum %s, the recipe has %s: the recipe was edited (its seed, shape or sample), or this platform draws other bits than the one that wrote it (then please report); lossgen golden -update rewrites it", in.Name, got, in.Checksum)
 		}
 	}
 	return nil

@@ -172,6 +172,8 @@ func TestParseRecipe(t *testing.T) {
 	for _, c := range []struct{ src, err string }{
 		{`{"format": 1, "generator": "splitmix64-ctr/1", "dtype": "float32"}`, "golden format 1"},
 		{`{"format": 2, "generator": "pcg", "dtype": "float32"}`, `generator "pcg"`},
+		{`{"format": 2, "generator": "splitmix64-ctr/1", "dtype": "float32", "inputs": [{"name": "x", "kind": "float", "shape": [2], "sample": {"dist": "cauchy"}}]}`, `sample dist "cauchy"`},
+		{`{"format": 2, "generator": "splitmix64-ctr/1", "dtype": "float32", "inputs": [{"name": "x", "kind": "float", "shape": [2], "sample": {"dist": "normal", "sdt": 1}}]}`, `unknown field "sdt"`},
 		{`{"format": 2, "generator": "splitmix64-ctr/1", "dtype": "float32", "inputs": [{"name": "x", "kind": "float", "shape": [0]}]}`, "empty or too large"},
 		{`{"format": 2, "generator": "splitmix64-ctr/1", "dtype": "float32", "inputs": [{"name": "x", "kind": "float", "shape": [65536, 65536]}]}`, "empty or too large"},
 		{`{"format": 2, "generator": "splitmix64-ctr/1", "dtype": "float32", "inputs": [{"name": "x", "kind": "index", "shape": [2]}]}`, "index range 0"},

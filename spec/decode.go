@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -108,9 +109,24 @@ func describe(n *yaml.Node) string {
 	case "!!bool":
 		return "boolean " + n.Value
 	case "!!int", "!!float":
-		return "number " + n.Value
+		return "number " + clip(n.Value)
 	}
-	return fmt.Sprintf("string %q", n.Value)
+	if _, err := strconv.ParseFloat(n.Value, 64); errors.Is(err, strconv.ErrRange) {
+		return "number " + clip(n.Value) + ", beyond float64's range" // YAML reads it as a string
+	}
+	return "string " + strconv.Quote(clip(n.Value))
+}
+
+// clip shortens a value quoted in a message to its first 60 bytes.
+func clip(v string) string {
+	if len(v) <= 60 {
+		return v
+	}
+	cut := 60
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", v[:cut], len(v))
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }

@@ -28,7 +28,7 @@ func Parse(file string, src []byte, reg Registry) (*Spec, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, ErrorList{syntaxError(file, err)}
+		return nil, ErrorList{syntaxError(file, src, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -49,21 +49,45 @@ func Parse(file string, src []byte, reg Registry) (*Spec, error) {
 	return s, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	yamlLine   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	yamlAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// parserProblems are the yaml parser's (not scanner's) messages: the yaml package reports
+// their line 0-based ("line 2" for a '{' on line 3 that is never closed), the scanner's 1-based.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'": true, "did not find expected ',' or '}'": true,
+	"did not find expected '-' indicator": true, "did not find expected <document start>": true,
+	"did not find expected <stream-start>": true, "did not find expected key": true,
+	"did not find expected node content": true, "found duplicate %TAG directive": true,
+	"found duplicate %YAML directive": true, "found incompatible YAML document": true,
+	"found undefined tag handle": true,
+}
 
 // syntaxError turns a yaml syntax error ("yaml: line 3: msg") into a positioned Error;
-// yaml reports no column for these, so the column is 1.
-func syntaxError(file string, err error) *Error {
+// yaml reports no column for these, so the column is 1 (an unknown alias: its place in src).
+func syntaxError(file string, src []byte, err error) *Error {
 	msg := err.Error()
-	line := 1
+	line, col := 1, 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		fmt.Sscan(m[1], &line)
 		msg = m[2]
+		if parserProblems[msg] {
+			line++
+		}
+	} else if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
+		if i := bytes.Index(src, []byte("*"+m[1])); i >= 0 {
+			line = 1 + bytes.Count(src[:i], []byte("\n"))
+			col = 1 + i - (bytes.LastIndexByte(src[:i], '\n') + 1)
+		}
+		msg = "unknown anchor '" + m[1] + "' referenced"
 	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
 	if err.Error() == "EOF" {
 		msg = "empty spec file"
 	}
-	return &Error{Pos: Pos{File: file, Line: line, Col: 1}, Msg: "YAML syntax: " + msg}
+	return &Error{Pos: Pos{File: file, Line: line, Col: col}, Msg: "YAML syntax: " + msg}
 }
 
 // top decodes the document's root mapping.

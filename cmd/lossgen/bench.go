@@ -30,8 +30,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return parseErr(err)
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
 	}
 	path := fs.Arg(0)
 	c, err := gen.Compile(path)

@@ -53,9 +53,13 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
-	if *specPath == "" || *inPath == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case *specPath == "":
+		return badUsage(fs, stderr, "-spec SPEC is required")
+	case *inPath == "":
+		return badUsage(fs, stderr, "-in DATA.npz is required")
+	case fs.NArg() != 0:
+		return badUsage(fs, stderr, "unexpected arguments %q (the spec goes after -spec)", fs.Args())
 	}
 	selected := map[string]bool{}
 	switch *which {

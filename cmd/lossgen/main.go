@@ -101,6 +101,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	return 1
 }
 
+// badUsage says what is wrong with a command line, prints the command's usage, and returns
+// errUsage (exit status 2).
+func badUsage(fs *flag.FlagSet, stderr io.Writer, format string, args ...any) error {
+	fmt.Fprintf(stderr, "lossgen %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
+}
+
 // errUsage marks an error already explained by a usage message.
 var errUsage = errors.New("usage")
 
@@ -162,15 +170,21 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
-	if *out == "" || fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+	if *out == "" {
+		return badUsage(fs, stderr, "-o DIR is required")
+	}
+	if fs.NArg() != 1 {
+		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
 	}
 	c, files, err := generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
 	if err != nil {
 		return err
 	}
 	warn(stderr, c.Spec)
+	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err != nil {
+		// Not an error: the README's go:generate lines may run in either order.
+		fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
+	}
 	if err := gen.Write(*out, files); err != nil {
 		return err
 	}
@@ -189,9 +203,11 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
-	if fs.NArg() == 0 || (*out != "" && fs.NArg() != 1) {
-		fs.Usage()
-		return errUsage
+	if fs.NArg() == 0 {
+		return badUsage(fs, stderr, "want at least one SPEC")
+	}
+	if *out != "" && fs.NArg() != 1 {
+		return badUsage(fs, stderr, "-o checks the package of one SPEC, got %d", fs.NArg())
 	}
 	failed := 0
 	for _, path := range fs.Args() {
@@ -256,8 +272,12 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		return parseErr(err)
 	}
 	if fs.NArg() == 0 {
-		fs.Usage()
-		return errUsage
+		return badUsage(fs, stderr, "want at least one SPEC")
+	}
+	dataSet := false
+	fs.Visit(func(f *flag.Flag) { dataSet = dataSet || f.Name == "data" })
+	if st, err := os.Stat(*data); dataSet && (err != nil || !st.IsDir()) {
+		return fmt.Errorf("-data %s: not a directory of .npz data", *data)
 	}
 	var problems []string
 	for _, path := range fs.Args() {
@@ -317,8 +337,7 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		return parseErr(err)
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
 	}
 	c, err := gen.Compile(fs.Arg(0))
 	if err != nil {
