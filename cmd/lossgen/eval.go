@@ -424,6 +424,9 @@ func summarize(x []float64) string {
 		}
 		s += v
 	}
+	if nans == len(x) {
+		return fmt.Sprintf("all %d NaN", nans)
+	}
 	out := fmt.Sprintf("mean %.6g in [%.6g, %.6g]", s/float64(len(x)), lo, hi)
 	if nans > 0 {
 		out += fmt.Sprintf(", %d NaN", nans)

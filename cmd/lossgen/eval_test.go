@@ -208,3 +208,13 @@ func TestEvalDataError(t *testing.T) {
 	require.Contains(t, out.String(), "verdict: ok")
 	require.Contains(t, errb.String(), "eval: the inputs break a precondition of the kernel (Forward returns a *runtime.DataError): invalid_action_value = 1: the number of (unmasked) action_value elements above 0")
 }
+
+// A tensor's summary: mean and range over its non-NaN values, and an all-NaN tensor as such
+// (not a range of [+Inf, -Inf]).
+func TestSummarize(t *testing.T) {
+	nan := math.NaN()
+	require.Equal(t, "mean 2 in [1, 3]", summarize([]float64{1, 2, 3}))
+	require.Equal(t, "mean NaN in [1, 3], 1 NaN", summarize([]float64{1, nan, 3}))
+	require.Equal(t, "all 2 NaN", summarize([]float64{nan, nan}))
+	require.Equal(t, "0.5", summarize([]float64{0.5}))
+}
