@@ -155,12 +155,40 @@ func clone(in *Inputs) *Inputs {
 }
 
 // resultsPool holds results for reuse: a large batch's outputs are costly to allocate (the
-// kernels write every element, so reused ones need no clearing).
-var resultsPool sync.Pool
+// kernels write every element, so reused ones need no clearing). A free list, not a
+// sync.Pool: a sync.Pool drops its items at garbage collections, which a large batch's tests
+// run often, and memory touched afresh is most of what they cost.
+var resultsPool freeList
+
+// freeList is a list of results to reuse, safe for concurrent use.
+type freeList struct {
+	mu   sync.Mutex
+	free []*results
+}
+
+// Get takes a results from the list, or returns nil.
+func (l *freeList) Get() *results {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.free)
+	if n == 0 {
+		return nil
+	}
+	r := l.free[n-1]
+	l.free = l.free[:n-1]
+	return r
+}
+
+// Put returns r to the list.
+func (l *freeList) Put(r *results) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.free = append(l.free, r)
+}
 
 // newResults is a results from resultsPool, or new ones.
 func newResults() *results {
-	if r, ok := resultsPool.Get().(*results); ok {
+	if r := resultsPool.Get(); r != nil {
 		return r
 	}
 	r := &results{out: NewOutputs()}
