@@ -267,11 +267,16 @@ func (c *Case) LoadInputs() error {
 	if err != nil {
 		return fmt.Errorf("case %s: %w", c.Name, err)
 	}
+	c.holdInputs(vals)
+	return nil
+}
+
+// holdInputs makes c.Inputs the recipe's inputs drawn into vals (data name → slice).
+func (c *Case) holdInputs(vals map[string]any) {
 	c.Inputs = map[string]Array{}
 	for _, in := range c.Recipe.Inputs {
 		c.Inputs[in.Name] = Array{Shape: append([]int{}, in.Shape...), Data: vals[in.Name]}
 	}
-	return nil
 }
 
 // LoadInputsInto is LoadInputs for a seeded case, drawing into the caller's buffers (dst:
@@ -284,10 +289,7 @@ func (c *Case) LoadInputsInto(dst map[string]any) error {
 	if err := c.Recipe.GenerateInto(dst); err != nil {
 		return fmt.Errorf("case %s: %w", c.Name, err)
 	}
-	c.Inputs = map[string]Array{}
-	for _, in := range c.Recipe.Inputs {
-		c.Inputs[in.Name] = Array{Shape: append([]int{}, in.Shape...), Data: dst[in.Name]}
-	}
+	c.holdInputs(dst)
 	return nil
 }
 
@@ -373,12 +375,13 @@ func WithSpecials(inputs map[string]Array) map[string]Array {
 	for name, a := range inputs {
 		switch x := a.Data.(type) {
 		case []float32:
-			a.Data = withSpecials(slices.Clone(x))
+			a.Data = slices.Clone(x)
 		case []float64:
-			a.Data = withSpecials(slices.Clone(x))
+			a.Data = slices.Clone(x)
 		}
 		out[name] = a
 	}
+	InjectSpecials(out)
 	return out
 }
 
@@ -395,7 +398,7 @@ func InjectSpecials(inputs map[string]Array) {
 	}
 }
 
-func withSpecials[T float32 | float64](x []T) []T {
+func withSpecials[T float32 | float64](x []T) {
 	for i := range x {
 		switch {
 		case i%37 == 11:
@@ -406,7 +409,6 @@ func withSpecials[T float32 | float64](x []T) []T {
 			x[i] = T(math.Inf(-1))
 		}
 	}
-	return x
 }
 
 // Tol is a per-output tolerance: elementwise |got − want| ≤ Abs + Rel·|want| + Norm·max|want|,

@@ -104,10 +104,10 @@ func caseInputs(t *testing.T, c *golden.Case) *Inputs {
 			}
 		}
 	}
+	in := &Inputs{}
 	if err := c.LoadInputs(); err != nil {
 		t.Fatal(err)
 	}
-	in := &Inputs{}
 	for _, name := range InputNames {
 		a, ok := c.Inputs[name]
 		if !ok {
