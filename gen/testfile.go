@@ -192,9 +192,17 @@ const WholeBudget = 25_000_000
 // fits, so the default test's simulation costs about the same at any batch size.
 const SampledBudget = 6_000_000
 
+// CaseWholeBudget is the most instructions, summed over the launch tables (forward first),
+// that a generated test simulates whole on two cases — its special-value case and the golden
+// case "random" — of a package whose tables are otherwise simulated in part: about six
+// seconds of one core here. Those two whole runs check what a part cannot, the whole-batch
+// reductions (losses, ESS) and what is computed from them.
+const CaseWholeBudget = 500_000_000
+
 type ptxTable struct {
 	Kind, Var, Names string
 	Whole            bool
+	WholeTwo         bool // in part, but whole on the special-value and "random" cases
 	MaxIter          int
 	Doc              string
 	Cover            []ptxCover
@@ -218,6 +226,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		return nil, err
 	}
 	var tables []ptxTable
+	twoLeft := int64(CaseWholeBudget)
 	add := func(kind, v, names string, t *runtime.LaunchTable) error {
 		inputs := map[string]golden.Array{}
 		for _, b := range t.Buffers {
@@ -270,6 +279,15 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 			}
 			pt.Doc = fmt.Sprintf("in part, %d iterations per thread (the whole table takes more than %d instructions; "+
 				"this part %d): it computes, of each output, %s elements", part.MaxIter, WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
+			n, ok, err := wholeWithin(string(mod.PTX), t, inputs, res, twoLeft)
+			if err != nil {
+				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
+			}
+			if ok {
+				twoLeft -= n
+				pt.WholeTwo = true
+				pt.Doc += fmt.Sprintf("; whole (%d instructions) on the special-value case and the golden case random", n)
+			}
 		default:
 			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
 		}
@@ -293,8 +311,42 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		ins = append(ins, testInput{Name: in.Name, Expr: expr})
 	}
 	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins,
-		"Large": c.Graph.Batch.Numel() > LargeBatch}
+		"Large": c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil}
 	return render("ptxsim_test.go.tmpl", data)
+}
+
+// wholeWithin reports whether launch table t simulates whole within budget instructions,
+// and how many it takes. It first estimates that from part, the table's partial simulation
+// (its instructions scaled by the fraction of some output's elements it computes, or else
+// of the blocks it ran), and simulates only where the estimate is within twice the budget,
+// so that a large table costs the generator nothing.
+func wholeWithin(ptx string, t *runtime.LaunchTable, inputs map[string]golden.Array, part *ptxsim.Result, budget int64) (int64, bool, error) {
+	if budget <= 0 {
+		return 0, false, nil
+	}
+	grid := 0
+	for _, l := range t.Launches {
+		grid += l.Grid[0] * l.Grid[1] * l.Grid[2]
+	}
+	scale := float64(grid) / float64(max(1, part.Stats.Blocks))
+	for _, p := range part.Outputs {
+		if n := len(p.Index); n > 0 {
+			scale = max(scale, float64(p.Len)/float64(n))
+		}
+	}
+	if float64(part.Stats.Instructions)*scale > 2*float64(budget) {
+		return 0, false, nil
+	}
+	whole := ptxsim.Whole
+	whole.Budget = budget
+	switch res, err := ptxsim.Simulate(ptx, *t, inputs, whole); {
+	case errors.Is(err, ptxsim.ErrBudget):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	default:
+		return res.Stats.Instructions, true, nil
+	}
 }
 
 // render executes a template and gofmts the result.
