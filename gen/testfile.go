@@ -219,7 +219,9 @@ type ptxCover struct {
 // partial simulation computes depend on the launch table, not on the values), whether each
 // launch table is simulated whole by default (at most WholeBudget instructions) or in part,
 // and records which elements of each output the part computes, so that the test fails when
-// a launch computes fewer or other elements than it did when the package was generated.
+// a launch computes fewer or other elements than it did when the package was generated. A
+// table simulated in part is also simulated whole on two cases while the tables' whole runs
+// fit CaseWholeBudget together (forward first).
 func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	mod, err := ptxgen.Emit(c.Plan, c.Backward, m)
 	if err != nil {

@@ -17,6 +17,9 @@ type ptxTable struct {
 	table runtime.LaunchTable
 	names []string // the outputs (and gradients) it computes
 	part  ptxsim.Part
+	// wholeTwo: simulated whole, not in part, on TestPTXSimulated's special-value case and
+	// the golden case "random" (the whole table is cheap enough for two cases).
+	wholeTwo bool
 	// cover is, for a partial simulation, which elements of each output it computes from the
 	// inputs alone, as when the package was generated.
 	cover map[string]ptxsim.Coverage
@@ -31,6 +34,17 @@ var ptxTables = map[string]ptxTable{
 		part: ptxsim.Whole},
 	"backward": {table: LaunchBackward, names: append(append([]string(nil), OutputNames...), GradNames...),
 		part: ptxsim.Whole},
+}
+
+// wholeTwo reports whether some launch table is simulated whole on the special-value case
+// and the golden case "random" by default.
+func wholeTwo() bool {
+	for _, tb := range ptxTables {
+		if tb.wholeTwo {
+			return true
+		}
+	}
+	return false
 }
 
 // TestPTXSimulated runs this package's PTX (kernels.ptx), as its launch tables drive it, in
@@ -56,7 +70,9 @@ var ptxTables = map[string]ptxTable{
 // elements compared, and a launch with too few blocks or threads shows as elements missing
 // from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own
 // CI runs on its example packages) are the values that need every element: whole-batch
-// reductions and what depends on them.
+// reductions and what depends on them. So a table whose whole simulation is cheap enough
+// (wholeTwo in ptxTables) is simulated whole on this special-value case and on the golden
+// case "random" by default, in part on the other cases.
 func TestPTXSimulated(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -74,7 +90,12 @@ func TestPTXSimulated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ptxCase(t, &c, runAll(t, in, impls[len(impls)-1:])[0])
+	ptxCase(t, &c, ready(runAll(t, in, impls[len(impls)-1:])[0]), true)
+}
+
+// ready is a reference for ptxCase that is already computed.
+func ready(r *results) func() (*results, error) {
+	return func() (*results, error) { return r, nil }
 }
 
 // inputData is the slice of in holding the input with data name name.
@@ -100,10 +121,12 @@ func inputData(in *Inputs, name string) any {
 	return nil
 }
 
-// ptxCase simulates every launch table on one case (whole with LOSSGEN_FULL=1, else as
-// ptxTables says), concurrently, and compares what each computes with ref, the CPU kernel's
-// results on the same inputs, and with the case's golden values.
-func ptxCase(t *testing.T, c *golden.Case, ref *results) {
+// ptxCase simulates every launch table on one case (whole with LOSSGEN_FULL=1, or where
+// whole is set and ptxTables marks the table wholeTwo, else as ptxTables says),
+// concurrently, and compares what each computes with the CPU kernel's results on the same
+// inputs, which ref waits for (so the simulation can run while they are computed), and
+// with the case's golden values.
+func ptxCase(t *testing.T, c *golden.Case, ref func() (*results, error), whole bool) {
 	if testing.Short() {
 		return // -short: no PTX simulation
 	}
@@ -116,7 +139,7 @@ func ptxCase(t *testing.T, c *golden.Case, ref *results) {
 			if !ok {
 				continue
 			}
-			if os.Getenv("LOSSGEN_FULL") != "" {
+			if os.Getenv("LOSSGEN_FULL") != "" || whole && tb.wholeTwo {
 				tb.part = ptxsim.Whole
 			}
 			wg.Add(1)
@@ -131,7 +154,15 @@ func ptxCase(t *testing.T, c *golden.Case, ref *results) {
 
 // simulate runs one launch table on one case and compares what it computes with the CPU
 // kernel's results and the case's golden values.
-func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, r *results) {
+func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, cpu func() (*results, error)) {
+	res, err := ptxsim.Simulate(PTX, tb.table, c.Inputs, tb.part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cpu()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ref := map[string][]float64{}
 	get := r.out.Get
 	if kind == "backward" {
@@ -142,10 +173,6 @@ func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, r *results
 	}
 	for _, name := range OutputNames {
 		ref[name], _ = get(name)
-	}
-	res, err := ptxsim.Simulate(PTX, tb.table, c.Inputs, tb.part)
-	if err != nil {
-		t.Fatal(err)
 	}
 	st := res.Stats
 	t.Logf("%d instructions, %d blocks, %d barriers, %d shuffles, %d threads stopped", st.Instructions, st.Blocks, st.Barriers, st.Shuffles, st.Cut)
