@@ -292,9 +292,12 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		if n := c.Graph.Batch.Numel(); n > maxGoldenElements {
 			return fmt.Errorf("%s: a batch of %d elements is too large for golden cases (at most %d: each case holds every input and output in float64, here about %d GiB); golden cases are regression data, so check a copy of the spec with smaller dims", path, n, maxGoldenElements, n*8*(len(c.Graph.Inputs)+len(c.Graph.Outputs))>>30)
 		}
-		cs, err := cases.Build(c.Graph, c.Spec.Package, *data)
+		cs, skips, err := cases.BuildData(c.Graph, c.Spec.Package, *data)
 		if err != nil {
 			return err
+		}
+		for _, sk := range skips {
+			fmt.Fprintf(stderr, "%s: no case from %s: %s\n", path, sk.File, sk.Why)
 		}
 		for i := range cs {
 			if err := cases.Want(c.Reference(), &cs[i]); err != nil {

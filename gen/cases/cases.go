@@ -35,6 +35,15 @@ import (
 // the one implementation of each key's registry Sample (spec.Sample) that the generated
 // tests draw with too.
 func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
+	cs, _, err := BuildData(g, pkg, dataDir)
+	return cs, err
+}
+
+// Skip is a data file Build made no case of, and why.
+type Skip struct{ File, Why string }
+
+// BuildData is Build, which also returns the .npz files in dataDir it made no case of.
+func BuildData(g *ir.Graph, pkg, dataDir string) ([]golden.Case, []Skip, error) {
 	var out []golden.Case
 	add := func(name string, mode func(in *ir.Input) string) error {
 		r := Recipe(g, pkg, name, mode)
@@ -51,7 +60,7 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 		return nil
 	}
 	if err := add("random", func(*ir.Input) string { return "" }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if has(g, "done") {
 		err := add("flags", func(in *ir.Input) string {
@@ -61,7 +70,7 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 			return ""
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	extremeKeys := false
@@ -72,14 +81,14 @@ func Build(g *ir.Graph, pkg, dataDir string) ([]golden.Case, error) {
 	}
 	if extremeKeys {
 		if err := add("extreme", func(*ir.Input) string { return "extreme" }); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	real, err := realCases(g, dataDir)
+	real, skips, err := realCases(g, dataDir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return append(out, real...), nil
+	return append(out, real...), skips, nil
 }
 
 // Recipe is the recipe of seeded case name of package pkg: every input of g drawn as its
@@ -257,24 +266,25 @@ func Stored(dt ir.DType, in *ir.Input, v []float64) golden.Array {
 }
 
 // realCases returns a case for every .npz in dataDir that holds all of g's inputs with
-// their shapes (float32 data widens exactly for float64 kernels).
-func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
+// their shapes (float32 data widens exactly for float64 kernels), and the files it skipped.
+func realCases(g *ir.Graph, dataDir string) ([]golden.Case, []Skip, error) {
 	if dataDir == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	files, err := filepath.Glob(filepath.Join(dataDir, "*.npz"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.Strings(files)
 	var out []golden.Case
+	var skips []Skip
 	for _, f := range files {
 		arrays, err := golden.ReadNPZ(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c := golden.Case{Name: "real_" + strings.TrimSuffix(filepath.Base(f), ".npz"), Inputs: map[string]golden.Array{}}
-		ok := true
+		why := ""
 		for _, in := range g.Inputs {
 			a, found := arrays[in.Name]
 			if !found && in.State {
@@ -282,22 +292,28 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, error) {
 				c.Inputs[in.Name] = Stored(g.DType, in, []float64{in.Init})
 				continue
 			}
-			if !found || !slices.Equal(a.Shape, in.Shape.Sizes()) {
-				ok = false
+			if !found {
+				why = fmt.Sprintf("no array %q", in.Name)
+				break
+			}
+			if !slices.Equal(a.Shape, in.Shape.Sizes()) {
+				why = fmt.Sprintf("%q has shape %v, the spec's is %v", in.Name, a.Shape, in.Shape.Sizes())
 				break
 			}
 			conv, err := Convert(g.DType, in, a)
 			if err != nil {
-				ok = false
+				why = err.Error()
 				break
 			}
 			c.Inputs[in.Name] = conv
 		}
-		if ok {
-			out = append(out, c)
+		if why != "" {
+			skips = append(skips, Skip{File: f, Why: why})
+			continue
 		}
+		out = append(out, c)
 	}
-	return out, nil
+	return out, skips, nil
 }
 
 // Convert returns a as the storage type of input in: the kernel's float type (float32 data
