@@ -69,7 +69,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]
 		seen[k.Value] = k
 		f, ok := byName[k.Value]
 		if !ok {
-			d.errf(k, "%s: unknown key %q %s", where(path), k.Value, allowed(names))
+			d.errf(k, "%s: unknown key %q %s", where(path), k.Value, allowedFor(k.Value, names))
 			continue
 		}
 		d.pos[kp] = d.at(v)
@@ -150,7 +150,7 @@ func (d *decoder) enum(path string, n *yaml.Node, vals ...string) (string, bool)
 			return s, true
 		}
 	}
-	d.errf(n, "%s: unknown value %q %s", path, s, allowed(vals))
+	d.errf(n, "%s: unknown value %q %s", path, s, allowedFor(s, vals))
 	return "", false
 }
 

@@ -76,3 +76,60 @@ func allowed(vals []string) string {
 	sort.Strings(v)
 	return "(allowed: " + strings.Join(v, ", ") + ")"
 }
+
+// allowedFor is allowed for a value got that is not among vals, led by the one allowed
+// value a likely typo of it would be: `(did you mean "clip_epsilon"? allowed: …)`.
+func allowedFor(got string, vals []string) string {
+	if m := closest(got, vals); m != "" {
+		return "(did you mean " + quote(m) + "? " + strings.TrimPrefix(allowed(vals), "(")
+	}
+	return allowed(vals)
+}
+
+// closest is the one value of vals within edit distance 2 of got (1 for a name of at most 4
+// characters, 0 for at most 2: "T" is no typo of "N"), ignoring case, or "" when there is
+// none or more than one at the least distance.
+func closest(got string, vals []string) string {
+	limit := 2
+	switch {
+	case len(got) <= 2:
+		limit = 0
+	case len(got) <= 4:
+		limit = 1
+	}
+	best, n := "", 0
+	for _, v := range vals {
+		switch d := editDistance(strings.ToLower(got), strings.ToLower(v)); {
+		case d > limit:
+		case best == "" || d < editDistance(strings.ToLower(got), strings.ToLower(best)):
+			best, n = v, 1
+		case d == editDistance(strings.ToLower(got), strings.ToLower(best)):
+			n++
+		}
+	}
+	if n != 1 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

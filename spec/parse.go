@@ -371,7 +371,7 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 		k, v := n.Content[i], n.Content[i+1]
 		kp := join(path, k.Value)
 		if _, ok := d.reg.Key(k.Value); !ok {
-			d.errf(k, "%s: unknown key %q %s", path, k.Value, allowed(names))
+			d.errf(k, "%s: unknown key %q %s", path, k.Value, allowedFor(k.Value, names))
 			continue
 		}
 		if present[k.Value] {

@@ -52,7 +52,7 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	for i, b := range s.Batch {
 		p := "batch[" + itoa(i) + "]"
 		if s.DimSize(b) == 0 {
-			errAt(p, p+": "+quote(b)+" is not a dim declared under dims "+allowed(dimNames(s)))
+			errAt(p, p+": "+quote(b)+" is not a dim declared under dims "+allowedFor(b, dimNames(s)))
 		}
 		if seen[b] {
 			errAt(p, p+": "+quote(b)+" appears twice")
@@ -114,7 +114,7 @@ func (d *decoder) stageParams(s *Spec, st *Stage) {
 		path := st.Path + "." + p.Name
 		if p.Type == DimName {
 			if name, _ := v.V.(string); s.DimSize(name) == 0 {
-				d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: path + ": " + quote(name) + " is not a dim declared under dims " + allowed(dimNames(s))})
+				d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: path + ": " + quote(name) + " is not a dim declared under dims " + allowedFor(name, dimNames(s))})
 			}
 			continue
 		}
