@@ -97,13 +97,13 @@ func closest(got string, vals []string) string {
 	case len(got) <= 4:
 		limit = 1
 	}
-	best, n := "", 0
+	got = strings.ToLower(got)
+	best, bestD, n := "", limit+1, 0
 	for _, v := range vals {
-		switch d := editDistance(strings.ToLower(got), strings.ToLower(v)); {
-		case d > limit:
-		case best == "" || d < editDistance(strings.ToLower(got), strings.ToLower(best)):
-			best, n = v, 1
-		case d == editDistance(strings.ToLower(got), strings.ToLower(best)):
+		switch d := editDistance(got, strings.ToLower(v)); {
+		case d < bestD:
+			best, bestD, n = v, d, 1
+		case d == bestD:
 			n++
 		}
 	}
