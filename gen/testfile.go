@@ -80,6 +80,36 @@ func GradTolerance(dt ir.DType) golden.Tol {
 	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2}
 }
 
+// paddedInput is a float input whose elements lie on the mask's elements Per at a time (the
+// batch dims lead its shape), for TestPaddingIgnored.
+type paddedInput struct {
+	Field string
+	Per   int
+}
+
+// maskedInputs returns the loss's mask (keys.mask, [*batch]) as the field of Inputs that
+// holds it, and the float inputs whose masked elements TestPaddingIgnored fills with
+// garbage; "" without a mask.
+func maskedInputs(g *ir.Graph) (string, []paddedInput) {
+	mask := ""
+	for _, in := range g.Inputs {
+		if in.Key == "mask" && in.Kind == ir.Bool && in.Shape.Equal(g.Batch) {
+			mask = gogen.FieldName(in.Name)
+		}
+	}
+	if mask == "" {
+		return "", nil
+	}
+	var out []paddedInput
+	for _, in := range g.Inputs {
+		if in.Kind != ir.Float || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
+			continue
+		}
+		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel()})
+	}
+	return mask, out
+}
+
 // testFile renders the generated package's test.
 func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	g := c.Graph
@@ -115,6 +145,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 		}
 		ins = append(ins, t)
 	}
+	data["Mask"], data["Padded"] = maskedInputs(g)
 	var outs []testOutput
 	var firstSlice any
 	for _, o := range g.Outputs {
@@ -314,6 +345,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	}
 	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins,
 		"Large": c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil}
+	data["Mask"], _ = maskedInputs(c.Graph)
 	return render("ptxsim_test.go.tmpl", data)
 }
 

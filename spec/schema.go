@@ -89,7 +89,12 @@ type KeyDef struct {
 	Doc    string
 	// Differentiable marks a network output TorchRL differentiates the loss with respect to.
 	Differentiable bool
-	Sample         Sample
+	// Pad is what a masked-out element of the key reads in a loss with keys.mask: a value
+	// at which every formula the loss applies is finite with finite derivatives (0, or 1 for
+	// a standard deviation), so that padding, whatever it holds, reaches no output and no
+	// gradient.
+	Pad    float64
+	Sample Sample
 }
 
 // StageDef is one registry entry: a loss, estimator or transform.

@@ -148,7 +148,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			rows = append(rows, b)
 		}
 	}
-	verdict, failed := compareBackends(stdout, graph, results, rows)
+	verdict, failed := compareBackends(stdout, graph, inputs, results, rows)
 
 	if *outPath != "" {
 		for _, name := range rows {
@@ -329,7 +329,7 @@ type judgement struct {
 
 // judge measures output o of backend b against the interpreter's under the tolerance the
 // generated package's own test uses for it (gen.Tolerance).
-func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]golden.Array) judgement {
+func judge(g *ir.Graph, o *ir.Output, b string, masked []bool, results map[string]map[string]golden.Array) judgement {
 	want := results["ref"][o.Name].Float64s()
 	j := judgement{backend: b, output: o.Name, n: len(want)}
 	got, ok := results[b][o.Name]
@@ -339,7 +339,16 @@ func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]go
 	case got.Len() != len(want):
 		j.problem = fmt.Sprintf("%d elements, want %d", got.Len(), len(want))
 	default:
-		j.diff = golden.Compare(want, got.Float64s(), gen.OutputTolerance(g.DType, o))
+		gv := got.Float64s()
+		j.diff = golden.Compare(want, gv, gen.OutputTolerance(g.DType, o))
+		// Padding reaches no output (SEMANTICS.md §11.18): a NaN or infinity at a masked
+		// element is a failure even where the interpreter has one too (Compare takes equal
+		// non-finite values as agreeing).
+		for i := range masked {
+			if masked[i] && i < len(gv) && !isFinite(gv[i]) && !isFinite(want[i]) {
+				j.diff.Bad++
+			}
+		}
 		return j
 	}
 	j.diff = golden.Diff{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), MaxNorm: math.Inf(1), Bad: len(want), First: 0}
@@ -350,7 +359,7 @@ func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]go
 // that order; "ref" is the interpreter) with each backend's max abs and rel difference from
 // the interpreter and its count of elements out of the package test's tolerance. It returns
 // the verdict line, and an error when any output of any backend is out of tolerance.
-func compareBackends(w io.Writer, g *ir.Graph, results map[string]map[string]golden.Array, rows []string) (verdict string, err error) {
+func compareBackends(w io.Writer, g *ir.Graph, inputs map[string]golden.Array, results map[string]map[string]golden.Array, rows []string) (verdict string, err error) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "output\tshape\tbackend\tvalue\tmax abs diff\tmax rel diff\tout of tol")
 	var judged, bad []judgement
@@ -361,7 +370,7 @@ func compareBackends(w io.Writer, g *ir.Graph, results map[string]map[string]gol
 			if b == "ref" {
 				value = summarize(results["ref"][o.Name].Float64s())
 			} else {
-				j := judge(g, o, b, results)
+				j := judge(g, o, b, maskedElements(g, o.Node.Shape, inputs), results)
 				judged = append(judged, j)
 				if j.diff.Bad > 0 {
 					bad = append(bad, j)
@@ -400,6 +409,37 @@ func compareBackends(w io.Writer, g *ir.Graph, results map[string]map[string]gol
 	return fmt.Sprintf("verdict: FAIL: %d %s out of tolerance: %s", len(bad), plural(len(bad), "output"), strings.Join(what, ", ")),
 		fmt.Errorf("eval: %d %s out of the package test's tolerances", len(bad), plural(len(bad), "output"))
 }
+
+// maskedElements marks the elements of a tensor of shape that lie on a false element of the
+// loss's mask (keys.mask): nil without a mask, or for a tensor that is not per batch element.
+func maskedElements(g *ir.Graph, shape ir.Shape, inputs map[string]golden.Array) []bool {
+	var mask []float64
+	for _, in := range g.Inputs {
+		if in.Key == "mask" && in.Shape.Equal(g.Batch) {
+			mask = inputs[in.Name].Float64s()
+		}
+	}
+	if mask == nil || len(mask) != g.Batch.Numel() {
+		return nil
+	}
+	for _, d := range g.Batch {
+		if !shape.Has(d.Name) {
+			return nil
+		}
+	}
+	st := shape.Strides()
+	out := make([]bool, shape.Numel())
+	for i := range out {
+		m := 0
+		for _, d := range g.Batch {
+			m = m*d.Size + i/st[shape.Index(d.Name)]%d.Size
+		}
+		out[i] = mask[m] == 0
+	}
+	return out
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // plural is word, with an s unless n is 1.
 func plural(n int, word string) string {

@@ -152,7 +152,7 @@ func TestEvalVerdict(t *testing.T) {
 		"ptx":  perturbed(want, "value_target", func(x []float64) { x[0] += 1e-3 }),
 	}
 	var out strings.Builder
-	verdict, err := compareBackends(&out, c.Graph, results, []string{"ref", "go", "avx2", "ptx"})
+	verdict, err := compareBackends(&out, c.Graph, nil, results, []string{"ref", "go", "avx2", "ptx"})
 	require.EqualError(t, err, "eval: 2 outputs out of the package test's tolerances")
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Regexp(t, `^output +shape +backend +value +max abs diff +max rel diff +out of tol$`, lines[0])
@@ -168,7 +168,7 @@ func TestEvalVerdict(t *testing.T) {
 	results = map[string]map[string]golden.Array{"ref": perturbed(want, "advantage", func(x []float64) { x[0] = math.NaN() })}
 	results["go"], results["ptx"] = results["ref"], results["ref"]
 	out.Reset()
-	verdict, err = compareBackends(&out, c.Graph, results, []string{"ref", "go", "ptx"})
+	verdict, err = compareBackends(&out, c.Graph, nil, results, []string{"ref", "go", "ptx"})
 	require.NoError(t, err)
 	require.Equal(t, "verdict: ok: every output of go, ptx within the package test's tolerances", verdict)
 	require.Regexp(t, `\n +go +mean NaN in \[-?[0-9.]+, [0-9.]+\], 1 NaN +0 +0 +0\n`, out.String())
@@ -176,7 +176,7 @@ func TestEvalVerdict(t *testing.T) {
 	// A backend missing an output, or returning the wrong length, fails every element.
 	results["go"] = map[string]golden.Array{"advantage": {Shape: []int{5}, Data: make([]float32, 5)}}
 	out.Reset()
-	verdict, err = compareBackends(&out, c.Graph, results, []string{"go"})
+	verdict, err = compareBackends(&out, c.Graph, nil, results, []string{"go"})
 	require.EqualError(t, err, "eval: 2 outputs out of the package test's tolerances")
 	require.Equal(t, "verdict: FAIL: 2 outputs out of tolerance: go advantage (5 elements, want 6), go value_target (missing)", verdict)
 	require.Regexp(t, `\nvalue_target +\[2 3\] +go +missing +\+Inf +\+Inf +6\n`, out.String())
@@ -184,7 +184,7 @@ func TestEvalVerdict(t *testing.T) {
 
 	// Only the interpreter: nothing to judge.
 	out.Reset()
-	verdict, err = compareBackends(&out, c.Graph, map[string]map[string]golden.Array{"ref": want}, []string{"ref"})
+	verdict, err = compareBackends(&out, c.Graph, nil, map[string]map[string]golden.Array{"ref": want}, []string{"ref"})
 	require.NoError(t, err)
 	require.Equal(t, "verdict: ok: only the interpreter ran; no backend to judge", verdict)
 }
@@ -217,4 +217,32 @@ func TestSummarize(t *testing.T) {
 	require.Equal(t, "mean NaN in [1, 3], 1 NaN", summarize([]float64{1, nan, 3}))
 	require.Equal(t, "all 2 NaN", summarize([]float64{nan, nan}))
 	require.Equal(t, "0.5", summarize([]float64{0.5}))
+}
+
+// A NaN at a masked element of a gradient is a failure even where the interpreter has a NaN
+// there too: padding reaches no output (issue 17 item 1; before, NaN against NaN agreed and
+// eval said ok).
+func TestEvalMaskedNonFiniteFails(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	require.NoError(t, os.WriteFile(p, []byte("package: m\ndtype: float32\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false, reduction: none}\nkeys: {mask: mask}\n"), 0o644))
+	c, err := gen.Compile(p)
+	require.NoError(t, err)
+	g := c.Reference()
+	f := func(v ...float32) golden.Array { return golden.Array{Shape: []int{4}, Data: v} }
+	inputs := map[string]golden.Array{"log_prob": f(-1, -1, -1, -1), "sample_log_prob": f(-1, -1, -1, -1),
+		"advantage": f(1, 2, 3, 4), "mask": {Shape: []int{4}, Data: []bool{true, true, false, false}}}
+	ref := golden.Case{Name: "t", Inputs: inputs}
+	require.NoError(t, cases.Want(g, &ref))
+	require.Equal(t, []float64{-1, -2, 0, 0}, ref.Want["grad.log_prob"].Float64s(), "the interpreter gives 0 at masked elements")
+	nan := perturbed(ref.Want, "grad.log_prob", func(x []float64) { x[3] = math.NaN() })
+	results := map[string]map[string]golden.Array{"ref": nan, "go": nan}
+	var out strings.Builder
+	verdict, err := compareBackends(&out, g, inputs, results, []string{"ref", "go"})
+	require.Error(t, err)
+	require.Equal(t, "verdict: FAIL: 1 output out of tolerance: go grad.log_prob (1 of 4 elements)", verdict)
+	// The same NaN at a valid element agrees with the interpreter's, as before.
+	nan = perturbed(ref.Want, "grad.log_prob", func(x []float64) { x[0] = math.NaN() })
+	results = map[string]map[string]golden.Array{"ref": nan, "go": nan}
+	_, err = compareBackends(&out, g, inputs, results, []string{"ref", "go"})
+	require.NoError(t, err)
 }

@@ -117,22 +117,22 @@ func (l *Lowerer) ReadAs(key string, shape ir.Shape, kind spec.KeyKind) *ir.Node
 		if !n.Shape.Equal(shape) {
 			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
 		}
-		return n
+		return l.selectValid(n, keys[key], kind)
 	}
 	data := l.S.Keys[key]
 	if data == nil {
 		l.errorf("keys."+key, "keys.%s: %s reads %q but the key is mapped to null (absent from the data); map it to an array name", key, l.stage.Type, key)
 	}
-	return l.input(key, keys[key], data, shape, kind)
+	return l.selectValid(l.input(key, keys[key], data, shape, kind), keys[key], kind)
 }
 
 // readDerived reads a key the spec cannot remap, one per configured name (a head's
 // entropy, "entropy.<head>" from data <head>_entropy), described by the registry key def.
 func (l *Lowerer) readDerived(key string, def spec.KeyDef, data []string) *ir.Node {
 	if n, ok := l.env[key]; ok {
-		return n
+		return l.selectValid(n, def, def.Kind)
 	}
-	return l.input(key, def, data, l.Batch(), def.Kind)
+	return l.selectValid(l.input(key, def, data, l.Batch(), def.Kind), def, def.Kind)
 }
 
 // stateInput declares a scalar of kernel state (ir.Input.State) that starts at init; the

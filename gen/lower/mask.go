@@ -29,6 +29,25 @@ func (l *Lowerer) readMask() {
 		"the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid")
 }
 
+// selectValid is what a loss with a mask reads for a float key: the value where the mask is
+// true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0
+// after the fact is not enough: 0·f'(garbage) is NaN when padding holds NaN, ±inf or a value
+// whose derivative overflows, and the autodiff pass would carry it into the gradient. With
+// the select, masked elements compute the loss at Pad (finite, with finite derivatives), the
+// reductions drop them, and the select's own rule sends them an exact 0 gradient. Index keys
+// (categorical actions) are left as they are: their range check covers every element.
+func (l *Lowerer) selectValid(x *ir.Node, def spec.KeyDef, kind spec.KeyKind) *ir.Node {
+	if l.mask == nil || kind != spec.FloatKey || x == l.mask {
+		return x
+	}
+	for _, d := range l.mask.Shape {
+		if !x.Shape.Has(d.Name) {
+			return x // a value shared by every element (none today) has no padding
+		}
+	}
+	return l.B.Where(l.mask, x, l.B.Const(def.Pad))
+}
+
 // maskOf is x where the mask is true and 0 elsewhere (x itself without a mask).
 func (l *Lowerer) maskOf(x *ir.Node) *ir.Node {
 	if l.mask == nil {

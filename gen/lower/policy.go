@@ -40,7 +40,7 @@ var (
 	keyLoc = spec.KeyDef{Name: "loc", Default: []string{"loc"}, Differentiable: true,
 		Doc:    "the current policy's Normal mean μ [*batch, D] (network output)",
 		Sample: spec.Sample{Dist: "normal", Std: 0.5}}
-	keyScale = spec.KeyDef{Name: "scale", Default: []string{"scale"}, Differentiable: true,
+	keyScale = spec.KeyDef{Name: "scale", Default: []string{"scale"}, Differentiable: true, Pad: 1,
 		Doc:    "the current policy's Normal standard deviation σ > 0 [*batch, D] (network output)",
 		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
 	keyOldLogits = spec.KeyDef{Name: "old_logits", Default: []string{"old_logits"},
@@ -49,7 +49,7 @@ var (
 	keyOldLoc = spec.KeyDef{Name: "old_loc", Default: []string{"old_loc"},
 		Doc:    "the behaviour policy's Normal mean [*batch, D], stored with the data",
 		Sample: spec.Sample{Dist: "normal", Std: 0.2, Offset: "loc"}}
-	keyOldScale = spec.KeyDef{Name: "old_scale", Default: []string{"old_scale"},
+	keyOldScale = spec.KeyDef{Name: "old_scale", Default: []string{"old_scale"}, Pad: 1,
 		Doc:    "the behaviour policy's Normal standard deviation [*batch, D], stored with the data",
 		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
 )

@@ -712,3 +712,76 @@ func copyBandwidth() float64 {
 	}
 	return best
 }
+
+// paddedInputs are the random inputs of seed 7 with two elements in three valid (the mask
+// true), twice: clean, and with garbage — NaN, ±inf, ±1e30, the largest finite value — at
+// every masked element of every float input.
+func paddedInputs() (clean, dirty *Inputs) {
+	clean, dirty = drawRandomInputs(7), drawRandomInputs(7)
+	for i := range clean.Mask {
+		clean.Mask[i], dirty.Mask[i] = i%3 != 0, i%3 != 0
+	}
+	garbage := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e30, math.MaxFloat32, -math.MaxFloat32}
+	for i := range dirty.Advantage {
+		if !dirty.Mask[i/1] {
+			dirty.Advantage[i] = garbage[i%len(garbage)]
+		}
+	}
+	for i := range dirty.LogProb {
+		if !dirty.Mask[i/1] {
+			dirty.LogProb[i] = garbage[i%len(garbage)]
+		}
+	}
+	for i := range dirty.SampleLogProb {
+		if !dirty.Mask[i/1] {
+			dirty.SampleLogProb[i] = garbage[i%len(garbage)]
+		}
+	}
+	for i := range dirty.Entropy {
+		if !dirty.Mask[i/1] {
+			dirty.Entropy[i] = garbage[i%len(garbage)]
+		}
+	}
+	return clean, dirty
+}
+
+// sameBitsAs reports the first named result whose bits differ between want and got.
+func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
+	t.Helper()
+	for _, name := range names {
+		w, _ := want(name)
+		g, _ := got(name)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Errorf("%s %s[%d] = %v with garbage padding, %v with clean padding", what, name, i, g[i], w[i])
+				break
+			}
+		}
+	}
+}
+
+// TestPaddingIgnored checks that what masked elements hold reaches no output and no
+// gradient: every implementation gives the same bits with garbage padding as with clean,
+// and every gradient is exactly 0 at masked elements (lossgen's SEMANTICS.md §11.18: masked
+// elements are selected away before any arithmetic).
+func TestPaddingIgnored(t *testing.T) {
+	t.Parallel()
+	clean, dirty := paddedInputs()
+	want, got := runAll(t, clean, impls), runAll(t, dirty, impls)
+	for k, w := range want {
+		name := w.im.name
+		sameBitsAs(t, name+" Forward", OutputNames, w.out.Get, got[k].out.Get)
+		sameBitsAs(t, name+" ForwardBackward", OutputNames, w.fbOut.Get, got[k].fbOut.Get)
+		sameBitsAs(t, name+" ForwardBackward", GradNames, w.g.Get, got[k].g.Get)
+		for _, gname := range GradNames {
+			g, _ := got[k].g.Get(gname)
+			per := len(g) / len(dirty.Mask)
+			for i, v := range g {
+				if !dirty.Mask[i/per] && v != 0 {
+					t.Errorf("%s %s[%d] = %v at a masked element, want 0", name, gname, i, v)
+					break
+				}
+			}
+		}
+	}
+}

@@ -22,25 +22,25 @@ type avxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
-	r23_s  []float64
-	r23_p  []float32
-	r28_s  []float64
-	r28_p  []float32
-	r32_s  []float64
-	r32_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r41_s  []float64
-	r41_p  []float32
-	r46_s  []float64
-	r46_ok []float32
-	r48_s  []float64
+	r26_s  []float64
+	r26_p  []float32
+	r31_s  []float64
+	r31_p  []float32
+	r35_s  []float64
+	r35_p  []float32
+	r42_s  []float64
+	r42_p  []float32
+	r45_s  []float64
+	r45_p  []float32
+	r50_s  []float64
+	r50_ok []float32
 	r52_s  []float64
-	p0_ok  []float32
-	r55_s  []float64
-	r55_p  []float32
 	r56_s  []float64
-	r56_p  []float32
+	p0_ok  []float32
+	r59_s  []float64
+	r59_p  []float32
+	r60_s  []float64
+	r60_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
@@ -49,25 +49,25 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 1312)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r23_s = st.buf[48:64]
-	st.r23_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r28_s = st.buf[88:104]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r32_s = st.buf[128:144]
-	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r38_s = st.buf[168:184]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r41_s = st.buf[208:224]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r46_s = st.buf[248:512]
-	st.r46_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
-	st.r48_s = st.buf[664:928]
-	st.r52_s = st.buf[936:1200]
+	st.r26_s = st.buf[48:64]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r31_s = st.buf[88:104]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r35_s = st.buf[128:144]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r42_s = st.buf[168:184]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r45_s = st.buf[208:224]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r50_s = st.buf[248:512]
+	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
+	st.r52_s = st.buf[664:928]
+	st.r56_s = st.buf[936:1200]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
-	st.r55_s = st.buf[1224:1240]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
-	st.r56_s = st.buf[1264:1280]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
+	st.r59_s = st.buf[1224:1240]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
+	st.r60_s = st.buf[1264:1280]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
 	st.res = make([]float64, 256)
 	return st
@@ -86,22 +86,22 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r23_s, 0)
-		runtime.Fill(st.r23_p, 0)
-		runtime.Fill(st.r28_s, 0)
-		runtime.Fill(st.r28_p, 0)
-		runtime.Fill(st.r32_s, 0)
-		runtime.Fill(st.r32_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.SetMask(st.r46_ok)
-		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r26_s, 0)
+		runtime.Fill(st.r26_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.SetMask(st.r50_ok)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r56_s, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
+		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
 	}
 	n := min(pass0Chunks, 8)
 	if n <= 1 {
@@ -118,44 +118,44 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r23_s, sts[c].r23_s)
-			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
-			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeMask(sts[0].r46_ok, sts[c].r46_ok)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeMask(sts[0].r50_ok, sts[c].r50_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r46_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r23_s, 8)
+	runtime.FinishSum(st.res[:1], st.r26_s, 8)
 	s.s0 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r28_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r32_s, 8)
+	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r41_s, 8)
+	runtime.FinishSum(st.res[:1], st.r45_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:256], st.r46_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r50_s, 1)
 	for k, v := range st.res[:256] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:256], st.r48_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r52_s, 1)
 	for k, v := range st.res[:256] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:256], st.r52_s, 1)
+	runtime.FinishSum(st.res[:256], st.r56_s, 1)
 	for k, v := range st.res[:256] {
 		s.s7[k] = float32(v)
 	}
@@ -172,10 +172,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r55_p, 0)
-	runtime.Fill(st.r56_s, 0)
-	runtime.Fill(st.r56_p, 0)
+	runtime.Fill(st.r59_s, 0)
+	runtime.Fill(st.r59_p, 0)
+	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r60_p, 0)
 	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -183,9 +183,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r55_s, 8)
+	runtime.FinishSum(st.res[:1], st.r59_s, 8)
 	s.s8 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r56_s, 8)
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s9 = float32(st.res[0])
 }
 
@@ -202,25 +202,25 @@ type fbAvxState struct {
 	buf    []float64
 	r4_s   []float64
 	r4_p   []float32
-	r23_s  []float64
-	r23_p  []float32
-	r28_s  []float64
-	r28_p  []float32
-	r32_s  []float64
-	r32_p  []float32
-	r38_s  []float64
-	r38_p  []float32
-	r41_s  []float64
-	r41_p  []float32
-	r46_s  []float64
-	r46_ok []float32
-	r48_s  []float64
+	r26_s  []float64
+	r26_p  []float32
+	r31_s  []float64
+	r31_p  []float32
+	r35_s  []float64
+	r35_p  []float32
+	r42_s  []float64
+	r42_p  []float32
+	r45_s  []float64
+	r45_p  []float32
+	r50_s  []float64
+	r50_ok []float32
 	r52_s  []float64
-	p0_ok  []float32
-	r55_s  []float64
-	r55_p  []float32
 	r56_s  []float64
-	r56_p  []float32
+	p0_ok  []float32
+	r59_s  []float64
+	r59_p  []float32
+	r60_s  []float64
+	r60_p  []float32
 	p2_ok  []float32
 	res    []float64
 }
@@ -229,25 +229,25 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 1312)}
 	st.r4_s = st.buf[8:24]
 	st.r4_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r23_s = st.buf[48:64]
-	st.r23_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r28_s = st.buf[88:104]
-	st.r28_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r32_s = st.buf[128:144]
-	st.r32_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r38_s = st.buf[168:184]
-	st.r38_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r41_s = st.buf[208:224]
-	st.r41_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
-	st.r46_s = st.buf[248:512]
-	st.r46_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
-	st.r48_s = st.buf[664:928]
-	st.r52_s = st.buf[936:1200]
+	st.r26_s = st.buf[48:64]
+	st.r26_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r31_s = st.buf[88:104]
+	st.r31_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r35_s = st.buf[128:144]
+	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r42_s = st.buf[168:184]
+	st.r42_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r45_s = st.buf[208:224]
+	st.r45_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 16)
+	st.r50_s = st.buf[248:512]
+	st.r50_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[520])), 264)
+	st.r52_s = st.buf[664:928]
+	st.r56_s = st.buf[936:1200]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1208])), 8)
-	st.r55_s = st.buf[1224:1240]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
-	st.r56_s = st.buf[1264:1280]
-	st.r56_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
+	st.r59_s = st.buf[1224:1240]
+	st.r59_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1248])), 16)
+	st.r60_s = st.buf[1264:1280]
+	st.r60_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1288])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[1304])), 8)
 	st.res = make([]float64, 256)
 	return st
@@ -266,22 +266,22 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r4_p, 0)
-		runtime.Fill(st.r23_s, 0)
-		runtime.Fill(st.r23_p, 0)
-		runtime.Fill(st.r28_s, 0)
-		runtime.Fill(st.r28_p, 0)
-		runtime.Fill(st.r32_s, 0)
-		runtime.Fill(st.r32_p, 0)
-		runtime.Fill(st.r38_s, 0)
-		runtime.Fill(st.r38_p, 0)
-		runtime.Fill(st.r41_s, 0)
-		runtime.Fill(st.r41_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.SetMask(st.r46_ok)
-		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r26_s, 0)
+		runtime.Fill(st.r26_p, 0)
+		runtime.Fill(st.r31_s, 0)
+		runtime.Fill(st.r31_p, 0)
+		runtime.Fill(st.r35_s, 0)
+		runtime.Fill(st.r35_p, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r42_p, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.SetMask(st.r50_ok)
 		runtime.Fill(st.r52_s, 0)
+		runtime.Fill(st.r56_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
+		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -298,44 +298,44 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
-			runtime.MergeSum(sts[0].r23_s, sts[c].r23_s)
-			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
-			runtime.MergeSum(sts[0].r32_s, sts[c].r32_s)
-			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
-			runtime.MergeSum(sts[0].r41_s, sts[c].r41_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeMask(sts[0].r46_ok, sts[c].r46_ok)
-			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r26_s, sts[c].r26_s)
+			runtime.MergeSum(sts[0].r31_s, sts[c].r31_s)
+			runtime.MergeSum(sts[0].r35_s, sts[c].r35_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r50_s, sts[c].r50_s)
+			runtime.MergeMask(sts[0].r50_ok, sts[c].r50_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
+			runtime.MergeSum(sts[0].r56_s, sts[c].r56_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r46_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r50_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r4_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r23_s, 8)
+	runtime.FinishSum(st.res[:1], st.r26_s, 8)
 	s.s0 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r28_s, 8)
+	runtime.FinishSum(st.res[:1], st.r31_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r32_s, 8)
+	runtime.FinishSum(st.res[:1], st.r35_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	runtime.FinishSum(st.res[:1], st.r42_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r41_s, 8)
+	runtime.FinishSum(st.res[:1], st.r45_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:256], st.r46_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r50_s, 1)
 	for k, v := range st.res[:256] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:256], st.r48_s, 1)
+	runtime.FinishSumLog(st.res[:256], st.r52_s, 1)
 	for k, v := range st.res[:256] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:256], st.r52_s, 1)
+	runtime.FinishSum(st.res[:256], st.r56_s, 1)
 	for k, v := range st.res[:256] {
 		s.s7[k] = float32(v)
 	}
@@ -352,10 +352,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r55_p, 0)
-	runtime.Fill(st.r56_s, 0)
-	runtime.Fill(st.r56_p, 0)
+	runtime.Fill(st.r59_s, 0)
+	runtime.Fill(st.r59_p, 0)
+	runtime.Fill(st.r60_s, 0)
+	runtime.Fill(st.r60_p, 0)
 	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -363,9 +363,9 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r55_s, 8)
+	runtime.FinishSum(st.res[:1], st.r59_s, 8)
 	s.s8 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r56_s, 8)
+	runtime.FinishSum(st.res[:1], st.r60_s, 8)
 	s.s9 = float32(st.res[0])
 }
 
@@ -380,7 +380,7 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass3AVX2(lo, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &out.NumValid, &in.Mask[0], &g.Entropy[0], &g.LogProb[0], hi)
+		fbPass3AVX2(lo, &in.Mask[0], &in.Advantage[0], &in.LogProb[0], &in.SampleLogProb[0], &out.NumValid, &g.Entropy[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass3Chunks, 8)
 	if n <= 1 {

@@ -42,7 +42,7 @@ func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
 // fbPass3AVX2 is pass 3 (elementwise over [B=8 L=256]) on 8 float32 lanes; see fbPass3Go for the same loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *float32, p7 *float32, p8 int)
+func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop in Go.
 //

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $32-64
+TEXT ·pass0AVX2(SB), $64-64
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -35,142 +35,162 @@ blocks_2:
 	VMOVUPS Y3, 256(BX)
 	MOVQ    p3+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
-	MOVQ    p4+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
 
-	// v8 = sub(v6, v7) [B=8 L=256]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y5
+	// v6 = where(v0, v5, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+	MOVQ      p4+32(FP), DI
+	VMOVUPS   (DI)(SI*4), Y4
 
-	// v11 = max(v8, v9) tie=first [B=8 L=256]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	// v8 = where(v0, v7, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+	MOVQ      p5+40(FP), DI
+	VMOVUPS   (DI)(SI*4), Y5
 
-	// v12 = min(v11, v10) tie=first [B=8 L=256]  # log_weight_clip
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, (SP)
-
-	// v13 = exp(v8) [B=8 L=256]  # ratio
-	VMAXPS       lgc4<>+0(SB), Y3, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y1
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
-	MOVQ         p5+40(FP), DI
-	VMOVUPS      (DI)(SI*4), Y1
-
-	// v14 = ge(v5, v2) [B=8 L=256]
-	VCMPPS  $0x1d, Y2, Y1, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS lgc17<>+0(SB), Y8
-
-	// v16 = min(v13, v15) tie=first [B=8 L=256]
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc18<>+0(SB), Y9
-
-	// v18 = max(v13, v17) tie=first [B=8 L=256]
-	VMAXPS Y7, Y9, Y7
-
-	// v19 = where(v14, v16, v18) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y7, Y6
-
-	// v20 = mul(v5, v19) [B=8 L=256]  # gain
-	VMULPS Y6, Y1, Y1
-
-	// v21 = neg(v20) [B=8 L=256]
-	VXORPS lgc19<>+0(SB), Y1, Y1
-
-	// v22 = where(v0, v21, v2) [B=8 L=256]
+	// v10 = where(v0, v9, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y2, Y1
+	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// sum(v22) over [B L]
+	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	VSUBPS  Y5, Y4, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
+
+	// v14 = max(v11, v12) tie=first [B=8 L=256]
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS lgc3<>+0(SB), Y8
+
+	// v15 = min(v14, v13) tie=first [B=8 L=256]  # log_weight_clip
+	VMINPS  Y7, Y8, Y7
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y4, 32(SP)
+
+	// v16 = exp(v11) [B=8 L=256]  # ratio
+	VMAXPS       lgc4<>+0(SB), Y6, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y4
+	VPMINSD      lgc16<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y1
+	VBLENDVPS    Y1, Y6, Y8, Y8
+
+	// v17 = ge(v6, v2) [B=8 L=256]
+	VCMPPS  $0x1d, Y2, Y3, Y1
+	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS lgc17<>+0(SB), Y4
+
+	// v19 = min(v16, v18) tie=first [B=8 L=256]
+	VMINPS  Y8, Y4, Y4
+	VMOVUPS lgc18<>+0(SB), Y9
+
+	// v21 = max(v16, v20) tie=first [B=8 L=256]
+	VMAXPS Y8, Y9, Y8
+
+	// v22 = where(v17, v19, v21) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y1, Y9
+	VBLENDVPS Y9, Y4, Y8, Y1
+
+	// v23 = mul(v6, v22) [B=8 L=256]  # gain
+	VMULPS Y1, Y3, Y1
+
+	// v24 = neg(v23) [B=8 L=256]
+	VXORPS lgc19<>+0(SB), Y1, Y1
+
+	// v25 = where(v0, v24, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// sum(v25) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v26 = ne(v12, v8) [B=8 L=256]
-	VCMPPS $0x04, Y3, Y5, Y1
+	// v29 = ne(v15, v11) [B=8 L=256]
+	VCMPPS $0x04, Y6, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v27 = where(v0, v26, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// v30 = where(v0, v29, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v27) over [B L]
+	// sum(v30) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	MOVQ    p3+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS 32(SP), Y1
 
-	// v30 = sub(v7, v6) [B=8 L=256]
-	VSUBPS Y1, Y4, Y1
+	// v33 = sub(v10, v8) [B=8 L=256]
+	VSUBPS Y1, Y5, Y1
 
-	// v31 = where(v0, v30, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v34 = where(v0, v33, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v31) over [B L]
+	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 	MOVQ    p6+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v36 = mul(v35, v34) [B=8 L=256]
-	VMULPS lgc20<>+0(SB), Y1, Y4
+	// v38 = where(v0, v37, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v37 = where(v0, v34, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// v40 = mul(v39, v38) [B=8 L=256]
+	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// sum(v37) over [B L]
+	// v41 = where(v0, v38, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// sum(v41) over [B L]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 
-	// v40 = where(v0, v36, v2) [B=8 L=256]
+	// v44 = where(v0, v40, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VBLENDVPS Y1, Y4, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y1
 
-	// sum(v40) over [B L]
+	// sum(v44) over [B L]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v45 = where(v0, v8, v44) [B=8 L=256]
+	// v49 = where(v0, v11, v48) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y0
+	VBLENDVPS Y2, Y6, Y1, Y0
 
-	// logsumexp(v45) over [B]
+	// logsumexp(v49) over [B]
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -222,7 +242,7 @@ blocks_2:
 	VADDPD       5344(BX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5344(BX)(SI*8)
 
-	// v47 = mul(v43, v45) [B=8 L=256]
+	// v51 = mul(v47, v49) [B=8 L=256]
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS (SP), Y0
 
@@ -686,51 +706,51 @@ TEXT ·pass1AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v24 = max(v4, v1) []
+	// v27 = max(v4, v1) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v25 = div(v23, v24) []
+	// v28 = div(v26, v27) []
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v29 = div(v28, v24) []
+	// v32 = div(v31, v27) []
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v33 = div(v32, v24) []
+	// v36 = div(v35, v27) []
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         p4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = div(v38, v24) []
+	// v43 = div(v42, v27) []
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         p5+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v42 = div(v41, v24) []
+	// v46 = div(v45, v27) []
 	VDIVPS Y0, Y5, Y0
 
-	// store v25
+	// store v28
 	MOVQ   p6+48(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v29
+	// store v32
 	MOVQ   p7+56(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v33
+	// store v36
 	MOVQ   p8+64(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v39
+	// store v43
 	MOVQ   p9+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v42
+	// store v46
 	MOVQ   p10+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -748,15 +768,15 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v49 = mul(v43, v46) [L=256]
+	// v53 = mul(v47, v50) [L=256]
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v50 = sub(v49, v48) [L=256]
+	// v54 = sub(v53, v52) [L=256]
 	VSUBPS Y1, Y0, Y0
 
-	// v51 = exp(v50) [L=256]
+	// v55 = exp(v54) [L=256]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -789,21 +809,21 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v53 = gt(v52, v2) [L=256]
+	// v57 = gt(v56, v2) [L=256]
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v54 = where(v53, v51, v2) [L=256]
+	// v58 = where(v57, v55, v2) [L=256]
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// sum(v54) over [L]
+	// sum(v58) over [L]
 	MOVQ    p3+24(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
-	// sum(v53) over [L]
+	// sum(v57) over [L]
 	VADDPS       10304(DX), Y0, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
@@ -881,19 +901,19 @@ TEXT ·pass3AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v57 = max(v56, v1) []
+	// v61 = max(v60, v1) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(v55, v57) []
+	// v62 = div(v59, v61) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v60 = div(v58, v59) []
+	// v64 = div(v62, v63) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v60
+	// store v64
 	MOVQ   p2+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -911,7 +931,7 @@ GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-64
+TEXT ·fbPass0AVX2(SB), $64-64
 	MOVQ p0+0(FP), AX
 
 outer0_6:
@@ -940,142 +960,162 @@ blocks_7:
 	VMOVUPS Y3, 256(BX)
 	MOVQ    p3+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
-	MOVQ    p4+32(FP), DI
-	VMOVUPS (DI)(SI*4), Y4
 
-	// v8 = sub(v6, v7) [B=8 L=256]  # log_weight
-	VSUBPS  Y4, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y5
+	// v6 = where(v0, v5, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+	MOVQ      p4+32(FP), DI
+	VMOVUPS   (DI)(SI*4), Y4
 
-	// v11 = max(v8, v9) tie=first [B=8 L=256]
-	VMAXPS  Y3, Y5, Y5
-	VMOVUPS lgc3<>+0(SB), Y6
+	// v8 = where(v0, v7, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+	MOVQ      p5+40(FP), DI
+	VMOVUPS   (DI)(SI*4), Y5
 
-	// v12 = min(v11, v10) tie=first [B=8 L=256]  # log_weight_clip
-	VMINPS  Y5, Y6, Y5
-	VMOVUPS Y1, (SP)
-
-	// v13 = exp(v8) [B=8 L=256]  # ratio
-	VMAXPS       lgc4<>+0(SB), Y3, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y6, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y6, Y1
-	VMOVAPS      lgc9<>+0(SB), Y7
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y7
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y7
-	VMULPS       Y1, Y1, Y8
-	VFMADD213PS  Y1, Y8, Y7
-	VADDPS       lgc0<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y6
-	VPMINSD      lgc16<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y1, Y7, Y7
-	VCMPPS       $0x03, Y3, Y3, Y1
-	VBLENDVPS    Y1, Y3, Y7, Y7
-	MOVQ         p5+40(FP), DI
-	VMOVUPS      (DI)(SI*4), Y1
-
-	// v14 = ge(v5, v2) [B=8 L=256]
-	VCMPPS  $0x1d, Y2, Y1, Y6
-	VANDPS  lgc0<>+0(SB), Y6, Y6
-	VMOVUPS lgc17<>+0(SB), Y8
-
-	// v16 = min(v13, v15) tie=first [B=8 L=256]
-	VMINPS  Y7, Y8, Y8
-	VMOVUPS lgc18<>+0(SB), Y9
-
-	// v18 = max(v13, v17) tie=first [B=8 L=256]
-	VMAXPS Y7, Y9, Y7
-
-	// v19 = where(v14, v16, v18) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y8, Y7, Y6
-
-	// v20 = mul(v5, v19) [B=8 L=256]  # gain
-	VMULPS Y6, Y1, Y1
-
-	// v21 = neg(v20) [B=8 L=256]
-	VXORPS lgc19<>+0(SB), Y1, Y1
-
-	// v22 = where(v0, v21, v2) [B=8 L=256]
+	// v10 = where(v0, v9, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y2, Y1
+	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// sum(v22) over [B L]
+	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	VSUBPS  Y5, Y4, Y6
+	VMOVUPS lgc2<>+0(SB), Y7
+
+	// v14 = max(v11, v12) tie=first [B=8 L=256]
+	VMAXPS  Y6, Y7, Y7
+	VMOVUPS lgc3<>+0(SB), Y8
+
+	// v15 = min(v14, v13) tie=first [B=8 L=256]  # log_weight_clip
+	VMINPS  Y7, Y8, Y7
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y4, 32(SP)
+
+	// v16 = exp(v11) [B=8 L=256]  # ratio
+	VMAXPS       lgc4<>+0(SB), Y6, Y1
+	VMINPS       lgc5<>+0(SB), Y1, Y1
+	VMULPS       lgc6<>+0(SB), Y1, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VMOVAPS      Y1, Y1
+	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y1, Y9
+	VFMADD213PS  Y1, Y9, Y8
+	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y4, Y1
+	VPMAXSD      lgc15<>+0(SB), Y1, Y4
+	VPMINSD      lgc16<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y1
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y4, Y8, Y8
+	VMULPS       Y1, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y1
+	VBLENDVPS    Y1, Y6, Y8, Y8
+
+	// v17 = ge(v6, v2) [B=8 L=256]
+	VCMPPS  $0x1d, Y2, Y3, Y1
+	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS lgc17<>+0(SB), Y4
+
+	// v19 = min(v16, v18) tie=first [B=8 L=256]
+	VMINPS  Y8, Y4, Y4
+	VMOVUPS lgc18<>+0(SB), Y9
+
+	// v21 = max(v16, v20) tie=first [B=8 L=256]
+	VMAXPS Y8, Y9, Y8
+
+	// v22 = where(v17, v19, v21) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y1, Y9
+	VBLENDVPS Y9, Y4, Y8, Y1
+
+	// v23 = mul(v6, v22) [B=8 L=256]  # gain
+	VMULPS Y1, Y3, Y1
+
+	// v24 = neg(v23) [B=8 L=256]
+	VXORPS lgc19<>+0(SB), Y1, Y1
+
+	// v25 = where(v0, v24, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// sum(v25) over [B L]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v26 = ne(v12, v8) [B=8 L=256]
-	VCMPPS $0x04, Y3, Y5, Y1
+	// v29 = ne(v15, v11) [B=8 L=256]
+	VCMPPS $0x04, Y6, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v27 = where(v0, v26, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// v30 = where(v0, v29, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v27) over [B L]
+	// sum(v30) over [B L]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	MOVQ    p3+24(FP), DI
-	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS 32(SP), Y1
 
-	// v30 = sub(v7, v6) [B=8 L=256]
-	VSUBPS Y1, Y4, Y1
+	// v33 = sub(v10, v8) [B=8 L=256]
+	VSUBPS Y1, Y5, Y1
 
-	// v31 = where(v0, v30, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y1, Y2, Y1
+	// v34 = where(v0, v33, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v31) over [B L]
+	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 	MOVQ    p6+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v36 = mul(v35, v34) [B=8 L=256]
-	VMULPS lgc20<>+0(SB), Y1, Y4
+	// v38 = where(v0, v37, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v37 = where(v0, v34, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	// v40 = mul(v39, v38) [B=8 L=256]
+	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// sum(v37) over [B L]
+	// v41 = where(v0, v38, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
+
+	// sum(v41) over [B L]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 
-	// v40 = where(v0, v36, v2) [B=8 L=256]
+	// v44 = where(v0, v40, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
-	VBLENDVPS Y1, Y4, Y2, Y1
+	VBLENDVPS Y1, Y3, Y2, Y1
 
-	// sum(v40) over [B L]
+	// sum(v44) over [B L]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v45 = where(v0, v8, v44) [B=8 L=256]
+	// v49 = where(v0, v11, v48) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y3, Y1, Y0
+	VBLENDVPS Y2, Y6, Y1, Y0
 
-	// logsumexp(v45) over [B]
+	// logsumexp(v49) over [B]
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
@@ -1127,7 +1167,7 @@ blocks_7:
 	VADDPD       5344(BX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5344(BX)(SI*8)
 
-	// v47 = mul(v43, v45) [B=8 L=256]
+	// v51 = mul(v47, v49) [B=8 L=256]
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS (SP), Y0
 
@@ -1321,51 +1361,51 @@ TEXT ·fbPass1AVX2(SB), $0-88
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v24 = max(v4, v1) []
+	// v27 = max(v4, v1) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v25 = div(v23, v24) []
+	// v28 = div(v26, v27) []
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v29 = div(v28, v24) []
+	// v32 = div(v31, v27) []
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v33 = div(v32, v24) []
+	// v36 = div(v35, v27) []
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         p4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = div(v38, v24) []
+	// v43 = div(v42, v27) []
 	VDIVPS       Y0, Y4, Y4
 	MOVQ         p5+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v42 = div(v41, v24) []
+	// v46 = div(v45, v27) []
 	VDIVPS Y0, Y5, Y0
 
-	// store v25
+	// store v28
 	MOVQ   p6+48(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v29
+	// store v32
 	MOVQ   p7+56(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v33
+	// store v36
 	MOVQ   p8+64(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v39
+	// store v43
 	MOVQ   p9+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v42
+	// store v46
 	MOVQ   p10+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -1383,15 +1423,15 @@ blocks_9:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v49 = mul(v43, v46) [L=256]
+	// v53 = mul(v47, v50) [L=256]
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v50 = sub(v49, v48) [L=256]
+	// v54 = sub(v53, v52) [L=256]
 	VSUBPS Y1, Y0, Y0
 
-	// v51 = exp(v50) [L=256]
+	// v55 = exp(v54) [L=256]
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
@@ -1424,21 +1464,21 @@ blocks_9:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v53 = gt(v52, v2) [L=256]
+	// v57 = gt(v56, v2) [L=256]
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v54 = where(v53, v51, v2) [L=256]
+	// v58 = where(v57, v55, v2) [L=256]
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// sum(v54) over [L]
+	// sum(v58) over [L]
 	MOVQ    p3+24(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
-	// sum(v53) over [L]
+	// sum(v57) over [L]
 	VADDPS       10304(DX), Y0, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
@@ -1508,7 +1548,7 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *float32, p7 *float32, p8 int)
+// func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $0-72
 	MOVQ p0+0(FP), AX
@@ -1517,143 +1557,168 @@ outer0_11:
 	XORQ CX, CX
 
 blocks_12:
-	MOVQ    p1+8(FP), DX
-	XORQ    BX, BX
-	IMUL3Q  $+256, AX, SI
-	ADDQ    SI, BX
-	ADDQ    CX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    p2+16(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	MOVQ      p1+8(FP), DX
+	XORQ      BX, BX
+	IMUL3Q    $+256, AX, SI
+	ADDQ      SI, BX
+	ADDQ      CX, BX
+	VPMOVZXBD (DX)(BX*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      p2+16(FP), DX
+	VMOVUPS   (DX)(BX*4), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v8 = sub(v6, v7) [B=8 L=256]  # log_weight
-	VSUBPS Y1, Y0, Y0
+	// v6 = where(v0, v5, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	MOVQ      p3+24(FP), DX
+	VMOVUPS   (DX)(BX*4), Y3
 
-	// v13 = exp(v8) [B=8 L=256]  # ratio
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc0<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc15<>+0(SB), Y1, Y2
-	VPMINSD      lgc16<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc16<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc16<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p3+24(FP), DX
-	VMOVUPS      (DX)(BX*4), Y0
-	VMOVUPS      lgc1<>+0(SB), Y1
+	// v8 = where(v0, v7, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+	MOVQ      p4+32(FP), DX
+	VMOVUPS   (DX)(BX*4), Y4
 
-	// v14 = ge(v5, v2) [B=8 L=256]
-	VCMPPS       $0x1d, Y1, Y0, Y2
-	VANDPS       lgc0<>+0(SB), Y2, Y2
-	MOVQ         p4+32(FP), DX
+	// v10 = where(v0, v9, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
+
+	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	VSUBPS Y4, Y3, Y3
+
+	// v16 = exp(v11) [B=8 L=256]  # ratio
+	VMAXPS       lgc4<>+0(SB), Y3, Y4
+	VMINPS       lgc5<>+0(SB), Y4, Y4
+	VMULPS       lgc6<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y4, Y4
+	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VMOVAPS      lgc9<>+0(SB), Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc15<>+0(SB), Y4, Y5
+	VPMINSD      lgc16<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc16<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc16<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y6, Y6
+
+	// v17 = ge(v6, v2) [B=8 L=256]
+	VCMPPS       $0x1d, Y2, Y1, Y3
+	VANDPS       lgc0<>+0(SB), Y3, Y3
+	MOVQ         p5+40(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v24 = max(v4, v1) []
+	// v27 = max(v4, v1) []
 	VMAXPS Y4, Y5, Y4
 
-	// v61 = div(v1, v24) []
-	VDIVPS    Y4, Y5, Y4
-	MOVQ      p5+40(FP), DX
-	VPMOVZXBD (DX)(BX*1), Y5
-	VCVTDQ2PS Y5, Y5
+	// v65 = div(v1, v27) []
+	VDIVPS Y4, Y5, Y4
 
-	// v62 = where(v0, v61, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y1, Y4
+	// v66 = where(v0, v65, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v63 = mul(v62, v35) [B=8 L=256]
+	// v67 = mul(v66, v39) [B=8 L=256]
 	VMULPS lgc20<>+0(SB), Y4, Y5
 
-	// v64 = neg(v62) [B=8 L=256]
+	// v68 = where(v0, v67, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
+
+	// v69 = neg(v66) [B=8 L=256]
 	VXORPS lgc19<>+0(SB), Y4, Y4
 
-	// v65 = mul(v64, v5) [B=8 L=256]
-	VMULPS Y0, Y4, Y0
+	// v70 = mul(v69, v6) [B=8 L=256]
+	VMULPS Y1, Y4, Y1
 
-	// v66 = where(v14, v65, v2) [B=8 L=256]
+	// v71 = where(v17, v70, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y1, Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y1, Y2, Y4
 
-	// v67 = where(v14, v2, v65) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y1, Y0, Y0
-	VMOVUPS   lgc18<>+0(SB), Y2
-
-	// v68 = ge(v13, v17) [B=8 L=256]
-	VCMPPS $0x1d, Y2, Y3, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
-
-	// v69 = ne(v13, v13) [B=8 L=256]
-	VCMPPS $0x04, Y3, Y3, Y6
-	VANDPS lgc0<>+0(SB), Y6, Y6
-
-	// v70 = max(v68, v69) [B=8 L=256]
-	VXORPS lgc19<>+0(SB), Y2, Y2
-	VXORPS lgc19<>+0(SB), Y6, Y8
-	VMINPS Y2, Y8, Y7
-	VMINPS Y8, Y2, Y2
-	VORPS  Y7, Y2, Y2
-	VXORPS lgc19<>+0(SB), Y2, Y2
-
-	// v71 = where(v70, v67, v2) [B=8 L=256]
+	// v72 = where(v17, v2, v70) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y0, Y1, Y0
-	VMOVUPS   lgc17<>+0(SB), Y2
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y2, Y1, Y1
+	VMOVUPS   lgc18<>+0(SB), Y3
 
-	// v72 = le(v13, v15) [B=8 L=256]
-	VCMPPS $0x12, Y2, Y3, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
+	// v73 = ge(v16, v20) [B=8 L=256]
+	VCMPPS $0x1d, Y3, Y6, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v73 = max(v72, v69) [B=8 L=256]
-	VXORPS lgc19<>+0(SB), Y2, Y2
-	VXORPS lgc19<>+0(SB), Y6, Y6
-	VMINPS Y2, Y6, Y7
-	VMINPS Y6, Y2, Y2
-	VORPS  Y7, Y2, Y2
-	VXORPS lgc19<>+0(SB), Y2, Y2
+	// v74 = ne(v16, v16) [B=8 L=256]
+	VCMPPS $0x04, Y6, Y6, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v74 = where(v73, v66, v2) [B=8 L=256]
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y1, Y1
+	// v75 = max(v73, v74) [B=8 L=256]
+	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y7, Y9
+	VMINPS Y3, Y9, Y8
+	VMINPS Y9, Y3, Y3
+	VORPS  Y8, Y3, Y3
+	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v75 = add(v71, v74) [B=8 L=256]
-	VADDPS Y1, Y0, Y0
+	// v76 = where(v75, v72, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y1, Y2, Y1
+	VMOVUPS   lgc17<>+0(SB), Y3
 
-	// v76 = mul(v75, v13) [B=8 L=256]
-	VMULPS Y3, Y0, Y0
+	// v77 = le(v16, v18) [B=8 L=256]
+	VCMPPS $0x12, Y3, Y6, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// store v63
+	// v78 = max(v77, v74) [B=8 L=256]
+	VXORPS lgc19<>+0(SB), Y3, Y3
+	VXORPS lgc19<>+0(SB), Y7, Y7
+	VMINPS Y3, Y7, Y8
+	VMINPS Y7, Y3, Y3
+	VORPS  Y8, Y3, Y3
+	VXORPS lgc19<>+0(SB), Y3, Y3
+
+	// v79 = where(v78, v71, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y4, Y2, Y3
+
+	// v80 = add(v76, v79) [B=8 L=256]
+	VADDPS Y3, Y1, Y1
+
+	// v81 = mul(v80, v16) [B=8 L=256]
+	VMULPS Y6, Y1, Y1
+
+	// v82 = where(v0, v81, v2) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// store v68
 	MOVQ    p6+48(FP), DX
 	VMOVUPS Y5, (DX)(BX*4)
 
-	// store v76
+	// store v82
 	MOVQ    p7+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
@@ -1673,19 +1738,19 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v57 = max(v56, v1) []
+	// v61 = max(v60, v1) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(v55, v57) []
+	// v62 = div(v59, v61) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v60 = div(v58, v59) []
+	// v64 = div(v62, v63) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v60
+	// store v64
 	MOVQ   p2+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER

@@ -11,41 +11,41 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    float32             // v23 = sum(v22) over B,L []
-	s1    float32             // v28 = sum(v27) over B,L []
-	s2    float32             // v32 = sum(v31) over B,L []
-	s3    float32             // v38 = sum(v37) over B,L []
-	s4    float32             // v41 = sum(v40) over B,L []
-	s5    []float32           // v46 = logsumexp(v45) over B [L=256]
-	s6    []float32           // v48 = logsumexp(v47) over B [L=256]
-	s7    []float32           // v52 = sum(v3) over B [L=256]
-	s8    float32             // v55 = sum(v54) over L []
-	s9    float32             // v56 = sum(v53) over L []
-	acc46 []runtime.LogSumExp // accumulators of v46
-	acc48 []runtime.LogSumExp // accumulators of v48
-	acc52 []float64           // accumulators of v52
+	s0    float32             // v26 = sum(v25) over B,L []
+	s1    float32             // v31 = sum(v30) over B,L []
+	s2    float32             // v35 = sum(v34) over B,L []
+	s3    float32             // v42 = sum(v41) over B,L []
+	s4    float32             // v45 = sum(v44) over B,L []
+	s5    []float32           // v50 = logsumexp(v49) over B [L=256]
+	s6    []float32           // v52 = logsumexp(v51) over B [L=256]
+	s7    []float32           // v56 = sum(v3) over B [L=256]
+	s8    float32             // v59 = sum(v58) over L []
+	s9    float32             // v60 = sum(v57) over L []
+	acc50 []runtime.LogSumExp // accumulators of v50
+	acc52 []runtime.LogSumExp // accumulators of v52
+	acc56 []float64           // accumulators of v56
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc46: make([]runtime.LogSumExp, 256), acc48: make([]runtime.LogSumExp, 256), acc52: make([]float64, 256)}
+	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc50: make([]runtime.LogSumExp, 256), acc52: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc4 := 0.0
-	acc23 := 0.0
-	acc28 := 0.0
-	acc32 := 0.0
-	acc38 := 0.0
-	acc41 := 0.0
-	for k := range s.acc46 {
-		s.acc46[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc48 {
-		s.acc48[k] = runtime.NewLogSumExp()
+	acc26 := 0.0
+	acc31 := 0.0
+	acc35 := 0.0
+	acc42 := 0.0
+	acc45 := 0.0
+	for k := range s.acc50 {
+		s.acc50[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc52 {
-		s.acc52[k] = 0.0
+		s.acc52[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.acc56 {
+		s.acc56[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -55,60 +55,64 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v3 := sel(v0, v1, v2)
 			acc4 += float64(v3)
 			v5 := in.Advantage[iB*256+iL]
-			v6 := in.LogProb[iB*256+iL]
-			v7 := in.SampleLogProb[iB*256+iL]
-			v8 := v6 - v7
-			v9 := float32(-0.22314355)
-			v10 := float32(0.24686007)
-			v11 := max(v8, v9)
-			v12 := min(v11, v10)
-			v13 := float32(math.Exp(float64(v8)))
-			v14 := b2f(v5 >= v2)
-			v15 := float32(1.28)
-			v16 := min(v13, v15)
-			v17 := float32(0.8)
-			v18 := max(v13, v17)
-			v19 := sel(v14, v16, v18)
-			v20 := float32(v5 * v19)
-			v21 := -v20
-			v22 := sel(v0, v21, v2)
-			acc23 += float64(v22)
-			v26 := b2f(v12 != v8)
-			v27 := sel(v0, v26, v2)
-			acc28 += float64(v27)
-			v30 := v7 - v6
-			v31 := sel(v0, v30, v2)
-			acc32 += float64(v31)
-			v34 := in.Entropy[iB*256+iL]
-			v35 := float32(-0.001)
-			v36 := float32(v35 * v34)
-			v37 := sel(v0, v34, v2)
-			acc38 += float64(v37)
-			v40 := sel(v0, v36, v2)
-			acc41 += float64(v40)
-			v43 := float32(2)
-			v44 := float32(math.Inf(-1))
-			v45 := sel(v0, v8, v44)
-			s.acc46[iL].Add(float64(v45))
-			v47 := float32(v43 * v45)
-			s.acc48[iL].Add(float64(v47))
-			s.acc52[iL] += float64(v3)
+			v6 := sel(v0, v5, v2)
+			v7 := in.LogProb[iB*256+iL]
+			v8 := sel(v0, v7, v2)
+			v9 := in.SampleLogProb[iB*256+iL]
+			v10 := sel(v0, v9, v2)
+			v11 := v8 - v10
+			v12 := float32(-0.22314355)
+			v13 := float32(0.24686007)
+			v14 := max(v11, v12)
+			v15 := min(v14, v13)
+			v16 := float32(math.Exp(float64(v11)))
+			v17 := b2f(v6 >= v2)
+			v18 := float32(1.28)
+			v19 := min(v16, v18)
+			v20 := float32(0.8)
+			v21 := max(v16, v20)
+			v22 := sel(v17, v19, v21)
+			v23 := float32(v6 * v22)
+			v24 := -v23
+			v25 := sel(v0, v24, v2)
+			acc26 += float64(v25)
+			v29 := b2f(v15 != v11)
+			v30 := sel(v0, v29, v2)
+			acc31 += float64(v30)
+			v33 := v10 - v8
+			v34 := sel(v0, v33, v2)
+			acc35 += float64(v34)
+			v37 := in.Entropy[iB*256+iL]
+			v38 := sel(v0, v37, v2)
+			v39 := float32(-0.001)
+			v40 := float32(v39 * v38)
+			v41 := sel(v0, v38, v2)
+			acc42 += float64(v41)
+			v44 := sel(v0, v40, v2)
+			acc45 += float64(v44)
+			v47 := float32(2)
+			v48 := float32(math.Inf(-1))
+			v49 := sel(v0, v11, v48)
+			s.acc50[iL].Add(float64(v49))
+			v51 := float32(v47 * v49)
+			s.acc52[iL].Add(float64(v51))
+			s.acc56[iL] += float64(v3)
 		}
 	}
 	out.NumValid = float32(acc4)
-	s.s0 = float32(acc23)
-	s.s1 = float32(acc28)
-	s.s2 = float32(acc32)
-	s.s3 = float32(acc38)
-	s.s4 = float32(acc41)
-	for k := range s.acc46 {
-		s.s5[k] = float32(s.acc46[k].Result())
-	}
-	for k := range s.acc48 {
-		s.s6[k] = float32(s.acc48[k].Result())
+	s.s0 = float32(acc26)
+	s.s1 = float32(acc31)
+	s.s2 = float32(acc35)
+	s.s3 = float32(acc42)
+	s.s4 = float32(acc45)
+	for k := range s.acc50 {
+		s.s5[k] = float32(s.acc50[k].Result())
 	}
 	for k := range s.acc52 {
-		s.s7[k] = float32(s.acc52[k])
+		s.s6[k] = float32(s.acc52[k].Result())
+	}
+	for k := range s.acc56 {
+		s.s7[k] = float32(s.acc56[k])
 	}
 }
 
@@ -116,96 +120,96 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	v1 := float32(1)
 	v4 := out.NumValid
-	v23 := s.s0
-	v24 := max(v4, v1)
-	v25 := v23 / v24
-	out.LossObjective = v25
-	v28 := s.s1
-	v29 := v28 / v24
-	out.ClipFraction = v29
-	v32 := s.s2
-	v33 := v32 / v24
-	out.KLApprox = v33
-	v38 := s.s3
-	v39 := v38 / v24
-	out.Entropy = v39
-	v41 := s.s4
-	v42 := v41 / v24
-	out.LossEntropy = v42
+	v26 := s.s0
+	v27 := max(v4, v1)
+	v28 := v26 / v27
+	out.LossObjective = v28
+	v31 := s.s1
+	v32 := v31 / v27
+	out.ClipFraction = v32
+	v35 := s.s2
+	v36 := v35 / v27
+	out.KLApprox = v36
+	v42 := s.s3
+	v43 := v42 / v27
+	out.Entropy = v43
+	v45 := s.s4
+	v46 := v45 / v27
+	out.LossEntropy = v46
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc55 := 0.0
-	acc56 := 0.0
+	acc59 := 0.0
+	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
 		v2 := float32(0)
-		v43 := float32(2)
-		v46 := s.s5[iL]
-		v48 := s.s6[iL]
-		v49 := float32(v43 * v46)
-		v50 := v49 - v48
-		v51 := float32(math.Exp(float64(v50)))
-		v52 := s.s7[iL]
-		v53 := b2f(v52 > v2)
-		v54 := sel(v53, v51, v2)
-		acc55 += float64(v54)
-		acc56 += float64(v53)
+		v47 := float32(2)
+		v50 := s.s5[iL]
+		v52 := s.s6[iL]
+		v53 := float32(v47 * v50)
+		v54 := v53 - v52
+		v55 := float32(math.Exp(float64(v54)))
+		v56 := s.s7[iL]
+		v57 := b2f(v56 > v2)
+		v58 := sel(v57, v55, v2)
+		acc59 += float64(v58)
+		acc60 += float64(v57)
 	}
-	s.s8 = float32(acc55)
-	s.s9 = float32(acc56)
+	s.s8 = float32(acc59)
+	s.s9 = float32(acc60)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	v1 := float32(1)
-	v55 := s.s8
-	v56 := s.s9
-	v57 := max(v56, v1)
-	v58 := v55 / v57
-	v59 := float32(8)
-	v60 := v58 / v59
-	out.ESS = v60
+	v59 := s.s8
+	v60 := s.s9
+	v61 := max(v60, v1)
+	v62 := v59 / v61
+	v63 := float32(8)
+	v64 := v62 / v63
+	out.ESS = v64
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    float32             // v23 = sum(v22) over B,L []
-	s1    float32             // v28 = sum(v27) over B,L []
-	s2    float32             // v32 = sum(v31) over B,L []
-	s3    float32             // v38 = sum(v37) over B,L []
-	s4    float32             // v41 = sum(v40) over B,L []
-	s5    []float32           // v46 = logsumexp(v45) over B [L=256]
-	s6    []float32           // v48 = logsumexp(v47) over B [L=256]
-	s7    []float32           // v52 = sum(v3) over B [L=256]
-	s8    float32             // v55 = sum(v54) over L []
-	s9    float32             // v56 = sum(v53) over L []
-	acc46 []runtime.LogSumExp // accumulators of v46
-	acc48 []runtime.LogSumExp // accumulators of v48
-	acc52 []float64           // accumulators of v52
+	s0    float32             // v26 = sum(v25) over B,L []
+	s1    float32             // v31 = sum(v30) over B,L []
+	s2    float32             // v35 = sum(v34) over B,L []
+	s3    float32             // v42 = sum(v41) over B,L []
+	s4    float32             // v45 = sum(v44) over B,L []
+	s5    []float32           // v50 = logsumexp(v49) over B [L=256]
+	s6    []float32           // v52 = logsumexp(v51) over B [L=256]
+	s7    []float32           // v56 = sum(v3) over B [L=256]
+	s8    float32             // v59 = sum(v58) over L []
+	s9    float32             // v60 = sum(v57) over L []
+	acc50 []runtime.LogSumExp // accumulators of v50
+	acc52 []runtime.LogSumExp // accumulators of v52
+	acc56 []float64           // accumulators of v56
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc46: make([]runtime.LogSumExp, 256), acc48: make([]runtime.LogSumExp, 256), acc52: make([]float64, 256)}
+	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc50: make([]runtime.LogSumExp, 256), acc52: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc4 := 0.0
-	acc23 := 0.0
-	acc28 := 0.0
-	acc32 := 0.0
-	acc38 := 0.0
-	acc41 := 0.0
-	for k := range s.acc46 {
-		s.acc46[k] = runtime.NewLogSumExp()
-	}
-	for k := range s.acc48 {
-		s.acc48[k] = runtime.NewLogSumExp()
+	acc26 := 0.0
+	acc31 := 0.0
+	acc35 := 0.0
+	acc42 := 0.0
+	acc45 := 0.0
+	for k := range s.acc50 {
+		s.acc50[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc52 {
-		s.acc52[k] = 0.0
+		s.acc52[k] = runtime.NewLogSumExp()
+	}
+	for k := range s.acc56 {
+		s.acc56[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
@@ -215,60 +219,64 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v3 := sel(v0, v1, v2)
 			acc4 += float64(v3)
 			v5 := in.Advantage[iB*256+iL]
-			v6 := in.LogProb[iB*256+iL]
-			v7 := in.SampleLogProb[iB*256+iL]
-			v8 := v6 - v7
-			v9 := float32(-0.22314355)
-			v10 := float32(0.24686007)
-			v11 := max(v8, v9)
-			v12 := min(v11, v10)
-			v13 := float32(math.Exp(float64(v8)))
-			v14 := b2f(v5 >= v2)
-			v15 := float32(1.28)
-			v16 := min(v13, v15)
-			v17 := float32(0.8)
-			v18 := max(v13, v17)
-			v19 := sel(v14, v16, v18)
-			v20 := float32(v5 * v19)
-			v21 := -v20
-			v22 := sel(v0, v21, v2)
-			acc23 += float64(v22)
-			v26 := b2f(v12 != v8)
-			v27 := sel(v0, v26, v2)
-			acc28 += float64(v27)
-			v30 := v7 - v6
-			v31 := sel(v0, v30, v2)
-			acc32 += float64(v31)
-			v34 := in.Entropy[iB*256+iL]
-			v35 := float32(-0.001)
-			v36 := float32(v35 * v34)
-			v37 := sel(v0, v34, v2)
-			acc38 += float64(v37)
-			v40 := sel(v0, v36, v2)
-			acc41 += float64(v40)
-			v43 := float32(2)
-			v44 := float32(math.Inf(-1))
-			v45 := sel(v0, v8, v44)
-			s.acc46[iL].Add(float64(v45))
-			v47 := float32(v43 * v45)
-			s.acc48[iL].Add(float64(v47))
-			s.acc52[iL] += float64(v3)
+			v6 := sel(v0, v5, v2)
+			v7 := in.LogProb[iB*256+iL]
+			v8 := sel(v0, v7, v2)
+			v9 := in.SampleLogProb[iB*256+iL]
+			v10 := sel(v0, v9, v2)
+			v11 := v8 - v10
+			v12 := float32(-0.22314355)
+			v13 := float32(0.24686007)
+			v14 := max(v11, v12)
+			v15 := min(v14, v13)
+			v16 := float32(math.Exp(float64(v11)))
+			v17 := b2f(v6 >= v2)
+			v18 := float32(1.28)
+			v19 := min(v16, v18)
+			v20 := float32(0.8)
+			v21 := max(v16, v20)
+			v22 := sel(v17, v19, v21)
+			v23 := float32(v6 * v22)
+			v24 := -v23
+			v25 := sel(v0, v24, v2)
+			acc26 += float64(v25)
+			v29 := b2f(v15 != v11)
+			v30 := sel(v0, v29, v2)
+			acc31 += float64(v30)
+			v33 := v10 - v8
+			v34 := sel(v0, v33, v2)
+			acc35 += float64(v34)
+			v37 := in.Entropy[iB*256+iL]
+			v38 := sel(v0, v37, v2)
+			v39 := float32(-0.001)
+			v40 := float32(v39 * v38)
+			v41 := sel(v0, v38, v2)
+			acc42 += float64(v41)
+			v44 := sel(v0, v40, v2)
+			acc45 += float64(v44)
+			v47 := float32(2)
+			v48 := float32(math.Inf(-1))
+			v49 := sel(v0, v11, v48)
+			s.acc50[iL].Add(float64(v49))
+			v51 := float32(v47 * v49)
+			s.acc52[iL].Add(float64(v51))
+			s.acc56[iL] += float64(v3)
 		}
 	}
 	out.NumValid = float32(acc4)
-	s.s0 = float32(acc23)
-	s.s1 = float32(acc28)
-	s.s2 = float32(acc32)
-	s.s3 = float32(acc38)
-	s.s4 = float32(acc41)
-	for k := range s.acc46 {
-		s.s5[k] = float32(s.acc46[k].Result())
-	}
-	for k := range s.acc48 {
-		s.s6[k] = float32(s.acc48[k].Result())
+	s.s0 = float32(acc26)
+	s.s1 = float32(acc31)
+	s.s2 = float32(acc35)
+	s.s3 = float32(acc42)
+	s.s4 = float32(acc45)
+	for k := range s.acc50 {
+		s.s5[k] = float32(s.acc50[k].Result())
 	}
 	for k := range s.acc52 {
-		s.s7[k] = float32(s.acc52[k])
+		s.s6[k] = float32(s.acc52[k].Result())
+	}
+	for k := range s.acc56 {
+		s.s7[k] = float32(s.acc56[k])
 	}
 }
 
@@ -276,44 +284,44 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	v1 := float32(1)
 	v4 := out.NumValid
-	v23 := s.s0
-	v24 := max(v4, v1)
-	v25 := v23 / v24
-	out.LossObjective = v25
-	v28 := s.s1
-	v29 := v28 / v24
-	out.ClipFraction = v29
-	v32 := s.s2
-	v33 := v32 / v24
-	out.KLApprox = v33
-	v38 := s.s3
-	v39 := v38 / v24
-	out.Entropy = v39
-	v41 := s.s4
-	v42 := v41 / v24
-	out.LossEntropy = v42
+	v26 := s.s0
+	v27 := max(v4, v1)
+	v28 := v26 / v27
+	out.LossObjective = v28
+	v31 := s.s1
+	v32 := v31 / v27
+	out.ClipFraction = v32
+	v35 := s.s2
+	v36 := v35 / v27
+	out.KLApprox = v36
+	v42 := s.s3
+	v43 := v42 / v27
+	out.Entropy = v43
+	v45 := s.s4
+	v46 := v45 / v27
+	out.LossEntropy = v46
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=256].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc55 := 0.0
-	acc56 := 0.0
+	acc59 := 0.0
+	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
 		v2 := float32(0)
-		v43 := float32(2)
-		v46 := s.s5[iL]
-		v48 := s.s6[iL]
-		v49 := float32(v43 * v46)
-		v50 := v49 - v48
-		v51 := float32(math.Exp(float64(v50)))
-		v52 := s.s7[iL]
-		v53 := b2f(v52 > v2)
-		v54 := sel(v53, v51, v2)
-		acc55 += float64(v54)
-		acc56 += float64(v53)
+		v47 := float32(2)
+		v50 := s.s5[iL]
+		v52 := s.s6[iL]
+		v53 := float32(v47 * v50)
+		v54 := v53 - v52
+		v55 := float32(math.Exp(float64(v54)))
+		v56 := s.s7[iL]
+		v57 := b2f(v56 > v2)
+		v58 := sel(v57, v55, v2)
+		acc59 += float64(v58)
+		acc60 += float64(v57)
 	}
-	s.s8 = float32(acc55)
-	s.s9 = float32(acc56)
+	s.s8 = float32(acc59)
+	s.s9 = float32(acc60)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
@@ -325,33 +333,38 @@ func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v2 := float32(0)
 			v4 := out.NumValid
 			v5 := in.Advantage[iB*256+iL]
-			v6 := in.LogProb[iB*256+iL]
-			v7 := in.SampleLogProb[iB*256+iL]
-			v8 := v6 - v7
-			v13 := float32(math.Exp(float64(v8)))
-			v14 := b2f(v5 >= v2)
-			v15 := float32(1.28)
-			v17 := float32(0.8)
-			v24 := max(v4, v1)
-			v35 := float32(-0.001)
-			v61 := v1 / v24
-			v62 := sel(v0, v61, v2)
-			v63 := float32(v62 * v35)
-			g.Entropy[iB*256+iL] = v63
-			v64 := -v62
-			v65 := float32(v64 * v5)
-			v66 := sel(v14, v65, v2)
-			v67 := sel(v14, v2, v65)
-			v68 := b2f(v13 >= v17)
-			v69 := b2f(v13 != v13)
-			v70 := max(v68, v69)
-			v71 := sel(v70, v67, v2)
-			v72 := b2f(v13 <= v15)
-			v73 := max(v72, v69)
-			v74 := sel(v73, v66, v2)
-			v75 := v71 + v74
-			v76 := float32(v75 * v13)
-			g.LogProb[iB*256+iL] = v76
+			v6 := sel(v0, v5, v2)
+			v7 := in.LogProb[iB*256+iL]
+			v8 := sel(v0, v7, v2)
+			v9 := in.SampleLogProb[iB*256+iL]
+			v10 := sel(v0, v9, v2)
+			v11 := v8 - v10
+			v16 := float32(math.Exp(float64(v11)))
+			v17 := b2f(v6 >= v2)
+			v18 := float32(1.28)
+			v20 := float32(0.8)
+			v27 := max(v4, v1)
+			v39 := float32(-0.001)
+			v65 := v1 / v27
+			v66 := sel(v0, v65, v2)
+			v67 := float32(v66 * v39)
+			v68 := sel(v0, v67, v2)
+			g.Entropy[iB*256+iL] = v68
+			v69 := -v66
+			v70 := float32(v69 * v6)
+			v71 := sel(v17, v70, v2)
+			v72 := sel(v17, v2, v70)
+			v73 := b2f(v16 >= v20)
+			v74 := b2f(v16 != v16)
+			v75 := max(v73, v74)
+			v76 := sel(v75, v72, v2)
+			v77 := b2f(v16 <= v18)
+			v78 := max(v77, v74)
+			v79 := sel(v78, v71, v2)
+			v80 := v76 + v79
+			v81 := float32(v80 * v16)
+			v82 := sel(v0, v81, v2)
+			g.LogProb[iB*256+iL] = v82
 		}
 	}
 }
@@ -359,13 +372,13 @@ func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	v1 := float32(1)
-	v55 := s.s8
-	v56 := s.s9
-	v57 := max(v56, v1)
-	v58 := v55 / v57
-	v59 := float32(8)
-	v60 := v58 / v59
-	out.ESS = v60
+	v59 := s.s8
+	v60 := s.s9
+	v61 := max(v60, v1)
+	v62 := v59 / v61
+	v63 := float32(8)
+	v64 := v62 / v63
+	out.ESS = v64
 }
 
 // b2f is a comparison or flag as 0 or 1.
