@@ -21,22 +21,22 @@ type VJP func(b *Builder, n, g *Node) []*Node
 var vjps = [numOps]VJP{
 	OpInput: noGrad, OpConst: noGrad, OpDetach: noGrad,
 	OpNeg: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Neg(g)} },
-	OpAbs: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Mul(g, b.Sign(n.Args[0]))} },
-	OpExp: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Mul(g, n)} },
-	OpLog: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Div(g, n.Args[0])} },
+	OpAbs: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, b.Sign(n.Args[0]))} },
+	OpExp: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, n)} },
+	OpLog: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, n.Args[0])} },
 	OpLog1p: func(b *Builder, n, g *Node) []*Node {
-		return []*Node{b.Div(g, b.Add(b.Const(1), n.Args[0]))}
+		return []*Node{b.gradDiv(g, b.Add(b.Const(1), n.Args[0]))}
 	},
-	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.Div(g, b.Mul(b.Const(2), n))} },
+	OpSqrt:      func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradDiv(g, b.Mul(b.Const(2), n))} },
 	OpBroadcast: func(b *Builder, n, g *Node) []*Node { return []*Node{g} },
 	OpAdd:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, g} },
 	OpSub:       func(b *Builder, n, g *Node) []*Node { return []*Node{g, b.Neg(g)} },
 	OpMul: func(b *Builder, n, g *Node) []*Node {
-		return []*Node{b.Mul(g, n.Args[1]), b.Mul(g, n.Args[0])}
+		return []*Node{b.gradMul(g, n.Args[1]), b.gradMul(g, n.Args[0])}
 	},
-	OpDiv: func(b *Builder, n, g *Node) []*Node { // torch: g/y, −g·x/(y·y)
+	OpDiv: func(b *Builder, n, g *Node) []*Node { // torch (div_tensor_other_backward): g/y, −g·((x/y)/y), no y·y to overflow
 		x, y := n.Args[0], n.Args[1]
-		return []*Node{b.Div(g, y), b.Div(b.Mul(b.Neg(g), x), b.Mul(y, y))}
+		return []*Node{b.gradDiv(g, y), b.gradMul(b.Neg(g), b.Div(b.Div(x, y), y))}
 	},
 	OpMin: func(b *Builder, n, g *Node) []*Node { return minMaxVJP(b, n, g, OpGt, OpLe) },
 	OpMax: func(b *Builder, n, g *Node) []*Node { return minMaxVJP(b, n, g, OpLt, OpGe) },
@@ -50,7 +50,7 @@ var vjps = [numOps]VJP{
 		return []*Node{b.Div(g, b.Const(float64(n.Args[0].Shape.Numel()/n.Shape.Numel())))}
 	},
 	OpLogSumExp: func(b *Builder, n, g *Node) []*Node { // torch: g·exp(x − logsumexp)
-		return []*Node{b.Mul(g, b.Exp(b.Sub(n.Args[0], n)))}
+		return []*Node{b.gradMul(g, b.Exp(b.Sub(n.Args[0], n)))}
 	},
 	// amax/amin: the gradient is shared evenly by the maximal elements.
 	OpRMax: func(b *Builder, n, g *Node) []*Node { return extremeVJP(b, n, g) },
@@ -58,7 +58,7 @@ var vjps = [numOps]VJP{
 	OpVar: func(b *Builder, n, g *Node) []*Node { // g·2(x − mean)/(n − correction)
 		x := n.Args[0]
 		cnt := float64(x.Shape.Numel()/n.Shape.Numel() - n.Corr)
-		return []*Node{b.Mul(g, b.Div(b.Mul(b.Const(2), b.Sub(x, b.Mean(x, n.Axes...))), b.Const(cnt)))}
+		return []*Node{b.gradMul(g, b.Div(b.Mul(b.Const(2), b.Sub(x, b.Mean(x, n.Axes...))), b.Const(cnt)))}
 	},
 	OpArgMax: noGrad,
 	// A scan or shift carries no gradient in any stage: TorchRL's estimators run on detached
@@ -69,6 +69,51 @@ var vjps = [numOps]VJP{
 		x, idx, axis := n.Args[0], n.Args[1], n.Axes[0]
 		return []*Node{b.Where(b.Eq(b.Iota(axis), idx), g, b.Const(0)).withShape(b, x.Shape), nil}
 	},
+}
+
+// gradMul is the chain rule's g·d where d is a local derivative: 0 where g is exactly 0,
+// whatever d is. A gradient is exactly 0 where a where, clamp or min did not take a branch
+// (or a mask dropped an element); the derivative of that branch can still overflow in
+// float32 where TorchRL's float64 autograd has a finite value — exp(100) for a clipped
+// ratio, 1/x for an x that underflowed — and 0·inf would make the gradient NaN. So a float32
+// gradient is the float64 one rounded: 0 where the branch is not taken, the signed limit
+// (±inf) where it is taken and overflows (SEMANTICS.md §11.19). A NaN g stays NaN. A d that
+// cannot be non-finite unless an input is (an input, a constant, a comparison) needs no
+// guard: there float64 and float32 agree.
+func (b *Builder) gradMul(g, d *Node) *Node {
+	if exact(d) || g.IsScalarConst() && g.Value[0] != 0 {
+		return b.Mul(g, d)
+	}
+	return b.Where(b.Ne(g, b.Const(0)), b.Mul(g, d), g)
+}
+
+// gradDiv is g/d with gradMul's rule: 0 where g is 0 (d may have underflowed to 0 in float32,
+// as exp(−200), where float64's 0/d is 0).
+func (b *Builder) gradDiv(g, d *Node) *Node {
+	if exact(d) || g.IsScalarConst() && g.Value[0] != 0 {
+		return b.Div(g, d)
+	}
+	return b.Where(b.Ne(g, b.Const(0)), b.Div(g, d), g)
+}
+
+// exact reports whether n is non-finite only where an input is: it is an input or a
+// constant, a comparison, or a selection, sign or copy of such values. Anything else may
+// overflow or underflow in float32 where float64 does not.
+func exact(n *Node) bool {
+	switch n.Op {
+	case OpInput, OpConst, OpLt, OpLe, OpGt, OpGe, OpEq, OpNe, OpArgMax:
+		return true
+	case OpNeg, OpAbs, OpDetach, OpBroadcast, OpMin, OpMax:
+		for _, a := range n.Args {
+			if !exact(a) {
+				return false
+			}
+		}
+		return true
+	case OpWhere:
+		return exact(n.Args[1]) && exact(n.Args[2])
+	}
+	return false
 }
 
 func noGrad(b *Builder, n, g *Node) []*Node { return make([]*Node, len(n.Args)) }
