@@ -177,8 +177,16 @@ func isLogWeight(n *ir.Node) bool {
 	if (n.Op == ir.OpMin || n.Op == ir.OpMax) && n.TieFirst {
 		return isLogWeight(n.Args[0])
 	}
-	return n.Op == ir.OpSub && n.Args[0].Op == ir.OpInput && n.Args[0].Input.Key == "log_prob" &&
-		n.Args[1].Op == ir.OpInput && n.Args[1].Input.Key == "sample_log_prob"
+	return n.Op == ir.OpSub && isInput(n.Args[0], "log_prob") && isInput(n.Args[1], "sample_log_prob")
+}
+
+// isInput reports whether n is the input of key, or (a loss with a mask) its valid elements,
+// where(mask, input, pad).
+func isInput(n *ir.Node, key string) bool {
+	if n.Op == ir.OpWhere && n.Args[0].Op == ir.OpInput && n.Args[0].Input.Key == "mask" {
+		n = n.Args[1]
+	}
+	return n.Op == ir.OpInput && n.Input.Key == key
 }
 
 // sample is a key's golden-case distribution: its registry entry's (a per-head key
