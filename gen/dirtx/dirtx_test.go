@@ -246,7 +246,7 @@ func TestRecoverUndoesHalfDoneWrite(t *testing.T) {
 	require.Contains(t, mid, TxnDir)
 	lines, err := Recover(dir)
 	require.NoError(t, err)
-	require.Equal(t, []string{dir + ": undid an interrupted write: removed b.go, restored a.go"}, lines)
+	require.Equal(t, []string{dir + ": undid an interrupted write: restored a.go; removed b.go"}, lines)
 	require.Equal(t, before, snapshot(t, dir))
 }
 

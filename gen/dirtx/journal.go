@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -116,7 +117,7 @@ func Recover(dir string) ([]string, error) {
 	case !j.begun:
 		line = fmt.Sprintf("%s: removed the temporary files of an interrupted write, which had changed nothing", dir)
 	default:
-		did, left := t.rollback(j.steps)
+		restored, removed, left := t.rollback(j.steps)
 		if len(left) > 0 {
 			return nil, fmt.Errorf("%s: could not undo an interrupted write: %s", dir, strings.Join(left, "; "))
 		}
@@ -125,9 +126,16 @@ func Recover(dir string) ([]string, error) {
 			t.note("", undoneLine)
 			f.Close()
 		}
+		var did []string
+		if len(restored) > 0 {
+			did = append(did, "restored "+strings.Join(slices.Sorted(slices.Values(restored)), ", "))
+		}
+		if len(removed) > 0 {
+			did = append(did, "removed "+strings.Join(slices.Sorted(slices.Values(removed)), ", "))
+		}
 		line = fmt.Sprintf("%s: undid an interrupted write", dir)
 		if len(did) > 0 {
-			line += ": " + strings.Join(did, ", ")
+			line += ": " + strings.Join(did, "; ")
 		}
 	}
 	if err := t.cleanup(); err != nil {

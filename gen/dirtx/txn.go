@@ -122,7 +122,7 @@ func (t *txn) abort(steps []step, err error) error {
 	if t.recorded {
 		// Said first, as a failed commit may have left its line: no run finishes this one.
 		t.note("", abortLine)
-		_, left = t.rollback(steps)
+		_, _, left = t.rollback(steps)
 		if len(left) == 0 {
 			t.note("", undoneLine) // a partial line before it is ignored; if this fails, undoing again is harmless
 		}
@@ -144,8 +144,8 @@ func (t *txn) abort(steps []step, err error) error {
 // rollback undoes whichever of the recorded steps were done, newest first, telling them by
 // the files left (so it also undoes the steps of a killed run): a backup in old/ goes back to
 // its place, and a created file whose new/ copy is gone (it was renamed into place) is
-// removed. It returns what it did and what it could not do.
-func (t *txn) rollback(steps []step) (did, left []string) {
+// removed. It returns the files it restored and removed, and what it could not do.
+func (t *txn) rollback(steps []step) (restored, removed, left []string) {
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := steps[i]
 		if s.kind == createStep {
@@ -154,7 +154,7 @@ func (t *txn) rollback(steps []step) (did, left []string) {
 			}
 			switch err := remove(t.target(s.name)); {
 			case err == nil:
-				did = append(did, "removed "+s.name)
+				removed = append(removed, s.name)
 			case !errors.Is(err, os.ErrNotExist):
 				left = append(left, fmt.Sprintf("could not remove the new %s (%v)", t.target(s.name), err))
 			}
@@ -167,9 +167,9 @@ func (t *txn) rollback(steps []step) (did, left []string) {
 			left = append(left, fmt.Sprintf("could not restore %s from %s (%v)", t.target(s.name), t.oldPath(s.name), err))
 			continue
 		}
-		did = append(did, "restored "+s.name)
+		restored = append(restored, s.name)
 	}
-	return did, left
+	return restored, removed, left
 }
 
 // cleanup removes TxnDir: the files in new/ and old/, then the journal, so that a TxnDir
