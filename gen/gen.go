@@ -265,19 +265,19 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		if err != nil {
 			return nil, err
 		}
-		files["ptxsim_test.go"] = st
+		files[ptxSimTestName] = st
 	}
 	vt, err := vmathTestFile(c, m)
 	if err != nil {
 		return nil, err
 	}
-	files["vmath_amd64_test.go"] = vt
+	files[vmathTestName] = vt
 	if vars := asmgen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
 		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
 		if err != nil {
 			return nil, err
 		}
-		files["chunks_amd64_test.go"] = ct
+		files[chunksTestName] = ct
 	}
 	return files, nil
 }

@@ -18,6 +18,7 @@
 package golden
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -26,7 +27,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sbinet/npyio/npz"
@@ -88,30 +88,29 @@ func (a Array) Float64s() []float64 {
 	panic(fmt.Sprintf("golden: unsupported array type %T", a.Data))
 }
 
-// WriteNPZ writes arrays to path as "<name>.npy" entries in sorted name order.
+// WriteNPZ writes arrays to path as "<name>.npy" entries in sorted name order (EncodeNPZ).
 func WriteNPZ(path string, arrays map[string]Array) error {
-	f, err := os.Create(path)
+	b, err := EncodeNPZ(arrays)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	w := npz.NewWriter(f)
-	names := make([]string, 0, len(arrays))
-	for n := range arrays {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	return os.WriteFile(path, b, 0o644)
+}
+
+// EncodeNPZ is an .npz file of arrays, as "<name>.npy" entries in sorted name order.
+func EncodeNPZ(arrays map[string]Array) ([]byte, error) {
+	var buf bytes.Buffer
+	w := npz.NewWriter(&buf)
+	for _, n := range slices.Sorted(maps.Keys(arrays)) {
 		if err := w.Write(n+".npy", shaped(arrays[n])); err != nil {
 			w.Close()
-			f.Close()
-			return fmt.Errorf("%s: %s: %w", path, n, err)
+			return nil, fmt.Errorf("%s: %w", n, err)
 		}
 	}
 	if err := w.Close(); err != nil {
-		f.Close()
-		return err
+		return nil, err
 	}
-	return f.Close()
+	return buf.Bytes(), nil
 }
 
 // shaped turns an Array into what npyio writes with the right shape: a scalar for shape [],
@@ -312,9 +311,24 @@ func (c *Case) Compact() {
 	c.Inputs = nil
 }
 
-// WriteCase writes a case's files into dir: a seeded case's recipe, or its inputs, and its
-// expected outputs (a seeded case's as Compact stores them).
+// WriteCase writes a case's files (CaseFiles) into dir, one after the other; lossgen golden
+// -update writes a directory's cases as one transaction instead (cases.Update).
 func WriteCase(dir string, c Case) error {
+	files, err := CaseFiles(c)
+	if err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CaseFiles is a case's files by name: a seeded case's recipe, or its inputs, and its
+// expected outputs (a seeded case's as Compact stores them).
+func CaseFiles(c Case) (map[string][]byte, error) {
 	want := map[string]Array{}
 	sums := map[string]*Summary{}
 	for name, s := range c.Summary {
@@ -332,18 +346,26 @@ func WriteCase(dir string, c Case) error {
 			want[part] = x
 		}
 	}
+	files := map[string][]byte{}
 	if c.Recipe != nil {
 		js, err := json.MarshalIndent(c.Recipe, "", "  ")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, c.Name+RecipeSuffix), append(js, '\n'), 0o644); err != nil {
-			return err
+		files[c.Name+RecipeSuffix] = append(js, '\n')
+	} else {
+		b, err := EncodeNPZ(c.Inputs)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: inputs: %w", c.Name, err)
 		}
-	} else if err := WriteNPZ(filepath.Join(dir, c.Name+InSuffix), c.Inputs); err != nil {
-		return err
+		files[c.Name+InSuffix] = b
 	}
-	return WriteNPZ(filepath.Join(dir, c.Name+WantSuffix), want)
+	b, err := EncodeNPZ(want)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: outputs: %w", c.Name, err)
+	}
+	files[c.Name+WantSuffix] = b
+	return files, nil
 }
 
 // StaleFormat lists, one line each, the seeded cases in dir stored in an older golden format

@@ -15,17 +15,21 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
+	"github.com/lossgen/lossgen/gen/dirtx"
 	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -166,7 +170,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flags("generate", "-o DIR [-golden DIR] SPEC", stderr)
 	out := fs.String("o", "", "output directory of the generated package (required)")
 	goldenDir := fs.String("golden", "", "directory of the package's golden cases, loaded by the generated test")
-	verbose := fs.Bool("v", false, "list the files written")
+	verbose := fs.Bool("v", false, "list the files written and those removed")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -185,15 +189,39 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		// Not an error: the README's go:generate lines may run in either order.
 		fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
 	}
-	if err := gen.Write(*out, files); err != nil {
+	ctx, stop := interruptible()
+	res, err := write(ctx, *out, files)
+	stop()
+	repaired(stderr, res)
+	if err != nil {
 		return err
 	}
 	if *verbose {
 		for _, name := range sortedKeys(files) {
 			fmt.Fprintln(stdout, filepath.Join(*out, name))
 		}
+		for _, name := range res.Removed {
+			fmt.Fprintln(stdout, "removed "+filepath.Join(*out, name))
+		}
 	}
 	return nil
+}
+
+// write is gen.WriteContext; tests replace it to interrupt a write.
+var write = gen.WriteContext
+
+// interruptible is a context that SIGINT and SIGTERM end, instead of ending the process,
+// until stop: the write in progress then is undone (or completes, if it is past its
+// commit) and the command fails saying so, rather than leaving a half-written directory.
+func interruptible() (ctx context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// repaired reports on stderr what a write did to resolve one that was cut short.
+func repaired(stderr io.Writer, res dirtx.Result) {
+	for _, line := range res.Repaired {
+		fmt.Fprintln(stderr, "lossgen: "+line)
+	}
 }
 
 func cmdCheck(args []string, stdout, stderr io.Writer) error {
@@ -310,7 +338,11 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			names[i] = x.Name
 		}
 		if *update {
-			if err := cases.Update(dir, cs); err != nil {
+			ctx, stop := interruptible()
+			res, err := cases.UpdateContext(ctx, dir, cs)
+			stop()
+			repaired(stderr, res)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "%s: wrote %d cases to %s: %s\n", path, len(cs), dir, strings.Join(names, ", "))

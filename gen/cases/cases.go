@@ -8,9 +8,12 @@ package cases
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +23,7 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/lossgen/lossgen/gen/dirtx"
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
@@ -390,35 +394,45 @@ func Want(g *ir.Graph, c *golden.Case) error {
 	return nil
 }
 
-// Update writes the cases into dir and removes the case files of Build's that it no longer
-// produces, including a seeded case's files in an older golden format (its stored inputs);
-// other files in dir are left alone.
+// Update is UpdateContext that cannot be interrupted and reports only failure.
 func Update(dir string, cs []golden.Case) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	_, err := UpdateContext(context.Background(), dir, cs)
+	return err
+}
+
+// UpdateContext writes the cases into dir and removes the case files Build makes that cs
+// does not hold (ownCaseFile), including a seeded case's files in an older golden format
+// (its stored inputs); other files in dir are left alone. It does so as one transaction
+// (dirtx.Apply): every file changes or, if anything fails (a full disk) or ctx ends first,
+// none does. A write cut short by a killed process is undone (or finished) first, as
+// Result.Repaired says.
+func UpdateContext(ctx context.Context, dir string, cs []golden.Case) (dirtx.Result, error) {
+	// Resolve a cut-short write first: the files it moved aside count among the stale ones.
+	repaired, err := dirtx.Recover(dir)
+	if err != nil {
+		return dirtx.Result{Repaired: repaired}, err
 	}
-	keep := map[string]bool{}
+	put := map[string][]byte{}
 	for _, c := range cs {
-		if err := golden.WriteCase(dir, c); err != nil {
-			return err
+		files, err := golden.CaseFiles(c)
+		if err != nil {
+			return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s: %w", dir, err)
 		}
-		if c.Recipe != nil {
-			keep[c.Name+golden.RecipeSuffix] = true
-		} else {
-			keep[c.Name+golden.InSuffix] = true
-		}
-		keep[c.Name+golden.WantSuffix] = true
+		maps.Copy(put, files)
 	}
-	old, _ := filepath.Glob(filepath.Join(dir, "*.npz"))
-	recipes, _ := filepath.Glob(filepath.Join(dir, "*"+golden.RecipeSuffix))
-	for _, f := range append(old, recipes...) {
-		if base := filepath.Base(f); !keep[base] && ownCaseFile(base) {
-			if err := os.Remove(f); err != nil {
-				return err
-			}
+	var del []string
+	es, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return dirtx.Result{Repaired: repaired}, err
+	}
+	for _, e := range es {
+		if _, keep := put[e.Name()]; !keep && e.Type().IsRegular() && ownCaseFile(e.Name()) {
+			del = append(del, e.Name())
 		}
 	}
-	return nil
+	res, err := dirtx.Apply(ctx, dir, put, del)
+	res.Repaired = append(repaired, res.Repaired...)
+	return res, err
 }
 
 // ownCaseFile reports whether a file name is one Build's cases use (random, flags, extreme,
