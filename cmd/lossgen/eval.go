@@ -328,7 +328,8 @@ type judgement struct {
 }
 
 // judge measures output o of backend b against the interpreter's under the tolerance the
-// generated package's own test uses for it (gen.Tolerance).
+// generated package's own test uses for it (gen.Tolerance; a gradient's at the interpreter's
+// gradient scale).
 func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]golden.Array) judgement {
 	want := results["ref"][o.Name].Float64s()
 	j := judgement{backend: b, output: o.Name, n: len(want)}
@@ -339,7 +340,7 @@ func judge(g *ir.Graph, o *ir.Output, b string, results map[string]map[string]go
 	case got.Len() != len(want):
 		j.problem = fmt.Sprintf("%d elements, want %d", got.Len(), len(want))
 	default:
-		j.diff = golden.Compare(want, got.Float64s(), gen.OutputTolerance(g.DType, o))
+		j.diff = golden.Compare(want, got.Float64s(), gen.OutputTolerance(g.DType, o).At(gen.GradScale(g, results["ref"])))
 		return j
 	}
 	j.diff = golden.Diff{MaxAbs: math.Inf(1), MaxRel: math.Inf(1), MaxNorm: math.Inf(1), Bad: len(want), First: 0}
