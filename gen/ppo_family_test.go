@@ -128,7 +128,7 @@ func checkAllBackends(t *testing.T, src string) {
 					continue // a gradient, from Forward
 				}
 				want := cs.Want[o.Name].Float64s()
-				tol := gen.OutputTolerance(ref.DType, o)
+				tol := gen.OutputTolerance(ref.DType, o).At(gen.GradScale(ref, cs.Want))
 				if d := golden.Compare(want, got.Float64s(), tol); d.Bad > 0 {
 					t.Errorf("%s, case %s, %s: %d of %d bad, first at %d: got %v, want %v", backend, cs.Name, o.Name, d.Bad, len(want), d.First,
 						got.Float64s()[d.First], want[d.First])

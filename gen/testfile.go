@@ -31,6 +31,7 @@ type testOutput struct {
 	Scalar      bool
 	Abs, Rel    string
 	Norm        string
+	Floor       string // gradients: golden.Tol.Floor
 }
 
 // Tolerance is the bound an output of a kernel of dtype dt must meet against the float64
@@ -65,11 +66,26 @@ func OutputTolerance(dt ir.DType, o *ir.Output) golden.Tol {
 	return Tolerance(dt, len(o.Node.Shape) == 0)
 }
 
+// GradScale is the gradient scale of a call whose outputs are outs, for golden.Tol.At: the
+// largest finite |value| over g's gradient outputs.
+func GradScale(g *ir.Graph, outs map[string]golden.Array) float64 {
+	m := 0.0
+	for _, o := range g.Outputs {
+		if a, ok := outs[o.Name]; ok && o.Role == ir.Gradient && a.Data != nil {
+			m = max(m, golden.AbsMax(a.Float64s()))
+		}
+	}
+	return m
+}
+
 // GradTolerance is the bound a gradient of a kernel of dtype dt must meet against the
-// interpreter (see Tolerance).
+// interpreter (see Tolerance). Its Floor, 64 roundings of the dtype, is the slack per unit of
+// the call's largest gradient (golden.Tol.At): a gradient that is 0, or cancels to rounding
+// noise, is computed from terms of about the other gradients' size, and its own largest
+// element gives the Norm term nothing to scale.
 func GradTolerance(dt ir.DType) golden.Tol {
 	if dt == ir.F64 {
-		return golden.Tol{Abs: 1e-300, Rel: 1e-10, Norm: 1e-12}
+		return golden.Tol{Abs: 1e-300, Rel: 1e-10, Norm: 1e-12, Floor: 64 * 0x1p-53}
 	}
 	// float32: a gradient carries its forward values' rounding, e.g. (V − value_target)/n
 	// where the two nearly cancel and value_target is a float32 scan over rewards of 1e3 (the
@@ -77,7 +93,7 @@ func GradTolerance(dt ir.DType) golden.Tol {
 	// far below what its forward value's normwise error allows (smooth_l1 caps the critic
 	// gradient at 1/n while advantages elsewhere in the batch are 1e4: at [4096, 4096] AVX2
 	// and Go differ by 1.06e-3 of the largest gradient). A wrong rule misses by far more.
-	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2}
+	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2, Floor: 64 * 0x1p-24}
 }
 
 // paddedInput is a float input whose elements lie on the mask's elements Per at a time (the
@@ -166,7 +182,7 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 		for _, o := range c.Backward.Graph.Outputs {
 			if o.Role == ir.Gradient {
 				grads = append(grads, testOutput{Name: o.Name, Field: gogen.GradField(o.Name),
-					Abs: fmt.Sprint(tol.Abs), Rel: fmt.Sprint(tol.Rel), Norm: fmt.Sprint(tol.Norm)})
+					Abs: fmt.Sprint(tol.Abs), Rel: fmt.Sprint(tol.Rel), Norm: fmt.Sprint(tol.Norm), Floor: fmt.Sprint(tol.Floor)})
 				gradBytes += elemSize(g.DType) * o.Node.Shape.Numel()
 			}
 		}

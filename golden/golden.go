@@ -438,8 +438,46 @@ func withSpecials[T float32 | float64](x []T) {
 // whose elements are sums of larger terms (a scan's element can cancel to near zero while its
 // rounding error is set by the terms it summed). NaN matches NaN, and an infinity matches
 // only the same infinity; any other pair with a NaN or an infinity is out of every tolerance.
+//
+// A gradient's Norm term vanishes where its reference is 0 everywhere (or is the rounding
+// noise of 0: a gradient that cancels), though its rounding comes from terms of about the
+// size of the other gradients. Floor keeps it from collapsing: At(g), with g the largest
+// finite |value| of all the call's gradients (GradScale), raises Abs to Floor·g.
 type Tol struct {
 	Abs, Rel, Norm float64
+	Floor          float64 // the least Abs per unit of the call's gradient scale (gradients only)
+}
+
+// At is the tolerance on a call whose gradients' largest finite |value| is scale: Abs at
+// least Floor·scale.
+func (t Tol) At(scale float64) Tol {
+	t.Abs = math.Max(t.Abs, t.Floor*scale)
+	t.Floor = 0
+	return t
+}
+
+// GradScale is the largest finite |value| over the named outputs (a call's gradients), got
+// by get; an output get has not is skipped.
+func GradScale[T Float](names []string, get func(string) ([]T, bool)) float64 {
+	m := 0.0
+	for _, name := range names {
+		if x, ok := get(name); ok {
+			m = math.Max(m, AbsMax(x))
+		}
+	}
+	return m
+}
+
+// AbsMax is the largest finite |value| of the case's golden output name, held whole or as a
+// Summary (0 if the case has none).
+func (c *Case) AbsMax(name string) float64 {
+	if w, ok := c.Want[name]; ok {
+		return AbsMax(w.Float64s())
+	}
+	if s, ok := c.Summary[name]; ok {
+		return s.AbsMax
+	}
+	return 0
 }
 
 // Diff summarises how far got is from want.

@@ -62,6 +62,25 @@ func TestCompare(t *testing.T) {
 	require.Equal(t, 0, d.Bad)
 }
 
+// A gradient whose reference is 0 (or rounding noise of 0) is held to Floor times the
+// call's largest gradient, not to its own vanishing Norm term.
+func TestTolFloor(t *testing.T) {
+	grads := map[string][]float32{"grad.x": {0.5, -2, float32(math.Inf(1))}, "grad.y": {0, 1e-16, 0}}
+	get := func(name string) ([]float32, bool) { g, ok := grads[name]; return g, ok }
+	gs := GradScale([]string{"grad.x", "grad.y", "grad.z"}, get)
+	require.Equal(t, 2.0, gs, "the largest finite |value| of the gradients there are")
+	tol := Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2, Floor: 1e-6}
+	want := []float64{0, 1.1e-16, 0}
+	require.Equal(t, 2, Compare(want, []float64{0, 0, 3e-8}, tol).Bad, "held to 1e−18: collapsed")
+	require.Equal(t, 0, Compare(want, []float64{0, 0, 1.9e-6}, tol.At(gs)).Bad)
+	require.Equal(t, 1, Compare(want, []float64{0, 0, 2.1e-6}, tol.At(gs)).Bad)
+	require.Equal(t, Tol{Abs: 2e-6, Rel: 5e-6, Norm: 1e-2}, tol.At(gs))
+	require.Equal(t, Tol{Abs: 1e-8}, Tol{Abs: 1e-8}.At(gs), "no Floor: an output's tolerance is unchanged")
+	c := &Case{Want: map[string]Array{"grad.x": {Shape: []int{2}, Data: []float64{-3, 1}}},
+		Summary: map[string]*Summary{"grad.y": {AbsMax: 7}}}
+	require.Equal(t, []float64{3, 7, 0}, []float64{c.AbsMax("grad.x"), c.AbsMax("grad.y"), c.AbsMax("grad.z")})
+}
+
 // npzWith writes a .npz holding one entry "a.npy" of raw bytes.
 func npzWith(t *testing.T, raw []byte) string {
 	p := filepath.Join(t.TempDir(), "x.npz")

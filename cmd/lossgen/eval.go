@@ -328,7 +328,8 @@ type judgement struct {
 }
 
 // judge measures output o of backend b against the interpreter's under the tolerance the
-// generated package's own test uses for it (gen.Tolerance).
+// generated package's own test uses for it (gen.Tolerance; a gradient's at the interpreter's
+// gradient scale).
 func judge(g *ir.Graph, o *ir.Output, b string, masked []bool, results map[string]map[string]golden.Array) judgement {
 	want := results["ref"][o.Name].Float64s()
 	j := judgement{backend: b, output: o.Name, n: len(want)}
@@ -340,7 +341,7 @@ func judge(g *ir.Graph, o *ir.Output, b string, masked []bool, results map[strin
 		j.problem = fmt.Sprintf("%d elements, want %d", got.Len(), len(want))
 	default:
 		gv := got.Float64s()
-		j.diff = golden.Compare(want, gv, gen.OutputTolerance(g.DType, o))
+		j.diff = golden.Compare(want, gv, gen.OutputTolerance(g.DType, o).At(gen.GradScale(g, results["ref"])))
 		// Padding reaches no output (SEMANTICS.md §11.18): a NaN or infinity at a masked
 		// element is a failure even where the interpreter has one too (Compare takes equal
 		// non-finite values as agreeing).

@@ -115,3 +115,24 @@ func TestMaskHandValues(t *testing.T) {
 	out = eval(t, src, in)
 	near(t, []float64{0, 0, 0, 0}, []float64{out["num_valid"][0], out["loss_objective"][0], out["entropy"][0], out["loss_entropy"][0]}, hand, "no valid element")
 }
+
+// KLPEN's β with a mask: updated from the masked mean of kl, and kept when no element is
+// valid (TorchRL's mean over nothing is NaN, which neither comparison passes), however far
+// the masked elements' kl is from dtarg (SEMANTICS.md §11.20).
+func TestKLPENBetaMasked(t *testing.T) {
+	src := ppoHead + "dims: {B: 3, A: 2}\nbatch: [B]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, critic_coeff: 0, entropy_bonus: false, beta: 1}\nkeys: {mask: mask}\n"
+	in := map[string][]float64{
+		"logits":     {0, 0, 0, 0, 0, 0},
+		"old_logits": {0, 0, 5, -5, 0, 0}, // KL 0, large, 0
+		"action":     {0, 0, 0}, "sample_log_prob": {0, 0, 0}, "advantage": {0, 0, 0}, "beta": {1},
+		"mask": {1, 1, 0},
+	}
+	near(t, []float64{2}, eval(t, src, in)["beta"], hand, "masked mean KL > 1.5·dtarg: β·2")
+	in["mask"] = []float64{1, 0, 1}
+	near(t, []float64{0.5}, eval(t, src, in)["beta"], hand, "masked mean KL 0 < dtarg/1.5: β·½")
+	for _, old := range [][]float64{{0, 0, 0, 0, 0, 0}, {0, 0, 5, -5, 0, 0}} {
+		in["old_logits"], in["mask"] = old, []float64{0, 0, 0}
+		out := eval(t, src, in)
+		near(t, []float64{0, 1}, []float64{out["num_valid"][0], out["beta"][0]}, hand, "no valid element: β stays")
+	}
+}

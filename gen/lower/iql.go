@@ -138,7 +138,8 @@ func checkEnsembleDim(c *spec.Check) {
 //	td_error    = max_k (Q_k − y)²                      (detached)
 //
 // Discrete: Q_k is the ensemble's value at the stored action, gathered at an index
-// (categorical) or Σ_a Q_k[a]·action[a] (one_hot).
+// (categorical) or Σ_a Q_k[a]·action[a] (one_hot). Continuous: Q_k is an input, the
+// ensemble evaluated at the stored action, whatever the actor's distribution.
 func lowerIQL(l *Lowerer, st *spec.Stage) {
 	b := l.B
 	ens := st.String("ensemble_dim")
@@ -179,7 +180,7 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 	l.GradDoc("log_prob", "loss_actor: −w·s, w = min(exp(β(min_k Q'_k − V)), 100), detached; "+s+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.actor_loss)")
 	l.GradDoc("value", "loss_value: −2·weight·(min_k Q'_k − V)·s, weight τ where min_k Q'_k − V > 0 and 1 − τ elsewhere; "+s+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.value_loss)")
 	doc := "loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); " + s
-	if st.String("action_dim") != "" {
+	if st.Type == "discrete_iql" {
 		doc += "; only at the stored action (the gathered entry, or action_a for one_hot)"
 	}
 	l.GradDoc("state_action_value", doc+" (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.qvalue_loss)")
@@ -190,16 +191,17 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 func (l *Lowerer) iqlLogProb(st *spec.Stage) *ir.Node { return l.policy(st).lp }
 
 // iqlChosen is an ensemble's value at the stored action [Q, *batch]: the key itself for
-// IQLLoss; for DiscreteIQLLoss the key [Q, *batch, A] at the action, as
-// DiscreteIQLLoss.actor_loss/value_loss/qvalue_loss select it (SEMANTICS.md §4.3).
+// IQLLoss (its Q-networks take the continuous action as an input; the action_dim of its
+// policy is read by log π only); for DiscreteIQLLoss the key [Q, *batch, A] at the action,
+// as DiscreteIQLLoss.actor_loss/value_loss/qvalue_loss select it (SEMANTICS.md §4.3).
 func (l *Lowerer) iqlChosen(st *spec.Stage, key string) *ir.Node {
 	b := l.B
 	ens := st.String("ensemble_dim")
 	batch := l.Batch().Names()
-	a := st.String("action_dim")
-	if a == "" {
+	if st.Type != "discrete_iql" {
 		return l.ReadShaped(key, b.Shape(append([]string{ens}, batch...)...))
 	}
+	a := st.String("action_dim")
 	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), a)...))
 	if st.String("action_space") == "categorical" {
 		// torch.gather(Q_k, -1, action[..., None]).squeeze(-1), vmapped over the ensemble.

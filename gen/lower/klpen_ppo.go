@@ -33,6 +33,7 @@ func checkKLPEN(c *spec.Check) {
 //	loss_objective = reduce(−(exp(lw)·A − β·kl)),  β the state at the call's start
 //	kl (detached, never reduced), kl_approx, entropy and critic terms as PPOLoss
 //	beta = β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β
+//	       (masked: the mean over the valid elements; β itself when there is none)
 //
 // β is kernel state: the value and the gradient (∂/∂kl = β·s) use the β in force at the
 // start of the call; the updated β is the beta output and the next call's state.
@@ -59,5 +60,12 @@ func lowerKLPEN(l *Lowerer, st *spec.Stage) {
 	m := b.Detach(l.mean(kl))
 	next := b.Where(b.Gt(m, b.Const(dtarg*1.5)), b.Mul(beta, b.Const(inc)),
 		b.Where(b.Lt(m, b.Const(dtarg/1.5)), b.Mul(beta, b.Const(dec)), beta))
-	l.Output("beta", next, ir.State, "β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β (State.Beta after the call)")
+	doc := "β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β (State.Beta after the call)"
+	if l.valid != nil {
+		doc = "β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β, mean(kl) over the valid elements; β itself when none is valid (State.Beta after the call)"
+		// No valid element: the masked mean is 0 (§11.16), which would halve β for a call
+		// that saw no data; TorchRL's NaN mean passes neither test and keeps β (§11.20).
+		next = b.Where(b.Gt(l.valid, b.Const(0)), next, beta)
+	}
+	l.Output("beta", next, ir.State, doc)
 }

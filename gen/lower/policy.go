@@ -185,10 +185,19 @@ func (l *Lowerer) logSoftmax(z *ir.Node, axis string) *ir.Node {
 // softmaxParts are s = z − m (m = max z along axis, detached), e^s and S = Σ e^s. The
 // entropy's clamp constant is made here, before the sum, so that the entropy's sum can
 // share its loop.
+//
+// Over a single class s is detached: log_softmax of one element is the constant 0 (NaN for a
+// non-finite logit, as before), so its gradient 1 − p is exactly 0, where the chain rule
+// would add the paths' contributions and subtract their sum again, leaving rounding noise
+// (1e−16 of the loss's gradient in the reference, 6e−5 on huge advantages in float32) that
+// each backend rounds differently.
 func (l *Lowerer) softmaxParts(z *ir.Node, axis string) (s, es, sum *ir.Node) {
 	b := l.B
 	b.Const(-l.DType().MaxFinite())
 	s = b.Sub(z, b.Detach(b.ReduceMax(z, axis)))
+	if b.Shape(axis).Numel() == 1 {
+		s = b.Detach(s)
+	}
 	es = b.Exp(s)
 	return s, es, b.Sum(es, axis)
 }
