@@ -140,6 +140,20 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 			}
 		}
 	}
+	type indexCheck struct {
+		Name, Field, Valid string
+		Negate             bool
+		Size               int
+	}
+	var checks []indexCheck
+	for _, c := range ir.IndexChecks(g) {
+		ic := indexCheck{Name: c.Input.Name, Field: gogen.FieldName(c.Input.Name), Negate: c.Negate, Size: c.Size}
+		if c.Valid != nil {
+			ic.Valid = gogen.FieldName(c.Valid.Name)
+		}
+		checks = append(checks, ic)
+	}
+	data["IndexChecks"] = checks
 	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"], data["State"] = ins, outs, grads, hasIndex, state
 	data["StateNames"] = stateNames
 	// An output and a float input of the same length, to test that overlapping them is an
