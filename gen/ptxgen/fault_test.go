@@ -8,10 +8,12 @@ import (
 
 	lossgen "github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // zeroInputs are a launch table's inputs, every element 0.
@@ -74,4 +76,35 @@ func TestIndexFault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIndexFaultMasked: an index input masked away reaches its gather through
+// where(mask, action, 0); the kernels check the index the gather reads, so an out-of-range
+// action where the mask drops it is no fault, one where the mask keeps it is, and the CPU
+// check (ir.IndexChecks) checks the same elements.
+func TestIndexFaultMasked(t *testing.T) {
+	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 40}, {Name: "A", Size: 3}}, []string{"B"})
+	z := b.Input(ir.Input{Key: "logits", Name: "logits", Kind: ir.Float, Shape: b.Shape("B", "A")})
+	act := b.Input(ir.Input{Key: "action", Name: "action", Kind: ir.Index, Shape: b.Shape("B")})
+	mask := b.Input(ir.Input{Key: "mask", Name: "mask", Kind: ir.Bool, Shape: b.Shape("B")})
+	b.Output("chosen", b.Gather(z, b.Where(mask, act, b.Const(0)), "A"), ir.Metric, "", "")
+	c, err := lossgen.CompileGraph(&spec.Spec{File: "masked.yaml", Package: "masked"}, b.Graph())
+	require.NoError(t, err)
+	require.Equal(t, []ir.IndexCheck{{IndexRead: ir.IndexRead{Input: act.Input, Valid: mask.Input}, Size: 3}}, ir.IndexChecks(c.Graph))
+	goFiles, err := gogen.Generate(c.Plan, nil, gogen.Meta{Package: "masked", GenVersion: runtime.GenVersion})
+	require.NoError(t, err)
+	require.Contains(t, string(goFiles["masked.go"]), "if in.Mask[i] && (v < 0 || v >= 3) {", "Forward checks the action where the mask keeps it")
+	mod, err := ptxgen.Emit(c.Plan, nil, gogen.Meta{Package: "masked", GenVersion: runtime.GenVersion})
+	require.NoError(t, err)
+	in := zeroInputs(mod.Launch)
+	a, m := in["action"].Data.([]int64), in["mask"].Data.([]bool)
+	for i := range m {
+		m[i] = true
+	}
+	a[3], m[3] = 7, false // masked away: the gather reads 0
+	a[35] = -4
+	_, err = ptxsim.Simulate(string(mod.PTX), mod.Launch, in, ptxsim.Whole)
+	var ie *runtime.IndexError
+	require.True(t, errors.As(err, &ie), "got %v", err)
+	require.Equal(t, runtime.IndexError{Kernel: "masked", Input: "in/action", At: 35, Value: -4, Size: 3}, *ie)
 }
