@@ -327,8 +327,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		ins = append(ins, testInput{Name: in.Name, Expr: expr})
 	}
 	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins,
-		"IndexChecks": len(ir.IndexChecks(c.Graph)) > 0,
-		"Large":       c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil}
+		"Large": c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil, "IndexChecks": len(ir.IndexChecks(c.Graph)) > 0}
 	return render("ptxsim_test.go.tmpl", data)
 }
 
