@@ -140,7 +140,8 @@ func checkAllBackends(t *testing.T, src string) {
 
 // garbagePadding is a copy of inputs with NaN, ±inf, ±1e30 and the dtype's largest finite
 // value cycling through every masked element (keys.mask false) of every float input whose
-// leading dims are the batch's; nil when the graph has no mask.
+// leading dims are the batch's, and indices out of range in index inputs; nil when the graph
+// has no mask.
 func garbagePadding(g *ir.Graph, inputs map[string]golden.Array) map[string]golden.Array {
 	var mask []bool
 	for _, in := range g.Inputs {
@@ -159,14 +160,18 @@ func garbagePadding(g *ir.Graph, inputs map[string]golden.Array) map[string]gold
 	out := map[string]golden.Array{}
 	for _, in := range g.Inputs {
 		a := inputs[in.Name]
-		if in.Kind != ir.Float || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
+		if in.Kind == ir.Bool || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
 			out[in.Name] = a
 			continue
 		}
 		v := a.Float64s()
 		per := len(v) / len(mask)
 		for i := range v {
-			if !mask[i/per] {
+			switch {
+			case mask[i/per]:
+			case in.Kind == ir.Index:
+				v[i] = []float64{-100, 1 << 40}[i%2] // an action out of range: padding is not checked
+			default:
 				v[i] = garbage[i%len(garbage)]
 			}
 		}

@@ -101,6 +101,7 @@ func GradTolerance(dt ir.DType) golden.Tol {
 type paddedInput struct {
 	Field string
 	Per   int
+	Index bool // an int64 index (a categorical action), else a float
 }
 
 // maskedInputs returns the loss's mask (keys.mask, [*batch]) as the field of Inputs that
@@ -118,10 +119,10 @@ func maskedInputs(g *ir.Graph) (string, []paddedInput) {
 	}
 	var out []paddedInput
 	for _, in := range g.Inputs {
-		if in.Kind != ir.Float || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
+		if in.Kind == ir.Bool || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
 			continue
 		}
-		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel()})
+		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel(), Index: in.Kind == ir.Index})
 	}
 	return mask, out
 }
@@ -187,6 +188,20 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 			}
 		}
 	}
+	type indexCheck struct {
+		Name, Field, Valid string
+		Negate             bool
+		Size               int
+	}
+	var checks []indexCheck
+	for _, c := range ir.IndexChecks(g) {
+		ic := indexCheck{Name: c.Input.Name, Field: gogen.FieldName(c.Input.Name), Negate: c.Negate, Size: c.Size}
+		if c.Valid != nil {
+			ic.Valid = gogen.FieldName(c.Valid.Name)
+		}
+		checks = append(checks, ic)
+	}
+	data["IndexChecks"] = checks
 	data["Inputs"], data["Outputs"], data["Grads"], data["HasIndex"], data["State"] = ins, outs, grads, hasIndex, state
 	data["StateNames"] = stateNames
 	// An output and a float input of the same length, to test that overlapping them is an
@@ -360,7 +375,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		ins = append(ins, testInput{Name: in.Name, Expr: expr})
 	}
 	data := map[string]any{"Header": gogen.Header(m), "Package": m.Package, "Tables": tables, "DType": c.Graph.DType.String(), "Inputs": ins,
-		"Large": c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil}
+		"Large": c.Graph.Batch.Numel() > LargeBatch, "Grads": mod.Backward != nil, "IndexChecks": len(ir.IndexChecks(c.Graph)) > 0}
 	data["Mask"], _ = maskedInputs(c.Graph)
 	return render("ptxsim_test.go.tmpl", data)
 }

@@ -1,5 +1,7 @@
 package runtime
 
+import "fmt"
+
 // LaunchTable tells a CUDA driver user how to run a generated package's PTX: which buffers
 // to allocate, and which kernels to launch, in order, with which grid, block and arguments.
 // Generated packages embed it (as the variable Launch) and write it as launch.json beside
@@ -23,13 +25,40 @@ type LaunchTable struct {
 // Buffer is one device allocation.
 type Buffer struct {
 	Name string `json:"name"` // in/<data name> (in/next.reward), out/<output> (out/ESS) or scratch/<name>
-	// Role is "input", "output", "gradient", "scratch", or "fault": a scalar output counting
-	// input elements that break a precondition TorchRL checks at run time (log-softmax values
-	// above 0); when it is not 0 after the launches, the other outputs are not meaningful.
+	// Role is "input", "output", "gradient", "scratch", or "fault": a buffer whose first
+	// element is not 0 after the launches when the inputs are invalid (the other outputs are
+	// then not meaningful). A fault is either a scalar output (out/<name>) counting input
+	// elements that break a precondition TorchRL checks at run time (log-softmax values above
+	// 0), or an index fault (fault/<data name>, uint32 [2], see IndexFault) of an index input
+	// the kernels gather by.
 	Role   string `json:"role"`
-	DType  string `json:"dtype"`  // float32, float64, bool (one byte), int64
+	DType  string `json:"dtype"`  // float32, float64, bool (one byte), int64, uint32
 	Length int    `json:"length"` // elements (1 for a scalar)
 	Shape  []int  `json:"shape"`  // row-major shape ([] for a scalar)
+	// Input and Size are an index fault's: the input buffer (in/<data name>) whose values the
+	// gathers read, which must be in [0, Size).
+	Input string `json:"input,omitempty"`
+	Size  int    `json:"size,omitempty"`
+}
+
+// NoFault is an index fault's first element while no gather has read out of range.
+const NoFault = 0xFFFFFFFF
+
+// IndexFault turns an index fault buffer b, as the launches left it (words: the number of
+// out-of-range reads, then the smallest element index read out of range, NoFault for none),
+// into the error Forward returns for the same inputs: nil when the count is 0, else an
+// *IndexError for that element, its value taken from data, the input as copied in. The
+// kernels zero the buffer themselves (the table's first launch), so it needs no clearing.
+// Input names the launch-table buffer (in/<data name>), not the Go field.
+func IndexFault(kernel string, b Buffer, words [2]uint32, data []int64) error {
+	if words[0] == 0 {
+		return nil
+	}
+	at := int(words[1])
+	if words[1] == NoFault || at >= len(data) {
+		return fmt.Errorf("%s: %s: %d out-of-range reads of %s recorded with no element", kernel, b.Name, words[0], b.Input)
+	}
+	return &IndexError{Kernel: kernel, Input: b.Input, At: at, Value: int(data[at]), Size: b.Size}
 }
 
 // Launch is one kernel launch. Every kernel parameter is a .u64 device pointer: Params[i]

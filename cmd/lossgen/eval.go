@@ -116,7 +116,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	// The interpreter always runs: it is what every backend is measured against.
 	ref := golden.Case{Name: "eval", Inputs: inputs}
 	if err := cases.Want(graph, &ref); err != nil {
-		return err
+		return rejected(c, inputs, selected, *grad, *keep, stderr, err)
 	}
 	results := map[string]map[string]golden.Array{"ref": ref.Want}
 	for _, b := range backends {
@@ -173,6 +173,30 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	return failed
 }
 
+// rejected is eval's error for inputs the interpreter rejects (the shapes are checked, so an
+// index input outside its axis: refErr): the selected backends run too, each to report the
+// error it gives — Forward's *runtime.IndexError, the PTX fault buffer's as the simulator
+// reads it — and a backend that accepts the inputs is named as such.
+func rejected(c *gen.Compiled, inputs map[string]golden.Array, selected map[string]bool, grad, keep bool, stderr io.Writer, refErr error) error {
+	msgs := []string{"ref: " + refErr.Error()}
+	for _, b := range backends {
+		if !selected[b.name] {
+			continue
+		}
+		var err error
+		if b.name == "ptx" {
+			_, err = runPTX(c, inputs, grad)
+		} else {
+			_, _, err = runKernel(c, inputs, b.tags, keep, grad, stderr)
+		}
+		if err == nil {
+			err = errors.New("accepted them")
+		}
+		msgs = append(msgs, b.name+": "+err.Error())
+	}
+	return fmt.Errorf("eval: the kernels reject the inputs:\n  %s", strings.Join(msgs, "\n  "))
+}
+
 // runPTX runs the spec's PTX, as its launch table drives it (ForwardBackward's with grad),
 // in the simulator.
 func runPTX(c *gen.Compiled, inputs map[string]golden.Array, grad bool) (map[string]golden.Array, error) {
@@ -184,7 +208,7 @@ func runPTX(c *gen.Compiled, inputs map[string]golden.Array, grad bool) (map[str
 	if grad {
 		table = *mod.Backward
 	}
-	out, _, err := ptxsim.RunTable(string(mod.PTX), table, inputs)
+	out, _, err := ptxsim.RunTable(string(mod.PTX), table, inputs) // an index fault is a *runtime.IndexError
 	return out, err
 }
 

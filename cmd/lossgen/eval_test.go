@@ -246,3 +246,31 @@ func TestEvalMaskedNonFiniteFails(t *testing.T) {
 	_, err = compareBackends(&out, g, inputs, results, []string{"ref", "go"})
 	require.NoError(t, err)
 }
+
+// An action outside [0, A): the interpreter rejects it, and eval -backend ptx reports the
+// fault the PTX kernels record (the first element and its value), as Forward's IndexError;
+// the PTX used to clamp the action and compute a loss.
+func TestEvalIndexFault(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "c.yaml")
+	require.NoError(t, os.WriteFile(spec, []byte("package: c\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: clip_ppo, clip_epsilon: 0.2, distribution: categorical, action_dim: A}\n"), 0o644))
+	c, err := gen.Compile(spec)
+	require.NoError(t, err)
+	arrays := map[string]golden.Array{}
+	for _, in := range c.Graph.Inputs {
+		switch in.Kind {
+		case ir.Index:
+			arrays[in.Name] = golden.Array{Shape: in.Shape.Sizes(), Data: []int64{0, 2, 3, -1}}
+		case ir.Bool:
+			arrays[in.Name] = golden.Array{Shape: in.Shape.Sizes(), Data: make([]bool, in.Shape.Numel())}
+		default:
+			arrays[in.Name] = golden.Array{Shape: in.Shape.Sizes(), Data: make([]float32, in.Shape.Numel())}
+		}
+	}
+	in := filepath.Join(dir, "in.npz")
+	require.NoError(t, golden.WriteNPZ(in, arrays))
+	var out, errb strings.Builder
+	code := run([]string{"eval", "-backend", "ptx", "-spec", spec, "-in", in}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errb.String(), "\n  ptx: c: in/action[2] = 3 is out of range [0, 3)\n", errb.String())
+}

@@ -237,17 +237,12 @@ func seed(pkg, name string) uint64 {
 // IndexRange is the extent of the axis an index input selects along (the smallest, if it
 // feeds several gathers), 1 if none.
 func IndexRange(g *ir.Graph, in *ir.Input) int {
-	n := 1 << 30
-	for _, node := range g.Nodes {
-		if node.Op == ir.OpGather && node.Args[1].Op == ir.OpInput && node.Args[1].Input == in {
-			x := node.Args[0].Shape
-			n = min(n, x[x.Index(node.Axes[0])].Size)
+	for _, c := range ir.IndexChecks(g) {
+		if c.Input == in {
+			return c.Size
 		}
 	}
-	if n == 1<<30 {
-		return 1
-	}
-	return n
+	return 1
 }
 
 // Stored converts values to the input's storage type, as the kernel receives them.

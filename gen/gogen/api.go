@@ -466,30 +466,26 @@ func gradDoc(g *ir.Graph, input string) string {
 	return "nothing: no loss term reads it (a zero gradient)"
 }
 
-// indexChecks rejects index inputs outside the axis they select along, before any kernel runs.
+// indexChecks rejects index inputs outside the axis they select along, before any kernel
+// runs: exactly the values the gathers read (ir.IndexChecks; an input masked away is checked
+// only where its mask selects it), which the PTX kernels check as they gather.
 func (e *gen) indexChecks(b *jen.Group) {
-	for _, in := range e.g.Inputs {
-		if in.Kind != ir.Index {
-			continue
-		}
-		size := 0
-		for _, n := range e.g.Nodes {
-			if n.Op == ir.OpGather && n.Args[1].Op == ir.OpInput && n.Args[1].Input == in {
-				x := n.Args[0].Shape
-				if s := x[x.Index(n.Axes[0])].Size; size == 0 || s < size {
-					size = s
-				}
+	for _, c := range ir.IndexChecks(e.g) {
+		v := jen.Id("v")
+		bad := jen.Id("v").Op("<").Lit(0).Op("||").Id("v").Op(">=").Lit(c.Size)
+		if c.Valid != nil {
+			sel := jen.Id("in").Dot(e.in[c.Valid.Name]).Index(jen.Id("i"))
+			if c.Negate {
+				sel = jen.Op("!").Add(sel)
 			}
+			bad = sel.Op("&&").Parens(bad)
 		}
-		if size == 0 {
-			continue
-		}
-		field := jen.Id("in").Dot(e.in[in.Name])
-		b.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Add(field)).Block(
-			jen.If(jen.Id("v").Op("<").Lit(0).Op("||").Id("v").Op(">=").Lit(size)).Block(
+		field := jen.Id("in").Dot(e.in[c.Input.Name])
+		b.For(jen.List(jen.Id("i"), v).Op(":=").Range().Add(field)).Block(
+			jen.If(bad).Block(
 				jen.Return(jen.Op("&").Qual(RuntimePath, "IndexError").Values(jen.Dict{
-					jen.Id("Kernel"): jen.Lit(e.m.Package), jen.Id("Input"): jen.Lit("in." + e.in[in.Name]),
-					jen.Id("At"): jen.Id("i"), jen.Id("Value"): jen.Int().Call(jen.Id("v")), jen.Id("Size"): jen.Lit(size),
+					jen.Id("Kernel"): jen.Lit(e.m.Package), jen.Id("Input"): jen.Lit("in." + e.in[c.Input.Name]),
+					jen.Id("At"): jen.Id("i"), jen.Id("Value"): jen.Int().Call(jen.Id("v")), jen.Id("Size"): jen.Lit(c.Size),
 				})),
 			),
 		)

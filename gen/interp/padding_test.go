@@ -85,10 +85,15 @@ func TestPaddingReachesNoOutputOrGradient(t *testing.T) {
 			dirty := map[string][]float64{}
 			for _, in := range g.Inputs {
 				v := append([]float64(nil), clean[in.Name]...)
-				if in.Kind == ir.Float && in.Key != "mask" && len(in.Shape) > 0 {
+				switch {
+				case in.Kind == ir.Float && in.Key != "mask" && len(in.Shape) > 0:
 					k := 0
 					forMasked(in.Shape, g.Batch, mask, func(i int) { v[i] = garbage[k%len(garbage)]; k++ })
 					require.Positive(t, k, "input %s has masked elements", in.Name)
+				case in.Kind == ir.Index:
+					// An action out of range at padding: -100 (LLM labels' ignore index), 2^40.
+					k := 0
+					forMasked(in.Shape, g.Batch, mask, func(i int) { v[i] = []float64{-100, 1 << 40}[k%2]; k++ })
 				}
 				dirty[in.Name] = v
 			}

@@ -34,10 +34,11 @@ func (l *Lowerer) readMask() {
 // after the fact is not enough: 0·f'(garbage) is NaN when padding holds NaN, ±inf or a value
 // whose derivative overflows, and the autodiff pass would carry it into the gradient. With
 // the select, masked elements compute the loss at Pad (finite, with finite derivatives), the
-// reductions drop them, and the select's own rule sends them an exact 0 gradient. Index keys
-// (categorical actions) are left as they are: their range check covers every element.
+// reductions drop them, and the select's own rule sends them an exact 0 gradient. An index
+// key (a categorical action) reads 0 at masked elements, and its range check covers the
+// valid elements only (ir.IndexChecks): padding may hold any index, as -100 in LLM labels.
 func (l *Lowerer) selectValid(x *ir.Node, def spec.KeyDef, kind spec.KeyKind) *ir.Node {
-	if l.mask == nil || kind != spec.FloatKey || x == l.mask {
+	if l.mask == nil || kind == spec.BoolKey || x == l.mask {
 		return x
 	}
 	for _, d := range l.mask.Shape {

@@ -459,8 +459,9 @@ func (k *passK) shift(n *ir.Node) string {
 	return d
 }
 
-// gather is y = x[..., idx] along axis a of x, the index truncated and clamped into the axis
-// (Forward rejects out-of-range index inputs before any kernel runs).
+// gather is y = x[..., idx] along axis a of x, the index truncated and clamped into the axis,
+// so the read stays in bounds; an index read from an index input is range-checked first
+// (fault.go), as Forward checks it before any kernel runs.
 func (k *passK) gather(n *ir.Node) string {
 	x, idx := n.Args[0], k.vals[n.Args[1].ID]
 	axis := n.Axes[0]
@@ -472,6 +473,7 @@ func (k *passK) gather(n *ir.Node) string {
 	} else {
 		k.op("cvt.rzi.s32.f32 %s, %s", i, idx)
 	}
+	k.checkIndex(n, i)
 	k.op("max.s32 %s, %s, 0", i, i)
 	k.op("min.s32 %s, %s, %d", i, i, size-1)
 	saved := k.idx[axis]

@@ -3,7 +3,8 @@
 // plus a merge kernel where a reduction spans thread blocks, and the launch table that says
 // which buffers to allocate and which kernels to launch in order. The module and kernel
 // frames are text/templates (templates/ptx); the instructions come from the op expansions
-// here. Results are deterministic: no floating-point atomics, fixed reduction trees.
+// here. Results are deterministic: no floating-point atomics, fixed reduction trees (the only
+// atomics count index faults: integer adds and mins, fault.go).
 package ptxgen
 
 import (
@@ -39,6 +40,8 @@ type emitter struct {
 	p      *plan.Plan
 	f64    bool
 	prefix string
+	// indexSize is the range each index input's gathers check (fault.go).
+	indexSize map[*ir.Input]int
 }
 
 func (e *emitter) esz() int {
@@ -170,6 +173,11 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 		table.Buffers = append(table.Buffers, runtime.Buffer{Name: "scratch/" + s.Name, Role: "scratch", DType: g.DType.String(), Length: s.Node.Shape.Numel(), Shape: s.Node.Shape.Sizes()})
 	}
 	var kernels []kernelView
+	if faults := e.faultBuffers(&table); len(faults) > 0 {
+		k := e.faultsInit(faults)
+		kernels = append(kernels, view(k, faultDoc(k, faults)))
+		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}, Params: k.Params})
+	}
 	for _, ps := range p.Passes {
 		k, err := e.passKernel(ps)
 		if err != nil {
@@ -295,14 +303,18 @@ func goFile(mod *Module, m gogen.Meta) ([]byte, error) {
 func tableLit(t runtime.LaunchTable) jen.Code {
 	buffers := jen.Index().Qual(gogen.RuntimePath, "Buffer").ValuesFunc(func(g *jen.Group) {
 		for _, b := range t.Buffers {
-			g.Values(jen.Dict{
+			d := jen.Dict{
 				jen.Id("Name"): jen.Lit(b.Name), jen.Id("Role"): jen.Lit(b.Role), jen.Id("DType"): jen.Lit(b.DType),
 				jen.Id("Length"): jen.Lit(b.Length), jen.Id("Shape"): jen.Index().Int().ValuesFunc(func(s *jen.Group) {
 					for _, x := range b.Shape {
 						s.Lit(x)
 					}
 				}),
-			})
+			}
+			if b.Input != "" {
+				d[jen.Id("Input")], d[jen.Id("Size")] = jen.Lit(b.Input), jen.Lit(b.Size)
+			}
+			g.Values(d)
 		}
 	})
 	launches := jen.Index().Qual(gogen.RuntimePath, "Launch").ValuesFunc(func(g *jen.Group) {

@@ -296,6 +296,12 @@ func (e *exec) run(t *thread) error {
 		case "bar", "shfl":
 			t.waiting = true
 			return nil
+		case "red":
+			if err := e.red(t, in, guardTaint); err != nil {
+				return fmt.Errorf("line %d (%s): %w", in.Line, in.Text, err)
+			}
+			t.pc++
+			continue
 		case "bra":
 			if guardTaint {
 				t.ctrl = true

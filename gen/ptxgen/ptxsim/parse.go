@@ -1,8 +1,8 @@
 // Package ptxsim executes the PTX that lossgen's ptxgen emits, without a GPU, so tests can
 // check what the kernels compute and not only that the text parses. It implements exactly
 // the subset ptxgen writes — integer and float arithmetic with PTX's rounding and NaN rules,
-// predicates and branches, global and shared memory, warps with shfl.sync.down, and
-// bar.sync — and rejects anything else. Threads of a block run one at a time up to their
+// predicates and branches, global and shared memory, integer red atomics (index faults),
+// warps with shfl.sync.down, and bar.sync — and rejects anything else. Threads of a block run one at a time up to their
 // next synchronisation point (a barrier, or a shuffle their whole warp must reach), so a
 // launch is deterministic; inconsistent synchronisation (a warp split across a shuffle, a
 // barrier some threads skip) is an error, as it would hang or misbehave on a GPU.

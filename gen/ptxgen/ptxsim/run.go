@@ -135,6 +135,8 @@ func coverMix(z uint64) uint64 {
 // Simulate runs the launch table as a CUDA user would — allocate every buffer, copy the
 // inputs in (by data name), run the launches in order, copy the outputs out — on the part p
 // of every launch (see Part). A failed launch returns the statistics so far with its error.
+// When a gather read an index input out of range (its fault buffer is not 0) it returns the
+// result with a *runtime.IndexError, the error Forward returns for those inputs.
 func Simulate(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array, p Part) (*Result, error) {
 	res := &Result{Outputs: map[string]Partial{}}
 	m, err := Parse(ptx)
@@ -192,7 +194,26 @@ func Simulate(ptx string, t runtime.LaunchTable, inputs map[string]golden.Array,
 		}
 		res.Outputs[name] = read(d.buf(addr[b.Name]), b, !p.IsWhole())
 	}
-	return res, nil
+	return res, indexFaults(d, t, addr, inputs)
+}
+
+// indexFaults reads the table's index fault buffers after the launches, as a CUDA user
+// does, and returns the first fault as the *runtime.IndexError Forward gives for the same
+// inputs (runtime.IndexFault), or nil. A partial simulation sees the faults of the elements
+// it ran.
+func indexFaults(d *Device, t runtime.LaunchTable, addr map[string]uint64, inputs map[string]golden.Array) error {
+	for _, b := range t.Buffers {
+		if b.Role != "fault" || b.Input == "" {
+			continue
+		}
+		w := d.buf(addr[b.Name]).at(0, 8)
+		data, _ := inputs[strings.TrimPrefix(b.Input, "in/")].Data.([]int64)
+		words := [2]uint32{binary.LittleEndian.Uint32(w), binary.LittleEndian.Uint32(w[4:])}
+		if err := runtime.IndexFault(t.Package, b, words, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Stats) add(o Stats) {
@@ -242,7 +263,7 @@ func elemSize(dt string) int {
 	switch dt {
 	case "bool":
 		return 1
-	case "float32":
+	case "float32", "uint32":
 		return 4
 	}
 	return 8
