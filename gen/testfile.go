@@ -105,26 +105,49 @@ type paddedInput struct {
 }
 
 // maskedInputs returns the loss's mask (keys.mask, [*batch]) as the field of Inputs that
-// holds it, and the float inputs whose masked elements TestPaddingIgnored fills with
-// garbage; "" without a mask.
+// holds it, and the inputs whose masked elements TestPaddingIgnored fills with garbage:
+// those the graph reads only through where(mask, input, pad) (a loss's inputs; not what an
+// estimator or kl_reward reads, which TorchRL runs on padding too, SEMANTICS.md §11.18).
+// "" when there is no such input.
 func maskedInputs(g *ir.Graph) (string, []paddedInput) {
-	mask := ""
-	for _, in := range g.Inputs {
-		if in.Key == "mask" && in.Kind == ir.Bool && in.Shape.Equal(g.Batch) {
-			mask = gogen.FieldName(in.Name)
+	inputNode := map[*ir.Input]*ir.Node{}
+	var mask *ir.Node
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpInput {
+			inputNode[n.Input] = n
+			if n.Input.Key == "mask" && n.Input.Kind == ir.Bool && n.Shape.Equal(g.Batch) {
+				mask = n
+			}
 		}
 	}
-	if mask == "" {
+	if mask == nil {
 		return "", nil
+	}
+	selected := map[*ir.Node]bool{} // inputs read only as where(mask, input, pad)
+	for _, n := range g.Nodes {
+		for i, a := range n.Args {
+			if a.Op != ir.OpInput || a == mask {
+				continue
+			}
+			if _, seen := selected[a]; !seen {
+				selected[a] = true
+			}
+			if n.Op != ir.OpWhere || i != 1 || n.Args[0] != mask || !n.Args[2].IsScalarConst() {
+				selected[a] = false
+			}
+		}
 	}
 	var out []paddedInput
 	for _, in := range g.Inputs {
-		if in.Kind == ir.Bool || in.State || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
+		if !selected[inputNode[in]] || len(in.Shape) < len(g.Batch) || !in.Shape[:len(g.Batch)].Equal(g.Batch) {
 			continue
 		}
 		out = append(out, paddedInput{Field: gogen.FieldName(in.Name), Per: in.Shape.Numel() / g.Batch.Numel(), Index: in.Kind == ir.Index})
 	}
-	return mask, out
+	if len(out) == 0 {
+		return "", nil
+	}
+	return gogen.FieldName(mask.Input.Name), out
 }
 
 // testFile renders the generated package's test.

@@ -1287,28 +1287,37 @@ blocks_5:
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y5, Y0
-	VMOVUPS   64(SP), Y1
 
-	// v78 = mul(v77, v48) [B=4096]
-	VMULPS Y1, Y0, Y0
+	// v78 = ne(v77, v16) [B=4096]
+	VCMPPS  $0x04, Y7, Y0, Y1
+	VANDPS  lgc3<>+0(SB), Y1, Y1
+	VMOVUPS 64(SP), Y2
 
-	// v79 = add(v78, v78) [B=4096]
+	// v79 = mul(v77, v48) [B=4096]
+	VMULPS Y2, Y0, Y2
+
+	// v80 = where(v78, v79, v77) [B=4096]
+	VMOVUPS   lgc27<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y0, Y0
+
+	// v81 = add(v80, v80) [B=4096]
 	VADDPS Y0, Y0, Y0
 
-	// v80 = neg(v79) [B=4096]
+	// v82 = neg(v81) [B=4096]
 	VXORPS  lgc7<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 	VMOVUPS lgc6<>+0(SB), Y2
 
-	// v81 = le(v43, v42) [B=4096]
+	// v83 = le(v43, v42) [B=4096]
 	VCMPPS $0x12, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v82 = ne(v43, v43) [B=4096]
+	// v84 = ne(v43, v43) [B=4096]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v83 = max(v81, v82) [B=4096]
+	// v85 = max(v83, v84) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1316,22 +1325,22 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v84 = where(v83, v80, v16) [B=4096]
+	// v86 = where(v85, v82, v16) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   (SP), Y1
 	VMOVUPS   lgc5<>+0(SB), Y2
 
-	// v85 = ge(v40, v41) [B=4096]
+	// v87 = ge(v40, v41) [B=4096]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v86 = ne(v40, v40) [B=4096]
+	// v88 = ne(v40, v40) [B=4096]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v87 = max(v85, v86) [B=4096]
+	// v89 = max(v87, v88) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1339,31 +1348,40 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v88 = where(v87, v84, v16) [B=4096]
+	// v90 = where(v89, v86, v16) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
-	VMOVUPS   96(SP), Y1
 
-	// v89 = mul(v74, v37) [B=4096]
-	VMULPS Y1, Y3, Y1
+	// v91 = ne(v74, v16) [B=4096]
+	VCMPPS  $0x04, Y7, Y3, Y1
+	VANDPS  lgc3<>+0(SB), Y1, Y1
+	VMOVUPS 96(SP), Y2
 
-	// v90 = add(v89, v89) [B=4096]
+	// v92 = mul(v74, v37) [B=4096]
+	VMULPS Y2, Y3, Y2
+
+	// v93 = where(v91, v92, v74) [B=4096]
+	VMOVUPS   lgc27<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y1
+
+	// v94 = add(v93, v93) [B=4096]
 	VADDPS Y1, Y1, Y1
 
-	// v91 = neg(v90) [B=4096]
+	// v95 = neg(v94) [B=4096]
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v92 = add(v88, v91) [B=4096]
+	// v96 = add(v90, v95) [B=4096]
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y1
 
-	// v107 = broadcast(v93) [B=4096]
-	// store v92
+	// v113 = broadcast(v97) [B=4096]
+	// store v96
 	MOVQ    p8+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v107
+	// store v113
 	MOVQ         p9+72(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
@@ -1762,28 +1780,28 @@ blocks_7:
 	VADDPS  4864(DX), Y5, Y5
 	VMOVUPS Y5, 4864(DX)
 
-	// v95 = mul(v94, v7) [B=4096]
+	// v99 = mul(v98, v7) [B=4096]
 	VMULPS lgc36<>+0(SB), Y0, Y0
 
-	// v96 = where(v17, v95, v16) [B=4096]
+	// v100 = where(v17, v99, v16) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y0, Y1, Y5
 
-	// v97 = where(v17, v16, v95) [B=4096]
+	// v101 = where(v17, v16, v99) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y1, Y0, Y0
 
-	// v98 = ge(v15, v20) [B=4096]
+	// v102 = ge(v15, v20) [B=4096]
 	VCMPPS $0x1d, Y6, Y4, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v99 = ne(v15, v15) [B=4096]
+	// v103 = ne(v15, v15) [B=4096]
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc3<>+0(SB), Y6, Y6
 
-	// v100 = max(v98, v99) [B=4096]
+	// v104 = max(v102, v103) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y6, Y8
 	VMINPS Y2, Y8, Y7
@@ -1791,16 +1809,16 @@ blocks_7:
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// v101 = where(v100, v97, v16) [B=4096]
+	// v105 = where(v104, v101, v16) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y0, Y1, Y0
 
-	// v102 = le(v15, v18) [B=4096]
+	// v106 = le(v15, v18) [B=4096]
 	VCMPPS $0x12, Y3, Y4, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v103 = max(v102, v99) [B=4096]
+	// v107 = max(v106, v103) [B=4096]
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y6, Y3
 	VMINPS Y2, Y3, Y6
@@ -1808,18 +1826,27 @@ blocks_7:
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// v104 = where(v103, v96, v16) [B=4096]
+	// v108 = where(v107, v100, v16) [B=4096]
 	VMOVUPS   lgc27<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y5, Y1, Y1
+	VBLENDVPS Y3, Y5, Y1, Y2
 
-	// v105 = add(v101, v104) [B=4096]
-	VADDPS Y1, Y0, Y0
+	// v109 = add(v105, v108) [B=4096]
+	VADDPS Y2, Y0, Y0
 
-	// v106 = mul(v105, v15) [B=4096]
-	VMULPS Y4, Y0, Y0
+	// v110 = ne(v109, v16) [B=4096]
+	VCMPPS $0x04, Y1, Y0, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// store v106
+	// v111 = mul(v109, v15) [B=4096]
+	VMULPS Y4, Y0, Y2
+
+	// v112 = where(v110, v111, v109) [B=4096]
+	VMOVUPS   lgc27<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y1, Y3
+	VBLENDVPS Y3, Y2, Y0, Y0
+
+	// store v112
 	MOVQ         p6+48(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX

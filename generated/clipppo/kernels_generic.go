@@ -232,25 +232,29 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v75 := b2f(v38 >= v49)
 		v76 := sel(v71, v70, v16)
 		v77 := sel(v75, v76, v69)
-		v78 := float32(v77 * v48)
-		v79 := v78 + v78
-		v80 := -v79
-		v81 := b2f(v43 <= v42)
-		v82 := b2f(v43 != v43)
-		v83 := max(v81, v82)
-		v84 := sel(v83, v80, v16)
-		v85 := b2f(v40 >= v41)
-		v86 := b2f(v40 != v40)
-		v87 := max(v85, v86)
-		v88 := sel(v87, v84, v16)
-		v89 := float32(v74 * v37)
-		v90 := v89 + v89
-		v91 := -v90
-		v92 := v88 + v91
-		g.StateValue[iB] = v92
-		v93 := float32(-2.4414062e-06)
-		v107 := v93
-		g.Entropy[iB] = v107
+		v78 := b2f(v77 != v16)
+		v79 := float32(v77 * v48)
+		v80 := sel(v78, v79, v77)
+		v81 := v80 + v80
+		v82 := -v81
+		v83 := b2f(v43 <= v42)
+		v84 := b2f(v43 != v43)
+		v85 := max(v83, v84)
+		v86 := sel(v85, v82, v16)
+		v87 := b2f(v40 >= v41)
+		v88 := b2f(v40 != v40)
+		v89 := max(v87, v88)
+		v90 := sel(v89, v86, v16)
+		v91 := b2f(v74 != v16)
+		v92 := float32(v74 * v37)
+		v93 := sel(v91, v92, v74)
+		v94 := v93 + v93
+		v95 := -v94
+		v96 := v90 + v95
+		g.StateValue[iB] = v96
+		v97 := float32(-2.4414062e-06)
+		v113 := v97
+		g.Entropy[iB] = v113
 	}
 	s.s0 = float32(acc1.Result())
 	s.s1 = float32(acc2.Var(1))
@@ -313,20 +317,22 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v23 := float32(v7 * v22)
 		v24 := -v23
 		acc25.Add(float64(v24))
-		v94 := float32(-0.00024414063)
-		v95 := float32(v94 * v7)
-		v96 := sel(v17, v95, v16)
-		v97 := sel(v17, v16, v95)
-		v98 := b2f(v15 >= v20)
-		v99 := b2f(v15 != v15)
-		v100 := max(v98, v99)
-		v101 := sel(v100, v97, v16)
-		v102 := b2f(v15 <= v18)
-		v103 := max(v102, v99)
-		v104 := sel(v103, v96, v16)
-		v105 := v101 + v104
-		v106 := float32(v105 * v15)
-		g.LogProb[iB] = v106
+		v98 := float32(-0.00024414063)
+		v99 := float32(v98 * v7)
+		v100 := sel(v17, v99, v16)
+		v101 := sel(v17, v16, v99)
+		v102 := b2f(v15 >= v20)
+		v103 := b2f(v15 != v15)
+		v104 := max(v102, v103)
+		v105 := sel(v104, v101, v16)
+		v106 := b2f(v15 <= v18)
+		v107 := max(v106, v103)
+		v108 := sel(v107, v100, v16)
+		v109 := v105 + v108
+		v110 := b2f(v109 != v16)
+		v111 := float32(v109 * v15)
+		v112 := sel(v110, v111, v109)
+		g.LogProb[iB] = v112
 	}
 	out.LossObjective = float32(acc25.Result())
 }

@@ -2173,7 +2173,7 @@ GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1432-128
+TEXT ·fbPass0AVX2(SB), $1496-128
 	MOVQ p0+0(FP), AX
 
 outer0_10:
@@ -2654,11 +2654,11 @@ inner_A_12:
 	VMOVUPS     376(SP), Y2
 
 	// v55 = div(v54, v25) [N=64 T=421]
-	VDIVPS  Y2, Y1, Y2
-	VMOVUPS 344(SP), Y3
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 344(SP), Y2
 
 	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
-	VSUBPS Y2, Y3, Y2
+	VSUBPS Y1, Y2, Y2
 
 	// v58 = mul(v57, v56) [N=64 T=421]
 	VMULPS lgc51<>+0(SB), Y2, Y3
@@ -2844,145 +2844,188 @@ inner_A_12:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   536(SP), Y2
 
-	// v90 = mul(v88, v62) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 504(SP), Y5
+	// v90 = ne(v88, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS 536(SP), Y5
 
-	// v91 = mul(v88, v65) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v91 = mul(v88, v62) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v89, v91) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v92 = where(v90, v91, v88) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   504(SP), Y6
 
-	// v93 = mul(v90, v63) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y2, Y2
+	// v93 = mul(v88, v65) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v94 = add(v92, v93) [N=64 T=421]
+	// v94 = where(v90, v93, v88) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v95 = add(v89, v94) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v96 = mul(v92, v63) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y5, Y2
+
+	// v97 = add(v95, v96) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 568(SP), Y2
 
-	// v95 = gt(v61, v38) [N=64 T=421]
+	// v98 = gt(v61, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v96 = lt(v61, v38) [N=64 T=421]
+	// v99 = lt(v61, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v98 = mul(v61, v38) [N=64 T=421]
+	// v101 = mul(v61, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc60<>+0(SB), Y6
 
-	// v99 = where(v96, v97, v98) [N=64 T=421]
+	// v102 = where(v99, v100, v101) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v100 = where(v95, v0, v99) [N=64 T=421]
+	// v103 = where(v98, v0, v102) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v101 = mul(v94, v100) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	// v104 = ne(v97, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v102 = neg(v101) [N=64 T=421]
+	// v105 = mul(v97, v103) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
+
+	// v106 = where(v104, v105, v97) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y2, Y1, Y1
+
+	// v107 = neg(v106) [N=64 T=421]
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 376(SP), Y4
 
-	// v105 = div(v104, v25) [N=64 T=421]
+	// v110 = div(v109, v25) [N=64 T=421]
 	VDIVPS  Y4, Y2, Y2
 	VMOVUPS 472(SP), Y5
 
-	// v106 = mul(v103, v54) [N=64 T=421]
+	// v111 = div(v55, v25) [N=64 T=421]
+	VDIVPS Y4, Y5, Y5
+
+	// v112 = mul(v108, v111) [N=64 T=421]
 	VMULPS lgc62<>+0(SB), Y5, Y5
 
-	// v107 = mul(v25, v25) [N=64 T=421]
-	VMULPS Y4, Y4, Y6
+	// v113 = ne(v110, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y2, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS 88(SP), Y7
 
-	// v108 = div(v106, v107) [N=64 T=421]
-	VDIVPS  Y6, Y5, Y5
-	VMOVUPS 88(SP), Y6
+	// v123 = mul(v122, v17) [N=64 T=421]
+	VMULPS  lgc63<>+0(SB), Y7, Y7
+	VMOVUPS 408(SP), Y9
 
-	// v116 = mul(v115, v17) [N=64 T=421]
-	VMULPS  lgc63<>+0(SB), Y6, Y6
-	VMOVUPS 408(SP), Y7
-
-	// v117 = where(v39, v116, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y6, Y3, Y9
+	// v124 = where(v39, v123, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y7, Y3, Y10
 	VMOVUPS   Y1, 632(SP)
 
-	// v118 = where(v39, v38, v116) [N=64 T=421]
+	// v125 = where(v39, v38, v123) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y7, Y1
-	VBLENDVPS Y1, Y3, Y6, Y1
-	VMOVUPS   lgc50<>+0(SB), Y6
+	VCMPPS    $0x04, Y1, Y9, Y1
+	VBLENDVPS Y1, Y3, Y7, Y1
+	VMOVUPS   lgc50<>+0(SB), Y7
 
-	// v119 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y8, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	// v126 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y7, Y8, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v120 = ne(v37, v37) [N=64 T=421]
-	VCMPPS  $0x04, Y8, Y8, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS Y2, 664(SP)
+	// v127 = ne(v37, v37) [N=64 T=421]
+	VCMPPS  $0x04, Y8, Y8, Y9
+	VANDPS  lgc2<>+0(SB), Y9, Y9
+	VMOVUPS Y6, 664(SP)
+	VMOVUPS Y2, 696(SP)
 
-	// v121 = max(v119, v120) [N=64 T=421]
-	VXORPS lgc14<>+0(SB), Y6, Y2
-	VXORPS lgc14<>+0(SB), Y7, Y10
-	VMINPS Y2, Y10, Y6
-	VMINPS Y10, Y2, Y2
+	// v128 = max(v126, v127) [N=64 T=421]
+	VXORPS lgc14<>+0(SB), Y7, Y2
+	VXORPS lgc14<>+0(SB), Y9, Y7
+	VMINPS Y2, Y7, Y6
+	VMINPS Y7, Y2, Y2
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v122 = where(v121, v118, v38) [N=64 T=421]
+	// v129 = where(v128, v125, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
 	VMOVUPS   lgc49<>+0(SB), Y2
 
-	// v123 = le(v37, v40) [N=64 T=421]
+	// v130 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v124 = max(v123, v120) [N=64 T=421]
+	// v131 = max(v130, v127) [N=64 T=421]
 	VXORPS lgc14<>+0(SB), Y2, Y2
-	VXORPS lgc14<>+0(SB), Y7, Y6
+	VXORPS lgc14<>+0(SB), Y9, Y6
 	VMINPS Y2, Y6, Y7
 	VMINPS Y6, Y2, Y2
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v125 = where(v124, v117, v38) [N=64 T=421]
+	// v132 = where(v131, v124, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y9, Y3, Y2
+	VBLENDVPS Y6, Y10, Y3, Y2
 
-	// v126 = add(v122, v125) [N=64 T=421]
+	// v133 = add(v129, v132) [N=64 T=421]
 	VADDPS Y2, Y1, Y1
 
-	// v127 = mul(v126, v37) [N=64 T=421]
-	VMULPS Y8, Y1, Y1
+	// v134 = ne(v133, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v128 = neg(v127) [N=64 T=421]
+	// v135 = mul(v133, v37) [N=64 T=421]
+	VMULPS Y8, Y1, Y6
+
+	// v136 = where(v134, v135, v133) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y1, Y1
+
+	// v137 = neg(v136) [N=64 T=421]
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v129 = add(v103, v128) [N=64 T=421]
+	// v138 = add(v108, v137) [N=64 T=421]
 	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v133 = div(v129, v25) [N=64 T=421]
-	VDIVPS Y4, Y2, Y2
+	// v142 = ne(v138, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v134 = add(v108, v133) [N=64 T=421]
+	// v143 = div(v138, v25) [N=64 T=421]
+	VDIVPS Y4, Y2, Y4
+
+	// v144 = where(v142, v143, v138) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y4, Y2, Y2
+
+	// v145 = add(v112, v144) [N=64 T=421]
 	VADDPS  Y2, Y5, Y2
-	VMOVUPS Y1, 696(SP)
-	VMOVUPS Y2, 728(SP)
+	VMOVUPS Y1, 728(SP)
+	VMOVUPS Y2, 760(SP)
 	XORQ    CX, CX
 
 inner_A_13:
@@ -3036,23 +3079,34 @@ inner_A_13:
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS  Y1, Y2, Y3
-	VMOVUPS 664(SP), Y5
+	VMOVUPS 696(SP), Y5
 
-	// v109 = mul(v105, v52) [N=64 T=421 A=2]
-	VMULPS Y3, Y5, Y3
+	// v114 = mul(v110, v52) [N=64 T=421 A=2]
+	VMULPS  Y3, Y5, Y3
+	VMOVUPS 664(SP), Y6
 
-	// v110 = mul(v105, v24) [N=64 T=421 A=2]
-	VMULPS Y4, Y5, Y5
+	// v115 = where(v113, v114, v110) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y3, Y5, Y3
 
-	// v111 = ge(v23, v20) [N=64 T=421 A=2]
+	// v116 = mul(v110, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y5, Y7
+
+	// v117 = where(v113, v116, v110) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
+
+	// v118 = ge(v23, v20) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v112 = ne(v23, v23) [N=64 T=421 A=2]
+	// v119 = ne(v23, v23) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v113 = max(v111, v112) [N=64 T=421 A=2]
+	// v120 = max(v118, v119) [N=64 T=421 A=2]
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -3061,7 +3115,7 @@ inner_A_13:
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
+	// v121 = where(v120, v117, v38) [N=64 T=421 A=2]
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
@@ -3072,60 +3126,69 @@ inner_A_13:
 	VBROADCASTSS (BX)(DI*4), Y5
 	MOVQ         p8+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y6
-	VMOVUPS      Y6, 760(SP)
+	VMOVUPS      Y6, 792(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
 	MOVQ         (BX)(DX*8), DI
 	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 760(SP)
+	VMOVSS       X6, 792(SP)
 	MOVQ         8(BX)(DX*8), DI
 	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 764(SP)
+	VMOVSS       X6, 796(SP)
 	MOVQ         16(BX)(DX*8), DI
 	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 768(SP)
+	VMOVSS       X6, 800(SP)
 	MOVQ         24(BX)(DX*8), DI
 	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 772(SP)
+	VMOVSS       X6, 804(SP)
 	MOVQ         32(BX)(DX*8), DI
 	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 776(SP)
-	VMOVUPS      760(SP), Y6
+	VMOVSS       X6, 808(SP)
+	VMOVUPS      792(SP), Y6
 
-	// v131 = eq(v130, v27) [N=64 T=421 A=2]
+	// v140 = eq(v139, v27) [N=64 T=421 A=2]
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 696(SP), Y6
+	VMOVUPS 728(SP), Y6
 
-	// v132 = where(v131, v127, v38) [N=64 T=421 A=2]
+	// v141 = where(v140, v136, v38) [N=64 T=421 A=2]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   728(SP), Y5
+	VBLENDVPS Y7, Y6, Y2, Y5
+	VMOVUPS   760(SP), Y6
 
-	// v135 = add(v109, v134) [N=64 T=421 A=2]
-	VADDPS Y5, Y3, Y3
+	// v146 = add(v115, v145) [N=64 T=421 A=2]
+	VADDPS Y6, Y3, Y3
 
-	// v136 = mul(v135, v24) [N=64 T=421 A=2]
-	VMULPS Y4, Y3, Y3
+	// v147 = ne(v146, v38) [N=64 T=421 A=2]
+	VCMPPS $0x04, Y2, Y3, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v137 = add(v114, v136) [N=64 T=421 A=2]
-	VADDPS Y3, Y1, Y1
+	// v148 = mul(v146, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y3, Y4
 
-	// v138 = add(v132, v137) [N=64 T=421 A=2]
-	VADDPS Y1, Y2, Y1
+	// v149 = where(v147, v148, v146) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y4, Y3, Y2
 
-	// store v138
+	// v150 = add(v121, v149) [N=64 T=421 A=2]
+	VADDPS Y2, Y1, Y1
+
+	// v151 = add(v141, v150) [N=64 T=421 A=2]
+	VADDPS Y1, Y5, Y1
+
+	// store v151
 	MOVQ    p11+88(FP), BX
-	VMOVUPS Y1, 792(SP)
-	MOVL    792(SP), DI
+	VMOVUPS Y1, 824(SP)
+	MOVL    824(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    796(SP), DI
+	MOVL    828(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    800(SP), DI
+	MOVL    832(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    804(SP), DI
+	MOVL    836(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    808(SP), DI
+	MOVL    840(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
@@ -3144,7 +3207,7 @@ inner_A_13:
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    632(SP), Y1
 
-	// store v102
+	// store v107
 	MOVQ       p14+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
@@ -3231,8 +3294,8 @@ blocks_14:
 	// v18 = detach(v16) [N=64 T=421]  # value_target
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 824(SP)
-	VMOVUPS Y1, 856(SP)
+	VMOVUPS Y2, 856(SP)
+	VMOVUPS Y1, 888(SP)
 	XORQ    DI, DI
 
 inner_A_15:
@@ -3273,7 +3336,7 @@ inner_A_15:
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 888(SP)
+	VMOVUPS Y1, 920(SP)
 	XORQ    DI, DI
 
 inner_A_16:
@@ -3290,7 +3353,7 @@ inner_A_16:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    888(SP), Y2
+	VMOVUPS    920(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
@@ -3403,33 +3466,33 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 920(SP)
+	VMOVUPS      Y2, 952(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 920(SP)
+	VMOVSS       X2, 952(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 924(SP)
+	VMOVSS       X2, 956(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 928(SP)
+	VMOVSS       X2, 960(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 932(SP)
+	VMOVSS       X2, 964(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 936(SP)
+	VMOVSS       X2, 968(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 940(SP)
+	VMOVSS       X2, 972(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 944(SP)
+	VMOVSS       X2, 976(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 948(SP)
-	VMOVUPS      920(SP), Y2
+	VMOVSS       X2, 980(SP)
+	VMOVUPS      952(SP), Y2
 
 	// v28 = gather(v19, v27) over A [N=64 T=421]
 	XORQ       DI, DI
@@ -3447,7 +3510,7 @@ inner_A_16:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    888(SP), Y2
+	VMOVUPS    920(SP), Y2
 
 	// v29 = sub(v28, v22) [N=64 T=421]
 	VSUBPS Y2, Y4, Y2
@@ -3467,7 +3530,7 @@ inner_A_16:
 
 	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 952(SP)
+	VMOVUPS Y5, 984(SP)
 
 	// v37 = exp(v32) [N=64 T=421]  # ratio
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
@@ -3498,7 +3561,7 @@ inner_A_16:
 	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x03, Y4, Y4, Y5
 	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      824(SP), Y5
+	VMOVUPS      856(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(v17, v38) [N=64 T=421]
@@ -3508,7 +3571,7 @@ inner_A_16:
 
 	// v41 = min(v37, v40) tie=first [N=64 T=421]
 	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 984(SP)
+	VMOVUPS Y1, 1016(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(v37, v42) tie=first [N=64 T=421]
@@ -3524,7 +3587,7 @@ inner_A_16:
 
 	// v46 = neg(v45) [N=64 T=421]
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y7, 1016(SP)
+	VMOVUPS Y7, 1048(SP)
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -3544,7 +3607,7 @@ inner_A_16:
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPS Y4, 1048(SP)
+	VMOVUPS Y4, 1080(SP)
 
 	// finish v54
 	VMOVUPD     216(SP), Y1
@@ -3553,14 +3616,14 @@ inner_A_16:
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     984(SP), Y2
+	VMOVUPS     1016(SP), Y2
 
 	// v55 = div(v54, v25) [N=64 T=421]
-	VDIVPS  Y2, Y1, Y2
-	VMOVUPS 952(SP), Y3
+	VDIVPS  Y2, Y1, Y1
+	VMOVUPS 984(SP), Y2
 
 	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
-	VSUBPS Y2, Y3, Y2
+	VSUBPS Y1, Y2, Y2
 
 	// v58 = mul(v57, v56) [N=64 T=421]
 	VMULPS lgc51<>+0(SB), Y2, Y3
@@ -3572,7 +3635,7 @@ inner_A_16:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y3, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 856(SP), Y2
+	VMOVUPS 888(SP), Y2
 	MOVQ    p5+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
@@ -3596,7 +3659,7 @@ inner_A_16:
 
 	// v67 = sub(v62, v63) [N=64 T=421]
 	VSUBPS  lgc26<>+0(SB), Y4, Y9
-	VMOVUPS Y1, 1080(SP)
+	VMOVUPS Y1, 1112(SP)
 
 	// v68 = where(v64, v66, v67) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y1
@@ -3609,8 +3672,8 @@ inner_A_16:
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1112(SP)
-	VMOVUPS Y4, 1144(SP)
+	VMOVUPS Y6, 1144(SP)
+	VMOVUPS Y4, 1176(SP)
 
 	// var(v61) over [N]
 	XORQ         DI, DI
@@ -3657,9 +3720,9 @@ inner_A_16:
 	VFMADD231PD  Y6, Y1, Y2
 	VMOVUPD      Y4, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y3, 1176(SP)
-	VMOVUPS      Y5, 1208(SP)
-	VMOVUPS      1048(SP), Y1
+	VMOVUPS      Y3, 1208(SP)
+	VMOVUPS      Y5, 1240(SP)
+	VMOVUPS      1080(SP), Y1
 
 	// logsumexp(v32) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
@@ -3685,7 +3748,7 @@ inner_A_16:
 
 	// v79 = mul(v77, v32) [N=64 T=421]
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 1208(SP), Y1
+	VMOVUPS 1240(SP), Y1
 	VMOVUPS lgc59<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
@@ -3698,145 +3761,188 @@ inner_A_16:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   1144(SP), Y2
 
-	// v90 = mul(v88, v62) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 1112(SP), Y5
+	// v90 = ne(v88, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS 1176(SP), Y5
 
-	// v91 = mul(v88, v65) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v91 = mul(v88, v62) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v89, v91) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v92 = where(v90, v91, v88) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   1144(SP), Y6
 
-	// v93 = mul(v90, v63) [N=64 T=421]
-	VMULPS lgc26<>+0(SB), Y2, Y2
+	// v93 = mul(v88, v65) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v94 = add(v92, v93) [N=64 T=421]
+	// v94 = where(v90, v93, v88) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v95 = add(v89, v94) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v96 = mul(v92, v63) [N=64 T=421]
+	VMULPS lgc26<>+0(SB), Y5, Y2
+
+	// v97 = add(v95, v96) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 1176(SP), Y2
+	VMOVUPS 1208(SP), Y2
 
-	// v95 = gt(v61, v38) [N=64 T=421]
+	// v98 = gt(v61, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v96 = lt(v61, v38) [N=64 T=421]
+	// v99 = lt(v61, v38) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v98 = mul(v61, v38) [N=64 T=421]
+	// v101 = mul(v61, v38) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc60<>+0(SB), Y6
 
-	// v99 = where(v96, v97, v98) [N=64 T=421]
+	// v102 = where(v99, v100, v101) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v100 = where(v95, v0, v99) [N=64 T=421]
+	// v103 = where(v98, v0, v102) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v101 = mul(v94, v100) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	// v104 = ne(v97, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v102 = neg(v101) [N=64 T=421]
+	// v105 = mul(v97, v103) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
+
+	// v106 = where(v104, v105, v97) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y2, Y1, Y1
+
+	// v107 = neg(v106) [N=64 T=421]
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
-	VMOVUPS 984(SP), Y4
+	VMOVUPS 1016(SP), Y4
 
-	// v105 = div(v104, v25) [N=64 T=421]
+	// v110 = div(v109, v25) [N=64 T=421]
 	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 1080(SP), Y5
+	VMOVUPS 1112(SP), Y5
 
-	// v106 = mul(v103, v54) [N=64 T=421]
+	// v111 = div(v55, v25) [N=64 T=421]
+	VDIVPS Y4, Y5, Y5
+
+	// v112 = mul(v108, v111) [N=64 T=421]
 	VMULPS lgc62<>+0(SB), Y5, Y5
 
-	// v107 = mul(v25, v25) [N=64 T=421]
-	VMULPS Y4, Y4, Y6
+	// v113 = ne(v110, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y2, Y6
+	VANDPS  lgc2<>+0(SB), Y6, Y6
+	VMOVUPS 856(SP), Y7
 
-	// v108 = div(v106, v107) [N=64 T=421]
-	VDIVPS  Y6, Y5, Y5
-	VMOVUPS 824(SP), Y6
+	// v123 = mul(v122, v17) [N=64 T=421]
+	VMULPS  lgc63<>+0(SB), Y7, Y7
+	VMOVUPS 1048(SP), Y9
 
-	// v116 = mul(v115, v17) [N=64 T=421]
-	VMULPS  lgc63<>+0(SB), Y6, Y6
-	VMOVUPS 1016(SP), Y7
+	// v124 = where(v39, v123, v38) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y7, Y3, Y10
+	VMOVUPS   Y1, 1272(SP)
 
-	// v117 = where(v39, v116, v38) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y6, Y3, Y9
-	VMOVUPS   Y1, 1240(SP)
-
-	// v118 = where(v39, v38, v116) [N=64 T=421]
+	// v125 = where(v39, v38, v123) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y7, Y1
-	VBLENDVPS Y1, Y3, Y6, Y1
-	VMOVUPS   lgc50<>+0(SB), Y6
+	VCMPPS    $0x04, Y1, Y9, Y1
+	VBLENDVPS Y1, Y3, Y7, Y1
+	VMOVUPS   lgc50<>+0(SB), Y7
 
-	// v119 = ge(v37, v42) [N=64 T=421]
-	VCMPPS $0x1d, Y6, Y8, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	// v126 = ge(v37, v42) [N=64 T=421]
+	VCMPPS $0x1d, Y7, Y8, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v120 = ne(v37, v37) [N=64 T=421]
-	VCMPPS  $0x04, Y8, Y8, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS Y2, 1272(SP)
+	// v127 = ne(v37, v37) [N=64 T=421]
+	VCMPPS  $0x04, Y8, Y8, Y9
+	VANDPS  lgc2<>+0(SB), Y9, Y9
+	VMOVUPS Y6, 1304(SP)
+	VMOVUPS Y2, 1336(SP)
 
-	// v121 = max(v119, v120) [N=64 T=421]
-	VXORPS lgc14<>+0(SB), Y6, Y2
-	VXORPS lgc14<>+0(SB), Y7, Y10
-	VMINPS Y2, Y10, Y6
-	VMINPS Y10, Y2, Y2
+	// v128 = max(v126, v127) [N=64 T=421]
+	VXORPS lgc14<>+0(SB), Y7, Y2
+	VXORPS lgc14<>+0(SB), Y9, Y7
+	VMINPS Y2, Y7, Y6
+	VMINPS Y7, Y2, Y2
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v122 = where(v121, v118, v38) [N=64 T=421]
+	// v129 = where(v128, v125, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
 	VMOVUPS   lgc49<>+0(SB), Y2
 
-	// v123 = le(v37, v40) [N=64 T=421]
+	// v130 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v124 = max(v123, v120) [N=64 T=421]
+	// v131 = max(v130, v127) [N=64 T=421]
 	VXORPS lgc14<>+0(SB), Y2, Y2
-	VXORPS lgc14<>+0(SB), Y7, Y6
+	VXORPS lgc14<>+0(SB), Y9, Y6
 	VMINPS Y2, Y6, Y7
 	VMINPS Y6, Y2, Y2
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v125 = where(v124, v117, v38) [N=64 T=421]
+	// v132 = where(v131, v124, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y9, Y3, Y2
+	VBLENDVPS Y6, Y10, Y3, Y2
 
-	// v126 = add(v122, v125) [N=64 T=421]
+	// v133 = add(v129, v132) [N=64 T=421]
 	VADDPS Y2, Y1, Y1
 
-	// v127 = mul(v126, v37) [N=64 T=421]
-	VMULPS Y8, Y1, Y1
+	// v134 = ne(v133, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v128 = neg(v127) [N=64 T=421]
+	// v135 = mul(v133, v37) [N=64 T=421]
+	VMULPS Y8, Y1, Y6
+
+	// v136 = where(v134, v135, v133) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y1, Y1
+
+	// v137 = neg(v136) [N=64 T=421]
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v129 = add(v103, v128) [N=64 T=421]
+	// v138 = add(v108, v137) [N=64 T=421]
 	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v133 = div(v129, v25) [N=64 T=421]
-	VDIVPS Y4, Y2, Y2
+	// v142 = ne(v138, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y2, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v134 = add(v108, v133) [N=64 T=421]
+	// v143 = div(v138, v25) [N=64 T=421]
+	VDIVPS Y4, Y2, Y4
+
+	// v144 = where(v142, v143, v138) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y4, Y2, Y2
+
+	// v145 = add(v112, v144) [N=64 T=421]
 	VADDPS  Y2, Y5, Y2
-	VMOVUPS Y1, 1304(SP)
-	VMOVUPS Y2, 1336(SP)
+	VMOVUPS Y1, 1368(SP)
+	VMOVUPS Y2, 1400(SP)
 	XORQ    BX, BX
 
 inner_A_17:
@@ -3853,7 +3959,7 @@ inner_A_17:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
-	VMOVUPS    888(SP), Y2
+	VMOVUPS    920(SP), Y2
 
 	// v23 = sub(v19, v22) [N=64 T=421 A=2]
 	VSUBPS Y2, Y1, Y1
@@ -3891,23 +3997,34 @@ inner_A_17:
 
 	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
 	VMAXPS  Y1, Y2, Y3
-	VMOVUPS 1272(SP), Y5
+	VMOVUPS 1336(SP), Y5
 
-	// v109 = mul(v105, v52) [N=64 T=421 A=2]
-	VMULPS Y3, Y5, Y3
+	// v114 = mul(v110, v52) [N=64 T=421 A=2]
+	VMULPS  Y3, Y5, Y3
+	VMOVUPS 1304(SP), Y6
 
-	// v110 = mul(v105, v24) [N=64 T=421 A=2]
-	VMULPS Y4, Y5, Y5
+	// v115 = where(v113, v114, v110) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y3, Y5, Y3
 
-	// v111 = ge(v23, v20) [N=64 T=421 A=2]
+	// v116 = mul(v110, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y5, Y7
+
+	// v117 = where(v113, v116, v110) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
+
+	// v118 = ge(v23, v20) [N=64 T=421 A=2]
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v112 = ne(v23, v23) [N=64 T=421 A=2]
+	// v119 = ne(v23, v23) [N=64 T=421 A=2]
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v113 = max(v111, v112) [N=64 T=421 A=2]
+	// v120 = max(v118, v119) [N=64 T=421 A=2]
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -3916,7 +4033,7 @@ inner_A_17:
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v114 = where(v113, v110, v38) [N=64 T=421 A=2]
+	// v121 = where(v120, v117, v38) [N=64 T=421 A=2]
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
@@ -3927,92 +4044,101 @@ inner_A_17:
 	VBROADCASTSS (DI)(R9*4), Y5
 	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y6
-	VMOVUPS      Y6, 1368(SP)
+	VMOVUPS      Y6, 1432(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
 	MOVQ         (DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1368(SP)
+	VMOVSS       X6, 1432(SP)
 	MOVQ         8(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1372(SP)
+	VMOVSS       X6, 1436(SP)
 	MOVQ         16(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1376(SP)
+	VMOVSS       X6, 1440(SP)
 	MOVQ         24(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1380(SP)
+	VMOVSS       X6, 1444(SP)
 	MOVQ         32(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1384(SP)
+	VMOVSS       X6, 1448(SP)
 	MOVQ         40(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1388(SP)
+	VMOVSS       X6, 1452(SP)
 	MOVQ         48(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1392(SP)
+	VMOVSS       X6, 1456(SP)
 	MOVQ         56(DI)(SI*8), R9
 	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1396(SP)
-	VMOVUPS      1368(SP), Y6
+	VMOVSS       X6, 1460(SP)
+	VMOVUPS      1432(SP), Y6
 
-	// v131 = eq(v130, v27) [N=64 T=421 A=2]
+	// v140 = eq(v139, v27) [N=64 T=421 A=2]
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 1304(SP), Y6
+	VMOVUPS 1368(SP), Y6
 
-	// v132 = where(v131, v127, v38) [N=64 T=421 A=2]
+	// v141 = where(v140, v136, v38) [N=64 T=421 A=2]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
-	VMOVUPS   1336(SP), Y5
+	VBLENDVPS Y7, Y6, Y2, Y5
+	VMOVUPS   1400(SP), Y6
 
-	// v135 = add(v109, v134) [N=64 T=421 A=2]
-	VADDPS Y5, Y3, Y3
+	// v146 = add(v115, v145) [N=64 T=421 A=2]
+	VADDPS Y6, Y3, Y3
 
-	// v136 = mul(v135, v24) [N=64 T=421 A=2]
-	VMULPS Y4, Y3, Y3
+	// v147 = ne(v146, v38) [N=64 T=421 A=2]
+	VCMPPS $0x04, Y2, Y3, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v137 = add(v114, v136) [N=64 T=421 A=2]
-	VADDPS Y3, Y1, Y1
+	// v148 = mul(v146, v24) [N=64 T=421 A=2]
+	VMULPS Y4, Y3, Y4
 
-	// v138 = add(v132, v137) [N=64 T=421 A=2]
-	VADDPS Y1, Y2, Y1
+	// v149 = where(v147, v148, v146) [N=64 T=421 A=2]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y4, Y3, Y2
 
-	// store v138
+	// v150 = add(v121, v149) [N=64 T=421 A=2]
+	VADDPS Y2, Y1, Y1
+
+	// v151 = add(v141, v150) [N=64 T=421 A=2]
+	VADDPS Y1, Y5, Y1
+
+	// store v151
 	MOVQ    p11+88(FP), DI
-	VMOVUPS Y1, 1400(SP)
-	MOVL    1400(SP), R9
+	VMOVUPS Y1, 1464(SP)
+	MOVL    1464(SP), R9
 	MOVL    R9, (DI)(R8*4)
-	MOVL    1404(SP), R9
+	MOVL    1468(SP), R9
 	MOVL    R9, 8(DI)(R8*4)
-	MOVL    1408(SP), R9
+	MOVL    1472(SP), R9
 	MOVL    R9, 16(DI)(R8*4)
-	MOVL    1412(SP), R9
+	MOVL    1476(SP), R9
 	MOVL    R9, 24(DI)(R8*4)
-	MOVL    1416(SP), R9
+	MOVL    1480(SP), R9
 	MOVL    R9, 32(DI)(R8*4)
-	MOVL    1420(SP), R9
+	MOVL    1484(SP), R9
 	MOVL    R9, 40(DI)(R8*4)
-	MOVL    1424(SP), R9
+	MOVL    1488(SP), R9
 	MOVL    R9, 48(DI)(R8*4)
-	MOVL    1428(SP), R9
+	MOVL    1492(SP), R9
 	MOVL    R9, 56(DI)(R8*4)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 824(SP), Y1
+	VMOVUPS 856(SP), Y1
 
 	// store v17
 	MOVQ    p12+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 856(SP), Y1
+	VMOVUPS 888(SP), Y1
 
 	// store v18
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 1240(SP), Y1
+	VMOVUPS 1272(SP), Y1
 
-	// store v102
+	// store v107
 	MOVQ         p14+112(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX

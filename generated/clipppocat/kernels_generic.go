@@ -211,8 +211,8 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc71: make([]runtime.Welford, 421), acc72: make([]runtime.Welford, 421), acc78: make([]runtime.LogSumExp, 421), acc80: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbConst130 is a constant tensor [A=2].
-var fbConst130 = [2]float32{float32(0), float32(1)}
+// fbConst139 is a constant tensor [A=2].
+var fbConst139 = [2]float32{float32(0), float32(1)}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
@@ -331,62 +331,75 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v87 := float32(3.7114016e-05)
 			v88 := sel(v64, v87, v38)
 			v89 := sel(v64, v38, v87)
-			v90 := float32(v88 * v62)
-			v91 := float32(v88 * v65)
-			v92 := v89 + v91
-			v93 := float32(v90 * v63)
-			v94 := v92 + v93
-			v95 := b2f(v61 > v38)
-			v96 := b2f(v61 < v38)
-			v97 := float32(-1)
-			v98 := float32(v61 * v38)
-			v99 := sel(v96, v97, v98)
-			v100 := sel(v95, v0, v99)
-			v101 := float32(v94 * v100)
-			v102 := -v101
-			g.StateValue[iN*421+iT] = v102
-			v103 := float32(-3.7114015e-07)
-			v104 := float32(3.7114015e-07)
-			v105 := v104 / v25
-			v106 := float32(v103 * v54)
-			v107 := float32(v25 * v25)
-			v108 := v106 / v107
-			v115 := float32(-3.7114016e-05)
-			v116 := float32(v115 * v17)
-			v117 := sel(v39, v116, v38)
-			v118 := sel(v39, v38, v116)
-			v119 := b2f(v37 >= v42)
-			v120 := b2f(v37 != v37)
-			v121 := max(v119, v120)
-			v122 := sel(v121, v118, v38)
-			v123 := b2f(v37 <= v40)
-			v124 := max(v123, v120)
-			v125 := sel(v124, v117, v38)
-			v126 := v122 + v125
-			v127 := float32(v126 * v37)
-			v128 := -v127
-			v129 := v103 + v128
-			v133 := v129 / v25
-			v134 := v108 + v133
+			v90 := b2f(v88 != v38)
+			v91 := float32(v88 * v62)
+			v92 := sel(v90, v91, v88)
+			v93 := float32(v88 * v65)
+			v94 := sel(v90, v93, v88)
+			v95 := v89 + v94
+			v96 := float32(v92 * v63)
+			v97 := v95 + v96
+			v98 := b2f(v61 > v38)
+			v99 := b2f(v61 < v38)
+			v100 := float32(-1)
+			v101 := float32(v61 * v38)
+			v102 := sel(v99, v100, v101)
+			v103 := sel(v98, v0, v102)
+			v104 := b2f(v97 != v38)
+			v105 := float32(v97 * v103)
+			v106 := sel(v104, v105, v97)
+			v107 := -v106
+			g.StateValue[iN*421+iT] = v107
+			v108 := float32(-3.7114015e-07)
+			v109 := float32(3.7114015e-07)
+			v110 := v109 / v25
+			v111 := v55 / v25
+			v112 := float32(v108 * v111)
+			v113 := b2f(v110 != v38)
+			v122 := float32(-3.7114016e-05)
+			v123 := float32(v122 * v17)
+			v124 := sel(v39, v123, v38)
+			v125 := sel(v39, v38, v123)
+			v126 := b2f(v37 >= v42)
+			v127 := b2f(v37 != v37)
+			v128 := max(v126, v127)
+			v129 := sel(v128, v125, v38)
+			v130 := b2f(v37 <= v40)
+			v131 := max(v130, v127)
+			v132 := sel(v131, v124, v38)
+			v133 := v129 + v132
+			v134 := b2f(v133 != v38)
+			v135 := float32(v133 * v37)
+			v136 := sel(v134, v135, v133)
+			v137 := -v136
+			v138 := v108 + v137
+			v142 := b2f(v138 != v38)
+			v143 := v138 / v25
+			v144 := sel(v142, v143, v138)
+			v145 := v112 + v144
 			for iA := 0; iA < 2; iA++ {
 				v19 := in.Logits[iN*842+iT*2+iA]
 				v23 := v19 - v22
 				v24 := float32(math.Exp(float64(v23)))
 				v52 := max(v23, v20)
-				v109 := float32(v105 * v52)
-				v110 := float32(v105 * v24)
-				v111 := b2f(v23 >= v20)
-				v112 := b2f(v23 != v23)
-				v113 := max(v111, v112)
-				v114 := sel(v113, v110, v38)
-				v130 := fbConst130[iA]
-				v131 := b2f(v130 == v27)
-				v132 := sel(v131, v127, v38)
-				v135 := v109 + v134
-				v136 := float32(v135 * v24)
-				v137 := v114 + v136
-				v138 := v132 + v137
-				g.Logits[iN*842+iT*2+iA] = v138
+				v114 := float32(v110 * v52)
+				v115 := sel(v113, v114, v110)
+				v116 := float32(v110 * v24)
+				v117 := sel(v113, v116, v110)
+				v118 := b2f(v23 >= v20)
+				v119 := b2f(v23 != v23)
+				v120 := max(v118, v119)
+				v121 := sel(v120, v117, v38)
+				v139 := fbConst139[iA]
+				v140 := b2f(v139 == v27)
+				v141 := sel(v140, v136, v38)
+				v146 := v115 + v145
+				v147 := b2f(v146 != v38)
+				v148 := float32(v146 * v24)
+				v149 := sel(v147, v148, v146)
+				v150 := v121 + v149
+				v151 := v141 + v150
+				g.Logits[iN*842+iT*2+iA] = v151
 			}
 		}
 	}

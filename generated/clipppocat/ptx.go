@@ -157,6 +157,14 @@ var Launch = runtime.LaunchTable{
 		Role:   "scratch",
 		Shape:  []int{},
 	}, {
+		DType:  "uint32",
+		Input:  "in/action",
+		Length: 2,
+		Name:   "fault/action",
+		Role:   "fault",
+		Shape:  []int{2},
+		Size:   2,
+	}, {
 		DType:  "float64",
 		Length: 421,
 		Name:   "scratch/pass0.v71.n",
@@ -303,10 +311,15 @@ var Launch = runtime.LaunchTable{
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
+		Block:  [3]int{32, 1, 1},
+		Grid:   [3]int{1, 1, 1},
+		Kernel: "faults_init",
+		Params: []string{"fault/action"},
+	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "in/sample_log_prob", "scratch/pass0.v71.n", "scratch/pass0.v71.mean", "scratch/pass0.v71.m2", "scratch/pass0.v72.n", "scratch/pass0.v72.mean", "scratch/pass0.v72.m2", "scratch/pass0.v78.m", "scratch/pass0.v78.s", "scratch/pass0.v80.m", "scratch/pass0.v80.s", "scratch/pass0.v47.s", "scratch/pass0.v47.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v59.s", "scratch/pass0.v59.n", "scratch/pass0.v60.s", "scratch/pass0.v60.n", "scratch/pass0.v70.s", "scratch/pass0.v70.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "scratch/pass0.v71.n", "scratch/pass0.v71.mean", "scratch/pass0.v71.m2", "scratch/pass0.v72.n", "scratch/pass0.v72.mean", "scratch/pass0.v72.m2", "scratch/pass0.v78.m", "scratch/pass0.v78.s", "scratch/pass0.v80.m", "scratch/pass0.v80.s", "scratch/pass0.v47.s", "scratch/pass0.v47.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v59.s", "scratch/pass0.v59.n", "scratch/pass0.v60.s", "scratch/pass0.v60.n", "scratch/pass0.v70.s", "scratch/pass0.v70.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},
@@ -487,6 +500,14 @@ var LaunchBackward = runtime.LaunchTable{
 		Role:   "scratch",
 		Shape:  []int{},
 	}, {
+		DType:  "uint32",
+		Input:  "in/action",
+		Length: 2,
+		Name:   "fault/action",
+		Role:   "fault",
+		Shape:  []int{2},
+		Size:   2,
+	}, {
 		DType:  "float64",
 		Length: 421,
 		Name:   "scratch/pass0.v71.n",
@@ -633,10 +654,15 @@ var LaunchBackward = runtime.LaunchTable{
 	}},
 	DType: "float32",
 	Launches: []runtime.Launch{{
+		Block:  [3]int{32, 1, 1},
+		Grid:   [3]int{1, 1, 1},
+		Kernel: "fb_faults_init",
+		Params: []string{"fault/action"},
+	}, {
 		Block:  [3]int{64, 1, 1},
 		Grid:   [3]int{1, 1, 1},
 		Kernel: "fb_pass0",
-		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass0.v71.n", "scratch/pass0.v71.mean", "scratch/pass0.v71.m2", "scratch/pass0.v72.n", "scratch/pass0.v72.mean", "scratch/pass0.v72.m2", "scratch/pass0.v78.m", "scratch/pass0.v78.s", "scratch/pass0.v80.m", "scratch/pass0.v80.s", "scratch/pass0.v47.s", "scratch/pass0.v47.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v59.s", "scratch/pass0.v59.n", "scratch/pass0.v60.s", "scratch/pass0.v60.n", "scratch/pass0.v70.s", "scratch/pass0.v70.n"},
+		Params: []string{"in/next.reward", "in/state_value", "in/next.state_value", "in/next.terminated", "in/next.done", "out/advantage", "out/value_target", "in/logits", "in/action", "fault/action", "in/sample_log_prob", "grad/state_value", "grad/logits", "scratch/pass0.v71.n", "scratch/pass0.v71.mean", "scratch/pass0.v71.m2", "scratch/pass0.v72.n", "scratch/pass0.v72.mean", "scratch/pass0.v72.m2", "scratch/pass0.v78.m", "scratch/pass0.v78.s", "scratch/pass0.v80.m", "scratch/pass0.v80.s", "scratch/pass0.v47.s", "scratch/pass0.v47.n", "scratch/pass0.v49.s", "scratch/pass0.v49.n", "scratch/pass0.v51.s", "scratch/pass0.v51.n", "scratch/pass0.v59.s", "scratch/pass0.v59.n", "scratch/pass0.v60.s", "scratch/pass0.v60.n", "scratch/pass0.v70.s", "scratch/pass0.v70.n"},
 	}, {
 		Block:  [3]int{256, 1, 1},
 		Grid:   [3]int{2, 1, 1},

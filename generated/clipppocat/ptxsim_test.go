@@ -3,6 +3,7 @@
 package clipppocat
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"testing"
@@ -27,8 +28,8 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2158975): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements; whole (95943743 instructions) on the special-value case and the golden case random.
-//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2258559): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.logits 1024 of 53888 elements; whole (101171135 instructions) on the special-value case and the golden case random.
+//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2163999): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements; whole (96186655 instructions) on the special-value case and the golden case random.
+//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2281503): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.logits 1024 of 53888 elements.
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, wholeTwo: true, cover: map[string]ptxsim.Coverage{
@@ -44,7 +45,7 @@ var ptxTables = map[string]ptxTable{
 			"ESS":                {N: 0, Hash: "0000000000000000"},
 		}},
 	"backward": {table: LaunchBackward, names: append(append([]string(nil), OutputNames...), GradNames...),
-		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, wholeTwo: true, cover: map[string]ptxsim.Coverage{
+		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, cover: map[string]ptxsim.Coverage{
 			"advantage":          {N: 512, Hash: "e9774718a939a1fd"},
 			"value_target":       {N: 512, Hash: "e9774718a939a1fd"},
 			"loss_objective":     {N: 0, Hash: "0000000000000000"},
@@ -189,11 +190,13 @@ func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, cpu func()
 	}
 	ref := map[string][]float32{}
 	get := r.out.Get
+	gs := 0.0 // the gradient scale of the CPU kernel's call (golden.Tol.At)
 	if kind == "backward" {
 		get = r.fbOut.Get
 		for _, name := range GradNames {
 			ref[name], _ = r.g.Get(name)
 		}
+		gs = golden.GradScale(GradNames, r.g.Get)
 	}
 	for _, name := range OutputNames {
 		ref[name], _ = get(name)
@@ -205,7 +208,7 @@ func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, cpu func()
 		if !ok {
 			t.Fatalf("the simulation has no output %q", name)
 		}
-		tol := tolerances[name]
+		tol := tolerances[name].At(gs)
 		if !c.Has(name) {
 			tol.Rel *= 10 // special values: compare the exact kernels more loosely
 		}
@@ -264,5 +267,36 @@ func simulate(t *testing.T, c *golden.Case, kind string, tb ptxTable, cpu func()
 				t.Logf("%-24s %d of %d elements computed: max rel %.3g", name, len(idx), p.Len, d.MaxRel)
 			}
 		}
+	}
+}
+
+// ptxIndexRange runs launch table kind (Forward's when the package has no such table) on in,
+// whose index input name is out of range at every element, as the table's part in
+// TestPTXSimulated, and checks that the simulator reports the fault Forward reports (want):
+// the same error, with the input named by its launch-table buffer; the same first element
+// when the table runs whole (a part sees the faults of the elements it runs).
+func ptxIndexRange(t *testing.T, kind string, in *Inputs, name string, want runtime.IndexError) {
+	if testing.Short() {
+		return // -short: no PTX simulation
+	}
+	tb, ok := ptxTables[kind]
+	if !ok {
+		kind, tb = "forward", ptxTables["forward"]
+	}
+	inputs := map[string]golden.Array{}
+	for _, n := range InputNames {
+		inputs[n] = golden.Array{Data: inputData(in, n)}
+	}
+	_, err := ptxsim.Simulate(PTX, tb.table, inputs, tb.part)
+	var ie *runtime.IndexError
+	if !errors.As(err, &ie) {
+		t.Fatalf("PTX (%s) with %s = %d: got error %v, want an IndexError like Forward's: %v", kind, name, want.Value, err, &want)
+	}
+	want.Input = "in/" + name
+	if !tb.part.IsWhole() && ie.At >= 0 && ie.At < len(inputs[name].Data.([]int64)) {
+		want.At = ie.At
+	}
+	if *ie != want {
+		t.Fatalf("PTX (%s) with %s = %d: got error %v, want %v", kind, name, want.Value, ie, &want)
 	}
 }

@@ -1921,79 +1921,102 @@ outer0_6:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   152(SP), Y2
 
-	// v75 = mul(v73, v47) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 120(SP), Y5
+	// v75 = ne(v73, v27) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS 152(SP), Y5
 
-	// v76 = mul(v73, v50) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v76 = mul(v73, v47) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v77 = add(v74, v76) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v77 = where(v75, v76, v73) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   120(SP), Y6
 
-	// v78 = mul(v75, v48) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	// v78 = mul(v73, v50) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v79 = add(v77, v78) [N=64 T=421]
+	// v79 = where(v75, v78, v73) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v80 = add(v74, v79) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v81 = mul(v77, v48) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y5, Y2
+
+	// v82 = add(v80, v81) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 216(SP), Y2
 
-	// v80 = gt(v46, v27) [N=64 T=421]
+	// v83 = gt(v46, v27) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v81 = lt(v46, v27) [N=64 T=421]
+	// v84 = lt(v46, v27) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v83 = mul(v46, v27) [N=64 T=421]
+	// v86 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v84 = where(v81, v82, v83) [N=64 T=421]
+	// v87 = where(v84, v85, v86) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v85 = where(v80, v0, v84) [N=64 T=421]
+	// v88 = where(v83, v0, v87) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v86 = mul(v79, v85) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	// v89 = ne(v82, v27) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v87 = neg(v86) [N=64 T=421]
+	// v90 = mul(v82, v88) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
+
+	// v91 = where(v89, v90, v82) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y2, Y1, Y1
+
+	// v92 = neg(v91) [N=64 T=421]
 	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y2
 
-	// v90 = mul(v89, v17) [N=64 T=421]
+	// v95 = mul(v94, v17) [N=64 T=421]
 	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 56(SP), Y5
 
-	// v91 = where(v28, v90, v27) [N=64 T=421]
+	// v96 = where(v28, v95, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v92 = where(v28, v27, v90) [N=64 T=421]
+	// v97 = where(v28, v27, v95) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc28<>+0(SB), Y5
 
-	// v93 = ge(v26, v31) [N=64 T=421]
+	// v98 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v94 = ne(v26, v26) [N=64 T=421]
+	// v99 = ne(v26, v26) [N=64 T=421]
 	VCMPPS $0x04, Y8, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v95 = max(v93, v94) [N=64 T=421]
+	// v100 = max(v98, v99) [N=64 T=421]
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
@@ -2001,17 +2024,17 @@ outer0_6:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v96 = where(v95, v92, v27) [N=64 T=421]
+	// v101 = where(v100, v97, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v97 = le(v26, v29) [N=64 T=421]
+	// v102 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v98 = max(v97, v94) [N=64 T=421]
+	// v103 = max(v102, v99) [N=64 T=421]
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
@@ -2019,19 +2042,28 @@ outer0_6:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v99 = where(v98, v91, v27) [N=64 T=421]
+	// v104 = where(v103, v96, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y3
+	VBLENDVPS Y7, Y6, Y3, Y5
 
-	// v100 = add(v96, v99) [N=64 T=421]
-	VADDPS Y3, Y4, Y3
+	// v105 = add(v101, v104) [N=64 T=421]
+	VADDPS Y5, Y4, Y4
 
-	// v101 = mul(v100, v26) [N=64 T=421]
-	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc42<>+0(SB), Y4
+	// v106 = ne(v105, v27) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y4, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v102 = broadcast(v88) [N=64 T=421]
+	// v107 = mul(v105, v26) [N=64 T=421]
+	VMULPS Y8, Y4, Y5
+
+	// v108 = where(v106, v107, v105) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y4, Y3
+	VMOVUPS   lgc42<>+0(SB), Y4
+
+	// v109 = broadcast(v93) [N=64 T=421]
 	// store v17
 	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
@@ -2043,17 +2075,17 @@ outer0_6:
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 
-	// store v87
+	// store v92
 	MOVQ       p12+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v101
+	// store v108
 	MOVQ       p13+104(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 
-	// store v102
+	// store v109
 	MOVQ       p14+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y4, Y1, (CX)(DX*4)
@@ -2366,79 +2398,102 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   376(SP), Y2
 
-	// v75 = mul(v73, v47) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 344(SP), Y5
+	// v75 = ne(v73, v27) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS 376(SP), Y5
 
-	// v76 = mul(v73, v50) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v76 = mul(v73, v47) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v77 = add(v74, v76) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v77 = where(v75, v76, v73) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   344(SP), Y6
 
-	// v78 = mul(v75, v48) [N=64 T=421]
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	// v78 = mul(v73, v50) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v79 = add(v77, v78) [N=64 T=421]
+	// v79 = where(v75, v78, v73) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v80 = add(v74, v79) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v81 = mul(v77, v48) [N=64 T=421]
+	VMULPS lgc24<>+0(SB), Y5, Y2
+
+	// v82 = add(v80, v81) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 440(SP), Y2
 
-	// v80 = gt(v46, v27) [N=64 T=421]
+	// v83 = gt(v46, v27) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v81 = lt(v46, v27) [N=64 T=421]
+	// v84 = lt(v46, v27) [N=64 T=421]
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v83 = mul(v46, v27) [N=64 T=421]
+	// v86 = mul(v46, v27) [N=64 T=421]
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v84 = where(v81, v82, v83) [N=64 T=421]
+	// v87 = where(v84, v85, v86) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v85 = where(v80, v0, v84) [N=64 T=421]
+	// v88 = where(v83, v0, v87) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v86 = mul(v79, v85) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
+	// v89 = ne(v82, v27) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y4
+	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v87 = neg(v86) [N=64 T=421]
+	// v90 = mul(v82, v88) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
+
+	// v91 = where(v89, v90, v82) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y2, Y1, Y1
+
+	// v92 = neg(v91) [N=64 T=421]
 	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 312(SP), Y2
 
-	// v90 = mul(v89, v17) [N=64 T=421]
+	// v95 = mul(v94, v17) [N=64 T=421]
 	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 280(SP), Y5
 
-	// v91 = where(v28, v90, v27) [N=64 T=421]
+	// v96 = where(v28, v95, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v92 = where(v28, v27, v90) [N=64 T=421]
+	// v97 = where(v28, v27, v95) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc28<>+0(SB), Y5
 
-	// v93 = ge(v26, v31) [N=64 T=421]
+	// v98 = ge(v26, v31) [N=64 T=421]
 	VCMPPS $0x1d, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v94 = ne(v26, v26) [N=64 T=421]
+	// v99 = ne(v26, v26) [N=64 T=421]
 	VCMPPS $0x04, Y8, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v95 = max(v93, v94) [N=64 T=421]
+	// v100 = max(v98, v99) [N=64 T=421]
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
@@ -2446,17 +2501,17 @@ blocks_7:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v96 = where(v95, v92, v27) [N=64 T=421]
+	// v101 = where(v100, v97, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v97 = le(v26, v29) [N=64 T=421]
+	// v102 = le(v26, v29) [N=64 T=421]
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v98 = max(v97, v94) [N=64 T=421]
+	// v103 = max(v102, v99) [N=64 T=421]
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
@@ -2464,19 +2519,28 @@ blocks_7:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v99 = where(v98, v91, v27) [N=64 T=421]
+	// v104 = where(v103, v96, v27) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y3, Y3
+	VBLENDVPS Y7, Y6, Y3, Y5
 
-	// v100 = add(v96, v99) [N=64 T=421]
-	VADDPS Y3, Y4, Y3
+	// v105 = add(v101, v104) [N=64 T=421]
+	VADDPS Y5, Y4, Y4
 
-	// v101 = mul(v100, v26) [N=64 T=421]
-	VMULPS  Y8, Y3, Y3
-	VMOVUPS lgc42<>+0(SB), Y4
+	// v106 = ne(v105, v27) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y4, Y3
+	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v102 = broadcast(v88) [N=64 T=421]
+	// v107 = mul(v105, v26) [N=64 T=421]
+	VMULPS Y8, Y4, Y5
+
+	// v108 = where(v106, v107, v105) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y5, Y4, Y3
+	VMOVUPS   lgc42<>+0(SB), Y4
+
+	// v109 = broadcast(v93) [N=64 T=421]
 	// store v17
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
@@ -2486,15 +2550,15 @@ blocks_7:
 	MOVQ    p11+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 
-	// store v87
+	// store v92
 	MOVQ    p12+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v101
+	// store v108
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v102
+	// store v109
 	MOVQ         p14+112(FP), BX
 	VMOVUPS      Y4, (BX)(SI*4)
 	DECQ         DX

@@ -276,37 +276,44 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v72 := float32(3.7114016e-05)
 			v73 := sel(v49, v72, v27)
 			v74 := sel(v49, v27, v72)
-			v75 := float32(v73 * v47)
-			v76 := float32(v73 * v50)
-			v77 := v74 + v76
-			v78 := float32(v75 * v48)
-			v79 := v77 + v78
-			v80 := b2f(v46 > v27)
-			v81 := b2f(v46 < v27)
-			v82 := float32(-1)
-			v83 := float32(v46 * v27)
-			v84 := sel(v81, v82, v83)
-			v85 := sel(v80, v0, v84)
-			v86 := float32(v79 * v85)
-			v87 := -v86
-			g.StateValue[iN*421+iT] = v87
-			v88 := float32(-3.7114015e-07)
-			v89 := float32(-3.7114016e-05)
-			v90 := float32(v89 * v17)
-			v91 := sel(v28, v90, v27)
-			v92 := sel(v28, v27, v90)
-			v93 := b2f(v26 >= v31)
-			v94 := b2f(v26 != v26)
-			v95 := max(v93, v94)
-			v96 := sel(v95, v92, v27)
-			v97 := b2f(v26 <= v29)
-			v98 := max(v97, v94)
-			v99 := sel(v98, v91, v27)
-			v100 := v96 + v99
-			v101 := float32(v100 * v26)
-			g.LogProb[iN*421+iT] = v101
-			v102 := v88
-			g.Entropy[iN*421+iT] = v102
+			v75 := b2f(v73 != v27)
+			v76 := float32(v73 * v47)
+			v77 := sel(v75, v76, v73)
+			v78 := float32(v73 * v50)
+			v79 := sel(v75, v78, v73)
+			v80 := v74 + v79
+			v81 := float32(v77 * v48)
+			v82 := v80 + v81
+			v83 := b2f(v46 > v27)
+			v84 := b2f(v46 < v27)
+			v85 := float32(-1)
+			v86 := float32(v46 * v27)
+			v87 := sel(v84, v85, v86)
+			v88 := sel(v83, v0, v87)
+			v89 := b2f(v82 != v27)
+			v90 := float32(v82 * v88)
+			v91 := sel(v89, v90, v82)
+			v92 := -v91
+			g.StateValue[iN*421+iT] = v92
+			v93 := float32(-3.7114015e-07)
+			v94 := float32(-3.7114016e-05)
+			v95 := float32(v94 * v17)
+			v96 := sel(v28, v95, v27)
+			v97 := sel(v28, v27, v95)
+			v98 := b2f(v26 >= v31)
+			v99 := b2f(v26 != v26)
+			v100 := max(v98, v99)
+			v101 := sel(v100, v97, v27)
+			v102 := b2f(v26 <= v29)
+			v103 := max(v102, v99)
+			v104 := sel(v103, v96, v27)
+			v105 := v101 + v104
+			v106 := b2f(v105 != v27)
+			v107 := float32(v105 * v26)
+			v108 := sel(v106, v107, v105)
+			g.LogProb[iN*421+iT] = v108
+			v109 := v93
+			g.Entropy[iN*421+iT] = v109
 		}
 	}
 	out.LossObjective = float32(acc36.Result())

@@ -1706,10 +1706,19 @@ blocks_12:
 	// v80 = add(v76, v79) [B=8 L=256]
 	VADDPS Y3, Y1, Y1
 
-	// v81 = mul(v80, v16) [B=8 L=256]
-	VMULPS Y6, Y1, Y1
+	// v81 = ne(v80, v2) [B=8 L=256]
+	VCMPPS $0x04, Y2, Y1, Y3
+	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v82 = where(v0, v81, v2) [B=8 L=256]
+	// v82 = mul(v80, v16) [B=8 L=256]
+	VMULPS Y6, Y1, Y4
+
+	// v83 = where(v81, v82, v80) [B=8 L=256]
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y4, Y1, Y1
+
+	// v84 = where(v0, v83, v2) [B=8 L=256]
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -1718,7 +1727,7 @@ blocks_12:
 	MOVQ    p6+48(FP), DX
 	VMOVUPS Y5, (DX)(BX*4)
 
-	// store v82
+	// store v84
 	MOVQ    p7+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX

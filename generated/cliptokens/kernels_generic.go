@@ -362,9 +362,11 @@ func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v78 := max(v77, v74)
 			v79 := sel(v78, v71, v2)
 			v80 := v76 + v79
-			v81 := float32(v80 * v16)
-			v82 := sel(v0, v81, v2)
-			g.LogProb[iB*256+iL] = v82
+			v81 := b2f(v80 != v2)
+			v82 := float32(v80 * v16)
+			v83 := sel(v81, v82, v80)
+			v84 := sel(v0, v83, v2)
+			g.LogProb[iB*256+iL] = v84
 		}
 	}
 }

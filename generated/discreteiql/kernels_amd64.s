@@ -517,7 +517,7 @@ GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $672-120
+TEXT ·fbPass0AVX2(SB), $704-120
 	XORQ AX, AX
 
 blocks_5:
@@ -777,25 +777,25 @@ inner_A_8:
 	VMOVUPD lgc3<>+0(SB), Y1
 
 	// v39 = gt(v37, v38) [B=300]
-	VCMPPD  $0x1e, Y1, Y0, Y1
-	VANDPD  lgc0<>+0(SB), Y1, Y1
-	VMOVUPD lgc29<>+0(SB), Y3
-	VMOVUPD lgc30<>+0(SB), Y4
+	VCMPPD  $0x1e, Y1, Y0, Y3
+	VANDPD  lgc0<>+0(SB), Y3, Y3
+	VMOVUPD lgc29<>+0(SB), Y4
+	VMOVUPD lgc30<>+0(SB), Y5
 
 	// v42 = where(v39, v40, v41) [B=300]
-	VMOVUPD   lgc3<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y1, Y5
-	VBLENDVPD Y5, Y3, Y4, Y1
+	VMOVUPD   lgc3<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y3, Y6
+	VBLENDVPD Y6, Y4, Y5, Y3
 
 	// v43 = mul(v37, v37) [B=300]
-	VMULPD Y0, Y0, Y3
+	VMULPD Y0, Y0, Y4
 
 	// v44 = mul(v42, v43) [B=300]
-	VMULPD Y3, Y1, Y3
+	VMULPD Y4, Y3, Y4
 
 	// mean(v44) over [B]
-	VADDPD  448(CX), Y3, Y3
-	VMOVUPD Y3, 448(CX)
+	VADDPD  448(CX), Y4, Y4
+	VMOVUPD Y4, 448(CX)
 
 	// v46 = detach(v21) [B=300]
 	// v47 = neg(v46) [B=300]
@@ -804,29 +804,40 @@ inner_A_8:
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y2, Y2
 	VMOVUPD Y2, 640(CX)
+	VMOVUPD Y0, 496(SP)
 
 	// finish v49
-	VMOVUPD 128(SP), Y2
+	VMOVUPD 128(SP), Y0
 
 	// v50 = detach(v49) [B=300]
 	// v52 = mul(v51, v42) [B=300]
-	VMULPD lgc31<>+0(SB), Y1, Y1
+	VMULPD lgc31<>+0(SB), Y3, Y2
 
-	// v53 = mul(v52, v37) [B=300]
-	VMULPD Y0, Y1, Y0
+	// v53 = ne(v52, v38) [B=300]
+	VCMPPD  $0x04, Y1, Y2, Y1
+	VANDPD  lgc0<>+0(SB), Y1, Y1
+	VMOVUPD 496(SP), Y3
 
-	// v54 = add(v53, v53) [B=300]
-	VADDPD Y0, Y0, Y0
+	// v54 = mul(v52, v37) [B=300]
+	VMULPD Y3, Y2, Y3
 
-	// v55 = neg(v54) [B=300]
-	VXORPD  lgc7<>+0(SB), Y0, Y0
-	VMOVUPD 464(SP), Y1
+	// v55 = where(v53, v54, v52) [B=300]
+	VMOVUPD   lgc3<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y1, Y4
+	VBLENDVPD Y4, Y3, Y2, Y1
 
-	// v59 = mul(v58, v29) [B=300]
-	VMULPD  lgc32<>+0(SB), Y1, Y1
-	VMOVUPD Y2, 496(SP)
+	// v56 = add(v55, v55) [B=300]
+	VADDPD Y1, Y1, Y1
+
+	// v57 = neg(v56) [B=300]
+	VXORPD  lgc7<>+0(SB), Y1, Y1
+	VMOVUPD 464(SP), Y2
+
+	// v61 = mul(v60, v29) [B=300]
+	VMULPD  lgc32<>+0(SB), Y2, Y2
 	VMOVUPD Y0, 528(SP)
 	VMOVUPD Y1, 560(SP)
+	VMOVUPD Y2, 592(SP)
 	XORQ    CX, CX
 
 inner_Q_9:
@@ -854,16 +865,16 @@ inner_A_10:
 	ADDQ       R8, DI
 	IMUL3Q     $+1, BX, R8
 	ADDQ       R8, DI
-	MOVQ       $+0, 592(SP)
+	MOVQ       $+0, 624(SP)
 	MOVB       (SI)(DI*1), R8
-	MOVB       R8, 592(SP)
+	MOVB       R8, 624(SP)
 	MOVB       6(SI)(DI*1), R8
-	MOVB       R8, 593(SP)
+	MOVB       R8, 625(SP)
 	MOVB       12(SI)(DI*1), R8
-	MOVB       R8, 594(SP)
+	MOVB       R8, 626(SP)
 	MOVB       18(SI)(DI*1), R8
-	MOVB       R8, 595(SP)
-	VPMOVZXBD  592(SP), X1
+	MOVB       R8, 627(SP)
+	VPMOVZXBD  624(SP), X1
 	VCVTDQ2PD  X1, Y1
 
 	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
@@ -883,38 +894,38 @@ inner_A_10:
 	// v33 = sub(v17, v13) [Q=3 B=300]
 	VSUBPD Y1, Y0, Y0
 
-	// v56 = mul(v51, v33) [Q=3 B=300]
+	// v58 = mul(v51, v33) [Q=3 B=300]
 	VMULPD lgc31<>+0(SB), Y0, Y0
 
-	// v57 = add(v56, v56) [Q=3 B=300]
+	// v59 = add(v58, v58) [Q=3 B=300]
 	VADDPD  Y0, Y0, Y0
-	VMOVUPD Y0, 600(SP)
+	VMOVUPD Y0, 632(SP)
 	XORQ    BX, BX
 
 inner_A_11:
-	VMOVUPD   600(SP), Y0
+	VMOVUPD   632(SP), Y0
 	MOVQ      p5+40(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+1, BX, R8
 	ADDQ      R8, DI
-	MOVQ      $+0, 632(SP)
+	MOVQ      $+0, 664(SP)
 	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 632(SP)
+	MOVB      R8, 664(SP)
 	MOVB      6(SI)(DI*1), R8
-	MOVB      R8, 633(SP)
+	MOVB      R8, 665(SP)
 	MOVB      12(SI)(DI*1), R8
-	MOVB      R8, 634(SP)
+	MOVB      R8, 666(SP)
 	MOVB      18(SI)(DI*1), R8
-	MOVB      R8, 635(SP)
-	VPMOVZXBD 632(SP), X1
+	MOVB      R8, 667(SP)
+	VPMOVZXBD 664(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v60 = mul(v57, v15) [Q=3 B=300 A=6]
+	// v62 = mul(v59, v15) [Q=3 B=300 A=6]
 	VMULPD Y1, Y0, Y0
 
-	// store v60
+	// store v62
 	MOVQ    p9+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1800, CX, R8
@@ -923,14 +934,14 @@ inner_A_11:
 	ADDQ    R8, DI
 	IMUL3Q  $+1, BX, R8
 	ADDQ    R8, DI
-	VMOVUPD Y0, 640(SP)
-	MOVQ    640(SP), R8
+	VMOVUPD Y0, 672(SP)
+	MOVQ    672(SP), R8
 	MOVQ    R8, (SI)(DI*8)
-	MOVQ    648(SP), R8
+	MOVQ    680(SP), R8
 	MOVQ    R8, 48(SI)(DI*8)
-	MOVQ    656(SP), R8
+	MOVQ    688(SP), R8
 	MOVQ    R8, 96(SI)(DI*8)
-	MOVQ    664(SP), R8
+	MOVQ    696(SP), R8
 	MOVQ    R8, 144(SI)(DI*8)
 	INCQ    BX
 	CMPQ    BX, $+6
@@ -948,19 +959,19 @@ inner_A_11:
 	// store v13
 	MOVQ    p11+88(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 496(SP), Y0
+	VMOVUPD 528(SP), Y0
 
 	// store v50
 	MOVQ    p12+96(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 528(SP), Y0
-
-	// store v55
-	MOVQ    p13+104(FP), CX
-	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 560(SP), Y0
 
-	// store v59
+	// store v57
+	MOVQ    p13+104(FP), CX
+	VMOVUPD Y0, (CX)(DX*8)
+	VMOVUPD 592(SP), Y0
+
+	// store v61
 	MOVQ    p14+112(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX

@@ -189,13 +189,15 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		out.TDError[iB] = v50
 		v51 := float64(0.0033333333333333335)
 		v52 := float64(v51 * v42)
-		v53 := float64(v52 * v37)
-		v54 := v53 + v53
-		v55 := -v54
-		g.StateValue[iB] = v55
-		v58 := float64(-0.0033333333333333335)
-		v59 := float64(v58 * v29)
-		g.LogProb[iB] = v59
+		v53 := b2f(v52 != v38)
+		v54 := float64(v52 * v37)
+		v55 := sel(v53, v54, v52)
+		v56 := v55 + v55
+		v57 := -v56
+		g.StateValue[iB] = v57
+		v60 := float64(-0.0033333333333333335)
+		v61 := float64(v60 * v29)
+		g.LogProb[iB] = v61
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
@@ -206,12 +208,12 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			}
 			v17 := acc17
 			v33 := v17 - v13
-			v56 := float64(v51 * v33)
-			v57 := v56 + v56
+			v58 := float64(v51 * v33)
+			v59 := v58 + v58
 			for iA := 0; iA < 6; iA++ {
 				v15 := b2f(in.Action[iB*6+iA])
-				v60 := float64(v57 * v15)
-				g.StateActionValue[iQ*1800+iB*6+iA] = v60
+				v62 := float64(v59 * v15)
+				g.StateActionValue[iQ*1800+iB*6+iA] = v62
 			}
 		}
 	}

@@ -102,9 +102,10 @@ func caseInputs(t *testing.T, c *golden.Case) *Inputs {
 // compare checks the named results (got by name) against the case's expected values.
 func compare(t *testing.T, c *golden.Case, names []string, get func(string) ([]float32, bool)) {
 	t.Helper()
+	gs := 0.0 // the case's gradient scale (golden.Tol.At)
 	for _, name := range names {
 		got, _ := get(name)
-		r, err := golden.CheckOutput(c, name, got, tolerances[name])
+		r, err := golden.CheckOutput(c, name, got, tolerances[name].At(gs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,11 +215,12 @@ func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 // within the tolerances times looser on the relative term.
 func agree(t *testing.T, what string, want, got *results, looser float64) {
 	t.Helper()
+	gs := 0.0 // the gradient scale of want's call (golden.Tol.At)
 	check := func(names []string, w, g func(string) ([]float32, bool)) {
 		for _, name := range names {
 			wv, _ := w(name)
 			gv, _ := g(name)
-			tol := tolerances[name]
+			tol := tolerances[name].At(gs)
 			tol.Rel *= looser
 			if d := golden.CompareOf(wv, gv, tol); d.Bad > 0 {
 				t.Errorf("%s on %s, %s: %d of %d elements differ from go; first at %d: %v, go %v",

@@ -625,7 +625,7 @@ GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $416-112
+TEXT ·fbPass0AVX2(SB), $448-112
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -841,52 +841,63 @@ inner_Q_7:
 	VMOVUPS lgc21<>+0(SB), Y1
 
 	// v41 = gt(v39, v40) [B=1024]
-	VCMPPS  $0x1e, Y1, Y0, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc16<>+0(SB), Y2
+	VCMPPS  $0x1e, Y1, Y0, Y2
+	VANDPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc16<>+0(SB), Y3
 
 	// v42 = where(v41, v31, v31) [B=1024]
-	VMOVUPS   lgc21<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y2, Y1
+	VMOVUPS   lgc21<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y3, Y2
 
 	// v43 = mul(v39, v39) [B=1024]
-	VMULPS Y0, Y0, Y2
+	VMULPS Y0, Y0, Y3
 
 	// v44 = mul(v42, v43) [B=1024]
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y2, Y3
 
 	// mean(v44) over [B]
-	VADDPS  896(DX), Y2, Y2
-	VMOVUPS Y2, 896(DX)
+	VADDPS  896(DX), Y3, Y3
+	VMOVUPS Y3, 896(DX)
 	MOVQ    p6+48(FP), SI
-	VMOVUPS (SI)(BX*4), Y2
+	VMOVUPS (SI)(BX*4), Y3
 
 	// v46 = detach(v16) [B=1024]
 	// v47 = neg(v46) [B=1024]
-	VXORPS lgc4<>+0(SB), Y2, Y2
+	VXORPS lgc4<>+0(SB), Y3, Y3
 
 	// mean(v47) over [B]
-	VADDPS  1216(DX), Y2, Y2
-	VMOVUPS Y2, 1216(DX)
+	VADDPS  1216(DX), Y3, Y3
+	VMOVUPS Y3, 1216(DX)
+	VMOVUPS Y0, 352(SP)
 
 	// finish v50
-	VMOVUPS 64(SP), Y2
+	VMOVUPS 64(SP), Y0
 
 	// v51 = detach(v50) [B=1024]
 	// v53 = mul(v52, v42) [B=1024]
-	VMULPS lgc24<>+0(SB), Y1, Y1
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v54 = mul(v53, v39) [B=1024]
-	VMULPS Y0, Y1, Y0
+	// v54 = ne(v53, v40) [B=1024]
+	VCMPPS  $0x04, Y1, Y2, Y1
+	VANDPS  lgc0<>+0(SB), Y1, Y1
+	VMOVUPS 352(SP), Y3
 
-	// v55 = add(v54, v54) [B=1024]
-	VADDPS Y0, Y0, Y0
+	// v55 = mul(v53, v39) [B=1024]
+	VMULPS Y3, Y2, Y3
 
-	// v56 = neg(v55) [B=1024]
-	VXORPS  lgc4<>+0(SB), Y0, Y0
-	VMOVUPS Y2, 352(SP)
+	// v56 = where(v54, v55, v53) [B=1024]
+	VMOVUPS   lgc21<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y1
+
+	// v57 = add(v56, v56) [B=1024]
+	VADDPS Y1, Y1, Y1
+
+	// v58 = neg(v57) [B=1024]
+	VXORPS  lgc4<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y1, 416(SP)
 	XORQ    DX, DX
 
 inner_Q_8:
@@ -915,57 +926,80 @@ inner_Q_8:
 	VMOVUPS lgc24<>+0(SB), Y5
 	VMOVUPS lgc21<>+0(SB), Y6
 
-	// v57 = where(v32, v52, v40) [Q=2 B=1024]
+	// v59 = where(v32, v52, v40) [Q=2 B=1024]
 	VMOVUPS   lgc21<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y6, Y7
 
-	// v58 = where(v32, v40, v52) [Q=2 B=1024]
+	// v60 = where(v32, v40, v52) [Q=2 B=1024]
 	VMOVUPS   lgc21<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y5, Y3
 
-	// v59 = mul(v57, v30) [Q=2 B=1024]
+	// v61 = ne(v59, v40) [Q=2 B=1024]
+	VCMPPS $0x04, Y6, Y7, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
+
+	// v62 = mul(v59, v30) [Q=2 B=1024]
 	VMULPS Y1, Y7, Y1
 
-	// v60 = mul(v57, v33) [Q=2 B=1024]
+	// v63 = where(v61, v62, v59) [Q=2 B=1024]
+	VMOVUPS   lgc21<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y1, Y7, Y1
+
+	// v64 = mul(v59, v33) [Q=2 B=1024]
 	VMULPS Y4, Y7, Y4
 
-	// v61 = add(v58, v60) [Q=2 B=1024]
+	// v65 = where(v61, v64, v59) [Q=2 B=1024]
+	VMOVUPS   lgc21<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y4, Y7, Y4
+
+	// v66 = add(v60, v65) [Q=2 B=1024]
 	VADDPS Y4, Y3, Y3
 
-	// v62 = mul(v59, v31) [Q=2 B=1024]
+	// v67 = mul(v63, v31) [Q=2 B=1024]
 	VMULPS lgc16<>+0(SB), Y1, Y1
 
-	// v63 = add(v61, v62) [Q=2 B=1024]
+	// v68 = add(v66, v67) [Q=2 B=1024]
 	VADDPS Y1, Y3, Y1
 
-	// v64 = gt(v29, v40) [Q=2 B=1024]
+	// v69 = gt(v29, v40) [Q=2 B=1024]
 	VCMPPS $0x1e, Y6, Y0, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v65 = lt(v29, v40) [Q=2 B=1024]
+	// v70 = lt(v29, v40) [Q=2 B=1024]
 	VCMPPS $0x11, Y6, Y0, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v67 = mul(v29, v40) [Q=2 B=1024]
+	// v72 = mul(v29, v40) [Q=2 B=1024]
 	VMULPS  lgc21<>+0(SB), Y0, Y0
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v68 = where(v65, v66, v67) [Q=2 B=1024]
-	VMOVUPS   lgc21<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y0, Y0
+	// v73 = where(v70, v71, v72) [Q=2 B=1024]
+	VMOVUPS   lgc21<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y5, Y0, Y0
 
-	// v69 = where(v64, v1, v68) [Q=2 B=1024]
+	// v74 = where(v69, v1, v73) [Q=2 B=1024]
 	VMOVUPS   lgc21<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v70 = mul(v63, v69) [Q=2 B=1024]
+	// v75 = ne(v68, v40) [Q=2 B=1024]
+	VCMPPS $0x04, Y6, Y1, Y2
+	VANDPS lgc0<>+0(SB), Y2, Y2
+
+	// v76 = mul(v68, v74) [Q=2 B=1024]
 	VMULPS Y0, Y1, Y0
 
-	// store v70
+	// v77 = where(v75, v76, v68) [Q=2 B=1024]
+	VMOVUPS   lgc21<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y0, Y1, Y0
+
+	// store v77
 	MOVQ    p8+64(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
@@ -973,7 +1007,7 @@ inner_Q_8:
 	JL      inner_Q_8
 	VMOVUPS 320(SP), Y0
 
-	// v72 = mul(v71, v25) [B=1024]
+	// v79 = mul(v78, v25) [B=1024]
 	VMULPS  lgc26<>+0(SB), Y0, Y0
 	VMOVUPS 160(SP), Y1
 
@@ -985,18 +1019,18 @@ inner_Q_8:
 	// store v13
 	MOVQ    p10+80(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 352(SP), Y1
+	VMOVUPS 384(SP), Y1
 
 	// store v51
 	MOVQ    p11+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 384(SP), Y1
+	VMOVUPS 416(SP), Y1
 
-	// store v56
+	// store v58
 	MOVQ    p12+96(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v72
+	// store v79
 	MOVQ         p13+104(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX

@@ -181,35 +181,42 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		out.TDError[iB] = v51
 		v52 := float32(0.0009765625)
 		v53 := float32(v52 * v42)
-		v54 := float32(v53 * v39)
-		v55 := v54 + v54
-		v56 := -v55
-		g.StateValue[iB] = v56
-		v66 := float32(-1)
+		v54 := b2f(v53 != v40)
+		v55 := float32(v53 * v39)
+		v56 := sel(v54, v55, v53)
+		v57 := v56 + v56
+		v58 := -v57
+		g.StateValue[iB] = v58
+		v71 := float32(-1)
 		for iQ := 0; iQ < 2; iQ++ {
 			v14 := in.StateActionValue[iQ*1024+iB]
 			v29 := v14 - v13
 			v30 := float32(math.Abs(float64(v29)))
 			v32 := b2f(v30 < v1)
 			v33 := float32(v31 * v30)
-			v57 := sel(v32, v52, v40)
-			v58 := sel(v32, v40, v52)
-			v59 := float32(v57 * v30)
-			v60 := float32(v57 * v33)
-			v61 := v58 + v60
-			v62 := float32(v59 * v31)
-			v63 := v61 + v62
-			v64 := b2f(v29 > v40)
-			v65 := b2f(v29 < v40)
-			v67 := float32(v29 * v40)
-			v68 := sel(v65, v66, v67)
-			v69 := sel(v64, v1, v68)
-			v70 := float32(v63 * v69)
-			g.StateActionValue[iQ*1024+iB] = v70
+			v59 := sel(v32, v52, v40)
+			v60 := sel(v32, v40, v52)
+			v61 := b2f(v59 != v40)
+			v62 := float32(v59 * v30)
+			v63 := sel(v61, v62, v59)
+			v64 := float32(v59 * v33)
+			v65 := sel(v61, v64, v59)
+			v66 := v60 + v65
+			v67 := float32(v63 * v31)
+			v68 := v66 + v67
+			v69 := b2f(v29 > v40)
+			v70 := b2f(v29 < v40)
+			v72 := float32(v29 * v40)
+			v73 := sel(v70, v71, v72)
+			v74 := sel(v69, v1, v73)
+			v75 := b2f(v68 != v40)
+			v76 := float32(v68 * v74)
+			v77 := sel(v75, v76, v68)
+			g.StateActionValue[iQ*1024+iB] = v77
 		}
-		v71 := float32(-0.0009765625)
-		v72 := float32(v71 * v25)
-		g.LogProb[iB] = v72
+		v78 := float32(-0.0009765625)
+		v79 := float32(v78 * v25)
+		g.LogProb[iB] = v79
 	}
 	out.LossActor = float32(acc28.Result())
 	out.LossQvalue = float32(acc38.Result())

@@ -22,28 +22,28 @@ type avxState struct {
 	buf    []float64
 	r29_s  []float64
 	r29_p  []float32
-	r46_s  []float64
-	r46_p  []float32
-	r51_s  []float64
-	r51_p  []float32
-	r55_s  []float64
-	r55_p  []float32
-	r67_s  []float64
-	r67_p  []float32
-	r69_s  []float64
-	r72_s  []float64
-	r80_s  []float64
-	r94_s  []float64
-	r94_ok []float32
-	r96_s  []float64
+	r48_s  []float64
+	r48_p  []float32
+	r53_s  []float64
+	r53_p  []float32
+	r57_s  []float64
+	r57_p  []float32
+	r71_s  []float64
+	r71_p  []float32
+	r73_s  []float64
+	r76_s  []float64
+	r84_s  []float64
+	r98_s  []float64
+	r98_ok []float32
+	r100_s []float64
 	p0_ok  []float32
-	r102_s []float64
-	r102_p []float32
-	r103_s []float64
-	r103_p []float32
+	r106_s []float64
+	r106_p []float32
+	r107_s []float64
+	r107_p []float32
 	p2_ok  []float32
-	r77_s  []float64
-	r85_s  []float64
+	r81_s  []float64
+	r89_s  []float64
 	res    []float64
 }
 
@@ -51,28 +51,28 @@ var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 800)}
 	st.r29_s = st.buf[8:24]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r46_s = st.buf[48:64]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r51_s = st.buf[88:104]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r55_s = st.buf[128:144]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r67_s = st.buf[168:184]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r69_s = st.buf[208:264]
-	st.r72_s = st.buf[272:328]
-	st.r80_s = st.buf[336:392]
-	st.r94_s = st.buf[400:456]
-	st.r94_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r96_s = st.buf[504:560]
+	st.r48_s = st.buf[48:64]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r53_s = st.buf[88:104]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r57_s = st.buf[128:144]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r71_s = st.buf[168:184]
+	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_s = st.buf[208:264]
+	st.r76_s = st.buf[272:328]
+	st.r84_s = st.buf[336:392]
+	st.r98_s = st.buf[400:456]
+	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r100_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r102_s = st.buf[584:600]
-	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r103_s = st.buf[624:640]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r106_s = st.buf[584:600]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r107_s = st.buf[624:640]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r77_s = st.buf[680:736]
-	st.r85_s = st.buf[744:800]
+	st.r81_s = st.buf[680:736]
+	st.r89_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -90,20 +90,20 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	run := func(st *avxState, lo, hi int) {
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r80_s, 0)
-		runtime.Fill(st.r94_s, 0)
-		runtime.SetMask(st.r94_ok)
-		runtime.Fill(st.r96_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r98_s, 0)
+		runtime.SetMask(st.r98_ok)
+		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p0_ok)
 		pass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -122,51 +122,51 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
-			runtime.MergeSum(sts[0].r94_s, sts[c].r94_s)
-			runtime.MergeMask(sts[0].r94_ok, sts[c].r94_ok)
-			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
+			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r94_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r46_s, 8)
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r51_s, 8)
+	runtime.FinishSum(st.res[:1], st.r53_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r55_s, 8)
+	runtime.FinishSum(st.res[:1], st.r57_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r67_s, 8)
+	runtime.FinishSum(st.res[:1], st.r71_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r69_s, 1)
+	runtime.FinishSum(st.res[:48], st.r73_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r72_s, 1)
+	runtime.FinishSum(st.res[:48], st.r76_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r80_s, 1)
+	runtime.FinishSum(st.res[:48], st.r84_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r94_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r96_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -183,10 +183,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r102_s, 0)
-	runtime.Fill(st.r102_p, 0)
-	runtime.Fill(st.r103_s, 0)
-	runtime.Fill(st.r103_p, 0)
+	runtime.Fill(st.r106_s, 0)
+	runtime.Fill(st.r106_p, 0)
+	runtime.Fill(st.r107_s, 0)
+	runtime.Fill(st.r107_p, 0)
 	runtime.SetMask(st.p2_ok)
 	pass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -194,9 +194,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		pass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r102_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r103_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -211,9 +211,9 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		runtime.Fill(st.r77_s, 0)
-		runtime.Fill(st.r85_s, 0)
-		pass3AVX2(lo, &s.s0[0], &in.StateValue[0], &s.s5[0], &s.s6[0], &in.Mask[0], &st.buf[0], &s.s8[0], hi)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r89_s, 0)
+		pass3AVX2(lo, &s.s0[0], &in.StateValue[0], &in.Mask[0], &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], hi)
 	}
 	n := min(pass3Chunks, 16)
 	if n <= 1 {
@@ -229,15 +229,15 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
-			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
 		}
 	}
-	runtime.FinishSum(st.res[:48], st.r77_s, 1)
+	runtime.FinishSum(st.res[:48], st.r81_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r85_s, 1)
+	runtime.FinishSum(st.res[:48], st.r89_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}
@@ -263,28 +263,28 @@ type fbAvxState struct {
 	buf    []float64
 	r29_s  []float64
 	r29_p  []float32
-	r46_s  []float64
-	r46_p  []float32
-	r51_s  []float64
-	r51_p  []float32
-	r55_s  []float64
-	r55_p  []float32
-	r67_s  []float64
-	r67_p  []float32
-	r69_s  []float64
-	r72_s  []float64
-	r80_s  []float64
-	r94_s  []float64
-	r94_ok []float32
-	r96_s  []float64
+	r48_s  []float64
+	r48_p  []float32
+	r53_s  []float64
+	r53_p  []float32
+	r57_s  []float64
+	r57_p  []float32
+	r71_s  []float64
+	r71_p  []float32
+	r73_s  []float64
+	r76_s  []float64
+	r84_s  []float64
+	r98_s  []float64
+	r98_ok []float32
+	r100_s []float64
 	p0_ok  []float32
-	r102_s []float64
-	r102_p []float32
-	r103_s []float64
-	r103_p []float32
+	r106_s []float64
+	r106_p []float32
+	r107_s []float64
+	r107_p []float32
 	p2_ok  []float32
-	r77_s  []float64
-	r85_s  []float64
+	r81_s  []float64
+	r89_s  []float64
 	res    []float64
 }
 
@@ -292,28 +292,28 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 800)}
 	st.r29_s = st.buf[8:24]
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
-	st.r46_s = st.buf[48:64]
-	st.r46_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
-	st.r51_s = st.buf[88:104]
-	st.r51_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
-	st.r55_s = st.buf[128:144]
-	st.r55_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
-	st.r67_s = st.buf[168:184]
-	st.r67_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
-	st.r69_s = st.buf[208:264]
-	st.r72_s = st.buf[272:328]
-	st.r80_s = st.buf[336:392]
-	st.r94_s = st.buf[400:456]
-	st.r94_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
-	st.r96_s = st.buf[504:560]
+	st.r48_s = st.buf[48:64]
+	st.r48_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r53_s = st.buf[88:104]
+	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r57_s = st.buf[128:144]
+	st.r57_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r71_s = st.buf[168:184]
+	st.r71_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[192])), 16)
+	st.r73_s = st.buf[208:264]
+	st.r76_s = st.buf[272:328]
+	st.r84_s = st.buf[336:392]
+	st.r98_s = st.buf[400:456]
+	st.r98_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[464])), 56)
+	st.r100_s = st.buf[504:560]
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[568])), 8)
-	st.r102_s = st.buf[584:600]
-	st.r102_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
-	st.r103_s = st.buf[624:640]
-	st.r103_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
+	st.r106_s = st.buf[584:600]
+	st.r106_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[608])), 16)
+	st.r107_s = st.buf[624:640]
+	st.r107_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[648])), 16)
 	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[664])), 8)
-	st.r77_s = st.buf[680:736]
-	st.r85_s = st.buf[744:800]
+	st.r81_s = st.buf[680:736]
+	st.r89_s = st.buf[744:800]
 	st.res = make([]float64, 48)
 	return st
 }}
@@ -331,20 +331,20 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	run := func(st *fbAvxState, lo, hi int) {
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
-		runtime.Fill(st.r46_s, 0)
-		runtime.Fill(st.r46_p, 0)
-		runtime.Fill(st.r51_s, 0)
-		runtime.Fill(st.r51_p, 0)
-		runtime.Fill(st.r55_s, 0)
-		runtime.Fill(st.r55_p, 0)
-		runtime.Fill(st.r67_s, 0)
-		runtime.Fill(st.r67_p, 0)
-		runtime.Fill(st.r69_s, 0)
-		runtime.Fill(st.r72_s, 0)
-		runtime.Fill(st.r80_s, 0)
-		runtime.Fill(st.r94_s, 0)
-		runtime.SetMask(st.r94_ok)
-		runtime.Fill(st.r96_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r71_s, 0)
+		runtime.Fill(st.r71_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r98_s, 0)
+		runtime.SetMask(st.r98_ok)
+		runtime.Fill(st.r100_s, 0)
 		runtime.SetMask(st.p0_ok)
 		fbPass0AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &in.RefLogProb[0], &in.NextReward[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.StateValue[0], &st.buf[0], &in.LogProb[0], &out.NextRefLogProbs[0], &out.NextKLPenalty[0], &out.NextReward[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
@@ -363,51 +363,51 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		})
 		for c := 1; c < n; c++ {
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
-			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
-			runtime.MergeSum(sts[0].r51_s, sts[c].r51_s)
-			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
-			runtime.MergeSum(sts[0].r67_s, sts[c].r67_s)
-			runtime.MergeSum(sts[0].r69_s, sts[c].r69_s)
-			runtime.MergeSum(sts[0].r72_s, sts[c].r72_s)
-			runtime.MergeSum(sts[0].r80_s, sts[c].r80_s)
-			runtime.MergeSum(sts[0].r94_s, sts[c].r94_s)
-			runtime.MergeMask(sts[0].r94_ok, sts[c].r94_ok)
-			runtime.MergeSum(sts[0].r96_s, sts[c].r96_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r71_s, sts[c].r71_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r98_s, sts[c].r98_s)
+			runtime.MergeMask(sts[0].r98_ok, sts[c].r98_ok)
+			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
 			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r94_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+	if !runtime.MaskSet(st.r98_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r46_s, 8)
+	runtime.FinishSum(st.res[:1], st.r48_s, 8)
 	s.s1 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r51_s, 8)
+	runtime.FinishSum(st.res[:1], st.r53_s, 8)
 	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r55_s, 8)
+	runtime.FinishSum(st.res[:1], st.r57_s, 8)
 	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r67_s, 8)
+	runtime.FinishSum(st.res[:1], st.r71_s, 8)
 	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:48], st.r69_s, 1)
+	runtime.FinishSum(st.res[:48], st.r73_s, 1)
 	for k, v := range st.res[:48] {
 		s.s5[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r72_s, 1)
+	runtime.FinishSum(st.res[:48], st.r76_s, 1)
 	for k, v := range st.res[:48] {
 		s.s6[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r80_s, 1)
+	runtime.FinishSum(st.res[:48], st.r84_s, 1)
 	for k, v := range st.res[:48] {
 		s.s8[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r94_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r98_s, 1)
 	for k, v := range st.res[:48] {
 		s.s10[k] = float32(v)
 	}
-	runtime.FinishSumLog(st.res[:48], st.r96_s, 1)
+	runtime.FinishSumLog(st.res[:48], st.r100_s, 1)
 	for k, v := range st.res[:48] {
 		s.s11[k] = float32(v)
 	}
@@ -424,10 +424,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r102_s, 0)
-	runtime.Fill(st.r102_p, 0)
-	runtime.Fill(st.r103_s, 0)
-	runtime.Fill(st.r103_p, 0)
+	runtime.Fill(st.r106_s, 0)
+	runtime.Fill(st.r106_p, 0)
+	runtime.Fill(st.r107_s, 0)
+	runtime.Fill(st.r107_p, 0)
 	runtime.SetMask(st.p2_ok)
 	fbPass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
 	if !runtime.MaskSet(st.p2_ok[:8]) {
@@ -435,9 +435,9 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		fbPass2Go(in, out, g, s)
 		return
 	}
-	runtime.FinishSum(st.res[:1], st.r102_s, 8)
+	runtime.FinishSum(st.res[:1], st.r106_s, 8)
 	s.s12 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r103_s, 8)
+	runtime.FinishSum(st.res[:1], st.r107_s, 8)
 	s.s13 = float32(st.res[0])
 }
 
@@ -452,9 +452,9 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		runtime.Fill(st.r77_s, 0)
-		runtime.Fill(st.r85_s, 0)
-		fbPass3AVX2(lo, &s.s0[0], &in.StateValue[0], &in.LogProb[0], &in.SampleLogProb[0], &out.NumValid, &s.s5[0], &s.s6[0], &in.Mask[0], &st.buf[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
+		runtime.Fill(st.r81_s, 0)
+		runtime.Fill(st.r89_s, 0)
+		fbPass3AVX2(lo, &in.Mask[0], &in.SampleLogProb[0], &s.s0[0], &in.StateValue[0], &in.LogProb[0], &out.NumValid, &s.s5[0], &s.s6[0], &st.buf[0], &s.s8[0], &g.StateValue[0], &g.LogProb[0], hi)
 	}
 	n := min(fbPass3Chunks, 16)
 	if n <= 1 {
@@ -470,15 +470,15 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
-			runtime.MergeSum(sts[0].r77_s, sts[c].r77_s)
-			runtime.MergeSum(sts[0].r85_s, sts[c].r85_s)
+			runtime.MergeSum(sts[0].r81_s, sts[c].r81_s)
+			runtime.MergeSum(sts[0].r89_s, sts[c].r89_s)
 		}
 	}
-	runtime.FinishSum(st.res[:48], st.r77_s, 1)
+	runtime.FinishSum(st.res[:48], st.r81_s, 1)
 	for k, v := range st.res[:48] {
 		s.s7[k] = float32(v)
 	}
-	runtime.FinishSum(st.res[:48], st.r85_s, 1)
+	runtime.FinishSum(st.res[:48], st.r89_s, 1)
 	for k, v := range st.res[:48] {
 		s.s9[k] = float32(v)
 	}

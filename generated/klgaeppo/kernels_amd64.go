@@ -22,7 +22,7 @@ func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
 // pass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see pass3Go for the same loop in Go.
 //
 //go:noescape
-func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *float64, p7 *float32, p8 int)
+func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 int)
 
 // pass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see pass4Go for the same loop in Go.
 //
@@ -52,7 +52,7 @@ func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
 // fbPass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see fbPass3Go for the same loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *bool, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 int)
+func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 int)
 
 // fbPass4AVX2 is pass 4 (elementwise over []) on 8 float32 lanes; see fbPass4Go for the same loop in Go.
 //

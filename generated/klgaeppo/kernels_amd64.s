@@ -6,7 +6,7 @@
 
 // func pass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *bool, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $224-144
+TEXT ·pass0AVX2(SB), $288-144
 	MOVQ p0+0(FP), AX
 
 outer0_1:
@@ -39,280 +39,300 @@ blocks_2:
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v6 = sub(v4, v5) [B=16 L=48]  # kl
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y4, Y2, Y5
 
 	// v9 = mul(v8, v6) [B=16 L=48]
-	VMULPS  lgc1<>+0(SB), Y2, Y5
+	VMULPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    p4+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y6
+	VMOVUPS (BX)(SI*4), Y7
 
 	// v10 = sub(v7, v9) [B=16 L=48]
-	VSUBPS    Y5, Y6, Y5
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VSUBPS    Y6, Y7, Y6
+	VMOVUPS   lgc2<>+0(SB), Y7
 	MOVQ      p5+40(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y7
-	VCVTDQ2PS Y7, Y7
-
-	// v15 = sub(v11, v14) [B=16 L=48]
-	VSUBPS    Y7, Y6, Y7
-	MOVQ      p6+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
+	// v15 = sub(v11, v14) [B=16 L=48]
+	VSUBPS    Y8, Y7, Y8
+	MOVQ      p6+48(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y9
+	VCVTDQ2PS Y9, Y9
+
 	// v17 = sub(v11, v16) [B=16 L=48]
-	VSUBPS Y8, Y6, Y8
+	VSUBPS Y9, Y7, Y9
 
 	// v18 = mul(v11, v15) [B=16 L=48]
-	VMULPS  lgc2<>+0(SB), Y7, Y7
+	VMULPS  lgc2<>+0(SB), Y8, Y8
 	MOVQ    p7+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y10
 
 	// v19 = mul(v18, v13) [B=16 L=48]
-	VMULPS Y9, Y7, Y7
+	VMULPS Y10, Y8, Y8
 
 	// v20 = add(v10, v19) [B=16 L=48]
-	VADDPS  Y7, Y5, Y7
+	VADDPS  Y8, Y6, Y8
 	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y10
 
 	// v21 = sub(v20, v12) [B=16 L=48]  # delta
-	VSUBPS Y9, Y7, Y7
+	VSUBPS Y10, Y8, Y8
 
 	// v23 = mul(v22, v17) [B=16 L=48]  # discount
-	VMULPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y5, (SP)
-	VMOVUPS Y2, 32(SP)
+	VMULPS  lgc3<>+0(SB), Y9, Y9
+	VMOVUPS Y6, (SP)
+	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y2, 96(SP)
 
 	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
-	VMOVUPS     Y8, Y2
-	VMOVUPS     Y7, Y4
+	VMOVUPS     Y9, Y2
+	VMOVUPS     Y8, Y4
 	VANDPS      lgc4<>+0(SB), Y4, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        p9+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc6<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc7<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc8<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc8<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
 	VFMADD231PS Y2, Y0, Y4
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// v25 = add(v24, v12) [B=16 L=48]  # value_target
-	VADDPS Y9, Y4, Y2
+	VADDPS Y10, Y4, Y2
 
 	// v26 = detach(v24) [B=16 L=48]  # gae
 	// v27 = detach(v25) [B=16 L=48]  # value_target
 	// v28 = where(v2, v11, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y6, Y3, Y5
-	VMOVUPS   Y4, 96(SP)
+	VBLENDVPS Y5, Y7, Y3, Y5
+	VMOVUPS   Y4, 128(SP)
 
 	// sum(v28) over [B L]
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
-	MOVQ    p10+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y6
-	MOVQ    p2+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y7
 
-	// v31 = sub(v30, v0) [B=16 L=48]  # log_weight
-	VSUBPS  Y7, Y6, Y6
-	VMOVUPS Y5, 128(SP)
-	VMOVUPS lgc10<>+0(SB), Y5
+	// v30 = where(v2, v26, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y3, Y6
+	MOVQ      p10+80(FP), DI
+	VMOVUPS   (DI)(SI*4), Y7
 
-	// v34 = max(v31, v32) tie=first [B=16 L=48]
-	VMAXPS  Y6, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y7
-
-	// v35 = min(v34, v33) tie=first [B=16 L=48]  # log_weight_clip
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y2, 160(SP)
-
-	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y6, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y2
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y2
-	VBLENDVPS    Y2, Y6, Y8, Y8
-
-	// v37 = ge(v26, v3) [B=16 L=48]
-	VCMPPS  $0x1d, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y7
-
-	// v39 = min(v36, v38) tie=first [B=16 L=48]
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
-
-	// v41 = max(v36, v40) tie=first [B=16 L=48]
-	VMAXPS Y8, Y9, Y8
-
-	// v42 = where(v37, v39, v41) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y7, Y8, Y2
-
-	// v43 = mul(v26, v42) [B=16 L=48]  # gain
-	VMULPS Y2, Y4, Y2
-
-	// v44 = neg(v43) [B=16 L=48]
-	VXORPS lgc27<>+0(SB), Y2, Y2
-
-	// v45 = where(v2, v44, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y2, Y3, Y2
-
-	// sum(v45) over [B L]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
-
-	// v49 = ne(v35, v31) [B=16 L=48]
-	VCMPPS $0x04, Y6, Y5, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v50 = where(v2, v49, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// sum(v50) over [B L]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	MOVQ    p2+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	MOVQ    p10+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
-
-	// v53 = sub(v0, v30) [B=16 L=48]
-	VSUBPS Y5, Y2, Y2
-
-	// v54 = where(v2, v53, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// sum(v54) over [B L]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
-	VMOVUPS 160(SP), Y2
-	MOVQ    p8+64(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
-
-	// v57 = sub(v27, v12) [B=16 L=48]
-	VSUBPS Y5, Y2, Y5
-
-	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc27<>+0(SB), Y7
-	VANDNPS Y5, Y7, Y7
-	VMOVUPS lgc2<>+0(SB), Y8
-
-	// v60 = lt(v58, v11) [B=16 L=48]
-	VCMPPS $0x11, Y8, Y7, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
-
-	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS lgc22<>+0(SB), Y7, Y9
-
-	// v62 = mul(v61, v58) [B=16 L=48]
-	VMULPS Y7, Y9, Y9
-
-	// v63 = sub(v58, v59) [B=16 L=48]
-	VSUBPS lgc22<>+0(SB), Y7, Y7
-
-	// v64 = where(v60, v62, v63) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y9, Y7, Y7
-
-	// v65 = mul(v11, v64) [B=16 L=48]
-	VMULPS lgc2<>+0(SB), Y7, Y7
-
-	// v66 = where(v2, v65, v3) [B=16 L=48]
+	// v32 = where(v2, v31, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
+	VMOVUPS   96(SP), Y8
 
-	// sum(v66) over [B L]
-	VADDPS  1536(BX), Y7, Y7
-	VMOVUPS Y7, 1536(BX)
-	VMOVUPS 128(SP), Y7
+	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	VSUBPS  Y8, Y7, Y8
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y5, 192(SP)
+	VMOVUPS lgc10<>+0(SB), Y4
+
+	// v36 = max(v33, v34) tie=first [B=16 L=48]
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS lgc11<>+0(SB), Y5
+
+	// v37 = min(v36, v35) tie=first [B=16 L=48]  # log_weight_clip
+	VMINPS  Y4, Y5, Y4
+	VMOVUPS Y2, 224(SP)
+	VMOVUPS Y7, 256(SP)
+
+	// v38 = exp(v33) [B=16 L=48]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y8, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
+	VMOVAPS      lgc17<>+0(SB), Y7
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y5
+	VPMINSD      lgc24<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y8, Y8, Y2
+	VBLENDVPS    Y2, Y8, Y7, Y7
+
+	// v39 = ge(v30, v3) [B=16 L=48]
+	VCMPPS  $0x1d, Y3, Y6, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc25<>+0(SB), Y5
+
+	// v41 = min(v38, v40) tie=first [B=16 L=48]
+	VMINPS  Y7, Y5, Y5
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v43 = max(v38, v42) tie=first [B=16 L=48]
+	VMAXPS Y7, Y9, Y7
+
+	// v44 = where(v39, v41, v43) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y2, Y9
+	VBLENDVPS Y9, Y5, Y7, Y2
+
+	// v45 = mul(v30, v44) [B=16 L=48]  # gain
+	VMULPS Y2, Y6, Y2
+
+	// v46 = neg(v45) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y2, Y2
+
+	// v47 = where(v2, v46, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y2, Y3, Y2
+
+	// sum(v47) over [B L]
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
+
+	// v51 = ne(v37, v33) [B=16 L=48]
+	VCMPPS $0x04, Y8, Y4, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
+
+	// v52 = where(v2, v51, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v52) over [B L]
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
+	VMOVUPS 96(SP), Y2
+	VMOVUPS 256(SP), Y4
+
+	// v55 = sub(v4, v32) [B=16 L=48]
+	VSUBPS Y4, Y2, Y2
+
+	// v56 = where(v2, v55, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v56) over [B L]
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
+	VMOVUPS 224(SP), Y2
+
+	// v59 = where(v2, v27, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+	MOVQ      p8+64(FP), DI
+	VMOVUPS   (DI)(SI*4), Y4
+
+	// v60 = where(v2, v12, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y3, Y4
+
+	// v61 = sub(v59, v60) [B=16 L=48]
+	VSUBPS Y4, Y2, Y4
+
+	// v62 = abs(v61) [B=16 L=48]
+	VMOVUPS lgc27<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
+
+	// v64 = lt(v62, v11) [B=16 L=48]
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v65 = mul(v63, v62) [B=16 L=48]
+	VMULPS lgc22<>+0(SB), Y5, Y7
+
+	// v66 = mul(v65, v62) [B=16 L=48]
+	VMULPS Y5, Y7, Y7
+
+	// v67 = sub(v62, v63) [B=16 L=48]
+	VSUBPS lgc22<>+0(SB), Y5, Y5
+
+	// v68 = where(v64, v66, v67) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y5, Y5
+
+	// v69 = mul(v11, v68) [B=16 L=48]
+	VMULPS lgc2<>+0(SB), Y5, Y5
+
+	// v70 = where(v2, v69, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y5, Y3, Y5
+
+	// sum(v70) over [B L]
+	VADDPS  1536(BX), Y5, Y5
+	VMOVUPS Y5, 1536(BX)
+	VMOVUPS 192(SP), Y5
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X7, Y8
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       1664(BX)(DI*8), Y8, Y8
-	VMOVUPD      Y8, 1664(BX)(DI*8)
-	VADDPD       1696(BX)(DI*8), Y7, Y7
-	VMOVUPD      Y7, 1696(BX)(DI*8)
-
-	// v71 = where(v2, v57, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y5, Y3, Y5
-
-	// sum(v71) over [B]
-	VCVTPS2PD    X5, Y7
+	VCVTPS2PD    X5, Y6
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VADDPD       2176(BX)(DI*8), Y7, Y7
-	VMOVUPD      Y7, 2176(BX)(DI*8)
-	VADDPD       2208(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 2208(BX)(DI*8)
+	VADDPD       1664(BX)(DI*8), Y6, Y6
+	VMOVUPD      Y6, 1664(BX)(DI*8)
+	VADDPD       1696(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 1696(BX)(DI*8)
 
-	// v79 = where(v2, v27, v3) [B=16 L=48]
+	// v75 = where(v2, v61, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// sum(v79) over [B]
+	// sum(v75) over [B]
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       2176(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 2176(BX)(DI*8)
+	VADDPD       2208(BX)(DI*8), Y4, Y4
+	VMOVUPD      Y4, 2208(BX)(DI*8)
+
+	// v83 = where(v2, v59, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v83) over [B]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -322,13 +342,12 @@ blocks_2:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v93 = where(v2, v31, v92) [B=16 L=48]
+	// v97 = where(v2, v33, v96) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y6, Y2, Y1
-	VMOVUPS   Y4, 192(SP)
+	VBLENDVPS Y3, Y8, Y2, Y1
 
-	// logsumexp(v93) over [B]
+	// logsumexp(v97) over [B]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -378,7 +397,7 @@ blocks_2:
 	VADDPD       4064(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
-	// v95 = mul(v91, v93) [B=16 L=48]
+	// v99 = mul(v95, v97) [B=16 L=48]
 	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
@@ -395,17 +414,17 @@ blocks_2:
 	// store v10
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// store v24
 	MOVQ    p14+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 192(SP), Y1
+	VMOVUPS 160(SP), Y1
 
 	// store v26
 	MOVQ    p15+120(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 160(SP), Y1
+	VMOVUPS 224(SP), Y1
 
 	// store v27
 	MOVQ         p16+128(FP), BX
@@ -895,42 +914,42 @@ TEXT ·pass1AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v47 = max(v29, v11) []
+	// v49 = max(v29, v11) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v48 = div(v46, v47) []
+	// v50 = div(v48, v49) []
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v52 = div(v51, v47) []
+	// v54 = div(v53, v49) []
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v56 = div(v55, v47) []
+	// v58 = div(v57, v49) []
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         p4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v68 = div(v67, v47) []
+	// v72 = div(v71, v49) []
 	VDIVPS Y0, Y4, Y0
 
-	// store v48
+	// store v50
 	MOVQ   p5+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v52
+	// store v54
 	MOVQ   p6+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v56
+	// store v58
 	MOVQ   p7+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v68
+	// store v72
 	MOVQ   p8+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -948,15 +967,15 @@ blocks_4:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v97 = mul(v91, v94) [L=48]
+	// v101 = mul(v95, v98) [L=48]
 	VMULPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v98 = sub(v97, v96) [L=48]
+	// v102 = sub(v101, v100) [L=48]
 	VSUBPS Y1, Y0, Y0
 
-	// v99 = exp(v98) [L=48]
+	// v103 = exp(v102) [L=48]
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
@@ -989,21 +1008,21 @@ blocks_4:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v100 = gt(v69, v3) [L=48]
+	// v104 = gt(v73, v3) [L=48]
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
-	// v101 = where(v100, v99, v3) [L=48]
+	// v105 = where(v104, v103, v3) [L=48]
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// sum(v101) over [L]
+	// sum(v105) over [L]
 	MOVQ    p3+24(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
-	// sum(v100) over [L]
+	// sum(v104) over [L]
 	VADDPS       5184(DX), Y0, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
@@ -1073,7 +1092,7 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *float64, p7 *float32, p8 int)
+// func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 int)
 // Requires: AVX, AVX2
 TEXT ·pass3AVX2(SB), $0-72
 	MOVQ p0+0(FP), AX
@@ -1095,71 +1114,82 @@ blocks_7:
 	VADDPS Y1, Y0, Y0
 
 	// v27 = detach(v25) [B=16 L=48]  # value_target
-	// v57 = sub(v27, v12) [B=16 L=48]
-	VSUBPS  Y1, Y0, Y1
-	MOVQ    p3+24(FP), DX
-	XORQ    SI, SI
-	ADDQ    CX, SI
-	VMOVUPS (DX)(SI*4), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
+	MOVQ      p3+24(FP), DX
+	VPMOVZXBD (DX)(BX*1), Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v70 = max(v69, v11) [L=48]
-	VMAXPS  Y2, Y3, Y2
-	MOVQ    p4+32(FP), DX
-	VMOVUPS (DX)(SI*4), Y3
-
-	// v73 = div(v72, v70) [L=48]
-	VDIVPS Y2, Y3, Y3
-
-	// v74 = sub(v57, v73) [B=16 L=48]
-	VSUBPS Y3, Y1, Y1
-
-	// v75 = mul(v74, v74) [B=16 L=48]
-	VMULPS    Y1, Y1, Y1
-	MOVQ      p5+40(FP), DX
-	VPMOVZXBD (DX)(BX*1), Y3
-	VCVTDQ2PS Y3, Y3
+	// v59 = where(v2, v27, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v76 = where(v2, v75, v3) [B=16 L=48]
+	// v60 = where(v2, v12, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y1, Y3, Y1
+
+	// v61 = sub(v59, v60) [B=16 L=48]
+	VSUBPS  Y1, Y0, Y1
+	MOVQ    p4+32(FP), DX
+	XORQ    BX, BX
+	ADDQ    CX, BX
+	VMOVUPS (DX)(BX*4), Y4
+	VMOVUPS lgc2<>+0(SB), Y5
+
+	// v74 = max(v73, v11) [L=48]
+	VMAXPS  Y4, Y5, Y4
+	MOVQ    p5+40(FP), DX
+	VMOVUPS (DX)(BX*4), Y5
+
+	// v77 = div(v76, v74) [L=48]
+	VDIVPS Y4, Y5, Y5
+
+	// v78 = sub(v61, v77) [B=16 L=48]
+	VSUBPS Y5, Y1, Y1
+
+	// v79 = mul(v78, v78) [B=16 L=48]
+	VMULPS Y1, Y1, Y1
+
+	// v80 = where(v2, v79, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y1, Y4, Y1
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y1, Y3, Y1
 
-	// sum(v76) over [B]
+	// sum(v80) over [B]
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
 	MOVQ         p6+48(FP), DX
-	VADDPD       5440(DX)(SI*8), Y5, Y5
-	VMOVUPD      Y5, 5440(DX)(SI*8)
-	VADDPD       5472(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5472(DX)(SI*8)
-	MOVQ         p7+56(FP), BX
-	VMOVUPS      (BX)(SI*4), Y1
+	VADDPD       5440(DX)(BX*8), Y5, Y5
+	VMOVUPD      Y5, 5440(DX)(BX*8)
+	VADDPD       5472(DX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 5472(DX)(BX*8)
+	MOVQ         p7+56(FP), SI
+	VMOVUPS      (SI)(BX*4), Y1
 
-	// v81 = div(v80, v70) [L=48]
-	VDIVPS Y2, Y1, Y1
+	// v85 = div(v84, v74) [L=48]
+	VDIVPS Y4, Y1, Y1
 
-	// v82 = sub(v27, v81) [B=16 L=48]
+	// v86 = sub(v59, v85) [B=16 L=48]
 	VSUBPS Y1, Y0, Y0
 
-	// v83 = mul(v82, v82) [B=16 L=48]
+	// v87 = mul(v86, v86) [B=16 L=48]
 	VMULPS Y0, Y0, Y0
 
-	// v84 = where(v2, v83, v3) [B=16 L=48]
+	// v88 = where(v2, v87, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y3, Y1
-	VBLENDVPS Y1, Y0, Y4, Y0
+	VCMPPS    $0x04, Y1, Y2, Y1
+	VBLENDVPS Y1, Y0, Y3, Y0
 
-	// sum(v84) over [B]
+	// sum(v88) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       5952(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5952(DX)(SI*8)
-	VADDPD       5984(DX)(SI*8), Y0, Y0
-	VMOVUPD      Y0, 5984(DX)(SI*8)
+	VADDPD       5952(DX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 5952(DX)(BX*8)
+	VADDPD       5984(DX)(BX*8), Y0, Y0
+	VMOVUPD      Y0, 5984(DX)(BX*8)
 	ADDQ         $+8, CX
 	CMPQ         CX, $+48
 	JL           blocks_7
@@ -1177,19 +1207,19 @@ TEXT ·pass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v104 = max(v103, v11) []
+	// v108 = max(v107, v11) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v105 = div(v102, v104) []
+	// v109 = div(v106, v108) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// v107 = div(v105, v106) []
+	// v111 = div(v109, v110) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v107
+	// store v111
 	MOVQ   p2+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -1217,29 +1247,29 @@ blocks_8:
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v70 = max(v69, v11) [L=48]
+	// v74 = max(v73, v11) [L=48]
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    p1+8(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// v78 = div(v77, v70) [L=48]
+	// v82 = div(v81, v74) [L=48]
 	VDIVPS  Y0, Y2, Y2
 	MOVQ    p2+16(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// v86 = div(v85, v70) [L=48]
+	// v90 = div(v89, v74) [L=48]
 	VDIVPS Y0, Y3, Y0
 
-	// v88 = add(v86, v87) [L=48]
+	// v92 = add(v90, v91) [L=48]
 	VADDPS lgc34<>+0(SB), Y0, Y0
 
-	// v89 = div(v78, v88) [L=48]
+	// v93 = div(v82, v92) [L=48]
 	VDIVPS Y0, Y2, Y0
 
-	// v90 = sub(v11, v89) [L=48]
+	// v94 = sub(v11, v93) [L=48]
 	VSUBPS Y0, Y1, Y0
 
-	// store v90
+	// store v94
 	MOVQ    p3+24(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX
@@ -1260,7 +1290,7 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *bool, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $224-144
+TEXT ·fbPass0AVX2(SB), $288-144
 	MOVQ p0+0(FP), AX
 
 outer0_9:
@@ -1293,280 +1323,300 @@ blocks_10:
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v6 = sub(v4, v5) [B=16 L=48]  # kl
-	VSUBPS Y4, Y2, Y2
+	VSUBPS Y4, Y2, Y5
 
 	// v9 = mul(v8, v6) [B=16 L=48]
-	VMULPS  lgc1<>+0(SB), Y2, Y5
+	VMULPS  lgc1<>+0(SB), Y5, Y6
 	MOVQ    p4+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y6
+	VMOVUPS (BX)(SI*4), Y7
 
 	// v10 = sub(v7, v9) [B=16 L=48]
-	VSUBPS    Y5, Y6, Y5
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VSUBPS    Y6, Y7, Y6
+	VMOVUPS   lgc2<>+0(SB), Y7
 	MOVQ      p5+40(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y7
-	VCVTDQ2PS Y7, Y7
-
-	// v15 = sub(v11, v14) [B=16 L=48]
-	VSUBPS    Y7, Y6, Y7
-	MOVQ      p6+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
+	// v15 = sub(v11, v14) [B=16 L=48]
+	VSUBPS    Y8, Y7, Y8
+	MOVQ      p6+48(FP), BX
+	VPMOVZXBD (BX)(SI*1), Y9
+	VCVTDQ2PS Y9, Y9
+
 	// v17 = sub(v11, v16) [B=16 L=48]
-	VSUBPS Y8, Y6, Y8
+	VSUBPS Y9, Y7, Y9
 
 	// v18 = mul(v11, v15) [B=16 L=48]
-	VMULPS  lgc2<>+0(SB), Y7, Y7
+	VMULPS  lgc2<>+0(SB), Y8, Y8
 	MOVQ    p7+56(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y10
 
 	// v19 = mul(v18, v13) [B=16 L=48]
-	VMULPS Y9, Y7, Y7
+	VMULPS Y10, Y8, Y8
 
 	// v20 = add(v10, v19) [B=16 L=48]
-	VADDPS  Y7, Y5, Y7
+	VADDPS  Y8, Y6, Y8
 	MOVQ    p8+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y9
+	VMOVUPS (BX)(SI*4), Y10
 
 	// v21 = sub(v20, v12) [B=16 L=48]  # delta
-	VSUBPS Y9, Y7, Y7
+	VSUBPS Y10, Y8, Y8
 
 	// v23 = mul(v22, v17) [B=16 L=48]  # discount
-	VMULPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y5, (SP)
-	VMOVUPS Y2, 32(SP)
+	VMULPS  lgc3<>+0(SB), Y9, Y9
+	VMOVUPS Y6, (SP)
+	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y2, 96(SP)
 
 	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
-	VMOVUPS     Y8, Y2
-	VMOVUPS     Y7, Y4
+	VMOVUPS     Y9, Y2
+	VMOVUPS     Y8, Y4
 	VANDPS      lgc4<>+0(SB), Y4, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
 	MOVQ        p9+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
-	VMOVUPS     lgc6<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc6<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0x80, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc7<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc7<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0xc0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
-	VMOVUPS     lgc8<>+0(SB), Y7
-	VPERMPS     Y2, Y7, Y5
-	VPERMPS     Y4, Y7, Y7
+	VMOVUPS     lgc8<>+0(SB), Y6
+	VPERMPS     Y2, Y6, Y5
+	VPERMPS     Y4, Y6, Y6
 	VBLENDPS    $0xf0, lgc2<>+0(SB), Y5, Y5
-	VBLENDPS    $0xf0, lgc0<>+0(SB), Y7, Y7
-	VFMADD231PS Y2, Y7, Y4
+	VBLENDPS    $0xf0, lgc0<>+0(SB), Y6, Y6
+	VFMADD231PS Y2, Y6, Y4
 	VMULPS      Y5, Y2, Y2
 	VFMADD231PS Y2, Y0, Y4
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
 	// v25 = add(v24, v12) [B=16 L=48]  # value_target
-	VADDPS Y9, Y4, Y2
+	VADDPS Y10, Y4, Y2
 
 	// v26 = detach(v24) [B=16 L=48]  # gae
 	// v27 = detach(v25) [B=16 L=48]  # value_target
 	// v28 = where(v2, v11, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y6, Y3, Y5
-	VMOVUPS   Y4, 96(SP)
+	VBLENDVPS Y5, Y7, Y3, Y5
+	VMOVUPS   Y4, 128(SP)
 
 	// sum(v28) over [B L]
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
-	MOVQ    p10+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y6
-	MOVQ    p2+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y7
 
-	// v31 = sub(v30, v0) [B=16 L=48]  # log_weight
-	VSUBPS  Y7, Y6, Y6
-	VMOVUPS Y5, 128(SP)
-	VMOVUPS lgc10<>+0(SB), Y5
+	// v30 = where(v2, v26, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y4, Y3, Y6
+	MOVQ      p10+80(FP), DI
+	VMOVUPS   (DI)(SI*4), Y7
 
-	// v34 = max(v31, v32) tie=first [B=16 L=48]
-	VMAXPS  Y6, Y5, Y5
-	VMOVUPS lgc11<>+0(SB), Y7
-
-	// v35 = min(v34, v33) tie=first [B=16 L=48]  # log_weight_clip
-	VMINPS  Y5, Y7, Y5
-	VMOVUPS Y2, 160(SP)
-
-	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y6, Y2
-	VMINPS       lgc13<>+0(SB), Y2, Y2
-	VMULPS       lgc14<>+0(SB), Y2, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y7, Y2
-	VFNMADD231PS lgc16<>+0(SB), Y7, Y2
-	VMOVAPS      lgc17<>+0(SB), Y8
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y8
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y8
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y2
-	VPMAXSD      lgc23<>+0(SB), Y2, Y7
-	VPMINSD      lgc24<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc24<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y2, Y8, Y8
-	VCMPPS       $0x03, Y6, Y6, Y2
-	VBLENDVPS    Y2, Y6, Y8, Y8
-
-	// v37 = ge(v26, v3) [B=16 L=48]
-	VCMPPS  $0x1d, Y3, Y4, Y2
-	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS lgc25<>+0(SB), Y7
-
-	// v39 = min(v36, v38) tie=first [B=16 L=48]
-	VMINPS  Y8, Y7, Y7
-	VMOVUPS lgc26<>+0(SB), Y9
-
-	// v41 = max(v36, v40) tie=first [B=16 L=48]
-	VMAXPS Y8, Y9, Y8
-
-	// v42 = where(v37, v39, v41) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y2, Y9
-	VBLENDVPS Y9, Y7, Y8, Y2
-
-	// v43 = mul(v26, v42) [B=16 L=48]  # gain
-	VMULPS Y2, Y4, Y2
-
-	// v44 = neg(v43) [B=16 L=48]
-	VXORPS lgc27<>+0(SB), Y2, Y2
-
-	// v45 = where(v2, v44, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y2, Y3, Y2
-
-	// sum(v45) over [B L]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
-
-	// v49 = ne(v35, v31) [B=16 L=48]
-	VCMPPS $0x04, Y6, Y5, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
-
-	// v50 = where(v2, v49, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// sum(v50) over [B L]
-	VADDPS  896(BX), Y2, Y2
-	VMOVUPS Y2, 896(BX)
-	MOVQ    p2+16(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	MOVQ    p10+80(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
-
-	// v53 = sub(v0, v30) [B=16 L=48]
-	VSUBPS Y5, Y2, Y2
-
-	// v54 = where(v2, v53, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
-
-	// sum(v54) over [B L]
-	VADDPS  1216(BX), Y2, Y2
-	VMOVUPS Y2, 1216(BX)
-	VMOVUPS 160(SP), Y2
-	MOVQ    p8+64(FP), DI
-	VMOVUPS (DI)(SI*4), Y5
-
-	// v57 = sub(v27, v12) [B=16 L=48]
-	VSUBPS Y5, Y2, Y5
-
-	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc27<>+0(SB), Y7
-	VANDNPS Y5, Y7, Y7
-	VMOVUPS lgc2<>+0(SB), Y8
-
-	// v60 = lt(v58, v11) [B=16 L=48]
-	VCMPPS $0x11, Y8, Y7, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
-
-	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS lgc22<>+0(SB), Y7, Y9
-
-	// v62 = mul(v61, v58) [B=16 L=48]
-	VMULPS Y7, Y9, Y9
-
-	// v63 = sub(v58, v59) [B=16 L=48]
-	VSUBPS lgc22<>+0(SB), Y7, Y7
-
-	// v64 = where(v60, v62, v63) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y8, Y10
-	VBLENDVPS Y10, Y9, Y7, Y7
-
-	// v65 = mul(v11, v64) [B=16 L=48]
-	VMULPS lgc2<>+0(SB), Y7, Y7
-
-	// v66 = where(v2, v65, v3) [B=16 L=48]
+	// v32 = where(v2, v31, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
+	VMOVUPS   96(SP), Y8
 
-	// sum(v66) over [B L]
-	VADDPS  1536(BX), Y7, Y7
-	VMOVUPS Y7, 1536(BX)
-	VMOVUPS 128(SP), Y7
+	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	VSUBPS  Y8, Y7, Y8
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y5, 192(SP)
+	VMOVUPS lgc10<>+0(SB), Y4
+
+	// v36 = max(v33, v34) tie=first [B=16 L=48]
+	VMAXPS  Y8, Y4, Y4
+	VMOVUPS lgc11<>+0(SB), Y5
+
+	// v37 = min(v36, v35) tie=first [B=16 L=48]  # log_weight_clip
+	VMINPS  Y4, Y5, Y4
+	VMOVUPS Y2, 224(SP)
+	VMOVUPS Y7, 256(SP)
+
+	// v38 = exp(v33) [B=16 L=48]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y8, Y2
+	VMINPS       lgc13<>+0(SB), Y2, Y2
+	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VMOVAPS      Y2, Y2
+	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
+	VMOVAPS      lgc17<>+0(SB), Y7
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y2, Y9
+	VFMADD213PS  Y2, Y9, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y2
+	VPMAXSD      lgc23<>+0(SB), Y2, Y5
+	VPMINSD      lgc24<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y2, Y2
+	VPADDD       lgc24<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y2, Y7, Y7
+	VCMPPS       $0x03, Y8, Y8, Y2
+	VBLENDVPS    Y2, Y8, Y7, Y7
+
+	// v39 = ge(v30, v3) [B=16 L=48]
+	VCMPPS  $0x1d, Y3, Y6, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc25<>+0(SB), Y5
+
+	// v41 = min(v38, v40) tie=first [B=16 L=48]
+	VMINPS  Y7, Y5, Y5
+	VMOVUPS lgc26<>+0(SB), Y9
+
+	// v43 = max(v38, v42) tie=first [B=16 L=48]
+	VMAXPS Y7, Y9, Y7
+
+	// v44 = where(v39, v41, v43) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y2, Y9
+	VBLENDVPS Y9, Y5, Y7, Y2
+
+	// v45 = mul(v30, v44) [B=16 L=48]  # gain
+	VMULPS Y2, Y6, Y2
+
+	// v46 = neg(v45) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y2, Y2
+
+	// v47 = where(v2, v46, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y2, Y3, Y2
+
+	// sum(v47) over [B L]
+	VADDPS  576(BX), Y2, Y2
+	VMOVUPS Y2, 576(BX)
+
+	// v51 = ne(v37, v33) [B=16 L=48]
+	VCMPPS $0x04, Y8, Y4, Y2
+	VANDPS lgc2<>+0(SB), Y2, Y2
+
+	// v52 = where(v2, v51, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v52) over [B L]
+	VADDPS  896(BX), Y2, Y2
+	VMOVUPS Y2, 896(BX)
+	VMOVUPS 96(SP), Y2
+	VMOVUPS 256(SP), Y4
+
+	// v55 = sub(v4, v32) [B=16 L=48]
+	VSUBPS Y4, Y2, Y2
+
+	// v56 = where(v2, v55, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v56) over [B L]
+	VADDPS  1216(BX), Y2, Y2
+	VMOVUPS Y2, 1216(BX)
+	VMOVUPS 224(SP), Y2
+
+	// v59 = where(v2, v27, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+	MOVQ      p8+64(FP), DI
+	VMOVUPS   (DI)(SI*4), Y4
+
+	// v60 = where(v2, v12, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y1, Y5
+	VBLENDVPS Y5, Y4, Y3, Y4
+
+	// v61 = sub(v59, v60) [B=16 L=48]
+	VSUBPS Y4, Y2, Y4
+
+	// v62 = abs(v61) [B=16 L=48]
+	VMOVUPS lgc27<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
+
+	// v64 = lt(v62, v11) [B=16 L=48]
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v65 = mul(v63, v62) [B=16 L=48]
+	VMULPS lgc22<>+0(SB), Y5, Y7
+
+	// v66 = mul(v65, v62) [B=16 L=48]
+	VMULPS Y5, Y7, Y7
+
+	// v67 = sub(v62, v63) [B=16 L=48]
+	VSUBPS lgc22<>+0(SB), Y5, Y5
+
+	// v68 = where(v64, v66, v67) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y5, Y5
+
+	// v69 = mul(v11, v68) [B=16 L=48]
+	VMULPS lgc2<>+0(SB), Y5, Y5
+
+	// v70 = where(v2, v69, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y1, Y6
+	VBLENDVPS Y6, Y5, Y3, Y5
+
+	// sum(v70) over [B L]
+	VADDPS  1536(BX), Y5, Y5
+	VMOVUPS Y5, 1536(BX)
+	VMOVUPS 192(SP), Y5
 
 	// sum(v28) over [B]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VCVTPS2PD    X7, Y8
-	VEXTRACTF128 $0x01, Y7, X7
-	VCVTPS2PD    X7, Y7
-	VADDPD       1664(BX)(DI*8), Y8, Y8
-	VMOVUPD      Y8, 1664(BX)(DI*8)
-	VADDPD       1696(BX)(DI*8), Y7, Y7
-	VMOVUPD      Y7, 1696(BX)(DI*8)
-
-	// v71 = where(v2, v57, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y1, Y7
-	VBLENDVPS Y7, Y5, Y3, Y5
-
-	// sum(v71) over [B]
-	VCVTPS2PD    X5, Y7
+	VCVTPS2PD    X5, Y6
 	VEXTRACTF128 $0x01, Y5, X5
 	VCVTPS2PD    X5, Y5
-	VADDPD       2176(BX)(DI*8), Y7, Y7
-	VMOVUPD      Y7, 2176(BX)(DI*8)
-	VADDPD       2208(BX)(DI*8), Y5, Y5
-	VMOVUPD      Y5, 2208(BX)(DI*8)
+	VADDPD       1664(BX)(DI*8), Y6, Y6
+	VMOVUPD      Y6, 1664(BX)(DI*8)
+	VADDPD       1696(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 1696(BX)(DI*8)
 
-	// v79 = where(v2, v27, v3) [B=16 L=48]
+	// v75 = where(v2, v61, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// sum(v79) over [B]
+	// sum(v75) over [B]
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       2176(BX)(DI*8), Y5, Y5
+	VMOVUPD      Y5, 2176(BX)(DI*8)
+	VADDPD       2208(BX)(DI*8), Y4, Y4
+	VMOVUPD      Y4, 2208(BX)(DI*8)
+
+	// v83 = where(v2, v59, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y2, Y3, Y2
+
+	// sum(v83) over [B]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
@@ -1576,13 +1626,12 @@ blocks_10:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v93 = where(v2, v31, v92) [B=16 L=48]
+	// v97 = where(v2, v33, v96) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y6, Y2, Y1
-	VMOVUPS   Y4, 192(SP)
+	VBLENDVPS Y3, Y8, Y2, Y1
 
-	// logsumexp(v93) over [B]
+	// logsumexp(v97) over [B]
 	VMAXPS       lgc12<>+0(SB), Y1, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
@@ -1632,7 +1681,7 @@ blocks_10:
 	VADDPD       4064(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
-	// v95 = mul(v91, v93) [B=16 L=48]
+	// v99 = mul(v95, v97) [B=16 L=48]
 	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
@@ -1649,17 +1698,17 @@ blocks_10:
 	// store v10
 	MOVQ    p13+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 96(SP), Y1
+	VMOVUPS 128(SP), Y1
 
 	// store v24
 	MOVQ    p14+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 192(SP), Y1
+	VMOVUPS 160(SP), Y1
 
 	// store v26
 	MOVQ    p15+120(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 160(SP), Y1
+	VMOVUPS 224(SP), Y1
 
 	// store v27
 	MOVQ         p16+128(FP), BX
@@ -1819,42 +1868,42 @@ TEXT ·fbPass1AVX2(SB), $0-72
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v47 = max(v29, v11) []
+	// v49 = max(v29, v11) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v48 = div(v46, v47) []
+	// v50 = div(v48, v49) []
 	VDIVPS       Y0, Y1, Y1
 	MOVQ         p2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v52 = div(v51, v47) []
+	// v54 = div(v53, v49) []
 	VDIVPS       Y0, Y2, Y2
 	MOVQ         p3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v56 = div(v55, v47) []
+	// v58 = div(v57, v49) []
 	VDIVPS       Y0, Y3, Y3
 	MOVQ         p4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v68 = div(v67, v47) []
+	// v72 = div(v71, v49) []
 	VDIVPS Y0, Y4, Y0
 
-	// store v48
+	// store v50
 	MOVQ   p5+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v52
+	// store v54
 	MOVQ   p6+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v56
+	// store v58
 	MOVQ   p7+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v68
+	// store v72
 	MOVQ   p8+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -1872,15 +1921,15 @@ blocks_12:
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v97 = mul(v91, v94) [L=48]
+	// v101 = mul(v95, v98) [L=48]
 	VMULPS  lgc31<>+0(SB), Y0, Y0
 	MOVQ    p1+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v98 = sub(v97, v96) [L=48]
+	// v102 = sub(v101, v100) [L=48]
 	VSUBPS Y1, Y0, Y0
 
-	// v99 = exp(v98) [L=48]
+	// v103 = exp(v102) [L=48]
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
@@ -1913,21 +1962,21 @@ blocks_12:
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v100 = gt(v69, v3) [L=48]
+	// v104 = gt(v73, v3) [L=48]
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
-	// v101 = where(v100, v99, v3) [L=48]
+	// v105 = where(v104, v103, v3) [L=48]
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
-	// sum(v101) over [L]
+	// sum(v105) over [L]
 	MOVQ    p3+24(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
-	// sum(v100) over [L]
+	// sum(v104) over [L]
 	VADDPS       5184(DX), Y0, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
@@ -1997,7 +2046,7 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *bool, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 int)
+// func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $192-112
 	MOVQ p0+0(FP), AX
@@ -2006,288 +2055,363 @@ outer0_14:
 	XORQ CX, CX
 
 blocks_15:
-	MOVQ    p1+8(FP), DX
-	XORQ    BX, BX
-	IMUL3Q  $+48, AX, SI
-	ADDQ    SI, BX
-	ADDQ    CX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    p2+16(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	MOVQ      p1+8(FP), DX
+	XORQ      BX, BX
+	IMUL3Q    $+48, AX, SI
+	ADDQ      SI, BX
+	ADDQ      CX, BX
+	VPMOVZXBD (DX)(BX*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      p2+16(FP), DX
+	VMOVUPS   (DX)(BX*4), Y1
+	VMOVUPS   lgc0<>+0(SB), Y2
+
+	// v4 = where(v2, v0, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	MOVQ      p3+24(FP), DX
+	VMOVUPS   (DX)(BX*4), Y3
+	MOVQ      p4+32(FP), DX
+	VMOVUPS   (DX)(BX*4), Y4
 
 	// v25 = add(v24, v12) [B=16 L=48]  # value_target
-	VADDPS Y1, Y0, Y2
+	VADDPS Y4, Y3, Y5
 
 	// v26 = detach(v24) [B=16 L=48]  # gae
 	// v27 = detach(v25) [B=16 L=48]  # value_target
-	MOVQ    p3+24(FP), DX
-	VMOVUPS (DX)(BX*4), Y3
-	MOVQ    p4+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y4
+	// v30 = where(v2, v26, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y3, Y2, Y3
+	MOVQ      p5+40(FP), DX
+	VMOVUPS   (DX)(BX*4), Y6
 
-	// v31 = sub(v30, v0) [B=16 L=48]  # log_weight
-	VSUBPS Y4, Y3, Y3
+	// v32 = where(v2, v31, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y0, Y7
+	VBLENDVPS Y7, Y6, Y2, Y6
 
-	// v36 = exp(v31) [B=16 L=48]  # ratio
-	VMAXPS       lgc12<>+0(SB), Y3, Y4
-	VMINPS       lgc13<>+0(SB), Y4, Y4
-	VMULPS       lgc14<>+0(SB), Y4, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc16<>+0(SB), Y5, Y4
-	VMOVAPS      lgc17<>+0(SB), Y6
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc19<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc20<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc21<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc22<>+0(SB), Y4, Y6
-	VMULPS       Y4, Y4, Y7
-	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc2<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc23<>+0(SB), Y4, Y5
-	VPMINSD      lgc24<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc24<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc24<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y4
-	VBLENDVPS    Y4, Y3, Y6, Y6
-	VMOVUPS      lgc0<>+0(SB), Y3
+	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	VSUBPS Y1, Y6, Y1
 
-	// v37 = ge(v26, v3) [B=16 L=48]
-	VCMPPS       $0x1d, Y3, Y0, Y4
-	VANDPS       lgc2<>+0(SB), Y4, Y4
-	MOVQ         p5+40(FP), DX
+	// v38 = exp(v33) [B=16 L=48]  # ratio
+	VMAXPS       lgc12<>+0(SB), Y1, Y6
+	VMINPS       lgc13<>+0(SB), Y6, Y6
+	VMULPS       lgc14<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VMOVAPS      Y6, Y6
+	VFNMADD231PS lgc15<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc16<>+0(SB), Y7, Y6
+	VMOVAPS      lgc17<>+0(SB), Y8
+	VFMADD213PS  lgc18<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc19<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc20<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc21<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc23<>+0(SB), Y6, Y7
+	VPMINSD      lgc24<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc24<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc24<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y1, Y1, Y6
+	VBLENDVPS    Y6, Y1, Y8, Y8
+
+	// v39 = ge(v30, v3) [B=16 L=48]
+	VCMPPS       $0x1d, Y2, Y3, Y1
+	VANDPS       lgc2<>+0(SB), Y1, Y1
+	MOVQ         p6+48(FP), DX
 	XORQ         SI, SI
-	VBROADCASTSS (DX)(SI*4), Y5
+	VBROADCASTSS (DX)(SI*4), Y6
 	VMOVUPS      lgc2<>+0(SB), Y7
 
-	// v47 = max(v29, v11) []
-	VMAXPS Y5, Y7, Y5
+	// v49 = max(v29, v11) []
+	VMAXPS Y6, Y7, Y6
 
-	// v57 = sub(v27, v12) [B=16 L=48]
-	VSUBPS Y1, Y2, Y1
+	// v59 = where(v2, v27, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y0, Y9
+	VBLENDVPS Y9, Y5, Y2, Y5
 
-	// v58 = abs(v57) [B=16 L=48]
-	VMOVUPS lgc27<>+0(SB), Y8
-	VANDNPS Y1, Y8, Y8
+	// v60 = where(v2, v12, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y0, Y9
+	VBLENDVPS Y9, Y4, Y2, Y4
 
-	// v60 = lt(v58, v11) [B=16 L=48]
-	VCMPPS $0x11, Y7, Y8, Y9
-	VANDPS lgc2<>+0(SB), Y9, Y9
+	// v61 = sub(v59, v60) [B=16 L=48]
+	VSUBPS Y4, Y5, Y4
 
-	// v61 = mul(v59, v58) [B=16 L=48]
-	VMULPS  lgc22<>+0(SB), Y8, Y10
-	VMOVUPS Y6, (SP)
-	VMOVUPS Y4, 32(SP)
-	MOVQ    p6+48(FP), DX
+	// v62 = abs(v61) [B=16 L=48]
+	VMOVUPS lgc27<>+0(SB), Y9
+	VANDNPS Y4, Y9, Y9
+
+	// v64 = lt(v62, v11) [B=16 L=48]
+	VCMPPS $0x11, Y7, Y9, Y10
+	VANDPS lgc2<>+0(SB), Y10, Y10
+
+	// v65 = mul(v63, v62) [B=16 L=48]
+	VMULPS  lgc22<>+0(SB), Y9, Y11
+	VMOVUPS Y8, (SP)
+	VMOVUPS Y1, 32(SP)
+	VMOVUPS Y3, 64(SP)
+	MOVQ    p7+56(FP), DX
 	XORQ    SI, SI
 	ADDQ    CX, SI
-	VMOVUPS (DX)(SI*4), Y4
+	VMOVUPS (DX)(SI*4), Y1
 
-	// v70 = max(v69, v11) [L=48]
-	VMAXPS  Y4, Y7, Y4
-	MOVQ    p7+56(FP), DX
-	VMOVUPS (DX)(SI*4), Y6
+	// v74 = max(v73, v11) [L=48]
+	VMAXPS  Y1, Y7, Y1
+	MOVQ    p8+64(FP), DX
+	VMOVUPS (DX)(SI*4), Y3
 
-	// v73 = div(v72, v70) [L=48]
-	VDIVPS Y4, Y6, Y6
+	// v77 = div(v76, v74) [L=48]
+	VDIVPS Y1, Y3, Y3
 
-	// v74 = sub(v57, v73) [B=16 L=48]
-	VSUBPS Y6, Y1, Y6
+	// v78 = sub(v61, v77) [B=16 L=48]
+	VSUBPS Y3, Y4, Y3
 
-	// v75 = mul(v74, v74) [B=16 L=48]
-	VMULPS    Y6, Y6, Y6
-	VMOVUPS   Y0, 64(SP)
-	MOVQ      p8+64(FP), DX
-	VPMOVZXBD (DX)(BX*1), Y0
-	VCVTDQ2PS Y0, Y0
+	// v79 = mul(v78, v78) [B=16 L=48]
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS Y4, 96(SP)
 
-	// v76 = where(v2, v75, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y11
-	VCMPPS    $0x04, Y11, Y0, Y11
-	VBLENDVPS Y11, Y6, Y3, Y6
-	VMOVUPS   Y1, 96(SP)
-	VMOVUPS   Y10, 128(SP)
-	VMOVUPS   Y8, 160(SP)
+	// v80 = where(v2, v79, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+	VMOVUPS   Y11, 128(SP)
+	VMOVUPS   Y9, 160(SP)
 
-	// sum(v76) over [B]
-	VCVTPS2PD    X6, Y1
-	VEXTRACTF128 $0x01, Y6, X6
-	VCVTPS2PD    X6, Y6
+	// sum(v80) over [B]
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
 	MOVQ         p9+72(FP), DX
-	VADDPD       5440(DX)(SI*8), Y1, Y1
-	VMOVUPD      Y1, 5440(DX)(SI*8)
-	VADDPD       5472(DX)(SI*8), Y6, Y1
-	VMOVUPD      Y1, 5472(DX)(SI*8)
+	VADDPD       5440(DX)(SI*8), Y4, Y4
+	VMOVUPD      Y4, 5440(DX)(SI*8)
+	VADDPD       5472(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 5472(DX)(SI*8)
 	MOVQ         p10+80(FP), DI
-	VMOVUPS      (DI)(SI*4), Y1
+	VMOVUPS      (DI)(SI*4), Y3
 
-	// v81 = div(v80, v70) [L=48]
-	VDIVPS Y4, Y1, Y1
+	// v85 = div(v84, v74) [L=48]
+	VDIVPS Y1, Y3, Y1
 
-	// v82 = sub(v27, v81) [B=16 L=48]
-	VSUBPS Y1, Y2, Y1
+	// v86 = sub(v59, v85) [B=16 L=48]
+	VSUBPS Y1, Y5, Y1
 
-	// v83 = mul(v82, v82) [B=16 L=48]
+	// v87 = mul(v86, v86) [B=16 L=48]
 	VMULPS Y1, Y1, Y1
 
-	// v84 = where(v2, v83, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y1, Y3, Y1
+	// v88 = where(v2, v87, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// sum(v84) over [B]
-	VCVTPS2PD    X1, Y2
+	// sum(v88) over [B]
+	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       5952(DX)(SI*8), Y2, Y2
-	VMOVUPD      Y2, 5952(DX)(SI*8)
+	VADDPD       5952(DX)(SI*8), Y3, Y3
+	VMOVUPD      Y3, 5952(DX)(SI*8)
 	VADDPD       5984(DX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5984(DX)(SI*8)
 
-	// v108 = div(v11, v47) []
-	VDIVPS Y5, Y7, Y1
+	// v112 = div(v11, v49) []
+	VDIVPS Y6, Y7, Y1
 
-	// v110 = where(v2, v108, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y0, Y2
-	VBLENDVPS Y2, Y1, Y3, Y0
+	// v114 = where(v2, v112, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v111 = mul(v110, v11) [B=16 L=48]
-	VMULPS lgc2<>+0(SB), Y0, Y1
+	// v115 = mul(v114, v11) [B=16 L=48]
+	VMULPS lgc2<>+0(SB), Y1, Y3
 
-	// v112 = where(v60, v111, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y9, Y2
-	VBLENDVPS Y2, Y1, Y3, Y2
-
-	// v113 = where(v60, v3, v111) [B=16 L=48]
+	// v116 = where(v64, v115, v3) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y9, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
-	VMOVUPS   160(SP), Y4
+	VCMPPS    $0x04, Y4, Y10, Y4
+	VBLENDVPS Y4, Y3, Y2, Y4
 
-	// v114 = mul(v112, v58) [B=16 L=48]
-	VMULPS  Y4, Y2, Y4
-	VMOVUPS 128(SP), Y5
+	// v117 = where(v64, v3, v115) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y10, Y5
+	VBLENDVPS Y5, Y2, Y3, Y3
 
-	// v115 = mul(v112, v61) [B=16 L=48]
-	VMULPS Y5, Y2, Y2
+	// v118 = ne(v116, v3) [B=16 L=48]
+	VCMPPS  $0x04, Y2, Y4, Y5
+	VANDPS  lgc2<>+0(SB), Y5, Y5
+	VMOVUPS 160(SP), Y6
 
-	// v116 = add(v113, v115) [B=16 L=48]
-	VADDPS Y2, Y1, Y1
+	// v119 = mul(v116, v62) [B=16 L=48]
+	VMULPS Y6, Y4, Y6
 
-	// v117 = mul(v114, v59) [B=16 L=48]
-	VMULPS lgc22<>+0(SB), Y4, Y2
-
-	// v118 = add(v116, v117) [B=16 L=48]
-	VADDPS  Y2, Y1, Y1
-	VMOVUPS 96(SP), Y2
-
-	// v119 = gt(v57, v3) [B=16 L=48]
-	VCMPPS $0x1e, Y3, Y2, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
-
-	// v120 = lt(v57, v3) [B=16 L=48]
-	VCMPPS $0x11, Y3, Y2, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
-
-	// v121 = mul(v57, v3) [B=16 L=48]
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc35<>+0(SB), Y6
-
-	// v122 = where(v120, v109, v121) [B=16 L=48]
+	// v120 = where(v118, v119, v116) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y2, Y2
+	VBLENDVPS Y8, Y6, Y4, Y6
+	VMOVUPS   128(SP), Y8
 
-	// v123 = where(v119, v11, v122) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y7, Y2, Y2
+	// v121 = mul(v116, v65) [B=16 L=48]
+	VMULPS Y8, Y4, Y8
 
-	// v124 = mul(v118, v123) [B=16 L=48]
-	VMULPS Y2, Y1, Y1
+	// v122 = where(v118, v121, v116) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v125 = neg(v124) [B=16 L=48]
-	VXORPS lgc27<>+0(SB), Y1, Y1
+	// v123 = add(v117, v122) [B=16 L=48]
+	VADDPS Y4, Y3, Y3
 
-	// v126 = neg(v110) [B=16 L=48]
-	VXORPS  lgc27<>+0(SB), Y0, Y0
-	VMOVUPS 64(SP), Y2
+	// v124 = mul(v120, v63) [B=16 L=48]
+	VMULPS lgc22<>+0(SB), Y6, Y4
 
-	// v127 = mul(v126, v26) [B=16 L=48]
-	VMULPS  Y2, Y0, Y0
-	VMOVUPS 32(SP), Y2
+	// v125 = add(v123, v124) [B=16 L=48]
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS 96(SP), Y4
 
-	// v128 = where(v37, v127, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y3, Y4
-
-	// v129 = where(v37, v3, v127) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y0
-	VMOVUPS   (SP), Y2
-	VMOVUPS   lgc26<>+0(SB), Y5
-
-	// v130 = ge(v36, v40) [B=16 L=48]
-	VCMPPS $0x1d, Y5, Y2, Y5
+	// v126 = gt(v61, v3) [B=16 L=48]
+	VCMPPS $0x1e, Y2, Y4, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v131 = ne(v36, v36) [B=16 L=48]
-	VCMPPS $0x04, Y2, Y2, Y6
+	// v127 = lt(v61, v3) [B=16 L=48]
+	VCMPPS $0x11, Y2, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v132 = max(v130, v131) [B=16 L=48]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y6, Y8
-	VMINPS Y5, Y8, Y7
-	VMINPS Y8, Y5, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	// v128 = mul(v61, v3) [B=16 L=48]
+	VMULPS  lgc0<>+0(SB), Y4, Y4
+	VMOVUPS lgc35<>+0(SB), Y8
 
-	// v133 = where(v132, v129, v3) [B=16 L=48]
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y0, Y3, Y0
-	VMOVUPS   lgc25<>+0(SB), Y5
+	// v129 = where(v127, v113, v128) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v134 = le(v36, v38) [B=16 L=48]
-	VCMPPS $0x12, Y5, Y2, Y5
+	// v130 = where(v126, v11, v129) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y7, Y4, Y4
+
+	// v131 = ne(v125, v3) [B=16 L=48]
+	VCMPPS $0x04, Y2, Y3, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v135 = max(v134, v131) [B=16 L=48]
-	VXORPS lgc27<>+0(SB), Y5, Y5
-	VXORPS lgc27<>+0(SB), Y6, Y6
-	VMINPS Y5, Y6, Y7
-	VMINPS Y6, Y5, Y5
-	VORPS  Y7, Y5, Y5
-	VXORPS lgc27<>+0(SB), Y5, Y5
+	// v132 = mul(v125, v130) [B=16 L=48]
+	VMULPS Y4, Y3, Y4
 
-	// v136 = where(v135, v128, v3) [B=16 L=48]
+	// v133 = where(v131, v132, v125) [B=16 L=48]
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y3
 
-	// v137 = add(v133, v136) [B=16 L=48]
-	VADDPS Y3, Y0, Y0
+	// v134 = neg(v133) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v138 = mul(v137, v36) [B=16 L=48]
-	VMULPS Y2, Y0, Y0
+	// v135 = where(v2, v134, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// store v125
+	// v136 = neg(v114) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y1, Y1
+
+	// v137 = ne(v136, v3) [B=16 L=48]
+	VCMPPS  $0x04, Y2, Y1, Y4
+	VANDPS  lgc2<>+0(SB), Y4, Y4
+	VMOVUPS 64(SP), Y5
+
+	// v138 = mul(v136, v30) [B=16 L=48]
+	VMULPS Y5, Y1, Y5
+
+	// v139 = where(v137, v138, v136) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y1, Y1
+	VMOVUPS   32(SP), Y4
+
+	// v140 = where(v39, v139, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y1, Y2, Y5
+
+	// v141 = where(v39, v3, v139) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y2, Y1, Y1
+	VMOVUPS   (SP), Y4
+	VMOVUPS   lgc26<>+0(SB), Y6
+
+	// v142 = ge(v38, v42) [B=16 L=48]
+	VCMPPS $0x1d, Y6, Y4, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v143 = ne(v38, v38) [B=16 L=48]
+	VCMPPS $0x04, Y4, Y4, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
+
+	// v144 = max(v142, v143) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS lgc27<>+0(SB), Y7, Y9
+	VMINPS Y6, Y9, Y8
+	VMINPS Y9, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc27<>+0(SB), Y6, Y6
+
+	// v145 = where(v144, v141, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y1, Y2, Y1
+	VMOVUPS   lgc25<>+0(SB), Y6
+
+	// v146 = le(v38, v40) [B=16 L=48]
+	VCMPPS $0x12, Y6, Y4, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
+
+	// v147 = max(v146, v143) [B=16 L=48]
+	VXORPS lgc27<>+0(SB), Y6, Y6
+	VXORPS lgc27<>+0(SB), Y7, Y7
+	VMINPS Y6, Y7, Y8
+	VMINPS Y7, Y6, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc27<>+0(SB), Y6, Y6
+
+	// v148 = where(v147, v140, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y2, Y5
+
+	// v149 = add(v145, v148) [B=16 L=48]
+	VADDPS Y5, Y1, Y1
+
+	// v150 = ne(v149, v3) [B=16 L=48]
+	VCMPPS $0x04, Y2, Y1, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
+
+	// v151 = mul(v149, v38) [B=16 L=48]
+	VMULPS Y4, Y1, Y4
+
+	// v152 = where(v150, v151, v149) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y1, Y1
+
+	// v153 = where(v2, v152, v3) [B=16 L=48]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y1, Y2, Y0
+
+	// store v135
 	MOVQ    p11+88(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS Y3, (DX)(BX*4)
 
-	// store v138
+	// store v153
 	MOVQ    p12+96(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
@@ -2317,19 +2441,19 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v104 = max(v103, v11) []
+	// v108 = max(v107, v11) []
 	VMAXPS       Y0, Y1, Y0
 	MOVQ         p1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v105 = div(v102, v104) []
+	// v109 = div(v106, v108) []
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// v107 = div(v105, v106) []
+	// v111 = div(v109, v110) []
 	VDIVPS Y1, Y0, Y0
 
-	// store v107
+	// store v111
 	MOVQ   p2+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
@@ -2347,29 +2471,29 @@ blocks_16:
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v70 = max(v69, v11) [L=48]
+	// v74 = max(v73, v11) [L=48]
 	VMAXPS  Y0, Y1, Y0
 	MOVQ    p1+8(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// v78 = div(v77, v70) [L=48]
+	// v82 = div(v81, v74) [L=48]
 	VDIVPS  Y0, Y2, Y2
 	MOVQ    p2+16(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// v86 = div(v85, v70) [L=48]
+	// v90 = div(v89, v74) [L=48]
 	VDIVPS Y0, Y3, Y0
 
-	// v88 = add(v86, v87) [L=48]
+	// v92 = add(v90, v91) [L=48]
 	VADDPS lgc34<>+0(SB), Y0, Y0
 
-	// v89 = div(v78, v88) [L=48]
+	// v93 = div(v82, v92) [L=48]
 	VDIVPS Y0, Y2, Y0
 
-	// v90 = sub(v11, v89) [L=48]
+	// v94 = sub(v11, v93) [L=48]
 	VSUBPS Y0, Y1, Y0
 
-	// store v90
+	// store v94
 	MOVQ    p3+24(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX

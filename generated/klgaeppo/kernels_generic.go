@@ -11,54 +11,54 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
-	s1    float32             // v46 = sum(v45) over B,L []
-	s2    float32             // v51 = sum(v50) over B,L []
-	s3    float32             // v55 = sum(v54) over B,L []
-	s4    float32             // v67 = sum(v66) over B,L []
-	s5    []float32           // v69 = sum(v28) over B [L=48]
-	s6    []float32           // v72 = sum(v71) over B [L=48]
-	s7    []float32           // v77 = sum(v76) over B [L=48]
-	s8    []float32           // v80 = sum(v79) over B [L=48]
-	s9    []float32           // v85 = sum(v84) over B [L=48]
-	s10   []float32           // v94 = logsumexp(v93) over B [L=48]
-	s11   []float32           // v96 = logsumexp(v95) over B [L=48]
-	s12   float32             // v102 = sum(v101) over L []
-	s13   float32             // v103 = sum(v100) over L []
-	acc69 []float64           // accumulators of v69
-	acc72 []float64           // accumulators of v72
-	acc80 []float64           // accumulators of v80
-	acc94 []runtime.LogSumExp // accumulators of v94
-	acc96 []runtime.LogSumExp // accumulators of v96
-	acc77 []float64           // accumulators of v77
-	acc85 []float64           // accumulators of v85
+	s0     []float32           // v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
+	s1     float32             // v48 = sum(v47) over B,L []
+	s2     float32             // v53 = sum(v52) over B,L []
+	s3     float32             // v57 = sum(v56) over B,L []
+	s4     float32             // v71 = sum(v70) over B,L []
+	s5     []float32           // v73 = sum(v28) over B [L=48]
+	s6     []float32           // v76 = sum(v75) over B [L=48]
+	s7     []float32           // v81 = sum(v80) over B [L=48]
+	s8     []float32           // v84 = sum(v83) over B [L=48]
+	s9     []float32           // v89 = sum(v88) over B [L=48]
+	s10    []float32           // v98 = logsumexp(v97) over B [L=48]
+	s11    []float32           // v100 = logsumexp(v99) over B [L=48]
+	s12    float32             // v106 = sum(v105) over L []
+	s13    float32             // v107 = sum(v104) over L []
+	acc73  []float64           // accumulators of v73
+	acc76  []float64           // accumulators of v76
+	acc84  []float64           // accumulators of v84
+	acc98  []runtime.LogSumExp // accumulators of v98
+	acc100 []runtime.LogSumExp // accumulators of v100
+	acc81  []float64           // accumulators of v81
+	acc89  []float64           // accumulators of v89
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc69: make([]float64, 48), acc72: make([]float64, 48), acc80: make([]float64, 48), acc94: make([]runtime.LogSumExp, 48), acc96: make([]runtime.LogSumExp, 48), acc77: make([]float64, 48), acc85: make([]float64, 48)}
+	return &scratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), acc98: make([]runtime.LogSumExp, 48), acc100: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc89: make([]float64, 48)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along L over [B=16 L=48].
 func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc29 := 0.0
-	acc46 := 0.0
-	acc51 := 0.0
-	acc55 := 0.0
-	acc67 := 0.0
-	for k := range s.acc69 {
-		s.acc69[k] = 0.0
+	acc48 := 0.0
+	acc53 := 0.0
+	acc57 := 0.0
+	acc71 := 0.0
+	for k := range s.acc73 {
+		s.acc73[k] = 0.0
 	}
-	for k := range s.acc72 {
-		s.acc72[k] = 0.0
+	for k := range s.acc76 {
+		s.acc76[k] = 0.0
 	}
-	for k := range s.acc80 {
-		s.acc80[k] = 0.0
+	for k := range s.acc84 {
+		s.acc84[k] = 0.0
 	}
-	for k := range s.acc94 {
-		s.acc94[k] = runtime.NewLogSumExp()
+	for k := range s.acc98 {
+		s.acc98[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc96 {
-		s.acc96[k] = runtime.NewLogSumExp()
+	for k := range s.acc100 {
+		s.acc100[k] = runtime.NewLogSumExp()
 	}
 	for iB := 0; iB < 16; iB++ {
 		carry24 := float32(0)
@@ -100,72 +100,76 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			out.ValueTarget[iB*48+iL] = v27
 			v28 := sel(v2, v11, v3)
 			acc29 += float64(v28)
-			v30 := in.LogProb[iB*48+iL]
-			v31 := v30 - v0
-			v32 := float32(-0.22314355)
-			v33 := float32(0.18232156)
-			v34 := max(v31, v32)
-			v35 := min(v34, v33)
-			v36 := float32(math.Exp(float64(v31)))
-			v37 := b2f(v26 >= v3)
-			v38 := float32(1.2)
-			v39 := min(v36, v38)
-			v40 := float32(0.8)
-			v41 := max(v36, v40)
-			v42 := sel(v37, v39, v41)
-			v43 := float32(v26 * v42)
-			v44 := -v43
-			v45 := sel(v2, v44, v3)
-			acc46 += float64(v45)
-			v49 := b2f(v35 != v31)
-			v50 := sel(v2, v49, v3)
-			acc51 += float64(v50)
-			v53 := v0 - v30
-			v54 := sel(v2, v53, v3)
-			acc55 += float64(v54)
-			v57 := v27 - v12
-			v58 := float32(math.Abs(float64(v57)))
-			v59 := float32(0.5)
-			v60 := b2f(v58 < v11)
-			v61 := float32(v59 * v58)
-			v62 := float32(v61 * v58)
-			v63 := v58 - v59
-			v64 := sel(v60, v62, v63)
-			v65 := float32(v11 * v64)
-			v66 := sel(v2, v65, v3)
-			acc67 += float64(v66)
-			s.acc69[iL] += float64(v28)
-			v71 := sel(v2, v57, v3)
-			s.acc72[iL] += float64(v71)
-			v79 := sel(v2, v27, v3)
-			s.acc80[iL] += float64(v79)
-			v91 := float32(2)
-			v92 := float32(math.Inf(-1))
-			v93 := sel(v2, v31, v92)
-			s.acc94[iL].Add(float64(v93))
-			v95 := float32(v91 * v93)
-			s.acc96[iL].Add(float64(v95))
+			v30 := sel(v2, v26, v3)
+			v31 := in.LogProb[iB*48+iL]
+			v32 := sel(v2, v31, v3)
+			v33 := v32 - v4
+			v34 := float32(-0.22314355)
+			v35 := float32(0.18232156)
+			v36 := max(v33, v34)
+			v37 := min(v36, v35)
+			v38 := float32(math.Exp(float64(v33)))
+			v39 := b2f(v30 >= v3)
+			v40 := float32(1.2)
+			v41 := min(v38, v40)
+			v42 := float32(0.8)
+			v43 := max(v38, v42)
+			v44 := sel(v39, v41, v43)
+			v45 := float32(v30 * v44)
+			v46 := -v45
+			v47 := sel(v2, v46, v3)
+			acc48 += float64(v47)
+			v51 := b2f(v37 != v33)
+			v52 := sel(v2, v51, v3)
+			acc53 += float64(v52)
+			v55 := v4 - v32
+			v56 := sel(v2, v55, v3)
+			acc57 += float64(v56)
+			v59 := sel(v2, v27, v3)
+			v60 := sel(v2, v12, v3)
+			v61 := v59 - v60
+			v62 := float32(math.Abs(float64(v61)))
+			v63 := float32(0.5)
+			v64 := b2f(v62 < v11)
+			v65 := float32(v63 * v62)
+			v66 := float32(v65 * v62)
+			v67 := v62 - v63
+			v68 := sel(v64, v66, v67)
+			v69 := float32(v11 * v68)
+			v70 := sel(v2, v69, v3)
+			acc71 += float64(v70)
+			s.acc73[iL] += float64(v28)
+			v75 := sel(v2, v61, v3)
+			s.acc76[iL] += float64(v75)
+			v83 := sel(v2, v59, v3)
+			s.acc84[iL] += float64(v83)
+			v95 := float32(2)
+			v96 := float32(math.Inf(-1))
+			v97 := sel(v2, v33, v96)
+			s.acc98[iL].Add(float64(v97))
+			v99 := float32(v95 * v97)
+			s.acc100[iL].Add(float64(v99))
 		}
 	}
 	out.NumValid = float32(acc29)
-	s.s1 = float32(acc46)
-	s.s2 = float32(acc51)
-	s.s3 = float32(acc55)
-	s.s4 = float32(acc67)
-	for k := range s.acc69 {
-		s.s5[k] = float32(s.acc69[k])
+	s.s1 = float32(acc48)
+	s.s2 = float32(acc53)
+	s.s3 = float32(acc57)
+	s.s4 = float32(acc71)
+	for k := range s.acc73 {
+		s.s5[k] = float32(s.acc73[k])
 	}
-	for k := range s.acc72 {
-		s.s6[k] = float32(s.acc72[k])
+	for k := range s.acc76 {
+		s.s6[k] = float32(s.acc76[k])
 	}
-	for k := range s.acc80 {
-		s.s8[k] = float32(s.acc80[k])
+	for k := range s.acc84 {
+		s.s8[k] = float32(s.acc84[k])
 	}
-	for k := range s.acc94 {
-		s.s10[k] = float32(s.acc94[k].Result())
+	for k := range s.acc98 {
+		s.s10[k] = float32(s.acc98[k].Result())
 	}
-	for k := range s.acc96 {
-		s.s11[k] = float32(s.acc96[k].Result())
+	for k := range s.acc100 {
+		s.s11[k] = float32(s.acc100[k].Result())
 	}
 }
 
@@ -173,50 +177,50 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	v11 := float32(1)
 	v29 := out.NumValid
-	v46 := s.s1
-	v47 := max(v29, v11)
-	v48 := v46 / v47
-	out.LossObjective = v48
-	v51 := s.s2
-	v52 := v51 / v47
-	out.ClipFraction = v52
-	v55 := s.s3
-	v56 := v55 / v47
-	out.KLApprox = v56
-	v67 := s.s4
-	v68 := v67 / v47
-	out.LossCritic = v68
+	v48 := s.s1
+	v49 := max(v29, v11)
+	v50 := v48 / v49
+	out.LossObjective = v50
+	v53 := s.s2
+	v54 := v53 / v49
+	out.ClipFraction = v54
+	v57 := s.s3
+	v58 := v57 / v49
+	out.KLApprox = v58
+	v71 := s.s4
+	v72 := v71 / v49
+	out.LossCritic = v72
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=48].
 func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc102 := 0.0
-	acc103 := 0.0
+	acc106 := 0.0
+	acc107 := 0.0
 	for iL := 0; iL < 48; iL++ {
 		v3 := float32(0)
-		v69 := s.s5[iL]
-		v91 := float32(2)
-		v94 := s.s10[iL]
-		v96 := s.s11[iL]
-		v97 := float32(v91 * v94)
-		v98 := v97 - v96
-		v99 := float32(math.Exp(float64(v98)))
-		v100 := b2f(v69 > v3)
-		v101 := sel(v100, v99, v3)
-		acc102 += float64(v101)
-		acc103 += float64(v100)
+		v73 := s.s5[iL]
+		v95 := float32(2)
+		v98 := s.s10[iL]
+		v100 := s.s11[iL]
+		v101 := float32(v95 * v98)
+		v102 := v101 - v100
+		v103 := float32(math.Exp(float64(v102)))
+		v104 := b2f(v73 > v3)
+		v105 := sel(v104, v103, v3)
+		acc106 += float64(v105)
+		acc107 += float64(v104)
 	}
-	s.s12 = float32(acc102)
-	s.s13 = float32(acc103)
+	s.s12 = float32(acc106)
+	s.s13 = float32(acc107)
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [B=16 L=48].
 func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	for k := range s.acc77 {
-		s.acc77[k] = 0.0
+	for k := range s.acc81 {
+		s.acc81[k] = 0.0
 	}
-	for k := range s.acc85 {
-		s.acc85[k] = 0.0
+	for k := range s.acc89 {
+		s.acc89[k] = 0.0
 	}
 	for iB := 0; iB < 16; iB++ {
 		for iL := 0; iL < 48; iL++ {
@@ -227,112 +231,114 @@ func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			v24 := s.s0[iB*48+iL]
 			v25 := v24 + v12
 			v27 := v25
-			v57 := v27 - v12
-			v69 := s.s5[iL]
-			v70 := max(v69, v11)
-			v72 := s.s6[iL]
-			v73 := v72 / v70
-			v74 := v57 - v73
-			v75 := float32(v74 * v74)
-			v76 := sel(v2, v75, v3)
-			s.acc77[iL] += float64(v76)
-			v80 := s.s8[iL]
-			v81 := v80 / v70
-			v82 := v27 - v81
-			v83 := float32(v82 * v82)
-			v84 := sel(v2, v83, v3)
-			s.acc85[iL] += float64(v84)
+			v59 := sel(v2, v27, v3)
+			v60 := sel(v2, v12, v3)
+			v61 := v59 - v60
+			v73 := s.s5[iL]
+			v74 := max(v73, v11)
+			v76 := s.s6[iL]
+			v77 := v76 / v74
+			v78 := v61 - v77
+			v79 := float32(v78 * v78)
+			v80 := sel(v2, v79, v3)
+			s.acc81[iL] += float64(v80)
+			v84 := s.s8[iL]
+			v85 := v84 / v74
+			v86 := v59 - v85
+			v87 := float32(v86 * v86)
+			v88 := sel(v2, v87, v3)
+			s.acc89[iL] += float64(v88)
 		}
 	}
-	for k := range s.acc77 {
-		s.s7[k] = float32(s.acc77[k])
+	for k := range s.acc81 {
+		s.s7[k] = float32(s.acc81[k])
 	}
-	for k := range s.acc85 {
-		s.s9[k] = float32(s.acc85[k])
+	for k := range s.acc89 {
+		s.s9[k] = float32(s.acc89[k])
 	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [].
 func pass4Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	v11 := float32(1)
-	v102 := s.s12
-	v103 := s.s13
-	v104 := max(v103, v11)
-	v105 := v102 / v104
-	v106 := float32(16)
-	v107 := v105 / v106
-	out.ESS = v107
+	v106 := s.s12
+	v107 := s.s13
+	v108 := max(v107, v11)
+	v109 := v106 / v108
+	v110 := float32(16)
+	v111 := v109 / v110
+	out.ESS = v111
 }
 
 // pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [L=48].
 func pass5Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	for iL := 0; iL < 48; iL++ {
 		v11 := float32(1)
-		v69 := s.s5[iL]
-		v70 := max(v69, v11)
-		v77 := s.s7[iL]
-		v78 := v77 / v70
-		v85 := s.s9[iL]
-		v86 := v85 / v70
-		v87 := float32(1.1920929e-07)
-		v88 := v86 + v87
-		v89 := v78 / v88
-		v90 := v11 - v89
-		out.ExplainedVariance[iL] = v90
+		v73 := s.s5[iL]
+		v74 := max(v73, v11)
+		v81 := s.s7[iL]
+		v82 := v81 / v74
+		v89 := s.s9[iL]
+		v90 := v89 / v74
+		v91 := float32(1.1920929e-07)
+		v92 := v90 + v91
+		v93 := v82 / v92
+		v94 := v11 - v93
+		out.ExplainedVariance[iL] = v94
 	}
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
-	s1    float32             // v46 = sum(v45) over B,L []
-	s2    float32             // v51 = sum(v50) over B,L []
-	s3    float32             // v55 = sum(v54) over B,L []
-	s4    float32             // v67 = sum(v66) over B,L []
-	s5    []float32           // v69 = sum(v28) over B [L=48]
-	s6    []float32           // v72 = sum(v71) over B [L=48]
-	s7    []float32           // v77 = sum(v76) over B [L=48]
-	s8    []float32           // v80 = sum(v79) over B [L=48]
-	s9    []float32           // v85 = sum(v84) over B [L=48]
-	s10   []float32           // v94 = logsumexp(v93) over B [L=48]
-	s11   []float32           // v96 = logsumexp(v95) over B [L=48]
-	s12   float32             // v102 = sum(v101) over L []
-	s13   float32             // v103 = sum(v100) over L []
-	acc69 []float64           // accumulators of v69
-	acc72 []float64           // accumulators of v72
-	acc80 []float64           // accumulators of v80
-	acc94 []runtime.LogSumExp // accumulators of v94
-	acc96 []runtime.LogSumExp // accumulators of v96
-	acc77 []float64           // accumulators of v77
-	acc85 []float64           // accumulators of v85
+	s0     []float32           // v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
+	s1     float32             // v48 = sum(v47) over B,L []
+	s2     float32             // v53 = sum(v52) over B,L []
+	s3     float32             // v57 = sum(v56) over B,L []
+	s4     float32             // v71 = sum(v70) over B,L []
+	s5     []float32           // v73 = sum(v28) over B [L=48]
+	s6     []float32           // v76 = sum(v75) over B [L=48]
+	s7     []float32           // v81 = sum(v80) over B [L=48]
+	s8     []float32           // v84 = sum(v83) over B [L=48]
+	s9     []float32           // v89 = sum(v88) over B [L=48]
+	s10    []float32           // v98 = logsumexp(v97) over B [L=48]
+	s11    []float32           // v100 = logsumexp(v99) over B [L=48]
+	s12    float32             // v106 = sum(v105) over L []
+	s13    float32             // v107 = sum(v104) over L []
+	acc73  []float64           // accumulators of v73
+	acc76  []float64           // accumulators of v76
+	acc84  []float64           // accumulators of v84
+	acc98  []runtime.LogSumExp // accumulators of v98
+	acc100 []runtime.LogSumExp // accumulators of v100
+	acc81  []float64           // accumulators of v81
+	acc89  []float64           // accumulators of v89
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc69: make([]float64, 48), acc72: make([]float64, 48), acc80: make([]float64, 48), acc94: make([]runtime.LogSumExp, 48), acc96: make([]runtime.LogSumExp, 48), acc77: make([]float64, 48), acc85: make([]float64, 48)}
+	return &fbScratch{s0: make([]float32, 768), s5: make([]float32, 48), s6: make([]float32, 48), s7: make([]float32, 48), s8: make([]float32, 48), s9: make([]float32, 48), s10: make([]float32, 48), s11: make([]float32, 48), acc73: make([]float64, 48), acc76: make([]float64, 48), acc84: make([]float64, 48), acc98: make([]runtime.LogSumExp, 48), acc100: make([]runtime.LogSumExp, 48), acc81: make([]float64, 48), acc89: make([]float64, 48)}
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along L over [B=16 L=48].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc29 := 0.0
-	acc46 := 0.0
-	acc51 := 0.0
-	acc55 := 0.0
-	acc67 := 0.0
-	for k := range s.acc69 {
-		s.acc69[k] = 0.0
+	acc48 := 0.0
+	acc53 := 0.0
+	acc57 := 0.0
+	acc71 := 0.0
+	for k := range s.acc73 {
+		s.acc73[k] = 0.0
 	}
-	for k := range s.acc72 {
-		s.acc72[k] = 0.0
+	for k := range s.acc76 {
+		s.acc76[k] = 0.0
 	}
-	for k := range s.acc80 {
-		s.acc80[k] = 0.0
+	for k := range s.acc84 {
+		s.acc84[k] = 0.0
 	}
-	for k := range s.acc94 {
-		s.acc94[k] = runtime.NewLogSumExp()
+	for k := range s.acc98 {
+		s.acc98[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc96 {
-		s.acc96[k] = runtime.NewLogSumExp()
+	for k := range s.acc100 {
+		s.acc100[k] = runtime.NewLogSumExp()
 	}
 	for iB := 0; iB < 16; iB++ {
 		carry24 := float32(0)
@@ -374,72 +380,76 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			out.ValueTarget[iB*48+iL] = v27
 			v28 := sel(v2, v11, v3)
 			acc29 += float64(v28)
-			v30 := in.LogProb[iB*48+iL]
-			v31 := v30 - v0
-			v32 := float32(-0.22314355)
-			v33 := float32(0.18232156)
-			v34 := max(v31, v32)
-			v35 := min(v34, v33)
-			v36 := float32(math.Exp(float64(v31)))
-			v37 := b2f(v26 >= v3)
-			v38 := float32(1.2)
-			v39 := min(v36, v38)
-			v40 := float32(0.8)
-			v41 := max(v36, v40)
-			v42 := sel(v37, v39, v41)
-			v43 := float32(v26 * v42)
-			v44 := -v43
-			v45 := sel(v2, v44, v3)
-			acc46 += float64(v45)
-			v49 := b2f(v35 != v31)
-			v50 := sel(v2, v49, v3)
-			acc51 += float64(v50)
-			v53 := v0 - v30
-			v54 := sel(v2, v53, v3)
-			acc55 += float64(v54)
-			v57 := v27 - v12
-			v58 := float32(math.Abs(float64(v57)))
-			v59 := float32(0.5)
-			v60 := b2f(v58 < v11)
-			v61 := float32(v59 * v58)
-			v62 := float32(v61 * v58)
-			v63 := v58 - v59
-			v64 := sel(v60, v62, v63)
-			v65 := float32(v11 * v64)
-			v66 := sel(v2, v65, v3)
-			acc67 += float64(v66)
-			s.acc69[iL] += float64(v28)
-			v71 := sel(v2, v57, v3)
-			s.acc72[iL] += float64(v71)
-			v79 := sel(v2, v27, v3)
-			s.acc80[iL] += float64(v79)
-			v91 := float32(2)
-			v92 := float32(math.Inf(-1))
-			v93 := sel(v2, v31, v92)
-			s.acc94[iL].Add(float64(v93))
-			v95 := float32(v91 * v93)
-			s.acc96[iL].Add(float64(v95))
+			v30 := sel(v2, v26, v3)
+			v31 := in.LogProb[iB*48+iL]
+			v32 := sel(v2, v31, v3)
+			v33 := v32 - v4
+			v34 := float32(-0.22314355)
+			v35 := float32(0.18232156)
+			v36 := max(v33, v34)
+			v37 := min(v36, v35)
+			v38 := float32(math.Exp(float64(v33)))
+			v39 := b2f(v30 >= v3)
+			v40 := float32(1.2)
+			v41 := min(v38, v40)
+			v42 := float32(0.8)
+			v43 := max(v38, v42)
+			v44 := sel(v39, v41, v43)
+			v45 := float32(v30 * v44)
+			v46 := -v45
+			v47 := sel(v2, v46, v3)
+			acc48 += float64(v47)
+			v51 := b2f(v37 != v33)
+			v52 := sel(v2, v51, v3)
+			acc53 += float64(v52)
+			v55 := v4 - v32
+			v56 := sel(v2, v55, v3)
+			acc57 += float64(v56)
+			v59 := sel(v2, v27, v3)
+			v60 := sel(v2, v12, v3)
+			v61 := v59 - v60
+			v62 := float32(math.Abs(float64(v61)))
+			v63 := float32(0.5)
+			v64 := b2f(v62 < v11)
+			v65 := float32(v63 * v62)
+			v66 := float32(v65 * v62)
+			v67 := v62 - v63
+			v68 := sel(v64, v66, v67)
+			v69 := float32(v11 * v68)
+			v70 := sel(v2, v69, v3)
+			acc71 += float64(v70)
+			s.acc73[iL] += float64(v28)
+			v75 := sel(v2, v61, v3)
+			s.acc76[iL] += float64(v75)
+			v83 := sel(v2, v59, v3)
+			s.acc84[iL] += float64(v83)
+			v95 := float32(2)
+			v96 := float32(math.Inf(-1))
+			v97 := sel(v2, v33, v96)
+			s.acc98[iL].Add(float64(v97))
+			v99 := float32(v95 * v97)
+			s.acc100[iL].Add(float64(v99))
 		}
 	}
 	out.NumValid = float32(acc29)
-	s.s1 = float32(acc46)
-	s.s2 = float32(acc51)
-	s.s3 = float32(acc55)
-	s.s4 = float32(acc67)
-	for k := range s.acc69 {
-		s.s5[k] = float32(s.acc69[k])
+	s.s1 = float32(acc48)
+	s.s2 = float32(acc53)
+	s.s3 = float32(acc57)
+	s.s4 = float32(acc71)
+	for k := range s.acc73 {
+		s.s5[k] = float32(s.acc73[k])
 	}
-	for k := range s.acc72 {
-		s.s6[k] = float32(s.acc72[k])
+	for k := range s.acc76 {
+		s.s6[k] = float32(s.acc76[k])
 	}
-	for k := range s.acc80 {
-		s.s8[k] = float32(s.acc80[k])
+	for k := range s.acc84 {
+		s.s8[k] = float32(s.acc84[k])
 	}
-	for k := range s.acc94 {
-		s.s10[k] = float32(s.acc94[k].Result())
+	for k := range s.acc98 {
+		s.s10[k] = float32(s.acc98[k].Result())
 	}
-	for k := range s.acc96 {
-		s.s11[k] = float32(s.acc96[k].Result())
+	for k := range s.acc100 {
+		s.s11[k] = float32(s.acc100[k].Result())
 	}
 }
 
@@ -447,56 +457,57 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	v11 := float32(1)
 	v29 := out.NumValid
-	v46 := s.s1
-	v47 := max(v29, v11)
-	v48 := v46 / v47
-	out.LossObjective = v48
-	v51 := s.s2
-	v52 := v51 / v47
-	out.ClipFraction = v52
-	v55 := s.s3
-	v56 := v55 / v47
-	out.KLApprox = v56
-	v67 := s.s4
-	v68 := v67 / v47
-	out.LossCritic = v68
+	v48 := s.s1
+	v49 := max(v29, v11)
+	v50 := v48 / v49
+	out.LossObjective = v50
+	v53 := s.s2
+	v54 := v53 / v49
+	out.ClipFraction = v54
+	v57 := s.s3
+	v58 := v57 / v49
+	out.KLApprox = v58
+	v71 := s.s4
+	v72 := v71 / v49
+	out.LossCritic = v72
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
 func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc102 := 0.0
-	acc103 := 0.0
+	acc106 := 0.0
+	acc107 := 0.0
 	for iL := 0; iL < 48; iL++ {
 		v3 := float32(0)
-		v69 := s.s5[iL]
-		v91 := float32(2)
-		v94 := s.s10[iL]
-		v96 := s.s11[iL]
-		v97 := float32(v91 * v94)
-		v98 := v97 - v96
-		v99 := float32(math.Exp(float64(v98)))
-		v100 := b2f(v69 > v3)
-		v101 := sel(v100, v99, v3)
-		acc102 += float64(v101)
-		acc103 += float64(v100)
+		v73 := s.s5[iL]
+		v95 := float32(2)
+		v98 := s.s10[iL]
+		v100 := s.s11[iL]
+		v101 := float32(v95 * v98)
+		v102 := v101 - v100
+		v103 := float32(math.Exp(float64(v102)))
+		v104 := b2f(v73 > v3)
+		v105 := sel(v104, v103, v3)
+		acc106 += float64(v105)
+		acc107 += float64(v104)
 	}
-	s.s12 = float32(acc102)
-	s.s13 = float32(acc103)
+	s.s12 = float32(acc106)
+	s.s13 = float32(acc107)
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=16 L=48].
 func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	for k := range s.acc77 {
-		s.acc77[k] = 0.0
+	for k := range s.acc81 {
+		s.acc81[k] = 0.0
 	}
-	for k := range s.acc85 {
-		s.acc85[k] = 0.0
+	for k := range s.acc89 {
+		s.acc89[k] = 0.0
 	}
 	for iB := 0; iB < 16; iB++ {
 		for iL := 0; iL < 48; iL++ {
 			v0 := in.SampleLogProb[iB*48+iL]
 			v2 := b2f(in.Mask[iB*48+iL])
 			v3 := float32(0)
+			v4 := sel(v2, v0, v3)
 			v11 := float32(1)
 			v12 := in.StateValue[iB*48+iL]
 			v24 := s.s0[iB*48+iL]
@@ -504,102 +515,117 @@ func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v26 := v24
 			v27 := v25
 			v29 := out.NumValid
-			v30 := in.LogProb[iB*48+iL]
-			v31 := v30 - v0
-			v36 := float32(math.Exp(float64(v31)))
-			v37 := b2f(v26 >= v3)
-			v38 := float32(1.2)
-			v40 := float32(0.8)
-			v47 := max(v29, v11)
-			v57 := v27 - v12
-			v58 := float32(math.Abs(float64(v57)))
-			v59 := float32(0.5)
-			v60 := b2f(v58 < v11)
-			v61 := float32(v59 * v58)
-			v69 := s.s5[iL]
-			v70 := max(v69, v11)
-			v72 := s.s6[iL]
-			v73 := v72 / v70
-			v74 := v57 - v73
-			v75 := float32(v74 * v74)
-			v76 := sel(v2, v75, v3)
-			s.acc77[iL] += float64(v76)
-			v80 := s.s8[iL]
-			v81 := v80 / v70
-			v82 := v27 - v81
-			v83 := float32(v82 * v82)
-			v84 := sel(v2, v83, v3)
-			s.acc85[iL] += float64(v84)
-			v108 := v11 / v47
-			v109 := float32(-1)
-			v110 := sel(v2, v108, v3)
-			v111 := float32(v110 * v11)
-			v112 := sel(v60, v111, v3)
-			v113 := sel(v60, v3, v111)
-			v114 := float32(v112 * v58)
-			v115 := float32(v112 * v61)
-			v116 := v113 + v115
-			v117 := float32(v114 * v59)
-			v118 := v116 + v117
-			v119 := b2f(v57 > v3)
-			v120 := b2f(v57 < v3)
-			v121 := float32(v57 * v3)
-			v122 := sel(v120, v109, v121)
-			v123 := sel(v119, v11, v122)
-			v124 := float32(v118 * v123)
-			v125 := -v124
-			g.StateValue[iB*48+iL] = v125
-			v126 := -v110
-			v127 := float32(v126 * v26)
-			v128 := sel(v37, v127, v3)
-			v129 := sel(v37, v3, v127)
-			v130 := b2f(v36 >= v40)
-			v131 := b2f(v36 != v36)
-			v132 := max(v130, v131)
-			v133 := sel(v132, v129, v3)
-			v134 := b2f(v36 <= v38)
-			v135 := max(v134, v131)
-			v136 := sel(v135, v128, v3)
-			v137 := v133 + v136
-			v138 := float32(v137 * v36)
-			g.LogProb[iB*48+iL] = v138
+			v30 := sel(v2, v26, v3)
+			v31 := in.LogProb[iB*48+iL]
+			v32 := sel(v2, v31, v3)
+			v33 := v32 - v4
+			v38 := float32(math.Exp(float64(v33)))
+			v39 := b2f(v30 >= v3)
+			v40 := float32(1.2)
+			v42 := float32(0.8)
+			v49 := max(v29, v11)
+			v59 := sel(v2, v27, v3)
+			v60 := sel(v2, v12, v3)
+			v61 := v59 - v60
+			v62 := float32(math.Abs(float64(v61)))
+			v63 := float32(0.5)
+			v64 := b2f(v62 < v11)
+			v65 := float32(v63 * v62)
+			v73 := s.s5[iL]
+			v74 := max(v73, v11)
+			v76 := s.s6[iL]
+			v77 := v76 / v74
+			v78 := v61 - v77
+			v79 := float32(v78 * v78)
+			v80 := sel(v2, v79, v3)
+			s.acc81[iL] += float64(v80)
+			v84 := s.s8[iL]
+			v85 := v84 / v74
+			v86 := v59 - v85
+			v87 := float32(v86 * v86)
+			v88 := sel(v2, v87, v3)
+			s.acc89[iL] += float64(v88)
+			v112 := v11 / v49
+			v113 := float32(-1)
+			v114 := sel(v2, v112, v3)
+			v115 := float32(v114 * v11)
+			v116 := sel(v64, v115, v3)
+			v117 := sel(v64, v3, v115)
+			v118 := b2f(v116 != v3)
+			v119 := float32(v116 * v62)
+			v120 := sel(v118, v119, v116)
+			v121 := float32(v116 * v65)
+			v122 := sel(v118, v121, v116)
+			v123 := v117 + v122
+			v124 := float32(v120 * v63)
+			v125 := v123 + v124
+			v126 := b2f(v61 > v3)
+			v127 := b2f(v61 < v3)
+			v128 := float32(v61 * v3)
+			v129 := sel(v127, v113, v128)
+			v130 := sel(v126, v11, v129)
+			v131 := b2f(v125 != v3)
+			v132 := float32(v125 * v130)
+			v133 := sel(v131, v132, v125)
+			v134 := -v133
+			v135 := sel(v2, v134, v3)
+			g.StateValue[iB*48+iL] = v135
+			v136 := -v114
+			v137 := b2f(v136 != v3)
+			v138 := float32(v136 * v30)
+			v139 := sel(v137, v138, v136)
+			v140 := sel(v39, v139, v3)
+			v141 := sel(v39, v3, v139)
+			v142 := b2f(v38 >= v42)
+			v143 := b2f(v38 != v38)
+			v144 := max(v142, v143)
+			v145 := sel(v144, v141, v3)
+			v146 := b2f(v38 <= v40)
+			v147 := max(v146, v143)
+			v148 := sel(v147, v140, v3)
+			v149 := v145 + v148
+			v150 := b2f(v149 != v3)
+			v151 := float32(v149 * v38)
+			v152 := sel(v150, v151, v149)
+			v153 := sel(v2, v152, v3)
+			g.LogProb[iB*48+iL] = v153
 		}
 	}
-	for k := range s.acc77 {
-		s.s7[k] = float32(s.acc77[k])
+	for k := range s.acc81 {
+		s.s7[k] = float32(s.acc81[k])
 	}
-	for k := range s.acc85 {
-		s.s9[k] = float32(s.acc85[k])
+	for k := range s.acc89 {
+		s.s9[k] = float32(s.acc89[k])
 	}
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
 func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	v11 := float32(1)
-	v102 := s.s12
-	v103 := s.s13
-	v104 := max(v103, v11)
-	v105 := v102 / v104
-	v106 := float32(16)
-	v107 := v105 / v106
-	out.ESS = v107
+	v106 := s.s12
+	v107 := s.s13
+	v108 := max(v107, v11)
+	v109 := v106 / v108
+	v110 := float32(16)
+	v111 := v109 / v110
+	out.ESS = v111
 }
 
 // fbPass5Go is pass 5 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=48].
 func fbPass5Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for iL := 0; iL < 48; iL++ {
 		v11 := float32(1)
-		v69 := s.s5[iL]
-		v70 := max(v69, v11)
-		v77 := s.s7[iL]
-		v78 := v77 / v70
-		v85 := s.s9[iL]
-		v86 := v85 / v70
-		v87 := float32(1.1920929e-07)
-		v88 := v86 + v87
-		v89 := v78 / v88
-		v90 := v11 - v89
-		out.ExplainedVariance[iL] = v90
+		v73 := s.s5[iL]
+		v74 := max(v73, v11)
+		v81 := s.s7[iL]
+		v82 := v81 / v74
+		v89 := s.s9[iL]
+		v90 := v89 / v74
+		v91 := float32(1.1920929e-07)
+		v92 := v90 + v91
+		v93 := v82 / v92
+		v94 := v11 - v93
+		out.ExplainedVariance[iL] = v94
 	}
 }
 

@@ -837,7 +837,7 @@ GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $864-120
+TEXT ·fbPass0AVX2(SB), $1024-120
 	XORQ AX, AX
 
 blocks_5:
@@ -1322,28 +1322,58 @@ inner_D_8:
 
 	// v79 = mul(v77, v0) [B=256]
 	VMULPD  lgc49<>+0(SB), Y2, Y2
-	VMOVUPD 544(SP), Y3
+	VMOVUPD lgc0<>+0(SB), Y3
 
-	// v80 = mul(v79, v34) [B=256]
-	VMULPD Y3, Y2, Y2
+	// v81 = ne(v79, v80) [B=256]
+	VCMPPD  $0x04, Y3, Y2, Y4
+	VANDPD  lgc10<>+0(SB), Y4, Y4
+	VMOVUPD 544(SP), Y5
 
-	// v81 = mul(v78, v25) []
+	// v82 = mul(v79, v34) [B=256]
+	VMULPD Y5, Y2, Y5
+
+	// v83 = where(v81, v82, v79) [B=256]
+	VMOVUPD   lgc0<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y4, Y6
+	VBLENDVPD Y6, Y5, Y2, Y2
+
+	// v84 = mul(v78, v25) []
 	VMULPD lgc12<>+0(SB), Y1, Y1
 
-	// v82 = neg(v81) []
-	VXORPD lgc3<>+0(SB), Y1, Y3
+	// v85 = neg(v84) []
+	VXORPD lgc3<>+0(SB), Y1, Y4
 
-	// v98 = neg(v80) [B=256]
-	VXORPD lgc3<>+0(SB), Y2, Y4
+	// v86 = ne(v85, v80) []
+	VCMPPD $0x04, Y3, Y4, Y5
+	VANDPD lgc10<>+0(SB), Y5, Y5
 
-	// v99 = add(v76, v98) [B=256]
-	VADDPD  lgc50<>+0(SB), Y4, Y5
+	// v90 = ne(v84, v80) []
+	VCMPPD $0x04, Y3, Y1, Y6
+	VANDPD lgc10<>+0(SB), Y6, Y6
+
+	// v111 = neg(v83) [B=256]
+	VXORPD lgc3<>+0(SB), Y2, Y7
+
+	// v112 = add(v76, v111) [B=256]
+	VADDPD lgc50<>+0(SB), Y7, Y8
+
+	// v115 = ne(v83, v80) [B=256]
+	VCMPPD $0x04, Y3, Y2, Y9
+	VANDPD lgc10<>+0(SB), Y9, Y9
+
+	// v119 = ne(v111, v80) [B=256]
+	VCMPPD  $0x04, Y3, Y7, Y3
+	VANDPD  lgc10<>+0(SB), Y3, Y3
 	VMOVUPD Y0, 608(SP)
 	VMOVUPD Y2, 640(SP)
 	VMOVUPD Y1, 672(SP)
-	VMOVUPD Y3, 704(SP)
-	VMOVUPD Y4, 736(SP)
-	VMOVUPD Y5, 768(SP)
+	VMOVUPD Y4, 704(SP)
+	VMOVUPD Y5, 736(SP)
+	VMOVUPD Y6, 768(SP)
+	VMOVUPD Y7, 800(SP)
+	VMOVUPD Y8, 832(SP)
+	VMOVUPD Y9, 864(SP)
+	VMOVUPD Y3, 896(SP)
 	XORQ    CX, CX
 
 inner_D_9:
@@ -1384,149 +1414,212 @@ inner_D_9:
 	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(v7, v8) [B=256 D=3]
-	VMULPD     lgc4<>+0(SB), Y4, Y5
+	VMULPD lgc4<>+0(SB), Y4, Y4
+
+	// v10 = div(v6, v9) [B=256 D=3]
+	VDIVPD     Y4, Y2, Y2
 	MOVQ       p4+32(FP), BX
 	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y7
-	VMOVUPD    lgc2<>+0(SB), Y8
-	VMOVUPD    lgc0<>+0(SB), Y6
-	VGATHERDPD Y8, (BX)(X7*8), Y6
+	VMOVUPD    lgc1<>+0(SB), Y6
+	VMOVUPD    lgc2<>+0(SB), Y7
+	VMOVUPD    lgc0<>+0(SB), Y5
+	VGATHERDPD Y7, (BX)(X6*8), Y5
 
 	// v20 = div(v19, v2) [B=256 D=3]
-	VDIVPD Y3, Y6, Y7
+	VDIVPD Y3, Y5, Y5
 
 	// v21 = mul(v20, v20) [B=256 D=3]
-	VMULPD     Y7, Y7, Y8
+	VMULPD     Y5, Y5, Y6
 	MOVQ       p5+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y10
-	VMOVUPD    lgc2<>+0(SB), Y11
-	VMOVUPD    lgc0<>+0(SB), Y9
-	VGATHERDPD Y11, (BX)(X10*8), Y9
+	VMOVUPD    lgc1<>+0(SB), Y8
+	VMOVUPD    lgc2<>+0(SB), Y9
+	VMOVUPD    lgc0<>+0(SB), Y7
+	VGATHERDPD Y9, (BX)(X8*8), Y7
 
 	// v22 = sub(v18, v1) [B=256 D=3]
-	VSUBPD Y1, Y9, Y1
+	VSUBPD Y1, Y7, Y1
 
 	// v23 = div(v22, v2) [B=256 D=3]
-	VDIVPD  Y3, Y1, Y9
-	VMOVUPD 704(SP), Y10
+	VDIVPD  Y3, Y1, Y1
+	VMOVUPD 704(SP), Y7
 
-	// v83 = div(v82, v21) [B=256 D=3]
-	VDIVPD  Y8, Y10, Y8
-	VMOVUPD 672(SP), Y10
+	// v87 = div(v85, v21) [B=256 D=3]
+	VDIVPD  Y6, Y7, Y6
+	VMOVUPD 736(SP), Y8
 
-	// v84 = add(v83, v81) [B=256 D=3]
-	VADDPD Y10, Y8, Y8
+	// v88 = where(v86, v87, v85) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y8, Y9
+	VBLENDVPD Y9, Y6, Y7, Y6
+	VMOVUPD   672(SP), Y7
 
-	// v85 = mul(v81, v23) [B=256 D=3]
-	VMULPD Y9, Y10, Y9
+	// v89 = add(v88, v84) [B=256 D=3]
+	VADDPD Y7, Y6, Y6
 
-	// v86 = add(v85, v85) [B=256 D=3]
-	VADDPD Y9, Y9, Y9
+	// v91 = mul(v84, v23) [B=256 D=3]
+	VMULPD  Y1, Y7, Y8
+	VMOVUPD 768(SP), Y9
 
-	// v87 = div(v86, v2) [B=256 D=3]
-	VDIVPD Y3, Y9, Y10
-
-	// v88 = neg(v86) [B=256 D=3]
-	VXORPD lgc3<>+0(SB), Y9, Y9
-
-	// v89 = mul(v88, v22) [B=256 D=3]
-	VMULPD Y1, Y9, Y1
-
-	// v90 = div(v89, v8) [B=256 D=3]
-	VDIVPD Y4, Y1, Y1
-
-	// v91 = neg(v87) [B=256 D=3]
-	VXORPD lgc3<>+0(SB), Y10, Y9
-
-	// v92 = mul(v84, v20) [B=256 D=3]
-	VMULPD Y7, Y8, Y7
+	// v92 = where(v90, v91, v84) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y9, Y10
+	VBLENDVPD Y10, Y8, Y7, Y7
 
 	// v93 = add(v92, v92) [B=256 D=3]
 	VADDPD Y7, Y7, Y7
 
-	// v94 = neg(v93) [B=256 D=3]
+	// v94 = div(v93, v2) [B=256 D=3]
+	VDIVPD Y3, Y7, Y8
+
+	// v95 = neg(v93) [B=256 D=3]
 	VXORPD lgc3<>+0(SB), Y7, Y7
 
-	// v95 = mul(v94, v19) [B=256 D=3]
-	VMULPD Y6, Y7, Y6
+	// v96 = div(v23, v2) [B=256 D=3]
+	VDIVPD  Y3, Y1, Y1
+	VMOVUPD lgc0<>+0(SB), Y9
 
-	// v96 = div(v95, v8) [B=256 D=3]
-	VDIVPD Y4, Y6, Y4
+	// v97 = ne(v95, v80) [B=256 D=3]
+	VCMPPD $0x04, Y9, Y7, Y10
+	VANDPD lgc10<>+0(SB), Y10, Y10
 
-	// v97 = add(v90, v96) [B=256 D=3]
-	VADDPD  Y4, Y1, Y1
-	VMOVUPD 768(SP), Y4
+	// v98 = mul(v95, v96) [B=256 D=3]
+	VMULPD  Y1, Y7, Y1
+	VMOVUPD Y0, 928(SP)
 
-	// v100 = div(v99, v2) [B=256 D=3]
-	VDIVPD Y3, Y4, Y4
+	// v99 = where(v97, v98, v95) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y0
+	VCMPPD    $0x04, Y0, Y10, Y0
+	VBLENDVPD Y0, Y1, Y7, Y0
 
-	// v101 = add(v97, v100) [B=256 D=3]
-	VADDPD  Y4, Y1, Y1
-	VMOVUPD 640(SP), Y4
+	// v100 = neg(v94) [B=256 D=3]
+	VXORPD lgc3<>+0(SB), Y8, Y1
 
-	// v102 = div(v80, v9) [B=256 D=3]
-	VDIVPD  Y5, Y4, Y4
-	VMOVUPD 736(SP), Y6
+	// v101 = ne(v89, v80) [B=256 D=3]
+	VCMPPD $0x04, Y9, Y6, Y7
+	VANDPD lgc10<>+0(SB), Y7, Y7
 
-	// v103 = mul(v98, v6) [B=256 D=3]
-	VMULPD Y2, Y6, Y2
+	// v102 = mul(v89, v20) [B=256 D=3]
+	VMULPD Y5, Y6, Y8
 
-	// v104 = mul(v9, v9) [B=256 D=3]
-	VMULPD Y5, Y5, Y5
+	// v103 = where(v101, v102, v89) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y7, Y10
+	VBLENDVPD Y10, Y8, Y6, Y6
 
-	// v105 = div(v103, v104) [B=256 D=3]
-	VDIVPD Y5, Y2, Y2
+	// v104 = add(v103, v103) [B=256 D=3]
+	VADDPD Y6, Y6, Y6
 
-	// v106 = mul(v105, v7) [B=256 D=3]
+	// v105 = neg(v104) [B=256 D=3]
+	VXORPD lgc3<>+0(SB), Y6, Y6
+
+	// v106 = div(v20, v2) [B=256 D=3]
+	VDIVPD Y3, Y5, Y5
+
+	// v107 = ne(v105, v80) [B=256 D=3]
+	VCMPPD $0x04, Y9, Y6, Y7
+	VANDPD lgc10<>+0(SB), Y7, Y7
+
+	// v108 = mul(v105, v106) [B=256 D=3]
+	VMULPD Y5, Y6, Y5
+
+	// v109 = where(v107, v108, v105) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y8
+	VCMPPD    $0x04, Y8, Y7, Y8
+	VBLENDVPD Y8, Y5, Y6, Y5
+
+	// v110 = add(v99, v109) [B=256 D=3]
+	VADDPD  Y5, Y0, Y0
+	VMOVUPD 832(SP), Y5
+
+	// v113 = div(v112, v2) [B=256 D=3]
+	VDIVPD Y3, Y5, Y5
+
+	// v114 = add(v110, v113) [B=256 D=3]
+	VADDPD  Y5, Y0, Y0
+	VMOVUPD 640(SP), Y5
+
+	// v116 = div(v83, v9) [B=256 D=3]
+	VDIVPD  Y4, Y5, Y6
+	VMOVUPD 864(SP), Y7
+
+	// v117 = where(v115, v116, v83) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y8
+	VCMPPD    $0x04, Y8, Y7, Y8
+	VBLENDVPD Y8, Y6, Y5, Y5
+
+	// v118 = div(v10, v9) [B=256 D=3]
+	VDIVPD  Y4, Y2, Y2
+	VMOVUPD 800(SP), Y4
+
+	// v120 = mul(v111, v118) [B=256 D=3]
+	VMULPD  Y2, Y4, Y2
+	VMOVUPD 896(SP), Y6
+
+	// v121 = where(v119, v120, v111) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y6, Y7
+	VBLENDVPD Y7, Y2, Y4, Y2
+
+	// v122 = mul(v121, v7) [B=256 D=3]
 	VMULPD lgc4<>+0(SB), Y2, Y2
 
-	// v107 = mul(v106, v2) [B=256 D=3]
+	// v123 = mul(v122, v2) [B=256 D=3]
 	VMULPD Y3, Y2, Y2
 
-	// v108 = add(v101, v107) [B=256 D=3]
-	VADDPD Y2, Y1, Y1
+	// v124 = add(v114, v123) [B=256 D=3]
+	VADDPD Y2, Y0, Y0
 
-	// v109 = add(v108, v107) [B=256 D=3]
-	VADDPD Y2, Y1, Y1
+	// v125 = add(v124, v123) [B=256 D=3]
+	VADDPD Y2, Y0, Y0
 
-	// store v109
+	// store v125
 	MOVQ    p11+88(FP), BX
-	VMOVUPD Y1, 800(SP)
-	MOVQ    800(SP), DI
+	VMOVUPD Y0, 960(SP)
+	MOVQ    960(SP), DI
 	MOVQ    DI, (BX)(SI*8)
-	MOVQ    808(SP), DI
+	MOVQ    968(SP), DI
 	MOVQ    DI, 24(BX)(SI*8)
-	MOVQ    816(SP), DI
+	MOVQ    976(SP), DI
 	MOVQ    DI, 48(BX)(SI*8)
-	MOVQ    824(SP), DI
+	MOVQ    984(SP), DI
 	MOVQ    DI, 72(BX)(SI*8)
 
-	// v110 = neg(v102) [B=256 D=3]
-	VXORPD lgc3<>+0(SB), Y4, Y1
+	// v126 = neg(v117) [B=256 D=3]
+	VXORPD lgc3<>+0(SB), Y5, Y0
 
-	// v111 = mul(v110, v4) [B=256 D=3]
-	VMULPD Y0, Y1, Y0
+	// v127 = ne(v126, v80) [B=256 D=3]
+	VCMPPD  $0x04, Y9, Y0, Y2
+	VANDPD  lgc10<>+0(SB), Y2, Y2
+	VMOVUPD 928(SP), Y3
 
-	// v112 = add(v111, v111) [B=256 D=3]
+	// v128 = mul(v126, v4) [B=256 D=3]
+	VMULPD Y3, Y0, Y3
+
+	// v129 = where(v127, v128, v126) [B=256 D=3]
+	VMOVUPD   lgc0<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y2, Y4
+	VBLENDVPD Y4, Y3, Y0, Y0
+
+	// v130 = add(v129, v129) [B=256 D=3]
 	VADDPD Y0, Y0, Y0
 
-	// v113 = neg(v112) [B=256 D=3]
+	// v131 = neg(v130) [B=256 D=3]
 	VXORPD lgc3<>+0(SB), Y0, Y0
 
-	// v114 = add(v91, v113) [B=256 D=3]
-	VADDPD Y0, Y9, Y0
+	// v132 = add(v100, v131) [B=256 D=3]
+	VADDPD Y0, Y1, Y0
 
-	// store v114
+	// store v132
 	MOVQ    p12+96(FP), BX
-	VMOVUPD Y0, 832(SP)
-	MOVQ    832(SP), DI
+	VMOVUPD Y0, 992(SP)
+	MOVQ    992(SP), DI
 	MOVQ    DI, (BX)(SI*8)
-	MOVQ    840(SP), DI
+	MOVQ    1000(SP), DI
 	MOVQ    DI, 24(BX)(SI*8)
-	MOVQ    848(SP), DI
+	MOVQ    1008(SP), DI
 	MOVQ    DI, 48(BX)(SI*8)
-	MOVQ    856(SP), DI
+	MOVQ    1016(SP), DI
 	MOVQ    DI, 72(BX)(SI*8)
 	INCQ    CX
 	CMPQ    CX, $+3

@@ -252,11 +252,18 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v77 := float64(-0.00390625)
 		v78 := float64(v72 * v33)
 		v79 := float64(v77 * v0)
-		v80 := float64(v79 * v34)
-		v81 := float64(v78 * v25)
-		v82 := -v81
-		v98 := -v80
-		v99 := v76 + v98
+		v80 := float64(0)
+		v81 := b2f(v79 != v80)
+		v82 := float64(v79 * v34)
+		v83 := sel(v81, v82, v79)
+		v84 := float64(v78 * v25)
+		v85 := -v84
+		v86 := b2f(v85 != v80)
+		v90 := b2f(v84 != v80)
+		v111 := -v83
+		v112 := v76 + v111
+		v115 := b2f(v83 != v80)
+		v119 := b2f(v111 != v80)
 		for iD := 0; iD < 3; iD++ {
 			v1 := in.Loc[iB*3+iD]
 			v2 := in.Scale[iB*3+iD]
@@ -266,44 +273,56 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v6 := -v5
 			v8 := float64(v2 * v2)
 			v9 := float64(v7 * v8)
+			v10 := v6 / v9
 			v18 := in.OldLoc[iB*3+iD]
 			v19 := in.OldScale[iB*3+iD]
 			v20 := v19 / v2
 			v21 := float64(v20 * v20)
 			v22 := v18 - v1
 			v23 := v22 / v2
-			v83 := v82 / v21
-			v84 := v83 + v81
-			v85 := float64(v81 * v23)
-			v86 := v85 + v85
-			v87 := v86 / v2
-			v88 := -v86
-			v89 := float64(v88 * v22)
-			v90 := v89 / v8
-			v91 := -v87
-			v92 := float64(v84 * v20)
+			v87 := v85 / v21
+			v88 := sel(v86, v87, v85)
+			v89 := v88 + v84
+			v91 := float64(v84 * v23)
+			v92 := sel(v90, v91, v84)
 			v93 := v92 + v92
-			v94 := -v93
-			v95 := float64(v94 * v19)
-			v96 := v95 / v8
-			v97 := v90 + v96
-			v100 := v99 / v2
-			v101 := v97 + v100
-			v102 := v80 / v9
-			v103 := float64(v98 * v6)
-			v104 := float64(v9 * v9)
-			v105 := v103 / v104
-			v106 := float64(v105 * v7)
-			v107 := float64(v106 * v2)
-			v108 := v101 + v107
-			v109 := v108 + v107
-			g.Scale[iB*3+iD] = v109
-			v110 := -v102
-			v111 := float64(v110 * v4)
-			v112 := v111 + v111
-			v113 := -v112
-			v114 := v91 + v113
-			g.Loc[iB*3+iD] = v114
+			v94 := v93 / v2
+			v95 := -v93
+			v96 := v23 / v2
+			v97 := b2f(v95 != v80)
+			v98 := float64(v95 * v96)
+			v99 := sel(v97, v98, v95)
+			v100 := -v94
+			v101 := b2f(v89 != v80)
+			v102 := float64(v89 * v20)
+			v103 := sel(v101, v102, v89)
+			v104 := v103 + v103
+			v105 := -v104
+			v106 := v20 / v2
+			v107 := b2f(v105 != v80)
+			v108 := float64(v105 * v106)
+			v109 := sel(v107, v108, v105)
+			v110 := v99 + v109
+			v113 := v112 / v2
+			v114 := v110 + v113
+			v116 := v83 / v9
+			v117 := sel(v115, v116, v83)
+			v118 := v10 / v9
+			v120 := float64(v111 * v118)
+			v121 := sel(v119, v120, v111)
+			v122 := float64(v121 * v7)
+			v123 := float64(v122 * v2)
+			v124 := v114 + v123
+			v125 := v124 + v123
+			g.Scale[iB*3+iD] = v125
+			v126 := -v117
+			v127 := b2f(v126 != v80)
+			v128 := float64(v126 * v4)
+			v129 := sel(v127, v128, v126)
+			v130 := v129 + v129
+			v131 := -v130
+			v132 := v100 + v131
+			g.Loc[iB*3+iD] = v132
 		}
 	}
 	out.LossObjective = acc39.Result()

@@ -104,9 +104,10 @@ func caseInputs(t *testing.T, c *golden.Case) *Inputs {
 // compare checks the named results (got by name) against the case's expected values.
 func compare(t *testing.T, c *golden.Case, names []string, get func(string) ([]float32, bool)) {
 	t.Helper()
+	gs := 0.0 // the case's gradient scale (golden.Tol.At)
 	for _, name := range names {
 		got, _ := get(name)
-		r, err := golden.CheckOutput(c, name, got, tolerances[name])
+		r, err := golden.CheckOutput(c, name, got, tolerances[name].At(gs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,11 +217,12 @@ func runAll(t *testing.T, in *Inputs, which []impl) []*results {
 // within the tolerances times looser on the relative term.
 func agree(t *testing.T, what string, want, got *results, looser float64) {
 	t.Helper()
+	gs := 0.0 // the gradient scale of want's call (golden.Tol.At)
 	check := func(names []string, w, g func(string) ([]float32, bool)) {
 		for _, name := range names {
 			wv, _ := w(name)
 			gv, _ := g(name)
-			tol := tolerances[name]
+			tol := tolerances[name].At(gs)
 			tol.Rel *= looser
 			if d := golden.CompareOf(wv, gv, tol); d.Bad > 0 {
 				t.Errorf("%s on %s, %s: %d of %d elements differ from go; first at %d: %v, go %v",
@@ -640,4 +642,48 @@ func copyBandwidth() float64 {
 		best = max(best, float64(len(src)*n)/time.Since(start).Seconds())
 	}
 	return best
+}
+
+// paddedInputs are the random inputs of seed 7 with two elements in three valid (the mask
+// true), twice: clean, and with garbage — NaN, ±inf, ±1e30, the largest finite value — at
+// every masked element of every float input (and indices out of range, -100 and 2^40).
+func paddedInputs() (clean, dirty *Inputs) {
+	clean, dirty = drawRandomInputs(7), drawRandomInputs(7)
+	for i := range clean.Mask {
+		clean.Mask[i], dirty.Mask[i] = i%3 != 0, i%3 != 0
+	}
+	garbage := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1e30, -1e30, math.MaxFloat32, -math.MaxFloat32}
+	for i := range dirty.RefLogProb {
+		if !dirty.Mask[i/1] {
+			dirty.RefLogProb[i] = garbage[i%len(garbage)]
+		}
+	}
+	return clean, dirty
+}
+
+// sameBitsAs reports the first named result whose bits differ between want and got.
+func sameBitsAs(t *testing.T, what string, names []string, want, got func(string) ([]float32, bool)) {
+	t.Helper()
+	for _, name := range names {
+		w, _ := want(name)
+		g, _ := got(name)
+		for i := range w {
+			if math.Float32bits(w[i]) != math.Float32bits(g[i]) {
+				t.Errorf("%s %s[%d] = %v with garbage padding, %v with clean padding", what, name, i, g[i], w[i])
+				break
+			}
+		}
+	}
+}
+
+// TestPaddingIgnored checks that what masked elements hold reaches no output: every implementation gives the same bits with garbage padding as with clean (lossgen's SEMANTICS.md §11.18: masked
+// elements are selected away before any arithmetic).
+func TestPaddingIgnored(t *testing.T) {
+	t.Parallel()
+	clean, dirty := paddedInputs()
+	want, got := runAll(t, clean, impls), runAll(t, dirty, impls)
+	for k, w := range want {
+		name := w.im.name
+		sameBitsAs(t, name+" Forward", OutputNames, w.out.Get, got[k].out.Get)
+	}
 }

@@ -790,64 +790,96 @@ blocks_3:
 	VCMPPS    $0x04, Y5, Y6, Y5
 	VBLENDVPS Y5, Y1, Y0, Y0
 
-	// v45 = mul(v43, v25) [B=1024]
+	// v45 = ne(v43, v42) [B=1024]
+	VCMPPS $0x04, Y1, Y2, Y5
+	VANDPS lgc11<>+0(SB), Y5, Y5
+
+	// v46 = mul(v43, v25) [B=1024]
 	VMULPS Y4, Y2, Y4
 
-	// v46 = mul(v43, v29) [B=1024]
-	VMULPS Y7, Y2, Y2
+	// v47 = where(v45, v46, v43) [B=1024]
+	VMOVUPS   lgc17<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y5, Y6
+	VBLENDVPS Y6, Y4, Y2, Y4
 
-	// v47 = add(v44, v46) [B=1024]
+	// v48 = mul(v43, v29) [B=1024]
+	VMULPS Y7, Y2, Y6
+
+	// v49 = where(v45, v48, v43) [B=1024]
+	VMOVUPS   lgc17<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+
+	// v50 = add(v44, v49) [B=1024]
 	VADDPS Y2, Y0, Y0
 
-	// v48 = mul(v45, v26) [B=1024]
+	// v51 = mul(v47, v26) [B=1024]
 	VMULPS lgc10<>+0(SB), Y4, Y2
 
-	// v49 = add(v47, v48) [B=1024]
+	// v52 = add(v50, v51) [B=1024]
 	VADDPS Y2, Y0, Y0
 
-	// v50 = gt(v24, v42) [B=1024]
+	// v53 = gt(v24, v42) [B=1024]
 	VCMPPS $0x1e, Y1, Y3, Y2
 	VANDPS lgc11<>+0(SB), Y2, Y2
 
-	// v51 = lt(v24, v42) [B=1024]
-	VCMPPS $0x11, Y1, Y3, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	// v54 = lt(v24, v42) [B=1024]
+	VCMPPS $0x11, Y1, Y3, Y4
+	VANDPS lgc11<>+0(SB), Y4, Y4
 
-	// v53 = mul(v24, v42) [B=1024]
+	// v56 = mul(v24, v42) [B=1024]
 	VMULPS  lgc17<>+0(SB), Y3, Y3
-	VMOVUPS lgc23<>+0(SB), Y4
+	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v54 = where(v51, v52, v53) [B=1024]
+	// v57 = where(v54, v55, v56) [B=1024]
+	VMOVUPS   lgc17<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y3, Y3
+	VMOVUPS   lgc11<>+0(SB), Y4
+
+	// v58 = where(v53, v27, v57) [B=1024]
 	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y1
-	VMOVUPS   lgc11<>+0(SB), Y3
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y4, Y3, Y2
 
-	// v55 = where(v50, v27, v54) [B=1024]
+	// v59 = ne(v52, v42) [B=1024]
+	VCMPPS $0x04, Y1, Y0, Y3
+	VANDPS lgc11<>+0(SB), Y3, Y3
+
+	// v60 = mul(v52, v58) [B=1024]
+	VMULPS Y2, Y0, Y2
+
+	// v61 = where(v59, v60, v52) [B=1024]
 	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v56 = mul(v49, v55) [B=1024]
-	VMULPS Y1, Y0, Y0
-
-	// v57 = neg(v56) [B=1024]
+	// v62 = neg(v61) [B=1024]
 	VXORPS  lgc14<>+0(SB), Y0, Y0
 	MOVQ    p2+16(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(BX*4), Y2
 
-	// v61 = mul(v60, v0) [B=1024]
-	VMULPS  lgc24<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP), Y2
+	// v66 = mul(v65, v0) [B=1024]
+	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v62 = mul(v61, v4) [B=1024]
-	VMULPS  Y2, Y1, Y1
-	VMOVUPS lgc25<>+0(SB), Y2
+	// v67 = ne(v66, v42) [B=1024]
+	VCMPPS  $0x04, Y1, Y2, Y1
+	VANDPS  lgc11<>+0(SB), Y1, Y1
+	VMOVUPS 64(SP), Y3
 
-	// v63 = broadcast(v59) [B=1024]
+	// v68 = mul(v66, v4) [B=1024]
+	VMULPS Y3, Y2, Y3
+
+	// v69 = where(v67, v68, v66) [B=1024]
+	VMOVUPS   lgc17<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y1
+	VMOVUPS   lgc25<>+0(SB), Y2
+
+	// v70 = broadcast(v64) [B=1024]
 	VMOVUPS lgc26<>+0(SB), Y3
 
-	// v64 = broadcast(v58) [B=1024]
+	// v71 = broadcast(v63) [B=1024]
 	VMOVUPS 32(SP), Y4
 
 	// store v13
@@ -859,19 +891,19 @@ blocks_3:
 	MOVQ    p9+72(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 
-	// store v57
+	// store v62
 	MOVQ    p10+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v62
+	// store v69
 	MOVQ    p11+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v63
+	// store v70
 	MOVQ    p12+96(FP), DX
 	VMOVUPS Y2, (DX)(BX*4)
 
-	// store v64
+	// store v71
 	MOVQ         p13+104(FP), DX
 	VMOVUPS      Y3, (DX)(BX*4)
 	DECQ         CX

@@ -1314,7 +1314,7 @@ GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1504-104
+TEXT ·fbPass0AVX2(SB), $1568-104
 	MOVQ $+8, CX
 	XORQ AX, AX
 
@@ -1999,64 +1999,106 @@ inner_D_7:
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y0, Y0
 
-	// v83 = mul(v81, v66) [B=512]
+	// v83 = ne(v81, v4) [B=512]
+	VCMPPS $0x04, Y5, Y6, Y3
+	VANDPS lgc8<>+0(SB), Y3, Y3
+
+	// v84 = mul(v81, v66) [B=512]
 	VMULPS Y2, Y6, Y2
 
-	// v84 = mul(v81, v68) [B=512]
-	VMULPS Y4, Y6, Y3
+	// v85 = where(v83, v84, v81) [B=512]
+	VMOVUPS   lgc3<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y2, Y6, Y2
 
-	// v85 = add(v82, v84) [B=512]
+	// v86 = mul(v81, v68) [B=512]
+	VMULPS Y4, Y6, Y4
+
+	// v87 = where(v83, v86, v81) [B=512]
+	VMOVUPS   lgc3<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y3, Y7
+	VBLENDVPS Y7, Y4, Y6, Y3
+
+	// v88 = add(v82, v87) [B=512]
 	VADDPS Y3, Y0, Y0
 
-	// v86 = mul(v83, v13) [B=512]
+	// v89 = mul(v85, v13) [B=512]
 	VMULPS lgc15<>+0(SB), Y2, Y2
 
-	// v87 = add(v85, v86) [B=512]
+	// v90 = add(v88, v89) [B=512]
 	VADDPS Y2, Y0, Y0
 
-	// v88 = gt(v65, v4) [B=512]
+	// v91 = gt(v65, v4) [B=512]
 	VCMPPS $0x1e, Y5, Y1, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v89 = lt(v65, v4) [B=512]
+	// v92 = lt(v65, v4) [B=512]
 	VCMPPS $0x11, Y5, Y1, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v91 = mul(v65, v4) [B=512]
+	// v94 = mul(v65, v4) [B=512]
 	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc50<>+0(SB), Y4
 
-	// v92 = where(v89, v90, v91) [B=512]
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
+	// v95 = where(v92, v93, v94) [B=512]
+	VMOVUPS   lgc3<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y3, Y6
+	VBLENDVPS Y6, Y4, Y1, Y1
 	VMOVUPS   lgc8<>+0(SB), Y3
 
-	// v93 = where(v88, v15, v92) [B=512]
+	// v96 = where(v91, v15, v95) [B=512]
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
-	// v94 = mul(v87, v93) [B=512]
-	VMULPS Y1, Y0, Y0
+	// v97 = ne(v90, v4) [B=512]
+	VCMPPS $0x04, Y5, Y0, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v95 = neg(v94) [B=512]
+	// v98 = mul(v90, v96) [B=512]
+	VMULPS Y1, Y0, Y1
+
+	// v99 = where(v97, v98, v90) [B=512]
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y1, Y0, Y0
+
+	// v100 = neg(v99) [B=512]
 	VXORPS  lgc7<>+0(SB), Y0, Y0
 	MOVQ    p4+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v98 = mul(v97, v0) [B=512]
-	VMULPS  lgc51<>+0(SB), Y1, Y1
-	VMOVUPS 1280(SP), Y2
+	// v103 = mul(v102, v0) [B=512]
+	VMULPS lgc51<>+0(SB), Y1, Y1
 
-	// v99 = mul(v98, v52) [B=512]
-	VMULPS Y2, Y1, Y1
+	// v104 = ne(v103, v4) [B=512]
+	VCMPPS  $0x04, Y5, Y1, Y2
+	VANDPS  lgc8<>+0(SB), Y2, Y2
+	VMOVUPS 1280(SP), Y3
 
-	// v100 = neg(v99) [B=512]
-	VXORPS  lgc7<>+0(SB), Y1, Y2
+	// v105 = mul(v103, v52) [B=512]
+	VMULPS Y3, Y1, Y3
+
+	// v106 = where(v104, v105, v103) [B=512]
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+
+	// v107 = neg(v106) [B=512]
+	VXORPS lgc7<>+0(SB), Y1, Y2
+
+	// v109 = ne(v106, v4) [B=512]
+	VCMPPS $0x04, Y5, Y1, Y3
+	VANDPS lgc8<>+0(SB), Y3, Y3
+
+	// v113 = ne(v107, v4) [B=512]
+	VCMPPS  $0x04, Y5, Y2, Y4
+	VANDPS  lgc8<>+0(SB), Y4, Y4
 	VMOVUPS Y0, 1312(SP)
 	VMOVUPS Y1, 1344(SP)
 	VMOVUPS Y2, 1376(SP)
+	VMOVUPS Y3, 1408(SP)
+	VMOVUPS Y4, 1440(SP)
 	XORQ    DX, DX
 
 inner_D_8:
@@ -2100,7 +2142,7 @@ inner_D_8:
 
 	// v17 = div(v14, v16) [B=512 D=2]
 	VDIVPS  Y1, Y2, Y1
-	VMOVUPS Y0, 1408(SP)
+	VMOVUPS Y0, 1472(SP)
 
 	// v18 = log1p(v17) [B=512 D=2]
 	VADDPS       lgc8<>+0(SB), Y1, Y0
@@ -2156,7 +2198,7 @@ inner_D_8:
 
 	// v19 = mul(v13, v18) [B=512 D=2]
 	VMULPS  lgc15<>+0(SB), Y2, Y0
-	VMOVUPS 1408(SP), Y1
+	VMOVUPS 1472(SP), Y1
 	VMOVUPS lgc3<>+0(SB), Y2
 
 	// v20 = lt(v11, v4) [B=512 D=2]
@@ -2164,20 +2206,20 @@ inner_D_8:
 	VANDPS lgc8<>+0(SB), Y1, Y1
 
 	// v21 = neg(v19) [B=512 D=2]
-	VXORPS lgc7<>+0(SB), Y0, Y2
+	VXORPS lgc7<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y0, Y0
 
 	// v23 = detach(v22) [B=512 D=2]
 	MOVQ       p1+8(FP), SI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc1<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y4
 	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
+	VGATHERDPS Y4, (SI)(Y3*4), Y1
 
 	// v24 = sub(v23, v1) [B=512 D=2]
 	VSUBPS Y1, Y0, Y0
@@ -2189,110 +2231,131 @@ inner_D_8:
 	VXORPS     lgc7<>+0(SB), Y1, Y1
 	MOVQ       p2+16(FP), SI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMOVUPS    lgc2<>+0(SB), Y4
-	VMOVUPS    lgc3<>+0(SB), Y2
-	VGATHERDPS Y4, (SI)(Y3*4), Y2
+	VMOVUPS    lgc1<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VGATHERDPS Y5, (SI)(Y4*4), Y3
 
 	// v27 = mul(v2, v2) [B=512 D=2]
-	VMULPS Y2, Y2, Y3
+	VMULPS Y3, Y3, Y4
 
 	// v28 = mul(v6, v27) [B=512 D=2]
-	VMULPS  lgc4<>+0(SB), Y3, Y3
-	VMOVUPS 1376(SP), Y4
+	VMULPS lgc4<>+0(SB), Y4, Y4
 
-	// v101 = div(v100, v2) [B=512 D=2]
-	VDIVPS  Y2, Y4, Y5
-	VMOVUPS 1344(SP), Y6
+	// v29 = div(v26, v28) [B=512 D=2]
+	VDIVPS  Y4, Y1, Y1
+	VMOVUPS 1376(SP), Y5
 
-	// v102 = div(v99, v28) [B=512 D=2]
-	VDIVPS Y3, Y6, Y6
+	// v108 = div(v107, v2) [B=512 D=2]
+	VDIVPS  Y3, Y5, Y6
+	VMOVUPS 1344(SP), Y7
 
-	// v103 = mul(v100, v26) [B=512 D=2]
-	VMULPS Y1, Y4, Y1
+	// v110 = div(v106, v28) [B=512 D=2]
+	VDIVPS  Y4, Y7, Y8
+	VMOVUPS 1408(SP), Y9
 
-	// v104 = mul(v28, v28) [B=512 D=2]
-	VMULPS Y3, Y3, Y3
+	// v111 = where(v109, v110, v106) [B=512 D=2]
+	VMOVUPS   lgc3<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y8, Y7, Y7
 
-	// v105 = div(v103, v104) [B=512 D=2]
-	VDIVPS Y3, Y1, Y1
+	// v112 = div(v29, v28) [B=512 D=2]
+	VDIVPS Y4, Y1, Y1
 
-	// v106 = mul(v105, v6) [B=512 D=2]
+	// v114 = mul(v107, v112) [B=512 D=2]
+	VMULPS  Y1, Y5, Y1
+	VMOVUPS 1440(SP), Y4
+
+	// v115 = where(v113, v114, v107) [B=512 D=2]
+	VMOVUPS   lgc3<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y1, Y5, Y1
+
+	// v116 = mul(v115, v6) [B=512 D=2]
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v107 = mul(v106, v2) [B=512 D=2]
-	VMULPS Y2, Y1, Y1
+	// v117 = mul(v116, v2) [B=512 D=2]
+	VMULPS Y3, Y1, Y1
 
-	// v108 = add(v101, v107) [B=512 D=2]
-	VADDPS Y1, Y5, Y2
+	// v118 = add(v108, v117) [B=512 D=2]
+	VADDPS Y1, Y6, Y3
 
-	// v109 = add(v108, v107) [B=512 D=2]
-	VADDPS Y1, Y2, Y1
+	// v119 = add(v118, v117) [B=512 D=2]
+	VADDPS Y1, Y3, Y1
 
-	// store v109
+	// store v119
 	MOVQ    p9+72(FP), SI
-	VMOVUPS Y1, 1440(SP)
-	MOVL    1440(SP), R8
+	VMOVUPS Y1, 1504(SP)
+	MOVL    1504(SP), R8
 	MOVL    R8, (SI)(DI*4)
-	MOVL    1444(SP), R8
+	MOVL    1508(SP), R8
 	MOVL    R8, 8(SI)(DI*4)
-	MOVL    1448(SP), R8
+	MOVL    1512(SP), R8
 	MOVL    R8, 16(SI)(DI*4)
-	MOVL    1452(SP), R8
+	MOVL    1516(SP), R8
 	MOVL    R8, 24(SI)(DI*4)
-	MOVL    1456(SP), R8
+	MOVL    1520(SP), R8
 	MOVL    R8, 32(SI)(DI*4)
-	MOVL    1460(SP), R8
+	MOVL    1524(SP), R8
 	MOVL    R8, 40(SI)(DI*4)
-	MOVL    1464(SP), R8
+	MOVL    1528(SP), R8
 	MOVL    R8, 48(SI)(DI*4)
-	MOVL    1468(SP), R8
+	MOVL    1532(SP), R8
 	MOVL    R8, 56(SI)(DI*4)
 
-	// v110 = neg(v102) [B=512 D=2]
-	VXORPS lgc7<>+0(SB), Y6, Y1
+	// v120 = neg(v111) [B=512 D=2]
+	VXORPS lgc7<>+0(SB), Y7, Y1
 
-	// v111 = mul(v110, v24) [B=512 D=2]
+	// v121 = ne(v120, v4) [B=512 D=2]
+	VCMPPS $0x04, Y2, Y1, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
+
+	// v122 = mul(v120, v24) [B=512 D=2]
 	VMULPS Y0, Y1, Y0
 
-	// v112 = add(v111, v111) [B=512 D=2]
+	// v123 = where(v121, v122, v120) [B=512 D=2]
+	VMOVUPS   lgc3<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y2, Y3
+	VBLENDVPS Y3, Y0, Y1, Y0
+
+	// v124 = add(v123, v123) [B=512 D=2]
 	VADDPS Y0, Y0, Y0
 
-	// v113 = neg(v112) [B=512 D=2]
+	// v125 = neg(v124) [B=512 D=2]
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
-	// store v113
+	// store v125
 	MOVQ    p10+80(FP), SI
-	VMOVUPS Y0, 1472(SP)
-	MOVL    1472(SP), R8
+	VMOVUPS Y0, 1536(SP)
+	MOVL    1536(SP), R8
 	MOVL    R8, (SI)(DI*4)
-	MOVL    1476(SP), R8
+	MOVL    1540(SP), R8
 	MOVL    R8, 8(SI)(DI*4)
-	MOVL    1480(SP), R8
+	MOVL    1544(SP), R8
 	MOVL    R8, 16(SI)(DI*4)
-	MOVL    1484(SP), R8
+	MOVL    1548(SP), R8
 	MOVL    R8, 24(SI)(DI*4)
-	MOVL    1488(SP), R8
+	MOVL    1552(SP), R8
 	MOVL    R8, 32(SI)(DI*4)
-	MOVL    1492(SP), R8
+	MOVL    1556(SP), R8
 	MOVL    R8, 40(SI)(DI*4)
-	MOVL    1496(SP), R8
+	MOVL    1560(SP), R8
 	MOVL    R8, 48(SI)(DI*4)
-	MOVL    1500(SP), R8
+	MOVL    1564(SP), R8
 	MOVL    R8, 56(SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_8
 	VMOVUPS lgc52<>+0(SB), Y0
 
-	// v114 = broadcast(v96) [B=512]
+	// v126 = broadcast(v101) [B=512]
 	VMOVUPS 1312(SP), Y1
 
-	// store v95
+	// store v100
 	MOVQ    p11+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v114
+	// store v126
 	MOVQ         p12+96(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX

@@ -273,25 +273,34 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		v80 := float32(0.001953125)
 		v81 := sel(v67, v80, v4)
 		v82 := sel(v67, v4, v80)
-		v83 := float32(v81 * v66)
-		v84 := float32(v81 * v68)
-		v85 := v82 + v84
-		v86 := float32(v83 * v13)
-		v87 := v85 + v86
-		v88 := b2f(v65 > v4)
-		v89 := b2f(v65 < v4)
-		v90 := float32(-1)
-		v91 := float32(v65 * v4)
-		v92 := sel(v89, v90, v91)
-		v93 := sel(v88, v15, v92)
-		v94 := float32(v87 * v93)
-		v95 := -v94
-		g.StateValue[iB] = v95
-		v96 := float32(-1.953125e-05)
-		v97 := float32(-0.001953125)
-		v98 := float32(v97 * v0)
-		v99 := float32(v98 * v52)
+		v83 := b2f(v81 != v4)
+		v84 := float32(v81 * v66)
+		v85 := sel(v83, v84, v81)
+		v86 := float32(v81 * v68)
+		v87 := sel(v83, v86, v81)
+		v88 := v82 + v87
+		v89 := float32(v85 * v13)
+		v90 := v88 + v89
+		v91 := b2f(v65 > v4)
+		v92 := b2f(v65 < v4)
+		v93 := float32(-1)
+		v94 := float32(v65 * v4)
+		v95 := sel(v92, v93, v94)
+		v96 := sel(v91, v15, v95)
+		v97 := b2f(v90 != v4)
+		v98 := float32(v90 * v96)
+		v99 := sel(v97, v98, v90)
 		v100 := -v99
+		g.StateValue[iB] = v100
+		v101 := float32(-1.953125e-05)
+		v102 := float32(-0.001953125)
+		v103 := float32(v102 * v0)
+		v104 := b2f(v103 != v4)
+		v105 := float32(v103 * v52)
+		v106 := sel(v104, v105, v103)
+		v107 := -v106
+		v109 := b2f(v106 != v4)
+		v113 := b2f(v107 != v4)
 		for iD := 0; iD < 2; iD++ {
 			v1 := in.Loc[iB*2+iD]
 			v2 := in.Scale[iB*2+iD]
@@ -315,24 +324,28 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v26 := -v25
 			v27 := float32(v2 * v2)
 			v28 := float32(v6 * v27)
-			v101 := v100 / v2
-			v102 := v99 / v28
-			v103 := float32(v100 * v26)
-			v104 := float32(v28 * v28)
-			v105 := v103 / v104
-			v106 := float32(v105 * v6)
-			v107 := float32(v106 * v2)
-			v108 := v101 + v107
-			v109 := v108 + v107
-			g.Scale[iB*2+iD] = v109
-			v110 := -v102
-			v111 := float32(v110 * v24)
-			v112 := v111 + v111
-			v113 := -v112
-			g.Loc[iB*2+iD] = v113
+			v29 := v26 / v28
+			v108 := v107 / v2
+			v110 := v106 / v28
+			v111 := sel(v109, v110, v106)
+			v112 := v29 / v28
+			v114 := float32(v107 * v112)
+			v115 := sel(v113, v114, v107)
+			v116 := float32(v115 * v6)
+			v117 := float32(v116 * v2)
+			v118 := v108 + v117
+			v119 := v118 + v117
+			g.Scale[iB*2+iD] = v119
+			v120 := -v111
+			v121 := b2f(v120 != v4)
+			v122 := float32(v120 * v24)
+			v123 := sel(v121, v122, v120)
+			v124 := v123 + v123
+			v125 := -v124
+			g.Loc[iB*2+iD] = v125
 		}
-		v114 := v96
-		g.Entropy[iB] = v114
+		v126 := v101
+		g.Entropy[iB] = v126
 	}
 	out.LossObjective = float32(acc55.Result())
 	out.KLApprox = float32(acc57.Result())

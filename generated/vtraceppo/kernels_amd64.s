@@ -2291,56 +2291,79 @@ outer0_9:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   56(SP), Y2
 
-	// v86 = mul(v84, v58) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 24(SP), Y5
+	// v86 = ne(v84, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VMOVUPS 56(SP), Y5
 
-	// v87 = mul(v84, v61) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v87 = mul(v84, v58) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v88 = add(v85, v87) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v88 = where(v86, v87, v84) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   24(SP), Y6
 
-	// v89 = mul(v86, v59) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y2, Y2
+	// v89 = mul(v84, v61) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v90 = add(v88, v89) [N=64 T=421]
+	// v90 = where(v86, v89, v84) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v91 = add(v85, v90) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v92 = mul(v88, v59) [N=64 T=421]
+	VMULPS lgc13<>+0(SB), Y5, Y2
+
+	// v93 = add(v91, v92) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 
-	// v91 = gt(v57, v38) [N=64 T=421]
+	// v94 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc14<>+0(SB), Y4, Y4
 
-	// v92 = lt(v57, v38) [N=64 T=421]
-	VCMPPS $0x11, Y3, Y2, Y3
+	// v95 = lt(v57, v38) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
+
+	// v97 = mul(v57, v38) [N=64 T=421]
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc40<>+0(SB), Y6
+
+	// v98 = where(v95, v96, v97) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc14<>+0(SB), Y5
+
+	// v99 = where(v94, v0, v98) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v100 = ne(v93, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v94 = mul(v57, v38) [N=64 T=421]
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y5
+	// v101 = mul(v93, v99) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
 
-	// v95 = where(v92, v93, v94) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   lgc14<>+0(SB), Y3
+	// v102 = where(v100, v101, v93) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v96 = where(v91, v0, v95) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// v97 = mul(v90, v96) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
-
-	// v98 = neg(v97) [N=64 T=421]
+	// v103 = neg(v102) [N=64 T=421]
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
 
-	// v113 = broadcast(v99) [N=64 T=421]
+	// v120 = broadcast(v104) [N=64 T=421]
 	VMOVUPS 88(SP), Y3
 
 	// store v24
@@ -2348,12 +2371,12 @@ outer0_9:
 	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 
-	// store v98
+	// store v103
 	MOVQ       p11+88(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
-	// store v113
+	// store v120
 	MOVQ       p12+96(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS Y2, Y1, (CX)(DX*4)
@@ -2670,67 +2693,90 @@ blocks_10:
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
-	VMOVUPS   216(SP), Y2
 
-	// v86 = mul(v84, v58) [N=64 T=421]
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 184(SP), Y5
+	// v86 = ne(v84, v38) [N=64 T=421]
+	VCMPPS  $0x04, Y3, Y4, Y2
+	VANDPS  lgc14<>+0(SB), Y2, Y2
+	VMOVUPS 216(SP), Y5
 
-	// v87 = mul(v84, v61) [N=64 T=421]
-	VMULPS Y5, Y4, Y4
+	// v87 = mul(v84, v58) [N=64 T=421]
+	VMULPS Y5, Y4, Y5
 
-	// v88 = add(v85, v87) [N=64 T=421]
-	VADDPS Y4, Y1, Y1
+	// v88 = where(v86, v87, v84) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y2, Y6
+	VBLENDVPS Y6, Y5, Y4, Y5
+	VMOVUPS   184(SP), Y6
 
-	// v89 = mul(v86, v59) [N=64 T=421]
-	VMULPS lgc13<>+0(SB), Y2, Y2
+	// v89 = mul(v84, v61) [N=64 T=421]
+	VMULPS Y6, Y4, Y6
 
-	// v90 = add(v88, v89) [N=64 T=421]
+	// v90 = where(v86, v89, v84) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y4, Y2
+
+	// v91 = add(v85, v90) [N=64 T=421]
+	VADDPS Y2, Y1, Y1
+
+	// v92 = mul(v88, v59) [N=64 T=421]
+	VMULPS lgc13<>+0(SB), Y5, Y2
+
+	// v93 = add(v91, v92) [N=64 T=421]
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 280(SP), Y2
 
-	// v91 = gt(v57, v38) [N=64 T=421]
+	// v94 = gt(v57, v38) [N=64 T=421]
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc14<>+0(SB), Y4, Y4
 
-	// v92 = lt(v57, v38) [N=64 T=421]
-	VCMPPS $0x11, Y3, Y2, Y3
+	// v95 = lt(v57, v38) [N=64 T=421]
+	VCMPPS $0x11, Y3, Y2, Y5
+	VANDPS lgc14<>+0(SB), Y5, Y5
+
+	// v97 = mul(v57, v38) [N=64 T=421]
+	VMULPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc40<>+0(SB), Y6
+
+	// v98 = where(v95, v96, v97) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc14<>+0(SB), Y5
+
+	// v99 = where(v94, v0, v98) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y2, Y2
+
+	// v100 = ne(v93, v38) [N=64 T=421]
+	VCMPPS $0x04, Y3, Y1, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v94 = mul(v57, v38) [N=64 T=421]
-	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc40<>+0(SB), Y5
+	// v101 = mul(v93, v99) [N=64 T=421]
+	VMULPS Y2, Y1, Y2
 
-	// v95 = where(v92, v93, v94) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y2, Y2
-	VMOVUPS   lgc14<>+0(SB), Y3
+	// v102 = where(v100, v101, v93) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v96 = where(v91, v0, v95) [N=64 T=421]
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// v97 = mul(v90, v96) [N=64 T=421]
-	VMULPS Y2, Y1, Y1
-
-	// v98 = neg(v97) [N=64 T=421]
+	// v103 = neg(v102) [N=64 T=421]
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
 
-	// v113 = broadcast(v99) [N=64 T=421]
+	// v120 = broadcast(v104) [N=64 T=421]
 	VMOVUPS 248(SP), Y3
 
 	// store v24
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v98
+	// store v103
 	MOVQ    p11+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v113
+	// store v120
 	MOVQ         p12+96(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
@@ -3263,28 +3309,28 @@ blocks_15:
 	VADDPS  32384(BX), Y5, Y5
 	VMOVUPS Y5, 32384(BX)
 
-	// v101 = mul(v100, v32) [N=64 T=421]
+	// v106 = mul(v105, v32) [N=64 T=421]
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v102 = where(v39, v101, v38) [N=64 T=421]
+	// v107 = where(v39, v106, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v103 = where(v39, v38, v101) [N=64 T=421]
+	// v108 = where(v39, v38, v106) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v104 = ge(v37, v42) [N=64 T=421]
+	// v109 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v105 = ne(v37, v37) [N=64 T=421]
+	// v110 = ne(v37, v37) [N=64 T=421]
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
-	// v106 = max(v104, v105) [N=64 T=421]
+	// v111 = max(v109, v110) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
 	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
@@ -3292,16 +3338,16 @@ blocks_15:
 	VORPS  Y8, Y5, Y5
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v107 = where(v106, v103, v38) [N=64 T=421]
+	// v112 = where(v111, v108, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
-	// v108 = le(v37, v40) [N=64 T=421]
+	// v113 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v109 = max(v108, v105) [N=64 T=421]
+	// v114 = max(v113, v110) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y3, Y3
 	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
@@ -3309,22 +3355,31 @@ blocks_15:
 	VORPS  Y6, Y3, Y3
 	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v110 = where(v109, v102, v38) [N=64 T=421]
+	// v115 = where(v114, v107, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y7, Y0, Y0
+	VBLENDVPS Y5, Y7, Y0, Y3
 
-	// v111 = add(v107, v110) [N=64 T=421]
-	VADDPS Y0, Y2, Y0
+	// v116 = add(v112, v115) [N=64 T=421]
+	VADDPS Y3, Y2, Y2
 
-	// v112 = mul(v111, v37) [N=64 T=421]
-	VMULPS Y4, Y0, Y0
+	// v117 = ne(v116, v38) [N=64 T=421]
+	VCMPPS $0x04, Y0, Y2, Y0
+	VANDPS lgc14<>+0(SB), Y0, Y0
+
+	// v118 = mul(v116, v37) [N=64 T=421]
+	VMULPS Y4, Y2, Y3
+
+	// v119 = where(v117, v118, v116) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y0
 
 	// store v32
 	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v112
+	// store v119
 	MOVQ         p11+88(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
@@ -3539,28 +3594,28 @@ noflush_16:
 	VADDPS       32384(CX), Y5, Y5
 	VMOVUPS      Y5, 32384(CX)
 
-	// v101 = mul(v100, v32) [N=64 T=421]
+	// v106 = mul(v105, v32) [N=64 T=421]
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v102 = where(v39, v101, v38) [N=64 T=421]
+	// v107 = where(v39, v106, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v103 = where(v39, v38, v101) [N=64 T=421]
+	// v108 = where(v39, v38, v106) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v104 = ge(v37, v42) [N=64 T=421]
+	// v109 = ge(v37, v42) [N=64 T=421]
 	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v105 = ne(v37, v37) [N=64 T=421]
+	// v110 = ne(v37, v37) [N=64 T=421]
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
-	// v106 = max(v104, v105) [N=64 T=421]
+	// v111 = max(v109, v110) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y5, Y5
 	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
@@ -3568,16 +3623,16 @@ noflush_16:
 	VORPS  Y8, Y5, Y5
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v107 = where(v106, v103, v38) [N=64 T=421]
+	// v112 = where(v111, v108, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
-	// v108 = le(v37, v40) [N=64 T=421]
+	// v113 = le(v37, v40) [N=64 T=421]
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v109 = max(v108, v105) [N=64 T=421]
+	// v114 = max(v113, v110) [N=64 T=421]
 	VXORPS lgc27<>+0(SB), Y3, Y3
 	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
@@ -3585,23 +3640,32 @@ noflush_16:
 	VORPS  Y6, Y3, Y3
 	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v110 = where(v109, v102, v38) [N=64 T=421]
+	// v115 = where(v114, v107, v38) [N=64 T=421]
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y7, Y0, Y0
+	VBLENDVPS Y5, Y7, Y0, Y3
 
-	// v111 = add(v107, v110) [N=64 T=421]
-	VADDPS Y0, Y2, Y0
+	// v116 = add(v112, v115) [N=64 T=421]
+	VADDPS Y3, Y2, Y2
 
-	// v112 = mul(v111, v37) [N=64 T=421]
-	VMULPS Y4, Y0, Y0
+	// v117 = ne(v116, v38) [N=64 T=421]
+	VCMPPS $0x04, Y0, Y2, Y0
+	VANDPS lgc14<>+0(SB), Y0, Y0
+
+	// v118 = mul(v116, v37) [N=64 T=421]
+	VMULPS Y4, Y2, Y3
+
+	// v119 = where(v117, v118, v116) [N=64 T=421]
+	VMOVUPS   lgc0<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y0
 
 	// store v32
 	MOVQ       p10+80(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v112
+	// store v119
 	MOVQ         p11+88(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (CX)(DX*4)

@@ -306,23 +306,28 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v83 := float32(3.7114016e-05)
 			v84 := sel(v60, v83, v38)
 			v85 := sel(v60, v38, v83)
-			v86 := float32(v84 * v58)
-			v87 := float32(v84 * v61)
-			v88 := v85 + v87
-			v89 := float32(v86 * v59)
-			v90 := v88 + v89
-			v91 := b2f(v57 > v38)
-			v92 := b2f(v57 < v38)
-			v93 := float32(-1)
-			v94 := float32(v57 * v38)
-			v95 := sel(v92, v93, v94)
-			v96 := sel(v91, v0, v95)
-			v97 := float32(v90 * v96)
-			v98 := -v97
-			g.StateValue[iN*421+iT] = v98
-			v99 := float32(-3.7114015e-07)
-			v113 := v99
-			g.Entropy[iN*421+iT] = v113
+			v86 := b2f(v84 != v38)
+			v87 := float32(v84 * v58)
+			v88 := sel(v86, v87, v84)
+			v89 := float32(v84 * v61)
+			v90 := sel(v86, v89, v84)
+			v91 := v85 + v90
+			v92 := float32(v88 * v59)
+			v93 := v91 + v92
+			v94 := b2f(v57 > v38)
+			v95 := b2f(v57 < v38)
+			v96 := float32(-1)
+			v97 := float32(v57 * v38)
+			v98 := sel(v95, v96, v97)
+			v99 := sel(v94, v0, v98)
+			v100 := b2f(v93 != v38)
+			v101 := float32(v93 * v99)
+			v102 := sel(v100, v101, v93)
+			v103 := -v102
+			g.StateValue[iN*421+iT] = v103
+			v104 := float32(-3.7114015e-07)
+			v120 := v104
+			g.Entropy[iN*421+iT] = v120
 		}
 	}
 	out.ClipFraction = float32(acc49.Result())
@@ -412,20 +417,22 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			v45 := float32(v32 * v44)
 			v46 := -v45
 			acc47.Add(float64(v46))
-			v100 := float32(-3.7114016e-05)
-			v101 := float32(v100 * v32)
-			v102 := sel(v39, v101, v38)
-			v103 := sel(v39, v38, v101)
-			v104 := b2f(v37 >= v42)
-			v105 := b2f(v37 != v37)
-			v106 := max(v104, v105)
-			v107 := sel(v106, v103, v38)
-			v108 := b2f(v37 <= v40)
-			v109 := max(v108, v105)
-			v110 := sel(v109, v102, v38)
-			v111 := v107 + v110
-			v112 := float32(v111 * v37)
-			g.LogProb[iN*421+iT] = v112
+			v105 := float32(-3.7114016e-05)
+			v106 := float32(v105 * v32)
+			v107 := sel(v39, v106, v38)
+			v108 := sel(v39, v38, v106)
+			v109 := b2f(v37 >= v42)
+			v110 := b2f(v37 != v37)
+			v111 := max(v109, v110)
+			v112 := sel(v111, v108, v38)
+			v113 := b2f(v37 <= v40)
+			v114 := max(v113, v110)
+			v115 := sel(v114, v107, v38)
+			v116 := v112 + v115
+			v117 := b2f(v116 != v38)
+			v118 := float32(v116 * v37)
+			v119 := sel(v117, v118, v116)
+			g.LogProb[iN*421+iT] = v119
 		}
 	}
 	out.LossObjective = float32(acc47.Result())
