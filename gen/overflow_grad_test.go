@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/gogen"
+	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
 	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
@@ -49,5 +51,87 @@ func TestGradientAtOverflowEveryBackend(t *testing.T) {
 		g := out["grad.log_prob"].Float64s()
 		require.Equal(t, []float64{0, 0}, []float64{math.Abs(g[0]), math.Abs(g[1])}, "%s: the clipped branch's gradient", backend)
 		require.InDelta(t, 0.368390306, g[2], 1e-7, backend)
+	}
+}
+
+// Every backend's gradients at float32's edges, in the PPO family's distributions: logits
+// ±1e30, ±3e38 and −inf (log-softmax and the entropy's p·log p), a Normal scale of 1e-30
+// (σ² underflows; 1/σ overflows), log-ratios whose exp overflows or underflows. No gradient
+// is NaN where the interpreter (float64, then rounded) has a number, and each agrees with it
+// within the package test's tolerance.
+func TestGradientsAtEdgesEveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	inf := math.Inf(-1)
+	for _, c := range []struct {
+		name, spec string
+		in         map[string][]float64
+	}{
+		{"categorical", "dims: {B: 4, A: 3}\nloss: {type: clip_ppo, distribution: categorical, action_dim: A, critic_coeff: 0, entropy_coeff: 0.5, reduction: sum}\n",
+			map[string][]float64{
+				"logits":          {1e30, 0, -1e30, 0, inf, inf, 80, -80, 0, 3e38, 3e38, -3e38},
+				"action":          {0, 0, 1, 2},
+				"sample_log_prob": {0, 0, -160, 0},
+				"advantage":       {1, -1, 1, -1},
+			}},
+		{"normal", "dims: {B: 4, D: 1}\nloss: {type: klpen_ppo, distribution: normal, action_dim: D, critic_coeff: 0, entropy_coeff: 0.1}\n",
+			map[string][]float64{
+				"loc": {0, 0, 1e20, 0}, "scale": {1e-30, 1, 1, 2}, "action": {1, 0.5, 0, 1},
+				"old_loc": {0, 0, 0, 0}, "old_scale": {1, 1, 1, 1}, "beta": {1},
+				"sample_log_prob": {0, 0, 0, 0}, "advantage": {1, -1, 1, -1},
+			}},
+		{"ratio", "dims: {B: 6}\nloss: {type: ppo, critic_coeff: 0, entropy_bonus: false}\n",
+			map[string][]float64{
+				"log_prob": {100, -200, 88, -104, 0, 100}, "sample_log_prob": {0, 0, 0, 0, 0, -100},
+				"advantage": {0, 1, 1e-30, 1e30, 0, 1},
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\nbatch: [B]\n"+c.spec), 0o644))
+			comp, err := gen.Compile(path)
+			require.NoError(t, err)
+			ref := comp.Reference()
+			cs := golden.Case{Name: "edges", Inputs: map[string]golden.Array{}}
+			for _, in := range ref.Inputs {
+				v, ok := c.in[in.Name]
+				require.True(t, ok, "no input %q", in.Name)
+				cs.Inputs[in.Name] = cases.Stored(ref.DType, in, v)
+			}
+			require.NoError(t, cases.Want(ref, &cs))
+			m, err := runner.NewModule(comp)
+			require.NoError(t, err)
+			t.Cleanup(func() { m.Close() })
+			outs := map[string]map[string]golden.Array{}
+			for name, tags := range map[string]string{"go": "purego", "default": ""} {
+				bin, err := m.Build(tags)
+				require.NoError(t, err)
+				outs[name], err = m.RunBackward(bin, cs.Inputs)
+				require.NoError(t, err)
+			}
+			mod, err := ptxgen.Emit(comp.Plan, comp.Backward, gogen.Meta{Package: "p", GenVersion: runtime.GenVersion})
+			require.NoError(t, err)
+			outs["ptx"], _, err = ptxsim.RunTable(string(mod.PTX), *mod.Backward, cs.Inputs)
+			require.NoError(t, err)
+			scale := gen.GradScale(ref, cs.Want)
+			for backend, out := range outs {
+				for _, o := range ref.Outputs {
+					got, ok := out[o.Name]
+					if !ok {
+						continue
+					}
+					want, gv := cs.Want[o.Name].Float64s(), got.Float64s()
+					for i := range want {
+						if !math.IsNaN(want[i]) && math.IsNaN(gv[i]) {
+							t.Errorf("%s %s[%d] = NaN, the interpreter %v", backend, o.Name, i, want[i])
+						}
+					}
+					if d := golden.Compare(want, gv, gen.OutputTolerance(ref.DType, o).At(scale)); d.Bad > 0 && o.Role == ir.Gradient {
+						t.Errorf("%s %s: %d bad, first at %d: %v, want %v", backend, o.Name, d.Bad, d.First, gv[d.First], want[d.First])
+					}
+				}
+			}
+		})
 	}
 }
