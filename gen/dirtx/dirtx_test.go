@@ -10,34 +10,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/internal/testdir"
 )
 
-// snapshot is every entry of dir (dot files included) with its content; a directory reads
-// as "<dir>".
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	out := map[string]string{}
-	for _, e := range es {
-		if e.IsDir() {
-			out[e.Name()] = "<dir>"
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		out[e.Name()] = string(b)
-	}
-	return out
-}
-
-// writeAll creates files in dir.
-func writeAll(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, s := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644))
-	}
-}
+var (
+	snapshot = testdir.Snapshot
+	writeAll = testdir.WriteAll
+)
 
 // inject runs act before every rename, remove and write of a transaction (n counts them
 // from 0), for the rest of the test: the operation fails with act's error if it returns
