@@ -44,13 +44,16 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
-	for _, dims := range settings {
-		cs, err := gen.CompileDims(path, dims)
-		if err != nil {
+	// Every size is validated, as the spec's own, before any is measured.
+	compiled := make([]*gen.Compiled, len(settings))
+	for i, dims := range settings {
+		if compiled[i], err = gen.CompileDims(path, dims); err != nil {
 			return err
 		}
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
+	for _, cs := range compiled {
 		m, err := runner.NewTestModule(cs)
 		if err != nil {
 			return err
@@ -110,7 +113,10 @@ func parseSizes(s string, batch ir.Shape) ([]map[string]int, error) {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			n, err := strconv.Atoi(v)
 			if !ok || err != nil || n <= 0 {
-				return nil, fmt.Errorf("bench: bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
+				return nil, fmt.Errorf("bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
+			}
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("dim %s given twice in %q", k, set)
 			}
 			m[k] = n
 		}
