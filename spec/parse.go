@@ -366,14 +366,30 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 	case Enum:
 		return d.enum(path, v, p.Enum...)
 	case Names:
+		// Each name (an action head) becomes part of a data key and a Go field (<head>_entropy),
+		// so it is checked as a key part, and two that differ only in case, '_' or '-' would
+		// make one field.
 		var out []string
+		seen := map[string]string{}
 		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
-			if x, okx := d.str(ip, iv); okx {
-				out = append(out, x)
-				d.pos[ip] = d.at(iv)
+			x, okx := d.keyPart(ip, iv)
+			if !okx {
+				return
 			}
+			folded := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(x))
+			switch o, dup := seen[folded]; {
+			case dup && o == x:
+				d.errf(iv, "%s: %q is already in %s", ip, x, path)
+				return
+			case dup:
+				d.errf(iv, "%s: %q and %q differ only in case, '_' or '-': as Go fields they would clash; rename one", ip, o, x)
+				return
+			}
+			seen[folded] = x
+			out = append(out, x)
+			d.pos[ip] = d.at(iv)
 		})
-		return out, ok
+		return out, ok && len(out) == len(v.Content)
 	case DimName:
 		x, ok := d.str(path, v)
 		return x, ok // checked against dims in validate
@@ -412,7 +428,7 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 					key = append(key, part)
 				}
 			})
-			if len(key) == 0 {
+			if len(v.Content) == 0 { // a bad part is reported as itself
 				d.errf(v, "%s: an empty nested key; write null for a key that is not in the data", kp)
 			}
 			if len(key) > MaxKeyDepth {
