@@ -80,9 +80,17 @@ func compileSpec(path string, s *spec.Spec) (*Compiled, error) {
 	if err := checkFieldNames(s, g); err != nil {
 		return nil, err
 	}
+	if err := checkLimits(s, g); err != nil {
+		return nil, err
+	}
 	c, err := CompileGraph(s, g)
 	if err != nil {
 		return nil, err
+	}
+	if c.Backward != nil {
+		if err := checkLimits(s, c.Backward.Graph); err != nil {
+			return nil, err
+		}
 	}
 	// Every backend must generate a spec that compiles: a pass the PTX backend cannot map yet
 	// is the spec's batch's limit, reported there rather than when emitting.
