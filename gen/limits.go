@@ -8,13 +8,13 @@ import (
 )
 
 // MaxExactIndex is the largest extent a float32 kernel indexes by value (a gather's index, an
-// iota): 2^24, past which float32 no longer holds every integer.
+// argmax, an iota): 2^24, past which float32 no longer holds every integer.
 const MaxExactIndex = 1 << 24
 
 // checkLimits reports, at the dim at fault, a tensor of g the backends cannot index: one of
 // more than spec.MaxElements elements (inputs, outputs and intermediates alike: the PTX
 // kernels index every one with 32-bit arithmetic), and, in float32, an axis indexed by a value
-// longer than MaxExactIndex. The batch alone is checked by the spec; this covers the other
+// (a gather's index, an argmax, an iota) longer than MaxExactIndex. The batch alone is checked by the spec; this covers the other
 // dims (an action dim of a 256k-token vocabulary, an ensemble).
 func checkLimits(s *spec.Spec, g *ir.Graph) error {
 	names := map[*ir.Node]string{}
@@ -42,9 +42,9 @@ func checkLimits(s *spec.Spec, g *ir.Graph) error {
 			d := largestDim(g, n.Shape)
 			return dimError(s, d, fmt.Sprintf("%s %s holds more than %d elements, the most a kernel indexes (32-bit GPU thread indices); make %s smaller", what, n.Shape, spec.MaxElements, d))
 		}
-		if g.DType == ir.F32 && (n.Op == ir.OpGather || n.Op == ir.OpIota && !n.Reverse) {
+		if g.DType == ir.F32 && (n.Op == ir.OpGather || n.Op == ir.OpArgMax || n.Op == ir.OpIota && !n.Reverse) {
 			a, shape := n.Axes[0], n.Shape
-			if n.Op == ir.OpGather {
+			if n.Op != ir.OpIota {
 				shape = n.Args[0].Shape
 			}
 			if size := shape[shape.Index(a)].Size; size > MaxExactIndex {
