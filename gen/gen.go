@@ -6,6 +6,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -45,14 +46,18 @@ func (c *Compiled) Reference() *ir.Graph {
 func Compile(path string) (*Compiled, error) { return CompileDims(path, nil) }
 
 // CompileDims is Compile with some dims resized (lossgen bench runs a spec at several
-// sizes). The spec is validated at its own sizes.
+// sizes). The spec is validated at the new sizes, exactly as if it declared them.
 func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	defer catch(path, &err)
-	s, err := spec.ParseFile(path, lower.Registry())
+	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return compileSpec(path, s, dims)
+	s, err := spec.ParseResized(path, src, lower.Registry(), dims)
+	if err != nil {
+		return nil, err
+	}
+	return compileSpec(path, s)
 }
 
 // CompileSource is Compile on a spec held in memory; path names it in errors and generated
@@ -63,22 +68,11 @@ func CompileSource(path string, src []byte) (_ *Compiled, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return compileSpec(path, s, nil)
+	return compileSpec(path, s)
 }
 
-// compileSpec lowers and plans a parsed spec, with some dims resized.
-func compileSpec(path string, s *spec.Spec, dims map[string]int) (*Compiled, error) {
-	for name, size := range dims {
-		found := false
-		for i := range s.Dims {
-			if s.Dims[i].Name == name {
-				s.Dims[i].Size, found = size, true
-			}
-		}
-		if !found || size <= 0 {
-			return nil, fmt.Errorf("%s: no dim %s to resize to %d", path, name, size)
-		}
-	}
+// compileSpec lowers and plans a parsed spec.
+func compileSpec(path string, s *spec.Spec) (*Compiled, error) {
 	g, hypers, err := lower.Lower(s)
 	if err != nil {
 		return nil, err
@@ -86,9 +80,17 @@ func compileSpec(path string, s *spec.Spec, dims map[string]int) (*Compiled, err
 	if err := checkFieldNames(s, g); err != nil {
 		return nil, err
 	}
+	if err := checkLimits(s, g); err != nil {
+		return nil, err
+	}
 	c, err := CompileGraph(s, g)
 	if err != nil {
 		return nil, err
+	}
+	if c.Backward != nil {
+		if err := checkLimits(s, c.Backward.Graph); err != nil {
+			return nil, err
+		}
 	}
 	// Every backend must generate a spec that compiles: a pass the PTX backend cannot map yet
 	// is the spec's batch's limit, reported there rather than when emitting.

@@ -138,6 +138,14 @@ func zooFlags(dt ir.DType) *ir.Graph {
 	qe := in("qe", ir.Float, "Q", "N", "T", "A")
 	out("sum_A_by_mask", b.Mul(b.Sum(b.Mul(qe, cm), "A"), cm))
 	out("sum_Q_times", b.Mul(b.Sum(qe, "Q"), qe))
+	// Iotas along an inner dim, the vector axis and an outer batch dim, both ways; a one-hot
+	// of an index (the gather's gradient) and a reversed last-step flag (the TD estimators').
+	out("iota_A", b.Mul(q, b.Iota("A", false)))
+	out("iota_A_rev_max", b.ReduceMax(b.Mul(q, b.Iota("A", true)), "A"))
+	out("iota_NT", b.Add(b.Mul(b.Iota("N", false), b.Const(10)), b.Iota("T", true)))
+	out("iota_N_rev", b.Mul(b.Sum(q, "A"), b.Iota("N", true)))
+	out("one_hot", b.Sum(b.Where(b.Eq(b.Iota("A", false), idx), q, b.Const(0)), "A"))
+	out("last_T", b.Max(b.Eq(b.Iota("T", true), b.Const(0)), b.Gather(cm, idx, "A")))
 	return b.Graph()
 }
 
@@ -184,7 +192,7 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 		t.Skip("builds generated code")
 	}
 	used := map[ir.Op]bool{}
-	for _, n := range zoo(ir.F32).Nodes {
+	for _, n := range append(zoo(ir.F32).Nodes, zooFlags(ir.F32).Nodes...) {
 		used[n.Op] = true
 	}
 	for _, op := range ir.AllOps() {

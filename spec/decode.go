@@ -20,6 +20,8 @@ type decoder struct {
 	warns ErrorList
 	pos   map[string]Pos
 	reg   Registry
+	// resize replaces declared dim sizes (ParseResized).
+	resize map[string]int
 }
 
 func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"go/token"
+	"maps"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -25,6 +27,14 @@ func ParseFile(path string, reg Registry) (*Spec, error) {
 // source in diagnostics. On failure the error is an ErrorList with every problem found, each
 // "FILE:LINE:COL: msg".
 func Parse(file string, src []byte, reg Registry) (*Spec, error) {
+	return ParseResized(file, src, reg, nil)
+}
+
+// ParseResized is Parse with some dims given other sizes (lossgen bench's -sizes): each
+// replaces the size the spec declares before anything is validated, so a resized spec is
+// checked exactly as one that declared those sizes. A name that is no declared dim, or a size
+// out of a dim's range, is an error at the dims mapping.
+func ParseResized(file string, src []byte, reg Registry, resize map[string]int) (*Spec, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
@@ -35,7 +45,7 @@ func Parse(file string, src []byte, reg Registry) (*Spec, error) {
 		return nil, ErrorList{{Pos: Pos{File: file, Line: extra.Line, Col: extra.Column},
 			Msg: "a spec file holds one YAML document; found a second one"}}
 	}
-	d := &decoder{file: file, pos: map[string]Pos{}, reg: reg}
+	d := &decoder{file: file, pos: map[string]Pos{}, reg: reg, resize: resize}
 	s := &Spec{File: file, DType: Float32, ParamDType: Float32, pos: d.pos}
 	root := doc.Content[0]
 	d.top(s, root)
@@ -206,7 +216,19 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 			d.errf(v, "%s: a dim must be > 0, got %d", kp, size)
 			continue
 		}
+		if r, ok := d.resize[k.Value]; ok {
+			if r <= 0 || r > math.MaxInt32 {
+				d.errf(v, "%s: resized to %d; a dim is in [1, %d]", kp, r, math.MaxInt32)
+				continue
+			}
+			size = r
+		}
 		s.Dims = append(s.Dims, Dim{Name: k.Value, Size: size, Pos: d.at(v)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(d.resize)) {
+		if !seen[name] {
+			d.errf(n, "%s: no dim %q to resize %s", path, name, allowedFor(name, slices.Sorted(maps.Keys(seen))))
+		}
 	}
 }
 
@@ -344,14 +366,30 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 	case Enum:
 		return d.enum(path, v, p.Enum...)
 	case Names:
+		// Each name (an action head) becomes part of a data key and a Go field (<head>_entropy),
+		// so it is checked as a key part, and two that differ only in case, '_' or '-' would
+		// make one field.
 		var out []string
+		seen := map[string]string{}
 		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
-			if x, okx := d.str(ip, iv); okx {
-				out = append(out, x)
-				d.pos[ip] = d.at(iv)
+			x, okx := d.keyPart(ip, iv)
+			if !okx {
+				return
 			}
+			folded := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(x))
+			switch o, dup := seen[folded]; {
+			case dup && o == x:
+				d.errf(iv, "%s: %q is already in %s", ip, x, path)
+				return
+			case dup:
+				d.errf(iv, "%s: %q and %q differ only in case, '_' or '-': as Go fields they would clash; rename one", ip, o, x)
+				return
+			}
+			seen[folded] = x
+			out = append(out, x)
+			d.pos[ip] = d.at(iv)
 		})
-		return out, ok
+		return out, ok && len(out) == len(v.Content)
 	case DimName:
 		x, ok := d.str(path, v)
 		return x, ok // checked against dims in validate
@@ -390,7 +428,7 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 					key = append(key, part)
 				}
 			})
-			if len(key) == 0 {
+			if len(v.Content) == 0 { // a bad part is reported as itself
 				d.errf(v, "%s: an empty nested key; write null for a key that is not in the data", kp)
 			}
 			if len(key) > MaxKeyDepth {

@@ -41,7 +41,7 @@ const (
 	IntList                      // a list of integers
 	Bool                         // true or false
 	Enum                         // one of the Enum strings
-	Names                        // a list of names
+	Names                        // a list of distinct names, each a key part (action heads)
 	DimName                      // the name of a dim declared under dims
 )
 

@@ -12,7 +12,9 @@ import (
 // reported at the key that exceeds it, naming the limit).
 const (
 	// MaxElements is the largest batch a kernel takes: 2^31 − 1 elements, so every index fits
-	// the signed 32-bit arithmetic of the PTX kernels.
+	// the signed 32-bit arithmetic of the PTX kernels. The same bounds every other tensor
+	// (logits [*batch, A], an ensemble [Q, *batch]), which package gen checks once lowering
+	// has given each its shape.
 	MaxElements = 1<<31 - 1
 	// MaxBatchRank is the most batch dims: each is a loop counter held in a general-purpose
 	// register of the AVX2 kernels.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/runner"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // benchSizes are the default sizes: working sets in L1, in L2, past the last-level cache
@@ -44,13 +46,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
+	// Every size is validated, as the spec's own, before any is measured; a default size
+	// beyond the spec's limits (a large action dim times the largest batch) is skipped.
+	var compiled []*gen.Compiled
 	for _, dims := range settings {
 		cs, err := gen.CompileDims(path, dims)
+		var one *spec.Error
+		var list spec.ErrorList
+		if err != nil && *sizes == "" && (errors.As(err, &one) || errors.As(err, &list)) {
+			fmt.Fprintf(stderr, "bench: skipping %v: %v\n", dims, err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
+		compiled = append(compiled, cs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
+	for _, cs := range compiled {
 		m, err := runner.NewTestModule(cs)
 		if err != nil {
 			return err
@@ -110,7 +124,10 @@ func parseSizes(s string, batch ir.Shape) ([]map[string]int, error) {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			n, err := strconv.Atoi(v)
 			if !ok || err != nil || n <= 0 {
-				return nil, fmt.Errorf("bench: bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
+				return nil, fmt.Errorf("bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
+			}
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("dim %s given twice in %q", k, set)
 			}
 			m[k] = n
 		}

@@ -95,6 +95,8 @@ func valueRange(n *ir.Node) (lo, hi float64) {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 		return lo, hi
+	case ir.OpIota:
+		return 0, float64(n.Shape.Numel() - 1)
 	case ir.OpInput:
 		if n.Input.Kind == ir.Bool {
 			return 0, 1

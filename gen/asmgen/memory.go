@@ -172,6 +172,10 @@ func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 		pg.mov(pg.cf(n.Value[0]), x)
 		return x
 	}
+	if n.Op == ir.OpIota {
+		pg.iota(n, x)
+		return x
+	}
 	base := pg.nodePtr(n)
 	off := pg.off(n.Shape)
 	kind := ir.Float
@@ -205,6 +209,30 @@ func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 		pg.loadIndex(base, off, stride, x)
 	}
 	return x
+}
+
+// iota computes an iota's lanes: the index along its axis of the block's first lane (its
+// offset in its one-dim shape), plus 0, 1, ... where the axis is the vector axis; reversed,
+// |axis|−1 minus those.
+func (pg *passGen) iota(n *ir.Node, x reg.VecVirtual) {
+	c := pg.c
+	off := pg.off(n.Shape)
+	if n.Reverse {
+		t := pg.gp()
+		c.MOVQ(operand.I32(int32(n.Shape.Numel()-1)), t)
+		c.SUBQ(off, t)
+		off = t
+	}
+	c.VMOVD(off.As32(), x.AsX())
+	c.VPBROADCASTD(x.AsX(), x)
+	switch {
+	case pg.laneStride(n.Shape) == 0:
+	case n.Reverse:
+		c.VPSUBD(pg.laneOffsets(1), x, x)
+	default:
+		c.VPADDD(pg.laneOffsets(1), x, x)
+	}
+	pg.dwordsToFloats(x)
 }
 
 // loadBool reads bools as 0/1 floats. A tail block, or lanes that are not adjacent, copy

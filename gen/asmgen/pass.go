@@ -202,7 +202,7 @@ func (e *emitter) passBytes(ps *plan.Pass) int {
 	}
 	n := 0
 	for _, x := range ps.Loads {
-		if x.Op == ir.OpConst {
+		if x.Op == ir.OpConst || x.Op == ir.OpIota {
 			continue
 		}
 		k := size

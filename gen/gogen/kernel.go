@@ -226,9 +226,15 @@ func (e *gen) bufExprs(n *ir.Node) []jen.Code {
 	return out
 }
 
-// readAt reads node n (an input, a constant tensor or a stored node) at index expression ix.
+// readAt reads node n (an input, a constant tensor or a stored node) at index expression ix;
+// an iota is its index.
 func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
 	switch n.Op {
+	case ir.OpIota:
+		if n.Reverse {
+			return jen.Add(e.elem).Call(jen.Lit(n.Shape.Numel() - 1).Op("-").Parens(ix))
+		}
+		return jen.Add(e.elem).Call(ix)
 	case ir.OpInput:
 		return e.inputValue(n, jen.Id("in").Dot(e.in[n.Input.Name]).Index(ix))
 	case ir.OpConst:

@@ -86,6 +86,15 @@ func eval(n *ir.Node, vals []*tensor.Dense, inputs map[string]*tensor.Dense) (*t
 			copy(out, n.Value)
 			break
 		}
+		if n.Op == ir.OpIota {
+			for i := range out {
+				out[i] = float64(i)
+				if n.Reverse {
+					out[i] = float64(len(out) - 1 - i)
+				}
+			}
+			break
+		}
 		t, ok := inputs[n.Input.Name]
 		if !ok {
 			return nil, fmt.Errorf("missing input %q", n.Input.Name)

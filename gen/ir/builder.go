@@ -199,7 +199,7 @@ func (b *Builder) Where(c, x, y *Node) *Node { return b.elem(OpWhere, c, x, y) }
 // detach is torch's x.detach(): the same values, no gradient. Constants and inputs that are
 // not differentiable carry none anyway.
 func (b *Builder) detach(x *Node) *Node {
-	if x.Op == OpConst || x.Op == OpDetach || (x.Op == OpInput && !x.Input.Differentiable) {
+	if x.Op == OpConst || x.Op == OpIota || x.Op == OpDetach || (x.Op == OpInput && !x.Input.Differentiable) {
 		return x
 	}
 	return b.add(&Node{Op: OpDetach, Args: []*Node{x}, Shape: x.Shape, Note: x.Note})
@@ -327,7 +327,7 @@ func (b *Builder) Gather(x, idx *Node, axis string) *Node {
 
 // Note names a node for plans and generated comments; it returns n.
 func (b *Builder) Note(n *Node, note string) *Node {
-	if n.Op != OpInput && n.Op != OpConst && n.Note == "" {
+	if n.Op.Class() != Leaf && n.Note == "" {
 		n.Note = note
 	}
 	return n

@@ -209,7 +209,7 @@ type Node struct {
 	Value   []float64 // OpConst: row-major data of Shape (one value for a scalar)
 	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
 	Corr    int       // OpVar: the correction (0 biased, 1 unbiased)
-	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1])
+	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1]); OpIota: counts from the end
 	// TieFirst (OpMin, OpMax) is how the gradient splits: to the first argument where the
 	// two are equal or it is NaN (torch.clamp against a bound, inclusive; the min over
 	// ClipPPO's stacked gains, SEMANTICS.md §11.5), instead of half to each on a tie
@@ -257,7 +257,7 @@ func (n *Node) String() string {
 	if n.Op == OpVar {
 		fmt.Fprintf(&b, " correction=%d", n.Corr)
 	}
-	if n.Op == OpScan && n.Reverse {
+	if (n.Op == OpScan || n.Op == OpIota) && n.Reverse {
 		b.WriteString(" reverse")
 	}
 	if n.TieFirst {

@@ -8,6 +8,12 @@ type Op uint8
 const (
 	OpInput Op = iota // a kernel input
 	OpConst           // a constant baked into the kernel
+	// OpIota is the index along its one axis (Axes[0]; its Shape is that dim): 0, 1, ...,
+	// |axis|−1, or counted from the end (|axis|−1, ..., 0) when the node is Reverse. Every
+	// backend computes it from the loop index, so no kernel holds a constant that grows with
+	// a dim (a one-hot over a 256k-token vocabulary). Indices past 2^24 are not exact in
+	// float32: Reverse marks the last index exactly on any axis.
+	OpIota
 
 	// Elementwise, one argument.
 	OpNeg
@@ -69,7 +75,7 @@ type Class uint8
 
 // The op classes.
 const (
-	Leaf        Class = iota // input, const
+	Leaf        Class = iota // input, const, iota
 	Elementwise              // computed at each index of its shape
 	Reduce                   // accumulated over Axes; the result is ready after the loop
 	Scan                     // a recurrence along one axis, in its direction
@@ -82,7 +88,7 @@ var opInfo = [numOps]struct {
 	arity int
 	class Class
 }{
-	OpInput: {"input", 0, Leaf}, OpConst: {"const", 0, Leaf},
+	OpInput: {"input", 0, Leaf}, OpConst: {"const", 0, Leaf}, OpIota: {"iota", 0, Leaf},
 	OpNeg: {"neg", 1, Elementwise}, OpAbs: {"abs", 1, Elementwise}, OpExp: {"exp", 1, Elementwise},
 	OpLog: {"log", 1, Elementwise}, OpLog1p: {"log1p", 1, Elementwise}, OpSqrt: {"sqrt", 1, Elementwise},
 	OpDetach: {"detach", 1, Elementwise}, OpBroadcast: {"broadcast", 1, Elementwise},

@@ -84,6 +84,9 @@ func (b *Builder) Copy(n *Node, args []*Node) *Node {
 			}
 			return b.Input(*n.Input)
 		}
+		if n.Op == OpIota {
+			return b.Iota(n.Axes[0], n.Reverse)
+		}
 		return b.ConstTensor(n.Shape, n.Value)
 	case Elementwise:
 		switch {

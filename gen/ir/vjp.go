@@ -19,7 +19,7 @@ type VJP func(b *Builder, n, g *Node) []*Node
 // checks there is none. noGrad marks ops whose result is piecewise constant (comparisons,
 // argmax) or that carry no gradient (constants, inputs, detach).
 var vjps = [numOps]VJP{
-	OpInput: noGrad, OpConst: noGrad, OpDetach: noGrad,
+	OpInput: noGrad, OpConst: noGrad, OpIota: noGrad, OpDetach: noGrad,
 	OpNeg: func(b *Builder, n, g *Node) []*Node { return []*Node{b.Neg(g)} },
 	OpAbs: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, b.Sign(n.Args[0]))} },
 	OpExp: func(b *Builder, n, g *Node) []*Node { return []*Node{b.gradMul(g, n)} },
@@ -67,7 +67,7 @@ var vjps = [numOps]VJP{
 	OpShiftNext: unsupported,
 	OpGather: func(b *Builder, n, g *Node) []*Node { // a one-hot scatter along the axis
 		x, idx, axis := n.Args[0], n.Args[1], n.Axes[0]
-		return []*Node{b.Where(b.Eq(b.Iota(axis), idx), g, b.Const(0)).withShape(b, x.Shape), nil}
+		return []*Node{b.Where(b.Eq(b.Iota(axis, false), idx), g, b.Const(0)).withShape(b, x.Shape), nil}
 	},
 }
 
@@ -178,14 +178,10 @@ func (b *Builder) Sign(x *Node) *Node {
 	return b.Where(b.Gt(x, b.Const(0)), one, b.Where(b.Lt(x, b.Const(0)), b.Neg(one), b.Mul(x, b.Const(0))))
 }
 
-// Iota is the constant tensor 0, 1, ..., |axis|−1 along axis.
-func (b *Builder) Iota(axis string) *Node {
-	s := b.Shape(axis)
-	v := make([]float64, s.Numel())
-	for i := range v {
-		v[i] = float64(i)
-	}
-	return b.ConstTensor(s, v)
+// Iota is the index along axis, 0, 1, ..., |axis|−1, or with reverse |axis|−1, ..., 0
+// (OpIota: no backend materialises it).
+func (b *Builder) Iota(axis string, reverse bool) *Node {
+	return b.add(&Node{Op: OpIota, Axes: []string{axis}, Reverse: reverse, Shape: b.Shape(axis)})
 }
 
 // withShape broadcasts n onto shape when it has fewer dims (a gather's scatter of a lower-

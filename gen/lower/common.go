@@ -82,12 +82,10 @@ func contains(xs []string, x string) bool {
 }
 
 // lastStep is 1 at the last index of the time dim and 0 elsewhere: the "done" TorchRL's
-// return recursions force at the end of a row, where they bootstrap from V'.
+// return recursions force at the end of a row, where they bootstrap from V'. It counts from
+// the end, so that it is exact in float32 on a time dim of any length.
 func (l *Lowerer) lastStep(time string) *ir.Node {
-	shape := l.B.Shape(time)
-	v := make([]float64, shape.Numel())
-	v[len(v)-1] = 1
-	return l.B.ConstTensor(shape, v)
+	return l.B.Eq(l.B.Iota(time, true), l.B.Const(0))
 }
 
 // averageRewards is the TD estimators' average_rewards (SEMANTICS.md §3.1, §11.10): the reward

@@ -182,7 +182,7 @@ func (l *Lowerer) Write(key string, n *ir.Node, role ir.Role, doc string) {
 	name := spec.DataName(data)
 	for _, o := range l.graphOutputs() {
 		if o == name {
-			l.errorf("keys."+key, "keys.%s: the output name %q is also an output of %s; choose another", key, name, l.stage.Type)
+			l.outputClash(key, name)
 		}
 	}
 	if role == ir.Estimate {
@@ -193,6 +193,20 @@ func (l *Lowerer) Write(key string, n *ir.Node, role ir.Role, doc string) {
 	l.env[key] = n
 	l.written[key] = true
 	l.B.Output(name, n, role, doc, l.source())
+}
+
+// outputClash reports that key's output name is taken by an earlier output, at the renaming
+// the user wrote: key's own, else that of the key whose output it is (keys: {advantage:
+// value_target} clashes with value_target, which the user did not write).
+func (l *Lowerer) outputClash(key, name string) {
+	if !l.S.KeyWritten(key) {
+		for other := range l.written {
+			if other != key && l.S.KeyWritten(other) && spec.DataName(l.S.Keys[other]) == name {
+				l.errorf("keys."+other, "keys.%s: maps to %q, the name of %s's output %s; choose another", other, name, l.stage.Type, key)
+			}
+		}
+	}
+	l.errorf("keys."+key, "keys.%s: the output name %q is also an output of %s; choose another", key, name, l.stage.Type)
 }
 
 // Set sets key to n for the stages after this one without making it an output: what a

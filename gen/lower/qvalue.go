@@ -152,17 +152,16 @@ func (l *Lowerer) greedy(st *spec.Stage, q *ir.Node) *ir.Node {
 	case "mult_one_hot":
 		// Each action's chunk maximum: the maximum of q with the other chunks' entries at −inf
 		// (NaN stays within its chunk, as torch.max of the split does).
+		// Chunk j holds the actions [starts[j], starts[j+1]).
 		nums, _ := st.Get("var_nums").([]int)
-		ids := make([]float64, 0, b.Shape(a).Numel())
-		for j, n := range nums {
-			for range n {
-				ids = append(ids, float64(j))
-			}
+		starts := []int{0}
+		for _, n := range nums {
+			starts = append(starts, starts[len(starts)-1]+n)
 		}
-		chunk := b.ConstTensor(b.Shape(a), ids)
+		iota := b.Iota(a, false)
 		var m *ir.Node
 		for j := len(nums) - 1; j >= 0; j-- {
-			in := b.Eq(chunk, b.Const(float64(j)))
+			in := b.Mul(b.Ge(iota, b.Const(float64(starts[j]))), b.Lt(iota, b.Const(float64(starts[j+1]))))
 			mj := b.ReduceMax(b.Where(in, q, b.Const(math.Inf(-1))), a)
 			if m == nil {
 				m = b.Broadcast(mj, q.Shape)

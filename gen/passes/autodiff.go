@@ -24,7 +24,7 @@ func Autodiff(g *ir.Graph) (*ir.Graph, error) {
 		switch {
 		case n.Op == ir.OpInput:
 			requires[n] = n.Input.Differentiable
-		case n.Op == ir.OpDetach, n.Op == ir.OpConst:
+		case n.Op == ir.OpDetach, n.Op == ir.OpConst, n.Op == ir.OpIota:
 		default:
 			for _, a := range n.Args {
 				requires[n] = requires[n] || requires[a]

@@ -402,6 +402,8 @@ func (p *Plan) describe(n *ir.Node) string {
 			return fmt.Sprintf("%v", n.Value[0])
 		}
 		return fmt.Sprintf("const%s", n.Shape)
+	case n.Op == ir.OpIota:
+		return fmt.Sprintf("iota%s", n.Shape)
 	}
 	if buf := p.Buffer(n); buf != nil {
 		return fmt.Sprintf("%s(v%d)%s", buf.Name, n.ID, n.Shape)

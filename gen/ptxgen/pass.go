@@ -315,11 +315,18 @@ func (k *passK) load(n *ir.Node) string {
 	return k.loadAt(n, off)
 }
 
-// loadAt reads node n's memory at element offset off.
+// loadAt reads node n's memory at element offset off; an iota, which has none, is off.
 func (k *passK) loadAt(n *ir.Node, off string) string {
 	t := k.t()
 	v := k.el()
 	switch {
+	case n.Op == ir.OpIota:
+		if n.Reverse {
+			r := k.r32()
+			k.op("sub.s32 %s, %d, %s", r, n.Shape.Numel()-1, off)
+			off = r
+		}
+		k.op("cvt.rn.%s.u32 %s, %s", t, v, off)
 	case n.Op == ir.OpConst:
 		base := k.r64()
 		k.op("mov.u64 %s, %s", base, k.e.constName(n))
