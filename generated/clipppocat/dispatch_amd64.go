@@ -297,7 +297,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r78_ok)
 		runtime.Fill(st.r80_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &fbConst139[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
+		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &g.Logits[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
 	n := min(fbPass0Chunks, 64)
 	if n <= 1 {

@@ -22,7 +22,7 @@ func pass2AVX2(p0 *float32, p1 *float32)
 // fbPass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 int)
 
 // fbPass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see fbPass1Go for the same loop in Go.
 //

@@ -2171,9 +2171,9 @@ DATA lgc58<>+24(SB)/4, $0x42800000
 DATA lgc58<>+28(SB)/4, $0x42800000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1496-128
+TEXT ·fbPass0AVX2(SB), $1496-120
 	MOVQ p0+0(FP), AX
 
 outer0_10:
@@ -3119,11 +3119,12 @@ inner_A_13:
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
-	MOVQ         p10+80(FP), BX
-	XORQ         DI, DI
-	IMUL3Q       $+1, CX, R8
-	ADDQ         R8, DI
-	VBROADCASTSS (BX)(DI*4), Y5
+	XORQ         BX, BX
+	IMUL3Q       $+1, CX, DI
+	ADDQ         DI, BX
+	VMOVD        BX, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
 	MOVQ         p8+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 792(SP)
@@ -3178,7 +3179,7 @@ inner_A_13:
 	VADDPS Y1, Y5, Y1
 
 	// store v151
-	MOVQ    p11+88(FP), BX
+	MOVQ    p10+80(FP), BX
 	VMOVUPS Y1, 824(SP)
 	MOVL    824(SP), DI
 	MOVL    DI, (BX)(SI*4)
@@ -3196,19 +3197,19 @@ inner_A_13:
 	VMOVUPS 88(SP), Y1
 
 	// store v17
-	MOVQ       p12+96(FP), CX
+	MOVQ       p11+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    120(SP), Y1
 
 	// store v18
-	MOVQ       p13+104(FP), CX
+	MOVQ       p12+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    632(SP), Y1
 
 	// store v107
-	MOVQ       p14+112(FP), CX
+	MOVQ       p13+104(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -4037,11 +4038,12 @@ inner_A_17:
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
-	MOVQ         p10+80(FP), DI
-	XORQ         R9, R9
-	IMUL3Q       $+1, BX, R10
-	ADDQ         R10, R9
-	VBROADCASTSS (DI)(R9*4), Y5
+	XORQ         DI, DI
+	IMUL3Q       $+1, BX, R9
+	ADDQ         R9, DI
+	VMOVD        DI, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
 	MOVQ         p8+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 1432(SP)
@@ -4105,7 +4107,7 @@ inner_A_17:
 	VADDPS Y1, Y5, Y1
 
 	// store v151
-	MOVQ    p11+88(FP), DI
+	MOVQ    p10+80(FP), DI
 	VMOVUPS Y1, 1464(SP)
 	MOVL    1464(SP), R9
 	MOVL    R9, (DI)(R8*4)
@@ -4129,17 +4131,17 @@ inner_A_17:
 	VMOVUPS 856(SP), Y1
 
 	// store v17
-	MOVQ    p12+96(FP), BX
+	MOVQ    p11+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 888(SP), Y1
 
 	// store v18
-	MOVQ    p13+104(FP), BX
+	MOVQ    p12+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 1272(SP), Y1
 
 	// store v107
-	MOVQ         p14+112(FP), BX
+	MOVQ         p13+104(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_18
@@ -4309,7 +4311,7 @@ noflush_18:
 	VANDPS       31936(CX), Y1, Y1
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
-	CMPQ         AX, p15+120(FP)
+	CMPQ         AX, p14+112(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET

@@ -211,9 +211,6 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc71: make([]runtime.Welford, 421), acc72: make([]runtime.Welford, 421), acc78: make([]runtime.LogSumExp, 421), acc80: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbConst139 is a constant tensor [A=2].
-var fbConst139 = [2]float32{float32(0), float32(1)}
-
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc47 := runtime.Mean{}
@@ -390,7 +387,7 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 				v119 := b2f(v23 != v23)
 				v120 := max(v118, v119)
 				v121 := sel(v120, v117, v38)
-				v139 := fbConst139[iA]
+				v139 := float32(iA)
 				v140 := b2f(v139 == v27)
 				v141 := sel(v140, v136, v38)
 				v146 := v115 + v145

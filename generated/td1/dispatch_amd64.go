@@ -23,7 +23,7 @@ type avxState struct {
 	r4_n      []float64
 	r4_mean   []float64
 	r4_m2     []float64
-	r24_carry []float64
+	r26_carry []float64
 	res       []float64
 }
 
@@ -33,7 +33,7 @@ var avxPool = sync.Pool{New: func() any {
 	st.r4_n = st.buf[32:44]
 	st.r4_mean = st.buf[56:68]
 	st.r4_m2 = st.buf[80:92]
-	st.r24_carry = st.buf[104:176]
+	st.r26_carry = st.buf[104:176]
 	st.res = make([]float64, 1)
 	return st
 }}
@@ -83,7 +83,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 func pass1AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass1AVX2(&st.buf[0], &s.s1, &in.NextReward[0], &s.s0, &in.NextDone[0], &const12[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0])
+	pass1AVX2(&st.buf[0], &s.s1, &in.NextReward[0], &s.s0, &in.NextDone[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0])
 }
 
 // init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels

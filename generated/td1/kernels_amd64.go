@@ -12,7 +12,7 @@ func pass0AVX2(p0 int, p1 *float64, p2 *float64, p3 int)
 // pass1AVX2 is pass 1 (reverse scan along T over [T=421 N=64]) on 4 float64 lanes; see pass1Go for the same loop in Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *float64, p6 *bool, p7 *float64, p8 *float64, p9 *float64, p10 *float64)
+func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -53,9 +53,9 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *float64, p6 *bool, p7 *float64, p8 *float64, p9 *float64, p10 *float64)
-// Requires: AVX
-TEXT ·pass1AVX2(SB), $0-88
+// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64)
+// Requires: AVX, AVX2
+TEXT ·pass1AVX2(SB), $0-80
 	MOVQ    p0+0(FP), AX
 	LEAQ    832(AX), AX
 	VMOVUPD lgc1<>+0(SB), Y0
@@ -105,74 +105,82 @@ blocks_4:
 
 	// v9 = div(v6, v8) [T=421 N=64]  # reward_standardized
 	VDIVPD       Y0, Y1, Y0
-	MOVQ         p4+32(FP), DX
-	VPMOVZXBD    (DX)(SI*1), X1
+	XORQ         DX, DX
+	IMUL3Q       $+1, AX, BX
+	ADDQ         BX, DX
+	MOVQ         $+420, BX
+	SUBQ         DX, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
 	VCVTDQ2PD    X1, Y1
-	MOVQ         p5+40(FP), DX
-	XORQ         BX, BX
-	IMUL3Q       $+1, AX, DI
-	ADDQ         DI, BX
-	VBROADCASTSD (DX)(BX*8), Y2
+	VMOVUPD      lgc1<>+0(SB), Y2
 
-	// v13 = max(v11, v12) [T=421 N=64]
-	VXORPD    lgc3<>+0(SB), Y1, Y1
+	// v14 = eq(v12, v13) [T=421]
+	VCMPPD    $0x00, Y2, Y1, Y1
+	VANDPD    lgc0<>+0(SB), Y1, Y1
+	MOVQ      p4+32(FP), DX
+	VPMOVZXBD (DX)(SI*1), X2
+	VCVTDQ2PD X2, Y2
+
+	// v15 = max(v11, v14) [T=421 N=64]
 	VXORPD    lgc3<>+0(SB), Y2, Y2
-	VMINPD    Y1, Y2, Y3
-	VMINPD    Y2, Y1, Y1
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VMINPD    Y2, Y1, Y3
+	VMINPD    Y1, Y2, Y1
 	VORPD     Y3, Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
-	MOVQ      p6+48(FP), DX
+	MOVQ      p5+40(FP), DX
 	VPMOVZXBD (DX)(SI*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v16 = sub(v0, v10) [T=421 N=64]
+	// v18 = sub(v0, v10) [T=421 N=64]
 	VSUBPD Y3, Y2, Y3
 
-	// v17 = mul(v1, v16) [T=421 N=64]
+	// v19 = mul(v1, v18) [T=421 N=64]
 	VMULPD lgc4<>+0(SB), Y3, Y4
 
-	// v18 = mul(v13, v16) [T=421 N=64]
+	// v20 = mul(v15, v18) [T=421 N=64]
 	VMULPD Y3, Y1, Y1
 
-	// v19 = mul(v17, v18) [T=421 N=64]
+	// v21 = mul(v19, v20) [T=421 N=64]
 	VMULPD  Y1, Y4, Y3
-	MOVQ    p7+56(FP), DX
+	MOVQ    p6+48(FP), DX
 	VMOVUPD (DX)(SI*8), Y5
 
-	// v20 = mul(v19, v15) [T=421 N=64]
+	// v22 = mul(v21, v17) [T=421 N=64]
 	VMULPD Y5, Y3, Y3
 
-	// v21 = add(v9, v20) [T=421 N=64]  # td1_b
+	// v23 = add(v9, v22) [T=421 N=64]  # td1_b
 	VADDPD Y3, Y0, Y0
 
-	// v22 = sub(v0, v18) [T=421 N=64]
+	// v24 = sub(v0, v20) [T=421 N=64]
 	VSUBPD Y1, Y2, Y1
 
-	// v23 = mul(v17, v22) [T=421 N=64]  # td1_a
+	// v25 = mul(v19, v24) [T=421 N=64]  # td1_a
 	VMULPD Y1, Y4, Y1
 
-	// v24 = scan(v21, v23) over T reverse [T=421 N=64]  # td1_return
+	// v26 = scan(v23, v25) over T reverse [T=421 N=64]  # td1_return
 	MOVQ    p0+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    CX, BX
 	VMULPD  832(DX)(BX*8), Y1, Y1
 	VADDPD  Y0, Y1, Y1
 	VMOVUPD Y1, 832(DX)(BX*8)
-	MOVQ    p8+64(FP), DX
+	MOVQ    p7+56(FP), DX
 	VMOVUPD (DX)(SI*8), Y0
 
-	// v25 = sub(v24, v14) [T=421 N=64]
+	// v27 = sub(v26, v16) [T=421 N=64]
 	VSUBPD Y0, Y1, Y0
 
-	// v26 = detach(v25) [T=421 N=64]
-	// v27 = detach(v24) [T=421 N=64]  # td1_return
-	// store v26
-	MOVQ    p9+72(FP), DX
+	// v28 = detach(v27) [T=421 N=64]
+	// v29 = detach(v26) [T=421 N=64]  # td1_return
+	// store v28
+	MOVQ    p8+64(FP), DX
 	VMOVUPD Y0, (DX)(SI*8)
 
-	// store v27
-	MOVQ    p10+80(FP), DX
+	// store v29
+	MOVQ    p9+72(FP), DX
 	VMOVUPD Y1, (DX)(SI*8)
 	ADDQ    $+4, CX
 	CMPQ    CX, $+64

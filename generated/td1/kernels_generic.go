@@ -13,15 +13,12 @@ import (
 type scratch struct {
 	s0      float64   // v3 = mean(v2) over T,N []  # mean
 	s1      float64   // v4 = var(v2) over T,N correction=1 []
-	carry24 []float64 // carries of the scan v24
+	carry26 []float64 // carries of the scan v26
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{carry24: make([]float64, 64)}
+	return &scratch{carry26: make([]float64, 64)}
 }}
-
-// const12 is a constant tensor [T=421].
-var const12 = [421]float64{float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(1)}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [T=421 N=64].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
@@ -40,8 +37,8 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [T=421 N=64].
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	for k := range s.carry24 {
-		s.carry24[k] = 0
+	for k := range s.carry26 {
+		s.carry26[k] = 0
 	}
 	for iT := 420; iT >= 0; iT-- {
 		for iN := 0; iN < 64; iN++ {
@@ -57,25 +54,27 @@ func pass1Go(in *Inputs, out *Outputs, s *scratch) {
 			v9 := v6 / v8
 			v10 := b2f(in.NextTerminated[iT*64+iN])
 			v11 := b2f(in.NextDone[iT*64+iN])
-			v12 := const12[iT]
-			v13 := max(v11, v12)
-			v14 := in.StateValue[iT*64+iN]
-			v15 := in.NextStateValue[iT*64+iN]
-			v16 := v0 - v10
-			v17 := float64(v1 * v16)
-			v18 := float64(v13 * v16)
-			v19 := float64(v17 * v18)
-			v20 := float64(v19 * v15)
-			v21 := v9 + v20
-			v22 := v0 - v18
-			v23 := float64(v17 * v22)
-			v24 := v21 + float64(s.carry24[iN]*v23)
-			s.carry24[iN] = v24
-			v25 := v24 - v14
-			v26 := v25
-			out.Advantage[iT*64+iN] = v26
-			v27 := v24
-			out.ValueTarget[iT*64+iN] = v27
+			v12 := float64(420 - (iT))
+			v13 := float64(0)
+			v14 := b2f(v12 == v13)
+			v15 := max(v11, v14)
+			v16 := in.StateValue[iT*64+iN]
+			v17 := in.NextStateValue[iT*64+iN]
+			v18 := v0 - v10
+			v19 := float64(v1 * v18)
+			v20 := float64(v15 * v18)
+			v21 := float64(v19 * v20)
+			v22 := float64(v21 * v17)
+			v23 := v9 + v22
+			v24 := v0 - v20
+			v25 := float64(v19 * v24)
+			v26 := v23 + float64(s.carry26[iN]*v25)
+			s.carry26[iN] = v26
+			v27 := v26 - v16
+			v28 := v27
+			out.Advantage[iT*64+iN] = v28
+			v29 := v26
+			out.ValueTarget[iT*64+iN] = v29
 		}
 	}
 }

@@ -42,7 +42,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.NextDone[0], &const4[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &st.buf[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		pass0AVX2(lo, &in.NextDone[0], &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &st.buf[0], &in.StateValue[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 64)
 	if n <= 1 {

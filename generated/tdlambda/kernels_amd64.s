@@ -4,220 +4,243 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *bool, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 int)
+// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $16-88
+TEXT ·pass0AVX2(SB), $16-80
 	MOVQ p0+0(FP), AX
 
 outer0_1:
-	VMOVUPD    lgc0<>+0(SB), Y0
-	MOVQ       p1+8(FP), CX
-	XORQ       DX, DX
-	IMUL3Q     $+421, AX, BX
-	ADDQ       BX, DX
-	ADDQ       $+420, DX
-	MOVQ       $+0, (SP)
-	MOVB       (CX)(DX*1), CL
-	MOVB       CL, (SP)
-	VPMOVZXBD  (SP), X1
-	VCVTDQ2PD  X1, Y1
-	MOVQ       p2+16(FP), CX
-	XORQ       BX, BX
-	ADDQ       $+420, BX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMASKMOVPD (CX)(BX*8), Y2, Y2
+	VMOVUPD      lgc0<>+0(SB), Y0
+	XORQ         CX, CX
+	ADDQ         $+420, CX
+	MOVQ         $+420, DX
+	SUBQ         CX, DX
+	VMOVD        DX, X1
+	VPBROADCASTD X1, Y1
+	VPSUBD       lgc1<>+0(SB), Y1, Y1
+	VCVTDQ2PD    X1, Y1
+	VMOVUPD      lgc0<>+0(SB), Y2
 
-	// v5 = max(v3, v4) [N=64 T=421]
-	VXORPD    lgc2<>+0(SB), Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y2, Y2
-	VMINPD    Y1, Y2, Y3
-	VMINPD    Y2, Y1, Y1
+	// v6 = eq(v4, v5) [T=421]
+	VCMPPD    $0x00, Y2, Y1, Y1
+	VANDPD    lgc2<>+0(SB), Y1, Y1
+	MOVQ      p1+8(FP), CX
+	XORQ      DX, DX
+	IMUL3Q    $+421, AX, BX
+	ADDQ      BX, DX
+	ADDQ      $+420, DX
+	MOVQ      $+0, (SP)
+	MOVB      (CX)(DX*1), CL
+	MOVB      CL, (SP)
+	VPMOVZXBD (SP), X2
+	VCVTDQ2PD X2, Y2
+
+	// v7 = max(v3, v6) [N=64 T=421]
+	VXORPD    lgc3<>+0(SB), Y2, Y2
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VMINPD    Y2, Y1, Y3
+	VMINPD    Y1, Y2, Y1
 	VORPD     Y3, Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y1, Y1
-	VMOVUPD   lgc3<>+0(SB), Y2
-	MOVQ      p3+24(FP), CX
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VMOVUPD   lgc2<>+0(SB), Y2
+	MOVQ      p2+16(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), CL
 	MOVB      CL, 8(SP)
 	VPMOVZXBD 8(SP), X3
 	VCVTDQ2PD X3, Y3
 
-	// v8 = sub(v0, v2) [N=64 T=421]
+	// v10 = sub(v0, v2) [N=64 T=421]
 	VSUBPD     Y3, Y2, Y3
-	MOVQ       p4+32(FP), CX
-	VMOVUPD    lgc1<>+0(SB), Y4
+	MOVQ       p3+24(FP), CX
+	VMOVUPD    lgc4<>+0(SB), Y4
 	VMASKMOVPD (CX)(DX*8), Y4, Y4
 
-	// v9 = mul(v7, v8) [N=64 T=421]  # next_value_bootstrap
+	// v11 = mul(v9, v10) [N=64 T=421]  # next_value_bootstrap
 	VMULPD Y3, Y4, Y3
 
-	// v10 = sub(v0, v5) [N=64 T=421]
+	// v12 = sub(v0, v7) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
 
-	// v12 = mul(v11, v10) [N=64 T=421]  # tdl_a
-	VMULPD lgc4<>+0(SB), Y1, Y4
+	// v14 = mul(v13, v12) [N=64 T=421]  # tdl_a
+	VMULPD lgc5<>+0(SB), Y1, Y4
 
-	// v14 = mul(v13, v9) [N=64 T=421]
-	VMULPD lgc5<>+0(SB), Y3, Y3
+	// v16 = mul(v15, v11) [N=64 T=421]
+	VMULPD lgc6<>+0(SB), Y3, Y3
 
-	// v16 = mul(v15, v10) [N=64 T=421]
-	VMULPD lgc6<>+0(SB), Y1, Y1
+	// v18 = mul(v17, v12) [N=64 T=421]
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
-	// v17 = sub(v0, v16) [N=64 T=421]
+	// v19 = sub(v0, v18) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
 
-	// v18 = mul(v14, v17) [N=64 T=421]
+	// v20 = mul(v16, v19) [N=64 T=421]
 	VMULPD     Y1, Y3, Y1
-	MOVQ       p5+40(FP), CX
-	VMOVUPD    lgc1<>+0(SB), Y2
+	MOVQ       p4+32(FP), CX
+	VMOVUPD    lgc4<>+0(SB), Y2
 	VMASKMOVPD (CX)(DX*8), Y2, Y2
 
-	// v19 = add(v1, v18) [N=64 T=421]  # tdl_b
+	// v21 = add(v1, v20) [N=64 T=421]  # tdl_b
 	VADDPD Y1, Y2, Y1
 
-	// v20 = scan(v19, v12) over T reverse [N=64 T=421]  # td_lambda_return
+	// v22 = scan(v21, v14) over T reverse [N=64 T=421]  # td_lambda_return
 	VMOVUPD     Y4, Y2
 	VMOVUPD     Y1, Y1
-	VMOVUPD     lgc1<>+0(SB), Y3
+	VMOVUPD     lgc4<>+0(SB), Y3
 	VANDPD      Y3, Y1, Y1
-	VMOVUPD     lgc3<>+0(SB), Y4
+	VMOVUPD     lgc2<>+0(SB), Y4
 	VBLENDVPD   Y3, Y2, Y4, Y2
-	VANDPD      lgc7<>+0(SB), Y1, Y3
-	VCMPPD      $0x12, lgc8<>+0(SB), Y3, Y3
-	MOVQ        p6+48(FP), CX
+	VANDPD      lgc8<>+0(SB), Y1, Y3
+	VCMPPD      $0x12, lgc9<>+0(SB), Y3, Y3
+	VANDPD      lgc8<>+0(SB), Y2, Y4
+	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
+	VANDPD      Y4, Y3, Y3
+	MOVQ        p5+40(FP), CX
 	VANDPD      64(CX), Y3, Y3
 	VMOVUPD     Y3, 64(CX)
 	VPERMPD     $0xf9, Y2, Y3
 	VPERMPD     $0xf9, Y1, Y4
-	VBLENDPD    $0x08, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
-	VBLENDPD    $0x0c, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
-	MOVQ        p7+56(FP), CX
-	VMOVUPD     lgc1<>+0(SB), Y2
+	MOVQ        p6+48(FP), CX
+	VMOVUPD     lgc4<>+0(SB), Y2
 	VMASKMOVPD  (CX)(DX*8), Y2, Y2
 
-	// v21 = sub(v20, v6) [N=64 T=421]
+	// v23 = sub(v22, v8) [N=64 T=421]
 	VSUBPD Y2, Y1, Y2
 
-	// v22 = detach(v21) [N=64 T=421]
-	// v23 = detach(v20) [N=64 T=421]  # td_lambda_return
-	// store v22
-	MOVQ       p8+64(FP), CX
-	VMOVUPD    lgc1<>+0(SB), Y3
+	// v24 = detach(v23) [N=64 T=421]
+	// v25 = detach(v22) [N=64 T=421]  # td_lambda_return
+	// store v24
+	MOVQ       p7+56(FP), CX
+	VMOVUPD    lgc4<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
-	// store v23
-	MOVQ       p9+72(FP), CX
-	VMOVUPD    lgc1<>+0(SB), Y2
+	// store v25
+	MOVQ       p8+64(FP), CX
+	VMOVUPD    lgc4<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
 
 blocks_2:
+	XORQ         DX, DX
+	ADDQ         CX, DX
+	MOVQ         $+420, BX
+	SUBQ         DX, BX
+	VMOVD        BX, X1
+	VPBROADCASTD X1, Y1
+	VPSUBD       lgc1<>+0(SB), Y1, Y1
+	VCVTDQ2PD    X1, Y1
+	VMOVUPD      lgc0<>+0(SB), Y2
+
+	// v6 = eq(v4, v5) [T=421]
+	VCMPPD    $0x00, Y2, Y1, Y1
+	VANDPD    lgc2<>+0(SB), Y1, Y1
 	MOVQ      p1+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	MOVQ      p2+16(FP), DX
-	XORQ      SI, SI
-	ADDQ      CX, SI
-	VMOVUPD   (DX)(SI*8), Y2
+	VPMOVZXBD (DX)(BX*1), X2
+	VCVTDQ2PD X2, Y2
 
-	// v5 = max(v3, v4) [N=64 T=421]
-	VXORPD    lgc2<>+0(SB), Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y2, Y2
-	VMINPD    Y1, Y2, Y3
-	VMINPD    Y2, Y1, Y1
+	// v7 = max(v3, v6) [N=64 T=421]
+	VXORPD    lgc3<>+0(SB), Y2, Y2
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VMINPD    Y2, Y1, Y3
+	VMINPD    Y1, Y2, Y1
 	VORPD     Y3, Y1, Y1
-	VXORPD    lgc2<>+0(SB), Y1, Y1
-	VMOVUPD   lgc3<>+0(SB), Y2
-	MOVQ      p3+24(FP), DX
+	VXORPD    lgc3<>+0(SB), Y1, Y1
+	VMOVUPD   lgc2<>+0(SB), Y2
+	MOVQ      p2+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v8 = sub(v0, v2) [N=64 T=421]
+	// v10 = sub(v0, v2) [N=64 T=421]
 	VSUBPD  Y3, Y2, Y3
-	MOVQ    p4+32(FP), DX
+	MOVQ    p3+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y4
 
-	// v9 = mul(v7, v8) [N=64 T=421]  # next_value_bootstrap
+	// v11 = mul(v9, v10) [N=64 T=421]  # next_value_bootstrap
 	VMULPD Y3, Y4, Y3
 
-	// v10 = sub(v0, v5) [N=64 T=421]
+	// v12 = sub(v0, v7) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
 
-	// v12 = mul(v11, v10) [N=64 T=421]  # tdl_a
-	VMULPD lgc4<>+0(SB), Y1, Y4
+	// v14 = mul(v13, v12) [N=64 T=421]  # tdl_a
+	VMULPD lgc5<>+0(SB), Y1, Y4
 
-	// v14 = mul(v13, v9) [N=64 T=421]
-	VMULPD lgc5<>+0(SB), Y3, Y3
+	// v16 = mul(v15, v11) [N=64 T=421]
+	VMULPD lgc6<>+0(SB), Y3, Y3
 
-	// v16 = mul(v15, v10) [N=64 T=421]
-	VMULPD lgc6<>+0(SB), Y1, Y1
+	// v18 = mul(v17, v12) [N=64 T=421]
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
-	// v17 = sub(v0, v16) [N=64 T=421]
+	// v19 = sub(v0, v18) [N=64 T=421]
 	VSUBPD Y1, Y2, Y1
 
-	// v18 = mul(v14, v17) [N=64 T=421]
+	// v20 = mul(v16, v19) [N=64 T=421]
 	VMULPD  Y1, Y3, Y1
-	MOVQ    p5+40(FP), DX
+	MOVQ    p4+32(FP), DX
 	VMOVUPD (DX)(BX*8), Y2
 
-	// v19 = add(v1, v18) [N=64 T=421]  # tdl_b
+	// v21 = add(v1, v20) [N=64 T=421]  # tdl_b
 	VADDPD Y1, Y2, Y1
 
-	// v20 = scan(v19, v12) over T reverse [N=64 T=421]  # td_lambda_return
+	// v22 = scan(v21, v14) over T reverse [N=64 T=421]  # td_lambda_return
 	VMOVUPD     Y4, Y2
 	VMOVUPD     Y1, Y1
-	VANDPD      lgc7<>+0(SB), Y1, Y3
-	VCMPPD      $0x12, lgc8<>+0(SB), Y3, Y3
-	MOVQ        p6+48(FP), DX
+	VANDPD      lgc8<>+0(SB), Y1, Y3
+	VCMPPD      $0x12, lgc9<>+0(SB), Y3, Y3
+	VANDPD      lgc8<>+0(SB), Y2, Y4
+	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
+	VANDPD      Y4, Y3, Y3
+	MOVQ        p5+40(FP), DX
 	VANDPD      64(DX), Y3, Y3
 	VMOVUPD     Y3, 64(DX)
 	VPERMPD     $0xf9, Y2, Y3
 	VPERMPD     $0xf9, Y1, Y4
-	VBLENDPD    $0x08, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VPERMPD     $0xee, Y2, Y3
 	VPERMPD     $0xee, Y1, Y4
-	VBLENDPD    $0x0c, lgc3<>+0(SB), Y3, Y3
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y3, Y3
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y4, Y4
 	VFMADD231PD Y2, Y4, Y1
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
-	MOVQ        p7+56(FP), DX
+	MOVQ        p6+48(FP), DX
 	VMOVUPD     (DX)(BX*8), Y2
 
-	// v21 = sub(v20, v6) [N=64 T=421]
+	// v23 = sub(v22, v8) [N=64 T=421]
 	VSUBPD Y2, Y1, Y2
 
-	// v22 = detach(v21) [N=64 T=421]
-	// v23 = detach(v20) [N=64 T=421]  # td_lambda_return
-	// store v22
-	MOVQ    p8+64(FP), DX
+	// v24 = detach(v23) [N=64 T=421]
+	// v25 = detach(v22) [N=64 T=421]  # td_lambda_return
+	// store v24
+	MOVQ    p7+56(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 
-	// store v23
-	MOVQ    p9+72(FP), DX
+	// store v25
+	MOVQ    p8+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, p10+80(FP)
+	CMPQ    AX, p9+72(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
@@ -228,53 +251,63 @@ DATA lgc0<>+16(SB)/8, $0x0000000000000000
 DATA lgc0<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0xffffffffffffffff
-DATA lgc1<>+8(SB)/8, $0x0000000000000000
-DATA lgc1<>+16(SB)/8, $0x0000000000000000
-DATA lgc1<>+24(SB)/8, $0x0000000000000000
+DATA lgc1<>+0(SB)/4, $0x00000000
+DATA lgc1<>+4(SB)/4, $0x00000001
+DATA lgc1<>+8(SB)/4, $0x00000002
+DATA lgc1<>+12(SB)/4, $0x00000003
+DATA lgc1<>+16(SB)/4, $0x00000004
+DATA lgc1<>+20(SB)/4, $0x00000005
+DATA lgc1<>+24(SB)/4, $0x00000006
+DATA lgc1<>+28(SB)/4, $0x00000007
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0x8000000000000000
-DATA lgc2<>+8(SB)/8, $0x8000000000000000
-DATA lgc2<>+16(SB)/8, $0x8000000000000000
-DATA lgc2<>+24(SB)/8, $0x8000000000000000
+DATA lgc2<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc3<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc3<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc3<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc3<>+0(SB)/8, $0x8000000000000000
+DATA lgc3<>+8(SB)/8, $0x8000000000000000
+DATA lgc3<>+16(SB)/8, $0x8000000000000000
+DATA lgc3<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x3fee189374bc6a7f
-DATA lgc4<>+8(SB)/8, $0x3fee189374bc6a7f
-DATA lgc4<>+16(SB)/8, $0x3fee189374bc6a7f
-DATA lgc4<>+24(SB)/8, $0x3fee189374bc6a7f
+DATA lgc4<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc4<>+8(SB)/8, $0x0000000000000000
+DATA lgc4<>+16(SB)/8, $0x0000000000000000
+DATA lgc4<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x3fefae147ae147ae
-DATA lgc5<>+8(SB)/8, $0x3fefae147ae147ae
-DATA lgc5<>+16(SB)/8, $0x3fefae147ae147ae
-DATA lgc5<>+24(SB)/8, $0x3fefae147ae147ae
+DATA lgc5<>+0(SB)/8, $0x3fee189374bc6a7f
+DATA lgc5<>+8(SB)/8, $0x3fee189374bc6a7f
+DATA lgc5<>+16(SB)/8, $0x3fee189374bc6a7f
+DATA lgc5<>+24(SB)/8, $0x3fee189374bc6a7f
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x3fee666666666666
-DATA lgc6<>+8(SB)/8, $0x3fee666666666666
-DATA lgc6<>+16(SB)/8, $0x3fee666666666666
-DATA lgc6<>+24(SB)/8, $0x3fee666666666666
+DATA lgc6<>+0(SB)/8, $0x3fefae147ae147ae
+DATA lgc6<>+8(SB)/8, $0x3fefae147ae147ae
+DATA lgc6<>+16(SB)/8, $0x3fefae147ae147ae
+DATA lgc6<>+24(SB)/8, $0x3fefae147ae147ae
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x7fffffffffffffff
-DATA lgc7<>+8(SB)/8, $0x7fffffffffffffff
-DATA lgc7<>+16(SB)/8, $0x7fffffffffffffff
-DATA lgc7<>+24(SB)/8, $0x7fffffffffffffff
+DATA lgc7<>+0(SB)/8, $0x3fee666666666666
+DATA lgc7<>+8(SB)/8, $0x3fee666666666666
+DATA lgc7<>+16(SB)/8, $0x3fee666666666666
+DATA lgc7<>+24(SB)/8, $0x3fee666666666666
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x7f20000000000000
-DATA lgc8<>+8(SB)/8, $0x7f20000000000000
-DATA lgc8<>+16(SB)/8, $0x7f20000000000000
-DATA lgc8<>+24(SB)/8, $0x7f20000000000000
+DATA lgc8<>+0(SB)/8, $0x7fffffffffffffff
+DATA lgc8<>+8(SB)/8, $0x7fffffffffffffff
+DATA lgc8<>+16(SB)/8, $0x7fffffffffffffff
+DATA lgc8<>+24(SB)/8, $0x7fffffffffffffff
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+
+DATA lgc9<>+0(SB)/8, $0x7f20000000000000
+DATA lgc9<>+8(SB)/8, $0x7f20000000000000
+DATA lgc9<>+16(SB)/8, $0x7f20000000000000
+DATA lgc9<>+24(SB)/8, $0x7f20000000000000
+GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -288,15 +321,14 @@ bulk_3:
 	CMPQ         BX, DX
 	JGE          bulkdone_4
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc9<>+0(SB), Y0, Y1
-	VMINPD       lgc10<>+0(SB), Y1, Y1
-	VMULPD       lgc11<>+0(SB), Y1, Y2
+	VMAXPD       lgc10<>+0(SB), Y0, Y1
+	VMINPD       lgc11<>+0(SB), Y1, Y1
+	VMULPD       lgc12<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
 	VMOVAPD      Y1, Y1
-	VFNMADD231PD lgc12<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc13<>+0(SB), Y2, Y1
-	VMOVAPD      lgc14<>+0(SB), Y3
-	VFMADD213PD  lgc15<>+0(SB), Y1, Y3
+	VFNMADD231PD lgc14<>+0(SB), Y2, Y1
+	VMOVAPD      lgc15<>+0(SB), Y3
 	VFMADD213PD  lgc16<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc17<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc18<>+0(SB), Y1, Y3
@@ -307,17 +339,18 @@ bulk_3:
 	VFMADD213PD  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc3<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc3<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc26<>+0(SB), X1, X2
-	VPMINSD      lgc27<>+0(SB), X2, X2
+	VPMAXSD      lgc27<>+0(SB), X1, X2
+	VPMINSD      lgc28<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc28<>+0(SB), Y2, Y2
+	VPADDQ       lgc29<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc28<>+0(SB), Y1, Y1
+	VPADDQ       lgc29<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -331,133 +364,133 @@ bulkdone_4:
 	VZEROUPPER
 	RET
 
-DATA lgc9<>+0(SB)/8, $0xc087500000000000
-DATA lgc9<>+8(SB)/8, $0xc087500000000000
-DATA lgc9<>+16(SB)/8, $0xc087500000000000
-DATA lgc9<>+24(SB)/8, $0xc087500000000000
-GLOBL lgc9<>(SB), RODATA|NOPTR, $32
-
-DATA lgc10<>+0(SB)/8, $0x4086300000000000
-DATA lgc10<>+8(SB)/8, $0x4086300000000000
-DATA lgc10<>+16(SB)/8, $0x4086300000000000
-DATA lgc10<>+24(SB)/8, $0x4086300000000000
+DATA lgc10<>+0(SB)/8, $0xc087500000000000
+DATA lgc10<>+8(SB)/8, $0xc087500000000000
+DATA lgc10<>+16(SB)/8, $0xc087500000000000
+DATA lgc10<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc11<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc11<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc11<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc11<>+0(SB)/8, $0x4086300000000000
+DATA lgc11<>+8(SB)/8, $0x4086300000000000
+DATA lgc11<>+16(SB)/8, $0x4086300000000000
+DATA lgc11<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc12<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc12<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc12<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc12<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc12<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc12<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc12<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc13<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc13<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc13<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc13<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc13<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc13<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc13<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc14<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc14<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc14<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc14<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc14<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc14<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc14<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc15<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc15<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc15<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc15<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc15<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc15<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc15<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc16<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc16<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc16<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc16<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc16<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc16<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc16<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc17<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc17<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc17<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc17<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc17<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc17<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc17<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc18<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc18<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc18<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc18<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc18<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc18<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc18<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc19<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc19<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc19<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc19<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc19<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc19<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc19<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc20<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc20<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc20<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc20<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc20<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc20<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc20<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc21<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc21<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc21<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc21<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc21<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc21<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc21<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3f81111111111111
-DATA lgc22<>+8(SB)/8, $0x3f81111111111111
-DATA lgc22<>+16(SB)/8, $0x3f81111111111111
-DATA lgc22<>+24(SB)/8, $0x3f81111111111111
+DATA lgc22<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc22<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc22<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc22<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc23<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc23<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc23<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc23<>+0(SB)/8, $0x3f81111111111111
+DATA lgc23<>+8(SB)/8, $0x3f81111111111111
+DATA lgc23<>+16(SB)/8, $0x3f81111111111111
+DATA lgc23<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc24<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc24<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc24<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc24<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc24<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc24<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc24<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc25<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc25<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc25<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc25<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc25<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc25<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc25<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xfffffc02
-DATA lgc26<>+4(SB)/4, $0xfffffc02
-DATA lgc26<>+8(SB)/4, $0xfffffc02
-DATA lgc26<>+12(SB)/4, $0xfffffc02
-DATA lgc26<>+16(SB)/4, $0xfffffc02
-DATA lgc26<>+20(SB)/4, $0xfffffc02
-DATA lgc26<>+24(SB)/4, $0xfffffc02
-DATA lgc26<>+28(SB)/4, $0xfffffc02
+DATA lgc26<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc26<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc26<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc26<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x000003ff
-DATA lgc27<>+4(SB)/4, $0x000003ff
-DATA lgc27<>+8(SB)/4, $0x000003ff
-DATA lgc27<>+12(SB)/4, $0x000003ff
-DATA lgc27<>+16(SB)/4, $0x000003ff
-DATA lgc27<>+20(SB)/4, $0x000003ff
-DATA lgc27<>+24(SB)/4, $0x000003ff
-DATA lgc27<>+28(SB)/4, $0x000003ff
+DATA lgc27<>+0(SB)/4, $0xfffffc02
+DATA lgc27<>+4(SB)/4, $0xfffffc02
+DATA lgc27<>+8(SB)/4, $0xfffffc02
+DATA lgc27<>+12(SB)/4, $0xfffffc02
+DATA lgc27<>+16(SB)/4, $0xfffffc02
+DATA lgc27<>+20(SB)/4, $0xfffffc02
+DATA lgc27<>+24(SB)/4, $0xfffffc02
+DATA lgc27<>+28(SB)/4, $0xfffffc02
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x00000000000003ff
-DATA lgc28<>+8(SB)/8, $0x00000000000003ff
-DATA lgc28<>+16(SB)/8, $0x00000000000003ff
-DATA lgc28<>+24(SB)/8, $0x00000000000003ff
+DATA lgc28<>+0(SB)/4, $0x000003ff
+DATA lgc28<>+4(SB)/4, $0x000003ff
+DATA lgc28<>+8(SB)/4, $0x000003ff
+DATA lgc28<>+12(SB)/4, $0x000003ff
+DATA lgc28<>+16(SB)/4, $0x000003ff
+DATA lgc28<>+20(SB)/4, $0x000003ff
+DATA lgc28<>+24(SB)/4, $0x000003ff
+DATA lgc28<>+28(SB)/4, $0x000003ff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/8, $0x00000000000003ff
+DATA lgc29<>+8(SB)/8, $0x00000000000003ff
+DATA lgc29<>+16(SB)/8, $0x00000000000003ff
+DATA lgc29<>+24(SB)/8, $0x00000000000003ff
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -471,51 +504,51 @@ bulk_5:
 	CMPQ        BX, DX
 	JGE         bulkdone_6
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPD      lgc30<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc30<>+0(SB), Y0, Y1
+	VMULPD      lgc31<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc28<>+0(SB), Y3, Y3
-	VPAND       lgc31<>+0(SB), Y1, Y1
+	VPSUBQ      lgc29<>+0(SB), Y3, Y3
+	VPAND       lgc32<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc32<>+0(SB), Y2, Y1
-	VPOR        lgc3<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPD      lgc25<>+0(SB), Y1, Y4
+	VPAND       lgc33<>+0(SB), Y2, Y1
+	VPOR        lgc2<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc34<>+0(SB), Y1, Y2
+	VMULPD      lgc26<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc3<>+0(SB), Y1, Y1
-	VADDPD      lgc34<>+0(SB), Y1, Y2
+	VSUBPD      lgc2<>+0(SB), Y1, Y1
+	VADDPD      lgc35<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc35<>+0(SB), Y6
-	VFMADD213PD lgc36<>+0(SB), Y5, Y6
+	VMOVAPD     lgc36<>+0(SB), Y6
 	VFMADD213PD lgc37<>+0(SB), Y5, Y6
+	VFMADD213PD lgc38<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc38<>+0(SB), Y7
-	VFMADD213PD lgc39<>+0(SB), Y5, Y7
+	VMOVAPD     lgc39<>+0(SB), Y7
 	VFMADD213PD lgc40<>+0(SB), Y5, Y7
 	VFMADD213PD lgc41<>+0(SB), Y5, Y7
+	VFMADD213PD lgc42<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc25<>+0(SB), Y4, Y4
-	VPADDQ      lgc42<>+0(SB), Y3, Y3
-	VSUBPD      lgc42<>+0(SB), Y3, Y3
+	VMULPD      lgc26<>+0(SB), Y4, Y4
+	VPADDQ      lgc43<>+0(SB), Y3, Y3
+	VSUBPD      lgc43<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc13<>+0(SB), Y3, Y5
+	VFMADD231PD lgc14<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc12<>+0(SB), Y3, Y1
+	VMULPD      lgc13<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc43<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc44<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc45<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc45<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc46<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc46<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -526,107 +559,107 @@ bulkdone_6:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/8, $0x0010000000000000
-DATA lgc29<>+8(SB)/8, $0x0010000000000000
-DATA lgc29<>+16(SB)/8, $0x0010000000000000
-DATA lgc29<>+24(SB)/8, $0x0010000000000000
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/8, $0x4350000000000000
-DATA lgc30<>+8(SB)/8, $0x4350000000000000
-DATA lgc30<>+16(SB)/8, $0x4350000000000000
-DATA lgc30<>+24(SB)/8, $0x4350000000000000
+DATA lgc30<>+0(SB)/8, $0x0010000000000000
+DATA lgc30<>+8(SB)/8, $0x0010000000000000
+DATA lgc30<>+16(SB)/8, $0x0010000000000000
+DATA lgc30<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc31<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc31<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc31<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc31<>+0(SB)/8, $0x4350000000000000
+DATA lgc31<>+8(SB)/8, $0x4350000000000000
+DATA lgc31<>+16(SB)/8, $0x4350000000000000
+DATA lgc31<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc32<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc32<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc32<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc32<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc32<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc32<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc32<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc33<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc33<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc33<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc33<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc33<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc33<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc33<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x4000000000000000
-DATA lgc34<>+8(SB)/8, $0x4000000000000000
-DATA lgc34<>+16(SB)/8, $0x4000000000000000
-DATA lgc34<>+24(SB)/8, $0x4000000000000000
+DATA lgc34<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc34<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc34<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc34<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc35<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc35<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc35<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc35<>+0(SB)/8, $0x4000000000000000
+DATA lgc35<>+8(SB)/8, $0x4000000000000000
+DATA lgc35<>+16(SB)/8, $0x4000000000000000
+DATA lgc35<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc36<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc36<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc36<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc36<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc36<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc36<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc36<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc37<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc37<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc37<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc37<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc37<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc37<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc37<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc38<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc38<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc38<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc38<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc38<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc38<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc38<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc39<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc39<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc39<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc39<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc39<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc39<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc39<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc40<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc40<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc40<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc40<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc40<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc40<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc40<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc41<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc41<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc41<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc41<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc41<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc41<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc41<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x4338000000000000
-DATA lgc42<>+8(SB)/8, $0x4338000000000000
-DATA lgc42<>+16(SB)/8, $0x4338000000000000
-DATA lgc42<>+24(SB)/8, $0x4338000000000000
+DATA lgc42<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc42<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc42<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc42<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0xfff0000000000000
-DATA lgc43<>+8(SB)/8, $0xfff0000000000000
-DATA lgc43<>+16(SB)/8, $0xfff0000000000000
-DATA lgc43<>+24(SB)/8, $0xfff0000000000000
+DATA lgc43<>+0(SB)/8, $0x4338000000000000
+DATA lgc43<>+8(SB)/8, $0x4338000000000000
+DATA lgc43<>+16(SB)/8, $0x4338000000000000
+DATA lgc43<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc44<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc44<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc44<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc44<>+0(SB)/8, $0xfff0000000000000
+DATA lgc44<>+8(SB)/8, $0xfff0000000000000
+DATA lgc44<>+16(SB)/8, $0xfff0000000000000
+DATA lgc44<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc45<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc45<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc45<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc45<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc45<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc46<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc46<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc46<>+24(SB)/8, $0x7ff0000000000000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -640,64 +673,64 @@ bulk_7:
 	CMPQ        BX, DX
 	JGE         bulkdone_8
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc3<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc29<>+0(SB), Y1, Y2
-	VMULPD      lgc30<>+0(SB), Y1, Y3
+	VADDPD      lgc2<>+0(SB), Y0, Y1
+	VCMPPD      $0x11, lgc30<>+0(SB), Y1, Y2
+	VMULPD      lgc31<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc28<>+0(SB), Y4, Y4
-	VPAND       lgc31<>+0(SB), Y2, Y2
+	VPSUBQ      lgc29<>+0(SB), Y4, Y4
+	VPAND       lgc32<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc32<>+0(SB), Y3, Y2
-	VPOR        lgc3<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPD      lgc25<>+0(SB), Y2, Y5
+	VPAND       lgc33<>+0(SB), Y3, Y2
+	VPOR        lgc2<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc34<>+0(SB), Y2, Y3
+	VMULPD      lgc26<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc3<>+0(SB), Y2, Y2
-	VADDPD      lgc34<>+0(SB), Y2, Y3
+	VSUBPD      lgc2<>+0(SB), Y2, Y2
+	VADDPD      lgc35<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc35<>+0(SB), Y7
-	VFMADD213PD lgc36<>+0(SB), Y6, Y7
+	VMOVAPD     lgc36<>+0(SB), Y7
 	VFMADD213PD lgc37<>+0(SB), Y6, Y7
+	VFMADD213PD lgc38<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc38<>+0(SB), Y8
-	VFMADD213PD lgc39<>+0(SB), Y6, Y8
+	VMOVAPD     lgc39<>+0(SB), Y8
 	VFMADD213PD lgc40<>+0(SB), Y6, Y8
 	VFMADD213PD lgc41<>+0(SB), Y6, Y8
+	VFMADD213PD lgc42<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc25<>+0(SB), Y5, Y5
-	VPADDQ      lgc42<>+0(SB), Y4, Y4
-	VSUBPD      lgc42<>+0(SB), Y4, Y4
+	VMULPD      lgc26<>+0(SB), Y5, Y5
+	VPADDQ      lgc43<>+0(SB), Y4, Y4
+	VSUBPD      lgc43<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc13<>+0(SB), Y4, Y6
+	VFMADD231PD lgc14<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc12<>+0(SB), Y4, Y2
+	VMULPD      lgc13<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc45<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc45<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc46<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc3<>+0(SB), Y1, Y3
+	VSUBPD      lgc2<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc3<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc45<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc46<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_7

@@ -12,41 +12,40 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// const4 is a constant tensor [T=421].
-var const4 = [421]float64{float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(0), float64(1)}
-
 // pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 	for iN := 0; iN < 64; iN++ {
-		carry20 := float64(0)
+		carry22 := float64(0)
 		for iT := 420; iT >= 0; iT-- {
 			v0 := float64(1)
 			v1 := in.NextReward[iN*421+iT]
 			v2 := b2f(in.NextTerminated[iN*421+iT])
 			v3 := b2f(in.NextDone[iN*421+iT])
-			v4 := const4[iT]
-			v5 := max(v3, v4)
-			v6 := in.StateValue[iN*421+iT]
-			v7 := in.NextStateValue[iN*421+iT]
-			v8 := v0 - v2
-			v9 := float64(v7 * v8)
-			v10 := v0 - v5
-			v11 := float64(0.9405)
-			v12 := float64(v11 * v10)
-			v13 := float64(0.99)
-			v14 := float64(v13 * v9)
-			v15 := float64(0.95)
-			v16 := float64(v15 * v10)
-			v17 := v0 - v16
-			v18 := float64(v14 * v17)
-			v19 := v1 + v18
-			v20 := v19 + float64(carry20*v12)
-			carry20 = v20
-			v21 := v20 - v6
-			v22 := v21
-			out.Advantage[iN*421+iT] = v22
-			v23 := v20
-			out.ValueTarget[iN*421+iT] = v23
+			v4 := float64(420 - (iT))
+			v5 := float64(0)
+			v6 := b2f(v4 == v5)
+			v7 := max(v3, v6)
+			v8 := in.StateValue[iN*421+iT]
+			v9 := in.NextStateValue[iN*421+iT]
+			v10 := v0 - v2
+			v11 := float64(v9 * v10)
+			v12 := v0 - v7
+			v13 := float64(0.9405)
+			v14 := float64(v13 * v12)
+			v15 := float64(0.99)
+			v16 := float64(v15 * v11)
+			v17 := float64(0.95)
+			v18 := float64(v17 * v12)
+			v19 := v0 - v18
+			v20 := float64(v16 * v19)
+			v21 := v1 + v20
+			v22 := v21 + float64(carry22*v14)
+			carry22 = v22
+			v23 := v22 - v8
+			v24 := v23
+			out.Advantage[iN*421+iT] = v24
+			v25 := v22
+			out.ValueTarget[iN*421+iT] = v25
 		}
 	}
 }
