@@ -67,7 +67,7 @@ func WriteContext(ctx context.Context, dir string, files map[string][]byte) (dir
 func Diff(dir string, files map[string][]byte) ([]string, error) {
 	var out []string
 	if dirtx.Pending(dir) {
-		out = append(out, "interrupted write: "+filepath.Join(dir, dirtx.TxnDir)+" (lossgen generate undoes it)")
+		out = append(out, "interrupted write: "+filepath.Join(dir, dirtx.TxnDir)+" (the next lossgen generate or golden -update on it undoes the write, or finishes one that had written every file)")
 	}
 	for _, name := range sortedNames(files) {
 		old, err := os.ReadFile(filepath.Join(dir, name))

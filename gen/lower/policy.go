@@ -66,12 +66,10 @@ func checkPolicy(c *spec.Check) {
 			c.Warnf("action_dim", "is ignored: distribution is none (log_prob and entropy are inputs)")
 		}
 	} else {
-		a := st.String("action_dim")
-		switch {
-		case a == "":
+		if st.String("action_dim") == "" {
 			c.Errorf("distribution", "%s needs action_dim, the dim of its %s", d, map[bool]string{true: "logits [*batch, A]", false: "loc, scale and action [*batch, D]"}[categorical(d)])
-		case contains(c.Spec.Batch, a):
-			c.Errorf("action_dim", "%q is a batch dim; the event dim must be another dim", a)
+		} else {
+			checkInnerDim(c, "action_dim", "after") // the event dim ends the layout [*batch, A]
 		}
 		if _, ok := st.Get("entropy_coeff").(map[string]float64); ok {
 			c.Errorf("distribution", "per-head entropy coefficients take each head's entropy as an input; use distribution: none")
