@@ -80,6 +80,12 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "eval: -out %s is the input file; choose another name\n", *outPath)
 			return errUsage
 		}
+		for name := range selected {
+			if p := outFile(*outPath, *which, name); sameFile(p, *inPath) {
+				fmt.Fprintf(stderr, "eval: -out %s would write %s, the input file; choose another name\n", *outPath, p)
+				return errUsage
+			}
+		}
 		if fi, err := os.Stat(*outPath); err == nil && fi.IsDir() {
 			fmt.Fprintf(stderr, "eval: -out %s is a directory; give a file name such as %s\n", *outPath, filepath.Join(*outPath, "out.npz"))
 			return errUsage
@@ -153,10 +159,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	if *outPath != "" {
 		for _, name := range rows {
 			out := results[name]
-			p := *outPath
-			if *which == "all" {
-				p = strings.TrimSuffix(p, ".npz") + "." + name + ".npz"
-			}
+			p := outFile(*outPath, *which, name)
 			if sameFile(p, *inPath) {
 				return fmt.Errorf("eval: %s is the input file; not overwriting it", p)
 			}
@@ -195,6 +198,15 @@ func rejected(c *gen.Compiled, inputs map[string]golden.Array, selected map[stri
 		msgs = append(msgs, b.name+": "+err.Error())
 	}
 	return fmt.Errorf("eval: the kernels reject the inputs:\n  %s", strings.Join(msgs, "\n  "))
+}
+
+// outFile is where eval -out writes backend name's results: the -out path itself, or with
+// -backend all one file per backend, <out>.<backend>.npz.
+func outFile(out, which, name string) string {
+	if which == "all" {
+		return strings.TrimSuffix(out, ".npz") + "." + name + ".npz"
+	}
+	return out
 }
 
 // runPTX runs the spec's PTX, as its launch table drives it (ForwardBackward's with grad),
