@@ -259,6 +259,9 @@ func TestMeanOf16MElements(t *testing.T) {
 // multiple of the chunk count — with their chunkable AVX2 passes split into 3 chunks of rows
 // (the generated TestChunkedAVX2), against the AVX2 kernels unchunked on random and extreme
 // inputs, which TestImplementationsAgree compares with the pure-Go kernel.
+//
+// The default run checks the three-dim batch and the float32 GAE + ClipPPO rows of 13 over 4
+// rows (3 chunks of uneven rows, a scan and a normalisation); LOSSGEN_FULL=1 all four.
 func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -273,6 +276,10 @@ func TestChunkedOddShapes(t *testing.T) {
 			"loss: {type: clip_ppo, entropy_coeff: 0.02}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			if name != "clip_ppo_3d" && name != "clip_ppo_gae_4x13" {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "s.yaml")
 			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
 			c, err := gen.Compile(path)
