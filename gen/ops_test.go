@@ -192,8 +192,8 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
 		for _, backend := range []string{"go", "default", "ptx"} {
-			t.Run(dt.String()+"/"+backend, func(t *testing.T) { zooRun(t, zoo(dt), backend) })
-			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { zooRun(t, zooFlags(dt), backend) })
+			t.Run(dt.String()+"/"+backend, func(t *testing.T) { t.Parallel(); zooRun(t, zoo(dt), backend) })
+			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { t.Parallel(); zooRun(t, zooFlags(dt), backend) })
 		}
 	}
 }
