@@ -19,6 +19,7 @@ func TestEstimatorShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	for _, c := range []struct {
 		est, dtype, dims, batch, extra string
 		def                            bool // in the default run

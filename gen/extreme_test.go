@@ -77,6 +77,7 @@ func TestExtremeInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	c, err := gen.Compile("../spec/examples/clip_ppo_gae.yaml")
 	require.NoError(t, err)
 	run := backends(t, c)
@@ -177,6 +178,7 @@ func TestExtremeNormalisation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	c, err := gen.Compile("../spec/examples/clip_ppo.yaml")
 	require.NoError(t, err)
 	run := backends(t, c)
@@ -230,6 +232,7 @@ func TestMeanOf16MElements(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 1 << 24}}, []string{"B"})
 	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Batch()})
 	b.Output("mean", b.MeanAll(x), ir.Metric, "", "")
@@ -266,6 +269,7 @@ func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	for name, src := range map[string]string{
 		"gae_3x5": "dims: {N: 3, T: 5}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8, average_gae: true}\n",
 		"clip_ppo_gae_4x13": "dims: {N: 4, T: 13}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +

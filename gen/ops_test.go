@@ -183,6 +183,7 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	used := map[ir.Op]bool{}
 	for _, n := range zoo(ir.F32).Nodes {
 		used[n.Op] = true

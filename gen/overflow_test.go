@@ -111,6 +111,7 @@ func TestOverflowSameOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	tol := golden.Tol{Abs: 1e-6, Rel: 5e-5, Norm: 1e-5}
 	const T = 421
 	c, err := gen.Compile("../spec/examples/clip_ppo_gae.yaml")
@@ -370,6 +371,7 @@ func TestGuardsHoldOnOrdinaryData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		t.Skip("no AVX2 and FMA")
 	}

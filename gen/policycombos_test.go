@@ -93,6 +93,7 @@ var vettedCombos = map[string]bool{
 // vettedCombos, every kind, distribution and discrete action space among them;
 // LOSSGEN_FULL=1 every one.
 func TestPolicyCombos(t *testing.T) {
+	t.Parallel()
 	mod := t.TempDir()
 	for name, c := range policyCombos() {
 		src := fmt.Sprintf("package: %s\ndtype: float32\ndims: {Q: 2, B: 5, A: 3, D: 2}\nbatch: [B]\nloss: %s\n", name, c.loss)

@@ -34,6 +34,7 @@ func TestPPOFamily(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	for _, c := range []struct {
 		name, dtype, dims, batch, loss string
 		def                            bool // in the default run

@@ -103,6 +103,7 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	for _, c := range []struct {
 		name, src string
 		def       bool // in the default run
@@ -142,6 +143,7 @@ func TestDistributionalDataError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	comp := compileSrc(t, "package: p\ndims: {B: 9, K: 3, A: 2}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-1, 0, 1]}]\n")
 	g := comp.Graph
 	cs, err := cases.Build(g, "p", "")
