@@ -28,7 +28,7 @@ REQUIRE_IMPL := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma 
 # LOSSGEN_FULL=1: the example packages' TestPTXSimulated simulates every launch whole, on
 # every golden case (a generated test's default simulates a representative part of a large
 # launch table; see README "Golden cases and the generated test"), and lossgen's own slow
-# sweeps (gen's all-backend tables, gen/ptxgen's whole simulations) run every configuration;
+# sweeps (gen's all-backend tables, ptxsim's whole fast-path comparisons) run every configuration;
 # a plain `go test ./...` runs a representative part of each, every package within 2 minutes.
 # Every go test here passes -timeout: Go's default of 10 minutes a package is too close to
 # what a loaded 2-core machine needs for the full runs.
