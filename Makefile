@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data
+.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data
 
 all: test
 
@@ -27,29 +27,41 @@ REQUIRE_IMPL := $(shell grep -qw avx2 /proc/cpuinfo 2>/dev/null && grep -qw fma 
 
 # LOSSGEN_FULL=1: the example packages' TestPTXSimulated simulates every launch whole, on
 # every golden case (a generated test's default simulates a representative part of a large
-# launch table; see README "Golden cases and the generated test").
+# launch table; see README "Golden cases and the generated test"), and lossgen's own slow
+# sweeps (gen's all-backend tables, ptxsim's whole fast-path comparisons) run every configuration;
+# a plain `go test ./...` runs a representative part of each, every package within 2 minutes.
+# Every go test here passes -timeout: Go's default of 10 minutes a package is too close to
+# what a loaded 2-core machine needs for the full runs.
+UNIT_TIMEOUT ?= 30m
+TEST_TIMEOUT ?= 20m
 unit:
-	LOSSGEN_FULL=1 LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test ./...
+	LOSSGEN_FULL=1 LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test -timeout $(UNIT_TIMEOUT) ./...
+
+# The default run of every package (no LOSSGEN_FULL): what a developer's go test ./... runs.
+unit-default:
+	LOSSGEN_REQUIRE_IMPL=$(REQUIRE_IMPL) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 test-purego:
-	LOSSGEN_REQUIRE_IMPL=go $(GO) test -tags purego ./generated/... ./runtime/... ./gen/...
+	LOSSGEN_REQUIRE_IMPL=go $(GO) test -timeout $(TEST_TIMEOUT) -tags purego ./generated/... ./runtime/... ./gen/...
 
 # The spec pipeline's fuzzer (gen/fuzz_test.go) for a short run beyond its seeds, which plain
 # `go test ./gen` runs. A count, not a duration: Go 1.26's coordinator can fail a duration-bound
 # run with "context deadline exceeded" at its deadline, with no failing input
-# (go.dev/issue/75804, fixed in Go 1.27). A long run: FUZZTIME=3h make fuzz-smoke.
+# (go.dev/issue/75804, fixed in Go 1.27). A long run: FUZZTIME=3h FUZZ_TIMEOUT=0 make fuzz-smoke
+# (0: no timeout).
 FUZZTIME ?= 20000x
+FUZZ_TIMEOUT ?= 20m
 fuzz-smoke:
-	$(GO) test ./gen -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test -timeout $(FUZZ_TIMEOUT) ./gen -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZTIME) -parallel 1
 
 # The golden-input generator must draw the same bits on every platform: its test vectors on
 # 32-bit x86 (SSE2 and software floating point) and with FMA-capable amd64 code generation.
 # A kernel that cannot run 32-bit binaries (exit status 126) skips the 386 runs, saying so.
 test-generator:
-	GOAMD64=v3 $(GO) test -count=1 -run 'Generat|Recipe' ./runtime
+	GOAMD64=v3 $(GO) test -timeout $(TEST_TIMEOUT) -count=1 -run 'Generat|Recipe' ./runtime
 	@set -e; bin=$$(mktemp -d)/runtime386.test; for fp in sse2 softfloat; do \
 		GOARCH=386 GO386=$$fp $(GO) test -c -o $$bin ./runtime; \
-		rc=0; $$bin -test.run 'Generat|Recipe' >$$bin.out 2>&1 || rc=$$?; \
+		rc=0; $$bin -test.timeout $(TEST_TIMEOUT) -test.run 'Generat|Recipe' >$$bin.out 2>&1 || rc=$$?; \
 		if [ $$rc -eq 126 ]; then echo "test-generator: this machine cannot run 386 binaries; GO386=$$fp skipped"; \
 		elif [ $$rc -ne 0 ]; then cat $$bin.out; exit 1; \
 		else echo "ok  runtime generator, GOARCH=386 GO386=$$fp"; fi; \

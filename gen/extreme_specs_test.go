@@ -23,6 +23,7 @@ func TestExtremeValidSpecsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles generated code")
 	}
+	t.Parallel()
 	long := strings.Repeat("x", 63)
 	specs := []string{
 		"dtype: float32\ndims: {B: 5}\nbatch: [B]\nloss: {type: clip_ppo, entropy_coeff: 3.4e38, critic_coeff: 1.0e-45, clip_epsilon: 1.0e-7, clip_value: 3.0e38, normalize_advantage: true}",

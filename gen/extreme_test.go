@@ -77,6 +77,7 @@ func TestExtremeInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	c, err := gen.Compile("../spec/examples/clip_ppo_gae.yaml")
 	require.NoError(t, err)
 	run := backends(t, c)
@@ -177,6 +178,7 @@ func TestExtremeNormalisation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	c, err := gen.Compile("../spec/examples/clip_ppo.yaml")
 	require.NoError(t, err)
 	run := backends(t, c)
@@ -230,6 +232,7 @@ func TestMeanOf16MElements(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	b := ir.NewBuilder(ir.F32, []ir.Dim{{Name: "B", Size: 1 << 24}}, []string{"B"})
 	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Batch()})
 	b.Output("mean", b.MeanAll(x), ir.Metric, "", "")
@@ -259,10 +262,15 @@ func TestMeanOf16MElements(t *testing.T) {
 // multiple of the chunk count — with their chunkable AVX2 passes split into 3 chunks of rows
 // (the generated TestChunkedAVX2), against the AVX2 kernels unchunked on random and extreme
 // inputs, which TestImplementationsAgree compares with the pure-Go kernel.
+//
+// The default run checks the float32 three-dim batch (a normalisation over all but its middle
+// dim) and the float64 GAE + ClipPPO on 7 rows (3 chunks of uneven rows, a scan, 4-lane
+// vectors); LOSSGEN_FULL=1 all four.
 func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	for name, src := range map[string]string{
 		"gae_3x5": "dims: {N: 3, T: 5}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.8, average_gae: true}\n",
 		"clip_ppo_gae_4x13": "dims: {N: 4, T: 13}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
@@ -273,6 +281,10 @@ func TestChunkedOddShapes(t *testing.T) {
 			"loss: {type: clip_ppo, entropy_coeff: 0.02}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			if name != "clip_ppo_3d" && name != "clip_ppo_gae_7x9_f64" {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "s.yaml")
 			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
 			c, err := gen.Compile(path)

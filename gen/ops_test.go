@@ -191,6 +191,7 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	used := map[ir.Op]bool{}
 	for _, n := range append(zoo(ir.F32).Nodes, zooFlags(ir.F32).Nodes...) {
 		used[n.Op] = true
@@ -200,8 +201,8 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 	}
 	for _, dt := range []ir.DType{ir.F32, ir.F64} {
 		for _, backend := range []string{"go", "default", "ptx"} {
-			t.Run(dt.String()+"/"+backend, func(t *testing.T) { zooRun(t, zoo(dt), backend) })
-			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { zooRun(t, zooFlags(dt), backend) })
+			t.Run(dt.String()+"/"+backend, func(t *testing.T) { t.Parallel(); zooRun(t, zoo(dt), backend) })
+			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { t.Parallel(); zooRun(t, zooFlags(dt), backend) })
 		}
 	}
 }

@@ -26,6 +26,7 @@ func TestGradientAtOverflowEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "s.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("package: p\ndtype: float32\ndims: {B: 3}\nbatch: [B]\nloss: {type: clip_ppo, critic_coeff: 0, entropy_bonus: false}\n"), 0o644))
 	c, err := gen.Compile(path)

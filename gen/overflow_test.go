@@ -111,6 +111,7 @@ func TestOverflowSameOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	tol := golden.Tol{Abs: 1e-6, Rel: 5e-5, Norm: 1e-5}
 	const T = 421
 	c, err := gen.Compile("../spec/examples/clip_ppo_gae.yaml")
@@ -361,10 +362,16 @@ func TestGuardProbe(t *testing.T) {
 // test notices: the example packages with a guard run random inputs without a fallback (unless
 // the inputs leave a distribution's domain and give NaN), and on inputs of the largest finite
 // value put NaN and ±inf exactly where the Go kernel does.
+//
+// The default run probes one package of each kind of guard: a float32 GAE scan with the
+// loss's float32 reductions (clip_ppo_gae), a float64 scan (gae), V-trace's trace coefficients
+// tested at run time (vtrace_ppo) and a policy distribution that can leave its domain
+// (ppo_tanh_normal); LOSSGEN_FULL=1 probes every guarded example.
 func TestGuardsHoldOnOrdinaryData(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		t.Skip("no AVX2 and FMA")
 	}
@@ -381,6 +388,10 @@ func TestGuardsHoldOnOrdinaryData(t *testing.T) {
 		}
 		guarded++
 		t.Run(filepath.Base(path), func(t *testing.T) {
+			if !guardProbeDefault[filepath.Base(path)] {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			m, err := runner.NewTestModule(c)
 			require.NoError(t, err)
 			defer m.Close()
@@ -392,3 +403,6 @@ func TestGuardsHoldOnOrdinaryData(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, guarded, 4) // clip_ppo, clip_ppo_gae, gae, td_lambda, vtrace_ppo
 }
+
+// guardProbeDefault are the examples TestGuardsHoldOnOrdinaryData probes by default.
+var guardProbeDefault = map[string]bool{"clip_ppo_gae.yaml": true, "gae.yaml": true, "vtrace_ppo.yaml": true, "ppo_tanh_normal.yaml": true}

@@ -70,13 +70,30 @@ func policyCombos() map[string]policyCombo {
 			cs["discrete_iql_"+space+"_"+d] = c
 		}
 	}
+	for name := range vettedCombos {
+		if _, ok := cs[name]; !ok {
+			panic("vettedCombos names no combination " + name)
+		}
+	}
 	return cs
+}
+
+// vettedCombos are the combinations TestPolicyCombos generates and vets by default: ppo,
+// clip_ppo, klpen_ppo, iql and discrete_iql; no distribution, categorical, one-hot, normal and
+// tanh-normal; discrete IQL's index and one-hot actions.
+var vettedCombos = map[string]bool{
+	"ppo_none": true, "clip_ppo_categorical": true, "klpen_ppo_one_hot_categorical": true, "klpen_ppo_normal": true,
+	"clip_ppo_tanh_normal": true, "iql_none": true, "iql_tanh_normal": true,
+	"discrete_iql_categorical_categorical": true, "discrete_iql_one_hot_none": true,
 }
 
 // TestPolicyCombos compiles every combination with the inputs README documents for it, then
 // generates each package into one module and vets it (which type-checks the Go and AVX2
-// kernels and their tests).
+// kernels and their tests). The default run generates and vets the combinations in
+// vettedCombos, every kind, distribution and discrete action space among them;
+// LOSSGEN_FULL=1 every one.
 func TestPolicyCombos(t *testing.T) {
+	t.Parallel()
 	mod := t.TempDir()
 	for name, c := range policyCombos() {
 		src := fmt.Sprintf("package: %s\ndtype: float32\ndims: {Q: 2, B: 5, A: 3, D: 2}\nbatch: [B]\nloss: %s\n", name, c.loss)
@@ -94,7 +111,7 @@ func TestPolicyCombos(t *testing.T) {
 			kind := map[ir.ElemKind]string{ir.Float: "float", ir.Bool: "bool", ir.Index: "index"}[x.Kind]
 			require.Equal(t, want, kind+" "+fmt.Sprint(x.Shape.Names()), "%s: %s", name, in)
 		}
-		if testing.Short() {
+		if testing.Short() || !full() && !vettedCombos[name] {
 			continue
 		}
 		dir := filepath.Join(mod, name)

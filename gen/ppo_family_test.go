@@ -25,38 +25,58 @@ import (
 // simulator), Forward and ForwardBackward, against the interpreter on the golden cases'
 // random and extreme inputs (−inf and huge logits, actions on the tanh bounds, fully masked
 // rows).
+//
+// The default run checks the configurations marked default: every policy distribution, each
+// of ppo, clip_ppo, klpen_ppo and the IQL family, both dtypes, one and two batch dims, per-head
+// entropy, and masks (garbage padding) with an index action (out-of-range actions at padding)
+// and reductions mean and none, a one-hot action and heads. LOSSGEN_FULL=1 checks every configuration.
 func TestPPOFamily(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
-	for _, c := range []struct{ name, dtype, dims, batch, loss string }{
-		{"ppo_categorical", "float32", "{B: 37, A: 6}", "[B]", "{type: ppo, distribution: categorical, action_dim: A}"},
-		{"clip_one_hot", "float64", "{B: 21, A: 3}", "[B]", "{type: clip_ppo, distribution: one_hot_categorical, action_dim: A, clip_epsilon: [0.2, 0.28]}"},
-		{"clip_normal", "float32", "{N: 5, T: 7, D: 3}", "[N, T]", "{type: clip_ppo, distribution: normal, action_dim: D, normalize_advantage: true}"},
-		{"ppo_tanh", "float64", "{B: 19, D: 2}", "[B]", "{type: ppo, distribution: tanh_normal, action_dim: D, low: -2, high: 3}"},
-		{"klpen_categorical", "float32", "{B: 29, A: 5}", "[B]", "{type: klpen_ppo, distribution: categorical, action_dim: A, beta: 0.7}"},
-		{"klpen_normal", "float64", "{N: 3, T: 11, D: 2}", "[N, T]", "{type: klpen_ppo, distribution: normal, action_dim: D, reduction: sum}"},
-		{"klpen_tanh", "float32", "{B: 17, D: 4}", "[B]", "{type: klpen_ppo, distribution: tanh_normal, action_dim: D}"},
-		{"heads", "float32", "{B: 23}", "[B]", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}"},
-		{"iql_normal_actor", "float32", "{Q: 2, B: 19, D: 2}", "[B]", "{type: iql, distribution: normal, action_dim: D}"},
-		{"discrete_iql_categorical_actor", "float64", "{Q: 3, B: 13, A: 4}", "[B]", "{type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}"},
+	t.Parallel()
+	for _, c := range []struct {
+		name, dtype, dims, batch, loss string
+		def                            bool // in the default run
+	}{
+		{"ppo_categorical", "float32", "{B: 37, A: 6}", "[B]", "{type: ppo, distribution: categorical, action_dim: A}", false},
+		{"clip_one_hot", "float64", "{B: 21, A: 3}", "[B]", "{type: clip_ppo, distribution: one_hot_categorical, action_dim: A, clip_epsilon: [0.2, 0.28]}", false},
+		{"clip_normal", "float32", "{N: 5, T: 7, D: 3}", "[N, T]", "{type: clip_ppo, distribution: normal, action_dim: D, normalize_advantage: true}", true},
+		{"ppo_tanh", "float64", "{B: 19, D: 2}", "[B]", "{type: ppo, distribution: tanh_normal, action_dim: D, low: -2, high: 3}", true},
+		{"klpen_categorical", "float32", "{B: 29, A: 5}", "[B]", "{type: klpen_ppo, distribution: categorical, action_dim: A, beta: 0.7}", true},
+		{"klpen_normal", "float64", "{N: 3, T: 11, D: 2}", "[N, T]", "{type: klpen_ppo, distribution: normal, action_dim: D, reduction: sum}", false},
+		{"klpen_tanh", "float32", "{B: 17, D: 4}", "[B]", "{type: klpen_ppo, distribution: tanh_normal, action_dim: D}", false},
+		{"heads", "float32", "{B: 23}", "[B]", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}", false},
+		{"iql_normal_actor", "float32", "{Q: 2, B: 19, D: 2}", "[B]", "{type: iql, distribution: normal, action_dim: D}", false},
+		{"discrete_iql_categorical_actor", "float64", "{Q: 3, B: 13, A: 4}", "[B]", "{type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if !c.def {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			src := fmt.Sprintf("package: p\ndtype: %s\ndims: %s\nbatch: %s\nloss: %s\n", c.dtype, c.dims, c.batch, c.loss)
 			checkAllBackends(t, src)
 		})
 	}
-	masked := []struct{ name, dtype, loss string }{
-		{"clip_categorical", "float32", "{type: clip_ppo, distribution: categorical, action_dim: A, normalize_advantage: true}"},
-		{"ppo_none_sum", "float64", "{type: ppo, reduction: sum}"},
-		{"klpen_none_reduction", "float32", "{type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}"},
-		{"klpen_normal", "float32", "{type: klpen_ppo, distribution: normal, action_dim: A, clip_value: 0.3}"},
-		{"clip_tanh_none", "float32", "{type: clip_ppo, distribution: tanh_normal, action_dim: A, reduction: none}"},
-		{"ppo_one_hot", "float64", "{type: ppo, distribution: one_hot_categorical, action_dim: A}"},
-		{"heads", "float32", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}"},
+	masked := []struct {
+		name, dtype, loss string
+		def               bool
+	}{
+		{"clip_categorical", "float32", "{type: clip_ppo, distribution: categorical, action_dim: A, normalize_advantage: true}", true},
+		{"ppo_none_sum", "float64", "{type: ppo, reduction: sum}", false},
+		{"klpen_none_reduction", "float32", "{type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}", true},
+		{"klpen_normal", "float32", "{type: klpen_ppo, distribution: normal, action_dim: A, clip_value: 0.3}", false},
+		{"clip_tanh_none", "float32", "{type: clip_ppo, distribution: tanh_normal, action_dim: A, reduction: none}", false},
+		{"ppo_one_hot", "float64", "{type: ppo, distribution: one_hot_categorical, action_dim: A}", true},
+		{"heads", "float32", "{type: clip_ppo, heads: [move, turn], entropy_coeff: {move: 0.01, turn: 0.05}}", true},
 	}
 	for _, c := range masked {
 		t.Run("mask_"+c.name, func(t *testing.T) {
+			if !c.def {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			src := fmt.Sprintf("package: p\ndtype: %s\ndims: {B: 4, L: 13, A: 5}\nbatch: [B, L]\nloss: %s\nkeys: {mask: mask}\n", c.dtype, c.loss)
 			checkAllBackends(t, src)
 		})

@@ -59,6 +59,7 @@ func TestSingleClassPackagesPass(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates, compiles and runs packages")
 	}
+	t.Parallel()
 	mod := t.TempDir()
 	var random []golden.Case // klpencat's cases
 	for name, body := range singleClassSpecs {

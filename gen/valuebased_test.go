@@ -94,19 +94,32 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 // masked distributional head, and a masked KL reward; with the golden cases' random and
 // extreme inputs (ties along the action dim, all-masked rows, rewards and Q-values of ±1e3
 // that reach the advantage weight's cap of 100).
+//
+// The default run checks IQL (two batch dims, TD(λ), reduction none), discrete IQL (a
+// categorical action, sum), a masked mult_one_hot Q-value head (gathers of flags through the
+// mask) and the masked KL reward: each stage family, both dtypes, masks; LOSSGEN_FULL=1
+// checks every configuration.
 func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
-	for _, c := range []struct{ name, src string }{
-		{"iql_td_lambda_none_f64", "dtype: float64\ndims: {Q: 3, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9, lmbda: 0.8}\nloss: {type: iql, reduction: none, loss_function: l1, expectile: 0.9, temperature: 2.0}\n"},
-		{"discrete_iql_categorical_sum_f32", "dims: {Q: 2, B: 37, A: 5}\nbatch: [B]\nloss: {type: discrete_iql, action_space: categorical, action_dim: A, reduction: sum, temperature: 2.0}\n"},
-		{"qvalue_categorical_mask_f64", "dtype: float64\ndims: {N: 3, T: 11, A: 5}\nbatch: [N, T]\ntransforms: [{type: qvalue, action_space: categorical, action_dim: A}]\nkeys: {action_mask: action_mask}\n"},
-		{"qvalue_mult_one_hot_mask_f32", "dims: {B: 23, A: 5}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: mult_one_hot, var_nums: [2, 3], action_dim: A}]\nkeys: {action_mask: action_mask}\n"},
-		{"distributional_one_hot_mask_f64", "dtype: float64\ndims: {B: 19, K: 5, A: 3}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-2, -1, 0, 1.5, 3]}]\nkeys: {action_mask: action_mask}\n"},
-		{"kl_reward_td0_mask_f64", "dtype: float64\ndims: {B: 3, L: 9}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.3}]\nestimator: {type: td0, gamma: 0.9}\nkeys: {mask: mask}\n"},
+	t.Parallel()
+	for _, c := range []struct {
+		name, src string
+		def       bool // in the default run
+	}{
+		{"iql_td_lambda_none_f64", "dtype: float64\ndims: {Q: 3, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9, lmbda: 0.8}\nloss: {type: iql, reduction: none, loss_function: l1, expectile: 0.9, temperature: 2.0}\n", true},
+		{"discrete_iql_categorical_sum_f32", "dims: {Q: 2, B: 37, A: 5}\nbatch: [B]\nloss: {type: discrete_iql, action_space: categorical, action_dim: A, reduction: sum, temperature: 2.0}\n", true},
+		{"qvalue_categorical_mask_f64", "dtype: float64\ndims: {N: 3, T: 11, A: 5}\nbatch: [N, T]\ntransforms: [{type: qvalue, action_space: categorical, action_dim: A}]\nkeys: {action_mask: action_mask}\n", false},
+		{"qvalue_mult_one_hot_mask_f32", "dims: {B: 23, A: 5}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: mult_one_hot, var_nums: [2, 3], action_dim: A}]\nkeys: {action_mask: action_mask}\n", true},
+		{"distributional_one_hot_mask_f64", "dtype: float64\ndims: {B: 19, K: 5, A: 3}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-2, -1, 0, 1.5, 3]}]\nkeys: {action_mask: action_mask}\n", false},
+		{"kl_reward_td0_mask_f64", "dtype: float64\ndims: {B: 3, L: 9}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.3}]\nestimator: {type: td0, gamma: 0.9}\nkeys: {mask: mask}\n", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if !c.def {
+				sweepOnly(t)
+			}
+			t.Parallel()
 			comp := compileSrc(t, "package: p\n"+c.src)
 			cs, err := cases.Build(comp.Graph, "p", "")
 			require.NoError(t, err)
@@ -130,6 +143,7 @@ func TestDistributionalDataError(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
 	}
+	t.Parallel()
 	comp := compileSrc(t, "package: p\ndims: {B: 9, K: 3, A: 2}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-1, 0, 1]}]\n")
 	g := comp.Graph
 	cs, err := cases.Build(g, "p", "")

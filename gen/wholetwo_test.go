@@ -28,6 +28,7 @@ func TestCheapTablesWholeOnTwoCases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates, compiles and runs a package")
 	}
+	t.Parallel()
 	mod := t.TempDir()
 	spec := filepath.Join(mod, "ppo.yaml")
 	require.NoError(t, os.WriteFile(spec, []byte("package: ppo\ndtype: float32\ndims: {N: 32, T: 512}\nbatch: [N, T]\n"+

@@ -75,6 +75,7 @@ func specialCase(t *testing.T, ex example) golden.Case {
 func TestSpecialValues(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex.dir, func(t *testing.T) {
+			t.Parallel()
 			bad, err := check(t, ex.ptx, ex.table, specialCase(t, ex))
 			require.NoError(t, err)
 			require.Zero(t, bad)
@@ -213,6 +214,7 @@ func TestMutationsAreCaught(t *testing.T) {
 		}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			ex, ok := byDir[m.dir]
 			require.True(t, ok, m.dir)
 			ptx, tb := ex.ptx, ex.table
@@ -325,6 +327,7 @@ func TestOddShapes(t *testing.T) {
 			"loss: {type: clip_ppo, reduction: none}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "s.yaml")
 			require.NoError(t, os.WriteFile(path, []byte("package: p\n"+src), 0o644))
 			c, err := lossgen.Compile(path)
@@ -352,6 +355,7 @@ func TestOddShapes(t *testing.T) {
 func TestPartialMatchesWhole(t *testing.T) {
 	for _, ex := range examples(t) {
 		t.Run(ex.dir, func(t *testing.T) {
+			t.Parallel()
 			var cover map[string]ptxsim.Coverage
 			for _, c := range ex.cases[:2] {
 				whole, err := ptxsim.Simulate(ex.ptx, ex.table, c.Inputs, ptxsim.Whole)
