@@ -12,8 +12,15 @@ demo:
 
 # Everything CI checks: vet, the tests (with and without the purego tag), a short run of the
 # spec fuzzer, the golden cases against the interpreter, and that generated/ is what the
-# generator makes today.
-test: vet unit test-purego test-generator fuzz-smoke golden-check check-generated
+# generator makes today. Each step runs in turn and reports its wall time; the first failure
+# stops the run.
+TEST_STEPS := vet unit test-purego test-generator fuzz-smoke golden-check check-generated
+test:
+	@total=$$(date +%s); for step in $(TEST_STEPS); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$step || { echo "make test: $$step FAILED after $$(( $$(date +%s) - start )) s" >&2; exit 1; }; \
+		echo "make test: $$step took $$(( $$(date +%s) - start )) s (load $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null))"; \
+	done; echo "make test: all steps passed in $$(( $$(date +%s) - total )) s"
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go') >&2; echo "gofmt: the files above need formatting" >&2; exit 1)

@@ -86,3 +86,25 @@ func TestCompilesAtTheLimits(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second)
 	}
 }
+
+// The generated PTX test of a package with a long inner loop (a vocabulary of 200,000
+// actions) simulates its tables only with LOSSGEN_FULL=1: even a part of two iterations per
+// thread took 7.8·10^8 instructions, and generate -golden 201 s and the default go test 278 s
+// grew with the dim (issue 17 item 10, from the adversarial trial). A small vocabulary keeps
+// its partial simulation by default.
+func TestPTXTestPartBounded(t *testing.T) {
+	for _, c := range []struct {
+		a        int
+		fullOnly bool
+	}{{8, false}, {200_000, true}} {
+		src := fmt.Sprintf("package: p\ndims: {N: 2, T: 4, A: %d}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clip_ppo, distribution: categorical, action_dim: A}\n", c.a)
+		start := time.Now()
+		comp, err := gen.CompileSource("p.yaml", []byte(src))
+		require.NoError(t, err)
+		files, err := gen.Emit(comp, gen.Options{OutDir: "p", GoldenDir: "golden/p"})
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), 60*time.Second, "generation at A=%d", c.a)
+		pt := string(files["ptxsim_test.go"])
+		require.Equal(t, c.fullOnly, strings.Contains(pt, "fullOnly: true}"), "A=%d", c.a)
+	}
+}

@@ -6,7 +6,6 @@ package gen
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -49,7 +48,7 @@ func Compile(path string) (*Compiled, error) { return CompileDims(path, nil) }
 // sizes). The spec is validated at the new sizes, exactly as if it declared them.
 func CompileDims(path string, dims map[string]int) (_ *Compiled, err error) {
 	defer catch(path, &err)
-	src, err := os.ReadFile(path)
+	src, err := spec.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

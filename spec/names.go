@@ -10,6 +10,10 @@ var (
 	dimName = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
 	// keyPart: one element of a data key; the joined key names a Go field and an .npz array.
 	keyPart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	// testFuncName: what go test takes for a test, benchmark, fuzz test or example; the
+	// generated tests declare such functions (TestGolden, BenchmarkForward, ...), so no dim
+	// constant may take one of those names.
+	testFuncName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)([^a-z].*)?$`)
 	// packageName: the package name is also the stem of its main file, <package>.go.
 	packageName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 )

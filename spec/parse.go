@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"maps"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,7 +15,7 @@ import (
 
 // ParseFile reads and parses the spec file at path. See Parse.
 func ParseFile(path string, reg Registry) (*Spec, error) {
-	src, err := os.ReadFile(path)
+	src, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +200,10 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 		}
 		if slices.Contains(ReservedNames(d.reg), k.Value) {
 			d.errf(k, "%s: dim name %q is taken by the generated package's own %s; rename the dim", path, k.Value, k.Value)
+			continue
+		}
+		if testFuncName.MatchString(k.Value) {
+			d.errf(k, "%s: dim name %q is named like a Go test function (Test…, Benchmark…, Fuzz…, Example…), which the generated package's tests declare; rename the dim", path, k.Value)
 			continue
 		}
 		if seen[k.Value] {

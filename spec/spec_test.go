@@ -228,3 +228,21 @@ func TestLimits(t *testing.T) {
 	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo}\nkeys: {reward: "+long+"}\n"), reg)
 	require.ErrorContains(t, err, "t.yaml:5:16: keys.reward: a key part of 100000 characters; at most 64")
 }
+
+// A spec is a regular file of at most MaxSpecBytes: /dev/zero, a directory or a 2 MB file is
+// an error at once (reading /dev/zero grew to 1.3 GB before; from the adversarial trial).
+func TestReadFileLimits(t *testing.T) {
+	_, err := spec.ReadFile("/dev/zero")
+	require.ErrorContains(t, err, "/dev/zero: a device, not a regular file")
+	_, err = spec.ReadFile(t.TempDir())
+	require.ErrorContains(t, err, "a directory, not a regular file")
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	require.NoError(t, os.WriteFile(big, make([]byte, spec.MaxSpecBytes+1), 0o644))
+	_, err = spec.ReadFile(big)
+	require.ErrorContains(t, err, "larger than 1048576 bytes")
+	ok := filepath.Join(t.TempDir(), "ok.yaml")
+	require.NoError(t, os.WriteFile(ok, []byte("package: p\n"), 0o644))
+	b, err := spec.ReadFile(ok)
+	require.NoError(t, err)
+	require.Equal(t, "package: p\n", string(b))
+}

@@ -180,6 +180,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
 	}
+	if fi, err := os.Stat(*goldenDir); *goldenDir != "" && err == nil && !fi.IsDir() {
+		return badUsage(fs, stderr, "-golden %s is a file; give the directory of the package's golden cases", *goldenDir)
+	}
 	c, files, err := generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
 	if err != nil {
 		return err

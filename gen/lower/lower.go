@@ -3,8 +3,10 @@ package lower
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/passes"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -33,6 +35,10 @@ type Hyper struct {
 	Value float64
 	Doc   string
 }
+
+// gradPrefix starts the names of the gradient outputs the autodiff pass adds, which no
+// stage's output may take.
+const gradPrefix = passes.GradPrefix
 
 // lowerError is a positioned error raised by a stage's lowering; Lower returns it.
 type lowerError struct{ err *spec.Error }
@@ -180,6 +186,9 @@ func (l *Lowerer) Write(key string, n *ir.Node, role ir.Role, doc string) {
 		l.errorf("keys."+key, "keys.%s: the %s %s writes %q but the key is mapped to null; map it to an output name", key, l.stage.Type, l.stage.Def.Kind, key)
 	}
 	name := spec.DataName(data)
+	if strings.HasPrefix(name, gradPrefix) {
+		l.errorf("keys."+key, "keys.%s: the output name %q starts with %q, which names the gradients (%s<input>); choose another", key, name, gradPrefix, gradPrefix)
+	}
 	for _, o := range l.graphOutputs() {
 		if o == name {
 			l.outputClash(key, name)
