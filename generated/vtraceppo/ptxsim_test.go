@@ -20,6 +20,9 @@ type ptxTable struct {
 	// wholeTwo: simulated whole, not in part, on TestPTXSimulated's special-value case and
 	// the golden case "random" (the whole table is cheap enough for two cases).
 	wholeTwo bool
+	// fullOnly: simulated (whole) only with LOSSGEN_FULL=1; even a small part of it takes
+	// too long for a default test.
+	fullOnly bool
 	// cover is, for a partial simulation, which elements of each output it computes from the
 	// inputs alone, as when the package was generated.
 	cover map[string]ptxsim.Coverage
@@ -60,6 +63,9 @@ var ptxTables = map[string]ptxTable{
 			"grad.entropy":       {N: 512, Hash: "e9774718a939a1fd"},
 		}},
 }
+
+// skipped reports whether the default run leaves tb out (fullOnly, without LOSSGEN_FULL=1).
+func (tb ptxTable) skipped() bool { return tb.fullOnly && os.Getenv("LOSSGEN_FULL") == "" }
 
 // wholeTwo reports whether some launch table is simulated whole on the special-value case
 // and the golden case "random" by default.
@@ -161,7 +167,7 @@ func ptxCase(t *testing.T, c *golden.Case, ref func() (*results, error), whole b
 		var wg sync.WaitGroup
 		for _, kind := range []string{"forward", "backward"} {
 			tb, ok := ptxTables[kind]
-			if !ok {
+			if !ok || tb.skipped() {
 				continue
 			}
 			if os.Getenv("LOSSGEN_FULL") != "" || whole && tb.wholeTwo {
