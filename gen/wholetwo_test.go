@@ -31,7 +31,7 @@ func TestCheapTablesWholeOnTwoCases(t *testing.T) {
 	t.Parallel()
 	mod := t.TempDir()
 	spec := filepath.Join(mod, "ppo.yaml")
-	require.NoError(t, os.WriteFile(spec, []byte("package: ppo\ndtype: float32\ndims: {N: 32, T: 512}\nbatch: [N, T]\n"+
+	require.NoError(t, os.WriteFile(spec, []byte("package: ppo\ndtype: float32\ndims: {N: 32, T: 384}\nbatch: [N, T]\n"+
 		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95}\nloss: {type: clip_ppo, entropy_coeff: 0.01, normalize_advantage: true}\n"), 0o644))
 	dir, goldenDir := filepath.Join(mod, "ppo"), filepath.Join(mod, "testdata", "ppo")
 	c, files, err := gen.Generate(spec, gen.Options{OutDir: dir, GoldenDir: goldenDir})
