@@ -3,7 +3,6 @@ package gen_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
-	"github.com/lossgen/lossgen/gen/runner"
 )
 
 // TestExtremeValidSpecsCompile generates a package (tests included) for each spec of a table
@@ -42,8 +40,6 @@ func TestExtremeValidSpecsCompile(t *testing.T) {
 		"dtype: float64\ndims: {N: 1025, T: 4096}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}",
 	}
 	golden := map[int]bool{len(specs) - 3: true, len(specs) - 2: true, len(specs) - 1: true}
-	root, err := runner.Root()
-	require.NoError(t, err)
 	mod := t.TempDir()
 	for i, body := range specs {
 		name := fmt.Sprintf("p%d", i)
@@ -58,14 +54,7 @@ func TestExtremeValidSpecsCompile(t *testing.T) {
 		require.NoError(t, err, "spec %d:\n%s", i, body)
 		require.NoError(t, gen.Write(dir, files))
 	}
-	gomod := fmt.Sprintf("module extremes\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644))
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
-	cmd := exec.Command("go", "vet", "./...")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
+	scratchModule(t, mod, "extremes")
+	out, err := goIn(mod, "vet", "./...")
 	require.NoError(t, err, "%s", out)
 }

@@ -3,7 +3,6 @@ package gen_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/gen/runner"
 )
 
 // policyCombo is one kind × distribution × action_space of README's PPO-family and IQL
@@ -122,16 +120,7 @@ func TestPolicyCombos(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	root, err := runner.Root()
-	require.NoError(t, err)
-	gomod := fmt.Sprintf("module combos\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644))
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
-	cmd := exec.Command("go", "vet", "./...")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.CombinedOutput()
+	scratchModule(t, mod, "combos")
+	out, err := goIn(mod, "vet", "./...")
 	require.NoError(t, err, "%s", out)
 }

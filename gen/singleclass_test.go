@@ -1,19 +1,14 @@
 package gen_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/gen/runner"
 	"github.com/lossgen/lossgen/golden"
 )
 
@@ -80,20 +75,9 @@ func TestSingleClassPackagesPass(t *testing.T) {
 			random = cs
 		}
 	}
-	root, err := runner.Root()
-	require.NoError(t, err)
-	gomod := fmt.Sprintf("module singleclass\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644))
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
+	scratchModule(t, mod, "singleclass")
 	goTest := func(args ...string) (string, error) {
-		cmd := exec.Command("go", append([]string{"test", "-count=1"}, args...)...)
-		cmd.Dir = mod
-		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "LOSSGEN_FULL=") }),
-			"GOWORK=off", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		return goIn(mod, append([]string{"test", "-count=1"}, args...)...)
 	}
 	out, err := goTest("./...")
 	require.NoError(t, err, out)

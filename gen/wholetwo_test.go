@@ -3,10 +3,8 @@ package gen_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -14,7 +12,6 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/gen/runner"
 )
 
 // TestCheapTablesWholeOnTwoCases generates a package whose launch tables are too large to
@@ -57,21 +54,9 @@ func TestCheapTablesWholeOnTwoCases(t *testing.T) {
 		require.Greater(t, n, int64(gen.WholeBudget))
 	}
 
-	root, err := runner.Root()
-	require.NoError(t, err)
-	gomod := fmt.Sprintf("module wholetwo\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644))
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
+	scratchModule(t, mod, "wholetwo")
 	goTest := func() (string, error) {
-		cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "TestPTXSimulated|TestGolden", "./ppo")
-		cmd.Dir = mod
-		// The default run: lossgen's own make test sets LOSSGEN_FULL.
-		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "LOSSGEN_FULL=") }),
-			"GOWORK=off", "GOFLAGS=-mod=mod")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+		return goIn(mod, "test", "-count=1", "-v", "-run", "TestPTXSimulated|TestGolden", "./ppo")
 	}
 	out, err := goTest()
 	require.NoError(t, err, out)
