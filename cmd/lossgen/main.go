@@ -192,9 +192,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		// Not an error: the README's go:generate lines may run in either order.
 		fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
 	}
-	ctx, stop := interruptible()
+	ctx, done := interruptible()
 	res, err := write(ctx, *out, files)
-	stop()
+	err = afterWrite(*out, err, done())
 	repaired(stderr, res)
 	if err != nil {
 		return err
@@ -216,8 +216,46 @@ var write = gen.WriteContext
 // interruptible is a context that SIGINT and SIGTERM end, instead of ending the process,
 // until stop: the write in progress then is undone (or completes, if it is past its
 // commit) and the command fails saying so, rather than leaving a half-written directory.
-func interruptible() (ctx context.Context, stop context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// interruptible returns a context that SIGINT or SIGTERM cancels, for a directory write,
+// and done, which ends the handling and reports the signal that arrived before it, if
+// any. A signal can arrive after the write's last check of the context: done still reports
+// it, so that the command does not exit 0 after an interrupt (the write then finished).
+func interruptible() (ctx context.Context, done func() os.Signal) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	got := make(chan os.Signal, 1)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			got <- sig
+			cancel(fmt.Errorf("%v signal received", sig))
+		case <-quit:
+		}
+	}()
+	return ctx, func() os.Signal {
+		signal.Stop(ch) // no delivery to ch after this
+		close(quit)
+		cancel(nil)
+		select {
+		case sig := <-got:
+			return sig
+		case sig := <-ch:
+			return sig
+		default:
+			return nil
+		}
+	}
+}
+
+// afterWrite is the error of a write that ended as err while sig (nil: none) arrived: a
+// write that finished before it could stop still fails the command, saying so.
+func afterWrite(dir string, err error, sig os.Signal) error {
+	if err != nil || sig == nil {
+		return err
+	}
+	return fmt.Errorf("interrupted (%v signal received) after the write had finished: %s holds the new files", sig, dir)
 }
 
 // repaired reports on stderr what a write did to resolve one that was cut short.
@@ -341,9 +379,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			names[i] = x.Name
 		}
 		if *update {
-			ctx, stop := interruptible()
+			ctx, done := interruptible()
 			res, err := cases.UpdateContext(ctx, dir, cs)
-			stop()
+			err = afterWrite(dir, err, done())
 			repaired(stderr, res)
 			if err != nil {
 				return err
