@@ -344,6 +344,15 @@ func (b *Builder) Output(name string, n *Node, role Role, doc, source string) {
 	b.g.Outputs = append(b.g.Outputs, &Output{Name: name, Node: n, Role: role, Doc: doc, Source: source})
 }
 
+// MarkIllConditioned marks the output name as ill-conditioned (Output.IllConditioned).
+func (b *Builder) MarkIllConditioned(name string) {
+	for _, o := range b.g.Outputs {
+		if o.Name == name {
+			o.IllConditioned = true
+		}
+	}
+}
+
 // Nodes lists the nodes so far, in topological order.
 func (b *Builder) Nodes() []*Node { return b.g.Nodes }
 

@@ -69,6 +69,9 @@ func Rebuild(g *Graph, rewrite Rewrite) *Graph {
 	}
 	for _, o := range g.Outputs {
 		b.Output(o.Name, to[o.Node], o.Role, o.Doc, o.Source)
+		if o.IllConditioned {
+			b.MarkIllConditioned(o.Name)
+		}
 	}
 	return b.Graph()
 }
