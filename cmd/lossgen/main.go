@@ -180,6 +180,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
 	}
+	if fi, err := os.Stat(*out); err == nil && !fi.IsDir() {
+		return badUsage(fs, stderr, "-o %s is a file; give the package's directory", *out)
+	} else if fi, lerr := os.Lstat(*out); err != nil && lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return badUsage(fs, stderr, "-o %s is a symbolic link to nothing; give the package's directory", *out)
+	}
 	if fi, err := os.Stat(*goldenDir); *goldenDir != "" && err == nil && !fi.IsDir() {
 		return badUsage(fs, stderr, "-golden %s is a file; give the directory of the package's golden cases", *goldenDir)
 	}
