@@ -359,10 +359,11 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 			part.Budget = PartCap
 			res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
 			if errors.Is(err, ptxsim.ErrBudget) || err == nil && res.Stats.Instructions > SampledBudget && part.MaxIter > 2 {
-				part.MaxIter = 2
+				iters := 2 // over PartCap: the fewest
 				if err == nil {
-					part.MaxIter = max(2, int(int64(part.MaxIter)*SampledBudget/res.Stats.Instructions))
+					iters = max(2, int(int64(part.MaxIter)*SampledBudget/res.Stats.Instructions))
 				}
+				part.MaxIter = iters
 				res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
 			}
 			if errors.Is(err, ptxsim.ErrBudget) {
@@ -373,7 +374,6 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 				tables = append(tables, pt)
 				return nil
 			}
-			part.Budget = 0
 			if err != nil {
 				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
 			}
