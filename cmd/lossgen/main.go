@@ -218,35 +218,35 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 // write is gen.WriteContext; tests replace it to interrupt a write.
 var write = gen.WriteContext
 
-// interruptible is a context that SIGINT and SIGTERM end, instead of ending the process,
-// until stop: the write in progress then is undone (or completes, if it is past its
-// commit) and the command fails saying so, rather than leaving a half-written directory.
-// interruptible returns a context that SIGINT or SIGTERM cancels, for a directory write,
-// and done, which ends the handling and reports the signal that arrived before it, if
-// any. A signal can arrive after the write's last check of the context: done still reports
-// it, so that the command does not exit 0 after an interrupt (the write then finished).
+// interruptible returns a context that SIGINT and SIGTERM cancel instead of ending the
+// process, for a directory write (undone on cancellation, or completed if past its commit),
+// and done, which ends the handling and returns the signal that arrived before it, if any.
+// A signal can arrive after the write's last check of the context: done still reports it,
+// so that the command does not exit 0 after an interrupt.
 func interruptible() (ctx context.Context, done func() os.Signal) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	got := make(chan os.Signal, 1)
-	quit := make(chan struct{})
+	var got os.Signal
+	quit, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		select {
-		case sig := <-ch:
-			got <- sig
-			cancel(fmt.Errorf("%v signal received", sig))
+		case got = <-ch:
+			cancel(fmt.Errorf("%v signal received", got))
 		case <-quit:
 		}
 	}()
 	return ctx, func() os.Signal {
 		signal.Stop(ch) // no delivery to ch after this
 		close(quit)
+		<-exited // got is settled
 		cancel(nil)
+		if got != nil {
+			return got
+		}
 		select {
-		case sig := <-got:
-			return sig
-		case sig := <-ch:
+		case sig := <-ch: // delivered while the goroutine was quitting
 			return sig
 		default:
 			return nil
