@@ -101,8 +101,8 @@ func GradTolerance(dt ir.DType) golden.Tol {
 	return golden.Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2, Floor: 64 * 0x1p-24}
 }
 
-// paddedInput is a float input whose elements lie on the mask's elements Per at a time (the
-// batch dims lead its shape), for TestPaddingIgnored.
+// paddedInput is a float or index input whose elements lie on the mask's elements Per at a
+// time (the batch dims lead its shape), for TestPaddingIgnored.
 type paddedInput struct {
 	Field string
 	Per   int

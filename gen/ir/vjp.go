@@ -80,20 +80,18 @@ var vjps = [numOps]VJP{
 // (±inf) where it is taken and overflows (SEMANTICS.md §11.19). A NaN g stays NaN. A d that
 // cannot be non-finite unless an input is (an input, a constant, a comparison) needs no
 // guard: there float64 and float32 agree.
-func (b *Builder) gradMul(g, d *Node) *Node {
-	if exact(d) || g.IsScalarConst() && g.Value[0] != 0 {
-		return b.Mul(g, d)
-	}
-	return b.Where(b.Ne(g, b.Const(0)), b.Mul(g, d), g)
-}
+func (b *Builder) gradMul(g, d *Node) *Node { return b.guarded(OpMul, g, d) }
 
 // gradDiv is g/d with gradMul's rule: 0 where g is 0 (d may have underflowed to 0 in float32,
 // as exp(−200), where float64's 0/d is 0).
-func (b *Builder) gradDiv(g, d *Node) *Node {
+func (b *Builder) gradDiv(g, d *Node) *Node { return b.guarded(OpDiv, g, d) }
+
+// guarded is op(g, d), or g itself where g is 0, unless d is exact or g a nonzero constant.
+func (b *Builder) guarded(op Op, g, d *Node) *Node {
 	if exact(d) || g.IsScalarConst() && g.Value[0] != 0 {
-		return b.Div(g, d)
+		return b.elem(op, g, d)
 	}
-	return b.Where(b.Ne(g, b.Const(0)), b.Div(g, d), g)
+	return b.Where(b.Ne(g, b.Const(0)), b.elem(op, g, d), g)
 }
 
 // exact reports whether n is non-finite only where an input is: it is an input or a
