@@ -185,10 +185,9 @@ func garbagePadding(g *ir.Graph, inputs map[string]golden.Array) map[string]gold
 			continue
 		}
 		v := a.Float64s()
-		per := len(v) / len(mask)
-		for i := range v {
+		for i, m := range in.Shape.SubIndex(g.Batch) {
 			switch {
-			case mask[i/per]:
+			case mask[m]:
 			case in.Kind == ir.Index:
 				v[i] = []float64{-100, 1 << 40}[i%2] // an action out of range: padding is not checked
 			default:

@@ -453,21 +453,12 @@ func maskedElements(g *ir.Graph, shape ir.Shape, inputs map[string]golden.Array)
 			mask = inputs[in.Name].Float64s()
 		}
 	}
-	if mask == nil || len(mask) != g.Batch.Numel() {
+	idx := shape.SubIndex(g.Batch)
+	if mask == nil || len(mask) != g.Batch.Numel() || idx == nil {
 		return nil
 	}
-	for _, d := range g.Batch {
-		if !shape.Has(d.Name) {
-			return nil
-		}
-	}
-	st := shape.Strides()
-	out := make([]bool, shape.Numel())
-	for i := range out {
-		m := 0
-		for _, d := range g.Batch {
-			m = m*d.Size + i/st[shape.Index(d.Name)]%d.Size
-		}
+	out := make([]bool, len(idx))
+	for i, m := range idx {
 		out[i] = mask[m] == 0
 	}
 	return out

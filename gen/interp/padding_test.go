@@ -121,16 +121,7 @@ func TestPaddingReachesNoOutputOrGradient(t *testing.T) {
 // forMasked calls f with the flat index of every element of shape whose batch coordinates
 // fall on a false mask element (mask is [*batch], row-major).
 func forMasked(shape, batch ir.Shape, mask []float64, f func(int)) {
-	st := shape.Strides()
-	for i := 0; i < shape.Numel(); i++ {
-		m := 0
-		for _, d := range batch {
-			j := shape.Index(d.Name)
-			if j < 0 {
-				return // not a per-element tensor
-			}
-			m = m*d.Size + i/st[j]%d.Size
-		}
+	for i, m := range shape.SubIndex(batch) { // none: not a per-element tensor
 		if mask[m] == 0 {
 			f(i)
 		}

@@ -167,6 +167,28 @@ func (s Shape) String() string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
+// SubIndex maps each flat (row-major) element of s to the flat element of sub it lies on:
+// sub's dims, all of which s has, taken at the element's coordinates (the batch element a
+// [*batch, A] tensor's entry belongs to). nil when s lacks one of sub's dims.
+func (s Shape) SubIndex(sub Shape) []int {
+	st := s.Strides()
+	pos := make([]int, len(sub))
+	for k, d := range sub {
+		if pos[k] = s.Index(d.Name); pos[k] < 0 {
+			return nil
+		}
+	}
+	out := make([]int, s.Numel())
+	for i := range out {
+		m := 0
+		for k, d := range sub {
+			m = m*d.Size + i/st[pos[k]]%d.Size
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // Strides returns the row-major element strides of s.
 func (s Shape) Strides() []int {
 	st := make([]int, len(s))

@@ -29,8 +29,8 @@ func (l *Lowerer) readMask() {
 		"the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid")
 }
 
-// selectValid is what a loss with a mask reads for a float or index key: the value where the mask is
-// true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0
+// selectValid is what a loss with a mask reads for a float or index key: the value where the
+// mask is true and the key's Pad where it is false, selected before any arithmetic. Multiplying by 0
 // after the fact is not enough: 0·f'(garbage) is NaN when padding holds NaN, ±inf or a value
 // whose derivative overflows, and the autodiff pass would carry it into the gradient. With
 // the select, masked elements compute the loss at Pad (finite, with finite derivatives), the
