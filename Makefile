@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data
+.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data docs
 
 all: test
 
@@ -83,10 +83,20 @@ golden-update:
 generate:
 	$(GO) generate ./generated/...
 
-# Regenerates generated/ and fails if that changed anything (or left files untracked).
-check-generated: generate
+# The spec reference and the spec's JSON Schema, generated from the stage registry
+# (gen/specdoc; its TestDocsFresh fails on a stale copy too).
+DOCS := docs/spec-reference.md docs/spec.schema.json
+docs:
+	$(GO) run ./cmd/lossgen reference -o docs/spec-reference.md
+	$(GO) run ./cmd/lossgen schema -o docs/spec.schema.json
+
+# Regenerates generated/ and the docs, and fails if that changed anything (or left files
+# untracked).
+check-generated: generate docs
 	@git diff --exit-code -- generated/ || (echo "generated/ is stale: run make generate and commit" >&2; exit 1)
 	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/ >&2; echo "untracked files in generated/" >&2; exit 1)
+	@git diff --exit-code -- $(DOCS) || (echo "$(DOCS) stale: run make docs and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- $(DOCS))" || (git status --porcelain -- $(DOCS) >&2; echo "$(DOCS) not committed: run make docs and commit" >&2; exit 1)
 
 # Rebuilds the derived real-data files in golden/data from the recorded rollout.
 data:
