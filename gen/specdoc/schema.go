@@ -84,6 +84,10 @@ func stageTypes(reg spec.Registry, k spec.Kind) []string { return reg.Types(k) }
 // alias spelling the registry gives it, should it gain some).
 func paramNames(p *spec.ParamDef) []string { return []string{p.Name} }
 
+// enumValues lists the values the parser accepts for an Enum parameter (with any alias
+// spelling the registry gives them, should it gain some).
+func enumValues(p *spec.ParamDef) []string { return p.Enum }
+
 // kindSchema is a stage kind's schema: a mapping with a type among the kind's, and for each
 // type the stage's own schema (if/then, so that an error names the stage's parameters).
 func kindSchema(reg spec.Registry, k spec.Kind) obj {
@@ -148,7 +152,7 @@ func paramSchema(p *spec.ParamDef) obj {
 	case spec.Bool:
 		alts = []obj{{"type": "boolean"}}
 	case spec.Enum:
-		alts = []obj{{"enum": p.Enum}}
+		alts = []obj{{"enum": enumValues(p)}}
 	case spec.Names:
 		alts = []obj{{"type": "array", "uniqueItems": true, "items": obj{"type": "string", "pattern": spec.KeyPartPattern, "maxLength": spec.MaxNameLen}}}
 	case spec.DimName:
