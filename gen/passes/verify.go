@@ -24,32 +24,40 @@ import (
 //
 // A violation is a bug in lowering or in a pass; the error names the node or output.
 func Verify(g *ir.Graph) (*ir.Graph, error) {
+	if err := verifyOutputs(g); err != nil {
+		return nil, err
+	}
+	keys := map[string]*ir.Node{}
+	for i, n := range g.Nodes {
+		if err := verifyNode(g, i, n); err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		if m := keys[n.Key()]; m != nil {
+			return nil, fmt.Errorf("%s and %s compute the same values", m, n)
+		}
+		keys[n.Key()] = n
+	}
 	live := map[*ir.Node]bool{}
 	for _, o := range g.Outputs {
 		live[o.Node] = true
 	}
-	keys := map[string]*ir.Node{}
 	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		n := g.Nodes[i]
-		if err := verifyNode(g, i, n, live[n]); err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
+		if live[g.Nodes[i]] {
+			for _, a := range g.Nodes[i].Args {
+				live[a] = true
+			}
 		}
-		for _, a := range n.Args {
-			live[a] = true
-		}
-		if m := keys[n.Key()]; m != nil {
-			return nil, fmt.Errorf("%s and %s compute the same values", n, m)
-		}
-		keys[n.Key()] = n
 	}
-	if err := verifyOutputs(g); err != nil {
-		return nil, err
+	for _, n := range g.Nodes {
+		if !live[n] && n.Op != ir.OpInput {
+			return nil, fmt.Errorf("%s: no output depends on it", n)
+		}
 	}
 	return g, nil
 }
 
-// verifyNode checks node n at position i; live says whether an output or a later node reads it.
-func verifyNode(g *ir.Graph, i int, n *ir.Node, live bool) error {
+// verifyNode checks node n at position i.
+func verifyNode(g *ir.Graph, i int, n *ir.Node) error {
 	if n.ID != i {
 		return fmt.Errorf("numbered %d at position %d", n.ID, i)
 	}
@@ -66,9 +74,6 @@ func verifyNode(g *ir.Graph, i int, n *ir.Node, live bool) error {
 	}
 	if err := verifyShape(g, n); err != nil {
 		return err
-	}
-	if !live && n.Op != ir.OpInput {
-		return fmt.Errorf("no output depends on it")
 	}
 	switch {
 	case n.Op.Class() == ir.Elementwise && n.Op != ir.OpBroadcast && n.Op != ir.OpDetach && allScalarConsts(n.Args):
