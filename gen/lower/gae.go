@@ -26,7 +26,8 @@ func init() {
 				checkStandardise(c, "average_gae")
 			},
 		},
-		Lower: lowerGAE,
+		Lower:   lowerGAE,
+		Example: example("", "estimator", "{type: gae}"),
 	})
 }
 

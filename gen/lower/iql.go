@@ -16,7 +16,7 @@ const iqlSource = "torchrl/objectives/iql.py"
 // The keys only the IQL losses read and write.
 var (
 	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true,
-		Doc:    "Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)",
+		Doc:    "Q-values of each member of the current Q ensemble (TorchRL key state_action_value, from qvalue_network_params; its layout per loss: Lowerer.KeyDoc)",
 		Sample: spec.Sample{Dist: "normal", Std: 2}}
 	keyTargetStateActionValue = spec.KeyDef{Name: "target_state_action_value", Default: []string{"target_state_action_value"},
 		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
@@ -48,7 +48,8 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "iql", Class: "IQLLoss", Source: iqlSource,
 			Params: append(append([]spec.ParamDef(nil), params...), policyParams("none")...),
 			Keys:   keys, Check: checkIQL},
-		Lower: lowerIQL,
+		Lower:   lowerIQL,
+		Example: example("", "loss", "{type: iql}"),
 	})
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_iql", Class: "DiscreteIQLLoss", Source: iqlSource,
@@ -57,7 +58,8 @@ func init() {
 					Doc: "how the stored action selects the Q-value: an index (categorical) or a one-hot vector (one_hot)"},
 				paramActionDim), discretePolicy...),
 			Keys: keys, Check: checkIQL},
-		Lower: lowerIQL,
+		Lower:   lowerIQL,
+		Example: example(", A: 3", "loss", "{type: discrete_iql, action_dim: A}"),
 	})
 }
 
@@ -145,6 +147,11 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 	ens := st.String("ensemble_dim")
 	reduction := st.String("reduction")
 	q := l.iqlChosen(st, "state_action_value")
+	layout := "at the stored action [" + ens + ", *batch]"
+	if st.Type == "discrete_iql" {
+		layout = "for every action [" + ens + ", *batch, " + st.String("action_dim") + "]"
+	}
+	l.KeyDoc("state_action_value", "Q-value of each member of the current Q ensemble "+layout+" (TorchRL key state_action_value, from qvalue_network_params)")
 	qt := l.iqlChosen(st, "target_state_action_value")
 	v := l.Read("value")
 	lp := l.iqlLogProb(st)
@@ -205,8 +212,12 @@ func (l *Lowerer) iqlChosen(st *spec.Stage, key string) *ir.Node {
 	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), a)...))
 	if st.String("action_space") == "categorical" {
 		// torch.gather(Q_k, -1, action[..., None]).squeeze(-1), vmapped over the ensemble.
-		return b.Gather(q, l.ReadAs("action", l.Batch(), spec.IndexKey), a)
+		idx := l.ReadAs("action", l.Batch(), spec.IndexKey)
+		l.KeyDoc("action", "the stored action: an index into "+a+" [*batch]")
+		return b.Gather(q, idx, a)
 	}
 	// (Q_k · action.float()).sum(-1): a one-hot (or multi-hot) action, stored as flags.
-	return b.Sum(b.Mul(q, l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)), a)
+	act := l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)
+	l.KeyDoc("action", "the stored action: a one-hot vector of flags [*batch, "+a+"]")
+	return b.Sum(b.Mul(q, act), a)
 }

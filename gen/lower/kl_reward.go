@@ -30,7 +30,8 @@ func init() {
 			},
 			Keys: []spec.KeyDef{keyReward, keyLogProb, keySampleLogProb, keyRefLogProb, keyMask, keyKLPenalty, keyRefLogProbs},
 		},
-		Lower: lowerKLReward,
+		Lower:   lowerKLReward,
+		Example: example("", "transforms", "{type: kl_reward}"),
 	})
 }
 

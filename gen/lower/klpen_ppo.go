@@ -16,7 +16,9 @@ func init() {
 			{Name: "increment", Type: spec.Float, Default: 2.0, Min: 1, Max: inf, MaxOpen: true, Doc: "β ← β·increment when the KL is above target (TorchRL: ValueError below 1)"},
 			{Name: "decrement", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, Doc: "β ← β·decrement when the KL is below target (TorchRL: ValueError above 1)"},
 		}, []spec.KeyDef{keyOldLogits, keyOldLoc, keyOldScale}, checkKLPEN),
-		Lower: lowerKLPEN,
+		Lower:   lowerKLPEN,
+		Example: example(", A: 3", "loss", "{type: klpen_ppo, distribution: categorical, action_dim: A}"),
+		Summary: ppoSummary,
 	})
 }
 

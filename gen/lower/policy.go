@@ -35,7 +35,7 @@ var (
 		Doc:    "the current policy's logits [*batch, A] (network output)",
 		Sample: spec.Sample{Dist: "normal", Std: 1.5, ExtremeLogits: true}}
 	keyAction = spec.KeyDef{Name: "action", Default: []string{"action"}, Kind: spec.IndexKey,
-		Doc:    "the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)",
+		Doc:    "the stored action (each stage that reads it says in which form: Lowerer.KeyDoc)",
 		Sample: spec.Sample{Dist: "action", ExtremeAction: true}}
 	keyLoc = spec.KeyDef{Name: "loc", Default: []string{"loc"}, Differentiable: true,
 		Doc:    "the current policy's Normal mean μ [*batch, D] (network output)",
@@ -121,9 +121,11 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 		var idx *ir.Node
 		if p.dist == "categorical" {
 			idx = l.ReadAs("action", l.Batch(), spec.IndexKey)
+			l.KeyDoc("action", "the stored action: an index into "+p.axis+" [*batch]")
 		} else {
 			// OneHotCategorical.log_prob: the categorical log-prob at argmax of the vector.
 			idx = b.ArgMax(l.ReadAs("action", ev, spec.FloatKey), p.axis)
+			l.KeyDoc("action", "the stored action: a one-hot vector [*batch, "+p.axis+"]")
 		}
 		p.lp = b.Gather(p.logp, idx, p.axis)
 		l.GradDoc("logits", "through log π(a) = log_softmax(z)_a: ∂/∂z_j = 1[j = a] − p_j; through H = −Σ p log p: ∂/∂z_j = −p_j (log p_j + H) (SEMANTICS.md §1.8, §2.8)")
@@ -131,6 +133,7 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 		ev := l.eventShape(p.axis)
 		p.loc, p.scale = l.ReadShaped("loc", ev), l.ReadShaped("scale", ev)
 		x := l.ReadAs("action", ev, spec.FloatKey)
+		l.KeyDoc("action", "the stored action: a point [*batch, "+p.axis+"] (the "+p.dist+" sample)")
 		if p.dist == "tanh_normal" {
 			x = l.untanh(x, st)
 		}

@@ -36,7 +36,8 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Transform, Type: "qvalue", Class: "QValueModule", Source: actorsSource,
 			Params: params, Keys: []spec.KeyDef{keyActionValue, keyActionMask, keyAction, keyChosenActionValue},
 			Check: func(c *spec.Check) { checkQValue(c) }},
-		Lower: lowerQValue,
+		Lower:   lowerQValue,
+		Example: example(", A: 3", "transforms", "{type: qvalue, action_dim: A}"),
 	})
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Transform, Type: "distributional_qvalue", Class: "DistributionalQValueModule", Source: actorsSource,
@@ -49,7 +50,8 @@ func init() {
 					checkSupport(c)
 				}
 			}},
-		Lower: lowerDistributionalQValue,
+		Lower:   lowerDistributionalQValue,
+		Example: example(", K: 3, A: 3", "transforms", "{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-1, 0, 1]}"),
 	})
 }
 

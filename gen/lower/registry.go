@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/lossgen/lossgen/spec"
 )
@@ -23,6 +24,36 @@ type Stage struct {
 	spec.StageDef
 	// Lower builds the stage's IR: it reads keys from l, writes keys and declares outputs.
 	Lower func(l *Lowerer, st *spec.Stage)
+	// Summary, when set, returns sentences for the generated package doc about what this
+	// configuration of the stage expects of its data (a PPO loss without an estimator in
+	// the kernel reads the estimator's results as inputs).
+	Summary func(s *spec.Spec, st *spec.Stage) []string
+	// Example is a minimal complete spec that uses the stage (example builds one), its stage
+	// written as a flow mapping that starts "{type: <Type>": tests parse every stage from it,
+	// adding a parameter after the type, so a new stage brings its own test input.
+	Example string
+}
+
+// example is a minimal spec over dims {N: 4, T: 3} and extra (", A: 3"), batch [N, T],
+// with stage (a flow mapping) as its loss or estimator, or its one transform. An estimator
+// feeds a clip_ppo loss: a standalone one must set its discounts, which the parameter tests
+// set one at a time.
+func example(extra, section, stage string) string {
+	switch section {
+	case "transforms":
+		stage = "[" + stage + "]"
+	case "estimator":
+		stage += "\nloss: {type: clip_ppo}"
+	}
+	return "package: p\ndims: {N: 4, T: 3" + extra + "}\nbatch: [N, T]\n" + section + ": " + stage + "\n"
+}
+
+// Example returns the Example of the stage of the given kind and type, or "".
+func Example(kind spec.Kind, typ string) string {
+	if s := stages[kind][typ]; s != nil {
+		return s.Example
+	}
+	return ""
 }
 
 var (
@@ -38,6 +69,9 @@ func register(s *Stage) {
 	}
 	if stages[s.Kind][s.Type] != nil {
 		panic("lower: stage registered twice: " + s.Type)
+	}
+	if !strings.Contains(s.Example, "{type: "+s.Type) {
+		panic("lower: stage " + s.Type + " has no Example of the form {type: " + s.Type + "…}")
 	}
 	stages[s.Kind][s.Type] = s
 	for _, k := range s.Keys {
@@ -85,6 +119,17 @@ func (registry) Keys() []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Summary collects the stages' Summary sentences for s, in stage order.
+func Summary(s *spec.Spec) []string {
+	var out []string
+	for _, st := range s.Stages() {
+		if f := stageOf(st).Summary; f != nil {
+			out = append(out, f(s, st)...)
+		}
+	}
 	return out
 }
 

@@ -13,7 +13,8 @@ func init() {
 			Keys:   estimatorKeys,
 			Check:  estimatorCheck([]string{"gamma"}, "average_rewards"),
 		},
-		Lower: lowerTD0,
+		Lower:   lowerTD0,
+		Example: example("", "estimator", "{type: td0}"),
 	})
 }
 

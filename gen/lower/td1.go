@@ -13,7 +13,8 @@ func init() {
 			Keys:   estimatorKeys,
 			Check:  estimatorCheck([]string{"gamma"}, "average_rewards"),
 		},
-		Lower: lowerTD1,
+		Lower:   lowerTD1,
+		Example: example("", "estimator", "{type: td1}"),
 	})
 }
 

@@ -13,7 +13,8 @@ func init() {
 			Keys:   estimatorKeys,
 			Check:  estimatorCheck([]string{"gamma", "lmbda"}, "average_rewards"),
 		},
-		Lower: lowerTDLambda,
+		Lower:   lowerTDLambda,
+		Example: example("", "estimator", "{type: td_lambda}"),
 	})
 }
 

@@ -21,5 +21,6 @@ func init() {
 			r := b.Add(b.Mul(l.Read("reward"), b.Const(st.Float("scale"))), l.Read("test_bonus"))
 			l.Write("reward", r, ir.Transformed, "the scaled reward")
 		},
+		Example: example("", "transforms", "{type: test_reward_scale}"),
 	})
 }

@@ -22,7 +22,8 @@ func init() {
 			Keys:  append(append([]spec.KeyDef(nil), estimatorKeys...), keyLogProb, keySampleLogProb),
 			Check: estimatorCheck([]string{"gamma"}, "average_adv"),
 		},
-		Lower: lowerVTrace,
+		Lower:   lowerVTrace,
+		Example: example("", "estimator", "{type: vtrace}"),
 	})
 }
 
