@@ -53,9 +53,7 @@ func summary(s *spec.Spec, hypers []lower.Hyper) []string {
 		kind := strings.ToUpper(st.Def.Kind.String()[:1]) + st.Def.Kind.String()[1:]
 		out = append(out, fmt.Sprintf("%s: TorchRL v0.11.0 %s (%s) with %s.", kind, st.Def.Class, st.Def.Source, strings.Join(args, ", ")))
 	}
-	if s.Loss != nil && s.Estimator == nil && len(s.Transforms) == 0 {
-		out = append(out, "The estimator's results (advantage, value_target) are inputs, computed beforehand, e.g. over the whole rollout.")
-	}
+	out = append(out, lower.Summary(s)...)
 	if len(hypers) > 0 {
 		out = append(out, "", fmt.Sprintf("Hyper-parameters as the kernel uses them (param_dtype %s: SEMANTICS.md §11.14), exactly:", s.ParamDType), "")
 		for _, h := range hypers {

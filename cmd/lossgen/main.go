@@ -3,7 +3,7 @@
 //	lossgen generate -o DIR [-golden DIR] SPEC    write the Go package for SPEC into DIR
 //	lossgen check [-o DIR] SPEC...                validate specs (and, with -o, that DIR is fresh)
 //	lossgen golden [-update] SPEC...              compare (or rewrite) golden/<package>/ cases
-//	lossgen explain SPEC                          print the IR and the fusion plan
+//	lossgen explain [-passes] SPEC                print the IR and the fusion plan (-passes: the IR passes too)
 //	lossgen eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
 //	                                              run the kernel on recorded data
 //	lossgen bench [-sizes N=16,T=256;N=4096,T=4096] SPEC
@@ -48,7 +48,8 @@ commands:
   golden [-update] [-dir D] [-data D] SPEC...
                                        compare golden/<package>/ cases with the reference
                                        interpreter (-update rewrites them)
-  explain SPEC                         print inputs, outputs, the IR and the fusion plan
+  explain [-passes] SPEC               print inputs, outputs, the IR and the fusion plan; -passes
+                                       also the IR pass list with the graph after each pass
   eval -spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all]
                                        run the kernel on .npz data, compared with the interpreter
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
@@ -427,7 +428,8 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 }
 
 func cmdExplain(args []string, stdout, stderr io.Writer) error {
-	fs := flags("explain", "SPEC", stderr)
+	fs := flags("explain", "[-passes] SPEC", stderr)
+	showPasses := fs.Bool("passes", false, "print the IR passes and the graph after each, before the result")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
@@ -439,6 +441,12 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	warn(stderr, c.Spec)
+	if *showPasses {
+		if err := explainPasses(stdout, c); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+	}
 	g := c.Graph
 	fmt.Fprintf(stdout, "package %s (%s), batch %s\n\ninputs:\n", c.Spec.Package, g.DType, g.Batch)
 	for _, in := range g.Inputs {

@@ -54,7 +54,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 		end = off + a.n*size
 	}
 	for _, ps := range p.Passes {
-		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: twinsOf(ps)}
+		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: twinsOf(e.g, ps)}
 		for _, r := range ps.Reduces {
 			lay := pg.layout(r)
 			for _, f := range pg.fields(r) {

@@ -81,61 +81,9 @@ func (pg *passGen) andGuard(m reg.VecVirtual) {
 	pg.mov(m, g)
 }
 
-// valueRange bounds the values node n takes, NaN aside, by interval arithmetic over
-// constants, flags and the ops scan coefficients are made of (GAE's λγ·(1 − done), V-trace's
-// γ(1 − done)·min(ρ, c̄)); any other node is unbounded. Rounding is monotone, so a float
-// result of exact values within [lo, hi] stays within [lo, hi] when both are representable
-// (0 and 1 are all the guard asks about).
-func valueRange(n *ir.Node) (lo, hi float64) {
-	inf := math.Inf(1)
-	switch n.Op {
-	case ir.OpConst:
-		lo, hi = inf, -inf
-		for _, v := range n.Value {
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		return lo, hi
-	case ir.OpIota:
-		return 0, float64(n.Shape.Numel() - 1)
-	case ir.OpInput:
-		if n.Input.Kind == ir.Bool {
-			return 0, 1
-		}
-	case ir.OpDetach:
-		return valueRange(n.Args[0])
-	case ir.OpExp:
-		// The kernels' exp is within an ulp of e^x: widen the top.
-		_, hi = valueRange(n.Args[0])
-		return 0, math.Exp(hi) * (1 + 0x1p-20)
-	case ir.OpAdd, ir.OpSub, ir.OpMul, ir.OpMin, ir.OpMax:
-		alo, ahi := valueRange(n.Args[0])
-		blo, bhi := valueRange(n.Args[1])
-		switch n.Op {
-		case ir.OpAdd:
-			lo, hi = alo+blo, ahi+bhi
-		case ir.OpSub:
-			lo, hi = alo-bhi, ahi-blo
-		case ir.OpMul:
-			lo, hi = inf, -inf
-			for _, p := range []float64{alo * blo, alo * bhi, ahi * blo, ahi * bhi} {
-				lo, hi = min(lo, p), max(hi, p)
-			}
-		case ir.OpMin:
-			lo, hi = min(alo, blo), min(ahi, bhi)
-		case ir.OpMax:
-			lo, hi = max(alo, blo), max(ahi, bhi)
-		}
-		if math.IsNaN(lo) || math.IsNaN(hi) { // 0·∞ at a corner
-			return -inf, inf
-		}
-		return lo, hi
-	}
-	return -inf, inf
-}
-
 // unitCoef reports whether a scan's coefficients are provably within [−1, 1] (or NaN, which
-// both orders propagate alike), so that the guard need not test them.
-func unitCoef(scan *ir.Node) bool {
-	lo, hi := valueRange(scan.Args[1])
-	return lo >= -1 && hi <= 1
+// both orders propagate alike), by the value-range analysis (passes.ValueRange), so that the
+// guard need not test them.
+func (pg *passGen) unitCoef(scan *ir.Node) bool {
+	return pg.e.g.Range(scan.Args[1]).Within(-1, 1)
 }

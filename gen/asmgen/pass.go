@@ -124,7 +124,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg.large = e.passBytes(ps) > largePass
 	pg.nt = nt
 	pg.chunked = chunkable(ps)
-	pg.twins = twinsOf(ps)
+	pg.twins = twinsOf(e.g, ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
 	name := e.name("pass%dAVX2", ps.Index)
@@ -159,26 +159,14 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	return pg
 }
 
-// twinsOf pairs each logsumexp of 2·x with a logsumexp of x over the same axes in the same
-// pass (ClipPPO's ESS has both): e^(2x) = (e^x)², and 2x lies in the guard range when x does
-// (the float64 sums carry the squares), so the twin needs no exp and no guard of its own.
-func twinsOf(ps *plan.Pass) map[int]*ir.Node {
+// twinsOf pairs each logsumexp of 2·x in pass ps with its twin, the logsumexp of x over the
+// same axes (ir.Facts.Twin), when that one is in the same pass: it then adds (e^x)² to the
+// twin's float64 sums and needs no exp and no guard of its own.
+func twinsOf(g *ir.Graph, ps *plan.Pass) map[int]*ir.Node {
 	out := map[int]*ir.Node{}
-	for _, r2 := range ps.Reduces {
-		if r2.Op != ir.OpLogSumExp || r2.Args[0].Op != ir.OpMul {
-			continue
-		}
-		m := r2.Args[0]
-		for i, k := range m.Args {
-			if !k.IsScalarConst() || k.Value[0] != 2 {
-				continue
-			}
-			x := m.Args[1-i]
-			for _, r1 := range ps.Reduces {
-				if r1 != r2 && r1.Op == ir.OpLogSumExp && r1.Args[0] == x && fmt.Sprint(r1.Axes) == fmt.Sprint(r2.Axes) && out[r1.ID] == nil {
-					out[r2.ID] = r1
-				}
-			}
+	for _, r := range ps.Reduces {
+		if base := g.Twin(r); base != nil && slices.Contains(ps.Reduces, base) {
+			out[r.ID] = base
 		}
 	}
 	return out

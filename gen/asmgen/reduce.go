@@ -3,6 +3,7 @@ package asmgen
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -306,16 +307,15 @@ func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
 	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
 }
 
-// sharedExp finds the pass's exp node of r's argument, if any (for a barrier logsumexp: an
-// inner one's argument is in its loop, where the pass's exp may not be).
+// sharedExp returns the graph's exp of r's argument (ir.Facts.Exp) when this pass computes
+// it, for a barrier logsumexp (an inner one's argument is in its loop, where the pass's exp
+// may not be); else nil.
 func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
 	if pg.e.g.InnerReduce(r) {
 		return nil
 	}
-	for _, n := range pg.ps.Compute {
-		if n.Op == ir.OpExp && n.Args[0] == r.Args[0] {
-			return n
-		}
+	if n := pg.e.g.ExpOf(r); n != nil && slices.Contains(pg.ps.Compute, n) {
+		return n
 	}
 	return nil
 }

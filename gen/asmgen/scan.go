@@ -88,7 +88,7 @@ func (pg *passGen) scanLanes(n *ir.Node, x, cv reg.VecVirtual) reg.VecVirtual {
 	// are so by construction) in every lane, else the glue reruns the pass in Go.
 	ok := pg.ymm()
 	pg.within(B, pg.scanBound(pg.dom[len(pg.dom)-1].Size), ok)
-	if !unitCoef(n) {
+	if !pg.unitCoef(n) {
 		t := pg.ymm()
 		pg.within(C, 1, t)
 		pg.and(t, ok, ok)

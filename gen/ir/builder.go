@@ -74,6 +74,10 @@ func (b *Builder) add(n *Node) *Node {
 	return n
 }
 
+// Key identifies what n computes from its arguments, by their IDs: two nodes of a graph with
+// the same key compute the same values, and the builder keeps only the first.
+func (n *Node) Key() string { return cseKey(n) }
+
 func cseKey(n *Node) string {
 	var k strings.Builder
 	fmt.Fprintf(&k, "%d|%v|%d|%v|%v|", n.Op, n.Axes, n.Corr, n.Reverse, n.TieFirst)
@@ -153,7 +157,7 @@ func (b *Builder) elem(op Op, args ...*Node) *Node {
 func (b *Builder) Neg(x *Node) *Node    { return b.elem(OpNeg, x) }
 func (b *Builder) Detach(x *Node) *Node { return b.detach(x) }
 func (b *Builder) Abs(x *Node) *Node    { return b.elem(OpAbs, x) }
-func (b *Builder) Exp(x *Node) *Node    { return b.exp(x) }
+func (b *Builder) Exp(x *Node) *Node    { return b.elem(OpExp, x) }
 func (b *Builder) Log(x *Node) *Node    { return b.elem(OpLog, x) }
 func (b *Builder) Log1p(x *Node) *Node  { return b.elem(OpLog1p, x) }
 func (b *Builder) Sqrt(x *Node) *Node   { return b.elem(OpSqrt, x) }
@@ -203,26 +207,6 @@ func (b *Builder) detach(x *Node) *Node {
 		return x
 	}
 	return b.add(&Node{Op: OpDetach, Args: []*Node{x}, Shape: x.Shape, Note: x.Note})
-}
-
-// exp is e^x. Of a clamp to constant bounds it builds the clamp of e^x to e^lo, e^hi instead:
-// the same values (exp is monotone, NaN stays NaN) up to the rounding of the bounds, and the
-// e^x is then shared with any other use (ClipPPO's exp(log_weight_clip) reuses the ratio).
-func (b *Builder) exp(x *Node) *Node {
-	if x.Op == OpMin && x.Args[1].IsScalarConst() && x.Args[0].Op == OpMax && x.Args[0].Args[1].IsScalarConst() {
-		lo, hi := x.Args[0].Args[1].Value[0], x.Args[1].Value[0]
-		inner := b.Exp(x.Args[0].Args[0])
-		mx := b.Max(inner, b.Const(math.Exp(lo)))
-		if x.Args[0].TieFirst {
-			mx = b.tieFirst(mx)
-		}
-		mn := b.Min(mx, b.Const(math.Exp(hi)))
-		if x.TieFirst {
-			mn = b.tieFirst(mn)
-		}
-		return mn
-	}
-	return b.elem(OpExp, x)
 }
 
 // reduce adds a reduction of x over the named axes.

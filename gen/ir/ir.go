@@ -364,6 +364,7 @@ type Graph struct {
 	Inputs  []*Input
 	Nodes   []*Node
 	Outputs []*Output
+	Facts   *Facts // what the analysis passes found, or nil (facts.go)
 }
 
 // IsBatch reports whether the named dim is a batch dim. Reductions over batch dims are

@@ -6,9 +6,10 @@ package ir
 // renumber them freely and the graph it started from stays valid.
 
 // Clone returns a deep copy of g's nodes and outputs (inputs are shared: they are not
-// changed by passes).
+// changed by passes), without g's facts, which name g's nodes.
 func (g *Graph) Clone() *Graph {
 	c := *g
+	c.Facts = nil
 	c.Nodes = make([]*Node, len(g.Nodes))
 	byID := map[*Node]*Node{}
 	for i, n := range g.Nodes {

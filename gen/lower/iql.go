@@ -154,6 +154,11 @@ func lowerIQL(l *Lowerer, st *spec.Stage) {
 	ens := st.String("ensemble_dim")
 	reduction := st.String("reduction")
 	q := l.iqlChosen(st, "state_action_value")
+	layout := "at the stored action [" + ens + ", *batch]"
+	if st.Type == "discrete_iql" {
+		layout = "for every action [" + ens + ", *batch, " + st.String("action_dim") + "]"
+	}
+	l.KeyDoc("state_action_value", "Q-value of each member of the current Q ensemble "+layout+" (TorchRL key state_action_value, from qvalue_network_params)")
 	qt := l.iqlChosen(st, "target_state_action_value")
 	v := l.Read("value")
 	lp := l.iqlLogProb(st)
@@ -214,8 +219,12 @@ func (l *Lowerer) iqlChosen(st *spec.Stage, key string) *ir.Node {
 	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), a)...))
 	if st.String("action_space") == "categorical" {
 		// torch.gather(Q_k, -1, action[..., None]).squeeze(-1), vmapped over the ensemble.
-		return b.Gather(q, l.ReadAs("action", l.Batch(), spec.IndexKey), a)
+		idx := l.ReadAs("action", l.Batch(), spec.IndexKey)
+		l.KeyDoc("action", "the stored action: an index into "+a+" [*batch]")
+		return b.Gather(q, idx, a)
 	}
 	// (Q_k · action.float()).sum(-1): a one-hot (or multi-hot) action, stored as flags.
-	return b.Sum(b.Mul(q, l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)), a)
+	act := l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)
+	l.KeyDoc("action", "the stored action: a one-hot vector of flags [*batch, "+a+"]")
+	return b.Sum(b.Mul(q, act), a)
 }

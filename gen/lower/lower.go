@@ -234,6 +234,15 @@ func (l *Lowerer) GradDoc(key, doc string) {
 	}
 }
 
+// KeyDoc documents key (an input) for the stage's configuration, replacing the key's
+// shared doc (spec.KeyDef.Doc), which has to cover every stage and configuration that reads
+// it: the action is an index for a categorical policy, a point for a Normal one.
+func (l *Lowerer) KeyDoc(key, doc string) {
+	if n := l.env[key]; n != nil && n.Op == ir.OpInput {
+		n.Input.Doc = doc
+	}
+}
+
 // Output declares an output of the stage under TorchRL's output name (loss_objective, ESS, ...).
 func (l *Lowerer) Output(name string, n *ir.Node, role ir.Role, doc string) {
 	for key := range l.written {

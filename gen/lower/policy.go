@@ -121,9 +121,11 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 		var idx *ir.Node
 		if p.dist == "categorical" {
 			idx = l.ReadAs("action", l.Batch(), spec.IndexKey)
+			l.KeyDoc("action", "the stored action: an index into "+p.axis+" [*batch]")
 		} else {
 			// OneHotCategorical.log_prob: the categorical log-prob at argmax of the vector.
 			idx = b.ArgMax(l.ReadAs("action", ev, spec.FloatKey), p.axis)
+			l.KeyDoc("action", "the stored action: a one-hot vector [*batch, "+p.axis+"]")
 		}
 		p.lp = b.Gather(p.logp, idx, p.axis)
 		l.GradDoc("logits", "through log π(a) = log_softmax(z)_a: ∂/∂z_j = 1[j = a] − p_j; through H = −Σ p log p: ∂/∂z_j = −p_j (log p_j + H) (SEMANTICS.md §1.8, §2.8)")
@@ -131,6 +133,7 @@ func (l *Lowerer) policy(st *spec.Stage) *policy {
 		ev := l.eventShape(p.axis)
 		p.loc, p.scale = l.ReadShaped("loc", ev), l.ReadShaped("scale", ev)
 		x := l.ReadAs("action", ev, spec.FloatKey)
+		l.KeyDoc("action", "the stored action: a point [*batch, "+p.axis+"] (the "+p.dist+" sample)")
 		if p.dist == "tanh_normal" {
 			x = l.untanh(x, st)
 		}

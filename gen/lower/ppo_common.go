@@ -61,6 +61,15 @@ type ppoCall struct {
 	lw        *ir.Node // lp − lpOld
 }
 
+// ppoSummary says where a PPO loss gets the estimator's results when no estimator runs in
+// the kernel (Stage.Summary).
+func ppoSummary(s *spec.Spec, _ *spec.Stage) []string {
+	if s.Estimator != nil {
+		return nil
+	}
+	return []string{"The estimator's results (advantage, value_target) are inputs, computed beforehand, e.g. over the whole rollout."}
+}
+
 // ppoBegin is steps 2–4 of §2.2: the estimator has run (or advantage is an input).
 func (l *Lowerer) ppoBegin(st *spec.Stage) *ppoCall {
 	l.readMask()

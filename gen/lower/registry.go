@@ -23,6 +23,10 @@ type Stage struct {
 	spec.StageDef
 	// Lower builds the stage's IR: it reads keys from l, writes keys and declares outputs.
 	Lower func(l *Lowerer, st *spec.Stage)
+	// Summary, when set, returns sentences for the generated package doc about what this
+	// configuration of the stage expects of its data (a PPO loss without an estimator in
+	// the kernel reads the estimator's results as inputs).
+	Summary func(s *spec.Spec, st *spec.Stage) []string
 }
 
 var (
@@ -85,6 +89,17 @@ func (registry) Keys() []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Summary collects the stages' Summary sentences for s, in stage order.
+func Summary(s *spec.Spec) []string {
+	var out []string
+	for _, st := range s.Stages() {
+		if f := stageOf(st).Summary; f != nil {
+			out = append(out, f(s, st)...)
+		}
+	}
 	return out
 }
 

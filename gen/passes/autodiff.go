@@ -19,18 +19,7 @@ const GradPrefix = "grad."
 func Autodiff(g *ir.Graph) (*ir.Graph, error) {
 	b := ir.Extend(g)
 	nodes := append([]*ir.Node(nil), b.Nodes()...)
-	requires := map[*ir.Node]bool{}
-	for _, n := range nodes {
-		switch {
-		case n.Op == ir.OpInput:
-			requires[n] = n.Input.Differentiable
-		case n.Op == ir.OpDetach, n.Op == ir.OpConst, n.Op == ir.OpIota:
-		default:
-			for _, a := range n.Args {
-				requires[n] = requires[n] || requires[a]
-			}
-		}
-	}
+	requires := gradientFlow(&ir.Graph{Nodes: nodes})
 	// adj[n] is the gradient with respect to n's value. It may have fewer dims than n, meaning
 	// it is the same along the others (a loss term's 1, a mean's 1/n).
 	adj := map[*ir.Node]*ir.Node{}

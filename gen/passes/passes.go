@@ -1,67 +1,101 @@
-// Package passes holds the IR passes that run between lowering and planning: each takes a
-// finished graph and returns a new one (ir.Rebuild, ir.Extend), so every backend gets their
-// result at once. Like avo's pass.Compile, the pipeline is a plain list run in order; a pass
-// returns an error rather than panicking.
+// Package passes holds every rewrite and analysis that runs between lowering and planning,
+// as named passes in one list (Pipeline), like avo's pass.Compile: each takes a finished
+// graph and returns a new one (ir.Rebuild, ir.Extend), so every backend gets their result at
+// once. A rewrite returns a changed graph; an analysis returns the same nodes with what it
+// found attached (ir.Facts), which the backends read instead of working it out again; a
+// check returns its graph unchanged or an error. A pass returns an error rather than
+// panicking. lossgen explain -passes prints the list with the graph after each pass.
+//
+// Folding, common-subexpression merging and dead-node removal are not passes: every graph is
+// built by ir.Builder, which keeps it in that normal form, and Verify checks that it is.
 package passes
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lossgen/lossgen/gen/ir"
 )
 
-// Pass is one graph-to-graph function.
+// Kind says what a pass does to its graph.
+type Kind uint8
+
+// The pass kinds.
+const (
+	Rewrite  Kind = iota // returns a changed graph (facts dropped)
+	Check                // returns its graph unchanged, or an error
+	Analysis             // returns its graph's nodes with facts attached (ir.Facts)
+)
+
+func (k Kind) String() string { return [...]string{"rewrite", "check", "analysis"}[k] }
+
+// Pass is one named graph-to-graph function.
 type Pass struct {
 	Name string
+	Kind Kind
+	Doc  string // one line: what it does, for lossgen explain -passes
 	Run  func(*ir.Graph) (*ir.Graph, error)
+	// Report, for an analysis, describes what it found in the graph it returned, one line
+	// per fact (lossgen explain -passes).
+	Report func(*ir.Graph) []string
 }
 
-// Forward is the pipeline every kernel's forward graph runs through.
-var Forward = []Pass{
-	{"gather-pushdown", GatherPushdown},
+var (
+	verify         = Pass{Name: "verify", Kind: Check, Doc: "the graph is well-formed (Verify)", Run: Verify}
+	expOfClamp     = Pass{Name: "exp-of-clamp", Kind: Rewrite, Doc: "exp(clamp(x, lo, hi)) → clamp(exp(x), e^lo, e^hi), sharing exp(x)", Run: ExpOfClamp}
+	gatherPushdown = Pass{Name: "gather-pushdown", Kind: Rewrite, Doc: "gather(f(x, y), i) → f(gather(x, i), y): gathers read inputs or stored tensors", Run: GatherPushdown}
+	valueRange     = Pass{Name: "value-range", Kind: Analysis, Doc: "interval bounds of every node (ir.Facts.Range)", Run: ValueRange, Report: reportRanges}
+	logSumExpPairs = Pass{Name: "logsumexp-pairs", Kind: Analysis, Doc: "logsumexp twins of 2·x and the exp(x) a logsumexp can share (ir.Facts.Twin, Exp)", Run: LogSumExpPairs, Report: reportPairs}
+	autodiff       = Pass{Name: "autodiff", Kind: Rewrite, Doc: "adds grad.<x> for every differentiable input x", Run: Autodiff}
+)
+
+// Pipeline is every pass, in order. Forward's kernel computes the graph the passes before
+// autodiff leave; ForwardBackward's continues from there through the rest. Verify brackets
+// the rewrites; the analyses come after the last rewrite of each half, since a rewrite
+// drops the facts of the graph it started from.
+var Pipeline = []Pass{
+	verify, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs,
+	autodiff, expOfClamp, gatherPushdown, verify, valueRange, logSumExpPairs,
 }
 
-// Backward turns a forward graph (after Forward) into ForwardBackward's: the gradients, then
-// the same clean-ups on what they added.
-var Backward = []Pass{
-	{"autodiff", Autodiff},
-	{"gather-pushdown", GatherPushdown},
-}
+// split is the index of autodiff in Pipeline: where ForwardBackward's passes start.
+var split = slices.IndexFunc(Pipeline, func(p Pass) bool { return p.Name == "autodiff" })
+
+// Forward is the part of Pipeline every kernel's forward graph runs through.
+var Forward = Pipeline[:split:split]
+
+// Backward turns a forward graph (after Forward) into ForwardBackward's: the rest of
+// Pipeline.
+var Backward = Pipeline[split:]
 
 // Run applies ps in order.
 func Run(g *ir.Graph, ps []Pass) (*ir.Graph, error) {
+	return Trace(g, ps, nil)
+}
+
+// Trace is Run that calls after, when non-nil, with each pass and the graph it returned.
+func Trace(g *ir.Graph, ps []Pass, after func(Pass, *ir.Graph)) (*ir.Graph, error) {
 	for _, p := range ps {
 		var err error
 		if g, err = p.Run(g); err != nil {
 			return nil, fmt.Errorf("pass %s: %w", p.Name, err)
 		}
+		if after != nil {
+			after(p, g)
+		}
 	}
 	return g, nil
 }
 
-// GatherPushdown moves gathers through elementwise ops: gather(f(x, y), i) = f(gather(x, i),
-// y') where an argument without the gathered axis is used as it is. A gather then always
-// reads an input or a stored tensor at the selected index, so log_softmax(z)[action] costs a
-// read of z[action] and the row's logsumexp, not a stored [*batch, A] tensor.
-func GatherPushdown(g *ir.Graph) (*ir.Graph, error) {
-	return ir.Rebuild(g, func(b *ir.Builder, n *ir.Node, args []*ir.Node) *ir.Node {
-		if n.Op != ir.OpGather {
-			return nil
-		}
-		return push(b, args[0], args[1], n.Axes[0])
-	}), nil
-}
-
-func push(b *ir.Builder, x, idx *ir.Node, axis string) *ir.Node {
-	if x.Op.Class() != ir.Elementwise {
-		return b.Gather(x, idx, axis)
+// withFacts returns a copy of g (the same nodes) whose facts are g's with set applied: an
+// analysis adds to the facts without touching the graph it was given.
+func withFacts(g *ir.Graph, set func(*ir.Facts)) *ir.Graph {
+	c := *g
+	f := ir.Facts{}
+	if g.Facts != nil {
+		f = *g.Facts
 	}
-	args := make([]*ir.Node, len(x.Args))
-	for i, a := range x.Args {
-		args[i] = a
-		if a.Shape.Has(axis) {
-			args[i] = push(b, a, idx, axis)
-		}
-	}
-	return b.Copy(x, args)
+	set(&f)
+	c.Facts = &f
+	return &c
 }

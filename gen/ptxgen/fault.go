@@ -56,12 +56,16 @@ func (e *emitter) faultsInit(bufs []string) *kernel {
 
 // checkIndex records, in the fault buffer of the index input gather n reads, an index i (a
 // s32 register, truncated from the value read) outside the input's range, at the input's
-// current element, when this thread is active. Gathers of computed indices (argmax) have
-// no check: they are in range by construction.
+// current element, when this thread is active. An index the value-range analysis keeps
+// within the gathered axis (an argmax: passes.ValueRange) has no check.
 func (k *passK) checkIndex(n *ir.Node, i string) {
+	x := n.Args[0].Shape
+	if k.e.g.Range(n.Args[1]).Within(0, float64(x[x.Index(n.Axes[0])].Size-1)) {
+		return
+	}
 	r, ok := ir.GatherIndex(n)
 	if !ok {
-		return
+		panic(fmt.Sprintf("ptxgen: gather %s reads an index that is neither an index input nor in range (passes.Verify)", n))
 	}
 	size := k.e.indexSize[r.Input]
 	k.comment("range check of %s: out of [0, %d) counts a fault", r.Input.Name, size)

@@ -1,0 +1,79 @@
+package passes_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/passes"
+)
+
+// Forward is Pipeline up to autodiff and Backward the rest; in each half a verify follows
+// the last rewrite, and the analyses come after it (a rewrite drops the facts).
+func TestPipelineOrder(t *testing.T) {
+	n := len(passes.Forward)
+	require.Equal(t, len(passes.Pipeline), n+len(passes.Backward))
+	require.Equal(t, "autodiff", passes.Backward[0].Name)
+	require.Equal(t, "verify", passes.Pipeline[0].Name, "lowering's graph is checked first")
+	for _, half := range [][]passes.Pass{passes.Forward, passes.Backward} {
+		var analyses []string
+		checked := false
+		for _, p := range half {
+			switch p.Kind {
+			case passes.Rewrite:
+				require.Empty(t, analyses, "%s after the analyses %v", p.Name, analyses)
+				checked = false
+			case passes.Check:
+				checked = true
+			case passes.Analysis:
+				require.True(t, checked, "%s on an unverified rewrite", p.Name)
+				require.NotNil(t, p.Report, p.Name)
+				analyses = append(analyses, p.Name)
+			}
+		}
+		require.Equal(t, []string{"value-range", "logsumexp-pairs"}, analyses)
+	}
+}
+
+// newBuilder starts a graph over B=3 (batch) and A=4.
+func newBuilder() *ir.Builder {
+	return ir.NewBuilder(ir.F64, []ir.Dim{{Name: "B", Size: 3}, {Name: "A", Size: 4}}, []string{"B"})
+}
+
+// exp(clamp(x, lo, hi)) becomes clamp(exp(x), e^lo, e^hi), sharing the graph's exp(x), with
+// the clamp's tie rule and the exp's note; values agree up to the rounding of the bounds,
+// NaN included, and a clamp of a clamp is rewritten all the way down.
+func TestExpOfClamp(t *testing.T) {
+	b := newBuilder()
+	x := b.Input(ir.Input{Key: "x", Name: "x", Kind: ir.Float, Shape: b.Shape("B"), Differentiable: true})
+	c := b.Clamp(x, b.Const(-0.5), b.Const(0.25))
+	b.Output("e", b.Note(b.Exp(c), "ratio_clip"), ir.Metric, "", "")
+	b.Output("r", b.Exp(x), ir.Metric, "", "")
+	b.Output("n", b.Exp(b.Clamp(c, b.Const(-1), b.Const(0))), ir.Metric, "", "")
+	g, err := passes.ExpOfClamp(b.Graph())
+	require.NoError(t, err)
+	_, err = passes.Verify(g)
+	require.NoError(t, err)
+	e, r := g.Output("e").Node, g.Output("r").Node
+	require.Equal(t, ir.OpMin, e.Op)
+	require.True(t, e.TieFirst && e.Args[0].TieFirst, "the clamp's tie rule at both bounds")
+	require.Same(t, r, e.Args[0].Args[0], "clamps the graph's exp(x)")
+	require.Equal(t, math.Exp(0.25), e.Args[1].Value[0])
+	require.Equal(t, math.Exp(-0.5), e.Args[0].Args[1].Value[0])
+	require.Equal(t, "ratio_clip", e.Note)
+	exps := 0
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpExp {
+			exps++
+			require.Equal(t, ir.OpInput, n.Args[0].Op, "every exp is of x: %s", n)
+		}
+	}
+	require.Equal(t, 1, exps)
+	in := map[string][]float64{"x": {-2, 0.1, math.NaN()}}
+	got := run(t, g, in)
+	require.InDeltaSlice(t, []float64{math.Exp(-0.5), math.Exp(0.1)}, got["e"][:2], 1e-15)
+	require.True(t, math.IsNaN(got["e"][2]), "NaN stays NaN")
+	require.InDeltaSlice(t, []float64{math.Exp(-0.5), 1}, got["n"][:2], 1e-15, "clamped to [−0.5, 0]")
+}
