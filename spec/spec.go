@@ -49,6 +49,10 @@ type Spec struct {
 
 	// Warnings are non-fatal diagnostics (TorchRL behaviours a user may not expect).
 	Warnings []*Error
+	// Notes name the canonical spelling of each deprecated TorchRL spelling the spec used
+	// ("note: loss.entropy_coef: …; write entropy_coeff"), by position. They change nothing
+	// in the Spec, which is the canonical spelling's.
+	Notes []*Error
 
 	pos map[string]Pos // "loss.clip_epsilon" -> position of its value, for later diagnostics
 }
@@ -69,6 +73,12 @@ func (s *Spec) Stages() []*Stage {
 // kernel does not use).
 func (s *Spec) Warnf(path, format string, args ...any) {
 	s.Warnings = append(s.Warnings, &Error{Pos: s.PosOf(path), Msg: "warning: " + fmt.Sprintf(format, args...)})
+}
+
+// Diagnostics returns the notes and warnings together, sorted by position: what lossgen's
+// commands print on stderr for a spec that parsed.
+func (s *Spec) Diagnostics() []*Error {
+	return append(append(ErrorList(nil), s.Notes...), s.Warnings...).sortDedup()
 }
 
 // DimSize returns the extent of the named dim, or 0 when there is none.
