@@ -42,8 +42,7 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Transform, Type: "distributional_qvalue", Class: "DistributionalQValueModule", Source: actorsSource,
 			Params: append(append([]spec.ParamDef(nil), params...),
 				spec.ParamDef{Name: "atom_dim", Type: spec.DimName, Doc: "the dim of the atoms, declared after the batch dims and before action_dim (values are [*batch, K, A])"},
-				spec.ParamDef{Name: "support", Type: spec.FloatList, Min: math.Inf(-1), Max: math.Inf(1), LinspaceDim: "atom_dim",
-					Doc: "the K atoms' values (TorchRL's support tensor): a list, or {vmin, vmax, n_atoms} for torch.linspace(vmin, vmax, n_atoms) with n_atoms = K"}),
+				spec.ParamDef{Name: "support", Type: spec.FloatList, Min: math.Inf(-1), Max: math.Inf(1), LinspaceDim: "atom_dim", Doc: "the K atoms' values (TorchRL's support tensor)"}),
 			Keys: []spec.KeyDef{keyActionValue, keyActionMask, keyAction},
 			Check: func(c *spec.Check) {
 				if checkQValue(c) && checkInnerDim(c, "atom_dim", "after") {
