@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,10 +19,25 @@ type decoder struct {
 	file  string
 	errs  ErrorList
 	warns ErrorList
+	notes ErrorList
 	pos   map[string]Pos
 	reg   Registry
 	// resize replaces declared dim sizes (ParseResized).
 	resize map[string]int
+
+	// What failed to decode, so that validate checks what still means something (every
+	// independent error is reported in one run) and stops only the checks that depend on
+	// what failed (validate.go).
+	broken  map[string]bool // spec paths whose value was reported ("loss.gamma", "batch")
+	badDims map[string]bool // dims written under dims but reported (bad name or size)
+	dimsOK  bool            // dims is a mapping
+	batchOK bool            // batch is a list of names
+	failed  map[Kind]bool   // a stage of this kind is absent because its mapping or type was reported
+}
+
+func newDecoder(file string, reg Registry, resize map[string]int) *decoder {
+	return &decoder{file: file, pos: map[string]Pos{}, reg: reg, resize: resize,
+		broken: map[string]bool{}, badDims: map[string]bool{}, failed: map[Kind]bool{}}
 }
 
 func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
@@ -34,14 +50,19 @@ func (d *decoder) warnf(n *yaml.Node, format string, args ...any) {
 	d.warns = append(d.warns, &Error{Pos: d.at(n), Msg: "warning: " + fmt.Sprintf(format, args...)})
 }
 
-// field is one accepted key of a mapping and the function that decodes its value.
+// field is one accepted key of a mapping and the function that decodes its value, or, with
+// reject set, a key that is known but refused (the error says why).
 type field struct {
-	name   string
-	decode func(path string, v *yaml.Node)
+	name    string
+	decode  func(path string, v *yaml.Node)
+	aliases []Alias // other names of the key (ParamDef.Aliases)
+	reject  string  // the error for a refused key (StageDef.Rejected)
 }
 
 // mapping decodes a mapping node against its accepted fields. Unknown and repeated keys are
-// errors that name the allowed keys. It returns the key nodes seen, by name.
+// errors that name the allowed keys; a key written under an alias decodes as its field,
+// with a note when the alias is deprecated. It returns the key nodes seen, by field name.
+// A value whose decoding reported an error marks its path broken.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
 	if n.Kind != yaml.MappingNode {
 		if path == "" {
@@ -50,32 +71,59 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]
 		d.errf(n, "%s: want a mapping, got %s", path, describe(n))
 		return nil
 	}
-	names := make([]string, len(fields))
-	byName := make(map[string]field, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
+	var names []string
+	byName := map[string]*field{}
+	alias := map[string]*Alias{}
+	for i := range fields {
+		f := &fields[i]
+		if f.reject == "" {
+			names = append(names, f.name)
+		}
 		byName[f.name] = f
+		for j := range f.aliases {
+			byName[f.aliases[j].Name] = f
+			alias[f.aliases[j].Name] = &f.aliases[j]
+		}
 	}
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		kp := join(path, k.Value)
 		if k.Kind != yaml.ScalarNode {
 			d.errf(k, "%s: a key must be a plain name, got %s", path, describe(k))
 			continue
 		}
-		if prev, dup := seen[k.Value]; dup {
-			d.errf(k, "%s: repeated key (first at line %d)", kp, prev.Line)
+		name := k.Value
+		if f, ok := byName[k.Value]; ok {
+			name = f.name
+		}
+		kp := join(path, name)
+		if prev, dup := seen[name]; dup {
+			if prev.Value == k.Value {
+				d.errf(k, "%s: repeated key (first at line %d)", kp, prev.Line)
+			} else {
+				d.errf(k, "%s: %q and %q (line %d) are two spellings of %s; write it once, as %s", join(path, k.Value), k.Value, prev.Value, prev.Line, name, name)
+			}
 			continue
 		}
-		seen[k.Value] = k
+		seen[name] = k
 		f, ok := byName[k.Value]
-		if !ok {
+		switch {
+		case !ok:
 			d.errf(k, "%s: unknown key %q %s", where(path), k.Value, allowedFor(k.Value, names))
 			continue
+		case f.reject != "":
+			d.errf(k, "%s: %s", kp, f.reject)
+			continue
+		}
+		if a := alias[k.Value]; a != nil && a.Deprecated != "" {
+			d.notes = append(d.notes, &Error{Pos: d.at(k), Msg: fmt.Sprintf("note: %s: %s; read as %s, the spelling to write", join(path, k.Value), a.Deprecated, name)})
 		}
 		d.pos[kp] = d.at(v)
+		before := len(d.errs)
 		f.decode(kp, v)
+		if len(d.errs) > before {
+			d.broken[kp] = true
+		}
 	}
 	return seen
 }
@@ -143,14 +191,34 @@ func (d *decoder) str(path string, n *yaml.Node) (string, bool) {
 
 // enum decodes a string that must be one of vals.
 func (d *decoder) enum(path string, n *yaml.Node, vals ...string) (string, bool) {
+	return d.enumAliased(path, n, vals, nil)
+}
+
+// enumAliased decodes a string that must be one of vals or of their aliases, which read as
+// the value they stand for (with a note when the alias is deprecated).
+func (d *decoder) enumAliased(path string, n *yaml.Node, vals []string, aliases []Alias) (string, bool) {
 	s, ok := d.str(path, n)
 	if !ok {
 		return "", false
 	}
-	for _, v := range vals {
-		if s == v {
-			return s, true
+	if slices.Contains(vals, s) {
+		return s, true
+	}
+	for _, a := range aliases {
+		if a.Name == s {
+			if a.Deprecated != "" {
+				d.notes = append(d.notes, &Error{Pos: d.at(n), Msg: fmt.Sprintf("note: %s: %q: %s; read as %q, the spelling to write", path, s, a.Deprecated, a.For)})
+			}
+			return a.For, true
 		}
+	}
+	var names []string
+	for _, a := range aliases {
+		names = append(names, a.Name)
+	}
+	if closest(s, vals) == "" && closest(s, names) != "" { // a typo of an alias: suggest it
+		d.errf(n, "%s: unknown value %q (did you mean %s? %s", path, s, quote(closest(s, names)), strings.TrimPrefix(allowed(vals), "("))
+		return "", false
 	}
 	d.errf(n, "%s: unknown value %q %s", path, s, allowedFor(s, vals))
 	return "", false

@@ -44,14 +44,17 @@ func ParseResized(file string, src []byte, reg Registry, resize map[string]int) 
 		return nil, ErrorList{{Pos: Pos{File: file, Line: extra.Line, Col: extra.Column},
 			Msg: "a spec file holds one YAML document; found a second one"}}
 	}
-	d := &decoder{file: file, pos: map[string]Pos{}, reg: reg, resize: resize}
+	d := newDecoder(file, reg, resize)
 	s := &Spec{File: file, DType: Float32, ParamDType: Float32, pos: d.pos}
 	root := doc.Content[0]
 	d.top(s, root)
-	if len(d.errs) == 0 {
+	if root.Kind == yaml.MappingNode {
+		// Also after decoding errors: validate checks what the errors leave meaningful, so
+		// that one run reports every independent error.
 		d.validate(s, root)
 	}
 	s.Warnings = d.warns.sortDedup()
+	s.Notes = d.notes.sortDedup()
 	if len(d.errs) > 0 {
 		return nil, d.errs.sortDedup()
 	}
@@ -102,41 +105,42 @@ func syntaxError(file string, src []byte, err error) *Error {
 // top decodes the document's root mapping.
 func (d *decoder) top(s *Spec, root *yaml.Node) {
 	seen := d.mapping(root, "", []field{
-		{"package", func(p string, v *yaml.Node) {
+		{name: "package", decode: func(p string, v *yaml.Node) {
 			if name, ok := d.str(p, v); ok {
 				s.Package = name
 				d.packageName(v, name)
 			}
 		}},
-		{"dtype", func(p string, v *yaml.Node) {
+		{name: "dtype", decode: func(p string, v *yaml.Node) {
 			if t, ok := d.enum(p, v, string(Float32), string(Float64)); ok {
 				s.DType = DType(t)
 			}
 		}},
-		{"param_dtype", func(p string, v *yaml.Node) {
+		{name: "param_dtype", decode: func(p string, v *yaml.Node) {
 			if t, ok := d.enum(p, v, string(Float32), string(Float64)); ok {
 				s.ParamDType = DType(t)
 			}
 		}},
-		{"dims", func(p string, v *yaml.Node) { d.dims(s, p, v) }},
-		{"batch", func(p string, v *yaml.Node) {
-			d.list(p, v, func(ip string, iv *yaml.Node) {
+		{name: "dims", decode: func(p string, v *yaml.Node) { d.dims(s, p, v) }},
+		{name: "batch", decode: func(p string, v *yaml.Node) {
+			ok := d.list(p, v, func(ip string, iv *yaml.Node) {
 				if name, ok := d.str(ip, iv); ok {
 					s.Batch = append(s.Batch, name)
 					d.pos[ip] = d.at(iv)
 				}
 			})
+			d.batchOK = ok && len(s.Batch) == len(v.Content)
 		}},
-		{"estimator", func(p string, v *yaml.Node) { s.Estimator = d.stage(Estimator, p, v) }},
-		{"loss", func(p string, v *yaml.Node) { s.Loss = d.stage(Loss, p, v) }},
-		{"transforms", func(p string, v *yaml.Node) {
+		{name: "estimator", decode: func(p string, v *yaml.Node) { s.Estimator = d.stage(Estimator, p, v) }},
+		{name: "loss", decode: func(p string, v *yaml.Node) { s.Loss = d.stage(Loss, p, v) }},
+		{name: "transforms", decode: func(p string, v *yaml.Node) {
 			d.list(p, v, func(ip string, iv *yaml.Node) {
 				if t := d.stage(Transform, ip, iv); t != nil {
 					s.Transforms = append(s.Transforms, t)
 				}
 			})
 		}},
-		{"keys", func(p string, v *yaml.Node) { d.keys(s, p, v) }},
+		{name: "keys", decode: func(p string, v *yaml.Node) { d.keys(s, p, v) }},
 	})
 	if root.Kind != yaml.MappingNode {
 		return
@@ -183,50 +187,18 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 		d.errf(n, "%s: want a mapping of dim name to size, got %s", path, describe(n))
 		return
 	}
+	d.dimsOK = true
 	if len(n.Content) == 0 {
 		d.errf(n, "%s: at least one dim is needed", path)
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		kp := join(path, k.Value)
-		if !dimName.MatchString(k.Value) {
-			d.errf(k, "%s: dim name %q must be an ASCII Go identifier starting with an upper-case letter, e.g. N, T, B (it becomes the generated package's exported constant)", path, k.Value)
-			continue
+		before := len(d.errs)
+		d.dim(s, seen, path, k, v)
+		if len(d.errs) > before && s.DimSize(k.Value) == 0 {
+			d.badDims[k.Value] = true // written, so no "not declared" error for it
 		}
-		if len(k.Value) > MaxNameLen {
-			d.errf(k, "%s: a dim name of %d characters; at most %d", path, len(k.Value), MaxNameLen)
-			continue
-		}
-		if slices.Contains(ReservedNames(d.reg), k.Value) {
-			d.errf(k, "%s: dim name %q is taken by the generated package's own %s; rename the dim", path, k.Value, k.Value)
-			continue
-		}
-		if testFuncName.MatchString(k.Value) {
-			d.errf(k, "%s: dim name %q is named like a Go test function (Test…, Benchmark…, Fuzz…, Example…), which the generated package's tests declare; rename the dim", path, k.Value)
-			continue
-		}
-		if seen[k.Value] {
-			d.errf(k, "%s: repeated dim", kp)
-			continue
-		}
-		seen[k.Value] = true
-		size, ok := d.int(kp, v)
-		if !ok {
-			continue
-		}
-		if size <= 0 {
-			d.errf(v, "%s: a dim must be > 0, got %d", kp, size)
-			continue
-		}
-		if r, ok := d.resize[k.Value]; ok {
-			if r <= 0 || r > math.MaxInt32 {
-				d.errf(v, "%s: resized to %d; a dim is in [1, %d]", kp, r, math.MaxInt32)
-				continue
-			}
-			size = r
-		}
-		s.Dims = append(s.Dims, Dim{Name: k.Value, Size: size, Pos: d.at(v)})
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.resize)) {
 		if !seen[name] {
@@ -235,16 +207,66 @@ func (d *decoder) dims(s *Spec, path string, n *yaml.Node) {
 	}
 }
 
-// typed finds and decodes the "type" key of a mapping before its other keys, since the
-// accepted keys depend on it.
-func (d *decoder) typed(path string, n *yaml.Node, types []string) (string, bool) {
+// dim decodes one entry of dims, name k and size v, adding it to s.Dims when it is usable.
+func (d *decoder) dim(s *Spec, seen map[string]bool, path string, k, v *yaml.Node) {
+	kp := join(path, k.Value)
+	if !dimName.MatchString(k.Value) {
+		d.errf(k, "%s: dim name %q must be an ASCII Go identifier starting with an upper-case letter, e.g. N, T, B (it becomes the generated package's exported constant)", path, k.Value)
+		return
+	}
+	if len(k.Value) > MaxNameLen {
+		d.errf(k, "%s: a dim name of %d characters; at most %d", path, len(k.Value), MaxNameLen)
+		return
+	}
+	if slices.Contains(ReservedNames(d.reg), k.Value) {
+		d.errf(k, "%s: dim name %q is taken by the generated package's own %s; rename the dim", path, k.Value, k.Value)
+		return
+	}
+	if testFuncName.MatchString(k.Value) {
+		d.errf(k, "%s: dim name %q is named like a Go test function (Test…, Benchmark…, Fuzz…, Example…), which the generated package's tests declare; rename the dim", path, k.Value)
+		return
+	}
+	if seen[k.Value] {
+		d.errf(k, "%s: repeated dim", kp)
+		return
+	}
+	seen[k.Value] = true
+	size, ok := d.int(kp, v)
+	if !ok {
+		return
+	}
+	if size <= 0 {
+		d.errf(v, "%s: a dim must be > 0, got %d", kp, size)
+		return
+	}
+	if r, ok := d.resize[k.Value]; ok {
+		if r <= 0 || r > math.MaxInt32 {
+			d.errf(v, "%s: resized to %d; a dim is in [1, %d]", kp, r, math.MaxInt32)
+			return
+		}
+		size = r
+	}
+	s.Dims = append(s.Dims, Dim{Name: k.Value, Size: size, Pos: d.at(v)})
+}
+
+// typed finds and decodes the "type" key of a stage's mapping before its other keys, since
+// the accepted keys depend on it. The type is a registered type name of kind or, as TorchRL
+// users name it, its class (ClipPPOLoss), which reads as the type.
+func (d *decoder) typed(kind Kind, path string, n *yaml.Node) (string, bool) {
+	types := d.reg.Types(kind)
 	if n.Kind != yaml.MappingNode {
 		d.errf(n, "%s: want a mapping, got %s", path, describe(n))
 		return "", false
 	}
+	var classes []Alias
+	for _, t := range types {
+		if c := d.reg.Stage(kind, t).Class; c != "" {
+			classes = append(classes, Alias{Name: c, For: t})
+		}
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "type" {
-			return d.enum(path+".type", n.Content[i+1], types...)
+			return d.enumAliased(path+".type", n.Content[i+1], types, classes)
 		}
 	}
 	d.errf(n, "%s: missing key \"type\" %s", path, allowed(types))
@@ -252,11 +274,13 @@ func (d *decoder) typed(path string, n *yaml.Node, types []string) (string, bool
 }
 
 // stage decodes a loss, estimator or transform mapping against its registry entry: every
-// parameter of the entry is accepted, with its type and range, and takes TorchRL's default
-// when absent.
+// parameter of the entry is accepted, with its type and range, under its name or an alias,
+// and takes TorchRL's default when absent; a rejected TorchRL argument is an error that says
+// why. A stage whose mapping or type is reported is nil (d.failed).
 func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
-	typ, ok := d.typed(path, n, d.reg.Types(kind))
+	typ, ok := d.typed(kind, path, n)
 	if !ok {
+		d.failed[kind] = true
 		return nil
 	}
 	def := d.reg.Stage(kind, typ)
@@ -267,14 +291,17 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	for _, p := range def.Params {
 		st.Values[p.Name] = Value{V: p.Default, Pos: st.Pos}
 	}
-	fs := []field{{"type", func(string, *yaml.Node) {}}}
+	fs := []field{{name: "type", decode: func(string, *yaml.Node) {}}}
 	for i := range def.Params {
 		p := &def.Params[i]
-		fs = append(fs, field{p.Name, func(kp string, v *yaml.Node) {
+		fs = append(fs, field{name: p.Name, aliases: p.Aliases, decode: func(kp string, v *yaml.Node) {
 			if x, ok := d.param(p, kp, v); ok {
 				st.Values[p.Name] = Value{V: x, Pos: d.at(v), Written: true}
 			}
 		}})
+	}
+	for _, r := range def.Rejected {
+		fs = append(fs, field{name: r.Name, reject: r.Why})
 	}
 	d.mapping(n, path, fs)
 	return st
@@ -341,6 +368,13 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 		}
 		return m, ok
 	case FloatList:
+		if p.LinspaceDim != "" && v.Kind == yaml.MappingNode {
+			return d.linspace(path, v)
+		}
+		if p.LinspaceDim != "" && v.Kind != yaml.SequenceNode {
+			d.errf(v, "%s: want a list of numbers or {vmin: V, vmax: V, n_atoms: K} (torch.linspace(vmin, vmax, n_atoms)), got %s", path, describe(v))
+			return nil, false
+		}
 		var out []float64
 		ok := d.list(path, v, func(ip string, iv *yaml.Node) {
 			if x, okx := num(ip, iv); okx {
@@ -367,7 +401,7 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 	case Bool:
 		return d.bool(path, v)
 	case Enum:
-		return d.enum(path, v, p.Enum...)
+		return d.enumAliased(path, v, p.Enum, p.ValueAliases)
 	case Names:
 		// Each name (an action head) becomes part of a data key and a Go field (<head>_entropy),
 		// so it is checked as a key part, and two that differ only in case, '_' or '-' would
@@ -394,6 +428,14 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 		})
 		return out, ok && len(out) == len(v.Content)
 	case DimName:
+		if p.DimIndex && v.Kind == yaml.ScalarNode && v.Tag == "!!int" {
+			i, ok := d.int(path, v)
+			return batchIndex(i), ok // resolved to a dim name in validate, once the batch is known
+		}
+		if p.DimIndex && (v.Kind != yaml.ScalarNode || v.Tag != "!!str") {
+			d.errf(v, "%s: want a dim name or TorchRL's integer dim (0 the first batch dim, -1 the last), got %s", path, describe(v))
+			return nil, false
+		}
 		x, ok := d.str(path, v)
 		return x, ok // checked against dims in validate
 	}

@@ -58,6 +58,41 @@ type ParamDef struct {
 	Min, Max         float64
 	MinOpen, MaxOpen bool
 	Doc              string
+
+	// Aliases are other names the key may be written under (TorchRL's former spelling);
+	// the value is read as the parameter's own. Their For is empty.
+	Aliases []Alias
+	// ValueAliases are other spellings of Enum values ("one-hot" for one_hot): For names the
+	// value each stands for.
+	ValueAliases []Alias
+	// DimIndex (DimName only) also accepts an integer, TorchRL's index into the tensordict's
+	// batch dims (negative counts from the end, as TorchRL's time_dim): it names the batch
+	// dim at that position of the keys' layout, the batch dims in the order of dims.
+	DimIndex bool
+	// LinspaceDim (FloatList only), when set, also accepts {vmin: a, vmax: b, n_atoms: n}:
+	// the n values of torch.linspace(a, b, n), computed as torch does in the param_dtype
+	// (Linspace). It names the stage's DimName parameter whose dim n must equal.
+	LinspaceDim string
+}
+
+// Alias is another spelling the parser accepts for a canonical one, reading it exactly as
+// the canonical spelling: the parsed Spec is the same.
+type Alias struct {
+	Name string
+	// For is the canonical spelling it stands for, where the owner does not say (an enum
+	// value alias names its value).
+	For string
+	// Deprecated, when set, says that TorchRL deprecates or has removed this spelling and
+	// since which version; the parser then adds a note (Spec.Notes) naming the canonical
+	// spelling. Empty: TorchRL accepts both alike.
+	Deprecated string
+}
+
+// Rejected is a TorchRL constructor argument that lossgen does not take, with the reason and
+// what to write instead, reported as the error when a spec writes it.
+type Rejected struct {
+	Name string
+	Why  string
 }
 
 // KeyKind is how a key's data is stored.
@@ -104,12 +139,17 @@ type KeyDef struct {
 
 // StageDef is one registry entry: a loss, estimator or transform.
 type StageDef struct {
-	Kind   Kind
-	Type   string // the YAML type name: clip_ppo, gae, kl_reward, ...
-	Class  string // the TorchRL class: ClipPPOLoss, GAE, KLRewardTransform, ...
+	Kind Kind
+	Type string // the YAML type name: clip_ppo, gae, kl_reward, ...
+	// Class is the TorchRL class: ClipPPOLoss, GAE, KLRewardTransform, ... A spec may write
+	// it as the type (type: ClipPPOLoss), which reads as Type.
+	Class  string
 	Source string // the TorchRL file that defines it
 	Params []ParamDef
-	Keys   []KeyDef // every key the stage may read or write
+	// Rejected are TorchRL arguments of the class that lossgen does not take: writing one
+	// is an error that says why (samples_mc_entropy: lossgen samples nothing).
+	Rejected []Rejected
+	Keys     []KeyDef // every key the stage may read or write
 	// Check validates the stage's parameters together, with the whole spec at hand, and
 	// applies defaults that depend on other keys. It may be nil.
 	Check func(c *Check)

@@ -2,9 +2,13 @@
 // package (a loss, the advantage estimator that feeds it, transforms, keys and fixed shapes).
 //
 // Key names follow TorchRL's constructor arguments and set_keys names (clip_epsilon, lmbda,
-// sample_log_prob, value_target, reduction ...), so a TorchRL user can write a spec from memory.
+// sample_log_prob, value_target, reduction ...), so a TorchRL user can write a spec from memory;
+// TorchRL's other spellings the Registry declares (a class name as the type, a deprecated
+// argument name, an integer time_dim, a linspace support) read as the canonical ones, with a
+// note (Spec.Notes) where TorchRL deprecates the spelling (docs/SEMANTICS.md §11.21).
 // Parsing is strict: unknown keys, wrong types and impossible values are errors, and every
-// error reads "FILE:LINE:COL: message" naming the key and the allowed values. Defaults are
+// error reads "FILE:LINE:COL: message" naming the key and the allowed values; one Parse
+// reports every independent error of the file (ErrorList). Defaults are
 // TorchRL v0.11.0's (docs/SEMANTICS.md §7), applied by Parse. The losses, estimators and
 // transforms a spec can name, with their parameters, come from a Registry (gen/lower's).
 package spec
@@ -49,6 +53,10 @@ type Spec struct {
 
 	// Warnings are non-fatal diagnostics (TorchRL behaviours a user may not expect).
 	Warnings []*Error
+	// Notes name the canonical spelling of each deprecated TorchRL spelling the spec used
+	// ("note: loss.entropy_coef: …; write entropy_coeff"), by position. They change nothing
+	// in the Spec, which is the canonical spelling's.
+	Notes []*Error
 
 	pos map[string]Pos // "loss.clip_epsilon" -> position of its value, for later diagnostics
 }
@@ -69,6 +77,12 @@ func (s *Spec) Stages() []*Stage {
 // kernel does not use).
 func (s *Spec) Warnf(path, format string, args ...any) {
 	s.Warnings = append(s.Warnings, &Error{Pos: s.PosOf(path), Msg: "warning: " + fmt.Sprintf(format, args...)})
+}
+
+// Diagnostics returns the notes and warnings together, sorted by position: what lossgen's
+// commands print on stderr for a spec that parsed.
+func (s *Spec) Diagnostics() []*Error {
+	return append(append(ErrorList(nil), s.Notes...), s.Warnings...).sortDedup()
 }
 
 // DimSize returns the extent of the named dim, or 0 when there is none.

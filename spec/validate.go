@@ -30,6 +30,13 @@ const (
 
 // validate applies the defaults that depend on more than one key and checks the spec as a
 // whole. Errors are positioned at the value at fault, or at the mapping that lacks a key.
+//
+// It runs after decoding errors too, so that one run reports every independent error, and
+// skips only what an earlier error makes meaningless: a check of a dim that failed to
+// decode, the stages' checks when the dims or the batch are unusable (they lay tensors out
+// along them), a stage's check when one of its parameters failed (it would see the default
+// in place of what the spec wrote), and the loss's and the estimator's checks when the
+// other failed to decode (each reads whether the other is there).
 func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	rootPos := Pos{File: d.file, Line: root.Line, Col: root.Column}
 	at := func(path string) Pos {
@@ -41,7 +48,7 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	errAt := func(path string, msg string) { d.errs = append(d.errs, &Error{Pos: at(path), Msg: msg}) }
 
 	// batch: declared, distinct dims.
-	if len(s.Batch) == 0 {
+	if len(s.Batch) == 0 && d.batchOK {
 		errAt("batch", "batch: at least one batch dim is needed, e.g. [N, T] or [B]")
 	}
 	if len(s.Batch) > MaxBatchRank {
@@ -50,19 +57,24 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	if len(s.Dims) > MaxDims {
 		errAt("dims", "dims: "+itoa(len(s.Dims))+" dims; a spec declares at most "+itoa(MaxDims))
 	}
+	layoutOK := d.dimsOK && d.batchOK && len(s.Batch) > 0
 	seen := map[string]bool{}
 	for i, b := range s.Batch {
 		p := "batch[" + itoa(i) + "]"
 		if s.DimSize(b) == 0 {
-			errAt(p, p+": "+quote(b)+" is not a dim declared under dims "+allowedFor(b, dimNames(s)))
+			layoutOK = false
+			if d.dimsOK && !d.badDims[b] {
+				errAt(p, p+": "+quote(b)+" is not a dim declared under dims "+allowedFor(b, dimNames(s)))
+			}
 		}
 		if seen[b] {
+			layoutOK = false
 			errAt(p, p+": "+quote(b)+" appears twice")
 		}
 		seen[b] = true
 	}
 
-	if s.Estimator == nil && s.Loss == nil && len(s.Transforms) == 0 {
+	if s.Estimator == nil && s.Loss == nil && len(s.Transforms) == 0 && len(d.failed) == 0 {
 		errAt("", "the spec needs a loss, an estimator or a transform")
 	}
 	numel := 1
@@ -77,28 +89,52 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 		s.Keys = resolveKeys(d.reg, nil, nil)
 	}
 
-	// Every stage's own checks: the loss first (it may imply an estimator: IQL's TD(0)
-	// target), then the estimator (its defaults depend on whether a loss builds it), then the
-	// transforms.
-	stages := []*Stage{}
-	if s.Loss != nil {
-		stages = append(stages, s.Loss)
+	// The stages' own checks need the layout and the dtypes; TorchRL's spellings that depend
+	// on them (an integer time_dim, a linspace support) are resolved first, for every stage.
+	checks := layoutOK && !d.broken["dtype"] && !d.broken["param_dtype"]
+	usable := map[*Stage]bool{}
+	for _, st := range s.Stages() {
+		usable[st] = checks && d.resolve(s, st)
 	}
-	check := func(st *Stage) {
+	// The loss first (it may imply an estimator: IQL's TD(0) target), then the estimator (its
+	// defaults depend on whether a loss builds it), then the transforms.
+	check := func(st *Stage, otherFailed bool) {
 		d.stageParams(s, st)
-		if st.Def.Check != nil {
+		if st.Def.Check != nil && usable[st] && !otherFailed {
 			st.Def.Check(&Check{Spec: s, Stage: st, Registry: d.reg, d: d})
 		}
 	}
-	for _, st := range stages {
-		check(st)
+	if s.Loss != nil {
+		check(s.Loss, d.failed[Estimator])
 	}
 	if s.Estimator != nil {
-		check(s.Estimator)
+		if _, ok := usable[s.Estimator]; !ok { // implied by the loss's check
+			usable[s.Estimator] = true
+		}
+		check(s.Estimator, d.failed[Loss])
 	}
 	for _, st := range s.Transforms {
-		check(st)
+		check(st, false)
 	}
+}
+
+// resolve turns the TorchRL spellings of st's parameters that need the whole spec into
+// their canonical values (DimIndex, LinspaceDim). It reports whether every parameter of st
+// is usable: none failed to decode or to resolve.
+func (d *decoder) resolve(s *Spec, st *Stage) bool {
+	ok := true
+	for i := range st.Def.Params {
+		p := &st.Def.Params[i]
+		if d.broken[st.Path+"."+p.Name] {
+			ok = false
+			continue
+		}
+		if !d.resolveDimIndex(s, st, p) || !d.resolveLinspace(s, st, p) {
+			d.broken[st.Path+"."+p.Name] = true
+			ok = false
+		}
+	}
+	return ok
 }
 
 // stageParams checks what every stage's parameters need beyond their own types: a dim name
@@ -115,9 +151,12 @@ func (d *decoder) stageParams(s *Spec, st *Stage) {
 		}
 		path := st.Path + "." + p.Name
 		if p.Type == DimName {
-			if name, _ := v.V.(string); s.DimSize(name) == 0 {
+			if name, ok := v.V.(string); ok && s.DimSize(name) == 0 && d.dimsOK && !d.badDims[name] {
 				d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: path + ": " + quote(name) + " is not a dim declared under dims " + allowedFor(name, dimNames(s))})
 			}
+			continue
+		}
+		if d.broken["dtype"] || d.broken["param_dtype"] {
 			continue
 		}
 		var nums []float64
@@ -130,6 +169,8 @@ func (d *decoder) stageParams(s *Spec, st *Stage) {
 			for _, y := range x {
 				nums = append(nums, y)
 			}
+		case linspaceArgs: // unresolved: the spec has errors that stop the checks
+			nums = []float64{x.start, x.end}
 		}
 		for _, x := range nums {
 			if math.Abs(x) > limit {

@@ -172,8 +172,10 @@ func flags(name, args string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// warn prints a parsed spec's notes (the canonical spelling of each deprecated TorchRL
+// spelling it used) and warnings, by position.
 func warn(w io.Writer, s *spec.Spec) {
-	for _, x := range s.Warnings {
+	for _, x := range s.Diagnostics() {
 		fmt.Fprintln(w, x.Error())
 	}
 }

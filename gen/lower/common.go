@@ -40,7 +40,7 @@ func (l *Lowerer) timeDim(st *spec.Stage) string {
 }
 
 // paramTimeDim is the time_dim parameter every estimator takes.
-var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName,
+var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName, DimIndex: true,
 	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose"}
 
 // checkTimeDim checks that time_dim, a declared dim (the spec checks that), is a batch dim.

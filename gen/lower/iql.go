@@ -53,7 +53,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_iql", Class: "DiscreteIQLLoss", Source: iqlSource,
 			Params: append(append(append([]spec.ParamDef(nil), params...),
-				spec.ParamDef{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"},
+				spec.ParamDef{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"}, ValueAliases: []spec.Alias{oneHotAlias},
 					Doc: "how the stored action selects the Q-value: an index (categorical) or a one-hot vector (one_hot)"},
 				paramActionDim), discretePolicy...),
 			Keys: keys, Check: checkIQL,

@@ -17,7 +17,10 @@ func init() {
 	}, []spec.KeyDef{keyOldLogits, keyOldLoc, keyOldScale}, checkKLPEN)
 	// KLPEN needs a distribution (checkKLPEN): a starter's is a categorical policy.
 	def.Example = &spec.Example{Params: map[string]any{"distribution": "categorical", "action_dim": "A"}, After: []spec.Dim{{Name: "A", Size: 4}}}
-	register(&Stage{StageDef: def, Lower: lowerKLPEN})
+	def.Rejected = append(def.Rejected, spec.Rejected{Name: "samples_mc_kl",
+		Why: "not taken: lossgen computes KL(old ‖ current) in closed form from the stored and current distribution parameters " +
+			"(distribution categorical, one_hot_categorical, normal or tanh_normal; SEMANTICS.md §11.9), so there is nothing to sample; remove samples_mc_kl"})
+	register(&Stage{StageDef: def, Lower: lowerKLPEN, Summary: ppoSummary})
 }
 
 // checkKLPEN requires a distribution with a closed-form KL (SEMANTICS.md §10.5, §11.9).

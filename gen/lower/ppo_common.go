@@ -18,9 +18,11 @@ func ppoParams() []spec.ParamDef {
 	inf := math.Inf(1)
 	return []spec.ParamDef{
 		{Name: "entropy_bonus", Type: spec.Bool, Default: true, Doc: "add the entropy term loss_entropy"},
-		{Name: "entropy_coeff", Type: spec.FloatOrMap, Default: 0.01, Min: -inf, Max: inf, Doc: "the entropy coefficient, or one per action head {head: coeff}"},
+		{Name: "entropy_coeff", Type: spec.FloatOrMap, Default: 0.01, Min: -inf, Max: inf, Doc: "the entropy coefficient, or one per action head {head: coeff}",
+			Aliases: []spec.Alias{{Name: "entropy_coef", Deprecated: "TorchRL's name up to v0.8, deprecated in v0.9 and v0.10 and removed in v0.11 (TypeError)"}}},
 		{Name: "heads", Type: spec.Names, Doc: "the action heads of a composite action, when entropy_coeff is a mapping"},
-		{Name: "critic_coeff", Type: spec.Float, Default: 1.0, Null: 0.0, Min: -inf, Max: inf, Doc: "scales the critic loss; 0 or null drops the critic term"},
+		{Name: "critic_coeff", Type: spec.Float, Default: 1.0, Null: 0.0, Min: -inf, Max: inf, Doc: "scales the critic loss; 0 or null drops the critic term",
+			Aliases: []spec.Alias{{Name: "critic_coef", Deprecated: "TorchRL's name up to v0.9.1, deprecated in v0.9.2 and v0.10 and removed in v0.11 (TypeError)"}}},
 		{Name: "loss_critic_type", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the critic's distance"},
 		{Name: "normalize_advantage", Type: spec.Bool, Default: false, Doc: "standardise the advantage per call"},
 		{Name: "normalize_advantage_exclude_dims", Type: spec.IntList, Doc: "dims (TorchRL indices on the [*batch, 1] advantage) normalised independently"},
@@ -30,6 +32,12 @@ func ppoParams() []spec.ParamDef {
 	}
 }
 
+// rejectMCEntropy is PPOLoss's samples_mc_entropy, which lossgen does not take (SEMANTICS.md
+// §2.5, §11.9).
+var rejectMCEntropy = spec.Rejected{Name: "samples_mc_entropy",
+	Why: "not taken: lossgen samples nothing (SEMANTICS.md §11.9). With distribution categorical, one_hot_categorical or normal it computes the entropy analytically; " +
+		"tanh_normal has no analytic entropy in TorchRL (which samples it), so with it, or none, the entropy is an input, keys.entropy, that you compute (by sampling, §2.5); remove samples_mc_entropy"}
+
 // ppoKeys are the keys every PPO loss may read.
 var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask}, policyKeys...)
 
@@ -38,8 +46,9 @@ var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarge
 func ppoDef(typ, class string, extra []spec.ParamDef, keys []spec.KeyDef, check func(*spec.Check)) spec.StageDef {
 	return spec.StageDef{
 		Kind: spec.Loss, Type: typ, Class: class, Source: ppoSource,
-		Params: append(append(ppoParams(), policyParams("none")...), extra...),
-		Keys:   append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
+		Params:   append(append(ppoParams(), policyParams("none")...), extra...),
+		Rejected: []spec.Rejected{rejectMCEntropy},
+		Keys:     append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
 		Check: func(c *spec.Check) {
 			checkPPO(c)
 			checkPolicy(c)

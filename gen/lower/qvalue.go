@@ -27,7 +27,7 @@ var (
 func init() {
 	spaces := []string{"one_hot", "categorical", "mult_one_hot"}
 	params := []spec.ParamDef{
-		{Name: "action_space", Type: spec.Enum, Default: "one_hot", Enum: spaces,
+		{Name: "action_space", Type: spec.Enum, Default: "one_hot", Enum: spaces, ValueAliases: actionSpaceAliases,
 			Doc: "one_hot (every maximal action marked), categorical (the first maximal index) or mult_one_hot (one_hot per chunk of var_nums)"},
 		paramActionDim,
 		{Name: "var_nums", Type: spec.IntList, Min: 1, Max: math.Inf(1), Doc: "mult_one_hot's chunk sizes along the action dim (torch.split sizes; they sum to A)"},
@@ -43,7 +43,7 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Transform, Type: "distributional_qvalue", Class: "DistributionalQValueModule", Source: actorsSource,
 			Params: append(append([]spec.ParamDef(nil), params...),
 				spec.ParamDef{Name: "atom_dim", Type: spec.DimName, Doc: "the dim of the atoms, declared after the batch dims and before action_dim (values are [*batch, K, A])"},
-				spec.ParamDef{Name: "support", Type: spec.FloatList, Min: math.Inf(-1), Max: math.Inf(1), Doc: "the K atoms' values (TorchRL's support tensor)"}),
+				spec.ParamDef{Name: "support", Type: spec.FloatList, Min: math.Inf(-1), Max: math.Inf(1), LinspaceDim: "atom_dim", Doc: "the K atoms' values (TorchRL's support tensor)"}),
 			Keys: []spec.KeyDef{keyActionValue, keyActionMask, keyAction},
 			Check: func(c *spec.Check) {
 				if checkQValue(c) && checkInnerDim(c, "atom_dim", "after") {
@@ -55,6 +55,16 @@ func init() {
 		Lower: lowerDistributionalQValue,
 	})
 }
+
+// actionSpaceAliases are the other spellings TorchRL's _find_action_space accepts for the
+// action spaces lossgen takes (ACTION_SPACE_MAP, torchrl/data/utils.py).
+var (
+	oneHotAlias        = spec.Alias{Name: "one-hot", For: "one_hot"}
+	actionSpaceAliases = []spec.Alias{oneHotAlias,
+		{Name: "mult-one-hot", For: "mult_one_hot"},
+		{Name: "multi_one_hot", For: "mult_one_hot"},
+		{Name: "multi-one-hot", For: "mult_one_hot"}}
+)
 
 // checkQValue checks the action dim and mult_one_hot's var_nums (QValueModule raises
 // ValueError without them; torch.split fails on sizes that do not sum to A). It reports

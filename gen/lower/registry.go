@@ -43,12 +43,51 @@ func register(s *Stage) {
 	if stages[s.Kind][s.Type] != nil {
 		panic("lower: stage registered twice: " + s.Type)
 	}
+	for _, o := range stages[s.Kind] {
+		if s.Class != "" && (o.Class == s.Class || o.Type == s.Class) {
+			panic("lower: " + s.Type + "'s class " + s.Class + " names another stage")
+		}
+	}
+	checkSpellings(&s.StageDef)
 	stages[s.Kind][s.Type] = s
 	for _, k := range s.Keys {
 		if old, ok := keys[k.Name]; ok && !sameKey(old, k) {
 			panic(fmt.Sprintf("lower: %s declares key %s unlike another stage", s.Type, k.Name))
 		}
 		keys[k.Name] = k
+	}
+}
+
+// checkSpellings panics unless every spelling of a stage's keys reads as one parameter: no
+// name, alias or rejected argument twice; value aliases of declared values; DimIndex and
+// LinspaceDim on the parameter types they apply to.
+func checkSpellings(d *spec.StageDef) {
+	names := map[string]bool{"type": true}
+	add := func(n string) {
+		if names[n] {
+			panic("lower: " + d.Type + " declares " + n + " twice (parameter, alias or rejected argument)")
+		}
+		names[n] = true
+	}
+	for _, p := range d.Params {
+		add(p.Name)
+		for _, a := range p.Aliases {
+			add(a.Name)
+		}
+		for _, a := range p.ValueAliases {
+			if !slices.Contains(p.Enum, a.For) || slices.Contains(p.Enum, a.Name) {
+				panic("lower: " + d.Type + "." + p.Name + ": value alias " + a.Name + " of " + a.For + ", which is no other value")
+			}
+		}
+		if p.DimIndex && p.Type != spec.DimName {
+			panic("lower: " + d.Type + "." + p.Name + ": DimIndex on a parameter that is no DimName")
+		}
+		if l := d.Param(p.LinspaceDim); p.LinspaceDim != "" && (p.Type != spec.FloatList || l == nil || l.Type != spec.DimName) {
+			panic("lower: " + d.Type + "." + p.Name + ": LinspaceDim on a parameter that is no FloatList, or naming no DimName parameter")
+		}
+	}
+	for _, r := range d.Rejected {
+		add(r.Name)
 	}
 }
 

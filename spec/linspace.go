@@ -1,0 +1,118 @@
+package spec
+
+import (
+	"math"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxLinspace bounds n_atoms of a {vmin, vmax, n_atoms} support: the values become a constant
+// of the generated kernels (C51 uses 51 atoms; a few hundred is large).
+const MaxLinspace = 1 << 16
+
+// linspaceArgs is a LinspaceDim parameter written as {vmin, vmax, n_atoms}, until validate
+// knows the param_dtype and the atom dim and resolves it to the list (resolveLinspace).
+type linspaceArgs struct {
+	start, end float64
+	n          int
+	nPos       Pos // n_atoms's value, where a mismatch with the atom dim is reported
+}
+
+// linspace decodes {vmin: a, vmax: b, n_atoms: n}, TorchRL users' torch.linspace(a, b, n).
+func (d *decoder) linspace(path string, v *yaml.Node) (any, bool) {
+	var ls linspaceArgs
+	before := len(d.errs)
+	seen := d.mapping(v, path, []field{
+		{name: "vmin", decode: func(p string, x *yaml.Node) { ls.start, _ = d.float(p, x) }},
+		{name: "vmax", decode: func(p string, x *yaml.Node) { ls.end, _ = d.float(p, x) }},
+		{name: "n_atoms", decode: func(p string, x *yaml.Node) {
+			n, ok := d.int(p, x)
+			if ok && (n < 1 || n > MaxLinspace) {
+				d.errf(x, "%s: must be in [1, %d], got %d", p, MaxLinspace, n)
+			}
+			ls.n, ls.nPos = n, d.at(x)
+		}},
+	})
+	for _, k := range []string{"vmin", "vmax", "n_atoms"} {
+		// The Spec keeps only the support's position, as for a list, so that both spellings
+		// parse to the same Spec.
+		delete(d.pos, join(path, k))
+		if seen != nil && seen[k] == nil {
+			d.errf(v, "%s: missing key %q: write {vmin: V_MIN, vmax: V_MAX, n_atoms: K}, the support torch.linspace(vmin, vmax, n_atoms)", path, k)
+		}
+	}
+	return ls, len(d.errs) == before
+}
+
+// resolveLinspace replaces a {vmin, vmax, n_atoms} value of st by the list torch.linspace
+// gives in the spec's param_dtype, after checking that n_atoms is the size of the dim the
+// parameter's LinspaceDim names. It reports whether the value is usable.
+func (d *decoder) resolveLinspace(s *Spec, st *Stage, p *ParamDef) bool {
+	v := st.Values[p.Name]
+	ls, ok := v.V.(linspaceArgs)
+	if !ok {
+		return true
+	}
+	dim := st.String(p.LinspaceDim)
+	if k := s.DimSize(dim); k > 0 && ls.n != k {
+		d.errs = append(d.errs, &Error{Pos: ls.nPos, Msg: st.Path + "." + p.Name + ".n_atoms: " + itoa(ls.n) +
+			", but the atom dim " + dim + " (" + p.LinspaceDim + ") has " + itoa(k) + ": n_atoms must equal dims." + dim})
+		return false
+	}
+	if s.ParamDType == Float32 && max(math.Abs(ls.start), math.Abs(ls.end)) > math.MaxFloat32 {
+		return false // beyond float32: stageParams reports it
+	}
+	vals := Linspace(ls.start, ls.end, ls.n, s.ParamDType)
+	for _, x := range vals {
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: st.Path + "." + p.Name + ": vmax − vmin overflows " + string(s.ParamDType) + ", so the linspace does too"})
+			return false
+		}
+	}
+	st.Values[p.Name] = Value{V: vals, Pos: v.Pos, Written: true}
+	return true
+}
+
+// Linspace is torch.linspace(start, end, n) in dtype, computed as PyTorch's CPU kernel does
+// (aten/src/ATen/native/cpu/RangeFactoriesKernel.cpp, linspace_kernel): start and end are
+// rounded to dtype, step = (end − start)/(n − 1) in dtype, and element i is
+// start + step·i for i < n/2 and end − step·(n − 1 − i) for the rest, each product and sum
+// rounded to dtype, so that both ends are exact; n = 1 gives [start] (RangeFactories.cpp
+// fills it). The results are dtype values held in float64.
+//
+// The product and sum are rounded separately: a PyTorch build whose compiler fuses them into
+// one multiply-add (FMA contraction) can differ in the last bit of a few elements.
+func Linspace(start, end float64, n int, dtype DType) []float64 {
+	out := make([]float64, n)
+	if n == 1 {
+		out[0] = start
+		if dtype == Float32 {
+			out[0] = float64(float32(start))
+		}
+		return out
+	}
+	half := n / 2
+	if dtype == Float32 {
+		a, b := float32(start), float32(end)
+		step := (b - a) / float32(n-1)
+		for i := range out {
+			// The explicit float32 conversions round each product, as Go would otherwise be
+			// free to fuse it with the sum.
+			if i < half {
+				out[i] = float64(a + float32(step*float32(i)))
+			} else {
+				out[i] = float64(b - float32(step*float32(n-1-i)))
+			}
+		}
+		return out
+	}
+	step := (end - start) / float64(n-1)
+	for i := range out {
+		if i < half {
+			out[i] = start + float64(step*float64(i))
+		} else {
+			out[i] = end - float64(step*float64(n-1-i))
+		}
+	}
+	return out
+}

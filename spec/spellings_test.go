@@ -1,0 +1,263 @@
+package spec_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/spec"
+)
+
+// sameSpec parses a spec written with TorchRL's spelling and with lossgen's canonical one
+// (laid out so that every value starts in the same column) and requires the two Specs to
+// be deep-equal, apart from the notes; it returns the alias spelling's notes.
+func sameSpec(t *testing.T, alias, canonical string) []*spec.Error {
+	t.Helper()
+	want, err := spec.Parse("t.yaml", []byte(canonical), reg)
+	require.NoError(t, err, "canonical:\n%s", canonical)
+	require.Empty(t, want.Notes)
+	got, err := spec.Parse("t.yaml", []byte(alias), reg)
+	require.NoError(t, err, "alias:\n%s", alias)
+	notes := got.Notes
+	got.Notes = nil
+	require.Equal(t, want, got, "alias:\n%s", alias)
+	return notes
+}
+
+// TorchRL v0.9–v0.10's deprecated entropy_coef and critic_coef (removed in v0.11, TypeError)
+// read as entropy_coeff and critic_coeff, each with a note naming the spelling to write.
+func TestDeprecatedCoefNames(t *testing.T) {
+	const head = "package: p\ndims: {B: 4}\nbatch: [B]\nloss:\n  type: clip_ppo\n"
+	notes := sameSpec(t,
+		head+"  entropy_coef:  0.02\n  critic_coef:  0.5\n",
+		head+"  entropy_coeff: 0.02\n  critic_coeff: 0.5\n")
+	require.Len(t, notes, 2)
+	require.Equal(t, "t.yaml:6:3: note: loss.entropy_coef: TorchRL's name up to v0.8, deprecated in v0.9 and v0.10 and removed in v0.11 (TypeError); read as entropy_coeff, the spelling to write", notes[0].Error())
+	require.Equal(t, "t.yaml:7:3: note: loss.critic_coef: TorchRL's name up to v0.9.1, deprecated in v0.9.2 and v0.10 and removed in v0.11 (TypeError); read as critic_coeff, the spelling to write", notes[1].Error())
+
+	// A per-head mapping keeps its heads' positions under the canonical name.
+	notes = sameSpec(t,
+		head+"  heads: [move, talk]\n  entropy_coef:  {move: 0.1, talk: 0.2}\n",
+		head+"  heads: [move, talk]\n  entropy_coeff: {move: 0.1, talk: 0.2}\n")
+	require.Len(t, notes, 1)
+
+	// Both spellings at once: TorchRL v0.9–v0.10 raise ValueError, lossgen says to write one.
+	_, err := spec.Parse("t.yaml", []byte(head+"  entropy_coef: 0.1\n  entropy_coeff: 0.2\n"), reg)
+	require.EqualError(t, err, `t.yaml:7:3: loss.entropy_coeff: "entropy_coeff" and "entropy_coef" (line 6) are two spellings of entropy_coeff; write it once, as entropy_coeff`)
+}
+
+// Every registered stage's TorchRL class name is accepted as its type.
+func TestClassNameAsType(t *testing.T) {
+	// The parameters a stage cannot do without, beside its type.
+	needs := map[string]string{
+		"qvalue": ", action_dim: A", "discrete_iql": ", action_dim: A",
+		"distributional_qvalue": ", action_dim: A, atom_dim: K, support: [-1, 0, 1]",
+		"klpen_ppo":             ", distribution: categorical, action_dim: A",
+	}
+	n := 0
+	for _, k := range []spec.Kind{spec.Transform, spec.Estimator, spec.Loss} {
+		for _, typ := range reg.Types(k) {
+			class := reg.Stage(k, typ).Class
+			require.NotEmpty(t, class, typ)
+			// Pad the shorter name so that the two specs' later columns agree.
+			w := max(len(typ), len(class))
+			stage := func(name string) string {
+				return fmt.Sprintf("{type: %-*s%s}", w, name, needs[typ])
+			}
+			src := func(name string) string {
+				s := "package: p\ndims: {N: 4, T: 3, K: 3, A: 3}\nbatch: [N, T]\n"
+				switch k {
+				case spec.Transform:
+					return s + "transforms: [" + stage(name) + "]\n"
+				case spec.Estimator:
+					return s + "estimator: " + stage(name) + "\nloss: {type: clip_ppo}\n"
+				}
+				return s + "loss: " + stage(name) + "\n"
+			}
+			require.Empty(t, sameSpec(t, src(class), src(typ)), "no note: TorchRL accepts the class")
+			n++
+		}
+	}
+	require.GreaterOrEqual(t, n, 13)
+
+	// A misspelt class gets the class suggested; the allowed list is of type names.
+	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: ClipPPOLos}\n"), reg)
+	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`)
+}
+
+// The action spaces' other spellings that TorchRL's ACTION_SPACE_MAP accepts read as the
+// canonical ones, without a note (TorchRL deprecates none of them).
+func TestActionSpaceAliases(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, A: 3}\nbatch: [B]\n"
+	for alias, canonical := range map[string]string{
+		"one-hot": "one_hot", "mult-one-hot": "mult_one_hot", "multi_one_hot": "mult_one_hot", "multi-one-hot": "mult_one_hot",
+	} {
+		src := func(v string) string {
+			return head + fmt.Sprintf("transforms: [{type: qvalue, action_dim: A, var_nums: [1, 2], action_space: %-13s}]\n", v)
+		}
+		if canonical == "one_hot" {
+			src = func(v string) string {
+				return head + fmt.Sprintf("transforms: [{type: qvalue, action_dim: A, action_space: %-7s}]\n", v)
+			}
+		}
+		require.Empty(t, sameSpec(t, src(alias), src(canonical)), alias)
+	}
+	// DiscreteIQLLoss takes one-hot too, but no mult_one_hot in any spelling.
+	require.Empty(t, sameSpec(t,
+		head+"loss: {type: discrete_iql, action_dim: A, action_space: one-hot}\n",
+		head+"loss: {type: discrete_iql, action_dim: A, action_space: one_hot}\n"))
+	_, err := spec.Parse("t.yaml", []byte(head+"loss: {type: discrete_iql, action_dim: A, action_space: multi-one-hot}\n"), reg)
+	require.EqualError(t, err, `t.yaml:4:57: loss.action_space: unknown value "multi-one-hot" (allowed: categorical, one_hot)`)
+}
+
+// TorchRL's integer time_dim counts the batch dims of the keys' layout (the order of dims),
+// negative from the end, and reads as the name of that dim.
+func TestIntegerTimeDim(t *testing.T) {
+	src := func(batch, timeDim string) string {
+		return "package: p\ndims: {N: 4, T: 3}\nbatch: " + batch + "\nestimator: {type: gae, time_dim: " + timeDim + "}\nloss: {type: clip_ppo}\n"
+	}
+	for _, c := range []struct{ index, name string }{{"0 ", "N "}, {"-2", "N "}, {"1 ", "T "}, {"-1", "T "}} {
+		require.Empty(t, sameSpec(t, src("[N, T]", c.index), src("[N, T]", c.name)), c.index)
+		// The layout is the order of dims, whatever the order batch lists them in.
+		require.Empty(t, sameSpec(t, src("[T, N]", c.index), src("[T, N]", c.name)), c.index)
+	}
+	_, err := spec.Parse("t.yaml", []byte(src("[N, T]", "2")), reg)
+	require.EqualError(t, err, "t.yaml:4:34: estimator.time_dim: 2 is not a batch dim: TorchRL's integer dims count the 2 batch dims [N, T] of the keys' layout (0 or -2 is N; 1 or -1 is T); write one of them, e.g. time_dim: T")
+	_, err = spec.Parse("t.yaml", []byte(src("[N, T]", "-3")), reg)
+	require.ErrorContains(t, err, "t.yaml:4:34: estimator.time_dim: -3 is not a batch dim")
+	_, err = spec.Parse("t.yaml", []byte(src("[N, T]", "1.5")), reg)
+	require.EqualError(t, err, "t.yaml:4:34: estimator.time_dim: want a dim name or TorchRL's integer dim (0 the first batch dim, -1 the last), got number 1.5")
+}
+
+// torch.linspace's values, computed by hand from PyTorch's CPU kernel (step = (end −
+// start)/(n − 1) in the dtype; start + step·i below n/2, end − step·(n−1−i) from there, each
+// operation rounded to the dtype).
+func TestLinspace(t *testing.T) {
+	// float32 linspace(0, 1, 4): step = f32(1/3) = 11184811·2⁻²⁵; element 2 is 1 − step =
+	// 22369621·2⁻²⁵, a tie between two float32s, rounded to the even 11184810·2⁻²⁴; the
+	// forward formula's 2·step would give 0.6666666865348816.
+	require.Equal(t, []float64{0, 0.3333333432674408, 0.6666666269302368, 1}, spec.Linspace(0, 1, 4, spec.Float32))
+	// float64: 1 − f64(1/3) is again a tie, rounded to the even 6004799503160662·2⁻⁵³
+	// (2.0/3 is 0.6666666666666666).
+	require.Equal(t, []float64{0, 0.3333333333333333, 0.6666666666666667, 1}, spec.Linspace(0, 1, 4, spec.Float64))
+	// C51's support: step = f32(0.4) = 0.4000000059604645; element 1 is
+	// f32(−10 + 0.4000000059604645) = −9.600000381469727; element 24 is −10 + f32(24·step) =
+	// −10 + 9.600000381469727 = −0.39999961853027344 (not −0.4); the middle element is
+	// 10 − f32(25·step) = 10 − 10 = 0; element 49 is f32(10 − step), the mirror of element 1.
+	c51 := spec.Linspace(-10, 10, 51, spec.Float32)
+	require.Len(t, c51, 51)
+	require.Equal(t, -10.0, c51[0])
+	require.Equal(t, -9.600000381469727, c51[1])
+	require.Equal(t, -0.39999961853027344, c51[24])
+	require.Equal(t, 0.0, c51[25])
+	require.Equal(t, 0.39999961853027344, c51[26])
+	require.Equal(t, 9.600000381469727, c51[49])
+	require.Equal(t, 10.0, c51[50])
+	for _, x := range c51 {
+		require.Equal(t, x, float64(float32(x)), "a float32 value")
+	}
+	// steps = 1 is [start] (RangeFactories.cpp fills it).
+	require.Equal(t, []float64{0.10000000149011612}, spec.Linspace(0.1, 5, 1, spec.Float32))
+}
+
+// support: {vmin, vmax, n_atoms} is the list torch.linspace gives in the param_dtype; n_atoms
+// must be the atom dim's size.
+func TestLinspaceSupport(t *testing.T) {
+	src := func(paramDType, support string) string {
+		return "package: p\nparam_dtype: " + paramDType + "\ndims: {B: 4, K: 4, A: 3}\nbatch: [B]\n" +
+			"transforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: " + support + "}]\n"
+	}
+	require.Empty(t, sameSpec(t,
+		src("float32", "{vmin: 0, vmax: 1, n_atoms: 4}"),
+		src("float32", "[0, 0.3333333432674408, 0.6666666269302368, 1]")))
+	require.Empty(t, sameSpec(t,
+		src("float64", "{vmin: 0, vmax: 1, n_atoms: 4}"),
+		src("float64", "[0, 0.3333333333333333, 0.6666666666666667, 1]")))
+
+	_, err := spec.Parse("t.yaml", []byte(src("float32", "{vmin: 0, vmax: 1, n_atoms: 51}")), reg)
+	require.EqualError(t, err, "t.yaml:5:109: transforms[0].support.n_atoms: 51, but the atom dim K (atom_dim) has 4: n_atoms must equal dims.K")
+	_, err = spec.Parse("t.yaml", []byte(src("float32", "{vmin: 0, vmax: 1}")), reg)
+	require.EqualError(t, err, `t.yaml:5:81: transforms[0].support: missing key "n_atoms": write {vmin: V_MIN, vmax: V_MAX, n_atoms: K}, the support torch.linspace(vmin, vmax, n_atoms)`)
+	_, err = spec.Parse("t.yaml", []byte(src("float32", "{vmin: 0, vmax: 1, atoms: 4}")), reg)
+	require.EqualError(t, err, `t.yaml:5:81: transforms[0].support: missing key "n_atoms": write {vmin: V_MIN, vmax: V_MAX, n_atoms: K}, the support torch.linspace(vmin, vmax, n_atoms)
+t.yaml:5:100: transforms[0].support: unknown key "atoms" (did you mean "n_atoms"? allowed: n_atoms, vmax, vmin)`)
+	_, err = spec.Parse("t.yaml", []byte(src("float32", "{vmin: 0, vmax: 1e39, n_atoms: 4}")), reg)
+	require.EqualError(t, err, "t.yaml:5:81: transforms[0].support: 1e+39 does not fit the float32 the kernel holds it in (largest 3.4028235e+38); TorchRL would hold inf")
+	_, err = spec.Parse("t.yaml", []byte(src("float32", "5")), reg)
+	require.EqualError(t, err, "t.yaml:5:81: transforms[0].support: want a list of numbers or {vmin: V, vmax: V, n_atoms: K} (torch.linspace(vmin, vmax, n_atoms)), got number 5")
+}
+
+// TorchRL's Monte-Carlo sample counts are errors that say why lossgen does not take them and
+// what to do.
+func TestSamplesMCRejected(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, A: 3}\nbatch: [B]\n"
+	for _, typ := range []string{"ppo", "clip_ppo", "klpen_ppo"} {
+		_, err := spec.Parse("t.yaml", []byte(head+"loss: {type: "+typ+", distribution: categorical, action_dim: A, samples_mc_entropy: 1}\n"), reg)
+		var list spec.ErrorList
+		require.True(t, errors.As(err, &list), "%T", err)
+		require.Len(t, list, 1)
+		msg := list[0].Msg
+		require.True(t, strings.HasPrefix(msg, "loss.samples_mc_entropy: not taken: lossgen samples nothing (SEMANTICS.md §11.9)"), msg)
+		require.Contains(t, msg, "categorical, one_hot_categorical or normal it computes the entropy analytically")
+		require.Contains(t, msg, "tanh_normal has no analytic entropy in TorchRL (which samples it), so with it, or none, the entropy is an input, keys.entropy")
+		require.True(t, strings.HasSuffix(msg, "; remove samples_mc_entropy"), msg)
+	}
+	_, err := spec.Parse("t.yaml", []byte(head+"loss: {type: klpen_ppo, distribution: categorical, action_dim: A, samples_mc_kl: 4}\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:67: loss.samples_mc_kl: not taken: lossgen computes KL(old ‖ current) in closed form from the stored and current distribution parameters (distribution categorical, one_hot_categorical, normal or tanh_normal; SEMANTICS.md §11.9), so there is nothing to sample; remove samples_mc_kl")
+	// ClipPPOLoss has no samples_mc_kl in TorchRL either: an unknown key.
+	_, err = spec.Parse("t.yaml", []byte(head+"loss: {type: clip_ppo, samples_mc_kl: 4}\n"), reg)
+	require.ErrorContains(t, err, `t.yaml:4:24: loss: unknown key "samples_mc_kl" (allowed: action_dim,`)
+}
+
+// Every independent error of a spec is reported in one run, sorted by position: decoding
+// errors (an unknown key, a bad value) together with the checks of the stages they leave
+// meaningful (a support of the wrong length, a time dim that is no batch dim).
+func TestEveryIndependentErrorInOneRun(t *testing.T) {
+	src := `package: p
+dims: {N: 4, T: 8, K: 5, A: 3}
+batch: [N, T]
+transforms:
+  - type: distributional_qvalue
+    action_dim: A
+    atom_dim: K
+    atoms: 5
+    support: [-1, 0, 1]
+estimator: {type: gae, time_dim: A}
+loss: {type: clip_ppo, reduction: max}
+`
+	_, err := spec.Parse("t.yaml", []byte(src), reg)
+	var list spec.ErrorList
+	require.True(t, errors.As(err, &list), "%T", err)
+	require.Len(t, list, 4)
+	require.EqualError(t, err, `t.yaml:8:5: transforms[0]: unknown key "atoms" (allowed: action_dim, action_space, atom_dim, support, type, var_nums)
+t.yaml:9:14: transforms[0].support: has 3 values but the atom dim K has 5 (TorchRL: "Support length and number of atoms in module output should match")
+t.yaml:10:34: estimator.time_dim: "A" is not a batch dim [N T]
+t.yaml:11:35: loss.reduction: unknown value "max" (allowed: mean, none, sum)`)
+	var one *spec.Error
+	require.True(t, errors.As(list[2], &one))
+	require.Equal(t, spec.Pos{File: "t.yaml", Line: 10, Col: 34}, one.Pos)
+}
+
+// What an error makes meaningless is not reported again: a dim whose size is bad is not
+// "undeclared" in batch, and the checks of a stage whose parameter is bad do not run on the
+// default in its place.
+func TestNoConsequentialErrors(t *testing.T) {
+	for src, want := range map[string]string{
+		// N is written (with a bad size): batch's N is not also undeclared.
+		"package: p\ndims: {N: 0, T: 8}\nbatch: [N, T]\nloss: {type: clip_ppo}\n": "t.yaml:2:11: dims.N: a dim must be > 0, got 0",
+		// No dims at all: nothing is "undeclared", and no stage is checked against them.
+		"package: p\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A}\n": `t.yaml:1:1: missing required key "dims"`,
+		// A bad action_dim is reported once, not also as "required" by the check.
+		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: [A]}\n": "t.yaml:4:40: loss.action_dim: want a string, got a list",
+		// A bad action_space is not replaced by the default before the distribution is checked.
+		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: onehot, distribution: categorical}\n": `t.yaml:4:57: loss.action_space: unknown value "onehot" (did you mean "one_hot"? allowed: categorical, one_hot)`,
+		// A loss that failed leaves the estimator's defaults unknown (a standalone estimator has none).
+		"package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clipppo}\n": `t.yaml:5:14: loss.type: unknown value "clipppo" (did you mean "clip_ppo"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`,
+	} {
+		_, err := spec.Parse("t.yaml", []byte(src), reg)
+		require.EqualError(t, err, want, src)
+	}
+}
