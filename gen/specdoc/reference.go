@@ -78,7 +78,10 @@ func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 	p("| parameter | type | default | range or values | description |\n|---|---|---|---|---|\n")
 	for i := range d.Params {
 		q := &d.Params[i]
-		p("| `%s` | %s | %s | %s | %s |\n", strings.Join(paramNames(q), "`, `"), cell(typeText(q.Type)), cell(defaultText(d, q)), cell(valuesText(q)), cell(sentence(q.Doc)))
+		p("| `%s` | %s | %s | %s | %s |\n", q.Name, cell(paramTypeText(q)), cell(defaultText(d, q)), cell(valuesText(q)), cell(sentence(q.Doc)+spellingsText(q)))
+	}
+	for _, r := range d.Rejected {
+		p("| ~~`%s`~~ | not taken | | | %s |\n", r.Name, cell(sentence(r.Why)))
 	}
 	var keys []string
 	for _, k := range d.Keys {
@@ -106,7 +109,11 @@ func defaultText(d *spec.StageDef, p *spec.ParamDef) string {
 // valuesText is an enum's values or a number's range.
 func valuesText(p *spec.ParamDef) string {
 	if p.Type == spec.Enum {
-		return "`" + strings.Join(p.Enum, "` | `") + "`"
+		s := "`" + strings.Join(p.Enum, "` | `") + "`"
+		for _, a := range p.ValueAliases {
+			s += " (`" + a.Name + "` = `" + a.For + "`)"
+		}
+		return s
 	}
 	if r := rangeText(p); r != "" {
 		return "`" + r + "`"
@@ -158,4 +165,30 @@ func code(s string) string {
 		return ""
 	}
 	return "`" + cell(s) + "`"
+}
+
+// paramTypeText is a parameter's type as the reference writes it, with the other forms the
+// parser accepts (TorchRL's integer dims, torch.linspace's arguments).
+func paramTypeText(p *spec.ParamDef) string {
+	s := typeText(p.Type)
+	if p.DimIndex {
+		s += " or integer (TorchRL's batch-dim index)"
+	}
+	if p.LinspaceDim != "" {
+		s += " or {vmin, vmax, n_atoms} (torch.linspace)"
+	}
+	return s
+}
+
+// spellingsText names a parameter's other spellings, saying which TorchRL deprecates.
+func spellingsText(p *spec.ParamDef) string {
+	s := ""
+	for _, a := range p.Aliases {
+		s += " Also spelt `" + a.Name + "`"
+		if a.Deprecated != "" {
+			s += " (" + a.Deprecated + "; lossgen notes it)"
+		}
+		s += "."
+	}
+	return s
 }

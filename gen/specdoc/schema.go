@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"go/token"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/lossgen/lossgen/spec"
@@ -75,30 +76,45 @@ func Schema(reg spec.Registry) []byte {
 // stageDef is the $defs name of a stage's schema: "loss.clip_ppo".
 func stageDef(k spec.Kind, typ string) string { return k.String() + "." + typ }
 
-// stageTypes lists the type names the parser accepts for a kind. Spellings the registry may
-// add for a type (aliases) belong here, so that the schema accepts what the parser does;
-// TestSchemaAgreesWithParser compares the two.
+// stageTypes lists the type names the parser accepts for a kind: the registry's types. A
+// stage's TorchRL class name is accepted for it too (typeNames); TestSchemaAgreesWithParser
+// compares the two.
 func stageTypes(reg spec.Registry, k spec.Kind) []string { return reg.Types(k) }
 
-// paramNames lists the keys under which the parser accepts a parameter: its name (and any
-// alias spelling the registry gives it, should it gain some).
-func paramNames(p *spec.ParamDef) []string { return []string{p.Name} }
+// typeNames are the spellings of one stage's type: its name and its TorchRL class name.
+func typeNames(d *spec.StageDef) []string { return []string{d.Type, d.Class} }
 
-// enumValues lists the values the parser accepts for an Enum parameter (with any alias
-// spelling the registry gives them, should it gain some).
-func enumValues(p *spec.ParamDef) []string { return p.Enum }
+// paramNames lists the keys under which the parser accepts a parameter: its name and its
+// aliases (TorchRL's former spellings).
+func paramNames(p *spec.ParamDef) []string {
+	names := []string{p.Name}
+	for _, a := range p.Aliases {
+		names = append(names, a.Name)
+	}
+	return names
+}
+
+// enumValues lists the values the parser accepts for an Enum parameter, aliases included.
+func enumValues(p *spec.ParamDef) []string {
+	vals := slices.Clone(p.Enum)
+	for _, a := range p.ValueAliases {
+		vals = append(vals, a.Name)
+	}
+	return vals
+}
 
 // kindSchema is a stage kind's schema: a mapping with a type among the kind's, and for each
 // type the stage's own schema (if/then, so that an error names the stage's parameters).
 func kindSchema(reg spec.Registry, k spec.Kind) obj {
 	types := stageTypes(reg, k)
-	var classes []string
+	var classes, names []string
 	var cases []obj
 	for _, t := range types {
 		d := reg.Stage(k, t)
 		classes = append(classes, t+" ("+d.Class+")")
+		names = append(names, typeNames(d)...)
 		cases = append(cases, obj{
-			"if":   obj{"properties": obj{"type": obj{"const": t}}, "required": []string{"type"}},
+			"if":   obj{"properties": obj{"type": obj{"enum": typeNames(d)}}, "required": []string{"type"}},
 			"then": ref(stageDef(k, t)),
 		})
 	}
@@ -106,14 +122,14 @@ func kindSchema(reg spec.Registry, k spec.Kind) obj {
 		"type":        "object",
 		"description": "a " + k.String() + ": " + strings.Join(classes, ", "),
 		"required":    []string{"type"},
-		"properties":  obj{"type": obj{"enum": types, "description": "the " + k.String() + "'s type"}},
+		"properties":  obj{"type": obj{"enum": names, "description": "the " + k.String() + "'s type (or its TorchRL class name)"}},
 		"allOf":       cases,
 	}
 }
 
 // stageSchema is one stage's mapping: type and its parameters, nothing else.
 func stageSchema(d *spec.StageDef) obj {
-	props := obj{"type": obj{"const": d.Type, "description": "TorchRL's " + d.Class + " (" + d.Source + ")"}}
+	props := obj{"type": obj{"enum": typeNames(d), "description": "TorchRL's " + d.Class + " (" + d.Source + ")"}}
 	for i := range d.Params {
 		p := &d.Params[i]
 		for _, name := range paramNames(p) {
@@ -144,6 +160,13 @@ func paramSchema(p *spec.ParamDef) obj {
 		alts = []obj{num, {"type": "object", "additionalProperties": num}}
 	case spec.FloatList:
 		alts = []obj{{"type": "array", "items": num}}
+		if p.LinspaceDim != "" {
+			alts = append(alts, obj{"type": "object", "additionalProperties": false,
+				"description": "torch.linspace(vmin, vmax, n_atoms)",
+				"required":    []string{"vmin", "vmax", "n_atoms"},
+				"properties": obj{"vmin": obj{"type": "number"}, "vmax": obj{"type": "number"},
+					"n_atoms": obj{"type": "integer", "minimum": 1}}})
+		}
 	case spec.Int:
 		alts = []obj{numberSchema(p, "integer")}
 	case spec.IntList:
@@ -157,6 +180,9 @@ func paramSchema(p *spec.ParamDef) obj {
 		alts = []obj{{"type": "array", "uniqueItems": true, "items": obj{"type": "string", "pattern": spec.KeyPartPattern, "maxLength": spec.MaxNameLen}}}
 	case spec.DimName:
 		alts = []obj{{"type": "string", "pattern": spec.DimNamePattern}}
+		if p.DimIndex {
+			alts = append(alts, obj{"type": "integer", "description": "TorchRL's index of a batch dim, negative from the end"})
+		}
 	default:
 		panic(fmt.Sprintf("specdoc: parameter %s has type %d, which the schema does not know", p.Name, p.Type))
 	}

@@ -3,6 +3,7 @@ package specdoc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -116,6 +117,12 @@ func TestSchemaRejects(t *testing.T) {
 		{"nested key", "loss: {type: ppo}\nkeys: {value: [critic, out], mask: null}", true},
 		{"bad key part", "loss: {type: ppo}\nkeys: {value: 'a.b'}", false},
 		{"no stage", "", false},
+		// TorchRL's spellings (spec/schema.go Alias, DimIndex, LinspaceDim).
+		{"class name", "loss: {type: ClipPPOLoss}", true},
+		{"deprecated alias", "loss: {type: clip_ppo, entropy_coef: 0.02, critic_coef: 0.5}", true},
+		{"enum alias", "transforms: [{type: qvalue, action_dim: A, action_space: one-hot}]", true},
+		{"integer time_dim", "estimator: {type: td0, gamma: 0.9, time_dim: 0}", true},
+		{"rejected argument", "loss: {type: clip_ppo, samples_mc_entropy: 1}", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := []byte(base + c.spec + "\n")
@@ -129,6 +136,14 @@ func TestSchemaRejects(t *testing.T) {
 			_, perr := spec.Parse("t.yaml", src, reg)
 			require.Equal(t, c.ok, perr == nil, "parser: %v", perr)
 		})
+	}
+	// C51's support as torch.linspace's arguments, and without its n_atoms.
+	c51 := "package: p\ndims: {B: 8, K: 5, A: 4}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: %s}]\n"
+	for sup, ok := range map[string]bool{"{vmin: -1, vmax: 1, n_atoms: 5}": true, "{vmin: -1, vmax: 1}": false, "[-1, 0, 1, 2, 3]": true} {
+		src := []byte(fmt.Sprintf(c51, sup))
+		require.Equal(t, ok, sch.Validate(yamlToJSON(t, src)) == nil, sup)
+		_, err := spec.Parse("t.yaml", src, reg)
+		require.Equal(t, ok, err == nil, "%s: %v", sup, err)
 	}
 	// Bad dims: a lower-case name, a zero size, no dims at all.
 	for _, src := range []string{
@@ -197,11 +212,24 @@ func TestSchemaAgreesWithParser(t *testing.T) {
 		for _, x := range types {
 			got = append(got, x.(string))
 		}
-		require.Equal(t, parserAllowed(t, base+wrap[k]("{type: zz_unknown}")+"\n"), got, k.String())
+		want := parserAllowed(t, base+wrap[k]("{type: zz_unknown}")+"\n")
+		for _, typ := range reg.Types(k) {
+			want = append(want, reg.Stage(k, typ).Class) // a class name spells its type
+		}
+		sort.Strings(want)
+		sort.Strings(got)
+		require.Equal(t, want, got, k.String())
 		for _, typ := range reg.Types(k) {
 			def := defs[stageDef(k, typ)].(map[string]any)
 			require.Equal(t, false, def["additionalProperties"], typ)
-			require.Equal(t, parserAllowed(t, base+wrap[k]("{type: "+typ+", zz_unknown: 1}")+"\n"), props(def), typ)
+			want := parserAllowed(t, base+wrap[k]("{type: "+typ+", zz_unknown: 1}")+"\n")
+			for _, p := range reg.Stage(k, typ).Params {
+				for _, a := range p.Aliases {
+					want = append(want, a.Name)
+				}
+			}
+			sort.Strings(want)
+			require.Equal(t, want, props(def), typ)
 			for _, p := range reg.Stage(k, typ).Params {
 				if p.Type != spec.Enum {
 					continue
@@ -211,7 +239,12 @@ func TestSchemaAgreesWithParser(t *testing.T) {
 					vals = append(vals, v.(string))
 				}
 				sort.Strings(vals)
-				require.Equal(t, parserAllowed(t, base+wrap[k]("{type: "+typ+", "+p.Name+": zz_unknown}")+"\n"), vals, typ+"."+p.Name)
+				want := parserAllowed(t, base+wrap[k]("{type: "+typ+", "+p.Name+": zz_unknown}")+"\n")
+				for _, a := range p.ValueAliases {
+					want = append(want, a.Name)
+				}
+				sort.Strings(want)
+				require.Equal(t, want, vals, typ+"."+p.Name)
 			}
 		}
 	}
@@ -237,7 +270,7 @@ func TestReference(t *testing.T) {
 			d := reg.Stage(k, typ)
 			require.Contains(t, section, "\n### "+typ+" ("+d.Class+")\n")
 			for _, p := range d.Params {
-				require.Contains(t, section, "| `"+p.Name+"` | "+cell(typeText(p.Type))+" |", typ)
+				require.Contains(t, section, "| `"+p.Name+"` | "+cell(paramTypeText(&p))+" |", typ)
 			}
 		}
 	}
