@@ -5,8 +5,8 @@ import (
 
 	"github.com/gomlx/gomlx/backends"
 	"github.com/gomlx/gomlx/backends/simplego"
-	. "github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/dtypes"
+	"github.com/gomlx/gomlx/pkg/core/graph"
 	"github.com/gomlx/gomlx/pkg/core/tensors"
 	"github.com/gomlx/gomlx/pkg/ml/context"
 	"github.com/gomlx/gomlx/pkg/ml/context/initializers"
@@ -47,29 +47,33 @@ func NewAgent(seed int64, lr float64) (*Agent, error) {
 	if a.infer, err = context.NewExec(backend, ctx.Checked(false), model); err != nil {
 		return nil, err
 	}
-	// The kernel's gradients g_logits, g_values are constants here: the gradient of
-	// Σ logits·g_logits + Σ values·g_values with respect to the weights is the chain rule
-	// through the network of the loss's gradient with respect to its outputs.
-	a.step, err = context.NewExec(backend, ctx.Checked(false), func(ctx *context.Context, obs, gLogits, gValues *Node) *Node {
-		logits, values := model(ctx, obs)
-		surrogate := Add(ReduceAllSum(Mul(logits, gLogits)), ReduceAllSum(Mul(values, gValues)))
-		adam.UpdateGraph(ctx, obs.Graph(), surrogate)
-		return surrogate
+	a.step, err = context.NewExec(backend, ctx.Checked(false), func(ctx *context.Context, obs, gLogits, gValues *graph.Node) *graph.Node {
+		s := surrogate(ctx, obs, gLogits, gValues)
+		adam.UpdateGraph(ctx, obs.Graph(), s)
+		return s
 	})
 	return a, err
 }
 
+// surrogate is Σ logits·gLogits + Σ values·gValues of the network on obs, with the kernel's
+// gradients gLogits, gValues as constants: its gradient with respect to the weights is the
+// chain rule through the network of the loss's gradient with respect to the network's outputs.
+func surrogate(ctx *context.Context, obs, gLogits, gValues *graph.Node) *graph.Node {
+	logits, values := model(ctx, obs)
+	return graph.Add(graph.ReduceAllSum(graph.Mul(logits, gLogits)), graph.ReduceAllSum(graph.Mul(values, gValues)))
+}
+
 // model is the graph of both networks on obs [B, 4]. The actor's output layer starts near
 // zero (weights ~ N(0, 0.01²)), so the first policy is close to uniform.
-func model(ctx *context.Context, obs *Node) (logits, values *Node) {
+func model(ctx *context.Context, obs *graph.Node) (logits, values *graph.Node) {
 	actor := ctx.In("actor")
-	h := Tanh(layers.DenseWithBias(actor.In("hidden"), obs, hidden))
+	h := graph.Tanh(layers.DenseWithBias(actor.In("hidden"), obs, hidden))
 	out := actor.In("out")
 	logits = layers.DenseWithBias(out.WithInitializer(initializers.RandomNormalFn(out, 0.01)), h, numActions)
 	critic := ctx.In("critic")
-	h = Tanh(layers.DenseWithBias(critic.In("hidden"), obs, hidden))
+	h = graph.Tanh(layers.DenseWithBias(critic.In("hidden"), obs, hidden))
 	values = layers.DenseWithBias(critic.In("out"), h, 1)
-	return logits, Reshape(values, obs.Shape().Dimensions[0])
+	return logits, graph.Reshape(values, obs.Shape().Dimensions[0])
 }
 
 // Infer returns the logits [B·A] and values [B] of the B observations in obs [B·4].

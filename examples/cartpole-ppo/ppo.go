@@ -11,11 +11,11 @@ import (
 // Config holds the trainer's hyperparameters. The loss's own (γ, λ, ε, the coefficients, the
 // minibatch shape loss.N × loss.T) are baked into the generated kernel: see ppo.yaml.
 type Config struct {
-	Seed    uint64
-	Envs    int     // parallel environments, one trajectory row each; a multiple of loss.N
-	Epochs  int     // passes over each rollout
-	LR      float64 // Adam's learning rate, annealed linearly to 0 over MaxSteps
-	MaxSteps int    // environment steps before giving up unsolved
+	Seed     uint64
+	Envs     int     // parallel environments, one trajectory row each; a multiple of loss.N
+	Epochs   int     // passes over each rollout
+	LR       float64 // Adam's learning rate, annealed linearly to 0 over MaxSteps
+	MaxSteps int     // environment steps before giving up unsolved
 }
 
 // DefaultConfig is the configuration `go run .` uses.
@@ -185,10 +185,20 @@ func (t *Trainer) update() (Stats, error) {
 	return s, nil
 }
 
-// minibatchStep gathers the rollout rows into the kernel's [loss.N, loss.T] batch, evaluates
-// the network on it (V(s') with the current critic too: the kernel's GAE uses both), runs the
-// kernel's ForwardBackward and takes an Adam step along its gradients.
+// minibatchStep runs the kernel on the rows (evaluate) and takes an Adam step along its
+// gradients.
 func (t *Trainer) minibatchStep(rows []int) (*loss.Outputs, error) {
+	if err := t.evaluate(rows); err != nil {
+		return nil, err
+	}
+	k := loss.N * loss.T
+	return t.mb.out, t.agent.Step(t.mb.obs2[:k*obsDim], t.mb.g.Logits, t.mb.g.StateValue)
+}
+
+// evaluate gathers the rollout rows into the kernel's [loss.N, loss.T] batch, evaluates the
+// network on it (V(s') with the current critic too: the kernel's GAE uses both) and runs the
+// kernel's ForwardBackward into t.mb.
+func (t *Trainer) evaluate(rows []int) error {
 	mb, T := &t.mb, loss.T
 	k := loss.N * T
 	for j, r := range rows {
@@ -203,13 +213,10 @@ func (t *Trainer) minibatchStep(rows []int) (*loss.Outputs, error) {
 	}
 	logits, values, err := t.agent.Infer(mb.obs2)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mb.in.Logits, mb.in.StateValue, mb.in.NextStateValue = logits[:k*numActions], values[:k], values[k:]
-	if err := loss.ForwardBackward(&mb.in, mb.out, mb.g); err != nil {
-		return nil, err
-	}
-	return mb.out, t.agent.Step(mb.obs2[:k*obsDim], mb.g.Logits, mb.g.StateValue)
+	return loss.ForwardBackward(&mb.in, mb.out, mb.g)
 }
 
 // sample draws an action from the categorical distribution softmax(z).
