@@ -49,7 +49,9 @@ func plotCurve(path string, curve []Stats, returns []float64, seed uint64) error
 	p.Legend.Add("episode return", scatter)
 	p.Legend.Add("mean of last 100 episodes", line)
 	p.Legend.Add("solved (475)", threshold)
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(40)
+	p.Legend.Top, p.Legend.Left = false, false // bottom right, below the late episodes
+	p.Title.Padding = vg.Points(6)
+	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 100, Label: "100"},
+		{Value: 200, Label: "200"}, {Value: 300, Label: "300"}, {Value: 400, Label: "400"}, {Value: 500, Label: "500"}})
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
 }
