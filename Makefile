@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data example example-run
+.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data docs example example-run
 
 all: test
 
@@ -84,12 +84,21 @@ generate:
 	$(GO) generate ./generated/...
 	cd examples/cartpole-ppo && $(GO) generate .
 
-# Regenerates generated/ (and the example's kernel) and fails if that changed anything (or
-# left files untracked).
+# The spec reference and the spec's JSON Schema, generated from the stage registry
+# (gen/specdoc; its TestDocsFresh fails on a stale copy too).
+DOCS := docs/spec-reference.md docs/spec.schema.json
+docs:
+	$(GO) run ./cmd/lossgen reference -o docs/spec-reference.md
+	$(GO) run ./cmd/lossgen schema -o docs/spec.schema.json
+
+# Regenerates generated/, the example's kernel and the docs, and fails if that changed
+# anything (or left files untracked).
 GENERATED := generated/ examples/cartpole-ppo/loss/
-check-generated: generate
+check-generated: generate docs
 	@git diff --exit-code -- $(GENERATED) || (echo "$(GENERATED) stale: run make generate and commit" >&2; exit 1)
 	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED) >&2; echo "untracked files in $(GENERATED)" >&2; exit 1)
+	@git diff --exit-code -- $(DOCS) || (echo "$(DOCS) stale: run make docs and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- $(DOCS))" || (git status --porcelain -- $(DOCS) >&2; echo "$(DOCS) not committed: run make docs and commit" >&2; exit 1)
 
 # The PPO trainer example, a module of its own (GoMLX and gonum/plot stay out of lossgen's
 # go.mod; the Go proxy serves them): vet, and its unit tests (the CartPole port against

@@ -5,17 +5,25 @@ import (
 	"strings"
 )
 
+// The forms of names, as regular expressions (the JSON Schema of specs uses them too).
+const (
+	// DimNamePattern: a dim becomes an exported Go constant of the generated package.
+	DimNamePattern = `^[A-Z][A-Za-z0-9_]*$`
+	// KeyPartPattern: one element of a data key; the joined key names a Go field and an .npz
+	// array.
+	KeyPartPattern = `^[A-Za-z_][A-Za-z0-9_-]*$`
+	// PackageNamePattern: the package name is also the stem of its main file, <package>.go.
+	PackageNamePattern = `^[a-z_][a-z0-9_]*$`
+)
+
 var (
-	// dimName: a dim becomes an exported Go constant of the generated package.
-	dimName = regexp.MustCompile(`^[A-Z][A-Za-z0-9_]*$`)
-	// keyPart: one element of a data key; the joined key names a Go field and an .npz array.
-	keyPart = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	dimName = regexp.MustCompile(DimNamePattern)
+	keyPart = regexp.MustCompile(KeyPartPattern)
 	// testFuncName: what go test takes for a test, benchmark, fuzz test or example; the
 	// generated tests declare such functions (TestGolden, BenchmarkForward, ...), so no dim
 	// constant may take one of those names.
 	testFuncName = regexp.MustCompile(`^(Test|Benchmark|Fuzz|Example)([^a-z].*)?$`)
-	// packageName: the package name is also the stem of its main file, <package>.go.
-	packageName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+	packageName  = regexp.MustCompile(PackageNamePattern)
 )
 
 // generatedStems are the stems of a generated package's files other than <package>.go and

@@ -82,6 +82,11 @@ type Sample = runtime.Sample
 type KeyDef struct {
 	Name    string
 	Default []string // the nested data key; nil: derived (NextOf) or absent unless mapped
+	// Shape is the key's layout in dim names, "[*batch]" when empty: "[*batch, A]" (logits),
+	// "[Q, *batch]" (an ensemble); alternatives joined by " | " where the stage's
+	// configuration decides. It documents the key (docs/spec-reference.md); lowering gives
+	// each tensor its shape.
+	Shape string
 	// NextOf derives the default as ["next"] + the data key of another logical key
 	// (next_value from value, as TorchRL's estimators read ("next", value_key)).
 	NextOf string
@@ -108,6 +113,22 @@ type StageDef struct {
 	// Check validates the stage's parameters together, with the whole spec at hand, and
 	// applies defaults that depend on other keys. It may be nil.
 	Check func(c *Check)
+	// Example is what a starter spec (lossgen init) writes for the stage beyond TorchRL's
+	// defaults, so that it is valid as written. It may be nil.
+	Example *Example
+}
+
+// Example is a stage's part of a starter spec: a value for each parameter the stage needs
+// that has no default (an action dim, a standalone estimator's γ), and the dims those
+// parameters name, each where the tensors' layout puts it.
+type Example struct {
+	Params map[string]any // parameter name → value, of the parameter's type
+	// Sizes are integer parameters that hold the size of an example dim (num_qvalue_nets: Q),
+	// so that a starter sized otherwise stays consistent.
+	Sizes map[string]string
+	// Before are dims declared ahead of the batch dims (an ensemble, [Q, *batch]); After,
+	// behind them (atoms and actions, [*batch, K, A]), in this order.
+	Before, After []Dim
 }
 
 // Param returns the named parameter definition, or nil.

@@ -8,6 +8,10 @@
 //	                                              run the kernel on recorded data
 //	lossgen bench [-sizes N=16,T=256;N=4096,T=4096] SPEC
 //	lossgen version                               print the generator, module and VCS versions
+//	lossgen init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE]
+//	                                              print a commented starter spec
+//	lossgen reference [-o FILE]                   print the spec reference (docs/spec-reference.md)
+//	lossgen schema [-o FILE]                      print the spec's JSON Schema (docs/spec.schema.json)
 //
 // Use it from go generate:
 //
@@ -50,6 +54,10 @@ commands:
   bench [-sizes N=16,T=256;...] SPEC  benchmark the Go and AVX2 kernels at several sizes against
                                        a memory-copy probe
   version                              print the generator version, the module version and the VCS revision
+  init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE [-force]]
+                                       print a commented starter spec, every parameter at TorchRL's default
+  reference [-o FILE]                  print the spec reference (docs/spec-reference.md)
+  schema [-o FILE]                     print the spec's JSON Schema for editors (docs/spec.schema.json)
 
 Run 'lossgen <command> -h' for a command's flags.
 `
@@ -83,6 +91,12 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		err = cmdEval(rest, stdout, stderr)
 	case "bench":
 		err = cmdBench(rest, stdout, stderr)
+	case "init":
+		err = cmdInit(rest, stdout, stderr)
+	case "reference":
+		err = cmdReference(rest, stdout, stderr)
+	case "schema":
+		err = cmdSchema(rest, stdout, stderr)
 	case "version", "--version", "-version":
 		if len(rest) > 0 {
 			fmt.Fprintf(stderr, "usage: lossgen version\n")

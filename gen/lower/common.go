@@ -54,17 +54,29 @@ func checkTimeDim(c *spec.Check) {
 // λ 0.95, torchrl/objectives/utils.py default_value_kwargs); a standalone estimator class has
 // none, so there they are required (SEMANTICS.md §1.7).
 func discountDefaults(c *spec.Check, params ...string) {
-	defaults := map[string]float64{"gamma": 0.99, "lmbda": 0.95}
 	for _, p := range params {
 		if c.Stage.Get(p) != nil {
 			continue
 		}
 		if c.Spec.Loss != nil {
-			c.Stage.Set(p, defaults[p])
+			c.Stage.Set(p, lossDiscounts[p])
 			continue
 		}
 		c.Errorf(p, "required for a standalone %s estimator (TorchRL's estimator classes have no default)", c.Stage.Type)
 	}
+}
+
+// lossDiscounts are the discounts a loss gives the estimator it builds.
+var lossDiscounts = map[string]float64{"gamma": 0.99, "lmbda": 0.95}
+
+// discountExample is an estimator's starter-spec entry: the loss defaults of its discounts,
+// which a standalone estimator needs written.
+func discountExample(params ...string) *spec.Example {
+	e := &spec.Example{Params: map[string]any{}}
+	for _, p := range params {
+		e.Params[p] = lossDiscounts[p]
+	}
+	return e
 }
 
 // unitInterval is a parameter range [0, 1].

@@ -19,7 +19,8 @@ func init() {
 				{Name: "average_gae", Type: spec.Bool, Default: false, Doc: "standardise the advantage: (A − mean A)/max(std A, 1e-4), unbiased std over every element"},
 				paramTimeDim,
 			},
-			Keys: estimatorKeys,
+			Keys:    estimatorKeys,
+			Example: discountExample("gamma", "lmbda"),
 			Check: func(c *spec.Check) {
 				discountDefaults(c, "gamma", "lmbda")
 				checkTimeDim(c)

@@ -15,10 +15,10 @@ const iqlSource = "torchrl/objectives/iql.py"
 
 // The keys only the IQL losses read and write.
 var (
-	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true,
+	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true, Shape: "[Q, *batch] | [Q, *batch, A]",
 		Doc:    "Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)",
 		Sample: spec.Sample{Dist: "normal", Std: 2}}
-	keyTargetStateActionValue = spec.KeyDef{Name: "target_state_action_value", Default: []string{"target_state_action_value"},
+	keyTargetStateActionValue = spec.KeyDef{Name: "target_state_action_value", Default: []string{"target_state_action_value"}, Shape: "[Q, *batch] | [Q, *batch, A]",
 		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "state_action_value", ExtremeBig: true}}
 	keyPriority = spec.KeyDef{Name: "priority", Default: []string{"td_error"},
@@ -47,7 +47,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "iql", Class: "IQLLoss", Source: iqlSource,
 			Params: append(append([]spec.ParamDef(nil), params...), policyParams("none")...),
-			Keys:   keys, Check: checkIQL},
+			Keys:   keys, Check: checkIQL, Example: &spec.Example{Before: []spec.Dim{ensembleExample}, Sizes: ensembleSize}},
 		Lower: lowerIQL,
 	})
 	register(&Stage{
@@ -56,10 +56,19 @@ func init() {
 				spec.ParamDef{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"},
 					Doc: "how the stored action selects the Q-value: an index (categorical) or a one-hot vector (one_hot)"},
 				paramActionDim), discretePolicy...),
-			Keys: keys, Check: checkIQL},
+			Keys: keys, Check: checkIQL,
+			Example: &spec.Example{Params: map[string]any{"action_dim": "A", "action_space": "one_hot"},
+				Before: []spec.Dim{ensembleExample}, After: []spec.Dim{{Name: "A", Size: 4}}, Sizes: ensembleSize}},
 		Lower: lowerIQL,
 	})
 }
+
+// ensembleExample is the Q ensemble dim of a starter spec: TorchRL's num_qvalue_nets default
+// of 2, declared (before the batch) rather than added by checkEnsembleDim, so the layout shows.
+var ensembleExample = spec.Dim{Name: "Q", Size: 2}
+
+// ensembleSize ties num_qvalue_nets to the starter's ensemble dim.
+var ensembleSize = map[string]string{"num_qvalue_nets": "Q"}
 
 // paramActionDim is the dim of the discrete actions (the last dim of the action values).
 var paramActionDim = spec.ParamDef{Name: "action_dim", Type: spec.DimName,

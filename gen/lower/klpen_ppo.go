@@ -9,15 +9,15 @@ import (
 
 func init() {
 	inf := math.Inf(1)
-	register(&Stage{
-		StageDef: ppoDef("klpen_ppo", "KLPENPPOLoss", []spec.ParamDef{
-			{Name: "dtarg", Type: spec.Float, Default: 0.01, Min: 0, Max: inf, MinOpen: true, MaxOpen: true, Doc: "the target KL: β grows when mean KL > 1.5·dtarg, shrinks when < dtarg/1.5"},
-			{Name: "beta", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MaxOpen: true, Doc: "β₀, the initial KL coefficient (kernel state: State.Beta)"},
-			{Name: "increment", Type: spec.Float, Default: 2.0, Min: 1, Max: inf, MaxOpen: true, Doc: "β ← β·increment when the KL is above target (TorchRL: ValueError below 1)"},
-			{Name: "decrement", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, Doc: "β ← β·decrement when the KL is below target (TorchRL: ValueError above 1)"},
-		}, []spec.KeyDef{keyOldLogits, keyOldLoc, keyOldScale}, checkKLPEN),
-		Lower: lowerKLPEN,
-	})
+	def := ppoDef("klpen_ppo", "KLPENPPOLoss", []spec.ParamDef{
+		{Name: "dtarg", Type: spec.Float, Default: 0.01, Min: 0, Max: inf, MinOpen: true, MaxOpen: true, Doc: "the target KL: β grows when mean KL > 1.5·dtarg, shrinks when < dtarg/1.5"},
+		{Name: "beta", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MaxOpen: true, Doc: "β₀, the initial KL coefficient (kernel state: State.Beta)"},
+		{Name: "increment", Type: spec.Float, Default: 2.0, Min: 1, Max: inf, MaxOpen: true, Doc: "β ← β·increment when the KL is above target (TorchRL: ValueError below 1)"},
+		{Name: "decrement", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, Doc: "β ← β·decrement when the KL is below target (TorchRL: ValueError above 1)"},
+	}, []spec.KeyDef{keyOldLogits, keyOldLoc, keyOldScale}, checkKLPEN)
+	// KLPEN needs a distribution (checkKLPEN): a starter's is a categorical policy.
+	def.Example = &spec.Example{Params: map[string]any{"distribution": "categorical", "action_dim": "A"}, After: []spec.Dim{{Name: "A", Size: 4}}}
+	register(&Stage{StageDef: def, Lower: lowerKLPEN})
 }
 
 // checkKLPEN requires a distribution with a closed-form KL (SEMANTICS.md §10.5, §11.9).

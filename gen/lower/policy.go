@@ -31,25 +31,25 @@ func policyParams(def string) []spec.ParamDef {
 
 // The keys of the distributions' parameters and the stored action.
 var (
-	keyLogits = spec.KeyDef{Name: "logits", Default: []string{"logits"}, Differentiable: true,
+	keyLogits = spec.KeyDef{Name: "logits", Default: []string{"logits"}, Differentiable: true, Shape: "[*batch, A]",
 		Doc:    "the current policy's logits [*batch, A] (network output)",
 		Sample: spec.Sample{Dist: "normal", Std: 1.5, ExtremeLogits: true}}
-	keyAction = spec.KeyDef{Name: "action", Default: []string{"action"}, Kind: spec.IndexKey,
+	keyAction = spec.KeyDef{Name: "action", Default: []string{"action"}, Kind: spec.IndexKey, Shape: "[*batch] | [*batch, A] | [*batch, D]",
 		Doc:    "the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)",
 		Sample: spec.Sample{Dist: "action", ExtremeAction: true}}
-	keyLoc = spec.KeyDef{Name: "loc", Default: []string{"loc"}, Differentiable: true,
+	keyLoc = spec.KeyDef{Name: "loc", Default: []string{"loc"}, Differentiable: true, Shape: "[*batch, D]",
 		Doc:    "the current policy's Normal mean μ [*batch, D] (network output)",
 		Sample: spec.Sample{Dist: "normal", Std: 0.5}}
-	keyScale = spec.KeyDef{Name: "scale", Default: []string{"scale"}, Differentiable: true, Pad: 1,
+	keyScale = spec.KeyDef{Name: "scale", Default: []string{"scale"}, Differentiable: true, Pad: 1, Shape: "[*batch, D]",
 		Doc:    "the current policy's Normal standard deviation σ > 0 [*batch, D] (network output)",
 		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
-	keyOldLogits = spec.KeyDef{Name: "old_logits", Default: []string{"old_logits"},
+	keyOldLogits = spec.KeyDef{Name: "old_logits", Default: []string{"old_logits"}, Shape: "[*batch, A]",
 		Doc:    "the behaviour policy's logits [*batch, A], stored with the data (KLPENPPOLoss rebuilds previous_dist from them)",
 		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "logits"}}
-	keyOldLoc = spec.KeyDef{Name: "old_loc", Default: []string{"old_loc"},
+	keyOldLoc = spec.KeyDef{Name: "old_loc", Default: []string{"old_loc"}, Shape: "[*batch, D]",
 		Doc:    "the behaviour policy's Normal mean [*batch, D], stored with the data",
 		Sample: spec.Sample{Dist: "normal", Std: 0.2, Offset: "loc"}}
-	keyOldScale = spec.KeyDef{Name: "old_scale", Default: []string{"old_scale"}, Pad: 1,
+	keyOldScale = spec.KeyDef{Name: "old_scale", Default: []string{"old_scale"}, Pad: 1, Shape: "[*batch, D]",
 		Doc:    "the behaviour policy's Normal standard deviation [*batch, D], stored with the data",
 		Sample: spec.Sample{Dist: "uniform", Lo: 0.3, Hi: 1.5}}
 )

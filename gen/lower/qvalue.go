@@ -14,10 +14,10 @@ const actorsSource = "torchrl/modules/tensordict_module/actors.py"
 
 // The keys the Q-value modules read and write.
 var (
-	keyActionValue = spec.KeyDef{Name: "action_value", Default: []string{"action_value"}, Differentiable: true,
+	keyActionValue = spec.KeyDef{Name: "action_value", Default: []string{"action_value"}, Differentiable: true, Shape: "[*batch, A] | [*batch, K, A]",
 		Doc:    "the Q-network's action values [*batch, A] (distributional: log-softmax values [*batch, K, A]) (TorchRL key action_value)",
 		Sample: spec.Sample{Dist: "uniform", Lo: -4, Hi: -0.01, ExtremeTie: true}}
-	keyActionMask = spec.KeyDef{Name: "action_mask", Kind: spec.BoolKey,
+	keyActionMask = spec.KeyDef{Name: "action_mask", Kind: spec.BoolKey, Shape: "[*batch, A]",
 		Doc:    "the allowed actions [*batch, A], true where allowed (TorchRL's action_mask_key; absent unless mapped)",
 		Sample: spec.Sample{Dist: "flag", P: 0.7, ExtremeRows: true}}
 	keyChosenActionValue = spec.KeyDef{Name: "chosen_action_value", Default: []string{"chosen_action_value"},
@@ -35,7 +35,8 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Transform, Type: "qvalue", Class: "QValueModule", Source: actorsSource,
 			Params: params, Keys: []spec.KeyDef{keyActionValue, keyActionMask, keyAction, keyChosenActionValue},
-			Check: func(c *spec.Check) { checkQValue(c) }},
+			Check:   func(c *spec.Check) { checkQValue(c) },
+			Example: &spec.Example{Params: map[string]any{"action_dim": "A"}, After: []spec.Dim{{Name: "A", Size: 4}}}},
 		Lower: lowerQValue,
 	})
 	register(&Stage{
@@ -48,7 +49,9 @@ func init() {
 				if checkQValue(c) && checkInnerDim(c, "atom_dim", "after") {
 					checkSupport(c)
 				}
-			}},
+			},
+			Example: &spec.Example{Params: map[string]any{"action_dim": "A", "atom_dim": "K", "support": []float64{-2, -1, 0, 1, 2}},
+				After: []spec.Dim{{Name: "K", Size: 5}, {Name: "A", Size: 4}}}},
 		Lower: lowerDistributionalQValue,
 	})
 }

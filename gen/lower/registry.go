@@ -49,7 +49,7 @@ func register(s *Stage) {
 }
 
 func sameKey(a, b spec.KeyDef) bool {
-	return slices.Equal(a.Default, b.Default) && a.NextOf == b.NextOf && a.Kind == b.Kind && a.Differentiable == b.Differentiable
+	return slices.Equal(a.Default, b.Default) && a.NextOf == b.NextOf && a.Kind == b.Kind && a.Differentiable == b.Differentiable && a.Shape == b.Shape
 }
 
 // registry is the spec.Registry of the registered stages.

@@ -9,9 +9,10 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{
 			Kind: spec.Estimator, Type: "td1", Class: "TD1Estimator", Source: "torchrl/objectives/value/advantages.py",
-			Params: []spec.ParamDef{unitParam("gamma", "the discount γ"), paramAverageRewards, paramTimeDim},
-			Keys:   estimatorKeys,
-			Check:  estimatorCheck([]string{"gamma"}, "average_rewards"),
+			Params:  []spec.ParamDef{unitParam("gamma", "the discount γ"), paramAverageRewards, paramTimeDim},
+			Keys:    estimatorKeys,
+			Example: discountExample("gamma"),
+			Check:   estimatorCheck([]string{"gamma"}, "average_rewards"),
 		},
 		Lower: lowerTD1,
 	})

@@ -9,9 +9,10 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{
 			Kind: spec.Estimator, Type: "td_lambda", Class: "TDLambdaEstimator", Source: "torchrl/objectives/value/advantages.py",
-			Params: []spec.ParamDef{unitParam("gamma", "the discount γ"), unitParam("lmbda", "the TD(λ) λ (TorchRL's spelling)"), paramAverageRewards, paramTimeDim},
-			Keys:   estimatorKeys,
-			Check:  estimatorCheck([]string{"gamma", "lmbda"}, "average_rewards"),
+			Params:  []spec.ParamDef{unitParam("gamma", "the discount γ"), unitParam("lmbda", "the TD(λ) λ (TorchRL's spelling)"), paramAverageRewards, paramTimeDim},
+			Keys:    estimatorKeys,
+			Example: discountExample("gamma", "lmbda"),
+			Check:   estimatorCheck([]string{"gamma", "lmbda"}, "average_rewards"),
 		},
 		Lower: lowerTDLambda,
 	})

@@ -19,8 +19,9 @@ func init() {
 				{Name: "average_adv", Type: spec.Bool, Default: false, Doc: "standardise the advantage: (A − mean A)/max(std A, 1e-5), unbiased std over every element"},
 				paramTimeDim,
 			},
-			Keys:  append(append([]spec.KeyDef(nil), estimatorKeys...), keyLogProb, keySampleLogProb),
-			Check: estimatorCheck([]string{"gamma"}, "average_adv"),
+			Keys:    append(append([]spec.KeyDef(nil), estimatorKeys...), keyLogProb, keySampleLogProb),
+			Check:   estimatorCheck([]string{"gamma"}, "average_adv"),
+			Example: discountExample("gamma"),
 		},
 		Lower: lowerVTrace,
 	})

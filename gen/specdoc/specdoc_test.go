@@ -1,0 +1,399 @@
+package specdoc
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/lossgen/lossgen/gen"
+	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/spec"
+)
+
+var reg = lower.Registry()
+
+// TestDocsFresh compares the committed reference and schema with what the registry gives
+// today, so that neither goes stale.
+func TestDocsFresh(t *testing.T) {
+	for _, c := range []struct {
+		file, command string
+		render        func(spec.Registry) []byte
+	}{
+		{"spec-reference.md", ReferenceCommand, Reference},
+		{"spec.schema.json", SchemaCommand, Schema},
+	} {
+		got, err := os.ReadFile(filepath.Join("..", "..", "docs", c.file))
+		require.NoError(t, err)
+		if !bytes.Equal(got, c.render(reg)) {
+			t.Errorf("docs/%s is stale: the stage registry changed; run make docs (%s) and commit it", c.file, c.command)
+		}
+	}
+}
+
+// compileSchema compiles the schema with a maintained validator (which also checks it
+// against the draft 2020-12 meta-schema).
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema(reg)))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource(SchemaID, doc))
+	sch, err := c.Compile(SchemaID)
+	require.NoError(t, err)
+	return sch
+}
+
+// yamlToJSON is a spec as the JSON value an editor's YAML support validates.
+func yamlToJSON(t *testing.T, src []byte) any {
+	t.Helper()
+	var v any
+	require.NoError(t, yaml.Unmarshal(src, &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	return inst
+}
+
+// TestSchemaAcceptsExamples validates every shipped example spec against the schema.
+func TestSchemaAcceptsExamples(t *testing.T) {
+	sch := compileSchema(t)
+	files, err := filepath.Glob("../../spec/examples/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if err := sch.Validate(yamlToJSON(t, src)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// base is a valid spec that the cases below change one thing of.
+const base = "package: p\ndims: {B: 8, A: 4}\nbatch: [B]\n"
+
+// TestSchemaRejects checks that the schema rejects what the parser rejects for one reason
+// each, and accepts the valid variants beside them (so that a rejection is for that reason).
+func TestSchemaRejects(t *testing.T) {
+	sch := compileSchema(t)
+	for _, c := range []struct {
+		name, spec string
+		ok         bool
+	}{
+		{"valid", "loss: {type: clip_ppo, clip_epsilon: 0.5}", true},
+		{"pair", "loss: {type: clip_ppo, clip_epsilon: [0.2, 0.28]}", true},
+		{"null critic", "loss: {type: clip_ppo, critic_coeff: null}", true},
+		{"heads", "loss: {type: clip_ppo, entropy_coeff: {move: 0.01, talk: 0.02}, heads: [move, talk]}", true},
+		{"unknown param", "loss: {type: clip_ppo, clip_epsilonn: 0.5}", false},
+		{"wrong type", "loss: {type: clip_ppo, entropy_bonus: 1}", false},
+		{"string for number", "loss: {type: clip_ppo, clip_epsilon: high}", false},
+		{"out of range", "loss: {type: clip_ppo, clip_epsilon: 1.5}", false},
+		{"open bound", "loss: {type: clip_ppo, clip_epsilon: 0}", false},
+		{"pair out of range", "loss: {type: clip_ppo, clip_epsilon: [0.2, 1]}", false},
+		{"pair of three", "loss: {type: clip_ppo, clip_epsilon: [0.1, 0.2, 0.3]}", false},
+		{"null not allowed", "loss: {type: clip_ppo, reduction: null}", false},
+		{"unknown loss type", "loss: {type: clip_ppo2}", false},
+		{"missing type", "loss: {clip_epsilon: 0.2}", false},
+		{"estimator as loss", "loss: {type: gae}", false},
+		{"param of another stage", "estimator: {type: td0, gamma: 0.9, lmbda: 0.9}", false},
+		{"unknown enum value", "loss: {type: ppo, reduction: avg}", false},
+		{"integer param", "loss: {type: iql, num_qvalue_nets: 0}", false},
+		{"transform param", "transforms: [{type: qvalue, action_dim: A, action_space: one_hot}]", true},
+		{"transform unknown param", "transforms: [{type: qvalue, action_dim: A, actions: one_hot}]", false},
+		{"unknown top-level key", "losses: {type: ppo}", false},
+		{"unknown logical key", "loss: {type: ppo}\nkeys: {rewards: r}", false},
+		{"nested key", "loss: {type: ppo}\nkeys: {value: [critic, out], mask: null}", true},
+		{"bad key part", "loss: {type: ppo}\nkeys: {value: 'a.b'}", false},
+		{"no stage", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := []byte(base + c.spec + "\n")
+			err := sch.Validate(yamlToJSON(t, src))
+			if c.ok {
+				require.NoError(t, err)
+			} else {
+				require.Error(t, err, "the schema accepts a spec the parser rejects")
+			}
+			// The parser agrees (the valid cases parse; lowering is not the schema's business).
+			_, perr := spec.Parse("t.yaml", src, reg)
+			require.Equal(t, c.ok, perr == nil, "parser: %v", perr)
+		})
+	}
+	// Bad dims: a lower-case name, a zero size, no dims at all.
+	for _, src := range []string{
+		"package: p\ndims: {b: 8}\nbatch: [b]\nloss: {type: ppo}\n",
+		"package: p\ndims: {B: 0}\nbatch: [B]\nloss: {type: ppo}\n",
+		"package: p\ndims: {}\nbatch: [B]\nloss: {type: ppo}\n",
+		"package: func\ndims: {B: 8}\nbatch: [B]\nloss: {type: ppo}\n",
+		"package: P\ndims: {B: 8}\nbatch: [B]\nloss: {type: ppo}\n",
+	} {
+		require.Error(t, sch.Validate(yamlToJSON(t, []byte(src))), src)
+		_, err := spec.Parse("t.yaml", []byte(src), reg)
+		require.Error(t, err, src)
+	}
+}
+
+// allowedList is the list of allowed names in the parser's error for an unknown name.
+var allowedList = regexp.MustCompile(`allowed: ([^)]*)\)`)
+
+// parserAllowed parses src, which has one unknown name, and returns what the parser says it
+// allows there.
+func parserAllowed(t *testing.T, src string) []string {
+	t.Helper()
+	_, err := spec.Parse("t.yaml", []byte(src), reg)
+	require.Error(t, err)
+	m := allowedList.FindStringSubmatch(err.Error())
+	require.NotNil(t, m, "no allowed list in %v", err)
+	return strings.Split(m[1], ", ")
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestSchemaAgreesWithParser compares every name the schema accepts with what the parser
+// says it allows: the top-level fields, each kind's stage types, each stage's keys, each enum
+// parameter's values and the logical keys. When the parser learns a new spelling (an alias),
+// this fails until the schema accepts it too (stageTypes, paramNames).
+func TestSchemaAgreesWithParser(t *testing.T) {
+	var root map[string]any
+	require.NoError(t, json.Unmarshal(Schema(reg), &root))
+	defs := root["$defs"].(map[string]any)
+	props := func(def map[string]any) []string { return sortedKeys(def["properties"].(map[string]any)) }
+
+	require.Equal(t, parserAllowed(t, base+"zz_unknown: 1\n"), props(root))
+	var fields []string
+	for _, f := range Fields {
+		fields = append(fields, f.Name)
+	}
+	sort.Strings(fields)
+	require.Equal(t, fields, props(root))
+	require.Equal(t, parserAllowed(t, base+"loss: {type: ppo}\nkeys: {zz_unknown: x}\n"), props(defs["keys"].(map[string]any)))
+
+	wrap := map[spec.Kind]func(string) string{
+		spec.Loss:      func(m string) string { return "loss: " + m },
+		spec.Estimator: func(m string) string { return "estimator: " + m },
+		spec.Transform: func(m string) string { return "transforms: [" + m + "]" },
+	}
+	for _, k := range stageKinds {
+		types := defs[k.String()].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["enum"].([]any)
+		var got []string
+		for _, x := range types {
+			got = append(got, x.(string))
+		}
+		require.Equal(t, parserAllowed(t, base+wrap[k]("{type: zz_unknown}")+"\n"), got, k.String())
+		for _, typ := range reg.Types(k) {
+			def := defs[stageDef(k, typ)].(map[string]any)
+			require.Equal(t, false, def["additionalProperties"], typ)
+			require.Equal(t, parserAllowed(t, base+wrap[k]("{type: "+typ+", zz_unknown: 1}")+"\n"), props(def), typ)
+			for _, p := range reg.Stage(k, typ).Params {
+				if p.Type != spec.Enum {
+					continue
+				}
+				var vals []string
+				for _, v := range def["properties"].(map[string]any)[p.Name].(map[string]any)["enum"].([]any) {
+					vals = append(vals, v.(string))
+				}
+				sort.Strings(vals)
+				require.Equal(t, parserAllowed(t, base+wrap[k]("{type: "+typ+", "+p.Name+": zz_unknown}")+"\n"), vals, typ+"."+p.Name)
+			}
+		}
+	}
+}
+
+// TestReference checks the reference's content against the registry: every stage under its
+// kind with its class, a row per parameter with its type, default and range, every key with
+// its shape, and the layout rule.
+func TestReference(t *testing.T) {
+	ref := string(Reference(reg))
+	require.Contains(t, ref, LayoutDoc)
+	require.Contains(t, ref, "| `clip_epsilon` | number or [low, high] | `0.2` | `(0, 1)` | ε: log-weights are clamped")
+	require.Contains(t, ref, "| `reduction` | string | `mean` | `none` \\| `mean` \\| `sum` | How the loss_* outputs are reduced. |")
+	require.Contains(t, ref, "| `gamma` | number | — (lossgen init: `0.99`) | `[0, 1]` | The discount γ. |")
+	require.Contains(t, ref, "| `num_qvalue_nets` | integer | `2` | `[1, inf)` |")
+	require.Contains(t, ref, "| `logits` | `logits` | `[*batch, A]` | float (dtype) | network output: the loss differentiates with respect to it |")
+	require.Contains(t, ref, "| `reward` | `next.reward` | `[*batch]` | float (dtype) | data |")
+	require.Contains(t, ref, "| `next_value` | — | `[*batch]` | float (dtype) | derived: [next, &lt;data key of value>] unless mapped |")
+	for _, k := range stageKinds {
+		section := ref[strings.Index(ref, "\n## "+kindTitle(k)+"\n"):]
+		section = section[:strings.Index(section[1:], "\n## ")+1]
+		for _, typ := range reg.Types(k) {
+			d := reg.Stage(k, typ)
+			require.Contains(t, section, "\n### "+typ+" ("+d.Class+")\n")
+			for _, p := range d.Params {
+				require.Contains(t, section, "| `"+p.Name+"` | "+cell(typeText(p.Type))+" |", typ)
+			}
+		}
+	}
+	for _, name := range reg.Keys() {
+		require.Contains(t, ref, "\n| `"+name+"` |")
+	}
+	for _, f := range Fields {
+		require.Contains(t, ref, "\n| `"+f.Name+"` |")
+	}
+}
+
+// starterCase is one stage combination lossgen init is asked for.
+type starterCase struct {
+	o StarterOptions
+	// fails is the parser's complaint when TorchRL rejects the combination.
+	fails string
+}
+
+func starterCases() []starterCase {
+	var cs []starterCase
+	unsupported := map[string]bool{"iql/gae": true, "iql/vtrace": true, "discrete_iql/gae": true, "discrete_iql/vtrace": true}
+	for _, l := range reg.Types(spec.Loss) {
+		cs = append(cs, starterCase{o: StarterOptions{Loss: l}})
+		for _, e := range reg.Types(spec.Estimator) {
+			c := starterCase{o: StarterOptions{Loss: l, Estimator: e}}
+			if unsupported[l+"/"+e] {
+				c.fails = "estimator.type: " + e + " is not supported by " + l + " (TorchRL raises NotImplementedError)"
+			}
+			cs = append(cs, c)
+		}
+	}
+	for _, e := range reg.Types(spec.Estimator) {
+		cs = append(cs, starterCase{o: StarterOptions{Estimator: e}})
+	}
+	for _, tr := range reg.Types(spec.Transform) {
+		cs = append(cs, starterCase{o: StarterOptions{Transforms: []string{tr}}})
+	}
+	return cs
+}
+
+// TestStarter asks lossgen init for every loss (alone and with every estimator), every
+// standalone estimator and every transform: each starter parses, lowers with no warning and
+// validates against the schema, states its stages' defaults, and names the schema and the
+// layout rule; a combination TorchRL rejects is the parser's error.
+func TestStarter(t *testing.T) {
+	sch := compileSchema(t)
+	for _, c := range starterCases() {
+		name := strings.Trim(c.o.Loss+"+"+c.o.Estimator+"+"+strings.Join(c.o.Transforms, ","), "+")
+		t.Run(name, func(t *testing.T) {
+			out, err := Starter(c.o)
+			if c.fails != "" {
+				require.ErrorContains(t, err, c.fails)
+				return
+			}
+			require.NoError(t, err)
+			s, err := spec.Parse("init.yaml", out, reg)
+			require.NoError(t, err)
+			require.Empty(t, s.Warnings)
+			_, _, err = lower.Lower(s)
+			require.NoError(t, err)
+			require.Empty(t, s.Warnings)
+			require.NoError(t, sch.Validate(yamlToJSON(t, out)))
+			require.True(t, strings.HasPrefix(string(out), "# yaml-language-server: $schema="+SchemaID+"\n"))
+			require.Contains(t, string(out), "# The order of the dims mapping is the memory layout")
+			// Every parameter written with a default has TorchRL's default after parsing.
+			for _, st := range s.Stages() {
+				for _, p := range st.Def.Params {
+					if _, ex := exampleParam(st.Def, p.Name); ex || p.Default == nil || !st.Written(p.Name) {
+						continue
+					}
+					if st.Def.Example != nil && st.Def.Example.Sizes[p.Name] != "" {
+						continue
+					}
+					require.Equal(t, p.Default, st.Get(p.Name), "%s.%s", st.Path, p.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestStarterText checks one starter line by line where it matters: the stages' defaults and
+// docs, sized dims in layout order, and the keys the kernel reads.
+func TestStarterText(t *testing.T) {
+	out, err := Starter(StarterOptions{Loss: "clip_ppo", Estimator: "gae", Dims: []spec.Dim{{Name: "N", Size: 64}, {Name: "T", Size: 421}}})
+	require.NoError(t, err)
+	text := string(out)
+	for _, want := range []string{
+		"\npackage: clip_ppo_gae\n",
+		"\ndims:\n  N: 64\n  T: 421\nbatch: [N, T]\n",
+		"\nestimator:\n  type: gae  # TorchRL's GAE (torchrl/objectives/value/advantages.py)\n  # the discount γ ([0, 1])\n  gamma: 0.99\n",
+		"\n  # ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically\n  # ((0, 1))\n  clip_epsilon: 0.2\n",
+		"\n  clip_value: null\n",
+		"\n  reduction: mean\n",
+		"\n  # low: -1.0  # is ignored: it bounds a tanh_normal action\n",
+		"\n  # [N, T] float: reward of step t (TorchRL key (next, reward))\n  reward: [next, reward]\n",
+		"\n  value: state_value\n",
+		"\n  # next_value: [next, …] (follows value)",
+	} {
+		require.Contains(t, text, want)
+	}
+	require.NotContains(t, text, "\n  next_value:")
+
+	// A stage's own dims go where the layout needs them, sized from -dims when named there;
+	// num_qvalue_nets follows the ensemble's size.
+	out, err = Starter(StarterOptions{Loss: "discrete_iql", Estimator: "td_lambda", Dims: []spec.Dim{{Name: "A", Size: 6}, {Name: "N", Size: 4}, {Name: "T", Size: 32}, {Name: "Q", Size: 3}}, Package: "diql"})
+	require.NoError(t, err)
+	text = string(out)
+	require.Contains(t, text, "\npackage: diql\n")
+	require.Contains(t, text, "\ndims:\n  Q: 3\n  N: 4\n  T: 32\n  A: 6\nbatch: [N, T]\n")
+	require.Contains(t, text, "\n  num_qvalue_nets: 3\n")
+	require.Contains(t, text, "\n  action_dim: A\n")
+	require.Contains(t, text, "\n  # [Q, N, T, A] float: ")
+	s, err := spec.Parse("x.yaml", out, reg)
+	require.NoError(t, err)
+	require.Equal(t, 3, s.Loss.Int("num_qvalue_nets"))
+
+	out, err = Starter(StarterOptions{Transforms: []string{"distributional_qvalue"}})
+	require.NoError(t, err)
+	require.Contains(t, string(out), "\ndims:\n  B: 256\n  K: 5\n  A: 4\nbatch: [B]\n")
+	require.Contains(t, string(out), "\n    support: [-2.0, -1.0, 0.0, 1.0, 2.0]\n")
+
+	for _, c := range []struct {
+		o    StarterOptions
+		want string
+	}{
+		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`},
+		{StarterOptions{Loss: "gae"}, `no loss "gae"`},
+		{StarterOptions{}, "no stage"},
+		{StarterOptions{Loss: "ppo", Dims: []spec.Dim{{Name: "b", Size: 4}}}, `lossgen init:18:3: dims: dim name "b" must be an ASCII Go identifier`},
+		{StarterOptions{Loss: "ppo", Package: "func"}, `lossgen init:6:10: package: "func" is a Go keyword`},
+	} {
+		_, err := Starter(c.o)
+		require.ErrorContains(t, err, c.want)
+	}
+}
+
+// TestYAMLString checks that strings YAML would read as another type are quoted.
+func TestYAMLString(t *testing.T) {
+	for in, want := range map[string]string{"state_value": "state_value", "null": `"null"`, "true": `"true"`, "1.5": `"1.5"`, "a-b": "a-b"} {
+		require.Equal(t, want, yamlString(in))
+	}
+	require.Equal(t, "[next, reward]", dataKeyText([]string{"next", "reward"}))
+	require.True(t, slices.Contains(goKeywords(), "func") && slices.Contains(goKeywords(), "var") && len(goKeywords()) == 25)
+}
+
+// TestStarterGenerates generates the Go package of two starters: what lossgen init prints is
+// a spec lossgen generate takes as it is.
+func TestStarterGenerates(t *testing.T) {
+	for _, o := range []StarterOptions{{Loss: "clip_ppo", Estimator: "gae"}, {Loss: "discrete_iql", Estimator: "td0"}} {
+		out, err := Starter(o)
+		require.NoError(t, err)
+		path := filepath.Join(t.TempDir(), "spec.yaml")
+		require.NoError(t, os.WriteFile(path, out, 0o644))
+		c, files, err := gen.Generate(path, gen.Options{OutDir: t.TempDir()})
+		require.NoError(t, err)
+		require.Equal(t, starterPackage(o), c.Spec.Package)
+		require.Contains(t, string(files[c.Spec.Package+".go"]), "package "+c.Spec.Package)
+	}
+}
