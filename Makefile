@@ -1,7 +1,7 @@
 # lossgen's everyday commands. `make demo` runs the main job; `make test` is what CI runs.
 GO ?= go
 
-.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data docs
+.PHONY: all demo test vet unit unit-default test-purego test-generator fuzz-smoke golden-check golden-update generate check-generated data docs example example-run
 
 all: test
 
@@ -82,6 +82,7 @@ golden-update:
 
 generate:
 	$(GO) generate ./generated/...
+	cd examples/cartpole-ppo && $(GO) generate .
 
 # The spec reference and the spec's JSON Schema, generated from the stage registry
 # (gen/specdoc; its TestDocsFresh fails on a stale copy too).
@@ -90,13 +91,25 @@ docs:
 	$(GO) run ./cmd/lossgen reference -o docs/spec-reference.md
 	$(GO) run ./cmd/lossgen schema -o docs/spec.schema.json
 
-# Regenerates generated/ and the docs, and fails if that changed anything (or left files
-# untracked).
+# Regenerates generated/, the example's kernel and the docs, and fails if that changed
+# anything (or left files untracked).
+GENERATED := generated/ examples/cartpole-ppo/loss/
 check-generated: generate docs
-	@git diff --exit-code -- generated/ || (echo "generated/ is stale: run make generate and commit" >&2; exit 1)
-	@test -z "$$(git status --porcelain -- generated/)" || (git status --porcelain -- generated/ >&2; echo "untracked files in generated/" >&2; exit 1)
+	@git diff --exit-code -- $(GENERATED) || (echo "$(GENERATED) stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || (git status --porcelain -- $(GENERATED) >&2; echo "untracked files in $(GENERATED)" >&2; exit 1)
 	@git diff --exit-code -- $(DOCS) || (echo "$(DOCS) stale: run make docs and commit" >&2; exit 1)
 	@test -z "$$(git status --porcelain -- $(DOCS))" || (git status --porcelain -- $(DOCS) >&2; echo "$(DOCS) not committed: run make docs and commit" >&2; exit 1)
+
+# The PPO trainer example, a module of its own (GoMLX and gonum/plot stay out of lossgen's
+# go.mod; the Go proxy serves them): vet, and its unit tests (the CartPole port against
+# hand-worked dynamics, the network+kernel gradients against central differences, a seeded
+# run's determinism, the generated kernel's tests), not a training run (make example-run).
+example:
+	cd examples/cartpole-ppo && $(GO) vet ./... && $(GO) test -timeout $(TEST_TIMEOUT) -count=1 ./...
+
+# Trains until CartPole-v1 is solved (about a minute on 2 cores) and redraws the curve.
+example-run:
+	cd examples/cartpole-ppo && $(GO) run . -plot curve.png
 
 # Rebuilds the derived real-data files in golden/data from the recorded rollout.
 data:

@@ -273,6 +273,11 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		return nil, err
 	}
 	files[vmathTestName] = vt
+	ex, err := exampleFile(c, m)
+	if err != nil {
+		return nil, err
+	}
+	files[exampleName] = ex
 	if vars := asmgen.ChunkVars(c.Plan, c.Backward); len(vars) > 0 {
 		ct, err := render("chunks_test.go.tmpl", map[string]any{"Header": gogen.Header(m), "Package": m.Package, "ChunkVars": vars, "Large": c.Graph.Batch.Numel() > LargeBatch})
 		if err != nil {

@@ -23,6 +23,7 @@ const (
 	ptxSimTestName = "ptxsim_test.go"
 	vmathTestName  = "vmath_amd64_test.go"
 	chunksTestName = "chunks_amd64_test.go"
+	exampleName    = "example_test.go"
 )
 
 // fixedNames are the files Emit may write for any package, under the same name; the others
@@ -31,7 +32,7 @@ var fixedNames = []string{
 	"kernels_generic.go", // gogen
 	asmgen.AsmFile, asmgen.StubsFile, asmgen.DispatchFile,
 	ptxgen.PTXFile, ptxgen.LaunchFile, ptxgen.LaunchBackwardFile, ptxgen.GoFile,
-	ptxSimTestName, vmathTestName, chunksTestName,
+	ptxSimTestName, vmathTestName, chunksTestName, exampleName,
 }
 
 // generatedByLossgen reports whether a file's content carries lossgen's marker.
