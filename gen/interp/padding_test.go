@@ -42,6 +42,15 @@ keys: {mask: mask}
 				}
 			}
 		}
+		for name, loss := range map[string]string{
+			"grpo/kl":                    "{type: grpo, kl_to_ref_coeff: 0.1, kl_to_inference_coeff: 0.2, kl_mask_threshold: 0.05}",
+			"grpo/prompt_mean":           "{type: grpo, aggregation: prompt_mean, kl_to_ref_coeff: 0.1}",
+			"dapo/none":                  "{type: dapo, aggregation: none, kl_to_inference_coeff: 0}",
+			"cispo/sum":                  "{type: cispo, reduction: sum, kl_mask_threshold: 0.05}",
+			"cispo/stop_gradient/prompt": "{type: cispo, stop_gradient: true, aggregation: prompt_mean, kl_to_ref_coeff: 0.3}",
+		} {
+			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
+		}
 		out[dt+"/clip_ppo/heads"] = `package: p
 dtype: ` + dt + `
 dims: {B: 3, L: 5}
