@@ -16,16 +16,17 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // backends are the kernels eval can run besides the reference interpreter, with the build
 // tags that select them: the pure-Go kernel, and the default build's dispatch (AVX2 where the
 // CPU has AVX2 and FMA; eval says so when it does not).
-// "ptx" is the package's PTX run by lossgen's simulator (gen/ptxgen/ptxsim), in process: it
+// "ptx" is the package's PTX run by lossgen's simulator (runtime/ptxsim), in process: it
 // shows what a GPU computes, bit for bit, without one.
 var backends = []struct{ name, tags string }{
 	{"go", "purego"},
@@ -160,7 +161,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		for _, name := range rows {
 			out := results[name]
 			p := outFile(*outPath, *which, name) // none is the input: checked before running
-			if err := golden.WriteNPZ(p, out); err != nil {
+			if err := goldenw.WriteNPZ(p, out); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote %s\n", p)

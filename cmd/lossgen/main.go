@@ -34,7 +34,7 @@ import (
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/dirtx"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -310,7 +310,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		warn(stderr, c.Spec)
 		if *goldenDir != "" {
-			stale, err := golden.StaleFormat(*goldenDir)
+			stale, err := goldenw.StaleFormat(*goldenDir)
 			if err != nil {
 				return err
 			}

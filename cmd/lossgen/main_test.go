@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -121,7 +122,7 @@ func mknpz(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		arrays[parts[0]] = golden.Array{Shape: shape, Data: data}
 	}
-	err := golden.WriteNPZ(ts.MkAbs(args[0]), arrays)
+	err := goldenw.WriteNPZ(ts.MkAbs(args[0]), arrays)
 	if neg != (err != nil) {
 		ts.Fatalf("mknpz: %v", fmt.Sprint(err))
 	}

@@ -27,8 +27,9 @@ import (
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -409,7 +410,7 @@ func UpdateContext(ctx context.Context, dir string, cs []golden.Case) (dirtx.Res
 	}
 	put := map[string][]byte{}
 	for _, c := range cs {
-		files, err := golden.CaseFiles(c)
+		files, err := goldenw.CaseFiles(c)
 		if err != nil {
 			return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -450,7 +451,7 @@ func ownCaseFile(base string) bool {
 // such. It compacts the seeded cases (golden.Case.Compact). It returns one line per
 // difference.
 func Check(dir string, cs []golden.Case) ([]string, error) {
-	stale, err := golden.StaleFormat(dir)
+	stale, err := goldenw.StaleFormat(dir)
 	if err != nil {
 		return nil, err
 	}

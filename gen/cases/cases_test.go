@@ -10,7 +10,8 @@ import (
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -104,10 +105,10 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 		require.NoError(t, Want(g, &cs[i]))
 		old := cs[i]
 		old.Recipe = nil // format 1: inputs and whole outputs
-		require.NoError(t, golden.WriteCase(dir, old))
+		require.NoError(t, goldenw.WriteCase(dir, old))
 	}
 	mine := golden.Case{Name: "mine", Inputs: cs[0].Inputs, Want: cs[0].Want}
-	require.NoError(t, golden.WriteCase(dir, mine))
+	require.NoError(t, goldenw.WriteCase(dir, mine))
 	diffs, err := Check(dir, cs)
 	require.NoError(t, err)
 	require.Len(t, diffs, 3)

@@ -1,4 +1,6 @@
-// Package golden reads and writes lossgen's golden cases and NumPy .npz files.
+// Package golden reads lossgen's golden cases and NumPy .npz files, and compares kernel
+// outputs with them: what a generated package's tests need, with nothing but the standard
+// library (lossgen writes the files with its own module's golden package).
 //
 // A case is two files in golden/<package>/ (golden format 2, runtime.GoldenFormat):
 //
@@ -12,14 +14,11 @@
 //     checked), so a package's golden directory stays well under a megabyte at any shape.
 //
 // Arrays are stored as NumPy writes them ("<name>.npy" entries, deflated) in sorted key
-// order, so the files are byte-stable and numpy.load reads them. The generated packages'
-// tests use this package to load their cases. It reads .npz files itself (npz.go, npy.go:
-// bounded, one array at a time) and writes them with github.com/sbinet/npyio.
+// order, so the files are byte-stable and numpy.load reads them. This package reads them with
+// archive/zip and its own .npy parser (npz.go, npy.go: bounded, one array at a time).
 package golden
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -28,8 +27,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/sbinet/npyio/npz"
 
 	"github.com/lossgen/lossgen/runtime"
 )
@@ -86,51 +83,6 @@ func (a Array) Float64s() []float64 {
 		return out
 	}
 	panic(fmt.Sprintf("golden: unsupported array type %T", a.Data))
-}
-
-// WriteNPZ writes arrays to path as "<name>.npy" entries in sorted name order (EncodeNPZ).
-func WriteNPZ(path string, arrays map[string]Array) error {
-	b, err := EncodeNPZ(arrays)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
-// EncodeNPZ is an .npz file of arrays, as "<name>.npy" entries in sorted name order.
-func EncodeNPZ(arrays map[string]Array) ([]byte, error) {
-	var buf bytes.Buffer
-	w := npz.NewWriter(&buf)
-	for _, n := range slices.Sorted(maps.Keys(arrays)) {
-		if err := w.Write(n+".npy", shaped(arrays[n])); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("%s: %w", n, err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// shaped turns an Array into what npyio writes with the right shape: a scalar for shape [],
-// a flat slice for one dim, a nested Go array for more.
-func shaped(a Array) any {
-	v := reflect.ValueOf(a.Data)
-	if len(a.Shape) == 0 {
-		return v.Index(0).Interface()
-	}
-	if len(a.Shape) == 1 {
-		return a.Data
-	}
-	t := v.Type().Elem()
-	for i := len(a.Shape) - 1; i >= 0; i-- {
-		t = reflect.ArrayOf(a.Shape[i], t)
-	}
-	arr := reflect.New(t).Elem()
-	flat := reflect.NewAt(reflect.ArrayOf(v.Len(), v.Type().Elem()), arr.Addr().UnsafePointer()).Elem()
-	reflect.Copy(flat, v)
-	return arr.Interface()
 }
 
 // Case is one golden case: inputs by data name, and the interpreter's outputs by name.
@@ -309,84 +261,6 @@ func (c *Case) Compact() {
 		}
 	}
 	c.Inputs = nil
-}
-
-// WriteCase writes a case's files (CaseFiles) into dir, one after the other; lossgen golden
-// -update writes a directory's cases as one transaction instead (cases.Update).
-func WriteCase(dir string, c Case) error {
-	files, err := CaseFiles(c)
-	if err != nil {
-		return err
-	}
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CaseFiles is a case's files by name: a seeded case's recipe, or its inputs, and its
-// expected outputs (a seeded case's as Compact stores them).
-func CaseFiles(c Case) (map[string][]byte, error) {
-	want := map[string]Array{}
-	sums := map[string]*Summary{}
-	for name, s := range c.Summary {
-		sums[name] = s
-	}
-	for name, a := range c.Want {
-		if c.Recipe == nil || !NeedsSummary(a.Len()) {
-			want[name] = a
-		} else {
-			sums[name] = Summarize(name, a.Shape, a.Float64s())
-		}
-	}
-	for name, s := range sums {
-		for part, x := range s.arrays(name) {
-			want[part] = x
-		}
-	}
-	files := map[string][]byte{}
-	if c.Recipe != nil {
-		js, err := json.MarshalIndent(c.Recipe, "", "  ")
-		if err != nil {
-			return nil, err
-		}
-		files[c.Name+RecipeSuffix] = append(js, '\n')
-	} else {
-		b, err := EncodeNPZ(c.Inputs)
-		if err != nil {
-			return nil, fmt.Errorf("case %s: inputs: %w", c.Name, err)
-		}
-		files[c.Name+InSuffix] = b
-	}
-	b, err := EncodeNPZ(want)
-	if err != nil {
-		return nil, fmt.Errorf("case %s: outputs: %w", c.Name, err)
-	}
-	files[c.Name+WantSuffix] = b
-	return files, nil
-}
-
-// StaleFormat lists, one line each, the seeded cases in dir stored in an older golden format
-// than this lossgen writes (format 1: every input stored in <case>.in.npz; or a recipe of
-// another format or generator), and nothing for a current directory or one that does not
-// exist.
-func StaleFormat(dir string) ([]string, error) {
-	var out []string
-	for _, name := range SeededCases {
-		p := filepath.Join(dir, name+InSuffix)
-		if fi, err := os.Stat(p); err == nil {
-			out = append(out, fmt.Sprintf("%s: golden format 1 (the case's inputs stored whole, %d bytes); this lossgen writes format %d (a recipe, %s, and sampled outputs): run lossgen golden -update", p, fi.Size(), runtime.GoldenFormat, name+RecipeSuffix))
-		}
-		p = filepath.Join(dir, name+RecipeSuffix)
-		if data, err := os.ReadFile(p); err == nil {
-			if _, err := runtime.ParseRecipe(data); err != nil {
-				out = append(out, fmt.Sprintf("%s: %v", p, err))
-			}
-		}
-	}
-	return out, nil
 }
 
 // WithSpecials is a copy of a case's inputs with, in every float input, a NaN every 37

@@ -9,57 +9,19 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 )
-
-func TestNPZRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	arrays := map[string]Array{
-		"a":           {Shape: []int{2, 3}, Data: []float32{1, 2, 3, 4, 5, 6}},
-		"next.reward": {Shape: []int{4}, Data: []float64{1, -2, math.Inf(1), 0.5}},
-		"next.done":   {Shape: []int{2, 2}, Data: []bool{true, false, false, true}},
-		"action":      {Shape: []int{3}, Data: []int64{0, 2, 1}},
-		"loss":        {Shape: []int{}, Data: []float64{0.25}},
-	}
-	p := filepath.Join(dir, "x.npz")
-	require.NoError(t, WriteNPZ(p, arrays))
-	got, err := ReadNPZ(p)
-	require.NoError(t, err)
-	require.Equal(t, arrays, got)
-
-	// Byte-stable: the same arrays give the same file.
-	p2 := filepath.Join(dir, "y.npz")
-	require.NoError(t, WriteNPZ(p2, arrays))
-	b1, _ := os.ReadFile(p)
-	b2, _ := os.ReadFile(p2)
-	require.Equal(t, b1, b2)
-}
-
-// TestNPZLarge round-trips a [64, 421] array: beyond 32 KiB, where a deflate stream returns
-// short reads (npyio v0.6.0 alone corrupts the data from element 8171 on).
-func TestNPZLarge(t *testing.T) {
-	x := make([]float32, 64*421)
-	for i := range x {
-		x[i] = float32(i)
-	}
-	p := filepath.Join(t.TempDir(), "big.npz")
-	require.NoError(t, WriteNPZ(p, map[string]Array{"a": {Shape: []int{64, 421}, Data: x}}))
-	got, err := ReadNPZ(p)
-	require.NoError(t, err)
-	require.Equal(t, []int{64, 421}, got["a"].Shape)
-	require.Equal(t, x, got["a"].Data)
-}
 
 func TestCompare(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
 	d := Compare([]float64{1, 2, nan, inf, 0}, []float64{1.001, 2, nan, inf, 0}, Tol{Rel: 1e-2})
-	require.Equal(t, 0, d.Bad)
-	require.InDelta(t, 0.001, d.MaxAbs, 1e-12)
+	check.Equal(t, 0, d.Bad)
+	check.InDelta(t, 0.001, d.MaxAbs, 1e-12)
 	d = Compare([]float64{1, nan, inf, 5}, []float64{1.1, 0, -inf, 5}, Tol{Rel: 1e-2})
-	require.Equal(t, 3, d.Bad)
-	require.Equal(t, 0, d.First)
+	check.Equal(t, 3, d.Bad)
+	check.Equal(t, 0, d.First)
 	d = Compare([]float64{0}, []float64{1e-9}, Tol{Abs: 1e-8})
-	require.Equal(t, 0, d.Bad)
+	check.Equal(t, 0, d.Bad)
 }
 
 // A gradient whose reference is 0 (or rounding noise of 0) is held to Floor times the
@@ -68,31 +30,31 @@ func TestTolFloor(t *testing.T) {
 	grads := map[string][]float32{"grad.x": {0.5, -2, float32(math.Inf(1))}, "grad.y": {0, 1e-16, 0}}
 	get := func(name string) ([]float32, bool) { g, ok := grads[name]; return g, ok }
 	gs := GradScale([]string{"grad.x", "grad.y", "grad.z"}, get)
-	require.Equal(t, 2.0, gs, "the largest finite |value| of the gradients there are")
+	check.Equal(t, 2.0, gs, "the largest finite |value| of the gradients there are")
 	tol := Tol{Abs: 1e-30, Rel: 5e-6, Norm: 1e-2, Floor: 1e-6}
 	want := []float64{0, 1.1e-16, 0}
-	require.Equal(t, 2, Compare(want, []float64{0, 0, 3e-8}, tol).Bad, "held to 1e−18: collapsed")
-	require.Equal(t, 0, Compare(want, []float64{0, 0, 1.9e-6}, tol.At(gs)).Bad)
-	require.Equal(t, 1, Compare(want, []float64{0, 0, 2.1e-6}, tol.At(gs)).Bad)
-	require.Equal(t, Tol{Abs: 2e-6, Rel: 5e-6, Norm: 1e-2}, tol.At(gs))
-	require.Equal(t, Tol{Abs: 1e-8}, Tol{Abs: 1e-8}.At(gs), "no Floor: an output's tolerance is unchanged")
+	check.Equal(t, 2, Compare(want, []float64{0, 0, 3e-8}, tol).Bad, "held to 1e−18: collapsed")
+	check.Equal(t, 0, Compare(want, []float64{0, 0, 1.9e-6}, tol.At(gs)).Bad)
+	check.Equal(t, 1, Compare(want, []float64{0, 0, 2.1e-6}, tol.At(gs)).Bad)
+	check.Equal(t, Tol{Abs: 2e-6, Rel: 5e-6, Norm: 1e-2}, tol.At(gs))
+	check.Equal(t, Tol{Abs: 1e-8}, Tol{Abs: 1e-8}.At(gs), "no Floor: an output's tolerance is unchanged")
 	c := &Case{Want: map[string]Array{"grad.x": {Shape: []int{2}, Data: []float64{-3, 1}}},
 		Summary: map[string]*Summary{"grad.y": {AbsMax: 7}}}
-	require.Equal(t, []float64{3, 7, 0}, []float64{c.AbsMax("grad.x"), c.AbsMax("grad.y"), c.AbsMax("grad.z")})
+	check.Equal(t, []float64{3, 7, 0}, []float64{c.AbsMax("grad.x"), c.AbsMax("grad.y"), c.AbsMax("grad.z")})
 }
 
 // npzWith writes a .npz holding one entry "a.npy" of raw bytes.
 func npzWith(t *testing.T, raw []byte) string {
 	p := filepath.Join(t.TempDir(), "x.npz")
 	f, err := os.Create(p)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	z := zip.NewWriter(f)
 	w, err := z.Create("a.npy")
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = w.Write(raw)
-	require.NoError(t, err)
-	require.NoError(t, z.Close())
-	require.NoError(t, f.Close())
+	check.NoError(t, err)
+	check.NoError(t, z.Close())
+	check.NoError(t, f.Close())
 	return p
 }
 
@@ -113,14 +75,14 @@ func TestNPZSizeChecks(t *testing.T) {
 	data := make([]byte, 8*6)
 	binary.LittleEndian.PutUint64(data[8:], math.Float64bits(2.5))
 	got, err := ReadNPZ(npzWith(t, append(npyHeader("<f8", "(2, 3)"), data...)))
-	require.NoError(t, err)
-	require.Equal(t, []float64{0, 2.5, 0, 0, 0, 0}, got["a"].Data)
+	check.NoError(t, err)
+	check.Equal(t, []float64{0, 2.5, 0, 0, 0, 0}, got["a"].Data)
 
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("<f8", "(2, 3)"), data[:40]...)))
-	require.ErrorContains(t, err, "header shape [2 3] needs 48 data bytes, the file has 40 (truncated or corrupt)")
+	check.ErrorContains(t, err, "header shape [2 3] needs 48 data bytes, the file has 40 (truncated or corrupt)")
 
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("<f4", "(4000000000, 4000000000)"), data...)))
-	require.ErrorContains(t, err, "needs more than the 48 data bytes present")
+	check.ErrorContains(t, err, "needs more than the 48 data bytes present")
 }
 
 // Malformed headers are errors, not panics of the .npy parser.
@@ -134,25 +96,25 @@ func TestNPZMalformedHeader(t *testing.T) {
 		"version 2 too short": []byte("\x93NUMPY\x02\x00\x01\x00"),
 	} {
 		_, err := ReadNPZ(npzWith(t, raw))
-		require.Error(t, err, name)
-		require.Contains(t, err.Error(), "x.npz: a: ", name)
+		check.Error(t, err, name)
+		check.Contains(t, err.Error(), "x.npz: a: ", name)
 	}
 }
 
 // uint8 flags read as bool; a uint8 array with other values is an error.
 func TestNPZUint8Flags(t *testing.T) {
 	got, err := ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 0, 1)))
-	require.NoError(t, err)
-	require.Equal(t, []bool{true, false, true}, got["a"].Data)
+	check.NoError(t, err)
+	check.Equal(t, []bool{true, false, true}, got["a"].Data)
 	_, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 1)))
-	require.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
+	check.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
 }
 
 // A NumPy bool array reads as NumPy reads it: any nonzero byte is True.
 func TestNPZBoolNonzeroIsTrue(t *testing.T) {
 	got, err := ReadNPZ(npzWith(t, append(npyHeader("|b1", "(5,)"), 0, 1, 2, 255, 0)))
-	require.NoError(t, err)
-	require.Equal(t, []bool{false, true, true, true, false}, got["a"].Data)
+	check.NoError(t, err)
+	check.Equal(t, []bool{false, true, true, true, false}, got["a"].Data)
 }
 
 // npyHeaderV is a .npy header of format major.0 (2 and 3: a 4-byte header length; 3: the
@@ -175,17 +137,17 @@ func TestNPZHeaderVersions(t *testing.T) {
 	data = binary.LittleEndian.AppendUint32(data, math.Float32bits(-2))
 	for _, raw := range [][]byte{npyHeader("<f4", "(2,)"), npyHeaderV(2, "<f4", "(2,)"), npyHeaderV(3, "<f4", "(2,)")} {
 		got, err := ReadNPZ(npzWith(t, append(raw, data...)))
-		require.NoError(t, err, "format %d", raw[6])
-		require.Equal(t, Array{Shape: []int{2}, Data: []float32{1.5, -2}}, got["a"], "format %d", raw[6])
+		check.NoError(t, err, "format %d", raw[6])
+		check.Equal(t, Array{Shape: []int{2}, Data: []float32{1.5, -2}}, got["a"], "format %d", raw[6])
 	}
 	_, err := ReadNPZ(npzWith(t, append(npyHeaderV(4, "<f4", "(2,)"), data...)))
-	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy format 4.0 (lossgen reads 1.x, 2.x and 3.x)")
+	check.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy format 4.0 (lossgen reads 1.x, 2.x and 3.x)")
 
 	// A 3.0 header is UTF-8: a stray byte that is not is an error.
 	bad := npyHeaderV(3, "<f4", "(2,)")
 	bad[len(bad)-3] = 0xff
 	_, err = ReadNPZ(npzWith(t, append(bad, data...)))
-	require.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy 3.0 header is not UTF-8")
+	check.ErrorContains(t, err, "x.npz: a: not a NumPy array: .npy 3.0 header is not UTF-8")
 }
 
 // Compare's non-finite rules: NaN matches only NaN, an infinity only the same infinity, and a
@@ -206,31 +168,17 @@ func TestCompareNonFinite(t *testing.T) {
 			d := Compare([]float64{2, tc.want}, []float64{2, tc.got}, tol)
 			name := fmt.Sprintf("want %v got %v tol %+v", tc.want, tc.got, tol)
 			if !tc.bad {
-				require.Equal(t, Diff{First: -1}, d, name)
+				check.Equal(t, Diff{First: -1}, d, name)
 				continue
 			}
 			if tol.Abs == inf && !math.IsNaN(tc.want) && !math.IsInf(tc.want, 0) && !math.IsNaN(tc.got) && !math.IsInf(tc.got, 0) {
 				continue // an infinite tolerance admits any finite pair
 			}
-			require.Equal(t, 1, d.Bad, name)
-			require.Equal(t, 1, d.First, name)
-			require.Equal(t, inf, d.MaxAbs, name)
-			require.Equal(t, inf, d.MaxRel, name)
-			require.Equal(t, inf, d.MaxNorm, name)
+			check.Equal(t, 1, d.Bad, name)
+			check.Equal(t, 1, d.First, name)
+			check.Equal(t, inf, d.MaxAbs, name)
+			check.Equal(t, inf, d.MaxRel, name)
+			check.Equal(t, inf, d.MaxNorm, name)
 		}
 	}
-}
-
-// A case whose inputs were removed is an error that names it, not a case silently skipped.
-func TestOpenCasesOrphanWant(t *testing.T) {
-	dir := t.TempDir()
-	c := Case{Name: "mine", Inputs: map[string]Array{"x": {Shape: []int{2}, Data: []float64{1, 2}}},
-		Want: map[string]Array{"y": {Shape: []int{2}, Data: []float64{3, 4}}}}
-	require.NoError(t, WriteCase(dir, c))
-	cs, err := OpenCases(dir)
-	require.NoError(t, err)
-	require.Len(t, cs, 1)
-	require.NoError(t, os.Remove(filepath.Join(dir, "mine"+InSuffix)))
-	_, err = OpenCases(dir)
-	require.ErrorContains(t, err, "case mine has expected outputs but no inputs")
 }

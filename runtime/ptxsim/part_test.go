@@ -4,10 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // loopBody has thread g (of grid×64) walk its row of 10: out[g, i] = 2·x[g, i] + x[0], for
@@ -55,12 +55,12 @@ func loopTable(grid int, dirty bool) (string, runtime.LaunchTable, map[string]go
 func TestPartBlocksAndIterations(t *testing.T) {
 	src, tb, in := loopTable(7, false)
 	whole, err := Simulate(src, tb, in, Whole)
-	require.NoError(t, err)
-	require.Nil(t, whole.Outputs["y"].Index)
+	check.NoError(t, err)
+	check.Nil(t, whole.Outputs["y"].Index)
 	part, err := Simulate(src, tb, in, Part{MaxIter: 3, Fill: 0xFF})
-	require.NoError(t, err)
-	require.Equal(t, int64(3), part.Stats.Blocks)
-	require.Equal(t, int64(3*64), part.Stats.Cut)
+	check.NoError(t, err)
+	check.Equal(t, int64(3), part.Stats.Blocks)
+	check.Equal(t, int64(3*64), part.Stats.Cut)
 	p := part.Outputs["y"]
 	var want []int64
 	for _, b := range []int{0, 3, 6} {
@@ -70,16 +70,16 @@ func TestPartBlocksAndIterations(t *testing.T) {
 			}
 		}
 	}
-	require.Equal(t, want, p.Index)
+	check.Equal(t, want, p.Index)
 	for k, i := range p.Index {
-		require.Equal(t, whole.Outputs["y"].Value[i], p.Value[k])
+		check.Equal(t, whole.Outputs["y"].Value[i], p.Value[k])
 	}
-	require.Equal(t, Coverage{N: len(want), Hash: p.Coverage().Hash}, p.Coverage())
+	check.Equal(t, Coverage{N: len(want), Hash: p.Coverage().Hash}, p.Coverage())
 	// A launch of at most three blocks runs whole; a loop shorter than MaxIter ends itself.
 	part, err = Simulate(src, tb, in, Part{MaxIter: 20, Fill: 0xFF})
-	require.NoError(t, err)
-	require.Zero(t, part.Stats.Cut)
-	require.Len(t, part.Outputs["y"].Index, 3*64*10)
+	check.NoError(t, err)
+	check.Zero(t, part.Stats.Cut)
+	check.Len(t, part.Outputs["y"].Index, 3*64*10)
 }
 
 // A value that depends on memory no simulated thread wrote is tainted, whatever its bits:
@@ -87,14 +87,14 @@ func TestPartBlocksAndIterations(t *testing.T) {
 func TestPartTaint(t *testing.T) {
 	src, tb, in := loopTable(2, true)
 	part, err := Simulate(src, tb, in, Part{MaxIter: 5, Fill: 0})
-	require.NoError(t, err)
-	require.Empty(t, part.Outputs["y"].Index)
-	require.Equal(t, 0, part.Outputs["y"].Coverage().N)
+	check.NoError(t, err)
+	check.Empty(t, part.Outputs["y"].Index)
+	check.Equal(t, 0, part.Outputs["y"].Coverage().N)
 }
 
 // A budget stops a simulation with ErrBudget.
 func TestBudget(t *testing.T) {
 	src, tb, in := loopTable(7, false)
 	_, err := Simulate(src, tb, in, Part{Fill: 0xFF, Budget: 1000})
-	require.True(t, errors.Is(err, ErrBudget), "%v", err)
+	check.True(t, errors.Is(err, ErrBudget), "%v", err)
 }

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // RunTable does what a CUDA user does with a generated package's PTX and launch table:

@@ -3,14 +3,10 @@ package golden
 import (
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 )
 
 // output is a [rows, cols] output of scan-like values and its summary.
@@ -42,20 +38,20 @@ func TestSummaryAcceptsWithinTolerance(t *testing.T) {
 	for _, sh := range [][2]int{{64, 2048}, {300, 301}, {1, 5000}, {5000, 1}} {
 		w, s := output(sh[0], sh[1])
 		r, err := s.Check(withinTol(w, s.AbsMax), tol)
-		require.NoError(t, err)
-		require.Zero(t, r.Bad, "%v: %s", sh, r.First)
+		check.NoError(t, err)
+		check.Zero(t, r.Bad, "%v: %s", sh, r.First)
 		// Systematic errors at the bound, all one way: sums at their bound still pass.
 		up := make([]float64, len(w))
 		for i, x := range w {
 			up[i] = x + 0.999*(tol.Abs+tol.Rel*math.Abs(x)+tol.Norm*s.AbsMax)
 		}
 		r, err = s.Check(up, tol)
-		require.NoError(t, err)
-		require.Zero(t, r.Bad, "%v: %s", sh, r.First)
-		require.LessOrEqual(t, len(s.Tiles), MaxTiles)
-		require.LessOrEqual(t, len(s.Rows), MaxSegments)
-		require.LessOrEqual(t, len(s.Cols), MaxSegments)
-		require.Len(t, s.Index, SampleSize)
+		check.NoError(t, err)
+		check.Zero(t, r.Bad, "%v: %s", sh, r.First)
+		check.LessOrEqual(t, len(s.Tiles), MaxTiles)
+		check.LessOrEqual(t, len(s.Rows), MaxSegments)
+		check.LessOrEqual(t, len(s.Cols), MaxSegments)
+		check.Len(t, s.Index, SampleSize)
 	}
 }
 
@@ -96,9 +92,9 @@ func TestSummaryCatches(t *testing.T) {
 			g := append([]float64(nil), w...)
 			c.edit(g)
 			r, err := s.Check(g, tol)
-			require.NoError(t, err)
-			require.NotZero(t, r.Bad)
-			require.Contains(t, strings.Join(r.Some, "\n"), c.want)
+			check.NoError(t, err)
+			check.NotZero(t, r.Bad)
+			check.Contains(t, strings.Join(r.Some, "\n"), c.want)
 		})
 	}
 }
@@ -109,43 +105,9 @@ func TestSummaryCheckAt(t *testing.T) {
 	idx := []int64{s.Index[3], s.Index[3] + 1, s.Index[10]}
 	got := []float64{w[idx[0]], 99, w[idx[2]] + 1}
 	r := s.CheckAt(idx, got, tol)
-	require.Equal(t, "2 samples", r.Checked)
-	require.Equal(t, 1, r.Bad)
-	require.Contains(t, r.First, "flat index")
-}
-
-// A seeded case round-trips through its files: the recipe, whole small outputs and
-// summaries; the inputs are drawn again, bit for bit.
-func TestSeededCaseRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	rec := &runtime.CaseRecipe{Format: runtime.GoldenFormat, Generator: runtime.GeneratorName, Case: "random", Seed: 9, DType: "float32",
-		Inputs: []runtime.InputRecipe{{Name: "x", Key: "x", Kind: "float", Shape: []int{64, 100}, Sample: runtime.Sample{Dist: "normal", Std: 1}}}}
-	vals, sums, err := rec.Draw()
-	require.NoError(t, err)
-	rec.Inputs[0].Checksum = sums[0]
-	big, _ := output(64, 100)
-	s := Summarize("big", []int{64, 100}, big)
-	c := Case{Name: "random", Recipe: rec, Inputs: map[string]Array{"x": {Shape: []int{64, 100}, Data: vals["x"]}},
-		Want: map[string]Array{"big": {Shape: []int{64, 100}, Data: big}, "loss": {Shape: []int{}, Data: []float64{0.5}}}}
-	require.NoError(t, WriteCase(dir, c))
-	_, err = os.Stat(filepath.Join(dir, "random.in.npz"))
-	require.True(t, os.IsNotExist(err), "a seeded case stores no inputs")
-	cs, err := OpenCases(dir)
-	require.NoError(t, err)
-	require.Len(t, cs, 1)
-	got := cs[0]
-	require.Nil(t, got.Inputs)
-	require.NoError(t, got.LoadInputs())
-	require.Equal(t, vals["x"], got.Inputs["x"].Data)
-	require.Equal(t, []float64{0.5}, got.Want["loss"].Data)
-	require.Empty(t, s.Equal(got.Summary["big"], Tol{Rel: 0}))
-	r, err := got.Check("big", big, tol)
-	require.NoError(t, err)
-	require.Zero(t, r.Bad)
-	require.Contains(t, r.Checked, "1024 samples, 64 row and 100 column segments")
-	stale, err := StaleFormat(dir)
-	require.NoError(t, err)
-	require.Empty(t, stale)
+	check.Equal(t, "2 samples", r.Checked)
+	check.Equal(t, 1, r.Bad)
+	check.Contains(t, r.First, "flat index")
 }
 
 // Stored summaries are checked when read: a missing part or inconsistent boundaries are
@@ -163,7 +125,7 @@ func TestReadSummaryRejects(t *testing.T) {
 		{"sample outside", func(a map[string]Array) { a["y#index"].Data.([]int64)[1023] = 1 << 40 }, "outside"},
 		{"tiles", func(a map[string]Array) { a["y#tiles"] = Array{Shape: []int{1, 1}, Data: []float64{0}} }, "tile sums"},
 	} {
-		a := s.arrays("y")
+		a := s.Arrays("y")
 		for k, x := range a {
 			switch d := x.Data.(type) {
 			case []int64:
@@ -175,6 +137,6 @@ func TestReadSummaryRejects(t *testing.T) {
 		}
 		c.edit(a)
 		_, err := readSummary("y", a)
-		require.ErrorContains(t, err, c.want, c.name)
+		check.ErrorContains(t, err, c.want, c.name)
 	}
 }

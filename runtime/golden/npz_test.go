@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 )
 
 // zeros reads as an endless run of zero bytes.
@@ -28,12 +28,12 @@ const bombSize = 200 << 20
 func deflated(t *testing.T, hdr []byte) []byte {
 	var buf bytes.Buffer
 	w, err := flate.NewWriter(&buf, flate.BestCompression)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = w.Write(hdr)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = io.CopyN(w, zeros{}, bombSize)
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
+	check.NoError(t, err)
+	check.NoError(t, w.Close())
 	return buf.Bytes()
 }
 
@@ -44,20 +44,20 @@ func bombNPZ(t *testing.T, hdr []byte, declare uint64) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "bomb.npz")
 	f, err := os.Create(p)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	z := zip.NewWriter(f)
 	w, err := z.Create("a.npy")
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = w.Write(append(npyHeader("<f8", "(3,)"), 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0x08, 0x40))
-	require.NoError(t, err)
+	check.NoError(t, err)
 	raw := deflated(t, hdr)
 	w, err = z.CreateRaw(&zip.FileHeader{Name: "bomb.npy", Method: zip.Deflate,
 		CompressedSize64: uint64(len(raw)), UncompressedSize64: declare})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = w.Write(raw)
-	require.NoError(t, err)
-	require.NoError(t, z.Close())
-	require.NoError(t, f.Close())
+	check.NoError(t, err)
+	check.NoError(t, z.Close())
+	check.NoError(t, f.Close())
 	return p
 }
 
@@ -79,7 +79,7 @@ func TestNPZBombs(t *testing.T) {
 	small := npyHeader("<f8", "(4096,)")      // the .npy header understates the entry
 	read := func(p string, maxLen int) (a Array, names []string, err error) {
 		z, err := OpenNPZ(p)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		defer z.Close()
 		names = z.Names()
 		a, err = z.Read("bomb", maxLen)
@@ -91,38 +91,38 @@ func TestNPZBombs(t *testing.T) {
 	var err error
 	var names []string
 	n := allocated(func() { _, names, err = read(p, 4096) })
-	require.ErrorContains(t, err, "bomb.npz: bomb: shape [26214400] holds 26214400 elements, more than the 4096 read here")
-	require.Equal(t, []string{"a", "bomb"}, names)
-	require.Less(t, n, uint64(limit), "allocated %d bytes", n)
+	check.ErrorContains(t, err, "bomb.npz: bomb: shape [26214400] holds 26214400 elements, more than the 4096 read here")
+	check.Equal(t, []string{"a", "bomb"}, names)
+	check.Less(t, n, uint64(limit), "allocated %d bytes", n)
 
 	// Only the header is inflated to learn the shape; the other array reads alone.
 	n = allocated(func() {
 		z, err := OpenNPZ(p)
-		require.NoError(t, err)
+		check.NoError(t, err)
 		defer z.Close()
 		h, err := z.Header("bomb")
-		require.NoError(t, err)
-		require.Equal(t, NPYHeader{Descr: "<f8", Shape: []int{26214400}}, h)
+		check.NoError(t, err)
+		check.Equal(t, NPYHeader{Descr: "<f8", Shape: []int{26214400}}, h)
 		a, err := z.Read("a", 3)
-		require.NoError(t, err)
-		require.Equal(t, []float64{1, 2, 3}, a.Data)
+		check.NoError(t, err)
+		check.Equal(t, []float64{1, 2, 3}, a.Data)
 	})
-	require.Less(t, n, uint64(limit), "allocated %d bytes", n)
+	check.Less(t, n, uint64(limit), "allocated %d bytes", n)
 
 	// An .npy header that understates the entry: the sizes disagree, nothing is inflated.
 	p = bombNPZ(t, small, uint64(len(small))+bombSize)
 	n = allocated(func() { _, _, err = read(p, -1) })
-	require.ErrorContains(t, err, "bomb: header shape [4096] needs 32768 data bytes, the file has 209715200 (truncated or corrupt)")
-	require.Less(t, n, uint64(limit), "allocated %d bytes", n)
+	check.ErrorContains(t, err, "bomb: header shape [4096] needs 32768 data bytes, the file has 209715200 (truncated or corrupt)")
+	check.Less(t, n, uint64(limit), "allocated %d bytes", n)
 
 	// A zip header that understates the entry (it declares what the .npy header needs): the
 	// stream is read no further than declared, and the extra data is an error.
 	p = bombNPZ(t, small, uint64(len(small))+4096*8)
 	n = allocated(func() { _, _, err = read(p, -1) })
-	require.ErrorContains(t, err, "bomb.npz: bomb: the entry does not end at the 32896 bytes its zip header declares (corrupt file)")
-	require.Less(t, n, uint64(limit), "allocated %d bytes", n)
+	check.ErrorContains(t, err, "bomb.npz: bomb: the entry does not end at the 32896 bytes its zip header declares (corrupt file)")
+	check.Less(t, n, uint64(limit), "allocated %d bytes", n)
 	_, err = ReadNPZ(p)
-	require.ErrorContains(t, err, "bomb.npz: bomb: the entry does not end at")
+	check.ErrorContains(t, err, "bomb.npz: bomb: the entry does not end at")
 }
 
 // Data whose CRC-32 is not the one its zip header declares is an error: reading stops at
@@ -131,21 +131,21 @@ func TestNPZChecksum(t *testing.T) {
 	entry := append(npyHeader("<f8", "(1,)"), 0, 0, 0, 0, 0, 0, 0xf0, 0x3f)
 	var buf bytes.Buffer
 	w, err := flate.NewWriter(&buf, flate.BestSpeed)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = w.Write(entry)
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
+	check.NoError(t, err)
+	check.NoError(t, w.Close())
 	p := filepath.Join(t.TempDir(), "crc.npz")
 	f, err := os.Create(p)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	z := zip.NewWriter(f)
 	zw, err := z.CreateRaw(&zip.FileHeader{Name: "a.npy", Method: zip.Deflate, CRC32: 12345,
 		CompressedSize64: uint64(buf.Len()), UncompressedSize64: uint64(len(entry))})
-	require.NoError(t, err)
+	check.NoError(t, err)
 	_, err = zw.Write(buf.Bytes())
-	require.NoError(t, err)
-	require.NoError(t, z.Close())
-	require.NoError(t, f.Close())
+	check.NoError(t, err)
+	check.NoError(t, z.Close())
+	check.NoError(t, f.Close())
 	_, err = ReadNPZ(p)
-	require.ErrorContains(t, err, "crc.npz: a: zip: checksum error")
+	check.ErrorContains(t, err, "crc.npz: a: zip: checksum error")
 }

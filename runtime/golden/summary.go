@@ -531,8 +531,9 @@ func (s *Summary) Equal(o *Summary, tol Tol) []string {
 	return diffs
 }
 
-// summaryArrays is a summary as the .npz entries "<name>#<part>" of a want file.
-func (s *Summary) arrays(name string) map[string]Array {
+// Arrays is the summary of output name as the .npz entries "<name>#<part>" of a want file
+// (what lossgen writes, and OpenCases reads back).
+func (s *Summary) Arrays(name string) map[string]Array {
 	shape := make([]int64, len(s.Shape))
 	for i, d := range s.Shape {
 		shape[i] = int64(d)

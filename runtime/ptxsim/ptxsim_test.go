@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 )
 
 // kernel wraps a body in a module with one kernel "k" taking params out (and in), with the
@@ -50,7 +50,7 @@ func kernel(body string, shared bool) string {
 func launch(t *testing.T, src string, grid, block, n int, in []uint32) ([]uint32, error) {
 	t.Helper()
 	m, err := Parse(src)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	d := NewDevice()
 	d.Load(m)
 	out := d.Alloc("out", 4*n)
@@ -72,9 +72,9 @@ func TestThreadIndices(t *testing.T) {
 	mad.wide.u32 %rd2, %r3, 4, %rd0;
 	st.global.u32 [%rd2], %r4;`, false)
 	got, err := launch(t, src, 2, 64, 128, nil)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for g, v := range got {
-		require.Equal(t, uint32(1000*(g/64)+g%64), v, "thread %d", g)
+		check.Equal(t, uint32(1000*(g/64)+g%64), v, "thread %d", g)
 	}
 }
 
@@ -87,13 +87,13 @@ func TestShuffleDown(t *testing.T) {
 	mad.wide.u32 %rd2, %r3, 4, %rd0;
 	st.global.u32 [%rd2], %r4;`, false)
 	got, err := launch(t, src, 1, 64, 64, nil)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for g, v := range got {
 		want := uint32(g) // the thread's own tid
 		if g%32+5 <= 31 {
 			want = uint32(g+5) + 100
 		}
-		require.Equal(t, want, v, "thread %d", g)
+		check.Equal(t, want, v, "thread %d", g)
 	}
 }
 
@@ -112,9 +112,9 @@ func TestSharedMemoryAndBarrier(t *testing.T) {
 	// Each thread writes its tid to shared memory and, after the barrier, reads its
 	// neighbour's.
 	got, err := launch(t, kernel(strings.Replace(neighbour, "BARRIER", "bar.sync 0;", 1), true), 2, 64, 128, nil)
-	require.NoError(t, err)
+	check.NoError(t, err)
 	for g, v := range got {
-		require.Equal(t, uint32((g%64+1)%64), v, "thread %d", g)
+		check.Equal(t, uint32((g%64+1)%64), v, "thread %d", g)
 	}
 }
 
@@ -122,21 +122,21 @@ func TestSharedMemoryRace(t *testing.T) {
 	// Without the barrier the neighbour's word is read while another thread owns it: the
 	// simulator reports the race rather than returning whatever its schedule gives.
 	_, err := launch(t, kernel(strings.Replace(neighbour, "BARRIER", "", 1), true), 1, 64, 64, nil)
-	require.ErrorContains(t, err, "shared-memory race")
+	check.ErrorContains(t, err, "shared-memory race")
 }
 
 func TestGlobalRace(t *testing.T) {
 	// Every thread writes out[0]: a race between threads of one launch.
 	src := kernel(`	st.global.u32 [%rd0], %r3;`, false)
 	_, err := launch(t, src, 1, 32, 1, nil)
-	require.ErrorContains(t, err, "global-memory race")
+	check.ErrorContains(t, err, "global-memory race")
 }
 
 func TestOutOfBounds(t *testing.T) {
 	src := kernel(`	mad.wide.u32 %rd2, %r3, 4, %rd0;
 	st.global.u32 [%rd2], %r3;`, false)
 	_, err := launch(t, src, 1, 64, 63, nil) // 64 threads, 63 words
-	require.ErrorContains(t, err, "out-of-bounds global access")
+	check.ErrorContains(t, err, "out-of-bounds global access")
 }
 
 func TestDivergentBarrier(t *testing.T) {
@@ -146,7 +146,7 @@ func TestDivergentBarrier(t *testing.T) {
 	bar.sync 0;
 $L_out:`, false)
 	_, err := launch(t, src, 1, 64, 1, nil)
-	require.ErrorContains(t, err, "bar.sync")
+	check.ErrorContains(t, err, "bar.sync")
 }
 
 func TestRejects(t *testing.T) {
@@ -158,14 +158,14 @@ func TestRejects(t *testing.T) {
 		"undefined label":     {"\tbra $L_nowhere;", "undefined label"},
 	} {
 		_, err := Parse(kernel(tc.body, false))
-		require.ErrorContains(t, err, tc.err, name)
-		require.ErrorContains(t, err, "ptx line ", name)
+		check.ErrorContains(t, err, tc.err, name)
+		check.ErrorContains(t, err, "ptx line ", name)
 	}
 	// An instruction outside the emitted subset parses but fails when it runs, naming its line.
 	src := kernel("\tpopc.b32 %r4, %r0;", false)
 	_, err := launch(t, src, 1, 32, 1, nil)
-	require.ErrorContains(t, err, "unsupported instruction popc.b32")
-	require.ErrorContains(t, err, "line 22")
+	check.ErrorContains(t, err, "unsupported instruction popc.b32")
+	check.ErrorContains(t, err, "line 22")
 }
 
 // TestFloatSemantics checks PTX's rounding and NaN rules on hand-picked operands.
@@ -205,15 +205,15 @@ func TestFloatSemantics(t *testing.T) {
 	src = strings.Replace(src, "\tld.global.f32 %f0, [%rd1];", "\tsetp.eq.u32 %p1, %r3, 0;\n\t@!%p1 bra $L_end;\n\tld.global.f32 %f0, [%rd1];", 1)
 	src = strings.Replace(src, "\tret;", "$L_end:\n\tret;", 1)
 	got, err := launch(t, src, 1, 32, 8, in)
-	require.NoError(t, err)
-	require.Equal(t, float32(2), math.Float32frombits(got[0]), "min returns the non-NaN operand")
-	require.True(t, math.IsNaN(float64(math.Float32frombits(got[1]))), "min.NaN propagates NaN")
-	require.Equal(t, float32(2), math.Float32frombits(got[2]), "rni rounds half to even")
-	require.Equal(t, int32(-4), int32(got[3]), "rni rounds half to even")
-	require.Equal(t, float32(0x1p-11+0x1p-24), math.Float32frombits(got[4]), "fma rounds once")
-	require.Equal(t, float32(0x1p-11), math.Float32frombits(got[5]), "mul then add rounds twice")
-	require.Equal(t, uint32(0), got[6], "setp.ne is ordered: false on NaN")
-	require.Equal(t, uint32(1), got[7], "setp.neu is unordered: true on NaN")
+	check.NoError(t, err)
+	check.Equal(t, float32(2), math.Float32frombits(got[0]), "min returns the non-NaN operand")
+	check.True(t, math.IsNaN(float64(math.Float32frombits(got[1]))), "min.NaN propagates NaN")
+	check.Equal(t, float32(2), math.Float32frombits(got[2]), "rni rounds half to even")
+	check.Equal(t, int32(-4), int32(got[3]), "rni rounds half to even")
+	check.Equal(t, float32(0x1p-11+0x1p-24), math.Float32frombits(got[4]), "fma rounds once")
+	check.Equal(t, float32(0x1p-11), math.Float32frombits(got[5]), "mul then add rounds twice")
+	check.Equal(t, uint32(0), got[6], "setp.ne is ordered: false on NaN")
+	check.Equal(t, uint32(1), got[7], "setp.neu is unordered: true on NaN")
 }
 
 // TestFMA32 compares fma32 with a·b + c computed exactly (big.Float) and rounded once to
