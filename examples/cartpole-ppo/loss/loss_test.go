@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
