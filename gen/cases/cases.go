@@ -449,7 +449,7 @@ func ownCaseFile(base string) bool {
 // last bit across platforms). A seeded case stored in an older golden format is reported as
 // such. It compacts the seeded cases (golden.Case.Compact). It returns one line per
 // difference.
-func Check(dir string, cs []golden.Case) ([]string, error) {
+func Check(dir string, cs []golden.Case) ([]Difference, error) {
 	stale, err := golden.StaleFormat(dir)
 	if err != nil {
 		return nil, err
@@ -457,7 +457,7 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 	stored, err := golden.OpenCases(dir)
 	if err != nil {
 		if len(stale) > 0 {
-			return stale, nil
+			return texts(stale), nil
 		}
 		return nil, err
 	}
@@ -465,7 +465,7 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 	for _, c := range stored {
 		byName[c.Name] = c
 	}
-	diffs := stale
+	diffs := texts(stale)
 	staleCase := map[string]bool{}
 	for _, name := range golden.SeededCases {
 		for _, line := range stale {
@@ -478,7 +478,7 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 	for _, c := range cs {
 		s, ok := byName[c.Name]
 		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: case %s is missing", dir, c.Name))
+			diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s is missing", dir, c.Name)})
 			continue
 		}
 		delete(byName, c.Name)
@@ -489,13 +489,13 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 			a, _ := json.Marshal(c.Recipe)
 			b, _ := json.Marshal(s.Recipe)
 			if !bytes.Equal(a, b) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: the recipe (seed, samples, shapes or checksums of the inputs) differs", dir, c.Name))
+				diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s: the recipe (seed, samples, shapes or checksums of the inputs) differs", dir, c.Name)})
 			}
 		} else {
 			for name, a := range c.Inputs {
 				b, ok := s.Inputs[name]
 				if !ok || !slices.Equal(a.Shape, b.Shape) || a.DType() != b.DType() || !sameBits(a.Float64s(), b.Float64s()) {
-					diffs = append(diffs, fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name))
+					diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name)})
 				}
 			}
 		}
@@ -503,30 +503,32 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 		for name, sum := range c.Summary {
 			stored, ok := s.Summary[name]
 			if !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Text: fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name)})
 				continue
 			}
 			for _, d := range stored.Equal(sum, tol) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Values: d.Bad, MaxRel: d.MaxRel,
+					Text: fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d)})
 			}
 		}
 		for name, a := range c.Want {
 			b, ok := s.Want[name]
 			if !ok || !slices.Equal(a.Shape, b.Shape) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Text: fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name)})
 				continue
 			}
 			if d := golden.Compare(b.Float64s(), a.Float64s(), tol); d.Bad > 0 {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s differs at %d elements (max rel %.3g)", dir, c.Name, name, d.Bad, d.MaxRel))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Values: d.Bad, MaxRel: d.MaxRel,
+					Text: fmt.Sprintf("%s: case %s: output %s differs at %d elements (max rel %.3g)", dir, c.Name, name, d.Bad, d.MaxRel)})
 			}
 		}
 	}
 	for name := range byName {
 		if golden.IsSeeded(name) || strings.HasPrefix(name, "real_") { // a user's own case is theirs
-			diffs = append(diffs, fmt.Sprintf("%s: case %s is not produced any more", dir, name))
+			diffs = append(diffs, Difference{Case: name, Text: fmt.Sprintf("%s: case %s is not produced any more", dir, name)})
 		}
 	}
-	sort.Strings(diffs)
+	slices.SortFunc(diffs, func(a, b Difference) int { return strings.Compare(a.Text, b.Text) })
 	return diffs, nil
 }
 
