@@ -326,7 +326,8 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, []Skip, error) {
 // Convert returns a as the storage type of input in: the kernel's float type (float32 data
 // widens exactly to float64; float64 data narrows to float32 rounded to nearest, overflowing
 // to ±inf, as TorchRL's .to(torch.float32) does), bool flags (bools, or floats that are
-// exactly 0 or 1), int64 indices.
+// exactly 0 or 1), int64 indices (any integer array: golden.NPZ.Read widens them to int64;
+// a float array is an error).
 func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 	want := dt.String()
 	switch in.Kind {
@@ -354,6 +355,15 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 			b[i] = x == 1
 		}
 		return golden.Array{Shape: shape, Data: b}, nil
+	case want == "int64" && got == "bool": // a uint8 array of 0/1 (golden.NPZ.Read reads it as flags)
+		f := a.Float64s()
+		x := make([]int64, len(f))
+		for i, v := range f {
+			x[i] = int64(v)
+		}
+		return golden.Array{Shape: shape, Data: x}, nil
+	case want == "int64":
+		return golden.Array{}, fmt.Errorf("%q has dtype %s: an index input must be an integer array (int8 to int64, uint8 to uint64), as TorchRL's int64 actions are; convert it with .astype(np.int64)", in.Name, got)
 	}
 	return golden.Array{}, fmt.Errorf("%q has dtype %s, want %s", in.Name, got, want)
 }

@@ -26,10 +26,17 @@ func Root() (string, error) {
 	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
 		return dir, nil
 	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen").Output()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	dir := strings.TrimSpace(string(out))
 	if err != nil || dir == "" {
-		return "", fmt.Errorf("cannot find the lossgen module (run inside a module that requires github.com/lossgen/lossgen, or set LOSSGEN_ROOT): %v", err)
+		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if why == "" && err != nil {
+			why = err.Error()
+		}
+		return "", fmt.Errorf("cannot find lossgen's source to build the kernel against: run inside a Go module that requires github.com/lossgen/lossgen (or in a lossgen checkout), or set LOSSGEN_ROOT=/path/to/lossgen (go list -m: %s)", or(why, "no directory"))
 	}
 	return dir, nil
 }
