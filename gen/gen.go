@@ -242,6 +242,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		GenVersion: runtime.GenVersion,
 		Summary:    summary(c.Spec, c.Hypers),
 		Params:     params(c.Spec),
+		NoGolden:   opts.GoldenDir == "",
 	}
 	files, err := gogen.Generate(c.Plan, c.Backward, m)
 	if err != nil {

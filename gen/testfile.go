@@ -159,7 +159,7 @@ func maskedInputs(g *ir.Graph) (string, []paddedInput) {
 func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	g := c.Graph
 	data := map[string]any{
-		"Header": gogen.Header(m), "Package": m.Package, "DType": g.DType.String(), "GoldenDir": goldenRel,
+		"Header": gogen.Header(m), "Package": m.Package, "DType": g.DType.String(), "GoldenDir": goldenRel, "SpecFile": m.SpecFile,
 		"Bits": map[ir.DType]string{ir.F32: "32", ir.F64: "64"}[g.DType],
 		"TolNote": "They were set from the errors measured on the golden cases (the test logs them), " +
 			"with room to spare; see lossgen's gen/testfile.go.",

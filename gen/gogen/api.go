@@ -60,6 +60,12 @@ func (e *gen) apiFile() *jen.File {
 	}
 	doc.WriteString("\nThe kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each\n")
 	doc.WriteString("pass is in kernels_generic.go.")
+	if e.m.NoGolden {
+		doc.WriteString("\n\nThis package was generated without golden cases (lossgen generate without -golden): its\n")
+		doc.WriteString("test compares its implementations with each other, but no output with reference values;\n")
+		fmt.Fprintf(&doc, "TestGolden is skipped. Add them with `lossgen golden -update -dir testdata/golden %s`,\n", e.m.SpecFile)
+		fmt.Fprintf(&doc, "then regenerate with `lossgen generate -o . -golden testdata/golden/%s %s`.", e.m.Package, e.m.SpecFile)
+	}
 	f.PackageComment(doc.String())
 
 	f.Comment("The runtime version this code was generated for: compilation fails against a runtime")

@@ -33,6 +33,7 @@ type Meta struct {
 	GenVersion int      // runtime.GenVersion the code is generated for
 	Summary    []string // lines describing the configuration, for the package doc
 	Params     []Param  // hyperparameters, emitted as documented constants
+	NoGolden   bool     // generated without golden cases: the package doc says its test checks no reference values
 }
 
 // Param is a named hyperparameter baked into the kernel.
