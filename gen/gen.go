@@ -243,6 +243,8 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		Summary:    summary(c.Spec, c.Hypers),
 		Params:     params(c.Spec),
 		NoGolden:   opts.GoldenDir == "",
+		// The doc comments cite SEMANTICS.md sections; a downstream module needs the address.
+		SemanticsURL: SemanticsURL(),
 	}
 	files, err := gogen.Generate(c.Plan, c.Backward, m)
 	if err != nil {
