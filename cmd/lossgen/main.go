@@ -11,7 +11,8 @@
 //
 // Use it from go generate:
 //
-//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppokernel ppo.yaml
+//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen golden -update -dir testdata/golden ppo.yaml
+//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppokernel -golden testdata/golden/ppokernel ppo.yaml
 package main
 
 import (
