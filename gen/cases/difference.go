@@ -59,8 +59,8 @@ func Headlines(dir string, diffs []Difference) []string {
 	var out []string
 	for _, name := range order {
 		a := by[name]
-		out = append(out, fmt.Sprintf("%s: output %s: differs in %d %s (%s): worst relative difference %.3g, %d values out of tolerance",
-			dir, name, len(a.cases), plural(len(a.cases), "case"), strings.Join(a.cases, ", "), a.maxRel, a.values))
+		out = append(out, fmt.Sprintf("%s: output %s: differs in %d %s (%s): worst relative difference %.3g, %d %s out of tolerance",
+			dir, name, len(a.cases), plural(len(a.cases), "case"), strings.Join(a.cases, ", "), a.maxRel, a.values, plural(a.values, "value")))
 	}
 	return append(out, other...)
 }
