@@ -240,7 +240,13 @@ func TestGoldenDiffLeadsWithSummary(t *testing.T) {
 	data, g := filepath.Join(dir, "data"), filepath.Join(dir, "g")
 	require.NoError(t, os.Mkdir(data, 0o755))
 	var out, errb strings.Builder
+	defer func(n int) { slowGolden = n }(slowGolden)
+	slowGolden = 0 // every batch is slow: the steps are reported
 	require.Equal(t, 0, run([]string{"golden", "-update", "-dir", g, "-data", data, specPath}, &out, &errb), errb.String())
+	require.Equal(t, "lossgen: "+specPath+": computing golden case random (1 of 3) with the interpreter...\n"+
+		"lossgen: "+specPath+": computing golden case flags (2 of 3) with the interpreter...\n"+
+		"lossgen: "+specPath+": computing golden case extreme (3 of 3) with the interpreter...\n", errb.String())
+	slowGolden = 1 << 30
 
 	out.Reset()
 	errb.Reset()
