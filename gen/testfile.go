@@ -348,7 +348,7 @@ func ptxTestFile(c *Compiled, m gogen.Meta, progress func(string)) ([]byte, erro
 		if err != nil {
 			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
 		}
-		if res.Stats.Cut == 0 && res.Stats.Blocks == gridBlocks(t) {
+		if res.Stats.Cut == 0 && res.Stats.Blocks == gridBlocks(t) && res.Stats.Instructions <= WholeBudget {
 			// No thread was stopped and every block ran: the part was the whole simulation.
 			pt.Whole = true
 			pt.Doc = fmt.Sprintf("whole: every block of every launch (%d instructions)", res.Stats.Instructions)
