@@ -113,7 +113,7 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, diffs, 3)
 	for _, d := range diffs {
-		require.Contains(t, d, "golden format 1")
+		require.Contains(t, d.Text, "golden format 1")
 	}
 	require.NoError(t, Update(dir, cs))
 	for _, name := range []string{"random", "flags", "extreme"} {
@@ -128,5 +128,5 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 	cs[0].Recipe.Seed++
 	diffs, err = Check(dir, cs)
 	require.NoError(t, err)
-	require.Equal(t, []string{dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}, diffs)
+	require.Equal(t, []Difference{{Case: "random", Text: dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}}, diffs)
 }

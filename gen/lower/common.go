@@ -41,7 +41,8 @@ func (l *Lowerer) timeDim(st *spec.Stage) string {
 
 // paramTimeDim is the time_dim parameter every estimator takes.
 var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName, DimIndex: true,
-	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose"}
+	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; " +
+		"explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23)"}
 
 // checkTimeDim checks that time_dim, a declared dim (the spec checks that), is a batch dim.
 func checkTimeDim(c *spec.Check) {

@@ -33,10 +33,17 @@ func RuntimeRoot() (string, error) {
 	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
 		return filepath.Join(dir, "runtime"), nil
 	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", RuntimeModule).Output()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", RuntimeModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	dir := strings.TrimSpace(string(out))
 	if err != nil || dir == "" {
-		return "", fmt.Errorf("cannot find lossgen's runtime module (run inside a module that requires %s, or set LOSSGEN_ROOT to a lossgen checkout): %v", RuntimeModule, err)
+		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if why == "" && err != nil {
+			why = err.Error()
+		}
+		return "", fmt.Errorf("cannot find lossgen's runtime module to build the kernel against: run inside a Go module that requires %s (or in a lossgen checkout), or set LOSSGEN_ROOT=/path/to/lossgen (go list -m: %s)", RuntimeModule, or(why, "no directory"))
 	}
 	return dir, nil
 }

@@ -101,13 +101,39 @@ func TestNPZMalformedHeader(t *testing.T) {
 	}
 }
 
-// uint8 flags read as bool; a uint8 array with other values is an error.
+// uint8 of 0/1 reads as bool flags; a uint8 array with other values reads as int64 indices.
 func TestNPZUint8Flags(t *testing.T) {
 	got, err := ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 0, 1)))
 	check.NoError(t, err)
 	check.Equal(t, []bool{true, false, true}, got["a"].Data)
-	_, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 1)))
-	check.ErrorContains(t, err, "uint8 array holds 2 at flat index 1")
+	got, err = ReadNPZ(npzWith(t, append(npyHeader("|u1", "(3,)"), 1, 2, 255)))
+	check.NoError(t, err)
+	check.Equal(t, []int64{1, 2, 255}, got["a"].Data)
+}
+
+// Every integer dtype widens exactly to int64, signs and extremes included (NumPy's default
+// int is int32 on Windows); a uint64 beyond int64 is an error.
+func TestNPZIntegersWiden(t *testing.T) {
+	for _, c := range []struct {
+		descr string
+		data  []byte
+		want  []int64
+	}{
+		{"|i1", []byte{0x80, 0xff, 0x7f}, []int64{-128, -1, 127}},
+		{"<i2", []byte{0x00, 0x80, 0xff, 0xff, 0xff, 0x7f}, []int64{-32768, -1, 32767}},
+		{"<i4", []byte{0, 0, 0, 0x80, 0xff, 0xff, 0xff, 0xff, 3, 0, 0, 0}, []int64{-2147483648, -1, 3}},
+		{"<u2", []byte{0xff, 0xff, 1, 0, 2, 0}, []int64{65535, 1, 2}},
+		{"<u4", []byte{0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0, 0, 0, 0, 0}, []int64{4294967295, 1, 0}},
+		{"<u8", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, []int64{1<<63 - 1, 1, 0}},
+	} {
+		got, err := ReadNPZ(npzWith(t, append(npyHeader(c.descr, "(3,)"), c.data...)))
+		check.NoError(t, err, c.descr)
+		check.Equal(t, c.want, got["a"].Data, c.descr)
+	}
+	_, err := ReadNPZ(npzWith(t, append(npyHeader("<u8", "(1,)"), 0, 0, 0, 0, 0, 0, 0, 0x80)))
+	check.ErrorContains(t, err, "uint64 array holds 9223372036854775808 at flat index 0, beyond int64")
+	_, err = ReadNPZ(npzWith(t, append(npyHeader("<c8", "(1,)"), 0, 0, 0, 0, 0, 0, 0, 0)))
+	check.ErrorContains(t, err, `unsupported dtype "<c8"`)
 }
 
 // A NumPy bool array reads as NumPy reads it: any nonzero byte is True.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -49,6 +50,13 @@ var dtypes = map[string]struct {
 	size int
 }{
 	"<f4": {"float32", 4}, "<f8": {"float64", 8}, "|b1": {"bool", 1}, "<i8": {"int64", 8}, "|u1": {"uint8", 1},
+	// Narrower integers (NumPy's default int is int32 on Windows) widen exactly to int64.
+	"|i1": {"int8", 1}, "<i2": {"int16", 2}, "<i4": {"int32", 4}, "<u2": {"uint16", 2}, "<u4": {"uint32", 4}, "<u8": {"uint64", 8},
+}
+
+// unsupported is the error for an array of a dtype lossgen does not read.
+func unsupported(descr string) error {
+	return fmt.Errorf("unsupported dtype %q (want float32, float64, bool, or a little-endian integer type: int8 to int64, uint8 to uint64)", descr)
 }
 
 // readNPYHeader reads an .npy preamble and header from r: format 1.x (2-byte header length),
@@ -234,7 +242,9 @@ func (p *pyParser) items(close byte, item func() error) error {
 
 // readNPYData reads n elements of the header's dtype from r, in chunks, into a typed
 // slice: the only allocation proportional to the data is the result itself. A bool is
-// true for any nonzero byte, as NumPy reads it; uint8 is read as 0/1 flags only.
+// true for any nonzero byte, as NumPy reads it. uint8 is read as bool when every value is 0
+// or 1 (flags saved as torch.uint8), and otherwise, like every other integer type, widened
+// exactly to int64 (indices); a uint64 above the int64 range is an error.
 func readNPYData(r io.Reader, descr string, n int) (any, error) {
 	switch descr {
 	case "<f4":
@@ -245,21 +255,41 @@ func readNPYData(r io.Reader, descr string, n int) (any, error) {
 		return decode(r, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
 	case "|b1":
 		return decode(r, n, 1, func(b []byte) bool { return b[0] != 0 })
-	case "|u1": // uint8 flags (torch.uint8, np.uint8): read as bool, 0 or 1 only
-		bad, at := byte(0), -1
-		i := -1
-		x, err := decode(r, n, 1, func(b []byte) bool {
-			if i++; b[0] > 1 && at < 0 {
-				bad, at = b[0], i
+	case "|u1":
+		x, err := decode(r, n, 1, func(b []byte) int64 { return int64(b[0]) })
+		if err != nil || slices.ContainsFunc(x, func(v int64) bool { return v > 1 }) {
+			return x, err
+		}
+		flags := make([]bool, len(x))
+		for i, v := range x {
+			flags[i] = v == 1
+		}
+		return flags, nil
+	case "|i1":
+		return decode(r, n, 1, func(b []byte) int64 { return int64(int8(b[0])) })
+	case "<i2":
+		return decode(r, n, 2, func(b []byte) int64 { return int64(int16(binary.LittleEndian.Uint16(b))) })
+	case "<i4":
+		return decode(r, n, 4, func(b []byte) int64 { return int64(int32(binary.LittleEndian.Uint32(b))) })
+	case "<u2":
+		return decode(r, n, 2, func(b []byte) int64 { return int64(binary.LittleEndian.Uint16(b)) })
+	case "<u4":
+		return decode(r, n, 4, func(b []byte) int64 { return int64(binary.LittleEndian.Uint32(b)) })
+	case "<u8":
+		bad, at, i := uint64(0), -1, -1
+		x, err := decode(r, n, 8, func(b []byte) int64 {
+			v := binary.LittleEndian.Uint64(b)
+			if i++; v > math.MaxInt64 && at < 0 {
+				bad, at = v, i
 			}
-			return b[0] == 1
+			return int64(v)
 		})
 		if err == nil && at >= 0 {
-			return nil, fmt.Errorf("uint8 array holds %d at flat index %d; only 0/1 flags are read from uint8", bad, at)
+			return nil, fmt.Errorf("uint64 array holds %d at flat index %d, beyond int64", bad, at)
 		}
 		return x, err
 	}
-	return nil, fmt.Errorf("unsupported dtype %q (want float32, float64, bool, int64, or uint8 0/1 flags)", descr)
+	return nil, unsupported(descr)
 }
 
 // decode reads n elements of size bytes each, converting each with conv.

@@ -66,8 +66,8 @@ func (z *NPZ) Header(name string) (NPYHeader, error) {
 	return h, nil
 }
 
-// Read reads array name. It accepts little-endian float32, float64, bool and int64 arrays in
-// C order, and uint8 arrays of 0/1 flags (read as bool). maxLen, when not negative, bounds
+// Read reads array name. It accepts little-endian float32, float64, bool and integer arrays
+// in C order (readNPYData: integers widen to int64, a uint8 array of 0/1 reads as bool flags). maxLen, when not negative, bounds
 // the number of elements: a header declaring more is an error before anything is allocated.
 func (z *NPZ) Read(name string, maxLen int) (Array, error) {
 	f, ok := z.entries[name]
@@ -91,7 +91,7 @@ func (z *NPZ) Read(name string, maxLen int) (Array, error) {
 	}
 	dt, ok := dtypes[h.Descr]
 	if !ok {
-		return fail(fmt.Errorf("unsupported dtype %q (want float32, float64, bool, int64, or uint8 0/1 flags)", h.Descr))
+		return fail(unsupported(h.Descr))
 	}
 	if err := checkSize(uint64(size)-uint64(hlen), dt.size, h.Shape); err != nil {
 		return fail(err)

@@ -504,12 +504,12 @@ func (s *Summary) checkTiles(r *Result, got []float64, tol Tol) {
 	}
 }
 
-// Equal reports whether two summaries hold the same positions and segments and values
-// within tol (lossgen golden compares stored and recomputed summaries).
-func (s *Summary) Equal(o *Summary, tol Tol) []string {
-	var diffs []string
+// Equal lists how two summaries differ: their positions and segments, or their values
+// beyond tol (none: equal; lossgen golden compares stored and recomputed summaries).
+func (s *Summary) Equal(o *Summary, tol Tol) []SummaryDiff {
+	var diffs []SummaryDiff
 	if fmt.Sprint(s.Shape, s.Index, s.RowSeg, s.ColSeg, s.TileRows, s.TileCols) != fmt.Sprint(o.Shape, o.Index, o.RowSeg, o.ColSeg, o.TileRows, o.TileCols) {
-		return []string{"shape, sample positions or segments differ"}
+		return []SummaryDiff{{What: "shape, sample positions or segments"}}
 	}
 	flat := func(x [][4]float64) []float64 {
 		out := make([]float64, 0, 4*len(x))
@@ -525,10 +525,26 @@ func (s *Summary) Equal(o *Summary, tol Tol) []string {
 		{"row statistics", flat(s.Rows), flat(o.Rows)}, {"column statistics", flat(s.Cols), flat(o.Cols)},
 		{"tile sums", s.Tiles, o.Tiles}} {
 		if d := Compare(c.a, c.b, tol); d.Bad > 0 {
-			diffs = append(diffs, fmt.Sprintf("%s differ at %d values (max rel %.3g)", c.what, d.Bad, d.MaxRel))
+			diffs = append(diffs, SummaryDiff{What: c.what, Bad: d.Bad, MaxRel: d.MaxRel})
 		}
 	}
 	return diffs
+}
+
+// SummaryDiff is one part of two summaries that differs (Summary.Equal): What (samples, row
+// statistics, ...) at Bad values, the largest relative difference MaxRel. Bad 0: the
+// summaries' layouts differ.
+type SummaryDiff struct {
+	What   string
+	Bad    int
+	MaxRel float64
+}
+
+func (d SummaryDiff) String() string {
+	if d.Bad == 0 {
+		return d.What + " differ"
+	}
+	return fmt.Sprintf("%s differ at %d values (max rel %.3g)", d.What, d.Bad, d.MaxRel)
 }
 
 // Arrays is the summary of output name as the .npz entries "<name>#<part>" of a want file
