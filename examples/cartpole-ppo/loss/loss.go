@@ -44,6 +44,14 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
+
+This package was generated without golden cases (lossgen generate without -golden): its
+test compares its implementations with each other, but no output with reference values;
+TestGolden is skipped. Add them with `lossgen golden -update -dir testdata/golden ../ppo.yaml`,
+then regenerate with `lossgen generate -o . -golden testdata/golden/loss ../ppo.yaml`.
 */
 package loss
 
