@@ -100,3 +100,20 @@ func (a *ArgMax) AddReverse(x float64, i int) {
 		a.Best, a.Idx = x, i
 	}
 }
+
+// B2F is a comparison as 0 or 1: the reductions that generated kernels run from their
+// description (lossgen's ir.ReductionOf) compute with float64 truth values.
+func B2F(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Sel is a where c ≠ 0, else b (torch.where on float64 truth values; see B2F).
+func Sel(c, a, b float64) float64 {
+	if c != 0 {
+		return a
+	}
+	return b
+}

@@ -3,6 +3,7 @@ package asmgen
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -290,16 +291,24 @@ func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 	}
 }
 
-// identity is each reduction field's starting value.
-func identity(op ir.Op, field, elem string) jen.Code {
-	inf := func(sign int) jen.Code { return jen.Id(elem).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign))) }
-	switch {
-	case op == ir.OpRMax && field == "m", op == ir.OpArgMax && field == "best":
-		return inf(-1)
-	case op == ir.OpRMin:
-		return inf(1)
+// fill is a state field's starting value (passGen.identity) as a Go value of type elem, or
+// float64 for a float64 field.
+func fill(v float64, f field, elem string) jen.Code {
+	t := "float64"
+	if f.elem {
+		t = elem
 	}
-	return jen.Lit(0)
+	switch {
+	case v == 0:
+		return jen.Lit(0)
+	case math.IsInf(v, 0):
+		sign := 1
+		if v < 0 {
+			sign = -1
+		}
+		return jen.Id(t).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign)))
+	}
+	return jen.Id(t).Call(jen.Lit(v))
 }
 
 // runPass emits the initialisation of st's states for pg's pass and the call of its kernel
@@ -318,7 +327,7 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 				perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / ps.Domain[0].Size
 				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), jen.Float64().Call(jen.Parens(jen.Id("hi").Op("-").Id("lo")).Op("*").Lit(perRow)))
 			default:
-				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), fill(pg.identity(r, fld.name), fld, elem))
 			}
 		}
 	}
@@ -404,7 +413,12 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 	})
 }
 
-var finish = map[ir.Op]string{
+// laneCode holds the reductions with hand-written lane code (reduce.go: float32 partial sums,
+// logsumexp's guarded sums of e^x, Welford with a known count, argmax in either loop
+// direction) and the runtime function that merges and finishes their lanes. Any other
+// reduction runs its description (ir.ReductionOf) on float64 lanes, whose lanes generated Go
+// merges and finishes (finishGeneric). The op zoo checks both against the interpreter.
+var laneCode = map[ir.Op]string{
 	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
 	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
 }
@@ -455,6 +469,11 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 			lay := pg.layout(r)
 			lps := lay.lps
 			args := []jen.Code{jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
+			if !pg.own(r) {
+				finishGeneric(b, r, lay)
+				e.storeResult(b, r, elem, lay)
+				continue
+			}
 			switch r.Op {
 			case ir.OpLogSumExp:
 				args = append(args, jen.Id("st").Dot(stateField(r, "s")))
@@ -478,18 +497,51 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))
 				}
 			}
-			b.Qual(rt, finish[r.Op]).Call(args...)
-			for _, addr := range e.bufAddrs(r) {
-				dst := strings.TrimPrefix(addr, "&")
-				if len(r.Shape) == 0 {
-					b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
-				} else {
-					slice := strings.TrimSuffix(dst, "[0]")
-					b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
-						jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
-					)
-				}
-			}
+			b.Qual(rt, laneCode[r.Op]).Call(args...)
+			e.storeResult(b, r, elem, lay)
 		}
 	})
+}
+
+// storeResult copies r's finished values from st.res into its buffers.
+func (e *emitter) storeResult(b *jen.Group, r *ir.Node, elem string, lay redLayout) {
+	for _, addr := range e.bufAddrs(r) {
+		dst := strings.TrimPrefix(addr, "&")
+		if len(r.Shape) == 0 {
+			b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
+		} else {
+			slice := strings.TrimSuffix(dst, "[0]")
+			b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+				jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
+			)
+		}
+	}
+}
+
+// finishGeneric emits the Go that merges each slot's lane states of r in lane order with
+// r's description and finishes them into st.res.
+func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
+	red := ir.ReductionOf[jen.Code](r.Op)
+	lane := func(i jen.Code) []jen.Code {
+		var st []jen.Code
+		for _, f := range red.Fields {
+			st = append(st, jen.Id("st").Dot(stateField(r, f)).Index(jen.Id("k").Op("*").Lit(lay.lps).Op("+").Add(i)))
+		}
+		return st
+	}
+	a := gogen.State(jen.Id("a"), len(red.Fields))
+	o := gogen.Ops64{}
+	b.For(jen.Id("k").Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+		jen.Id("a").Op(":=").Index(jen.Lit(len(red.Fields))).Float64().Values(lane(jen.Lit(0))...),
+		jen.For(jen.Id("i").Op(":=").Lit(1), jen.Id("i").Op("<").Lit(lay.lps), jen.Id("i").Op("++")).Block(
+			jen.Id("a").Op("=").Index(jen.Lit(len(red.Fields))).Float64().Values(red.Merge(o, a, lane(jen.Id("i")))...),
+		),
+		jen.Id("st").Dot("res").Index(jen.Id("k")).Op("=").Add(red.Finish(o, a, r.Corr)),
+	)
+}
+
+// own reports whether r runs the hand-written lane code of its op (laneCode).
+func (pg *passGen) own(r *ir.Node) bool {
+	_, ok := laneCode[r.Op]
+	return ok
 }

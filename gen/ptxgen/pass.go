@@ -280,11 +280,11 @@ func (k *passK) redOf(r *ir.Node) *redK {
 
 // innerInit starts an inner reduction's state (float64 registers, as every reduction's).
 func (k *passK) innerInit(r *ir.Node) {
-	red := ir.Reductions[r.Op]
-	st := make([]string, len(red.Fields))
+	id := red(r.Op).Identity
+	st := make([]string, len(id))
 	for i := range st {
 		st[i] = k.fd()
-		k.op("mov.f64 %s, %s", st[i], immF64(red.Identity[i]))
+		k.op("mov.f64 %s, %s", st[i], immF64(id[i]))
 	}
 	k.inner[r.ID] = st
 }
@@ -378,35 +378,66 @@ func (k *passK) compute(n *ir.Node) string {
 	for i, a := range n.Args {
 		args[i] = k.vals[a.ID]
 	}
-	return ir.Elem[string](ptxOps{k.kernel}, n.Op, args)
+	return ir.Elem[string](ptxOps{k: k.kernel}, n.Op, args)
 }
 
-// ptxOps is ir.ElemOps on PTX registers of the kernel's element type. Every float op carries
-// an explicit rounding (.rn), so ptxas contracts nothing into an FMA.
-type ptxOps struct{ k *kernel }
+// ptxOps is ir.ElemOps on PTX registers of the kernel's element type, or (wide) ir.RedOps
+// on float64 registers, the reductions' states. Every float op carries an explicit rounding
+// (.rn), so ptxas contracts nothing into an FMA.
+type ptxOps struct {
+	k    *kernel
+	wide bool
+}
+
+// ops64 is ptxOps on float64 registers.
+func (k *kernel) ops64() ptxOps { return ptxOps{k, true} }
+
+func (o ptxOps) f64() bool { return o.wide || o.k.f64 }
+
+func (o ptxOps) el() string {
+	if o.wide {
+		return o.k.fd()
+	}
+	return o.k.el()
+}
+
+func (o ptxOps) t() string {
+	if o.wide {
+		return "f64"
+	}
+	return o.k.t()
+}
+
+// Const is c as an immediate of the ops' type.
+func (o ptxOps) Const(c float64) string {
+	if o.wide {
+		return immF64(c)
+	}
+	return o.k.imm(c)
+}
 
 func (o ptxOps) un(op, x string) string {
-	d := o.k.el()
-	o.k.op("%s.%s %s, %s", op, o.k.t(), d, x)
+	d := o.el()
+	o.k.op("%s.%s %s, %s", op, o.t(), d, x)
 	return d
 }
 
 func (o ptxOps) bin(op, x, y string) string {
-	d := o.k.el()
-	o.k.op("%s.%s %s, %s, %s", op, o.k.t(), d, x, y)
+	d := o.el()
+	o.k.op("%s.%s %s, %s, %s", op, o.t(), d, x, y)
 	return d
 }
 
 func (o ptxOps) cmp(op, x, y string) string {
-	p, d := o.k.pred(), o.k.el()
-	o.k.op("setp.%s.%s %s, %s, %s", op, o.k.t(), p, x, y)
-	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, o.k.imm(1), o.k.imm(0), p)
+	p, d := o.k.pred(), o.el()
+	o.k.op("setp.%s.%s %s, %s, %s", op, o.t(), p, x, y)
+	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, o.Const(1), o.Const(0), p)
 	return d
 }
 
 func (o ptxOps) minmax(name, x, y string) string {
-	d := o.k.el()
-	if o.k.f64 {
+	d := o.el()
+	if o.f64() {
 		o.k.minmax64(name, d, x, y)
 	} else {
 		o.k.op("%s.NaN.f32 %s, %s, %s", name, d, x, y)
@@ -414,11 +445,29 @@ func (o ptxOps) minmax(name, x, y string) string {
 	return d
 }
 
-func (o ptxOps) Neg(x string) string    { return o.un("neg", x) }
-func (o ptxOps) Abs(x string) string    { return o.un("abs", x) }
-func (o ptxOps) Exp(x string) string    { return o.k.expEl(x) }
-func (o ptxOps) Log(x string) string    { return o.k.logEl(x) }
-func (o ptxOps) Log1p(x string) string  { return o.k.log1pEl(x) }
+func (o ptxOps) Neg(x string) string { return o.un("neg", x) }
+func (o ptxOps) Abs(x string) string { return o.un("abs", x) }
+func (o ptxOps) Exp(x string) string {
+	if o.wide {
+		return o.k.exp64(x)
+	}
+	return o.k.expEl(x)
+}
+func (o ptxOps) Log(x string) string {
+	if o.wide {
+		return o.k.log64(x)
+	}
+	return o.k.logEl(x)
+}
+
+// Log1p on float64 registers runs the element-type code as a float64 kernel's.
+func (o ptxOps) Log1p(x string) string {
+	if o.wide && !o.k.f64 {
+		o.k.f64 = true
+		defer func() { o.k.f64 = false }()
+	}
+	return o.k.log1pEl(x)
+}
 func (o ptxOps) Sqrt(x string) string   { return o.un("sqrt.rn", x) }
 func (o ptxOps) Add(x, y string) string { return o.bin("add.rn", x, y) }
 func (o ptxOps) Sub(x, y string) string { return o.bin("sub.rn", x, y) }
@@ -433,9 +482,9 @@ func (o ptxOps) Ge(x, y string) string  { return o.cmp("ge", x, y) }
 func (o ptxOps) Eq(x, y string) string  { return o.cmp("eq", x, y) }
 func (o ptxOps) Ne(x, y string) string  { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
 func (o ptxOps) Where(c, x, y string) string {
-	p, d := o.k.pred(), o.k.el()
-	o.k.op("setp.neu.%s %s, %s, %s", o.k.t(), p, c, o.k.imm(0))
-	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, x, y, p)
+	p, d := o.k.pred(), o.el()
+	o.k.op("setp.neu.%s %s, %s, %s", o.t(), p, c, o.Const(0))
+	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, x, y, p)
 	return d
 }
 
