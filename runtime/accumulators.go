@@ -59,8 +59,14 @@ func (a *Welford) Add(x float64) {
 	a.M2 += d * (x - a.Mean)
 }
 
-// Var returns Σ(x − mean)²/(n − correction), as torch.var.
-func (a *Welford) Var(correction int) float64 { return a.M2 / (a.N - float64(correction)) }
+// Var returns Σ(x − mean)²/(n − correction), as torch.var: NaN when an element is infinite
+// or NaN (the mean then is; a state merged by Chan's update may hold an infinite M2).
+func (a *Welford) Var(correction int) float64 {
+	if a.Mean-a.Mean != 0 {
+		return math.NaN()
+	}
+	return a.M2 / (a.N - float64(correction))
+}
 
 // Max returns the NaN-propagating maximum of the running value m and x.
 func Max(m, x float64) float64 {

@@ -160,7 +160,7 @@ func (pg *passGen) block() {
 		for _, a := range args {
 			keep[a.ID] = true
 		}
-		pg.regs.makeRoom(k, len(args)+temps(it, pg.f64), keep)
+		pg.regs.makeRoom(k, len(args)+pg.temps(it), keep)
 		regsIn := make([]reg.VecVirtual, len(args))
 		for i, a := range args {
 			regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
@@ -242,7 +242,7 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 		if pg.twins[n.ID] != nil {
 			return nil
 		}
-		if n.Op == ir.OpLogSumExp && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
+		if pg.guarded(n) && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
 			return []*ir.Node{n.Args[0], pg.sharedExp(n)}
 		}
 		return []*ir.Node{n.Args[0]}
@@ -259,13 +259,16 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 }
 
 // temps estimates the vector registers an item's expansion uses besides its arguments.
-func temps(it bitem, f64 bool) int {
+func (pg *passGen) temps(it bitem) int {
 	switch it.kind {
 	case plan.Store:
 		return 2 // a tail's mask, a scatter's staging
 	case plan.Finish:
 		return 13
 	case plan.Accumulate:
+		if !pg.own(it.n) {
+			return 13 // a description's merge: as many as logsumexp's
+		}
 		switch it.n.Op {
 		case ir.OpLogSumExp:
 			return 13

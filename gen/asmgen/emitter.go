@@ -55,7 +55,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 		end = off + a.n*size
 	}
 	for _, ps := range p.Passes {
-		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: twinsOf(ps)}
+		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: e.twinsOf(ps)}
 		for _, r := range ps.Reduces {
 			lay := pg.layout(r)
 			for _, f := range pg.fields(r) {
@@ -67,7 +67,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 			}
 		}
 		for _, r := range ps.Inner {
-			if r.Op == ir.OpLogSumExp {
+			if pg.guarded(r) {
 				place(stateField(r, "ok"), true, 8, pg.esz())
 			}
 		}
@@ -89,12 +89,12 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 func guards(pg *passGen) []*ir.Node {
 	var out []*ir.Node
 	for _, r := range pg.ps.Reduces {
-		if r.Op == ir.OpLogSumExp && pg.twins[r.ID] == nil {
+		if pg.guarded(r) && pg.twins[r.ID] == nil {
 			out = append(out, r)
 		}
 	}
 	for _, r := range pg.ps.Inner {
-		if r.Op == ir.OpLogSumExp {
+		if pg.guarded(r) {
 			out = append(out, r)
 		}
 	}
@@ -332,7 +332,7 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 		}
 	}
 	for _, r := range ps.Inner {
-		if r.Op == ir.OpLogSumExp {
+		if pg.guarded(r) {
 			b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, "ok")))
 		}
 	}
@@ -394,6 +394,10 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 		c0, c := jen.Lit(0), jen.Id("c")
 		var merges []jen.Code
 		for _, r := range ps.Reduces {
+			if !pg.own(r) {
+				merges = append(merges, mergeGeneric(r, c))
+				continue
+			}
 			switch r.Op {
 			case ir.OpSum, ir.OpMean:
 				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
@@ -543,5 +547,34 @@ func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
 // own reports whether r runs the hand-written lane code of its op (laneCode).
 func (pg *passGen) own(r *ir.Node) bool {
 	_, ok := laneCode[r.Op]
-	return ok
+	return ok && !pg.e.g.GenericReductions
+}
+
+// guarded reports whether r is a logsumexp on its guarded fast path (reduce.go).
+func (pg *passGen) guarded(r *ir.Node) bool { return r.Op == ir.OpLogSumExp && pg.own(r) }
+
+// twinsOf is twinsOf(ps) for the logsumexps on their fast path.
+func (e *emitter) twinsOf(ps *plan.Pass) map[int]*ir.Node {
+	if e.g.GenericReductions {
+		return map[int]*ir.Node{}
+	}
+	return twinsOf(ps)
+}
+
+// mergeGeneric emits the Go that merges chunk c's lane states of r into chunk 0's with r's
+// description, lane by lane.
+func mergeGeneric(r *ir.Node, c jen.Code) jen.Code {
+	red := ir.ReductionOf[jen.Code](r.Op)
+	field := func(chunk jen.Code, f string) *jen.Statement {
+		return jen.Id("sts").Index(chunk).Dot(stateField(r, f))
+	}
+	var a, b, dst []jen.Code
+	for _, f := range red.Fields {
+		a = append(a, field(jen.Lit(0), f).Index(jen.Id("i")))
+		b = append(b, field(c, f).Index(jen.Id("i")))
+		dst = append(dst, field(jen.Lit(0), f).Index(jen.Id("i")))
+	}
+	return jen.For(jen.Id("i").Op(":=").Range().Add(field(jen.Lit(0), red.Fields[0]))).Block(
+		jen.List(dst...).Op("=").List(red.Merge(gogen.Ops64{}, a, b)...),
+	)
 }

@@ -84,8 +84,8 @@ func (e *gen) scratchType(f *jen.File) {
 			if len(r.Shape) == 0 {
 				continue
 			}
-			fields = append(fields, jen.Id(accName(r)).Index().Add(accType(r)).Comment("accumulators of v"+fmt.Sprint(r.ID)))
-			allocs = append(allocs, jen.Id(accName(r)).Op(":").Make(jen.Index().Add(accType(r)), jen.Lit(r.Shape.Numel())))
+			fields = append(fields, jen.Id(accName(r)).Index().Add(e.accType(r)).Comment("accumulators of v"+fmt.Sprint(r.ID)))
+			allocs = append(allocs, jen.Id(accName(r)).Op(":").Make(jen.Index().Add(e.accType(r)), jen.Lit(r.Shape.Numel())))
 		}
 		for _, n := range ps.Compute {
 			if n.Op == ir.OpScan {
@@ -228,11 +228,11 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	// Accumulators: scalar ones are locals, the others live in scratch and are reset here.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
-			b.Id(accName(r)).Op(":=").Add(accInit(r))
+			b.Id(accName(r)).Op(":=").Add(e.accInit(r))
 			continue
 		}
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(
-			jen.Id("s").Dot(accName(r)).Index(jen.Id("k")).Op("=").Add(accInit(r)))
+			jen.Id("s").Dot(accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
 	}
 	dom := ps.Domain
 	var nest func(d int) []jen.Code
@@ -267,14 +267,14 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
 			for _, buf := range e.bufExprs(r) {
-				b.Add(buf).Op("=").Add(e.conv(accResult(r, jen.Id(accName(r)))))
+				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(accName(r)))))
 			}
 			continue
 		}
 		acc := jen.Id("s").Dot(accName(r)).Index(jen.Id("k"))
 		var sets []jen.Code
 		for _, buf := range e.bufExprs(r) {
-			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(accResult(r, acc))))
+			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, acc))))
 		}
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(sets...)
 	}
@@ -300,9 +300,9 @@ func (p *pass) block(bl *plan.Block) []jen.Code {
 		case plan.Accumulate:
 			out = append(out, p.accumulate(n))
 		case plan.Init:
-			out = append(out, jen.Id(accName(n)).Op(":=").Add(accInit(n)))
+			out = append(out, jen.Id(accName(n)).Op(":=").Add(p.e.accInit(n)))
 		case plan.Finish:
-			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.conv(accResult(n, jen.Id(accName(n))))))
+			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.conv(p.e.accResult(n, jen.Id(accName(n))))))
 			declared[n.ID] = true
 		case plan.Loop:
 			body := p.block(st.Block)

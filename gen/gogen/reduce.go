@@ -62,20 +62,26 @@ func extreme(fn string, sign int) goAcc {
 		}, plain}
 }
 
+// acc is r's runtime accumulator, if it has one and the graph does not ask for descriptions.
+func (e *gen) acc(r *ir.Node) (goAcc, bool) {
+	a, ok := goAccs[r.Op]
+	return a, ok && !e.g.GenericReductions
+}
+
 // red is r's description on float64 Go expressions.
 func red(r *ir.Node) *ir.Reduction[jen.Code] { return ir.ReductionOf[jen.Code](r.Op) }
 
 // accType is the float64 accumulator type of a reduction.
-func accType(r *ir.Node) jen.Code {
-	if a, ok := goAccs[r.Op]; ok {
+func (e *gen) accType(r *ir.Node) jen.Code {
+	if a, ok := e.acc(r); ok {
 		return a.typ
 	}
 	return jen.Index(jen.Lit(len(red(r).Fields))).Float64()
 }
 
 // accInit is the empty accumulator of a reduction.
-func accInit(r *ir.Node) jen.Code {
-	if a, ok := goAccs[r.Op]; ok {
+func (e *gen) accInit(r *ir.Node) jen.Code {
+	if a, ok := e.acc(r); ok {
 		return a.init
 	}
 	var id []jen.Code
@@ -86,8 +92,8 @@ func accInit(r *ir.Node) jen.Code {
 }
 
 // accResult is the reduction's float64 value from its accumulator acc.
-func accResult(r *ir.Node, acc *jen.Statement) jen.Code {
-	if a, ok := goAccs[r.Op]; ok {
+func (e *gen) accResult(r *ir.Node, acc *jen.Statement) jen.Code {
+	if a, ok := e.acc(r); ok {
 		return a.result(r, acc)
 	}
 	return red(r).Finish(Ops64{}, State(acc, len(red(r).Fields)), r.Corr)
@@ -104,7 +110,7 @@ func (p *pass) accumulate(r *ir.Node) jen.Code {
 		acc = jen.Id("s").Dot(accName(r)).Index(indexExpr(r.Shape, nil))
 	}
 	x := p.e.f64(jen.Id(v(r.Args[0])))
-	if a, ok := goAccs[r.Op]; ok {
+	if a, ok := p.e.acc(r); ok {
 		return a.add(p, r, acc, x)
 	}
 	d := red(r)

@@ -364,6 +364,9 @@ type Graph struct {
 	Inputs  []*Input
 	Nodes   []*Node
 	Outputs []*Output
+	// GenericReductions makes every backend run each reduction's description
+	// (ReductionOf), skipping its faster forms of the same reductions: the op zoo runs both.
+	GenericReductions bool
 }
 
 // IsBatch reports whether the named dim is a batch dim. Reductions over batch dims are

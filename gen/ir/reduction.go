@@ -105,7 +105,8 @@ func lseRed[V any]() *Reduction[V] {
 }
 
 // welfordRed is torch.var (or its square root, torch.std) with a correction, from Welford
-// states (n, mean, M2) merged by Chan, Golub and LeVeque's pairwise update.
+// states (n, mean, M2) merged by Chan, Golub and LeVeque's pairwise update; NaN when an
+// element is infinite or NaN, as torch's two-pass form.
 func welfordRed[V any](std bool) *Reduction[V] {
 	return &Reduction[V]{
 		Fields: []string{"n", "mean", "m2"}, Identity: []float64{0, 0, 0}, Corrected: true,
@@ -125,6 +126,9 @@ func welfordRed[V any](std bool) *Reduction[V] {
 		},
 		Finish: func(o RedOps[V], st []V, corr int) V {
 			v := o.Div(st[2], o.Sub(st[0], o.Const(float64(corr))))
+			// An infinite x makes torch's x − mean NaN somewhere (the mean is infinite or
+			// NaN); Chan's merge may leave M2 infinite instead.
+			v = o.Where(o.Ne(o.Sub(st[1], st[1]), o.Const(0)), o.Const(math.NaN()), v)
 			if std {
 				return o.Sqrt(v)
 			}

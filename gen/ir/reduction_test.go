@@ -49,6 +49,8 @@ func TestFold(t *testing.T) {
 		{OpLogSumExp, []float64{1, nan}, 0, nan},
 		{OpVar, []float64{1, 2, 3, 4}, 0, 1.25},
 		{OpVar, []float64{1, 2, 3, 4}, 1, 5.0 / 3},
+		{OpVar, []float64{1, inf, 2}, 0, nan},
+		{OpVar, []float64{1, inf}, 0, nan},
 		{OpStd, []float64{2, 4, 4, 4, 5, 5, 7, 9}, 0, 2},
 		{OpStd, []float64{1, 3}, 1, math.Sqrt2},
 		{OpArgMax, []float64{1, 3, 3, 2}, 0, 1},

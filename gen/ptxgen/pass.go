@@ -430,13 +430,33 @@ func (o ptxOps) bin(op, x, y string) string {
 
 func (o ptxOps) cmp(op, x, y string) string {
 	p, d := o.k.pred(), o.el()
-	o.k.op("setp.%s.%s %s, %s, %s", op, o.t(), p, x, y)
+	if px, ok := o.k.truth[x]; ok && o.wide && op == "eq" && y == o.Const(0) {
+		o.k.op("not.pred %s, %s", p, px)
+	} else {
+		o.k.op("setp.%s.%s %s, %s, %s", op, o.t(), p, x, y)
+	}
+	return o.truthValue(p, d)
+}
+
+// truthValue sets d to 1 where p holds, else 0; on float64 registers it records d's
+// predicate (kernel.truth).
+func (o ptxOps) truthValue(p, d string) string {
 	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, o.Const(1), o.Const(0), p)
+	if o.wide {
+		o.k.truth[d] = p
+	}
 	return d
 }
 
 func (o ptxOps) minmax(name, x, y string) string {
 	d := o.el()
+	px, okx := o.k.truth[x]
+	py, oky := o.k.truth[y]
+	if o.wide && okx && oky { // a logical or (max) or and (min) of truth values
+		p := o.k.pred()
+		o.k.op("%s.pred %s, %s, %s", map[string]string{"max": "or", "min": "and"}[name], p, px, py)
+		return o.truthValue(p, d)
+	}
 	if o.f64() {
 		o.k.minmax64(name, d, x, y)
 	} else {
@@ -482,8 +502,12 @@ func (o ptxOps) Ge(x, y string) string  { return o.cmp("ge", x, y) }
 func (o ptxOps) Eq(x, y string) string  { return o.cmp("eq", x, y) }
 func (o ptxOps) Ne(x, y string) string  { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
 func (o ptxOps) Where(c, x, y string) string {
-	p, d := o.k.pred(), o.el()
-	o.k.op("setp.neu.%s %s, %s, %s", o.t(), p, c, o.Const(0))
+	d := o.el()
+	p, ok := o.k.truth[c]
+	if !ok || !o.wide {
+		p = o.k.pred()
+		o.k.op("setp.neu.%s %s, %s, %s", o.t(), p, c, o.Const(0))
+	}
 	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, x, y, p)
 	return d
 }
