@@ -417,16 +417,6 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 	})
 }
 
-// laneCode holds the reductions with hand-written lane code (reduce.go: float32 partial sums,
-// logsumexp's guarded sums of e^x, Welford with a known count, argmax in either loop
-// direction) and the runtime function that merges and finishes their lanes. Any other
-// reduction runs its description (ir.ReductionOf) on float64 lanes, whose lanes generated Go
-// merges and finishes (finishGeneric). The op zoo checks both against the interpreter.
-var laneCode = map[ir.Op]string{
-	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
-	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
-}
-
 func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
@@ -543,15 +533,6 @@ func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
 		jen.Id("st").Dot("res").Index(jen.Id("k")).Op("=").Add(red.Finish(o, a, r.Corr)),
 	)
 }
-
-// own reports whether r runs the hand-written lane code of its op (laneCode).
-func (pg *passGen) own(r *ir.Node) bool {
-	_, ok := laneCode[r.Op]
-	return ok && !pg.e.g.GenericReductions
-}
-
-// guarded reports whether r is a logsumexp on its guarded fast path (reduce.go).
-func (pg *passGen) guarded(r *ir.Node) bool { return r.Op == ir.OpLogSumExp && pg.own(r) }
 
 // twinsOf is twinsOf(ps) for the logsumexps on their fast path.
 func (e *emitter) twinsOf(ps *plan.Pass) map[int]*ir.Node {

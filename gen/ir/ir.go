@@ -230,7 +230,7 @@ type Node struct {
 	Input   *Input    // OpInput
 	Value   []float64 // OpConst: row-major data of Shape (one value for a scalar)
 	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
-	Corr    int       // a Corrected reduction's (OpVar, OpStd) correction: 0 biased, 1 unbiased
+	Corr    int       // a Corrected reduction's correction (torch's; 0 biased, 1 unbiased)
 	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1]); OpIota: counts from the end
 	// TieFirst (OpMin, OpMax) is how the gradient splits: to the first argument where the
 	// two are equal or it is NaN (torch.clamp against a bound, inclusive; the min over
