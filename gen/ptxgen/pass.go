@@ -416,13 +416,32 @@ func (o ptxOps) Const(c float64) string {
 	return o.k.imm(c)
 }
 
+// use sets x if it is a truth value not set yet (kernel.lazy), and returns it.
+func (o ptxOps) use(x string) string {
+	if o.k.lazy[x] {
+		o.k.op("selp.f64 %s, %s, %s, %s", x, immF64(1), immF64(0), o.k.truth[x])
+		delete(o.k.lazy, x)
+	}
+	return x
+}
+
+// useAll is use of each of xs: a description's results, which states and stores take.
+func (o ptxOps) useAll(xs []string) []string {
+	for _, x := range xs {
+		o.use(x)
+	}
+	return xs
+}
+
 func (o ptxOps) un(op, x string) string {
+	x = o.use(x)
 	d := o.el()
 	o.k.op("%s.%s %s, %s", op, o.t(), d, x)
 	return d
 }
 
 func (o ptxOps) bin(op, x, y string) string {
+	x, y = o.use(x), o.use(y)
 	d := o.el()
 	o.k.op("%s.%s %s, %s, %s", op, o.t(), d, x, y)
 	return d
@@ -433,18 +452,19 @@ func (o ptxOps) cmp(op, x, y string) string {
 	if px, ok := o.k.truth[x]; ok && o.wide && op == "eq" && y == o.Const(0) {
 		o.k.op("not.pred %s, %s", p, px)
 	} else {
-		o.k.op("setp.%s.%s %s, %s, %s", op, o.t(), p, x, y)
+		o.k.op("setp.%s.%s %s, %s, %s", op, o.t(), p, o.use(x), o.use(y))
 	}
 	return o.truthValue(p, d)
 }
 
-// truthValue sets d to 1 where p holds, else 0; on float64 registers it records d's
-// predicate (kernel.truth).
+// truthValue is d as 1 where p holds, else 0: set now in the element type, on float64
+// registers when first used (kernel.truth, kernel.lazy).
 func (o ptxOps) truthValue(p, d string) string {
-	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, o.Const(1), o.Const(0), p)
 	if o.wide {
-		o.k.truth[d] = p
+		o.k.truth[d], o.k.lazy[d] = p, true
+		return d
 	}
+	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, o.Const(1), o.Const(0), p)
 	return d
 }
 
@@ -457,6 +477,7 @@ func (o ptxOps) minmax(name, x, y string) string {
 		o.k.op("%s.pred %s, %s, %s", map[string]string{"max": "or", "min": "and"}[name], p, px, py)
 		return o.truthValue(p, d)
 	}
+	x, y = o.use(x), o.use(y)
 	if o.f64() {
 		o.k.minmax64(name, d, x, y)
 	} else {
@@ -468,12 +489,14 @@ func (o ptxOps) minmax(name, x, y string) string {
 func (o ptxOps) Neg(x string) string { return o.un("neg", x) }
 func (o ptxOps) Abs(x string) string { return o.un("abs", x) }
 func (o ptxOps) Exp(x string) string {
+	x = o.use(x)
 	if o.wide {
 		return o.k.exp64(x)
 	}
 	return o.k.expEl(x)
 }
 func (o ptxOps) Log(x string) string {
+	x = o.use(x)
 	if o.wide {
 		return o.k.log64(x)
 	}
@@ -482,6 +505,7 @@ func (o ptxOps) Log(x string) string {
 
 // Log1p on float64 registers runs the element-type code as a float64 kernel's.
 func (o ptxOps) Log1p(x string) string {
+	x = o.use(x)
 	if o.wide && !o.k.f64 {
 		o.k.f64 = true
 		defer func() { o.k.f64 = false }()
@@ -502,11 +526,12 @@ func (o ptxOps) Ge(x, y string) string  { return o.cmp("ge", x, y) }
 func (o ptxOps) Eq(x, y string) string  { return o.cmp("eq", x, y) }
 func (o ptxOps) Ne(x, y string) string  { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
 func (o ptxOps) Where(c, x, y string) string {
+	x, y = o.use(x), o.use(y)
 	d := o.el()
 	p, ok := o.k.truth[c]
 	if !ok || !o.wide {
 		p = o.k.pred()
-		o.k.op("setp.neu.%s %s, %s, %s", o.t(), p, c, o.Const(0))
+		o.k.op("setp.neu.%s %s, %s, %s", o.t(), p, o.use(c), o.Const(0))
 	}
 	o.k.op("selp.%s %s, %s, %s, %s", o.t(), d, x, y, p)
 	return d

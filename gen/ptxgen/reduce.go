@@ -116,20 +116,22 @@ func red(op ir.Op) *ir.Reduction[string] { return ir.ReductionOf[string](op) }
 
 // singleton is the state of one element x (float64).
 func (k *passK) singleton(r *ir.Node, x string) []string {
-	return red(r.Op).Single(k.ops64(), x, func() string {
+	return k.ops64().useAll(red(r.Op).Single(k.ops64(), x, func() string {
 		i := k.fd()
 		k.op("cvt.rn.f64.u32 %s, %s", i, k.idx[r.Axes[0]])
 		return i
-	})
+	}))
 }
 
 // merge returns the state of a followed by b (b's elements come later in the fold's fixed
 // order; argmax breaks ties by index, so the order does not change its result).
-func (k *kernel) merge(op ir.Op, a, b []string) []string { return red(op).Merge(k.ops64(), a, b) }
+func (k *kernel) merge(op ir.Op, a, b []string) []string {
+	return k.ops64().useAll(red(op).Merge(k.ops64(), a, b))
+}
 
 // finalize turns a state into the reduction's value, in the kernel's element type.
 func (k *kernel) finalize(r *ir.Node, st []string) string {
-	v := red(r.Op).Finish(k.ops64(), st, r.Corr)
+	v := k.ops64().use(red(r.Op).Finish(k.ops64(), st, r.Corr))
 	if k.f64 {
 		return v
 	}
