@@ -4,7 +4,8 @@
 // elementwise semantics come from ir.Apply (shared with constant folding, so there is one
 // definition of each op). Reductions are as accurate as float64 allows: sums are Neumaier-
 // compensated and variances two-pass, so the reference does not drift over millions of
-// elements. Nothing here is optimised: it exists to be obviously right.
+// elements; a reduction without such a form folds its description (ir.Fold). Nothing here
+// is optimised: it exists to be obviously right.
 package interp
 
 import (

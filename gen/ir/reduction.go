@@ -18,7 +18,8 @@ type RedOps[V any] interface {
 // through its RedOps, so a new reduction needs no backend code, and one whose description
 // uses an op a backend lacks does not compile. A backend may override a reduction with a
 // faster form of the same semantics (the Go runtime's streaming accumulators, the AVX2
-// logsumexp guard); the op zoo (gen/ops_test.go) checks each override against this form.
+// logsumexp guard); the op zoo (gen/ops_test.go) runs every backend both ways
+// (Graph.GenericReductions) against the interpreter.
 type Reduction[V any] struct {
 	Fields   []string  // the state's fields, one float64 value each
 	Identity []float64 // the empty state, one value per field
