@@ -237,7 +237,7 @@ func TestOpGradients(t *testing.T) {
 		b.MinFirst(x, y), b.MaxFirst(x, b.Const(0.1)), b.Clamp(x, b.Const(-0.5), b.Const(0.5)),
 		b.Where(b.Gt(x, y), b.Mul(x, x), b.Mul(y, x)),
 		b.Sum(x, "A"), b.Mean(x, "B"), b.LogSumExp(x, "A"), b.ReduceMax(x, "A"), b.ReduceMin(x, "B"),
-		b.Var(x, 1, "A"), b.Var(x, 0, "B", "A"), b.Gather(b.Mul(x, x), idx, "A"),
+		b.Var(x, 1, "A"), b.Var(x, 0, "B", "A"), b.Std(x, 1, "A"), b.Std(x, 0, "B", "A"), b.Gather(b.Mul(x, x), idx, "A"),
 	}
 	loss := b.Const(0)
 	for i, tm := range terms {
