@@ -179,7 +179,6 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	f.HeaderComment(gogen.Header(m))
 	f.HeaderComment("//go:build !purego")
 	f.ImportName(gogen.RuntimePath, "runtime")
-	f.ImportName("golang.org/x/sys/cpu", "cpu")
 	reg := jen.Dict{jen.Id("name"): jen.Lit("avx2")}
 	f.Comment("avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the")
 	f.Comment("pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data")
@@ -193,10 +192,10 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 			}
 		})
 	}
-	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
-	f.Comment("also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.")
+	f.Comment("init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and")
+	f.Comment("FMA, and LOSSGEN_PUREGO is not set). Forward then runs it.")
 	f.Func().Id("init").Params().Block(
-		jen.If(jen.Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasAVX2").Op("||").Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasFMA").Op("||").Qual(gogen.RuntimePath, "PureGo").Call()).Block(jen.Return()),
+		jen.If(jen.Op("!").Qual(gogen.RuntimePath, "AVX2").Call()).Block(jen.Return()),
 		jen.Id("impls").Op("=").Append(jen.Id("impls"), jen.Id("impl").Values(reg)),
 	)
 	var buf bytes.Buffer
