@@ -22,3 +22,6 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distqvalue -golden ../golden/distqvalue ../spec/examples/distributional_qvalue.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o dqn -golden ../golden/dqn ../spec/examples/dqn.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o doubledqn -golden ../golden/doubledqn ../spec/examples/double_dqn.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretecql -golden ../golden/discretecql ../spec/examples/discrete_cql.yaml
