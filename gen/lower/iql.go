@@ -22,7 +22,7 @@ var (
 		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "state_action_value", ExtremeBig: true}}
 	keyPriority = spec.KeyDef{Name: "priority", Default: []string{"td_error"},
-		Doc: "the replay priority max_k (Q_k − y)² (TorchRL key td_error, written into the input tensordict)"}
+		Doc: "the per-sample replay priority from the TD error, as each loss defines it (IQL: max_k (Q_k − y)²; DQN: (Q − y)²) (TorchRL key td_error, written into the input tensordict)"}
 )
 
 func init() {
