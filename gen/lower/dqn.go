@@ -22,8 +22,8 @@ var (
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeTie: true}}
 )
 
-// dqnKeys are the keys DQNLoss and DiscreteCQLLoss read and write; the estimator declares
-// reward, done and terminated.
+// dqnKeys are the keys DQNLoss reads and writes (DiscreteCQLLoss: all but the online next
+// values); the estimator declares reward, done and terminated.
 var dqnKeys = []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyNextActionValueOnline, keyPriority, keyMask}
 
 // dqnParams are the constructor arguments DQNLoss and DiscreteCQLLoss share, with TorchRL's
