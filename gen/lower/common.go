@@ -168,3 +168,15 @@ func layoutHint(where, name string, batch []string) string {
 	}
 	return "[" + b + ", ..., " + name + "]"
 }
+
+// checkTDEstimator gives a loss that bootstraps its target with a TD estimator (IQL, DQN, the
+// discrete CQL) its default, TD(0) with γ 0.99 when the spec has no estimator (the loss's
+// default_value_estimator), and rejects GAE and V-trace, which the loss's
+// make_value_estimator refuses with NotImplementedError.
+func checkTDEstimator(c *spec.Check) {
+	if e := c.Spec.Estimator; e == nil {
+		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": lossDiscounts["gamma"]})
+	} else if e.Type == "gae" || e.Type == "vtrace" {
+		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
+	}
+}

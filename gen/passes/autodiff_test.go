@@ -160,6 +160,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"discrete_iql categorical actor": head + "dims: {Q: 2, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}",
 		"discrete_iql one_hot actor":     head + "dims: {Q: 2, B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, distribution: one_hot_categorical}",
 		"discrete_iql one_hot sum":       head + "dims: {Q: 3, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, reduction: sum}",
+		"dqn categorical":                head + "dims: {B: 7, A: 4}\nbatch: [B]\nloss: {type: dqn, action_dim: A, action_space: categorical}",
+		"dqn double one_hot smooth_l1":   head + "dims: {B: 6, A: 3}\nbatch: [B]\nloss: {type: dqn, action_dim: A, action_space: one_hot, double_dqn: true, loss_function: smooth_l1, reduction: sum}",
+		"2-D dqn td_lambda l1 masked":    head + "dims: {N: 3, T: 5, A: 3}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9}\nloss: {type: dqn, action_dim: A, action_space: categorical, loss_function: l1, reduction: none}\nkeys: {mask: mask}",
+		"discrete_cql one_hot":           head + "dims: {B: 6, A: 4}\nbatch: [B]\nloss: {type: discrete_cql, action_dim: A, action_space: one_hot}",
+		"discrete_cql categorical td1":   head + "dims: {N: 2, T: 4, A: 3}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: discrete_cql, action_dim: A, action_space: categorical, reduction: sum, loss_function: smooth_l1}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
