@@ -25,3 +25,6 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o grpo -golden ../golden/grpo ../spec/examples/grpo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o dapo -golden ../golden/dapo ../spec/examples/dapo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o cispo -golden ../golden/cispo ../spec/examples/cispo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o gspo -golden ../golden/gspo ../spec/examples/gspo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o grpostep -golden ../golden/grpostep ../spec/examples/mc_advantage_grpo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distillation -golden ../golden/distillation ../spec/examples/distillation.yaml
