@@ -396,7 +396,7 @@ func TestStarterText(t *testing.T) {
 		o    StarterOptions
 		want string
 	}{
-		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: cispo, clip_ppo, dapo, discrete_iql, grpo, iql, klpen_ppo, ppo)`},
+		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: cispo, clip_ppo, dapo, discrete_iql, distillation, grpo, gspo, iql, klpen_ppo, ppo)`},
 		{StarterOptions{Loss: "gae"}, `no loss "gae"`},
 		{StarterOptions{}, "no stage"},
 		{StarterOptions{Loss: "ppo", Dims: []spec.Dim{{Name: "b", Size: 4}}}, `lossgen init:18:3: dims: dim name "b" must be an ASCII Go identifier`},
