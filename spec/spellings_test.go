@@ -56,7 +56,7 @@ func TestClassNameAsType(t *testing.T) {
 		"qvalue": ", action_dim: A", "discrete_iql": ", action_dim: A",
 		"distributional_qvalue": ", action_dim: A, atom_dim: K, support: [-1, 0, 1]",
 		"klpen_ppo":             ", distribution: categorical, action_dim: A",
-		"mc_advantage":          ", group_dim: T",
+		"mc_advantage":          ", group_dim: N, trajectory_return: sum",
 	}
 	n := 0
 	for _, k := range []spec.Kind{spec.Transform, spec.Estimator, spec.Loss} {

@@ -27,18 +27,14 @@ func init() {
 					Doc: "informational: TorchRL then selects the assistant tokens; here keys.mask is the selection"},
 			},
 			Keys: []spec.KeyDef{keyLogProb, keyTeacherLogProb, keyMask},
-			Check: func(c *spec.Check) {
-				if len(c.Spec.Batch) < 2 {
-					c.ErrorAt("batch", "batch: distillation needs a token dim after the sequence dims ([B, L]), got "+itoa(len(c.Spec.Batch))+" batch dim")
-				}
-			},
 		},
 		Lower: lowerDistillation,
 	})
 }
 
 // lowerDistillation is DistillationLoss.forward (distillation.py:422-494), L the last batch
-// dim, m the mask:
+// dim (the dims before it index the sequences; with none the batch is one sequence), m the
+// mask:
 //
 //	S_b = Σ_t m·k3(d),  d = teacher − log_prob (reverse) or log_prob − teacher (forward)
 //	S_b /= max(Σ_t m, 1)                         (normalize_by_seq_length)

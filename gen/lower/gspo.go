@@ -41,8 +41,8 @@ func init() {
 				if d, ok := c.Stage.Get("delta").(float64); ok && d < 1+c.Stage.Float("epsilon_high") {
 					c.Errorf("delta", "must be at least 1 + epsilon_high = %v (it caps the unclipped ratio above the clip range), got %v", 1+c.Stage.Float("epsilon_high"), d)
 				}
-				if len(c.Spec.Batch) < 2 {
-					c.ErrorAt("batch", "batch: gspo needs a token dim after the sequence dims ([B, L]), got "+itoa(len(c.Spec.Batch))+" batch dim")
+				if e := c.Spec.Estimator; e != nil && e.Type != "mc_advantage" && c.Stage.String("variant") == "sequence" {
+					c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by gspo with variant sequence, which takes one advantage per sequence and "+e.Type+" writes one per token (allowed: mc_advantage; or variant: token)")
 				}
 			},
 		},
@@ -51,7 +51,8 @@ func init() {
 }
 
 // lowerGSPO is ppo_loss_fn (grpo_loss.py:138-266) at the sequence level, with masks that
-// select (SEMANTICS.md §11.16): L the last batch dim, m the mask, n_b = Σ_t m, N = Σ m,
+// select (SEMANTICS.md §11.16): L the last batch dim (the batch dims before it index the
+// sequences; with none the batch is one sequence), m the mask, n_b = Σ_t m, N = Σ m,
 //
 //	log s_b = Σ_t m·(log_prob − sample_log_prob) / max(n_b, 1)
 //	loss_objective = AGG(−min(s·A, clamp(s, 1−ε_low, 1+ε_high)·A))   (s capped at delta in the first)

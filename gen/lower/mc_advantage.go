@@ -28,8 +28,9 @@ func init() {
 				{Name: "keep_return_bounds", Why: "not taken: it drops whole groups, which changes the batch's shape; filter the groups before the kernel"},
 				{Name: "candidate_group_size", Why: "not taken: selecting grpo_size of more candidates changes the batch's shape; select before the kernel"},
 			},
-			Keys:    []spec.KeyDef{keyReward, keyMask, keyAdvantage},
-			Example: &spec.Example{Params: map[string]any{"group_dim": "T"}},
+			Keys: []spec.KeyDef{keyReward, keyMask, keyAdvantage},
+			// One prompt's N samples of T tokens, a reward per token summed per sequence.
+			Example: &spec.Example{Params: map[string]any{"group_dim": "N", "trajectory_return": "sum"}},
 			Check:   checkMCAdvantage,
 		},
 		Lower: lowerMCAdvantage,
