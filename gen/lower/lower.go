@@ -126,6 +126,9 @@ func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
 // action: an index for a categorical policy, a float vector for a one-hot or continuous one).
 func (l *Lowerer) ReadAs(key string, shape ir.Shape, kind spec.KeyKind) *ir.Node {
 	if n, ok := l.env[key]; ok {
+		if n.Op == ir.OpBroadcast && n.Args[0].Shape.Equal(shape) {
+			n = n.Args[0] // a per-sequence value an estimator spread over the tokens, read per sequence
+		}
 		if !n.Shape.Equal(shape) {
 			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
 		}

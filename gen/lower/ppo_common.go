@@ -389,8 +389,16 @@ func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.N
 	lo, hi := l.logClipBounds(st)
 	lwc = l.clampLogWeight(lw, lo, hi)
 	r := b.Note(b.Exp(lw), "ratio")
-	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hi))), b.MaxFirst(r, b.Const(math.Exp(lo))))
-	return b.Note(b.Mul(adv, rc), "gain"), lwc
+	return l.ratioClipGain(r, adv, math.Exp(lo), math.Exp(hi)), lwc
+}
+
+// ratioClipGain is min(r·A, clamp(r, lo, hi)·A) for ratio bounds 0 < lo ≤ 1 ≤ hi, sign-aware
+// as clippedGain explains: A·min(r, hi) where A ≥ 0, A·max(r, lo) where A < 0, the gradient
+// going to r where the min/max picks it (ties included).
+func (l *Lowerer) ratioClipGain(r, adv *ir.Node, lo, hi float64) *ir.Node {
+	b := l.B
+	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(hi)), b.MaxFirst(r, b.Const(lo)))
+	return b.Note(b.Mul(adv, rc), "gain")
 }
 
 // logClipBounds are the log-weight clip bounds log1p(−ε_low), log1p(ε_high) as TorchRL holds
