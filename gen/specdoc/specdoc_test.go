@@ -295,10 +295,12 @@ type starterCase struct {
 
 func starterCases() []starterCase {
 	var cs []starterCase
-	// gspo's default variant takes one advantage per sequence, which no estimator writes.
+	// gspo's default variant takes one advantage per sequence, which only mc_advantage writes.
 	unsupported := map[string]string{}
 	for _, e := range reg.Types(spec.Estimator) {
-		unsupported["gspo/"+e] = " with variant sequence"
+		if e != "mc_advantage" {
+			unsupported["gspo/"+e] = " with variant sequence"
+		}
 	}
 	for _, l := range reg.Types(spec.Loss) {
 		cs = append(cs, starterCase{o: StarterOptions{Loss: l}})
