@@ -22,3 +22,4 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distqvalue -golden ../golden/distqvalue ../spec/examples/distributional_qvalue.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o sac -golden ../golden/sac ../spec/examples/sac.yaml

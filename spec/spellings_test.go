@@ -56,6 +56,7 @@ func TestClassNameAsType(t *testing.T) {
 		"qvalue": ", action_dim: A", "discrete_iql": ", action_dim: A",
 		"distributional_qvalue": ", action_dim: A, atom_dim: K, support: [-1, 0, 1]",
 		"klpen_ppo":             ", distribution: categorical, action_dim: A",
+		"sac":                   ", action_dim: 1",
 	}
 	n := 0
 	for _, k := range []spec.Kind{spec.Transform, spec.Estimator, spec.Loss} {
@@ -85,7 +86,7 @@ func TestClassNameAsType(t *testing.T) {
 
 	// A misspelt class gets the class suggested; the allowed list is of type names.
 	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: ClipPPOLos}\n"), reg)
-	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`)
+	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: `+lossTypes()+`)`)
 }
 
 // The action spaces' other spellings that TorchRL's ACTION_SPACE_MAP accepts read as the
@@ -255,9 +256,13 @@ func TestNoConsequentialErrors(t *testing.T) {
 		// A bad action_space is not replaced by the default before the distribution is checked.
 		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: onehot, distribution: categorical}\n": `t.yaml:4:57: loss.action_space: unknown value "onehot" (did you mean "one_hot"? allowed: categorical, one_hot)`,
 		// A loss that failed leaves the estimator's defaults unknown (a standalone estimator has none).
-		"package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clipppo}\n": `t.yaml:5:14: loss.type: unknown value "clipppo" (did you mean "clip_ppo"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`,
+		"package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clipppo}\n": `t.yaml:5:14: loss.type: unknown value "clipppo" (did you mean "clip_ppo"? allowed: ` + lossTypes() + `)`,
 	} {
 		_, err := spec.Parse("t.yaml", []byte(src), reg)
 		require.EqualError(t, err, want, src)
 	}
 }
+
+// lossTypes is the allowed list of loss types an unknown type's error names: every
+// registered loss, sorted.
+func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }

@@ -23,6 +23,11 @@ type Stage struct {
 	spec.StageDef
 	// Lower builds the stage's IR: it reads keys from l, writes keys and declares outputs.
 	Lower func(l *Lowerer, st *spec.Stage)
+	// Prepare, when set on a loss, runs before the estimator: a loss whose estimator
+	// bootstraps from a value the loss computes (SAC's min_k Q'_k − α·log π', TD3's and
+	// DDPG's target Q) sets next_value here, and asks for the value target only
+	// (Lowerer.TargetOnly), as TorchRL's losses call value_estimate.
+	Prepare func(l *Lowerer, st *spec.Stage)
 	// Summary, when set, returns sentences for the generated package doc about what this
 	// configuration of the stage expects of its data (a PPO loss without an estimator in
 	// the kernel reads the estimator's results as inputs).

@@ -291,7 +291,8 @@ type starterCase struct {
 
 func starterCases() []starterCase {
 	var cs []starterCase
-	unsupported := map[string]bool{"iql/gae": true, "iql/vtrace": true, "discrete_iql/gae": true, "discrete_iql/vtrace": true}
+	unsupported := map[string]bool{"iql/gae": true, "iql/vtrace": true, "discrete_iql/gae": true, "discrete_iql/vtrace": true,
+		"sac/gae": true, "sac/vtrace": true}
 	for _, l := range reg.Types(spec.Loss) {
 		cs = append(cs, starterCase{o: StarterOptions{Loss: l}})
 		for _, e := range reg.Types(spec.Estimator) {
@@ -396,7 +397,7 @@ func TestStarterText(t *testing.T) {
 		o    StarterOptions
 		want string
 	}{
-		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`},
+		{StarterOptions{Loss: "clip_ppo2"}, `no loss "clip_ppo2" (allowed: ` + strings.Join(reg.Types(spec.Loss), ", ") + `)`},
 		{StarterOptions{Loss: "gae"}, `no loss "gae"`},
 		{StarterOptions{}, "no stage"},
 		{StarterOptions{Loss: "ppo", Dims: []spec.Dim{{Name: "b", Size: 4}}}, `lossgen init:18:3: dims: dim name "b" must be an ASCII Go identifier`},

@@ -1,0 +1,46 @@
+package lower
+
+import (
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/spec"
+)
+
+// The TD estimators' two modes: an advantage estimator (PPO, IQL: TorchRL's forward, which
+// reads V(s) and writes advantage and value_target) and a target estimator (SAC, TD3, DDPG:
+// TorchRL's value_estimate, which writes value_target alone from the next value the loss set
+// in its Prepare).
+
+// TargetOnly makes the estimator that runs next compute the value target alone: it reads
+// no V(s) and writes no advantage (TorchRL's ValueEstimatorBase.value_estimate).
+func (l *Lowerer) TargetOnly() { l.targetOnly = true }
+
+// estimatorValue is the critic's V(s) an estimator subtracts for the advantage, or nil for a
+// target estimator.
+func (l *Lowerer) estimatorValue() *ir.Node {
+	if l.targetOnly {
+		return nil
+	}
+	return l.Read("value")
+}
+
+// writeEstimate writes an estimator's return ret as value_target, and for an advantage
+// estimator (v not nil) the advantage ret − v, keeping V(s) as old_value for the loss.
+func (l *Lowerer) writeEstimate(ret, v *ir.Node, targetDoc string) {
+	if v != nil {
+		l.Set("old_value", l.B.Detach(v))
+		l.Write("advantage", l.B.Sub(ret, v), ir.Estimate, "advantage G − V (TorchRL key advantage)")
+	}
+	l.Write("value_target", ret, ir.Estimate, targetDoc)
+}
+
+// checkTDEstimator applies the estimator default of the losses that take TD estimators only
+// (IQL, SAC, TD3, DDPG: SUPPORTED_VALUE_ESTIMATORS is TD0, TD1, TDLambda): TD(0) with
+// TorchRL's γ 0.99 (default_value_kwargs) when the spec gives none; GAE and V-trace are
+// errors, as TorchRL's dispatch_value_estimator raises NotImplementedError for them.
+func checkTDEstimator(c *spec.Check) {
+	if e := c.Spec.Estimator; e == nil {
+		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": lossDiscounts["gamma"]})
+	} else if e.Type == "gae" || e.Type == "vtrace" {
+		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
+	}
+}
