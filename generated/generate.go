@@ -23,3 +23,5 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o sac -golden ../golden/sac ../spec/examples/sac.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td3 -golden ../golden/td3 ../spec/examples/td3.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ddpg -golden ../golden/ddpg ../spec/examples/ddpg.yaml

@@ -10,9 +10,14 @@ import (
 // TorchRL's value_estimate, which writes value_target alone from the next value the loss set
 // in its Prepare).
 
-// TargetOnly makes the estimator that runs next compute the value target alone: it reads
-// no V(s) and writes no advantage (TorchRL's ValueEstimatorBase.value_estimate).
-func (l *Lowerer) TargetOnly() { l.targetOnly = true }
+// TargetOnly makes the estimator that runs next compute the value target alone, bootstrapping
+// from next (detached: TorchRL computes it under no_grad): it reads no V(s) and writes no
+// advantage (TorchRL's ValueEstimatorBase.value_estimate after the loss set ("next",
+// value_key)).
+func (l *Lowerer) TargetOnly(next *ir.Node) {
+	l.Set("next_value", l.B.Note(l.B.Detach(next), "next_state_value"))
+	l.targetOnly = true
+}
 
 // estimatorValue is the critic's V(s) an estimator subtracts for the advantage, or nil for a
 // target estimator.

@@ -137,8 +137,7 @@ func prepareSAC(l *Lowerer, st *spec.Stage) {
 		lpn = b.Where(l.Read("done"), b.Const(0), lpn)
 	}
 	v := b.ReduceMin(b.Sub(qn, b.Mul(alpha, lpn)), st.String("ensemble_dim"))
-	l.Set("next_value", b.Note(b.Detach(v), "next_state_value"))
-	l.TargetOnly()
+	l.TargetOnly(v)
 }
 
 // lowerSAC is SACLoss.forward, version 2 (sac.py qvalue_v2_loss, actor_loss, _alpha_loss;
@@ -181,7 +180,7 @@ func lowerSAC(l *Lowerer, st *spec.Stage) {
 		l.Output("alpha", alpha, ir.Metric, "α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached (SACLoss._alpha)")
 		l.Output("entropy", l.mean(b.Neg(b.Detach(lp))), ir.Metric, "mean(−log π(ã|s)), the entropy's sample estimate, detached")
 	}
-	l.Write("priority", b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens)), ir.Metric,
+	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error)")
 
 	s := "s = 1/n for mean, 1 for sum and none"

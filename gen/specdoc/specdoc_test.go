@@ -292,7 +292,7 @@ type starterCase struct {
 func starterCases() []starterCase {
 	var cs []starterCase
 	unsupported := map[string]bool{"iql/gae": true, "iql/vtrace": true, "discrete_iql/gae": true, "discrete_iql/vtrace": true,
-		"sac/gae": true, "sac/vtrace": true}
+		"sac/gae": true, "sac/vtrace": true, "td3/gae": true, "td3/vtrace": true, "ddpg/gae": true, "ddpg/vtrace": true}
 	for _, l := range reg.Types(spec.Loss) {
 		cs = append(cs, starterCase{o: StarterOptions{Loss: l}})
 		for _, e := range reg.Types(spec.Estimator) {
