@@ -154,6 +154,15 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"discrete_iql categorical actor": head + "dims: {Q: 2, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}",
 		"discrete_iql one_hot actor":     head + "dims: {Q: 2, B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, distribution: one_hot_categorical}",
 		"discrete_iql one_hot sum":       head + "dims: {Q: 3, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, reduction: sum}",
+		"sac mean":                       flat + "loss: {type: sac, action_dim: 2}",
+		"sac sum l2 3 members clamped α": flat + "loss: {type: sac, reduction: sum, loss_function: l2, num_qvalue_nets: 3, target_entropy: -1.5, min_alpha: 0.9, max_alpha: 1.1}",
+		"2-D sac none td_lambda masked":  rows + "estimator: {type: td_lambda}\nloss: {type: sac, reduction: none, fixed_alpha: true, action_dim: 1, skip_done_states: true}\nkeys: {mask: mask}",
+		"td3 mean":                       flat + "loss: {type: td3}",
+		"2-D td3 sum l2 td1 3 members":   rows + "estimator: {type: td1}\nloss: {type: td3, reduction: sum, loss_function: l2, num_qvalue_nets: 3}",
+		"masked td3 none":                rows + "loss: {type: td3, reduction: none}\nkeys: {mask: mask}",
+		"ddpg mean":                      flat + "loss: {type: ddpg}",
+		"2-D ddpg none smooth_l1 td_λ":   rows + "estimator: {type: td_lambda}\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}",
+		"masked ddpg sum l1":             rows + "loss: {type: ddpg, reduction: sum, loss_function: l1}\nkeys: {mask: mask}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
