@@ -91,13 +91,15 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 // reward on every backend against the interpreter, outputs and gradients, on configurations
 // the example packages do not have: two batch dims with a TD(λ) target, reduction none and
 // sum, a categorical discrete action, masked categorical and mult_one_hot Q-value heads, a
-// masked distributional head, and a masked KL reward; with the golden cases' random and
+// masked distributional head, a masked KL reward, and SAC, TD3 and DDPG (masked, clamped α,
+// TD(1) and TD(λ) targets, reduction none and sum); with the golden cases' random and
 // extreme inputs (ties along the action dim, all-masked rows, rewards and Q-values of ±1e3
 // that reach the advantage weight's cap of 100).
 //
 // The default run checks IQL (two batch dims, TD(λ), reduction none), discrete IQL (a
 // categorical action, sum), a masked mult_one_hot Q-value head (gathers of flags through the
-// mask) and the masked KL reward: each stage family, both dtypes, masks; LOSSGEN_FULL=1
+// mask), the masked KL reward and masked SAC with TD(λ): each stage family, both dtypes,
+// masks; LOSSGEN_FULL=1
 // checks every configuration.
 func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
@@ -114,6 +116,10 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"qvalue_mult_one_hot_mask_f32", "dims: {B: 23, A: 5}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: mult_one_hot, var_nums: [2, 3], action_dim: A}]\nkeys: {action_mask: action_mask}\n", true},
 		{"distributional_one_hot_mask_f64", "dtype: float64\ndims: {B: 19, K: 5, A: 3}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-2, -1, 0, 1.5, 3]}]\nkeys: {action_mask: action_mask}\n", false},
 		{"kl_reward_td0_mask_f64", "dtype: float64\ndims: {B: 3, L: 9}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.3}]\nestimator: {type: td0, gamma: 0.9}\nkeys: {mask: mask}\n", true},
+		{"sac_td_lambda_none_mask_clamped_f64", "dtype: float64\ndims: {Q: 2, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: sac, reduction: none, action_dim: 3, min_alpha: 0.8, max_alpha: 1.3, skip_done_states: true}\nkeys: {mask: mask}\n", true},
+		{"sac_sum_l2_fixed_f32", "dims: {Q: 3, B: 41}\nbatch: [B]\nloss: {type: sac, reduction: sum, loss_function: l2, fixed_alpha: true, target_entropy: -2}\n", false},
+		{"td3_td1_sum_mask_f32", "dims: {Q: 3, N: 2, T: 13}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: td3, reduction: sum, loss_function: l1}\nkeys: {mask: mask}\n", false},
+		{"ddpg_none_mask_f64", "dtype: float64\ndims: {N: 3, T: 5}\nbatch: [N, T]\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}\nkeys: {mask: mask}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !c.def {
