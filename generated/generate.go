@@ -31,3 +31,6 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o gspo -golden ../golden/gspo ../spec/examples/gspo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o grpostep -golden ../golden/grpostep ../spec/examples/mc_advantage_grpo.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distillation -golden ../golden/distillation ../spec/examples/distillation.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o sac -golden ../golden/sac ../spec/examples/sac.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td3 -golden ../golden/td3 ../spec/examples/td3.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ddpg -golden ../golden/ddpg ../spec/examples/ddpg.yaml

@@ -26,6 +26,9 @@ type Lowerer struct {
 	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
 	// mask): the loss's reductions run over the valid elements (mask.go).
 	mask, valid *ir.Node
+	// targetOnly makes the estimator compute value_target alone, without reading V(s) or
+	// writing the advantage (set by a loss's Prepare; estimate.go).
+	targetOnly bool
 }
 
 // Hyper is a hyper-parameter as the kernel uses it: its name and exact value (after the

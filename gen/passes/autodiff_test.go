@@ -173,6 +173,15 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"2-D dqn td_lambda l1 masked":    head + "dims: {N: 3, T: 5, A: 3}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9}\nloss: {type: dqn, action_dim: A, action_space: categorical, loss_function: l1, reduction: none}\nkeys: {mask: mask}",
 		"discrete_cql one_hot":           head + "dims: {B: 6, A: 4}\nbatch: [B]\nloss: {type: discrete_cql, action_dim: A, action_space: one_hot}",
 		"discrete_cql categorical td1":   head + "dims: {N: 2, T: 4, A: 3}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: discrete_cql, action_dim: A, action_space: categorical, reduction: sum, loss_function: smooth_l1}",
+		"sac mean":                       flat + "loss: {type: sac, action_dim: 2}",
+		"sac sum l2 3 members clamped α": flat + "loss: {type: sac, reduction: sum, loss_function: l2, num_qvalue_nets: 3, target_entropy: -1.5, min_alpha: 0.9, max_alpha: 1.1}",
+		"2-D sac none td_lambda masked":  rows + "estimator: {type: td_lambda}\nloss: {type: sac, reduction: none, fixed_alpha: true, action_dim: 1, skip_done_states: true}\nkeys: {mask: mask}",
+		"td3 mean":                       flat + "loss: {type: td3}",
+		"2-D td3 sum l2 td1 3 members":   rows + "estimator: {type: td1}\nloss: {type: td3, reduction: sum, loss_function: l2, num_qvalue_nets: 3}",
+		"masked td3 none":                rows + "loss: {type: td3, reduction: none}\nkeys: {mask: mask}",
+		"ddpg mean":                      flat + "loss: {type: ddpg}",
+		"2-D ddpg none smooth_l1 td_λ":   rows + "estimator: {type: td_lambda}\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}",
+		"masked ddpg sum l1":             rows + "loss: {type: ddpg, reduction: sum, loss_function: l1}\nkeys: {mask: mask}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
