@@ -240,7 +240,8 @@ type Node struct {
 	Note     string // a short name for plans and generated comments ("delta", "ratio")
 }
 
-// Name returns a stable name for the node: its note if any, else "v<ID>".
+// Name returns a stable name for the node in plans and analysis messages: an input's data
+// name, else "v<ID>". Generated code names nodes with Identifiers.
 func (n *Node) Name() string {
 	if n.Op == OpInput {
 		return n.Input.Name
