@@ -78,10 +78,11 @@ func retitle(src []byte, header string) []byte {
 	return append([]byte("// "+header), src...)
 }
 
-// compile is avo v0.6.0's pass.Compile with one check added after the liveness analysis:
-// entryReads.
+// compile is avo v0.6.0's pass.Compile with a peephole pass first and one check added
+// after the liveness analysis: entryReads.
 var compile = pass.Concat(
 	pass.Verify,
+	pass.FunctionPass(peephole),
 	pass.FunctionPass(pass.PruneJumpToFollowingLabel),
 	pass.FunctionPass(pass.PruneDanglingLabels),
 	pass.FunctionPass(pass.LabelTarget),

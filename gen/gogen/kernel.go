@@ -16,7 +16,7 @@ func (e *gen) kernelFile() *jen.File {
 	f := e.newFile()
 	for _, k := range Kernels(e.p, e.fb) {
 		e.k = k
-		e.names = ir.Identifiers(k.Plan.Graph, e.taken)
+		e.names = Identifiers(k.Plan.Graph)
 		e.scratchType(f)
 		e.constTensors(f)
 		what := "Forward"

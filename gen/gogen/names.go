@@ -42,15 +42,21 @@ func fieldNames(what string, names []string) (map[string]string, error) {
 	return out, nil
 }
 
+// Identifiers names the nodes of g as the Go kernels do (ir.Identifiers), for the other
+// backends' comments to use the same names.
+func Identifiers(g *ir.Graph) map[int]string {
+	return ir.Identifiers(g, func(name string) bool { return taken(g, name) })
+}
+
 // taken reports the names a kernel function uses for itself, which no node's variable may
 // take: its parameters, loop and index variables, helpers and packages, scratch buffers
 // (s0), and the suffixes of accumulators and carries (see accName).
-func (e *gen) taken(name string) bool {
+func taken(g *ir.Graph, name string) bool {
 	switch name {
 	case "in", "out", "grads", "s", "k", "b2f", "sel", "math", "runtime", "sync":
 		return true
 	}
-	for _, d := range e.k.Plan.Graph.Dims {
+	for _, d := range g.Dims {
 		if name == loopVar(d.Name) {
 			return true
 		}

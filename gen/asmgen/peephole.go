@@ -1,0 +1,49 @@
+package asmgen
+
+import (
+	avoir "github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/x86"
+)
+
+// peephole rewrites instructions the emitter writes for the general case where a special
+// one is shorter: a multiplication by 1 (the stride of an index's last dim) becomes a move,
+// and disappears when it multiplies a register into itself. It runs before liveness and
+// register allocation, on virtual registers. No rewritten instruction's flags are read:
+// the emitter compares before it branches.
+func peephole(fn *avoir.Function) error {
+	out := fn.Nodes[:0]
+	for _, n := range fn.Nodes {
+		i, ok := n.(*avoir.Instruction)
+		if !ok || i.Opcode != "IMUL3Q" || !isImm(i.Operands[0], 1) {
+			out = append(out, n)
+			continue
+		}
+		src, dst := i.Operands[1], i.Operands[2]
+		if src == dst {
+			continue
+		}
+		mov, err := x86.MOVQ(src, dst)
+		if err != nil {
+			return err
+		}
+		out = append(out, mov)
+	}
+	fn.Nodes = out
+	return nil
+}
+
+// isImm reports an immediate operand of value v.
+func isImm(op operand.Op, v int64) bool {
+	switch x := op.(type) {
+	case operand.I8:
+		return int64(x) == v
+	case operand.I32:
+		return int64(x) == v
+	case operand.U8:
+		return int64(x) == v
+	case operand.U32:
+		return int64(x) == v
+	}
+	return false
+}
