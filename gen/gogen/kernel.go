@@ -74,10 +74,10 @@ func (e *gen) scratchType(f *jen.File) {
 	for _, buf := range p.Scratch {
 		n := buf.Node
 		if len(n.Shape) == 0 {
-			fields = append(fields, jen.Id(buf.Name).Add(e.elem).Comment(n.String()))
+			fields = append(fields, jen.Id(buf.Name).Add(e.elem).Comment(n.Formula(e.names)))
 			continue
 		}
-		fields = append(fields, jen.Id(buf.Name).Index().Add(e.elem).Comment(n.String()))
+		fields = append(fields, jen.Id(buf.Name).Index().Add(e.elem).Comment(n.Formula(e.names)+" "+n.Shape.String()))
 		allocs = append(allocs, jen.Id(buf.Name).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(n.Shape.Numel())))
 	}
 	for _, ps := range p.Passes {

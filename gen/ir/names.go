@@ -54,8 +54,8 @@ var constWords = map[float64]string{0: "zero", 1: "one", 2: "two", 0.5: "half", 
 // parameters, loop variables, helpers, keywords). A node is named after, in this order, the
 // output it is (advantage; grad.log_prob → gradLogProb), its note (ratio, minQ), the input
 // it is (nextReward), its value for a scalar constant that has a word (one, half); else it
-// is v<ID>, or c<ID> for a constant. A later node whose name is already used gets a number
-// (gae2). The result is indexed by node ID.
+// is v<ID>, or c<ID> for a constant. A later reduction whose name is already used gets its
+// op in front (meanEntropy), other nodes a number (gae2). The result is indexed by node ID.
 func Identifiers(g *Graph, taken func(string) bool) map[int]string {
 	out := make(map[int]string, len(g.Nodes))
 	used := map[string]bool{}
@@ -82,6 +82,12 @@ func Identifiers(g *Graph, taken func(string) bool) map[int]string {
 			continue
 		}
 		name := base
+		if (used[name] || taken(name)) && n.Op.Class() == Reduce {
+			// A reduction named after what it reduces says so: the mean of input entropy.
+			if alt := n.Op.String() + strings.ToUpper(base[:1]) + base[1:]; CamelCase(alt, false) == alt {
+				name = alt
+			}
+		}
 		for i := 2; used[name] || taken(name); i++ {
 			name = fmt.Sprintf("%s%d", base, i)
 		}

@@ -38,6 +38,8 @@ func TestIdentifiers(t *testing.T) {
 	m := b.Note(b.Sub(z, c), "max")
 	b.Output("x", y, Metric, "", "")
 	b.Output("gain", b.Note(b.Sub(m, half), "ratio"), Metric, "", "")
+	ent := b.Input(Input{Name: "entropy", Shape: b.Shape("N")})
+	b.Output("entropy", b.Mean(ent, "N"), Metric, "", "")
 	names := Identifiers(b.Graph(), func(s string) bool { return s == "in" })
 	want := map[*Node]string{lp: "logProb", slp: "sampleLogProb", lw: "logWeight", ratio: "ratio", half: "half",
 		y: "x", z: "in2", m: "v" + strconv.Itoa(m.ID)}
@@ -47,4 +49,6 @@ func TestIdentifiers(t *testing.T) {
 	require.Equal(t, "c"+strconv.Itoa(c.ID), names[c.ID])
 	require.Equal(t, "v"+strconv.Itoa(x.ID), names[x.ID])
 	require.Equal(t, "gain", names[b.Graph().Output("gain").Node.ID], "an output's name goes before a note")
+	require.Equal(t, "entropy", names[ent.ID])
+	require.Equal(t, "meanEntropy", names[b.Graph().Output("entropy").Node.ID], "a reduction takes its op before a number")
 }

@@ -47,7 +47,7 @@ func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 	// goes to r where the min/max picks it, bounds included: the unclipped gain on a tie, as
 	// TorchRL's stack-min (§11.5). r is shared with ESS's logsumexp.
 	r := b.Note(b.Exp(lw), "ratio")
-	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hiV))), b.MaxFirst(r, b.Const(math.Exp(loV))))
+	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hiV))), b.MaxFirst(r, b.Const(math.Exp(loV)))), "ratio_clipped")
 	gain := b.Note(b.Mul(adv, rc), "gain")
 
 	l.Output("loss_objective", l.reduce(b.Neg(gain), c.reduction), ir.LossTerm,
