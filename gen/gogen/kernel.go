@@ -85,13 +85,13 @@ func (e *gen) scratchType(f *jen.File) {
 			if len(r.Shape) == 0 {
 				continue
 			}
-			fields = append(fields, jen.Id(e.accName(r)).Index().Add(accType(r)).Comment("accumulators of v"+fmt.Sprint(r.ID)))
+			fields = append(fields, jen.Id(e.accName(r)).Index().Add(accType(r)).Comment("accumulators of "+e.names[r.ID]))
 			allocs = append(allocs, jen.Id(e.accName(r)).Op(":").Make(jen.Index().Add(accType(r)), jen.Lit(r.Shape.Numel())))
 		}
 		for _, n := range ps.Compute {
 			if n.Op == ir.OpScan {
 				if inner := carryDims(ps, n); len(inner) > 0 {
-					fields = append(fields, jen.Id(e.carryName(n)).Index().Add(e.elem).Comment("carries of the scan v"+fmt.Sprint(n.ID)))
+					fields = append(fields, jen.Id(e.carryName(n)).Index().Add(e.elem).Comment("carries of the scan "+e.names[n.ID]))
 					allocs = append(allocs, jen.Id(e.carryName(n)).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(inner.Numel())))
 				}
 			}
