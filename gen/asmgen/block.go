@@ -180,7 +180,9 @@ func (pg *passGen) block() {
 			pg.c.Comment("finish " + pg.e.names[n.ID])
 			pg.setValue(n, pg.innerFinish(n))
 		default:
-			pg.c.Comment(n.Formula(pg.e.names))
+			if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+				pg.c.Comment(n.Formula(pg.e.names))
+			}
 			pg.setValue(n, pg.compute(n, regsIn))
 		}
 		pg.regs.release(k)
