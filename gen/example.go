@@ -12,8 +12,8 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // exampleSeed is the seed of the inputs ExampleForwardBackward draws.

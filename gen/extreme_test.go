@@ -15,7 +15,7 @@ import (
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // backends builds the compiled spec twice: the pure-Go kernel and the default build (AVX2

@@ -194,6 +194,17 @@ type Options struct {
 	// GoldenDir, when set, is the directory of the package's golden cases; the emitted test
 	// loads them (by a path relative to OutDir).
 	GoldenDir string
+	// Progress, when set, is told of each step that may take over a second (one line, such
+	// as "simulating the forward PTX whole once ..."), for a command to show on stderr.
+	Progress func(step string)
+}
+
+// progressOf is opts.Progress, or a func that drops the steps.
+func progressOf(opts Options) func(string) {
+	if opts.Progress != nil {
+		return opts.Progress
+	}
+	return func(string) {}
 }
 
 // Generate produces every file of the package for the spec at specPath.
@@ -231,6 +242,9 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		GenVersion: runtime.GenVersion,
 		Summary:    summary(c.Spec, c.Hypers),
 		Params:     params(c.Spec),
+		NoGolden:   opts.GoldenDir == "",
+		// The doc comments cite SEMANTICS.md sections; a downstream module needs the address.
+		SemanticsURL: SemanticsURL(),
 	}
 	files, err := gogen.Generate(c.Plan, c.Backward, m)
 	if err != nil {
@@ -262,7 +276,7 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		files[name] = src
 	}
 	if goldenRel != "" {
-		st, err := ptxTestFile(c, m)
+		st, err := ptxTestFile(c, m, progressOf(opts))
 		if err != nil {
 			return nil, err
 		}

@@ -14,10 +14,10 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -73,6 +73,7 @@ func zoo(dt ir.DType) *ir.Graph {
 	out("min_T", b.ReduceMin(y, "T"))
 	out("lse_N", b.LogSumExp(x, "N"))
 	out("var_T", b.Var(y, 1, "T"))
+	out("std_N", b.Std(x, 1, "N"))
 	out("argmax_T", b.ArgMax(x, "T"))
 	out("mean_qq", b.MeanAll(b.Mul(q, q))) // its argument has the non-batch dim A
 
@@ -86,6 +87,7 @@ func zoo(dt ir.DType) *ir.Graph {
 	out("probs", b.Exp(logp))                       // [N T A], stored from inside the loop over A
 	out("lse_A", b.LogSumExp(q, "A"))
 	out("var_A", b.Var(q, 0, "A"))
+	out("std_A", b.Std(q, 0, "A"))
 	out("mean_A", b.Mean(q, "A"))
 	out("min_Q", b.ReduceMin(e, "Q"))
 	out("sum_Q_sq", b.Sum(b.Square(b.Sub(e, x)), "Q"))
@@ -203,6 +205,19 @@ func TestEveryOpOnEveryBackend(t *testing.T) {
 		for _, backend := range []string{"go", "default", "ptx"} {
 			t.Run(dt.String()+"/"+backend, func(t *testing.T) { t.Parallel(); zooRun(t, zoo(dt), backend) })
 			t.Run(dt.String()+"/"+backend+"/flags", func(t *testing.T) { t.Parallel(); zooRun(t, zooFlags(dt), backend) })
+			if backend == "ptx" {
+				continue // its reductions are their descriptions
+			}
+			// The reductions' descriptions (ir.ReductionOf) in place of the backend's own
+			// forms (runtime accumulators, AVX2 lane code): both must match the interpreter.
+			for name, g := range map[string]func(ir.DType) *ir.Graph{"generic": zoo, "flags/generic": zooFlags} {
+				t.Run(dt.String()+"/"+backend+"/"+name, func(t *testing.T) {
+					t.Parallel()
+					gr := g(dt)
+					gr.GenericReductions = true
+					zooRun(t, gr, backend)
+				})
+			}
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
-	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // singleClassSpecs are categorical policies over one class (A = 1): log π is 0 and its

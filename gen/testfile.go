@@ -12,9 +12,9 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 	"github.com/lossgen/lossgen/templates"
 )
 
@@ -159,7 +159,7 @@ func maskedInputs(g *ir.Graph) (string, []paddedInput) {
 func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	g := c.Graph
 	data := map[string]any{
-		"Header": gogen.Header(m), "Package": m.Package, "DType": g.DType.String(), "GoldenDir": goldenRel,
+		"Header": gogen.Header(m), "Package": m.Package, "DType": g.DType.String(), "GoldenDir": goldenRel, "SpecFile": m.SpecFile,
 		"Bits": map[ir.DType]string{ir.F32: "32", ir.F64: "64"}[g.DType],
 		"TolNote": "They were set from the errors measured on the golden cases (the test logs them), " +
 			"with room to spare; see lossgen's gen/testfile.go.",
@@ -321,89 +321,76 @@ type ptxCover struct {
 // a launch computes fewer or other elements than it did when the package was generated. A
 // table simulated in part is also simulated whole on two cases while the tables' whole runs
 // fit CaseWholeBudget together (forward first).
-func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
+func ptxTestFile(c *Compiled, m gogen.Meta, progress func(string)) ([]byte, error) {
 	mod, err := ptxgen.Emit(c.Plan, c.Backward, m)
 	if err != nil {
 		return nil, err
 	}
+	ptx := string(mod.PTX)
 	var tables []ptxTable
 	twoLeft := int64(CaseWholeBudget)
+	zeros := map[string]any{} // one zero slice per dtype, shared by every input and table
 	add := func(kind, v, names string, t *runtime.LaunchTable) error {
-		inputs := map[string]golden.Array{}
-		for _, b := range t.Buffers {
-			if name, ok := strings.CutPrefix(b.Name, "in/"); ok && b.Role == "input" {
-				var data any
-				switch b.DType {
-				case "bool":
-					data = make([]bool, b.Length)
-				case "int64":
-					data = make([]int64, b.Length)
-				case "float64":
-					data = make([]float64, b.Length)
-				default:
-					data = make([]float32, b.Length)
-				}
-				inputs[name] = golden.Array{Shape: b.Shape, Data: data}
-			}
-		}
+		inputs := zeroInputs(t, zeros)
 		pt := ptxTable{Kind: kind, Var: v, Names: names}
-		whole := ptxsim.Whole
-		whole.Budget = WholeBudget
-		res, err := ptxsim.Simulate(string(mod.PTX), *t, inputs, whole)
-		switch {
-		case err == nil:
+		// The part first: it is cheap at any size, and it sizes the one whole simulation
+		// below, which is skipped where it could not fit (at [64, 2048] it would take
+		// 4.5·10^8 instructions, 15 s).
+		part, res, err := sizedPart(ptx, t, inputs)
+		if errors.Is(err, ptxsim.ErrBudget) {
+			// A loop over an inner dim (a vocabulary of 10^5 actions) makes even two
+			// iterations of three blocks too long for a default test.
+			pt.FullOnly = true
+			pt.Doc = fmt.Sprintf("only with LOSSGEN_FULL=1, whole: even a part of two iterations per thread of three blocks takes more than %d instructions (the loops over an inner dim are long)", PartCap)
+			tables = append(tables, pt)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
+		}
+		if res.Stats.Cut == 0 && res.Stats.Blocks == gridBlocks(t) && res.Stats.Instructions <= WholeBudget {
+			// No thread was stopped and every block ran: the part was the whole simulation.
 			pt.Whole = true
 			pt.Doc = fmt.Sprintf("whole: every block of every launch (%d instructions)", res.Stats.Instructions)
-		case errors.Is(err, ptxsim.ErrBudget):
-			part := ptxsim.Sampled
-			part.Budget = PartCap
-			res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
-			if errors.Is(err, ptxsim.ErrBudget) || err == nil && res.Stats.Instructions > SampledBudget && part.MaxIter > 2 {
-				iters := 2 // over PartCap: the fewest
-				if err == nil {
-					iters = max(2, int(int64(part.MaxIter)*SampledBudget/res.Stats.Instructions))
-				}
-				part.MaxIter = iters
-				res, err = ptxsim.Simulate(string(mod.PTX), *t, inputs, part)
-			}
-			if errors.Is(err, ptxsim.ErrBudget) {
-				// A loop over an inner dim (a vocabulary of 10^5 actions) makes even two
-				// iterations of three blocks too long for a default test.
-				pt.FullOnly = true
-				pt.Doc = fmt.Sprintf("only with LOSSGEN_FULL=1, whole: even a part of two iterations per thread of three blocks takes more than %d instructions (the loops over an inner dim are long)", PartCap)
-				tables = append(tables, pt)
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
-			}
-			pt.MaxIter = part.MaxIter
-			var parts []string
-			for _, b := range t.Buffers {
-				name, ok := strings.CutPrefix(b.Name, "out/")
-				if g, isGrad := strings.CutPrefix(b.Name, "grad/"); isGrad {
-					name, ok = "grad."+g, true
-				}
-				if !ok {
-					continue
-				}
-				cov := res.Outputs[name].Coverage()
-				pt.Cover = append(pt.Cover, ptxCover{Name: name, N: cov.N, Hash: cov.Hash})
-				parts = append(parts, fmt.Sprintf("%s %d of %d", name, cov.N, b.Length))
-			}
-			pt.Doc = fmt.Sprintf("in part, %d iterations per thread (the whole table takes more than %d instructions; "+
-				"this part %d): it computes, of each output, %s elements", part.MaxIter, WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
-			n, ok, err := wholeWithin(string(mod.PTX), t, inputs, res, twoLeft)
-			if err != nil {
-				return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
-			}
-			if ok {
-				twoLeft -= n
-				pt.WholeTwo = true
-				pt.Doc += fmt.Sprintf("; whole (%d instructions) on the special-value case and the golden case random", n)
-			}
-		default:
+			tables = append(tables, pt)
+			return nil
+		}
+		// One whole simulation decides both whether the test runs the table whole
+		// (WholeBudget) and whether it runs it whole on two cases (twoLeft).
+		budget := max(WholeBudget, twoLeft)
+		gate := max(4*float64(WholeBudget), 2*float64(twoLeft)) // the estimate runs high: a table estimated at up to 4·WholeBudget may fit it
+		n, ok, err := wholeWithin(ptx, t, inputs, res, budget, gate, func(est float64) {
+			progress(fmt.Sprintf("simulating the %s PTX whole once (about %.2g instructions) to size the generated test", kind, est))
+		})
+		if err != nil {
 			return fmt.Errorf("simulating the PTX of %s: %w", kind, err)
+		}
+		if ok && n <= WholeBudget {
+			pt.Whole = true
+			pt.Doc = fmt.Sprintf("whole: every block of every launch (%d instructions)", n)
+			tables = append(tables, pt)
+			return nil
+		}
+		pt.MaxIter = part.MaxIter
+		var parts []string
+		for _, b := range t.Buffers {
+			name, ok := strings.CutPrefix(b.Name, "out/")
+			if g, isGrad := strings.CutPrefix(b.Name, "grad/"); isGrad {
+				name, ok = "grad."+g, true
+			}
+			if !ok {
+				continue
+			}
+			cov := res.Outputs[name].Coverage()
+			pt.Cover = append(pt.Cover, ptxCover{Name: name, N: cov.N, Hash: cov.Hash})
+			parts = append(parts, fmt.Sprintf("%s %d of %d", name, cov.N, b.Length))
+		}
+		pt.Doc = fmt.Sprintf("in part, %d iterations per thread (the whole table takes more than %d instructions; "+
+			"this part %d): it computes, of each output, %s elements", part.MaxIter, WholeBudget, res.Stats.Instructions, strings.Join(parts, ", "))
+		if ok && n <= twoLeft {
+			twoLeft -= n
+			pt.WholeTwo = true
+			pt.Doc += fmt.Sprintf("; whole (%d instructions) on the special-value case and the golden case random", n)
 		}
 		tables = append(tables, pt)
 		return nil
@@ -430,27 +417,99 @@ func ptxTestFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	return render("ptxsim_test.go.tmpl", data)
 }
 
+// sizedPart runs the partial simulation of t (ptxsim.Sampled's blocks) with as many
+// iterations per thread, from 2 to 8, as fit about SampledBudget instructions, and returns
+// it with its Part. It runs 2 and 3 iterations first: a thread's instructions grow by the
+// same amount with each iteration of its loops over the batch, so the two give the cost of
+// any other count without running 8 (which can take 4 times SampledBudget at 16M
+// elements). ErrBudget: even 2 iterations take more than PartCap instructions.
+func sizedPart(ptx string, t *runtime.LaunchTable, inputs map[string]golden.Array) (ptxsim.Part, *ptxsim.Result, error) {
+	part := ptxsim.Sampled
+	part.Budget = PartCap
+	run := func(iters int) (*ptxsim.Result, error) {
+		part.MaxIter = iters
+		return ptxsim.Simulate(ptx, *t, inputs, part)
+	}
+	two, err := run(2)
+	if err == nil && two.Stats.Cut == 0 { // no loop runs 3 iterations: any more give the same part
+		part.MaxIter = ptxsim.Sampled.MaxIter
+	}
+	if err != nil || two.Stats.Cut == 0 || two.Stats.Instructions >= SampledBudget {
+		return part, two, err
+	}
+	three, err := run(3)
+	if err != nil {
+		return part, nil, err
+	}
+	per := three.Stats.Instructions - two.Stats.Instructions // one more iteration of every stopped thread
+	fixed := two.Stats.Instructions - 2*per
+	iters := ptxsim.Sampled.MaxIter
+	if per > 0 {
+		iters = int(min(max((SampledBudget-fixed)/per, 2), int64(iters)))
+	}
+	switch {
+	case three.Stats.Cut == 0: // no loop runs 3 iterations: any more give the same part
+		part.MaxIter = iters
+		return part, three, nil
+	case iters == 2:
+		part.MaxIter = 2
+		return part, two, nil
+	case iters == 3:
+		return part, three, nil
+	}
+	res, err := run(iters)
+	return part, res, err
+}
+
+// zeroInputs is every input of t, all zeros (the simulations that size the generated test
+// depend on the launch table only, not on the values): slices of the zero slice of their
+// dtype in zeros, which grows to the longest, so that a batch of 16M elements does not
+// allocate and clear a fresh 64 MB per input and table. The simulator only reads them.
+func zeroInputs(t *runtime.LaunchTable, zeros map[string]any) map[string]golden.Array {
+	inputs := map[string]golden.Array{}
+	for _, b := range t.Buffers {
+		name, ok := strings.CutPrefix(b.Name, "in/")
+		if !ok || b.Role != "input" {
+			continue
+		}
+		var data any
+		switch b.DType {
+		case "bool":
+			data = zeroSlice[bool](zeros, b.DType, b.Length)
+		case "int64":
+			data = zeroSlice[int64](zeros, b.DType, b.Length)
+		case "float64":
+			data = zeroSlice[float64](zeros, b.DType, b.Length)
+		default:
+			data = zeroSlice[float32](zeros, b.DType, b.Length)
+		}
+		inputs[name] = golden.Array{Shape: b.Shape, Data: data}
+	}
+	return inputs
+}
+
+// zeroSlice is n zeros of type T, sliced from zeros[key] (made longer where it is short).
+func zeroSlice[T any](zeros map[string]any, key string, n int) []T {
+	z, _ := zeros[key].([]T)
+	if len(z) < n {
+		z = make([]T, n)
+		zeros[key] = z
+	}
+	return z[:n:n]
+}
+
 // wholeWithin reports whether launch table t simulates whole within budget instructions,
 // and how many it takes. It first estimates that from part, the table's partial simulation
-// (its instructions scaled by the fraction of some output's elements it computes, or else
-// of the blocks it ran), and simulates only where the estimate is within twice the budget,
-// so that a large table costs the generator nothing.
-func wholeWithin(ptx string, t *runtime.LaunchTable, inputs map[string]golden.Array, part *ptxsim.Result, budget int64) (int64, bool, error) {
-	if budget <= 0 {
+// (estimateWhole), and simulates only where the estimate is at most gate, so that a large
+// table costs the generator nothing; announce is told the estimate of a simulation that
+// may take over a second.
+func wholeWithin(ptx string, t *runtime.LaunchTable, inputs map[string]golden.Array, part *ptxsim.Result, budget int64, gate float64, announce func(est float64)) (int64, bool, error) {
+	est := estimateWhole(t, part)
+	if budget <= 0 || est > gate {
 		return 0, false, nil
 	}
-	grid := 0
-	for _, l := range t.Launches {
-		grid += l.Grid[0] * l.Grid[1] * l.Grid[2]
-	}
-	scale := float64(grid) / float64(max(1, part.Stats.Blocks))
-	for _, p := range part.Outputs {
-		if n := len(p.Index); n > 0 {
-			scale = max(scale, float64(p.Len)/float64(n))
-		}
-	}
-	if float64(part.Stats.Instructions)*scale > 2*float64(budget) {
-		return 0, false, nil
+	if est > WholeBudget {
+		announce(est)
 	}
 	whole := ptxsim.Whole
 	whole.Budget = budget
@@ -462,6 +521,29 @@ func wholeWithin(ptx string, t *runtime.LaunchTable, inputs map[string]golden.Ar
 	default:
 		return res.Stats.Instructions, true, nil
 	}
+}
+
+// estimateWhole estimates the instructions of t's whole simulation from part, its partial
+// simulation: part's instructions scaled by the largest ratio of an output's elements to
+// those the part computed, or else of the blocks to those it ran. On the ClipPPO+GAE example
+// it overestimates by 15–60% (a part's fixed costs are scaled too).
+func estimateWhole(t *runtime.LaunchTable, part *ptxsim.Result) float64 {
+	scale := float64(gridBlocks(t)) / float64(max(1, part.Stats.Blocks))
+	for _, p := range part.Outputs {
+		if n := len(p.Index); n > 0 {
+			scale = max(scale, float64(p.Len)/float64(n))
+		}
+	}
+	return float64(part.Stats.Instructions) * scale
+}
+
+// gridBlocks is the number of thread blocks t's launches run in all.
+func gridBlocks(t *runtime.LaunchTable) int64 {
+	var n int64
+	for _, l := range t.Launches {
+		n += int64(l.Grid[0] * l.Grid[1] * l.Grid[2])
+	}
+	return n
 }
 
 // render executes a template and gofmts the result.

@@ -13,10 +13,10 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // compileSrc compiles a spec given as text.
@@ -87,8 +87,8 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 	}
 }
 
-// TestValueBasedStagesOnEveryBackend runs IQL, discrete IQL, the Q-value modules and the KL
-// reward on every backend against the interpreter, outputs and gradients, on configurations
+// TestValueBasedStagesOnEveryBackend runs IQL, discrete IQL, DQN, the discrete CQL, the
+// Q-value modules and the KL reward on every backend against the interpreter, outputs and gradients, on configurations
 // the example packages do not have: two batch dims with a TD(λ) target, reduction none and
 // sum, a categorical discrete action, masked categorical and mult_one_hot Q-value heads, a
 // masked distributional head, and a masked KL reward; with the golden cases' random and
@@ -96,9 +96,9 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 // that reach the advantage weight's cap of 100).
 //
 // The default run checks IQL (two batch dims, TD(λ), reduction none), discrete IQL (a
-// categorical action, sum), a masked mult_one_hot Q-value head (gathers of flags through the
-// mask) and the masked KL reward: each stage family, both dtypes, masks; LOSSGEN_FULL=1
-// checks every configuration.
+// categorical action, sum), a masked double DQN along time (TD(1), categorical, smooth_l1),
+// a masked mult_one_hot Q-value head (gathers of flags through the mask) and the masked KL
+// reward: each stage family, both dtypes, masks; LOSSGEN_FULL=1 checks every configuration.
 func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -113,6 +113,8 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"qvalue_categorical_mask_f64", "dtype: float64\ndims: {N: 3, T: 11, A: 5}\nbatch: [N, T]\ntransforms: [{type: qvalue, action_space: categorical, action_dim: A}]\nkeys: {action_mask: action_mask}\n", false},
 		{"qvalue_mult_one_hot_mask_f32", "dims: {B: 23, A: 5}\nbatch: [B]\ntransforms: [{type: qvalue, action_space: mult_one_hot, var_nums: [2, 3], action_dim: A}]\nkeys: {action_mask: action_mask}\n", true},
 		{"distributional_one_hot_mask_f64", "dtype: float64\ndims: {B: 19, K: 5, A: 3}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-2, -1, 0, 1.5, 3]}]\nkeys: {action_mask: action_mask}\n", false},
+		{"dqn_double_categorical_td1_mask_f32", "dims: {N: 3, T: 9, A: 5}\nbatch: [N, T]\nestimator: {type: td1, gamma: 0.9}\nloss: {type: dqn, action_space: categorical, action_dim: A, double_dqn: true, loss_function: smooth_l1}\nkeys: {mask: mask}\n", true},
+		{"discrete_cql_categorical_none_f64", "dtype: float64\ndims: {B: 29, A: 6}\nbatch: [B]\nloss: {type: discrete_cql, action_space: categorical, action_dim: A, reduction: none, loss_function: l1}\n", false},
 		{"kl_reward_td0_mask_f64", "dtype: float64\ndims: {B: 3, L: 9}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.3}]\nestimator: {type: td0, gamma: 0.9}\nkeys: {mask: mask}\n", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

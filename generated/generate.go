@@ -22,3 +22,9 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distqvalue -golden ../golden/distqvalue ../spec/examples/distributional_qvalue.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klreward -golden ../golden/klreward ../spec/examples/kl_reward.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o klgaeppo -golden ../golden/klgaeppo ../spec/examples/kl_reward_gae_clip_ppo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o grpo -golden ../golden/grpo ../spec/examples/grpo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o dapo -golden ../golden/dapo ../spec/examples/dapo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o cispo -golden ../golden/cispo ../spec/examples/cispo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o dqn -golden ../golden/dqn ../spec/examples/dqn.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o doubledqn -golden ../golden/doubledqn ../spec/examples/double_dqn.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretecql -golden ../golden/discretecql ../spec/examples/discrete_cql.yaml

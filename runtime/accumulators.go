@@ -59,8 +59,14 @@ func (a *Welford) Add(x float64) {
 	a.M2 += d * (x - a.Mean)
 }
 
-// Var returns Σ(x − mean)²/(n − correction), as torch.var.
-func (a *Welford) Var(correction int) float64 { return a.M2 / (a.N - float64(correction)) }
+// Var returns Σ(x − mean)²/(n − correction), as torch.var: NaN when an element is infinite
+// or NaN (the mean then is; a state merged by Chan's update may hold an infinite M2).
+func (a *Welford) Var(correction int) float64 {
+	if a.Mean-a.Mean != 0 {
+		return math.NaN()
+	}
+	return a.M2 / (a.N - float64(correction))
+}
 
 // Max returns the NaN-propagating maximum of the running value m and x.
 func Max(m, x float64) float64 {
@@ -99,4 +105,21 @@ func (a *ArgMax) AddReverse(x float64, i int) {
 	if x != x || (a.Best == a.Best && x >= a.Best) {
 		a.Best, a.Idx = x, i
 	}
+}
+
+// B2F is a comparison as 0 or 1: the reductions that generated kernels run from their
+// description (lossgen's ir.ReductionOf) compute with float64 truth values.
+func B2F(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Sel is a where c ≠ 0, else b (torch.where on float64 truth values; see B2F).
+func Sel(c, a, b float64) float64 {
+	if c != 0 {
+		return a
+	}
+	return b
 }

@@ -1,9 +1,8 @@
 package runtime
 
 import (
+	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // hugePage is the size of an x86-64 transparent huge page.
@@ -27,5 +26,7 @@ func HugePages[T any](s []T) {
 		return
 	}
 	start := (*byte)(unsafe.Add(unsafe.Pointer(&s[0]), lo-p))
-	_ = unix.Madvise(unsafe.Slice(start, hi-lo), unix.MADV_HUGEPAGE)
+	// The standard library's syscall, not golang.org/x/sys/unix: a user's go mod vendor
+	// copies the whole unix package (6 MB) for one call.
+	_ = syscall.Madvise(unsafe.Slice(start, hi-lo), syscall.MADV_HUGEPAGE)
 }

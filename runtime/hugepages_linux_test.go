@@ -8,13 +8,13 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/stretchr/testify/require"
+	"github.com/lossgen/lossgen/runtime/internal/check"
 )
 
 // vmFlags returns the VmFlags of the mapping of /proc/self/smaps that holds address a.
 func vmFlags(t *testing.T, a uintptr) []string {
 	f, err := os.Open("/proc/self/smaps")
-	require.NoError(t, err)
+	check.NoError(t, err)
 	defer f.Close()
 	in := false
 	sc := bufio.NewScanner(f)
@@ -29,7 +29,7 @@ func vmFlags(t *testing.T, a uintptr) []string {
 			return strings.Fields(rest)
 		}
 	}
-	require.NoError(t, sc.Err())
+	check.NoError(t, sc.Err())
 	t.Fatalf("no mapping holds %#x", a)
 	return nil
 }
@@ -47,10 +47,10 @@ func TestHugePages(t *testing.T) {
 	}
 	HugePages(s)
 	for i := range 1024 {
-		require.Equal(t, float32(i), s[i])
+		check.Equal(t, float32(i), s[i])
 	}
 	mid := uintptr(unsafe.Pointer(&s[len(s)/2]))
-	require.Contains(t, vmFlags(t, mid), "hg")
+	check.Contains(t, vmFlags(t, mid), "hg")
 	for i := range s {
 		s[i] = 1
 	}

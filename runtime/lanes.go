@@ -8,7 +8,9 @@ import (
 )
 
 // The Finish functions merge the per-lane states that assembly kernels leave in float64
-// arrays: slot k's lanes are st[k·lps : (k+1)·lps], and dst[k] receives the slot's result.
+// arrays, for the reductions with hand-written lane code (their merges are faster forms of
+// the reductions' descriptions in lossgen's ir.ReductionOf, and tested against them; the
+// glue merges any other reduction's lanes with its description): slot k's lanes are st[k·lps : (k+1)·lps], and dst[k] receives the slot's result.
 // Lanes are merged pairwise (0+1, 2+3, ..., then (0+1)+(2+3), ...), so the summation order is
 // a balanced tree over the lanes after each lane's own sequential pass.
 
@@ -66,36 +68,6 @@ func finishLanes[T Float](dst []float64, m []T, lps int, f func(a, b float64) fl
 			l[i] = float64(m[k*lps+i])
 		}
 		dst[k] = pairwise(l, f)
-	}
-}
-
-// Merge combines two logsumexp states.
-func (a LogSumExp) Merge(b LogSumExp) LogSumExp {
-	switch {
-	case a.M != a.M || b.M != b.M || a.S != a.S || b.S != b.S:
-		return LogSumExp{M: math.NaN(), S: math.NaN()}
-	case a.S == 0:
-		return b
-	case b.S == 0:
-		return a
-	case a.M == b.M: // also equal infinities
-		return LogSumExp{M: a.M, S: a.S + b.S}
-	case a.M > b.M:
-		return LogSumExp{M: a.M, S: a.S + b.S*math.Exp(b.M-a.M)}
-	}
-	return LogSumExp{M: b.M, S: b.S + a.S*math.Exp(a.M-b.M)}
-}
-
-// FinishLogSumExp sets dst[k] to log Σ exp over slot k from its lanes' (max, scaled sum).
-func FinishLogSumExp[T Float](dst []float64, m []T, s []float64, lps int) {
-	var buf [8]LogSumExp
-	for k := range dst {
-		l := buf[:lps]
-		for i := range l {
-			l[i] = LogSumExp{M: float64(m[k*lps+i]), S: s[k*lps+i]}
-		}
-		r := pairwise(l, LogSumExp.Merge)
-		dst[k] = r.Result()
 	}
 }
 

@@ -181,7 +181,11 @@ func TestEveryNumericDefaultAccepted(t *testing.T) {
 				v = int(x.p.Min) + 1
 			}
 		}
-		src := stageSpec(x.kind, x.typ, x.p.Name, fmt.Sprint(v))
+		text := fmt.Sprint(v)
+		if pair, ok := v.([]float64); ok { // DAPO's clip_epsilon [0.2, 0.28], in YAML
+			text = fmt.Sprintf("[%v, %v]", pair[0], pair[1])
+		}
+		src := stageSpec(x.kind, x.typ, x.p.Name, text)
 		_, err := spec.Parse("t.yaml", []byte(src), reg)
 		require.NoError(t, err, "%s %s: %s: %v", x.kind, x.typ, x.p.Name, v)
 	}

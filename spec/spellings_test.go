@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lossgen/lossgen/gen/lower"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -49,14 +50,9 @@ func TestDeprecatedCoefNames(t *testing.T) {
 	require.EqualError(t, err, `t.yaml:7:3: loss.entropy_coeff: "entropy_coeff" and "entropy_coef" (line 6) are two spellings of entropy_coeff; write it once, as entropy_coeff`)
 }
 
-// Every registered stage's TorchRL class name is accepted as its type.
+// Every registered stage's TorchRL class name is accepted as its type, in the stage's own
+// minimal example (lower.Example).
 func TestClassNameAsType(t *testing.T) {
-	// The parameters a stage cannot do without, beside its type.
-	needs := map[string]string{
-		"qvalue": ", action_dim: A", "discrete_iql": ", action_dim: A",
-		"distributional_qvalue": ", action_dim: A, atom_dim: K, support: [-1, 0, 1]",
-		"klpen_ppo":             ", distribution: categorical, action_dim: A",
-	}
 	n := 0
 	for _, k := range []spec.Kind{spec.Transform, spec.Estimator, spec.Loss} {
 		for _, typ := range reg.Types(k) {
@@ -64,19 +60,11 @@ func TestClassNameAsType(t *testing.T) {
 			require.NotEmpty(t, class, typ)
 			// Pad the shorter name so that the two specs' later columns agree.
 			w := max(len(typ), len(class))
-			stage := func(name string) string {
-				return fmt.Sprintf("{type: %-*s%s}", w, name, needs[typ])
-			}
+			ex := lower.Example(k, typ)
 			src := func(name string) string {
-				s := "package: p\ndims: {N: 4, T: 3, K: 3, A: 3}\nbatch: [N, T]\n"
-				switch k {
-				case spec.Transform:
-					return s + "transforms: [" + stage(name) + "]\n"
-				case spec.Estimator:
-					return s + "estimator: " + stage(name) + "\nloss: {type: clip_ppo}\n"
-				}
-				return s + "loss: " + stage(name) + "\n"
+				return strings.Replace(ex, "{type: "+typ, fmt.Sprintf("{type: %-*s", w, name), 1)
 			}
+			require.NotEqual(t, ex, src(class), "the example has the type %s", typ)
 			require.Empty(t, sameSpec(t, src(class), src(typ)), "no note: TorchRL accepts the class")
 			n++
 		}
@@ -85,7 +73,7 @@ func TestClassNameAsType(t *testing.T) {
 
 	// A misspelt class gets the class suggested; the allowed list is of type names.
 	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: ClipPPOLos}\n"), reg)
-	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`)
+	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: `+strings.Join(reg.Types(spec.Loss), ", ")+")")
 }
 
 // The action spaces' other spellings that TorchRL's ACTION_SPACE_MAP accepts read as the
@@ -255,7 +243,7 @@ func TestNoConsequentialErrors(t *testing.T) {
 		// A bad action_space is not replaced by the default before the distribution is checked.
 		"package: p\ndims: {B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: onehot, distribution: categorical}\n": `t.yaml:4:57: loss.action_space: unknown value "onehot" (did you mean "one_hot"? allowed: categorical, one_hot)`,
 		// A loss that failed leaves the estimator's defaults unknown (a standalone estimator has none).
-		"package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clipppo}\n": `t.yaml:5:14: loss.type: unknown value "clipppo" (did you mean "clip_ppo"? allowed: clip_ppo, discrete_iql, iql, klpen_ppo, ppo)`,
+		"package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clipppo}\n": `t.yaml:5:14: loss.type: unknown value "clipppo" (did you mean "clip_ppo"? allowed: ` + strings.Join(reg.Types(spec.Loss), ", ") + ")",
 	} {
 		_, err := spec.Parse("t.yaml", []byte(src), reg)
 		require.EqualError(t, err, want, src)

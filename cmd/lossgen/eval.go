@@ -16,16 +16,17 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
 	"github.com/lossgen/lossgen/gen/runner"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // backends are the kernels eval can run besides the reference interpreter, with the build
 // tags that select them: the pure-Go kernel, and the default build's dispatch (AVX2 where the
 // CPU has AVX2 and FMA; eval says so when it does not).
-// "ptx" is the package's PTX run by lossgen's simulator (gen/ptxgen/ptxsim), in process: it
+// "ptx" is the package's PTX run by lossgen's simulator (runtime/ptxsim), in process: it
 // shows what a GPU computes, bit for bit, without one.
 var backends = []struct{ name, tags string }{
 	{"go", "purego"},
@@ -116,10 +117,24 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "eval: %s: narrowed float64 arrays to float32 as the spec's dtype: %s\n", *inPath, strings.Join(narrowed, ", "))
 	}
 	if len(ignored) > 0 {
-		fmt.Fprintf(stderr, "eval: %s: not read by the spec: %s\n", *inPath, strings.Join(ignored, ", "))
+		fmt.Fprintf(stderr, "eval: note: %s also holds %s, which this spec does not read\n", *inPath, strings.Join(ignored, ", "))
+	}
+	step := func(format string, args ...any) { fmt.Fprintf(stderr, "eval: "+format+"...\n", args...) }
+
+	// Go and AVX2 build the package in a module that points at lossgen's source: without
+	// one, the interpreter and the PTX simulator (in process) still run.
+	var unbuilt error
+	if selected["go"] || selected["avx2"] {
+		if _, err := runner.RuntimeRoot(); err != nil {
+			fmt.Fprintf(stderr, "eval: the go and avx2 backends cannot run: %v; showing the others\n", err)
+			unbuilt = errors.New("eval: the go and avx2 backends did not run: lossgen's runtime module was not found (see above)")
+			delete(selected, "go")
+			delete(selected, "avx2")
+		}
 	}
 
 	// The interpreter always runs: it is what every backend is measured against.
+	step("computing the reference outputs with the interpreter (float64)")
 	ref := golden.Case{Name: "eval", Inputs: inputs}
 	if err := cases.Want(graph, &ref); err != nil {
 		return rejected(c, inputs, selected, *grad, *keep, stderr, err)
@@ -130,6 +145,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		if b.name == "ptx" {
+			step("running the PTX kernels in lossgen's simulator")
 			out, err := runPTX(c, inputs, *grad)
 			if err != nil {
 				return fmt.Errorf("eval: backend ptx: %w", err)
@@ -137,6 +153,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 			results["ptx"] = out
 			continue
 		}
+		step("building and running the %s kernel (go build -tags %q in a temporary module)", b.name, b.tags)
 		out, impl, err := runKernel(c, inputs, b.tags, *keep, *grad, stderr)
 		if err != nil {
 			return fmt.Errorf("eval: backend %s: %w", b.name, err)
@@ -160,7 +177,7 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		for _, name := range rows {
 			out := results[name]
 			p := outFile(*outPath, *which, name) // none is the input: checked before running
-			if err := golden.WriteNPZ(p, out); err != nil {
+			if err := goldenw.WriteNPZ(p, out); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote %s\n", p)
@@ -169,6 +186,9 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, verdict)
 	if err := faults(graph, ref.Want); err != nil {
 		return err
+	}
+	if failed == nil && unbuilt != nil {
+		return unbuilt
 	}
 	return failed
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // zeros reads as an endless run of zero bytes.
@@ -33,7 +34,7 @@ func (zeros) Read(p []byte) (int, error) {
 func bombNPZ(t *testing.T, dir string, arrays map[string]golden.Array, bombs ...string) string {
 	t.Helper()
 	small := filepath.Join(dir, "small.npz")
-	require.NoError(t, golden.WriteNPZ(small, arrays))
+	require.NoError(t, goldenw.WriteNPZ(small, arrays))
 	p := filepath.Join(dir, "bomb.npz")
 	f, err := os.Create(p)
 	require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestEvalZipBomb(t *testing.T) {
 	errb.Reset()
 	n = allocated(func() { code = run([]string{"eval", "-backend", "ref", "-spec", spec, "-in", bomb}, &out, &errb) })
 	require.Equal(t, 0, code, errb.String())
-	require.Contains(t, errb.String(), "not read by the spec: junk, more.junk\n")
+	require.Contains(t, errb.String(), "also holds junk, more.junk, which this spec does not read\n")
 	require.Contains(t, out.String(), "advantage")
 	require.Less(t, n, uint64(20<<20), "eval allocated %d bytes for 400 MB of entries it does not read", n)
 }
@@ -201,7 +202,7 @@ func TestEvalDataError(t *testing.T) {
 	require.NoError(t, os.WriteFile(spec, []byte("package: d\ndims: {B: 2, K: 3, A: 2}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [-1, 0, 1]}]\n"), 0o644))
 	v := []float32{-1, -2, -1, -1, -2, -3, -1, -2, 0.5, -1, -1, -2}
 	in := filepath.Join(dir, "in.npz")
-	require.NoError(t, golden.WriteNPZ(in, map[string]golden.Array{"action_value": {Shape: []int{2, 3, 2}, Data: v}}))
+	require.NoError(t, goldenw.WriteNPZ(in, map[string]golden.Array{"action_value": {Shape: []int{2, 3, 2}, Data: v}}))
 	var out, errb strings.Builder
 	code := run([]string{"eval", "-spec", spec, "-in", in}, &out, &errb)
 	require.Equal(t, 1, code, out.String())
@@ -268,7 +269,7 @@ func TestEvalIndexFault(t *testing.T) {
 		}
 	}
 	in := filepath.Join(dir, "in.npz")
-	require.NoError(t, golden.WriteNPZ(in, arrays))
+	require.NoError(t, goldenw.WriteNPZ(in, arrays))
 	var out, errb strings.Builder
 	code := run([]string{"eval", "-backend", "ptx", "-spec", spec, "-in", in}, &out, &errb)
 	require.Equal(t, 1, code, out.String())

@@ -15,7 +15,8 @@
 //
 // Use it from go generate:
 //
-//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppokernel ppo.yaml
+//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen golden -update -dir testdata/golden ppo.yaml
+//	//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ppokernel -golden testdata/golden/ppokernel ppo.yaml
 package main
 
 import (
@@ -34,7 +35,8 @@ import (
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/cases"
 	"github.com/lossgen/lossgen/gen/dirtx"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -205,7 +207,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if fi, err := os.Stat(*goldenDir); *goldenDir != "" && err == nil && !fi.IsDir() {
 		return badUsage(fs, stderr, "-golden %s is a file; give the directory of the package's golden cases", *goldenDir)
 	}
-	c, files, err := generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir})
+	c, files, err := generate(fs.Arg(0), gen.Options{OutDir: *out, GoldenDir: *goldenDir, Progress: progress(stderr, fs.Arg(0))})
 	if err != nil {
 		return err
 	}
@@ -302,7 +304,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	}
 	failed := 0
 	for _, path := range fs.Args() {
-		c, files, err := generate(path, gen.Options{OutDir: or(*out, "."), GoldenDir: *goldenDir})
+		c, files, err := generate(path, gen.Options{OutDir: or(*out, "."), GoldenDir: *goldenDir, Progress: progress(stderr, path)})
 		if err != nil {
 			report(stderr, err)
 			failed++
@@ -310,7 +312,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		}
 		warn(stderr, c.Spec)
 		if *goldenDir != "" {
-			stale, err := golden.StaleFormat(*goldenDir)
+			stale, err := goldenw.StaleFormat(*goldenDir)
 			if err != nil {
 				return err
 			}
@@ -331,6 +333,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintln(stderr, d)
 			}
 			if len(diffs) > 0 {
+				fmt.Fprintf(stderr, "%s: %s is not what lossgen generates now; regenerate it: %s\n", path, *out, generateCommand(*out, *goldenDir, path))
 				failed++
 				continue
 			}
@@ -342,6 +345,21 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d of %d specs failed", failed, fs.NArg())
 	}
 	return nil
+}
+
+// generateCommand is the lossgen command line that writes package dir from spec.
+func generateCommand(dir, goldenDir, spec string) string {
+	cmd := "lossgen generate -o " + dir
+	if goldenDir != "" {
+		cmd += " -golden " + goldenDir
+	}
+	return cmd + " " + spec
+}
+
+// progress returns the gen.Options.Progress of a command working on spec: one line on
+// stderr per step that may take over a second, so that a slow step is never silent.
+func progress(stderr io.Writer, spec string) func(string) {
+	return func(step string) { fmt.Fprintf(stderr, "lossgen: %s: %s...\n", spec, step) }
 }
 
 func or(a, b string) string {
@@ -370,7 +388,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	if st, err := os.Stat(*data); dataSet && (err != nil || !st.IsDir()) {
 		return fmt.Errorf("-data %s: not a directory of .npz data", *data)
 	}
-	var problems []string
+	var heads, details []string
 	for _, path := range fs.Args() {
 		c, err := gen.Compile(path)
 		if err != nil {
@@ -390,16 +408,17 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		for _, sk := range skips {
 			fmt.Fprintf(stderr, "%s: no case from %s: %s\n", path, sk.File, sk.Why)
 		}
+		slow := c.Graph.Batch.Numel() >= slowGolden
 		for i := range cs {
+			if slow {
+				progress(stderr, path)(fmt.Sprintf("computing golden case %s (%d of %d) with the interpreter", cs[i].Name, i+1, len(cs)))
+			}
 			if err := cases.Want(c.Reference(), &cs[i]); err != nil {
 				return err
 			}
 			cs[i].Compact() // what is stored: a large batch's full outputs are not kept for every case
 		}
-		names := make([]string, len(cs))
-		for i, x := range cs {
-			names[i] = x.Name
-		}
+		names := caseNames(cs)
 		if *update {
 			ctx, done := interruptible()
 			res, err := cases.UpdateContext(ctx, dir, cs)
@@ -418,15 +437,54 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		if len(diffs) == 0 {
 			fmt.Fprintf(stdout, "%s: %d cases in %s match the interpreter: %s\n", path, len(cs), dir, strings.Join(names, ", "))
 		}
-		problems = append(problems, diffs...)
-	}
-	if len(problems) > 0 {
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
+		heads = append(heads, cases.Headlines(dir, diffs)...)
+		for _, d := range diffs {
+			details = append(details, d.Text)
 		}
-		return fmt.Errorf("golden cases differ from the interpreter; if the change is intended, run lossgen golden -update")
+	}
+	if len(heads) > 0 {
+		// One line per output first, and the command; every difference after them.
+		for _, h := range heads {
+			fmt.Fprintln(stderr, h)
+		}
+		fmt.Fprintf(stderr, "if the change is intended, rewrite the cases: %s\n", goldenUpdateCommand(args))
+		fmt.Fprintln(stderr, "details:")
+		for _, d := range details {
+			fmt.Fprintln(stderr, "  "+d)
+		}
+		return fmt.Errorf("golden cases differ from the interpreter")
 	}
 	return nil
+}
+
+// slowGolden is the batch size from which computing a spec's golden cases takes over a
+// second or two (at [256, 4096], 7 s; at [4096, 4096], 3 minutes), so that lossgen golden
+// says, case by case, what it is doing.
+var slowGolden = 1 << 18 // a var: tests lower it
+
+func caseNames(cs []golden.Case) []string {
+	names := make([]string, len(cs))
+	for i, x := range cs {
+		names[i] = x.Name
+	}
+	return names
+}
+
+// goldenUpdateCommand is the lossgen golden command line args, with -update.
+func goldenUpdateCommand(args []string) string {
+	return "lossgen golden -update " + shellJoin(args)
+}
+
+// shellJoin joins args into a command line, quoting those a shell would split.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }
 
 func cmdExplain(args []string, stdout, stderr io.Writer) error {

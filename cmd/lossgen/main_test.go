@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -15,7 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -116,12 +118,24 @@ func mknpz(ts *testscript.TestScript, neg bool, args []string) {
 				x[i] = int64(v)
 			}
 			data = x
+		case "int32": // NumPy's default int on Windows: written as '<i4'
+			x := make([]int32, n)
+			for i := range x {
+				x[i] = int32(v)
+			}
+			data = x
+		case "uint8": // written as '|u1'
+			x := make([]uint8, n)
+			for i := range x {
+				x[i] = uint8(v)
+			}
+			data = x
 		default:
 			ts.Fatalf("unknown dtype %q", parts[1])
 		}
 		arrays[parts[0]] = golden.Array{Shape: shape, Data: data}
 	}
-	err := golden.WriteNPZ(ts.MkAbs(args[0]), arrays)
+	err := goldenw.WriteNPZ(ts.MkAbs(args[0]), arrays)
 	if neg != (err != nil) {
 		ts.Fatalf("mknpz: %v", fmt.Sprint(err))
 	}
@@ -213,4 +227,38 @@ func TestVersionText(t *testing.T) {
 	// Nothing recorded.
 	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(nil, false))
 	require.Equal(t, "lossgen gen v1\nmodule github.com/lossgen/lossgen (devel)\nrevision unknown\n", versionText(&debug.BuildInfo{Main: debug.Module{Path: mod}}, true))
+}
+
+// TestGoldenDiffLeadsWithSummary: after a change of γ, lossgen golden's first lines are one
+// per output that differs, then the command that rewrites the cases; the details follow.
+func TestGoldenDiffLeadsWithSummary(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../spec/examples/gae.yaml")
+	require.NoError(t, err)
+	specPath, changed := filepath.Join(dir, "gae.yaml"), filepath.Join(dir, "changed.yaml")
+	require.NoError(t, os.WriteFile(specPath, src, 0o644))
+	require.NoError(t, os.WriteFile(changed, []byte(strings.Replace(string(src), "gamma: 0.99", "gamma: 0.98", 1)), 0o644))
+	data, g := filepath.Join(dir, "data"), filepath.Join(dir, "g")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	var out, errb strings.Builder
+	defer func(n int) { slowGolden = n }(slowGolden)
+	slowGolden = 0 // every batch is slow: the steps are reported
+	require.Equal(t, 0, run([]string{"golden", "-update", "-dir", g, "-data", data, specPath}, &out, &errb), errb.String())
+	require.Equal(t, "lossgen: "+specPath+": computing golden case random (1 of 3) with the interpreter...\n"+
+		"lossgen: "+specPath+": computing golden case flags (2 of 3) with the interpreter...\n"+
+		"lossgen: "+specPath+": computing golden case extreme (3 of 3) with the interpreter...\n", errb.String())
+	slowGolden = 1 << 30
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"golden", "-dir", g, "-data", data, changed}, &out, &errb))
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	pkg := filepath.Join(g, "gae")
+	// gae.yaml's outputs: advantage and value_target, each different in all 3 seeded cases.
+	require.Regexp(t, `^`+regexp.QuoteMeta(pkg)+`: output advantage: differs in 3 cases \(extreme, flags, random\): worst relative difference [0-9.e+-]+, [1-9][0-9]* values? out of tolerance$`, lines[0])
+	require.Regexp(t, `^`+regexp.QuoteMeta(pkg)+`: output value_target: differs in 3 cases \(extreme, flags, random\): `, lines[1])
+	require.Equal(t, "if the change is intended, rewrite the cases: lossgen golden -update -dir "+g+" -data "+data+" "+changed, lines[2])
+	require.Equal(t, "details:", lines[3])
+	require.True(t, strings.HasPrefix(lines[4], "  "+pkg+": case extreme: output advantage"), lines[4])
+	require.Equal(t, "lossgen: golden cases differ from the interpreter", lines[len(lines)-1])
 }

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gomlx/gomlx v0.26.0
-	github.com/lossgen/lossgen v0.0.0
+	github.com/lossgen/lossgen/runtime v0.1.0
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
 )
@@ -20,14 +20,16 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/sbinet/npyio v0.6.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/exp v0.0.0-20250819193227-8b4c13bb791b // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	gonum.org/v1/gonum v0.16.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 )
 
 // The example builds against this checkout of lossgen.
 replace github.com/lossgen/lossgen => ../..
+
+replace github.com/lossgen/lossgen/runtime => ../../runtime

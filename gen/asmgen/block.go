@@ -55,7 +55,16 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 // assignment cannot change from one iteration to the next.
 func (pg *passGen) block() {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
-	items := flatten(pg.ps.Body, nil)
+	items := storesLast(flatten(pg.ps.Body, nil))
+	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	pg.countUses(items)
+	for k, it := range items {
+		pg.item(k, it)
+	}
+}
+
+// storesLast moves the top block's stores after everything else.
+func storesLast(items []bitem) []bitem {
 	// The top block's stores come last, after every load of the block: buffers that make
 	// allocates are page-aligned, so an output element and the same element of an input share
 	// their low 12 address bits, and a load issued after such a store waits on it (4K aliasing).
@@ -85,8 +94,11 @@ func (pg *passGen) block() {
 			}
 		}
 	}
+	return items
+}
 
-	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+// countUses records, for every value the items read, the item positions that use it.
+func (pg *passGen) countUses(items []bitem) {
 	// Uses of every value, by item position. A value used inside a loop that it was defined
 	// outside of is used again at the loop's end (the next iteration reads it).
 	var loops []int // starts of the loops enclosing the current position
@@ -128,65 +140,67 @@ func (pg *passGen) block() {
 	for _, v := range pg.regs.vals {
 		sortInts(v.uses)
 	}
-	for k, it := range items {
-		n := it.n
-		switch it.kind {
-		case plan.Loop:
-			if it.end {
-				pg.loopEnd(it.loop)
-				pg.regs.dropAll()
-			} else {
-				pg.regs.spillAll(k)
-				pg.loopStart(it.loop)
-			}
-			continue
-		case plan.Load:
-			v := pg.regs.vals[n.ID]
-			if v == nil {
-				continue // nothing reads it here (a memory operand only)
-			}
-			v.reload = func() reg.VecVirtual { return pg.load(n) }
-			continue
-		case plan.Init:
-			pg.innerInit(n)
-			continue
-		case plan.Accumulate:
-			if pg.twins[n.ID] != nil {
-				continue // accumulated with its twin
-			}
+}
+
+// item emits item it at position k.
+func (pg *passGen) item(k int, it bitem) {
+	n := it.n
+	switch it.kind {
+	case plan.Loop:
+		if it.end {
+			pg.loopEnd(it.loop)
+			pg.regs.dropAll()
+		} else {
+			pg.regs.spillAll(k)
+			pg.loopStart(it.loop)
 		}
-		args := pg.reads(it)
-		keep := map[int]bool{}
-		for _, a := range args {
-			keep[a.ID] = true
+		return
+	case plan.Load:
+		v := pg.regs.vals[n.ID]
+		if v == nil {
+			return // nothing reads it here (a memory operand only)
 		}
-		pg.regs.makeRoom(k, len(args)+temps(it, pg.f64), keep)
-		regsIn := make([]reg.VecVirtual, len(args))
-		for i, a := range args {
-			regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
+		v.reload = func() reg.VecVirtual { return pg.load(n) }
+		return
+	case plan.Init:
+		pg.innerInit(n)
+		return
+	case plan.Accumulate:
+		if pg.twins[n.ID] != nil {
+			return // accumulated with its twin
 		}
-		switch it.kind {
-		case plan.Store:
-			pg.c.Comment("store " + pg.e.names[n.ID])
-			pg.store(n, regsIn[0])
-		case plan.Accumulate:
-			pg.c.Comment(fmt.Sprintf("%s(%s) over %v", n.Op, pg.e.names[n.Args[0].ID], n.Axes))
-			if pg.e.g.InnerReduce(n) {
-				pg.innerAccumulate(n, regsIn[0])
-			} else {
-				pg.accumulate(n, regsIn[0])
-			}
-		case plan.Finish:
-			pg.c.Comment("finish " + pg.e.names[n.ID])
-			pg.setValue(n, pg.innerFinish(n))
-		default:
-			if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
-				pg.c.Comment(n.Formula(pg.e.names))
-			}
-			pg.setValue(n, pg.compute(n, regsIn))
-		}
-		pg.regs.release(k)
 	}
+	args := pg.reads(it)
+	keep := map[int]bool{}
+	for _, a := range args {
+		keep[a.ID] = true
+	}
+	pg.regs.makeRoom(k, len(args)+pg.temps(it), keep)
+	regsIn := make([]reg.VecVirtual, len(args))
+	for i, a := range args {
+		regsIn[i] = pg.regs.get(pg.regs.vals[a.ID])
+	}
+	switch it.kind {
+	case plan.Store:
+		pg.c.Comment("store " + pg.e.names[n.ID])
+		pg.store(n, regsIn[0])
+	case plan.Accumulate:
+		pg.c.Comment(fmt.Sprintf("%s(%s) over %v", n.Op, pg.e.names[n.Args[0].ID], n.Axes))
+		if pg.e.g.InnerReduce(n) {
+			pg.innerAccumulate(n, regsIn[0])
+		} else {
+			pg.accumulate(n, regsIn[0])
+		}
+	case plan.Finish:
+		pg.c.Comment("finish " + pg.e.names[n.ID])
+		pg.setValue(n, pg.innerFinish(n))
+	default:
+		if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+			pg.c.Comment(n.Formula(pg.e.names))
+		}
+		pg.setValue(n, pg.compute(n, regsIn))
+	}
+	pg.regs.release(k)
 }
 
 // setValue records the register holding n's value at this point of the block.
@@ -244,7 +258,7 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 		if pg.twins[n.ID] != nil {
 			return nil
 		}
-		if n.Op == ir.OpLogSumExp && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
+		if pg.guarded(n) && !pg.e.g.InnerReduce(n) && pg.sharedExp(n) != nil {
 			return []*ir.Node{n.Args[0], pg.sharedExp(n)}
 		}
 		return []*ir.Node{n.Args[0]}
@@ -261,13 +275,16 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 }
 
 // temps estimates the vector registers an item's expansion uses besides its arguments.
-func temps(it bitem, f64 bool) int {
+func (pg *passGen) temps(it bitem) int {
 	switch it.kind {
 	case plan.Store:
 		return 2 // a tail's mask, a scatter's staging
 	case plan.Finish:
 		return 13
 	case plan.Accumulate:
+		if !pg.own(it.n) {
+			return 13 // a description's merge: as many as logsumexp's
+		}
 		switch it.n.Op {
 		case ir.OpLogSumExp:
 			return 13

@@ -3,6 +3,7 @@ package asmgen
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -55,7 +56,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 		end = off + a.n*size
 	}
 	for _, ps := range p.Passes {
-		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: twinsOf(e.g, ps)}
+		pg := &passGen{asm: e.a, e: e, ps: ps, dom: ps.Domain, twins: e.twinsOf(ps)}
 		for _, r := range ps.Reduces {
 			lay := pg.layout(r)
 			for _, f := range pg.fields(r) {
@@ -67,7 +68,7 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 			}
 		}
 		for _, r := range ps.Inner {
-			if r.Op == ir.OpLogSumExp {
+			if pg.guarded(r) {
 				place(stateField(r, "ok"), true, 8, pg.esz())
 			}
 		}
@@ -89,12 +90,12 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 func guards(pg *passGen) []*ir.Node {
 	var out []*ir.Node
 	for _, r := range pg.ps.Reduces {
-		if r.Op == ir.OpLogSumExp && pg.twins[r.ID] == nil {
+		if pg.guarded(r) && pg.twins[r.ID] == nil {
 			out = append(out, r)
 		}
 	}
 	for _, r := range pg.ps.Inner {
-		if r.Op == ir.OpLogSumExp {
+		if pg.guarded(r) {
 			out = append(out, r)
 		}
 	}
@@ -179,7 +180,6 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	f.HeaderComment(gogen.Header(m))
 	f.HeaderComment("//go:build !purego")
 	f.ImportName(gogen.RuntimePath, "runtime")
-	f.ImportName("golang.org/x/sys/cpu", "cpu")
 	reg := jen.Dict{jen.Id("name"): jen.Lit("avx2")}
 	f.Comment("avx2Fallbacks counts the pass calls whose AVX2 result a guard rejected, so that the")
 	f.Comment("pure-Go pass recomputed it (see the pass wrappers). Tests read it: ordinary data")
@@ -193,10 +193,10 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 			}
 		})
 	}
-	f.Comment("init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels")
-	f.Comment("also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.")
+	f.Comment("init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and")
+	f.Comment("FMA, and LOSSGEN_PUREGO is not set). Forward then runs it.")
 	f.Func().Id("init").Params().Block(
-		jen.If(jen.Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasAVX2").Op("||").Op("!").Qual("golang.org/x/sys/cpu", "X86").Dot("HasFMA").Op("||").Qual(gogen.RuntimePath, "PureGo").Call()).Block(jen.Return()),
+		jen.If(jen.Op("!").Qual(gogen.RuntimePath, "AVX2").Call()).Block(jen.Return()),
 		jen.Id("impls").Op("=").Append(jen.Id("impls"), jen.Id("impl").Values(reg)),
 	)
 	var buf bytes.Buffer
@@ -291,16 +291,24 @@ func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 	}
 }
 
-// identity is each reduction field's starting value.
-func identity(op ir.Op, field, elem string) jen.Code {
-	inf := func(sign int) jen.Code { return jen.Id(elem).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign))) }
-	switch {
-	case op == ir.OpRMax && field == "m", op == ir.OpArgMax && field == "best":
-		return inf(-1)
-	case op == ir.OpRMin:
-		return inf(1)
+// fill is a state field's starting value (passGen.identity) as a Go value of type elem, or
+// float64 for a float64 field.
+func fill(v float64, f field, elem string) jen.Code {
+	t := "float64"
+	if f.elem {
+		t = elem
 	}
-	return jen.Lit(0)
+	switch {
+	case v == 0:
+		return jen.Lit(0)
+	case math.IsInf(v, 0):
+		sign := 1
+		if v < 0 {
+			sign = -1
+		}
+		return jen.Id(t).Call(jen.Qual("math", "Inf").Call(jen.Lit(sign)))
+	}
+	return jen.Id(t).Call(jen.Lit(v))
 }
 
 // runPass emits the initialisation of st's states for pg's pass and the call of its kernel
@@ -319,12 +327,12 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 				perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / ps.Domain[0].Size
 				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), jen.Float64().Call(jen.Parens(jen.Id("hi").Op("-").Id("lo")).Op("*").Lit(perRow)))
 			default:
-				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), identity(r.Op, fld.name, elem))
+				b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, fld.name)), fill(pg.identity(r, fld.name), fld, elem))
 			}
 		}
 	}
 	for _, r := range ps.Inner {
-		if r.Op == ir.OpLogSumExp {
+		if pg.guarded(r) {
 			b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, "ok")))
 		}
 	}
@@ -386,6 +394,10 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 		c0, c := jen.Lit(0), jen.Id("c")
 		var merges []jen.Code
 		for _, r := range ps.Reduces {
+			if !pg.own(r) {
+				merges = append(merges, mergeGeneric(r, c))
+				continue
+			}
 			switch r.Op {
 			case ir.OpSum, ir.OpMean:
 				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
@@ -403,11 +415,6 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 		}
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
-}
-
-var finish = map[ir.Op]string{
-	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
-	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
 }
 
 func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
@@ -456,6 +463,11 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 			lay := pg.layout(r)
 			lps := lay.lps
 			args := []jen.Code{jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
+			if !pg.own(r) {
+				finishGeneric(b, r, lay)
+				e.storeResult(b, r, elem, lay)
+				continue
+			}
 			switch r.Op {
 			case ir.OpLogSumExp:
 				args = append(args, jen.Id("st").Dot(stateField(r, "s")))
@@ -479,18 +491,71 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))
 				}
 			}
-			b.Qual(rt, finish[r.Op]).Call(args...)
-			for _, addr := range e.bufAddrs(r) {
-				dst := strings.TrimPrefix(addr, "&")
-				if len(r.Shape) == 0 {
-					b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
-				} else {
-					slice := strings.TrimSuffix(dst, "[0]")
-					b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
-						jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
-					)
-				}
-			}
+			b.Qual(rt, laneCode[r.Op]).Call(args...)
+			e.storeResult(b, r, elem, lay)
 		}
 	})
+}
+
+// storeResult copies r's finished values from st.res into its buffers.
+func (e *emitter) storeResult(b *jen.Group, r *ir.Node, elem string, lay redLayout) {
+	for _, addr := range e.bufAddrs(r) {
+		dst := strings.TrimPrefix(addr, "&")
+		if len(r.Shape) == 0 {
+			b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
+		} else {
+			slice := strings.TrimSuffix(dst, "[0]")
+			b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+				jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
+			)
+		}
+	}
+}
+
+// finishGeneric emits the Go that merges each slot's lane states of r in lane order with
+// r's description and finishes them into st.res.
+func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
+	red := ir.ReductionOf[jen.Code](r.Op)
+	lane := func(i jen.Code) []jen.Code {
+		var st []jen.Code
+		for _, f := range red.Fields {
+			st = append(st, jen.Id("st").Dot(stateField(r, f)).Index(jen.Id("k").Op("*").Lit(lay.lps).Op("+").Add(i)))
+		}
+		return st
+	}
+	a := gogen.State(jen.Id("a"), len(red.Fields))
+	o := gogen.Ops64{}
+	b.For(jen.Id("k").Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+		jen.Id("a").Op(":=").Index(jen.Lit(len(red.Fields))).Float64().Values(lane(jen.Lit(0))...),
+		jen.For(jen.Id("i").Op(":=").Lit(1), jen.Id("i").Op("<").Lit(lay.lps), jen.Id("i").Op("++")).Block(
+			jen.Id("a").Op("=").Index(jen.Lit(len(red.Fields))).Float64().Values(red.Merge(o, a, lane(jen.Id("i")))...),
+		),
+		jen.Id("st").Dot("res").Index(jen.Id("k")).Op("=").Add(red.Finish(o, a, r.Corr)),
+	)
+}
+
+// twinsOf is twinsOf(g, ps) for the logsumexps on their fast path.
+func (e *emitter) twinsOf(ps *plan.Pass) map[int]*ir.Node {
+	if e.g.GenericReductions {
+		return map[int]*ir.Node{}
+	}
+	return twinsOf(e.g, ps)
+}
+
+// mergeGeneric emits the Go that merges chunk c's lane states of r into chunk 0's with r's
+// description, lane by lane.
+func mergeGeneric(r *ir.Node, c jen.Code) jen.Code {
+	red := ir.ReductionOf[jen.Code](r.Op)
+	field := func(chunk jen.Code, f string) *jen.Statement {
+		return jen.Id("sts").Index(chunk).Dot(stateField(r, f))
+	}
+	var a, b, dst []jen.Code
+	for _, f := range red.Fields {
+		a = append(a, field(jen.Lit(0), f).Index(jen.Id("i")))
+		b = append(b, field(c, f).Index(jen.Id("i")))
+		dst = append(dst, field(jen.Lit(0), f).Index(jen.Id("i")))
+	}
+	return jen.For(jen.Id("i").Op(":=").Range().Add(field(jen.Lit(0), red.Fields[0]))).Block(
+		jen.List(dst...).Op("=").List(red.Merge(gogen.Ops64{}, a, b)...),
+	)
 }

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	avoir "github.com/mmcloughlin/avo/ir"
-	"github.com/mmcloughlin/avo/reg"
 	"regexp"
 	"strings"
+
+	avoir "github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/mmcloughlin/avo/build"
 	"github.com/mmcloughlin/avo/buildtags"

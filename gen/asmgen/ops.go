@@ -39,11 +39,15 @@ func (pg *passGen) compute(n *ir.Node, a []reg.VecVirtual) reg.VecVirtual {
 		pg.minmax(n.Op, a[v], a[k], z)
 		return z
 	}
-	return ir.Elem[operand.Op](vecOps{pg}, n.Op, args).(reg.VecVirtual)
+	return ir.Elem[operand.Op](vecOps{pg.asm}, n.Op, args).(reg.VecVirtual)
 }
 
-// vecOps is ir.ElemOps on YMM registers (a second source may be a memory operand).
-type vecOps struct{ pg *passGen }
+// vecOps is ir.ElemOps on YMM registers (a second source may be a memory operand) of pg's
+// element type, or ir.RedOps on float64 ones with pg.a64 (the reductions' lane states).
+type vecOps struct{ pg *asm }
+
+// Const is c in every lane, read from memory.
+func (o vecOps) Const(c float64) operand.Op { return o.pg.cf(c) }
 
 func (o vecOps) r(x operand.Op) reg.VecVirtual {
 	if v, ok := x.(reg.VecVirtual); ok {

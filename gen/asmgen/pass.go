@@ -128,7 +128,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg.large = e.passBytes(ps) > largePass
 	pg.nt = nt
 	pg.chunked = chunkable(ps)
-	pg.twins = twinsOf(e.g, ps)
+	pg.twins = e.twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
 	name := e.name("pass%dAVX2", ps.Index)

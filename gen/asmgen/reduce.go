@@ -3,7 +3,6 @@ package asmgen
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
@@ -13,9 +12,10 @@ import (
 
 // Reductions accumulate per lane: each lane holds the state of its own subset of the
 // elements in memory arrays (views of one state buffer, see layoutStates) that the Go
-// wrapper initialises before the loop and merges pairwise after it (runtime.Finish*). Values that are exact in the kernel's element type
-// (running max/min, logsumexp's max, argmax's best value) stay in it; sums are float64. A
-// float32 kernel adds a reduction's 8 lanes into a float32 partial for up to partialBlocks
+// wrapper initialises before the loop and merges after it: with the runtime's Finish
+// functions for the reductions with their own lane code (lanecode.go), with the reduction's
+// description otherwise. In lane code, values that are exact in the kernel's element type
+// (running max/min, argmax's best value) stay in it; sums are float64. A float32 kernel adds a reduction's 8 lanes into a float32 partial for up to partialBlocks
 // blocks, then flushes it into the float64 sum, so a lane's float32 rounding stays within
 // 8·2^-24 ≈ 5e-7 of its partial while most blocks cost one add. Tail lanes leave states
 // untouched.
@@ -31,6 +31,13 @@ type field struct {
 
 // fields lists r's state arrays.
 func (pg *passGen) fields(r *ir.Node) []field {
+	if !pg.own(r) {
+		var out []field
+		for _, f := range ir.ReductionOf[operand.Op](r.Op).Fields {
+			out = append(out, field{f, false})
+		}
+		return out
+	}
 	switch r.Op {
 	case ir.OpSum, ir.OpMean:
 		if pg.partial(r) {
@@ -55,7 +62,7 @@ func (pg *passGen) fields(r *ir.Node) []field {
 // partial reports whether r sums into a float32 partial (float32 kernels, when each slot's
 // lanes are its own: the slot stays fixed along a row, where partials are flushed).
 func (pg *passGen) partial(r *ir.Node) bool {
-	return !pg.f64 && (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.layout(r).lps > 1
+	return !pg.f64 && pg.own(r) && (r.Op == ir.OpSum || r.Op == ir.OpMean) && pg.layout(r).lps > 1
 }
 
 // knownCount reports whether r's elements arrive in lockstep across lanes (a barrier
@@ -63,7 +70,7 @@ func (pg *passGen) partial(r *ir.Node) bool {
 // same for every lane and known per block.
 func (pg *passGen) knownCount(r *ir.Node) bool {
 	g := pg.e.g
-	return !g.InnerReduce(r) && pg.layout(r).lps == 1 && len(g.InnerPart(r.Args[0].Shape)) == 0
+	return pg.own(r) && r.Op == ir.OpVar && !g.InnerReduce(r) && pg.layout(r).lps == 1 && len(g.InnerPart(r.Args[0].Shape)) == 0
 }
 
 // stateMem addresses element off (+disp elements; nil off is 0) of r's state array f. All
@@ -135,288 +142,109 @@ func (pg *passGen) stateOff(r *ir.Node) reg.GPVirtual {
 	return t
 }
 
-// accumulate folds x, the reduction's argument at the current block, into r's lane states.
+// laneAcc is what accumulate's forms share: r's state arrays at the current block and the
+// tail masks (nil for a whole block).
+type laneAcc struct {
+	pg    *passGen
+	r     *ir.Node
+	off   reg.GPVirtual
+	mask  reg.VecVirtual   // the tail's lanes, element type
+	masks []reg.VecVirtual // the same as float64 halves
+}
+
+// at is float64 field f's half h; atE is element-type field f.
+func (l *laneAcc) at(f string, h int) operand.Mem {
+	return l.pg.stateMem(l.r, field{f, false}, l.off, 4*h)
+}
+func (l *laneAcc) atE(f string) operand.Mem { return l.pg.stateMem(l.r, field{f, true}, l.off, 0) }
+
+// commit64 stores a new float64 state half, keeping the old one in tail lanes.
+func (l *laneAcc) commit64(f string, h int, v reg.VecVirtual) {
+	a := l.pg.a64
+	if l.masks != nil {
+		old := a.ymm()
+		a.mov(l.at(f, h), old)
+		a.blend(l.masks[h], v, old, v)
+	}
+	a.mov(v, l.at(f, h))
+}
+
+// commitE stores a new element-type state, keeping the old one in tail lanes.
+func (l *laneAcc) commitE(f string, v reg.VecVirtual) {
+	pg := l.pg
+	if l.mask != nil {
+		old := pg.ymm()
+		pg.mov(l.atE(f), old)
+		pg.blend(l.mask, v, old, v)
+	}
+	pg.mov(v, l.atE(f))
+}
+
+// accumulate folds x, the reduction's argument at the current block, into r's lane states:
+// with the hand-written lane code of r's op (laneCode), or its description.
 func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
-	a := pg.a64
-	off := pg.stateOff(r)
-	at := func(f string, h int) operand.Mem { return pg.stateMem(r, field{f, false}, off, 4*h) } // float64 field, half h
-	atE := func(f string) operand.Mem { return pg.stateMem(r, field{f, true}, off, 0) }          // element-type field
-	var mask reg.VecVirtual
-	var masks []reg.VecVirtual
+	l := &laneAcc{pg: pg, r: r, off: pg.stateOff(r)}
 	if pg.rem > 0 {
-		mask = pg.tailMask()
-		masks = pg.maskHalves(mask)
+		l.mask = pg.tailMask()
+		l.masks = pg.maskHalves(l.mask)
 	}
-	// commit64 stores a new float64 state half, keeping the old one in tail lanes.
-	commit64 := func(f string, h int, v reg.VecVirtual) {
-		if masks != nil {
-			old := pg.ymm()
-			a.mov(at(f, h), old)
-			a.blend(masks[h], v, old, v)
-		}
-		a.mov(v, at(f, h))
+	if !pg.own(r) {
+		l.generic(x)
+		return
 	}
-	commitE := func(f string, v reg.VecVirtual) {
-		if mask != nil {
-			old := pg.ymm()
-			pg.mov(atE(f), old)
-			pg.blend(mask, v, old, v)
-		}
-		pg.mov(v, atE(f))
-	}
-	if mask != nil && (r.Op == ir.OpSum || r.Op == ir.OpMean) {
+	if l.mask != nil && (r.Op == ir.OpSum || r.Op == ir.OpMean) {
 		// Sums: zero the tail lanes (a NaN there would survive a blend-free add).
 		z := pg.ymm()
-		pg.and(mask, x, z)
+		pg.and(l.mask, x, z)
 		x = z
 	}
 	switch r.Op {
 	case ir.OpSum, ir.OpMean:
-		if pg.partial(r) {
-			p := pg.ymm()
-			pg.add(atE("p"), x, p)
-			pg.mov(p, atE("p"))
-			return
-		}
-		for h, xh := range pg.halves(x) {
-			s := a.ymm()
-			a.add(at("s", h), xh, s)
-			a.mov(s, at("s", h))
-		}
+		l.sum(x)
 	case ir.OpRMax, ir.OpRMin:
 		m := pg.ymm()
-		pg.mov(atE("m"), m)
+		pg.mov(l.atE("m"), m)
 		if r.Op == ir.OpRMax {
 			pg.maxNaN(m, x, m)
 		} else {
 			pg.minNaN(m, x, m)
 		}
-		commitE("m", m)
+		l.commitE("m", m)
 	case ir.OpLogSumExp:
-		// Fast path: s += e^x in float64, with e^x from the kernel's exp (shared with the
-		// pass's own exp(x) when it has one), and a guard: every lane ANDs into "ok" whether
-		// x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi, or x is NaN, which makes
-		// the result NaN either way, or x is −inf, which adds an exact 0). While it holds, log Σ e^x is the logsumexp exactly as
-		// torch's max-shifted form is, and the wrapper uses it; otherwise it re-runs the pass
-		// with the pure-Go kernel's exact streaming form. The guard is one vector for the
-		// whole pass, so it costs no per-slot memory traffic.
-		// A twin (logsumexp of 2x) adds (e^x)² computed in float64.
-		e := pg.expOf(r)
-		glo, ghi := pg.guard()
-		in, t := pg.ymm(), pg.ymm()
-		pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
-		pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
-		pg.and(t, in, in)
-		// −inf adds e^−inf = 0 exactly (a masked element's log-weight): still exact.
-		pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
-		pg.or(t, in, in)
-		if mask != nil { // lanes past the tail pass
-			pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
-			pg.blend(mask, in, t, in)
-		}
-		okm := pg.stateMem(r, field{"ok", true}, nil, 0)
-		pg.and(okm, in, in)
-		pg.mov(in, okm)
-		tw := pg.twinOf(r) // same slots and layout as r
-		for h, eh := range pg.halves(e) {
-			if masks != nil {
-				a.and(masks[h], eh, eh)
-			}
-			s := a.ymm()
-			a.add(at("s", h), eh, s)
-			a.mov(s, at("s", h))
-			if tw != nil {
-				m := pg.stateMem(tw, field{"s", false}, off, 4*h)
-				s2 := a.ymm()
-				a.mul(eh, eh, s2)
-				a.add(m, s2, s2)
-				a.mov(s2, m)
-			}
-		}
+		l.logSumExp(x)
 	case ir.OpVar:
-		// Welford: n += 1; d = x − mean; mean += d/n; M2 += d·(x − mean). When every lane
-		// has the same count (outer axes only), 1/n is computed once per block.
-		var inv reg.VecVirtual
-		if pg.knownCount(r) {
-			inv = pg.invCount(r)
-		}
-		for h, xh := range pg.halves(x) {
-			mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
-			a.mov(at("mean", h), mean)
-			a.sub(mean, xh, d)
-			if inv != nil {
-				a.fmadd231(d, inv, mean)
-			} else {
-				n := a.ymm()
-				a.mov(at("n", h), n)
-				a.add(a.cf(1), n, n)
-				commit64("n", h, n)
-				a.div(n, d, t)
-				a.add(t, mean, mean)
-			}
-			a.sub(mean, xh, t)
-			a.mov(at("m2", h), m2)
-			a.fmadd231(d, t, m2)
-			commit64("mean", h, mean)
-			commit64("m2", h, m2)
-		}
+		l.welford(x)
 	case ir.OpArgMax:
-		// Forward: take x if x > best, or x is NaN and best is not (torch.argmax: the first
-		// maximum, NaN maximal). A reverse scan pass meets indices in decreasing order, so it
-		// takes x on ≥ too, or on any NaN.
-		best := pg.ymm()
-		pg.mov(atE("best"), best)
-		take, t, xn := pg.ymm(), pg.ymm(), pg.ymm()
-		pg.cmp(cmpUNORD, x, x, xn)
-		if pg.reverse(r.Axes[0]) {
-			pg.cmp(cmpGE_OQ, best, x, take)
-			pg.or(xn, take, take)
-		} else {
-			pg.cmp(cmpGT_OQ, best, x, take)
-			pg.cmp(cmpUNORD, best, best, t)
-			pg.andn(xn, t, t) // xn && !isnan(best)
-			pg.or(t, take, take)
+		l.argMax(x)
+	}
+}
+
+// generic folds x into the lane states with r's description (ir.ReductionOf) on float64
+// halves: every field float64, tail lanes keeping their states.
+func (l *laneAcc) generic(x reg.VecVirtual) {
+	red := ir.ReductionOf[operand.Op](l.r.Op)
+	o := vecOps{l.pg.a64}
+	var idx []reg.VecVirtual
+	for h, xh := range l.pg.halves(x) {
+		st := make([]operand.Op, len(red.Fields))
+		for i, f := range red.Fields {
+			st[i] = l.at(f, h)
 		}
-		pg.blend(take, x, best, best)
-		commitE("best", best)
-		takes := pg.maskHalves(take)
-		for h, ih := range pg.indexHalves(r.Axes[0]) {
-			bi := a.ymm()
-			a.mov(at("idx", h), bi)
-			a.blend(takes[h], ih, bi, bi)
-			commit64("idx", h, bi)
-		}
-	}
-}
-
-// guardLo, guardHi bound the x for which logsumexp's fast path is exact: e^x is then a normal
-// float of the element type (and, for the 2x twin, (e^x)² one of float64).
-func (pg *passGen) guard() (lo, hi float64) {
-	if pg.f64 {
-		return -700, 350
-	}
-	return -87, 88
-}
-
-// expOf returns e^x for a logsumexp's argument x at the current block: the pass's own exp(x)
-// when it computes one (placed before the reduction by block), else a fresh one.
-func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
-	if n := pg.sharedExp(r); n != nil {
-		return pg.regs.get(pg.regs.vals[n.ID])
-	}
-	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
-}
-
-// sharedExp returns the graph's exp of r's argument (ir.Facts.Exp) when this pass computes
-// it, for a barrier logsumexp (an inner one's argument is in its loop, where the pass's exp
-// may not be); else nil.
-func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
-	if pg.e.g.InnerReduce(r) {
-		return nil
-	}
-	if n := pg.e.g.ExpOf(r); n != nil && slices.Contains(pg.ps.Compute, n) {
-		return n
-	}
-	return nil
-}
-
-// invCount is 1/n in every float64 lane, n being how many elements each of r's slots has
-// received including the current row: one plus the position of the current outer indices
-// among the reduced axes. It is computed once per row (rowSetup) into a stack slot.
-func (pg *passGen) invCount(r *ir.Node) reg.VecVirtual {
-	v := pg.ymm()
-	pg.c.VBROADCASTSD(pg.invSlots[fmt.Sprint(r.Axes)], v)
-	return v
-}
-
-// rowSetup runs before each row's blocks: it stores 1/n for every known-count variance.
-func (pg *passGen) rowSetup() {
-	c := pg.c
-	done := map[string]bool{} // variances over the same axes share their 1/n
-	for _, r := range pg.ps.Reduces {
-		key := fmt.Sprint(r.Axes)
-		if r.Op != ir.OpVar || !pg.knownCount(r) || done[key] {
-			continue
-		}
-		done[key] = true
-		slot, ok := pg.invSlots[key]
-		if !ok {
-			slot = c.AllocLocal(8)
-			pg.invSlots[key] = slot
-		}
-		k := pg.gp()
-		c.XORQ(k, k)
-		stride := 1
-		for i := len(r.Axes) - 1; i >= 0; i-- {
-			d := pg.dom.Index(r.Axes[i])
-			name := pg.dom[d].Name
-			t := pg.gp()
-			switch {
-			case d == 0 && pg.chunked: // the chunk's own count: rows from its first
-				c.MOVQ(pg.counters[name], t)
-				c.SUBQ(pg.rowLo(), t)
-				c.IMUL3Q(operand.I32(int32(stride)), t, t)
-			case pg.reverse(name): // walked backwards: size−1−counter indices seen before
-				c.MOVQ(operand.I32(int32(pg.dom[d].Size-1)), t)
-				c.SUBQ(pg.counters[name], t)
-				c.IMUL3Q(operand.I32(int32(stride)), t, t)
-			default:
-				c.IMUL3Q(operand.I32(int32(stride)), pg.counters[name], t)
+		one := red.Single(o, xh, func() operand.Op {
+			if idx == nil {
+				idx = l.pg.indexHalves(l.r.Axes[0])
 			}
-			c.ADDQ(t, k)
-			stride *= pg.dom[d].Size
+			return idx[h]
+		})
+		merged := red.Merge(o, st, one)
+		vs := make([]reg.VecVirtual, len(merged)) // every field read before any is stored
+		for i, v := range merged {
+			vs[i] = o.r(v)
 		}
-		c.INCQ(k)
-		v, one := pg.zeroX(), c.XMM()
-		c.VCVTSI2SDQ(k, v, v)
-		c.VMOVSD(pg.cf64(1), one)
-		c.VDIVSD(v, one, v)
-		c.VMOVSD(v, slot)
-	}
-}
-
-// flushPartials adds every float32 partial sum of the pass into its float64 sum, then zeroes
-// the partial. A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears
-// the pass's guard: the Go kernel's float64 sum may well be finite (guard.go).
-func (pg *passGen) flushPartials() {
-	a := pg.a64
-	var ok reg.VecVirtual
-	for _, r := range pg.ps.Reduces {
-		if !pg.partial(r) {
-			continue
-		}
-		off := pg.stateOff(r)
-		pm := pg.stateMem(r, field{"p", true}, off, 0)
-		p := pg.ymm()
-		pg.mov(pm, p)
-		fin := pg.ymm()
-		pg.within(p, math.MaxFloat32, fin)
-		if ok == nil {
-			ok = fin
-		} else {
-			pg.and(fin, ok, ok)
-		}
-		for h, ph := range pg.halves(p) {
-			s := a.ymm()
-			sm := pg.stateMem(r, field{"s", false}, off, 4*h)
-			a.add(sm, ph, s)
-			a.mov(s, sm)
-		}
-		z := pg.zero()
-		pg.mov(z, pm)
-	}
-	if ok != nil {
-		pg.andGuard(ok)
-	}
-}
-
-func (pg *passGen) hasPartials() bool {
-	for _, r := range pg.ps.Reduces {
-		if pg.partial(r) {
-			return true
+		for i, v := range vs {
+			l.commit64(red.Fields[i], h, v)
 		}
 	}
-	return false
 }
 
 // indexHalves is each lane's index along axis as float64 halves: the block's inner offset
@@ -462,6 +290,24 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 // accumulate (the same code as a barrier reduction's, on these states) folds each iteration,
 // and innerFinish turns them into the block's value after the loop.
 
+// identity is the starting value of r's state field f: its description's (ir.ReductionOf),
+// 0 for a float32 partial sum. Argmax's lane code starts its index at 0: a lane that sees
+// every index of its row and never takes an element (all −inf) keeps the first index, as
+// torch.argmax does, and a lane left at 0 loses every lane merge (FinishArgMax) to one that
+// took an element.
+func (pg *passGen) identity(r *ir.Node, f string) float64 {
+	if pg.own(r) && (f == "p" || r.Op == ir.OpArgMax && f == "idx") {
+		return 0
+	}
+	red := ir.ReductionOf[operand.Op](r.Op)
+	for i, name := range red.Fields {
+		if name == f {
+			return red.Identity[i]
+		}
+	}
+	panic(fmt.Sprintf("asmgen: %s has no state field %q", r.Op, f))
+}
+
 // innerInit sets r's lane states to the identity, allocating them on first use.
 func (pg *passGen) innerInit(r *ir.Node) {
 	if _, ok := pg.inner[r.ID]; !ok {
@@ -475,23 +321,11 @@ func (pg *passGen) innerInit(r *ir.Node) {
 		}
 		pg.inner[r.ID] = pg.c.AllocLocal(size)
 	}
-	red := ir.Reductions[r.Op]
 	for _, f := range pg.fields(r) {
 		if f.name == "ok" {
 			continue
 		}
-		id := 0.0
-		for i, name := range red.Fields {
-			if name == f.name {
-				id = red.Identity[i]
-			}
-		}
-		if r.Op == ir.OpArgMax && f.name == "idx" {
-			// One lane sees every index of its row, so a row that never takes an element
-			// (all −inf) keeps the first index, as torch.argmax does; +inf, the identity,
-			// only serves lane merges (FinishArgMax), which an inner reduction does not do.
-			id = 0
-		}
+		id := pg.identity(r, f.name)
 		v := pg.ymm()
 		if f.elem {
 			pg.mov(pg.cf(id), v)
@@ -521,6 +355,18 @@ func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
 	a := pg.a64
 	at := func(f string, h int) operand.Mem { return pg.stateMem(r, field{f, false}, nil, 4*h) }
 	var hs []reg.VecVirtual
+	if !pg.own(r) {
+		red := ir.ReductionOf[operand.Op](r.Op)
+		o := vecOps{a}
+		for h := range pg.nHalves() {
+			st := make([]operand.Op, len(red.Fields))
+			for i, f := range red.Fields {
+				st[i] = at(f, h)
+			}
+			hs = append(hs, o.r(red.Finish(o, st, r.Corr)))
+		}
+		return pg.fromHalves(hs)
+	}
 	switch r.Op {
 	case ir.OpRMax, ir.OpRMin:
 		v := pg.ymm()

@@ -6,7 +6,7 @@ import (
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
-	"github.com/lossgen/lossgen/gen/vmath"
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 // Vector exp, log and log1p. Each is emitted inline where the IR uses it (one definition

@@ -27,8 +27,9 @@ import (
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -326,7 +327,8 @@ func realCases(g *ir.Graph, dataDir string) ([]golden.Case, []Skip, error) {
 // Convert returns a as the storage type of input in: the kernel's float type (float32 data
 // widens exactly to float64; float64 data narrows to float32 rounded to nearest, overflowing
 // to ±inf, as TorchRL's .to(torch.float32) does), bool flags (bools, or floats that are
-// exactly 0 or 1), int64 indices.
+// exactly 0 or 1), int64 indices (any integer array: golden.NPZ.Read widens them to int64;
+// a float array is an error).
 func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 	want := dt.String()
 	switch in.Kind {
@@ -354,6 +356,15 @@ func Convert(dt ir.DType, in *ir.Input, a golden.Array) (golden.Array, error) {
 			b[i] = x == 1
 		}
 		return golden.Array{Shape: shape, Data: b}, nil
+	case want == "int64" && got == "bool": // a uint8 array of 0/1 (golden.NPZ.Read reads it as flags)
+		f := a.Float64s()
+		x := make([]int64, len(f))
+		for i, v := range f {
+			x[i] = int64(v)
+		}
+		return golden.Array{Shape: shape, Data: x}, nil
+	case want == "int64":
+		return golden.Array{}, fmt.Errorf("%q has dtype %s: an index input must be an integer array (int8 to int64, uint8 to uint64), as TorchRL's int64 actions are; convert it with .astype(np.int64)", in.Name, got)
 	}
 	return golden.Array{}, fmt.Errorf("%q has dtype %s, want %s", in.Name, got, want)
 }
@@ -409,7 +420,7 @@ func UpdateContext(ctx context.Context, dir string, cs []golden.Case) (dirtx.Res
 	}
 	put := map[string][]byte{}
 	for _, c := range cs {
-		files, err := golden.CaseFiles(c)
+		files, err := goldenw.CaseFiles(c)
 		if err != nil {
 			return dirtx.Result{Repaired: repaired}, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -449,15 +460,15 @@ func ownCaseFile(base string) bool {
 // last bit across platforms). A seeded case stored in an older golden format is reported as
 // such. It compacts the seeded cases (golden.Case.Compact). It returns one line per
 // difference.
-func Check(dir string, cs []golden.Case) ([]string, error) {
-	stale, err := golden.StaleFormat(dir)
+func Check(dir string, cs []golden.Case) ([]Difference, error) {
+	stale, err := goldenw.StaleFormat(dir)
 	if err != nil {
 		return nil, err
 	}
 	stored, err := golden.OpenCases(dir)
 	if err != nil {
 		if len(stale) > 0 {
-			return stale, nil
+			return texts(stale), nil
 		}
 		return nil, err
 	}
@@ -465,7 +476,7 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 	for _, c := range stored {
 		byName[c.Name] = c
 	}
-	diffs := stale
+	diffs := texts(stale)
 	staleCase := map[string]bool{}
 	for _, name := range golden.SeededCases {
 		for _, line := range stale {
@@ -478,7 +489,7 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 	for _, c := range cs {
 		s, ok := byName[c.Name]
 		if !ok {
-			diffs = append(diffs, fmt.Sprintf("%s: case %s is missing", dir, c.Name))
+			diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s is missing", dir, c.Name)})
 			continue
 		}
 		delete(byName, c.Name)
@@ -489,13 +500,13 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 			a, _ := json.Marshal(c.Recipe)
 			b, _ := json.Marshal(s.Recipe)
 			if !bytes.Equal(a, b) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: the recipe (seed, samples, shapes or checksums of the inputs) differs", dir, c.Name))
+				diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s: the recipe (seed, samples, shapes or checksums of the inputs) differs", dir, c.Name)})
 			}
 		} else {
 			for name, a := range c.Inputs {
 				b, ok := s.Inputs[name]
 				if !ok || !slices.Equal(a.Shape, b.Shape) || a.DType() != b.DType() || !sameBits(a.Float64s(), b.Float64s()) {
-					diffs = append(diffs, fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name))
+					diffs = append(diffs, Difference{Case: c.Name, Text: fmt.Sprintf("%s: case %s: input %s differs", dir, c.Name, name)})
 				}
 			}
 		}
@@ -503,30 +514,32 @@ func Check(dir string, cs []golden.Case) ([]string, error) {
 		for name, sum := range c.Summary {
 			stored, ok := s.Summary[name]
 			if !ok {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Text: fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name)})
 				continue
 			}
 			for _, d := range stored.Equal(sum, tol) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Values: d.Bad, MaxRel: d.MaxRel,
+					Text: fmt.Sprintf("%s: case %s: output %s: %s", dir, c.Name, name, d)})
 			}
 		}
 		for name, a := range c.Want {
 			b, ok := s.Want[name]
 			if !ok || !slices.Equal(a.Shape, b.Shape) {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Text: fmt.Sprintf("%s: case %s: output %s missing or reshaped", dir, c.Name, name)})
 				continue
 			}
 			if d := golden.Compare(b.Float64s(), a.Float64s(), tol); d.Bad > 0 {
-				diffs = append(diffs, fmt.Sprintf("%s: case %s: output %s differs at %d elements (max rel %.3g)", dir, c.Name, name, d.Bad, d.MaxRel))
+				diffs = append(diffs, Difference{Case: c.Name, Output: name, Values: d.Bad, MaxRel: d.MaxRel,
+					Text: fmt.Sprintf("%s: case %s: output %s differs at %d elements (max rel %.3g)", dir, c.Name, name, d.Bad, d.MaxRel)})
 			}
 		}
 	}
 	for name := range byName {
 		if golden.IsSeeded(name) || strings.HasPrefix(name, "real_") { // a user's own case is theirs
-			diffs = append(diffs, fmt.Sprintf("%s: case %s is not produced any more", dir, name))
+			diffs = append(diffs, Difference{Case: name, Text: fmt.Sprintf("%s: case %s is not produced any more", dir, name)})
 		}
 	}
-	sort.Strings(diffs)
+	slices.SortFunc(diffs, func(a, b Difference) int { return strings.Compare(a.Text, b.Text) })
 	return diffs, nil
 }
 

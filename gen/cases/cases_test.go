@@ -10,7 +10,8 @@ import (
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -104,15 +105,15 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 		require.NoError(t, Want(g, &cs[i]))
 		old := cs[i]
 		old.Recipe = nil // format 1: inputs and whole outputs
-		require.NoError(t, golden.WriteCase(dir, old))
+		require.NoError(t, goldenw.WriteCase(dir, old))
 	}
 	mine := golden.Case{Name: "mine", Inputs: cs[0].Inputs, Want: cs[0].Want}
-	require.NoError(t, golden.WriteCase(dir, mine))
+	require.NoError(t, goldenw.WriteCase(dir, mine))
 	diffs, err := Check(dir, cs)
 	require.NoError(t, err)
 	require.Len(t, diffs, 3)
 	for _, d := range diffs {
-		require.Contains(t, d, "golden format 1")
+		require.Contains(t, d.Text, "golden format 1")
 	}
 	require.NoError(t, Update(dir, cs))
 	for _, name := range []string{"random", "flags", "extreme"} {
@@ -127,5 +128,5 @@ func TestUpdateMigratesFormat1(t *testing.T) {
 	cs[0].Recipe.Seed++
 	diffs, err = Check(dir, cs)
 	require.NoError(t, err)
-	require.Equal(t, []string{dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}, diffs)
+	require.Equal(t, []Difference{{Case: "random", Text: dir + ": case random: the recipe (seed, samples, shapes or checksums of the inputs) differs"}}, diffs)
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // golden -update that runs out of space (here a file size limit, which fails writes as a full

@@ -60,6 +60,16 @@ func (e *gen) apiFile() *jen.File {
 	}
 	doc.WriteString("\nThe kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each\n")
 	doc.WriteString("pass is in kernels_generic.go.")
+	if e.m.SemanticsURL != "" {
+		doc.WriteString("\n\nThe doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own\n")
+		fmt.Fprintf(&doc, "decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, %s.", e.m.SemanticsURL)
+	}
+	if e.m.NoGolden {
+		doc.WriteString("\n\nThis package was generated without golden cases (lossgen generate without -golden): its\n")
+		doc.WriteString("test compares its implementations with each other, but no output with reference values;\n")
+		fmt.Fprintf(&doc, "TestGolden is skipped. Add them with `lossgen golden -update -dir testdata/golden %s`,\n", e.m.SpecFile)
+		fmt.Fprintf(&doc, "then regenerate with `lossgen generate -o . -golden testdata/golden/%s %s`.", e.m.Package, e.m.SpecFile)
+	}
 	f.PackageComment(doc.String())
 
 	f.Comment("The runtime version this code was generated for: compilation fails against a runtime")

@@ -33,6 +33,10 @@ type Meta struct {
 	GenVersion int      // runtime.GenVersion the code is generated for
 	Summary    []string // lines describing the configuration, for the package doc
 	Params     []Param  // hyperparameters, emitted as documented constants
+	NoGolden   bool     // generated without golden cases: the package doc says its test checks no reference values
+	// SemanticsURL is where the doc comments' "SEMANTICS.md §…" references are read (lossgen's
+	// docs at the generator's version); the package doc says so.
+	SemanticsURL string
 }
 
 // Param is a named hyperparameter baked into the kernel.

@@ -85,8 +85,8 @@ func (e *gen) scratchType(f *jen.File) {
 			if len(r.Shape) == 0 {
 				continue
 			}
-			fields = append(fields, jen.Id(e.accName(r)).Index().Add(accType(r)).Comment("accumulators of "+e.names[r.ID]))
-			allocs = append(allocs, jen.Id(e.accName(r)).Op(":").Make(jen.Index().Add(accType(r)), jen.Lit(r.Shape.Numel())))
+			fields = append(fields, jen.Id(e.accName(r)).Index().Add(e.accType(r)).Comment("accumulators of "+e.names[r.ID]))
+			allocs = append(allocs, jen.Id(e.accName(r)).Op(":").Make(jen.Index().Add(e.accType(r)), jen.Lit(r.Shape.Numel())))
 		}
 		for _, n := range ps.Compute {
 			if n.Op == ir.OpScan {
@@ -114,40 +114,6 @@ func (e *gen) scratchType(f *jen.File) {
 // value, along an outer dim one per index of these.
 func carryDims(ps *plan.Pass, n *ir.Node) ir.Shape {
 	return ps.Domain[ps.Domain.Index(n.Axes[0])+1:]
-}
-
-// accType is the float64 accumulator type of a reduction.
-func accType(r *ir.Node) jen.Code {
-	switch r.Op {
-	case ir.OpLogSumExp:
-		return jen.Qual(RuntimePath, "LogSumExp")
-	case ir.OpVar:
-		return jen.Qual(RuntimePath, "Welford")
-	case ir.OpMean:
-		return jen.Qual(RuntimePath, "Mean")
-	case ir.OpArgMax:
-		return jen.Qual(RuntimePath, "ArgMax")
-	}
-	return jen.Float64()
-}
-
-// accInit is the empty accumulator of a reduction.
-func accInit(r *ir.Node) jen.Code {
-	switch r.Op {
-	case ir.OpLogSumExp:
-		return jen.Qual(RuntimePath, "NewLogSumExp").Call()
-	case ir.OpVar:
-		return jen.Qual(RuntimePath, "Welford").Values()
-	case ir.OpMean:
-		return jen.Qual(RuntimePath, "Mean").Values()
-	case ir.OpArgMax:
-		return jen.Qual(RuntimePath, "NewArgMax").Call()
-	case ir.OpRMax:
-		return jen.Qual("math", "Inf").Call(jen.Lit(-1))
-	case ir.OpRMin:
-		return jen.Qual("math", "Inf").Call(jen.Lit(1))
-	}
-	return jen.Lit(0.0)
 }
 
 // ConstName is the Go variable of a constant tensor of kernel k: const5, fbConst5.
@@ -264,11 +230,11 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	// Accumulators: scalar ones are locals, the others live in scratch and are reset here.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
-			b.Id(e.accName(r)).Op(":=").Add(accInit(r))
+			b.Id(e.accName(r)).Op(":=").Add(e.accInit(r))
 			continue
 		}
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(
-			jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(accInit(r)))
+			jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
 	}
 	dom := ps.Domain
 	var nest func(d int) []jen.Code
@@ -309,14 +275,14 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
 			for _, buf := range e.bufExprs(r) {
-				b.Add(buf).Op("=").Add(e.conv(accResult(r, jen.Id(e.accName(r)))))
+				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(e.accName(r)))))
 			}
 			continue
 		}
 		acc := jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k"))
 		var sets []jen.Code
 		for _, buf := range e.bufExprs(r) {
-			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(accResult(r, acc))))
+			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, acc))))
 		}
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(sets...)
 	}
@@ -347,9 +313,9 @@ func (p *pass) block(bl *plan.Block) []jen.Code {
 		case plan.Accumulate:
 			out = append(out, p.accumulate(n))
 		case plan.Init:
-			out = append(out, jen.Id(p.e.accName(n)).Op(":=").Add(accInit(n)))
+			out = append(out, jen.Id(p.e.accName(n)).Op(":=").Add(p.e.accInit(n)))
 		case plan.Finish:
-			out = append(out, jen.Id(p.id(n)).Op(":=").Add(p.e.conv(accResult(n, jen.Id(p.e.accName(n))))))
+			out = append(out, jen.Id(p.id(n)).Op(":=").Add(p.e.conv(p.e.accResult(n, jen.Id(p.e.accName(n))))))
 			declared[n.ID] = true
 		case plan.Loop:
 			body := p.block(st.Block)
@@ -403,51 +369,6 @@ func usedIn(bl *plan.Block, root func(*ir.Node) *ir.Node) map[int]bool {
 	}
 	walk(bl)
 	return used
-}
-
-func accResult(r *ir.Node, acc *jen.Statement) jen.Code {
-	switch r.Op {
-	case ir.OpLogSumExp:
-		return jen.Add(acc).Dot("Result").Call()
-	case ir.OpVar:
-		return jen.Add(acc).Dot("Var").Call(jen.Lit(r.Corr))
-	case ir.OpMean:
-		return jen.Add(acc).Dot("Result").Call()
-	case ir.OpArgMax:
-		return jen.Float64().Call(jen.Add(acc).Dot("Idx"))
-	}
-	return acc
-}
-
-// accumulate adds the reduction's argument at the current index to its accumulator: an inner
-// reduction's local, or a barrier reduction's local or scratch slot.
-func (p *pass) accumulate(r *ir.Node) jen.Code {
-	var acc *jen.Statement
-	switch {
-	case len(r.Shape) == 0 || p.e.g.InnerReduce(r):
-		acc = jen.Id(p.e.accName(r))
-	default:
-		acc = jen.Id("s").Dot(p.e.accName(r)).Index(indexExpr(r.Shape, nil))
-	}
-	x := p.e.f64(jen.Id(p.id(r.Args[0])))
-	switch r.Op {
-	case ir.OpSum:
-		return jen.Add(acc).Op("+=").Add(x)
-	case ir.OpMean, ir.OpLogSumExp, ir.OpVar:
-		return jen.Add(acc).Dot("Add").Call(x)
-	case ir.OpRMax:
-		return jen.Add(acc).Op("=").Qual(RuntimePath, "Max").Call(acc, x)
-	case ir.OpRMin:
-		return jen.Add(acc).Op("=").Qual(RuntimePath, "Min").Call(acc, x)
-	case ir.OpArgMax:
-		axis := r.Axes[0]
-		method := "Add"
-		if sc := p.ps.Scan; sc != nil && sc.Reverse && sc.Axis == axis {
-			method = "AddReverse" // the loop meets the axis's indices in decreasing order
-		}
-		return jen.Add(acc).Dot(method).Call(x, jen.Id(loopVar(axis)))
-	}
-	panic("gogen: not a reduction: " + r.Op.String())
 }
 
 // compute emits the statements that compute n into its variable.

@@ -4,7 +4,8 @@
 // elementwise semantics come from ir.Apply (shared with constant folding, so there is one
 // definition of each op). Reductions are as accurate as float64 allows: sums are Neumaier-
 // compensated and variances two-pass, so the reference does not drift over millions of
-// elements. Nothing here is optimised: it exists to be obviously right.
+// elements; a reduction without such a form folds its description (ir.Fold). Nothing here
+// is optimised: it exists to be obviously right.
 package interp
 
 import (
@@ -170,23 +171,29 @@ func reduce(n *ir.Node, x, out []float64) {
 		groups[s] = append(groups[s], v)
 	}
 	for s, g := range groups {
-		switch n.Op {
-		case ir.OpSum:
-			out[s] = sum(g)
-		case ir.OpMean:
-			out[s] = sum(g) / float64(len(g))
-		case ir.OpRMax:
-			out[s] = extreme(g, func(a, b float64) bool { return a > b })
-		case ir.OpRMin:
-			out[s] = extreme(g, func(a, b float64) bool { return a < b })
-		case ir.OpLogSumExp:
-			out[s] = logSumExp(g)
-		case ir.OpVar:
-			out[s] = variance(g, n.Corr)
-		case ir.OpArgMax:
-			out[s] = argMax(g)
+		if f, ok := accurate[n.Op]; ok {
+			out[s] = f(g, n.Corr)
+		} else {
+			out[s] = ir.Fold(n.Op, g, n.Corr)
 		}
 	}
+}
+
+// accurate holds the reductions the interpreter computes more accurately than a fold of
+// their description (ir.Fold) in float64: compensated sums, two-pass forms. The others
+// fold their description. ir's tests check the descriptions against the same values.
+var accurate = map[ir.Op]func(xs []float64, corr int) float64{
+	ir.OpSum:  func(xs []float64, _ int) float64 { return sum(xs) },
+	ir.OpMean: func(xs []float64, _ int) float64 { return sum(xs) / float64(len(xs)) },
+	ir.OpRMax: func(xs []float64, _ int) float64 {
+		return extreme(xs, func(a, b float64) bool { return a > b })
+	},
+	ir.OpRMin: func(xs []float64, _ int) float64 {
+		return extreme(xs, func(a, b float64) bool { return a < b })
+	},
+	ir.OpLogSumExp: func(xs []float64, _ int) float64 { return logSumExp(xs) },
+	ir.OpVar:       variance,
+	ir.OpArgMax:    func(xs []float64, _ int) float64 { return argMax(xs) },
 }
 
 // sum is Neumaier's compensated sum.

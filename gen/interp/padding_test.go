@@ -17,7 +17,8 @@ import (
 )
 
 // maskedSpecs are the losses that take keys.mask, with every policy distribution, per-head
-// entropies, advantage standardisation and value clipping: the configurations whose padding
+// entropies, advantage standardisation and value clipping, and the value-based off-policy
+// losses with either action space: the configurations whose padding
 // must reach no output and no gradient (SEMANTICS.md §11.16, §11.18).
 func maskedSpecs() map[string]string {
 	out := map[string]string{}
@@ -40,6 +41,27 @@ loss: {type: %s, distribution: %s%s, reduction: %s, normalize_advantage: true, c
 keys: {mask: mask}
 `, dt, loss, dist, ev, red)
 				}
+			}
+		}
+		for name, loss := range map[string]string{
+			"grpo/kl":                    "{type: grpo, kl_to_ref_coeff: 0.1, kl_to_inference_coeff: 0.2, kl_mask_threshold: 0.05}",
+			"grpo/prompt_mean":           "{type: grpo, aggregation: prompt_mean, kl_to_ref_coeff: 0.1}",
+			"dapo/none":                  "{type: dapo, aggregation: none, kl_to_inference_coeff: 0}",
+			"cispo/sum":                  "{type: cispo, reduction: sum, kl_mask_threshold: 0.05}",
+			"cispo/stop_gradient/prompt": "{type: cispo, stop_gradient: true, aggregation: prompt_mean, kl_to_ref_coeff: 0.3}",
+		} {
+			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
+		}
+		for _, loss := range []string{"dqn, double_dqn: true", "discrete_cql"} {
+			for _, space := range []string{"categorical", "one_hot"} {
+				out[fmt.Sprintf("%s/%s/%s", dt, loss, space)] = fmt.Sprintf(`package: p
+dtype: %s
+dims: {B: 3, L: 5, A: 4}
+batch: [B, L]
+estimator: {type: td_lambda, gamma: 0.9}
+loss: {type: %s, action_dim: A, action_space: %s, loss_function: smooth_l1}
+keys: {mask: mask}
+`, dt, loss, space)
 			}
 		}
 		out[dt+"/clip_ppo/heads"] = `package: p

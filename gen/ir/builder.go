@@ -242,6 +242,11 @@ func (b *Builder) Var(x *Node, correction int, axes ...string) *Node {
 	return b.reduce(OpVar, x, correction, axes...)
 }
 
+// Std is the standard deviation over the named axes with the given correction (torch.std).
+func (b *Builder) Std(x *Node, correction int, axes ...string) *Node {
+	return b.reduce(OpStd, x, correction, axes...)
+}
+
 // ArgMax is the first index of the maximum along one axis (torch.argmax).
 func (b *Builder) ArgMax(x *Node, axis string) *Node { return b.reduce(OpArgMax, x, 0, axis) }
 

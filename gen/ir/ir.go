@@ -231,7 +231,7 @@ type Node struct {
 	Input   *Input    // OpInput
 	Value   []float64 // OpConst: row-major data of Shape (one value for a scalar)
 	Axes    []string  // reductions: the reduced dims; scans, shifts, gathers: the one axis
-	Corr    int       // OpVar: the correction (0 biased, 1 unbiased)
+	Corr    int       // a Corrected reduction's correction (torch's; 0 biased, 1 unbiased)
 	Reverse bool      // OpScan: runs from the end of its axis (y[t] depends on y[t+1]); OpIota: counts from the end
 	// TieFirst (OpMin, OpMax) is how the gradient splits: to the first argument where the
 	// two are equal or it is NaN (torch.clamp against a bound, inclusive; the min over
@@ -308,7 +308,7 @@ func (n *Node) format(name func(*Node) string, full bool) string {
 	if len(n.Axes) > 0 {
 		fmt.Fprintf(&b, " over %s", strings.Join(n.Axes, ","))
 	}
-	if n.Op == OpVar {
+	if n.Op.Class() == Reduce && ReductionOf[float64](n.Op).Corrected {
 		fmt.Fprintf(&b, " correction=%d", n.Corr)
 	}
 	if (n.Op == OpScan || n.Op == OpIota) && n.Reverse {
@@ -400,6 +400,9 @@ type Graph struct {
 	Nodes   []*Node
 	Outputs []*Output
 	Facts   *Facts // what the analysis passes found, or nil (facts.go)
+	// GenericReductions makes every backend run each reduction's description
+	// (ReductionOf), skipping its faster forms of the same reductions: the op zoo runs both.
+	GenericReductions bool
 }
 
 // IsBatch reports whether the named dim is a batch dim. Reductions over batch dims are

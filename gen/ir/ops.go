@@ -56,6 +56,7 @@ const (
 	OpRMin      // min x, NaN-propagating
 	OpLogSumExp // log Σ exp x, computed as torch.logsumexp: m + log Σ exp(x − m), m = max x (m = 0 when infinite)
 	OpVar       // Σ (x − mean)² / (n − Corr)
+	OpStd       // √(Σ (x − mean)² / (n − Corr)), torch.std (GRPO's per-group advantage scale)
 	OpArgMax    // first index of the maximum along the one axis (NaN counts as maximal, as torch.argmax)
 
 	// OpScan(x, c) along axis t: y[t] = x[t] + c[t]·y[t+1] with y[T] = 0 when the node is
@@ -98,7 +99,7 @@ var opInfo = [numOps]struct {
 	OpGe: {"ge", 2, Elementwise}, OpEq: {"eq", 2, Elementwise}, OpNe: {"ne", 2, Elementwise},
 	OpWhere: {"where", 3, Elementwise},
 	OpSum:   {"sum", 1, Reduce}, OpMean: {"mean", 1, Reduce}, OpRMax: {"reduce_max", 1, Reduce}, OpRMin: {"reduce_min", 1, Reduce},
-	OpLogSumExp: {"logsumexp", 1, Reduce}, OpVar: {"var", 1, Reduce}, OpArgMax: {"argmax", 1, Reduce},
+	OpLogSumExp: {"logsumexp", 1, Reduce}, OpVar: {"var", 1, Reduce}, OpStd: {"std", 1, Reduce}, OpArgMax: {"argmax", 1, Reduce},
 	OpScan: {"scan", 2, Scan}, OpShiftNext: {"shift_next", 2, Shift}, OpGather: {"gather", 2, Gather},
 }
 

@@ -52,7 +52,7 @@ type Rewrite func(b *Builder, n *Node, args []*Node) *Node
 // Rebuild builds g anew, node by node in order, giving rewrite the chance to replace each
 // one. Inputs keep their order; outputs keep their names, roles and order.
 func Rebuild(g *Graph, rewrite Rewrite) *Graph {
-	b := &Builder{g: &Graph{DType: g.DType, Dims: g.Dims, Batch: g.Batch}, cse: map[string]*Node{}}
+	b := &Builder{g: &Graph{DType: g.DType, Dims: g.Dims, Batch: g.Batch, GenericReductions: g.GenericReductions}, cse: map[string]*Node{}}
 	to := map[*Node]*Node{}
 	for _, n := range g.Nodes {
 		args := make([]*Node, len(n.Args))

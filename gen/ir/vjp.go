@@ -60,6 +60,11 @@ var vjps = [numOps]VJP{
 		cnt := float64(x.Shape.Numel()/n.Shape.Numel() - n.Corr)
 		return []*Node{b.gradMul(g, b.Div(b.Mul(b.Const(2), b.Sub(x, b.Mean(x, n.Axes...))), b.Const(cnt)))}
 	},
+	OpStd: func(b *Builder, n, g *Node) []*Node { // g·(x − mean)/((n − correction)·std)
+		x := n.Args[0]
+		cnt := float64(x.Shape.Numel()/n.Shape.Numel() - n.Corr)
+		return []*Node{b.gradMul(g, b.Div(b.Sub(x, b.Mean(x, n.Axes...)), b.Mul(b.Const(cnt), n)))}
+	},
 	OpArgMax: noGrad,
 	// A scan or shift carries no gradient in any stage: TorchRL's estimators run on detached
 	// critic parameters. Reaching one is an error, reported by the pass.

@@ -34,21 +34,7 @@ func lowerClipPPO(l *Lowerer, st *spec.Stage) {
 	c := l.ppoBegin(st)
 	adv, lw := c.adv, c.lw
 
-	epsLo, epsHi := clipEpsilon(st)
-	loV := l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight")
-	hiV := l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight")
-	lo, hi := b.Const(loV), b.Const(hiV)
-	lwc := b.Note(b.Clamp(lw, lo, hi), "log_weight_clip")
-	// min(r·A, clip(r)·A) with one exp, sign-aware (§11.15): where A ≥ 0 the smaller gain is
-	// at the smaller ratio, min(r, e^hi); where A < 0 at the larger, max(r, e^lo) (exp is
-	// monotone, so these are exp of the clamped log-weight, e^hi and e^lo the correctly rounded
-	// exponentials of the bounds). Wherever TorchRL's value is finite it is the same product;
-	// where exp(lw) overflows float32 it stays finite (A = 0 gives 0, not inf·0). The gradient
-	// goes to r where the min/max picks it, bounds included: the unclipped gain on a tie, as
-	// TorchRL's stack-min (§11.5). r is shared with ESS's logsumexp.
-	r := b.Note(b.Exp(lw), "ratio")
-	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hiV))), b.MaxFirst(r, b.Const(math.Exp(loV)))), "ratio_clipped")
-	gain := b.Note(b.Mul(adv, rc), "gain")
+	gain, lwc := l.clippedGain(st, lw, adv)
 
 	l.Output("loss_objective", l.reduce(b.Neg(gain), c.reduction), ir.LossTerm,
 		"clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction ("+c.reduction+")")
@@ -92,9 +78,9 @@ func (l *Lowerer) ess(lw *ir.Node, reduction string) {
 		if l.mask != nil {
 			x = b.Where(l.mask, lw, b.Const(math.Inf(-1)))
 		}
-		lse1 := b.Note(b.LogSumExp(x, first), "log_sum_w")              // log Σ w, w = exp(lw)
-		lse2 := b.Note(b.LogSumExp(b.Mul(two, x), first), "log_sum_w2") // log Σ w²
-		ess = b.Note(b.Exp(b.Sub(b.Mul(two, lse1), lse2)), "ess_col")   // (Σ w)²/Σ w²
+		lse1 := b.LogSumExp(x, first)
+		lse2 := b.LogSumExp(b.Mul(two, x), first)
+		ess = b.Exp(b.Sub(b.Mul(two, lse1), lse2))
 	}
 	// squeeze() dropped the size-1 dims; summing over one element drops them here, exactly.
 	var ones []string

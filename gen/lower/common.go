@@ -41,7 +41,8 @@ func (l *Lowerer) timeDim(st *spec.Stage) string {
 
 // paramTimeDim is the time_dim parameter every estimator takes.
 var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName, DimIndex: true,
-	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose"}
+	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; " +
+		"explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23)"}
 
 // checkTimeDim checks that time_dim, a declared dim (the spec checks that), is a batch dim.
 func checkTimeDim(c *spec.Check) {
@@ -166,4 +167,16 @@ func layoutHint(where, name string, batch []string) string {
 		return "[" + name + ", " + b + ", ...]"
 	}
 	return "[" + b + ", ..., " + name + "]"
+}
+
+// checkTDEstimator gives a loss that bootstraps its target with a TD estimator (IQL, DQN, the
+// discrete CQL) its default, TD(0) with γ 0.99 when the spec has no estimator (the loss's
+// default_value_estimator), and rejects GAE and V-trace, which the loss's
+// make_value_estimator refuses with NotImplementedError.
+func checkTDEstimator(c *spec.Check) {
+	if e := c.Spec.Estimator; e == nil {
+		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": lossDiscounts["gamma"]})
+	} else if e.Type == "gae" || e.Type == "vtrace" {
+		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
+	}
 }

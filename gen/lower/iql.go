@@ -22,7 +22,7 @@ var (
 		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 0.3, Offset: "state_action_value", ExtremeBig: true}}
 	keyPriority = spec.KeyDef{Name: "priority", Default: []string{"td_error"},
-		Doc: "the replay priority max_k (Q_k − y)² (TorchRL key td_error, written into the input tensordict)"}
+		Doc: "the per-sample replay priority from the TD error, as each loss defines it (IQL: max_k (Q_k − y)²; DQN: (Q − y)²) (TorchRL key td_error, written into the input tensordict)"}
 )
 
 func init() {
@@ -78,21 +78,14 @@ var paramActionDim = spec.ParamDef{Name: "action_dim", Type: spec.DimName,
 // γ 0.99 unless the spec gives a TD estimator (GAE and V-trace raise NotImplementedError in
 // TorchRL), the ensemble dim, and for the discrete loss the action dim and action space.
 func checkIQL(c *spec.Check) {
-	if e := c.Spec.Estimator; e == nil {
-		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": 0.99})
-	} else if e.Type == "gae" || e.Type == "vtrace" {
-		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
-	}
+	checkTDEstimator(c)
 	checkEnsembleDim(c)
 	if c.Stage.Type != "discrete_iql" {
 		checkPolicy(c)
 		return
 	}
 	checkInnerDim(c, "action_dim", "after")
-	if c.Stage.Get("action_space") == nil {
-		c.Warnf("action_space", "not given: one_hot is used, as TorchRL's DiscreteIQLLoss does with a warning (write action_space: one_hot or categorical)")
-		c.Stage.Set("action_space", "one_hot")
-	}
+	checkActionSpace(c)
 	// The actor of discrete actions is a categorical policy over the same actions, stored as
 	// the action space says.
 	want := map[string]string{"categorical": "categorical", "one_hot": "one_hot_categorical"}[c.Stage.String("action_space")]
@@ -215,16 +208,6 @@ func (l *Lowerer) iqlChosen(st *spec.Stage, key string) *ir.Node {
 	if st.Type != "discrete_iql" {
 		return l.ReadShaped(key, b.Shape(append([]string{ens}, batch...)...))
 	}
-	a := st.String("action_dim")
-	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), a)...))
-	if st.String("action_space") == "categorical" {
-		// torch.gather(Q_k, -1, action[..., None]).squeeze(-1), vmapped over the ensemble.
-		idx := l.ReadAs("action", l.Batch(), spec.IndexKey)
-		l.KeyDoc("action", "the stored action: an index into "+a+" [*batch]")
-		return b.Gather(q, idx, a)
-	}
-	// (Q_k · action.float()).sum(-1): a one-hot (or multi-hot) action, stored as flags.
-	act := l.ReadAs("action", b.Shape(append(batch, a)...), spec.BoolKey)
-	l.KeyDoc("action", "the stored action: a one-hot vector of flags [*batch, "+a+"]")
-	return b.Sum(b.Mul(q, act), a)
+	q := l.ReadShaped(key, b.Shape(append(append([]string{ens}, batch...), st.String("action_dim"))...))
+	return l.valueAt(st, q, l.storedAction(st)) // vmapped over the ensemble
 }

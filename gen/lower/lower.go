@@ -43,8 +43,9 @@ const gradPrefix = passes.GradPrefix
 // lowerError is a positioned error raised by a stage's lowering; Lower returns it.
 type lowerError struct{ err *spec.Error }
 
-// Lower builds the IR graph of s: its transforms, its estimator, then its loss, each
-// reading the keys it needs and writing its outputs. Keys the spec maps but nothing reads,
+// Lower builds the IR graph of s: its transforms, its estimator, then its loss (whose
+// Bootstrap, if any, runs before the estimator), each reading the keys it needs and writing
+// its outputs. Keys the spec maps but nothing reads,
 // and dims nothing uses, become warnings on s.
 func Lower(s *spec.Spec) (g *ir.Graph, hypers []Hyper, err error) {
 	dims := make([]ir.Dim, len(s.Dims))
@@ -66,7 +67,12 @@ func Lower(s *spec.Spec) (g *ir.Graph, hypers []Hyper, err error) {
 			g, hypers, err = nil, nil, le.err
 		}
 	}()
-	for _, st := range s.Stages() {
+	for i, st := range s.Stages() {
+		// The loss's Bootstrap runs first after the transforms: before the estimator.
+		if i == len(s.Transforms) && s.Loss != nil && stageOf(s.Loss).Bootstrap != nil {
+			l.stage = s.Loss
+			stageOf(s.Loss).Bootstrap(l, s.Loss)
+		}
 		l.stage = st
 		stageOf(st).Lower(l, st)
 	}

@@ -372,3 +372,38 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// clippedGain is the PPO-clip gain min(r·A, clip(r, 1−ε_low, 1+ε_high)·A) of ClipPPOLoss and
+// GRPOLoss, r = exp(lw), with the clip in log space at TorchRL's float32 bounds
+// log1p(−ε_low), log1p(ε_high) (SEMANTICS.md §11.14), and the clamped log-weight lwc.
+//
+// It is computed sign-aware with one exp (§11.15): where A ≥ 0 the smaller gain is at the
+// smaller ratio, min(r, e^hi); where A < 0 at the larger, max(r, e^lo) (exp is monotone, so
+// these are exp of the clamped log-weight, e^hi and e^lo the correctly rounded exponentials
+// of the bounds). Wherever TorchRL's value is finite it is the same product; where exp(lw)
+// overflows float32 it stays finite (A = 0 gives 0, not inf·0). The gradient goes to r where
+// the min/max picks it, bounds included: the unclipped gain on a tie, as TorchRL's stack-min
+// (§11.5). r is shared with ESS's logsumexp.
+func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.Node) {
+	b := l.B
+	lo, hi := l.logClipBounds(st)
+	lwc = l.clampLogWeight(lw, lo, hi)
+	r := b.Note(b.Exp(lw), "ratio")
+	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hi))), b.MaxFirst(r, b.Const(math.Exp(lo)))), "ratio_clipped")
+	return b.Note(b.Mul(adv, rc), "gain"), lwc
+}
+
+// logClipBounds are the log-weight clip bounds log1p(−ε_low), log1p(ε_high) as TorchRL holds
+// them (float32 buffers, §11.14), declared as hyper-parameters.
+func (l *Lowerer) logClipBounds(st *spec.Stage) (lo, hi float64) {
+	epsLo, epsHi := clipEpsilon(st)
+	lo = l.Hyper("log1p(-clip_epsilon)", l.Log1p32(-epsLo), false, "the lower clip bound of the log-weight")
+	hi = l.Hyper("log1p(clip_epsilon)", l.Log1p32(epsHi), false, "the upper clip bound of the log-weight")
+	return lo, hi
+}
+
+// clampLogWeight is clamp(lw, lo, hi), TorchRL's log_weight.clamp(*clip_bounds): its gradient
+// passes at the bounds.
+func (l *Lowerer) clampLogWeight(lw *ir.Node, lo, hi float64) *ir.Node {
+	return l.B.Note(l.B.Clamp(lw, l.B.Const(lo), l.B.Const(hi)), "log_weight_clip")
+}

@@ -200,12 +200,7 @@ func lowerQValue(l *Lowerer, st *spec.Stage) {
 	a := st.String("action_dim")
 	v := l.maskedActionValues(b.Shape(append(l.Batch().Names(), a)...), a)
 	act := l.greedy(st, v)
-	var chosen *ir.Node
-	if st.String("action_space") == "categorical" {
-		chosen = b.Gather(v, act, a)
-	} else {
-		chosen = b.Sum(b.Mul(act, v), a)
-	}
+	chosen := l.valueAt(st, v, act)
 	l.Write("action", act, ir.Transformed, actionDoc(st))
 	l.Write("action_value", v, ir.Transformed, "the action values, with masked-out actions at the dtype's most negative finite value (TorchRL key action_value)")
 	l.Write("chosen_action_value", chosen, ir.Transformed,
@@ -251,4 +246,40 @@ func lowerDistributionalQValue(l *Lowerer, st *spec.Stage) {
 		"each action's expected value Σ_k exp(values[k, a])·support[k] [*batch, A], what the action is chosen from (TorchRL computes it in DistributionalQValueModule._support_expected and does not return it)")
 	l.Output("invalid_action_value", b.SumAll(b.Gt(v, b.Const(0))), ir.Fault,
 		"the number of (unmasked) action_value elements above 0: log-softmax values must be ≤ 0, and TorchRL raises ValueError (exact up to 2^24 in float32; Forward returns a *runtime.DataError when it is not 0)")
+}
+
+// valueAt is q [..., A] at an action along the stage's action dim, Q(s, a): for an index
+// (categorical) the gathered entry, torch.gather(q, -1, action[..., None]).squeeze(-1); for
+// flags (one_hot, mult_one_hot) (q·action).sum(-1), which is k·max at a k-way tie of a
+// greedy one-hot action (QValueModule's chosen_action_value).
+func (l *Lowerer) valueAt(st *spec.Stage, q, act *ir.Node) *ir.Node {
+	a := st.String("action_dim")
+	if st.String("action_space") == "categorical" {
+		return l.B.Gather(q, act, a)
+	}
+	return l.B.Sum(l.B.Mul(q, act), a)
+}
+
+// storedAction reads the data's action for the stage's action space: an index into the
+// action dim [*batch] (categorical), or a one-hot vector of flags [*batch, A] (TorchRL's
+// losses cast it with action.to(torch.float)).
+func (l *Lowerer) storedAction(st *spec.Stage) *ir.Node {
+	a := st.String("action_dim")
+	if st.String("action_space") == "categorical" {
+		act := l.ReadAs("action", l.Batch(), spec.IndexKey)
+		l.KeyDoc("action", "the stored action: an index into "+a+" [*batch]")
+		return act
+	}
+	act := l.ReadAs("action", l.B.Shape(append(l.Batch().Names(), a)...), spec.BoolKey)
+	l.KeyDoc("action", "the stored action: a one-hot vector of flags [*batch, "+a+"]")
+	return act
+}
+
+// checkActionSpace applies the action space TorchRL's discrete losses fall back to: one_hot,
+// with a warning, when neither the loss nor its value network gives one.
+func checkActionSpace(c *spec.Check) {
+	if c.Stage.Get("action_space") == nil {
+		c.Warnf("action_space", "not given: one_hot is used, as TorchRL's %s does with a warning (write action_space: one_hot or categorical)", c.Stage.Def.Class)
+		c.Stage.Set("action_space", "one_hot")
+	}
 }

@@ -27,6 +27,11 @@ type Stage struct {
 	// configuration of the stage expects of its data (a PPO loss without an estimator in
 	// the kernel reads the estimator's results as inputs).
 	Summary func(s *spec.Spec, st *spec.Stage) []string
+	// Bootstrap, when set on a loss, runs after the transforms and before the estimator: it
+	// sets the keys the estimator bootstraps from (next_value, value) from the loss's own
+	// inputs, as TorchRL's value_estimate runs the loss's (target) value network on "next"
+	// (DQNLoss: the target net's chosen action value).
+	Bootstrap func(l *Lowerer, st *spec.Stage)
 }
 
 var (

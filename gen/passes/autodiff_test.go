@@ -145,6 +145,12 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"masked clip_ppo":                rows + "loss: {type: clip_ppo, normalize_advantage: true}\nkeys: {mask: mask}",
 		"masked ppo sum":                 rows + "loss: {type: ppo, reduction: sum}\nkeys: {mask: mask}",
 		"masked klpen none":              head + "dims: {N: 2, T: 3, A: 3}\nbatch: [N, T]\nloss: {type: klpen_ppo, distribution: categorical, action_dim: A, reduction: none}\nkeys: {mask: mask}",
+		"masked grpo kl":                 rows + "loss: {type: grpo, kl_to_ref_coeff: 0.3, kl_to_inference_coeff: 0.2, kl_mask_threshold: 0.05, entropy_coeff: 0.1}\nkeys: {mask: mask}",
+		"masked grpo prompt_mean sum":    rows + "loss: {type: grpo, aggregation: prompt_mean, reduction: sum, kl_to_ref_coeff: 0.1}\nkeys: {mask: mask}",
+		"grpo prompt_mean unmasked":      rows + "loss: {type: grpo, aggregation: prompt_mean, clip_epsilon: [0.1, 0.3], kl_to_ref_coeff: 0.2}",
+		"masked dapo none":               rows + "loss: {type: dapo, aggregation: none, kl_to_inference_coeff: 0.5}\nkeys: {mask: mask}",
+		"masked cispo":                   rows + "loss: {type: cispo, kl_to_ref_coeff: 0.1}\nkeys: {mask: mask}",
+		"masked cispo stop_gradient":     rows + "loss: {type: cispo, stop_gradient: true, aggregation: prompt_mean, kl_mask_threshold: 0.05}\nkeys: {mask: mask}",
 		"iql mean":                       flat + "loss: {type: iql, temperature: 3.0, expectile: 0.7}",
 		"iql sum l2 3 members":           flat + "loss: {type: iql, reduction: sum, loss_function: l2, num_qvalue_nets: 3, expectile: 0.9}",
 		"2-D iql none l1 td1":            rows + "estimator: {type: td1}\nloss: {type: iql, reduction: none, loss_function: l1}",
@@ -154,6 +160,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"discrete_iql categorical actor": head + "dims: {Q: 2, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: categorical, distribution: categorical}",
 		"discrete_iql one_hot actor":     head + "dims: {Q: 2, B: 4, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, distribution: one_hot_categorical}",
 		"discrete_iql one_hot sum":       head + "dims: {Q: 3, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_iql, action_dim: A, action_space: one_hot, reduction: sum}",
+		"dqn categorical":                head + "dims: {B: 7, A: 4}\nbatch: [B]\nloss: {type: dqn, action_dim: A, action_space: categorical}",
+		"dqn double one_hot smooth_l1":   head + "dims: {B: 6, A: 3}\nbatch: [B]\nloss: {type: dqn, action_dim: A, action_space: one_hot, double_dqn: true, loss_function: smooth_l1, reduction: sum}",
+		"2-D dqn td_lambda l1 masked":    head + "dims: {N: 3, T: 5, A: 3}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9}\nloss: {type: dqn, action_dim: A, action_space: categorical, loss_function: l1, reduction: none}\nkeys: {mask: mask}",
+		"discrete_cql one_hot":           head + "dims: {B: 6, A: 4}\nbatch: [B]\nloss: {type: discrete_cql, action_dim: A, action_space: one_hot}",
+		"discrete_cql categorical td1":   head + "dims: {N: 2, T: 4, A: 3}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: discrete_cql, action_dim: A, action_space: categorical, reduction: sum, loss_function: smooth_l1}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
@@ -231,7 +242,7 @@ func TestOpGradients(t *testing.T) {
 		b.MinFirst(x, y), b.MaxFirst(x, b.Const(0.1)), b.Clamp(x, b.Const(-0.5), b.Const(0.5)),
 		b.Where(b.Gt(x, y), b.Mul(x, x), b.Mul(y, x)),
 		b.Sum(x, "A"), b.Mean(x, "B"), b.LogSumExp(x, "A"), b.ReduceMax(x, "A"), b.ReduceMin(x, "B"),
-		b.Var(x, 1, "A"), b.Var(x, 0, "B", "A"), b.Gather(b.Mul(x, x), idx, "A"),
+		b.Var(x, 1, "A"), b.Var(x, 0, "B", "A"), b.Std(x, 1, "A"), b.Std(x, 0, "B", "A"), b.Gather(b.Mul(x, x), idx, "A"),
 	}
 	loss := b.Const(0)
 	for i, tm := range terms {

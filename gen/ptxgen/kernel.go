@@ -18,6 +18,12 @@ type kernel struct {
 	n      map[string]int
 	labels int
 	f64    bool
+	// truth maps a float64 register that holds a comparison's 0 or 1 (ptxOps.cmp on float64
+	// registers) to the predicate it came from, so a select or a logical and/or of it uses
+	// the predicate: a reduction's description computes with float64 truth values. Such a
+	// register is set (lazy) only where it is used as a number (ptxOps.use).
+	truth map[string]string
+	lazy  map[string]bool
 }
 
 type regDecl struct {
@@ -29,7 +35,7 @@ type regDecl struct {
 var regClasses = [][2]string{{"pred", "p"}, {"b16", "rs"}, {"b32", "r"}, {"b64", "rd"}, {"f32", "f"}, {"f64", "fd"}}
 
 func newKernel(name string, f64 bool) *kernel {
-	return &kernel{Name: name, n: map[string]int{}, f64: f64}
+	return &kernel{Name: name, n: map[string]int{}, f64: f64, truth: map[string]string{}, lazy: map[string]bool{}}
 }
 
 func (k *kernel) reg(prefix string) string {

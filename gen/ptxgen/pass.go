@@ -2,7 +2,6 @@ package ptxgen
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/plan"
@@ -294,11 +293,11 @@ func (k *passK) redOf(r *ir.Node) *redK {
 
 // innerInit starts an inner reduction's state (float64 registers, as every reduction's).
 func (k *passK) innerInit(r *ir.Node) {
-	red := ir.Reductions[r.Op]
-	st := make([]string, len(red.Fields))
+	id := red(r.Op).Identity
+	st := make([]string, len(id))
 	for i := range st {
 		st[i] = k.fd()
-		k.op("mov.f64 %s, %s", st[i], immF64(red.Identity[i]))
+		k.op("mov.f64 %s, %s", st[i], immF64(id[i]))
 	}
 	k.inner[r.ID] = st
 }
@@ -392,74 +391,7 @@ func (k *passK) compute(n *ir.Node) string {
 	for i, a := range n.Args {
 		args[i] = k.vals[a.ID]
 	}
-	return ir.Elem[string](ptxOps{k.kernel}, n.Op, args)
-}
-
-// ptxOps is ir.ElemOps on PTX registers of the kernel's element type. Every float op carries
-// an explicit rounding (.rn), so ptxas contracts nothing into an FMA.
-type ptxOps struct{ k *kernel }
-
-func (o ptxOps) un(op, x string) string {
-	d := o.k.el()
-	o.k.op("%s.%s %s, %s", op, o.k.t(), d, x)
-	return d
-}
-
-func (o ptxOps) bin(op, x, y string) string {
-	d := o.k.el()
-	o.k.op("%s.%s %s, %s, %s", op, o.k.t(), d, x, y)
-	return d
-}
-
-func (o ptxOps) cmp(op, x, y string) string {
-	p, d := o.k.pred(), o.k.el()
-	o.k.op("setp.%s.%s %s, %s, %s", op, o.k.t(), p, x, y)
-	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, o.k.imm(1), o.k.imm(0), p)
-	return d
-}
-
-func (o ptxOps) minmax(name, x, y string) string {
-	d := o.k.el()
-	if o.k.f64 {
-		o.k.minmax64(name, d, x, y)
-	} else {
-		o.k.op("%s.NaN.f32 %s, %s, %s", name, d, x, y)
-	}
-	return d
-}
-
-func (o ptxOps) Neg(x string) string    { return o.un("neg", x) }
-func (o ptxOps) Abs(x string) string    { return o.un("abs", x) }
-func (o ptxOps) Exp(x string) string    { return o.k.expEl(x) }
-func (o ptxOps) Log(x string) string    { return o.k.logEl(x) }
-func (o ptxOps) Log1p(x string) string  { return o.k.log1pEl(x) }
-func (o ptxOps) Sqrt(x string) string   { return o.un("sqrt.rn", x) }
-func (o ptxOps) Add(x, y string) string { return o.bin("add.rn", x, y) }
-func (o ptxOps) Sub(x, y string) string { return o.bin("sub.rn", x, y) }
-func (o ptxOps) Mul(x, y string) string { return o.bin("mul.rn", x, y) }
-func (o ptxOps) Div(x, y string) string { return o.bin("div.rn", x, y) }
-func (o ptxOps) Min(x, y string) string { return o.minmax("min", x, y) }
-func (o ptxOps) Max(x, y string) string { return o.minmax("max", x, y) }
-func (o ptxOps) Lt(x, y string) string  { return o.cmp("lt", x, y) }
-func (o ptxOps) Le(x, y string) string  { return o.cmp("le", x, y) }
-func (o ptxOps) Gt(x, y string) string  { return o.cmp("gt", x, y) }
-func (o ptxOps) Ge(x, y string) string  { return o.cmp("ge", x, y) }
-func (o ptxOps) Eq(x, y string) string  { return o.cmp("eq", x, y) }
-func (o ptxOps) Ne(x, y string) string  { return o.cmp("neu", x, y) } // true for NaN, as Go's !=
-func (o ptxOps) Where(c, x, y string) string {
-	p, d := o.k.pred(), o.k.el()
-	o.k.op("setp.neu.%s %s, %s, %s", o.k.t(), p, c, o.k.imm(0))
-	o.k.op("selp.%s %s, %s, %s, %s", o.k.t(), d, x, y, p)
-	return d
-}
-
-// minmax64 is Go's min/max for float64: NaN if either is NaN (PTX's min.f64 returns the
-// other operand).
-func (k *kernel) minmax64(name, d, a, b string) {
-	p := k.pred()
-	k.op("setp.nan.f64 %s, %s, %s", p, a, b)
-	k.op("%s.f64 %s, %s, %s", name, d, a, b)
-	k.op("selp.f64 %s, %s, %s, %s", d, immF64(math.NaN()), d, p)
+	return ir.Elem[string](ptxOps{k: k.kernel}, n.Op, args)
 }
 
 // shift is y[t] = x[t+1] for t < T−1 and last[t] at t = T−1 along its axis.

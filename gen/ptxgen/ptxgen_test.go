@@ -19,9 +19,10 @@ import (
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // example is one committed generated package: its PTX, launch table and golden cases.
@@ -275,7 +276,7 @@ func TestGPUCheckScript(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(filepath.Join(out, ex.dir), 0o755))
 		f := filepath.Join(out, ex.dir, "random.npz")
-		require.NoError(t, golden.WriteNPZ(f, res))
+		require.NoError(t, goldenw.WriteNPZ(f, res))
 		dirs = append(dirs, filepath.Join("../../generated", ex.dir))
 		if ex.dir == "gae" {
 			first = f
@@ -303,7 +304,7 @@ func TestGPUCheckScript(t *testing.T) {
 	require.NoError(t, err)
 	adv := res["advantage"].Data.([]float64)
 	adv[100] += 1e-3
-	require.NoError(t, golden.WriteNPZ(first, res))
+	require.NoError(t, goldenw.WriteNPZ(first, res))
 	got, err = run()
 	require.Error(t, err, got)
 	require.Contains(t, got, "CASE gae random advantage FAIL")

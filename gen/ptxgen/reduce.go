@@ -2,7 +2,6 @@ package ptxgen
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -63,7 +62,7 @@ func (k *passK) classify(r *ir.Node) (*redK, error) {
 	default:
 		return nil, &UnmappedError{Pass: k.ps.Index, Node: r, Reason: fmt.Sprintf("reduces only some of the thread dims %v", k.thread.Names())}
 	}
-	for range ir.Reductions[r.Op].Fields {
+	for range red(r.Op).Fields {
 		rk.state = append(rk.state, k.fd())
 	}
 	return rk, nil
@@ -72,7 +71,7 @@ func (k *passK) classify(r *ir.Node) (*redK, error) {
 func (k *passK) groupStart(level int) {
 	for _, rk := range k.reds {
 		if rk.prefix == level {
-			for i, id := range ir.Reductions[rk.r.Op].Identity {
+			for i, id := range red(rk.r.Op).Identity {
 				k.op("mov.f64 %s, %s", rk.state[i], immF64(id))
 			}
 		}
@@ -112,147 +111,27 @@ func (k *passK) accumulate(rk *redK) {
 	}
 }
 
+// red is op's description (ir.ReductionOf) on the kernel's float64 registers.
+func red(op ir.Op) *ir.Reduction[string] { return ir.ReductionOf[string](op) }
+
 // singleton is the state of one element x (float64).
 func (k *passK) singleton(r *ir.Node, x string) []string {
-	switch r.Op {
-	case ir.OpMean:
-		return []string{x, k.constF64(1)}
-	case ir.OpLogSumExp:
-		return []string{x, k.constF64(1)}
-	case ir.OpVar:
-		return []string{k.constF64(1), x, k.constF64(0)}
-	case ir.OpArgMax:
+	return k.ops64().useAll(red(r.Op).Single(k.ops64(), x, func() string {
 		i := k.fd()
 		k.op("cvt.rn.f64.u32 %s, %s", i, k.idx[r.Axes[0]])
-		return []string{x, i}
-	}
-	return []string{x}
+		return i
+	}))
 }
 
 // merge returns the state of a followed by b (b's elements come later in the fold's fixed
 // order; argmax breaks ties by index, so the order does not change its result).
 func (k *kernel) merge(op ir.Op, a, b []string) []string {
-	d := k.fd()
-	switch op {
-	case ir.OpSum:
-		k.op("add.rn.f64 %s, %s, %s", d, a[0], b[0])
-		return []string{d}
-	case ir.OpMean:
-		n := k.fd()
-		k.op("add.rn.f64 %s, %s, %s", d, a[0], b[0])
-		k.op("add.rn.f64 %s, %s, %s", n, a[1], b[1])
-		return []string{d, n}
-	case ir.OpRMax:
-		k.minmax64("max", d, a[0], b[0])
-		return []string{d}
-	case ir.OpRMin:
-		k.minmax64("min", d, a[0], b[0])
-		return []string{d}
-	case ir.OpLogSumExp:
-		return k.mergeLSE(a, b)
-	case ir.OpVar:
-		return k.mergeVar(a, b)
-	case ir.OpArgMax:
-		return k.mergeArgMax(a, b)
-	}
-	panic("ptxgen: not a reduction: " + op.String())
-}
-
-// mergeLSE combines (m₁, s₁) and (m₂, s₂): m = max, s = s₁·e^(m₁−m) + s₂·e^(m₂−m), where
-// e^(mᵢ−m) is 1 when mᵢ = m (also for equal infinities) and an empty state (s = 0) adds 0.
-func (k *kernel) mergeLSE(a, b []string) []string {
-	m := k.fd()
-	k.minmax64("max", m, a[0], b[0])
-	scale := func(mi, si string) string {
-		d := k.fd()
-		k.op("sub.rn.f64 %s, %s, %s", d, mi, m)
-		e := k.exp64(d)
-		eq, empty := k.pred(), k.pred()
-		k.op("setp.eq.f64 %s, %s, %s", eq, mi, m)
-		k.op("selp.f64 %s, %s, %s, %s", e, immF64(1), e, eq)
-		t := k.fd()
-		k.op("mul.rn.f64 %s, %s, %s", t, si, e)
-		k.op("setp.eq.f64 %s, %s, %s", empty, si, immF64(0))
-		k.op("selp.f64 %s, %s, %s, %s", t, immF64(0), t, empty)
-		return t
-	}
-	t1, t2 := scale(a[0], a[1]), scale(b[0], b[1])
-	s := k.fd()
-	k.op("add.rn.f64 %s, %s, %s", s, t1, t2)
-	// A NaN anywhere makes the sum NaN.
-	nan := k.pred()
-	k.op("setp.nan.f64 %s, %s, %s", nan, m, s)
-	k.op("selp.f64 %s, %s, %s, %s", s, immF64(math.NaN()), s, nan)
-	return []string{m, s}
-}
-
-// mergeVar is Chan, Golub and LeVeque's pairwise update of Welford states (n, mean, M2).
-func (k *kernel) mergeVar(a, b []string) []string {
-	n, d, mean, m2, t := k.fd(), k.fd(), k.fd(), k.fd(), k.fd()
-	k.op("add.rn.f64 %s, %s, %s", n, a[0], b[0])
-	k.op("sub.rn.f64 %s, %s, %s", d, b[1], a[1])
-	k.op("mul.rn.f64 %s, %s, %s", t, d, b[0])
-	k.op("div.rn.f64 %s, %s, %s", t, t, n)
-	k.op("add.rn.f64 %s, %s, %s", mean, a[1], t)
-	k.op("mul.rn.f64 %s, %s, %s", t, d, d)
-	k.op("mul.rn.f64 %s, %s, %s", t, t, a[0])
-	k.op("mul.rn.f64 %s, %s, %s", t, t, b[0])
-	k.op("div.rn.f64 %s, %s, %s", t, t, n)
-	k.op("add.rn.f64 %s, %s, %s", m2, a[2], b[2])
-	k.op("add.rn.f64 %s, %s, %s", m2, m2, t)
-	// An empty side contributes nothing (and must not divide 0 by 0).
-	ea, eb := k.pred(), k.pred()
-	k.op("setp.eq.f64 %s, %s, %s", ea, a[0], immF64(0))
-	k.op("setp.eq.f64 %s, %s, %s", eb, b[0], immF64(0))
-	out := []string{n, mean, m2}
-	for i := range out {
-		k.op("selp.f64 %s, %s, %s, %s", out[i], b[i], out[i], ea)
-		k.op("selp.f64 %s, %s, %s, %s", out[i], a[i], out[i], eb)
-	}
-	return out
-}
-
-// mergeArgMax keeps the larger best value, a NaN counting as the largest, ties (and two
-// NaNs) going to the lower index: torch.argmax's first maximal index.
-func (k *kernel) mergeArgMax(a, b []string) []string {
-	an, bn, gt, eq, lower, take, t := k.pred(), k.pred(), k.pred(), k.pred(), k.pred(), k.pred(), k.pred()
-	k.op("setp.nan.f64 %s, %s, %s", an, a[0], a[0])
-	k.op("setp.nan.f64 %s, %s, %s", bn, b[0], b[0])
-	k.op("setp.gt.f64 %s, %s, %s", gt, b[0], a[0])
-	k.op("setp.eq.f64 %s, %s, %s", eq, b[0], a[0])
-	k.op("setp.lt.f64 %s, %s, %s", lower, b[1], a[1])
-	k.op("and.pred %s, %s, %s", t, eq, lower) // equal values: the lower index
-	k.op("or.pred %s, %s, %s", take, gt, t)
-	k.op("and.pred %s, %s, %s", t, an, bn) // two NaNs: the lower index
-	k.op("and.pred %s, %s, %s", t, t, lower)
-	k.op("or.pred %s, %s, %s", take, take, t)
-	k.op("not.pred %s, %s", t, an) // a NaN against a number: the NaN
-	k.op("and.pred %s, %s, %s", t, t, bn)
-	k.op("or.pred %s, %s, %s", take, take, t)
-	best, idx := k.fd(), k.fd()
-	k.op("selp.f64 %s, %s, %s, %s", best, b[0], a[0], take)
-	k.op("selp.f64 %s, %s, %s, %s", idx, b[1], a[1], take)
-	return []string{best, idx}
+	return k.ops64().useAll(red(op).Merge(k.ops64(), a, b))
 }
 
 // finalize turns a state into the reduction's value, in the kernel's element type.
 func (k *kernel) finalize(r *ir.Node, st []string) string {
-	v := k.fd()
-	switch r.Op {
-	case ir.OpSum, ir.OpRMax, ir.OpRMin:
-		k.op("mov.f64 %s, %s", v, st[0])
-	case ir.OpMean:
-		k.op("div.rn.f64 %s, %s, %s", v, st[0], st[1])
-	case ir.OpLogSumExp:
-		l := k.log64(st[1])
-		k.op("add.rn.f64 %s, %s, %s", v, st[0], l)
-	case ir.OpVar:
-		n := k.fd()
-		k.op("sub.rn.f64 %s, %s, %s", n, st[0], immF64(float64(r.Corr)))
-		k.op("div.rn.f64 %s, %s, %s", v, st[2], n)
-	case ir.OpArgMax:
-		k.op("mov.f64 %s, %s", v, st[1])
-	}
+	v := k.ops64().use(red(r.Op).Finish(k.ops64(), st, r.Corr))
 	if k.f64 {
 		return v
 	}
@@ -296,7 +175,7 @@ func (k *kernel) warpReduce(op ir.Op, st []string) {
 // blockReduce merges the block's states into thread 0, which writes the block's partial.
 func (k *passK) blockReduce(rk *redK) {
 	r := rk.r
-	fields := ir.Reductions[r.Op].Fields
+	fields := red(r.Op).Fields
 	k.comment("block reduction of %s", r)
 	k.warpReduce(r.Op, rk.state)
 	tid, lane, warp := k.r32(), k.r32(), k.r32()
@@ -319,7 +198,7 @@ func (k *passK) blockReduce(rk *redK) {
 	for i := range fields {
 		a, v := k.r64(), k.fd()
 		k.op("mad.wide.u32 %s, %s, 8, %s", a, lane, sh)
-		k.op("mov.f64 %s, %s", v, immF64(ir.Reductions[r.Op].Identity[i]))
+		k.op("mov.f64 %s, %s", v, immF64(red(r.Op).Identity[i]))
 		k.op("@%s ld.shared.f64 %s, [%s+%d]", first, v, a, i*256)
 		k.op("mov.f64 %s, %s", rk.state[i], v)
 	}
@@ -371,7 +250,7 @@ func (k *passK) mergeKernel() *kernel {
 	m.op("mad.lo.s32 %s, %s, %s, %s", g, ctaid, ntid, tid)
 	for _, rk := range reds {
 		r := rk.r
-		fields := ir.Reductions[r.Op].Fields
+		fields := red(r.Op).Fields
 		m.comment("merge %s over %d blocks", r, k.grid)
 		done := m.newLabel("skip")
 		out := m.pred()
@@ -380,7 +259,7 @@ func (k *passK) mergeKernel() *kernel {
 		st := make([]string, len(fields))
 		for i := range fields {
 			st[i] = m.fd()
-			m.op("mov.f64 %s, %s", st[i], immF64(ir.Reductions[r.Op].Identity[i]))
+			m.op("mov.f64 %s, %s", st[i], immF64(red(r.Op).Identity[i]))
 		}
 		b := m.r32()
 		m.op("mov.u32 %s, 0", b)

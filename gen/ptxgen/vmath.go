@@ -3,11 +3,11 @@ package ptxgen
 import (
 	"math"
 
-	"github.com/lossgen/lossgen/gen/vmath"
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 // The PTX versions of lossgen's exp, log and log1p: the same range reductions and polynomials
-// as the AVX2 kernels (gen/vmath), one lane per thread, with fma.rn for the polynomial steps.
+// as the AVX2 kernels (runtime/vmath), one lane per thread, with fma.rn for the polynomial steps.
 // They avoid ex2.approx/lg2.approx, whose relative error grows with |x·log2 e|.
 
 // exp32 is e^x for a float32 register.

@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/gen/vmath"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 var sweepPoints = flag.Int("ulp.points", 1<<16, "inputs per function for TestVectorMathULP (float32: spread over all bit patterns)")
 
-// maxULP bounds the PTX exp, log and log1p against gen/vmath's references, per element type.
+// maxULP bounds the PTX exp, log and log1p against runtime/vmath's references, per element type.
 // Measured with -ulp.points=16777216 (2^24 float32 bit patterns; 2^24 float64 inputs): 1 ulp
 // for every float32 function, 2 ulp for float64 exp, 1 for float64 log and log1p — the same
 // as the AVX2 kernels, whose polynomials these are.
@@ -66,7 +66,7 @@ func vmathModule(t *testing.T, f64 bool, n int) []byte {
 }
 
 // TestVectorMathULP runs the PTX exp, log and log1p in the simulator over a sweep of inputs
-// (gen/vmath's, with the special values) and asserts each stays within maxULP.
+// (runtime/vmath's, with the special values) and asserts each stays within maxULP.
 func TestVectorMathULP(t *testing.T) {
 	refs := map[string]func(float64) float64{"exp": vmath.RefExp, "log": vmath.RefLog, "log1p": vmath.RefLog1p}
 	for _, f64 := range []bool{false, true} {

@@ -1,7 +1,8 @@
 // Package runner builds a generated package into a throwaway module and runs it: the way
 // `lossgen eval` (and the backend tests) execute a kernel that did not exist when lossgen
-// was compiled. The module uses this lossgen checkout through a replace directive, so the
-// kernel is built exactly as a user's module would build it.
+// was compiled. The module uses lossgen's runtime module (this checkout's, or the one the
+// current module requires) through a replace directive, so the kernel is built exactly as a
+// user's module would build it.
 package runner
 
 import (
@@ -16,22 +17,50 @@ import (
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
-	"github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/templates"
 )
 
-// Root finds the lossgen module's source: $LOSSGEN_ROOT, else the lossgen module in the
-// current module's build list (this checkout when run inside it).
-func Root() (string, error) {
+// RuntimeModule is the module of lossgen's runtime: all that generated packages, their tests
+// included, import of lossgen.
+const RuntimeModule = "github.com/lossgen/lossgen/runtime"
+
+// RuntimeRoot finds the runtime module's source: $LOSSGEN_ROOT/runtime, else the runtime
+// module in the current module's build list (this checkout's runtime/ when run inside it;
+// lossgen's own module, as downloaded, does not hold it: a nested module is a module of its
+// own).
+func RuntimeRoot() (string, error) {
 	if dir := os.Getenv("LOSSGEN_ROOT"); dir != "" {
-		return dir, nil
+		return filepath.Join(dir, "runtime"), nil
 	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/lossgen/lossgen").Output()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", RuntimeModule)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	dir := strings.TrimSpace(string(out))
 	if err != nil || dir == "" {
-		return "", fmt.Errorf("cannot find the lossgen module (run inside a module that requires github.com/lossgen/lossgen, or set LOSSGEN_ROOT): %v", err)
+		why, _, _ := strings.Cut(strings.TrimSpace(stderr.String()), "\n")
+		if why == "" && err != nil {
+			why = err.Error()
+		}
+		return "", fmt.Errorf("cannot find lossgen's runtime module to build the kernel against: run inside a Go module that requires %s (or in a lossgen checkout), or set LOSSGEN_ROOT=/path/to/lossgen (go list -m: %s)", RuntimeModule, or(why, "no directory"))
 	}
 	return dir, nil
+}
+
+// WriteModule makes dir a Go module named name whose packages may import the runtime module
+// at runtimeDir (a replace directive; its go.sum copied) and nothing else of lossgen's: a
+// user's module holding generated packages, as the backend tests and lossgen eval build it.
+func WriteModule(dir, name, runtimeDir string) error {
+	gomod := fmt.Sprintf("module %s\n\ngo 1.26\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nreplace %s => %s\n", name, RuntimeModule, RuntimeModule, runtimeDir)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return err
+	}
+	sum, err := os.ReadFile(filepath.Join(runtimeDir, "go.sum"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644)
 }
 
 // Module is a temporary module holding one generated package and a runner program.
@@ -49,7 +78,7 @@ func NewModule(c *gen.Compiled) (*Module, error) { return newModule(c, false) }
 func NewTestModule(c *gen.Compiled) (*Module, error) { return newModule(c, true) }
 
 func newModule(c *gen.Compiled, tests bool) (*Module, error) {
-	root, err := Root()
+	root, err := RuntimeRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +111,8 @@ func (m *Module) write(root string) error {
 	if err := gen.Write(kdir, files); err != nil {
 		return err
 	}
-	gomod := fmt.Sprintf("module lossgeneval\n\ngo 1.26\n\nrequire github.com/lossgen/lossgen v0.0.0-00010101000000-000000000000\n\nreplace github.com/lossgen/lossgen => %s\n", root)
-	if err := os.WriteFile(filepath.Join(m.Dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+	if err := WriteModule(m.Dir, "lossgeneval", root); err != nil {
 		return err
-	}
-	if sum, err := os.ReadFile(filepath.Join(root, "go.sum")); err == nil {
-		if err := os.WriteFile(filepath.Join(m.Dir, "go.sum"), sum, 0o644); err != nil {
-			return err
-		}
 	}
 	var ins []map[string]any
 	for _, in := range m.c.Graph.Inputs {

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // ptxTable is one launch table and how much of it TestPTXSimulated runs by default.
@@ -31,8 +31,8 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2163999): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements; whole (96186655 instructions) on the special-value case and the golden case random.
-//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2279455): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.logits 1024 of 53888 elements.
+//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2182545): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements; whole (96971729 instructions) on the special-value case and the golden case random.
+//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2298001): it computes, of each output, advantage 512 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.logits 1024 of 53888 elements.
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, wholeTwo: true, cover: map[string]ptxsim.Coverage{

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"github.com/lossgen/lossgen/gen/vmath"
+	"github.com/lossgen/lossgen/runtime/vmath"
 )
 
 // maxULP is the error bound of the AVX2 kernels' exp, log and log1p against math.Exp,
@@ -27,7 +27,7 @@ var vecMath = map[string]struct {
 }
 
 // sweepInputs are the points the accuracy test evaluates: 2^24 points spread evenly over all 2^32 float32 bit patterns, and the special
-// values (see lossgen's gen/vmath), padded to whole vectors. The default sweep is 16 times
+// values (see lossgen's runtime/vmath), padded to whole vectors. The default sweep is 16 times
 // sparser (the kernels are the same in every package; lossgen's own tests sweep them whole).
 func sweepInputs(full bool) []float32 {
 	step := uint64(4096) // 2^20 points spread over every bit pattern

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
@@ -32,7 +32,7 @@ var tolerances = map[string]golden.Tol{
 
 // goldenDir holds this package's golden cases, written by `lossgen golden -update`: the
 // outputs of lossgen's float64 reference interpreter, and the inputs (a seeded case's as the
-// recipe lossgen's runtime generator draws them from; see lossgen's golden package for what
+// recipe lossgen's runtime generator draws them from; package golden documents what
 // a case stores and checks).
 const goldenDir = "../../golden/cliptokens"
 

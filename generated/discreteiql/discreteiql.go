@@ -22,8 +22,8 @@ Inputs (data name, shape, meaning):
   - next.terminated [B] (bool): episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap
   - state_value [B] (float64): current critic prediction V(s_t) (TorchRL key state_value)
   - next.state_value [B] (float64): critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value))
-  - state_action_value [Q, B, A] (float64): Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)
-  - action [B, A] (bool): the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)
+  - state_action_value [Q, B, A] (float64): Q-value of each member of the current Q ensemble for every action [Q, *batch, A] (TorchRL key state_action_value, from qvalue_network_params)
+  - action [B, A] (bool): the stored action: a one-hot vector of flags [*batch, A]
   - target_state_action_value [Q, B, A] (float64): the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient
   - log_prob [B] (float64): log-probability of the taken action under the current policy (network output)
 
@@ -39,6 +39,9 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
 */
 package discreteiql
 
@@ -103,9 +106,9 @@ type Inputs struct {
 	StateValue []float64
 	// NextStateValue is "next.state_value" [B]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float64
-	// StateActionValue is "state_action_value" [Q, B, A]: Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params).
+	// StateActionValue is "state_action_value" [Q, B, A]: Q-value of each member of the current Q ensemble for every action [Q, *batch, A] (TorchRL key state_action_value, from qvalue_network_params).
 	StateActionValue []float64
-	// Action is "action" [B, A]: the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal).
+	// Action is "action" [B, A]: the stored action: a one-hot vector of flags [*batch, A].
 	Action []bool
 	// TargetStateActionValue is "target_state_action_value" [Q, B, A]: the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient.
 	TargetStateActionValue []float64

@@ -21,6 +21,9 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
 */
 package distqvalue
 

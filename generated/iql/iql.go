@@ -22,7 +22,7 @@ Inputs (data name, shape, meaning):
   - next.terminated [B] (bool): episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap
   - state_value [B] (float32): current critic prediction V(s_t) (TorchRL key state_value)
   - next.state_value [B] (float32): critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value))
-  - state_action_value [Q, B] (float32): Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)
+  - state_action_value [Q, B] (float32): Q-value of each member of the current Q ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from qvalue_network_params)
   - target_state_action_value [Q, B] (float32): the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient
   - log_prob [B] (float32): log-probability of the taken action under the current policy (network output)
 
@@ -38,6 +38,9 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
 */
 package iql
 
@@ -97,7 +100,7 @@ type Inputs struct {
 	StateValue []float32
 	// NextStateValue is "next.state_value" [B]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float32
-	// StateActionValue is "state_action_value" [Q, B]: Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params).
+	// StateActionValue is "state_action_value" [Q, B]: Q-value of each member of the current Q ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from qvalue_network_params).
 	StateActionValue []float32
 	// TargetStateActionValue is "target_state_action_value" [Q, B]: the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient.
 	TargetStateActionValue []float32

@@ -5,7 +5,6 @@ package klreward
 
 import (
 	"github.com/lossgen/lossgen/runtime"
-	"golang.org/x/sys/cpu"
 	"sync"
 	"sync/atomic"
 )
@@ -59,10 +58,10 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	}
 }
 
-// init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels
-// also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.
+// init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
+// FMA, and LOSSGEN_PUREGO is not set). Forward then runs it.
 func init() {
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || runtime.PureGo() {
+	if !runtime.AVX2() {
 		return
 	}
 	impls = append(impls, impl{

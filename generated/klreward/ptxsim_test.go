@@ -8,9 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lossgen/lossgen/gen/ptxgen/ptxsim"
-	"github.com/lossgen/lossgen/golden"
 	"github.com/lossgen/lossgen/runtime"
+	"github.com/lossgen/lossgen/runtime/golden"
+	"github.com/lossgen/lossgen/runtime/ptxsim"
 )
 
 // ptxTable is one launch table and how much of it TestPTXSimulated runs by default.

@@ -5,7 +5,6 @@ package ppotanh
 
 import (
 	"github.com/lossgen/lossgen/runtime"
-	"golang.org/x/sys/cpu"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -210,10 +209,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass1AVX2(&s.s1, &s.s0, &out.ExplainedVariance)
 }
 
-// init registers the AVX2 implementation when the CPU has AVX2 and FMA (the kernels
-// also use AVX), unless LOSSGEN_PUREGO is set. Forward then runs it.
+// init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
+// FMA, and LOSSGEN_PUREGO is not set). Forward then runs it.
 func init() {
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA || runtime.PureGo() {
+	if !runtime.AVX2() {
 		return
 	}
 	impls = append(impls, impl{

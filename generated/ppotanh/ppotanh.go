@@ -23,7 +23,7 @@ Inputs (data name, shape, meaning):
   - advantage [B] (float32): advantage estimate (TorchRL key advantage)
   - loc [B, D] (float32): the current policy's Normal mean μ [*batch, D] (network output)
   - scale [B, D] (float32): the current policy's Normal standard deviation σ > 0 [*batch, D] (network output)
-  - action [B, D] (float32): the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)
+  - action [B, D] (float32): the stored action: a point [*batch, D] (the tanh_normal sample)
   - sample_log_prob [B] (float32): log-probability recorded when the action was taken (TorchRL key sample_log_prob)
   - entropy [B] (float32): entropy of the current policy's distribution (network output; TorchRL dist.entropy())
   - value_target [B] (float32): critic target (TorchRL key value_target)
@@ -40,6 +40,9 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
 */
 package ppotanh
 
@@ -97,7 +100,7 @@ type Inputs struct {
 	Loc []float32
 	// Scale is "scale" [B, D]: the current policy's Normal standard deviation σ > 0 [*batch, D] (network output).
 	Scale []float32
-	// Action is "action" [B, D]: the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal).
+	// Action is "action" [B, D]: the stored action: a point [*batch, D] (the tanh_normal sample).
 	Action []float32
 	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
 	SampleLogProb []float32

@@ -27,6 +27,9 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
 */
 package td1
 
@@ -55,7 +58,7 @@ const (
 	Gamma = 0.99
 	// AverageRewards is TD1Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = true
-	// TimeDim is TD1Estimator's time_dim: the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose.
+	// TimeDim is TD1Estimator's time_dim: the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23).
 	TimeDim = "T"
 )
 

@@ -26,7 +26,7 @@ Inputs (data name, shape, meaning):
   - next.terminated [N, T] (bool): episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap
   - next.done [N, T] (bool): episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion
   - logits [N, T, A] (float32): the current policy's logits [*batch, A] (network output)
-  - action [N, T] (int64): the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal)
+  - action [N, T] (int64): the stored action: an index into A [*batch]
   - sample_log_prob [N, T] (float32): log-probability recorded when the action was taken (TorchRL key sample_log_prob)
 
 Outputs (TorchRL's names):
@@ -44,6 +44,14 @@ Outputs (TorchRL's names):
 
 The kernel runs as the passes printed by `lossgen explain`; the pure-Go version of each
 pass is in kernels_generic.go.
+
+The doc comments cite the semantics lossgen implements (TorchRL v0.11.0's, and lossgen's own
+decisions) as SEMANTICS.md §N: lossgen's docs/SEMANTICS.md, https://github.com/lossgen/lossgen/blob/main/docs/SEMANTICS.md.
+
+This package was generated without golden cases (lossgen generate without -golden): its
+test compares its implementations with each other, but no output with reference values;
+TestGolden is skipped. Add them with `lossgen golden -update -dir testdata/golden ../ppo.yaml`,
+then regenerate with `lossgen generate -o . -golden testdata/golden/loss ../ppo.yaml`.
 */
 package loss
 
@@ -116,7 +124,7 @@ type Inputs struct {
 	NextDone []bool
 	// Logits is "logits" [N, T, A]: the current policy's logits [*batch, A] (network output).
 	Logits []float32
-	// Action is "action" [N, T]: the stored action: an index [*batch] (categorical), a one-hot vector or a point [*batch, A or D] (one_hot_categorical, normal, tanh_normal).
+	// Action is "action" [N, T]: the stored action: an index into A [*batch].
 	Action []int64
 	// SampleLogProb is "sample_log_prob" [N, T]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
 	SampleLogProb []float32

@@ -32,7 +32,8 @@ import (
 
 	"github.com/lossgen/lossgen/gen/interp"
 	"github.com/lossgen/lossgen/gen/lower"
-	"github.com/lossgen/lossgen/golden"
+	goldenw "github.com/lossgen/lossgen/golden"
+	"github.com/lossgen/lossgen/runtime/golden"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -99,7 +100,7 @@ func run(src, dir string) error {
 		"logits":           {Shape: []int{rows, steps, 2}, Data: logits[:2*n]},
 		"action":           {Shape: shape, Data: actions[:n]},
 	}
-	if err := golden.WriteNPZ(dir+"/cartpole_rollout.npz", rollout); err != nil {
+	if err := goldenw.WriteNPZ(dir+"/cartpole_rollout.npz", rollout); err != nil {
 		return err
 	}
 
@@ -128,7 +129,7 @@ func run(src, dir string) error {
 		"logits":          {Shape: []int{batch, 2}, Data: pickPairs(logits[:2*n], perm)},
 		"action":          {Shape: mb, Data: pickInt(actions[:n], perm)},
 	}
-	return golden.WriteNPZ(dir+"/cartpole_minibatch.npz", minibatch)
+	return goldenw.WriteNPZ(dir+"/cartpole_minibatch.npz", minibatch)
 }
 
 // gae runs TorchRL's GAE (γ 0.99, λ 0.95) on the rollout with the reference interpreter.
@@ -239,7 +240,7 @@ func pendulumIQL(src, dir string) error {
 		}
 	}
 	shape := []int{B}
-	return golden.WriteNPZ(dir+"/pendulum_iql.npz", map[string]golden.Array{
+	return goldenw.WriteNPZ(dir+"/pendulum_iql.npz", map[string]golden.Array{
 		"state_value":               {Shape: shape, Data: v},
 		"next.state_value":          {Shape: shape, Data: vn},
 		"next.reward":               {Shape: shape, Data: r},
@@ -270,7 +271,7 @@ func rlhfTokens(src, dir string) error {
 	end := make([]bool, L)
 	end[L-1] = true
 	shape := []int{1, L}
-	return golden.WriteNPZ(dir+"/rlhf_tokens.npz", map[string]golden.Array{
+	return goldenw.WriteNPZ(dir+"/rlhf_tokens.npz", map[string]golden.Array{
 		"log_prob":         {Shape: shape, Data: lp},
 		"sample_log_prob":  {Shape: shape, Data: lp},
 		"ref_log_prob":     {Shape: shape, Data: raw["ref_logprobs"].Data},

@@ -1,0 +1,283 @@
+package asmgen
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+)
+
+// laneCode holds the reductions with hand-written lane code (below: float32 partial sums,
+// logsumexp's guarded sums of e^x, Welford with a known count, argmax in either loop
+// direction, values kept in the element type), faster forms of their descriptions, and the
+// runtime function that merges and finishes their lanes. Any other reduction runs its
+// description (ir.ReductionOf) on float64 lanes (laneAcc.generic), whose lanes generated Go
+// merges and finishes (finishGeneric). The op zoo runs both (ir.Graph.GenericReductions)
+// against the interpreter.
+var laneCode = map[ir.Op]string{
+	ir.OpSum: "FinishSum", ir.OpMean: "FinishMean", ir.OpRMax: "FinishMax", ir.OpRMin: "FinishMin",
+	ir.OpLogSumExp: "FinishSumLog", ir.OpVar: "FinishVar", ir.OpArgMax: "FinishArgMax",
+}
+
+// own reports whether r runs the hand-written lane code of its op (laneCode).
+func (pg *passGen) own(r *ir.Node) bool {
+	_, ok := laneCode[r.Op]
+	return ok && !pg.e.g.GenericReductions
+}
+
+// guarded reports whether r is a logsumexp on its guarded fast path (reduce.go).
+func (pg *passGen) guarded(r *ir.Node) bool { return r.Op == ir.OpLogSumExp && pg.own(r) }
+
+// sum adds x (its tail lanes zero) to the float64 sums, or to the float32 partial.
+func (l *laneAcc) sum(x reg.VecVirtual) {
+	pg, a := l.pg, l.pg.a64
+	if pg.partial(l.r) {
+		p := pg.ymm()
+		pg.add(l.atE("p"), x, p)
+		pg.mov(p, l.atE("p"))
+		return
+	}
+	for h, xh := range pg.halves(x) {
+		s := a.ymm()
+		a.add(l.at("s", h), xh, s)
+		a.mov(s, l.at("s", h))
+	}
+}
+
+// logSumExp is logsumexp's fast path: s += e^x in float64, with e^x from the kernel's exp
+// (shared with the pass's own exp(x) when it has one), and a guard: every lane ANDs into "ok"
+// whether x lies where e^x is a normal float (guardLo ≤ x ≤ guardHi, or x is NaN, which makes
+// the result NaN either way, or x is −inf, which adds an exact 0). While it holds, log Σ e^x
+// is the logsumexp exactly as torch's max-shifted form is, and the wrapper uses it; otherwise
+// it re-runs the pass with the pure-Go kernel's exact streaming form. The guard is one vector
+// for the whole pass, so it costs no per-slot memory traffic. A twin (logsumexp of 2x) adds
+// (e^x)² computed in float64.
+func (l *laneAcc) logSumExp(x reg.VecVirtual) {
+	pg, a, r := l.pg, l.pg.a64, l.r
+	e := pg.expOf(r)
+	glo, ghi := pg.guard()
+	in, t := pg.ymm(), pg.ymm()
+	pg.cmp(cmpNLT_UQ, pg.cf(glo), x, in)
+	pg.cmp(cmpNGT_UQ, pg.cf(ghi), x, t)
+	pg.and(t, in, in)
+	// −inf adds e^−inf = 0 exactly (a masked element's log-weight): still exact.
+	pg.cmp(cmpEQ_OQ, pg.cf(math.Inf(-1)), x, t)
+	pg.or(t, in, in)
+	if l.mask != nil { // lanes past the tail pass
+		pg.mov(pg.laneMask(pg.lanes(), pg.f64), t)
+		pg.blend(l.mask, in, t, in)
+	}
+	okm := pg.stateMem(r, field{"ok", true}, nil, 0)
+	pg.and(okm, in, in)
+	pg.mov(in, okm)
+	tw := pg.twinOf(r) // same slots and layout as r
+	for h, eh := range pg.halves(e) {
+		if l.masks != nil {
+			a.and(l.masks[h], eh, eh)
+		}
+		s := a.ymm()
+		a.add(l.at("s", h), eh, s)
+		a.mov(s, l.at("s", h))
+		if tw != nil {
+			m := pg.stateMem(tw, field{"s", false}, l.off, 4*h)
+			s2 := a.ymm()
+			a.mul(eh, eh, s2)
+			a.add(m, s2, s2)
+			a.mov(s2, m)
+		}
+	}
+}
+
+// welford is the variance's streaming update: n += 1; d = x − mean; mean += d/n;
+// M2 += d·(x − mean). When every lane has the same count (outer axes only), 1/n is computed
+// once per block.
+func (l *laneAcc) welford(x reg.VecVirtual) {
+	pg, a := l.pg, l.pg.a64
+	var inv reg.VecVirtual
+	if pg.knownCount(l.r) {
+		inv = pg.invCount(l.r)
+	}
+	for h, xh := range pg.halves(x) {
+		mean, d, t, m2 := a.ymm(), a.ymm(), a.ymm(), a.ymm()
+		a.mov(l.at("mean", h), mean)
+		a.sub(mean, xh, d)
+		if inv != nil {
+			a.fmadd231(d, inv, mean)
+		} else {
+			n := a.ymm()
+			a.mov(l.at("n", h), n)
+			a.add(a.cf(1), n, n)
+			l.commit64("n", h, n)
+			a.div(n, d, t)
+			a.add(t, mean, mean)
+		}
+		a.sub(mean, xh, t)
+		a.mov(l.at("m2", h), m2)
+		a.fmadd231(d, t, m2)
+		l.commit64("mean", h, mean)
+		l.commit64("m2", h, m2)
+	}
+}
+
+// argMax takes x if x > best, or x is NaN and best is not (torch.argmax: the first maximum,
+// NaN maximal). A reverse scan pass meets indices in decreasing order, so it takes x on ≥ too,
+// or on any NaN.
+func (l *laneAcc) argMax(x reg.VecVirtual) {
+	pg, a, r := l.pg, l.pg.a64, l.r
+	best := pg.ymm()
+	pg.mov(l.atE("best"), best)
+	take, t, xn := pg.ymm(), pg.ymm(), pg.ymm()
+	pg.cmp(cmpUNORD, x, x, xn)
+	if pg.reverse(r.Axes[0]) {
+		pg.cmp(cmpGE_OQ, best, x, take)
+		pg.or(xn, take, take)
+	} else {
+		pg.cmp(cmpGT_OQ, best, x, take)
+		pg.cmp(cmpUNORD, best, best, t)
+		pg.andn(xn, t, t) // xn && !isnan(best)
+		pg.or(t, take, take)
+	}
+	pg.blend(take, x, best, best)
+	l.commitE("best", best)
+	takes := pg.maskHalves(take)
+	for h, ih := range pg.indexHalves(r.Axes[0]) {
+		bi := a.ymm()
+		a.mov(l.at("idx", h), bi)
+		a.blend(takes[h], ih, bi, bi)
+		l.commit64("idx", h, bi)
+	}
+}
+
+// guardLo, guardHi bound the x for which logsumexp's fast path is exact: e^x is then a normal
+// float of the element type (and, for the 2x twin, (e^x)² one of float64).
+func (pg *passGen) guard() (lo, hi float64) {
+	if pg.f64 {
+		return -700, 350
+	}
+	return -87, 88
+}
+
+// expOf returns e^x for a logsumexp's argument x at the current block: the pass's own exp(x)
+// when it computes one (placed before the reduction by block), else a fresh one.
+func (pg *passGen) expOf(r *ir.Node) reg.VecVirtual {
+	if n := pg.sharedExp(r); n != nil {
+		return pg.regs.get(pg.regs.vals[n.ID])
+	}
+	return pg.expf(pg.regs.get(pg.regs.vals[r.Args[0].ID]))
+}
+
+// sharedExp returns the graph's exp of r's argument (ir.Facts.Exp) when this pass computes
+// it, for a barrier logsumexp (an inner one's argument is in its loop, where the pass's exp
+// may not be); else nil.
+func (pg *passGen) sharedExp(r *ir.Node) *ir.Node {
+	if pg.e.g.InnerReduce(r) {
+		return nil
+	}
+	if n := pg.e.g.ExpOf(r); n != nil && slices.Contains(pg.ps.Compute, n) {
+		return n
+	}
+	return nil
+}
+
+// invCount is 1/n in every float64 lane, n being how many elements each of r's slots has
+// received including the current row: one plus the position of the current outer indices
+// among the reduced axes. It is computed once per row (rowSetup) into a stack slot.
+func (pg *passGen) invCount(r *ir.Node) reg.VecVirtual {
+	v := pg.ymm()
+	pg.c.VBROADCASTSD(pg.invSlots[fmt.Sprint(r.Axes)], v)
+	return v
+}
+
+// rowSetup runs before each row's blocks: it stores 1/n for every known-count variance.
+func (pg *passGen) rowSetup() {
+	c := pg.c
+	done := map[string]bool{} // reductions over the same axes share their 1/n
+	for _, r := range pg.ps.Reduces {
+		key := fmt.Sprint(r.Axes)
+		if !pg.knownCount(r) || done[key] {
+			continue
+		}
+		done[key] = true
+		slot, ok := pg.invSlots[key]
+		if !ok {
+			slot = c.AllocLocal(8)
+			pg.invSlots[key] = slot
+		}
+		k := pg.gp()
+		c.XORQ(k, k)
+		stride := 1
+		for i := len(r.Axes) - 1; i >= 0; i-- {
+			d := pg.dom.Index(r.Axes[i])
+			name := pg.dom[d].Name
+			t := pg.gp()
+			switch {
+			case d == 0 && pg.chunked: // the chunk's own count: rows from its first
+				c.MOVQ(pg.counters[name], t)
+				c.SUBQ(pg.rowLo(), t)
+				c.IMUL3Q(operand.I32(int32(stride)), t, t)
+			case pg.reverse(name): // walked backwards: size−1−counter indices seen before
+				c.MOVQ(operand.I32(int32(pg.dom[d].Size-1)), t)
+				c.SUBQ(pg.counters[name], t)
+				c.IMUL3Q(operand.I32(int32(stride)), t, t)
+			default:
+				c.IMUL3Q(operand.I32(int32(stride)), pg.counters[name], t)
+			}
+			c.ADDQ(t, k)
+			stride *= pg.dom[d].Size
+		}
+		c.INCQ(k)
+		v, one := pg.zeroX(), c.XMM()
+		c.VCVTSI2SDQ(k, v, v)
+		c.VMOVSD(pg.cf64(1), one)
+		c.VDIVSD(v, one, v)
+		c.VMOVSD(v, slot)
+	}
+}
+
+// flushPartials adds every float32 partial sum of the pass into its float64 sum, then zeroes
+// the partial. A partial that is no longer finite (it overflowed, or met a NaN or ±Inf) clears
+// the pass's guard: the Go kernel's float64 sum may well be finite (guard.go).
+func (pg *passGen) flushPartials() {
+	a := pg.a64
+	var ok reg.VecVirtual
+	for _, r := range pg.ps.Reduces {
+		if !pg.partial(r) {
+			continue
+		}
+		off := pg.stateOff(r)
+		pm := pg.stateMem(r, field{"p", true}, off, 0)
+		p := pg.ymm()
+		pg.mov(pm, p)
+		fin := pg.ymm()
+		pg.within(p, math.MaxFloat32, fin)
+		if ok == nil {
+			ok = fin
+		} else {
+			pg.and(fin, ok, ok)
+		}
+		for h, ph := range pg.halves(p) {
+			s := a.ymm()
+			sm := pg.stateMem(r, field{"s", false}, off, 4*h)
+			a.add(sm, ph, s)
+			a.mov(s, sm)
+		}
+		z := pg.zero()
+		pg.mov(z, pm)
+	}
+	if ok != nil {
+		pg.andGuard(ok)
+	}
+}
+
+func (pg *passGen) hasPartials() bool {
+	for _, r := range pg.ps.Reduces {
+		if pg.partial(r) {
+			return true
+		}
+	}
+	return false
+}
