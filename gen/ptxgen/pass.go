@@ -311,7 +311,7 @@ func (k *passK) innerAccumulate(r *ir.Node) {
 		k.op("cvt.f64.f32 %s, %s", w, x)
 		x = w
 	}
-	k.comment("%s(v%d) over %v", r.Op, r.Args[0].ID, r.Axes)
+	k.comment("%s(%s) over %v", r.Op, k.e.names[r.Args[0].ID], r.Axes)
 	st := k.inner[r.ID]
 	merged := k.merge(r.Op, st, k.singleton(r, x))
 	for i := range st {
