@@ -95,6 +95,8 @@ func exampleFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	}
 	for _, o := range g.Outputs {
 		switch {
+		case o.Role == ir.Gradient && len(o.Node.Shape) == 0:
+			add(o, o.Name, "g."+gogen.GradField(o.Name)+"[0]") // a scalar input's gradient is a one-element slice
 		case o.Role == ir.Gradient:
 			add(o, o.Name, "g."+gogen.GradField(o.Name))
 		case !losses && o.Role != ir.State && o.Role != ir.Fault:

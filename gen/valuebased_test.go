@@ -91,14 +91,16 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 // Q-value modules and the KL reward on every backend against the interpreter, outputs and gradients, on configurations
 // the example packages do not have: two batch dims with a TD(λ) target, reduction none and
 // sum, a categorical discrete action, masked categorical and mult_one_hot Q-value heads, a
-// masked distributional head, and a masked KL reward; with the golden cases' random and
+// masked distributional head, a masked KL reward, and SAC, TD3 and DDPG (masked, clamped α,
+// TD(1) and TD(λ) targets, reduction none and sum); with the golden cases' random and
 // extreme inputs (ties along the action dim, all-masked rows, rewards and Q-values of ±1e3
 // that reach the advantage weight's cap of 100).
 //
 // The default run checks IQL (two batch dims, TD(λ), reduction none), discrete IQL (a
 // categorical action, sum), a masked double DQN along time (TD(1), categorical, smooth_l1),
-// a masked mult_one_hot Q-value head (gathers of flags through the mask) and the masked KL
-// reward: each stage family, both dtypes, masks; LOSSGEN_FULL=1 checks every configuration.
+// a masked mult_one_hot Q-value head (gathers of flags through the mask), the masked KL
+// reward and masked SAC with TD(λ): each stage family, both dtypes, masks; LOSSGEN_FULL=1
+// checks every configuration.
 func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -116,6 +118,10 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"dqn_double_categorical_td1_mask_f32", "dims: {N: 3, T: 9, A: 5}\nbatch: [N, T]\nestimator: {type: td1, gamma: 0.9}\nloss: {type: dqn, action_space: categorical, action_dim: A, double_dqn: true, loss_function: smooth_l1}\nkeys: {mask: mask}\n", true},
 		{"discrete_cql_categorical_none_f64", "dtype: float64\ndims: {B: 29, A: 6}\nbatch: [B]\nloss: {type: discrete_cql, action_space: categorical, action_dim: A, reduction: none, loss_function: l1}\n", false},
 		{"kl_reward_td0_mask_f64", "dtype: float64\ndims: {B: 3, L: 9}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.3}]\nestimator: {type: td0, gamma: 0.9}\nkeys: {mask: mask}\n", true},
+		{"sac_td_lambda_none_mask_clamped_f64", "dtype: float64\ndims: {Q: 2, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: sac, reduction: none, action_dim: 3, min_alpha: 0.8, max_alpha: 1.3, skip_done_states: true}\nkeys: {mask: mask}\n", true},
+		{"sac_sum_l2_fixed_f32", "dims: {Q: 3, B: 41}\nbatch: [B]\nloss: {type: sac, reduction: sum, loss_function: l2, fixed_alpha: true, target_entropy: -2}\n", false},
+		{"td3_td1_sum_mask_f32", "dims: {Q: 3, N: 2, T: 13}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: td3, reduction: sum, loss_function: l1}\nkeys: {mask: mask}\n", false},
+		{"ddpg_none_mask_f64", "dtype: float64\ndims: {N: 3, T: 5}\nbatch: [N, T]\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}\nkeys: {mask: mask}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !c.def {

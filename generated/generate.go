@@ -28,3 +28,9 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o dqn -golden ../golden/dqn ../spec/examples/dqn.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o doubledqn -golden ../golden/doubledqn ../spec/examples/double_dqn.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretecql -golden ../golden/discretecql ../spec/examples/discrete_cql.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o gspo -golden ../golden/gspo ../spec/examples/gspo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o grpostep -golden ../golden/grpostep ../spec/examples/mc_advantage_grpo.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distillation -golden ../golden/distillation ../spec/examples/distillation.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o sac -golden ../golden/sac ../spec/examples/sac.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td3 -golden ../golden/td3 ../spec/examples/td3.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ddpg -golden ../golden/ddpg ../spec/examples/ddpg.yaml

@@ -333,6 +333,11 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 			return d.bool(path, v)
 		}
 		return num(path, v)
+	case FloatOrAuto:
+		if v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == "auto" {
+			return "auto", true
+		}
+		return num(path, v)
 	case FloatOrPair:
 		if v.Kind != yaml.SequenceNode {
 			return num(path, v)

@@ -36,6 +36,7 @@ const (
 	FloatOrBool                  // a number, or true/false (clip_value: true means clip_epsilon)
 	FloatOrPair                  // a number, or a list of two ([eps_low, eps_high])
 	FloatOrMap                   // a number, or a mapping {name: number} (per-head coefficients)
+	FloatOrAuto                  // a number, or auto: derived by the stage's check (SAC's target_entropy)
 	FloatList                    // a list of numbers
 	Int                          // an integer
 	IntList                      // a list of integers

@@ -249,3 +249,7 @@ func TestNoConsequentialErrors(t *testing.T) {
 		require.EqualError(t, err, want, src)
 	}
 }
+
+// lossTypes is the allowed list of loss types an unknown type's error names: every
+// registered loss, sorted.
+func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }

@@ -108,15 +108,18 @@ func (e *emitter) bufAddrs(n *ir.Node) []string {
 	var out []string
 	for _, buf := range e.p.Buffers(n) {
 		var f string
+		grad := buf.Output != nil && buf.Output.Role == ir.Gradient
 		switch {
-		case buf.Output != nil && buf.Output.Role == ir.Gradient:
+		case grad:
 			f = "g." + gogen.GradField(buf.Name)
 		case buf.Output != nil:
 			f = "out." + e.outField[buf.Name]
 		default:
 			f = "s." + buf.Name
 		}
-		if len(n.Shape) == 0 {
+		// A scalar output is a plain field; a scalar input's gradient is a one-element slice,
+		// like the input (SAC's log_alpha).
+		if len(n.Shape) == 0 && !grad {
 			out = append(out, "&"+f)
 		} else {
 			out = append(out, "&"+f+"[0]")

@@ -49,6 +49,11 @@ keys: {mask: mask}
 			"dapo/none":                  "{type: dapo, aggregation: none, kl_to_inference_coeff: 0}",
 			"cispo/sum":                  "{type: cispo, reduction: sum, kl_mask_threshold: 0.05}",
 			"cispo/stop_gradient/prompt": "{type: cispo, stop_gradient: true, aggregation: prompt_mean, kl_to_ref_coeff: 0.3}",
+			"gspo/dapo":                  "{type: gspo, beta: 0.1}",
+			"gspo/grpo/delta":            "{type: gspo, loss_type: grpo, delta: 1.5}",
+			"gspo/token":                 "{type: gspo, variant: token, loss_type: grpo, beta: 0.2}",
+			"distillation/reverse":       "{type: distillation}",
+			"distillation/forward/none":  "{type: distillation, kl_direction: forward, reduction: none, normalize_by_seq_length: false}",
 		} {
 			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
 		}
@@ -63,6 +68,14 @@ loss: {type: %s, action_dim: A, action_space: %s, loss_function: smooth_l1}
 keys: {mask: mask}
 `, dt, loss, space)
 			}
+		}
+		for name, est := range map[string]string{
+			"mc_advantage/grpo":      "{type: mc_advantage, group_dim: N}",
+			"mc_advantage/mean/grpo": "{type: mc_advantage, group_dim: N, trajectory_return: mean}",
+			"mc_advantage/max/grpo":  "{type: mc_advantage, group_dim: N, trajectory_return: max}",
+		} {
+			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {G: 1, N: 3, L: 5}\nbatch: [G, N, L]\nestimator: " + est +
+				"\nloss: {type: grpo, kl_to_ref_coeff: 0.1}\nkeys: {mask: mask}\n"
 		}
 		out[dt+"/clip_ppo/heads"] = `package: p
 dtype: ` + dt + `
@@ -111,7 +124,9 @@ func TestPaddingReachesNoOutputOrGradient(t *testing.T) {
 				case in.Kind == ir.Float && in.Key != "mask" && len(in.Shape) > 0:
 					k := 0
 					forMasked(in.Shape, g.Batch, mask, func(i int) { v[i] = garbage[k%len(garbage)]; k++ })
-					require.Positive(t, k, "input %s has masked elements", in.Name)
+					if in.Shape.SubIndex(g.Batch) != nil { // a per-sequence input ([B] of [B, L]) has no padding
+						require.Positive(t, k, "input %s has masked elements", in.Name)
+					}
 				case in.Kind == ir.Index:
 					// An action out of range at padding: -100 (LLM labels' ignore index), 2^40.
 					k := 0

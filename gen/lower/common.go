@@ -171,12 +171,17 @@ func layoutHint(where, name string, batch []string) string {
 
 // checkTDEstimator gives a loss that bootstraps its target with a TD estimator (IQL, DQN, the
 // discrete CQL) its default, TD(0) with γ 0.99 when the spec has no estimator (the loss's
-// default_value_estimator), and rejects GAE and V-trace, which the loss's
-// make_value_estimator refuses with NotImplementedError.
+// default_value_estimator), and rejects any other (GAE and V-trace, which the loss's
+// make_value_estimator refuses with NotImplementedError, and GRPO's MCAdvantage, which is
+// no value estimator).
 func checkTDEstimator(c *spec.Check) {
 	if e := c.Spec.Estimator; e == nil {
 		c.Spec.Estimator = c.NewStage(spec.Estimator, "td0", map[string]any{"gamma": lossDiscounts["gamma"]})
-	} else if e.Type == "gae" || e.Type == "vtrace" {
+	} else if e.Type != "td0" && e.Type != "td1" && e.Type != "td_lambda" {
 		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
 	}
 }
+
+// rejectGamma is the gamma argument of the losses whose γ is the estimator's (DQNLoss,
+// SACLoss, TD3Loss, DDPGLoss: TorchRL raises TypeError for it).
+var rejectGamma = spec.Rejected{Name: "gamma", Why: "not taken: TorchRL raises TypeError for gamma here; set γ with the estimator section (estimator: {type: td0, gamma: 0.9}, TorchRL's make_value_estimator)"}

@@ -40,10 +40,6 @@ func dqnParams() []spec.ParamDef {
 	}
 }
 
-// rejectGamma is the gamma argument of the losses whose γ is the estimator's (TorchRL raises
-// TypeError for it).
-var rejectGamma = spec.Rejected{Name: "gamma", Why: "not taken: TorchRL raises TypeError for gamma here; set γ with the estimator section (estimator: {type: td0, gamma: 0.9}, TorchRL's make_value_estimator)"}
-
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "dqn", Class: "DQNLoss", Source: dqnSource,

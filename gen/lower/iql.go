@@ -15,8 +15,8 @@ const iqlSource = "torchrl/objectives/iql.py"
 
 // The keys only the IQL losses read and write.
 var (
-	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true, Shape: "[Q, *batch] | [Q, *batch, A]",
-		Doc:    "Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]) (TorchRL key state_action_value, from qvalue_network_params)",
+	keyStateActionValue = spec.KeyDef{Name: "state_action_value", Default: []string{"state_action_value"}, Differentiable: true, Shape: "[Q, *batch] | [Q, *batch, A] | [*batch]",
+		Doc:    "Q-value of each member of the current Q ensemble at the stored action ([Q, *batch]; discrete: every action's, [Q, *batch, A]; a single critic: [*batch]) (TorchRL key state_action_value, from qvalue_network_params)",
 		Sample: spec.Sample{Dist: "normal", Std: 2}}
 	keyTargetStateActionValue = spec.KeyDef{Name: "target_state_action_value", Default: []string{"target_state_action_value"}, Shape: "[Q, *batch] | [Q, *batch, A]",
 		Doc:    "the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient",
@@ -28,8 +28,7 @@ var (
 func init() {
 	inf := math.Inf(1)
 	params := []spec.ParamDef{
-		{Name: "num_qvalue_nets", Type: spec.Int, Default: 2, Min: 1, Max: inf, Doc: "the number of Q-networks in the ensemble (the extent of ensemble_dim)"},
-		{Name: "ensemble_dim", Type: spec.DimName, Doc: "the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it)"},
+		paramNumQValueNets, paramEnsembleDim,
 		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 		{Name: "temperature", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MinOpen: true, MaxOpen: true, Doc: "β, the inverse temperature of the advantage weight exp(β(min Q − V))"},
 		{Name: "expectile", Type: spec.Float, Default: 0.5, Min: 0, Max: 1, MinOpen: true, MaxOpen: true, Doc: "τ of the value network's expectile regression"},
@@ -62,6 +61,12 @@ func init() {
 		Lower: lowerIQL,
 	})
 }
+
+// The Q ensemble's parameters, as every ensemble loss takes them (checkEnsembleDim).
+var (
+	paramNumQValueNets = spec.ParamDef{Name: "num_qvalue_nets", Type: spec.Int, Default: 2, Min: 1, Max: math.Inf(1), Doc: "the number of Q-networks in the ensemble (the extent of ensemble_dim)"}
+	paramEnsembleDim   = spec.ParamDef{Name: "ensemble_dim", Type: spec.DimName, Doc: "the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it)"}
+)
 
 // ensembleExample is the Q ensemble dim of a starter spec: TorchRL's num_qvalue_nets default
 // of 2, declared (before the batch) rather than added by checkEnsembleDim, so the layout shows.

@@ -26,6 +26,9 @@ type Lowerer struct {
 	// mask and valid are the loss's keys.mask and its count of true elements (nil without a
 	// mask): the loss's reductions run over the valid elements (mask.go).
 	mask, valid *ir.Node
+	// targetOnly makes the estimator compute value_target alone, without reading V(s) or
+	// writing the advantage (set by a loss's Prepare; estimate.go).
+	targetOnly bool
 }
 
 // Hyper is a hyper-parameter as the kernel uses it: its name and exact value (after the
@@ -126,6 +129,9 @@ func (l *Lowerer) ReadShaped(key string, shape ir.Shape) *ir.Node {
 // action: an index for a categorical policy, a float vector for a one-hot or continuous one).
 func (l *Lowerer) ReadAs(key string, shape ir.Shape, kind spec.KeyKind) *ir.Node {
 	if n, ok := l.env[key]; ok {
+		if n.Op == ir.OpBroadcast && n.Args[0].Shape.Equal(shape) {
+			n = n.Args[0] // a per-sequence value an estimator spread over the tokens, read per sequence
+		}
 		if !n.Shape.Equal(shape) {
 			l.errorf("keys."+key, "keys.%s: %s reads it with shape %s, but it has shape %s here", key, l.stage.Type, shape, n.Shape)
 		}

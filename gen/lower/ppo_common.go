@@ -352,8 +352,8 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
 		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
 	if st.Bool("log_explained_variance") {
-		resid := b.Note(l.var0(b.Sub(y, v)), "resid_var")
-		total := b.Note(l.var0(y), "target_var")
+		resid := l.var0(b.Sub(y, v))
+		total := l.var0(y)
 		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(l.DType().Eps()))))
 		l.Output("explained_variance", ev, ir.Metric,
 			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim")
@@ -389,8 +389,16 @@ func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.N
 	lo, hi := l.logClipBounds(st)
 	lwc = l.clampLogWeight(lw, lo, hi)
 	r := b.Note(b.Exp(lw), "ratio")
-	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(math.Exp(hi))), b.MaxFirst(r, b.Const(math.Exp(lo)))), "ratio_clipped")
-	return b.Note(b.Mul(adv, rc), "gain"), lwc
+	return l.ratioClipGain(r, adv, math.Exp(lo), math.Exp(hi)), lwc
+}
+
+// ratioClipGain is min(r·A, clamp(r, lo, hi)·A) for ratio bounds 0 < lo ≤ 1 ≤ hi, sign-aware
+// as clippedGain explains: A·min(r, hi) where A ≥ 0, A·max(r, lo) where A < 0, the gradient
+// going to r where the min/max picks it (ties included).
+func (l *Lowerer) ratioClipGain(r, adv *ir.Node, lo, hi float64) *ir.Node {
+	b := l.B
+	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(hi)), b.MaxFirst(r, b.Const(lo))), "ratio_clipped")
+	return b.Note(b.Mul(adv, rc), "gain")
 }
 
 // logClipBounds are the log-weight clip bounds log1p(−ε_low), log1p(ε_high) as TorchRL holds

@@ -30,7 +30,8 @@ type Stage struct {
 	// Bootstrap, when set on a loss, runs after the transforms and before the estimator: it
 	// sets the keys the estimator bootstraps from (next_value, value) from the loss's own
 	// inputs, as TorchRL's value_estimate runs the loss's (target) value network on "next"
-	// (DQNLoss: the target net's chosen action value).
+	// (DQNLoss: the target net's chosen action value; SAC: min_k Q'_k − α·log π'; TD3 and
+	// DDPG: the target Q, asking for the value target only, Lowerer.TargetOnly).
 	Bootstrap func(l *Lowerer, st *spec.Stage)
 }
 

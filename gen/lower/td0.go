@@ -1,7 +1,6 @@
 package lower
 
 import (
-	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -30,9 +29,7 @@ func lowerTD0(l *Lowerer, st *spec.Stage) {
 	g := l.Hyper("gamma", st.Float("gamma"), true, "γ as TD(0)'s γ·(1 − terminated) uses it")
 	r := l.averageRewards(st, l.Read("reward"), 1e-5)
 	notTerm := b.Sub(b.Const(1), l.ReadOr("terminated", "done"))
-	v, vNext := l.Read("value"), l.Read("next_value")
+	v, vNext := l.estimatorValue(), l.Read("next_value")
 	ret := b.Note(b.Add(r, b.Mul(b.Mul(b.Const(g), notTerm), vNext)), "td0_return")
-	l.Set("old_value", b.Detach(v))
-	l.Write("advantage", b.Sub(ret, v), ir.Estimate, "advantage G − V (TorchRL key advantage)")
-	l.Write("value_target", ret, ir.Estimate, "value target G = R + γ(1 − terminated)V' (TorchRL key value_target)")
+	l.writeEstimate(ret, v, "value target G = R + γ(1 − terminated)V' (TorchRL key value_target)")
 }

@@ -1,7 +1,6 @@
 package lower
 
 import (
-	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -35,13 +34,11 @@ func lowerTD1(l *Lowerer, st *spec.Stage) {
 	r := l.averageRewards(st, l.Read("reward"), 1e-5)
 	term := l.ReadOr("terminated", "done")
 	done := b.Max(l.Read("done"), l.lastStep(time))
-	v, vNext := l.Read("value"), l.Read("next_value")
+	v, vNext := l.estimatorValue(), l.Read("next_value")
 	gNotTerm := b.Mul(g, b.Sub(one, term))
 	u := b.Mul(done, b.Sub(one, term)) // done but not terminated (and the last step)
 	bt := b.Note(b.Add(r, b.Mul(b.Mul(gNotTerm, u), vNext)), "td1_b")
 	at := b.Note(b.Mul(gNotTerm, b.Sub(one, u)), "td1_a")
 	ret := b.Note(b.Scan(bt, at, time, true), "td1_return")
-	l.Set("old_value", b.Detach(v))
-	l.Write("advantage", b.Sub(ret, v), ir.Estimate, "advantage G − V (TorchRL key advantage)")
-	l.Write("value_target", ret, ir.Estimate, "value target: the TD(1) return (TorchRL key value_target)")
+	l.writeEstimate(ret, v, "value target: the TD(1) return (TorchRL key value_target)")
 }

@@ -1,7 +1,6 @@
 package lower
 
 import (
-	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
 
@@ -39,13 +38,11 @@ func lowerTDLambda(l *Lowerer, st *spec.Stage) {
 	r := l.averageRewards(st, l.Read("reward"), 1e-4)
 	term := l.ReadOr("terminated", "done")
 	done := b.Max(l.Read("done"), l.lastStep(time))
-	v := l.Read("value")
+	v := l.estimatorValue()
 	vNext := b.Note(b.Mul(l.Read("next_value"), b.Sub(one, term)), "next_value_bootstrap")
 	notDone := b.Sub(one, done)
 	at := b.Note(b.Mul(b.Const(gamma*lmbda), notDone), "tdl_a")
 	bt := b.Note(b.Add(r, b.Mul(b.Mul(b.Const(gamma), vNext), b.Sub(one, b.Mul(b.Const(lmbda), notDone)))), "tdl_b")
 	ret := b.Note(b.Scan(bt, at, time, true), "td_lambda_return")
-	l.Set("old_value", b.Detach(v))
-	l.Write("advantage", b.Sub(ret, v), ir.Estimate, "advantage G − V (TorchRL key advantage)")
-	l.Write("value_target", ret, ir.Estimate, "value target: the TD(λ) return (TorchRL key value_target)")
+	l.writeEstimate(ret, v, "value target: the TD(λ) return (TorchRL key value_target)")
 }

@@ -154,6 +154,8 @@ func paramSchema(p *spec.ParamDef) obj {
 		alts = []obj{num}
 	case spec.FloatOrBool:
 		alts = []obj{num, {"type": "boolean"}}
+	case spec.FloatOrAuto:
+		alts = []obj{num, {"const": "auto"}}
 	case spec.FloatOrPair:
 		alts = []obj{num, {"type": "array", "items": num, "minItems": 2, "maxItems": 2}}
 	case spec.FloatOrMap:

@@ -16,6 +16,8 @@ func typeText(t spec.ParamType) string {
 		return "number"
 	case spec.FloatOrBool:
 		return "number or bool"
+	case spec.FloatOrAuto:
+		return "number or auto"
 	case spec.FloatOrPair:
 		return "number or [low, high]"
 	case spec.FloatOrMap:
@@ -41,7 +43,7 @@ func typeText(t spec.ParamType) string {
 // numeric reports whether a parameter's numbers are checked against its range.
 func numeric(p *spec.ParamDef) bool {
 	switch p.Type {
-	case spec.Float, spec.FloatOrBool, spec.FloatOrPair, spec.FloatOrMap, spec.FloatList, spec.Int:
+	case spec.Float, spec.FloatOrBool, spec.FloatOrAuto, spec.FloatOrPair, spec.FloatOrMap, spec.FloatList, spec.Int:
 		return true
 	}
 	return false

@@ -206,8 +206,8 @@ inner_A_4:
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v6 = mul(v5, v3) [B=257 A=6]
-	VMULPS Y0, Y1, Y0
+	// v6 = mul(v3, v5) [B=257 A=6]
+	VMULPS Y1, Y0, Y0
 
 	// sum(v6) over [A]
 	VCVTPS2PD    X0, Y1
@@ -366,8 +366,8 @@ inner_A_7:
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v6 = mul(v5, v3) [B=257 A=6]
-	VMULPS Y0, Y1, Y0
+	// v6 = mul(v3, v5) [B=257 A=6]
+	VMULPS Y1, Y0, Y0
 
 	// sum(v6) over [A]
 	VMOVUPS      lgc8<>+0(SB), Y1

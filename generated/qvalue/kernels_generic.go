@@ -42,7 +42,7 @@ func pass0Go(in *Inputs, out *Outputs, s *scratch) {
 			v1 := b2f(in.ActionMask[iB*6+iA])
 			v3 := sel(v1, v0, v2)
 			v5 := b2f(v3 == v4)
-			v6 := float32(v5 * v3)
+			v6 := float32(v3 * v5)
 			acc7 += float64(v6)
 		}
 		v7 := float32(acc7)
