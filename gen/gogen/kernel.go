@@ -176,7 +176,7 @@ func (e *gen) bufExprs(n *ir.Node) []jen.Code {
 		switch {
 		case buf.Output != nil && buf.Output.Role == ir.Gradient && len(n.Shape) == 0:
 			// A scalar input's gradient (SAC's log_alpha): Grads fields are slices, like the inputs.
-			out = append(out, jen.Id("g").Dot(e.out[buf.Name]).Index(jen.Lit(0)))
+			out = append(out, jen.Id("grads").Dot(e.out[buf.Name]).Index(jen.Lit(0)))
 		case buf.Output != nil && buf.Output.Role == ir.Gradient:
 			out = append(out, jen.Id("grads").Dot(e.out[buf.Name]))
 		case buf.Output != nil:
