@@ -79,8 +79,8 @@ func retitle(src []byte, header string) []byte {
 	return append([]byte("// "+header), src...)
 }
 
-// compile is avo v0.6.0's pass.Compile with a peephole pass first and one check added
-// after the liveness analysis: entryReads.
+// compile is avo v0.6.0's pass.Compile with a peephole pass first, one check added after the
+// liveness analysis (entryReads) and vector self-moves pruned after allocation.
 var compile = pass.Concat(
 	pass.Verify,
 	pass.FunctionPass(peephole),
@@ -97,6 +97,7 @@ var compile = pass.Concat(
 	pass.FunctionPass(pass.EnsureBasePointerCalleeSaved),
 	pass.Func(pass.IncludeTextFlagHeader),
 	pass.FunctionPass(pass.PruneSelfMoves),
+	pass.FunctionPass(pruneVectorSelfMoves),
 	pass.FunctionPass(pass.RequiredISAExtensions),
 )
 

@@ -47,3 +47,23 @@ func isImm(op operand.Op, v int64) bool {
 	}
 	return false
 }
+
+// pruneVectorSelfMoves removes a full-width move of a YMM register to itself, which register
+// allocation leaves where a value's register is the one it was copied to (avo's
+// PruneSelfMoves handles general-purpose moves only). An XMM self-move stays: VEX encoding
+// zeroes the upper half, so it is not a no-op.
+func pruneVectorSelfMoves(fn *avoir.Function) error {
+	out := fn.Nodes[:0]
+	for _, n := range fn.Nodes {
+		if i, ok := n.(*avoir.Instruction); ok && vectorMoves[i.Opcode] && len(i.Operands) == 2 &&
+			operand.IsYMM(i.Operands[0]) && i.Operands[0] == i.Operands[1] {
+			continue
+		}
+		out = append(out, n)
+	}
+	fn.Nodes = out
+	return nil
+}
+
+// vectorMoves are the full-register vector moves.
+var vectorMoves = map[string]bool{"VMOVUPS": true, "VMOVAPS": true, "VMOVUPD": true, "VMOVAPD": true, "VMOVDQU": true, "VMOVDQA": true}
