@@ -299,6 +299,15 @@ func Emit(c *Compiled, opts Options) (_ map[string][]byte, err error) {
 		}
 		files[chunksTestName] = ct
 	}
+	// Doc comments built from spec text run long: wrap every file's at gogen.CommentWidth.
+	for name, src := range files {
+		switch filepath.Ext(name) {
+		case ".go":
+			files[name] = gogen.WrapComments(src)
+		case ".ptx":
+			files[name] = gogen.WrapLineComments(src)
+		}
+	}
 	return files, nil
 }
 

@@ -78,6 +78,9 @@ func params(s *spec.Spec) []gogen.Param {
 	seen := map[string]bool{}
 	for _, st := range s.Stages() {
 		for _, p := range st.Def.Params {
+			if p.Applies != nil && !p.Applies(st) {
+				continue // no constant the package's user could want (Low without tanh_normal)
+			}
 			var lit string
 			switch v := st.Get(p.Name).(type) {
 			case float64:

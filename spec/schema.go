@@ -70,6 +70,10 @@ type ParamDef struct {
 	// batch dims (negative counts from the end, as TorchRL's time_dim): it names the batch
 	// dim at that position of the keys' layout, the batch dims in the order of dims.
 	DimIndex bool
+	// Applies, when set, reports whether the parameter means anything for the stage as
+	// written (low and high only bound a tanh_normal action): where it does not, writing it
+	// draws a warning and the generated package declares no constant for it.
+	Applies func(st *Stage) bool
 	// LinspaceDim (FloatList only), when set, also accepts {vmin: a, vmax: b, n_atoms: n}:
 	// the n values of torch.linspace(a, b, n), computed as torch does in the param_dtype
 	// (Linspace). It names the stage's DimName parameter whose dim n must equal.

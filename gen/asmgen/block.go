@@ -182,20 +182,22 @@ func (pg *passGen) item(k int, it bitem) {
 	}
 	switch it.kind {
 	case plan.Store:
-		pg.c.Comment(fmt.Sprintf("store v%d", n.ID))
+		pg.c.Comment("store " + pg.e.names[n.ID])
 		pg.store(n, regsIn[0])
 	case plan.Accumulate:
-		pg.c.Comment(fmt.Sprintf("%s(v%d) over %v", n.Op, n.Args[0].ID, n.Axes))
+		pg.c.Comment(fmt.Sprintf("%s(%s) over %v", n.Op, pg.e.names[n.Args[0].ID], n.Axes))
 		if pg.e.g.InnerReduce(n) {
 			pg.innerAccumulate(n, regsIn[0])
 		} else {
 			pg.accumulate(n, regsIn[0])
 		}
 	case plan.Finish:
-		pg.c.Comment(fmt.Sprintf("finish v%d", n.ID))
+		pg.c.Comment("finish " + pg.e.names[n.ID])
 		pg.setValue(n, pg.innerFinish(n))
 	default:
-		pg.c.Comment(n.String())
+		if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+			pg.c.Comment(n.Formula(pg.e.names))
+		}
 		pg.setValue(n, pg.compute(n, regsIn))
 	}
 	pg.regs.release(k)

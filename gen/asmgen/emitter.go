@@ -22,6 +22,7 @@ type emitter struct {
 	grads    bool // the package has ForwardBackward: pass functions take g *Grads
 	inField  map[string]string
 	outField map[string]string
+	names    map[int]string // the nodes' names in comments, as the Go kernels name them
 
 	states     []stateArray   // the reduction state arrays inside avxState.buf, in order
 	stateAt    map[string]int // byte offset of each, by stateField name
@@ -141,7 +142,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	var ems []*emitter
 	for _, k := range gogen.Kernels(p, fb) {
 		g := k.Plan.Graph
-		e := &emitter{g: g, p: k.Plan, k: k, grads: fb != nil, inField: map[string]string{}, outField: map[string]string{}}
+		e := &emitter{g: g, p: k.Plan, k: k, grads: fb != nil, inField: map[string]string{}, outField: map[string]string{}, names: gogen.Identifiers(k.Plan.Graph)}
 		for _, in := range g.Inputs {
 			e.inField[in.Name] = gogen.InputField(in)
 		}

@@ -79,10 +79,11 @@ func retitle(src []byte, header string) []byte {
 	return append([]byte("// "+header), src...)
 }
 
-// compile is avo v0.6.0's pass.Compile with one check added after the liveness analysis:
-// entryReads.
+// compile is avo v0.6.0's pass.Compile with a peephole pass first, one check added after the
+// liveness analysis (entryReads) and vector self-moves pruned after allocation.
 var compile = pass.Concat(
 	pass.Verify,
+	pass.FunctionPass(peephole),
 	pass.FunctionPass(pass.PruneJumpToFollowingLabel),
 	pass.FunctionPass(pass.PruneDanglingLabels),
 	pass.FunctionPass(pass.LabelTarget),
@@ -96,6 +97,7 @@ var compile = pass.Concat(
 	pass.FunctionPass(pass.EnsureBasePointerCalleeSaved),
 	pass.Func(pass.IncludeTextFlagHeader),
 	pass.FunctionPass(pass.PruneSelfMoves),
+	pass.FunctionPass(pruneVectorSelfMoves),
 	pass.FunctionPass(pass.RequiredISAExtensions),
 )
 

@@ -195,11 +195,13 @@ func (pg *passGen) invCount(r *ir.Node) reg.VecVirtual {
 // rowSetup runs before each row's blocks: it stores 1/n for every known-count variance.
 func (pg *passGen) rowSetup() {
 	c := pg.c
+	done := map[string]bool{} // reductions over the same axes share their 1/n
 	for _, r := range pg.ps.Reduces {
-		if !pg.knownCount(r) {
+		key := fmt.Sprint(r.Axes)
+		if !pg.knownCount(r) || done[key] {
 			continue
 		}
-		key := fmt.Sprint(r.Axes)
+		done[key] = true
 		slot, ok := pg.invSlots[key]
 		if !ok {
 			slot = c.AllocLocal(8)

@@ -45,6 +45,7 @@ type passGen struct {
 	ps     *plan.Pass
 	dom    ir.Shape
 	params []param
+	pnames map[string]bool // the params' names (paramName)
 	pidx   map[string]int
 
 	counters map[string]reg.GPVirtual // loop counters by dim: the outer dims, and inner dims inside their loops
@@ -92,7 +93,10 @@ func (pg *passGen) param(key, goType, goExpr string) operand.Mem {
 	if !ok {
 		i = len(pg.params)
 		pg.pidx[key] = i
-		pg.params = append(pg.params, param{name: fmt.Sprintf("p%d", i), goType: goType, goExpr: goExpr})
+		if pg.pnames == nil {
+			pg.pnames = map[string]bool{}
+		}
+		pg.params = append(pg.params, param{name: paramName(goExpr, pg.pnames), goType: goType, goExpr: goExpr})
 	}
 	return operand.NewParamAddr(pg.params[i].name, 8*i)
 }

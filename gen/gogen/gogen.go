@@ -87,6 +87,7 @@ type gen struct {
 	grads []*ir.Output      // the gradient outputs of fb
 	elem  jen.Code          // the dtype as a Go type
 	k     Kernel            // the kernel being emitted
+	names map[int]string    // the variable of each node of k's graph (ir.Identifiers)
 }
 
 // GradField is the Grads field of a gradient output (grad.log_prob → LogProb).

@@ -16,6 +16,7 @@ func (e *gen) kernelFile() *jen.File {
 	f := e.newFile()
 	for _, k := range Kernels(e.p, e.fb) {
 		e.k = k
+		e.names = Identifiers(k.Plan.Graph)
 		e.scratchType(f)
 		e.constTensors(f)
 		what := "Forward"
@@ -38,7 +39,7 @@ func (e *gen) kernelFile() *jen.File {
 func (e *gen) passParams(k Kernel) []jen.Code {
 	ps := []jen.Code{jen.Id("in").Op("*").Id("Inputs"), jen.Id("out").Op("*").Id("Outputs")}
 	if e.fb != nil {
-		ps = append(ps, jen.Id("g").Op("*").Id("Grads"))
+		ps = append(ps, jen.Id("grads").Op("*").Id("Grads"))
 	}
 	return append(ps, jen.Id("s").Op("*").Id(k.Name("scratch")))
 }
@@ -73,10 +74,10 @@ func (e *gen) scratchType(f *jen.File) {
 	for _, buf := range p.Scratch {
 		n := buf.Node
 		if len(n.Shape) == 0 {
-			fields = append(fields, jen.Id(buf.Name).Add(e.elem).Comment(n.String()))
+			fields = append(fields, jen.Id(buf.Name).Add(e.elem).Comment(n.Formula(e.names)))
 			continue
 		}
-		fields = append(fields, jen.Id(buf.Name).Index().Add(e.elem).Comment(n.String()))
+		fields = append(fields, jen.Id(buf.Name).Index().Add(e.elem).Comment(n.Formula(e.names)+" "+n.Shape.String()))
 		allocs = append(allocs, jen.Id(buf.Name).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(n.Shape.Numel())))
 	}
 	for _, ps := range p.Passes {
@@ -84,14 +85,14 @@ func (e *gen) scratchType(f *jen.File) {
 			if len(r.Shape) == 0 {
 				continue
 			}
-			fields = append(fields, jen.Id(accName(r)).Index().Add(e.accType(r)).Comment("accumulators of v"+fmt.Sprint(r.ID)))
-			allocs = append(allocs, jen.Id(accName(r)).Op(":").Make(jen.Index().Add(e.accType(r)), jen.Lit(r.Shape.Numel())))
+			fields = append(fields, jen.Id(e.accName(r)).Index().Add(e.accType(r)).Comment("accumulators of "+e.names[r.ID]))
+			allocs = append(allocs, jen.Id(e.accName(r)).Op(":").Make(jen.Index().Add(e.accType(r)), jen.Lit(r.Shape.Numel())))
 		}
 		for _, n := range ps.Compute {
 			if n.Op == ir.OpScan {
 				if inner := carryDims(ps, n); len(inner) > 0 {
-					fields = append(fields, jen.Id(carryName(n)).Index().Add(e.elem).Comment("carries of the scan v"+fmt.Sprint(n.ID)))
-					allocs = append(allocs, jen.Id(carryName(n)).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(inner.Numel())))
+					fields = append(fields, jen.Id(e.carryName(n)).Index().Add(e.elem).Comment("carries of the scan "+e.names[n.ID]))
+					allocs = append(allocs, jen.Id(e.carryName(n)).Op(":").Make(jen.Index().Add(e.elem), jen.Lit(inner.Numel())))
 				}
 			}
 		}
@@ -108,9 +109,6 @@ func (e *gen) scratchType(f *jen.File) {
 		}))),
 	})
 }
-
-func accName(r *ir.Node) string   { return fmt.Sprintf("acc%d", r.ID) }
-func carryName(n *ir.Node) string { return fmt.Sprintf("carry%d", n.ID) }
 
 // carryDims are the domain dims after a scan's axis: a scan along the last dim carries one
 // value, along an outer dim one per index of these.
@@ -163,8 +161,6 @@ func indexExpr(s ir.Shape, sub map[string]jen.Code) jen.Code {
 	return x
 }
 
-func v(n *ir.Node) string { return fmt.Sprintf("v%d", n.ID) }
-
 // at reads buffer expression buf at the current index of shape s.
 func at(buf jen.Code, s ir.Shape) jen.Code {
 	if len(s) == 0 {
@@ -180,9 +176,9 @@ func (e *gen) bufExprs(n *ir.Node) []jen.Code {
 		switch {
 		case buf.Output != nil && buf.Output.Role == ir.Gradient && len(n.Shape) == 0:
 			// A scalar input's gradient (SAC's log_alpha): Grads fields are slices, like the inputs.
-			out = append(out, jen.Id("g").Dot(e.out[buf.Name]).Index(jen.Lit(0)))
+			out = append(out, jen.Id("grads").Dot(e.out[buf.Name]).Index(jen.Lit(0)))
 		case buf.Output != nil && buf.Output.Role == ir.Gradient:
-			out = append(out, jen.Id("g").Dot(e.out[buf.Name]))
+			out = append(out, jen.Id("grads").Dot(e.out[buf.Name]))
 		case buf.Output != nil:
 			out = append(out, jen.Id("out").Dot(e.out[buf.Name]))
 		default:
@@ -220,22 +216,28 @@ func (e *gen) readAt(n *ir.Node, ix jen.Code) jen.Code {
 
 // pass is the emission state of one pass.
 type pass struct {
-	e  *gen
-	ps *plan.Pass
+	e     *gen
+	ps    *plan.Pass
+	alias map[int]*ir.Node // detach and broadcast nodes: the node whose variable they read
 }
 
 // passBody emits the loop nest of a pass: accumulators and carries, the outer loops (the scan
 // axis in its direction) with the program at each index, then the barrier reductions' results.
 func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
-	p := &pass{e: e, ps: ps}
+	p := &pass{e: e, ps: ps, alias: map[int]*ir.Node{}}
+	// Scalar constants are declared once, before the loops.
+	consts := scalarConsts(ps.Body)
+	for _, n := range consts {
+		b.Id(p.id(n)).Op(":=").Add(e.lit(n.Value[0]))
+	}
 	// Accumulators: scalar ones are locals, the others live in scratch and are reset here.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
-			b.Id(accName(r)).Op(":=").Add(e.accInit(r))
+			b.Id(e.accName(r)).Op(":=").Add(e.accInit(r))
 			continue
 		}
-		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(
-			jen.Id("s").Dot(accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
+		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(
+			jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
 	}
 	dom := ps.Domain
 	var nest func(d int) []jen.Code
@@ -245,10 +247,10 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 			if n.Op == ir.OpScan && dom.Index(n.Axes[0]) == d {
 				// The scan starts from 0 before its axis's loop.
 				if inner := carryDims(ps, n); len(inner) > 0 {
-					stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(carryName(n))).Block(
-						jen.Id("s").Dot(carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
+					stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.carryName(n))).Block(
+						jen.Id("s").Dot(e.carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
 				} else {
-					stmts = append(stmts, jen.Id(carryName(n)).Op(":=").Add(e.lit(0)))
+					stmts = append(stmts, jen.Id(e.carryName(n)).Op(":=").Add(e.lit(0)))
 				}
 			}
 		}
@@ -266,20 +268,26 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	for _, c := range nest(0) {
 		b.Add(c)
 	}
+	used := usedIn(ps.Body, p.root)
+	for _, n := range consts {
+		if !used[n.ID] {
+			b.Id("_").Op("=").Id(p.id(n))
+		}
+	}
 	// Finish the barrier reductions into their buffers.
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
 			for _, buf := range e.bufExprs(r) {
-				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(accName(r)))))
+				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(e.accName(r)))))
 			}
 			continue
 		}
-		acc := jen.Id("s").Dot(accName(r)).Index(jen.Id("k"))
+		acc := jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k"))
 		var sets []jen.Code
 		for _, buf := range e.bufExprs(r) {
 			sets = append(sets, jen.Add(buf).Index(jen.Id("k")).Op("=").Add(e.conv(e.accResult(r, acc))))
 		}
-		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(accName(r))).Block(sets...)
+		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(sets...)
 	}
 }
 
@@ -291,21 +299,26 @@ func (p *pass) block(bl *plan.Block) []jen.Code {
 		n := st.Node
 		switch st.Kind {
 		case plan.Load:
-			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.readAt(n, indexExpr(n.Shape, nil))))
+			if isScalarConst(n) {
+				continue // declared before the loops
+			}
+			out = append(out, jen.Id(p.id(n)).Op(":=").Add(p.e.readAt(n, indexExpr(n.Shape, nil))))
 			declared[n.ID] = true
 		case plan.Compute:
 			out = append(out, p.compute(n)...)
-			declared[n.ID] = true
+			if p.alias[n.ID] == nil {
+				declared[n.ID] = true
+			}
 		case plan.Store:
 			for _, buf := range p.e.bufExprs(n) {
-				out = append(out, jen.Add(at(buf, n.Shape)).Op("=").Id(v(n)))
+				out = append(out, jen.Add(at(buf, n.Shape)).Op("=").Id(p.id(n)))
 			}
 		case plan.Accumulate:
 			out = append(out, p.accumulate(n))
 		case plan.Init:
-			out = append(out, jen.Id(accName(n)).Op(":=").Add(p.e.accInit(n)))
+			out = append(out, jen.Id(p.e.accName(n)).Op(":=").Add(p.e.accInit(n)))
 		case plan.Finish:
-			out = append(out, jen.Id(v(n)).Op(":=").Add(p.e.conv(p.e.accResult(n, jen.Id(accName(n))))))
+			out = append(out, jen.Id(p.id(n)).Op(":=").Add(p.e.conv(p.e.accResult(n, jen.Id(p.e.accName(n))))))
 			declared[n.ID] = true
 		case plan.Loop:
 			body := p.block(st.Block)
@@ -318,7 +331,7 @@ func (p *pass) block(bl *plan.Block) []jen.Code {
 		}
 	}
 	// A value that nothing in the block reads after all must not trip "declared and not used".
-	used := usedIn(bl)
+	used := usedIn(bl, p.root)
 	var ids []int
 	for id := range declared {
 		if !used[id] {
@@ -327,13 +340,14 @@ func (p *pass) block(bl *plan.Block) []jen.Code {
 	}
 	sort.Ints(ids)
 	for _, id := range ids {
-		out = append(out, jen.Id("_").Op("=").Id(fmt.Sprintf("v%d", id)))
+		out = append(out, jen.Id("_").Op("=").Id(p.e.names[id]))
 	}
 	return out
 }
 
-// usedIn reports which values the steps of a block (and its loops) read.
-func usedIn(bl *plan.Block) map[int]bool {
+// usedIn reports which values the steps of a block (and its loops) read; root maps a node
+// to the one whose variable holds it (see pass.alias).
+func usedIn(bl *plan.Block, root func(*ir.Node) *ir.Node) map[int]bool {
 	used := map[int]bool{}
 	var walk func(bl *plan.Block)
 	walk = func(bl *plan.Block) {
@@ -345,12 +359,12 @@ func usedIn(bl *plan.Block) map[int]bool {
 					if (n.Op.Class() == ir.Shift || n.Op.Class() == ir.Gather) && i == 0 {
 						continue
 					}
-					used[a.ID] = true
+					used[root(a).ID] = true
 				}
 			case plan.Store:
-				used[n.ID] = true
+				used[root(n).ID] = true
 			case plan.Accumulate:
-				used[n.Args[0].ID] = true
+				used[root(n.Args[0]).ID] = true
 			case plan.Loop:
 				walk(st.Block)
 			}
@@ -363,39 +377,44 @@ func usedIn(bl *plan.Block) map[int]bool {
 // compute emits the statements that compute n into its variable.
 func (p *pass) compute(n *ir.Node) []jen.Code {
 	e := p.e
-	def := func(x jen.Code) []jen.Code { return []jen.Code{jen.Id(v(n)).Op(":=").Add(x)} }
+	def := func(x jen.Code) []jen.Code { return []jen.Code{jen.Id(p.id(n)).Op(":=").Add(x)} }
+	if n.Op == ir.OpDetach || n.Op == ir.OpBroadcast {
+		// The identity on values: later steps read the argument's variable.
+		p.alias[n.ID] = p.root(n.Args[0])
+		return nil
+	}
 	switch n.Op.Class() {
 	case ir.Elementwise:
 		args := make([]jen.Code, len(n.Args))
 		for i, a := range n.Args {
-			args[i] = jen.Id(v(a))
+			args[i] = jen.Id(p.id(a))
 		}
 		return def(ir.Elem[jen.Code](goOps{e}, n.Op, args))
 	case ir.Scan:
 		// y[t] = x[t] + y[t∓1]·c[t], in the order TorchRL's loop GAE writes it.
-		carry := jen.Id(carryName(n))
+		carry := jen.Id(e.carryName(n))
 		if inner := carryDims(p.ps, n); len(inner) > 0 {
-			carry = jen.Id("s").Dot(carryName(n)).Index(indexExpr(inner, nil))
+			carry = jen.Id("s").Dot(e.carryName(n)).Index(indexExpr(inner, nil))
 		}
 		return []jen.Code{
-			jen.Id(v(n)).Op(":=").Id(v(n.Args[0])).Op("+").Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(v(n.Args[1]))),
-			jen.Add(carry).Op("=").Id(v(n)),
+			jen.Id(p.id(n)).Op(":=").Id(p.id(n.Args[0])).Op("+").Id(e.g.DType.String()).Call(jen.Add(carry).Op("*").Id(p.id(n.Args[1]))),
+			jen.Add(carry).Op("=").Id(p.id(n)),
 		}
 	case ir.Shift:
 		x, axis := n.Args[0], n.Axes[0]
 		size := x.Shape[x.Shape.Index(axis)].Size
 		next := indexExpr(x.Shape, map[string]jen.Code{axis: jen.Id(loopVar(axis)).Op("+").Lit(1)})
 		return []jen.Code{
-			jen.Var().Id(v(n)).Add(e.elem),
+			jen.Var().Id(p.id(n)).Add(e.elem),
 			jen.If(jen.Id(loopVar(axis)).Op("<").Lit(size - 1)).Block(
-				jen.Id(v(n)).Op("=").Add(e.readAt(x, next)),
+				jen.Id(p.id(n)).Op("=").Add(e.readAt(x, next)),
 			).Else().Block(
-				jen.Id(v(n)).Op("=").Id(v(n.Args[1])),
+				jen.Id(p.id(n)).Op("=").Id(p.id(n.Args[1])),
 			),
 		}
 	case ir.Gather:
 		x := n.Args[0]
-		ix := indexExpr(x.Shape, map[string]jen.Code{n.Axes[0]: jen.Int().Call(jen.Id(v(n.Args[1])))})
+		ix := indexExpr(x.Shape, map[string]jen.Code{n.Axes[0]: jen.Int().Call(jen.Id(p.id(n.Args[1])))})
 		return def(e.readAt(x, ix))
 	}
 	panic("gogen: unhandled op " + n.Op.String())

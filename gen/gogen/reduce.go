@@ -105,11 +105,11 @@ func (p *pass) accumulate(r *ir.Node) jen.Code {
 	var acc *jen.Statement
 	switch {
 	case len(r.Shape) == 0 || p.e.g.InnerReduce(r):
-		acc = jen.Id(accName(r))
+		acc = jen.Id(p.e.accName(r))
 	default:
-		acc = jen.Id("s").Dot(accName(r)).Index(indexExpr(r.Shape, nil))
+		acc = jen.Id("s").Dot(p.e.accName(r)).Index(indexExpr(r.Shape, nil))
 	}
-	x := p.e.f64(jen.Id(v(r.Args[0])))
+	x := p.e.f64(jen.Id(p.id(r.Args[0])))
 	if a, ok := p.e.acc(r); ok {
 		return a.add(p, r, acc, x)
 	}

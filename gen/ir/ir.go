@@ -17,6 +17,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -240,7 +241,8 @@ type Node struct {
 	Note     string // a short name for plans and generated comments ("delta", "ratio")
 }
 
-// Name returns a stable name for the node: its note if any, else "v<ID>".
+// Name returns a stable name for the node in plans and analysis messages: an input's data
+// name, else "v<ID>". Generated code names nodes with Identifiers.
 func (n *Node) Name() string {
 	if n.Op == OpInput {
 		return n.Input.Name
@@ -250,8 +252,38 @@ func (n *Node) Name() string {
 
 // String describes the node on one line, for plans and tests.
 func (n *Node) String() string {
+	return n.format(func(m *Node) string { return fmt.Sprintf("v%d", m.ID) }, true)
+}
+
+// Formula describes the node on one line with the names of Identifiers, an argument that
+// is a detach or broadcast by what it reads, and a scalar constant argument by its value, for the comments of generated code: "delta = sub(v11,
+// stateValue)", "v9 = mul(0.99, v5)", "gae = scan(delta, discount) over T reverse".
+func (n *Node) Formula(names map[int]string) string {
+	return n.format(func(m *Node) string {
+		for m != n && (m.Op == OpDetach || m.Op == OpBroadcast) {
+			m = m.Args[0] // no code of their own: the argument's value
+		}
+		if m != n && m.Op == OpConst && len(m.Shape) == 0 {
+			return shortFloat(m.Value[0])
+		}
+		return names[m.ID]
+	}, false)
+}
+
+// shortFloat formats v in the fewest digits that read it back: as a float32 where it is
+// one (0.99, not 0.9900000095367432).
+func shortFloat(v float64) string {
+	if float64(float32(v)) == v {
+		return strconv.FormatFloat(v, 'g', -1, 32)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// format describes the node with name naming it and its arguments; full adds its shape and
+// note.
+func (n *Node) format(name func(*Node) string, full bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "v%d = %s", n.ID, n.Op)
+	fmt.Fprintf(&b, "%s = %s", name(n), n.Op)
 	switch n.Op {
 	case OpInput:
 		fmt.Fprintf(&b, " %q %s", n.Input.Name, n.Input.Kind)
@@ -268,7 +300,7 @@ func (n *Node) String() string {
 		} else {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "v%d", a.ID)
+		b.WriteString(name(a))
 		if i == len(n.Args)-1 {
 			b.WriteString(")")
 		}
@@ -284,6 +316,9 @@ func (n *Node) String() string {
 	}
 	if n.TieFirst {
 		b.WriteString(" tie=first")
+	}
+	if !full {
+		return b.String()
 	}
 	fmt.Fprintf(&b, " %s", n.Shape)
 	if n.Note != "" {

@@ -78,9 +78,9 @@ func (l *Lowerer) ess(lw *ir.Node, reduction string) {
 		if l.mask != nil {
 			x = b.Where(l.mask, lw, b.Const(math.Inf(-1)))
 		}
-		lse1 := b.LogSumExp(x, first)
-		lse2 := b.LogSumExp(b.Mul(two, x), first)
-		ess = b.Exp(b.Sub(b.Mul(two, lse1), lse2))
+		lse1 := b.Note(b.LogSumExp(x, first), "log_sum_w")              // log Σ w, w = exp(lw)
+		lse2 := b.Note(b.LogSumExp(b.Mul(two, x), first), "log_sum_w2") // log Σ w²
+		ess = b.Note(b.Exp(b.Sub(b.Mul(two, lse1), lse2)), "ess_col")   // (Σ w)²/Σ w²
 	}
 	// squeeze() dropped the size-1 dims; summing over one element drops them here, exactly.
 	var ones []string

@@ -17,16 +17,16 @@ var (
 // l2 (v1−v2)², l1 |v1−v2|, smooth_l1 Huber with beta 1 (PyTorch's F.smooth_l1_loss).
 func (l *Lowerer) distance(v1, v2 *ir.Node, fn string) *ir.Node {
 	b := l.B
-	x := b.Sub(v1, v2)
+	x := b.Note(b.Sub(v1, v2), "diff")
 	switch fn {
 	case "l2":
-		return b.Square(x)
+		return b.Note(b.Square(x), "l2")
 	case "l1":
-		return b.Abs(x)
+		return b.Note(b.Abs(x), "l1")
 	}
-	z := b.Abs(x)
+	z := b.Note(b.Abs(x), "abs_diff")
 	half := b.Const(0.5)
-	return b.Where(b.Lt(z, b.Const(1)), b.Mul(b.Mul(half, z), z), b.Sub(z, half))
+	return b.Note(b.Where(b.Lt(z, b.Const(1)), b.Mul(b.Mul(half, z), z), b.Sub(z, half)), "smooth_l1")
 }
 
 // timeDim is an estimator's time axis: its time_dim, or the last batch dim (TorchRL's

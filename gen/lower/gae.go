@@ -61,8 +61,8 @@ func lowerGAE(l *Lowerer, st *spec.Stage) {
 	g := l.Hyper("gamma", gamma, true, "γ as GAE's γ·(1 − terminated) uses it")
 	lg := l.Hyper("lmbda*gamma", lmbda*gamma, true, "λ·γ as GAE's λγ·(1 − done) uses it")
 	r, v, vNext := l.Read("reward"), l.Read("value"), l.Read("next_value")
-	notTerm := b.Sub(one, l.ReadOr("terminated", "done"))
-	notDone := b.Sub(one, l.Read("done"))
+	notTerm := b.Note(b.Sub(one, l.ReadOr("terminated", "done")), "not_terminated")
+	notDone := b.Note(b.Sub(one, l.Read("done")), "not_done")
 
 	delta := b.Note(b.Sub(b.Add(r, b.Mul(b.Mul(b.Const(g), notTerm), vNext)), v), "delta")
 	discount := b.Note(b.Mul(b.Const(lg), notDone), "discount")

@@ -24,8 +24,8 @@ func policyParams(def string) []spec.ParamDef {
 		{Name: "distribution", Type: spec.Enum, Default: def, Enum: distributions,
 			Doc: "the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input)"},
 		{Name: "action_dim", Type: spec.DimName, Doc: "the distribution's event dim: A actions (logits [*batch, A]) or D action dims (loc, scale, action [*batch, D])"},
-		{Name: "low", Type: spec.Float, Default: -1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Doc: "tanh_normal: the action's lower bound (TanhNormal low)"},
-		{Name: "high", Type: spec.Float, Default: 1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Doc: "tanh_normal: the action's upper bound (TanhNormal high)"},
+		{Name: "low", Type: spec.Float, Default: -1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Applies: tanhNormal, Doc: "tanh_normal: the action's lower bound (TanhNormal low)"},
+		{Name: "high", Type: spec.Float, Default: 1.0, Min: -inf, Max: inf, MinOpen: true, MaxOpen: true, Applies: tanhNormal, Doc: "tanh_normal: the action's upper bound (TanhNormal high)"},
 	}
 }
 
@@ -75,7 +75,7 @@ func checkPolicy(c *spec.Check) {
 			c.Errorf("distribution", "per-head entropy coefficients take each head's entropy as an input; use distribution: none")
 		}
 	}
-	if d != "tanh_normal" {
+	if !tanhNormal(st) {
 		for _, p := range []string{"low", "high"} {
 			if st.Written(p) {
 				c.Warnf(p, "is ignored: it bounds a tanh_normal action")
@@ -85,6 +85,9 @@ func checkPolicy(c *spec.Check) {
 		c.Errorf("high", "must be greater than low (%v); TanhNormal raises RuntimeError", st.Float("low"))
 	}
 }
+
+// tanhNormal reports a stage whose policy is a TanhNormal, the one with action bounds.
+func tanhNormal(st *spec.Stage) bool { return st.String("distribution") == "tanh_normal" }
 
 func categorical(d string) bool { return d == "categorical" || d == "one_hot_categorical" }
 

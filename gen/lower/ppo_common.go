@@ -352,8 +352,8 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
 		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
 	if st.Bool("log_explained_variance") {
-		resid := l.var0(b.Sub(y, v))
-		total := l.var0(y)
+		resid := b.Note(l.var0(b.Sub(y, v)), "resid_var")
+		total := b.Note(l.var0(y), "target_var")
 		ev := b.Sub(b.Const(1), b.Div(resid, b.Add(total, b.Const(l.DType().Eps()))))
 		l.Output("explained_variance", ev, ir.Metric,
 			"1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim")
@@ -397,7 +397,7 @@ func (l *Lowerer) clippedGain(st *spec.Stage, lw, adv *ir.Node) (gain, lwc *ir.N
 // going to r where the min/max picks it (ties included).
 func (l *Lowerer) ratioClipGain(r, adv *ir.Node, lo, hi float64) *ir.Node {
 	b := l.B
-	rc := b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(hi)), b.MaxFirst(r, b.Const(lo)))
+	rc := b.Note(b.Where(b.Ge(adv, b.Const(0)), b.MinFirst(r, b.Const(hi)), b.MaxFirst(r, b.Const(lo))), "ratio_clipped")
 	return b.Note(b.Mul(adv, rc), "gain")
 }
 

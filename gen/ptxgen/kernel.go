@@ -92,15 +92,9 @@ func (k *kernel) param(name string) string {
 	return fmt.Sprintf("%%rdp%d", len(k.Params)-1)
 }
 
-// finish fills in register counts and the parameter loads (the body asked for parameters as
-// it went; their loads go first).
+// finish fills in register counts (view adds the parameter loads: the body asked for
+// parameters as it went).
 func (k *kernel) finish() {
-	var head []string
-	for i := range k.Params {
-		head = append(head, fmt.Sprintf("\tld.param.u64 %%rdp%d, [%s_param_%d];", i, k.Name, i),
-			fmt.Sprintf("\tcvta.to.global.u64 %%rdp%d, %%rdp%d;", i, i))
-	}
-	k.Body = append(head, k.Body...)
 	for _, c := range regClasses {
 		if k.n[c[1]] > 0 {
 			k.Regs = append(k.Regs, regDecl{Type: c[0], Prefix: c[1], Count: k.n[c[1]]})
@@ -143,4 +137,12 @@ func (k *kernel) addr(base, index string, size int) string {
 }
 
 // text is the kernel body, one instruction or label a line, for the kernel template.
-func (k *kernel) text() string { return strings.Join(k.Body, "\n") }
+// text is the kernel's body: the loads of its parameters, named idents, then its code.
+func (k *kernel) text(idents []string) string {
+	var head []string
+	for i, id := range idents {
+		head = append(head, fmt.Sprintf("\tld.param.u64 %%rdp%d, [%s];", i, id),
+			fmt.Sprintf("\tcvta.to.global.u64 %%rdp%d, %%rdp%d;", i, i))
+	}
+	return strings.Join(append(head, k.Body...), "\n")
+}

@@ -198,9 +198,21 @@ func (k *passK) loops(level int) {
 func (k *passK) linear(s ir.Shape) string {
 	st := s.Strides()
 	r := k.r32()
-	k.op("mov.u32 %s, 0", r)
+	if len(s) == 0 {
+		k.op("mov.u32 %s, 0", r)
+	}
 	for i, d := range s {
-		k.op("mad.lo.s32 %s, %s, %d, %s", r, k.idx[d.Name], st[i], r)
+		// The first term starts the sum; a stride of 1 needs no multiplication.
+		switch x := k.idx[d.Name]; {
+		case i == 0 && st[i] == 1:
+			k.op("mov.u32 %s, %s", r, x)
+		case i == 0:
+			k.op("mul.lo.s32 %s, %s, %d", r, x, st[i])
+		case st[i] == 1:
+			k.op("add.s32 %s, %s, %s", r, r, x)
+		default:
+			k.op("mad.lo.s32 %s, %s, %d, %s", r, x, st[i], r)
+		}
 	}
 	return r
 }
@@ -228,7 +240,9 @@ func (k *passK) program(bl *plan.Block) {
 		case plan.Load:
 			k.vals[n.ID] = k.load(n)
 		case plan.Compute:
-			k.comment("%s", n)
+			if n.Op != ir.OpDetach && n.Op != ir.OpBroadcast { // no code: the argument's register
+				k.comment("%s", n.Formula(k.e.names))
+			}
 			k.vals[n.ID] = k.compute(n)
 		case plan.Store:
 			k.store(n, k.vals[n.ID])
@@ -297,7 +311,7 @@ func (k *passK) innerAccumulate(r *ir.Node) {
 		k.op("cvt.f64.f32 %s, %s", w, x)
 		x = w
 	}
-	k.comment("%s(v%d) over %v", r.Op, r.Args[0].ID, r.Axes)
+	k.comment("%s(%s) over %v", r.Op, k.e.names[r.Args[0].ID], r.Axes)
 	st := k.inner[r.ID]
 	merged := k.merge(r.Op, st, k.singleton(r, x))
 	for i := range st {

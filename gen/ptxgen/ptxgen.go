@@ -40,6 +40,7 @@ type emitter struct {
 	p      *plan.Plan
 	f64    bool
 	prefix string
+	names  map[int]string // the nodes' names, as the Go kernels name them (comments, parameters)
 	// indexSize is the range each index input's gathers check (fault.go).
 	indexSize map[*ir.Input]int
 }
@@ -121,7 +122,7 @@ func Emit(p, fb *plan.Plan, m gogen.Meta) (*Module, error) {
 		if pl == nil {
 			continue
 		}
-		e := &emitter{g: pl.Graph, p: pl, f64: pl.Graph.DType == ir.F64}
+		e := &emitter{g: pl.Graph, p: pl, f64: pl.Graph.DType == ir.F64, names: gogen.Identifiers(pl.Graph)}
 		if i == 1 {
 			e.prefix = "fb_"
 		}
@@ -175,7 +176,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 	var kernels []kernelView
 	if faults := e.faultBuffers(&table); len(faults) > 0 {
 		k := e.faultsInit(faults)
-		kernels = append(kernels, view(k, faultDoc(k, faults)))
+		kernels = append(kernels, view(k, faultDoc(k, faults), e.names))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}, Params: k.Params})
 	}
 	for _, ps := range p.Passes {
@@ -183,7 +184,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 		if err != nil {
 			return table, nil, nil, err
 		}
-		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe())))
+		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe()), e.names))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{k.grid, 1, 1}, Block: [3]int{k.block, 1, 1}, Params: k.Params})
 		if mk := k.mergeKernel(); mk != nil {
 			slots := 0
@@ -193,7 +194,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 				}
 			}
 			grid, block := gridFor(slots)
-			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index)))
+			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index), e.names))
 			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{grid, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
 		}
 		for _, pb := range k.partials {
@@ -235,8 +236,11 @@ func render(v moduleView) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func view(k *kernel, doc string) kernelView {
-	return kernelView{Doc: doc, Name: k.Name, Params: k.Params, Regs: k.Regs, Shared: k.Shared, Text: k.text()}
+// view is what the template needs of kernel k; names are the graph's node names (see
+// paramIdents), nil for a kernel of no graph.
+func view(k *kernel, doc string, names map[int]string) kernelView {
+	idents := paramIdents(k.Params, names)
+	return kernelView{Doc: doc, Name: k.Name, Params: idents, Regs: k.Regs, Shared: k.Shared, Text: k.text(idents)}
 }
 
 // Generate returns the backend's files: kernels.ptx, launch.json (and, with gradients,

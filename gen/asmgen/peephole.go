@@ -1,0 +1,69 @@
+package asmgen
+
+import (
+	avoir "github.com/mmcloughlin/avo/ir"
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/x86"
+)
+
+// peephole rewrites instructions the emitter writes for the general case where a special
+// one is shorter: a multiplication by 1 (the stride of an index's last dim) becomes a move,
+// and disappears when it multiplies a register into itself. It runs before liveness and
+// register allocation, on virtual registers. No rewritten instruction's flags are read:
+// the emitter compares before it branches.
+func peephole(fn *avoir.Function) error {
+	out := fn.Nodes[:0]
+	for _, n := range fn.Nodes {
+		i, ok := n.(*avoir.Instruction)
+		if !ok || i.Opcode != "IMUL3Q" || !isImm(i.Operands[0], 1) {
+			out = append(out, n)
+			continue
+		}
+		src, dst := i.Operands[1], i.Operands[2]
+		if src == dst {
+			continue
+		}
+		mov, err := x86.MOVQ(src, dst)
+		if err != nil {
+			return err
+		}
+		out = append(out, mov)
+	}
+	fn.Nodes = out
+	return nil
+}
+
+// isImm reports an immediate operand of value v.
+func isImm(op operand.Op, v int64) bool {
+	switch x := op.(type) {
+	case operand.I8:
+		return int64(x) == v
+	case operand.I32:
+		return int64(x) == v
+	case operand.U8:
+		return int64(x) == v
+	case operand.U32:
+		return int64(x) == v
+	}
+	return false
+}
+
+// pruneVectorSelfMoves removes a full-width move of a YMM register to itself, which register
+// allocation leaves where a value's register is the one it was copied to (avo's
+// PruneSelfMoves handles general-purpose moves only). An XMM self-move stays: VEX encoding
+// zeroes the upper half, so it is not a no-op.
+func pruneVectorSelfMoves(fn *avoir.Function) error {
+	out := fn.Nodes[:0]
+	for _, n := range fn.Nodes {
+		if i, ok := n.(*avoir.Instruction); ok && vectorMoves[i.Opcode] && len(i.Operands) == 2 &&
+			operand.IsYMM(i.Operands[0]) && i.Operands[0] == i.Operands[1] {
+			continue
+		}
+		out = append(out, n)
+	}
+	fn.Nodes = out
+	return nil
+}
+
+// vectorMoves are the full-register vector moves.
+var vectorMoves = map[string]bool{"VMOVUPS": true, "VMOVAPS": true, "VMOVUPD": true, "VMOVAPD": true, "VMOVDQU": true, "VMOVDQA": true}
