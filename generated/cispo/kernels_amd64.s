@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+// func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $32-48
 	XORQ AX, AX
@@ -14,7 +14,7 @@ outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -24,55 +24,54 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DI
+	MOVQ      sampleLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DI
+	MOVQ      advantage+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS  Y3, Y1, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v14 = max(v11, v12) tie=first [B=8 L=128]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v15 = min(v14, v13) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, (SP)
 
-	// v16 = exp(v11) [B=8 L=128]
+	// v16 = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y5, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -98,46 +97,45 @@ blocks_2:
 	VBLENDVPS    Y3, Y5, Y8, Y8
 	VMOVUPS      lgc17<>+0(SB), Y3
 
-	// v18 = max(v16, v17) tie=first [B=8 L=128]
+	// v18 = max(v16, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y3, Y3
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v20 = min(v18, v19) tie=first [B=8 L=128]  # ratio_clip
+	// ratioClip = min(v18, 1.2799999924290435) tie=first
 	VMINPS Y3, Y7, Y3
 
-	// v21 = detach(v20) [B=8 L=128]  # ratio_clip
-	// v22 = mul(v21, v10) [B=8 L=128]
+	// v22 = mul(ratioClip, v10)
 	VMULPS Y4, Y3, Y3
 
-	// v23 = mul(v22, v6) [B=8 L=128]
+	// v23 = mul(v22, v6)
 	VMULPS Y1, Y3, Y3
 
-	// v24 = neg(v23) [B=8 L=128]
+	// v24 = neg(v23)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v25 = where(v0, v24, v2) [B=8 L=128]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
 	// sum(v25) over [L]
 	XORQ    DI, DI
-	IMUL3Q  $+1, AX, R8
+	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  1024(BX)(R8*4), Y3, Y3
 	VMOVUPS Y3, 1024(BX)(R8*4)
 
-	// sum(v0) over [L]
+	// sum(mask) over [L]
 	IMUL3Q  $+8, DI, R8
 	VADDPS  2048(BX)(R8*4), Y0, Y3
 	VMOVUPS Y3, 2048(BX)(R8*4)
 
-	// v31 = ne(v15, v11) [B=8 L=128]
+	// v31 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v32 = where(v0, v31, v2) [B=8 L=128]
+	// v32 = where(mask, v31, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
@@ -147,10 +145,10 @@ blocks_2:
 	VMOVUPS Y3, 2624(BX)
 	VMOVUPS (SP), Y3
 
-	// v36 = sub(v8, v6) [B=8 L=128]
+	// v36 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v37 = where(v0, v36, v2) [B=8 L=128]
+	// v37 = where(mask, v36, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -158,15 +156,15 @@ blocks_2:
 	// sum(v37) over [B L]
 	VADDPS  2944(BX), Y1, Y1
 	VMOVUPS Y1, 2944(BX)
-	MOVQ    p5+40(FP), R8
+	MOVQ    entropy+40(FP), R8
 	VMOVUPS (R8)(SI*4), Y1
 
-	// v41 = where(v0, v40, v2) [B=8 L=128]
+	// v41 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v42 = where(v0, v41, v2) [B=8 L=128]
+	// v42 = where(mask, v41, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y3
@@ -175,10 +173,10 @@ blocks_2:
 	VADDPS  3264(BX), Y3, Y3
 	VMOVUPS Y3, 3264(BX)
 
-	// v46 = mul(v45, v41) [B=8 L=128]
+	// v46 = mul(-0.01, v41)
 	VMULPS lgc20<>+0(SB), Y1, Y1
 
-	// v47 = where(v0, v46, v2) [B=8 L=128]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -189,7 +187,7 @@ blocks_2:
 	VMOVUPS Y1, 4032(BX)(SI*4)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v52 = where(v0, v11, v51) [B=8 L=128]
+	// v52 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y5, Y1, Y0
@@ -199,7 +197,6 @@ blocks_2:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -244,11 +241,11 @@ blocks_2:
 	VADDPD       4768(BX), Y1, Y1
 	VMOVUPD      Y1, 4768(BX)
 
-	// v56 = mul(v53, v52) [B=8 L=128]
+	// v56 = mul(2, v52)
 	VMULPS       lgc24<>+0(SB), Y0, Y0
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -262,7 +259,7 @@ blocks_2:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -353,7 +350,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -367,7 +364,7 @@ noflush_3:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -728,48 +725,47 @@ DATA lgc26<>+24(SB)/4, $0x7f7fffff
 DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func pass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-80
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v34 = max(v4, v1) []
+	// v34 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v35 = div(v33, v34) []
+	// clipFraction = div(v33, v34)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v39 = div(v38, v34) []
+	// klApprox = div(v38, v34)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v44 = div(v43, v34) []
+	// entropy2 = div(v43, v34)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v55 = mul(v53, v54) []
+	// v55 = mul(2, v54)
 	VMULPS       lgc24<>+0(SB), Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v58 = sub(v55, v57) []
+	// v58 = sub(v55, v57)
 	VSUBPS Y6, Y5, Y5
 
-	// v59 = exp(v58) []
+	// v59 = exp(v58)
 	VMAXPS       lgc4<>+0(SB), Y5, Y6
 	VMINPS       lgc5<>+0(SB), Y6, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -795,73 +791,73 @@ TEXT ·pass1AVX2(SB), $0-80
 	VBLENDVPS    Y6, Y5, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y5
 
-	// v60 = gt(v4, v2) []
+	// v60 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v61 = div(v59, v34) []
+	// v61 = div(v59, v34)
 	VDIVPS Y1, Y8, Y1
 
-	// v62 = where(v60, v61, v2) []
+	// ess = where(v60, v61, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y1, Y5, Y0
 
-	// store v35
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v39
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v44
-	MOVQ   p8+64(FP), AX
+	// store entropy2
+	MOVQ   entropy+64(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v62
-	MOVQ   p9+72(FP), AX
+	// store ess
+	MOVQ   ess+72(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float32)
+// func pass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
 // Requires: AVX
 TEXT ·pass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v28 = max(v27, v1) [B=8]
+	// v28 = max(v27, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v29 = div(v26, v28) [B=8]  # sequence_mean
+	// sequenceMean = div(v26, v28)
 	VDIVPS Y0, Y1, Y1
 
-	// mean(v29) over [B]
-	MOVQ    p2+16(FP), DX
+	// mean(sequenceMean) over [B]
+	MOVQ    state+16(FP), DX
 	VADDPS  5248(DX), Y1, Y1
 	VMOVUPS Y1, 5248(DX)
-	MOVQ    p3+24(FP), SI
+	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v49 = div(v48, v28) [B=8]  # sequence_mean
+	// sequenceMean2 = div(v48, v28)
 	VDIVPS Y0, Y1, Y0
 
-	// mean(v49) over [B]
+	// mean(sequenceMean2) over [B]
 	VADDPS       5568(DX), Y0, Y0
 	VMOVUPS      Y0, 5568(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      5248(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -895,7 +891,7 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
-	MOVQ         p2+16(FP), AX
+	MOVQ         state+16(FP), AX
 	VMOVUPS      5248(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -926,7 +922,7 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $32-48
 	XORQ AX, AX
@@ -936,7 +932,7 @@ outer0_6:
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -946,55 +942,54 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DI
+	MOVQ      sampleLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DI
+	MOVQ      advantage+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS  Y3, Y1, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v14 = max(v11, v12) tie=first [B=8 L=128]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v15 = min(v14, v13) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y3, (SP)
 
-	// v16 = exp(v11) [B=8 L=128]
+	// v16 = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y5, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y3
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1020,46 +1015,45 @@ blocks_7:
 	VBLENDVPS    Y3, Y5, Y8, Y8
 	VMOVUPS      lgc17<>+0(SB), Y3
 
-	// v18 = max(v16, v17) tie=first [B=8 L=128]
+	// v18 = max(v16, 0.8000000028326788) tie=first
 	VMAXPS  Y8, Y3, Y3
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v20 = min(v18, v19) tie=first [B=8 L=128]  # ratio_clip
+	// ratioClip = min(v18, 1.2799999924290435) tie=first
 	VMINPS Y3, Y7, Y3
 
-	// v21 = detach(v20) [B=8 L=128]  # ratio_clip
-	// v22 = mul(v21, v10) [B=8 L=128]
+	// v22 = mul(ratioClip, v10)
 	VMULPS Y4, Y3, Y3
 
-	// v23 = mul(v22, v6) [B=8 L=128]
+	// v23 = mul(v22, v6)
 	VMULPS Y1, Y3, Y3
 
-	// v24 = neg(v23) [B=8 L=128]
+	// v24 = neg(v23)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v25 = where(v0, v24, v2) [B=8 L=128]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
 	// sum(v25) over [L]
 	XORQ    DI, DI
-	IMUL3Q  $+1, AX, R8
+	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  1024(BX)(R8*4), Y3, Y3
 	VMOVUPS Y3, 1024(BX)(R8*4)
 
-	// sum(v0) over [L]
+	// sum(mask) over [L]
 	IMUL3Q  $+8, DI, R8
 	VADDPS  2048(BX)(R8*4), Y0, Y3
 	VMOVUPS Y3, 2048(BX)(R8*4)
 
-	// v31 = ne(v15, v11) [B=8 L=128]
+	// v31 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v32 = where(v0, v31, v2) [B=8 L=128]
+	// v32 = where(mask, v31, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
@@ -1069,10 +1063,10 @@ blocks_7:
 	VMOVUPS Y3, 2624(BX)
 	VMOVUPS (SP), Y3
 
-	// v36 = sub(v8, v6) [B=8 L=128]
+	// v36 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v37 = where(v0, v36, v2) [B=8 L=128]
+	// v37 = where(mask, v36, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1080,15 +1074,15 @@ blocks_7:
 	// sum(v37) over [B L]
 	VADDPS  2944(BX), Y1, Y1
 	VMOVUPS Y1, 2944(BX)
-	MOVQ    p5+40(FP), R8
+	MOVQ    entropy+40(FP), R8
 	VMOVUPS (R8)(SI*4), Y1
 
-	// v41 = where(v0, v40, v2) [B=8 L=128]
+	// v41 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v42 = where(v0, v41, v2) [B=8 L=128]
+	// v42 = where(mask, v41, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y3
@@ -1097,10 +1091,10 @@ blocks_7:
 	VADDPS  3264(BX), Y3, Y3
 	VMOVUPS Y3, 3264(BX)
 
-	// v46 = mul(v45, v41) [B=8 L=128]
+	// v46 = mul(-0.01, v41)
 	VMULPS lgc20<>+0(SB), Y1, Y1
 
-	// v47 = where(v0, v46, v2) [B=8 L=128]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1111,7 +1105,7 @@ blocks_7:
 	VMOVUPS Y1, 4032(BX)(SI*4)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v52 = where(v0, v11, v51) [B=8 L=128]
+	// v52 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y5, Y1, Y0
@@ -1121,7 +1115,6 @@ blocks_7:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -1166,11 +1159,11 @@ blocks_7:
 	VADDPD       4768(BX), Y1, Y1
 	VMOVUPD      Y1, 4768(BX)
 
-	// v56 = mul(v53, v52) [B=8 L=128]
+	// v56 = mul(2, v52)
 	VMULPS       lgc24<>+0(SB), Y0, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1184,7 +1177,7 @@ blocks_7:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -1275,7 +1268,7 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1289,7 +1282,7 @@ noflush_8:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -1380,48 +1373,47 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func fbPass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-80
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v34 = max(v4, v1) []
+	// v34 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v35 = div(v33, v34) []
+	// clipFraction = div(v33, v34)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v39 = div(v38, v34) []
+	// klApprox = div(v38, v34)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s4+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v44 = div(v43, v34) []
+	// entropy2 = div(v43, v34)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v55 = mul(v53, v54) []
+	// v55 = mul(2, v54)
 	VMULPS       lgc24<>+0(SB), Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v58 = sub(v55, v57) []
+	// v58 = sub(v55, v57)
 	VSUBPS Y6, Y5, Y5
 
-	// v59 = exp(v58) []
+	// v59 = exp(v58)
 	VMAXPS       lgc4<>+0(SB), Y5, Y6
 	VMINPS       lgc5<>+0(SB), Y6, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1447,73 +1439,73 @@ TEXT ·fbPass1AVX2(SB), $0-80
 	VBLENDVPS    Y6, Y5, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y5
 
-	// v60 = gt(v4, v2) []
+	// v60 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v61 = div(v59, v34) []
+	// v61 = div(v59, v34)
 	VDIVPS Y1, Y8, Y1
 
-	// v62 = where(v60, v61, v2) []
+	// ess = where(v60, v61, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y1, Y5, Y0
 
-	// store v35
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v39
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v44
-	MOVQ   p8+64(FP), AX
+	// store entropy2
+	MOVQ   entropy+64(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v62
-	MOVQ   p9+72(FP), AX
+	// store ess
+	MOVQ   ess+72(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float64, p3 *float32)
+// func fbPass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
 // Requires: AVX
 TEXT ·fbPass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_9:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v28 = max(v27, v1) [B=8]
+	// v28 = max(v27, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v29 = div(v26, v28) [B=8]  # sequence_mean
+	// sequenceMean = div(v26, v28)
 	VDIVPS Y0, Y1, Y1
 
-	// mean(v29) over [B]
-	MOVQ    p2+16(FP), DX
+	// mean(sequenceMean) over [B]
+	MOVQ    state+16(FP), DX
 	VADDPS  5248(DX), Y1, Y1
 	VMOVUPS Y1, 5248(DX)
-	MOVQ    p3+24(FP), SI
+	MOVQ    s5+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v49 = div(v48, v28) [B=8]  # sequence_mean
+	// sequenceMean2 = div(v48, v28)
 	VDIVPS Y0, Y1, Y0
 
-	// mean(v49) over [B]
+	// mean(sequenceMean2) over [B]
 	VADDPS       5568(DX), Y0, Y0
 	VMOVUPS      Y0, 5568(DX)
 	DECQ         CX
 	JNZ          noflush_10
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      5248(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1547,7 +1539,7 @@ noflush_10:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_9
-	MOVQ         p2+16(FP), AX
+	MOVQ         state+16(FP), AX
 	VMOVUPS      5248(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1578,54 +1570,53 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func fbPass3AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $0-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_11:
 	XORQ CX, CX
 
 blocks_12:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      sampleLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DX
+	MOVQ      advantage+32(FP), DX
 	VMOVUPS   (DX)(BX*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS Y3, Y1, Y1
 
-	// v16 = exp(v11) [B=8 L=128]
+	// v16 = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y1, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y3
 	VMOVAPS      lgc9<>+0(SB), Y6
@@ -1651,75 +1642,74 @@ blocks_12:
 	VBLENDVPS    Y3, Y1, Y6, Y6
 	VMOVUPS      lgc17<>+0(SB), Y1
 
-	// v18 = max(v16, v17) tie=first [B=8 L=128]
+	// v18 = max(v16, 0.8000000028326788) tie=first
 	VMAXPS  Y6, Y1, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v20 = min(v18, v19) tie=first [B=8 L=128]  # ratio_clip
+	// ratioClip = min(v18, 1.2799999924290435) tie=first
 	VMINPS Y1, Y3, Y1
 
-	// v21 = detach(v20) [B=8 L=128]  # ratio_clip
-	// v22 = mul(v21, v10) [B=8 L=128]
+	// v22 = mul(ratioClip, v10)
 	VMULPS       Y4, Y1, Y1
-	MOVQ         p5+40(FP), DX
+	MOVQ         s1+40(FP), DX
 	XORQ         SI, SI
-	IMUL3Q       $+1, AX, DI
+	MOVQ         AX, DI
 	ADDQ         DI, SI
 	VBROADCASTSS (DX)(SI*4), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 
-	// v28 = max(v27, v1) [B=8]
+	// v28 = max(v27, 1)
 	VMAXPS  Y3, Y4, Y3
 	VMOVUPS lgc27<>+0(SB), Y4
 
-	// v64 = div(v63, v28) [B=8]
+	// v64 = div(0.125, v28)
 	VDIVPS Y3, Y4, Y3
 
-	// v65 = where(v0, v64, v2) [B=8 L=128]
+	// v65 = where(mask, v64, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v66 = mul(v65, v45) [B=8 L=128]
+	// v66 = mul(v65, -0.01)
 	VMULPS lgc20<>+0(SB), Y3, Y4
 
-	// v67 = where(v0, v66, v2) [B=8 L=128]
+	// gradEntropy = where(mask, v66, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v68 = neg(v65) [B=8 L=128]
+	// v68 = neg(v65)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v69 = ne(v68, v2) [B=8 L=128]
+	// v69 = ne(v68, 0)
 	VCMPPS $0x04, Y2, Y3, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v70 = mul(v68, v22) [B=8 L=128]
+	// v70 = mul(v68, v22)
 	VMULPS Y1, Y3, Y1
 
-	// v71 = where(v69, v70, v68) [B=8 L=128]
+	// v71 = where(v69, v70, v68)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
 
-	// v72 = where(v0, v71, v2) [B=8 L=128]
+	// gradLogProb = where(mask, v71, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v67
-	MOVQ    p6+48(FP), DX
+	// store gradEntropy
+	MOVQ    gradEntropy+48(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 
-	// store v72
-	MOVQ    p7+56(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
 	JL      blocks_12
 	INCQ    AX
-	CMPQ    AX, p8+64(FP)
+	CMPQ    AX, hi+64(FP)
 	JL      outer0_11
 	VZEROUPPER
 	RET
@@ -1750,7 +1740,6 @@ bulk_13:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3

@@ -12,13 +12,13 @@ import (
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
 	s0    []float32 // v26 = sum(v25) over L [B=8]
-	s1    []float32 // v27 = sum(v0) over L [B=8]
-	s2    float32   // v33 = sum(v32) over B,L []
-	s3    float32   // v38 = sum(v37) over B,L []
-	s4    float32   // v43 = sum(v42) over B,L []
+	s1    []float32 // v27 = sum(mask) over L [B=8]
+	s2    float32   // v33 = sum(v32) over B,L
+	s3    float32   // v38 = sum(v37) over B,L
+	s4    float32   // v43 = sum(v42) over B,L
 	s5    []float32 // v48 = sum(v47) over L [B=8]
-	s6    float32   // v54 = logsumexp(v52) over B,L []
-	s7    float32   // v57 = logsumexp(v56) over B,L []
+	s6    float32   // v54 = logsumexp(v52) over B,L
+	s7    float32   // v57 = logsumexp(v56) over B,L
 	acc26 []float64 // accumulators of v26
 	acc27 []float64 // accumulators of v27
 	acc48 []float64 // accumulators of v48
@@ -29,8 +29,17 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c17 := float32(0.8)
+	c19 := float32(1.28)
+	c45 := float32(-0.01)
+	c51 := float32(math.Inf(-1))
+	two := float32(2)
+	numValid := 0.0
 	for k := range s.acc26 {
 		s.acc26[k] = 0.0
 	}
@@ -47,57 +56,47 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc57 := runtime.NewLogSumExp()
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := float32(0.8)
-			v18 := max(v16, v17)
-			v19 := float32(1.28)
-			v20 := min(v18, v19)
-			v21 := v20
-			v22 := float32(v21 * v10)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			v16 := float32(math.Exp(float64(logWeight)))
+			v18 := max(v16, c17)
+			ratioClip := min(v18, c19)
+			v22 := float32(ratioClip * v10)
 			v23 := float32(v22 * v6)
 			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			v25 := sel(mask, v24, zero)
 			s.acc26[iB] += float64(v25)
-			s.acc27[iB] += float64(v0)
-			v31 := b2f(v15 != v11)
-			v32 := sel(v0, v31, v2)
+			s.acc27[iB] += float64(mask)
+			v31 := b2f(logWeightClip != logWeight)
+			v32 := sel(mask, v31, zero)
 			acc33 += float64(v32)
 			v36 := v8 - v6
-			v37 := sel(v0, v36, v2)
+			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
-			v40 := in.Entropy[iB*128+iL]
-			v41 := sel(v0, v40, v2)
-			v42 := sel(v0, v41, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v41 := sel(mask, entropy, zero)
+			v42 := sel(mask, v41, zero)
 			acc43 += float64(v42)
-			v45 := float32(-0.01)
-			v46 := float32(v45 * v41)
-			v47 := sel(v0, v46, v2)
+			v46 := float32(c45 * v41)
+			v47 := sel(mask, v46, zero)
 			s.acc48[iB] += float64(v47)
-			v51 := float32(math.Inf(-1))
-			v52 := sel(v0, v11, v51)
-			v53 := float32(2)
+			v52 := sel(mask, logWeight, c51)
 			acc54.Add(float64(v52))
-			v56 := float32(v53 * v52)
+			v56 := float32(two * v52)
 			acc57.Add(float64(v56))
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	for k := range s.acc26 {
 		s.s0[k] = float32(s.acc26[k])
 	}
@@ -115,62 +114,62 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	numValid := out.NumValid
 	v33 := s.s2
-	v34 := max(v4, v1)
-	v35 := v33 / v34
-	out.ClipFraction = v35
+	v34 := max(numValid, one)
+	clipFraction := v33 / v34
+	out.ClipFraction = clipFraction
 	v38 := s.s3
-	v39 := v38 / v34
-	out.KLApprox = v39
+	klApprox := v38 / v34
+	out.KLApprox = klApprox
 	v43 := s.s4
-	v44 := v43 / v34
-	out.Entropy = v44
-	v53 := float32(2)
+	entropy2 := v43 / v34
+	out.Entropy = entropy2
 	v54 := s.s6
-	v55 := float32(v53 * v54)
+	v55 := float32(two * v54)
 	v57 := s.s7
 	v58 := v55 - v57
 	v59 := float32(math.Exp(float64(v58)))
-	v60 := b2f(v4 > v2)
+	v60 := b2f(numValid > zero)
 	v61 := v59 / v34
-	v62 := sel(v60, v61, v2)
-	out.ESS = v62
+	ess := sel(v60, v61, zero)
+	out.ESS = ess
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=8].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc30 := runtime.Mean{}
-	acc50 := runtime.Mean{}
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	lossObjective := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v1 := float32(1)
 		v26 := s.s0[iB]
 		v27 := s.s1[iB]
-		v28 := max(v27, v1)
-		v29 := v26 / v28
-		acc30.Add(float64(v29))
+		v28 := max(v27, one)
+		sequenceMean := v26 / v28
+		lossObjective.Add(float64(sequenceMean))
 		v48 := s.s5[iB]
-		v49 := v48 / v28
-		acc50.Add(float64(v49))
+		sequenceMean2 := v48 / v28
+		lossEntropy.Add(float64(sequenceMean2))
 	}
-	out.LossObjective = float32(acc30.Result())
-	out.LossEntropy = float32(acc50.Result())
+	out.LossObjective = float32(lossObjective.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
 	s0    []float32 // v26 = sum(v25) over L [B=8]
-	s1    []float32 // v27 = sum(v0) over L [B=8]
-	s2    float32   // v33 = sum(v32) over B,L []
-	s3    float32   // v38 = sum(v37) over B,L []
-	s4    float32   // v43 = sum(v42) over B,L []
+	s1    []float32 // v27 = sum(mask) over L [B=8]
+	s2    float32   // v33 = sum(v32) over B,L
+	s3    float32   // v38 = sum(v37) over B,L
+	s4    float32   // v43 = sum(v42) over B,L
 	s5    []float32 // v48 = sum(v47) over L [B=8]
-	s6    float32   // v54 = logsumexp(v52) over B,L []
-	s7    float32   // v57 = logsumexp(v56) over B,L []
+	s6    float32   // v54 = logsumexp(v52) over B,L
+	s7    float32   // v57 = logsumexp(v56) over B,L
 	acc26 []float64 // accumulators of v26
 	acc27 []float64 // accumulators of v27
 	acc48 []float64 // accumulators of v48
@@ -180,9 +179,19 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc48: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c17 := float32(0.8)
+	c19 := float32(1.28)
+	c45 := float32(-0.01)
+	c51 := float32(math.Inf(-1))
+	two := float32(2)
+	numValid := 0.0
 	for k := range s.acc26 {
 		s.acc26[k] = 0.0
 	}
@@ -199,57 +208,47 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc57 := runtime.NewLogSumExp()
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := float32(0.8)
-			v18 := max(v16, v17)
-			v19 := float32(1.28)
-			v20 := min(v18, v19)
-			v21 := v20
-			v22 := float32(v21 * v10)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			v16 := float32(math.Exp(float64(logWeight)))
+			v18 := max(v16, c17)
+			ratioClip := min(v18, c19)
+			v22 := float32(ratioClip * v10)
 			v23 := float32(v22 * v6)
 			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			v25 := sel(mask, v24, zero)
 			s.acc26[iB] += float64(v25)
-			s.acc27[iB] += float64(v0)
-			v31 := b2f(v15 != v11)
-			v32 := sel(v0, v31, v2)
+			s.acc27[iB] += float64(mask)
+			v31 := b2f(logWeightClip != logWeight)
+			v32 := sel(mask, v31, zero)
 			acc33 += float64(v32)
 			v36 := v8 - v6
-			v37 := sel(v0, v36, v2)
+			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
-			v40 := in.Entropy[iB*128+iL]
-			v41 := sel(v0, v40, v2)
-			v42 := sel(v0, v41, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v41 := sel(mask, entropy, zero)
+			v42 := sel(mask, v41, zero)
 			acc43 += float64(v42)
-			v45 := float32(-0.01)
-			v46 := float32(v45 * v41)
-			v47 := sel(v0, v46, v2)
+			v46 := float32(c45 * v41)
+			v47 := sel(mask, v46, zero)
 			s.acc48[iB] += float64(v47)
-			v51 := float32(math.Inf(-1))
-			v52 := sel(v0, v11, v51)
-			v53 := float32(2)
+			v52 := sel(mask, logWeight, c51)
 			acc54.Add(float64(v52))
-			v56 := float32(v53 * v52)
+			v56 := float32(two * v52)
 			acc57.Add(float64(v56))
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	for k := range s.acc26 {
 		s.s0[k] = float32(s.acc26[k])
 	}
@@ -267,87 +266,87 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	numValid := out.NumValid
 	v33 := s.s2
-	v34 := max(v4, v1)
-	v35 := v33 / v34
-	out.ClipFraction = v35
+	v34 := max(numValid, one)
+	clipFraction := v33 / v34
+	out.ClipFraction = clipFraction
 	v38 := s.s3
-	v39 := v38 / v34
-	out.KLApprox = v39
+	klApprox := v38 / v34
+	out.KLApprox = klApprox
 	v43 := s.s4
-	v44 := v43 / v34
-	out.Entropy = v44
-	v53 := float32(2)
+	entropy2 := v43 / v34
+	out.Entropy = entropy2
 	v54 := s.s6
-	v55 := float32(v53 * v54)
+	v55 := float32(two * v54)
 	v57 := s.s7
 	v58 := v55 - v57
 	v59 := float32(math.Exp(float64(v58)))
-	v60 := b2f(v4 > v2)
+	v60 := b2f(numValid > zero)
 	v61 := v59 / v34
-	v62 := sel(v60, v61, v2)
-	out.ESS = v62
+	ess := sel(v60, v61, zero)
+	out.ESS = ess
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc30 := runtime.Mean{}
-	acc50 := runtime.Mean{}
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	lossObjective := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v1 := float32(1)
 		v26 := s.s0[iB]
 		v27 := s.s1[iB]
-		v28 := max(v27, v1)
-		v29 := v26 / v28
-		acc30.Add(float64(v29))
+		v28 := max(v27, one)
+		sequenceMean := v26 / v28
+		lossObjective.Add(float64(sequenceMean))
 		v48 := s.s5[iB]
-		v49 := v48 / v28
-		acc50.Add(float64(v49))
+		sequenceMean2 := v48 / v28
+		lossEntropy.Add(float64(sequenceMean2))
 	}
-	out.LossObjective = float32(acc30.Result())
-	out.LossEntropy = float32(acc50.Result())
+	out.LossObjective = float32(lossObjective.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c17 := float32(0.8)
+	c19 := float32(1.28)
+	c45 := float32(-0.01)
+	c63 := float32(0.125)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := float32(0.8)
-			v18 := max(v16, v17)
-			v19 := float32(1.28)
-			v20 := min(v18, v19)
-			v21 := v20
-			v22 := float32(v21 * v10)
+			mask := b2f(in.Mask[iB*128+iL])
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v16 := float32(math.Exp(float64(logWeight)))
+			v18 := max(v16, c17)
+			ratioClip := min(v18, c19)
+			v22 := float32(ratioClip * v10)
 			v27 := s.s1[iB]
-			v28 := max(v27, v1)
-			v45 := float32(-0.01)
-			v63 := float32(0.125)
-			v64 := v63 / v28
-			v65 := sel(v0, v64, v2)
-			v66 := float32(v65 * v45)
-			v67 := sel(v0, v66, v2)
-			g.Entropy[iB*128+iL] = v67
+			v28 := max(v27, one)
+			v64 := c63 / v28
+			v65 := sel(mask, v64, zero)
+			v66 := float32(v65 * c45)
+			gradEntropy := sel(mask, v66, zero)
+			grads.Entropy[iB*128+iL] = gradEntropy
 			v68 := -v65
-			v69 := b2f(v68 != v2)
+			v69 := b2f(v68 != zero)
 			v70 := float32(v68 * v22)
 			v71 := sel(v69, v70, v68)
-			v72 := sel(v0, v71, v2)
-			g.LogProb[iB*128+iL] = v72
+			gradLogProb := sel(mask, v71, zero)
+			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 }

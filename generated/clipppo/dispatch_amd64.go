@@ -248,7 +248,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -311,14 +312,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s5 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	fbPass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

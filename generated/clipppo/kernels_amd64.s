@@ -4,24 +4,24 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32)
+// func pass0AVX2(advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-64
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	MOVQ    p0+0(FP), DX
+	MOVQ    advantage+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// mean(v0) over [B]
-	MOVQ    p1+8(FP), DX
+	// mean(advantage) over [B]
+	MOVQ    state+8(FP), DX
 	VADDPS  256(DX), Y0, Y1
 	VMOVUPS Y1, 256(DX)
 
-	// var(v0) over [B]
+	// var(advantage) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -49,23 +49,23 @@ blocks_1:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         p2+16(FP), SI
+	MOVQ         logProb+16(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         p3+24(FP), SI
+	MOVQ         sampleLogProb+24(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v13 = max(v10, v11) tie=first [B=4096]
+	// v13 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
+	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y3, Y4, Y3
 
-	// v26 = ne(v14, v10) [B=4096]
+	// v26 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
@@ -73,50 +73,50 @@ blocks_1:
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v28 = sub(v9, v8) [B=4096]
+	// v28 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
-	MOVQ    p4+32(FP), SI
+	MOVQ    entropy+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v32 = mul(v31, v30) [B=4096]
+	// v32 = mul(-0.01, entropy)
 	VMULPS lgc4<>+0(SB), Y0, Y1
 
-	// mean(v30) over [B]
+	// mean(entropy) over [B]
 	VADDPS  1792(DX), Y0, Y0
 	VMOVUPS Y0, 1792(DX)
 
 	// mean(v32) over [B]
 	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    valueTarget+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    p6+48(FP), SI
+	MOVQ    stateValue+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v37 = sub(v35, v36) [B=4096]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y3
 
-	// v38 = mul(v37, v37) [B=4096]
+	// l2 = mul(diff, diff)
 	VMULPS  Y3, Y3, Y4
-	MOVQ    p7+56(FP), SI
+	MOVQ    oldStateValue+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v40 = sub(v36, v39) [B=4096]
+	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
-	// v43 = max(v40, v41) tie=first [B=4096]
+	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc6<>+0(SB), Y7
 
-	// v44 = min(v43, v42) tie=first [B=4096]
+	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y6, Y7, Y6
 
-	// v45 = ne(v40, v44) [B=4096]
+	// v45 = ne(v40, v44)
 	VCMPPS $0x04, Y6, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
@@ -124,16 +124,16 @@ blocks_1:
 	VADDPS  2432(DX), Y1, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v47 = add(v39, v44) [B=4096]
+	// v47 = add(oldStateValue, v44)
 	VADDPS Y6, Y5, Y1
 
-	// v48 = sub(v35, v47) [B=4096]
+	// diff2 = sub(valueTarget, v47)
 	VSUBPS Y1, Y0, Y1
 
-	// v49 = mul(v48, v48) [B=4096]
+	// l22 = mul(diff2, diff2)
 	VMULPS Y1, Y1, Y1
 
-	// v50 = max(v38, v49) [B=4096]
+	// v50 = max(l2, l22)
 	VXORPS lgc7<>+0(SB), Y4, Y4
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
@@ -141,14 +141,14 @@ blocks_1:
 	VORPS  Y5, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v52 = mul(v51, v50) [B=4096]
+	// v52 = mul(1, v50)
 	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// mean(v52) over [B]
 	VADDPS  2752(DX), Y1, Y1
 	VMOVUPS Y1, 2752(DX)
 
-	// var(v37) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -177,7 +177,7 @@ blocks_1:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y3, 3296(DX)
 
-	// var(v35) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -206,12 +206,11 @@ blocks_1:
 	VMOVUPD      Y1, 3680(DX)
 	VMOVUPD      Y0, 3872(DX)
 
-	// logsumexp(v10) over [B]
+	// logsumexp(logWeight) over [B]
 	VMAXPS       lgc8<>+0(SB), Y2, Y0
 	VMINPS       lgc9<>+0(SB), Y0, Y0
 	VMULPS       lgc10<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VMOVAPS      Y0, Y0
 	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
 	VMOVAPS      lgc13<>+0(SB), Y3
@@ -256,11 +255,11 @@ blocks_1:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v62 = mul(v60, v10) [B=4096]
+	// v62 = mul(2, logWeight)
 	VMULPS       lgc24<>+0(SB), Y2, Y0
 	DECQ         CX
 	JNZ          noflush_2
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -359,7 +358,7 @@ noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_1
-	MOVQ         p1+8(FP), AX
+	MOVQ         state+8(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -731,41 +730,40 @@ DATA lgc27<>+24(SB)/4, $0x00000000
 DATA lgc27<>+28(SB)/4, $0x00000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+// func pass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
-	MOVQ         p0+0(FP), AX
+	MOVQ         s3+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v57 = add(v55, v56) []
+	// v57 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc28<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(v54, v57) []
+	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v59 = sub(v51, v58) []
+	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
-	MOVQ         p2+16(FP), AX
+	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v64 = mul(v60, v61) []
+	// v64 = mul(2, logSumW)
 	VMULPS       lgc24<>+0(SB), Y1, Y1
-	MOVQ         p3+24(FP), AX
+	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v65 = sub(v64, v63) []
+	// v65 = sub(v64, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v66 = exp(v65) []
+	// essCol = exp(v65)
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
 	VMOVAPS      lgc13<>+0(SB), Y4
@@ -791,15 +789,15 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc29<>+0(SB), Y1
 
-	// v68 = div(v66, v67) []
+	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
 
-	// store v59
-	MOVQ   p4+32(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v68
-	MOVQ   p5+40(FP), AX
+	// store ess
+	MOVQ   ess+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -824,49 +822,48 @@ DATA lgc29<>+24(SB)/4, $0x45800000
 DATA lgc29<>+28(SB)/4, $0x45800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64)
+// func pass2AVX2(s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_3:
-	MOVQ         p0+0(FP), DX
+	MOVQ         s1+0(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = sqrt(v2) []  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p1+8(FP), DX
+	MOVQ         advantage+8(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         p2+16(FP), DX
+	MOVQ         s0+16(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
-	// v4 = sub(v0, v1) [B=4096]
+	// v4 = sub(advantage, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc30<>+0(SB), Y2
 
-	// v6 = max(v3, v5) []
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [B=4096]  # advantage_normalized
+	// advantageNormalized = div(v4, v6)
 	VDIVPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    logProb+24(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    p4+32(FP), DX
+	MOVQ    sampleLogProb+32(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
-	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y1
 
-	// v15 = exp(v10) [B=4096]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
 	VMOVAPS      lgc13<>+0(SB), Y4
@@ -892,36 +889,36 @@ blocks_3:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc27<>+0(SB), Y1
 
-	// v17 = ge(v7, v16) [B=4096]
+	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y1
 	VANDPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc31<>+0(SB), Y2
 
-	// v19 = min(v15, v18) tie=first [B=4096]
+	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
 	VMOVUPS lgc32<>+0(SB), Y3
 
-	// v21 = max(v15, v20) tie=first [B=4096]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
 
-	// v22 = where(v17, v19, v21) [B=4096]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc27<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
-	// v23 = mul(v7, v22) [B=4096]  # gain
+	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
 
-	// v24 = neg(v23) [B=4096]
+	// v24 = neg(gain)
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
 	// mean(v24) over [B]
-	MOVQ         p5+40(FP), DX
+	MOVQ         state+40(FP), DX
 	VADDPS       4864(DX), Y0, Y0
 	VMOVUPS      Y0, 4864(DX)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -942,7 +939,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_3
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -990,24 +987,24 @@ DATA lgc32<>+24(SB)/4, $0x3f4ccccd
 DATA lgc32<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *float64, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func fbPass0AVX2(advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $192-80
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_5:
-	MOVQ    p0+0(FP), DX
+	MOVQ    advantage+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// mean(v0) over [B]
-	MOVQ    p1+8(FP), DX
+	// mean(advantage) over [B]
+	MOVQ    state+8(FP), DX
 	VADDPS  256(DX), Y0, Y1
 	VMOVUPS Y1, 256(DX)
 
-	// var(v0) over [B]
+	// var(advantage) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1035,23 +1032,23 @@ blocks_5:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         p2+16(FP), SI
+	MOVQ         logProb+16(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         p3+24(FP), SI
+	MOVQ         sampleLogProb+24(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v13 = max(v10, v11) tie=first [B=4096]
+	// v13 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v14 = min(v13, v12) tie=first [B=4096]  # log_weight_clip
+	// logWeightClip = min(v13, 0.18232156) tie=first
 	VMINPS Y3, Y4, Y3
 
-	// v26 = ne(v14, v10) [B=4096]
+	// v26 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y2, Y3, Y3
 	VANDPS lgc3<>+0(SB), Y3, Y3
 
@@ -1059,50 +1056,50 @@ blocks_5:
 	VADDPS  1152(DX), Y3, Y3
 	VMOVUPS Y3, 1152(DX)
 
-	// v28 = sub(v9, v8) [B=4096]
+	// v28 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
-	MOVQ    p4+32(FP), SI
+	MOVQ    entropy+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v32 = mul(v31, v30) [B=4096]
+	// v32 = mul(-0.01, entropy)
 	VMULPS lgc4<>+0(SB), Y0, Y1
 
-	// mean(v30) over [B]
+	// mean(entropy) over [B]
 	VADDPS  1792(DX), Y0, Y0
 	VMOVUPS Y0, 1792(DX)
 
 	// mean(v32) over [B]
 	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    valueTarget+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    p6+48(FP), SI
+	MOVQ    stateValue+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v37 = sub(v35, v36) [B=4096]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y3
 
-	// v38 = mul(v37, v37) [B=4096]
+	// l2 = mul(diff, diff)
 	VMULPS  Y3, Y3, Y4
-	MOVQ    p7+56(FP), SI
+	MOVQ    oldStateValue+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
-	// v40 = sub(v36, v39) [B=4096]
+	// v40 = sub(stateValue, oldStateValue)
 	VSUBPS  Y5, Y1, Y1
 	VMOVUPS lgc5<>+0(SB), Y6
 
-	// v43 = max(v40, v41) tie=first [B=4096]
+	// v43 = max(v40, -0.2) tie=first
 	VMAXPS  Y1, Y6, Y6
 	VMOVUPS lgc6<>+0(SB), Y7
 
-	// v44 = min(v43, v42) tie=first [B=4096]
+	// v44 = min(v43, 0.2) tie=first
 	VMINPS Y6, Y7, Y7
 
-	// v45 = ne(v40, v44) [B=4096]
+	// v45 = ne(v40, v44)
 	VCMPPS  $0x04, Y7, Y1, Y8
 	VANDPS  lgc3<>+0(SB), Y8, Y8
 	VMOVUPS Y1, (SP)
@@ -1111,16 +1108,16 @@ blocks_5:
 	VADDPS  2432(DX), Y8, Y1
 	VMOVUPS Y1, 2432(DX)
 
-	// v47 = add(v39, v44) [B=4096]
+	// v47 = add(oldStateValue, v44)
 	VADDPS Y7, Y5, Y1
 
-	// v48 = sub(v35, v47) [B=4096]
+	// diff2 = sub(valueTarget, v47)
 	VSUBPS Y1, Y0, Y1
 
-	// v49 = mul(v48, v48) [B=4096]
+	// l22 = mul(diff2, diff2)
 	VMULPS Y1, Y1, Y5
 
-	// v50 = max(v38, v49) [B=4096]
+	// v50 = max(l2, l22)
 	VXORPS lgc7<>+0(SB), Y4, Y7
 	VXORPS lgc7<>+0(SB), Y5, Y9
 	VMINPS Y7, Y9, Y8
@@ -1128,7 +1125,7 @@ blocks_5:
 	VORPS  Y8, Y7, Y7
 	VXORPS lgc7<>+0(SB), Y7, Y7
 
-	// v52 = mul(v51, v50) [B=4096]
+	// v52 = mul(1, v50)
 	VMULPS lgc3<>+0(SB), Y7, Y7
 
 	// mean(v52) over [B]
@@ -1137,7 +1134,7 @@ blocks_5:
 	VMOVUPS Y6, 32(SP)
 	VMOVUPS Y1, 64(SP)
 
-	// var(v37) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X6
 	VCVTPS2PD    X6, Y6
@@ -1166,7 +1163,7 @@ blocks_5:
 	VMOVUPD      Y1, 3104(DX)
 	VMOVUPD      Y6, 3296(DX)
 
-	// var(v35) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1198,12 +1195,11 @@ blocks_5:
 	VMOVUPS      Y4, 128(SP)
 	VMOVUPS      Y5, 160(SP)
 
-	// logsumexp(v10) over [B]
+	// logsumexp(logWeight) over [B]
 	VMAXPS       lgc8<>+0(SB), Y2, Y0
 	VMINPS       lgc9<>+0(SB), Y0, Y0
 	VMULPS       lgc10<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VMOVAPS      Y0, Y0
 	VFNMADD231PS lgc11<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc12<>+0(SB), Y1, Y0
 	VMOVAPS      lgc13<>+0(SB), Y3
@@ -1248,76 +1244,76 @@ blocks_5:
 	VADDPD       4384(DX), Y0, Y0
 	VMOVUPD      Y0, 4384(DX)
 
-	// v62 = mul(v60, v10) [B=4096]
+	// v62 = mul(2, logWeight)
 	VMULPS  lgc24<>+0(SB), Y2, Y0
 	VMOVUPS 128(SP), Y0
 	VMOVUPS 160(SP), Y1
 
-	// v71 = eq(v38, v49) [B=4096]
+	// v71 = eq(l2, l22)
 	VCMPPS $0x00, Y1, Y0, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v72 = lt(v38, v49) [B=4096]
+	// v72 = lt(l2, l22)
 	VCMPPS  $0x11, Y1, Y0, Y3
 	VANDPS  lgc3<>+0(SB), Y3, Y3
 	VMOVUPS lgc33<>+0(SB), Y4
 	VMOVUPS lgc34<>+0(SB), Y5
 
-	// v73 = where(v71, v70, v69) [B=4096]
+	// v73 = where(v71, 0.00012207031, 0.00024414063)
 	VMOVUPS   lgc27<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y6
 	VMOVUPS   lgc27<>+0(SB), Y7
 
-	// v74 = where(v72, v16, v73) [B=4096]
+	// v74 = where(v72, 0, v73)
 	VMOVUPS   lgc27<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y6, Y3
 
-	// v75 = ge(v38, v49) [B=4096]
+	// v75 = ge(l2, l22)
 	VCMPPS $0x1d, Y1, Y0, Y0
 	VANDPS lgc3<>+0(SB), Y0, Y0
 
-	// v76 = where(v71, v70, v16) [B=4096]
+	// v76 = where(v71, 0.00012207031, 0)
 	VMOVUPS   lgc27<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y2, Y1
 	VBLENDVPS Y1, Y4, Y7, Y1
 
-	// v77 = where(v75, v76, v69) [B=4096]
+	// v77 = where(v75, v76, 0.00024414063)
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y1, Y5, Y0
 
-	// v78 = ne(v77, v16) [B=4096]
+	// v78 = ne(v77, 0)
 	VCMPPS  $0x04, Y7, Y0, Y1
 	VANDPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y2
 
-	// v79 = mul(v77, v48) [B=4096]
+	// v79 = mul(v77, diff2)
 	VMULPS Y2, Y0, Y2
 
-	// v80 = where(v78, v79, v77) [B=4096]
+	// v80 = where(v78, v79, v77)
 	VMOVUPS   lgc27<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v81 = add(v80, v80) [B=4096]
+	// v81 = add(v80, v80)
 	VADDPS Y0, Y0, Y0
 
-	// v82 = neg(v81) [B=4096]
+	// v82 = neg(v81)
 	VXORPS  lgc7<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y1
 	VMOVUPS lgc6<>+0(SB), Y2
 
-	// v83 = le(v43, v42) [B=4096]
+	// v83 = le(v43, 0.2)
 	VCMPPS $0x12, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v84 = ne(v43, v43) [B=4096]
+	// v84 = ne(v43, v43)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v85 = max(v83, v84) [B=4096]
+	// v85 = max(v83, v84)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1325,22 +1321,22 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v86 = where(v85, v82, v16) [B=4096]
+	// v86 = where(v85, v82, 0)
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 	VMOVUPS   (SP), Y1
 	VMOVUPS   lgc5<>+0(SB), Y2
 
-	// v87 = ge(v40, v41) [B=4096]
+	// v87 = ge(v40, -0.2)
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v88 = ne(v40, v40) [B=4096]
+	// v88 = ne(v40, v40)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v89 = max(v87, v88) [B=4096]
+	// v89 = max(v87, v88)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y1, Y1
 	VMINPS Y2, Y1, Y4
@@ -1348,45 +1344,44 @@ blocks_5:
 	VORPS  Y4, Y1, Y1
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v90 = where(v89, v86, v16) [B=4096]
+	// v90 = where(v89, v86, 0)
 	VMOVUPS   lgc27<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y7, Y0
 
-	// v91 = ne(v74, v16) [B=4096]
+	// v91 = ne(v74, 0)
 	VCMPPS  $0x04, Y7, Y3, Y1
 	VANDPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS 96(SP), Y2
 
-	// v92 = mul(v74, v37) [B=4096]
+	// v92 = mul(v74, diff)
 	VMULPS Y2, Y3, Y2
 
-	// v93 = where(v91, v92, v74) [B=4096]
+	// v93 = where(v91, v92, v74)
 	VMOVUPS   lgc27<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
-	// v94 = add(v93, v93) [B=4096]
+	// v94 = add(v93, v93)
 	VADDPS Y1, Y1, Y1
 
-	// v95 = neg(v94) [B=4096]
+	// v95 = neg(v94)
 	VXORPS lgc7<>+0(SB), Y1, Y1
 
-	// v96 = add(v90, v95) [B=4096]
+	// gradStateValue = add(v90, v95)
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS lgc35<>+0(SB), Y1
 
-	// v113 = broadcast(v97) [B=4096]
-	// store v96
-	MOVQ    p8+64(FP), DX
+	// store gradStateValue
+	MOVQ    gradStateValue+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v113
-	MOVQ         p9+72(FP), DX
+	// store gradEntropy
+	MOVQ         gradEntropy+72(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_6
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1485,7 +1480,7 @@ noflush_6:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_5
-	MOVQ         p1+8(FP), AX
+	MOVQ         state+8(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1611,41 +1606,40 @@ DATA lgc35<>+24(SB)/4, $0xb623d70a
 DATA lgc35<>+28(SB)/4, $0xb623d70a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32)
+// func fbPass1AVX2(s3 *float32, s2 *float32, s4 *float32, s5 *float32, explainedVariance *float32, ess *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-48
-	MOVQ         p0+0(FP), AX
+	MOVQ         s3+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v57 = add(v55, v56) []
+	// v57 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc28<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v58 = div(v54, v57) []
+	// v58 = div(residVar, v57)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v59 = sub(v51, v58) []
+	// explainedVariance = sub(1, v58)
 	VSUBPS       Y0, Y1, Y0
-	MOVQ         p2+16(FP), AX
+	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v64 = mul(v60, v61) []
+	// v64 = mul(2, logSumW)
 	VMULPS       lgc24<>+0(SB), Y1, Y1
-	MOVQ         p3+24(FP), AX
+	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v65 = sub(v64, v63) []
+	// v65 = sub(v64, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v66 = exp(v65) []
+	// essCol = exp(v65)
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
 	VMOVAPS      lgc13<>+0(SB), Y4
@@ -1671,62 +1665,61 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc29<>+0(SB), Y1
 
-	// v68 = div(v66, v67) []
+	// ess = div(essCol, 4096)
 	VDIVPS Y1, Y4, Y1
 
-	// store v59
-	MOVQ   p4+32(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v68
-	MOVQ   p5+40(FP), AX
+	// store ess
+	MOVQ   ess+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32)
+// func fbPass2AVX2(s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-56
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_7:
-	MOVQ         p0+0(FP), DX
+	MOVQ         s1+0(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = sqrt(v2) []  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p1+8(FP), DX
+	MOVQ         advantage+8(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         p2+16(FP), DX
+	MOVQ         s0+16(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
-	// v4 = sub(v0, v1) [B=4096]
+	// v4 = sub(advantage, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc30<>+0(SB), Y2
 
-	// v6 = max(v3, v5) []
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [B=4096]  # advantage_normalized
+	// advantageNormalized = div(v4, v6)
 	VDIVPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    logProb+24(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    p4+32(FP), DX
+	MOVQ    sampleLogProb+32(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
-	// v10 = sub(v8, v9) [B=4096]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y1
 
-	// v15 = exp(v10) [B=4096]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc8<>+0(SB), Y1, Y2
 	VMINPS       lgc9<>+0(SB), Y2, Y2
 	VMULPS       lgc10<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc12<>+0(SB), Y3, Y2
 	VMOVAPS      lgc13<>+0(SB), Y4
@@ -1752,56 +1745,56 @@ blocks_7:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc27<>+0(SB), Y1
 
-	// v17 = ge(v7, v16) [B=4096]
+	// v17 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y2
 	VANDPS  lgc3<>+0(SB), Y2, Y2
 	VMOVUPS lgc31<>+0(SB), Y3
 
-	// v19 = min(v15, v18) tie=first [B=4096]
+	// v19 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc32<>+0(SB), Y6
 
-	// v21 = max(v15, v20) tie=first [B=4096]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// v22 = where(v17, v19, v21) [B=4096]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc27<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
-	// v23 = mul(v7, v22) [B=4096]  # gain
+	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y5, Y0, Y5
 
-	// v24 = neg(v23) [B=4096]
+	// v24 = neg(gain)
 	VXORPS lgc7<>+0(SB), Y5, Y5
 
 	// mean(v24) over [B]
-	MOVQ    p5+40(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  4864(DX), Y5, Y5
 	VMOVUPS Y5, 4864(DX)
 
-	// v99 = mul(v98, v7) [B=4096]
+	// v99 = mul(-0.00024414063, advantageNormalized)
 	VMULPS lgc36<>+0(SB), Y0, Y0
 
-	// v100 = where(v17, v99, v16) [B=4096]
+	// v100 = where(v17, v99, 0)
 	VMOVUPS   lgc27<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y0, Y1, Y5
 
-	// v101 = where(v17, v16, v99) [B=4096]
+	// v101 = where(v17, 0, v99)
 	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y1, Y0, Y0
 
-	// v102 = ge(v15, v20) [B=4096]
+	// v102 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v103 = ne(v15, v15) [B=4096]
+	// v103 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc3<>+0(SB), Y6, Y6
 
-	// v104 = max(v102, v103) [B=4096]
+	// v104 = max(v102, v103)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y6, Y8
 	VMINPS Y2, Y8, Y7
@@ -1809,16 +1802,16 @@ blocks_7:
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// v105 = where(v104, v101, v16) [B=4096]
+	// v105 = where(v104, v101, 0)
 	VMOVUPS   lgc27<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y0, Y1, Y0
 
-	// v106 = le(v15, v18) [B=4096]
+	// v106 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y2
 	VANDPS lgc3<>+0(SB), Y2, Y2
 
-	// v107 = max(v106, v103) [B=4096]
+	// v107 = max(v106, v103)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 	VXORPS lgc7<>+0(SB), Y6, Y3
 	VMINPS Y2, Y3, Y6
@@ -1826,32 +1819,32 @@ blocks_7:
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
-	// v108 = where(v107, v100, v16) [B=4096]
+	// v108 = where(v107, v100, 0)
 	VMOVUPS   lgc27<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y5, Y1, Y2
 
-	// v109 = add(v105, v108) [B=4096]
+	// v109 = add(v105, v108)
 	VADDPS Y2, Y0, Y0
 
-	// v110 = ne(v109, v16) [B=4096]
+	// v110 = ne(v109, 0)
 	VCMPPS $0x04, Y1, Y0, Y1
 	VANDPS lgc3<>+0(SB), Y1, Y1
 
-	// v111 = mul(v109, v15) [B=4096]
+	// v111 = mul(v109, ratio)
 	VMULPS Y4, Y0, Y2
 
-	// v112 = where(v110, v111, v109) [B=4096]
+	// gradLogProb = where(v110, v111, v109)
 	VMOVUPS   lgc27<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// store v112
-	MOVQ         p6+48(FP), DX
+	// store gradLogProb
+	MOVQ         gradLogProb+48(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_8
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1872,7 +1865,7 @@ noflush_8:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+4096
 	JL           blocks_7
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1916,7 +1909,6 @@ bulk_9:
 	VMINPS       lgc9<>+0(SB), Y1, Y1
 	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3

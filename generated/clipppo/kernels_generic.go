@@ -11,12 +11,12 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v1 = mean(v0) over B []  # mean
-	s1 float32 // v2 = var(v0) over B correction=1 []
-	s2 float32 // v54 = var(v37) over B correction=0 []
-	s3 float32 // v55 = var(v35) over B correction=0 []
-	s4 float32 // v61 = logsumexp(v10) over B []
-	s5 float32 // v63 = logsumexp(v62) over B []
+	s0 float32 // mean = mean(advantage) over B
+	s1 float32 // v2 = var(advantage) over B correction=1
+	s2 float32 // residVar = var(diff) over B correction=0
+	s3 float32 // targetVar = var(valueTarget) over B correction=0
+	s4 float32 // logSumW = logsumexp(logWeight) over B
+	s5 float32 // logSumW2 = logsumexp(v62) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -24,317 +24,318 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc1 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c11 := float32(-0.22314355)
+	c12 := float32(0.18232156)
+	c31 := float32(-0.01)
+	c41 := float32(-0.2)
+	c42 := float32(0.2)
+	one := float32(1)
+	two := float32(2)
+	mean := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	acc27 := runtime.Mean{}
-	acc29 := runtime.Mean{}
-	acc33 := runtime.Mean{}
-	acc34 := runtime.Mean{}
-	acc46 := runtime.Mean{}
-	acc53 := runtime.Mean{}
-	acc54 := runtime.Welford{}
-	acc55 := runtime.Welford{}
-	acc61 := runtime.NewLogSumExp()
-	acc63 := runtime.NewLogSumExp()
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	valueClipFraction := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
+	logSumW := runtime.NewLogSumExp()
+	logSumW2 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.Advantage[iB]
-		acc1.Add(float64(v0))
-		acc2.Add(float64(v0))
-		v8 := in.LogProb[iB]
-		v9 := in.SampleLogProb[iB]
-		v10 := v8 - v9
-		v11 := float32(-0.22314355)
-		v12 := float32(0.18232156)
-		v13 := max(v10, v11)
-		v14 := min(v13, v12)
-		v26 := b2f(v14 != v10)
-		acc27.Add(float64(v26))
-		v28 := v9 - v8
-		acc29.Add(float64(v28))
-		v30 := in.Entropy[iB]
-		v31 := float32(-0.01)
-		v32 := float32(v31 * v30)
-		acc33.Add(float64(v30))
-		acc34.Add(float64(v32))
-		v35 := in.ValueTarget[iB]
-		v36 := in.StateValue[iB]
-		v37 := v35 - v36
-		v38 := float32(v37 * v37)
-		v39 := in.OldStateValue[iB]
-		v40 := v36 - v39
-		v41 := float32(-0.2)
-		v42 := float32(0.2)
-		v43 := max(v40, v41)
-		v44 := min(v43, v42)
+		advantage := in.Advantage[iB]
+		mean.Add(float64(advantage))
+		acc2.Add(float64(advantage))
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v13 := max(logWeight, c11)
+		logWeightClip := min(v13, c12)
+		v26 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v26))
+		v28 := sampleLogProb - logProb
+		klApprox.Add(float64(v28))
+		entropy := in.Entropy[iB]
+		v32 := float32(c31 * entropy)
+		meanEntropy.Add(float64(entropy))
+		lossEntropy.Add(float64(v32))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		l2 := float32(diff * diff)
+		oldStateValue := in.OldStateValue[iB]
+		v40 := stateValue - oldStateValue
+		v43 := max(v40, c41)
+		v44 := min(v43, c42)
 		v45 := b2f(v40 != v44)
-		acc46.Add(float64(v45))
-		v47 := v39 + v44
-		v48 := v35 - v47
-		v49 := float32(v48 * v48)
-		v50 := max(v38, v49)
-		v51 := float32(1)
-		v52 := float32(v51 * v50)
-		acc53.Add(float64(v52))
-		acc54.Add(float64(v37))
-		acc55.Add(float64(v35))
-		v60 := float32(2)
-		acc61.Add(float64(v10))
-		v62 := float32(v60 * v10)
-		acc63.Add(float64(v62))
+		valueClipFraction.Add(float64(v45))
+		v47 := oldStateValue + v44
+		diff2 := valueTarget - v47
+		l22 := float32(diff2 * diff2)
+		v50 := max(l2, l22)
+		v52 := float32(one * v50)
+		lossCritic.Add(float64(v52))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
+		logSumW.Add(float64(logWeight))
+		v62 := float32(two * logWeight)
+		logSumW2.Add(float64(v62))
 	}
-	s.s0 = float32(acc1.Result())
+	s.s0 = float32(mean.Result())
 	s.s1 = float32(acc2.Var(1))
-	out.ClipFraction = float32(acc27.Result())
-	out.KLApprox = float32(acc29.Result())
-	out.Entropy = float32(acc33.Result())
-	out.LossEntropy = float32(acc34.Result())
-	out.ValueClipFraction = float32(acc46.Result())
-	out.LossCritic = float32(acc53.Result())
-	s.s2 = float32(acc54.Var(0))
-	s.s3 = float32(acc55.Var(0))
-	s.s4 = float32(acc61.Result())
-	s.s5 = float32(acc63.Result())
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.ValueClipFraction = float32(valueClipFraction.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s2 = float32(residVar.Var(0))
+	s.s3 = float32(targetVar.Var(0))
+	s.s4 = float32(logSumW.Result())
+	s.s5 = float32(logSumW2.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v51 := float32(1)
-	v54 := s.s2
-	v55 := s.s3
-	v56 := float32(1.1920929e-07)
-	v57 := v55 + v56
-	v58 := v54 / v57
-	v59 := v51 - v58
-	out.ExplainedVariance = v59
-	v60 := float32(2)
-	v61 := s.s4
-	v63 := s.s5
-	v64 := float32(v60 * v61)
-	v65 := v64 - v63
-	v66 := float32(math.Exp(float64(v65)))
-	v67 := float32(4096)
-	v68 := v66 / v67
-	out.ESS = v68
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c56 := float32(1.1920929e-07)
+	two := float32(2)
+	c67 := float32(4096)
+	residVar := s.s2
+	targetVar := s.s3
+	v57 := targetVar + c56
+	v58 := residVar / v57
+	explainedVariance := one - v58
+	out.ExplainedVariance = explainedVariance
+	logSumW := s.s4
+	logSumW2 := s.s5
+	v64 := float32(two * logSumW)
+	v65 := v64 - logSumW2
+	essCol := float32(math.Exp(float64(v65)))
+	ess := essCol / c67
+	out.ESS = ess
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=4096].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc25 := runtime.Mean{}
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c5 := float32(1e-06)
+	zero := float32(0)
+	c18 := float32(1.2)
+	c20 := float32(0.8)
+	lossObjective := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.Advantage[iB]
-		v1 := s.s0
+		advantage := in.Advantage[iB]
+		mean := s.s0
 		v2 := s.s1
-		v3 := float32(math.Sqrt(float64(v2)))
-		v4 := v0 - v1
-		v5 := float32(1e-06)
-		v6 := max(v3, v5)
-		v7 := v4 / v6
-		v8 := in.LogProb[iB]
-		v9 := in.SampleLogProb[iB]
-		v10 := v8 - v9
-		v15 := float32(math.Exp(float64(v10)))
-		v16 := float32(0)
-		v17 := b2f(v7 >= v16)
-		v18 := float32(1.2)
-		v19 := min(v15, v18)
-		v20 := float32(0.8)
-		v21 := max(v15, v20)
-		v22 := sel(v17, v19, v21)
-		v23 := float32(v7 * v22)
-		v24 := -v23
-		acc25.Add(float64(v24))
+		std := float32(math.Sqrt(float64(v2)))
+		v4 := advantage - mean
+		v6 := max(std, c5)
+		advantageNormalized := v4 / v6
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		ratio := float32(math.Exp(float64(logWeight)))
+		v17 := b2f(advantageNormalized >= zero)
+		v19 := min(ratio, c18)
+		v21 := max(ratio, c20)
+		ratioClipped := sel(v17, v19, v21)
+		gain := float32(advantageNormalized * ratioClipped)
+		v24 := -gain
+		lossObjective.Add(float64(v24))
 	}
-	out.LossObjective = float32(acc25.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v1 = mean(v0) over B []  # mean
-	s1 float32 // v2 = var(v0) over B correction=1 []
-	s2 float32 // v54 = var(v37) over B correction=0 []
-	s3 float32 // v55 = var(v35) over B correction=0 []
-	s4 float32 // v61 = logsumexp(v10) over B []
-	s5 float32 // v63 = logsumexp(v62) over B []
+	s0 float32 // mean = mean(advantage) over B
+	s1 float32 // v2 = var(advantage) over B correction=1
+	s2 float32 // residVar = var(diff) over B correction=0
+	s3 float32 // targetVar = var(valueTarget) over B correction=0
+	s4 float32 // logSumW = logsumexp(logWeight) over B
+	s5 float32 // logSumW2 = logsumexp(v62) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=4096].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc1 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=4096].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c11 := float32(-0.22314355)
+	c12 := float32(0.18232156)
+	zero := float32(0)
+	c31 := float32(-0.01)
+	c41 := float32(-0.2)
+	c42 := float32(0.2)
+	one := float32(1)
+	two := float32(2)
+	c69 := float32(0.00024414063)
+	c70 := float32(0.00012207031)
+	c97 := float32(-2.4414062e-06)
+	mean := runtime.Mean{}
 	acc2 := runtime.Welford{}
-	acc27 := runtime.Mean{}
-	acc29 := runtime.Mean{}
-	acc33 := runtime.Mean{}
-	acc34 := runtime.Mean{}
-	acc46 := runtime.Mean{}
-	acc53 := runtime.Mean{}
-	acc54 := runtime.Welford{}
-	acc55 := runtime.Welford{}
-	acc61 := runtime.NewLogSumExp()
-	acc63 := runtime.NewLogSumExp()
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	valueClipFraction := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
+	logSumW := runtime.NewLogSumExp()
+	logSumW2 := runtime.NewLogSumExp()
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.Advantage[iB]
-		acc1.Add(float64(v0))
-		acc2.Add(float64(v0))
-		v8 := in.LogProb[iB]
-		v9 := in.SampleLogProb[iB]
-		v10 := v8 - v9
-		v11 := float32(-0.22314355)
-		v12 := float32(0.18232156)
-		v13 := max(v10, v11)
-		v14 := min(v13, v12)
-		v16 := float32(0)
-		v26 := b2f(v14 != v10)
-		acc27.Add(float64(v26))
-		v28 := v9 - v8
-		acc29.Add(float64(v28))
-		v30 := in.Entropy[iB]
-		v31 := float32(-0.01)
-		v32 := float32(v31 * v30)
-		acc33.Add(float64(v30))
-		acc34.Add(float64(v32))
-		v35 := in.ValueTarget[iB]
-		v36 := in.StateValue[iB]
-		v37 := v35 - v36
-		v38 := float32(v37 * v37)
-		v39 := in.OldStateValue[iB]
-		v40 := v36 - v39
-		v41 := float32(-0.2)
-		v42 := float32(0.2)
-		v43 := max(v40, v41)
-		v44 := min(v43, v42)
+		advantage := in.Advantage[iB]
+		mean.Add(float64(advantage))
+		acc2.Add(float64(advantage))
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v13 := max(logWeight, c11)
+		logWeightClip := min(v13, c12)
+		v26 := b2f(logWeightClip != logWeight)
+		clipFraction.Add(float64(v26))
+		v28 := sampleLogProb - logProb
+		klApprox.Add(float64(v28))
+		entropy := in.Entropy[iB]
+		v32 := float32(c31 * entropy)
+		meanEntropy.Add(float64(entropy))
+		lossEntropy.Add(float64(v32))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		l2 := float32(diff * diff)
+		oldStateValue := in.OldStateValue[iB]
+		v40 := stateValue - oldStateValue
+		v43 := max(v40, c41)
+		v44 := min(v43, c42)
 		v45 := b2f(v40 != v44)
-		acc46.Add(float64(v45))
-		v47 := v39 + v44
-		v48 := v35 - v47
-		v49 := float32(v48 * v48)
-		v50 := max(v38, v49)
-		v51 := float32(1)
-		v52 := float32(v51 * v50)
-		acc53.Add(float64(v52))
-		acc54.Add(float64(v37))
-		acc55.Add(float64(v35))
-		v60 := float32(2)
-		acc61.Add(float64(v10))
-		v62 := float32(v60 * v10)
-		acc63.Add(float64(v62))
-		v69 := float32(0.00024414063)
-		v70 := float32(0.00012207031)
-		v71 := b2f(v38 == v49)
-		v72 := b2f(v38 < v49)
-		v73 := sel(v71, v70, v69)
-		v74 := sel(v72, v16, v73)
-		v75 := b2f(v38 >= v49)
-		v76 := sel(v71, v70, v16)
-		v77 := sel(v75, v76, v69)
-		v78 := b2f(v77 != v16)
-		v79 := float32(v77 * v48)
+		valueClipFraction.Add(float64(v45))
+		v47 := oldStateValue + v44
+		diff2 := valueTarget - v47
+		l22 := float32(diff2 * diff2)
+		v50 := max(l2, l22)
+		v52 := float32(one * v50)
+		lossCritic.Add(float64(v52))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
+		logSumW.Add(float64(logWeight))
+		v62 := float32(two * logWeight)
+		logSumW2.Add(float64(v62))
+		v71 := b2f(l2 == l22)
+		v72 := b2f(l2 < l22)
+		v73 := sel(v71, c70, c69)
+		v74 := sel(v72, zero, v73)
+		v75 := b2f(l2 >= l22)
+		v76 := sel(v71, c70, zero)
+		v77 := sel(v75, v76, c69)
+		v78 := b2f(v77 != zero)
+		v79 := float32(v77 * diff2)
 		v80 := sel(v78, v79, v77)
 		v81 := v80 + v80
 		v82 := -v81
-		v83 := b2f(v43 <= v42)
+		v83 := b2f(v43 <= c42)
 		v84 := b2f(v43 != v43)
 		v85 := max(v83, v84)
-		v86 := sel(v85, v82, v16)
-		v87 := b2f(v40 >= v41)
+		v86 := sel(v85, v82, zero)
+		v87 := b2f(v40 >= c41)
 		v88 := b2f(v40 != v40)
 		v89 := max(v87, v88)
-		v90 := sel(v89, v86, v16)
-		v91 := b2f(v74 != v16)
-		v92 := float32(v74 * v37)
+		v90 := sel(v89, v86, zero)
+		v91 := b2f(v74 != zero)
+		v92 := float32(v74 * diff)
 		v93 := sel(v91, v92, v74)
 		v94 := v93 + v93
 		v95 := -v94
-		v96 := v90 + v95
-		g.StateValue[iB] = v96
-		v97 := float32(-2.4414062e-06)
-		v113 := v97
-		g.Entropy[iB] = v113
+		gradStateValue := v90 + v95
+		grads.StateValue[iB] = gradStateValue
+		grads.Entropy[iB] = c97
 	}
-	s.s0 = float32(acc1.Result())
+	s.s0 = float32(mean.Result())
 	s.s1 = float32(acc2.Var(1))
-	out.ClipFraction = float32(acc27.Result())
-	out.KLApprox = float32(acc29.Result())
-	out.Entropy = float32(acc33.Result())
-	out.LossEntropy = float32(acc34.Result())
-	out.ValueClipFraction = float32(acc46.Result())
-	out.LossCritic = float32(acc53.Result())
-	s.s2 = float32(acc54.Var(0))
-	s.s3 = float32(acc55.Var(0))
-	s.s4 = float32(acc61.Result())
-	s.s5 = float32(acc63.Result())
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.ValueClipFraction = float32(valueClipFraction.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s2 = float32(residVar.Var(0))
+	s.s3 = float32(targetVar.Var(0))
+	s.s4 = float32(logSumW.Result())
+	s.s5 = float32(logSumW2.Result())
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v51 := float32(1)
-	v54 := s.s2
-	v55 := s.s3
-	v56 := float32(1.1920929e-07)
-	v57 := v55 + v56
-	v58 := v54 / v57
-	v59 := v51 - v58
-	out.ExplainedVariance = v59
-	v60 := float32(2)
-	v61 := s.s4
-	v63 := s.s5
-	v64 := float32(v60 * v61)
-	v65 := v64 - v63
-	v66 := float32(math.Exp(float64(v65)))
-	v67 := float32(4096)
-	v68 := v66 / v67
-	out.ESS = v68
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c56 := float32(1.1920929e-07)
+	two := float32(2)
+	c67 := float32(4096)
+	residVar := s.s2
+	targetVar := s.s3
+	v57 := targetVar + c56
+	v58 := residVar / v57
+	explainedVariance := one - v58
+	out.ExplainedVariance = explainedVariance
+	logSumW := s.s4
+	logSumW2 := s.s5
+	v64 := float32(two * logSumW)
+	v65 := v64 - logSumW2
+	essCol := float32(math.Exp(float64(v65)))
+	ess := essCol / c67
+	out.ESS = ess
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=4096].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc25 := runtime.Mean{}
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=4096].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c5 := float32(1e-06)
+	zero := float32(0)
+	c18 := float32(1.2)
+	c20 := float32(0.8)
+	c98 := float32(-0.00024414063)
+	lossObjective := runtime.Mean{}
 	for iB := 0; iB < 4096; iB++ {
-		v0 := in.Advantage[iB]
-		v1 := s.s0
+		advantage := in.Advantage[iB]
+		mean := s.s0
 		v2 := s.s1
-		v3 := float32(math.Sqrt(float64(v2)))
-		v4 := v0 - v1
-		v5 := float32(1e-06)
-		v6 := max(v3, v5)
-		v7 := v4 / v6
-		v8 := in.LogProb[iB]
-		v9 := in.SampleLogProb[iB]
-		v10 := v8 - v9
-		v15 := float32(math.Exp(float64(v10)))
-		v16 := float32(0)
-		v17 := b2f(v7 >= v16)
-		v18 := float32(1.2)
-		v19 := min(v15, v18)
-		v20 := float32(0.8)
-		v21 := max(v15, v20)
-		v22 := sel(v17, v19, v21)
-		v23 := float32(v7 * v22)
-		v24 := -v23
-		acc25.Add(float64(v24))
-		v98 := float32(-0.00024414063)
-		v99 := float32(v98 * v7)
-		v100 := sel(v17, v99, v16)
-		v101 := sel(v17, v16, v99)
-		v102 := b2f(v15 >= v20)
-		v103 := b2f(v15 != v15)
+		std := float32(math.Sqrt(float64(v2)))
+		v4 := advantage - mean
+		v6 := max(std, c5)
+		advantageNormalized := v4 / v6
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		ratio := float32(math.Exp(float64(logWeight)))
+		v17 := b2f(advantageNormalized >= zero)
+		v19 := min(ratio, c18)
+		v21 := max(ratio, c20)
+		ratioClipped := sel(v17, v19, v21)
+		gain := float32(advantageNormalized * ratioClipped)
+		v24 := -gain
+		lossObjective.Add(float64(v24))
+		v99 := float32(c98 * advantageNormalized)
+		v100 := sel(v17, v99, zero)
+		v101 := sel(v17, zero, v99)
+		v102 := b2f(ratio >= c20)
+		v103 := b2f(ratio != ratio)
 		v104 := max(v102, v103)
-		v105 := sel(v104, v101, v16)
-		v106 := b2f(v15 <= v18)
+		v105 := sel(v104, v101, zero)
+		v106 := b2f(ratio <= c18)
 		v107 := max(v106, v103)
-		v108 := sel(v107, v100, v16)
+		v108 := sel(v107, v100, zero)
 		v109 := v105 + v108
-		v110 := b2f(v109 != v16)
-		v111 := float32(v109 * v15)
-		v112 := sel(v110, v111, v109)
-		g.LogProb[iB] = v112
+		v110 := b2f(v109 != zero)
+		v111 := float32(v109 * ratio)
+		gradLogProb := sel(v110, v111, v109)
+		grads.LogProb[iB] = gradLogProb
 	}
-	out.LossObjective = float32(acc25.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -4,28 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $664-104
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -34,7 +22,7 @@ outer0_1:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
-	MOVQ       p1+8(FP), CX
+	MOVQ       nextTerminated+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
@@ -53,9 +41,9 @@ outer0_1:
 	VPMOVZXBD  8(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextDone+16(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -70,43 +58,41 @@ outer0_1:
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       stateValue+40(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), CX
+	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -134,11 +120,8 @@ outer0_1:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
@@ -146,12 +129,12 @@ outer0_1:
 	XORQ    BX, BX
 
 inner_A_2:
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -159,7 +142,7 @@ inner_A_2:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (SI)(Y2*4), Y1
 
-	// reduce_max(v19) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -180,8 +163,6 @@ inner_A_2:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-
-	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
@@ -192,12 +173,12 @@ inner_A_2:
 	XORQ    BX, BX
 
 inner_A_3:
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -206,15 +187,14 @@ inner_A_3:
 	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    280(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -254,10 +234,10 @@ inner_A_3:
 	VMOVUPD      Y2, 184(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	// v53 = mul(v24, v52)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v53) over [A]
@@ -285,7 +265,7 @@ inner_A_3:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v26 = log(v25) [N=64 T=421]
+	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -325,7 +305,7 @@ inner_A_3:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), BX
+	MOVQ         action+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 312(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -346,13 +326,13 @@ inner_A_3:
 	VMOVSS       X2, 328(SP)
 	VMOVUPS      312(SP), Y2
 
-	// v28 = gather(v19, v27) over A [N=64 T=421]
+	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+842, AX, SI
 	ADDQ       SI, BX
 	MOVQ       $+832, SI
 	ADDQ       SI, BX
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -364,33 +344,32 @@ inner_A_3:
 	VGATHERDPS Y3, (SI)(Y2*4), Y4
 	VMOVUPS    280(SP), Y2
 
-	// v29 = sub(v28, v22) [N=64 T=421]
+	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	// logSoftmax = sub(v29, v26)
 	VSUBPS     Y5, Y2, Y2
-	MOVQ       p9+72(FP), BX
+	MOVQ       sampleLogProb+72(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
-	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 344(SP)
 
-	// v37 = exp(v32) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
 	VMINPS       lgc17<>+0(SB), Y5, Y5
 	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VMOVAPS      lgc21<>+0(SB), Y8
@@ -417,28 +396,28 @@ inner_A_3:
 	VMOVUPS      88(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v39 = ge(v17, v38) [N=64 T=421]
+	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc49<>+0(SB), Y9
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y1, Y1
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y1, Y1
 
-	// v45 = mul(v17, v44) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y5, Y1
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
@@ -450,7 +429,7 @@ inner_A_3:
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v48 = ne(v36, v32) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -463,7 +442,7 @@ inner_A_3:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
-	// v50 = sub(v31, v30) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
@@ -485,17 +464,17 @@ inner_A_3:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     376(SP), Y2
 
-	// v55 = div(v54, v25) [N=64 T=421]
+	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 344(SP), Y2
 
-	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y1
 
-	// v58 = mul(v57, v56) [N=64 T=421]
+	// v58 = mul(-0.01, entropy)
 	VMULPS lgc51<>+0(SB), Y1, Y2
 
-	// mean(v56) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X4
@@ -513,37 +492,37 @@ inner_A_3:
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      120(SP), Y1
-	MOVQ         p5+40(FP), BX
+	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VMASKMOVPS   (BX)(DX*4), Y2, Y2
 
-	// v61 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y2, Y1, Y2
 
-	// v62 = abs(v61) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v64 = lt(v62, v0) [N=64 T=421]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y3, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v65 = mul(v63, v62) [N=64 T=421]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc26<>+0(SB), Y3, Y5
 
-	// v66 = mul(v65, v62) [N=64 T=421]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y3, Y5, Y5
 
-	// v67 = sub(v62, v63) [N=64 T=421]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS lgc26<>+0(SB), Y3, Y3
 
-	// v68 = where(v64, v66, v67) [N=64 T=421]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v69 = mul(v0, v68) [N=64 T=421]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v69) over [N T]
@@ -555,7 +534,7 @@ inner_A_3:
 	VADDPS       1856(CX), Y3, Y3
 	VMOVUPS      Y3, 1856(CX)
 
-	// var(v61) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y3
@@ -591,7 +570,7 @@ inner_A_3:
 	VBLENDVPD    Y3, Y5, Y2, Y5
 	VMOVUPD      Y5, 9056(CX)(BX*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
@@ -626,7 +605,7 @@ inner_A_3:
 	VMOVUPD      Y4, 19616(CX)(BX*8)
 	VMOVUPS      408(SP), Y1
 
-	// logsumexp(v32) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X4
@@ -656,18 +635,18 @@ inner_A_3:
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
 
-	// v79 = mul(v77, v32) [N=64 T=421]
+	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y1
 
-	// store v17
-	MOVQ       p10+80(FP), CX
+	// store advantage
+	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    120(SP), Y1
 
-	// store v18
-	MOVQ       p11+88(FP), CX
+	// store valueTarget2
+	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -675,7 +654,7 @@ inner_A_3:
 
 blocks_4:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
 	ADDQ      DI, SI
@@ -683,42 +662,40 @@ blocks_4:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -746,11 +723,8 @@ blocks_4:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 440(SP)
@@ -758,13 +732,13 @@ blocks_4:
 	XORQ    DI, DI
 
 inner_A_5:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+842, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -772,7 +746,7 @@ inner_A_5:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
-	// reduce_max(v19) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS 24(SP), Y2
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
@@ -787,8 +761,6 @@ inner_A_5:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-
-	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
@@ -799,13 +771,13 @@ inner_A_5:
 	XORQ    DI, DI
 
 inner_A_6:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+842, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -814,15 +786,14 @@ inner_A_6:
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    504(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -857,10 +828,10 @@ inner_A_6:
 	VMOVUPD      Y2, 184(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	// v53 = mul(v24, v52)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v53) over [A]
@@ -883,7 +854,7 @@ inner_A_6:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v26 = log(v25) [N=64 T=421]
+	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -923,7 +894,7 @@ inner_A_6:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), DI
+	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 536(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -953,13 +924,13 @@ inner_A_6:
 	VMOVSS       X2, 564(SP)
 	VMOVUPS      536(SP), Y2
 
-	// v28 = gather(v19, v27) over A [N=64 T=421]
+	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -971,32 +942,31 @@ inner_A_6:
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    504(SP), Y2
 
-	// v29 = sub(v28, v22) [N=64 T=421]
+	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	// logSoftmax = sub(v29, v26)
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p9+72(FP), DI
+	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 568(SP)
 
-	// v37 = exp(v32) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
 	VMINPS       lgc17<>+0(SB), Y5, Y5
 	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VMOVAPS      lgc21<>+0(SB), Y8
@@ -1023,35 +993,35 @@ inner_A_6:
 	VMOVUPS      440(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v39 = ge(v17, v38) [N=64 T=421]
+	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc49<>+0(SB), Y9
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 600(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y1, Y1
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y1, Y1
 
-	// v45 = mul(v17, v44) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y5, Y1
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v48 = ne(v36, v32) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -1059,7 +1029,7 @@ inner_A_6:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v50 = sub(v31, v30) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
@@ -1076,17 +1046,17 @@ inner_A_6:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     600(SP), Y2
 
-	// v55 = div(v54, v25) [N=64 T=421]
+	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 568(SP), Y2
 
-	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y1
 
-	// v58 = mul(v57, v56) [N=64 T=421]
+	// v58 = mul(-0.01, entropy)
 	VMULPS lgc51<>+0(SB), Y1, Y2
 
-	// mean(v56) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -1094,43 +1064,43 @@ inner_A_6:
 	VADDPS  1536(BX), Y2, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 472(SP), Y1
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v61 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y2, Y1, Y2
 
-	// v62 = abs(v61) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc2<>+0(SB), Y4
 
-	// v64 = lt(v62, v0) [N=64 T=421]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y3, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v65 = mul(v63, v62) [N=64 T=421]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc26<>+0(SB), Y3, Y5
 
-	// v66 = mul(v65, v62) [N=64 T=421]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y3, Y5, Y5
 
-	// v67 = sub(v62, v63) [N=64 T=421]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS lgc26<>+0(SB), Y3, Y3
 
-	// v68 = where(v64, v66, v67) [N=64 T=421]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v69 = mul(v0, v68) [N=64 T=421]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y3, Y3
 	VMOVUPS Y3, 1856(BX)
 
-	// var(v61) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y3
@@ -1154,7 +1124,7 @@ inner_A_6:
 	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y3, 9056(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1177,7 +1147,7 @@ inner_A_6:
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 	VMOVUPS      632(SP), Y1
 
-	// logsumexp(v32) over [N]
+	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -1199,21 +1169,21 @@ inner_A_6:
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
 
-	// v79 = mul(v77, v32) [N=64 T=421]
+	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 440(SP), Y1
 
-	// store v17
-	MOVQ    p10+80(FP), BX
+	// store advantage
+	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 472(SP), Y1
 
-	// store v18
-	MOVQ         p11+88(FP), BX
+	// store valueTarget2
+	MOVQ         valueTarget+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_7
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
@@ -1298,7 +1268,7 @@ inner_A_6:
 noflush_7:
 	SUBQ         $+8, CX
 	JGE          blocks_4
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -1379,7 +1349,7 @@ noflush_7:
 	VANDPS       31936(CX), Y1, Y1
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
-	CMPQ         AX, p12+96(FP)
+	CMPQ         AX, hi+96(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1946,46 +1916,45 @@ DATA lgc56<>+24(SB)/4, $0x7f7fffff
 DATA lgc56<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_8:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v74 = add(v72, v73) [T=421]
+	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v75 = div(v71, v74) [T=421]
+	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v76 = sub(v0, v75) [T=421]
+	// explainedVariance = sub(1, v75)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v81 = mul(v77, v78) [T=421]
+	// v81 = mul(2, logSumW)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v82 = sub(v81, v80) [T=421]
+	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v83 = exp(v82) [T=421]
+	// essCol = exp(v82)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2010,17 +1979,17 @@ blocks_8:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v83) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
-	// store v76
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -2041,43 +2010,42 @@ noflush_9:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_8
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v74 = add(v72, v73) [T=421]
+	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v75 = div(v71, v74) [T=421]
+	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v76 = sub(v0, v75) [T=421]
+	// explainedVariance = sub(1, v75)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v81 = mul(v77, v78) [T=421]
+	// v81 = mul(2, logSumW)
 	VMULPS     lgc55<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v82 = sub(v81, v80) [T=421]
+	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v83 = exp(v82) [T=421]
+	// essCol = exp(v82)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2102,21 +2070,21 @@ noflush_9:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v83) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
-	// store v76
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -2144,19 +2112,19 @@ DATA lgc57<>+24(SB)/4, $0x34000000
 DATA lgc57<>+28(SB)/4, $0x34000000
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32)
+// func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass2AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc58<>+0(SB), Y1
 
-	// v86 = div(v84, v85) []
+	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v86
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -2171,28 +2139,16 @@ DATA lgc58<>+24(SB)/4, $0x42800000
 DATA lgc58<>+28(SB)/4, $0x42800000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 int)
+// func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $1496-120
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_10:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -2201,7 +2157,7 @@ outer0_10:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
-	MOVQ       p1+8(FP), CX
+	MOVQ       nextTerminated+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
@@ -2220,9 +2176,9 @@ outer0_10:
 	VPMOVZXBD  8(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextDone+16(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -2237,43 +2193,41 @@ outer0_10:
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       stateValue+40(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), CX
+	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -2301,11 +2255,8 @@ outer0_10:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 88(SP)
@@ -2313,12 +2264,12 @@ outer0_10:
 	XORQ    BX, BX
 
 inner_A_11:
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -2326,7 +2277,7 @@ inner_A_11:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (SI)(Y2*4), Y1
 
-	// reduce_max(v19) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X3
@@ -2347,8 +2298,6 @@ inner_A_11:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-
-	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
@@ -2359,12 +2308,12 @@ inner_A_11:
 	XORQ    BX, BX
 
 inner_A_12:
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	ADDQ       $+832, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -2373,15 +2322,14 @@ inner_A_12:
 	VGATHERDPS Y3, (SI)(Y2*4), Y1
 	VMOVUPS    280(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2421,10 +2369,10 @@ inner_A_12:
 	VMOVUPD      Y2, 184(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	// v53 = mul(v24, v52)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v53) over [A]
@@ -2452,7 +2400,7 @@ inner_A_12:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v26 = log(v25) [N=64 T=421]
+	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2492,7 +2440,7 @@ inner_A_12:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), BX
+	MOVQ         action+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 312(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -2513,13 +2461,13 @@ inner_A_12:
 	VMOVSS       X2, 328(SP)
 	VMOVUPS      312(SP), Y2
 
-	// v28 = gather(v19, v27) over A [N=64 T=421]
+	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+842, AX, SI
 	ADDQ       SI, BX
 	MOVQ       $+832, SI
 	ADDQ       SI, BX
-	MOVQ       p7+56(FP), SI
+	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -2531,33 +2479,32 @@ inner_A_12:
 	VGATHERDPS Y3, (SI)(Y2*4), Y4
 	VMOVUPS    280(SP), Y2
 
-	// v29 = sub(v28, v22) [N=64 T=421]
+	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	// logSoftmax = sub(v29, v26)
 	VSUBPS     Y5, Y2, Y2
-	MOVQ       p9+72(FP), BX
+	MOVQ       sampleLogProb+72(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
 
-	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 344(SP)
 
-	// v37 = exp(v32) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
 	VMINPS       lgc17<>+0(SB), Y5, Y5
 	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VMOVAPS      lgc21<>+0(SB), Y8
@@ -2584,28 +2531,28 @@ inner_A_12:
 	VMOVUPS      88(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v39 = ge(v17, v38) [N=64 T=421]
+	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc49<>+0(SB), Y9
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 376(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y1, Y1
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y1, Y1
 
-	// v45 = mul(v17, v44) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y5, Y1
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS Y7, 408(SP)
 
@@ -2618,7 +2565,7 @@ inner_A_12:
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v48 = ne(v36, v32) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -2631,7 +2578,7 @@ inner_A_12:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
-	// v50 = sub(v31, v30) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
@@ -2653,17 +2600,17 @@ inner_A_12:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     376(SP), Y2
 
-	// v55 = div(v54, v25) [N=64 T=421]
+	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 344(SP), Y2
 
-	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
 
-	// v58 = mul(v57, v56) [N=64 T=421]
+	// v58 = mul(-0.01, entropy)
 	VMULPS lgc51<>+0(SB), Y2, Y3
 
-	// mean(v56) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y5
 	VEXTRACTI128 $0x01, Y4, X5
@@ -2681,38 +2628,38 @@ inner_A_12:
 	VADDPS       1536(CX), Y2, Y2
 	VMOVUPS      Y2, 1536(CX)
 	VMOVUPS      120(SP), Y2
-	MOVQ         p5+40(FP), BX
+	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v61 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y2, Y3
 
-	// v62 = abs(v61) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v64 = lt(v62, v0) [N=64 T=421]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v65 = mul(v63, v62) [N=64 T=421]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc26<>+0(SB), Y4, Y6
 
-	// v66 = mul(v65, v62) [N=64 T=421]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y7
 
-	// v67 = sub(v62, v63) [N=64 T=421]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc26<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 472(SP)
 
-	// v68 = where(v64, v66, v67) [N=64 T=421]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y5, Y1
 	VBLENDVPS Y1, Y7, Y9, Y1
 
-	// v69 = mul(v0, v68) [N=64 T=421]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v69) over [N T]
@@ -2726,7 +2673,7 @@ inner_A_12:
 	VMOVUPS      Y6, 504(SP)
 	VMOVUPS      Y4, 536(SP)
 
-	// var(v61) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y1
@@ -2762,7 +2709,7 @@ inner_A_12:
 	VBLENDVPD    Y1, Y9, Y4, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y4
 	VEXTRACTI128 $0x01, Y1, X1
@@ -2799,7 +2746,7 @@ inner_A_12:
 	VMOVUPS      Y5, 600(SP)
 	VMOVUPS      440(SP), Y1
 
-	// logsumexp(v32) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X4
@@ -2829,136 +2776,136 @@ inner_A_12:
 	VADDPD       28448(CX)(BX*8), Y2, Y2
 	VMOVUPD      Y2, 28448(CX)(BX*8)
 
-	// v79 = mul(v77, v32) [N=64 T=421]
+	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 600(SP), Y1
 	VMOVUPS lgc59<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v88 = where(v64, v87, v38) [N=64 T=421]
+	// v88 = where(v64, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v89 = where(v64, v38, v87) [N=64 T=421]
+	// v89 = where(v64, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v90 = ne(v88, v38) [N=64 T=421]
+	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS 536(SP), Y5
 
-	// v91 = mul(v88, v62) [N=64 T=421]
+	// v91 = mul(v88, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = where(v90, v91, v88) [N=64 T=421]
+	// v92 = where(v90, v91, v88)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   504(SP), Y6
 
-	// v93 = mul(v88, v65) [N=64 T=421]
+	// v93 = mul(v88, v65)
 	VMULPS Y6, Y4, Y6
 
-	// v94 = where(v90, v93, v88) [N=64 T=421]
+	// v94 = where(v90, v93, v88)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v95 = add(v89, v94) [N=64 T=421]
+	// v95 = add(v89, v94)
 	VADDPS Y2, Y1, Y1
 
-	// v96 = mul(v92, v63) [N=64 T=421]
+	// v96 = mul(v92, 0.5)
 	VMULPS lgc26<>+0(SB), Y5, Y2
 
-	// v97 = add(v95, v96) [N=64 T=421]
+	// v97 = add(v95, v96)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 568(SP), Y2
 
-	// v98 = gt(v61, v38) [N=64 T=421]
+	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v99 = lt(v61, v38) [N=64 T=421]
+	// v99 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v101 = mul(v61, v38) [N=64 T=421]
+	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc60<>+0(SB), Y6
 
-	// v102 = where(v99, v100, v101) [N=64 T=421]
+	// v102 = where(v99, -1, v101)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v103 = where(v98, v0, v102) [N=64 T=421]
+	// v103 = where(v98, 1, v102)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v104 = ne(v97, v38) [N=64 T=421]
+	// v104 = ne(v97, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v105 = mul(v97, v103) [N=64 T=421]
+	// v105 = mul(v97, v103)
 	VMULPS Y2, Y1, Y2
 
-	// v106 = where(v104, v105, v97) [N=64 T=421]
+	// v106 = where(v104, v105, v97)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y1, Y1
 
-	// v107 = neg(v106) [N=64 T=421]
+	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 376(SP), Y4
 
-	// v110 = div(v109, v25) [N=64 T=421]
+	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y4, Y2, Y2
 	VMOVUPS 472(SP), Y5
 
-	// v111 = div(v55, v25) [N=64 T=421]
+	// v111 = div(v55, v25)
 	VDIVPS Y4, Y5, Y5
 
-	// v112 = mul(v108, v111) [N=64 T=421]
+	// v112 = mul(-3.711401342221861e-07, v111)
 	VMULPS lgc62<>+0(SB), Y5, Y5
 
-	// v113 = ne(v110, v38) [N=64 T=421]
+	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
 	VANDPS  lgc2<>+0(SB), Y6, Y6
 	VMOVUPS 88(SP), Y7
 
-	// v123 = mul(v122, v17) [N=64 T=421]
+	// v123 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc63<>+0(SB), Y7, Y7
 	VMOVUPS 408(SP), Y9
 
-	// v124 = where(v39, v123, v38) [N=64 T=421]
+	// v124 = where(v39, v123, 0)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y3, Y10
 	VMOVUPS   Y1, 632(SP)
 
-	// v125 = where(v39, v38, v123) [N=64 T=421]
+	// v125 = where(v39, 0, v123)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y9, Y1
 	VBLENDVPS Y1, Y3, Y7, Y1
 	VMOVUPS   lgc50<>+0(SB), Y7
 
-	// v126 = ge(v37, v42) [N=64 T=421]
+	// v126 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v127 = ne(v37, v37) [N=64 T=421]
+	// v127 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y8, Y8, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
 	VMOVUPS Y6, 664(SP)
 	VMOVUPS Y2, 696(SP)
 
-	// v128 = max(v126, v127) [N=64 T=421]
+	// v128 = max(v126, v127)
 	VXORPS lgc14<>+0(SB), Y7, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y7
 	VMINPS Y2, Y7, Y6
@@ -2966,17 +2913,17 @@ inner_A_12:
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v129 = where(v128, v125, v38) [N=64 T=421]
+	// v129 = where(v128, v125, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
 	VMOVUPS   lgc49<>+0(SB), Y2
 
-	// v130 = le(v37, v40) [N=64 T=421]
+	// v130 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v131 = max(v130, v127) [N=64 T=421]
+	// v131 = max(v130, v127)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y6
 	VMINPS Y2, Y6, Y7
@@ -2984,57 +2931,57 @@ inner_A_12:
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v132 = where(v131, v124, v38) [N=64 T=421]
+	// v132 = where(v131, v124, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y10, Y3, Y2
 
-	// v133 = add(v129, v132) [N=64 T=421]
+	// v133 = add(v129, v132)
 	VADDPS Y2, Y1, Y1
 
-	// v134 = ne(v133, v38) [N=64 T=421]
+	// v134 = ne(v133, 0)
 	VCMPPS $0x04, Y3, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v135 = mul(v133, v37) [N=64 T=421]
+	// v135 = mul(v133, ratio)
 	VMULPS Y8, Y1, Y6
 
-	// v136 = where(v134, v135, v133) [N=64 T=421]
+	// v136 = where(v134, v135, v133)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y1, Y1
 
-	// v137 = neg(v136) [N=64 T=421]
+	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v138 = add(v108, v137) [N=64 T=421]
+	// v138 = add(-3.711401342221861e-07, v137)
 	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v142 = ne(v138, v38) [N=64 T=421]
+	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v143 = div(v138, v25) [N=64 T=421]
+	// v143 = div(v138, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v144 = where(v142, v143, v138) [N=64 T=421]
+	// v144 = where(v142, v143, v138)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y2, Y2
 
-	// v145 = add(v112, v144) [N=64 T=421]
+	// v145 = add(v112, v144)
 	VADDPS  Y2, Y5, Y2
 	VMOVUPS Y1, 728(SP)
 	VMOVUPS Y2, 760(SP)
 	XORQ    CX, CX
 
 inner_A_13:
-	MOVQ       p7+56(FP), BX
+	MOVQ       logits+56(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
 	ADDQ       DI, SI
 	ADDQ       $+832, SI
-	IMUL3Q     $+1, CX, DI
+	MOVQ       CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -3043,15 +2990,14 @@ inner_A_13:
 	VGATHERDPS Y3, (BX)(Y2*4), Y1
 	VMOVUPS    280(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -3077,36 +3023,36 @@ inner_A_13:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y1, Y2, Y3
 	VMOVUPS 696(SP), Y5
 
-	// v114 = mul(v110, v52) [N=64 T=421 A=2]
+	// v114 = mul(v110, v52)
 	VMULPS  Y3, Y5, Y3
 	VMOVUPS 664(SP), Y6
 
-	// v115 = where(v113, v114, v110) [N=64 T=421 A=2]
+	// v115 = where(v113, v114, v110)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y3, Y5, Y3
 
-	// v116 = mul(v110, v24) [N=64 T=421 A=2]
+	// v116 = mul(v110, v24)
 	VMULPS Y4, Y5, Y7
 
-	// v117 = where(v113, v116, v110) [N=64 T=421 A=2]
+	// v117 = where(v113, v116, v110)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y7, Y5, Y5
 
-	// v118 = ge(v23, v20) [N=64 T=421 A=2]
+	// v118 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v119 = ne(v23, v23) [N=64 T=421 A=2]
+	// v119 = ne(v23, v23)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v120 = max(v118, v119) [N=64 T=421 A=2]
+	// v120 = max(v118, v119)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -3115,17 +3061,17 @@ inner_A_13:
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v121 = where(v120, v117, v38) [N=64 T=421 A=2]
+	// v121 = where(v120, v117, 0)
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
 	XORQ         BX, BX
-	IMUL3Q       $+1, CX, DI
+	MOVQ         CX, DI
 	ADDQ         DI, BX
 	VMOVD        BX, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
-	MOVQ         p8+64(FP), BX
+	MOVQ         action+64(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 792(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
@@ -3146,40 +3092,40 @@ inner_A_13:
 	VMOVSS       X6, 808(SP)
 	VMOVUPS      792(SP), Y6
 
-	// v140 = eq(v139, v27) [N=64 T=421 A=2]
+	// v140 = eq(v139, action)
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS 728(SP), Y6
 
-	// v141 = where(v140, v136, v38) [N=64 T=421 A=2]
+	// v141 = where(v140, v136, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y5
 	VMOVUPS   760(SP), Y6
 
-	// v146 = add(v115, v145) [N=64 T=421 A=2]
+	// v146 = add(v115, v145)
 	VADDPS Y6, Y3, Y3
 
-	// v147 = ne(v146, v38) [N=64 T=421 A=2]
+	// v147 = ne(v146, 0)
 	VCMPPS $0x04, Y2, Y3, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v148 = mul(v146, v24) [N=64 T=421 A=2]
+	// v148 = mul(v146, v24)
 	VMULPS Y4, Y3, Y4
 
-	// v149 = where(v147, v148, v146) [N=64 T=421 A=2]
+	// v149 = where(v147, v148, v146)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y3, Y2
 
-	// v150 = add(v121, v149) [N=64 T=421 A=2]
+	// v150 = add(v121, v149)
 	VADDPS Y2, Y1, Y1
 
-	// v151 = add(v141, v150) [N=64 T=421 A=2]
+	// gradLogits = add(v141, v150)
 	VADDPS Y1, Y5, Y1
 
-	// store v151
-	MOVQ    p10+80(FP), BX
+	// store gradLogits
+	MOVQ    gradLogits+80(FP), BX
 	VMOVUPS Y1, 824(SP)
 	MOVL    824(SP), DI
 	MOVL    DI, (BX)(SI*4)
@@ -3196,20 +3142,20 @@ inner_A_13:
 	JL      inner_A_13
 	VMOVUPS 88(SP), Y1
 
-	// store v17
-	MOVQ       p11+88(FP), CX
+	// store advantage
+	MOVQ       advantage+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    120(SP), Y1
 
-	// store v18
-	MOVQ       p12+96(FP), CX
+	// store valueTarget2
+	MOVQ       valueTarget+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    632(SP), Y1
 
-	// store v107
-	MOVQ       p13+104(FP), CX
+	// store gradStateValue
+	MOVQ       gradStateValue+104(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -3217,7 +3163,7 @@ inner_A_13:
 
 blocks_14:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
 	ADDQ      DI, SI
@@ -3225,42 +3171,40 @@ blocks_14:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -3288,11 +3232,8 @@ blocks_14:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
 	VMOVUPS Y2, 856(SP)
@@ -3300,13 +3241,13 @@ blocks_14:
 	XORQ    DI, DI
 
 inner_A_15:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+842, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -3314,7 +3255,7 @@ inner_A_15:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
-	// reduce_max(v19) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS 24(SP), Y2
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
@@ -3329,8 +3270,6 @@ inner_A_15:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-
-	// v22 = detach(v21) [N=64 T=421]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 152(SP)
 	VMOVUPD Y2, 184(SP)
@@ -3341,13 +3280,13 @@ inner_A_15:
 	XORQ    DI, DI
 
 inner_A_16:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+842, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -3356,15 +3295,14 @@ inner_A_16:
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    920(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -3399,10 +3337,10 @@ inner_A_16:
 	VMOVUPD      Y2, 184(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v53 = mul(v24, v52) [N=64 T=421 A=2]
+	// v53 = mul(v24, v52)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v53) over [A]
@@ -3425,7 +3363,7 @@ inner_A_16:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v26 = log(v25) [N=64 T=421]
+	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -3465,7 +3403,7 @@ inner_A_16:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), DI
+	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 952(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -3495,13 +3433,13 @@ inner_A_16:
 	VMOVSS       X2, 980(SP)
 	VMOVUPS      952(SP), Y2
 
-	// v28 = gather(v19, v27) over A [N=64 T=421]
+	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -3513,32 +3451,31 @@ inner_A_16:
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    920(SP), Y2
 
-	// v29 = sub(v28, v22) [N=64 T=421]
+	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
-	// v30 = sub(v29, v26) [N=64 T=421]  # log_softmax
+	// logSoftmax = sub(v29, v26)
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p9+72(FP), DI
+	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v32 = sub(v30, v31) [N=64 T=421]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v35 = max(v32, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y5, 984(SP)
 
-	// v37 = exp(v32) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
 	VMINPS       lgc17<>+0(SB), Y5, Y5
 	VMULPS       lgc18<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
 	VMOVAPS      lgc21<>+0(SB), Y8
@@ -3565,28 +3502,28 @@ inner_A_16:
 	VMOVUPS      856(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v39 = ge(v17, v38) [N=64 T=421]
+	// v39 = ge(gae, 0)
 	VCMPPS  $0x1d, Y7, Y5, Y7
 	VANDPS  lgc2<>+0(SB), Y7, Y7
 	VMOVUPS lgc49<>+0(SB), Y9
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
 	VMOVUPS Y1, 1016(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y1, Y1
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y1, Y1
 
-	// v45 = mul(v17, v44) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y5, Y1
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS Y7, 1048(SP)
 
@@ -3594,7 +3531,7 @@ inner_A_16:
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v48 = ne(v36, v32) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -3602,7 +3539,7 @@ inner_A_16:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v50 = sub(v31, v30) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y1
 
 	// mean(v50) over [N T]
@@ -3619,17 +3556,17 @@ inner_A_16:
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     1016(SP), Y2
 
-	// v55 = div(v54, v25) [N=64 T=421]
+	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
 	VMOVUPS 984(SP), Y2
 
-	// v56 = sub(v26, v55) [N=64 T=421]  # entropy
+	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
 
-	// v58 = mul(v57, v56) [N=64 T=421]
+	// v58 = mul(-0.01, entropy)
 	VMULPS lgc51<>+0(SB), Y2, Y3
 
-	// mean(v56) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y2, Y2
 	VMOVUPS Y2, 1216(BX)
 
@@ -3637,37 +3574,37 @@ inner_A_16:
 	VADDPS  1536(BX), Y3, Y2
 	VMOVUPS Y2, 1536(BX)
 	VMOVUPS 888(SP), Y2
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v61 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y2, Y3
 
-	// v62 = abs(v61) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v64 = lt(v62, v0) [N=64 T=421]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v65 = mul(v63, v62) [N=64 T=421]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc26<>+0(SB), Y4, Y6
 
-	// v66 = mul(v65, v62) [N=64 T=421]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y4, Y6, Y7
 
-	// v67 = sub(v62, v63) [N=64 T=421]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc26<>+0(SB), Y4, Y9
 	VMOVUPS Y1, 1112(SP)
 
-	// v68 = where(v64, v66, v67) [N=64 T=421]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y5, Y1
 	VBLENDVPS Y1, Y7, Y9, Y1
 
-	// v69 = mul(v0, v68) [N=64 T=421]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v69) over [N T]
@@ -3676,7 +3613,7 @@ inner_A_16:
 	VMOVUPS Y6, 1144(SP)
 	VMOVUPS Y4, 1176(SP)
 
-	// var(v61) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y1
@@ -3700,7 +3637,7 @@ inner_A_16:
 	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
@@ -3725,7 +3662,7 @@ inner_A_16:
 	VMOVUPS      Y5, 1240(SP)
 	VMOVUPS      1080(SP), Y1
 
-	// logsumexp(v32) over [N]
+	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
 	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
@@ -3747,136 +3684,136 @@ inner_A_16:
 	VADDPD       28448(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 28448(BX)(DI*8)
 
-	// v79 = mul(v77, v32) [N=64 T=421]
+	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 1240(SP), Y1
 	VMOVUPS lgc59<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v88 = where(v64, v87, v38) [N=64 T=421]
+	// v88 = where(v64, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v89 = where(v64, v38, v87) [N=64 T=421]
+	// v89 = where(v64, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v90 = ne(v88, v38) [N=64 T=421]
+	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS 1176(SP), Y5
 
-	// v91 = mul(v88, v62) [N=64 T=421]
+	// v91 = mul(v88, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = where(v90, v91, v88) [N=64 T=421]
+	// v92 = where(v90, v91, v88)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   1144(SP), Y6
 
-	// v93 = mul(v88, v65) [N=64 T=421]
+	// v93 = mul(v88, v65)
 	VMULPS Y6, Y4, Y6
 
-	// v94 = where(v90, v93, v88) [N=64 T=421]
+	// v94 = where(v90, v93, v88)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v95 = add(v89, v94) [N=64 T=421]
+	// v95 = add(v89, v94)
 	VADDPS Y2, Y1, Y1
 
-	// v96 = mul(v92, v63) [N=64 T=421]
+	// v96 = mul(v92, 0.5)
 	VMULPS lgc26<>+0(SB), Y5, Y2
 
-	// v97 = add(v95, v96) [N=64 T=421]
+	// v97 = add(v95, v96)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 1208(SP), Y2
 
-	// v98 = gt(v61, v38) [N=64 T=421]
+	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v99 = lt(v61, v38) [N=64 T=421]
+	// v99 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v101 = mul(v61, v38) [N=64 T=421]
+	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc60<>+0(SB), Y6
 
-	// v102 = where(v99, v100, v101) [N=64 T=421]
+	// v102 = where(v99, -1, v101)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v103 = where(v98, v0, v102) [N=64 T=421]
+	// v103 = where(v98, 1, v102)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v104 = ne(v97, v38) [N=64 T=421]
+	// v104 = ne(v97, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v105 = mul(v97, v103) [N=64 T=421]
+	// v105 = mul(v97, v103)
 	VMULPS Y2, Y1, Y2
 
-	// v106 = where(v104, v105, v97) [N=64 T=421]
+	// v106 = where(v104, v105, v97)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y1, Y1
 
-	// v107 = neg(v106) [N=64 T=421]
+	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc61<>+0(SB), Y2
 	VMOVUPS 1016(SP), Y4
 
-	// v110 = div(v109, v25) [N=64 T=421]
+	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y4, Y2, Y2
 	VMOVUPS 1112(SP), Y5
 
-	// v111 = div(v55, v25) [N=64 T=421]
+	// v111 = div(v55, v25)
 	VDIVPS Y4, Y5, Y5
 
-	// v112 = mul(v108, v111) [N=64 T=421]
+	// v112 = mul(-3.711401342221861e-07, v111)
 	VMULPS lgc62<>+0(SB), Y5, Y5
 
-	// v113 = ne(v110, v38) [N=64 T=421]
+	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
 	VANDPS  lgc2<>+0(SB), Y6, Y6
 	VMOVUPS 856(SP), Y7
 
-	// v123 = mul(v122, v17) [N=64 T=421]
+	// v123 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc63<>+0(SB), Y7, Y7
 	VMOVUPS 1048(SP), Y9
 
-	// v124 = where(v39, v123, v38) [N=64 T=421]
+	// v124 = where(v39, v123, 0)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y3, Y10
 	VMOVUPS   Y1, 1272(SP)
 
-	// v125 = where(v39, v38, v123) [N=64 T=421]
+	// v125 = where(v39, 0, v123)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y9, Y1
 	VBLENDVPS Y1, Y3, Y7, Y1
 	VMOVUPS   lgc50<>+0(SB), Y7
 
-	// v126 = ge(v37, v42) [N=64 T=421]
+	// v126 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v127 = ne(v37, v37) [N=64 T=421]
+	// v127 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y8, Y8, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
 	VMOVUPS Y6, 1304(SP)
 	VMOVUPS Y2, 1336(SP)
 
-	// v128 = max(v126, v127) [N=64 T=421]
+	// v128 = max(v126, v127)
 	VXORPS lgc14<>+0(SB), Y7, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y7
 	VMINPS Y2, Y7, Y6
@@ -3884,17 +3821,17 @@ inner_A_16:
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v129 = where(v128, v125, v38) [N=64 T=421]
+	// v129 = where(v128, v125, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y1, Y3, Y1
 	VMOVUPS   lgc49<>+0(SB), Y2
 
-	// v130 = le(v37, v40) [N=64 T=421]
+	// v130 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y2, Y8, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v131 = max(v130, v127) [N=64 T=421]
+	// v131 = max(v130, v127)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y6
 	VMINPS Y2, Y6, Y7
@@ -3902,58 +3839,58 @@ inner_A_16:
 	VORPS  Y7, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
-	// v132 = where(v131, v124, v38) [N=64 T=421]
+	// v132 = where(v131, v124, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y10, Y3, Y2
 
-	// v133 = add(v129, v132) [N=64 T=421]
+	// v133 = add(v129, v132)
 	VADDPS Y2, Y1, Y1
 
-	// v134 = ne(v133, v38) [N=64 T=421]
+	// v134 = ne(v133, 0)
 	VCMPPS $0x04, Y3, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v135 = mul(v133, v37) [N=64 T=421]
+	// v135 = mul(v133, ratio)
 	VMULPS Y8, Y1, Y6
 
-	// v136 = where(v134, v135, v133) [N=64 T=421]
+	// v136 = where(v134, v135, v133)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y1, Y1
 
-	// v137 = neg(v136) [N=64 T=421]
+	// v137 = neg(v136)
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
-	// v138 = add(v108, v137) [N=64 T=421]
+	// v138 = add(-3.711401342221861e-07, v137)
 	VADDPS lgc62<>+0(SB), Y2, Y2
 
-	// v142 = ne(v138, v38) [N=64 T=421]
+	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
 	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v143 = div(v138, v25) [N=64 T=421]
+	// v143 = div(v138, v25)
 	VDIVPS Y4, Y2, Y4
 
-	// v144 = where(v142, v143, v138) [N=64 T=421]
+	// v144 = where(v142, v143, v138)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y2, Y2
 
-	// v145 = add(v112, v144) [N=64 T=421]
+	// v145 = add(v112, v144)
 	VADDPS  Y2, Y5, Y2
 	VMOVUPS Y1, 1368(SP)
 	VMOVUPS Y2, 1400(SP)
 	XORQ    BX, BX
 
 inner_A_17:
-	MOVQ       p7+56(FP), DI
+	MOVQ       logits+56(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+842, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc13<>+0(SB), Y2
@@ -3962,15 +3899,14 @@ inner_A_17:
 	VGATHERDPS Y3, (DI)(Y2*4), Y1
 	VMOVUPS    920(SP), Y2
 
-	// v23 = sub(v19, v22) [N=64 T=421 A=2]
+	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
 
-	// v24 = exp(v23) [N=64 T=421 A=2]
+	// v24 = exp(v23)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -3996,36 +3932,36 @@ inner_A_17:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v52 = max(v23, v20) tie=first [N=64 T=421 A=2]
+	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y1, Y2, Y3
 	VMOVUPS 1336(SP), Y5
 
-	// v114 = mul(v110, v52) [N=64 T=421 A=2]
+	// v114 = mul(v110, v52)
 	VMULPS  Y3, Y5, Y3
 	VMOVUPS 1304(SP), Y6
 
-	// v115 = where(v113, v114, v110) [N=64 T=421 A=2]
+	// v115 = where(v113, v114, v110)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y3, Y5, Y3
 
-	// v116 = mul(v110, v24) [N=64 T=421 A=2]
+	// v116 = mul(v110, v24)
 	VMULPS Y4, Y5, Y7
 
-	// v117 = where(v113, v116, v110) [N=64 T=421 A=2]
+	// v117 = where(v113, v116, v110)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y7, Y5, Y5
 
-	// v118 = ge(v23, v20) [N=64 T=421 A=2]
+	// v118 = ge(v23, -3.4028235e+38)
 	VCMPPS $0x1d, Y2, Y1, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v119 = ne(v23, v23) [N=64 T=421 A=2]
+	// v119 = ne(v23, v23)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v120 = max(v118, v119) [N=64 T=421 A=2]
+	// v120 = max(v118, v119)
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y6
@@ -4034,17 +3970,17 @@ inner_A_17:
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v121 = where(v120, v117, v38) [N=64 T=421 A=2]
+	// v121 = where(v120, v117, 0)
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
 	XORQ         DI, DI
-	IMUL3Q       $+1, BX, R9
+	MOVQ         BX, R9
 	ADDQ         R9, DI
 	VMOVD        DI, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
-	MOVQ         p8+64(FP), DI
+	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VMOVUPS      Y6, 1432(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
@@ -4074,40 +4010,40 @@ inner_A_17:
 	VMOVSS       X6, 1460(SP)
 	VMOVUPS      1432(SP), Y6
 
-	// v140 = eq(v139, v27) [N=64 T=421 A=2]
+	// v140 = eq(v139, action)
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS 1368(SP), Y6
 
-	// v141 = where(v140, v136, v38) [N=64 T=421 A=2]
+	// v141 = where(v140, v136, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y5
 	VMOVUPS   1400(SP), Y6
 
-	// v146 = add(v115, v145) [N=64 T=421 A=2]
+	// v146 = add(v115, v145)
 	VADDPS Y6, Y3, Y3
 
-	// v147 = ne(v146, v38) [N=64 T=421 A=2]
+	// v147 = ne(v146, 0)
 	VCMPPS $0x04, Y2, Y3, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v148 = mul(v146, v24) [N=64 T=421 A=2]
+	// v148 = mul(v146, v24)
 	VMULPS Y4, Y3, Y4
 
-	// v149 = where(v147, v148, v146) [N=64 T=421 A=2]
+	// v149 = where(v147, v148, v146)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y3, Y2
 
-	// v150 = add(v121, v149) [N=64 T=421 A=2]
+	// v150 = add(v121, v149)
 	VADDPS Y2, Y1, Y1
 
-	// v151 = add(v141, v150) [N=64 T=421 A=2]
+	// gradLogits = add(v141, v150)
 	VADDPS Y1, Y5, Y1
 
-	// store v151
-	MOVQ    p10+80(FP), DI
+	// store gradLogits
+	MOVQ    gradLogits+80(FP), DI
 	VMOVUPS Y1, 1464(SP)
 	MOVL    1464(SP), R9
 	MOVL    R9, (DI)(R8*4)
@@ -4130,22 +4066,22 @@ inner_A_17:
 	JL      inner_A_17
 	VMOVUPS 856(SP), Y1
 
-	// store v17
-	MOVQ    p11+88(FP), BX
+	// store advantage
+	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 888(SP), Y1
 
-	// store v18
-	MOVQ    p12+96(FP), BX
+	// store valueTarget2
+	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 1272(SP), Y1
 
-	// store v107
-	MOVQ         p13+104(FP), BX
+	// store gradStateValue
+	MOVQ         gradStateValue+104(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_18
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
@@ -4230,7 +4166,7 @@ inner_A_17:
 noflush_18:
 	SUBQ         $+8, CX
 	JGE          blocks_14
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -4311,7 +4247,7 @@ noflush_18:
 	VANDPS       31936(CX), Y1, Y1
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
-	CMPQ         AX, p14+112(FP)
+	CMPQ         AX, hi+112(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
@@ -4366,46 +4302,45 @@ DATA lgc63<>+24(SB)/4, $0xb81baadf
 DATA lgc63<>+28(SB)/4, $0xb81baadf
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_19:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v74 = add(v72, v73) [T=421]
+	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc57<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v75 = div(v71, v74) [T=421]
+	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v76 = sub(v0, v75) [T=421]
+	// explainedVariance = sub(1, v75)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v81 = mul(v77, v78) [T=421]
+	// v81 = mul(2, logSumW)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v82 = sub(v81, v80) [T=421]
+	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v83 = exp(v82) [T=421]
+	// essCol = exp(v82)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -4430,17 +4365,17 @@ blocks_19:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v83) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
-	// store v76
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_20
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -4461,43 +4396,42 @@ noflush_20:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_19
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v74 = add(v72, v73) [T=421]
+	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc57<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v75 = div(v71, v74) [T=421]
+	// v75 = div(residVar, v74)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v76 = sub(v0, v75) [T=421]
+	// explainedVariance = sub(1, v75)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v81 = mul(v77, v78) [T=421]
+	// v81 = mul(2, logSumW)
 	VMULPS     lgc55<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v82 = sub(v81, v80) [T=421]
+	// v82 = sub(v81, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v83 = exp(v82) [T=421]
+	// essCol = exp(v82)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -4522,21 +4456,21 @@ noflush_20:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v83) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
-	// store v76
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
@@ -4554,19 +4488,19 @@ noflush_20:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32)
+// func fbPass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass2AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc58<>+0(SB), Y1
 
-	// v86 = div(v84, v85) []
+	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v86
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -4587,7 +4521,6 @@ bulk_21:
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3

@@ -75,13 +75,16 @@ const (
 	Gamma = 0.99
 	// Lmbda is GAE's lmbda: the GAE λ (TorchRL's spelling).
 	Lmbda = 0.95
-	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4), unbiased std over every element.
+	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
+	// unbiased std over every element.
 	AverageGae = false
 	// EntropyBonus is ClipPPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// EntropyCoeff is ClipPPOLoss's entropy_coeff: the entropy coefficient, or one per action head {head: coeff}.
+	// EntropyCoeff is ClipPPOLoss's entropy_coeff: the entropy coefficient, or one per action head
+	// {head: coeff}.
 	EntropyCoeff = 0.01
-	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic term.
+	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
+	// term.
 	CriticCoeff = 1
 	// LossCriticType is ClipPPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"
@@ -91,13 +94,13 @@ const (
 	LogExplainedVariance = true
 	// Reduction is ClipPPOLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is ClipPPOLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is ClipPPOLoss's distribution: the policy distribution evaluated in the kernel:
+	// none (log_prob and entropy are inputs), categorical (logits, integer action),
+	// one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action),
+	// tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "none"
-	// Low is ClipPPOLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
-	Low = -1
-	// High is ClipPPOLoss's high: tanh_normal: the action's upper bound (TanhNormal high).
-	High = 1
-	// ClipEpsilon is ClipPPOLoss's clip_epsilon: ε: log-weights are clamped to [log1p(−ε), log1p(ε)]; [ε_low, ε_high] clips asymmetrically.
+	// ClipEpsilon is ClipPPOLoss's clip_epsilon: ε: log-weights are clamped to [log1p(−ε),
+	// log1p(ε)]; [ε_low, ε_high] clips asymmetrically.
 	ClipEpsilon = 0.2
 )
 
@@ -106,44 +109,64 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [N, T]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key state_value).
+	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key
+	// state_value).
 	StateValue []float32
-	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float32
-	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion.
+	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key
+	// (next, done)); cuts the recursion.
 	NextDone []bool
-	// LogProb is "log_prob" [N, T]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [N, T]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// SampleLogProb is "sample_log_prob" [N, T]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [N, T]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
-	// Entropy is "entropy" [N, T]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// Entropy is "entropy" [N, T]: entropy of the current policy's distribution (network output;
+	// TorchRL dist.entropy()).
 	Entropy []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [N, T]: advantage (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py GAE.
+	// Advantage is "advantage" [N, T]: advantage (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py GAE.
 	Advantage []float32
-	// ValueTarget is "value_target" [N, T]: value target (TorchRL key value_target): the return the critic regresses on. Source: torchrl/objectives/value/advantages.py GAE.
+	// ValueTarget is "value_target" [N, T]: value target (TorchRL key value_target): the return the
+	// critic regresses on. Source: torchrl/objectives/value/advantages.py GAE.
 	ValueTarget []float32
-	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A),
+	// reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	LossObjective float32
-	// ClipFraction is "clip_fraction" scalar: fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// ClipFraction is "clip_fraction" scalar: fraction of elements whose log-weight lies outside
+	// [log1p(−ε), log1p(ε)]; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ClipFraction float32
-	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖
+	// new); always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	KLApprox float32
-	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source:
+	// torchrl/objectives/ppo.py ClipPPOLoss.
 	Entropy float32
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
+	// ClipPPOLoss.
 	LossEntropy float32
-	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by reduction. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by
+	// reduction. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	LossCritic float32
-	// ExplainedVariance is "explained_variance" [T]: 1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// ExplainedVariance is "explained_variance" [T]: 1 − Var(y − V)/(Var(y) + eps), biased
+	// variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch
+	// without its first dim. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ExplainedVariance []float32
-	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the
+	// first non-singleton batch dim, reduced by reduction, divided by the first batch extent.
+	// Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ESS float32
 }
 
@@ -151,11 +174,19 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// StateValue is ∂(Σ loss_*)/∂state_value [N, T] (grad.state_value), the sum of: loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic).
+	// StateValue is ∂(Σ loss_*)/∂state_value [N, T] (grad.state_value), the sum of: loss_critic:
+	// critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.loss_critic).
 	StateValue []float32
-	// LogProb is ∂(Σ loss_*)/∂log_prob [N, T] (grad.log_prob), the sum of: loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [N, T] (grad.log_prob), the sum of: loss_objective:
+	// −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and
+	// lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward).
 	LogProb []float32
-	// Entropy is ∂(Σ loss_*)/∂entropy [N, T] (grad.entropy), the sum of: loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
+	// Entropy is ∂(Σ loss_*)/∂entropy [N, T] (grad.entropy), the sum of: loss_entropy:
+	// −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	Entropy []float32
 }
 

@@ -269,7 +269,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 // set it to check the chunked run.
 var fbPass0Chunks = 1
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -361,7 +362,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -378,7 +380,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s4 = float32(st.res[0])
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

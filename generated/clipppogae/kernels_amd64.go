@@ -4,35 +4,41 @@
 
 package clipppogae
 
-// pass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see pass0Go for
+// the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
+func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, hi int)
 
-// pass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see pass1Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 
-// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in Go.
+// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass2AVX2(p0 *float32, p1 *float32)
+func pass2AVX2(s4 *float32, ess *float32)
 
-// fbPass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 8 float32 lanes; see fbPass0Go
+// for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see fbPass1Go for the same loop in Go.
+// fbPass1AVX2 is pass 1 (elementwise over [T=421]) on 8 float32 lanes; see fbPass1Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 
-// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop in Go.
+// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
+// in Go.
 //
 //go:noescape
-func fbPass2AVX2(p0 *float32, p1 *float32)
+func fbPass2AVX2(s4 *float32, ess *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

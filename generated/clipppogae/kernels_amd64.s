@@ -4,28 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $152-104
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -34,7 +22,7 @@ outer0_1:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
-	MOVQ       p1+8(FP), CX
+	MOVQ       nextTerminated+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
@@ -53,9 +41,9 @@ outer0_1:
 	VPMOVZXBD  8(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextDone+16(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -70,43 +58,41 @@ outer0_1:
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       stateValue+40(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), CX
+	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -134,36 +120,32 @@ outer0_1:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ       p7+56(FP), BX
+	// valueTarget = add(gae, stateValue)
+	VADDPS     Y3, Y2, Y1
+	MOVQ       logProb+56(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
-	MOVQ       p8+64(FP), BX
+	MOVQ       sampleLogProb+64(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y4
 	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
-	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc12<>+0(SB), Y6
 
-	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
-	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
-	// v26 = exp(v21) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc14<>+0(SB), Y5, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -189,27 +171,27 @@ outer0_1:
 	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v28 = ge(v17, v27) [N=64 T=421]
+	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc28<>+0(SB), Y9
 
-	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y9
 
-	// v33 = where(v28, v30, v32) [N=64 T=421]
+	// ratioClipped = where(v28, v30, v32)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y1
 
-	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v35 = neg(v34) [N=64 T=421]
+	// v35 = neg(gain)
 	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
@@ -221,7 +203,7 @@ outer0_1:
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v37 = ne(v25, v21) [N=64 T=421]
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -234,7 +216,7 @@ outer0_1:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
-	// v39 = sub(v20, v19) [N=64 T=421]
+	// v39 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
@@ -245,14 +227,14 @@ outer0_1:
 	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
-	MOVQ         p9+72(FP), BX
+	MOVQ         entropy+72(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v43 = mul(v42, v41) [N=64 T=421]
+	// v43 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y3
 
-	// mean(v41) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
@@ -270,37 +252,37 @@ outer0_1:
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
-	MOVQ         p5+40(FP), BX
+	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v46 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v47 = abs(v46) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(v47, v0) [N=64 T=421]
+	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v50 = mul(v48, v47) [N=64 T=421]
+	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y4, Y7
 
-	// v51 = mul(v50, v47) [N=64 T=421]
+	// v51 = mul(v50, absDiff)
 	VMULPS Y4, Y7, Y7
 
-	// v52 = sub(v47, v48) [N=64 T=421]
+	// v52 = sub(absDiff, 0.5)
 	VSUBPS lgc24<>+0(SB), Y4, Y4
 
-	// v53 = where(v49, v51, v52) [N=64 T=421]
+	// smoothL1 = where(v49, v51, v52)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v54 = mul(v0, v53) [N=64 T=421]
+	// v54 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v54) over [N T]
@@ -313,7 +295,7 @@ outer0_1:
 	VMOVUPS      Y4, 1856(CX)
 	VMOVUPS      Y2, 56(SP)
 
-	// var(v46) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -349,7 +331,7 @@ outer0_1:
 	VBLENDVPD    Y2, Y6, Y3, Y6
 	VMOVUPD      Y6, 9056(CX)(BX*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y3
 	VEXTRACTI128 $0x01, Y2, X2
@@ -383,7 +365,7 @@ outer0_1:
 	VBLENDVPD    Y2, Y4, Y1, Y4
 	VMOVUPD      Y4, 19616(CX)(BX*8)
 
-	// logsumexp(v21) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
@@ -413,18 +395,18 @@ outer0_1:
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v64 = mul(v62, v21) [N=64 T=421]
+	// v64 = mul(2, logWeight)
 	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 56(SP), Y1
 
-	// store v17
-	MOVQ       p10+80(FP), CX
+	// store advantage
+	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	VMOVUPS    24(SP), Y1
 
-	// store v18
-	MOVQ       p11+88(FP), CX
+	// store valueTarget2
+	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -432,7 +414,7 @@ outer0_1:
 
 blocks_2:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
 	ADDQ      DI, SI
@@ -440,42 +422,40 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -503,34 +483,30 @@ blocks_2:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ    p7+56(FP), DI
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
+	MOVQ    logProb+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
-	MOVQ    p8+64(FP), DI
+	MOVQ    sampleLogProb+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
-	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc12<>+0(SB), Y6
 
-	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
-	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 88(SP)
 
-	// v26 = exp(v21) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc14<>+0(SB), Y5, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -556,34 +532,34 @@ blocks_2:
 	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v28 = ge(v17, v27) [N=64 T=421]
+	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc28<>+0(SB), Y9
 
-	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y9
 
-	// v33 = where(v28, v30, v32) [N=64 T=421]
+	// ratioClipped = where(v28, v30, v32)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y1
 
-	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y1, Y2, Y1
 
-	// v35 = neg(v34) [N=64 T=421]
+	// v35 = neg(gain)
 	VXORPS lgc29<>+0(SB), Y1, Y1
 
 	// mean(v35) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v37 = ne(v25, v21) [N=64 T=421]
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -591,19 +567,19 @@ blocks_2:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v39 = sub(v20, v19) [N=64 T=421]
+	// v39 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	MOVQ    p9+72(FP), DI
+	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v43 = mul(v42, v41) [N=64 T=421]
+	// v43 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y3
 
-	// mean(v41) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -611,36 +587,36 @@ blocks_2:
 	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 88(SP), Y1
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v46 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v47 = abs(v46) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(v47, v0) [N=64 T=421]
+	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v50 = mul(v48, v47) [N=64 T=421]
+	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y4, Y7
 
-	// v51 = mul(v50, v47) [N=64 T=421]
+	// v51 = mul(v50, absDiff)
 	VMULPS Y4, Y7, Y7
 
-	// v52 = sub(v47, v48) [N=64 T=421]
+	// v52 = sub(absDiff, 0.5)
 	VSUBPS lgc24<>+0(SB), Y4, Y4
 
-	// v53 = where(v49, v51, v52) [N=64 T=421]
+	// smoothL1 = where(v49, v51, v52)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v54 = mul(v0, v53) [N=64 T=421]
+	// v54 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v54) over [N T]
@@ -648,7 +624,7 @@ blocks_2:
 	VMOVUPS Y4, 1856(BX)
 	VMOVUPS Y2, 120(SP)
 
-	// var(v46) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -672,7 +648,7 @@ blocks_2:
 	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y3, 9056(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -694,7 +670,7 @@ blocks_2:
 	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 
-	// logsumexp(v21) over [N]
+	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
 	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
@@ -716,21 +692,21 @@ blocks_2:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v64 = mul(v62, v21) [N=64 T=421]
+	// v64 = mul(2, logWeight)
 	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 120(SP), Y1
 
-	// store v17
-	MOVQ    p10+80(FP), BX
+	// store advantage
+	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 88(SP), Y1
 
-	// store v18
-	MOVQ         p11+88(FP), BX
+	// store valueTarget2
+	MOVQ         valueTarget+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
@@ -815,7 +791,7 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -896,7 +872,7 @@ noflush_3:
 	VANDPS       31936(CX), Y1, Y1
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
-	CMPQ         AX, p12+96(FP)
+	CMPQ         AX, hi+96(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1267,46 +1243,45 @@ DATA lgc36<>+24(SB)/4, $0x7f7fffff
 DATA lgc36<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v59 = add(v57, v58) [T=421]
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v60 = div(v56, v59) [T=421]
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v61 = sub(v0, v60) [T=421]
+	// explainedVariance = sub(1, v60)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v66 = mul(v62, v63) [T=421]
+	// v66 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v67 = sub(v66, v65) [T=421]
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v68 = exp(v67) [T=421]
+	// essCol = exp(v67)
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VMOVAPS      lgc19<>+0(SB), Y4
@@ -1331,17 +1306,17 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v68) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
-	// store v61
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1362,43 +1337,42 @@ noflush_5:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_4
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v59 = add(v57, v58) [T=421]
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v60 = div(v56, v59) [T=421]
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v61 = sub(v0, v60) [T=421]
+	// explainedVariance = sub(1, v60)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v66 = mul(v62, v63) [T=421]
+	// v66 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v67 = sub(v66, v65) [T=421]
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v68 = exp(v67) [T=421]
+	// essCol = exp(v67)
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VMOVAPS      lgc19<>+0(SB), Y4
@@ -1423,21 +1397,21 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v68) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
-	// store v61
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1465,19 +1439,19 @@ DATA lgc37<>+24(SB)/4, $0x34000000
 DATA lgc37<>+28(SB)/4, $0x34000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32)
+// func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass2AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc38<>+0(SB), Y1
 
-	// v71 = div(v69, v70) []
+	// ess = div(v69, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v71
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1492,28 +1466,16 @@ DATA lgc38<>+24(SB)/4, $0x42800000
 DATA lgc38<>+28(SB)/4, $0x42800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 int)
+// func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, gradLogProb *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $472-128
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -1522,7 +1484,7 @@ outer0_6:
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
-	MOVQ       p1+8(FP), CX
+	MOVQ       nextTerminated+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
@@ -1541,9 +1503,9 @@ outer0_6:
 	VPMOVZXBD  8(SP), Y2
 	VCVTDQ2PS  Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextDone+16(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -1558,43 +1520,41 @@ outer0_6:
 	VPMOVZXBD 16(SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS     Y3, Y2, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       stateValue+40(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VMOVUPS     lgc4<>+0(SB), Y4
 	VANDPS      Y4, Y2, Y2
 	VMOVUPS     lgc2<>+0(SB), Y5
 	VBLENDVPS   Y4, Y1, Y5, Y1
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), CX
+	MOVQ        state+48(FP), CX
 	VANDPS      31936(CX), Y4, Y4
 	VMOVUPS     Y4, 31936(CX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -1622,36 +1582,32 @@ outer0_6:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ       p7+56(FP), BX
+	// valueTarget = add(gae, stateValue)
+	VADDPS     Y3, Y2, Y1
+	MOVQ       logProb+56(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VMASKMOVPS (BX)(DX*4), Y3, Y3
-	MOVQ       p8+64(FP), BX
+	MOVQ       sampleLogProb+64(FP), BX
 	VMOVUPS    lgc4<>+0(SB), Y4
 	VMASKMOVPS (BX)(DX*4), Y4, Y4
 
-	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc12<>+0(SB), Y6
 
-	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
-	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 24(SP)
 
-	// v26 = exp(v21) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc14<>+0(SB), Y5, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -1677,27 +1633,27 @@ outer0_6:
 	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v28 = ge(v17, v27) [N=64 T=421]
+	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc28<>+0(SB), Y9
 
-	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y9
 
-	// v33 = where(v28, v30, v32) [N=64 T=421]
+	// ratioClipped = where(v28, v30, v32)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y7
 
-	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y7, Y2, Y7
 
-	// v35 = neg(v34) [N=64 T=421]
+	// v35 = neg(gain)
 	VXORPS  lgc29<>+0(SB), Y7, Y7
 	VMOVUPS Y1, 56(SP)
 
@@ -1710,7 +1666,7 @@ outer0_6:
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
-	// v37 = ne(v25, v21) [N=64 T=421]
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -1723,7 +1679,7 @@ outer0_6:
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
 
-	// v39 = sub(v20, v19) [N=64 T=421]
+	// v39 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
@@ -1734,14 +1690,14 @@ outer0_6:
 	VANDPS       Y3, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
-	MOVQ         p9+72(FP), BX
+	MOVQ         entropy+72(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v43 = mul(v42, v41) [N=64 T=421]
+	// v43 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y3
 
-	// mean(v41) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
 	VPMOVSXDQ    X4, Y6
 	VEXTRACTI128 $0x01, Y4, X6
@@ -1759,38 +1715,38 @@ outer0_6:
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
 	VMOVUPS      24(SP), Y1
-	MOVQ         p5+40(FP), BX
+	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
 
-	// v46 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v47 = abs(v46) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(v47, v0) [N=64 T=421]
+	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v50 = mul(v48, v47) [N=64 T=421]
+	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y4, Y7
 
-	// v51 = mul(v50, v47) [N=64 T=421]
+	// v51 = mul(v50, absDiff)
 	VMULPS Y4, Y7, Y9
 
-	// v52 = sub(v47, v48) [N=64 T=421]
+	// v52 = sub(absDiff, 0.5)
 	VSUBPS  lgc24<>+0(SB), Y4, Y10
 	VMOVUPS Y2, 88(SP)
 
-	// v53 = where(v49, v51, v52) [N=64 T=421]
+	// smoothL1 = where(v49, v51, v52)
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
-	// v54 = mul(v0, v53) [N=64 T=421]
+	// v54 = mul(1, smoothL1)
 	VMULPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS Y7, 120(SP)
 
@@ -1805,7 +1761,7 @@ outer0_6:
 	VMOVUPS      Y4, 152(SP)
 	VMOVUPS      Y6, 184(SP)
 
-	// var(v46) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -1841,7 +1797,7 @@ outer0_6:
 	VBLENDVPD    Y2, Y9, Y4, Y9
 	VMOVUPD      Y9, 9056(CX)(BX*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y4
 	VEXTRACTI128 $0x01, Y2, X2
@@ -1876,7 +1832,7 @@ outer0_6:
 	VMOVUPD      Y6, 19616(CX)(BX*8)
 	VMOVUPS      Y3, 216(SP)
 
-	// logsumexp(v21) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
@@ -1906,117 +1862,117 @@ outer0_6:
 	VADDPD       28448(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28448(CX)(BX*8)
 
-	// v64 = mul(v62, v21) [N=64 T=421]
+	// v64 = mul(2, logWeight)
 	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 184(SP), Y1
 	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v73 = where(v49, v72, v27) [N=64 T=421]
+	// v73 = where(v49, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v74 = where(v49, v27, v72) [N=64 T=421]
+	// v74 = where(v49, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v75 = ne(v73, v27) [N=64 T=421]
+	// v75 = ne(v73, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS 152(SP), Y5
 
-	// v76 = mul(v73, v47) [N=64 T=421]
+	// v76 = mul(v73, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v77 = where(v75, v76, v73) [N=64 T=421]
+	// v77 = where(v75, v76, v73)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   120(SP), Y6
 
-	// v78 = mul(v73, v50) [N=64 T=421]
+	// v78 = mul(v73, v50)
 	VMULPS Y6, Y4, Y6
 
-	// v79 = where(v75, v78, v73) [N=64 T=421]
+	// v79 = where(v75, v78, v73)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v80 = add(v74, v79) [N=64 T=421]
+	// v80 = add(v74, v79)
 	VADDPS Y2, Y1, Y1
 
-	// v81 = mul(v77, v48) [N=64 T=421]
+	// v81 = mul(v77, 0.5)
 	VMULPS lgc24<>+0(SB), Y5, Y2
 
-	// v82 = add(v80, v81) [N=64 T=421]
+	// v82 = add(v80, v81)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 216(SP), Y2
 
-	// v83 = gt(v46, v27) [N=64 T=421]
+	// v83 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v84 = lt(v46, v27) [N=64 T=421]
+	// v84 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v86 = mul(v46, v27) [N=64 T=421]
+	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v87 = where(v84, v85, v86) [N=64 T=421]
+	// v87 = where(v84, -1, v86)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v88 = where(v83, v0, v87) [N=64 T=421]
+	// v88 = where(v83, 1, v87)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v89 = ne(v82, v27) [N=64 T=421]
+	// v89 = ne(v82, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v90 = mul(v82, v88) [N=64 T=421]
+	// v90 = mul(v82, v88)
 	VMULPS Y2, Y1, Y2
 
-	// v91 = where(v89, v90, v82) [N=64 T=421]
+	// v91 = where(v89, v90, v82)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y1, Y1
 
-	// v92 = neg(v91) [N=64 T=421]
+	// gradStateValue = neg(v91)
 	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 88(SP), Y2
 
-	// v95 = mul(v94, v17) [N=64 T=421]
+	// v95 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 56(SP), Y5
 
-	// v96 = where(v28, v95, v27) [N=64 T=421]
+	// v96 = where(v28, v95, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v97 = where(v28, v27, v95) [N=64 T=421]
+	// v97 = where(v28, 0, v95)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc28<>+0(SB), Y5
 
-	// v98 = ge(v26, v31) [N=64 T=421]
+	// v98 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v99 = ne(v26, v26) [N=64 T=421]
+	// v99 = ne(ratio, ratio)
 	VCMPPS $0x04, Y8, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v100 = max(v98, v99) [N=64 T=421]
+	// v100 = max(v98, v99)
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
@@ -2024,17 +1980,17 @@ outer0_6:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v101 = where(v100, v97, v27) [N=64 T=421]
+	// v101 = where(v100, v97, 0)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v102 = le(v26, v29) [N=64 T=421]
+	// v102 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v103 = max(v102, v99) [N=64 T=421]
+	// v103 = max(v102, v99)
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
@@ -2042,51 +1998,50 @@ outer0_6:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v104 = where(v103, v96, v27) [N=64 T=421]
+	// v104 = where(v103, v96, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y3, Y5
 
-	// v105 = add(v101, v104) [N=64 T=421]
+	// v105 = add(v101, v104)
 	VADDPS Y5, Y4, Y4
 
-	// v106 = ne(v105, v27) [N=64 T=421]
+	// v106 = ne(v105, 0)
 	VCMPPS $0x04, Y3, Y4, Y3
 	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v107 = mul(v105, v26) [N=64 T=421]
+	// v107 = mul(v105, ratio)
 	VMULPS Y8, Y4, Y5
 
-	// v108 = where(v106, v107, v105) [N=64 T=421]
+	// gradLogProb = where(v106, v107, v105)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y4, Y3
 	VMOVUPS   lgc42<>+0(SB), Y4
 
-	// v109 = broadcast(v93) [N=64 T=421]
-	// store v17
-	MOVQ       p10+80(FP), CX
+	// store advantage
+	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 	VMOVUPS    24(SP), Y2
 
-	// store v18
-	MOVQ       p11+88(FP), CX
+	// store valueTarget2
+	MOVQ       valueTarget+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y5
 	VMASKMOVPS Y2, Y5, (CX)(DX*4)
 
-	// store v92
-	MOVQ       p12+96(FP), CX
+	// store gradStateValue
+	MOVQ       gradStateValue+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v108
-	MOVQ       p13+104(FP), CX
+	// store gradLogProb
+	MOVQ       gradLogProb+104(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y3, Y1, (CX)(DX*4)
 
-	// store v109
-	MOVQ       p14+112(FP), CX
+	// store gradEntropy
+	MOVQ       gradEntropy+112(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y4, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
@@ -2094,7 +2049,7 @@ outer0_6:
 
 blocks_7:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+421, AX, DI
 	ADDQ      DI, SI
@@ -2102,42 +2057,40 @@ blocks_7:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc6<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      31936(BX), Y4, Y4
 	VMOVUPS     Y4, 31936(BX)
 	VMOVUPS     lgc8<>+0(SB), Y5
@@ -2165,34 +2118,30 @@ blocks_7:
 	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
-	VADDPS Y3, Y2, Y1
-
-	// v17 = detach(v15) [N=64 T=421]  # gae
-	// v18 = detach(v16) [N=64 T=421]  # value_target
-	MOVQ    p7+56(FP), DI
+	// valueTarget = add(gae, stateValue)
+	VADDPS  Y3, Y2, Y1
+	MOVQ    logProb+56(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
-	MOVQ    p8+64(FP), DI
+	MOVQ    sampleLogProb+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y4
 
-	// v21 = sub(v19, v20) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS  Y4, Y3, Y5
 	VMOVUPS lgc12<>+0(SB), Y6
 
-	// v24 = max(v21, v22) tie=first [N=64 T=421]
+	// v24 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc13<>+0(SB), Y7
 
-	// v25 = min(v24, v23) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v24, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, 248(SP)
 
-	// v26 = exp(v21) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc14<>+0(SB), Y5, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y1
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -2218,27 +2167,27 @@ blocks_7:
 	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v28 = ge(v17, v27) [N=64 T=421]
+	// v28 = ge(gae, 0)
 	VCMPPS  $0x1d, Y1, Y2, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc27<>+0(SB), Y7
 
-	// v30 = min(v26, v29) tie=first [N=64 T=421]
+	// v30 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc28<>+0(SB), Y9
 
-	// v32 = max(v26, v31) tie=first [N=64 T=421]
+	// v32 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y9
 
-	// v33 = where(v28, v30, v32) [N=64 T=421]
+	// ratioClipped = where(v28, v30, v32)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y1, Y10
 	VBLENDVPS Y10, Y7, Y9, Y7
 
-	// v34 = mul(v17, v33) [N=64 T=421]  # gain
+	// gain = mul(gae, ratioClipped)
 	VMULPS Y7, Y2, Y7
 
-	// v35 = neg(v34) [N=64 T=421]
+	// v35 = neg(gain)
 	VXORPS  lgc29<>+0(SB), Y7, Y7
 	VMOVUPS Y1, 280(SP)
 
@@ -2246,7 +2195,7 @@ blocks_7:
 	VADDPS  256(BX), Y7, Y1
 	VMOVUPS Y1, 256(BX)
 
-	// v37 = ne(v25, v21) [N=64 T=421]
+	// v37 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
@@ -2254,19 +2203,19 @@ blocks_7:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v39 = sub(v20, v19) [N=64 T=421]
+	// v39 = sub(sampleLogProb, logProb)
 	VSUBPS Y3, Y4, Y1
 
 	// mean(v39) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	MOVQ    p9+72(FP), DI
+	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v43 = mul(v42, v41) [N=64 T=421]
+	// v43 = mul(-0.01, entropy)
 	VMULPS lgc30<>+0(SB), Y1, Y3
 
-	// mean(v41) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 
@@ -2274,37 +2223,37 @@ blocks_7:
 	VADDPS  1536(BX), Y3, Y1
 	VMOVUPS Y1, 1536(BX)
 	VMOVUPS 248(SP), Y1
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v46 = sub(v18, v2) [N=64 T=421]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v47 = abs(v46) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc29<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v49 = lt(v47, v0) [N=64 T=421]
+	// v49 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v50 = mul(v48, v47) [N=64 T=421]
+	// v50 = mul(0.5, absDiff)
 	VMULPS lgc24<>+0(SB), Y4, Y7
 
-	// v51 = mul(v50, v47) [N=64 T=421]
+	// v51 = mul(v50, absDiff)
 	VMULPS Y4, Y7, Y9
 
-	// v52 = sub(v47, v48) [N=64 T=421]
+	// v52 = sub(absDiff, 0.5)
 	VSUBPS  lgc24<>+0(SB), Y4, Y10
 	VMOVUPS Y2, 312(SP)
 
-	// v53 = where(v49, v51, v52) [N=64 T=421]
+	// smoothL1 = where(v49, v51, v52)
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y9, Y10, Y2
 
-	// v54 = mul(v0, v53) [N=64 T=421]
+	// v54 = mul(1, smoothL1)
 	VMULPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS Y7, 344(SP)
 
@@ -2314,7 +2263,7 @@ blocks_7:
 	VMOVUPS Y4, 376(SP)
 	VMOVUPS Y6, 408(SP)
 
-	// var(v46) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -2338,7 +2287,7 @@ blocks_7:
 	VMOVUPD      Y4, 5536(BX)(DI*8)
 	VMOVUPD      Y6, 9056(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2361,7 +2310,7 @@ blocks_7:
 	VMOVUPD      Y2, 19616(BX)(DI*8)
 	VMOVUPS      Y3, 440(SP)
 
-	// logsumexp(v21) over [N]
+	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc31<>+0(SB), Y5, Y1
 	VCMPPS       $0x1a, lgc32<>+0(SB), Y5, Y2
 	VANDPS       Y2, Y1, Y1
@@ -2383,117 +2332,117 @@ blocks_7:
 	VADDPD       28448(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28448(BX)(DI*8)
 
-	// v64 = mul(v62, v21) [N=64 T=421]
+	// v64 = mul(2, logWeight)
 	VMULPS  lgc35<>+0(SB), Y5, Y1
 	VMOVUPS 408(SP), Y1
 	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v73 = where(v49, v72, v27) [N=64 T=421]
+	// v73 = where(v49, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v74 = where(v49, v27, v72) [N=64 T=421]
+	// v74 = where(v49, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v75 = ne(v73, v27) [N=64 T=421]
+	// v75 = ne(v73, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS 376(SP), Y5
 
-	// v76 = mul(v73, v47) [N=64 T=421]
+	// v76 = mul(v73, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v77 = where(v75, v76, v73) [N=64 T=421]
+	// v77 = where(v75, v76, v73)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   344(SP), Y6
 
-	// v78 = mul(v73, v50) [N=64 T=421]
+	// v78 = mul(v73, v50)
 	VMULPS Y6, Y4, Y6
 
-	// v79 = where(v75, v78, v73) [N=64 T=421]
+	// v79 = where(v75, v78, v73)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v80 = add(v74, v79) [N=64 T=421]
+	// v80 = add(v74, v79)
 	VADDPS Y2, Y1, Y1
 
-	// v81 = mul(v77, v48) [N=64 T=421]
+	// v81 = mul(v77, 0.5)
 	VMULPS lgc24<>+0(SB), Y5, Y2
 
-	// v82 = add(v80, v81) [N=64 T=421]
+	// v82 = add(v80, v81)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 440(SP), Y2
 
-	// v83 = gt(v46, v27) [N=64 T=421]
+	// v83 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v84 = lt(v46, v27) [N=64 T=421]
+	// v84 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v86 = mul(v46, v27) [N=64 T=421]
+	// v86 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v87 = where(v84, v85, v86) [N=64 T=421]
+	// v87 = where(v84, -1, v86)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
-	// v88 = where(v83, v0, v87) [N=64 T=421]
+	// v88 = where(v83, 1, v87)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v89 = ne(v82, v27) [N=64 T=421]
+	// v89 = ne(v82, 0)
 	VCMPPS $0x04, Y3, Y1, Y4
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
-	// v90 = mul(v82, v88) [N=64 T=421]
+	// v90 = mul(v82, v88)
 	VMULPS Y2, Y1, Y2
 
-	// v91 = where(v89, v90, v82) [N=64 T=421]
+	// v91 = where(v89, v90, v82)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y1, Y1
 
-	// v92 = neg(v91) [N=64 T=421]
+	// gradStateValue = neg(v91)
 	VXORPS  lgc29<>+0(SB), Y1, Y1
 	VMOVUPS 312(SP), Y2
 
-	// v95 = mul(v94, v17) [N=64 T=421]
+	// v95 = mul(-3.7114014251781474e-05, gae)
 	VMULPS  lgc41<>+0(SB), Y2, Y4
 	VMOVUPS 280(SP), Y5
 
-	// v96 = where(v28, v95, v27) [N=64 T=421]
+	// v96 = where(v28, v95, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
 
-	// v97 = where(v28, v27, v95) [N=64 T=421]
+	// v97 = where(v28, 0, v95)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y3, Y4, Y4
 	VMOVUPS   lgc28<>+0(SB), Y5
 
-	// v98 = ge(v26, v31) [N=64 T=421]
+	// v98 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v99 = ne(v26, v26) [N=64 T=421]
+	// v99 = ne(ratio, ratio)
 	VCMPPS $0x04, Y8, Y8, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v100 = max(v98, v99) [N=64 T=421]
+	// v100 = max(v98, v99)
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y10
 	VMINPS Y5, Y10, Y9
@@ -2501,17 +2450,17 @@ blocks_7:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v101 = where(v100, v97, v27) [N=64 T=421]
+	// v101 = where(v100, v97, 0)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y4, Y3, Y4
 	VMOVUPS   lgc27<>+0(SB), Y5
 
-	// v102 = le(v26, v29) [N=64 T=421]
+	// v102 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y8, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v103 = max(v102, v99) [N=64 T=421]
+	// v103 = max(v102, v99)
 	VXORPS lgc29<>+0(SB), Y5, Y5
 	VXORPS lgc29<>+0(SB), Y7, Y7
 	VMINPS Y5, Y7, Y9
@@ -2519,51 +2468,50 @@ blocks_7:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc29<>+0(SB), Y5, Y5
 
-	// v104 = where(v103, v96, v27) [N=64 T=421]
+	// v104 = where(v103, v96, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y3, Y5
 
-	// v105 = add(v101, v104) [N=64 T=421]
+	// v105 = add(v101, v104)
 	VADDPS Y5, Y4, Y4
 
-	// v106 = ne(v105, v27) [N=64 T=421]
+	// v106 = ne(v105, 0)
 	VCMPPS $0x04, Y3, Y4, Y3
 	VANDPS lgc2<>+0(SB), Y3, Y3
 
-	// v107 = mul(v105, v26) [N=64 T=421]
+	// v107 = mul(v105, ratio)
 	VMULPS Y8, Y4, Y5
 
-	// v108 = where(v106, v107, v105) [N=64 T=421]
+	// gradLogProb = where(v106, v107, v105)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y4, Y3
 	VMOVUPS   lgc42<>+0(SB), Y4
 
-	// v109 = broadcast(v93) [N=64 T=421]
-	// store v17
-	MOVQ    p10+80(FP), BX
+	// store advantage
+	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 	VMOVUPS 248(SP), Y2
 
-	// store v18
-	MOVQ    p11+88(FP), BX
+	// store valueTarget2
+	MOVQ    valueTarget+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 
-	// store v92
-	MOVQ    p12+96(FP), BX
+	// store gradStateValue
+	MOVQ    gradStateValue+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v108
-	MOVQ    p13+104(FP), BX
+	// store gradLogProb
+	MOVQ    gradLogProb+104(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v109
-	MOVQ         p14+112(FP), BX
+	// store gradEntropy
+	MOVQ         gradEntropy+112(FP), BX
 	VMOVUPS      Y4, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc36<>+0(SB), Y2, Y2
@@ -2648,7 +2596,7 @@ blocks_7:
 noflush_8:
 	SUBQ         $+8, CX
 	JGE          blocks_7
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -2729,7 +2677,7 @@ noflush_8:
 	VANDPS       31936(CX), Y1, Y1
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
-	CMPQ         AX, p15+120(FP)
+	CMPQ         AX, hi+120(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
@@ -2774,46 +2722,45 @@ DATA lgc42<>+24(SB)/4, $0xb4c7411d
 DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_9:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v59 = add(v57, v58) [T=421]
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v60 = div(v56, v59) [T=421]
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v61 = sub(v0, v60) [T=421]
+	// explainedVariance = sub(1, v60)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v66 = mul(v62, v63) [T=421]
+	// v66 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v67 = sub(v66, v65) [T=421]
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v68 = exp(v67) [T=421]
+	// essCol = exp(v67)
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VMOVAPS      lgc19<>+0(SB), Y4
@@ -2838,17 +2785,17 @@ blocks_9:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v68) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
-	// store v61
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_10
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -2869,43 +2816,42 @@ noflush_10:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_9
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v59 = add(v57, v58) [T=421]
+	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v60 = div(v56, v59) [T=421]
+	// v60 = div(residVar, v59)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v61 = sub(v0, v60) [T=421]
+	// explainedVariance = sub(1, v60)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v66 = mul(v62, v63) [T=421]
+	// v66 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v67 = sub(v66, v65) [T=421]
+	// v67 = sub(v66, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v68 = exp(v67) [T=421]
+	// essCol = exp(v67)
 	VMAXPS       lgc14<>+0(SB), Y1, Y2
 	VMINPS       lgc15<>+0(SB), Y2, Y2
 	VMULPS       lgc16<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc17<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VMOVAPS      lgc19<>+0(SB), Y4
@@ -2930,21 +2876,21 @@ noflush_10:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v68) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
-	// store v61
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -2962,19 +2908,19 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32)
+// func fbPass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass2AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc38<>+0(SB), Y1
 
-	// v71 = div(v69, v70) []
+	// ess = div(v69, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v71
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -2995,7 +2941,6 @@ bulk_11:
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VMOVAPS      lgc19<>+0(SB), Y3

@@ -11,360 +11,358 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v56 = var(v46) over N correction=0 [T=421]
-	s1    []float32           // v57 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v63 = logsumexp(v21) over N [T=421]
-	s3    []float32           // v65 = logsumexp(v64) over N [T=421]
-	s4    float32             // v69 = mean(v68) over T []
-	acc56 []runtime.Welford   // accumulators of v56
-	acc57 []runtime.Welford   // accumulators of v57
-	acc63 []runtime.LogSumExp // accumulators of v63
-	acc65 []runtime.LogSumExp // accumulators of v65
+	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
+	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
+	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
+	s3        []float32           // logSumW2 = logsumexp(v64) over N [T=421]
+	s4        float32             // v69 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc56: make([]runtime.Welford, 421), acc57: make([]runtime.Welford, 421), acc63: make([]runtime.LogSumExp, 421), acc65: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc36 := runtime.Mean{}
-	acc38 := runtime.Mean{}
-	acc40 := runtime.Mean{}
-	acc44 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	for k := range s.acc56 {
-		s.acc56[k] = runtime.Welford{}
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421].
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c8 := float32(0.99)
+	c13 := float32(0.9405)
+	c22 := float32(-0.22314355)
+	c23 := float32(0.18232156)
+	zero := float32(0)
+	c29 := float32(1.2)
+	c31 := float32(0.8)
+	c42 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	lossObjective := runtime.Mean{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc57 {
-		s.acc57[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc63 {
-		s.acc63[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc65 {
-		s.acc65[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
-		carry15 := float32(0)
+		gaeCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := in.NextReward[iN*421+iT]
-			v2 := in.StateValue[iN*421+iT]
-			v3 := in.NextStateValue[iN*421+iT]
-			v4 := b2f(in.NextTerminated[iN*421+iT])
-			v5 := v0 - v4
-			v6 := b2f(in.NextDone[iN*421+iT])
-			v7 := v0 - v6
-			v8 := float32(0.99)
-			v9 := float32(v8 * v5)
-			v10 := float32(v9 * v3)
-			v11 := v1 + v10
-			v12 := v11 - v2
-			v13 := float32(0.9405)
-			v14 := float32(v13 * v7)
-			v15 := v12 + float32(carry15*v14)
-			carry15 = v15
-			v16 := v15 + v2
-			v17 := v15
-			out.Advantage[iN*421+iT] = v17
-			v18 := v16
-			out.ValueTarget[iN*421+iT] = v18
-			v19 := in.LogProb[iN*421+iT]
-			v20 := in.SampleLogProb[iN*421+iT]
-			v21 := v19 - v20
-			v22 := float32(-0.22314355)
-			v23 := float32(0.18232156)
-			v24 := max(v21, v22)
-			v25 := min(v24, v23)
-			v26 := float32(math.Exp(float64(v21)))
-			v27 := float32(0)
-			v28 := b2f(v17 >= v27)
-			v29 := float32(1.2)
-			v30 := min(v26, v29)
-			v31 := float32(0.8)
-			v32 := max(v26, v31)
-			v33 := sel(v28, v30, v32)
-			v34 := float32(v17 * v33)
-			v35 := -v34
-			acc36.Add(float64(v35))
-			v37 := b2f(v25 != v21)
-			acc38.Add(float64(v37))
-			v39 := v20 - v19
-			acc40.Add(float64(v39))
-			v41 := in.Entropy[iN*421+iT]
-			v42 := float32(-0.01)
-			v43 := float32(v42 * v41)
-			acc44.Add(float64(v41))
-			acc45.Add(float64(v43))
-			v46 := v18 - v2
-			v47 := float32(math.Abs(float64(v46)))
-			v48 := float32(0.5)
-			v49 := b2f(v47 < v0)
-			v50 := float32(v48 * v47)
-			v51 := float32(v50 * v47)
-			v52 := v47 - v48
-			v53 := sel(v49, v51, v52)
-			v54 := float32(v0 * v53)
-			acc55.Add(float64(v54))
-			s.acc56[iT].Add(float64(v46))
-			s.acc57[iT].Add(float64(v18))
-			v62 := float32(2)
-			s.acc63[iT].Add(float64(v21))
-			v64 := float32(v62 * v21)
-			s.acc65[iT].Add(float64(v64))
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			notTerminated := one - nextTerminated
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			notDone := one - nextDone
+			v9 := float32(c8 * notTerminated)
+			v10 := float32(v9 * nextStateValue)
+			v11 := nextReward + v10
+			delta := v11 - stateValue
+			discount := float32(c13 * notDone)
+			gae := delta + float32(gaeCarry*discount)
+			gaeCarry = gae
+			valueTarget := gae + stateValue
+			out.Advantage[iN*421+iT] = gae
+			out.ValueTarget[iN*421+iT] = valueTarget
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			v24 := max(logWeight, c22)
+			logWeightClip := min(v24, c23)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v28 := b2f(gae >= zero)
+			v30 := min(ratio, c29)
+			v32 := max(ratio, c31)
+			ratioClipped := sel(v28, v30, v32)
+			gain := float32(gae * ratioClipped)
+			v35 := -gain
+			lossObjective.Add(float64(v35))
+			v37 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v37))
+			v39 := sampleLogProb - logProb
+			klApprox.Add(float64(v39))
+			entropy := in.Entropy[iN*421+iT]
+			v43 := float32(c42 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v43))
+			diff := valueTarget - stateValue
+			absDiff := float32(math.Abs(float64(diff)))
+			v49 := b2f(absDiff < one)
+			v50 := float32(half * absDiff)
+			v51 := float32(v50 * absDiff)
+			v52 := absDiff - half
+			smoothL1 := sel(v49, v51, v52)
+			v54 := float32(one * smoothL1)
+			lossCritic.Add(float64(v54))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(valueTarget))
+			s.logSumW[iT].Add(float64(logWeight))
+			v64 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v64))
 		}
 	}
-	out.LossObjective = float32(acc36.Result())
-	out.ClipFraction = float32(acc38.Result())
-	out.KLApprox = float32(acc40.Result())
-	out.Entropy = float32(acc44.Result())
-	out.LossEntropy = float32(acc45.Result())
-	out.LossCritic = float32(acc55.Result())
-	for k := range s.acc56 {
-		s.s0[k] = float32(s.acc56[k].Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s0[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc57 {
-		s.s1[k] = float32(s.acc57[k].Var(0))
+	for k := range s.targetVar {
+		s.s1[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc63 {
-		s.s2[k] = float32(s.acc63[k].Result())
+	for k := range s.logSumW {
+		s.s2[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc65 {
-		s.s3[k] = float32(s.acc65[k].Result())
+	for k := range s.logSumW2 {
+		s.s3[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c58 := float32(1.1920929e-07)
+	two := float32(2)
 	acc69 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
-		v0 := float32(1)
-		v56 := s.s0[iT]
-		v57 := s.s1[iT]
-		v58 := float32(1.1920929e-07)
-		v59 := v57 + v58
-		v60 := v56 / v59
-		v61 := v0 - v60
-		out.ExplainedVariance[iT] = v61
-		v62 := float32(2)
-		v63 := s.s2[iT]
-		v65 := s.s3[iT]
-		v66 := float32(v62 * v63)
-		v67 := v66 - v65
-		v68 := float32(math.Exp(float64(v67)))
-		acc69.Add(float64(v68))
+		residVar := s.s0[iT]
+		targetVar := s.s1[iT]
+		v59 := targetVar + c58
+		v60 := residVar / v59
+		explainedVariance := one - v60
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s2[iT]
+		logSumW2 := s.s3[iT]
+		v66 := float32(two * logSumW)
+		v67 := v66 - logSumW2
+		essCol := float32(math.Exp(float64(v67)))
+		acc69.Add(float64(essCol))
 	}
 	s.s4 = float32(acc69.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c70 := float32(64)
 	v69 := s.s4
-	v70 := float32(64)
-	v71 := v69 / v70
-	out.ESS = v71
+	ess := v69 / c70
+	out.ESS = ess
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v56 = var(v46) over N correction=0 [T=421]
-	s1    []float32           // v57 = var(v18) over N correction=0 [T=421]
-	s2    []float32           // v63 = logsumexp(v21) over N [T=421]
-	s3    []float32           // v65 = logsumexp(v64) over N [T=421]
-	s4    float32             // v69 = mean(v68) over T []
-	acc56 []runtime.Welford   // accumulators of v56
-	acc57 []runtime.Welford   // accumulators of v57
-	acc63 []runtime.LogSumExp // accumulators of v63
-	acc65 []runtime.LogSumExp // accumulators of v65
+	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
+	s1        []float32           // targetVar = var(valueTarget) over N correction=0 [T=421]
+	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
+	s3        []float32           // logSumW2 = logsumexp(v64) over N [T=421]
+	s4        float32             // v69 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc56: make([]runtime.Welford, 421), acc57: make([]runtime.Welford, 421), acc63: make([]runtime.LogSumExp, 421), acc65: make([]runtime.LogSumExp, 421)}
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc36 := runtime.Mean{}
-	acc38 := runtime.Mean{}
-	acc40 := runtime.Mean{}
-	acc44 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	for k := range s.acc56 {
-		s.acc56[k] = runtime.Welford{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=64 T=421].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c8 := float32(0.99)
+	c13 := float32(0.9405)
+	c22 := float32(-0.22314355)
+	c23 := float32(0.18232156)
+	zero := float32(0)
+	c29 := float32(1.2)
+	c31 := float32(0.8)
+	c42 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	c72 := float32(3.7114016e-05)
+	minusOne := float32(-1)
+	c93 := float32(-3.7114015e-07)
+	c94 := float32(-3.7114016e-05)
+	lossObjective := runtime.Mean{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc57 {
-		s.acc57[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc63 {
-		s.acc63[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc65 {
-		s.acc65[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
-		carry15 := float32(0)
+		gaeCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := in.NextReward[iN*421+iT]
-			v2 := in.StateValue[iN*421+iT]
-			v3 := in.NextStateValue[iN*421+iT]
-			v4 := b2f(in.NextTerminated[iN*421+iT])
-			v5 := v0 - v4
-			v6 := b2f(in.NextDone[iN*421+iT])
-			v7 := v0 - v6
-			v8 := float32(0.99)
-			v9 := float32(v8 * v5)
-			v10 := float32(v9 * v3)
-			v11 := v1 + v10
-			v12 := v11 - v2
-			v13 := float32(0.9405)
-			v14 := float32(v13 * v7)
-			v15 := v12 + float32(carry15*v14)
-			carry15 = v15
-			v16 := v15 + v2
-			v17 := v15
-			out.Advantage[iN*421+iT] = v17
-			v18 := v16
-			out.ValueTarget[iN*421+iT] = v18
-			v19 := in.LogProb[iN*421+iT]
-			v20 := in.SampleLogProb[iN*421+iT]
-			v21 := v19 - v20
-			v22 := float32(-0.22314355)
-			v23 := float32(0.18232156)
-			v24 := max(v21, v22)
-			v25 := min(v24, v23)
-			v26 := float32(math.Exp(float64(v21)))
-			v27 := float32(0)
-			v28 := b2f(v17 >= v27)
-			v29 := float32(1.2)
-			v30 := min(v26, v29)
-			v31 := float32(0.8)
-			v32 := max(v26, v31)
-			v33 := sel(v28, v30, v32)
-			v34 := float32(v17 * v33)
-			v35 := -v34
-			acc36.Add(float64(v35))
-			v37 := b2f(v25 != v21)
-			acc38.Add(float64(v37))
-			v39 := v20 - v19
-			acc40.Add(float64(v39))
-			v41 := in.Entropy[iN*421+iT]
-			v42 := float32(-0.01)
-			v43 := float32(v42 * v41)
-			acc44.Add(float64(v41))
-			acc45.Add(float64(v43))
-			v46 := v18 - v2
-			v47 := float32(math.Abs(float64(v46)))
-			v48 := float32(0.5)
-			v49 := b2f(v47 < v0)
-			v50 := float32(v48 * v47)
-			v51 := float32(v50 * v47)
-			v52 := v47 - v48
-			v53 := sel(v49, v51, v52)
-			v54 := float32(v0 * v53)
-			acc55.Add(float64(v54))
-			s.acc56[iT].Add(float64(v46))
-			s.acc57[iT].Add(float64(v18))
-			v62 := float32(2)
-			s.acc63[iT].Add(float64(v21))
-			v64 := float32(v62 * v21)
-			s.acc65[iT].Add(float64(v64))
-			v72 := float32(3.7114016e-05)
-			v73 := sel(v49, v72, v27)
-			v74 := sel(v49, v27, v72)
-			v75 := b2f(v73 != v27)
-			v76 := float32(v73 * v47)
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			notTerminated := one - nextTerminated
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			notDone := one - nextDone
+			v9 := float32(c8 * notTerminated)
+			v10 := float32(v9 * nextStateValue)
+			v11 := nextReward + v10
+			delta := v11 - stateValue
+			discount := float32(c13 * notDone)
+			gae := delta + float32(gaeCarry*discount)
+			gaeCarry = gae
+			valueTarget := gae + stateValue
+			out.Advantage[iN*421+iT] = gae
+			out.ValueTarget[iN*421+iT] = valueTarget
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			v24 := max(logWeight, c22)
+			logWeightClip := min(v24, c23)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v28 := b2f(gae >= zero)
+			v30 := min(ratio, c29)
+			v32 := max(ratio, c31)
+			ratioClipped := sel(v28, v30, v32)
+			gain := float32(gae * ratioClipped)
+			v35 := -gain
+			lossObjective.Add(float64(v35))
+			v37 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v37))
+			v39 := sampleLogProb - logProb
+			klApprox.Add(float64(v39))
+			entropy := in.Entropy[iN*421+iT]
+			v43 := float32(c42 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v43))
+			diff := valueTarget - stateValue
+			absDiff := float32(math.Abs(float64(diff)))
+			v49 := b2f(absDiff < one)
+			v50 := float32(half * absDiff)
+			v51 := float32(v50 * absDiff)
+			v52 := absDiff - half
+			smoothL1 := sel(v49, v51, v52)
+			v54 := float32(one * smoothL1)
+			lossCritic.Add(float64(v54))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(valueTarget))
+			s.logSumW[iT].Add(float64(logWeight))
+			v64 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v64))
+			v73 := sel(v49, c72, zero)
+			v74 := sel(v49, zero, c72)
+			v75 := b2f(v73 != zero)
+			v76 := float32(v73 * absDiff)
 			v77 := sel(v75, v76, v73)
 			v78 := float32(v73 * v50)
 			v79 := sel(v75, v78, v73)
 			v80 := v74 + v79
-			v81 := float32(v77 * v48)
+			v81 := float32(v77 * half)
 			v82 := v80 + v81
-			v83 := b2f(v46 > v27)
-			v84 := b2f(v46 < v27)
-			v85 := float32(-1)
-			v86 := float32(v46 * v27)
-			v87 := sel(v84, v85, v86)
-			v88 := sel(v83, v0, v87)
-			v89 := b2f(v82 != v27)
+			v83 := b2f(diff > zero)
+			v84 := b2f(diff < zero)
+			v86 := float32(diff * zero)
+			v87 := sel(v84, minusOne, v86)
+			v88 := sel(v83, one, v87)
+			v89 := b2f(v82 != zero)
 			v90 := float32(v82 * v88)
 			v91 := sel(v89, v90, v82)
-			v92 := -v91
-			g.StateValue[iN*421+iT] = v92
-			v93 := float32(-3.7114015e-07)
-			v94 := float32(-3.7114016e-05)
-			v95 := float32(v94 * v17)
-			v96 := sel(v28, v95, v27)
-			v97 := sel(v28, v27, v95)
-			v98 := b2f(v26 >= v31)
-			v99 := b2f(v26 != v26)
+			gradStateValue := -v91
+			grads.StateValue[iN*421+iT] = gradStateValue
+			v95 := float32(c94 * gae)
+			v96 := sel(v28, v95, zero)
+			v97 := sel(v28, zero, v95)
+			v98 := b2f(ratio >= c31)
+			v99 := b2f(ratio != ratio)
 			v100 := max(v98, v99)
-			v101 := sel(v100, v97, v27)
-			v102 := b2f(v26 <= v29)
+			v101 := sel(v100, v97, zero)
+			v102 := b2f(ratio <= c29)
 			v103 := max(v102, v99)
-			v104 := sel(v103, v96, v27)
+			v104 := sel(v103, v96, zero)
 			v105 := v101 + v104
-			v106 := b2f(v105 != v27)
-			v107 := float32(v105 * v26)
-			v108 := sel(v106, v107, v105)
-			g.LogProb[iN*421+iT] = v108
-			v109 := v93
-			g.Entropy[iN*421+iT] = v109
+			v106 := b2f(v105 != zero)
+			v107 := float32(v105 * ratio)
+			gradLogProb := sel(v106, v107, v105)
+			grads.LogProb[iN*421+iT] = gradLogProb
+			grads.Entropy[iN*421+iT] = c93
 		}
 	}
-	out.LossObjective = float32(acc36.Result())
-	out.ClipFraction = float32(acc38.Result())
-	out.KLApprox = float32(acc40.Result())
-	out.Entropy = float32(acc44.Result())
-	out.LossEntropy = float32(acc45.Result())
-	out.LossCritic = float32(acc55.Result())
-	for k := range s.acc56 {
-		s.s0[k] = float32(s.acc56[k].Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s0[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc57 {
-		s.s1[k] = float32(s.acc57[k].Var(0))
+	for k := range s.targetVar {
+		s.s1[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc63 {
-		s.s2[k] = float32(s.acc63[k].Result())
+	for k := range s.logSumW {
+		s.s2[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc65 {
-		s.s3[k] = float32(s.acc65[k].Result())
+	for k := range s.logSumW2 {
+		s.s3[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [T=421].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c58 := float32(1.1920929e-07)
+	two := float32(2)
 	acc69 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
-		v0 := float32(1)
-		v56 := s.s0[iT]
-		v57 := s.s1[iT]
-		v58 := float32(1.1920929e-07)
-		v59 := v57 + v58
-		v60 := v56 / v59
-		v61 := v0 - v60
-		out.ExplainedVariance[iT] = v61
-		v62 := float32(2)
-		v63 := s.s2[iT]
-		v65 := s.s3[iT]
-		v66 := float32(v62 * v63)
-		v67 := v66 - v65
-		v68 := float32(math.Exp(float64(v67)))
-		acc69.Add(float64(v68))
+		residVar := s.s0[iT]
+		targetVar := s.s1[iT]
+		v59 := targetVar + c58
+		v60 := residVar / v59
+		explainedVariance := one - v60
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s2[iT]
+		logSumW2 := s.s3[iT]
+		v66 := float32(two * logSumW)
+		v67 := v66 - logSumW2
+		essCol := float32(math.Exp(float64(v67)))
+		acc69.Add(float64(essCol))
 	}
 	s.s4 = float32(acc69.Result())
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c70 := float32(64)
 	v69 := s.s4
-	v70 := float32(64)
-	v71 := v69 / v70
-	out.ESS = v71
+	ess := v69 / c70
+	out.ESS = ess
 }
 
 // b2f is a comparison or flag as 0 or 1.

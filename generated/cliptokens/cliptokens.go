@@ -64,9 +64,11 @@ const (
 const (
 	// EntropyBonus is ClipPPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// EntropyCoeff is ClipPPOLoss's entropy_coeff: the entropy coefficient, or one per action head {head: coeff}.
+	// EntropyCoeff is ClipPPOLoss's entropy_coeff: the entropy coefficient, or one per action head
+	// {head: coeff}.
 	EntropyCoeff = 0.001
-	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic term.
+	// CriticCoeff is ClipPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
+	// term.
 	CriticCoeff = 0
 	// LossCriticType is ClipPPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"
@@ -76,45 +78,58 @@ const (
 	LogExplainedVariance = true
 	// Reduction is ClipPPOLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is ClipPPOLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is ClipPPOLoss's distribution: the policy distribution evaluated in the kernel:
+	// none (log_prob and entropy are inputs), categorical (logits, integer action),
+	// one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action),
+	// tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "none"
-	// Low is ClipPPOLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
-	Low = -1
-	// High is ClipPPOLoss's high: tanh_normal: the action's upper bound (TanhNormal high).
-	High = 1
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
 	// Advantage is "advantage" [B, L]: advantage estimate (TorchRL key advantage).
 	Advantage []float32
-	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
-	// Entropy is "entropy" [B, L]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// Entropy is "entropy" [B, L]: entropy of the current policy's distribution (network output;
+	// TorchRL dist.entropy()).
 	Entropy []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
+	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// torchrl/objectives/ppo.py ClipPPOLoss.
 	NumValid float32
-	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A), reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε, 1+ε)·A),
+	// reduced by reduction (mean). Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	LossObjective float32
-	// ClipFraction is "clip_fraction" scalar: fraction of elements whose log-weight lies outside [log1p(−ε), log1p(ε)]; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// ClipFraction is "clip_fraction" scalar: fraction of elements whose log-weight lies outside
+	// [log1p(−ε), log1p(ε)]; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ClipFraction float32
-	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖
+	// new); always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	KLApprox float32
-	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source:
+	// torchrl/objectives/ppo.py ClipPPOLoss.
 	Entropy float32
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
+	// ClipPPOLoss.
 	LossEntropy float32
-	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the first non-singleton batch dim, reduced by reduction, divided by the first batch extent. Source: torchrl/objectives/ppo.py ClipPPOLoss.
+	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw²/B₀ of w = exp(log-weight), along the
+	// first non-singleton batch dim, reduced by reduction, divided by the first batch extent.
+	// Source: torchrl/objectives/ppo.py ClipPPOLoss.
 	ESS float32
 }
 
@@ -122,9 +137,14 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective: −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective:
+	// −A·exp(lw)·s where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and
+	// lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §2.8, §11.5, §11.15; torchrl/objectives/ppo.py ClipPPOLoss.forward).
 	LogProb []float32
-	// Entropy is ∂(Σ loss_*)/∂entropy [B, L] (grad.entropy), the sum of: loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
+	// Entropy is ∂(Σ loss_*)/∂entropy [B, L] (grad.entropy), the sum of: loss_entropy:
+	// −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	Entropy []float32
 }
 

@@ -258,7 +258,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 // set it to check the chunked run.
 var fbPass0Chunks = 1
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -340,14 +341,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	fbPass1AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -374,7 +377,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass3Chunks = 1
 
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -399,7 +403,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

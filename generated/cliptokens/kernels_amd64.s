@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+// func pass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $64-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+256, AX, DI
 	ADDQ      DI, SI
@@ -24,56 +24,55 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=256]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    advantage+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=256]
+	// v6 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DI
+	MOVQ      logProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=256]
+	// v8 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
-	MOVQ      p5+40(FP), DI
+	MOVQ      sampleLogProb+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y5
 
-	// v10 = where(v0, v9, v2) [B=8 L=256]
+	// v10 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	// logWeight = sub(v8, v10)
 	VSUBPS  Y5, Y4, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
-	// v14 = max(v11, v12) tie=first [B=8 L=256]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y6, Y7, Y7
 	VMOVUPS lgc3<>+0(SB), Y8
 
-	// v15 = min(v14, v13) tie=first [B=8 L=256]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y4, 32(SP)
 
-	// v16 = exp(v11) [B=8 L=256]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y6, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -98,30 +97,30 @@ blocks_2:
 	VCMPPS       $0x03, Y6, Y6, Y1
 	VBLENDVPS    Y1, Y6, Y8, Y8
 
-	// v17 = ge(v6, v2) [B=8 L=256]
+	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y2, Y3, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v19 = min(v16, v18) tie=first [B=8 L=256]
+	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y8, Y4, Y4
 	VMOVUPS lgc18<>+0(SB), Y9
 
-	// v21 = max(v16, v20) tie=first [B=8 L=256]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v22 = where(v17, v19, v21) [B=8 L=256]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y4, Y8, Y1
 
-	// v23 = mul(v6, v22) [B=8 L=256]  # gain
+	// gain = mul(v6, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v24 = neg(v23) [B=8 L=256]
+	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v25 = where(v0, v24, v2) [B=8 L=256]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -130,11 +129,11 @@ blocks_2:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(v15, v11) [B=8 L=256]
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y6, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v30 = where(v0, v29, v2) [B=8 L=256]
+	// v30 = where(mask, v29, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -144,10 +143,10 @@ blocks_2:
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 32(SP), Y1
 
-	// v33 = sub(v10, v8) [B=8 L=256]
+	// v33 = sub(v10, v8)
 	VSUBPS Y1, Y5, Y1
 
-	// v34 = where(v0, v33, v2) [B=8 L=256]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -155,18 +154,18 @@ blocks_2:
 	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v38 = where(v0, v37, v2) [B=8 L=256]
+	// v38 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v40 = mul(v39, v38) [B=8 L=256]
+	// v40 = mul(-0.001, v38)
 	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// v41 = where(v0, v38, v2) [B=8 L=256]
+	// v41 = where(mask, v38, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -175,7 +174,7 @@ blocks_2:
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 
-	// v44 = where(v0, v40, v2) [B=8 L=256]
+	// v44 = where(mask, v40, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VBLENDVPS Y1, Y3, Y2, Y1
@@ -185,7 +184,7 @@ blocks_2:
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v49 = where(v0, v11, v48) [B=8 L=256]
+	// v49 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y6, Y1, Y0
@@ -197,7 +196,6 @@ blocks_2:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -242,7 +240,7 @@ blocks_2:
 	VADDPD       5344(BX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5344(BX)(SI*8)
 
-	// v51 = mul(v47, v49) [B=8 L=256]
+	// v51 = mul(2, v49)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS (SP), Y0
 
@@ -256,7 +254,7 @@ blocks_2:
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -342,7 +340,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_2
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -423,7 +421,7 @@ noflush_3:
 	VANDPS       9664(CX), Y1, Y1
 	VMOVUPS      Y1, 9664(CX)
 	INCQ         AX
-	CMPQ         AX, p7+56(FP)
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -698,90 +696,89 @@ DATA lgc26<>+24(SB)/4, $0x7f7fffff
 DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-88
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v28 = div(v26, v27) []
+	// lossObjective = div(v26, v27)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v32 = div(v31, v27) []
+	// clipFraction = div(v31, v27)
 	VDIVPS       Y0, Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v36 = div(v35, v27) []
+	// klApprox = div(v35, v27)
 	VDIVPS       Y0, Y3, Y3
-	MOVQ         p4+32(FP), AX
+	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v43 = div(v42, v27) []
+	// entropy2 = div(v42, v27)
 	VDIVPS       Y0, Y4, Y4
-	MOVQ         p5+40(FP), AX
+	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v46 = div(v45, v27) []
+	// lossEntropy = div(v45, v27)
 	VDIVPS Y0, Y5, Y0
 
-	// store v28
-	MOVQ   p6+48(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+48(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v32
-	MOVQ   p7+56(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+56(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v36
-	MOVQ   p8+64(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+64(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v43
-	MOVQ   p9+72(FP), AX
+	// store entropy2
+	MOVQ   entropy+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v46
-	MOVQ   p10+80(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
+// func pass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s5+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v53 = mul(v47, v50) [L=256]
+	// v53 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s6+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v54 = sub(v53, v52) [L=256]
+	// v54 = sub(v53, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// v55 = exp(v54) [L=256]
+	// essCol = exp(v54)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -805,21 +802,21 @@ blocks_4:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p2+16(FP), DX
+	MOVQ         s7+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v57 = gt(v56, v2) [L=256]
+	// v57 = gt(v56, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v58 = where(v57, v55, v2) [L=256]
+	// v58 = where(v57, essCol, 0)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v58) over [L]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
@@ -828,7 +825,7 @@ blocks_4:
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      9984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -862,7 +859,7 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_4
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      9984(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -893,28 +890,28 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func pass3AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func pass3AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s9+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v61 = max(v60, v1) []
+	// v61 = max(v60, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v62 = div(v59, v61) []
+	// v62 = div(v59, v61)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v64 = div(v62, v63) []
+	// ess = div(v62, 8)
 	VDIVPS Y1, Y0, Y0
 
-	// store v64
-	MOVQ   p2+16(FP), AX
+	// store ess
+	MOVQ   ess+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -929,17 +926,17 @@ DATA lgc27<>+24(SB)/4, $0x41000000
 DATA lgc27<>+28(SB)/4, $0x41000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, advantage *float32, logProb *float32, sampleLogProb *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $64-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+256, AX, DI
 	ADDQ      DI, SI
@@ -949,56 +946,55 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=256]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    advantage+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=256]
+	// v6 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DI
+	MOVQ      logProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=256]
+	// v8 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
-	MOVQ      p5+40(FP), DI
+	MOVQ      sampleLogProb+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y5
 
-	// v10 = where(v0, v9, v2) [B=8 L=256]
+	// v10 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	// logWeight = sub(v8, v10)
 	VSUBPS  Y5, Y4, Y6
 	VMOVUPS lgc2<>+0(SB), Y7
 
-	// v14 = max(v11, v12) tie=first [B=8 L=256]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y6, Y7, Y7
 	VMOVUPS lgc3<>+0(SB), Y8
 
-	// v15 = min(v14, v13) tie=first [B=8 L=256]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y4, 32(SP)
 
-	// v16 = exp(v11) [B=8 L=256]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y6, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y4, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y4, Y1
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1023,30 +1019,30 @@ blocks_7:
 	VCMPPS       $0x03, Y6, Y6, Y1
 	VBLENDVPS    Y1, Y6, Y8, Y8
 
-	// v17 = ge(v6, v2) [B=8 L=256]
+	// v17 = ge(v6, 0)
 	VCMPPS  $0x1d, Y2, Y3, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc17<>+0(SB), Y4
 
-	// v19 = min(v16, v18) tie=first [B=8 L=256]
+	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y8, Y4, Y4
 	VMOVUPS lgc18<>+0(SB), Y9
 
-	// v21 = max(v16, v20) tie=first [B=8 L=256]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v22 = where(v17, v19, v21) [B=8 L=256]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y4, Y8, Y1
 
-	// v23 = mul(v6, v22) [B=8 L=256]  # gain
+	// gain = mul(v6, ratioClipped)
 	VMULPS Y1, Y3, Y1
 
-	// v24 = neg(v23) [B=8 L=256]
+	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v25 = where(v0, v24, v2) [B=8 L=256]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1055,11 +1051,11 @@ blocks_7:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(v15, v11) [B=8 L=256]
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y6, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v30 = where(v0, v29, v2) [B=8 L=256]
+	// v30 = where(mask, v29, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1069,10 +1065,10 @@ blocks_7:
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 32(SP), Y1
 
-	// v33 = sub(v10, v8) [B=8 L=256]
+	// v33 = sub(v10, v8)
 	VSUBPS Y1, Y5, Y1
 
-	// v34 = where(v0, v33, v2) [B=8 L=256]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1080,18 +1076,18 @@ blocks_7:
 	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v38 = where(v0, v37, v2) [B=8 L=256]
+	// v38 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v40 = mul(v39, v38) [B=8 L=256]
+	// v40 = mul(-0.001, v38)
 	VMULPS lgc20<>+0(SB), Y1, Y3
 
-	// v41 = where(v0, v38, v2) [B=8 L=256]
+	// v41 = where(mask, v38, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -1100,7 +1096,7 @@ blocks_7:
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
 
-	// v44 = where(v0, v40, v2) [B=8 L=256]
+	// v44 = where(mask, v40, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y0, Y1
 	VBLENDVPS Y1, Y3, Y2, Y1
@@ -1110,7 +1106,7 @@ blocks_7:
 	VMOVUPS Y1, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v49 = where(v0, v11, v48) [B=8 L=256]
+	// v49 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y6, Y1, Y0
@@ -1122,7 +1118,6 @@ blocks_7:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -1167,7 +1162,7 @@ blocks_7:
 	VADDPD       5344(BX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5344(BX)(SI*8)
 
-	// v51 = mul(v47, v49) [B=8 L=256]
+	// v51 = mul(2, v49)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS (SP), Y0
 
@@ -1181,7 +1176,7 @@ blocks_7:
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1267,7 +1262,7 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
 	JL           blocks_7
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1348,95 +1343,94 @@ noflush_8:
 	VANDPS       9664(CX), Y1, Y1
 	VMOVUPS      Y1, 9664(CX)
 	INCQ         AX
-	CMPQ         AX, p7+56(FP)
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-88
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v28 = div(v26, v27) []
+	// lossObjective = div(v26, v27)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v32 = div(v31, v27) []
+	// clipFraction = div(v31, v27)
 	VDIVPS       Y0, Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v36 = div(v35, v27) []
+	// klApprox = div(v35, v27)
 	VDIVPS       Y0, Y3, Y3
-	MOVQ         p4+32(FP), AX
+	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v43 = div(v42, v27) []
+	// entropy2 = div(v42, v27)
 	VDIVPS       Y0, Y4, Y4
-	MOVQ         p5+40(FP), AX
+	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v46 = div(v45, v27) []
+	// lossEntropy = div(v45, v27)
 	VDIVPS Y0, Y5, Y0
 
-	// store v28
-	MOVQ   p6+48(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+48(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v32
-	MOVQ   p7+56(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+56(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v36
-	MOVQ   p8+64(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+64(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v43
-	MOVQ   p9+72(FP), AX
+	// store entropy2
+	MOVQ   entropy+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v46
-	MOVQ   p10+80(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+80(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
+// func fbPass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_9:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s5+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v53 = mul(v47, v50) [L=256]
+	// v53 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s6+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v54 = sub(v53, v52) [L=256]
+	// v54 = sub(v53, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// v55 = exp(v54) [L=256]
+	// essCol = exp(v54)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -1460,21 +1454,21 @@ blocks_9:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p2+16(FP), DX
+	MOVQ         s7+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v57 = gt(v56, v2) [L=256]
+	// v57 = gt(v56, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v58 = where(v57, v55, v2) [L=256]
+	// v58 = where(v57, essCol, 0)
 	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v58) over [L]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
@@ -1483,7 +1477,7 @@ blocks_9:
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
 	JNZ          noflush_10
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      9984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1517,7 +1511,7 @@ noflush_10:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_9
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      9984(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1548,54 +1542,53 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func fbPass3AVX2(lo int, mask *bool, advantage *float32, logProb *float32, sampleLogProb *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $0-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_11:
 	XORQ CX, CX
 
 blocks_12:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+256, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      advantage+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=256]
+	// v6 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      logProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=256]
+	// v8 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DX
+	MOVQ      sampleLogProb+32(FP), DX
 	VMOVUPS   (DX)(BX*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=256]
+	// v10 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v8, v10) [B=8 L=256]  # log_weight
+	// logWeight = sub(v8, v10)
 	VSUBPS Y4, Y3, Y3
 
-	// v16 = exp(v11) [B=8 L=256]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y3, Y4
 	VMINPS       lgc5<>+0(SB), Y4, Y4
 	VMULPS       lgc6<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
 	VMOVAPS      lgc9<>+0(SB), Y6
@@ -1620,59 +1613,59 @@ blocks_12:
 	VCMPPS       $0x03, Y3, Y3, Y4
 	VBLENDVPS    Y4, Y3, Y6, Y6
 
-	// v17 = ge(v6, v2) [B=8 L=256]
+	// v17 = ge(v6, 0)
 	VCMPPS       $0x1d, Y2, Y1, Y3
 	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         p5+40(FP), DX
+	MOVQ         numValid+40(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS Y4, Y5, Y4
 
-	// v65 = div(v1, v27) []
+	// v65 = div(1, v27)
 	VDIVPS Y4, Y5, Y4
 
-	// v66 = where(v0, v65, v2) [B=8 L=256]
+	// v66 = where(mask, v65, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v67 = mul(v66, v39) [B=8 L=256]
+	// v67 = mul(v66, -0.001)
 	VMULPS lgc20<>+0(SB), Y4, Y5
 
-	// v68 = where(v0, v67, v2) [B=8 L=256]
+	// gradEntropy = where(mask, v67, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
 	VBLENDVPS Y7, Y5, Y2, Y5
 
-	// v69 = neg(v66) [B=8 L=256]
+	// v69 = neg(v66)
 	VXORPS lgc19<>+0(SB), Y4, Y4
 
-	// v70 = mul(v69, v6) [B=8 L=256]
+	// v70 = mul(v69, v6)
 	VMULPS Y1, Y4, Y1
 
-	// v71 = where(v17, v70, v2) [B=8 L=256]
+	// v71 = where(v17, v70, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y1, Y2, Y4
 
-	// v72 = where(v17, v2, v70) [B=8 L=256]
+	// v72 = where(v17, 0, v70)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y2, Y1, Y1
 	VMOVUPS   lgc18<>+0(SB), Y3
 
-	// v73 = ge(v16, v20) [B=8 L=256]
+	// v73 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y3, Y6, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v74 = ne(v16, v16) [B=8 L=256]
+	// v74 = ne(ratio, ratio)
 	VCMPPS $0x04, Y6, Y6, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v75 = max(v73, v74) [B=8 L=256]
+	// v75 = max(v73, v74)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 	VXORPS lgc19<>+0(SB), Y7, Y9
 	VMINPS Y3, Y9, Y8
@@ -1680,17 +1673,17 @@ blocks_12:
 	VORPS  Y8, Y3, Y3
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v76 = where(v75, v72, v2) [B=8 L=256]
+	// v76 = where(v75, v72, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y1, Y2, Y1
 	VMOVUPS   lgc17<>+0(SB), Y3
 
-	// v77 = le(v16, v18) [B=8 L=256]
+	// v77 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y3, Y6, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v78 = max(v77, v74) [B=8 L=256]
+	// v78 = max(v77, v74)
 	VXORPS lgc19<>+0(SB), Y3, Y3
 	VXORPS lgc19<>+0(SB), Y7, Y7
 	VMINPS Y3, Y7, Y8
@@ -1698,69 +1691,69 @@ blocks_12:
 	VORPS  Y8, Y3, Y3
 	VXORPS lgc19<>+0(SB), Y3, Y3
 
-	// v79 = where(v78, v71, v2) [B=8 L=256]
+	// v79 = where(v78, v71, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y4, Y2, Y3
 
-	// v80 = add(v76, v79) [B=8 L=256]
+	// v80 = add(v76, v79)
 	VADDPS Y3, Y1, Y1
 
-	// v81 = ne(v80, v2) [B=8 L=256]
+	// v81 = ne(v80, 0)
 	VCMPPS $0x04, Y2, Y1, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v82 = mul(v80, v16) [B=8 L=256]
+	// v82 = mul(v80, ratio)
 	VMULPS Y6, Y1, Y4
 
-	// v83 = where(v81, v82, v80) [B=8 L=256]
+	// v83 = where(v81, v82, v80)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
 
-	// v84 = where(v0, v83, v2) [B=8 L=256]
+	// gradLogProb = where(mask, v83, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v68
-	MOVQ    p6+48(FP), DX
+	// store gradEntropy
+	MOVQ    gradEntropy+48(FP), DX
 	VMOVUPS Y5, (DX)(BX*4)
 
-	// store v84
-	MOVQ    p7+56(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+256
 	JL      blocks_12
 	INCQ    AX
-	CMPQ    AX, p8+64(FP)
+	CMPQ    AX, hi+64(FP)
 	JL      outer0_11
 	VZEROUPPER
 	RET
 
-// func fbPass4AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func fbPass4AVX2(s9 *float32, s8 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass4AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s9+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v61 = max(v60, v1) []
+	// v61 = max(v60, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s8+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v62 = div(v59, v61) []
+	// v62 = div(v59, v61)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc27<>+0(SB), Y1
 
-	// v64 = div(v62, v63) []
+	// ess = div(v62, 8)
 	VDIVPS Y1, Y0, Y0
 
-	// store v64
-	MOVQ   p2+16(FP), AX
+	// store ess
+	MOVQ   ess+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1781,7 +1774,6 @@ bulk_13:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3

@@ -11,105 +11,105 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    float32             // v26 = sum(v25) over B,L []
-	s1    float32             // v31 = sum(v30) over B,L []
-	s2    float32             // v35 = sum(v34) over B,L []
-	s3    float32             // v42 = sum(v41) over B,L []
-	s4    float32             // v45 = sum(v44) over B,L []
-	s5    []float32           // v50 = logsumexp(v49) over B [L=256]
-	s6    []float32           // v52 = logsumexp(v51) over B [L=256]
-	s7    []float32           // v56 = sum(v3) over B [L=256]
-	s8    float32             // v59 = sum(v58) over L []
-	s9    float32             // v60 = sum(v57) over L []
-	acc50 []runtime.LogSumExp // accumulators of v50
-	acc52 []runtime.LogSumExp // accumulators of v52
-	acc56 []float64           // accumulators of v56
+	s0       float32             // v26 = sum(v25) over B,L
+	s1       float32             // v31 = sum(v30) over B,L
+	s2       float32             // v35 = sum(v34) over B,L
+	s3       float32             // v42 = sum(v41) over B,L
+	s4       float32             // v45 = sum(v44) over B,L
+	s5       []float32           // logSumW = logsumexp(v49) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v51) over B [L=256]
+	s7       []float32           // v56 = sum(v3) over B [L=256]
+	s8       float32             // v59 = sum(v58) over L
+	s9       float32             // v60 = sum(v57) over L
+	logSumW  []runtime.LogSumExp // accumulators of logSumW
+	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
+	acc56    []float64           // accumulators of v56
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc50: make([]runtime.LogSumExp, 256), acc52: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
+	return &scratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c39 := float32(-0.001)
+	two := float32(2)
+	c48 := float32(math.Inf(-1))
+	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
 	acc42 := 0.0
 	acc45 := 0.0
-	for k := range s.acc50 {
-		s.acc50[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc52 {
-		s.acc52[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc56 {
 		s.acc56[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
-			v0 := b2f(in.Mask[iB*256+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.Advantage[iB*256+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.LogProb[iB*256+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.SampleLogProb[iB*256+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v8 - v10
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v6 >= v2)
-			v18 := float32(1.28)
-			v19 := min(v16, v18)
-			v20 := float32(0.8)
-			v21 := max(v16, v20)
-			v22 := sel(v17, v19, v21)
-			v23 := float32(v6 * v22)
-			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			mask := b2f(in.Mask[iB*256+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			advantage := in.Advantage[iB*256+iL]
+			v6 := sel(mask, advantage, zero)
+			logProb := in.LogProb[iB*256+iL]
+			v8 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*256+iL]
+			v10 := sel(mask, sampleLogProb, zero)
+			logWeight := v8 - v10
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v6 >= zero)
+			v19 := min(ratio, c18)
+			v21 := max(ratio, c20)
+			ratioClipped := sel(v17, v19, v21)
+			gain := float32(v6 * ratioClipped)
+			v24 := -gain
+			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
-			v29 := b2f(v15 != v11)
-			v30 := sel(v0, v29, v2)
+			v29 := b2f(logWeightClip != logWeight)
+			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
 			v33 := v10 - v8
-			v34 := sel(v0, v33, v2)
+			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
-			v37 := in.Entropy[iB*256+iL]
-			v38 := sel(v0, v37, v2)
-			v39 := float32(-0.001)
-			v40 := float32(v39 * v38)
-			v41 := sel(v0, v38, v2)
+			entropy := in.Entropy[iB*256+iL]
+			v38 := sel(mask, entropy, zero)
+			v40 := float32(c39 * v38)
+			v41 := sel(mask, v38, zero)
 			acc42 += float64(v41)
-			v44 := sel(v0, v40, v2)
+			v44 := sel(mask, v40, zero)
 			acc45 += float64(v44)
-			v47 := float32(2)
-			v48 := float32(math.Inf(-1))
-			v49 := sel(v0, v11, v48)
-			s.acc50[iL].Add(float64(v49))
-			v51 := float32(v47 * v49)
-			s.acc52[iL].Add(float64(v51))
+			v49 := sel(mask, logWeight, c48)
+			s.logSumW[iL].Add(float64(v49))
+			v51 := float32(two * v49)
+			s.logSumW2[iL].Add(float64(v51))
 			s.acc56[iL] += float64(v3)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
 	s.s3 = float32(acc42)
 	s.s4 = float32(acc45)
-	for k := range s.acc50 {
-		s.s5[k] = float32(s.acc50[k].Result())
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc52 {
-		s.s6[k] = float32(s.acc52[k].Result())
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
 	for k := range s.acc56 {
 		s.s7[k] = float32(s.acc56[k])
@@ -117,42 +117,42 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v26 := s.s0
-	v27 := max(v4, v1)
-	v28 := v26 / v27
-	out.LossObjective = v28
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
 	v31 := s.s1
-	v32 := v31 / v27
-	out.ClipFraction = v32
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
 	v35 := s.s2
-	v36 := v35 / v27
-	out.KLApprox = v36
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
 	v42 := s.s3
-	v43 := v42 / v27
-	out.Entropy = v43
+	entropy2 := v42 / v27
+	out.Entropy = entropy2
 	v45 := s.s4
-	v46 := v45 / v27
-	out.LossEntropy = v46
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [L=256].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	zero := float32(0)
+	two := float32(2)
 	acc59 := 0.0
 	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
-		v2 := float32(0)
-		v47 := float32(2)
-		v50 := s.s5[iL]
-		v52 := s.s6[iL]
-		v53 := float32(v47 * v50)
-		v54 := v53 - v52
-		v55 := float32(math.Exp(float64(v54)))
+		logSumW := s.s5[iL]
+		logSumW2 := s.s6[iL]
+		v53 := float32(two * logSumW)
+		v54 := v53 - logSumW2
+		essCol := float32(math.Exp(float64(v54)))
 		v56 := s.s7[iL]
-		v57 := b2f(v56 > v2)
-		v58 := sel(v57, v55, v2)
+		v57 := b2f(v56 > zero)
+		v58 := sel(v57, essCol, zero)
 		acc59 += float64(v58)
 		acc60 += float64(v57)
 	}
@@ -161,119 +161,120 @@ func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c63 := float32(8)
 	v59 := s.s8
 	v60 := s.s9
-	v61 := max(v60, v1)
+	v61 := max(v60, one)
 	v62 := v59 / v61
-	v63 := float32(8)
-	v64 := v62 / v63
-	out.ESS = v64
+	ess := v62 / c63
+	out.ESS = ess
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    float32             // v26 = sum(v25) over B,L []
-	s1    float32             // v31 = sum(v30) over B,L []
-	s2    float32             // v35 = sum(v34) over B,L []
-	s3    float32             // v42 = sum(v41) over B,L []
-	s4    float32             // v45 = sum(v44) over B,L []
-	s5    []float32           // v50 = logsumexp(v49) over B [L=256]
-	s6    []float32           // v52 = logsumexp(v51) over B [L=256]
-	s7    []float32           // v56 = sum(v3) over B [L=256]
-	s8    float32             // v59 = sum(v58) over L []
-	s9    float32             // v60 = sum(v57) over L []
-	acc50 []runtime.LogSumExp // accumulators of v50
-	acc52 []runtime.LogSumExp // accumulators of v52
-	acc56 []float64           // accumulators of v56
+	s0       float32             // v26 = sum(v25) over B,L
+	s1       float32             // v31 = sum(v30) over B,L
+	s2       float32             // v35 = sum(v34) over B,L
+	s3       float32             // v42 = sum(v41) over B,L
+	s4       float32             // v45 = sum(v44) over B,L
+	s5       []float32           // logSumW = logsumexp(v49) over B [L=256]
+	s6       []float32           // logSumW2 = logsumexp(v51) over B [L=256]
+	s7       []float32           // v56 = sum(v3) over B [L=256]
+	s8       float32             // v59 = sum(v58) over L
+	s9       float32             // v60 = sum(v57) over L
+	logSumW  []runtime.LogSumExp // accumulators of logSumW
+	logSumW2 []runtime.LogSumExp // accumulators of logSumW2
+	acc56    []float64           // accumulators of v56
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), acc50: make([]runtime.LogSumExp, 256), acc52: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
+	return &fbScratch{s5: make([]float32, 256), s6: make([]float32, 256), s7: make([]float32, 256), logSumW: make([]runtime.LogSumExp, 256), logSumW2: make([]runtime.LogSumExp, 256), acc56: make([]float64, 256)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c39 := float32(-0.001)
+	two := float32(2)
+	c48 := float32(math.Inf(-1))
+	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
 	acc42 := 0.0
 	acc45 := 0.0
-	for k := range s.acc50 {
-		s.acc50[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc52 {
-		s.acc52[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for k := range s.acc56 {
 		s.acc56[k] = 0.0
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
-			v0 := b2f(in.Mask[iB*256+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.Advantage[iB*256+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.LogProb[iB*256+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.SampleLogProb[iB*256+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v8 - v10
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v6 >= v2)
-			v18 := float32(1.28)
-			v19 := min(v16, v18)
-			v20 := float32(0.8)
-			v21 := max(v16, v20)
-			v22 := sel(v17, v19, v21)
-			v23 := float32(v6 * v22)
-			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			mask := b2f(in.Mask[iB*256+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			advantage := in.Advantage[iB*256+iL]
+			v6 := sel(mask, advantage, zero)
+			logProb := in.LogProb[iB*256+iL]
+			v8 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*256+iL]
+			v10 := sel(mask, sampleLogProb, zero)
+			logWeight := v8 - v10
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v6 >= zero)
+			v19 := min(ratio, c18)
+			v21 := max(ratio, c20)
+			ratioClipped := sel(v17, v19, v21)
+			gain := float32(v6 * ratioClipped)
+			v24 := -gain
+			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
-			v29 := b2f(v15 != v11)
-			v30 := sel(v0, v29, v2)
+			v29 := b2f(logWeightClip != logWeight)
+			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
 			v33 := v10 - v8
-			v34 := sel(v0, v33, v2)
+			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
-			v37 := in.Entropy[iB*256+iL]
-			v38 := sel(v0, v37, v2)
-			v39 := float32(-0.001)
-			v40 := float32(v39 * v38)
-			v41 := sel(v0, v38, v2)
+			entropy := in.Entropy[iB*256+iL]
+			v38 := sel(mask, entropy, zero)
+			v40 := float32(c39 * v38)
+			v41 := sel(mask, v38, zero)
 			acc42 += float64(v41)
-			v44 := sel(v0, v40, v2)
+			v44 := sel(mask, v40, zero)
 			acc45 += float64(v44)
-			v47 := float32(2)
-			v48 := float32(math.Inf(-1))
-			v49 := sel(v0, v11, v48)
-			s.acc50[iL].Add(float64(v49))
-			v51 := float32(v47 * v49)
-			s.acc52[iL].Add(float64(v51))
+			v49 := sel(mask, logWeight, c48)
+			s.logSumW[iL].Add(float64(v49))
+			v51 := float32(two * v49)
+			s.logSumW2[iL].Add(float64(v51))
 			s.acc56[iL] += float64(v3)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
 	s.s3 = float32(acc42)
 	s.s4 = float32(acc45)
-	for k := range s.acc50 {
-		s.s5[k] = float32(s.acc50[k].Result())
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc52 {
-		s.s6[k] = float32(s.acc52[k].Result())
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
 	for k := range s.acc56 {
 		s.s7[k] = float32(s.acc56[k])
@@ -281,42 +282,43 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v26 := s.s0
-	v27 := max(v4, v1)
-	v28 := v26 / v27
-	out.LossObjective = v28
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
 	v31 := s.s1
-	v32 := v31 / v27
-	out.ClipFraction = v32
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
 	v35 := s.s2
-	v36 := v35 / v27
-	out.KLApprox = v36
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
 	v42 := s.s3
-	v43 := v42 / v27
-	out.Entropy = v43
+	entropy2 := v42 / v27
+	out.Entropy = entropy2
 	v45 := s.s4
-	v46 := v45 / v27
-	out.LossEntropy = v46
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [L=256].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [L=256].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	two := float32(2)
 	acc59 := 0.0
 	acc60 := 0.0
 	for iL := 0; iL < 256; iL++ {
-		v2 := float32(0)
-		v47 := float32(2)
-		v50 := s.s5[iL]
-		v52 := s.s6[iL]
-		v53 := float32(v47 * v50)
-		v54 := v53 - v52
-		v55 := float32(math.Exp(float64(v54)))
+		logSumW := s.s5[iL]
+		logSumW2 := s.s6[iL]
+		v53 := float32(two * logSumW)
+		v54 := v53 - logSumW2
+		essCol := float32(math.Exp(float64(v54)))
 		v56 := s.s7[iL]
-		v57 := b2f(v56 > v2)
-		v58 := sel(v57, v55, v2)
+		v57 := b2f(v56 > zero)
+		v58 := sel(v57, essCol, zero)
 		acc59 += float64(v58)
 		acc60 += float64(v57)
 	}
@@ -324,63 +326,64 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s9 = float32(acc60)
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=256].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=256].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c39 := float32(-0.001)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 256; iL++ {
-			v0 := b2f(in.Mask[iB*256+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v4 := out.NumValid
-			v5 := in.Advantage[iB*256+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.LogProb[iB*256+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.SampleLogProb[iB*256+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v8 - v10
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v6 >= v2)
-			v18 := float32(1.28)
-			v20 := float32(0.8)
-			v27 := max(v4, v1)
-			v39 := float32(-0.001)
-			v65 := v1 / v27
-			v66 := sel(v0, v65, v2)
-			v67 := float32(v66 * v39)
-			v68 := sel(v0, v67, v2)
-			g.Entropy[iB*256+iL] = v68
+			mask := b2f(in.Mask[iB*256+iL])
+			numValid := out.NumValid
+			advantage := in.Advantage[iB*256+iL]
+			v6 := sel(mask, advantage, zero)
+			logProb := in.LogProb[iB*256+iL]
+			v8 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*256+iL]
+			v10 := sel(mask, sampleLogProb, zero)
+			logWeight := v8 - v10
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v6 >= zero)
+			v27 := max(numValid, one)
+			v65 := one / v27
+			v66 := sel(mask, v65, zero)
+			v67 := float32(v66 * c39)
+			gradEntropy := sel(mask, v67, zero)
+			grads.Entropy[iB*256+iL] = gradEntropy
 			v69 := -v66
 			v70 := float32(v69 * v6)
-			v71 := sel(v17, v70, v2)
-			v72 := sel(v17, v2, v70)
-			v73 := b2f(v16 >= v20)
-			v74 := b2f(v16 != v16)
+			v71 := sel(v17, v70, zero)
+			v72 := sel(v17, zero, v70)
+			v73 := b2f(ratio >= c20)
+			v74 := b2f(ratio != ratio)
 			v75 := max(v73, v74)
-			v76 := sel(v75, v72, v2)
-			v77 := b2f(v16 <= v18)
+			v76 := sel(v75, v72, zero)
+			v77 := b2f(ratio <= c18)
 			v78 := max(v77, v74)
-			v79 := sel(v78, v71, v2)
+			v79 := sel(v78, v71, zero)
 			v80 := v76 + v79
-			v81 := b2f(v80 != v2)
-			v82 := float32(v80 * v16)
+			v81 := b2f(v80 != zero)
+			v82 := float32(v80 * ratio)
 			v83 := sel(v81, v82, v80)
-			v84 := sel(v0, v83, v2)
-			g.LogProb[iB*256+iL] = v84
+			gradLogProb := sel(mask, v83, zero)
+			grads.LogProb[iB*256+iL] = gradLogProb
 		}
 	}
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
+func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c63 := float32(8)
 	v59 := s.s8
 	v60 := s.s9
-	v61 := max(v60, v1)
+	v61 := max(v60, one)
 	v62 := v59 / v61
-	v63 := float32(8)
-	v64 := v62 / v63
-	out.ESS = v64
+	ess := v62 / c63
+	out.ESS = ess
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $64-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -24,55 +24,54 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p5+40(FP), DI
+	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS  Y3, Y1, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v14 = max(v11, v12) tie=first [B=8 L=128]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v15 = min(v14, v13) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, (SP)
 
-	// v16 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y5, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -97,30 +96,30 @@ blocks_2:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v17 = ge(v10, v2) [B=8 L=128]
+	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc17<>+0(SB), Y7
 
-	// v19 = min(v16, v18) tie=first [B=8 L=128]
+	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc18<>+0(SB), Y9
 
-	// v21 = max(v16, v20) tie=first [B=8 L=128]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v22 = where(v17, v19, v21) [B=8 L=128]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y7, Y8, Y1
 
-	// v23 = mul(v10, v22) [B=8 L=128]  # gain
+	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y4, Y1
 
-	// v24 = neg(v23) [B=8 L=128]
+	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v25 = where(v0, v24, v2) [B=8 L=128]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -129,11 +128,11 @@ blocks_2:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(v15, v11) [B=8 L=128]
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v30 = where(v0, v29, v2) [B=8 L=128]
+	// v30 = where(mask, v29, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -143,10 +142,10 @@ blocks_2:
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS (SP), Y1
 
-	// v33 = sub(v8, v6) [B=8 L=128]
+	// v33 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v34 = where(v0, v33, v2) [B=8 L=128]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -154,15 +153,15 @@ blocks_2:
 	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y3
 	VMOVUPS Y3, 1216(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v38 = where(v0, v37, v2) [B=8 L=128]
+	// v38 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v39 = where(v0, v38, v2) [B=8 L=128]
+	// v39 = where(mask, v38, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y4
@@ -171,10 +170,10 @@ blocks_2:
 	VADDPS  1536(BX), Y4, Y4
 	VMOVUPS Y4, 1536(BX)
 
-	// v43 = mul(v42, v38) [B=8 L=128]
+	// v43 = mul(-0.01, v38)
 	VMULPS lgc20<>+0(SB), Y3, Y3
 
-	// v44 = where(v0, v43, v2) [B=8 L=128]
+	// v44 = where(mask, v43, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y2
@@ -184,7 +183,7 @@ blocks_2:
 	VMOVUPS Y2, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v48 = where(v0, v11, v47) [B=8 L=128]
+	// v48 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y5, Y2, Y0
@@ -195,7 +194,6 @@ blocks_2:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -240,86 +238,85 @@ blocks_2:
 	VADDPD       2336(BX), Y1, Y1
 	VMOVUPD      Y1, 2336(BX)
 
-	// v52 = mul(v49, v48) [B=8 L=128]
+	// v52 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y0
 
-	// v59 = abs(v34) [B=8 L=128]
+	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v61 = lt(v59, v60) [B=8 L=128]
+	// v61 = lt(v59, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc26<>+0(SB), Y3
 
-	// v63 = max(v34, v62) tie=first [B=8 L=128]
+	// v63 = max(v34, -0.1) tie=first
 	VMAXPS Y0, Y3, Y3
 
-	// v64 = min(v63, v60) tie=first [B=8 L=128]
+	// v64 = min(v63, 0.1) tie=first
 	VMINPS Y3, Y2, Y2
 
-	// v67 = mul(v64, v65) [B=8 L=128]
+	// v67 = mul(v64, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y2, Y3
 
-	// v68 = add(v66, v67) [B=8 L=128]
+	// v68 = add(2.7557319223985893e-06, v67)
 	VADDPS lgc28<>+0(SB), Y3, Y3
 
-	// v70 = mul(v64, v68) [B=8 L=128]
+	// v70 = mul(v64, v68)
 	VMULPS Y3, Y2, Y3
 
-	// v71 = add(v69, v70) [B=8 L=128]
+	// v71 = add(2.48015873015873e-05, v70)
 	VADDPS lgc29<>+0(SB), Y3, Y3
 
-	// v73 = mul(v64, v71) [B=8 L=128]
+	// v73 = mul(v64, v71)
 	VMULPS Y3, Y2, Y3
 
-	// v74 = add(v72, v73) [B=8 L=128]
+	// v74 = add(0.0001984126984126984, v73)
 	VADDPS lgc30<>+0(SB), Y3, Y3
 
-	// v76 = mul(v64, v74) [B=8 L=128]
+	// v76 = mul(v64, v74)
 	VMULPS Y3, Y2, Y3
 
-	// v77 = add(v75, v76) [B=8 L=128]
+	// v77 = add(0.001388888888888889, v76)
 	VADDPS lgc31<>+0(SB), Y3, Y3
 
-	// v79 = mul(v64, v77) [B=8 L=128]
+	// v79 = mul(v64, v77)
 	VMULPS Y3, Y2, Y3
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(0.008333333333333333, v79)
 	VADDPS lgc32<>+0(SB), Y3, Y3
 
-	// v82 = mul(v64, v80) [B=8 L=128]
+	// v82 = mul(v64, v80)
 	VMULPS Y3, Y2, Y3
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(0.041666666666666664, v82)
 	VADDPS lgc33<>+0(SB), Y3, Y3
 
-	// v85 = mul(v64, v83) [B=8 L=128]
+	// v85 = mul(v64, v83)
 	VMULPS Y3, Y2, Y3
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.16666666666666666, v85)
 	VADDPS lgc34<>+0(SB), Y3, Y3
 
-	// v88 = mul(v64, v86) [B=8 L=128]
+	// v88 = mul(v64, v86)
 	VMULPS Y3, Y2, Y3
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.5, v88)
 	VADDPS lgc14<>+0(SB), Y3, Y3
 
-	// v90 = mul(v64, v64) [B=8 L=128]
+	// v90 = mul(v64, v64)
 	VMULPS Y2, Y2, Y2
 
-	// v91 = mul(v90, v89) [B=8 L=128]
+	// v91 = mul(v90, v89)
 	VMULPS Y3, Y2, Y2
 
-	// v92 = exp(v34) [B=8 L=128]
+	// v92 = exp(v34)
 	VMAXPS       lgc4<>+0(SB), Y0, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
 	VMOVAPS      lgc9<>+0(SB), Y5
@@ -344,22 +341,22 @@ blocks_2:
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y5, Y5
 
-	// v93 = sub(v92, v1) [B=8 L=128]
+	// v93 = sub(v92, 1)
 	VSUBPS lgc0<>+0(SB), Y5, Y3
 
-	// v94 = sub(v93, v34) [B=8 L=128]
+	// v94 = sub(v93, v34)
 	VSUBPS Y0, Y3, Y0
 
-	// v95 = where(v61, v91, v94) [B=8 L=128]  # k3
+	// k3 = where(v61, v91, v94)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
-	MOVQ      p1+8(FP), DI
+	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v96 = where(v0, v95, v2) [B=8 L=128]
+	// v96 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -369,7 +366,7 @@ blocks_2:
 	VMOVUPS      Y0, 2688(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -468,7 +465,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -562,7 +559,7 @@ noflush_3:
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
 	INCQ         AX
-	CMPQ         AX, p7+56(FP)
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -937,60 +934,59 @@ DATA lgc36<>+24(SB)/4, $0x7f7fffff
 DATA lgc36<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32)
+// func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $64-136
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v28 = div(v26, v27) []
+	// lossObjective = div(v26, v27)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v32 = div(v31, v27) []
+	// clipFraction = div(v31, v27)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v36 = div(v35, v27) []
+	// klApprox = div(v35, v27)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v41 = div(v40, v27) []
+	// entropy2 = div(v40, v27)
 	VDIVPS       Y1, Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v46 = div(v45, v27) []
+	// lossEntropy = div(v45, v27)
 	VDIVPS       Y1, Y6, Y6
-	MOVQ         p6+48(FP), AX
+	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v51 = mul(v49, v50) []
+	// v51 = mul(2, v50)
 	VMULPS       lgc24<>+0(SB), Y7, Y7
-	MOVQ         p7+56(FP), AX
+	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v54 = sub(v51, v53) []
+	// v54 = sub(v51, v53)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v55 = exp(v54) []
+	// v55 = exp(v54)
 	VMAXPS       lgc4<>+0(SB), Y7, Y5
 	VMINPS       lgc5<>+0(SB), Y5, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1016,59 +1012,58 @@ TEXT ·pass1AVX2(SB), $64-136
 	VBLENDVPS    Y5, Y7, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y5
 
-	// v56 = gt(v4, v2) []
+	// v56 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v57 = div(v55, v27) []
+	// v57 = div(v55, v27)
 	VDIVPS Y1, Y8, Y6
 
-	// v58 = where(v56, v57, v2) []
+	// ess = where(v56, v57, 0)
 	VMOVUPS      lgc1<>+0(SB), Y7
 	VCMPPS       $0x04, Y7, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y5, Y0
-	MOVQ         p8+64(FP), AX
+	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v98 = div(v97, v27) []  # kl_to_inference
+	// klToInference = div(v97, v27)
 	VDIVPS Y1, Y5, Y1
 
-	// v100 = mul(v99, v98) []
+	// lossKLToInference = mul(0.01, klToInference)
 	VMULPS lgc37<>+0(SB), Y1, Y5
 
-	// v101 = detach(v98) []  # kl_to_inference
-	// store v28
-	MOVQ   p9+72(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+72(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v32
-	MOVQ   p10+80(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+80(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v36
-	MOVQ    p11+88(FP), AX
+	// store klApprox
+	MOVQ    kLApprox+88(FP), AX
 	VMOVSS  X4, (AX)(CX*4)
 	VMOVUPS 32(SP), Y2
 
-	// store v41
-	MOVQ    p12+96(FP), AX
+	// store entropy2
+	MOVQ    entropy+96(FP), AX
 	VMOVSS  X2, (AX)(CX*4)
 	VMOVUPS (SP), Y2
 
-	// store v46
-	MOVQ   p13+104(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+104(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v58
-	MOVQ   p14+112(FP), AX
+	// store ess
+	MOVQ   ess+112(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v100
-	MOVQ   p15+120(FP), AX
+	// store lossKLToInference
+	MOVQ   lossKLToInference+120(FP), AX
 	VMOVSS X5, (AX)(CX*4)
 
-	// store v101
-	MOVQ   p16+128(FP), AX
+	// store klToInference2
+	MOVQ   kLToInference+128(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1083,17 +1078,17 @@ DATA lgc37<>+24(SB)/4, $0x3c23d70a
 DATA lgc37<>+28(SB)/4, $0x3c23d70a
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $64-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_4:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_5:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1103,55 +1098,54 @@ blocks_5:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p5+40(FP), DI
+	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS  Y3, Y1, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v14 = max(v11, v12) tie=first [B=8 L=128]
+	// v14 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v15 = min(v14, v13) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v14, 0.24686007) tie=first
 	VMINPS  Y6, Y7, Y6
 	VMOVUPS Y1, (SP)
 
-	// v16 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y5, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y1
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1176,30 +1170,30 @@ blocks_5:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v17 = ge(v10, v2) [B=8 L=128]
+	// v17 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc17<>+0(SB), Y7
 
-	// v19 = min(v16, v18) tie=first [B=8 L=128]
+	// v19 = min(ratio, 1.2799999924290435) tie=first
 	VMINPS  Y8, Y7, Y7
 	VMOVUPS lgc18<>+0(SB), Y9
 
-	// v21 = max(v16, v20) tie=first [B=8 L=128]
+	// v21 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v22 = where(v17, v19, v21) [B=8 L=128]
+	// ratioClipped = where(v17, v19, v21)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y7, Y8, Y1
 
-	// v23 = mul(v10, v22) [B=8 L=128]  # gain
+	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y4, Y1
 
-	// v24 = neg(v23) [B=8 L=128]
+	// v24 = neg(gain)
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v25 = where(v0, v24, v2) [B=8 L=128]
+	// v25 = where(mask, v24, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -1208,11 +1202,11 @@ blocks_5:
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v29 = ne(v15, v11) [B=8 L=128]
+	// v29 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v30 = where(v0, v29, v2) [B=8 L=128]
+	// v30 = where(mask, v29, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -1222,10 +1216,10 @@ blocks_5:
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS (SP), Y1
 
-	// v33 = sub(v8, v6) [B=8 L=128]
+	// v33 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v34 = where(v0, v33, v2) [B=8 L=128]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1233,15 +1227,15 @@ blocks_5:
 	// sum(v34) over [B L]
 	VADDPS  1216(BX), Y1, Y3
 	VMOVUPS Y3, 1216(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v38 = where(v0, v37, v2) [B=8 L=128]
+	// v38 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v39 = where(v0, v38, v2) [B=8 L=128]
+	// v39 = where(mask, v38, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y4
@@ -1250,10 +1244,10 @@ blocks_5:
 	VADDPS  1536(BX), Y4, Y4
 	VMOVUPS Y4, 1536(BX)
 
-	// v43 = mul(v42, v38) [B=8 L=128]
+	// v43 = mul(-0.01, v38)
 	VMULPS lgc20<>+0(SB), Y3, Y3
 
-	// v44 = where(v0, v43, v2) [B=8 L=128]
+	// v44 = where(mask, v43, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y2
@@ -1263,7 +1257,7 @@ blocks_5:
 	VMOVUPS Y2, 1856(BX)
 	VMOVUPS lgc21<>+0(SB), Y2
 
-	// v48 = where(v0, v11, v47) [B=8 L=128]
+	// v48 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y5, Y2, Y0
@@ -1274,7 +1268,6 @@ blocks_5:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -1319,86 +1312,85 @@ blocks_5:
 	VADDPD       2336(BX), Y1, Y1
 	VMOVUPD      Y1, 2336(BX)
 
-	// v52 = mul(v49, v48) [B=8 L=128]
+	// v52 = mul(2, v48)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS 32(SP), Y0
 
-	// v59 = abs(v34) [B=8 L=128]
+	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc25<>+0(SB), Y2
 
-	// v61 = lt(v59, v60) [B=8 L=128]
+	// v61 = lt(v59, 0.1)
 	VCMPPS  $0x11, Y2, Y1, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc26<>+0(SB), Y3
 
-	// v63 = max(v34, v62) tie=first [B=8 L=128]
+	// v63 = max(v34, -0.1) tie=first
 	VMAXPS Y0, Y3, Y3
 
-	// v64 = min(v63, v60) tie=first [B=8 L=128]
+	// v64 = min(v63, 0.1) tie=first
 	VMINPS Y3, Y2, Y2
 
-	// v67 = mul(v64, v65) [B=8 L=128]
+	// v67 = mul(v64, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y2, Y3
 
-	// v68 = add(v66, v67) [B=8 L=128]
+	// v68 = add(2.7557319223985893e-06, v67)
 	VADDPS lgc28<>+0(SB), Y3, Y3
 
-	// v70 = mul(v64, v68) [B=8 L=128]
+	// v70 = mul(v64, v68)
 	VMULPS Y3, Y2, Y3
 
-	// v71 = add(v69, v70) [B=8 L=128]
+	// v71 = add(2.48015873015873e-05, v70)
 	VADDPS lgc29<>+0(SB), Y3, Y3
 
-	// v73 = mul(v64, v71) [B=8 L=128]
+	// v73 = mul(v64, v71)
 	VMULPS Y3, Y2, Y3
 
-	// v74 = add(v72, v73) [B=8 L=128]
+	// v74 = add(0.0001984126984126984, v73)
 	VADDPS lgc30<>+0(SB), Y3, Y3
 
-	// v76 = mul(v64, v74) [B=8 L=128]
+	// v76 = mul(v64, v74)
 	VMULPS Y3, Y2, Y3
 
-	// v77 = add(v75, v76) [B=8 L=128]
+	// v77 = add(0.001388888888888889, v76)
 	VADDPS lgc31<>+0(SB), Y3, Y3
 
-	// v79 = mul(v64, v77) [B=8 L=128]
+	// v79 = mul(v64, v77)
 	VMULPS Y3, Y2, Y3
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(0.008333333333333333, v79)
 	VADDPS lgc32<>+0(SB), Y3, Y3
 
-	// v82 = mul(v64, v80) [B=8 L=128]
+	// v82 = mul(v64, v80)
 	VMULPS Y3, Y2, Y3
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(0.041666666666666664, v82)
 	VADDPS lgc33<>+0(SB), Y3, Y3
 
-	// v85 = mul(v64, v83) [B=8 L=128]
+	// v85 = mul(v64, v83)
 	VMULPS Y3, Y2, Y3
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.16666666666666666, v85)
 	VADDPS lgc34<>+0(SB), Y3, Y3
 
-	// v88 = mul(v64, v86) [B=8 L=128]
+	// v88 = mul(v64, v86)
 	VMULPS Y3, Y2, Y3
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.5, v88)
 	VADDPS lgc14<>+0(SB), Y3, Y3
 
-	// v90 = mul(v64, v64) [B=8 L=128]
+	// v90 = mul(v64, v64)
 	VMULPS Y2, Y2, Y2
 
-	// v91 = mul(v90, v89) [B=8 L=128]
+	// v91 = mul(v90, v89)
 	VMULPS Y3, Y2, Y2
 
-	// v92 = exp(v34) [B=8 L=128]
+	// v92 = exp(v34)
 	VMAXPS       lgc4<>+0(SB), Y0, Y3
 	VMINPS       lgc5<>+0(SB), Y3, Y3
 	VMULPS       lgc6<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc7<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
 	VMOVAPS      lgc9<>+0(SB), Y5
@@ -1423,22 +1415,22 @@ blocks_5:
 	VCMPPS       $0x03, Y0, Y0, Y3
 	VBLENDVPS    Y3, Y0, Y5, Y5
 
-	// v93 = sub(v92, v1) [B=8 L=128]
+	// v93 = sub(v92, 1)
 	VSUBPS lgc0<>+0(SB), Y5, Y3
 
-	// v94 = sub(v93, v34) [B=8 L=128]
+	// v94 = sub(v93, v34)
 	VSUBPS Y0, Y3, Y0
 
-	// v95 = where(v61, v91, v94) [B=8 L=128]  # k3
+	// k3 = where(v61, v91, v94)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
-	MOVQ      p1+8(FP), DI
+	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v96 = where(v0, v95, v2) [B=8 L=128]
+	// v96 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -1448,7 +1440,7 @@ blocks_5:
 	VMOVUPS      Y0, 2688(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1547,7 +1539,7 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc35<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1641,65 +1633,64 @@ noflush_6:
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
 	INCQ         AX
-	CMPQ         AX, p7+56(FP)
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32)
+// func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToInference *float32, kLToInference *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $64-136
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v28 = div(v26, v27) []
+	// lossObjective = div(v26, v27)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s1+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v32 = div(v31, v27) []
+	// clipFraction = div(v31, v27)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s2+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v36 = div(v35, v27) []
+	// klApprox = div(v35, v27)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s3+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v41 = div(v40, v27) []
+	// entropy2 = div(v40, v27)
 	VDIVPS       Y1, Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s4+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v46 = div(v45, v27) []
+	// lossEntropy = div(v45, v27)
 	VDIVPS       Y1, Y6, Y6
-	MOVQ         p6+48(FP), AX
+	MOVQ         s5+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v51 = mul(v49, v50) []
+	// v51 = mul(2, v50)
 	VMULPS       lgc24<>+0(SB), Y7, Y7
-	MOVQ         p7+56(FP), AX
+	MOVQ         s6+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v54 = sub(v51, v53) []
+	// v54 = sub(v51, v53)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 
-	// v55 = exp(v54) []
+	// v55 = exp(v54)
 	VMAXPS       lgc4<>+0(SB), Y7, Y5
 	VMINPS       lgc5<>+0(SB), Y5, Y5
 	VMULPS       lgc6<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1725,111 +1716,109 @@ TEXT ·fbPass1AVX2(SB), $64-136
 	VBLENDVPS    Y5, Y7, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y5
 
-	// v56 = gt(v4, v2) []
+	// v56 = gt(numValid, 0)
 	VCMPPS $0x1e, Y5, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v57 = div(v55, v27) []
+	// v57 = div(v55, v27)
 	VDIVPS Y1, Y8, Y6
 
-	// v58 = where(v56, v57, v2) []
+	// ess = where(v56, v57, 0)
 	VMOVUPS      lgc1<>+0(SB), Y7
 	VCMPPS       $0x04, Y7, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y5, Y0
-	MOVQ         p8+64(FP), AX
+	MOVQ         s7+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v98 = div(v97, v27) []  # kl_to_inference
+	// klToInference = div(v97, v27)
 	VDIVPS Y1, Y5, Y1
 
-	// v100 = mul(v99, v98) []
+	// lossKLToInference = mul(0.01, klToInference)
 	VMULPS lgc37<>+0(SB), Y1, Y5
 
-	// v101 = detach(v98) []  # kl_to_inference
-	// store v28
-	MOVQ   p9+72(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+72(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v32
-	MOVQ   p10+80(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+80(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v36
-	MOVQ    p11+88(FP), AX
+	// store klApprox
+	MOVQ    kLApprox+88(FP), AX
 	VMOVSS  X4, (AX)(CX*4)
 	VMOVUPS 32(SP), Y2
 
-	// store v41
-	MOVQ    p12+96(FP), AX
+	// store entropy2
+	MOVQ    entropy+96(FP), AX
 	VMOVSS  X2, (AX)(CX*4)
 	VMOVUPS (SP), Y2
 
-	// store v46
-	MOVQ   p13+104(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+104(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v58
-	MOVQ   p14+112(FP), AX
+	// store ess
+	MOVQ   ess+112(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v100
-	MOVQ   p15+120(FP), AX
+	// store lossKLToInference
+	MOVQ   lossKLToInference+120(FP), AX
 	VMOVSS X5, (AX)(CX*4)
 
-	// store v101
-	MOVQ   p16+128(FP), AX
+	// store klToInference2
+	MOVQ   kLToInference+128(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func fbPass2AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, numValid *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $416-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_7:
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      sampleLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DX
+	MOVQ      advantage+32(FP), DX
 	VMOVUPS   (DX)(BX*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS Y3, Y1, Y5
 
-	// v16 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc4<>+0(SB), Y5, Y6
 	VMINPS       lgc5<>+0(SB), Y6, Y6
 	VMULPS       lgc6<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1854,97 +1843,97 @@ blocks_8:
 	VCMPPS       $0x03, Y5, Y5, Y6
 	VBLENDVPS    Y6, Y5, Y8, Y8
 
-	// v17 = ge(v10, v2) [B=8 L=128]
+	// v17 = ge(v10, 0)
 	VCMPPS       $0x1d, Y2, Y4, Y5
 	VANDPS       lgc0<>+0(SB), Y5, Y5
-	MOVQ         p5+40(FP), DX
+	MOVQ         numValid+40(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v27 = max(v4, v1) []
+	// v27 = max(numValid, 1)
 	VMAXPS Y6, Y7, Y6
 
-	// v33 = sub(v8, v6) [B=8 L=128]
+	// v33 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v34 = where(v0, v33, v2) [B=8 L=128]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v59 = abs(v34) [B=8 L=128]
+	// v59 = abs(v34)
 	VMOVUPS lgc19<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc25<>+0(SB), Y7
 
-	// v61 = lt(v59, v60) [B=8 L=128]
+	// v61 = lt(v59, 0.1)
 	VCMPPS  $0x11, Y7, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS Y8, (SP)
 	VMOVUPS lgc26<>+0(SB), Y8
 
-	// v63 = max(v34, v62) tie=first [B=8 L=128]
+	// v63 = max(v34, -0.1) tie=first
 	VMAXPS  Y1, Y8, Y8
 	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y4, 64(SP)
 
-	// v64 = min(v63, v60) tie=first [B=8 L=128]
+	// v64 = min(v63, 0.1) tie=first
 	VMINPS Y8, Y7, Y4
 
-	// v67 = mul(v64, v65) [B=8 L=128]
+	// v67 = mul(v64, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y4, Y5
 
-	// v68 = add(v66, v67) [B=8 L=128]
+	// v68 = add(2.7557319223985893e-06, v67)
 	VADDPS lgc28<>+0(SB), Y5, Y5
 
-	// v70 = mul(v64, v68) [B=8 L=128]
+	// v70 = mul(v64, v68)
 	VMULPS Y5, Y4, Y7
 
-	// v71 = add(v69, v70) [B=8 L=128]
+	// v71 = add(2.48015873015873e-05, v70)
 	VADDPS lgc29<>+0(SB), Y7, Y7
 
-	// v73 = mul(v64, v71) [B=8 L=128]
+	// v73 = mul(v64, v71)
 	VMULPS Y7, Y4, Y9
 
-	// v74 = add(v72, v73) [B=8 L=128]
+	// v74 = add(0.0001984126984126984, v73)
 	VADDPS lgc30<>+0(SB), Y9, Y9
 
-	// v76 = mul(v64, v74) [B=8 L=128]
+	// v76 = mul(v64, v74)
 	VMULPS Y9, Y4, Y10
 
-	// v77 = add(v75, v76) [B=8 L=128]
+	// v77 = add(0.001388888888888889, v76)
 	VADDPS lgc31<>+0(SB), Y10, Y10
 
-	// v79 = mul(v64, v77) [B=8 L=128]
+	// v79 = mul(v64, v77)
 	VMULPS Y10, Y4, Y11
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(0.008333333333333333, v79)
 	VADDPS  lgc32<>+0(SB), Y11, Y11
 	VMOVUPS Y8, 96(SP)
 
-	// v82 = mul(v64, v80) [B=8 L=128]
+	// v82 = mul(v64, v80)
 	VMULPS Y11, Y4, Y8
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(0.041666666666666664, v82)
 	VADDPS  lgc33<>+0(SB), Y8, Y8
 	VMOVUPS Y5, 128(SP)
 
-	// v85 = mul(v64, v83) [B=8 L=128]
+	// v85 = mul(v64, v83)
 	VMULPS Y8, Y4, Y5
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.16666666666666666, v85)
 	VADDPS  lgc34<>+0(SB), Y5, Y5
 	VMOVUPS Y7, 160(SP)
 
-	// v88 = mul(v64, v86) [B=8 L=128]
+	// v88 = mul(v64, v86)
 	VMULPS Y5, Y4, Y7
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.5, v88)
 	VADDPS  lgc14<>+0(SB), Y7, Y7
 	VMOVUPS Y9, 192(SP)
 
-	// v90 = mul(v64, v64) [B=8 L=128]
+	// v90 = mul(v64, v64)
 	VMULPS  Y4, Y4, Y9
 	VMOVUPS Y10, 224(SP)
 	VMOVUPS Y11, 256(SP)
@@ -1953,12 +1942,11 @@ blocks_8:
 	VMOVUPS Y4, 352(SP)
 	VMOVUPS Y9, 384(SP)
 
-	// v92 = exp(v34) [B=8 L=128]
+	// v92 = exp(v34)
 	VMAXPS       lgc4<>+0(SB), Y1, Y4
 	VMINPS       lgc5<>+0(SB), Y4, Y4
 	VMULPS       lgc6<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
 	VMOVAPS      lgc9<>+0(SB), Y8
@@ -1984,264 +1972,264 @@ blocks_8:
 	VBLENDVPS    Y4, Y1, Y8, Y8
 	VMOVUPS      lgc37<>+0(SB), Y4
 
-	// v102 = div(v99, v27) []
+	// v102 = div(0.01, v27)
 	VDIVPS Y6, Y4, Y4
 
-	// v103 = where(v0, v102, v2) [B=8 L=128]
+	// v103 = where(mask, v102, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y0
 
-	// v104 = where(v61, v103, v2) [B=8 L=128]
+	// v104 = where(v61, v103, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y0, Y2, Y4
 
-	// v105 = where(v61, v2, v103) [B=8 L=128]
+	// v105 = where(v61, 0, v103)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y2, Y0, Y0
 
-	// v106 = neg(v105) [B=8 L=128]
+	// v106 = neg(v105)
 	VXORPS lgc19<>+0(SB), Y0, Y3
 
-	// v107 = ne(v105, v2) [B=8 L=128]
+	// v107 = ne(v105, 0)
 	VCMPPS $0x04, Y2, Y0, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v108 = mul(v105, v92) [B=8 L=128]
+	// v108 = mul(v105, v92)
 	VMULPS Y8, Y0, Y8
 
-	// v109 = where(v107, v108, v105) [B=8 L=128]
+	// v109 = where(v107, v108, v105)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y0, Y0
 
-	// v110 = add(v106, v109) [B=8 L=128]
+	// v110 = add(v106, v109)
 	VADDPS Y0, Y3, Y0
 
-	// v111 = ne(v104, v2) [B=8 L=128]
+	// v111 = ne(v104, 0)
 	VCMPPS $0x04, Y2, Y4, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v112 = mul(v104, v89) [B=8 L=128]
+	// v112 = mul(v104, v89)
 	VMULPS Y7, Y4, Y5
 
-	// v113 = where(v111, v112, v104) [B=8 L=128]
+	// v113 = where(v111, v112, v104)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y4, Y5
 	VMOVUPS   384(SP), Y7
 
-	// v114 = mul(v104, v90) [B=8 L=128]
+	// v114 = mul(v104, v90)
 	VMULPS Y7, Y4, Y7
 
-	// v115 = where(v111, v114, v104) [B=8 L=128]
+	// v115 = where(v111, v114, v104)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y4, Y3
 
-	// v116 = ne(v113, v2) [B=8 L=128]
+	// v116 = ne(v113, 0)
 	VCMPPS  $0x04, Y2, Y5, Y4
 	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS 352(SP), Y7
 
-	// v117 = mul(v113, v64) [B=8 L=128]
+	// v117 = mul(v113, v64)
 	VMULPS Y7, Y5, Y8
 
-	// v118 = where(v116, v117, v113) [B=8 L=128]
+	// v118 = where(v116, v117, v113)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y4, Y9
 	VBLENDVPS Y9, Y8, Y5, Y4
 
-	// v119 = add(v118, v118) [B=8 L=128]
+	// v119 = add(v118, v118)
 	VADDPS Y4, Y4, Y4
 
-	// v120 = ne(v115, v2) [B=8 L=128]
+	// v120 = ne(v115, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 320(SP), Y8
 
-	// v121 = mul(v115, v86) [B=8 L=128]
+	// v121 = mul(v115, v86)
 	VMULPS Y8, Y3, Y8
 
-	// v122 = where(v120, v121, v115) [B=8 L=128]
+	// v122 = where(v120, v121, v115)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v123 = mul(v115, v64) [B=8 L=128]
+	// v123 = mul(v115, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v124 = where(v120, v123, v115) [B=8 L=128]
+	// v124 = where(v120, v123, v115)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v125 = add(v119, v122) [B=8 L=128]
+	// v125 = add(v119, v122)
 	VADDPS Y8, Y4, Y4
 
-	// v126 = ne(v124, v2) [B=8 L=128]
+	// v126 = ne(v124, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 288(SP), Y8
 
-	// v127 = mul(v124, v83) [B=8 L=128]
+	// v127 = mul(v124, v83)
 	VMULPS Y8, Y3, Y8
 
-	// v128 = where(v126, v127, v124) [B=8 L=128]
+	// v128 = where(v126, v127, v124)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v129 = mul(v124, v64) [B=8 L=128]
+	// v129 = mul(v124, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v130 = where(v126, v129, v124) [B=8 L=128]
+	// v130 = where(v126, v129, v124)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v131 = add(v125, v128) [B=8 L=128]
+	// v131 = add(v125, v128)
 	VADDPS Y8, Y4, Y4
 
-	// v132 = ne(v130, v2) [B=8 L=128]
+	// v132 = ne(v130, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 256(SP), Y8
 
-	// v133 = mul(v130, v80) [B=8 L=128]
+	// v133 = mul(v130, v80)
 	VMULPS Y8, Y3, Y8
 
-	// v134 = where(v132, v133, v130) [B=8 L=128]
+	// v134 = where(v132, v133, v130)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v135 = mul(v130, v64) [B=8 L=128]
+	// v135 = mul(v130, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v136 = where(v132, v135, v130) [B=8 L=128]
+	// v136 = where(v132, v135, v130)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v137 = add(v131, v134) [B=8 L=128]
+	// v137 = add(v131, v134)
 	VADDPS Y8, Y4, Y4
 
-	// v138 = ne(v136, v2) [B=8 L=128]
+	// v138 = ne(v136, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 224(SP), Y8
 
-	// v139 = mul(v136, v77) [B=8 L=128]
+	// v139 = mul(v136, v77)
 	VMULPS Y8, Y3, Y8
 
-	// v140 = where(v138, v139, v136) [B=8 L=128]
+	// v140 = where(v138, v139, v136)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v141 = mul(v136, v64) [B=8 L=128]
+	// v141 = mul(v136, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v142 = where(v138, v141, v136) [B=8 L=128]
+	// v142 = where(v138, v141, v136)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v143 = add(v137, v140) [B=8 L=128]
+	// v143 = add(v137, v140)
 	VADDPS Y8, Y4, Y4
 
-	// v144 = ne(v142, v2) [B=8 L=128]
+	// v144 = ne(v142, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 192(SP), Y8
 
-	// v145 = mul(v142, v74) [B=8 L=128]
+	// v145 = mul(v142, v74)
 	VMULPS Y8, Y3, Y8
 
-	// v146 = where(v144, v145, v142) [B=8 L=128]
+	// v146 = where(v144, v145, v142)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v147 = mul(v142, v64) [B=8 L=128]
+	// v147 = mul(v142, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v148 = where(v144, v147, v142) [B=8 L=128]
+	// v148 = where(v144, v147, v142)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v149 = add(v143, v146) [B=8 L=128]
+	// v149 = add(v143, v146)
 	VADDPS Y8, Y4, Y4
 
-	// v150 = ne(v148, v2) [B=8 L=128]
+	// v150 = ne(v148, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 160(SP), Y8
 
-	// v151 = mul(v148, v71) [B=8 L=128]
+	// v151 = mul(v148, v71)
 	VMULPS Y8, Y3, Y8
 
-	// v152 = where(v150, v151, v148) [B=8 L=128]
+	// v152 = where(v150, v151, v148)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v153 = mul(v148, v64) [B=8 L=128]
+	// v153 = mul(v148, v64)
 	VMULPS Y7, Y3, Y9
 
-	// v154 = where(v150, v153, v148) [B=8 L=128]
+	// v154 = where(v150, v153, v148)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y5, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v155 = add(v149, v152) [B=8 L=128]
+	// v155 = add(v149, v152)
 	VADDPS Y8, Y4, Y4
 
-	// v156 = ne(v154, v2) [B=8 L=128]
+	// v156 = ne(v154, 0)
 	VCMPPS  $0x04, Y2, Y3, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 128(SP), Y8
 
-	// v157 = mul(v154, v68) [B=8 L=128]
+	// v157 = mul(v154, v68)
 	VMULPS Y8, Y3, Y8
 
-	// v158 = where(v156, v157, v154) [B=8 L=128]
+	// v158 = where(v156, v157, v154)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y3, Y8
 
-	// v159 = mul(v154, v64) [B=8 L=128]
+	// v159 = mul(v154, v64)
 	VMULPS Y7, Y3, Y7
 
-	// v160 = where(v156, v159, v154) [B=8 L=128]
+	// v160 = where(v156, v159, v154)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y3, Y3
 
-	// v161 = add(v155, v158) [B=8 L=128]
+	// v161 = add(v155, v158)
 	VADDPS Y8, Y4, Y4
 
-	// v162 = mul(v160, v65) [B=8 L=128]
+	// v162 = mul(v160, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y3, Y3
 
-	// v163 = add(v161, v162) [B=8 L=128]
+	// v163 = add(v161, v162)
 	VADDPS  Y3, Y4, Y3
 	VMOVUPS 96(SP), Y4
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v164 = le(v63, v60) [B=8 L=128]
+	// v164 = le(v63, 0.1)
 	VCMPPS $0x12, Y5, Y4, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v165 = ne(v63, v63) [B=8 L=128]
+	// v165 = ne(v63, v63)
 	VCMPPS $0x04, Y4, Y4, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v166 = max(v164, v165) [B=8 L=128]
+	// v166 = max(v164, v165)
 	VXORPS lgc19<>+0(SB), Y5, Y5
 	VXORPS lgc19<>+0(SB), Y4, Y4
 	VMINPS Y5, Y4, Y7
@@ -2249,21 +2237,21 @@ blocks_8:
 	VORPS  Y7, Y4, Y4
 	VXORPS lgc19<>+0(SB), Y4, Y4
 
-	// v167 = where(v166, v163, v2) [B=8 L=128]
+	// v167 = where(v166, v163, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y3
 	VMOVUPS   lgc26<>+0(SB), Y4
 
-	// v168 = ge(v34, v62) [B=8 L=128]
+	// v168 = ge(v34, -0.1)
 	VCMPPS $0x1d, Y4, Y1, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v169 = ne(v34, v34) [B=8 L=128]
+	// v169 = ne(v34, v34)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v170 = max(v168, v169) [B=8 L=128]
+	// v170 = max(v168, v169)
 	VXORPS lgc19<>+0(SB), Y4, Y4
 	VXORPS lgc19<>+0(SB), Y1, Y1
 	VMINPS Y4, Y1, Y5
@@ -2271,71 +2259,71 @@ blocks_8:
 	VORPS  Y5, Y1, Y1
 	VXORPS lgc19<>+0(SB), Y1, Y1
 
-	// v171 = where(v170, v167, v2) [B=8 L=128]
+	// v171 = where(v170, v167, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 
-	// v172 = add(v110, v171) [B=8 L=128]
+	// v172 = add(v110, v171)
 	VADDPS  Y1, Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v173 = div(v1, v27) []
+	// v173 = div(1, v27)
 	VDIVPS    Y6, Y1, Y1
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v174 = where(v0, v173, v2) [B=8 L=128]
+	// v174 = where(mask, v173, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v175 = mul(v174, v42) [B=8 L=128]
+	// v175 = mul(v174, -0.01)
 	VMULPS lgc20<>+0(SB), Y1, Y4
 
-	// v176 = where(v0, v175, v2) [B=8 L=128]
+	// gradEntropy = where(mask, v175, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v177 = where(v0, v172, v2) [B=8 L=128]
+	// v177 = where(mask, v172, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y0, Y2, Y0
 
-	// v178 = neg(v177) [B=8 L=128]
+	// v178 = neg(v177)
 	VXORPS lgc19<>+0(SB), Y0, Y0
 
-	// v179 = neg(v174) [B=8 L=128]
+	// v179 = neg(v174)
 	VXORPS  lgc19<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y5
 
-	// v180 = mul(v179, v10) [B=8 L=128]
+	// v180 = mul(v179, v10)
 	VMULPS  Y5, Y1, Y1
 	VMOVUPS 32(SP), Y5
 
-	// v181 = where(v17, v180, v2) [B=8 L=128]
+	// v181 = where(v17, v180, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y1, Y2, Y6
 
-	// v182 = where(v17, v2, v180) [B=8 L=128]
+	// v182 = where(v17, 0, v180)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y2, Y1, Y1
 	VMOVUPS   (SP), Y5
 	VMOVUPS   lgc18<>+0(SB), Y7
 
-	// v183 = ge(v16, v20) [B=8 L=128]
+	// v183 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y5, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v184 = ne(v16, v16) [B=8 L=128]
+	// v184 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y8
 	VANDPS lgc0<>+0(SB), Y8, Y8
 
-	// v185 = max(v183, v184) [B=8 L=128]
+	// v185 = max(v183, v184)
 	VXORPS lgc19<>+0(SB), Y7, Y7
 	VXORPS lgc19<>+0(SB), Y8, Y10
 	VMINPS Y7, Y10, Y9
@@ -2343,17 +2331,17 @@ blocks_8:
 	VORPS  Y9, Y7, Y7
 	VXORPS lgc19<>+0(SB), Y7, Y7
 
-	// v186 = where(v185, v182, v2) [B=8 L=128]
+	// v186 = where(v185, v182, 0)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y7, Y9
 	VBLENDVPS Y9, Y1, Y2, Y1
 	VMOVUPS   lgc17<>+0(SB), Y7
 
-	// v187 = le(v16, v18) [B=8 L=128]
+	// v187 = le(ratio, 1.2799999924290435)
 	VCMPPS $0x12, Y7, Y5, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v188 = max(v187, v184) [B=8 L=128]
+	// v188 = max(v187, v184)
 	VXORPS lgc19<>+0(SB), Y7, Y7
 	VXORPS lgc19<>+0(SB), Y8, Y8
 	VMINPS Y7, Y8, Y9
@@ -2361,46 +2349,46 @@ blocks_8:
 	VORPS  Y9, Y7, Y7
 	VXORPS lgc19<>+0(SB), Y7, Y7
 
-	// v189 = where(v188, v181, v2) [B=8 L=128]
+	// v189 = where(v188, v181, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 	VBLENDVPS Y8, Y6, Y2, Y6
 
-	// v190 = add(v186, v189) [B=8 L=128]
+	// v190 = add(v186, v189)
 	VADDPS Y6, Y1, Y1
 
-	// v191 = ne(v190, v2) [B=8 L=128]
+	// v191 = ne(v190, 0)
 	VCMPPS $0x04, Y2, Y1, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v192 = mul(v190, v16) [B=8 L=128]
+	// v192 = mul(v190, ratio)
 	VMULPS Y5, Y1, Y5
 
-	// v193 = where(v191, v192, v190) [B=8 L=128]
+	// v193 = where(v191, v192, v190)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y1, Y1
 
-	// v194 = add(v178, v193) [B=8 L=128]
+	// v194 = add(v178, v193)
 	VADDPS Y1, Y0, Y0
 
-	// v195 = where(v0, v194, v2) [B=8 L=128]
+	// gradLogProb = where(mask, v194, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y3, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// store v176
-	MOVQ    p6+48(FP), DX
+	// store gradEntropy
+	MOVQ    gradEntropy+48(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 
-	// store v195
-	MOVQ    p7+56(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
 	JL      blocks_8
 	INCQ    AX
-	CMPQ    AX, p8+64(FP)
+	CMPQ    AX, hi+64(FP)
 	JL      outer0_7
 	VZEROUPPER
 	RET
@@ -2421,7 +2409,6 @@ bulk_9:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3

@@ -11,14 +11,14 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v26 = sum(v25) over B,L []
-	s1 float32 // v31 = sum(v30) over B,L []
-	s2 float32 // v35 = sum(v34) over B,L []
-	s3 float32 // v40 = sum(v39) over B,L []
-	s4 float32 // v45 = sum(v44) over B,L []
-	s5 float32 // v50 = logsumexp(v48) over B,L []
-	s6 float32 // v53 = logsumexp(v52) over B,L []
-	s7 float32 // v97 = sum(v96) over B,L []
+	s0 float32 // v26 = sum(v25) over B,L
+	s1 float32 // v31 = sum(v30) over B,L
+	s2 float32 // v35 = sum(v34) over B,L
+	s3 float32 // v40 = sum(v39) over B,L
+	s4 float32 // v45 = sum(v44) over B,L
+	s5 float32 // v50 = logsumexp(v48) over B,L
+	s6 float32 // v53 = logsumexp(v52) over B,L
+	s7 float32 // v97 = sum(v96) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -26,8 +26,28 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c42 := float32(-0.01)
+	c47 := float32(math.Inf(-1))
+	two := float32(2)
+	c60 := float32(0.1)
+	c62 := float32(-0.1)
+	c65 := float32(2.755732e-07)
+	c66 := float32(2.7557319e-06)
+	c69 := float32(2.4801588e-05)
+	c72 := float32(0.0001984127)
+	c75 := float32(0.0013888889)
+	c78 := float32(0.008333334)
+	c81 := float32(0.041666668)
+	c84 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -38,95 +58,75 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc97 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v10 >= v2)
-			v18 := float32(1.28)
-			v19 := min(v16, v18)
-			v20 := float32(0.8)
-			v21 := max(v16, v20)
-			v22 := sel(v17, v19, v21)
-			v23 := float32(v10 * v22)
-			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v10 >= zero)
+			v19 := min(ratio, c18)
+			v21 := max(ratio, c20)
+			ratioClipped := sel(v17, v19, v21)
+			gain := float32(v10 * ratioClipped)
+			v24 := -gain
+			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
-			v29 := b2f(v15 != v11)
-			v30 := sel(v0, v29, v2)
+			v29 := b2f(logWeightClip != logWeight)
+			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
 			v33 := v8 - v6
-			v34 := sel(v0, v33, v2)
+			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
-			v37 := in.Entropy[iB*128+iL]
-			v38 := sel(v0, v37, v2)
-			v39 := sel(v0, v38, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v38 := sel(mask, entropy, zero)
+			v39 := sel(mask, v38, zero)
 			acc40 += float64(v39)
-			v42 := float32(-0.01)
-			v43 := float32(v42 * v38)
-			v44 := sel(v0, v43, v2)
+			v43 := float32(c42 * v38)
+			v44 := sel(mask, v43, zero)
 			acc45 += float64(v44)
-			v47 := float32(math.Inf(-1))
-			v48 := sel(v0, v11, v47)
-			v49 := float32(2)
+			v48 := sel(mask, logWeight, c47)
 			acc50.Add(float64(v48))
-			v52 := float32(v49 * v48)
+			v52 := float32(two * v48)
 			acc53.Add(float64(v52))
 			v59 := float32(math.Abs(float64(v34)))
-			v60 := float32(0.1)
-			v61 := b2f(v59 < v60)
-			v62 := float32(-0.1)
-			v63 := max(v34, v62)
-			v64 := min(v63, v60)
-			v65 := float32(2.755732e-07)
-			v66 := float32(2.7557319e-06)
-			v67 := float32(v64 * v65)
-			v68 := v66 + v67
-			v69 := float32(2.4801588e-05)
+			v61 := b2f(v59 < c60)
+			v63 := max(v34, c62)
+			v64 := min(v63, c60)
+			v67 := float32(v64 * c65)
+			v68 := c66 + v67
 			v70 := float32(v64 * v68)
-			v71 := v69 + v70
-			v72 := float32(0.0001984127)
+			v71 := c69 + v70
 			v73 := float32(v64 * v71)
-			v74 := v72 + v73
-			v75 := float32(0.0013888889)
+			v74 := c72 + v73
 			v76 := float32(v64 * v74)
-			v77 := v75 + v76
-			v78 := float32(0.008333334)
+			v77 := c75 + v76
 			v79 := float32(v64 * v77)
-			v80 := v78 + v79
-			v81 := float32(0.041666668)
+			v80 := c78 + v79
 			v82 := float32(v64 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.16666667)
+			v83 := c81 + v82
 			v85 := float32(v64 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.5)
+			v86 := c84 + v85
 			v88 := float32(v64 * v86)
-			v89 := v87 + v88
+			v89 := half + v88
 			v90 := float32(v64 * v64)
 			v91 := float32(v90 * v89)
 			v92 := float32(math.Exp(float64(v34)))
-			v93 := v92 - v1
+			v93 := v92 - one
 			v94 := v93 - v34
-			v95 := sel(v61, v91, v94)
-			v96 := sel(v0, v95, v2)
+			k3 := sel(v61, v91, v94)
+			v96 := sel(mask, k3, zero)
 			acc97 += float64(v96)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
@@ -138,65 +138,85 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c99 := float32(0.01)
+	numValid := out.NumValid
 	v26 := s.s0
-	v27 := max(v4, v1)
-	v28 := v26 / v27
-	out.LossObjective = v28
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
 	v31 := s.s1
-	v32 := v31 / v27
-	out.ClipFraction = v32
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
 	v35 := s.s2
-	v36 := v35 / v27
-	out.KLApprox = v36
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
 	v40 := s.s3
-	v41 := v40 / v27
-	out.Entropy = v41
+	entropy2 := v40 / v27
+	out.Entropy = entropy2
 	v45 := s.s4
-	v46 := v45 / v27
-	out.LossEntropy = v46
-	v49 := float32(2)
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
 	v50 := s.s5
-	v51 := float32(v49 * v50)
+	v51 := float32(two * v50)
 	v53 := s.s6
 	v54 := v51 - v53
 	v55 := float32(math.Exp(float64(v54)))
-	v56 := b2f(v4 > v2)
+	v56 := b2f(numValid > zero)
 	v57 := v55 / v27
-	v58 := sel(v56, v57, v2)
-	out.ESS = v58
+	ess := sel(v56, v57, zero)
+	out.ESS = ess
 	v97 := s.s7
-	v98 := v97 / v27
-	v99 := float32(0.01)
-	v100 := float32(v99 * v98)
-	out.LossKLToInference = v100
-	v101 := v98
-	out.KLToInference = v101
+	klToInference := v97 / v27
+	lossKLToInference := float32(c99 * klToInference)
+	out.LossKLToInference = lossKLToInference
+	out.KLToInference = klToInference
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v26 = sum(v25) over B,L []
-	s1 float32 // v31 = sum(v30) over B,L []
-	s2 float32 // v35 = sum(v34) over B,L []
-	s3 float32 // v40 = sum(v39) over B,L []
-	s4 float32 // v45 = sum(v44) over B,L []
-	s5 float32 // v50 = logsumexp(v48) over B,L []
-	s6 float32 // v53 = logsumexp(v52) over B,L []
-	s7 float32 // v97 = sum(v96) over B,L []
+	s0 float32 // v26 = sum(v25) over B,L
+	s1 float32 // v31 = sum(v30) over B,L
+	s2 float32 // v35 = sum(v34) over B,L
+	s3 float32 // v40 = sum(v39) over B,L
+	s4 float32 // v45 = sum(v44) over B,L
+	s5 float32 // v50 = logsumexp(v48) over B,L
+	s6 float32 // v53 = logsumexp(v52) over B,L
+	s7 float32 // v97 = sum(v96) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(-0.22314355)
+	c13 := float32(0.24686007)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c42 := float32(-0.01)
+	c47 := float32(math.Inf(-1))
+	two := float32(2)
+	c60 := float32(0.1)
+	c62 := float32(-0.1)
+	c65 := float32(2.755732e-07)
+	c66 := float32(2.7557319e-06)
+	c69 := float32(2.4801588e-05)
+	c72 := float32(0.0001984127)
+	c75 := float32(0.0013888889)
+	c78 := float32(0.008333334)
+	c81 := float32(0.041666668)
+	c84 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	acc26 := 0.0
 	acc31 := 0.0
 	acc35 := 0.0
@@ -207,95 +227,75 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc97 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(-0.22314355)
-			v13 := float32(0.24686007)
-			v14 := max(v11, v12)
-			v15 := min(v14, v13)
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v10 >= v2)
-			v18 := float32(1.28)
-			v19 := min(v16, v18)
-			v20 := float32(0.8)
-			v21 := max(v16, v20)
-			v22 := sel(v17, v19, v21)
-			v23 := float32(v10 * v22)
-			v24 := -v23
-			v25 := sel(v0, v24, v2)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v14 := max(logWeight, c12)
+			logWeightClip := min(v14, c13)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v10 >= zero)
+			v19 := min(ratio, c18)
+			v21 := max(ratio, c20)
+			ratioClipped := sel(v17, v19, v21)
+			gain := float32(v10 * ratioClipped)
+			v24 := -gain
+			v25 := sel(mask, v24, zero)
 			acc26 += float64(v25)
-			v29 := b2f(v15 != v11)
-			v30 := sel(v0, v29, v2)
+			v29 := b2f(logWeightClip != logWeight)
+			v30 := sel(mask, v29, zero)
 			acc31 += float64(v30)
 			v33 := v8 - v6
-			v34 := sel(v0, v33, v2)
+			v34 := sel(mask, v33, zero)
 			acc35 += float64(v34)
-			v37 := in.Entropy[iB*128+iL]
-			v38 := sel(v0, v37, v2)
-			v39 := sel(v0, v38, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v38 := sel(mask, entropy, zero)
+			v39 := sel(mask, v38, zero)
 			acc40 += float64(v39)
-			v42 := float32(-0.01)
-			v43 := float32(v42 * v38)
-			v44 := sel(v0, v43, v2)
+			v43 := float32(c42 * v38)
+			v44 := sel(mask, v43, zero)
 			acc45 += float64(v44)
-			v47 := float32(math.Inf(-1))
-			v48 := sel(v0, v11, v47)
-			v49 := float32(2)
+			v48 := sel(mask, logWeight, c47)
 			acc50.Add(float64(v48))
-			v52 := float32(v49 * v48)
+			v52 := float32(two * v48)
 			acc53.Add(float64(v52))
 			v59 := float32(math.Abs(float64(v34)))
-			v60 := float32(0.1)
-			v61 := b2f(v59 < v60)
-			v62 := float32(-0.1)
-			v63 := max(v34, v62)
-			v64 := min(v63, v60)
-			v65 := float32(2.755732e-07)
-			v66 := float32(2.7557319e-06)
-			v67 := float32(v64 * v65)
-			v68 := v66 + v67
-			v69 := float32(2.4801588e-05)
+			v61 := b2f(v59 < c60)
+			v63 := max(v34, c62)
+			v64 := min(v63, c60)
+			v67 := float32(v64 * c65)
+			v68 := c66 + v67
 			v70 := float32(v64 * v68)
-			v71 := v69 + v70
-			v72 := float32(0.0001984127)
+			v71 := c69 + v70
 			v73 := float32(v64 * v71)
-			v74 := v72 + v73
-			v75 := float32(0.0013888889)
+			v74 := c72 + v73
 			v76 := float32(v64 * v74)
-			v77 := v75 + v76
-			v78 := float32(0.008333334)
+			v77 := c75 + v76
 			v79 := float32(v64 * v77)
-			v80 := v78 + v79
-			v81 := float32(0.041666668)
+			v80 := c78 + v79
 			v82 := float32(v64 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.16666667)
+			v83 := c81 + v82
 			v85 := float32(v64 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.5)
+			v86 := c84 + v85
 			v88 := float32(v64 * v86)
-			v89 := v87 + v88
+			v89 := half + v88
 			v90 := float32(v64 * v64)
 			v91 := float32(v90 * v89)
 			v92 := float32(math.Exp(float64(v34)))
-			v93 := v92 - v1
+			v93 := v92 - one
 			v94 := v93 - v34
-			v95 := sel(v61, v91, v94)
-			v96 := sel(v0, v95, v2)
+			k3 := sel(v61, v91, v94)
+			v96 := sel(mask, k3, zero)
 			acc97 += float64(v96)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	s.s0 = float32(acc26)
 	s.s1 = float32(acc31)
 	s.s2 = float32(acc35)
@@ -307,198 +307,198 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c99 := float32(0.01)
+	numValid := out.NumValid
 	v26 := s.s0
-	v27 := max(v4, v1)
-	v28 := v26 / v27
-	out.LossObjective = v28
+	v27 := max(numValid, one)
+	lossObjective := v26 / v27
+	out.LossObjective = lossObjective
 	v31 := s.s1
-	v32 := v31 / v27
-	out.ClipFraction = v32
+	clipFraction := v31 / v27
+	out.ClipFraction = clipFraction
 	v35 := s.s2
-	v36 := v35 / v27
-	out.KLApprox = v36
+	klApprox := v35 / v27
+	out.KLApprox = klApprox
 	v40 := s.s3
-	v41 := v40 / v27
-	out.Entropy = v41
+	entropy2 := v40 / v27
+	out.Entropy = entropy2
 	v45 := s.s4
-	v46 := v45 / v27
-	out.LossEntropy = v46
-	v49 := float32(2)
+	lossEntropy := v45 / v27
+	out.LossEntropy = lossEntropy
 	v50 := s.s5
-	v51 := float32(v49 * v50)
+	v51 := float32(two * v50)
 	v53 := s.s6
 	v54 := v51 - v53
 	v55 := float32(math.Exp(float64(v54)))
-	v56 := b2f(v4 > v2)
+	v56 := b2f(numValid > zero)
 	v57 := v55 / v27
-	v58 := sel(v56, v57, v2)
-	out.ESS = v58
+	ess := sel(v56, v57, zero)
+	out.ESS = ess
 	v97 := s.s7
-	v98 := v97 / v27
-	v99 := float32(0.01)
-	v100 := float32(v99 * v98)
-	out.LossKLToInference = v100
-	v101 := v98
-	out.KLToInference = v101
+	klToInference := v97 / v27
+	lossKLToInference := float32(c99 * klToInference)
+	out.LossKLToInference = lossKLToInference
+	out.KLToInference = klToInference
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c18 := float32(1.28)
+	c20 := float32(0.8)
+	c42 := float32(-0.01)
+	c60 := float32(0.1)
+	c62 := float32(-0.1)
+	c65 := float32(2.755732e-07)
+	c66 := float32(2.7557319e-06)
+	c69 := float32(2.4801588e-05)
+	c72 := float32(0.0001984127)
+	c75 := float32(0.0013888889)
+	c78 := float32(0.008333334)
+	c81 := float32(0.041666668)
+	c84 := float32(0.16666667)
+	half := float32(0.5)
+	c99 := float32(0.01)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v4 := out.NumValid
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v16 := float32(math.Exp(float64(v11)))
-			v17 := b2f(v10 >= v2)
-			v18 := float32(1.28)
-			v20 := float32(0.8)
-			v27 := max(v4, v1)
+			mask := b2f(in.Mask[iB*128+iL])
+			numValid := out.NumValid
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			ratio := float32(math.Exp(float64(logWeight)))
+			v17 := b2f(v10 >= zero)
+			v27 := max(numValid, one)
 			v33 := v8 - v6
-			v34 := sel(v0, v33, v2)
-			v42 := float32(-0.01)
+			v34 := sel(mask, v33, zero)
 			v59 := float32(math.Abs(float64(v34)))
-			v60 := float32(0.1)
-			v61 := b2f(v59 < v60)
-			v62 := float32(-0.1)
-			v63 := max(v34, v62)
-			v64 := min(v63, v60)
-			v65 := float32(2.755732e-07)
-			v66 := float32(2.7557319e-06)
-			v67 := float32(v64 * v65)
-			v68 := v66 + v67
-			v69 := float32(2.4801588e-05)
+			v61 := b2f(v59 < c60)
+			v63 := max(v34, c62)
+			v64 := min(v63, c60)
+			v67 := float32(v64 * c65)
+			v68 := c66 + v67
 			v70 := float32(v64 * v68)
-			v71 := v69 + v70
-			v72 := float32(0.0001984127)
+			v71 := c69 + v70
 			v73 := float32(v64 * v71)
-			v74 := v72 + v73
-			v75 := float32(0.0013888889)
+			v74 := c72 + v73
 			v76 := float32(v64 * v74)
-			v77 := v75 + v76
-			v78 := float32(0.008333334)
+			v77 := c75 + v76
 			v79 := float32(v64 * v77)
-			v80 := v78 + v79
-			v81 := float32(0.041666668)
+			v80 := c78 + v79
 			v82 := float32(v64 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.16666667)
+			v83 := c81 + v82
 			v85 := float32(v64 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.5)
+			v86 := c84 + v85
 			v88 := float32(v64 * v86)
-			v89 := v87 + v88
+			v89 := half + v88
 			v90 := float32(v64 * v64)
 			v92 := float32(math.Exp(float64(v34)))
-			v99 := float32(0.01)
-			v102 := v99 / v27
-			v103 := sel(v0, v102, v2)
-			v104 := sel(v61, v103, v2)
-			v105 := sel(v61, v2, v103)
+			v102 := c99 / v27
+			v103 := sel(mask, v102, zero)
+			v104 := sel(v61, v103, zero)
+			v105 := sel(v61, zero, v103)
 			v106 := -v105
-			v107 := b2f(v105 != v2)
+			v107 := b2f(v105 != zero)
 			v108 := float32(v105 * v92)
 			v109 := sel(v107, v108, v105)
 			v110 := v106 + v109
-			v111 := b2f(v104 != v2)
+			v111 := b2f(v104 != zero)
 			v112 := float32(v104 * v89)
 			v113 := sel(v111, v112, v104)
 			v114 := float32(v104 * v90)
 			v115 := sel(v111, v114, v104)
-			v116 := b2f(v113 != v2)
+			v116 := b2f(v113 != zero)
 			v117 := float32(v113 * v64)
 			v118 := sel(v116, v117, v113)
 			v119 := v118 + v118
-			v120 := b2f(v115 != v2)
+			v120 := b2f(v115 != zero)
 			v121 := float32(v115 * v86)
 			v122 := sel(v120, v121, v115)
 			v123 := float32(v115 * v64)
 			v124 := sel(v120, v123, v115)
 			v125 := v119 + v122
-			v126 := b2f(v124 != v2)
+			v126 := b2f(v124 != zero)
 			v127 := float32(v124 * v83)
 			v128 := sel(v126, v127, v124)
 			v129 := float32(v124 * v64)
 			v130 := sel(v126, v129, v124)
 			v131 := v125 + v128
-			v132 := b2f(v130 != v2)
+			v132 := b2f(v130 != zero)
 			v133 := float32(v130 * v80)
 			v134 := sel(v132, v133, v130)
 			v135 := float32(v130 * v64)
 			v136 := sel(v132, v135, v130)
 			v137 := v131 + v134
-			v138 := b2f(v136 != v2)
+			v138 := b2f(v136 != zero)
 			v139 := float32(v136 * v77)
 			v140 := sel(v138, v139, v136)
 			v141 := float32(v136 * v64)
 			v142 := sel(v138, v141, v136)
 			v143 := v137 + v140
-			v144 := b2f(v142 != v2)
+			v144 := b2f(v142 != zero)
 			v145 := float32(v142 * v74)
 			v146 := sel(v144, v145, v142)
 			v147 := float32(v142 * v64)
 			v148 := sel(v144, v147, v142)
 			v149 := v143 + v146
-			v150 := b2f(v148 != v2)
+			v150 := b2f(v148 != zero)
 			v151 := float32(v148 * v71)
 			v152 := sel(v150, v151, v148)
 			v153 := float32(v148 * v64)
 			v154 := sel(v150, v153, v148)
 			v155 := v149 + v152
-			v156 := b2f(v154 != v2)
+			v156 := b2f(v154 != zero)
 			v157 := float32(v154 * v68)
 			v158 := sel(v156, v157, v154)
 			v159 := float32(v154 * v64)
 			v160 := sel(v156, v159, v154)
 			v161 := v155 + v158
-			v162 := float32(v160 * v65)
+			v162 := float32(v160 * c65)
 			v163 := v161 + v162
-			v164 := b2f(v63 <= v60)
+			v164 := b2f(v63 <= c60)
 			v165 := b2f(v63 != v63)
 			v166 := max(v164, v165)
-			v167 := sel(v166, v163, v2)
-			v168 := b2f(v34 >= v62)
+			v167 := sel(v166, v163, zero)
+			v168 := b2f(v34 >= c62)
 			v169 := b2f(v34 != v34)
 			v170 := max(v168, v169)
-			v171 := sel(v170, v167, v2)
+			v171 := sel(v170, v167, zero)
 			v172 := v110 + v171
-			v173 := v1 / v27
-			v174 := sel(v0, v173, v2)
-			v175 := float32(v174 * v42)
-			v176 := sel(v0, v175, v2)
-			g.Entropy[iB*128+iL] = v176
-			v177 := sel(v0, v172, v2)
+			v173 := one / v27
+			v174 := sel(mask, v173, zero)
+			v175 := float32(v174 * c42)
+			gradEntropy := sel(mask, v175, zero)
+			grads.Entropy[iB*128+iL] = gradEntropy
+			v177 := sel(mask, v172, zero)
 			v178 := -v177
 			v179 := -v174
 			v180 := float32(v179 * v10)
-			v181 := sel(v17, v180, v2)
-			v182 := sel(v17, v2, v180)
-			v183 := b2f(v16 >= v20)
-			v184 := b2f(v16 != v16)
+			v181 := sel(v17, v180, zero)
+			v182 := sel(v17, zero, v180)
+			v183 := b2f(ratio >= c20)
+			v184 := b2f(ratio != ratio)
 			v185 := max(v183, v184)
-			v186 := sel(v185, v182, v2)
-			v187 := b2f(v16 <= v18)
+			v186 := sel(v185, v182, zero)
+			v187 := b2f(ratio <= c18)
 			v188 := max(v187, v184)
-			v189 := sel(v188, v181, v2)
+			v189 := sel(v188, v181, zero)
 			v190 := v186 + v189
-			v191 := b2f(v190 != v2)
-			v192 := float32(v190 * v16)
+			v191 := b2f(v190 != zero)
+			v192 := float32(v190 * ratio)
 			v193 := sel(v191, v192, v190)
 			v194 := v178 + v193
-			v195 := sel(v0, v194, v2)
-			g.LogProb[iB*128+iL] = v195
+			gradLogProb := sel(mask, v194, zero)
+			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 }

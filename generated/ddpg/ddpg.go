@@ -60,7 +60,8 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
 	// LossFunction is DDPGLoss's loss_function: the critic regression's distance.
 	LossFunction = "l2"
@@ -71,32 +72,44 @@ const (
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// NextStateActionValue is "next.state_action_value" [B]: Q'(s', π'(s')): the target critic at the target actor's next action [*batch]: no gradient (TorchRL's value_estimate with the target parameters).
+	// NextStateActionValue is "next.state_action_value" [B]: Q'(s', π'(s')): the target critic at
+	// the target actor's next action [*batch]: no gradient (TorchRL's value_estimate with the
+	// target parameters).
 	NextStateActionValue []float32
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// StateActionValue is "state_action_value" [B]: Q(s, a): the current critic at the stored action [*batch] (TorchRL key state_action_value).
+	// StateActionValue is "state_action_value" [B]: Q(s, a): the current critic at the stored
+	// action [*batch] (TorchRL key state_action_value).
 	StateActionValue []float32
-	// StateActionValueActor is "state_action_value_actor" [B]: Q(s, π(s)): the current critic, with detached parameters, at the actor's action [*batch] (TorchRL's state_action_value in loss_actor).
+	// StateActionValueActor is "state_action_value_actor" [B]: Q(s, π(s)): the current critic, with
+	// detached parameters, at the actor's action [*batch] (TorchRL's state_action_value in
+	// loss_actor).
 	StateActionValueActor []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossValue is "loss_value" scalar: l2(Q(s, a), y), y the TD target from the target critic, reduced by reduction (mean) (loss_value). Source: torchrl/objectives/ddpg.py DDPGLoss.
+	// LossValue is "loss_value" scalar: l2(Q(s, a), y), y the TD target from the target critic,
+	// reduced by reduction (mean) (loss_value). Source: torchrl/objectives/ddpg.py DDPGLoss.
 	LossValue float32
-	// LossActor is "loss_actor" scalar: −Q(s, π(s)), reduced by reduction (loss_actor). Source: torchrl/objectives/ddpg.py DDPGLoss.
+	// LossActor is "loss_actor" scalar: −Q(s, π(s)), reduced by reduction (loss_actor). Source:
+	// torchrl/objectives/ddpg.py DDPGLoss.
 	LossActor float32
-	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached [*batch] (TorchRL key td_error). Source: torchrl/objectives/ddpg.py DDPGLoss.
+	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached [*batch] (TorchRL key
+	// td_error). Source: torchrl/objectives/ddpg.py DDPGLoss.
 	TDError []float32
-	// PredValueMax is "pred_value_max" scalar: max Q(s, a) over the (valid) batch, detached. Source: torchrl/objectives/ddpg.py DDPGLoss.
+	// PredValueMax is "pred_value_max" scalar: max Q(s, a) over the (valid) batch, detached.
+	// Source: torchrl/objectives/ddpg.py DDPGLoss.
 	PredValueMax float32
-	// TargetValueMax is "target_value_max" scalar: max y over the (valid) batch, detached. Source: torchrl/objectives/ddpg.py DDPGLoss.
+	// TargetValueMax is "target_value_max" scalar: max y over the (valid) batch, detached. Source:
+	// torchrl/objectives/ddpg.py DDPGLoss.
 	TargetValueMax float32
 }
 
@@ -104,9 +117,14 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [B] (grad.state_action_value), the sum of: loss_value: ℓ'(Q − y)·s, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.5; ddpg.py DDPGLoss.loss_value).
+	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [B] (grad.state_action_value), the sum
+	// of: loss_value: ℓ'(Q − y)·s, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n
+	// for mean, 1 for sum and none (SEMANTICS.md §14.5; ddpg.py DDPGLoss.loss_value).
 	StateActionValue []float32
-	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [B] (grad.state_action_value_actor), the sum of: loss_actor: −s; chain it into π(s) with the critic's detached parameters; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.5; ddpg.py DDPGLoss.loss_actor).
+	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [B]
+	// (grad.state_action_value_actor), the sum of: loss_actor: −s; chain it into π(s) with the
+	// critic's detached parameters; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.5;
+	// ddpg.py DDPGLoss.loss_actor).
 	StateActionValueActor []float32
 }
 

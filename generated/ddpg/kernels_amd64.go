@@ -4,15 +4,17 @@
 
 package ddpg
 
-// pass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32, p6 *float32, p7 *float32)
+func pass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+func fbPass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

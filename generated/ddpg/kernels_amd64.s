@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32, p6 *float32, p7 *float32)
+// func pass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $0-64
 	MOVQ $+8, CX
@@ -12,54 +12,50 @@ TEXT ·pass0AVX2(SB), $0-64
 
 blocks_1:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), DX
+	MOVQ      nextTerminated+0(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v4 = sub(v2, v3) [B=256]
+	// v4 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v6 = mul(v5, v4) [B=256]
+	// v6 = mul(0.99, v4)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    nextStateActionValue+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v7 = mul(v6, v0) [B=256]
+	// v7 = mul(v6, nextStateActionValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v8 = add(v1, v7) [B=256]  # td0_return
-	VADDPS Y0, Y1, Y0
-
-	// v9 = detach(v8) [B=256]  # td0_return
-	MOVQ    p3+24(FP), DX
+	// td0Return = add(nextReward, v7)
+	VADDPS  Y0, Y1, Y0
+	MOVQ    stateActionValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v11 = sub(v10, v9) [B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y0, Y1, Y2
 
-	// v12 = mul(v11, v11) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y2
 
-	// mean(v12) over [B]
-	MOVQ    p4+32(FP), DX
+	// mean(l2) over [B]
+	MOVQ    state+32(FP), DX
 	VADDPS  256(DX), Y2, Y3
 	VMOVUPS Y3, 256(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    stateActionValueActor+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
-	// v15 = neg(v14) [B=256]
+	// v15 = neg(stateActionValueActor)
 	VXORPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v15) over [B]
 	VADDPS  576(DX), Y3, Y3
 	VMOVUPS Y3, 576(DX)
 
-	// v17 = detach(v12) [B=256]
-	// v18 = detach(v10) [B=256]
 	// reduce_max(v18) over [B]
 	VMOVUPS 704(DX), Y3
 	VXORPS  lgc2<>+0(SB), Y3, Y3
@@ -70,7 +66,7 @@ blocks_1:
 	VXORPS  lgc2<>+0(SB), Y3, Y3
 	VMOVUPS Y3, 704(DX)
 
-	// reduce_max(v9) over [B]
+	// reduce_max(valueTarget) over [B]
 	VMOVUPS 832(DX), Y1
 	VXORPS  lgc2<>+0(SB), Y1, Y1
 	VXORPS  lgc2<>+0(SB), Y0, Y4
@@ -80,16 +76,16 @@ blocks_1:
 	VXORPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS Y1, 832(DX)
 
-	// store v9
-	MOVQ    p6+48(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+48(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v17
-	MOVQ         p7+56(FP), DX
+	// store tdError
+	MOVQ         tDError+56(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_2
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -123,7 +119,7 @@ noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -214,7 +210,7 @@ DATA lgc5<>+24(SB)/4, $0x00000000
 DATA lgc5<>+28(SB)/4, $0x00000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func fbPass0AVX2(nextTerminated *bool, nextStateActionValue *float32, nextReward *float32, stateActionValue *float32, state *float64, stateActionValueActor *float32, valueTarget *float32, tDError *float32, gradStateActionValue *float32, gradStateActionValueActor *float32)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $0-80
 	MOVQ $+8, CX
@@ -222,54 +218,50 @@ TEXT ·fbPass0AVX2(SB), $0-80
 
 blocks_3:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), DX
+	MOVQ      nextTerminated+0(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v4 = sub(v2, v3) [B=256]
+	// v4 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v6 = mul(v5, v4) [B=256]
+	// v6 = mul(0.99, v4)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    nextStateActionValue+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v7 = mul(v6, v0) [B=256]
+	// v7 = mul(v6, nextStateActionValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v8 = add(v1, v7) [B=256]  # td0_return
-	VADDPS Y0, Y1, Y0
-
-	// v9 = detach(v8) [B=256]  # td0_return
-	MOVQ    p3+24(FP), DX
+	// td0Return = add(nextReward, v7)
+	VADDPS  Y0, Y1, Y0
+	MOVQ    stateActionValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v11 = sub(v10, v9) [B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y0, Y1, Y2
 
-	// v12 = mul(v11, v11) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// mean(v12) over [B]
-	MOVQ    p4+32(FP), DX
+	// mean(l2) over [B]
+	MOVQ    state+32(FP), DX
 	VADDPS  256(DX), Y3, Y4
 	VMOVUPS Y4, 256(DX)
-	MOVQ    p5+40(FP), SI
+	MOVQ    stateActionValueActor+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y4
 
-	// v15 = neg(v14) [B=256]
+	// v15 = neg(stateActionValueActor)
 	VXORPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v15) over [B]
 	VADDPS  576(DX), Y4, Y4
 	VMOVUPS Y4, 576(DX)
 
-	// v17 = detach(v12) [B=256]
-	// v18 = detach(v10) [B=256]
 	// reduce_max(v18) over [B]
 	VMOVUPS 704(DX), Y4
 	VXORPS  lgc2<>+0(SB), Y4, Y4
@@ -280,7 +272,7 @@ blocks_3:
 	VXORPS  lgc2<>+0(SB), Y4, Y4
 	VMOVUPS Y4, 704(DX)
 
-	// reduce_max(v9) over [B]
+	// reduce_max(valueTarget) over [B]
 	VMOVUPS 832(DX), Y1
 	VXORPS  lgc2<>+0(SB), Y1, Y1
 	VXORPS  lgc2<>+0(SB), Y0, Y5
@@ -290,32 +282,31 @@ blocks_3:
 	VXORPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS Y1, 832(DX)
 
-	// v23 = mul(v21, v11) [B=256]
+	// v23 = mul(0.00390625, diff)
 	VMULPS lgc6<>+0(SB), Y2, Y1
 
-	// v24 = add(v23, v23) [B=256]
+	// gradStateActionValue = add(v23, v23)
 	VADDPS  Y1, Y1, Y1
 	VMOVUPS lgc7<>+0(SB), Y2
 
-	// v25 = broadcast(v22) [B=256]
-	// store v9
-	MOVQ    p6+48(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+48(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v17
-	MOVQ    p7+56(FP), DX
+	// store tdError
+	MOVQ    tDError+56(FP), DX
 	VMOVUPS Y3, (DX)(BX*4)
 
-	// store v24
-	MOVQ    p8+64(FP), DX
+	// store gradStateActionValue
+	MOVQ    gradStateActionValue+64(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v25
-	MOVQ         p9+72(FP), DX
+	// store gradStateActionValueActor
+	MOVQ         gradStateActionValueActor+72(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -349,7 +340,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_3
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc4<>+0(SB), Y1, Y1
@@ -416,7 +407,6 @@ bulk_5:
 	VMINPS       lgc9<>+0(SB), Y1, Y1
 	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3

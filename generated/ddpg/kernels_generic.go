@@ -17,40 +17,37 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc13 := runtime.Mean{}
-	acc16 := runtime.Mean{}
-	acc19 := math.Inf(-1)
-	acc20 := math.Inf(-1)
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c5 := float32(0.99)
+	lossValue := runtime.Mean{}
+	lossActor := runtime.Mean{}
+	predValueMax := math.Inf(-1)
+	targetValueMax := math.Inf(-1)
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.NextStateActionValue[iB]
-		v1 := in.NextReward[iB]
-		v2 := float32(1)
-		v3 := b2f(in.NextTerminated[iB])
-		v4 := v2 - v3
-		v5 := float32(0.99)
-		v6 := float32(v5 * v4)
-		v7 := float32(v6 * v0)
-		v8 := v1 + v7
-		v9 := v8
-		out.ValueTarget[iB] = v9
-		v10 := in.StateActionValue[iB]
-		v11 := v10 - v9
-		v12 := float32(v11 * v11)
-		acc13.Add(float64(v12))
-		v14 := in.StateActionValueActor[iB]
-		v15 := -v14
-		acc16.Add(float64(v15))
-		v17 := v12
-		out.TDError[iB] = v17
-		v18 := v10
-		acc19 = runtime.Max(acc19, float64(v18))
-		acc20 = runtime.Max(acc20, float64(v9))
+		nextStateActionValue := in.NextStateActionValue[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v4 := one - nextTerminated
+		v6 := float32(c5 * v4)
+		v7 := float32(v6 * nextStateActionValue)
+		td0Return := nextReward + v7
+		out.ValueTarget[iB] = td0Return
+		stateActionValue := in.StateActionValue[iB]
+		diff := stateActionValue - td0Return
+		l2 := float32(diff * diff)
+		lossValue.Add(float64(l2))
+		stateActionValueActor := in.StateActionValueActor[iB]
+		v15 := -stateActionValueActor
+		lossActor.Add(float64(v15))
+		out.TDError[iB] = l2
+		predValueMax = runtime.Max(predValueMax, float64(stateActionValue))
+		targetValueMax = runtime.Max(targetValueMax, float64(td0Return))
 	}
-	out.LossValue = float32(acc13.Result())
-	out.LossActor = float32(acc16.Result())
-	out.PredValueMax = float32(acc19)
-	out.TargetValueMax = float32(acc20)
+	out.LossValue = float32(lossValue.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.PredValueMax = float32(predValueMax)
+	out.TargetValueMax = float32(targetValueMax)
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -61,48 +58,45 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc13 := runtime.Mean{}
-	acc16 := runtime.Mean{}
-	acc19 := math.Inf(-1)
-	acc20 := math.Inf(-1)
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c5 := float32(0.99)
+	c21 := float32(0.00390625)
+	c22 := float32(-0.00390625)
+	lossValue := runtime.Mean{}
+	lossActor := runtime.Mean{}
+	predValueMax := math.Inf(-1)
+	targetValueMax := math.Inf(-1)
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.NextStateActionValue[iB]
-		v1 := in.NextReward[iB]
-		v2 := float32(1)
-		v3 := b2f(in.NextTerminated[iB])
-		v4 := v2 - v3
-		v5 := float32(0.99)
-		v6 := float32(v5 * v4)
-		v7 := float32(v6 * v0)
-		v8 := v1 + v7
-		v9 := v8
-		out.ValueTarget[iB] = v9
-		v10 := in.StateActionValue[iB]
-		v11 := v10 - v9
-		v12 := float32(v11 * v11)
-		acc13.Add(float64(v12))
-		v14 := in.StateActionValueActor[iB]
-		v15 := -v14
-		acc16.Add(float64(v15))
-		v17 := v12
-		out.TDError[iB] = v17
-		v18 := v10
-		acc19 = runtime.Max(acc19, float64(v18))
-		acc20 = runtime.Max(acc20, float64(v9))
-		v21 := float32(0.00390625)
-		v22 := float32(-0.00390625)
-		v23 := float32(v21 * v11)
-		v24 := v23 + v23
-		g.StateActionValue[iB] = v24
-		v25 := v22
-		g.StateActionValueActor[iB] = v25
+		nextStateActionValue := in.NextStateActionValue[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v4 := one - nextTerminated
+		v6 := float32(c5 * v4)
+		v7 := float32(v6 * nextStateActionValue)
+		td0Return := nextReward + v7
+		out.ValueTarget[iB] = td0Return
+		stateActionValue := in.StateActionValue[iB]
+		diff := stateActionValue - td0Return
+		l2 := float32(diff * diff)
+		lossValue.Add(float64(l2))
+		stateActionValueActor := in.StateActionValueActor[iB]
+		v15 := -stateActionValueActor
+		lossActor.Add(float64(v15))
+		out.TDError[iB] = l2
+		predValueMax = runtime.Max(predValueMax, float64(stateActionValue))
+		targetValueMax = runtime.Max(targetValueMax, float64(td0Return))
+		v23 := float32(c21 * diff)
+		gradStateActionValue := v23 + v23
+		grads.StateActionValue[iB] = gradStateActionValue
+		grads.StateActionValueActor[iB] = c22
 	}
-	out.LossValue = float32(acc13.Result())
-	out.LossActor = float32(acc16.Result())
-	out.PredValueMax = float32(acc19)
-	out.TargetValueMax = float32(acc20)
+	out.LossValue = float32(lossValue.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.PredValueMax = float32(predValueMax)
+	out.TargetValueMax = float32(targetValueMax)
 }
 
 // b2f is a comparison or flag as 0 or 1.

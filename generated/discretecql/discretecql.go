@@ -62,15 +62,21 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
-	// LossFunction is DiscreteCQLLoss's loss_function: the distance between Q(s, a) and the TD target.
+	// LossFunction is DiscreteCQLLoss's loss_function: the distance between Q(s, a) and the TD
+	// target.
 	LossFunction = "l2"
-	// DelayValue is DiscreteCQLLoss's delay_value: whether a target network gives the next values (false: the current net, detached; the same math, the input is then its values).
+	// DelayValue is DiscreteCQLLoss's delay_value: whether a target network gives the next values
+	// (false: the current net, detached; the same math, the input is then its values).
 	DelayValue = true
-	// ActionSpace is DiscreteCQLLoss's action_space: how the stored action selects Q(s, a) and the next action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the next values counts k times, TorchRL's QValueModule).
+	// ActionSpace is DiscreteCQLLoss's action_space: how the stored action selects Q(s, a) and the
+	// next action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of
+	// the next values counts k times, TorchRL's QValueModule).
 	ActionSpace = "one_hot"
-	// ActionDim is DiscreteCQLLoss's action_dim: the dim of the discrete actions, declared after the batch dims (action values are [..., A]).
+	// ActionDim is DiscreteCQLLoss's action_dim: the dim of the discrete actions, declared after
+	// the batch dims (action values are [..., A]).
 	ActionDim = "A"
 	// Reduction is DiscreteCQLLoss's reduction: how the loss outputs are reduced.
 	Reduction = "mean"
@@ -79,34 +85,46 @@ const (
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// ActionValue is "action_value" [B, A]: the current Q-network's action values on the observation [*batch, A] (TorchRL key action_value).
+	// ActionValue is "action_value" [B, A]: the current Q-network's action values on the
+	// observation [*batch, A] (TorchRL key action_value).
 	ActionValue []float32
-	// NextActionValue is "next.action_value" [B, A]: the Q-network's action values on the next observation [*batch, A], detached: TorchRL's DiscreteCQLLoss bootstraps from the current network, not the target (SEMANTICS.md §13.2).
+	// NextActionValue is "next.action_value" [B, A]: the Q-network's action values on the next
+	// observation [*batch, A], detached: TorchRL's DiscreteCQLLoss bootstraps from the current
+	// network, not the target (SEMANTICS.md §13.2).
 	NextActionValue []float32
 	// Action is "action" [B, A]: the stored action: a one-hot vector of flags [*batch, A].
 	Action []bool
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TD0Estimator.
 	Advantage []float32
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossQvalue is "loss_qvalue" scalar: 0.5·l2(Q(s, a), y), y the TD target, reduced by reduction (mean) (value_loss). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
+	// LossQvalue is "loss_qvalue" scalar: 0.5·l2(Q(s, a), y), y the TD target, reduced by reduction
+	// (mean) (value_loss). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
 	LossQvalue float32
-	// LossCql is "loss_cql" scalar: the conservative term logsumexp_a Q(s, ·) − Q(s, a), reduced by reduction (mean) (cql_loss). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
+	// LossCql is "loss_cql" scalar: the conservative term logsumexp_a Q(s, ·) − Q(s, a), reduced by
+	// reduction (mean) (cql_loss). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
 	LossCql float32
-	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached (TorchRL key td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]; TorchRL's output td_error is its batch mean). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
+	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached (TorchRL key
+	// td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]; TorchRL's
+	// output td_error is its batch mean). Source: torchrl/objectives/cql.py DiscreteCQLLoss.
 	TDError []float32
-	// PredValue is "pred_value" scalar: the mean of every action value Q(s, ·) (not only the stored action's), detached; always a mean. Source: torchrl/objectives/cql.py DiscreteCQLLoss.
+	// PredValue is "pred_value" scalar: the mean of every action value Q(s, ·) (not only the stored
+	// action's), detached; always a mean. Source: torchrl/objectives/cql.py DiscreteCQLLoss.
 	PredValue float32
-	// TargetValue is "target_value" scalar: the mean TD target y, detached; always a mean. Source: torchrl/objectives/cql.py DiscreteCQLLoss.
+	// TargetValue is "target_value" scalar: the mean TD target y, detached; always a mean. Source:
+	// torchrl/objectives/cql.py DiscreteCQLLoss.
 	TargetValue float32
 }
 
@@ -114,7 +132,12 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// ActionValue is ∂(Σ loss_*)/∂action_value [B, A] (grad.action_value), the sum of: loss_qvalue: 0.5·ℓ'(Q(s, a) − y)·s at the stored action only, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §13.2; torchrl/objectives/cql.py DiscreteCQLLoss.value_loss); loss_cql: (softmax(Q(s, ·))_a' − [a' = a])·s for every action a' (s = 1/n for mean, 1 for sum and none; torchrl/objectives/cql.py DiscreteCQLLoss.cql_loss).
+	// ActionValue is ∂(Σ loss_*)/∂action_value [B, A] (grad.action_value), the sum of: loss_qvalue:
+	// 0.5·ℓ'(Q(s, a) − y)·s at the stored action only, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §13.2;
+	// torchrl/objectives/cql.py DiscreteCQLLoss.value_loss); loss_cql: (softmax(Q(s, ·))_a' − [a' =
+	// a])·s for every action a' (s = 1/n for mean, 1 for sum and none; torchrl/objectives/cql.py
+	// DiscreteCQLLoss.cql_loss).
 	ActionValue []float32
 }
 

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32, p2 *bool, p3 *float64, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32)
+// func pass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $424-72
 	MOVQ $+8, CX
@@ -16,11 +16,11 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_A_2:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -28,7 +28,7 @@ inner_A_2:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// reduce_max(v1) over [A]
+	// reduce_max(nextActionValue) over [A]
 	VMOVUPS (SP), Y1
 	VXORPS  lgc4<>+0(SB), Y1, Y1
 	VXORPS  lgc4<>+0(SB), Y0, Y0
@@ -59,11 +59,11 @@ inner_A_2:
 	XORQ    DX, DX
 
 inner_A_3:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -72,11 +72,11 @@ inner_A_3:
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 	VMOVUPS    320(SP), Y1
 
-	// v3 = eq(v1, v2) [B=256 A=4]
+	// v3 = eq(nextActionValue, v2)
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v4 = mul(v1, v3) [B=256 A=4]
+	// v4 = mul(nextActionValue, v3)
 	VMULPS Y1, Y0, Y0
 
 	// sum(v4) over [A]
@@ -87,13 +87,13 @@ inner_A_3:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         p1+8(FP), BX
+	MOVQ         actionValue+8(FP), BX
 	LEAQ         (BX)(SI*4), BX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VGATHERDPS   Y2, (BX)(Y1*4), Y0
-	MOVQ         p2+16(FP), BX
+	MOVQ         action+16(FP), BX
 	MOVQ         $+0, 352(SP)
 	MOVB         (BX)(SI*1), DI
 	MOVB         DI, 352(SP)
@@ -114,7 +114,7 @@ inner_A_3:
 	VPMOVZXBD    352(SP), Y1
 	VCVTDQ2PS    Y1, Y1
 
-	// v7 = mul(v0, v6) [B=256 A=4]
+	// v7 = mul(actionValue, action)
 	VMULPS Y1, Y0, Y1
 
 	// sum(v7) over [A]
@@ -126,12 +126,11 @@ inner_A_3:
 	VADDPD       160(SP), Y1, Y1
 	VMOVUPD      Y1, 160(SP)
 
-	// logsumexp(v0) over [A]
+	// logsumexp(actionValue) over [A]
 	VMAXPS       lgc7<>+0(SB), Y0, Y1
 	VMINPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMOVAPS      lgc12<>+0(SB), Y3
@@ -160,7 +159,7 @@ inner_A_3:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         p3+24(FP), BX
+	MOVQ         state+24(FP), BX
 	VANDPS       1344(BX), Y1, Y1
 	VMOVUPS      Y1, 1344(BX)
 	VCVTPS2PD    X3, Y1
@@ -171,7 +170,7 @@ inner_A_3:
 	VADDPD       224(SP), Y2, Y1
 	VMOVUPD      Y1, 224(SP)
 
-	// mean(v0) over [A]
+	// mean(actionValue) over [A]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -183,7 +182,7 @@ inner_A_3:
 	CMPQ         DX, $+4
 	JL           inner_A_3
 
-	// finish v5
+	// finish nextChosenActionValue
 	VMOVUPD     64(SP), Y0
 	VMOVUPD     96(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -191,7 +190,7 @@ inner_A_3:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// finish v8
+	// finish predValIndex
 	VMOVUPD     128(SP), Y1
 	VMOVUPD     160(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
@@ -199,38 +198,36 @@ inner_A_3:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc6<>+0(SB), Y2
-	MOVQ        p4+32(FP), DX
+	MOVQ        nextTerminated+32(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y3
 	VCVTDQ2PS   Y3, Y3
 
-	// v12 = sub(v10, v11) [B=256]
+	// v12 = sub(1, nextTerminated)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v12) [B=256]
+	// v14 = mul(0.99, v12)
 	VMULPS lgc22<>+0(SB), Y2, Y2
 
-	// v15 = mul(v14, v5) [B=256]
+	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
-	MOVQ    p5+40(FP), DX
+	MOVQ    nextReward+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
-	// v16 = add(v9, v15) [B=256]  # td0_return
+	// td0Return = add(nextReward, v15)
 	VADDPS Y0, Y2, Y0
 
-	// v17 = sub(v16, v8) [B=256]
+	// v17 = sub(td0Return, predValIndex)
 	VSUBPS Y1, Y0, Y2
 
-	// v18 = detach(v17) [B=256]
-	// v19 = detach(v16) [B=256]  # td0_return
-	// v21 = sub(v8, v19) [B=256]
+	// diff = sub(predValIndex, td0Return)
 	VSUBPS Y0, Y1, Y3
 
-	// v22 = mul(v21, v21) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y3, Y3, Y3
 
-	// v23 = mul(v20, v22) [B=256]
+	// v23 = mul(0.5, l2)
 	VMULPS lgc17<>+0(SB), Y3, Y4
 
 	// mean(v23) over [B]
@@ -341,14 +338,13 @@ inner_A_3:
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
 
-	// v26 = sub(v25, v8) [B=256]
+	// v26 = sub(v25, predValIndex)
 	VSUBPS Y1, Y0, Y0
 
 	// mean(v26) over [B]
 	VADDPS  576(BX), Y0, Y0
 	VMOVUPS Y0, 576(BX)
 
-	// v28 = detach(v22) [B=256]
 	// finish v29
 	VMOVUPD     256(SP), Y0
 	VDIVPD      lgc45<>+0(SB), Y0, Y0
@@ -364,25 +360,25 @@ inner_A_3:
 	VMOVUPS Y0, 896(BX)
 	VMOVUPS 392(SP), Y0
 
-	// mean(v19) over [B]
+	// mean(valueTarget) over [B]
 	VADDPS  1216(BX), Y0, Y1
 	VMOVUPS Y1, 1216(BX)
 	VMOVUPS 360(SP), Y1
 
-	// store v18
-	MOVQ    p6+48(FP), DX
+	// store advantage
+	MOVQ    advantage+48(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
-	// store v19
-	MOVQ    p7+56(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+56(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
-	// store v28
-	MOVQ         p8+64(FP), DX
+	// store tdError
+	MOVQ         tDError+64(FP), DX
 	VMOVUPS      Y3, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -442,7 +438,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -883,29 +879,26 @@ DATA lgc47<>+24(SB)/4, $0x7f7fffff
 DATA lgc47<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func pass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-32
-	MOVQ         p0+0(FP), AX
+	MOVQ         s0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-
-	// v31 = detach(v30) []
-	MOVQ         p1+8(FP), AX
+	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v33 = detach(v32) []
-	// store v31
-	MOVQ   p2+16(FP), AX
+	// store predValue
+	MOVQ   predValue+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v33
-	MOVQ   p3+24(FP), AX
+	// store targetValue
+	MOVQ   targetValue+24(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 *float32, p1 *float32, p2 *bool, p3 *float64, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func fbPass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, gradActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $592-80
 	MOVQ $+8, CX
@@ -917,11 +910,11 @@ blocks_5:
 	XORQ    DX, DX
 
 inner_A_6:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -929,7 +922,7 @@ inner_A_6:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// reduce_max(v1) over [A]
+	// reduce_max(nextActionValue) over [A]
 	VMOVUPS (SP), Y1
 	VXORPS  lgc4<>+0(SB), Y1, Y1
 	VXORPS  lgc4<>+0(SB), Y0, Y0
@@ -960,11 +953,11 @@ inner_A_6:
 	XORQ    DX, DX
 
 inner_A_7:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -973,11 +966,11 @@ inner_A_7:
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 	VMOVUPS    320(SP), Y1
 
-	// v3 = eq(v1, v2) [B=256 A=4]
+	// v3 = eq(nextActionValue, v2)
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v4 = mul(v1, v3) [B=256 A=4]
+	// v4 = mul(nextActionValue, v3)
 	VMULPS Y1, Y0, Y0
 
 	// sum(v4) over [A]
@@ -988,13 +981,13 @@ inner_A_7:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         p1+8(FP), BX
+	MOVQ         actionValue+8(FP), BX
 	LEAQ         (BX)(SI*4), BX
 	VMOVUPS      lgc1<>+0(SB), Y1
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VGATHERDPS   Y2, (BX)(Y1*4), Y0
-	MOVQ         p2+16(FP), BX
+	MOVQ         action+16(FP), BX
 	MOVQ         $+0, 352(SP)
 	MOVB         (BX)(SI*1), DI
 	MOVB         DI, 352(SP)
@@ -1015,7 +1008,7 @@ inner_A_7:
 	VPMOVZXBD    352(SP), Y1
 	VCVTDQ2PS    Y1, Y1
 
-	// v7 = mul(v0, v6) [B=256 A=4]
+	// v7 = mul(actionValue, action)
 	VMULPS Y1, Y0, Y1
 
 	// sum(v7) over [A]
@@ -1027,12 +1020,11 @@ inner_A_7:
 	VADDPD       160(SP), Y1, Y1
 	VMOVUPD      Y1, 160(SP)
 
-	// logsumexp(v0) over [A]
+	// logsumexp(actionValue) over [A]
 	VMAXPS       lgc7<>+0(SB), Y0, Y1
 	VMINPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMOVAPS      lgc12<>+0(SB), Y3
@@ -1061,7 +1053,7 @@ inner_A_7:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         p3+24(FP), BX
+	MOVQ         state+24(FP), BX
 	VANDPS       1344(BX), Y1, Y1
 	VMOVUPS      Y1, 1344(BX)
 	VCVTPS2PD    X3, Y1
@@ -1072,7 +1064,7 @@ inner_A_7:
 	VADDPD       224(SP), Y2, Y1
 	VMOVUPD      Y1, 224(SP)
 
-	// mean(v0) over [A]
+	// mean(actionValue) over [A]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1084,7 +1076,7 @@ inner_A_7:
 	CMPQ         DX, $+4
 	JL           inner_A_7
 
-	// finish v5
+	// finish nextChosenActionValue
 	VMOVUPD     64(SP), Y0
 	VMOVUPD     96(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -1092,7 +1084,7 @@ inner_A_7:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// finish v8
+	// finish predValIndex
 	VMOVUPD     128(SP), Y1
 	VMOVUPD     160(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
@@ -1100,38 +1092,36 @@ inner_A_7:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc6<>+0(SB), Y2
-	MOVQ        p4+32(FP), DX
+	MOVQ        nextTerminated+32(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y3
 	VCVTDQ2PS   Y3, Y3
 
-	// v12 = sub(v10, v11) [B=256]
+	// v12 = sub(1, nextTerminated)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v12) [B=256]
+	// v14 = mul(0.99, v12)
 	VMULPS lgc22<>+0(SB), Y2, Y2
 
-	// v15 = mul(v14, v5) [B=256]
+	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
-	MOVQ    p5+40(FP), DX
+	MOVQ    nextReward+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
-	// v16 = add(v9, v15) [B=256]  # td0_return
+	// td0Return = add(nextReward, v15)
 	VADDPS Y0, Y2, Y0
 
-	// v17 = sub(v16, v8) [B=256]
+	// v17 = sub(td0Return, predValIndex)
 	VSUBPS Y1, Y0, Y2
 
-	// v18 = detach(v17) [B=256]
-	// v19 = detach(v16) [B=256]  # td0_return
-	// v21 = sub(v8, v19) [B=256]
+	// diff = sub(predValIndex, td0Return)
 	VSUBPS Y0, Y1, Y3
 
-	// v22 = mul(v21, v21) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y3, Y3, Y4
 
-	// v23 = mul(v20, v22) [B=256]
+	// v23 = mul(0.5, l2)
 	VMULPS lgc17<>+0(SB), Y4, Y5
 
 	// mean(v23) over [B]
@@ -1243,14 +1233,13 @@ inner_A_7:
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
 
-	// v26 = sub(v25, v8) [B=256]
+	// v26 = sub(v25, predValIndex)
 	VSUBPS Y1, Y0, Y1
 
 	// mean(v26) over [B]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
 
-	// v28 = detach(v22) [B=256]
 	// finish v29
 	VMOVUPD     256(SP), Y1
 	VDIVPD      lgc45<>+0(SB), Y1, Y1
@@ -1266,18 +1255,18 @@ inner_A_7:
 	VMOVUPS Y1, 896(BX)
 	VMOVUPS 424(SP), Y1
 
-	// mean(v19) over [B]
+	// mean(valueTarget) over [B]
 	VADDPS  1216(BX), Y1, Y1
 	VMOVUPS Y1, 1216(BX)
 	VMOVUPS 392(SP), Y1
 
-	// v40 = mul(v39, v21) [B=256]
+	// v40 = mul(0.001953125, diff)
 	VMULPS lgc48<>+0(SB), Y1, Y1
 
-	// v41 = add(v40, v40) [B=256]
+	// v41 = add(v40, v40)
 	VADDPS Y1, Y1, Y1
 
-	// v42 = add(v35, v41) [B=256]
+	// v42 = add(-0.00390625, v41)
 	VADDPS  lgc49<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 456(SP)
 	VMOVUPS Y4, 488(SP)
@@ -1285,11 +1274,11 @@ inner_A_7:
 	XORQ    DX, DX
 
 inner_A_8:
-	MOVQ       p1+8(FP), BX
+	MOVQ       actionValue+8(FP), BX
 	XORQ       DI, DI
 	IMUL3Q     $+4, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, DX, R8
+	MOVQ       DX, R8
 	ADDQ       R8, DI
 	LEAQ       (BX)(DI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -1298,15 +1287,14 @@ inner_A_8:
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 	VMOVUPS    456(SP), Y1
 
-	// v36 = sub(v0, v25) [B=256 A=4]
+	// v36 = sub(actionValue, v25)
 	VSUBPS Y1, Y0, Y0
 
-	// v37 = exp(v36) [B=256 A=4]
+	// v37 = exp(v36)
 	VMAXPS       lgc7<>+0(SB), Y0, Y1
 	VMINPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMOVAPS      lgc12<>+0(SB), Y3
@@ -1331,10 +1319,10 @@ inner_A_8:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
-	// v38 = mul(v34, v37) [B=256 A=4]
+	// v38 = mul(0.00390625, v37)
 	VMULPS    lgc50<>+0(SB), Y3, Y0
 	VMOVUPS   520(SP), Y1
-	MOVQ      p2+16(FP), BX
+	MOVQ      action+16(FP), BX
 	MOVQ      $+0, 552(SP)
 	MOVB      (BX)(DI*1), R8
 	MOVB      R8, 552(SP)
@@ -1355,14 +1343,14 @@ inner_A_8:
 	VPMOVZXBD 552(SP), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v43 = mul(v42, v6) [B=256 A=4]
+	// v43 = mul(v42, action)
 	VMULPS Y2, Y1, Y1
 
-	// v44 = add(v38, v43) [B=256 A=4]
+	// gradActionValue = add(v38, v43)
 	VADDPS Y1, Y0, Y0
 
-	// store v44
-	MOVQ    p6+48(FP), BX
+	// store gradActionValue
+	MOVQ    gradActionValue+48(FP), BX
 	VMOVUPS Y0, 560(SP)
 	MOVL    560(SP), R8
 	MOVL    R8, (BX)(DI*4)
@@ -1385,22 +1373,22 @@ inner_A_8:
 	JL      inner_A_8
 	VMOVUPS 360(SP), Y0
 
-	// store v18
-	MOVQ    p7+56(FP), DX
+	// store advantage
+	MOVQ    advantage+56(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	VMOVUPS 424(SP), Y0
 
-	// store v19
-	MOVQ    p8+64(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+64(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	VMOVUPS 488(SP), Y0
 
-	// store v28
-	MOVQ         p9+72(FP), DX
+	// store tdError
+	MOVQ         tDError+72(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_9
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -1460,7 +1448,7 @@ noflush_9:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_5
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -1547,24 +1535,21 @@ DATA lgc50<>+24(SB)/4, $0x3b800000
 DATA lgc50<>+28(SB)/4, $0x3b800000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func fbPass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-32
-	MOVQ         p0+0(FP), AX
+	MOVQ         s0+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-
-	// v31 = detach(v30) []
-	MOVQ         p1+8(FP), AX
+	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v33 = detach(v32) []
-	// store v31
-	MOVQ   p2+16(FP), AX
+	// store predValue
+	MOVQ   predValue+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v33
-	MOVQ   p3+24(FP), AX
+	// store targetValue
+	MOVQ   targetValue+24(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1585,7 +1570,6 @@ bulk_10:
 	VMINPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       lgc9<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VMOVAPS      lgc12<>+0(SB), Y3

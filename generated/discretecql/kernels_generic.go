@@ -11,8 +11,8 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v30 = mean(v29) over B []
-	s1 float32 // v32 = mean(v19) over B []
+	s0 float32 // v30 = mean(v29) over B
+	s1 float32 // v32 = mean(td0Return) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -20,178 +20,169 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc24 := runtime.Mean{}
-	acc27 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c13 := float32(0.99)
+	half := float32(0.5)
+	lossQvalue := runtime.Mean{}
+	lossCql := runtime.Mean{}
 	acc30 := runtime.Mean{}
 	acc32 := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc2 := math.Inf(-1)
 		for iA := 0; iA < 4; iA++ {
-			v1 := in.NextActionValue[iB*4+iA]
-			acc2 = runtime.Max(acc2, float64(v1))
+			nextActionValue := in.NextActionValue[iB*4+iA]
+			acc2 = runtime.Max(acc2, float64(nextActionValue))
 		}
 		v2 := float32(acc2)
-		acc5 := 0.0
-		acc8 := 0.0
+		nextChosenActionValueAcc := 0.0
+		predValIndexAcc := 0.0
 		acc25 := runtime.NewLogSumExp()
 		acc29 := runtime.Mean{}
 		for iA := 0; iA < 4; iA++ {
-			v0 := in.ActionValue[iB*4+iA]
-			v1 := in.NextActionValue[iB*4+iA]
-			v3 := b2f(v1 == v2)
-			v4 := float32(v1 * v3)
-			acc5 += float64(v4)
-			v6 := b2f(in.Action[iB*4+iA])
-			v7 := float32(v0 * v6)
-			acc8 += float64(v7)
-			acc25.Add(float64(v0))
-			acc29.Add(float64(v0))
+			actionValue := in.ActionValue[iB*4+iA]
+			nextActionValue := in.NextActionValue[iB*4+iA]
+			v3 := b2f(nextActionValue == v2)
+			v4 := float32(nextActionValue * v3)
+			nextChosenActionValueAcc += float64(v4)
+			action := b2f(in.Action[iB*4+iA])
+			v7 := float32(actionValue * action)
+			predValIndexAcc += float64(v7)
+			acc25.Add(float64(actionValue))
+			acc29.Add(float64(actionValue))
 		}
-		v5 := float32(acc5)
-		v8 := float32(acc8)
-		v9 := in.NextReward[iB]
-		v10 := float32(1)
-		v11 := b2f(in.NextTerminated[iB])
-		v12 := v10 - v11
-		v13 := float32(0.99)
-		v14 := float32(v13 * v12)
-		v15 := float32(v14 * v5)
-		v16 := v9 + v15
-		v17 := v16 - v8
-		v18 := v17
-		out.Advantage[iB] = v18
-		v19 := v16
-		out.ValueTarget[iB] = v19
-		v20 := float32(0.5)
-		v21 := v8 - v19
-		v22 := float32(v21 * v21)
-		v23 := float32(v20 * v22)
-		acc24.Add(float64(v23))
+		nextChosenActionValue := float32(nextChosenActionValueAcc)
+		predValIndex := float32(predValIndexAcc)
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v12 := one - nextTerminated
+		v14 := float32(c13 * v12)
+		v15 := float32(v14 * nextChosenActionValue)
+		td0Return := nextReward + v15
+		v17 := td0Return - predValIndex
+		out.Advantage[iB] = v17
+		out.ValueTarget[iB] = td0Return
+		diff := predValIndex - td0Return
+		l2 := float32(diff * diff)
+		v23 := float32(half * l2)
+		lossQvalue.Add(float64(v23))
 		v25 := float32(acc25.Result())
-		v26 := v25 - v8
-		acc27.Add(float64(v26))
-		v28 := v22
-		out.TDError[iB] = v28
+		v26 := v25 - predValIndex
+		lossCql.Add(float64(v26))
+		out.TDError[iB] = l2
 		v29 := float32(acc29.Result())
 		acc30.Add(float64(v29))
-		acc32.Add(float64(v19))
+		acc32.Add(float64(td0Return))
 	}
-	out.LossQvalue = float32(acc24.Result())
-	out.LossCql = float32(acc27.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossCql = float32(lossCql.Result())
 	s.s0 = float32(acc30.Result())
 	s.s1 = float32(acc32.Result())
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	v30 := s.s0
-	v31 := v30
-	out.PredValue = v31
+	out.PredValue = v30
 	v32 := s.s1
-	v33 := v32
-	out.TargetValue = v33
+	out.TargetValue = v32
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v30 = mean(v29) over B []
-	s1 float32 // v32 = mean(v19) over B []
+	s0 float32 // v30 = mean(v29) over B
+	s1 float32 // v32 = mean(td0Return) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc24 := runtime.Mean{}
-	acc27 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c13 := float32(0.99)
+	half := float32(0.5)
+	c34 := float32(0.00390625)
+	c35 := float32(-0.00390625)
+	c39 := float32(0.001953125)
+	lossQvalue := runtime.Mean{}
+	lossCql := runtime.Mean{}
 	acc30 := runtime.Mean{}
 	acc32 := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc2 := math.Inf(-1)
 		for iA := 0; iA < 4; iA++ {
-			v1 := in.NextActionValue[iB*4+iA]
-			acc2 = runtime.Max(acc2, float64(v1))
+			nextActionValue := in.NextActionValue[iB*4+iA]
+			acc2 = runtime.Max(acc2, float64(nextActionValue))
 		}
 		v2 := float32(acc2)
-		acc5 := 0.0
-		acc8 := 0.0
+		nextChosenActionValueAcc := 0.0
+		predValIndexAcc := 0.0
 		acc25 := runtime.NewLogSumExp()
 		acc29 := runtime.Mean{}
 		for iA := 0; iA < 4; iA++ {
-			v0 := in.ActionValue[iB*4+iA]
-			v1 := in.NextActionValue[iB*4+iA]
-			v3 := b2f(v1 == v2)
-			v4 := float32(v1 * v3)
-			acc5 += float64(v4)
-			v6 := b2f(in.Action[iB*4+iA])
-			v7 := float32(v0 * v6)
-			acc8 += float64(v7)
-			acc25.Add(float64(v0))
-			acc29.Add(float64(v0))
+			actionValue := in.ActionValue[iB*4+iA]
+			nextActionValue := in.NextActionValue[iB*4+iA]
+			v3 := b2f(nextActionValue == v2)
+			v4 := float32(nextActionValue * v3)
+			nextChosenActionValueAcc += float64(v4)
+			action := b2f(in.Action[iB*4+iA])
+			v7 := float32(actionValue * action)
+			predValIndexAcc += float64(v7)
+			acc25.Add(float64(actionValue))
+			acc29.Add(float64(actionValue))
 		}
-		v5 := float32(acc5)
-		v8 := float32(acc8)
-		v9 := in.NextReward[iB]
-		v10 := float32(1)
-		v11 := b2f(in.NextTerminated[iB])
-		v12 := v10 - v11
-		v13 := float32(0.99)
-		v14 := float32(v13 * v12)
-		v15 := float32(v14 * v5)
-		v16 := v9 + v15
-		v17 := v16 - v8
-		v18 := v17
-		out.Advantage[iB] = v18
-		v19 := v16
-		out.ValueTarget[iB] = v19
-		v20 := float32(0.5)
-		v21 := v8 - v19
-		v22 := float32(v21 * v21)
-		v23 := float32(v20 * v22)
-		acc24.Add(float64(v23))
+		nextChosenActionValue := float32(nextChosenActionValueAcc)
+		predValIndex := float32(predValIndexAcc)
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v12 := one - nextTerminated
+		v14 := float32(c13 * v12)
+		v15 := float32(v14 * nextChosenActionValue)
+		td0Return := nextReward + v15
+		v17 := td0Return - predValIndex
+		out.Advantage[iB] = v17
+		out.ValueTarget[iB] = td0Return
+		diff := predValIndex - td0Return
+		l2 := float32(diff * diff)
+		v23 := float32(half * l2)
+		lossQvalue.Add(float64(v23))
 		v25 := float32(acc25.Result())
-		v26 := v25 - v8
-		acc27.Add(float64(v26))
-		v28 := v22
-		out.TDError[iB] = v28
+		v26 := v25 - predValIndex
+		lossCql.Add(float64(v26))
+		out.TDError[iB] = l2
 		v29 := float32(acc29.Result())
 		acc30.Add(float64(v29))
-		acc32.Add(float64(v19))
-		v34 := float32(0.00390625)
-		v35 := float32(-0.00390625)
-		v39 := float32(0.001953125)
-		v40 := float32(v39 * v21)
+		acc32.Add(float64(td0Return))
+		v40 := float32(c39 * diff)
 		v41 := v40 + v40
-		v42 := v35 + v41
+		v42 := c35 + v41
 		for iA := 0; iA < 4; iA++ {
-			v0 := in.ActionValue[iB*4+iA]
-			v6 := b2f(in.Action[iB*4+iA])
-			v36 := v0 - v25
+			actionValue := in.ActionValue[iB*4+iA]
+			action := b2f(in.Action[iB*4+iA])
+			v36 := actionValue - v25
 			v37 := float32(math.Exp(float64(v36)))
-			v38 := float32(v34 * v37)
-			v43 := float32(v42 * v6)
-			v44 := v38 + v43
-			g.ActionValue[iB*4+iA] = v44
+			v38 := float32(c34 * v37)
+			v43 := float32(v42 * action)
+			gradActionValue := v38 + v43
+			grads.ActionValue[iB*4+iA] = gradActionValue
 		}
 	}
-	out.LossQvalue = float32(acc24.Result())
-	out.LossCql = float32(acc27.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossCql = float32(lossCql.Result())
 	s.s0 = float32(acc30.Result())
 	s.s1 = float32(acc32.Result())
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	v30 := s.s0
-	v31 := v30
-	out.PredValue = v31
+	out.PredValue = v30
 	v32 := s.s1
-	v33 := v32
-	out.TargetValue = v33
+	out.TargetValue = v32
 }
 
 // b2f is a comparison or flag as 0 or 1.

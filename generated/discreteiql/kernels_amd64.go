@@ -4,15 +4,17 @@
 
 package discreteiql
 
-// pass0AVX2 is pass 0 (elementwise over [B=300]) on 4 float64 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=300]) on 4 float64 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64)
+func pass0AVX2(nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, stateActionValue *float64, action *bool, targetStateActionValue *float64, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=300]) on 4 float64 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=300]) on 4 float64 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
+func fbPass0AVX2(nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, stateActionValue *float64, action *bool, targetStateActionValue *float64, logProb *float64, state *float64, gradStateActionValue *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

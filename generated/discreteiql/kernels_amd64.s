@@ -4,43 +4,39 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64)
+// func pass0AVX2(nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, stateActionValue *float64, action *bool, targetStateActionValue *float64, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $464-96
 	XORQ AX, AX
 
 blocks_1:
 	VMOVUPD   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), CX
+	MOVQ      nextTerminated+0(FP), CX
 	XORQ      DX, DX
 	ADDQ      AX, DX
 	VPMOVZXBD (CX)(DX*1), X1
 	VCVTDQ2PD X1, Y1
 
-	// v3 = sub(v1, v2) [B=300]
+	// v3 = sub(1, nextTerminated)
 	VSUBPD Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [B=300]
+	// v7 = mul(0.95, v3)
 	VMULPD  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), CX
+	MOVQ    nextStateValue+8(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v8 = mul(v7, v5) [B=300]
+	// v8 = mul(v7, nextStateValue)
 	VMULPD  Y1, Y0, Y0
-	MOVQ    p2+16(FP), CX
+	MOVQ    nextReward+16(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v9 = add(v0, v8) [B=300]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPD  Y0, Y1, Y0
-	MOVQ    p3+24(FP), CX
+	MOVQ    stateValue+24(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v10 = detach(v4) [B=300]
-	// v11 = sub(v9, v4) [B=300]
-	VSUBPD Y1, Y0, Y2
-
-	// v12 = detach(v11) [B=300]
-	// v13 = detach(v9) [B=300]  # td0_return
+	// v11 = sub(td0Return, stateValue)
+	VSUBPD  Y1, Y0, Y2
 	VMOVUPD lgc2<>+0(SB), Y3
 	VMOVUPD Y3, (SP)
 	VMOVUPD lgc3<>+0(SB), Y3
@@ -58,24 +54,24 @@ inner_Q_2:
 	XORQ    BX, BX
 
 inner_A_3:
-	MOVQ       p4+32(FP), SI
+	MOVQ       stateActionValue+32(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+1800, CX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc5<>+0(SB), Y1
 	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
+	MOVQ       action+40(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	MOVQ       $+0, 352(SP)
 	MOVB       (SI)(DI*1), R8
@@ -89,7 +85,7 @@ inner_A_3:
 	VPMOVZXBD  352(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
+	// v16 = mul(stateActionValue, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v16) over [A]
@@ -107,24 +103,24 @@ inner_A_3:
 	XORQ    BX, BX
 
 inner_A_4:
-	MOVQ       p6+48(FP), SI
+	MOVQ       targetStateActionValue+48(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+1800, CX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc5<>+0(SB), Y1
 	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
+	MOVQ       action+40(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	MOVQ       $+0, 456(SP)
 	MOVB       (SI)(DI*1), R8
@@ -138,7 +134,7 @@ inner_A_4:
 	VPMOVZXBD  456(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v19 = mul(v18, v15) [Q=3 B=300 A=6]
+	// v19 = mul(targetStateActionValue, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v19) over [A]
@@ -160,17 +156,17 @@ inner_A_4:
 	VMOVUPD 424(SP), Y0
 	VMOVUPD 256(SP), Y1
 
-	// v33 = sub(v17, v13) [Q=3 B=300]
+	// diff = sub(v17, td0Return)
 	VSUBPD Y1, Y0, Y0
 
-	// v34 = mul(v33, v33) [Q=3 B=300]
+	// l2 = mul(diff, diff)
 	VMULPD Y0, Y0, Y0
 
-	// sum(v34) over [Q]
+	// sum(l2) over [Q]
 	VADDPD  64(SP), Y0, Y1
 	VMOVUPD Y1, 64(SP)
 
-	// reduce_max(v34) over [Q]
+	// reduce_max(l2) over [Q]
 	VMOVUPD 128(SP), Y1
 	VXORPD  lgc7<>+0(SB), Y1, Y1
 	VXORPD  lgc7<>+0(SB), Y0, Y0
@@ -185,22 +181,19 @@ inner_A_4:
 
 	// finish v22
 	VMOVUPD (SP), Y0
-
-	// v23 = detach(v22) [B=300]
 	VMOVUPD 192(SP), Y1
 
-	// v24 = sub(v23, v10) [B=300]
+	// v24 = sub(v22, stateValue)
 	VSUBPD Y1, Y0, Y1
 
-	// v25 = mul(v24, v1) [B=300]
+	// v25 = mul(v24, 1)
 	VMULPD lgc0<>+0(SB), Y1, Y1
 
-	// v26 = exp(v25) [B=300]
+	// v26 = exp(v25)
 	VMAXPD       lgc8<>+0(SB), Y1, Y2
 	VMINPD       lgc9<>+0(SB), Y2, Y2
 	VMULPD       lgc10<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VMOVAPD      Y2, Y2
 	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc12<>+0(SB), Y3, Y2
 	VMOVAPD      lgc13<>+0(SB), Y4
@@ -233,21 +226,19 @@ inner_A_4:
 	VBLENDVPD    Y2, Y1, Y4, Y4
 	VMOVUPD      lgc28<>+0(SB), Y1
 
-	// v28 = min(v26, v27) [B=300]
-	VMINPD Y4, Y1, Y1
-
-	// v29 = detach(v28) [B=300]
-	MOVQ    p7+56(FP), CX
+	// v28 = min(v26, 100)
+	VMINPD  Y4, Y1, Y1
+	MOVQ    logProb+56(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
-	// v30 = mul(v29, v21) [B=300]
+	// v30 = mul(v28, logProb)
 	VMULPD Y2, Y1, Y1
 
-	// v31 = neg(v30) [B=300]
+	// v31 = neg(v30)
 	VXORPD lgc7<>+0(SB), Y1, Y1
 
 	// mean(v31) over [B]
-	MOVQ    p8+64(FP), CX
+	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
 
@@ -257,36 +248,35 @@ inner_A_4:
 	// mean(v35) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	MOVQ    p3+24(FP), BX
+	MOVQ    stateValue+24(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
-	// v37 = sub(v23, v4) [B=300]  # value_diff
+	// valueDiff = sub(v22, stateValue)
 	VSUBPD  Y1, Y0, Y0
 	VMOVUPD lgc3<>+0(SB), Y1
 
-	// v39 = gt(v37, v38) [B=300]
+	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y1, Y0, Y1
 	VANDPD  lgc0<>+0(SB), Y1, Y1
 	VMOVUPD lgc29<>+0(SB), Y3
 	VMOVUPD lgc30<>+0(SB), Y4
 
-	// v42 = where(v39, v40, v41) [B=300]
+	// v42 = where(v39, 0.9, 0.1)
 	VMOVUPD   lgc3<>+0(SB), Y5
 	VCMPPD    $0x04, Y5, Y1, Y5
 	VBLENDVPD Y5, Y3, Y4, Y1
 
-	// v43 = mul(v37, v37) [B=300]
+	// v43 = mul(valueDiff, valueDiff)
 	VMULPD Y0, Y0, Y0
 
-	// v44 = mul(v42, v43) [B=300]
+	// v44 = mul(v42, v43)
 	VMULPD Y0, Y1, Y0
 
 	// mean(v44) over [B]
 	VADDPD  448(CX), Y0, Y0
 	VMOVUPD Y0, 448(CX)
 
-	// v46 = detach(v21) [B=300]
-	// v47 = neg(v46) [B=300]
+	// v47 = neg(logProb)
 	VXORPD lgc7<>+0(SB), Y2, Y0
 
 	// mean(v47) over [B]
@@ -295,21 +285,19 @@ inner_A_4:
 
 	// finish v49
 	VMOVUPD 128(SP), Y0
-
-	// v50 = detach(v49) [B=300]
 	VMOVUPD 224(SP), Y1
 
-	// store v12
-	MOVQ    p9+72(FP), CX
+	// store advantage
+	MOVQ    advantage+72(FP), CX
 	VMOVUPD Y1, (CX)(DX*8)
 	VMOVUPD 256(SP), Y1
 
-	// store v13
-	MOVQ    p10+80(FP), CX
+	// store valueTarget
+	MOVQ    valueTarget+80(FP), CX
 	VMOVUPD Y1, (CX)(DX*8)
 
-	// store v50
-	MOVQ    p11+88(FP), CX
+	// store tdError
+	MOVQ    tDError+88(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+300
@@ -515,43 +503,39 @@ DATA lgc30<>+16(SB)/8, $0x3fb99999a0000000
 DATA lgc30<>+24(SB)/8, $0x3fb99999a0000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
+// func fbPass0AVX2(nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, stateActionValue *float64, action *bool, targetStateActionValue *float64, logProb *float64, state *float64, gradStateActionValue *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $704-120
 	XORQ AX, AX
 
 blocks_5:
 	VMOVUPD   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), CX
+	MOVQ      nextTerminated+0(FP), CX
 	XORQ      DX, DX
 	ADDQ      AX, DX
 	VPMOVZXBD (CX)(DX*1), X1
 	VCVTDQ2PD X1, Y1
 
-	// v3 = sub(v1, v2) [B=300]
+	// v3 = sub(1, nextTerminated)
 	VSUBPD Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [B=300]
+	// v7 = mul(0.95, v3)
 	VMULPD  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), CX
+	MOVQ    nextStateValue+8(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v8 = mul(v7, v5) [B=300]
+	// v8 = mul(v7, nextStateValue)
 	VMULPD  Y1, Y0, Y0
-	MOVQ    p2+16(FP), CX
+	MOVQ    nextReward+16(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v9 = add(v0, v8) [B=300]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPD  Y0, Y1, Y0
-	MOVQ    p3+24(FP), CX
+	MOVQ    stateValue+24(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v10 = detach(v4) [B=300]
-	// v11 = sub(v9, v4) [B=300]
-	VSUBPD Y1, Y0, Y2
-
-	// v12 = detach(v11) [B=300]
-	// v13 = detach(v9) [B=300]  # td0_return
+	// v11 = sub(td0Return, stateValue)
+	VSUBPD  Y1, Y0, Y2
 	VMOVUPD lgc2<>+0(SB), Y3
 	VMOVUPD Y3, (SP)
 	VMOVUPD lgc3<>+0(SB), Y3
@@ -569,24 +553,24 @@ inner_Q_6:
 	XORQ    BX, BX
 
 inner_A_7:
-	MOVQ       p4+32(FP), SI
+	MOVQ       stateActionValue+32(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+1800, CX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc5<>+0(SB), Y1
 	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
+	MOVQ       action+40(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	MOVQ       $+0, 352(SP)
 	MOVB       (SI)(DI*1), R8
@@ -600,7 +584,7 @@ inner_A_7:
 	VPMOVZXBD  352(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
+	// v16 = mul(stateActionValue, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v16) over [A]
@@ -618,24 +602,24 @@ inner_A_7:
 	XORQ    BX, BX
 
 inner_A_8:
-	MOVQ       p6+48(FP), SI
+	MOVQ       targetStateActionValue+48(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+1800, CX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc5<>+0(SB), Y1
 	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
+	MOVQ       action+40(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	MOVQ       $+0, 456(SP)
 	MOVB       (SI)(DI*1), R8
@@ -649,7 +633,7 @@ inner_A_8:
 	VPMOVZXBD  456(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v19 = mul(v18, v15) [Q=3 B=300 A=6]
+	// v19 = mul(targetStateActionValue, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v19) over [A]
@@ -671,17 +655,17 @@ inner_A_8:
 	VMOVUPD 424(SP), Y0
 	VMOVUPD 256(SP), Y1
 
-	// v33 = sub(v17, v13) [Q=3 B=300]
+	// diff = sub(v17, td0Return)
 	VSUBPD Y1, Y0, Y0
 
-	// v34 = mul(v33, v33) [Q=3 B=300]
+	// l2 = mul(diff, diff)
 	VMULPD Y0, Y0, Y0
 
-	// sum(v34) over [Q]
+	// sum(l2) over [Q]
 	VADDPD  64(SP), Y0, Y1
 	VMOVUPD Y1, 64(SP)
 
-	// reduce_max(v34) over [Q]
+	// reduce_max(l2) over [Q]
 	VMOVUPD 128(SP), Y1
 	VXORPD  lgc7<>+0(SB), Y1, Y1
 	VXORPD  lgc7<>+0(SB), Y0, Y0
@@ -696,22 +680,19 @@ inner_A_8:
 
 	// finish v22
 	VMOVUPD (SP), Y0
-
-	// v23 = detach(v22) [B=300]
 	VMOVUPD 192(SP), Y1
 
-	// v24 = sub(v23, v10) [B=300]
+	// v24 = sub(v22, stateValue)
 	VSUBPD Y1, Y0, Y1
 
-	// v25 = mul(v24, v1) [B=300]
+	// v25 = mul(v24, 1)
 	VMULPD lgc0<>+0(SB), Y1, Y1
 
-	// v26 = exp(v25) [B=300]
+	// v26 = exp(v25)
 	VMAXPD       lgc8<>+0(SB), Y1, Y2
 	VMINPD       lgc9<>+0(SB), Y2, Y2
 	VMULPD       lgc10<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VMOVAPD      Y2, Y2
 	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc12<>+0(SB), Y3, Y2
 	VMOVAPD      lgc13<>+0(SB), Y4
@@ -744,21 +725,19 @@ inner_A_8:
 	VBLENDVPD    Y2, Y1, Y4, Y4
 	VMOVUPD      lgc28<>+0(SB), Y1
 
-	// v28 = min(v26, v27) [B=300]
-	VMINPD Y4, Y1, Y1
-
-	// v29 = detach(v28) [B=300]
-	MOVQ    p7+56(FP), CX
+	// v28 = min(v26, 100)
+	VMINPD  Y4, Y1, Y1
+	MOVQ    logProb+56(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
-	// v30 = mul(v29, v21) [B=300]
+	// v30 = mul(v28, logProb)
 	VMULPD Y2, Y1, Y3
 
-	// v31 = neg(v30) [B=300]
+	// v31 = neg(v30)
 	VXORPD lgc7<>+0(SB), Y3, Y3
 
 	// mean(v31) over [B]
-	MOVQ    p8+64(FP), CX
+	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 	VMOVUPD Y1, 464(SP)
@@ -769,36 +748,35 @@ inner_A_8:
 	// mean(v35) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	MOVQ    p3+24(FP), BX
+	MOVQ    stateValue+24(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
-	// v37 = sub(v23, v4) [B=300]  # value_diff
+	// valueDiff = sub(v22, stateValue)
 	VSUBPD  Y1, Y0, Y0
 	VMOVUPD lgc3<>+0(SB), Y1
 
-	// v39 = gt(v37, v38) [B=300]
+	// v39 = gt(valueDiff, 0)
 	VCMPPD  $0x1e, Y1, Y0, Y3
 	VANDPD  lgc0<>+0(SB), Y3, Y3
 	VMOVUPD lgc29<>+0(SB), Y4
 	VMOVUPD lgc30<>+0(SB), Y5
 
-	// v42 = where(v39, v40, v41) [B=300]
+	// v42 = where(v39, 0.9, 0.1)
 	VMOVUPD   lgc3<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y3, Y6
 	VBLENDVPD Y6, Y4, Y5, Y3
 
-	// v43 = mul(v37, v37) [B=300]
+	// v43 = mul(valueDiff, valueDiff)
 	VMULPD Y0, Y0, Y4
 
-	// v44 = mul(v42, v43) [B=300]
+	// v44 = mul(v42, v43)
 	VMULPD Y4, Y3, Y4
 
 	// mean(v44) over [B]
 	VADDPD  448(CX), Y4, Y4
 	VMOVUPD Y4, 448(CX)
 
-	// v46 = detach(v21) [B=300]
-	// v47 = neg(v46) [B=300]
+	// v47 = neg(logProb)
 	VXORPD lgc7<>+0(SB), Y2, Y2
 
 	// mean(v47) over [B]
@@ -809,31 +787,30 @@ inner_A_8:
 	// finish v49
 	VMOVUPD 128(SP), Y0
 
-	// v50 = detach(v49) [B=300]
-	// v52 = mul(v51, v42) [B=300]
+	// v52 = mul(0.0033333333333333335, v42)
 	VMULPD lgc31<>+0(SB), Y3, Y2
 
-	// v53 = ne(v52, v38) [B=300]
+	// v53 = ne(v52, 0)
 	VCMPPD  $0x04, Y1, Y2, Y1
 	VANDPD  lgc0<>+0(SB), Y1, Y1
 	VMOVUPD 496(SP), Y3
 
-	// v54 = mul(v52, v37) [B=300]
+	// v54 = mul(v52, valueDiff)
 	VMULPD Y3, Y2, Y3
 
-	// v55 = where(v53, v54, v52) [B=300]
+	// v55 = where(v53, v54, v52)
 	VMOVUPD   lgc3<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y3, Y2, Y1
 
-	// v56 = add(v55, v55) [B=300]
+	// v56 = add(v55, v55)
 	VADDPD Y1, Y1, Y1
 
-	// v57 = neg(v56) [B=300]
+	// gradStateValue = neg(v56)
 	VXORPD  lgc7<>+0(SB), Y1, Y1
 	VMOVUPD 464(SP), Y2
 
-	// v61 = mul(v60, v29) [B=300]
+	// gradLogProb = mul(-0.0033333333333333335, v28)
 	VMULPD  lgc32<>+0(SB), Y2, Y2
 	VMOVUPD Y0, 528(SP)
 	VMOVUPD Y1, 560(SP)
@@ -846,24 +823,24 @@ inner_Q_9:
 	XORQ    BX, BX
 
 inner_A_10:
-	MOVQ       p4+32(FP), SI
+	MOVQ       stateActionValue+32(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+1800, CX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc5<>+0(SB), Y1
 	VMOVUPD    lgc6<>+0(SB), Y2
 	VMOVUPD    lgc3<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
-	MOVQ       p5+40(FP), SI
+	MOVQ       action+40(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	MOVQ       $+0, 624(SP)
 	MOVB       (SI)(DI*1), R8
@@ -877,7 +854,7 @@ inner_A_10:
 	VPMOVZXBD  624(SP), X1
 	VCVTDQ2PD  X1, Y1
 
-	// v16 = mul(v14, v15) [Q=3 B=300 A=6]
+	// v16 = mul(stateActionValue, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v16) over [A]
@@ -891,24 +868,24 @@ inner_A_10:
 	VMOVUPD 288(SP), Y0
 	VMOVUPD 256(SP), Y1
 
-	// v33 = sub(v17, v13) [Q=3 B=300]
+	// diff = sub(v17, td0Return)
 	VSUBPD Y1, Y0, Y0
 
-	// v58 = mul(v51, v33) [Q=3 B=300]
+	// v58 = mul(0.0033333333333333335, diff)
 	VMULPD lgc31<>+0(SB), Y0, Y0
 
-	// v59 = add(v58, v58) [Q=3 B=300]
+	// v59 = add(v58, v58)
 	VADDPD  Y0, Y0, Y0
 	VMOVUPD Y0, 632(SP)
 	XORQ    BX, BX
 
 inner_A_11:
 	VMOVUPD   632(SP), Y0
-	MOVQ      p5+40(FP), SI
+	MOVQ      action+40(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
-	IMUL3Q    $+1, BX, R8
+	MOVQ      BX, R8
 	ADDQ      R8, DI
 	MOVQ      $+0, 664(SP)
 	MOVB      (SI)(DI*1), R8
@@ -922,17 +899,17 @@ inner_A_11:
 	VPMOVZXBD 664(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v62 = mul(v59, v15) [Q=3 B=300 A=6]
+	// gradStateActionValue = mul(v59, action)
 	VMULPD Y1, Y0, Y0
 
-	// store v62
-	MOVQ    p9+72(FP), SI
+	// store gradStateActionValue
+	MOVQ    gradStateActionValue+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1800, CX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+6, AX, R8
 	ADDQ    R8, DI
-	IMUL3Q  $+1, BX, R8
+	MOVQ    BX, R8
 	ADDQ    R8, DI
 	VMOVUPD Y0, 672(SP)
 	MOVQ    672(SP), R8
@@ -951,28 +928,28 @@ inner_A_11:
 	JL      inner_Q_9
 	VMOVUPD 224(SP), Y0
 
-	// store v12
-	MOVQ    p10+80(FP), CX
+	// store advantage
+	MOVQ    advantage+80(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 256(SP), Y0
 
-	// store v13
-	MOVQ    p11+88(FP), CX
+	// store valueTarget
+	MOVQ    valueTarget+88(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 528(SP), Y0
 
-	// store v50
-	MOVQ    p12+96(FP), CX
+	// store tdError
+	MOVQ    tDError+96(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 560(SP), Y0
 
-	// store v57
-	MOVQ    p13+104(FP), CX
+	// store gradStateValue
+	MOVQ    gradStateValue+104(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 592(SP), Y0
 
-	// store v61
-	MOVQ    p14+112(FP), CX
+	// store gradLogProb
+	MOVQ    gradLogProb+112(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+300
@@ -1008,7 +985,6 @@ bulk_12:
 	VMINPD       lgc9<>+0(SB), Y1, Y1
 	VMULPD       lgc10<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc12<>+0(SB), Y2, Y1
 	VMOVAPD      lgc13<>+0(SB), Y3

@@ -17,88 +17,81 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=300].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc32 := runtime.Mean{}
-	acc36 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc48 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float64(1)
+	c6 := float64(0.949999988079071)
+	c27 := float64(100)
+	zero := float64(0)
+	c40 := float64(0.8999999761581421)
+	c41 := float64(0.10000000149011612)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
+	lossValue := runtime.Mean{}
+	entropy := runtime.Mean{}
 	for iB := 0; iB < 300; iB++ {
-		v0 := in.NextReward[iB]
-		v1 := float64(1)
-		v2 := b2f(in.NextTerminated[iB])
-		v3 := v1 - v2
-		v4 := in.StateValue[iB]
-		v5 := in.NextStateValue[iB]
-		v6 := float64(0.949999988079071)
-		v7 := float64(v6 * v3)
-		v8 := float64(v7 * v5)
-		v9 := v0 + v8
-		v10 := v4
-		v11 := v9 - v4
-		v12 := v11
-		out.Advantage[iB] = v12
-		v13 := v9
-		out.ValueTarget[iB] = v13
-		v21 := in.LogProb[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v3 := one - nextTerminated
+		stateValue := in.StateValue[iB]
+		nextStateValue := in.NextStateValue[iB]
+		v7 := float64(c6 * v3)
+		v8 := float64(v7 * nextStateValue)
+		td0Return := nextReward + v8
+		v11 := td0Return - stateValue
+		out.Advantage[iB] = v11
+		out.ValueTarget[iB] = td0Return
+		logProb := in.LogProb[iB]
 		acc22 := math.Inf(1)
 		acc35 := 0.0
 		acc49 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
+				stateActionValue := in.StateActionValue[iQ*1800+iB*6+iA]
+				action := b2f(in.Action[iB*6+iA])
+				v16 := float64(stateActionValue * action)
 				acc17 += v16
 			}
 			v17 := acc17
 			acc20 := 0.0
 			for iA := 0; iA < 6; iA++ {
-				v15 := b2f(in.Action[iB*6+iA])
-				v18 := in.TargetStateActionValue[iQ*1800+iB*6+iA]
-				v19 := float64(v18 * v15)
+				action := b2f(in.Action[iB*6+iA])
+				targetStateActionValue := in.TargetStateActionValue[iQ*1800+iB*6+iA]
+				v19 := float64(targetStateActionValue * action)
 				acc20 += v19
 			}
 			v20 := acc20
 			acc22 = runtime.Min(acc22, v20)
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc35 += v34
-			acc49 = runtime.Max(acc49, v34)
+			diff := v17 - td0Return
+			l2 := float64(diff * diff)
+			acc35 += l2
+			acc49 = runtime.Max(acc49, l2)
 		}
 		v22 := acc22
-		v23 := v22
-		v24 := v23 - v10
-		v25 := float64(v24 * v1)
+		v24 := v22 - stateValue
+		v25 := float64(v24 * one)
 		v26 := math.Exp(v25)
-		v27 := float64(100)
-		v28 := min(v26, v27)
-		v29 := v28
-		v30 := float64(v29 * v21)
+		v28 := min(v26, c27)
+		v30 := float64(v28 * logProb)
 		v31 := -v30
-		acc32.Add(v31)
+		lossActor.Add(v31)
 		v35 := acc35
-		acc36.Add(v35)
-		v37 := v23 - v4
-		v38 := float64(0)
-		v39 := b2f(v37 > v38)
-		v40 := float64(0.8999999761581421)
-		v41 := float64(0.10000000149011612)
-		v42 := sel(v39, v40, v41)
-		v43 := float64(v37 * v37)
+		lossQvalue.Add(v35)
+		valueDiff := v22 - stateValue
+		v39 := b2f(valueDiff > zero)
+		v42 := sel(v39, c40, c41)
+		v43 := float64(valueDiff * valueDiff)
 		v44 := float64(v42 * v43)
-		acc45.Add(v44)
-		v46 := v21
-		v47 := -v46
-		acc48.Add(v47)
+		lossValue.Add(v44)
+		v47 := -logProb
+		entropy.Add(v47)
 		v49 := acc49
-		v50 := v49
-		out.TDError[iB] = v50
+		out.TDError[iB] = v49
 	}
-	out.LossActor = acc32.Result()
-	out.LossQvalue = acc36.Result()
-	out.LossValue = acc45.Result()
-	out.Entropy = acc48.Result()
+	out.LossActor = lossActor.Result()
+	out.LossQvalue = lossQvalue.Result()
+	out.LossValue = lossValue.Result()
+	out.Entropy = entropy.Result()
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -109,118 +102,112 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=300].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc32 := runtime.Mean{}
-	acc36 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc48 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=300].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float64(1)
+	c6 := float64(0.949999988079071)
+	c27 := float64(100)
+	zero := float64(0)
+	c40 := float64(0.8999999761581421)
+	c41 := float64(0.10000000149011612)
+	c51 := float64(0.0033333333333333335)
+	c60 := float64(-0.0033333333333333335)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
+	lossValue := runtime.Mean{}
+	entropy := runtime.Mean{}
 	for iB := 0; iB < 300; iB++ {
-		v0 := in.NextReward[iB]
-		v1 := float64(1)
-		v2 := b2f(in.NextTerminated[iB])
-		v3 := v1 - v2
-		v4 := in.StateValue[iB]
-		v5 := in.NextStateValue[iB]
-		v6 := float64(0.949999988079071)
-		v7 := float64(v6 * v3)
-		v8 := float64(v7 * v5)
-		v9 := v0 + v8
-		v10 := v4
-		v11 := v9 - v4
-		v12 := v11
-		out.Advantage[iB] = v12
-		v13 := v9
-		out.ValueTarget[iB] = v13
-		v21 := in.LogProb[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v3 := one - nextTerminated
+		stateValue := in.StateValue[iB]
+		nextStateValue := in.NextStateValue[iB]
+		v7 := float64(c6 * v3)
+		v8 := float64(v7 * nextStateValue)
+		td0Return := nextReward + v8
+		v11 := td0Return - stateValue
+		out.Advantage[iB] = v11
+		out.ValueTarget[iB] = td0Return
+		logProb := in.LogProb[iB]
 		acc22 := math.Inf(1)
 		acc35 := 0.0
 		acc49 := math.Inf(-1)
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
+				stateActionValue := in.StateActionValue[iQ*1800+iB*6+iA]
+				action := b2f(in.Action[iB*6+iA])
+				v16 := float64(stateActionValue * action)
 				acc17 += v16
 			}
 			v17 := acc17
 			acc20 := 0.0
 			for iA := 0; iA < 6; iA++ {
-				v15 := b2f(in.Action[iB*6+iA])
-				v18 := in.TargetStateActionValue[iQ*1800+iB*6+iA]
-				v19 := float64(v18 * v15)
+				action := b2f(in.Action[iB*6+iA])
+				targetStateActionValue := in.TargetStateActionValue[iQ*1800+iB*6+iA]
+				v19 := float64(targetStateActionValue * action)
 				acc20 += v19
 			}
 			v20 := acc20
 			acc22 = runtime.Min(acc22, v20)
-			v33 := v17 - v13
-			v34 := float64(v33 * v33)
-			acc35 += v34
-			acc49 = runtime.Max(acc49, v34)
+			diff := v17 - td0Return
+			l2 := float64(diff * diff)
+			acc35 += l2
+			acc49 = runtime.Max(acc49, l2)
 		}
 		v22 := acc22
-		v23 := v22
-		v24 := v23 - v10
-		v25 := float64(v24 * v1)
+		v24 := v22 - stateValue
+		v25 := float64(v24 * one)
 		v26 := math.Exp(v25)
-		v27 := float64(100)
-		v28 := min(v26, v27)
-		v29 := v28
-		v30 := float64(v29 * v21)
+		v28 := min(v26, c27)
+		v30 := float64(v28 * logProb)
 		v31 := -v30
-		acc32.Add(v31)
+		lossActor.Add(v31)
 		v35 := acc35
-		acc36.Add(v35)
-		v37 := v23 - v4
-		v38 := float64(0)
-		v39 := b2f(v37 > v38)
-		v40 := float64(0.8999999761581421)
-		v41 := float64(0.10000000149011612)
-		v42 := sel(v39, v40, v41)
-		v43 := float64(v37 * v37)
+		lossQvalue.Add(v35)
+		valueDiff := v22 - stateValue
+		v39 := b2f(valueDiff > zero)
+		v42 := sel(v39, c40, c41)
+		v43 := float64(valueDiff * valueDiff)
 		v44 := float64(v42 * v43)
-		acc45.Add(v44)
-		v46 := v21
-		v47 := -v46
-		acc48.Add(v47)
+		lossValue.Add(v44)
+		v47 := -logProb
+		entropy.Add(v47)
 		v49 := acc49
-		v50 := v49
-		out.TDError[iB] = v50
-		v51 := float64(0.0033333333333333335)
-		v52 := float64(v51 * v42)
-		v53 := b2f(v52 != v38)
-		v54 := float64(v52 * v37)
+		out.TDError[iB] = v49
+		v52 := float64(c51 * v42)
+		v53 := b2f(v52 != zero)
+		v54 := float64(v52 * valueDiff)
 		v55 := sel(v53, v54, v52)
 		v56 := v55 + v55
-		v57 := -v56
-		g.StateValue[iB] = v57
-		v60 := float64(-0.0033333333333333335)
-		v61 := float64(v60 * v29)
-		g.LogProb[iB] = v61
+		gradStateValue := -v56
+		grads.StateValue[iB] = gradStateValue
+		gradLogProb := float64(c60 * v28)
+		grads.LogProb[iB] = gradLogProb
 		for iQ := 0; iQ < 3; iQ++ {
 			acc17 := 0.0
 			for iA := 0; iA < 6; iA++ {
-				v14 := in.StateActionValue[iQ*1800+iB*6+iA]
-				v15 := b2f(in.Action[iB*6+iA])
-				v16 := float64(v14 * v15)
+				stateActionValue := in.StateActionValue[iQ*1800+iB*6+iA]
+				action := b2f(in.Action[iB*6+iA])
+				v16 := float64(stateActionValue * action)
 				acc17 += v16
 			}
 			v17 := acc17
-			v33 := v17 - v13
-			v58 := float64(v51 * v33)
+			diff := v17 - td0Return
+			v58 := float64(c51 * diff)
 			v59 := v58 + v58
 			for iA := 0; iA < 6; iA++ {
-				v15 := b2f(in.Action[iB*6+iA])
-				v62 := float64(v59 * v15)
-				g.StateActionValue[iQ*1800+iB*6+iA] = v62
+				action := b2f(in.Action[iB*6+iA])
+				gradStateActionValue := float64(v59 * action)
+				grads.StateActionValue[iQ*1800+iB*6+iA] = gradStateActionValue
 			}
 		}
 	}
-	out.LossActor = acc32.Result()
-	out.LossQvalue = acc36.Result()
-	out.LossValue = acc45.Result()
-	out.Entropy = acc48.Result()
+	out.LossActor = lossActor.Result()
+	out.LossQvalue = lossQvalue.Result()
+	out.LossValue = lossValue.Result()
+	out.Entropy = entropy.Result()
 }
 
 // b2f is a comparison or flag as 0 or 1.

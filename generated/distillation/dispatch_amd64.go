@@ -134,7 +134,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -163,7 +164,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -186,7 +188,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass2Chunks = 1
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -211,7 +214,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

@@ -49,35 +49,49 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// KlDirection is DistillationLoss's kl_direction: reverse: KL(student ‖ teacher), d = teacher_log_prob − log_prob; forward: KL(teacher ‖ student), d = log_prob − teacher_log_prob; both the k3 estimate e^d − 1 − d per token.
+	// KlDirection is DistillationLoss's kl_direction: reverse: KL(student ‖ teacher), d =
+	// teacher_log_prob − log_prob; forward: KL(teacher ‖ student), d = log_prob − teacher_log_prob;
+	// both the k3 estimate e^d − 1 − d per token.
 	KlDirection = "reverse"
-	// Reduction is DistillationLoss's reduction: over the sequences' KL: mean, sum, or none (one per sequence, the batch without its token dim).
+	// Reduction is DistillationLoss's reduction: over the sequences' KL: mean, sum, or none (one
+	// per sequence, the batch without its token dim).
 	Reduction = "mean"
-	// NormalizeBySeqLength is DistillationLoss's normalize_by_seq_length: divide each sequence's summed KL by its number of valid tokens (at least 1).
+	// NormalizeBySeqLength is DistillationLoss's normalize_by_seq_length: divide each sequence's
+	// summed KL by its number of valid tokens (at least 1).
 	NormalizeBySeqLength = true
-	// AssistantOnly is DistillationLoss's assistant_only: informational: TorchRL then selects the assistant tokens; here keys.mask is the selection.
+	// AssistantOnly is DistillationLoss's assistant_only: informational: TorchRL then selects the
+	// assistant tokens; here keys.mask is the selection.
 	AssistantOnly = true
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
-	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// TeacherLogProb is "teacher_log_prob" [B, L]: log-probability of the token under the teacher model (TorchRL key (next, teacher_log_probs, full)).
+	// TeacherLogProb is "teacher_log_prob" [B, L]: log-probability of the token under the teacher
+	// model (TorchRL key (next, teacher_log_probs, full)).
 	TeacherLogProb []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source: torchrl/objectives/llm/distillation.py DistillationLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
+	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// torchrl/objectives/llm/distillation.py DistillationLoss.
 	NumValid float32
-	// LossDistill is "loss_distill" scalar: the k3 KL estimate summed over each sequence's valid tokens (divided by their number with normalize_by_seq_length), reduced over the sequences by reduction. Source: torchrl/objectives/llm/distillation.py DistillationLoss.
+	// LossDistill is "loss_distill" scalar: the k3 KL estimate summed over each sequence's valid
+	// tokens (divided by their number with normalize_by_seq_length), reduced over the sequences by
+	// reduction. Source: torchrl/objectives/llm/distillation.py DistillationLoss.
 	LossDistill float32
-	// KLToTeacher is "kl_to_teacher" scalar: the mean over the sequences of their KL to the teacher, as loss_distill with reduction mean. Source: torchrl/objectives/llm/distillation.py DistillationLoss.
+	// KLToTeacher is "kl_to_teacher" scalar: the mean over the sequences of their KL to the
+	// teacher, as loss_distill with reduction mean. Source: torchrl/objectives/llm/distillation.py
+	// DistillationLoss.
 	KLToTeacher float32
 }
 
@@ -85,7 +99,9 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_distill: s·(1 − e^d)/max(n_b, 1) (reverse) or s·(e^d − 1)/max(n_b, 1) (forward) at valid tokens, s = 1/B (mean), 1 (sum, none); n_b the sequence's valid tokens.
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_distill: s·(1 −
+	// e^d)/max(n_b, 1) (reverse) or s·(e^d − 1)/max(n_b, 1) (forward) at valid tokens, s = 1/B
+	// (mean), 1 (sum, none); n_b the sequence's valid tokens.
 	LogProb []float32
 }
 

@@ -4,40 +4,47 @@
 
 package distillation
 
-// pass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see pass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32)
+func pass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
 
-// pass1AVX2 is pass 1 (elementwise over [B=8]) on 8 float32 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (elementwise over [B=8]) on 8 float32 lanes; see pass1Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float32, p1 *float32, p2 *float64)
+func pass1AVX2(s1 *float32, s0 *float32, state *float64)
 
-// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in Go.
+// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass2AVX2(p0 *float32, p1 *float32)
+func pass2AVX2(lossDistill *float32, kLToTeacher *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass0Go for the
+// same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32)
+func fbPass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
 
-// fbPass1AVX2 is pass 1 (elementwise over [B=8]) on 8 float32 lanes; see fbPass1Go for the same loop in Go.
+// fbPass1AVX2 is pass 1 (elementwise over [B=8]) on 8 float32 lanes; see fbPass1Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float64)
+func fbPass1AVX2(s1 *float32, s0 *float32, state *float64)
 
-// fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the same loop in Go.
+// fbPass2AVX2 is pass 2 (elementwise over [B=8 L=128]) on 8 float32 lanes; see fbPass2Go for the
+// same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 int)
+func fbPass2AVX2(lo int, mask *bool, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 
-// fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop in Go.
+// fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
+// in Go.
 //
 //go:noescape
-func fbPass3AVX2(p0 *float32, p1 *float32)
+func fbPass3AVX2(lossDistill *float32, kLToTeacher *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

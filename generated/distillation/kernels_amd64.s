@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32)
+// func pass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-32
 	XORQ AX, AX
@@ -14,7 +14,7 @@ outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -24,110 +24,108 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p3+24(FP), DI
+	MOVQ      teacherLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, teacherLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v9 = detach(v8) [B=8 L=128]
-	// v10 = sub(v9, v6) [B=8 L=128]
+	// v10 = sub(v8, v6)
 	VSUBPS Y3, Y4, Y3
 
-	// v11 = abs(v10) [B=8 L=128]
+	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc3<>+0(SB), Y5
 
-	// v13 = lt(v11, v12) [B=8 L=128]
+	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y5, Y4, Y4
 	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc4<>+0(SB), Y6
 
-	// v15 = max(v10, v14) tie=first [B=8 L=128]
+	// v15 = max(v10, -0.1) tie=first
 	VMAXPS Y3, Y6, Y6
 
-	// v16 = min(v15, v12) tie=first [B=8 L=128]
+	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y6, Y5, Y5
 
-	// v19 = mul(v16, v17) [B=8 L=128]
+	// v19 = mul(v16, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y5, Y6
 
-	// v20 = add(v18, v19) [B=8 L=128]
+	// v20 = add(2.7557319223985893e-06, v19)
 	VADDPS lgc6<>+0(SB), Y6, Y6
 
-	// v22 = mul(v16, v20) [B=8 L=128]
+	// v22 = mul(v16, v20)
 	VMULPS Y6, Y5, Y6
 
-	// v23 = add(v21, v22) [B=8 L=128]
+	// v23 = add(2.48015873015873e-05, v22)
 	VADDPS lgc7<>+0(SB), Y6, Y6
 
-	// v25 = mul(v16, v23) [B=8 L=128]
+	// v25 = mul(v16, v23)
 	VMULPS Y6, Y5, Y6
 
-	// v26 = add(v24, v25) [B=8 L=128]
+	// v26 = add(0.0001984126984126984, v25)
 	VADDPS lgc8<>+0(SB), Y6, Y6
 
-	// v28 = mul(v16, v26) [B=8 L=128]
+	// v28 = mul(v16, v26)
 	VMULPS Y6, Y5, Y6
 
-	// v29 = add(v27, v28) [B=8 L=128]
+	// v29 = add(0.001388888888888889, v28)
 	VADDPS lgc9<>+0(SB), Y6, Y6
 
-	// v31 = mul(v16, v29) [B=8 L=128]
+	// v31 = mul(v16, v29)
 	VMULPS Y6, Y5, Y6
 
-	// v32 = add(v30, v31) [B=8 L=128]
+	// v32 = add(0.008333333333333333, v31)
 	VADDPS lgc10<>+0(SB), Y6, Y6
 
-	// v34 = mul(v16, v32) [B=8 L=128]
+	// v34 = mul(v16, v32)
 	VMULPS Y6, Y5, Y6
 
-	// v35 = add(v33, v34) [B=8 L=128]
+	// v35 = add(0.041666666666666664, v34)
 	VADDPS lgc11<>+0(SB), Y6, Y6
 
-	// v37 = mul(v16, v35) [B=8 L=128]
+	// v37 = mul(v16, v35)
 	VMULPS Y6, Y5, Y6
 
-	// v38 = add(v36, v37) [B=8 L=128]
+	// v38 = add(0.16666666666666666, v37)
 	VADDPS lgc12<>+0(SB), Y6, Y6
 
-	// v40 = mul(v16, v38) [B=8 L=128]
+	// v40 = mul(v16, v38)
 	VMULPS Y6, Y5, Y6
 
-	// v41 = add(v39, v40) [B=8 L=128]
+	// v41 = add(0.5, v40)
 	VADDPS lgc13<>+0(SB), Y6, Y6
 
-	// v42 = mul(v16, v16) [B=8 L=128]
+	// v42 = mul(v16, v16)
 	VMULPS Y5, Y5, Y5
 
-	// v43 = mul(v42, v41) [B=8 L=128]
+	// v43 = mul(v42, v41)
 	VMULPS Y6, Y5, Y5
 
-	// v44 = exp(v10) [B=8 L=128]
+	// v44 = exp(v10)
 	VMAXPS       lgc14<>+0(SB), Y3, Y6
 	VMINPS       lgc15<>+0(SB), Y6, Y6
 	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -152,25 +150,25 @@ blocks_2:
 	VCMPPS       $0x03, Y3, Y3, Y6
 	VBLENDVPS    Y6, Y3, Y8, Y8
 
-	// v45 = sub(v44, v1) [B=8 L=128]
+	// v45 = sub(v44, 1)
 	VSUBPS lgc0<>+0(SB), Y8, Y6
 
-	// v46 = sub(v45, v10) [B=8 L=128]
+	// v46 = sub(v45, v10)
 	VSUBPS Y3, Y6, Y3
 
-	// v47 = where(v13, v43, v46) [B=8 L=128]  # k3
+	// k3 = where(v13, v43, v46)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v48 = where(v0, v47, v2) [B=8 L=128]
+	// v48 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
 	// sum(v48) over [L]
 	XORQ    SI, SI
-	IMUL3Q  $+1, AX, DI
+	MOVQ    AX, DI
 	ADDQ    DI, SI
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
@@ -182,7 +180,7 @@ blocks_2:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -196,7 +194,7 @@ blocks_2:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -234,7 +232,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -248,7 +246,7 @@ noflush_3:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -566,34 +564,34 @@ DATA lgc27<>+24(SB)/4, $0x7f7fffff
 DATA lgc27<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float64)
+// func pass1AVX2(s1 *float32, s0 *float32, state *float64)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-24
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v51 = max(v50, v1) [B=8]
+	// v51 = max(v50, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v52 = div(v49, v51) [B=8]  # sequence_kl
+	// sequenceKL = div(v49, v51)
 	VDIVPS Y0, Y1, Y0
 
-	// mean(v52) over [B]
-	MOVQ         p2+16(FP), DX
+	// mean(sequenceKL) over [B]
+	MOVQ         state+16(FP), DX
 	VADDPS       2752(DX), Y0, Y0
 	VMOVUPS      Y0, 2752(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -614,7 +612,7 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_4
-	MOVQ         p2+16(FP), AX
+	MOVQ         state+16(FP), AX
 	VMOVUPS      2752(AX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -632,21 +630,20 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(p0 *float32, p1 *float32)
+// func pass2AVX2(lossDistill *float32, kLToTeacher *float32)
 // Requires: AVX
 TEXT ·pass2AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         lossDistill+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v54 = detach(v53) []
-	// store v54
-	MOVQ   p1+8(FP), AX
+	// store klToTeacher
+	MOVQ   kLToTeacher+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32)
+// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-32
 	XORQ AX, AX
@@ -656,7 +653,7 @@ outer0_6:
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -666,110 +663,108 @@ blocks_7:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p3+24(FP), DI
+	MOVQ      teacherLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, teacherLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v9 = detach(v8) [B=8 L=128]
-	// v10 = sub(v9, v6) [B=8 L=128]
+	// v10 = sub(v8, v6)
 	VSUBPS Y3, Y4, Y3
 
-	// v11 = abs(v10) [B=8 L=128]
+	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc3<>+0(SB), Y5
 
-	// v13 = lt(v11, v12) [B=8 L=128]
+	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y5, Y4, Y4
 	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc4<>+0(SB), Y6
 
-	// v15 = max(v10, v14) tie=first [B=8 L=128]
+	// v15 = max(v10, -0.1) tie=first
 	VMAXPS Y3, Y6, Y6
 
-	// v16 = min(v15, v12) tie=first [B=8 L=128]
+	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y6, Y5, Y5
 
-	// v19 = mul(v16, v17) [B=8 L=128]
+	// v19 = mul(v16, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y5, Y6
 
-	// v20 = add(v18, v19) [B=8 L=128]
+	// v20 = add(2.7557319223985893e-06, v19)
 	VADDPS lgc6<>+0(SB), Y6, Y6
 
-	// v22 = mul(v16, v20) [B=8 L=128]
+	// v22 = mul(v16, v20)
 	VMULPS Y6, Y5, Y6
 
-	// v23 = add(v21, v22) [B=8 L=128]
+	// v23 = add(2.48015873015873e-05, v22)
 	VADDPS lgc7<>+0(SB), Y6, Y6
 
-	// v25 = mul(v16, v23) [B=8 L=128]
+	// v25 = mul(v16, v23)
 	VMULPS Y6, Y5, Y6
 
-	// v26 = add(v24, v25) [B=8 L=128]
+	// v26 = add(0.0001984126984126984, v25)
 	VADDPS lgc8<>+0(SB), Y6, Y6
 
-	// v28 = mul(v16, v26) [B=8 L=128]
+	// v28 = mul(v16, v26)
 	VMULPS Y6, Y5, Y6
 
-	// v29 = add(v27, v28) [B=8 L=128]
+	// v29 = add(0.001388888888888889, v28)
 	VADDPS lgc9<>+0(SB), Y6, Y6
 
-	// v31 = mul(v16, v29) [B=8 L=128]
+	// v31 = mul(v16, v29)
 	VMULPS Y6, Y5, Y6
 
-	// v32 = add(v30, v31) [B=8 L=128]
+	// v32 = add(0.008333333333333333, v31)
 	VADDPS lgc10<>+0(SB), Y6, Y6
 
-	// v34 = mul(v16, v32) [B=8 L=128]
+	// v34 = mul(v16, v32)
 	VMULPS Y6, Y5, Y6
 
-	// v35 = add(v33, v34) [B=8 L=128]
+	// v35 = add(0.041666666666666664, v34)
 	VADDPS lgc11<>+0(SB), Y6, Y6
 
-	// v37 = mul(v16, v35) [B=8 L=128]
+	// v37 = mul(v16, v35)
 	VMULPS Y6, Y5, Y6
 
-	// v38 = add(v36, v37) [B=8 L=128]
+	// v38 = add(0.16666666666666666, v37)
 	VADDPS lgc12<>+0(SB), Y6, Y6
 
-	// v40 = mul(v16, v38) [B=8 L=128]
+	// v40 = mul(v16, v38)
 	VMULPS Y6, Y5, Y6
 
-	// v41 = add(v39, v40) [B=8 L=128]
+	// v41 = add(0.5, v40)
 	VADDPS lgc13<>+0(SB), Y6, Y6
 
-	// v42 = mul(v16, v16) [B=8 L=128]
+	// v42 = mul(v16, v16)
 	VMULPS Y5, Y5, Y5
 
-	// v43 = mul(v42, v41) [B=8 L=128]
+	// v43 = mul(v42, v41)
 	VMULPS Y6, Y5, Y5
 
-	// v44 = exp(v10) [B=8 L=128]
+	// v44 = exp(v10)
 	VMAXPS       lgc14<>+0(SB), Y3, Y6
 	VMINPS       lgc15<>+0(SB), Y6, Y6
 	VMULPS       lgc16<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y6
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -794,25 +789,25 @@ blocks_7:
 	VCMPPS       $0x03, Y3, Y3, Y6
 	VBLENDVPS    Y6, Y3, Y8, Y8
 
-	// v45 = sub(v44, v1) [B=8 L=128]
+	// v45 = sub(v44, 1)
 	VSUBPS lgc0<>+0(SB), Y8, Y6
 
-	// v46 = sub(v45, v10) [B=8 L=128]
+	// v46 = sub(v45, v10)
 	VSUBPS Y3, Y6, Y3
 
-	// v47 = where(v13, v43, v46) [B=8 L=128]  # k3
+	// k3 = where(v13, v43, v46)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v48 = where(v0, v47, v2) [B=8 L=128]
+	// v48 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
 	// sum(v48) over [L]
 	XORQ    SI, SI
-	IMUL3Q  $+1, AX, DI
+	MOVQ    AX, DI
 	ADDQ    DI, SI
 	IMUL3Q  $+8, SI, DI
 	VADDPS  1024(BX)(DI*4), Y0, Y0
@@ -824,7 +819,7 @@ blocks_7:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -838,7 +833,7 @@ blocks_7:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -876,7 +871,7 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -890,7 +885,7 @@ noflush_8:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -928,34 +923,34 @@ noflush_8:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float64)
+// func fbPass1AVX2(s1 *float32, s0 *float32, state *float64)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-24
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_9:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v51 = max(v50, v1) [B=8]
+	// v51 = max(v50, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v52 = div(v49, v51) [B=8]  # sequence_kl
+	// sequenceKL = div(v49, v51)
 	VDIVPS Y0, Y1, Y0
 
-	// mean(v52) over [B]
-	MOVQ         p2+16(FP), DX
+	// mean(sequenceKL) over [B]
+	MOVQ         state+16(FP), DX
 	VADDPS       2752(DX), Y0, Y0
 	VMOVUPS      Y0, 2752(DX)
 	DECQ         CX
 	JNZ          noflush_10
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      2752(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -976,7 +971,7 @@ noflush_10:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+8
 	JL           blocks_9
-	MOVQ         p2+16(FP), AX
+	MOVQ         state+16(FP), AX
 	VMOVUPS      2752(AX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -994,110 +989,109 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 int)
+// func fbPass2AVX2(lo int, mask *bool, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $288-56
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_11:
 	XORQ CX, CX
 
 blocks_12:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      teacherLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, teacherLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v9 = detach(v8) [B=8 L=128]
-	// v10 = sub(v9, v6) [B=8 L=128]
+	// v10 = sub(v8, v6)
 	VSUBPS Y1, Y3, Y1
 
-	// v11 = abs(v10) [B=8 L=128]
+	// v11 = abs(v10)
 	VMOVUPS lgc2<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y4
 
-	// v13 = lt(v11, v12) [B=8 L=128]
+	// v13 = lt(v11, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc4<>+0(SB), Y5
 
-	// v15 = max(v10, v14) tie=first [B=8 L=128]
+	// v15 = max(v10, -0.1) tie=first
 	VMAXPS Y1, Y5, Y5
 
-	// v16 = min(v15, v12) tie=first [B=8 L=128]
+	// v16 = min(v15, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v19 = mul(v16, v17) [B=8 L=128]
+	// v19 = mul(v16, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y4, Y6
 
-	// v20 = add(v18, v19) [B=8 L=128]
+	// v20 = add(2.7557319223985893e-06, v19)
 	VADDPS lgc6<>+0(SB), Y6, Y6
 
-	// v22 = mul(v16, v20) [B=8 L=128]
+	// v22 = mul(v16, v20)
 	VMULPS Y6, Y4, Y7
 
-	// v23 = add(v21, v22) [B=8 L=128]
+	// v23 = add(2.48015873015873e-05, v22)
 	VADDPS lgc7<>+0(SB), Y7, Y7
 
-	// v25 = mul(v16, v23) [B=8 L=128]
+	// v25 = mul(v16, v23)
 	VMULPS Y7, Y4, Y8
 
-	// v26 = add(v24, v25) [B=8 L=128]
+	// v26 = add(0.0001984126984126984, v25)
 	VADDPS lgc8<>+0(SB), Y8, Y8
 
-	// v28 = mul(v16, v26) [B=8 L=128]
+	// v28 = mul(v16, v26)
 	VMULPS Y8, Y4, Y9
 
-	// v29 = add(v27, v28) [B=8 L=128]
+	// v29 = add(0.001388888888888889, v28)
 	VADDPS lgc9<>+0(SB), Y9, Y9
 
-	// v31 = mul(v16, v29) [B=8 L=128]
+	// v31 = mul(v16, v29)
 	VMULPS Y9, Y4, Y10
 
-	// v32 = add(v30, v31) [B=8 L=128]
+	// v32 = add(0.008333333333333333, v31)
 	VADDPS lgc10<>+0(SB), Y10, Y10
 
-	// v34 = mul(v16, v32) [B=8 L=128]
+	// v34 = mul(v16, v32)
 	VMULPS Y10, Y4, Y11
 
-	// v35 = add(v33, v34) [B=8 L=128]
+	// v35 = add(0.041666666666666664, v34)
 	VADDPS  lgc11<>+0(SB), Y11, Y11
 	VMOVUPS Y5, (SP)
 
-	// v37 = mul(v16, v35) [B=8 L=128]
+	// v37 = mul(v16, v35)
 	VMULPS Y11, Y4, Y5
 
-	// v38 = add(v36, v37) [B=8 L=128]
+	// v38 = add(0.16666666666666666, v37)
 	VADDPS  lgc12<>+0(SB), Y5, Y5
 	VMOVUPS Y6, 32(SP)
 
-	// v40 = mul(v16, v38) [B=8 L=128]
+	// v40 = mul(v16, v38)
 	VMULPS Y5, Y4, Y6
 
-	// v41 = add(v39, v40) [B=8 L=128]
+	// v41 = add(0.5, v40)
 	VADDPS  lgc13<>+0(SB), Y6, Y6
 	VMOVUPS Y7, 64(SP)
 
-	// v42 = mul(v16, v16) [B=8 L=128]
+	// v42 = mul(v16, v16)
 	VMULPS  Y4, Y4, Y7
 	VMOVUPS Y8, 96(SP)
 	VMOVUPS Y9, 128(SP)
@@ -1106,12 +1100,11 @@ blocks_12:
 	VMOVUPS Y5, 224(SP)
 	VMOVUPS Y4, 256(SP)
 
-	// v44 = exp(v10) [B=8 L=128]
+	// v44 = exp(v10)
 	VMAXPS       lgc14<>+0(SB), Y1, Y4
 	VMINPS       lgc15<>+0(SB), Y4, Y4
 	VMULPS       lgc16<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -1135,274 +1128,274 @@ blocks_12:
 	VMULPS       Y4, Y8, Y8
 	VCMPPS       $0x03, Y1, Y1, Y4
 	VBLENDVPS    Y4, Y1, Y8, Y8
-	MOVQ         p4+32(FP), DX
+	MOVQ         s1+32(FP), DX
 	XORQ         SI, SI
-	IMUL3Q       $+1, AX, DI
+	MOVQ         AX, DI
 	ADDQ         DI, SI
 	VBROADCASTSS (DX)(SI*4), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
 
-	// v51 = max(v50, v1) [B=8]
+	// v51 = max(v50, 1)
 	VMAXPS  Y4, Y5, Y4
 	VMOVUPS lgc28<>+0(SB), Y5
 
-	// v56 = div(v55, v51) [B=8]
+	// v56 = div(0.125, v51)
 	VDIVPS Y4, Y5, Y4
 
-	// v57 = where(v0, v56, v2) [B=8 L=128]
+	// v57 = where(mask, v56, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v58 = where(v13, v57, v2) [B=8 L=128]
+	// v58 = where(v13, v57, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y2, Y5
 
-	// v59 = where(v13, v2, v57) [B=8 L=128]
+	// v59 = where(v13, 0, v57)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y3, Y9
 	VBLENDVPS Y9, Y2, Y4, Y3
 
-	// v60 = neg(v59) [B=8 L=128]
+	// v60 = neg(v59)
 	VXORPS lgc2<>+0(SB), Y3, Y4
 
-	// v61 = ne(v59, v2) [B=8 L=128]
+	// v61 = ne(v59, 0)
 	VCMPPS $0x04, Y2, Y3, Y9
 	VANDPS lgc0<>+0(SB), Y9, Y9
 
-	// v62 = mul(v59, v44) [B=8 L=128]
+	// v62 = mul(v59, v44)
 	VMULPS Y8, Y3, Y8
 
-	// v63 = where(v61, v62, v59) [B=8 L=128]
+	// v63 = where(v61, v62, v59)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y8, Y3, Y3
 
-	// v64 = add(v60, v63) [B=8 L=128]
+	// v64 = add(v60, v63)
 	VADDPS Y3, Y4, Y3
 
-	// v65 = ne(v58, v2) [B=8 L=128]
+	// v65 = ne(v58, 0)
 	VCMPPS $0x04, Y2, Y5, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v66 = mul(v58, v41) [B=8 L=128]
+	// v66 = mul(v58, v41)
 	VMULPS Y6, Y5, Y6
 
-	// v67 = where(v65, v66, v58) [B=8 L=128]
+	// v67 = where(v65, v66, v58)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y6, Y5, Y6
 
-	// v68 = mul(v58, v42) [B=8 L=128]
+	// v68 = mul(v58, v42)
 	VMULPS Y7, Y5, Y7
 
-	// v69 = where(v65, v68, v58) [B=8 L=128]
+	// v69 = where(v65, v68, v58)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y7, Y5, Y4
 
-	// v70 = ne(v67, v2) [B=8 L=128]
+	// v70 = ne(v67, 0)
 	VCMPPS  $0x04, Y2, Y6, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 256(SP), Y7
 
-	// v71 = mul(v67, v16) [B=8 L=128]
+	// v71 = mul(v67, v16)
 	VMULPS Y7, Y6, Y8
 
-	// v72 = where(v70, v71, v67) [B=8 L=128]
+	// v72 = where(v70, v71, v67)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y6, Y5
 
-	// v73 = add(v72, v72) [B=8 L=128]
+	// v73 = add(v72, v72)
 	VADDPS Y5, Y5, Y5
 
-	// v74 = ne(v69, v2) [B=8 L=128]
+	// v74 = ne(v69, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 224(SP), Y8
 
-	// v75 = mul(v69, v38) [B=8 L=128]
+	// v75 = mul(v69, v38)
 	VMULPS Y8, Y4, Y8
 
-	// v76 = where(v74, v75, v69) [B=8 L=128]
+	// v76 = where(v74, v75, v69)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v77 = mul(v69, v16) [B=8 L=128]
+	// v77 = mul(v69, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v78 = where(v74, v77, v69) [B=8 L=128]
+	// v78 = where(v74, v77, v69)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v79 = add(v73, v76) [B=8 L=128]
+	// v79 = add(v73, v76)
 	VADDPS Y8, Y5, Y5
 
-	// v80 = ne(v78, v2) [B=8 L=128]
+	// v80 = ne(v78, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 192(SP), Y8
 
-	// v81 = mul(v78, v35) [B=8 L=128]
+	// v81 = mul(v78, v35)
 	VMULPS Y8, Y4, Y8
 
-	// v82 = where(v80, v81, v78) [B=8 L=128]
+	// v82 = where(v80, v81, v78)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v83 = mul(v78, v16) [B=8 L=128]
+	// v83 = mul(v78, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v84 = where(v80, v83, v78) [B=8 L=128]
+	// v84 = where(v80, v83, v78)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v85 = add(v79, v82) [B=8 L=128]
+	// v85 = add(v79, v82)
 	VADDPS Y8, Y5, Y5
 
-	// v86 = ne(v84, v2) [B=8 L=128]
+	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 160(SP), Y8
 
-	// v87 = mul(v84, v32) [B=8 L=128]
+	// v87 = mul(v84, v32)
 	VMULPS Y8, Y4, Y8
 
-	// v88 = where(v86, v87, v84) [B=8 L=128]
+	// v88 = where(v86, v87, v84)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v89 = mul(v84, v16) [B=8 L=128]
+	// v89 = mul(v84, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v90 = where(v86, v89, v84) [B=8 L=128]
+	// v90 = where(v86, v89, v84)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v91 = add(v85, v88) [B=8 L=128]
+	// v91 = add(v85, v88)
 	VADDPS Y8, Y5, Y5
 
-	// v92 = ne(v90, v2) [B=8 L=128]
+	// v92 = ne(v90, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 128(SP), Y8
 
-	// v93 = mul(v90, v29) [B=8 L=128]
+	// v93 = mul(v90, v29)
 	VMULPS Y8, Y4, Y8
 
-	// v94 = where(v92, v93, v90) [B=8 L=128]
+	// v94 = where(v92, v93, v90)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v95 = mul(v90, v16) [B=8 L=128]
+	// v95 = mul(v90, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v96 = where(v92, v95, v90) [B=8 L=128]
+	// v96 = where(v92, v95, v90)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v97 = add(v91, v94) [B=8 L=128]
+	// v97 = add(v91, v94)
 	VADDPS Y8, Y5, Y5
 
-	// v98 = ne(v96, v2) [B=8 L=128]
+	// v98 = ne(v96, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 96(SP), Y8
 
-	// v99 = mul(v96, v26) [B=8 L=128]
+	// v99 = mul(v96, v26)
 	VMULPS Y8, Y4, Y8
 
-	// v100 = where(v98, v99, v96) [B=8 L=128]
+	// v100 = where(v98, v99, v96)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v101 = mul(v96, v16) [B=8 L=128]
+	// v101 = mul(v96, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v102 = where(v98, v101, v96) [B=8 L=128]
+	// v102 = where(v98, v101, v96)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v103 = add(v97, v100) [B=8 L=128]
+	// v103 = add(v97, v100)
 	VADDPS Y8, Y5, Y5
 
-	// v104 = ne(v102, v2) [B=8 L=128]
+	// v104 = ne(v102, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 64(SP), Y8
 
-	// v105 = mul(v102, v23) [B=8 L=128]
+	// v105 = mul(v102, v23)
 	VMULPS Y8, Y4, Y8
 
-	// v106 = where(v104, v105, v102) [B=8 L=128]
+	// v106 = where(v104, v105, v102)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v107 = mul(v102, v16) [B=8 L=128]
+	// v107 = mul(v102, v16)
 	VMULPS Y7, Y4, Y9
 
-	// v108 = where(v104, v107, v102) [B=8 L=128]
+	// v108 = where(v104, v107, v102)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v109 = add(v103, v106) [B=8 L=128]
+	// v109 = add(v103, v106)
 	VADDPS Y8, Y5, Y5
 
-	// v110 = ne(v108, v2) [B=8 L=128]
+	// v110 = ne(v108, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 32(SP), Y8
 
-	// v111 = mul(v108, v20) [B=8 L=128]
+	// v111 = mul(v108, v20)
 	VMULPS Y8, Y4, Y8
 
-	// v112 = where(v110, v111, v108) [B=8 L=128]
+	// v112 = where(v110, v111, v108)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v113 = mul(v108, v16) [B=8 L=128]
+	// v113 = mul(v108, v16)
 	VMULPS Y7, Y4, Y7
 
-	// v114 = where(v110, v113, v108) [B=8 L=128]
+	// v114 = where(v110, v113, v108)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v115 = add(v109, v112) [B=8 L=128]
+	// v115 = add(v109, v112)
 	VADDPS Y8, Y5, Y5
 
-	// v116 = mul(v114, v17) [B=8 L=128]
+	// v116 = mul(v114, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y4, Y4
 
-	// v117 = add(v115, v116) [B=8 L=128]
+	// v117 = add(v115, v116)
 	VADDPS  Y4, Y5, Y4
 	VMOVUPS (SP), Y5
 	VMOVUPS lgc3<>+0(SB), Y6
 
-	// v118 = le(v15, v12) [B=8 L=128]
+	// v118 = le(v15, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v119 = ne(v15, v15) [B=8 L=128]
+	// v119 = ne(v15, v15)
 	VCMPPS $0x04, Y5, Y5, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v120 = max(v118, v119) [B=8 L=128]
+	// v120 = max(v118, v119)
 	VXORPS lgc2<>+0(SB), Y6, Y6
 	VXORPS lgc2<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
@@ -1410,21 +1403,21 @@ blocks_12:
 	VORPS  Y7, Y5, Y5
 	VXORPS lgc2<>+0(SB), Y5, Y5
 
-	// v121 = where(v120, v117, v2) [B=8 L=128]
+	// v121 = where(v120, v117, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y4
 	VMOVUPS   lgc4<>+0(SB), Y5
 
-	// v122 = ge(v10, v14) [B=8 L=128]
+	// v122 = ge(v10, -0.1)
 	VCMPPS $0x1d, Y5, Y1, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v123 = ne(v10, v10) [B=8 L=128]
+	// v123 = ne(v10, v10)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v124 = max(v122, v123) [B=8 L=128]
+	// v124 = max(v122, v123)
 	VXORPS lgc2<>+0(SB), Y5, Y5
 	VXORPS lgc2<>+0(SB), Y1, Y1
 	VMINPS Y5, Y1, Y6
@@ -1432,30 +1425,30 @@ blocks_12:
 	VORPS  Y6, Y1, Y1
 	VXORPS lgc2<>+0(SB), Y1, Y1
 
-	// v125 = where(v124, v121, v2) [B=8 L=128]
+	// v125 = where(v124, v121, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y2, Y1
 
-	// v126 = add(v64, v125) [B=8 L=128]
+	// v126 = add(v64, v125)
 	VADDPS Y1, Y3, Y1
 
-	// v127 = neg(v126) [B=8 L=128]
+	// v127 = neg(v126)
 	VXORPS lgc2<>+0(SB), Y1, Y1
 
-	// v128 = where(v0, v127, v2) [B=8 L=128]
+	// gradLogProb = where(mask, v127, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v128
-	MOVQ    p5+40(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+40(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
 	JL      blocks_12
 	INCQ    AX
-	CMPQ    AX, p6+48(FP)
+	CMPQ    AX, hi+48(FP)
 	JL      outer0_11
 	VZEROUPPER
 	RET
@@ -1470,16 +1463,15 @@ DATA lgc28<>+24(SB)/4, $0x3e000000
 DATA lgc28<>+28(SB)/4, $0x3e000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-// func fbPass3AVX2(p0 *float32, p1 *float32)
+// func fbPass3AVX2(lossDistill *float32, kLToTeacher *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         lossDistill+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v54 = detach(v53) []
-	// store v54
-	MOVQ   p1+8(FP), AX
+	// store klToTeacher
+	MOVQ   kLToTeacher+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1500,7 +1492,6 @@ bulk_13:
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VMOVAPS      lgc19<>+0(SB), Y3

@@ -22,8 +22,21 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(0.1)
+	c14 := float32(-0.1)
+	c17 := float32(2.755732e-07)
+	c18 := float32(2.7557319e-06)
+	c21 := float32(2.4801588e-05)
+	c24 := float32(0.0001984127)
+	c27 := float32(0.0013888889)
+	c30 := float32(0.008333334)
+	c33 := float32(0.041666668)
+	c36 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	for k := range s.acc49 {
 		s.acc49[k] = 0.0
 	}
@@ -32,60 +45,46 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.TeacherLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := v8
-			v10 := v9 - v6
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			teacherLogProb := in.TeacherLogProb[iB*128+iL]
+			v8 := sel(mask, teacherLogProb, zero)
+			v10 := v8 - v6
 			v11 := float32(math.Abs(float64(v10)))
-			v12 := float32(0.1)
-			v13 := b2f(v11 < v12)
-			v14 := float32(-0.1)
-			v15 := max(v10, v14)
-			v16 := min(v15, v12)
-			v17 := float32(2.755732e-07)
-			v18 := float32(2.7557319e-06)
-			v19 := float32(v16 * v17)
-			v20 := v18 + v19
-			v21 := float32(2.4801588e-05)
+			v13 := b2f(v11 < c12)
+			v15 := max(v10, c14)
+			v16 := min(v15, c12)
+			v19 := float32(v16 * c17)
+			v20 := c18 + v19
 			v22 := float32(v16 * v20)
-			v23 := v21 + v22
-			v24 := float32(0.0001984127)
+			v23 := c21 + v22
 			v25 := float32(v16 * v23)
-			v26 := v24 + v25
-			v27 := float32(0.0013888889)
+			v26 := c24 + v25
 			v28 := float32(v16 * v26)
-			v29 := v27 + v28
-			v30 := float32(0.008333334)
+			v29 := c27 + v28
 			v31 := float32(v16 * v29)
-			v32 := v30 + v31
-			v33 := float32(0.041666668)
+			v32 := c30 + v31
 			v34 := float32(v16 * v32)
-			v35 := v33 + v34
-			v36 := float32(0.16666667)
+			v35 := c33 + v34
 			v37 := float32(v16 * v35)
-			v38 := v36 + v37
-			v39 := float32(0.5)
+			v38 := c36 + v37
 			v40 := float32(v16 * v38)
-			v41 := v39 + v40
+			v41 := half + v40
 			v42 := float32(v16 * v16)
 			v43 := float32(v42 * v41)
 			v44 := float32(math.Exp(float64(v10)))
-			v45 := v44 - v1
+			v45 := v44 - one
 			v46 := v45 - v10
-			v47 := sel(v13, v43, v46)
-			v48 := sel(v0, v47, v2)
+			k3 := sel(v13, v43, v46)
+			v48 := sel(mask, k3, zero)
 			s.acc49[iB] += float64(v48)
 			s.acc50[iB] += float64(v3)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	for k := range s.acc49 {
 		s.s0[k] = float32(s.acc49[k])
 	}
@@ -95,24 +94,23 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=8].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc53 := runtime.Mean{}
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v1 := float32(1)
 		v49 := s.s0[iB]
 		v50 := s.s1[iB]
-		v51 := max(v50, v1)
-		v52 := v49 / v51
-		acc53.Add(float64(v52))
+		v51 := max(v50, one)
+		sequenceKL := v49 / v51
+		lossDistill.Add(float64(sequenceKL))
 	}
-	out.LossDistill = float32(acc53.Result())
+	out.LossDistill = float32(lossDistill.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v53 := out.LossDistill
-	v54 := v53
-	out.KLToTeacher = v54
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	lossDistill := out.LossDistill
+	out.KLToTeacher = lossDistill
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -128,9 +126,23 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc49: make([]float64, 8), acc50: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(0.1)
+	c14 := float32(-0.1)
+	c17 := float32(2.755732e-07)
+	c18 := float32(2.7557319e-06)
+	c21 := float32(2.4801588e-05)
+	c24 := float32(0.0001984127)
+	c27 := float32(0.0013888889)
+	c30 := float32(0.008333334)
+	c33 := float32(0.041666668)
+	c36 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	for k := range s.acc49 {
 		s.acc49[k] = 0.0
 	}
@@ -139,60 +151,46 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.TeacherLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := v8
-			v10 := v9 - v6
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			teacherLogProb := in.TeacherLogProb[iB*128+iL]
+			v8 := sel(mask, teacherLogProb, zero)
+			v10 := v8 - v6
 			v11 := float32(math.Abs(float64(v10)))
-			v12 := float32(0.1)
-			v13 := b2f(v11 < v12)
-			v14 := float32(-0.1)
-			v15 := max(v10, v14)
-			v16 := min(v15, v12)
-			v17 := float32(2.755732e-07)
-			v18 := float32(2.7557319e-06)
-			v19 := float32(v16 * v17)
-			v20 := v18 + v19
-			v21 := float32(2.4801588e-05)
+			v13 := b2f(v11 < c12)
+			v15 := max(v10, c14)
+			v16 := min(v15, c12)
+			v19 := float32(v16 * c17)
+			v20 := c18 + v19
 			v22 := float32(v16 * v20)
-			v23 := v21 + v22
-			v24 := float32(0.0001984127)
+			v23 := c21 + v22
 			v25 := float32(v16 * v23)
-			v26 := v24 + v25
-			v27 := float32(0.0013888889)
+			v26 := c24 + v25
 			v28 := float32(v16 * v26)
-			v29 := v27 + v28
-			v30 := float32(0.008333334)
+			v29 := c27 + v28
 			v31 := float32(v16 * v29)
-			v32 := v30 + v31
-			v33 := float32(0.041666668)
+			v32 := c30 + v31
 			v34 := float32(v16 * v32)
-			v35 := v33 + v34
-			v36 := float32(0.16666667)
+			v35 := c33 + v34
 			v37 := float32(v16 * v35)
-			v38 := v36 + v37
-			v39 := float32(0.5)
+			v38 := c36 + v37
 			v40 := float32(v16 * v38)
-			v41 := v39 + v40
+			v41 := half + v40
 			v42 := float32(v16 * v16)
 			v43 := float32(v42 * v41)
 			v44 := float32(math.Exp(float64(v10)))
-			v45 := v44 - v1
+			v45 := v44 - one
 			v46 := v45 - v10
-			v47 := sel(v13, v43, v46)
-			v48 := sel(v0, v47, v2)
+			k3 := sel(v13, v43, v46)
+			v48 := sel(mask, k3, zero)
 			s.acc49[iB] += float64(v48)
 			s.acc50[iB] += float64(v3)
 		}
 	}
-	out.NumValid = float32(acc4)
+	out.NumValid = float32(numValid)
 	for k := range s.acc49 {
 		s.s0[k] = float32(s.acc49[k])
 	}
@@ -202,151 +200,150 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc53 := runtime.Mean{}
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	lossDistill := runtime.Mean{}
 	for iB := 0; iB < 8; iB++ {
-		v1 := float32(1)
 		v49 := s.s0[iB]
 		v50 := s.s1[iB]
-		v51 := max(v50, v1)
-		v52 := v49 / v51
-		acc53.Add(float64(v52))
+		v51 := max(v50, one)
+		sequenceKL := v49 / v51
+		lossDistill.Add(float64(sequenceKL))
 	}
-	out.LossDistill = float32(acc53.Result())
+	out.LossDistill = float32(lossDistill.Result())
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c12 := float32(0.1)
+	c14 := float32(-0.1)
+	c17 := float32(2.755732e-07)
+	c18 := float32(2.7557319e-06)
+	c21 := float32(2.4801588e-05)
+	c24 := float32(0.0001984127)
+	c27 := float32(0.0013888889)
+	c30 := float32(0.008333334)
+	c33 := float32(0.041666668)
+	c36 := float32(0.16666667)
+	half := float32(0.5)
+	c55 := float32(0.125)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.TeacherLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := v8
-			v10 := v9 - v6
+			mask := b2f(in.Mask[iB*128+iL])
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			teacherLogProb := in.TeacherLogProb[iB*128+iL]
+			v8 := sel(mask, teacherLogProb, zero)
+			v10 := v8 - v6
 			v11 := float32(math.Abs(float64(v10)))
-			v12 := float32(0.1)
-			v13 := b2f(v11 < v12)
-			v14 := float32(-0.1)
-			v15 := max(v10, v14)
-			v16 := min(v15, v12)
-			v17 := float32(2.755732e-07)
-			v18 := float32(2.7557319e-06)
-			v19 := float32(v16 * v17)
-			v20 := v18 + v19
-			v21 := float32(2.4801588e-05)
+			v13 := b2f(v11 < c12)
+			v15 := max(v10, c14)
+			v16 := min(v15, c12)
+			v19 := float32(v16 * c17)
+			v20 := c18 + v19
 			v22 := float32(v16 * v20)
-			v23 := v21 + v22
-			v24 := float32(0.0001984127)
+			v23 := c21 + v22
 			v25 := float32(v16 * v23)
-			v26 := v24 + v25
-			v27 := float32(0.0013888889)
+			v26 := c24 + v25
 			v28 := float32(v16 * v26)
-			v29 := v27 + v28
-			v30 := float32(0.008333334)
+			v29 := c27 + v28
 			v31 := float32(v16 * v29)
-			v32 := v30 + v31
-			v33 := float32(0.041666668)
+			v32 := c30 + v31
 			v34 := float32(v16 * v32)
-			v35 := v33 + v34
-			v36 := float32(0.16666667)
+			v35 := c33 + v34
 			v37 := float32(v16 * v35)
-			v38 := v36 + v37
-			v39 := float32(0.5)
+			v38 := c36 + v37
 			v40 := float32(v16 * v38)
-			v41 := v39 + v40
+			v41 := half + v40
 			v42 := float32(v16 * v16)
 			v44 := float32(math.Exp(float64(v10)))
 			v50 := s.s1[iB]
-			v51 := max(v50, v1)
-			v55 := float32(0.125)
-			v56 := v55 / v51
-			v57 := sel(v0, v56, v2)
-			v58 := sel(v13, v57, v2)
-			v59 := sel(v13, v2, v57)
+			v51 := max(v50, one)
+			v56 := c55 / v51
+			v57 := sel(mask, v56, zero)
+			v58 := sel(v13, v57, zero)
+			v59 := sel(v13, zero, v57)
 			v60 := -v59
-			v61 := b2f(v59 != v2)
+			v61 := b2f(v59 != zero)
 			v62 := float32(v59 * v44)
 			v63 := sel(v61, v62, v59)
 			v64 := v60 + v63
-			v65 := b2f(v58 != v2)
+			v65 := b2f(v58 != zero)
 			v66 := float32(v58 * v41)
 			v67 := sel(v65, v66, v58)
 			v68 := float32(v58 * v42)
 			v69 := sel(v65, v68, v58)
-			v70 := b2f(v67 != v2)
+			v70 := b2f(v67 != zero)
 			v71 := float32(v67 * v16)
 			v72 := sel(v70, v71, v67)
 			v73 := v72 + v72
-			v74 := b2f(v69 != v2)
+			v74 := b2f(v69 != zero)
 			v75 := float32(v69 * v38)
 			v76 := sel(v74, v75, v69)
 			v77 := float32(v69 * v16)
 			v78 := sel(v74, v77, v69)
 			v79 := v73 + v76
-			v80 := b2f(v78 != v2)
+			v80 := b2f(v78 != zero)
 			v81 := float32(v78 * v35)
 			v82 := sel(v80, v81, v78)
 			v83 := float32(v78 * v16)
 			v84 := sel(v80, v83, v78)
 			v85 := v79 + v82
-			v86 := b2f(v84 != v2)
+			v86 := b2f(v84 != zero)
 			v87 := float32(v84 * v32)
 			v88 := sel(v86, v87, v84)
 			v89 := float32(v84 * v16)
 			v90 := sel(v86, v89, v84)
 			v91 := v85 + v88
-			v92 := b2f(v90 != v2)
+			v92 := b2f(v90 != zero)
 			v93 := float32(v90 * v29)
 			v94 := sel(v92, v93, v90)
 			v95 := float32(v90 * v16)
 			v96 := sel(v92, v95, v90)
 			v97 := v91 + v94
-			v98 := b2f(v96 != v2)
+			v98 := b2f(v96 != zero)
 			v99 := float32(v96 * v26)
 			v100 := sel(v98, v99, v96)
 			v101 := float32(v96 * v16)
 			v102 := sel(v98, v101, v96)
 			v103 := v97 + v100
-			v104 := b2f(v102 != v2)
+			v104 := b2f(v102 != zero)
 			v105 := float32(v102 * v23)
 			v106 := sel(v104, v105, v102)
 			v107 := float32(v102 * v16)
 			v108 := sel(v104, v107, v102)
 			v109 := v103 + v106
-			v110 := b2f(v108 != v2)
+			v110 := b2f(v108 != zero)
 			v111 := float32(v108 * v20)
 			v112 := sel(v110, v111, v108)
 			v113 := float32(v108 * v16)
 			v114 := sel(v110, v113, v108)
 			v115 := v109 + v112
-			v116 := float32(v114 * v17)
+			v116 := float32(v114 * c17)
 			v117 := v115 + v116
-			v118 := b2f(v15 <= v12)
+			v118 := b2f(v15 <= c12)
 			v119 := b2f(v15 != v15)
 			v120 := max(v118, v119)
-			v121 := sel(v120, v117, v2)
-			v122 := b2f(v10 >= v14)
+			v121 := sel(v120, v117, zero)
+			v122 := b2f(v10 >= c14)
 			v123 := b2f(v10 != v10)
 			v124 := max(v122, v123)
-			v125 := sel(v124, v121, v2)
+			v125 := sel(v124, v121, zero)
 			v126 := v64 + v125
 			v127 := -v126
-			v128 := sel(v0, v127, v2)
-			g.LogProb[iB*128+iL] = v128
+			gradLogProb := sel(mask, v127, zero)
+			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v53 := out.LossDistill
-	v54 := v53
-	out.KLToTeacher = v54
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	lossDistill := out.LossDistill
+	out.KLToTeacher = lossDistill
 }
 
 // b2f is a comparison or flag as 0 or 1.

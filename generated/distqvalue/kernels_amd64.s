@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func pass0AVX2(actionValue *float32, const2 *float32, expectedActionValue *float32, outActionValue *float32, state *float64, action *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $384-48
 	MOVQ $+8, CX
@@ -20,13 +20,13 @@ inner_A_2:
 	XORQ    BX, BX
 
 inner_K_3:
-	MOVQ       p0+0(FP), SI
+	MOVQ       actionValue+0(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+44, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+4, BX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, DX, R8
+	MOVQ       DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -34,12 +34,11 @@ inner_K_3:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
-	// v1 = exp(v0) [B=129 K=11 A=4]
+	// v1 = exp(actionValue)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -63,13 +62,13 @@ inner_K_3:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p1+8(FP), SI
+	MOVQ         const2+8(FP), SI
 	XORQ         DI, DI
-	IMUL3Q       $+1, BX, R8
+	MOVQ         BX, R8
 	ADDQ         R8, DI
 	VBROADCASTSS (SI)(DI*4), Y0
 
-	// v3 = mul(v1, v2) [B=129 K=11 A=4]
+	// v3 = mul(v1, c2)
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
@@ -84,7 +83,7 @@ inner_K_3:
 	CMPQ         BX, $+11
 	JL           inner_K_3
 
-	// finish v4
+	// finish expectedActionValue
 	VMOVUPD     (SP), Y0
 	VMOVUPD     32(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -92,12 +91,12 @@ inner_K_3:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// store v4
-	MOVQ    p2+16(FP), BX
+	// store expectedActionValue
+	MOVQ    expectedActionValue+16(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+4, AX, DI
 	ADDQ    DI, SI
-	IMUL3Q  $+1, DX, DI
+	MOVQ    DX, DI
 	ADDQ    DI, SI
 	VMOVUPS Y0, 64(SP)
 	MOVL    64(SP), DI
@@ -133,13 +132,13 @@ inner_A_4:
 	XORQ    BX, BX
 
 inner_K_5:
-	MOVQ       p0+0(FP), SI
+	MOVQ       actionValue+0(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+44, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+4, BX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, DX, R8
+	MOVQ       DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -147,12 +146,11 @@ inner_K_5:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
-	// v1 = exp(v0) [B=129 K=11 A=4]
+	// v1 = exp(actionValue)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -176,13 +174,13 @@ inner_K_5:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p1+8(FP), SI
+	MOVQ         const2+8(FP), SI
 	XORQ         DI, DI
-	IMUL3Q       $+1, BX, R8
+	MOVQ         BX, R8
 	ADDQ         R8, DI
 	VBROADCASTSS (SI)(DI*4), Y0
 
-	// v3 = mul(v1, v2) [B=129 K=11 A=4]
+	// v3 = mul(v1, c2)
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
@@ -197,7 +195,7 @@ inner_K_5:
 	CMPQ         BX, $+11
 	JL           inner_K_5
 
-	// finish v4
+	// finish expectedActionValue
 	VMOVUPD     (SP), Y0
 	VMOVUPD     32(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -205,7 +203,7 @@ inner_K_5:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// argmax(v4) over [A]
+	// argmax(expectedActionValue) over [A]
 	VMOVUPS      96(SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
@@ -222,7 +220,6 @@ inner_K_5:
 	VCVTSI2SDQ   BX, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVAPD      Y2, Y2
 	VMOVUPD      160(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
 	VMOVUPD      Y4, 160(SP)
@@ -233,7 +230,7 @@ inner_K_5:
 	CMPQ         DX, $+4
 	JL           inner_A_4
 
-	// finish v5
+	// finish action
 	VMOVUPD     160(SP), Y0
 	VMOVUPD     192(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -247,13 +244,13 @@ inner_K_6:
 	XORQ BX, BX
 
 inner_A_7:
-	MOVQ       p0+0(FP), SI
+	MOVQ       actionValue+0(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+44, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+4, DX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -261,8 +258,8 @@ inner_A_7:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
-	// store v0
-	MOVQ    p3+24(FP), SI
+	// store actionValue
+	MOVQ    outActionValue+24(FP), SI
 	VMOVUPS Y0, 256(SP)
 	MOVL    256(SP), R8
 	MOVL    R8, (SI)(DI*4)
@@ -282,12 +279,12 @@ inner_A_7:
 	MOVL    R8, 1232(SI)(DI*4)
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v7 = gt(v0, v6) [B=129 K=11 A=4]
+	// v7 = gt(actionValue, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc15<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
-	MOVQ    p4+32(FP), SI
+	MOVQ    state+32(FP), SI
 	VADDPS  256(SI), Y0, Y0
 	VMOVUPS Y0, 256(SI)
 	INCQ    BX
@@ -298,14 +295,14 @@ inner_A_7:
 	JL      inner_K_6
 	VMOVUPS 224(SP), Y0
 
-	// store v5
-	MOVQ         p5+40(FP), DX
+	// store action
+	MOVQ         action+40(FP), DX
 	XORQ         BX, BX
 	ADDQ         AX, BX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_8
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -335,12 +332,12 @@ inner_A_9:
 	XORQ    CX, CX
 
 inner_K_10:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionValue+0(FP), DX
 	XORQ       BX, BX
 	ADDQ       $+5632, BX
 	IMUL3Q     $+4, CX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, AX, SI
+	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -348,12 +345,11 @@ inner_K_10:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
-	// v1 = exp(v0) [B=129 K=11 A=4]
+	// v1 = exp(actionValue)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -377,13 +373,13 @@ inner_K_10:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p1+8(FP), DX
+	MOVQ         const2+8(FP), DX
 	XORQ         BX, BX
-	IMUL3Q       $+1, CX, SI
+	MOVQ         CX, SI
 	ADDQ         SI, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = mul(v1, v2) [B=129 K=11 A=4]
+	// v3 = mul(v1, c2)
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
@@ -403,7 +399,7 @@ inner_K_10:
 	CMPQ         CX, $+11
 	JL           inner_K_10
 
-	// finish v4
+	// finish expectedActionValue
 	VMOVUPD     (SP), Y0
 	VMOVUPD     32(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -411,11 +407,11 @@ inner_K_10:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// store v4
-	MOVQ    p2+16(FP), CX
+	// store expectedActionValue
+	MOVQ    expectedActionValue+16(FP), CX
 	XORQ    DX, DX
 	ADDQ    $+512, DX
-	IMUL3Q  $+1, AX, BX
+	MOVQ    AX, BX
 	ADDQ    BX, DX
 	VMOVUPS Y0, 288(SP)
 	MOVL    288(SP), BX
@@ -437,12 +433,12 @@ inner_A_11:
 	XORQ    CX, CX
 
 inner_K_12:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionValue+0(FP), DX
 	XORQ       BX, BX
 	ADDQ       $+5632, BX
 	IMUL3Q     $+4, CX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, AX, SI
+	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -450,12 +446,11 @@ inner_K_12:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
-	// v1 = exp(v0) [B=129 K=11 A=4]
+	// v1 = exp(actionValue)
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3
@@ -479,13 +474,13 @@ inner_K_12:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p1+8(FP), DX
+	MOVQ         const2+8(FP), DX
 	XORQ         BX, BX
-	IMUL3Q       $+1, CX, SI
+	MOVQ         CX, SI
 	ADDQ         SI, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = mul(v1, v2) [B=129 K=11 A=4]
+	// v3 = mul(v1, c2)
 	VMULPS Y0, Y3, Y0
 
 	// sum(v3) over [K]
@@ -505,7 +500,7 @@ inner_K_12:
 	CMPQ         CX, $+11
 	JL           inner_K_12
 
-	// finish v4
+	// finish expectedActionValue
 	VMOVUPD     (SP), Y0
 	VMOVUPD     32(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -513,7 +508,7 @@ inner_K_12:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// argmax(v4) over [A]
+	// argmax(expectedActionValue) over [A]
 	VMOVUPS      lgc21<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
@@ -536,7 +531,6 @@ inner_K_12:
 	VCVTSI2SDQ   CX, X4, X4
 	VBROADCASTSD X4, Y4
 	VMOVAPD      Y4, Y5
-	VMOVAPD      Y4, Y4
 	VMOVUPD      160(SP), Y6
 	VBLENDVPD    Y0, Y5, Y6, Y6
 	VMOVUPD      160(SP), Y0
@@ -551,7 +545,7 @@ inner_K_12:
 	CMPQ         AX, $+4
 	JL           inner_A_11
 
-	// finish v5
+	// finish action
 	VMOVUPD     160(SP), Y0
 	VMOVUPD     192(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -565,12 +559,12 @@ inner_K_13:
 	XORQ CX, CX
 
 inner_A_14:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionValue+0(FP), DX
 	XORQ       BX, BX
 	ADDQ       $+5632, BX
 	IMUL3Q     $+4, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -578,14 +572,14 @@ inner_A_14:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
-	// store v0
-	MOVQ    p3+24(FP), DX
+	// store actionValue
+	MOVQ    outActionValue+24(FP), DX
 	VMOVUPS Y0, 352(SP)
 	MOVL    352(SP), SI
 	MOVL    SI, (DX)(BX*4)
 	VMOVUPS lgc3<>+0(SB), Y1
 
-	// v7 = gt(v0, v6) [B=129 K=11 A=4]
+	// v7 = gt(actionValue, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc15<>+0(SB), Y0, Y0
 
@@ -595,7 +589,7 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y0, Y0
-	MOVQ         p4+32(FP), DX
+	MOVQ         state+32(FP), DX
 	VADDPS       256(DX), Y0, Y0
 	VMOVUPS      Y0, 256(DX)
 	INCQ         CX
@@ -606,13 +600,13 @@ inner_A_14:
 	JL           inner_K_13
 	VMOVUPS      320(SP), Y0
 
-	// store v5
-	MOVQ         p5+40(FP), AX
+	// store action
+	MOVQ         action+40(FP), AX
 	XORQ         CX, CX
 	ADDQ         $+128, CX
 	VMOVUPS      lgc21<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -862,7 +856,6 @@ bulk_15:
 	VMINPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       lgc6<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VMOVAPS      lgc9<>+0(SB), Y3

@@ -67,55 +67,76 @@ const (
 	Gamma = 0.9
 	// Lmbda is TDLambdaEstimator's lmbda: the TD(λ) λ (TorchRL's spelling).
 	Lmbda = 0.8
-	// AverageRewards is TDLambdaEstimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TDLambdaEstimator's average_rewards: standardise the reward first: (R −
+	// mean R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
 	// LossFunction is DQNLoss's loss_function: the distance between Q(s, a) and the TD target.
 	LossFunction = "smooth_l1"
-	// DelayValue is DQNLoss's delay_value: whether a target network gives the next values (false: the current net, detached; the same math, the input is then its values).
+	// DelayValue is DQNLoss's delay_value: whether a target network gives the next values (false:
+	// the current net, detached; the same math, the input is then its values).
 	DelayValue = true
-	// ActionSpace is DQNLoss's action_space: how the stored action selects Q(s, a) and the next action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the next values counts k times, TorchRL's QValueModule).
+	// ActionSpace is DQNLoss's action_space: how the stored action selects Q(s, a) and the next
+	// action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the
+	// next values counts k times, TorchRL's QValueModule).
 	ActionSpace = "one_hot"
-	// ActionDim is DQNLoss's action_dim: the dim of the discrete actions, declared after the batch dims (action values are [..., A]).
+	// ActionDim is DQNLoss's action_dim: the dim of the discrete actions, declared after the batch
+	// dims (action values are [..., A]).
 	ActionDim = "A"
 	// Reduction is DQNLoss's reduction: how the loss outputs are reduced.
 	Reduction = "mean"
-	// DoubleDqn is DQNLoss's double_dqn: Double DQN: the current net's next values (keys.next_action_value_online) choose the next action, the target net's value it.
+	// DoubleDqn is DQNLoss's double_dqn: Double DQN: the current net's next values
+	// (keys.next_action_value_online) choose the next action, the target net's value it.
 	DoubleDqn = true
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// Mask is "mask" [N, T]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [N, T]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
-	// ActionValue is "action_value" [N, T, A]: the current Q-network's action values on the observation [*batch, A] (TorchRL key action_value).
+	// ActionValue is "action_value" [N, T, A]: the current Q-network's action values on the
+	// observation [*batch, A] (TorchRL key action_value).
 	ActionValue []float64
-	// NextActionValue is "next.action_value" [N, T, A]: the target Q-network's action values on the next observation [*batch, A] (TorchRL computes them with target_value_network_params on (next, action_value)): no gradient.
+	// NextActionValue is "next.action_value" [N, T, A]: the target Q-network's action values on the
+	// next observation [*batch, A] (TorchRL computes them with target_value_network_params on
+	// (next, action_value)): no gradient.
 	NextActionValue []float64
-	// NextActionValueOnline is "next.action_value_online" [N, T, A]: double DQN: the current Q-network's action values on the next observation [*batch, A], which choose the next action (TorchRL: value_network_params.data, detached).
+	// NextActionValueOnline is "next.action_value_online" [N, T, A]: double DQN: the current
+	// Q-network's action values on the next observation [*batch, A], which choose the next action
+	// (TorchRL: value_network_params.data, detached).
 	NextActionValueOnline []float64
 	// Action is "action" [N, T, A]: the stored action: a one-hot vector of flags [*batch, A].
 	Action []bool
 	// NextReward is "next.reward" [N, T]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float64
-	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion.
+	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key
+	// (next, done)); cuts the recursion.
 	NextDone []bool
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source: torchrl/objectives/dqn.py DQNLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
+	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// torchrl/objectives/dqn.py DQNLoss.
 	NumValid float64
-	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
+	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TDLambdaEstimator.
 	Advantage []float64
-	// ValueTarget is "value_target" [N, T]: value target: the TD(λ) return (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
+	// ValueTarget is "value_target" [N, T]: value target: the TD(λ) return (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
 	ValueTarget []float64
-	// Loss is "loss" scalar: smooth_l1(Q(s, a), y), y the TD target, reduced by reduction (mean) (TorchRL key loss). Source: torchrl/objectives/dqn.py DQNLoss.
+	// Loss is "loss" scalar: smooth_l1(Q(s, a), y), y the TD target, reduced by reduction (mean)
+	// (TorchRL key loss). Source: torchrl/objectives/dqn.py DQNLoss.
 	Loss float64
-	// TDError is "td_error" [N, T]: the replay priority (Q(s, a) − y)², detached (TorchRL key td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]). Source: torchrl/objectives/dqn.py DQNLoss.
+	// TDError is "td_error" [N, T]: the replay priority (Q(s, a) − y)², detached (TorchRL key
+	// td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]). Source:
+	// torchrl/objectives/dqn.py DQNLoss.
 	TDError []float64
 }
 
@@ -123,7 +144,10 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// ActionValue is ∂(Σ loss_*)/∂action_value [N, T, A] (grad.action_value), the sum of: loss: ℓ'(Q(s, a) − y)·s at the stored action only (the gathered entry, or action_a for one_hot), ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §13.1; torchrl/objectives/dqn.py DQNLoss.forward).
+	// ActionValue is ∂(Σ loss_*)/∂action_value [N, T, A] (grad.action_value), the sum of: loss:
+	// ℓ'(Q(s, a) − y)·s at the stored action only (the gathered entry, or action_a for one_hot), ℓ'
+	// = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §13.1; torchrl/objectives/dqn.py DQNLoss.forward).
 	ActionValue []float64
 }
 

@@ -4,30 +4,35 @@
 
 package doubledqn
 
-// pass0AVX2 is pass 0 (reverse scan along T over [N=8 T=32]) on 4 float64 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (reverse scan along T over [N=8 T=32]) on 4 float64 lanes; see pass0Go for
+// the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *bool, p7 *float64, p8 *bool, p9 *bool, p10 *float64, p11 *float64, p12 *float64, p13 int)
+func pass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 
-// pass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see pass1Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float64, p1 *float64, p2 *float64)
+func pass1AVX2(numValid *float64, s0 *float64, loss *float64)
 
-// fbPass0AVX2 is pass 0 (reverse scan along T over [N=8 T=32]) on 4 float64 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (reverse scan along T over [N=8 T=32]) on 4 float64 lanes; see fbPass0Go
+// for the same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *bool, p7 *float64, p8 *bool, p9 *bool, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop in Go.
+// fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop
+// in Go.
 //
 //go:noescape
-func fbPass1AVX2(p0 *float64, p1 *float64, p2 *float64)
+func fbPass1AVX2(numValid *float64, s1 *float64, loss *float64)
 
-// fbPass2AVX2 is pass 2 (elementwise over [N=8 T=32]) on 4 float64 lanes; see fbPass2Go for the same loop in Go.
+// fbPass2AVX2 is pass 2 (elementwise over [N=8 T=32]) on 4 float64 lanes; see fbPass2Go for the
+// same loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(p0 int, p1 *bool, p2 *float64, p3 *bool, p4 *float64, p5 *float64, p6 *float64, p7 int)
+func fbPass2AVX2(lo int, mask *bool, actionValue *float64, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *bool, p7 *float64, p8 *bool, p9 *bool, p10 *float64, p11 *float64, p12 *float64, p13 int)
+// func pass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $232-112
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPD lgc0<>+0(SB), Y0
 	MOVQ    $+28, CX
 
 blocks_2:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+32, AX, SI
 	ADDQ      SI, BX
@@ -24,13 +24,13 @@ blocks_2:
 	VMOVUPD   lgc1<>+0(SB), Y2
 	VMOVUPD   lgc0<>+0(SB), Y3
 
-	// v3 = where(v0, v1, v2) [N=8 T=32]
+	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    p2+16(FP), DX
+	MOVQ    state+16(FP), DX
 	VADDPD  64(DX), Y1, Y1
 	VMOVUPD Y1, 64(DX)
 	VMOVUPD lgc2<>+0(SB), Y1
@@ -38,16 +38,16 @@ blocks_2:
 	XORQ    SI, SI
 
 inner_A_3:
-	MOVQ       p1+8(FP), DI
+	MOVQ       mask+8(FP), DI
 	VPMOVZXBD  (DI)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	MOVQ       p3+24(FP), DI
+	MOVQ       nextActionValueOnline+24(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+160, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+5, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
+	MOVQ       SI, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y3
@@ -56,7 +56,7 @@ inner_A_3:
 	VGATHERDPD Y4, (DI)(X3*8), Y2
 	VMOVUPD    lgc0<>+0(SB), Y3
 
-	// v10 = where(v0, v9, v2) [N=8 T=32 A=5]
+	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
@@ -84,16 +84,16 @@ inner_A_3:
 	XORQ    SI, SI
 
 inner_A_4:
-	MOVQ       p1+8(FP), DI
+	MOVQ       mask+8(FP), DI
 	VPMOVZXBD  (DI)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	MOVQ       p4+32(FP), DI
+	MOVQ       actionValue+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+160, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+5, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
+	MOVQ       SI, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y3
@@ -102,45 +102,45 @@ inner_A_4:
 	VGATHERDPD Y4, (DI)(X3*8), Y2
 	VMOVUPD    lgc0<>+0(SB), Y3
 
-	// v6 = where(v0, v5, v2) [N=8 T=32 A=5]
+	// v6 = where(mask, actionValue, 0)
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VCMPPD     $0x04, Y4, Y1, Y4
 	VBLENDVPD  Y4, Y2, Y3, Y2
-	MOVQ       p5+40(FP), DI
+	MOVQ       nextActionValue+40(FP), DI
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y5
 	VMOVUPD    lgc4<>+0(SB), Y6
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VGATHERDPD Y6, (DI)(X5*8), Y4
 
-	// v8 = where(v0, v7, v2) [N=8 T=32 A=5]
+	// v8 = where(mask, nextActionValue, 0)
 	VMOVUPD    lgc0<>+0(SB), Y5
 	VCMPPD     $0x04, Y5, Y1, Y5
 	VBLENDVPD  Y5, Y4, Y3, Y4
-	MOVQ       p3+24(FP), DI
+	MOVQ       nextActionValueOnline+24(FP), DI
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y6
 	VMOVUPD    lgc4<>+0(SB), Y7
 	VMOVUPD    lgc0<>+0(SB), Y5
 	VGATHERDPD Y7, (DI)(X6*8), Y5
 
-	// v10 = where(v0, v9, v2) [N=8 T=32 A=5]
+	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 	VMOVUPD   192(SP), Y3
 
-	// v12 = eq(v10, v11) [N=8 T=32 A=5]
+	// v12 = eq(v10, v11)
 	VCMPPD $0x00, Y3, Y1, Y1
 	VANDPD lgc1<>+0(SB), Y1, Y1
 
-	// v13 = mul(v8, v12) [N=8 T=32 A=5]
+	// v13 = mul(v8, v12)
 	VMULPD Y1, Y4, Y1
 
 	// sum(v13) over [A]
 	VADDPD    64(SP), Y1, Y1
 	VMOVUPD   Y1, 64(SP)
-	MOVQ      p6+48(FP), DI
+	MOVQ      action+48(FP), DI
 	MOVQ      $+0, 224(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 224(SP)
@@ -153,7 +153,7 @@ inner_A_4:
 	VPMOVZXBD 224(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v16 = mul(v6, v15) [N=8 T=32 A=5]
+	// v16 = mul(v6, action)
 	VMULPD Y1, Y2, Y1
 
 	// sum(v16) over [A]
@@ -163,19 +163,19 @@ inner_A_4:
 	CMPQ    SI, $+5
 	JL      inner_A_4
 
-	// finish v14
+	// finish nextChosenActionValue
 	VMOVUPD 64(SP), Y1
 
-	// finish v17
+	// finish predValIndex
 	VMOVUPD   128(SP), Y2
-	MOVQ      p1+8(FP), SI
+	MOVQ      mask+8(FP), SI
 	VPMOVZXBD (SI)(BX*1), X3
 	VCVTDQ2PD X3, Y3
-	MOVQ      p7+56(FP), SI
+	MOVQ      nextReward+56(FP), SI
 	VMOVUPD   (SI)(BX*8), Y4
 	VMOVUPD   lgc0<>+0(SB), Y5
 
-	// v19 = where(v0, v18, v2) [N=8 T=32]
+	// v19 = where(mask, nextReward, 0)
 	VMOVUPD      lgc0<>+0(SB), Y6
 	VCMPPD       $0x04, Y6, Y3, Y6
 	VBLENDVPD    Y6, Y4, Y5, Y4
@@ -188,14 +188,14 @@ inner_A_4:
 	VPSUBD       lgc6<>+0(SB), Y6, Y6
 	VCVTDQ2PD    X6, Y6
 
-	// v23 = eq(v22, v2) [T=32]
+	// v23 = eq(v22, 0)
 	VCMPPD    $0x00, Y5, Y6, Y6
 	VANDPD    lgc1<>+0(SB), Y6, Y6
-	MOVQ      p8+64(FP), SI
+	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
-	// v24 = max(v21, v23) [N=8 T=32]
+	// v24 = max(nextDone, v23)
 	VXORPD lgc5<>+0(SB), Y7, Y7
 	VXORPD lgc5<>+0(SB), Y6, Y6
 	VMINPD Y7, Y6, Y8
@@ -203,50 +203,49 @@ inner_A_4:
 	VORPD  Y8, Y6, Y6
 	VXORPD lgc5<>+0(SB), Y6, Y6
 
-	// v25 = where(v0, v17, v2) [N=8 T=32]
+	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y2, Y5, Y2
 
-	// v26 = where(v0, v14, v2) [N=8 T=32]
+	// v26 = where(mask, nextChosenActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y1, Y5, Y1
 	VMOVUPD   lgc1<>+0(SB), Y7
-	MOVQ      p9+72(FP), SI
+	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
 	VCVTDQ2PD X8, Y8
 
-	// v27 = sub(v1, v20) [N=8 T=32]
+	// v27 = sub(1, nextTerminated)
 	VSUBPD Y8, Y7, Y8
 
-	// v28 = mul(v26, v27) [N=8 T=32]  # next_value_bootstrap
+	// nextValueBootstrap = mul(v26, v27)
 	VMULPD Y8, Y1, Y1
 
-	// v29 = sub(v1, v24) [N=8 T=32]
+	// v29 = sub(1, v24)
 	VSUBPD Y6, Y7, Y6
 
-	// v31 = mul(v30, v29) [N=8 T=32]  # tdl_a
+	// tdlA = mul(0.7200000000000001, v29)
 	VMULPD lgc7<>+0(SB), Y6, Y8
 
-	// v33 = mul(v32, v28) [N=8 T=32]
+	// v33 = mul(0.9, nextValueBootstrap)
 	VMULPD lgc8<>+0(SB), Y1, Y1
 
-	// v35 = mul(v34, v29) [N=8 T=32]
+	// v35 = mul(0.8, v29)
 	VMULPD lgc9<>+0(SB), Y6, Y6
 
-	// v36 = sub(v1, v35) [N=8 T=32]
+	// v36 = sub(1, v35)
 	VSUBPD Y6, Y7, Y6
 
-	// v37 = mul(v33, v36) [N=8 T=32]
+	// v37 = mul(v33, v36)
 	VMULPD Y6, Y1, Y1
 
-	// v38 = add(v19, v37) [N=8 T=32]  # tdl_b
+	// tdlB = add(v19, v37)
 	VADDPD Y1, Y4, Y1
 
-	// v39 = scan(v38, v31) over T reverse [N=8 T=32]  # td_lambda_return
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y8, Y4
-	VMOVUPD     Y1, Y1
 	VANDPD      lgc10<>+0(SB), Y1, Y6
 	VCMPPD      $0x12, lgc11<>+0(SB), Y6, Y6
 	VANDPD      lgc10<>+0(SB), Y4, Y8
@@ -269,42 +268,40 @@ inner_A_4:
 	VFMADD231PD Y4, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
-	// v40 = sub(v39, v25) [N=8 T=32]
+	// v40 = sub(tdLambdaReturn, v25)
 	VSUBPD Y2, Y1, Y4
 
-	// v41 = detach(v40) [N=8 T=32]
-	// v42 = detach(v39) [N=8 T=32]  # td_lambda_return
-	// v43 = where(v0, v42, v2) [N=8 T=32]
+	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y3, Y6
 	VBLENDVPD Y6, Y1, Y5, Y6
 
-	// v44 = sub(v25, v43) [N=8 T=32]
+	// diff = sub(v25, v43)
 	VSUBPD Y6, Y2, Y2
 
-	// v45 = abs(v44) [N=8 T=32]
+	// absDiff = abs(diff)
 	VMOVUPD lgc5<>+0(SB), Y6
 	VANDNPD Y2, Y6, Y6
 
-	// v47 = lt(v45, v1) [N=8 T=32]
+	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
 	VANDPD lgc1<>+0(SB), Y7, Y7
 
-	// v48 = mul(v46, v45) [N=8 T=32]
+	// v48 = mul(0.5, absDiff)
 	VMULPD lgc12<>+0(SB), Y6, Y8
 
-	// v49 = mul(v48, v45) [N=8 T=32]
+	// v49 = mul(v48, absDiff)
 	VMULPD Y6, Y8, Y8
 
-	// v50 = sub(v45, v46) [N=8 T=32]
+	// v50 = sub(absDiff, 0.5)
 	VSUBPD lgc12<>+0(SB), Y6, Y6
 
-	// v51 = where(v47, v49, v50) [N=8 T=32]
+	// smoothL1 = where(v47, v49, v50)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y7, Y9
 	VBLENDVPD Y9, Y8, Y6, Y6
 
-	// v52 = where(v0, v51, v2) [N=8 T=32]
+	// v52 = where(mask, smoothL1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y6, Y5, Y6
@@ -313,30 +310,29 @@ inner_A_4:
 	VADDPD  256(DX), Y6, Y6
 	VMOVUPD Y6, 256(DX)
 
-	// v56 = mul(v44, v44) [N=8 T=32]
+	// v56 = mul(diff, diff)
 	VMULPD Y2, Y2, Y2
 
-	// v57 = detach(v56) [N=8 T=32]
-	// v58 = where(v0, v57, v2) [N=8 T=32]
+	// tdError = where(mask, v56, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y3, Y6
 	VBLENDVPD Y6, Y2, Y5, Y2
 
-	// store v41
-	MOVQ    p10+80(FP), DX
+	// store advantage
+	MOVQ    advantage+80(FP), DX
 	VMOVUPD Y4, (DX)(BX*8)
 
-	// store v42
-	MOVQ    p11+88(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 
-	// store v58
-	MOVQ    p12+96(FP), DX
+	// store tdError
+	MOVQ    tDError+96(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, p13+104(FP)
+	CMPQ    AX, hi+104(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
@@ -427,39 +423,39 @@ DATA lgc12<>+16(SB)/8, $0x3fe0000000000000
 DATA lgc12<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64)
+// func pass1AVX2(numValid *float64, s0 *float64, loss *float64)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 	VMOVUPD      lgc1<>+0(SB), Y1
 
-	// v54 = max(v4, v1) []
+	// v54 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v55 = div(v53, v54) []
+	// loss = div(v53, v54)
 	VDIVPD Y0, Y1, Y0
 
-	// store v55
-	MOVQ   p2+16(FP), AX
+	// store loss
+	MOVQ   loss+16(FP), AX
 	VMOVSD X0, (AX)(CX*8)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *bool, p7 *float64, p8 *bool, p9 *bool, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 int)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $232-120
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_5:
 	VMOVUPD lgc0<>+0(SB), Y0
 	MOVQ    $+28, CX
 
 blocks_6:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+32, AX, SI
 	ADDQ      SI, BX
@@ -469,13 +465,13 @@ blocks_6:
 	VMOVUPD   lgc1<>+0(SB), Y2
 	VMOVUPD   lgc0<>+0(SB), Y3
 
-	// v3 = where(v0, v1, v2) [N=8 T=32]
+	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    p2+16(FP), DX
+	MOVQ    state+16(FP), DX
 	VADDPD  64(DX), Y1, Y1
 	VMOVUPD Y1, 64(DX)
 	VMOVUPD lgc2<>+0(SB), Y1
@@ -483,16 +479,16 @@ blocks_6:
 	XORQ    SI, SI
 
 inner_A_7:
-	MOVQ       p1+8(FP), DI
+	MOVQ       mask+8(FP), DI
 	VPMOVZXBD  (DI)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	MOVQ       p3+24(FP), DI
+	MOVQ       nextActionValueOnline+24(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+160, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+5, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
+	MOVQ       SI, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y3
@@ -501,7 +497,7 @@ inner_A_7:
 	VGATHERDPD Y4, (DI)(X3*8), Y2
 	VMOVUPD    lgc0<>+0(SB), Y3
 
-	// v10 = where(v0, v9, v2) [N=8 T=32 A=5]
+	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y2, Y3, Y1
@@ -529,16 +525,16 @@ inner_A_7:
 	XORQ    SI, SI
 
 inner_A_8:
-	MOVQ       p1+8(FP), DI
+	MOVQ       mask+8(FP), DI
 	VPMOVZXBD  (DI)(BX*1), X1
 	VCVTDQ2PD  X1, Y1
-	MOVQ       p4+32(FP), DI
+	MOVQ       actionValue+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+160, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+5, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
+	MOVQ       SI, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y3
@@ -547,45 +543,45 @@ inner_A_8:
 	VGATHERDPD Y4, (DI)(X3*8), Y2
 	VMOVUPD    lgc0<>+0(SB), Y3
 
-	// v6 = where(v0, v5, v2) [N=8 T=32 A=5]
+	// v6 = where(mask, actionValue, 0)
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VCMPPD     $0x04, Y4, Y1, Y4
 	VBLENDVPD  Y4, Y2, Y3, Y2
-	MOVQ       p5+40(FP), DI
+	MOVQ       nextActionValue+40(FP), DI
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y5
 	VMOVUPD    lgc4<>+0(SB), Y6
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VGATHERDPD Y6, (DI)(X5*8), Y4
 
-	// v8 = where(v0, v7, v2) [N=8 T=32 A=5]
+	// v8 = where(mask, nextActionValue, 0)
 	VMOVUPD    lgc0<>+0(SB), Y5
 	VCMPPD     $0x04, Y5, Y1, Y5
 	VBLENDVPD  Y5, Y4, Y3, Y4
-	MOVQ       p3+24(FP), DI
+	MOVQ       nextActionValueOnline+24(FP), DI
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc3<>+0(SB), Y6
 	VMOVUPD    lgc4<>+0(SB), Y7
 	VMOVUPD    lgc0<>+0(SB), Y5
 	VGATHERDPD Y7, (DI)(X6*8), Y5
 
-	// v10 = where(v0, v9, v2) [N=8 T=32 A=5]
+	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 	VMOVUPD   192(SP), Y3
 
-	// v12 = eq(v10, v11) [N=8 T=32 A=5]
+	// v12 = eq(v10, v11)
 	VCMPPD $0x00, Y3, Y1, Y1
 	VANDPD lgc1<>+0(SB), Y1, Y1
 
-	// v13 = mul(v8, v12) [N=8 T=32 A=5]
+	// v13 = mul(v8, v12)
 	VMULPD Y1, Y4, Y1
 
 	// sum(v13) over [A]
 	VADDPD    64(SP), Y1, Y1
 	VMOVUPD   Y1, 64(SP)
-	MOVQ      p6+48(FP), DI
+	MOVQ      action+48(FP), DI
 	MOVQ      $+0, 224(SP)
 	MOVB      (DI)(R8*1), R9
 	MOVB      R9, 224(SP)
@@ -598,7 +594,7 @@ inner_A_8:
 	VPMOVZXBD 224(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v16 = mul(v6, v15) [N=8 T=32 A=5]
+	// v16 = mul(v6, action)
 	VMULPD Y1, Y2, Y1
 
 	// sum(v16) over [A]
@@ -608,19 +604,19 @@ inner_A_8:
 	CMPQ    SI, $+5
 	JL      inner_A_8
 
-	// finish v14
+	// finish nextChosenActionValue
 	VMOVUPD 64(SP), Y1
 
-	// finish v17
+	// finish predValIndex
 	VMOVUPD   128(SP), Y2
-	MOVQ      p1+8(FP), SI
+	MOVQ      mask+8(FP), SI
 	VPMOVZXBD (SI)(BX*1), X3
 	VCVTDQ2PD X3, Y3
-	MOVQ      p7+56(FP), SI
+	MOVQ      nextReward+56(FP), SI
 	VMOVUPD   (SI)(BX*8), Y4
 	VMOVUPD   lgc0<>+0(SB), Y5
 
-	// v19 = where(v0, v18, v2) [N=8 T=32]
+	// v19 = where(mask, nextReward, 0)
 	VMOVUPD      lgc0<>+0(SB), Y6
 	VCMPPD       $0x04, Y6, Y3, Y6
 	VBLENDVPD    Y6, Y4, Y5, Y4
@@ -633,14 +629,14 @@ inner_A_8:
 	VPSUBD       lgc6<>+0(SB), Y6, Y6
 	VCVTDQ2PD    X6, Y6
 
-	// v23 = eq(v22, v2) [T=32]
+	// v23 = eq(v22, 0)
 	VCMPPD    $0x00, Y5, Y6, Y6
 	VANDPD    lgc1<>+0(SB), Y6, Y6
-	MOVQ      p8+64(FP), SI
+	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
-	// v24 = max(v21, v23) [N=8 T=32]
+	// v24 = max(nextDone, v23)
 	VXORPD lgc5<>+0(SB), Y7, Y7
 	VXORPD lgc5<>+0(SB), Y6, Y6
 	VMINPD Y7, Y6, Y8
@@ -648,50 +644,49 @@ inner_A_8:
 	VORPD  Y8, Y6, Y6
 	VXORPD lgc5<>+0(SB), Y6, Y6
 
-	// v25 = where(v0, v17, v2) [N=8 T=32]
+	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y2, Y5, Y2
 
-	// v26 = where(v0, v14, v2) [N=8 T=32]
+	// v26 = where(mask, nextChosenActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y1, Y5, Y1
 	VMOVUPD   lgc1<>+0(SB), Y7
-	MOVQ      p9+72(FP), SI
+	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
 	VCVTDQ2PD X8, Y8
 
-	// v27 = sub(v1, v20) [N=8 T=32]
+	// v27 = sub(1, nextTerminated)
 	VSUBPD Y8, Y7, Y8
 
-	// v28 = mul(v26, v27) [N=8 T=32]  # next_value_bootstrap
+	// nextValueBootstrap = mul(v26, v27)
 	VMULPD Y8, Y1, Y1
 
-	// v29 = sub(v1, v24) [N=8 T=32]
+	// v29 = sub(1, v24)
 	VSUBPD Y6, Y7, Y6
 
-	// v31 = mul(v30, v29) [N=8 T=32]  # tdl_a
+	// tdlA = mul(0.7200000000000001, v29)
 	VMULPD lgc7<>+0(SB), Y6, Y8
 
-	// v33 = mul(v32, v28) [N=8 T=32]
+	// v33 = mul(0.9, nextValueBootstrap)
 	VMULPD lgc8<>+0(SB), Y1, Y1
 
-	// v35 = mul(v34, v29) [N=8 T=32]
+	// v35 = mul(0.8, v29)
 	VMULPD lgc9<>+0(SB), Y6, Y6
 
-	// v36 = sub(v1, v35) [N=8 T=32]
+	// v36 = sub(1, v35)
 	VSUBPD Y6, Y7, Y6
 
-	// v37 = mul(v33, v36) [N=8 T=32]
+	// v37 = mul(v33, v36)
 	VMULPD Y6, Y1, Y1
 
-	// v38 = add(v19, v37) [N=8 T=32]  # tdl_b
+	// tdlB = add(v19, v37)
 	VADDPD Y1, Y4, Y1
 
-	// v39 = scan(v38, v31) over T reverse [N=8 T=32]  # td_lambda_return
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y8, Y4
-	VMOVUPD     Y1, Y1
 	VANDPD      lgc10<>+0(SB), Y1, Y6
 	VCMPPD      $0x12, lgc11<>+0(SB), Y6, Y6
 	VANDPD      lgc10<>+0(SB), Y4, Y8
@@ -714,42 +709,40 @@ inner_A_8:
 	VFMADD231PD Y4, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
 
-	// v40 = sub(v39, v25) [N=8 T=32]
+	// v40 = sub(tdLambdaReturn, v25)
 	VSUBPD Y2, Y1, Y4
 
-	// v41 = detach(v40) [N=8 T=32]
-	// v42 = detach(v39) [N=8 T=32]  # td_lambda_return
-	// v43 = where(v0, v42, v2) [N=8 T=32]
+	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y3, Y6
 	VBLENDVPD Y6, Y1, Y5, Y6
 
-	// v44 = sub(v25, v43) [N=8 T=32]
+	// diff = sub(v25, v43)
 	VSUBPD Y6, Y2, Y2
 
-	// v45 = abs(v44) [N=8 T=32]
+	// absDiff = abs(diff)
 	VMOVUPD lgc5<>+0(SB), Y6
 	VANDNPD Y2, Y6, Y6
 
-	// v47 = lt(v45, v1) [N=8 T=32]
+	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
 	VANDPD lgc1<>+0(SB), Y7, Y7
 
-	// v48 = mul(v46, v45) [N=8 T=32]
+	// v48 = mul(0.5, absDiff)
 	VMULPD lgc12<>+0(SB), Y6, Y8
 
-	// v49 = mul(v48, v45) [N=8 T=32]
+	// v49 = mul(v48, absDiff)
 	VMULPD Y6, Y8, Y8
 
-	// v50 = sub(v45, v46) [N=8 T=32]
+	// v50 = sub(absDiff, 0.5)
 	VSUBPD lgc12<>+0(SB), Y6, Y6
 
-	// v51 = where(v47, v49, v50) [N=8 T=32]
+	// smoothL1 = where(v47, v49, v50)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y7, Y9
 	VBLENDVPD Y9, Y8, Y6, Y6
 
-	// v52 = where(v0, v51, v2) [N=8 T=32]
+	// v52 = where(mask, smoothL1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y6, Y5, Y6
@@ -758,64 +751,63 @@ inner_A_8:
 	VADDPD  256(DX), Y6, Y6
 	VMOVUPD Y6, 256(DX)
 
-	// v56 = mul(v44, v44) [N=8 T=32]
+	// v56 = mul(diff, diff)
 	VMULPD Y2, Y2, Y2
 
-	// v57 = detach(v56) [N=8 T=32]
-	// v58 = where(v0, v57, v2) [N=8 T=32]
+	// tdError = where(mask, v56, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y3, Y6
 	VBLENDVPD Y6, Y2, Y5, Y2
 
-	// store v39
-	MOVQ    p10+80(FP), DX
+	// store tdLambdaReturn
+	MOVQ    s0+80(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 
-	// store v41
-	MOVQ    p11+88(FP), DX
+	// store advantage
+	MOVQ    advantage+88(FP), DX
 	VMOVUPD Y4, (DX)(BX*8)
 
-	// store v42
-	MOVQ    p12+96(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+96(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 
-	// store v58
-	MOVQ    p13+104(FP), DX
+	// store tdError
+	MOVQ    tDError+104(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_6
 	INCQ    AX
-	CMPQ    AX, p14+112(FP)
+	CMPQ    AX, hi+112(FP)
 	JL      outer0_5
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float64, p1 *float64, p2 *float64)
+// func fbPass1AVX2(numValid *float64, s1 *float64, loss *float64)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 	VMOVUPD      lgc1<>+0(SB), Y1
 
-	// v54 = max(v4, v1) []
+	// v54 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s1+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v55 = div(v53, v54) []
+	// loss = div(v53, v54)
 	VDIVPD Y0, Y1, Y0
 
-	// store v55
-	MOVQ   p2+16(FP), AX
+	// store loss
+	MOVQ   loss+16(FP), AX
 	VMOVSD X0, (AX)(CX*8)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *bool, p2 *float64, p3 *bool, p4 *float64, p5 *float64, p6 *float64, p7 int)
+// func fbPass2AVX2(lo int, mask *bool, actionValue *float64, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
 // Requires: AVX, AVX2
 TEXT ·fbPass2AVX2(SB), $144-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_9:
 	XORQ CX, CX
@@ -826,20 +818,20 @@ blocks_10:
 	XORQ    DX, DX
 
 inner_A_11:
-	MOVQ       p1+8(FP), BX
+	MOVQ       mask+8(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+32, AX, DI
 	ADDQ       DI, SI
 	ADDQ       CX, SI
 	VPMOVZXBD  (BX)(SI*1), X0
 	VCVTDQ2PD  X0, Y0
-	MOVQ       p2+16(FP), BX
+	MOVQ       actionValue+16(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+160, AX, DI
 	ADDQ       DI, SI
 	IMUL3Q     $+5, CX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc3<>+0(SB), Y2
@@ -848,11 +840,11 @@ inner_A_11:
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 	VMOVUPD    lgc0<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [N=8 T=32 A=5]
+	// v6 = where(mask, actionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y0, Y3
 	VBLENDVPD Y3, Y1, Y2, Y0
-	MOVQ      p3+24(FP), BX
+	MOVQ      action+24(FP), BX
 	MOVQ      $+0, 64(SP)
 	MOVB      (BX)(SI*1), DI
 	MOVB      DI, 64(SP)
@@ -865,7 +857,7 @@ inner_A_11:
 	VPMOVZXBD 64(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v16 = mul(v6, v15) [N=8 T=32 A=5]
+	// v16 = mul(v6, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v16) over [A]
@@ -875,9 +867,9 @@ inner_A_11:
 	CMPQ    DX, $+5
 	JL      inner_A_11
 
-	// finish v17
+	// finish predValIndex
 	VMOVUPD   (SP), Y0
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+32, AX, SI
 	ADDQ      SI, BX
@@ -886,122 +878,121 @@ inner_A_11:
 	VCVTDQ2PD X1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 
-	// v25 = where(v0, v17, v2) [N=8 T=32]
+	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
-	MOVQ      p4+32(FP), DX
+	MOVQ      s0+32(FP), DX
 	VMOVUPD   (DX)(BX*8), Y3
 
-	// v42 = detach(v39) [N=8 T=32]  # td_lambda_return
-	// v43 = where(v0, v42, v2) [N=8 T=32]
+	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
 	VBLENDVPD Y4, Y3, Y2, Y3
 
-	// v44 = sub(v25, v43) [N=8 T=32]
+	// diff = sub(v25, v43)
 	VSUBPD Y3, Y0, Y0
 
-	// v45 = abs(v44) [N=8 T=32]
+	// absDiff = abs(diff)
 	VMOVUPD lgc5<>+0(SB), Y3
 	VANDNPD Y0, Y3, Y3
 	VMOVUPD lgc1<>+0(SB), Y4
 
-	// v47 = lt(v45, v1) [N=8 T=32]
+	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y4, Y3, Y5
 	VANDPD lgc1<>+0(SB), Y5, Y5
 
-	// v48 = mul(v46, v45) [N=8 T=32]
+	// v48 = mul(0.5, absDiff)
 	VMULPD       lgc12<>+0(SB), Y3, Y6
-	MOVQ         p5+40(FP), DX
+	MOVQ         numValid+40(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSD (DX)(SI*8), Y7
 
-	// v54 = max(v4, v1) []
+	// v54 = max(numValid, 1)
 	VMAXPD Y7, Y4, Y7
 
-	// v59 = div(v1, v54) []
+	// v59 = div(1, v54)
 	VDIVPD Y7, Y4, Y7
 
-	// v61 = where(v0, v59, v2) [N=8 T=32]
+	// v61 = where(mask, v59, 0)
 	VMOVUPD   lgc0<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y1, Y8
 	VBLENDVPD Y8, Y7, Y2, Y7
 
-	// v62 = where(v47, v61, v2) [N=8 T=32]
+	// v62 = where(v47, v61, 0)
 	VMOVUPD   lgc0<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y5, Y8
 	VBLENDVPD Y8, Y7, Y2, Y8
 
-	// v63 = where(v47, v2, v61) [N=8 T=32]
+	// v63 = where(v47, 0, v61)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y5, Y9
 	VBLENDVPD Y9, Y2, Y7, Y5
 
-	// v64 = ne(v62, v2) [N=8 T=32]
+	// v64 = ne(v62, 0)
 	VCMPPD $0x04, Y2, Y8, Y7
 	VANDPD lgc1<>+0(SB), Y7, Y7
 
-	// v65 = mul(v62, v45) [N=8 T=32]
+	// v65 = mul(v62, absDiff)
 	VMULPD Y3, Y8, Y3
 
-	// v66 = where(v64, v65, v62) [N=8 T=32]
+	// v66 = where(v64, v65, v62)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y7, Y9
 	VBLENDVPD Y9, Y3, Y8, Y3
 
-	// v67 = mul(v62, v48) [N=8 T=32]
+	// v67 = mul(v62, v48)
 	VMULPD Y6, Y8, Y6
 
-	// v68 = where(v64, v67, v62) [N=8 T=32]
+	// v68 = where(v64, v67, v62)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y7, Y9
 	VBLENDVPD Y9, Y6, Y8, Y6
 
-	// v69 = add(v63, v68) [N=8 T=32]
+	// v69 = add(v63, v68)
 	VADDPD Y6, Y5, Y5
 
-	// v70 = mul(v66, v46) [N=8 T=32]
+	// v70 = mul(v66, 0.5)
 	VMULPD lgc12<>+0(SB), Y3, Y3
 
-	// v71 = add(v69, v70) [N=8 T=32]
+	// v71 = add(v69, v70)
 	VADDPD Y3, Y5, Y3
 
-	// v72 = gt(v44, v2) [N=8 T=32]
+	// v72 = gt(diff, 0)
 	VCMPPD $0x1e, Y2, Y0, Y5
 	VANDPD lgc1<>+0(SB), Y5, Y5
 
-	// v73 = lt(v44, v2) [N=8 T=32]
+	// v73 = lt(diff, 0)
 	VCMPPD $0x11, Y2, Y0, Y6
 	VANDPD lgc1<>+0(SB), Y6, Y6
 
-	// v74 = mul(v44, v2) [N=8 T=32]
+	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
 	VMOVUPD lgc13<>+0(SB), Y7
 
-	// v75 = where(v73, v60, v74) [N=8 T=32]
+	// v75 = where(v73, -1, v74)
 	VMOVUPD   lgc0<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y6, Y8
 	VBLENDVPD Y8, Y7, Y0, Y0
 
-	// v76 = where(v72, v1, v75) [N=8 T=32]
+	// v76 = where(v72, 1, v75)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y5, Y6
 	VBLENDVPD Y6, Y4, Y0, Y0
 
-	// v77 = ne(v71, v2) [N=8 T=32]
+	// v77 = ne(v71, 0)
 	VCMPPD $0x04, Y2, Y3, Y4
 	VANDPD lgc1<>+0(SB), Y4, Y4
 
-	// v78 = mul(v71, v76) [N=8 T=32]
+	// v78 = mul(v71, v76)
 	VMULPD Y0, Y3, Y0
 
-	// v79 = where(v77, v78, v71) [N=8 T=32]
+	// v79 = where(v77, v78, v71)
 	VMOVUPD   lgc0<>+0(SB), Y5
 	VCMPPD    $0x04, Y5, Y4, Y5
 	VBLENDVPD Y5, Y0, Y3, Y0
 
-	// v80 = where(v0, v79, v2) [N=8 T=32]
+	// v80 = where(mask, v79, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
@@ -1010,13 +1001,13 @@ inner_A_11:
 
 inner_A_12:
 	VMOVUPD   72(SP), Y0
-	MOVQ      p3+24(FP), SI
+	MOVQ      action+24(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+160, AX, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+5, CX, R8
 	ADDQ      R8, DI
-	IMUL3Q    $+1, DX, R8
+	MOVQ      DX, R8
 	ADDQ      R8, DI
 	MOVQ      $+0, 104(SP)
 	MOVB      (SI)(DI*1), R8
@@ -1030,20 +1021,20 @@ inner_A_12:
 	VPMOVZXBD 104(SP), X1
 	VCVTDQ2PD X1, Y1
 
-	// v81 = mul(v80, v15) [N=8 T=32 A=5]
+	// v81 = mul(v80, action)
 	VMULPD    Y1, Y0, Y0
-	MOVQ      p1+8(FP), SI
+	MOVQ      mask+8(FP), SI
 	VPMOVZXBD (SI)(BX*1), X1
 	VCVTDQ2PD X1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 
-	// v82 = where(v0, v81, v2) [N=8 T=32 A=5]
+	// gradActionValue = where(mask, v81, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
 
-	// store v82
-	MOVQ    p6+48(FP), SI
+	// store gradActionValue
+	MOVQ    gradActionValue+48(FP), SI
 	VMOVUPD Y0, 112(SP)
 	MOVQ    112(SP), R8
 	MOVQ    R8, (SI)(DI*8)
@@ -1060,7 +1051,7 @@ inner_A_12:
 	CMPQ    CX, $+32
 	JL      blocks_10
 	INCQ    AX
-	CMPQ    AX, p7+56(FP)
+	CMPQ    AX, hi+56(FP)
 	JL      outer0_9
 	VZEROUPPER
 	RET
@@ -1087,7 +1078,6 @@ bulk_13:
 	VMINPD       lgc15<>+0(SB), Y1, Y1
 	VMULPD       lgc16<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc18<>+0(SB), Y2, Y1
 	VMOVAPD      lgc19<>+0(SB), Y3

@@ -11,271 +11,267 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float64 // v53 = sum(v52) over N,T []
+	s0 float64 // v53 = sum(v52) over N,T
 }
 
 var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=8 T=32].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=8 T=32].
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float64(1)
+	zero := float64(0)
+	c30 := float64(0.7200000000000001)
+	c32 := float64(0.9)
+	c34 := float64(0.8)
+	half := float64(0.5)
+	numValid := 0.0
 	acc53 := 0.0
 	for iN := 0; iN < 8; iN++ {
-		carry39 := float64(0)
+		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
-			v0 := b2f(in.Mask[iN*32+iT])
-			v1 := float64(1)
-			v2 := float64(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += v3
+			mask := b2f(in.Mask[iN*32+iT])
+			v3 := sel(mask, one, zero)
+			numValid += v3
 			acc11 := math.Inf(-1)
 			for iA := 0; iA < 5; iA++ {
-				v9 := in.NextActionValueOnline[iN*160+iT*5+iA]
-				v10 := sel(v0, v9, v2)
+				nextActionValueOnline := in.NextActionValueOnline[iN*160+iT*5+iA]
+				v10 := sel(mask, nextActionValueOnline, zero)
 				acc11 = runtime.Max(acc11, v10)
 			}
 			v11 := acc11
-			acc14 := 0.0
-			acc17 := 0.0
+			nextChosenActionValueAcc := 0.0
+			predValIndexAcc := 0.0
 			for iA := 0; iA < 5; iA++ {
-				v5 := in.ActionValue[iN*160+iT*5+iA]
-				v6 := sel(v0, v5, v2)
-				v7 := in.NextActionValue[iN*160+iT*5+iA]
-				v8 := sel(v0, v7, v2)
-				v9 := in.NextActionValueOnline[iN*160+iT*5+iA]
-				v10 := sel(v0, v9, v2)
+				actionValue := in.ActionValue[iN*160+iT*5+iA]
+				v6 := sel(mask, actionValue, zero)
+				nextActionValue := in.NextActionValue[iN*160+iT*5+iA]
+				v8 := sel(mask, nextActionValue, zero)
+				nextActionValueOnline := in.NextActionValueOnline[iN*160+iT*5+iA]
+				v10 := sel(mask, nextActionValueOnline, zero)
 				v12 := b2f(v10 == v11)
 				v13 := float64(v8 * v12)
-				acc14 += v13
-				v15 := b2f(in.Action[iN*160+iT*5+iA])
-				v16 := float64(v6 * v15)
-				acc17 += v16
+				nextChosenActionValueAcc += v13
+				action := b2f(in.Action[iN*160+iT*5+iA])
+				v16 := float64(v6 * action)
+				predValIndexAcc += v16
 			}
-			v14 := acc14
-			v17 := acc17
-			v18 := in.NextReward[iN*32+iT]
-			v19 := sel(v0, v18, v2)
-			v20 := b2f(in.NextTerminated[iN*32+iT])
-			v21 := b2f(in.NextDone[iN*32+iT])
+			nextChosenActionValue := nextChosenActionValueAcc
+			predValIndex := predValIndexAcc
+			nextReward := in.NextReward[iN*32+iT]
+			v19 := sel(mask, nextReward, zero)
+			nextTerminated := b2f(in.NextTerminated[iN*32+iT])
+			nextDone := b2f(in.NextDone[iN*32+iT])
 			v22 := float64(31 - (iT))
-			v23 := b2f(v22 == v2)
-			v24 := max(v21, v23)
-			v25 := sel(v0, v17, v2)
-			v26 := sel(v0, v14, v2)
-			v27 := v1 - v20
-			v28 := float64(v26 * v27)
-			v29 := v1 - v24
-			v30 := float64(0.7200000000000001)
-			v31 := float64(v30 * v29)
-			v32 := float64(0.9)
-			v33 := float64(v32 * v28)
-			v34 := float64(0.8)
-			v35 := float64(v34 * v29)
-			v36 := v1 - v35
+			v23 := b2f(v22 == zero)
+			v24 := max(nextDone, v23)
+			v25 := sel(mask, predValIndex, zero)
+			v26 := sel(mask, nextChosenActionValue, zero)
+			v27 := one - nextTerminated
+			nextValueBootstrap := float64(v26 * v27)
+			v29 := one - v24
+			tdlA := float64(c30 * v29)
+			v33 := float64(c32 * nextValueBootstrap)
+			v35 := float64(c34 * v29)
+			v36 := one - v35
 			v37 := float64(v33 * v36)
-			v38 := v19 + v37
-			v39 := v38 + float64(carry39*v31)
-			carry39 = v39
-			v40 := v39 - v25
-			v41 := v40
-			out.Advantage[iN*32+iT] = v41
-			v42 := v39
-			out.ValueTarget[iN*32+iT] = v42
-			v43 := sel(v0, v42, v2)
-			v44 := v25 - v43
-			v45 := math.Abs(v44)
-			v46 := float64(0.5)
-			v47 := b2f(v45 < v1)
-			v48 := float64(v46 * v45)
-			v49 := float64(v48 * v45)
-			v50 := v45 - v46
-			v51 := sel(v47, v49, v50)
-			v52 := sel(v0, v51, v2)
+			tdlB := v19 + v37
+			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
+			tdLambdaReturnCarry = tdLambdaReturn
+			v40 := tdLambdaReturn - v25
+			out.Advantage[iN*32+iT] = v40
+			out.ValueTarget[iN*32+iT] = tdLambdaReturn
+			v43 := sel(mask, tdLambdaReturn, zero)
+			diff := v25 - v43
+			absDiff := math.Abs(diff)
+			v47 := b2f(absDiff < one)
+			v48 := float64(half * absDiff)
+			v49 := float64(v48 * absDiff)
+			v50 := absDiff - half
+			smoothL1 := sel(v47, v49, v50)
+			v52 := sel(mask, smoothL1, zero)
 			acc53 += v52
-			v56 := float64(v44 * v44)
-			v57 := v56
-			v58 := sel(v0, v57, v2)
-			out.TDError[iN*32+iT] = v58
+			v56 := float64(diff * diff)
+			tdError := sel(mask, v56, zero)
+			out.TDError[iN*32+iT] = tdError
 		}
 	}
-	out.NumValid = acc4
+	out.NumValid = numValid
 	s.s0 = acc53
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float64(1)
-	v4 := out.NumValid
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float64(1)
+	numValid := out.NumValid
 	v53 := s.s0
-	v54 := max(v4, v1)
-	v55 := v53 / v54
-	out.Loss = v55
+	v54 := max(numValid, one)
+	loss := v53 / v54
+	out.Loss = loss
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 []float64 // v39 = scan(v38, v31) over T reverse [N=8 T=32]  # td_lambda_return
-	s1 float64   // v53 = sum(v52) over N,T []
+	s0 []float64 // tdLambdaReturn = scan(tdlB, tdlA) over T reverse [N=8 T=32]
+	s1 float64   // v53 = sum(v52) over N,T
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float64, 256)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=8 T=32].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=8 T=32].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float64(1)
+	zero := float64(0)
+	c30 := float64(0.7200000000000001)
+	c32 := float64(0.9)
+	c34 := float64(0.8)
+	half := float64(0.5)
+	numValid := 0.0
 	acc53 := 0.0
 	for iN := 0; iN < 8; iN++ {
-		carry39 := float64(0)
+		tdLambdaReturnCarry := float64(0)
 		for iT := 31; iT >= 0; iT-- {
-			v0 := b2f(in.Mask[iN*32+iT])
-			v1 := float64(1)
-			v2 := float64(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += v3
+			mask := b2f(in.Mask[iN*32+iT])
+			v3 := sel(mask, one, zero)
+			numValid += v3
 			acc11 := math.Inf(-1)
 			for iA := 0; iA < 5; iA++ {
-				v9 := in.NextActionValueOnline[iN*160+iT*5+iA]
-				v10 := sel(v0, v9, v2)
+				nextActionValueOnline := in.NextActionValueOnline[iN*160+iT*5+iA]
+				v10 := sel(mask, nextActionValueOnline, zero)
 				acc11 = runtime.Max(acc11, v10)
 			}
 			v11 := acc11
-			acc14 := 0.0
-			acc17 := 0.0
+			nextChosenActionValueAcc := 0.0
+			predValIndexAcc := 0.0
 			for iA := 0; iA < 5; iA++ {
-				v5 := in.ActionValue[iN*160+iT*5+iA]
-				v6 := sel(v0, v5, v2)
-				v7 := in.NextActionValue[iN*160+iT*5+iA]
-				v8 := sel(v0, v7, v2)
-				v9 := in.NextActionValueOnline[iN*160+iT*5+iA]
-				v10 := sel(v0, v9, v2)
+				actionValue := in.ActionValue[iN*160+iT*5+iA]
+				v6 := sel(mask, actionValue, zero)
+				nextActionValue := in.NextActionValue[iN*160+iT*5+iA]
+				v8 := sel(mask, nextActionValue, zero)
+				nextActionValueOnline := in.NextActionValueOnline[iN*160+iT*5+iA]
+				v10 := sel(mask, nextActionValueOnline, zero)
 				v12 := b2f(v10 == v11)
 				v13 := float64(v8 * v12)
-				acc14 += v13
-				v15 := b2f(in.Action[iN*160+iT*5+iA])
-				v16 := float64(v6 * v15)
-				acc17 += v16
+				nextChosenActionValueAcc += v13
+				action := b2f(in.Action[iN*160+iT*5+iA])
+				v16 := float64(v6 * action)
+				predValIndexAcc += v16
 			}
-			v14 := acc14
-			v17 := acc17
-			v18 := in.NextReward[iN*32+iT]
-			v19 := sel(v0, v18, v2)
-			v20 := b2f(in.NextTerminated[iN*32+iT])
-			v21 := b2f(in.NextDone[iN*32+iT])
+			nextChosenActionValue := nextChosenActionValueAcc
+			predValIndex := predValIndexAcc
+			nextReward := in.NextReward[iN*32+iT]
+			v19 := sel(mask, nextReward, zero)
+			nextTerminated := b2f(in.NextTerminated[iN*32+iT])
+			nextDone := b2f(in.NextDone[iN*32+iT])
 			v22 := float64(31 - (iT))
-			v23 := b2f(v22 == v2)
-			v24 := max(v21, v23)
-			v25 := sel(v0, v17, v2)
-			v26 := sel(v0, v14, v2)
-			v27 := v1 - v20
-			v28 := float64(v26 * v27)
-			v29 := v1 - v24
-			v30 := float64(0.7200000000000001)
-			v31 := float64(v30 * v29)
-			v32 := float64(0.9)
-			v33 := float64(v32 * v28)
-			v34 := float64(0.8)
-			v35 := float64(v34 * v29)
-			v36 := v1 - v35
+			v23 := b2f(v22 == zero)
+			v24 := max(nextDone, v23)
+			v25 := sel(mask, predValIndex, zero)
+			v26 := sel(mask, nextChosenActionValue, zero)
+			v27 := one - nextTerminated
+			nextValueBootstrap := float64(v26 * v27)
+			v29 := one - v24
+			tdlA := float64(c30 * v29)
+			v33 := float64(c32 * nextValueBootstrap)
+			v35 := float64(c34 * v29)
+			v36 := one - v35
 			v37 := float64(v33 * v36)
-			v38 := v19 + v37
-			v39 := v38 + float64(carry39*v31)
-			carry39 = v39
-			s.s0[iN*32+iT] = v39
-			v40 := v39 - v25
-			v41 := v40
-			out.Advantage[iN*32+iT] = v41
-			v42 := v39
-			out.ValueTarget[iN*32+iT] = v42
-			v43 := sel(v0, v42, v2)
-			v44 := v25 - v43
-			v45 := math.Abs(v44)
-			v46 := float64(0.5)
-			v47 := b2f(v45 < v1)
-			v48 := float64(v46 * v45)
-			v49 := float64(v48 * v45)
-			v50 := v45 - v46
-			v51 := sel(v47, v49, v50)
-			v52 := sel(v0, v51, v2)
+			tdlB := v19 + v37
+			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
+			tdLambdaReturnCarry = tdLambdaReturn
+			s.s0[iN*32+iT] = tdLambdaReturn
+			v40 := tdLambdaReturn - v25
+			out.Advantage[iN*32+iT] = v40
+			out.ValueTarget[iN*32+iT] = tdLambdaReturn
+			v43 := sel(mask, tdLambdaReturn, zero)
+			diff := v25 - v43
+			absDiff := math.Abs(diff)
+			v47 := b2f(absDiff < one)
+			v48 := float64(half * absDiff)
+			v49 := float64(v48 * absDiff)
+			v50 := absDiff - half
+			smoothL1 := sel(v47, v49, v50)
+			v52 := sel(mask, smoothL1, zero)
 			acc53 += v52
-			v56 := float64(v44 * v44)
-			v57 := v56
-			v58 := sel(v0, v57, v2)
-			out.TDError[iN*32+iT] = v58
+			v56 := float64(diff * diff)
+			tdError := sel(mask, v56, zero)
+			out.TDError[iN*32+iT] = tdError
 		}
 	}
-	out.NumValid = acc4
+	out.NumValid = numValid
 	s.s1 = acc53
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float64(1)
-	v4 := out.NumValid
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float64(1)
+	numValid := out.NumValid
 	v53 := s.s1
-	v54 := max(v4, v1)
-	v55 := v53 / v54
-	out.Loss = v55
+	v54 := max(numValid, one)
+	loss := v53 / v54
+	out.Loss = loss
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8 T=32].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=8
+// T=32].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float64(1)
+	zero := float64(0)
+	half := float64(0.5)
+	minusOne := float64(-1)
 	for iN := 0; iN < 8; iN++ {
 		for iT := 0; iT < 32; iT++ {
-			v0 := b2f(in.Mask[iN*32+iT])
-			v1 := float64(1)
-			v2 := float64(0)
-			v4 := out.NumValid
-			acc17 := 0.0
+			mask := b2f(in.Mask[iN*32+iT])
+			numValid := out.NumValid
+			predValIndexAcc := 0.0
 			for iA := 0; iA < 5; iA++ {
-				v5 := in.ActionValue[iN*160+iT*5+iA]
-				v6 := sel(v0, v5, v2)
-				v15 := b2f(in.Action[iN*160+iT*5+iA])
-				v16 := float64(v6 * v15)
-				acc17 += v16
+				actionValue := in.ActionValue[iN*160+iT*5+iA]
+				v6 := sel(mask, actionValue, zero)
+				action := b2f(in.Action[iN*160+iT*5+iA])
+				v16 := float64(v6 * action)
+				predValIndexAcc += v16
 			}
-			v17 := acc17
-			v25 := sel(v0, v17, v2)
-			v39 := s.s0[iN*32+iT]
-			v42 := v39
-			v43 := sel(v0, v42, v2)
-			v44 := v25 - v43
-			v45 := math.Abs(v44)
-			v46 := float64(0.5)
-			v47 := b2f(v45 < v1)
-			v48 := float64(v46 * v45)
-			v54 := max(v4, v1)
-			v59 := v1 / v54
-			v60 := float64(-1)
-			v61 := sel(v0, v59, v2)
-			v62 := sel(v47, v61, v2)
-			v63 := sel(v47, v2, v61)
-			v64 := b2f(v62 != v2)
-			v65 := float64(v62 * v45)
+			predValIndex := predValIndexAcc
+			v25 := sel(mask, predValIndex, zero)
+			tdLambdaReturn := s.s0[iN*32+iT]
+			v43 := sel(mask, tdLambdaReturn, zero)
+			diff := v25 - v43
+			absDiff := math.Abs(diff)
+			v47 := b2f(absDiff < one)
+			v48 := float64(half * absDiff)
+			v54 := max(numValid, one)
+			v59 := one / v54
+			v61 := sel(mask, v59, zero)
+			v62 := sel(v47, v61, zero)
+			v63 := sel(v47, zero, v61)
+			v64 := b2f(v62 != zero)
+			v65 := float64(v62 * absDiff)
 			v66 := sel(v64, v65, v62)
 			v67 := float64(v62 * v48)
 			v68 := sel(v64, v67, v62)
 			v69 := v63 + v68
-			v70 := float64(v66 * v46)
+			v70 := float64(v66 * half)
 			v71 := v69 + v70
-			v72 := b2f(v44 > v2)
-			v73 := b2f(v44 < v2)
-			v74 := float64(v44 * v2)
-			v75 := sel(v73, v60, v74)
-			v76 := sel(v72, v1, v75)
-			v77 := b2f(v71 != v2)
+			v72 := b2f(diff > zero)
+			v73 := b2f(diff < zero)
+			v74 := float64(diff * zero)
+			v75 := sel(v73, minusOne, v74)
+			v76 := sel(v72, one, v75)
+			v77 := b2f(v71 != zero)
 			v78 := float64(v71 * v76)
 			v79 := sel(v77, v78, v71)
-			v80 := sel(v0, v79, v2)
+			v80 := sel(mask, v79, zero)
 			for iA := 0; iA < 5; iA++ {
-				v15 := b2f(in.Action[iN*160+iT*5+iA])
-				v81 := float64(v80 * v15)
-				v82 := sel(v0, v81, v2)
-				g.ActionValue[iN*160+iT*5+iA] = v82
+				action := b2f(in.Action[iN*160+iT*5+iA])
+				v81 := float64(v80 * action)
+				gradActionValue := sel(mask, v81, zero)
+				grads.ActionValue[iN*160+iT*5+iA] = gradActionValue
 			}
 		}
 	}

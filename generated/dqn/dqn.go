@@ -59,47 +59,62 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
 	// LossFunction is DQNLoss's loss_function: the distance between Q(s, a) and the TD target.
 	LossFunction = "l2"
-	// DelayValue is DQNLoss's delay_value: whether a target network gives the next values (false: the current net, detached; the same math, the input is then its values).
+	// DelayValue is DQNLoss's delay_value: whether a target network gives the next values (false:
+	// the current net, detached; the same math, the input is then its values).
 	DelayValue = true
-	// ActionSpace is DQNLoss's action_space: how the stored action selects Q(s, a) and the next action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the next values counts k times, TorchRL's QValueModule).
+	// ActionSpace is DQNLoss's action_space: how the stored action selects Q(s, a) and the next
+	// action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the
+	// next values counts k times, TorchRL's QValueModule).
 	ActionSpace = "categorical"
-	// ActionDim is DQNLoss's action_dim: the dim of the discrete actions, declared after the batch dims (action values are [..., A]).
+	// ActionDim is DQNLoss's action_dim: the dim of the discrete actions, declared after the batch
+	// dims (action values are [..., A]).
 	ActionDim = "A"
 	// Reduction is DQNLoss's reduction: how the loss outputs are reduced.
 	Reduction = "mean"
-	// DoubleDqn is DQNLoss's double_dqn: Double DQN: the current net's next values (keys.next_action_value_online) choose the next action, the target net's value it.
+	// DoubleDqn is DQNLoss's double_dqn: Double DQN: the current net's next values
+	// (keys.next_action_value_online) choose the next action, the target net's value it.
 	DoubleDqn = false
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// ActionValue is "action_value" [B, A]: the current Q-network's action values on the observation [*batch, A] (TorchRL key action_value).
+	// ActionValue is "action_value" [B, A]: the current Q-network's action values on the
+	// observation [*batch, A] (TorchRL key action_value).
 	ActionValue []float32
-	// NextActionValue is "next.action_value" [B, A]: the target Q-network's action values on the next observation [*batch, A] (TorchRL computes them with target_value_network_params on (next, action_value)): no gradient.
+	// NextActionValue is "next.action_value" [B, A]: the target Q-network's action values on the
+	// next observation [*batch, A] (TorchRL computes them with target_value_network_params on
+	// (next, action_value)): no gradient.
 	NextActionValue []float32
 	// Action is "action" [B]: the stored action: an index into A [*batch].
 	Action []int64
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TD0Estimator.
 	Advantage []float32
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// Loss is "loss" scalar: l2(Q(s, a), y), y the TD target, reduced by reduction (mean) (TorchRL key loss). Source: torchrl/objectives/dqn.py DQNLoss.
+	// Loss is "loss" scalar: l2(Q(s, a), y), y the TD target, reduced by reduction (mean) (TorchRL
+	// key loss). Source: torchrl/objectives/dqn.py DQNLoss.
 	Loss float32
-	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached (TorchRL key td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]). Source: torchrl/objectives/dqn.py DQNLoss.
+	// TDError is "td_error" [B]: the replay priority (Q(s, a) − y)², detached (TorchRL key
+	// td_error, written into the input tensordict; [*batch], TorchRL's [*batch, 1]). Source:
+	// torchrl/objectives/dqn.py DQNLoss.
 	TDError []float32
 }
 
@@ -107,7 +122,10 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// ActionValue is ∂(Σ loss_*)/∂action_value [B, A] (grad.action_value), the sum of: loss: ℓ'(Q(s, a) − y)·s at the stored action only (the gathered entry, or action_a for one_hot), ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §13.1; torchrl/objectives/dqn.py DQNLoss.forward).
+	// ActionValue is ∂(Σ loss_*)/∂action_value [B, A] (grad.action_value), the sum of: loss:
+	// ℓ'(Q(s, a) − y)·s at the stored action only (the gathered entry, or action_a for one_hot), ℓ'
+	// = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §13.1; torchrl/objectives/dqn.py DQNLoss.forward).
 	ActionValue []float32
 }
 

@@ -4,15 +4,17 @@
 
 package dqn
 
-// pass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *float32, p1 *int64, p2 *float32, p3 *bool, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32)
+func pass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *float32, p1 *int64, p2 *float32, p3 *bool, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, gradActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *int64, p2 *float32, p3 *bool, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32)
+// func pass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $160-72
 	MOVQ $+8, CX
@@ -19,11 +19,11 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_A_2:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+6, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc2<>+0(SB), Y1
@@ -31,7 +31,7 @@ inner_A_2:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// argmax(v1) over [A]
+	// argmax(nextActionValue) over [A]
 	VMOVUPS      (SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
@@ -48,7 +48,6 @@ inner_A_2:
 	VCVTSI2SDQ   BX, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVAPD      Y2, Y2
 	VMOVUPD      64(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
 	VMOVUPD      Y4, 64(SP)
@@ -67,11 +66,11 @@ inner_A_2:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v3 = gather(v1, v2) over A [B=256]
+	// v3 = gather(nextActionValue, v2) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	LEAQ       (BX)(DX*4), BX
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc4<>+0(SB), Y0, Y0
@@ -81,7 +80,7 @@ inner_A_2:
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
-	MOVQ       p1+8(FP), DX
+	MOVQ       action+8(FP), DX
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -113,11 +112,11 @@ inner_A_2:
 	VMOVSS     X0, 156(SP)
 	VMOVUPS    128(SP), Y0
 
-	// v5 = gather(v0, v4) over A [B=256]
+	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, DX
-	MOVQ       p2+16(FP), SI
+	MOVQ       actionValue+16(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc4<>+0(SB), Y0, Y0
@@ -128,55 +127,52 @@ inner_A_2:
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VGATHERDPS Y1, (SI)(Y0*4), Y3
 	VMOVUPS    lgc7<>+0(SB), Y0
-	MOVQ       p3+24(FP), DX
+	MOVQ       nextTerminated+24(FP), DX
 	VPMOVZXBD  (DX)(BX*1), Y1
 	VCVTDQ2PS  Y1, Y1
 
-	// v9 = sub(v7, v8) [B=256]
+	// v9 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v11 = mul(v10, v9) [B=256]
+	// v11 = mul(0.99, v9)
 	VMULPS lgc8<>+0(SB), Y0, Y0
 
-	// v12 = mul(v11, v3) [B=256]
+	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
-	MOVQ    p4+32(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v13 = add(v6, v12) [B=256]  # td0_return
+	// td0Return = add(nextReward, v12)
 	VADDPS Y0, Y1, Y0
 
-	// v14 = sub(v13, v5) [B=256]
+	// v14 = sub(td0Return, v5)
 	VSUBPS Y3, Y0, Y1
 
-	// v15 = detach(v14) [B=256]
-	// v16 = detach(v13) [B=256]  # td0_return
-	// v17 = sub(v5, v16) [B=256]
+	// diff = sub(v5, td0Return)
 	VSUBPS Y0, Y3, Y2
 
-	// v18 = mul(v17, v17) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y2
 
-	// mean(v18) over [B]
-	MOVQ    p5+40(FP), DX
+	// mean(l2) over [B]
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y2, Y3
 	VMOVUPS Y3, 256(DX)
 
-	// v20 = detach(v18) [B=256]
-	// store v15
-	MOVQ    p6+48(FP), DX
+	// store advantage
+	MOVQ    advantage+48(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v16
-	MOVQ    p7+56(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v20
-	MOVQ         p8+64(FP), DX
+	// store tdError
+	MOVQ         tDError+64(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_3
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
@@ -197,7 +193,7 @@ noflush_3:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
@@ -321,7 +317,7 @@ DATA lgc10<>+24(SB)/4, $0x7f7fffff
 DATA lgc10<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *int64, p2 *float32, p3 *bool, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, gradActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $352-80
 	MOVQ $+8, CX
@@ -336,11 +332,11 @@ blocks_4:
 	XORQ    DX, DX
 
 inner_A_5:
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+6, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc2<>+0(SB), Y1
@@ -348,7 +344,7 @@ inner_A_5:
 	VMOVUPS    lgc4<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// argmax(v1) over [A]
+	// argmax(nextActionValue) over [A]
 	VMOVUPS      (SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
@@ -365,7 +361,6 @@ inner_A_5:
 	VCVTSI2SDQ   BX, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVAPD      Y2, Y2
 	VMOVUPD      64(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
 	VMOVUPD      Y4, 64(SP)
@@ -384,11 +379,11 @@ inner_A_5:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v3 = gather(v1, v2) over A [B=256]
+	// v3 = gather(nextActionValue, v2) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
-	MOVQ       p0+0(FP), BX
+	MOVQ       nextActionValue+0(FP), BX
 	LEAQ       (BX)(DX*4), BX
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc4<>+0(SB), Y0, Y0
@@ -398,7 +393,7 @@ inner_A_5:
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
-	MOVQ       p1+8(FP), DX
+	MOVQ       action+8(FP), DX
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -430,11 +425,11 @@ inner_A_5:
 	VMOVSS     X0, 156(SP)
 	VMOVUPS    128(SP), Y0
 
-	// v5 = gather(v0, v4) over A [B=256]
+	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, DX
-	MOVQ       p2+16(FP), SI
+	MOVQ       actionValue+16(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc4<>+0(SB), Y0, Y0
@@ -445,45 +440,42 @@ inner_A_5:
 	VMOVUPS    lgc4<>+0(SB), Y3
 	VGATHERDPS Y1, (SI)(Y0*4), Y3
 	VMOVUPS    lgc7<>+0(SB), Y0
-	MOVQ       p3+24(FP), DX
+	MOVQ       nextTerminated+24(FP), DX
 	VPMOVZXBD  (DX)(BX*1), Y1
 	VCVTDQ2PS  Y1, Y1
 
-	// v9 = sub(v7, v8) [B=256]
+	// v9 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v11 = mul(v10, v9) [B=256]
+	// v11 = mul(0.99, v9)
 	VMULPS lgc8<>+0(SB), Y0, Y0
 
-	// v12 = mul(v11, v3) [B=256]
+	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
-	MOVQ    p4+32(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v13 = add(v6, v12) [B=256]  # td0_return
+	// td0Return = add(nextReward, v12)
 	VADDPS Y0, Y1, Y0
 
-	// v14 = sub(v13, v5) [B=256]
+	// v14 = sub(td0Return, v5)
 	VSUBPS Y3, Y0, Y1
 
-	// v15 = detach(v14) [B=256]
-	// v16 = detach(v13) [B=256]  # td0_return
-	// v17 = sub(v5, v16) [B=256]
+	// diff = sub(v5, td0Return)
 	VSUBPS Y0, Y3, Y2
 
-	// v18 = mul(v17, v17) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// mean(v18) over [B]
-	MOVQ    p5+40(FP), DX
+	// mean(l2) over [B]
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y3, Y4
 	VMOVUPS Y4, 256(DX)
 
-	// v20 = detach(v18) [B=256]
-	// v22 = mul(v21, v17) [B=256]
+	// v22 = mul(0.00390625, diff)
 	VMULPS lgc11<>+0(SB), Y2, Y2
 
-	// v23 = add(v22, v22) [B=256]
+	// v23 = add(v22, v22)
 	VADDPS  Y2, Y2, Y2
 	VMOVUPS Y1, 160(SP)
 	VMOVUPS Y0, 192(SP)
@@ -493,12 +485,12 @@ inner_A_5:
 
 inner_A_6:
 	XORQ         SI, SI
-	IMUL3Q       $+1, DX, DI
+	MOVQ         DX, DI
 	ADDQ         DI, SI
 	VMOVD        SI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
-	MOVQ         p1+8(FP), SI
+	MOVQ         action+8(FP), SI
 	VMOVUPS      lgc4<>+0(SB), Y1
 	VMOVUPS      Y1, 288(SP)
 	VMOVUPS      lgc4<>+0(SB), X1
@@ -528,23 +520,23 @@ inner_A_6:
 	VMOVSS       X1, 316(SP)
 	VMOVUPS      288(SP), Y1
 
-	// v25 = eq(v24, v4) [B=256 A=6]
+	// v25 = eq(v24, action)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc7<>+0(SB), Y0, Y0
 	VMOVUPS 256(SP), Y1
 	VMOVUPS lgc4<>+0(SB), Y2
 
-	// v27 = where(v25, v23, v26) [B=256 A=6]
+	// gradActionValue = where(v25, v23, 0)
 	VMOVUPS   lgc4<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v27
-	MOVQ    p6+48(FP), SI
+	// store gradActionValue
+	MOVQ    gradActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+6, AX, R8
 	ADDQ    R8, DI
-	IMUL3Q  $+1, DX, R8
+	MOVQ    DX, R8
 	ADDQ    R8, DI
 	VMOVUPS Y0, 320(SP)
 	MOVL    320(SP), R8
@@ -568,22 +560,22 @@ inner_A_6:
 	JL      inner_A_6
 	VMOVUPS 160(SP), Y0
 
-	// store v15
-	MOVQ    p7+56(FP), DX
+	// store advantage
+	MOVQ    advantage+56(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 192(SP), Y0
 
-	// store v16
-	MOVQ    p8+64(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 224(SP), Y0
 
-	// store v20
-	MOVQ         p9+72(FP), DX
+	// store tdError
+	MOVQ         tDError+72(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
@@ -604,7 +596,7 @@ noflush_7:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_4
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc9<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
@@ -648,7 +640,6 @@ bulk_8:
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
 	VMOVAPS      lgc17<>+0(SB), Y3

@@ -16,38 +16,35 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc19 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c10 := float32(0.99)
+	loss := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc2 := runtime.NewArgMax()
 		for iA := 0; iA < 6; iA++ {
-			v1 := in.NextActionValue[iB*6+iA]
-			acc2.Add(float64(v1), iA)
+			nextActionValue := in.NextActionValue[iB*6+iA]
+			acc2.Add(float64(nextActionValue), iA)
 		}
 		v2 := float32(float64(acc2.Idx))
 		v3 := in.NextActionValue[iB*6+(int(v2))]
-		v4 := float32(in.Action[iB])
-		v5 := in.ActionValue[iB*6+(int(v4))]
-		v6 := in.NextReward[iB]
-		v7 := float32(1)
-		v8 := b2f(in.NextTerminated[iB])
-		v9 := v7 - v8
-		v10 := float32(0.99)
-		v11 := float32(v10 * v9)
+		action := float32(in.Action[iB])
+		v5 := in.ActionValue[iB*6+(int(action))]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v9 := one - nextTerminated
+		v11 := float32(c10 * v9)
 		v12 := float32(v11 * v3)
-		v13 := v6 + v12
-		v14 := v13 - v5
-		v15 := v14
-		out.Advantage[iB] = v15
-		v16 := v13
-		out.ValueTarget[iB] = v16
-		v17 := v5 - v16
-		v18 := float32(v17 * v17)
-		acc19.Add(float64(v18))
-		v20 := v18
-		out.TDError[iB] = v20
+		td0Return := nextReward + v12
+		v14 := td0Return - v5
+		out.Advantage[iB] = v14
+		out.ValueTarget[iB] = td0Return
+		diff := v5 - td0Return
+		l2 := float32(diff * diff)
+		loss.Add(float64(l2))
+		out.TDError[iB] = l2
 	}
-	out.Loss = float32(acc19.Result())
+	out.Loss = float32(loss.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -58,49 +55,47 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc19 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c10 := float32(0.99)
+	c21 := float32(0.00390625)
+	zero := float32(0)
+	loss := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc2 := runtime.NewArgMax()
 		for iA := 0; iA < 6; iA++ {
-			v1 := in.NextActionValue[iB*6+iA]
-			acc2.Add(float64(v1), iA)
+			nextActionValue := in.NextActionValue[iB*6+iA]
+			acc2.Add(float64(nextActionValue), iA)
 		}
 		v2 := float32(float64(acc2.Idx))
 		v3 := in.NextActionValue[iB*6+(int(v2))]
-		v4 := float32(in.Action[iB])
-		v5 := in.ActionValue[iB*6+(int(v4))]
-		v6 := in.NextReward[iB]
-		v7 := float32(1)
-		v8 := b2f(in.NextTerminated[iB])
-		v9 := v7 - v8
-		v10 := float32(0.99)
-		v11 := float32(v10 * v9)
+		action := float32(in.Action[iB])
+		v5 := in.ActionValue[iB*6+(int(action))]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v9 := one - nextTerminated
+		v11 := float32(c10 * v9)
 		v12 := float32(v11 * v3)
-		v13 := v6 + v12
-		v14 := v13 - v5
-		v15 := v14
-		out.Advantage[iB] = v15
-		v16 := v13
-		out.ValueTarget[iB] = v16
-		v17 := v5 - v16
-		v18 := float32(v17 * v17)
-		acc19.Add(float64(v18))
-		v20 := v18
-		out.TDError[iB] = v20
-		v21 := float32(0.00390625)
-		v22 := float32(v21 * v17)
+		td0Return := nextReward + v12
+		v14 := td0Return - v5
+		out.Advantage[iB] = v14
+		out.ValueTarget[iB] = td0Return
+		diff := v5 - td0Return
+		l2 := float32(diff * diff)
+		loss.Add(float64(l2))
+		out.TDError[iB] = l2
+		v22 := float32(c21 * diff)
 		v23 := v22 + v22
-		v26 := float32(0)
 		for iA := 0; iA < 6; iA++ {
 			v24 := float32(iA)
-			v25 := b2f(v24 == v4)
-			v27 := sel(v25, v23, v26)
-			g.ActionValue[iB*6+iA] = v27
+			v25 := b2f(v24 == action)
+			gradActionValue := sel(v25, v23, zero)
+			grads.ActionValue[iB*6+iA] = gradActionValue
 		}
 	}
-	out.Loss = float32(acc19.Result())
+	out.Loss = float32(loss.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

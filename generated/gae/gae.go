@@ -59,7 +59,8 @@ const (
 	Gamma = 0.99
 	// Lmbda is GAE's lmbda: the GAE λ (TorchRL's spelling).
 	Lmbda = 0.95
-	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4), unbiased std over every element.
+	// AverageGae is GAE's average_gae: standardise the advantage: (A − mean A)/max(std A, 1e-4),
+	// unbiased std over every element.
 	AverageGae = true
 )
 
@@ -68,22 +69,29 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [N, T]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float64
-	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key state_value).
+	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key
+	// state_value).
 	StateValue []float64
-	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float64
-	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion.
+	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key
+	// (next, done)); cuts the recursion.
 	NextDone []bool
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [N, T]: advantage (TorchRL key advantage), standardised by average_gae: (A − mean A)/max(std A, 1e-4). Source: torchrl/objectives/value/advantages.py GAE.
+	// Advantage is "advantage" [N, T]: advantage (TorchRL key advantage), standardised by
+	// average_gae: (A − mean A)/max(std A, 1e-4). Source: torchrl/objectives/value/advantages.py
+	// GAE.
 	Advantage []float64
-	// ValueTarget is "value_target" [N, T]: value target (TorchRL key value_target): the return the critic regresses on. Source: torchrl/objectives/value/advantages.py GAE.
+	// ValueTarget is "value_target" [N, T]: value target (TorchRL key value_target): the return the
+	// critic regresses on. Source: torchrl/objectives/value/advantages.py GAE.
 	ValueTarget []float64
 }
 

@@ -4,15 +4,15 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, state *float64, s0 *float64, valueTarget *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $16-80
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPD   lgc0<>+0(SB), Y0
 	VMOVUPD   lgc1<>+0(SB), Y1
-	MOVQ      p1+8(FP), CX
+	MOVQ      nextTerminated+8(FP), CX
 	XORQ      DX, DX
 	IMUL3Q    $+421, AX, BX
 	ADDQ      BX, DX
@@ -23,52 +23,50 @@ outer0_1:
 	VPMOVZXBD (SP), X2
 	VCVTDQ2PD X2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPD    Y2, Y1, Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextDone+16(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), CL
 	MOVB      CL, 8(SP)
 	VPMOVZXBD 8(SP), X3
 	VCVTDQ2PD X3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPD Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPD     lgc2<>+0(SB), Y2, Y2
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPD     Y3, Y2, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPD     Y2, Y3, Y2
-	MOVQ       p5+40(FP), CX
+	MOVQ       stateValue+40(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD (CX)(DX*8), Y3, Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPD Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPD lgc4<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPD     Y1, Y1
-	VMOVUPD     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VMOVUPD     lgc3<>+0(SB), Y4
 	VANDPD      Y4, Y2, Y2
 	VMOVUPD     lgc1<>+0(SB), Y5
 	VBLENDVPD   Y4, Y1, Y5, Y1
 	VANDPD      lgc5<>+0(SB), Y2, Y4
 	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), CX
+	MOVQ        state+48(FP), CX
 	VANDPD      832(CX), Y4, Y4
 	VMOVUPD     Y4, 832(CX)
 	VPERMPD     $0xf9, Y1, Y4
@@ -86,16 +84,16 @@ outer0_1:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPD Y3, Y2, Y1
 
-	// mean(v15) over [N T]
+	// mean(gae) over [N T]
 	VMOVUPD lgc3<>+0(SB), Y3
 	VANDPD  Y3, Y2, Y3
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 
-	// var(v15) over [N T]
+	// var(gae) over [N T]
 	VMOVUPD     lgc3<>+0(SB), Y3
 	VMOVUPD     448(CX), Y4
 	VSUBPD      Y4, Y2, Y5
@@ -116,21 +114,20 @@ outer0_1:
 	VBLENDVPD   Y3, Y7, Y4, Y7
 	VMOVUPD     Y7, 640(CX)
 
-	// v25 = detach(v16) [N=64 T=421]  # value_target
-	// store v15
-	MOVQ       p7+56(FP), CX
+	// store gae
+	MOVQ       s0+56(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
-	// store v25
-	MOVQ       p8+64(FP), CX
+	// store valueTarget2
+	MOVQ       valueTarget+64(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
 
 blocks_2:
 	VMOVUPD   lgc1<>+0(SB), Y1
-	MOVQ      p1+8(FP), DX
+	MOVQ      nextTerminated+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
 	ADDQ      SI, BX
@@ -138,42 +135,40 @@ blocks_2:
 	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2
 
-	// v5 = sub(v0, v4) [N=64 T=421]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPD    Y2, Y1, Y2
-	MOVQ      p2+16(FP), DX
+	MOVQ      nextDone+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v7 = sub(v0, v6) [N=64 T=421]
+	// notDone = sub(1, nextDone)
 	VSUBPD Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=64 T=421]
+	// v9 = mul(0.99, notTerminated)
 	VMULPD  lgc2<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), DX
+	MOVQ    nextStateValue+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v10 = mul(v9, v3) [N=64 T=421]
+	// v10 = mul(v9, nextStateValue)
 	VMULPD  Y3, Y2, Y2
-	MOVQ    p4+32(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v11 = add(v1, v10) [N=64 T=421]
+	// v11 = add(nextReward, v10)
 	VADDPD  Y2, Y3, Y2
-	MOVQ    p5+40(FP), DX
+	MOVQ    stateValue+40(FP), DX
 	VMOVUPD (DX)(BX*8), Y3
 
-	// v12 = sub(v11, v2) [N=64 T=421]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPD Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=64 T=421]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPD lgc4<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	VMOVUPD     Y1, Y1
-	VMOVUPD     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPD      lgc5<>+0(SB), Y2, Y4
 	VCMPPD      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), DX
+	MOVQ        state+48(FP), DX
 	VANDPD      832(DX), Y4, Y4
 	VMOVUPD     Y4, 832(DX)
 	VPERMPD     $0xf9, Y1, Y4
@@ -191,14 +186,14 @@ blocks_2:
 	VFMADD231PD Y1, Y0, Y2
 	VPERMPD     $0x00, Y2, Y0
 
-	// v16 = add(v15, v2) [N=64 T=421]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPD Y3, Y2, Y1
 
-	// mean(v15) over [N T]
+	// mean(gae) over [N T]
 	VADDPD  64(DX), Y2, Y3
 	VMOVUPD Y3, 64(DX)
 
-	// var(v15) over [N T]
+	// var(gae) over [N T]
 	VMOVUPD     448(DX), Y3
 	VSUBPD      Y3, Y2, Y4
 	VMOVUPD     256(DX), Y5
@@ -212,18 +207,17 @@ blocks_2:
 	VMOVUPD     Y3, 448(DX)
 	VMOVUPD     Y6, 640(DX)
 
-	// v25 = detach(v16) [N=64 T=421]  # value_target
-	// store v15
-	MOVQ    p7+56(FP), DX
+	// store gae
+	MOVQ    s0+56(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 
-	// store v25
-	MOVQ    p8+64(FP), DX
+	// store valueTarget2
+	MOVQ    valueTarget+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, p9+72(FP)
+	CMPQ    AX, hi+72(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
@@ -270,80 +264,78 @@ DATA lgc6<>+16(SB)/8, $0x7f20000000000000
 DATA lgc6<>+24(SB)/8, $0x7f20000000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 int, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 int)
+// func pass1AVX2(lo int, s2 *float64, s0 *float64, s1 *float64, advantage *float64, hi int)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-48
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_3:
 	XORQ CX, CX
 
 blocks_4:
-	MOVQ         p1+8(FP), DX
+	MOVQ         s2+8(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSD (DX)(BX*8), Y0
 
-	// v19 = sqrt(v18) []  # std
+	// std = sqrt(v18)
 	VSQRTPD      Y0, Y0
-	MOVQ         p2+16(FP), DX
+	MOVQ         s0+16(FP), DX
 	XORQ         SI, SI
 	IMUL3Q       $+421, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPD      (DX)(SI*8), Y1
-	MOVQ         p3+24(FP), DX
+	MOVQ         s1+24(FP), DX
 	VBROADCASTSD (DX)(BX*8), Y2
 
-	// v20 = sub(v15, v17) [N=64 T=421]
+	// v20 = sub(gae, mean)
 	VSUBPD  Y2, Y1, Y1
 	VMOVUPD lgc7<>+0(SB), Y2
 
-	// v22 = max(v19, v21) []
+	// v22 = max(std, 0.0001)
 	VMAXPD Y0, Y2, Y0
 
-	// v23 = div(v20, v22) [N=64 T=421]
+	// v23 = div(v20, v22)
 	VDIVPD Y0, Y1, Y0
 
-	// v24 = detach(v23) [N=64 T=421]
-	// store v24
-	MOVQ         p4+32(FP), DX
+	// store advantage
+	MOVQ         advantage+32(FP), DX
 	VMOVUPD      Y0, (DX)(SI*8)
 	ADDQ         $+4, CX
 	CMPQ         CX, $+420
 	JL           blocks_4
-	MOVQ         p1+8(FP), CX
+	MOVQ         s2+8(FP), CX
 	XORQ         DX, DX
 	VBROADCASTSD (CX)(DX*8), Y0
 
-	// v19 = sqrt(v18) []  # std
+	// std = sqrt(v18)
 	VSQRTPD      Y0, Y0
-	MOVQ         p2+16(FP), CX
+	MOVQ         s0+16(FP), CX
 	XORQ         BX, BX
 	IMUL3Q       $+421, AX, SI
 	ADDQ         SI, BX
 	ADDQ         $+420, BX
 	VMOVUPD      lgc3<>+0(SB), Y1
 	VMASKMOVPD   (CX)(BX*8), Y1, Y1
-	MOVQ         p3+24(FP), CX
+	MOVQ         s1+24(FP), CX
 	VBROADCASTSD (CX)(DX*8), Y2
 
-	// v20 = sub(v15, v17) [N=64 T=421]
+	// v20 = sub(gae, mean)
 	VSUBPD  Y2, Y1, Y1
 	VMOVUPD lgc7<>+0(SB), Y2
 
-	// v22 = max(v19, v21) []
+	// v22 = max(std, 0.0001)
 	VMAXPD Y0, Y2, Y0
 
-	// v23 = div(v20, v22) [N=64 T=421]
+	// v23 = div(v20, v22)
 	VDIVPD Y0, Y1, Y0
 
-	// v24 = detach(v23) [N=64 T=421]
-	// store v24
-	MOVQ       p4+32(FP), CX
+	// store advantage
+	MOVQ       advantage+32(FP), CX
 	VMOVUPD    lgc3<>+0(SB), Y1
 	VMASKMOVPD Y0, Y1, (CX)(BX*8)
 	INCQ       AX
-	CMPQ       AX, p5+40(FP)
+	CMPQ       AX, hi+40(FP)
 	JL         outer0_3
 	VZEROUPPER
 	RET
@@ -370,7 +362,6 @@ bulk_5:
 	VMINPD       lgc9<>+0(SB), Y1, Y1
 	VMULPD       lgc10<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc12<>+0(SB), Y2, Y1
 	VMOVAPD      lgc13<>+0(SB), Y3

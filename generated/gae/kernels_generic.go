@@ -11,65 +11,64 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 []float64 // v15 = scan(v12, v14) over T reverse [N=64 T=421]  # gae
-	s1 float64   // v17 = mean(v15) over N,T []  # mean
-	s2 float64   // v18 = var(v15) over N,T correction=1 []
+	s0 []float64 // gae = scan(delta, discount) over T reverse [N=64 T=421]
+	s1 float64   // mean = mean(gae) over N,T
+	s2 float64   // v18 = var(gae) over N,T correction=1
 }
 
 var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float64, 26944)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
-	acc17 := runtime.Mean{}
+	one := float64(1)
+	c8 := float64(0.9900000095367432)
+	c13 := float64(0.940500020980835)
+	mean := runtime.Mean{}
 	acc18 := runtime.Welford{}
 	for iN := 0; iN < 64; iN++ {
-		carry15 := float64(0)
+		gaeCarry := float64(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float64(1)
-			v1 := in.NextReward[iN*421+iT]
-			v2 := in.StateValue[iN*421+iT]
-			v3 := in.NextStateValue[iN*421+iT]
-			v4 := b2f(in.NextTerminated[iN*421+iT])
-			v5 := v0 - v4
-			v6 := b2f(in.NextDone[iN*421+iT])
-			v7 := v0 - v6
-			v8 := float64(0.9900000095367432)
-			v9 := float64(v8 * v5)
-			v10 := float64(v9 * v3)
-			v11 := v1 + v10
-			v12 := v11 - v2
-			v13 := float64(0.940500020980835)
-			v14 := float64(v13 * v7)
-			v15 := v12 + float64(carry15*v14)
-			carry15 = v15
-			s.s0[iN*421+iT] = v15
-			v16 := v15 + v2
-			acc17.Add(v15)
-			acc18.Add(v15)
-			v25 := v16
-			out.ValueTarget[iN*421+iT] = v25
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			notTerminated := one - nextTerminated
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			notDone := one - nextDone
+			v9 := float64(c8 * notTerminated)
+			v10 := float64(v9 * nextStateValue)
+			v11 := nextReward + v10
+			delta := v11 - stateValue
+			discount := float64(c13 * notDone)
+			gae := delta + float64(gaeCarry*discount)
+			gaeCarry = gae
+			s.s0[iN*421+iT] = gae
+			valueTarget := gae + stateValue
+			mean.Add(gae)
+			acc18.Add(gae)
+			out.ValueTarget[iN*421+iT] = valueTarget
 		}
 	}
-	s.s1 = acc17.Result()
+	s.s1 = mean.Result()
 	s.s2 = acc18.Var(1)
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
+	c21 := float64(0.0001)
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
-			v15 := s.s0[iN*421+iT]
-			v17 := s.s1
+			gae := s.s0[iN*421+iT]
+			mean := s.s1
 			v18 := s.s2
-			v19 := math.Sqrt(v18)
-			v20 := v15 - v17
-			v21 := float64(0.0001)
-			v22 := max(v19, v21)
+			std := math.Sqrt(v18)
+			v20 := gae - mean
+			v22 := max(std, c21)
 			v23 := v20 / v22
-			v24 := v23
-			out.Advantage[iN*421+iT] = v24
+			out.Advantage[iN*421+iT] = v23
 		}
 	}
 }

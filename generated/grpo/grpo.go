@@ -67,63 +67,94 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// ClipEpsilon is GRPOLoss's clip_epsilon: ε, or [ε_low, ε_high] (DAPO's clip-higher): log-weights are clamped to [log1p(−ε_low), log1p(ε_high)], bounds rounded to float32 as TorchRL's buffers; ε_low < 1.
+	// ClipEpsilon is GRPOLoss's clip_epsilon: ε, or [ε_low, ε_high] (DAPO's clip-higher):
+	// log-weights are clamped to [log1p(−ε_low), log1p(ε_high)], bounds rounded to float32 as
+	// TorchRL's buffers; ε_low < 1.
 	ClipEpsilon = 0.2
-	// KlMaskThreshold is GRPOLoss's kl_mask_threshold: KL-Mask: drop the tokens with ½(log_prob − sample_log_prob)² > threshold from the loss terms, ESS and the KL terms (TorchRL compares against sample_log_prob, not the reference model); null or 0: no filtering.
+	// KlMaskThreshold is GRPOLoss's kl_mask_threshold: KL-Mask: drop the tokens with ½(log_prob −
+	// sample_log_prob)² > threshold from the loss terms, ESS and the KL terms (TorchRL compares
+	// against sample_log_prob, not the reference model); null or 0: no filtering.
 	KlMaskThreshold = 0.05
-	// Aggregation is GRPOLoss's aggregation: how the per-token loss terms are reduced: token_mean (mean over the batch's kept tokens), prompt_mean (each sequence's mean over its kept tokens, then the mean over sequences), none (per token, 0 at dropped tokens).
+	// Aggregation is GRPOLoss's aggregation: how the per-token loss terms are reduced: token_mean
+	// (mean over the batch's kept tokens), prompt_mean (each sequence's mean over its kept tokens,
+	// then the mean over sequences), none (per token, 0 at dropped tokens).
 	Aggregation = "token_mean"
-	// EntropyBonus is GRPOLoss's entropy_bonus: add the entropy term loss_entropy (the per-token entropy is the input keys.entropy).
+	// EntropyBonus is GRPOLoss's entropy_bonus: add the entropy term loss_entropy (the per-token
+	// entropy is the input keys.entropy).
 	EntropyBonus = true
-	// EntropyCoeff is GRPOLoss's entropy_coeff: loss_entropy = −entropy_coeff·H, aggregated as loss_objective.
+	// EntropyCoeff is GRPOLoss's entropy_coeff: loss_entropy = −entropy_coeff·H, aggregated as
+	// loss_objective.
 	EntropyCoeff = 0.01
-	// Reduction is GRPOLoss's reduction: none acts as aggregation none; sum sums where aggregation means (token_mean: over the kept tokens; prompt_mean: the sequences' means); the KL terms stay means.
+	// Reduction is GRPOLoss's reduction: none acts as aggregation none; sum sums where aggregation
+	// means (token_mean: over the kept tokens; prompt_mean: the sequences' means); the KL terms
+	// stay means.
 	Reduction = "mean"
-	// KlToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref) over the kept tokens (keys.ref_log_prob); null or 0: none.
+	// KlToRefCoeff is GRPOLoss's kl_to_ref_coeff: adds loss_kl_to_ref = coeff·mean k3 KL(π‖π_ref)
+	// over the kept tokens (keys.ref_log_prob); null or 0: none.
 	KlToRefCoeff = 0.04
-	// MaskingStrategy is GRPOLoss's masking_strategy: informational: which tokens TorchRL's actor masks (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask is that mask.
+	// MaskingStrategy is GRPOLoss's masking_strategy: informational: which tokens TorchRL's actor
+	// masks (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask
+	// is that mask.
 	MaskingStrategy = "sft"
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
-	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
 	// Advantage is "advantage" [B, L]: advantage estimate (TorchRL key advantage).
 	Advantage []float32
-	// Entropy is "entropy" [B, L]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// Entropy is "entropy" [B, L]: entropy of the current policy's distribution (network output;
+	// TorchRL dist.entropy()).
 	Entropy []float32
-	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full).
+	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference
+	// (frozen) model (what TorchRL's ref_model computes under log_probs.full).
 	RefLogProb []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
+	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// torchrl/objectives/llm/grpo.py GRPOLoss.
 	NumValid float32
-	// NumKept is "num_kept" scalar: the number of tokens kept by the mask and kl_mask_threshold, which the loss terms, ESS and the KL terms run over. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// NumKept is "num_kept" scalar: the number of tokens kept by the mask and kl_mask_threshold,
+	// which the loss terms, ESS and the KL terms run over. Source: torchrl/objectives/llm/grpo.py
+	// GRPOLoss.
 	NumKept float32
-	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε_low, 1+ε_high)·A) per token, aggregated by aggregation. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// LossObjective is "loss_objective" scalar: clipped surrogate −min(r·A, clip(r, 1−ε_low,
+	// 1+ε_high)·A) per token, aggregated by aggregation. Source: torchrl/objectives/llm/grpo.py
+	// GRPOLoss.
 	LossObjective float32
-	// ClipFraction is "clip_fraction" scalar: fraction of valid tokens whose log-weight lies outside [log1p(−ε_low), log1p(ε_high)]. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// ClipFraction is "clip_fraction" scalar: fraction of valid tokens whose log-weight lies
+	// outside [log1p(−ε_low), log1p(ε_high)]. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
 	ClipFraction float32
-	// KLApprox is "kl_approx" scalar: mean of sample_log_prob − log_prob over the valid tokens, the k1 estimate of KL(old ‖ new). Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// KLApprox is "kl_approx" scalar: mean of sample_log_prob − log_prob over the valid tokens, the
+	// k1 estimate of KL(old ‖ new). Source: torchrl/objectives/llm/grpo.py GRPOLoss.
 	KLApprox float32
-	// Entropy is "entropy" scalar: mean entropy over the valid tokens. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// Entropy is "entropy" scalar: mean entropy over the valid tokens. Source:
+	// torchrl/objectives/llm/grpo.py GRPOLoss.
 	Entropy float32
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H per token, aggregated as loss_objective. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H per token, aggregated as
+	// loss_objective. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
 	LossEntropy float32
-	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw² of w = exp(log-weight) over the kept tokens, divided by their number. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// ESS is "ESS" scalar: effective sample size (Σw)²/Σw² of w = exp(log-weight) over the kept
+	// tokens, divided by their number. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
 	ESS float32
-	// LossKLToRef is "loss_kl_to_ref" scalar: kl_to_ref_coeff · kl_to_ref. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// LossKLToRef is "loss_kl_to_ref" scalar: kl_to_ref_coeff · kl_to_ref. Source:
+	// torchrl/objectives/llm/grpo.py GRPOLoss.
 	LossKLToRef float32
-	// KLToRef is "kl_to_ref" scalar: mean over the kept tokens of the k3 estimate e^d − 1 − d of KL(π ‖ π_ref), d = ref_log_prob − log_prob. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
+	// KLToRef is "kl_to_ref" scalar: mean over the kept tokens of the k3 estimate e^d − 1 − d of
+	// KL(π ‖ π_ref), d = ref_log_prob − log_prob. Source: torchrl/objectives/llm/grpo.py GRPOLoss.
 	KLToRef float32
 }
 
@@ -131,9 +162,14 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective: −A·exp(lw)·s at kept tokens where the unclipped gain is the min (A ≥ 0 and lw ≤ log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/Σm' (token_mean), 1/(n_seq·Σ_t m'_b) (prompt_mean), 1 (none, sum) (torchrl/objectives/llm/grpo.py GRPOLoss); loss_kl_to_ref: coeff·(1 − e^d)/Σm' at kept tokens.
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective:
+	// −A·exp(lw)·s at kept tokens where the unclipped gain is the min (A ≥ 0 and lw ≤
+	// log1p(ε_high), or A < 0 and lw ≥ log1p(−ε_low), bounds included), else 0; s = 1/Σm'
+	// (token_mean), 1/(n_seq·Σ_t m'_b) (prompt_mean), 1 (none, sum) (torchrl/objectives/llm/grpo.py
+	// GRPOLoss); loss_kl_to_ref: coeff·(1 − e^d)/Σm' at kept tokens.
 	LogProb []float32
-	// Entropy is ∂(Σ loss_*)/∂entropy [B, L] (grad.entropy), the sum of: loss_entropy: −entropy_coeff·s at kept tokens, s as for loss_objective.
+	// Entropy is ∂(Σ loss_*)/∂entropy [B, L] (grad.entropy), the sum of: loss_entropy:
+	// −entropy_coeff·s at kept tokens, s as for loss_objective.
 	Entropy []float32
 }
 

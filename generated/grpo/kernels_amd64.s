@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $96-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -24,76 +24,75 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p5+40(FP), DI
+	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS Y3, Y1, Y5
 
-	// v13 = mul(v11, v11) [B=8 L=128]
+	// v13 = mul(logWeight, logWeight)
 	VMULPS Y5, Y5, Y6
 
-	// v14 = mul(v12, v13) [B=8 L=128]
+	// v14 = mul(0.5, v13)
 	VMULPS  lgc2<>+0(SB), Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v16 = le(v14, v15) [B=8 L=128]
+	// v16 = le(v14, 0.05)
 	VCMPPS $0x12, Y7, Y6, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v17 = where(v0, v16, v2) [B=8 L=128]  # kept
+	// kept = where(mask, v16, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
 	VBLENDVPS Y7, Y6, Y2, Y6
 
-	// sum(v17) over [B L]
+	// sum(kept) over [B L]
 	VADDPS  576(BX), Y6, Y7
 	VMOVUPS Y7, 576(BX)
 	VMOVUPS lgc4<>+0(SB), Y7
 
-	// v21 = max(v11, v19) tie=first [B=8 L=128]
+	// v21 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y7, Y7
 	VMOVUPS lgc5<>+0(SB), Y8
 
-	// v22 = min(v21, v20) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y3, 32(SP)
 
-	// v23 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc6<>+0(SB), Y5, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y1
 	VMOVAPS      lgc11<>+0(SB), Y8
@@ -118,30 +117,30 @@ blocks_2:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v24 = ge(v10, v2) [B=8 L=128]
+	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v26 = min(v23, v25) tie=first [B=8 L=128]
+	// v26 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y3, Y3
 	VMOVUPS lgc19<>+0(SB), Y9
 
-	// v28 = max(v23, v27) tie=first [B=8 L=128]
+	// v28 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v29 = where(v24, v26, v28) [B=8 L=128]
+	// ratioClipped = where(v24, v26, v28)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y3, Y8, Y1
 
-	// v30 = mul(v10, v29) [B=8 L=128]  # gain
+	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y4, Y1
 
-	// v31 = neg(v30) [B=8 L=128]
+	// v31 = neg(gain)
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v32 = where(v17, v31, v2) [B=8 L=128]
+	// v32 = where(kept, v31, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y6, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -150,11 +149,11 @@ blocks_2:
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// v36 = ne(v22, v11) [B=8 L=128]
+	// v36 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v37 = where(v0, v36, v2) [B=8 L=128]
+	// v37 = where(mask, v36, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -165,10 +164,10 @@ blocks_2:
 	VMOVUPS 32(SP), Y1
 	VMOVUPS (SP), Y3
 
-	// v41 = sub(v8, v6) [B=8 L=128]
+	// v41 = sub(v8, v6)
 	VSUBPS Y3, Y1, Y1
 
-	// v42 = where(v0, v41, v2) [B=8 L=128]
+	// v42 = where(mask, v41, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -176,15 +175,15 @@ blocks_2:
 	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v46 = where(v0, v45, v2) [B=8 L=128]
+	// v46 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v47 = where(v0, v46, v2) [B=8 L=128]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -193,10 +192,10 @@ blocks_2:
 	VADDPS  1856(BX), Y0, Y0
 	VMOVUPS Y0, 1856(BX)
 
-	// v51 = mul(v50, v46) [B=8 L=128]
+	// v51 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y1, Y0
 
-	// v52 = where(v17, v51, v2) [B=8 L=128]
+	// v52 = where(kept, v51, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y6, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
@@ -206,7 +205,7 @@ blocks_2:
 	VMOVUPS Y0, 2176(BX)
 	VMOVUPS lgc22<>+0(SB), Y0
 
-	// v56 = where(v17, v11, v55) [B=8 L=128]
+	// v56 = where(kept, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y6, Y1
 	VBLENDVPS Y1, Y5, Y0, Y0
@@ -217,7 +216,6 @@ blocks_2:
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMOVAPS      lgc11<>+0(SB), Y3
@@ -262,106 +260,105 @@ blocks_2:
 	VADDPD       2656(BX), Y1, Y1
 	VMOVUPD      Y1, 2656(BX)
 
-	// v60 = mul(v57, v56) [B=8 L=128]
+	// v60 = mul(2, v56)
 	VMULPS    lgc25<>+0(SB), Y0, Y0
-	MOVQ      p1+8(FP), DI
+	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p7+56(FP), DI
+	MOVQ      refLogProb+56(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v68 = where(v0, v67, v2) [B=8 L=128]
+	// v68 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 	VMOVUPS   (SP), Y1
 
-	// v69 = sub(v68, v6) [B=8 L=128]
+	// v69 = sub(v68, v6)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS 64(SP), Y1
 
-	// v70 = where(v17, v69, v2) [B=8 L=128]
+	// v70 = where(kept, v69, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v71 = abs(v70) [B=8 L=128]
+	// v71 = abs(v70)
 	VMOVUPS lgc20<>+0(SB), Y3
 	VANDNPS Y0, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v73 = lt(v71, v72) [B=8 L=128]
+	// v73 = lt(v71, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v75 = max(v70, v74) tie=first [B=8 L=128]
+	// v75 = max(v70, -0.1) tie=first
 	VMAXPS Y0, Y5, Y5
 
-	// v76 = min(v75, v72) tie=first [B=8 L=128]
+	// v76 = min(v75, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v79 = mul(v76, v77) [B=8 L=128]
+	// v79 = mul(v76, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y4, Y5
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(2.7557319223985893e-06, v79)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v82 = mul(v76, v80) [B=8 L=128]
+	// v82 = mul(v76, v80)
 	VMULPS Y5, Y4, Y5
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(2.48015873015873e-05, v82)
 	VADDPS lgc30<>+0(SB), Y5, Y5
 
-	// v85 = mul(v76, v83) [B=8 L=128]
+	// v85 = mul(v76, v83)
 	VMULPS Y5, Y4, Y5
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.0001984126984126984, v85)
 	VADDPS lgc31<>+0(SB), Y5, Y5
 
-	// v88 = mul(v76, v86) [B=8 L=128]
+	// v88 = mul(v76, v86)
 	VMULPS Y5, Y4, Y5
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.001388888888888889, v88)
 	VADDPS lgc32<>+0(SB), Y5, Y5
 
-	// v91 = mul(v76, v89) [B=8 L=128]
+	// v91 = mul(v76, v89)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v90, v91) [B=8 L=128]
+	// v92 = add(0.008333333333333333, v91)
 	VADDPS lgc33<>+0(SB), Y5, Y5
 
-	// v94 = mul(v76, v92) [B=8 L=128]
+	// v94 = mul(v76, v92)
 	VMULPS Y5, Y4, Y5
 
-	// v95 = add(v93, v94) [B=8 L=128]
+	// v95 = add(0.041666666666666664, v94)
 	VADDPS lgc34<>+0(SB), Y5, Y5
 
-	// v97 = mul(v76, v95) [B=8 L=128]
+	// v97 = mul(v76, v95)
 	VMULPS Y5, Y4, Y5
 
-	// v98 = add(v96, v97) [B=8 L=128]
+	// v98 = add(0.16666666666666666, v97)
 	VADDPS lgc35<>+0(SB), Y5, Y5
 
-	// v99 = mul(v76, v98) [B=8 L=128]
+	// v99 = mul(v76, v98)
 	VMULPS Y5, Y4, Y5
 
-	// v100 = add(v12, v99) [B=8 L=128]
+	// v100 = add(0.5, v99)
 	VADDPS lgc2<>+0(SB), Y5, Y5
 
-	// v101 = mul(v76, v76) [B=8 L=128]
+	// v101 = mul(v76, v76)
 	VMULPS Y4, Y4, Y4
 
-	// v102 = mul(v101, v100) [B=8 L=128]
+	// v102 = mul(v101, v100)
 	VMULPS Y5, Y4, Y4
 
-	// v103 = exp(v70) [B=8 L=128]
+	// v103 = exp(v70)
 	VMAXPS       lgc6<>+0(SB), Y0, Y5
 	VMINPS       lgc7<>+0(SB), Y5, Y5
 	VMULPS       lgc8<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
 	VMOVAPS      lgc11<>+0(SB), Y7
@@ -386,18 +383,18 @@ blocks_2:
 	VCMPPS       $0x03, Y0, Y0, Y5
 	VBLENDVPS    Y5, Y0, Y7, Y7
 
-	// v104 = sub(v103, v1) [B=8 L=128]
+	// v104 = sub(v103, 1)
 	VSUBPS lgc0<>+0(SB), Y7, Y5
 
-	// v105 = sub(v104, v70) [B=8 L=128]
+	// v105 = sub(v104, v70)
 	VSUBPS Y0, Y5, Y0
 
-	// v106 = where(v73, v102, v105) [B=8 L=128]  # k3
+	// k3 = where(v73, v102, v105)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y0, Y0
 
-	// v107 = where(v17, v106, v2) [B=8 L=128]
+	// v107 = where(kept, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -407,7 +404,7 @@ blocks_2:
 	VMOVUPS      Y0, 3008(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
@@ -519,7 +516,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
@@ -626,7 +623,7 @@ noflush_3:
 	VANDPS       3136(CX), Y1, Y1
 	VMOVUPS      Y1, 3136(CX)
 	INCQ         AX
-	CMPQ         AX, p8+64(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1011,65 +1008,64 @@ DATA lgc37<>+24(SB)/4, $0x7f7fffff
 DATA lgc37<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 *float32)
+// func pass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $64-144
-	MOVQ         p0+0(FP), AX
+	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v34 = max(v18, v1) []
+	// v34 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v35 = div(v33, v34) []
+	// lossObjective = div(v33, v34)
 	VDIVPS       Y2, Y3, Y3
-	MOVQ         p2+16(FP), AX
+	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = max(v4, v1) []
+	// v39 = max(numValid, 1)
 	VMAXPS       Y4, Y1, Y1
-	MOVQ         p3+24(FP), AX
+	MOVQ         s1+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v40 = div(v38, v39) []
+	// clipFraction = div(v38, v39)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s2+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v44 = div(v43, v39) []
+	// klApprox = div(v43, v39)
 	VDIVPS       Y1, Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v49 = div(v48, v39) []
+	// entropy2 = div(v48, v39)
 	VDIVPS       Y1, Y6, Y1
-	MOVQ         p6+48(FP), AX
+	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v54 = div(v53, v34) []
+	// lossEntropy = div(v53, v34)
 	VDIVPS       Y2, Y6, Y6
-	MOVQ         p7+56(FP), AX
+	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v59 = mul(v57, v58) []
+	// v59 = mul(2, v58)
 	VMULPS       lgc25<>+0(SB), Y7, Y7
-	MOVQ         p8+64(FP), AX
+	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v62 = sub(v59, v61) []
+	// v62 = sub(v59, v61)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v63 = exp(v62) []
+	// v63 = exp(v62)
 	VMAXPS       lgc6<>+0(SB), Y7, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
 	VMOVAPS      lgc11<>+0(SB), Y8
@@ -1095,59 +1091,58 @@ TEXT ·pass1AVX2(SB), $64-144
 	VBLENDVPS    Y1, Y7, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v64 = gt(v18, v2) []
+	// v64 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v65 = div(v63, v34) []
+	// v65 = div(v63, v34)
 	VDIVPS Y2, Y8, Y6
 
-	// v66 = where(v64, v65, v2) []
+	// ess = where(v64, v65, 0)
 	VMOVUPS      lgc1<>+0(SB), Y7
 	VCMPPS       $0x04, Y7, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y1, Y0
-	MOVQ         p9+72(FP), AX
+	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v108, v34) []  # kl_to_ref
+	// klToRef = div(v108, v34)
 	VDIVPS Y2, Y1, Y1
 
-	// v111 = mul(v110, v109) []
+	// lossKLToRef = mul(0.04, klToRef)
 	VMULPS lgc38<>+0(SB), Y1, Y2
 
-	// v112 = detach(v109) []  # kl_to_ref
-	// store v35
-	MOVQ   p10+80(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+80(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v40
-	MOVQ   p11+88(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+88(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v44
-	MOVQ    p12+96(FP), AX
+	// store klApprox
+	MOVQ    kLApprox+96(FP), AX
 	VMOVSS  X5, (AX)(CX*4)
 	VMOVUPS 32(SP), Y3
 
-	// store v49
-	MOVQ    p13+104(FP), AX
+	// store entropy2
+	MOVQ    entropy+104(FP), AX
 	VMOVSS  X3, (AX)(CX*4)
 	VMOVUPS (SP), Y3
 
-	// store v54
-	MOVQ   p14+112(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+112(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v66
-	MOVQ   p15+120(FP), AX
+	// store ess
+	MOVQ   ess+120(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v111
-	MOVQ   p16+128(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+128(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v112
-	MOVQ   p17+136(FP), AX
+	// store klToRef2
+	MOVQ   kLToRef+136(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1162,17 +1157,17 @@ DATA lgc38<>+24(SB)/4, $0x3d23d70a
 DATA lgc38<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $96-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_4:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_5:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1182,76 +1177,75 @@ blocks_5:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p2+16(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    p3+24(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p5+40(FP), DI
+	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS Y3, Y1, Y5
 
-	// v13 = mul(v11, v11) [B=8 L=128]
+	// v13 = mul(logWeight, logWeight)
 	VMULPS Y5, Y5, Y6
 
-	// v14 = mul(v12, v13) [B=8 L=128]
+	// v14 = mul(0.5, v13)
 	VMULPS  lgc2<>+0(SB), Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v16 = le(v14, v15) [B=8 L=128]
+	// v16 = le(v14, 0.05)
 	VCMPPS $0x12, Y7, Y6, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v17 = where(v0, v16, v2) [B=8 L=128]  # kept
+	// kept = where(mask, v16, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
 	VBLENDVPS Y7, Y6, Y2, Y6
 
-	// sum(v17) over [B L]
+	// sum(kept) over [B L]
 	VADDPS  576(BX), Y6, Y7
 	VMOVUPS Y7, 576(BX)
 	VMOVUPS lgc4<>+0(SB), Y7
 
-	// v21 = max(v11, v19) tie=first [B=8 L=128]
+	// v21 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y5, Y7, Y7
 	VMOVUPS lgc5<>+0(SB), Y8
 
-	// v22 = min(v21, v20) tie=first [B=8 L=128]  # log_weight_clip
+	// logWeightClip = min(v21, 0.18232156) tie=first
 	VMINPS  Y7, Y8, Y7
 	VMOVUPS Y1, (SP)
 	VMOVUPS Y3, 32(SP)
 
-	// v23 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc6<>+0(SB), Y5, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y1
 	VMOVAPS      lgc11<>+0(SB), Y8
@@ -1276,30 +1270,30 @@ blocks_5:
 	VCMPPS       $0x03, Y5, Y5, Y1
 	VBLENDVPS    Y1, Y5, Y8, Y8
 
-	// v24 = ge(v10, v2) [B=8 L=128]
+	// v24 = ge(v10, 0)
 	VCMPPS  $0x1d, Y2, Y4, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc18<>+0(SB), Y3
 
-	// v26 = min(v23, v25) tie=first [B=8 L=128]
+	// v26 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y3, Y3
 	VMOVUPS lgc19<>+0(SB), Y9
 
-	// v28 = max(v23, v27) tie=first [B=8 L=128]
+	// v28 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y8, Y9, Y8
 
-	// v29 = where(v24, v26, v28) [B=8 L=128]
+	// ratioClipped = where(v24, v26, v28)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y3, Y8, Y1
 
-	// v30 = mul(v10, v29) [B=8 L=128]  # gain
+	// gain = mul(v10, ratioClipped)
 	VMULPS Y1, Y4, Y1
 
-	// v31 = neg(v30) [B=8 L=128]
+	// v31 = neg(gain)
 	VXORPS lgc20<>+0(SB), Y1, Y1
 
-	// v32 = where(v17, v31, v2) [B=8 L=128]
+	// v32 = where(kept, v31, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y6, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1308,11 +1302,11 @@ blocks_5:
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
-	// v36 = ne(v22, v11) [B=8 L=128]
+	// v36 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y5, Y7, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v37 = where(v0, v36, v2) [B=8 L=128]
+	// v37 = where(mask, v36, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1323,10 +1317,10 @@ blocks_5:
 	VMOVUPS 32(SP), Y1
 	VMOVUPS (SP), Y3
 
-	// v41 = sub(v8, v6) [B=8 L=128]
+	// v41 = sub(v8, v6)
 	VSUBPS Y3, Y1, Y1
 
-	// v42 = where(v0, v41, v2) [B=8 L=128]
+	// v42 = where(mask, v41, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -1334,15 +1328,15 @@ blocks_5:
 	// sum(v42) over [B L]
 	VADDPS  1536(BX), Y1, Y1
 	VMOVUPS Y1, 1536(BX)
-	MOVQ    p6+48(FP), DI
+	MOVQ    entropy+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v46 = where(v0, v45, v2) [B=8 L=128]
+	// v46 = where(mask, entropy, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v47 = where(v0, v46, v2) [B=8 L=128]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -1351,10 +1345,10 @@ blocks_5:
 	VADDPS  1856(BX), Y0, Y0
 	VMOVUPS Y0, 1856(BX)
 
-	// v51 = mul(v50, v46) [B=8 L=128]
+	// v51 = mul(-0.01, v46)
 	VMULPS lgc21<>+0(SB), Y1, Y0
 
-	// v52 = where(v17, v51, v2) [B=8 L=128]
+	// v52 = where(kept, v51, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y6, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
@@ -1364,7 +1358,7 @@ blocks_5:
 	VMOVUPS Y0, 2176(BX)
 	VMOVUPS lgc22<>+0(SB), Y0
 
-	// v56 = where(v17, v11, v55) [B=8 L=128]
+	// v56 = where(kept, logWeight, -Inf)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y6, Y1
 	VBLENDVPS Y1, Y5, Y0, Y0
@@ -1375,7 +1369,6 @@ blocks_5:
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMOVAPS      lgc11<>+0(SB), Y3
@@ -1420,106 +1413,105 @@ blocks_5:
 	VADDPD       2656(BX), Y1, Y1
 	VMOVUPD      Y1, 2656(BX)
 
-	// v60 = mul(v57, v56) [B=8 L=128]
+	// v60 = mul(2, v56)
 	VMULPS    lgc25<>+0(SB), Y0, Y0
-	MOVQ      p1+8(FP), DI
+	MOVQ      mask+8(FP), DI
 	VPMOVZXBD (DI)(SI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p7+56(FP), DI
+	MOVQ      refLogProb+56(FP), DI
 	VMOVUPS   (DI)(SI*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v68 = where(v0, v67, v2) [B=8 L=128]
+	// v68 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 	VMOVUPS   (SP), Y1
 
-	// v69 = sub(v68, v6) [B=8 L=128]
+	// v69 = sub(v68, v6)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS 64(SP), Y1
 
-	// v70 = where(v17, v69, v2) [B=8 L=128]
+	// v70 = where(kept, v69, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
 
-	// v71 = abs(v70) [B=8 L=128]
+	// v71 = abs(v70)
 	VMOVUPS lgc20<>+0(SB), Y3
 	VANDNPS Y0, Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y4
 
-	// v73 = lt(v71, v72) [B=8 L=128]
+	// v73 = lt(v71, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc27<>+0(SB), Y5
 
-	// v75 = max(v70, v74) tie=first [B=8 L=128]
+	// v75 = max(v70, -0.1) tie=first
 	VMAXPS Y0, Y5, Y5
 
-	// v76 = min(v75, v72) tie=first [B=8 L=128]
+	// v76 = min(v75, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v79 = mul(v76, v77) [B=8 L=128]
+	// v79 = mul(v76, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y4, Y5
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(2.7557319223985893e-06, v79)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v82 = mul(v76, v80) [B=8 L=128]
+	// v82 = mul(v76, v80)
 	VMULPS Y5, Y4, Y5
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(2.48015873015873e-05, v82)
 	VADDPS lgc30<>+0(SB), Y5, Y5
 
-	// v85 = mul(v76, v83) [B=8 L=128]
+	// v85 = mul(v76, v83)
 	VMULPS Y5, Y4, Y5
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.0001984126984126984, v85)
 	VADDPS lgc31<>+0(SB), Y5, Y5
 
-	// v88 = mul(v76, v86) [B=8 L=128]
+	// v88 = mul(v76, v86)
 	VMULPS Y5, Y4, Y5
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.001388888888888889, v88)
 	VADDPS lgc32<>+0(SB), Y5, Y5
 
-	// v91 = mul(v76, v89) [B=8 L=128]
+	// v91 = mul(v76, v89)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v90, v91) [B=8 L=128]
+	// v92 = add(0.008333333333333333, v91)
 	VADDPS lgc33<>+0(SB), Y5, Y5
 
-	// v94 = mul(v76, v92) [B=8 L=128]
+	// v94 = mul(v76, v92)
 	VMULPS Y5, Y4, Y5
 
-	// v95 = add(v93, v94) [B=8 L=128]
+	// v95 = add(0.041666666666666664, v94)
 	VADDPS lgc34<>+0(SB), Y5, Y5
 
-	// v97 = mul(v76, v95) [B=8 L=128]
+	// v97 = mul(v76, v95)
 	VMULPS Y5, Y4, Y5
 
-	// v98 = add(v96, v97) [B=8 L=128]
+	// v98 = add(0.16666666666666666, v97)
 	VADDPS lgc35<>+0(SB), Y5, Y5
 
-	// v99 = mul(v76, v98) [B=8 L=128]
+	// v99 = mul(v76, v98)
 	VMULPS Y5, Y4, Y5
 
-	// v100 = add(v12, v99) [B=8 L=128]
+	// v100 = add(0.5, v99)
 	VADDPS lgc2<>+0(SB), Y5, Y5
 
-	// v101 = mul(v76, v76) [B=8 L=128]
+	// v101 = mul(v76, v76)
 	VMULPS Y4, Y4, Y4
 
-	// v102 = mul(v101, v100) [B=8 L=128]
+	// v102 = mul(v101, v100)
 	VMULPS Y5, Y4, Y4
 
-	// v103 = exp(v70) [B=8 L=128]
+	// v103 = exp(v70)
 	VMAXPS       lgc6<>+0(SB), Y0, Y5
 	VMINPS       lgc7<>+0(SB), Y5, Y5
 	VMULPS       lgc8<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y5
 	VMOVAPS      lgc11<>+0(SB), Y7
@@ -1544,18 +1536,18 @@ blocks_5:
 	VCMPPS       $0x03, Y0, Y0, Y5
 	VBLENDVPS    Y5, Y0, Y7, Y7
 
-	// v104 = sub(v103, v1) [B=8 L=128]
+	// v104 = sub(v103, 1)
 	VSUBPS lgc0<>+0(SB), Y7, Y5
 
-	// v105 = sub(v104, v70) [B=8 L=128]
+	// v105 = sub(v104, v70)
 	VSUBPS Y0, Y5, Y0
 
-	// v106 = where(v73, v102, v105) [B=8 L=128]  # k3
+	// k3 = where(v73, v102, v105)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y0, Y0
 
-	// v107 = where(v17, v106, v2) [B=8 L=128]
+	// v107 = where(kept, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
@@ -1565,7 +1557,7 @@ blocks_5:
 	VMOVUPS      Y0, 3008(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
@@ -1677,7 +1669,7 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
-	MOVQ         p2+16(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc36<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc37<>+0(SB), Y1, Y1
@@ -1784,70 +1776,69 @@ noflush_6:
 	VANDPS       3136(CX), Y1, Y1
 	VMOVUPS      Y1, 3136(CX)
 	INCQ         AX
-	CMPQ         AX, p8+64(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 *float32)
+// func fbPass1AVX2(numKept *float32, s0 *float32, numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, entropy *float32, lossEntropy *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $64-144
-	MOVQ         p0+0(FP), AX
+	MOVQ         numKept+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v34 = max(v18, v1) []
+	// v34 = max(numKept, 1)
 	VMAXPS       Y0, Y1, Y2
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v35 = div(v33, v34) []
+	// lossObjective = div(v33, v34)
 	VDIVPS       Y2, Y3, Y3
-	MOVQ         p2+16(FP), AX
+	MOVQ         numValid+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v39 = max(v4, v1) []
+	// v39 = max(numValid, 1)
 	VMAXPS       Y4, Y1, Y1
-	MOVQ         p3+24(FP), AX
+	MOVQ         s1+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v40 = div(v38, v39) []
+	// clipFraction = div(v38, v39)
 	VDIVPS       Y1, Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s2+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v44 = div(v43, v39) []
+	// klApprox = div(v43, v39)
 	VDIVPS       Y1, Y5, Y5
-	MOVQ         p5+40(FP), AX
+	MOVQ         s3+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v49 = div(v48, v39) []
+	// entropy2 = div(v48, v39)
 	VDIVPS       Y1, Y6, Y1
-	MOVQ         p6+48(FP), AX
+	MOVQ         s4+48(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y6
 
-	// v54 = div(v53, v34) []
+	// lossEntropy = div(v53, v34)
 	VDIVPS       Y2, Y6, Y6
-	MOVQ         p7+56(FP), AX
+	MOVQ         s5+56(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y7
 
-	// v59 = mul(v57, v58) []
+	// v59 = mul(2, v58)
 	VMULPS       lgc25<>+0(SB), Y7, Y7
-	MOVQ         p8+64(FP), AX
+	MOVQ         s6+64(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y8
 
-	// v62 = sub(v59, v61) []
+	// v62 = sub(v59, v61)
 	VSUBPS  Y8, Y7, Y7
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y1, 32(SP)
 
-	// v63 = exp(v62) []
+	// v63 = exp(v62)
 	VMAXPS       lgc6<>+0(SB), Y7, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y6, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y6, Y1
 	VMOVAPS      lgc11<>+0(SB), Y8
@@ -1873,127 +1864,125 @@ TEXT ·fbPass1AVX2(SB), $64-144
 	VBLENDVPS    Y1, Y7, Y8, Y8
 	VMOVUPS      lgc1<>+0(SB), Y1
 
-	// v64 = gt(v18, v2) []
+	// v64 = gt(numKept, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v65 = div(v63, v34) []
+	// v65 = div(v63, v34)
 	VDIVPS Y2, Y8, Y6
 
-	// v66 = where(v64, v65, v2) []
+	// ess = where(v64, v65, 0)
 	VMOVUPS      lgc1<>+0(SB), Y7
 	VCMPPS       $0x04, Y7, Y0, Y7
 	VBLENDVPS    Y7, Y6, Y1, Y0
-	MOVQ         p9+72(FP), AX
+	MOVQ         s7+72(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v108, v34) []  # kl_to_ref
+	// klToRef = div(v108, v34)
 	VDIVPS Y2, Y1, Y1
 
-	// v111 = mul(v110, v109) []
+	// lossKLToRef = mul(0.04, klToRef)
 	VMULPS lgc38<>+0(SB), Y1, Y2
 
-	// v112 = detach(v109) []  # kl_to_ref
-	// store v35
-	MOVQ   p10+80(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+80(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v40
-	MOVQ   p11+88(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+88(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v44
-	MOVQ    p12+96(FP), AX
+	// store klApprox
+	MOVQ    kLApprox+96(FP), AX
 	VMOVSS  X5, (AX)(CX*4)
 	VMOVUPS 32(SP), Y3
 
-	// store v49
-	MOVQ    p13+104(FP), AX
+	// store entropy2
+	MOVQ    entropy+104(FP), AX
 	VMOVSS  X3, (AX)(CX*4)
 	VMOVUPS (SP), Y3
 
-	// store v54
-	MOVQ   p14+112(FP), AX
+	// store lossEntropy
+	MOVQ   lossEntropy+112(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v66
-	MOVQ   p15+120(FP), AX
+	// store ess
+	MOVQ   ess+120(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v111
-	MOVQ   p16+128(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+128(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v112
-	MOVQ   p17+136(FP), AX
+	// store klToRef2
+	MOVQ   kLToRef+136(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 int)
+// func fbPass2AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, numKept *float32, refLogProb *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $448-80
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_7:
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      sampleLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p4+32(FP), DX
+	MOVQ      advantage+32(FP), DX
 	VMOVUPS   (DX)(BX*4), Y4
 
-	// v10 = where(v0, v9, v2) [B=8 L=128]
+	// v10 = where(mask, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
-	// v11 = sub(v6, v8) [B=8 L=128]  # log_weight
+	// logWeight = sub(v6, v8)
 	VSUBPS Y3, Y1, Y3
 
-	// v13 = mul(v11, v11) [B=8 L=128]
+	// v13 = mul(logWeight, logWeight)
 	VMULPS Y3, Y3, Y5
 
-	// v14 = mul(v12, v13) [B=8 L=128]
+	// v14 = mul(0.5, v13)
 	VMULPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS lgc3<>+0(SB), Y6
 
-	// v16 = le(v14, v15) [B=8 L=128]
+	// v16 = le(v14, 0.05)
 	VCMPPS $0x12, Y6, Y5, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v17 = where(v0, v16, v2) [B=8 L=128]  # kept
+	// kept = where(mask, v16, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
 
-	// v23 = exp(v11) [B=8 L=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc6<>+0(SB), Y3, Y6
 	VMINPS       lgc7<>+0(SB), Y6, Y6
 	VMULPS       lgc8<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc9<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc10<>+0(SB), Y7, Y6
 	VMOVAPS      lgc11<>+0(SB), Y8
@@ -2018,104 +2007,104 @@ blocks_8:
 	VCMPPS       $0x03, Y3, Y3, Y6
 	VBLENDVPS    Y6, Y3, Y8, Y8
 
-	// v24 = ge(v10, v2) [B=8 L=128]
+	// v24 = ge(v10, 0)
 	VCMPPS       $0x1d, Y2, Y4, Y3
 	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         p5+40(FP), DX
+	MOVQ         numKept+40(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y6
 	VMOVUPS      lgc0<>+0(SB), Y7
 
-	// v34 = max(v18, v1) []
+	// v34 = max(numKept, 1)
 	VMAXPS  Y6, Y7, Y6
-	MOVQ    p6+48(FP), DX
+	MOVQ    refLogProb+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y7
 
-	// v68 = where(v0, v67, v2) [B=8 L=128]
+	// v68 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y0, Y9
 	VBLENDVPS Y9, Y7, Y2, Y0
 
-	// v69 = sub(v68, v6) [B=8 L=128]
+	// v69 = sub(v68, v6)
 	VSUBPS Y1, Y0, Y0
 
-	// v70 = where(v17, v69, v2) [B=8 L=128]
+	// v70 = where(kept, v69, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y5, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// v71 = abs(v70) [B=8 L=128]
+	// v71 = abs(v70)
 	VMOVUPS lgc20<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc26<>+0(SB), Y7
 
-	// v73 = lt(v71, v72) [B=8 L=128]
+	// v73 = lt(v71, 0.1)
 	VCMPPS  $0x11, Y7, Y1, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS Y8, (SP)
 	VMOVUPS Y3, 32(SP)
 	VMOVUPS lgc27<>+0(SB), Y3
 
-	// v75 = max(v70, v74) tie=first [B=8 L=128]
+	// v75 = max(v70, -0.1) tie=first
 	VMAXPS  Y0, Y3, Y3
 	VMOVUPS Y4, 64(SP)
 
-	// v76 = min(v75, v72) tie=first [B=8 L=128]
+	// v76 = min(v75, 0.1) tie=first
 	VMINPS Y3, Y7, Y4
 
-	// v79 = mul(v76, v77) [B=8 L=128]
+	// v79 = mul(v76, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y4, Y7
 
-	// v80 = add(v78, v79) [B=8 L=128]
+	// v80 = add(2.7557319223985893e-06, v79)
 	VADDPS lgc29<>+0(SB), Y7, Y7
 
-	// v82 = mul(v76, v80) [B=8 L=128]
+	// v82 = mul(v76, v80)
 	VMULPS Y7, Y4, Y8
 
-	// v83 = add(v81, v82) [B=8 L=128]
+	// v83 = add(2.48015873015873e-05, v82)
 	VADDPS lgc30<>+0(SB), Y8, Y8
 
-	// v85 = mul(v76, v83) [B=8 L=128]
+	// v85 = mul(v76, v83)
 	VMULPS Y8, Y4, Y9
 
-	// v86 = add(v84, v85) [B=8 L=128]
+	// v86 = add(0.0001984126984126984, v85)
 	VADDPS lgc31<>+0(SB), Y9, Y9
 
-	// v88 = mul(v76, v86) [B=8 L=128]
+	// v88 = mul(v76, v86)
 	VMULPS Y9, Y4, Y10
 
-	// v89 = add(v87, v88) [B=8 L=128]
+	// v89 = add(0.001388888888888889, v88)
 	VADDPS lgc32<>+0(SB), Y10, Y10
 
-	// v91 = mul(v76, v89) [B=8 L=128]
+	// v91 = mul(v76, v89)
 	VMULPS Y10, Y4, Y11
 
-	// v92 = add(v90, v91) [B=8 L=128]
+	// v92 = add(0.008333333333333333, v91)
 	VADDPS  lgc33<>+0(SB), Y11, Y11
 	VMOVUPS Y3, 96(SP)
 
-	// v94 = mul(v76, v92) [B=8 L=128]
+	// v94 = mul(v76, v92)
 	VMULPS Y11, Y4, Y3
 
-	// v95 = add(v93, v94) [B=8 L=128]
+	// v95 = add(0.041666666666666664, v94)
 	VADDPS  lgc34<>+0(SB), Y3, Y3
 	VMOVUPS Y7, 128(SP)
 
-	// v97 = mul(v76, v95) [B=8 L=128]
+	// v97 = mul(v76, v95)
 	VMULPS Y3, Y4, Y7
 
-	// v98 = add(v96, v97) [B=8 L=128]
+	// v98 = add(0.16666666666666666, v97)
 	VADDPS  lgc35<>+0(SB), Y7, Y7
 	VMOVUPS Y8, 160(SP)
 
-	// v99 = mul(v76, v98) [B=8 L=128]
+	// v99 = mul(v76, v98)
 	VMULPS Y7, Y4, Y8
 
-	// v100 = add(v12, v99) [B=8 L=128]
+	// v100 = add(0.5, v99)
 	VADDPS  lgc2<>+0(SB), Y8, Y8
 	VMOVUPS Y9, 192(SP)
 
-	// v101 = mul(v76, v76) [B=8 L=128]
+	// v101 = mul(v76, v76)
 	VMULPS  Y4, Y4, Y9
 	VMOVUPS Y10, 224(SP)
 	VMOVUPS Y11, 256(SP)
@@ -2124,12 +2113,11 @@ blocks_8:
 	VMOVUPS Y4, 352(SP)
 	VMOVUPS Y9, 384(SP)
 
-	// v103 = exp(v70) [B=8 L=128]
+	// v103 = exp(v70)
 	VMAXPS       lgc6<>+0(SB), Y0, Y3
 	VMINPS       lgc7<>+0(SB), Y3, Y3
 	VMULPS       lgc8<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc10<>+0(SB), Y4, Y3
 	VMOVAPS      lgc11<>+0(SB), Y7
@@ -2155,265 +2143,265 @@ blocks_8:
 	VBLENDVPS    Y3, Y0, Y7, Y7
 	VMOVUPS      lgc38<>+0(SB), Y3
 
-	// v113 = div(v110, v34) []
+	// v113 = div(0.04, v34)
 	VDIVPS Y6, Y3, Y3
 
-	// v114 = where(v17, v113, v2) [B=8 L=128]
+	// v114 = where(kept, v113, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y5, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v115 = where(v73, v114, v2) [B=8 L=128]
+	// v115 = where(v73, v114, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y4
 
-	// v116 = where(v73, v2, v114) [B=8 L=128]
+	// v116 = where(v73, 0, v114)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y1, Y9
 	VBLENDVPS Y9, Y2, Y3, Y1
 
-	// v117 = neg(v116) [B=8 L=128]
+	// v117 = neg(v116)
 	VXORPS lgc20<>+0(SB), Y1, Y3
 
-	// v118 = ne(v116, v2) [B=8 L=128]
+	// v118 = ne(v116, 0)
 	VCMPPS $0x04, Y2, Y1, Y9
 	VANDPS lgc0<>+0(SB), Y9, Y9
 
-	// v119 = mul(v116, v103) [B=8 L=128]
+	// v119 = mul(v116, v103)
 	VMULPS Y7, Y1, Y7
 
-	// v120 = where(v118, v119, v116) [B=8 L=128]
+	// v120 = where(v118, v119, v116)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y1, Y1
 
-	// v121 = add(v117, v120) [B=8 L=128]
+	// v121 = add(v117, v120)
 	VADDPS Y1, Y3, Y1
 
-	// v122 = ne(v115, v2) [B=8 L=128]
+	// v122 = ne(v115, 0)
 	VCMPPS $0x04, Y2, Y4, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v123 = mul(v115, v100) [B=8 L=128]
+	// v123 = mul(v115, v100)
 	VMULPS Y8, Y4, Y7
 
-	// v124 = where(v122, v123, v115) [B=8 L=128]
+	// v124 = where(v122, v123, v115)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y4, Y7
 	VMOVUPS   384(SP), Y8
 
-	// v125 = mul(v115, v101) [B=8 L=128]
+	// v125 = mul(v115, v101)
 	VMULPS Y8, Y4, Y8
 
-	// v126 = where(v122, v125, v115) [B=8 L=128]
+	// v126 = where(v122, v125, v115)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y3, Y9
 	VBLENDVPS Y9, Y8, Y4, Y3
 
-	// v127 = ne(v124, v2) [B=8 L=128]
+	// v127 = ne(v124, 0)
 	VCMPPS  $0x04, Y2, Y7, Y4
 	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS 352(SP), Y8
 
-	// v128 = mul(v124, v76) [B=8 L=128]
+	// v128 = mul(v124, v76)
 	VMULPS Y8, Y7, Y9
 
-	// v129 = where(v127, v128, v124) [B=8 L=128]
+	// v129 = where(v127, v128, v124)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y4, Y10
 	VBLENDVPS Y10, Y9, Y7, Y4
 
-	// v130 = add(v129, v129) [B=8 L=128]
+	// v130 = add(v129, v129)
 	VADDPS Y4, Y4, Y4
 
-	// v131 = ne(v126, v2) [B=8 L=128]
+	// v131 = ne(v126, 0)
 	VCMPPS  $0x04, Y2, Y3, Y7
 	VANDPS  lgc0<>+0(SB), Y7, Y7
 	VMOVUPS 320(SP), Y9
 
-	// v132 = mul(v126, v98) [B=8 L=128]
+	// v132 = mul(v126, v98)
 	VMULPS Y9, Y3, Y9
 
-	// v133 = where(v131, v132, v126) [B=8 L=128]
+	// v133 = where(v131, v132, v126)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y3, Y9
 
-	// v134 = mul(v126, v76) [B=8 L=128]
+	// v134 = mul(v126, v76)
 	VMULPS  Y8, Y3, Y10
 	VMOVUPS Y6, 416(SP)
 
-	// v135 = where(v131, v134, v126) [B=8 L=128]
+	// v135 = where(v131, v134, v126)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y7, Y6
 	VBLENDVPS Y6, Y10, Y3, Y3
 
-	// v136 = add(v130, v133) [B=8 L=128]
+	// v136 = add(v130, v133)
 	VADDPS Y9, Y4, Y4
 
-	// v137 = ne(v135, v2) [B=8 L=128]
+	// v137 = ne(v135, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 288(SP), Y7
 
-	// v138 = mul(v135, v95) [B=8 L=128]
+	// v138 = mul(v135, v95)
 	VMULPS Y7, Y3, Y7
 
-	// v139 = where(v137, v138, v135) [B=8 L=128]
+	// v139 = where(v137, v138, v135)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v140 = mul(v135, v76) [B=8 L=128]
+	// v140 = mul(v135, v76)
 	VMULPS Y8, Y3, Y9
 
-	// v141 = where(v137, v140, v135) [B=8 L=128]
+	// v141 = where(v137, v140, v135)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v142 = add(v136, v139) [B=8 L=128]
+	// v142 = add(v136, v139)
 	VADDPS Y7, Y4, Y4
 
-	// v143 = ne(v141, v2) [B=8 L=128]
+	// v143 = ne(v141, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 256(SP), Y7
 
-	// v144 = mul(v141, v92) [B=8 L=128]
+	// v144 = mul(v141, v92)
 	VMULPS Y7, Y3, Y7
 
-	// v145 = where(v143, v144, v141) [B=8 L=128]
+	// v145 = where(v143, v144, v141)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v146 = mul(v141, v76) [B=8 L=128]
+	// v146 = mul(v141, v76)
 	VMULPS Y8, Y3, Y9
 
-	// v147 = where(v143, v146, v141) [B=8 L=128]
+	// v147 = where(v143, v146, v141)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v148 = add(v142, v145) [B=8 L=128]
+	// v148 = add(v142, v145)
 	VADDPS Y7, Y4, Y4
 
-	// v149 = ne(v147, v2) [B=8 L=128]
+	// v149 = ne(v147, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 224(SP), Y7
 
-	// v150 = mul(v147, v89) [B=8 L=128]
+	// v150 = mul(v147, v89)
 	VMULPS Y7, Y3, Y7
 
-	// v151 = where(v149, v150, v147) [B=8 L=128]
+	// v151 = where(v149, v150, v147)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v152 = mul(v147, v76) [B=8 L=128]
+	// v152 = mul(v147, v76)
 	VMULPS Y8, Y3, Y9
 
-	// v153 = where(v149, v152, v147) [B=8 L=128]
+	// v153 = where(v149, v152, v147)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v154 = add(v148, v151) [B=8 L=128]
+	// v154 = add(v148, v151)
 	VADDPS Y7, Y4, Y4
 
-	// v155 = ne(v153, v2) [B=8 L=128]
+	// v155 = ne(v153, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 192(SP), Y7
 
-	// v156 = mul(v153, v86) [B=8 L=128]
+	// v156 = mul(v153, v86)
 	VMULPS Y7, Y3, Y7
 
-	// v157 = where(v155, v156, v153) [B=8 L=128]
+	// v157 = where(v155, v156, v153)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v158 = mul(v153, v76) [B=8 L=128]
+	// v158 = mul(v153, v76)
 	VMULPS Y8, Y3, Y9
 
-	// v159 = where(v155, v158, v153) [B=8 L=128]
+	// v159 = where(v155, v158, v153)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v160 = add(v154, v157) [B=8 L=128]
+	// v160 = add(v154, v157)
 	VADDPS Y7, Y4, Y4
 
-	// v161 = ne(v159, v2) [B=8 L=128]
+	// v161 = ne(v159, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 160(SP), Y7
 
-	// v162 = mul(v159, v83) [B=8 L=128]
+	// v162 = mul(v159, v83)
 	VMULPS Y7, Y3, Y7
 
-	// v163 = where(v161, v162, v159) [B=8 L=128]
+	// v163 = where(v161, v162, v159)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v164 = mul(v159, v76) [B=8 L=128]
+	// v164 = mul(v159, v76)
 	VMULPS Y8, Y3, Y9
 
-	// v165 = where(v161, v164, v159) [B=8 L=128]
+	// v165 = where(v161, v164, v159)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y3, Y3
 
-	// v166 = add(v160, v163) [B=8 L=128]
+	// v166 = add(v160, v163)
 	VADDPS Y7, Y4, Y4
 
-	// v167 = ne(v165, v2) [B=8 L=128]
+	// v167 = ne(v165, 0)
 	VCMPPS  $0x04, Y2, Y3, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 128(SP), Y7
 
-	// v168 = mul(v165, v80) [B=8 L=128]
+	// v168 = mul(v165, v80)
 	VMULPS Y7, Y3, Y7
 
-	// v169 = where(v167, v168, v165) [B=8 L=128]
+	// v169 = where(v167, v168, v165)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y7
 
-	// v170 = mul(v165, v76) [B=8 L=128]
+	// v170 = mul(v165, v76)
 	VMULPS Y8, Y3, Y8
 
-	// v171 = where(v167, v170, v165) [B=8 L=128]
+	// v171 = where(v167, v170, v165)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y3, Y3
 
-	// v172 = add(v166, v169) [B=8 L=128]
+	// v172 = add(v166, v169)
 	VADDPS Y7, Y4, Y4
 
-	// v173 = mul(v171, v77) [B=8 L=128]
+	// v173 = mul(v171, 2.755731922398589e-07)
 	VMULPS lgc28<>+0(SB), Y3, Y3
 
-	// v174 = add(v172, v173) [B=8 L=128]
+	// v174 = add(v172, v173)
 	VADDPS  Y3, Y4, Y3
 	VMOVUPS 96(SP), Y4
 	VMOVUPS lgc26<>+0(SB), Y6
 
-	// v175 = le(v75, v72) [B=8 L=128]
+	// v175 = le(v75, 0.1)
 	VCMPPS $0x12, Y6, Y4, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v176 = ne(v75, v75) [B=8 L=128]
+	// v176 = ne(v75, v75)
 	VCMPPS $0x04, Y4, Y4, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v177 = max(v175, v176) [B=8 L=128]
+	// v177 = max(v175, v176)
 	VXORPS lgc20<>+0(SB), Y6, Y6
 	VXORPS lgc20<>+0(SB), Y4, Y4
 	VMINPS Y6, Y4, Y7
@@ -2421,21 +2409,21 @@ blocks_8:
 	VORPS  Y7, Y4, Y4
 	VXORPS lgc20<>+0(SB), Y4, Y4
 
-	// v178 = where(v177, v174, v2) [B=8 L=128]
+	// v178 = where(v177, v174, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y3, Y2, Y3
 	VMOVUPS   lgc27<>+0(SB), Y4
 
-	// v179 = ge(v70, v74) [B=8 L=128]
+	// v179 = ge(v70, -0.1)
 	VCMPPS $0x1d, Y4, Y0, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v180 = ne(v70, v70) [B=8 L=128]
+	// v180 = ne(v70, v70)
 	VCMPPS $0x04, Y0, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v181 = max(v179, v180) [B=8 L=128]
+	// v181 = max(v179, v180)
 	VXORPS lgc20<>+0(SB), Y4, Y4
 	VXORPS lgc20<>+0(SB), Y0, Y0
 	VMINPS Y4, Y0, Y6
@@ -2443,72 +2431,72 @@ blocks_8:
 	VORPS  Y6, Y0, Y0
 	VXORPS lgc20<>+0(SB), Y0, Y0
 
-	// v182 = where(v181, v178, v2) [B=8 L=128]
+	// v182 = where(v181, v178, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
-	// v183 = add(v121, v182) [B=8 L=128]
+	// v183 = add(v121, v182)
 	VADDPS Y0, Y1, Y0
 
-	// v184 = where(v17, v183, v2) [B=8 L=128]
+	// v184 = where(kept, v183, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y5, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// v185 = neg(v184) [B=8 L=128]
+	// v185 = neg(v184)
 	VXORPS  lgc20<>+0(SB), Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 	VMOVUPS 416(SP), Y3
 
-	// v186 = div(v1, v34) []
+	// v186 = div(1, v34)
 	VDIVPS Y3, Y1, Y1
 
-	// v187 = where(v17, v186, v2) [B=8 L=128]
+	// v187 = where(kept, v186, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y5, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v188 = mul(v187, v50) [B=8 L=128]
+	// v188 = mul(v187, -0.01)
 	VMULPS    lgc21<>+0(SB), Y1, Y3
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v189 = where(v0, v188, v2) [B=8 L=128]
+	// gradEntropy = where(mask, v188, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y3
 
-	// v190 = neg(v187) [B=8 L=128]
+	// v190 = neg(v187)
 	VXORPS  lgc20<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y5
 
-	// v191 = mul(v190, v10) [B=8 L=128]
+	// v191 = mul(v190, v10)
 	VMULPS  Y5, Y1, Y1
 	VMOVUPS 32(SP), Y5
 
-	// v192 = where(v24, v191, v2) [B=8 L=128]
+	// v192 = where(v24, v191, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y1, Y2, Y6
 
-	// v193 = where(v24, v2, v191) [B=8 L=128]
+	// v193 = where(v24, 0, v191)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y2, Y1, Y1
 	VMOVUPS   (SP), Y5
 	VMOVUPS   lgc19<>+0(SB), Y7
 
-	// v194 = ge(v23, v27) [B=8 L=128]
+	// v194 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y7, Y5, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v195 = ne(v23, v23) [B=8 L=128]
+	// v195 = ne(ratio, ratio)
 	VCMPPS $0x04, Y5, Y5, Y8
 	VANDPS lgc0<>+0(SB), Y8, Y8
 
-	// v196 = max(v194, v195) [B=8 L=128]
+	// v196 = max(v194, v195)
 	VXORPS lgc20<>+0(SB), Y7, Y7
 	VXORPS lgc20<>+0(SB), Y8, Y10
 	VMINPS Y7, Y10, Y9
@@ -2516,17 +2504,17 @@ blocks_8:
 	VORPS  Y9, Y7, Y7
 	VXORPS lgc20<>+0(SB), Y7, Y7
 
-	// v197 = where(v196, v193, v2) [B=8 L=128]
+	// v197 = where(v196, v193, 0)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y7, Y9
 	VBLENDVPS Y9, Y1, Y2, Y1
 	VMOVUPS   lgc18<>+0(SB), Y7
 
-	// v198 = le(v23, v25) [B=8 L=128]
+	// v198 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y7, Y5, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v199 = max(v198, v195) [B=8 L=128]
+	// v199 = max(v198, v195)
 	VXORPS lgc20<>+0(SB), Y7, Y7
 	VXORPS lgc20<>+0(SB), Y8, Y8
 	VMINPS Y7, Y8, Y9
@@ -2534,46 +2522,46 @@ blocks_8:
 	VORPS  Y9, Y7, Y7
 	VXORPS lgc20<>+0(SB), Y7, Y7
 
-	// v200 = where(v199, v192, v2) [B=8 L=128]
+	// v200 = where(v199, v192, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y7, Y8
 	VBLENDVPS Y8, Y6, Y2, Y6
 
-	// v201 = add(v197, v200) [B=8 L=128]
+	// v201 = add(v197, v200)
 	VADDPS Y6, Y1, Y1
 
-	// v202 = ne(v201, v2) [B=8 L=128]
+	// v202 = ne(v201, 0)
 	VCMPPS $0x04, Y2, Y1, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v203 = mul(v201, v23) [B=8 L=128]
+	// v203 = mul(v201, ratio)
 	VMULPS Y5, Y1, Y5
 
-	// v204 = where(v202, v203, v201) [B=8 L=128]
+	// v204 = where(v202, v203, v201)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y1, Y1
 
-	// v205 = add(v185, v204) [B=8 L=128]
+	// v205 = add(v185, v204)
 	VADDPS Y1, Y0, Y0
 
-	// v206 = where(v0, v205, v2) [B=8 L=128]
+	// gradLogProb = where(mask, v205, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y4, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
 
-	// store v189
-	MOVQ    p7+56(FP), DX
+	// store gradEntropy
+	MOVQ    gradEntropy+56(FP), DX
 	VMOVUPS Y3, (DX)(BX*4)
 
-	// store v206
-	MOVQ    p8+64(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
 	JL      blocks_8
 	INCQ    AX
-	CMPQ    AX, p9+72(FP)
+	CMPQ    AX, hi+72(FP)
 	JL      outer0_7
 	VZEROUPPER
 	RET
@@ -2594,7 +2582,6 @@ bulk_9:
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMOVAPS      lgc11<>+0(SB), Y3

@@ -11,14 +11,14 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v33 = sum(v32) over B,L []
-	s1 float32 // v38 = sum(v37) over B,L []
-	s2 float32 // v43 = sum(v42) over B,L []
-	s3 float32 // v48 = sum(v47) over B,L []
-	s4 float32 // v53 = sum(v52) over B,L []
-	s5 float32 // v58 = logsumexp(v56) over B,L []
-	s6 float32 // v61 = logsumexp(v60) over B,L []
-	s7 float32 // v108 = sum(v107) over B,L []
+	s0 float32 // v33 = sum(v32) over B,L
+	s1 float32 // v38 = sum(v37) over B,L
+	s2 float32 // v43 = sum(v42) over B,L
+	s3 float32 // v48 = sum(v47) over B,L
+	s4 float32 // v53 = sum(v52) over B,L
+	s5 float32 // v58 = logsumexp(v56) over B,L
+	s6 float32 // v61 = logsumexp(v60) over B,L
+	s7 float32 // v108 = sum(v107) over B,L
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -26,9 +26,30 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
-	acc18 := 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	half := float32(0.5)
+	c15 := float32(0.05)
+	c19 := float32(-0.22314355)
+	c20 := float32(0.18232156)
+	c25 := float32(1.2)
+	c27 := float32(0.8)
+	c50 := float32(-0.01)
+	c55 := float32(math.Inf(-1))
+	two := float32(2)
+	c72 := float32(0.1)
+	c74 := float32(-0.1)
+	c77 := float32(2.755732e-07)
+	c78 := float32(2.7557319e-06)
+	c81 := float32(2.4801588e-05)
+	c84 := float32(0.0001984127)
+	c87 := float32(0.0013888889)
+	c90 := float32(0.008333334)
+	c93 := float32(0.041666668)
+	c96 := float32(0.16666667)
+	numValid := 0.0
+	numKept := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
 	acc43 := 0.0
@@ -39,106 +60,85 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc108 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(0.5)
-			v13 := float32(v11 * v11)
-			v14 := float32(v12 * v13)
-			v15 := float32(0.05)
-			v16 := b2f(v14 <= v15)
-			v17 := sel(v0, v16, v2)
-			acc18 += float64(v17)
-			v19 := float32(-0.22314355)
-			v20 := float32(0.18232156)
-			v21 := max(v11, v19)
-			v22 := min(v21, v20)
-			v23 := float32(math.Exp(float64(v11)))
-			v24 := b2f(v10 >= v2)
-			v25 := float32(1.2)
-			v26 := min(v23, v25)
-			v27 := float32(0.8)
-			v28 := max(v23, v27)
-			v29 := sel(v24, v26, v28)
-			v30 := float32(v10 * v29)
-			v31 := -v30
-			v32 := sel(v17, v31, v2)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v13 := float32(logWeight * logWeight)
+			v14 := float32(half * v13)
+			v16 := b2f(v14 <= c15)
+			kept := sel(mask, v16, zero)
+			numKept += float64(kept)
+			v21 := max(logWeight, c19)
+			logWeightClip := min(v21, c20)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v24 := b2f(v10 >= zero)
+			v26 := min(ratio, c25)
+			v28 := max(ratio, c27)
+			ratioClipped := sel(v24, v26, v28)
+			gain := float32(v10 * ratioClipped)
+			v31 := -gain
+			v32 := sel(kept, v31, zero)
 			acc33 += float64(v32)
-			v36 := b2f(v22 != v11)
-			v37 := sel(v0, v36, v2)
+			v36 := b2f(logWeightClip != logWeight)
+			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
 			v41 := v8 - v6
-			v42 := sel(v0, v41, v2)
+			v42 := sel(mask, v41, zero)
 			acc43 += float64(v42)
-			v45 := in.Entropy[iB*128+iL]
-			v46 := sel(v0, v45, v2)
-			v47 := sel(v0, v46, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v46 := sel(mask, entropy, zero)
+			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
-			v50 := float32(-0.01)
-			v51 := float32(v50 * v46)
-			v52 := sel(v17, v51, v2)
+			v51 := float32(c50 * v46)
+			v52 := sel(kept, v51, zero)
 			acc53 += float64(v52)
-			v55 := float32(math.Inf(-1))
-			v56 := sel(v17, v11, v55)
-			v57 := float32(2)
+			v56 := sel(kept, logWeight, c55)
 			acc58.Add(float64(v56))
-			v60 := float32(v57 * v56)
+			v60 := float32(two * v56)
 			acc61.Add(float64(v60))
-			v67 := in.RefLogProb[iB*128+iL]
-			v68 := sel(v0, v67, v2)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v68 := sel(mask, refLogProb, zero)
 			v69 := v68 - v6
-			v70 := sel(v17, v69, v2)
+			v70 := sel(kept, v69, zero)
 			v71 := float32(math.Abs(float64(v70)))
-			v72 := float32(0.1)
-			v73 := b2f(v71 < v72)
-			v74 := float32(-0.1)
-			v75 := max(v70, v74)
-			v76 := min(v75, v72)
-			v77 := float32(2.755732e-07)
-			v78 := float32(2.7557319e-06)
-			v79 := float32(v76 * v77)
-			v80 := v78 + v79
-			v81 := float32(2.4801588e-05)
+			v73 := b2f(v71 < c72)
+			v75 := max(v70, c74)
+			v76 := min(v75, c72)
+			v79 := float32(v76 * c77)
+			v80 := c78 + v79
 			v82 := float32(v76 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.0001984127)
+			v83 := c81 + v82
 			v85 := float32(v76 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.0013888889)
+			v86 := c84 + v85
 			v88 := float32(v76 * v86)
-			v89 := v87 + v88
-			v90 := float32(0.008333334)
+			v89 := c87 + v88
 			v91 := float32(v76 * v89)
-			v92 := v90 + v91
-			v93 := float32(0.041666668)
+			v92 := c90 + v91
 			v94 := float32(v76 * v92)
-			v95 := v93 + v94
-			v96 := float32(0.16666667)
+			v95 := c93 + v94
 			v97 := float32(v76 * v95)
-			v98 := v96 + v97
+			v98 := c96 + v97
 			v99 := float32(v76 * v98)
-			v100 := v12 + v99
+			v100 := half + v99
 			v101 := float32(v76 * v76)
 			v102 := float32(v101 * v100)
 			v103 := float32(math.Exp(float64(v70)))
-			v104 := v103 - v1
+			v104 := v103 - one
 			v105 := v104 - v70
-			v106 := sel(v73, v102, v105)
-			v107 := sel(v17, v106, v2)
+			k3 := sel(v73, v102, v105)
+			v107 := sel(kept, k3, zero)
 			acc108 += float64(v107)
 		}
 	}
-	out.NumValid = float32(acc4)
-	out.NumKept = float32(acc18)
+	out.NumValid = float32(numValid)
+	out.NumKept = float32(numKept)
 	s.s0 = float32(acc33)
 	s.s1 = float32(acc38)
 	s.s2 = float32(acc43)
@@ -150,68 +150,89 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
-	v18 := out.NumKept
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c110 := float32(0.04)
+	numValid := out.NumValid
+	numKept := out.NumKept
 	v33 := s.s0
-	v34 := max(v18, v1)
-	v35 := v33 / v34
-	out.LossObjective = v35
+	v34 := max(numKept, one)
+	lossObjective := v33 / v34
+	out.LossObjective = lossObjective
 	v38 := s.s1
-	v39 := max(v4, v1)
-	v40 := v38 / v39
-	out.ClipFraction = v40
+	v39 := max(numValid, one)
+	clipFraction := v38 / v39
+	out.ClipFraction = clipFraction
 	v43 := s.s2
-	v44 := v43 / v39
-	out.KLApprox = v44
+	klApprox := v43 / v39
+	out.KLApprox = klApprox
 	v48 := s.s3
-	v49 := v48 / v39
-	out.Entropy = v49
+	entropy2 := v48 / v39
+	out.Entropy = entropy2
 	v53 := s.s4
-	v54 := v53 / v34
-	out.LossEntropy = v54
-	v57 := float32(2)
+	lossEntropy := v53 / v34
+	out.LossEntropy = lossEntropy
 	v58 := s.s5
-	v59 := float32(v57 * v58)
+	v59 := float32(two * v58)
 	v61 := s.s6
 	v62 := v59 - v61
 	v63 := float32(math.Exp(float64(v62)))
-	v64 := b2f(v18 > v2)
+	v64 := b2f(numKept > zero)
 	v65 := v63 / v34
-	v66 := sel(v64, v65, v2)
-	out.ESS = v66
+	ess := sel(v64, v65, zero)
+	out.ESS = ess
 	v108 := s.s7
-	v109 := v108 / v34
-	v110 := float32(0.04)
-	v111 := float32(v110 * v109)
-	out.LossKLToRef = v111
-	v112 := v109
-	out.KLToRef = v112
+	klToRef := v108 / v34
+	lossKLToRef := float32(c110 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v33 = sum(v32) over B,L []
-	s1 float32 // v38 = sum(v37) over B,L []
-	s2 float32 // v43 = sum(v42) over B,L []
-	s3 float32 // v48 = sum(v47) over B,L []
-	s4 float32 // v53 = sum(v52) over B,L []
-	s5 float32 // v58 = logsumexp(v56) over B,L []
-	s6 float32 // v61 = logsumexp(v60) over B,L []
-	s7 float32 // v108 = sum(v107) over B,L []
+	s0 float32 // v33 = sum(v32) over B,L
+	s1 float32 // v38 = sum(v37) over B,L
+	s2 float32 // v43 = sum(v42) over B,L
+	s3 float32 // v48 = sum(v47) over B,L
+	s4 float32 // v53 = sum(v52) over B,L
+	s5 float32 // v58 = logsumexp(v56) over B,L
+	s6 float32 // v61 = logsumexp(v60) over B,L
+	s7 float32 // v108 = sum(v107) over B,L
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
-	acc18 := 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	half := float32(0.5)
+	c15 := float32(0.05)
+	c19 := float32(-0.22314355)
+	c20 := float32(0.18232156)
+	c25 := float32(1.2)
+	c27 := float32(0.8)
+	c50 := float32(-0.01)
+	c55 := float32(math.Inf(-1))
+	two := float32(2)
+	c72 := float32(0.1)
+	c74 := float32(-0.1)
+	c77 := float32(2.755732e-07)
+	c78 := float32(2.7557319e-06)
+	c81 := float32(2.4801588e-05)
+	c84 := float32(0.0001984127)
+	c87 := float32(0.0013888889)
+	c90 := float32(0.008333334)
+	c93 := float32(0.041666668)
+	c96 := float32(0.16666667)
+	numValid := 0.0
+	numKept := 0.0
 	acc33 := 0.0
 	acc38 := 0.0
 	acc43 := 0.0
@@ -222,106 +243,85 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc108 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(0.5)
-			v13 := float32(v11 * v11)
-			v14 := float32(v12 * v13)
-			v15 := float32(0.05)
-			v16 := b2f(v14 <= v15)
-			v17 := sel(v0, v16, v2)
-			acc18 += float64(v17)
-			v19 := float32(-0.22314355)
-			v20 := float32(0.18232156)
-			v21 := max(v11, v19)
-			v22 := min(v21, v20)
-			v23 := float32(math.Exp(float64(v11)))
-			v24 := b2f(v10 >= v2)
-			v25 := float32(1.2)
-			v26 := min(v23, v25)
-			v27 := float32(0.8)
-			v28 := max(v23, v27)
-			v29 := sel(v24, v26, v28)
-			v30 := float32(v10 * v29)
-			v31 := -v30
-			v32 := sel(v17, v31, v2)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v13 := float32(logWeight * logWeight)
+			v14 := float32(half * v13)
+			v16 := b2f(v14 <= c15)
+			kept := sel(mask, v16, zero)
+			numKept += float64(kept)
+			v21 := max(logWeight, c19)
+			logWeightClip := min(v21, c20)
+			ratio := float32(math.Exp(float64(logWeight)))
+			v24 := b2f(v10 >= zero)
+			v26 := min(ratio, c25)
+			v28 := max(ratio, c27)
+			ratioClipped := sel(v24, v26, v28)
+			gain := float32(v10 * ratioClipped)
+			v31 := -gain
+			v32 := sel(kept, v31, zero)
 			acc33 += float64(v32)
-			v36 := b2f(v22 != v11)
-			v37 := sel(v0, v36, v2)
+			v36 := b2f(logWeightClip != logWeight)
+			v37 := sel(mask, v36, zero)
 			acc38 += float64(v37)
 			v41 := v8 - v6
-			v42 := sel(v0, v41, v2)
+			v42 := sel(mask, v41, zero)
 			acc43 += float64(v42)
-			v45 := in.Entropy[iB*128+iL]
-			v46 := sel(v0, v45, v2)
-			v47 := sel(v0, v46, v2)
+			entropy := in.Entropy[iB*128+iL]
+			v46 := sel(mask, entropy, zero)
+			v47 := sel(mask, v46, zero)
 			acc48 += float64(v47)
-			v50 := float32(-0.01)
-			v51 := float32(v50 * v46)
-			v52 := sel(v17, v51, v2)
+			v51 := float32(c50 * v46)
+			v52 := sel(kept, v51, zero)
 			acc53 += float64(v52)
-			v55 := float32(math.Inf(-1))
-			v56 := sel(v17, v11, v55)
-			v57 := float32(2)
+			v56 := sel(kept, logWeight, c55)
 			acc58.Add(float64(v56))
-			v60 := float32(v57 * v56)
+			v60 := float32(two * v56)
 			acc61.Add(float64(v60))
-			v67 := in.RefLogProb[iB*128+iL]
-			v68 := sel(v0, v67, v2)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v68 := sel(mask, refLogProb, zero)
 			v69 := v68 - v6
-			v70 := sel(v17, v69, v2)
+			v70 := sel(kept, v69, zero)
 			v71 := float32(math.Abs(float64(v70)))
-			v72 := float32(0.1)
-			v73 := b2f(v71 < v72)
-			v74 := float32(-0.1)
-			v75 := max(v70, v74)
-			v76 := min(v75, v72)
-			v77 := float32(2.755732e-07)
-			v78 := float32(2.7557319e-06)
-			v79 := float32(v76 * v77)
-			v80 := v78 + v79
-			v81 := float32(2.4801588e-05)
+			v73 := b2f(v71 < c72)
+			v75 := max(v70, c74)
+			v76 := min(v75, c72)
+			v79 := float32(v76 * c77)
+			v80 := c78 + v79
 			v82 := float32(v76 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.0001984127)
+			v83 := c81 + v82
 			v85 := float32(v76 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.0013888889)
+			v86 := c84 + v85
 			v88 := float32(v76 * v86)
-			v89 := v87 + v88
-			v90 := float32(0.008333334)
+			v89 := c87 + v88
 			v91 := float32(v76 * v89)
-			v92 := v90 + v91
-			v93 := float32(0.041666668)
+			v92 := c90 + v91
 			v94 := float32(v76 * v92)
-			v95 := v93 + v94
-			v96 := float32(0.16666667)
+			v95 := c93 + v94
 			v97 := float32(v76 * v95)
-			v98 := v96 + v97
+			v98 := c96 + v97
 			v99 := float32(v76 * v98)
-			v100 := v12 + v99
+			v100 := half + v99
 			v101 := float32(v76 * v76)
 			v102 := float32(v101 * v100)
 			v103 := float32(math.Exp(float64(v70)))
-			v104 := v103 - v1
+			v104 := v103 - one
 			v105 := v104 - v70
-			v106 := sel(v73, v102, v105)
-			v107 := sel(v17, v106, v2)
+			k3 := sel(v73, v102, v105)
+			v107 := sel(kept, k3, zero)
 			acc108 += float64(v107)
 		}
 	}
-	out.NumValid = float32(acc4)
-	out.NumKept = float32(acc18)
+	out.NumValid = float32(numValid)
+	out.NumKept = float32(numKept)
 	s.s0 = float32(acc33)
 	s.s1 = float32(acc38)
 	s.s2 = float32(acc43)
@@ -333,207 +333,207 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v2 := float32(0)
-	v4 := out.NumValid
-	v18 := out.NumKept
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c110 := float32(0.04)
+	numValid := out.NumValid
+	numKept := out.NumKept
 	v33 := s.s0
-	v34 := max(v18, v1)
-	v35 := v33 / v34
-	out.LossObjective = v35
+	v34 := max(numKept, one)
+	lossObjective := v33 / v34
+	out.LossObjective = lossObjective
 	v38 := s.s1
-	v39 := max(v4, v1)
-	v40 := v38 / v39
-	out.ClipFraction = v40
+	v39 := max(numValid, one)
+	clipFraction := v38 / v39
+	out.ClipFraction = clipFraction
 	v43 := s.s2
-	v44 := v43 / v39
-	out.KLApprox = v44
+	klApprox := v43 / v39
+	out.KLApprox = klApprox
 	v48 := s.s3
-	v49 := v48 / v39
-	out.Entropy = v49
+	entropy2 := v48 / v39
+	out.Entropy = entropy2
 	v53 := s.s4
-	v54 := v53 / v34
-	out.LossEntropy = v54
-	v57 := float32(2)
+	lossEntropy := v53 / v34
+	out.LossEntropy = lossEntropy
 	v58 := s.s5
-	v59 := float32(v57 * v58)
+	v59 := float32(two * v58)
 	v61 := s.s6
 	v62 := v59 - v61
 	v63 := float32(math.Exp(float64(v62)))
-	v64 := b2f(v18 > v2)
+	v64 := b2f(numKept > zero)
 	v65 := v63 / v34
-	v66 := sel(v64, v65, v2)
-	out.ESS = v66
+	ess := sel(v64, v65, zero)
+	out.ESS = ess
 	v108 := s.s7
-	v109 := v108 / v34
-	v110 := float32(0.04)
-	v111 := float32(v110 * v109)
-	out.LossKLToRef = v111
-	v112 := v109
-	out.KLToRef = v112
+	klToRef := v108 / v34
+	lossKLToRef := float32(c110 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	half := float32(0.5)
+	c15 := float32(0.05)
+	c25 := float32(1.2)
+	c27 := float32(0.8)
+	c50 := float32(-0.01)
+	c72 := float32(0.1)
+	c74 := float32(-0.1)
+	c77 := float32(2.755732e-07)
+	c78 := float32(2.7557319e-06)
+	c81 := float32(2.4801588e-05)
+	c84 := float32(0.0001984127)
+	c87 := float32(0.0013888889)
+	c90 := float32(0.008333334)
+	c93 := float32(0.041666668)
+	c96 := float32(0.16666667)
+	c110 := float32(0.04)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			v9 := in.Advantage[iB*128+iL]
-			v10 := sel(v0, v9, v2)
-			v11 := v6 - v8
-			v12 := float32(0.5)
-			v13 := float32(v11 * v11)
-			v14 := float32(v12 * v13)
-			v15 := float32(0.05)
-			v16 := b2f(v14 <= v15)
-			v17 := sel(v0, v16, v2)
-			v18 := out.NumKept
-			v23 := float32(math.Exp(float64(v11)))
-			v24 := b2f(v10 >= v2)
-			v25 := float32(1.2)
-			v27 := float32(0.8)
-			v34 := max(v18, v1)
-			v50 := float32(-0.01)
-			v67 := in.RefLogProb[iB*128+iL]
-			v68 := sel(v0, v67, v2)
+			mask := b2f(in.Mask[iB*128+iL])
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			advantage := in.Advantage[iB*128+iL]
+			v10 := sel(mask, advantage, zero)
+			logWeight := v6 - v8
+			v13 := float32(logWeight * logWeight)
+			v14 := float32(half * v13)
+			v16 := b2f(v14 <= c15)
+			kept := sel(mask, v16, zero)
+			numKept := out.NumKept
+			ratio := float32(math.Exp(float64(logWeight)))
+			v24 := b2f(v10 >= zero)
+			v34 := max(numKept, one)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v68 := sel(mask, refLogProb, zero)
 			v69 := v68 - v6
-			v70 := sel(v17, v69, v2)
+			v70 := sel(kept, v69, zero)
 			v71 := float32(math.Abs(float64(v70)))
-			v72 := float32(0.1)
-			v73 := b2f(v71 < v72)
-			v74 := float32(-0.1)
-			v75 := max(v70, v74)
-			v76 := min(v75, v72)
-			v77 := float32(2.755732e-07)
-			v78 := float32(2.7557319e-06)
-			v79 := float32(v76 * v77)
-			v80 := v78 + v79
-			v81 := float32(2.4801588e-05)
+			v73 := b2f(v71 < c72)
+			v75 := max(v70, c74)
+			v76 := min(v75, c72)
+			v79 := float32(v76 * c77)
+			v80 := c78 + v79
 			v82 := float32(v76 * v80)
-			v83 := v81 + v82
-			v84 := float32(0.0001984127)
+			v83 := c81 + v82
 			v85 := float32(v76 * v83)
-			v86 := v84 + v85
-			v87 := float32(0.0013888889)
+			v86 := c84 + v85
 			v88 := float32(v76 * v86)
-			v89 := v87 + v88
-			v90 := float32(0.008333334)
+			v89 := c87 + v88
 			v91 := float32(v76 * v89)
-			v92 := v90 + v91
-			v93 := float32(0.041666668)
+			v92 := c90 + v91
 			v94 := float32(v76 * v92)
-			v95 := v93 + v94
-			v96 := float32(0.16666667)
+			v95 := c93 + v94
 			v97 := float32(v76 * v95)
-			v98 := v96 + v97
+			v98 := c96 + v97
 			v99 := float32(v76 * v98)
-			v100 := v12 + v99
+			v100 := half + v99
 			v101 := float32(v76 * v76)
 			v103 := float32(math.Exp(float64(v70)))
-			v110 := float32(0.04)
-			v113 := v110 / v34
-			v114 := sel(v17, v113, v2)
-			v115 := sel(v73, v114, v2)
-			v116 := sel(v73, v2, v114)
+			v113 := c110 / v34
+			v114 := sel(kept, v113, zero)
+			v115 := sel(v73, v114, zero)
+			v116 := sel(v73, zero, v114)
 			v117 := -v116
-			v118 := b2f(v116 != v2)
+			v118 := b2f(v116 != zero)
 			v119 := float32(v116 * v103)
 			v120 := sel(v118, v119, v116)
 			v121 := v117 + v120
-			v122 := b2f(v115 != v2)
+			v122 := b2f(v115 != zero)
 			v123 := float32(v115 * v100)
 			v124 := sel(v122, v123, v115)
 			v125 := float32(v115 * v101)
 			v126 := sel(v122, v125, v115)
-			v127 := b2f(v124 != v2)
+			v127 := b2f(v124 != zero)
 			v128 := float32(v124 * v76)
 			v129 := sel(v127, v128, v124)
 			v130 := v129 + v129
-			v131 := b2f(v126 != v2)
+			v131 := b2f(v126 != zero)
 			v132 := float32(v126 * v98)
 			v133 := sel(v131, v132, v126)
 			v134 := float32(v126 * v76)
 			v135 := sel(v131, v134, v126)
 			v136 := v130 + v133
-			v137 := b2f(v135 != v2)
+			v137 := b2f(v135 != zero)
 			v138 := float32(v135 * v95)
 			v139 := sel(v137, v138, v135)
 			v140 := float32(v135 * v76)
 			v141 := sel(v137, v140, v135)
 			v142 := v136 + v139
-			v143 := b2f(v141 != v2)
+			v143 := b2f(v141 != zero)
 			v144 := float32(v141 * v92)
 			v145 := sel(v143, v144, v141)
 			v146 := float32(v141 * v76)
 			v147 := sel(v143, v146, v141)
 			v148 := v142 + v145
-			v149 := b2f(v147 != v2)
+			v149 := b2f(v147 != zero)
 			v150 := float32(v147 * v89)
 			v151 := sel(v149, v150, v147)
 			v152 := float32(v147 * v76)
 			v153 := sel(v149, v152, v147)
 			v154 := v148 + v151
-			v155 := b2f(v153 != v2)
+			v155 := b2f(v153 != zero)
 			v156 := float32(v153 * v86)
 			v157 := sel(v155, v156, v153)
 			v158 := float32(v153 * v76)
 			v159 := sel(v155, v158, v153)
 			v160 := v154 + v157
-			v161 := b2f(v159 != v2)
+			v161 := b2f(v159 != zero)
 			v162 := float32(v159 * v83)
 			v163 := sel(v161, v162, v159)
 			v164 := float32(v159 * v76)
 			v165 := sel(v161, v164, v159)
 			v166 := v160 + v163
-			v167 := b2f(v165 != v2)
+			v167 := b2f(v165 != zero)
 			v168 := float32(v165 * v80)
 			v169 := sel(v167, v168, v165)
 			v170 := float32(v165 * v76)
 			v171 := sel(v167, v170, v165)
 			v172 := v166 + v169
-			v173 := float32(v171 * v77)
+			v173 := float32(v171 * c77)
 			v174 := v172 + v173
-			v175 := b2f(v75 <= v72)
+			v175 := b2f(v75 <= c72)
 			v176 := b2f(v75 != v75)
 			v177 := max(v175, v176)
-			v178 := sel(v177, v174, v2)
-			v179 := b2f(v70 >= v74)
+			v178 := sel(v177, v174, zero)
+			v179 := b2f(v70 >= c74)
 			v180 := b2f(v70 != v70)
 			v181 := max(v179, v180)
-			v182 := sel(v181, v178, v2)
+			v182 := sel(v181, v178, zero)
 			v183 := v121 + v182
-			v184 := sel(v17, v183, v2)
+			v184 := sel(kept, v183, zero)
 			v185 := -v184
-			v186 := v1 / v34
-			v187 := sel(v17, v186, v2)
-			v188 := float32(v187 * v50)
-			v189 := sel(v0, v188, v2)
-			g.Entropy[iB*128+iL] = v189
+			v186 := one / v34
+			v187 := sel(kept, v186, zero)
+			v188 := float32(v187 * c50)
+			gradEntropy := sel(mask, v188, zero)
+			grads.Entropy[iB*128+iL] = gradEntropy
 			v190 := -v187
 			v191 := float32(v190 * v10)
-			v192 := sel(v24, v191, v2)
-			v193 := sel(v24, v2, v191)
-			v194 := b2f(v23 >= v27)
-			v195 := b2f(v23 != v23)
+			v192 := sel(v24, v191, zero)
+			v193 := sel(v24, zero, v191)
+			v194 := b2f(ratio >= c27)
+			v195 := b2f(ratio != ratio)
 			v196 := max(v194, v195)
-			v197 := sel(v196, v193, v2)
-			v198 := b2f(v23 <= v25)
+			v197 := sel(v196, v193, zero)
+			v198 := b2f(ratio <= c25)
 			v199 := max(v198, v195)
-			v200 := sel(v199, v192, v2)
+			v200 := sel(v199, v192, zero)
 			v201 := v197 + v200
-			v202 := b2f(v201 != v2)
-			v203 := float32(v201 * v23)
+			v202 := b2f(v201 != zero)
+			v203 := float32(v201 * ratio)
 			v204 := sel(v202, v203, v201)
 			v205 := v185 + v204
-			v206 := sel(v0, v205, v2)
-			g.LogProb[iB*128+iL] = v206
+			gradLogProb := sel(mask, v205, zero)
+			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 }

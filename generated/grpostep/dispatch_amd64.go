@@ -307,7 +307,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -339,7 +340,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass1Chunks = 1
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -401,7 +403,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s7 = float32(st.res[0])
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -414,7 +417,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass3Chunks = 1
 
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -445,7 +449,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass4Chunks = 1
 
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -482,7 +487,8 @@ func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s2 = float32(st.res[0])
 }
 
-// fbPass5AVX2Go runs fbPass5AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass5AVX2Go runs fbPass5AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

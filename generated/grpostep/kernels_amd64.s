@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float64)
+// func pass0AVX2(nextReward *float32, state *float64)
 // Requires: AVX, FMA3
 TEXT ·pass0AVX2(SB), $0-16
 	XORQ AX, AX
@@ -14,23 +14,23 @@ outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ    p0+0(FP), BX
+	MOVQ    nextReward+0(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
-	// mean(v0) over [N]
+	// mean(nextReward) over [N]
 	XORQ    BX, BX
-	IMUL3Q  $+1, AX, SI
+	MOVQ    AX, SI
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
-	MOVQ    p1+8(FP), DI
+	MOVQ    state+8(FP), DI
 	VADDPS  448(DI)(SI*4), Y0, Y1
 	VMOVUPS Y1, 448(DI)(SI*4)
 
-	// var(v0) over [N]
+	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -62,10 +62,10 @@ blocks_2:
 	DECQ         DX
 	JNZ          noflush_3
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         p1+8(FP), BX
+	MOVQ         state+8(FP), BX
 	VMOVUPS      448(BX)(DX*4), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -87,10 +87,10 @@ noflush_3:
 	CMPQ         CX, $+8
 	JL           blocks_2
 	XORQ         CX, CX
-	IMUL3Q       $+1, AX, DX
+	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      448(DX)(CX*4), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -147,10 +147,10 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 int)
+// func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $32-56
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_4:
 	XORQ CX, CX
@@ -160,7 +160,7 @@ outer1_5:
 	XORQ DX, DX
 
 blocks_6:
-	MOVQ      p1+8(FP), SI
+	MOVQ      mask+8(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
 	ADDQ      R8, DI
@@ -172,46 +172,46 @@ blocks_6:
 	VMOVUPS   lgc4<>+0(SB), Y1
 	VMOVUPS   lgc3<>+0(SB), Y2
 
-	// v13 = where(v10, v11, v12) [G=4 N=8 L=64]
+	// v13 = where(mask, 1, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v13) over [G N L]
-	MOVQ    p2+16(FP), SI
+	MOVQ    state+16(FP), SI
 	VADDPS  2176(SI), Y1, Y1
 	VMOVUPS Y1, 2176(SI)
-	MOVQ    p3+24(FP), R8
+	MOVQ    logProb+24(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
 
-	// v16 = where(v10, v15, v12) [G=4 N=8 L=64]
+	// v16 = where(mask, logProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), R8
+	MOVQ      sampleLogProb+32(FP), R8
 	VMOVUPS   (R8)(DI*4), Y3
 
-	// v18 = where(v10, v17, v12) [G=4 N=8 L=64]
+	// v18 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v20 = sub(v16, v18) [G=4 N=8 L=64]  # log_weight
+	// logWeight = sub(v16, v18)
 	VSUBPS  Y3, Y1, Y4
 	VMOVUPS lgc5<>+0(SB), Y5
 
-	// v23 = max(v20, v21) tie=first [G=4 N=8 L=64]
+	// v23 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
 	VMOVUPS lgc6<>+0(SB), Y6
 
-	// v24 = min(v23, v22) tie=first [G=4 N=8 L=64]  # log_weight_clip
+	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v38 = ne(v24, v20) [G=4 N=8 L=64]
+	// v38 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y5, Y5
 	VANDPS lgc4<>+0(SB), Y5, Y5
 
-	// v39 = where(v10, v38, v12) [G=4 N=8 L=64]
+	// v39 = where(mask, v38, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
@@ -220,10 +220,10 @@ blocks_6:
 	VADDPS  2496(SI), Y5, Y5
 	VMOVUPS Y5, 2496(SI)
 
-	// v42 = sub(v18, v16) [G=4 N=8 L=64]
+	// v42 = sub(v18, v16)
 	VSUBPS Y1, Y3, Y3
 
-	// v43 = where(v10, v42, v12) [G=4 N=8 L=64]
+	// v43 = where(mask, v42, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
@@ -233,7 +233,7 @@ blocks_6:
 	VMOVUPS Y2, 2816(SI)
 	VMOVUPS lgc7<>+0(SB), Y2
 
-	// v47 = where(v10, v20, v46) [G=4 N=8 L=64]
+	// v47 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y4, Y2, Y0
@@ -244,7 +244,6 @@ blocks_6:
 	VMINPS       lgc9<>+0(SB), Y1, Y1
 	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3
@@ -289,105 +288,104 @@ blocks_6:
 	VADDPD       3296(SI), Y1, Y1
 	VMOVUPD      Y1, 3296(SI)
 
-	// v51 = mul(v48, v47) [G=4 N=8 L=64]
+	// v51 = mul(2, v47)
 	VMULPS    lgc23<>+0(SB), Y0, Y0
-	MOVQ      p1+8(FP), R8
+	MOVQ      mask+8(FP), R8
 	VPMOVZXBD (R8)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p5+40(FP), R8
+	MOVQ      refLogProb+40(FP), R8
 	VMOVUPS   (R8)(DI*4), Y1
 	VMOVUPS   lgc3<>+0(SB), Y2
 
-	// v59 = where(v10, v58, v12) [G=4 N=8 L=64]
+	// v59 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   (SP), Y3
 
-	// v60 = sub(v59, v16) [G=4 N=8 L=64]
+	// v60 = sub(v59, v16)
 	VSUBPS Y3, Y1, Y1
 
-	// v61 = where(v10, v60, v12) [G=4 N=8 L=64]
+	// v61 = where(mask, v60, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v62 = abs(v61) [G=4 N=8 L=64]
+	// v62 = abs(v61)
 	VMOVUPS lgc24<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc25<>+0(SB), Y4
 
-	// v64 = lt(v62, v63) [G=4 N=8 L=64]
+	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc4<>+0(SB), Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y5
 
-	// v66 = max(v61, v65) tie=first [G=4 N=8 L=64]
+	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y1, Y5, Y5
 
-	// v67 = min(v66, v63) tie=first [G=4 N=8 L=64]
+	// v67 = min(v66, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v70 = mul(v67, v68) [G=4 N=8 L=64]
+	// v70 = mul(v67, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y4, Y5
 
-	// v71 = add(v69, v70) [G=4 N=8 L=64]
+	// v71 = add(2.7557319223985893e-06, v70)
 	VADDPS lgc28<>+0(SB), Y5, Y5
 
-	// v73 = mul(v67, v71) [G=4 N=8 L=64]
+	// v73 = mul(v67, v71)
 	VMULPS Y5, Y4, Y5
 
-	// v74 = add(v72, v73) [G=4 N=8 L=64]
+	// v74 = add(2.48015873015873e-05, v73)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v76 = mul(v67, v74) [G=4 N=8 L=64]
+	// v76 = mul(v67, v74)
 	VMULPS Y5, Y4, Y5
 
-	// v77 = add(v75, v76) [G=4 N=8 L=64]
+	// v77 = add(0.0001984126984126984, v76)
 	VADDPS lgc30<>+0(SB), Y5, Y5
 
-	// v79 = mul(v67, v77) [G=4 N=8 L=64]
+	// v79 = mul(v67, v77)
 	VMULPS Y5, Y4, Y5
 
-	// v80 = add(v78, v79) [G=4 N=8 L=64]
+	// v80 = add(0.001388888888888889, v79)
 	VADDPS lgc31<>+0(SB), Y5, Y5
 
-	// v82 = mul(v67, v80) [G=4 N=8 L=64]
+	// v82 = mul(v67, v80)
 	VMULPS Y5, Y4, Y5
 
-	// v83 = add(v81, v82) [G=4 N=8 L=64]
+	// v83 = add(0.008333333333333333, v82)
 	VADDPS lgc32<>+0(SB), Y5, Y5
 
-	// v85 = mul(v67, v83) [G=4 N=8 L=64]
+	// v85 = mul(v67, v83)
 	VMULPS Y5, Y4, Y5
 
-	// v86 = add(v84, v85) [G=4 N=8 L=64]
+	// v86 = add(0.041666666666666664, v85)
 	VADDPS lgc33<>+0(SB), Y5, Y5
 
-	// v88 = mul(v67, v86) [G=4 N=8 L=64]
+	// v88 = mul(v67, v86)
 	VMULPS Y5, Y4, Y5
 
-	// v89 = add(v87, v88) [G=4 N=8 L=64]
+	// v89 = add(0.16666666666666666, v88)
 	VADDPS lgc34<>+0(SB), Y5, Y5
 
-	// v91 = mul(v67, v89) [G=4 N=8 L=64]
+	// v91 = mul(v67, v89)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v90, v91) [G=4 N=8 L=64]
+	// v92 = add(0.5, v91)
 	VADDPS lgc18<>+0(SB), Y5, Y5
 
-	// v93 = mul(v67, v67) [G=4 N=8 L=64]
+	// v93 = mul(v67, v67)
 	VMULPS Y4, Y4, Y4
 
-	// v94 = mul(v93, v92) [G=4 N=8 L=64]
+	// v94 = mul(v93, v92)
 	VMULPS Y5, Y4, Y4
 
-	// v95 = exp(v61) [G=4 N=8 L=64]
+	// v95 = exp(v61)
 	VMAXPS       lgc8<>+0(SB), Y1, Y5
 	VMINPS       lgc9<>+0(SB), Y5, Y5
 	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -412,18 +410,18 @@ blocks_6:
 	VCMPPS       $0x03, Y1, Y1, Y5
 	VBLENDVPS    Y5, Y1, Y7, Y7
 
-	// v96 = sub(v95, v11) [G=4 N=8 L=64]
+	// v96 = sub(v95, 1)
 	VSUBPS lgc4<>+0(SB), Y7, Y5
 
-	// v97 = sub(v96, v61) [G=4 N=8 L=64]
+	// v97 = sub(v96, v61)
 	VSUBPS Y1, Y5, Y1
 
-	// v98 = where(v64, v94, v97) [G=4 N=8 L=64]  # k3
+	// k3 = where(v64, v94, v97)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y1, Y1
 
-	// v99 = where(v10, v98, v12) [G=4 N=8 L=64]
+	// v99 = where(mask, k3, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -433,7 +431,7 @@ blocks_6:
 	VMOVUPS      Y0, 3648(SI)
 	DECQ         BX
 	JNZ          noflush_7
-	MOVQ         p2+16(FP), BX
+	MOVQ         state+16(FP), BX
 	VMOVUPS      2176(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -493,7 +491,7 @@ noflush_7:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_6
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      2176(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -551,7 +549,7 @@ noflush_7:
 	CMPQ         CX, $+8
 	JL           outer1_5
 	INCQ         AX
-	CMPQ         AX, p6+48(FP)
+	CMPQ         AX, hi+48(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
@@ -866,43 +864,42 @@ DATA lgc34<>+24(SB)/4, $0x3e2aaaab
 DATA lgc34<>+28(SB)/4, $0x3e2aaaab
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func pass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-88
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc4<>+0(SB), Y1
 
-	// v36 = max(v14, v11) []
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s3+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v41 = div(v40, v36) []
+	// clipFraction = div(v40, v36)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v45 = div(v44, v36) []
+	// klApprox = div(v44, v36)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v50 = mul(v48, v49) []
+	// v50 = mul(2, v49)
 	VMULPS       lgc23<>+0(SB), Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v53 = sub(v50, v52) []
+	// v53 = sub(v50, v52)
 	VSUBPS Y5, Y4, Y4
 
-	// v54 = exp(v53) []
+	// v54 = exp(v53)
 	VMAXPS       lgc8<>+0(SB), Y4, Y5
 	VMINPS       lgc9<>+0(SB), Y5, Y5
 	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -928,45 +925,44 @@ TEXT ·pass2AVX2(SB), $0-88
 	VBLENDVPS    Y5, Y4, Y7, Y7
 	VMOVUPS      lgc3<>+0(SB), Y4
 
-	// v55 = gt(v14, v12) []
+	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y4, Y0, Y0
 	VANDPS lgc4<>+0(SB), Y0, Y0
 
-	// v56 = div(v54, v36) []
+	// v56 = div(v54, v36)
 	VDIVPS Y1, Y7, Y5
 
-	// v57 = where(v55, v56, v12) []
+	// ess = where(v55, v56, 0)
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y0, Y6
 	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         p5+40(FP), AX
+	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v101 = div(v100, v36) []  # kl_to_ref
+	// klToRef = div(v100, v36)
 	VDIVPS Y1, Y4, Y1
 
-	// v103 = mul(v102, v101) []
+	// lossKLToRef = mul(0.04, klToRef)
 	VMULPS lgc35<>+0(SB), Y1, Y4
 
-	// v104 = detach(v101) []  # kl_to_ref
-	// store v41
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v45
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v57
-	MOVQ   p8+64(FP), AX
+	// store ess
+	MOVQ   ess+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v103
-	MOVQ   p9+72(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v104
-	MOVQ   p10+80(FP), AX
+	// store klToRef2
+	MOVQ   kLToRef+80(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -981,51 +977,50 @@ DATA lgc35<>+24(SB)/4, $0x3d23d70a
 DATA lgc35<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-// func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 int)
+// func pass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-48
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_8:
 	XORQ CX, CX
 
 blocks_9:
-	MOVQ         p1+8(FP), DX
+	MOVQ         s1+8(FP), DX
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = sqrt(v2) [G=4]  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p2+16(FP), DX
+	MOVQ         nextReward+16(FP), DX
 	XORQ         SI, SI
 	IMUL3Q       $+8, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         p3+24(FP), DX
+	MOVQ         s0+24(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
-	// v4 = sub(v0, v1) [G=4 N=8]
+	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v6 = max(v3, v5) [G=4]
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [G=4 N=8]
+	// v7 = div(v4, v6)
 	VDIVPS Y0, Y1, Y0
 
-	// v8 = detach(v7) [G=4 N=8]
-	// store v8
-	MOVQ    p4+32(FP), DX
+	// store advantage
+	MOVQ    advantage+32(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
 	JL      blocks_9
 	INCQ    AX
-	CMPQ    AX, p5+40(FP)
+	CMPQ    AX, hi+40(FP)
 	JL      outer0_8
 	VZEROUPPER
 	RET
@@ -1040,10 +1035,10 @@ DATA lgc36<>+24(SB)/4, $0x358637bd
 DATA lgc36<>+28(SB)/4, $0x358637bd
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func pass4AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *bool, p5 *float32, p6 *float32, p7 *float64, p8 int)
+// func pass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass4AVX2(SB), $0-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_10:
 	XORQ CX, CX
@@ -1053,37 +1048,34 @@ outer1_11:
 	XORQ DX, DX
 
 blocks_12:
-	MOVQ         p1+8(FP), SI
+	MOVQ         s1+8(FP), SI
 	XORQ         DI, DI
-	IMUL3Q       $+1, AX, R8
+	MOVQ         AX, R8
 	ADDQ         R8, DI
 	VBROADCASTSS (SI)(DI*4), Y0
 
-	// v3 = sqrt(v2) [G=4]  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p2+16(FP), SI
+	MOVQ         nextReward+16(FP), SI
 	XORQ         R8, R8
 	IMUL3Q       $+8, AX, R9
 	ADDQ         R9, R8
-	IMUL3Q       $+1, CX, R9
+	MOVQ         CX, R9
 	ADDQ         R9, R8
 	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         p3+24(FP), SI
+	MOVQ         s0+24(FP), SI
 	VBROADCASTSS (SI)(DI*4), Y2
 
-	// v4 = sub(v0, v1) [G=4 N=8]
+	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v6 = max(v3, v5) [G=4]
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [G=4 N=8]
-	VDIVPS Y0, Y1, Y0
-
-	// v8 = detach(v7) [G=4 N=8]
-	// v9 = broadcast(v8) [G=4 N=8 L=64]
-	MOVQ      p4+32(FP), SI
+	// v7 = div(v4, v6)
+	VDIVPS    Y0, Y1, Y0
+	MOVQ      mask+32(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
 	ADDQ      R8, DI
@@ -1092,36 +1084,35 @@ blocks_12:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	MOVQ      p5+40(FP), SI
+	MOVQ      logProb+40(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
 	VMOVUPS   lgc3<>+0(SB), Y3
 
-	// v16 = where(v10, v15, v12) [G=4 N=8 L=64]
+	// v16 = where(mask, logProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p6+48(FP), SI
+	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
-	// v18 = where(v10, v17, v12) [G=4 N=8 L=64]
+	// v18 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v19 = where(v10, v9, v12) [G=4 N=8 L=64]
+	// v19 = where(mask, v7, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y0, Y3, Y0
 
-	// v20 = sub(v16, v18) [G=4 N=8 L=64]  # log_weight
+	// logWeight = sub(v16, v18)
 	VSUBPS Y4, Y2, Y2
 
-	// v25 = exp(v20) [G=4 N=8 L=64]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc8<>+0(SB), Y2, Y4
 	VMINPS       lgc9<>+0(SB), Y4, Y4
 	VMULPS       lgc10<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
 	VMOVAPS      lgc13<>+0(SB), Y6
@@ -1146,41 +1137,41 @@ blocks_12:
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y6, Y6
 
-	// v26 = ge(v19, v12) [G=4 N=8 L=64]
+	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VANDPS  lgc4<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y4
 
-	// v28 = min(v25, v27) tie=first [G=4 N=8 L=64]
+	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y6, Y4, Y4
 	VMOVUPS lgc38<>+0(SB), Y5
 
-	// v30 = max(v25, v29) tie=first [G=4 N=8 L=64]
+	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y6, Y5, Y5
 
-	// v31 = where(v26, v28, v30) [G=4 N=8 L=64]
+	// ratioClipped = where(v26, v28, v30)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y2
 
-	// v32 = mul(v19, v31) [G=4 N=8 L=64]  # gain
+	// gain = mul(v19, ratioClipped)
 	VMULPS Y2, Y0, Y0
 
-	// v33 = neg(v32) [G=4 N=8 L=64]
+	// v33 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y0, Y0
 
-	// v34 = where(v10, v33, v12) [G=4 N=8 L=64]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc3<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// sum(v34) over [G N L]
-	MOVQ         p7+56(FP), SI
+	MOVQ         state+56(FP), SI
 	VADDPS       4096(SI), Y0, Y0
 	VMOVUPS      Y0, 4096(SI)
 	DECQ         BX
 	JNZ          noflush_13
-	MOVQ         p7+56(FP), BX
+	MOVQ         state+56(FP), BX
 	VMOVUPS      4096(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1201,7 +1192,7 @@ noflush_13:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_12
-	MOVQ         p7+56(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      4096(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1220,7 +1211,7 @@ noflush_13:
 	CMPQ         CX, $+8
 	JL           outer1_11
 	INCQ         AX
-	CMPQ         AX, p8+64(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
@@ -1245,29 +1236,29 @@ DATA lgc38<>+24(SB)/4, $0x3f4ccccd
 DATA lgc38<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func pass5AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func pass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
 // Requires: AVX
 TEXT ·pass5AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc4<>+0(SB), Y1
 
-	// v36 = max(v14, v11) []
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v37 = div(v35, v36) []
+	// lossObjective = div(v35, v36)
 	VDIVPS Y0, Y1, Y0
 
-	// store v37
-	MOVQ   p2+16(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 *float32, p1 *float64)
+// func fbPass0AVX2(nextReward *float32, state *float64)
 // Requires: AVX, FMA3
 TEXT ·fbPass0AVX2(SB), $0-16
 	XORQ AX, AX
@@ -1277,23 +1268,23 @@ outer0_14:
 	XORQ CX, CX
 
 blocks_15:
-	MOVQ    p0+0(FP), BX
+	MOVQ    nextReward+0(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
-	// mean(v0) over [N]
+	// mean(nextReward) over [N]
 	XORQ    BX, BX
-	IMUL3Q  $+1, AX, SI
+	MOVQ    AX, SI
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
-	MOVQ    p1+8(FP), DI
+	MOVQ    state+8(FP), DI
 	VADDPS  448(DI)(SI*4), Y0, Y1
 	VMOVUPS Y1, 448(DI)(SI*4)
 
-	// var(v0) over [N]
+	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1325,10 +1316,10 @@ blocks_15:
 	DECQ         DX
 	JNZ          noflush_16
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         p1+8(FP), BX
+	MOVQ         state+8(FP), BX
 	VMOVUPS      448(BX)(DX*4), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1350,10 +1341,10 @@ noflush_16:
 	CMPQ         CX, $+8
 	JL           blocks_15
 	XORQ         CX, CX
-	IMUL3Q       $+1, AX, DX
+	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      448(DX)(CX*4), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1374,10 +1365,10 @@ noflush_16:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 int, p1 *bool, p2 *float64, p3 *float32, p4 *float32, p5 *float32, p6 int)
+// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $32-56
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_17:
 	XORQ CX, CX
@@ -1387,7 +1378,7 @@ outer1_18:
 	XORQ DX, DX
 
 blocks_19:
-	MOVQ      p1+8(FP), SI
+	MOVQ      mask+8(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
 	ADDQ      R8, DI
@@ -1399,46 +1390,46 @@ blocks_19:
 	VMOVUPS   lgc4<>+0(SB), Y1
 	VMOVUPS   lgc3<>+0(SB), Y2
 
-	// v13 = where(v10, v11, v12) [G=4 N=8 L=64]
+	// v13 = where(mask, 1, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v13) over [G N L]
-	MOVQ    p2+16(FP), SI
+	MOVQ    state+16(FP), SI
 	VADDPS  2176(SI), Y1, Y1
 	VMOVUPS Y1, 2176(SI)
-	MOVQ    p3+24(FP), R8
+	MOVQ    logProb+24(FP), R8
 	VMOVUPS (R8)(DI*4), Y1
 
-	// v16 = where(v10, v15, v12) [G=4 N=8 L=64]
+	// v16 = where(mask, logProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p4+32(FP), R8
+	MOVQ      sampleLogProb+32(FP), R8
 	VMOVUPS   (R8)(DI*4), Y3
 
-	// v18 = where(v10, v17, v12) [G=4 N=8 L=64]
+	// v18 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v20 = sub(v16, v18) [G=4 N=8 L=64]  # log_weight
+	// logWeight = sub(v16, v18)
 	VSUBPS  Y3, Y1, Y4
 	VMOVUPS lgc5<>+0(SB), Y5
 
-	// v23 = max(v20, v21) tie=first [G=4 N=8 L=64]
+	// v23 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y5, Y5
 	VMOVUPS lgc6<>+0(SB), Y6
 
-	// v24 = min(v23, v22) tie=first [G=4 N=8 L=64]  # log_weight_clip
+	// logWeightClip = min(v23, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v38 = ne(v24, v20) [G=4 N=8 L=64]
+	// v38 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y5, Y5
 	VANDPS lgc4<>+0(SB), Y5, Y5
 
-	// v39 = where(v10, v38, v12) [G=4 N=8 L=64]
+	// v39 = where(mask, v38, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y5, Y2, Y5
@@ -1447,10 +1438,10 @@ blocks_19:
 	VADDPS  2496(SI), Y5, Y5
 	VMOVUPS Y5, 2496(SI)
 
-	// v42 = sub(v18, v16) [G=4 N=8 L=64]
+	// v42 = sub(v18, v16)
 	VSUBPS Y1, Y3, Y3
 
-	// v43 = where(v10, v42, v12) [G=4 N=8 L=64]
+	// v43 = where(mask, v42, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y3, Y2, Y2
@@ -1460,7 +1451,7 @@ blocks_19:
 	VMOVUPS Y2, 2816(SI)
 	VMOVUPS lgc7<>+0(SB), Y2
 
-	// v47 = where(v10, v20, v46) [G=4 N=8 L=64]
+	// v47 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y4, Y2, Y0
@@ -1471,7 +1462,6 @@ blocks_19:
 	VMINPS       lgc9<>+0(SB), Y1, Y1
 	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3
@@ -1516,105 +1506,104 @@ blocks_19:
 	VADDPD       3296(SI), Y1, Y1
 	VMOVUPD      Y1, 3296(SI)
 
-	// v51 = mul(v48, v47) [G=4 N=8 L=64]
+	// v51 = mul(2, v47)
 	VMULPS    lgc23<>+0(SB), Y0, Y0
-	MOVQ      p1+8(FP), R8
+	MOVQ      mask+8(FP), R8
 	VPMOVZXBD (R8)(DI*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p5+40(FP), R8
+	MOVQ      refLogProb+40(FP), R8
 	VMOVUPS   (R8)(DI*4), Y1
 	VMOVUPS   lgc3<>+0(SB), Y2
 
-	// v59 = where(v10, v58, v12) [G=4 N=8 L=64]
+	// v59 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 	VMOVUPS   (SP), Y3
 
-	// v60 = sub(v59, v16) [G=4 N=8 L=64]
+	// v60 = sub(v59, v16)
 	VSUBPS Y3, Y1, Y1
 
-	// v61 = where(v10, v60, v12) [G=4 N=8 L=64]
+	// v61 = where(mask, v60, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v62 = abs(v61) [G=4 N=8 L=64]
+	// v62 = abs(v61)
 	VMOVUPS lgc24<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc25<>+0(SB), Y4
 
-	// v64 = lt(v62, v63) [G=4 N=8 L=64]
+	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc4<>+0(SB), Y3, Y3
 	VMOVUPS lgc26<>+0(SB), Y5
 
-	// v66 = max(v61, v65) tie=first [G=4 N=8 L=64]
+	// v66 = max(v61, -0.1) tie=first
 	VMAXPS Y1, Y5, Y5
 
-	// v67 = min(v66, v63) tie=first [G=4 N=8 L=64]
+	// v67 = min(v66, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v70 = mul(v67, v68) [G=4 N=8 L=64]
+	// v70 = mul(v67, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y4, Y5
 
-	// v71 = add(v69, v70) [G=4 N=8 L=64]
+	// v71 = add(2.7557319223985893e-06, v70)
 	VADDPS lgc28<>+0(SB), Y5, Y5
 
-	// v73 = mul(v67, v71) [G=4 N=8 L=64]
+	// v73 = mul(v67, v71)
 	VMULPS Y5, Y4, Y5
 
-	// v74 = add(v72, v73) [G=4 N=8 L=64]
+	// v74 = add(2.48015873015873e-05, v73)
 	VADDPS lgc29<>+0(SB), Y5, Y5
 
-	// v76 = mul(v67, v74) [G=4 N=8 L=64]
+	// v76 = mul(v67, v74)
 	VMULPS Y5, Y4, Y5
 
-	// v77 = add(v75, v76) [G=4 N=8 L=64]
+	// v77 = add(0.0001984126984126984, v76)
 	VADDPS lgc30<>+0(SB), Y5, Y5
 
-	// v79 = mul(v67, v77) [G=4 N=8 L=64]
+	// v79 = mul(v67, v77)
 	VMULPS Y5, Y4, Y5
 
-	// v80 = add(v78, v79) [G=4 N=8 L=64]
+	// v80 = add(0.001388888888888889, v79)
 	VADDPS lgc31<>+0(SB), Y5, Y5
 
-	// v82 = mul(v67, v80) [G=4 N=8 L=64]
+	// v82 = mul(v67, v80)
 	VMULPS Y5, Y4, Y5
 
-	// v83 = add(v81, v82) [G=4 N=8 L=64]
+	// v83 = add(0.008333333333333333, v82)
 	VADDPS lgc32<>+0(SB), Y5, Y5
 
-	// v85 = mul(v67, v83) [G=4 N=8 L=64]
+	// v85 = mul(v67, v83)
 	VMULPS Y5, Y4, Y5
 
-	// v86 = add(v84, v85) [G=4 N=8 L=64]
+	// v86 = add(0.041666666666666664, v85)
 	VADDPS lgc33<>+0(SB), Y5, Y5
 
-	// v88 = mul(v67, v86) [G=4 N=8 L=64]
+	// v88 = mul(v67, v86)
 	VMULPS Y5, Y4, Y5
 
-	// v89 = add(v87, v88) [G=4 N=8 L=64]
+	// v89 = add(0.16666666666666666, v88)
 	VADDPS lgc34<>+0(SB), Y5, Y5
 
-	// v91 = mul(v67, v89) [G=4 N=8 L=64]
+	// v91 = mul(v67, v89)
 	VMULPS Y5, Y4, Y5
 
-	// v92 = add(v90, v91) [G=4 N=8 L=64]
+	// v92 = add(0.5, v91)
 	VADDPS lgc18<>+0(SB), Y5, Y5
 
-	// v93 = mul(v67, v67) [G=4 N=8 L=64]
+	// v93 = mul(v67, v67)
 	VMULPS Y4, Y4, Y4
 
-	// v94 = mul(v93, v92) [G=4 N=8 L=64]
+	// v94 = mul(v93, v92)
 	VMULPS Y5, Y4, Y4
 
-	// v95 = exp(v61) [G=4 N=8 L=64]
+	// v95 = exp(v61)
 	VMAXPS       lgc8<>+0(SB), Y1, Y5
 	VMINPS       lgc9<>+0(SB), Y5, Y5
 	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -1639,18 +1628,18 @@ blocks_19:
 	VCMPPS       $0x03, Y1, Y1, Y5
 	VBLENDVPS    Y5, Y1, Y7, Y7
 
-	// v96 = sub(v95, v11) [G=4 N=8 L=64]
+	// v96 = sub(v95, 1)
 	VSUBPS lgc4<>+0(SB), Y7, Y5
 
-	// v97 = sub(v96, v61) [G=4 N=8 L=64]
+	// v97 = sub(v96, v61)
 	VSUBPS Y1, Y5, Y1
 
-	// v98 = where(v64, v94, v97) [G=4 N=8 L=64]  # k3
+	// k3 = where(v64, v94, v97)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y1, Y1
 
-	// v99 = where(v10, v98, v12) [G=4 N=8 L=64]
+	// v99 = where(mask, k3, 0)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -1660,7 +1649,7 @@ blocks_19:
 	VMOVUPS      Y0, 3648(SI)
 	DECQ         BX
 	JNZ          noflush_20
-	MOVQ         p2+16(FP), BX
+	MOVQ         state+16(FP), BX
 	VMOVUPS      2176(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1720,7 +1709,7 @@ noflush_20:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_19
-	MOVQ         p2+16(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      2176(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -1778,48 +1767,47 @@ noflush_20:
 	CMPQ         CX, $+8
 	JL           outer1_18
 	INCQ         AX
-	CMPQ         AX, p6+48(FP)
+	CMPQ         AX, hi+48(FP)
 	JL           outer0_17
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func fbPass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-88
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc4<>+0(SB), Y1
 
-	// v36 = max(v14, v11) []
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p1+8(FP), AX
+	MOVQ         s3+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v41 = div(v40, v36) []
+	// clipFraction = div(v40, v36)
 	VDIVPS       Y1, Y2, Y2
-	MOVQ         p2+16(FP), AX
+	MOVQ         s4+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v45 = div(v44, v36) []
+	// klApprox = div(v44, v36)
 	VDIVPS       Y1, Y3, Y3
-	MOVQ         p3+24(FP), AX
+	MOVQ         s5+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v50 = mul(v48, v49) []
+	// v50 = mul(2, v49)
 	VMULPS       lgc23<>+0(SB), Y4, Y4
-	MOVQ         p4+32(FP), AX
+	MOVQ         s6+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y5
 
-	// v53 = sub(v50, v52) []
+	// v53 = sub(v50, v52)
 	VSUBPS Y5, Y4, Y4
 
-	// v54 = exp(v53) []
+	// v54 = exp(v53)
 	VMAXPS       lgc8<>+0(SB), Y4, Y5
 	VMINPS       lgc9<>+0(SB), Y5, Y5
 	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -1845,102 +1833,100 @@ TEXT ·fbPass2AVX2(SB), $0-88
 	VBLENDVPS    Y5, Y4, Y7, Y7
 	VMOVUPS      lgc3<>+0(SB), Y4
 
-	// v55 = gt(v14, v12) []
+	// v55 = gt(numValid, 0)
 	VCMPPS $0x1e, Y4, Y0, Y0
 	VANDPS lgc4<>+0(SB), Y0, Y0
 
-	// v56 = div(v54, v36) []
+	// v56 = div(v54, v36)
 	VDIVPS Y1, Y7, Y5
 
-	// v57 = where(v55, v56, v12) []
+	// ess = where(v55, v56, 0)
 	VMOVUPS      lgc3<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y0, Y6
 	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         p5+40(FP), AX
+	MOVQ         s7+40(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v101 = div(v100, v36) []  # kl_to_ref
+	// klToRef = div(v100, v36)
 	VDIVPS Y1, Y4, Y1
 
-	// v103 = mul(v102, v101) []
+	// lossKLToRef = mul(0.04, klToRef)
 	VMULPS lgc35<>+0(SB), Y1, Y4
 
-	// v104 = detach(v101) []  # kl_to_ref
-	// store v41
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v45
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v57
-	MOVQ   p8+64(FP), AX
+	// store ess
+	MOVQ   ess+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 
-	// store v103
-	MOVQ   p9+72(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+72(FP), AX
 	VMOVSS X4, (AX)(CX*4)
 
-	// store v104
-	MOVQ   p10+80(FP), AX
+	// store klToRef2
+	MOVQ   kLToRef+80(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 int)
+// func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-48
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_21:
 	XORQ CX, CX
 
 blocks_22:
-	MOVQ         p1+8(FP), DX
+	MOVQ         s1+8(FP), DX
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v3 = sqrt(v2) [G=4]  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p2+16(FP), DX
+	MOVQ         nextReward+16(FP), DX
 	XORQ         SI, SI
 	IMUL3Q       $+8, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         p3+24(FP), DX
+	MOVQ         s0+24(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
-	// v4 = sub(v0, v1) [G=4 N=8]
+	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v6 = max(v3, v5) [G=4]
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [G=4 N=8]
+	// v7 = div(v4, v6)
 	VDIVPS Y0, Y1, Y0
 
-	// v8 = detach(v7) [G=4 N=8]
-	// store v8
-	MOVQ    p4+32(FP), DX
+	// store advantage
+	MOVQ    advantage+32(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+8
 	JL      blocks_22
 	INCQ    AX
-	CMPQ    AX, p5+40(FP)
+	CMPQ    AX, hi+40(FP)
 	JL      outer0_21
 	VZEROUPPER
 	RET
 
-// func fbPass4AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *bool, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 int)
+// func fbPass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, numValid *float32, refLogProb *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass4AVX2(SB), $448-96
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_23:
 	XORQ CX, CX
@@ -1950,37 +1936,34 @@ outer1_24:
 	XORQ DX, DX
 
 blocks_25:
-	MOVQ         p1+8(FP), SI
+	MOVQ         s1+8(FP), SI
 	XORQ         DI, DI
-	IMUL3Q       $+1, AX, R8
+	MOVQ         AX, R8
 	ADDQ         R8, DI
 	VBROADCASTSS (SI)(DI*4), Y0
 
-	// v3 = sqrt(v2) [G=4]  # std
+	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         p2+16(FP), SI
+	MOVQ         nextReward+16(FP), SI
 	XORQ         R8, R8
 	IMUL3Q       $+8, AX, R9
 	ADDQ         R9, R8
-	IMUL3Q       $+1, CX, R9
+	MOVQ         CX, R9
 	ADDQ         R9, R8
 	VBROADCASTSS (SI)(R8*4), Y1
-	MOVQ         p3+24(FP), SI
+	MOVQ         s0+24(FP), SI
 	VBROADCASTSS (SI)(DI*4), Y2
 
-	// v4 = sub(v0, v1) [G=4 N=8]
+	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v6 = max(v3, v5) [G=4]
+	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
 
-	// v7 = div(v4, v6) [G=4 N=8]
-	VDIVPS Y0, Y1, Y0
-
-	// v8 = detach(v7) [G=4 N=8]
-	// v9 = broadcast(v8) [G=4 N=8 L=64]
-	MOVQ      p4+32(FP), SI
+	// v7 = div(v4, v6)
+	VDIVPS    Y0, Y1, Y0
+	MOVQ      mask+32(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+512, AX, R8
 	ADDQ      R8, DI
@@ -1989,36 +1972,35 @@ blocks_25:
 	ADDQ      DX, DI
 	VPMOVZXBD (SI)(DI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	MOVQ      p5+40(FP), SI
+	MOVQ      logProb+40(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
 	VMOVUPS   lgc3<>+0(SB), Y3
 
-	// v16 = where(v10, v15, v12) [G=4 N=8 L=64]
+	// v16 = where(mask, logProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p6+48(FP), SI
+	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
-	// v18 = where(v10, v17, v12) [G=4 N=8 L=64]
+	// v18 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v19 = where(v10, v9, v12) [G=4 N=8 L=64]
+	// v19 = where(mask, v7, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y0, Y3, Y0
 
-	// v20 = sub(v16, v18) [G=4 N=8 L=64]  # log_weight
+	// logWeight = sub(v16, v18)
 	VSUBPS Y4, Y2, Y4
 
-	// v25 = exp(v20) [G=4 N=8 L=64]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc8<>+0(SB), Y4, Y5
 	VMINPS       lgc9<>+0(SB), Y5, Y5
 	VMULPS       lgc10<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -2043,133 +2025,133 @@ blocks_25:
 	VCMPPS       $0x03, Y4, Y4, Y5
 	VBLENDVPS    Y5, Y4, Y7, Y7
 
-	// v26 = ge(v19, v12) [G=4 N=8 L=64]
+	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y4
 	VANDPS  lgc4<>+0(SB), Y4, Y4
 	VMOVUPS lgc37<>+0(SB), Y5
 
-	// v28 = min(v25, v27) tie=first [G=4 N=8 L=64]
+	// v28 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y5, Y5
 	VMOVUPS lgc38<>+0(SB), Y6
 
-	// v30 = max(v25, v29) tie=first [G=4 N=8 L=64]
+	// v30 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y7, Y6, Y6
 
-	// v31 = where(v26, v28, v30) [G=4 N=8 L=64]
+	// ratioClipped = where(v26, v28, v30)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y5, Y6, Y5
 
-	// v32 = mul(v19, v31) [G=4 N=8 L=64]  # gain
+	// gain = mul(v19, ratioClipped)
 	VMULPS Y5, Y0, Y5
 
-	// v33 = neg(v32) [G=4 N=8 L=64]
+	// v33 = neg(gain)
 	VXORPS lgc24<>+0(SB), Y5, Y5
 
-	// v34 = where(v10, v33, v12) [G=4 N=8 L=64]
+	// v34 = where(mask, v33, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y5, Y3, Y5
 
 	// sum(v34) over [G N L]
-	MOVQ         p7+56(FP), SI
+	MOVQ         state+56(FP), SI
 	VADDPS       4096(SI), Y5, Y5
 	VMOVUPS      Y5, 4096(SI)
-	MOVQ         p8+64(FP), SI
+	MOVQ         numValid+64(FP), SI
 	XORQ         R8, R8
 	VBROADCASTSS (SI)(R8*4), Y5
 	VMOVUPS      lgc4<>+0(SB), Y6
 
-	// v36 = max(v14, v11) []
+	// v36 = max(numValid, 1)
 	VMAXPS  Y5, Y6, Y5
-	MOVQ    p9+72(FP), SI
+	MOVQ    refLogProb+72(FP), SI
 	VMOVUPS (SI)(DI*4), Y6
 
-	// v59 = where(v10, v58, v12) [G=4 N=8 L=64]
+	// v59 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y6, Y3, Y6
 
-	// v60 = sub(v59, v16) [G=4 N=8 L=64]
+	// v60 = sub(v59, v16)
 	VSUBPS Y2, Y6, Y2
 
-	// v61 = where(v10, v60, v12) [G=4 N=8 L=64]
+	// v61 = where(mask, v60, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y2, Y3, Y2
 
-	// v62 = abs(v61) [G=4 N=8 L=64]
+	// v62 = abs(v61)
 	VMOVUPS lgc24<>+0(SB), Y6
 	VANDNPS Y2, Y6, Y6
 	VMOVUPS lgc25<>+0(SB), Y8
 
-	// v64 = lt(v62, v63) [G=4 N=8 L=64]
+	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y8, Y6, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS Y7, (SP)
 	VMOVUPS lgc26<>+0(SB), Y7
 
-	// v66 = max(v61, v65) tie=first [G=4 N=8 L=64]
+	// v66 = max(v61, -0.1) tie=first
 	VMAXPS  Y2, Y7, Y7
 	VMOVUPS Y4, 32(SP)
 	VMOVUPS Y0, 64(SP)
 
-	// v67 = min(v66, v63) tie=first [G=4 N=8 L=64]
+	// v67 = min(v66, 0.1) tie=first
 	VMINPS Y7, Y8, Y0
 
-	// v70 = mul(v67, v68) [G=4 N=8 L=64]
+	// v70 = mul(v67, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y0, Y4
 
-	// v71 = add(v69, v70) [G=4 N=8 L=64]
+	// v71 = add(2.7557319223985893e-06, v70)
 	VADDPS lgc28<>+0(SB), Y4, Y4
 
-	// v73 = mul(v67, v71) [G=4 N=8 L=64]
+	// v73 = mul(v67, v71)
 	VMULPS Y4, Y0, Y8
 
-	// v74 = add(v72, v73) [G=4 N=8 L=64]
+	// v74 = add(2.48015873015873e-05, v73)
 	VADDPS lgc29<>+0(SB), Y8, Y8
 
-	// v76 = mul(v67, v74) [G=4 N=8 L=64]
+	// v76 = mul(v67, v74)
 	VMULPS Y8, Y0, Y9
 
-	// v77 = add(v75, v76) [G=4 N=8 L=64]
+	// v77 = add(0.0001984126984126984, v76)
 	VADDPS lgc30<>+0(SB), Y9, Y9
 
-	// v79 = mul(v67, v77) [G=4 N=8 L=64]
+	// v79 = mul(v67, v77)
 	VMULPS Y9, Y0, Y10
 
-	// v80 = add(v78, v79) [G=4 N=8 L=64]
+	// v80 = add(0.001388888888888889, v79)
 	VADDPS lgc31<>+0(SB), Y10, Y10
 
-	// v82 = mul(v67, v80) [G=4 N=8 L=64]
+	// v82 = mul(v67, v80)
 	VMULPS Y10, Y0, Y11
 
-	// v83 = add(v81, v82) [G=4 N=8 L=64]
+	// v83 = add(0.008333333333333333, v82)
 	VADDPS  lgc32<>+0(SB), Y11, Y11
 	VMOVUPS Y7, 96(SP)
 
-	// v85 = mul(v67, v83) [G=4 N=8 L=64]
+	// v85 = mul(v67, v83)
 	VMULPS Y11, Y0, Y7
 
-	// v86 = add(v84, v85) [G=4 N=8 L=64]
+	// v86 = add(0.041666666666666664, v85)
 	VADDPS  lgc33<>+0(SB), Y7, Y7
 	VMOVUPS Y4, 128(SP)
 
-	// v88 = mul(v67, v86) [G=4 N=8 L=64]
+	// v88 = mul(v67, v86)
 	VMULPS Y7, Y0, Y4
 
-	// v89 = add(v87, v88) [G=4 N=8 L=64]
+	// v89 = add(0.16666666666666666, v88)
 	VADDPS  lgc34<>+0(SB), Y4, Y4
 	VMOVUPS Y8, 160(SP)
 
-	// v91 = mul(v67, v89) [G=4 N=8 L=64]
+	// v91 = mul(v67, v89)
 	VMULPS Y4, Y0, Y8
 
-	// v92 = add(v90, v91) [G=4 N=8 L=64]
+	// v92 = add(0.5, v91)
 	VADDPS  lgc18<>+0(SB), Y8, Y8
 	VMOVUPS Y9, 192(SP)
 
-	// v93 = mul(v67, v67) [G=4 N=8 L=64]
+	// v93 = mul(v67, v67)
 	VMULPS  Y0, Y0, Y9
 	VMOVUPS Y10, 224(SP)
 	VMOVUPS Y11, 256(SP)
@@ -2178,12 +2160,11 @@ blocks_25:
 	VMOVUPS Y0, 352(SP)
 	VMOVUPS Y9, 384(SP)
 
-	// v95 = exp(v61) [G=4 N=8 L=64]
+	// v95 = exp(v61)
 	VMAXPS       lgc8<>+0(SB), Y2, Y0
 	VMINPS       lgc9<>+0(SB), Y0, Y0
 	VMULPS       lgc10<>+0(SB), Y0, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y0, Y0
 	VFNMADD231PS lgc11<>+0(SB), Y4, Y0
 	VFNMADD231PS lgc12<>+0(SB), Y4, Y0
 	VMOVAPS      lgc13<>+0(SB), Y7
@@ -2209,265 +2190,265 @@ blocks_25:
 	VBLENDVPS    Y0, Y2, Y7, Y7
 	VMOVUPS      lgc35<>+0(SB), Y0
 
-	// v105 = div(v102, v36) []
+	// v105 = div(0.04, v36)
 	VDIVPS Y5, Y0, Y0
 
-	// v106 = where(v10, v105, v12) [G=4 N=8 L=64]
+	// v106 = where(mask, v105, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v107 = where(v64, v106, v12) [G=4 N=8 L=64]
+	// v107 = where(v64, v106, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y6, Y4
 	VBLENDVPS Y4, Y0, Y3, Y4
 
-	// v108 = where(v64, v12, v106) [G=4 N=8 L=64]
+	// v108 = where(v64, 0, v106)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y3, Y0, Y0
 
-	// v109 = neg(v108) [G=4 N=8 L=64]
+	// v109 = neg(v108)
 	VXORPS lgc24<>+0(SB), Y0, Y6
 
-	// v110 = ne(v108, v12) [G=4 N=8 L=64]
+	// v110 = ne(v108, 0)
 	VCMPPS $0x04, Y3, Y0, Y9
 	VANDPS lgc4<>+0(SB), Y9, Y9
 
-	// v111 = mul(v108, v95) [G=4 N=8 L=64]
+	// v111 = mul(v108, v95)
 	VMULPS Y7, Y0, Y7
 
-	// v112 = where(v110, v111, v108) [G=4 N=8 L=64]
+	// v112 = where(v110, v111, v108)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y0, Y0
 
-	// v113 = add(v109, v112) [G=4 N=8 L=64]
+	// v113 = add(v109, v112)
 	VADDPS Y0, Y6, Y0
 
-	// v114 = ne(v107, v12) [G=4 N=8 L=64]
+	// v114 = ne(v107, 0)
 	VCMPPS $0x04, Y3, Y4, Y6
 	VANDPS lgc4<>+0(SB), Y6, Y6
 
-	// v115 = mul(v107, v92) [G=4 N=8 L=64]
+	// v115 = mul(v107, v92)
 	VMULPS Y8, Y4, Y7
 
-	// v116 = where(v114, v115, v107) [G=4 N=8 L=64]
+	// v116 = where(v114, v115, v107)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y7, Y4, Y7
 	VMOVUPS   384(SP), Y8
 
-	// v117 = mul(v107, v93) [G=4 N=8 L=64]
+	// v117 = mul(v107, v93)
 	VMULPS Y8, Y4, Y8
 
-	// v118 = where(v114, v117, v107) [G=4 N=8 L=64]
+	// v118 = where(v114, v117, v107)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v119 = ne(v116, v12) [G=4 N=8 L=64]
+	// v119 = ne(v116, 0)
 	VCMPPS  $0x04, Y3, Y7, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 352(SP), Y8
 
-	// v120 = mul(v116, v67) [G=4 N=8 L=64]
+	// v120 = mul(v116, v67)
 	VMULPS Y8, Y7, Y9
 
-	// v121 = where(v119, v120, v116) [G=4 N=8 L=64]
+	// v121 = where(v119, v120, v116)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y7, Y6
 
-	// v122 = add(v121, v121) [G=4 N=8 L=64]
+	// v122 = add(v121, v121)
 	VADDPS Y6, Y6, Y6
 
-	// v123 = ne(v118, v12) [G=4 N=8 L=64]
+	// v123 = ne(v118, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
 	VANDPS  lgc4<>+0(SB), Y7, Y7
 	VMOVUPS 320(SP), Y9
 
-	// v124 = mul(v118, v89) [G=4 N=8 L=64]
+	// v124 = mul(v118, v89)
 	VMULPS Y9, Y4, Y9
 
-	// v125 = where(v123, v124, v118) [G=4 N=8 L=64]
+	// v125 = where(v123, v124, v118)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y4, Y9
 
-	// v126 = mul(v118, v67) [G=4 N=8 L=64]
+	// v126 = mul(v118, v67)
 	VMULPS  Y8, Y4, Y10
 	VMOVUPS Y5, 416(SP)
 
-	// v127 = where(v123, v126, v118) [G=4 N=8 L=64]
+	// v127 = where(v123, v126, v118)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y7, Y5
 	VBLENDVPS Y5, Y10, Y4, Y4
 
-	// v128 = add(v122, v125) [G=4 N=8 L=64]
+	// v128 = add(v122, v125)
 	VADDPS Y9, Y6, Y5
 
-	// v129 = ne(v127, v12) [G=4 N=8 L=64]
+	// v129 = ne(v127, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 288(SP), Y7
 
-	// v130 = mul(v127, v86) [G=4 N=8 L=64]
+	// v130 = mul(v127, v86)
 	VMULPS Y7, Y4, Y7
 
-	// v131 = where(v129, v130, v127) [G=4 N=8 L=64]
+	// v131 = where(v129, v130, v127)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v132 = mul(v127, v67) [G=4 N=8 L=64]
+	// v132 = mul(v127, v67)
 	VMULPS Y8, Y4, Y9
 
-	// v133 = where(v129, v132, v127) [G=4 N=8 L=64]
+	// v133 = where(v129, v132, v127)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v134 = add(v128, v131) [G=4 N=8 L=64]
+	// v134 = add(v128, v131)
 	VADDPS Y7, Y5, Y5
 
-	// v135 = ne(v133, v12) [G=4 N=8 L=64]
+	// v135 = ne(v133, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 256(SP), Y7
 
-	// v136 = mul(v133, v83) [G=4 N=8 L=64]
+	// v136 = mul(v133, v83)
 	VMULPS Y7, Y4, Y7
 
-	// v137 = where(v135, v136, v133) [G=4 N=8 L=64]
+	// v137 = where(v135, v136, v133)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v138 = mul(v133, v67) [G=4 N=8 L=64]
+	// v138 = mul(v133, v67)
 	VMULPS Y8, Y4, Y9
 
-	// v139 = where(v135, v138, v133) [G=4 N=8 L=64]
+	// v139 = where(v135, v138, v133)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v140 = add(v134, v137) [G=4 N=8 L=64]
+	// v140 = add(v134, v137)
 	VADDPS Y7, Y5, Y5
 
-	// v141 = ne(v139, v12) [G=4 N=8 L=64]
+	// v141 = ne(v139, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 224(SP), Y7
 
-	// v142 = mul(v139, v80) [G=4 N=8 L=64]
+	// v142 = mul(v139, v80)
 	VMULPS Y7, Y4, Y7
 
-	// v143 = where(v141, v142, v139) [G=4 N=8 L=64]
+	// v143 = where(v141, v142, v139)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v144 = mul(v139, v67) [G=4 N=8 L=64]
+	// v144 = mul(v139, v67)
 	VMULPS Y8, Y4, Y9
 
-	// v145 = where(v141, v144, v139) [G=4 N=8 L=64]
+	// v145 = where(v141, v144, v139)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v146 = add(v140, v143) [G=4 N=8 L=64]
+	// v146 = add(v140, v143)
 	VADDPS Y7, Y5, Y5
 
-	// v147 = ne(v145, v12) [G=4 N=8 L=64]
+	// v147 = ne(v145, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 192(SP), Y7
 
-	// v148 = mul(v145, v77) [G=4 N=8 L=64]
+	// v148 = mul(v145, v77)
 	VMULPS Y7, Y4, Y7
 
-	// v149 = where(v147, v148, v145) [G=4 N=8 L=64]
+	// v149 = where(v147, v148, v145)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v150 = mul(v145, v67) [G=4 N=8 L=64]
+	// v150 = mul(v145, v67)
 	VMULPS Y8, Y4, Y9
 
-	// v151 = where(v147, v150, v145) [G=4 N=8 L=64]
+	// v151 = where(v147, v150, v145)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v152 = add(v146, v149) [G=4 N=8 L=64]
+	// v152 = add(v146, v149)
 	VADDPS Y7, Y5, Y5
 
-	// v153 = ne(v151, v12) [G=4 N=8 L=64]
+	// v153 = ne(v151, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 160(SP), Y7
 
-	// v154 = mul(v151, v74) [G=4 N=8 L=64]
+	// v154 = mul(v151, v74)
 	VMULPS Y7, Y4, Y7
 
-	// v155 = where(v153, v154, v151) [G=4 N=8 L=64]
+	// v155 = where(v153, v154, v151)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v156 = mul(v151, v67) [G=4 N=8 L=64]
+	// v156 = mul(v151, v67)
 	VMULPS Y8, Y4, Y9
 
-	// v157 = where(v153, v156, v151) [G=4 N=8 L=64]
+	// v157 = where(v153, v156, v151)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v158 = add(v152, v155) [G=4 N=8 L=64]
+	// v158 = add(v152, v155)
 	VADDPS Y7, Y5, Y5
 
-	// v159 = ne(v157, v12) [G=4 N=8 L=64]
+	// v159 = ne(v157, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
 	VANDPS  lgc4<>+0(SB), Y6, Y6
 	VMOVUPS 128(SP), Y7
 
-	// v160 = mul(v157, v71) [G=4 N=8 L=64]
+	// v160 = mul(v157, v71)
 	VMULPS Y7, Y4, Y7
 
-	// v161 = where(v159, v160, v157) [G=4 N=8 L=64]
+	// v161 = where(v159, v160, v157)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
-	// v162 = mul(v157, v67) [G=4 N=8 L=64]
+	// v162 = mul(v157, v67)
 	VMULPS Y8, Y4, Y8
 
-	// v163 = where(v159, v162, v157) [G=4 N=8 L=64]
+	// v163 = where(v159, v162, v157)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v164 = add(v158, v161) [G=4 N=8 L=64]
+	// v164 = add(v158, v161)
 	VADDPS Y7, Y5, Y5
 
-	// v165 = mul(v163, v68) [G=4 N=8 L=64]
+	// v165 = mul(v163, 2.755731922398589e-07)
 	VMULPS lgc27<>+0(SB), Y4, Y4
 
-	// v166 = add(v164, v165) [G=4 N=8 L=64]
+	// v166 = add(v164, v165)
 	VADDPS  Y4, Y5, Y4
 	VMOVUPS 96(SP), Y5
 	VMOVUPS lgc25<>+0(SB), Y6
 
-	// v167 = le(v66, v63) [G=4 N=8 L=64]
+	// v167 = le(v66, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc4<>+0(SB), Y6, Y6
 
-	// v168 = ne(v66, v66) [G=4 N=8 L=64]
+	// v168 = ne(v66, v66)
 	VCMPPS $0x04, Y5, Y5, Y5
 	VANDPS lgc4<>+0(SB), Y5, Y5
 
-	// v169 = max(v167, v168) [G=4 N=8 L=64]
+	// v169 = max(v167, v168)
 	VXORPS lgc24<>+0(SB), Y6, Y6
 	VXORPS lgc24<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
@@ -2475,21 +2456,21 @@ blocks_25:
 	VORPS  Y7, Y5, Y5
 	VXORPS lgc24<>+0(SB), Y5, Y5
 
-	// v170 = where(v169, v166, v12) [G=4 N=8 L=64]
+	// v170 = where(v169, v166, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y4
 	VMOVUPS   lgc26<>+0(SB), Y5
 
-	// v171 = ge(v61, v65) [G=4 N=8 L=64]
+	// v171 = ge(v61, -0.1)
 	VCMPPS $0x1d, Y5, Y2, Y5
 	VANDPS lgc4<>+0(SB), Y5, Y5
 
-	// v172 = ne(v61, v61) [G=4 N=8 L=64]
+	// v172 = ne(v61, v61)
 	VCMPPS $0x04, Y2, Y2, Y2
 	VANDPS lgc4<>+0(SB), Y2, Y2
 
-	// v173 = max(v171, v172) [G=4 N=8 L=64]
+	// v173 = max(v171, v172)
 	VXORPS lgc24<>+0(SB), Y5, Y5
 	VXORPS lgc24<>+0(SB), Y2, Y2
 	VMINPS Y5, Y2, Y6
@@ -2497,70 +2478,70 @@ blocks_25:
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc24<>+0(SB), Y2, Y2
 
-	// v174 = where(v173, v170, v12) [G=4 N=8 L=64]
+	// v174 = where(v173, v170, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y4, Y3, Y2
 
-	// v175 = add(v113, v174) [G=4 N=8 L=64]
+	// v175 = add(v113, v174)
 	VADDPS Y2, Y0, Y0
 
-	// v176 = where(v10, v175, v12) [G=4 N=8 L=64]
+	// v176 = where(mask, v175, 0)
 	VMOVUPS   lgc3<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
-	// v177 = neg(v176) [G=4 N=8 L=64]
+	// v177 = neg(v176)
 	VXORPS  lgc24<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y2
 	VMOVUPS 416(SP), Y4
 
-	// v178 = div(v11, v36) []
+	// v178 = div(1, v36)
 	VDIVPS Y4, Y2, Y2
 
-	// v179 = where(v10, v178, v12) [G=4 N=8 L=64]
+	// v179 = where(mask, v178, 0)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 
-	// v180 = neg(v179) [G=4 N=8 L=64]
+	// v180 = neg(v179)
 	VXORPS lgc24<>+0(SB), Y2, Y2
 
-	// v181 = ne(v180, v12) [G=4 N=8 L=64]
+	// v181 = ne(v180, 0)
 	VCMPPS  $0x04, Y3, Y2, Y4
 	VANDPS  lgc4<>+0(SB), Y4, Y4
 	VMOVUPS 64(SP), Y5
 
-	// v182 = mul(v180, v19) [G=4 N=8 L=64]
+	// v182 = mul(v180, v19)
 	VMULPS Y5, Y2, Y5
 
-	// v183 = where(v181, v182, v180) [G=4 N=8 L=64]
+	// v183 = where(v181, v182, v180)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 	VMOVUPS   32(SP), Y4
 
-	// v184 = where(v26, v183, v12) [G=4 N=8 L=64]
+	// v184 = where(v26, v183, 0)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y3, Y5
 
-	// v185 = where(v26, v12, v183) [G=4 N=8 L=64]
+	// v185 = where(v26, 0, v183)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y3, Y2, Y2
 	VMOVUPS   (SP), Y4
 	VMOVUPS   lgc38<>+0(SB), Y6
 
-	// v186 = ge(v25, v29) [G=4 N=8 L=64]
+	// v186 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y6
 	VANDPS lgc4<>+0(SB), Y6, Y6
 
-	// v187 = ne(v25, v25) [G=4 N=8 L=64]
+	// v187 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y7
 	VANDPS lgc4<>+0(SB), Y7, Y7
 
-	// v188 = max(v186, v187) [G=4 N=8 L=64]
+	// v188 = max(v186, v187)
 	VXORPS lgc24<>+0(SB), Y6, Y6
 	VXORPS lgc24<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
@@ -2568,17 +2549,17 @@ blocks_25:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc24<>+0(SB), Y6, Y6
 
-	// v189 = where(v188, v185, v12) [G=4 N=8 L=64]
+	// v189 = where(v188, v185, 0)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y2, Y3, Y2
 	VMOVUPS   lgc37<>+0(SB), Y6
 
-	// v190 = le(v25, v27) [G=4 N=8 L=64]
+	// v190 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y4, Y6
 	VANDPS lgc4<>+0(SB), Y6, Y6
 
-	// v191 = max(v190, v187) [G=4 N=8 L=64]
+	// v191 = max(v190, v187)
 	VXORPS lgc24<>+0(SB), Y6, Y6
 	VXORPS lgc24<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
@@ -2586,40 +2567,40 @@ blocks_25:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc24<>+0(SB), Y6, Y6
 
-	// v192 = where(v191, v184, v12) [G=4 N=8 L=64]
+	// v192 = where(v191, v184, 0)
 	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y3, Y5
 
-	// v193 = add(v189, v192) [G=4 N=8 L=64]
+	// v193 = add(v189, v192)
 	VADDPS Y5, Y2, Y2
 
-	// v194 = ne(v193, v12) [G=4 N=8 L=64]
+	// v194 = ne(v193, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
 	VANDPS lgc4<>+0(SB), Y5, Y5
 
-	// v195 = mul(v193, v25) [G=4 N=8 L=64]
+	// v195 = mul(v193, ratio)
 	VMULPS Y4, Y2, Y4
 
-	// v196 = where(v194, v195, v193) [G=4 N=8 L=64]
+	// v196 = where(v194, v195, v193)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y2
 
-	// v197 = add(v177, v196) [G=4 N=8 L=64]
+	// v197 = add(v177, v196)
 	VADDPS Y2, Y0, Y0
 
-	// v198 = where(v10, v197, v12) [G=4 N=8 L=64]
+	// gradLogProb = where(mask, v197, 0)
 	VMOVUPS   lgc3<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
-	// store v198
-	MOVQ         p10+80(FP), SI
+	// store gradLogProb
+	MOVQ         gradLogProb+80(FP), SI
 	VMOVUPS      Y0, (SI)(DI*4)
 	DECQ         BX
 	JNZ          noflush_26
-	MOVQ         p7+56(FP), BX
+	MOVQ         state+56(FP), BX
 	VMOVUPS      4096(BX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -2640,7 +2621,7 @@ noflush_26:
 	ADDQ         $+8, DX
 	CMPQ         DX, $+64
 	JL           blocks_25
-	MOVQ         p7+56(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      4096(DX), Y0
 	VANDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
@@ -2659,29 +2640,29 @@ noflush_26:
 	CMPQ         CX, $+8
 	JL           outer1_24
 	INCQ         AX
-	CMPQ         AX, p11+88(FP)
+	CMPQ         AX, hi+88(FP)
 	JL           outer0_23
 	VZEROUPPER
 	RET
 
-// func fbPass5AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func fbPass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
 // Requires: AVX
 TEXT ·fbPass5AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc4<>+0(SB), Y1
 
-	// v36 = max(v14, v11) []
+	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v37 = div(v35, v36) []
+	// lossObjective = div(v35, v36)
 	VDIVPS Y0, Y1, Y0
 
-	// store v37
-	MOVQ   p2+16(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -2702,7 +2683,6 @@ bulk_27:
 	VMINPS       lgc9<>+0(SB), Y1, Y1
 	VMULPS       lgc10<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VMOVAPS      lgc13<>+0(SB), Y3

@@ -11,39 +11,39 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0   []float32         // v1 = mean(v0) over N [G=4]  # mean
-	s1   []float32         // v2 = var(v0) over N correction=1 [G=4]
-	s2   float32           // v35 = sum(v34) over G,N,L []
-	s3   float32           // v40 = sum(v39) over G,N,L []
-	s4   float32           // v44 = sum(v43) over G,N,L []
-	s5   float32           // v49 = logsumexp(v47) over G,N,L []
-	s6   float32           // v52 = logsumexp(v51) over G,N,L []
-	s7   float32           // v100 = sum(v99) over G,N,L []
-	acc1 []runtime.Mean    // accumulators of v1
+	s0   []float32         // mean = mean(nextReward) over N [G=4]
+	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
+	s2   float32           // v35 = sum(v34) over G,N,L
+	s3   float32           // v40 = sum(v39) over G,N,L
+	s4   float32           // v44 = sum(v43) over G,N,L
+	s5   float32           // v49 = logsumexp(v47) over G,N,L
+	s6   float32           // v52 = logsumexp(v51) over G,N,L
+	s7   float32           // v100 = sum(v99) over G,N,L
+	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), acc1: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
+	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	for k := range s.acc1 {
-		s.acc1[k] = runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
 	}
 	for k := range s.acc2 {
 		s.acc2[k] = runtime.Welford{}
 	}
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
-			v0 := in.NextReward[iG*8+iN]
-			s.acc1[iG].Add(float64(v0))
-			s.acc2[iG].Add(float64(v0))
+			nextReward := in.NextReward[iG*8+iN]
+			s.mean[iG].Add(float64(nextReward))
+			s.acc2[iG].Add(float64(nextReward))
 		}
 	}
-	for k := range s.acc1 {
-		s.s0[k] = float32(s.acc1[k].Result())
+	for k := range s.mean {
+		s.s0[k] = float32(s.mean[k].Result())
 	}
 	for k := range s.acc2 {
 		s.s1[k] = float32(s.acc2[k].Var(1))
@@ -51,8 +51,25 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc14 := 0.0
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c21 := float32(-0.22314355)
+	c22 := float32(0.18232156)
+	c46 := float32(math.Inf(-1))
+	two := float32(2)
+	c63 := float32(0.1)
+	c65 := float32(-0.1)
+	c68 := float32(2.755732e-07)
+	c69 := float32(2.7557319e-06)
+	c72 := float32(2.4801588e-05)
+	c75 := float32(0.0001984127)
+	c78 := float32(0.0013888889)
+	c81 := float32(0.008333334)
+	c84 := float32(0.041666668)
+	c87 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
@@ -61,79 +78,62 @@ func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
-				v10 := b2f(in.Mask[iG*512+iN*64+iL])
-				v11 := float32(1)
-				v12 := float32(0)
-				v13 := sel(v10, v11, v12)
-				acc14 += float64(v13)
-				v15 := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(v10, v15, v12)
-				v17 := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(v10, v17, v12)
-				v20 := v16 - v18
-				v21 := float32(-0.22314355)
-				v22 := float32(0.18232156)
-				v23 := max(v20, v21)
-				v24 := min(v23, v22)
-				v38 := b2f(v24 != v20)
-				v39 := sel(v10, v38, v12)
+				mask := b2f(in.Mask[iG*512+iN*64+iL])
+				v13 := sel(mask, one, zero)
+				numValid += float64(v13)
+				logProb := in.LogProb[iG*512+iN*64+iL]
+				v16 := sel(mask, logProb, zero)
+				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
+				v18 := sel(mask, sampleLogProb, zero)
+				logWeight := v16 - v18
+				v23 := max(logWeight, c21)
+				logWeightClip := min(v23, c22)
+				v38 := b2f(logWeightClip != logWeight)
+				v39 := sel(mask, v38, zero)
 				acc40 += float64(v39)
 				v42 := v18 - v16
-				v43 := sel(v10, v42, v12)
+				v43 := sel(mask, v42, zero)
 				acc44 += float64(v43)
-				v46 := float32(math.Inf(-1))
-				v47 := sel(v10, v20, v46)
-				v48 := float32(2)
+				v47 := sel(mask, logWeight, c46)
 				acc49.Add(float64(v47))
-				v51 := float32(v48 * v47)
+				v51 := float32(two * v47)
 				acc52.Add(float64(v51))
-				v58 := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(v10, v58, v12)
+				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
+				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
-				v61 := sel(v10, v60, v12)
+				v61 := sel(mask, v60, zero)
 				v62 := float32(math.Abs(float64(v61)))
-				v63 := float32(0.1)
-				v64 := b2f(v62 < v63)
-				v65 := float32(-0.1)
-				v66 := max(v61, v65)
-				v67 := min(v66, v63)
-				v68 := float32(2.755732e-07)
-				v69 := float32(2.7557319e-06)
-				v70 := float32(v67 * v68)
-				v71 := v69 + v70
-				v72 := float32(2.4801588e-05)
+				v64 := b2f(v62 < c63)
+				v66 := max(v61, c65)
+				v67 := min(v66, c63)
+				v70 := float32(v67 * c68)
+				v71 := c69 + v70
 				v73 := float32(v67 * v71)
-				v74 := v72 + v73
-				v75 := float32(0.0001984127)
+				v74 := c72 + v73
 				v76 := float32(v67 * v74)
-				v77 := v75 + v76
-				v78 := float32(0.0013888889)
+				v77 := c75 + v76
 				v79 := float32(v67 * v77)
-				v80 := v78 + v79
-				v81 := float32(0.008333334)
+				v80 := c78 + v79
 				v82 := float32(v67 * v80)
-				v83 := v81 + v82
-				v84 := float32(0.041666668)
+				v83 := c81 + v82
 				v85 := float32(v67 * v83)
-				v86 := v84 + v85
-				v87 := float32(0.16666667)
+				v86 := c84 + v85
 				v88 := float32(v67 * v86)
-				v89 := v87 + v88
-				v90 := float32(0.5)
+				v89 := c87 + v88
 				v91 := float32(v67 * v89)
-				v92 := v90 + v91
+				v92 := half + v91
 				v93 := float32(v67 * v67)
 				v94 := float32(v93 * v92)
 				v95 := float32(math.Exp(float64(v61)))
-				v96 := v95 - v11
+				v96 := v95 - one
 				v97 := v96 - v61
-				v98 := sel(v64, v94, v97)
-				v99 := sel(v10, v98, v12)
+				k3 := sel(v64, v94, v97)
+				v99 := sel(mask, k3, zero)
 				acc100 += float64(v99)
 			}
 		}
 	}
-	out.NumValid = float32(acc14)
+	out.NumValid = float32(numValid)
 	s.s3 = float32(acc40)
 	s.s4 = float32(acc44)
 	s.s5 = float32(acc49.Result())
@@ -142,88 +142,84 @@ func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v11 := float32(1)
-	v12 := float32(0)
-	v14 := out.NumValid
-	v36 := max(v14, v11)
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c102 := float32(0.04)
+	numValid := out.NumValid
+	v36 := max(numValid, one)
 	v40 := s.s3
-	v41 := v40 / v36
-	out.ClipFraction = v41
+	clipFraction := v40 / v36
+	out.ClipFraction = clipFraction
 	v44 := s.s4
-	v45 := v44 / v36
-	out.KLApprox = v45
-	v48 := float32(2)
+	klApprox := v44 / v36
+	out.KLApprox = klApprox
 	v49 := s.s5
-	v50 := float32(v48 * v49)
+	v50 := float32(two * v49)
 	v52 := s.s6
 	v53 := v50 - v52
 	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(v14 > v12)
+	v55 := b2f(numValid > zero)
 	v56 := v54 / v36
-	v57 := sel(v55, v56, v12)
-	out.ESS = v57
+	ess := sel(v55, v56, zero)
+	out.ESS = ess
 	v100 := s.s7
-	v101 := v100 / v36
-	v102 := float32(0.04)
-	v103 := float32(v102 * v101)
-	out.LossKLToRef = v103
-	v104 := v101
-	out.KLToRef = v104
+	klToRef := v100 / v36
+	lossKLToRef := float32(c102 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
-func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c5 := float32(1e-06)
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
-			v0 := in.NextReward[iG*8+iN]
-			v1 := s.s0[iG]
+			nextReward := in.NextReward[iG*8+iN]
+			mean := s.s0[iG]
 			v2 := s.s1[iG]
-			v3 := float32(math.Sqrt(float64(v2)))
-			v4 := v0 - v1
-			v5 := float32(1e-06)
-			v6 := max(v3, v5)
+			std := float32(math.Sqrt(float64(v2)))
+			v4 := nextReward - mean
+			v6 := max(std, c5)
 			v7 := v4 / v6
-			v8 := v7
-			out.Advantage[iG*8+iN] = v8
+			out.Advantage[iG*8+iN] = v7
 		}
 	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass4Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass4Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c5 := float32(1e-06)
+	zero := float32(0)
+	c27 := float32(1.2)
+	c29 := float32(0.8)
 	acc35 := 0.0
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
-				v0 := in.NextReward[iG*8+iN]
-				v1 := s.s0[iG]
+				nextReward := in.NextReward[iG*8+iN]
+				mean := s.s0[iG]
 				v2 := s.s1[iG]
-				v3 := float32(math.Sqrt(float64(v2)))
-				v4 := v0 - v1
-				v5 := float32(1e-06)
-				v6 := max(v3, v5)
+				std := float32(math.Sqrt(float64(v2)))
+				v4 := nextReward - mean
+				v6 := max(std, c5)
 				v7 := v4 / v6
-				v8 := v7
-				v9 := v8
-				v10 := b2f(in.Mask[iG*512+iN*64+iL])
-				v12 := float32(0)
-				v15 := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(v10, v15, v12)
-				v17 := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(v10, v17, v12)
-				v19 := sel(v10, v9, v12)
-				v20 := v16 - v18
-				v25 := float32(math.Exp(float64(v20)))
-				v26 := b2f(v19 >= v12)
-				v27 := float32(1.2)
-				v28 := min(v25, v27)
-				v29 := float32(0.8)
-				v30 := max(v25, v29)
-				v31 := sel(v26, v28, v30)
-				v32 := float32(v19 * v31)
-				v33 := -v32
-				v34 := sel(v10, v33, v12)
+				mask := b2f(in.Mask[iG*512+iN*64+iL])
+				logProb := in.LogProb[iG*512+iN*64+iL]
+				v16 := sel(mask, logProb, zero)
+				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
+				v18 := sel(mask, sampleLogProb, zero)
+				v19 := sel(mask, v7, zero)
+				logWeight := v16 - v18
+				ratio := float32(math.Exp(float64(logWeight)))
+				v26 := b2f(v19 >= zero)
+				v28 := min(ratio, c27)
+				v30 := max(ratio, c29)
+				ratioClipped := sel(v26, v28, v30)
+				gain := float32(v19 * ratioClipped)
+				v33 := -gain
+				v34 := sel(mask, v33, zero)
 				acc35 += float64(v34)
 			}
 		}
@@ -232,60 +228,79 @@ func pass4Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass5Go is pass 5 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass5Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v11 := float32(1)
-	v14 := out.NumValid
+func pass5Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v35 := s.s2
-	v36 := max(v14, v11)
-	v37 := v35 / v36
-	out.LossObjective = v37
+	v36 := max(numValid, one)
+	lossObjective := v35 / v36
+	out.LossObjective = lossObjective
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0   []float32         // v1 = mean(v0) over N [G=4]  # mean
-	s1   []float32         // v2 = var(v0) over N correction=1 [G=4]
-	s2   float32           // v35 = sum(v34) over G,N,L []
-	s3   float32           // v40 = sum(v39) over G,N,L []
-	s4   float32           // v44 = sum(v43) over G,N,L []
-	s5   float32           // v49 = logsumexp(v47) over G,N,L []
-	s6   float32           // v52 = logsumexp(v51) over G,N,L []
-	s7   float32           // v100 = sum(v99) over G,N,L []
-	acc1 []runtime.Mean    // accumulators of v1
+	s0   []float32         // mean = mean(nextReward) over N [G=4]
+	s1   []float32         // v2 = var(nextReward) over N correction=1 [G=4]
+	s2   float32           // v35 = sum(v34) over G,N,L
+	s3   float32           // v40 = sum(v39) over G,N,L
+	s4   float32           // v44 = sum(v43) over G,N,L
+	s5   float32           // v49 = logsumexp(v47) over G,N,L
+	s6   float32           // v52 = logsumexp(v51) over G,N,L
+	s7   float32           // v100 = sum(v99) over G,N,L
+	mean []runtime.Mean    // accumulators of mean
 	acc2 []runtime.Welford // accumulators of v2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), acc1: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
+	return &fbScratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	for k := range s.acc1 {
-		s.acc1[k] = runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
 	}
 	for k := range s.acc2 {
 		s.acc2[k] = runtime.Welford{}
 	}
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
-			v0 := in.NextReward[iG*8+iN]
-			s.acc1[iG].Add(float64(v0))
-			s.acc2[iG].Add(float64(v0))
+			nextReward := in.NextReward[iG*8+iN]
+			s.mean[iG].Add(float64(nextReward))
+			s.acc2[iG].Add(float64(nextReward))
 		}
 	}
-	for k := range s.acc1 {
-		s.s0[k] = float32(s.acc1[k].Result())
+	for k := range s.mean {
+		s.s0[k] = float32(s.mean[k].Result())
 	}
 	for k := range s.acc2 {
 		s.s1[k] = float32(s.acc2[k].Var(1))
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc14 := 0.0
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8 L=64].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c21 := float32(-0.22314355)
+	c22 := float32(0.18232156)
+	c46 := float32(math.Inf(-1))
+	two := float32(2)
+	c63 := float32(0.1)
+	c65 := float32(-0.1)
+	c68 := float32(2.755732e-07)
+	c69 := float32(2.7557319e-06)
+	c72 := float32(2.4801588e-05)
+	c75 := float32(0.0001984127)
+	c78 := float32(0.0013888889)
+	c81 := float32(0.008333334)
+	c84 := float32(0.041666668)
+	c87 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
 	acc40 := 0.0
 	acc44 := 0.0
 	acc49 := runtime.NewLogSumExp()
@@ -294,79 +309,62 @@ func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
-				v10 := b2f(in.Mask[iG*512+iN*64+iL])
-				v11 := float32(1)
-				v12 := float32(0)
-				v13 := sel(v10, v11, v12)
-				acc14 += float64(v13)
-				v15 := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(v10, v15, v12)
-				v17 := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(v10, v17, v12)
-				v20 := v16 - v18
-				v21 := float32(-0.22314355)
-				v22 := float32(0.18232156)
-				v23 := max(v20, v21)
-				v24 := min(v23, v22)
-				v38 := b2f(v24 != v20)
-				v39 := sel(v10, v38, v12)
+				mask := b2f(in.Mask[iG*512+iN*64+iL])
+				v13 := sel(mask, one, zero)
+				numValid += float64(v13)
+				logProb := in.LogProb[iG*512+iN*64+iL]
+				v16 := sel(mask, logProb, zero)
+				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
+				v18 := sel(mask, sampleLogProb, zero)
+				logWeight := v16 - v18
+				v23 := max(logWeight, c21)
+				logWeightClip := min(v23, c22)
+				v38 := b2f(logWeightClip != logWeight)
+				v39 := sel(mask, v38, zero)
 				acc40 += float64(v39)
 				v42 := v18 - v16
-				v43 := sel(v10, v42, v12)
+				v43 := sel(mask, v42, zero)
 				acc44 += float64(v43)
-				v46 := float32(math.Inf(-1))
-				v47 := sel(v10, v20, v46)
-				v48 := float32(2)
+				v47 := sel(mask, logWeight, c46)
 				acc49.Add(float64(v47))
-				v51 := float32(v48 * v47)
+				v51 := float32(two * v47)
 				acc52.Add(float64(v51))
-				v58 := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(v10, v58, v12)
+				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
+				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
-				v61 := sel(v10, v60, v12)
+				v61 := sel(mask, v60, zero)
 				v62 := float32(math.Abs(float64(v61)))
-				v63 := float32(0.1)
-				v64 := b2f(v62 < v63)
-				v65 := float32(-0.1)
-				v66 := max(v61, v65)
-				v67 := min(v66, v63)
-				v68 := float32(2.755732e-07)
-				v69 := float32(2.7557319e-06)
-				v70 := float32(v67 * v68)
-				v71 := v69 + v70
-				v72 := float32(2.4801588e-05)
+				v64 := b2f(v62 < c63)
+				v66 := max(v61, c65)
+				v67 := min(v66, c63)
+				v70 := float32(v67 * c68)
+				v71 := c69 + v70
 				v73 := float32(v67 * v71)
-				v74 := v72 + v73
-				v75 := float32(0.0001984127)
+				v74 := c72 + v73
 				v76 := float32(v67 * v74)
-				v77 := v75 + v76
-				v78 := float32(0.0013888889)
+				v77 := c75 + v76
 				v79 := float32(v67 * v77)
-				v80 := v78 + v79
-				v81 := float32(0.008333334)
+				v80 := c78 + v79
 				v82 := float32(v67 * v80)
-				v83 := v81 + v82
-				v84 := float32(0.041666668)
+				v83 := c81 + v82
 				v85 := float32(v67 * v83)
-				v86 := v84 + v85
-				v87 := float32(0.16666667)
+				v86 := c84 + v85
 				v88 := float32(v67 * v86)
-				v89 := v87 + v88
-				v90 := float32(0.5)
+				v89 := c87 + v88
 				v91 := float32(v67 * v89)
-				v92 := v90 + v91
+				v92 := half + v91
 				v93 := float32(v67 * v67)
 				v94 := float32(v93 * v92)
 				v95 := float32(math.Exp(float64(v61)))
-				v96 := v95 - v11
+				v96 := v95 - one
 				v97 := v96 - v61
-				v98 := sel(v64, v94, v97)
-				v99 := sel(v10, v98, v12)
+				k3 := sel(v64, v94, v97)
+				v99 := sel(mask, k3, zero)
 				acc100 += float64(v99)
 			}
 		}
 	}
-	out.NumValid = float32(acc14)
+	out.NumValid = float32(numValid)
 	s.s3 = float32(acc40)
 	s.s4 = float32(acc44)
 	s.s5 = float32(acc49.Result())
@@ -375,225 +373,223 @@ func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v11 := float32(1)
-	v12 := float32(0)
-	v14 := out.NumValid
-	v36 := max(v14, v11)
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	c102 := float32(0.04)
+	numValid := out.NumValid
+	v36 := max(numValid, one)
 	v40 := s.s3
-	v41 := v40 / v36
-	out.ClipFraction = v41
+	clipFraction := v40 / v36
+	out.ClipFraction = clipFraction
 	v44 := s.s4
-	v45 := v44 / v36
-	out.KLApprox = v45
-	v48 := float32(2)
+	klApprox := v44 / v36
+	out.KLApprox = klApprox
 	v49 := s.s5
-	v50 := float32(v48 * v49)
+	v50 := float32(two * v49)
 	v52 := s.s6
 	v53 := v50 - v52
 	v54 := float32(math.Exp(float64(v53)))
-	v55 := b2f(v14 > v12)
+	v55 := b2f(numValid > zero)
 	v56 := v54 / v36
-	v57 := sel(v55, v56, v12)
-	out.ESS = v57
+	ess := sel(v55, v56, zero)
+	out.ESS = ess
 	v100 := s.s7
-	v101 := v100 / v36
-	v102 := float32(0.04)
-	v103 := float32(v102 * v101)
-	out.LossKLToRef = v103
-	v104 := v101
-	out.KLToRef = v104
+	klToRef := v100 / v36
+	lossKLToRef := float32(c102 * klToRef)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = klToRef
 }
 
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c5 := float32(1e-06)
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
-			v0 := in.NextReward[iG*8+iN]
-			v1 := s.s0[iG]
+			nextReward := in.NextReward[iG*8+iN]
+			mean := s.s0[iG]
 			v2 := s.s1[iG]
-			v3 := float32(math.Sqrt(float64(v2)))
-			v4 := v0 - v1
-			v5 := float32(1e-06)
-			v6 := max(v3, v5)
+			std := float32(math.Sqrt(float64(v2)))
+			v4 := nextReward - mean
+			v6 := max(std, c5)
 			v7 := v4 / v6
-			v8 := v7
-			out.Advantage[iG*8+iN] = v8
+			out.Advantage[iG*8+iN] = v7
 		}
 	}
 }
 
-// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
+// N=8 L=64].
+func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c5 := float32(1e-06)
+	one := float32(1)
+	zero := float32(0)
+	c27 := float32(1.2)
+	c29 := float32(0.8)
+	c63 := float32(0.1)
+	c65 := float32(-0.1)
+	c68 := float32(2.755732e-07)
+	c69 := float32(2.7557319e-06)
+	c72 := float32(2.4801588e-05)
+	c75 := float32(0.0001984127)
+	c78 := float32(0.0013888889)
+	c81 := float32(0.008333334)
+	c84 := float32(0.041666668)
+	c87 := float32(0.16666667)
+	half := float32(0.5)
+	c102 := float32(0.04)
 	acc35 := 0.0
 	for iG := 0; iG < 4; iG++ {
 		for iN := 0; iN < 8; iN++ {
 			for iL := 0; iL < 64; iL++ {
-				v0 := in.NextReward[iG*8+iN]
-				v1 := s.s0[iG]
+				nextReward := in.NextReward[iG*8+iN]
+				mean := s.s0[iG]
 				v2 := s.s1[iG]
-				v3 := float32(math.Sqrt(float64(v2)))
-				v4 := v0 - v1
-				v5 := float32(1e-06)
-				v6 := max(v3, v5)
+				std := float32(math.Sqrt(float64(v2)))
+				v4 := nextReward - mean
+				v6 := max(std, c5)
 				v7 := v4 / v6
-				v8 := v7
-				v9 := v8
-				v10 := b2f(in.Mask[iG*512+iN*64+iL])
-				v11 := float32(1)
-				v12 := float32(0)
-				v14 := out.NumValid
-				v15 := in.LogProb[iG*512+iN*64+iL]
-				v16 := sel(v10, v15, v12)
-				v17 := in.SampleLogProb[iG*512+iN*64+iL]
-				v18 := sel(v10, v17, v12)
-				v19 := sel(v10, v9, v12)
-				v20 := v16 - v18
-				v25 := float32(math.Exp(float64(v20)))
-				v26 := b2f(v19 >= v12)
-				v27 := float32(1.2)
-				v28 := min(v25, v27)
-				v29 := float32(0.8)
-				v30 := max(v25, v29)
-				v31 := sel(v26, v28, v30)
-				v32 := float32(v19 * v31)
-				v33 := -v32
-				v34 := sel(v10, v33, v12)
+				mask := b2f(in.Mask[iG*512+iN*64+iL])
+				numValid := out.NumValid
+				logProb := in.LogProb[iG*512+iN*64+iL]
+				v16 := sel(mask, logProb, zero)
+				sampleLogProb := in.SampleLogProb[iG*512+iN*64+iL]
+				v18 := sel(mask, sampleLogProb, zero)
+				v19 := sel(mask, v7, zero)
+				logWeight := v16 - v18
+				ratio := float32(math.Exp(float64(logWeight)))
+				v26 := b2f(v19 >= zero)
+				v28 := min(ratio, c27)
+				v30 := max(ratio, c29)
+				ratioClipped := sel(v26, v28, v30)
+				gain := float32(v19 * ratioClipped)
+				v33 := -gain
+				v34 := sel(mask, v33, zero)
 				acc35 += float64(v34)
-				v36 := max(v14, v11)
-				v58 := in.RefLogProb[iG*512+iN*64+iL]
-				v59 := sel(v10, v58, v12)
+				v36 := max(numValid, one)
+				refLogProb := in.RefLogProb[iG*512+iN*64+iL]
+				v59 := sel(mask, refLogProb, zero)
 				v60 := v59 - v16
-				v61 := sel(v10, v60, v12)
+				v61 := sel(mask, v60, zero)
 				v62 := float32(math.Abs(float64(v61)))
-				v63 := float32(0.1)
-				v64 := b2f(v62 < v63)
-				v65 := float32(-0.1)
-				v66 := max(v61, v65)
-				v67 := min(v66, v63)
-				v68 := float32(2.755732e-07)
-				v69 := float32(2.7557319e-06)
-				v70 := float32(v67 * v68)
-				v71 := v69 + v70
-				v72 := float32(2.4801588e-05)
+				v64 := b2f(v62 < c63)
+				v66 := max(v61, c65)
+				v67 := min(v66, c63)
+				v70 := float32(v67 * c68)
+				v71 := c69 + v70
 				v73 := float32(v67 * v71)
-				v74 := v72 + v73
-				v75 := float32(0.0001984127)
+				v74 := c72 + v73
 				v76 := float32(v67 * v74)
-				v77 := v75 + v76
-				v78 := float32(0.0013888889)
+				v77 := c75 + v76
 				v79 := float32(v67 * v77)
-				v80 := v78 + v79
-				v81 := float32(0.008333334)
+				v80 := c78 + v79
 				v82 := float32(v67 * v80)
-				v83 := v81 + v82
-				v84 := float32(0.041666668)
+				v83 := c81 + v82
 				v85 := float32(v67 * v83)
-				v86 := v84 + v85
-				v87 := float32(0.16666667)
+				v86 := c84 + v85
 				v88 := float32(v67 * v86)
-				v89 := v87 + v88
-				v90 := float32(0.5)
+				v89 := c87 + v88
 				v91 := float32(v67 * v89)
-				v92 := v90 + v91
+				v92 := half + v91
 				v93 := float32(v67 * v67)
 				v95 := float32(math.Exp(float64(v61)))
-				v102 := float32(0.04)
-				v105 := v102 / v36
-				v106 := sel(v10, v105, v12)
-				v107 := sel(v64, v106, v12)
-				v108 := sel(v64, v12, v106)
+				v105 := c102 / v36
+				v106 := sel(mask, v105, zero)
+				v107 := sel(v64, v106, zero)
+				v108 := sel(v64, zero, v106)
 				v109 := -v108
-				v110 := b2f(v108 != v12)
+				v110 := b2f(v108 != zero)
 				v111 := float32(v108 * v95)
 				v112 := sel(v110, v111, v108)
 				v113 := v109 + v112
-				v114 := b2f(v107 != v12)
+				v114 := b2f(v107 != zero)
 				v115 := float32(v107 * v92)
 				v116 := sel(v114, v115, v107)
 				v117 := float32(v107 * v93)
 				v118 := sel(v114, v117, v107)
-				v119 := b2f(v116 != v12)
+				v119 := b2f(v116 != zero)
 				v120 := float32(v116 * v67)
 				v121 := sel(v119, v120, v116)
 				v122 := v121 + v121
-				v123 := b2f(v118 != v12)
+				v123 := b2f(v118 != zero)
 				v124 := float32(v118 * v89)
 				v125 := sel(v123, v124, v118)
 				v126 := float32(v118 * v67)
 				v127 := sel(v123, v126, v118)
 				v128 := v122 + v125
-				v129 := b2f(v127 != v12)
+				v129 := b2f(v127 != zero)
 				v130 := float32(v127 * v86)
 				v131 := sel(v129, v130, v127)
 				v132 := float32(v127 * v67)
 				v133 := sel(v129, v132, v127)
 				v134 := v128 + v131
-				v135 := b2f(v133 != v12)
+				v135 := b2f(v133 != zero)
 				v136 := float32(v133 * v83)
 				v137 := sel(v135, v136, v133)
 				v138 := float32(v133 * v67)
 				v139 := sel(v135, v138, v133)
 				v140 := v134 + v137
-				v141 := b2f(v139 != v12)
+				v141 := b2f(v139 != zero)
 				v142 := float32(v139 * v80)
 				v143 := sel(v141, v142, v139)
 				v144 := float32(v139 * v67)
 				v145 := sel(v141, v144, v139)
 				v146 := v140 + v143
-				v147 := b2f(v145 != v12)
+				v147 := b2f(v145 != zero)
 				v148 := float32(v145 * v77)
 				v149 := sel(v147, v148, v145)
 				v150 := float32(v145 * v67)
 				v151 := sel(v147, v150, v145)
 				v152 := v146 + v149
-				v153 := b2f(v151 != v12)
+				v153 := b2f(v151 != zero)
 				v154 := float32(v151 * v74)
 				v155 := sel(v153, v154, v151)
 				v156 := float32(v151 * v67)
 				v157 := sel(v153, v156, v151)
 				v158 := v152 + v155
-				v159 := b2f(v157 != v12)
+				v159 := b2f(v157 != zero)
 				v160 := float32(v157 * v71)
 				v161 := sel(v159, v160, v157)
 				v162 := float32(v157 * v67)
 				v163 := sel(v159, v162, v157)
 				v164 := v158 + v161
-				v165 := float32(v163 * v68)
+				v165 := float32(v163 * c68)
 				v166 := v164 + v165
-				v167 := b2f(v66 <= v63)
+				v167 := b2f(v66 <= c63)
 				v168 := b2f(v66 != v66)
 				v169 := max(v167, v168)
-				v170 := sel(v169, v166, v12)
-				v171 := b2f(v61 >= v65)
+				v170 := sel(v169, v166, zero)
+				v171 := b2f(v61 >= c65)
 				v172 := b2f(v61 != v61)
 				v173 := max(v171, v172)
-				v174 := sel(v173, v170, v12)
+				v174 := sel(v173, v170, zero)
 				v175 := v113 + v174
-				v176 := sel(v10, v175, v12)
+				v176 := sel(mask, v175, zero)
 				v177 := -v176
-				v178 := v11 / v36
-				v179 := sel(v10, v178, v12)
+				v178 := one / v36
+				v179 := sel(mask, v178, zero)
 				v180 := -v179
-				v181 := b2f(v180 != v12)
+				v181 := b2f(v180 != zero)
 				v182 := float32(v180 * v19)
 				v183 := sel(v181, v182, v180)
-				v184 := sel(v26, v183, v12)
-				v185 := sel(v26, v12, v183)
-				v186 := b2f(v25 >= v29)
-				v187 := b2f(v25 != v25)
+				v184 := sel(v26, v183, zero)
+				v185 := sel(v26, zero, v183)
+				v186 := b2f(ratio >= c29)
+				v187 := b2f(ratio != ratio)
 				v188 := max(v186, v187)
-				v189 := sel(v188, v185, v12)
-				v190 := b2f(v25 <= v27)
+				v189 := sel(v188, v185, zero)
+				v190 := b2f(ratio <= c27)
 				v191 := max(v190, v187)
-				v192 := sel(v191, v184, v12)
+				v192 := sel(v191, v184, zero)
 				v193 := v189 + v192
-				v194 := b2f(v193 != v12)
-				v195 := float32(v193 * v25)
+				v194 := b2f(v193 != zero)
+				v195 := float32(v193 * ratio)
 				v196 := sel(v194, v195, v193)
 				v197 := v177 + v196
-				v198 := sel(v10, v197, v12)
-				g.LogProb[iG*512+iN*64+iL] = v198
+				gradLogProb := sel(mask, v197, zero)
+				grads.LogProb[iG*512+iN*64+iL] = gradLogProb
 			}
 		}
 	}
@@ -601,13 +597,13 @@ func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass5Go is pass 5 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass5Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v11 := float32(1)
-	v14 := out.NumValid
+func fbPass5Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v35 := s.s2
-	v36 := max(v14, v11)
-	v37 := v35 / v36
-	out.LossObjective = v37
+	v36 := max(numValid, one)
+	lossObjective := v35 / v36
+	out.LossObjective = lossObjective
 }
 
 // b2f is a comparison or flag as 0 or 1.

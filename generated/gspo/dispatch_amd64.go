@@ -196,7 +196,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -229,14 +230,16 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s4 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	fbPass1AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -263,7 +266,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -276,7 +280,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass4Chunks = 1
 
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

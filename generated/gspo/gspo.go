@@ -59,49 +59,75 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// EpsilonLow is LigerFusedLinearGRPOLoss's epsilon_low: the sequence ratio's lower clip bound is 1 − epsilon_low (ratio space, as Liger).
+	// EpsilonLow is LigerFusedLinearGRPOLoss's epsilon_low: the sequence ratio's lower clip bound
+	// is 1 − epsilon_low (ratio space, as Liger).
 	EpsilonLow = 0.2
-	// EpsilonHigh is LigerFusedLinearGRPOLoss's epsilon_high: the sequence ratio's upper clip bound is 1 + epsilon_high.
+	// EpsilonHigh is LigerFusedLinearGRPOLoss's epsilon_high: the sequence ratio's upper clip bound
+	// is 1 + epsilon_high.
 	EpsilonHigh = 0.2
-	// Beta is LigerFusedLinearGRPOLoss's beta: adds loss_kl_to_ref = beta·AGG(k3 KL(π‖π_ref)) per token (keys.ref_log_prob); 0: none.
+	// Beta is LigerFusedLinearGRPOLoss's beta: adds loss_kl_to_ref = beta·AGG(k3 KL(π‖π_ref)) per
+	// token (keys.ref_log_prob); 0: none.
 	Beta = 0.04
-	// LossType is LigerFusedLinearGRPOLoss's loss_type: AGG, how the per-token terms are reduced: dapo (Liger's default) sums over the batch's valid tokens and divides by their number; grpo takes each sequence's mean over its valid tokens, then the mean over the B sequences (a sequence with none counts as 0).
+	// LossType is LigerFusedLinearGRPOLoss's loss_type: AGG, how the per-token terms are reduced:
+	// dapo (Liger's default) sums over the batch's valid tokens and divides by their number; grpo
+	// takes each sequence's mean over its valid tokens, then the mean over the B sequences (a
+	// sequence with none counts as 0).
 	LossType = "dapo"
-	// ImportanceSamplingLevel is LigerFusedLinearGRPOLoss's importance_sampling_level: sequence: GSPO's ratio s = exp(mean over the sequence's valid tokens of log π − log π_old); the token level is grpo and dapo.
+	// ImportanceSamplingLevel is LigerFusedLinearGRPOLoss's importance_sampling_level: sequence:
+	// GSPO's ratio s = exp(mean over the sequence's valid tokens of log π − log π_old); the token
+	// level is grpo and dapo.
 	ImportanceSamplingLevel = "sequence"
-	// Temperature is LigerFusedLinearGRPOLoss's temperature: informational: Liger divides the logits by it; here the log-probs are inputs, computed at your temperature.
+	// Temperature is LigerFusedLinearGRPOLoss's temperature: informational: Liger divides the
+	// logits by it; here the log-probs are inputs, computed at your temperature.
 	Temperature = 1
-	// Variant is LigerFusedLinearGRPOLoss's variant: sequence: one advantage per sequence, keys.advantage [*batch without the token dim] (Liger's layout); token: GSPO-token (the paper's eq. 13), s_t = sg(s)·π(y_t)/sg(π(y_t)) with a per-token advantage [*batch]; with an advantage constant over a sequence both give the same values and gradients.
+	// Variant is LigerFusedLinearGRPOLoss's variant: sequence: one advantage per sequence,
+	// keys.advantage [*batch without the token dim] (Liger's layout); token: GSPO-token (the
+	// paper's eq. 13), s_t = sg(s)·π(y_t)/sg(π(y_t)) with a per-token advantage [*batch]; with an
+	// advantage constant over a sequence both give the same values and gradients.
 	Variant = "sequence"
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
-	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B, L]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
 	// Advantage is "advantage" [B]: advantage estimate (TorchRL key advantage).
 	Advantage []float32
-	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full).
+	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference
+	// (frozen) model (what TorchRL's ref_model computes under log_probs.full).
 	RefLogProb []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
+	// NumValid is "num_valid" scalar: the number of valid (mask true) elements the reductions ran
+	// over: merge means across micro-batches as Σ(mean·num_valid)/Σ num_valid. Source:
+	// liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
 	NumValid float32
-	// LossObjective is "loss_objective" scalar: −min(s·A, clip(s, 1−ε_low, 1+ε_high)·A) per token, s the sequence's importance ratio, reduced by loss_type. Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
+	// LossObjective is "loss_objective" scalar: −min(s·A, clip(s, 1−ε_low, 1+ε_high)·A) per token,
+	// s the sequence's importance ratio, reduced by loss_type. Source:
+	// liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
 	LossObjective float32
-	// ClipFraction is "clip_fraction" scalar: fraction of valid tokens whose sequence ratio is clipped on the side that binds: s < 1−ε_low with A < 0, or s > 1+ε_high with A > 0 (Liger's is_clipped). Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
+	// ClipFraction is "clip_fraction" scalar: fraction of valid tokens whose sequence ratio is
+	// clipped on the side that binds: s < 1−ε_low with A < 0, or s > 1+ε_high with A > 0 (Liger's
+	// is_clipped). Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
 	ClipFraction float32
-	// LossKLToRef is "loss_kl_to_ref" scalar: beta · the k3 estimate e^d − 1 − d of KL(π ‖ π_ref) per token, d = ref_log_prob − log_prob, reduced by loss_type. Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
+	// LossKLToRef is "loss_kl_to_ref" scalar: beta · the k3 estimate e^d − 1 − d of KL(π ‖ π_ref)
+	// per token, d = ref_log_prob − log_prob, reduced by loss_type. Source:
+	// liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
 	LossKLToRef float32
-	// KLToRef is "kl_to_ref" scalar: mean over the valid tokens of the k3 estimate of KL(π ‖ π_ref), whatever loss_type. Source: liger_kernel/chunked_loss/grpo_loss.py LigerFusedLinearGRPOLoss.
+	// KLToRef is "kl_to_ref" scalar: mean over the valid tokens of the k3 estimate of KL(π ‖
+	// π_ref), whatever loss_type. Source: liger_kernel/chunked_loss/grpo_loss.py
+	// LigerFusedLinearGRPOLoss.
 	KLToRef float32
 }
 
@@ -109,7 +135,10 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective: −A·s·1/N at the valid tokens of a sequence whose unclipped term is the min (A ≥ 0 and s ≤ 1+ε_high, or A < 0 and s ≥ 1−ε_low), else 0; N the valid tokens, n_b the sequence's (liger_kernel/chunked_loss/grpo_loss.py); loss_kl_to_ref: beta·(1 − e^d)·1/N at valid tokens.
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B, L] (grad.log_prob), the sum of: loss_objective: −A·s·1/N
+	// at the valid tokens of a sequence whose unclipped term is the min (A ≥ 0 and s ≤ 1+ε_high, or
+	// A < 0 and s ≥ 1−ε_low), else 0; N the valid tokens, n_b the sequence's
+	// (liger_kernel/chunked_loss/grpo_loss.py); loss_kl_to_ref: beta·(1 − e^d)·1/N at valid tokens.
 	LogProb []float32
 }
 

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32, p4 *float32)
+// func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-40
 	XORQ AX, AX
@@ -14,7 +14,7 @@ outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -24,42 +24,42 @@ blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p3+24(FP), DI
+	MOVQ      sampleLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// sum(v3) over [L]
 	XORQ    DI, DI
-	IMUL3Q  $+1, AX, R8
+	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  1024(BX)(R8*4), Y1, Y1
 	VMOVUPS Y1, 1024(BX)(R8*4)
 
-	// v11 = sub(v6, v8) [B=8 L=128]
+	// v11 = sub(v6, v8)
 	VSUBPS Y4, Y3, Y1
 
-	// v12 = where(v0, v11, v2) [B=8 L=128]
+	// v12 = where(mask, v11, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -68,93 +68,92 @@ blocks_2:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2048(BX)(DI*4), Y1, Y1
 	VMOVUPS Y1, 2048(BX)(DI*4)
-	MOVQ    p4+32(FP), DI
+	MOVQ    refLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v43 = where(v0, v42, v2) [B=8 L=128]
+	// v43 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v44 = sub(v43, v6) [B=8 L=128]
+	// v44 = sub(v43, v6)
 	VSUBPS Y3, Y1, Y1
 
-	// v45 = abs(v44) [B=8 L=128]
+	// v45 = abs(v44)
 	VMOVUPS lgc2<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y4
 
-	// v47 = lt(v45, v46) [B=8 L=128]
+	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc4<>+0(SB), Y5
 
-	// v49 = max(v44, v48) tie=first [B=8 L=128]
+	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y1, Y5, Y5
 
-	// v50 = min(v49, v46) tie=first [B=8 L=128]
+	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v53 = mul(v50, v51) [B=8 L=128]
+	// v53 = mul(v50, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y4, Y5
 
-	// v54 = add(v52, v53) [B=8 L=128]
+	// v54 = add(2.7557319223985893e-06, v53)
 	VADDPS lgc6<>+0(SB), Y5, Y5
 
-	// v56 = mul(v50, v54) [B=8 L=128]
+	// v56 = mul(v50, v54)
 	VMULPS Y5, Y4, Y5
 
-	// v57 = add(v55, v56) [B=8 L=128]
+	// v57 = add(2.48015873015873e-05, v56)
 	VADDPS lgc7<>+0(SB), Y5, Y5
 
-	// v59 = mul(v50, v57) [B=8 L=128]
+	// v59 = mul(v50, v57)
 	VMULPS Y5, Y4, Y5
 
-	// v60 = add(v58, v59) [B=8 L=128]
+	// v60 = add(0.0001984126984126984, v59)
 	VADDPS lgc8<>+0(SB), Y5, Y5
 
-	// v62 = mul(v50, v60) [B=8 L=128]
+	// v62 = mul(v50, v60)
 	VMULPS Y5, Y4, Y5
 
-	// v63 = add(v61, v62) [B=8 L=128]
+	// v63 = add(0.001388888888888889, v62)
 	VADDPS lgc9<>+0(SB), Y5, Y5
 
-	// v65 = mul(v50, v63) [B=8 L=128]
+	// v65 = mul(v50, v63)
 	VMULPS Y5, Y4, Y5
 
-	// v66 = add(v64, v65) [B=8 L=128]
+	// v66 = add(0.008333333333333333, v65)
 	VADDPS lgc10<>+0(SB), Y5, Y5
 
-	// v68 = mul(v50, v66) [B=8 L=128]
+	// v68 = mul(v50, v66)
 	VMULPS Y5, Y4, Y5
 
-	// v69 = add(v67, v68) [B=8 L=128]
+	// v69 = add(0.041666666666666664, v68)
 	VADDPS lgc11<>+0(SB), Y5, Y5
 
-	// v71 = mul(v50, v69) [B=8 L=128]
+	// v71 = mul(v50, v69)
 	VMULPS Y5, Y4, Y5
 
-	// v72 = add(v70, v71) [B=8 L=128]
+	// v72 = add(0.16666666666666666, v71)
 	VADDPS lgc12<>+0(SB), Y5, Y5
 
-	// v74 = mul(v50, v72) [B=8 L=128]
+	// v74 = mul(v50, v72)
 	VMULPS Y5, Y4, Y5
 
-	// v75 = add(v73, v74) [B=8 L=128]
+	// v75 = add(0.5, v74)
 	VADDPS lgc13<>+0(SB), Y5, Y5
 
-	// v76 = mul(v50, v50) [B=8 L=128]
+	// v76 = mul(v50, v50)
 	VMULPS Y4, Y4, Y4
 
-	// v77 = mul(v76, v75) [B=8 L=128]
+	// v77 = mul(v76, v75)
 	VMULPS Y5, Y4, Y4
 
-	// v78 = exp(v44) [B=8 L=128]
+	// v78 = exp(v44)
 	VMAXPS       lgc14<>+0(SB), Y1, Y5
 	VMINPS       lgc15<>+0(SB), Y5, Y5
 	VMULPS       lgc16<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
 	VMOVAPS      lgc19<>+0(SB), Y7
@@ -179,18 +178,18 @@ blocks_2:
 	VCMPPS       $0x03, Y1, Y1, Y5
 	VBLENDVPS    Y5, Y1, Y7, Y7
 
-	// v79 = sub(v78, v1) [B=8 L=128]
+	// v79 = sub(v78, 1)
 	VSUBPS lgc0<>+0(SB), Y7, Y5
 
-	// v80 = sub(v79, v44) [B=8 L=128]
+	// v80 = sub(v79, v44)
 	VSUBPS Y1, Y5, Y1
 
-	// v81 = where(v47, v77, v80) [B=8 L=128]  # k3
+	// k3 = where(v47, v77, v80)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y1, Y1
 
-	// v83 = where(v0, v81, v2) [B=8 L=128]
+	// v83 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -200,7 +199,7 @@ blocks_2:
 	VMOVUPS      Y0, 2624(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -214,7 +213,7 @@ blocks_2:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -265,7 +264,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -279,7 +278,7 @@ noflush_3:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -610,32 +609,31 @@ DATA lgc27<>+24(SB)/4, $0x7f7fffff
 DATA lgc27<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func pass1AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-32
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s4+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v85 = div(v84, v30) []
+	// v85 = div(v84, v30)
 	VDIVPS Y0, Y1, Y0
 
-	// v86 = mul(v82, v85) []
+	// lossKLToRef = mul(0.04, v85)
 	VMULPS lgc28<>+0(SB), Y0, Y1
 
-	// v87 = detach(v85) []
-	// store v86
-	MOVQ   p2+16(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+16(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v87
-	MOVQ   p3+24(FP), AX
+	// store klToRef
+	MOVQ   kLToRef+24(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -650,49 +648,48 @@ DATA lgc28<>+24(SB)/4, $0x3d23d70a
 DATA lgc28<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *bool, p5 *float64, p6 int)
+// func pass2AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-56
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_4:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_5:
-	MOVQ         p1+8(FP), BX
+	MOVQ         s0+8(FP), BX
 	XORQ         SI, SI
-	IMUL3Q       $+1, AX, DI
+	MOVQ         AX, DI
 	ADDQ         DI, SI
 	VBROADCASTSS (BX)(SI*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v10 = max(v9, v1) [B=8]
+	// v10 = max(sequenceLength, 1)
 	VMAXPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), BX
+	MOVQ         s1+16(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y2
 
-	// v14 = div(v13, v10) [B=8]  # log_sequence_ratio
+	// logSequenceRatio = div(v13, v10)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS lgc1<>+0(SB), Y2
 
-	// v16 = gt(v9, v2) [B=8]
+	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y2, Y0, Y0
 	VANDPS       lgc0<>+0(SB), Y0, Y0
-	MOVQ         p3+24(FP), BX
+	MOVQ         advantage+24(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y3
 
-	// v17 = where(v16, v15, v2) [B=8]
+	// v17 = where(v16, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
-	// v18 = exp(v14) [B=8]  # sequence_ratio
+	// sequenceRatio = exp(logSequenceRatio)
 	VMAXPS       lgc14<>+0(SB), Y1, Y3
 	VMINPS       lgc15<>+0(SB), Y3, Y3
 	VMULPS       lgc16<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc17<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc18<>+0(SB), Y4, Y3
 	VMOVAPS      lgc19<>+0(SB), Y5
@@ -717,31 +714,29 @@ blocks_5:
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y5, Y5
 
-	// v19 = ge(v17, v2) [B=8]
+	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc29<>+0(SB), Y3
 
-	// v21 = min(v18, v20) tie=first [B=8]
+	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y5, Y3, Y4
 	VMOVUPS lgc30<>+0(SB), Y6
 
-	// v23 = max(v18, v22) tie=first [B=8]
+	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y5, Y6, Y7
 
-	// v24 = where(v19, v21, v23) [B=8]
+	// ratioClipped = where(v19, v21, v23)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y4, Y7, Y1
 
-	// v25 = mul(v17, v24) [B=8]  # gain
+	// gain = mul(v17, ratioClipped)
 	VMULPS Y1, Y0, Y1
 
-	// v26 = neg(v25) [B=8]
-	VXORPS lgc2<>+0(SB), Y1, Y1
-
-	// v27 = broadcast(v26) [B=8 L=128]
-	MOVQ      p4+32(FP), BX
+	// v26 = neg(gain)
+	VXORPS    lgc2<>+0(SB), Y1, Y1
+	MOVQ      mask+32(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -749,44 +744,43 @@ blocks_5:
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v28 = where(v0, v27, v2) [B=8 L=128]
+	// v28 = where(mask, v26, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y4, Y7
 	VBLENDVPS Y7, Y1, Y2, Y1
 
 	// sum(v28) over [B L]
-	MOVQ    p5+40(FP), BX
+	MOVQ    state+40(FP), BX
 	VADDPS  3072(BX), Y1, Y1
 	VMOVUPS Y1, 3072(BX)
 
-	// v32 = lt(v17, v2) [B=8]
+	// v32 = lt(v17, 0)
 	VCMPPS $0x11, Y2, Y0, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v33 = lt(v18, v22) [B=8]
+	// v33 = lt(sequenceRatio, 0.8)
 	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v34 = gt(v17, v2) [B=8]
+	// v34 = gt(v17, 0)
 	VCMPPS $0x1e, Y2, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v35 = gt(v18, v20) [B=8]
+	// v35 = gt(sequenceRatio, 1.2)
 	VCMPPS $0x1e, Y3, Y5, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v36 = where(v34, v35, v2) [B=8]
+	// v36 = where(v34, v35, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y3, Y2, Y0
 
-	// v37 = where(v32, v33, v36) [B=8]
+	// v37 = where(v32, v33, v36)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y6, Y0, Y0
 
-	// v38 = broadcast(v37) [B=8 L=128]
-	// v39 = where(v0, v38, v2) [B=8 L=128]
+	// v39 = where(mask, v37, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y4, Y1
 	VBLENDVPS Y1, Y0, Y2, Y0
@@ -796,7 +790,7 @@ blocks_5:
 	VMOVUPS      Y0, 3392(BX)
 	DECQ         DX
 	JNZ          noflush_6
-	MOVQ         p5+40(FP), DX
+	MOVQ         state+40(FP), DX
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -830,7 +824,7 @@ noflush_6:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_5
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -859,7 +853,7 @@ noflush_6:
 	VANDPS       3520(CX), Y1, Y1
 	VMOVUPS      Y1, 3520(CX)
 	INCQ         AX
-	CMPQ         AX, p6+48(FP)
+	CMPQ         AX, hi+48(FP)
 	JL           outer0_4
 	VZEROUPPER
 	RET
@@ -884,38 +878,38 @@ DATA lgc30<>+24(SB)/4, $0x3f4ccccd
 DATA lgc30<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-// func pass3AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32)
+// func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-40
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v31 = div(v29, v30) []
+	// lossObjective = div(v29, v30)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v41 = div(v40, v30) []
+	// clipFraction = div(v40, v30)
 	VDIVPS Y0, Y2, Y0
 
-	// store v31
-	MOVQ   p3+24(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+24(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v41
-	MOVQ   p4+32(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 *bool, p1 *float64, p2 *float32, p3 *float32, p4 *float32)
+// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-40
 	XORQ AX, AX
@@ -925,7 +919,7 @@ outer0_7:
 	XORQ CX, CX
 
 blocks_8:
-	MOVQ      p0+0(FP), BX
+	MOVQ      mask+0(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -935,42 +929,42 @@ blocks_8:
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v3 = where(v0, v1, v2) [B=8 L=128]
+	// v3 = where(mask, 1, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    p1+8(FP), BX
+	MOVQ    state+8(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    p2+16(FP), DI
+	MOVQ    logProb+16(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      p3+24(FP), DI
+	MOVQ      sampleLogProb+24(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v8 = where(v0, v7, v2) [B=8 L=128]
+	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y2, Y4
 
 	// sum(v3) over [L]
 	XORQ    DI, DI
-	IMUL3Q  $+1, AX, R8
+	MOVQ    AX, R8
 	ADDQ    R8, DI
 	IMUL3Q  $+8, DI, R8
 	VADDPS  1024(BX)(R8*4), Y1, Y1
 	VMOVUPS Y1, 1024(BX)(R8*4)
 
-	// v11 = sub(v6, v8) [B=8 L=128]
+	// v11 = sub(v6, v8)
 	VSUBPS Y4, Y3, Y1
 
-	// v12 = where(v0, v11, v2) [B=8 L=128]
+	// v12 = where(mask, v11, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
@@ -979,93 +973,92 @@ blocks_8:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2048(BX)(DI*4), Y1, Y1
 	VMOVUPS Y1, 2048(BX)(DI*4)
-	MOVQ    p4+32(FP), DI
+	MOVQ    refLogProb+32(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v43 = where(v0, v42, v2) [B=8 L=128]
+	// v43 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y1
 
-	// v44 = sub(v43, v6) [B=8 L=128]
+	// v44 = sub(v43, v6)
 	VSUBPS Y3, Y1, Y1
 
-	// v45 = abs(v44) [B=8 L=128]
+	// v45 = abs(v44)
 	VMOVUPS lgc2<>+0(SB), Y3
 	VANDNPS Y1, Y3, Y3
 	VMOVUPS lgc3<>+0(SB), Y4
 
-	// v47 = lt(v45, v46) [B=8 L=128]
+	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y4, Y3, Y3
 	VANDPS  lgc0<>+0(SB), Y3, Y3
 	VMOVUPS lgc4<>+0(SB), Y5
 
-	// v49 = max(v44, v48) tie=first [B=8 L=128]
+	// v49 = max(v44, -0.1) tie=first
 	VMAXPS Y1, Y5, Y5
 
-	// v50 = min(v49, v46) tie=first [B=8 L=128]
+	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y5, Y4, Y4
 
-	// v53 = mul(v50, v51) [B=8 L=128]
+	// v53 = mul(v50, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y4, Y5
 
-	// v54 = add(v52, v53) [B=8 L=128]
+	// v54 = add(2.7557319223985893e-06, v53)
 	VADDPS lgc6<>+0(SB), Y5, Y5
 
-	// v56 = mul(v50, v54) [B=8 L=128]
+	// v56 = mul(v50, v54)
 	VMULPS Y5, Y4, Y5
 
-	// v57 = add(v55, v56) [B=8 L=128]
+	// v57 = add(2.48015873015873e-05, v56)
 	VADDPS lgc7<>+0(SB), Y5, Y5
 
-	// v59 = mul(v50, v57) [B=8 L=128]
+	// v59 = mul(v50, v57)
 	VMULPS Y5, Y4, Y5
 
-	// v60 = add(v58, v59) [B=8 L=128]
+	// v60 = add(0.0001984126984126984, v59)
 	VADDPS lgc8<>+0(SB), Y5, Y5
 
-	// v62 = mul(v50, v60) [B=8 L=128]
+	// v62 = mul(v50, v60)
 	VMULPS Y5, Y4, Y5
 
-	// v63 = add(v61, v62) [B=8 L=128]
+	// v63 = add(0.001388888888888889, v62)
 	VADDPS lgc9<>+0(SB), Y5, Y5
 
-	// v65 = mul(v50, v63) [B=8 L=128]
+	// v65 = mul(v50, v63)
 	VMULPS Y5, Y4, Y5
 
-	// v66 = add(v64, v65) [B=8 L=128]
+	// v66 = add(0.008333333333333333, v65)
 	VADDPS lgc10<>+0(SB), Y5, Y5
 
-	// v68 = mul(v50, v66) [B=8 L=128]
+	// v68 = mul(v50, v66)
 	VMULPS Y5, Y4, Y5
 
-	// v69 = add(v67, v68) [B=8 L=128]
+	// v69 = add(0.041666666666666664, v68)
 	VADDPS lgc11<>+0(SB), Y5, Y5
 
-	// v71 = mul(v50, v69) [B=8 L=128]
+	// v71 = mul(v50, v69)
 	VMULPS Y5, Y4, Y5
 
-	// v72 = add(v70, v71) [B=8 L=128]
+	// v72 = add(0.16666666666666666, v71)
 	VADDPS lgc12<>+0(SB), Y5, Y5
 
-	// v74 = mul(v50, v72) [B=8 L=128]
+	// v74 = mul(v50, v72)
 	VMULPS Y5, Y4, Y5
 
-	// v75 = add(v73, v74) [B=8 L=128]
+	// v75 = add(0.5, v74)
 	VADDPS lgc13<>+0(SB), Y5, Y5
 
-	// v76 = mul(v50, v50) [B=8 L=128]
+	// v76 = mul(v50, v50)
 	VMULPS Y4, Y4, Y4
 
-	// v77 = mul(v76, v75) [B=8 L=128]
+	// v77 = mul(v76, v75)
 	VMULPS Y5, Y4, Y4
 
-	// v78 = exp(v44) [B=8 L=128]
+	// v78 = exp(v44)
 	VMAXPS       lgc14<>+0(SB), Y1, Y5
 	VMINPS       lgc15<>+0(SB), Y5, Y5
 	VMULPS       lgc16<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc17<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc18<>+0(SB), Y6, Y5
 	VMOVAPS      lgc19<>+0(SB), Y7
@@ -1090,18 +1083,18 @@ blocks_8:
 	VCMPPS       $0x03, Y1, Y1, Y5
 	VBLENDVPS    Y5, Y1, Y7, Y7
 
-	// v79 = sub(v78, v1) [B=8 L=128]
+	// v79 = sub(v78, 1)
 	VSUBPS lgc0<>+0(SB), Y7, Y5
 
-	// v80 = sub(v79, v44) [B=8 L=128]
+	// v80 = sub(v79, v44)
 	VSUBPS Y1, Y5, Y1
 
-	// v81 = where(v47, v77, v80) [B=8 L=128]  # k3
+	// k3 = where(v47, v77, v80)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y1, Y1
 
-	// v83 = where(v0, v81, v2) [B=8 L=128]
+	// v83 = where(mask, k3, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
@@ -1111,7 +1104,7 @@ blocks_8:
 	VMOVUPS      Y0, 2624(BX)
 	DECQ         DX
 	JNZ          noflush_9
-	MOVQ         p1+8(FP), DX
+	MOVQ         state+8(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1125,7 +1118,7 @@ blocks_8:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, SI
 	VMOVUPS      1024(DX)(SI*4), Y0
@@ -1176,7 +1169,7 @@ noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_8
-	MOVQ         p1+8(FP), CX
+	MOVQ         state+8(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1190,7 +1183,7 @@ noflush_9:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, BX
 	VMOVUPS      1024(CX)(BX*4), Y0
@@ -1241,37 +1234,36 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func fbPass1AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-32
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s4+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v85 = div(v84, v30) []
+	// v85 = div(v84, v30)
 	VDIVPS Y0, Y1, Y0
 
-	// v86 = mul(v82, v85) []
+	// lossKLToRef = mul(0.04, v85)
 	VMULPS lgc28<>+0(SB), Y0, Y1
 
-	// v87 = detach(v85) []
-	// store v86
-	MOVQ   p2+16(FP), AX
+	// store lossKLToRef
+	MOVQ   lossKLToRef+16(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v87
-	MOVQ   p3+24(FP), AX
+	// store klToRef
+	MOVQ   kLToRef+24(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *bool, p4 *float64, p5 *float32)
+// func fbPass2AVX2(s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, numValid *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-48
 	XORQ AX, AX
@@ -1281,39 +1273,38 @@ outer0_10:
 	XORQ CX, CX
 
 blocks_11:
-	MOVQ         p0+0(FP), BX
+	MOVQ         s0+0(FP), BX
 	XORQ         SI, SI
-	IMUL3Q       $+1, AX, DI
+	MOVQ         AX, DI
 	ADDQ         DI, SI
 	VBROADCASTSS (BX)(SI*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v10 = max(v9, v1) [B=8]
+	// v10 = max(sequenceLength, 1)
 	VMAXPS       Y0, Y1, Y2
-	MOVQ         p1+8(FP), BX
+	MOVQ         s1+8(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y3
 
-	// v14 = div(v13, v10) [B=8]  # log_sequence_ratio
+	// logSequenceRatio = div(v13, v10)
 	VDIVPS  Y2, Y3, Y2
 	VMOVUPS lgc1<>+0(SB), Y3
 
-	// v16 = gt(v9, v2) [B=8]
+	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y3, Y0, Y0
 	VANDPS       lgc0<>+0(SB), Y0, Y0
-	MOVQ         p2+16(FP), BX
+	MOVQ         advantage+16(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y4
 
-	// v17 = where(v16, v15, v2) [B=8]
+	// v17 = where(v16, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y0, Y5
 	VBLENDVPS Y5, Y4, Y3, Y0
 
-	// v18 = exp(v14) [B=8]  # sequence_ratio
+	// sequenceRatio = exp(logSequenceRatio)
 	VMAXPS       lgc14<>+0(SB), Y2, Y4
 	VMINPS       lgc15<>+0(SB), Y4, Y4
 	VMULPS       lgc16<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc17<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc18<>+0(SB), Y5, Y4
 	VMOVAPS      lgc19<>+0(SB), Y6
@@ -1338,31 +1329,29 @@ blocks_11:
 	VCMPPS       $0x03, Y2, Y2, Y4
 	VBLENDVPS    Y4, Y2, Y6, Y6
 
-	// v19 = ge(v17, v2) [B=8]
+	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VANDPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc29<>+0(SB), Y4
 
-	// v21 = min(v18, v20) tie=first [B=8]
+	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y6, Y4, Y5
 	VMOVUPS lgc30<>+0(SB), Y7
 
-	// v23 = max(v18, v22) tie=first [B=8]
+	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y6, Y7, Y8
 
-	// v24 = where(v19, v21, v23) [B=8]
+	// ratioClipped = where(v19, v21, v23)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y2, Y9
 	VBLENDVPS Y9, Y5, Y8, Y2
 
-	// v25 = mul(v17, v24) [B=8]  # gain
+	// gain = mul(v17, ratioClipped)
 	VMULPS Y2, Y0, Y2
 
-	// v26 = neg(v25) [B=8]
-	VXORPS lgc2<>+0(SB), Y2, Y2
-
-	// v27 = broadcast(v26) [B=8 L=128]
-	MOVQ      p3+24(FP), BX
+	// v26 = neg(gain)
+	VXORPS    lgc2<>+0(SB), Y2, Y2
+	MOVQ      mask+24(FP), BX
 	XORQ      DI, DI
 	IMUL3Q    $+128, AX, R8
 	ADDQ      R8, DI
@@ -1370,50 +1359,49 @@ blocks_11:
 	VPMOVZXBD (BX)(DI*1), Y5
 	VCVTDQ2PS Y5, Y5
 
-	// v28 = where(v0, v27, v2) [B=8 L=128]
+	// v28 = where(mask, v26, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y3, Y2
 
 	// sum(v28) over [B L]
-	MOVQ         p4+32(FP), BX
+	MOVQ         state+32(FP), BX
 	VADDPS       3072(BX), Y2, Y2
 	VMOVUPS      Y2, 3072(BX)
-	MOVQ         p5+40(FP), DI
+	MOVQ         numValid+40(FP), DI
 	XORQ         R8, R8
 	VBROADCASTSS (DI)(R8*4), Y2
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS Y2, Y1, Y2
 
-	// v32 = lt(v17, v2) [B=8]
+	// v32 = lt(v17, 0)
 	VCMPPS $0x11, Y3, Y0, Y8
 	VANDPS lgc0<>+0(SB), Y8, Y8
 
-	// v33 = lt(v18, v22) [B=8]
+	// v33 = lt(sequenceRatio, 0.8)
 	VCMPPS $0x11, Y7, Y6, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v34 = gt(v17, v2) [B=8]
+	// v34 = gt(v17, 0)
 	VCMPPS $0x1e, Y3, Y0, Y0
 	VANDPS lgc0<>+0(SB), Y0, Y0
 
-	// v35 = gt(v18, v20) [B=8]
+	// v35 = gt(sequenceRatio, 1.2)
 	VCMPPS $0x1e, Y4, Y6, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v36 = where(v34, v35, v2) [B=8]
+	// v36 = where(v34, v35, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y4, Y3, Y0
 
-	// v37 = where(v32, v33, v36) [B=8]
+	// v37 = where(v32, v33, v36)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y8, Y4
 	VBLENDVPS Y4, Y7, Y0, Y0
 
-	// v38 = broadcast(v37) [B=8 L=128]
-	// v39 = where(v0, v38, v2) [B=8 L=128]
+	// v39 = where(mask, v37, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y5, Y4
 	VBLENDVPS Y4, Y0, Y3, Y0
@@ -1422,10 +1410,10 @@ blocks_11:
 	VADDPS  3392(BX), Y0, Y0
 	VMOVUPS Y0, 3392(BX)
 
-	// v160 = div(v1, v30) []
+	// v160 = div(1, v30)
 	VDIVPS Y2, Y1, Y0
 
-	// v161 = where(v0, v160, v2) [B=8 L=128]
+	// v161 = where(mask, v160, 0)
 	VMOVUPS   lgc1<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y5, Y1
 	VBLENDVPS Y1, Y0, Y3, Y0
@@ -1436,7 +1424,7 @@ blocks_11:
 	VMOVUPS      Y0, 4160(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	MOVQ         p4+32(FP), DX
+	MOVQ         state+32(FP), DX
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1463,7 +1451,7 @@ blocks_11:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(DX)
 	XORQ         BX, BX
-	IMUL3Q       $+1, AX, SI
+	MOVQ         AX, SI
 	ADDQ         SI, BX
 	IMUL3Q       $+8, BX, BX
 	VMOVUPS      4160(DX)(BX*4), Y0
@@ -1487,7 +1475,7 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_11
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1514,7 +1502,7 @@ noflush_12:
 	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 3392(CX)
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
 	VMOVUPS      4160(CX)(DX*4), Y0
@@ -1538,94 +1526,93 @@ noflush_12:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32)
+// func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-40
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s2+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v31 = div(v29, v30) []
+	// lossObjective = div(v29, v30)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s3+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v41 = div(v40, v30) []
+	// clipFraction = div(v40, v30)
 	VDIVPS Y0, Y2, Y0
 
-	// store v31
-	MOVQ   p3+24(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+24(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v41
-	MOVQ   p4+32(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+32(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass4AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 int)
+// func fbPass4AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass4AVX2(SB), $448-88
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_13:
 	XORQ CX, CX
 
 blocks_14:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc1<>+0(SB), Y2
 
-	// v6 = where(v0, v5, v2) [B=8 L=128]
+	// v6 = where(mask, logProb, 0)
 	VMOVUPS      lgc1<>+0(SB), Y3
 	VCMPPS       $0x04, Y3, Y0, Y3
 	VBLENDVPS    Y3, Y1, Y2, Y1
-	MOVQ         p3+24(FP), DX
+	MOVQ         s0+24(FP), DX
 	XORQ         SI, SI
-	IMUL3Q       $+1, AX, DI
+	MOVQ         AX, DI
 	ADDQ         DI, SI
 	VBROADCASTSS (DX)(SI*4), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 
-	// v10 = max(v9, v1) [B=8]
+	// v10 = max(sequenceLength, 1)
 	VMAXPS       Y3, Y4, Y5
-	MOVQ         p4+32(FP), DX
+	MOVQ         s1+32(FP), DX
 	VBROADCASTSS (DX)(SI*4), Y6
 
-	// v14 = div(v13, v10) [B=8]  # log_sequence_ratio
+	// logSequenceRatio = div(v13, v10)
 	VDIVPS Y5, Y6, Y6
 
-	// v16 = gt(v9, v2) [B=8]
+	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y2, Y3, Y3
 	VANDPS       lgc0<>+0(SB), Y3, Y3
-	MOVQ         p5+40(FP), DX
+	MOVQ         advantage+40(FP), DX
 	VBROADCASTSS (DX)(SI*4), Y7
 
-	// v17 = where(v16, v15, v2) [B=8]
+	// v17 = where(v16, advantage, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y2, Y3
 	VMOVUPS   Y5, (SP)
 
-	// v18 = exp(v14) [B=8]  # sequence_ratio
+	// sequenceRatio = exp(logSequenceRatio)
 	VMAXPS       lgc14<>+0(SB), Y6, Y5
 	VMINPS       lgc15<>+0(SB), Y5, Y5
 	VMULPS       lgc16<>+0(SB), Y5, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc17<>+0(SB), Y7, Y5
 	VFNMADD231PS lgc18<>+0(SB), Y7, Y5
 	VMOVAPS      lgc19<>+0(SB), Y8
@@ -1650,98 +1637,98 @@ blocks_14:
 	VCMPPS       $0x03, Y6, Y6, Y5
 	VBLENDVPS    Y5, Y6, Y8, Y8
 
-	// v19 = ge(v17, v2) [B=8]
+	// v19 = ge(v17, 0)
 	VCMPPS       $0x1d, Y2, Y3, Y5
 	VANDPS       lgc0<>+0(SB), Y5, Y5
-	MOVQ         p6+48(FP), DX
+	MOVQ         numValid+48(FP), DX
 	XORQ         DI, DI
 	VBROADCASTSS (DX)(DI*4), Y6
 
-	// v30 = max(v4, v1) []
+	// v30 = max(numValid, 1)
 	VMAXPS  Y6, Y4, Y4
-	MOVQ    p7+56(FP), DX
+	MOVQ    refLogProb+56(FP), DX
 	VMOVUPS (DX)(BX*4), Y6
 
-	// v43 = where(v0, v42, v2) [B=8 L=128]
+	// v43 = where(mask, refLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
 	VBLENDVPS Y7, Y6, Y2, Y6
 
-	// v44 = sub(v43, v6) [B=8 L=128]
+	// v44 = sub(v43, v6)
 	VSUBPS Y1, Y6, Y1
 
-	// v45 = abs(v44) [B=8 L=128]
+	// v45 = abs(v44)
 	VMOVUPS lgc2<>+0(SB), Y6
 	VANDNPS Y1, Y6, Y6
 	VMOVUPS lgc3<>+0(SB), Y7
 
-	// v47 = lt(v45, v46) [B=8 L=128]
+	// v47 = lt(v45, 0.1)
 	VCMPPS  $0x11, Y7, Y6, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS lgc4<>+0(SB), Y9
 
-	// v49 = max(v44, v48) tie=first [B=8 L=128]
+	// v49 = max(v44, -0.1) tie=first
 	VMAXPS  Y1, Y9, Y9
 	VMOVUPS Y8, 32(SP)
 	VMOVUPS Y5, 64(SP)
 
-	// v50 = min(v49, v46) tie=first [B=8 L=128]
+	// v50 = min(v49, 0.1) tie=first
 	VMINPS Y9, Y7, Y5
 
-	// v53 = mul(v50, v51) [B=8 L=128]
+	// v53 = mul(v50, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y5, Y7
 
-	// v54 = add(v52, v53) [B=8 L=128]
+	// v54 = add(2.7557319223985893e-06, v53)
 	VADDPS lgc6<>+0(SB), Y7, Y7
 
-	// v56 = mul(v50, v54) [B=8 L=128]
+	// v56 = mul(v50, v54)
 	VMULPS Y7, Y5, Y8
 
-	// v57 = add(v55, v56) [B=8 L=128]
+	// v57 = add(2.48015873015873e-05, v56)
 	VADDPS  lgc7<>+0(SB), Y8, Y8
 	VMOVUPS Y3, 96(SP)
 
-	// v59 = mul(v50, v57) [B=8 L=128]
+	// v59 = mul(v50, v57)
 	VMULPS Y8, Y5, Y3
 
-	// v60 = add(v58, v59) [B=8 L=128]
+	// v60 = add(0.0001984126984126984, v59)
 	VADDPS lgc8<>+0(SB), Y3, Y3
 
-	// v62 = mul(v50, v60) [B=8 L=128]
+	// v62 = mul(v50, v60)
 	VMULPS Y3, Y5, Y10
 
-	// v63 = add(v61, v62) [B=8 L=128]
+	// v63 = add(0.001388888888888889, v62)
 	VADDPS lgc9<>+0(SB), Y10, Y10
 
-	// v65 = mul(v50, v63) [B=8 L=128]
+	// v65 = mul(v50, v63)
 	VMULPS Y10, Y5, Y11
 
-	// v66 = add(v64, v65) [B=8 L=128]
+	// v66 = add(0.008333333333333333, v65)
 	VADDPS  lgc10<>+0(SB), Y11, Y11
 	VMOVUPS Y9, 128(SP)
 
-	// v68 = mul(v50, v66) [B=8 L=128]
+	// v68 = mul(v50, v66)
 	VMULPS Y11, Y5, Y9
 
-	// v69 = add(v67, v68) [B=8 L=128]
+	// v69 = add(0.041666666666666664, v68)
 	VADDPS  lgc11<>+0(SB), Y9, Y9
 	VMOVUPS Y7, 160(SP)
 
-	// v71 = mul(v50, v69) [B=8 L=128]
+	// v71 = mul(v50, v69)
 	VMULPS Y9, Y5, Y7
 
-	// v72 = add(v70, v71) [B=8 L=128]
+	// v72 = add(0.16666666666666666, v71)
 	VADDPS  lgc12<>+0(SB), Y7, Y7
 	VMOVUPS Y8, 192(SP)
 
-	// v74 = mul(v50, v72) [B=8 L=128]
+	// v74 = mul(v50, v72)
 	VMULPS Y7, Y5, Y8
 
-	// v75 = add(v73, v74) [B=8 L=128]
+	// v75 = add(0.5, v74)
 	VADDPS  lgc13<>+0(SB), Y8, Y8
 	VMOVUPS Y3, 224(SP)
 
-	// v76 = mul(v50, v50) [B=8 L=128]
+	// v76 = mul(v50, v50)
 	VMULPS  Y5, Y5, Y3
 	VMOVUPS Y10, 256(SP)
 	VMOVUPS Y11, 288(SP)
@@ -1750,12 +1737,11 @@ blocks_14:
 	VMOVUPS Y5, 384(SP)
 	VMOVUPS Y3, 416(SP)
 
-	// v78 = exp(v44) [B=8 L=128]
+	// v78 = exp(v44)
 	VMAXPS       lgc14<>+0(SB), Y1, Y3
 	VMINPS       lgc15<>+0(SB), Y3, Y3
 	VMULPS       lgc16<>+0(SB), Y3, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc17<>+0(SB), Y5, Y3
 	VFNMADD231PS lgc18<>+0(SB), Y5, Y3
 	VMOVAPS      lgc19<>+0(SB), Y7
@@ -1781,264 +1767,264 @@ blocks_14:
 	VBLENDVPS    Y3, Y1, Y7, Y7
 	VMOVUPS      lgc28<>+0(SB), Y3
 
-	// v88 = div(v82, v30) []
+	// v88 = div(0.04, v30)
 	VDIVPS Y4, Y3, Y3
 
-	// v89 = where(v0, v88, v2) [B=8 L=128]
+	// v89 = where(mask, v88, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v90 = where(v47, v89, v2) [B=8 L=128]
+	// v90 = where(v47, v89, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y6, Y4
 	VBLENDVPS Y4, Y3, Y2, Y4
 
-	// v91 = where(v47, v2, v89) [B=8 L=128]
+	// v91 = where(v47, 0, v89)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y6, Y5
 	VBLENDVPS Y5, Y2, Y3, Y3
 
-	// v92 = neg(v91) [B=8 L=128]
+	// v92 = neg(v91)
 	VXORPS lgc2<>+0(SB), Y3, Y5
 
-	// v93 = ne(v91, v2) [B=8 L=128]
+	// v93 = ne(v91, 0)
 	VCMPPS $0x04, Y2, Y3, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v94 = mul(v91, v78) [B=8 L=128]
+	// v94 = mul(v91, v78)
 	VMULPS Y7, Y3, Y7
 
-	// v95 = where(v93, v94, v91) [B=8 L=128]
+	// v95 = where(v93, v94, v91)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y3, Y3
 
-	// v96 = add(v92, v95) [B=8 L=128]
+	// v96 = add(v92, v95)
 	VADDPS Y3, Y5, Y3
 
-	// v97 = ne(v90, v2) [B=8 L=128]
+	// v97 = ne(v90, 0)
 	VCMPPS $0x04, Y2, Y4, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v98 = mul(v90, v75) [B=8 L=128]
+	// v98 = mul(v90, v75)
 	VMULPS Y8, Y4, Y6
 
-	// v99 = where(v97, v98, v90) [B=8 L=128]
+	// v99 = where(v97, v98, v90)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y4, Y6
 	VMOVUPS   416(SP), Y7
 
-	// v100 = mul(v90, v76) [B=8 L=128]
+	// v100 = mul(v90, v76)
 	VMULPS Y7, Y4, Y7
 
-	// v101 = where(v97, v100, v90) [B=8 L=128]
+	// v101 = where(v97, v100, v90)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y7, Y4, Y4
 
-	// v102 = ne(v99, v2) [B=8 L=128]
+	// v102 = ne(v99, 0)
 	VCMPPS  $0x04, Y2, Y6, Y5
 	VANDPS  lgc0<>+0(SB), Y5, Y5
 	VMOVUPS 384(SP), Y7
 
-	// v103 = mul(v99, v50) [B=8 L=128]
+	// v103 = mul(v99, v50)
 	VMULPS Y7, Y6, Y8
 
-	// v104 = where(v102, v103, v99) [B=8 L=128]
+	// v104 = where(v102, v103, v99)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y6, Y5
 
-	// v105 = add(v104, v104) [B=8 L=128]
+	// v105 = add(v104, v104)
 	VADDPS Y5, Y5, Y5
 
-	// v106 = ne(v101, v2) [B=8 L=128]
+	// v106 = ne(v101, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 352(SP), Y8
 
-	// v107 = mul(v101, v72) [B=8 L=128]
+	// v107 = mul(v101, v72)
 	VMULPS Y8, Y4, Y8
 
-	// v108 = where(v106, v107, v101) [B=8 L=128]
+	// v108 = where(v106, v107, v101)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v109 = mul(v101, v50) [B=8 L=128]
+	// v109 = mul(v101, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v110 = where(v106, v109, v101) [B=8 L=128]
+	// v110 = where(v106, v109, v101)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v111 = add(v105, v108) [B=8 L=128]
+	// v111 = add(v105, v108)
 	VADDPS Y8, Y5, Y5
 
-	// v112 = ne(v110, v2) [B=8 L=128]
+	// v112 = ne(v110, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 320(SP), Y8
 
-	// v113 = mul(v110, v69) [B=8 L=128]
+	// v113 = mul(v110, v69)
 	VMULPS Y8, Y4, Y8
 
-	// v114 = where(v112, v113, v110) [B=8 L=128]
+	// v114 = where(v112, v113, v110)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v115 = mul(v110, v50) [B=8 L=128]
+	// v115 = mul(v110, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v116 = where(v112, v115, v110) [B=8 L=128]
+	// v116 = where(v112, v115, v110)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v117 = add(v111, v114) [B=8 L=128]
+	// v117 = add(v111, v114)
 	VADDPS Y8, Y5, Y5
 
-	// v118 = ne(v116, v2) [B=8 L=128]
+	// v118 = ne(v116, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 288(SP), Y8
 
-	// v119 = mul(v116, v66) [B=8 L=128]
+	// v119 = mul(v116, v66)
 	VMULPS Y8, Y4, Y8
 
-	// v120 = where(v118, v119, v116) [B=8 L=128]
+	// v120 = where(v118, v119, v116)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v121 = mul(v116, v50) [B=8 L=128]
+	// v121 = mul(v116, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v122 = where(v118, v121, v116) [B=8 L=128]
+	// v122 = where(v118, v121, v116)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v123 = add(v117, v120) [B=8 L=128]
+	// v123 = add(v117, v120)
 	VADDPS Y8, Y5, Y5
 
-	// v124 = ne(v122, v2) [B=8 L=128]
+	// v124 = ne(v122, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 256(SP), Y8
 
-	// v125 = mul(v122, v63) [B=8 L=128]
+	// v125 = mul(v122, v63)
 	VMULPS Y8, Y4, Y8
 
-	// v126 = where(v124, v125, v122) [B=8 L=128]
+	// v126 = where(v124, v125, v122)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v127 = mul(v122, v50) [B=8 L=128]
+	// v127 = mul(v122, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v128 = where(v124, v127, v122) [B=8 L=128]
+	// v128 = where(v124, v127, v122)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v129 = add(v123, v126) [B=8 L=128]
+	// v129 = add(v123, v126)
 	VADDPS Y8, Y5, Y5
 
-	// v130 = ne(v128, v2) [B=8 L=128]
+	// v130 = ne(v128, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 224(SP), Y8
 
-	// v131 = mul(v128, v60) [B=8 L=128]
+	// v131 = mul(v128, v60)
 	VMULPS Y8, Y4, Y8
 
-	// v132 = where(v130, v131, v128) [B=8 L=128]
+	// v132 = where(v130, v131, v128)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v133 = mul(v128, v50) [B=8 L=128]
+	// v133 = mul(v128, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v134 = where(v130, v133, v128) [B=8 L=128]
+	// v134 = where(v130, v133, v128)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v135 = add(v129, v132) [B=8 L=128]
+	// v135 = add(v129, v132)
 	VADDPS Y8, Y5, Y5
 
-	// v136 = ne(v134, v2) [B=8 L=128]
+	// v136 = ne(v134, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 192(SP), Y8
 
-	// v137 = mul(v134, v57) [B=8 L=128]
+	// v137 = mul(v134, v57)
 	VMULPS Y8, Y4, Y8
 
-	// v138 = where(v136, v137, v134) [B=8 L=128]
+	// v138 = where(v136, v137, v134)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v139 = mul(v134, v50) [B=8 L=128]
+	// v139 = mul(v134, v50)
 	VMULPS Y7, Y4, Y9
 
-	// v140 = where(v136, v139, v134) [B=8 L=128]
+	// v140 = where(v136, v139, v134)
 	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
-	// v141 = add(v135, v138) [B=8 L=128]
+	// v141 = add(v135, v138)
 	VADDPS Y8, Y5, Y5
 
-	// v142 = ne(v140, v2) [B=8 L=128]
+	// v142 = ne(v140, 0)
 	VCMPPS  $0x04, Y2, Y4, Y6
 	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 160(SP), Y8
 
-	// v143 = mul(v140, v54) [B=8 L=128]
+	// v143 = mul(v140, v54)
 	VMULPS Y8, Y4, Y8
 
-	// v144 = where(v142, v143, v140) [B=8 L=128]
+	// v144 = where(v142, v143, v140)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y8
 
-	// v145 = mul(v140, v50) [B=8 L=128]
+	// v145 = mul(v140, v50)
 	VMULPS Y7, Y4, Y7
 
-	// v146 = where(v142, v145, v140) [B=8 L=128]
+	// v146 = where(v142, v145, v140)
 	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y4
 
-	// v147 = add(v141, v144) [B=8 L=128]
+	// v147 = add(v141, v144)
 	VADDPS Y8, Y5, Y5
 
-	// v148 = mul(v146, v51) [B=8 L=128]
+	// v148 = mul(v146, 2.755731922398589e-07)
 	VMULPS lgc5<>+0(SB), Y4, Y4
 
-	// v149 = add(v147, v148) [B=8 L=128]
+	// v149 = add(v147, v148)
 	VADDPS  Y4, Y5, Y4
 	VMOVUPS 128(SP), Y5
 	VMOVUPS lgc3<>+0(SB), Y6
 
-	// v150 = le(v49, v46) [B=8 L=128]
+	// v150 = le(v49, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v151 = ne(v49, v49) [B=8 L=128]
+	// v151 = ne(v49, v49)
 	VCMPPS $0x04, Y5, Y5, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v152 = max(v150, v151) [B=8 L=128]
+	// v152 = max(v150, v151)
 	VXORPS lgc2<>+0(SB), Y6, Y6
 	VXORPS lgc2<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
@@ -2046,21 +2032,21 @@ blocks_14:
 	VORPS  Y7, Y5, Y5
 	VXORPS lgc2<>+0(SB), Y5, Y5
 
-	// v153 = where(v152, v149, v2) [B=8 L=128]
+	// v153 = where(v152, v149, 0)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y4
 	VMOVUPS   lgc4<>+0(SB), Y5
 
-	// v154 = ge(v44, v48) [B=8 L=128]
+	// v154 = ge(v44, -0.1)
 	VCMPPS $0x1d, Y5, Y1, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v155 = ne(v44, v44) [B=8 L=128]
+	// v155 = ne(v44, v44)
 	VCMPPS $0x04, Y1, Y1, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v156 = max(v154, v155) [B=8 L=128]
+	// v156 = max(v154, v155)
 	VXORPS lgc2<>+0(SB), Y5, Y5
 	VXORPS lgc2<>+0(SB), Y1, Y1
 	VMINPS Y5, Y1, Y6
@@ -2068,48 +2054,48 @@ blocks_14:
 	VORPS  Y6, Y1, Y1
 	VXORPS lgc2<>+0(SB), Y1, Y1
 
-	// v157 = where(v156, v153, v2) [B=8 L=128]
+	// v157 = where(v156, v153, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y2, Y1
 
-	// v158 = add(v96, v157) [B=8 L=128]
+	// v158 = add(v96, v157)
 	VADDPS Y1, Y3, Y1
 
-	// v159 = neg(v158) [B=8 L=128]
+	// v159 = neg(v158)
 	VXORPS       lgc2<>+0(SB), Y1, Y1
-	MOVQ         p8+64(FP), DX
+	MOVQ         s5+64(FP), DX
 	VBROADCASTSS (DX)(SI*4), Y3
 
-	// v163 = neg(v162) [B=8]
+	// v163 = neg(v162)
 	VXORPS  lgc2<>+0(SB), Y3, Y3
 	VMOVUPS 96(SP), Y4
 
-	// v164 = mul(v163, v17) [B=8]
+	// v164 = mul(v163, v17)
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS 64(SP), Y4
 
-	// v165 = where(v19, v164, v2) [B=8]
+	// v165 = where(v19, v164, 0)
 	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y3, Y2, Y5
 
-	// v166 = where(v19, v2, v164) [B=8]
+	// v166 = where(v19, 0, v164)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y2, Y3, Y3
 	VMOVUPS   32(SP), Y4
 	VMOVUPS   lgc30<>+0(SB), Y6
 
-	// v167 = ge(v18, v22) [B=8]
+	// v167 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y6, Y4, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v168 = ne(v18, v18) [B=8]
+	// v168 = ne(sequenceRatio, sequenceRatio)
 	VCMPPS $0x04, Y4, Y4, Y7
 	VANDPS lgc0<>+0(SB), Y7, Y7
 
-	// v169 = max(v167, v168) [B=8]
+	// v169 = max(v167, v168)
 	VXORPS lgc2<>+0(SB), Y6, Y6
 	VXORPS lgc2<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
@@ -2117,17 +2103,17 @@ blocks_14:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc2<>+0(SB), Y6, Y6
 
-	// v170 = where(v169, v166, v2) [B=8]
+	// v170 = where(v169, v166, 0)
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y3, Y2, Y3
 	VMOVUPS   lgc29<>+0(SB), Y6
 
-	// v171 = le(v18, v20) [B=8]
+	// v171 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y6, Y4, Y6
 	VANDPS lgc0<>+0(SB), Y6, Y6
 
-	// v172 = max(v171, v168) [B=8]
+	// v172 = max(v171, v168)
 	VXORPS lgc2<>+0(SB), Y6, Y6
 	VXORPS lgc2<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
@@ -2135,60 +2121,60 @@ blocks_14:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc2<>+0(SB), Y6, Y6
 
-	// v173 = where(v172, v165, v2) [B=8]
+	// v173 = where(v172, v165, 0)
 	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y2, Y5
 
-	// v174 = add(v170, v173) [B=8]
+	// v174 = add(v170, v173)
 	VADDPS Y5, Y3, Y3
 
-	// v175 = ne(v174, v2) [B=8]
+	// v175 = ne(v174, 0)
 	VCMPPS $0x04, Y2, Y3, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v176 = mul(v174, v18) [B=8]
+	// v176 = mul(v174, sequenceRatio)
 	VMULPS Y4, Y3, Y4
 
-	// v177 = where(v175, v176, v174) [B=8]
+	// v177 = where(v175, v176, v174)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y3
 
-	// v178 = ne(v177, v2) [B=8]
+	// v178 = ne(v177, 0)
 	VCMPPS  $0x04, Y2, Y3, Y4
 	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS (SP), Y5
 
-	// v179 = div(v177, v10) [B=8]
+	// v179 = div(v177, v10)
 	VDIVPS Y5, Y3, Y5
 
-	// v180 = where(v178, v179, v177) [B=8]
+	// v180 = where(v178, v179, v177)
 	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 
-	// v181 = where(v0, v180, v2) [B=8 L=128]
+	// v181 = where(mask, v180, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v182 = add(v159, v181) [B=8 L=128]
+	// v182 = add(v159, v181)
 	VADDPS Y3, Y1, Y1
 
-	// v183 = where(v0, v182, v2) [B=8 L=128]
+	// gradLogProb = where(mask, v182, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v183
-	MOVQ    p9+72(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+72(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
 	JL      blocks_14
 	INCQ    AX
-	CMPQ    AX, p10+80(FP)
+	CMPQ    AX, hi+80(FP)
 	JL      outer0_13
 	VZEROUPPER
 	RET
@@ -2209,7 +2195,6 @@ bulk_15:
 	VMINPS       lgc15<>+0(SB), Y1, Y1
 	VMULPS       lgc16<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VMOVAPS      lgc19<>+0(SB), Y3

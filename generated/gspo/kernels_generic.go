@@ -10,24 +10,37 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32 // v9 = sum(v3) over L [B=8]  # sequence_length
-	s1    []float32 // v13 = sum(v12) over L [B=8]
-	s2    float32   // v29 = sum(v28) over B,L []
-	s3    float32   // v40 = sum(v39) over B,L []
-	s4    float32   // v84 = sum(v83) over B,L []
-	acc9  []float64 // accumulators of v9
-	acc13 []float64 // accumulators of v13
+	s0             []float32 // sequenceLength = sum(v3) over L [B=8]
+	s1             []float32 // v13 = sum(v12) over L [B=8]
+	s2             float32   // v29 = sum(v28) over B,L
+	s3             float32   // v40 = sum(v39) over B,L
+	s4             float32   // v84 = sum(v83) over B,L
+	sequenceLength []float64 // accumulators of sequenceLength
+	acc13          []float64 // accumulators of v13
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), acc9: make([]float64, 8), acc13: make([]float64, 8)}
+	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc4 := 0.0
-	for k := range s.acc9 {
-		s.acc9[k] = 0.0
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c46 := float32(0.1)
+	c48 := float32(-0.1)
+	c51 := float32(2.755732e-07)
+	c52 := float32(2.7557319e-06)
+	c55 := float32(2.4801588e-05)
+	c58 := float32(0.0001984127)
+	c61 := float32(0.0013888889)
+	c64 := float32(0.008333334)
+	c67 := float32(0.041666668)
+	c70 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
+	for k := range s.sequenceLength {
+		s.sequenceLength[k] = 0.0
 	}
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
@@ -35,66 +48,53 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	acc84 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			s.acc9[iB] += float64(v3)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			s.sequenceLength[iB] += float64(v3)
 			v11 := v6 - v8
-			v12 := sel(v0, v11, v2)
+			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
-			v42 := in.RefLogProb[iB*128+iL]
-			v43 := sel(v0, v42, v2)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
 			v45 := float32(math.Abs(float64(v44)))
-			v46 := float32(0.1)
-			v47 := b2f(v45 < v46)
-			v48 := float32(-0.1)
-			v49 := max(v44, v48)
-			v50 := min(v49, v46)
-			v51 := float32(2.755732e-07)
-			v52 := float32(2.7557319e-06)
-			v53 := float32(v50 * v51)
-			v54 := v52 + v53
-			v55 := float32(2.4801588e-05)
+			v47 := b2f(v45 < c46)
+			v49 := max(v44, c48)
+			v50 := min(v49, c46)
+			v53 := float32(v50 * c51)
+			v54 := c52 + v53
 			v56 := float32(v50 * v54)
-			v57 := v55 + v56
-			v58 := float32(0.0001984127)
+			v57 := c55 + v56
 			v59 := float32(v50 * v57)
-			v60 := v58 + v59
-			v61 := float32(0.0013888889)
+			v60 := c58 + v59
 			v62 := float32(v50 * v60)
-			v63 := v61 + v62
-			v64 := float32(0.008333334)
+			v63 := c61 + v62
 			v65 := float32(v50 * v63)
-			v66 := v64 + v65
-			v67 := float32(0.041666668)
+			v66 := c64 + v65
 			v68 := float32(v50 * v66)
-			v69 := v67 + v68
-			v70 := float32(0.16666667)
+			v69 := c67 + v68
 			v71 := float32(v50 * v69)
-			v72 := v70 + v71
-			v73 := float32(0.5)
+			v72 := c70 + v71
 			v74 := float32(v50 * v72)
-			v75 := v73 + v74
+			v75 := half + v74
 			v76 := float32(v50 * v50)
 			v77 := float32(v76 * v75)
 			v78 := float32(math.Exp(float64(v44)))
-			v79 := v78 - v1
+			v79 := v78 - one
 			v80 := v79 - v44
-			v81 := sel(v47, v77, v80)
-			v83 := sel(v0, v81, v2)
+			k3 := sel(v47, v77, v80)
+			v83 := sel(mask, k3, zero)
 			acc84 += float64(v83)
 		}
 	}
-	out.NumValid = float32(acc4)
-	for k := range s.acc9 {
-		s.s0[k] = float32(s.acc9[k])
+	out.NumValid = float32(numValid)
+	for k := range s.sequenceLength {
+		s.s0[k] = float32(s.sequenceLength[k])
 	}
 	for k := range s.acc13 {
 		s.s1[k] = float32(s.acc13[k])
@@ -103,55 +103,52 @@ func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
-	v30 := max(v4, v1)
-	v82 := float32(0.04)
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c82 := float32(0.04)
+	numValid := out.NumValid
+	v30 := max(numValid, one)
 	v84 := s.s4
 	v85 := v84 / v30
-	v86 := float32(v82 * v85)
-	out.LossKLToRef = v86
-	v87 := v85
-	out.KLToRef = v87
+	lossKLToRef := float32(c82 * v85)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = v85
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	zero := float32(0)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
 	acc29 := 0.0
 	acc40 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v9 := s.s0[iB]
-			v10 := max(v9, v1)
+			mask := b2f(in.Mask[iB*128+iL])
+			sequenceLength := s.s0[iB]
+			v10 := max(sequenceLength, one)
 			v13 := s.s1[iB]
-			v14 := v13 / v10
-			v15 := in.Advantage[iB]
-			v16 := b2f(v9 > v2)
-			v17 := sel(v16, v15, v2)
-			v18 := float32(math.Exp(float64(v14)))
-			v19 := b2f(v17 >= v2)
-			v20 := float32(1.2)
-			v21 := min(v18, v20)
-			v22 := float32(0.8)
-			v23 := max(v18, v22)
-			v24 := sel(v19, v21, v23)
-			v25 := float32(v17 * v24)
-			v26 := -v25
-			v27 := v26
-			v28 := sel(v0, v27, v2)
+			logSequenceRatio := v13 / v10
+			advantage := in.Advantage[iB]
+			v16 := b2f(sequenceLength > zero)
+			v17 := sel(v16, advantage, zero)
+			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
+			v19 := b2f(v17 >= zero)
+			v21 := min(sequenceRatio, c20)
+			v23 := max(sequenceRatio, c22)
+			ratioClipped := sel(v19, v21, v23)
+			gain := float32(v17 * ratioClipped)
+			v26 := -gain
+			v28 := sel(mask, v26, zero)
 			acc29 += float64(v28)
-			v32 := b2f(v17 < v2)
-			v33 := b2f(v18 < v22)
-			v34 := b2f(v17 > v2)
-			v35 := b2f(v18 > v20)
-			v36 := sel(v34, v35, v2)
+			v32 := b2f(v17 < zero)
+			v33 := b2f(sequenceRatio < c22)
+			v34 := b2f(v17 > zero)
+			v35 := b2f(sequenceRatio > c20)
+			v36 := sel(v34, v35, zero)
 			v37 := sel(v32, v33, v36)
-			v38 := v37
-			v39 := sel(v0, v38, v2)
+			v39 := sel(mask, v37, zero)
 			acc40 += float64(v39)
 		}
 	}
@@ -160,41 +157,55 @@ func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v29 := s.s2
-	v30 := max(v4, v1)
-	v31 := v29 / v30
-	out.LossObjective = v31
+	v30 := max(numValid, one)
+	lossObjective := v29 / v30
+	out.LossObjective = lossObjective
 	v40 := s.s3
-	v41 := v40 / v30
-	out.ClipFraction = v41
+	clipFraction := v40 / v30
+	out.ClipFraction = clipFraction
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0     []float32 // v9 = sum(v3) over L [B=8]  # sequence_length
-	s1     []float32 // v13 = sum(v12) over L [B=8]
-	s2     float32   // v29 = sum(v28) over B,L []
-	s3     float32   // v40 = sum(v39) over B,L []
-	s4     float32   // v84 = sum(v83) over B,L []
-	s5     []float32 // v162 = sum(v161) over L [B=8]
-	acc9   []float64 // accumulators of v9
-	acc13  []float64 // accumulators of v13
-	acc162 []float64 // accumulators of v162
+	s0             []float32 // sequenceLength = sum(v3) over L [B=8]
+	s1             []float32 // v13 = sum(v12) over L [B=8]
+	s2             float32   // v29 = sum(v28) over B,L
+	s3             float32   // v40 = sum(v39) over B,L
+	s4             float32   // v84 = sum(v83) over B,L
+	s5             []float32 // v162 = sum(v161) over L [B=8]
+	sequenceLength []float64 // accumulators of sequenceLength
+	acc13          []float64 // accumulators of v13
+	acc162         []float64 // accumulators of v162
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc9: make([]float64, 8), acc13: make([]float64, 8), acc162: make([]float64, 8)}
+	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8), acc162: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc4 := 0.0
-	for k := range s.acc9 {
-		s.acc9[k] = 0.0
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c46 := float32(0.1)
+	c48 := float32(-0.1)
+	c51 := float32(2.755732e-07)
+	c52 := float32(2.7557319e-06)
+	c55 := float32(2.4801588e-05)
+	c58 := float32(0.0001984127)
+	c61 := float32(0.0013888889)
+	c64 := float32(0.008333334)
+	c67 := float32(0.041666668)
+	c70 := float32(0.16666667)
+	half := float32(0.5)
+	numValid := 0.0
+	for k := range s.sequenceLength {
+		s.sequenceLength[k] = 0.0
 	}
 	for k := range s.acc13 {
 		s.acc13[k] = 0.0
@@ -202,66 +213,53 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	acc84 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v3 := sel(v0, v1, v2)
-			acc4 += float64(v3)
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v7 := in.SampleLogProb[iB*128+iL]
-			v8 := sel(v0, v7, v2)
-			s.acc9[iB] += float64(v3)
+			mask := b2f(in.Mask[iB*128+iL])
+			v3 := sel(mask, one, zero)
+			numValid += float64(v3)
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sampleLogProb := in.SampleLogProb[iB*128+iL]
+			v8 := sel(mask, sampleLogProb, zero)
+			s.sequenceLength[iB] += float64(v3)
 			v11 := v6 - v8
-			v12 := sel(v0, v11, v2)
+			v12 := sel(mask, v11, zero)
 			s.acc13[iB] += float64(v12)
-			v42 := in.RefLogProb[iB*128+iL]
-			v43 := sel(v0, v42, v2)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
 			v45 := float32(math.Abs(float64(v44)))
-			v46 := float32(0.1)
-			v47 := b2f(v45 < v46)
-			v48 := float32(-0.1)
-			v49 := max(v44, v48)
-			v50 := min(v49, v46)
-			v51 := float32(2.755732e-07)
-			v52 := float32(2.7557319e-06)
-			v53 := float32(v50 * v51)
-			v54 := v52 + v53
-			v55 := float32(2.4801588e-05)
+			v47 := b2f(v45 < c46)
+			v49 := max(v44, c48)
+			v50 := min(v49, c46)
+			v53 := float32(v50 * c51)
+			v54 := c52 + v53
 			v56 := float32(v50 * v54)
-			v57 := v55 + v56
-			v58 := float32(0.0001984127)
+			v57 := c55 + v56
 			v59 := float32(v50 * v57)
-			v60 := v58 + v59
-			v61 := float32(0.0013888889)
+			v60 := c58 + v59
 			v62 := float32(v50 * v60)
-			v63 := v61 + v62
-			v64 := float32(0.008333334)
+			v63 := c61 + v62
 			v65 := float32(v50 * v63)
-			v66 := v64 + v65
-			v67 := float32(0.041666668)
+			v66 := c64 + v65
 			v68 := float32(v50 * v66)
-			v69 := v67 + v68
-			v70 := float32(0.16666667)
+			v69 := c67 + v68
 			v71 := float32(v50 * v69)
-			v72 := v70 + v71
-			v73 := float32(0.5)
+			v72 := c70 + v71
 			v74 := float32(v50 * v72)
-			v75 := v73 + v74
+			v75 := half + v74
 			v76 := float32(v50 * v50)
 			v77 := float32(v76 * v75)
 			v78 := float32(math.Exp(float64(v44)))
-			v79 := v78 - v1
+			v79 := v78 - one
 			v80 := v79 - v44
-			v81 := sel(v47, v77, v80)
-			v83 := sel(v0, v81, v2)
+			k3 := sel(v47, v77, v80)
+			v83 := sel(mask, k3, zero)
 			acc84 += float64(v83)
 		}
 	}
-	out.NumValid = float32(acc4)
-	for k := range s.acc9 {
-		s.s0[k] = float32(s.acc9[k])
+	out.NumValid = float32(numValid)
+	for k := range s.sequenceLength {
+		s.s0[k] = float32(s.sequenceLength[k])
 	}
 	for k := range s.acc13 {
 		s.s1[k] = float32(s.acc13[k])
@@ -270,21 +268,25 @@ func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
-	v30 := max(v4, v1)
-	v82 := float32(0.04)
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c82 := float32(0.04)
+	numValid := out.NumValid
+	v30 := max(numValid, one)
 	v84 := s.s4
 	v85 := v84 / v30
-	v86 := float32(v82 * v85)
-	out.LossKLToRef = v86
-	v87 := v85
-	out.KLToRef = v87
+	lossKLToRef := float32(c82 * v85)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = v85
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
 	acc29 := 0.0
 	acc40 := 0.0
 	for k := range s.acc162 {
@@ -292,41 +294,35 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v4 := out.NumValid
-			v9 := s.s0[iB]
-			v10 := max(v9, v1)
+			mask := b2f(in.Mask[iB*128+iL])
+			numValid := out.NumValid
+			sequenceLength := s.s0[iB]
+			v10 := max(sequenceLength, one)
 			v13 := s.s1[iB]
-			v14 := v13 / v10
-			v15 := in.Advantage[iB]
-			v16 := b2f(v9 > v2)
-			v17 := sel(v16, v15, v2)
-			v18 := float32(math.Exp(float64(v14)))
-			v19 := b2f(v17 >= v2)
-			v20 := float32(1.2)
-			v21 := min(v18, v20)
-			v22 := float32(0.8)
-			v23 := max(v18, v22)
-			v24 := sel(v19, v21, v23)
-			v25 := float32(v17 * v24)
-			v26 := -v25
-			v27 := v26
-			v28 := sel(v0, v27, v2)
+			logSequenceRatio := v13 / v10
+			advantage := in.Advantage[iB]
+			v16 := b2f(sequenceLength > zero)
+			v17 := sel(v16, advantage, zero)
+			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
+			v19 := b2f(v17 >= zero)
+			v21 := min(sequenceRatio, c20)
+			v23 := max(sequenceRatio, c22)
+			ratioClipped := sel(v19, v21, v23)
+			gain := float32(v17 * ratioClipped)
+			v26 := -gain
+			v28 := sel(mask, v26, zero)
 			acc29 += float64(v28)
-			v30 := max(v4, v1)
-			v32 := b2f(v17 < v2)
-			v33 := b2f(v18 < v22)
-			v34 := b2f(v17 > v2)
-			v35 := b2f(v18 > v20)
-			v36 := sel(v34, v35, v2)
+			v30 := max(numValid, one)
+			v32 := b2f(v17 < zero)
+			v33 := b2f(sequenceRatio < c22)
+			v34 := b2f(v17 > zero)
+			v35 := b2f(sequenceRatio > c20)
+			v36 := sel(v34, v35, zero)
 			v37 := sel(v32, v33, v36)
-			v38 := v37
-			v39 := sel(v0, v38, v2)
+			v39 := sel(mask, v37, zero)
 			acc40 += float64(v39)
-			v160 := v1 / v30
-			v161 := sel(v0, v160, v2)
+			v160 := one / v30
+			v161 := sel(mask, v160, zero)
 			s.acc162[iB] += float64(v161)
 		}
 	}
@@ -338,172 +334,173 @@ func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v1 := float32(1)
-	v4 := out.NumValid
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
 	v29 := s.s2
-	v30 := max(v4, v1)
-	v31 := v29 / v30
-	out.LossObjective = v31
+	v30 := max(numValid, one)
+	lossObjective := v29 / v30
+	out.LossObjective = lossObjective
 	v40 := s.s3
-	v41 := v40 / v30
-	out.ClipFraction = v41
+	clipFraction := v40 / v30
+	out.ClipFraction = clipFraction
 }
 
-// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func fbPass4Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
+// L=128].
+func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
+	c46 := float32(0.1)
+	c48 := float32(-0.1)
+	c51 := float32(2.755732e-07)
+	c52 := float32(2.7557319e-06)
+	c55 := float32(2.4801588e-05)
+	c58 := float32(0.0001984127)
+	c61 := float32(0.0013888889)
+	c64 := float32(0.008333334)
+	c67 := float32(0.041666668)
+	c70 := float32(0.16666667)
+	half := float32(0.5)
+	c82 := float32(0.04)
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
-			v0 := b2f(in.Mask[iB*128+iL])
-			v1 := float32(1)
-			v2 := float32(0)
-			v4 := out.NumValid
-			v5 := in.LogProb[iB*128+iL]
-			v6 := sel(v0, v5, v2)
-			v9 := s.s0[iB]
-			v10 := max(v9, v1)
+			mask := b2f(in.Mask[iB*128+iL])
+			numValid := out.NumValid
+			logProb := in.LogProb[iB*128+iL]
+			v6 := sel(mask, logProb, zero)
+			sequenceLength := s.s0[iB]
+			v10 := max(sequenceLength, one)
 			v13 := s.s1[iB]
-			v14 := v13 / v10
-			v15 := in.Advantage[iB]
-			v16 := b2f(v9 > v2)
-			v17 := sel(v16, v15, v2)
-			v18 := float32(math.Exp(float64(v14)))
-			v19 := b2f(v17 >= v2)
-			v20 := float32(1.2)
-			v22 := float32(0.8)
-			v30 := max(v4, v1)
-			v42 := in.RefLogProb[iB*128+iL]
-			v43 := sel(v0, v42, v2)
+			logSequenceRatio := v13 / v10
+			advantage := in.Advantage[iB]
+			v16 := b2f(sequenceLength > zero)
+			v17 := sel(v16, advantage, zero)
+			sequenceRatio := float32(math.Exp(float64(logSequenceRatio)))
+			v19 := b2f(v17 >= zero)
+			v30 := max(numValid, one)
+			refLogProb := in.RefLogProb[iB*128+iL]
+			v43 := sel(mask, refLogProb, zero)
 			v44 := v43 - v6
 			v45 := float32(math.Abs(float64(v44)))
-			v46 := float32(0.1)
-			v47 := b2f(v45 < v46)
-			v48 := float32(-0.1)
-			v49 := max(v44, v48)
-			v50 := min(v49, v46)
-			v51 := float32(2.755732e-07)
-			v52 := float32(2.7557319e-06)
-			v53 := float32(v50 * v51)
-			v54 := v52 + v53
-			v55 := float32(2.4801588e-05)
+			v47 := b2f(v45 < c46)
+			v49 := max(v44, c48)
+			v50 := min(v49, c46)
+			v53 := float32(v50 * c51)
+			v54 := c52 + v53
 			v56 := float32(v50 * v54)
-			v57 := v55 + v56
-			v58 := float32(0.0001984127)
+			v57 := c55 + v56
 			v59 := float32(v50 * v57)
-			v60 := v58 + v59
-			v61 := float32(0.0013888889)
+			v60 := c58 + v59
 			v62 := float32(v50 * v60)
-			v63 := v61 + v62
-			v64 := float32(0.008333334)
+			v63 := c61 + v62
 			v65 := float32(v50 * v63)
-			v66 := v64 + v65
-			v67 := float32(0.041666668)
+			v66 := c64 + v65
 			v68 := float32(v50 * v66)
-			v69 := v67 + v68
-			v70 := float32(0.16666667)
+			v69 := c67 + v68
 			v71 := float32(v50 * v69)
-			v72 := v70 + v71
-			v73 := float32(0.5)
+			v72 := c70 + v71
 			v74 := float32(v50 * v72)
-			v75 := v73 + v74
+			v75 := half + v74
 			v76 := float32(v50 * v50)
 			v78 := float32(math.Exp(float64(v44)))
-			v82 := float32(0.04)
-			v88 := v82 / v30
-			v89 := sel(v0, v88, v2)
-			v90 := sel(v47, v89, v2)
-			v91 := sel(v47, v2, v89)
+			v88 := c82 / v30
+			v89 := sel(mask, v88, zero)
+			v90 := sel(v47, v89, zero)
+			v91 := sel(v47, zero, v89)
 			v92 := -v91
-			v93 := b2f(v91 != v2)
+			v93 := b2f(v91 != zero)
 			v94 := float32(v91 * v78)
 			v95 := sel(v93, v94, v91)
 			v96 := v92 + v95
-			v97 := b2f(v90 != v2)
+			v97 := b2f(v90 != zero)
 			v98 := float32(v90 * v75)
 			v99 := sel(v97, v98, v90)
 			v100 := float32(v90 * v76)
 			v101 := sel(v97, v100, v90)
-			v102 := b2f(v99 != v2)
+			v102 := b2f(v99 != zero)
 			v103 := float32(v99 * v50)
 			v104 := sel(v102, v103, v99)
 			v105 := v104 + v104
-			v106 := b2f(v101 != v2)
+			v106 := b2f(v101 != zero)
 			v107 := float32(v101 * v72)
 			v108 := sel(v106, v107, v101)
 			v109 := float32(v101 * v50)
 			v110 := sel(v106, v109, v101)
 			v111 := v105 + v108
-			v112 := b2f(v110 != v2)
+			v112 := b2f(v110 != zero)
 			v113 := float32(v110 * v69)
 			v114 := sel(v112, v113, v110)
 			v115 := float32(v110 * v50)
 			v116 := sel(v112, v115, v110)
 			v117 := v111 + v114
-			v118 := b2f(v116 != v2)
+			v118 := b2f(v116 != zero)
 			v119 := float32(v116 * v66)
 			v120 := sel(v118, v119, v116)
 			v121 := float32(v116 * v50)
 			v122 := sel(v118, v121, v116)
 			v123 := v117 + v120
-			v124 := b2f(v122 != v2)
+			v124 := b2f(v122 != zero)
 			v125 := float32(v122 * v63)
 			v126 := sel(v124, v125, v122)
 			v127 := float32(v122 * v50)
 			v128 := sel(v124, v127, v122)
 			v129 := v123 + v126
-			v130 := b2f(v128 != v2)
+			v130 := b2f(v128 != zero)
 			v131 := float32(v128 * v60)
 			v132 := sel(v130, v131, v128)
 			v133 := float32(v128 * v50)
 			v134 := sel(v130, v133, v128)
 			v135 := v129 + v132
-			v136 := b2f(v134 != v2)
+			v136 := b2f(v134 != zero)
 			v137 := float32(v134 * v57)
 			v138 := sel(v136, v137, v134)
 			v139 := float32(v134 * v50)
 			v140 := sel(v136, v139, v134)
 			v141 := v135 + v138
-			v142 := b2f(v140 != v2)
+			v142 := b2f(v140 != zero)
 			v143 := float32(v140 * v54)
 			v144 := sel(v142, v143, v140)
 			v145 := float32(v140 * v50)
 			v146 := sel(v142, v145, v140)
 			v147 := v141 + v144
-			v148 := float32(v146 * v51)
+			v148 := float32(v146 * c51)
 			v149 := v147 + v148
-			v150 := b2f(v49 <= v46)
+			v150 := b2f(v49 <= c46)
 			v151 := b2f(v49 != v49)
 			v152 := max(v150, v151)
-			v153 := sel(v152, v149, v2)
-			v154 := b2f(v44 >= v48)
+			v153 := sel(v152, v149, zero)
+			v154 := b2f(v44 >= c48)
 			v155 := b2f(v44 != v44)
 			v156 := max(v154, v155)
-			v157 := sel(v156, v153, v2)
+			v157 := sel(v156, v153, zero)
 			v158 := v96 + v157
 			v159 := -v158
 			v162 := s.s5[iB]
 			v163 := -v162
 			v164 := float32(v163 * v17)
-			v165 := sel(v19, v164, v2)
-			v166 := sel(v19, v2, v164)
-			v167 := b2f(v18 >= v22)
-			v168 := b2f(v18 != v18)
+			v165 := sel(v19, v164, zero)
+			v166 := sel(v19, zero, v164)
+			v167 := b2f(sequenceRatio >= c22)
+			v168 := b2f(sequenceRatio != sequenceRatio)
 			v169 := max(v167, v168)
-			v170 := sel(v169, v166, v2)
-			v171 := b2f(v18 <= v20)
+			v170 := sel(v169, v166, zero)
+			v171 := b2f(sequenceRatio <= c20)
 			v172 := max(v171, v168)
-			v173 := sel(v172, v165, v2)
+			v173 := sel(v172, v165, zero)
 			v174 := v170 + v173
-			v175 := b2f(v174 != v2)
-			v176 := float32(v174 * v18)
+			v175 := b2f(v174 != zero)
+			v176 := float32(v174 * sequenceRatio)
 			v177 := sel(v175, v176, v174)
-			v178 := b2f(v177 != v2)
+			v178 := b2f(v177 != zero)
 			v179 := v177 / v10
 			v180 := sel(v178, v179, v177)
-			v181 := sel(v0, v180, v2)
+			v181 := sel(mask, v180, zero)
 			v182 := v159 + v181
-			v183 := sel(v0, v182, v2)
-			g.LogProb[iB*128+iL] = v183
+			gradLogProb := sel(mask, v182, zero)
+			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
 }

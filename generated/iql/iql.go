@@ -67,26 +67,29 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
-	// NumQvalueNets is IQLLoss's num_qvalue_nets: the number of Q-networks in the ensemble (the extent of ensemble_dim).
+	// NumQvalueNets is IQLLoss's num_qvalue_nets: the number of Q-networks in the ensemble (the
+	// extent of ensemble_dim).
 	NumQvalueNets = 2
-	// EnsembleDim is IQLLoss's ensemble_dim: the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it).
+	// EnsembleDim is IQLLoss's ensemble_dim: the dim of the Q ensemble, declared before the batch
+	// dims (default Q, added with num_qvalue_nets members when dims lacks it).
 	EnsembleDim = "Q"
 	// LossFunction is IQLLoss's loss_function: the Q regression's distance.
 	LossFunction = "smooth_l1"
-	// Temperature is IQLLoss's temperature: β, the inverse temperature of the advantage weight exp(β(min Q − V)).
+	// Temperature is IQLLoss's temperature: β, the inverse temperature of the advantage weight
+	// exp(β(min Q − V)).
 	Temperature = 3
 	// Expectile is IQLLoss's expectile: τ of the value network's expectile regression.
 	Expectile = 0.5
 	// Reduction is IQLLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is IQLLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is IQLLoss's distribution: the policy distribution evaluated in the kernel: none
+	// (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical
+	// (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal
+	// (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "none"
-	// Low is IQLLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
-	Low = -1
-	// High is IQLLoss's high: tanh_normal: the action's upper bound (TanhNormal high).
-	High = 1
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
@@ -94,36 +97,51 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
 	// StateValue is "state_value" [B]: current critic prediction V(s_t) (TorchRL key state_value).
 	StateValue []float32
-	// NextStateValue is "next.state_value" [B]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [B]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float32
-	// StateActionValue is "state_action_value" [Q, B]: Q-value of each member of the current Q ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from qvalue_network_params).
+	// StateActionValue is "state_action_value" [Q, B]: Q-value of each member of the current Q
+	// ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from
+	// qvalue_network_params).
 	StateActionValue []float32
-	// TargetStateActionValue is "target_state_action_value" [Q, B]: the same from the target Q ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no gradient.
+	// TargetStateActionValue is "target_state_action_value" [Q, B]: the same from the target Q
+	// ensemble (TorchRL computes state_action_value with target_qvalue_network_params): no
+	// gradient.
 	TargetStateActionValue []float32
-	// LogProb is "log_prob" [B]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// Advantage is "advantage" [B]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TD0Estimator.
 	Advantage []float32
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)), 100)·log_prob, reduced by reduction (mean) (actor_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossActor is "loss_actor" scalar: advantage-weighted regression −min(exp(β(min_k Q'_k − V)),
+	// 100)·log_prob, reduced by reduction (mean) (actor_loss). Source: torchrl/objectives/iql.py
+	// IQLLoss.
 	LossActor float32
-	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target, reduced by reduction (qvalue_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k, y) over the ensemble, y the TD target,
+	// reduced by reduction (qvalue_loss). Source: torchrl/objectives/iql.py IQLLoss.
 	LossQvalue float32
-	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k Q'_k − V)², reduced by reduction (value_loss). Source: torchrl/objectives/iql.py IQLLoss.
+	// LossValue is "loss_value" scalar: expectile regression |τ − 1[min_k Q'_k − V ≤ 0]|·(min_k
+	// Q'_k − V)², reduced by reduction (value_loss). Source: torchrl/objectives/iql.py IQLLoss.
 	LossValue float32
-	// Entropy is "entropy" scalar: mean(−log_prob), the negative log-likelihood of the data's actions (not a true entropy); always a mean. Source: torchrl/objectives/iql.py IQLLoss.
+	// Entropy is "entropy" scalar: mean(−log_prob), the negative log-likelihood of the data's
+	// actions (not a true entropy); always a mean. Source: torchrl/objectives/iql.py IQLLoss.
 	Entropy float32
-	// TDError is "td_error" [B]: the replay priority max_k (Q_k − y)² over the ensemble, detached (TorchRL key td_error). Source: torchrl/objectives/iql.py IQLLoss.
+	// TDError is "td_error" [B]: the replay priority max_k (Q_k − y)² over the ensemble, detached
+	// (TorchRL key td_error). Source: torchrl/objectives/iql.py IQLLoss.
 	TDError []float32
 }
 
@@ -131,11 +149,19 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_value: −2·weight·(min_k Q'_k − V)·s, weight τ where min_k Q'_k − V > 0 and 1 − τ elsewhere; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.value_loss).
+	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_value:
+	// −2·weight·(min_k Q'_k − V)·s, weight τ where min_k Q'_k − V > 0 and 1 − τ elsewhere; s = 1/n
+	// for mean, 1 for sum and none (SEMANTICS.md §4.4; torchrl/objectives/iql.py
+	// IQLLoss.value_loss).
 	StateValue []float32
-	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.qvalue_loss).
+	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum
+	// of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §4.4;
+	// torchrl/objectives/iql.py IQLLoss.qvalue_loss).
 	StateActionValue []float32
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_actor: −w·s, w = min(exp(β(min_k Q'_k − V)), 100), detached; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.actor_loss).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_actor: −w·s, w =
+	// min(exp(β(min_k Q'_k − V)), 100), detached; s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §4.4; torchrl/objectives/iql.py IQLLoss.actor_loss).
 	LogProb []float32
 }
 

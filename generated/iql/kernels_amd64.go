@@ -4,15 +4,17 @@
 
 package iql
 
-// pass0AVX2 is pass 0 (elementwise over [B=1024]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=1024]) on 8 float32 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32)
+func pass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=1024]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=1024]) on 8 float32 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
+func fbPass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32)
+// func pass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $320-88
 	MOVQ $+8, CX
@@ -12,36 +12,32 @@ TEXT ·pass0AVX2(SB), $320-88
 
 blocks_1:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), DX
+	MOVQ      nextTerminated+0(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v3 = sub(v1, v2) [B=1024]
+	// v3 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [B=1024]
+	// v7 = mul(0.99, v3)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    nextStateValue+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v8 = mul(v7, v5) [B=1024]
+	// v8 = mul(v7, nextStateValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v9 = add(v0, v8) [B=1024]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    stateValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v10 = detach(v4) [B=1024]
-	// v11 = sub(v9, v4) [B=1024]
-	VSUBPS Y1, Y0, Y2
-
-	// v12 = detach(v11) [B=1024]
-	// v13 = detach(v9) [B=1024]  # td0_return
+	// v11 = sub(td0Return, stateValue)
+	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc2<>+0(SB), Y3
 	VMOVUPS Y3, (SP)
 	VMOVUPS lgc3<>+0(SB), Y3
@@ -52,27 +48,27 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_Q_2:
-	MOVQ    p4+32(FP), SI
+	MOVQ    targetStateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 
-	// reduce_min(v15) over [Q]
+	// reduce_min(targetStateActionValue) over [Q]
 	VMOVUPS (SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    p5+40(FP), SI
+	MOVQ    stateActionValue+40(FP), SI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 192(SP), Y1
 
-	// v29 = sub(v14, v13) [Q=2 B=1024]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v49 = mul(v29, v29) [Q=2 B=1024]
+	// v49 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v49) over [Q]
@@ -90,22 +86,19 @@ inner_Q_2:
 
 	// finish v17
 	VMOVUPS (SP), Y0
-
-	// v18 = detach(v17) [B=1024]
 	VMOVUPS 128(SP), Y1
 
-	// v19 = sub(v18, v10) [B=1024]
+	// v19 = sub(v17, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v21 = mul(v19, v20) [B=1024]
+	// v21 = mul(v19, 3)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v22 = exp(v21) [B=1024]
+	// v22 = exp(v21)
 	VMAXPS       lgc6<>+0(SB), Y1, Y2
 	VMINPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
 	VMOVAPS      lgc11<>+0(SB), Y4
@@ -131,21 +124,19 @@ inner_Q_2:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc19<>+0(SB), Y1
 
-	// v24 = min(v22, v23) [B=1024]
-	VMINPS Y4, Y1, Y1
-
-	// v25 = detach(v24) [B=1024]
-	MOVQ    p6+48(FP), DX
+	// v24 = min(v22, 100)
+	VMINPS  Y4, Y1, Y1
+	MOVQ    logProb+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v26 = mul(v25, v16) [B=1024]
+	// v26 = mul(v24, logProb)
 	VMULPS Y2, Y1, Y1
 
-	// v27 = neg(v26) [B=1024]
+	// v27 = neg(v26)
 	VXORPS lgc4<>+0(SB), Y1, Y1
 
 	// mean(v27) over [B]
-	MOVQ    p7+56(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
 	VMOVUPD lgc20<>+0(SB), Y1
@@ -155,7 +146,7 @@ inner_Q_2:
 	XORQ    SI, SI
 
 inner_Q_3:
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateActionValue+40(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
@@ -163,33 +154,33 @@ inner_Q_3:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 192(SP), Y1
 
-	// v29 = sub(v14, v13) [Q=2 B=1024]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v30 = abs(v29) [Q=2 B=1024]
+	// absDiff = abs(diff)
 	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v32 = lt(v30, v1) [Q=2 B=1024]
+	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v33 = mul(v31, v30) [Q=2 B=1024]
+	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y0, Y2
 
-	// v34 = mul(v33, v30) [Q=2 B=1024]
+	// v34 = mul(v33, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v35 = sub(v30, v31) [Q=2 B=1024]
+	// v35 = sub(absDiff, 0.5)
 	VSUBPS lgc16<>+0(SB), Y0, Y0
 
-	// v36 = where(v32, v34, v35) [Q=2 B=1024]
+	// smoothL1 = where(v32, v34, v35)
 	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// sum(v36) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -213,37 +204,36 @@ inner_Q_3:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 288(SP), Y0
-	MOVQ    p3+24(FP), SI
+	MOVQ    stateValue+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v39 = sub(v18, v4) [B=1024]  # value_diff
+	// valueDiff = sub(v17, stateValue)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v41 = gt(v39, v40) [B=1024]
+	// v41 = gt(valueDiff, 0)
 	VCMPPS  $0x1e, Y1, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS lgc16<>+0(SB), Y2
 
-	// v42 = where(v41, v31, v31) [B=1024]
+	// v42 = where(v41, 0.5, 0.5)
 	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y2, Y1
 
-	// v43 = mul(v39, v39) [B=1024]
+	// v43 = mul(valueDiff, valueDiff)
 	VMULPS Y0, Y0, Y0
 
-	// v44 = mul(v42, v43) [B=1024]
+	// v44 = mul(v42, v43)
 	VMULPS Y0, Y1, Y0
 
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    logProb+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v46 = detach(v16) [B=1024]
-	// v47 = neg(v46) [B=1024]
+	// v47 = neg(logProb)
 	VXORPS lgc4<>+0(SB), Y0, Y0
 
 	// mean(v47) over [B]
@@ -252,25 +242,23 @@ inner_Q_3:
 
 	// finish v50
 	VMOVUPS 64(SP), Y0
-
-	// v51 = detach(v50) [B=1024]
 	VMOVUPS 160(SP), Y1
 
-	// store v12
-	MOVQ    p8+64(FP), DX
+	// store advantage
+	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 192(SP), Y1
 
-	// store v13
-	MOVQ    p9+72(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v51
-	MOVQ         p10+80(FP), DX
+	// store tdError
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -330,7 +318,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
 	JL           blocks_1
-	MOVQ         p7+56(FP), AX
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -623,7 +611,7 @@ DATA lgc23<>+24(SB)/4, $0x7f7fffff
 DATA lgc23<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
+// func fbPass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $448-112
 	MOVQ $+8, CX
@@ -631,36 +619,32 @@ TEXT ·fbPass0AVX2(SB), $448-112
 
 blocks_5:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p0+0(FP), DX
+	MOVQ      nextTerminated+0(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v3 = sub(v1, v2) [B=1024]
+	// v3 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [B=1024]
+	// v7 = mul(0.99, v3)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    nextStateValue+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v8 = mul(v7, v5) [B=1024]
+	// v8 = mul(v7, nextStateValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v9 = add(v0, v8) [B=1024]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    stateValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v10 = detach(v4) [B=1024]
-	// v11 = sub(v9, v4) [B=1024]
-	VSUBPS Y1, Y0, Y2
-
-	// v12 = detach(v11) [B=1024]
-	// v13 = detach(v9) [B=1024]  # td0_return
+	// v11 = sub(td0Return, stateValue)
+	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc2<>+0(SB), Y3
 	VMOVUPS Y3, (SP)
 	VMOVUPS lgc3<>+0(SB), Y3
@@ -671,27 +655,27 @@ blocks_5:
 	XORQ    DX, DX
 
 inner_Q_6:
-	MOVQ    p4+32(FP), SI
+	MOVQ    targetStateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y0
 
-	// reduce_min(v15) over [Q]
+	// reduce_min(targetStateActionValue) over [Q]
 	VMOVUPS (SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    p5+40(FP), SI
+	MOVQ    stateActionValue+40(FP), SI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 192(SP), Y1
 
-	// v29 = sub(v14, v13) [Q=2 B=1024]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v49 = mul(v29, v29) [Q=2 B=1024]
+	// v49 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v49) over [Q]
@@ -709,22 +693,19 @@ inner_Q_6:
 
 	// finish v17
 	VMOVUPS (SP), Y0
-
-	// v18 = detach(v17) [B=1024]
 	VMOVUPS 128(SP), Y1
 
-	// v19 = sub(v18, v10) [B=1024]
+	// v19 = sub(v17, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v21 = mul(v19, v20) [B=1024]
+	// v21 = mul(v19, 3)
 	VMULPS lgc5<>+0(SB), Y1, Y1
 
-	// v22 = exp(v21) [B=1024]
+	// v22 = exp(v21)
 	VMAXPS       lgc6<>+0(SB), Y1, Y2
 	VMINPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       lgc8<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
 	VMOVAPS      lgc11<>+0(SB), Y4
@@ -750,21 +731,19 @@ inner_Q_6:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 	VMOVUPS      lgc19<>+0(SB), Y1
 
-	// v24 = min(v22, v23) [B=1024]
-	VMINPS Y4, Y1, Y1
-
-	// v25 = detach(v24) [B=1024]
-	MOVQ    p6+48(FP), DX
+	// v24 = min(v22, 100)
+	VMINPS  Y4, Y1, Y1
+	MOVQ    logProb+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v26 = mul(v25, v16) [B=1024]
+	// v26 = mul(v24, logProb)
 	VMULPS Y2, Y1, Y2
 
-	// v27 = neg(v26) [B=1024]
+	// v27 = neg(v26)
 	VXORPS lgc4<>+0(SB), Y2, Y2
 
 	// mean(v27) over [B]
-	MOVQ    p7+56(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 	VMOVUPD lgc20<>+0(SB), Y2
@@ -775,7 +754,7 @@ inner_Q_6:
 	XORQ    SI, SI
 
 inner_Q_7:
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateActionValue+40(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
@@ -783,33 +762,33 @@ inner_Q_7:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 192(SP), Y1
 
-	// v29 = sub(v14, v13) [Q=2 B=1024]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v30 = abs(v29) [Q=2 B=1024]
+	// absDiff = abs(diff)
 	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v32 = lt(v30, v1) [Q=2 B=1024]
+	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc0<>+0(SB), Y1, Y1
 
-	// v33 = mul(v31, v30) [Q=2 B=1024]
+	// v33 = mul(0.5, absDiff)
 	VMULPS lgc16<>+0(SB), Y0, Y2
 
-	// v34 = mul(v33, v30) [Q=2 B=1024]
+	// v34 = mul(v33, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v35 = sub(v30, v31) [Q=2 B=1024]
+	// v35 = sub(absDiff, 0.5)
 	VSUBPS lgc16<>+0(SB), Y0, Y0
 
-	// v36 = where(v32, v34, v35) [Q=2 B=1024]
+	// smoothL1 = where(v32, v34, v35)
 	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// sum(v36) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -833,37 +812,36 @@ inner_Q_7:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 288(SP), Y0
-	MOVQ    p3+24(FP), SI
+	MOVQ    stateValue+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v39 = sub(v18, v4) [B=1024]  # value_diff
+	// valueDiff = sub(v17, stateValue)
 	VSUBPS  Y1, Y0, Y0
 	VMOVUPS lgc21<>+0(SB), Y1
 
-	// v41 = gt(v39, v40) [B=1024]
+	// v41 = gt(valueDiff, 0)
 	VCMPPS  $0x1e, Y1, Y0, Y2
 	VANDPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc16<>+0(SB), Y3
 
-	// v42 = where(v41, v31, v31) [B=1024]
+	// v42 = where(v41, 0.5, 0.5)
 	VMOVUPS   lgc21<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y3, Y2
 
-	// v43 = mul(v39, v39) [B=1024]
+	// v43 = mul(valueDiff, valueDiff)
 	VMULPS Y0, Y0, Y3
 
-	// v44 = mul(v42, v43) [B=1024]
+	// v44 = mul(v42, v43)
 	VMULPS Y3, Y2, Y3
 
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y3, Y3
 	VMOVUPS Y3, 896(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    logProb+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
-	// v46 = detach(v16) [B=1024]
-	// v47 = neg(v46) [B=1024]
+	// v47 = neg(logProb)
 	VXORPS lgc4<>+0(SB), Y3, Y3
 
 	// mean(v47) over [B]
@@ -874,34 +852,33 @@ inner_Q_7:
 	// finish v50
 	VMOVUPS 64(SP), Y0
 
-	// v51 = detach(v50) [B=1024]
-	// v53 = mul(v52, v42) [B=1024]
+	// v53 = mul(0.0009765625, v42)
 	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v54 = ne(v53, v40) [B=1024]
+	// v54 = ne(v53, 0)
 	VCMPPS  $0x04, Y1, Y2, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
 	VMOVUPS 352(SP), Y3
 
-	// v55 = mul(v53, v39) [B=1024]
+	// v55 = mul(v53, valueDiff)
 	VMULPS Y3, Y2, Y3
 
-	// v56 = where(v54, v55, v53) [B=1024]
+	// v56 = where(v54, v55, v53)
 	VMOVUPS   lgc21<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 
-	// v57 = add(v56, v56) [B=1024]
+	// v57 = add(v56, v56)
 	VADDPS Y1, Y1, Y1
 
-	// v58 = neg(v57) [B=1024]
+	// gradStateValue = neg(v57)
 	VXORPS  lgc4<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 384(SP)
 	VMOVUPS Y1, 416(SP)
 	XORQ    DX, DX
 
 inner_Q_8:
-	MOVQ    p5+40(FP), SI
+	MOVQ    stateActionValue+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
@@ -909,133 +886,133 @@ inner_Q_8:
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 192(SP), Y1
 
-	// v29 = sub(v14, v13) [Q=2 B=1024]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v30 = abs(v29) [Q=2 B=1024]
+	// absDiff = abs(diff)
 	VMOVUPS lgc4<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
 
-	// v32 = lt(v30, v1) [Q=2 B=1024]
+	// v32 = lt(absDiff, 1)
 	VCMPPS $0x11, Y2, Y1, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v33 = mul(v31, v30) [Q=2 B=1024]
+	// v33 = mul(0.5, absDiff)
 	VMULPS  lgc16<>+0(SB), Y1, Y4
 	VMOVUPS lgc24<>+0(SB), Y5
 	VMOVUPS lgc21<>+0(SB), Y6
 
-	// v59 = where(v32, v52, v40) [Q=2 B=1024]
+	// v59 = where(v32, 0.0009765625, 0)
 	VMOVUPS   lgc21<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y6, Y7
 
-	// v60 = where(v32, v40, v52) [Q=2 B=1024]
+	// v60 = where(v32, 0, 0.0009765625)
 	VMOVUPS   lgc21<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y5, Y3
 
-	// v61 = ne(v59, v40) [Q=2 B=1024]
+	// v61 = ne(v59, 0)
 	VCMPPS $0x04, Y6, Y7, Y5
 	VANDPS lgc0<>+0(SB), Y5, Y5
 
-	// v62 = mul(v59, v30) [Q=2 B=1024]
+	// v62 = mul(v59, absDiff)
 	VMULPS Y1, Y7, Y1
 
-	// v63 = where(v61, v62, v59) [Q=2 B=1024]
+	// v63 = where(v61, v62, v59)
 	VMOVUPS   lgc21<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y1, Y7, Y1
 
-	// v64 = mul(v59, v33) [Q=2 B=1024]
+	// v64 = mul(v59, v33)
 	VMULPS Y4, Y7, Y4
 
-	// v65 = where(v61, v64, v59) [Q=2 B=1024]
+	// v65 = where(v61, v64, v59)
 	VMOVUPS   lgc21<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y4, Y7, Y4
 
-	// v66 = add(v60, v65) [Q=2 B=1024]
+	// v66 = add(v60, v65)
 	VADDPS Y4, Y3, Y3
 
-	// v67 = mul(v63, v31) [Q=2 B=1024]
+	// v67 = mul(v63, 0.5)
 	VMULPS lgc16<>+0(SB), Y1, Y1
 
-	// v68 = add(v66, v67) [Q=2 B=1024]
+	// v68 = add(v66, v67)
 	VADDPS Y1, Y3, Y1
 
-	// v69 = gt(v29, v40) [Q=2 B=1024]
+	// v69 = gt(diff, 0)
 	VCMPPS $0x1e, Y6, Y0, Y3
 	VANDPS lgc0<>+0(SB), Y3, Y3
 
-	// v70 = lt(v29, v40) [Q=2 B=1024]
+	// v70 = lt(diff, 0)
 	VCMPPS $0x11, Y6, Y0, Y4
 	VANDPS lgc0<>+0(SB), Y4, Y4
 
-	// v72 = mul(v29, v40) [Q=2 B=1024]
+	// v72 = mul(diff, 0)
 	VMULPS  lgc21<>+0(SB), Y0, Y0
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v73 = where(v70, v71, v72) [Q=2 B=1024]
+	// v73 = where(v70, -1, v72)
 	VMOVUPS   lgc21<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y4, Y7
 	VBLENDVPS Y7, Y5, Y0, Y0
 
-	// v74 = where(v69, v1, v73) [Q=2 B=1024]
+	// v74 = where(v69, 1, v73)
 	VMOVUPS   lgc21<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v75 = ne(v68, v40) [Q=2 B=1024]
+	// v75 = ne(v68, 0)
 	VCMPPS $0x04, Y6, Y1, Y2
 	VANDPS lgc0<>+0(SB), Y2, Y2
 
-	// v76 = mul(v68, v74) [Q=2 B=1024]
+	// v76 = mul(v68, v74)
 	VMULPS Y0, Y1, Y0
 
-	// v77 = where(v75, v76, v68) [Q=2 B=1024]
+	// gradStateActionValue = where(v75, v76, v68)
 	VMOVUPS   lgc21<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// store v77
-	MOVQ    p8+64(FP), SI
+	// store gradStateActionValue
+	MOVQ    gradStateActionValue+64(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_8
 	VMOVUPS 320(SP), Y0
 
-	// v79 = mul(v78, v25) [B=1024]
+	// gradLogProb = mul(-0.0009765625, v24)
 	VMULPS  lgc26<>+0(SB), Y0, Y0
 	VMOVUPS 160(SP), Y1
 
-	// store v12
-	MOVQ    p9+72(FP), DX
+	// store advantage
+	MOVQ    advantage+72(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 192(SP), Y1
 
-	// store v13
-	MOVQ    p10+80(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+80(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 384(SP), Y1
 
-	// store v51
-	MOVQ    p11+88(FP), DX
+	// store tdError
+	MOVQ    tDError+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 416(SP), Y1
 
-	// store v58
-	MOVQ    p12+96(FP), DX
+	// store gradStateValue
+	MOVQ    gradStateValue+96(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v79
-	MOVQ         p13+104(FP), DX
+	// store gradLogProb
+	MOVQ         gradLogProb+104(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -1095,7 +1072,7 @@ noflush_9:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
 	JL           blocks_5
-	MOVQ         p7+56(FP), AX
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -1198,7 +1175,6 @@ bulk_10:
 	VMINPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
 	VMOVAPS      lgc11<>+0(SB), Y3

@@ -17,84 +17,77 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc28 := runtime.Mean{}
-	acc38 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc48 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c6 := float32(0.99)
+	c20 := float32(3)
+	c23 := float32(100)
+	half := float32(0.5)
+	zero := float32(0)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
+	lossValue := runtime.Mean{}
+	entropy := runtime.Mean{}
 	for iB := 0; iB < 1024; iB++ {
-		v0 := in.NextReward[iB]
-		v1 := float32(1)
-		v2 := b2f(in.NextTerminated[iB])
-		v3 := v1 - v2
-		v4 := in.StateValue[iB]
-		v5 := in.NextStateValue[iB]
-		v6 := float32(0.99)
-		v7 := float32(v6 * v3)
-		v8 := float32(v7 * v5)
-		v9 := v0 + v8
-		v10 := v4
-		v11 := v9 - v4
-		v12 := v11
-		out.Advantage[iB] = v12
-		v13 := v9
-		out.ValueTarget[iB] = v13
-		v16 := in.LogProb[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v3 := one - nextTerminated
+		stateValue := in.StateValue[iB]
+		nextStateValue := in.NextStateValue[iB]
+		v7 := float32(c6 * v3)
+		v8 := float32(v7 * nextStateValue)
+		td0Return := nextReward + v8
+		v11 := td0Return - stateValue
+		out.Advantage[iB] = v11
+		out.ValueTarget[iB] = td0Return
+		logProb := in.LogProb[iB]
 		acc17 := math.Inf(1)
 		acc50 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v15 := in.TargetStateActionValue[iQ*1024+iB]
-			acc17 = runtime.Min(acc17, float64(v15))
-			v29 := v14 - v13
-			v49 := float32(v29 * v29)
+			stateActionValue := in.StateActionValue[iQ*1024+iB]
+			targetStateActionValue := in.TargetStateActionValue[iQ*1024+iB]
+			acc17 = runtime.Min(acc17, float64(targetStateActionValue))
+			diff := stateActionValue - td0Return
+			v49 := float32(diff * diff)
 			acc50 = runtime.Max(acc50, float64(v49))
 		}
 		v17 := float32(acc17)
-		v18 := v17
-		v19 := v18 - v10
-		v20 := float32(3)
-		v21 := float32(v19 * v20)
+		v19 := v17 - stateValue
+		v21 := float32(v19 * c20)
 		v22 := float32(math.Exp(float64(v21)))
-		v23 := float32(100)
-		v24 := min(v22, v23)
-		v25 := v24
-		v26 := float32(v25 * v16)
+		v24 := min(v22, c23)
+		v26 := float32(v24 * logProb)
 		v27 := -v26
-		acc28.Add(float64(v27))
-		v31 := float32(0.5)
+		lossActor.Add(float64(v27))
 		acc37 := 0.0
 		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v29 := v14 - v13
-			v30 := float32(math.Abs(float64(v29)))
-			v32 := b2f(v30 < v1)
-			v33 := float32(v31 * v30)
-			v34 := float32(v33 * v30)
-			v35 := v30 - v31
-			v36 := sel(v32, v34, v35)
-			acc37 += float64(v36)
+			stateActionValue := in.StateActionValue[iQ*1024+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v32 := b2f(absDiff < one)
+			v33 := float32(half * absDiff)
+			v34 := float32(v33 * absDiff)
+			v35 := absDiff - half
+			smoothL1 := sel(v32, v34, v35)
+			acc37 += float64(smoothL1)
 		}
 		v37 := float32(acc37)
-		acc38.Add(float64(v37))
-		v39 := v18 - v4
-		v40 := float32(0)
-		v41 := b2f(v39 > v40)
-		v42 := sel(v41, v31, v31)
-		v43 := float32(v39 * v39)
+		lossQvalue.Add(float64(v37))
+		valueDiff := v17 - stateValue
+		v41 := b2f(valueDiff > zero)
+		v42 := sel(v41, half, half)
+		v43 := float32(valueDiff * valueDiff)
 		v44 := float32(v42 * v43)
-		acc45.Add(float64(v44))
-		v46 := v16
-		v47 := -v46
-		acc48.Add(float64(v47))
+		lossValue.Add(float64(v44))
+		v47 := -logProb
+		entropy.Add(float64(v47))
 		v50 := float32(acc50)
-		v51 := v50
-		out.TDError[iB] = v51
+		out.TDError[iB] = v50
 	}
-	out.LossActor = float32(acc28.Result())
-	out.LossQvalue = float32(acc38.Result())
-	out.LossValue = float32(acc45.Result())
-	out.Entropy = float32(acc48.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossValue = float32(lossValue.Result())
+	out.Entropy = float32(entropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -105,123 +98,117 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=1024].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc28 := runtime.Mean{}
-	acc38 := runtime.Mean{}
-	acc45 := runtime.Mean{}
-	acc48 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=1024].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c6 := float32(0.99)
+	c20 := float32(3)
+	c23 := float32(100)
+	half := float32(0.5)
+	zero := float32(0)
+	c52 := float32(0.0009765625)
+	minusOne := float32(-1)
+	c78 := float32(-0.0009765625)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
+	lossValue := runtime.Mean{}
+	entropy := runtime.Mean{}
 	for iB := 0; iB < 1024; iB++ {
-		v0 := in.NextReward[iB]
-		v1 := float32(1)
-		v2 := b2f(in.NextTerminated[iB])
-		v3 := v1 - v2
-		v4 := in.StateValue[iB]
-		v5 := in.NextStateValue[iB]
-		v6 := float32(0.99)
-		v7 := float32(v6 * v3)
-		v8 := float32(v7 * v5)
-		v9 := v0 + v8
-		v10 := v4
-		v11 := v9 - v4
-		v12 := v11
-		out.Advantage[iB] = v12
-		v13 := v9
-		out.ValueTarget[iB] = v13
-		v16 := in.LogProb[iB]
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v3 := one - nextTerminated
+		stateValue := in.StateValue[iB]
+		nextStateValue := in.NextStateValue[iB]
+		v7 := float32(c6 * v3)
+		v8 := float32(v7 * nextStateValue)
+		td0Return := nextReward + v8
+		v11 := td0Return - stateValue
+		out.Advantage[iB] = v11
+		out.ValueTarget[iB] = td0Return
+		logProb := in.LogProb[iB]
 		acc17 := math.Inf(1)
 		acc50 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v15 := in.TargetStateActionValue[iQ*1024+iB]
-			acc17 = runtime.Min(acc17, float64(v15))
-			v29 := v14 - v13
-			v49 := float32(v29 * v29)
+			stateActionValue := in.StateActionValue[iQ*1024+iB]
+			targetStateActionValue := in.TargetStateActionValue[iQ*1024+iB]
+			acc17 = runtime.Min(acc17, float64(targetStateActionValue))
+			diff := stateActionValue - td0Return
+			v49 := float32(diff * diff)
 			acc50 = runtime.Max(acc50, float64(v49))
 		}
 		v17 := float32(acc17)
-		v18 := v17
-		v19 := v18 - v10
-		v20 := float32(3)
-		v21 := float32(v19 * v20)
+		v19 := v17 - stateValue
+		v21 := float32(v19 * c20)
 		v22 := float32(math.Exp(float64(v21)))
-		v23 := float32(100)
-		v24 := min(v22, v23)
-		v25 := v24
-		v26 := float32(v25 * v16)
+		v24 := min(v22, c23)
+		v26 := float32(v24 * logProb)
 		v27 := -v26
-		acc28.Add(float64(v27))
-		v31 := float32(0.5)
+		lossActor.Add(float64(v27))
 		acc37 := 0.0
 		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v29 := v14 - v13
-			v30 := float32(math.Abs(float64(v29)))
-			v32 := b2f(v30 < v1)
-			v33 := float32(v31 * v30)
-			v34 := float32(v33 * v30)
-			v35 := v30 - v31
-			v36 := sel(v32, v34, v35)
-			acc37 += float64(v36)
+			stateActionValue := in.StateActionValue[iQ*1024+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v32 := b2f(absDiff < one)
+			v33 := float32(half * absDiff)
+			v34 := float32(v33 * absDiff)
+			v35 := absDiff - half
+			smoothL1 := sel(v32, v34, v35)
+			acc37 += float64(smoothL1)
 		}
 		v37 := float32(acc37)
-		acc38.Add(float64(v37))
-		v39 := v18 - v4
-		v40 := float32(0)
-		v41 := b2f(v39 > v40)
-		v42 := sel(v41, v31, v31)
-		v43 := float32(v39 * v39)
+		lossQvalue.Add(float64(v37))
+		valueDiff := v17 - stateValue
+		v41 := b2f(valueDiff > zero)
+		v42 := sel(v41, half, half)
+		v43 := float32(valueDiff * valueDiff)
 		v44 := float32(v42 * v43)
-		acc45.Add(float64(v44))
-		v46 := v16
-		v47 := -v46
-		acc48.Add(float64(v47))
+		lossValue.Add(float64(v44))
+		v47 := -logProb
+		entropy.Add(float64(v47))
 		v50 := float32(acc50)
-		v51 := v50
-		out.TDError[iB] = v51
-		v52 := float32(0.0009765625)
-		v53 := float32(v52 * v42)
-		v54 := b2f(v53 != v40)
-		v55 := float32(v53 * v39)
+		out.TDError[iB] = v50
+		v53 := float32(c52 * v42)
+		v54 := b2f(v53 != zero)
+		v55 := float32(v53 * valueDiff)
 		v56 := sel(v54, v55, v53)
 		v57 := v56 + v56
-		v58 := -v57
-		g.StateValue[iB] = v58
-		v71 := float32(-1)
+		gradStateValue := -v57
+		grads.StateValue[iB] = gradStateValue
 		for iQ := 0; iQ < 2; iQ++ {
-			v14 := in.StateActionValue[iQ*1024+iB]
-			v29 := v14 - v13
-			v30 := float32(math.Abs(float64(v29)))
-			v32 := b2f(v30 < v1)
-			v33 := float32(v31 * v30)
-			v59 := sel(v32, v52, v40)
-			v60 := sel(v32, v40, v52)
-			v61 := b2f(v59 != v40)
-			v62 := float32(v59 * v30)
+			stateActionValue := in.StateActionValue[iQ*1024+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v32 := b2f(absDiff < one)
+			v33 := float32(half * absDiff)
+			v59 := sel(v32, c52, zero)
+			v60 := sel(v32, zero, c52)
+			v61 := b2f(v59 != zero)
+			v62 := float32(v59 * absDiff)
 			v63 := sel(v61, v62, v59)
 			v64 := float32(v59 * v33)
 			v65 := sel(v61, v64, v59)
 			v66 := v60 + v65
-			v67 := float32(v63 * v31)
+			v67 := float32(v63 * half)
 			v68 := v66 + v67
-			v69 := b2f(v29 > v40)
-			v70 := b2f(v29 < v40)
-			v72 := float32(v29 * v40)
-			v73 := sel(v70, v71, v72)
-			v74 := sel(v69, v1, v73)
-			v75 := b2f(v68 != v40)
+			v69 := b2f(diff > zero)
+			v70 := b2f(diff < zero)
+			v72 := float32(diff * zero)
+			v73 := sel(v70, minusOne, v72)
+			v74 := sel(v69, one, v73)
+			v75 := b2f(v68 != zero)
 			v76 := float32(v68 * v74)
-			v77 := sel(v75, v76, v68)
-			g.StateActionValue[iQ*1024+iB] = v77
+			gradStateActionValue := sel(v75, v76, v68)
+			grads.StateActionValue[iQ*1024+iB] = gradStateActionValue
 		}
-		v78 := float32(-0.0009765625)
-		v79 := float32(v78 * v25)
-		g.LogProb[iB] = v79
+		gradLogProb := float32(c78 * v24)
+		grads.LogProb[iB] = gradLogProb
 	}
-	out.LossActor = float32(acc28.Result())
-	out.LossQvalue = float32(acc38.Result())
-	out.LossValue = float32(acc45.Result())
-	out.Entropy = float32(acc48.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossValue = float32(lossValue.Result())
+	out.Entropy = float32(entropy.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

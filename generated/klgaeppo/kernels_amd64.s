@@ -4,10 +4,10 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *bool, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 int)
+// func pass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $288-144
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPS lgc0<>+0(SB), Y0
@@ -15,82 +15,82 @@ outer0_1:
 	MOVQ    $+40, CX
 
 blocks_2:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+48, AX, DI
 	ADDQ      DI, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	MOVQ      p2+16(FP), BX
+	MOVQ      sampleLogProb+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v4 = where(v2, v0, v3) [B=16 L=48]
+	// v4 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p3+24(FP), BX
+	MOVQ      refLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
-	// v5 = where(v2, v1, v3) [B=16 L=48]
+	// nextRefLogProbs = where(mask, refLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v6 = sub(v4, v5) [B=16 L=48]  # kl
+	// nextKLPenalty = sub(v4, nextRefLogProbs)
 	VSUBPS Y4, Y2, Y5
 
-	// v9 = mul(v8, v6) [B=16 L=48]
+	// v9 = mul(0.05, nextKLPenalty)
 	VMULPS  lgc1<>+0(SB), Y5, Y6
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v10 = sub(v7, v9) [B=16 L=48]
+	// nextReward2 = sub(nextReward, v9)
 	VSUBPS    Y6, Y7, Y6
 	VMOVUPS   lgc2<>+0(SB), Y7
-	MOVQ      p5+40(FP), BX
+	MOVQ      nextTerminated+40(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
-	// v15 = sub(v11, v14) [B=16 L=48]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y8, Y7, Y8
-	MOVQ      p6+48(FP), BX
+	MOVQ      nextDone+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y9
 	VCVTDQ2PS Y9, Y9
 
-	// v17 = sub(v11, v16) [B=16 L=48]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y9, Y7, Y9
 
-	// v18 = mul(v11, v15) [B=16 L=48]
+	// v18 = mul(1, notTerminated)
 	VMULPS  lgc2<>+0(SB), Y8, Y8
-	MOVQ    p7+56(FP), BX
+	MOVQ    nextStateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y10
 
-	// v19 = mul(v18, v13) [B=16 L=48]
+	// v19 = mul(v18, nextStateValue)
 	VMULPS Y10, Y8, Y8
 
-	// v20 = add(v10, v19) [B=16 L=48]
+	// v20 = add(nextReward2, v19)
 	VADDPS  Y8, Y6, Y8
-	MOVQ    p8+64(FP), BX
+	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y10
 
-	// v21 = sub(v20, v12) [B=16 L=48]  # delta
+	// delta = sub(v20, stateValue)
 	VSUBPS Y10, Y8, Y8
 
-	// v23 = mul(v22, v17) [B=16 L=48]  # discount
+	// discount = mul(0.95, notDone)
 	VMULPS  lgc3<>+0(SB), Y9, Y9
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y4, 64(SP)
 	VMOVUPS Y2, 96(SP)
 
-	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
+	// gae = scan(delta, discount) over L reverse
 	VMOVUPS     Y9, Y2
 	VMOVUPS     Y8, Y4
 	VANDPS      lgc4<>+0(SB), Y4, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
-	MOVQ        p9+72(FP), BX
+	MOVQ        state+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
 	VMOVUPS     lgc6<>+0(SB), Y6
@@ -118,12 +118,10 @@ blocks_2:
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
-	// v25 = add(v24, v12) [B=16 L=48]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPS Y10, Y4, Y2
 
-	// v26 = detach(v24) [B=16 L=48]  # gae
-	// v27 = detach(v25) [B=16 L=48]  # value_target
-	// v28 = where(v2, v11, v3) [B=16 L=48]
+	// v28 = where(mask, 1, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y7, Y3, Y5
@@ -133,40 +131,39 @@ blocks_2:
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v30 = where(v2, v26, v3) [B=16 L=48]
+	// v30 = where(mask, gae, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
-	MOVQ      p10+80(FP), DI
+	MOVQ      logProb+80(FP), DI
 	VMOVUPS   (DI)(SI*4), Y7
 
-	// v32 = where(v2, v31, v3) [B=16 L=48]
+	// v32 = where(mask, logProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
 	VMOVUPS   96(SP), Y8
 
-	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	// logWeight = sub(v32, v4)
 	VSUBPS  Y8, Y7, Y8
 	VMOVUPS Y4, 160(SP)
 	VMOVUPS Y5, 192(SP)
 	VMOVUPS lgc10<>+0(SB), Y4
 
-	// v36 = max(v33, v34) tie=first [B=16 L=48]
+	// v36 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y8, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y5
 
-	// v37 = min(v36, v35) tie=first [B=16 L=48]  # log_weight_clip
+	// logWeightClip = min(v36, 0.18232156) tie=first
 	VMINPS  Y4, Y5, Y4
 	VMOVUPS Y2, 224(SP)
 	VMOVUPS Y7, 256(SP)
 
-	// v38 = exp(v33) [B=16 L=48]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc12<>+0(SB), Y8, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
 	VMOVAPS      lgc17<>+0(SB), Y7
@@ -191,30 +188,30 @@ blocks_2:
 	VCMPPS       $0x03, Y8, Y8, Y2
 	VBLENDVPS    Y2, Y8, Y7, Y7
 
-	// v39 = ge(v30, v3) [B=16 L=48]
+	// v39 = ge(v30, 0)
 	VCMPPS  $0x1d, Y3, Y6, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v41 = min(v38, v40) tie=first [B=16 L=48]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y9
 
-	// v43 = max(v38, v42) tie=first [B=16 L=48]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y7, Y9, Y7
 
-	// v44 = where(v39, v41, v43) [B=16 L=48]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y2, Y9
 	VBLENDVPS Y9, Y5, Y7, Y2
 
-	// v45 = mul(v30, v44) [B=16 L=48]  # gain
+	// gain = mul(v30, ratioClipped)
 	VMULPS Y2, Y6, Y2
 
-	// v46 = neg(v45) [B=16 L=48]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v47 = where(v2, v46, v3) [B=16 L=48]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
@@ -223,11 +220,11 @@ blocks_2:
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 
-	// v51 = ne(v37, v33) [B=16 L=48]
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y8, Y4, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v52 = where(v2, v51, v3) [B=16 L=48]
+	// v52 = where(mask, v51, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -238,10 +235,10 @@ blocks_2:
 	VMOVUPS 96(SP), Y2
 	VMOVUPS 256(SP), Y4
 
-	// v55 = sub(v4, v32) [B=16 L=48]
+	// v55 = sub(v4, v32)
 	VSUBPS Y4, Y2, Y2
 
-	// v56 = where(v2, v55, v3) [B=16 L=48]
+	// v56 = where(mask, v55, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -251,48 +248,48 @@ blocks_2:
 	VMOVUPS Y2, 1216(BX)
 	VMOVUPS 224(SP), Y2
 
-	// v59 = where(v2, v27, v3) [B=16 L=48]
+	// v59 = where(mask, valueTarget, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p8+64(FP), DI
+	MOVQ      stateValue+64(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v60 = where(v2, v12, v3) [B=16 L=48]
+	// v60 = where(mask, stateValue, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v61 = sub(v59, v60) [B=16 L=48]
+	// diff = sub(v59, v60)
 	VSUBPS Y4, Y2, Y4
 
-	// v62 = abs(v61) [B=16 L=48]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v64 = lt(v62, v11) [B=16 L=48]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v65 = mul(v63, v62) [B=16 L=48]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc22<>+0(SB), Y5, Y7
 
-	// v66 = mul(v65, v62) [B=16 L=48]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y5, Y7, Y7
 
-	// v67 = sub(v62, v63) [B=16 L=48]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS lgc22<>+0(SB), Y5, Y5
 
-	// v68 = where(v64, v66, v67) [B=16 L=48]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y5, Y5
 
-	// v69 = mul(v11, v68) [B=16 L=48]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y5, Y5
 
-	// v70 = where(v2, v69, v3) [B=16 L=48]
+	// v70 = where(mask, v69, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y5, Y3, Y5
@@ -313,7 +310,7 @@ blocks_2:
 	VADDPD       1696(BX)(DI*8), Y5, Y5
 	VMOVUPD      Y5, 1696(BX)(DI*8)
 
-	// v75 = where(v2, v61, v3) [B=16 L=48]
+	// v75 = where(mask, diff, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
@@ -327,7 +324,7 @@ blocks_2:
 	VADDPD       2208(BX)(DI*8), Y4, Y4
 	VMOVUPD      Y4, 2208(BX)(DI*8)
 
-	// v83 = where(v2, v59, v3) [B=16 L=48]
+	// v83 = where(mask, v59, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -342,7 +339,7 @@ blocks_2:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v97 = where(v2, v33, v96) [B=16 L=48]
+	// v97 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y8, Y2, Y1
@@ -352,7 +349,6 @@ blocks_2:
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
 	VMOVAPS      lgc17<>+0(SB), Y4
@@ -397,41 +393,41 @@ blocks_2:
 	VADDPD       4064(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
-	// v99 = mul(v95, v97) [B=16 L=48]
+	// v99 = mul(2, v97)
 	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
-	// store v5
-	MOVQ    p11+88(FP), BX
+	// store nextRefLogProbs
+	MOVQ    nextRefLogProbs+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 32(SP), Y1
 
-	// store v6
-	MOVQ    p12+96(FP), BX
+	// store nextKLPenalty
+	MOVQ    nextKLPenalty+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS (SP), Y1
 
-	// store v10
-	MOVQ    p13+104(FP), BX
+	// store nextReward2
+	MOVQ    outNextReward+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 128(SP), Y1
 
-	// store v24
-	MOVQ    p14+112(FP), BX
+	// store gae
+	MOVQ    s0+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 160(SP), Y1
 
-	// store v26
-	MOVQ    p15+120(FP), BX
+	// store advantage
+	MOVQ    advantage+120(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 224(SP), Y1
 
-	// store v27
-	MOVQ         p16+128(FP), BX
+	// store valueTarget2
+	MOVQ         valueTarget+128(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p9+72(FP), DX
+	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
@@ -503,7 +499,7 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -571,7 +567,7 @@ noflush_3:
 	VANDPS       4544(CX), Y1, Y1
 	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
-	CMPQ         AX, p17+136(FP)
+	CMPQ         AX, hi+136(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -906,81 +902,80 @@ DATA lgc32<>+24(SB)/4, $0x7f7fffff
 DATA lgc32<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32)
+// func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-72
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v49 = max(v29, v11) []
+	// v49 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v50 = div(v48, v49) []
+	// lossObjective = div(v48, v49)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v54 = div(v53, v49) []
+	// clipFraction = div(v53, v49)
 	VDIVPS       Y0, Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v58 = div(v57, v49) []
+	// klApprox = div(v57, v49)
 	VDIVPS       Y0, Y3, Y3
-	MOVQ         p4+32(FP), AX
+	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v72 = div(v71, v49) []
+	// lossCritic = div(v71, v49)
 	VDIVPS Y0, Y4, Y0
 
-	// store v50
-	MOVQ   p5+40(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v54
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v58
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v72
-	MOVQ   p8+64(FP), AX
+	// store lossCritic
+	MOVQ   lossCritic+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
+// func pass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s10+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v101 = mul(v95, v98) [L=48]
+	// v101 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s11+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v102 = sub(v101, v100) [L=48]
+	// v102 = sub(v101, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// v103 = exp(v102) [L=48]
+	// essCol = exp(v102)
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
 	VMOVAPS      lgc17<>+0(SB), Y3
@@ -1004,21 +999,21 @@ blocks_4:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p2+16(FP), DX
+	MOVQ         s5+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v104 = gt(v73, v3) [L=48]
+	// v104 = gt(v73, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
-	// v105 = where(v104, v103, v3) [L=48]
+	// v105 = where(v104, essCol, 0)
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v105) over [L]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
@@ -1027,7 +1022,7 @@ blocks_4:
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1061,7 +1056,7 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+48
 	JL           blocks_4
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1092,66 +1087,64 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func pass3AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 int)
+// func pass3AVX2(lo int, s0 *float32, stateValue *float32, mask *bool, s5 *float32, s6 *float32, state *float64, s8 *float32, hi int)
 // Requires: AVX, AVX2
 TEXT ·pass3AVX2(SB), $0-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	XORQ    BX, BX
 	IMUL3Q  $+48, AX, SI
 	ADDQ    SI, BX
 	ADDQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    stateValue+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v25 = add(v24, v12) [B=16 L=48]  # value_target
-	VADDPS Y1, Y0, Y0
-
-	// v27 = detach(v25) [B=16 L=48]  # value_target
-	MOVQ      p3+24(FP), DX
+	// valueTarget = add(gae, stateValue)
+	VADDPS    Y1, Y0, Y0
+	MOVQ      mask+24(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v59 = where(v2, v27, v3) [B=16 L=48]
+	// v59 = where(mask, valueTarget, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y0, Y3, Y0
 
-	// v60 = where(v2, v12, v3) [B=16 L=48]
+	// v60 = where(mask, stateValue, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y1, Y3, Y1
 
-	// v61 = sub(v59, v60) [B=16 L=48]
+	// diff = sub(v59, v60)
 	VSUBPS  Y1, Y0, Y1
-	MOVQ    p4+32(FP), DX
+	MOVQ    s5+32(FP), DX
 	XORQ    BX, BX
 	ADDQ    CX, BX
 	VMOVUPS (DX)(BX*4), Y4
 	VMOVUPS lgc2<>+0(SB), Y5
 
-	// v74 = max(v73, v11) [L=48]
+	// v74 = max(v73, 1)
 	VMAXPS  Y4, Y5, Y4
-	MOVQ    p5+40(FP), DX
+	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y5
 
-	// v77 = div(v76, v74) [L=48]
+	// v77 = div(v76, v74)
 	VDIVPS Y4, Y5, Y5
 
-	// v78 = sub(v61, v77) [B=16 L=48]
+	// v78 = sub(diff, v77)
 	VSUBPS Y5, Y1, Y1
 
-	// v79 = mul(v78, v78) [B=16 L=48]
+	// v79 = mul(v78, v78)
 	VMULPS Y1, Y1, Y1
 
-	// v80 = where(v2, v79, v3) [B=16 L=48]
+	// v80 = where(mask, v79, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y1, Y3, Y1
@@ -1160,24 +1153,24 @@ blocks_7:
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VADDPD       5440(DX)(BX*8), Y5, Y5
 	VMOVUPD      Y5, 5440(DX)(BX*8)
 	VADDPD       5472(DX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 5472(DX)(BX*8)
-	MOVQ         p7+56(FP), SI
+	MOVQ         s8+56(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
-	// v85 = div(v84, v74) [L=48]
+	// v85 = div(v84, v74)
 	VDIVPS Y4, Y1, Y1
 
-	// v86 = sub(v59, v85) [B=16 L=48]
+	// v86 = sub(v59, v85)
 	VSUBPS Y1, Y0, Y0
 
-	// v87 = mul(v86, v86) [B=16 L=48]
+	// v87 = mul(v86, v86)
 	VMULPS Y0, Y0, Y0
 
-	// v88 = where(v2, v87, v3) [B=16 L=48]
+	// v88 = where(mask, v87, 0)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y2, Y1
 	VBLENDVPS Y1, Y0, Y3, Y0
@@ -1194,33 +1187,33 @@ blocks_7:
 	CMPQ         CX, $+48
 	JL           blocks_7
 	INCQ         AX
-	CMPQ         AX, p8+64(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-// func pass4AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func pass4AVX2(s13 *float32, s12 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass4AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s13+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v108 = max(v107, v11) []
+	// v108 = max(v107, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v106, v108) []
+	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// v111 = div(v109, v110) []
+	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
 
-	// store v111
-	MOVQ   p2+16(FP), AX
+	// store ess
+	MOVQ   ess+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1235,42 +1228,42 @@ DATA lgc33<>+24(SB)/4, $0x41800000
 DATA lgc33<>+28(SB)/4, $0x41800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-// func pass5AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func pass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·pass5AVX2(SB), $0-32
 	XORQ AX, AX
 
 blocks_8:
-	MOVQ    p0+0(FP), CX
+	MOVQ    s5+0(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v74 = max(v73, v11) [L=48]
+	// v74 = max(v73, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), CX
+	MOVQ    s7+8(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// v82 = div(v81, v74) [L=48]
+	// residVar = div(v81, v74)
 	VDIVPS  Y0, Y2, Y2
-	MOVQ    p2+16(FP), CX
+	MOVQ    s9+16(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// v90 = div(v89, v74) [L=48]
+	// targetVar = div(v89, v74)
 	VDIVPS Y0, Y3, Y0
 
-	// v92 = add(v90, v91) [L=48]
+	// v92 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc34<>+0(SB), Y0, Y0
 
-	// v93 = div(v82, v92) [L=48]
+	// v93 = div(residVar, v92)
 	VDIVPS Y0, Y2, Y0
 
-	// v94 = sub(v11, v93) [L=48]
+	// explainedVariance = sub(1, v93)
 	VSUBPS Y0, Y1, Y0
 
-	// store v94
-	MOVQ    p3+24(FP), CX
+	// store explainedVariance
+	MOVQ    explainedVariance+24(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX
 	CMPQ    AX, $+48
@@ -1288,10 +1281,10 @@ DATA lgc34<>+24(SB)/4, $0x34000000
 DATA lgc34<>+28(SB)/4, $0x34000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *bool, p6 *bool, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 *float32, p15 *float32, p16 *float32, p17 int)
+// func fbPass0AVX2(lo int, mask *bool, sampleLogProb *float32, refLogProb *float32, nextReward *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, stateValue *float32, state *float64, logProb *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $288-144
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_9:
 	VMOVUPS lgc0<>+0(SB), Y0
@@ -1299,82 +1292,82 @@ outer0_9:
 	MOVQ    $+40, CX
 
 blocks_10:
-	MOVQ      p1+8(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+48, AX, DI
 	ADDQ      DI, SI
 	ADDQ      CX, SI
 	VPMOVZXBD (BX)(SI*1), Y1
 	VCVTDQ2PS Y1, Y1
-	MOVQ      p2+16(FP), BX
+	MOVQ      sampleLogProb+16(FP), BX
 	VMOVUPS   (BX)(SI*4), Y2
 	VMOVUPS   lgc0<>+0(SB), Y3
 
-	// v4 = where(v2, v0, v3) [B=16 L=48]
+	// v4 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p3+24(FP), BX
+	MOVQ      refLogProb+24(FP), BX
 	VMOVUPS   (BX)(SI*4), Y4
 
-	// v5 = where(v2, v1, v3) [B=16 L=48]
+	// nextRefLogProbs = where(mask, refLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v6 = sub(v4, v5) [B=16 L=48]  # kl
+	// nextKLPenalty = sub(v4, nextRefLogProbs)
 	VSUBPS Y4, Y2, Y5
 
-	// v9 = mul(v8, v6) [B=16 L=48]
+	// v9 = mul(0.05, nextKLPenalty)
 	VMULPS  lgc1<>+0(SB), Y5, Y6
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v10 = sub(v7, v9) [B=16 L=48]
+	// nextReward2 = sub(nextReward, v9)
 	VSUBPS    Y6, Y7, Y6
 	VMOVUPS   lgc2<>+0(SB), Y7
-	MOVQ      p5+40(FP), BX
+	MOVQ      nextTerminated+40(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y8
 	VCVTDQ2PS Y8, Y8
 
-	// v15 = sub(v11, v14) [B=16 L=48]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y8, Y7, Y8
-	MOVQ      p6+48(FP), BX
+	MOVQ      nextDone+48(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y9
 	VCVTDQ2PS Y9, Y9
 
-	// v17 = sub(v11, v16) [B=16 L=48]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y9, Y7, Y9
 
-	// v18 = mul(v11, v15) [B=16 L=48]
+	// v18 = mul(1, notTerminated)
 	VMULPS  lgc2<>+0(SB), Y8, Y8
-	MOVQ    p7+56(FP), BX
+	MOVQ    nextStateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y10
 
-	// v19 = mul(v18, v13) [B=16 L=48]
+	// v19 = mul(v18, nextStateValue)
 	VMULPS Y10, Y8, Y8
 
-	// v20 = add(v10, v19) [B=16 L=48]
+	// v20 = add(nextReward2, v19)
 	VADDPS  Y8, Y6, Y8
-	MOVQ    p8+64(FP), BX
+	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y10
 
-	// v21 = sub(v20, v12) [B=16 L=48]  # delta
+	// delta = sub(v20, stateValue)
 	VSUBPS Y10, Y8, Y8
 
-	// v23 = mul(v22, v17) [B=16 L=48]  # discount
+	// discount = mul(0.95, notDone)
 	VMULPS  lgc3<>+0(SB), Y9, Y9
 	VMOVUPS Y6, (SP)
 	VMOVUPS Y5, 32(SP)
 	VMOVUPS Y4, 64(SP)
 	VMOVUPS Y2, 96(SP)
 
-	// v24 = scan(v21, v23) over L reverse [B=16 L=48]  # gae
+	// gae = scan(delta, discount) over L reverse
 	VMOVUPS     Y9, Y2
 	VMOVUPS     Y8, Y4
 	VANDPS      lgc4<>+0(SB), Y4, Y5
 	VCMPPS      $0x12, lgc5<>+0(SB), Y5, Y5
-	MOVQ        p9+72(FP), BX
+	MOVQ        state+72(FP), BX
 	VANDPS      4544(BX), Y5, Y5
 	VMOVUPS     Y5, 4544(BX)
 	VMOVUPS     lgc6<>+0(SB), Y6
@@ -1402,12 +1395,10 @@ blocks_10:
 	VMOVUPS     lgc9<>+0(SB), Y0
 	VPERMPS     Y4, Y0, Y0
 
-	// v25 = add(v24, v12) [B=16 L=48]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPS Y10, Y4, Y2
 
-	// v26 = detach(v24) [B=16 L=48]  # gae
-	// v27 = detach(v25) [B=16 L=48]  # value_target
-	// v28 = where(v2, v11, v3) [B=16 L=48]
+	// v28 = where(mask, 1, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y7, Y3, Y5
@@ -1417,40 +1408,39 @@ blocks_10:
 	VADDPS  256(BX), Y5, Y6
 	VMOVUPS Y6, 256(BX)
 
-	// v30 = where(v2, v26, v3) [B=16 L=48]
+	// v30 = where(mask, gae, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y3, Y6
-	MOVQ      p10+80(FP), DI
+	MOVQ      logProb+80(FP), DI
 	VMOVUPS   (DI)(SI*4), Y7
 
-	// v32 = where(v2, v31, v3) [B=16 L=48]
+	// v32 = where(mask, logProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y7, Y3, Y7
 	VMOVUPS   96(SP), Y8
 
-	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	// logWeight = sub(v32, v4)
 	VSUBPS  Y8, Y7, Y8
 	VMOVUPS Y4, 160(SP)
 	VMOVUPS Y5, 192(SP)
 	VMOVUPS lgc10<>+0(SB), Y4
 
-	// v36 = max(v33, v34) tie=first [B=16 L=48]
+	// v36 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y8, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y5
 
-	// v37 = min(v36, v35) tie=first [B=16 L=48]  # log_weight_clip
+	// logWeightClip = min(v36, 0.18232156) tie=first
 	VMINPS  Y4, Y5, Y4
 	VMOVUPS Y2, 224(SP)
 	VMOVUPS Y7, 256(SP)
 
-	// v38 = exp(v33) [B=16 L=48]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc12<>+0(SB), Y8, Y2
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y5, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y5, Y2
 	VMOVAPS      lgc17<>+0(SB), Y7
@@ -1475,30 +1465,30 @@ blocks_10:
 	VCMPPS       $0x03, Y8, Y8, Y2
 	VBLENDVPS    Y2, Y8, Y7, Y7
 
-	// v39 = ge(v30, v3) [B=16 L=48]
+	// v39 = ge(v30, 0)
 	VCMPPS  $0x1d, Y3, Y6, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
 	VMOVUPS lgc25<>+0(SB), Y5
 
-	// v41 = min(v38, v40) tie=first [B=16 L=48]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y7, Y5, Y5
 	VMOVUPS lgc26<>+0(SB), Y9
 
-	// v43 = max(v38, v42) tie=first [B=16 L=48]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y7, Y9, Y7
 
-	// v44 = where(v39, v41, v43) [B=16 L=48]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y2, Y9
 	VBLENDVPS Y9, Y5, Y7, Y2
 
-	// v45 = mul(v30, v44) [B=16 L=48]  # gain
+	// gain = mul(v30, ratioClipped)
 	VMULPS Y2, Y6, Y2
 
-	// v46 = neg(v45) [B=16 L=48]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y2, Y2
 
-	// v47 = where(v2, v46, v3) [B=16 L=48]
+	// v47 = where(mask, v46, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
@@ -1507,11 +1497,11 @@ blocks_10:
 	VADDPS  576(BX), Y2, Y2
 	VMOVUPS Y2, 576(BX)
 
-	// v51 = ne(v37, v33) [B=16 L=48]
+	// v51 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y8, Y4, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v52 = where(v2, v51, v3) [B=16 L=48]
+	// v52 = where(mask, v51, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -1522,10 +1512,10 @@ blocks_10:
 	VMOVUPS 96(SP), Y2
 	VMOVUPS 256(SP), Y4
 
-	// v55 = sub(v4, v32) [B=16 L=48]
+	// v55 = sub(v4, v32)
 	VSUBPS Y4, Y2, Y2
 
-	// v56 = where(v2, v55, v3) [B=16 L=48]
+	// v56 = where(mask, v55, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -1535,48 +1525,48 @@ blocks_10:
 	VMOVUPS Y2, 1216(BX)
 	VMOVUPS 224(SP), Y2
 
-	// v59 = where(v2, v27, v3) [B=16 L=48]
+	// v59 = where(mask, valueTarget, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
-	MOVQ      p8+64(FP), DI
+	MOVQ      stateValue+64(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
-	// v60 = where(v2, v12, v3) [B=16 L=48]
+	// v60 = where(mask, stateValue, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
-	// v61 = sub(v59, v60) [B=16 L=48]
+	// diff = sub(v59, v60)
 	VSUBPS Y4, Y2, Y4
 
-	// v62 = abs(v61) [B=16 L=48]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y5
 	VANDNPS Y4, Y5, Y5
 	VMOVUPS lgc2<>+0(SB), Y6
 
-	// v64 = lt(v62, v11) [B=16 L=48]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y5, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v65 = mul(v63, v62) [B=16 L=48]
+	// v65 = mul(0.5, absDiff)
 	VMULPS lgc22<>+0(SB), Y5, Y7
 
-	// v66 = mul(v65, v62) [B=16 L=48]
+	// v66 = mul(v65, absDiff)
 	VMULPS Y5, Y7, Y7
 
-	// v67 = sub(v62, v63) [B=16 L=48]
+	// v67 = sub(absDiff, 0.5)
 	VSUBPS lgc22<>+0(SB), Y5, Y5
 
-	// v68 = where(v64, v66, v67) [B=16 L=48]
+	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y5, Y5
 
-	// v69 = mul(v11, v68) [B=16 L=48]
+	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y5, Y5
 
-	// v70 = where(v2, v69, v3) [B=16 L=48]
+	// v70 = where(mask, v69, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y5, Y3, Y5
@@ -1597,7 +1587,7 @@ blocks_10:
 	VADDPD       1696(BX)(DI*8), Y5, Y5
 	VMOVUPD      Y5, 1696(BX)(DI*8)
 
-	// v75 = where(v2, v61, v3) [B=16 L=48]
+	// v75 = where(mask, diff, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
@@ -1611,7 +1601,7 @@ blocks_10:
 	VADDPD       2208(BX)(DI*8), Y4, Y4
 	VMOVUPD      Y4, 2208(BX)(DI*8)
 
-	// v83 = where(v2, v59, v3) [B=16 L=48]
+	// v83 = where(mask, v59, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
@@ -1626,7 +1616,7 @@ blocks_10:
 	VMOVUPD      Y2, 2720(BX)(DI*8)
 	VMOVUPS      lgc28<>+0(SB), Y2
 
-	// v97 = where(v2, v33, v96) [B=16 L=48]
+	// v97 = where(mask, logWeight, -Inf)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y8, Y2, Y1
@@ -1636,7 +1626,6 @@ blocks_10:
 	VMINPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       lgc14<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc15<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc16<>+0(SB), Y3, Y2
 	VMOVAPS      lgc17<>+0(SB), Y4
@@ -1681,41 +1670,41 @@ blocks_10:
 	VADDPD       4064(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 4064(BX)(DI*8)
 
-	// v99 = mul(v95, v97) [B=16 L=48]
+	// v99 = mul(2, v97)
 	VMULPS  lgc31<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y1
 
-	// store v5
-	MOVQ    p11+88(FP), BX
+	// store nextRefLogProbs
+	MOVQ    nextRefLogProbs+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 32(SP), Y1
 
-	// store v6
-	MOVQ    p12+96(FP), BX
+	// store nextKLPenalty
+	MOVQ    nextKLPenalty+96(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS (SP), Y1
 
-	// store v10
-	MOVQ    p13+104(FP), BX
+	// store nextReward2
+	MOVQ    outNextReward+104(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 128(SP), Y1
 
-	// store v24
-	MOVQ    p14+112(FP), BX
+	// store gae
+	MOVQ    s0+112(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 160(SP), Y1
 
-	// store v26
-	MOVQ    p15+120(FP), BX
+	// store advantage
+	MOVQ    advantage+120(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 224(SP), Y1
 
-	// store v27
-	MOVQ         p16+128(FP), BX
+	// store valueTarget2
+	MOVQ         valueTarget+128(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	MOVQ         p9+72(FP), DX
+	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc32<>+0(SB), Y2, Y2
@@ -1787,7 +1776,7 @@ blocks_10:
 noflush_11:
 	SUBQ         $+8, CX
 	JGE          blocks_10
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1855,86 +1844,85 @@ noflush_11:
 	VANDPS       4544(CX), Y1, Y1
 	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
-	CMPQ         AX, p17+136(FP)
+	CMPQ         AX, hi+136(FP)
 	JL           outer0_9
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32)
+// func fbPass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *float32, lossObjective *float32, clipFraction *float32, kLApprox *float32, lossCritic *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-72
-	MOVQ         p0+0(FP), AX
+	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v49 = max(v29, v11) []
+	// v49 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s1+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v50 = div(v48, v49) []
+	// lossObjective = div(v48, v49)
 	VDIVPS       Y0, Y1, Y1
-	MOVQ         p2+16(FP), AX
+	MOVQ         s2+16(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y2
 
-	// v54 = div(v53, v49) []
+	// clipFraction = div(v53, v49)
 	VDIVPS       Y0, Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         s3+24(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y3
 
-	// v58 = div(v57, v49) []
+	// klApprox = div(v57, v49)
 	VDIVPS       Y0, Y3, Y3
-	MOVQ         p4+32(FP), AX
+	MOVQ         s4+32(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y4
 
-	// v72 = div(v71, v49) []
+	// lossCritic = div(v71, v49)
 	VDIVPS Y0, Y4, Y0
 
-	// store v50
-	MOVQ   p5+40(FP), AX
+	// store lossObjective
+	MOVQ   lossObjective+40(FP), AX
 	VMOVSS X1, (AX)(CX*4)
 
-	// store v54
-	MOVQ   p6+48(FP), AX
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
 	VMOVSS X2, (AX)(CX*4)
 
-	// store v58
-	MOVQ   p7+56(FP), AX
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 
-	// store v72
-	MOVQ   p8+64(FP), AX
+	// store lossCritic
+	MOVQ   lossCritic+64(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64)
+// func fbPass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $0-32
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_12:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s10+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v101 = mul(v95, v98) [L=48]
+	// v101 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s11+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v102 = sub(v101, v100) [L=48]
+	// v102 = sub(v101, logSumW2)
 	VSUBPS Y1, Y0, Y0
 
-	// v103 = exp(v102) [L=48]
+	// essCol = exp(v102)
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
 	VMOVAPS      lgc17<>+0(SB), Y3
@@ -1958,21 +1946,21 @@ blocks_12:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         p2+16(FP), DX
+	MOVQ         s5+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v104 = gt(v73, v3) [L=48]
+	// v104 = gt(v73, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
-	// v105 = where(v104, v103, v3) [L=48]
+	// v105 = where(v104, essCol, 0)
 	VMOVUPS   lgc0<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y0, Y2
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v105) over [L]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
@@ -1981,7 +1969,7 @@ blocks_12:
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
 	JNZ          noflush_13
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -2015,7 +2003,7 @@ noflush_13:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+48
 	JL           blocks_12
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -2046,61 +2034,58 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 *float32, p13 int)
+// func fbPass3AVX2(lo int, mask *bool, sampleLogProb *float32, s0 *float32, stateValue *float32, logProb *float32, numValid *float32, s5 *float32, s6 *float32, state *float64, s8 *float32, gradStateValue *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass3AVX2(SB), $192-112
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_14:
 	XORQ CX, CX
 
 blocks_15:
-	MOVQ      p1+8(FP), DX
+	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+48, AX, SI
 	ADDQ      SI, BX
 	ADDQ      CX, BX
 	VPMOVZXBD (DX)(BX*1), Y0
 	VCVTDQ2PS Y0, Y0
-	MOVQ      p2+16(FP), DX
+	MOVQ      sampleLogProb+16(FP), DX
 	VMOVUPS   (DX)(BX*4), Y1
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v4 = where(v2, v0, v3) [B=16 L=48]
+	// v4 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      p3+24(FP), DX
+	MOVQ      s0+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
-	MOVQ      p4+32(FP), DX
+	MOVQ      stateValue+32(FP), DX
 	VMOVUPS   (DX)(BX*4), Y4
 
-	// v25 = add(v24, v12) [B=16 L=48]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPS Y4, Y3, Y5
 
-	// v26 = detach(v24) [B=16 L=48]  # gae
-	// v27 = detach(v25) [B=16 L=48]  # value_target
-	// v30 = where(v2, v26, v3) [B=16 L=48]
+	// v30 = where(mask, gae, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y0, Y6
 	VBLENDVPS Y6, Y3, Y2, Y3
-	MOVQ      p5+40(FP), DX
+	MOVQ      logProb+40(FP), DX
 	VMOVUPS   (DX)(BX*4), Y6
 
-	// v32 = where(v2, v31, v3) [B=16 L=48]
+	// v32 = where(mask, logProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y0, Y7
 	VBLENDVPS Y7, Y6, Y2, Y6
 
-	// v33 = sub(v32, v4) [B=16 L=48]  # log_weight
+	// logWeight = sub(v32, v4)
 	VSUBPS Y1, Y6, Y1
 
-	// v38 = exp(v33) [B=16 L=48]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc12<>+0(SB), Y1, Y6
 	VMINPS       lgc13<>+0(SB), Y6, Y6
 	VMULPS       lgc14<>+0(SB), Y6, Y7
 	VROUNDPS     $0x00, Y7, Y7
-	VMOVAPS      Y6, Y6
 	VFNMADD231PS lgc15<>+0(SB), Y7, Y6
 	VFNMADD231PS lgc16<>+0(SB), Y7, Y6
 	VMOVAPS      lgc17<>+0(SB), Y8
@@ -2125,64 +2110,64 @@ blocks_15:
 	VCMPPS       $0x03, Y1, Y1, Y6
 	VBLENDVPS    Y6, Y1, Y8, Y8
 
-	// v39 = ge(v30, v3) [B=16 L=48]
+	// v39 = ge(v30, 0)
 	VCMPPS       $0x1d, Y2, Y3, Y1
 	VANDPS       lgc2<>+0(SB), Y1, Y1
-	MOVQ         p6+48(FP), DX
+	MOVQ         numValid+48(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y6
 	VMOVUPS      lgc2<>+0(SB), Y7
 
-	// v49 = max(v29, v11) []
+	// v49 = max(numValid, 1)
 	VMAXPS Y6, Y7, Y6
 
-	// v59 = where(v2, v27, v3) [B=16 L=48]
+	// v59 = where(mask, valueTarget, 0)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y0, Y9
 	VBLENDVPS Y9, Y5, Y2, Y5
 
-	// v60 = where(v2, v12, v3) [B=16 L=48]
+	// v60 = where(mask, stateValue, 0)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y0, Y9
 	VBLENDVPS Y9, Y4, Y2, Y4
 
-	// v61 = sub(v59, v60) [B=16 L=48]
+	// diff = sub(v59, v60)
 	VSUBPS Y4, Y5, Y4
 
-	// v62 = abs(v61) [B=16 L=48]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y9
 	VANDNPS Y4, Y9, Y9
 
-	// v64 = lt(v62, v11) [B=16 L=48]
+	// v64 = lt(absDiff, 1)
 	VCMPPS $0x11, Y7, Y9, Y10
 	VANDPS lgc2<>+0(SB), Y10, Y10
 
-	// v65 = mul(v63, v62) [B=16 L=48]
+	// v65 = mul(0.5, absDiff)
 	VMULPS  lgc22<>+0(SB), Y9, Y11
 	VMOVUPS Y8, (SP)
 	VMOVUPS Y1, 32(SP)
 	VMOVUPS Y3, 64(SP)
-	MOVQ    p7+56(FP), DX
+	MOVQ    s5+56(FP), DX
 	XORQ    SI, SI
 	ADDQ    CX, SI
 	VMOVUPS (DX)(SI*4), Y1
 
-	// v74 = max(v73, v11) [L=48]
+	// v74 = max(v73, 1)
 	VMAXPS  Y1, Y7, Y1
-	MOVQ    p8+64(FP), DX
+	MOVQ    s6+64(FP), DX
 	VMOVUPS (DX)(SI*4), Y3
 
-	// v77 = div(v76, v74) [L=48]
+	// v77 = div(v76, v74)
 	VDIVPS Y1, Y3, Y3
 
-	// v78 = sub(v61, v77) [B=16 L=48]
+	// v78 = sub(diff, v77)
 	VSUBPS Y3, Y4, Y3
 
-	// v79 = mul(v78, v78) [B=16 L=48]
+	// v79 = mul(v78, v78)
 	VMULPS  Y3, Y3, Y3
 	VMOVUPS Y4, 96(SP)
 
-	// v80 = where(v2, v79, v3) [B=16 L=48]
+	// v80 = where(mask, v79, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
@@ -2193,24 +2178,24 @@ blocks_15:
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
-	MOVQ         p9+72(FP), DX
+	MOVQ         state+72(FP), DX
 	VADDPD       5440(DX)(SI*8), Y4, Y4
 	VMOVUPD      Y4, 5440(DX)(SI*8)
 	VADDPD       5472(DX)(SI*8), Y3, Y3
 	VMOVUPD      Y3, 5472(DX)(SI*8)
-	MOVQ         p10+80(FP), DI
+	MOVQ         s8+80(FP), DI
 	VMOVUPS      (DI)(SI*4), Y3
 
-	// v85 = div(v84, v74) [L=48]
+	// v85 = div(v84, v74)
 	VDIVPS Y1, Y3, Y1
 
-	// v86 = sub(v59, v85) [B=16 L=48]
+	// v86 = sub(v59, v85)
 	VSUBPS Y1, Y5, Y1
 
-	// v87 = mul(v86, v86) [B=16 L=48]
+	// v87 = mul(v86, v86)
 	VMULPS Y1, Y1, Y1
 
-	// v88 = where(v2, v87, v3) [B=16 L=48]
+	// v88 = where(mask, v87, 0)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
@@ -2224,139 +2209,139 @@ blocks_15:
 	VADDPD       5984(DX)(SI*8), Y1, Y1
 	VMOVUPD      Y1, 5984(DX)(SI*8)
 
-	// v112 = div(v11, v49) []
+	// v112 = div(1, v49)
 	VDIVPS Y6, Y7, Y1
 
-	// v114 = where(v2, v112, v3) [B=16 L=48]
+	// v114 = where(mask, v112, 0)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
 
-	// v115 = mul(v114, v11) [B=16 L=48]
+	// v115 = mul(v114, 1)
 	VMULPS lgc2<>+0(SB), Y1, Y3
 
-	// v116 = where(v64, v115, v3) [B=16 L=48]
+	// v116 = where(v64, v115, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y10, Y4
 	VBLENDVPS Y4, Y3, Y2, Y4
 
-	// v117 = where(v64, v3, v115) [B=16 L=48]
+	// v117 = where(v64, 0, v115)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y10, Y5
 	VBLENDVPS Y5, Y2, Y3, Y3
 
-	// v118 = ne(v116, v3) [B=16 L=48]
+	// v118 = ne(v116, 0)
 	VCMPPS  $0x04, Y2, Y4, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
 	VMOVUPS 160(SP), Y6
 
-	// v119 = mul(v116, v62) [B=16 L=48]
+	// v119 = mul(v116, absDiff)
 	VMULPS Y6, Y4, Y6
 
-	// v120 = where(v118, v119, v116) [B=16 L=48]
+	// v120 = where(v118, v119, v116)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y6, Y4, Y6
 	VMOVUPS   128(SP), Y8
 
-	// v121 = mul(v116, v65) [B=16 L=48]
+	// v121 = mul(v116, v65)
 	VMULPS Y8, Y4, Y8
 
-	// v122 = where(v118, v121, v116) [B=16 L=48]
+	// v122 = where(v118, v121, v116)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v123 = add(v117, v122) [B=16 L=48]
+	// v123 = add(v117, v122)
 	VADDPS Y4, Y3, Y3
 
-	// v124 = mul(v120, v63) [B=16 L=48]
+	// v124 = mul(v120, 0.5)
 	VMULPS lgc22<>+0(SB), Y6, Y4
 
-	// v125 = add(v123, v124) [B=16 L=48]
+	// v125 = add(v123, v124)
 	VADDPS  Y4, Y3, Y3
 	VMOVUPS 96(SP), Y4
 
-	// v126 = gt(v61, v3) [B=16 L=48]
+	// v126 = gt(diff, 0)
 	VCMPPS $0x1e, Y2, Y4, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v127 = lt(v61, v3) [B=16 L=48]
+	// v127 = lt(diff, 0)
 	VCMPPS $0x11, Y2, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v128 = mul(v61, v3) [B=16 L=48]
+	// v128 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc35<>+0(SB), Y8
 
-	// v129 = where(v127, v113, v128) [B=16 L=48]
+	// v129 = where(v127, -1, v128)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
-	// v130 = where(v126, v11, v129) [B=16 L=48]
+	// v130 = where(v126, 1, v129)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y7, Y4, Y4
 
-	// v131 = ne(v125, v3) [B=16 L=48]
+	// v131 = ne(v125, 0)
 	VCMPPS $0x04, Y2, Y3, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v132 = mul(v125, v130) [B=16 L=48]
+	// v132 = mul(v125, v130)
 	VMULPS Y4, Y3, Y4
 
-	// v133 = where(v131, v132, v125) [B=16 L=48]
+	// v133 = where(v131, v132, v125)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y3
 
-	// v134 = neg(v133) [B=16 L=48]
+	// v134 = neg(v133)
 	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v135 = where(v2, v134, v3) [B=16 L=48]
+	// gradStateValue = where(mask, v134, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
 
-	// v136 = neg(v114) [B=16 L=48]
+	// v136 = neg(v114)
 	VXORPS lgc27<>+0(SB), Y1, Y1
 
-	// v137 = ne(v136, v3) [B=16 L=48]
+	// v137 = ne(v136, 0)
 	VCMPPS  $0x04, Y2, Y1, Y4
 	VANDPS  lgc2<>+0(SB), Y4, Y4
 	VMOVUPS 64(SP), Y5
 
-	// v138 = mul(v136, v30) [B=16 L=48]
+	// v138 = mul(v136, v30)
 	VMULPS Y5, Y1, Y5
 
-	// v139 = where(v137, v138, v136) [B=16 L=48]
+	// v139 = where(v137, v138, v136)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y1, Y1
 	VMOVUPS   32(SP), Y4
 
-	// v140 = where(v39, v139, v3) [B=16 L=48]
+	// v140 = where(v39, v139, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y1, Y2, Y5
 
-	// v141 = where(v39, v3, v139) [B=16 L=48]
+	// v141 = where(v39, 0, v139)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y2, Y1, Y1
 	VMOVUPS   (SP), Y4
 	VMOVUPS   lgc26<>+0(SB), Y6
 
-	// v142 = ge(v38, v42) [B=16 L=48]
+	// v142 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v143 = ne(v38, v38) [B=16 L=48]
+	// v143 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y7
 	VANDPS lgc2<>+0(SB), Y7, Y7
 
-	// v144 = max(v142, v143) [B=16 L=48]
+	// v144 = max(v142, v143)
 	VXORPS lgc27<>+0(SB), Y6, Y6
 	VXORPS lgc27<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
@@ -2364,17 +2349,17 @@ blocks_15:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc27<>+0(SB), Y6, Y6
 
-	// v145 = where(v144, v141, v3) [B=16 L=48]
+	// v145 = where(v144, v141, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y1, Y2, Y1
 	VMOVUPS   lgc25<>+0(SB), Y6
 
-	// v146 = le(v38, v40) [B=16 L=48]
+	// v146 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y4, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
-	// v147 = max(v146, v143) [B=16 L=48]
+	// v147 = max(v146, v143)
 	VXORPS lgc27<>+0(SB), Y6, Y6
 	VXORPS lgc27<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
@@ -2382,43 +2367,43 @@ blocks_15:
 	VORPS  Y8, Y6, Y6
 	VXORPS lgc27<>+0(SB), Y6, Y6
 
-	// v148 = where(v147, v140, v3) [B=16 L=48]
+	// v148 = where(v147, v140, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y2, Y5
 
-	// v149 = add(v145, v148) [B=16 L=48]
+	// v149 = add(v145, v148)
 	VADDPS Y5, Y1, Y1
 
-	// v150 = ne(v149, v3) [B=16 L=48]
+	// v150 = ne(v149, 0)
 	VCMPPS $0x04, Y2, Y1, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v151 = mul(v149, v38) [B=16 L=48]
+	// v151 = mul(v149, ratio)
 	VMULPS Y4, Y1, Y4
 
-	// v152 = where(v150, v151, v149) [B=16 L=48]
+	// v152 = where(v150, v151, v149)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
 
-	// v153 = where(v2, v152, v3) [B=16 L=48]
+	// gradLogProb = where(mask, v152, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y1, Y2, Y0
 
-	// store v135
-	MOVQ    p11+88(FP), DX
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), DX
 	VMOVUPS Y3, (DX)(BX*4)
 
-	// store v153
-	MOVQ    p12+96(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+96(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+48
 	JL      blocks_15
 	INCQ    AX
-	CMPQ    AX, p13+104(FP)
+	CMPQ    AX, hi+104(FP)
 	JL      outer0_14
 	VZEROUPPER
 	RET
@@ -2433,68 +2418,68 @@ DATA lgc35<>+24(SB)/4, $0xbf800000
 DATA lgc35<>+28(SB)/4, $0xbf800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-// func fbPass4AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func fbPass4AVX2(s13 *float32, s12 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass4AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s13+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc2<>+0(SB), Y1
 
-	// v108 = max(v107, v11) []
+	// v108 = max(v107, 1)
 	VMAXPS       Y0, Y1, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s12+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v109 = div(v106, v108) []
+	// v109 = div(v106, v108)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc33<>+0(SB), Y1
 
-	// v111 = div(v109, v110) []
+	// ess = div(v109, 16)
 	VDIVPS Y1, Y0, Y0
 
-	// store v111
-	MOVQ   p2+16(FP), AX
+	// store ess
+	MOVQ   ess+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass5AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32)
+// func fbPass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·fbPass5AVX2(SB), $0-32
 	XORQ AX, AX
 
 blocks_16:
-	MOVQ    p0+0(FP), CX
+	MOVQ    s5+0(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPS (CX)(DX*4), Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v74 = max(v73, v11) [L=48]
+	// v74 = max(v73, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    p1+8(FP), CX
+	MOVQ    s7+8(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
-	// v82 = div(v81, v74) [L=48]
+	// residVar = div(v81, v74)
 	VDIVPS  Y0, Y2, Y2
-	MOVQ    p2+16(FP), CX
+	MOVQ    s9+16(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
-	// v90 = div(v89, v74) [L=48]
+	// targetVar = div(v89, v74)
 	VDIVPS Y0, Y3, Y0
 
-	// v92 = add(v90, v91) [L=48]
+	// v92 = add(targetVar, 1.1920929e-07)
 	VADDPS lgc34<>+0(SB), Y0, Y0
 
-	// v93 = div(v82, v92) [L=48]
+	// v93 = div(residVar, v92)
 	VDIVPS Y0, Y2, Y0
 
-	// v94 = sub(v11, v93) [L=48]
+	// explainedVariance = sub(1, v93)
 	VSUBPS Y0, Y1, Y0
 
-	// store v94
-	MOVQ    p3+24(FP), CX
+	// store explainedVariance
+	MOVQ    explainedVariance+24(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX
 	CMPQ    AX, $+48
@@ -2518,7 +2503,6 @@ bulk_17:
 	VMINPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       lgc14<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
 	VMOVAPS      lgc17<>+0(SB), Y3

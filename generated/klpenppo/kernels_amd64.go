@@ -4,25 +4,29 @@
 
 package klpenppo
 
-// pass0AVX2 is pass 0 (elementwise over [B=256]) on 4 float64 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=256]) on 4 float64 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64)
+func pass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 
-// pass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see pass1Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
+func pass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 4 float64 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 4 float64 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
+func fbPass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, gradScale *float64, gradLoc *float64, kl *float64, gradStateValue *float64)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop in Go.
+// fbPass1AVX2 is pass 1 (elementwise over []) on 4 float64 lanes; see fbPass1Go for the same loop
+// in Go.
 //
 //go:noescape
-func fbPass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
+func fbPass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64)
+// func pass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $320-96
 	XORQ AX, AX
@@ -15,49 +15,49 @@ blocks_1:
 	XORQ    CX, CX
 
 inner_D_2:
-	MOVQ       p0+0(FP), DX
+	MOVQ       action+0(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+3, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y1
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DX)(X1*8), Y0
-	MOVQ       p1+8(FP), DX
+	MOVQ       loc+8(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
-	// v4 = sub(v3, v1) [B=256 D=3]
+	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
 
-	// v5 = mul(v4, v4) [B=256 D=3]
+	// v5 = mul(v4, v4)
 	VMULPD Y0, Y0, Y0
 
-	// v6 = neg(v5) [B=256 D=3]
+	// v6 = neg(v5)
 	VXORPD     lgc3<>+0(SB), Y0, Y0
-	MOVQ       p2+16(FP), DX
+	MOVQ       scale+16(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
-	// v8 = mul(v2, v2) [B=256 D=3]
+	// v8 = mul(scale, scale)
 	VMULPD Y1, Y1, Y2
 
-	// v9 = mul(v7, v8) [B=256 D=3]
+	// v9 = mul(2, v8)
 	VMULPD lgc4<>+0(SB), Y2, Y2
 
-	// v10 = div(v6, v9) [B=256 D=3]
+	// v10 = div(v6, v9)
 	VDIVPD Y2, Y0, Y0
 
-	// v11 = log(v2) [B=256 D=3]
+	// v11 = log(scale)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y1, Y2
 	VMULPD      lgc6<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
@@ -106,10 +106,10 @@ inner_D_2:
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 
-	// v12 = sub(v10, v11) [B=256 D=3]
+	// v12 = sub(v10, v11)
 	VSUBPD Y2, Y0, Y0
 
-	// v14 = sub(v12, v13) [B=256 D=3]
+	// v14 = sub(v12, 0.9189385332046727)
 	VSUBPD lgc26<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
@@ -119,14 +119,14 @@ inner_D_2:
 	CMPQ    CX, $+3
 	JL      inner_D_2
 
-	// finish v15
+	// finish logProb
 	VMOVUPD (SP), Y0
-	MOVQ    p3+24(FP), CX
+	MOVQ    sampleLogProb+24(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v17 = sub(v15, v16) [B=256]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc0<>+0(SB), Y2
 	VMOVUPD Y2, 64(SP)
@@ -135,58 +135,58 @@ inner_D_2:
 	XORQ    CX, CX
 
 inner_D_3:
-	MOVQ       p4+32(FP), BX
+	MOVQ       oldScale+32(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+3, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, CX, DI
+	MOVQ       CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       p2+16(FP), BX
+	MOVQ       scale+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
-	// v20 = div(v19, v2) [B=256 D=3]
+	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
-	// v21 = mul(v20, v20) [B=256 D=3]
+	// v21 = mul(v20, v20)
 	VMULPD     Y0, Y0, Y0
-	MOVQ       p5+40(FP), BX
+	MOVQ       oldLoc+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y3
 	VMOVUPD    lgc2<>+0(SB), Y4
 	VMOVUPD    lgc0<>+0(SB), Y2
 	VGATHERDPD Y4, (BX)(X3*8), Y2
-	MOVQ       p1+8(FP), BX
+	MOVQ       loc+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
 	VMOVUPD    lgc2<>+0(SB), Y5
 	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
 
-	// v22 = sub(v18, v1) [B=256 D=3]
+	// v22 = sub(oldLoc, loc)
 	VSUBPD Y3, Y2, Y2
 
-	// v23 = div(v22, v2) [B=256 D=3]
+	// v23 = div(v22, scale)
 	VDIVPD Y1, Y2, Y1
 
-	// v24 = mul(v23, v23) [B=256 D=3]
+	// v24 = mul(v23, v23)
 	VMULPD Y1, Y1, Y1
 
-	// v26 = add(v21, v24) [B=256 D=3]
+	// v26 = add(v21, v24)
 	VADDPD Y1, Y0, Y1
 
-	// v28 = sub(v26, v27) [B=256 D=3]
+	// v28 = sub(v26, 1)
 	VSUBPD lgc10<>+0(SB), Y1, Y1
 
-	// v29 = log(v21) [B=256 D=3]
+	// v29 = log(v21)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y2
 	VMULPD      lgc6<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
@@ -235,10 +235,10 @@ inner_D_3:
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 
-	// v30 = sub(v28, v29) [B=256 D=3]
+	// v30 = sub(v28, v29)
 	VSUBPD Y2, Y1, Y0
 
-	// v31 = mul(v25, v30) [B=256 D=3]
+	// v31 = mul(0.5, v30)
 	VMULPD lgc12<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
@@ -248,16 +248,15 @@ inner_D_3:
 	CMPQ    CX, $+3
 	JL      inner_D_3
 
-	// finish v32
+	// finish kl
 	VMOVUPD 64(SP), Y0
 	VMOVUPD 160(SP), Y1
 
-	// v34 = exp(v17) [B=256]
+	// v34 = exp(logWeight)
 	VMAXPD       lgc27<>+0(SB), Y1, Y2
 	VMINPD       lgc28<>+0(SB), Y2, Y2
 	VMULPD       lgc29<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VMOVAPD      Y2, Y2
 	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
 	VMOVAPD      lgc30<>+0(SB), Y4
@@ -288,35 +287,33 @@ inner_D_3:
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	MOVQ         p6+48(FP), CX
+	MOVQ         advantage+48(FP), CX
 	VMOVUPD      (CX)(DX*8), Y1
 
-	// v35 = mul(v34, v0) [B=256]
+	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
-	MOVQ         p7+56(FP), CX
+	MOVQ         stateBeta+56(FP), CX
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y2
 
-	// v36 = mul(v33, v32) [B=256]
+	// v36 = mul(beta, kl)
 	VMULPD Y0, Y2, Y2
 
-	// v37 = sub(v35, v36) [B=256]
+	// v37 = sub(v35, v36)
 	VSUBPD Y2, Y1, Y1
 
-	// v38 = neg(v37) [B=256]
+	// v38 = neg(v37)
 	VXORPD lgc3<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
-	MOVQ    p8+64(FP), CX
+	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-
-	// v40 = detach(v32) [B=256]  # kl
-	MOVQ    p3+24(FP), BX
+	MOVQ    sampleLogProb+24(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 	VMOVUPD 128(SP), Y2
 
-	// v41 = sub(v16, v15) [B=256]
+	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
 
 	// mean(v41) over [B]
@@ -329,11 +326,11 @@ inner_D_3:
 	XORQ    BX, BX
 
 inner_D_4:
-	MOVQ       p2+16(FP), SI
+	MOVQ       scale+16(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+3, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, BX, R8
+	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*8), SI
 	VMOVUPD    lgc1<>+0(SB), Y1
@@ -341,7 +338,7 @@ inner_D_4:
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (SI)(X1*8), Y0
 
-	// v11 = log(v2) [B=256 D=3]
+	// v11 = log(scale)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
 	VMULPD      lgc6<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
@@ -390,7 +387,7 @@ inner_D_4:
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
-	// v44 = add(v43, v11) [B=256 D=3]
+	// v44 = add(1.4189385332046727, v11)
 	VADDPD lgc43<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
@@ -400,38 +397,38 @@ inner_D_4:
 	CMPQ    BX, $+3
 	JL      inner_D_4
 
-	// finish v45
+	// finish entropy
 	VMOVUPD 192(SP), Y0
 
-	// v47 = mul(v46, v45) [B=256]
+	// v47 = mul(-0.01, entropy)
 	VMULPD lgc44<>+0(SB), Y0, Y1
 
-	// mean(v45) over [B]
+	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
 	VMOVUPD Y0, 448(CX)
 
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    p9+72(FP), BX
+	MOVQ    valueTarget+72(FP), BX
 	VMOVUPD (BX)(DX*8), Y0
-	MOVQ    p10+80(FP), BX
+	MOVQ    stateValue+80(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
-	// v52 = sub(v50, v51) [B=256]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPD Y1, Y0, Y1
 
-	// v53 = mul(v52, v52) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPD Y1, Y1, Y2
 
-	// v54 = mul(v27, v53) [B=256]
+	// v54 = mul(1, l2)
 	VMULPD lgc10<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
 	VMOVUPD Y2, 832(CX)
 
-	// var(v52) over [B]
+	// var(diff) over [B]
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
@@ -445,7 +442,7 @@ inner_D_4:
 	VMOVUPD     Y2, 1216(CX)
 	VMOVUPD     Y1, 1408(CX)
 
-	// var(v50) over [B]
+	// var(valueTarget) over [B]
 	VMOVUPD     1792(CX), Y1
 	VSUBPD      Y1, Y0, Y2
 	VMOVUPD     1600(CX), Y3
@@ -460,13 +457,13 @@ inner_D_4:
 	VMOVUPD     Y0, 1984(CX)
 	VMOVUPD     256(SP), Y0
 
-	// mean(v32) over [B]
+	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
 	VMOVUPD 288(SP), Y0
 
-	// store v40
-	MOVQ    p11+88(FP), CX
+	// store kl2
+	MOVQ    kl+88(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+256
@@ -756,63 +753,61 @@ DATA lgc44<>+16(SB)/8, $0xbf847ae140000000
 DATA lgc44<>+24(SB)/8, $0xbf847ae140000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
+// func pass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-48
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v59 = add(v57, v58) []
+	// v59 = add(targetVar, 2.220446e-16)
 	VADDPD       lgc45<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v60 = div(v56, v59) []
+	// v60 = div(residVar, v59)
 	VDIVPD  Y0, Y1, Y0
 	VMOVUPD lgc10<>+0(SB), Y1
 
-	// v61 = sub(v27, v60) []
+	// explainedVariance = sub(1, v60)
 	VSUBPD       Y0, Y1, Y0
-	MOVQ         p2+16(FP), AX
+	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
+	VMOVUPD      lgc46<>+0(SB), Y2
 
-	// v63 = detach(v62) []
-	VMOVUPD lgc46<>+0(SB), Y2
-
-	// v65 = gt(v63, v64) []
+	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
 	VANDPD       lgc10<>+0(SB), Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
-	// v66 = mul(v33, v7) []
+	// v66 = mul(beta, 2)
 	VMULPD  lgc4<>+0(SB), Y3, Y4
 	VMOVUPD lgc47<>+0(SB), Y5
 
-	// v68 = lt(v63, v67) []
+	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 	VANDPD lgc10<>+0(SB), Y1, Y1
 
-	// v69 = mul(v33, v25) []
+	// v69 = mul(beta, 0.5)
 	VMULPD lgc12<>+0(SB), Y3, Y5
 
-	// v70 = where(v68, v69, v33) []
+	// v70 = where(v68, v69, beta)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
-	// v71 = where(v65, v66, v70) []
+	// beta2 = where(v65, v66, v70)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
-	// store v61
-	MOVQ   p4+32(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+32(FP), AX
 	VMOVSD X0, (AX)(CX*8)
 
-	// store v71
-	MOVQ   p5+40(FP), AX
+	// store beta2
+	MOVQ   beta+40(FP), AX
 	VMOVSD X1, (AX)(CX*8)
 	VZEROUPPER
 	RET
@@ -835,7 +830,7 @@ DATA lgc47<>+16(SB)/8, $0x3f7b4e81aaaaaaab
 DATA lgc47<>+24(SB)/8, $0x3f7b4e81aaaaaaab
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 *float64, p10 *float64, p11 *float64, p12 *float64, p13 *float64, p14 *float64)
+// func fbPass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, gradScale *float64, gradLoc *float64, kl *float64, gradStateValue *float64)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $1024-120
 	XORQ AX, AX
@@ -846,46 +841,46 @@ blocks_5:
 	XORQ    CX, CX
 
 inner_D_6:
-	MOVQ       p0+0(FP), DX
+	MOVQ       action+0(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+3, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y1
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DX)(X1*8), Y0
-	MOVQ       p1+8(FP), DX
+	MOVQ       loc+8(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (DX)(X2*8), Y1
 
-	// v4 = sub(v3, v1) [B=256 D=3]
+	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
 
-	// v5 = mul(v4, v4) [B=256 D=3]
+	// v5 = mul(v4, v4)
 	VMULPD Y0, Y0, Y1
 
-	// v6 = neg(v5) [B=256 D=3]
+	// v6 = neg(v5)
 	VXORPD     lgc3<>+0(SB), Y1, Y2
-	MOVQ       p2+16(FP), DX
+	MOVQ       scale+16(FP), DX
 	LEAQ       (DX)(BX*8), DX
 	VMOVUPD    lgc1<>+0(SB), Y4
 	VMOVUPD    lgc2<>+0(SB), Y5
 	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (DX)(X4*8), Y3
 
-	// v8 = mul(v2, v2) [B=256 D=3]
+	// v8 = mul(scale, scale)
 	VMULPD Y3, Y3, Y4
 
-	// v9 = mul(v7, v8) [B=256 D=3]
+	// v9 = mul(2, v8)
 	VMULPD lgc4<>+0(SB), Y4, Y5
 
-	// v10 = div(v6, v9) [B=256 D=3]
+	// v10 = div(v6, v9)
 	VDIVPD  Y5, Y2, Y6
 	VMOVUPD Y2, 64(SP)
 	VMOVUPD Y5, 96(SP)
@@ -893,7 +888,7 @@ inner_D_6:
 	VMOVUPD Y1, 160(SP)
 	VMOVUPD Y0, 192(SP)
 
-	// v11 = log(v2) [B=256 D=3]
+	// v11 = log(scale)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y3, Y0
 	VMULPD      lgc6<>+0(SB), Y3, Y1
 	VBLENDVPD   Y0, Y1, Y3, Y1
@@ -942,10 +937,10 @@ inner_D_6:
 	VCMPPD      $0x03, Y3, Y3, Y1
 	VBLENDVPD   Y1, Y3, Y0, Y0
 
-	// v12 = sub(v10, v11) [B=256 D=3]
+	// v12 = sub(v10, v11)
 	VSUBPD Y0, Y6, Y0
 
-	// v14 = sub(v12, v13) [B=256 D=3]
+	// v14 = sub(v12, 0.9189385332046727)
 	VSUBPD lgc26<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
@@ -955,14 +950,14 @@ inner_D_6:
 	CMPQ    CX, $+3
 	JL      inner_D_6
 
-	// finish v15
+	// finish logProb
 	VMOVUPD (SP), Y0
-	MOVQ    p3+24(FP), CX
+	MOVQ    sampleLogProb+24(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPD (CX)(DX*8), Y1
 
-	// v17 = sub(v15, v16) [B=256]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc0<>+0(SB), Y2
 	VMOVUPD Y2, 224(SP)
@@ -971,61 +966,61 @@ inner_D_6:
 	XORQ    CX, CX
 
 inner_D_7:
-	MOVQ       p4+32(FP), BX
+	MOVQ       oldScale+32(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+3, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, CX, DI
+	MOVQ       CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       p2+16(FP), BX
+	MOVQ       scale+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
-	// v20 = div(v19, v2) [B=256 D=3]
+	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
-	// v21 = mul(v20, v20) [B=256 D=3]
+	// v21 = mul(v20, v20)
 	VMULPD     Y0, Y0, Y2
-	MOVQ       p5+40(FP), BX
+	MOVQ       oldLoc+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
 	VMOVUPD    lgc2<>+0(SB), Y5
 	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
-	MOVQ       p1+8(FP), BX
+	MOVQ       loc+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y5
 	VMOVUPD    lgc2<>+0(SB), Y6
 	VMOVUPD    lgc0<>+0(SB), Y4
 	VGATHERDPD Y6, (BX)(X5*8), Y4
 
-	// v22 = sub(v18, v1) [B=256 D=3]
+	// v22 = sub(oldLoc, loc)
 	VSUBPD Y4, Y3, Y3
 
-	// v23 = div(v22, v2) [B=256 D=3]
+	// v23 = div(v22, scale)
 	VDIVPD Y1, Y3, Y1
 
-	// v24 = mul(v23, v23) [B=256 D=3]
+	// v24 = mul(v23, v23)
 	VMULPD Y1, Y1, Y4
 
-	// v26 = add(v21, v24) [B=256 D=3]
+	// v26 = add(v21, v24)
 	VADDPD Y4, Y2, Y4
 
-	// v28 = sub(v26, v27) [B=256 D=3]
+	// v28 = sub(v26, 1)
 	VSUBPD  lgc10<>+0(SB), Y4, Y4
 	VMOVUPD Y1, 352(SP)
 	VMOVUPD Y3, 384(SP)
 	VMOVUPD Y0, 416(SP)
 
-	// v29 = log(v21) [B=256 D=3]
+	// v29 = log(v21)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y2, Y0
 	VMULPD      lgc6<>+0(SB), Y2, Y1
 	VBLENDVPD   Y0, Y1, Y2, Y1
@@ -1074,10 +1069,10 @@ inner_D_7:
 	VCMPPD      $0x03, Y2, Y2, Y1
 	VBLENDVPD   Y1, Y2, Y0, Y0
 
-	// v30 = sub(v28, v29) [B=256 D=3]
+	// v30 = sub(v28, v29)
 	VSUBPD Y0, Y4, Y0
 
-	// v31 = mul(v25, v30) [B=256 D=3]
+	// v31 = mul(0.5, v30)
 	VMULPD lgc12<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
@@ -1087,16 +1082,15 @@ inner_D_7:
 	CMPQ    CX, $+3
 	JL      inner_D_7
 
-	// finish v32
+	// finish kl
 	VMOVUPD 224(SP), Y0
 	VMOVUPD 320(SP), Y1
 
-	// v34 = exp(v17) [B=256]
+	// v34 = exp(logWeight)
 	VMAXPD       lgc27<>+0(SB), Y1, Y2
 	VMINPD       lgc28<>+0(SB), Y2, Y2
 	VMULPD       lgc29<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VMOVAPD      Y2, Y2
 	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
 	VMOVAPD      lgc30<>+0(SB), Y4
@@ -1127,35 +1121,33 @@ inner_D_7:
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	MOVQ         p6+48(FP), CX
+	MOVQ         advantage+48(FP), CX
 	VMOVUPD      (CX)(DX*8), Y1
 
-	// v35 = mul(v34, v0) [B=256]
+	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
-	MOVQ         p7+56(FP), CX
+	MOVQ         stateBeta+56(FP), CX
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y2
 
-	// v36 = mul(v33, v32) [B=256]
+	// v36 = mul(beta, kl)
 	VMULPD Y0, Y2, Y2
 
-	// v37 = sub(v35, v36) [B=256]
+	// v37 = sub(v35, v36)
 	VSUBPD Y2, Y1, Y1
 
-	// v38 = neg(v37) [B=256]
+	// v38 = neg(v37)
 	VXORPD lgc3<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
-	MOVQ    p8+64(FP), CX
+	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-
-	// v40 = detach(v32) [B=256]  # kl
-	MOVQ    p3+24(FP), SI
+	MOVQ    sampleLogProb+24(FP), SI
 	VMOVUPD (SI)(DX*8), Y1
 	VMOVUPD 288(SP), Y2
 
-	// v41 = sub(v16, v15) [B=256]
+	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
 
 	// mean(v41) over [B]
@@ -1169,11 +1161,11 @@ inner_D_7:
 	XORQ    SI, SI
 
 inner_D_8:
-	MOVQ       p2+16(FP), DI
+	MOVQ       scale+16(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+3, AX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, SI, R9
+	MOVQ       SI, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*8), DI
 	VMOVUPD    lgc1<>+0(SB), Y1
@@ -1181,7 +1173,7 @@ inner_D_8:
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (DI)(X1*8), Y0
 
-	// v11 = log(v2) [B=256 D=3]
+	// v11 = log(scale)
 	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
 	VMULPD      lgc6<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
@@ -1230,7 +1222,7 @@ inner_D_8:
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
-	// v44 = add(v43, v11) [B=256 D=3]
+	// v44 = add(1.4189385332046727, v11)
 	VADDPD lgc43<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
@@ -1240,38 +1232,38 @@ inner_D_8:
 	CMPQ    SI, $+3
 	JL      inner_D_8
 
-	// finish v45
+	// finish entropy
 	VMOVUPD 448(SP), Y0
 
-	// v47 = mul(v46, v45) [B=256]
+	// v47 = mul(-0.01, entropy)
 	VMULPD lgc44<>+0(SB), Y0, Y1
 
-	// mean(v45) over [B]
+	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
 	VMOVUPD Y0, 448(CX)
 
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    p9+72(FP), SI
+	MOVQ    valueTarget+72(FP), SI
 	VMOVUPD (SI)(DX*8), Y0
-	MOVQ    p10+80(FP), SI
+	MOVQ    stateValue+80(FP), SI
 	VMOVUPD (SI)(DX*8), Y1
 
-	// v52 = sub(v50, v51) [B=256]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPD Y1, Y0, Y1
 
-	// v53 = mul(v52, v52) [B=256]
+	// l2 = mul(diff, diff)
 	VMULPD Y1, Y1, Y2
 
-	// v54 = mul(v27, v53) [B=256]
+	// v54 = mul(1, l2)
 	VMULPD lgc10<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
 	VMOVUPD Y2, 832(CX)
 
-	// var(v52) over [B]
+	// var(diff) over [B]
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
@@ -1285,7 +1277,7 @@ inner_D_8:
 	VMOVUPD     Y2, 1216(CX)
 	VMOVUPD     Y5, 1408(CX)
 
-	// var(v50) over [B]
+	// var(valueTarget) over [B]
 	VMOVUPD     1792(CX), Y2
 	VSUBPD      Y2, Y0, Y3
 	VMOVUPD     1600(CX), Y4
@@ -1300,68 +1292,68 @@ inner_D_8:
 	VMOVUPD     Y0, 1984(CX)
 	VMOVUPD     512(SP), Y0
 
-	// mean(v32) over [B]
+	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
 
-	// v73 = mul(v72, v52) [B=256]
+	// v73 = mul(0.00390625, diff)
 	VMULPD lgc48<>+0(SB), Y1, Y0
 
-	// v74 = add(v73, v73) [B=256]
+	// v74 = add(v73, v73)
 	VADDPD Y0, Y0, Y0
 
-	// v75 = neg(v74) [B=256]
+	// gradStateValue = neg(v74)
 	VXORPD       lgc3<>+0(SB), Y0, Y0
-	MOVQ         p7+56(FP), CX
+	MOVQ         stateBeta+56(FP), CX
 	VBROADCASTSD (CX)(BX*8), Y1
 
-	// v78 = mul(v72, v33) []
+	// v78 = mul(0.00390625, beta)
 	VMULPD  lgc48<>+0(SB), Y1, Y1
-	MOVQ    p6+48(FP), CX
+	MOVQ    advantage+48(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
-	// v79 = mul(v77, v0) [B=256]
+	// v79 = mul(-0.00390625, advantage)
 	VMULPD  lgc49<>+0(SB), Y2, Y2
 	VMOVUPD lgc0<>+0(SB), Y3
 
-	// v81 = ne(v79, v80) [B=256]
+	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y3, Y2, Y4
 	VANDPD  lgc10<>+0(SB), Y4, Y4
 	VMOVUPD 544(SP), Y5
 
-	// v82 = mul(v79, v34) [B=256]
+	// v82 = mul(v79, v34)
 	VMULPD Y5, Y2, Y5
 
-	// v83 = where(v81, v82, v79) [B=256]
+	// v83 = where(v81, v82, v79)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y4, Y6
 	VBLENDVPD Y6, Y5, Y2, Y2
 
-	// v84 = mul(v78, v25) []
+	// v84 = mul(v78, 0.5)
 	VMULPD lgc12<>+0(SB), Y1, Y1
 
-	// v85 = neg(v84) []
+	// v85 = neg(v84)
 	VXORPD lgc3<>+0(SB), Y1, Y4
 
-	// v86 = ne(v85, v80) []
+	// v86 = ne(v85, 0)
 	VCMPPD $0x04, Y3, Y4, Y5
 	VANDPD lgc10<>+0(SB), Y5, Y5
 
-	// v90 = ne(v84, v80) []
+	// v90 = ne(v84, 0)
 	VCMPPD $0x04, Y3, Y1, Y6
 	VANDPD lgc10<>+0(SB), Y6, Y6
 
-	// v111 = neg(v83) [B=256]
+	// v111 = neg(v83)
 	VXORPD lgc3<>+0(SB), Y2, Y7
 
-	// v112 = add(v76, v111) [B=256]
+	// v112 = add(-3.90625e-05, v111)
 	VADDPD lgc50<>+0(SB), Y7, Y8
 
-	// v115 = ne(v83, v80) [B=256]
+	// v115 = ne(v83, 0)
 	VCMPPD $0x04, Y3, Y2, Y9
 	VANDPD lgc10<>+0(SB), Y9, Y9
 
-	// v119 = ne(v111, v80) [B=256]
+	// v119 = ne(v111, 0)
 	VCMPPD  $0x04, Y3, Y7, Y3
 	VANDPD  lgc10<>+0(SB), Y3, Y3
 	VMOVUPD Y0, 608(SP)
@@ -1377,204 +1369,204 @@ inner_D_8:
 	XORQ    CX, CX
 
 inner_D_9:
-	MOVQ       p0+0(FP), BX
+	MOVQ       action+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+3, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, CX, DI
+	MOVQ       CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y1
 	VMOVUPD    lgc2<>+0(SB), Y2
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       p1+8(FP), BX
+	MOVQ       loc+8(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y2
 	VMOVUPD    lgc2<>+0(SB), Y3
 	VMOVUPD    lgc0<>+0(SB), Y1
 	VGATHERDPD Y3, (BX)(X2*8), Y1
 
-	// v4 = sub(v3, v1) [B=256 D=3]
+	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
 
-	// v5 = mul(v4, v4) [B=256 D=3]
+	// v5 = mul(v4, v4)
 	VMULPD Y0, Y0, Y2
 
-	// v6 = neg(v5) [B=256 D=3]
+	// v6 = neg(v5)
 	VXORPD     lgc3<>+0(SB), Y2, Y2
-	MOVQ       p2+16(FP), BX
+	MOVQ       scale+16(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y4
 	VMOVUPD    lgc2<>+0(SB), Y5
 	VMOVUPD    lgc0<>+0(SB), Y3
 	VGATHERDPD Y5, (BX)(X4*8), Y3
 
-	// v8 = mul(v2, v2) [B=256 D=3]
+	// v8 = mul(scale, scale)
 	VMULPD Y3, Y3, Y4
 
-	// v9 = mul(v7, v8) [B=256 D=3]
+	// v9 = mul(2, v8)
 	VMULPD lgc4<>+0(SB), Y4, Y4
 
-	// v10 = div(v6, v9) [B=256 D=3]
+	// v10 = div(v6, v9)
 	VDIVPD     Y4, Y2, Y2
-	MOVQ       p4+32(FP), BX
+	MOVQ       oldScale+32(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y6
 	VMOVUPD    lgc2<>+0(SB), Y7
 	VMOVUPD    lgc0<>+0(SB), Y5
 	VGATHERDPD Y7, (BX)(X6*8), Y5
 
-	// v20 = div(v19, v2) [B=256 D=3]
+	// v20 = div(oldScale, scale)
 	VDIVPD Y3, Y5, Y5
 
-	// v21 = mul(v20, v20) [B=256 D=3]
+	// v21 = mul(v20, v20)
 	VMULPD     Y5, Y5, Y6
-	MOVQ       p5+40(FP), BX
+	MOVQ       oldLoc+40(FP), BX
 	LEAQ       (BX)(SI*8), BX
 	VMOVUPD    lgc1<>+0(SB), Y8
 	VMOVUPD    lgc2<>+0(SB), Y9
 	VMOVUPD    lgc0<>+0(SB), Y7
 	VGATHERDPD Y9, (BX)(X8*8), Y7
 
-	// v22 = sub(v18, v1) [B=256 D=3]
+	// v22 = sub(oldLoc, loc)
 	VSUBPD Y1, Y7, Y1
 
-	// v23 = div(v22, v2) [B=256 D=3]
+	// v23 = div(v22, scale)
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD 704(SP), Y7
 
-	// v87 = div(v85, v21) [B=256 D=3]
+	// v87 = div(v85, v21)
 	VDIVPD  Y6, Y7, Y6
 	VMOVUPD 736(SP), Y8
 
-	// v88 = where(v86, v87, v85) [B=256 D=3]
+	// v88 = where(v86, v87, v85)
 	VMOVUPD   lgc0<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y8, Y9
 	VBLENDVPD Y9, Y6, Y7, Y6
 	VMOVUPD   672(SP), Y7
 
-	// v89 = add(v88, v84) [B=256 D=3]
+	// v89 = add(v88, v84)
 	VADDPD Y7, Y6, Y6
 
-	// v91 = mul(v84, v23) [B=256 D=3]
+	// v91 = mul(v84, v23)
 	VMULPD  Y1, Y7, Y8
 	VMOVUPD 768(SP), Y9
 
-	// v92 = where(v90, v91, v84) [B=256 D=3]
+	// v92 = where(v90, v91, v84)
 	VMOVUPD   lgc0<>+0(SB), Y10
 	VCMPPD    $0x04, Y10, Y9, Y10
 	VBLENDVPD Y10, Y8, Y7, Y7
 
-	// v93 = add(v92, v92) [B=256 D=3]
+	// v93 = add(v92, v92)
 	VADDPD Y7, Y7, Y7
 
-	// v94 = div(v93, v2) [B=256 D=3]
+	// v94 = div(v93, scale)
 	VDIVPD Y3, Y7, Y8
 
-	// v95 = neg(v93) [B=256 D=3]
+	// v95 = neg(v93)
 	VXORPD lgc3<>+0(SB), Y7, Y7
 
-	// v96 = div(v23, v2) [B=256 D=3]
+	// v96 = div(v23, scale)
 	VDIVPD  Y3, Y1, Y1
 	VMOVUPD lgc0<>+0(SB), Y9
 
-	// v97 = ne(v95, v80) [B=256 D=3]
+	// v97 = ne(v95, 0)
 	VCMPPD $0x04, Y9, Y7, Y10
 	VANDPD lgc10<>+0(SB), Y10, Y10
 
-	// v98 = mul(v95, v96) [B=256 D=3]
+	// v98 = mul(v95, v96)
 	VMULPD  Y1, Y7, Y1
 	VMOVUPD Y0, 928(SP)
 
-	// v99 = where(v97, v98, v95) [B=256 D=3]
+	// v99 = where(v97, v98, v95)
 	VMOVUPD   lgc0<>+0(SB), Y0
 	VCMPPD    $0x04, Y0, Y10, Y0
 	VBLENDVPD Y0, Y1, Y7, Y0
 
-	// v100 = neg(v94) [B=256 D=3]
+	// v100 = neg(v94)
 	VXORPD lgc3<>+0(SB), Y8, Y1
 
-	// v101 = ne(v89, v80) [B=256 D=3]
+	// v101 = ne(v89, 0)
 	VCMPPD $0x04, Y9, Y6, Y7
 	VANDPD lgc10<>+0(SB), Y7, Y7
 
-	// v102 = mul(v89, v20) [B=256 D=3]
+	// v102 = mul(v89, v20)
 	VMULPD Y5, Y6, Y8
 
-	// v103 = where(v101, v102, v89) [B=256 D=3]
+	// v103 = where(v101, v102, v89)
 	VMOVUPD   lgc0<>+0(SB), Y10
 	VCMPPD    $0x04, Y10, Y7, Y10
 	VBLENDVPD Y10, Y8, Y6, Y6
 
-	// v104 = add(v103, v103) [B=256 D=3]
+	// v104 = add(v103, v103)
 	VADDPD Y6, Y6, Y6
 
-	// v105 = neg(v104) [B=256 D=3]
+	// v105 = neg(v104)
 	VXORPD lgc3<>+0(SB), Y6, Y6
 
-	// v106 = div(v20, v2) [B=256 D=3]
+	// v106 = div(v20, scale)
 	VDIVPD Y3, Y5, Y5
 
-	// v107 = ne(v105, v80) [B=256 D=3]
+	// v107 = ne(v105, 0)
 	VCMPPD $0x04, Y9, Y6, Y7
 	VANDPD lgc10<>+0(SB), Y7, Y7
 
-	// v108 = mul(v105, v106) [B=256 D=3]
+	// v108 = mul(v105, v106)
 	VMULPD Y5, Y6, Y5
 
-	// v109 = where(v107, v108, v105) [B=256 D=3]
+	// v109 = where(v107, v108, v105)
 	VMOVUPD   lgc0<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y7, Y8
 	VBLENDVPD Y8, Y5, Y6, Y5
 
-	// v110 = add(v99, v109) [B=256 D=3]
+	// v110 = add(v99, v109)
 	VADDPD  Y5, Y0, Y0
 	VMOVUPD 832(SP), Y5
 
-	// v113 = div(v112, v2) [B=256 D=3]
+	// v113 = div(v112, scale)
 	VDIVPD Y3, Y5, Y5
 
-	// v114 = add(v110, v113) [B=256 D=3]
+	// v114 = add(v110, v113)
 	VADDPD  Y5, Y0, Y0
 	VMOVUPD 640(SP), Y5
 
-	// v116 = div(v83, v9) [B=256 D=3]
+	// v116 = div(v83, v9)
 	VDIVPD  Y4, Y5, Y6
 	VMOVUPD 864(SP), Y7
 
-	// v117 = where(v115, v116, v83) [B=256 D=3]
+	// v117 = where(v115, v116, v83)
 	VMOVUPD   lgc0<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y7, Y8
 	VBLENDVPD Y8, Y6, Y5, Y5
 
-	// v118 = div(v10, v9) [B=256 D=3]
+	// v118 = div(v10, v9)
 	VDIVPD  Y4, Y2, Y2
 	VMOVUPD 800(SP), Y4
 
-	// v120 = mul(v111, v118) [B=256 D=3]
+	// v120 = mul(v111, v118)
 	VMULPD  Y2, Y4, Y2
 	VMOVUPD 896(SP), Y6
 
-	// v121 = where(v119, v120, v111) [B=256 D=3]
+	// v121 = where(v119, v120, v111)
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y6, Y7
 	VBLENDVPD Y7, Y2, Y4, Y2
 
-	// v122 = mul(v121, v7) [B=256 D=3]
+	// v122 = mul(v121, 2)
 	VMULPD lgc4<>+0(SB), Y2, Y2
 
-	// v123 = mul(v122, v2) [B=256 D=3]
+	// v123 = mul(v122, scale)
 	VMULPD Y3, Y2, Y2
 
-	// v124 = add(v114, v123) [B=256 D=3]
+	// v124 = add(v114, v123)
 	VADDPD Y2, Y0, Y0
 
-	// v125 = add(v124, v123) [B=256 D=3]
+	// gradScale = add(v124, v123)
 	VADDPD Y2, Y0, Y0
 
-	// store v125
-	MOVQ    p11+88(FP), BX
+	// store gradScale
+	MOVQ    gradScale+88(FP), BX
 	VMOVUPD Y0, 960(SP)
 	MOVQ    960(SP), DI
 	MOVQ    DI, (BX)(SI*8)
@@ -1585,33 +1577,33 @@ inner_D_9:
 	MOVQ    984(SP), DI
 	MOVQ    DI, 72(BX)(SI*8)
 
-	// v126 = neg(v117) [B=256 D=3]
+	// v126 = neg(v117)
 	VXORPD lgc3<>+0(SB), Y5, Y0
 
-	// v127 = ne(v126, v80) [B=256 D=3]
+	// v127 = ne(v126, 0)
 	VCMPPD  $0x04, Y9, Y0, Y2
 	VANDPD  lgc10<>+0(SB), Y2, Y2
 	VMOVUPD 928(SP), Y3
 
-	// v128 = mul(v126, v4) [B=256 D=3]
+	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
 
-	// v129 = where(v127, v128, v126) [B=256 D=3]
+	// v129 = where(v127, v128, v126)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y2, Y4
 	VBLENDVPD Y4, Y3, Y0, Y0
 
-	// v130 = add(v129, v129) [B=256 D=3]
+	// v130 = add(v129, v129)
 	VADDPD Y0, Y0, Y0
 
-	// v131 = neg(v130) [B=256 D=3]
+	// v131 = neg(v130)
 	VXORPD lgc3<>+0(SB), Y0, Y0
 
-	// v132 = add(v100, v131) [B=256 D=3]
+	// gradLoc = add(v100, v131)
 	VADDPD Y0, Y1, Y0
 
-	// store v132
-	MOVQ    p12+96(FP), BX
+	// store gradLoc
+	MOVQ    gradLoc+96(FP), BX
 	VMOVUPD Y0, 992(SP)
 	MOVQ    992(SP), DI
 	MOVQ    DI, (BX)(SI*8)
@@ -1626,13 +1618,13 @@ inner_D_9:
 	JL      inner_D_9
 	VMOVUPD 576(SP), Y0
 
-	// store v40
-	MOVQ    p13+104(FP), CX
+	// store kl2
+	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	VMOVUPD 608(SP), Y0
 
-	// store v75
-	MOVQ    p14+112(FP), CX
+	// store gradStateValue
+	MOVQ    gradStateValue+112(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+256
@@ -1658,63 +1650,61 @@ DATA lgc50<>+16(SB)/8, $0xbf047ae140000000
 DATA lgc50<>+24(SB)/8, $0xbf047ae140000000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *float64, p5 *float64)
+// func fbPass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-48
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
 
-	// v59 = add(v57, v58) []
+	// v59 = add(targetVar, 2.220446e-16)
 	VADDPD       lgc45<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
-	// v60 = div(v56, v59) []
+	// v60 = div(residVar, v59)
 	VDIVPD  Y0, Y1, Y0
 	VMOVUPD lgc10<>+0(SB), Y1
 
-	// v61 = sub(v27, v60) []
+	// explainedVariance = sub(1, v60)
 	VSUBPD       Y0, Y1, Y0
-	MOVQ         p2+16(FP), AX
+	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
+	VMOVUPD      lgc46<>+0(SB), Y2
 
-	// v63 = detach(v62) []
-	VMOVUPD lgc46<>+0(SB), Y2
-
-	// v65 = gt(v63, v64) []
+	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
 	VANDPD       lgc10<>+0(SB), Y2, Y2
-	MOVQ         p3+24(FP), AX
+	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
-	// v66 = mul(v33, v7) []
+	// v66 = mul(beta, 2)
 	VMULPD  lgc4<>+0(SB), Y3, Y4
 	VMOVUPD lgc47<>+0(SB), Y5
 
-	// v68 = lt(v63, v67) []
+	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
 	VANDPD lgc10<>+0(SB), Y1, Y1
 
-	// v69 = mul(v33, v25) []
+	// v69 = mul(beta, 0.5)
 	VMULPD lgc12<>+0(SB), Y3, Y5
 
-	// v70 = where(v68, v69, v33) []
+	// v70 = where(v68, v69, beta)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
-	// v71 = where(v65, v66, v70) []
+	// beta2 = where(v65, v66, v70)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
-	// store v61
-	MOVQ   p4+32(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+32(FP), AX
 	VMOVSD X0, (AX)(CX*8)
 
-	// store v71
-	MOVQ   p5+40(FP), AX
+	// store beta2
+	MOVQ   beta+40(FP), AX
 	VMOVSD X1, (AX)(CX*8)
 	VZEROUPPER
 	RET
@@ -1735,7 +1725,6 @@ bulk_10:
 	VMINPD       lgc28<>+0(SB), Y1, Y1
 	VMULPD       lgc29<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc22<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
 	VMOVAPD      lgc30<>+0(SB), Y3

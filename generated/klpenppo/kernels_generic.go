@@ -11,9 +11,9 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float64 // v56 = var(v52) over B correction=0 []
-	s1 float64 // v57 = var(v50) over B correction=0 []
-	s2 float64 // v62 = mean(v32) over B []
+	s0 float64 // residVar = var(diff) over B correction=0
+	s1 float64 // targetVar = var(valueTarget) over B correction=0
+	s2 float64 // v62 = mean(kl) over B
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -21,344 +21,341 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc39 := runtime.Mean{}
-	acc42 := runtime.Mean{}
-	acc48 := runtime.Mean{}
-	acc49 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	acc56 := runtime.Welford{}
-	acc57 := runtime.Welford{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	two := float64(2)
+	c13 := float64(0.9189385332046727)
+	half := float64(0.5)
+	one := float64(1)
+	c43 := float64(1.4189385332046727)
+	c46 := float64(-0.009999999776482582)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	acc62 := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.Advantage[iB]
-		v7 := float64(2)
-		v13 := float64(0.9189385332046727)
-		acc15 := 0.0
+		advantage := in.Advantage[iB]
+		logProbAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v1 := in.Loc[iB*3+iD]
-			v2 := in.Scale[iB*3+iD]
-			v3 := in.Action[iB*3+iD]
-			v4 := v3 - v1
+			loc := in.Loc[iB*3+iD]
+			scale := in.Scale[iB*3+iD]
+			action := in.Action[iB*3+iD]
+			v4 := action - loc
 			v5 := float64(v4 * v4)
 			v6 := -v5
-			v8 := float64(v2 * v2)
-			v9 := float64(v7 * v8)
+			v8 := float64(scale * scale)
+			v9 := float64(two * v8)
 			v10 := v6 / v9
-			v11 := math.Log(v2)
+			v11 := math.Log(scale)
 			v12 := v10 - v11
-			v14 := v12 - v13
-			acc15 += v14
+			v14 := v12 - c13
+			logProbAcc += v14
 		}
-		v15 := acc15
-		v16 := in.SampleLogProb[iB]
-		v17 := v15 - v16
-		v25 := float64(0.5)
-		v27 := float64(1)
-		acc32 := 0.0
+		logProb := logProbAcc
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		klAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v1 := in.Loc[iB*3+iD]
-			v2 := in.Scale[iB*3+iD]
-			v18 := in.OldLoc[iB*3+iD]
-			v19 := in.OldScale[iB*3+iD]
-			v20 := v19 / v2
+			loc := in.Loc[iB*3+iD]
+			scale := in.Scale[iB*3+iD]
+			oldLoc := in.OldLoc[iB*3+iD]
+			oldScale := in.OldScale[iB*3+iD]
+			v20 := oldScale / scale
 			v21 := float64(v20 * v20)
-			v22 := v18 - v1
-			v23 := v22 / v2
+			v22 := oldLoc - loc
+			v23 := v22 / scale
 			v24 := float64(v23 * v23)
 			v26 := v21 + v24
-			v28 := v26 - v27
+			v28 := v26 - one
 			v29 := math.Log(v21)
 			v30 := v28 - v29
-			v31 := float64(v25 * v30)
-			acc32 += v31
+			v31 := float64(half * v30)
+			klAcc += v31
 		}
-		v32 := acc32
-		v33 := in.stateBeta[0]
-		v34 := math.Exp(v17)
-		v35 := float64(v34 * v0)
-		v36 := float64(v33 * v32)
+		kl := klAcc
+		beta := in.stateBeta[0]
+		v34 := math.Exp(logWeight)
+		v35 := float64(v34 * advantage)
+		v36 := float64(beta * kl)
 		v37 := v35 - v36
 		v38 := -v37
-		acc39.Add(v38)
-		v40 := v32
-		out.KL[iB] = v40
-		v41 := v16 - v15
-		acc42.Add(v41)
-		v43 := float64(1.4189385332046727)
-		acc45 := 0.0
+		lossObjective.Add(v38)
+		out.KL[iB] = kl
+		v41 := sampleLogProb - logProb
+		klApprox.Add(v41)
+		entropyAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v2 := in.Scale[iB*3+iD]
-			v11 := math.Log(v2)
-			v44 := v43 + v11
-			acc45 += v44
+			scale := in.Scale[iB*3+iD]
+			v11 := math.Log(scale)
+			v44 := c43 + v11
+			entropyAcc += v44
 		}
-		v45 := acc45
-		v46 := float64(-0.009999999776482582)
-		v47 := float64(v46 * v45)
-		acc48.Add(v45)
-		acc49.Add(v47)
-		v50 := in.ValueTarget[iB]
-		v51 := in.StateValue[iB]
-		v52 := v50 - v51
-		v53 := float64(v52 * v52)
-		v54 := float64(v27 * v53)
-		acc55.Add(v54)
-		acc56.Add(v52)
-		acc57.Add(v50)
-		acc62.Add(v32)
+		entropy := entropyAcc
+		v47 := float64(c46 * entropy)
+		meanEntropy.Add(entropy)
+		lossEntropy.Add(v47)
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		l2 := float64(diff * diff)
+		v54 := float64(one * l2)
+		lossCritic.Add(v54)
+		residVar.Add(diff)
+		targetVar.Add(valueTarget)
+		acc62.Add(kl)
 	}
-	out.LossObjective = acc39.Result()
-	out.KLApprox = acc42.Result()
-	out.Entropy = acc48.Result()
-	out.LossEntropy = acc49.Result()
-	out.LossCritic = acc55.Result()
-	s.s0 = acc56.Var(0)
-	s.s1 = acc57.Var(0)
+	out.LossObjective = lossObjective.Result()
+	out.KLApprox = klApprox.Result()
+	out.Entropy = meanEntropy.Result()
+	out.LossEntropy = lossEntropy.Result()
+	out.LossCritic = lossCritic.Result()
+	s.s0 = residVar.Var(0)
+	s.s1 = targetVar.Var(0)
 	s.s2 = acc62.Result()
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v7 := float64(2)
-	v25 := float64(0.5)
-	v27 := float64(1)
-	v33 := in.stateBeta[0]
-	v56 := s.s0
-	v57 := s.s1
-	v58 := float64(2.220446049250313e-16)
-	v59 := v57 + v58
-	v60 := v56 / v59
-	v61 := v27 - v60
-	out.ExplainedVariance = v61
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	two := float64(2)
+	half := float64(0.5)
+	one := float64(1)
+	c58 := float64(2.220446049250313e-16)
+	c64 := float64(0.014999999664723873)
+	c67 := float64(0.006666666517655055)
+	beta := in.stateBeta[0]
+	residVar := s.s0
+	targetVar := s.s1
+	v59 := targetVar + c58
+	v60 := residVar / v59
+	explainedVariance := one - v60
+	out.ExplainedVariance = explainedVariance
 	v62 := s.s2
-	v63 := v62
-	v64 := float64(0.014999999664723873)
-	v65 := b2f(v63 > v64)
-	v66 := float64(v33 * v7)
-	v67 := float64(0.006666666517655055)
-	v68 := b2f(v63 < v67)
-	v69 := float64(v33 * v25)
-	v70 := sel(v68, v69, v33)
-	v71 := sel(v65, v66, v70)
-	out.Beta = v71
+	v65 := b2f(v62 > c64)
+	v66 := float64(beta * two)
+	v68 := b2f(v62 < c67)
+	v69 := float64(beta * half)
+	v70 := sel(v68, v69, beta)
+	beta2 := sel(v65, v66, v70)
+	out.Beta = beta2
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float64 // v56 = var(v52) over B correction=0 []
-	s1 float64 // v57 = var(v50) over B correction=0 []
-	s2 float64 // v62 = mean(v32) over B []
+	s0 float64 // residVar = var(diff) over B correction=0
+	s1 float64 // targetVar = var(valueTarget) over B correction=0
+	s2 float64 // v62 = mean(kl) over B
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc39 := runtime.Mean{}
-	acc42 := runtime.Mean{}
-	acc48 := runtime.Mean{}
-	acc49 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	acc56 := runtime.Welford{}
-	acc57 := runtime.Welford{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	two := float64(2)
+	c13 := float64(0.9189385332046727)
+	half := float64(0.5)
+	one := float64(1)
+	c43 := float64(1.4189385332046727)
+	c46 := float64(-0.009999999776482582)
+	c72 := float64(0.00390625)
+	c76 := float64(-3.9062499126885086e-05)
+	c77 := float64(-0.00390625)
+	zero := float64(0)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	acc62 := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.Advantage[iB]
-		v7 := float64(2)
-		v13 := float64(0.9189385332046727)
-		acc15 := 0.0
+		advantage := in.Advantage[iB]
+		logProbAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v1 := in.Loc[iB*3+iD]
-			v2 := in.Scale[iB*3+iD]
-			v3 := in.Action[iB*3+iD]
-			v4 := v3 - v1
+			loc := in.Loc[iB*3+iD]
+			scale := in.Scale[iB*3+iD]
+			action := in.Action[iB*3+iD]
+			v4 := action - loc
 			v5 := float64(v4 * v4)
 			v6 := -v5
-			v8 := float64(v2 * v2)
-			v9 := float64(v7 * v8)
+			v8 := float64(scale * scale)
+			v9 := float64(two * v8)
 			v10 := v6 / v9
-			v11 := math.Log(v2)
+			v11 := math.Log(scale)
 			v12 := v10 - v11
-			v14 := v12 - v13
-			acc15 += v14
+			v14 := v12 - c13
+			logProbAcc += v14
 		}
-		v15 := acc15
-		v16 := in.SampleLogProb[iB]
-		v17 := v15 - v16
-		v25 := float64(0.5)
-		v27 := float64(1)
-		acc32 := 0.0
+		logProb := logProbAcc
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		klAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v1 := in.Loc[iB*3+iD]
-			v2 := in.Scale[iB*3+iD]
-			v18 := in.OldLoc[iB*3+iD]
-			v19 := in.OldScale[iB*3+iD]
-			v20 := v19 / v2
+			loc := in.Loc[iB*3+iD]
+			scale := in.Scale[iB*3+iD]
+			oldLoc := in.OldLoc[iB*3+iD]
+			oldScale := in.OldScale[iB*3+iD]
+			v20 := oldScale / scale
 			v21 := float64(v20 * v20)
-			v22 := v18 - v1
-			v23 := v22 / v2
+			v22 := oldLoc - loc
+			v23 := v22 / scale
 			v24 := float64(v23 * v23)
 			v26 := v21 + v24
-			v28 := v26 - v27
+			v28 := v26 - one
 			v29 := math.Log(v21)
 			v30 := v28 - v29
-			v31 := float64(v25 * v30)
-			acc32 += v31
+			v31 := float64(half * v30)
+			klAcc += v31
 		}
-		v32 := acc32
-		v33 := in.stateBeta[0]
-		v34 := math.Exp(v17)
-		v35 := float64(v34 * v0)
-		v36 := float64(v33 * v32)
+		kl := klAcc
+		beta := in.stateBeta[0]
+		v34 := math.Exp(logWeight)
+		v35 := float64(v34 * advantage)
+		v36 := float64(beta * kl)
 		v37 := v35 - v36
 		v38 := -v37
-		acc39.Add(v38)
-		v40 := v32
-		out.KL[iB] = v40
-		v41 := v16 - v15
-		acc42.Add(v41)
-		v43 := float64(1.4189385332046727)
-		acc45 := 0.0
+		lossObjective.Add(v38)
+		out.KL[iB] = kl
+		v41 := sampleLogProb - logProb
+		klApprox.Add(v41)
+		entropyAcc := 0.0
 		for iD := 0; iD < 3; iD++ {
-			v2 := in.Scale[iB*3+iD]
-			v11 := math.Log(v2)
-			v44 := v43 + v11
-			acc45 += v44
+			scale := in.Scale[iB*3+iD]
+			v11 := math.Log(scale)
+			v44 := c43 + v11
+			entropyAcc += v44
 		}
-		v45 := acc45
-		v46 := float64(-0.009999999776482582)
-		v47 := float64(v46 * v45)
-		acc48.Add(v45)
-		acc49.Add(v47)
-		v50 := in.ValueTarget[iB]
-		v51 := in.StateValue[iB]
-		v52 := v50 - v51
-		v53 := float64(v52 * v52)
-		v54 := float64(v27 * v53)
-		acc55.Add(v54)
-		acc56.Add(v52)
-		acc57.Add(v50)
-		acc62.Add(v32)
-		v72 := float64(0.00390625)
-		v73 := float64(v72 * v52)
+		entropy := entropyAcc
+		v47 := float64(c46 * entropy)
+		meanEntropy.Add(entropy)
+		lossEntropy.Add(v47)
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		l2 := float64(diff * diff)
+		v54 := float64(one * l2)
+		lossCritic.Add(v54)
+		residVar.Add(diff)
+		targetVar.Add(valueTarget)
+		acc62.Add(kl)
+		v73 := float64(c72 * diff)
 		v74 := v73 + v73
-		v75 := -v74
-		g.StateValue[iB] = v75
-		v76 := float64(-3.9062499126885086e-05)
-		v77 := float64(-0.00390625)
-		v78 := float64(v72 * v33)
-		v79 := float64(v77 * v0)
-		v80 := float64(0)
-		v81 := b2f(v79 != v80)
+		gradStateValue := -v74
+		grads.StateValue[iB] = gradStateValue
+		v78 := float64(c72 * beta)
+		v79 := float64(c77 * advantage)
+		v81 := b2f(v79 != zero)
 		v82 := float64(v79 * v34)
 		v83 := sel(v81, v82, v79)
-		v84 := float64(v78 * v25)
+		v84 := float64(v78 * half)
 		v85 := -v84
-		v86 := b2f(v85 != v80)
-		v90 := b2f(v84 != v80)
+		v86 := b2f(v85 != zero)
+		v90 := b2f(v84 != zero)
 		v111 := -v83
-		v112 := v76 + v111
-		v115 := b2f(v83 != v80)
-		v119 := b2f(v111 != v80)
+		v112 := c76 + v111
+		v115 := b2f(v83 != zero)
+		v119 := b2f(v111 != zero)
 		for iD := 0; iD < 3; iD++ {
-			v1 := in.Loc[iB*3+iD]
-			v2 := in.Scale[iB*3+iD]
-			v3 := in.Action[iB*3+iD]
-			v4 := v3 - v1
+			loc := in.Loc[iB*3+iD]
+			scale := in.Scale[iB*3+iD]
+			action := in.Action[iB*3+iD]
+			v4 := action - loc
 			v5 := float64(v4 * v4)
 			v6 := -v5
-			v8 := float64(v2 * v2)
-			v9 := float64(v7 * v8)
+			v8 := float64(scale * scale)
+			v9 := float64(two * v8)
 			v10 := v6 / v9
-			v18 := in.OldLoc[iB*3+iD]
-			v19 := in.OldScale[iB*3+iD]
-			v20 := v19 / v2
+			oldLoc := in.OldLoc[iB*3+iD]
+			oldScale := in.OldScale[iB*3+iD]
+			v20 := oldScale / scale
 			v21 := float64(v20 * v20)
-			v22 := v18 - v1
-			v23 := v22 / v2
+			v22 := oldLoc - loc
+			v23 := v22 / scale
 			v87 := v85 / v21
 			v88 := sel(v86, v87, v85)
 			v89 := v88 + v84
 			v91 := float64(v84 * v23)
 			v92 := sel(v90, v91, v84)
 			v93 := v92 + v92
-			v94 := v93 / v2
+			v94 := v93 / scale
 			v95 := -v93
-			v96 := v23 / v2
-			v97 := b2f(v95 != v80)
+			v96 := v23 / scale
+			v97 := b2f(v95 != zero)
 			v98 := float64(v95 * v96)
 			v99 := sel(v97, v98, v95)
 			v100 := -v94
-			v101 := b2f(v89 != v80)
+			v101 := b2f(v89 != zero)
 			v102 := float64(v89 * v20)
 			v103 := sel(v101, v102, v89)
 			v104 := v103 + v103
 			v105 := -v104
-			v106 := v20 / v2
-			v107 := b2f(v105 != v80)
+			v106 := v20 / scale
+			v107 := b2f(v105 != zero)
 			v108 := float64(v105 * v106)
 			v109 := sel(v107, v108, v105)
 			v110 := v99 + v109
-			v113 := v112 / v2
+			v113 := v112 / scale
 			v114 := v110 + v113
 			v116 := v83 / v9
 			v117 := sel(v115, v116, v83)
 			v118 := v10 / v9
 			v120 := float64(v111 * v118)
 			v121 := sel(v119, v120, v111)
-			v122 := float64(v121 * v7)
-			v123 := float64(v122 * v2)
+			v122 := float64(v121 * two)
+			v123 := float64(v122 * scale)
 			v124 := v114 + v123
-			v125 := v124 + v123
-			g.Scale[iB*3+iD] = v125
+			gradScale := v124 + v123
+			grads.Scale[iB*3+iD] = gradScale
 			v126 := -v117
-			v127 := b2f(v126 != v80)
+			v127 := b2f(v126 != zero)
 			v128 := float64(v126 * v4)
 			v129 := sel(v127, v128, v126)
 			v130 := v129 + v129
 			v131 := -v130
-			v132 := v100 + v131
-			g.Loc[iB*3+iD] = v132
+			gradLoc := v100 + v131
+			grads.Loc[iB*3+iD] = gradLoc
 		}
 	}
-	out.LossObjective = acc39.Result()
-	out.KLApprox = acc42.Result()
-	out.Entropy = acc48.Result()
-	out.LossEntropy = acc49.Result()
-	out.LossCritic = acc55.Result()
-	s.s0 = acc56.Var(0)
-	s.s1 = acc57.Var(0)
+	out.LossObjective = lossObjective.Result()
+	out.KLApprox = klApprox.Result()
+	out.Entropy = meanEntropy.Result()
+	out.LossEntropy = lossEntropy.Result()
+	out.LossCritic = lossCritic.Result()
+	s.s0 = residVar.Var(0)
+	s.s1 = targetVar.Var(0)
 	s.s2 = acc62.Result()
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v7 := float64(2)
-	v25 := float64(0.5)
-	v27 := float64(1)
-	v33 := in.stateBeta[0]
-	v56 := s.s0
-	v57 := s.s1
-	v58 := float64(2.220446049250313e-16)
-	v59 := v57 + v58
-	v60 := v56 / v59
-	v61 := v27 - v60
-	out.ExplainedVariance = v61
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	two := float64(2)
+	half := float64(0.5)
+	one := float64(1)
+	c58 := float64(2.220446049250313e-16)
+	c64 := float64(0.014999999664723873)
+	c67 := float64(0.006666666517655055)
+	beta := in.stateBeta[0]
+	residVar := s.s0
+	targetVar := s.s1
+	v59 := targetVar + c58
+	v60 := residVar / v59
+	explainedVariance := one - v60
+	out.ExplainedVariance = explainedVariance
 	v62 := s.s2
-	v63 := v62
-	v64 := float64(0.014999999664723873)
-	v65 := b2f(v63 > v64)
-	v66 := float64(v33 * v7)
-	v67 := float64(0.006666666517655055)
-	v68 := b2f(v63 < v67)
-	v69 := float64(v33 * v25)
-	v70 := sel(v68, v69, v33)
-	v71 := sel(v65, v66, v70)
-	out.Beta = v71
+	v65 := b2f(v62 > c64)
+	v66 := float64(beta * two)
+	v68 := b2f(v62 < c67)
+	v69 := float64(beta * half)
+	v70 := sel(v68, v69, beta)
+	beta2 := sel(v65, v66, v70)
+	out.Beta = beta2
 }
 
 // b2f is a comparison or flag as 0 or 1.

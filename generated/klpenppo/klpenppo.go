@@ -73,9 +73,11 @@ const (
 const (
 	// EntropyBonus is KLPENPPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// EntropyCoeff is KLPENPPOLoss's entropy_coeff: the entropy coefficient, or one per action head {head: coeff}.
+	// EntropyCoeff is KLPENPPOLoss's entropy_coeff: the entropy coefficient, or one per action head
+	// {head: coeff}.
 	EntropyCoeff = 0.01
-	// CriticCoeff is KLPENPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic term.
+	// CriticCoeff is KLPENPPOLoss's critic_coeff: scales the critic loss; 0 or null drops the
+	// critic term.
 	CriticCoeff = 1
 	// LossCriticType is KLPENPPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "l2"
@@ -85,21 +87,24 @@ const (
 	LogExplainedVariance = true
 	// Reduction is KLPENPPOLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is KLPENPPOLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is KLPENPPOLoss's distribution: the policy distribution evaluated in the kernel:
+	// none (log_prob and entropy are inputs), categorical (logits, integer action),
+	// one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action),
+	// tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "normal"
-	// ActionDim is KLPENPPOLoss's action_dim: the distribution's event dim: A actions (logits [*batch, A]) or D action dims (loc, scale, action [*batch, D]).
+	// ActionDim is KLPENPPOLoss's action_dim: the distribution's event dim: A actions (logits
+	// [*batch, A]) or D action dims (loc, scale, action [*batch, D]).
 	ActionDim = "D"
-	// Low is KLPENPPOLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
-	Low = -1
-	// High is KLPENPPOLoss's high: tanh_normal: the action's upper bound (TanhNormal high).
-	High = 1
-	// Dtarg is KLPENPPOLoss's dtarg: the target KL: β grows when mean KL > 1.5·dtarg, shrinks when < dtarg/1.5.
+	// Dtarg is KLPENPPOLoss's dtarg: the target KL: β grows when mean KL > 1.5·dtarg, shrinks when
+	// < dtarg/1.5.
 	Dtarg = 0.01
 	// Beta is KLPENPPOLoss's beta: β₀, the initial KL coefficient (kernel state: State.Beta).
 	Beta = 1
-	// Increment is KLPENPPOLoss's increment: β ← β·increment when the KL is above target (TorchRL: ValueError below 1).
+	// Increment is KLPENPPOLoss's increment: β ← β·increment when the KL is above target (TorchRL:
+	// ValueError below 1).
 	Increment = 2
-	// Decrement is KLPENPPOLoss's decrement: β ← β·decrement when the KL is below target (TorchRL: ValueError above 1).
+	// Decrement is KLPENPPOLoss's decrement: β ← β·decrement when the KL is below target (TorchRL:
+	// ValueError above 1).
 	Decrement = 0.5
 )
 
@@ -110,15 +115,19 @@ type Inputs struct {
 	Advantage []float64
 	// Loc is "loc" [B, D]: the current policy's Normal mean μ [*batch, D] (network output).
 	Loc []float64
-	// Scale is "scale" [B, D]: the current policy's Normal standard deviation σ > 0 [*batch, D] (network output).
+	// Scale is "scale" [B, D]: the current policy's Normal standard deviation σ > 0 [*batch, D]
+	// (network output).
 	Scale []float64
 	// Action is "action" [B, D]: the stored action: a point [*batch, D] (the normal sample).
 	Action []float64
-	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float64
-	// OldLoc is "old_loc" [B, D]: the behaviour policy's Normal mean [*batch, D], stored with the data.
+	// OldLoc is "old_loc" [B, D]: the behaviour policy's Normal mean [*batch, D], stored with the
+	// data.
 	OldLoc []float64
-	// OldScale is "old_scale" [B, D]: the behaviour policy's Normal standard deviation [*batch, D], stored with the data.
+	// OldScale is "old_scale" [B, D]: the behaviour policy's Normal standard deviation [*batch, D],
+	// stored with the data.
 	OldScale []float64
 	// stateBeta is State.Beta as the kernels read it (Forward fills it).
 	stateBeta []float64
@@ -136,7 +145,8 @@ type Inputs struct {
 // returned as outputs of the same names. Share a State between calls made one after another,
 // not between concurrent calls.
 type State struct {
-	// Beta is "beta": KLPEN's KL coefficient β in force at the call's start (kernel state); it starts at 1.
+	// Beta is "beta": KLPEN's KL coefficient β in force at the call's start (kernel state); it
+	// starts at 1.
 	Beta float64
 }
 
@@ -160,21 +170,32 @@ func (in *Inputs) withState() *Inputs {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// LossObjective is "loss_objective" scalar: −(exp(lw)·A − β·KL(old ‖ current)), reduced by reduction (mean). Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// LossObjective is "loss_objective" scalar: −(exp(lw)·A − β·KL(old ‖ current)), reduced by
+	// reduction (mean). Source: torchrl/objectives/ppo.py KLPENPPOLoss.
 	LossObjective float64
-	// KL is "kl" [B]: KL(old ‖ current) per element, detached and never reduced. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// KL is "kl" [B]: KL(old ‖ current) per element, detached and never reduced. Source:
+	// torchrl/objectives/ppo.py KLPENPPOLoss.
 	KL []float64
-	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖
+	// new); always a mean. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
 	KLApprox float64
-	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source:
+	// torchrl/objectives/ppo.py KLPENPPOLoss.
 	Entropy float64
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
+	// KLPENPPOLoss.
 	LossEntropy float64
-	// LossCritic is "loss_critic" scalar: critic_coeff·l2(value_target, V), reduced by reduction. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// LossCritic is "loss_critic" scalar: critic_coeff·l2(value_target, V), reduced by reduction.
+	// Source: torchrl/objectives/ppo.py KLPENPPOLoss.
 	LossCritic float64
-	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased
+	// variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch
+	// without its first dim. Source: torchrl/objectives/ppo.py KLPENPPOLoss.
 	ExplainedVariance float64
-	// Beta is "beta" scalar: β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement if mean(kl) < dtarg/1.5, else β (State.Beta after the call). Source: torchrl/objectives/ppo.py KLPENPPOLoss.
+	// Beta is "beta" scalar: β for the next call: β·increment if mean(kl) > 1.5·dtarg, β·decrement
+	// if mean(kl) < dtarg/1.5, else β (State.Beta after the call). Source:
+	// torchrl/objectives/ppo.py KLPENPPOLoss.
 	Beta float64
 }
 
@@ -182,11 +203,26 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// Loc is ∂(Σ loss_*)/∂loc [B, D] (grad.loc), the sum of: through log π(a) = Σ_d log N(x_d; μ_d, σ_d): ∂/∂μ = (x − μ)/σ² (SEMANTICS.md §1.8, §2.8); through kl: ∂KL/∂μ = (μ − μ_old)/σ² (SEMANTICS.md §1.8); loss_objective through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py KLPENPPOLoss.forward); loss_objective through its β·kl term: β·s·∂kl (β at the call's start, SEMANTICS.md §11.3).
+	// Loc is ∂(Σ loss_*)/∂loc [B, D] (grad.loc), the sum of: through log π(a) = Σ_d log N(x_d; μ_d,
+	// σ_d): ∂/∂μ = (x − μ)/σ² (SEMANTICS.md §1.8, §2.8); through kl: ∂KL/∂μ = (μ − μ_old)/σ²
+	// (SEMANTICS.md §1.8); loss_objective through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n
+	// for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py
+	// KLPENPPOLoss.forward); loss_objective through its β·kl term: β·s·∂kl (β at the call's start,
+	// SEMANTICS.md §11.3).
 	Loc []float64
-	// Scale is ∂(Σ loss_*)/∂scale [B, D] (grad.scale), the sum of: through log π(a): ∂/∂σ = −1/σ + (x − μ)²/σ³; through the Normal entropy: 1/σ (SEMANTICS.md §1.8, §2.8); through kl: ∂KL/∂σ = 1/σ − (σ_old² + (μ_old − μ)²)/σ³ (SEMANTICS.md §1.8); loss_objective through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py KLPENPPOLoss.forward); loss_objective through its β·kl term: β·s·∂kl (β at the call's start, SEMANTICS.md §11.3); loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy), times ∂H/∂scale.
+	// Scale is ∂(Σ loss_*)/∂scale [B, D] (grad.scale), the sum of: through log π(a): ∂/∂σ = −1/σ +
+	// (x − μ)²/σ³; through the Normal entropy: 1/σ (SEMANTICS.md §1.8, §2.8); through kl: ∂KL/∂σ =
+	// 1/σ − (σ_old² + (μ_old − μ)²)/σ³ (SEMANTICS.md §1.8); loss_objective through log π(a):
+	// loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py KLPENPPOLoss.forward); loss_objective through its β·kl term:
+	// β·s·∂kl (β at the call's start, SEMANTICS.md §11.3); loss_entropy: −entropy_coeff·s, s = 1/n
+	// for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py
+	// PPOLoss._weighted_loss_entropy), times ∂H/∂scale.
 	Scale []float64
-	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic).
+	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic:
+	// critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.loss_critic).
 	StateValue []float64
 }
 

@@ -17,7 +17,8 @@ import (
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
 // this float64 kernel against the float64 reference interpreter; a gradient's Abs is at
 // least Floor times the call's largest gradient (golden.Tol.At), so that a gradient whose
-// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
+// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden
+// cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
 var tolerances = map[string]golden.Tol{
 	"loss_objective":     {Abs: 1e-12, Rel: 1e-09, Norm: 1e-10},
 	"kl":                 {Abs: 1e-12, Rel: 1e-09, Norm: 1e-10},
@@ -277,7 +278,8 @@ var (
 )
 
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
-// generator: floats uniform in [-1, 1), flags true with probability 0.05; the state is NewState's. The inputs of seed 7, which several tests use, are
+// generator: floats uniform in [-1, 1), flags true with probability 0.05; the state is NewState's.
+// The inputs of seed 7, which several tests use, are
 // drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
 	randomMu.Lock()

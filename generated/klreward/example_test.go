@@ -9,7 +9,8 @@ import (
 	"github.com/lossgen/lossgen/runtime"
 )
 
-// ExampleForward calls Forward once and prints each output (a tensor's L1 norm). Its inputs are drawn by lossgen's runtime
+// ExampleForward calls Forward once and prints each output (a tensor's L1 norm). Its inputs are
+// drawn by lossgen's runtime
 // generator from seed 1, each from its key's distribution: any data works, and these
 // meet the kernel's data checks.
 func ExampleForward() {

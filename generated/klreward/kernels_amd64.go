@@ -4,10 +4,11 @@
 
 package klreward
 
-// pass0AVX2 is pass 0 (elementwise over [B=1 L=12]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=1 L=12]) on 8 float32 lanes; see pass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *float32, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+func pass0AVX2(lo int, logProb *float32, mask *bool, refLogProb *float32, nextReward *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

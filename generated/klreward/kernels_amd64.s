@@ -4,129 +4,125 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *float32, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 int)
+// func pass0AVX2(lo int, logProb *float32, mask *bool, refLogProb *float32, nextReward *float32, nextRefLogProbs *float32, nextKLPenalty *float32, outNextReward *float32, hi int)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $8-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ    p1+8(FP), DX
-	XORQ    BX, BX
-	IMUL3Q  $+12, AX, SI
-	ADDQ    SI, BX
-	ADDQ    CX, BX
-	VMOVUPS (DX)(BX*4), Y0
-
-	// v1 = detach(v0) [B=1 L=12]
-	MOVQ      p2+16(FP), DX
+	MOVQ      logProb+8(FP), DX
+	XORQ      BX, BX
+	IMUL3Q    $+12, AX, SI
+	ADDQ      SI, BX
+	ADDQ      CX, BX
+	VMOVUPS   (DX)(BX*4), Y0
+	MOVQ      mask+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 	VMOVUPS   lgc0<>+0(SB), Y2
 
-	// v5 = where(v3, v1, v4) [B=1 L=12]
+	// v5 = where(mask, logProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y0, Y2, Y0
-	MOVQ      p3+24(FP), DX
+	MOVQ      refLogProb+24(FP), DX
 	VMOVUPS   (DX)(BX*4), Y3
 
-	// v6 = where(v3, v2, v4) [B=1 L=12]
+	// nextRefLogProbs = where(mask, refLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 
-	// v7 = sub(v5, v6) [B=1 L=12]  # kl
+	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = mul(v9, v7) [B=1 L=12]
+	// v10 = mul(0.2, nextKLPenalty)
 	VMULPS  lgc1<>+0(SB), Y0, Y2
-	MOVQ    p4+32(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
-	// v11 = sub(v8, v10) [B=1 L=12]
+	// nextReward2 = sub(nextReward, v10)
 	VSUBPS Y2, Y3, Y2
 
-	// store v6
-	MOVQ    p5+40(FP), DX
+	// store nextRefLogProbs
+	MOVQ    nextRefLogProbs+40(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v7
-	MOVQ    p6+48(FP), DX
+	// store nextKLPenalty
+	MOVQ    nextKLPenalty+48(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v11
-	MOVQ       p7+56(FP), DX
+	// store nextReward2
+	MOVQ       outNextReward+56(FP), DX
 	VMOVUPS    Y2, (DX)(BX*4)
 	ADDQ       $+8, CX
 	CMPQ       CX, $+8
 	JL         blocks_2
-	MOVQ       p1+8(FP), CX
+	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+12, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+8, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0
+	MOVQ       mask+16(FP), CX
+	MOVQ       $+0, (SP)
+	MOVB       (CX)(DX*1), BL
+	MOVB       BL, (SP)
+	MOVB       1(CX)(DX*1), BL
+	MOVB       BL, 1(SP)
+	MOVB       2(CX)(DX*1), BL
+	MOVB       BL, 2(SP)
+	MOVB       3(CX)(DX*1), BL
+	MOVB       BL, 3(SP)
+	VPMOVZXBD  (SP), Y1
+	VCVTDQ2PS  Y1, Y1
+	VMOVUPS    lgc0<>+0(SB), Y2
 
-	// v1 = detach(v0) [B=1 L=12]
-	MOVQ      p2+16(FP), CX
-	MOVQ      $+0, (SP)
-	MOVB      (CX)(DX*1), BL
-	MOVB      BL, (SP)
-	MOVB      1(CX)(DX*1), BL
-	MOVB      BL, 1(SP)
-	MOVB      2(CX)(DX*1), BL
-	MOVB      BL, 2(SP)
-	MOVB      3(CX)(DX*1), BL
-	MOVB      BL, 3(SP)
-	VPMOVZXBD (SP), Y1
-	VCVTDQ2PS Y1, Y1
-	VMOVUPS   lgc0<>+0(SB), Y2
-
-	// v5 = where(v3, v1, v4) [B=1 L=12]
+	// v5 = where(mask, logProb, 0)
 	VMOVUPS    lgc0<>+0(SB), Y3
 	VCMPPS     $0x04, Y3, Y1, Y3
 	VBLENDVPS  Y3, Y0, Y2, Y0
-	MOVQ       p3+24(FP), CX
+	MOVQ       refLogProb+24(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v6 = where(v3, v2, v4) [B=1 L=12]
+	// nextRefLogProbs = where(mask, refLogProb, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 
-	// v7 = sub(v5, v6) [B=1 L=12]  # kl
+	// nextKLPenalty = sub(v5, nextRefLogProbs)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = mul(v9, v7) [B=1 L=12]
+	// v10 = mul(0.2, nextKLPenalty)
 	VMULPS     lgc1<>+0(SB), Y0, Y2
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v11 = sub(v8, v10) [B=1 L=12]
+	// nextReward2 = sub(nextReward, v10)
 	VSUBPS Y2, Y3, Y2
 
-	// store v6
-	MOVQ       p5+40(FP), CX
+	// store nextRefLogProbs
+	MOVQ       nextRefLogProbs+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
-	// store v7
-	MOVQ       p6+48(FP), CX
+	// store nextKLPenalty
+	MOVQ       nextKLPenalty+48(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (CX)(DX*4)
 
-	// store v11
-	MOVQ       p7+56(FP), CX
+	// store nextReward2
+	MOVQ       outNextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS Y2, Y0, (CX)(DX*4)
 	INCQ       AX
-	CMPQ       AX, p8+64(FP)
+	CMPQ       AX, hi+64(FP)
 	JL         outer0_1
 	VZEROUPPER
 	RET
@@ -177,7 +173,6 @@ bulk_3:
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3

@@ -14,23 +14,22 @@ var scratchPool = sync.Pool{New: func() any {
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1 L=12].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	zero := float32(0)
+	c9 := float32(0.2)
 	for iB := 0; iB < 1; iB++ {
 		for iL := 0; iL < 12; iL++ {
-			v0 := in.LogProb[iB*12+iL]
-			v1 := v0
-			v2 := in.RefLogProb[iB*12+iL]
-			v3 := b2f(in.Mask[iB*12+iL])
-			v4 := float32(0)
-			v5 := sel(v3, v1, v4)
-			v6 := sel(v3, v2, v4)
-			out.NextRefLogProbs[iB*12+iL] = v6
-			v7 := v5 - v6
-			out.NextKLPenalty[iB*12+iL] = v7
-			v8 := in.NextReward[iB*12+iL]
-			v9 := float32(0.2)
-			v10 := float32(v9 * v7)
-			v11 := v8 - v10
-			out.NextReward[iB*12+iL] = v11
+			logProb := in.LogProb[iB*12+iL]
+			refLogProb := in.RefLogProb[iB*12+iL]
+			mask := b2f(in.Mask[iB*12+iL])
+			v5 := sel(mask, logProb, zero)
+			nextRefLogProbs := sel(mask, refLogProb, zero)
+			out.NextRefLogProbs[iB*12+iL] = nextRefLogProbs
+			nextKLPenalty := v5 - nextRefLogProbs
+			out.NextKLPenalty[iB*12+iL] = nextKLPenalty
+			nextReward := in.NextReward[iB*12+iL]
+			v10 := float32(c9 * nextKLPenalty)
+			nextReward2 := nextReward - v10
+			out.NextReward[iB*12+iL] = nextReward2
 		}
 	}
 }

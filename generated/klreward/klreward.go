@@ -54,20 +54,26 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// Coef is KLRewardTransform's coef: the KL coefficient: reward − coef·(log_prob − ref_log_prob); a negative coef gives the March 2025 reward + |coef|·kl.
+	// Coef is KLRewardTransform's coef: the KL coefficient: reward − coef·(log_prob −
+	// ref_log_prob); a negative coef gives the March 2025 reward + |coef|·kl.
 	Coef = 0.2
-	// LogProbKey is KLRewardTransform's log_prob_key: which key holds the policy's token log-probs: log_prob, or sample_log_prob (those recorded at generation, PPO's behaviour log-probs: use it when the transform feeds a PPO loss in the same kernel).
+	// LogProbKey is KLRewardTransform's log_prob_key: which key holds the policy's token log-probs:
+	// log_prob, or sample_log_prob (those recorded at generation, PPO's behaviour log-probs: use it
+	// when the transform feeds a PPO loss in the same kernel).
 	LogProbKey = "log_prob"
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B, L]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference (frozen) model (what TorchRL's ref_model computes under log_probs.full).
+	// RefLogProb is "ref_log_prob" [B, L]: log-probability of the token under the reference
+	// (frozen) model (what TorchRL's ref_model computes under log_probs.full).
 	RefLogProb []float32
-	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at padding); every reduction of the loss runs over the valid elements only.
+	// Mask is "mask" [B, L]: true where a batch element is valid (token-level RL: false at
+	// padding); every reduction of the loss runs over the valid elements only.
 	Mask []bool
 	// NextReward is "next.reward" [B, L]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
@@ -76,11 +82,16 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// NextReward is "next.reward" [B, L]: the reward minus coef·(log_prob − ref_log_prob) (TorchRL v0.11 KLRewardTransform, §11.2). Source: torchrl/envs/llm/transforms/kl.py KLRewardTransform.
+	// NextReward is "next.reward" [B, L]: the reward minus coef·(log_prob − ref_log_prob) (TorchRL
+	// v0.11 KLRewardTransform, §11.2). Source: torchrl/envs/llm/transforms/kl.py KLRewardTransform.
 	NextReward []float32
-	// NextKLPenalty is "next.kl_penalty" [B, L]: the per-token KL estimate log_prob − ref_log_prob, 0 at masked tokens (TorchRL key (next, kl_penalty)). Source: torchrl/envs/llm/transforms/kl.py KLRewardTransform.
+	// NextKLPenalty is "next.kl_penalty" [B, L]: the per-token KL estimate log_prob − ref_log_prob,
+	// 0 at masked tokens (TorchRL key (next, kl_penalty)). Source:
+	// torchrl/envs/llm/transforms/kl.py KLRewardTransform.
 	NextKLPenalty []float32
-	// NextRefLogProbs is "next.ref_log_probs" [B, L]: the reference log-probabilities, 0 at masked tokens (TorchRL key (next, ref_log_probs)). Source: torchrl/envs/llm/transforms/kl.py KLRewardTransform.
+	// NextRefLogProbs is "next.ref_log_probs" [B, L]: the reference log-probabilities, 0 at masked
+	// tokens (TorchRL key (next, ref_log_probs)). Source: torchrl/envs/llm/transforms/kl.py
+	// KLRewardTransform.
 	NextRefLogProbs []float32
 }
 

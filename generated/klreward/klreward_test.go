@@ -15,7 +15,9 @@ import (
 )
 
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
-// this float32 kernel against the float64 reference interpreter. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
+// this float32 kernel against the float64 reference interpreter. They were set from the errors
+// measured on the golden cases (the test logs them), with room to spare; see lossgen's
+// gen/testfile.go.
 var tolerances = map[string]golden.Tol{
 	"next.reward":        {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
 	"next.kl_penalty":    {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
@@ -28,7 +30,8 @@ var tolerances = map[string]golden.Tol{
 // a case stores and checks).
 const goldenDir = "../../golden/klreward"
 
-// TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
+// TestGolden runs every implementation on every golden case and compares each output with the
+// interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows, columns and tiles. It also
 // compares every other implementation with the pure-Go kernel on every element, and runs
@@ -239,7 +242,8 @@ var (
 )
 
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
-// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7, which several tests use, are
+// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7,
+// which several tests use, are
 // drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
 	randomMu.Lock()
@@ -676,7 +680,8 @@ func sameBitsAs(t *testing.T, what string, names []string, want, got func(string
 	}
 }
 
-// TestPaddingIgnored checks that what masked elements hold reaches no output: every implementation gives the same bits with garbage padding as with clean (lossgen's SEMANTICS.md §11.18: masked
+// TestPaddingIgnored checks that what masked elements hold reaches no output: every implementation
+// gives the same bits with garbage padding as with clean (lossgen's SEMANTICS.md §11.18: masked
 // elements are selected away before any arithmetic).
 func TestPaddingIgnored(t *testing.T) {
 	t.Parallel()

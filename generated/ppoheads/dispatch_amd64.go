@@ -159,7 +159,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -202,7 +203,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s1 = float32(st.res[0])
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

@@ -4,29 +4,28 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32)
+// func pass0AVX2(logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-80
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	MOVQ    p0+0(FP), DX
+	MOVQ    logProb+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    sampleLogProb+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v3 = sub(v1, v2) [B=1024]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y2
 
-	// v4 = exp(v3) [B=1024]
+	// v4 = exp(logWeight)
 	VMAXPS       lgc0<>+0(SB), Y2, Y3
 	VMINPS       lgc1<>+0(SB), Y3, Y3
 	VMULPS       lgc2<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
 	VMOVAPS      lgc5<>+0(SB), Y5
@@ -50,46 +49,43 @@ blocks_1:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         p2+16(FP), DX
+	MOVQ         advantage+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
-	// v5 = mul(v4, v0) [B=1024]  # gain
+	// gain = mul(v4, advantage)
 	VMULPS Y2, Y5, Y2
 
-	// v6 = neg(v5) [B=1024]
+	// v6 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
-	// v8 = sub(v2, v1) [B=1024]
+	// v8 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v8) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    p4+32(FP), SI
+	MOVQ    moveEntropy+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v12 = mul(v11, v10) [B=1024]
-	VMULPS lgc15<>+0(SB), Y0, Y1
-
-	// v13 = detach(v10) [B=1024]
-	MOVQ    p5+40(FP), SI
+	// v12 = mul(-0.01, moveEntropy)
+	VMULPS  lgc15<>+0(SB), Y0, Y1
+	MOVQ    turnEntropy+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
-	// v16 = mul(v15, v14) [B=1024]
+	// v16 = mul(-0.05, turnEntropy)
 	VMULPS lgc16<>+0(SB), Y2, Y3
 
-	// v17 = add(v10, v14) [B=1024]
+	// v17 = add(moveEntropy, turnEntropy)
 	VADDPS Y2, Y0, Y4
 
-	// v18 = add(v12, v16) [B=1024]
+	// v18 = add(v12, v16)
 	VADDPS Y3, Y1, Y1
 
-	// v19 = detach(v14) [B=1024]
 	// mean(v17) over [B]
 	VADDPS  896(DX), Y4, Y3
 	VMOVUPS Y3, 896(DX)
@@ -97,45 +93,45 @@ blocks_1:
 	// mean(v18) over [B]
 	VADDPS  1216(DX), Y1, Y1
 	VMOVUPS Y1, 1216(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    valueTarget+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p7+56(FP), SI
+	MOVQ    stateValue+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
-	// v24 = sub(v22, v23) [B=1024]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v25 = abs(v24) [B=1024]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y5
 
-	// v28 = lt(v25, v27) [B=1024]
+	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y4, Y5
 	VANDPS lgc11<>+0(SB), Y5, Y5
 
-	// v29 = mul(v26, v25) [B=1024]
+	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y6
 
-	// v30 = mul(v29, v25) [B=1024]
+	// v30 = mul(v29, absDiff)
 	VMULPS Y4, Y6, Y6
 
-	// v31 = sub(v25, v26) [B=1024]
+	// v31 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y4, Y4
 
-	// v32 = where(v28, v30, v31) [B=1024]
+	// smoothL1 = where(v28, v30, v31)
 	VMOVUPS   lgc17<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y4, Y4
 
-	// v33 = mul(v27, v32) [B=1024]
+	// v33 = mul(1, smoothL1)
 	VMULPS lgc11<>+0(SB), Y4, Y4
 
 	// mean(v33) over [B]
 	VADDPS  1536(DX), Y4, Y4
 	VMOVUPS Y4, 1536(DX)
 
-	// var(v24) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X3
 	VCVTPS2PD    X3, Y3
@@ -164,7 +160,7 @@ blocks_1:
 	VMOVUPD      Y4, 1888(DX)
 	VMOVUPD      Y3, 2080(DX)
 
-	// var(v22) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -193,16 +189,16 @@ blocks_1:
 	VMOVUPD      Y3, 2464(DX)
 	VMOVUPD      Y1, 2656(DX)
 
-	// store v13
-	MOVQ    p8+64(FP), DX
+	// store compositeEntropyMoveEntropy
+	MOVQ    compositeEntropyMoveEntropy+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v19
-	MOVQ         p9+72(FP), DX
+	// store compositeEntropyTurnEntropy
+	MOVQ         compositeEntropyTurnEntropy+72(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_2
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -275,7 +271,7 @@ noflush_2:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
 	JL           blocks_1
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -551,27 +547,27 @@ DATA lgc20<>+24(SB)/4, $0x7f7fffff
 DATA lgc20<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v38 = add(v36, v37) []
+	// v38 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc21<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v39 = div(v35, v38) []
+	// v39 = div(residVar, v38)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v40 = sub(v27, v39) []
+	// explainedVariance = sub(1, v39)
 	VSUBPS Y0, Y1, Y0
 
-	// store v40
-	MOVQ   p2+16(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -586,29 +582,28 @@ DATA lgc21<>+24(SB)/4, $0x34000000
 DATA lgc21<>+28(SB)/4, $0x34000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float64, p4 *float32, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
+// func fbPass0AVX2(logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $96-112
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_3:
-	MOVQ    p0+0(FP), DX
+	MOVQ    logProb+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    sampleLogProb+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v3 = sub(v1, v2) [B=1024]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y2
 
-	// v4 = exp(v3) [B=1024]
+	// v4 = exp(logWeight)
 	VMAXPS       lgc0<>+0(SB), Y2, Y3
 	VMINPS       lgc1<>+0(SB), Y3, Y3
 	VMULPS       lgc2<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
 	VMOVAPS      lgc5<>+0(SB), Y5
@@ -632,46 +627,43 @@ blocks_3:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         p2+16(FP), DX
+	MOVQ         advantage+16(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
-	// v5 = mul(v4, v0) [B=1024]  # gain
+	// gain = mul(v4, advantage)
 	VMULPS Y2, Y5, Y2
 
-	// v6 = neg(v5) [B=1024]
+	// v6 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
-	MOVQ    p3+24(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
-	// v8 = sub(v2, v1) [B=1024]
+	// v8 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v8) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    p4+32(FP), SI
+	MOVQ    moveEntropy+32(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v12 = mul(v11, v10) [B=1024]
-	VMULPS lgc15<>+0(SB), Y0, Y1
-
-	// v13 = detach(v10) [B=1024]
-	MOVQ    p5+40(FP), SI
+	// v12 = mul(-0.01, moveEntropy)
+	VMULPS  lgc15<>+0(SB), Y0, Y1
+	MOVQ    turnEntropy+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
-	// v16 = mul(v15, v14) [B=1024]
+	// v16 = mul(-0.05, turnEntropy)
 	VMULPS lgc16<>+0(SB), Y2, Y3
 
-	// v17 = add(v10, v14) [B=1024]
+	// v17 = add(moveEntropy, turnEntropy)
 	VADDPS Y2, Y0, Y4
 
-	// v18 = add(v12, v16) [B=1024]
+	// v18 = add(v12, v16)
 	VADDPS Y3, Y1, Y1
 
-	// v19 = detach(v14) [B=1024]
 	// mean(v17) over [B]
 	VADDPS  896(DX), Y4, Y3
 	VMOVUPS Y3, 896(DX)
@@ -679,40 +671,40 @@ blocks_3:
 	// mean(v18) over [B]
 	VADDPS  1216(DX), Y1, Y1
 	VMOVUPS Y1, 1216(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    valueTarget+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    p7+56(FP), SI
+	MOVQ    stateValue+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
-	// v24 = sub(v22, v23) [B=1024]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y1, Y3
 
-	// v25 = abs(v24) [B=1024]
+	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 	VMOVUPS lgc11<>+0(SB), Y6
 
-	// v28 = lt(v25, v27) [B=1024]
+	// v28 = lt(absDiff, 1)
 	VCMPPS $0x11, Y6, Y4, Y6
 	VANDPS lgc11<>+0(SB), Y6, Y6
 
-	// v29 = mul(v26, v25) [B=1024]
+	// v29 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y4, Y7
 
-	// v30 = mul(v29, v25) [B=1024]
+	// v30 = mul(v29, absDiff)
 	VMULPS Y4, Y7, Y8
 
-	// v31 = sub(v25, v26) [B=1024]
+	// v31 = sub(absDiff, 0.5)
 	VSUBPS  lgc10<>+0(SB), Y4, Y9
 	VMOVUPS Y2, (SP)
 	VMOVUPS Y0, 32(SP)
 
-	// v32 = where(v28, v30, v31) [B=1024]
+	// smoothL1 = where(v28, v30, v31)
 	VMOVUPS   lgc17<>+0(SB), Y0
 	VCMPPS    $0x04, Y0, Y6, Y0
 	VBLENDVPS Y0, Y8, Y9, Y0
 
-	// v33 = mul(v27, v32) [B=1024]
+	// v33 = mul(1, smoothL1)
 	VMULPS  lgc11<>+0(SB), Y0, Y0
 	VMOVUPS Y5, 64(SP)
 
@@ -720,7 +712,7 @@ blocks_3:
 	VADDPS  1536(DX), Y0, Y0
 	VMOVUPS Y0, 1536(DX)
 
-	// var(v24) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X3, Y0
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
@@ -749,7 +741,7 @@ blocks_3:
 	VMOVUPD      Y0, 1888(DX)
 	VMOVUPD      Y2, 2080(DX)
 
-	// var(v22) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X1, Y0
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -780,135 +772,131 @@ blocks_3:
 	VMOVUPS      lgc22<>+0(SB), Y0
 	VMOVUPS      lgc17<>+0(SB), Y1
 
-	// v43 = where(v28, v41, v42) [B=1024]
+	// v43 = where(v28, 0.0009765625, 0)
 	VMOVUPS   lgc17<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y6, Y2
 	VBLENDVPS Y2, Y0, Y1, Y2
 
-	// v44 = where(v28, v42, v41) [B=1024]
+	// v44 = where(v28, 0, 0.0009765625)
 	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y6, Y5
 	VBLENDVPS Y5, Y1, Y0, Y0
 
-	// v45 = ne(v43, v42) [B=1024]
+	// v45 = ne(v43, 0)
 	VCMPPS $0x04, Y1, Y2, Y5
 	VANDPS lgc11<>+0(SB), Y5, Y5
 
-	// v46 = mul(v43, v25) [B=1024]
+	// v46 = mul(v43, absDiff)
 	VMULPS Y4, Y2, Y4
 
-	// v47 = where(v45, v46, v43) [B=1024]
+	// v47 = where(v45, v46, v43)
 	VMOVUPS   lgc17<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y4
 
-	// v48 = mul(v43, v29) [B=1024]
+	// v48 = mul(v43, v29)
 	VMULPS Y7, Y2, Y6
 
-	// v49 = where(v45, v48, v43) [B=1024]
+	// v49 = where(v45, v48, v43)
 	VMOVUPS   lgc17<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v50 = add(v44, v49) [B=1024]
+	// v50 = add(v44, v49)
 	VADDPS Y2, Y0, Y0
 
-	// v51 = mul(v47, v26) [B=1024]
+	// v51 = mul(v47, 0.5)
 	VMULPS lgc10<>+0(SB), Y4, Y2
 
-	// v52 = add(v50, v51) [B=1024]
+	// v52 = add(v50, v51)
 	VADDPS Y2, Y0, Y0
 
-	// v53 = gt(v24, v42) [B=1024]
+	// v53 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y3, Y2
 	VANDPS lgc11<>+0(SB), Y2, Y2
 
-	// v54 = lt(v24, v42) [B=1024]
+	// v54 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y3, Y4
 	VANDPS lgc11<>+0(SB), Y4, Y4
 
-	// v56 = mul(v24, v42) [B=1024]
+	// v56 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y3, Y3
 	VMOVUPS lgc23<>+0(SB), Y5
 
-	// v57 = where(v54, v55, v56) [B=1024]
+	// v57 = where(v54, -1, v56)
 	VMOVUPS   lgc17<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y3, Y3
 	VMOVUPS   lgc11<>+0(SB), Y4
 
-	// v58 = where(v53, v27, v57) [B=1024]
+	// v58 = where(v53, 1, v57)
 	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y4, Y3, Y2
 
-	// v59 = ne(v52, v42) [B=1024]
+	// v59 = ne(v52, 0)
 	VCMPPS $0x04, Y1, Y0, Y3
 	VANDPS lgc11<>+0(SB), Y3, Y3
 
-	// v60 = mul(v52, v58) [B=1024]
+	// v60 = mul(v52, v58)
 	VMULPS Y2, Y0, Y2
 
-	// v61 = where(v59, v60, v52) [B=1024]
+	// v61 = where(v59, v60, v52)
 	VMOVUPS   lgc17<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v62 = neg(v61) [B=1024]
+	// gradStateValue = neg(v61)
 	VXORPS  lgc14<>+0(SB), Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    advantage+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v66 = mul(v65, v0) [B=1024]
+	// v66 = mul(-0.0009765625, advantage)
 	VMULPS lgc24<>+0(SB), Y2, Y2
 
-	// v67 = ne(v66, v42) [B=1024]
+	// v67 = ne(v66, 0)
 	VCMPPS  $0x04, Y1, Y2, Y1
 	VANDPS  lgc11<>+0(SB), Y1, Y1
 	VMOVUPS 64(SP), Y3
 
-	// v68 = mul(v66, v4) [B=1024]
+	// v68 = mul(v66, v4)
 	VMULPS Y3, Y2, Y3
 
-	// v69 = where(v67, v68, v66) [B=1024]
+	// gradLogProb = where(v67, v68, v66)
 	VMOVUPS   lgc17<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y3, Y2, Y1
 	VMOVUPS   lgc25<>+0(SB), Y2
+	VMOVUPS   lgc26<>+0(SB), Y3
+	VMOVUPS   32(SP), Y4
 
-	// v70 = broadcast(v64) [B=1024]
-	VMOVUPS lgc26<>+0(SB), Y3
-
-	// v71 = broadcast(v63) [B=1024]
-	VMOVUPS 32(SP), Y4
-
-	// store v13
-	MOVQ    p8+64(FP), DX
+	// store compositeEntropyMoveEntropy
+	MOVQ    compositeEntropyMoveEntropy+64(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 	VMOVUPS (SP), Y4
 
-	// store v19
-	MOVQ    p9+72(FP), DX
+	// store compositeEntropyTurnEntropy
+	MOVQ    compositeEntropyTurnEntropy+72(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 
-	// store v62
-	MOVQ    p10+80(FP), DX
+	// store gradStateValue
+	MOVQ    gradStateValue+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
-	// store v69
-	MOVQ    p11+88(FP), DX
+	// store gradLogProb
+	MOVQ    gradLogProb+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v70
-	MOVQ    p12+96(FP), DX
+	// store gradMoveEntropy
+	MOVQ    gradMoveEntropy+96(FP), DX
 	VMOVUPS Y2, (DX)(BX*4)
 
-	// store v71
-	MOVQ         p13+104(FP), DX
+	// store gradTurnEntropy
+	MOVQ         gradTurnEntropy+104(FP), DX
 	VMOVUPS      Y3, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p3+24(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -981,7 +969,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+1024
 	JL           blocks_3
-	MOVQ         p3+24(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -1101,27 +1089,27 @@ DATA lgc26<>+24(SB)/4, $0xb84ccccd
 DATA lgc26<>+28(SB)/4, $0xb84ccccd
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v38 = add(v36, v37) []
+	// v38 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc21<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v39 = div(v35, v38) []
+	// v39 = div(residVar, v38)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v40 = sub(v27, v39) []
+	// explainedVariance = sub(1, v39)
 	VSUBPS Y0, Y1, Y0
 
-	// store v40
-	MOVQ   p2+16(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1142,7 +1130,6 @@ bulk_5:
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3

@@ -11,8 +11,8 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v35 = var(v24) over B correction=0 []
-	s1 float32 // v36 = var(v22) over B correction=0 []
+	s0 float32 // residVar = var(diff) over B correction=0
+	s1 float32 // targetVar = var(valueTarget) over B correction=0
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -20,191 +20,186 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=1024].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc7 := runtime.Mean{}
-	acc9 := runtime.Mean{}
-	acc20 := runtime.Mean{}
-	acc21 := runtime.Mean{}
-	acc34 := runtime.Mean{}
-	acc35 := runtime.Welford{}
-	acc36 := runtime.Welford{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c11 := float32(-0.01)
+	c15 := float32(-0.05)
+	half := float32(0.5)
+	one := float32(1)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	entropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	for iB := 0; iB < 1024; iB++ {
-		v0 := in.Advantage[iB]
-		v1 := in.LogProb[iB]
-		v2 := in.SampleLogProb[iB]
-		v3 := v1 - v2
-		v4 := float32(math.Exp(float64(v3)))
-		v5 := float32(v4 * v0)
-		v6 := -v5
-		acc7.Add(float64(v6))
-		v8 := v2 - v1
-		acc9.Add(float64(v8))
-		v10 := in.MoveEntropy[iB]
-		v11 := float32(-0.01)
-		v12 := float32(v11 * v10)
-		v13 := v10
-		out.CompositeEntropyMoveEntropy[iB] = v13
-		v14 := in.TurnEntropy[iB]
-		v15 := float32(-0.05)
-		v16 := float32(v15 * v14)
-		v17 := v10 + v14
+		advantage := in.Advantage[iB]
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v4 := float32(math.Exp(float64(logWeight)))
+		gain := float32(v4 * advantage)
+		v6 := -gain
+		lossObjective.Add(float64(v6))
+		v8 := sampleLogProb - logProb
+		klApprox.Add(float64(v8))
+		moveEntropy := in.MoveEntropy[iB]
+		v12 := float32(c11 * moveEntropy)
+		out.CompositeEntropyMoveEntropy[iB] = moveEntropy
+		turnEntropy := in.TurnEntropy[iB]
+		v16 := float32(c15 * turnEntropy)
+		v17 := moveEntropy + turnEntropy
 		v18 := v12 + v16
-		v19 := v14
-		out.CompositeEntropyTurnEntropy[iB] = v19
-		acc20.Add(float64(v17))
-		acc21.Add(float64(v18))
-		v22 := in.ValueTarget[iB]
-		v23 := in.StateValue[iB]
-		v24 := v22 - v23
-		v25 := float32(math.Abs(float64(v24)))
-		v26 := float32(0.5)
-		v27 := float32(1)
-		v28 := b2f(v25 < v27)
-		v29 := float32(v26 * v25)
-		v30 := float32(v29 * v25)
-		v31 := v25 - v26
-		v32 := sel(v28, v30, v31)
-		v33 := float32(v27 * v32)
-		acc34.Add(float64(v33))
-		acc35.Add(float64(v24))
-		acc36.Add(float64(v22))
+		out.CompositeEntropyTurnEntropy[iB] = turnEntropy
+		entropy.Add(float64(v17))
+		lossEntropy.Add(float64(v18))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		absDiff := float32(math.Abs(float64(diff)))
+		v28 := b2f(absDiff < one)
+		v29 := float32(half * absDiff)
+		v30 := float32(v29 * absDiff)
+		v31 := absDiff - half
+		smoothL1 := sel(v28, v30, v31)
+		v33 := float32(one * smoothL1)
+		lossCritic.Add(float64(v33))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
 	}
-	out.LossObjective = float32(acc7.Result())
-	out.KLApprox = float32(acc9.Result())
-	out.Entropy = float32(acc20.Result())
-	out.LossEntropy = float32(acc21.Result())
-	out.LossCritic = float32(acc34.Result())
-	s.s0 = float32(acc35.Var(0))
-	s.s1 = float32(acc36.Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(entropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s0 = float32(residVar.Var(0))
+	s.s1 = float32(targetVar.Var(0))
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v27 := float32(1)
-	v35 := s.s0
-	v36 := s.s1
-	v37 := float32(1.1920929e-07)
-	v38 := v36 + v37
-	v39 := v35 / v38
-	v40 := v27 - v39
-	out.ExplainedVariance = v40
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c37 := float32(1.1920929e-07)
+	residVar := s.s0
+	targetVar := s.s1
+	v38 := targetVar + c37
+	v39 := residVar / v38
+	explainedVariance := one - v39
+	out.ExplainedVariance = explainedVariance
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v35 = var(v24) over B correction=0 []
-	s1 float32 // v36 = var(v22) over B correction=0 []
+	s0 float32 // residVar = var(diff) over B correction=0
+	s1 float32 // targetVar = var(valueTarget) over B correction=0
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=1024].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc7 := runtime.Mean{}
-	acc9 := runtime.Mean{}
-	acc20 := runtime.Mean{}
-	acc21 := runtime.Mean{}
-	acc34 := runtime.Mean{}
-	acc35 := runtime.Welford{}
-	acc36 := runtime.Welford{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=1024].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c11 := float32(-0.01)
+	c15 := float32(-0.05)
+	half := float32(0.5)
+	one := float32(1)
+	c41 := float32(0.0009765625)
+	zero := float32(0)
+	minusOne := float32(-1)
+	c63 := float32(-4.8828126e-05)
+	c64 := float32(-9.765625e-06)
+	c65 := float32(-0.0009765625)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	entropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	for iB := 0; iB < 1024; iB++ {
-		v0 := in.Advantage[iB]
-		v1 := in.LogProb[iB]
-		v2 := in.SampleLogProb[iB]
-		v3 := v1 - v2
-		v4 := float32(math.Exp(float64(v3)))
-		v5 := float32(v4 * v0)
-		v6 := -v5
-		acc7.Add(float64(v6))
-		v8 := v2 - v1
-		acc9.Add(float64(v8))
-		v10 := in.MoveEntropy[iB]
-		v11 := float32(-0.01)
-		v12 := float32(v11 * v10)
-		v13 := v10
-		out.CompositeEntropyMoveEntropy[iB] = v13
-		v14 := in.TurnEntropy[iB]
-		v15 := float32(-0.05)
-		v16 := float32(v15 * v14)
-		v17 := v10 + v14
+		advantage := in.Advantage[iB]
+		logProb := in.LogProb[iB]
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v4 := float32(math.Exp(float64(logWeight)))
+		gain := float32(v4 * advantage)
+		v6 := -gain
+		lossObjective.Add(float64(v6))
+		v8 := sampleLogProb - logProb
+		klApprox.Add(float64(v8))
+		moveEntropy := in.MoveEntropy[iB]
+		v12 := float32(c11 * moveEntropy)
+		out.CompositeEntropyMoveEntropy[iB] = moveEntropy
+		turnEntropy := in.TurnEntropy[iB]
+		v16 := float32(c15 * turnEntropy)
+		v17 := moveEntropy + turnEntropy
 		v18 := v12 + v16
-		v19 := v14
-		out.CompositeEntropyTurnEntropy[iB] = v19
-		acc20.Add(float64(v17))
-		acc21.Add(float64(v18))
-		v22 := in.ValueTarget[iB]
-		v23 := in.StateValue[iB]
-		v24 := v22 - v23
-		v25 := float32(math.Abs(float64(v24)))
-		v26 := float32(0.5)
-		v27 := float32(1)
-		v28 := b2f(v25 < v27)
-		v29 := float32(v26 * v25)
-		v30 := float32(v29 * v25)
-		v31 := v25 - v26
-		v32 := sel(v28, v30, v31)
-		v33 := float32(v27 * v32)
-		acc34.Add(float64(v33))
-		acc35.Add(float64(v24))
-		acc36.Add(float64(v22))
-		v41 := float32(0.0009765625)
-		v42 := float32(0)
-		v43 := sel(v28, v41, v42)
-		v44 := sel(v28, v42, v41)
-		v45 := b2f(v43 != v42)
-		v46 := float32(v43 * v25)
+		out.CompositeEntropyTurnEntropy[iB] = turnEntropy
+		entropy.Add(float64(v17))
+		lossEntropy.Add(float64(v18))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		absDiff := float32(math.Abs(float64(diff)))
+		v28 := b2f(absDiff < one)
+		v29 := float32(half * absDiff)
+		v30 := float32(v29 * absDiff)
+		v31 := absDiff - half
+		smoothL1 := sel(v28, v30, v31)
+		v33 := float32(one * smoothL1)
+		lossCritic.Add(float64(v33))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
+		v43 := sel(v28, c41, zero)
+		v44 := sel(v28, zero, c41)
+		v45 := b2f(v43 != zero)
+		v46 := float32(v43 * absDiff)
 		v47 := sel(v45, v46, v43)
 		v48 := float32(v43 * v29)
 		v49 := sel(v45, v48, v43)
 		v50 := v44 + v49
-		v51 := float32(v47 * v26)
+		v51 := float32(v47 * half)
 		v52 := v50 + v51
-		v53 := b2f(v24 > v42)
-		v54 := b2f(v24 < v42)
-		v55 := float32(-1)
-		v56 := float32(v24 * v42)
-		v57 := sel(v54, v55, v56)
-		v58 := sel(v53, v27, v57)
-		v59 := b2f(v52 != v42)
+		v53 := b2f(diff > zero)
+		v54 := b2f(diff < zero)
+		v56 := float32(diff * zero)
+		v57 := sel(v54, minusOne, v56)
+		v58 := sel(v53, one, v57)
+		v59 := b2f(v52 != zero)
 		v60 := float32(v52 * v58)
 		v61 := sel(v59, v60, v52)
-		v62 := -v61
-		g.StateValue[iB] = v62
-		v63 := float32(-4.8828126e-05)
-		v64 := float32(-9.765625e-06)
-		v65 := float32(-0.0009765625)
-		v66 := float32(v65 * v0)
-		v67 := b2f(v66 != v42)
+		gradStateValue := -v61
+		grads.StateValue[iB] = gradStateValue
+		v66 := float32(c65 * advantage)
+		v67 := b2f(v66 != zero)
 		v68 := float32(v66 * v4)
-		v69 := sel(v67, v68, v66)
-		g.LogProb[iB] = v69
-		v70 := v64
-		g.MoveEntropy[iB] = v70
-		v71 := v63
-		g.TurnEntropy[iB] = v71
+		gradLogProb := sel(v67, v68, v66)
+		grads.LogProb[iB] = gradLogProb
+		grads.MoveEntropy[iB] = c64
+		grads.TurnEntropy[iB] = c63
 	}
-	out.LossObjective = float32(acc7.Result())
-	out.KLApprox = float32(acc9.Result())
-	out.Entropy = float32(acc20.Result())
-	out.LossEntropy = float32(acc21.Result())
-	out.LossCritic = float32(acc34.Result())
-	s.s0 = float32(acc35.Var(0))
-	s.s1 = float32(acc36.Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(entropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s0 = float32(residVar.Var(0))
+	s.s1 = float32(targetVar.Var(0))
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v27 := float32(1)
-	v35 := s.s0
-	v36 := s.s1
-	v37 := float32(1.1920929e-07)
-	v38 := v36 + v37
-	v39 := v35 / v38
-	v40 := v27 - v39
-	out.ExplainedVariance = v40
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c37 := float32(1.1920929e-07)
+	residVar := s.s0
+	targetVar := s.s1
+	v38 := targetVar + c37
+	v39 := residVar / v38
+	explainedVariance := one - v39
+	out.ExplainedVariance = explainedVariance
 }
 
 // b2f is a comparison or flag as 0 or 1.

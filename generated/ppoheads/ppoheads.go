@@ -66,7 +66,8 @@ const (
 const (
 	// EntropyBonus is PPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic term.
+	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
+	// term.
 	CriticCoeff = 1
 	// LossCriticType is PPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"
@@ -76,12 +77,11 @@ const (
 	LogExplainedVariance = true
 	// Reduction is PPOLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is PPOLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is PPOLoss's distribution: the policy distribution evaluated in the kernel: none
+	// (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical
+	// (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal
+	// (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "none"
-	// Low is PPOLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
-	Low = -1
-	// High is PPOLoss's high: tanh_normal: the action's upper bound (TanhNormal high).
-	High = 1
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
@@ -89,13 +89,17 @@ const (
 type Inputs struct {
 	// Advantage is "advantage" [B]: advantage estimate (TorchRL key advantage).
 	Advantage []float32
-	// LogProb is "log_prob" [B]: log-probability of the taken action under the current policy (network output).
+	// LogProb is "log_prob" [B]: log-probability of the taken action under the current policy
+	// (network output).
 	LogProb []float32
-	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
-	// MoveEntropy is "move_entropy" [B]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// MoveEntropy is "move_entropy" [B]: entropy of the current policy's distribution (network
+	// output; TorchRL dist.entropy()).
 	MoveEntropy []float32
-	// TurnEntropy is "turn_entropy" [B]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// TurnEntropy is "turn_entropy" [B]: entropy of the current policy's distribution (network
+	// output; TorchRL dist.entropy()).
 	TurnEntropy []float32
 	// ValueTarget is "value_target" [B]: critic target (TorchRL key value_target).
 	ValueTarget []float32
@@ -106,21 +110,33 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// LossObjective is "loss_objective" scalar: surrogate −exp(lw)·A, reduced by reduction (mean). Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossObjective is "loss_objective" scalar: surrogate −exp(lw)·A, reduced by reduction (mean).
+	// Source: torchrl/objectives/ppo.py PPOLoss.
 	LossObjective float32
-	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
+	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖
+	// new); always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
 	KLApprox float32
-	// CompositeEntropyMoveEntropy is "composite_entropy.move_entropy" [B]: the entropy of action head move, detached and unreduced (TorchRL composite_entropy). Source: torchrl/objectives/ppo.py PPOLoss.
+	// CompositeEntropyMoveEntropy is "composite_entropy.move_entropy" [B]: the entropy of action
+	// head move, detached and unreduced (TorchRL composite_entropy). Source:
+	// torchrl/objectives/ppo.py PPOLoss.
 	CompositeEntropyMoveEntropy []float32
-	// CompositeEntropyTurnEntropy is "composite_entropy.turn_entropy" [B]: the entropy of action head turn, detached and unreduced (TorchRL composite_entropy). Source: torchrl/objectives/ppo.py PPOLoss.
+	// CompositeEntropyTurnEntropy is "composite_entropy.turn_entropy" [B]: the entropy of action
+	// head turn, detached and unreduced (TorchRL composite_entropy). Source:
+	// torchrl/objectives/ppo.py PPOLoss.
 	CompositeEntropyTurnEntropy []float32
-	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
+	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source:
+	// torchrl/objectives/ppo.py PPOLoss.
 	Entropy float32
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
+	// PPOLoss.
 	LossEntropy float32
-	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by reduction. Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by
+	// reduction. Source: torchrl/objectives/ppo.py PPOLoss.
 	LossCritic float32
-	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim. Source: torchrl/objectives/ppo.py PPOLoss.
+	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased
+	// variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch
+	// without its first dim. Source: torchrl/objectives/ppo.py PPOLoss.
 	ExplainedVariance float32
 }
 
@@ -128,13 +144,22 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss.forward).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_objective:
+	// −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.forward).
 	LogProb []float32
-	// MoveEntropy is ∂(Σ loss_*)/∂move_entropy [B] (grad.move_entropy), the sum of: loss_entropy: −entropy_coeff[move]·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.4; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
+	// MoveEntropy is ∂(Σ loss_*)/∂move_entropy [B] (grad.move_entropy), the sum of: loss_entropy:
+	// −entropy_coeff[move]·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.4;
+	// torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	MoveEntropy []float32
-	// TurnEntropy is ∂(Σ loss_*)/∂turn_entropy [B] (grad.turn_entropy), the sum of: loss_entropy: −entropy_coeff[turn]·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.4; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
+	// TurnEntropy is ∂(Σ loss_*)/∂turn_entropy [B] (grad.turn_entropy), the sum of: loss_entropy:
+	// −entropy_coeff[turn]·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8, §11.4;
+	// torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	TurnEntropy []float32
-	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic).
+	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic:
+	// critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.loss_critic).
 	StateValue []float32
 }
 

@@ -4,25 +4,29 @@
 
 package ppotanh
 
-// pass0AVX2 is pass 0 (elementwise over [B=512]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=512]) on 8 float32 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32)
+func pass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 
-// pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in
+// Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [B=512]) on 8 float32 lanes; see fbPass0Go for the same loop in Go.
+// fbPass0AVX2 is pass 0 (elementwise over [B=512]) on 8 float32 lanes; see fbPass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32)
+func fbPass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradScale *float32, gradLoc *float32, gradStateValue *float32, gradEntropy *float32)
 
-// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop in Go.
+// fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
+// in Go.
 //
 //go:noescape
-func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

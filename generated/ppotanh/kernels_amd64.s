@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32)
+// func pass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $736-72
 	MOVQ $+8, CX
@@ -17,11 +17,11 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_D_2:
-	MOVQ       p0+0(FP), BX
+	MOVQ       action+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+2, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -29,34 +29,34 @@ inner_D_2:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// v5 = sub(v3, v4) [B=512 D=2]
+	// v5 = sub(action, 0)
 	VSUBPS  lgc3<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 
-	// v7 = div(v5, v6) [B=512 D=2]
+	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
 	VMOVUPS lgc5<>+0(SB), Y2
 
-	// v10 = max(v7, v8) tie=first [B=512 D=2]
+	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
 	VMOVUPS lgc6<>+0(SB), Y3
 
-	// v11 = min(v10, v9) tie=first [B=512 D=2]
+	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
-	// v12 = abs(v11) [B=512 D=2]
+	// v12 = abs(v11)
 	VMOVUPS lgc7<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
-	// v14 = mul(v6, v12) [B=512 D=2]
+	// v14 = mul(2, v12)
 	VMULPS  lgc4<>+0(SB), Y4, Y5
 	VMOVUPS lgc8<>+0(SB), Y6
 
-	// v16 = sub(v15, v12) [B=512 D=2]
+	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
 	VMOVUPS Y4, 64(SP)
 
-	// v17 = div(v14, v16) [B=512 D=2]
+	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
 	VMOVUPS Y5, 96(SP)
 	VMOVUPS Y6, 128(SP)
@@ -65,7 +65,7 @@ inner_D_2:
 	VMOVUPS Y0, 224(SP)
 	VMOVUPS Y3, 256(SP)
 
-	// v18 = log1p(v17) [B=512 D=2]
+	// v18 = log1p(v17)
 	VADDPS       lgc8<>+0(SB), Y4, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
 	VMULPS       lgc10<>+0(SB), Y0, Y2
@@ -117,54 +117,52 @@ inner_D_2:
 	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
 	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
-	// v19 = mul(v13, v18) [B=512 D=2]
+	// v19 = mul(0.5, v18)
 	VMULPS  lgc15<>+0(SB), Y1, Y0
 	VMOVUPS 256(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
-	// v20 = lt(v11, v4) [B=512 D=2]
+	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v21 = neg(v19) [B=512 D=2]
+	// v21 = neg(v19)
 	VXORPS lgc7<>+0(SB), Y0, Y3
 
-	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y5
-
-	// v23 = detach(v22) [B=512 D=2]
-	MOVQ       p1+8(FP), BX
+	// v22 = where(v20, v21, v19)
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VCMPPS     $0x04, Y5, Y2, Y5
+	VBLENDVPS  Y5, Y3, Y0, Y5
+	MOVQ       loc+8(FP), BX
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y7
 	VMOVUPS    lgc2<>+0(SB), Y8
 	VMOVUPS    lgc3<>+0(SB), Y6
 	VGATHERDPS Y8, (BX)(Y7*4), Y6
 
-	// v24 = sub(v23, v1) [B=512 D=2]
+	// v24 = sub(v22, loc)
 	VSUBPS Y6, Y5, Y6
 
-	// v25 = mul(v24, v24) [B=512 D=2]
+	// v25 = mul(v24, v24)
 	VMULPS Y6, Y6, Y6
 
-	// v26 = neg(v25) [B=512 D=2]
+	// v26 = neg(v25)
 	VXORPS     lgc7<>+0(SB), Y6, Y6
-	MOVQ       p2+16(FP), BX
+	MOVQ       scale+16(FP), BX
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y8
 	VMOVUPS    lgc2<>+0(SB), Y9
 	VMOVUPS    lgc3<>+0(SB), Y7
 	VGATHERDPS Y9, (BX)(Y8*4), Y7
 
-	// v27 = mul(v2, v2) [B=512 D=2]
+	// v27 = mul(scale, scale)
 	VMULPS Y7, Y7, Y8
 
-	// v28 = mul(v6, v27) [B=512 D=2]
+	// v28 = mul(2, v27)
 	VMULPS  lgc4<>+0(SB), Y8, Y8
 	VMOVUPS Y5, 288(SP)
 
-	// v29 = div(v26, v28) [B=512 D=2]
+	// v29 = div(v26, v28)
 	VDIVPS  Y8, Y6, Y6
 	VMOVUPS Y5, 320(SP)
 	VMOVUPS Y2, 352(SP)
@@ -173,7 +171,7 @@ inner_D_2:
 	VMOVUPS Y1, 448(SP)
 	VMOVUPS Y4, 480(SP)
 
-	// v30 = log(v2) [B=512 D=2]
+	// v30 = log(scale)
 	VCMPPS       $0x11, lgc9<>+0(SB), Y7, Y0
 	VMULPS       lgc10<>+0(SB), Y7, Y1
 	VBLENDVPS    Y0, Y1, Y7, Y1
@@ -214,10 +212,10 @@ inner_D_2:
 	VCMPPS       $0x03, Y7, Y7, Y0
 	VBLENDVPS    Y0, Y7, Y3, Y3
 
-	// v31 = sub(v29, v30) [B=512 D=2]
+	// v31 = sub(v29, v30)
 	VSUBPS Y3, Y6, Y0
 
-	// v33 = sub(v31, v32) [B=512 D=2]
+	// v33 = sub(v31, 0.9189385332046727)
 	VSUBPS lgc30<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
@@ -246,11 +244,11 @@ inner_D_2:
 	XORQ        DX, DX
 
 inner_D_3:
-	MOVQ       p0+0(FP), BX
+	MOVQ       action+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+2, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -258,37 +256,37 @@ inner_D_3:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// v5 = sub(v3, v4) [B=512 D=2]
+	// v5 = sub(action, 0)
 	VSUBPS  lgc3<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 
-	// v7 = div(v5, v6) [B=512 D=2]
+	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc5<>+0(SB), Y1
 
-	// v10 = max(v7, v8) tie=first [B=512 D=2]
+	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc6<>+0(SB), Y1
 
-	// v11 = min(v10, v9) tie=first [B=512 D=2]
+	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y0, Y1, Y0
 
-	// v12 = abs(v11) [B=512 D=2]
+	// v12 = abs(v11)
 	VMOVUPS lgc7<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 
-	// v14 = mul(v6, v12) [B=512 D=2]
+	// v14 = mul(2, v12)
 	VMULPS  lgc4<>+0(SB), Y1, Y2
 	VMOVUPS lgc8<>+0(SB), Y3
 
-	// v16 = sub(v15, v12) [B=512 D=2]
+	// v16 = sub(1, v12)
 	VSUBPS Y1, Y3, Y1
 
-	// v17 = div(v14, v16) [B=512 D=2]
+	// v17 = div(v14, v16)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS Y0, 608(SP)
 
-	// v18 = log1p(v17) [B=512 D=2]
+	// v18 = log1p(v17)
 	VADDPS       lgc8<>+0(SB), Y1, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
 	VMULPS       lgc10<>+0(SB), Y0, Y3
@@ -340,38 +338,36 @@ inner_D_3:
 	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 
-	// v19 = mul(v13, v18) [B=512 D=2]
+	// v19 = mul(0.5, v18)
 	VMULPS  lgc15<>+0(SB), Y2, Y0
 	VMOVUPS 608(SP), Y1
 	VMOVUPS lgc3<>+0(SB), Y2
 
-	// v20 = lt(v11, v4) [B=512 D=2]
+	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y2, Y1, Y1
 	VANDPS lgc8<>+0(SB), Y1, Y1
 
-	// v21 = neg(v19) [B=512 D=2]
+	// v21 = neg(v19)
 	VXORPS lgc7<>+0(SB), Y0, Y2
 
-	// v22 = where(v20, v21, v19) [B=512 D=2]
+	// v22 = where(v20, v21, v19)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// v23 = detach(v22) [B=512 D=2]
-	// v36 = mul(v35, v23) [B=512 D=2]
+	// v36 = mul(-2, v22)
 	VMULPS  lgc31<>+0(SB), Y0, Y1
 	VMOVUPS lgc32<>+0(SB), Y2
 
-	// v38 = gt(v36, v37) [B=512 D=2]
+	// v38 = gt(v36, 20)
 	VCMPPS $0x1e, Y2, Y1, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v39 = exp(v36) [B=512 D=2]
+	// v39 = exp(v36)
 	VMAXPS       lgc33<>+0(SB), Y1, Y3
 	VMINPS       lgc34<>+0(SB), Y3, Y3
 	VMULPS       lgc35<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
 	VMOVAPS      lgc36<>+0(SB), Y5
@@ -399,7 +395,7 @@ inner_D_3:
 	VMOVUPS      Y1, 672(SP)
 	VMOVUPS      Y2, 704(SP)
 
-	// v40 = log1p(v39) [B=512 D=2]
+	// v40 = log1p(v39)
 	VADDPS       lgc8<>+0(SB), Y5, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
 	VMULPS       lgc10<>+0(SB), Y0, Y2
@@ -453,20 +449,20 @@ inner_D_3:
 	VMOVUPS      704(SP), Y0
 	VMOVUPS      672(SP), Y2
 
-	// v41 = where(v38, v36, v40) [B=512 D=2]
+	// v41 = where(v38, v36, v40)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
 	VMOVUPS   lgc42<>+0(SB), Y1
 	VMOVUPS   640(SP), Y2
 
-	// v43 = sub(v42, v23) [B=512 D=2]
+	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y2, Y1, Y1
 
-	// v44 = sub(v43, v41) [B=512 D=2]
+	// v44 = sub(v43, v41)
 	VSUBPS Y0, Y1, Y0
 
-	// v45 = mul(v6, v44) [B=512 D=2]
+	// v45 = mul(2, v44)
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
@@ -489,26 +485,25 @@ inner_D_3:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v48 = add(v46, v47) [B=512]
+	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc43<>+0(SB), Y0, Y0
 	VMOVUPS 576(SP), Y1
 
-	// v49 = sub(v34, v48) [B=512]  # log_prob
+	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    sampleLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v51 = sub(v49, v50) [B=512]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y2
 
-	// v52 = exp(v51) [B=512]
+	// v52 = exp(logWeight)
 	VMAXPS       lgc33<>+0(SB), Y2, Y3
 	VMINPS       lgc34<>+0(SB), Y3, Y3
 	VMULPS       lgc35<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
 	VMOVAPS      lgc36<>+0(SB), Y5
@@ -532,78 +527,78 @@ inner_D_3:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         p4+32(FP), DX
+	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
-	// v53 = mul(v52, v0) [B=512]  # gain
+	// gain = mul(v52, advantage)
 	VMULPS Y2, Y5, Y2
 
-	// v54 = neg(v53) [B=512]
+	// v54 = neg(gain)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
-	MOVQ    p5+40(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
-	// v56 = sub(v50, v49) [B=512]
+	// v56 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    entropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v60 = mul(v59, v58) [B=512]
+	// v60 = mul(-0.01, entropy)
 	VMULPS lgc44<>+0(SB), Y0, Y1
 
-	// mean(v58) over [B]
+	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
 	// mean(v60) over [B]
 	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
-	MOVQ    p7+56(FP), SI
+	MOVQ    valueTarget+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    p8+64(FP), SI
+	MOVQ    stateValue+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v65 = sub(v63, v64) [B=512]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v66 = abs(v65) [B=512]
+	// absDiff = abs(diff)
 	VMOVUPS lgc7<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc8<>+0(SB), Y3
 
-	// v67 = lt(v66, v15) [B=512]
+	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v68 = mul(v13, v66) [B=512]
+	// v68 = mul(0.5, absDiff)
 	VMULPS lgc15<>+0(SB), Y2, Y4
 
-	// v69 = mul(v68, v66) [B=512]
+	// v69 = mul(v68, absDiff)
 	VMULPS Y2, Y4, Y4
 
-	// v70 = sub(v66, v13) [B=512]
+	// v70 = sub(absDiff, 0.5)
 	VSUBPS lgc15<>+0(SB), Y2, Y2
 
-	// v71 = where(v67, v69, v70) [B=512]
+	// smoothL1 = where(v67, v69, v70)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y2, Y2
 
-	// v72 = mul(v15, v71) [B=512]
+	// v72 = mul(1, smoothL1)
 	VMULPS lgc8<>+0(SB), Y2, Y2
 
 	// mean(v72) over [B]
 	VADDPS  1536(DX), Y2, Y2
 	VMOVUPS Y2, 1536(DX)
 
-	// var(v65) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -632,7 +627,7 @@ inner_D_3:
 	VMOVUPD      Y2, 1888(DX)
 	VMOVUPD      Y1, 2080(DX)
 
-	// var(v63) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -662,7 +657,7 @@ inner_D_3:
 	VMOVUPD      Y0, 2656(DX)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -735,7 +730,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+512
 	JL           blocks_1
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -1277,27 +1272,27 @@ DATA lgc47<>+24(SB)/4, $0x7f7fffff
 DATA lgc47<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·pass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v77 = add(v75, v76) []
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc48<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v78 = div(v74, v77) []
+	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc8<>+0(SB), Y1
 
-	// v79 = sub(v15, v78) []
+	// explainedVariance = sub(1, v78)
 	VSUBPS Y0, Y1, Y0
 
-	// store v79
-	MOVQ   p2+16(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1312,7 +1307,7 @@ DATA lgc48<>+24(SB)/4, $0x34000000
 DATA lgc48<>+28(SB)/4, $0x34000000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32)
+// func fbPass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradScale *float32, gradLoc *float32, gradStateValue *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $1568-104
 	MOVQ $+8, CX
@@ -1325,11 +1320,11 @@ blocks_5:
 	XORQ    DX, DX
 
 inner_D_6:
-	MOVQ       p0+0(FP), BX
+	MOVQ       action+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+2, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -1337,34 +1332,34 @@ inner_D_6:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// v5 = sub(v3, v4) [B=512 D=2]
+	// v5 = sub(action, 0)
 	VSUBPS  lgc3<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 
-	// v7 = div(v5, v6) [B=512 D=2]
+	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
 	VMOVUPS lgc5<>+0(SB), Y2
 
-	// v10 = max(v7, v8) tie=first [B=512 D=2]
+	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
 	VMOVUPS lgc6<>+0(SB), Y3
 
-	// v11 = min(v10, v9) tie=first [B=512 D=2]
+	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
-	// v12 = abs(v11) [B=512 D=2]
+	// v12 = abs(v11)
 	VMOVUPS lgc7<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
-	// v14 = mul(v6, v12) [B=512 D=2]
+	// v14 = mul(2, v12)
 	VMULPS  lgc4<>+0(SB), Y4, Y5
 	VMOVUPS lgc8<>+0(SB), Y6
 
-	// v16 = sub(v15, v12) [B=512 D=2]
+	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
 	VMOVUPS Y4, 64(SP)
 
-	// v17 = div(v14, v16) [B=512 D=2]
+	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
 	VMOVUPS Y5, 96(SP)
 	VMOVUPS Y6, 128(SP)
@@ -1373,7 +1368,7 @@ inner_D_6:
 	VMOVUPS Y0, 224(SP)
 	VMOVUPS Y3, 256(SP)
 
-	// v18 = log1p(v17) [B=512 D=2]
+	// v18 = log1p(v17)
 	VADDPS       lgc8<>+0(SB), Y4, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
 	VMULPS       lgc10<>+0(SB), Y0, Y2
@@ -1425,57 +1420,55 @@ inner_D_6:
 	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
 	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
-	// v19 = mul(v13, v18) [B=512 D=2]
+	// v19 = mul(0.5, v18)
 	VMULPS  lgc15<>+0(SB), Y1, Y0
 	VMOVUPS 256(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
-	// v20 = lt(v11, v4) [B=512 D=2]
+	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v21 = neg(v19) [B=512 D=2]
+	// v21 = neg(v19)
 	VXORPS lgc7<>+0(SB), Y0, Y3
 
-	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y5
-
-	// v23 = detach(v22) [B=512 D=2]
-	MOVQ       p1+8(FP), BX
+	// v22 = where(v20, v21, v19)
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VCMPPS     $0x04, Y5, Y2, Y5
+	VBLENDVPS  Y5, Y3, Y0, Y5
+	MOVQ       loc+8(FP), BX
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y7
 	VMOVUPS    lgc2<>+0(SB), Y8
 	VMOVUPS    lgc3<>+0(SB), Y6
 	VGATHERDPS Y8, (BX)(Y7*4), Y6
 
-	// v24 = sub(v23, v1) [B=512 D=2]
+	// v24 = sub(v22, loc)
 	VSUBPS Y6, Y5, Y6
 
-	// v25 = mul(v24, v24) [B=512 D=2]
+	// v25 = mul(v24, v24)
 	VMULPS Y6, Y6, Y7
 
-	// v26 = neg(v25) [B=512 D=2]
+	// v26 = neg(v25)
 	VXORPS     lgc7<>+0(SB), Y7, Y8
 	VMOVUPS    Y7, 288(SP)
 	VMOVUPS    Y6, 320(SP)
-	MOVQ       p2+16(FP), BX
+	MOVQ       scale+16(FP), BX
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y7
 	VMOVUPS    lgc2<>+0(SB), Y9
 	VMOVUPS    lgc3<>+0(SB), Y6
 	VGATHERDPS Y9, (BX)(Y7*4), Y6
 
-	// v27 = mul(v2, v2) [B=512 D=2]
+	// v27 = mul(scale, scale)
 	VMULPS Y6, Y6, Y7
 
-	// v28 = mul(v6, v27) [B=512 D=2]
+	// v28 = mul(2, v27)
 	VMULPS  lgc4<>+0(SB), Y7, Y9
 	VMOVUPS Y7, 352(SP)
 	VMOVUPS Y5, 384(SP)
 
-	// v29 = div(v26, v28) [B=512 D=2]
+	// v29 = div(v26, v28)
 	VDIVPS  Y9, Y8, Y7
 	VMOVUPS Y8, 416(SP)
 	VMOVUPS Y9, 448(SP)
@@ -1486,7 +1479,7 @@ inner_D_6:
 	VMOVUPS Y1, 608(SP)
 	VMOVUPS Y4, 640(SP)
 
-	// v30 = log(v2) [B=512 D=2]
+	// v30 = log(scale)
 	VCMPPS       $0x11, lgc9<>+0(SB), Y6, Y0
 	VMULPS       lgc10<>+0(SB), Y6, Y1
 	VBLENDVPS    Y0, Y1, Y6, Y1
@@ -1527,10 +1520,10 @@ inner_D_6:
 	VCMPPS       $0x03, Y6, Y6, Y0
 	VBLENDVPS    Y0, Y6, Y3, Y3
 
-	// v31 = sub(v29, v30) [B=512 D=2]
+	// v31 = sub(v29, v30)
 	VSUBPS Y3, Y7, Y0
 
-	// v33 = sub(v31, v32) [B=512 D=2]
+	// v33 = sub(v31, 0.9189385332046727)
 	VSUBPS lgc30<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
@@ -1559,11 +1552,11 @@ inner_D_6:
 	XORQ        DX, DX
 
 inner_D_7:
-	MOVQ       p0+0(FP), BX
+	MOVQ       action+0(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+2, AX, DI
 	ADDQ       DI, SI
-	IMUL3Q     $+1, DX, DI
+	MOVQ       DX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -1571,34 +1564,34 @@ inner_D_7:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (BX)(Y1*4), Y0
 
-	// v5 = sub(v3, v4) [B=512 D=2]
+	// v5 = sub(action, 0)
 	VSUBPS  lgc3<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 
-	// v7 = div(v5, v6) [B=512 D=2]
+	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
 	VMOVUPS lgc5<>+0(SB), Y2
 
-	// v10 = max(v7, v8) tie=first [B=512 D=2]
+	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
 	VMOVUPS lgc6<>+0(SB), Y3
 
-	// v11 = min(v10, v9) tie=first [B=512 D=2]
+	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
-	// v12 = abs(v11) [B=512 D=2]
+	// v12 = abs(v11)
 	VMOVUPS lgc7<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
-	// v14 = mul(v6, v12) [B=512 D=2]
+	// v14 = mul(2, v12)
 	VMULPS  lgc4<>+0(SB), Y4, Y5
 	VMOVUPS lgc8<>+0(SB), Y6
 
-	// v16 = sub(v15, v12) [B=512 D=2]
+	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
 	VMOVUPS Y4, 768(SP)
 
-	// v17 = div(v14, v16) [B=512 D=2]
+	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
 	VMOVUPS Y5, 800(SP)
 	VMOVUPS Y6, 832(SP)
@@ -1607,7 +1600,7 @@ inner_D_7:
 	VMOVUPS Y0, 928(SP)
 	VMOVUPS Y3, 960(SP)
 
-	// v18 = log1p(v17) [B=512 D=2]
+	// v18 = log1p(v17)
 	VADDPS       lgc8<>+0(SB), Y4, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
 	VMULPS       lgc10<>+0(SB), Y0, Y2
@@ -1659,29 +1652,28 @@ inner_D_7:
 	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
 	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
 
-	// v19 = mul(v13, v18) [B=512 D=2]
+	// v19 = mul(0.5, v18)
 	VMULPS  lgc15<>+0(SB), Y1, Y0
 	VMOVUPS 960(SP), Y2
 	VMOVUPS lgc3<>+0(SB), Y3
 
-	// v20 = lt(v11, v4) [B=512 D=2]
+	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v21 = neg(v19) [B=512 D=2]
+	// v21 = neg(v19)
 	VXORPS lgc7<>+0(SB), Y0, Y3
 
-	// v22 = where(v20, v21, v19) [B=512 D=2]
+	// v22 = where(v20, v21, v19)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y3, Y0, Y5
 
-	// v23 = detach(v22) [B=512 D=2]
-	// v36 = mul(v35, v23) [B=512 D=2]
+	// v36 = mul(-2, v22)
 	VMULPS  lgc31<>+0(SB), Y5, Y6
 	VMOVUPS lgc32<>+0(SB), Y7
 
-	// v38 = gt(v36, v37) [B=512 D=2]
+	// v38 = gt(v36, 20)
 	VCMPPS  $0x1e, Y7, Y6, Y7
 	VANDPS  lgc8<>+0(SB), Y7, Y7
 	VMOVUPS Y5, 992(SP)
@@ -1691,12 +1683,11 @@ inner_D_7:
 	VMOVUPS Y1, 1120(SP)
 	VMOVUPS Y4, 1152(SP)
 
-	// v39 = exp(v36) [B=512 D=2]
+	// v39 = exp(v36)
 	VMAXPS       lgc33<>+0(SB), Y6, Y0
 	VMINPS       lgc34<>+0(SB), Y0, Y0
 	VMULPS       lgc35<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VMOVAPS      Y0, Y0
 	VFNMADD231PS lgc26<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
 	VMOVAPS      lgc36<>+0(SB), Y2
@@ -1724,7 +1715,7 @@ inner_D_7:
 	VMOVUPS      Y6, 1216(SP)
 	VMOVUPS      Y7, 1248(SP)
 
-	// v40 = log1p(v39) [B=512 D=2]
+	// v40 = log1p(v39)
 	VADDPS       lgc8<>+0(SB), Y2, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
 	VMULPS       lgc10<>+0(SB), Y0, Y3
@@ -1778,20 +1769,20 @@ inner_D_7:
 	VMOVUPS      1248(SP), Y0
 	VMOVUPS      1216(SP), Y2
 
-	// v41 = where(v38, v36, v40) [B=512 D=2]
+	// v41 = where(v38, v36, v40)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
 	VMOVUPS   lgc42<>+0(SB), Y1
 	VMOVUPS   1184(SP), Y2
 
-	// v43 = sub(v42, v23) [B=512 D=2]
+	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y2, Y1, Y1
 
-	// v44 = sub(v43, v41) [B=512 D=2]
+	// v44 = sub(v43, v41)
 	VSUBPS Y0, Y1, Y0
 
-	// v45 = mul(v6, v44) [B=512 D=2]
+	// v45 = mul(2, v44)
 	VMULPS lgc4<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
@@ -1814,26 +1805,25 @@ inner_D_7:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v48 = add(v46, v47) [B=512]
+	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc43<>+0(SB), Y0, Y0
 	VMOVUPS 736(SP), Y1
 
-	// v49 = sub(v34, v48) [B=512]  # log_prob
+	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    sampleLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v51 = sub(v49, v50) [B=512]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y2
 
-	// v52 = exp(v51) [B=512]
+	// v52 = exp(logWeight)
 	VMAXPS       lgc33<>+0(SB), Y2, Y3
 	VMINPS       lgc34<>+0(SB), Y3, Y3
 	VMULPS       lgc35<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VMOVAPS      Y3, Y3
 	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
 	VMOVAPS      lgc36<>+0(SB), Y5
@@ -1857,71 +1847,71 @@ inner_D_7:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         p4+32(FP), DX
+	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
-	// v53 = mul(v52, v0) [B=512]  # gain
+	// gain = mul(v52, advantage)
 	VMULPS Y2, Y5, Y2
 
-	// v54 = neg(v53) [B=512]
+	// v54 = neg(gain)
 	VXORPS lgc7<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
-	MOVQ    p5+40(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
-	// v56 = sub(v50, v49) [B=512]
+	// v56 = sub(sampleLogProb, logProb)
 	VSUBPS Y0, Y1, Y0
 
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    p6+48(FP), SI
+	MOVQ    entropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
-	// v60 = mul(v59, v58) [B=512]
+	// v60 = mul(-0.01, entropy)
 	VMULPS lgc44<>+0(SB), Y0, Y1
 
-	// mean(v58) over [B]
+	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
 	// mean(v60) over [B]
 	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
-	MOVQ    p7+56(FP), SI
+	MOVQ    valueTarget+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    p8+64(FP), SI
+	MOVQ    stateValue+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
-	// v65 = sub(v63, v64) [B=512]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v66 = abs(v65) [B=512]
+	// absDiff = abs(diff)
 	VMOVUPS lgc7<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc8<>+0(SB), Y3
 
-	// v67 = lt(v66, v15) [B=512]
+	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v68 = mul(v13, v66) [B=512]
+	// v68 = mul(0.5, absDiff)
 	VMULPS lgc15<>+0(SB), Y2, Y4
 
-	// v69 = mul(v68, v66) [B=512]
+	// v69 = mul(v68, absDiff)
 	VMULPS Y2, Y4, Y6
 
-	// v70 = sub(v66, v13) [B=512]
+	// v70 = sub(absDiff, 0.5)
 	VSUBPS lgc15<>+0(SB), Y2, Y7
 
-	// v71 = where(v67, v69, v70) [B=512]
+	// smoothL1 = where(v67, v69, v70)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y7, Y6
 
-	// v72 = mul(v15, v71) [B=512]
+	// v72 = mul(1, smoothL1)
 	VMULPS  lgc8<>+0(SB), Y6, Y6
 	VMOVUPS Y5, 1280(SP)
 
@@ -1929,7 +1919,7 @@ inner_D_7:
 	VADDPS  1536(DX), Y6, Y5
 	VMOVUPS Y5, 1536(DX)
 
-	// var(v65) over [B]
+	// var(diff) over [B]
 	VCVTPS2PD    X1, Y5
 	VEXTRACTF128 $0x01, Y1, X6
 	VCVTPS2PD    X6, Y6
@@ -1958,7 +1948,7 @@ inner_D_7:
 	VMOVUPD      Y5, 1888(DX)
 	VMOVUPD      Y6, 2080(DX)
 
-	// var(v63) over [B]
+	// var(valueTarget) over [B]
 	VCVTPS2PD    X0, Y5
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1989,109 +1979,109 @@ inner_D_7:
 	VMOVUPS      lgc49<>+0(SB), Y0
 	VMOVUPS      lgc3<>+0(SB), Y5
 
-	// v81 = where(v67, v80, v4) [B=512]
+	// v81 = where(v67, 0.001953125, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y0, Y5, Y6
 
-	// v82 = where(v67, v4, v80) [B=512]
+	// v82 = where(v67, 0, 0.001953125)
 	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y0, Y0
 
-	// v83 = ne(v81, v4) [B=512]
+	// v83 = ne(v81, 0)
 	VCMPPS $0x04, Y5, Y6, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v84 = mul(v81, v66) [B=512]
+	// v84 = mul(v81, absDiff)
 	VMULPS Y2, Y6, Y2
 
-	// v85 = where(v83, v84, v81) [B=512]
+	// v85 = where(v83, v84, v81)
 	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y2, Y6, Y2
 
-	// v86 = mul(v81, v68) [B=512]
+	// v86 = mul(v81, v68)
 	VMULPS Y4, Y6, Y4
 
-	// v87 = where(v83, v86, v81) [B=512]
+	// v87 = where(v83, v86, v81)
 	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y4, Y6, Y3
 
-	// v88 = add(v82, v87) [B=512]
+	// v88 = add(v82, v87)
 	VADDPS Y3, Y0, Y0
 
-	// v89 = mul(v85, v13) [B=512]
+	// v89 = mul(v85, 0.5)
 	VMULPS lgc15<>+0(SB), Y2, Y2
 
-	// v90 = add(v88, v89) [B=512]
+	// v90 = add(v88, v89)
 	VADDPS Y2, Y0, Y0
 
-	// v91 = gt(v65, v4) [B=512]
+	// v91 = gt(diff, 0)
 	VCMPPS $0x1e, Y5, Y1, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v92 = lt(v65, v4) [B=512]
+	// v92 = lt(diff, 0)
 	VCMPPS $0x11, Y5, Y1, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v94 = mul(v65, v4) [B=512]
+	// v94 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc50<>+0(SB), Y4
 
-	// v95 = where(v92, v93, v94) [B=512]
+	// v95 = where(v92, -1, v94)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
 	VMOVUPS   lgc8<>+0(SB), Y3
 
-	// v96 = where(v91, v15, v95) [B=512]
+	// v96 = where(v91, 1, v95)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
-	// v97 = ne(v90, v4) [B=512]
+	// v97 = ne(v90, 0)
 	VCMPPS $0x04, Y5, Y0, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v98 = mul(v90, v96) [B=512]
+	// v98 = mul(v90, v96)
 	VMULPS Y1, Y0, Y1
 
-	// v99 = where(v97, v98, v90) [B=512]
+	// v99 = where(v97, v98, v90)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y1, Y0, Y0
 
-	// v100 = neg(v99) [B=512]
+	// gradStateValue = neg(v99)
 	VXORPS  lgc7<>+0(SB), Y0, Y0
-	MOVQ    p4+32(FP), DX
+	MOVQ    advantage+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v103 = mul(v102, v0) [B=512]
+	// v103 = mul(-0.001953125, advantage)
 	VMULPS lgc51<>+0(SB), Y1, Y1
 
-	// v104 = ne(v103, v4) [B=512]
+	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y5, Y1, Y2
 	VANDPS  lgc8<>+0(SB), Y2, Y2
 	VMOVUPS 1280(SP), Y3
 
-	// v105 = mul(v103, v52) [B=512]
+	// v105 = mul(v103, v52)
 	VMULPS Y3, Y1, Y3
 
-	// v106 = where(v104, v105, v103) [B=512]
+	// v106 = where(v104, v105, v103)
 	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
-	// v107 = neg(v106) [B=512]
+	// v107 = neg(v106)
 	VXORPS lgc7<>+0(SB), Y1, Y2
 
-	// v109 = ne(v106, v4) [B=512]
+	// v109 = ne(v106, 0)
 	VCMPPS $0x04, Y5, Y1, Y3
 	VANDPS lgc8<>+0(SB), Y3, Y3
 
-	// v113 = ne(v107, v4) [B=512]
+	// v113 = ne(v107, 0)
 	VCMPPS  $0x04, Y5, Y2, Y4
 	VANDPS  lgc8<>+0(SB), Y4, Y4
 	VMOVUPS Y0, 1312(SP)
@@ -2102,11 +2092,11 @@ inner_D_7:
 	XORQ    DX, DX
 
 inner_D_8:
-	MOVQ       p0+0(FP), SI
+	MOVQ       action+0(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+2, AX, R8
 	ADDQ       R8, DI
-	IMUL3Q     $+1, DX, R8
+	MOVQ       DX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y1
@@ -2114,37 +2104,37 @@ inner_D_8:
 	VMOVUPS    lgc3<>+0(SB), Y0
 	VGATHERDPS Y2, (SI)(Y1*4), Y0
 
-	// v5 = sub(v3, v4) [B=512 D=2]
+	// v5 = sub(action, 0)
 	VSUBPS  lgc3<>+0(SB), Y0, Y0
 	VMOVUPS lgc4<>+0(SB), Y1
 
-	// v7 = div(v5, v6) [B=512 D=2]
+	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc5<>+0(SB), Y1
 
-	// v10 = max(v7, v8) tie=first [B=512 D=2]
+	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y0, Y1, Y0
 	VMOVUPS lgc6<>+0(SB), Y1
 
-	// v11 = min(v10, v9) tie=first [B=512 D=2]
+	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y0, Y1, Y0
 
-	// v12 = abs(v11) [B=512 D=2]
+	// v12 = abs(v11)
 	VMOVUPS lgc7<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 
-	// v14 = mul(v6, v12) [B=512 D=2]
+	// v14 = mul(2, v12)
 	VMULPS  lgc4<>+0(SB), Y1, Y2
 	VMOVUPS lgc8<>+0(SB), Y3
 
-	// v16 = sub(v15, v12) [B=512 D=2]
+	// v16 = sub(1, v12)
 	VSUBPS Y1, Y3, Y1
 
-	// v17 = div(v14, v16) [B=512 D=2]
+	// v17 = div(v14, v16)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS Y0, 1472(SP)
 
-	// v18 = log1p(v17) [B=512 D=2]
+	// v18 = log1p(v17)
 	VADDPS       lgc8<>+0(SB), Y1, Y0
 	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
 	VMULPS       lgc10<>+0(SB), Y0, Y3
@@ -2196,95 +2186,93 @@ inner_D_8:
 	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
 
-	// v19 = mul(v13, v18) [B=512 D=2]
+	// v19 = mul(0.5, v18)
 	VMULPS  lgc15<>+0(SB), Y2, Y0
 	VMOVUPS 1472(SP), Y1
 	VMOVUPS lgc3<>+0(SB), Y2
 
-	// v20 = lt(v11, v4) [B=512 D=2]
+	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y2, Y1, Y1
 	VANDPS lgc8<>+0(SB), Y1, Y1
 
-	// v21 = neg(v19) [B=512 D=2]
+	// v21 = neg(v19)
 	VXORPS lgc7<>+0(SB), Y0, Y3
 
-	// v22 = where(v20, v21, v19) [B=512 D=2]
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
-
-	// v23 = detach(v22) [B=512 D=2]
-	MOVQ       p1+8(FP), SI
+	// v22 = where(v20, v21, v19)
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VCMPPS     $0x04, Y4, Y1, Y4
+	VBLENDVPS  Y4, Y3, Y0, Y0
+	MOVQ       loc+8(FP), SI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y3
 	VMOVUPS    lgc2<>+0(SB), Y4
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VGATHERDPS Y4, (SI)(Y3*4), Y1
 
-	// v24 = sub(v23, v1) [B=512 D=2]
+	// v24 = sub(v22, loc)
 	VSUBPS Y1, Y0, Y0
 
-	// v25 = mul(v24, v24) [B=512 D=2]
+	// v25 = mul(v24, v24)
 	VMULPS Y0, Y0, Y1
 
-	// v26 = neg(v25) [B=512 D=2]
+	// v26 = neg(v25)
 	VXORPS     lgc7<>+0(SB), Y1, Y1
-	MOVQ       p2+16(FP), SI
+	MOVQ       scale+16(FP), SI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc1<>+0(SB), Y4
 	VMOVUPS    lgc2<>+0(SB), Y5
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VGATHERDPS Y5, (SI)(Y4*4), Y3
 
-	// v27 = mul(v2, v2) [B=512 D=2]
+	// v27 = mul(scale, scale)
 	VMULPS Y3, Y3, Y4
 
-	// v28 = mul(v6, v27) [B=512 D=2]
+	// v28 = mul(2, v27)
 	VMULPS lgc4<>+0(SB), Y4, Y4
 
-	// v29 = div(v26, v28) [B=512 D=2]
+	// v29 = div(v26, v28)
 	VDIVPS  Y4, Y1, Y1
 	VMOVUPS 1376(SP), Y5
 
-	// v108 = div(v107, v2) [B=512 D=2]
+	// v108 = div(v107, scale)
 	VDIVPS  Y3, Y5, Y6
 	VMOVUPS 1344(SP), Y7
 
-	// v110 = div(v106, v28) [B=512 D=2]
+	// v110 = div(v106, v28)
 	VDIVPS  Y4, Y7, Y8
 	VMOVUPS 1408(SP), Y9
 
-	// v111 = where(v109, v110, v106) [B=512 D=2]
+	// v111 = where(v109, v110, v106)
 	VMOVUPS   lgc3<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y8, Y7, Y7
 
-	// v112 = div(v29, v28) [B=512 D=2]
+	// v112 = div(v29, v28)
 	VDIVPS Y4, Y1, Y1
 
-	// v114 = mul(v107, v112) [B=512 D=2]
+	// v114 = mul(v107, v112)
 	VMULPS  Y1, Y5, Y1
 	VMOVUPS 1440(SP), Y4
 
-	// v115 = where(v113, v114, v107) [B=512 D=2]
+	// v115 = where(v113, v114, v107)
 	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y1, Y5, Y1
 
-	// v116 = mul(v115, v6) [B=512 D=2]
+	// v116 = mul(v115, 2)
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v117 = mul(v116, v2) [B=512 D=2]
+	// v117 = mul(v116, scale)
 	VMULPS Y3, Y1, Y1
 
-	// v118 = add(v108, v117) [B=512 D=2]
+	// v118 = add(v108, v117)
 	VADDPS Y1, Y6, Y3
 
-	// v119 = add(v118, v117) [B=512 D=2]
+	// gradScale = add(v118, v117)
 	VADDPS Y1, Y3, Y1
 
-	// store v119
-	MOVQ    p9+72(FP), SI
+	// store gradScale
+	MOVQ    gradScale+72(FP), SI
 	VMOVUPS Y1, 1504(SP)
 	MOVL    1504(SP), R8
 	MOVL    R8, (SI)(DI*4)
@@ -2303,29 +2291,29 @@ inner_D_8:
 	MOVL    1532(SP), R8
 	MOVL    R8, 56(SI)(DI*4)
 
-	// v120 = neg(v111) [B=512 D=2]
+	// v120 = neg(v111)
 	VXORPS lgc7<>+0(SB), Y7, Y1
 
-	// v121 = ne(v120, v4) [B=512 D=2]
+	// v121 = ne(v120, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
 	VANDPS lgc8<>+0(SB), Y2, Y2
 
-	// v122 = mul(v120, v24) [B=512 D=2]
+	// v122 = mul(v120, v24)
 	VMULPS Y0, Y1, Y0
 
-	// v123 = where(v121, v122, v120) [B=512 D=2]
+	// v123 = where(v121, v122, v120)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// v124 = add(v123, v123) [B=512 D=2]
+	// v124 = add(v123, v123)
 	VADDPS Y0, Y0, Y0
 
-	// v125 = neg(v124) [B=512 D=2]
+	// gradLoc = neg(v124)
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
-	// store v125
-	MOVQ    p10+80(FP), SI
+	// store gradLoc
+	MOVQ    gradLoc+80(FP), SI
 	VMOVUPS Y0, 1536(SP)
 	MOVL    1536(SP), R8
 	MOVL    R8, (SI)(DI*4)
@@ -2347,20 +2335,18 @@ inner_D_8:
 	CMPQ    DX, $+2
 	JL      inner_D_8
 	VMOVUPS lgc52<>+0(SB), Y0
-
-	// v126 = broadcast(v101) [B=512]
 	VMOVUPS 1312(SP), Y1
 
-	// store v100
-	MOVQ    p11+88(FP), DX
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v126
-	MOVQ         p12+96(FP), DX
+	// store gradEntropy
+	MOVQ         gradEntropy+96(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -2433,7 +2419,7 @@ noflush_9:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+512
 	JL           blocks_5
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc46<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
@@ -2543,27 +2529,27 @@ DATA lgc52<>+24(SB)/4, $0xb7a3d70a
 DATA lgc52<>+28(SB)/4, $0xb7a3d70a
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32)
+// func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
 TEXT ·fbPass1AVX2(SB), $0-24
-	MOVQ         p0+0(FP), AX
+	MOVQ         s1+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v77 = add(v75, v76) []
+	// v77 = add(targetVar, 1.1920929e-07)
 	VADDPS       lgc48<>+0(SB), Y0, Y0
-	MOVQ         p1+8(FP), AX
+	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
-	// v78 = div(v74, v77) []
+	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc8<>+0(SB), Y1
 
-	// v79 = sub(v15, v78) []
+	// explainedVariance = sub(1, v78)
 	VSUBPS Y0, Y1, Y0
 
-	// store v79
-	MOVQ   p2+16(FP), AX
+	// store explainedVariance
+	MOVQ   explainedVariance+16(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -2584,7 +2570,6 @@ bulk_10:
 	VMINPS       lgc34<>+0(SB), Y1, Y1
 	VMULPS       lgc35<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc26<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc25<>+0(SB), Y2, Y1
 	VMOVAPS      lgc36<>+0(SB), Y3

@@ -11,8 +11,8 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0 float32 // v74 = var(v65) over B correction=0 []
-	s1 float32 // v75 = var(v63) over B correction=0 []
+	s0 float32 // residVar = var(diff) over B correction=0
+	s1 float32 // targetVar = var(valueTarget) over B correction=0
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -20,352 +20,347 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=512].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc55 := runtime.Mean{}
-	acc57 := runtime.Mean{}
-	acc61 := runtime.Mean{}
-	acc62 := runtime.Mean{}
-	acc73 := runtime.Mean{}
-	acc74 := runtime.Welford{}
-	acc75 := runtime.Welford{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	zero := float32(0)
+	two := float32(2)
+	c8 := float32(-0.999999)
+	c9 := float32(0.999999)
+	half := float32(0.5)
+	one := float32(1)
+	c32 := float32(0.9189385)
+	c35 := float32(-2)
+	c37 := float32(20)
+	c42 := float32(0.6931472)
+	c47 := float32(1.3862944)
+	c59 := float32(-0.01)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	for iB := 0; iB < 512; iB++ {
-		v0 := in.Advantage[iB]
-		v4 := float32(0)
-		v6 := float32(2)
-		v8 := float32(-0.999999)
-		v9 := float32(0.999999)
-		v13 := float32(0.5)
-		v15 := float32(1)
-		v32 := float32(0.9189385)
+		advantage := in.Advantage[iB]
 		acc34 := 0.0
 		for iD := 0; iD < 2; iD++ {
-			v1 := in.Loc[iB*2+iD]
-			v2 := in.Scale[iB*2+iD]
-			v3 := in.Action[iB*2+iD]
-			v5 := v3 - v4
-			v7 := v5 / v6
-			v10 := max(v7, v8)
-			v11 := min(v10, v9)
+			loc := in.Loc[iB*2+iD]
+			scale := in.Scale[iB*2+iD]
+			action := in.Action[iB*2+iD]
+			v5 := action - zero
+			v7 := v5 / two
+			v10 := max(v7, c8)
+			v11 := min(v10, c9)
 			v12 := float32(math.Abs(float64(v11)))
-			v14 := float32(v6 * v12)
-			v16 := v15 - v12
+			v14 := float32(two * v12)
+			v16 := one - v12
 			v17 := v14 / v16
 			v18 := float32(math.Log1p(float64(v17)))
-			v19 := float32(v13 * v18)
-			v20 := b2f(v11 < v4)
+			v19 := float32(half * v18)
+			v20 := b2f(v11 < zero)
 			v21 := -v19
 			v22 := sel(v20, v21, v19)
-			v23 := v22
-			v24 := v23 - v1
+			v24 := v22 - loc
 			v25 := float32(v24 * v24)
 			v26 := -v25
-			v27 := float32(v2 * v2)
-			v28 := float32(v6 * v27)
+			v27 := float32(scale * scale)
+			v28 := float32(two * v27)
 			v29 := v26 / v28
-			v30 := float32(math.Log(float64(v2)))
+			v30 := float32(math.Log(float64(scale)))
 			v31 := v29 - v30
-			v33 := v31 - v32
+			v33 := v31 - c32
 			acc34 += float64(v33)
 		}
 		v34 := float32(acc34)
-		v35 := float32(-2)
-		v37 := float32(20)
-		v42 := float32(0.6931472)
 		acc46 := 0.0
 		for iD := 0; iD < 2; iD++ {
-			v3 := in.Action[iB*2+iD]
-			v5 := v3 - v4
-			v7 := v5 / v6
-			v10 := max(v7, v8)
-			v11 := min(v10, v9)
+			action := in.Action[iB*2+iD]
+			v5 := action - zero
+			v7 := v5 / two
+			v10 := max(v7, c8)
+			v11 := min(v10, c9)
 			v12 := float32(math.Abs(float64(v11)))
-			v14 := float32(v6 * v12)
-			v16 := v15 - v12
+			v14 := float32(two * v12)
+			v16 := one - v12
 			v17 := v14 / v16
 			v18 := float32(math.Log1p(float64(v17)))
-			v19 := float32(v13 * v18)
-			v20 := b2f(v11 < v4)
+			v19 := float32(half * v18)
+			v20 := b2f(v11 < zero)
 			v21 := -v19
 			v22 := sel(v20, v21, v19)
-			v23 := v22
-			v36 := float32(v35 * v23)
-			v38 := b2f(v36 > v37)
+			v36 := float32(c35 * v22)
+			v38 := b2f(v36 > c37)
 			v39 := float32(math.Exp(float64(v36)))
 			v40 := float32(math.Log1p(float64(v39)))
 			v41 := sel(v38, v36, v40)
-			v43 := v42 - v23
+			v43 := c42 - v22
 			v44 := v43 - v41
-			v45 := float32(v6 * v44)
+			v45 := float32(two * v44)
 			acc46 += float64(v45)
 		}
 		v46 := float32(acc46)
-		v47 := float32(1.3862944)
-		v48 := v46 + v47
-		v49 := v34 - v48
-		v50 := in.SampleLogProb[iB]
-		v51 := v49 - v50
-		v52 := float32(math.Exp(float64(v51)))
-		v53 := float32(v52 * v0)
-		v54 := -v53
-		acc55.Add(float64(v54))
-		v56 := v50 - v49
-		acc57.Add(float64(v56))
-		v58 := in.Entropy[iB]
-		v59 := float32(-0.01)
-		v60 := float32(v59 * v58)
-		acc61.Add(float64(v58))
-		acc62.Add(float64(v60))
-		v63 := in.ValueTarget[iB]
-		v64 := in.StateValue[iB]
-		v65 := v63 - v64
-		v66 := float32(math.Abs(float64(v65)))
-		v67 := b2f(v66 < v15)
-		v68 := float32(v13 * v66)
-		v69 := float32(v68 * v66)
-		v70 := v66 - v13
-		v71 := sel(v67, v69, v70)
-		v72 := float32(v15 * v71)
-		acc73.Add(float64(v72))
-		acc74.Add(float64(v65))
-		acc75.Add(float64(v63))
+		v48 := v46 + c47
+		logProb := v34 - v48
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v52 := float32(math.Exp(float64(logWeight)))
+		gain := float32(v52 * advantage)
+		v54 := -gain
+		lossObjective.Add(float64(v54))
+		v56 := sampleLogProb - logProb
+		klApprox.Add(float64(v56))
+		entropy := in.Entropy[iB]
+		v60 := float32(c59 * entropy)
+		meanEntropy.Add(float64(entropy))
+		lossEntropy.Add(float64(v60))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		absDiff := float32(math.Abs(float64(diff)))
+		v67 := b2f(absDiff < one)
+		v68 := float32(half * absDiff)
+		v69 := float32(v68 * absDiff)
+		v70 := absDiff - half
+		smoothL1 := sel(v67, v69, v70)
+		v72 := float32(one * smoothL1)
+		lossCritic.Add(float64(v72))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
 	}
-	out.LossObjective = float32(acc55.Result())
-	out.KLApprox = float32(acc57.Result())
-	out.Entropy = float32(acc61.Result())
-	out.LossEntropy = float32(acc62.Result())
-	out.LossCritic = float32(acc73.Result())
-	s.s0 = float32(acc74.Var(0))
-	s.s1 = float32(acc75.Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s0 = float32(residVar.Var(0))
+	s.s1 = float32(targetVar.Var(0))
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v15 := float32(1)
-	v74 := s.s0
-	v75 := s.s1
-	v76 := float32(1.1920929e-07)
-	v77 := v75 + v76
-	v78 := v74 / v77
-	v79 := v15 - v78
-	out.ExplainedVariance = v79
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c76 := float32(1.1920929e-07)
+	residVar := s.s0
+	targetVar := s.s1
+	v77 := targetVar + c76
+	v78 := residVar / v77
+	explainedVariance := one - v78
+	out.ExplainedVariance = explainedVariance
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0 float32 // v74 = var(v65) over B correction=0 []
-	s1 float32 // v75 = var(v63) over B correction=0 []
+	s0 float32 // residVar = var(diff) over B correction=0
+	s1 float32 // targetVar = var(valueTarget) over B correction=0
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=512].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc55 := runtime.Mean{}
-	acc57 := runtime.Mean{}
-	acc61 := runtime.Mean{}
-	acc62 := runtime.Mean{}
-	acc73 := runtime.Mean{}
-	acc74 := runtime.Welford{}
-	acc75 := runtime.Welford{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=512].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	zero := float32(0)
+	two := float32(2)
+	c8 := float32(-0.999999)
+	c9 := float32(0.999999)
+	half := float32(0.5)
+	one := float32(1)
+	c32 := float32(0.9189385)
+	c35 := float32(-2)
+	c37 := float32(20)
+	c42 := float32(0.6931472)
+	c47 := float32(1.3862944)
+	c59 := float32(-0.01)
+	c80 := float32(0.001953125)
+	minusOne := float32(-1)
+	c101 := float32(-1.953125e-05)
+	c102 := float32(-0.001953125)
+	lossObjective := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	residVar := runtime.Welford{}
+	targetVar := runtime.Welford{}
 	for iB := 0; iB < 512; iB++ {
-		v0 := in.Advantage[iB]
-		v4 := float32(0)
-		v6 := float32(2)
-		v8 := float32(-0.999999)
-		v9 := float32(0.999999)
-		v13 := float32(0.5)
-		v15 := float32(1)
-		v32 := float32(0.9189385)
+		advantage := in.Advantage[iB]
 		acc34 := 0.0
 		for iD := 0; iD < 2; iD++ {
-			v1 := in.Loc[iB*2+iD]
-			v2 := in.Scale[iB*2+iD]
-			v3 := in.Action[iB*2+iD]
-			v5 := v3 - v4
-			v7 := v5 / v6
-			v10 := max(v7, v8)
-			v11 := min(v10, v9)
+			loc := in.Loc[iB*2+iD]
+			scale := in.Scale[iB*2+iD]
+			action := in.Action[iB*2+iD]
+			v5 := action - zero
+			v7 := v5 / two
+			v10 := max(v7, c8)
+			v11 := min(v10, c9)
 			v12 := float32(math.Abs(float64(v11)))
-			v14 := float32(v6 * v12)
-			v16 := v15 - v12
+			v14 := float32(two * v12)
+			v16 := one - v12
 			v17 := v14 / v16
 			v18 := float32(math.Log1p(float64(v17)))
-			v19 := float32(v13 * v18)
-			v20 := b2f(v11 < v4)
+			v19 := float32(half * v18)
+			v20 := b2f(v11 < zero)
 			v21 := -v19
 			v22 := sel(v20, v21, v19)
-			v23 := v22
-			v24 := v23 - v1
+			v24 := v22 - loc
 			v25 := float32(v24 * v24)
 			v26 := -v25
-			v27 := float32(v2 * v2)
-			v28 := float32(v6 * v27)
+			v27 := float32(scale * scale)
+			v28 := float32(two * v27)
 			v29 := v26 / v28
-			v30 := float32(math.Log(float64(v2)))
+			v30 := float32(math.Log(float64(scale)))
 			v31 := v29 - v30
-			v33 := v31 - v32
+			v33 := v31 - c32
 			acc34 += float64(v33)
 		}
 		v34 := float32(acc34)
-		v35 := float32(-2)
-		v37 := float32(20)
-		v42 := float32(0.6931472)
 		acc46 := 0.0
 		for iD := 0; iD < 2; iD++ {
-			v3 := in.Action[iB*2+iD]
-			v5 := v3 - v4
-			v7 := v5 / v6
-			v10 := max(v7, v8)
-			v11 := min(v10, v9)
+			action := in.Action[iB*2+iD]
+			v5 := action - zero
+			v7 := v5 / two
+			v10 := max(v7, c8)
+			v11 := min(v10, c9)
 			v12 := float32(math.Abs(float64(v11)))
-			v14 := float32(v6 * v12)
-			v16 := v15 - v12
+			v14 := float32(two * v12)
+			v16 := one - v12
 			v17 := v14 / v16
 			v18 := float32(math.Log1p(float64(v17)))
-			v19 := float32(v13 * v18)
-			v20 := b2f(v11 < v4)
+			v19 := float32(half * v18)
+			v20 := b2f(v11 < zero)
 			v21 := -v19
 			v22 := sel(v20, v21, v19)
-			v23 := v22
-			v36 := float32(v35 * v23)
-			v38 := b2f(v36 > v37)
+			v36 := float32(c35 * v22)
+			v38 := b2f(v36 > c37)
 			v39 := float32(math.Exp(float64(v36)))
 			v40 := float32(math.Log1p(float64(v39)))
 			v41 := sel(v38, v36, v40)
-			v43 := v42 - v23
+			v43 := c42 - v22
 			v44 := v43 - v41
-			v45 := float32(v6 * v44)
+			v45 := float32(two * v44)
 			acc46 += float64(v45)
 		}
 		v46 := float32(acc46)
-		v47 := float32(1.3862944)
-		v48 := v46 + v47
-		v49 := v34 - v48
-		v50 := in.SampleLogProb[iB]
-		v51 := v49 - v50
-		v52 := float32(math.Exp(float64(v51)))
-		v53 := float32(v52 * v0)
-		v54 := -v53
-		acc55.Add(float64(v54))
-		v56 := v50 - v49
-		acc57.Add(float64(v56))
-		v58 := in.Entropy[iB]
-		v59 := float32(-0.01)
-		v60 := float32(v59 * v58)
-		acc61.Add(float64(v58))
-		acc62.Add(float64(v60))
-		v63 := in.ValueTarget[iB]
-		v64 := in.StateValue[iB]
-		v65 := v63 - v64
-		v66 := float32(math.Abs(float64(v65)))
-		v67 := b2f(v66 < v15)
-		v68 := float32(v13 * v66)
-		v69 := float32(v68 * v66)
-		v70 := v66 - v13
-		v71 := sel(v67, v69, v70)
-		v72 := float32(v15 * v71)
-		acc73.Add(float64(v72))
-		acc74.Add(float64(v65))
-		acc75.Add(float64(v63))
-		v80 := float32(0.001953125)
-		v81 := sel(v67, v80, v4)
-		v82 := sel(v67, v4, v80)
-		v83 := b2f(v81 != v4)
-		v84 := float32(v81 * v66)
+		v48 := v46 + c47
+		logProb := v34 - v48
+		sampleLogProb := in.SampleLogProb[iB]
+		logWeight := logProb - sampleLogProb
+		v52 := float32(math.Exp(float64(logWeight)))
+		gain := float32(v52 * advantage)
+		v54 := -gain
+		lossObjective.Add(float64(v54))
+		v56 := sampleLogProb - logProb
+		klApprox.Add(float64(v56))
+		entropy := in.Entropy[iB]
+		v60 := float32(c59 * entropy)
+		meanEntropy.Add(float64(entropy))
+		lossEntropy.Add(float64(v60))
+		valueTarget := in.ValueTarget[iB]
+		stateValue := in.StateValue[iB]
+		diff := valueTarget - stateValue
+		absDiff := float32(math.Abs(float64(diff)))
+		v67 := b2f(absDiff < one)
+		v68 := float32(half * absDiff)
+		v69 := float32(v68 * absDiff)
+		v70 := absDiff - half
+		smoothL1 := sel(v67, v69, v70)
+		v72 := float32(one * smoothL1)
+		lossCritic.Add(float64(v72))
+		residVar.Add(float64(diff))
+		targetVar.Add(float64(valueTarget))
+		v81 := sel(v67, c80, zero)
+		v82 := sel(v67, zero, c80)
+		v83 := b2f(v81 != zero)
+		v84 := float32(v81 * absDiff)
 		v85 := sel(v83, v84, v81)
 		v86 := float32(v81 * v68)
 		v87 := sel(v83, v86, v81)
 		v88 := v82 + v87
-		v89 := float32(v85 * v13)
+		v89 := float32(v85 * half)
 		v90 := v88 + v89
-		v91 := b2f(v65 > v4)
-		v92 := b2f(v65 < v4)
-		v93 := float32(-1)
-		v94 := float32(v65 * v4)
-		v95 := sel(v92, v93, v94)
-		v96 := sel(v91, v15, v95)
-		v97 := b2f(v90 != v4)
+		v91 := b2f(diff > zero)
+		v92 := b2f(diff < zero)
+		v94 := float32(diff * zero)
+		v95 := sel(v92, minusOne, v94)
+		v96 := sel(v91, one, v95)
+		v97 := b2f(v90 != zero)
 		v98 := float32(v90 * v96)
 		v99 := sel(v97, v98, v90)
-		v100 := -v99
-		g.StateValue[iB] = v100
-		v101 := float32(-1.953125e-05)
-		v102 := float32(-0.001953125)
-		v103 := float32(v102 * v0)
-		v104 := b2f(v103 != v4)
+		gradStateValue := -v99
+		grads.StateValue[iB] = gradStateValue
+		v103 := float32(c102 * advantage)
+		v104 := b2f(v103 != zero)
 		v105 := float32(v103 * v52)
 		v106 := sel(v104, v105, v103)
 		v107 := -v106
-		v109 := b2f(v106 != v4)
-		v113 := b2f(v107 != v4)
+		v109 := b2f(v106 != zero)
+		v113 := b2f(v107 != zero)
 		for iD := 0; iD < 2; iD++ {
-			v1 := in.Loc[iB*2+iD]
-			v2 := in.Scale[iB*2+iD]
-			v3 := in.Action[iB*2+iD]
-			v5 := v3 - v4
-			v7 := v5 / v6
-			v10 := max(v7, v8)
-			v11 := min(v10, v9)
+			loc := in.Loc[iB*2+iD]
+			scale := in.Scale[iB*2+iD]
+			action := in.Action[iB*2+iD]
+			v5 := action - zero
+			v7 := v5 / two
+			v10 := max(v7, c8)
+			v11 := min(v10, c9)
 			v12 := float32(math.Abs(float64(v11)))
-			v14 := float32(v6 * v12)
-			v16 := v15 - v12
+			v14 := float32(two * v12)
+			v16 := one - v12
 			v17 := v14 / v16
 			v18 := float32(math.Log1p(float64(v17)))
-			v19 := float32(v13 * v18)
-			v20 := b2f(v11 < v4)
+			v19 := float32(half * v18)
+			v20 := b2f(v11 < zero)
 			v21 := -v19
 			v22 := sel(v20, v21, v19)
-			v23 := v22
-			v24 := v23 - v1
+			v24 := v22 - loc
 			v25 := float32(v24 * v24)
 			v26 := -v25
-			v27 := float32(v2 * v2)
-			v28 := float32(v6 * v27)
+			v27 := float32(scale * scale)
+			v28 := float32(two * v27)
 			v29 := v26 / v28
-			v108 := v107 / v2
+			v108 := v107 / scale
 			v110 := v106 / v28
 			v111 := sel(v109, v110, v106)
 			v112 := v29 / v28
 			v114 := float32(v107 * v112)
 			v115 := sel(v113, v114, v107)
-			v116 := float32(v115 * v6)
-			v117 := float32(v116 * v2)
+			v116 := float32(v115 * two)
+			v117 := float32(v116 * scale)
 			v118 := v108 + v117
-			v119 := v118 + v117
-			g.Scale[iB*2+iD] = v119
+			gradScale := v118 + v117
+			grads.Scale[iB*2+iD] = gradScale
 			v120 := -v111
-			v121 := b2f(v120 != v4)
+			v121 := b2f(v120 != zero)
 			v122 := float32(v120 * v24)
 			v123 := sel(v121, v122, v120)
 			v124 := v123 + v123
-			v125 := -v124
-			g.Loc[iB*2+iD] = v125
+			gradLoc := -v124
+			grads.Loc[iB*2+iD] = gradLoc
 		}
-		v126 := v101
-		g.Entropy[iB] = v126
+		grads.Entropy[iB] = c101
 	}
-	out.LossObjective = float32(acc55.Result())
-	out.KLApprox = float32(acc57.Result())
-	out.Entropy = float32(acc61.Result())
-	out.LossEntropy = float32(acc62.Result())
-	out.LossCritic = float32(acc73.Result())
-	s.s0 = float32(acc74.Var(0))
-	s.s1 = float32(acc75.Var(0))
+	out.LossObjective = float32(lossObjective.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	s.s0 = float32(residVar.Var(0))
+	s.s1 = float32(targetVar.Var(0))
 }
 
 // fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v15 := float32(1)
-	v74 := s.s0
-	v75 := s.s1
-	v76 := float32(1.1920929e-07)
-	v77 := v75 + v76
-	v78 := v74 / v77
-	v79 := v15 - v78
-	out.ExplainedVariance = v79
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c76 := float32(1.1920929e-07)
+	residVar := s.s0
+	targetVar := s.s1
+	v77 := targetVar + c76
+	v78 := residVar / v77
+	explainedVariance := one - v78
+	out.ExplainedVariance = explainedVariance
 }
 
 // b2f is a comparison or flag as 0 or 1.

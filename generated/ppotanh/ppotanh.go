@@ -69,9 +69,11 @@ const (
 const (
 	// EntropyBonus is PPOLoss's entropy_bonus: add the entropy term loss_entropy.
 	EntropyBonus = true
-	// EntropyCoeff is PPOLoss's entropy_coeff: the entropy coefficient, or one per action head {head: coeff}.
+	// EntropyCoeff is PPOLoss's entropy_coeff: the entropy coefficient, or one per action head
+	// {head: coeff}.
 	EntropyCoeff = 0.01
-	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic term.
+	// CriticCoeff is PPOLoss's critic_coeff: scales the critic loss; 0 or null drops the critic
+	// term.
 	CriticCoeff = 1
 	// LossCriticType is PPOLoss's loss_critic_type: the critic's distance.
 	LossCriticType = "smooth_l1"
@@ -81,9 +83,13 @@ const (
 	LogExplainedVariance = true
 	// Reduction is PPOLoss's reduction: how the loss_* outputs are reduced.
 	Reduction = "mean"
-	// Distribution is PPOLoss's distribution: the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal (TanhNormal: loc, scale, action; entropy is an input).
+	// Distribution is PPOLoss's distribution: the policy distribution evaluated in the kernel: none
+	// (log_prob and entropy are inputs), categorical (logits, integer action), one_hot_categorical
+	// (logits, one-hot action), normal (IndependentNormal: loc, scale, action), tanh_normal
+	// (TanhNormal: loc, scale, action; entropy is an input).
 	Distribution = "tanh_normal"
-	// ActionDim is PPOLoss's action_dim: the distribution's event dim: A actions (logits [*batch, A]) or D action dims (loc, scale, action [*batch, D]).
+	// ActionDim is PPOLoss's action_dim: the distribution's event dim: A actions (logits [*batch,
+	// A]) or D action dims (loc, scale, action [*batch, D]).
 	ActionDim = "D"
 	// Low is PPOLoss's low: tanh_normal: the action's lower bound (TanhNormal low).
 	Low = -2
@@ -98,13 +104,16 @@ type Inputs struct {
 	Advantage []float32
 	// Loc is "loc" [B, D]: the current policy's Normal mean μ [*batch, D] (network output).
 	Loc []float32
-	// Scale is "scale" [B, D]: the current policy's Normal standard deviation σ > 0 [*batch, D] (network output).
+	// Scale is "scale" [B, D]: the current policy's Normal standard deviation σ > 0 [*batch, D]
+	// (network output).
 	Scale []float32
 	// Action is "action" [B, D]: the stored action: a point [*batch, D] (the tanh_normal sample).
 	Action []float32
-	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken (TorchRL key sample_log_prob).
+	// SampleLogProb is "sample_log_prob" [B]: log-probability recorded when the action was taken
+	// (TorchRL key sample_log_prob).
 	SampleLogProb []float32
-	// Entropy is "entropy" [B]: entropy of the current policy's distribution (network output; TorchRL dist.entropy()).
+	// Entropy is "entropy" [B]: entropy of the current policy's distribution (network output;
+	// TorchRL dist.entropy()).
 	Entropy []float32
 	// ValueTarget is "value_target" [B]: critic target (TorchRL key value_target).
 	ValueTarget []float32
@@ -115,17 +124,25 @@ type Inputs struct {
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// LossObjective is "loss_objective" scalar: surrogate −exp(lw)·A, reduced by reduction (mean). Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossObjective is "loss_objective" scalar: surrogate −exp(lw)·A, reduced by reduction (mean).
+	// Source: torchrl/objectives/ppo.py PPOLoss.
 	LossObjective float32
-	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖ new); always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
+	// KLApprox is "kl_approx" scalar: mean(sample_log_prob − log_prob), the k1 estimate of KL(old ‖
+	// new); always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
 	KLApprox float32
-	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source: torchrl/objectives/ppo.py PPOLoss.
+	// Entropy is "entropy" scalar: mean entropy of the current policy; always a mean. Source:
+	// torchrl/objectives/ppo.py PPOLoss.
 	Entropy float32
-	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossEntropy is "loss_entropy" scalar: −entropy_coeff·H, reduced by reduction
+	// (torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy). Source: torchrl/objectives/ppo.py
+	// PPOLoss.
 	LossEntropy float32
-	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by reduction. Source: torchrl/objectives/ppo.py PPOLoss.
+	// LossCritic is "loss_critic" scalar: critic_coeff·smooth_l1(value_target, V), reduced by
+	// reduction. Source: torchrl/objectives/ppo.py PPOLoss.
 	LossCritic float32
-	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch without its first dim. Source: torchrl/objectives/ppo.py PPOLoss.
+	// ExplainedVariance is "explained_variance" scalar: 1 − Var(y − V)/(Var(y) + eps), biased
+	// variances along the first batch dim only, eps = machine epsilon of the dtype; shape = batch
+	// without its first dim. Source: torchrl/objectives/ppo.py PPOLoss.
 	ExplainedVariance float32
 }
 
@@ -133,13 +150,24 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// Loc is ∂(Σ loss_*)/∂loc [B, D] (grad.loc), the sum of: through log π(a) = Σ_d log N(x_d; μ_d, σ_d): ∂/∂μ = (x − μ)/σ² (SEMANTICS.md §1.8, §2.8); loss_objective through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss.forward).
+	// Loc is ∂(Σ loss_*)/∂loc [B, D] (grad.loc), the sum of: through log π(a) = Σ_d log N(x_d; μ_d,
+	// σ_d): ∂/∂μ = (x − μ)/σ² (SEMANTICS.md §1.8, §2.8); loss_objective through log π(a):
+	// loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.forward).
 	Loc []float32
-	// Scale is ∂(Σ loss_*)/∂scale [B, D] (grad.scale), the sum of: through log π(a): ∂/∂σ = −1/σ + (x − μ)²/σ³; through the Normal entropy: 1/σ (SEMANTICS.md §1.8, §2.8); loss_objective through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss.forward).
+	// Scale is ∂(Σ loss_*)/∂scale [B, D] (grad.scale), the sum of: through log π(a): ∂/∂σ = −1/σ +
+	// (x − μ)²/σ³; through the Normal entropy: 1/σ (SEMANTICS.md §1.8, §2.8); loss_objective
+	// through log π(a): loss_objective: −A·exp(lw)·s, s = 1/n for mean, 1 for sum and none
+	// (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss.forward).
 	Scale []float32
-	// Entropy is ∂(Σ loss_*)/∂entropy [B] (grad.entropy), the sum of: loss_entropy: −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8; torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
+	// Entropy is ∂(Σ loss_*)/∂entropy [B] (grad.entropy), the sum of: loss_entropy:
+	// −entropy_coeff·s, s = 1/n for mean, 1 for sum and none (SEMANTICS.md §2.8;
+	// torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy).
 	Entropy []float32
-	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic).
+	// StateValue is ∂(Σ loss_*)/∂state_value [B] (grad.state_value), the sum of: loss_critic:
+	// critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §1.4, §2.8;
+	// torchrl/objectives/ppo.py PPOLoss.loss_critic).
 	StateValue []float32
 }
 

@@ -4,10 +4,11 @@
 
 package qvalue
 
-// pass0AVX2 is pass 0 (elementwise over [B=257]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [B=257]) on 8 float32 lanes; see pass0Go for the same loop
+// in Go.
 //
 //go:noescape
-func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32)
+func pass0AVX2(actionMask *bool, actionValue *float32, outActionValue *float32, action *float32, chosenActionValue *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *bool, p1 *float32, p2 *float32, p3 *float32, p4 *float32)
+// func pass0AVX2(actionMask *bool, actionValue *float32, outActionValue *float32, action *float32, chosenActionValue *float32)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $368-40
 	XORQ AX, AX
@@ -15,11 +15,11 @@ blocks_1:
 	XORQ    CX, CX
 
 inner_A_2:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionMask+0(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	MOVQ       $+0, 64(SP)
 	MOVB       (DX)(BX*1), SI
@@ -40,7 +40,7 @@ inner_A_2:
 	MOVB       SI, 71(SP)
 	VPMOVZXBD  64(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), DX
+	MOVQ       actionValue+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
@@ -48,12 +48,12 @@ inner_A_2:
 	VGATHERDPS Y3, (DX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// reduce_max(v3) over [A]
+	// reduce_max(actionValue2) over [A]
 	VMOVUPS (SP), Y1
 	VXORPS  lgc5<>+0(SB), Y1, Y1
 	VXORPS  lgc5<>+0(SB), Y0, Y0
@@ -72,11 +72,11 @@ inner_A_2:
 	XORQ    CX, CX
 
 inner_A_3:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionMask+0(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	MOVQ       $+0, 104(SP)
 	MOVB       (DX)(BX*1), SI
@@ -97,7 +97,7 @@ inner_A_3:
 	MOVB       SI, 111(SP)
 	VPMOVZXBD  104(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), DX
+	MOVQ       actionValue+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
@@ -105,13 +105,13 @@ inner_A_3:
 	VGATHERDPS Y3, (DX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v3
-	MOVQ    p2+16(FP), DX
+	// store actionValue2
+	MOVQ    outActionValue+16(FP), DX
 	VMOVUPS Y0, 112(SP)
 	MOVL    112(SP), SI
 	MOVL    SI, (DX)(BX*4)
@@ -131,12 +131,12 @@ inner_A_3:
 	MOVL    SI, 168(DX)(BX*4)
 	VMOVUPS 72(SP), Y1
 
-	// v5 = eq(v3, v4) [B=257 A=6]
+	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y0
 	VANDPS lgc6<>+0(SB), Y0, Y0
 
-	// store v5
-	MOVQ    p3+24(FP), DX
+	// store action
+	MOVQ    action+24(FP), DX
 	VMOVUPS Y0, 144(SP)
 	MOVL    144(SP), SI
 	MOVL    SI, (DX)(BX*4)
@@ -163,11 +163,11 @@ inner_A_3:
 	XORQ    CX, CX
 
 inner_A_4:
-	MOVQ       p0+0(FP), DX
+	MOVQ       actionMask+0(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
-	IMUL3Q     $+1, CX, SI
+	MOVQ       CX, SI
 	ADDQ       SI, BX
 	MOVQ       $+0, 240(SP)
 	MOVB       (DX)(BX*1), SI
@@ -188,7 +188,7 @@ inner_A_4:
 	MOVB       SI, 247(SP)
 	VPMOVZXBD  240(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), DX
+	MOVQ       actionValue+8(FP), DX
 	LEAQ       (DX)(BX*4), DX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc2<>+0(SB), Y3
@@ -196,17 +196,17 @@ inner_A_4:
 	VGATHERDPS Y3, (DX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 	VMOVUPS   72(SP), Y1
 
-	// v5 = eq(v3, v4) [B=257 A=6]
+	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v6 = mul(v3, v5) [B=257 A=6]
+	// v6 = mul(actionValue2, action)
 	VMULPS Y1, Y0, Y0
 
 	// sum(v6) over [A]
@@ -221,7 +221,7 @@ inner_A_4:
 	CMPQ         CX, $+6
 	JL           inner_A_4
 
-	// finish v7
+	// finish chosenActionValue
 	VMOVUPD     176(SP), Y0
 	VMOVUPD     208(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -229,8 +229,8 @@ inner_A_4:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// store v7
-	MOVQ    p4+32(FP), CX
+	// store chosenActionValue
+	MOVQ    chosenActionValue+32(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPS Y0, (CX)(DX*4)
@@ -242,17 +242,17 @@ inner_A_4:
 	XORQ    AX, AX
 
 inner_A_5:
-	MOVQ       p0+0(FP), CX
+	MOVQ       actionMask+0(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
-	IMUL3Q     $+1, AX, BX
+	MOVQ       AX, BX
 	ADDQ       BX, DX
 	MOVQ       $+0, 248(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 248(SP)
 	VPMOVZXBD  248(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), CX
+	MOVQ       actionValue+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -260,12 +260,12 @@ inner_A_5:
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// reduce_max(v3) over [A]
+	// reduce_max(actionValue2) over [A]
 	VMOVUPS      lgc8<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
@@ -290,17 +290,17 @@ inner_A_5:
 	XORQ    AX, AX
 
 inner_A_6:
-	MOVQ       p0+0(FP), CX
+	MOVQ       actionMask+0(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
-	IMUL3Q     $+1, AX, BX
+	MOVQ       AX, BX
 	ADDQ       BX, DX
 	MOVQ       $+0, 288(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 288(SP)
 	VPMOVZXBD  288(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), CX
+	MOVQ       actionValue+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -308,24 +308,24 @@ inner_A_6:
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
-	// store v3
-	MOVQ    p2+16(FP), CX
+	// store actionValue2
+	MOVQ    outActionValue+16(FP), CX
 	VMOVUPS Y0, 296(SP)
 	MOVL    296(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	VMOVUPS 256(SP), Y1
 
-	// v5 = eq(v3, v4) [B=257 A=6]
+	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y0
 	VANDPS lgc6<>+0(SB), Y0, Y0
 
-	// store v5
-	MOVQ    p3+24(FP), CX
+	// store action
+	MOVQ    action+24(FP), CX
 	VMOVUPS Y0, 328(SP)
 	MOVL    328(SP), BX
 	MOVL    BX, (CX)(DX*4)
@@ -338,17 +338,17 @@ inner_A_6:
 	XORQ    AX, AX
 
 inner_A_7:
-	MOVQ       p0+0(FP), CX
+	MOVQ       actionMask+0(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
-	IMUL3Q     $+1, AX, BX
+	MOVQ       AX, BX
 	ADDQ       BX, DX
 	MOVQ       $+0, 360(SP)
 	MOVB       (CX)(DX*1), CL
 	MOVB       CL, 360(SP)
 	VPMOVZXBD  360(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       p1+8(FP), CX
+	MOVQ       actionValue+8(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc1<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -356,17 +356,17 @@ inner_A_7:
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
 	VMOVUPS    lgc4<>+0(SB), Y2
 
-	// v3 = where(v1, v0, v2) [B=257 A=6]  # masked_action_value
+	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 	VMOVUPS   256(SP), Y1
 
-	// v5 = eq(v3, v4) [B=257 A=6]
+	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y1
 	VANDPS lgc6<>+0(SB), Y1, Y1
 
-	// v6 = mul(v3, v5) [B=257 A=6]
+	// v6 = mul(actionValue2, action)
 	VMULPS Y1, Y0, Y0
 
 	// sum(v6) over [A]
@@ -386,7 +386,7 @@ inner_A_7:
 	CMPQ         AX, $+6
 	JL           inner_A_7
 
-	// finish v7
+	// finish chosenActionValue
 	VMOVUPD     176(SP), Y0
 	VMOVUPD     208(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
@@ -394,8 +394,8 @@ inner_A_7:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// store v7
-	MOVQ       p4+32(FP), AX
+	// store chosenActionValue
+	MOVQ       chosenActionValue+32(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+256, CX
 	VMOVUPS    lgc8<>+0(SB), Y1
@@ -505,7 +505,6 @@ bulk_8:
 	VMINPS       lgc10<>+0(SB), Y1, Y1
 	VMULPS       lgc11<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc13<>+0(SB), Y2, Y1
 	VMOVAPS      lgc14<>+0(SB), Y3

@@ -18,35 +18,35 @@ var scratchPool = sync.Pool{New: func() any {
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=257].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	c2 := float32(-3.4028235e+38)
 	for iB := 0; iB < 257; iB++ {
-		v2 := float32(-3.4028235e+38)
 		acc4 := math.Inf(-1)
 		for iA := 0; iA < 6; iA++ {
-			v0 := in.ActionValue[iB*6+iA]
-			v1 := b2f(in.ActionMask[iB*6+iA])
-			v3 := sel(v1, v0, v2)
-			acc4 = runtime.Max(acc4, float64(v3))
+			actionValue := in.ActionValue[iB*6+iA]
+			actionMask := b2f(in.ActionMask[iB*6+iA])
+			actionValue2 := sel(actionMask, actionValue, c2)
+			acc4 = runtime.Max(acc4, float64(actionValue2))
 		}
 		v4 := float32(acc4)
 		for iA := 0; iA < 6; iA++ {
-			v0 := in.ActionValue[iB*6+iA]
-			v1 := b2f(in.ActionMask[iB*6+iA])
-			v3 := sel(v1, v0, v2)
-			out.ActionValue[iB*6+iA] = v3
-			v5 := b2f(v3 == v4)
-			out.Action[iB*6+iA] = v5
+			actionValue := in.ActionValue[iB*6+iA]
+			actionMask := b2f(in.ActionMask[iB*6+iA])
+			actionValue2 := sel(actionMask, actionValue, c2)
+			out.ActionValue[iB*6+iA] = actionValue2
+			action := b2f(actionValue2 == v4)
+			out.Action[iB*6+iA] = action
 		}
-		acc7 := 0.0
+		chosenActionValueAcc := 0.0
 		for iA := 0; iA < 6; iA++ {
-			v0 := in.ActionValue[iB*6+iA]
-			v1 := b2f(in.ActionMask[iB*6+iA])
-			v3 := sel(v1, v0, v2)
-			v5 := b2f(v3 == v4)
-			v6 := float32(v3 * v5)
-			acc7 += float64(v6)
+			actionValue := in.ActionValue[iB*6+iA]
+			actionMask := b2f(in.ActionMask[iB*6+iA])
+			actionValue2 := sel(actionMask, actionValue, c2)
+			action := b2f(actionValue2 == v4)
+			v6 := float32(actionValue2 * action)
+			chosenActionValueAcc += float64(v6)
 		}
-		v7 := float32(acc7)
-		out.ChosenActionValue[iB] = v7
+		chosenActionValue := float32(chosenActionValueAcc)
+		out.ChosenActionValue[iB] = chosenActionValue
 	}
 }
 

@@ -30,7 +30,7 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: whole: every block of every launch (233472 instructions).
+//   - forward: whole: every block of every launch (208384 instructions).
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Whole},
@@ -68,7 +68,8 @@ func wholeTwo() bool {
 // nothing simulated wrote), and which elements those are must be as when the package was
 // generated. That part runs every instruction of every kernel — every op's expansion and
 // constant, every shuffle step and barrier of a block reduction, every merge of block
-// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
+// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction,
+// constant or shuffle
 // offset, a dropped barrier (a race), a swapped argument or a missing merge shows in the
 // elements compared, and a launch with too few blocks or threads shows as elements missing
 // from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own

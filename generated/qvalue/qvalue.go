@@ -48,29 +48,39 @@ const (
 
 // The hyperparameters baked into the kernel (TorchRL's names).
 const (
-	// ActionSpace is QValueModule's action_space: one_hot (every maximal action marked), categorical (the first maximal index) or mult_one_hot (one_hot per chunk of var_nums).
+	// ActionSpace is QValueModule's action_space: one_hot (every maximal action marked),
+	// categorical (the first maximal index) or mult_one_hot (one_hot per chunk of var_nums).
 	ActionSpace = "one_hot"
-	// ActionDim is QValueModule's action_dim: the dim of the discrete actions, declared after the batch dims (action values are [..., A]).
+	// ActionDim is QValueModule's action_dim: the dim of the discrete actions, declared after the
+	// batch dims (action values are [..., A]).
 	ActionDim = "A"
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// ActionValue is "action_value" [B, A]: the Q-network's action values [*batch, A] (distributional: log-softmax values [*batch, K, A]) (TorchRL key action_value).
+	// ActionValue is "action_value" [B, A]: the Q-network's action values [*batch, A]
+	// (distributional: log-softmax values [*batch, K, A]) (TorchRL key action_value).
 	ActionValue []float32
-	// ActionMask is "action_mask" [B, A]: the allowed actions [*batch, A], true where allowed (TorchRL's action_mask_key; absent unless mapped).
+	// ActionMask is "action_mask" [B, A]: the allowed actions [*batch, A], true where allowed
+	// (TorchRL's action_mask_key; absent unless mapped).
 	ActionMask []bool
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Action is "action" [B, A]: the greedy action: 1 at every maximal entry of the row (ties all marked), 0 elsewhere, as floats (TorchRL: int64). Source: torchrl/modules/tensordict_module/actors.py QValueModule.
+	// Action is "action" [B, A]: the greedy action: 1 at every maximal entry of the row (ties all
+	// marked), 0 elsewhere, as floats (TorchRL: int64). Source:
+	// torchrl/modules/tensordict_module/actors.py QValueModule.
 	Action []float32
-	// ActionValue is "action_value" [B, A]: the action values, with masked-out actions at the dtype's most negative finite value (TorchRL key action_value). Source: torchrl/modules/tensordict_module/actors.py QValueModule.
+	// ActionValue is "action_value" [B, A]: the action values, with masked-out actions at the
+	// dtype's most negative finite value (TorchRL key action_value). Source:
+	// torchrl/modules/tensordict_module/actors.py QValueModule.
 	ActionValue []float32
-	// ChosenActionValue is "chosen_action_value" [B]: the chosen action's value: Σ_a action_a·values_a (k·max for a k-way tie), or values[action] for categorical; [*batch] (TorchRL's [*batch, 1]). Source: torchrl/modules/tensordict_module/actors.py QValueModule.
+	// ChosenActionValue is "chosen_action_value" [B]: the chosen action's value: Σ_a
+	// action_a·values_a (k·max for a k-way tie), or values[action] for categorical; [*batch]
+	// (TorchRL's [*batch, 1]). Source: torchrl/modules/tensordict_module/actors.py QValueModule.
 	ChosenActionValue []float32
 }
 

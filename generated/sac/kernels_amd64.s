@@ -4,19 +4,18 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *float32)
+// func pass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v1 = exp(v0) []
+	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3
@@ -41,9 +40,8 @@ TEXT ·pass0AVX2(SB), $0-16
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
-	// v2 = detach(v1) []
-	// store v2
-	MOVQ   p1+8(FP), AX
+	// store alpha
+	MOVQ   alpha+8(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -188,23 +186,22 @@ DATA lgc13<>+24(SB)/4, $0x0000007f
 DATA lgc13<>+28(SB)/4, $0x0000007f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *bool, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32)
+// func pass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $416-88
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	MOVQ         p0+0(FP), DX
+	MOVQ         logAlpha+0(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v1 = exp(v0) []
+	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3
@@ -228,14 +225,12 @@ blocks_1:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
+	MOVQ         nextLogProb+8(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y0
 
-	// v2 = detach(v1) []
-	MOVQ    p1+8(FP), DX
-	XORQ    SI, SI
-	ADDQ    AX, SI
-	VMOVUPS (DX)(SI*4), Y0
-
-	// v5 = mul(v2, v4) [B=256]
+	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y0, Y3, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 	VMOVUPS Y1, (SP)
@@ -249,7 +244,7 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_Q_2:
-	MOVQ    p2+16(FP), DI
+	MOVQ    nextStateActionValue+16(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -257,7 +252,7 @@ inner_Q_2:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 224(SP), Y1
 
-	// v6 = sub(v3, v5) [Q=2 B=256]
+	// v6 = sub(nextStateActionValue, v5)
 	VSUBPS Y1, Y0, Y0
 
 	// reduce_min(v6) over [Q]
@@ -266,10 +261,10 @@ inner_Q_2:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    p3+24(FP), DI
+	MOVQ    stateActionValueActor+24(FP), DI
 	VMOVUPS (DI)(R8*4), Y0
 
-	// v31 = neg(v30) [Q=2 B=256]
+	// v31 = neg(stateActionValueActor)
 	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// argmax(v31) over [Q]
@@ -289,7 +284,6 @@ inner_Q_2:
 	VCVTSI2SDQ   DI, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVAPD      Y2, Y2
 	VMOVUPD      128(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
 	VMOVUPD      Y4, 128(SP)
@@ -301,29 +295,25 @@ inner_Q_2:
 	JL           inner_Q_2
 
 	// finish v7
-	VMOVUPS (SP), Y0
-
-	// v8 = detach(v7) [B=256]
+	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      p4+32(FP), DX
+	MOVQ      nextTerminated+32(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v12 = sub(v10, v11) [B=256]
+	// v12 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v14 = mul(v13, v12) [B=256]
+	// v14 = mul(0.99, v12)
 	VMULPS lgc19<>+0(SB), Y1, Y1
 
-	// v15 = mul(v14, v8) [B=256]
+	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    p5+40(FP), DX
+	MOVQ    nextReward+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
-	// v16 = add(v9, v15) [B=256]  # td0_return
-	VADDPS Y0, Y1, Y0
-
-	// v17 = detach(v16) [B=256]  # td0_return
+	// td0Return = add(nextReward, v15)
+	VADDPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
 	VMOVUPD Y1, 256(SP)
 	VMOVUPD Y1, 288(SP)
@@ -333,7 +323,7 @@ inner_Q_2:
 	XORQ    DX, DX
 
 inner_Q_3:
-	MOVQ    p6+48(FP), DI
+	MOVQ    stateActionValue+48(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -341,33 +331,33 @@ inner_Q_3:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 384(SP), Y1
 
-	// v19 = sub(v18, v17) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v20 = abs(v19) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc17<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v22 = lt(v20, v10) [Q=2 B=256]
+	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc11<>+0(SB), Y1, Y1
 
-	// v23 = mul(v21, v20) [Q=2 B=256]
+	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y2
 
-	// v24 = mul(v23, v20) [Q=2 B=256]
+	// v24 = mul(v23, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v25 = sub(v20, v21) [Q=2 B=256]
+	// v25 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y0, Y3
 
-	// v26 = where(v22, v24, v25) [Q=2 B=256]
+	// smoothL1 = where(v22, v24, v25)
 	VMOVUPS   lgc18<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
-	// sum(v26) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -376,7 +366,7 @@ inner_Q_3:
 	VADDPD       288(SP), Y1, Y1
 	VMOVUPD      Y1, 288(SP)
 
-	// reduce_max(v20) over [Q]
+	// reduce_max(absDiff) over [Q]
 	VMOVUPS 320(SP), Y1
 	VXORPS  lgc17<>+0(SB), Y1, Y1
 	VXORPS  lgc17<>+0(SB), Y0, Y0
@@ -398,7 +388,7 @@ inner_Q_3:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v27) over [B]
-	MOVQ    p7+56(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -410,11 +400,11 @@ inner_Q_3:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v33 = gather(v30, v32) over Q [B=256]
+	// v33 = gather(stateActionValueActor, v32) over Q
 	XORQ       DI, DI
-	IMUL3Q     $+1, AX, R8
+	MOVQ       AX, R8
 	ADDQ       R8, DI
-	MOVQ       p3+24(FP), R8
+	MOVQ       stateActionValueActor+24(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc18<>+0(SB), Y0, Y0
@@ -425,36 +415,35 @@ inner_Q_3:
 	VMOVUPS    lgc18<>+0(SB), Y2
 	VGATHERDPS Y1, (R8)(Y0*4), Y2
 	VMOVUPS    192(SP), Y0
-	MOVQ       p8+64(FP), DI
+	MOVQ       logProb+64(FP), DI
 	VMOVUPS    (DI)(SI*4), Y1
 
-	// v34 = mul(v2, v29) [B=256]
+	// v34 = mul(v1, logProb)
 	VMULPS Y1, Y0, Y0
 
-	// v35 = sub(v34, v33) [B=256]
+	// v35 = sub(v34, v33)
 	VSUBPS Y2, Y0, Y0
 
 	// mean(v35) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 
-	// v37 = detach(v29) [B=256]
-	// v39 = add(v37, v38) [B=256]
+	// v39 = add(logProb, -6)
 	VADDPS       lgc24<>+0(SB), Y1, Y0
-	MOVQ         p0+0(FP), DI
+	MOVQ         logAlpha+0(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y2
 
-	// v40 = mul(v0, v39) [B=256]
+	// v40 = mul(logAlpha, v39)
 	VMULPS Y0, Y2, Y0
 
-	// v41 = neg(v40) [B=256]
+	// v41 = neg(v40)
 	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// mean(v41) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
 
-	// v43 = neg(v37) [B=256]
+	// v43 = neg(logProb)
 	VXORPS lgc17<>+0(SB), Y1, Y0
 
 	// mean(v43) over [B]
@@ -463,20 +452,18 @@ inner_Q_3:
 
 	// finish v45
 	VMOVUPS 320(SP), Y0
-
-	// v46 = detach(v45) [B=256]
 	VMOVUPS 384(SP), Y1
 
-	// store v17
-	MOVQ    p9+72(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
-	// store v46
-	MOVQ         p10+80(FP), DX
+	// store tdError
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_4
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -536,7 +523,7 @@ noflush_4:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
-	MOVQ         p7+56(FP), AX
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -719,19 +706,18 @@ DATA lgc26<>+24(SB)/4, $0x7f7fffff
 DATA lgc26<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *float32)
+// func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 
-	// v1 = exp(v0) []
+	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3
@@ -756,30 +742,28 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
-	// v2 = detach(v1) []
-	// store v2
-	MOVQ   p1+8(FP), AX
+	// store alpha
+	MOVQ   alpha+8(FP), AX
 	VMOVSS X3, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *bool, p5 *float32, p6 *float32, p7 *float64, p8 *float32, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32)
+// func fbPass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $512-112
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_5:
-	MOVQ         p0+0(FP), DX
+	MOVQ         logAlpha+0(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
-	// v1 = exp(v0) []
+	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3
@@ -803,14 +787,12 @@ blocks_5:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
+	MOVQ         nextLogProb+8(FP), DX
+	XORQ         SI, SI
+	ADDQ         AX, SI
+	VMOVUPS      (DX)(SI*4), Y0
 
-	// v2 = detach(v1) []
-	MOVQ    p1+8(FP), DX
-	XORQ    SI, SI
-	ADDQ    AX, SI
-	VMOVUPS (DX)(SI*4), Y0
-
-	// v5 = mul(v2, v4) [B=256]
+	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y0, Y3, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 	VMOVUPS Y1, (SP)
@@ -824,7 +806,7 @@ blocks_5:
 	XORQ    DX, DX
 
 inner_Q_6:
-	MOVQ    p2+16(FP), DI
+	MOVQ    nextStateActionValue+16(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -832,7 +814,7 @@ inner_Q_6:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 224(SP), Y1
 
-	// v6 = sub(v3, v5) [Q=2 B=256]
+	// v6 = sub(nextStateActionValue, v5)
 	VSUBPS Y1, Y0, Y0
 
 	// reduce_min(v6) over [Q]
@@ -841,10 +823,10 @@ inner_Q_6:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    p3+24(FP), DI
+	MOVQ    stateActionValueActor+24(FP), DI
 	VMOVUPS (DI)(R8*4), Y0
 
-	// v31 = neg(v30) [Q=2 B=256]
+	// v31 = neg(stateActionValueActor)
 	VXORPS lgc17<>+0(SB), Y0, Y0
 
 	// argmax(v31) over [Q]
@@ -864,7 +846,6 @@ inner_Q_6:
 	VCVTSI2SDQ   DI, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVAPD      Y2, Y2
 	VMOVUPD      128(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
 	VMOVUPD      Y4, 128(SP)
@@ -876,29 +857,25 @@ inner_Q_6:
 	JL           inner_Q_6
 
 	// finish v7
-	VMOVUPS (SP), Y0
-
-	// v8 = detach(v7) [B=256]
+	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      p4+32(FP), DX
+	MOVQ      nextTerminated+32(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v12 = sub(v10, v11) [B=256]
+	// v12 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v14 = mul(v13, v12) [B=256]
+	// v14 = mul(0.99, v12)
 	VMULPS lgc19<>+0(SB), Y1, Y1
 
-	// v15 = mul(v14, v8) [B=256]
+	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    p5+40(FP), DX
+	MOVQ    nextReward+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
-	// v16 = add(v9, v15) [B=256]  # td0_return
-	VADDPS Y0, Y1, Y0
-
-	// v17 = detach(v16) [B=256]  # td0_return
+	// td0Return = add(nextReward, v15)
+	VADDPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
 	VMOVUPD Y1, 256(SP)
 	VMOVUPD Y1, 288(SP)
@@ -908,7 +885,7 @@ inner_Q_6:
 	XORQ    DX, DX
 
 inner_Q_7:
-	MOVQ    p6+48(FP), DI
+	MOVQ    stateActionValue+48(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -916,33 +893,33 @@ inner_Q_7:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 384(SP), Y1
 
-	// v19 = sub(v18, v17) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v20 = abs(v19) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc17<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
-	// v22 = lt(v20, v10) [Q=2 B=256]
+	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc11<>+0(SB), Y1, Y1
 
-	// v23 = mul(v21, v20) [Q=2 B=256]
+	// v23 = mul(0.5, absDiff)
 	VMULPS lgc10<>+0(SB), Y0, Y2
 
-	// v24 = mul(v23, v20) [Q=2 B=256]
+	// v24 = mul(v23, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v25 = sub(v20, v21) [Q=2 B=256]
+	// v25 = sub(absDiff, 0.5)
 	VSUBPS lgc10<>+0(SB), Y0, Y3
 
-	// v26 = where(v22, v24, v25) [Q=2 B=256]
+	// smoothL1 = where(v22, v24, v25)
 	VMOVUPS   lgc18<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
-	// sum(v26) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -951,7 +928,7 @@ inner_Q_7:
 	VADDPD       288(SP), Y1, Y1
 	VMOVUPD      Y1, 288(SP)
 
-	// reduce_max(v20) over [Q]
+	// reduce_max(absDiff) over [Q]
 	VMOVUPS 320(SP), Y1
 	VXORPS  lgc17<>+0(SB), Y1, Y1
 	VXORPS  lgc17<>+0(SB), Y0, Y0
@@ -973,7 +950,7 @@ inner_Q_7:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v27) over [B]
-	MOVQ    p7+56(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -985,11 +962,11 @@ inner_Q_7:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v33 = gather(v30, v32) over Q [B=256]
+	// v33 = gather(stateActionValueActor, v32) over Q
 	XORQ       DI, DI
-	IMUL3Q     $+1, AX, R8
+	MOVQ       AX, R8
 	ADDQ       R8, DI
-	MOVQ       p3+24(FP), R8
+	MOVQ       stateActionValueActor+24(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y1
 	VPMAXSD    lgc18<>+0(SB), Y1, Y1
@@ -1000,36 +977,35 @@ inner_Q_7:
 	VMOVUPS    lgc18<>+0(SB), Y3
 	VGATHERDPS Y2, (R8)(Y1*4), Y3
 	VMOVUPS    192(SP), Y1
-	MOVQ       p8+64(FP), DI
+	MOVQ       logProb+64(FP), DI
 	VMOVUPS    (DI)(SI*4), Y2
 
-	// v34 = mul(v2, v29) [B=256]
+	// v34 = mul(v1, logProb)
 	VMULPS Y2, Y1, Y4
 
-	// v35 = sub(v34, v33) [B=256]
+	// v35 = sub(v34, v33)
 	VSUBPS Y3, Y4, Y3
 
 	// mean(v35) over [B]
 	VADDPS  576(DX), Y3, Y3
 	VMOVUPS Y3, 576(DX)
 
-	// v37 = detach(v29) [B=256]
-	// v39 = add(v37, v38) [B=256]
+	// v39 = add(logProb, -6)
 	VADDPS       lgc24<>+0(SB), Y2, Y3
-	MOVQ         p0+0(FP), DI
+	MOVQ         logAlpha+0(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y4
 
-	// v40 = mul(v0, v39) [B=256]
+	// v40 = mul(logAlpha, v39)
 	VMULPS Y3, Y4, Y4
 
-	// v41 = neg(v40) [B=256]
+	// v41 = neg(v40)
 	VXORPS lgc17<>+0(SB), Y4, Y4
 
 	// mean(v41) over [B]
 	VADDPS  896(DX), Y4, Y4
 	VMOVUPS Y4, 896(DX)
 
-	// v43 = neg(v37) [B=256]
+	// v43 = neg(logProb)
 	VXORPS lgc17<>+0(SB), Y2, Y2
 
 	// mean(v43) over [B]
@@ -1040,22 +1016,21 @@ inner_Q_7:
 	// finish v45
 	VMOVUPS 320(SP), Y0
 
-	// v46 = detach(v45) [B=256]
-	// v49 = mul(v48, v39) [B=256]
+	// v49 = mul(-0.00390625, v39)
 	VMULPS lgc27<>+0(SB), Y3, Y2
 
 	// sum(v49) over [B]
 	VADDPS  1536(DX), Y2, Y2
 	VMOVUPS Y2, 1536(DX)
 
-	// v51 = mul(v47, v2) []
+	// v51 = mul(0.00390625, v1)
 	VMULPS  lgc28<>+0(SB), Y1, Y1
 	VMOVUPS Y0, 448(SP)
 	VMOVUPS Y1, 480(SP)
 	XORQ    DX, DX
 
 inner_Q_8:
-	MOVQ    p6+48(FP), BX
+	MOVQ    stateActionValue+48(FP), BX
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -1063,143 +1038,141 @@ inner_Q_8:
 	VMOVUPS (BX)(DI*4), Y0
 	VMOVUPS 384(SP), Y1
 
-	// v19 = sub(v18, v17) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v20 = abs(v19) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc17<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
-	// v22 = lt(v20, v10) [Q=2 B=256]
+	// v22 = lt(absDiff, 1)
 	VCMPPS $0x11, Y2, Y1, Y3
 	VANDPS lgc11<>+0(SB), Y3, Y3
 
-	// v23 = mul(v21, v20) [Q=2 B=256]
+	// v23 = mul(0.5, absDiff)
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	XORQ         BX, BX
-	IMUL3Q       $+1, DX, R8
+	MOVQ         DX, R8
 	ADDQ         R8, BX
 	VMOVD        BX, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
 	VMOVUPS      416(SP), Y6
 
-	// v53 = eq(v52, v32) [Q=2 B=256]
+	// v53 = eq(v52, v32)
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc11<>+0(SB), Y5, Y5
 	VMOVUPS lgc27<>+0(SB), Y6
 	VMOVUPS lgc18<>+0(SB), Y7
 
-	// v55 = where(v53, v48, v54) [Q=2 B=256]
+	// gradStateActionValueActor = where(v53, -0.00390625, 0)
 	VMOVUPS   lgc18<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y6, Y7, Y5
 
-	// store v55
-	MOVQ    p9+72(FP), BX
+	// store gradStateActionValueActor
+	MOVQ    gradStateActionValueActor+72(FP), BX
 	VMOVUPS Y5, (BX)(DI*4)
 	VMOVUPS lgc28<>+0(SB), Y5
 
-	// v56 = where(v22, v47, v54) [Q=2 B=256]
+	// v56 = where(v22, 0.00390625, 0)
 	VMOVUPS   lgc18<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y5, Y7, Y6
 
-	// v57 = where(v22, v54, v47) [Q=2 B=256]
+	// v57 = where(v22, 0, 0.00390625)
 	VMOVUPS   lgc18<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y7, Y5, Y3
 
-	// v58 = ne(v56, v54) [Q=2 B=256]
+	// v58 = ne(v56, 0)
 	VCMPPS $0x04, Y7, Y6, Y5
 	VANDPS lgc11<>+0(SB), Y5, Y5
 
-	// v59 = mul(v56, v20) [Q=2 B=256]
+	// v59 = mul(v56, absDiff)
 	VMULPS Y1, Y6, Y1
 
-	// v60 = where(v58, v59, v56) [Q=2 B=256]
+	// v60 = where(v58, v59, v56)
 	VMOVUPS   lgc18<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y1, Y6, Y1
 
-	// v61 = mul(v56, v23) [Q=2 B=256]
+	// v61 = mul(v56, v23)
 	VMULPS Y4, Y6, Y4
 
-	// v62 = where(v58, v61, v56) [Q=2 B=256]
+	// v62 = where(v58, v61, v56)
 	VMOVUPS   lgc18<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y4, Y6, Y4
 
-	// v63 = add(v57, v62) [Q=2 B=256]
+	// v63 = add(v57, v62)
 	VADDPS Y4, Y3, Y3
 
-	// v64 = mul(v60, v21) [Q=2 B=256]
+	// v64 = mul(v60, 0.5)
 	VMULPS lgc10<>+0(SB), Y1, Y1
 
-	// v65 = add(v63, v64) [Q=2 B=256]
+	// v65 = add(v63, v64)
 	VADDPS Y1, Y3, Y1
 
-	// v66 = gt(v19, v54) [Q=2 B=256]
+	// v66 = gt(diff, 0)
 	VCMPPS $0x1e, Y7, Y0, Y3
 	VANDPS lgc11<>+0(SB), Y3, Y3
 
-	// v67 = lt(v19, v54) [Q=2 B=256]
+	// v67 = lt(diff, 0)
 	VCMPPS $0x11, Y7, Y0, Y4
 	VANDPS lgc11<>+0(SB), Y4, Y4
 
-	// v69 = mul(v19, v54) [Q=2 B=256]
+	// v69 = mul(diff, 0)
 	VMULPS  lgc18<>+0(SB), Y0, Y0
 	VMOVUPS lgc29<>+0(SB), Y5
 
-	// v70 = where(v67, v68, v69) [Q=2 B=256]
+	// v70 = where(v67, -1, v69)
 	VMOVUPS   lgc18<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y0, Y0
 
-	// v71 = where(v66, v10, v70) [Q=2 B=256]
+	// v71 = where(v66, 1, v70)
 	VMOVUPS   lgc18<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y0, Y0
 
-	// v72 = ne(v65, v54) [Q=2 B=256]
+	// v72 = ne(v65, 0)
 	VCMPPS $0x04, Y7, Y1, Y2
 	VANDPS lgc11<>+0(SB), Y2, Y2
 
-	// v73 = mul(v65, v71) [Q=2 B=256]
+	// v73 = mul(v65, v71)
 	VMULPS Y0, Y1, Y0
 
-	// v74 = where(v72, v73, v65) [Q=2 B=256]
+	// gradStateActionValue = where(v72, v73, v65)
 	VMOVUPS   lgc18<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y0, Y1, Y0
 
-	// store v74
-	MOVQ    p10+80(FP), BX
+	// store gradStateActionValue
+	MOVQ    gradStateActionValue+80(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_8
 	VMOVUPS 480(SP), Y0
-
-	// v75 = broadcast(v51) [B=256]
 	VMOVUPS 384(SP), Y1
 
-	// store v17
-	MOVQ    p11+88(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 	VMOVUPS 448(SP), Y1
 
-	// store v46
-	MOVQ    p12+96(FP), DX
+	// store tdError
+	MOVQ    tDError+96(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
-	// store v75
-	MOVQ         p13+104(FP), DX
+	// store gradLogProb
+	MOVQ         gradLogProb+104(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_9
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1272,7 +1245,7 @@ noflush_9:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_5
-	MOVQ         p7+56(FP), AX
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1388,7 +1361,6 @@ bulk_10:
 	VMINPS       lgc1<>+0(SB), Y1, Y1
 	VMULPS       lgc2<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
 	VMOVAPS      lgc5<>+0(SB), Y3

@@ -17,86 +17,80 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v0 := in.LogAlpha[0]
-	v1 := float32(math.Exp(float64(v0)))
-	v2 := v1
-	out.Alpha = v2
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	logAlpha := in.LogAlpha[0]
+	v1 := float32(math.Exp(float64(logAlpha)))
+	out.Alpha = v1
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc28 := runtime.Mean{}
-	acc36 := runtime.Mean{}
-	acc42 := runtime.Mean{}
-	acc44 := runtime.Mean{}
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c13 := float32(0.99)
+	half := float32(0.5)
+	c38 := float32(-6)
+	lossQvalue := runtime.Mean{}
+	lossActor := runtime.Mean{}
+	lossAlpha := runtime.Mean{}
+	entropy := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.LogAlpha[0]
-		v1 := float32(math.Exp(float64(v0)))
-		v2 := v1
-		v4 := in.NextLogProb[iB]
-		v5 := float32(v2 * v4)
+		logAlpha := in.LogAlpha[0]
+		v1 := float32(math.Exp(float64(logAlpha)))
+		nextLogProb := in.NextLogProb[iB]
+		v5 := float32(v1 * nextLogProb)
 		acc7 := math.Inf(1)
 		acc32 := runtime.NewArgMax()
 		for iQ := 0; iQ < 2; iQ++ {
-			v3 := in.NextStateActionValue[iQ*256+iB]
-			v6 := v3 - v5
+			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
+			v6 := nextStateActionValue - v5
 			acc7 = runtime.Min(acc7, float64(v6))
-			v30 := in.StateActionValueActor[iQ*256+iB]
-			v31 := -v30
+			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
+			v31 := -stateActionValueActor
 			acc32.Add(float64(v31), iQ)
 		}
 		v7 := float32(acc7)
-		v8 := v7
-		v9 := in.NextReward[iB]
-		v10 := float32(1)
-		v11 := b2f(in.NextTerminated[iB])
-		v12 := v10 - v11
-		v13 := float32(0.99)
-		v14 := float32(v13 * v12)
-		v15 := float32(v14 * v8)
-		v16 := v9 + v15
-		v17 := v16
-		out.ValueTarget[iB] = v17
-		v21 := float32(0.5)
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v12 := one - nextTerminated
+		v14 := float32(c13 * v12)
+		v15 := float32(v14 * v7)
+		td0Return := nextReward + v15
+		out.ValueTarget[iB] = td0Return
 		acc27 := 0.0
 		acc45 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v18 := in.StateActionValue[iQ*256+iB]
-			v19 := v18 - v17
-			v20 := float32(math.Abs(float64(v19)))
-			v22 := b2f(v20 < v10)
-			v23 := float32(v21 * v20)
-			v24 := float32(v23 * v20)
-			v25 := v20 - v21
-			v26 := sel(v22, v24, v25)
-			acc27 += float64(v26)
-			acc45 = runtime.Max(acc45, float64(v20))
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v22 := b2f(absDiff < one)
+			v23 := float32(half * absDiff)
+			v24 := float32(v23 * absDiff)
+			v25 := absDiff - half
+			smoothL1 := sel(v22, v24, v25)
+			acc27 += float64(smoothL1)
+			acc45 = runtime.Max(acc45, float64(absDiff))
 		}
 		v27 := float32(acc27)
-		acc28.Add(float64(v27))
-		v29 := in.LogProb[iB]
+		lossQvalue.Add(float64(v27))
+		logProb := in.LogProb[iB]
 		v32 := float32(float64(acc32.Idx))
 		v33 := in.StateActionValueActor[(int(v32))*256+iB]
-		v34 := float32(v2 * v29)
+		v34 := float32(v1 * logProb)
 		v35 := v34 - v33
-		acc36.Add(float64(v35))
-		v37 := v29
-		v38 := float32(-6)
-		v39 := v37 + v38
-		v40 := float32(v0 * v39)
+		lossActor.Add(float64(v35))
+		v39 := logProb + c38
+		v40 := float32(logAlpha * v39)
 		v41 := -v40
-		acc42.Add(float64(v41))
-		v43 := -v37
-		acc44.Add(float64(v43))
+		lossAlpha.Add(float64(v41))
+		v43 := -logProb
+		entropy.Add(float64(v43))
 		v45 := float32(acc45)
-		v46 := v45
-		out.TDError[iB] = v46
+		out.TDError[iB] = v45
 	}
-	out.LossQvalue = float32(acc28.Result())
-	out.LossActor = float32(acc36.Result())
-	out.LossAlpha = float32(acc42.Result())
-	out.Entropy = float32(acc44.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossAlpha = float32(lossAlpha.Result())
+	out.Entropy = float32(entropy.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -108,127 +102,121 @@ var fbScratchPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v0 := in.LogAlpha[0]
-	v1 := float32(math.Exp(float64(v0)))
-	v2 := v1
-	out.Alpha = v2
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	logAlpha := in.LogAlpha[0]
+	v1 := float32(math.Exp(float64(logAlpha)))
+	out.Alpha = v1
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc28 := runtime.Mean{}
-	acc36 := runtime.Mean{}
-	acc42 := runtime.Mean{}
-	acc44 := runtime.Mean{}
-	acc50 := 0.0
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c13 := float32(0.99)
+	half := float32(0.5)
+	c38 := float32(-6)
+	c47 := float32(0.00390625)
+	c48 := float32(-0.00390625)
+	zero := float32(0)
+	minusOne := float32(-1)
+	lossQvalue := runtime.Mean{}
+	lossActor := runtime.Mean{}
+	lossAlpha := runtime.Mean{}
+	entropy := runtime.Mean{}
+	gradLogAlpha := 0.0
 	for iB := 0; iB < 256; iB++ {
-		v0 := in.LogAlpha[0]
-		v1 := float32(math.Exp(float64(v0)))
-		v2 := v1
-		v4 := in.NextLogProb[iB]
-		v5 := float32(v2 * v4)
+		logAlpha := in.LogAlpha[0]
+		v1 := float32(math.Exp(float64(logAlpha)))
+		nextLogProb := in.NextLogProb[iB]
+		v5 := float32(v1 * nextLogProb)
 		acc7 := math.Inf(1)
 		acc32 := runtime.NewArgMax()
 		for iQ := 0; iQ < 2; iQ++ {
-			v3 := in.NextStateActionValue[iQ*256+iB]
-			v6 := v3 - v5
+			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
+			v6 := nextStateActionValue - v5
 			acc7 = runtime.Min(acc7, float64(v6))
-			v30 := in.StateActionValueActor[iQ*256+iB]
-			v31 := -v30
+			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
+			v31 := -stateActionValueActor
 			acc32.Add(float64(v31), iQ)
 		}
 		v7 := float32(acc7)
-		v8 := v7
-		v9 := in.NextReward[iB]
-		v10 := float32(1)
-		v11 := b2f(in.NextTerminated[iB])
-		v12 := v10 - v11
-		v13 := float32(0.99)
-		v14 := float32(v13 * v12)
-		v15 := float32(v14 * v8)
-		v16 := v9 + v15
-		v17 := v16
-		out.ValueTarget[iB] = v17
-		v21 := float32(0.5)
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v12 := one - nextTerminated
+		v14 := float32(c13 * v12)
+		v15 := float32(v14 * v7)
+		td0Return := nextReward + v15
+		out.ValueTarget[iB] = td0Return
 		acc27 := 0.0
 		acc45 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v18 := in.StateActionValue[iQ*256+iB]
-			v19 := v18 - v17
-			v20 := float32(math.Abs(float64(v19)))
-			v22 := b2f(v20 < v10)
-			v23 := float32(v21 * v20)
-			v24 := float32(v23 * v20)
-			v25 := v20 - v21
-			v26 := sel(v22, v24, v25)
-			acc27 += float64(v26)
-			acc45 = runtime.Max(acc45, float64(v20))
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v22 := b2f(absDiff < one)
+			v23 := float32(half * absDiff)
+			v24 := float32(v23 * absDiff)
+			v25 := absDiff - half
+			smoothL1 := sel(v22, v24, v25)
+			acc27 += float64(smoothL1)
+			acc45 = runtime.Max(acc45, float64(absDiff))
 		}
 		v27 := float32(acc27)
-		acc28.Add(float64(v27))
-		v29 := in.LogProb[iB]
+		lossQvalue.Add(float64(v27))
+		logProb := in.LogProb[iB]
 		v32 := float32(float64(acc32.Idx))
 		v33 := in.StateActionValueActor[(int(v32))*256+iB]
-		v34 := float32(v2 * v29)
+		v34 := float32(v1 * logProb)
 		v35 := v34 - v33
-		acc36.Add(float64(v35))
-		v37 := v29
-		v38 := float32(-6)
-		v39 := v37 + v38
-		v40 := float32(v0 * v39)
+		lossActor.Add(float64(v35))
+		v39 := logProb + c38
+		v40 := float32(logAlpha * v39)
 		v41 := -v40
-		acc42.Add(float64(v41))
-		v43 := -v37
-		acc44.Add(float64(v43))
+		lossAlpha.Add(float64(v41))
+		v43 := -logProb
+		entropy.Add(float64(v43))
 		v45 := float32(acc45)
-		v46 := v45
-		out.TDError[iB] = v46
-		v47 := float32(0.00390625)
-		v48 := float32(-0.00390625)
-		v49 := float32(v48 * v39)
-		acc50 += float64(v49)
-		v51 := float32(v47 * v2)
-		v54 := float32(0)
-		v68 := float32(-1)
+		out.TDError[iB] = v45
+		v49 := float32(c48 * v39)
+		gradLogAlpha += float64(v49)
+		v51 := float32(c47 * v1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v18 := in.StateActionValue[iQ*256+iB]
-			v19 := v18 - v17
-			v20 := float32(math.Abs(float64(v19)))
-			v22 := b2f(v20 < v10)
-			v23 := float32(v21 * v20)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v22 := b2f(absDiff < one)
+			v23 := float32(half * absDiff)
 			v52 := float32(iQ)
 			v53 := b2f(v52 == v32)
-			v55 := sel(v53, v48, v54)
-			g.StateActionValueActor[iQ*256+iB] = v55
-			v56 := sel(v22, v47, v54)
-			v57 := sel(v22, v54, v47)
-			v58 := b2f(v56 != v54)
-			v59 := float32(v56 * v20)
+			gradStateActionValueActor := sel(v53, c48, zero)
+			grads.StateActionValueActor[iQ*256+iB] = gradStateActionValueActor
+			v56 := sel(v22, c47, zero)
+			v57 := sel(v22, zero, c47)
+			v58 := b2f(v56 != zero)
+			v59 := float32(v56 * absDiff)
 			v60 := sel(v58, v59, v56)
 			v61 := float32(v56 * v23)
 			v62 := sel(v58, v61, v56)
 			v63 := v57 + v62
-			v64 := float32(v60 * v21)
+			v64 := float32(v60 * half)
 			v65 := v63 + v64
-			v66 := b2f(v19 > v54)
-			v67 := b2f(v19 < v54)
-			v69 := float32(v19 * v54)
-			v70 := sel(v67, v68, v69)
-			v71 := sel(v66, v10, v70)
-			v72 := b2f(v65 != v54)
+			v66 := b2f(diff > zero)
+			v67 := b2f(diff < zero)
+			v69 := float32(diff * zero)
+			v70 := sel(v67, minusOne, v69)
+			v71 := sel(v66, one, v70)
+			v72 := b2f(v65 != zero)
 			v73 := float32(v65 * v71)
-			v74 := sel(v72, v73, v65)
-			g.StateActionValue[iQ*256+iB] = v74
+			gradStateActionValue := sel(v72, v73, v65)
+			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
 		}
-		v75 := v51
-		g.LogProb[iB] = v75
+		grads.LogProb[iB] = v51
 	}
-	out.LossQvalue = float32(acc28.Result())
-	out.LossActor = float32(acc36.Result())
-	out.LossAlpha = float32(acc42.Result())
-	out.Entropy = float32(acc44.Result())
-	g.LogAlpha[0] = float32(acc50)
+	out.LossQvalue = float32(lossQvalue.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossAlpha = float32(lossAlpha.Result())
+	out.Entropy = float32(entropy.Result())
+	grads.LogAlpha[0] = float32(gradLogAlpha)
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -66,63 +66,91 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
-	// NumQvalueNets is SACLoss's num_qvalue_nets: the number of Q-networks in the ensemble (the extent of ensemble_dim).
+	// NumQvalueNets is SACLoss's num_qvalue_nets: the number of Q-networks in the ensemble (the
+	// extent of ensemble_dim).
 	NumQvalueNets = 2
-	// EnsembleDim is SACLoss's ensemble_dim: the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it).
+	// EnsembleDim is SACLoss's ensemble_dim: the dim of the Q ensemble, declared before the batch
+	// dims (default Q, added with num_qvalue_nets members when dims lacks it).
 	EnsembleDim = "Q"
 	// LossFunction is SACLoss's loss_function: the Q regression's distance.
 	LossFunction = "smooth_l1"
-	// FixedAlpha is SACLoss's fixed_alpha: α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported.
+	// FixedAlpha is SACLoss's fixed_alpha: α is a constant: log_alpha gets no gradient (TorchRL
+	// registers it as a buffer); loss_alpha is still reported.
 	FixedAlpha = false
-	// TargetEntropy is SACLoss's target_entropy: the entropy target of loss_alpha; auto: −action_dim.
+	// TargetEntropy is SACLoss's target_entropy: the entropy target of loss_alpha; auto:
+	// −action_dim.
 	TargetEntropy = "auto"
-	// ActionDim is SACLoss's action_dim: the number of action elements (TorchRL's action_spec numel), for target_entropy auto.
+	// ActionDim is SACLoss's action_dim: the number of action elements (TorchRL's action_spec
+	// numel), for target_entropy auto.
 	ActionDim = 6
-	// SkipDoneStates is SACLoss's skip_done_states: TorchRL runs the actor only on the next states that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes next_log_prob where done.
+	// SkipDoneStates is SACLoss's skip_done_states: TorchRL runs the actor only on the next states
+	// that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes
+	// next_log_prob where done.
 	SkipDoneStates = false
-	// Reduction is SACLoss's reduction: how the loss_* outputs are reduced; none drops alpha and entropy (TorchRL's scalar_output_mode exclude).
+	// Reduction is SACLoss's reduction: how the loss_* outputs are reduced; none drops alpha and
+	// entropy (TorchRL's scalar_output_mode exclude).
 	Reduction = "mean"
 )
 
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// LogAlpha is "log_alpha" scalar: log α, the entropy temperature's logarithm, a scalar (TorchRL's parameter log_alpha; a buffer with fixed_alpha).
+	// LogAlpha is "log_alpha" scalar: log α, the entropy temperature's logarithm, a scalar
+	// (TorchRL's parameter log_alpha; a buffer with fixed_alpha).
 	LogAlpha []float32
-	// NextStateActionValue is "next.state_action_value" [Q, B]: the target Q-networks at (s', a'), a' the next action (TorchRL computes state_action_value on the next observation with target_qvalue_network_params): no gradient.
+	// NextStateActionValue is "next.state_action_value" [Q, B]: the target Q-networks at (s', a'),
+	// a' the next action (TorchRL computes state_action_value on the next observation with
+	// target_qvalue_network_params): no gradient.
 	NextStateActionValue []float32
-	// NextLogProb is "next.log_prob" [B]: log π(a'|s') of the next action a' sampled on the next observation (TorchRL's next_sample_log_prob, under no_grad): no gradient.
+	// NextLogProb is "next.log_prob" [B]: log π(a'|s') of the next action a' sampled on the next
+	// observation (TorchRL's next_sample_log_prob, under no_grad): no gradient.
 	NextLogProb []float32
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// StateActionValue is "state_action_value" [Q, B]: Q_k(s, a): each member of the current Q ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from qvalue_network_params).
+	// StateActionValue is "state_action_value" [Q, B]: Q_k(s, a): each member of the current Q
+	// ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from
+	// qvalue_network_params).
 	StateActionValue []float32
-	// LogProb is "log_prob" [B]: log π(ã|s) of the actor's reparameterised sample ã on s [*batch] (TorchRL's compute_rsample_log_prob in actor_loss).
+	// LogProb is "log_prob" [B]: log π(ã|s) of the actor's reparameterised sample ã on s [*batch]
+	// (TorchRL's compute_rsample_log_prob in actor_loss).
 	LogProb []float32
-	// StateActionValueActor is "state_action_value_actor" [Q, B]: Q_k(s, ã): each member of the current Q ensemble, with detached parameters, at the actor's sample ã [Q, *batch] (TorchRL's state_action_value in actor_loss).
+	// StateActionValueActor is "state_action_value_actor" [Q, B]: Q_k(s, ã): each member of the
+	// current Q ensemble, with detached parameters, at the actor's sample ã [Q, *batch] (TorchRL's
+	// state_action_value in actor_loss).
 	StateActionValueActor []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k(s, a), y) over the ensemble, y the soft TD target, reduced by reduction (mean) (qvalue_v2_loss). Source: torchrl/objectives/sac.py SACLoss.
+	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k(s, a), y) over the ensemble, y the soft
+	// TD target, reduced by reduction (mean) (qvalue_v2_loss). Source: torchrl/objectives/sac.py
+	// SACLoss.
 	LossQvalue float32
-	// LossActor is "loss_actor" scalar: α·log π(ã|s) − min_k Q_k(s, ã), reduced by reduction (actor_loss). Source: torchrl/objectives/sac.py SACLoss.
+	// LossActor is "loss_actor" scalar: α·log π(ã|s) − min_k Q_k(s, ã), reduced by reduction
+	// (actor_loss). Source: torchrl/objectives/sac.py SACLoss.
 	LossActor float32
-	// LossAlpha is "loss_alpha" scalar: −log α·(log π(ã|s) + target_entropy), log π detached, reduced by reduction (_alpha_loss). Source: torchrl/objectives/sac.py SACLoss.
+	// LossAlpha is "loss_alpha" scalar: −log α·(log π(ã|s) + target_entropy), log π detached,
+	// reduced by reduction (_alpha_loss). Source: torchrl/objectives/sac.py SACLoss.
 	LossAlpha float32
-	// Alpha is "alpha" scalar: α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached (SACLoss._alpha). Source: torchrl/objectives/sac.py SACLoss.
+	// Alpha is "alpha" scalar: α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set),
+	// detached (SACLoss._alpha). Source: torchrl/objectives/sac.py SACLoss.
 	Alpha float32
-	// Entropy is "entropy" scalar: mean(−log π(ã|s)), the entropy's sample estimate, detached. Source: torchrl/objectives/sac.py SACLoss.
+	// Entropy is "entropy" scalar: mean(−log π(ã|s)), the entropy's sample estimate, detached.
+	// Source: torchrl/objectives/sac.py SACLoss.
 	Entropy float32
-	// TDError is "td_error" [B]: the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error). Source: torchrl/objectives/sac.py SACLoss.
+	// TDError is "td_error" [B]: the replay priority max_k |Q_k(s, a) − y| over the ensemble
+	// (absolute, not squared), detached (TorchRL key td_error). Source: torchrl/objectives/sac.py
+	// SACLoss.
 	TDError []float32
 }
 
@@ -130,13 +158,25 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// LogAlpha is ∂(Σ loss_*)/∂log_alpha scalar (grad.log_alpha), the sum of: loss_alpha: −Σ (log π(ã|s) + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha clamp the value; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py SACLoss._alpha_loss).
+	// LogAlpha is ∂(Σ loss_*)/∂log_alpha scalar (grad.log_alpha), the sum of: loss_alpha: −Σ (log
+	// π(ã|s) + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha
+	// clamp the value; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py
+	// SACLoss._alpha_loss).
 	LogAlpha []float32
-	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py SACLoss.qvalue_v2_loss).
+	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum
+	// of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py
+	// SACLoss.qvalue_v2_loss).
 	StateActionValue []float32
-	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_actor: α·s (α detached); loss_alpha uses log π detached and adds nothing; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss).
+	// LogProb is ∂(Σ loss_*)/∂log_prob [B] (grad.log_prob), the sum of: loss_actor: α·s (α
+	// detached); loss_alpha uses log π detached and adds nothing; s = 1/n for mean, 1 for sum and
+	// none (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss).
 	LogProb []float32
-	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [Q, B] (grad.state_action_value_actor), the sum of: loss_actor: −s at the first minimal member k* = argmin_k Q_k(s, ã), 0 at the others (torch.min's index); chain it into ã with the Q-networks' detached parameters; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss).
+	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [Q, B]
+	// (grad.state_action_value_actor), the sum of: loss_actor: −s at the first minimal member k* =
+	// argmin_k Q_k(s, ã), 0 at the others (torch.min's index); chain it into ã with the Q-networks'
+	// detached parameters; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py
+	// SACLoss.actor_loss).
 	StateActionValueActor []float32
 }
 

@@ -4,10 +4,11 @@
 
 package td0
 
-// pass0AVX2 is pass 0 (elementwise over [N=64 T=421]) on 8 float32 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [N=64 T=421]) on 8 float32 lanes; see pass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+func pass0AVX2(lo int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, advantage *float32, valueTarget *float32, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float32, p6 *float32, p7 int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $8-64
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	XORQ CX, CX
 
 blocks_2:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p1+8(FP), DX
+	MOVQ      nextTerminated+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
 	ADDQ      SI, BX
@@ -22,41 +22,39 @@ blocks_2:
 	VPMOVZXBD (DX)(BX*1), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v3 = sub(v1, v2) [N=64 T=421]
+	// v3 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [N=64 T=421]
+	// v7 = mul(0.99, v3)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextStateValue+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v8 = mul(v7, v5) [N=64 T=421]
+	// v8 = mul(v7, nextStateValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    p3+24(FP), DX
+	MOVQ    nextReward+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v9 = add(v0, v8) [N=64 T=421]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPS  Y0, Y1, Y0
-	MOVQ    p4+32(FP), DX
+	MOVQ    stateValue+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v10 = sub(v9, v4) [N=64 T=421]
+	// v10 = sub(td0Return, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v11 = detach(v10) [N=64 T=421]
-	// v12 = detach(v9) [N=64 T=421]  # td0_return
-	// store v11
-	MOVQ    p5+40(FP), DX
+	// store advantage
+	MOVQ    advantage+40(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v12
-	MOVQ      p6+48(FP), DX
+	// store valueTarget
+	MOVQ      valueTarget+48(FP), DX
 	VMOVUPS   Y0, (DX)(BX*4)
 	ADDQ      $+8, CX
 	CMPQ      CX, $+416
 	JL        blocks_2
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      p1+8(FP), CX
+	MOVQ      nextTerminated+8(FP), CX
 	XORQ      DX, DX
 	IMUL3Q    $+421, AX, BX
 	ADDQ      BX, DX
@@ -75,43 +73,41 @@ blocks_2:
 	VPMOVZXBD (SP), Y1
 	VCVTDQ2PS Y1, Y1
 
-	// v3 = sub(v1, v2) [N=64 T=421]
+	// v3 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
-	// v7 = mul(v6, v3) [N=64 T=421]
+	// v7 = mul(0.99, v3)
 	VMULPS     lgc1<>+0(SB), Y0, Y0
-	MOVQ       p2+16(FP), CX
+	MOVQ       nextStateValue+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
-	// v8 = mul(v7, v5) [N=64 T=421]
+	// v8 = mul(v7, nextStateValue)
 	VMULPS     Y1, Y0, Y0
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextReward+24(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
-	// v9 = add(v0, v8) [N=64 T=421]  # td0_return
+	// td0Return = add(nextReward, v8)
 	VADDPS     Y0, Y1, Y0
-	MOVQ       p4+32(FP), CX
+	MOVQ       stateValue+32(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
-	// v10 = sub(v9, v4) [N=64 T=421]
+	// v10 = sub(td0Return, stateValue)
 	VSUBPS Y1, Y0, Y1
 
-	// v11 = detach(v10) [N=64 T=421]
-	// v12 = detach(v9) [N=64 T=421]  # td0_return
-	// store v11
-	MOVQ       p5+40(FP), CX
+	// store advantage
+	MOVQ       advantage+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v12
-	MOVQ       p6+48(FP), CX
+	// store valueTarget
+	MOVQ       valueTarget+48(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (CX)(DX*4)
 	INCQ       AX
-	CMPQ       AX, p7+56(FP)
+	CMPQ       AX, hi+56(FP)
 	JL         outer0_1
 	VZEROUPPER
 	RET
@@ -162,7 +158,6 @@ bulk_3:
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3

@@ -14,23 +14,21 @@ var scratchPool = sync.Pool{New: func() any {
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	one := float32(1)
+	c6 := float32(0.99)
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
-			v0 := in.NextReward[iN*421+iT]
-			v1 := float32(1)
-			v2 := b2f(in.NextTerminated[iN*421+iT])
-			v3 := v1 - v2
-			v4 := in.StateValue[iN*421+iT]
-			v5 := in.NextStateValue[iN*421+iT]
-			v6 := float32(0.99)
-			v7 := float32(v6 * v3)
-			v8 := float32(v7 * v5)
-			v9 := v0 + v8
-			v10 := v9 - v4
-			v11 := v10
-			out.Advantage[iN*421+iT] = v11
-			v12 := v9
-			out.ValueTarget[iN*421+iT] = v12
+			nextReward := in.NextReward[iN*421+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			v3 := one - nextTerminated
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			v7 := float32(c6 * v3)
+			v8 := float32(v7 * nextStateValue)
+			td0Return := nextReward + v8
+			v10 := td0Return - stateValue
+			out.Advantage[iN*421+iT] = v10
+			out.ValueTarget[iN*421+iT] = td0Return
 		}
 	}
 }

@@ -55,7 +55,8 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
 )
 
@@ -64,20 +65,25 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [N, T]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key state_value).
+	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key
+	// state_value).
 	StateValue []float32
-	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TD0Estimator.
 	Advantage []float32
-	// ValueTarget is "value_target" [N, T]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [N, T]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
 }
 

@@ -4,15 +4,17 @@
 
 package td1
 
-// pass0AVX2 is pass 0 (elementwise over [T=421 N=64]) on 4 float64 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (elementwise over [T=421 N=64]) on 4 float64 lanes; see pass0Go for the same
+// loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *float64, p2 *float64, p3 int)
+func pass0AVX2(lo int, nextReward *float64, state *float64, hi int)
 
-// pass1AVX2 is pass 1 (reverse scan along T over [T=421 N=64]) on 4 float64 lanes; see pass1Go for the same loop in Go.
+// pass1AVX2 is pass 1 (reverse scan along T over [T=421 N=64]) on 4 float64 lanes; see pass1Go for
+// the same loop in Go.
 //
 //go:noescape
-func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64)
+func pass1AVX2(state *float64, s1 *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -4,28 +4,28 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *float64, p2 *float64, p3 int)
+// func pass0AVX2(lo int, nextReward *float64, state *float64, hi int)
 // Requires: AVX, FMA3
 TEXT ·pass0AVX2(SB), $0-32
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ    p1+8(FP), DX
+	MOVQ    nextReward+8(FP), DX
 	XORQ    BX, BX
 	IMUL3Q  $+64, AX, SI
 	ADDQ    SI, BX
 	ADDQ    CX, BX
 	VMOVUPD (DX)(BX*8), Y0
 
-	// mean(v2) over [T N]
-	MOVQ    p2+16(FP), DX
+	// mean(nextReward) over [T N]
+	MOVQ    state+16(FP), DX
 	VADDPD  64(DX), Y0, Y1
 	VMOVUPD Y1, 64(DX)
 
-	// var(v2) over [T N]
+	// var(nextReward) over [T N]
 	VMOVUPD     448(DX), Y1
 	VSUBPD      Y1, Y0, Y2
 	VMOVUPD     256(DX), Y3
@@ -42,7 +42,7 @@ blocks_2:
 	CMPQ        CX, $+64
 	JL          blocks_2
 	INCQ        AX
-	CMPQ        AX, p3+24(FP)
+	CMPQ        AX, hi+24(FP)
 	JL          outer0_1
 	VZEROUPPER
 	RET
@@ -53,10 +53,10 @@ DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float64, p1 *float64, p2 *float64, p3 *float64, p4 *bool, p5 *bool, p6 *float64, p7 *float64, p8 *float64, p9 *float64)
+// func pass1AVX2(state *float64, s1 *float64, nextReward *float64, s0 *float64, nextDone *bool, nextTerminated *bool, nextStateValue *float64, stateValue *float64, advantage *float64, valueTarget *float64)
 // Requires: AVX, AVX2
 TEXT ·pass1AVX2(SB), $0-80
-	MOVQ    p0+0(FP), AX
+	MOVQ    state+0(FP), AX
 	LEAQ    832(AX), AX
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, (AX)
@@ -81,32 +81,32 @@ outer0_3:
 	XORQ CX, CX
 
 blocks_4:
-	MOVQ         p1+8(FP), DX
+	MOVQ         s1+8(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSD (DX)(BX*8), Y0
 
-	// v5 = sqrt(v4) []  # std
+	// std = sqrt(v4)
 	VSQRTPD      Y0, Y0
-	MOVQ         p2+16(FP), DX
+	MOVQ         nextReward+16(FP), DX
 	XORQ         SI, SI
 	IMUL3Q       $+64, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPD      (DX)(SI*8), Y1
-	MOVQ         p3+24(FP), DX
+	MOVQ         s0+24(FP), DX
 	VBROADCASTSD (DX)(BX*8), Y2
 
-	// v6 = sub(v2, v3) [T=421 N=64]
+	// v6 = sub(nextReward, mean)
 	VSUBPD  Y2, Y1, Y1
 	VMOVUPD lgc2<>+0(SB), Y2
 
-	// v8 = max(v5, v7) []
+	// v8 = max(std, 1e-05)
 	VMAXPD Y0, Y2, Y0
 
-	// v9 = div(v6, v8) [T=421 N=64]  # reward_standardized
+	// rewardStandardized = div(v6, v8)
 	VDIVPD       Y0, Y1, Y0
 	XORQ         DX, DX
-	IMUL3Q       $+1, AX, BX
+	MOVQ         AX, BX
 	ADDQ         BX, DX
 	MOVQ         $+420, BX
 	SUBQ         DX, BX
@@ -115,14 +115,14 @@ blocks_4:
 	VCVTDQ2PD    X1, Y1
 	VMOVUPD      lgc1<>+0(SB), Y2
 
-	// v14 = eq(v12, v13) [T=421]
+	// v14 = eq(v12, 0)
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc0<>+0(SB), Y1, Y1
-	MOVQ      p4+32(FP), DX
+	MOVQ      nextDone+32(FP), DX
 	VPMOVZXBD (DX)(SI*1), X2
 	VCVTDQ2PD X2, Y2
 
-	// v15 = max(v11, v14) [T=421 N=64]
+	// v15 = max(nextDone, v14)
 	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMINPD    Y2, Y1, Y3
@@ -130,57 +130,55 @@ blocks_4:
 	VORPD     Y3, Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
-	MOVQ      p5+40(FP), DX
+	MOVQ      nextTerminated+40(FP), DX
 	VPMOVZXBD (DX)(SI*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v18 = sub(v0, v10) [T=421 N=64]
+	// v18 = sub(1, nextTerminated)
 	VSUBPD Y3, Y2, Y3
 
-	// v19 = mul(v1, v18) [T=421 N=64]
+	// v19 = mul(0.99, v18)
 	VMULPD lgc4<>+0(SB), Y3, Y4
 
-	// v20 = mul(v15, v18) [T=421 N=64]
+	// v20 = mul(v15, v18)
 	VMULPD Y3, Y1, Y1
 
-	// v21 = mul(v19, v20) [T=421 N=64]
+	// v21 = mul(v19, v20)
 	VMULPD  Y1, Y4, Y3
-	MOVQ    p6+48(FP), DX
+	MOVQ    nextStateValue+48(FP), DX
 	VMOVUPD (DX)(SI*8), Y5
 
-	// v22 = mul(v21, v17) [T=421 N=64]
+	// v22 = mul(v21, nextStateValue)
 	VMULPD Y5, Y3, Y3
 
-	// v23 = add(v9, v22) [T=421 N=64]  # td1_b
+	// td1B = add(rewardStandardized, v22)
 	VADDPD Y3, Y0, Y0
 
-	// v24 = sub(v0, v20) [T=421 N=64]
+	// v24 = sub(1, v20)
 	VSUBPD Y1, Y2, Y1
 
-	// v25 = mul(v19, v24) [T=421 N=64]  # td1_a
+	// td1A = mul(v19, v24)
 	VMULPD Y1, Y4, Y1
 
-	// v26 = scan(v23, v25) over T reverse [T=421 N=64]  # td1_return
-	MOVQ    p0+0(FP), DX
+	// td1Return = scan(td1B, td1A) over T reverse
+	MOVQ    state+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    CX, BX
 	VMULPD  832(DX)(BX*8), Y1, Y1
 	VADDPD  Y0, Y1, Y1
 	VMOVUPD Y1, 832(DX)(BX*8)
-	MOVQ    p7+56(FP), DX
+	MOVQ    stateValue+56(FP), DX
 	VMOVUPD (DX)(SI*8), Y0
 
-	// v27 = sub(v26, v16) [T=421 N=64]
+	// v27 = sub(td1Return, stateValue)
 	VSUBPD Y0, Y1, Y0
 
-	// v28 = detach(v27) [T=421 N=64]
-	// v29 = detach(v26) [T=421 N=64]  # td1_return
-	// store v28
-	MOVQ    p8+64(FP), DX
+	// store advantage
+	MOVQ    advantage+64(FP), DX
 	VMOVUPD Y0, (DX)(SI*8)
 
-	// store v29
-	MOVQ    p9+72(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPD Y1, (DX)(SI*8)
 	ADDQ    $+4, CX
 	CMPQ    CX, $+64
@@ -230,7 +228,6 @@ bulk_5:
 	VMINPD       lgc6<>+0(SB), Y1, Y1
 	VMULPD       lgc7<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc9<>+0(SB), Y2, Y1
 	VMOVAPD      lgc10<>+0(SB), Y3

@@ -11,70 +11,69 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0      float64   // v3 = mean(v2) over T,N []  # mean
-	s1      float64   // v4 = var(v2) over T,N correction=1 []
-	carry26 []float64 // carries of the scan v26
+	s0             float64   // mean = mean(nextReward) over T,N
+	s1             float64   // v4 = var(nextReward) over T,N correction=1
+	td1ReturnCarry []float64 // carries of the scan td1Return
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{carry26: make([]float64, 64)}
+	return &scratch{td1ReturnCarry: make([]float64, 64)}
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [T=421 N=64].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
-	acc3 := runtime.Mean{}
+	mean := runtime.Mean{}
 	acc4 := runtime.Welford{}
 	for iT := 0; iT < 421; iT++ {
 		for iN := 0; iN < 64; iN++ {
-			v2 := in.NextReward[iT*64+iN]
-			acc3.Add(v2)
-			acc4.Add(v2)
+			nextReward := in.NextReward[iT*64+iN]
+			mean.Add(nextReward)
+			acc4.Add(nextReward)
 		}
 	}
-	s.s0 = acc3.Result()
+	s.s0 = mean.Result()
 	s.s1 = acc4.Var(1)
 }
 
-// pass1Go is pass 1 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [T=421 N=64].
+// pass1Go is pass 1 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [T=421 N=64].
 func pass1Go(in *Inputs, out *Outputs, s *scratch) {
-	for k := range s.carry26 {
-		s.carry26[k] = 0
+	one := float64(1)
+	c1 := float64(0.99)
+	c7 := float64(1e-05)
+	zero := float64(0)
+	for k := range s.td1ReturnCarry {
+		s.td1ReturnCarry[k] = 0
 	}
 	for iT := 420; iT >= 0; iT-- {
 		for iN := 0; iN < 64; iN++ {
-			v0 := float64(1)
-			v1 := float64(0.99)
-			v2 := in.NextReward[iT*64+iN]
-			v3 := s.s0
+			nextReward := in.NextReward[iT*64+iN]
+			mean := s.s0
 			v4 := s.s1
-			v5 := math.Sqrt(v4)
-			v6 := v2 - v3
-			v7 := float64(1e-05)
-			v8 := max(v5, v7)
-			v9 := v6 / v8
-			v10 := b2f(in.NextTerminated[iT*64+iN])
-			v11 := b2f(in.NextDone[iT*64+iN])
+			std := math.Sqrt(v4)
+			v6 := nextReward - mean
+			v8 := max(std, c7)
+			rewardStandardized := v6 / v8
+			nextTerminated := b2f(in.NextTerminated[iT*64+iN])
+			nextDone := b2f(in.NextDone[iT*64+iN])
 			v12 := float64(420 - (iT))
-			v13 := float64(0)
-			v14 := b2f(v12 == v13)
-			v15 := max(v11, v14)
-			v16 := in.StateValue[iT*64+iN]
-			v17 := in.NextStateValue[iT*64+iN]
-			v18 := v0 - v10
-			v19 := float64(v1 * v18)
+			v14 := b2f(v12 == zero)
+			v15 := max(nextDone, v14)
+			stateValue := in.StateValue[iT*64+iN]
+			nextStateValue := in.NextStateValue[iT*64+iN]
+			v18 := one - nextTerminated
+			v19 := float64(c1 * v18)
 			v20 := float64(v15 * v18)
 			v21 := float64(v19 * v20)
-			v22 := float64(v21 * v17)
-			v23 := v9 + v22
-			v24 := v0 - v20
-			v25 := float64(v19 * v24)
-			v26 := v23 + float64(s.carry26[iN]*v25)
-			s.carry26[iN] = v26
-			v27 := v26 - v16
-			v28 := v27
-			out.Advantage[iT*64+iN] = v28
-			v29 := v26
-			out.ValueTarget[iT*64+iN] = v29
+			v22 := float64(v21 * nextStateValue)
+			td1B := rewardStandardized + v22
+			v24 := one - v20
+			td1A := float64(v19 * v24)
+			td1Return := td1B + float64(s.td1ReturnCarry[iN]*td1A)
+			s.td1ReturnCarry[iN] = td1Return
+			v27 := td1Return - stateValue
+			out.Advantage[iT*64+iN] = v27
+			out.ValueTarget[iT*64+iN] = td1Return
 		}
 	}
 }

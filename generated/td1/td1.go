@@ -56,9 +56,12 @@ const (
 const (
 	// Gamma is TD1Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD1Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD1Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = true
-	// TimeDim is TD1Estimator's time_dim: the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23).
+	// TimeDim is TD1Estimator's time_dim: the batch dim that is time (default: the last batch dim),
+	// so a time-major batch runs without a transpose; explained_variance and ESS stay along dim 0
+	// as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23).
 	TimeDim = "T"
 )
 
@@ -67,22 +70,28 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [T, N]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float64
-	// NextTerminated is "next.terminated" [T, N]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [T, N]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// NextDone is "next.done" [T, N]: episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion.
+	// NextDone is "next.done" [T, N]: episode ended at step t, terminated or truncated (TorchRL key
+	// (next, done)); cuts the recursion.
 	NextDone []bool
-	// StateValue is "state_value" [T, N]: current critic prediction V(s_t) (TorchRL key state_value).
+	// StateValue is "state_value" [T, N]: current critic prediction V(s_t) (TorchRL key
+	// state_value).
 	StateValue []float64
-	// NextStateValue is "next.state_value" [T, N]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [T, N]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float64
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [T, N]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TD1Estimator.
+	// Advantage is "advantage" [T, N]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TD1Estimator.
 	Advantage []float64
-	// ValueTarget is "value_target" [T, N]: value target: the TD(1) return (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD1Estimator.
+	// ValueTarget is "value_target" [T, N]: value target: the TD(1) return (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD1Estimator.
 	ValueTarget []float64
 }
 

@@ -4,7 +4,7 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 *float32, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32)
+// func pass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
 TEXT ·pass0AVX2(SB), $320-72
 	MOVQ $+8, CX
@@ -16,14 +16,14 @@ blocks_1:
 	XORQ    DX, DX
 
 inner_Q_2:
-	MOVQ    p0+0(FP), BX
+	MOVQ    nextStateActionValue+0(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
 	ADDQ    AX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
-	// reduce_min(v0) over [Q]
+	// reduce_min(nextStateActionValue) over [Q]
 	VMOVUPS (SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
@@ -34,31 +34,27 @@ inner_Q_2:
 	JL      inner_Q_2
 
 	// finish v1
-	VMOVUPS (SP), Y0
-
-	// v2 = detach(v1) [B=256]
+	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
-	MOVQ      p1+8(FP), DX
+	MOVQ      nextTerminated+8(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v6 = sub(v4, v5) [B=256]
+	// v6 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v8 = mul(v7, v6) [B=256]
+	// v8 = mul(0.99, v6)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// v9 = mul(v8, v2) [B=256]
+	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v10 = add(v3, v9) [B=256]  # td0_return
-	VADDPS Y1, Y2, Y1
-
-	// v11 = detach(v10) [B=256]  # td0_return
+	// td0Return = add(nextReward, v9)
+	VADDPS  Y1, Y2, Y1
 	VMOVUPD lgc3<>+0(SB), Y2
 	VMOVUPD Y2, 64(SP)
 	VMOVUPD Y2, 96(SP)
@@ -70,24 +66,24 @@ inner_Q_2:
 
 inner_Q_3:
 	XORQ         SI, SI
-	IMUL3Q       $+1, DX, DI
+	MOVQ         DX, DI
 	ADDQ         DI, SI
 	VMOVD        SI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
 	VMOVUPS      lgc5<>+0(SB), Y1
 
-	// v15 = eq(v13, v14) [Q=2]
+	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p3+24(FP), SI
+	MOVQ    stateActionValueActor+24(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y2
 
-	// v16 = where(v15, v12, v14) [Q=2 B=256]
+	// v16 = where(v15, stateActionValueActor, 0)
 	VMOVUPS   lgc5<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
@@ -100,14 +96,14 @@ inner_Q_3:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         p4+32(FP), SI
+	MOVQ         stateActionValue+32(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      224(SP), Y1
 
-	// v21 = sub(v20, v11) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v31 = mul(v21, v21) [Q=2 B=256]
+	// v31 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v31) over [Q]
@@ -131,11 +127,11 @@ inner_Q_3:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v18 = neg(v17) [B=256]
+	// v18 = neg(v17)
 	VXORPS lgc6<>+0(SB), Y0, Y0
 
 	// mean(v18) over [B]
-	MOVQ    p5+40(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
@@ -144,7 +140,7 @@ inner_Q_3:
 	XORQ    SI, SI
 
 inner_Q_4:
-	MOVQ    p4+32(FP), DI
+	MOVQ    stateActionValue+32(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -152,33 +148,33 @@ inner_Q_4:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 224(SP), Y1
 
-	// v21 = sub(v20, v11) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v22 = abs(v21) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc6<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v24 = lt(v22, v4) [Q=2 B=256]
+	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v25 = mul(v23, v22) [Q=2 B=256]
+	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y0, Y2
 
-	// v26 = mul(v25, v22) [Q=2 B=256]
+	// v26 = mul(v25, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v27 = sub(v22, v23) [Q=2 B=256]
+	// v27 = sub(absDiff, 0.5)
 	VSUBPS lgc7<>+0(SB), Y0, Y0
 
-	// v28 = where(v24, v26, v27) [Q=2 B=256]
+	// smoothL1 = where(v24, v26, v27)
 	VMOVUPS   lgc5<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// sum(v28) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -204,25 +200,23 @@ inner_Q_4:
 
 	// finish v32
 	VMOVUPS 128(SP), Y0
-
-	// v33 = detach(v32) [B=256]
 	VMOVUPS 192(SP), Y1
 
-	// store v2
-	MOVQ    p6+48(FP), DX
+	// store nextStateValue
+	MOVQ    nextStateValue+48(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 224(SP), Y1
 
-	// store v11
-	MOVQ    p7+56(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+56(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
-	// store v33
-	MOVQ         p8+64(FP), DX
+	// store tdError
+	MOVQ         tDError+64(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -256,7 +250,7 @@ noflush_5:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_1
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -383,7 +377,7 @@ DATA lgc9<>+24(SB)/4, $0x7f7fffff
 DATA lgc9<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 *float32, p1 *bool, p2 *float32, p3 *float32, p4 *float32, p5 *float64, p6 *float32, p7 *float32, p8 *float32, p9 *float32, p10 *float32)
+// func fbPass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
 TEXT ·fbPass0AVX2(SB), $352-88
 	MOVQ $+8, CX
@@ -395,14 +389,14 @@ blocks_6:
 	XORQ    DX, DX
 
 inner_Q_7:
-	MOVQ    p0+0(FP), BX
+	MOVQ    nextStateActionValue+0(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
 	ADDQ    AX, SI
 	VMOVUPS (BX)(SI*4), Y0
 
-	// reduce_min(v0) over [Q]
+	// reduce_min(nextStateActionValue) over [Q]
 	VMOVUPS (SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
@@ -413,31 +407,27 @@ inner_Q_7:
 	JL      inner_Q_7
 
 	// finish v1
-	VMOVUPS (SP), Y0
-
-	// v2 = detach(v1) [B=256]
+	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
-	MOVQ      p1+8(FP), DX
+	MOVQ      nextTerminated+8(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v6 = sub(v4, v5) [B=256]
+	// v6 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
-	// v8 = mul(v7, v6) [B=256]
+	// v8 = mul(0.99, v6)
 	VMULPS lgc2<>+0(SB), Y1, Y1
 
-	// v9 = mul(v8, v2) [B=256]
+	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    p2+16(FP), DX
+	MOVQ    nextReward+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v10 = add(v3, v9) [B=256]  # td0_return
-	VADDPS Y1, Y2, Y1
-
-	// v11 = detach(v10) [B=256]  # td0_return
+	// td0Return = add(nextReward, v9)
+	VADDPS  Y1, Y2, Y1
 	VMOVUPD lgc3<>+0(SB), Y2
 	VMOVUPD Y2, 64(SP)
 	VMOVUPD Y2, 96(SP)
@@ -449,24 +439,24 @@ inner_Q_7:
 
 inner_Q_8:
 	XORQ         SI, SI
-	IMUL3Q       $+1, DX, DI
+	MOVQ         DX, DI
 	ADDQ         DI, SI
 	VMOVD        SI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
 	VMOVUPS      lgc5<>+0(SB), Y1
 
-	// v15 = eq(v13, v14) [Q=2]
+	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p3+24(FP), SI
+	MOVQ    stateActionValueActor+24(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
 	VMOVUPS (SI)(DI*4), Y2
 
-	// v16 = where(v15, v12, v14) [Q=2 B=256]
+	// v16 = where(v15, stateActionValueActor, 0)
 	VMOVUPS   lgc5<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
@@ -479,14 +469,14 @@ inner_Q_8:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         p4+32(FP), SI
+	MOVQ         stateActionValue+32(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      224(SP), Y1
 
-	// v21 = sub(v20, v11) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v31 = mul(v21, v21) [Q=2 B=256]
+	// v31 = mul(diff, diff)
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v31) over [Q]
@@ -510,11 +500,11 @@ inner_Q_8:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v18 = neg(v17) [B=256]
+	// v18 = neg(v17)
 	VXORPS lgc6<>+0(SB), Y0, Y0
 
 	// mean(v18) over [B]
-	MOVQ    p5+40(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
@@ -523,7 +513,7 @@ inner_Q_8:
 	XORQ    SI, SI
 
 inner_Q_9:
-	MOVQ    p4+32(FP), DI
+	MOVQ    stateActionValue+32(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -531,33 +521,33 @@ inner_Q_9:
 	VMOVUPS (DI)(R8*4), Y0
 	VMOVUPS 224(SP), Y1
 
-	// v21 = sub(v20, v11) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
 
-	// v22 = abs(v21) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc6<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc1<>+0(SB), Y1
 
-	// v24 = lt(v22, v4) [Q=2 B=256]
+	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
 	VANDPS lgc1<>+0(SB), Y1, Y1
 
-	// v25 = mul(v23, v22) [Q=2 B=256]
+	// v25 = mul(0.5, absDiff)
 	VMULPS lgc7<>+0(SB), Y0, Y2
 
-	// v26 = mul(v25, v22) [Q=2 B=256]
+	// v26 = mul(v25, absDiff)
 	VMULPS Y0, Y2, Y2
 
-	// v27 = sub(v22, v23) [Q=2 B=256]
+	// v27 = sub(absDiff, 0.5)
 	VSUBPS lgc7<>+0(SB), Y0, Y0
 
-	// v28 = where(v24, v26, v27) [Q=2 B=256]
+	// smoothL1 = where(v24, v26, v27)
 	VMOVUPS   lgc5<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
-	// sum(v28) over [Q]
+	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -583,24 +573,22 @@ inner_Q_9:
 
 	// finish v32
 	VMOVUPS 128(SP), Y0
-
-	// v33 = detach(v32) [B=256]
 	VMOVUPS Y0, 320(SP)
 	XORQ    DX, DX
 
 inner_Q_10:
 	XORQ         SI, SI
-	IMUL3Q       $+1, DX, DI
+	MOVQ         DX, DI
 	ADDQ         DI, SI
 	VMOVD        SI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
 	VMOVUPS      lgc5<>+0(SB), Y1
 
-	// v15 = eq(v13, v14) [Q=2]
+	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    p4+32(FP), SI
+	MOVQ    stateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -608,130 +596,129 @@ inner_Q_10:
 	VMOVUPS (SI)(DI*4), Y2
 	VMOVUPS 224(SP), Y3
 
-	// v21 = sub(v20, v11) [Q=2 B=256]
+	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y3, Y2, Y2
 
-	// v22 = abs(v21) [Q=2 B=256]
+	// absDiff = abs(diff)
 	VMOVUPS lgc6<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
 	VMOVUPS lgc1<>+0(SB), Y4
 
-	// v24 = lt(v22, v4) [Q=2 B=256]
+	// v24 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y3, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v25 = mul(v23, v22) [Q=2 B=256]
+	// v25 = mul(0.5, absDiff)
 	VMULPS  lgc7<>+0(SB), Y3, Y6
 	VMOVUPS lgc10<>+0(SB), Y7
 
-	// v35 = where(v24, v34, v14) [Q=2 B=256]
+	// v35 = where(v24, 0.00390625, 0)
 	VMOVUPS   lgc5<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y7, Y1, Y8
 
-	// v36 = where(v24, v14, v34) [Q=2 B=256]
+	// v36 = where(v24, 0, 0.00390625)
 	VMOVUPS   lgc5<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y1, Y7, Y5
 
-	// v37 = ne(v35, v14) [Q=2 B=256]
+	// v37 = ne(v35, 0)
 	VCMPPS $0x04, Y1, Y8, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
-	// v38 = mul(v35, v22) [Q=2 B=256]
+	// v38 = mul(v35, absDiff)
 	VMULPS Y3, Y8, Y3
 
-	// v39 = where(v37, v38, v35) [Q=2 B=256]
+	// v39 = where(v37, v38, v35)
 	VMOVUPS   lgc5<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y7, Y9
 	VBLENDVPS Y9, Y3, Y8, Y3
 
-	// v40 = mul(v35, v25) [Q=2 B=256]
+	// v40 = mul(v35, v25)
 	VMULPS Y6, Y8, Y6
 
-	// v41 = where(v37, v40, v35) [Q=2 B=256]
+	// v41 = where(v37, v40, v35)
 	VMOVUPS   lgc5<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y7, Y9
 	VBLENDVPS Y9, Y6, Y8, Y6
 
-	// v42 = add(v36, v41) [Q=2 B=256]
+	// v42 = add(v36, v41)
 	VADDPS Y6, Y5, Y5
 
-	// v43 = mul(v39, v23) [Q=2 B=256]
+	// v43 = mul(v39, 0.5)
 	VMULPS lgc7<>+0(SB), Y3, Y3
 
-	// v44 = add(v42, v43) [Q=2 B=256]
+	// v44 = add(v42, v43)
 	VADDPS Y3, Y5, Y3
 
-	// v45 = gt(v21, v14) [Q=2 B=256]
+	// v45 = gt(diff, 0)
 	VCMPPS $0x1e, Y1, Y2, Y5
 	VANDPS lgc1<>+0(SB), Y5, Y5
 
-	// v46 = lt(v21, v14) [Q=2 B=256]
+	// v46 = lt(diff, 0)
 	VCMPPS $0x11, Y1, Y2, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
-	// v48 = mul(v21, v14) [Q=2 B=256]
+	// v48 = mul(diff, 0)
 	VMULPS  lgc5<>+0(SB), Y2, Y2
 	VMOVUPS lgc11<>+0(SB), Y7
 
-	// v49 = where(v46, v47, v48) [Q=2 B=256]
+	// v49 = where(v46, -1, v48)
 	VMOVUPS   lgc5<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y7, Y2, Y2
 
-	// v50 = where(v45, v4, v49) [Q=2 B=256]
+	// v50 = where(v45, 1, v49)
 	VMOVUPS   lgc5<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y2
 
-	// v51 = ne(v44, v14) [Q=2 B=256]
+	// v51 = ne(v44, 0)
 	VCMPPS $0x04, Y1, Y3, Y4
 	VANDPS lgc1<>+0(SB), Y4, Y4
 
-	// v52 = mul(v44, v50) [Q=2 B=256]
+	// v52 = mul(v44, v50)
 	VMULPS Y2, Y3, Y2
 
-	// v53 = where(v51, v52, v44) [Q=2 B=256]
+	// gradStateActionValue = where(v51, v52, v44)
 	VMOVUPS   lgc5<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y3, Y2
 
-	// store v53
-	MOVQ    p6+48(FP), SI
+	// store gradStateActionValue
+	MOVQ    gradStateActionValue+48(FP), SI
 	VMOVUPS Y2, (SI)(DI*4)
 	VMOVUPS lgc12<>+0(SB), Y2
 
-	// v55 = where(v15, v54, v14) [Q=2]
+	// v55 = where(v15, -0.00390625, 0)
 	VMOVUPS   lgc5<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
 
-	// v56 = broadcast(v55) [Q=2 B=256]
-	// store v56
-	MOVQ    p7+56(FP), SI
+	// store gradStateActionValueActor
+	MOVQ    gradStateActionValueActor+56(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10
 	VMOVUPS 192(SP), Y0
 
-	// store v2
-	MOVQ    p8+64(FP), DX
+	// store nextStateValue
+	MOVQ    nextStateValue+64(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 224(SP), Y0
 
-	// store v11
-	MOVQ    p9+72(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 320(SP), Y0
 
-	// store v33
-	MOVQ         p10+80(FP), DX
+	// store tdError
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
-	MOVQ         p5+40(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -765,7 +752,7 @@ noflush_11:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+256
 	JL           blocks_6
-	MOVQ         p5+40(FP), AX
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -842,7 +829,6 @@ bulk_12:
 	VMINPS       lgc14<>+0(SB), Y1, Y1
 	VMULPS       lgc15<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
 	VMOVAPS      lgc18<>+0(SB), Y3

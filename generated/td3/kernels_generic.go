@@ -17,66 +17,63 @@ var scratchPool = sync.Pool{New: func() any {
 }}
 
 // pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=256].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc19 := runtime.Mean{}
-	acc30 := runtime.Mean{}
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c7 := float32(0.99)
+	zero := float32(0)
+	half := float32(0.5)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc1 := math.Inf(1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v0 := in.NextStateActionValue[iQ*256+iB]
-			acc1 = runtime.Min(acc1, float64(v0))
+			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
+			acc1 = runtime.Min(acc1, float64(nextStateActionValue))
 		}
 		v1 := float32(acc1)
-		v2 := v1
-		out.NextStateValue[iB] = v2
-		v3 := in.NextReward[iB]
-		v4 := float32(1)
-		v5 := b2f(in.NextTerminated[iB])
-		v6 := v4 - v5
-		v7 := float32(0.99)
-		v8 := float32(v7 * v6)
-		v9 := float32(v8 * v2)
-		v10 := v3 + v9
-		v11 := v10
-		out.ValueTarget[iB] = v11
-		v14 := float32(0)
+		out.NextStateValue[iB] = v1
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v6 := one - nextTerminated
+		v8 := float32(c7 * v6)
+		v9 := float32(v8 * v1)
+		td0Return := nextReward + v9
+		out.ValueTarget[iB] = td0Return
 		acc17 := 0.0
 		acc32 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v12 := in.StateActionValueActor[iQ*256+iB]
+			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
 			v13 := float32(iQ)
-			v15 := b2f(v13 == v14)
-			v16 := sel(v15, v12, v14)
+			v15 := b2f(v13 == zero)
+			v16 := sel(v15, stateActionValueActor, zero)
 			acc17 += float64(v16)
-			v20 := in.StateActionValue[iQ*256+iB]
-			v21 := v20 - v11
-			v31 := float32(v21 * v21)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			v31 := float32(diff * diff)
 			acc32 = runtime.Max(acc32, float64(v31))
 		}
 		v17 := float32(acc17)
 		v18 := -v17
-		acc19.Add(float64(v18))
-		v23 := float32(0.5)
+		lossActor.Add(float64(v18))
 		acc29 := 0.0
 		for iQ := 0; iQ < 2; iQ++ {
-			v20 := in.StateActionValue[iQ*256+iB]
-			v21 := v20 - v11
-			v22 := float32(math.Abs(float64(v21)))
-			v24 := b2f(v22 < v4)
-			v25 := float32(v23 * v22)
-			v26 := float32(v25 * v22)
-			v27 := v22 - v23
-			v28 := sel(v24, v26, v27)
-			acc29 += float64(v28)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v24 := b2f(absDiff < one)
+			v25 := float32(half * absDiff)
+			v26 := float32(v25 * absDiff)
+			v27 := absDiff - half
+			smoothL1 := sel(v24, v26, v27)
+			acc29 += float64(smoothL1)
 		}
 		v29 := float32(acc29)
-		acc30.Add(float64(v29))
+		lossQvalue.Add(float64(v29))
 		v32 := float32(acc32)
-		v33 := v32
-		out.TDError[iB] = v33
+		out.TDError[iB] = v32
 	}
-	out.LossActor = float32(acc19.Result())
-	out.LossQvalue = float32(acc30.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
@@ -87,101 +84,98 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=256].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc19 := runtime.Mean{}
-	acc30 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [B=256].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c7 := float32(0.99)
+	zero := float32(0)
+	half := float32(0.5)
+	c34 := float32(0.00390625)
+	minusOne := float32(-1)
+	c54 := float32(-0.00390625)
+	lossActor := runtime.Mean{}
+	lossQvalue := runtime.Mean{}
 	for iB := 0; iB < 256; iB++ {
 		acc1 := math.Inf(1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v0 := in.NextStateActionValue[iQ*256+iB]
-			acc1 = runtime.Min(acc1, float64(v0))
+			nextStateActionValue := in.NextStateActionValue[iQ*256+iB]
+			acc1 = runtime.Min(acc1, float64(nextStateActionValue))
 		}
 		v1 := float32(acc1)
-		v2 := v1
-		out.NextStateValue[iB] = v2
-		v3 := in.NextReward[iB]
-		v4 := float32(1)
-		v5 := b2f(in.NextTerminated[iB])
-		v6 := v4 - v5
-		v7 := float32(0.99)
-		v8 := float32(v7 * v6)
-		v9 := float32(v8 * v2)
-		v10 := v3 + v9
-		v11 := v10
-		out.ValueTarget[iB] = v11
-		v14 := float32(0)
+		out.NextStateValue[iB] = v1
+		nextReward := in.NextReward[iB]
+		nextTerminated := b2f(in.NextTerminated[iB])
+		v6 := one - nextTerminated
+		v8 := float32(c7 * v6)
+		v9 := float32(v8 * v1)
+		td0Return := nextReward + v9
+		out.ValueTarget[iB] = td0Return
 		acc17 := 0.0
 		acc32 := math.Inf(-1)
 		for iQ := 0; iQ < 2; iQ++ {
-			v12 := in.StateActionValueActor[iQ*256+iB]
+			stateActionValueActor := in.StateActionValueActor[iQ*256+iB]
 			v13 := float32(iQ)
-			v15 := b2f(v13 == v14)
-			v16 := sel(v15, v12, v14)
+			v15 := b2f(v13 == zero)
+			v16 := sel(v15, stateActionValueActor, zero)
 			acc17 += float64(v16)
-			v20 := in.StateActionValue[iQ*256+iB]
-			v21 := v20 - v11
-			v31 := float32(v21 * v21)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			v31 := float32(diff * diff)
 			acc32 = runtime.Max(acc32, float64(v31))
 		}
 		v17 := float32(acc17)
 		v18 := -v17
-		acc19.Add(float64(v18))
-		v23 := float32(0.5)
+		lossActor.Add(float64(v18))
 		acc29 := 0.0
 		for iQ := 0; iQ < 2; iQ++ {
-			v20 := in.StateActionValue[iQ*256+iB]
-			v21 := v20 - v11
-			v22 := float32(math.Abs(float64(v21)))
-			v24 := b2f(v22 < v4)
-			v25 := float32(v23 * v22)
-			v26 := float32(v25 * v22)
-			v27 := v22 - v23
-			v28 := sel(v24, v26, v27)
-			acc29 += float64(v28)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v24 := b2f(absDiff < one)
+			v25 := float32(half * absDiff)
+			v26 := float32(v25 * absDiff)
+			v27 := absDiff - half
+			smoothL1 := sel(v24, v26, v27)
+			acc29 += float64(smoothL1)
 		}
 		v29 := float32(acc29)
-		acc30.Add(float64(v29))
+		lossQvalue.Add(float64(v29))
 		v32 := float32(acc32)
-		v33 := v32
-		out.TDError[iB] = v33
-		v34 := float32(0.00390625)
-		v47 := float32(-1)
-		v54 := float32(-0.00390625)
+		out.TDError[iB] = v32
 		for iQ := 0; iQ < 2; iQ++ {
 			v13 := float32(iQ)
-			v15 := b2f(v13 == v14)
-			v20 := in.StateActionValue[iQ*256+iB]
-			v21 := v20 - v11
-			v22 := float32(math.Abs(float64(v21)))
-			v24 := b2f(v22 < v4)
-			v25 := float32(v23 * v22)
-			v35 := sel(v24, v34, v14)
-			v36 := sel(v24, v14, v34)
-			v37 := b2f(v35 != v14)
-			v38 := float32(v35 * v22)
+			v15 := b2f(v13 == zero)
+			stateActionValue := in.StateActionValue[iQ*256+iB]
+			diff := stateActionValue - td0Return
+			absDiff := float32(math.Abs(float64(diff)))
+			v24 := b2f(absDiff < one)
+			v25 := float32(half * absDiff)
+			v35 := sel(v24, c34, zero)
+			v36 := sel(v24, zero, c34)
+			v37 := b2f(v35 != zero)
+			v38 := float32(v35 * absDiff)
 			v39 := sel(v37, v38, v35)
 			v40 := float32(v35 * v25)
 			v41 := sel(v37, v40, v35)
 			v42 := v36 + v41
-			v43 := float32(v39 * v23)
+			v43 := float32(v39 * half)
 			v44 := v42 + v43
-			v45 := b2f(v21 > v14)
-			v46 := b2f(v21 < v14)
-			v48 := float32(v21 * v14)
-			v49 := sel(v46, v47, v48)
-			v50 := sel(v45, v4, v49)
-			v51 := b2f(v44 != v14)
+			v45 := b2f(diff > zero)
+			v46 := b2f(diff < zero)
+			v48 := float32(diff * zero)
+			v49 := sel(v46, minusOne, v48)
+			v50 := sel(v45, one, v49)
+			v51 := b2f(v44 != zero)
 			v52 := float32(v44 * v50)
-			v53 := sel(v51, v52, v44)
-			g.StateActionValue[iQ*256+iB] = v53
-			v55 := sel(v15, v54, v14)
-			v56 := v55
-			g.StateActionValueActor[iQ*256+iB] = v56
+			gradStateActionValue := sel(v51, v52, v44)
+			grads.StateActionValue[iQ*256+iB] = gradStateActionValue
+			v55 := sel(v15, c54, zero)
+			grads.StateActionValueActor[iQ*256+iB] = v55
 		}
 	}
-	out.LossActor = float32(acc19.Result())
-	out.LossQvalue = float32(acc30.Result())
+	out.LossActor = float32(lossActor.Result())
+	out.LossQvalue = float32(lossQvalue.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

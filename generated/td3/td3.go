@@ -60,11 +60,14 @@ const (
 const (
 	// Gamma is TD0Estimator's gamma: the discount γ.
 	Gamma = 0.99
-	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TD0Estimator's average_rewards: standardise the reward first: (R − mean
+	// R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
-	// NumQvalueNets is TD3Loss's num_qvalue_nets: the number of Q-networks in the ensemble (the extent of ensemble_dim).
+	// NumQvalueNets is TD3Loss's num_qvalue_nets: the number of Q-networks in the ensemble (the
+	// extent of ensemble_dim).
 	NumQvalueNets = 2
-	// EnsembleDim is TD3Loss's ensemble_dim: the dim of the Q ensemble, declared before the batch dims (default Q, added with num_qvalue_nets members when dims lacks it).
+	// EnsembleDim is TD3Loss's ensemble_dim: the dim of the Q ensemble, declared before the batch
+	// dims (default Q, added with num_qvalue_nets members when dims lacks it).
 	EnsembleDim = "Q"
 	// LossFunction is TD3Loss's loss_function: the Q regression's distance.
 	LossFunction = "smooth_l1"
@@ -75,30 +78,43 @@ const (
 // Inputs are the kernel's inputs, named after their data keys. Every slice must hold
 // exactly the number of elements of its shape, row-major.
 type Inputs struct {
-	// NextStateActionValue is "next.state_action_value" [Q, B]: Q'_k(s', ã'): each member of the target Q ensemble at the smoothed next action ã' = clamp(π'(s') + clamp(policy_noise·ε, ±noise_clip), low, high), ε ~ N(0, 1) drawn by the caller [Q, *batch]: no gradient.
+	// NextStateActionValue is "next.state_action_value" [Q, B]: Q'_k(s', ã'): each member of the
+	// target Q ensemble at the smoothed next action ã' = clamp(π'(s') + clamp(policy_noise·ε,
+	// ±noise_clip), low, high), ε ~ N(0, 1) drawn by the caller [Q, *batch]: no gradient.
 	NextStateActionValue []float32
 	// NextReward is "next.reward" [B]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float32
-	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [B]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// StateActionValueActor is "state_action_value_actor" [Q, B]: Q_k(s, π(s)): the current Q ensemble, with detached parameters, at the actor's action [Q, *batch]; only member 0 enters loss_actor (TorchRL's state_action_value in actor_loss).
+	// StateActionValueActor is "state_action_value_actor" [Q, B]: Q_k(s, π(s)): the current Q
+	// ensemble, with detached parameters, at the actor's action [Q, *batch]; only member 0 enters
+	// loss_actor (TorchRL's state_action_value in actor_loss).
 	StateActionValueActor []float32
-	// StateActionValue is "state_action_value" [Q, B]: Q_k(s, a): each member of the current Q ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from qvalue_network_params).
+	// StateActionValue is "state_action_value" [Q, B]: Q_k(s, a): each member of the current Q
+	// ensemble at the stored action [Q, *batch] (TorchRL key state_action_value, from
+	// qvalue_network_params).
 	StateActionValue []float32
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
+	// ValueTarget is "value_target" [B]: value target G = R + γ(1 − terminated)V' (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TD0Estimator.
 	ValueTarget []float32
-	// LossActor is "loss_actor" scalar: −Q_0(s, π(s)), the first member only, reduced by reduction (mean) (actor_loss). Source: torchrl/objectives/td3.py TD3Loss.
+	// LossActor is "loss_actor" scalar: −Q_0(s, π(s)), the first member only, reduced by reduction
+	// (mean) (actor_loss). Source: torchrl/objectives/td3.py TD3Loss.
 	LossActor float32
-	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k(s, a), y) over the ensemble, y the clipped double-Q TD target, reduced by reduction (value_loss). Source: torchrl/objectives/td3.py TD3Loss.
+	// LossQvalue is "loss_qvalue" scalar: Σ_k smooth_l1(Q_k(s, a), y) over the ensemble, y the
+	// clipped double-Q TD target, reduced by reduction (value_loss). Source:
+	// torchrl/objectives/td3.py TD3Loss.
 	LossQvalue float32
-	// NextStateValue is "next_state_value" [B]: min_k Q'_k(s', ã'), the target ensemble's minimum at the smoothed next action, detached [*batch]. Source: torchrl/objectives/td3.py TD3Loss.
+	// NextStateValue is "next_state_value" [B]: min_k Q'_k(s', ã'), the target ensemble's minimum
+	// at the smoothed next action, detached [*batch]. Source: torchrl/objectives/td3.py TD3Loss.
 	NextStateValue []float32
-	// TDError is "td_error" [B]: the replay priority max_k (Q_k(s, a) − y)² over the ensemble, detached (TorchRL key td_error). Source: torchrl/objectives/td3.py TD3Loss.
+	// TDError is "td_error" [B]: the replay priority max_k (Q_k(s, a) − y)² over the ensemble,
+	// detached (TorchRL key td_error). Source: torchrl/objectives/td3.py TD3Loss.
 	TDError []float32
 }
 
@@ -106,9 +122,15 @@ type Outputs struct {
 // gradient of the sum of every element of every loss_* output with respect to it, same shape
 // as the input (TorchRL users sum the loss_* values and call backward).
 type Grads struct {
-	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [Q, B] (grad.state_action_value_actor), the sum of: loss_actor: −s for member 0, 0 for the others; chain it into π(s) with the Q-networks' detached parameters; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.4; td3.py TD3Loss.actor_loss).
+	// StateActionValueActor is ∂(Σ loss_*)/∂state_action_value_actor [Q, B]
+	// (grad.state_action_value_actor), the sum of: loss_actor: −s for member 0, 0 for the others;
+	// chain it into π(s) with the Q-networks' detached parameters; s = 1/n for mean, 1 for sum and
+	// none (SEMANTICS.md §14.4; td3.py TD3Loss.actor_loss).
 	StateActionValueActor []float32
-	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.4; td3.py TD3Loss.value_loss).
+	// StateActionValue is ∂(Σ loss_*)/∂state_action_value [Q, B] (grad.state_action_value), the sum
+	// of: loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1)
+	// (smooth_l1); s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.4; td3.py
+	// TD3Loss.value_loss).
 	StateActionValue []float32
 }
 

@@ -17,7 +17,8 @@ import (
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
 // this float32 kernel against the float64 reference interpreter; a gradient's Abs is at
 // least Floor times the call's largest gradient (golden.Tol.At), so that a gradient whose
-// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
+// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden
+// cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
 var tolerances = map[string]golden.Tol{
 	"value_target":                  {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
 	"loss_actor":                    {Abs: 1e-06, Rel: 5e-06, Norm: 0},
@@ -263,7 +264,8 @@ var (
 )
 
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
-// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7, which several tests use, are
+// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7,
+// which several tests use, are
 // drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
 	randomMu.Lock()

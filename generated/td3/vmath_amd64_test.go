@@ -26,7 +26,8 @@ var vecMath = map[string]struct {
 	"log1p": {log1pAVX2, vmath.RefLog1p},
 }
 
-// sweepInputs are the points the accuracy test evaluates: 2^24 points spread evenly over all 2^32 float32 bit patterns, and the special
+// sweepInputs are the points the accuracy test evaluates: 2^24 points spread evenly over all 2^32
+// float32 bit patterns, and the special
 // values (see lossgen's runtime/vmath), padded to whole vectors. The default sweep is 16 times
 // sparser (the kernels are the same in every package; lossgen's own tests sweep them whole).
 func sweepInputs(full bool) []float32 {

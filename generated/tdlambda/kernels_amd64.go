@@ -4,10 +4,11 @@
 
 package tdlambda
 
-// pass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 4 float64 lanes; see pass0Go for the same loop in Go.
+// pass0AVX2 is pass 0 (reverse scan along T over [N=64 T=421]) on 4 float64 lanes; see pass0Go for
+// the same loop in Go.
 //
 //go:noescape
-func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 int)
+func pass0AVX2(lo int, nextDone *bool, nextTerminated *bool, nextStateValue *float64, nextReward *float64, state *float64, stateValue *float64, advantage *float64, valueTarget *float64, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

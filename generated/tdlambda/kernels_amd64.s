@@ -4,10 +4,10 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float64, p4 *float64, p5 *float64, p6 *float64, p7 *float64, p8 *float64, p9 int)
+// func pass0AVX2(lo int, nextDone *bool, nextTerminated *bool, nextStateValue *float64, nextReward *float64, state *float64, stateValue *float64, advantage *float64, valueTarget *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $16-80
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPD      lgc0<>+0(SB), Y0
@@ -21,10 +21,10 @@ outer0_1:
 	VCVTDQ2PD    X1, Y1
 	VMOVUPD      lgc0<>+0(SB), Y2
 
-	// v6 = eq(v4, v5) [T=421]
+	// v6 = eq(v4, 0)
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc2<>+0(SB), Y1, Y1
-	MOVQ      p1+8(FP), CX
+	MOVQ      nextDone+8(FP), CX
 	XORQ      DX, DX
 	IMUL3Q    $+421, AX, BX
 	ADDQ      BX, DX
@@ -35,7 +35,7 @@ outer0_1:
 	VPMOVZXBD (SP), X2
 	VCVTDQ2PD X2, Y2
 
-	// v7 = max(v3, v6) [N=64 T=421]
+	// v7 = max(nextDone, v6)
 	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMINPD    Y2, Y1, Y3
@@ -43,49 +43,48 @@ outer0_1:
 	VORPD     Y3, Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc2<>+0(SB), Y2
-	MOVQ      p2+16(FP), CX
+	MOVQ      nextTerminated+16(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), CL
 	MOVB      CL, 8(SP)
 	VPMOVZXBD 8(SP), X3
 	VCVTDQ2PD X3, Y3
 
-	// v10 = sub(v0, v2) [N=64 T=421]
+	// v10 = sub(1, nextTerminated)
 	VSUBPD     Y3, Y2, Y3
-	MOVQ       p3+24(FP), CX
+	MOVQ       nextStateValue+24(FP), CX
 	VMOVUPD    lgc4<>+0(SB), Y4
 	VMASKMOVPD (CX)(DX*8), Y4, Y4
 
-	// v11 = mul(v9, v10) [N=64 T=421]  # next_value_bootstrap
+	// nextValueBootstrap = mul(nextStateValue, v10)
 	VMULPD Y3, Y4, Y3
 
-	// v12 = sub(v0, v7) [N=64 T=421]
+	// v12 = sub(1, v7)
 	VSUBPD Y1, Y2, Y1
 
-	// v14 = mul(v13, v12) [N=64 T=421]  # tdl_a
+	// tdlA = mul(0.9405, v12)
 	VMULPD lgc5<>+0(SB), Y1, Y4
 
-	// v16 = mul(v15, v11) [N=64 T=421]
+	// v16 = mul(0.99, nextValueBootstrap)
 	VMULPD lgc6<>+0(SB), Y3, Y3
 
-	// v18 = mul(v17, v12) [N=64 T=421]
+	// v18 = mul(0.95, v12)
 	VMULPD lgc7<>+0(SB), Y1, Y1
 
-	// v19 = sub(v0, v18) [N=64 T=421]
+	// v19 = sub(1, v18)
 	VSUBPD Y1, Y2, Y1
 
-	// v20 = mul(v16, v19) [N=64 T=421]
+	// v20 = mul(v16, v19)
 	VMULPD     Y1, Y3, Y1
-	MOVQ       p4+32(FP), CX
+	MOVQ       nextReward+32(FP), CX
 	VMOVUPD    lgc4<>+0(SB), Y2
 	VMASKMOVPD (CX)(DX*8), Y2, Y2
 
-	// v21 = add(v1, v20) [N=64 T=421]  # tdl_b
+	// tdlB = add(nextReward, v20)
 	VADDPD Y1, Y2, Y1
 
-	// v22 = scan(v21, v14) over T reverse [N=64 T=421]  # td_lambda_return
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y4, Y2
-	VMOVUPD     Y1, Y1
 	VMOVUPD     lgc4<>+0(SB), Y3
 	VANDPD      Y3, Y1, Y1
 	VMOVUPD     lgc2<>+0(SB), Y4
@@ -95,7 +94,7 @@ outer0_1:
 	VANDPD      lgc8<>+0(SB), Y2, Y4
 	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
 	VANDPD      Y4, Y3, Y3
-	MOVQ        p5+40(FP), CX
+	MOVQ        state+40(FP), CX
 	VANDPD      64(CX), Y3, Y3
 	VMOVUPD     Y3, 64(CX)
 	VPERMPD     $0xf9, Y2, Y3
@@ -112,22 +111,20 @@ outer0_1:
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
-	MOVQ        p6+48(FP), CX
+	MOVQ        stateValue+48(FP), CX
 	VMOVUPD     lgc4<>+0(SB), Y2
 	VMASKMOVPD  (CX)(DX*8), Y2, Y2
 
-	// v23 = sub(v22, v8) [N=64 T=421]
+	// v23 = sub(tdLambdaReturn, stateValue)
 	VSUBPD Y2, Y1, Y2
 
-	// v24 = detach(v23) [N=64 T=421]
-	// v25 = detach(v22) [N=64 T=421]  # td_lambda_return
-	// store v24
-	MOVQ       p7+56(FP), CX
+	// store advantage
+	MOVQ       advantage+56(FP), CX
 	VMOVUPD    lgc4<>+0(SB), Y3
 	VMASKMOVPD Y2, Y3, (CX)(DX*8)
 
-	// store v25
-	MOVQ       p8+64(FP), CX
+	// store valueTarget
+	MOVQ       valueTarget+64(FP), CX
 	VMOVUPD    lgc4<>+0(SB), Y2
 	VMASKMOVPD Y1, Y2, (CX)(DX*8)
 	MOVQ       $+416, CX
@@ -143,10 +140,10 @@ blocks_2:
 	VCVTDQ2PD    X1, Y1
 	VMOVUPD      lgc0<>+0(SB), Y2
 
-	// v6 = eq(v4, v5) [T=421]
+	// v6 = eq(v4, 0)
 	VCMPPD    $0x00, Y2, Y1, Y1
 	VANDPD    lgc2<>+0(SB), Y1, Y1
-	MOVQ      p1+8(FP), DX
+	MOVQ      nextDone+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+421, AX, SI
 	ADDQ      SI, BX
@@ -154,7 +151,7 @@ blocks_2:
 	VPMOVZXBD (DX)(BX*1), X2
 	VCVTDQ2PD X2, Y2
 
-	// v7 = max(v3, v6) [N=64 T=421]
+	// v7 = max(nextDone, v6)
 	VXORPD    lgc3<>+0(SB), Y2, Y2
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMINPD    Y2, Y1, Y3
@@ -162,50 +159,49 @@ blocks_2:
 	VORPD     Y3, Y1, Y1
 	VXORPD    lgc3<>+0(SB), Y1, Y1
 	VMOVUPD   lgc2<>+0(SB), Y2
-	MOVQ      p2+16(FP), DX
+	MOVQ      nextTerminated+16(FP), DX
 	VPMOVZXBD (DX)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 
-	// v10 = sub(v0, v2) [N=64 T=421]
+	// v10 = sub(1, nextTerminated)
 	VSUBPD  Y3, Y2, Y3
-	MOVQ    p3+24(FP), DX
+	MOVQ    nextStateValue+24(FP), DX
 	VMOVUPD (DX)(BX*8), Y4
 
-	// v11 = mul(v9, v10) [N=64 T=421]  # next_value_bootstrap
+	// nextValueBootstrap = mul(nextStateValue, v10)
 	VMULPD Y3, Y4, Y3
 
-	// v12 = sub(v0, v7) [N=64 T=421]
+	// v12 = sub(1, v7)
 	VSUBPD Y1, Y2, Y1
 
-	// v14 = mul(v13, v12) [N=64 T=421]  # tdl_a
+	// tdlA = mul(0.9405, v12)
 	VMULPD lgc5<>+0(SB), Y1, Y4
 
-	// v16 = mul(v15, v11) [N=64 T=421]
+	// v16 = mul(0.99, nextValueBootstrap)
 	VMULPD lgc6<>+0(SB), Y3, Y3
 
-	// v18 = mul(v17, v12) [N=64 T=421]
+	// v18 = mul(0.95, v12)
 	VMULPD lgc7<>+0(SB), Y1, Y1
 
-	// v19 = sub(v0, v18) [N=64 T=421]
+	// v19 = sub(1, v18)
 	VSUBPD Y1, Y2, Y1
 
-	// v20 = mul(v16, v19) [N=64 T=421]
+	// v20 = mul(v16, v19)
 	VMULPD  Y1, Y3, Y1
-	MOVQ    p4+32(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPD (DX)(BX*8), Y2
 
-	// v21 = add(v1, v20) [N=64 T=421]  # tdl_b
+	// tdlB = add(nextReward, v20)
 	VADDPD Y1, Y2, Y1
 
-	// v22 = scan(v21, v14) over T reverse [N=64 T=421]  # td_lambda_return
+	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y4, Y2
-	VMOVUPD     Y1, Y1
 	VANDPD      lgc8<>+0(SB), Y1, Y3
 	VCMPPD      $0x12, lgc9<>+0(SB), Y3, Y3
 	VANDPD      lgc8<>+0(SB), Y2, Y4
 	VCMPPD      $0x12, lgc2<>+0(SB), Y4, Y4
 	VANDPD      Y4, Y3, Y3
-	MOVQ        p5+40(FP), DX
+	MOVQ        state+40(FP), DX
 	VANDPD      64(DX), Y3, Y3
 	VMOVUPD     Y3, 64(DX)
 	VPERMPD     $0xf9, Y2, Y3
@@ -222,25 +218,23 @@ blocks_2:
 	VMULPD      Y3, Y2, Y2
 	VFMADD231PD Y2, Y0, Y1
 	VPERMPD     $0x00, Y1, Y0
-	MOVQ        p6+48(FP), DX
+	MOVQ        stateValue+48(FP), DX
 	VMOVUPD     (DX)(BX*8), Y2
 
-	// v23 = sub(v22, v8) [N=64 T=421]
+	// v23 = sub(tdLambdaReturn, stateValue)
 	VSUBPD Y2, Y1, Y2
 
-	// v24 = detach(v23) [N=64 T=421]
-	// v25 = detach(v22) [N=64 T=421]  # td_lambda_return
-	// store v24
-	MOVQ    p7+56(FP), DX
+	// store advantage
+	MOVQ    advantage+56(FP), DX
 	VMOVUPD Y2, (DX)(BX*8)
 
-	// store v25
-	MOVQ    p8+64(FP), DX
+	// store valueTarget
+	MOVQ    valueTarget+64(FP), DX
 	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
-	CMPQ    AX, p9+72(FP)
+	CMPQ    AX, hi+72(FP)
 	JL      outer0_1
 	VZEROUPPER
 	RET
@@ -325,7 +319,6 @@ bulk_3:
 	VMINPD       lgc11<>+0(SB), Y1, Y1
 	VMULPD       lgc12<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VMOVAPD      Y1, Y1
 	VFNMADD231PD lgc13<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc14<>+0(SB), Y2, Y1
 	VMOVAPD      lgc15<>+0(SB), Y3

@@ -12,40 +12,39 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421].
 func pass0Go(in *Inputs, out *Outputs, s *scratch) {
+	one := float64(1)
+	zero := float64(0)
+	c13 := float64(0.9405)
+	c15 := float64(0.99)
+	c17 := float64(0.95)
 	for iN := 0; iN < 64; iN++ {
-		carry22 := float64(0)
+		tdLambdaReturnCarry := float64(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float64(1)
-			v1 := in.NextReward[iN*421+iT]
-			v2 := b2f(in.NextTerminated[iN*421+iT])
-			v3 := b2f(in.NextDone[iN*421+iT])
+			nextReward := in.NextReward[iN*421+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			nextDone := b2f(in.NextDone[iN*421+iT])
 			v4 := float64(420 - (iT))
-			v5 := float64(0)
-			v6 := b2f(v4 == v5)
-			v7 := max(v3, v6)
-			v8 := in.StateValue[iN*421+iT]
-			v9 := in.NextStateValue[iN*421+iT]
-			v10 := v0 - v2
-			v11 := float64(v9 * v10)
-			v12 := v0 - v7
-			v13 := float64(0.9405)
-			v14 := float64(v13 * v12)
-			v15 := float64(0.99)
-			v16 := float64(v15 * v11)
-			v17 := float64(0.95)
-			v18 := float64(v17 * v12)
-			v19 := v0 - v18
+			v6 := b2f(v4 == zero)
+			v7 := max(nextDone, v6)
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			v10 := one - nextTerminated
+			nextValueBootstrap := float64(nextStateValue * v10)
+			v12 := one - v7
+			tdlA := float64(c13 * v12)
+			v16 := float64(c15 * nextValueBootstrap)
+			v18 := float64(c17 * v12)
+			v19 := one - v18
 			v20 := float64(v16 * v19)
-			v21 := v1 + v20
-			v22 := v21 + float64(carry22*v14)
-			carry22 = v22
-			v23 := v22 - v8
-			v24 := v23
-			out.Advantage[iN*421+iT] = v24
-			v25 := v22
-			out.ValueTarget[iN*421+iT] = v25
+			tdlB := nextReward + v20
+			tdLambdaReturn := tdlB + float64(tdLambdaReturnCarry*tdlA)
+			tdLambdaReturnCarry = tdLambdaReturn
+			v23 := tdLambdaReturn - stateValue
+			out.Advantage[iN*421+iT] = v23
+			out.ValueTarget[iN*421+iT] = tdLambdaReturn
 		}
 	}
 }

@@ -59,7 +59,8 @@ const (
 	Gamma = 0.99
 	// Lmbda is TDLambdaEstimator's lmbda: the TD(λ) λ (TorchRL's spelling).
 	Lmbda = 0.95
-	// AverageRewards is TDLambdaEstimator's average_rewards: standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element.
+	// AverageRewards is TDLambdaEstimator's average_rewards: standardise the reward first: (R −
+	// mean R)/max(std R, floor), unbiased std over every element.
 	AverageRewards = false
 )
 
@@ -68,22 +69,28 @@ const (
 type Inputs struct {
 	// NextReward is "next.reward" [N, T]: reward of step t (TorchRL key (next, reward)).
 	NextReward []float64
-	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t (TorchRL key (next, terminated)); zeroes the bootstrap.
+	// NextTerminated is "next.terminated" [N, T]: episode reached a true terminal state at step t
+	// (TorchRL key (next, terminated)); zeroes the bootstrap.
 	NextTerminated []bool
-	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key (next, done)); cuts the recursion.
+	// NextDone is "next.done" [N, T]: episode ended at step t, terminated or truncated (TorchRL key
+	// (next, done)); cuts the recursion.
 	NextDone []bool
-	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key state_value).
+	// StateValue is "state_value" [N, T]: current critic prediction V(s_t) (TorchRL key
+	// state_value).
 	StateValue []float64
-	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t, V(s_{t+1}) (TorchRL key (next, state_value)).
+	// NextStateValue is "next.state_value" [N, T]: critic value of the observation after step t,
+	// V(s_{t+1}) (TorchRL key (next, state_value)).
 	NextStateValue []float64
 }
 
 // Outputs are the kernel's outputs, with TorchRL's names. Scalars are plain fields;
 // the slices must hold exactly their shape's number of elements (see NewOutputs).
 type Outputs struct {
-	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
+	// Advantage is "advantage" [N, T]: advantage G − V (TorchRL key advantage). Source:
+	// torchrl/objectives/value/advantages.py TDLambdaEstimator.
 	Advantage []float64
-	// ValueTarget is "value_target" [N, T]: value target: the TD(λ) return (TorchRL key value_target). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
+	// ValueTarget is "value_target" [N, T]: value target: the TD(λ) return (TorchRL key
+	// value_target). Source: torchrl/objectives/value/advantages.py TDLambdaEstimator.
 	ValueTarget []float64
 }
 

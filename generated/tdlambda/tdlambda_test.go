@@ -15,7 +15,9 @@ import (
 )
 
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
-// this float64 kernel against the float64 reference interpreter. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
+// this float64 kernel against the float64 reference interpreter. They were set from the errors
+// measured on the golden cases (the test logs them), with room to spare; see lossgen's
+// gen/testfile.go.
 var tolerances = map[string]golden.Tol{
 	"advantage":    {Abs: 1e-12, Rel: 1e-09, Norm: 1e-10},
 	"value_target": {Abs: 1e-12, Rel: 1e-09, Norm: 1e-10},
@@ -27,7 +29,8 @@ var tolerances = map[string]golden.Tol{
 // a case stores and checks).
 const goldenDir = "../../golden/tdlambda"
 
-// TestGolden runs every implementation on every golden case and compares each output with the interpreter's within
+// TestGolden runs every implementation on every golden case and compares each output with the
+// interpreter's within
 // its tolerance: every element of an output the case holds whole; of a large output of a
 // seeded case, a fixed sample of elements and checksums of its rows, columns and tiles. It also
 // compares every other implementation with the pure-Go kernel on every element, and runs
@@ -239,7 +242,8 @@ var (
 )
 
 // randomInputs fills every input with seeded values, drawn in parallel by lossgen's runtime
-// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7, which several tests use, are
+// generator: floats uniform in [-1, 1), flags true with probability 0.05. The inputs of seed 7,
+// which several tests use, are
 // drawn once; callers must not modify them.
 func randomInputs(seed uint64) *Inputs {
 	randomMu.Lock()

@@ -311,7 +311,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 // set it to check the chunked run.
 var fbPass0Chunks = 1
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -398,7 +399,8 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -421,7 +423,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 // set it to check the chunked run.
 var fbPass2Chunks = 1
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
@@ -458,7 +461,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.LossObjective = float32(st.res[0])
 }
 
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
 func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)

@@ -4,17 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 int)
+// func pass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $88-96
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -22,38 +21,25 @@ outer0_1:
 	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	MOVQ       p1+8(FP), CX
+	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
-	MOVQ       p2+16(FP), CX
+	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (CX)(DX*4), Y2, Y2
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y3
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y3, Y4
 	VMINPS       lgc4<>+0(SB), Y4, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VMOVAPS      lgc8<>+0(SB), Y6
@@ -79,9 +65,9 @@ outer0_1:
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y6, Y4, Y5
-	MOVQ      p3+24(FP), CX
+	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 8(SP)
@@ -96,12 +82,12 @@ outer0_1:
 	VPMOVZXBD 8(SP), Y6
 	VCVTDQ2PS Y6, Y6
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y6, Y4, Y6
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y6, Y6
-	MOVQ      p4+32(FP), CX
+	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -116,38 +102,37 @@ outer0_1:
 	VPMOVZXBD 16(SP), Y7
 	VCVTDQ2PS Y7, Y7
 
-	// v15 = sub(v0, v5) [N=64 T=421]
+	// v15 = sub(1, nextDone)
 	VSUBPS Y7, Y4, Y4
 
-	// v16 = mul(v1, v15) [N=64 T=421]
+	// v16 = mul(0.99, v15)
 	VMULPS     lgc17<>+0(SB), Y4, Y4
-	MOVQ       p5+40(FP), CX
+	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v17 = mul(v14, v4) [N=64 T=421]
+	// v17 = mul(v14, nextStateValue)
 	VMULPS     Y7, Y6, Y6
-	MOVQ       p6+48(FP), CX
+	MOVQ       nextReward+48(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v18 = add(v2, v17) [N=64 T=421]
+	// v18 = add(nextReward, v17)
 	VADDPS     Y6, Y7, Y6
-	MOVQ       p7+56(FP), CX
+	MOVQ       stateValue+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v19 = sub(v18, v3) [N=64 T=421]
+	// v19 = sub(v18, stateValue)
 	VSUBPS Y7, Y6, Y6
 
-	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	// delta = mul(rhoClipped, v19)
 	VMULPS Y6, Y5, Y6
 
-	// v21 = mul(v16, v12) [N=64 T=421]
+	// v21 = mul(v16, rhoClipped)
 	VMULPS Y5, Y4, Y4
 
-	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
-	VMOVUPS     Y4, Y4
+	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
 	VMOVUPS     lgc2<>+0(SB), Y6
 	VANDPS      Y6, Y5, Y5
@@ -155,7 +140,7 @@ outer0_1:
 	VBLENDVPS   Y6, Y4, Y8, Y4
 	VANDPS      lgc18<>+0(SB), Y5, Y6
 	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
-	MOVQ        p8+64(FP), CX
+	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
 	VMOVUPS     lgc20<>+0(SB), Y8
@@ -183,20 +168,18 @@ outer0_1:
 	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
-	// v23 = add(v22, v3) [N=64 T=421]  # vs
-	VADDPS Y7, Y5, Y4
-
-	// v24 = detach(v23) [N=64 T=421]  # vs
+	// vs = add(vsMinusV, stateValue)
+	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc25<>+0(SB), Y6
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
@@ -209,7 +192,7 @@ outer0_1:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v50 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
@@ -220,14 +203,14 @@ outer0_1:
 	VANDPS       Y2, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         p9+72(FP), BX
+	MOVQ         entropy+72(FP), BX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v54 = mul(v53, v52) [N=64 T=421]
+	// v54 = mul(-0.01, entropy)
 	VMULPS lgc26<>+0(SB), Y1, Y2
 
-	// mean(v52) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -245,33 +228,33 @@ outer0_1:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// v57 = sub(v24, v3) [N=64 T=421]
+	// diff = sub(vs, stateValue)
 	VSUBPS Y7, Y4, Y1
 
-	// v58 = abs(v57) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(v58, v0) [N=64 T=421]
+	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v61 = mul(v59, v58) [N=64 T=421]
+	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, v58) [N=64 T=421]
+	// v62 = mul(v61, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v63 = sub(v58, v59) [N=64 T=421]
+	// v63 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// v64 = where(v60, v62, v63) [N=64 T=421]
+	// smoothL1 = where(v60, v62, v63)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v65 = mul(v0, v64) [N=64 T=421]
+	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v65) over [N T]
@@ -283,7 +266,7 @@ outer0_1:
 	VADDPS       1536(CX), Y2, Y2
 	VMOVUPS      Y2, 1536(CX)
 
-	// var(v57) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -319,7 +302,7 @@ outer0_1:
 	VBLENDVPD    Y2, Y6, Y1, Y6
 	VMOVUPD      Y6, 8736(CX)(BX*8)
 
-	// var(v24) over [N]
+	// var(valueTarget) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X1
@@ -354,7 +337,7 @@ outer0_1:
 	VMOVUPD      Y7, 19296(CX)(BX*8)
 	VMOVUPS      Y4, 24(SP)
 
-	// logsumexp(v9) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
@@ -363,7 +346,6 @@ outer0_1:
 	VMINPS       lgc4<>+0(SB), Y5, Y5
 	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VMOVAPS      lgc8<>+0(SB), Y7
@@ -412,37 +394,35 @@ outer0_1:
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
-	// v75 = mul(v73, v9) [N=64 T=421]
+	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 24(SP), Y1
 
-	// store v24
-	MOVQ       p10+80(FP), CX
+	// store valueTarget
+	MOVQ       valueTarget+80(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_2:
-	MOVQ    p1+8(FP), BX
+	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y1
-	MOVQ    p2+16(FP), BX
+	MOVQ    sampleLogProb+16(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y3
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y3, Y4
 	VMINPS       lgc4<>+0(SB), Y4, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VMOVAPS      lgc8<>+0(SB), Y6
@@ -468,54 +448,53 @@ blocks_2:
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y6, Y4, Y5
-	MOVQ      p3+24(FP), BX
+	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y6
 	VCVTDQ2PS Y6, Y6
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y6, Y4, Y6
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y6, Y6
-	MOVQ      p4+32(FP), BX
+	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
 
-	// v15 = sub(v0, v5) [N=64 T=421]
+	// v15 = sub(1, nextDone)
 	VSUBPS Y7, Y4, Y4
 
-	// v16 = mul(v1, v15) [N=64 T=421]
+	// v16 = mul(0.99, v15)
 	VMULPS  lgc17<>+0(SB), Y4, Y4
-	MOVQ    p5+40(FP), BX
+	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v17 = mul(v14, v4) [N=64 T=421]
+	// v17 = mul(v14, nextStateValue)
 	VMULPS  Y7, Y6, Y6
-	MOVQ    p6+48(FP), BX
+	MOVQ    nextReward+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v18 = add(v2, v17) [N=64 T=421]
+	// v18 = add(nextReward, v17)
 	VADDPS  Y6, Y7, Y6
-	MOVQ    p7+56(FP), BX
+	MOVQ    stateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v19 = sub(v18, v3) [N=64 T=421]
+	// v19 = sub(v18, stateValue)
 	VSUBPS Y7, Y6, Y6
 
-	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	// delta = mul(rhoClipped, v19)
 	VMULPS Y6, Y5, Y6
 
-	// v21 = mul(v16, v12) [N=64 T=421]
+	// v21 = mul(v16, rhoClipped)
 	VMULPS Y5, Y4, Y4
 
-	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
-	VMOVUPS     Y4, Y4
+	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
 	VANDPS      lgc18<>+0(SB), Y5, Y6
 	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
-	MOVQ        p8+64(FP), BX
+	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
 	VMOVUPS     lgc20<>+0(SB), Y8
@@ -543,20 +522,18 @@ blocks_2:
 	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
-	// v23 = add(v22, v3) [N=64 T=421]  # vs
-	VADDPS Y7, Y5, Y4
-
-	// v24 = detach(v23) [N=64 T=421]  # vs
+	// vs = add(vsMinusV, stateValue)
+	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc25<>+0(SB), Y6
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
@@ -564,19 +541,19 @@ blocks_2:
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v50 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    p9+72(FP), DI
+	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v54 = mul(v53, v52) [N=64 T=421]
+	// v54 = mul(-0.01, entropy)
 	VMULPS lgc26<>+0(SB), Y1, Y2
 
-	// mean(v52) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
@@ -584,40 +561,40 @@ blocks_2:
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// v57 = sub(v24, v3) [N=64 T=421]
+	// diff = sub(vs, stateValue)
 	VSUBPS Y7, Y4, Y1
 
-	// v58 = abs(v57) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(v58, v0) [N=64 T=421]
+	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v61 = mul(v59, v58) [N=64 T=421]
+	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, v58) [N=64 T=421]
+	// v62 = mul(v61, absDiff)
 	VMULPS Y2, Y6, Y6
 
-	// v63 = sub(v58, v59) [N=64 T=421]
+	// v63 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y2
 
-	// v64 = where(v60, v62, v63) [N=64 T=421]
+	// smoothL1 = where(v60, v62, v63)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 
-	// v65 = mul(v0, v64) [N=64 T=421]
+	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v65) over [N T]
 	VADDPS  1536(BX), Y2, Y2
 	VMOVUPS Y2, 1536(BX)
 
-	// var(v57) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -641,7 +618,7 @@ blocks_2:
 	VMOVUPD      Y5, 5216(BX)(DI*8)
 	VMOVUPD      Y2, 8736(BX)(DI*8)
 
-	// var(v24) over [N]
+	// var(valueTarget) over [N]
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X4, Y2
 	VEXTRACTF128 $0x01, Y4, X5
@@ -664,12 +641,11 @@ blocks_2:
 	VMOVUPD      Y5, 19296(BX)(DI*8)
 	VMOVUPS      Y4, 56(SP)
 
-	// logsumexp(v9) over [N]
+	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc3<>+0(SB), Y3, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -714,16 +690,16 @@ blocks_2:
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
-	// v75 = mul(v73, v9) [N=64 T=421]
+	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 56(SP), Y1
 
-	// store v24
-	MOVQ         p10+80(FP), BX
+	// store valueTarget
+	MOVQ         valueTarget+80(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         p8+64(FP), DX
+	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
@@ -795,7 +771,7 @@ blocks_2:
 noflush_3:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p8+64(FP), CX
+	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -863,7 +839,7 @@ noflush_3:
 	VANDPS       31616(CX), Y1, Y1
 	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
-	CMPQ         AX, p11+88(FP)
+	CMPQ         AX, hi+88(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1204,46 +1180,45 @@ DATA lgc33<>+24(SB)/4, $0x7f7fffff
 DATA lgc33<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v70 = add(v68, v69) [T=421]
+	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v71 = div(v67, v70) [T=421]
+	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// v72 = sub(v0, v71) [T=421]
+	// explainedVariance = sub(1, v71)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v77 = mul(v73, v74) [T=421]
+	// v77 = mul(2, logSumW)
 	VMULPS  lgc32<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v78 = sub(v77, v76) [T=421]
+	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v79 = exp(v78) [T=421]
+	// essCol = exp(v78)
 	VMAXPS       lgc3<>+0(SB), Y1, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -1268,17 +1243,17 @@ blocks_4:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v79) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  31936(DX), Y4, Y1
 	VMOVUPS Y1, 31936(DX)
 
-	// store v72
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1299,43 +1274,42 @@ noflush_5:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_4
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v70 = add(v68, v69) [T=421]
+	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v71 = div(v67, v70) [T=421]
+	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// v72 = sub(v0, v71) [T=421]
+	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v77 = mul(v73, v74) [T=421]
+	// v77 = mul(2, logSumW)
 	VMULPS     lgc32<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v78 = sub(v77, v76) [T=421]
+	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v79 = exp(v78) [T=421]
+	// essCol = exp(v78)
 	VMAXPS       lgc3<>+0(SB), Y1, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -1360,21 +1334,21 @@ noflush_5:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v79) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
-	// store v72
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1402,35 +1376,33 @@ DATA lgc34<>+24(SB)/4, $0x34000000
 DATA lgc34<>+28(SB)/4, $0x34000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 int)
+// func pass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $16-96
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ    p1+8(FP), BX
+	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
-	MOVQ    p2+16(FP), BX
+	MOVQ    sampleLogProb+16(FP), BX
 	VMOVUPS (BX)(SI*4), Y1
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3
@@ -1456,64 +1428,62 @@ blocks_7:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y3, Y1, Y2
-	MOVQ      p3+24(FP), BX
+	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y3, Y1, Y1
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y1, Y3
-	MOVQ      p4+32(FP), BX
+	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v25 = mul(v5, v13) [N=64 T=421]
+	// v25 = mul(nextDone, v13)
 	VMULPS  Y1, Y4, Y1
-	MOVQ    p5+40(FP), BX
+	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
-	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, BX
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
 	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
-	MOVQ         p6+48(FP), BX
+	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
-	// v27 = where(v25, v4, v26) [N=64 T=421]
+	// v27 = where(v25, nextStateValue, v26)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
-	// v28 = mul(v14, v27) [N=64 T=421]
+	// v28 = mul(v14, v27)
 	VMULPS  Y1, Y3, Y1
-	MOVQ    p7+56(FP), BX
+	MOVQ    nextReward+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v29 = add(v2, v28) [N=64 T=421]
+	// v29 = add(nextReward, v28)
 	VADDPS  Y1, Y3, Y1
-	MOVQ    p8+64(FP), BX
+	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v30 = sub(v29, v3) [N=64 T=421]
+	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(v12, v30) [N=64 T=421]
+	// v31 = mul(rhoClipped, v30)
 	VMULPS Y1, Y2, Y1
 
-	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -1539,40 +1509,40 @@ blocks_7:
 	VBLENDVPS    Y2, Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v32, v38) [N=64 T=421]
+	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc14<>+0(SB), Y0, Y0
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y3
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y2, Y3, Y0
 
-	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	// gain = mul(v31, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
-	MOVQ    p9+72(FP), BX
+	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y0, Y0
 	VMOVUPS Y0, 32384(BX)
 
-	// store v32
-	MOVQ         p10+80(FP), BX
+	// store advantage
+	MOVQ         advantage+80(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         p9+72(FP), DX
+	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1593,27 +1563,25 @@ noflush_8:
 	ADDQ       $+8, CX
 	CMPQ       CX, $+416
 	JL         blocks_7
-	MOVQ       p1+8(FP), CX
+	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0
-	MOVQ       p2+16(FP), CX
+	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3
@@ -1639,9 +1607,9 @@ noflush_8:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y3, Y1, Y2
-	MOVQ      p3+24(FP), CX
+	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, (SP)
@@ -1656,12 +1624,12 @@ noflush_8:
 	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y3, Y1, Y1
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y1, Y3
-	MOVQ      p4+32(FP), CX
+	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 8(SP)
@@ -1676,13 +1644,13 @@ noflush_8:
 	VPMOVZXBD 8(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v25 = mul(v5, v13) [N=64 T=421]
+	// v25 = mul(nextDone, v13)
 	VMULPS     Y1, Y4, Y1
-	MOVQ       p5+40(FP), CX
+	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
-	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
@@ -1690,40 +1658,38 @@ noflush_8:
 	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
-	MOVQ         p6+48(FP), CX
+	MOVQ         valueTarget+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
-	// v27 = where(v25, v4, v26) [N=64 T=421]
+	// v27 = where(v25, nextStateValue, v26)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
-	// v28 = mul(v14, v27) [N=64 T=421]
+	// v28 = mul(v14, v27)
 	VMULPS     Y1, Y3, Y1
-	MOVQ       p7+56(FP), CX
+	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v29 = add(v2, v28) [N=64 T=421]
+	// v29 = add(nextReward, v28)
 	VADDPS     Y1, Y3, Y1
-	MOVQ       p8+64(FP), CX
+	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v30 = sub(v29, v3) [N=64 T=421]
+	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(v12, v30) [N=64 T=421]
+	// v31 = mul(rhoClipped, v30)
 	VMULPS Y1, Y2, Y1
 
-	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -1749,27 +1715,27 @@ noflush_8:
 	VBLENDVPS    Y2, Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v32, v38) [N=64 T=421]
+	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y0
 	VANDPS  lgc14<>+0(SB), Y0, Y0
 	VMOVUPS lgc36<>+0(SB), Y2
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y3
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y3, Y3
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y2, Y3, Y0
 
-	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	// gain = mul(v31, ratioClipped)
 	VMULPS Y0, Y1, Y0
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y0, Y0
 
 	// mean(v46) over [N T]
@@ -1778,15 +1744,15 @@ noflush_8:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y0, Y0
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VADDPS       32384(CX), Y0, Y0
 	VMOVUPS      Y0, 32384(CX)
 
-	// store v32
-	MOVQ         p10+80(FP), CX
+	// store advantage
+	MOVQ         advantage+80(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y0
 	VMASKMOVPS   Y1, Y0, (CX)(DX*4)
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1802,7 +1768,7 @@ noflush_8:
 	VANDPS       32512(CX), Y1, Y1
 	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
-	CMPQ         AX, p11+88(FP)
+	CMPQ         AX, hi+88(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
@@ -1837,19 +1803,19 @@ DATA lgc37<>+24(SB)/4, $0x3f4ccccd
 DATA lgc37<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-// func pass3AVX2(p0 *float32, p1 *float32)
+// func pass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc38<>+0(SB), Y1
 
-	// v82 = div(v80, v81) []
+	// ess = div(v80, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v82
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -1864,17 +1830,16 @@ DATA lgc38<>+24(SB)/4, $0x42800000
 DATA lgc38<>+28(SB)/4, $0x42800000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
+// func fbPass0AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, entropy *float32, valueTarget *float32, gradStateValue *float32, gradEntropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $344-112
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_9:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -1882,38 +1847,25 @@ outer0_9:
 	VMOVSD     lgc1<>+0(SB), X2
 	VDIVSD     X1, X2, X1
 	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	MOVQ       p1+8(FP), CX
+	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
-	MOVQ       p2+16(FP), CX
+	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (CX)(DX*4), Y2, Y2
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y3
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y3, Y4
 	VMINPS       lgc4<>+0(SB), Y4, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VMOVAPS      lgc8<>+0(SB), Y6
@@ -1939,9 +1891,9 @@ outer0_9:
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y6, Y4, Y5
-	MOVQ      p3+24(FP), CX
+	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 8(SP)
@@ -1956,12 +1908,12 @@ outer0_9:
 	VPMOVZXBD 8(SP), Y6
 	VCVTDQ2PS Y6, Y6
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y6, Y4, Y6
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y6, Y6
-	MOVQ      p4+32(FP), CX
+	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 16(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 16(SP)
@@ -1976,38 +1928,37 @@ outer0_9:
 	VPMOVZXBD 16(SP), Y7
 	VCVTDQ2PS Y7, Y7
 
-	// v15 = sub(v0, v5) [N=64 T=421]
+	// v15 = sub(1, nextDone)
 	VSUBPS Y7, Y4, Y4
 
-	// v16 = mul(v1, v15) [N=64 T=421]
+	// v16 = mul(0.99, v15)
 	VMULPS     lgc17<>+0(SB), Y4, Y4
-	MOVQ       p5+40(FP), CX
+	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v17 = mul(v14, v4) [N=64 T=421]
+	// v17 = mul(v14, nextStateValue)
 	VMULPS     Y7, Y6, Y6
-	MOVQ       p6+48(FP), CX
+	MOVQ       nextReward+48(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v18 = add(v2, v17) [N=64 T=421]
+	// v18 = add(nextReward, v17)
 	VADDPS     Y6, Y7, Y6
-	MOVQ       p7+56(FP), CX
+	MOVQ       stateValue+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y7
 	VMASKMOVPS (CX)(DX*4), Y7, Y7
 
-	// v19 = sub(v18, v3) [N=64 T=421]
+	// v19 = sub(v18, stateValue)
 	VSUBPS Y7, Y6, Y6
 
-	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	// delta = mul(rhoClipped, v19)
 	VMULPS Y6, Y5, Y6
 
-	// v21 = mul(v16, v12) [N=64 T=421]
+	// v21 = mul(v16, rhoClipped)
 	VMULPS Y5, Y4, Y4
 
-	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
-	VMOVUPS     Y4, Y4
+	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
 	VMOVUPS     lgc2<>+0(SB), Y6
 	VANDPS      Y6, Y5, Y5
@@ -2015,7 +1966,7 @@ outer0_9:
 	VBLENDVPS   Y6, Y4, Y8, Y4
 	VANDPS      lgc18<>+0(SB), Y5, Y6
 	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
-	MOVQ        p8+64(FP), CX
+	MOVQ        state+64(FP), CX
 	VANDPS      31616(CX), Y6, Y6
 	VMOVUPS     Y6, 31616(CX)
 	VMOVUPS     lgc20<>+0(SB), Y8
@@ -2043,20 +1994,18 @@ outer0_9:
 	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
-	// v23 = add(v22, v3) [N=64 T=421]  # vs
-	VADDPS Y7, Y5, Y4
-
-	// v24 = detach(v23) [N=64 T=421]  # vs
+	// vs = add(vsMinusV, stateValue)
+	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc25<>+0(SB), Y6
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
@@ -2069,7 +2018,7 @@ outer0_9:
 	VADDPS       256(CX), Y5, Y5
 	VMOVUPS      Y5, 256(CX)
 
-	// v50 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
@@ -2080,14 +2029,14 @@ outer0_9:
 	VANDPS       Y2, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
-	MOVQ         p9+72(FP), BX
+	MOVQ         entropy+72(FP), BX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   (BX)(DX*4), Y1, Y1
 
-	// v54 = mul(v53, v52) [N=64 T=421]
+	// v54 = mul(-0.01, entropy)
 	VMULPS lgc26<>+0(SB), Y1, Y2
 
-	// mean(v52) over [N T]
+	// mean(entropy) over [N T]
 	VMOVUPS      lgc2<>+0(SB), Y5
 	VPMOVSXDQ    X5, Y6
 	VEXTRACTI128 $0x01, Y5, X6
@@ -2105,33 +2054,33 @@ outer0_9:
 	VADDPS       1216(CX), Y1, Y1
 	VMOVUPS      Y1, 1216(CX)
 
-	// v57 = sub(v24, v3) [N=64 T=421]
+	// diff = sub(vs, stateValue)
 	VSUBPS Y7, Y4, Y1
 
-	// v58 = abs(v57) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(v58, v0) [N=64 T=421]
+	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v61 = mul(v59, v58) [N=64 T=421]
+	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, v58) [N=64 T=421]
+	// v62 = mul(v61, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v63 = sub(v58, v59) [N=64 T=421]
+	// v63 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y8
 
-	// v64 = where(v60, v62, v63) [N=64 T=421]
+	// smoothL1 = where(v60, v62, v63)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
-	// v65 = mul(v0, v64) [N=64 T=421]
+	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y7, Y7
 
 	// mean(v65) over [N T]
@@ -2145,7 +2094,7 @@ outer0_9:
 	VMOVUPS      Y6, 24(SP)
 	VMOVUPS      Y2, 56(SP)
 
-	// var(v57) over [N]
+	// var(diff) over [N]
 	XORQ         BX, BX
 	ADDQ         $+416, BX
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -2181,7 +2130,7 @@ outer0_9:
 	VBLENDVPD    Y2, Y9, Y6, Y9
 	VMOVUPD      Y9, 8736(CX)(BX*8)
 
-	// var(v24) over [N]
+	// var(valueTarget) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y2
 	VPMOVSXDQ    X2, Y6
 	VEXTRACTI128 $0x01, Y2, X2
@@ -2218,7 +2167,7 @@ outer0_9:
 	VMOVUPS      Y1, 120(SP)
 	VMOVUPS      Y5, 152(SP)
 
-	// logsumexp(v9) over [N]
+	// logsumexp(logWeight) over [N]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X4
@@ -2227,7 +2176,6 @@ outer0_9:
 	VMINPS       lgc4<>+0(SB), Y5, Y5
 	VMULPS       lgc5<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VMOVAPS      Y5, Y5
 	VFNMADD231PS lgc6<>+0(SB), Y6, Y5
 	VFNMADD231PS lgc7<>+0(SB), Y6, Y5
 	VMOVAPS      lgc8<>+0(SB), Y7
@@ -2276,133 +2224,129 @@ outer0_9:
 	VADDPD       28128(CX)(BX*8), Y1, Y1
 	VMOVUPD      Y1, 28128(CX)(BX*8)
 
-	// v75 = mul(v73, v9) [N=64 T=421]
+	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 152(SP), Y1
 	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v84 = where(v60, v83, v38) [N=64 T=421]
+	// v84 = where(v60, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v85 = where(v60, v38, v83) [N=64 T=421]
+	// v85 = where(v60, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v86 = ne(v84, v38) [N=64 T=421]
+	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS 56(SP), Y5
 
-	// v87 = mul(v84, v58) [N=64 T=421]
+	// v87 = mul(v84, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v88 = where(v86, v87, v84) [N=64 T=421]
+	// v88 = where(v86, v87, v84)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   24(SP), Y6
 
-	// v89 = mul(v84, v61) [N=64 T=421]
+	// v89 = mul(v84, v61)
 	VMULPS Y6, Y4, Y6
 
-	// v90 = where(v86, v89, v84) [N=64 T=421]
+	// v90 = where(v86, v89, v84)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v91 = add(v85, v90) [N=64 T=421]
+	// v91 = add(v85, v90)
 	VADDPS Y2, Y1, Y1
 
-	// v92 = mul(v88, v59) [N=64 T=421]
+	// v92 = mul(v88, 0.5)
 	VMULPS lgc13<>+0(SB), Y5, Y2
 
-	// v93 = add(v91, v92) [N=64 T=421]
+	// v93 = add(v91, v92)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 120(SP), Y2
 
-	// v94 = gt(v57, v38) [N=64 T=421]
+	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc14<>+0(SB), Y4, Y4
 
-	// v95 = lt(v57, v38) [N=64 T=421]
+	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v97 = mul(v57, v38) [N=64 T=421]
+	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v98 = where(v95, v96, v97) [N=64 T=421]
+	// v98 = where(v95, -1, v97)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v99 = where(v94, v0, v98) [N=64 T=421]
+	// v99 = where(v94, 1, v98)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v100 = ne(v93, v38) [N=64 T=421]
+	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v101 = mul(v93, v99) [N=64 T=421]
+	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
-	// v102 = where(v100, v101, v93) [N=64 T=421]
+	// v102 = where(v100, v101, v93)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v103 = neg(v102) [N=64 T=421]
+	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
-
-	// v120 = broadcast(v104) [N=64 T=421]
 	VMOVUPS 88(SP), Y3
 
-	// store v24
-	MOVQ       p10+80(FP), CX
+	// store valueTarget
+	MOVQ       valueTarget+80(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS Y3, Y4, (CX)(DX*4)
 
-	// store v103
-	MOVQ       p11+88(FP), CX
+	// store gradStateValue
+	MOVQ       gradStateValue+88(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS Y1, Y3, (CX)(DX*4)
 
-	// store v120
-	MOVQ       p12+96(FP), CX
+	// store gradEntropy
+	MOVQ       gradEntropy+96(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS Y2, Y1, (CX)(DX*4)
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
 blocks_10:
-	MOVQ    p1+8(FP), BX
+	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y1
-	MOVQ    p2+16(FP), BX
+	MOVQ    sampleLogProb+16(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y2, Y1, Y3
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y3, Y4
 	VMINPS       lgc4<>+0(SB), Y4, Y4
 	VMULPS       lgc5<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VMOVAPS      Y4, Y4
 	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
 	VFNMADD231PS lgc7<>+0(SB), Y5, Y4
 	VMOVAPS      lgc8<>+0(SB), Y6
@@ -2428,54 +2372,53 @@ blocks_10:
 	VBLENDVPS    Y4, Y3, Y6, Y6
 	VMOVUPS      lgc14<>+0(SB), Y4
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y6, Y4, Y5
-	MOVQ      p3+24(FP), BX
+	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y6
 	VCVTDQ2PS Y6, Y6
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y6, Y4, Y6
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y6, Y6
-	MOVQ      p4+32(FP), BX
+	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y7
 	VCVTDQ2PS Y7, Y7
 
-	// v15 = sub(v0, v5) [N=64 T=421]
+	// v15 = sub(1, nextDone)
 	VSUBPS Y7, Y4, Y4
 
-	// v16 = mul(v1, v15) [N=64 T=421]
+	// v16 = mul(0.99, v15)
 	VMULPS  lgc17<>+0(SB), Y4, Y4
-	MOVQ    p5+40(FP), BX
+	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v17 = mul(v14, v4) [N=64 T=421]
+	// v17 = mul(v14, nextStateValue)
 	VMULPS  Y7, Y6, Y6
-	MOVQ    p6+48(FP), BX
+	MOVQ    nextReward+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v18 = add(v2, v17) [N=64 T=421]
+	// v18 = add(nextReward, v17)
 	VADDPS  Y6, Y7, Y6
-	MOVQ    p7+56(FP), BX
+	MOVQ    stateValue+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y7
 
-	// v19 = sub(v18, v3) [N=64 T=421]
+	// v19 = sub(v18, stateValue)
 	VSUBPS Y7, Y6, Y6
 
-	// v20 = mul(v12, v19) [N=64 T=421]  # delta
+	// delta = mul(rhoClipped, v19)
 	VMULPS Y6, Y5, Y6
 
-	// v21 = mul(v16, v12) [N=64 T=421]
+	// v21 = mul(v16, rhoClipped)
 	VMULPS Y5, Y4, Y4
 
-	// v22 = scan(v20, v21) over T reverse [N=64 T=421]  # vs_minus_v
-	VMOVUPS     Y4, Y4
+	// vsMinusV = scan(delta, v21) over T reverse
 	VMOVUPS     Y6, Y5
 	VANDPS      lgc18<>+0(SB), Y5, Y6
 	VCMPPS      $0x12, lgc19<>+0(SB), Y6, Y6
-	MOVQ        p8+64(FP), BX
+	MOVQ        state+64(FP), BX
 	VANDPS      31616(BX), Y6, Y6
 	VMOVUPS     Y6, 31616(BX)
 	VMOVUPS     lgc20<>+0(SB), Y8
@@ -2503,20 +2446,18 @@ blocks_10:
 	VMOVUPS     lgc23<>+0(SB), Y0
 	VPERMPS     Y5, Y0, Y0
 
-	// v23 = add(v22, v3) [N=64 T=421]  # vs
-	VADDPS Y7, Y5, Y4
-
-	// v24 = detach(v23) [N=64 T=421]  # vs
+	// vs = add(vsMinusV, stateValue)
+	VADDPS  Y7, Y5, Y4
 	VMOVUPS lgc24<>+0(SB), Y5
 
-	// v35 = max(v9, v33) tie=first [N=64 T=421]
+	// v35 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y3, Y5, Y5
 	VMOVUPS lgc25<>+0(SB), Y6
 
-	// v36 = min(v35, v34) tie=first [N=64 T=421]  # log_weight_clip
+	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS Y5, Y6, Y5
 
-	// v48 = ne(v36, v9) [N=64 T=421]
+	// v48 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y3, Y5, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
@@ -2524,19 +2465,19 @@ blocks_10:
 	VADDPS  256(BX), Y5, Y5
 	VMOVUPS Y5, 256(BX)
 
-	// v50 = sub(v8, v7) [N=64 T=421]
+	// v50 = sub(sampleLogProb, logProb)
 	VSUBPS Y1, Y2, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
-	MOVQ    p9+72(FP), DI
+	MOVQ    entropy+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
-	// v54 = mul(v53, v52) [N=64 T=421]
+	// v54 = mul(-0.01, entropy)
 	VMULPS lgc26<>+0(SB), Y1, Y2
 
-	// mean(v52) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
 
@@ -2544,33 +2485,33 @@ blocks_10:
 	VADDPS  1216(BX), Y2, Y1
 	VMOVUPS Y1, 1216(BX)
 
-	// v57 = sub(v24, v3) [N=64 T=421]
+	// diff = sub(vs, stateValue)
 	VSUBPS Y7, Y4, Y1
 
-	// v58 = abs(v57) [N=64 T=421]
+	// absDiff = abs(diff)
 	VMOVUPS lgc27<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
 	VMOVUPS lgc14<>+0(SB), Y5
 
-	// v60 = lt(v58, v0) [N=64 T=421]
+	// v60 = lt(absDiff, 1)
 	VCMPPS $0x11, Y5, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v61 = mul(v59, v58) [N=64 T=421]
+	// v61 = mul(0.5, absDiff)
 	VMULPS lgc13<>+0(SB), Y2, Y6
 
-	// v62 = mul(v61, v58) [N=64 T=421]
+	// v62 = mul(v61, absDiff)
 	VMULPS Y2, Y6, Y7
 
-	// v63 = sub(v58, v59) [N=64 T=421]
+	// v63 = sub(absDiff, 0.5)
 	VSUBPS lgc13<>+0(SB), Y2, Y8
 
-	// v64 = where(v60, v62, v63) [N=64 T=421]
+	// smoothL1 = where(v60, v62, v63)
 	VMOVUPS   lgc0<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y5, Y9
 	VBLENDVPS Y9, Y7, Y8, Y7
 
-	// v65 = mul(v0, v64) [N=64 T=421]
+	// v65 = mul(1, smoothL1)
 	VMULPS lgc14<>+0(SB), Y7, Y7
 
 	// mean(v65) over [N T]
@@ -2579,7 +2520,7 @@ blocks_10:
 	VMOVUPS Y6, 184(SP)
 	VMOVUPS Y2, 216(SP)
 
-	// var(v57) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y2
@@ -2603,7 +2544,7 @@ blocks_10:
 	VMOVUPD      Y6, 5216(BX)(DI*8)
 	VMOVUPD      Y7, 8736(BX)(DI*8)
 
-	// var(v24) over [N]
+	// var(valueTarget) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X4, Y6
 	VEXTRACTF128 $0x01, Y4, X7
@@ -2628,12 +2569,11 @@ blocks_10:
 	VMOVUPS      Y1, 280(SP)
 	VMOVUPS      Y5, 312(SP)
 
-	// logsumexp(v9) over [N]
+	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc3<>+0(SB), Y3, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -2678,110 +2618,108 @@ blocks_10:
 	VADDPD       28128(BX)(DI*8), Y1, Y1
 	VMOVUPD      Y1, 28128(BX)(DI*8)
 
-	// v75 = mul(v73, v9) [N=64 T=421]
+	// v75 = mul(2, logWeight)
 	VMULPS  lgc32<>+0(SB), Y3, Y1
 	VMOVUPS 312(SP), Y1
 	VMOVUPS lgc39<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
-	// v84 = where(v60, v83, v38) [N=64 T=421]
+	// v84 = where(v60, 3.7114014251781474e-05, 0)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y4
 
-	// v85 = where(v60, v38, v83) [N=64 T=421]
+	// v85 = where(v60, 0, 3.7114014251781474e-05)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v86 = ne(v84, v38) [N=64 T=421]
+	// v86 = ne(v84, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS 216(SP), Y5
 
-	// v87 = mul(v84, v58) [N=64 T=421]
+	// v87 = mul(v84, absDiff)
 	VMULPS Y5, Y4, Y5
 
-	// v88 = where(v86, v87, v84) [N=64 T=421]
+	// v88 = where(v86, v87, v84)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
 	VMOVUPS   184(SP), Y6
 
-	// v89 = mul(v84, v61) [N=64 T=421]
+	// v89 = mul(v84, v61)
 	VMULPS Y6, Y4, Y6
 
-	// v90 = where(v86, v89, v84) [N=64 T=421]
+	// v90 = where(v86, v89, v84)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y6, Y4, Y2
 
-	// v91 = add(v85, v90) [N=64 T=421]
+	// v91 = add(v85, v90)
 	VADDPS Y2, Y1, Y1
 
-	// v92 = mul(v88, v59) [N=64 T=421]
+	// v92 = mul(v88, 0.5)
 	VMULPS lgc13<>+0(SB), Y5, Y2
 
-	// v93 = add(v91, v92) [N=64 T=421]
+	// v93 = add(v91, v92)
 	VADDPS  Y2, Y1, Y1
 	VMOVUPS 280(SP), Y2
 
-	// v94 = gt(v57, v38) [N=64 T=421]
+	// v94 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
 	VANDPS lgc14<>+0(SB), Y4, Y4
 
-	// v95 = lt(v57, v38) [N=64 T=421]
+	// v95 = lt(diff, 0)
 	VCMPPS $0x11, Y3, Y2, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v97 = mul(v57, v38) [N=64 T=421]
+	// v97 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc40<>+0(SB), Y6
 
-	// v98 = where(v95, v96, v97) [N=64 T=421]
+	// v98 = where(v95, -1, v97)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y2
 	VMOVUPS   lgc14<>+0(SB), Y5
 
-	// v99 = where(v94, v0, v98) [N=64 T=421]
+	// v99 = where(v94, 1, v98)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 
-	// v100 = ne(v93, v38) [N=64 T=421]
+	// v100 = ne(v93, 0)
 	VCMPPS $0x04, Y3, Y1, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v101 = mul(v93, v99) [N=64 T=421]
+	// v101 = mul(v93, v99)
 	VMULPS Y2, Y1, Y2
 
-	// v102 = where(v100, v101, v93) [N=64 T=421]
+	// v102 = where(v100, v101, v93)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y3, Y4
 	VBLENDVPS Y4, Y2, Y1, Y1
 
-	// v103 = neg(v102) [N=64 T=421]
+	// gradStateValue = neg(v102)
 	VXORPS  lgc27<>+0(SB), Y1, Y1
 	VMOVUPS lgc41<>+0(SB), Y2
-
-	// v120 = broadcast(v104) [N=64 T=421]
 	VMOVUPS 248(SP), Y3
 
-	// store v24
-	MOVQ    p10+80(FP), BX
+	// store valueTarget
+	MOVQ    valueTarget+80(FP), BX
 	VMOVUPS Y3, (BX)(SI*4)
 
-	// store v103
-	MOVQ    p11+88(FP), BX
+	// store gradStateValue
+	MOVQ    gradStateValue+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v120
-	MOVQ         p12+96(FP), BX
+	// store gradEntropy
+	MOVQ         gradEntropy+96(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
-	MOVQ         p8+64(FP), DX
+	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
@@ -2853,7 +2791,7 @@ blocks_10:
 noflush_11:
 	SUBQ         $+8, CX
 	JGE          blocks_10
-	MOVQ         p8+64(FP), CX
+	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -2921,7 +2859,7 @@ noflush_11:
 	VANDPS       31616(CX), Y1, Y1
 	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
-	CMPQ         AX, p13+104(FP)
+	CMPQ         AX, hi+104(FP)
 	JL           outer0_9
 	VZEROUPPER
 	RET
@@ -2956,46 +2894,45 @@ DATA lgc41<>+24(SB)/4, $0xb4c7411d
 DATA lgc41<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_12:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s1+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v70 = add(v68, v69) [T=421]
+	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v71 = div(v67, v70) [T=421]
+	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// v72 = sub(v0, v71) [T=421]
+	// explainedVariance = sub(1, v71)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s2+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v77 = mul(v73, v74) [T=421]
+	// v77 = mul(2, logSumW)
 	VMULPS  lgc32<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v78 = sub(v77, v76) [T=421]
+	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v79 = exp(v78) [T=421]
+	// essCol = exp(v78)
 	VMAXPS       lgc3<>+0(SB), Y1, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -3020,17 +2957,17 @@ blocks_12:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v79) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  31936(DX), Y4, Y1
 	VMOVUPS Y1, 31936(DX)
 
-	// store v72
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_13
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -3051,43 +2988,42 @@ noflush_13:
 	ADDQ       $+8, AX
 	CMPQ       AX, $+416
 	JL         blocks_12
-	MOVQ       p0+0(FP), AX
+	MOVQ       s1+0(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
-	// v70 = add(v68, v69) [T=421]
+	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       p1+8(FP), AX
+	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v71 = div(v67, v70) [T=421]
+	// v71 = div(residVar, v70)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
 
-	// v72 = sub(v0, v71) [T=421]
+	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       p2+16(FP), AX
+	MOVQ       s2+16(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
-	// v77 = mul(v73, v74) [T=421]
+	// v77 = mul(2, logSumW)
 	VMULPS     lgc32<>+0(SB), Y1, Y1
-	MOVQ       p3+24(FP), AX
+	MOVQ       s3+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
-	// v78 = sub(v77, v76) [T=421]
+	// v78 = sub(v77, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v79 = exp(v78) [T=421]
+	// essCol = exp(v78)
 	VMAXPS       lgc3<>+0(SB), Y1, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -3112,21 +3048,21 @@ noflush_13:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v79) over [T]
+	// mean(essCol) over [T]
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
-	// store v72
-	MOVQ         p5+40(FP), AX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), AX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -3144,35 +3080,33 @@ noflush_13:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *bool, p4 *bool, p5 *float32, p6 *float32, p7 *float32, p8 *float32, p9 *float64, p10 *float32, p11 *float32, p12 int)
+// func fbPass2AVX2(lo int, logProb *float32, sampleLogProb *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, valueTarget *float32, nextReward *float32, stateValue *float32, state *float64, advantage *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $16-104
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_14:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_15:
-	MOVQ    p1+8(FP), BX
+	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
 	ADDQ    DI, SI
 	ADDQ    CX, SI
 	VMOVUPS (BX)(SI*4), Y0
-	MOVQ    p2+16(FP), BX
+	MOVQ    sampleLogProb+16(FP), BX
 	VMOVUPS (BX)(SI*4), Y1
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3
@@ -3198,64 +3132,62 @@ blocks_15:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y3, Y1, Y2
-	MOVQ      p3+24(FP), BX
+	MOVQ      nextTerminated+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y3, Y1, Y1
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y1, Y3
-	MOVQ      p4+32(FP), BX
+	MOVQ      nextDone+32(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v25 = mul(v5, v13) [N=64 T=421]
+	// v25 = mul(nextDone, v13)
 	VMULPS  Y1, Y4, Y1
-	MOVQ    p5+40(FP), BX
+	MOVQ    nextStateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y4
 
-	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, BX
 	SUBQ         CX, BX
 	VMOVQ        BX, X5
 	VPBROADCASTD X5, Y5
 	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
-	MOVQ         p6+48(FP), BX
+	MOVQ         valueTarget+48(FP), BX
 	VMASKMOVPS   4(BX)(SI*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
-	// v27 = where(v25, v4, v26) [N=64 T=421]
+	// v27 = where(v25, nextStateValue, v26)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
-	// v28 = mul(v14, v27) [N=64 T=421]
+	// v28 = mul(v14, v27)
 	VMULPS  Y1, Y3, Y1
-	MOVQ    p7+56(FP), BX
+	MOVQ    nextReward+56(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v29 = add(v2, v28) [N=64 T=421]
+	// v29 = add(nextReward, v28)
 	VADDPS  Y1, Y3, Y1
-	MOVQ    p8+64(FP), BX
+	MOVQ    stateValue+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v30 = sub(v29, v3) [N=64 T=421]
+	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(v12, v30) [N=64 T=421]
+	// v31 = mul(rhoClipped, v30)
 	VMULPS Y1, Y2, Y1
 
-	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -3281,56 +3213,56 @@ blocks_15:
 	VBLENDVPS    Y2, Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v32, v38) [N=64 T=421]
+	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc36<>+0(SB), Y3
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc37<>+0(SB), Y6
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
-	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	// gain = mul(v31, ratioClipped)
 	VMULPS Y5, Y1, Y5
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
-	MOVQ    p9+72(FP), BX
+	MOVQ    state+72(FP), BX
 	VADDPS  32384(BX), Y5, Y5
 	VMOVUPS Y5, 32384(BX)
 
-	// v106 = mul(v105, v32) [N=64 T=421]
+	// v106 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v107 = where(v39, v106, v38) [N=64 T=421]
+	// v107 = where(v39, v106, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v108 = where(v39, v38, v106) [N=64 T=421]
+	// v108 = where(v39, 0, v106)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v109 = ge(v37, v42) [N=64 T=421]
+	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v110 = ne(v37, v37) [N=64 T=421]
+	// v110 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
-	// v111 = max(v109, v110) [N=64 T=421]
+	// v111 = max(v109, v110)
 	VXORPS lgc27<>+0(SB), Y5, Y5
 	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
@@ -3338,16 +3270,16 @@ blocks_15:
 	VORPS  Y8, Y5, Y5
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v112 = where(v111, v108, v38) [N=64 T=421]
+	// v112 = where(v111, v108, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
-	// v113 = le(v37, v40) [N=64 T=421]
+	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v114 = max(v113, v110) [N=64 T=421]
+	// v114 = max(v113, v110)
 	VXORPS lgc27<>+0(SB), Y3, Y3
 	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
@@ -3355,36 +3287,36 @@ blocks_15:
 	VORPS  Y6, Y3, Y3
 	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v115 = where(v114, v107, v38) [N=64 T=421]
+	// v115 = where(v114, v107, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y3
 
-	// v116 = add(v112, v115) [N=64 T=421]
+	// v116 = add(v112, v115)
 	VADDPS Y3, Y2, Y2
 
-	// v117 = ne(v116, v38) [N=64 T=421]
+	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 	VANDPS lgc14<>+0(SB), Y0, Y0
 
-	// v118 = mul(v116, v37) [N=64 T=421]
+	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// v119 = where(v117, v118, v116) [N=64 T=421]
+	// gradLogProb = where(v117, v118, v116)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
-	// store v32
-	MOVQ    p10+80(FP), BX
+	// store advantage
+	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 
-	// store v119
-	MOVQ         p11+88(FP), BX
+	// store gradLogProb
+	MOVQ         gradLogProb+88(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_16
-	MOVQ         p9+72(FP), DX
+	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -3405,27 +3337,25 @@ noflush_16:
 	ADDQ       $+8, CX
 	CMPQ       CX, $+416
 	JL         blocks_15
-	MOVQ       p1+8(FP), CX
+	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
 	ADDQ       BX, DX
 	ADDQ       $+416, DX
 	VMOVUPS    lgc2<>+0(SB), Y0
 	VMASKMOVPS (CX)(DX*4), Y0, Y0
-	MOVQ       p2+16(FP), CX
+	MOVQ       sampleLogProb+16(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (CX)(DX*4), Y1, Y1
 
-	// v9 = sub(v7, v8) [N=64 T=421]  # log_weight
+	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
 
-	// v10 = detach(v9) [N=64 T=421]  # log_weight
-	// v11 = exp(v10) [N=64 T=421]  # rho
+	// rho = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3
@@ -3451,9 +3381,9 @@ noflush_16:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc14<>+0(SB), Y1
 
-	// v12 = min(v11, v0) [N=64 T=421]  # rho_clipped
+	// rhoClipped = min(rho, 1)
 	VMINPS    Y3, Y1, Y2
-	MOVQ      p3+24(FP), CX
+	MOVQ      nextTerminated+24(FP), CX
 	MOVQ      $+0, (SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, (SP)
@@ -3468,12 +3398,12 @@ noflush_16:
 	VPMOVZXBD (SP), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v13 = sub(v0, v6) [N=64 T=421]
+	// v13 = sub(1, nextTerminated)
 	VSUBPS Y3, Y1, Y1
 
-	// v14 = mul(v1, v13) [N=64 T=421]
+	// v14 = mul(0.99, v13)
 	VMULPS    lgc17<>+0(SB), Y1, Y3
-	MOVQ      p4+32(FP), CX
+	MOVQ      nextDone+32(FP), CX
 	MOVQ      $+0, 8(SP)
 	MOVB      (CX)(DX*1), BL
 	MOVB      BL, 8(SP)
@@ -3488,13 +3418,13 @@ noflush_16:
 	VPMOVZXBD 8(SP), Y4
 	VCVTDQ2PS Y4, Y4
 
-	// v25 = mul(v5, v13) [N=64 T=421]
+	// v25 = mul(nextDone, v13)
 	VMULPS     Y1, Y4, Y1
-	MOVQ       p5+40(FP), CX
+	MOVQ       nextStateValue+40(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y4
 	VMASKMOVPS (CX)(DX*4), Y4, Y4
 
-	// v26 = shift_next(v24, v4) over T [N=64 T=421]
+	// v26 = shift_next(vs, nextStateValue) over T
 	MOVQ         $+420, CX
 	SUBQ         $+416, CX
 	VMOVQ        CX, X5
@@ -3502,40 +3432,38 @@ noflush_16:
 	VPCMPGTD     lgc35<>+0(SB), Y5, Y5
 	VMOVUPS      lgc2<>+0(SB), Y6
 	VANDPS       Y6, Y5, Y5
-	MOVQ         p6+48(FP), CX
+	MOVQ         valueTarget+48(FP), CX
 	VMASKMOVPS   4(CX)(DX*4), Y5, Y6
 	VBLENDVPS    Y5, Y6, Y4, Y5
 
-	// v27 = where(v25, v4, v26) [N=64 T=421]
+	// v27 = where(v25, nextStateValue, v26)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y4, Y5, Y1
 
-	// v28 = mul(v14, v27) [N=64 T=421]
+	// v28 = mul(v14, v27)
 	VMULPS     Y1, Y3, Y1
-	MOVQ       p7+56(FP), CX
+	MOVQ       nextReward+56(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v29 = add(v2, v28) [N=64 T=421]
+	// v29 = add(nextReward, v28)
 	VADDPS     Y1, Y3, Y1
-	MOVQ       p8+64(FP), CX
+	MOVQ       stateValue+64(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y3
 	VMASKMOVPS (CX)(DX*4), Y3, Y3
 
-	// v30 = sub(v29, v3) [N=64 T=421]
+	// v30 = sub(v29, stateValue)
 	VSUBPS Y3, Y1, Y1
 
-	// v31 = mul(v12, v30) [N=64 T=421]
+	// v31 = mul(rhoClipped, v30)
 	VMULPS Y1, Y2, Y1
 
-	// v32 = detach(v31) [N=64 T=421]
-	// v37 = exp(v9) [N=64 T=421]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc3<>+0(SB), Y0, Y2
 	VMINPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       lgc5<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc7<>+0(SB), Y3, Y2
 	VMOVAPS      lgc8<>+0(SB), Y4
@@ -3561,27 +3489,27 @@ noflush_16:
 	VBLENDVPS    Y2, Y0, Y4, Y4
 	VMOVUPS      lgc0<>+0(SB), Y0
 
-	// v39 = ge(v32, v38) [N=64 T=421]
+	// v39 = ge(v31, 0)
 	VCMPPS  $0x1d, Y0, Y1, Y2
 	VANDPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS lgc36<>+0(SB), Y3
 
-	// v41 = min(v37, v40) tie=first [N=64 T=421]
+	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y3, Y5
 	VMOVUPS lgc37<>+0(SB), Y6
 
-	// v43 = max(v37, v42) tie=first [N=64 T=421]
+	// v43 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y7
 
-	// v44 = where(v39, v41, v43) [N=64 T=421]
+	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y5, Y7, Y5
 
-	// v45 = mul(v32, v44) [N=64 T=421]  # gain
+	// gain = mul(v31, ratioClipped)
 	VMULPS Y5, Y1, Y5
 
-	// v46 = neg(v45) [N=64 T=421]
+	// v46 = neg(gain)
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
 	// mean(v46) over [N T]
@@ -3590,32 +3518,32 @@ noflush_16:
 	VEXTRACTI128 $0x01, Y7, X8
 	VPMOVSXDQ    X8, Y8
 	VANDPS       Y7, Y5, Y5
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VADDPS       32384(CX), Y5, Y5
 	VMOVUPS      Y5, 32384(CX)
 
-	// v106 = mul(v105, v32) [N=64 T=421]
+	// v106 = mul(-3.7114014251781474e-05, v31)
 	VMULPS lgc42<>+0(SB), Y1, Y5
 
-	// v107 = where(v39, v106, v38) [N=64 T=421]
+	// v107 = where(v39, v106, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y2, Y7
 	VBLENDVPS Y7, Y5, Y0, Y7
 
-	// v108 = where(v39, v38, v106) [N=64 T=421]
+	// v108 = where(v39, 0, v106)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y2, Y8
 	VBLENDVPS Y8, Y0, Y5, Y2
 
-	// v109 = ge(v37, v42) [N=64 T=421]
+	// v109 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y5
 	VANDPS lgc14<>+0(SB), Y5, Y5
 
-	// v110 = ne(v37, v37) [N=64 T=421]
+	// v110 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y6
 	VANDPS lgc14<>+0(SB), Y6, Y6
 
-	// v111 = max(v109, v110) [N=64 T=421]
+	// v111 = max(v109, v110)
 	VXORPS lgc27<>+0(SB), Y5, Y5
 	VXORPS lgc27<>+0(SB), Y6, Y9
 	VMINPS Y5, Y9, Y8
@@ -3623,16 +3551,16 @@ noflush_16:
 	VORPS  Y8, Y5, Y5
 	VXORPS lgc27<>+0(SB), Y5, Y5
 
-	// v112 = where(v111, v108, v38) [N=64 T=421]
+	// v112 = where(v111, v108, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y2, Y0, Y2
 
-	// v113 = le(v37, v40) [N=64 T=421]
+	// v113 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y3, Y4, Y3
 	VANDPS lgc14<>+0(SB), Y3, Y3
 
-	// v114 = max(v113, v110) [N=64 T=421]
+	// v114 = max(v113, v110)
 	VXORPS lgc27<>+0(SB), Y3, Y3
 	VXORPS lgc27<>+0(SB), Y6, Y5
 	VMINPS Y3, Y5, Y6
@@ -3640,36 +3568,36 @@ noflush_16:
 	VORPS  Y6, Y3, Y3
 	VXORPS lgc27<>+0(SB), Y3, Y3
 
-	// v115 = where(v114, v107, v38) [N=64 T=421]
+	// v115 = where(v114, v107, 0)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y7, Y0, Y3
 
-	// v116 = add(v112, v115) [N=64 T=421]
+	// v116 = add(v112, v115)
 	VADDPS Y3, Y2, Y2
 
-	// v117 = ne(v116, v38) [N=64 T=421]
+	// v117 = ne(v116, 0)
 	VCMPPS $0x04, Y0, Y2, Y0
 	VANDPS lgc14<>+0(SB), Y0, Y0
 
-	// v118 = mul(v116, v37) [N=64 T=421]
+	// v118 = mul(v116, ratio)
 	VMULPS Y4, Y2, Y3
 
-	// v119 = where(v117, v118, v116) [N=64 T=421]
+	// gradLogProb = where(v117, v118, v116)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y0
 
-	// store v32
-	MOVQ       p10+80(FP), CX
+	// store advantage
+	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
 
-	// store v119
-	MOVQ         p11+88(FP), CX
+	// store gradLogProb
+	MOVQ         gradLogProb+88(FP), CX
 	VMOVUPS      lgc2<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (CX)(DX*4)
-	MOVQ         p9+72(FP), CX
+	MOVQ         state+72(FP), CX
 	VMOVUPS      32384(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -3685,7 +3613,7 @@ noflush_16:
 	VANDPS       32512(CX), Y1, Y1
 	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
-	CMPQ         AX, p12+96(FP)
+	CMPQ         AX, hi+96(FP)
 	JL           outer0_14
 	VZEROUPPER
 	RET
@@ -3700,19 +3628,19 @@ DATA lgc42<>+24(SB)/4, $0xb81baadf
 DATA lgc42<>+28(SB)/4, $0xb81baadf
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-// func fbPass3AVX2(p0 *float32, p1 *float32)
+// func fbPass3AVX2(s4 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc38<>+0(SB), Y1
 
-	// v82 = div(v80, v81) []
+	// ess = div(v80, 64)
 	VDIVPS Y1, Y0, Y0
 
-	// store v82
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -3733,7 +3661,6 @@ bulk_17:
 	VMINPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       lgc5<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
 	VMOVAPS      lgc8<>+0(SB), Y3

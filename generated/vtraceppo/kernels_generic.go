@@ -11,439 +11,434 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v67 = var(v57) over N correction=0 [T=421]
-	s1    []float32           // v68 = var(v24) over N correction=0 [T=421]
-	s2    []float32           // v74 = logsumexp(v9) over N [T=421]
-	s3    []float32           // v76 = logsumexp(v75) over N [T=421]
-	s4    float32             // v80 = mean(v79) over T []
-	acc67 []runtime.Welford   // accumulators of v67
-	acc68 []runtime.Welford   // accumulators of v68
-	acc74 []runtime.LogSumExp // accumulators of v74
-	acc76 []runtime.LogSumExp // accumulators of v76
+	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
+	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
+	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
+	s3        []float32           // logSumW2 = logsumexp(v75) over N [T=421]
+	s4        float32             // v80 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc67: make([]runtime.Welford, 421), acc68: make([]runtime.Welford, 421), acc74: make([]runtime.LogSumExp, 421), acc76: make([]runtime.LogSumExp, 421)}
+	return &scratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc49 := runtime.Mean{}
-	acc51 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	acc56 := runtime.Mean{}
-	acc66 := runtime.Mean{}
-	for k := range s.acc67 {
-		s.acc67[k] = runtime.Welford{}
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=64 T=421].
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c1 := float32(0.99)
+	c33 := float32(-0.22314355)
+	c34 := float32(0.18232156)
+	c53 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc68 {
-		s.acc68[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc74 {
-		s.acc74[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc76 {
-		s.acc76[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
-		carry22 := float32(0)
+		vsMinusVCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := float32(0.99)
-			v2 := in.NextReward[iN*421+iT]
-			v3 := in.StateValue[iN*421+iT]
-			v4 := in.NextStateValue[iN*421+iT]
-			v5 := b2f(in.NextDone[iN*421+iT])
-			v6 := b2f(in.NextTerminated[iN*421+iT])
-			v7 := in.LogProb[iN*421+iT]
-			v8 := in.SampleLogProb[iN*421+iT]
-			v9 := v7 - v8
-			v10 := v9
-			v11 := float32(math.Exp(float64(v10)))
-			v12 := min(v11, v0)
-			v13 := v0 - v6
-			v14 := float32(v1 * v13)
-			v15 := v0 - v5
-			v16 := float32(v1 * v15)
-			v17 := float32(v14 * v4)
-			v18 := v2 + v17
-			v19 := v18 - v3
-			v20 := float32(v12 * v19)
-			v21 := float32(v16 * v12)
-			v22 := v20 + float32(carry22*v21)
-			carry22 = v22
-			v23 := v22 + v3
-			v24 := v23
-			out.ValueTarget[iN*421+iT] = v24
-			v33 := float32(-0.22314355)
-			v34 := float32(0.18232156)
-			v35 := max(v9, v33)
-			v36 := min(v35, v34)
-			v48 := b2f(v36 != v9)
-			acc49.Add(float64(v48))
-			v50 := v8 - v7
-			acc51.Add(float64(v50))
-			v52 := in.Entropy[iN*421+iT]
-			v53 := float32(-0.01)
-			v54 := float32(v53 * v52)
-			acc55.Add(float64(v52))
-			acc56.Add(float64(v54))
-			v57 := v24 - v3
-			v58 := float32(math.Abs(float64(v57)))
-			v59 := float32(0.5)
-			v60 := b2f(v58 < v0)
-			v61 := float32(v59 * v58)
-			v62 := float32(v61 * v58)
-			v63 := v58 - v59
-			v64 := sel(v60, v62, v63)
-			v65 := float32(v0 * v64)
-			acc66.Add(float64(v65))
-			s.acc67[iT].Add(float64(v57))
-			s.acc68[iT].Add(float64(v24))
-			v73 := float32(2)
-			s.acc74[iT].Add(float64(v9))
-			v75 := float32(v73 * v9)
-			s.acc76[iT].Add(float64(v75))
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			rho := float32(math.Exp(float64(logWeight)))
+			rhoClipped := min(rho, one)
+			v13 := one - nextTerminated
+			v14 := float32(c1 * v13)
+			v15 := one - nextDone
+			v16 := float32(c1 * v15)
+			v17 := float32(v14 * nextStateValue)
+			v18 := nextReward + v17
+			v19 := v18 - stateValue
+			delta := float32(rhoClipped * v19)
+			v21 := float32(v16 * rhoClipped)
+			vsMinusV := delta + float32(vsMinusVCarry*v21)
+			vsMinusVCarry = vsMinusV
+			vs := vsMinusV + stateValue
+			out.ValueTarget[iN*421+iT] = vs
+			v35 := max(logWeight, c33)
+			logWeightClip := min(v35, c34)
+			v48 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v48))
+			v50 := sampleLogProb - logProb
+			klApprox.Add(float64(v50))
+			entropy := in.Entropy[iN*421+iT]
+			v54 := float32(c53 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v54))
+			diff := vs - stateValue
+			absDiff := float32(math.Abs(float64(diff)))
+			v60 := b2f(absDiff < one)
+			v61 := float32(half * absDiff)
+			v62 := float32(v61 * absDiff)
+			v63 := absDiff - half
+			smoothL1 := sel(v60, v62, v63)
+			v65 := float32(one * smoothL1)
+			lossCritic.Add(float64(v65))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(vs))
+			s.logSumW[iT].Add(float64(logWeight))
+			v75 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v75))
 		}
 	}
-	out.ClipFraction = float32(acc49.Result())
-	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc55.Result())
-	out.LossEntropy = float32(acc56.Result())
-	out.LossCritic = float32(acc66.Result())
-	for k := range s.acc67 {
-		s.s0[k] = float32(s.acc67[k].Var(0))
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s0[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc68 {
-		s.s1[k] = float32(s.acc68[k].Var(0))
+	for k := range s.targetVar {
+		s.s1[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc74 {
-		s.s2[k] = float32(s.acc74[k].Result())
+	for k := range s.logSumW {
+		s.s2[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc76 {
-		s.s3[k] = float32(s.acc76[k].Result())
+	for k := range s.logSumW2 {
+		s.s3[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=421].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c69 := float32(1.1920929e-07)
+	two := float32(2)
 	acc80 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
-		v0 := float32(1)
-		v67 := s.s0[iT]
-		v68 := s.s1[iT]
-		v69 := float32(1.1920929e-07)
-		v70 := v68 + v69
-		v71 := v67 / v70
-		v72 := v0 - v71
-		out.ExplainedVariance[iT] = v72
-		v73 := float32(2)
-		v74 := s.s2[iT]
-		v76 := s.s3[iT]
-		v77 := float32(v73 * v74)
-		v78 := v77 - v76
-		v79 := float32(math.Exp(float64(v78)))
-		acc80.Add(float64(v79))
+		residVar := s.s0[iT]
+		targetVar := s.s1[iT]
+		v70 := targetVar + c69
+		v71 := residVar / v70
+		explainedVariance := one - v71
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s2[iT]
+		logSumW2 := s.s3[iT]
+		v77 := float32(two * logSumW)
+		v78 := v77 - logSumW2
+		essCol := float32(math.Exp(float64(v78)))
+		acc80.Add(float64(essCol))
 	}
 	s.s4 = float32(acc80.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc47 := runtime.Mean{}
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c1 := float32(0.99)
+	zero := float32(0)
+	c40 := float32(1.2)
+	c42 := float32(0.8)
+	lossObjective := runtime.Mean{}
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
-			v0 := float32(1)
-			v1 := float32(0.99)
-			v2 := in.NextReward[iN*421+iT]
-			v3 := in.StateValue[iN*421+iT]
-			v4 := in.NextStateValue[iN*421+iT]
-			v5 := b2f(in.NextDone[iN*421+iT])
-			v6 := b2f(in.NextTerminated[iN*421+iT])
-			v7 := in.LogProb[iN*421+iT]
-			v8 := in.SampleLogProb[iN*421+iT]
-			v9 := v7 - v8
-			v10 := v9
-			v11 := float32(math.Exp(float64(v10)))
-			v12 := min(v11, v0)
-			v13 := v0 - v6
-			v14 := float32(v1 * v13)
-			v25 := float32(v5 * v13)
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			rho := float32(math.Exp(float64(logWeight)))
+			rhoClipped := min(rho, one)
+			v13 := one - nextTerminated
+			v14 := float32(c1 * v13)
+			v25 := float32(nextDone * v13)
 			var v26 float32
 			if iT < 420 {
 				v26 = out.ValueTarget[iN*421+(iT+1)]
 			} else {
-				v26 = v4
+				v26 = nextStateValue
 			}
-			v27 := sel(v25, v4, v26)
+			v27 := sel(v25, nextStateValue, v26)
 			v28 := float32(v14 * v27)
-			v29 := v2 + v28
-			v30 := v29 - v3
-			v31 := float32(v12 * v30)
-			v32 := v31
-			out.Advantage[iN*421+iT] = v32
-			v37 := float32(math.Exp(float64(v9)))
-			v38 := float32(0)
-			v39 := b2f(v32 >= v38)
-			v40 := float32(1.2)
-			v41 := min(v37, v40)
-			v42 := float32(0.8)
-			v43 := max(v37, v42)
-			v44 := sel(v39, v41, v43)
-			v45 := float32(v32 * v44)
-			v46 := -v45
-			acc47.Add(float64(v46))
+			v29 := nextReward + v28
+			v30 := v29 - stateValue
+			v31 := float32(rhoClipped * v30)
+			out.Advantage[iN*421+iT] = v31
+			ratio := float32(math.Exp(float64(logWeight)))
+			v39 := b2f(v31 >= zero)
+			v41 := min(ratio, c40)
+			v43 := max(ratio, c42)
+			ratioClipped := sel(v39, v41, v43)
+			gain := float32(v31 * ratioClipped)
+			v46 := -gain
+			lossObjective.Add(float64(v46))
 		}
 	}
-	out.LossObjective = float32(acc47.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c81 := float32(64)
 	v80 := s.s4
-	v81 := float32(64)
-	v82 := v80 / v81
-	out.ESS = v82
+	ess := v80 / c81
+	out.ESS = ess
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v67 = var(v57) over N correction=0 [T=421]
-	s1    []float32           // v68 = var(v24) over N correction=0 [T=421]
-	s2    []float32           // v74 = logsumexp(v9) over N [T=421]
-	s3    []float32           // v76 = logsumexp(v75) over N [T=421]
-	s4    float32             // v80 = mean(v79) over T []
-	acc67 []runtime.Welford   // accumulators of v67
-	acc68 []runtime.Welford   // accumulators of v68
-	acc74 []runtime.LogSumExp // accumulators of v74
-	acc76 []runtime.LogSumExp // accumulators of v76
+	s0        []float32           // residVar = var(diff) over N correction=0 [T=421]
+	s1        []float32           // targetVar = var(vs) over N correction=0 [T=421]
+	s2        []float32           // logSumW = logsumexp(logWeight) over N [T=421]
+	s3        []float32           // logSumW2 = logsumexp(v75) over N [T=421]
+	s4        float32             // v80 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), acc67: make([]runtime.Welford, 421), acc68: make([]runtime.Welford, 421), acc74: make([]runtime.LogSumExp, 421), acc76: make([]runtime.LogSumExp, 421)}
+	return &fbScratch{s0: make([]float32, 421), s1: make([]float32, 421), s2: make([]float32, 421), s3: make([]float32, 421), residVar: make([]runtime.Welford, 421), targetVar: make([]runtime.Welford, 421), logSumW: make([]runtime.LogSumExp, 421), logSumW2: make([]runtime.LogSumExp, 421)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=64 T=421].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc49 := runtime.Mean{}
-	acc51 := runtime.Mean{}
-	acc55 := runtime.Mean{}
-	acc56 := runtime.Mean{}
-	acc66 := runtime.Mean{}
-	for k := range s.acc67 {
-		s.acc67[k] = runtime.Welford{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=64 T=421].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c1 := float32(0.99)
+	c33 := float32(-0.22314355)
+	c34 := float32(0.18232156)
+	zero := float32(0)
+	c53 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	c83 := float32(3.7114016e-05)
+	minusOne := float32(-1)
+	c104 := float32(-3.7114015e-07)
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc68 {
-		s.acc68[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc74 {
-		s.acc74[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc76 {
-		s.acc76[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 64; iN++ {
-		carry22 := float32(0)
+		vsMinusVCarry := float32(0)
 		for iT := 420; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := float32(0.99)
-			v2 := in.NextReward[iN*421+iT]
-			v3 := in.StateValue[iN*421+iT]
-			v4 := in.NextStateValue[iN*421+iT]
-			v5 := b2f(in.NextDone[iN*421+iT])
-			v6 := b2f(in.NextTerminated[iN*421+iT])
-			v7 := in.LogProb[iN*421+iT]
-			v8 := in.SampleLogProb[iN*421+iT]
-			v9 := v7 - v8
-			v10 := v9
-			v11 := float32(math.Exp(float64(v10)))
-			v12 := min(v11, v0)
-			v13 := v0 - v6
-			v14 := float32(v1 * v13)
-			v15 := v0 - v5
-			v16 := float32(v1 * v15)
-			v17 := float32(v14 * v4)
-			v18 := v2 + v17
-			v19 := v18 - v3
-			v20 := float32(v12 * v19)
-			v21 := float32(v16 * v12)
-			v22 := v20 + float32(carry22*v21)
-			carry22 = v22
-			v23 := v22 + v3
-			v24 := v23
-			out.ValueTarget[iN*421+iT] = v24
-			v33 := float32(-0.22314355)
-			v34 := float32(0.18232156)
-			v35 := max(v9, v33)
-			v36 := min(v35, v34)
-			v38 := float32(0)
-			v48 := b2f(v36 != v9)
-			acc49.Add(float64(v48))
-			v50 := v8 - v7
-			acc51.Add(float64(v50))
-			v52 := in.Entropy[iN*421+iT]
-			v53 := float32(-0.01)
-			v54 := float32(v53 * v52)
-			acc55.Add(float64(v52))
-			acc56.Add(float64(v54))
-			v57 := v24 - v3
-			v58 := float32(math.Abs(float64(v57)))
-			v59 := float32(0.5)
-			v60 := b2f(v58 < v0)
-			v61 := float32(v59 * v58)
-			v62 := float32(v61 * v58)
-			v63 := v58 - v59
-			v64 := sel(v60, v62, v63)
-			v65 := float32(v0 * v64)
-			acc66.Add(float64(v65))
-			s.acc67[iT].Add(float64(v57))
-			s.acc68[iT].Add(float64(v24))
-			v73 := float32(2)
-			s.acc74[iT].Add(float64(v9))
-			v75 := float32(v73 * v9)
-			s.acc76[iT].Add(float64(v75))
-			v83 := float32(3.7114016e-05)
-			v84 := sel(v60, v83, v38)
-			v85 := sel(v60, v38, v83)
-			v86 := b2f(v84 != v38)
-			v87 := float32(v84 * v58)
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			rho := float32(math.Exp(float64(logWeight)))
+			rhoClipped := min(rho, one)
+			v13 := one - nextTerminated
+			v14 := float32(c1 * v13)
+			v15 := one - nextDone
+			v16 := float32(c1 * v15)
+			v17 := float32(v14 * nextStateValue)
+			v18 := nextReward + v17
+			v19 := v18 - stateValue
+			delta := float32(rhoClipped * v19)
+			v21 := float32(v16 * rhoClipped)
+			vsMinusV := delta + float32(vsMinusVCarry*v21)
+			vsMinusVCarry = vsMinusV
+			vs := vsMinusV + stateValue
+			out.ValueTarget[iN*421+iT] = vs
+			v35 := max(logWeight, c33)
+			logWeightClip := min(v35, c34)
+			v48 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v48))
+			v50 := sampleLogProb - logProb
+			klApprox.Add(float64(v50))
+			entropy := in.Entropy[iN*421+iT]
+			v54 := float32(c53 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v54))
+			diff := vs - stateValue
+			absDiff := float32(math.Abs(float64(diff)))
+			v60 := b2f(absDiff < one)
+			v61 := float32(half * absDiff)
+			v62 := float32(v61 * absDiff)
+			v63 := absDiff - half
+			smoothL1 := sel(v60, v62, v63)
+			v65 := float32(one * smoothL1)
+			lossCritic.Add(float64(v65))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(vs))
+			s.logSumW[iT].Add(float64(logWeight))
+			v75 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v75))
+			v84 := sel(v60, c83, zero)
+			v85 := sel(v60, zero, c83)
+			v86 := b2f(v84 != zero)
+			v87 := float32(v84 * absDiff)
 			v88 := sel(v86, v87, v84)
 			v89 := float32(v84 * v61)
 			v90 := sel(v86, v89, v84)
 			v91 := v85 + v90
-			v92 := float32(v88 * v59)
+			v92 := float32(v88 * half)
 			v93 := v91 + v92
-			v94 := b2f(v57 > v38)
-			v95 := b2f(v57 < v38)
-			v96 := float32(-1)
-			v97 := float32(v57 * v38)
-			v98 := sel(v95, v96, v97)
-			v99 := sel(v94, v0, v98)
-			v100 := b2f(v93 != v38)
+			v94 := b2f(diff > zero)
+			v95 := b2f(diff < zero)
+			v97 := float32(diff * zero)
+			v98 := sel(v95, minusOne, v97)
+			v99 := sel(v94, one, v98)
+			v100 := b2f(v93 != zero)
 			v101 := float32(v93 * v99)
 			v102 := sel(v100, v101, v93)
-			v103 := -v102
-			g.StateValue[iN*421+iT] = v103
-			v104 := float32(-3.7114015e-07)
-			v120 := v104
-			g.Entropy[iN*421+iT] = v120
+			gradStateValue := -v102
+			grads.StateValue[iN*421+iT] = gradStateValue
+			grads.Entropy[iN*421+iT] = c104
 		}
 	}
-	out.ClipFraction = float32(acc49.Result())
-	out.KLApprox = float32(acc51.Result())
-	out.Entropy = float32(acc55.Result())
-	out.LossEntropy = float32(acc56.Result())
-	out.LossCritic = float32(acc66.Result())
-	for k := range s.acc67 {
-		s.s0[k] = float32(s.acc67[k].Var(0))
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s0[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc68 {
-		s.s1[k] = float32(s.acc68[k].Var(0))
+	for k := range s.targetVar {
+		s.s1[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc74 {
-		s.s2[k] = float32(s.acc74[k].Result())
+	for k := range s.logSumW {
+		s.s2[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc76 {
-		s.s3[k] = float32(s.acc76[k].Result())
+	for k := range s.logSumW2 {
+		s.s3[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=421].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [T=421].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c69 := float32(1.1920929e-07)
+	two := float32(2)
 	acc80 := runtime.Mean{}
 	for iT := 0; iT < 421; iT++ {
-		v0 := float32(1)
-		v67 := s.s0[iT]
-		v68 := s.s1[iT]
-		v69 := float32(1.1920929e-07)
-		v70 := v68 + v69
-		v71 := v67 / v70
-		v72 := v0 - v71
-		out.ExplainedVariance[iT] = v72
-		v73 := float32(2)
-		v74 := s.s2[iT]
-		v76 := s.s3[iT]
-		v77 := float32(v73 * v74)
-		v78 := v77 - v76
-		v79 := float32(math.Exp(float64(v78)))
-		acc80.Add(float64(v79))
+		residVar := s.s0[iT]
+		targetVar := s.s1[iT]
+		v70 := targetVar + c69
+		v71 := residVar / v70
+		explainedVariance := one - v71
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s2[iT]
+		logSumW2 := s.s3[iT]
+		v77 := float32(two * logSumW)
+		v78 := v77 - logSumW2
+		essCol := float32(math.Exp(float64(v78)))
+		acc80.Add(float64(essCol))
 	}
 	s.s4 = float32(acc80.Result())
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=64 T=421].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc47 := runtime.Mean{}
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=64
+// T=421].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c1 := float32(0.99)
+	zero := float32(0)
+	c40 := float32(1.2)
+	c42 := float32(0.8)
+	c105 := float32(-3.7114016e-05)
+	lossObjective := runtime.Mean{}
 	for iN := 0; iN < 64; iN++ {
 		for iT := 0; iT < 421; iT++ {
-			v0 := float32(1)
-			v1 := float32(0.99)
-			v2 := in.NextReward[iN*421+iT]
-			v3 := in.StateValue[iN*421+iT]
-			v4 := in.NextStateValue[iN*421+iT]
-			v5 := b2f(in.NextDone[iN*421+iT])
-			v6 := b2f(in.NextTerminated[iN*421+iT])
-			v7 := in.LogProb[iN*421+iT]
-			v8 := in.SampleLogProb[iN*421+iT]
-			v9 := v7 - v8
-			v10 := v9
-			v11 := float32(math.Exp(float64(v10)))
-			v12 := min(v11, v0)
-			v13 := v0 - v6
-			v14 := float32(v1 * v13)
-			v25 := float32(v5 * v13)
+			nextReward := in.NextReward[iN*421+iT]
+			stateValue := in.StateValue[iN*421+iT]
+			nextStateValue := in.NextStateValue[iN*421+iT]
+			nextDone := b2f(in.NextDone[iN*421+iT])
+			nextTerminated := b2f(in.NextTerminated[iN*421+iT])
+			logProb := in.LogProb[iN*421+iT]
+			sampleLogProb := in.SampleLogProb[iN*421+iT]
+			logWeight := logProb - sampleLogProb
+			rho := float32(math.Exp(float64(logWeight)))
+			rhoClipped := min(rho, one)
+			v13 := one - nextTerminated
+			v14 := float32(c1 * v13)
+			v25 := float32(nextDone * v13)
 			var v26 float32
 			if iT < 420 {
 				v26 = out.ValueTarget[iN*421+(iT+1)]
 			} else {
-				v26 = v4
+				v26 = nextStateValue
 			}
-			v27 := sel(v25, v4, v26)
+			v27 := sel(v25, nextStateValue, v26)
 			v28 := float32(v14 * v27)
-			v29 := v2 + v28
-			v30 := v29 - v3
-			v31 := float32(v12 * v30)
-			v32 := v31
-			out.Advantage[iN*421+iT] = v32
-			v37 := float32(math.Exp(float64(v9)))
-			v38 := float32(0)
-			v39 := b2f(v32 >= v38)
-			v40 := float32(1.2)
-			v41 := min(v37, v40)
-			v42 := float32(0.8)
-			v43 := max(v37, v42)
-			v44 := sel(v39, v41, v43)
-			v45 := float32(v32 * v44)
-			v46 := -v45
-			acc47.Add(float64(v46))
-			v105 := float32(-3.7114016e-05)
-			v106 := float32(v105 * v32)
-			v107 := sel(v39, v106, v38)
-			v108 := sel(v39, v38, v106)
-			v109 := b2f(v37 >= v42)
-			v110 := b2f(v37 != v37)
+			v29 := nextReward + v28
+			v30 := v29 - stateValue
+			v31 := float32(rhoClipped * v30)
+			out.Advantage[iN*421+iT] = v31
+			ratio := float32(math.Exp(float64(logWeight)))
+			v39 := b2f(v31 >= zero)
+			v41 := min(ratio, c40)
+			v43 := max(ratio, c42)
+			ratioClipped := sel(v39, v41, v43)
+			gain := float32(v31 * ratioClipped)
+			v46 := -gain
+			lossObjective.Add(float64(v46))
+			v106 := float32(c105 * v31)
+			v107 := sel(v39, v106, zero)
+			v108 := sel(v39, zero, v106)
+			v109 := b2f(ratio >= c42)
+			v110 := b2f(ratio != ratio)
 			v111 := max(v109, v110)
-			v112 := sel(v111, v108, v38)
-			v113 := b2f(v37 <= v40)
+			v112 := sel(v111, v108, zero)
+			v113 := b2f(ratio <= c40)
 			v114 := max(v113, v110)
-			v115 := sel(v114, v107, v38)
+			v115 := sel(v114, v107, zero)
 			v116 := v112 + v115
-			v117 := b2f(v116 != v38)
-			v118 := float32(v116 * v37)
-			v119 := sel(v117, v118, v116)
-			g.LogProb[iN*421+iT] = v119
+			v117 := b2f(v116 != zero)
+			v118 := float32(v116 * ratio)
+			gradLogProb := sel(v117, v118, v116)
+			grads.LogProb[iN*421+iT] = gradLogProb
 		}
 	}
-	out.LossObjective = float32(acc47.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c81 := float32(64)
 	v80 := s.s4
-	v81 := float32(64)
-	v82 := v80 / v81
-	out.ESS = v82
+	ess := v80 / c81
+	out.ESS = ess
 }
 
 // b2f is a comparison or flag as 0 or 1.

@@ -30,8 +30,17 @@ type ptxTable struct {
 
 // ptxTables are the package's launch tables and how TestPTXSimulated runs each by default
 // (LOSSGEN_FULL=1 runs every one whole):
-//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2663837): it computes, of each output, advantage 72 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1 elements.
-//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000 instructions; this part 2806429): it computes, of each output, advantage 72 of 26944, value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1, entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0 of 1, grad.state_value 512 of 26944, grad.log_prob 72 of 26944, grad.entropy 512 of 26944 elements.
+//   - forward: in part, 8 iterations per thread (the whole table takes more than 25000000
+//     instructions; this part 2617757): it computes, of each output, advantage 72 of 26944,
+//     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
+//     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
+//     of 1 elements.
+//   - backward: in part, 8 iterations per thread (the whole table takes more than 25000000
+//     instructions; this part 2755229): it computes, of each output, advantage 72 of 26944,
+//     value_target 512 of 26944, loss_objective 0 of 1, clip_fraction 0 of 1, kl_approx 0 of 1,
+//     entropy 0 of 1, loss_entropy 0 of 1, loss_critic 0 of 1, explained_variance 8 of 421, ESS 0
+//     of 1, grad.state_value 512 of 26944, grad.log_prob 72 of 26944, grad.entropy 512 of 26944
+//     elements.
 var ptxTables = map[string]ptxTable{
 	"forward": {table: Launch, names: OutputNames,
 		part: ptxsim.Part{MaxIter: 8, Fill: 0xFF}, cover: map[string]ptxsim.Coverage{
@@ -96,7 +105,8 @@ func wholeTwo() bool {
 // nothing simulated wrote), and which elements those are must be as when the package was
 // generated. That part runs every instruction of every kernel — every op's expansion and
 // constant, every shuffle step and barrier of a block reduction, every merge of block
-// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction, constant or shuffle
+// partials — on the first, an inner and the last (partly masked) block, so a wrong instruction,
+// constant or shuffle
 // offset, a dropped barrier (a race), a swapped argument or a missing merge shows in the
 // elements compared, and a launch with too few blocks or threads shows as elements missing
 // from the part. What it leaves to the whole simulation (LOSSGEN_FULL=1, which lossgen's own

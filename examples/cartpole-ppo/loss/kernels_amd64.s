@@ -4,28 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 int)
+// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass0AVX2(SB), $424-112
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -38,7 +26,7 @@ outer0_1:
 
 blocks_2:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -46,42 +34,40 @@ blocks_2:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=2 T=128]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=2 T=128]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=2 T=128]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=2 T=128]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=2 T=128]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=2 T=128]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=2 T=128]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=2 T=128]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc5<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      12416(BX), Y4, Y4
 	VMOVUPS     Y4, 12416(BX)
 	VMOVUPS     lgc7<>+0(SB), Y5
@@ -109,16 +95,14 @@ blocks_2:
 	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=2 T=128]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPS Y3, Y2, Y1
 
-	// v17 = detach(v15) [N=2 T=128]  # gae
-	// v18 = detach(v16) [N=2 T=128]  # value_target
-	// mean(v17) over [N T]
+	// mean(advantage) over [N T]
 	VADDPS  256(BX), Y2, Y3
 	VMOVUPS Y3, 256(BX)
 
-	// var(v17) over [N T]
+	// var(advantage) over [N T]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X4
 	VCVTPS2PD    X4, Y4
@@ -154,13 +138,13 @@ blocks_2:
 	XORQ         DI, DI
 
 inner_A_3:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+256, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc12<>+0(SB), Y2
@@ -168,7 +152,7 @@ inner_A_3:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
-	// reduce_max(v26) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS 8(SP), Y2
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
@@ -183,8 +167,6 @@ inner_A_3:
 
 	// finish v28
 	VMOVUPS 8(SP), Y1
-
-	// v29 = detach(v28) [N=2 T=128]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 168(SP)
 	VMOVUPD Y2, 200(SP)
@@ -195,13 +177,13 @@ inner_A_3:
 	XORQ    DI, DI
 
 inner_A_4:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+256, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc12<>+0(SB), Y2
@@ -210,15 +192,14 @@ inner_A_4:
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    296(SP), Y2
 
-	// v30 = sub(v26, v29) [N=2 T=128 A=2]
+	// v30 = sub(logits, v28)
 	VSUBPS Y2, Y1, Y1
 
-	// v31 = exp(v30) [N=2 T=128 A=2]
+	// v31 = exp(v30)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -253,10 +234,10 @@ inner_A_4:
 	VMOVUPD      Y2, 200(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v59 = max(v30, v27) tie=first [N=2 T=128 A=2]
+	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v60 = mul(v31, v59) [N=2 T=128 A=2]
+	// v60 = mul(v31, v59)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v60) over [A]
@@ -279,7 +260,7 @@ inner_A_4:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v33 = log(v32) [N=2 T=128]
+	// v33 = log(v32)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -319,7 +300,7 @@ inner_A_4:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), DI
+	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 328(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -349,13 +330,13 @@ inner_A_4:
 	VMOVSS       X2, 356(SP)
 	VMOVUPS      328(SP), Y2
 
-	// v35 = gather(v26, v34) over A [N=2 T=128]
+	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+256, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -367,26 +348,26 @@ inner_A_4:
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    296(SP), Y2
 
-	// v36 = sub(v35, v29) [N=2 T=128]
+	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
 
-	// v37 = sub(v36, v33) [N=2 T=128]  # log_softmax
+	// logSoftmax = sub(v36, v33)
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p9+72(FP), DI
+	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v39 = sub(v37, v38) [N=2 T=128]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v42 = max(v39, v40) tie=first [N=2 T=128]
+	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v43 = min(v42, v41) tie=first [N=2 T=128]  # log_weight_clip
+	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS Y6, Y7, Y6
 
-	// v55 = ne(v43, v39) [N=2 T=128]
+	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
@@ -394,7 +375,7 @@ inner_A_4:
 	VADDPS  1152(BX), Y6, Y6
 	VMOVUPS Y6, 1152(BX)
 
-	// v57 = sub(v38, v37) [N=2 T=128]
+	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y2
 
 	// mean(v57) over [N T]
@@ -411,17 +392,17 @@ inner_A_4:
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y4, Y2
 
-	// v62 = div(v61, v32) [N=2 T=128]
+	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS 392(SP), Y2
 
-	// v63 = sub(v33, v62) [N=2 T=128]  # entropy
+	// entropy = sub(v33, v62)
 	VSUBPS Y1, Y2, Y1
 
-	// v65 = mul(v64, v63) [N=2 T=128]
+	// v65 = mul(-0.01, entropy)
 	VMULPS lgc49<>+0(SB), Y1, Y2
 
-	// mean(v63) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1792(BX), Y1, Y1
 	VMOVUPS Y1, 1792(BX)
 
@@ -429,23 +410,23 @@ inner_A_4:
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
 	VMOVUPS 136(SP), Y1
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v68 = sub(v18, v2) [N=2 T=128]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y2, Y1, Y2
 
-	// v69 = mul(v68, v68) [N=2 T=128]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// v71 = mul(v70, v69) [N=2 T=128]
+	// v71 = mul(0.5, l2)
 	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
 	VMOVUPS Y3, 2432(BX)
 
-	// var(v68) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y3
@@ -469,7 +450,7 @@ inner_A_4:
 	VMOVUPD      Y4, 3744(BX)(DI*8)
 	VMOVUPD      Y3, 4896(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -492,12 +473,11 @@ inner_A_4:
 	VMOVUPD      Y2, 8352(BX)(DI*8)
 	VMOVUPS      360(SP), Y1
 
-	// logsumexp(v39) over [N]
+	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -542,26 +522,26 @@ inner_A_4:
 	VADDPD       11296(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 11296(BX)(DI*8)
 
-	// v81 = mul(v79, v39) [N=2 T=128]
+	// v81 = mul(2, logWeight)
 	VMULPS  lgc52<>+0(SB), Y1, Y1
 	VMOVUPS 72(SP), Y1
 
-	// store v15
-	MOVQ    p10+80(FP), BX
+	// store gae
+	MOVQ    s0+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 104(SP), Y1
 
-	// store v17
-	MOVQ    p11+88(FP), BX
+	// store advantage
+	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
 	VMOVUPS 136(SP), Y1
 
-	// store v18
-	MOVQ         p12+96(FP), BX
+	// store valueTarget2
+	MOVQ         valueTarget+96(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_5
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc5<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
@@ -646,7 +626,7 @@ inner_A_4:
 noflush_5:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -727,7 +707,7 @@ noflush_5:
 	VANDPS       12416(CX), Y1, Y1
 	VMOVUPS      Y1, 12416(CX)
 	INCQ         AX
-	CMPQ         AX, p13+104(FP)
+	CMPQ         AX, hi+104(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -1264,46 +1244,45 @@ DATA lgc53<>+24(SB)/4, $0x7f7fffff
 DATA lgc53<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func pass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_6:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s4+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v76 = add(v74, v75) [T=128]
+	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc54<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s3+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v77 = div(v73, v76) [T=128]
+	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v78 = sub(v0, v77) [T=128]
+	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s5+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v83 = mul(v79, v80) [T=128]
+	// v83 = mul(2, logSumW)
 	VMULPS  lgc52<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v84 = sub(v83, v82) [T=128]
+	// v84 = sub(v83, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v85 = exp(v84) [T=128]
+	// essCol = exp(v84)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -1328,17 +1307,17 @@ blocks_6:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v85) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  12736(DX), Y4, Y1
 	VMOVUPS Y1, 12736(DX)
 
-	// store v78
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -1359,7 +1338,7 @@ noflush_7:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+128
 	JL           blocks_6
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -1387,41 +1366,39 @@ DATA lgc54<>+24(SB)/4, $0x34000000
 DATA lgc54<>+28(SB)/4, $0x34000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *int64, p6 *float32, p7 *float64, p8 int)
+// func pass2AVX2(lo int, s0 *float32, s2 *float32, s1 *float32, logits *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·pass2AVX2(SB), $224-72
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_8:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_9:
-	MOVQ    p1+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+128, AX, DI
-	ADDQ    DI, SI
-	ADDQ    CX, SI
-	VMOVUPS (BX)(SI*4), Y0
-
-	// v17 = detach(v15) [N=2 T=128]  # gae
-	MOVQ         p2+16(FP), BX
+	MOVQ         s0+8(FP), BX
+	XORQ         SI, SI
+	IMUL3Q       $+128, AX, DI
+	ADDQ         DI, SI
+	ADDQ         CX, SI
+	VMOVUPS      (BX)(SI*4), Y0
+	MOVQ         s2+16(FP), BX
 	XORQ         DI, DI
 	VBROADCASTSS (BX)(DI*4), Y1
 
-	// v21 = sqrt(v20) []  # std
+	// std = sqrt(v20)
 	VSQRTPS      Y1, Y1
-	MOVQ         p3+24(FP), BX
+	MOVQ         s1+24(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y2
 
-	// v22 = sub(v17, v19) [N=2 T=128]
+	// v22 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y0
 	VMOVUPS lgc55<>+0(SB), Y2
 
-	// v24 = max(v21, v23) []
+	// v24 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
 
-	// v25 = div(v22, v24) [N=2 T=128]  # advantage_normalized
+	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 	VMOVUPS Y1, (SP)
@@ -1429,13 +1406,13 @@ blocks_9:
 	XORQ    BX, BX
 
 inner_A_10:
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+256, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc12<>+0(SB), Y1
@@ -1443,7 +1420,7 @@ inner_A_10:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VGATHERDPS Y2, (DI)(Y1*4), Y0
 
-	// reduce_max(v26) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS (SP), Y1
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VXORPS  lgc14<>+0(SB), Y0, Y0
@@ -1458,8 +1435,6 @@ inner_A_10:
 
 	// finish v28
 	VMOVUPS (SP), Y0
-
-	// v29 = detach(v28) [N=2 T=128]
 	VMOVUPD lgc15<>+0(SB), Y1
 	VMOVUPD Y1, 96(SP)
 	VMOVUPD Y1, 128(SP)
@@ -1467,13 +1442,13 @@ inner_A_10:
 	XORQ    BX, BX
 
 inner_A_11:
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+256, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc12<>+0(SB), Y1
@@ -1482,15 +1457,14 @@ inner_A_11:
 	VGATHERDPS Y2, (DI)(Y1*4), Y0
 	VMOVUPS    160(SP), Y1
 
-	// v30 = sub(v26, v29) [N=2 T=128 A=2]
+	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
-	// v31 = exp(v30) [N=2 T=128 A=2]
+	// v31 = exp(v30)
 	VMAXPS       lgc16<>+0(SB), Y0, Y1
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3
@@ -1535,7 +1509,7 @@ inner_A_11:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v33 = log(v32) [N=2 T=128]
+	// v33 = log(v32)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
@@ -1575,7 +1549,7 @@ inner_A_11:
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
-	MOVQ         p5+40(FP), BX
+	MOVQ         action+40(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 192(SP)
 	VMOVUPS      lgc0<>+0(SB), X0
@@ -1605,13 +1579,13 @@ inner_A_11:
 	VMOVSS       X0, 220(SP)
 	VMOVUPS      192(SP), Y0
 
-	// v35 = gather(v26, v34) over A [N=2 T=128]
+	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, DI
 	ADDQ       DI, BX
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, BX
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc0<>+0(SB), Y0, Y0
@@ -1623,23 +1597,22 @@ inner_A_11:
 	VGATHERDPS Y1, (DI)(Y0*4), Y2
 	VMOVUPS    160(SP), Y0
 
-	// v36 = sub(v35, v29) [N=2 T=128]
+	// v36 = sub(v35, v28)
 	VSUBPS Y0, Y2, Y0
 
-	// v37 = sub(v36, v33) [N=2 T=128]  # log_softmax
+	// logSoftmax = sub(v36, v33)
 	VSUBPS  Y4, Y0, Y0
-	MOVQ    p6+48(FP), BX
+	MOVQ    sampleLogProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y1
 
-	// v39 = sub(v37, v38) [N=2 T=128]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS Y1, Y0, Y0
 
-	// v44 = exp(v39) [N=2 T=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y0, Y1
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3
@@ -1666,36 +1639,36 @@ inner_A_11:
 	VMOVUPS      64(SP), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
-	// v46 = ge(v25, v45) [N=2 T=128]
+	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y1
 	VANDPS  lgc2<>+0(SB), Y1, Y1
 	VMOVUPS lgc56<>+0(SB), Y2
 
-	// v48 = min(v44, v47) tie=first [N=2 T=128]
+	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y3, Y2, Y2
 	VMOVUPS lgc57<>+0(SB), Y4
 
-	// v50 = max(v44, v49) tie=first [N=2 T=128]
+	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y3, Y4, Y3
 
-	// v51 = where(v46, v48, v50) [N=2 T=128]
+	// ratioClipped = where(v46, v48, v50)
 	VMOVUPS   lgc0<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y1
 
-	// v52 = mul(v25, v51) [N=2 T=128]  # gain
+	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y1, Y0, Y0
 
-	// v53 = neg(v52) [N=2 T=128]
+	// v53 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
-	MOVQ         p7+56(FP), BX
+	MOVQ         state+56(FP), BX
 	VADDPS       13184(BX), Y0, Y0
 	VMOVUPS      Y0, 13184(BX)
 	DECQ         DX
 	JNZ          noflush_12
-	MOVQ         p7+56(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -1716,7 +1689,7 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_9
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -1732,7 +1705,7 @@ noflush_12:
 	VANDPS       13312(CX), Y1, Y1
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
-	CMPQ         AX, p8+64(FP)
+	CMPQ         AX, hi+64(FP)
 	JL           outer0_8
 	VZEROUPPER
 	RET
@@ -1767,45 +1740,33 @@ DATA lgc57<>+24(SB)/4, $0x3f4ccccd
 DATA lgc57<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-// func pass3AVX2(p0 *float32, p1 *float32)
+// func pass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
 TEXT ·pass3AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc52<>+0(SB), Y1
 
-	// v87 = div(v86, v79) []
+	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
 
-	// store v87
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(p0 int, p1 *bool, p2 *bool, p3 *float32, p4 *float32, p5 *float32, p6 *float64, p7 *float32, p8 *int64, p9 *float32, p10 *float32, p11 *float32, p12 *float32, p13 *float32, p14 int)
+// func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass0AVX2(SB), $456-120
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_13:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
-	ADDQ       DX, CX
-	INCQ       CX
-	VMOVUPS    lgc0<>+0(SB), X1
-	VCVTSI2SDQ CX, X1, X1
-	VMOVSD     lgc1<>+0(SB), X2
-	VDIVSD     X1, X2, X1
-	VMOVSD     X1, (SP)
-	XORQ       CX, CX
-	MOVQ       AX, DX
-	SUBQ       p0+0(FP), DX
-	IMUL3Q     $+1, DX, DX
+	SUBQ       lo+0(FP), DX
 	ADDQ       DX, CX
 	INCQ       CX
 	VMOVUPS    lgc0<>+0(SB), X1
@@ -1818,7 +1779,7 @@ outer0_13:
 
 blocks_14:
 	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      p1+8(FP), BX
+	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -1826,42 +1787,40 @@ blocks_14:
 	VPMOVZXBD (BX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
-	// v5 = sub(v0, v4) [N=2 T=128]
+	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      p2+16(FP), BX
+	MOVQ      nextDone+16(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
-	// v7 = sub(v0, v6) [N=2 T=128]
+	// notDone = sub(1, nextDone)
 	VSUBPS Y3, Y1, Y1
 
-	// v9 = mul(v8, v5) [N=2 T=128]
+	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    p3+24(FP), BX
+	MOVQ    nextStateValue+24(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v10 = mul(v9, v3) [N=2 T=128]
+	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    p4+32(FP), BX
+	MOVQ    nextReward+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v11 = add(v1, v10) [N=2 T=128]
+	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    p5+40(FP), BX
+	MOVQ    stateValue+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
-	// v12 = sub(v11, v2) [N=2 T=128]  # delta
+	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
-	// v14 = mul(v13, v7) [N=2 T=128]  # discount
+	// discount = mul(0.9405, notDone)
 	VMULPS lgc4<>+0(SB), Y1, Y1
 
-	// v15 = scan(v12, v14) over T reverse [N=2 T=128]  # gae
-	VMOVUPS     Y1, Y1
-	VMOVUPS     Y2, Y2
+	// gae = scan(delta, discount) over T reverse
 	VANDPS      lgc5<>+0(SB), Y2, Y4
 	VCMPPS      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        p6+48(FP), BX
+	MOVQ        state+48(FP), BX
 	VANDPS      12416(BX), Y4, Y4
 	VMOVUPS     Y4, 12416(BX)
 	VMOVUPS     lgc7<>+0(SB), Y5
@@ -1889,16 +1848,14 @@ blocks_14:
 	VMOVUPS     lgc10<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
-	// v16 = add(v15, v2) [N=2 T=128]  # value_target
+	// valueTarget = add(gae, stateValue)
 	VADDPS Y3, Y2, Y1
 
-	// v17 = detach(v15) [N=2 T=128]  # gae
-	// v18 = detach(v16) [N=2 T=128]  # value_target
-	// mean(v17) over [N T]
+	// mean(advantage) over [N T]
 	VADDPS  256(BX), Y2, Y3
 	VMOVUPS Y3, 256(BX)
 
-	// var(v17) over [N T]
+	// var(advantage) over [N T]
 	VCVTPS2PD    X2, Y3
 	VEXTRACTF128 $0x01, Y2, X4
 	VCVTPS2PD    X4, Y4
@@ -1934,13 +1891,13 @@ blocks_14:
 	XORQ         DI, DI
 
 inner_A_15:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+256, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc12<>+0(SB), Y2
@@ -1948,7 +1905,7 @@ inner_A_15:
 	VMOVUPS    lgc0<>+0(SB), Y1
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 
-	// reduce_max(v26) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS 8(SP), Y2
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y1, Y1
@@ -1963,8 +1920,6 @@ inner_A_15:
 
 	// finish v28
 	VMOVUPS 8(SP), Y1
-
-	// v29 = detach(v28) [N=2 T=128]
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 168(SP)
 	VMOVUPD Y2, 200(SP)
@@ -1975,13 +1930,13 @@ inner_A_15:
 	XORQ    DI, DI
 
 inner_A_16:
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	XORQ       R9, R9
 	IMUL3Q     $+256, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+2, CX, R10
 	ADDQ       R10, R9
-	IMUL3Q     $+1, DI, R10
+	MOVQ       DI, R10
 	ADDQ       R10, R9
 	LEAQ       (R8)(R9*4), R8
 	VMOVUPS    lgc12<>+0(SB), Y2
@@ -1990,15 +1945,14 @@ inner_A_16:
 	VGATHERDPS Y3, (R8)(Y2*4), Y1
 	VMOVUPS    296(SP), Y2
 
-	// v30 = sub(v26, v29) [N=2 T=128 A=2]
+	// v30 = sub(logits, v28)
 	VSUBPS Y2, Y1, Y1
 
-	// v31 = exp(v30) [N=2 T=128 A=2]
+	// v31 = exp(v30)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2033,10 +1987,10 @@ inner_A_16:
 	VMOVUPD      Y2, 200(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
-	// v59 = max(v30, v27) tie=first [N=2 T=128 A=2]
+	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
 
-	// v60 = mul(v31, v59) [N=2 T=128 A=2]
+	// v60 = mul(v31, v59)
 	VMULPS Y1, Y4, Y1
 
 	// sum(v60) over [A]
@@ -2059,7 +2013,7 @@ inner_A_16:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
-	// v33 = log(v32) [N=2 T=128]
+	// v33 = log(v32)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -2099,7 +2053,7 @@ inner_A_16:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         p8+64(FP), DI
+	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
 	VMOVUPS      Y2, 328(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
@@ -2129,13 +2083,13 @@ inner_A_16:
 	VMOVSS       X2, 356(SP)
 	VMOVUPS      328(SP), Y2
 
-	// v35 = gather(v26, v34) over A [N=2 T=128]
+	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+256, AX, R8
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       p7+56(FP), R8
+	MOVQ       logits+56(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
@@ -2147,26 +2101,26 @@ inner_A_16:
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
 	VMOVUPS    296(SP), Y2
 
-	// v36 = sub(v35, v29) [N=2 T=128]
+	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
 
-	// v37 = sub(v36, v33) [N=2 T=128]  # log_softmax
+	// logSoftmax = sub(v36, v33)
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    p9+72(FP), DI
+	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
-	// v39 = sub(v37, v38) [N=2 T=128]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
 	VMOVUPS lgc47<>+0(SB), Y6
 
-	// v42 = max(v39, v40) tie=first [N=2 T=128]
+	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
 	VMOVUPS lgc48<>+0(SB), Y7
 
-	// v43 = min(v42, v41) tie=first [N=2 T=128]  # log_weight_clip
+	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS Y6, Y7, Y6
 
-	// v55 = ne(v43, v39) [N=2 T=128]
+	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y6
 	VANDPS lgc2<>+0(SB), Y6, Y6
 
@@ -2174,7 +2128,7 @@ inner_A_16:
 	VADDPS  1152(BX), Y6, Y6
 	VMOVUPS Y6, 1152(BX)
 
-	// v57 = sub(v38, v37) [N=2 T=128]
+	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y2
 
 	// mean(v57) over [N T]
@@ -2191,17 +2145,17 @@ inner_A_16:
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y4, Y2
 
-	// v62 = div(v61, v32) [N=2 T=128]
+	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y2, Y1
 	VMOVUPS 392(SP), Y2
 
-	// v63 = sub(v33, v62) [N=2 T=128]  # entropy
+	// entropy = sub(v33, v62)
 	VSUBPS Y1, Y2, Y1
 
-	// v65 = mul(v64, v63) [N=2 T=128]
+	// v65 = mul(-0.01, entropy)
 	VMULPS lgc49<>+0(SB), Y1, Y2
 
-	// mean(v63) over [N T]
+	// mean(entropy) over [N T]
 	VADDPS  1792(BX), Y1, Y1
 	VMOVUPS Y1, 1792(BX)
 
@@ -2209,23 +2163,23 @@ inner_A_16:
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
 	VMOVUPS 136(SP), Y1
-	MOVQ    p5+40(FP), DI
+	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
-	// v68 = sub(v18, v2) [N=2 T=128]
+	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y2, Y1, Y2
 
-	// v69 = mul(v68, v68) [N=2 T=128]
+	// l2 = mul(diff, diff)
 	VMULPS Y2, Y2, Y3
 
-	// v71 = mul(v70, v69) [N=2 T=128]
+	// v71 = mul(0.5, l2)
 	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
 	VMOVUPS Y3, 2432(BX)
 
-	// var(v68) over [N]
+	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
 	VBROADCASTSD (SP), Y3
@@ -2249,7 +2203,7 @@ inner_A_16:
 	VMOVUPD      Y4, 3744(BX)(DI*8)
 	VMOVUPD      Y5, 4896(BX)(DI*8)
 
-	// var(v18) over [N]
+	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y3
 	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2273,12 +2227,11 @@ inner_A_16:
 	VMOVUPS      Y2, 424(SP)
 	VMOVUPS      360(SP), Y1
 
-	// logsumexp(v39) over [N]
+	// logsumexp(logWeight) over [N]
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2323,40 +2276,40 @@ inner_A_16:
 	VADDPD       11296(BX)(DI*8), Y2, Y2
 	VMOVUPD      Y2, 11296(BX)(DI*8)
 
-	// v81 = mul(v79, v39) [N=2 T=128]
+	// v81 = mul(2, logWeight)
 	VMULPS  lgc52<>+0(SB), Y1, Y1
 	VMOVUPS 424(SP), Y1
 
-	// v89 = mul(v88, v68) [N=2 T=128]
+	// v89 = mul(0.001953125, diff)
 	VMULPS lgc58<>+0(SB), Y1, Y1
 
-	// v90 = add(v89, v89) [N=2 T=128]
+	// v90 = add(v89, v89)
 	VADDPS Y1, Y1, Y1
 
-	// v91 = neg(v90) [N=2 T=128]
+	// gradStateValue = neg(v90)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS 72(SP), Y2
 
-	// store v15
-	MOVQ    p10+80(FP), BX
+	// store gae
+	MOVQ    s0+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 	VMOVUPS 104(SP), Y2
 
-	// store v17
-	MOVQ    p11+88(FP), BX
+	// store advantage
+	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 	VMOVUPS 136(SP), Y2
 
-	// store v18
-	MOVQ    p12+96(FP), BX
+	// store valueTarget2
+	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
 
-	// store v91
-	MOVQ         p13+104(FP), BX
+	// store gradStateValue
+	MOVQ         gradStateValue+104(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_17
-	MOVQ         p6+48(FP), DX
+	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc5<>+0(SB), Y1, Y2
 	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
@@ -2441,7 +2394,7 @@ inner_A_16:
 noflush_17:
 	SUBQ         $+8, CX
 	JGE          blocks_14
-	MOVQ         p6+48(FP), CX
+	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -2522,7 +2475,7 @@ noflush_17:
 	VANDPS       12416(CX), Y1, Y1
 	VMOVUPS      Y1, 12416(CX)
 	INCQ         AX
-	CMPQ         AX, p14+112(FP)
+	CMPQ         AX, hi+112(FP)
 	JL           outer0_13
 	VZEROUPPER
 	RET
@@ -2537,46 +2490,45 @@ DATA lgc58<>+24(SB)/4, $0x3b000000
 DATA lgc58<>+28(SB)/4, $0x3b000000
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(p0 *float32, p1 *float32, p2 *float32, p3 *float32, p4 *float64, p5 *float32)
+// func fbPass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass1AVX2(SB), $0-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_18:
-	MOVQ    p0+0(FP), DX
+	MOVQ    s4+0(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
-	// v76 = add(v74, v75) [T=128]
+	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc54<>+0(SB), Y0, Y0
-	MOVQ    p1+8(FP), DX
+	MOVQ    s3+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v77 = div(v73, v76) [T=128]
+	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
 	VMOVUPS lgc2<>+0(SB), Y1
 
-	// v78 = sub(v0, v77) [T=128]
+	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    p2+16(FP), DX
+	MOVQ    s5+16(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
-	// v83 = mul(v79, v80) [T=128]
+	// v83 = mul(2, logSumW)
 	VMULPS  lgc52<>+0(SB), Y1, Y1
-	MOVQ    p3+24(FP), DX
+	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
-	// v84 = sub(v83, v82) [T=128]
+	// v84 = sub(v83, logSumW2)
 	VSUBPS Y2, Y1, Y1
 
-	// v85 = exp(v84) [T=128]
+	// essCol = exp(v84)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2601,17 +2553,17 @@ blocks_18:
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
-	// mean(v85) over [T]
-	MOVQ    p4+32(FP), DX
+	// mean(essCol) over [T]
+	MOVQ    state+32(FP), DX
 	VADDPS  12736(DX), Y4, Y1
 	VMOVUPS Y1, 12736(DX)
 
-	// store v78
-	MOVQ         p5+40(FP), DX
+	// store explainedVariance
+	MOVQ         explainedVariance+40(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_19
-	MOVQ         p4+32(FP), CX
+	MOVQ         state+32(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -2632,7 +2584,7 @@ noflush_19:
 	ADDQ         $+8, AX
 	CMPQ         AX, $+128
 	JL           blocks_18
-	MOVQ         p4+32(FP), AX
+	MOVQ         state+32(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -2650,41 +2602,39 @@ noflush_19:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(p0 int, p1 *float32, p2 *float32, p3 *float32, p4 *float32, p5 *int64, p6 *float32, p7 *float64, p8 *float32, p9 int)
+// func fbPass2AVX2(lo int, s0 *float32, s2 *float32, s1 *float32, logits *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fbPass2AVX2(SB), $544-80
-	MOVQ p0+0(FP), AX
+	MOVQ lo+0(FP), AX
 
 outer0_20:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_21:
-	MOVQ    p1+8(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+128, AX, DI
-	ADDQ    DI, SI
-	ADDQ    CX, SI
-	VMOVUPS (BX)(SI*4), Y0
-
-	// v17 = detach(v15) [N=2 T=128]  # gae
-	MOVQ         p2+16(FP), BX
+	MOVQ         s0+8(FP), BX
+	XORQ         SI, SI
+	IMUL3Q       $+128, AX, DI
+	ADDQ         DI, SI
+	ADDQ         CX, SI
+	VMOVUPS      (BX)(SI*4), Y0
+	MOVQ         s2+16(FP), BX
 	XORQ         DI, DI
 	VBROADCASTSS (BX)(DI*4), Y1
 
-	// v21 = sqrt(v20) []  # std
+	// std = sqrt(v20)
 	VSQRTPS      Y1, Y1
-	MOVQ         p3+24(FP), BX
+	MOVQ         s1+24(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y2
 
-	// v22 = sub(v17, v19) [N=2 T=128]
+	// v22 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y0
 	VMOVUPS lgc55<>+0(SB), Y2
 
-	// v24 = max(v21, v23) []
+	// v24 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
 
-	// v25 = div(v22, v24) [N=2 T=128]  # advantage_normalized
+	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 	VMOVUPS Y1, (SP)
@@ -2692,13 +2642,13 @@ blocks_21:
 	XORQ    BX, BX
 
 inner_A_22:
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+256, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc12<>+0(SB), Y1
@@ -2706,7 +2656,7 @@ inner_A_22:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VGATHERDPS Y2, (DI)(Y1*4), Y0
 
-	// reduce_max(v26) over [A]
+	// reduce_max(logits) over [A]
 	VMOVUPS (SP), Y1
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VXORPS  lgc14<>+0(SB), Y0, Y0
@@ -2721,8 +2671,6 @@ inner_A_22:
 
 	// finish v28
 	VMOVUPS (SP), Y0
-
-	// v29 = detach(v28) [N=2 T=128]
 	VMOVUPD lgc15<>+0(SB), Y1
 	VMOVUPD Y1, 96(SP)
 	VMOVUPD Y1, 128(SP)
@@ -2733,13 +2681,13 @@ inner_A_22:
 	XORQ    BX, BX
 
 inner_A_23:
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+256, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc12<>+0(SB), Y1
@@ -2748,15 +2696,14 @@ inner_A_23:
 	VGATHERDPS Y2, (DI)(Y1*4), Y0
 	VMOVUPS    224(SP), Y1
 
-	// v30 = sub(v26, v29) [N=2 T=128 A=2]
+	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
-	// v31 = exp(v30) [N=2 T=128 A=2]
+	// v31 = exp(v30)
 	VMAXPS       lgc16<>+0(SB), Y0, Y1
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3
@@ -2791,10 +2738,10 @@ inner_A_23:
 	VMOVUPD      Y1, 128(SP)
 	VMOVUPS      lgc29<>+0(SB), Y1
 
-	// v59 = max(v30, v27) tie=first [N=2 T=128 A=2]
+	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y1, Y0
 
-	// v60 = mul(v31, v59) [N=2 T=128 A=2]
+	// v60 = mul(v31, v59)
 	VMULPS Y0, Y3, Y0
 
 	// sum(v60) over [A]
@@ -2817,7 +2764,7 @@ inner_A_23:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
-	// v33 = log(v32) [N=2 T=128]
+	// v33 = log(v32)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
@@ -2857,7 +2804,7 @@ inner_A_23:
 	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
-	MOVQ         p5+40(FP), BX
+	MOVQ         action+40(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(SP)
 	VMOVUPS      lgc0<>+0(SB), X1
@@ -2887,13 +2834,13 @@ inner_A_23:
 	VMOVSS       X1, 284(SP)
 	VMOVUPS      256(SP), Y1
 
-	// v35 = gather(v26, v34) over A [N=2 T=128]
+	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
 	IMUL3Q     $+256, AX, DI
 	ADDQ       DI, BX
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, BX
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
@@ -2905,23 +2852,22 @@ inner_A_23:
 	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    224(SP), Y1
 
-	// v36 = sub(v35, v29) [N=2 T=128]
+	// v36 = sub(v35, v28)
 	VSUBPS Y1, Y3, Y1
 
-	// v37 = sub(v36, v33) [N=2 T=128]  # log_softmax
+	// logSoftmax = sub(v36, v33)
 	VSUBPS  Y4, Y1, Y1
-	MOVQ    p6+48(FP), BX
+	MOVQ    sampleLogProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y2
 
-	// v39 = sub(v37, v38) [N=2 T=128]  # log_weight
+	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS Y2, Y1, Y1
 
-	// v44 = exp(v39) [N=2 T=128]  # ratio
+	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y1, Y2
 	VMINPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VMOVAPS      Y2, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
 	VMOVAPS      lgc21<>+0(SB), Y4
@@ -2948,31 +2894,31 @@ inner_A_23:
 	VMOVUPS      64(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
-	// v46 = ge(v25, v45) [N=2 T=128]
+	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y3
 	VANDPS  lgc2<>+0(SB), Y3, Y3
 	VMOVUPS lgc56<>+0(SB), Y5
 
-	// v48 = min(v44, v47) tie=first [N=2 T=128]
+	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y5, Y5
 	VMOVUPS lgc57<>+0(SB), Y6
 
-	// v50 = max(v44, v49) tie=first [N=2 T=128]
+	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y6
 
-	// v51 = where(v46, v48, v50) [N=2 T=128]
+	// ratioClipped = where(v46, v48, v50)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y6, Y5
 
-	// v52 = mul(v25, v51) [N=2 T=128]  # gain
+	// gain = mul(advantageNormalized, ratioClipped)
 	VMULPS Y5, Y1, Y1
 
-	// v53 = neg(v52) [N=2 T=128]
+	// v53 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v53) over [N T]
-	MOVQ    p7+56(FP), BX
+	MOVQ    state+56(FP), BX
 	VADDPS  13184(BX), Y1, Y1
 	VMOVUPS Y1, 13184(BX)
 	VMOVUPS Y4, 288(SP)
@@ -2986,50 +2932,50 @@ inner_A_23:
 	VCVTPD2PSY  Y3, X1
 	VINSERTF128 $0x01, X1, Y4, Y1
 
-	// v62 = div(v61, v32) [N=2 T=128]
+	// v62 = div(v61, v32)
 	VDIVPS  Y0, Y1, Y1
 	VMOVUPS lgc59<>+0(SB), Y3
 
-	// v94 = div(v93, v32) [N=2 T=128]
+	// v94 = div(3.90625e-05, v32)
 	VDIVPS Y0, Y3, Y3
 
-	// v95 = div(v62, v32) [N=2 T=128]
+	// v95 = div(v62, v32)
 	VDIVPS Y0, Y1, Y1
 
-	// v96 = mul(v92, v95) [N=2 T=128]
+	// v96 = mul(-3.90625e-05, v95)
 	VMULPS lgc60<>+0(SB), Y1, Y1
 
-	// v97 = ne(v94, v45) [N=2 T=128]
+	// v97 = ne(v94, 0)
 	VCMPPS  $0x04, Y2, Y3, Y4
 	VANDPS  lgc2<>+0(SB), Y4, Y4
 	VMOVUPS 64(SP), Y5
 
-	// v107 = mul(v106, v25) [N=2 T=128]
+	// v107 = mul(-0.00390625, advantageNormalized)
 	VMULPS  lgc61<>+0(SB), Y5, Y5
 	VMOVUPS 320(SP), Y6
 
-	// v108 = where(v46, v107, v45) [N=2 T=128]
+	// v108 = where(v46, v107, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y2, Y7
 
-	// v109 = where(v46, v45, v107) [N=2 T=128]
+	// v109 = where(v46, 0, v107)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y2, Y5, Y5
 	VMOVUPS   288(SP), Y6
 	VMOVUPS   lgc57<>+0(SB), Y8
 
-	// v110 = ge(v44, v49) [N=2 T=128]
+	// v110 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y8, Y6, Y8
 	VANDPS lgc2<>+0(SB), Y8, Y8
 
-	// v111 = ne(v44, v44) [N=2 T=128]
+	// v111 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
 	VMOVUPS Y4, 352(SP)
 
-	// v112 = max(v110, v111) [N=2 T=128]
+	// v112 = max(v110, v111)
 	VXORPS lgc14<>+0(SB), Y8, Y4
 	VXORPS lgc14<>+0(SB), Y9, Y10
 	VMINPS Y4, Y10, Y8
@@ -3037,17 +2983,17 @@ inner_A_23:
 	VORPS  Y8, Y4, Y4
 	VXORPS lgc14<>+0(SB), Y4, Y4
 
-	// v113 = where(v112, v109, v45) [N=2 T=128]
+	// v113 = where(v112, v109, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y5, Y2, Y4
 	VMOVUPS   lgc56<>+0(SB), Y5
 
-	// v114 = le(v44, v47) [N=2 T=128]
+	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y6, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v115 = max(v114, v111) [N=2 T=128]
+	// v115 = max(v114, v111)
 	VXORPS lgc14<>+0(SB), Y5, Y5
 	VXORPS lgc14<>+0(SB), Y9, Y8
 	VMINPS Y5, Y8, Y9
@@ -3055,45 +3001,45 @@ inner_A_23:
 	VORPS  Y9, Y5, Y5
 	VXORPS lgc14<>+0(SB), Y5, Y5
 
-	// v116 = where(v115, v108, v45) [N=2 T=128]
+	// v116 = where(v115, v108, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y5, Y8
 	VBLENDVPS Y8, Y7, Y2, Y5
 
-	// v117 = add(v113, v116) [N=2 T=128]
+	// v117 = add(v113, v116)
 	VADDPS Y5, Y4, Y4
 
-	// v118 = ne(v117, v45) [N=2 T=128]
+	// v118 = ne(v117, 0)
 	VCMPPS $0x04, Y2, Y4, Y5
 	VANDPS lgc2<>+0(SB), Y5, Y5
 
-	// v119 = mul(v117, v44) [N=2 T=128]
+	// v119 = mul(v117, ratio)
 	VMULPS Y6, Y4, Y6
 
-	// v120 = where(v118, v119, v117) [N=2 T=128]
+	// v120 = where(v118, v119, v117)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y4, Y4
 
-	// v121 = neg(v120) [N=2 T=128]
+	// v121 = neg(v120)
 	VXORPS lgc14<>+0(SB), Y4, Y5
 
-	// v122 = add(v92, v121) [N=2 T=128]
+	// v122 = add(-3.90625e-05, v121)
 	VADDPS lgc60<>+0(SB), Y5, Y5
 
-	// v126 = ne(v122, v45) [N=2 T=128]
+	// v126 = ne(v122, 0)
 	VCMPPS $0x04, Y2, Y5, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
-	// v127 = div(v122, v32) [N=2 T=128]
+	// v127 = div(v122, v32)
 	VDIVPS Y0, Y5, Y0
 
-	// v128 = where(v126, v127, v122) [N=2 T=128]
+	// v128 = where(v126, v127, v122)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y0, Y5, Y0
 
-	// v129 = add(v96, v128) [N=2 T=128]
+	// v129 = add(v96, v128)
 	VADDPS  Y0, Y1, Y0
 	VMOVUPS Y3, 384(SP)
 	VMOVUPS Y4, 416(SP)
@@ -3101,13 +3047,13 @@ inner_A_23:
 	XORQ    BX, BX
 
 inner_A_24:
-	MOVQ       p4+32(FP), DI
+	MOVQ       logits+32(FP), DI
 	XORQ       R8, R8
 	IMUL3Q     $+256, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+2, CX, R9
 	ADDQ       R9, R8
-	IMUL3Q     $+1, BX, R9
+	MOVQ       BX, R9
 	ADDQ       R9, R8
 	LEAQ       (DI)(R8*4), DI
 	VMOVUPS    lgc12<>+0(SB), Y1
@@ -3116,15 +3062,14 @@ inner_A_24:
 	VGATHERDPS Y2, (DI)(Y1*4), Y0
 	VMOVUPS    224(SP), Y1
 
-	// v30 = sub(v26, v29) [N=2 T=128 A=2]
+	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
-	// v31 = exp(v30) [N=2 T=128 A=2]
+	// v31 = exp(v30)
 	VMAXPS       lgc16<>+0(SB), Y0, Y1
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3
@@ -3150,36 +3095,36 @@ inner_A_24:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc29<>+0(SB), Y1
 
-	// v59 = max(v30, v27) tie=first [N=2 T=128 A=2]
+	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
 	VMOVUPS 384(SP), Y4
 
-	// v98 = mul(v94, v59) [N=2 T=128 A=2]
+	// v98 = mul(v94, v59)
 	VMULPS  Y2, Y4, Y2
 	VMOVUPS 352(SP), Y5
 
-	// v99 = where(v97, v98, v94) [N=2 T=128 A=2]
+	// v99 = where(v97, v98, v94)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y2, Y4, Y2
 
-	// v100 = mul(v94, v31) [N=2 T=128 A=2]
+	// v100 = mul(v94, v31)
 	VMULPS Y3, Y4, Y6
 
-	// v101 = where(v97, v100, v94) [N=2 T=128 A=2]
+	// v101 = where(v97, v100, v94)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y4, Y4
 
-	// v102 = ge(v30, v27) [N=2 T=128 A=2]
+	// v102 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v103 = ne(v30, v30) [N=2 T=128 A=2]
+	// v103 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
 	VANDPS lgc2<>+0(SB), Y0, Y0
 
-	// v104 = max(v102, v103) [N=2 T=128 A=2]
+	// v104 = max(v102, v103)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VXORPS  lgc14<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y5
@@ -3188,17 +3133,17 @@ inner_A_24:
 	VXORPS  lgc14<>+0(SB), Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
-	// v105 = where(v104, v101, v45) [N=2 T=128 A=2]
+	// v105 = where(v104, v101, 0)
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VCMPPS       $0x04, Y5, Y0, Y5
 	VBLENDVPS    Y5, Y4, Y1, Y0
 	XORQ         DI, DI
-	IMUL3Q       $+1, BX, R9
+	MOVQ         BX, R9
 	ADDQ         R9, DI
 	VMOVD        DI, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
-	MOVQ         p5+40(FP), DI
+	MOVQ         action+40(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VMOVUPS      Y5, 480(SP)
 	VMOVUPS      lgc0<>+0(SB), X5
@@ -3228,40 +3173,40 @@ inner_A_24:
 	VMOVSS       X5, 508(SP)
 	VMOVUPS      480(SP), Y5
 
-	// v124 = eq(v123, v34) [N=2 T=128 A=2]
+	// v124 = eq(v123, action)
 	VCMPPS  $0x00, Y5, Y4, Y4
 	VANDPS  lgc2<>+0(SB), Y4, Y4
 	VMOVUPS 416(SP), Y5
 
-	// v125 = where(v124, v120, v45) [N=2 T=128 A=2]
+	// v125 = where(v124, v120, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y1, Y4
 	VMOVUPS   448(SP), Y5
 
-	// v130 = add(v99, v129) [N=2 T=128 A=2]
+	// v130 = add(v99, v129)
 	VADDPS Y5, Y2, Y2
 
-	// v131 = ne(v130, v45) [N=2 T=128 A=2]
+	// v131 = ne(v130, 0)
 	VCMPPS $0x04, Y1, Y2, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
-	// v132 = mul(v130, v31) [N=2 T=128 A=2]
+	// v132 = mul(v130, v31)
 	VMULPS Y3, Y2, Y3
 
-	// v133 = where(v131, v132, v130) [N=2 T=128 A=2]
+	// v133 = where(v131, v132, v130)
 	VMOVUPS   lgc0<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y2, Y1
 
-	// v134 = add(v105, v133) [N=2 T=128 A=2]
+	// v134 = add(v105, v133)
 	VADDPS Y1, Y0, Y0
 
-	// v135 = add(v125, v134) [N=2 T=128 A=2]
+	// gradLogits = add(v125, v134)
 	VADDPS Y0, Y4, Y0
 
-	// store v135
-	MOVQ         p8+64(FP), DI
+	// store gradLogits
+	MOVQ         gradLogits+64(FP), DI
 	VMOVUPS      Y0, 512(SP)
 	MOVL         512(SP), R9
 	MOVL         R9, (DI)(R8*4)
@@ -3284,7 +3229,7 @@ inner_A_24:
 	JL           inner_A_24
 	DECQ         DX
 	JNZ          noflush_25
-	MOVQ         p7+56(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -3305,7 +3250,7 @@ noflush_25:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_21
-	MOVQ         p7+56(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
@@ -3321,7 +3266,7 @@ noflush_25:
 	VANDPS       13312(CX), Y1, Y1
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
-	CMPQ         AX, p9+72(FP)
+	CMPQ         AX, hi+72(FP)
 	JL           outer0_20
 	VZEROUPPER
 	RET
@@ -3356,19 +3301,19 @@ DATA lgc61<>+24(SB)/4, $0xbb800000
 DATA lgc61<>+28(SB)/4, $0xbb800000
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-// func fbPass3AVX2(p0 *float32, p1 *float32)
+// func fbPass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
 TEXT ·fbPass3AVX2(SB), $0-16
-	MOVQ         p0+0(FP), AX
+	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
 	VMOVUPS      lgc52<>+0(SB), Y1
 
-	// v87 = div(v86, v79) []
+	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
 
-	// store v87
-	MOVQ   p1+8(FP), AX
+	// store ess
+	MOVQ   ess+8(FP), AX
 	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
@@ -3389,7 +3334,6 @@ bulk_26:
 	VMINPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VMOVAPS      Y1, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
 	VMOVAPS      lgc21<>+0(SB), Y3

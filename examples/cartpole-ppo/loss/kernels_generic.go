@@ -11,522 +11,516 @@ import (
 // scratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type scratch struct {
-	s0    []float32           // v15 = scan(v12, v14) over T reverse [N=2 T=128]  # gae
-	s1    float32             // v19 = mean(v17) over N,T []  # mean
-	s2    float32             // v20 = var(v17) over N,T correction=1 []
-	s3    []float32           // v73 = var(v68) over N correction=0 [T=128]
-	s4    []float32           // v74 = var(v18) over N correction=0 [T=128]
-	s5    []float32           // v80 = logsumexp(v39) over N [T=128]
-	s6    []float32           // v82 = logsumexp(v81) over N [T=128]
-	s7    float32             // v86 = mean(v85) over T []
-	acc73 []runtime.Welford   // accumulators of v73
-	acc74 []runtime.Welford   // accumulators of v74
-	acc80 []runtime.LogSumExp // accumulators of v80
-	acc82 []runtime.LogSumExp // accumulators of v82
+	s0        []float32           // gae = scan(delta, discount) over T reverse [N=2 T=128]
+	s1        float32             // mean = mean(gae) over N,T
+	s2        float32             // v20 = var(gae) over N,T correction=1
+	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
+	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
+	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
+	s6        []float32           // logSumW2 = logsumexp(v81) over N [T=128]
+	s7        float32             // v86 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var scratchPool = sync.Pool{New: func() any {
-	return &scratch{s0: make([]float32, 256), s3: make([]float32, 128), s4: make([]float32, 128), s5: make([]float32, 128), s6: make([]float32, 128), acc73: make([]runtime.Welford, 128), acc74: make([]runtime.Welford, 128), acc80: make([]runtime.LogSumExp, 128), acc82: make([]runtime.LogSumExp, 128)}
+	return &scratch{s0: make([]float32, 256), s3: make([]float32, 128), s4: make([]float32, 128), s5: make([]float32, 128), s6: make([]float32, 128), residVar: make([]runtime.Welford, 128), targetVar: make([]runtime.Welford, 128), logSumW: make([]runtime.LogSumExp, 128), logSumW2: make([]runtime.LogSumExp, 128)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over [N=2 T=128].
-func pass0Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc19 := runtime.Mean{}
+// pass0Go is pass 0 of Forward's plan (lossgen explain): a loop with a reverse scan along T over
+// [N=2 T=128].
+func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c8 := float32(0.99)
+	c13 := float32(0.9405)
+	c27 := float32(-3.4028235e+38)
+	c40 := float32(-0.22314355)
+	c41 := float32(0.18232156)
+	c64 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	mean := runtime.Mean{}
 	acc20 := runtime.Welford{}
-	acc56 := runtime.Mean{}
-	acc58 := runtime.Mean{}
-	acc66 := runtime.Mean{}
-	acc67 := runtime.Mean{}
-	acc72 := runtime.Mean{}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.Welford{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc74 {
-		s.acc74[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc80 {
-		s.acc80[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc82 {
-		s.acc82[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 2; iN++ {
-		carry15 := float32(0)
+		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := in.NextReward[iN*128+iT]
-			v2 := in.StateValue[iN*128+iT]
-			v3 := in.NextStateValue[iN*128+iT]
-			v4 := b2f(in.NextTerminated[iN*128+iT])
-			v5 := v0 - v4
-			v6 := b2f(in.NextDone[iN*128+iT])
-			v7 := v0 - v6
-			v8 := float32(0.99)
-			v9 := float32(v8 * v5)
-			v10 := float32(v9 * v3)
-			v11 := v1 + v10
-			v12 := v11 - v2
-			v13 := float32(0.9405)
-			v14 := float32(v13 * v7)
-			v15 := v12 + float32(carry15*v14)
-			carry15 = v15
-			s.s0[iN*128+iT] = v15
-			v16 := v15 + v2
-			v17 := v15
-			out.Advantage[iN*128+iT] = v17
-			v18 := v16
-			out.ValueTarget[iN*128+iT] = v18
-			acc19.Add(float64(v17))
-			acc20.Add(float64(v17))
-			v27 := float32(-3.4028235e+38)
+			nextReward := in.NextReward[iN*128+iT]
+			stateValue := in.StateValue[iN*128+iT]
+			nextStateValue := in.NextStateValue[iN*128+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*128+iT])
+			notTerminated := one - nextTerminated
+			nextDone := b2f(in.NextDone[iN*128+iT])
+			notDone := one - nextDone
+			v9 := float32(c8 * notTerminated)
+			v10 := float32(v9 * nextStateValue)
+			v11 := nextReward + v10
+			delta := v11 - stateValue
+			discount := float32(c13 * notDone)
+			gae := delta + float32(gaeCarry*discount)
+			gaeCarry = gae
+			s.s0[iN*128+iT] = gae
+			valueTarget := gae + stateValue
+			out.Advantage[iN*128+iT] = gae
+			out.ValueTarget[iN*128+iT] = valueTarget
+			mean.Add(float64(gae))
+			acc20.Add(float64(gae))
 			acc28 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(v26))
+				logits := in.Logits[iN*256+iT*2+iA]
+				acc28 = runtime.Max(acc28, float64(logits))
 			}
 			v28 := float32(acc28)
-			v29 := v28
 			acc32 := 0.0
 			acc61 := 0.0
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				v30 := v26 - v29
+				logits := in.Logits[iN*256+iT*2+iA]
+				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
-				v59 := max(v30, v27)
+				v59 := max(v30, c27)
 				v60 := float32(v31 * v59)
 				acc61 += float64(v60)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
-			v34 := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(v34))]
-			v36 := v35 - v29
-			v37 := v36 - v33
-			v38 := in.SampleLogProb[iN*128+iT]
-			v39 := v37 - v38
-			v40 := float32(-0.22314355)
-			v41 := float32(0.18232156)
-			v42 := max(v39, v40)
-			v43 := min(v42, v41)
-			v55 := b2f(v43 != v39)
-			acc56.Add(float64(v55))
-			v57 := v38 - v37
-			acc58.Add(float64(v57))
+			action := float32(in.Action[iN*128+iT])
+			v35 := in.Logits[iN*256+iT*2+(int(action))]
+			v36 := v35 - v28
+			logSoftmax := v36 - v33
+			sampleLogProb := in.SampleLogProb[iN*128+iT]
+			logWeight := logSoftmax - sampleLogProb
+			v42 := max(logWeight, c40)
+			logWeightClip := min(v42, c41)
+			v55 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v55))
+			v57 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v57))
 			v61 := float32(acc61)
 			v62 := v61 / v32
-			v63 := v33 - v62
-			v64 := float32(-0.01)
-			v65 := float32(v64 * v63)
-			acc66.Add(float64(v63))
-			acc67.Add(float64(v65))
-			v68 := v18 - v2
-			v69 := float32(v68 * v68)
-			v70 := float32(0.5)
-			v71 := float32(v70 * v69)
-			acc72.Add(float64(v71))
-			s.acc73[iT].Add(float64(v68))
-			s.acc74[iT].Add(float64(v18))
-			v79 := float32(2)
-			s.acc80[iT].Add(float64(v39))
-			v81 := float32(v79 * v39)
-			s.acc82[iT].Add(float64(v81))
+			entropy := v33 - v62
+			v65 := float32(c64 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v65))
+			diff := valueTarget - stateValue
+			l2 := float32(diff * diff)
+			v71 := float32(half * l2)
+			lossCritic.Add(float64(v71))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(valueTarget))
+			s.logSumW[iT].Add(float64(logWeight))
+			v81 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v81))
 		}
 	}
-	s.s1 = float32(acc19.Result())
+	s.s1 = float32(mean.Result())
 	s.s2 = float32(acc20.Var(1))
-	out.ClipFraction = float32(acc56.Result())
-	out.KLApprox = float32(acc58.Result())
-	out.Entropy = float32(acc66.Result())
-	out.LossEntropy = float32(acc67.Result())
-	out.LossCritic = float32(acc72.Result())
-	for k := range s.acc73 {
-		s.s3[k] = float32(s.acc73[k].Var(0))
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s3[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc74 {
-		s.s4[k] = float32(s.acc74[k].Var(0))
+	for k := range s.targetVar {
+		s.s4[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc80 {
-		s.s5[k] = float32(s.acc80[k].Result())
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc82 {
-		s.s6[k] = float32(s.acc82[k].Result())
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
 // pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [T=128].
-func pass1Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c75 := float32(1.1920929e-07)
+	two := float32(2)
 	acc86 := runtime.Mean{}
 	for iT := 0; iT < 128; iT++ {
-		v0 := float32(1)
-		v73 := s.s3[iT]
-		v74 := s.s4[iT]
-		v75 := float32(1.1920929e-07)
-		v76 := v74 + v75
-		v77 := v73 / v76
-		v78 := v0 - v77
-		out.ExplainedVariance[iT] = v78
-		v79 := float32(2)
-		v80 := s.s5[iT]
-		v82 := s.s6[iT]
-		v83 := float32(v79 * v80)
-		v84 := v83 - v82
-		v85 := float32(math.Exp(float64(v84)))
-		acc86.Add(float64(v85))
+		residVar := s.s3[iT]
+		targetVar := s.s4[iT]
+		v76 := targetVar + c75
+		v77 := residVar / v76
+		explainedVariance := one - v77
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s5[iT]
+		logSumW2 := s.s6[iT]
+		v83 := float32(two * logSumW)
+		v84 := v83 - logSumW2
+		essCol := float32(math.Exp(float64(v84)))
+		acc86.Add(float64(essCol))
 	}
 	s.s7 = float32(acc86.Result())
 }
 
 // pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [N=2 T=128].
-func pass2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	acc54 := runtime.Mean{}
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c23 := float32(1e-06)
+	zero := float32(0)
+	c47 := float32(1.2)
+	c49 := float32(0.8)
+	lossObjective := runtime.Mean{}
 	for iN := 0; iN < 2; iN++ {
 		for iT := 0; iT < 128; iT++ {
-			v15 := s.s0[iN*128+iT]
-			v17 := v15
-			v19 := s.s1
+			gae := s.s0[iN*128+iT]
+			mean := s.s1
 			v20 := s.s2
-			v21 := float32(math.Sqrt(float64(v20)))
-			v22 := v17 - v19
-			v23 := float32(1e-06)
-			v24 := max(v21, v23)
-			v25 := v22 / v24
+			std := float32(math.Sqrt(float64(v20)))
+			v22 := gae - mean
+			v24 := max(std, c23)
+			advantageNormalized := v22 / v24
 			acc28 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(v26))
+				logits := in.Logits[iN*256+iT*2+iA]
+				acc28 = runtime.Max(acc28, float64(logits))
 			}
 			v28 := float32(acc28)
-			v29 := v28
 			acc32 := 0.0
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				v30 := v26 - v29
+				logits := in.Logits[iN*256+iT*2+iA]
+				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
-			v34 := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(v34))]
-			v36 := v35 - v29
-			v37 := v36 - v33
-			v38 := in.SampleLogProb[iN*128+iT]
-			v39 := v37 - v38
-			v44 := float32(math.Exp(float64(v39)))
-			v45 := float32(0)
-			v46 := b2f(v25 >= v45)
-			v47 := float32(1.2)
-			v48 := min(v44, v47)
-			v49 := float32(0.8)
-			v50 := max(v44, v49)
-			v51 := sel(v46, v48, v50)
-			v52 := float32(v25 * v51)
-			v53 := -v52
-			acc54.Add(float64(v53))
+			action := float32(in.Action[iN*128+iT])
+			v35 := in.Logits[iN*256+iT*2+(int(action))]
+			v36 := v35 - v28
+			logSoftmax := v36 - v33
+			sampleLogProb := in.SampleLogProb[iN*128+iT]
+			logWeight := logSoftmax - sampleLogProb
+			ratio := float32(math.Exp(float64(logWeight)))
+			v46 := b2f(advantageNormalized >= zero)
+			v48 := min(ratio, c47)
+			v50 := max(ratio, c49)
+			ratioClipped := sel(v46, v48, v50)
+			gain := float32(advantageNormalized * ratioClipped)
+			v53 := -gain
+			lossObjective.Add(float64(v53))
 		}
 	}
-	out.LossObjective = float32(acc54.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass3Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	v79 := float32(2)
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	two := float32(2)
 	v86 := s.s7
-	v87 := v86 / v79
-	out.ESS = v87
+	ess := v86 / two
+	out.ESS = ess
 }
 
 // fbScratch holds what one call needs besides its inputs and outputs; the call takes one
 // from a pool, so steady-state calls allocate nothing.
 type fbScratch struct {
-	s0    []float32           // v15 = scan(v12, v14) over T reverse [N=2 T=128]  # gae
-	s1    float32             // v19 = mean(v17) over N,T []  # mean
-	s2    float32             // v20 = var(v17) over N,T correction=1 []
-	s3    []float32           // v73 = var(v68) over N correction=0 [T=128]
-	s4    []float32           // v74 = var(v18) over N correction=0 [T=128]
-	s5    []float32           // v80 = logsumexp(v39) over N [T=128]
-	s6    []float32           // v82 = logsumexp(v81) over N [T=128]
-	s7    float32             // v86 = mean(v85) over T []
-	acc73 []runtime.Welford   // accumulators of v73
-	acc74 []runtime.Welford   // accumulators of v74
-	acc80 []runtime.LogSumExp // accumulators of v80
-	acc82 []runtime.LogSumExp // accumulators of v82
+	s0        []float32           // gae = scan(delta, discount) over T reverse [N=2 T=128]
+	s1        float32             // mean = mean(gae) over N,T
+	s2        float32             // v20 = var(gae) over N,T correction=1
+	s3        []float32           // residVar = var(diff) over N correction=0 [T=128]
+	s4        []float32           // targetVar = var(valueTarget) over N correction=0 [T=128]
+	s5        []float32           // logSumW = logsumexp(logWeight) over N [T=128]
+	s6        []float32           // logSumW2 = logsumexp(v81) over N [T=128]
+	s7        float32             // v86 = mean(essCol) over T
+	residVar  []runtime.Welford   // accumulators of residVar
+	targetVar []runtime.Welford   // accumulators of targetVar
+	logSumW   []runtime.LogSumExp // accumulators of logSumW
+	logSumW2  []runtime.LogSumExp // accumulators of logSumW2
 }
 
 var fbScratchPool = sync.Pool{New: func() any {
-	return &fbScratch{s0: make([]float32, 256), s3: make([]float32, 128), s4: make([]float32, 128), s5: make([]float32, 128), s6: make([]float32, 128), acc73: make([]runtime.Welford, 128), acc74: make([]runtime.Welford, 128), acc80: make([]runtime.LogSumExp, 128), acc82: make([]runtime.LogSumExp, 128)}
+	return &fbScratch{s0: make([]float32, 256), s3: make([]float32, 128), s4: make([]float32, 128), s5: make([]float32, 128), s6: make([]float32, 128), residVar: make([]runtime.Welford, 128), targetVar: make([]runtime.Welford, 128), logSumW: make([]runtime.LogSumExp, 128), logSumW2: make([]runtime.LogSumExp, 128)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along T over [N=2 T=128].
-func fbPass0Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc19 := runtime.Mean{}
+// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): a loop with a reverse scan along
+// T over [N=2 T=128].
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c8 := float32(0.99)
+	c13 := float32(0.9405)
+	c27 := float32(-3.4028235e+38)
+	c40 := float32(-0.22314355)
+	c41 := float32(0.18232156)
+	c64 := float32(-0.01)
+	half := float32(0.5)
+	two := float32(2)
+	c88 := float32(0.001953125)
+	mean := runtime.Mean{}
 	acc20 := runtime.Welford{}
-	acc56 := runtime.Mean{}
-	acc58 := runtime.Mean{}
-	acc66 := runtime.Mean{}
-	acc67 := runtime.Mean{}
-	acc72 := runtime.Mean{}
-	for k := range s.acc73 {
-		s.acc73[k] = runtime.Welford{}
+	clipFraction := runtime.Mean{}
+	klApprox := runtime.Mean{}
+	meanEntropy := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	lossCritic := runtime.Mean{}
+	for k := range s.residVar {
+		s.residVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc74 {
-		s.acc74[k] = runtime.Welford{}
+	for k := range s.targetVar {
+		s.targetVar[k] = runtime.Welford{}
 	}
-	for k := range s.acc80 {
-		s.acc80[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW {
+		s.logSumW[k] = runtime.NewLogSumExp()
 	}
-	for k := range s.acc82 {
-		s.acc82[k] = runtime.NewLogSumExp()
+	for k := range s.logSumW2 {
+		s.logSumW2[k] = runtime.NewLogSumExp()
 	}
 	for iN := 0; iN < 2; iN++ {
-		carry15 := float32(0)
+		gaeCarry := float32(0)
 		for iT := 127; iT >= 0; iT-- {
-			v0 := float32(1)
-			v1 := in.NextReward[iN*128+iT]
-			v2 := in.StateValue[iN*128+iT]
-			v3 := in.NextStateValue[iN*128+iT]
-			v4 := b2f(in.NextTerminated[iN*128+iT])
-			v5 := v0 - v4
-			v6 := b2f(in.NextDone[iN*128+iT])
-			v7 := v0 - v6
-			v8 := float32(0.99)
-			v9 := float32(v8 * v5)
-			v10 := float32(v9 * v3)
-			v11 := v1 + v10
-			v12 := v11 - v2
-			v13 := float32(0.9405)
-			v14 := float32(v13 * v7)
-			v15 := v12 + float32(carry15*v14)
-			carry15 = v15
-			s.s0[iN*128+iT] = v15
-			v16 := v15 + v2
-			v17 := v15
-			out.Advantage[iN*128+iT] = v17
-			v18 := v16
-			out.ValueTarget[iN*128+iT] = v18
-			acc19.Add(float64(v17))
-			acc20.Add(float64(v17))
-			v27 := float32(-3.4028235e+38)
+			nextReward := in.NextReward[iN*128+iT]
+			stateValue := in.StateValue[iN*128+iT]
+			nextStateValue := in.NextStateValue[iN*128+iT]
+			nextTerminated := b2f(in.NextTerminated[iN*128+iT])
+			notTerminated := one - nextTerminated
+			nextDone := b2f(in.NextDone[iN*128+iT])
+			notDone := one - nextDone
+			v9 := float32(c8 * notTerminated)
+			v10 := float32(v9 * nextStateValue)
+			v11 := nextReward + v10
+			delta := v11 - stateValue
+			discount := float32(c13 * notDone)
+			gae := delta + float32(gaeCarry*discount)
+			gaeCarry = gae
+			s.s0[iN*128+iT] = gae
+			valueTarget := gae + stateValue
+			out.Advantage[iN*128+iT] = gae
+			out.ValueTarget[iN*128+iT] = valueTarget
+			mean.Add(float64(gae))
+			acc20.Add(float64(gae))
 			acc28 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(v26))
+				logits := in.Logits[iN*256+iT*2+iA]
+				acc28 = runtime.Max(acc28, float64(logits))
 			}
 			v28 := float32(acc28)
-			v29 := v28
 			acc32 := 0.0
 			acc61 := 0.0
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				v30 := v26 - v29
+				logits := in.Logits[iN*256+iT*2+iA]
+				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
-				v59 := max(v30, v27)
+				v59 := max(v30, c27)
 				v60 := float32(v31 * v59)
 				acc61 += float64(v60)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
-			v34 := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(v34))]
-			v36 := v35 - v29
-			v37 := v36 - v33
-			v38 := in.SampleLogProb[iN*128+iT]
-			v39 := v37 - v38
-			v40 := float32(-0.22314355)
-			v41 := float32(0.18232156)
-			v42 := max(v39, v40)
-			v43 := min(v42, v41)
-			v55 := b2f(v43 != v39)
-			acc56.Add(float64(v55))
-			v57 := v38 - v37
-			acc58.Add(float64(v57))
+			action := float32(in.Action[iN*128+iT])
+			v35 := in.Logits[iN*256+iT*2+(int(action))]
+			v36 := v35 - v28
+			logSoftmax := v36 - v33
+			sampleLogProb := in.SampleLogProb[iN*128+iT]
+			logWeight := logSoftmax - sampleLogProb
+			v42 := max(logWeight, c40)
+			logWeightClip := min(v42, c41)
+			v55 := b2f(logWeightClip != logWeight)
+			clipFraction.Add(float64(v55))
+			v57 := sampleLogProb - logSoftmax
+			klApprox.Add(float64(v57))
 			v61 := float32(acc61)
 			v62 := v61 / v32
-			v63 := v33 - v62
-			v64 := float32(-0.01)
-			v65 := float32(v64 * v63)
-			acc66.Add(float64(v63))
-			acc67.Add(float64(v65))
-			v68 := v18 - v2
-			v69 := float32(v68 * v68)
-			v70 := float32(0.5)
-			v71 := float32(v70 * v69)
-			acc72.Add(float64(v71))
-			s.acc73[iT].Add(float64(v68))
-			s.acc74[iT].Add(float64(v18))
-			v79 := float32(2)
-			s.acc80[iT].Add(float64(v39))
-			v81 := float32(v79 * v39)
-			s.acc82[iT].Add(float64(v81))
-			v88 := float32(0.001953125)
-			v89 := float32(v88 * v68)
+			entropy := v33 - v62
+			v65 := float32(c64 * entropy)
+			meanEntropy.Add(float64(entropy))
+			lossEntropy.Add(float64(v65))
+			diff := valueTarget - stateValue
+			l2 := float32(diff * diff)
+			v71 := float32(half * l2)
+			lossCritic.Add(float64(v71))
+			s.residVar[iT].Add(float64(diff))
+			s.targetVar[iT].Add(float64(valueTarget))
+			s.logSumW[iT].Add(float64(logWeight))
+			v81 := float32(two * logWeight)
+			s.logSumW2[iT].Add(float64(v81))
+			v89 := float32(c88 * diff)
 			v90 := v89 + v89
-			v91 := -v90
-			g.StateValue[iN*128+iT] = v91
+			gradStateValue := -v90
+			grads.StateValue[iN*128+iT] = gradStateValue
 		}
 	}
-	s.s1 = float32(acc19.Result())
+	s.s1 = float32(mean.Result())
 	s.s2 = float32(acc20.Var(1))
-	out.ClipFraction = float32(acc56.Result())
-	out.KLApprox = float32(acc58.Result())
-	out.Entropy = float32(acc66.Result())
-	out.LossEntropy = float32(acc67.Result())
-	out.LossCritic = float32(acc72.Result())
-	for k := range s.acc73 {
-		s.s3[k] = float32(s.acc73[k].Var(0))
+	out.ClipFraction = float32(clipFraction.Result())
+	out.KLApprox = float32(klApprox.Result())
+	out.Entropy = float32(meanEntropy.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
+	out.LossCritic = float32(lossCritic.Result())
+	for k := range s.residVar {
+		s.s3[k] = float32(s.residVar[k].Var(0))
 	}
-	for k := range s.acc74 {
-		s.s4[k] = float32(s.acc74[k].Var(0))
+	for k := range s.targetVar {
+		s.s4[k] = float32(s.targetVar[k].Var(0))
 	}
-	for k := range s.acc80 {
-		s.s5[k] = float32(s.acc80[k].Result())
+	for k := range s.logSumW {
+		s.s5[k] = float32(s.logSumW[k].Result())
 	}
-	for k := range s.acc82 {
-		s.s6[k] = float32(s.acc82[k].Result())
+	for k := range s.logSumW2 {
+		s.s6[k] = float32(s.logSumW2[k].Result())
 	}
 }
 
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [T=128].
-func fbPass1Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over
+// [T=128].
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	c75 := float32(1.1920929e-07)
+	two := float32(2)
 	acc86 := runtime.Mean{}
 	for iT := 0; iT < 128; iT++ {
-		v0 := float32(1)
-		v73 := s.s3[iT]
-		v74 := s.s4[iT]
-		v75 := float32(1.1920929e-07)
-		v76 := v74 + v75
-		v77 := v73 / v76
-		v78 := v0 - v77
-		out.ExplainedVariance[iT] = v78
-		v79 := float32(2)
-		v80 := s.s5[iT]
-		v82 := s.s6[iT]
-		v83 := float32(v79 * v80)
-		v84 := v83 - v82
-		v85 := float32(math.Exp(float64(v84)))
-		acc86.Add(float64(v85))
+		residVar := s.s3[iT]
+		targetVar := s.s4[iT]
+		v76 := targetVar + c75
+		v77 := residVar / v76
+		explainedVariance := one - v77
+		out.ExplainedVariance[iT] = explainedVariance
+		logSumW := s.s5[iT]
+		logSumW2 := s.s6[iT]
+		v83 := float32(two * logSumW)
+		v84 := v83 - logSumW2
+		essCol := float32(math.Exp(float64(v84)))
+		acc86.Add(float64(essCol))
 	}
 	s.s7 = float32(acc86.Result())
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=2 T=128].
-func fbPass2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	acc54 := runtime.Mean{}
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [N=2
+// T=128].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c23 := float32(1e-06)
+	c27 := float32(-3.4028235e+38)
+	zero := float32(0)
+	c47 := float32(1.2)
+	c49 := float32(0.8)
+	c92 := float32(-3.90625e-05)
+	c93 := float32(3.90625e-05)
+	c106 := float32(-0.00390625)
+	lossObjective := runtime.Mean{}
 	for iN := 0; iN < 2; iN++ {
 		for iT := 0; iT < 128; iT++ {
-			v15 := s.s0[iN*128+iT]
-			v17 := v15
-			v19 := s.s1
+			gae := s.s0[iN*128+iT]
+			mean := s.s1
 			v20 := s.s2
-			v21 := float32(math.Sqrt(float64(v20)))
-			v22 := v17 - v19
-			v23 := float32(1e-06)
-			v24 := max(v21, v23)
-			v25 := v22 / v24
-			v27 := float32(-3.4028235e+38)
+			std := float32(math.Sqrt(float64(v20)))
+			v22 := gae - mean
+			v24 := max(std, c23)
+			advantageNormalized := v22 / v24
 			acc28 := math.Inf(-1)
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				acc28 = runtime.Max(acc28, float64(v26))
+				logits := in.Logits[iN*256+iT*2+iA]
+				acc28 = runtime.Max(acc28, float64(logits))
 			}
 			v28 := float32(acc28)
-			v29 := v28
 			acc32 := 0.0
 			acc61 := 0.0
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				v30 := v26 - v29
+				logits := in.Logits[iN*256+iT*2+iA]
+				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
 				acc32 += float64(v31)
-				v59 := max(v30, v27)
+				v59 := max(v30, c27)
 				v60 := float32(v31 * v59)
 				acc61 += float64(v60)
 			}
 			v32 := float32(acc32)
 			v33 := float32(math.Log(float64(v32)))
-			v34 := float32(in.Action[iN*128+iT])
-			v35 := in.Logits[iN*256+iT*2+(int(v34))]
-			v36 := v35 - v29
-			v37 := v36 - v33
-			v38 := in.SampleLogProb[iN*128+iT]
-			v39 := v37 - v38
-			v44 := float32(math.Exp(float64(v39)))
-			v45 := float32(0)
-			v46 := b2f(v25 >= v45)
-			v47 := float32(1.2)
-			v48 := min(v44, v47)
-			v49 := float32(0.8)
-			v50 := max(v44, v49)
-			v51 := sel(v46, v48, v50)
-			v52 := float32(v25 * v51)
-			v53 := -v52
-			acc54.Add(float64(v53))
+			action := float32(in.Action[iN*128+iT])
+			v35 := in.Logits[iN*256+iT*2+(int(action))]
+			v36 := v35 - v28
+			logSoftmax := v36 - v33
+			sampleLogProb := in.SampleLogProb[iN*128+iT]
+			logWeight := logSoftmax - sampleLogProb
+			ratio := float32(math.Exp(float64(logWeight)))
+			v46 := b2f(advantageNormalized >= zero)
+			v48 := min(ratio, c47)
+			v50 := max(ratio, c49)
+			ratioClipped := sel(v46, v48, v50)
+			gain := float32(advantageNormalized * ratioClipped)
+			v53 := -gain
+			lossObjective.Add(float64(v53))
 			v61 := float32(acc61)
 			v62 := v61 / v32
-			v92 := float32(-3.90625e-05)
-			v93 := float32(3.90625e-05)
-			v94 := v93 / v32
+			v94 := c93 / v32
 			v95 := v62 / v32
-			v96 := float32(v92 * v95)
-			v97 := b2f(v94 != v45)
-			v106 := float32(-0.00390625)
-			v107 := float32(v106 * v25)
-			v108 := sel(v46, v107, v45)
-			v109 := sel(v46, v45, v107)
-			v110 := b2f(v44 >= v49)
-			v111 := b2f(v44 != v44)
+			v96 := float32(c92 * v95)
+			v97 := b2f(v94 != zero)
+			v107 := float32(c106 * advantageNormalized)
+			v108 := sel(v46, v107, zero)
+			v109 := sel(v46, zero, v107)
+			v110 := b2f(ratio >= c49)
+			v111 := b2f(ratio != ratio)
 			v112 := max(v110, v111)
-			v113 := sel(v112, v109, v45)
-			v114 := b2f(v44 <= v47)
+			v113 := sel(v112, v109, zero)
+			v114 := b2f(ratio <= c47)
 			v115 := max(v114, v111)
-			v116 := sel(v115, v108, v45)
+			v116 := sel(v115, v108, zero)
 			v117 := v113 + v116
-			v118 := b2f(v117 != v45)
-			v119 := float32(v117 * v44)
+			v118 := b2f(v117 != zero)
+			v119 := float32(v117 * ratio)
 			v120 := sel(v118, v119, v117)
 			v121 := -v120
-			v122 := v92 + v121
-			v126 := b2f(v122 != v45)
+			v122 := c92 + v121
+			v126 := b2f(v122 != zero)
 			v127 := v122 / v32
 			v128 := sel(v126, v127, v122)
 			v129 := v96 + v128
 			for iA := 0; iA < 2; iA++ {
-				v26 := in.Logits[iN*256+iT*2+iA]
-				v30 := v26 - v29
+				logits := in.Logits[iN*256+iT*2+iA]
+				v30 := logits - v28
 				v31 := float32(math.Exp(float64(v30)))
-				v59 := max(v30, v27)
+				v59 := max(v30, c27)
 				v98 := float32(v94 * v59)
 				v99 := sel(v97, v98, v94)
 				v100 := float32(v94 * v31)
 				v101 := sel(v97, v100, v94)
-				v102 := b2f(v30 >= v27)
+				v102 := b2f(v30 >= c27)
 				v103 := b2f(v30 != v30)
 				v104 := max(v102, v103)
-				v105 := sel(v104, v101, v45)
+				v105 := sel(v104, v101, zero)
 				v123 := float32(iA)
-				v124 := b2f(v123 == v34)
-				v125 := sel(v124, v120, v45)
+				v124 := b2f(v123 == action)
+				v125 := sel(v124, v120, zero)
 				v130 := v99 + v129
-				v131 := b2f(v130 != v45)
+				v131 := b2f(v130 != zero)
 				v132 := float32(v130 * v31)
 				v133 := sel(v131, v132, v130)
 				v134 := v105 + v133
-				v135 := v125 + v134
-				g.Logits[iN*256+iT*2+iA] = v135
+				gradLogits := v125 + v134
+				grads.Logits[iN*256+iT*2+iA] = gradLogits
 			}
 		}
 	}
-	out.LossObjective = float32(acc54.Result())
+	out.LossObjective = float32(lossObjective.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	v79 := float32(2)
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	two := float32(2)
 	v86 := s.s7
-	v87 := v86 / v79
-	out.ESS = v87
+	ess := v86 / two
+	out.ESS = ess
 }
 
 // b2f is a comparison or flag as 0 or 1.

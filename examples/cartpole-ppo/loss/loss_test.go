@@ -17,7 +17,8 @@ import (
 // tolerances bound |got − want| ≤ Abs + Rel·|want| + Norm·max|want| for each output of
 // this float32 kernel against the float64 reference interpreter; a gradient's Abs is at
 // least Floor times the call's largest gradient (golden.Tol.At), so that a gradient whose
-// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
+// reference is 0 is not held to 0 exactly. They were set from the errors measured on the golden
+// cases (the test logs them), with room to spare; see lossgen's gen/testfile.go.
 var tolerances = map[string]golden.Tol{
 	"advantage":          {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
 	"value_target":       {Abs: 1e-06, Rel: 5e-06, Norm: 1e-05},
@@ -592,7 +593,8 @@ func extremeInputs(kind string) *Inputs {
 }
 
 // TestImplementationsAgree runs every implementation on random and extreme inputs and
-// compares it with the pure-Go kernel on every element: the same NaNs and infinities in the same places, finite values within the
+// compares it with the pure-Go kernel on every element: the same NaNs and infinities in the same
+// places, finite values within the
 // tolerances. What propagates is TorchRL's float semantics: a NaN input makes every output
 // that reads it NaN (a reduction, its whole result; a reverse scan, that step and every
 // earlier step of the row, across done flags, since 0·NaN is NaN), and counts as clipped in
