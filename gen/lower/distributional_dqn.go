@@ -118,7 +118,13 @@ func lowerDistributionalDQN(l *Lowerer, st *spec.Stage) {
 	}
 	q := l.ReadShaped("action_value", shape)
 	l.KeyDoc("action_value", "the current net's "+raw+" on s [*batch, "+k+", "+a+"] (TorchRL key action_value)")
-	lp := b.Note(l.valueAt(st, lsm(q, k), l.storedAction(st)), "log_ps_a")
+	// lsm(q) at the stored action, as q there minus its logsumexp there: the logsumexp over
+	// the atoms is per action, outside the loops over the atoms that use the result.
+	act := l.storedAction(st)
+	lp := b.Note(l.valueAt(st, q, act), "log_ps_a")
+	if st.Bool("make_log_softmax") {
+		lp = b.Note(b.Sub(lp, l.valueAt(st, b.LogSumExp(q, k), act)), "log_ps_a")
+	}
 	// The next state's distributions are laid out over the source atoms ks, which the
 	// projection sums over: the same memory as [*batch, K, A].
 	nextShape := b.Shape(append(l.Batch().Names(), ks, a)...)
