@@ -29,7 +29,7 @@ func c51Inputs() map[string][]float64 {
 	u := 1.0 / 3
 	return map[string][]float64{
 		"action_value": layout([2][2][3]float64{
-			{{0.2, 0.4, 0.4}, {u, u, u}},       // row 0 stores action 0
+			{{0.2, 0.4, 0.4}, {u, u, u}},     // row 0 stores action 0
 			{{u, u, u}, {0.5, 0.25, 0.25}}}), // row 1 stores action 1
 		"action": {0, 1},
 		"next.action_value_online": layout([2][2][3]float64{
