@@ -34,7 +34,7 @@ func init() {
 				keyReward, keyDone, keyTerminated},
 			Check: checkDistributionalDQN,
 			Example: &spec.Example{Params: map[string]any{"gamma": 0.99, "action_dim": "A", "atom_dim": "K", "action_space": "categorical",
-				"support": map[string]any{"vmin": -10.0, "vmax": 10.0, "n_atoms": 5}},
+				"support": []float64{-2, -1, 0, 1, 2}},
 				After: []spec.Dim{{Name: "K", Size: 5}, {Name: "A", Size: 4}}}},
 		Lower: lowerDistributionalDQN,
 	})
@@ -50,7 +50,7 @@ func checkDistributionalDQN(c *spec.Check) {
 		c.Errorf("gamma", "required: the discount γ (TorchRL's DistributionalDQNLoss takes gamma as a mandatory argument)")
 	}
 	if s.Estimator != nil {
-		c.ErrorAt("estimator.type", "estimator.type: distributional_dqn takes no estimator: TorchRL's DistributionalDQNLoss always bootstraps from the target distribution with its own gamma; remove the estimator section and set loss.gamma")
+		c.ErrorAt("estimator.type", "estimator.type: "+s.Estimator.Type+" is not supported by distributional_dqn: it takes no estimator (TorchRL's DistributionalDQNLoss always bootstraps from the target distribution with its own gamma); remove the estimator section and set loss.gamma")
 	}
 	checkActionSpace(c)
 	if !checkInnerDim(c, "action_dim", "after") || !checkInnerDim(c, "atom_dim", "after") {
