@@ -34,3 +34,4 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o sac -golden ../golden/sac ../spec/examples/sac.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td3 -golden ../golden/td3 ../spec/examples/td3.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ddpg -golden ../golden/ddpg ../spec/examples/ddpg.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distdqn -golden ../golden/distdqn ../spec/examples/distributional_dqn.yaml

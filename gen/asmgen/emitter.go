@@ -49,6 +49,11 @@ func (e *emitter) layoutStates(p *plan.Plan) {
 	e.stateAt = map[string]int{}
 	end := 0
 	place := func(name string, elem bool, n, size int) {
+		if _, ok := e.stateAt[name]; ok {
+			// An inner logsumexp two passes recompute: each pass sets its guard before it
+			// runs and reads it after, so they share one.
+			return
+		}
 		off := (end + 64 + 63) / 64 * 64
 		a := stateArray{name: name, elem: elem, n: n, off: off}
 		e.states = append(e.states, a)

@@ -69,6 +69,10 @@ keys: {mask: mask}
 `, dt, loss, space)
 			}
 		}
+		for _, space := range []string{"categorical", "one_hot"} {
+			out[dt+"/distributional_dqn/"+space] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5, K: 4, A: 3}\nbatch: [B, L]\n" +
+				"loss: {type: distributional_dqn, gamma: 0.9, action_dim: A, atom_dim: K, action_space: " + space + ", support: {vmin: -1, vmax: 2, n_atoms: 4}}\nkeys: {mask: mask}\n"
+		}
 		for name, est := range map[string]string{
 			"mc_advantage/grpo":      "{type: mc_advantage, group_dim: N}",
 			"mc_advantage/mean/grpo": "{type: mc_advantage, group_dim: N, trajectory_return: mean}",

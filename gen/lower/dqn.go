@@ -14,13 +14,18 @@ const dqnSource = "torchrl/objectives/dqn.py"
 
 // The keys of the value-based off-policy losses (DQN, the discrete CQL).
 var (
-	keyNextActionValue = spec.KeyDef{Name: "next_action_value", NextOf: "action_value", Shape: "[*batch, A]",
+	keyNextActionValue = spec.KeyDef{Name: "next_action_value", NextOf: "action_value", Shape: "[*batch, A] | [*batch, K, A]",
 		Doc:    "the target Q-network's action values on the next observation [*batch, A] (TorchRL computes them with target_value_network_params on (next, action_value)): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeTie: true, ExtremeBig: true}}
-	keyNextActionValueOnline = spec.KeyDef{Name: "next_action_value_online", Default: []string{"next", "action_value_online"}, Shape: "[*batch, A]",
+	keyNextActionValueOnline = spec.KeyDef{Name: "next_action_value_online", Default: []string{"next", "action_value_online"}, Shape: "[*batch, A] | [*batch, K, A]",
 		Doc:    "double DQN: the current Q-network's action values on the next observation [*batch, A], which choose the next action (TorchRL: value_network_params.data, detached)",
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeTie: true}}
 )
+
+// rejectPriority are the replay-priority arguments of DQNLoss and DistributionalDQNLoss.
+var rejectPriority = []spec.Rejected{
+	{Name: "priority_key", Why: "not taken (deprecated in TorchRL): map the priority output with keys.priority"},
+	{Name: "use_prioritized_weights", Why: "not taken: the kernel reads no priority_weight; with reduction: none, weight the per-sample loss yourself"}}
 
 // dqnKeys are the keys DQNLoss reads and writes (DiscreteCQLLoss: all but the online next
 // values); the estimator declares reward, done and terminated.
@@ -45,12 +50,10 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "dqn", Class: "DQNLoss", Source: dqnSource,
 			Params: append(dqnParams(), spec.ParamDef{Name: "double_dqn", Type: spec.Bool, Default: false,
 				Doc: "Double DQN: the current net's next values (keys.next_action_value_online) choose the next action, the target net's value it"}),
-			Rejected: []spec.Rejected{rejectGamma,
-				{Name: "priority_key", Why: "not taken (deprecated in TorchRL): map the priority output with keys.priority"},
-				{Name: "use_prioritized_weights", Why: "not taken: the kernel reads no priority_weight; with reduction: none, weight the per-sample loss yourself"}},
-			Keys:    dqnKeys,
-			Check:   checkDQN,
-			Example: &spec.Example{Params: map[string]any{"action_dim": "A", "action_space": "one_hot"}, After: []spec.Dim{{Name: "A", Size: 4}}}},
+			Rejected: append([]spec.Rejected{rejectGamma}, rejectPriority...),
+			Keys:     dqnKeys,
+			Check:    checkDQN,
+			Example:  &spec.Example{Params: map[string]any{"action_dim": "A", "action_space": "one_hot"}, After: []spec.Dim{{Name: "A", Size: 4}}}},
 		Bootstrap: dqnBootstrap,
 		Lower:     lowerDQN,
 	})

@@ -231,15 +231,7 @@ func lowerDistributionalQValue(l *Lowerer, st *spec.Stage) {
 	b := l.B
 	a, k := st.String("action_dim"), st.String("atom_dim")
 	v := l.maskedActionValues(b.Shape(append(l.Batch().Names(), k, a)...), a)
-	sup, _ := st.Get("support").([]float64)
-	vals := make([]float64, len(sup))
-	for i, x := range sup {
-		vals[i] = x
-		if l.S.ParamDType == spec.Float32 {
-			vals[i] = float64(float32(x))
-		}
-	}
-	q := b.Note(b.Sum(b.Mul(b.Exp(v), b.ConstTensor(b.Shape(k), vals)), k), "expected_q")
+	q := l.expectedValues(v, l.support(st), k)
 	l.Write("action", l.greedy(st, q), ir.Transformed, actionDoc(st)+"; of the expected values Σ_k exp(values[k, a])·support[k]")
 	l.Write("action_value", v, ir.Transformed, "the log-softmax action values, with masked-out actions at the dtype's most negative finite value (TorchRL key action_value)")
 	l.Output("expected_action_value", q, ir.Transformed,
@@ -282,4 +274,25 @@ func checkActionSpace(c *spec.Check) {
 		c.Warnf("action_space", "not given: one_hot is used, as TorchRL's %s does with a warning (write action_space: one_hot or categorical)", c.Stage.Def.Class)
 		c.Stage.Set("action_space", "one_hot")
 	}
+}
+
+// support is the stage's support parameter as TorchRL holds it: a tensor of torch's default
+// dtype, so param_dtype float32 rounds each atom to float32 (SEMANTICS.md §11.14).
+func (l *Lowerer) support(st *spec.Stage) []float64 {
+	sup, _ := st.Get("support").([]float64)
+	vals := make([]float64, len(sup))
+	for i, x := range sup {
+		vals[i] = x
+		if l.S.ParamDType == spec.Float32 {
+			vals[i] = float64(float32(x))
+		}
+	}
+	return vals
+}
+
+// expectedValues is each action's expected value Σ_k exp(v[k, a])·support[k] over the atom
+// dim k of log-softmax values v [*batch, K, A] (DistributionalQValueModule._support_expected).
+func (l *Lowerer) expectedValues(v *ir.Node, sup []float64, k string) *ir.Node {
+	b := l.B
+	return b.Note(b.Sum(b.Mul(b.Exp(v), b.ConstTensor(b.Shape(k), sup)), k), "expected_q")
 }

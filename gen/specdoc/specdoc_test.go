@@ -301,6 +301,7 @@ func starterCases() []starterCase {
 		if e != "mc_advantage" {
 			unsupported["gspo/"+e] = " with variant sequence"
 		}
+		unsupported["distributional_dqn/"+e] = ": it takes no estimator"
 	}
 	for _, l := range reg.Types(spec.Loss) {
 		cs = append(cs, starterCase{o: StarterOptions{Loss: l}})
