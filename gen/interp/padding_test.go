@@ -63,7 +63,7 @@ keys: {mask: mask}
 			out[dt+"/a2c/"+dist] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5, A: 4}\nbatch: [B, L]\nloss: {type: a2c, distribution: " + dist +
 				", action_dim: A, reduction: sum}\nkeys: {mask: mask}\n"
 		}
-		for _, loss := range []string{"dqn, double_dqn: true", "discrete_cql"} {
+		for _, loss := range []string{"dqn, double_dqn: true", "discrete_cql", "discrete_sac"} {
 			for _, space := range []string{"categorical", "one_hot"} {
 				out[fmt.Sprintf("%s/%s/%s", dt, loss, space)] = fmt.Sprintf(`package: p
 dtype: %s
