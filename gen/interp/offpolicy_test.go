@@ -202,3 +202,53 @@ func TestDiscreteSACHandValues(t *testing.T) {
 	_, ok := out["entropy"]
 	require.False(t, ok, "reduction none drops entropy")
 }
+
+// REDQLoss by hand (SEMANTICS.md §15.4): N = 3 members, B = 2, α = 0.5 (inside the default
+// clamp [0.1, 10]), the subset {0, 2}: member 1's smaller next value (1 < 2) must not reach
+// the target; the second transition is terminated. V' = (2, 40.5), y = (2.98, −1); every
+// member enters loss_actor and loss_qvalue, and the means run over N·B (and 2·B) elements.
+func TestREDQHandValues(t *testing.T) {
+	const head = "package: p\ndtype: float64\nparam_dtype: float64\ndims: {Q: 3, B: 2}\nbatch: [B]\n"
+	in := func(logAlpha float64) map[string][]float64 {
+		return map[string][]float64{
+			"log_prob": {-1, -0.5}, "next.log_prob": {-2, -1}, "log_alpha": {logAlpha},
+			"next.state_action_value":  {1, 40, 0, 50, 2, 60},
+			"state_action_value":       {3.0, -0.5, 2.5, 0.0, 2.0, -2.0},
+			"state_action_value_actor": {0.5, 1, -1, 2, 0, 0},
+			"selected_models":          {1, 0, 1},
+			"next.reward":              {1, -1}, "next.terminated": {0, 1},
+		}
+	}
+	out := evalGrad(t, head+"loss: {type: redq, action_dim: 1}\n", in(math.Log(0.5)))
+	near(t, []float64{2, 40.5}, out["next_state_value"], hand, "next_state_value: the subset's minimum")
+	near(t, []float64{2.98, -1}, out["value_target"], hand, "value_target")
+	near(t, []float64{0}, out["empty_model_subset"], hand, "empty_model_subset")
+	near(t, []float64{1.7206 / 6}, out["loss_qvalue"], hand, "loss_qvalue")
+	near(t, []float64{-4.75 / 6}, out["loss_actor"], hand, "loss_actor")
+	near(t, []float64{1.0625}, out["loss_alpha"], hand, "loss_alpha")
+	near(t, []float64{1.125}, out["entropy"], hand, "entropy over both samples")
+	near(t, []float64{0.5}, out["alpha"], hand, "alpha")
+	near(t, []float64{0.9604, 1}, out["td_error"], hand, "td_error (squared)")
+	near(t, []float64{0.02 / 6, 0.5 / 6, -0.48 / 6, 1.0 / 6, -0.98 / 6, -1.0 / 6}, out["grad.state_action_value"], hand, "grad.state_action_value")
+	near(t, []float64{-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6}, out["grad.state_action_value_actor"], hand, "grad.state_action_value_actor")
+	near(t, []float64{0.25, 0.25}, out["grad.log_prob"], hand, "grad.log_prob: N·α/n")
+	near(t, []float64{1.0625}, out["grad.log_alpha"], hand, "grad.log_alpha")
+	for _, k := range []string{"grad.next.state_action_value", "grad.next.log_prob"} {
+		_, ok := out[k]
+		require.False(t, ok, "%s: targets get no gradient", k)
+	}
+
+	// log α = ln 20 is clamped to ln 10: α = 10 in every term, the gradient straight through;
+	// reduction none keeps [Q, B] and sums loss_alpha's two samples per transition.
+	out = evalGrad(t, head+"loss: {type: redq, action_dim: 1, reduction: none}\n", in(math.Log(20)))
+	near(t, []float64{-10 * -5, -10 * -3.5}, out["loss_alpha"], hand, "loss_alpha none at the clamped α")
+	near(t, []float64{-10.5, -6, -9, -7, -10, -5}, out["loss_actor"], hand, "loss_actor none [Q, B]")
+	near(t, []float64{10 * 8.5}, out["grad.log_alpha"], hand, "grad.log_alpha straight through")
+	_, ok := out["alpha"]
+	require.False(t, ok, "reduction none drops alpha")
+
+	bad := in(math.Log(0.5))
+	bad["selected_models"] = []float64{0, 0, 0}
+	out = eval(t, head+"loss: {type: redq, action_dim: 1}\n", bad)
+	near(t, []float64{1}, out["empty_model_subset"], hand, "an empty subset is a data error")
+}
