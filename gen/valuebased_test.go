@@ -125,6 +125,8 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"reinforce_td_lambda_none_f64", "dtype: float64\ndims: {N: 2, T: 11}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9}\nloss: {type: reinforce, reduction: none, loss_critic_type: l2}\n", false},
 		{"discrete_sac_one_hot_td_lambda_mask_f32", "dims: {Q: 2, N: 3, T: 9, A: 5}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: discrete_sac, action_space: one_hot, action_dim: A, max_alpha: 2}\nkeys: {mask: mask}\n", true},
 		{"discrete_sac_categorical_none_f64", "dtype: float64\ndims: {Q: 3, B: 29, A: 4}\nbatch: [B]\nloss: {type: discrete_sac, action_space: categorical, action_dim: A, reduction: none, loss_function: l1, skip_done_states: true}\n", false},
+		{"redq_td_lambda_mask_f64", "dtype: float64\ndims: {Q: 5, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: redq, action_dim: 3}\nkeys: {mask: mask}\n", true},
+		{"redq_none_l2_f32", "dims: {Q: 4, B: 37}\nbatch: [B]\nloss: {type: redq, reduction: none, loss_function: l2, target_entropy: -2, min_alpha: 0}\n", false},
 		{"ddpg_none_mask_f64", "dtype: float64\ndims: {N: 3, T: 5}\nbatch: [N, T]\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}\nkeys: {mask: mask}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

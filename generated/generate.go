@@ -37,3 +37,4 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o a2c -golden ../golden/a2c ../spec/examples/a2c.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o reinforce -golden ../golden/reinforce ../spec/examples/reinforce.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretesac -golden ../golden/discretesac ../spec/examples/discrete_sac.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o redq -golden ../golden/redq ../spec/examples/redq.yaml

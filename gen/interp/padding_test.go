@@ -55,6 +55,7 @@ keys: {mask: mask}
 			"distillation/reverse":       "{type: distillation}",
 			"distillation/forward/none":  "{type: distillation, kl_direction: forward, reduction: none, normalize_by_seq_length: false}",
 			"a2c/none/clipped":           "{type: a2c, clip_value: 0.5, loss_critic_type: l2, reduction: none}",
+			"redq/none":                  "{type: redq, num_qvalue_nets: 3, action_dim: 2, reduction: none}",
 			"reinforce/clipped":          "{type: reinforce, clip_value: 0.5}",
 		} {
 			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
