@@ -203,7 +203,7 @@ func (l *Lowerer) sacAlphaTerms(st *spec.Stage, logAlpha, alpha, lp *ir.Node, te
 	b := l.B
 	red := st.String("reduction")
 	l.Output("loss_alpha", l.reduce(b.Neg(b.Mul(logAlpha, b.Add(b.Detach(lp), b.Const(te)))), red), ir.LossTerm,
-		"−log α·("+what+" + target_entropy), "+what+" detached, reduced by reduction (_alpha_loss)")
+		"−log α·("+what+" + target_entropy), log π detached, reduced by reduction (_alpha_loss)")
 	if red != "none" {
 		l.Output("alpha", alpha, ir.Metric, "α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached ("+l.stage.Def.Class+"._alpha)")
 		l.Output("entropy", l.mean(b.Neg(b.Detach(lp))), ir.Metric, "mean(−"+what+"), "+entropyDoc+", detached")
