@@ -122,6 +122,12 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"sac_td_lambda_none_mask_clamped_f64", "dtype: float64\ndims: {Q: 2, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: sac, reduction: none, action_dim: 3, min_alpha: 0.8, max_alpha: 1.3, skip_done_states: true}\nkeys: {mask: mask}\n", true},
 		{"sac_sum_l2_fixed_f32", "dims: {Q: 3, B: 41}\nbatch: [B]\nloss: {type: sac, reduction: sum, loss_function: l2, fixed_alpha: true, target_entropy: -2}\n", false},
 		{"td3_td1_sum_mask_f32", "dims: {Q: 3, N: 2, T: 13}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: td3, reduction: sum, loss_function: l1}\nkeys: {mask: mask}\n", false},
+		{"a2c_categorical_clipped_mask_f32", "dims: {N: 3, T: 9, A: 5}\nbatch: [N, T]\nloss: {type: a2c, distribution: categorical, action_dim: A, clip_value: 0.2, critic_coeff: 0.5}\nkeys: {mask: mask}\n", true},
+		{"reinforce_td_lambda_none_f64", "dtype: float64\ndims: {N: 2, T: 11}\nbatch: [N, T]\nestimator: {type: td_lambda, gamma: 0.9}\nloss: {type: reinforce, reduction: none, loss_critic_type: l2}\n", false},
+		{"discrete_sac_one_hot_td_lambda_mask_f32", "dims: {Q: 2, N: 3, T: 9, A: 5}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: discrete_sac, action_space: one_hot, action_dim: A, max_alpha: 2}\nkeys: {mask: mask}\n", true},
+		{"discrete_sac_categorical_none_f64", "dtype: float64\ndims: {Q: 3, B: 29, A: 4}\nbatch: [B]\nloss: {type: discrete_sac, action_space: categorical, action_dim: A, reduction: none, loss_function: l1, skip_done_states: true}\n", false},
+		{"redq_td_lambda_mask_f64", "dtype: float64\ndims: {Q: 5, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: redq, action_dim: 3}\nkeys: {mask: mask}\n", true},
+		{"redq_none_l2_f32", "dims: {Q: 4, B: 37}\nbatch: [B]\nloss: {type: redq, reduction: none, loss_function: l2, target_entropy: -2, min_alpha: 0}\n", false},
 		{"ddpg_none_mask_f64", "dtype: float64\ndims: {N: 3, T: 5}\nbatch: [N, T]\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}\nkeys: {mask: mask}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

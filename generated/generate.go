@@ -35,3 +35,7 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o td3 -golden ../golden/td3 ../spec/examples/td3.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o ddpg -golden ../golden/ddpg ../spec/examples/ddpg.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o distdqn -golden ../golden/distdqn ../spec/examples/distributional_dqn.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o a2c -golden ../golden/a2c ../spec/examples/a2c.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o reinforce -golden ../golden/reinforce ../spec/examples/reinforce.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretesac -golden ../golden/discretesac ../spec/examples/discrete_sac.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o redq -golden ../golden/redq ../spec/examples/redq.yaml

@@ -149,3 +149,106 @@ func TestOffPolicySpecChecks(t *testing.T) {
 	require.Equal(t, "td0", s.Estimator.Type)
 	require.Equal(t, 0.99, s.Estimator.Float("gamma"))
 }
+
+// DiscreteSACLoss by hand (SEMANTICS.md §15.3): Q = 2, B = 2, A = 2, α = 0.5, categorical
+// actions (1, 0); the second transition is terminated and its huge next values must not reach
+// y. p = softmax(logits) = (½, ½), (¾, ¼); p' = (½, ½), (¼, ¾); min_k Q'_k = (1, 1), (3, 50);
+// V'_0 = Σ p'(min Q' − α log p') = 1 + ½ ln 2; the actor's min_k Q_k = (0.5, 2), (−0.5, 1).
+func TestDiscreteSACHandValues(t *testing.T) {
+	const head = "package: p\ndtype: float64\nparam_dtype: float64\ndims: {Q: 2, B: 2, A: 2}\nbatch: [B]\n"
+	in := map[string][]float64{
+		"logits": {0, 0, math.Log(3), 0}, "next.logits": {0, 0, 0, math.Log(3)},
+		"action_value":      {0.5, 2.0, -0.5, 1.0, 1.0, 2.5, 0.0, 3.0},
+		"next.action_value": {1, 2, 3, 50, 2, 1, 4, 60},
+		"action":            {1, 0}, "log_alpha": {math.Log(0.5)},
+		"next.reward": {1, -1}, "next.terminated": {0, 1},
+	}
+	out := evalGrad(t, head+"loss: {type: discrete_sac, action_dim: A, action_space: categorical}\n", in)
+	y0 := 1 + 0.99*(1+0.5*math.Ln2)
+	near(t, []float64{y0, -1}, out["value_target"], hand, "value_target")
+	sl1 := func(x float64) float64 { return 0.5 * x * x } // |x| < 1 here
+	near(t, []float64{(sl1(2-y0) + sl1(2.5-y0) + 0.125 + 0.5) / 2}, out["loss_qvalue"], hand, "loss_qvalue")
+	l1 := math.Log(0.75)
+	l2 := math.Log(0.25)
+	g := [][]float64{{-0.5*math.Ln2 - 0.5, -0.5*math.Ln2 - 2}, {0.5*l1 + 0.5, 0.5*l2 - 1}}
+	p := [][]float64{{0.5, 0.5}, {0.75, 0.25}}
+	gbar := []float64{p[0][0]*g[0][0] + p[0][1]*g[0][1], p[1][0]*g[1][0] + p[1][1]*g[1][1]}
+	near(t, []float64{(gbar[0] + gbar[1]) / 2}, out["loss_actor"], hand, "loss_actor")
+	plp := []float64{-math.Ln2, 0.75*l1 + 0.25*l2}
+	te := 0.98 * math.Ln2 // auto: −log(1/A)·0.98
+	near(t, []float64{math.Ln2 * (plp[0] + plp[1] + 2*te) / 2}, out["loss_alpha"], hand, "loss_alpha")
+	near(t, []float64{-(plp[0] + plp[1]) / 2}, out["entropy"], hand, "entropy")
+	near(t, []float64{0.5}, out["alpha"], hand, "alpha")
+	near(t, []float64{y0 - 2, 1}, out["td_error"], hand, "td_error (absolute)")
+	near(t, []float64{0, (2 - y0) / 2, 0.25, 0, 0, (2.5 - y0) / 2, 0.5, 0}, out["grad.action_value"], hand, "grad.action_value")
+	var gz []float64
+	for b := range p {
+		for a := range p[b] {
+			gz = append(gz, p[b][a]*(g[b][a]-gbar[b])/2)
+		}
+	}
+	near(t, gz, out["grad.logits"], hand, "grad.logits")
+	near(t, []float64{-(plp[0] + plp[1] + 2*te) / 2}, out["grad.log_alpha"], hand, "grad.log_alpha")
+	for _, k := range []string{"grad.next.action_value", "grad.next.logits"} {
+		_, ok := out[k]
+		require.False(t, ok, "%s: targets get no gradient", k)
+	}
+
+	// skip_done_states: V' = 0 where done (the second row), log p' = log_softmax.
+	in["next.done"] = []float64{0, 1}
+	out = eval(t, head+"loss: {type: discrete_sac, action_dim: A, action_space: categorical, skip_done_states: true, reduction: none}\n", in)
+	near(t, []float64{y0, -1}, out["value_target"], hand, "value_target skip_done_states")
+	near(t, gbar, out["loss_actor"], hand, "loss_actor none")
+	_, ok := out["entropy"]
+	require.False(t, ok, "reduction none drops entropy")
+}
+
+// REDQLoss by hand (SEMANTICS.md §15.4): N = 3 members, B = 2, α = 0.5 (inside the default
+// clamp [0.1, 10]), the subset {0, 2}: member 1's smaller next value (1 < 2) must not reach
+// the target; the second transition is terminated. V' = (2, 40.5), y = (2.98, −1); every
+// member enters loss_actor and loss_qvalue, and the means run over N·B (and 2·B) elements.
+func TestREDQHandValues(t *testing.T) {
+	const head = "package: p\ndtype: float64\nparam_dtype: float64\ndims: {Q: 3, B: 2}\nbatch: [B]\n"
+	in := func(logAlpha float64) map[string][]float64 {
+		return map[string][]float64{
+			"log_prob": {-1, -0.5}, "next.log_prob": {-2, -1}, "log_alpha": {logAlpha},
+			"next.state_action_value":  {1, 40, 0, 50, 2, 60},
+			"state_action_value":       {3.0, -0.5, 2.5, 0.0, 2.0, -2.0},
+			"state_action_value_actor": {0.5, 1, -1, 2, 0, 0},
+			"selected_models":          {1, 0, 1},
+			"next.reward":              {1, -1}, "next.terminated": {0, 1},
+		}
+	}
+	out := evalGrad(t, head+"loss: {type: redq, action_dim: 1}\n", in(math.Log(0.5)))
+	near(t, []float64{2, 40.5}, out["next_state_value"], hand, "next_state_value: the subset's minimum")
+	near(t, []float64{2.98, -1}, out["value_target"], hand, "value_target")
+	near(t, []float64{0}, out["empty_model_subset"], hand, "empty_model_subset")
+	near(t, []float64{1.7206 / 6}, out["loss_qvalue"], hand, "loss_qvalue")
+	near(t, []float64{-4.75 / 6}, out["loss_actor"], hand, "loss_actor")
+	near(t, []float64{1.0625}, out["loss_alpha"], hand, "loss_alpha")
+	near(t, []float64{1.125}, out["entropy"], hand, "entropy over both samples")
+	near(t, []float64{0.5}, out["alpha"], hand, "alpha")
+	near(t, []float64{0.9604, 1}, out["td_error"], hand, "td_error (squared)")
+	near(t, []float64{0.02 / 6, 0.5 / 6, -0.48 / 6, 1.0 / 6, -0.98 / 6, -1.0 / 6}, out["grad.state_action_value"], hand, "grad.state_action_value")
+	near(t, []float64{-1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6, -1.0 / 6}, out["grad.state_action_value_actor"], hand, "grad.state_action_value_actor")
+	near(t, []float64{0.25, 0.25}, out["grad.log_prob"], hand, "grad.log_prob: N·α/n")
+	near(t, []float64{1.0625}, out["grad.log_alpha"], hand, "grad.log_alpha")
+	for _, k := range []string{"grad.next.state_action_value", "grad.next.log_prob"} {
+		_, ok := out[k]
+		require.False(t, ok, "%s: targets get no gradient", k)
+	}
+
+	// log α = ln 20 is clamped to ln 10: α = 10 in every term, the gradient straight through;
+	// reduction none keeps [Q, B] and sums loss_alpha's two samples per transition.
+	out = evalGrad(t, head+"loss: {type: redq, action_dim: 1, reduction: none}\n", in(math.Log(20)))
+	near(t, []float64{-10 * -5, -10 * -3.5}, out["loss_alpha"], hand, "loss_alpha none at the clamped α")
+	near(t, []float64{-10.5, -6, -9, -7, -10, -5}, out["loss_actor"], hand, "loss_actor none [Q, B]")
+	near(t, []float64{10 * 8.5}, out["grad.log_alpha"], hand, "grad.log_alpha straight through")
+	_, ok := out["alpha"]
+	require.False(t, ok, "reduction none drops alpha")
+
+	bad := in(math.Log(0.5))
+	bad["selected_models"] = []float64{0, 0, 0}
+	out = eval(t, head+"loss: {type: redq, action_dim: 1}\n", bad)
+	near(t, []float64{1}, out["empty_model_subset"], hand, "an empty subset is a data error")
+}

@@ -54,10 +54,17 @@ keys: {mask: mask}
 			"gspo/token":                 "{type: gspo, variant: token, loss_type: grpo, beta: 0.2}",
 			"distillation/reverse":       "{type: distillation}",
 			"distillation/forward/none":  "{type: distillation, kl_direction: forward, reduction: none, normalize_by_seq_length: false}",
+			"a2c/none/clipped":           "{type: a2c, clip_value: 0.5, loss_critic_type: l2, reduction: none}",
+			"redq/none":                  "{type: redq, num_qvalue_nets: 3, action_dim: 2, reduction: none}",
+			"reinforce/clipped":          "{type: reinforce, clip_value: 0.5}",
 		} {
 			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
 		}
-		for _, loss := range []string{"dqn, double_dqn: true", "discrete_cql"} {
+		for _, dist := range []string{"categorical", "tanh_normal"} {
+			out[dt+"/a2c/"+dist] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5, A: 4}\nbatch: [B, L]\nloss: {type: a2c, distribution: " + dist +
+				", action_dim: A, reduction: sum}\nkeys: {mask: mask}\n"
+		}
+		for _, loss := range []string{"dqn, double_dqn: true", "discrete_cql", "discrete_sac"} {
 			for _, space := range []string{"categorical", "one_hot"} {
 				out[fmt.Sprintf("%s/%s/%s", dt, loss, space)] = fmt.Sprintf(`package: p
 dtype: %s

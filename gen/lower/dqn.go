@@ -14,7 +14,7 @@ const dqnSource = "torchrl/objectives/dqn.py"
 
 // The keys of the value-based off-policy losses (DQN, the discrete CQL).
 var (
-	keyNextActionValue = spec.KeyDef{Name: "next_action_value", NextOf: "action_value", Shape: "[*batch, A] | [*batch, K, A]",
+	keyNextActionValue = spec.KeyDef{Name: "next_action_value", NextOf: "action_value", Shape: "[*batch, A] | [*batch, K, A] | [Q, *batch, A]",
 		Doc:    "the target Q-network's action values on the next observation [*batch, A] (TorchRL computes them with target_value_network_params on (next, action_value)): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeTie: true, ExtremeBig: true}}
 	keyNextActionValueOnline = spec.KeyDef{Name: "next_action_value_online", Default: []string{"next", "action_value_online"}, Shape: "[*batch, A] | [*batch, K, A]",

@@ -98,15 +98,19 @@ func (l *Lowerer) klApprox(c *ppoCall) {
 
 // ppoEnd adds the entropy and critic terms (steps 6–7).
 func (l *Lowerer) ppoEnd(c *ppoCall) {
-	l.entropyTerm(c.st, c.pol)
+	l.entropyTerm(c.st, c.pol, "torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy")
 	l.criticTerm(c.st)
 }
 
 // objectiveGradDoc is the log_prob gradient doc line of a PPO objective, passed on to the
 // distribution's parameters when the kernel evaluates the policy.
-func (l *Lowerer) objectiveGradDoc(c *ppoCall, doc string) {
+func (l *Lowerer) objectiveGradDoc(c *ppoCall, doc string) { l.policyGradDoc(c.pol, doc) }
+
+// policyGradDoc is the log_prob gradient doc line of an objective, passed on to the
+// distribution's parameters when the kernel evaluates the policy.
+func (l *Lowerer) policyGradDoc(pol *policy, doc string) {
 	l.GradDoc("log_prob", doc)
-	if c.pol.dist != "none" {
+	if pol.dist != "none" {
 		for _, k := range []string{"logits", "loc", "scale"} {
 			l.GradDoc(k, "loss_objective through log π(a): "+doc)
 		}
@@ -168,17 +172,23 @@ func checkPPO(c *spec.Check) {
 			}
 		}
 	}
-	cv := clipValue(st)
-	if cv > 0 && !hasCritic(st) {
-		c.Warnf("clip_value", "has no effect without a critic term (critic_coeff is 0)")
-	}
-	if cv > 0 && hasCritic(st) && c.Spec.Estimator != nil {
-		c.Warnf("clip_value", "has no effect when the estimator runs in the kernel: TorchRL's estimator overwrites the stored value with the current critic's, so V_old = V (SEMANTICS.md §1.4); value_clip_fraction is 0")
-	}
+	checkClipValue(c, hasCritic(st))
 	if st.Bool("normalize_advantage") {
 		checkNormalize(c)
 	} else if st.Written("normalize_advantage_exclude_dims") {
 		c.Warnf("normalize_advantage_exclude_dims", "is ignored: normalize_advantage is false")
+	}
+}
+
+// checkClipValue warns about value clipping that does nothing: without a critic term, or
+// after an estimator in the kernel (PPOLoss, A2CLoss, ReinforceLoss).
+func checkClipValue(c *spec.Check, critic bool) {
+	cv := clipValue(c.Stage)
+	if cv > 0 && !critic {
+		c.Warnf("clip_value", "has no effect without a critic term (critic_coeff is 0)")
+	}
+	if cv > 0 && critic && c.Spec.Estimator != nil {
+		c.Warnf("clip_value", "has no effect when the estimator runs in the kernel: TorchRL's estimator overwrites the stored value with the current critic's, so V_old = V (SEMANTICS.md §1.4); value_clip_fraction is 0")
 	}
 }
 
@@ -282,12 +292,12 @@ func (l *Lowerer) advantage(st *spec.Stage) *ir.Node {
 // {head: c_h}, each head's entropy is an input <head>_entropy, loss_entropy =
 // reduce(Σ_h −c_h·H_h), entropy = mean(Σ_h H_h), and composite_entropy.<head>_entropy
 // reports each head's H_h (detached, unreduced).
-func (l *Lowerer) entropyTerm(st *spec.Stage, pol *policy) {
+// src names the TorchRL code of the term, for the Grads doc.
+func (l *Lowerer) entropyTerm(st *spec.Stage, pol *policy, src string) {
 	if !st.Bool("entropy_bonus") {
 		return
 	}
 	b := l.B
-	src := "torchrl/objectives/ppo.py PPOLoss._weighted_loss_entropy"
 	var h, loss *ir.Node
 	if coeffs, ok := st.Get("entropy_coeff").(map[string]float64); ok {
 		heads, _ := st.Get("heads").([]string)
@@ -330,25 +340,10 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 		return
 	}
 	b := l.B
-	y, v := l.Read("value_target"), l.Read("value")
-	fn := st.String("loss_critic_type")
-	lossValue := l.distance(y, v, fn)
-	if cv := clipValue(st); cv > 0 {
-		cv = l.Hyper("clip_value", cv, true, "the value-clipping δ")
-		vOld := l.Read("old_value")
-		pre := b.Sub(v, vOld)
-		clipped := b.Clamp(pre, b.Const(-cv), b.Const(cv))
-		l.Output("value_clip_fraction", l.mean(b.Ne(pre, clipped)), ir.Metric,
-			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean (torchrl/objectives/utils.py _clip_value_loss)")
-		lossClipped := l.distance(y, b.Add(vOld, clipped), fn)
-		lossValue = b.Max(lossValue, lossClipped)
-	}
+	y, v, lossValue, doc := l.valueLoss(st, clipValue(st))
 	cc := l.Hyper("critic_coeff", st.Float("critic_coeff"), true, "scales the critic loss")
-	doc := "loss_critic: critic_coeff·ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none"
-	if clipValue(st) > 0 {
-		doc += "; with value clipping the larger of the unclipped and clipped losses', the clipped one's only where |V − V_old| ≤ clip_value, half each on a tie"
-	}
-	l.GradDoc("value", doc+" (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic)")
+	l.GradDoc("value", "loss_critic: critic_coeff·"+doc+" (SEMANTICS.md §1.4, §2.8; torchrl/objectives/ppo.py PPOLoss.loss_critic)")
+	fn := st.String("loss_critic_type")
 	l.Output("loss_critic", l.reduce(b.Mul(b.Const(cc), lossValue), st.String("reduction")), ir.LossTerm,
 		"critic_coeff·"+fn+"(value_target, V), reduced by reduction")
 	if st.Bool("log_explained_variance") {
@@ -361,6 +356,33 @@ func (l *Lowerer) criticTerm(st *spec.Stage) {
 		// differences in y (the AVX2 GAE composes 8 steps) become 1e-4 of the ratio at N = 2.
 		l.B.MarkIllConditioned("explained_variance")
 	}
+}
+
+// valueLoss is the critic's regression distance(value_target, V) elementwise, with the larger
+// of it and the clipped loss distance(value_target, V_old + clamp(V − V_old, ±cv)) when cv > 0,
+// reporting value_clip_fraction (torchrl/objectives/utils.py _clip_value_loss): the critic
+// term PPOLoss, A2CLoss and ReinforceLoss share. doc is the gradient of one element with
+// respect to V, for the Grads doc.
+func (l *Lowerer) valueLoss(st *spec.Stage, cv float64) (y, v, loss *ir.Node, doc string) {
+	b := l.B
+	y, v = l.Read("value_target"), l.Read("value")
+	fn := st.String("loss_critic_type")
+	loss = l.distance(y, v, fn)
+	if cv > 0 {
+		cv = l.Hyper("clip_value", cv, true, "the value-clipping δ")
+		vOld := l.Read("old_value")
+		pre := b.Sub(v, vOld)
+		clipped := b.Clamp(pre, b.Const(-cv), b.Const(cv))
+		l.Output("value_clip_fraction", l.mean(b.Ne(pre, clipped)), ir.Metric,
+			"fraction of elements whose value change V − V_old was clipped to ±clip_value; always a mean (torchrl/objectives/utils.py _clip_value_loss)")
+		lossClipped := l.distance(y, b.Add(vOld, clipped), fn)
+		loss = b.Max(loss, lossClipped)
+	}
+	doc = "ℓ'(V − value_target)·s with ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none"
+	if cv > 0 {
+		doc += "; with value clipping the larger of the unclipped and clipped losses', the clipped one's only where |V − V_old| ≤ clip_value, half each on a tie"
+	}
+	return y, v, loss, doc
 }
 
 func itoa(i int) string {

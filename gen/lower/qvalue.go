@@ -14,7 +14,7 @@ const actorsSource = "torchrl/modules/tensordict_module/actors.py"
 
 // The keys the Q-value modules read and write.
 var (
-	keyActionValue = spec.KeyDef{Name: "action_value", Default: []string{"action_value"}, Differentiable: true, Shape: "[*batch, A] | [*batch, K, A]",
+	keyActionValue = spec.KeyDef{Name: "action_value", Default: []string{"action_value"}, Differentiable: true, Shape: "[*batch, A] | [*batch, K, A] | [Q, *batch, A]",
 		Doc:    "the Q-network's action values [*batch, A] (distributional: log-softmax values [*batch, K, A]) (TorchRL key action_value)",
 		Sample: spec.Sample{Dist: "uniform", Lo: -4, Hi: -0.01, ExtremeTie: true}}
 	keyActionMask = spec.KeyDef{Name: "action_mask", Kind: spec.BoolKey, Shape: "[*batch, A]",

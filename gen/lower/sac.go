@@ -31,23 +31,31 @@ var (
 		Sample: spec.Sample{Dist: "normal", Std: 0.5}}
 )
 
-func init() {
+// sacParams are SACLoss's arguments; DiscreteSACLoss and REDQLoss take some of them.
+func sacParams() []spec.ParamDef {
 	inf := math.Inf(1)
+	return []spec.ParamDef{
+		paramNumQValueNets, paramEnsembleDim,
+		{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
+		{Name: "min_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the lower bound of α: log α is clamped to log min_alpha (TorchRL clamps the parameter in place); null or 0: none"},
+		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none"},
+		{Name: "fixed_alpha", Type: spec.Bool, Default: false, Doc: "α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported"},
+		{Name: "target_entropy", Type: spec.FloatOrAuto, Default: "auto", Min: -inf, Max: inf, Doc: "the entropy target of loss_alpha; auto: −action_dim"},
+		{Name: "action_dim", Type: spec.Int, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
+		{Name: "skip_done_states", Type: spec.Bool, Default: false, Doc: "TorchRL runs the actor only on the next states that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes next_log_prob where done"},
+		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced; none drops alpha and entropy (TorchRL's scalar_output_mode exclude)"},
+	}
+}
+
+// rejectAlphaInit is the SAC family's alpha_init: log α is an input.
+var rejectAlphaInit = spec.Rejected{Name: "alpha_init",
+	Why: "not taken: log α is an input (keys.log_alpha), the caller's parameter; initialise it to log(alpha_init)"}
+
+func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "sac", Class: "SACLoss", Source: sacSource,
-			Params: []spec.ParamDef{
-				paramNumQValueNets, paramEnsembleDim,
-				{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
-				{Name: "min_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the lower bound of α: log α is clamped to log min_alpha (TorchRL clamps the parameter in place); null or 0: none"},
-				{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none"},
-				{Name: "fixed_alpha", Type: spec.Bool, Default: false, Doc: "α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported"},
-				{Name: "target_entropy", Type: spec.FloatOrAuto, Default: "auto", Min: -inf, Max: inf, Doc: "the entropy target of loss_alpha; auto: −action_dim"},
-				{Name: "action_dim", Type: spec.Int, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
-				{Name: "skip_done_states", Type: spec.Bool, Default: false, Doc: "TorchRL runs the actor only on the next states that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes next_log_prob where done"},
-				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced; none drops alpha and entropy (TorchRL's scalar_output_mode exclude)"},
-			},
-			Rejected: []spec.Rejected{rejectGamma, {Name: "alpha_init",
-				Why: "not taken: log α is an input (keys.log_alpha), the caller's parameter; initialise it to log(alpha_init)"}},
+			Params:   sacParams(),
+			Rejected: []spec.Rejected{rejectGamma, rejectAlphaInit},
 			Keys: ([]spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget}),
 			Check: checkSAC,
@@ -71,7 +79,12 @@ func checkSAC(c *spec.Check) {
 	} else if st.Written("action_dim") {
 		c.Warnf("action_dim", "is used by target_entropy auto only; ignored")
 	}
-	if lo, hi := st.Float("min_alpha"), st.Float("max_alpha"); lo > 0 && hi > 0 && lo > hi {
+	checkAlphaBounds(c)
+}
+
+// checkAlphaBounds rejects min_alpha above max_alpha.
+func checkAlphaBounds(c *spec.Check) {
+	if lo, hi := c.Stage.Float("min_alpha"), c.Stage.Float("max_alpha"); lo > 0 && hi > 0 && lo > hi {
 		c.Errorf("min_alpha", "%g is above max_alpha %g", lo, hi)
 	}
 }
@@ -170,12 +183,7 @@ func lowerSAC(l *Lowerer, st *spec.Stage) {
 		te = -float64(st.Int("action_dim")) // SACLoss.target_entropy: −numel of the action spec
 	}
 	te = l.Hyper("target_entropy", te, true, "the entropy target (a float32 buffer in TorchRL; auto: −action_dim)")
-	l.Output("loss_alpha", l.reduce(b.Neg(b.Mul(logAlpha, b.Add(b.Detach(lp), b.Const(te)))), red), ir.LossTerm,
-		"−log α·(log π(ã|s) + target_entropy), log π detached, reduced by reduction (_alpha_loss)")
-	if red != "none" {
-		l.Output("alpha", alpha, ir.Metric, "α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached (SACLoss._alpha)")
-		l.Output("entropy", l.mean(b.Neg(b.Detach(lp))), ir.Metric, "mean(−log π(ã|s)), the entropy's sample estimate, detached")
-	}
+	l.sacAlphaTerms(st, logAlpha, alpha, lp, te, "log π(ã|s)", "the entropy's sample estimate")
 	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error)")
 
@@ -183,8 +191,25 @@ func lowerSAC(l *Lowerer, st *spec.Stage) {
 	l.GradDoc("state_action_value", "loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.qvalue_v2_loss)")
 	l.GradDoc("state_action_value_actor", "loss_actor: −s at the first minimal member k* = argmin_k Q_k(s, ã), 0 at the others (torch.min's index); chain it into ã with the Q-networks' detached parameters; "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss)")
 	l.GradDoc("log_prob", "loss_actor: α·s (α detached); loss_alpha uses log π detached and adds nothing; "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss)")
+}
+
+// sacAlphaTerms are the temperature loss and the metrics of SACLoss and DiscreteSACLoss
+// (_alpha_loss, forward), lp the log-probability term (what names it in the docs, entropyDoc
+// says what −lp estimates):
+//
+//	loss_alpha = reduce(−log α·(lp.detach() + target_entropy))
+//	alpha = α;  entropy = mean(−lp)           (detached; not with reduction none)
+func (l *Lowerer) sacAlphaTerms(st *spec.Stage, logAlpha, alpha, lp *ir.Node, te float64, what, entropyDoc string) {
+	b := l.B
+	red := st.String("reduction")
+	l.Output("loss_alpha", l.reduce(b.Neg(b.Mul(logAlpha, b.Add(b.Detach(lp), b.Const(te)))), red), ir.LossTerm,
+		"−log α·("+what+" + target_entropy), log π detached, reduced by reduction (_alpha_loss)")
+	if red != "none" {
+		l.Output("alpha", alpha, ir.Metric, "α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached ("+l.stage.Def.Class+"._alpha)")
+		l.Output("entropy", l.mean(b.Neg(b.Detach(lp))), ir.Metric, "mean(−"+what+"), "+entropyDoc+", detached")
+	}
 	if !st.Bool("fixed_alpha") {
-		l.GradDoc("log_alpha", "loss_alpha: −Σ (log π(ã|s) + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha clamp the value; "+s+" (SEMANTICS.md §14.3; sac.py SACLoss._alpha_loss)")
+		l.GradDoc("log_alpha", "loss_alpha: −Σ ("+what+" + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha clamp the value; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py "+l.stage.Def.Class+"._alpha_loss)")
 	}
 }
 

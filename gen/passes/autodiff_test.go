@@ -184,6 +184,17 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"ddpg mean":                                       flat + "loss: {type: ddpg}",
 		"2-D ddpg none smooth_l1 td_λ":                    rows + "estimator: {type: td_lambda}\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}",
 		"masked ddpg sum l1":                              rows + "loss: {type: ddpg, reduction: sum, loss_function: l1}\nkeys: {mask: mask}",
+		"a2c mean":                                        flat + "loss: {type: a2c}",
+		"2-D a2c categorical gae":                         head + "dims: {N: 2, T: 4, A: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: a2c, distribution: categorical, action_dim: A, critic_coeff: 0.5, reduction: sum}",
+		"masked a2c normal none clipped":                  head + "dims: {B: 4, D: 2}\nbatch: [B]\nloss: {type: a2c, distribution: normal, action_dim: D, clip_value: 0.3, loss_critic_type: l2, reduction: none}\nkeys: {mask: mask}",
+		"reinforce mean":                                  flat + "loss: {type: reinforce}",
+		"masked reinforce td_lambda sum":                  rows + "estimator: {type: td_lambda}\nloss: {type: reinforce, reduction: sum, loss_critic_type: l1}\nkeys: {mask: mask}",
+		"discrete_sac one_hot":                            head + "dims: {Q: 2, B: 5, A: 3}\nbatch: [B]\nloss: {type: discrete_sac, action_dim: A, action_space: one_hot}",
+		"2-D discrete_sac categorical td1 masked":         head + "dims: {Q: 3, N: 2, T: 4, A: 3}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: discrete_sac, action_dim: A, action_space: categorical, reduction: sum, loss_function: l2, min_alpha: 0.9, skip_done_states: true}\nkeys: {mask: mask}",
+		"redq mean":                                       head + "dims: {Q: 4, B: 5}\nbatch: [B]\nloss: {type: redq, action_dim: 2}",
+		"2-D redq none l2 td1 masked clamped":             head + "dims: {Q: 3, N: 2, T: 4}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: redq, reduction: none, loss_function: l2, target_entropy: -1.5, min_alpha: 0.9, max_alpha: 1.1}\nkeys: {mask: mask}",
+		"redq sum fixed":                                  head + "dims: {Q: 3, B: 6}\nbatch: [B]\nloss: {type: redq, reduction: sum, fixed_alpha: true, action_dim: 1}",
+		"reinforce clipped none":                          flat + "loss: {type: reinforce, clip_value: 0.2, reduction: none}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
