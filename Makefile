@@ -31,6 +31,9 @@ vet:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags purego $(PKGS)
 	GOARCH=arm64 $(GO) vet ./generated/... ./runtime/...
+	@# The runtime module on its own, outside the workspace: it (its tests included) must need
+	@# nothing of the generator's module, which a user's module does not require.
+	cd runtime && GOWORK=off $(GO) vet ./...
 
 # On a CPU with AVX2 and FMA the generated tests must run the AVX2 kernels (a silently
 # missing assembly backend fails instead of passing on the Go fallback).

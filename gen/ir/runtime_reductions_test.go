@@ -1,4 +1,4 @@
-package runtime
+package ir_test
 
 import (
 	"math"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	lgrt "github.com/lossgen/lossgen/runtime"
 )
 
-// The accumulators and lane finishes here are generated kernels' faster forms of lossgen's
+// The runtime's accumulators and lane finishes are generated kernels' faster forms of lossgen's
 // reductions; ir.ReductionOf describes each once. These tests check every form against a
 // fold of its description (ir.Fold), on data with ties, NaNs and infinities.
 
@@ -37,14 +38,14 @@ func same(got, want, rel float64) bool {
 // TestAccumulatorsFollowDescriptions: the Go kernels' streaming accumulators.
 func TestAccumulatorsFollowDescriptions(t *testing.T) {
 	for _, xs := range reductionData() {
-		lse, mean, w := NewLogSumExp(), Mean{}, Welford{}
+		lse, mean, w := lgrt.NewLogSumExp(), lgrt.Mean{}, lgrt.Welford{}
 		mx, mn := math.Inf(-1), math.Inf(1)
-		am, amr := NewArgMax(), NewArgMax()
+		am, amr := lgrt.NewArgMax(), lgrt.NewArgMax()
 		for i, x := range xs {
 			lse.Add(x)
 			mean.Add(x)
 			w.Add(x)
-			mx, mn = Max(mx, x), Min(mn, x)
+			mx, mn = lgrt.Max(mx, x), lgrt.Min(mn, x)
 			am.Add(x, i)
 			j := len(xs) - 1 - i
 			amr.AddReverse(xs[j], j)
@@ -95,19 +96,19 @@ func TestLaneFinishesFollowDescriptions(t *testing.T) {
 				}
 			}
 			s := lanes(ir.OpSum)
-			FinishSum(dst, s[0], lps)
+			lgrt.FinishSum(dst, s[0], lps)
 			check(ir.OpSum, 0, 1e-14)
-			FinishMean(dst, s[0], lps, float64(len(xs)))
+			lgrt.FinishMean(dst, s[0], lps, float64(len(xs)))
 			check(ir.OpMean, 0, 1e-14)
-			FinishMax(dst, lanes(ir.OpRMax)[0], lps)
+			lgrt.FinishMax(dst, lanes(ir.OpRMax)[0], lps)
 			check(ir.OpRMax, 0, 0)
-			FinishMin(dst, lanes(ir.OpRMin)[0], lps)
+			lgrt.FinishMin(dst, lanes(ir.OpRMin)[0], lps)
 			check(ir.OpRMin, 0, 0)
 			v := lanes(ir.OpVar)
-			FinishVar(dst, v[0], v[1], v[2], lps, 1)
+			lgrt.FinishVar(dst, v[0], v[1], v[2], lps, 1)
 			check(ir.OpVar, 1, 1e-12)
 			a := lanes(ir.OpArgMax)
-			FinishArgMax(dst, a[0], a[1], lps)
+			lgrt.FinishArgMax(dst, a[0], a[1], lps)
 			check(ir.OpArgMax, 0, 0)
 		}
 	}
@@ -119,7 +120,7 @@ func TestMergeVarFollowsDescription(t *testing.T) {
 	red := ir.ReductionOf[float64](ir.OpVar)
 	rows := reductionData()
 	for i := 0; i+1 < len(rows); i++ {
-		var a, b Welford
+		var a, b lgrt.Welford
 		for _, x := range rows[i] {
 			a.Add(x)
 		}
@@ -127,7 +128,7 @@ func TestMergeVarFollowsDescription(t *testing.T) {
 			b.Add(x)
 		}
 		n, mean, m2 := []float64{a.N}, []float64{a.Mean}, []float64{a.M2}
-		MergeVar(n, mean, m2, []float64{b.N}, []float64{b.Mean}, []float64{b.M2})
+		lgrt.MergeVar(n, mean, m2, []float64{b.N}, []float64{b.Mean}, []float64{b.M2})
 		want := red.Merge(o, []float64{a.N, a.Mean, a.M2}, []float64{b.N, b.Mean, b.M2})
 		for f, got := range []float64{n[0], mean[0], m2[0]} {
 			if !same(got, want[f], 0) {
