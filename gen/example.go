@@ -58,6 +58,13 @@ func exampleFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		}
 		lits = append(lits, inputRecipeLiteral(in))
 	}
+	data := map[string]any{
+		"Header": gogen.Header(m), "Package": m.Package, "Grads": c.Backward != nil, "State": state,
+		"Seed": r.Seed, "DType": r.DType, "Recipe": lits,
+	}
+	if exampleCost(g) > exampleBudget {
+		return exampleUnchecked(g, data)
+	}
 	vals, _, err := r.Draw()
 	if err != nil {
 		return nil, fmt.Errorf("example inputs: %w", err)
@@ -72,46 +79,102 @@ func exampleFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 	}
 
 	var prints []examplePrint
-	add := func(o *ir.Output, label, field string) {
-		v := interp.Data(outs[o.Name])
-		p := examplePrint{Label: label, Expr: "float64(" + field + ")"}
-		if len(o.Node.Shape) > 0 {
-			p.Label, p.Expr = "Σ|"+label+"|", "exampleL1("+field+")"
+	for _, f := range examplePrinted(g) {
+		v := interp.Data(outs[f.o.Name])
+		if len(f.o.Node.Shape) > 0 {
 			s := 0.0
 			for _, x := range v {
 				s += math.Abs(x)
 			}
 			v = []float64{s}
 		}
+		p := f.print()
 		p.Digits, p.Want = stableDigits(v[0])
 		prints = append(prints, p)
-	}
-	losses := false
-	for _, o := range g.Outputs {
-		if o.Role == ir.LossTerm {
-			losses = true
-			add(o, o.Name, "out."+gogen.FieldName(o.Name))
-		}
-	}
-	for _, o := range g.Outputs {
-		switch {
-		case o.Role == ir.Gradient && len(o.Node.Shape) == 0:
-			add(o, o.Name, "g."+gogen.GradField(o.Name)+"[0]") // a scalar input's gradient is a one-element slice
-		case o.Role == ir.Gradient:
-			add(o, o.Name, "g."+gogen.GradField(o.Name))
-		case !losses && o.Role != ir.State && o.Role != ir.Fault:
-			add(o, o.Name, "out."+gogen.FieldName(o.Name))
-		}
 	}
 	l1 := false
 	for _, p := range prints {
 		l1 = l1 || strings.HasPrefix(p.Expr, "exampleL1")
 	}
-	return render("example_test.go.tmpl", map[string]any{
-		"Header": gogen.Header(m), "Package": m.Package, "Grads": c.Backward != nil, "State": state,
-		"Seed": r.Seed, "DType": r.DType, "Recipe": lits, "Prints": prints, "L1": l1,
-		"Losses": losses,
-	})
+	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, l1, hasLossTerms(g), true
+	return render("example_test.go.tmpl", data)
+}
+
+// exampleBudget bounds the reference interpreter's work for the example's // Output: lines,
+// in node elements (Σ over the graph's nodes of their element counts): about a second. A
+// package whose shapes exceed it (a 256k-token vocabulary, a 4096-member ensemble) gets an
+// example that prints but checks nothing, so that generate stays fast at any size (its
+// TestGolden checks the values).
+const exampleBudget = 5e7
+
+// exampleCost is the interpreter's work for one call of g, in node elements.
+func exampleCost(g *ir.Graph) float64 {
+	n := 0.0
+	for _, x := range g.Nodes {
+		n += float64(x.Shape.Numel())
+	}
+	return n
+}
+
+// exampleUnchecked renders the example without // Output: lines: the same prints, at 4
+// significant digits.
+func exampleUnchecked(g *ir.Graph, data map[string]any) ([]byte, error) {
+	var prints []examplePrint
+	l1 := false
+	for _, f := range examplePrinted(g) {
+		p := f.print()
+		p.Digits = 4
+		l1 = l1 || len(f.o.Node.Shape) > 0
+		prints = append(prints, p)
+	}
+	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, l1, hasLossTerms(g), false
+	return render("example_test.go.tmpl", data)
+}
+
+// exampleOutput is one output the example prints and the Go expression of its field.
+type exampleOutput struct {
+	o     *ir.Output
+	field string
+}
+
+// print is the line that prints it: a scalar's value, a tensor's L1 norm.
+func (f exampleOutput) print() examplePrint {
+	if len(f.o.Node.Shape) > 0 {
+		return examplePrint{Label: "Σ|" + f.o.Name + "|", Expr: "exampleL1(" + f.field + ")"}
+	}
+	return examplePrint{Label: f.o.Name, Expr: "float64(" + f.field + ")"}
+}
+
+// examplePrinted lists what the example prints: each loss term, then each gradient; without
+// loss terms, every output but state and faults.
+func examplePrinted(g *ir.Graph) []exampleOutput {
+	var out []exampleOutput
+	losses := hasLossTerms(g)
+	for _, o := range g.Outputs {
+		if o.Role == ir.LossTerm {
+			out = append(out, exampleOutput{o, "out." + gogen.FieldName(o.Name)})
+		}
+	}
+	for _, o := range g.Outputs {
+		switch {
+		case o.Role == ir.Gradient && len(o.Node.Shape) == 0:
+			out = append(out, exampleOutput{o, "g." + gogen.GradField(o.Name) + "[0]"}) // a scalar input's gradient is a one-element slice
+		case o.Role == ir.Gradient:
+			out = append(out, exampleOutput{o, "g." + gogen.GradField(o.Name)})
+		case !losses && o.Role != ir.State && o.Role != ir.Fault:
+			out = append(out, exampleOutput{o, "out." + gogen.FieldName(o.Name)})
+		}
+	}
+	return out
+}
+
+func hasLossTerms(g *ir.Graph) bool {
+	for _, o := range g.Outputs {
+		if o.Role == ir.LossTerm {
+			return true
+		}
+	}
+	return false
 }
 
 // inputRecipeLiteral is in as a Go composite literal of a runtime.InputRecipe element, with
