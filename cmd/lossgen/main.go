@@ -10,8 +10,8 @@
 //	lossgen version                               print the generator, module and VCS versions
 //	lossgen init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE]
 //	                                              print a commented starter spec
-//	lossgen reference [-o FILE]                   print the spec reference (docs/spec-reference.md)
-//	lossgen schema [-o FILE]                      print the spec's JSON Schema (docs/spec.schema.json)
+//	lossgen reference [-o FILE [-force]]          print the spec reference (docs/spec-reference.md)
+//	lossgen schema [-o FILE [-force]]             print the spec's JSON Schema (docs/spec.schema.json)
 //
 // Use it from go generate:
 //
@@ -59,8 +59,8 @@ commands:
   version                              print the generator version, the module version and the VCS revision
   init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE [-force]]
                                        print a commented starter spec, every parameter at TorchRL's default
-  reference [-o FILE]                  print the spec reference (docs/spec-reference.md)
-  schema [-o FILE]                     print the spec's JSON Schema for editors (docs/spec.schema.json)
+  reference [-o FILE [-force]]         print the spec reference (docs/spec-reference.md)
+  schema [-o FILE [-force]]            print the spec's JSON Schema for editors (docs/spec.schema.json)
 
 Run 'lossgen <command> -h' for a command's flags.
 `
