@@ -95,8 +95,8 @@ generate:
 # (gen/specdoc; its TestDocsFresh fails on a stale copy too).
 DOCS := docs/spec-reference.md docs/spec.schema.json
 docs:
-	$(GO) run ./cmd/lossgen reference -o docs/spec-reference.md
-	$(GO) run ./cmd/lossgen schema -o docs/spec.schema.json
+	$(GO) run ./cmd/lossgen reference -force -o docs/spec-reference.md
+	$(GO) run ./cmd/lossgen schema -force -o docs/spec.schema.json
 
 # Regenerates generated/, the example's kernel and the docs, and fails if that changed
 # anything (or left files untracked).

@@ -109,6 +109,47 @@ type paddedInput struct {
 	Index bool // an int64 index (a categorical action), else a float
 }
 
+// maskedGrad is a gradient that has every batch dim, for TestPaddingIgnored's check that it is
+// 0 at masked elements: its flat element i lies on the mask's element
+// Σ (i/Stride % Size)·Mul over Dims, one per batch dim.
+type maskedGrad struct {
+	Name string
+	Dims []gradBatchDim
+}
+
+// gradBatchDim places one batch dim in a gradient's shape: Stride and Size in the gradient,
+// Mul its stride in the mask.
+type gradBatchDim struct{ Stride, Size, Mul int }
+
+// maskedGrads returns the gradients (outputs of back) that have every dim of batch, with
+// where each batch dim lies in them: a gradient's batch dims need not lead its shape (SAC's
+// [Q, B] critic gradients). Gradients without them all (a scalar log_alpha) are left out:
+// they sum over valid and masked elements alike.
+func maskedGrads(back *ir.Graph, batch ir.Shape) []maskedGrad {
+	bst := batch.Strides()
+	var out []maskedGrad
+	for _, o := range back.Outputs {
+		if o.Role != ir.Gradient {
+			continue
+		}
+		s := o.Node.Shape
+		st := s.Strides()
+		mg := maskedGrad{Name: o.Name}
+		for k, d := range batch {
+			j := s.Index(d.Name)
+			if j < 0 {
+				mg.Dims = nil
+				break
+			}
+			mg.Dims = append(mg.Dims, gradBatchDim{Stride: st[j], Size: d.Size, Mul: bst[k]})
+		}
+		if len(mg.Dims) == len(batch) {
+			out = append(out, mg)
+		}
+	}
+	return out
+}
+
 // maskedInputs returns the loss's mask (keys.mask, [*batch]) as the field of Inputs that
 // holds it, and the inputs whose masked elements TestPaddingIgnored fills with garbage:
 // those the graph reads only through where(mask, input, pad) (a loss's inputs; not what an
@@ -206,7 +247,9 @@ func testFile(c *Compiled, m gogen.Meta, goldenRel string) ([]byte, error) {
 	}
 	var grads []testOutput
 	gradBytes := 0
+	data["MaskedGrads"] = []maskedGrad(nil)
 	if c.Backward != nil {
+		data["MaskedGrads"] = maskedGrads(c.Backward.Graph, g.Batch)
 		tol := GradTolerance(g.DType)
 		for _, o := range c.Backward.Graph.Outputs {
 			if o.Role == ir.Gradient {

@@ -216,6 +216,10 @@ func (d *decoder) enumAliased(path string, n *yaml.Node, vals []string, aliases 
 	for _, a := range aliases {
 		names = append(names, a.Name)
 	}
+	if m := foldMatch(s, vals, aliases); m != "" { // GSPOLoss: gspo, not the nearer GRPOLoss
+		d.errf(n, "%s: unknown value %q (did you mean %s? %s", path, s, quote(m), strings.TrimPrefix(allowed(vals), "("))
+		return "", false
+	}
 	if closest(s, vals) == "" && closest(s, names) != "" { // a typo of an alias: suggest it
 		d.errf(n, "%s: unknown value %q (did you mean %s? %s", path, s, quote(closest(s, names)), strings.TrimPrefix(allowed(vals), "("))
 		return "", false

@@ -113,6 +113,34 @@ func closest(got string, vals []string) string {
 	return best
 }
 
+// foldMatch is the one value of vals that s names but for case, underscores and a "Loss"
+// suffix (gspoloss, GSPOLoss, ClipPPO: gspo, gspo, clip_ppo), directly or through an alias
+// (a class name); "" when none or several do. A user who wrote a TorchRL class lossgen
+// lacks means its type, which an edit distance can miss for a nearer class (GRPOLoss).
+func foldMatch(s string, vals []string, aliases []Alias) string {
+	norm := func(x string) string {
+		return strings.TrimSuffix(strings.ReplaceAll(strings.ToLower(x), "_", ""), "loss")
+	}
+	want, found := norm(s), map[string]bool{}
+	for _, v := range vals {
+		if norm(v) == want {
+			found[v] = true
+		}
+	}
+	for _, a := range aliases {
+		if norm(a.Name) == want {
+			found[a.For] = true
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	for v := range found {
+		return v
+	}
+	return ""
+}
+
 // editDistance is the Levenshtein distance between a and b, in bytes.
 func editDistance(a, b string) int {
 	prev := make([]int, len(b)+1)

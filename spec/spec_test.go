@@ -116,6 +116,13 @@ func TestWarnings(t *testing.T) {
 	s := parse(t, "package: p\ndims: {N: 2, T: 3}\nbatch: [N, T]\nestimator: {type: gae}\nloss: {type: clip_ppo, clip_value: 0.5}\n")
 	require.Len(t, s.Warnings, 1)
 	require.Contains(t, s.Warnings[0].Error(), "t.yaml:5:36: warning: loss.clip_value: has no effect when the estimator runs in the kernel")
+
+	// heads name the keys of a per-head entropy_coeff; with one coefficient they do nothing.
+	s = parse(t, "package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo, heads: [a, b]}\n")
+	require.Len(t, s.Warnings, 1)
+	require.Contains(t, s.Warnings[0].Error(), "t.yaml:4:31: warning: loss.heads: is ignored: it names the heads of a per-head entropy_coeff mapping")
+	s = parse(t, "package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo, heads: [a, b], entropy_coeff: {a: 0.1, b: 0.2}}\n")
+	require.Empty(t, s.Warnings)
 }
 
 // numericDefaults lists every number-valued parameter of every stage with TorchRL's default

@@ -74,6 +74,12 @@ func TestClassNameAsType(t *testing.T) {
 	// A misspelt class gets the class suggested; the allowed list is of type names.
 	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: ClipPPOLos}\n"), reg)
 	require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "ClipPPOLos" (did you mean "ClipPPOLoss"? allowed: `+strings.Join(reg.Types(spec.Loss), ", ")+")")
+	// A type written as a class lossgen lacks (GSPOLoss, gspo's class being Liger's) gets the
+	// type it names but for case and the Loss suffix, not the class one letter away (GRPOLoss).
+	for _, typ := range []string{"GSPOLoss", "gspoloss", "GSPO"} {
+		_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: "+typ+"}\n"), reg)
+		require.EqualError(t, err, `t.yaml:4:14: loss.type: unknown value "`+typ+`" (did you mean "gspo"? allowed: `+strings.Join(reg.Types(spec.Loss), ", ")+")")
+	}
 }
 
 // The action spaces' other spellings that TorchRL's ACTION_SPACE_MAP accepts read as the

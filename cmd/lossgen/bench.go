@@ -119,17 +119,13 @@ func parseSizes(s string, batch ir.Shape) ([]map[string]int, error) {
 		return out, nil
 	}
 	for _, set := range strings.Split(s, ";") {
+		dims, err := parseDimSizes(set)
+		if err != nil {
+			return nil, err
+		}
 		m := map[string]int{}
-		for _, kv := range strings.Split(set, ",") {
-			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-			n, err := strconv.Atoi(v)
-			if !ok || err != nil || n <= 0 {
-				return nil, fmt.Errorf("bad size %q (want NAME=POSITIVE, e.g. N=16,T=256)", kv)
-			}
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("dim %s given twice in %q", k, set)
-			}
-			m[k] = n
+		for _, d := range dims {
+			m[d.Name] = d.Size
 		}
 		out = append(out, m)
 	}

@@ -20,19 +20,23 @@ func cmdSchema(args []string, stdout, stderr io.Writer) error {
 }
 
 // docCommand is a command that prints a document generated from the registry, or writes it
-// to -o FILE (replacing it whole: the file is generated).
+// to -o FILE: a new file, or with -force a regular file replaced whole, as init writes.
 func docCommand(name, what string, args []string, stdout, stderr io.Writer, render func() []byte) error {
-	fs := flags(name, "[-o FILE]", stderr)
-	out := fs.String("o", "", "write "+what+" to FILE instead of stdout")
+	fs := flags(name, "[-o FILE [-force]]", stderr)
+	out := fs.String("o", "", "write "+what+" to FILE instead of stdout (an existing FILE is an error without -force)")
+	force := fs.Bool("force", false, "with -o, replace an existing FILE")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
 	if fs.NArg() != 0 {
 		return badUsage(fs, stderr, "no arguments expected, got %q", fs.Arg(0))
 	}
+	if *force && *out == "" {
+		return badUsage(fs, stderr, "-force needs -o FILE")
+	}
 	if *out == "" {
 		_, err := stdout.Write(render())
 		return err
 	}
-	return writeFile(*out, render(), true)
+	return writeFile(*out, render(), *force)
 }

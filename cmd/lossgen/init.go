@@ -1,9 +1,8 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen/specdoc"
@@ -43,7 +42,7 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		o.Transforms = strings.Split(*tr, ",")
 	}
 	if *dims != "" {
-		d, err := parseDims(*dims)
+		d, err := parseDimSizes(*dims)
 		if err != nil {
 			return badUsage(fs, stderr, "-dims: %v", err)
 		}
@@ -53,6 +52,9 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 		return badUsage(fs, stderr, "name a LOSS, -estimator or -transform")
 	}
 	text, err := specdoc.Starter(o)
+	if flag, msg, ok := optionError(err); ok {
+		return badUsage(fs, stderr, "%s: %s", flag, msg)
+	}
 	if err != nil {
 		return err
 	}
@@ -63,16 +65,24 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	return writeFile(*out, text, *force)
 }
 
-// parseDims reads -dims: NAME=SIZE pairs separated by commas.
-func parseDims(s string) ([]spec.Dim, error) {
-	var out []spec.Dim
-	for _, part := range strings.Split(s, ",") {
-		name, size, ok := strings.Cut(strings.TrimSpace(part), "=")
-		n, err := strconv.Atoi(size)
-		if !ok || name == "" || err != nil {
-			return nil, fmt.Errorf("%q is not NAME=SIZE (e.g. N=16,T=256)", part)
-		}
-		out = append(out, spec.Dim{Name: name, Size: n})
+// optionError finds, among the starter spec's errors, one at the dims or the package (a
+// dim name or size, a package name the spec rejects) and states it as the flag that gave
+// it: the user never sees the starter's lines. ok is false for any other error.
+func optionError(err error) (flag, msg string, ok bool) {
+	var list spec.ErrorList
+	if !errors.As(err, &list) {
+		return "", "", false
 	}
-	return out, nil
+	for _, e := range list {
+		if rest, found := strings.CutPrefix(e.Msg, "dims."); found {
+			return "-dims", rest, true
+		}
+		if rest, found := strings.CutPrefix(e.Msg, "dims: "); found {
+			return "-dims", rest, true
+		}
+		if rest, found := strings.CutPrefix(e.Msg, "package: "); found {
+			return "-package", rest, true
+		}
+	}
+	return "", "", false
 }

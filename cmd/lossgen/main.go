@@ -10,8 +10,8 @@
 //	lossgen version                               print the generator, module and VCS versions
 //	lossgen init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE]
 //	                                              print a commented starter spec
-//	lossgen reference [-o FILE]                   print the spec reference (docs/spec-reference.md)
-//	lossgen schema [-o FILE]                      print the spec's JSON Schema (docs/spec.schema.json)
+//	lossgen reference [-o FILE [-force]]          print the spec reference (docs/spec-reference.md)
+//	lossgen schema [-o FILE [-force]]             print the spec's JSON Schema (docs/spec.schema.json)
 //
 // Use it from go generate:
 //
@@ -59,8 +59,8 @@ commands:
   version                              print the generator version, the module version and the VCS revision
   init [LOSS] [-estimator E] [-transform T,...] [-dims N=16,T=256] [-o FILE [-force]]
                                        print a commented starter spec, every parameter at TorchRL's default
-  reference [-o FILE]                  print the spec reference (docs/spec-reference.md)
-  schema [-o FILE]                     print the spec's JSON Schema for editors (docs/spec.schema.json)
+  reference [-o FILE [-force]]         print the spec reference (docs/spec-reference.md)
+  schema [-o FILE [-force]]            print the spec's JSON Schema for editors (docs/spec.schema.json)
 
 Run 'lossgen <command> -h' for a command's flags.
 `
@@ -388,7 +388,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 	if st, err := os.Stat(*data); dataSet && (err != nil || !st.IsDir()) {
 		return fmt.Errorf("-data %s: not a directory of .npz data", *data)
 	}
-	var heads, details []string
+	// Why a data file made no case is a note: it follows the spec's result line, or the
+	// headlines of a failed comparison, never comes ahead of them.
+	var heads, details, notes []string
 	for _, path := range fs.Args() {
 		c, err := gen.Compile(path)
 		if err != nil {
@@ -405,8 +407,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		var skipped []string
 		for _, sk := range skips {
-			fmt.Fprintf(stderr, "%s: no case from %s: %s\n", path, sk.File, sk.Why)
+			skipped = append(skipped, fmt.Sprintf("%s: no case from %s: %s", path, sk.File, sk.Why))
 		}
 		slow := c.Graph.Batch.Numel() >= slowGolden
 		for i := range cs {
@@ -428,6 +431,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(stdout, "%s: wrote %d cases to %s: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+			printLines(stderr, skipped)
 			continue
 		}
 		diffs, err := cases.Check(dir, cs)
@@ -436,6 +440,9 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		}
 		if len(diffs) == 0 {
 			fmt.Fprintf(stdout, "%s: %d cases in %s match the interpreter: %s\n", path, len(cs), dir, strings.Join(names, ", "))
+			printLines(stderr, skipped)
+		} else {
+			notes = append(notes, skipped...)
 		}
 		heads = append(heads, cases.Headlines(dir, diffs)...)
 		for _, d := range diffs {
@@ -448,6 +455,7 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, h)
 		}
 		fmt.Fprintf(stderr, "if the change is intended, rewrite the cases: %s\n", goldenUpdateCommand(args))
+		printLines(stderr, notes)
 		fmt.Fprintln(stderr, "details:")
 		for _, d := range details {
 			fmt.Fprintln(stderr, "  "+d)
@@ -455,6 +463,13 @@ func cmdGolden(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("golden cases differ from the interpreter")
 	}
 	return nil
+}
+
+// printLines writes each line to w.
+func printLines(w io.Writer, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
 }
 
 // slowGolden is the batch size from which computing a spec's golden cases takes over a

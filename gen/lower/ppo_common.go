@@ -149,7 +149,11 @@ func checkPPO(c *spec.Check) {
 			c.Errorf("clip_value", "must be >= 0 (0 or null: no value clipping), got %v", v)
 		}
 	}
-	if m, ok := st.Get("entropy_coeff").(map[string]float64); ok {
+	m, perHead := st.Get("entropy_coeff").(map[string]float64)
+	if heads, _ := st.Get("heads").([]string); !perHead && len(heads) > 0 {
+		c.Warnf("heads", "is ignored: it names the heads of a per-head entropy_coeff mapping, and entropy_coeff is one number")
+	}
+	if perHead {
 		heads, _ := st.Get("heads").([]string)
 		if len(heads) == 0 {
 			c.Errorf("entropy_coeff", "a per-head mapping needs loss.heads, the list of action heads")

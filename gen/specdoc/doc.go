@@ -9,5 +9,5 @@
 // from the spec.Registry given.
 package specdoc
 
-//go:generate go run ../../cmd/lossgen reference -o ../../docs/spec-reference.md
-//go:generate go run ../../cmd/lossgen schema -o ../../docs/spec.schema.json
+//go:generate go run ../../cmd/lossgen reference -force -o ../../docs/spec-reference.md
+//go:generate go run ../../cmd/lossgen schema -force -o ../../docs/spec.schema.json

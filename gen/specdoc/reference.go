@@ -9,10 +9,10 @@ import (
 )
 
 // ReferenceCommand regenerates docs/spec-reference.md (make docs runs it).
-const ReferenceCommand = "go run ./cmd/lossgen reference -o docs/spec-reference.md"
+const ReferenceCommand = "go run ./cmd/lossgen reference -force -o docs/spec-reference.md"
 
 // SchemaCommand regenerates docs/spec.schema.json (make docs runs it).
-const SchemaCommand = "go run ./cmd/lossgen schema -o docs/spec.schema.json"
+const SchemaCommand = "go run ./cmd/lossgen schema -force -o docs/spec.schema.json"
 
 // Reference is the Markdown reference of the spec format with the stages of reg: the
 // top-level fields, how dims set the layout, every loss, estimator and transform (TorchRL

@@ -412,6 +412,30 @@ func TestStarterText(t *testing.T) {
 	require.Contains(t, string(out), "\ndims:\n  B: 256\n  K: 5\n  A: 4\nbatch: [B]\n")
 	require.Contains(t, string(out), "\n    support: [-2.0, -1.0, 0.0, 1.0, 2.0]\n")
 
+	// Sized otherwise, the example's support and group dim fit the starter's dims: the
+	// support over the example's range with K atoms, the group the outermost batch dim.
+	for _, c := range []struct {
+		o    StarterOptions
+		want string
+	}{
+		{StarterOptions{Transforms: []string{"distributional_qvalue"}, Dims: []spec.Dim{{Name: "B", Size: 8}, {Name: "K", Size: 1}}},
+			"\n    support: {vmin: -2.0, vmax: 2.0, n_atoms: 1}\n"},
+		{StarterOptions{Transforms: []string{"distributional_qvalue"}, Dims: []spec.Dim{{Name: "B", Size: 4}, {Name: "K", Size: 3}}},
+			"\n    support: {vmin: -2.0, vmax: 2.0, n_atoms: 3}\n"},
+		{StarterOptions{Loss: "grpo", Estimator: "mc_advantage", Dims: []spec.Dim{{Name: "B", Size: 2}, {Name: "L", Size: 3}}},
+			"\n  group_dim: B\n"},
+		{StarterOptions{Loss: "grpo", Estimator: "mc_advantage"}, "\n  group_dim: N\n"},
+	} {
+		out, err := Starter(c.o)
+		require.NoError(t, err)
+		require.Contains(t, string(out), c.want)
+	}
+	out, err = Starter(StarterOptions{Transforms: []string{"distributional_qvalue"}, Dims: []spec.Dim{{Name: "B", Size: 4}, {Name: "K", Size: 3}}})
+	require.NoError(t, err)
+	s, err = spec.Parse("x.yaml", out, reg)
+	require.NoError(t, err)
+	require.Equal(t, []float64{-2, 0, 2}, s.Transforms[0].Get("support"))
+
 	for _, c := range []struct {
 		o    StarterOptions
 		want string

@@ -186,10 +186,10 @@ func starterBody(o StarterOptions, stages []*spec.StageDef) []byte {
 			transforms = append(transforms, d)
 		case spec.Estimator:
 			p("estimator:\n")
-			stageBody(&b, "  ", d, sizes)
+			stageBody(&b, "  ", d, sizes, bn)
 		case spec.Loss:
 			p("loss:\n")
-			stageBody(&b, "  ", d, sizes)
+			stageBody(&b, "  ", d, sizes, bn)
 		}
 	}
 	if len(transforms) > 0 {
@@ -197,7 +197,7 @@ func starterBody(o StarterOptions, stages []*spec.StageDef) []byte {
 		p("transforms:\n")
 		for _, d := range transforms {
 			fmt.Fprintf(&b, "  - type: %s  # TorchRL's %s (%s)\n", d.Type, d.Class, d.Source)
-			stageParams(&b, "    ", d, sizes)
+			stageParams(&b, "    ", d, sizes, bn)
 		}
 	}
 	return b.Bytes()
@@ -260,14 +260,15 @@ func starterDims(o StarterOptions, stages []*spec.StageDef) (before, batch, afte
 	return before, batch, after
 }
 
-func stageBody(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[string]int) {
+func stageBody(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[string]int, batch []string) {
 	fmt.Fprintf(b, "%stype: %s  # TorchRL's %s (%s)\n", indent, d.Type, d.Class, d.Source)
-	stageParams(b, indent, d, sizes)
+	stageParams(b, indent, d, sizes, batch)
 }
 
 // stageParams writes every parameter: its doc as a comment, then its value, or, for an
-// optional parameter without a default, a commented-out line. sizes are the starter's dims.
-func stageParams(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[string]int) {
+// optional parameter without a default, a commented-out line. sizes are the starter's dims,
+// batch its batch dims' names.
+func stageParams(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[string]int, batch []string) {
 	for i := range d.Params {
 		q := &d.Params[i]
 		doc := q.Doc
@@ -279,6 +280,7 @@ func stageParams(b *bytes.Buffer, indent string, d *spec.StageDef, sizes map[str
 		case d.Example != nil && d.Example.Sizes[q.Name] != "":
 			v = sizes[d.Example.Sizes[q.Name]]
 		case ok:
+			v = fitExample(d, q, v, sizes, batch)
 		case q.Default != nil:
 			v = q.Default
 		case q.Null != nil:
@@ -352,6 +354,8 @@ func dataKeyText(key []string) string {
 // yamlValue is a parameter value in YAML flow style.
 func yamlValue(v any) string {
 	switch x := v.(type) {
+	case flowYAML:
+		return string(x)
 	case string:
 		return yamlString(x)
 	case []string:
@@ -373,6 +377,28 @@ func yamlString(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// fitExample fits a stage example's value of parameter q to the starter's dims: a dim the
+// example names that the starter does not declare (mc_advantage's group_dim N, with -dims
+// B=2,L=3) becomes the outermost batch dim; a support list whose length is not the atom
+// dim's size is written as {vmin, vmax, n_atoms} over the example's range.
+func fitExample(d *spec.StageDef, q *spec.ParamDef, v any, sizes map[string]int, batch []string) any {
+	if name, isDim := v.(string); isDim && q.Type == spec.DimName && len(batch) > 0 {
+		if _, declared := sizes[name]; !declared {
+			return batch[0]
+		}
+	}
+	if list, isList := v.([]float64); isList && q.LinspaceDim != "" && len(list) > 0 {
+		atom, _ := exampleParam(d, q.LinspaceDim)
+		if n, ok := sizes[fmt.Sprint(atom)]; ok && n != len(list) {
+			return flowYAML(fmt.Sprintf("{vmin: %s, vmax: %s, n_atoms: %d}", valueText(list[0]), valueText(list[len(list)-1]), n))
+		}
+	}
+	return v
+}
+
+// flowYAML is a value already in YAML flow style, which yamlValue writes as it is.
+type flowYAML string
 
 // exampleParam is the value a stage's example gives a parameter.
 func exampleParam(d *spec.StageDef, name string) (any, bool) {
