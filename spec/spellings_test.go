@@ -253,3 +253,23 @@ func TestNoConsequentialErrors(t *testing.T) {
 // lossTypes is the allowed list of loss types an unknown type's error names: every
 // registered loss, sorted.
 func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }
+
+// TDLambdaEstimator's and GAE's vectorized (an implementation choice, the same estimate) is
+// accepted and ignored with a note; the estimators that do not take it (TD(0), TD(1),
+// V-trace) refuse it as an unknown key.
+func TestVectorizedIgnored(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, T: 8}\nbatch: [B, T]\nestimator:\n"
+	for _, est := range []string{"td_lambda", "gae"} {
+		notes := sameSpec(t,
+			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: true\n",
+			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n")
+		require.Len(t, notes, 1)
+		require.Equal(t, "t.yaml:8:15: note: estimator.vectorized: ignored: TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form", notes[0].Error())
+	}
+	// GAE's is bool | None; TDLambdaEstimator's a bool.
+	require.Len(t, sameSpec(t, head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: null\n", head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n"), 1)
+	_, err := spec.Parse("t.yaml", []byte(head+"  type: td_lambda\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: 1\n"), reg)
+	require.EqualError(t, err, "t.yaml:8:15: estimator.vectorized: want true or false, got number 1")
+	_, err = spec.Parse("t.yaml", []byte(head+"  type: td1\n  gamma: 0.99\n  vectorized: true\n"), reg)
+	require.ErrorContains(t, err, `t.yaml:7:3: estimator: unknown key "vectorized"`)
+}

@@ -44,6 +44,15 @@ var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName, DimIndex:
 	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; " +
 		"explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23)"}
 
+// paramVectorized is TDLambdaEstimator's and GAE's vectorized (GAE's may be None), which
+// picks TorchRL's vectorized or looped implementation of the same estimate
+// (torchrl/objectives/value/advantages.py): accepted on those stages (StageDef.Ignored) and
+// ignored with a note.
+func paramVectorized(null any) spec.ParamDef {
+	return spec.ParamDef{Name: "vectorized", Type: spec.Bool, Null: null,
+		Doc: "TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form"}
+}
+
 // checkTimeDim checks that time_dim, a declared dim (the spec checks that), is a batch dim.
 func checkTimeDim(c *spec.Check) {
 	if t := c.Stage.String("time_dim"); t != "" && c.Spec.DimSize(t) > 0 && !contains(c.Spec.Batch, t) {

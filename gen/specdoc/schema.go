@@ -136,6 +136,11 @@ func stageSchema(d *spec.StageDef) obj {
 			props[name] = paramSchema(p)
 		}
 	}
+	for i := range d.Ignored {
+		p := &d.Ignored[i]
+		props[p.Name] = paramSchema(p)
+		props[p.Name].(obj)["description"] = "Accepted and ignored: " + sentence(p.Doc)
+	}
 	return obj{
 		"title":                d.Class,
 		"description":          d.Kind.String() + " " + d.Type + ": TorchRL's " + d.Class + " (" + d.Source + ")",

@@ -123,6 +123,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"enum alias", "transforms: [{type: qvalue, action_dim: A, action_space: one-hot}]", true},
 		{"integer time_dim", "estimator: {type: td0, gamma: 0.9, time_dim: 0}", true},
 		{"rejected argument", "loss: {type: clip_ppo, samples_mc_entropy: 1}", false},
+		{"ignored argument", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: true}", true},
+		{"ignored argument's type", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: 1}", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := []byte(base + c.spec + "\n")
