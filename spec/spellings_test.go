@@ -273,3 +273,31 @@ func TestVectorizedIgnored(t *testing.T) {
 	_, err = spec.Parse("t.yaml", []byte(head+"  type: td1\n  gamma: 0.99\n  vectorized: true\n"), reg)
 	require.ErrorContains(t, err, `t.yaml:7:3: estimator: unknown key "vectorized"`)
 }
+
+// An unwritten action dim defaults to the one declared dim after the batch dims that no
+// other dim parameter of the stage names; with several candidates the error names them.
+func TestActionDimDefault(t *testing.T) {
+	const head = "package: p\ndims: {Q: 2, N: 4, T: 3, A: 4}\nbatch: [N, T]\n"
+	got, err := spec.Parse("t.yaml", []byte(head+"loss: {type: discrete_iql, action_space: one_hot}\n"), reg)
+	require.NoError(t, err)
+	want, err := spec.Parse("t.yaml", []byte(head+"loss: {type: discrete_iql, action_space: one_hot, action_dim: A}\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "A", got.Loss.String("action_dim"))
+	require.False(t, got.Loss.Written("action_dim"))
+	got.Loss.Values["action_dim"] = want.Loss.Values["action_dim"] // the written value's position
+	require.Equal(t, want.Loss, got.Loss)
+	require.Equal(t, want.Estimator, got.Estimator) // the implied TD(0) target
+	require.Equal(t, want.Keys, got.Keys)
+
+	// The distributional module's atom dim is named, so A is the only candidate left.
+	const c51 = "package: p\ndims: {N: 4, T: 3, K: 5, A: 4}\nbatch: [N, T]\n"
+	got, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, atom_dim: K, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "A", got.Transforms[0].String("action_dim"))
+
+	// Both unwritten: K and A could each be the action dim.
+	_, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: one of K, A (the dims declared after the batch dims)")
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\ntransforms: [{type: qvalue}]\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: the name of a dim declared under dims, after the batch dims")
+}
