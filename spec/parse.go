@@ -300,6 +300,7 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 			}
 		}})
 	}
+	flat := d.flatLinspace(def, &fs)
 	for i := range def.Ignored {
 		p := &def.Ignored[i]
 		fs = append(fs, field{name: p.Name, decode: func(kp string, v *yaml.Node) {
@@ -312,7 +313,8 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	for _, r := range def.Rejected {
 		fs = append(fs, field{name: r.Name, reject: r.Why})
 	}
-	d.mapping(n, path, fs)
+	seen := d.mapping(n, path, fs)
+	d.resolveFlatLinspace(st, seen, flat)
 	return st
 }
 

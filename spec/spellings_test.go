@@ -301,3 +301,28 @@ func TestActionDimDefault(t *testing.T) {
 	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\ntransforms: [{type: qvalue}]\n"), reg)
 	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: the name of a dim declared under dims, after the batch dims")
 }
+
+// C51's support written flat, vmin, vmax and n_atoms in the stage's own mapping, reads as
+// support: {vmin, vmax, n_atoms}; a missing support says how to write it.
+func TestFlatLinspaceSupport(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, K: 51, A: 3}\nbatch: [B]\ntransforms:\n- type: distributional_qvalue\n  action_dim: A\n  atom_dim: K\n"
+	require.Empty(t, sameSpec(t,
+		head+"  vmin:    -10\n  vmax: 10\n  n_atoms: 51\n",
+		head+"  support: {vmin: -10, vmax: 10, n_atoms: 51}\n"))
+	got, err := spec.Parse("t.yaml", []byte(head+"  n_atoms: 51\n  vmax: 10\n  vmin: -10\n"), reg)
+	require.NoError(t, err)
+	sup := got.Transforms[0].Get("support").([]float64)
+	require.Len(t, sup, 51)
+	require.Equal(t, []float64{-10, 10}, []float64{sup[0], sup[50]})
+	require.Equal(t, float64(float32(-10+float32(0.4)*float32(1))), sup[1])
+
+	for src, msg := range map[string]string{
+		"":                          "t.yaml:5:3: transforms[0]: required: support, a list of the atoms or {vmin: …, vmax: …, n_atoms: …}",
+		"  vmin: -10\n  vmax: 10\n": `t.yaml:8:9: transforms[0].support: missing key "n_atoms": write {vmin: V_MIN, vmax: V_MAX, n_atoms: K}, the support torch.linspace(vmin, vmax, n_atoms)`,
+		"  vmin: -10\n  vmax: 10\n  n_atoms: 5\n":                                               "t.yaml:10:12: transforms[0].support.n_atoms: 5, but the atom dim K (atom_dim) has 51: n_atoms must equal dims.K",
+		"  vmin: -1\n  vmax: 1\n  n_atoms: 51\n  support: {vmin: -10, vmax: 10, n_atoms: 51}\n": "t.yaml:8:3: transforms[0]: vmin and support: write the support once, as support: {vmin: …, vmax: …, n_atoms: …} or as flat vmin, vmax and n_atoms",
+	} {
+		_, err := spec.Parse("t.yaml", []byte(head+src), reg)
+		require.EqualError(t, err, msg, src)
+	}
+}

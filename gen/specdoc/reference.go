@@ -193,5 +193,8 @@ func spellingsText(p *spec.ParamDef) string {
 		}
 		s += "."
 	}
+	if p.LinspaceDim != "" {
+		s += " Also written flat in the stage: `vmin`, `vmax`, `n_atoms`."
+	}
 	return s
 }
