@@ -220,7 +220,7 @@ loss: {type: clip_ppo, reduction: max}
 	var list spec.ErrorList
 	require.True(t, errors.As(err, &list), "%T", err)
 	require.Len(t, list, 4)
-	require.EqualError(t, err, `t.yaml:8:5: transforms[0]: unknown key "atoms" (allowed: action_dim, action_space, atom_dim, support, type, var_nums)
+	require.EqualError(t, err, `t.yaml:8:5: transforms[0]: unknown key "atoms" (did you mean "n_atoms"? allowed: action_dim, action_space, atom_dim, n_atoms, support, type, var_nums, vmax, vmin)
 t.yaml:9:14: transforms[0].support: has 3 values but the atom dim K has 5 (TorchRL: "Support length and number of atoms in module output should match")
 t.yaml:10:34: estimator.time_dim: "A" is not a batch dim [N T]
 t.yaml:11:35: loss.reduction: unknown value "max" (allowed: mean, none, sum)`)
