@@ -44,6 +44,70 @@ func (d *decoder) linspace(path string, v *yaml.Node) (any, bool) {
 	return ls, len(d.errs) == before
 }
 
+// flatKeys are the keys of a {vmin, vmax, n_atoms} support, which a stage also accepts written
+// flat in its own mapping (vmin: a, vmax: b, n_atoms: n), as TorchRL users pass them to
+// build support = torch.linspace(vmin, vmax, n_atoms).
+var flatKeys = []string{"vmin", "vmax", "n_atoms"}
+
+// flatLinspace adds the flat keys to the fields of a stage with a LinspaceDim parameter,
+// recording their key and value nodes, and returns that parameter (nil: none).
+func (d *decoder) flatLinspace(def *StageDef, fs *[]field) *flatSupport {
+	for i := range def.Params {
+		if def.Params[i].LinspaceDim == "" {
+			continue
+		}
+		f := &flatSupport{p: &def.Params[i], nodes: map[string]*yaml.Node{}}
+		for _, k := range flatKeys {
+			*fs = append(*fs, field{name: k, decode: func(kp string, v *yaml.Node) {
+				f.nodes[k] = v
+				delete(d.pos, kp)
+			}})
+		}
+		return f
+	}
+	return nil
+}
+
+// flatSupport is a stage's LinspaceDim parameter and the value nodes of the flat keys written.
+type flatSupport struct {
+	p     *ParamDef
+	nodes map[string]*yaml.Node
+}
+
+// resolveFlatLinspace reads flat vmin, vmax and n_atoms as the parameter's {vmin, vmax,
+// n_atoms}, positioned at the first of them written: the Spec is the one the mapping
+// spelling gives. Writing the parameter too is an error.
+func (d *decoder) resolveFlatLinspace(st *Stage, seen map[string]*yaml.Node, f *flatSupport) {
+	if f == nil || len(f.nodes) == 0 {
+		return
+	}
+	path := join(st.Path, f.p.Name)
+	m := &yaml.Node{Kind: yaml.MappingNode}
+	var first *yaml.Node
+	for _, k := range flatKeys {
+		if key := seen[k]; key != nil {
+			if first == nil || key.Line < first.Line || key.Line == first.Line && key.Column < first.Column {
+				first = key
+			}
+			m.Content = append(m.Content, key, f.nodes[k])
+		}
+	}
+	if seen[f.p.Name] != nil {
+		d.errf(first, "%s: %s and %s: write the support once, as %s: {vmin: …, vmax: …, n_atoms: …} or as flat vmin, vmax and n_atoms", st.Path, first.Value, f.p.Name, f.p.Name)
+		d.broken[path] = true
+		return
+	}
+	m.Line, m.Column = f.nodes[first.Value].Line, f.nodes[first.Value].Column
+	before := len(d.errs)
+	x, ok := d.linspace(path, m)
+	if !ok || len(d.errs) > before {
+		d.broken[path] = true
+		return
+	}
+	d.pos[path] = d.at(m)
+	st.Values[f.p.Name] = Value{V: x, Pos: d.at(m), Written: true}
+}
+
 // resolveLinspace replaces a {vmin, vmax, n_atoms} value of st by the list torch.linspace
 // gives in the spec's param_dtype, after checking that n_atoms is the size of the dim the
 // parameter's LinspaceDim names. It reports whether the value is usable.

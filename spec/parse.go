@@ -300,10 +300,21 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 			}
 		}})
 	}
+	flat := d.flatLinspace(def, &fs)
+	for i := range def.Ignored {
+		p := &def.Ignored[i]
+		fs = append(fs, field{name: p.Name, decode: func(kp string, v *yaml.Node) {
+			if _, ok := d.param(p, kp, v); ok {
+				d.notes = append(d.notes, &Error{Pos: d.at(v), Msg: "note: " + kp + ": ignored: " + p.Doc})
+			}
+			delete(d.pos, kp) // the Spec is the one written without it
+		}})
+	}
 	for _, r := range def.Rejected {
 		fs = append(fs, field{name: r.Name, reject: r.Why})
 	}
-	d.mapping(n, path, fs)
+	seen := d.mapping(n, path, fs)
+	d.resolveFlatLinspace(st, seen, flat)
 	return st
 }
 

@@ -154,7 +154,11 @@ type StageDef struct {
 	// Rejected are TorchRL arguments of the class that lossgen does not take: writing one
 	// is an error that says why (samples_mc_entropy: lossgen samples nothing).
 	Rejected []Rejected
-	Keys     []KeyDef // every key the stage may read or write
+	// Ignored are TorchRL arguments of the class that choose an implementation without
+	// changing the result (vectorized): the parser checks a written one's type as a
+	// parameter's, leaves it out of the Spec and adds a note (Spec.Notes) with its Doc.
+	Ignored []ParamDef
+	Keys    []KeyDef // every key the stage may read or write
 	// Check validates the stage's parameters together, with the whole spec at hand, and
 	// applies defaults that depend on other keys. It may be nil.
 	Check func(c *Check)

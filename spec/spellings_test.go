@@ -226,7 +226,7 @@ loss: {type: clip_ppo, reduction: max}
 	var list spec.ErrorList
 	require.True(t, errors.As(err, &list), "%T", err)
 	require.Len(t, list, 4)
-	require.EqualError(t, err, `t.yaml:8:5: transforms[0]: unknown key "atoms" (allowed: action_dim, action_space, atom_dim, support, type, var_nums)
+	require.EqualError(t, err, `t.yaml:8:5: transforms[0]: unknown key "atoms" (did you mean "n_atoms"? allowed: action_dim, action_space, atom_dim, n_atoms, support, type, var_nums, vmax, vmin)
 t.yaml:9:14: transforms[0].support: has 3 values but the atom dim K has 5 (TorchRL: "Support length and number of atoms in module output should match")
 t.yaml:10:34: estimator.time_dim: "A" is not a batch dim [N T]
 t.yaml:11:35: loss.reduction: unknown value "max" (allowed: mean, none, sum)`)
@@ -259,3 +259,76 @@ func TestNoConsequentialErrors(t *testing.T) {
 // lossTypes is the allowed list of loss types an unknown type's error names: every
 // registered loss, sorted.
 func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }
+
+// TDLambdaEstimator's and GAE's vectorized (an implementation choice, the same estimate) is
+// accepted and ignored with a note; the estimators that do not take it (TD(0), TD(1),
+// V-trace) refuse it as an unknown key.
+func TestVectorizedIgnored(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, T: 8}\nbatch: [B, T]\nestimator:\n"
+	for _, est := range []string{"td_lambda", "gae"} {
+		notes := sameSpec(t,
+			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: true\n",
+			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n")
+		require.Len(t, notes, 1)
+		require.Equal(t, "t.yaml:8:15: note: estimator.vectorized: ignored: TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form", notes[0].Error())
+	}
+	// GAE's is bool | None; TDLambdaEstimator's a bool.
+	require.Len(t, sameSpec(t, head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: null\n", head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n"), 1)
+	_, err := spec.Parse("t.yaml", []byte(head+"  type: td_lambda\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: 1\n"), reg)
+	require.EqualError(t, err, "t.yaml:8:15: estimator.vectorized: want true or false, got number 1")
+	_, err = spec.Parse("t.yaml", []byte(head+"  type: td1\n  gamma: 0.99\n  vectorized: true\n"), reg)
+	require.ErrorContains(t, err, `t.yaml:7:3: estimator: unknown key "vectorized"`)
+}
+
+// An unwritten action dim defaults to the one declared dim after the batch dims that no
+// other dim parameter of the stage names; with several candidates the error names them.
+func TestActionDimDefault(t *testing.T) {
+	const head = "package: p\ndims: {Q: 2, N: 4, T: 3, A: 4}\nbatch: [N, T]\n"
+	got, err := spec.Parse("t.yaml", []byte(head+"loss: {type: discrete_iql, action_space: one_hot}\n"), reg)
+	require.NoError(t, err)
+	want, err := spec.Parse("t.yaml", []byte(head+"loss: {type: discrete_iql, action_space: one_hot, action_dim: A}\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "A", got.Loss.String("action_dim"))
+	require.False(t, got.Loss.Written("action_dim"))
+	got.Loss.Values["action_dim"] = want.Loss.Values["action_dim"] // the written value's position
+	require.Equal(t, want.Loss, got.Loss)
+	require.Equal(t, want.Estimator, got.Estimator) // the implied TD(0) target
+	require.Equal(t, want.Keys, got.Keys)
+
+	// The distributional module's atom dim is named, so A is the only candidate left.
+	const c51 = "package: p\ndims: {N: 4, T: 3, K: 5, A: 4}\nbatch: [N, T]\n"
+	got, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, atom_dim: K, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "A", got.Transforms[0].String("action_dim"))
+
+	// Both unwritten: K and A could each be the action dim.
+	_, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: one of K, A (the dims declared after the batch dims)")
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\ntransforms: [{type: qvalue}]\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: the name of a dim declared under dims, after the batch dims")
+}
+
+// C51's support written flat, vmin, vmax and n_atoms in the stage's own mapping, reads as
+// support: {vmin, vmax, n_atoms}; a missing support says how to write it.
+func TestFlatLinspaceSupport(t *testing.T) {
+	const head = "package: p\ndims: {B: 4, K: 51, A: 3}\nbatch: [B]\ntransforms:\n- type: distributional_qvalue\n  action_dim: A\n  atom_dim: K\n"
+	require.Empty(t, sameSpec(t,
+		head+"  vmin:    -10\n  vmax: 10\n  n_atoms: 51\n",
+		head+"  support: {vmin: -10, vmax: 10, n_atoms: 51}\n"))
+	got, err := spec.Parse("t.yaml", []byte(head+"  n_atoms: 51\n  vmax: 10\n  vmin: -10\n"), reg)
+	require.NoError(t, err)
+	sup := got.Transforms[0].Get("support").([]float64)
+	require.Len(t, sup, 51)
+	require.Equal(t, []float64{-10, 10}, []float64{sup[0], sup[50]})
+	require.Equal(t, float64(float32(-10+float32(0.4)*float32(1))), sup[1])
+
+	for src, msg := range map[string]string{
+		"":                          "t.yaml:5:3: transforms[0]: required: support, a list of the atoms or {vmin: …, vmax: …, n_atoms: …}",
+		"  vmin: -10\n  vmax: 10\n": `t.yaml:8:9: transforms[0].support: missing key "n_atoms": write {vmin: V_MIN, vmax: V_MAX, n_atoms: K}, the support torch.linspace(vmin, vmax, n_atoms)`,
+		"  vmin: -10\n  vmax: 10\n  n_atoms: 5\n":                                               "t.yaml:10:12: transforms[0].support.n_atoms: 5, but the atom dim K (atom_dim) has 51: n_atoms must equal dims.K",
+		"  vmin: -1\n  vmax: 1\n  n_atoms: 51\n  support: {vmin: -10, vmax: 10, n_atoms: 51}\n": "t.yaml:8:3: transforms[0]: vmin and support: write the support once, as support: {vmin: …, vmax: …, n_atoms: …} or as flat vmin, vmax and n_atoms",
+	} {
+		_, err := spec.Parse("t.yaml", []byte(head+src), reg)
+		require.EqualError(t, err, msg, src)
+	}
+}

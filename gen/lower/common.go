@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"strings"
+
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -43,6 +45,15 @@ func (l *Lowerer) timeDim(st *spec.Stage) string {
 var paramTimeDim = spec.ParamDef{Name: "time_dim", Type: spec.DimName, DimIndex: true,
 	Doc: "the batch dim that is time (default: the last batch dim), so a time-major batch runs without a transpose; " +
 		"explained_variance and ESS stay along dim 0 as in TorchRL, so a time-major batch changes them (SEMANTICS.md §11.23)"}
+
+// paramVectorized is TDLambdaEstimator's and GAE's vectorized (GAE's may be None), which
+// picks TorchRL's vectorized or looped implementation of the same estimate
+// (torchrl/objectives/value/advantages.py): accepted on those stages (StageDef.Ignored) and
+// ignored with a note.
+func paramVectorized(null any) spec.ParamDef {
+	return spec.ParamDef{Name: "vectorized", Type: spec.Bool, Null: null,
+		Doc: "TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form"}
+}
 
 // checkTimeDim checks that time_dim, a declared dim (the spec checks that), is a batch dim.
 func checkTimeDim(c *spec.Check) {
@@ -128,14 +139,19 @@ var paramAverageRewards = spec.ParamDef{Name: "average_rewards", Type: spec.Bool
 	Doc: "standardise the reward first: (R − mean R)/max(std R, floor), unbiased std over every element"}
 
 // checkInnerDim checks a parameter naming a non-batch dim (an ensemble, action or atom dim):
-// it is required, declared, not a batch dim, and declared before ("before") or after
+// it is required (one laid out after the batch dims defaults to the only dim that can be it,
+// defaultInnerDim), declared, not a batch dim, and declared before ("before") or after
 // ("after") every batch dim, as the tensors' layout ([Q, *batch], [*batch, A]) puts it: a
 // tensor's dims are in the order of dims. It reports whether the dim is usable.
 func checkInnerDim(c *spec.Check, param, where string) bool {
 	s := c.Spec
 	name := c.Stage.String(param)
-	if name == "" {
+	if name == "" && where == "after" {
+		name = defaultInnerDim(c, param)
+	} else if name == "" {
 		c.Errorf(param, "required: the name of a dim declared under dims")
+	}
+	if name == "" {
 		return false
 	}
 	if s.DimSize(name) == 0 {
@@ -156,6 +172,42 @@ func checkInnerDim(c *spec.Check, param, where string) bool {
 		}
 	}
 	return true
+}
+
+// defaultInnerDim gives an unwritten dim parameter laid out after the batch dims (an action
+// or atom dim) the one declared dim that can be it: after every batch dim and named by no
+// other dim parameter of the stage. With none or several it reports the parameter as
+// required, naming the candidates, and returns "".
+func defaultInnerDim(c *spec.Check, param string) string {
+	s, st := c.Spec, c.Stage
+	taken := map[string]bool{}
+	for _, p := range st.Def.Params {
+		if p.Type == spec.DimName && p.Name != param {
+			taken[st.String(p.Name)] = true
+		}
+	}
+	last := -1 // the position of the last batch dim in dims
+	for i, d := range s.Dims {
+		if contains(s.Batch, d.Name) {
+			last = i
+		}
+	}
+	var cands []string
+	for _, d := range s.Dims[last+1:] {
+		if !taken[d.Name] {
+			cands = append(cands, d.Name)
+		}
+	}
+	switch len(cands) {
+	case 1:
+		st.Set(param, cands[0])
+		return cands[0]
+	case 0:
+		c.Errorf(param, "required: the name of a dim declared under dims, after the batch dims")
+	default:
+		c.Errorf(param, "required: one of %s (the dims declared after the batch dims)", strings.Join(cands, ", "))
+	}
+	return ""
 }
 
 func layoutHint(where, name string, batch []string) string {

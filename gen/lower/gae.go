@@ -19,6 +19,7 @@ func init() {
 				{Name: "average_gae", Type: spec.Bool, Default: false, Doc: "standardise the advantage: (A − mean A)/max(std A, 1e-4), unbiased std over every element"},
 				paramTimeDim,
 			},
+			Ignored: []spec.ParamDef{paramVectorized(true)}, // vectorized: bool | None = None
 			Keys:    estimatorKeys,
 			Example: discountExample("gamma", "lmbda"),
 			Check: func(c *spec.Check) {

@@ -121,6 +121,10 @@ func checkSupport(c *spec.Check) {
 		return
 	}
 	sup, _ := st.Get("support").([]float64)
+	if sup == nil {
+		c.Errorf("", "required: support, a list of the atoms or {vmin: …, vmax: …, n_atoms: …}")
+		return
+	}
 	if len(sup) != s.DimSize(k) {
 		c.Errorf("support", "has %d values but the atom dim %s has %d (TorchRL: \"Support length and number of atoms in module output should match\")", len(sup), k, s.DimSize(k))
 		return

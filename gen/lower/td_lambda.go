@@ -9,6 +9,7 @@ func init() {
 		StageDef: spec.StageDef{
 			Kind: spec.Estimator, Type: "td_lambda", Class: "TDLambdaEstimator", Source: "torchrl/objectives/value/advantages.py",
 			Params:  []spec.ParamDef{unitParam("gamma", "the discount γ"), unitParam("lmbda", "the TD(λ) λ (TorchRL's spelling)"), paramAverageRewards, paramTimeDim},
+			Ignored: []spec.ParamDef{paramVectorized(nil)}, // vectorized: bool = True
 			Keys:    estimatorKeys,
 			Example: discountExample("gamma", "lmbda"),
 			Check:   estimatorCheck([]string{"gamma", "lmbda"}, "average_rewards"),

@@ -80,6 +80,9 @@ func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 		q := &d.Params[i]
 		p("| `%s` | %s | %s | %s | %s |\n", q.Name, cell(paramTypeText(q)), cell(defaultText(d, q)), cell(valuesText(q)), cell(sentence(q.Doc)+spellingsText(q)))
 	}
+	for _, q := range d.Ignored {
+		p("| `%s` | %s | | | accepted and ignored: %s |\n", q.Name, cell(paramTypeText(&q)), cell(sentence(q.Doc)))
+	}
 	for _, r := range d.Rejected {
 		p("| ~~`%s`~~ | not taken | | | %s |\n", r.Name, cell(sentence(r.Why)))
 	}
@@ -189,6 +192,9 @@ func spellingsText(p *spec.ParamDef) string {
 			s += " (" + a.Deprecated + "; lossgen notes it)"
 		}
 		s += "."
+	}
+	if p.LinspaceDim != "" {
+		s += " Also written flat in the stage: `vmin`, `vmax`, `n_atoms`."
 	}
 	return s
 }

@@ -135,6 +135,19 @@ func stageSchema(d *spec.StageDef) obj {
 		for _, name := range paramNames(p) {
 			props[name] = paramSchema(p)
 		}
+		if p.LinspaceDim != "" { // the support's torch.linspace arguments written flat
+			for k, v := range linspaceProps() {
+				props[k] = obj{"description": "torch.linspace's " + k + ", written flat: " + p.Name + " = torch.linspace(vmin, vmax, n_atoms)"}
+				for kk, vv := range v.(obj) {
+					props[k].(obj)[kk] = vv
+				}
+			}
+		}
+	}
+	for i := range d.Ignored {
+		p := &d.Ignored[i]
+		props[p.Name] = paramSchema(p)
+		props[p.Name].(obj)["description"] = "Accepted and ignored: " + sentence(p.Doc)
 	}
 	return obj{
 		"title":                d.Class,
@@ -143,6 +156,12 @@ func stageSchema(d *spec.StageDef) obj {
 		"additionalProperties": false,
 		"properties":           props,
 	}
+}
+
+// linspaceProps are the arguments of torch.linspace a LinspaceDim parameter takes.
+func linspaceProps() obj {
+	return obj{"vmin": obj{"type": "number"}, "vmax": obj{"type": "number"},
+		"n_atoms": obj{"type": "integer", "minimum": 1, "maximum": spec.MaxLinspace}}
 }
 
 // paramSchema is a parameter's value as the parser reads it (spec/parse.go param).
@@ -166,8 +185,7 @@ func paramSchema(p *spec.ParamDef) obj {
 			alts = append(alts, obj{"type": "object", "additionalProperties": false,
 				"description": "torch.linspace(vmin, vmax, n_atoms)",
 				"required":    []string{"vmin", "vmax", "n_atoms"},
-				"properties": obj{"vmin": obj{"type": "number"}, "vmax": obj{"type": "number"},
-					"n_atoms": obj{"type": "integer", "minimum": 1}}})
+				"properties":  linspaceProps()})
 		}
 	case spec.Int:
 		alts = []obj{numberSchema(p, "integer")}

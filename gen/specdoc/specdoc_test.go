@@ -123,6 +123,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"enum alias", "transforms: [{type: qvalue, action_dim: A, action_space: one-hot}]", true},
 		{"integer time_dim", "estimator: {type: td0, gamma: 0.9, time_dim: 0}", true},
 		{"rejected argument", "loss: {type: clip_ppo, samples_mc_entropy: 1}", false},
+		{"ignored argument", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: true}", true},
+		{"ignored argument's type", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: 1}", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := []byte(base + c.spec + "\n")
@@ -145,7 +147,15 @@ func TestSchemaRejects(t *testing.T) {
 		_, err := spec.Parse("t.yaml", src, reg)
 		require.Equal(t, ok, err == nil, "%s: %v", sup, err)
 	}
-	// Bad dims: a lower-case name, a zero size, no dims at all.
+	// The same written flat in the stage's mapping.
+	flat := "package: p\ndims: {B: 8, K: 5, A: 4}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, %s}]\n"
+	for sup, ok := range map[string]bool{"vmin: -1, vmax: 1, n_atoms: 5": true, "vmin: -1, vmax: 1, n_atoms: 0": false, "vmin: -1, vmax: x, n_atoms: 5": false} {
+		src := []byte(fmt.Sprintf(flat, sup))
+		require.Equal(t, ok, sch.Validate(yamlToJSON(t, src)) == nil, sup)
+		_, err := spec.Parse("t.yaml", src, reg)
+		require.Equal(t, ok, err == nil, "%s: %v", sup, err)
+	}
+		// Bad dims: a lower-case name, a zero size, no dims at all.
 	for _, src := range []string{
 		"package: p\ndims: {b: 8}\nbatch: [b]\nloss: {type: ppo}\n",
 		"package: p\ndims: {B: 0}\nbatch: [B]\nloss: {type: ppo}\n",
