@@ -172,11 +172,13 @@ func TestDQNSpecChecks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "one_hot", s.Loss.String("action_space"))
 	require.Contains(t, s.Warnings[0].Error(), "loss.action_space: not given: one_hot is used, as TorchRL's DiscreteCQLLoss does")
+	s, err = parse("loss: {type: dqn}\n") // the one dim after the batch dims is the action dim
+	require.NoError(t, err)
+	require.Equal(t, "A", s.Loss.String("action_dim"))
 	for _, c := range []struct{ body, err string }{
 		{"loss: {type: dqn, action_dim: A, double_dqn: true, delay_value: false}\n", "t.yaml:4:46: loss.double_dqn: requires delay_value: true"},
 		{"loss: {type: dqn, action_dim: A, gamma: 0.9}\n", "TorchRL raises TypeError for gamma"},
 		{"estimator: {type: gae, gamma: 0.9, lmbda: 0.9}\nloss: {type: discrete_cql, action_dim: A}\n", "estimator.type: gae is not supported by discrete_cql"},
-		{"loss: {type: dqn}\n", "loss.action_dim: required"},
 		{"loss: {type: dqn, action_dim: A, action_space: mult_one_hot}\n", "loss.action_space"},
 	} {
 		_, err := parse(c.body)

@@ -82,7 +82,7 @@ func TestQValueSpecChecks(t *testing.T) {
 	for _, c := range []struct{ body, err string }{
 		{"dims: {B: 2, A: 4}\ntransforms: [{type: qvalue, action_dim: A, action_space: mult_one_hot}]\n", "var_nums: required for action_space mult_one_hot"},
 		{"dims: {B: 2, A: 4}\ntransforms: [{type: qvalue, action_dim: A, action_space: mult_one_hot, var_nums: [2, 3]}]\n", "the chunk sizes [2 3] sum to 5, but the action dim A has 4 actions"},
-		{"dims: {B: 2, A: 4}\ntransforms: [{type: qvalue}]\n", "transforms[0].action_dim: required"},
+		{"dims: {B: 2, A: 4, C: 3}\ntransforms: [{type: qvalue}]\n", "transforms[0].action_dim: required: one of A, C"},
 		{"dims: {B: 2, K: 3, A: 4}\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [0, 1]}]\n", "support: has 2 values but the atom dim K has 3"},
 		{"dims: {B: 2, A: 4, K: 3}\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [0, 1, 2]}]\n", "atom_dim: dims.K must be declared before the action dim A"},
 		{"dims: {B: 2, K: 2, A: 4}\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: [0, 1], action_space: mult_one_hot, var_nums: [1, 1, 2]}]\n", "3 chunks but 2 atoms"},
