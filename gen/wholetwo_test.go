@@ -45,7 +45,7 @@ func TestCheapTablesWholeOnTwoCases(t *testing.T) {
 	// Both tables: in part by default, whole on two cases, the instruction counts documented.
 	src := string(files["ptxsim_test.go"])
 	require.Equal(t, 2, strings.Count(src, "wholeTwo: true,"), src)
-	docs := regexp.MustCompile(`whole \((\d+) instructions\) on the special-value case and the golden case random`).FindAllStringSubmatch(src, -1)
+	docs := regexp.MustCompile(`whole \((\d+) instructions\)[\s/]+on[\s/]+the[\s/]+special-value[\s/]+case[\s/]+and[\s/]+the[\s/]+golden[\s/]+case[\s/]+random`).FindAllStringSubmatch(src, -1)
 	require.Len(t, docs, 2)
 	for _, d := range docs {
 		var n int64
