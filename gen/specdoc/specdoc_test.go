@@ -155,7 +155,7 @@ func TestSchemaRejects(t *testing.T) {
 		_, err := spec.Parse("t.yaml", src, reg)
 		require.Equal(t, ok, err == nil, "%s: %v", sup, err)
 	}
-		// Bad dims: a lower-case name, a zero size, no dims at all.
+	// Bad dims: a lower-case name, a zero size, no dims at all.
 	for _, src := range []string{
 		"package: p\ndims: {b: 8}\nbatch: [b]\nloss: {type: ppo}\n",
 		"package: p\ndims: {B: 0}\nbatch: [B]\nloss: {type: ppo}\n",
