@@ -108,6 +108,8 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]
 		seen[name] = k
 		f, ok := byName[k.Value]
 		switch {
+		case !ok && d.keyArgument(join(path, k.Value), k, v):
+			continue
 		case !ok:
 			d.errf(k, "%s: unknown key %q %s", where(path), k.Value, allowedFor(k.Value, names))
 			continue
@@ -312,5 +314,24 @@ func (d *decoder) list(path string, n *yaml.Node, item func(path string, v *yaml
 	for i, v := range n.Content {
 		item(fmt.Sprintf("%s[%d]", path, i), v)
 	}
+	return true
+}
+
+// keyArgument reports a TorchRL constructor's <key>_key argument (QValueModule's
+// action_mask_key, a loss's set_keys) written in a stage, naming the spec's keys: mapping
+// that holds it in lossgen. It reports whether k was one.
+func (d *decoder) keyArgument(kp string, k, v *yaml.Node) bool {
+	name, ok := strings.CutSuffix(k.Value, "_key")
+	if !ok || d.reg == nil {
+		return false
+	}
+	if _, ok := d.reg.Key(name); !ok {
+		return false
+	}
+	val := "<data key>"
+	if v.Kind == yaml.ScalarNode && v.Value != "" {
+		val = v.Value
+	}
+	d.errf(k, "%s: TorchRL's %s is lossgen's keys: mapping, for every stage at once; write it at the top level as keys: {%s: %s}", kp, k.Value, name, val)
 	return true
 }

@@ -332,3 +332,12 @@ func TestFlatLinspaceSupport(t *testing.T) {
 		require.EqualError(t, err, msg, src)
 	}
 }
+
+// A TorchRL constructor's <key>_key argument written in a stage says to map the key under keys:.
+func TestKeyArgumentSaysWhereItGoes(t *testing.T) {
+	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2, A: 3}\nbatch: [B]\ntransforms: [{type: qvalue, action_dim: A, action_mask_key: legal}]\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:44: transforms[0].action_mask_key: TorchRL's action_mask_key is lossgen's keys: mapping, "+
+		"for every stage at once; write it at the top level as keys: {action_mask: legal}")
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2}\nbatch: [B]\nloss: {type: ppo, foo_key: x}\n"), reg)
+	require.ErrorContains(t, err, `loss: unknown key "foo_key"`) // not a logical key: the usual error
+}
