@@ -74,7 +74,11 @@ func Reference(reg spec.Registry) []byte {
 func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("### %s\n\n", stageHeading(d))
-	p("TorchRL: `%s` (`%s`). A %s of `type: %s`.\n\n", d.Class, d.Source, d.Kind, d.Type)
+	article := "A"
+	if d.Kind == spec.Estimator {
+		article = "An"
+	}
+	p("TorchRL: `%s` (`%s`). %s %s of `type: %s`.\n\n", d.Class, d.Source, article, d.Kind, d.Type)
 	p("| parameter | type | default | range or values | description |\n|---|---|---|---|---|\n")
 	for i := range d.Params {
 		q := &d.Params[i]
