@@ -127,8 +127,35 @@ func Build(g *ir.Graph) (*Plan, error) {
 			}
 		}
 	}
+	b.markStored()
+	passes, homes := b.passes()
+	p := &Plan{Graph: g, bufOf: map[int][]*Buffer{}}
+	for _, ps := range passes {
+		p.Passes = append(p.Passes, ps)
+	}
+	sort.Slice(p.Passes, func(i, j int) bool {
+		a, c := p.Passes[i], p.Passes[j]
+		if a.Level != c.Level {
+			return a.Level < c.Level
+		}
+		if a.Domain.Numel() != c.Domain.Numel() {
+			return a.Domain.Numel() < c.Domain.Numel()
+		}
+		return a.Domain.String() < c.Domain.String()
+	})
+	for i, ps := range p.Passes {
+		ps.Index = i
+		b.program(ps, homes[ps])
+	}
+	b.storeLoadedScans(p)
+	b.buffers(p)
+	return p, nil
+}
 
-	// What must be stored: outputs, operands read at other indices, barrier reductions.
+// markStored decides what must be stored: outputs, operands read at other indices, barrier
+// reductions; never a leaf, which is in memory already (or baked), unless it is an output.
+func (b *builder) markStored() {
+	g := b.g
 	for _, o := range g.Outputs {
 		b.stored[o.Node.ID] = true
 	}
@@ -148,18 +175,19 @@ func Build(g *ir.Graph) (*Plan, error) {
 	for _, o := range g.Outputs {
 		b.stored[o.Node.ID] = true // an input or constant that is an output is copied there
 	}
+}
 
-	// Levels, raised until no pass holds scans of two directions or axes.
-	var passes map[string]*Pass
-	var homes map[*Pass][]*ir.Node
+// passes groups the nodes into passes by level and domain, raising levels until no pass
+// holds scans of two directions or axes. It returns the passes by key and each one's nodes.
+func (b *builder) passes() (map[string]*Pass, map[*Pass][]*ir.Node) {
 	for {
 		b.lvl, b.need = map[int]int{}, map[string]int{}
-		for _, n := range g.Nodes {
+		for _, n := range b.g.Nodes {
 			b.level(n)
 		}
-		passes, homes = map[string]*Pass{}, map[*Pass][]*ir.Node{}
+		passes, homes := map[string]*Pass{}, map[*Pass][]*ir.Node{}
 		conflict := false
-		for _, n := range g.Nodes {
+		for _, n := range b.g.Nodes {
 			if !b.home(n) {
 				continue
 			}
@@ -182,30 +210,13 @@ func Build(g *ir.Graph) (*Plan, error) {
 			homes[ps] = append(homes[ps], n)
 		}
 		if !conflict {
-			break
+			return passes, homes
 		}
 	}
+}
 
-	p := &Plan{Graph: g, bufOf: map[int][]*Buffer{}}
-	for _, ps := range passes {
-		p.Passes = append(p.Passes, ps)
-	}
-	sort.Slice(p.Passes, func(i, j int) bool {
-		a, c := p.Passes[i], p.Passes[j]
-		if a.Level != c.Level {
-			return a.Level < c.Level
-		}
-		if a.Domain.Numel() != c.Domain.Numel() {
-			return a.Domain.Numel() < c.Domain.Numel()
-		}
-		return a.Domain.String() < c.Domain.String()
-	})
-	for i, ps := range p.Passes {
-		ps.Index = i
-		b.program(ps, homes[ps])
-	}
-
-	// A scan read by another pass is stored by its own.
+// storeLoadedScans makes a scan that another pass reads stored by its own pass.
+func (b *builder) storeLoadedScans(p *Plan) {
 	loaded := map[int]bool{}
 	for _, ps := range p.Passes {
 		for _, n := range ps.Loads {
@@ -222,19 +233,21 @@ func Build(g *ir.Graph) (*Plan, error) {
 			}
 		}
 	}
+}
 
-	// Buffers: outputs first (by output order), then scratch in node order.
-	for _, o := range g.Outputs {
+// buffers names the plan's buffers: outputs first (by output order), then scratch in node
+// order.
+func (b *builder) buffers(p *Plan) {
+	for _, o := range b.g.Outputs {
 		p.bufOf[o.Node.ID] = append(p.bufOf[o.Node.ID], &Buffer{Name: o.Name, Node: o.Node, Output: o})
 	}
-	for _, n := range g.Nodes {
+	for _, n := range b.g.Nodes {
 		if b.stored[n.ID] && p.bufOf[n.ID] == nil {
 			buf := &Buffer{Name: fmt.Sprintf("s%d", len(p.Scratch)), Node: n}
 			p.Scratch = append(p.Scratch, buf)
 			p.bufOf[n.ID] = []*Buffer{buf}
 		}
 	}
-	return p, nil
 }
 
 type builder struct {
