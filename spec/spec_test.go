@@ -123,6 +123,15 @@ func TestWarnings(t *testing.T) {
 	require.Contains(t, s.Warnings[0].Error(), "t.yaml:4:31: warning: loss.heads: is ignored: it names the heads of a per-head entropy_coeff mapping")
 	s = parse(t, "package: p\ndims: {B: 4}\nbatch: [B]\nloss: {type: clip_ppo, heads: [a, b], entropy_coeff: {a: 0.1, b: 0.2}}\n")
 	require.Empty(t, s.Warnings)
+
+	// The layout is the order of dims: a batch listed otherwise does not transpose anything
+	// (a user's time-major [T, N] with dims {N, T} ran its GAE over N, silently).
+	s = parse(t, "package: p\ndims: {N: 2, T: 3}\nbatch: [T, N]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.9, time_dim: 0}\n")
+	require.Len(t, s.Warnings, 1)
+	require.Contains(t, s.Warnings[0].Error(), "t.yaml:3:8: warning: batch: [T, N] lists its dims in another order than dims declares them; "+
+		"tensors are laid out in the order of dims, [N, T]")
+	s = parse(t, "package: p\ndims: {T: 3, N: 2}\nbatch: [T, N]\nestimator: {type: gae, gamma: 0.9, lmbda: 0.9, time_dim: 0}\n")
+	require.Empty(t, s.Warnings)
 }
 
 // numericDefaults lists every number-valued parameter of every stage with TorchRL's default

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -74,6 +75,11 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 		seen[b] = true
 	}
 
+	if layoutOK {
+		if msg := batchOrderWarning(s); msg != "" {
+			d.warns = append(d.warns, &Error{Pos: at("batch"), Msg: "warning: " + msg})
+		}
+	}
 	if s.Estimator == nil && s.Loss == nil && len(s.Transforms) == 0 && len(d.failed) == 0 {
 		errAt("", "the spec needs a loss, an estimator or a transform")
 	}
@@ -198,3 +204,25 @@ func dimNames(s *Spec) []string {
 func quote(s string) string { return "\"" + s + "\"" }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// batchOrderWarning is the warning when batch lists its dims in another order than dims declares them:
+// tensors are laid out in the order of dims whatever batch's order, so a user who wrote
+// batch: [T, N] for a time-major [T, N] tensor, with dims {N, T}, gets [N, T] (and an
+// integer time_dim counts in that order too).
+func batchOrderWarning(s *Spec) string {
+	in := map[string]bool{}
+	for _, b := range s.Batch {
+		in[b] = true
+	}
+	var layout []string
+	for _, d := range s.Dims {
+		if in[d.Name] {
+			layout = append(layout, d.Name)
+		}
+	}
+	if strings.Join(layout, ",") != strings.Join(s.Batch, ",") {
+		return fmt.Sprintf("batch: [%s] lists its dims in another order than dims declares them; tensors are laid out in the order of dims, [%s], whatever batch's order (an integer time_dim counts in that order too): to mean [%s], declare dims in that order",
+			strings.Join(s.Batch, ", "), strings.Join(layout, ", "), strings.Join(s.Batch, ", "))
+	}
+	return ""
+}
