@@ -341,3 +341,17 @@ func TestKeyArgumentSaysWhereItGoes(t *testing.T) {
 	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2}\nbatch: [B]\nloss: {type: ppo, foo_key: x}\n"), reg)
 	require.ErrorContains(t, err, `loss: unknown key "foo_key"`) // not a logical key: the usual error
 }
+
+// TorchRL arguments that no stage takes (the networks, functional, separate_losses, an
+// estimator's differentiable and skip_existing, a transform's in_keys) say why and what to
+// write, as the ones a stage rejects itself do.
+func TestCommonTorchRLArgumentsSayWhy(t *testing.T) {
+	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 8}\nbatch: [N, T]\n"+
+		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95, skip_existing: true}\nloss: {type: clip_ppo, actor_network: actor}\n"), reg)
+	require.ErrorContains(t, err, "t.yaml:4:50: estimator.skip_existing: not taken: the kernel always computes the estimate")
+	require.ErrorContains(t, err, "t.yaml:5:24: loss.actor_network: not taken: the kernel takes the networks' outputs, not the networks")
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {Q: 2, B: 8}\nbatch: [B]\nloss: {type: iql, gamma: 0.99}\n"), reg)
+	require.ErrorContains(t, err, "loss.gamma: not taken: γ is the value estimator's in TorchRL")
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2, L: 3}\nbatch: [B, L]\ntransforms: [{type: kl_reward, in_keys: [a]}]\n"), reg)
+	require.ErrorContains(t, err, "transforms[0].in_keys: not taken: TorchRL's in_keys are lossgen's keys: mapping")
+}

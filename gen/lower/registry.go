@@ -54,6 +54,7 @@ func register(s *Stage) {
 			panic("lower: " + s.Type + "'s class " + s.Class + " names another stage")
 		}
 	}
+	addCommonRejected(&s.StageDef)
 	checkSpellings(&s.StageDef)
 	stages[s.Kind][s.Type] = s
 	for _, k := range s.Keys {
