@@ -92,11 +92,7 @@ func exampleFile(c *Compiled, m gogen.Meta) ([]byte, error) {
 		p.Digits, p.Want = stableDigits(v[0])
 		prints = append(prints, p)
 	}
-	l1 := false
-	for _, p := range prints {
-		l1 = l1 || strings.HasPrefix(p.Expr, "exampleL1")
-	}
-	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, l1, hasLossTerms(g), true
+	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, usesL1(g), hasLossTerms(g), true
 	return render("example_test.go.tmpl", data)
 }
 
@@ -120,14 +116,12 @@ func exampleCost(g *ir.Graph) float64 {
 // significant digits.
 func exampleUnchecked(g *ir.Graph, data map[string]any) ([]byte, error) {
 	var prints []examplePrint
-	l1 := false
 	for _, f := range examplePrinted(g) {
 		p := f.print()
 		p.Digits = 4
-		l1 = l1 || len(f.o.Node.Shape) > 0
 		prints = append(prints, p)
 	}
-	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, l1, hasLossTerms(g), false
+	data["Prints"], data["L1"], data["Losses"], data["Checked"] = prints, usesL1(g), hasLossTerms(g), false
 	return render("example_test.go.tmpl", data)
 }
 
@@ -168,6 +162,17 @@ func examplePrinted(g *ir.Graph) []exampleOutput {
 	return out
 }
 
+// usesL1 reports whether the example prints a tensor's L1 norm (and so needs exampleL1).
+func usesL1(g *ir.Graph) bool {
+	for _, f := range examplePrinted(g) {
+		if len(f.o.Node.Shape) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasLossTerms reports whether g has a loss_* output.
 func hasLossTerms(g *ir.Graph) bool {
 	for _, o := range g.Outputs {
 		if o.Role == ir.LossTerm {

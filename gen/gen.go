@@ -131,14 +131,11 @@ func CompileGraph(s *spec.Spec, g *ir.Graph) (_ *Compiled, err error) {
 // hasGradients reports whether g has a loss term and a differentiable input: what
 // ForwardBackward needs.
 func hasGradients(g *ir.Graph) bool {
-	loss, diff := false, false
-	for _, o := range g.Outputs {
-		loss = loss || o.Role == ir.LossTerm
-	}
+	diff := false
 	for _, in := range g.Inputs {
 		diff = diff || in.Differentiable
 	}
-	return loss && diff
+	return hasLossTerms(g) && diff
 }
 
 // checkFieldNames reports, at the spec key responsible, two inputs or two outputs whose
