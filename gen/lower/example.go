@@ -33,7 +33,7 @@ func Example(kind spec.Kind, typ string, set ...string) string {
 	}
 	params := map[string]string{}
 	for name, v := range ex.Params {
-		params[name] = yamlValue(v)
+		params[name] = spec.FlowValue(v)
 	}
 	for name, dim := range ex.Sizes {
 		for _, d := range append(append([]spec.Dim(nil), ex.Before...), ex.After...) {
@@ -60,20 +60,4 @@ func Example(kind spec.Kind, typ string, set ...string) string {
 		stage = "[" + stage + "]"
 	}
 	return "package: p\ndims: {" + strings.Join(dims, ", ") + "}\nbatch: [N, T]\n" + section + ": " + stage + "\n"
-}
-
-// yamlValue writes an Example parameter value in YAML flow style.
-func yamlValue(v any) string {
-	switch v := v.(type) {
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case []float64:
-		xs := make([]string, len(v))
-		for i, x := range v {
-			xs[i] = strconv.FormatFloat(x, 'g', -1, 64)
-		}
-		return "[" + strings.Join(xs, ", ") + "]"
-	default:
-		return fmt.Sprint(v)
-	}
 }

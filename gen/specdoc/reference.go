@@ -103,12 +103,12 @@ func defaultText(d *spec.StageDef, p *spec.ParamDef) string {
 	s := "—"
 	switch {
 	case p.Default != nil:
-		s = "`" + valueText(p.Default) + "`"
+		s = "`" + spec.FlowValue(p.Default) + "`"
 	case p.Null != nil:
 		s = "`null`"
 	}
 	if v, ok := exampleParam(d, p.Name); ok {
-		s += " (lossgen init: `" + valueText(v) + "`)"
+		s += " (lossgen init: `" + spec.FlowValue(v) + "`)"
 	}
 	return s
 }

@@ -247,10 +247,10 @@ func paramDescription(p *spec.ParamDef) string {
 		d += " Range " + r + "."
 	}
 	if p.Default != nil {
-		d += " Default " + valueText(p.Default) + " (TorchRL's)."
+		d += " Default " + spec.FlowValue(p.Default) + " (TorchRL's)."
 	}
 	if p.Null != nil {
-		d += " null means " + valueText(p.Null) + "."
+		d += " null means " + spec.FlowValue(p.Null) + "."
 	}
 	return d
 }

@@ -365,7 +365,7 @@ func yamlValue(v any) string {
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
 	}
-	return valueText(v)
+	return spec.FlowValue(v)
 }
 
 // yamlString is s as a YAML scalar that reads back as the string s: plain where it does,
@@ -391,7 +391,7 @@ func fitExample(d *spec.StageDef, q *spec.ParamDef, v any, sizes map[string]int,
 	if list, isList := v.([]float64); isList && q.LinspaceDim != "" && len(list) > 0 {
 		atom, _ := exampleParam(d, q.LinspaceDim)
 		if n, ok := sizes[fmt.Sprint(atom)]; ok && n != len(list) {
-			return flowYAML(fmt.Sprintf("{vmin: %s, vmax: %s, n_atoms: %d}", valueText(list[0]), valueText(list[len(list)-1]), n))
+			return flowYAML(fmt.Sprintf("{vmin: %s, vmax: %s, n_atoms: %d}", spec.FlowValue(list[0]), spec.FlowValue(list[len(list)-1]), n))
 		}
 	}
 	return v

@@ -68,56 +68,9 @@ func rangeText(p *spec.ParamDef) string {
 // boundText formats a range bound as the parser's messages do: 0, 1, inf.
 func boundText(v float64) string {
 	if math.IsInf(v, 0) {
-		return numText(v)
+		return spec.NumText(v)
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-// numText formats a number as YAML reads it back: the shortest exact form, with a '.' or an
-// exponent so that it stays a float ("1.0", "0.2", "1e-05"); ±inf as inf.
-func numText(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "inf"
-	case math.IsInf(v, -1):
-		return "-inf"
-	}
-	s := strconv.FormatFloat(v, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".e") {
-		s += ".0"
-	}
-	return s
-}
-
-// valueText formats a default or example value in YAML flow style.
-func valueText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case float64:
-		return numText(x)
-	case int:
-		return strconv.Itoa(x)
-	case bool:
-		return strconv.FormatBool(x)
-	case string:
-		return x
-	case []float64:
-		parts := make([]string, len(x))
-		for i, f := range x {
-			parts[i] = numText(f)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case []int:
-		parts := make([]string, len(x))
-		for i, n := range x {
-			parts[i] = strconv.Itoa(n)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case []string:
-		return "[" + strings.Join(x, ", ") + "]"
-	}
-	panic(fmt.Sprintf("specdoc: value %v of type %T", v, v))
 }
 
 // sentence makes a registry doc (a lower-case phrase) a sentence: capitalised where it
