@@ -98,11 +98,7 @@ func lowerREDQ(l *Lowerer, st *spec.Stage) {
 	l.Output("loss_qvalue", l.reduceEnsemble(l.distance(q, y, fn), ens, red), ir.LossTerm,
 		fn+"(Q_k(s, a), y) for every member k, y the subset's soft TD target, reduced by reduction over the members and the batch")
 
-	te := st.Float("target_entropy")
-	if st.Get("target_entropy") == "auto" {
-		te = -float64(st.Int("action_dim")) // −numel of the action spec
-	}
-	te = l.Hyper("target_entropy", te, true, "the entropy target (a float32 buffer in TorchRL; auto: −action_dim)")
+	te := l.sacTargetEntropy(st)
 	lpn := l.Read("next_log_prob")
 	both := b.Add(b.Detach(lp), b.Detach(lpn)) // the two samples of a transition, summed
 	terms := b.Mul(b.Neg(b.Exp(logAlpha)), b.Add(both, b.Const(2*te)))

@@ -160,37 +160,67 @@ func prepareSAC(l *Lowerer, st *spec.Stage) {
 func lowerSAC(l *Lowerer, st *spec.Stage) {
 	b := l.B
 	ens := st.String("ensemble_dim")
-	red := st.String("reduction")
-	shape := l.ensembleShape(st)
 	logAlpha, alpha := l.sacLogAlpha(st)
-	q := l.ReadShaped("state_action_value", shape)
-	l.KeyDoc("state_action_value", "Q_k(s, a): each member of the current Q ensemble at the stored action ["+ens+", *batch] (TorchRL key state_action_value, from qvalue_network_params)")
-	y := b.Detach(l.Read("value_target"))
-	fn := st.String("loss_function")
-	l.Output("loss_qvalue", l.reduce(b.Sum(l.distance(q, y, fn), ens), red), ir.LossTerm,
-		"Σ_k "+fn+"(Q_k(s, a), y) over the ensemble, y the soft TD target, reduced by reduction ("+red+") (qvalue_v2_loss)")
-
-	lp := l.Read("log_prob")
-	l.KeyDoc("log_prob", "log π(ã|s) of the actor's reparameterised sample ã on s [*batch] (TorchRL's compute_rsample_log_prob in actor_loss)")
-	qa := l.ReadShaped("state_action_value_actor", shape)
-	l.KeyDoc("state_action_value_actor", "Q_k(s, ã): each member of the current Q ensemble, with detached parameters, at the actor's sample ã ["+ens+", *batch] (TorchRL's state_action_value in actor_loss)")
-	minQ := b.Note(firstMin(b, qa, ens), "min_q_actor")
-	l.Output("loss_actor", l.reduce(b.Sub(b.Mul(alpha, lp), minQ), red), ir.LossTerm,
-		"α·log π(ã|s) − min_k Q_k(s, ã), reduced by reduction (actor_loss)")
-
-	te := st.Float("target_entropy")
-	if st.Get("target_entropy") == "auto" {
-		te = -float64(st.Int("action_dim")) // SACLoss.target_entropy: −numel of the action spec
-	}
-	te = l.Hyper("target_entropy", te, true, "the entropy target (a float32 buffer in TorchRL; auto: −action_dim)")
-	l.sacAlphaTerms(st, logAlpha, alpha, lp, te, "log π(ã|s)", "the entropy's sample estimate")
+	ref := "SEMANTICS.md §14.3; sac.py SACLoss."
+	q, y := l.sacQValueLoss(st, "the soft TD target", "qvalue_v2_loss", ref)
+	lp := l.sacActorLoss(st, alpha, ref)
+	l.sacAlphaTerms(st, logAlpha, alpha, lp, l.sacTargetEntropy(st), "log π(ã|s)", "the entropy's sample estimate")
 	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error)")
+}
 
+// sacQValueLoss is the Q ensemble's regression SACLoss (qvalue_v2_loss) and CQLLoss (q_loss)
+// share, y the estimator's value_target (target names it in the doc; method is the TorchRL
+// method, ref the SEMANTICS.md section and class the gradient doc cites, ending in "."):
+//
+//	loss_qvalue = reduce(Σ_k distance(Q_k(s, a), y))
+//
+// It returns Q_k(s, a) [Q, *batch] and y (detached), for the loss's priority.
+func (l *Lowerer) sacQValueLoss(st *spec.Stage, target, method, ref string) (q, y *ir.Node) {
+	b := l.B
+	ens := st.String("ensemble_dim")
+	red := st.String("reduction")
+	q = l.ReadShaped("state_action_value", l.ensembleShape(st))
+	l.KeyDoc("state_action_value", "Q_k(s, a): each member of the current Q ensemble at the stored action ["+ens+", *batch] (TorchRL key state_action_value, from qvalue_network_params)")
+	y = b.Detach(l.Read("value_target"))
+	fn := st.String("loss_function")
+	l.Output("loss_qvalue", l.reduce(b.Sum(l.distance(q, y, fn), ens), red), ir.LossTerm,
+		"Σ_k "+fn+"(Q_k(s, a), y) over the ensemble, y "+target+", reduced by reduction ("+red+") ("+method+")")
+	l.GradDoc("state_action_value", "loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); s = 1/n for mean, 1 for sum and none ("+ref+method+")")
+	return q, y
+}
+
+// sacActorLoss is the actor's term SACLoss and CQLLoss share (actor_loss), α detached and the
+// Q-networks' parameters detached (ref as for sacQValueLoss):
+//
+//	loss_actor = reduce(α·log π(ã|s) − min_k Q_k(s, ã))
+//
+// It returns log π(ã|s) [*batch], which the temperature terms use detached.
+func (l *Lowerer) sacActorLoss(st *spec.Stage, alpha *ir.Node, ref string) (lp *ir.Node) {
+	b := l.B
+	ens := st.String("ensemble_dim")
+	lp = l.Read("log_prob")
+	l.KeyDoc("log_prob", "log π(ã|s) of the actor's reparameterised sample ã on s [*batch] (TorchRL's compute_rsample_log_prob in actor_loss)")
+	qa := l.ReadShaped("state_action_value_actor", l.ensembleShape(st))
+	l.KeyDoc("state_action_value_actor", "Q_k(s, ã): each member of the current Q ensemble, with detached parameters, at the actor's sample ã ["+ens+", *batch] (TorchRL's state_action_value in actor_loss)")
+	minQ := b.Note(firstMin(b, qa, ens), "min_q_actor")
+	l.Output("loss_actor", l.reduce(b.Sub(b.Mul(alpha, lp), minQ), st.String("reduction")), ir.LossTerm,
+		"α·log π(ã|s) − min_k Q_k(s, ã), reduced by reduction (actor_loss)")
 	s := "s = 1/n for mean, 1 for sum and none"
-	l.GradDoc("state_action_value", "loss_qvalue: ℓ'(Q_k − y)·s for each member k, ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.qvalue_v2_loss)")
-	l.GradDoc("state_action_value_actor", "loss_actor: −s at the first minimal member k* = argmin_k Q_k(s, ã), 0 at the others (torch.min's index); chain it into ã with the Q-networks' detached parameters; "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss)")
-	l.GradDoc("log_prob", "loss_actor: α·s (α detached); loss_alpha uses log π detached and adds nothing; "+s+" (SEMANTICS.md §14.3; sac.py SACLoss.actor_loss)")
+	l.GradDoc("state_action_value_actor", "loss_actor: −s at the first minimal member k* = argmin_k Q_k(s, ã), 0 at the others (torch.min's index); chain it into ã with the Q-networks' detached parameters; "+s+" ("+ref+"actor_loss)")
+	l.GradDoc("log_prob", "loss_actor: α·s (α detached); loss_alpha uses log π detached and adds nothing; "+s+" ("+ref+"actor_loss)")
+	return lp
+}
+
+// sacTargetEntropy is the entropy target of SACLoss, REDQLoss and CQLLoss as the kernel uses
+// it: target_entropy, or for auto −action_dim (TorchRL's −numel of the action spec), a
+// float32 buffer either way (SEMANTICS.md §14.2).
+func (l *Lowerer) sacTargetEntropy(st *spec.Stage) float64 {
+	te := st.Float("target_entropy")
+	if st.Get("target_entropy") == "auto" {
+		te = -float64(st.Int("action_dim"))
+	}
+	return l.Hyper("target_entropy", te, true, "the entropy target (a float32 buffer in TorchRL; auto: −action_dim)")
 }
 
 // sacAlphaTerms are the temperature loss and the metrics of SACLoss and DiscreteSACLoss
