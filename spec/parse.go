@@ -417,6 +417,12 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 	case Bool:
 		return d.bool(path, v)
 	case Enum:
+		for _, r := range p.RejectedValues {
+			if v.Kind == yaml.ScalarNode && v.Value == r.Name {
+				d.errf(v, "%s: %q is not taken: %s %s", path, r.Name, r.Why, allowed(p.Enum))
+				return nil, false
+			}
+		}
 		return d.enumAliased(path, v, p.Enum, p.ValueAliases)
 	case Names:
 		// Each name (an action head) becomes part of a data key and a Go field (<head>_entropy),

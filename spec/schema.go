@@ -66,6 +66,9 @@ type ParamDef struct {
 	// ValueAliases are other spellings of Enum values ("one-hot" for one_hot): For names the
 	// value each stands for.
 	ValueAliases []Alias
+	// RejectedValues are Enum values TorchRL's class accepts that lossgen does not take, each
+	// with why: writing one is an error that says so and lists the allowed values.
+	RejectedValues []Rejected
 	// DimIndex (DimName only) also accepts an integer, TorchRL's index into the tensordict's
 	// batch dims (negative counts from the end, as TorchRL's time_dim): it names the batch
 	// dim at that position of the keys' layout, the batch dims in the order of dims.

@@ -31,6 +31,19 @@ var rejectPriority = []spec.Rejected{
 // values); the estimator declares reward, done and terminated.
 var dqnKeys = []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyNextActionValueOnline, keyPriority, keyMask}
 
+// rejectedActionSpaces are the action spaces TorchRL's _find_action_space maps that the
+// value-based losses do not take (SEMANTICS.md §13.1), in every spelling it accepts.
+var rejectedActionSpaces = func() []spec.Rejected {
+	mult := "the stored action is one index (categorical) or one one-hot vector (one_hot); " +
+		"TorchRL runs mult_one_hot through the one-hot branch, Σ_a Q(s)_a·action_a, with QValueModule's greedy value per chunk of var_nums, " +
+		"which lossgen's value-based losses do not implement (the qvalue transform does)"
+	out := []spec.Rejected{{Name: "binary", Why: "TorchRL's QValueModule raises NotImplementedError for binary actions (torchrl/modules/tensordict_module/actors.py QValueModule._binary), so the loss cannot bootstrap from it"}}
+	for _, name := range []string{"mult_one_hot", "mult-one-hot", "multi_one_hot", "multi-one-hot"} {
+		out = append(out, spec.Rejected{Name: name, Why: mult})
+	}
+	return out
+}()
+
 // dqnParams are the constructor arguments DQNLoss and DiscreteCQLLoss share, with TorchRL's
 // defaults: the value type and γ come from the estimator section (TorchRL's
 // make_value_estimator; TD(0) with γ 0.99 when it is absent).
@@ -38,7 +51,7 @@ func dqnParams() []spec.ParamDef {
 	return []spec.ParamDef{
 		{Name: "loss_function", Type: spec.Enum, Default: "l2", Enum: distances, Doc: "the distance between Q(s, a) and the TD target"},
 		{Name: "delay_value", Type: spec.Bool, Default: true, Doc: "whether a target network gives the next values (false: the current net, detached; the same math, the input is then its values)"},
-		{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"}, ValueAliases: []spec.Alias{oneHotAlias},
+		{Name: "action_space", Type: spec.Enum, Enum: []string{"one_hot", "categorical"}, ValueAliases: []spec.Alias{oneHotAlias}, RejectedValues: rejectedActionSpaces,
 			Doc: "how the stored action selects Q(s, a) and the next action is chosen: an index (categorical) or a one-hot vector (one_hot; a k-way tie of the next values counts k times, TorchRL's QValueModule)"},
 		paramActionDim,
 		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss outputs are reduced"},

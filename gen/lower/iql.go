@@ -104,31 +104,53 @@ func checkIQL(c *spec.Check) {
 // *batch]); its extent is num_qvalue_nets (an explicit num_qvalue_nets must agree). Q is
 // added with num_qvalue_nets members when the spec declares no such dim.
 func checkEnsembleDim(c *spec.Check) {
+	checkCountedDim(c, countedDim{param: "ensemble_dim", count: "num_qvalue_nets", def: "Q", where: "before", what: "the ensemble dim", unit: "members"})
+}
+
+// countedDim describes a dim parameter whose extent an integer parameter gives: the
+// ensemble dim and num_qvalue_nets, CQL's sample dim and num_random.
+type countedDim struct {
+	param, count string // the DimName parameter and the Int parameter of its extent
+	def          string // the dim's name when param is not written
+	where        string // "before" or "after" every batch dim, as the tensors' layout puts it
+	what, unit   string // how messages name the dim ("the ensemble dim") and its elements ("members")
+}
+
+// checkCountedDim resolves d: its parameter, or its default name. A declared dim must not be
+// a batch dim and must be declared where d's layout puts it; its extent is d.count's (an
+// explicit count must agree). The default dim is added with d.count elements, before or
+// after the declared dims, when the spec declares no dim of that name.
+func checkCountedDim(c *spec.Check, d countedDim) {
 	st, s := c.Stage, c.Spec
-	name := st.String("ensemble_dim")
+	name := st.String(d.param)
 	if name == "" {
-		name = "Q"
+		name = d.def
 		if s.DimSize(name) == 0 {
 			if len(s.Dims) >= spec.MaxDims {
-				c.Errorf("ensemble_dim", "the spec declares %d dims, the most it may; declare the ensemble dim Q among them (or name one with ensemble_dim)", len(s.Dims))
+				c.Errorf(d.param, "the spec declares %d dims, the most it may; declare %s %s among them (or name one with %s)", len(s.Dims), d.what, name, d.param)
 				return
 			}
-			s.Dims = append([]spec.Dim{{Name: name, Size: st.Int("num_qvalue_nets"), Pos: st.Pos}}, s.Dims...)
+			dim := spec.Dim{Name: name, Size: st.Int(d.count), Pos: st.Pos}
+			if d.where == "before" {
+				s.Dims = append([]spec.Dim{dim}, s.Dims...)
+			} else {
+				s.Dims = append(s.Dims, dim)
+			}
 		}
-		st.Set("ensemble_dim", name)
+		st.Set(d.param, name)
 	}
 	size := s.DimSize(name)
 	if size == 0 {
-		return // an undeclared ensemble_dim is reported with the other dim names
+		return // an undeclared dim is reported with the other dim names
 	}
-	if !checkInnerDim(c, "ensemble_dim", "before") {
+	if !checkInnerDim(c, d.param, d.where) {
 		return
 	}
 	switch {
-	case !st.Written("num_qvalue_nets"):
-		st.Set("num_qvalue_nets", size)
-	case st.Int("num_qvalue_nets") != size:
-		c.Errorf("num_qvalue_nets", "is %d but the ensemble dim %s has %d members", st.Int("num_qvalue_nets"), name, size)
+	case !st.Written(d.count):
+		st.Set(d.count, size)
+	case st.Int(d.count) != size:
+		c.Errorf(d.count, "is %d but %s %s has %d %s", st.Int(d.count), d.what, name, size, d.unit)
 	}
 }
 

@@ -86,6 +86,11 @@ func checkSpellings(d *spec.StageDef) {
 				panic("lower: " + d.Type + "." + p.Name + ": value alias " + a.Name + " of " + a.For + ", which is no other value")
 			}
 		}
+		for _, r := range p.RejectedValues {
+			if slices.Contains(p.Enum, r.Name) || slices.ContainsFunc(p.ValueAliases, func(a spec.Alias) bool { return a.Name == r.Name }) {
+				panic("lower: " + d.Type + "." + p.Name + ": rejected value " + r.Name + " is also taken")
+			}
+		}
 		if p.DimIndex && p.Type != spec.DimName {
 			panic("lower: " + d.Type + "." + p.Name + ": DimIndex on a parameter that is no DimName")
 		}

@@ -120,6 +120,9 @@ func valuesText(p *spec.ParamDef) string {
 		for _, a := range p.ValueAliases {
 			s += " (`" + a.Name + "` = `" + a.For + "`)"
 		}
+		for _, r := range p.RejectedValues {
+			s += "; not taken: ~~`" + r.Name + "`~~"
+		}
 		return s
 	}
 	if r := rangeText(p); r != "" {
