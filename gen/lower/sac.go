@@ -20,7 +20,7 @@ var (
 	keyStateActionValueActor = spec.KeyDef{Name: "state_action_value_actor", Default: []string{"state_action_value_actor"}, Differentiable: true, Shape: "[Q, *batch] | [*batch]",
 		Doc:    "the current Q-networks, with detached parameters, at the actor's action ã ~ π(·|s) or π(s): the gradient flows into the action (TorchRL computes state_action_value with _cached_detached_qvalue_params)",
 		Sample: spec.Sample{Dist: "normal", Std: 2}}
-	keyNextStateActionValue = spec.KeyDef{Name: "next_state_action_value", NextOf: "state_action_value", Shape: "[Q, *batch] | [*batch]",
+	keyNextStateActionValue = spec.KeyDef{Name: "next_state_action_value", NextOf: "state_action_value", Shape: "[Q, *batch] | [Q, *batch, R] | [*batch]",
 		Doc:    "the target Q-networks at (s', a'), a' the next action (TorchRL computes state_action_value on the next observation with target_qvalue_network_params): no gradient",
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeBig: true}}
 	keyNextLogProb = spec.KeyDef{Name: "next_log_prob", NextOf: "log_prob",
