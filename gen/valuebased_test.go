@@ -91,15 +91,16 @@ func compareAll(t *testing.T, c *gen.Compiled, what string, want map[string]gold
 // Q-value modules and the KL reward on every backend against the interpreter, outputs and gradients, on configurations
 // the example packages do not have: two batch dims with a TD(λ) target, reduction none and
 // sum, a categorical discrete action, masked categorical and mult_one_hot Q-value heads, a
-// masked distributional head, a masked KL reward, and SAC, TD3 and DDPG (masked, clamped α,
-// TD(1) and TD(λ) targets, reduction none and sum); with the golden cases' random and
+// masked distributional head, a masked KL reward, SAC, TD3 and DDPG (masked, clamped α,
+// TD(1) and TD(λ) targets, reduction none and sum), and CQL (the Lagrange term, the max and
+// entropy backups); with the golden cases' random and
 // extreme inputs (ties along the action dim, all-masked rows, rewards and Q-values of ±1e3
 // that reach the advantage weight's cap of 100).
 //
 // The default run checks IQL (two batch dims, TD(λ), reduction none), discrete IQL (a
 // categorical action, sum), a masked double DQN along time (TD(1), categorical, smooth_l1),
 // a masked mult_one_hot Q-value head (gathers of flags through the mask), the masked KL
-// reward and masked SAC with TD(λ): each stage family, both dtypes, masks; LOSSGEN_FULL=1
+// reward, masked SAC with TD(λ) and masked CQL with the Lagrange term: each stage family, both dtypes, masks; LOSSGEN_FULL=1
 // checks every configuration.
 func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 	if testing.Short() {
@@ -128,6 +129,9 @@ func TestValueBasedStagesOnEveryBackend(t *testing.T) {
 		{"discrete_sac_categorical_none_f64", "dtype: float64\ndims: {Q: 3, B: 29, A: 4}\nbatch: [B]\nloss: {type: discrete_sac, action_space: categorical, action_dim: A, reduction: none, loss_function: l1, skip_done_states: true}\n", false},
 		{"redq_td_lambda_mask_f64", "dtype: float64\ndims: {Q: 5, N: 3, T: 7}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: redq, action_dim: 3}\nkeys: {mask: mask}\n", true},
 		{"redq_none_l2_f32", "dims: {Q: 4, B: 37}\nbatch: [B]\nloss: {type: redq, reduction: none, loss_function: l2, target_entropy: -2, min_alpha: 0}\n", false},
+		{"cql_lagrange_td_lambda_mask_f32", "dims: {Q: 2, N: 3, T: 7, R: 5}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: cql, action_dim: 3, with_lagrange: true, lagrange_thresh: 0.5, temperature: 2, min_q_weight: 5}\nkeys: {mask: mask}\n", true},
+		{"cql_none_max_backup_l2_f64", "dtype: float64\ndims: {Q: 2, B: 29, R: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 2, reduction: none, loss_function: l2, max_q_backup: true, min_alpha: 0.8}\n", false},
+		{"cql_sum_entropy_backup_fixed_f32", "dims: {Q: 2, B: 37, R: 3}\nbatch: [B]\nloss: {type: cql, action_dim: 6, reduction: sum, deterministic_backup: false, fixed_alpha: true}\n", false},
 		{"ddpg_none_mask_f64", "dtype: float64\ndims: {N: 3, T: 5}\nbatch: [N, T]\nloss: {type: ddpg, reduction: none, loss_function: smooth_l1}\nkeys: {mask: mask}\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,10 +25,10 @@ func cqlInputs(extra map[string][]float64) map[string][]float64 {
 	in := map[string][]float64{
 		"state_action_value": {1, 0.5, 0.8, 0.9}, "state_action_value_actor": {0.3, -0.2, 0.4, -0.5},
 		"next.state_action_value": {1, 50, 1.5, 60},
-		"log_prob": {-1.2, -0.4}, "bc_sample_log_prob": {-1, -2}, "bc_log_prob": {-0.5, -1.5},
+		"log_prob":                {-1.2, -0.4}, "bc_sample_log_prob": {-1, -2}, "bc_log_prob": {-0.5, -1.5},
 		"q_random": cqlV, "q_new": cqlV, "q_curr": cqlV,
 		"new_log_pis": {h, h, h, h}, "curr_log_pis": {h, h, h, h},
-		"log_alpha": {math.Log(0.5)},
+		"log_alpha":   {math.Log(0.5)},
 		"next.reward": {1, -1}, "next.terminated": {0, 1},
 	}
 	for k, v := range extra {

@@ -57,6 +57,8 @@ keys: {mask: mask}
 			"a2c/none/clipped":           "{type: a2c, clip_value: 0.5, loss_critic_type: l2, reduction: none}",
 			"redq/none":                  "{type: redq, num_qvalue_nets: 3, action_dim: 2, reduction: none}",
 			"reinforce/clipped":          "{type: reinforce, clip_value: 0.5}",
+			"cql/none":                   "{type: cql, action_dim: 2, num_random: 3, reduction: none, deterministic_backup: false}",
+			"cql/lagrange/max":           "{type: cql, action_dim: 2, num_random: 2, with_lagrange: true, max_q_backup: true}",
 		} {
 			out[dt+"/"+name] = "package: p\ndtype: " + dt + "\ndims: {B: 3, L: 5}\nbatch: [B, L]\nloss: " + loss + "\nkeys: {mask: mask}\n"
 		}

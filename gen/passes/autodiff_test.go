@@ -195,6 +195,10 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		"2-D redq none l2 td1 masked clamped":             head + "dims: {Q: 3, N: 2, T: 4}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: redq, reduction: none, loss_function: l2, target_entropy: -1.5, min_alpha: 0.9, max_alpha: 1.1}\nkeys: {mask: mask}",
 		"redq sum fixed":                                  head + "dims: {Q: 3, B: 6}\nbatch: [B]\nloss: {type: redq, reduction: sum, fixed_alpha: true, action_dim: 1}",
 		"reinforce clipped none":                          flat + "loss: {type: reinforce, clip_value: 0.2, reduction: none}",
+		"cql mean":                                        head + "dims: {Q: 2, B: 5, R: 3}\nbatch: [B]\nloss: {type: cql, action_dim: 2}",
+		"2-D cql none l2 td1 masked T w entropy backup":   head + "dims: {Q: 2, N: 2, T: 3, R: 2}\nbatch: [N, T]\nestimator: {type: td1}\nloss: {type: cql, reduction: none, loss_function: l2, action_dim: 1, temperature: 0.5, min_q_weight: 2, deterministic_backup: false, min_alpha: 0.9, max_alpha: 1.1}\nkeys: {mask: mask}",
+		"cql sum l1 lagrange max backup fixed":            head + "dims: {Q: 2, B: 4, R: 3}\nbatch: [B]\nloss: {type: cql, reduction: sum, loss_function: l1, action_dim: 3, with_lagrange: true, lagrange_thresh: 1, max_q_backup: true, fixed_alpha: true}",
+		"2-D cql lagrange masked td_lambda":               head + "dims: {Q: 2, N: 2, T: 3, R: 4}\nbatch: [N, T]\nestimator: {type: td_lambda}\nloss: {type: cql, action_dim: 2, with_lagrange: true, temperature: 3}\nkeys: {mask: mask}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			fwd, fb := compile(t, src+"\n")
