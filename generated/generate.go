@@ -39,3 +39,4 @@ package generated
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o reinforce -golden ../golden/reinforce ../spec/examples/reinforce.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o discretesac -golden ../golden/discretesac ../spec/examples/discrete_sac.yaml
 //go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o redq -golden ../golden/redq ../spec/examples/redq.yaml
+//go:generate go run github.com/lossgen/lossgen/cmd/lossgen generate -o cql -golden ../golden/cql ../spec/examples/cql.yaml

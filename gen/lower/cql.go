@@ -15,6 +15,9 @@ import (
 
 const cqlSource = "torchrl/objectives/cql.py"
 
+// cqlRef starts the gradient docs' citations: the section and TorchRL's class.
+const cqlRef = "SEMANTICS.md §16.2; cql.py CQLLoss."
+
 // The keys only CQLLoss reads. The Q-values at sampled actions are [Q, *batch, R]: TorchRL's
 // [Q, B·R, 1] with row b·R + r (repeat_interleave) reshaped.
 var (
@@ -170,8 +173,7 @@ func lowerCQL(l *Lowerer, st *spec.Stage) {
 	b := l.B
 	ens, red := st.String("ensemble_dim"), st.String("reduction")
 	logAlpha, alpha := l.sacLogAlpha(st)
-	ref := "SEMANTICS.md §16.2; cql.py CQLLoss."
-	q, y := l.sacQValueLoss(st, "the TD target", "q_loss", ref)
+	q, y := l.sacQValueLoss(st, "the TD target", "q_loss", cqlRef)
 
 	gap := l.cqlGap(st, q)
 	l.Output("loss_cql", l.reduce(b.Mean(b.Sum(gap, ens), st.String("random_dim")), red), ir.LossTerm,
@@ -183,14 +185,14 @@ func lowerCQL(l *Lowerer, st *spec.Stage) {
 	bc := l.Read("bc_sample_log_prob")
 	l.Output("loss_actor_bc", l.reduce(b.Sub(b.Mul(alpha, bc), l.Read("bc_log_prob")), red), ir.LossTerm,
 		"α·log π(ã₂|s) − log π(a|s), ã₂ actor_bc_loss's own sample and a the stored action, reduced by reduction (actor_bc_loss)")
-	lp := l.sacActorLoss(st, alpha, ref)
-	l.sacAlphaTerms(st, logAlpha, alpha, lp, l.sacTargetEntropy(st), "log π(ã|s)", "the entropy's sample estimate")
+	lp := l.sacActorLoss(st, alpha, cqlRef)
+	l.sacAlphaTerms(st, logAlpha, alpha, lp, l.sacTargetEntropy(st), "log π(ã|s)", "the entropy's sample estimate", cqlRef, "alpha_loss")
 	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Square(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k (Q_k(s, a) − y)² over the ensemble (squared), detached (TorchRL key td_error)")
 
 	s := "s = 1/n for mean, 1 for sum and none"
-	l.GradDoc("bc_sample_log_prob", "loss_actor_bc: α·s (α detached); "+s+" ("+ref+"actor_bc_loss)")
-	l.GradDoc("bc_log_prob", "loss_actor_bc: −s; "+s+" ("+ref+"actor_bc_loss)")
+	l.GradDoc("bc_sample_log_prob", "loss_actor_bc: α·s (α detached); "+s+" ("+cqlRef+"actor_bc_loss)")
+	l.GradDoc("bc_log_prob", "loss_actor_bc: −s; "+s+" ("+cqlRef+"actor_bc_loss)")
 }
 
 // cqlGap is the conservative term per member and sample, gap_k[b, r] = lse_k[b, r] −
@@ -223,12 +225,12 @@ func (l *Lowerer) cqlGap(st *spec.Stage, q *ir.Node) *ir.Node {
 
 	sr := "s = 1/n for mean, 1 for sum and none, n the batch elements"
 	src := func(x string) string {
-		return "loss_cql: w·p_" + x + "·s/R, p_" + x + " the " + x + " source's softmax weight among the three of its sample at temperature T; " + sr + " (" + cqlSource + " CQLLoss.cql_loss)"
+		return "loss_cql: w·p_" + x + "·s/R, p_" + x + " the " + x + " source's softmax weight among the three of its sample at temperature T; " + sr + " (" + cqlRef + "cql_loss)"
 	}
 	l.GradDoc("q_random", src("random"))
 	l.GradDoc("q_new", src("new"))
 	l.GradDoc("q_curr", src("current"))
-	l.GradDoc("state_action_value", "loss_cql: −w·s for each member; "+sr+" ("+cqlSource+" CQLLoss.cql_loss)")
+	l.GradDoc("state_action_value", "loss_cql: −w·s for each member; "+sr+" ("+cqlRef+"cql_loss)")
 	return gap
 }
 
@@ -251,10 +253,10 @@ func (l *Lowerer) cqlAlphaPrime(st *spec.Stage, gap *ir.Node) {
 	l.Output("loss_alpha_prime", b.Neg(b.Mul(ap, b.Sub(m, b.Const(tau)))), ir.LossTerm,
 		"−α'·(mean(lse_k − w·Q_k(s, a)) − τ) over the members, the batch and the samples, α' = min(exp(log_alpha_prime), 1e6); always a mean (alpha_prime_loss)")
 	s := "s' = 1/(2·n·R), n the batch elements"
-	l.GradDoc("log_alpha_prime", "loss_alpha_prime: −α'·(mean gap − τ) where exp(log α') ≤ 1e6, 0 above (clamp_max) ("+cqlSource+" CQLLoss.alpha_prime_loss)")
-	l.GradDoc("state_action_value", "loss_alpha_prime: +α'·w·R·s' for each member; "+s+" ("+cqlSource+" CQLLoss.alpha_prime_loss)")
+	l.GradDoc("log_alpha_prime", "loss_alpha_prime: −α'·(mean gap − τ) where exp(log α') ≤ 1e6, 0 above (clamp_max) ("+cqlRef+"alpha_prime_loss)")
+	l.GradDoc("state_action_value", "loss_alpha_prime: +α'·w·R·s' for each member; "+s+" ("+cqlRef+"alpha_prime_loss)")
 	for _, k := range []string{"q_random", "q_new", "q_curr"} {
-		l.GradDoc(k, "loss_alpha_prime: −α'·w·p·s', p the source's softmax weight; "+s+" ("+cqlSource+" CQLLoss.alpha_prime_loss)")
+		l.GradDoc(k, "loss_alpha_prime: −α'·w·p·s', p the source's softmax weight; "+s+" ("+cqlRef+"alpha_prime_loss)")
 	}
 }
 

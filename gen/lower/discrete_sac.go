@@ -129,7 +129,7 @@ func lowerDiscreteSAC(l *Lowerer, st *spec.Stage) {
 		te = -(math.Log(1/float64(b.Shape(a).Numel())) * st.Float("target_entropy_weight"))
 	}
 	te = l.Hyper("target_entropy", te, true, "the entropy target (a float32 buffer in TorchRL; auto: −log(1/A)·target_entropy_weight)")
-	l.sacAlphaTerms(st, logAlpha, alpha, b.Note(b.Sum(b.Mul(p, logp), a), "expected_log_prob"), te, "Σ_a π(a|s)·log π(a|s)", "the policy's entropy")
+	l.sacAlphaTerms(st, logAlpha, alpha, b.Note(b.Sum(b.Mul(p, logp), a), "expected_log_prob"), te, "Σ_a π(a|s)·log π(a|s)", "the policy's entropy", "SEMANTICS.md §14.3; sac.py DiscreteSACLoss.", "_alpha_loss")
 	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error)")
 

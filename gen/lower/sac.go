@@ -164,7 +164,7 @@ func lowerSAC(l *Lowerer, st *spec.Stage) {
 	ref := "SEMANTICS.md §14.3; sac.py SACLoss."
 	q, y := l.sacQValueLoss(st, "the soft TD target", "qvalue_v2_loss", ref)
 	lp := l.sacActorLoss(st, alpha, ref)
-	l.sacAlphaTerms(st, logAlpha, alpha, lp, l.sacTargetEntropy(st), "log π(ã|s)", "the entropy's sample estimate")
+	l.sacAlphaTerms(st, logAlpha, alpha, lp, l.sacTargetEntropy(st), "log π(ã|s)", "the entropy's sample estimate", ref, "_alpha_loss")
 	l.Write("priority", l.maskOf(b.Detach(b.ReduceMax(b.Abs(b.Sub(q, y)), ens))), ir.Metric,
 		"the replay priority max_k |Q_k(s, a) − y| over the ensemble (absolute, not squared), detached (TorchRL key td_error)")
 }
@@ -229,17 +229,17 @@ func (l *Lowerer) sacTargetEntropy(st *spec.Stage) float64 {
 //
 //	loss_alpha = reduce(−log α·(lp.detach() + target_entropy))
 //	alpha = α;  entropy = mean(−lp)           (detached; not with reduction none)
-func (l *Lowerer) sacAlphaTerms(st *spec.Stage, logAlpha, alpha, lp *ir.Node, te float64, what, entropyDoc string) {
+func (l *Lowerer) sacAlphaTerms(st *spec.Stage, logAlpha, alpha, lp *ir.Node, te float64, what, entropyDoc, ref, method string) {
 	b := l.B
 	red := st.String("reduction")
 	l.Output("loss_alpha", l.reduce(b.Neg(b.Mul(logAlpha, b.Add(b.Detach(lp), b.Const(te)))), red), ir.LossTerm,
-		"−log α·("+what+" + target_entropy), log π detached, reduced by reduction (_alpha_loss)")
+		"−log α·("+what+" + target_entropy), log π detached, reduced by reduction ("+method+")")
 	if red != "none" {
 		l.Output("alpha", alpha, ir.Metric, "α = exp(log_alpha) (clamped to [min_alpha, max_alpha] when set), detached ("+l.stage.Def.Class+"._alpha)")
 		l.Output("entropy", l.mean(b.Neg(b.Detach(lp))), ir.Metric, "mean(−"+what+"), "+entropyDoc+", detached")
 	}
 	if !st.Bool("fixed_alpha") {
-		l.GradDoc("log_alpha", "loss_alpha: −Σ ("+what+" + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha clamp the value; s = 1/n for mean, 1 for sum and none (SEMANTICS.md §14.3; sac.py "+l.stage.Def.Class+"._alpha_loss)")
+		l.GradDoc("log_alpha", "loss_alpha: −Σ ("+what+" + target_entropy)·s over the batch, the unclamped gradient where min_alpha/max_alpha clamp the value; s = 1/n for mean, 1 for sum and none ("+ref+method+")")
 	}
 }
 
