@@ -83,7 +83,7 @@ func init() {
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check: checkCQL,
 			Example: &spec.Example{Params: map[string]any{"action_dim": 1},
-				Before: []spec.Dim{ensembleExample}, After: []spec.Dim{{Name: "R", Size: 3}},
+				Before: []spec.Dim{ensembleExample}, After: []spec.Dim{{Name: "R", Size: 10}},
 				Sizes: map[string]string{"num_qvalue_nets": "Q", "num_random": "R"}}},
 		Bootstrap: prepareCQL,
 		Lower:     lowerCQL,

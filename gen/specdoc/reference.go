@@ -120,8 +120,12 @@ func valuesText(p *spec.ParamDef) string {
 		for _, a := range p.ValueAliases {
 			s += " (`" + a.Name + "` = `" + a.For + "`)"
 		}
+		var rejected []string
 		for _, r := range p.RejectedValues {
-			s += "; not taken: ~~`" + r.Name + "`~~"
+			rejected = append(rejected, "~~`"+r.Name+"`~~")
+		}
+		if len(rejected) > 0 {
+			s += "; not taken: " + strings.Join(rejected, ", ")
 		}
 		return s
 	}
