@@ -13,7 +13,6 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_cql", Class: "DiscreteCQLLoss", Source: "torchrl/objectives/cql.py",
 			Params:   dqnParams(),
-			Rejected: []spec.Rejected{rejectGamma},
 			Keys:     []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyPriority, keyMask},
 			Check: func(c *spec.Check) {
 				checkTDEstimator(c)

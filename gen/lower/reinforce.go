@@ -22,7 +22,6 @@ func init() {
 				{Name: "clip_value", Type: spec.Float, Null: 0.0, Min: 0, Max: math.Inf(1), Doc: "value-clipping δ; null or 0: none"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Rejected: []spec.Rejected{rejectGamma},
 			Keys:     []spec.KeyDef{keyLogProb, keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask},
 			Check:    func(c *spec.Check) { checkClipValue(c, true) },
 		},
