@@ -56,9 +56,9 @@ var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarge
 func ppoDef(typ, class string, extra []spec.ParamDef, keys []spec.KeyDef, check func(*spec.Check)) spec.StageDef {
 	return spec.StageDef{
 		Kind: spec.Loss, Type: typ, Class: class, Source: ppoSource,
-		Params:   append(append(ppoParams(), policyParams("none")...), extra...),
-		Ignored:  []spec.ParamDef{ignoredMCEntropy},
-		Keys:     append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
+		Params:  append(append(ppoParams(), policyParams("none")...), extra...),
+		Ignored: []spec.ParamDef{ignoredMCEntropy},
+		Keys:    append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
 		Check: func(c *spec.Check) {
 			checkPPO(c)
 			checkPolicy(c)
