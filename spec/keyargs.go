@@ -23,22 +23,36 @@ type keyArg struct {
 	key  []string // the data key
 }
 
-// keyArgFields are the <key>_key fields of a stage's mapping: one for each of the stage's
-// keys whose name no other field (a parameter such as kl_reward's log_prob_key) takes.
-func (d *decoder) keyArgFields(def *StageDef, fs []field) []field {
+// KeyArguments lists the <key>_key arguments the stage's mapping takes, by key: one for
+// each of its keys whose <key>_key no parameter, alias, ignored or rejected argument of the
+// stage names (kl_reward's log_prob_key is a parameter).
+func (d *StageDef) KeyArguments() map[string]string {
 	taken := map[string]bool{}
-	for _, f := range fs {
-		taken[f.name] = true
-		for _, a := range f.aliases {
+	for _, p := range d.Params {
+		taken[p.Name] = true
+		for _, a := range p.Aliases {
 			taken[a.Name] = true
 		}
 	}
-	var out []field
-	for _, k := range def.Keys {
-		name := k.Name
-		if taken[name+"_key"] {
-			continue
+	for _, p := range d.Ignored {
+		taken[p.Name] = true
+	}
+	for _, r := range d.Rejected {
+		taken[r.Name] = true
+	}
+	out := map[string]string{}
+	for _, k := range d.Keys {
+		if !taken[k.Name+"_key"] {
+			out[k.Name] = k.Name + "_key"
 		}
+	}
+	return out
+}
+
+// keyArgFields are the fields of a stage's <key>_key arguments (StageDef.KeyArguments).
+func (d *decoder) keyArgFields(def *StageDef) []field {
+	var out []field
+	for _, name := range slices.Sorted(maps.Keys(def.KeyArguments())) {
 		out = append(out, field{name: name + "_key", hidden: true, decode: func(kp string, v *yaml.Node) {
 			delete(d.pos, kp) // the Spec is the one written with keys:
 			if isNull(v) {    // TorchRL's None: the key keeps its mapping

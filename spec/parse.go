@@ -313,7 +313,7 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	for _, r := range def.Rejected {
 		fs = append(fs, field{name: r.Name, reject: r.Why})
 	}
-	fs = append(fs, d.keyArgFields(def, fs)...)
+	fs = append(fs, d.keyArgFields(def)...)
 	seen := d.mapping(n, path, fs)
 	d.resolveFlatLinspace(st, seen, flat)
 	return st

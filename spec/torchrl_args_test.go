@@ -101,7 +101,8 @@ func TestMonteCarloSampleCounts(t *testing.T) {
 	src := func(typ, dist, extra string) string {
 		return head + "loss: {type: " + typ + ", distribution: " + dist + ", action_dim: A" + extra + "}\n"
 	}
-	const entropyNote = "no effect here: TorchRL samples the entropy only where the distribution has no closed form; with this distribution it computes the closed form, as the kernel does"
+	const entropyNote = "no effect here: TorchRL samples the entropy only where the distribution has none in closed form: categorical, one_hot_categorical and normal have one, which TorchRL and the kernel compute, " +
+		"and without entropy_bonus no entropy is computed (with tanh_normal or none and entropy_bonus it is an error: the entropy is then an input, keys.entropy)"
 	for _, typ := range []string{"ppo", "clip_ppo", "klpen_ppo", "a2c"} {
 		for _, dist := range []string{"categorical", "normal", "one_hot_categorical"} {
 			if typ == "klpen_ppo" && dist == "normal" {
