@@ -158,7 +158,7 @@ type StageDef struct {
 	Source string // the TorchRL file that defines it
 	Params []ParamDef
 	// Rejected are TorchRL arguments of the class that lossgen does not take: writing one
-	// is an error that says why (samples_mc_entropy: lossgen samples nothing).
+	// is an error that says why and what to write (actor_network: the kernel takes its outputs).
 	Rejected []Rejected
 	// Ignored are TorchRL arguments of the class that change nothing the kernel computes
 	// (vectorized, functional, device): the parser checks a written one's type as a
