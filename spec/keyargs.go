@@ -94,9 +94,12 @@ func (d *decoder) resolveKeys(s *Spec) {
 	s.Keys = resolveKeys(d.reg, d.keysWritten)
 }
 
-// flowKey writes a data key as the keys: mapping takes it: a name, or a nested key in
-// YAML's flow form.
+// flowKey writes a data key as the keys: mapping takes it: a name, a nested key in YAML's
+// flow form, or null (absent from the data).
 func flowKey(key []string) string {
+	if key == nil {
+		return "null"
+	}
 	if len(key) == 1 {
 		return key[0]
 	}
