@@ -187,7 +187,7 @@ func TestKeyArguments(t *testing.T) {
 		// Two data keys for one key: keys: serves every stage.
 		head + "loss: {type: clip_ppo, advantage_key: adv}\nkeys: {advantage: a2}\n":                    "t.yaml:4:39: loss.advantage_key: maps advantage to adv, but keys.advantage (line 5) maps it to a2: one data key serves every stage; write it once, under keys:",
 		head + "estimator: {type: gae, advantage_key: a1}\nloss: {type: clip_ppo, advantage_key: a2}\n": "t.yaml:5:39: loss.advantage_key: maps advantage to a2, but estimator.advantage_key (line 4) maps it to a1: one data key serves every stage; write it once, as keys: {advantage: …}",
-		head + "loss: {type: clip_ppo, advantage_key: adv}\nkeys: {advantage: null}\n": "t.yaml:4:39: loss.advantage_key: maps advantage to adv, but keys.advantage (line 5) maps it to null: one data key serves every stage; write it once, under keys:",
+		head + "loss: {type: clip_ppo, advantage_key: adv}\nkeys: {advantage: null}\n":                  "t.yaml:4:39: loss.advantage_key: maps advantage to adv, but keys.advantage (line 5) maps it to null: one data key serves every stage; write it once, under keys:",
 		// A key the stage neither reads nor writes.
 		head + "loss: {type: clip_ppo, action_mask_key: legal}\n": "t.yaml:4:24: loss.action_mask_key: loss reads and writes no key action_mask; to map it for the stages that do, write it at the top level as keys: {action_mask: legal}",
 		// A bad data key is reported as under keys:.
