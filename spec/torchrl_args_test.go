@@ -233,6 +233,8 @@ func TestTorchRLArgumentsThatMatterSayWhat(t *testing.T) {
 	require.GreaterOrEqual(t, n, 15)
 	_, err := spec.Parse("t.yaml", []byte(withArg(spec.Loss, "clip_ppo", "critic_network: critic")), reg)
 	require.EqualError(t, err, "t.yaml:4:24: loss.critic_network: not taken: the kernel takes the critic's outputs as inputs, not the network: keys value (state_value) and, with an estimator, next_value (next.state_value); remove critic_network")
+	_, err = spec.Parse("t.yaml", []byte(withArg(spec.Estimator, "vtrace", "actor_network: a")), reg)
+	require.ErrorContains(t, err, "estimator.actor_network: not taken: the kernel takes the actor's outputs as inputs, not the network: keys log_prob")
 	_, err = spec.Parse("t.yaml", []byte(withArg(spec.Estimator, "gae", "value_network: v")), reg)
 	require.ErrorContains(t, err, "estimator.value_network: not taken: the kernel takes the value network's outputs as inputs")
 	for arg, want := range map[string]string{
