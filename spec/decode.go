@@ -33,11 +33,20 @@ type decoder struct {
 	dimsOK  bool            // dims is a mapping
 	batchOK bool            // batch is a list of names
 	failed  map[Kind]bool   // a stage of this kind is absent because its mapping or type was reported
+
+	// The keys: mapping as written (nil value: null) and the stages' <key>_key arguments,
+	// resolved together into Spec.Keys once every stage is decoded (keyargs.go).
+	keysWritten map[string][]string
+	keyArgs     map[string][]keyArg
+	// ignored are the StageDef.Ignored arguments written, each a note or, where its Refuse
+	// says it matters for the stage as configured, an error (validate).
+	ignored []ignoredArg
 }
 
 func newDecoder(file string, reg Registry, resize map[string]int) *decoder {
 	return &decoder{file: file, pos: map[string]Pos{}, reg: reg, resize: resize,
-		broken: map[string]bool{}, badDims: map[string]bool{}, failed: map[Kind]bool{}}
+		broken: map[string]bool{}, badDims: map[string]bool{}, failed: map[Kind]bool{},
+		keysWritten: map[string][]string{}, keyArgs: map[string][]keyArg{}}
 }
 
 func (d *decoder) at(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
@@ -57,6 +66,10 @@ type field struct {
 	decode  func(path string, v *yaml.Node)
 	aliases []Alias // other names of the key (ParamDef.Aliases)
 	reject  string  // the error for a refused key (StageDef.Rejected)
+	// hidden keeps an accepted key out of an unknown key's list of allowed ones, which lists
+	// what changes the kernel: a stage's <key>_key arguments (one per key it reads or
+	// writes) and its Ignored arguments.
+	hidden bool
 }
 
 // mapping decodes a mapping node against its accepted fields. Unknown and repeated keys are
@@ -76,7 +89,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]
 	alias := map[string]*Alias{}
 	for i := range fields {
 		f := &fields[i]
-		if f.reject == "" {
+		if f.reject == "" && !f.hidden {
 			names = append(names, f.name)
 		}
 		byName[f.name] = f
@@ -314,24 +327,5 @@ func (d *decoder) list(path string, n *yaml.Node, item func(path string, v *yaml
 	for i, v := range n.Content {
 		item(fmt.Sprintf("%s[%d]", path, i), v)
 	}
-	return true
-}
-
-// keyArgument reports a TorchRL constructor's <key>_key argument (QValueModule's
-// action_mask_key, a loss's set_keys) written in a stage, naming the spec's keys: mapping
-// that holds it in lossgen. It reports whether k was one.
-func (d *decoder) keyArgument(kp string, k, v *yaml.Node) bool {
-	name, ok := strings.CutSuffix(k.Value, "_key")
-	if !ok || d.reg == nil {
-		return false
-	}
-	if _, ok := d.reg.Key(name); !ok {
-		return false
-	}
-	val := "<data key>"
-	if v.Kind == yaml.ScalarNode && v.Value != "" {
-		val = v.Value
-	}
-	d.errf(k, "%s: TorchRL's %s is lossgen's keys: mapping, for every stage at once; write it at the top level as keys: {%s: %s}", kp, k.Value, name, val)
 	return true
 }

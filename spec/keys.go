@@ -4,7 +4,7 @@ package spec
 // a logical key to its nested key, with a nil value for an explicit null (absent from the
 // data). A key derived from another (NextOf) follows that key's renaming unless it is
 // written itself.
-func resolveKeys(reg Registry, written map[string][]string, present map[string]bool) map[string][]string {
+func resolveKeys(reg Registry, written map[string][]string) map[string][]string {
 	keys := map[string][]string{}
 	for _, k := range reg.Keys() {
 		def, _ := reg.Key(k)
@@ -15,7 +15,7 @@ func resolveKeys(reg Registry, written map[string][]string, present map[string]b
 	}
 	for _, k := range reg.Keys() {
 		def, _ := reg.Key(k)
-		if def.NextOf != "" && !present[k] && keys[def.NextOf] != nil {
+		if _, ok := written[k]; !ok && def.NextOf != "" && keys[def.NextOf] != nil {
 			keys[k] = append([]string{"next"}, keys[def.NextOf]...)
 		}
 	}

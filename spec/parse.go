@@ -303,9 +303,9 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	flat := d.flatLinspace(def, &fs)
 	for i := range def.Ignored {
 		p := &def.Ignored[i]
-		fs = append(fs, field{name: p.Name, decode: func(kp string, v *yaml.Node) {
+		fs = append(fs, field{name: p.Name, hidden: true, decode: func(kp string, v *yaml.Node) {
 			if _, ok := d.param(p, kp, v); ok {
-				d.notes = append(d.notes, &Error{Pos: d.at(v), Msg: "note: " + kp + ": ignored: " + p.Doc})
+				d.ignored = append(d.ignored, ignoredArg{st: st, def: p, path: kp, pos: d.at(v)})
 			}
 			delete(d.pos, kp) // the Spec is the one written without it
 		}})
@@ -313,6 +313,7 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	for _, r := range def.Rejected {
 		fs = append(fs, field{name: r.Name, reject: r.Why})
 	}
+	fs = append(fs, d.keyArgFields(def)...)
 	seen := d.mapping(n, path, fs)
 	d.resolveFlatLinspace(st, seen, flat)
 	return st
@@ -460,18 +461,21 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 		}
 		x, ok := d.str(path, v)
 		return x, ok // checked against dims in validate
+	case Text:
+		return d.str(path, v)
 	}
 	panic("spec: parameter type of " + p.Name)
 }
 
+// keys decodes the keys: mapping into d.keysWritten; validate resolves it, with the
+// stages' <key>_key arguments, into Spec.Keys.
 func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
 		d.errf(n, "%s: want a mapping of logical key to data key, got %s", path, describe(n))
 		return
 	}
-	written := map[string][]string{}
-	present := map[string]bool{}
 	names := d.reg.Keys()
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		kp := join(path, k.Value)
@@ -479,37 +483,47 @@ func (d *decoder) keys(s *Spec, path string, n *yaml.Node) {
 			d.errf(k, "%s: unknown key %q %s", path, k.Value, allowedFor(k.Value, names))
 			continue
 		}
-		if present[k.Value] {
+		if seen[k.Value] {
 			d.errf(k, "%s: repeated key", kp)
 			continue
 		}
-		present[k.Value] = true
+		seen[k.Value] = true
 		d.pos[kp] = d.at(v)
-		switch {
-		case isNull(v):
-			written[k.Value] = nil
-		case v.Kind == yaml.SequenceNode:
-			var key []string
-			d.list(kp, v, func(ip string, iv *yaml.Node) {
-				if part, ok := d.keyPart(ip, iv); ok {
-					key = append(key, part)
-				}
-			})
-			if len(v.Content) == 0 { // a bad part is reported as itself
-				d.errf(v, "%s: an empty nested key; write null for a key that is not in the data", kp)
-			}
-			if len(key) > MaxKeyDepth {
-				d.errf(v, "%s: a key nested %d deep; at most %d", kp, len(key), MaxKeyDepth)
-			}
-			written[k.Value] = key
-		default:
-			if part, ok := d.keyPart(kp, v); ok {
-				written[k.Value] = []string{part}
-			}
+		if key, ok := d.dataKey(kp, v); ok {
+			d.keysWritten[k.Value] = key
 		}
 	}
-	s.Keys = resolveKeys(d.reg, written, present)
 	s.pos["keys"] = d.at(n)
+}
+
+// dataKey decodes the data key a logical key maps to: a name, a nested key as a list of
+// names, or null (nil: absent from the data).
+func (d *decoder) dataKey(kp string, v *yaml.Node) ([]string, bool) {
+	switch {
+	case isNull(v):
+		return nil, true
+	case v.Kind == yaml.SequenceNode:
+		var key []string
+		ok := d.list(kp, v, func(ip string, iv *yaml.Node) {
+			if part, ok := d.keyPart(ip, iv); ok {
+				key = append(key, part)
+			}
+		})
+		if len(v.Content) == 0 { // a bad part is reported as itself
+			d.errf(v, "%s: an empty nested key; write null for a key that is not in the data", kp)
+			return nil, false
+		}
+		if len(key) > MaxKeyDepth {
+			d.errf(v, "%s: a key nested %d deep; at most %d", kp, len(key), MaxKeyDepth)
+			return nil, false
+		}
+		return key, ok && len(key) == len(v.Content)
+	default:
+		if part, ok := d.keyPart(kp, v); ok {
+			return []string{part}, true
+		}
+		return nil, false
+	}
 }
 
 // keyPart decodes one element of a nested key; '.' is reserved as the .npz joiner.

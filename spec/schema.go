@@ -44,6 +44,7 @@ const (
 	Enum                         // one of the Enum strings
 	Names                        // a list of distinct names, each a key part (action heads)
 	DimName                      // the name of a dim declared under dims
+	Text                         // any string (an ignored argument's torch.device: cpu, cuda:0)
 )
 
 // ParamDef is one parameter of a stage: a key of its YAML mapping, named as TorchRL's
@@ -81,6 +82,11 @@ type ParamDef struct {
 	// the n values of torch.linspace(a, b, n), computed as torch does in the param_dtype
 	// (Linspace). It names the stage's DimName parameter whose dim n must equal.
 	LinspaceDim string
+	// Refuse (StageDef.Ignored only), when set, returns why the argument does change the
+	// values for the stage as configured (a Monte-Carlo sample count where the distribution
+	// has no closed-form entropy), or "" where it has no effect: writing it is then that
+	// error instead of a note. It sees the stage after its Check.
+	Refuse func(st *Stage) string
 }
 
 // Alias is another spelling the parser accepts for a canonical one, reading it exactly as
@@ -155,13 +161,16 @@ type StageDef struct {
 	Source string // the TorchRL file that defines it
 	Params []ParamDef
 	// Rejected are TorchRL arguments of the class that lossgen does not take: writing one
-	// is an error that says why (samples_mc_entropy: lossgen samples nothing).
+	// is an error that says why and what to write (actor_network: the kernel takes its outputs).
 	Rejected []Rejected
-	// Ignored are TorchRL arguments of the class that choose an implementation without
-	// changing the result (vectorized): the parser checks a written one's type as a
-	// parameter's, leaves it out of the Spec and adds a note (Spec.Notes) with its Doc.
+	// Ignored are TorchRL arguments of the class that change nothing the kernel computes
+	// (vectorized, functional, device): the parser checks a written one's type as a
+	// parameter's, leaves it out of the Spec and adds a note (Spec.Notes), "no effect here:"
+	// and its Doc, which says why.
 	Ignored []ParamDef
-	Keys    []KeyDef // every key the stage may read or write
+	// Keys are every key the stage may read or write. The stage's mapping also takes each as
+	// TorchRL's <key>_key argument (advantage_key: adv), which reads as keys: {advantage: adv}.
+	Keys []KeyDef
 	// Check validates the stage's parameters together, with the whole spec at hand, and
 	// applies defaults that depend on other keys. It may be nil.
 	Check func(c *Check)

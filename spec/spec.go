@@ -4,8 +4,10 @@
 // Key names follow TorchRL's constructor arguments and set_keys names (clip_epsilon, lmbda,
 // sample_log_prob, value_target, reduction ...), so a TorchRL user can write a spec from memory;
 // TorchRL's other spellings the Registry declares (a class name as the type, a deprecated
-// argument name, an integer time_dim, a linspace support) read as the canonical ones, with a
-// note (Spec.Notes) where TorchRL deprecates the spelling (docs/SEMANTICS.md §11.21).
+// argument name, an integer time_dim, a linspace support, a <key>_key argument) read as the
+// canonical ones, with a note (Spec.Notes) where TorchRL deprecates the spelling; TorchRL
+// arguments that change nothing the kernel computes (functional, device, ...) are accepted
+// with a note that says why (docs/SEMANTICS.md §11.21).
 // Parsing is strict: unknown keys, wrong types and impossible values are errors, and every
 // error reads "FILE:LINE:COL: message" naming the key and the allowed values; one Parse
 // reports every independent error of the file (ErrorList). Defaults are
@@ -54,8 +56,9 @@ type Spec struct {
 	// Warnings are non-fatal diagnostics (TorchRL behaviours a user may not expect).
 	Warnings []*Error
 	// Notes name the canonical spelling of each deprecated TorchRL spelling the spec used
-	// ("note: loss.entropy_coef: …; write entropy_coeff"), by position. They change nothing
-	// in the Spec, which is the canonical spelling's.
+	// ("note: loss.entropy_coef: …; write entropy_coeff") and say why each value-neutral
+	// TorchRL argument has no effect, by position. They change nothing in the Spec, which is
+	// the canonical spelling's.
 	Notes []*Error
 
 	pos map[string]Pos // "loss.clip_epsilon" -> position of its value, for later diagnostics

@@ -184,28 +184,6 @@ t.yaml:5:100: transforms[0].support: unknown key "atoms" (did you mean "n_atoms"
 	require.EqualError(t, err, "t.yaml:5:81: transforms[0].support: want a list of numbers or {vmin: V, vmax: V, n_atoms: K} (torch.linspace(vmin, vmax, n_atoms)), got number 5")
 }
 
-// TorchRL's Monte-Carlo sample counts are errors that say why lossgen does not take them and
-// what to do.
-func TestSamplesMCRejected(t *testing.T) {
-	const head = "package: p\ndims: {B: 4, A: 3}\nbatch: [B]\n"
-	for _, typ := range []string{"ppo", "clip_ppo", "klpen_ppo"} {
-		_, err := spec.Parse("t.yaml", []byte(head+"loss: {type: "+typ+", distribution: categorical, action_dim: A, samples_mc_entropy: 1}\n"), reg)
-		var list spec.ErrorList
-		require.True(t, errors.As(err, &list), "%T", err)
-		require.Len(t, list, 1)
-		msg := list[0].Msg
-		require.True(t, strings.HasPrefix(msg, "loss.samples_mc_entropy: not taken: lossgen samples nothing (SEMANTICS.md §11.9)"), msg)
-		require.Contains(t, msg, "categorical, one_hot_categorical or normal it computes the entropy analytically")
-		require.Contains(t, msg, "tanh_normal has no analytic entropy in TorchRL (which samples it), so with it, or none, the entropy is an input, keys.entropy")
-		require.True(t, strings.HasSuffix(msg, "; remove samples_mc_entropy"), msg)
-	}
-	_, err := spec.Parse("t.yaml", []byte(head+"loss: {type: klpen_ppo, distribution: categorical, action_dim: A, samples_mc_kl: 4}\n"), reg)
-	require.EqualError(t, err, "t.yaml:4:67: loss.samples_mc_kl: not taken: lossgen computes KL(old ‖ current) in closed form from the stored and current distribution parameters (distribution categorical, one_hot_categorical, normal or tanh_normal; SEMANTICS.md §11.9), so there is nothing to sample; remove samples_mc_kl")
-	// ClipPPOLoss has no samples_mc_kl in TorchRL either: an unknown key.
-	_, err = spec.Parse("t.yaml", []byte(head+"loss: {type: clip_ppo, samples_mc_kl: 4}\n"), reg)
-	require.ErrorContains(t, err, `t.yaml:4:24: loss: unknown key "samples_mc_kl" (allowed: action_dim,`)
-}
-
 // Every independent error of a spec is reported in one run, sorted by position: decoding
 // errors (an unknown key, a bad value) together with the checks of the stages they leave
 // meaningful (a support of the wrong length, a time dim that is no batch dim).
@@ -261,7 +239,7 @@ func TestNoConsequentialErrors(t *testing.T) {
 func lossTypes() string { return strings.Join(reg.Types(spec.Loss), ", ") }
 
 // TDLambdaEstimator's and GAE's vectorized (an implementation choice, the same estimate) is
-// accepted and ignored with a note; the estimators that do not take it (TD(0), TD(1),
+// accepted with a note that it has no effect; the estimators that do not take it (TD(0), TD(1),
 // V-trace) refuse it as an unknown key.
 func TestVectorizedIgnored(t *testing.T) {
 	const head = "package: p\ndims: {B: 4, T: 8}\nbatch: [B, T]\nestimator:\n"
@@ -270,7 +248,7 @@ func TestVectorizedIgnored(t *testing.T) {
 			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: true\n",
 			head+"  type: "+est+"\n  gamma: 0.99\n  lmbda: 0.95\n")
 		require.Len(t, notes, 1)
-		require.Equal(t, "t.yaml:8:15: note: estimator.vectorized: ignored: TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form", notes[0].Error())
+		require.Equal(t, "t.yaml:8:15: note: estimator.vectorized: no effect here: TorchRL's choice between its vectorized and looped implementations, which give the same estimate; lossgen's kernel is always the fused form", notes[0].Error())
 	}
 	// GAE's is bool | None; TDLambdaEstimator's a bool.
 	require.Len(t, sameSpec(t, head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n  vectorized: null\n", head+"  type: gae\n  gamma: 0.99\n  lmbda: 0.95\n"), 1)
@@ -331,27 +309,4 @@ func TestFlatLinspaceSupport(t *testing.T) {
 		_, err := spec.Parse("t.yaml", []byte(head+src), reg)
 		require.EqualError(t, err, msg, src)
 	}
-}
-
-// A TorchRL constructor's <key>_key argument written in a stage says to map the key under keys:.
-func TestKeyArgumentSaysWhereItGoes(t *testing.T) {
-	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2, A: 3}\nbatch: [B]\ntransforms: [{type: qvalue, action_dim: A, action_mask_key: legal}]\n"), reg)
-	require.EqualError(t, err, "t.yaml:4:44: transforms[0].action_mask_key: TorchRL's action_mask_key is lossgen's keys: mapping, "+
-		"for every stage at once; write it at the top level as keys: {action_mask: legal}")
-	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2}\nbatch: [B]\nloss: {type: ppo, foo_key: x}\n"), reg)
-	require.ErrorContains(t, err, `loss: unknown key "foo_key"`) // not a logical key: the usual error
-}
-
-// TorchRL arguments that no stage takes (the networks, functional, separate_losses, an
-// estimator's differentiable and skip_existing, a transform's in_keys) say why and what to
-// write, as the ones a stage rejects itself do.
-func TestCommonTorchRLArgumentsSayWhy(t *testing.T) {
-	_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 8}\nbatch: [N, T]\n"+
-		"estimator: {type: gae, gamma: 0.99, lmbda: 0.95, skip_existing: true}\nloss: {type: clip_ppo, actor_network: actor}\n"), reg)
-	require.ErrorContains(t, err, "t.yaml:4:50: estimator.skip_existing: not taken: the kernel always computes the estimate")
-	require.ErrorContains(t, err, "t.yaml:5:24: loss.actor_network: not taken: the kernel takes the networks' outputs, not the networks")
-	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {Q: 2, B: 8}\nbatch: [B]\nloss: {type: iql, gamma: 0.99}\n"), reg)
-	require.ErrorContains(t, err, "loss.gamma: not taken: γ is the value estimator's in TorchRL")
-	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {B: 2, L: 3}\nbatch: [B, L]\ntransforms: [{type: kl_reward, in_keys: [a]}]\n"), reg)
-	require.ErrorContains(t, err, "transforms[0].in_keys: not taken: TorchRL's in_keys are lossgen's keys: mapping")
 }

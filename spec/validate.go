@@ -91,9 +91,7 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 		}
 		numel *= max(n, 1)
 	}
-	if s.Keys == nil {
-		s.Keys = resolveKeys(d.reg, nil, nil)
-	}
+	d.resolveKeys(s)
 
 	// The stages' own checks need the layout and the dtypes; TorchRL's spellings that depend
 	// on them (an integer time_dim, a linspace support) are resolved first, for every stage.
@@ -122,6 +120,33 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 	for _, st := range s.Transforms {
 		check(st, false)
 	}
+	for _, a := range d.ignored {
+		d.ignoredArg(a, usable[a.st])
+	}
+}
+
+// ignoredArg is a StageDef.Ignored argument a stage's mapping wrote.
+type ignoredArg struct {
+	st   *Stage
+	def  *ParamDef
+	path string
+	pos  Pos
+}
+
+// ignoredArg reports a written Ignored argument: a note that it has no effect here and why,
+// or, where its Refuse says that it matters for the stage as configured, that error. Refuse
+// runs only on a stage whose parameters all decoded and whose check ran (checked).
+func (d *decoder) ignoredArg(a ignoredArg, checked bool) {
+	if a.def.Refuse != nil {
+		if !checked {
+			return
+		}
+		if why := a.def.Refuse(a.st); why != "" {
+			d.errs = append(d.errs, &Error{Pos: a.pos, Msg: a.path + ": " + why})
+			return
+		}
+	}
+	d.notes = append(d.notes, &Error{Pos: a.pos, Msg: "note: " + a.path + ": no effect here: " + a.def.Doc})
 }
 
 // resolve turns the TorchRL spellings of st's parameters that need the whole spec into

@@ -177,7 +177,7 @@ func TestDQNSpecChecks(t *testing.T) {
 	require.Equal(t, "A", s.Loss.String("action_dim"))
 	for _, c := range []struct{ body, err string }{
 		{"loss: {type: dqn, action_dim: A, double_dqn: true, delay_value: false}\n", "t.yaml:4:46: loss.double_dqn: requires delay_value: true"},
-		{"loss: {type: dqn, action_dim: A, gamma: 0.9}\n", "TorchRL raises TypeError for gamma"},
+		{"loss: {type: dqn, action_dim: A, gamma: 0.9}\n", "TorchRL's losses raise TypeError for gamma"},
 		{"estimator: {type: gae, gamma: 0.9, lmbda: 0.9}\nloss: {type: discrete_cql, action_dim: A}\n", "estimator.type: gae is not supported by discrete_cql"},
 		{"loss: {type: dqn, action_dim: A, action_space: mult_one_hot}\n", "loss.action_space"},
 	} {

@@ -127,9 +127,9 @@ func TestDDPGHandValues(t *testing.T) {
 // target_entropy auto without the action dim.
 func TestOffPolicySpecChecks(t *testing.T) {
 	for _, c := range []struct{ loss, err string }{
-		{"{type: sac, action_dim: 1, gamma: 0.9}", "loss.gamma: not taken: TorchRL raises TypeError"},
-		{"{type: td3, gamma: 0.9}", "loss.gamma: not taken: TorchRL raises TypeError"},
-		{"{type: ddpg, gamma: 0.9}", "loss.gamma: not taken: TorchRL raises TypeError"},
+		{"{type: sac, action_dim: 1, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
+		{"{type: td3, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
+		{"{type: ddpg, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
 		{"{type: td3, policy_noise: 0.2}", "loss.policy_noise: not taken: the kernel draws no random numbers"},
 		{"{type: sac}", "loss.action_dim: required with target_entropy auto"},
 		{"{type: sac, action_dim: 1, alpha_init: 2.0}", "loss.alpha_init: not taken: log α is an input"},

@@ -111,6 +111,16 @@ func TestKLRewardHandValues(t *testing.T) {
 	near(t, []float64{-0.1, 0, 1, -2.06}, out["next.reward"], hand, "masked reward")
 	near(t, []float64{0.5, 0, 0, 0.3}, out["next.kl_penalty"], hand, "masked kl_penalty")
 	near(t, []float64{-1.5, -0.5, 0, -0.4}, out["next.ref_log_probs"], hand, "masked ref_log_probs")
+	// add_to_reward: false (TorchRL's _step): kl_penalty and ref_log_probs as before, the
+	// reward neither read nor written; a TD(0) after it reads the data's reward.
+	noReward := map[string][]float64{"log_prob": in["log_prob"], "ref_log_prob": in["ref_log_prob"]}
+	out = eval(t, "package: p\ndtype: float64\ndims: {B: 1, L: 4}\nbatch: [B, L]\ntransforms: [{type: kl_reward, add_to_reward: false}]\n", noReward)
+	require.NotContains(t, out, "next.reward")
+	near(t, []float64{0.5, 0, -1, 0.3}, out["next.kl_penalty"], hand, "kl_penalty without the reward")
+	require.Equal(t, in["ref_log_prob"], out["next.ref_log_probs"])
+	out = eval(t, "package: p\ndtype: float64\nparam_dtype: float64\ndims: {B: 1, L: 4}\nbatch: [B, L]\ntransforms: [{type: kl_reward, add_to_reward: false}]\nestimator: {type: td0, gamma: 0.5}\n",
+		with(with(with(in, "state_value", []float64{1, 1, 1, 1}), "next.state_value", []float64{2, 2, 2, 2}), "next.terminated", []float64{0, 0, 0, 1}))
+	near(t, []float64{1, 1, 2, -2}, out["value_target"], hand, "TD(0) on the data's reward: r + 0.5·2, and r at the terminal step")
 	// coef is a float32 tensor in TorchRL (param_dtype float32, §11.14).
 	out = eval(t, "package: p\ndtype: float64\ndims: {B: 1, L: 4}\nbatch: [B, L]\ntransforms: [{type: kl_reward, coef: 0.1}]\n", in)
 	near(t, []float64{-float64(float32(0.1)) * 0.5}, out["next.reward"][:1], hand, "float32 coef")

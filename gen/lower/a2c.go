@@ -29,9 +29,9 @@ func init() {
 	}
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "a2c", Class: "A2CLoss", Source: a2cSource,
-			Params:   append(params, policyParams("none")...),
-			Rejected: []spec.Rejected{rejectMCEntropy, rejectGamma},
-			Keys:     append([]spec.KeyDef{keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask}, policyKeys...),
+			Params:  append(params, policyParams("none")...),
+			Ignored: []spec.ParamDef{ignoredMCEntropy},
+			Keys:    append([]spec.KeyDef{keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask}, policyKeys...),
 			Check: func(c *spec.Check) {
 				checkPolicy(c)
 				checkClipValue(c, a2cCritic(c.Stage))

@@ -233,7 +233,3 @@ func checkTDEstimator(c *spec.Check) {
 		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
 	}
 }
-
-// rejectGamma is the gamma argument of the losses whose γ is the estimator's (DQNLoss,
-// SACLoss, TD3Loss, DDPGLoss: TorchRL raises TypeError for it).
-var rejectGamma = spec.Rejected{Name: "gamma", Why: "not taken: TorchRL raises TypeError for gamma here; set γ with the estimator section (estimator: {type: td0, gamma: 0.9}, TorchRL's make_value_estimator)"}

@@ -17,7 +17,6 @@ func init() {
 				{Name: "loss_function", Type: spec.Enum, Default: "l2", Enum: distances, Doc: "the critic regression's distance"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Rejected: []spec.Rejected{rejectGamma},
 			Keys: []spec.KeyDef{keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check: checkTDEstimator},

@@ -12,9 +12,8 @@ import (
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_cql", Class: "DiscreteCQLLoss", Source: "torchrl/objectives/cql.py",
-			Params:   dqnParams(),
-			Rejected: []spec.Rejected{rejectGamma},
-			Keys:     []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyPriority, keyMask},
+			Params: dqnParams(),
+			Keys:   []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyPriority, keyMask},
 			Check: func(c *spec.Check) {
 				checkTDEstimator(c)
 				checkInnerDim(c, "action_dim", "after")

@@ -36,7 +36,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_sac", Class: "DiscreteSACLoss", Source: sacSource,
 			Params: params,
-			Rejected: []spec.Rejected{rejectGamma, rejectAlphaInit,
+			Rejected: []spec.Rejected{rejectAlphaInit,
 				{Name: "num_actions", Why: "not taken: the number of actions is the size of the dim action_dim names"}},
 			Keys: []spec.KeyDef{keyLogits, keyActionValue, keyAction, keyNextLogits, keyNextActionValue, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},

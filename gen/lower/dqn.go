@@ -22,9 +22,9 @@ var (
 		Sample: spec.Sample{Dist: "normal", Std: 2, ExtremeTie: true}}
 )
 
-// rejectPriority are the replay-priority arguments of DQNLoss and DistributionalDQNLoss.
+// rejectPriority is the replay-priority weighting of DQNLoss and DistributionalDQNLoss
+// (their priority_key is the key argument for keys.priority).
 var rejectPriority = []spec.Rejected{
-	{Name: "priority_key", Why: "not taken (deprecated in TorchRL): map the priority output with keys.priority"},
 	{Name: "use_prioritized_weights", Why: "not taken: the kernel reads no priority_weight; with reduction: none, weight the per-sample loss yourself"}}
 
 // dqnKeys are the keys DQNLoss reads and writes (DiscreteCQLLoss: all but the online next
@@ -63,7 +63,7 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "dqn", Class: "DQNLoss", Source: dqnSource,
 			Params: append(dqnParams(), spec.ParamDef{Name: "double_dqn", Type: spec.Bool, Default: false,
 				Doc: "Double DQN: the current net's next values (keys.next_action_value_online) choose the next action, the target net's value it"}),
-			Rejected: append([]spec.Rejected{rejectGamma}, rejectPriority...),
+			Rejected: rejectPriority,
 			Keys:     dqnKeys,
 			Check:    checkDQN,
 			Example:  &spec.Example{Params: map[string]any{"action_dim": "A", "action_space": "one_hot"}, After: []spec.Dim{{Name: "A", Size: 4}}}},

@@ -12,7 +12,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{
 			Kind: spec.Estimator, Type: "gae", Class: "GAE",
-			Source: "torchrl/objectives/value/advantages.py",
+			Source: valueSource,
 			Params: []spec.ParamDef{
 				unitParam("gamma", "the discount γ"),
 				unitParam("lmbda", "the GAE λ (TorchRL's spelling)"),

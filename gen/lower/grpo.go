@@ -26,8 +26,9 @@ func init() {
 // defaults (clip_epsilon's given), plus the class's own.
 func grpoDef(typ, class string, clipEps any, extra []spec.ParamDef) spec.StageDef {
 	inf := math.Inf(1)
-	unused := func(name, why string) spec.Rejected {
-		return spec.Rejected{Name: name, Why: "not taken: " + class + " accepts it but never reads it (" + why + "); remove " + name}
+	unused := func(p spec.ParamDef, why string) spec.ParamDef {
+		p.Doc = class + " accepts it but never reads it (" + why + ")"
+		return p
 	}
 	return spec.StageDef{
 		Kind: spec.Loss, Type: typ, Class: class, Source: grpoSource,
@@ -49,10 +50,11 @@ func grpoDef(typ, class string, clipEps any, extra []spec.ParamDef) spec.StageDe
 			{Name: "masking_strategy", Type: spec.Enum, Default: "sft", Enum: []string{"sft", "rlhf", "generic"},
 				Doc: "informational: which tokens TorchRL's actor masks (sft: the response, rlhf: assistant tokens, generic: all but padding); here keys.mask is that mask"},
 		}, extra...),
-		Rejected: []spec.Rejected{
-			{Name: "samples_mc_entropy", Why: "not taken: the per-token entropy is an input, keys.entropy (TorchRL's LLM distributions have it in closed form); remove samples_mc_entropy"},
-			unused("gamma", "GRPO has no value estimator"),
-			unused("clip_value", "GRPO has no critic"),
+		Ignored: []spec.ParamDef{
+			{Name: "samples_mc_entropy", Type: spec.Int, Min: 1, Max: inf,
+				Doc: "TorchRL samples the entropy only where the distribution has no closed form, and its LLM distributions have one; the per-token entropy is an input here, keys.entropy"},
+			unused(spec.ParamDef{Name: "gamma", Type: spec.Float, Null: 0.0, Min: -inf, Max: inf}, "GRPO has no value estimator"),
+			unused(spec.ParamDef{Name: "clip_value", Type: spec.FloatOrBool, Null: 0.0, Min: -inf, Max: inf}, "GRPO has no critic"),
 		},
 		Keys: []spec.KeyDef{keyLogProb, keySampleLogProb, keyAdvantage, keyMask, keyEntropy, keyRefLogProb},
 		Check: func(c *spec.Check) {

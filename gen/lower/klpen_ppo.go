@@ -17,9 +17,10 @@ func init() {
 	}, []spec.KeyDef{keyOldLogits, keyOldLoc, keyOldScale}, checkKLPEN)
 	// KLPEN needs a distribution (checkKLPEN): a starter's is a categorical policy.
 	def.Example = &spec.Example{Params: map[string]any{"distribution": "categorical", "action_dim": "A"}, After: []spec.Dim{{Name: "A", Size: 4}}}
-	def.Rejected = append(def.Rejected, spec.Rejected{Name: "samples_mc_kl",
-		Why: "not taken: lossgen computes KL(old ‖ current) in closed form from the stored and current distribution parameters " +
-			"(distribution categorical, one_hot_categorical, normal or tanh_normal; SEMANTICS.md §11.9), so there is nothing to sample; remove samples_mc_kl"})
+	// TorchRL samples the KL only where torch.distributions has no closed form for the pair;
+	// every distribution KLPEN takes here has one (checkKLPEN, SEMANTICS.md §11.9).
+	def.Ignored = append(def.Ignored, spec.ParamDef{Name: "samples_mc_kl", Type: spec.Int, Min: 1, Max: inf,
+		Doc: "TorchRL samples the KL only where the distributions have no closed-form KL; the kernel's distributions (categorical, one_hot_categorical, normal, tanh_normal) all have one, which TorchRL computes too"})
 	register(&Stage{StageDef: def, Lower: lowerKLPEN, Summary: ppoSummary})
 }
 

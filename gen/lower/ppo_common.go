@@ -32,11 +32,22 @@ func ppoParams() []spec.ParamDef {
 	}
 }
 
-// rejectMCEntropy is PPOLoss's samples_mc_entropy, which lossgen does not take (SEMANTICS.md
-// §2.5, §11.9).
-var rejectMCEntropy = spec.Rejected{Name: "samples_mc_entropy",
-	Why: "not taken: lossgen samples nothing (SEMANTICS.md §11.9). With distribution categorical, one_hot_categorical or normal it computes the entropy analytically; " +
-		"tanh_normal has no analytic entropy in TorchRL (which samples it), so with it, or none, the entropy is an input, keys.entropy, that you compute (by sampling, §2.5); remove samples_mc_entropy"}
+// ignoredMCEntropy is PPOLoss's and A2CLoss's samples_mc_entropy, the sample count of
+// TorchRL's Monte-Carlo entropy, which it takes only where the distribution has no
+// closed-form entropy (PPOLoss._get_entropy). With categorical, one_hot_categorical or
+// normal the kernel computes the closed form, as TorchRL does, so the count changes
+// nothing; with tanh_normal or none it would, but the kernel samples nothing (SEMANTICS.md
+// §2.5, §11.9): then it is an error that says to pass the entropy in.
+var ignoredMCEntropy = spec.ParamDef{Name: "samples_mc_entropy", Type: spec.Int, Min: 1, Max: math.Inf(1),
+	Doc: "TorchRL samples the entropy only where the distribution has none in closed form: categorical, one_hot_categorical and normal have one, which TorchRL and the kernel compute, " +
+		"and without entropy_bonus no entropy is computed (with tanh_normal or none and entropy_bonus it is an error: the entropy is then an input, keys.entropy)",
+	Refuse: func(st *spec.Stage) string {
+		if d := st.String("distribution"); st.Bool("entropy_bonus") && (d == "tanh_normal" || d == "none") {
+			return "not taken with distribution " + d + ": TorchRL would estimate the entropy from samples_mc_entropy samples, and lossgen samples nothing (SEMANTICS.md §11.9): " +
+				"the entropy is an input, keys.entropy, that you compute (by sampling, §2.5); remove samples_mc_entropy, or use distribution categorical, one_hot_categorical or normal, whose entropy the kernel computes in closed form"
+		}
+		return ""
+	}}
 
 // ppoKeys are the keys every PPO loss may read.
 var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarget, keyValue, keyOldValue, keyMask}, policyKeys...)
@@ -46,9 +57,9 @@ var ppoKeys = append([]spec.KeyDef{keySampleLogProb, keyAdvantage, keyValueTarge
 func ppoDef(typ, class string, extra []spec.ParamDef, keys []spec.KeyDef, check func(*spec.Check)) spec.StageDef {
 	return spec.StageDef{
 		Kind: spec.Loss, Type: typ, Class: class, Source: ppoSource,
-		Params:   append(append(ppoParams(), policyParams("none")...), extra...),
-		Rejected: []spec.Rejected{rejectMCEntropy},
-		Keys:     append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
+		Params:  append(append(ppoParams(), policyParams("none")...), extra...),
+		Ignored: []spec.ParamDef{ignoredMCEntropy},
+		Keys:    append(append([]spec.KeyDef(nil), ppoKeys...), keys...),
 		Check: func(c *spec.Check) {
 			checkPPO(c)
 			checkPolicy(c)

@@ -31,7 +31,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "redq", Class: "REDQLoss", Source: redqSource,
 			Params: params,
-			Rejected: []spec.Rejected{rejectGamma, rejectAlphaInit,
+			Rejected: []spec.Rejected{rejectAlphaInit,
 				{Name: "sub_sample_len", Why: "not taken: the subset is an input, keys.selected_models, a flag per member; set max(1, min(sub_sample_len, num_qvalue_nets − 1)) of them, drawn as TorchRL's torch.randperm"},
 				{Name: "gSDE", Why: "not taken: the actor runs outside the kernel; its log-probs are inputs"}},
 			Keys: []spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,

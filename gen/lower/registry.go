@@ -54,7 +54,7 @@ func register(s *Stage) {
 			panic("lower: " + s.Type + "'s class " + s.Class + " names another stage")
 		}
 	}
-	addCommonRejected(&s.StageDef)
+	addKindArgs(&s.StageDef)
 	checkSpellings(&s.StageDef)
 	stages[s.Kind][s.Type] = s
 	for _, k := range s.Keys {
@@ -66,13 +66,13 @@ func register(s *Stage) {
 }
 
 // checkSpellings panics unless every spelling of a stage's keys reads as one parameter: no
-// name, alias or rejected argument twice; value aliases of declared values; DimIndex and
+// name, alias, rejected or ignored argument twice; value aliases of declared values; DimIndex and
 // LinspaceDim on the parameter types they apply to.
 func checkSpellings(d *spec.StageDef) {
 	names := map[string]bool{"type": true}
 	add := func(n string) {
 		if names[n] {
-			panic("lower: " + d.Type + " declares " + n + " twice (parameter, alias or rejected argument)")
+			panic("lower: " + d.Type + " declares " + n + " twice (parameter, alias, rejected or ignored argument)")
 		}
 		names[n] = true
 	}
@@ -100,6 +100,9 @@ func checkSpellings(d *spec.StageDef) {
 	}
 	for _, r := range d.Rejected {
 		add(r.Name)
+	}
+	for _, p := range d.Ignored {
+		add(p.Name)
 	}
 }
 

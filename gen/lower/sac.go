@@ -55,7 +55,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "sac", Class: "SACLoss", Source: sacSource,
 			Params:   sacParams(),
-			Rejected: []spec.Rejected{rejectGamma, rejectAlphaInit},
+			Rejected: []spec.Rejected{rejectAlphaInit},
 			Keys: ([]spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget}),
 			Check: checkSAC,

@@ -7,7 +7,7 @@ import (
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{
-			Kind: spec.Estimator, Type: "td1", Class: "TD1Estimator", Source: "torchrl/objectives/value/advantages.py",
+			Kind: spec.Estimator, Type: "td1", Class: "TD1Estimator", Source: valueSource,
 			Params:  []spec.ParamDef{unitParam("gamma", "the discount γ"), paramAverageRewards, paramTimeDim},
 			Keys:    estimatorKeys,
 			Example: discountExample("gamma"),

@@ -20,7 +20,7 @@ func init() {
 				{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Rejected: []spec.Rejected{rejectGamma, {Name: "policy_noise", Why: noise}, {Name: "noise_clip", Why: noise}, {Name: "bounds", Why: noise}},
+			Rejected: []spec.Rejected{{Name: "policy_noise", Why: noise}, {Name: "noise_clip", Why: noise}, {Name: "bounds", Why: noise}},
 			Keys: []spec.KeyDef{keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check:   func(c *spec.Check) { checkTDEstimator(c); checkEnsembleDim(c) },

@@ -7,7 +7,7 @@ import (
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{
-			Kind: spec.Estimator, Type: "td_lambda", Class: "TDLambdaEstimator", Source: "torchrl/objectives/value/advantages.py",
+			Kind: spec.Estimator, Type: "td_lambda", Class: "TDLambdaEstimator", Source: valueSource,
 			Params:  []spec.ParamDef{unitParam("gamma", "the discount γ"), unitParam("lmbda", "the TD(λ) λ (TorchRL's spelling)"), paramAverageRewards, paramTimeDim},
 			Ignored: []spec.ParamDef{paramVectorized(nil)}, // vectorized: bool = True
 			Keys:    estimatorKeys,

@@ -11,7 +11,7 @@ func init() {
 	inf := math.Inf(1)
 	register(&Stage{
 		StageDef: spec.StageDef{
-			Kind: spec.Estimator, Type: "vtrace", Class: "VTrace", Source: "torchrl/objectives/value/advantages.py",
+			Kind: spec.Estimator, Type: "vtrace", Class: "VTrace", Source: valueSource,
 			Params: []spec.ParamDef{
 				unitParam("gamma", "the discount γ"),
 				{Name: "rho_thresh", Type: spec.Float, Default: 1.0, Min: 0, Max: inf, MinOpen: true, MaxOpen: true, Doc: "ρ̄, the clip of the importance weights in δ and the advantage"},
@@ -19,9 +19,10 @@ func init() {
 				{Name: "average_adv", Type: spec.Bool, Default: false, Doc: "standardise the advantage: (A − mean A)/max(std A, 1e-5), unbiased std over every element"},
 				paramTimeDim,
 			},
-			Keys:    append(append([]spec.KeyDef(nil), estimatorKeys...), keyLogProb, keySampleLogProb),
-			Check:   estimatorCheck([]string{"gamma"}, "average_adv"),
-			Example: discountExample("gamma"),
+			Rejected: []spec.Rejected{{Name: "actor_network", Why: "not taken: the kernel takes the actor's outputs as inputs, not the network: keys log_prob (the current policy's log-probs of the stored actions) and sample_log_prob (the behaviour policy's); remove actor_network"}},
+			Keys:     append(append([]spec.KeyDef(nil), estimatorKeys...), keyLogProb, keySampleLogProb),
+			Check:    estimatorCheck([]string{"gamma"}, "average_adv"),
+			Example:  discountExample("gamma"),
 		},
 		Lower: lowerVTrace,
 	})

@@ -85,7 +85,7 @@ func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 		p("| `%s` | %s | %s | %s | %s |\n", q.Name, cell(paramTypeText(q)), cell(defaultText(d, q)), cell(valuesText(q)), cell(sentence(q.Doc)+spellingsText(q)))
 	}
 	for _, q := range d.Ignored {
-		p("| `%s` | %s | | | accepted and ignored: %s |\n", q.Name, cell(paramTypeText(&q)), cell(sentence(q.Doc)))
+		p("| `%s` | %s | | | No effect here (accepted with a note). %s |\n", q.Name, cell(paramTypeText(&q)), cell(sentence(q.Doc)))
 	}
 	for _, r := range d.Rejected {
 		p("| ~~`%s`~~ | not taken | | | %s |\n", r.Name, cell(sentence(r.Why)))
@@ -94,7 +94,15 @@ func stageReference(b *bytes.Buffer, reg spec.Registry, d *spec.StageDef) {
 	for _, k := range d.Keys {
 		keys = append(keys, "[`"+k.Name+"`](#keys)")
 	}
-	p("\nKeys it may read or write: %s.\n\n", strings.Join(keys, ", "))
+	p("\nKeys it may read or write: %s.", strings.Join(keys, ", "))
+	args := d.KeyArguments()
+	for _, k := range d.Keys {
+		if a, ok := args[k.Name]; ok {
+			p(" Each may also be written as TorchRL's `<key>_key` argument in the stage's mapping (`%s: …`), which reads as its `keys:` entry, with a note.", a)
+			break
+		}
+	}
+	p("\n\n")
 }
 
 // defaultText is a parameter's default: TorchRL's, null for TorchRL's None where null is

@@ -147,7 +147,11 @@ func stageSchema(d *spec.StageDef) obj {
 	for i := range d.Ignored {
 		p := &d.Ignored[i]
 		props[p.Name] = paramSchema(p)
-		props[p.Name].(obj)["description"] = "Accepted and ignored: " + sentence(p.Doc)
+		props[p.Name].(obj)["description"] = "No effect here (accepted with a note). " + sentence(p.Doc)
+	}
+	for key, arg := range d.KeyArguments() {
+		props[arg] = obj{"$ref": "#/$defs/dataKey",
+			"description": "TorchRL's " + arg + " argument: read as keys: {" + key + ": …}, the form to write (null: TorchRL's default, the key keeps its mapping)"}
 	}
 	return obj{
 		"title":                d.Class,
@@ -198,6 +202,8 @@ func paramSchema(p *spec.ParamDef) obj {
 		alts = []obj{{"enum": enumValues(p)}}
 	case spec.Names:
 		alts = []obj{{"type": "array", "uniqueItems": true, "items": obj{"type": "string", "pattern": spec.KeyPartPattern, "maxLength": spec.MaxNameLen}}}
+	case spec.Text:
+		alts = []obj{{"type": "string"}}
 	case spec.DimName:
 		alts = []obj{{"type": "string", "pattern": spec.DimNamePattern}}
 		if p.DimIndex {

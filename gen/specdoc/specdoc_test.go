@@ -103,7 +103,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"open bound", "loss: {type: clip_ppo, clip_epsilon: 0}", false},
 		{"pair out of range", "loss: {type: clip_ppo, clip_epsilon: [0.2, 1]}", false},
 		{"pair of three", "loss: {type: clip_ppo, clip_epsilon: [0.1, 0.2, 0.3]}", false},
-		{"null not allowed", "loss: {type: clip_ppo, reduction: null}", false},
+		{"null not allowed", "loss: {type: clip_ppo, entropy_bonus: null}", false},
+		{"null reduction", "loss: {type: clip_ppo, reduction: null}", true},
 		{"unknown loss type", "loss: {type: clip_ppo2}", false},
 		{"missing type", "loss: {clip_epsilon: 0.2}", false},
 		{"estimator as loss", "loss: {type: gae}", false},
@@ -122,7 +123,11 @@ func TestSchemaRejects(t *testing.T) {
 		{"deprecated alias", "loss: {type: clip_ppo, entropy_coef: 0.02, critic_coef: 0.5}", true},
 		{"enum alias", "transforms: [{type: qvalue, action_dim: A, action_space: one-hot}]", true},
 		{"integer time_dim", "estimator: {type: td0, gamma: 0.9, time_dim: 0}", true},
-		{"rejected argument", "loss: {type: clip_ppo, samples_mc_entropy: 1}", false},
+		{"rejected argument", "loss: {type: clip_ppo, critic_network: critic}", false},
+		{"value-neutral arguments", "loss: {type: clip_ppo, functional: false, separate_losses: true, device: cuda}", true},
+		{"key arguments", "estimator: {type: gae, gamma: 0.9, lmbda: 0.9, advantage_key: adv, value_target_key: [next, vt], value_key: null}", true},
+		{"key argument of a key the stage lacks", "loss: {type: clip_ppo, action_mask_key: legal}", false},
+		{"key argument's bad part", "loss: {type: clip_ppo, advantage_key: 'a.b'}", false},
 		{"ignored argument", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: true}", true},
 		{"ignored argument's type", "estimator: {type: td_lambda, gamma: 0.9, lmbda: 0.9, vectorized: 1}", false},
 	} {
@@ -238,6 +243,22 @@ func TestSchemaAgreesWithParser(t *testing.T) {
 					want = append(want, a.Name)
 				}
 			}
+			// The value-neutral arguments and the <key>_key ones, which the parser takes
+			// but leaves out of its list of allowed keys.
+			var hidden []string
+			for _, p := range reg.Stage(k, typ).Ignored {
+				hidden = append(hidden, p.Name)
+			}
+			for _, a := range reg.Stage(k, typ).KeyArguments() {
+				hidden = append(hidden, a)
+			}
+			for _, name := range hidden {
+				_, err := spec.Parse("t.yaml", []byte(base+wrap[k]("{type: "+typ+", "+name+": zz}")+"\n"), reg)
+				if err != nil {
+					require.NotContains(t, err.Error(), "unknown key", "%s.%s", typ, name)
+				}
+			}
+			want = append(want, hidden...)
 			sort.Strings(want)
 			require.Equal(t, want, props(def), typ)
 			for _, p := range reg.Stage(k, typ).Params {

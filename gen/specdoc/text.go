@@ -36,6 +36,8 @@ func typeText(t spec.ParamType) string {
 		return "list of names"
 	case spec.DimName:
 		return "dim name"
+	case spec.Text:
+		return "string"
 	}
 	panic(fmt.Sprintf("specdoc: unknown parameter type %d", t))
 }
