@@ -1,6 +1,9 @@
 package spec
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // batchIndex is a DimIndex parameter written as TorchRL's integer dim (time_dim: 0), until
 // validate knows the batch and resolves it to a dim name (resolveDimIndex).
@@ -46,5 +49,31 @@ func (d *decoder) resolveDimIndex(s *Spec, st *Stage, p *ParamDef) bool {
 		return false
 	}
 	st.Values[p.Name] = Value{V: layout[j], Pos: v.Pos, Written: true}
+	return true
+}
+
+// dimSize is a DimSize parameter written as a dim's name (action_dim: D), until validate
+// knows the dims and resolves it to the size (resolveDimSize).
+type dimSize string
+
+// resolveDimSize replaces a dim name written for a DimSize parameter by the dim's size,
+// checked against the parameter's range. It reports whether the value is usable.
+func (d *decoder) resolveDimSize(s *Spec, st *Stage, p *ParamDef) bool {
+	v := st.Values[p.Name]
+	name, ok := v.V.(dimSize)
+	if !ok {
+		return true
+	}
+	size := s.DimSize(string(name))
+	switch {
+	case size == 0:
+		d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: st.Path + "." + p.Name + ": " + strconv.Quote(string(name)) +
+			" is not a dim: want an integer, or the name of a dim declared under dims (read as its size)"})
+		return false
+	case !p.inRange(float64(size)):
+		d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: st.Path + "." + p.Name + ": must be in " + p.fmtRange() + ", got " + string(name) + " = " + itoa(size)})
+		return false
+	}
+	st.Values[p.Name] = Value{V: size, Pos: v.Pos, Written: true, Dim: string(name)}
 	return true
 }

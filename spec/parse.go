@@ -400,6 +400,10 @@ func (d *decoder) param(p *ParamDef, path string, v *yaml.Node) (any, bool) {
 		})
 		return out, ok
 	case Int:
+		if p.DimSize && v.Kind == yaml.ScalarNode && v.Tag == "!!str" {
+			x, ok := d.str(path, v)
+			return dimSize(x), ok // resolved to the dim's size in validate, once dims are known
+		}
 		x, ok := d.int(path, v)
 		if ok && !p.inRange(float64(x)) {
 			d.errf(v, "%s: must be in %s, got %d", path, p.fmtRange(), x)

@@ -74,6 +74,9 @@ type ParamDef struct {
 	// batch dims (negative counts from the end, as TorchRL's time_dim): it names the batch
 	// dim at that position of the keys' layout, the batch dims in the order of dims.
 	DimIndex bool
+	// DimSize (Int only) also accepts the name of a dim declared under dims, read as its
+	// size: SAC's action_dim written as the dim the action has elsewhere (action_dim: D).
+	DimSize bool
 	// Applies, when set, reports whether the parameter means anything for the stage as
 	// written (low and high only bound a tanh_normal action): where it does not, writing it
 	// draws a warning and the generated package declares no constant for it.
@@ -229,7 +232,8 @@ type Stage struct {
 type Value struct {
 	V       any
 	Pos     Pos
-	Written bool // the spec wrote it (rather than taking the default)
+	Written bool   // the spec wrote it (rather than taking the default)
+	Dim     string // the dim a DimSize value was written as, whose size V is
 }
 
 // Get returns a parameter's value.

@@ -310,3 +310,27 @@ func TestFlatLinspaceSupport(t *testing.T) {
 		require.EqualError(t, err, msg, src)
 	}
 }
+
+// SAC's action_dim, an integer in TorchRL, may name the dim the actions have elsewhere in
+// the spec; it reads as that dim's size, and the dim then counts as used.
+func TestActionDimAsDimName(t *testing.T) {
+	src := func(actionDim string) string {
+		return "package: p\ndims: {Q: 2, B: 4, D: 6}\nbatch: [B]\nloss: {type: sac, action_dim: " + actionDim + "}\n"
+	}
+	s, err := spec.Parse("t.yaml", []byte(src("D")), reg)
+	require.NoError(t, err)
+	require.Equal(t, 6, s.Loss.Int("action_dim"))
+	require.True(t, s.Loss.Written("action_dim"))
+	_, _, err = lower.Lower(s)
+	require.NoError(t, err)
+	for _, w := range s.Warnings {
+		require.NotContains(t, w.Error(), "dims.D", "D is named by action_dim")
+	}
+	n, err := spec.Parse("t.yaml", []byte(src("6")), reg)
+	require.NoError(t, err)
+	require.Equal(t, 6, n.Loss.Int("action_dim"))
+	_, err = spec.Parse("t.yaml", []byte(src("E")), reg)
+	require.EqualError(t, err, `t.yaml:4:31: loss.action_dim: "E" is not a dim: want an integer, or the name of a dim declared under dims (read as its size)`)
+	_, err = spec.Parse("t.yaml", []byte(strings.Replace(src("D"), "D: 6", "D: 0", 1)), reg)
+	require.Error(t, err)
+}

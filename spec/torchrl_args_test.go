@@ -43,6 +43,8 @@ func argValue(p spec.ParamDef) string {
 		return "0.5"
 	case spec.Enum:
 		return p.Enum[len(p.Enum)-1]
+	case spec.FloatList:
+		return "[-1, 1]"
 	}
 	panic(fmt.Sprintf("argValue: type %d of %s", p.Type, p.Name))
 }

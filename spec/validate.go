@@ -150,7 +150,7 @@ func (d *decoder) ignoredArg(a ignoredArg, checked bool) {
 }
 
 // resolve turns the TorchRL spellings of st's parameters that need the whole spec into
-// their canonical values (DimIndex, LinspaceDim). It reports whether every parameter of st
+// their canonical values (DimIndex, DimSize, LinspaceDim). It reports whether every parameter of st
 // is usable: none failed to decode or to resolve.
 func (d *decoder) resolve(s *Spec, st *Stage) bool {
 	ok := true
@@ -160,7 +160,7 @@ func (d *decoder) resolve(s *Spec, st *Stage) bool {
 			ok = false
 			continue
 		}
-		if !d.resolveDimIndex(s, st, p) || !d.resolveLinspace(s, st, p) {
+		if !d.resolveDimIndex(s, st, p) || !d.resolveDimSize(s, st, p) || !d.resolveLinspace(s, st, p) {
 			d.broken[st.Path+"."+p.Name] = true
 			ok = false
 		}

@@ -162,7 +162,6 @@ func TestCQLSpecChecks(t *testing.T) {
 		{"dims: {B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1, num_qvalue_nets: 3}", "loss.num_qvalue_nets: must be in"},
 		{"dims: {B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1, with_lagrange: true, reduction: none}", "loss.with_lagrange: does not go with reduction none: TorchRL raises"},
 		{"dims: {B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError"},
-		{"dims: {B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1, alpha_init: 2}", "loss.alpha_init: not taken: log α is an input"},
 		{"dims: {B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1, temperature: 0}", "loss.temperature: must be in"},
 		{"dims: {B: 4, S: 5}\nbatch: [B]\nloss: {type: cql, action_dim: 1, random_dim: S, num_random: 4}", "loss.num_random: is 4 but the sample dim S has 5 samples"},
 		{"dims: {R: 5, B: 4}\nbatch: [B]\nloss: {type: cql, action_dim: 1}", "loss.random_dim: dims.R must be declared after every batch dim"},

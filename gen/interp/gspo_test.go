@@ -3,6 +3,11 @@ package interp_test
 import (
 	"math"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lossgen/lossgen/gen/lower"
+	"github.com/lossgen/lossgen/spec"
 )
 
 // GSPO (Liger's sequence-level ppo_loss_fn), MCAdvantage and DistillationLoss against values
@@ -110,6 +115,14 @@ func TestMCAdvantageHandValues(t *testing.T) {
 		near(t, standardized(r), out["advantage"], hand, "trajectory_return "+ret)
 	}
 	near(t, want, standardized([]float64{1, 2, 3, 5, 5, 5}), hand, "standardized")
+
+	// kl_reward writes a reward per token: without a trajectory return the error says which.
+	s, err := spec.Parse("t.yaml", []byte(head+"batch: [G, N, L]\ntransforms: [{type: kl_reward, coef: 0.1}]\n"+
+		"estimator: {type: mc_advantage, group_dim: N}\nloss: {type: grpo}\n"), lower.Registry())
+	require.NoError(t, err)
+	_, _, err = lower.Lower(s)
+	require.ErrorContains(t, err, "estimator.trajectory_return: none reads one reward per sequence [G=2 N=3], but an earlier stage writes keys.reward per token [G=2 N=3 L=2]: "+
+		"write trajectory_return: sum")
 
 	// Chained into GRPOLoss: ratio 1, so the token loss is −A at each valid token.
 	out = eval(t, ppoHead+"dims: {G: 1, N: 2, L: 2}\nbatch: [G, N, L]\nestimator: {type: mc_advantage, group_dim: N}\n"+

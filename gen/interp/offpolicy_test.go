@@ -123,16 +123,15 @@ func TestDDPGHandValues(t *testing.T) {
 }
 
 // What TorchRL refuses is a spec error: a gamma argument (TypeError), GAE and V-trace
-// (NotImplementedError), TD3's noise arguments (the caller smooths the action), SAC's
-// target_entropy auto without the action dim.
+// (NotImplementedError), SAC's target_entropy auto without the action dim, or with a dim
+// name that names no dim.
 func TestOffPolicySpecChecks(t *testing.T) {
 	for _, c := range []struct{ loss, err string }{
 		{"{type: sac, action_dim: 1, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
 		{"{type: td3, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
 		{"{type: ddpg, gamma: 0.9}", "loss.gamma: not taken: TorchRL's losses raise TypeError for gamma"},
-		{"{type: td3, policy_noise: 0.2}", "loss.policy_noise: not taken: the kernel draws no random numbers"},
 		{"{type: sac}", "loss.action_dim: required with target_entropy auto"},
-		{"{type: sac, action_dim: 1, alpha_init: 2.0}", "loss.alpha_init: not taken: log α is an input"},
+		{"{type: sac, action_dim: D}", `loss.action_dim: "D" is not a dim: want an integer, or the name of a dim declared under dims`},
 		{"{type: sac, action_dim: 1, min_alpha: 2, max_alpha: 1}", "loss.min_alpha: 2 is above max_alpha 1"},
 	} {
 		_, err := spec.Parse("t.yaml", []byte("package: p\ndims: {B: 4}\nbatch: [B]\nloss: "+c.loss+"\n"), lower.Registry())

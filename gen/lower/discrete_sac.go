@@ -35,8 +35,9 @@ func init() {
 		paramActionDim)
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_sac", Class: "DiscreteSACLoss", Source: sacSource,
-			Params: params,
-			Rejected: []spec.Rejected{rejectAlphaInit,
+			Params:  params,
+			Ignored: append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("delay_qvalue")...),
+			Rejected: []spec.Rejected{
 				{Name: "num_actions", Why: "not taken: the number of actions is the size of the dim action_dim names"}},
 			Keys: []spec.KeyDef{keyLogits, keyActionValue, keyAction, keyNextLogits, keyNextActionValue, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},

@@ -298,7 +298,7 @@ func (l *Lowerer) Log1p32(v float64) float64 {
 }
 
 // warnUnused warns about keys the spec maps but no stage reads or writes, and dims no
-// tensor of the kernel has.
+// tensor of the kernel has nor a parameter names (SAC's action_dim: D, read as D's size).
 func (l *Lowerer) warnUnused(g *ir.Graph) {
 	for _, k := range (registry{}).Keys() {
 		if l.S.KeyWritten(k) && !l.read[k] && !l.written[k] {
@@ -309,6 +309,11 @@ func (l *Lowerer) warnUnused(g *ir.Graph) {
 	for _, n := range g.Nodes {
 		for _, d := range n.Shape {
 			used[d.Name] = true
+		}
+	}
+	for _, st := range l.S.Stages() {
+		for _, v := range st.Values {
+			used[v.Dim] = true
 		}
 	}
 	for _, d := range l.S.Dims {

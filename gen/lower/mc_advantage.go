@@ -65,6 +65,11 @@ func lowerMCAdvantage(l *Lowerer, st *spec.Stage) {
 	seq := batch[:at+1]
 	var r *ir.Node
 	if ret := st.String("trajectory_return"); ret == "none" {
+		if w, ok := l.env["reward"]; ok && len(seq) < len(batch) && w.Shape.Equal(batch) {
+			// An earlier stage (kl_reward) wrote a reward per token; say which spelling sums it.
+			l.Errorf("trajectory_return", "none reads one reward per sequence %s, but an earlier stage writes keys.reward per token %s: "+
+				"write trajectory_return: sum (TorchRL's return of per-token rewards), mean or max", seq, batch)
+		}
 		r = l.ReadShaped("reward", seq)
 	} else {
 		r = l.trajectoryReturn(ret, batch[at+1:].Names())

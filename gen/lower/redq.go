@@ -30,8 +30,9 @@ func init() {
 		spec.ParamDef{Name: "delay_qvalue", Type: spec.Bool, Default: true, Doc: "whether target Q-networks give the next values; the kernel reads them as an input (keys.next_state_action_value) either way: the same math"})
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "redq", Class: "REDQLoss", Source: redqSource,
-			Params: params,
-			Rejected: []spec.Rejected{rejectAlphaInit,
+			Params:  params,
+			Ignored: []spec.ParamDef{ignoredAlphaInit},
+			Rejected: []spec.Rejected{
 				{Name: "sub_sample_len", Why: "not taken: the subset is an input, keys.selected_models, a flag per member; set max(1, min(sub_sample_len, num_qvalue_nets − 1)) of them, drawn as TorchRL's torch.randperm"},
 				{Name: "gSDE", Why: "not taken: the actor runs outside the kernel; its log-probs are inputs"}},
 			Keys: []spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,

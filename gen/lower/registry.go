@@ -91,6 +91,9 @@ func checkSpellings(d *spec.StageDef) {
 				panic("lower: " + d.Type + "." + p.Name + ": rejected value " + r.Name + " is also taken")
 			}
 		}
+		if p.DimSize && p.Type != spec.Int {
+			panic("lower: " + d.Type + "." + p.Name + ": DimSize on a parameter that is no Int")
+		}
 		if p.DimIndex && p.Type != spec.DimName {
 			panic("lower: " + d.Type + "." + p.Name + ": DimIndex on a parameter that is no DimName")
 		}

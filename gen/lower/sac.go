@@ -41,21 +41,17 @@ func sacParams() []spec.ParamDef {
 		{Name: "max_alpha", Type: spec.Float, Null: 0.0, Min: 0, Max: inf, Doc: "the upper bound of α, as min_alpha; null or 0: none"},
 		{Name: "fixed_alpha", Type: spec.Bool, Default: false, Doc: "α is a constant: log_alpha gets no gradient (TorchRL registers it as a buffer); loss_alpha is still reported"},
 		{Name: "target_entropy", Type: spec.FloatOrAuto, Default: "auto", Min: -inf, Max: inf, Doc: "the entropy target of loss_alpha; auto: −action_dim"},
-		{Name: "action_dim", Type: spec.Int, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
+		{Name: "action_dim", Type: spec.Int, DimSize: true, Min: 1, Max: inf, Doc: "the number of action elements (TorchRL's action_spec numel), for target_entropy auto"},
 		{Name: "skip_done_states", Type: spec.Bool, Default: false, Doc: "TorchRL runs the actor only on the next states that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes next_log_prob where done"},
 		{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced; none drops alpha and entropy (TorchRL's scalar_output_mode exclude)"},
 	}
 }
 
-// rejectAlphaInit is the SAC family's alpha_init: log α is an input.
-var rejectAlphaInit = spec.Rejected{Name: "alpha_init",
-	Why: "not taken: log α is an input (keys.log_alpha), the caller's parameter; initialise it to log(alpha_init)"}
-
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "sac", Class: "SACLoss", Source: sacSource,
-			Params:   sacParams(),
-			Rejected: []spec.Rejected{rejectAlphaInit},
+			Params:  sacParams(),
+			Ignored: append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("delay_actor", "delay_qvalue", "delay_value")...),
 			Keys: ([]spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget}),
 			Check: checkSAC,

@@ -11,8 +11,6 @@ import (
 // noise, smooths and clamps the action and evaluates its target Q-networks there.
 
 func init() {
-	noise := "not taken: the kernel draws no random numbers; TD3's target policy smoothing happens where you evaluate the target Q-networks: " +
-		"next.state_action_value is Q'_k(s', clamp(π'(s') + clamp(policy_noise·ε, ±noise_clip), low, high)), ε ~ N(0, 1) (SEMANTICS.md §14.4)"
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "td3", Class: "TD3Loss", Source: "torchrl/objectives/td3.py",
 			Params: []spec.ParamDef{
@@ -20,7 +18,7 @@ func init() {
 				{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Rejected: []spec.Rejected{{Name: "policy_noise", Why: noise}, {Name: "noise_clip", Why: noise}, {Name: "bounds", Why: noise}},
+			Ignored: append(ignoredTD3Noise, ignoredTargetNets("delay_actor", "delay_qvalue")...),
 			Keys: []spec.KeyDef{keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check:   func(c *spec.Check) { checkTDEstimator(c); checkEnsembleDim(c) },

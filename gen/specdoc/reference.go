@@ -196,6 +196,9 @@ func paramTypeText(p *spec.ParamDef) string {
 	if p.DimIndex {
 		s += " or integer (TorchRL's batch-dim index)"
 	}
+	if p.DimSize {
+		s += " or dim name (its size)"
+	}
 	if p.LinspaceDim != "" {
 		s += " or {vmin, vmax, n_atoms} (torch.linspace)"
 	}

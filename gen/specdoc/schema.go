@@ -193,6 +193,9 @@ func paramSchema(p *spec.ParamDef) obj {
 		}
 	case spec.Int:
 		alts = []obj{numberSchema(p, "integer")}
+		if p.DimSize {
+			alts = append(alts, obj{"type": "string", "pattern": spec.DimNamePattern, "description": "the name of a dim, read as its size"})
+		}
 	case spec.IntList:
 		// Items are unbounded here as in the parser: a stage's check bounds them (var_nums).
 		alts = []obj{{"type": "array", "items": obj{"type": "integer"}}}
