@@ -91,7 +91,7 @@ const (
 	// −action_dim.
 	TargetEntropy = "auto"
 	// ActionDim is REDQLoss's action_dim: the number of action elements (TorchRL's action_spec
-	// numel), for target_entropy auto; or the name of the dim of that size.
+	// numel), for target_entropy auto.
 	ActionDim = 6
 	// Reduction is REDQLoss's reduction: how the loss_* outputs are reduced; none drops alpha and
 	// entropy (TorchRL's scalar_output_mode exclude).

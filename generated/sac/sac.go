@@ -84,7 +84,7 @@ const (
 	// −action_dim.
 	TargetEntropy = "auto"
 	// ActionDim is SACLoss's action_dim: the number of action elements (TorchRL's action_spec
-	// numel), for target_entropy auto; or the name of the dim of that size.
+	// numel), for target_entropy auto.
 	ActionDim = 6
 	// SkipDoneStates is SACLoss's skip_done_states: TorchRL runs the actor only on the next states
 	// that are not done and uses log π' = 0 (and the action 0) elsewhere: the kernel zeroes
