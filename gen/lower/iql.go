@@ -36,12 +36,19 @@ func init() {
 	}
 	keys := append([]spec.KeyDef{keyValue, keyValueTarget, keyStateActionValue, keyTargetStateActionValue, keyPriority}, policyKeys...)
 	// The actor's policy: log_prob as an input, or a distribution evaluated in the kernel
-	// (the discrete loss's policy is over its action_dim).
+	// (the discrete loss's policy is over its action_dim, so only the discrete distributions,
+	// the one that fits action_space as checkIQL says, and no tanh_normal bounds).
 	var discretePolicy []spec.ParamDef
 	for _, p := range policyParams("none") {
-		if p.Name != "action_dim" {
-			discretePolicy = append(discretePolicy, p)
+		switch p.Name {
+		case "action_dim", "low", "high":
+			continue
+		case "distribution":
+			p.Enum = []string{"none", "categorical", "one_hot_categorical"}
+			p.Doc = "the policy distribution evaluated in the kernel: none (log_prob and entropy are inputs), " +
+				"categorical (logits, with action_space categorical) or one_hot_categorical (logits, with action_space one_hot)"
 		}
+		discretePolicy = append(discretePolicy, p)
 	}
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "iql", Class: "IQLLoss", Source: iqlSource,
