@@ -418,7 +418,7 @@ func TestStarterText(t *testing.T) {
 		"\n  # low: -1.0  # is ignored: it bounds a tanh_normal action\n",
 		"\n  # [N, T] float: reward of step t (TorchRL key (next, reward))\n  reward: [next, reward]\n",
 		"\n  value: state_value\n",
-		"\n  # next_value: [next, …] (follows value)",
+		"\n  # state_value)); read at (next, value's data key) unless mapped here:\n  # next_value: [next, state_value]\n",
 	} {
 		require.Contains(t, text, want)
 	}

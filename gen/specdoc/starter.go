@@ -310,7 +310,14 @@ func starterKeys(reg spec.Registry, stages []*spec.StageDef, read map[string]str
 	for _, name := range names {
 		k, _ := reg.Key(name)
 		shape, ok := read[name]
-		// A derived key (next_value) stays unwritten so that it follows the key it derives from.
+		if ok && k.NextOf != "" {
+			// A derived key (next_value) that the kernel reads stays unwritten, so that it
+			// follows the key it derives from, but is listed with what it reads.
+			of, _ := reg.Key(k.NextOf)
+			comment(&b, "  ", shape+": "+k.Doc+"; read at (next, "+k.NextOf+"'s data key) unless mapped here:")
+			comment(&b, "  ", name+": "+dataKeyText(append([]string{"next"}, of.Default...)))
+			continue
+		}
 		if !ok || k.Default == nil || k.NextOf != "" {
 			rest = append(rest, name)
 			continue
