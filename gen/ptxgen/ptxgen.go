@@ -5,6 +5,10 @@
 // frames are text/templates (templates/ptx); the instructions come from the op expansions
 // here. Results are deterministic: no floating-point atomics, fixed reduction trees (the only
 // atomics count index faults: integer adds and mins, fault.go).
+//
+// A row-local pair of passes (plan.RowLocal) runs as its two kernels, one launch after the
+// other, as any two passes do: the one-thread-per-column mapping spreads a row over every
+// block, so a row's reduction is not complete within a block before the grid has finished.
 package ptxgen
 
 import (
