@@ -396,10 +396,15 @@ func (e *emitter) chunkVar(ps *plan.Pass) string { return e.name("pass%dChunks",
 // runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
 // their own states, run concurrently and merged into st in chunk order.
 func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
-	ps := pg.ps
+	e.inChunks(b, e.chunkVar(pg.ps), pg.ps.Domain[0].Size, e.merges(pg, pg.ps.Reduces))
+}
+
+// inChunks emits the call of run (a func(st, lo, hi)) over rows [0, rows): on st when the
+// chunk variable says 1, else as its chunks of rows on their own states, concurrently,
+// merged into st in chunk order by merges.
+func (e *emitter) inChunks(b *jen.Group, chunkVar string, rows int, merges []jen.Code) {
 	rt := gogen.RuntimePath
-	rows := ps.Domain[0].Size
-	b.Id("n").Op(":=").Min(jen.Id(e.chunkVar(ps)), jen.Lit(rows))
+	b.Id("n").Op(":=").Min(jen.Id(chunkVar), jen.Lit(rows))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
 		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
 	).Else().BlockFunc(func(g *jen.Group) {
@@ -412,7 +417,7 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
 		))
-		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(e.merges(pg, ps.Reduces)...)
+		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
 }
 

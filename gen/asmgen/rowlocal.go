@@ -105,32 +105,17 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 				}
 			})
 		})
-		rows := rl.Dim.Size
-		b.Id("n").Op(":=").Min(jen.Id(chunks), jen.Lit(rows))
-		b.If(jen.Id("n").Op("<=").Lit(1)).Block(
-			jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
-		).Else().BlockFunc(func(g *jen.Group) {
-			g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id(e.k.Name("avxState")), jen.Id("n"))
-			g.Id("sts").Index(jen.Lit(0)).Op("=").Id("st")
-			g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(
-				jen.Id("sts").Index(jen.Id("c")).Op("=").Id(e.k.Name("avxPool")).Dot("Get").Call().Assert(jen.Op("*").Id(e.k.Name("avxState"))),
-				jen.Defer().Id(e.k.Name("avxPool")).Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
-			)
-			g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
-				jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
-			))
-			var merges []jen.Code
-			for _, pg := range []*passGen{first, second} {
-				merges = append(merges, e.merges(pg, e.allRows(pg))...)
-				for _, r := range rl.RowReduces(pg.ps) {
-					if pg.guarded(r) && pg.twins[r.ID] == nil {
-						// Finished already; only the guard must see every chunk.
-						merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(jen.Lit(0)).Dot(stateField(r, "ok")), jen.Id("sts").Index(jen.Id("c")).Dot(stateField(r, "ok"))))
-					}
+		var merges []jen.Code
+		for _, pg := range []*passGen{first, second} {
+			merges = append(merges, e.merges(pg, e.allRows(pg))...)
+			for _, r := range rl.RowReduces(pg.ps) {
+				if pg.guarded(r) && pg.twins[r.ID] == nil {
+					// Finished already; only the guard must see every chunk.
+					merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(jen.Lit(0)).Dot(stateField(r, "ok")), jen.Id("sts").Index(jen.Id("c")).Dot(stateField(r, "ok"))))
 				}
 			}
-			g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
-		})
+		}
+		e.inChunks(b, chunks, rl.Dim.Size, merges)
 		e.fallback(b, goPass, first, second)
 		e.finishReduces(b, first, elem, e.allRows(first))
 		e.finishReduces(b, second, elem, e.allRows(second))
