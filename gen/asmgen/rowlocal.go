@@ -98,7 +98,7 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 			g.For(jen.Id("a").Op(":=").Id("lo"), jen.Id("a").Op("<").Id("hi"), jen.Id("a").Op("+=").Lit(sweepRows(rl))).BlockFunc(func(s *jen.Group) {
 				s.List(jen.Id("lo"), jen.Id("hi")).Op(":=").List(jen.Id("a"), jen.Min(jen.Id("a").Op("+").Lit(sweepRows(rl)), jen.Id("hi")))
 				for _, pg := range []*passGen{first, second} {
-					e.callPass(s, pg, nt[pg.ps.Index])
+					e.callPass(s, pg, nt[pg.ps.Index] && !readsStores(rl.Second, pg.ps))
 					for _, r := range rl.RowReduces(pg.ps) {
 						e.finishRows(s, pg, r, elem)
 					}
@@ -120,6 +120,17 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 		e.finishReduces(b, first, elem, e.allRows(first))
 		e.finishReduces(b, second, elem, e.allRows(second))
 	})
+}
+
+// readsStores reports whether pass reader loads a buffer pass writer stores: then writer's
+// stores must stay in cache for it (no non-temporal variant).
+func readsStores(reader, writer *plan.Pass) bool {
+	for _, n := range reader.Loads {
+		if slices.Contains(writer.Stores, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // allRows are pg's reductions over every row (the row dim among their axes).
