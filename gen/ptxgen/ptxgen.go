@@ -6,9 +6,9 @@
 // here. Results are deterministic: no floating-point atomics, fixed reduction trees (the only
 // atomics count index faults: integer adds and mins, fault.go).
 //
-// A row-local pair of passes (plan.RowLocal) runs as its two kernels, one launch after the
-// other, as any two passes do: the one-thread-per-column mapping spreads a row over every
-// block, so a row's reduction is not complete within a block before the grid has finished.
+// A row-local pair of passes (plan.RowLocal) over a [rows, columns] domain runs as one kernel
+// with one block per row (rowlocal.go); a pair over more dims runs as its two kernels, one
+// launch after the other, as any two passes do.
 package ptxgen
 
 import (
