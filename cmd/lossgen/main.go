@@ -536,6 +536,9 @@ func cmdExplain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %s\n", n)
 	}
 	fmt.Fprintf(stdout, "\nfusion plan (%d passes; elementwise chains are recomputed in each pass that needs them):\n%s", len(c.Plan.Passes), c.Plan)
+	if c.Backward != nil {
+		fmt.Fprintf(stdout, "\nForwardBackward's fusion plan (%d passes):\n%s", len(c.Backward.Passes), c.Backward)
+	}
 	return nil
 }
 

@@ -196,7 +196,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 	for _, e := range ems {
 		e.glue(f, pgs[e], nt[e])
 		reg[jen.Id(e.k.Name("passes"))] = jen.Index().Add(e.passType()).ValuesFunc(func(g *jen.Group) {
-			for _, pg := range pgs[e] {
+			for _, pg := range rowPasses(pgs[e]) {
 				g.Id(e.name("pass%dAVX2Go", pg.ps.Index))
 			}
 		})
@@ -287,7 +287,11 @@ func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 		jen.Id("New"): jen.Func().Params().Any().Block(views...),
 	})
 
-	for _, pg := range pgs {
+	for _, pg := range rowPasses(pgs) {
+		if pg.ps.Row != nil {
+			e.rowWrapper(f, pg, rowSecond(pgs, pg), elem, nt)
+			continue
+		}
 		if pg.chunked {
 			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", e.chunkVar(pg.ps), pg.ps.Index)
 			f.Comment("reduction states merged in chunk order afterwards (1: in one piece). It is fixed by")
@@ -322,6 +326,12 @@ func fill(v float64, f field, elem string) jen.Code {
 // runPass emits the initialisation of st's states for pg's pass and the call of its kernel
 // (the non-temporal variant when the stored buffers are aligned for it).
 func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
+	e.initStates(b, pg, elem)
+	e.callPass(b, pg, nt)
+}
+
+// initStates emits the initialisation of st's states for pg's pass.
+func (e *emitter) initStates(b *jen.Group, pg *passGen, elem string) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
 	for _, r := range ps.Reduces {
@@ -347,6 +357,12 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 	if pg.needsGuard() {
 		b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(guardField(ps)))
 	}
+}
+
+// callPass emits the call of pg's kernel on st (the non-temporal variant when the stored
+// buffers are aligned for it).
+func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
+	ps := pg.ps
 	call := func(name string) *jen.Statement {
 		return jen.Id(name).CallFunc(func(c *jen.Group) {
 			for _, p := range pg.params {
@@ -380,10 +396,15 @@ func (e *emitter) chunkVar(ps *plan.Pass) string { return e.name("pass%dChunks",
 // runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
 // their own states, run concurrently and merged into st in chunk order.
 func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
-	ps := pg.ps
+	e.inChunks(b, e.chunkVar(pg.ps), pg.ps.Domain[0].Size, e.merges(pg, pg.ps.Reduces))
+}
+
+// inChunks emits the call of run (a func(st, lo, hi)) over rows [0, rows): on st when the
+// chunk variable says 1, else as its chunks of rows on their own states, concurrently,
+// merged into st in chunk order by merges.
+func (e *emitter) inChunks(b *jen.Group, chunkVar string, rows int, merges []jen.Code) {
 	rt := gogen.RuntimePath
-	rows := ps.Domain[0].Size
-	b.Id("n").Op(":=").Min(jen.Id(e.chunkVar(ps)), jen.Lit(rows))
+	b.Id("n").Op(":=").Min(jen.Id(chunkVar), jen.Lit(rows))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
 		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
 	).Else().BlockFunc(func(g *jen.Group) {
@@ -396,38 +417,45 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
 		))
-		at := func(c jen.Code, r *ir.Node, f string) *jen.Statement {
-			return jen.Id("sts").Index(c).Dot(stateField(r, f))
-		}
-		c0, c := jen.Lit(0), jen.Id("c")
-		var merges []jen.Code
-		for _, r := range ps.Reduces {
-			if !pg.own(r) {
-				merges = append(merges, mergeGeneric(r, c))
-				continue
-			}
-			switch r.Op {
-			case ir.OpSum, ir.OpMean:
-				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
-			case ir.OpLogSumExp:
-				merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
-				if pg.twins[r.ID] == nil {
-					merges = append(merges, jen.Qual(rt, "MergeMask").Call(at(c0, r, "ok"), at(c, r, "ok")))
-				}
-			case ir.OpVar:
-				merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
-			}
-		}
-		if pg.needsGuard() {
-			merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(c0).Dot(guardField(ps)), jen.Id("sts").Index(c).Dot(guardField(ps))))
-		}
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
 }
 
-func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
+// merges are the statements that merge chunk c's states of reductions rs of pg's pass (and
+// its overflow guard) into chunk 0's.
+func (e *emitter) merges(pg *passGen, rs []*ir.Node) []jen.Code {
 	ps := pg.ps
 	rt := gogen.RuntimePath
+	at := func(c jen.Code, r *ir.Node, f string) *jen.Statement {
+		return jen.Id("sts").Index(c).Dot(stateField(r, f))
+	}
+	c0, c := jen.Lit(0), jen.Id("c")
+	var merges []jen.Code
+	for _, r := range rs {
+		if !pg.own(r) {
+			merges = append(merges, mergeGeneric(r, c))
+			continue
+		}
+		switch r.Op {
+		case ir.OpSum, ir.OpMean:
+			merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
+		case ir.OpLogSumExp:
+			merges = append(merges, jen.Qual(rt, "MergeSum").Call(at(c0, r, "s"), at(c, r, "s")))
+			if pg.twins[r.ID] == nil {
+				merges = append(merges, jen.Qual(rt, "MergeMask").Call(at(c0, r, "ok"), at(c, r, "ok")))
+			}
+		case ir.OpVar:
+			merges = append(merges, jen.Qual(rt, "MergeVar").Call(at(c0, r, "n"), at(c0, r, "mean"), at(c0, r, "m2"), at(c, r, "n"), at(c, r, "mean"), at(c, r, "m2")))
+		}
+	}
+	if pg.needsGuard() {
+		merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(c0).Dot(guardField(ps)), jen.Id("sts").Index(c).Dot(guardField(ps))))
+	}
+	return merges
+}
+
+func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
+	ps := pg.ps
 	name := e.name("pass%dAVX2Go", ps.Index)
 	f.Commentf("%s runs %s and merges its reductions' lane states pairwise into their buffers.", name, e.name("pass%dAVX2", ps.Index))
 	f.Func().Id(name).Params(e.passParams()...).BlockFunc(func(b *jen.Group) {
@@ -441,77 +469,100 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 		} else {
 			e.runPass(b, pg, elem, nt)
 		}
-		// logsumexp's fast path holds only while every x stayed where e^x is normal, the
-		// overflow guard while nothing could overflow in one order and not the other;
-		// otherwise the pure-Go pass recomputes everything exactly.
+		e.fallback(b, e.name("pass%dGo", ps.Index), pg)
+		e.finishReduces(b, pg, elem, ps.Reduces)
+	})
+}
+
+// fallback emits the check of the passes' guards: logsumexp's fast path holds only while
+// every x stayed where e^x is normal, the overflow guard while nothing could overflow in one
+// order and not the other; otherwise the pure-Go pass goPass recomputes everything exactly.
+func (e *emitter) fallback(b *jen.Group, goPass string, pgs ...*passGen) {
+	var failed *jen.Statement
+	for _, pg := range pgs {
 		var oks []string
 		for _, r := range guards(pg) {
 			oks = append(oks, stateField(r, "ok"))
 		}
 		if pg.needsGuard() {
-			oks = append(oks, guardField(ps))
+			oks = append(oks, guardField(pg.ps))
 		}
-		if len(oks) > 0 {
-			var failed *jen.Statement
-			for _, ok := range oks {
-				f := jen.Op("!").Qual(rt, "MaskSet").Call(jen.Id("st").Dot(ok).Index(jen.Op(":").Lit(pg.lanes())))
-				if failed == nil {
-					failed = f
-				} else {
-					failed = failed.Op("||").Add(f)
-				}
+		for _, ok := range oks {
+			f := jen.Op("!").Qual(gogen.RuntimePath, "MaskSet").Call(jen.Id("st").Dot(ok).Index(jen.Op(":").Lit(pg.lanes())))
+			if failed == nil {
+				failed = f
+			} else {
+				failed = failed.Op("||").Add(f)
 			}
-			b.If(failed).Block(
-				jen.Id("avx2Fallbacks").Dot("Add").Call(jen.Lit(1)),
-				jen.Id(e.name("pass%dGo", ps.Index)).Call(e.passArgs()...),
-				jen.Return(),
-			)
 		}
-		for _, r := range ps.Reduces {
-			lay := pg.layout(r)
-			lps := lay.lps
-			args := []jen.Code{jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
-			if !pg.own(r) {
-				finishGeneric(b, r, lay)
-				e.storeResult(b, r, elem, lay)
-				continue
-			}
-			switch r.Op {
-			case ir.OpLogSumExp:
-				args = append(args, jen.Id("st").Dot(stateField(r, "s")))
-			default:
-				for _, fld := range pg.fields(r) {
-					if fld.name != "p" { // flushed into s by the kernel
-						args = append(args, jen.Id("st").Dot(stateField(r, fld.name)))
-					}
-				}
-			}
-			args = append(args, jen.Lit(lps))
-			count := r.Args[0].Shape.Numel() / r.Shape.Numel()
-			switch r.Op {
-			case ir.OpMean:
-				args = append(args, jen.Lit(float64(count)))
-			case ir.OpVar:
-				args = append(args, jen.Lit(r.Corr))
-				if pg.knownCount(r) && !pg.chunked {
-					// The kernel tracks no per-lane count when every lane's is the same (a
-					// chunked pass's run filled it).
-					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))
-				}
-			}
-			b.Qual(rt, laneCode[r.Op]).Call(args...)
-			e.storeResult(b, r, elem, lay)
-		}
-	})
+	}
+	if failed != nil {
+		b.If(failed).Block(
+			jen.Id("avx2Fallbacks").Dot("Add").Call(jen.Lit(1)),
+			jen.Id(goPass).Call(e.passArgs()...),
+			jen.Return(),
+		)
+	}
 }
 
-// storeResult copies r's finished values from st.res into its buffers.
-func (e *emitter) storeResult(b *jen.Group, r *ir.Node, elem string, lay redLayout) {
+// finishReduces merges the lane states of pg's reductions rs into their buffers.
+func (e *emitter) finishReduces(b *jen.Group, pg *passGen, elem string, rs []*ir.Node) {
+	for _, r := range rs {
+		lay := pg.layout(r)
+		if !pg.own(r) {
+			finishGeneric(b, r, lay, nil)
+			e.storeResult(b, r, elem, lay, nil)
+			continue
+		}
+		if pg.knownCount(r) && !pg.chunked {
+			// The kernel tracks no per-lane count when every lane's is the same (a
+			// chunked pass's run filled it).
+			b.Qual(gogen.RuntimePath, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))
+		}
+		whole := func(f string) jen.Code { return jen.Id("st").Dot(f) }
+		b.Add(e.finishCall(pg, r, jen.Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots)), whole))
+		e.storeResult(b, r, elem, lay, nil)
+	}
+}
+
+// finishCall is the runtime call that merges r's lane states (field(name) is the state array
+// of a field, or the part of it to finish) into res.
+func (e *emitter) finishCall(pg *passGen, r *ir.Node, res jen.Code, field func(string) jen.Code) jen.Code {
+	args := []jen.Code{res}
+	switch r.Op {
+	case ir.OpLogSumExp:
+		args = append(args, field(stateField(r, "s")))
+	default:
+		for _, fld := range pg.fields(r) {
+			if fld.name != "p" { // flushed into s by the kernel
+				args = append(args, field(stateField(r, fld.name)))
+			}
+		}
+	}
+	args = append(args, jen.Lit(pg.layout(r).lps))
+	switch r.Op {
+	case ir.OpMean:
+		args = append(args, jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))
+	case ir.OpVar:
+		args = append(args, jen.Lit(r.Corr))
+	}
+	return jen.Qual(gogen.RuntimePath, laneCode[r.Op]).Call(args...)
+}
+
+// storeResult copies r's finished values (those of rng; nil: all) from st.res into its
+// buffers.
+func (e *emitter) storeResult(b *jen.Group, r *ir.Node, elem string, lay redLayout, rng *slotRange) {
 	for _, addr := range e.bufAddrs(r) {
 		dst := strings.TrimPrefix(addr, "&")
-		if len(r.Shape) == 0 {
+		switch {
+		case len(r.Shape) == 0:
 			b.Op(dst).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Lit(0)))
-		} else {
+		case rng != nil:
+			slice := strings.TrimSuffix(dst, "[0]")
+			b.For(rng.loop()...).Block(
+				jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("st").Dot("res").Index(jen.Id("k"))),
+			)
+		default:
 			slice := strings.TrimSuffix(dst, "[0]")
 			b.For(jen.List(jen.Id("k"), jen.Id("v")).Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
 				jen.Op(slice).Index(jen.Id("k")).Op("=").Id(elem).Call(jen.Id("v")),
@@ -520,9 +571,9 @@ func (e *emitter) storeResult(b *jen.Group, r *ir.Node, elem string, lay redLayo
 	}
 }
 
-// finishGeneric emits the Go that merges each slot's lane states of r in lane order with
-// r's description and finishes them into st.res.
-func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
+// finishGeneric emits the Go that merges each slot's lane states of r (those of rng; nil:
+// all) in lane order with r's description and finishes them into st.res.
+func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout, rng *slotRange) {
 	red := ir.ReductionOf[jen.Code](r.Op)
 	lane := func(i jen.Code) []jen.Code {
 		var st []jen.Code
@@ -533,7 +584,11 @@ func finishGeneric(b *jen.Group, r *ir.Node, lay redLayout) {
 	}
 	a := gogen.State(jen.Id("a"), len(red.Fields))
 	o := gogen.Ops64{}
-	b.For(jen.Id("k").Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))).Block(
+	head := []jen.Code{jen.Id("k").Op(":=").Range().Id("st").Dot("res").Index(jen.Op(":").Lit(lay.slots))}
+	if rng != nil {
+		head = rng.loop()
+	}
+	b.For(head...).Block(
 		jen.Id("a").Op(":=").Index(jen.Lit(len(red.Fields))).Float64().Values(lane(jen.Lit(0))...),
 		jen.For(jen.Id("i").Op(":=").Lit(1), jen.Id("i").Op("<").Lit(lay.lps), jen.Id("i").Op("++")).Block(
 			jen.Id("a").Op("=").Index(jen.Lit(len(red.Fields))).Float64().Values(red.Merge(o, a, lane(jen.Id("i")))...),

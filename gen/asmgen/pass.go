@@ -127,7 +127,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 		counters: map[string]reg.GPVirtual{}, carries: map[int]reg.VecVirtual{}, inner: map[int]operand.Mem{}, innerAt: map[string]int{}}
 	pg.large = e.passBytes(ps) > largePass
 	pg.nt = nt
-	pg.chunked = chunkable(ps)
+	pg.chunked = chunkable(ps) || ps.Row != nil // a row-local pass runs on sweeps of rows
 	pg.twins = e.twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
@@ -270,7 +270,7 @@ func ChunkVars(p, fb *plan.Plan) []string {
 	for _, k := range gogen.Kernels(p, fb) {
 		e := &emitter{k: k}
 		for _, ps := range k.Plan.Passes {
-			if chunkable(ps) {
+			if chunkable(ps) && ps.Row == nil || ps.Row != nil && ps.Row.First == ps {
 				out = append(out, e.chunkVar(ps))
 			}
 		}

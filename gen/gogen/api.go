@@ -181,7 +181,9 @@ func (e *gen) forward(f *jen.File) {
 	passList := func(k Kernel) jen.Code {
 		return jen.Index().Add(e.passType(k)).ValuesFunc(func(v *jen.Group) {
 			for _, ps := range k.Plan.Passes {
-				v.Id(k.Name(fmt.Sprintf("pass%dGo", ps.Index)))
+				if RunsPass(ps) {
+					v.Id(k.Name(fmt.Sprintf("pass%dGo", ps.Index)))
+				}
 			}
 		})
 	}

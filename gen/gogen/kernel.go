@@ -25,8 +25,16 @@ func (e *gen) kernelFile() *jen.File {
 		}
 		for _, ps := range k.Plan.Passes {
 			name := k.Name(fmt.Sprintf("pass%dGo", ps.Index))
-			f.Comment(fmt.Sprintf("%s is pass %d of %s's plan (lossgen explain): %s.", name, ps.Index, what, passSummary(ps)))
-			f.Func().Id(name).Params(e.passParams(k)...).BlockFunc(func(b *jen.Group) { e.passBody(b, ps) })
+			switch {
+			case !RunsPass(ps):
+				continue
+			case ps.Row != nil:
+				f.Comment(rowLocalDoc(name, what, ps.Row))
+				f.Func().Id(name).Params(e.passParams(k)...).BlockFunc(func(b *jen.Group) { e.rowLocalBody(b, ps.Row) })
+			default:
+				f.Comment(fmt.Sprintf("%s is pass %d of %s's plan (lossgen explain): %s.", name, ps.Index, what, passSummary(ps)))
+				f.Func().Id(name).Params(e.passParams(k)...).BlockFunc(func(b *jen.Group) { e.passBody(b, ps) })
+			}
 			f.Line()
 		}
 	}
@@ -225,12 +233,49 @@ type pass struct {
 // axis in its direction) with the program at each index, then the barrier reductions' results.
 func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 	p := &pass{e: e, ps: ps, alias: map[int]*ir.Node{}}
-	// Scalar constants are declared once, before the loops.
-	consts := scalarConsts(ps.Body)
-	for _, n := range consts {
-		b.Id(p.id(n)).Op(":=").Add(e.lit(n.Value[0]))
+	consts := e.declareConsts(b, ps)
+	e.initAccs(b, ps)
+	for _, c := range p.nest(0) {
+		b.Add(c)
 	}
-	// Accumulators: scalar ones are locals, the others live in scratch and are reset here.
+	e.markConstsUsed(b, consts, p)
+	e.finishReduces(b, ps.Reduces)
+}
+
+// declareConsts declares the scalar constants of the passes' programs once, before the loops.
+func (e *gen) declareConsts(b *jen.Group, passes ...*plan.Pass) []*ir.Node {
+	var consts []*ir.Node
+	seen := map[int]bool{}
+	for _, ps := range passes {
+		for _, n := range scalarConsts(ps.Body) {
+			if !seen[n.ID] {
+				seen[n.ID] = true
+				consts = append(consts, n)
+				b.Id(e.names[n.ID]).Op(":=").Add(e.lit(n.Value[0]))
+			}
+		}
+	}
+	return consts
+}
+
+// markConstsUsed assigns the constants no program of ps reads to _.
+func (e *gen) markConstsUsed(b *jen.Group, consts []*ir.Node, ps ...*pass) {
+	used := map[int]bool{}
+	for _, p := range ps {
+		for id := range usedIn(p.ps.Body, p.root) {
+			used[id] = true
+		}
+	}
+	for _, n := range consts {
+		if !used[n.ID] {
+			b.Id("_").Op("=").Id(e.names[n.ID])
+		}
+	}
+}
+
+// initAccs starts the barrier reductions' accumulators: scalar ones are locals, the others
+// live in scratch and are reset here.
+func (e *gen) initAccs(b *jen.Group, ps *plan.Pass) {
 	for _, r := range ps.Reduces {
 		if len(r.Shape) == 0 {
 			b.Id(e.accName(r)).Op(":=").Add(e.accInit(r))
@@ -239,43 +284,38 @@ func (e *gen) passBody(b *jen.Group, ps *plan.Pass) {
 		b.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.accName(r))).Block(
 			jen.Id("s").Dot(e.accName(r)).Index(jen.Id("k")).Op("=").Add(e.accInit(r)))
 	}
-	dom := ps.Domain
-	var nest func(d int) []jen.Code
-	nest = func(d int) []jen.Code {
-		var stmts []jen.Code
-		for _, n := range ps.Compute {
-			if n.Op == ir.OpScan && dom.Index(n.Axes[0]) == d {
-				// The scan starts from 0 before its axis's loop.
-				if inner := carryDims(ps, n); len(inner) > 0 {
-					stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.carryName(n))).Block(
-						jen.Id("s").Dot(e.carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
-				} else {
-					stmts = append(stmts, jen.Id(e.carryName(n)).Op(":=").Add(e.lit(0)))
-				}
+}
+
+// nest is the loop nest of the pass's domain dims from d inwards, with the program innermost
+// (a scan starts from 0 before its axis's loop).
+func (p *pass) nest(d int) []jen.Code {
+	e, ps, dom := p.e, p.ps, p.ps.Domain
+	var stmts []jen.Code
+	for _, n := range ps.Compute {
+		if n.Op == ir.OpScan && dom.Index(n.Axes[0]) == d {
+			if inner := carryDims(ps, n); len(inner) > 0 {
+				stmts = append(stmts, jen.For(jen.Id("k").Op(":=").Range().Id("s").Dot(e.carryName(n))).Block(
+					jen.Id("s").Dot(e.carryName(n)).Index(jen.Id("k")).Op("=").Lit(0)))
+			} else {
+				stmts = append(stmts, jen.Id(e.carryName(n)).Op(":=").Add(e.lit(0)))
 			}
 		}
-		if d == len(dom) {
-			return append(stmts, p.block(ps.Body)...)
-		}
-		dim := dom[d]
-		iv := loopVar(dim.Name)
-		head := []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(dim.Size), jen.Id(iv).Op("++")}
-		if ps.Scan != nil && ps.Scan.Reverse && ps.Scan.Axis == dim.Name {
-			head = []jen.Code{jen.Id(iv).Op(":=").Lit(dim.Size - 1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
-		}
-		return append(stmts, jen.For(head...).Block(nest(d+1)...))
 	}
-	for _, c := range nest(0) {
-		b.Add(c)
+	if d == len(dom) {
+		return append(stmts, p.block(ps.Body)...)
 	}
-	used := usedIn(ps.Body, p.root)
-	for _, n := range consts {
-		if !used[n.ID] {
-			b.Id("_").Op("=").Id(p.id(n))
-		}
+	dim := dom[d]
+	iv := loopVar(dim.Name)
+	head := []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(dim.Size), jen.Id(iv).Op("++")}
+	if ps.Scan != nil && ps.Scan.Reverse && ps.Scan.Axis == dim.Name {
+		head = []jen.Code{jen.Id(iv).Op(":=").Lit(dim.Size - 1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
 	}
-	// Finish the barrier reductions into their buffers.
-	for _, r := range ps.Reduces {
+	return append(stmts, jen.For(head...).Block(p.nest(d+1)...))
+}
+
+// finishReduces finishes barrier reductions into their buffers.
+func (e *gen) finishReduces(b *jen.Group, reduces []*ir.Node) {
+	for _, r := range reduces {
 		if len(r.Shape) == 0 {
 			for _, buf := range e.bufExprs(r) {
 				b.Add(buf).Op("=").Add(e.conv(e.accResult(r, jen.Id(e.accName(r)))))

@@ -8,7 +8,8 @@
 // must be in memory is: inputs; outputs; scan results read by another pass; the operands of
 // shifts and gathers (read at other indices); and results of reductions over batch dims,
 // which exist only once their loop has finished. Such a reduction is therefore a barrier: a
-// node that reads one runs at a later level. A scan runs in the pass of its own shape,
+// node that reads one runs at a later level (but see RowLocal: one that keeps the domain's
+// first dim is finished row by row, and its readers run row by row after it). A scan runs in the pass of its own shape,
 // iterating its axis in its direction, and everything of the same level and domain joins that
 // pass. Passes run in order of level, then of domain size (smaller domains first).
 //
@@ -60,6 +61,7 @@ type Pass struct {
 	Stores  []*ir.Node // written to their buffer
 	Reduces []*ir.Node // barrier reductions: accumulated over the whole pass
 	Inner   []*ir.Node // reductions over non-batch dims, finished inside each index
+	Row     *RowLocal  // non-nil: the pass runs row by row with another (see RowLocal)
 }
 
 // ScanAxis is the axis and direction of a pass's scans.
@@ -149,6 +151,7 @@ func Build(g *ir.Graph) (*Plan, error) {
 	}
 	b.storeLoadedScans(p)
 	b.buffers(p)
+	fuseRows(p)
 	return p, nil
 }
 
@@ -366,6 +369,9 @@ func (p *Plan) String() string {
 			kind = dir + " scan along " + ps.Scan.Axis
 		}
 		fmt.Fprintf(&s, "pass %d (level %d): %s over %s\n", ps.Index, ps.Level, kind, ps.Domain)
+		if ps.Row != nil {
+			s.WriteString(p.describeRow(ps))
+		}
 		var names []string
 		for _, n := range ps.Loads {
 			names = append(names, p.describe(n))

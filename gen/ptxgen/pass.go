@@ -42,6 +42,8 @@ type passK struct {
 	reds     []*redK
 	inner    map[int][]string // inner reduction ID -> its state registers
 	partials []partialBuf
+	row      *plan.RowLocal // a row-local pair's kernel (rowlocal.go), or nil
+	rowVals  map[int]string // its row statistics: the register every thread holds each in
 }
 
 // partialBuf is a float64 scratch buffer of per-block partial reduction states.
@@ -321,6 +323,9 @@ func (k *passK) innerAccumulate(r *ir.Node) {
 
 // load reads a node the pass does not compute, at the current indices.
 func (k *passK) load(n *ir.Node) string {
+	if v, ok := k.rowVals[n.ID]; ok {
+		return v
+	}
 	if n.IsScalarConst() {
 		return k.constReg(n.Value[0])
 	}

@@ -5,6 +5,10 @@
 // frames are text/templates (templates/ptx); the instructions come from the op expansions
 // here. Results are deterministic: no floating-point atomics, fixed reduction trees (the only
 // atomics count index faults: integer adds and mins, fault.go).
+//
+// A row-local pair of passes (plan.RowLocal) over a [rows, columns] domain runs as one kernel
+// with one block per row (rowlocal.go); a pair over more dims runs as its two kernels, one
+// launch after the other, as any two passes do.
 package ptxgen
 
 import (
@@ -180,9 +184,17 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{1, 1, 1}, Block: [3]int{32, 1, 1}, Params: k.Params})
 	}
 	for _, ps := range p.Passes {
-		k, err := e.passKernel(ps)
-		if err != nil {
-			return table, nil, nil, err
+		var k *passK
+		switch rl := ps.Row; {
+		case rl != nil && rowFusable(rl) && ps == rl.Second:
+			continue // run by the first's kernel
+		case rl != nil && rowFusable(rl):
+			k = e.rowKernel(rl)
+		default:
+			var err error
+			if k, err = e.passKernel(ps); err != nil {
+				return table, nil, nil, err
+			}
 		}
 		kernels = append(kernels, view(k.kernel, fmt.Sprintf("%s: pass %d over %s (lossgen explain); %s.", k.Name, ps.Index, ps.Domain, k.describe()), e.names))
 		table.Launches = append(table.Launches, runtime.Launch{Kernel: k.Name, Grid: [3]int{k.grid, 1, 1}, Block: [3]int{k.block, 1, 1}, Params: k.Params})

@@ -176,6 +176,26 @@ func (k *kernel) warpReduce(op ir.Op, st []string) {
 func (k *passK) blockReduce(rk *redK) {
 	r := rk.r
 	fields := red(r.Op).Fields
+	tid := k.blockMerge(rk)
+	zero := k.pred()
+	k.op("setp.eq.u32 %s, %s, 0", zero, tid)
+	slot := k.linear(r.Shape)
+	ctaid, at := k.r32(), k.r32()
+	k.op("mov.u32 %s, %%ctaid.x", ctaid)
+	k.op("mad.lo.s32 %s, %s, %d, %s", at, slot, k.grid, ctaid)
+	for i, f := range fields {
+		name := k.partialName(r, f)
+		a := k.addr(k.param(name), at, 8)
+		k.op("@%s st.global.f64 [%s], %s", zero, a, rk.state[i])
+	}
+	k.op("bar.sync 0") // the shared scratch is reused by the next reduction
+}
+
+// blockMerge merges the block's states of rk into thread 0's (warp shuffles, then warp 0 over
+// the warps' results in shared memory); it returns the register holding %tid.x.
+func (k *passK) blockMerge(rk *redK) string {
+	r := rk.r
+	fields := red(r.Op).Fields
 	k.comment("block reduction of %s", r)
 	k.warpReduce(r.Op, rk.state)
 	tid, lane, warp := k.r32(), k.r32(), k.r32()
@@ -203,18 +223,7 @@ func (k *passK) blockReduce(rk *redK) {
 		k.op("mov.f64 %s, %s", rk.state[i], v)
 	}
 	k.warpReduce(r.Op, rk.state)
-	zero := k.pred()
-	k.op("setp.eq.u32 %s, %s, 0", zero, tid)
-	slot := k.linear(r.Shape)
-	ctaid, at := k.r32(), k.r32()
-	k.op("mov.u32 %s, %%ctaid.x", ctaid)
-	k.op("mad.lo.s32 %s, %s, %d, %s", at, slot, k.grid, ctaid)
-	for i, f := range fields {
-		name := k.partialName(r, f)
-		a := k.addr(k.param(name), at, 8)
-		k.op("@%s st.global.f64 [%s], %s", zero, a, rk.state[i])
-	}
-	k.op("bar.sync 0") // the shared scratch is reused by the next reduction
+	return tid
 }
 
 func (k *passK) partialName(r *ir.Node, field string) string {
@@ -294,7 +303,9 @@ func (k *passK) mergeKernel() *kernel {
 // describe is the one-line summary of a kernel for its doc comment.
 func (k *passK) describe() string {
 	var b strings.Builder
-	if k.scan {
+	if k.row != nil {
+		fmt.Fprintf(&b, "passes %d and %d row-local: one block per %s row, its threads sweeping %s twice", k.row.First.Index, k.row.Second.Index, k.row.Dim.Name, k.row.First.Domain[1].Name)
+	} else if k.scan {
 		fmt.Fprintf(&b, "one thread per %v row, walking %s backwards", k.thread.Names(), k.loop[0].Name)
 	} else if len(k.thread) > 0 {
 		fmt.Fprintf(&b, "one thread per %s index, looping over %v", k.thread[0].Name, k.loop.Names())
