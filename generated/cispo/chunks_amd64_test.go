@@ -40,7 +40,7 @@ func TestChunkedAVX2(t *testing.T) {
 
 // chunked runs f with every chunkable pass of the AVX2 kernels in 3 chunks.
 func chunked(f func()) {
-	defer func(n int) { fbPass3Chunks = n }(fbPass3Chunks)
-	fbPass3Chunks = 3
+	defer func(n int) { fbPass0Chunks = n }(fbPass0Chunks)
+	fbPass0Chunks = 3
 	f()
 }

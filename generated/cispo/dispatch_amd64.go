@@ -182,7 +182,7 @@ type fbAvxState struct {
 	r30_p  []float32
 	r50_s  []float64
 	r50_p  []float32
-	p2_ok  []float32
+	p3_ok  []float32
 	res    []float64
 }
 
@@ -210,111 +210,59 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.r30_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[656])), 16)
 	st.r50_s = st.buf[672:688]
 	st.r50_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[696])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
+	st.p3_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[712])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
+// fbPass0Chunks is how many chunks of rows passes 0 and 1 run as, concurrently (see fbPass0AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var fbPass0Chunks = 1
+
+// fbPass0AVX2Go runs fbPass0AVX2 and fbPass1AVX2 row-locally: on sweeps of 81 rows of B, the second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r26_s, 0)
-	runtime.Fill(st.r26_p, 0)
-	runtime.Fill(st.r27_s, 0)
-	runtime.Fill(st.r27_p, 0)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r38_s, 0)
-	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r43_s, 0)
-	runtime.Fill(st.r43_p, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r48_p, 0)
-	runtime.Fill(st.r54_s, 0)
-	runtime.SetMask(st.r54_ok)
-	runtime.Fill(st.r57_s, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0])
-	if !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
-		return
-	}
-	runtime.FinishSum(st.res[:1], st.r4_s, 8)
-	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r26_s, 8)
-	for k, v := range st.res[:8] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:8], st.r27_s, 8)
-	for k, v := range st.res[:8] {
-		s.s1[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:1], st.r33_s, 8)
-	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r38_s, 8)
-	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r43_s, 8)
-	s.s4 = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r48_s, 8)
-	for k, v := range st.res[:8] {
-		s.s5[k] = float32(v)
-	}
-	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
-	s.s6 = float32(st.res[0])
-	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
-	s.s7 = float32(st.res[0])
-}
-
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass1AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.ESS)
-}
-
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
-	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
-	if !runtime.MaskSet(st.p2_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
-	out.LossObjective = float32(st.res[0])
-	runtime.FinishMean(st.res[:1], st.r50_s, 8, 8.0)
-	out.LossEntropy = float32(st.res[0])
-}
-
-// fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var fbPass3Chunks = 1
-
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass3AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &s.s1[0], &g.Entropy[0], &g.LogProb[0], hi)
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r26_s, 0)
+		runtime.Fill(st.r26_p, 0)
+		runtime.Fill(st.r27_s, 0)
+		runtime.Fill(st.r27_p, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r43_s, 0)
+		runtime.Fill(st.r43_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.Fill(st.r54_s, 0)
+		runtime.SetMask(st.r54_ok)
+		runtime.Fill(st.r57_s, 0)
+		runtime.SetMask(st.p0_ok)
+		for a := lo; a < hi; a += 81 {
+			lo, hi := a, min(a+81, hi)
+			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &in.Entropy[0], hi)
+			runtime.FinishSum(st.res[lo:hi], st.r26_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishSum(st.res[lo:hi], st.r27_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			runtime.FinishSum(st.res[lo:hi], st.r48_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s5[k] = float32(st.res[k])
+			}
+			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &s.s1[0], &g.Entropy[0], &g.LogProb[0], hi)
+		}
 	}
-	n := min(fbPass3Chunks, 8)
+	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -328,8 +276,63 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r43_s, sts[c].r43_s)
+			runtime.MergeSum(sts[0].r54_s, sts[c].r54_s)
+			runtime.MergeMask(sts[0].r54_ok, sts[c].r54_ok)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
+	if !runtime.MaskSet(st.r54_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r4_s, 8)
+	out.NumValid = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r33_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r38_s, 8)
+	s.s3 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r43_s, 8)
+	s.s4 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r54_s, 8)
+	s.s6 = float32(st.res[0])
+	runtime.FinishSumLog(st.res[:1], st.r57_s, 8)
+	s.s7 = float32(st.res[0])
+}
+
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass2AVX2(&out.NumValid, &s.s2, &s.s3, &s.s4, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.ESS)
+}
+
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	runtime.Fill(st.r30_s, 0)
+	runtime.Fill(st.r30_p, 0)
+	runtime.Fill(st.r50_s, 0)
+	runtime.Fill(st.r50_p, 0)
+	runtime.SetMask(st.p3_ok)
+	fbPass3AVX2(&s.s1[0], &s.s0[0], &st.buf[0], &s.s5[0])
+	if !runtime.MaskSet(st.p3_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass3Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r30_s, 8, 8.0)
+	out.LossObjective = float32(st.res[0])
+	runtime.FinishMean(st.res[:1], st.r50_s, 8, 8.0)
+	out.LossEntropy = float32(st.res[0])
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
@@ -339,7 +342,7 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go},
 		name:     "avx2",
 		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
 	})

@@ -922,17 +922,17 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, advantage *float32, entropy *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $32-48
-	XORQ AX, AX
+TEXT ·fbPass0AVX2(SB), $32-64
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -948,24 +948,24 @@ blocks_7:
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
-	MOVQ    logProb+16(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+24(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y3
 
 	// v8 = where(mask, sampleLogProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      advantage+32(FP), DI
+	MOVQ      advantage+40(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v10 = where(mask, advantage, 0)
@@ -1074,7 +1074,7 @@ blocks_7:
 	// sum(v37) over [B L]
 	VADDPS  2944(BX), Y1, Y1
 	VMOVUPS Y1, 2944(BX)
-	MOVQ    entropy+40(FP), R8
+	MOVQ    entropy+48(FP), R8
 	VMOVUPS (R8)(SI*4), Y1
 
 	// v41 = where(mask, entropy, 0)
@@ -1163,7 +1163,7 @@ blocks_7:
 	VMULPS       lgc24<>+0(SB), Y0, Y0
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1268,7 +1268,7 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1368,217 +1368,20 @@ noflush_8:
 	VANDPS       4928(CX), Y1, Y1
 	VMOVUPS      Y1, 4928(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
+// func fbPass1AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, gradEntropy *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-80
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v34 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s2+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
-
-	// clipFraction = div(v33, v34)
-	VDIVPS       Y1, Y2, Y2
-	MOVQ         s3+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y3
-
-	// klApprox = div(v38, v34)
-	VDIVPS       Y1, Y3, Y3
-	MOVQ         s4+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// entropy2 = div(v43, v34)
-	VDIVPS       Y1, Y4, Y4
-	MOVQ         s6+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y5
-
-	// v55 = mul(2, v54)
-	VMULPS       lgc24<>+0(SB), Y5, Y5
-	MOVQ         s7+40(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y6
-
-	// v58 = sub(v55, v57)
-	VSUBPS Y6, Y5, Y5
-
-	// v59 = exp(v58)
-	VMAXPS       lgc4<>+0(SB), Y5, Y6
-	VMINPS       lgc5<>+0(SB), Y6, Y6
-	VMULPS       lgc6<>+0(SB), Y6, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
-	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
-	VMOVAPS      lgc9<>+0(SB), Y8
-	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
-	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
-	VMULPS       Y6, Y6, Y9
-	VFMADD213PS  Y6, Y9, Y8
-	VADDPS       lgc0<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y6
-	VPMAXSD      lgc15<>+0(SB), Y6, Y7
-	VPMINSD      lgc16<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y6, Y6
-	VPADDD       lgc16<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc16<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y6, Y8, Y8
-	VCMPPS       $0x03, Y5, Y5, Y6
-	VBLENDVPS    Y6, Y5, Y8, Y8
-	VMOVUPS      lgc1<>+0(SB), Y5
-
-	// v60 = gt(numValid, 0)
-	VCMPPS $0x1e, Y5, Y0, Y0
-	VANDPS lgc0<>+0(SB), Y0, Y0
-
-	// v61 = div(v59, v34)
-	VDIVPS Y1, Y8, Y1
-
-	// ess = where(v60, v61, 0)
-	VMOVUPS   lgc1<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y1, Y5, Y0
-
-	// store clipFraction
-	MOVQ   clipFraction+48(FP), AX
-	VMOVSS X2, (AX)(CX*4)
-
-	// store klApprox
-	MOVQ   kLApprox+56(FP), AX
-	VMOVSS X3, (AX)(CX*4)
-
-	// store entropy2
-	MOVQ   entropy+64(FP), AX
-	VMOVSS X4, (AX)(CX*4)
-
-	// store ess
-	MOVQ   ess+72(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass2AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
-// Requires: AVX
-TEXT ·fbPass2AVX2(SB), $0-32
-	MOVQ $+8, CX
-	XORQ AX, AX
-
-blocks_9:
-	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-
-	// v28 = max(v27, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// sequenceMean = div(v26, v28)
-	VDIVPS Y0, Y1, Y1
-
-	// mean(sequenceMean) over [B]
-	MOVQ    state+16(FP), DX
-	VADDPS  5248(DX), Y1, Y1
-	VMOVUPS Y1, 5248(DX)
-	MOVQ    s5+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-
-	// sequenceMean2 = div(v48, v28)
-	VDIVPS Y0, Y1, Y0
-
-	// mean(sequenceMean2) over [B]
-	VADDPS       5568(DX), Y0, Y0
-	VMOVUPS      Y0, 5568(DX)
-	DECQ         CX
-	JNZ          noflush_10
-	MOVQ         state+16(FP), CX
-	VMOVUPS      5248(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5056(CX), Y2, Y2
-	VMOVUPD      Y2, 5056(CX)
-	VADDPD       5088(CX), Y0, Y0
-	VMOVUPD      Y0, 5088(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(CX)
-	VMOVUPS      5568(CX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5376(CX), Y2, Y2
-	VMOVUPD      Y2, 5376(CX)
-	VADDPD       5408(CX), Y0, Y0
-	VMOVUPD      Y0, 5408(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(CX)
-	VANDPS       5696(CX), Y1, Y1
-	VMOVUPS      Y1, 5696(CX)
-	MOVQ         $+8, CX
-
-noflush_10:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+8
-	JL           blocks_9
-	MOVQ         state+16(FP), AX
-	VMOVUPS      5248(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5056(AX), Y2, Y2
-	VMOVUPD      Y2, 5056(AX)
-	VADDPD       5088(AX), Y0, Y0
-	VMOVUPD      Y0, 5088(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5248(AX)
-	VMOVUPS      5568(AX), Y0
-	VANDPS       lgc25<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       5376(AX), Y2, Y2
-	VMOVUPD      Y2, 5376(AX)
-	VADDPD       5408(AX), Y0, Y0
-	VMOVUPD      Y0, 5408(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 5568(AX)
-	VANDPS       5696(AX), Y1, Y1
-	VMOVUPS      Y1, 5696(AX)
-	VZEROUPPER
-	RET
-
-// func fbPass3AVX2(lo int, mask *bool, logProb *float32, sampleLogProb *float32, advantage *float32, s1 *float32, gradEntropy *float32, gradLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass3AVX2(SB), $0-72
+TEXT ·fbPass1AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
-outer0_11:
+outer0_9:
 	XORQ CX, CX
 
-blocks_12:
+blocks_10:
 	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
@@ -1707,10 +1510,10 @@ blocks_12:
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
-	JL      blocks_12
+	JL      blocks_10
 	INCQ    AX
 	CMPQ    AX, hi+64(FP)
-	JL      outer0_11
+	JL      outer0_9
 	VZEROUPPER
 	RET
 
@@ -1723,6 +1526,203 @@ DATA lgc27<>+20(SB)/4, $0x3e000000
 DATA lgc27<>+24(SB)/4, $0x3e000000
 DATA lgc27<>+28(SB)/4, $0x3e000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+// func fbPass2AVX2(numValid *float32, s2 *float32, s3 *float32, s4 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, entropy *float32, ess *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass2AVX2(SB), $0-80
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+
+	// v34 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s2+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// clipFraction = div(v33, v34)
+	VDIVPS       Y1, Y2, Y2
+	MOVQ         s3+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// klApprox = div(v38, v34)
+	VDIVPS       Y1, Y3, Y3
+	MOVQ         s4+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// entropy2 = div(v43, v34)
+	VDIVPS       Y1, Y4, Y4
+	MOVQ         s6+32(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// v55 = mul(2, v54)
+	VMULPS       lgc24<>+0(SB), Y5, Y5
+	MOVQ         s7+40(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y6
+
+	// v58 = sub(v55, v57)
+	VSUBPS Y6, Y5, Y5
+
+	// v59 = exp(v58)
+	VMAXPS       lgc4<>+0(SB), Y5, Y6
+	VMINPS       lgc5<>+0(SB), Y6, Y6
+	VMULPS       lgc6<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc7<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y7, Y6
+	VMOVAPS      lgc9<>+0(SB), Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc0<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc15<>+0(SB), Y6, Y7
+	VPMINSD      lgc16<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc16<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc16<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
+	VMOVUPS      lgc1<>+0(SB), Y5
+
+	// v60 = gt(numValid, 0)
+	VCMPPS $0x1e, Y5, Y0, Y0
+	VANDPS lgc0<>+0(SB), Y0, Y0
+
+	// v61 = div(v59, v34)
+	VDIVPS Y1, Y8, Y1
+
+	// ess = where(v60, v61, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y1, Y5, Y0
+
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store entropy2
+	MOVQ   entropy+64(FP), AX
+	VMOVSS X4, (AX)(CX*4)
+
+	// store ess
+	MOVQ   ess+72(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+// func fbPass3AVX2(s1 *float32, s0 *float32, state *float64, s5 *float32)
+// Requires: AVX
+TEXT ·fbPass3AVX2(SB), $0-32
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_11:
+	MOVQ    s1+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+
+	// v28 = max(v27, 1)
+	VMAXPS  Y0, Y1, Y0
+	MOVQ    s0+8(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// sequenceMean = div(v26, v28)
+	VDIVPS Y0, Y1, Y1
+
+	// mean(sequenceMean) over [B]
+	MOVQ    state+16(FP), DX
+	VADDPS  5248(DX), Y1, Y1
+	VMOVUPS Y1, 5248(DX)
+	MOVQ    s5+24(FP), SI
+	VMOVUPS (SI)(BX*4), Y1
+
+	// sequenceMean2 = div(v48, v28)
+	VDIVPS Y0, Y1, Y0
+
+	// mean(sequenceMean2) over [B]
+	VADDPS       5568(DX), Y0, Y0
+	VMOVUPS      Y0, 5568(DX)
+	DECQ         CX
+	JNZ          noflush_12
+	MOVQ         state+16(FP), CX
+	VMOVUPS      5248(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5056(CX), Y2, Y2
+	VMOVUPD      Y2, 5056(CX)
+	VADDPD       5088(CX), Y0, Y0
+	VMOVUPD      Y0, 5088(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(CX)
+	VMOVUPS      5568(CX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5376(CX), Y2, Y2
+	VMOVUPD      Y2, 5376(CX)
+	VADDPD       5408(CX), Y0, Y0
+	VMOVUPD      Y0, 5408(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 5568(CX)
+	VANDPS       5696(CX), Y1, Y1
+	VMOVUPS      Y1, 5696(CX)
+	MOVQ         $+8, CX
+
+noflush_12:
+	ADDQ         $+8, AX
+	CMPQ         AX, $+8
+	JL           blocks_11
+	MOVQ         state+16(FP), AX
+	VMOVUPS      5248(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5056(AX), Y2, Y2
+	VMOVUPD      Y2, 5056(AX)
+	VADDPD       5088(AX), Y0, Y0
+	VMOVUPD      Y0, 5088(AX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 5248(AX)
+	VMOVUPS      5568(AX), Y0
+	VANDPS       lgc25<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc26<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       5376(AX), Y2, Y2
+	VMOVUPD      Y2, 5376(AX)
+	VADDPD       5408(AX), Y0, Y0
+	VMOVUPD      Y0, 5408(AX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 5568(AX)
+	VANDPS       5696(AX), Y1, Y1
+	VMOVUPS      Y1, 5696(AX)
+	VZEROUPPER
+	RET
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3

@@ -179,8 +179,9 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), s5: make([]float32, 8), acc26: make([]float64, 8), acc27: make([]float64, 8), acc48: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
+// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache.
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
@@ -191,6 +192,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c45 := float32(-0.01)
 	c51 := float32(math.Inf(-1))
 	two := float32(2)
+	c63 := float32(0.125)
 	numValid := 0.0
 	for k := range s.acc26 {
 		s.acc26[k] = 0.0
@@ -247,80 +249,9 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v56 := float32(two * v52)
 			acc57.Add(float64(v56))
 		}
-	}
-	out.NumValid = float32(numValid)
-	for k := range s.acc26 {
-		s.s0[k] = float32(s.acc26[k])
-	}
-	for k := range s.acc27 {
-		s.s1[k] = float32(s.acc27[k])
-	}
-	s.s2 = float32(acc33)
-	s.s3 = float32(acc38)
-	s.s4 = float32(acc43)
-	for k := range s.acc48 {
-		s.s5[k] = float32(s.acc48[k])
-	}
-	s.s6 = float32(acc54.Result())
-	s.s7 = float32(acc57.Result())
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	two := float32(2)
-	numValid := out.NumValid
-	v33 := s.s2
-	v34 := max(numValid, one)
-	clipFraction := v33 / v34
-	out.ClipFraction = clipFraction
-	v38 := s.s3
-	klApprox := v38 / v34
-	out.KLApprox = klApprox
-	v43 := s.s4
-	entropy2 := v43 / v34
-	out.Entropy = entropy2
-	v54 := s.s6
-	v55 := float32(two * v54)
-	v57 := s.s7
-	v58 := v55 - v57
-	v59 := float32(math.Exp(float64(v58)))
-	v60 := b2f(numValid > zero)
-	v61 := v59 / v34
-	ess := sel(v60, v61, zero)
-	out.ESS = ess
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	lossObjective := runtime.Mean{}
-	lossEntropy := runtime.Mean{}
-	for iB := 0; iB < 8; iB++ {
-		v26 := s.s0[iB]
-		v27 := s.s1[iB]
-		v28 := max(v27, one)
-		sequenceMean := v26 / v28
-		lossObjective.Add(float64(sequenceMean))
-		v48 := s.s5[iB]
-		sequenceMean2 := v48 / v28
-		lossEntropy.Add(float64(sequenceMean2))
-	}
-	out.LossObjective = float32(lossObjective.Result())
-	out.LossEntropy = float32(lossEntropy.Result())
-}
-
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c17 := float32(0.8)
-	c19 := float32(1.28)
-	c45 := float32(-0.01)
-	c63 := float32(0.125)
-	for iB := 0; iB < 8; iB++ {
+		s.s0[iB] = float32(s.acc26[iB])
+		s.s1[iB] = float32(s.acc27[iB])
+		s.s5[iB] = float32(s.acc48[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			logProb := in.LogProb[iB*128+iL]
@@ -349,6 +280,58 @@ func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
+	out.NumValid = float32(numValid)
+	s.s2 = float32(acc33)
+	s.s3 = float32(acc38)
+	s.s4 = float32(acc43)
+	s.s6 = float32(acc54.Result())
+	s.s7 = float32(acc57.Result())
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	zero := float32(0)
+	two := float32(2)
+	numValid := out.NumValid
+	v33 := s.s2
+	v34 := max(numValid, one)
+	clipFraction := v33 / v34
+	out.ClipFraction = clipFraction
+	v38 := s.s3
+	klApprox := v38 / v34
+	out.KLApprox = klApprox
+	v43 := s.s4
+	entropy2 := v43 / v34
+	out.Entropy = entropy2
+	v54 := s.s6
+	v55 := float32(two * v54)
+	v57 := s.s7
+	v58 := v55 - v57
+	v59 := float32(math.Exp(float64(v58)))
+	v60 := b2f(numValid > zero)
+	v61 := v59 / v34
+	ess := sel(v60, v61, zero)
+	out.ESS = ess
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	lossObjective := runtime.Mean{}
+	lossEntropy := runtime.Mean{}
+	for iB := 0; iB < 8; iB++ {
+		v26 := s.s0[iB]
+		v27 := s.s1[iB]
+		v28 := max(v27, one)
+		sequenceMean := v26 / v28
+		lossObjective.Add(float64(sequenceMean))
+		v48 := s.s5[iB]
+		sequenceMean2 := v48 / v28
+		lossEntropy.Add(float64(sequenceMean2))
+	}
+	out.LossObjective = float32(lossObjective.Result())
+	out.LossEntropy = float32(lossEntropy.Result())
 }
 
 // b2f is a comparison or flag as 0 or 1.

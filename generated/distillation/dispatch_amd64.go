@@ -114,7 +114,7 @@ type fbAvxState struct {
 	p0_ok []float32
 	r53_s []float64
 	r53_p []float32
-	p1_ok []float32
+	p2_ok []float32
 	res   []float64
 }
 
@@ -129,74 +129,45 @@ var fbAvxPool = sync.Pool{New: func() any {
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[304])), 8)
 	st.r53_s = st.buf[320:336]
 	st.r53_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[344])), 16)
-	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 8)
+	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[360])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
+// fbPass0Chunks is how many chunks of rows passes 0 and 1 run as, concurrently (see fbPass0AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var fbPass0Chunks = 1
+
+// fbPass0AVX2Go runs fbPass0AVX2 and fbPass1AVX2 row-locally: on sweeps of 157 rows of B, the
+// second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
-	runtime.Fill(st.r50_s, 0)
-	runtime.Fill(st.r50_p, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0])
-	if !runtime.MaskSet(st.p0_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
-		return
-	}
-	runtime.FinishSum(st.res[:1], st.r4_s, 8)
-	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r49_s, 8)
-	for k, v := range st.res[:8] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:8], st.r50_s, 8)
-	for k, v := range st.res[:8] {
-		s.s1[k] = float32(v)
-	}
-}
-
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r53_s, 0)
-	runtime.Fill(st.r53_p, 0)
-	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&s.s1[0], &s.s0[0], &st.buf[0])
-	if !runtime.MaskSet(st.p1_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass1Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:1], st.r53_s, 8, 8.0)
-	out.LossDistill = float32(st.res[0])
-}
-
-// fbPass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var fbPass2Chunks = 1
-
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass2AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.Fill(st.r50_s, 0)
+		runtime.Fill(st.r50_p, 0)
+		runtime.SetMask(st.p0_ok)
+		for a := lo; a < hi; a += 157 {
+			lo, hi := a, min(a+157, hi)
+			fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.TeacherLogProb[0], hi)
+			runtime.FinishSum(st.res[lo:hi], st.r49_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishSum(st.res[lo:hi], st.r50_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			fbPass1AVX2(lo, &in.Mask[0], &in.LogProb[0], &in.TeacherLogProb[0], &s.s1[0], &g.LogProb[0], hi)
+		}
 	}
-	n := min(fbPass2Chunks, 8)
+	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -210,8 +181,35 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
+	if !runtime.MaskSet(st.p0_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass0Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r4_s, 8)
+	out.NumValid = float32(st.res[0])
+}
+
+// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	runtime.Fill(st.r53_s, 0)
+	runtime.Fill(st.r53_p, 0)
+	runtime.SetMask(st.p2_ok)
+	fbPass2AVX2(&s.s1[0], &s.s0[0], &st.buf[0])
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
+	}
+	runtime.FinishMean(st.res[:1], st.r53_s, 8, 8.0)
+	out.LossDistill = float32(st.res[0])
 }
 
 // fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
@@ -229,7 +227,7 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go},
 		name:     "avx2",
 		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go},
 	})

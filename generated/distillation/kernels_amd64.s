@@ -643,17 +643,17 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(mask *bool, state *float64, logProb *float32, teacherLogProb *float32)
+// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, teacherLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $0-32
-	XORQ AX, AX
+TEXT ·fbPass0AVX2(SB), $0-48
+	MOVQ lo+0(FP), AX
 
 outer0_6:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_7:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -669,17 +669,17 @@ blocks_7:
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    logProb+16(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      teacherLogProb+24(FP), DI
+	MOVQ      teacherLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v8 = where(mask, teacherLogProb, 0)
@@ -819,7 +819,7 @@ blocks_7:
 	VMOVUPS      Y0, 2048(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_8
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -871,7 +871,7 @@ noflush_8:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_7
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -918,86 +918,20 @@ noflush_8:
 	VANDPS       2432(CX), Y1, Y1
 	VMOVUPS      Y1, 2432(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+40(FP)
 	JL           outer0_6
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(s1 *float32, s0 *float32, state *float64)
-// Requires: AVX
-TEXT ·fbPass1AVX2(SB), $0-24
-	MOVQ $+8, CX
-	XORQ AX, AX
-
-blocks_9:
-	MOVQ    s1+0(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-
-	// v51 = max(v50, 1)
-	VMAXPS  Y0, Y1, Y0
-	MOVQ    s0+8(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
-
-	// sequenceKL = div(v49, v51)
-	VDIVPS Y0, Y1, Y0
-
-	// mean(sequenceKL) over [B]
-	MOVQ         state+16(FP), DX
-	VADDPS       2752(DX), Y0, Y0
-	VMOVUPS      Y0, 2752(DX)
-	DECQ         CX
-	JNZ          noflush_10
-	MOVQ         state+16(FP), CX
-	VMOVUPS      2752(CX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(CX), Y2, Y2
-	VMOVUPD      Y2, 2560(CX)
-	VADDPD       2592(CX), Y0, Y0
-	VMOVUPD      Y0, 2592(CX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(CX)
-	VANDPS       2880(CX), Y1, Y1
-	VMOVUPS      Y1, 2880(CX)
-	MOVQ         $+8, CX
-
-noflush_10:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+8
-	JL           blocks_9
-	MOVQ         state+16(FP), AX
-	VMOVUPS      2752(AX), Y0
-	VANDPS       lgc26<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2560(AX), Y2, Y2
-	VMOVUPD      Y2, 2560(AX)
-	VADDPD       2592(AX), Y0, Y0
-	VMOVUPD      Y0, 2592(AX)
-	VMOVUPS      lgc1<>+0(SB), Y0
-	VMOVUPS      Y0, 2752(AX)
-	VANDPS       2880(AX), Y1, Y1
-	VMOVUPS      Y1, 2880(AX)
-	VZEROUPPER
-	RET
-
-// func fbPass2AVX2(lo int, mask *bool, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
+// func fbPass1AVX2(lo int, mask *bool, logProb *float32, teacherLogProb *float32, s1 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $288-56
+TEXT ·fbPass1AVX2(SB), $288-56
 	MOVQ lo+0(FP), AX
 
-outer0_11:
+outer0_9:
 	XORQ CX, CX
 
-blocks_12:
+blocks_10:
 	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+128, AX, SI
@@ -1446,10 +1380,10 @@ blocks_12:
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+128
-	JL      blocks_12
+	JL      blocks_10
 	INCQ    AX
 	CMPQ    AX, hi+48(FP)
-	JL      outer0_11
+	JL      outer0_9
 	VZEROUPPER
 	RET
 
@@ -1462,6 +1396,72 @@ DATA lgc28<>+20(SB)/4, $0x3e000000
 DATA lgc28<>+24(SB)/4, $0x3e000000
 DATA lgc28<>+28(SB)/4, $0x3e000000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+// func fbPass2AVX2(s1 *float32, s0 *float32, state *float64)
+// Requires: AVX
+TEXT ·fbPass2AVX2(SB), $0-24
+	MOVQ $+8, CX
+	XORQ AX, AX
+
+blocks_11:
+	MOVQ    s1+0(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS (DX)(BX*4), Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+
+	// v51 = max(v50, 1)
+	VMAXPS  Y0, Y1, Y0
+	MOVQ    s0+8(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+
+	// sequenceKL = div(v49, v51)
+	VDIVPS Y0, Y1, Y0
+
+	// mean(sequenceKL) over [B]
+	MOVQ         state+16(FP), DX
+	VADDPS       2752(DX), Y0, Y0
+	VMOVUPS      Y0, 2752(DX)
+	DECQ         CX
+	JNZ          noflush_12
+	MOVQ         state+16(FP), CX
+	VMOVUPS      2752(CX), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(CX), Y2, Y2
+	VMOVUPD      Y2, 2560(CX)
+	VADDPD       2592(CX), Y0, Y0
+	VMOVUPD      Y0, 2592(CX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(CX)
+	VANDPS       2880(CX), Y1, Y1
+	VMOVUPS      Y1, 2880(CX)
+	MOVQ         $+8, CX
+
+noflush_12:
+	ADDQ         $+8, AX
+	CMPQ         AX, $+8
+	JL           blocks_11
+	MOVQ         state+16(FP), AX
+	VMOVUPS      2752(AX), Y0
+	VANDPS       lgc26<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       2560(AX), Y2, Y2
+	VMOVUPD      Y2, 2560(AX)
+	VADDPD       2592(AX), Y0, Y0
+	VMOVUPD      Y0, 2592(AX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2752(AX)
+	VANDPS       2880(AX), Y1, Y1
+	VMOVUPS      Y1, 2880(AX)
+	VZEROUPPER
+	RET
 
 // func fbPass3AVX2(lossDistill *float32, kLToTeacher *float32)
 // Requires: AVX

@@ -126,8 +126,9 @@ var fbScratchPool = sync.Pool{New: func() any {
 	return &fbScratch{s0: make([]float32, 8), s1: make([]float32, 8), acc49: make([]float64, 8), acc50: make([]float64, 8)}
 }}
 
-// fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
+// fbPass0Go runs passes 0 and 1 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache.
 func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
@@ -142,6 +143,7 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	c33 := float32(0.041666668)
 	c36 := float32(0.16666667)
 	half := float32(0.5)
+	c55 := float32(0.125)
 	numValid := 0.0
 	for k := range s.acc49 {
 		s.acc49[k] = 0.0
@@ -189,48 +191,8 @@ func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			s.acc49[iB] += float64(v48)
 			s.acc50[iB] += float64(v3)
 		}
-	}
-	out.NumValid = float32(numValid)
-	for k := range s.acc49 {
-		s.s0[k] = float32(s.acc49[k])
-	}
-	for k := range s.acc50 {
-		s.s1[k] = float32(s.acc50[k])
-	}
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	lossDistill := runtime.Mean{}
-	for iB := 0; iB < 8; iB++ {
-		v49 := s.s0[iB]
-		v50 := s.s1[iB]
-		v51 := max(v50, one)
-		sequenceKL := v49 / v51
-		lossDistill.Add(float64(sequenceKL))
-	}
-	out.LossDistill = float32(lossDistill.Result())
-}
-
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c12 := float32(0.1)
-	c14 := float32(-0.1)
-	c17 := float32(2.755732e-07)
-	c18 := float32(2.7557319e-06)
-	c21 := float32(2.4801588e-05)
-	c24 := float32(0.0001984127)
-	c27 := float32(0.0013888889)
-	c30 := float32(0.008333334)
-	c33 := float32(0.041666668)
-	c36 := float32(0.16666667)
-	half := float32(0.5)
-	c55 := float32(0.125)
-	for iB := 0; iB < 8; iB++ {
+		s.s0[iB] = float32(s.acc49[iB])
+		s.s1[iB] = float32(s.acc50[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			logProb := in.LogProb[iB*128+iL]
@@ -338,6 +300,21 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
+	out.NumValid = float32(numValid)
+}
+
+// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8].
+func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	lossDistill := runtime.Mean{}
+	for iB := 0; iB < 8; iB++ {
+		v49 := s.s0[iB]
+		v50 := s.s1[iB]
+		v51 := max(v50, one)
+		sequenceKL := v49 / v51
+		lossDistill.Add(float64(sequenceKL))
+	}
+	out.LossDistill = float32(lossDistill.Result())
 }
 
 // fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].

@@ -19,12 +19,6 @@ var avx2Fallbacks atomic.Uint64
 // whose address the kernels take, and a buffer for the merged results.
 type avxState struct {
 	buf     []float64
-	r1_s    []float64
-	r1_p    []float32
-	r2_n    []float64
-	r2_mean []float64
-	r2_m2   []float64
-	p0_ok   []float32
 	r14_s   []float64
 	r14_p   []float32
 	r40_s   []float64
@@ -36,6 +30,12 @@ type avxState struct {
 	r52_s   []float64
 	r100_s  []float64
 	r100_p  []float32
+	p0_ok   []float32
+	r1_s    []float64
+	r1_p    []float32
+	r2_n    []float64
+	r2_mean []float64
+	r2_m2   []float64
 	p1_ok   []float32
 	r35_s   []float64
 	r35_p   []float32
@@ -45,23 +45,23 @@ type avxState struct {
 
 var avxPool = sync.Pool{New: func() any {
 	st := &avxState{buf: make([]float64, 536)}
-	st.r1_s = st.buf[8:48]
-	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[56])), 40)
-	st.r2_n = st.buf[88:128]
-	st.r2_mean = st.buf[136:176]
-	st.r2_m2 = st.buf[184:224]
+	st.r14_s = st.buf[8:24]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r40_s = st.buf[48:64]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r44_s = st.buf[88:104]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r49_s = st.buf[128:144]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r52_s = st.buf[168:184]
+	st.r100_s = st.buf[192:208]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[216])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 8)
-	st.r14_s = st.buf[248:264]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r40_s = st.buf[288:304]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r44_s = st.buf[328:344]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
-	st.r49_s = st.buf[368:384]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
-	st.r52_s = st.buf[408:424]
-	st.r100_s = st.buf[432:448]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[456])), 16)
+	st.r1_s = st.buf[248:288]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
+	st.r2_n = st.buf[328:368]
+	st.r2_mean = st.buf[376:416]
+	st.r2_m2 = st.buf[424:464]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[472])), 8)
 	st.r35_s = st.buf[488:504]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
@@ -70,40 +70,14 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	runtime.Fill(st.r1_s, 0)
-	runtime.Fill(st.r1_p, 0)
-	runtime.Fill(st.r2_n, 0)
-	runtime.Fill(st.r2_mean, 0)
-	runtime.Fill(st.r2_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.NextReward[0], &st.buf[0])
-	if !runtime.MaskSet(st.p0_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass0Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:4], st.r1_s, 8, 8.0)
-	for k, v := range st.res[:4] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishVar(st.res[:4], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
-	for k, v := range st.res[:4] {
-		s.s1[k] = float32(v)
-	}
-}
-
-// pass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
 // reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
 // the generator from the pass's size, so results do not depend on the machine; tests
 // set it to check the chunked run.
-var pass1Chunks = 1
+var pass0Chunks = 1
 
-// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+// pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
@@ -118,10 +92,10 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r100_s, 0)
 		runtime.Fill(st.r100_p, 0)
-		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 	}
-	n := min(pass1Chunks, 4)
+	n := min(pass0Chunks, 4)
 	if n <= 1 {
 		run(st, 0, 4)
 	} else {
@@ -142,12 +116,12 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		pass1Go(in, out, g, s)
+		pass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r14_s, 8)
@@ -164,27 +138,38 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s7 = float32(st.res[0])
 }
 
-// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	pass2AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
-}
+// pass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see pass1AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var pass1Chunks = 1
 
-// pass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var pass3Chunks = 1
-
-// pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+// pass1AVX2Go runs pass1AVX2 and pass2AVX2 row-locally: on sweeps of 3640 rows of G, the second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
+func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
-		pass3AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
+		runtime.Fill(st.r1_s, 0)
+		runtime.Fill(st.r1_p, 0)
+		runtime.Fill(st.r2_n, 0)
+		runtime.Fill(st.r2_mean, 0)
+		runtime.Fill(st.r2_m2, 0)
+		runtime.SetMask(st.p1_ok)
+		for a := lo; a < hi; a += 3640 {
+			lo, hi := a, min(a+3640, hi)
+			pass1AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
+			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			pass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
+		}
 	}
-	n := min(pass3Chunks, 4)
+	n := min(pass1Chunks, 4)
 	if n <= 1 {
 		run(st, 0, 4)
 	} else {
@@ -198,8 +183,21 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		pass1Go(in, out, g, s)
+		return
+	}
+}
+
+// pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	st := avxPool.Get().(*avxState)
+	defer avxPool.Put(st)
+	pass3AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
 // pass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
@@ -256,12 +254,6 @@ func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 // whose address the kernels take, and a buffer for the merged results.
 type fbAvxState struct {
 	buf     []float64
-	r1_s    []float64
-	r1_p    []float32
-	r2_n    []float64
-	r2_mean []float64
-	r2_m2   []float64
-	p0_ok   []float32
 	r14_s   []float64
 	r14_p   []float32
 	r40_s   []float64
@@ -273,6 +265,12 @@ type fbAvxState struct {
 	r52_s   []float64
 	r100_s  []float64
 	r100_p  []float32
+	p0_ok   []float32
+	r1_s    []float64
+	r1_p    []float32
+	r2_n    []float64
+	r2_mean []float64
+	r2_m2   []float64
 	p1_ok   []float32
 	r35_s   []float64
 	r35_p   []float32
@@ -282,23 +280,23 @@ type fbAvxState struct {
 
 var fbAvxPool = sync.Pool{New: func() any {
 	st := &fbAvxState{buf: make([]float64, 536)}
-	st.r1_s = st.buf[8:48]
-	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[56])), 40)
-	st.r2_n = st.buf[88:128]
-	st.r2_mean = st.buf[136:176]
-	st.r2_m2 = st.buf[184:224]
+	st.r14_s = st.buf[8:24]
+	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[32])), 16)
+	st.r40_s = st.buf[48:64]
+	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[72])), 16)
+	st.r44_s = st.buf[88:104]
+	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[112])), 16)
+	st.r49_s = st.buf[128:144]
+	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[152])), 16)
+	st.r52_s = st.buf[168:184]
+	st.r100_s = st.buf[192:208]
+	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[216])), 16)
 	st.p0_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[232])), 8)
-	st.r14_s = st.buf[248:264]
-	st.r14_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[272])), 16)
-	st.r40_s = st.buf[288:304]
-	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[312])), 16)
-	st.r44_s = st.buf[328:344]
-	st.r44_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[352])), 16)
-	st.r49_s = st.buf[368:384]
-	st.r49_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[392])), 16)
-	st.r52_s = st.buf[408:424]
-	st.r100_s = st.buf[432:448]
-	st.r100_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[456])), 16)
+	st.r1_s = st.buf[248:288]
+	st.r1_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[296])), 40)
+	st.r2_n = st.buf[328:368]
+	st.r2_mean = st.buf[376:416]
+	st.r2_m2 = st.buf[424:464]
 	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[472])), 8)
 	st.r35_s = st.buf[488:504]
 	st.r35_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[512])), 16)
@@ -307,42 +305,15 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r1_s, 0)
-	runtime.Fill(st.r1_p, 0)
-	runtime.Fill(st.r2_n, 0)
-	runtime.Fill(st.r2_mean, 0)
-	runtime.Fill(st.r2_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.NextReward[0], &st.buf[0])
-	if !runtime.MaskSet(st.p0_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass0Go(in, out, g, s)
-		return
-	}
-	runtime.FinishMean(st.res[:4], st.r1_s, 8, 8.0)
-	for k, v := range st.res[:4] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishVar(st.res[:4], st.r2_n, st.r2_mean, st.r2_m2, 8, 1)
-	for k, v := range st.res[:4] {
-		s.s1[k] = float32(v)
-	}
-}
-
-// fbPass1Chunks is how many chunks of rows pass 1 runs as, concurrently, each with its own
+// fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
 // reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
 // the generator from the pass's size, so results do not depend on the machine; tests
 // set it to check the chunked run.
-var fbPass1Chunks = 1
+var fbPass0Chunks = 1
 
-// fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
+// fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
-func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
@@ -357,10 +328,10 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r52_s, 0)
 		runtime.Fill(st.r100_s, 0)
 		runtime.Fill(st.r100_p, 0)
-		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
 	}
-	n := min(fbPass1Chunks, 4)
+	n := min(fbPass0Chunks, 4)
 	if n <= 1 {
 		run(st, 0, 4)
 	} else {
@@ -381,12 +352,12 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			runtime.MergeMask(sts[0].r49_ok, sts[c].r49_ok)
 			runtime.MergeSum(sts[0].r52_s, sts[c].r52_s)
 			runtime.MergeSum(sts[0].r100_s, sts[c].r100_s)
-			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 		}
 	}
-	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
+	if !runtime.MaskSet(st.r49_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		fbPass1Go(in, out, g, s)
+		fbPass0Go(in, out, g, s)
 		return
 	}
 	runtime.FinishSum(st.res[:1], st.r14_s, 8)
@@ -403,29 +374,39 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	s.s7 = float32(st.res[0])
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass2AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
-}
+// fbPass1Chunks is how many chunks of rows passes 1 and 2 run as, concurrently (see fbPass1AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var fbPass1Chunks = 1
 
-// fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var fbPass3Chunks = 1
-
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+// fbPass1AVX2Go runs fbPass1AVX2 and fbPass2AVX2 row-locally: on sweeps of 3640 rows of G, the
+// second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
+func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass3AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
+		runtime.Fill(st.r1_s, 0)
+		runtime.Fill(st.r1_p, 0)
+		runtime.Fill(st.r2_n, 0)
+		runtime.Fill(st.r2_mean, 0)
+		runtime.Fill(st.r2_m2, 0)
+		runtime.SetMask(st.p1_ok)
+		for a := lo; a < hi; a += 3640 {
+			lo, hi := a, min(a+3640, hi)
+			fbPass1AVX2(lo, &in.NextReward[0], &st.buf[0], hi)
+			runtime.FinishMean(st.res[lo:hi], st.r1_s[lo*8:hi*8], 8, 8.0)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishVar(st.res[lo:hi], st.r2_n[lo*8:hi*8], st.r2_mean[lo*8:hi*8], st.r2_m2[lo*8:hi*8], 8, 1)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			fbPass2AVX2(lo, &s.s1[0], &in.NextReward[0], &s.s0[0], &out.Advantage[0], hi)
+		}
 	}
-	n := min(fbPass3Chunks, 4)
+	n := min(fbPass1Chunks, 4)
 	if n <= 1 {
 		run(st, 0, 4)
 	} else {
@@ -439,8 +420,22 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
+	if !runtime.MaskSet(st.p1_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass1Go(in, out, g, s)
+		return
+	}
+}
+
+// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass3AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
 // fbPass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
@@ -502,8 +497,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go, fbPass5AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go, fbPass5AVX2Go},
 		name:     "avx2",
-		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go, pass3AVX2Go, pass4AVX2Go, pass5AVX2Go},
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass3AVX2Go, pass4AVX2Go, pass5AVX2Go},
 	})
 }

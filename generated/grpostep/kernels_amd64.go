@@ -4,29 +4,29 @@
 
 package grpostep
 
-// pass0AVX2 is pass 0 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass0Go for the same
-// loop in Go.
-//
-//go:noescape
-func pass0AVX2(nextReward *float32, state *float64)
-
-// pass1AVX2 is pass 1 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass1Go for the
+// pass0AVX2 is pass 0 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass0Go for the
 // same loop in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 
-// pass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see pass2Go for the same loop in
-// Go.
-//
-//go:noescape
-func pass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-
-// pass3AVX2 is pass 3 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass3Go for the same
+// pass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func pass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+func pass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+
+// pass2AVX2 is pass 2 (elementwise over [G=4 N=8]) on 8 float32 lanes; see pass2Go for the same
+// loop in Go.
+//
+//go:noescape
+func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+
+// pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
+// Go.
+//
+//go:noescape
+func pass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 
 // pass4AVX2 is pass 4 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see pass4Go for the
 // same loop in Go.
@@ -40,29 +40,29 @@ func pass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool
 //go:noescape
 func pass5AVX2(numValid *float32, s2 *float32, lossObjective *float32)
 
-// fbPass0AVX2 is pass 0 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass0Go for the same
-// loop in Go.
-//
-//go:noescape
-func fbPass0AVX2(nextReward *float32, state *float64)
-
-// fbPass1AVX2 is pass 1 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass1Go for the
+// fbPass0AVX2 is pass 0 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass0Go for the
 // same loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 
-// fbPass2AVX2 is pass 2 (elementwise over []) on 8 float32 lanes; see fbPass2Go for the same loop
-// in Go.
-//
-//go:noescape
-func fbPass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-
-// fbPass3AVX2 is pass 3 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass3Go for the same
+// fbPass1AVX2 is pass 1 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+
+// fbPass2AVX2 is pass 2 (elementwise over [G=4 N=8]) on 8 float32 lanes; see fbPass2Go for the same
+// loop in Go.
+//
+//go:noescape
+func fbPass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+
+// fbPass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see fbPass3Go for the same loop
+// in Go.
+//
+//go:noescape
+func fbPass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
 
 // fbPass4AVX2 is pass 4 (elementwise over [G=4 N=8 L=64]) on 8 float32 lanes; see fbPass4Go for the
 // same loop in Go.

@@ -4,17 +4,764 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(nextReward *float32, state *float64)
-// Requires: AVX, FMA3
-TEXT ·pass0AVX2(SB), $0-16
-	XORQ AX, AX
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·pass0AVX2(SB), $32-56
+	MOVQ lo+0(FP), AX
 
 outer0_1:
+	XORQ CX, CX
+
+outer1_2:
+	MOVQ $+8, BX
+	XORQ DX, DX
+
+blocks_3:
+	MOVQ      mask+8(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+512, AX, R8
+	ADDQ      R8, DI
+	IMUL3Q    $+64, CX, R8
+	ADDQ      R8, DI
+	ADDQ      DX, DI
+	VPMOVZXBD (SI)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v13 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// sum(v13) over [G N L]
+	MOVQ    state+16(FP), SI
+	VADDPS  256(SI), Y1, Y1
+	VMOVUPS Y1, 256(SI)
+	MOVQ    logProb+24(FP), R8
+	VMOVUPS (R8)(DI*4), Y1
+
+	// v16 = where(mask, logProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	MOVQ      sampleLogProb+32(FP), R8
+	VMOVUPS   (R8)(DI*4), Y3
+
+	// v18 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+
+	// logWeight = sub(v16, v18)
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
+
+	// v23 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
+
+	// logWeightClip = min(v23, 0.18232156) tie=first
+	VMINPS Y5, Y6, Y5
+
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
+
+	// v39 = where(mask, v38, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
+
+	// sum(v39) over [G N L]
+	VADDPS  576(SI), Y5, Y5
+	VMOVUPS Y5, 576(SI)
+
+	// v42 = sub(v18, v16)
+	VSUBPS Y1, Y3, Y3
+
+	// v43 = where(mask, v42, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+
+	// sum(v43) over [G N L]
+	VADDPS  896(SI), Y2, Y2
+	VMOVUPS Y2, 896(SI)
+	VMOVUPS lgc4<>+0(SB), Y2
+
+	// v47 = where(mask, logWeight, -Inf)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y4, Y2, Y0
+	VMOVUPS   Y1, (SP)
+
+	// logsumexp(v47) over [G N L]
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       1216(SI), Y1, Y1
+	VMOVUPS      Y1, 1216(SI)
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1024(SI), Y1, Y3
+	VMOVUPD      Y3, 1024(SI)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       1344(SI), Y1, Y1
+	VMOVUPD      Y1, 1344(SI)
+	VADDPD       1056(SI), Y2, Y1
+	VMOVUPD      Y1, 1056(SI)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       1376(SI), Y1, Y1
+	VMOVUPD      Y1, 1376(SI)
+
+	// v51 = mul(2, v47)
+	VMULPS    lgc20<>+0(SB), Y0, Y0
+	MOVQ      mask+8(FP), R8
+	VPMOVZXBD (R8)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      refLogProb+40(FP), R8
+	VMOVUPS   (R8)(DI*4), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v59 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   (SP), Y3
+
+	// v60 = sub(v59, v16)
+	VSUBPS Y3, Y1, Y1
+
+	// v61 = where(mask, v60, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// v62 = abs(v61)
+	VMOVUPS lgc21<>+0(SB), Y3
+	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc22<>+0(SB), Y4
+
+	// v64 = lt(v62, 0.1)
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y5
+
+	// v66 = max(v61, -0.1) tie=first
+	VMAXPS Y1, Y5, Y5
+
+	// v67 = min(v66, 0.1) tie=first
+	VMINPS Y5, Y4, Y4
+
+	// v70 = mul(v67, 2.755731922398589e-07)
+	VMULPS lgc24<>+0(SB), Y4, Y5
+
+	// v71 = add(2.7557319223985893e-06, v70)
+	VADDPS lgc25<>+0(SB), Y5, Y5
+
+	// v73 = mul(v67, v71)
+	VMULPS Y5, Y4, Y5
+
+	// v74 = add(2.48015873015873e-05, v73)
+	VADDPS lgc26<>+0(SB), Y5, Y5
+
+	// v76 = mul(v67, v74)
+	VMULPS Y5, Y4, Y5
+
+	// v77 = add(0.0001984126984126984, v76)
+	VADDPS lgc27<>+0(SB), Y5, Y5
+
+	// v79 = mul(v67, v77)
+	VMULPS Y5, Y4, Y5
+
+	// v80 = add(0.001388888888888889, v79)
+	VADDPS lgc28<>+0(SB), Y5, Y5
+
+	// v82 = mul(v67, v80)
+	VMULPS Y5, Y4, Y5
+
+	// v83 = add(0.008333333333333333, v82)
+	VADDPS lgc29<>+0(SB), Y5, Y5
+
+	// v85 = mul(v67, v83)
+	VMULPS Y5, Y4, Y5
+
+	// v86 = add(0.041666666666666664, v85)
+	VADDPS lgc30<>+0(SB), Y5, Y5
+
+	// v88 = mul(v67, v86)
+	VMULPS Y5, Y4, Y5
+
+	// v89 = add(0.16666666666666666, v88)
+	VADDPS lgc31<>+0(SB), Y5, Y5
+
+	// v91 = mul(v67, v89)
+	VMULPS Y5, Y4, Y5
+
+	// v92 = add(0.5, v91)
+	VADDPS lgc15<>+0(SB), Y5, Y5
+
+	// v93 = mul(v67, v67)
+	VMULPS Y4, Y4, Y4
+
+	// v94 = mul(v93, v92)
+	VMULPS Y5, Y4, Y4
+
+	// v95 = exp(v61)
+	VMAXPS       lgc5<>+0(SB), Y1, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+
+	// v96 = sub(v95, 1)
+	VSUBPS lgc0<>+0(SB), Y7, Y5
+
+	// v97 = sub(v96, v61)
+	VSUBPS Y1, Y5, Y1
+
+	// k3 = where(v64, v94, v97)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+
+	// v99 = where(mask, k3, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// sum(v99) over [G N L]
+	VADDPS       1728(SI), Y0, Y0
+	VMOVUPS      Y0, 1728(SI)
+	DECQ         BX
+	JNZ          noflush_4
+	MOVQ         state+16(FP), BX
+	VMOVUPS      256(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(BX), Y2, Y2
+	VMOVUPD      Y2, 64(BX)
+	VADDPD       96(BX), Y0, Y0
+	VMOVUPD      Y0, 96(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(BX)
+	VMOVUPS      576(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(BX), Y2, Y2
+	VMOVUPD      Y2, 384(BX)
+	VADDPD       416(BX), Y0, Y0
+	VMOVUPD      Y0, 416(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 576(BX)
+	VMOVUPS      896(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(BX), Y2, Y2
+	VMOVUPD      Y2, 704(BX)
+	VADDPD       736(BX), Y0, Y0
+	VMOVUPD      Y0, 736(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 896(BX)
+	VMOVUPS      1728(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(BX), Y2, Y2
+	VMOVUPD      Y2, 1536(BX)
+	VADDPD       1568(BX), Y0, Y0
+	VMOVUPD      Y0, 1568(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(BX)
+	VANDPS       1856(BX), Y1, Y1
+	VMOVUPS      Y1, 1856(BX)
+	MOVQ         $+8, BX
+
+noflush_4:
+	ADDQ         $+8, DX
+	CMPQ         DX, $+64
+	JL           blocks_3
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1728(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(DX), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)
+	VADDPD       1568(DX), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(DX)
+	VANDPS       1856(DX), Y1, Y1
+	VMOVUPS      Y1, 1856(DX)
+	INCQ         CX
+	CMPQ         CX, $+8
+	JL           outer1_2
+	INCQ         AX
+	CMPQ         AX, hi+48(FP)
+	JL           outer0_1
+	VZEROUPPER
+	RET
+
+DATA lgc0<>+0(SB)/4, $0x3f800000
+DATA lgc0<>+4(SB)/4, $0x3f800000
+DATA lgc0<>+8(SB)/4, $0x3f800000
+DATA lgc0<>+12(SB)/4, $0x3f800000
+DATA lgc0<>+16(SB)/4, $0x3f800000
+DATA lgc0<>+20(SB)/4, $0x3f800000
+DATA lgc0<>+24(SB)/4, $0x3f800000
+DATA lgc0<>+28(SB)/4, $0x3f800000
+GLOBL lgc0<>(SB), RODATA|NOPTR, $32
+
+DATA lgc1<>+0(SB)/4, $0x00000000
+DATA lgc1<>+4(SB)/4, $0x00000000
+DATA lgc1<>+8(SB)/4, $0x00000000
+DATA lgc1<>+12(SB)/4, $0x00000000
+DATA lgc1<>+16(SB)/4, $0x00000000
+DATA lgc1<>+20(SB)/4, $0x00000000
+DATA lgc1<>+24(SB)/4, $0x00000000
+DATA lgc1<>+28(SB)/4, $0x00000000
+GLOBL lgc1<>(SB), RODATA|NOPTR, $32
+
+DATA lgc2<>+0(SB)/4, $0xbe647fbe
+DATA lgc2<>+4(SB)/4, $0xbe647fbe
+DATA lgc2<>+8(SB)/4, $0xbe647fbe
+DATA lgc2<>+12(SB)/4, $0xbe647fbe
+DATA lgc2<>+16(SB)/4, $0xbe647fbe
+DATA lgc2<>+20(SB)/4, $0xbe647fbe
+DATA lgc2<>+24(SB)/4, $0xbe647fbe
+DATA lgc2<>+28(SB)/4, $0xbe647fbe
+GLOBL lgc2<>(SB), RODATA|NOPTR, $32
+
+DATA lgc3<>+0(SB)/4, $0x3e3ab281
+DATA lgc3<>+4(SB)/4, $0x3e3ab281
+DATA lgc3<>+8(SB)/4, $0x3e3ab281
+DATA lgc3<>+12(SB)/4, $0x3e3ab281
+DATA lgc3<>+16(SB)/4, $0x3e3ab281
+DATA lgc3<>+20(SB)/4, $0x3e3ab281
+DATA lgc3<>+24(SB)/4, $0x3e3ab281
+DATA lgc3<>+28(SB)/4, $0x3e3ab281
+GLOBL lgc3<>(SB), RODATA|NOPTR, $32
+
+DATA lgc4<>+0(SB)/4, $0xff800000
+DATA lgc4<>+4(SB)/4, $0xff800000
+DATA lgc4<>+8(SB)/4, $0xff800000
+DATA lgc4<>+12(SB)/4, $0xff800000
+DATA lgc4<>+16(SB)/4, $0xff800000
+DATA lgc4<>+20(SB)/4, $0xff800000
+DATA lgc4<>+24(SB)/4, $0xff800000
+DATA lgc4<>+28(SB)/4, $0xff800000
+GLOBL lgc4<>(SB), RODATA|NOPTR, $32
+
+DATA lgc5<>+0(SB)/4, $0xc2d00000
+DATA lgc5<>+4(SB)/4, $0xc2d00000
+DATA lgc5<>+8(SB)/4, $0xc2d00000
+DATA lgc5<>+12(SB)/4, $0xc2d00000
+DATA lgc5<>+16(SB)/4, $0xc2d00000
+DATA lgc5<>+20(SB)/4, $0xc2d00000
+DATA lgc5<>+24(SB)/4, $0xc2d00000
+DATA lgc5<>+28(SB)/4, $0xc2d00000
+GLOBL lgc5<>(SB), RODATA|NOPTR, $32
+
+DATA lgc6<>+0(SB)/4, $0x42b20000
+DATA lgc6<>+4(SB)/4, $0x42b20000
+DATA lgc6<>+8(SB)/4, $0x42b20000
+DATA lgc6<>+12(SB)/4, $0x42b20000
+DATA lgc6<>+16(SB)/4, $0x42b20000
+DATA lgc6<>+20(SB)/4, $0x42b20000
+DATA lgc6<>+24(SB)/4, $0x42b20000
+DATA lgc6<>+28(SB)/4, $0x42b20000
+GLOBL lgc6<>(SB), RODATA|NOPTR, $32
+
+DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
+GLOBL lgc7<>(SB), RODATA|NOPTR, $32
+
+DATA lgc8<>+0(SB)/4, $0x3f318000
+DATA lgc8<>+4(SB)/4, $0x3f318000
+DATA lgc8<>+8(SB)/4, $0x3f318000
+DATA lgc8<>+12(SB)/4, $0x3f318000
+DATA lgc8<>+16(SB)/4, $0x3f318000
+DATA lgc8<>+20(SB)/4, $0x3f318000
+DATA lgc8<>+24(SB)/4, $0x3f318000
+DATA lgc8<>+28(SB)/4, $0x3f318000
+GLOBL lgc8<>(SB), RODATA|NOPTR, $32
+
+DATA lgc9<>+0(SB)/4, $0xb95e8083
+DATA lgc9<>+4(SB)/4, $0xb95e8083
+DATA lgc9<>+8(SB)/4, $0xb95e8083
+DATA lgc9<>+12(SB)/4, $0xb95e8083
+DATA lgc9<>+16(SB)/4, $0xb95e8083
+DATA lgc9<>+20(SB)/4, $0xb95e8083
+DATA lgc9<>+24(SB)/4, $0xb95e8083
+DATA lgc9<>+28(SB)/4, $0xb95e8083
+GLOBL lgc9<>(SB), RODATA|NOPTR, $32
+
+DATA lgc10<>+0(SB)/4, $0x39506967
+DATA lgc10<>+4(SB)/4, $0x39506967
+DATA lgc10<>+8(SB)/4, $0x39506967
+DATA lgc10<>+12(SB)/4, $0x39506967
+DATA lgc10<>+16(SB)/4, $0x39506967
+DATA lgc10<>+20(SB)/4, $0x39506967
+DATA lgc10<>+24(SB)/4, $0x39506967
+DATA lgc10<>+28(SB)/4, $0x39506967
+GLOBL lgc10<>(SB), RODATA|NOPTR, $32
+
+DATA lgc11<>+0(SB)/4, $0x3ab743ce
+DATA lgc11<>+4(SB)/4, $0x3ab743ce
+DATA lgc11<>+8(SB)/4, $0x3ab743ce
+DATA lgc11<>+12(SB)/4, $0x3ab743ce
+DATA lgc11<>+16(SB)/4, $0x3ab743ce
+DATA lgc11<>+20(SB)/4, $0x3ab743ce
+DATA lgc11<>+24(SB)/4, $0x3ab743ce
+DATA lgc11<>+28(SB)/4, $0x3ab743ce
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+DATA lgc12<>+0(SB)/4, $0x3c088908
+DATA lgc12<>+4(SB)/4, $0x3c088908
+DATA lgc12<>+8(SB)/4, $0x3c088908
+DATA lgc12<>+12(SB)/4, $0x3c088908
+DATA lgc12<>+16(SB)/4, $0x3c088908
+DATA lgc12<>+20(SB)/4, $0x3c088908
+DATA lgc12<>+24(SB)/4, $0x3c088908
+DATA lgc12<>+28(SB)/4, $0x3c088908
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
+
+DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
+GLOBL lgc14<>(SB), RODATA|NOPTR, $32
+
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
+GLOBL lgc15<>(SB), RODATA|NOPTR, $32
+
+DATA lgc16<>+0(SB)/4, $0xffffff82
+DATA lgc16<>+4(SB)/4, $0xffffff82
+DATA lgc16<>+8(SB)/4, $0xffffff82
+DATA lgc16<>+12(SB)/4, $0xffffff82
+DATA lgc16<>+16(SB)/4, $0xffffff82
+DATA lgc16<>+20(SB)/4, $0xffffff82
+DATA lgc16<>+24(SB)/4, $0xffffff82
+DATA lgc16<>+28(SB)/4, $0xffffff82
+GLOBL lgc16<>(SB), RODATA|NOPTR, $32
+
+DATA lgc17<>+0(SB)/4, $0x0000007f
+DATA lgc17<>+4(SB)/4, $0x0000007f
+DATA lgc17<>+8(SB)/4, $0x0000007f
+DATA lgc17<>+12(SB)/4, $0x0000007f
+DATA lgc17<>+16(SB)/4, $0x0000007f
+DATA lgc17<>+20(SB)/4, $0x0000007f
+DATA lgc17<>+24(SB)/4, $0x0000007f
+DATA lgc17<>+28(SB)/4, $0x0000007f
+GLOBL lgc17<>(SB), RODATA|NOPTR, $32
+
+DATA lgc18<>+0(SB)/4, $0xc2ae0000
+DATA lgc18<>+4(SB)/4, $0xc2ae0000
+DATA lgc18<>+8(SB)/4, $0xc2ae0000
+DATA lgc18<>+12(SB)/4, $0xc2ae0000
+DATA lgc18<>+16(SB)/4, $0xc2ae0000
+DATA lgc18<>+20(SB)/4, $0xc2ae0000
+DATA lgc18<>+24(SB)/4, $0xc2ae0000
+DATA lgc18<>+28(SB)/4, $0xc2ae0000
+GLOBL lgc18<>(SB), RODATA|NOPTR, $32
+
+DATA lgc19<>+0(SB)/4, $0x42b00000
+DATA lgc19<>+4(SB)/4, $0x42b00000
+DATA lgc19<>+8(SB)/4, $0x42b00000
+DATA lgc19<>+12(SB)/4, $0x42b00000
+DATA lgc19<>+16(SB)/4, $0x42b00000
+DATA lgc19<>+20(SB)/4, $0x42b00000
+DATA lgc19<>+24(SB)/4, $0x42b00000
+DATA lgc19<>+28(SB)/4, $0x42b00000
+GLOBL lgc19<>(SB), RODATA|NOPTR, $32
+
+DATA lgc20<>+0(SB)/4, $0x40000000
+DATA lgc20<>+4(SB)/4, $0x40000000
+DATA lgc20<>+8(SB)/4, $0x40000000
+DATA lgc20<>+12(SB)/4, $0x40000000
+DATA lgc20<>+16(SB)/4, $0x40000000
+DATA lgc20<>+20(SB)/4, $0x40000000
+DATA lgc20<>+24(SB)/4, $0x40000000
+DATA lgc20<>+28(SB)/4, $0x40000000
+GLOBL lgc20<>(SB), RODATA|NOPTR, $32
+
+DATA lgc21<>+0(SB)/4, $0x80000000
+DATA lgc21<>+4(SB)/4, $0x80000000
+DATA lgc21<>+8(SB)/4, $0x80000000
+DATA lgc21<>+12(SB)/4, $0x80000000
+DATA lgc21<>+16(SB)/4, $0x80000000
+DATA lgc21<>+20(SB)/4, $0x80000000
+DATA lgc21<>+24(SB)/4, $0x80000000
+DATA lgc21<>+28(SB)/4, $0x80000000
+GLOBL lgc21<>(SB), RODATA|NOPTR, $32
+
+DATA lgc22<>+0(SB)/4, $0x3dcccccd
+DATA lgc22<>+4(SB)/4, $0x3dcccccd
+DATA lgc22<>+8(SB)/4, $0x3dcccccd
+DATA lgc22<>+12(SB)/4, $0x3dcccccd
+DATA lgc22<>+16(SB)/4, $0x3dcccccd
+DATA lgc22<>+20(SB)/4, $0x3dcccccd
+DATA lgc22<>+24(SB)/4, $0x3dcccccd
+DATA lgc22<>+28(SB)/4, $0x3dcccccd
+GLOBL lgc22<>(SB), RODATA|NOPTR, $32
+
+DATA lgc23<>+0(SB)/4, $0xbdcccccd
+DATA lgc23<>+4(SB)/4, $0xbdcccccd
+DATA lgc23<>+8(SB)/4, $0xbdcccccd
+DATA lgc23<>+12(SB)/4, $0xbdcccccd
+DATA lgc23<>+16(SB)/4, $0xbdcccccd
+DATA lgc23<>+20(SB)/4, $0xbdcccccd
+DATA lgc23<>+24(SB)/4, $0xbdcccccd
+DATA lgc23<>+28(SB)/4, $0xbdcccccd
+GLOBL lgc23<>(SB), RODATA|NOPTR, $32
+
+DATA lgc24<>+0(SB)/4, $0x3493f27e
+DATA lgc24<>+4(SB)/4, $0x3493f27e
+DATA lgc24<>+8(SB)/4, $0x3493f27e
+DATA lgc24<>+12(SB)/4, $0x3493f27e
+DATA lgc24<>+16(SB)/4, $0x3493f27e
+DATA lgc24<>+20(SB)/4, $0x3493f27e
+DATA lgc24<>+24(SB)/4, $0x3493f27e
+DATA lgc24<>+28(SB)/4, $0x3493f27e
+GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x3638ef1d
+DATA lgc25<>+4(SB)/4, $0x3638ef1d
+DATA lgc25<>+8(SB)/4, $0x3638ef1d
+DATA lgc25<>+12(SB)/4, $0x3638ef1d
+DATA lgc25<>+16(SB)/4, $0x3638ef1d
+DATA lgc25<>+20(SB)/4, $0x3638ef1d
+DATA lgc25<>+24(SB)/4, $0x3638ef1d
+DATA lgc25<>+28(SB)/4, $0x3638ef1d
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
+
+DATA lgc26<>+0(SB)/4, $0x37d00d01
+DATA lgc26<>+4(SB)/4, $0x37d00d01
+DATA lgc26<>+8(SB)/4, $0x37d00d01
+DATA lgc26<>+12(SB)/4, $0x37d00d01
+DATA lgc26<>+16(SB)/4, $0x37d00d01
+DATA lgc26<>+20(SB)/4, $0x37d00d01
+DATA lgc26<>+24(SB)/4, $0x37d00d01
+DATA lgc26<>+28(SB)/4, $0x37d00d01
+GLOBL lgc26<>(SB), RODATA|NOPTR, $32
+
+DATA lgc27<>+0(SB)/4, $0x39500d01
+DATA lgc27<>+4(SB)/4, $0x39500d01
+DATA lgc27<>+8(SB)/4, $0x39500d01
+DATA lgc27<>+12(SB)/4, $0x39500d01
+DATA lgc27<>+16(SB)/4, $0x39500d01
+DATA lgc27<>+20(SB)/4, $0x39500d01
+DATA lgc27<>+24(SB)/4, $0x39500d01
+DATA lgc27<>+28(SB)/4, $0x39500d01
+GLOBL lgc27<>(SB), RODATA|NOPTR, $32
+
+DATA lgc28<>+0(SB)/4, $0x3ab60b61
+DATA lgc28<>+4(SB)/4, $0x3ab60b61
+DATA lgc28<>+8(SB)/4, $0x3ab60b61
+DATA lgc28<>+12(SB)/4, $0x3ab60b61
+DATA lgc28<>+16(SB)/4, $0x3ab60b61
+DATA lgc28<>+20(SB)/4, $0x3ab60b61
+DATA lgc28<>+24(SB)/4, $0x3ab60b61
+DATA lgc28<>+28(SB)/4, $0x3ab60b61
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3c088889
+DATA lgc29<>+4(SB)/4, $0x3c088889
+DATA lgc29<>+8(SB)/4, $0x3c088889
+DATA lgc29<>+12(SB)/4, $0x3c088889
+DATA lgc29<>+16(SB)/4, $0x3c088889
+DATA lgc29<>+20(SB)/4, $0x3c088889
+DATA lgc29<>+24(SB)/4, $0x3c088889
+DATA lgc29<>+28(SB)/4, $0x3c088889
+GLOBL lgc29<>(SB), RODATA|NOPTR, $32
+
+DATA lgc30<>+0(SB)/4, $0x3d2aaaab
+DATA lgc30<>+4(SB)/4, $0x3d2aaaab
+DATA lgc30<>+8(SB)/4, $0x3d2aaaab
+DATA lgc30<>+12(SB)/4, $0x3d2aaaab
+DATA lgc30<>+16(SB)/4, $0x3d2aaaab
+DATA lgc30<>+20(SB)/4, $0x3d2aaaab
+DATA lgc30<>+24(SB)/4, $0x3d2aaaab
+DATA lgc30<>+28(SB)/4, $0x3d2aaaab
+GLOBL lgc30<>(SB), RODATA|NOPTR, $32
+
+DATA lgc31<>+0(SB)/4, $0x3e2aaaab
+DATA lgc31<>+4(SB)/4, $0x3e2aaaab
+DATA lgc31<>+8(SB)/4, $0x3e2aaaab
+DATA lgc31<>+12(SB)/4, $0x3e2aaaab
+DATA lgc31<>+16(SB)/4, $0x3e2aaaab
+DATA lgc31<>+20(SB)/4, $0x3e2aaaab
+DATA lgc31<>+24(SB)/4, $0x3e2aaaab
+DATA lgc31<>+28(SB)/4, $0x3e2aaaab
+GLOBL lgc31<>(SB), RODATA|NOPTR, $32
+
+DATA lgc32<>+0(SB)/4, $0x7fffffff
+DATA lgc32<>+4(SB)/4, $0x7fffffff
+DATA lgc32<>+8(SB)/4, $0x7fffffff
+DATA lgc32<>+12(SB)/4, $0x7fffffff
+DATA lgc32<>+16(SB)/4, $0x7fffffff
+DATA lgc32<>+20(SB)/4, $0x7fffffff
+DATA lgc32<>+24(SB)/4, $0x7fffffff
+DATA lgc32<>+28(SB)/4, $0x7fffffff
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/4, $0x7f7fffff
+DATA lgc33<>+4(SB)/4, $0x7f7fffff
+DATA lgc33<>+8(SB)/4, $0x7f7fffff
+DATA lgc33<>+12(SB)/4, $0x7f7fffff
+DATA lgc33<>+16(SB)/4, $0x7f7fffff
+DATA lgc33<>+20(SB)/4, $0x7f7fffff
+DATA lgc33<>+24(SB)/4, $0x7f7fffff
+DATA lgc33<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc33<>(SB), RODATA|NOPTR, $32
+
+// func pass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+// Requires: AVX, FMA3
+TEXT ·pass1AVX2(SB), $0-32
+	MOVQ lo+0(FP), AX
+
+outer0_5:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_2:
-	MOVQ    nextReward+0(FP), BX
+blocks_6:
+	MOVQ    nextReward+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
 	ADDQ    DI, SI
@@ -26,960 +773,100 @@ blocks_2:
 	MOVQ    AX, SI
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
-	MOVQ    state+8(FP), DI
-	VADDPS  448(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 448(DI)(SI*4)
+	MOVQ    state+16(FP), DI
+	VADDPS  2368(DI)(SI*4), Y0, Y1
+	VMOVUPS Y1, 2368(DI)(SI*4)
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      1088(DI)(BX*8), Y2
+	VMOVUPD      3008(DI)(BX*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      704(DI)(BX*8), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 704(DI)(BX*8)
+	VMOVUPD      2624(DI)(BX*8), Y4
+	VADDPD       lgc34<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 2624(DI)(BX*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      1472(DI)(BX*8), Y1
+	VMOVUPD      3392(DI)(BX*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 1088(DI)(BX*8)
-	VMOVUPD      Y1, 1472(DI)(BX*8)
-	VMOVUPD      1120(DI)(BX*8), Y1
+	VMOVUPD      Y2, 3008(DI)(BX*8)
+	VMOVUPD      Y1, 3392(DI)(BX*8)
+	VMOVUPD      3040(DI)(BX*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      736(DI)(BX*8), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 736(DI)(BX*8)
+	VMOVUPD      2656(DI)(BX*8), Y3
+	VADDPD       lgc34<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 2656(DI)(BX*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      1504(DI)(BX*8), Y0
+	VMOVUPD      3424(DI)(BX*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 1120(DI)(BX*8)
-	VMOVUPD      Y0, 1504(DI)(BX*8)
+	VMOVUPD      Y1, 3040(DI)(BX*8)
+	VMOVUPD      Y0, 3424(DI)(BX*8)
 	DECQ         DX
-	JNZ          noflush_3
+	JNZ          noflush_7
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+8(FP), BX
-	VMOVUPS      448(BX)(DX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	MOVQ         state+16(FP), BX
+	VMOVUPS      2368(BX)(DX*4), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(BX)(DX*4)
-	VANDPS       1856(BX), Y1, Y1
-	VMOVUPS      Y1, 1856(BX)
+	VADDPD       1984(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1984(BX)(DX*8)
+	VADDPD       2016(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 2016(BX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2368(BX)(DX*4)
+	VANDPS       3776(BX), Y1, Y1
+	VMOVUPS      Y1, 3776(BX)
 	MOVQ         $+8, DX
 
-noflush_3:
+noflush_7:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
-	JL           blocks_2
+	JL           blocks_6
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+8(FP), DX
-	VMOVUPS      448(DX)(CX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(DX)(CX*4)
-	VANDPS       1856(DX), Y1, Y1
-	VMOVUPS      Y1, 1856(DX)
-	INCQ         AX
-	CMPQ         AX, $+4
-	JL           outer0_1
-	VZEROUPPER
-	RET
-
-DATA lgc0<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc0<>+24(SB)/8, $0x3ff0000000000000
-GLOBL lgc0<>(SB), RODATA|NOPTR, $32
-
-DATA lgc1<>+0(SB)/4, $0x7fffffff
-DATA lgc1<>+4(SB)/4, $0x7fffffff
-DATA lgc1<>+8(SB)/4, $0x7fffffff
-DATA lgc1<>+12(SB)/4, $0x7fffffff
-DATA lgc1<>+16(SB)/4, $0x7fffffff
-DATA lgc1<>+20(SB)/4, $0x7fffffff
-DATA lgc1<>+24(SB)/4, $0x7fffffff
-DATA lgc1<>+28(SB)/4, $0x7fffffff
-GLOBL lgc1<>(SB), RODATA|NOPTR, $32
-
-DATA lgc2<>+0(SB)/4, $0x7f7fffff
-DATA lgc2<>+4(SB)/4, $0x7f7fffff
-DATA lgc2<>+8(SB)/4, $0x7f7fffff
-DATA lgc2<>+12(SB)/4, $0x7f7fffff
-DATA lgc2<>+16(SB)/4, $0x7f7fffff
-DATA lgc2<>+20(SB)/4, $0x7f7fffff
-DATA lgc2<>+24(SB)/4, $0x7f7fffff
-DATA lgc2<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc2<>(SB), RODATA|NOPTR, $32
-
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
-GLOBL lgc3<>(SB), RODATA|NOPTR, $32
-
-// func pass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $32-56
-	MOVQ lo+0(FP), AX
-
-outer0_4:
-	XORQ CX, CX
-
-outer1_5:
-	MOVQ $+8, BX
-	XORQ DX, DX
-
-blocks_6:
-	MOVQ      mask+8(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc4<>+0(SB), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-
-	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v13) over [G N L]
-	MOVQ    state+16(FP), SI
-	VADDPS  2176(SI), Y1, Y1
-	VMOVUPS Y1, 2176(SI)
-	MOVQ    logProb+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
-
-	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), R8
-	VMOVUPS   (R8)(DI*4), Y3
-
-	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc5<>+0(SB), Y5
-
-	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc6<>+0(SB), Y6
-
-	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
-
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc4<>+0(SB), Y5, Y5
-
-	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
-
-	// sum(v39) over [G N L]
-	VADDPS  2496(SI), Y5, Y5
-	VMOVUPS Y5, 2496(SI)
-
-	// v42 = sub(v18, v16)
-	VSUBPS Y1, Y3, Y3
-
-	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// sum(v43) over [G N L]
-	VADDPS  2816(SI), Y2, Y2
-	VMOVUPS Y2, 2816(SI)
-	VMOVUPS lgc7<>+0(SB), Y2
-
-	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y4, Y2, Y0
-	VMOVUPS   Y1, (SP)
-
-	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc21<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       3136(SI), Y1, Y1
-	VMOVUPS      Y1, 3136(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2944(SI), Y1, Y3
-	VMOVUPD      Y3, 2944(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       3264(SI), Y1, Y1
-	VMOVUPD      Y1, 3264(SI)
-	VADDPD       2976(SI), Y2, Y1
-	VMOVUPD      Y1, 2976(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       3296(SI), Y1, Y1
-	VMOVUPD      Y1, 3296(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc23<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      refLogProb+40(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-
-	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
-
-	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
-
-	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v62 = abs(v61)
-	VMOVUPS lgc24<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc25<>+0(SB), Y4
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc4<>+0(SB), Y3, Y3
-	VMOVUPS lgc26<>+0(SB), Y5
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y4, Y5
-
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc28<>+0(SB), Y5, Y5
-
-	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
-
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc29<>+0(SB), Y5, Y5
-
-	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
-
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc30<>+0(SB), Y5, Y5
-
-	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
-
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc31<>+0(SB), Y5, Y5
-
-	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
-
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc32<>+0(SB), Y5, Y5
-
-	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc33<>+0(SB), Y5, Y5
-
-	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc34<>+0(SB), Y5, Y5
-
-	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y5, Y5
-
-	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
-
-	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
-
-	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y1, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v96 = sub(v95, 1)
-	VSUBPS lgc4<>+0(SB), Y7, Y5
-
-	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v64, v94, v97)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-
-	// sum(v99) over [G N L]
-	VADDPS       3648(SI), Y0, Y0
-	VMOVUPS      Y0, 3648(SI)
-	DECQ         BX
-	JNZ          noflush_7
-	MOVQ         state+16(FP), BX
-	VMOVUPS      2176(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX), Y2, Y2
-	VMOVUPD      Y2, 1984(BX)
-	VADDPD       2016(BX), Y0, Y0
-	VMOVUPD      Y0, 2016(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(BX)
-	VMOVUPS      2496(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2304(BX), Y2, Y2
-	VMOVUPD      Y2, 2304(BX)
-	VADDPD       2336(BX), Y0, Y0
-	VMOVUPD      Y0, 2336(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(BX)
-	VMOVUPS      2816(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(BX), Y2, Y2
-	VMOVUPD      Y2, 2624(BX)
-	VADDPD       2656(BX), Y0, Y0
-	VMOVUPD      Y0, 2656(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(BX)
-	VMOVUPS      3648(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3456(BX), Y2, Y2
-	VMOVUPD      Y2, 3456(BX)
-	VADDPD       3488(BX), Y0, Y0
-	VMOVUPD      Y0, 3488(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3648(BX)
-	VANDPS       3776(BX), Y1, Y1
-	VMOVUPS      Y1, 3776(BX)
-	MOVQ         $+8, BX
-
-noflush_7:
-	ADDQ         $+8, DX
-	CMPQ         DX, $+64
-	JL           blocks_6
 	MOVQ         state+16(FP), DX
-	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      2368(DX)(CX*4), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(DX), Y2, Y2
-	VMOVUPD      Y2, 1984(DX)
-	VADDPD       2016(DX), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)
-	VMOVUPS      2496(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2304(DX), Y2, Y2
-	VMOVUPD      Y2, 2304(DX)
-	VADDPD       2336(DX), Y0, Y0
-	VMOVUPD      Y0, 2336(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(DX)
-	VMOVUPS      2816(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(DX), Y2, Y2
-	VMOVUPD      Y2, 2624(DX)
-	VADDPD       2656(DX), Y0, Y0
-	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(DX)
-	VMOVUPS      3648(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3456(DX), Y2, Y2
-	VMOVUPD      Y2, 3456(DX)
-	VADDPD       3488(DX), Y0, Y0
-	VMOVUPD      Y0, 3488(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3648(DX)
+	VADDPD       1984(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 1984(DX)(CX*8)
+	VADDPD       2016(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 2016(DX)(CX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2368(DX)(CX*4)
 	VANDPS       3776(DX), Y1, Y1
 	VMOVUPS      Y1, 3776(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
-	JL           outer1_5
 	INCQ         AX
-	CMPQ         AX, hi+48(FP)
-	JL           outer0_4
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_5
 	VZEROUPPER
 	RET
 
-DATA lgc4<>+0(SB)/4, $0x3f800000
-DATA lgc4<>+4(SB)/4, $0x3f800000
-DATA lgc4<>+8(SB)/4, $0x3f800000
-DATA lgc4<>+12(SB)/4, $0x3f800000
-DATA lgc4<>+16(SB)/4, $0x3f800000
-DATA lgc4<>+20(SB)/4, $0x3f800000
-DATA lgc4<>+24(SB)/4, $0x3f800000
-DATA lgc4<>+28(SB)/4, $0x3f800000
-GLOBL lgc4<>(SB), RODATA|NOPTR, $32
-
-DATA lgc5<>+0(SB)/4, $0xbe647fbe
-DATA lgc5<>+4(SB)/4, $0xbe647fbe
-DATA lgc5<>+8(SB)/4, $0xbe647fbe
-DATA lgc5<>+12(SB)/4, $0xbe647fbe
-DATA lgc5<>+16(SB)/4, $0xbe647fbe
-DATA lgc5<>+20(SB)/4, $0xbe647fbe
-DATA lgc5<>+24(SB)/4, $0xbe647fbe
-DATA lgc5<>+28(SB)/4, $0xbe647fbe
-GLOBL lgc5<>(SB), RODATA|NOPTR, $32
-
-DATA lgc6<>+0(SB)/4, $0x3e3ab281
-DATA lgc6<>+4(SB)/4, $0x3e3ab281
-DATA lgc6<>+8(SB)/4, $0x3e3ab281
-DATA lgc6<>+12(SB)/4, $0x3e3ab281
-DATA lgc6<>+16(SB)/4, $0x3e3ab281
-DATA lgc6<>+20(SB)/4, $0x3e3ab281
-DATA lgc6<>+24(SB)/4, $0x3e3ab281
-DATA lgc6<>+28(SB)/4, $0x3e3ab281
-GLOBL lgc6<>(SB), RODATA|NOPTR, $32
-
-DATA lgc7<>+0(SB)/4, $0xff800000
-DATA lgc7<>+4(SB)/4, $0xff800000
-DATA lgc7<>+8(SB)/4, $0xff800000
-DATA lgc7<>+12(SB)/4, $0xff800000
-DATA lgc7<>+16(SB)/4, $0xff800000
-DATA lgc7<>+20(SB)/4, $0xff800000
-DATA lgc7<>+24(SB)/4, $0xff800000
-DATA lgc7<>+28(SB)/4, $0xff800000
-GLOBL lgc7<>(SB), RODATA|NOPTR, $32
-
-DATA lgc8<>+0(SB)/4, $0xc2d00000
-DATA lgc8<>+4(SB)/4, $0xc2d00000
-DATA lgc8<>+8(SB)/4, $0xc2d00000
-DATA lgc8<>+12(SB)/4, $0xc2d00000
-DATA lgc8<>+16(SB)/4, $0xc2d00000
-DATA lgc8<>+20(SB)/4, $0xc2d00000
-DATA lgc8<>+24(SB)/4, $0xc2d00000
-DATA lgc8<>+28(SB)/4, $0xc2d00000
-GLOBL lgc8<>(SB), RODATA|NOPTR, $32
-
-DATA lgc9<>+0(SB)/4, $0x42b20000
-DATA lgc9<>+4(SB)/4, $0x42b20000
-DATA lgc9<>+8(SB)/4, $0x42b20000
-DATA lgc9<>+12(SB)/4, $0x42b20000
-DATA lgc9<>+16(SB)/4, $0x42b20000
-DATA lgc9<>+20(SB)/4, $0x42b20000
-DATA lgc9<>+24(SB)/4, $0x42b20000
-DATA lgc9<>+28(SB)/4, $0x42b20000
-GLOBL lgc9<>(SB), RODATA|NOPTR, $32
-
-DATA lgc10<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc10<>+28(SB)/4, $0x3fb8aa3b
-GLOBL lgc10<>(SB), RODATA|NOPTR, $32
-
-DATA lgc11<>+0(SB)/4, $0x3f318000
-DATA lgc11<>+4(SB)/4, $0x3f318000
-DATA lgc11<>+8(SB)/4, $0x3f318000
-DATA lgc11<>+12(SB)/4, $0x3f318000
-DATA lgc11<>+16(SB)/4, $0x3f318000
-DATA lgc11<>+20(SB)/4, $0x3f318000
-DATA lgc11<>+24(SB)/4, $0x3f318000
-DATA lgc11<>+28(SB)/4, $0x3f318000
-GLOBL lgc11<>(SB), RODATA|NOPTR, $32
-
-DATA lgc12<>+0(SB)/4, $0xb95e8083
-DATA lgc12<>+4(SB)/4, $0xb95e8083
-DATA lgc12<>+8(SB)/4, $0xb95e8083
-DATA lgc12<>+12(SB)/4, $0xb95e8083
-DATA lgc12<>+16(SB)/4, $0xb95e8083
-DATA lgc12<>+20(SB)/4, $0xb95e8083
-DATA lgc12<>+24(SB)/4, $0xb95e8083
-DATA lgc12<>+28(SB)/4, $0xb95e8083
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x39506967
-DATA lgc13<>+4(SB)/4, $0x39506967
-DATA lgc13<>+8(SB)/4, $0x39506967
-DATA lgc13<>+12(SB)/4, $0x39506967
-DATA lgc13<>+16(SB)/4, $0x39506967
-DATA lgc13<>+20(SB)/4, $0x39506967
-DATA lgc13<>+24(SB)/4, $0x39506967
-DATA lgc13<>+28(SB)/4, $0x39506967
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
-
-DATA lgc14<>+0(SB)/4, $0x3ab743ce
-DATA lgc14<>+4(SB)/4, $0x3ab743ce
-DATA lgc14<>+8(SB)/4, $0x3ab743ce
-DATA lgc14<>+12(SB)/4, $0x3ab743ce
-DATA lgc14<>+16(SB)/4, $0x3ab743ce
-DATA lgc14<>+20(SB)/4, $0x3ab743ce
-DATA lgc14<>+24(SB)/4, $0x3ab743ce
-DATA lgc14<>+28(SB)/4, $0x3ab743ce
-GLOBL lgc14<>(SB), RODATA|NOPTR, $32
-
-DATA lgc15<>+0(SB)/4, $0x3c088908
-DATA lgc15<>+4(SB)/4, $0x3c088908
-DATA lgc15<>+8(SB)/4, $0x3c088908
-DATA lgc15<>+12(SB)/4, $0x3c088908
-DATA lgc15<>+16(SB)/4, $0x3c088908
-DATA lgc15<>+20(SB)/4, $0x3c088908
-DATA lgc15<>+24(SB)/4, $0x3c088908
-DATA lgc15<>+28(SB)/4, $0x3c088908
-GLOBL lgc15<>(SB), RODATA|NOPTR, $32
-
-DATA lgc16<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc16<>+28(SB)/4, $0x3d2aa9c1
-GLOBL lgc16<>(SB), RODATA|NOPTR, $32
-
-DATA lgc17<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc17<>+28(SB)/4, $0x3e2aaaaa
-GLOBL lgc17<>(SB), RODATA|NOPTR, $32
-
-DATA lgc18<>+0(SB)/4, $0x3f000000
-DATA lgc18<>+4(SB)/4, $0x3f000000
-DATA lgc18<>+8(SB)/4, $0x3f000000
-DATA lgc18<>+12(SB)/4, $0x3f000000
-DATA lgc18<>+16(SB)/4, $0x3f000000
-DATA lgc18<>+20(SB)/4, $0x3f000000
-DATA lgc18<>+24(SB)/4, $0x3f000000
-DATA lgc18<>+28(SB)/4, $0x3f000000
-GLOBL lgc18<>(SB), RODATA|NOPTR, $32
-
-DATA lgc19<>+0(SB)/4, $0xffffff82
-DATA lgc19<>+4(SB)/4, $0xffffff82
-DATA lgc19<>+8(SB)/4, $0xffffff82
-DATA lgc19<>+12(SB)/4, $0xffffff82
-DATA lgc19<>+16(SB)/4, $0xffffff82
-DATA lgc19<>+20(SB)/4, $0xffffff82
-DATA lgc19<>+24(SB)/4, $0xffffff82
-DATA lgc19<>+28(SB)/4, $0xffffff82
-GLOBL lgc19<>(SB), RODATA|NOPTR, $32
-
-DATA lgc20<>+0(SB)/4, $0x0000007f
-DATA lgc20<>+4(SB)/4, $0x0000007f
-DATA lgc20<>+8(SB)/4, $0x0000007f
-DATA lgc20<>+12(SB)/4, $0x0000007f
-DATA lgc20<>+16(SB)/4, $0x0000007f
-DATA lgc20<>+20(SB)/4, $0x0000007f
-DATA lgc20<>+24(SB)/4, $0x0000007f
-DATA lgc20<>+28(SB)/4, $0x0000007f
-GLOBL lgc20<>(SB), RODATA|NOPTR, $32
-
-DATA lgc21<>+0(SB)/4, $0xc2ae0000
-DATA lgc21<>+4(SB)/4, $0xc2ae0000
-DATA lgc21<>+8(SB)/4, $0xc2ae0000
-DATA lgc21<>+12(SB)/4, $0xc2ae0000
-DATA lgc21<>+16(SB)/4, $0xc2ae0000
-DATA lgc21<>+20(SB)/4, $0xc2ae0000
-DATA lgc21<>+24(SB)/4, $0xc2ae0000
-DATA lgc21<>+28(SB)/4, $0xc2ae0000
-GLOBL lgc21<>(SB), RODATA|NOPTR, $32
-
-DATA lgc22<>+0(SB)/4, $0x42b00000
-DATA lgc22<>+4(SB)/4, $0x42b00000
-DATA lgc22<>+8(SB)/4, $0x42b00000
-DATA lgc22<>+12(SB)/4, $0x42b00000
-DATA lgc22<>+16(SB)/4, $0x42b00000
-DATA lgc22<>+20(SB)/4, $0x42b00000
-DATA lgc22<>+24(SB)/4, $0x42b00000
-DATA lgc22<>+28(SB)/4, $0x42b00000
-GLOBL lgc22<>(SB), RODATA|NOPTR, $32
-
-DATA lgc23<>+0(SB)/4, $0x40000000
-DATA lgc23<>+4(SB)/4, $0x40000000
-DATA lgc23<>+8(SB)/4, $0x40000000
-DATA lgc23<>+12(SB)/4, $0x40000000
-DATA lgc23<>+16(SB)/4, $0x40000000
-DATA lgc23<>+20(SB)/4, $0x40000000
-DATA lgc23<>+24(SB)/4, $0x40000000
-DATA lgc23<>+28(SB)/4, $0x40000000
-GLOBL lgc23<>(SB), RODATA|NOPTR, $32
-
-DATA lgc24<>+0(SB)/4, $0x80000000
-DATA lgc24<>+4(SB)/4, $0x80000000
-DATA lgc24<>+8(SB)/4, $0x80000000
-DATA lgc24<>+12(SB)/4, $0x80000000
-DATA lgc24<>+16(SB)/4, $0x80000000
-DATA lgc24<>+20(SB)/4, $0x80000000
-DATA lgc24<>+24(SB)/4, $0x80000000
-DATA lgc24<>+28(SB)/4, $0x80000000
-GLOBL lgc24<>(SB), RODATA|NOPTR, $32
-
-DATA lgc25<>+0(SB)/4, $0x3dcccccd
-DATA lgc25<>+4(SB)/4, $0x3dcccccd
-DATA lgc25<>+8(SB)/4, $0x3dcccccd
-DATA lgc25<>+12(SB)/4, $0x3dcccccd
-DATA lgc25<>+16(SB)/4, $0x3dcccccd
-DATA lgc25<>+20(SB)/4, $0x3dcccccd
-DATA lgc25<>+24(SB)/4, $0x3dcccccd
-DATA lgc25<>+28(SB)/4, $0x3dcccccd
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0xbdcccccd
-DATA lgc26<>+4(SB)/4, $0xbdcccccd
-DATA lgc26<>+8(SB)/4, $0xbdcccccd
-DATA lgc26<>+12(SB)/4, $0xbdcccccd
-DATA lgc26<>+16(SB)/4, $0xbdcccccd
-DATA lgc26<>+20(SB)/4, $0xbdcccccd
-DATA lgc26<>+24(SB)/4, $0xbdcccccd
-DATA lgc26<>+28(SB)/4, $0xbdcccccd
-GLOBL lgc26<>(SB), RODATA|NOPTR, $32
-
-DATA lgc27<>+0(SB)/4, $0x3493f27e
-DATA lgc27<>+4(SB)/4, $0x3493f27e
-DATA lgc27<>+8(SB)/4, $0x3493f27e
-DATA lgc27<>+12(SB)/4, $0x3493f27e
-DATA lgc27<>+16(SB)/4, $0x3493f27e
-DATA lgc27<>+20(SB)/4, $0x3493f27e
-DATA lgc27<>+24(SB)/4, $0x3493f27e
-DATA lgc27<>+28(SB)/4, $0x3493f27e
-GLOBL lgc27<>(SB), RODATA|NOPTR, $32
-
-DATA lgc28<>+0(SB)/4, $0x3638ef1d
-DATA lgc28<>+4(SB)/4, $0x3638ef1d
-DATA lgc28<>+8(SB)/4, $0x3638ef1d
-DATA lgc28<>+12(SB)/4, $0x3638ef1d
-DATA lgc28<>+16(SB)/4, $0x3638ef1d
-DATA lgc28<>+20(SB)/4, $0x3638ef1d
-DATA lgc28<>+24(SB)/4, $0x3638ef1d
-DATA lgc28<>+28(SB)/4, $0x3638ef1d
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-DATA lgc29<>+0(SB)/4, $0x37d00d01
-DATA lgc29<>+4(SB)/4, $0x37d00d01
-DATA lgc29<>+8(SB)/4, $0x37d00d01
-DATA lgc29<>+12(SB)/4, $0x37d00d01
-DATA lgc29<>+16(SB)/4, $0x37d00d01
-DATA lgc29<>+20(SB)/4, $0x37d00d01
-DATA lgc29<>+24(SB)/4, $0x37d00d01
-DATA lgc29<>+28(SB)/4, $0x37d00d01
-GLOBL lgc29<>(SB), RODATA|NOPTR, $32
-
-DATA lgc30<>+0(SB)/4, $0x39500d01
-DATA lgc30<>+4(SB)/4, $0x39500d01
-DATA lgc30<>+8(SB)/4, $0x39500d01
-DATA lgc30<>+12(SB)/4, $0x39500d01
-DATA lgc30<>+16(SB)/4, $0x39500d01
-DATA lgc30<>+20(SB)/4, $0x39500d01
-DATA lgc30<>+24(SB)/4, $0x39500d01
-DATA lgc30<>+28(SB)/4, $0x39500d01
-GLOBL lgc30<>(SB), RODATA|NOPTR, $32
-
-DATA lgc31<>+0(SB)/4, $0x3ab60b61
-DATA lgc31<>+4(SB)/4, $0x3ab60b61
-DATA lgc31<>+8(SB)/4, $0x3ab60b61
-DATA lgc31<>+12(SB)/4, $0x3ab60b61
-DATA lgc31<>+16(SB)/4, $0x3ab60b61
-DATA lgc31<>+20(SB)/4, $0x3ab60b61
-DATA lgc31<>+24(SB)/4, $0x3ab60b61
-DATA lgc31<>+28(SB)/4, $0x3ab60b61
-GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/4, $0x3c088889
-DATA lgc32<>+4(SB)/4, $0x3c088889
-DATA lgc32<>+8(SB)/4, $0x3c088889
-DATA lgc32<>+12(SB)/4, $0x3c088889
-DATA lgc32<>+16(SB)/4, $0x3c088889
-DATA lgc32<>+20(SB)/4, $0x3c088889
-DATA lgc32<>+24(SB)/4, $0x3c088889
-DATA lgc32<>+28(SB)/4, $0x3c088889
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
-
-DATA lgc33<>+0(SB)/4, $0x3d2aaaab
-DATA lgc33<>+4(SB)/4, $0x3d2aaaab
-DATA lgc33<>+8(SB)/4, $0x3d2aaaab
-DATA lgc33<>+12(SB)/4, $0x3d2aaaab
-DATA lgc33<>+16(SB)/4, $0x3d2aaaab
-DATA lgc33<>+20(SB)/4, $0x3d2aaaab
-DATA lgc33<>+24(SB)/4, $0x3d2aaaab
-DATA lgc33<>+28(SB)/4, $0x3d2aaaab
-GLOBL lgc33<>(SB), RODATA|NOPTR, $32
-
-DATA lgc34<>+0(SB)/4, $0x3e2aaaab
-DATA lgc34<>+4(SB)/4, $0x3e2aaaab
-DATA lgc34<>+8(SB)/4, $0x3e2aaaab
-DATA lgc34<>+12(SB)/4, $0x3e2aaaab
-DATA lgc34<>+16(SB)/4, $0x3e2aaaab
-DATA lgc34<>+20(SB)/4, $0x3e2aaaab
-DATA lgc34<>+24(SB)/4, $0x3e2aaaab
-DATA lgc34<>+28(SB)/4, $0x3e2aaaab
+DATA lgc34<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc34<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc34<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc34<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-88
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc4<>+0(SB), Y1
-
-	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s3+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
-
-	// clipFraction = div(v40, v36)
-	VDIVPS       Y1, Y2, Y2
-	MOVQ         s4+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y3
-
-	// klApprox = div(v44, v36)
-	VDIVPS       Y1, Y3, Y3
-	MOVQ         s5+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// v50 = mul(2, v49)
-	VMULPS       lgc23<>+0(SB), Y4, Y4
-	MOVQ         s6+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y5
-
-	// v53 = sub(v50, v52)
-	VSUBPS Y5, Y4, Y4
-
-	// v54 = exp(v53)
-	VMAXPS       lgc8<>+0(SB), Y4, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y4
-
-	// v55 = gt(numValid, 0)
-	VCMPPS $0x1e, Y4, Y0, Y0
-	VANDPS lgc4<>+0(SB), Y0, Y0
-
-	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
-
-	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y0, Y6
-	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         s7+40(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// klToRef = div(v100, v36)
-	VDIVPS Y1, Y4, Y1
-
-	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y4
-
-	// store clipFraction
-	MOVQ   clipFraction+48(FP), AX
-	VMOVSS X2, (AX)(CX*4)
-
-	// store klApprox
-	MOVQ   kLApprox+56(FP), AX
-	VMOVSS X3, (AX)(CX*4)
-
-	// store ess
-	MOVQ   ess+64(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+72(FP), AX
-	VMOVSS X4, (AX)(CX*4)
-
-	// store klToRef2
-	MOVQ   kLToRef+80(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-DATA lgc35<>+0(SB)/4, $0x3d23d70a
-DATA lgc35<>+4(SB)/4, $0x3d23d70a
-DATA lgc35<>+8(SB)/4, $0x3d23d70a
-DATA lgc35<>+12(SB)/4, $0x3d23d70a
-DATA lgc35<>+16(SB)/4, $0x3d23d70a
-DATA lgc35<>+20(SB)/4, $0x3d23d70a
-DATA lgc35<>+24(SB)/4, $0x3d23d70a
-DATA lgc35<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc35<>(SB), RODATA|NOPTR, $32
-
-// func pass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+// func pass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
-TEXT ·pass3AVX2(SB), $0-48
+TEXT ·pass2AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1005,7 +892,7 @@ blocks_9:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1025,14 +912,127 @@ blocks_9:
 	VZEROUPPER
 	RET
 
-DATA lgc36<>+0(SB)/4, $0x358637bd
-DATA lgc36<>+4(SB)/4, $0x358637bd
-DATA lgc36<>+8(SB)/4, $0x358637bd
-DATA lgc36<>+12(SB)/4, $0x358637bd
-DATA lgc36<>+16(SB)/4, $0x358637bd
-DATA lgc36<>+20(SB)/4, $0x358637bd
-DATA lgc36<>+24(SB)/4, $0x358637bd
-DATA lgc36<>+28(SB)/4, $0x358637bd
+DATA lgc35<>+0(SB)/4, $0x358637bd
+DATA lgc35<>+4(SB)/4, $0x358637bd
+DATA lgc35<>+8(SB)/4, $0x358637bd
+DATA lgc35<>+12(SB)/4, $0x358637bd
+DATA lgc35<>+16(SB)/4, $0x358637bd
+DATA lgc35<>+20(SB)/4, $0x358637bd
+DATA lgc35<>+24(SB)/4, $0x358637bd
+DATA lgc35<>+28(SB)/4, $0x358637bd
+GLOBL lgc35<>(SB), RODATA|NOPTR, $32
+
+// func pass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·pass3AVX2(SB), $0-88
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+
+	// v36 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s3+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// clipFraction = div(v40, v36)
+	VDIVPS       Y1, Y2, Y2
+	MOVQ         s4+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// klApprox = div(v44, v36)
+	VDIVPS       Y1, Y3, Y3
+	MOVQ         s5+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// v50 = mul(2, v49)
+	VMULPS       lgc20<>+0(SB), Y4, Y4
+	MOVQ         s6+32(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// v53 = sub(v50, v52)
+	VSUBPS Y5, Y4, Y4
+
+	// v54 = exp(v53)
+	VMAXPS       lgc5<>+0(SB), Y4, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
+	VMOVUPS      lgc1<>+0(SB), Y4
+
+	// v55 = gt(numValid, 0)
+	VCMPPS $0x1e, Y4, Y0, Y0
+	VANDPS lgc0<>+0(SB), Y0, Y0
+
+	// v56 = div(v54, v36)
+	VDIVPS Y1, Y7, Y5
+
+	// ess = where(v55, v56, 0)
+	VMOVUPS      lgc1<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y0, Y6
+	VBLENDVPS    Y6, Y5, Y4, Y0
+	MOVQ         s7+40(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// klToRef = div(v100, v36)
+	VDIVPS Y1, Y4, Y1
+
+	// lossKLToRef = mul(0.04, klToRef)
+	VMULPS lgc36<>+0(SB), Y1, Y4
+
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store ess
+	MOVQ   ess+64(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+72(FP), AX
+	VMOVSS X4, (AX)(CX*4)
+
+	// store klToRef2
+	MOVQ   kLToRef+80(FP), AX
+	VMOVSS X1, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+DATA lgc36<>+0(SB)/4, $0x3d23d70a
+DATA lgc36<>+4(SB)/4, $0x3d23d70a
+DATA lgc36<>+8(SB)/4, $0x3d23d70a
+DATA lgc36<>+12(SB)/4, $0x3d23d70a
+DATA lgc36<>+16(SB)/4, $0x3d23d70a
+DATA lgc36<>+20(SB)/4, $0x3d23d70a
+DATA lgc36<>+24(SB)/4, $0x3d23d70a
+DATA lgc36<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
 // func pass4AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, mask *bool, logProb *float32, sampleLogProb *float32, state *float64, hi int)
@@ -1068,7 +1068,7 @@ blocks_12:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1086,22 +1086,22 @@ blocks_12:
 	VCVTDQ2PS Y1, Y1
 	MOVQ      logProb+40(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc1<>+0(SB), Y3
 
 	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y0, Y3, Y0
 
@@ -1109,28 +1109,28 @@ blocks_12:
 	VSUBPS Y4, Y2, Y2
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y2, Y4
-	VMINPS       lgc9<>+0(SB), Y4, Y4
-	VMULPS       lgc10<>+0(SB), Y4, Y5
+	VMAXPS       lgc5<>+0(SB), Y2, Y4
+	VMINPS       lgc6<>+0(SB), Y4, Y4
+	VMULPS       lgc7<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc11<>+0(SB), Y5, Y4
-	VFNMADD231PS lgc12<>+0(SB), Y5, Y4
-	VMOVAPS      lgc13<>+0(SB), Y6
+	VFNMADD231PS lgc8<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y4
+	VMOVAPS      lgc10<>+0(SB), Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
 	VFMADD213PS  lgc15<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc16<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc17<>+0(SB), Y4, Y6
-	VFMADD213PS  lgc18<>+0(SB), Y4, Y6
 	VMULPS       Y4, Y4, Y7
 	VFMADD213PS  Y4, Y7, Y6
-	VADDPS       lgc4<>+0(SB), Y6, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
 	VCVTPS2DQ    Y5, Y4
-	VPMAXSD      lgc19<>+0(SB), Y4, Y5
-	VPMINSD      lgc20<>+0(SB), Y5, Y5
+	VPMAXSD      lgc16<>+0(SB), Y4, Y5
+	VPMINSD      lgc17<>+0(SB), Y5, Y5
 	VPSUBD       Y5, Y4, Y4
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
@@ -1139,7 +1139,7 @@ blocks_12:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
-	VANDPS  lgc4<>+0(SB), Y2, Y2
+	VANDPS  lgc0<>+0(SB), Y2, Y2
 	VMOVUPS lgc37<>+0(SB), Y4
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
@@ -1150,7 +1150,7 @@ blocks_12:
 	VMAXPS Y6, Y5, Y5
 
 	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y4, Y5, Y2
 
@@ -1158,10 +1158,10 @@ blocks_12:
 	VMULPS Y2, Y0, Y0
 
 	// v33 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y0, Y0
+	VXORPS lgc21<>+0(SB), Y0, Y0
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
@@ -1173,8 +1173,8 @@ blocks_12:
 	JNZ          noflush_13
 	MOVQ         state+56(FP), BX
 	VMOVUPS      4096(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1182,7 +1182,7 @@ blocks_12:
 	VMOVUPD      Y2, 3904(BX)
 	VADDPD       3936(BX), Y0, Y0
 	VMOVUPD      Y0, 3936(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(BX)
 	VANDPS       4224(BX), Y1, Y1
 	VMOVUPS      Y1, 4224(BX)
@@ -1194,8 +1194,8 @@ noflush_13:
 	JL           blocks_12
 	MOVQ         state+56(FP), DX
 	VMOVUPS      4096(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1203,7 +1203,7 @@ noflush_13:
 	VMOVUPD      Y2, 3904(DX)
 	VADDPD       3936(DX), Y0, Y0
 	VMOVUPD      Y0, 3936(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(DX)
 	VANDPS       4224(DX), Y1, Y1
 	VMOVUPS      Y1, 4224(DX)
@@ -1242,7 +1242,7 @@ TEXT ·pass5AVX2(SB), $0-24
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -1258,17 +1258,424 @@ TEXT ·pass5AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(nextReward *float32, state *float64)
-// Requires: AVX, FMA3
-TEXT ·fbPass0AVX2(SB), $0-16
-	XORQ AX, AX
+// func fbPass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass0AVX2(SB), $32-56
+	MOVQ lo+0(FP), AX
 
 outer0_14:
+	XORQ CX, CX
+
+outer1_15:
+	MOVQ $+8, BX
+	XORQ DX, DX
+
+blocks_16:
+	MOVQ      mask+8(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+512, AX, R8
+	ADDQ      R8, DI
+	IMUL3Q    $+64, CX, R8
+	ADDQ      R8, DI
+	ADDQ      DX, DI
+	VPMOVZXBD (SI)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	VMOVUPS   lgc0<>+0(SB), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v13 = where(mask, 1, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// sum(v13) over [G N L]
+	MOVQ    state+16(FP), SI
+	VADDPS  256(SI), Y1, Y1
+	VMOVUPS Y1, 256(SI)
+	MOVQ    logProb+24(FP), R8
+	VMOVUPS (R8)(DI*4), Y1
+
+	// v16 = where(mask, logProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	MOVQ      sampleLogProb+32(FP), R8
+	VMOVUPS   (R8)(DI*4), Y3
+
+	// v18 = where(mask, sampleLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y0, Y4
+	VBLENDVPS Y4, Y3, Y2, Y3
+
+	// logWeight = sub(v16, v18)
+	VSUBPS  Y3, Y1, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
+
+	// v23 = max(logWeight, -0.22314355) tie=first
+	VMAXPS  Y4, Y5, Y5
+	VMOVUPS lgc3<>+0(SB), Y6
+
+	// logWeightClip = min(v23, 0.18232156) tie=first
+	VMINPS Y5, Y6, Y5
+
+	// v38 = ne(logWeightClip, logWeight)
+	VCMPPS $0x04, Y4, Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
+
+	// v39 = where(mask, v38, 0)
+	VMOVUPS   lgc1<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y0, Y6
+	VBLENDVPS Y6, Y5, Y2, Y5
+
+	// sum(v39) over [G N L]
+	VADDPS  576(SI), Y5, Y5
+	VMOVUPS Y5, 576(SI)
+
+	// v42 = sub(v18, v16)
+	VSUBPS Y1, Y3, Y3
+
+	// v43 = where(mask, v42, 0)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y0, Y5
+	VBLENDVPS Y5, Y3, Y2, Y2
+
+	// sum(v43) over [G N L]
+	VADDPS  896(SI), Y2, Y2
+	VMOVUPS Y2, 896(SI)
+	VMOVUPS lgc4<>+0(SB), Y2
+
+	// v47 = where(mask, logWeight, -Inf)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y4, Y2, Y0
+	VMOVUPS   Y1, (SP)
+
+	// logsumexp(v47) over [G N L]
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc0<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       1216(SI), Y1, Y1
+	VMOVUPS      Y1, 1216(SI)
+	VCVTPS2PD    X3, Y1
+	VEXTRACTF128 $0x01, Y3, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       1024(SI), Y1, Y3
+	VMOVUPD      Y3, 1024(SI)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       1344(SI), Y1, Y1
+	VMOVUPD      Y1, 1344(SI)
+	VADDPD       1056(SI), Y2, Y1
+	VMOVUPD      Y1, 1056(SI)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       1376(SI), Y1, Y1
+	VMOVUPD      Y1, 1376(SI)
+
+	// v51 = mul(2, v47)
+	VMULPS    lgc20<>+0(SB), Y0, Y0
+	MOVQ      mask+8(FP), R8
+	VPMOVZXBD (R8)(DI*1), Y0
+	VCVTDQ2PS Y0, Y0
+	MOVQ      refLogProb+40(FP), R8
+	VMOVUPS   (R8)(DI*4), Y1
+	VMOVUPS   lgc1<>+0(SB), Y2
+
+	// v59 = where(mask, refLogProb, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+	VMOVUPS   (SP), Y3
+
+	// v60 = sub(v59, v16)
+	VSUBPS Y3, Y1, Y1
+
+	// v61 = where(mask, v60, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y1
+
+	// v62 = abs(v61)
+	VMOVUPS lgc21<>+0(SB), Y3
+	VANDNPS Y1, Y3, Y3
+	VMOVUPS lgc22<>+0(SB), Y4
+
+	// v64 = lt(v62, 0.1)
+	VCMPPS  $0x11, Y4, Y3, Y3
+	VANDPS  lgc0<>+0(SB), Y3, Y3
+	VMOVUPS lgc23<>+0(SB), Y5
+
+	// v66 = max(v61, -0.1) tie=first
+	VMAXPS Y1, Y5, Y5
+
+	// v67 = min(v66, 0.1) tie=first
+	VMINPS Y5, Y4, Y4
+
+	// v70 = mul(v67, 2.755731922398589e-07)
+	VMULPS lgc24<>+0(SB), Y4, Y5
+
+	// v71 = add(2.7557319223985893e-06, v70)
+	VADDPS lgc25<>+0(SB), Y5, Y5
+
+	// v73 = mul(v67, v71)
+	VMULPS Y5, Y4, Y5
+
+	// v74 = add(2.48015873015873e-05, v73)
+	VADDPS lgc26<>+0(SB), Y5, Y5
+
+	// v76 = mul(v67, v74)
+	VMULPS Y5, Y4, Y5
+
+	// v77 = add(0.0001984126984126984, v76)
+	VADDPS lgc27<>+0(SB), Y5, Y5
+
+	// v79 = mul(v67, v77)
+	VMULPS Y5, Y4, Y5
+
+	// v80 = add(0.001388888888888889, v79)
+	VADDPS lgc28<>+0(SB), Y5, Y5
+
+	// v82 = mul(v67, v80)
+	VMULPS Y5, Y4, Y5
+
+	// v83 = add(0.008333333333333333, v82)
+	VADDPS lgc29<>+0(SB), Y5, Y5
+
+	// v85 = mul(v67, v83)
+	VMULPS Y5, Y4, Y5
+
+	// v86 = add(0.041666666666666664, v85)
+	VADDPS lgc30<>+0(SB), Y5, Y5
+
+	// v88 = mul(v67, v86)
+	VMULPS Y5, Y4, Y5
+
+	// v89 = add(0.16666666666666666, v88)
+	VADDPS lgc31<>+0(SB), Y5, Y5
+
+	// v91 = mul(v67, v89)
+	VMULPS Y5, Y4, Y5
+
+	// v92 = add(0.5, v91)
+	VADDPS lgc15<>+0(SB), Y5, Y5
+
+	// v93 = mul(v67, v67)
+	VMULPS Y4, Y4, Y4
+
+	// v94 = mul(v93, v92)
+	VMULPS Y5, Y4, Y4
+
+	// v95 = exp(v61)
+	VMAXPS       lgc5<>+0(SB), Y1, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+
+	// v96 = sub(v95, 1)
+	VSUBPS lgc0<>+0(SB), Y7, Y5
+
+	// v97 = sub(v96, v61)
+	VSUBPS Y1, Y5, Y1
+
+	// k3 = where(v64, v94, v97)
+	VMOVUPS   lgc1<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y3, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+
+	// v99 = where(mask, k3, 0)
+	VMOVUPS   lgc1<>+0(SB), Y3
+	VCMPPS    $0x04, Y3, Y0, Y3
+	VBLENDVPS Y3, Y1, Y2, Y0
+
+	// sum(v99) over [G N L]
+	VADDPS       1728(SI), Y0, Y0
+	VMOVUPS      Y0, 1728(SI)
+	DECQ         BX
+	JNZ          noflush_17
+	MOVQ         state+16(FP), BX
+	VMOVUPS      256(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(BX), Y2, Y2
+	VMOVUPD      Y2, 64(BX)
+	VADDPD       96(BX), Y0, Y0
+	VMOVUPD      Y0, 96(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(BX)
+	VMOVUPS      576(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(BX), Y2, Y2
+	VMOVUPD      Y2, 384(BX)
+	VADDPD       416(BX), Y0, Y0
+	VMOVUPD      Y0, 416(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 576(BX)
+	VMOVUPS      896(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(BX), Y2, Y2
+	VMOVUPD      Y2, 704(BX)
+	VADDPD       736(BX), Y0, Y0
+	VMOVUPD      Y0, 736(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 896(BX)
+	VMOVUPS      1728(BX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(BX), Y2, Y2
+	VMOVUPD      Y2, 1536(BX)
+	VADDPD       1568(BX), Y0, Y0
+	VMOVUPD      Y0, 1568(BX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(BX)
+	VANDPS       1856(BX), Y1, Y1
+	VMOVUPS      Y1, 1856(BX)
+	MOVQ         $+8, BX
+
+noflush_17:
+	ADDQ         $+8, DX
+	CMPQ         DX, $+64
+	JL           blocks_16
+	MOVQ         state+16(FP), DX
+	VMOVUPS      256(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       64(DX), Y2, Y2
+	VMOVUPD      Y2, 64(DX)
+	VADDPD       96(DX), Y0, Y0
+	VMOVUPD      Y0, 96(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 256(DX)
+	VMOVUPS      576(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       384(DX), Y2, Y2
+	VMOVUPD      Y2, 384(DX)
+	VADDPD       416(DX), Y0, Y0
+	VMOVUPD      Y0, 416(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 576(DX)
+	VMOVUPS      896(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       704(DX), Y2, Y2
+	VMOVUPD      Y2, 704(DX)
+	VADDPD       736(DX), Y0, Y0
+	VMOVUPD      Y0, 736(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 896(DX)
+	VMOVUPS      1728(DX), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc33<>+0(SB), Y2, Y2
+	VANDPS       Y2, Y1, Y1
+	VCVTPS2PD    X0, Y2
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(DX), Y2, Y2
+	VMOVUPD      Y2, 1536(DX)
+	VADDPD       1568(DX), Y0, Y0
+	VMOVUPD      Y0, 1568(DX)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(DX)
+	VANDPS       1856(DX), Y1, Y1
+	VMOVUPS      Y1, 1856(DX)
+	INCQ         CX
+	CMPQ         CX, $+8
+	JL           outer1_15
+	INCQ         AX
+	CMPQ         AX, hi+48(FP)
+	JL           outer0_14
+	VZEROUPPER
+	RET
+
+// func fbPass1AVX2(lo int, nextReward *float32, state *float64, hi int)
+// Requires: AVX, FMA3
+TEXT ·fbPass1AVX2(SB), $0-32
+	MOVQ lo+0(FP), AX
+
+outer0_18:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_15:
-	MOVQ    nextReward+0(FP), BX
+blocks_19:
+	MOVQ    nextReward+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+8, AX, DI
 	ADDQ    DI, SI
@@ -1280,604 +1687,94 @@ blocks_15:
 	MOVQ    AX, SI
 	ADDQ    SI, BX
 	IMUL3Q  $+8, BX, SI
-	MOVQ    state+8(FP), DI
-	VADDPS  448(DI)(SI*4), Y0, Y1
-	VMOVUPS Y1, 448(DI)(SI*4)
+	MOVQ    state+16(FP), DI
+	VADDPS  2368(DI)(SI*4), Y0, Y1
+	VMOVUPS Y1, 2368(DI)(SI*4)
 
 	// var(nextReward) over [N]
 	IMUL3Q       $+8, BX, BX
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VMOVUPD      1088(DI)(BX*8), Y2
+	VMOVUPD      3008(DI)(BX*8), Y2
 	VSUBPD       Y2, Y1, Y3
-	VMOVUPD      704(DI)(BX*8), Y4
-	VADDPD       lgc0<>+0(SB), Y4, Y4
-	VMOVUPD      Y4, 704(DI)(BX*8)
+	VMOVUPD      2624(DI)(BX*8), Y4
+	VADDPD       lgc34<>+0(SB), Y4, Y4
+	VMOVUPD      Y4, 2624(DI)(BX*8)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
 	VSUBPD       Y2, Y1, Y4
-	VMOVUPD      1472(DI)(BX*8), Y1
+	VMOVUPD      3392(DI)(BX*8), Y1
 	VFMADD231PD  Y3, Y4, Y1
-	VMOVUPD      Y2, 1088(DI)(BX*8)
-	VMOVUPD      Y1, 1472(DI)(BX*8)
-	VMOVUPD      1120(DI)(BX*8), Y1
+	VMOVUPD      Y2, 3008(DI)(BX*8)
+	VMOVUPD      Y1, 3392(DI)(BX*8)
+	VMOVUPD      3040(DI)(BX*8), Y1
 	VSUBPD       Y1, Y0, Y2
-	VMOVUPD      736(DI)(BX*8), Y3
-	VADDPD       lgc0<>+0(SB), Y3, Y3
-	VMOVUPD      Y3, 736(DI)(BX*8)
+	VMOVUPD      2656(DI)(BX*8), Y3
+	VADDPD       lgc34<>+0(SB), Y3, Y3
+	VMOVUPD      Y3, 2656(DI)(BX*8)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
 	VSUBPD       Y1, Y0, Y3
-	VMOVUPD      1504(DI)(BX*8), Y0
+	VMOVUPD      3424(DI)(BX*8), Y0
 	VFMADD231PD  Y2, Y3, Y0
-	VMOVUPD      Y1, 1120(DI)(BX*8)
-	VMOVUPD      Y0, 1504(DI)(BX*8)
+	VMOVUPD      Y1, 3040(DI)(BX*8)
+	VMOVUPD      Y0, 3424(DI)(BX*8)
 	DECQ         DX
-	JNZ          noflush_16
+	JNZ          noflush_20
 	XORQ         DX, DX
 	MOVQ         AX, BX
 	ADDQ         BX, DX
 	IMUL3Q       $+8, DX, DX
-	MOVQ         state+8(FP), BX
-	VMOVUPS      448(BX)(DX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	MOVQ         state+16(FP), BX
+	VMOVUPS      2368(BX)(DX*4), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(BX)(DX*8), Y2, Y2
-	VMOVUPD      Y2, 64(BX)(DX*8)
-	VADDPD       96(BX)(DX*8), Y0, Y0
-	VMOVUPD      Y0, 96(BX)(DX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(BX)(DX*4)
-	VANDPS       1856(BX), Y1, Y1
-	VMOVUPS      Y1, 1856(BX)
+	VADDPD       1984(BX)(DX*8), Y2, Y2
+	VMOVUPD      Y2, 1984(BX)(DX*8)
+	VADDPD       2016(BX)(DX*8), Y0, Y0
+	VMOVUPD      Y0, 2016(BX)(DX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2368(BX)(DX*4)
+	VANDPS       3776(BX), Y1, Y1
+	VMOVUPS      Y1, 3776(BX)
 	MOVQ         $+8, DX
 
-noflush_16:
+noflush_20:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+8
-	JL           blocks_15
+	JL           blocks_19
 	XORQ         CX, CX
 	MOVQ         AX, DX
 	ADDQ         DX, CX
 	IMUL3Q       $+8, CX, CX
-	MOVQ         state+8(FP), DX
-	VMOVUPS      448(DX)(CX*4), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(DX)(CX*8), Y2, Y2
-	VMOVUPD      Y2, 64(DX)(CX*8)
-	VADDPD       96(DX)(CX*8), Y0, Y0
-	VMOVUPD      Y0, 96(DX)(CX*8)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 448(DX)(CX*4)
-	VANDPS       1856(DX), Y1, Y1
-	VMOVUPS      Y1, 1856(DX)
-	INCQ         AX
-	CMPQ         AX, $+4
-	JL           outer0_14
-	VZEROUPPER
-	RET
-
-// func fbPass1AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $32-56
-	MOVQ lo+0(FP), AX
-
-outer0_17:
-	XORQ CX, CX
-
-outer1_18:
-	MOVQ $+8, BX
-	XORQ DX, DX
-
-blocks_19:
-	MOVQ      mask+8(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+512, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+64, CX, R8
-	ADDQ      R8, DI
-	ADDQ      DX, DI
-	VPMOVZXBD (SI)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	VMOVUPS   lgc4<>+0(SB), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-
-	// v13 = where(mask, 1, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// sum(v13) over [G N L]
-	MOVQ    state+16(FP), SI
-	VADDPS  2176(SI), Y1, Y1
-	VMOVUPS Y1, 2176(SI)
-	MOVQ    logProb+24(FP), R8
-	VMOVUPS (R8)(DI*4), Y1
-
-	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	MOVQ      sampleLogProb+32(FP), R8
-	VMOVUPS   (R8)(DI*4), Y3
-
-	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y3, Y2, Y3
-
-	// logWeight = sub(v16, v18)
-	VSUBPS  Y3, Y1, Y4
-	VMOVUPS lgc5<>+0(SB), Y5
-
-	// v23 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y5, Y5
-	VMOVUPS lgc6<>+0(SB), Y6
-
-	// logWeightClip = min(v23, 0.18232156) tie=first
-	VMINPS Y5, Y6, Y5
-
-	// v38 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y5, Y5
-	VANDPS lgc4<>+0(SB), Y5, Y5
-
-	// v39 = where(mask, v38, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y0, Y6
-	VBLENDVPS Y6, Y5, Y2, Y5
-
-	// sum(v39) over [G N L]
-	VADDPS  2496(SI), Y5, Y5
-	VMOVUPS Y5, 2496(SI)
-
-	// v42 = sub(v18, v16)
-	VSUBPS Y1, Y3, Y3
-
-	// v43 = where(mask, v42, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y0, Y5
-	VBLENDVPS Y5, Y3, Y2, Y2
-
-	// sum(v43) over [G N L]
-	VADDPS  2816(SI), Y2, Y2
-	VMOVUPS Y2, 2816(SI)
-	VMOVUPS lgc7<>+0(SB), Y2
-
-	// v47 = where(mask, logWeight, -Inf)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y4, Y2, Y0
-	VMOVUPS   Y1, (SP)
-
-	// logsumexp(v47) over [G N L]
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc21<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc22<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       3136(SI), Y1, Y1
-	VMOVUPS      Y1, 3136(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       2944(SI), Y1, Y3
-	VMOVUPD      Y3, 2944(SI)
-	VMULPD       Y1, Y1, Y1
-	VADDPD       3264(SI), Y1, Y1
-	VMOVUPD      Y1, 3264(SI)
-	VADDPD       2976(SI), Y2, Y1
-	VMOVUPD      Y1, 2976(SI)
-	VMULPD       Y2, Y2, Y1
-	VADDPD       3296(SI), Y1, Y1
-	VMOVUPD      Y1, 3296(SI)
-
-	// v51 = mul(2, v47)
-	VMULPS    lgc23<>+0(SB), Y0, Y0
-	MOVQ      mask+8(FP), R8
-	VPMOVZXBD (R8)(DI*1), Y0
-	VCVTDQ2PS Y0, Y0
-	MOVQ      refLogProb+40(FP), R8
-	VMOVUPS   (R8)(DI*4), Y1
-	VMOVUPS   lgc3<>+0(SB), Y2
-
-	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-	VMOVUPS   (SP), Y3
-
-	// v60 = sub(v59, v16)
-	VSUBPS Y3, Y1, Y1
-
-	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y1
-
-	// v62 = abs(v61)
-	VMOVUPS lgc24<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS lgc25<>+0(SB), Y4
-
-	// v64 = lt(v62, 0.1)
-	VCMPPS  $0x11, Y4, Y3, Y3
-	VANDPS  lgc4<>+0(SB), Y3, Y3
-	VMOVUPS lgc26<>+0(SB), Y5
-
-	// v66 = max(v61, -0.1) tie=first
-	VMAXPS Y1, Y5, Y5
-
-	// v67 = min(v66, 0.1) tie=first
-	VMINPS Y5, Y4, Y4
-
-	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y4, Y5
-
-	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc28<>+0(SB), Y5, Y5
-
-	// v73 = mul(v67, v71)
-	VMULPS Y5, Y4, Y5
-
-	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc29<>+0(SB), Y5, Y5
-
-	// v76 = mul(v67, v74)
-	VMULPS Y5, Y4, Y5
-
-	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc30<>+0(SB), Y5, Y5
-
-	// v79 = mul(v67, v77)
-	VMULPS Y5, Y4, Y5
-
-	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc31<>+0(SB), Y5, Y5
-
-	// v82 = mul(v67, v80)
-	VMULPS Y5, Y4, Y5
-
-	// v83 = add(0.008333333333333333, v82)
-	VADDPS lgc32<>+0(SB), Y5, Y5
-
-	// v85 = mul(v67, v83)
-	VMULPS Y5, Y4, Y5
-
-	// v86 = add(0.041666666666666664, v85)
-	VADDPS lgc33<>+0(SB), Y5, Y5
-
-	// v88 = mul(v67, v86)
-	VMULPS Y5, Y4, Y5
-
-	// v89 = add(0.16666666666666666, v88)
-	VADDPS lgc34<>+0(SB), Y5, Y5
-
-	// v91 = mul(v67, v89)
-	VMULPS Y5, Y4, Y5
-
-	// v92 = add(0.5, v91)
-	VADDPS lgc18<>+0(SB), Y5, Y5
-
-	// v93 = mul(v67, v67)
-	VMULPS Y4, Y4, Y4
-
-	// v94 = mul(v93, v92)
-	VMULPS Y5, Y4, Y4
-
-	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y1, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y5
-	VBLENDVPS    Y5, Y1, Y7, Y7
-
-	// v96 = sub(v95, 1)
-	VSUBPS lgc4<>+0(SB), Y7, Y5
-
-	// v97 = sub(v96, v61)
-	VSUBPS Y1, Y5, Y1
-
-	// k3 = where(v64, v94, v97)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
-
-	// v99 = where(mask, k3, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-
-	// sum(v99) over [G N L]
-	VADDPS       3648(SI), Y0, Y0
-	VMOVUPS      Y0, 3648(SI)
-	DECQ         BX
-	JNZ          noflush_20
-	MOVQ         state+16(FP), BX
-	VMOVUPS      2176(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1984(BX), Y2, Y2
-	VMOVUPD      Y2, 1984(BX)
-	VADDPD       2016(BX), Y0, Y0
-	VMOVUPD      Y0, 2016(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(BX)
-	VMOVUPS      2496(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2304(BX), Y2, Y2
-	VMOVUPD      Y2, 2304(BX)
-	VADDPD       2336(BX), Y0, Y0
-	VMOVUPD      Y0, 2336(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(BX)
-	VMOVUPS      2816(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(BX), Y2, Y2
-	VMOVUPD      Y2, 2624(BX)
-	VADDPD       2656(BX), Y0, Y0
-	VMOVUPD      Y0, 2656(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(BX)
-	VMOVUPS      3648(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3456(BX), Y2, Y2
-	VMOVUPD      Y2, 3456(BX)
-	VADDPD       3488(BX), Y0, Y0
-	VMOVUPD      Y0, 3488(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3648(BX)
-	VANDPS       3776(BX), Y1, Y1
-	VMOVUPS      Y1, 3776(BX)
-	MOVQ         $+8, BX
-
-noflush_20:
-	ADDQ         $+8, DX
-	CMPQ         DX, $+64
-	JL           blocks_19
 	MOVQ         state+16(FP), DX
-	VMOVUPS      2176(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VMOVUPS      2368(DX)(CX*4), Y0
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(DX), Y2, Y2
-	VMOVUPD      Y2, 1984(DX)
-	VADDPD       2016(DX), Y0, Y0
-	VMOVUPD      Y0, 2016(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2176(DX)
-	VMOVUPS      2496(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2304(DX), Y2, Y2
-	VMOVUPD      Y2, 2304(DX)
-	VADDPD       2336(DX), Y0, Y0
-	VMOVUPD      Y0, 2336(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2496(DX)
-	VMOVUPS      2816(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2624(DX), Y2, Y2
-	VMOVUPD      Y2, 2624(DX)
-	VADDPD       2656(DX), Y0, Y0
-	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 2816(DX)
-	VMOVUPS      3648(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc2<>+0(SB), Y2, Y2
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X0, Y2
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3456(DX), Y2, Y2
-	VMOVUPD      Y2, 3456(DX)
-	VADDPD       3488(DX), Y0, Y0
-	VMOVUPD      Y0, 3488(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VMOVUPS      Y0, 3648(DX)
+	VADDPD       1984(DX)(CX*8), Y2, Y2
+	VMOVUPD      Y2, 1984(DX)(CX*8)
+	VADDPD       2016(DX)(CX*8), Y0, Y0
+	VMOVUPD      Y0, 2016(DX)(CX*8)
+	VMOVUPS      lgc1<>+0(SB), Y0
+	VMOVUPS      Y0, 2368(DX)(CX*4)
 	VANDPS       3776(DX), Y1, Y1
 	VMOVUPS      Y1, 3776(DX)
-	INCQ         CX
-	CMPQ         CX, $+8
-	JL           outer1_18
 	INCQ         AX
-	CMPQ         AX, hi+48(FP)
-	JL           outer0_17
+	CMPQ         AX, hi+24(FP)
+	JL           outer0_18
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
-// Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-88
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc4<>+0(SB), Y1
-
-	// v36 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y1
-	MOVQ         s3+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
-
-	// clipFraction = div(v40, v36)
-	VDIVPS       Y1, Y2, Y2
-	MOVQ         s4+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y3
-
-	// klApprox = div(v44, v36)
-	VDIVPS       Y1, Y3, Y3
-	MOVQ         s5+24(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// v50 = mul(2, v49)
-	VMULPS       lgc23<>+0(SB), Y4, Y4
-	MOVQ         s6+32(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y5
-
-	// v53 = sub(v50, v52)
-	VSUBPS Y5, Y4, Y4
-
-	// v54 = exp(v53)
-	VMAXPS       lgc8<>+0(SB), Y4, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
-	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
-	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
-	VMULPS       Y5, Y5, Y8
-	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
-	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y6, Y7, Y7
-	VMULPS       Y5, Y7, Y7
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y7, Y7
-	VMOVUPS      lgc3<>+0(SB), Y4
-
-	// v55 = gt(numValid, 0)
-	VCMPPS $0x1e, Y4, Y0, Y0
-	VANDPS lgc4<>+0(SB), Y0, Y0
-
-	// v56 = div(v54, v36)
-	VDIVPS Y1, Y7, Y5
-
-	// ess = where(v55, v56, 0)
-	VMOVUPS      lgc3<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y0, Y6
-	VBLENDVPS    Y6, Y5, Y4, Y0
-	MOVQ         s7+40(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y4
-
-	// klToRef = div(v100, v36)
-	VDIVPS Y1, Y4, Y1
-
-	// lossKLToRef = mul(0.04, klToRef)
-	VMULPS lgc35<>+0(SB), Y1, Y4
-
-	// store clipFraction
-	MOVQ   clipFraction+48(FP), AX
-	VMOVSS X2, (AX)(CX*4)
-
-	// store klApprox
-	MOVQ   kLApprox+56(FP), AX
-	VMOVSS X3, (AX)(CX*4)
-
-	// store ess
-	MOVQ   ess+64(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+72(FP), AX
-	VMOVSS X4, (AX)(CX*4)
-
-	// store klToRef2
-	MOVQ   kLToRef+80(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass3AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
+// func fbPass2AVX2(lo int, s1 *float32, nextReward *float32, s0 *float32, advantage *float32, hi int)
 // Requires: AVX
-TEXT ·fbPass3AVX2(SB), $0-48
+TEXT ·fbPass2AVX2(SB), $0-48
 	MOVQ lo+0(FP), AX
 
 outer0_21:
@@ -1903,7 +1800,7 @@ blocks_22:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1920,6 +1817,109 @@ blocks_22:
 	INCQ    AX
 	CMPQ    AX, hi+40(FP)
 	JL      outer0_21
+	VZEROUPPER
+	RET
+
+// func fbPass3AVX2(numValid *float32, s3 *float32, s4 *float32, s5 *float32, s6 *float32, s7 *float32, clipFraction *float32, kLApprox *float32, ess *float32, lossKLToRef *float32, kLToRef *float32)
+// Requires: AVX, AVX2, FMA3
+TEXT ·fbPass3AVX2(SB), $0-88
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+
+	// v36 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y1
+	MOVQ         s3+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// clipFraction = div(v40, v36)
+	VDIVPS       Y1, Y2, Y2
+	MOVQ         s4+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y3
+
+	// klApprox = div(v44, v36)
+	VDIVPS       Y1, Y3, Y3
+	MOVQ         s5+24(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// v50 = mul(2, v49)
+	VMULPS       lgc20<>+0(SB), Y4, Y4
+	MOVQ         s6+32(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y5
+
+	// v53 = sub(v50, v52)
+	VSUBPS Y5, Y4, Y4
+
+	// v54 = exp(v53)
+	VMAXPS       lgc5<>+0(SB), Y4, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
+	VMOVUPS      lgc1<>+0(SB), Y4
+
+	// v55 = gt(numValid, 0)
+	VCMPPS $0x1e, Y4, Y0, Y0
+	VANDPS lgc0<>+0(SB), Y0, Y0
+
+	// v56 = div(v54, v36)
+	VDIVPS Y1, Y7, Y5
+
+	// ess = where(v55, v56, 0)
+	VMOVUPS      lgc1<>+0(SB), Y6
+	VCMPPS       $0x04, Y6, Y0, Y6
+	VBLENDVPS    Y6, Y5, Y4, Y0
+	MOVQ         s7+40(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y4
+
+	// klToRef = div(v100, v36)
+	VDIVPS Y1, Y4, Y1
+
+	// lossKLToRef = mul(0.04, klToRef)
+	VMULPS lgc36<>+0(SB), Y1, Y4
+
+	// store clipFraction
+	MOVQ   clipFraction+48(FP), AX
+	VMOVSS X2, (AX)(CX*4)
+
+	// store klApprox
+	MOVQ   kLApprox+56(FP), AX
+	VMOVSS X3, (AX)(CX*4)
+
+	// store ess
+	MOVQ   ess+64(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+72(FP), AX
+	VMOVSS X4, (AX)(CX*4)
+
+	// store klToRef2
+	MOVQ   kLToRef+80(FP), AX
+	VMOVSS X1, (AX)(CX*4)
 	VZEROUPPER
 	RET
 
@@ -1956,7 +1956,7 @@ blocks_25:
 
 	// v4 = sub(nextReward, mean)
 	VSUBPS  Y2, Y1, Y1
-	VMOVUPS lgc36<>+0(SB), Y2
+	VMOVUPS lgc35<>+0(SB), Y2
 
 	// v6 = max(std, 1e-06)
 	VMAXPS Y0, Y2, Y0
@@ -1974,22 +1974,22 @@ blocks_25:
 	VCVTDQ2PS Y1, Y1
 	MOVQ      logProb+40(FP), SI
 	VMOVUPS   (SI)(DI*4), Y2
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc1<>+0(SB), Y3
 
 	// v16 = where(mask, logProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 	MOVQ      sampleLogProb+48(FP), SI
 	VMOVUPS   (SI)(DI*4), Y4
 
 	// v18 = where(mask, sampleLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y4, Y3, Y4
 
 	// v19 = where(mask, v7, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y0, Y3, Y0
 
@@ -1997,28 +1997,28 @@ blocks_25:
 	VSUBPS Y4, Y2, Y4
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc8<>+0(SB), Y4, Y5
-	VMINPS       lgc9<>+0(SB), Y5, Y5
-	VMULPS       lgc10<>+0(SB), Y5, Y6
+	VMAXPS       lgc5<>+0(SB), Y4, Y5
+	VMINPS       lgc6<>+0(SB), Y5, Y5
+	VMULPS       lgc7<>+0(SB), Y5, Y6
 	VROUNDPS     $0x00, Y6, Y6
-	VFNMADD231PS lgc11<>+0(SB), Y6, Y5
-	VFNMADD231PS lgc12<>+0(SB), Y6, Y5
-	VMOVAPS      lgc13<>+0(SB), Y7
+	VFNMADD231PS lgc8<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y6, Y5
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y5, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y5, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y5, Y7
 	VMULPS       Y5, Y5, Y8
 	VFMADD213PS  Y5, Y8, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y6, Y5
-	VPMAXSD      lgc19<>+0(SB), Y5, Y6
-	VPMINSD      lgc20<>+0(SB), Y6, Y6
+	VPMAXSD      lgc16<>+0(SB), Y5, Y6
+	VPMINSD      lgc17<>+0(SB), Y6, Y6
 	VPSUBD       Y6, Y5, Y5
-	VPADDD       lgc20<>+0(SB), Y6, Y6
+	VPADDD       lgc17<>+0(SB), Y6, Y6
 	VPSLLD       $0x17, Y6, Y6
-	VPADDD       lgc20<>+0(SB), Y5, Y5
+	VPADDD       lgc17<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
 	VMULPS       Y6, Y7, Y7
 	VMULPS       Y5, Y7, Y7
@@ -2027,7 +2027,7 @@ blocks_25:
 
 	// v26 = ge(v19, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y4
-	VANDPS  lgc4<>+0(SB), Y4, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS lgc37<>+0(SB), Y5
 
 	// v28 = min(ratio, 1.2000000078829447) tie=first
@@ -2038,7 +2038,7 @@ blocks_25:
 	VMAXPS Y7, Y6, Y6
 
 	// ratioClipped = where(v26, v28, v30)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y5, Y6, Y5
 
@@ -2046,10 +2046,10 @@ blocks_25:
 	VMULPS Y5, Y0, Y5
 
 	// v33 = neg(gain)
-	VXORPS lgc24<>+0(SB), Y5, Y5
+	VXORPS lgc21<>+0(SB), Y5, Y5
 
 	// v34 = where(mask, v33, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y5, Y3, Y5
 
@@ -2060,7 +2060,7 @@ blocks_25:
 	MOVQ         numValid+64(FP), SI
 	XORQ         R8, R8
 	VBROADCASTSS (SI)(R8*4), Y5
-	VMOVUPS      lgc4<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y6
 
 	// v36 = max(numValid, 1)
 	VMAXPS  Y5, Y6, Y5
@@ -2068,7 +2068,7 @@ blocks_25:
 	VMOVUPS (SI)(DI*4), Y6
 
 	// v59 = where(mask, refLogProb, 0)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y1, Y8
 	VBLENDVPS Y8, Y6, Y3, Y6
 
@@ -2076,20 +2076,20 @@ blocks_25:
 	VSUBPS Y2, Y6, Y2
 
 	// v61 = where(mask, v60, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y1, Y6
 	VBLENDVPS Y6, Y2, Y3, Y2
 
 	// v62 = abs(v61)
-	VMOVUPS lgc24<>+0(SB), Y6
+	VMOVUPS lgc21<>+0(SB), Y6
 	VANDNPS Y2, Y6, Y6
-	VMOVUPS lgc25<>+0(SB), Y8
+	VMOVUPS lgc22<>+0(SB), Y8
 
 	// v64 = lt(v62, 0.1)
 	VCMPPS  $0x11, Y8, Y6, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS Y7, (SP)
-	VMOVUPS lgc26<>+0(SB), Y7
+	VMOVUPS lgc23<>+0(SB), Y7
 
 	// v66 = max(v61, -0.1) tie=first
 	VMAXPS  Y2, Y7, Y7
@@ -2100,55 +2100,55 @@ blocks_25:
 	VMINPS Y7, Y8, Y0
 
 	// v70 = mul(v67, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y0, Y4
+	VMULPS lgc24<>+0(SB), Y0, Y4
 
 	// v71 = add(2.7557319223985893e-06, v70)
-	VADDPS lgc28<>+0(SB), Y4, Y4
+	VADDPS lgc25<>+0(SB), Y4, Y4
 
 	// v73 = mul(v67, v71)
 	VMULPS Y4, Y0, Y8
 
 	// v74 = add(2.48015873015873e-05, v73)
-	VADDPS lgc29<>+0(SB), Y8, Y8
+	VADDPS lgc26<>+0(SB), Y8, Y8
 
 	// v76 = mul(v67, v74)
 	VMULPS Y8, Y0, Y9
 
 	// v77 = add(0.0001984126984126984, v76)
-	VADDPS lgc30<>+0(SB), Y9, Y9
+	VADDPS lgc27<>+0(SB), Y9, Y9
 
 	// v79 = mul(v67, v77)
 	VMULPS Y9, Y0, Y10
 
 	// v80 = add(0.001388888888888889, v79)
-	VADDPS lgc31<>+0(SB), Y10, Y10
+	VADDPS lgc28<>+0(SB), Y10, Y10
 
 	// v82 = mul(v67, v80)
 	VMULPS Y10, Y0, Y11
 
 	// v83 = add(0.008333333333333333, v82)
-	VADDPS  lgc32<>+0(SB), Y11, Y11
+	VADDPS  lgc29<>+0(SB), Y11, Y11
 	VMOVUPS Y7, 96(SP)
 
 	// v85 = mul(v67, v83)
 	VMULPS Y11, Y0, Y7
 
 	// v86 = add(0.041666666666666664, v85)
-	VADDPS  lgc33<>+0(SB), Y7, Y7
+	VADDPS  lgc30<>+0(SB), Y7, Y7
 	VMOVUPS Y4, 128(SP)
 
 	// v88 = mul(v67, v86)
 	VMULPS Y7, Y0, Y4
 
 	// v89 = add(0.16666666666666666, v88)
-	VADDPS  lgc34<>+0(SB), Y4, Y4
+	VADDPS  lgc31<>+0(SB), Y4, Y4
 	VMOVUPS Y8, 160(SP)
 
 	// v91 = mul(v67, v89)
 	VMULPS Y4, Y0, Y8
 
 	// v92 = add(0.5, v91)
-	VADDPS  lgc18<>+0(SB), Y8, Y8
+	VADDPS  lgc15<>+0(SB), Y8, Y8
 	VMOVUPS Y9, 192(SP)
 
 	// v93 = mul(v67, v67)
@@ -2161,65 +2161,65 @@ blocks_25:
 	VMOVUPS Y9, 384(SP)
 
 	// v95 = exp(v61)
-	VMAXPS       lgc8<>+0(SB), Y2, Y0
-	VMINPS       lgc9<>+0(SB), Y0, Y0
-	VMULPS       lgc10<>+0(SB), Y0, Y4
+	VMAXPS       lgc5<>+0(SB), Y2, Y0
+	VMINPS       lgc6<>+0(SB), Y0, Y0
+	VMULPS       lgc7<>+0(SB), Y0, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc11<>+0(SB), Y4, Y0
-	VFNMADD231PS lgc12<>+0(SB), Y4, Y0
-	VMOVAPS      lgc13<>+0(SB), Y7
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y0
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y0
+	VMOVAPS      lgc10<>+0(SB), Y7
+	VFMADD213PS  lgc11<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc12<>+0(SB), Y0, Y7
+	VFMADD213PS  lgc13<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc14<>+0(SB), Y0, Y7
 	VFMADD213PS  lgc15<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y7
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y7
 	VMULPS       Y0, Y0, Y9
 	VFMADD213PS  Y0, Y9, Y7
-	VADDPS       lgc4<>+0(SB), Y7, Y7
+	VADDPS       lgc0<>+0(SB), Y7, Y7
 	VCVTPS2DQ    Y4, Y0
-	VPMAXSD      lgc19<>+0(SB), Y0, Y4
-	VPMINSD      lgc20<>+0(SB), Y4, Y4
+	VPMAXSD      lgc16<>+0(SB), Y0, Y4
+	VPMINSD      lgc17<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y0, Y0
-	VPADDD       lgc20<>+0(SB), Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc20<>+0(SB), Y0, Y0
+	VPADDD       lgc17<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y4, Y7, Y7
 	VMULPS       Y0, Y7, Y7
 	VCMPPS       $0x03, Y2, Y2, Y0
 	VBLENDVPS    Y0, Y2, Y7, Y7
-	VMOVUPS      lgc35<>+0(SB), Y0
+	VMOVUPS      lgc36<>+0(SB), Y0
 
 	// v105 = div(0.04, v36)
 	VDIVPS Y5, Y0, Y0
 
 	// v106 = where(mask, v105, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y0, Y3, Y0
 
 	// v107 = where(v64, v106, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y6, Y4
 	VBLENDVPS Y4, Y0, Y3, Y4
 
 	// v108 = where(v64, 0, v106)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y3, Y0, Y0
 
 	// v109 = neg(v108)
-	VXORPS lgc24<>+0(SB), Y0, Y6
+	VXORPS lgc21<>+0(SB), Y0, Y6
 
 	// v110 = ne(v108, 0)
 	VCMPPS $0x04, Y3, Y0, Y9
-	VANDPS lgc4<>+0(SB), Y9, Y9
+	VANDPS lgc0<>+0(SB), Y9, Y9
 
 	// v111 = mul(v108, v95)
 	VMULPS Y7, Y0, Y7
 
 	// v112 = where(v110, v111, v108)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y0, Y0
 
@@ -2228,13 +2228,13 @@ blocks_25:
 
 	// v114 = ne(v107, 0)
 	VCMPPS $0x04, Y3, Y4, Y6
-	VANDPS lgc4<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v115 = mul(v107, v92)
 	VMULPS Y8, Y4, Y7
 
 	// v116 = where(v114, v115, v107)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y7, Y4, Y7
 	VMOVUPS   384(SP), Y8
@@ -2243,20 +2243,20 @@ blocks_25:
 	VMULPS Y8, Y4, Y8
 
 	// v118 = where(v114, v117, v107)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
 	// v119 = ne(v116, 0)
 	VCMPPS  $0x04, Y3, Y7, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 352(SP), Y8
 
 	// v120 = mul(v116, v67)
 	VMULPS Y8, Y7, Y9
 
 	// v121 = where(v119, v120, v116)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y7, Y6
 
@@ -2265,14 +2265,14 @@ blocks_25:
 
 	// v123 = ne(v118, 0)
 	VCMPPS  $0x04, Y3, Y4, Y7
-	VANDPS  lgc4<>+0(SB), Y7, Y7
+	VANDPS  lgc0<>+0(SB), Y7, Y7
 	VMOVUPS 320(SP), Y9
 
 	// v124 = mul(v118, v89)
 	VMULPS Y9, Y4, Y9
 
 	// v125 = where(v123, v124, v118)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y7, Y10
 	VBLENDVPS Y10, Y9, Y4, Y9
 
@@ -2281,7 +2281,7 @@ blocks_25:
 	VMOVUPS Y5, 416(SP)
 
 	// v127 = where(v123, v126, v118)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y7, Y5
 	VBLENDVPS Y5, Y10, Y4, Y4
 
@@ -2290,14 +2290,14 @@ blocks_25:
 
 	// v129 = ne(v127, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 288(SP), Y7
 
 	// v130 = mul(v127, v86)
 	VMULPS Y7, Y4, Y7
 
 	// v131 = where(v129, v130, v127)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2305,7 +2305,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y9
 
 	// v133 = where(v129, v132, v127)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
@@ -2314,14 +2314,14 @@ blocks_25:
 
 	// v135 = ne(v133, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 256(SP), Y7
 
 	// v136 = mul(v133, v83)
 	VMULPS Y7, Y4, Y7
 
 	// v137 = where(v135, v136, v133)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2329,7 +2329,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y9
 
 	// v139 = where(v135, v138, v133)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
@@ -2338,14 +2338,14 @@ blocks_25:
 
 	// v141 = ne(v139, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 224(SP), Y7
 
 	// v142 = mul(v139, v80)
 	VMULPS Y7, Y4, Y7
 
 	// v143 = where(v141, v142, v139)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2353,7 +2353,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y9
 
 	// v145 = where(v141, v144, v139)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
@@ -2362,14 +2362,14 @@ blocks_25:
 
 	// v147 = ne(v145, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 192(SP), Y7
 
 	// v148 = mul(v145, v77)
 	VMULPS Y7, Y4, Y7
 
 	// v149 = where(v147, v148, v145)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2377,7 +2377,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y9
 
 	// v151 = where(v147, v150, v145)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
@@ -2386,14 +2386,14 @@ blocks_25:
 
 	// v153 = ne(v151, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 160(SP), Y7
 
 	// v154 = mul(v151, v74)
 	VMULPS Y7, Y4, Y7
 
 	// v155 = where(v153, v154, v151)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2401,7 +2401,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y9
 
 	// v157 = where(v153, v156, v151)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc1<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y6, Y10
 	VBLENDVPS Y10, Y9, Y4, Y4
 
@@ -2410,14 +2410,14 @@ blocks_25:
 
 	// v159 = ne(v157, 0)
 	VCMPPS  $0x04, Y3, Y4, Y6
-	VANDPS  lgc4<>+0(SB), Y6, Y6
+	VANDPS  lgc0<>+0(SB), Y6, Y6
 	VMOVUPS 128(SP), Y7
 
 	// v160 = mul(v157, v71)
 	VMULPS Y7, Y4, Y7
 
 	// v161 = where(v159, v160, v157)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y7, Y4, Y7
 
@@ -2425,7 +2425,7 @@ blocks_25:
 	VMULPS Y8, Y4, Y8
 
 	// v163 = where(v159, v162, v157)
-	VMOVUPS   lgc3<>+0(SB), Y9
+	VMOVUPS   lgc1<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
 	VBLENDVPS Y9, Y8, Y4, Y4
 
@@ -2433,53 +2433,53 @@ blocks_25:
 	VADDPS Y7, Y5, Y5
 
 	// v165 = mul(v163, 2.755731922398589e-07)
-	VMULPS lgc27<>+0(SB), Y4, Y4
+	VMULPS lgc24<>+0(SB), Y4, Y4
 
 	// v166 = add(v164, v165)
 	VADDPS  Y4, Y5, Y4
 	VMOVUPS 96(SP), Y5
-	VMOVUPS lgc25<>+0(SB), Y6
+	VMOVUPS lgc22<>+0(SB), Y6
 
 	// v167 = le(v66, 0.1)
 	VCMPPS $0x12, Y6, Y5, Y6
-	VANDPS lgc4<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v168 = ne(v66, v66)
 	VCMPPS $0x04, Y5, Y5, Y5
-	VANDPS lgc4<>+0(SB), Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v169 = max(v167, v168)
-	VXORPS lgc24<>+0(SB), Y6, Y6
-	VXORPS lgc24<>+0(SB), Y5, Y5
+	VXORPS lgc21<>+0(SB), Y6, Y6
+	VXORPS lgc21<>+0(SB), Y5, Y5
 	VMINPS Y6, Y5, Y7
 	VMINPS Y5, Y6, Y5
 	VORPS  Y7, Y5, Y5
-	VXORPS lgc24<>+0(SB), Y5, Y5
+	VXORPS lgc21<>+0(SB), Y5, Y5
 
 	// v170 = where(v169, v166, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y3, Y4
-	VMOVUPS   lgc26<>+0(SB), Y5
+	VMOVUPS   lgc23<>+0(SB), Y5
 
 	// v171 = ge(v61, -0.1)
 	VCMPPS $0x1d, Y5, Y2, Y5
-	VANDPS lgc4<>+0(SB), Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v172 = ne(v61, v61)
 	VCMPPS $0x04, Y2, Y2, Y2
-	VANDPS lgc4<>+0(SB), Y2, Y2
+	VANDPS lgc0<>+0(SB), Y2, Y2
 
 	// v173 = max(v171, v172)
-	VXORPS lgc24<>+0(SB), Y5, Y5
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc21<>+0(SB), Y5, Y5
+	VXORPS lgc21<>+0(SB), Y2, Y2
 	VMINPS Y5, Y2, Y6
 	VMINPS Y2, Y5, Y2
 	VORPS  Y6, Y2, Y2
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc21<>+0(SB), Y2, Y2
 
 	// v174 = where(v173, v170, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y4, Y3, Y2
 
@@ -2487,47 +2487,47 @@ blocks_25:
 	VADDPS Y2, Y0, Y0
 
 	// v176 = where(mask, v175, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
 	// v177 = neg(v176)
-	VXORPS  lgc24<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y2
+	VXORPS  lgc21<>+0(SB), Y0, Y0
+	VMOVUPS lgc0<>+0(SB), Y2
 	VMOVUPS 416(SP), Y4
 
 	// v178 = div(1, v36)
 	VDIVPS Y4, Y2, Y2
 
 	// v179 = where(mask, v178, 0)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y1, Y4
 	VBLENDVPS Y4, Y2, Y3, Y2
 
 	// v180 = neg(v179)
-	VXORPS lgc24<>+0(SB), Y2, Y2
+	VXORPS lgc21<>+0(SB), Y2, Y2
 
 	// v181 = ne(v180, 0)
 	VCMPPS  $0x04, Y3, Y2, Y4
-	VANDPS  lgc4<>+0(SB), Y4, Y4
+	VANDPS  lgc0<>+0(SB), Y4, Y4
 	VMOVUPS 64(SP), Y5
 
 	// v182 = mul(v180, v19)
 	VMULPS Y5, Y2, Y5
 
 	// v183 = where(v181, v182, v180)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y2, Y2
 	VMOVUPS   32(SP), Y4
 
 	// v184 = where(v26, v183, 0)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc1<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
 	VBLENDVPS Y5, Y2, Y3, Y5
 
 	// v185 = where(v26, 0, v183)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y3, Y2, Y2
 	VMOVUPS   (SP), Y4
@@ -2535,40 +2535,40 @@ blocks_25:
 
 	// v186 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y6, Y4, Y6
-	VANDPS lgc4<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v187 = ne(ratio, ratio)
 	VCMPPS $0x04, Y4, Y4, Y7
-	VANDPS lgc4<>+0(SB), Y7, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
 
 	// v188 = max(v186, v187)
-	VXORPS lgc24<>+0(SB), Y6, Y6
-	VXORPS lgc24<>+0(SB), Y7, Y9
+	VXORPS lgc21<>+0(SB), Y6, Y6
+	VXORPS lgc21<>+0(SB), Y7, Y9
 	VMINPS Y6, Y9, Y8
 	VMINPS Y9, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc24<>+0(SB), Y6, Y6
+	VXORPS lgc21<>+0(SB), Y6, Y6
 
 	// v189 = where(v188, v185, 0)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y2, Y3, Y2
 	VMOVUPS   lgc37<>+0(SB), Y6
 
 	// v190 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y6, Y4, Y6
-	VANDPS lgc4<>+0(SB), Y6, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v191 = max(v190, v187)
-	VXORPS lgc24<>+0(SB), Y6, Y6
-	VXORPS lgc24<>+0(SB), Y7, Y7
+	VXORPS lgc21<>+0(SB), Y6, Y6
+	VXORPS lgc21<>+0(SB), Y7, Y7
 	VMINPS Y6, Y7, Y8
 	VMINPS Y7, Y6, Y6
 	VORPS  Y8, Y6, Y6
-	VXORPS lgc24<>+0(SB), Y6, Y6
+	VXORPS lgc21<>+0(SB), Y6, Y6
 
 	// v192 = where(v191, v184, 0)
-	VMOVUPS   lgc3<>+0(SB), Y7
+	VMOVUPS   lgc1<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y6, Y7
 	VBLENDVPS Y7, Y5, Y3, Y5
 
@@ -2577,13 +2577,13 @@ blocks_25:
 
 	// v194 = ne(v193, 0)
 	VCMPPS $0x04, Y3, Y2, Y5
-	VANDPS lgc4<>+0(SB), Y5, Y5
+	VANDPS lgc0<>+0(SB), Y5, Y5
 
 	// v195 = mul(v193, ratio)
 	VMULPS Y4, Y2, Y4
 
 	// v196 = where(v194, v195, v193)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc1<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y5, Y6
 	VBLENDVPS Y6, Y4, Y2, Y2
 
@@ -2591,7 +2591,7 @@ blocks_25:
 	VADDPS Y2, Y0, Y0
 
 	// gradLogProb = where(mask, v197, 0)
-	VMOVUPS   lgc3<>+0(SB), Y2
+	VMOVUPS   lgc1<>+0(SB), Y2
 	VCMPPS    $0x04, Y2, Y1, Y2
 	VBLENDVPS Y2, Y0, Y3, Y0
 
@@ -2602,8 +2602,8 @@ blocks_25:
 	JNZ          noflush_26
 	MOVQ         state+56(FP), BX
 	VMOVUPS      4096(BX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2611,7 +2611,7 @@ blocks_25:
 	VMOVUPD      Y2, 3904(BX)
 	VADDPD       3936(BX), Y0, Y0
 	VMOVUPD      Y0, 3936(BX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(BX)
 	VANDPS       4224(BX), Y1, Y1
 	VMOVUPS      Y1, 4224(BX)
@@ -2623,8 +2623,8 @@ noflush_26:
 	JL           blocks_25
 	MOVQ         state+56(FP), DX
 	VMOVUPS      4096(DX), Y0
-	VANDPS       lgc1<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc2<>+0(SB), Y1, Y1
+	VANDPS       lgc32<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2632,7 +2632,7 @@ noflush_26:
 	VMOVUPD      Y2, 3904(DX)
 	VADDPD       3936(DX), Y0, Y0
 	VMOVUPD      Y0, 3936(DX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc1<>+0(SB), Y0
 	VMOVUPS      Y0, 4096(DX)
 	VANDPS       4224(DX), Y1, Y1
 	VMOVUPS      Y1, 4224(DX)
@@ -2651,7 +2651,7 @@ TEXT ·fbPass5AVX2(SB), $0-24
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc4<>+0(SB), Y1
+	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v36 = max(numValid, 1)
 	VMAXPS       Y0, Y1, Y0
@@ -2679,28 +2679,28 @@ bulk_27:
 	CMPQ         BX, DX
 	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc8<>+0(SB), Y0, Y1
-	VMINPS       lgc9<>+0(SB), Y1, Y1
-	VMULPS       lgc10<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc12<>+0(SB), Y2, Y1
-	VMOVAPS      lgc13<>+0(SB), Y3
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
+	VADDPS       lgc0<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc19<>+0(SB), Y1, Y2
-	VPMINSD      lgc20<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc20<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc20<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2730,16 +2730,16 @@ bulk_29:
 	VMULPS       lgc40<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc20<>+0(SB), Y3, Y3
+	VPSUBD       lgc17<>+0(SB), Y3, Y3
 	VPAND        lgc41<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc42<>+0(SB), Y2, Y1
-	VPOR         lgc4<>+0(SB), Y1, Y1
+	VPOR         lgc0<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y1, Y2
-	VMULPS       lgc18<>+0(SB), Y1, Y4
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc4<>+0(SB), Y1, Y1
+	VSUBPS       lgc0<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc44<>+0(SB), Y4
 	VFMADD213PS  lgc45<>+0(SB), Y1, Y4
@@ -2753,13 +2753,13 @@ bulk_29:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc7<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc4<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc1<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc53<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc54<>+0(SB), Y4, Y4
@@ -2945,21 +2945,21 @@ bulk_31:
 	CMPQ         BX, DX
 	JGE          bulkdone_32
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc4<>+0(SB), Y0, Y1
+	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc39<>+0(SB), Y1, Y2
 	VMULPS       lgc40<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc20<>+0(SB), Y4, Y4
+	VPSUBD       lgc17<>+0(SB), Y4, Y4
 	VPAND        lgc41<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc42<>+0(SB), Y3, Y2
-	VPOR         lgc4<>+0(SB), Y2, Y2
+	VPOR         lgc0<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc43<>+0(SB), Y2, Y3
-	VMULPS       lgc18<>+0(SB), Y2, Y5
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc4<>+0(SB), Y2, Y2
+	VSUBPS       lgc0<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc44<>+0(SB), Y5
 	VFMADD213PS  lgc45<>+0(SB), Y2, Y5
@@ -2973,26 +2973,26 @@ bulk_31:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc7<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc4<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc1<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc53<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc54<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc54<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc4<>+0(SB), Y1, Y2
+	VSUBPS       lgc0<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc4<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc54<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc54<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

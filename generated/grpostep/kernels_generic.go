@@ -27,31 +27,8 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 4), s1: make([]float32, 4), mean: make([]runtime.Mean, 4), acc2: make([]runtime.Welford, 4)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
+// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	for k := range s.mean {
-		s.mean[k] = runtime.Mean{}
-	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
-	}
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			nextReward := in.NextReward[iG*8+iN]
-			s.mean[iG].Add(float64(nextReward))
-			s.acc2[iG].Add(float64(nextReward))
-		}
-	}
-	for k := range s.mean {
-		s.s0[k] = float32(s.mean[k].Result())
-	}
-	for k := range s.acc2 {
-		s.s1[k] = float32(s.acc2[k].Var(1))
-	}
-}
-
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	c21 := float32(-0.22314355)
@@ -141,8 +118,40 @@ func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	s.s7 = float32(acc100)
 }
 
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+// pass1Go runs passes 1 and 2 of Forward's plan (lossgen explain) row by row over G: an elementwise
+// loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the second while
+// it is in cache.
+func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	c5 := float32(1e-06)
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
+	}
+	for k := range s.acc2 {
+		s.acc2[k] = runtime.Welford{}
+	}
+	for iG := 0; iG < 4; iG++ {
+		for iN := 0; iN < 8; iN++ {
+			nextReward := in.NextReward[iG*8+iN]
+			s.mean[iG].Add(float64(nextReward))
+			s.acc2[iG].Add(float64(nextReward))
+		}
+		s.s0[iG] = float32(s.mean[iG].Result())
+		s.s1[iG] = float32(s.acc2[iG].Var(1))
+		for iN := 0; iN < 8; iN++ {
+			nextReward := in.NextReward[iG*8+iN]
+			mean := s.s0[iG]
+			v2 := s.s1[iG]
+			std := float32(math.Sqrt(float64(v2)))
+			v4 := nextReward - mean
+			v6 := max(std, c5)
+			v7 := v4 / v6
+			out.Advantage[iG*8+iN] = v7
+		}
+	}
+}
+
+// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
@@ -169,23 +178,6 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	lossKLToRef := float32(c102 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
-}
-
-// pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8].
-func pass3Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	c5 := float32(1e-06)
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			nextReward := in.NextReward[iG*8+iN]
-			mean := s.s0[iG]
-			v2 := s.s1[iG]
-			std := float32(math.Sqrt(float64(v2)))
-			v4 := nextReward - mean
-			v6 := max(std, c5)
-			v7 := v4 / v6
-			out.Advantage[iG*8+iN] = v7
-		}
-	}
 }
 
 // pass4Go is pass 4 of Forward's plan (lossgen explain): an elementwise loop over [G=4 N=8 L=64].
@@ -257,32 +249,8 @@ var fbScratchPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Go is pass 0 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
-// N=8].
-func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	for k := range s.mean {
-		s.mean[k] = runtime.Mean{}
-	}
-	for k := range s.acc2 {
-		s.acc2[k] = runtime.Welford{}
-	}
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			nextReward := in.NextReward[iG*8+iN]
-			s.mean[iG].Add(float64(nextReward))
-			s.acc2[iG].Add(float64(nextReward))
-		}
-	}
-	for k := range s.mean {
-		s.s0[k] = float32(s.mean[k].Result())
-	}
-	for k := range s.acc2 {
-		s.s1[k] = float32(s.acc2[k].Var(1))
-	}
-}
-
-// fbPass1Go is pass 1 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
 // N=8 L=64].
-func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+func fbPass0Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	c21 := float32(-0.22314355)
@@ -372,8 +340,40 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	s.s7 = float32(acc100)
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+// fbPass1Go runs passes 1 and 2 of ForwardBackward's plan (lossgen explain) row by row over G: an
+// elementwise loop over [G=4 N=8], then an elementwise loop over [G=4 N=8], each row swept by the
+// second while it is in cache.
+func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	c5 := float32(1e-06)
+	for k := range s.mean {
+		s.mean[k] = runtime.Mean{}
+	}
+	for k := range s.acc2 {
+		s.acc2[k] = runtime.Welford{}
+	}
+	for iG := 0; iG < 4; iG++ {
+		for iN := 0; iN < 8; iN++ {
+			nextReward := in.NextReward[iG*8+iN]
+			s.mean[iG].Add(float64(nextReward))
+			s.acc2[iG].Add(float64(nextReward))
+		}
+		s.s0[iG] = float32(s.mean[iG].Result())
+		s.s1[iG] = float32(s.acc2[iG].Var(1))
+		for iN := 0; iN < 8; iN++ {
+			nextReward := in.NextReward[iG*8+iN]
+			mean := s.s0[iG]
+			v2 := s.s1[iG]
+			std := float32(math.Sqrt(float64(v2)))
+			v4 := nextReward - mean
+			v6 := max(std, c5)
+			v7 := v4 / v6
+			out.Advantage[iG*8+iN] = v7
+		}
+	}
+}
+
+// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	two := float32(2)
@@ -400,24 +400,6 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	lossKLToRef := float32(c102 * klToRef)
 	out.LossKLToRef = lossKLToRef
 	out.KLToRef = klToRef
-}
-
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4
-// N=8].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	c5 := float32(1e-06)
-	for iG := 0; iG < 4; iG++ {
-		for iN := 0; iN < 8; iN++ {
-			nextReward := in.NextReward[iG*8+iN]
-			mean := s.s0[iG]
-			v2 := s.s1[iG]
-			std := float32(math.Sqrt(float64(v2)))
-			v4 := nextReward - mean
-			v6 := max(std, c5)
-			v7 := v4 / v6
-			out.Advantage[iG*8+iN] = v7
-		}
-	}
 }
 
 // fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [G=4

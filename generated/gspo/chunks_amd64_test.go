@@ -40,9 +40,9 @@ func TestChunkedAVX2(t *testing.T) {
 
 // chunked runs f with every chunkable pass of the AVX2 kernels in 3 chunks.
 func chunked(f func()) {
-	defer func(n int) { pass2Chunks = n }(pass2Chunks)
-	pass2Chunks = 3
-	defer func(n int) { fbPass4Chunks = n }(fbPass4Chunks)
-	fbPass4Chunks = 3
+	defer func(n int) { pass0Chunks = n }(pass0Chunks)
+	pass0Chunks = 3
+	defer func(n int) { fbPass2Chunks = n }(fbPass2Chunks)
+	fbPass2Chunks = 3
 	f()
 }

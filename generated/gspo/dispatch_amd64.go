@@ -32,7 +32,7 @@ type avxState struct {
 	r29_p []float32
 	r40_s []float64
 	r40_p []float32
-	p2_ok []float32
+	p1_ok []float32
 	res   []float64
 }
 
@@ -51,70 +51,51 @@ var avxPool = sync.Pool{New: func() any {
 	st.r29_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[384])), 16)
 	st.r40_s = st.buf[400:416]
 	st.r40_p = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[424])), 16)
-	st.p2_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
+	st.p1_ok = unsafe.Slice((*float32)(unsafe.Pointer(&st.buf[440])), 8)
 	st.res = make([]float64, 8)
 	return st
 }}
 
-// pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
+// pass0Chunks is how many chunks of rows passes 0 and 1 run as, concurrently (see pass0AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var pass0Chunks = 1
+
+// pass0AVX2Go runs pass0AVX2 and pass1AVX2 row-locally: on sweeps of 156 rows of B, the second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r4_s, 0)
-	runtime.Fill(st.r4_p, 0)
-	runtime.Fill(st.r9_s, 0)
-	runtime.Fill(st.r9_p, 0)
-	runtime.Fill(st.r13_s, 0)
-	runtime.Fill(st.r13_p, 0)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0])
-	if !runtime.MaskSet(st.p0_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		pass0Go(in, out, g, s)
-		return
-	}
-	runtime.FinishSum(st.res[:1], st.r4_s, 8)
-	out.NumValid = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r9_s, 8)
-	for k, v := range st.res[:8] {
-		s.s0[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:8], st.r13_s, 8)
-	for k, v := range st.res[:8] {
-		s.s1[k] = float32(v)
-	}
-	runtime.FinishSum(st.res[:1], st.r84_s, 8)
-	s.s4 = float32(st.res[0])
-}
-
-// pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
-	pass1AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
-}
-
-// pass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var pass2Chunks = 1
-
-// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
-func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
-	st := avxPool.Get().(*avxState)
-	defer avxPool.Put(st)
 	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r4_s, 0)
+		runtime.Fill(st.r4_p, 0)
+		runtime.Fill(st.r9_s, 0)
+		runtime.Fill(st.r9_p, 0)
+		runtime.Fill(st.r13_s, 0)
+		runtime.Fill(st.r13_p, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
+		runtime.SetMask(st.p0_ok)
 		runtime.Fill(st.r29_s, 0)
 		runtime.Fill(st.r29_p, 0)
 		runtime.Fill(st.r40_s, 0)
 		runtime.Fill(st.r40_p, 0)
-		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], hi)
+		runtime.SetMask(st.p1_ok)
+		for a := lo; a < hi; a += 156 {
+			lo, hi := a, min(a+156, hi)
+			pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.RefLogProb[0], hi)
+			runtime.FinishSum(st.res[lo:hi], st.r9_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s0[k] = float32(st.res[k])
+			}
+			runtime.FinishSum(st.res[lo:hi], st.r13_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s1[k] = float32(st.res[k])
+			}
+			pass1AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], hi)
+		}
 	}
-	n := min(pass2Chunks, 8)
+	n := min(pass0Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -128,20 +109,34 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r4_s, sts[c].r4_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
 			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
 			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
-			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
 		}
 	}
-	if !runtime.MaskSet(st.p2_ok[:8]) {
+	if !runtime.MaskSet(st.p0_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
-		pass2Go(in, out, g, s)
+		pass0Go(in, out, g, s)
 		return
 	}
+	runtime.FinishSum(st.res[:1], st.r4_s, 8)
+	out.NumValid = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r84_s, 8)
+	s.s4 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r29_s, 8)
 	s.s2 = float32(st.res[0])
 	runtime.FinishSum(st.res[:1], st.r40_s, 8)
 	s.s3 = float32(st.res[0])
+}
+
+// pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
+func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
+	st := avxPool.Get().(*avxState)
+	defer avxPool.Put(st)
+	pass2AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
 }
 
 // pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -238,57 +233,36 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass1AVX2(&out.NumValid, &s.s4, &out.LossKLToRef, &out.KLToRef)
 }
 
-// fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
+// fbPass2Chunks is how many chunks of rows passes 2 and 3 run as, concurrently (see fbPass2AVX2Go).
+// It is fixed by the generator, so results do not depend on the machine; tests set it.
+var fbPass2Chunks = 1
+
+// fbPass2AVX2Go runs fbPass2AVX2 and fbPass3AVX2 row-locally: on sweeps of 156 rows of B, the
+// second
+// reads the rows the first has just read, with the first's per-row reductions finished
+// for them (lossgen explain: row-local), while they are in cache.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r29_s, 0)
-	runtime.Fill(st.r29_p, 0)
-	runtime.Fill(st.r40_s, 0)
-	runtime.Fill(st.r40_p, 0)
-	runtime.Fill(st.r162_s, 0)
-	runtime.Fill(st.r162_p, 0)
-	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &out.NumValid)
-	if !runtime.MaskSet(st.p2_ok[:8]) {
-		avx2Fallbacks.Add(1)
-		fbPass2Go(in, out, g, s)
-		return
-	}
-	runtime.FinishSum(st.res[:1], st.r29_s, 8)
-	s.s2 = float32(st.res[0])
-	runtime.FinishSum(st.res[:1], st.r40_s, 8)
-	s.s3 = float32(st.res[0])
-	runtime.FinishSum(st.res[:8], st.r162_s, 8)
-	for k, v := range st.res[:8] {
-		s.s5[k] = float32(v)
-	}
-}
-
-// fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
-	fbPass3AVX2(&out.NumValid, &s.s2, &s.s3, &out.LossObjective, &out.ClipFraction)
-}
-
-// fbPass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
-var fbPass4Chunks = 1
-
-// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
-// buffers.
-func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
-	st := fbAvxPool.Get().(*fbAvxState)
-	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass4AVX2(lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &out.NumValid, &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r40_s, 0)
+		runtime.Fill(st.r40_p, 0)
+		runtime.Fill(st.r162_s, 0)
+		runtime.Fill(st.r162_p, 0)
+		runtime.SetMask(st.p2_ok)
+		for a := lo; a < hi; a += 156 {
+			lo, hi := a, min(a+156, hi)
+			fbPass2AVX2(lo, &s.s0[0], &s.s1[0], &in.Advantage[0], &in.Mask[0], &st.buf[0], &out.NumValid, hi)
+			runtime.FinishSum(st.res[lo:hi], st.r162_s[lo*8:hi*8], 8)
+			for k := lo; k < hi; k++ {
+				s.s5[k] = float32(st.res[k])
+			}
+			fbPass3AVX2(lo, &in.Mask[0], &in.LogProb[0], &s.s0[0], &s.s1[0], &in.Advantage[0], &out.NumValid, &in.RefLogProb[0], &s.s5[0], &g.LogProb[0], hi)
+		}
 	}
-	n := min(fbPass4Chunks, 8)
+	n := min(fbPass2Chunks, 8)
 	if n <= 1 {
 		run(st, 0, 8)
 	} else {
@@ -302,8 +276,28 @@ func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 			run(sts[c], lo, hi)
 		})
 		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r40_s, sts[c].r40_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
 		}
 	}
+	if !runtime.MaskSet(st.p2_ok[:8]) {
+		avx2Fallbacks.Add(1)
+		fbPass2Go(in, out, g, s)
+		return
+	}
+	runtime.FinishSum(st.res[:1], st.r29_s, 8)
+	s.s2 = float32(st.res[0])
+	runtime.FinishSum(st.res[:1], st.r40_s, 8)
+	s.s3 = float32(st.res[0])
+}
+
+// fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their
+// buffers.
+func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
+	st := fbAvxPool.Get().(*fbAvxState)
+	defer fbAvxPool.Put(st)
+	fbPass4AVX2(&out.NumValid, &s.s2, &s.s3, &out.LossObjective, &out.ClipFraction)
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and
@@ -313,8 +307,8 @@ func init() {
 		return
 	}
 	impls = append(impls, impl{
-		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass3AVX2Go, fbPass4AVX2Go},
+		fbPasses: []func(*Inputs, *Outputs, *Grads, *fbScratch){fbPass0AVX2Go, fbPass1AVX2Go, fbPass2AVX2Go, fbPass4AVX2Go},
 		name:     "avx2",
-		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass1AVX2Go, pass2AVX2Go, pass3AVX2Go},
+		passes:   []func(*Inputs, *Outputs, *Grads, *scratch){pass0AVX2Go, pass2AVX2Go, pass3AVX2Go},
 	})
 }

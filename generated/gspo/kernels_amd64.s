@@ -4,17 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32)
+// func pass0AVX2(lo int, mask *bool, state *float64, logProb *float32, sampleLogProb *float32, refLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-40
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $0-56
+	MOVQ lo+0(FP), AX
 
 outer0_1:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_2:
-	MOVQ      mask+0(FP), BX
+	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+128, AX, DI
 	ADDQ      DI, SI
@@ -30,17 +30,17 @@ blocks_2:
 	VBLENDVPS Y3, Y1, Y2, Y1
 
 	// sum(v3) over [B L]
-	MOVQ    state+8(FP), BX
+	MOVQ    state+16(FP), BX
 	VADDPS  256(BX), Y1, Y3
 	VMOVUPS Y3, 256(BX)
-	MOVQ    logProb+16(FP), DI
+	MOVQ    logProb+24(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// v6 = where(mask, logProb, 0)
 	VMOVUPS   lgc1<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y0, Y4
 	VBLENDVPS Y4, Y3, Y2, Y3
-	MOVQ      sampleLogProb+24(FP), DI
+	MOVQ      sampleLogProb+32(FP), DI
 	VMOVUPS   (DI)(SI*4), Y4
 
 	// v8 = where(mask, sampleLogProb, 0)
@@ -68,7 +68,7 @@ blocks_2:
 	IMUL3Q  $+8, DI, DI
 	VADDPS  2048(BX)(DI*4), Y1, Y1
 	VMOVUPS Y1, 2048(BX)(DI*4)
-	MOVQ    refLogProb+32(FP), DI
+	MOVQ    refLogProb+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
 	// v43 = where(mask, refLogProb, 0)
@@ -199,7 +199,7 @@ blocks_2:
 	VMOVUPS      Y0, 2624(BX)
 	DECQ         DX
 	JNZ          noflush_3
-	MOVQ         state+8(FP), DX
+	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -264,7 +264,7 @@ noflush_3:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
-	MOVQ         state+8(FP), CX
+	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -324,7 +324,7 @@ noflush_3:
 	VANDPS       2752(CX), Y1, Y1
 	VMOVUPS      Y1, 2752(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+48(FP)
 	JL           outer0_1
 	VZEROUPPER
 	RET
@@ -609,48 +609,9 @@ DATA lgc27<>+24(SB)/4, $0x7f7fffff
 DATA lgc27<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
-// Requires: AVX
-TEXT ·pass1AVX2(SB), $0-32
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v30 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
-	MOVQ         s4+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
-
-	// v85 = div(v84, v30)
-	VDIVPS Y0, Y1, Y0
-
-	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc28<>+0(SB), Y0, Y1
-
-	// store lossKLToRef
-	MOVQ   lossKLToRef+16(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-
-	// store klToRef
-	MOVQ   kLToRef+24(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-DATA lgc28<>+0(SB)/4, $0x3d23d70a
-DATA lgc28<>+4(SB)/4, $0x3d23d70a
-DATA lgc28<>+8(SB)/4, $0x3d23d70a
-DATA lgc28<>+12(SB)/4, $0x3d23d70a
-DATA lgc28<>+16(SB)/4, $0x3d23d70a
-DATA lgc28<>+20(SB)/4, $0x3d23d70a
-DATA lgc28<>+24(SB)/4, $0x3d23d70a
-DATA lgc28<>+28(SB)/4, $0x3d23d70a
-GLOBL lgc28<>(SB), RODATA|NOPTR, $32
-
-// func pass2AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, hi int)
+// func pass1AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-56
+TEXT ·pass1AVX2(SB), $0-56
 	MOVQ lo+0(FP), AX
 
 outer0_4:
@@ -717,11 +678,11 @@ blocks_5:
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y2, Y0, Y1
 	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc29<>+0(SB), Y3
+	VMOVUPS lgc28<>+0(SB), Y3
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y5, Y3, Y4
-	VMOVUPS lgc30<>+0(SB), Y6
+	VMOVUPS lgc29<>+0(SB), Y6
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y5, Y6, Y7
@@ -858,24 +819,63 @@ noflush_6:
 	VZEROUPPER
 	RET
 
-DATA lgc29<>+0(SB)/4, $0x3f99999a
-DATA lgc29<>+4(SB)/4, $0x3f99999a
-DATA lgc29<>+8(SB)/4, $0x3f99999a
-DATA lgc29<>+12(SB)/4, $0x3f99999a
-DATA lgc29<>+16(SB)/4, $0x3f99999a
-DATA lgc29<>+20(SB)/4, $0x3f99999a
-DATA lgc29<>+24(SB)/4, $0x3f99999a
-DATA lgc29<>+28(SB)/4, $0x3f99999a
+DATA lgc28<>+0(SB)/4, $0x3f99999a
+DATA lgc28<>+4(SB)/4, $0x3f99999a
+DATA lgc28<>+8(SB)/4, $0x3f99999a
+DATA lgc28<>+12(SB)/4, $0x3f99999a
+DATA lgc28<>+16(SB)/4, $0x3f99999a
+DATA lgc28<>+20(SB)/4, $0x3f99999a
+DATA lgc28<>+24(SB)/4, $0x3f99999a
+DATA lgc28<>+28(SB)/4, $0x3f99999a
+GLOBL lgc28<>(SB), RODATA|NOPTR, $32
+
+DATA lgc29<>+0(SB)/4, $0x3f4ccccd
+DATA lgc29<>+4(SB)/4, $0x3f4ccccd
+DATA lgc29<>+8(SB)/4, $0x3f4ccccd
+DATA lgc29<>+12(SB)/4, $0x3f4ccccd
+DATA lgc29<>+16(SB)/4, $0x3f4ccccd
+DATA lgc29<>+20(SB)/4, $0x3f4ccccd
+DATA lgc29<>+24(SB)/4, $0x3f4ccccd
+DATA lgc29<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3f4ccccd
-DATA lgc30<>+4(SB)/4, $0x3f4ccccd
-DATA lgc30<>+8(SB)/4, $0x3f4ccccd
-DATA lgc30<>+12(SB)/4, $0x3f4ccccd
-DATA lgc30<>+16(SB)/4, $0x3f4ccccd
-DATA lgc30<>+20(SB)/4, $0x3f4ccccd
-DATA lgc30<>+24(SB)/4, $0x3f4ccccd
-DATA lgc30<>+28(SB)/4, $0x3f4ccccd
+// func pass2AVX2(numValid *float32, s4 *float32, lossKLToRef *float32, kLToRef *float32)
+// Requires: AVX
+TEXT ·pass2AVX2(SB), $0-32
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+
+	// v30 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y0
+	MOVQ         s4+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y1
+
+	// v85 = div(v84, v30)
+	VDIVPS Y0, Y1, Y0
+
+	// lossKLToRef = mul(0.04, v85)
+	VMULPS lgc30<>+0(SB), Y0, Y1
+
+	// store lossKLToRef
+	MOVQ   lossKLToRef+16(FP), AX
+	VMOVSS X1, (AX)(CX*4)
+
+	// store klToRef
+	MOVQ   kLToRef+24(FP), AX
+	VMOVSS X0, (AX)(CX*4)
+	VZEROUPPER
+	RET
+
+DATA lgc30<>+0(SB)/4, $0x3d23d70a
+DATA lgc30<>+4(SB)/4, $0x3d23d70a
+DATA lgc30<>+8(SB)/4, $0x3d23d70a
+DATA lgc30<>+12(SB)/4, $0x3d23d70a
+DATA lgc30<>+16(SB)/4, $0x3d23d70a
+DATA lgc30<>+20(SB)/4, $0x3d23d70a
+DATA lgc30<>+24(SB)/4, $0x3d23d70a
+DATA lgc30<>+28(SB)/4, $0x3d23d70a
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
@@ -1251,7 +1251,7 @@ TEXT ·fbPass1AVX2(SB), $0-32
 	VDIVPS Y0, Y1, Y0
 
 	// lossKLToRef = mul(0.04, v85)
-	VMULPS lgc28<>+0(SB), Y0, Y1
+	VMULPS lgc30<>+0(SB), Y0, Y1
 
 	// store lossKLToRef
 	MOVQ   lossKLToRef+16(FP), AX
@@ -1263,17 +1263,17 @@ TEXT ·fbPass1AVX2(SB), $0-32
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, numValid *float32)
+// func fbPass2AVX2(lo int, s0 *float32, s1 *float32, advantage *float32, mask *bool, state *float64, numValid *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-48
-	XORQ AX, AX
+TEXT ·fbPass2AVX2(SB), $0-64
+	MOVQ lo+0(FP), AX
 
 outer0_10:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
 blocks_11:
-	MOVQ         s0+0(FP), BX
+	MOVQ         s0+8(FP), BX
 	XORQ         SI, SI
 	MOVQ         AX, DI
 	ADDQ         DI, SI
@@ -1282,7 +1282,7 @@ blocks_11:
 
 	// v10 = max(sequenceLength, 1)
 	VMAXPS       Y0, Y1, Y2
-	MOVQ         s1+8(FP), BX
+	MOVQ         s1+16(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y3
 
 	// logSequenceRatio = div(v13, v10)
@@ -1292,7 +1292,7 @@ blocks_11:
 	// v16 = gt(sequenceLength, 0)
 	VCMPPS       $0x1e, Y3, Y0, Y0
 	VANDPS       lgc0<>+0(SB), Y0, Y0
-	MOVQ         advantage+16(FP), BX
+	MOVQ         advantage+24(FP), BX
 	VBROADCASTSS (BX)(SI*4), Y4
 
 	// v17 = where(v16, advantage, 0)
@@ -1332,11 +1332,11 @@ blocks_11:
 	// v19 = ge(v17, 0)
 	VCMPPS  $0x1d, Y3, Y0, Y2
 	VANDPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc29<>+0(SB), Y4
+	VMOVUPS lgc28<>+0(SB), Y4
 
 	// v21 = min(sequenceRatio, 1.2) tie=first
 	VMINPS  Y6, Y4, Y5
-	VMOVUPS lgc30<>+0(SB), Y7
+	VMOVUPS lgc29<>+0(SB), Y7
 
 	// v23 = max(sequenceRatio, 0.8) tie=first
 	VMAXPS Y6, Y7, Y8
@@ -1351,7 +1351,7 @@ blocks_11:
 
 	// v26 = neg(gain)
 	VXORPS    lgc2<>+0(SB), Y2, Y2
-	MOVQ      mask+24(FP), BX
+	MOVQ      mask+32(FP), BX
 	XORQ      DI, DI
 	IMUL3Q    $+128, AX, R8
 	ADDQ      R8, DI
@@ -1365,10 +1365,10 @@ blocks_11:
 	VBLENDVPS Y8, Y2, Y3, Y2
 
 	// sum(v28) over [B L]
-	MOVQ         state+32(FP), BX
+	MOVQ         state+40(FP), BX
 	VADDPS       3072(BX), Y2, Y2
 	VMOVUPS      Y2, 3072(BX)
-	MOVQ         numValid+40(FP), DI
+	MOVQ         numValid+48(FP), DI
 	XORQ         R8, R8
 	VBROADCASTSS (DI)(R8*4), Y2
 
@@ -1424,7 +1424,7 @@ blocks_11:
 	VMOVUPS      Y0, 4160(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_12
-	MOVQ         state+32(FP), DX
+	MOVQ         state+40(FP), DX
 	VMOVUPS      3072(DX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1475,7 +1475,7 @@ noflush_12:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_11
-	MOVQ         state+32(FP), CX
+	MOVQ         state+40(FP), CX
 	VMOVUPS      3072(CX), Y0
 	VANDPS       lgc26<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc27<>+0(SB), Y1, Y1
@@ -1521,45 +1521,14 @@ noflush_12:
 	VANDPS       4544(CX), Y1, Y1
 	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
-	CMPQ         AX, $+8
+	CMPQ         AX, hi+56(FP)
 	JL           outer0_10
 	VZEROUPPER
 	RET
 
-// func fbPass3AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
-// Requires: AVX
-TEXT ·fbPass3AVX2(SB), $0-40
-	MOVQ         numValid+0(FP), AX
-	XORQ         CX, CX
-	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc0<>+0(SB), Y1
-
-	// v30 = max(numValid, 1)
-	VMAXPS       Y0, Y1, Y0
-	MOVQ         s2+8(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y1
-
-	// lossObjective = div(v29, v30)
-	VDIVPS       Y0, Y1, Y1
-	MOVQ         s3+16(FP), AX
-	VBROADCASTSS (AX)(CX*4), Y2
-
-	// clipFraction = div(v40, v30)
-	VDIVPS Y0, Y2, Y0
-
-	// store lossObjective
-	MOVQ   lossObjective+24(FP), AX
-	VMOVSS X1, (AX)(CX*4)
-
-	// store clipFraction
-	MOVQ   clipFraction+32(FP), AX
-	VMOVSS X0, (AX)(CX*4)
-	VZEROUPPER
-	RET
-
-// func fbPass4AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
+// func fbPass3AVX2(lo int, mask *bool, logProb *float32, s0 *float32, s1 *float32, advantage *float32, numValid *float32, refLogProb *float32, s5 *float32, gradLogProb *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass4AVX2(SB), $448-88
+TEXT ·fbPass3AVX2(SB), $448-88
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -1765,7 +1734,7 @@ blocks_14:
 	VMULPS       Y3, Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y7, Y7
-	VMOVUPS      lgc28<>+0(SB), Y3
+	VMOVUPS      lgc30<>+0(SB), Y3
 
 	// v88 = div(0.04, v30)
 	VDIVPS Y4, Y3, Y3
@@ -2085,7 +2054,7 @@ blocks_14:
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y2, Y3, Y3
 	VMOVUPS   32(SP), Y4
-	VMOVUPS   lgc30<>+0(SB), Y6
+	VMOVUPS   lgc29<>+0(SB), Y6
 
 	// v167 = ge(sequenceRatio, 0.8)
 	VCMPPS $0x1d, Y6, Y4, Y6
@@ -2107,7 +2076,7 @@ blocks_14:
 	VMOVUPS   lgc1<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y3, Y2, Y3
-	VMOVUPS   lgc29<>+0(SB), Y6
+	VMOVUPS   lgc28<>+0(SB), Y6
 
 	// v171 = le(sequenceRatio, 1.2)
 	VCMPPS $0x12, Y6, Y4, Y6
@@ -2176,6 +2145,37 @@ blocks_14:
 	INCQ    AX
 	CMPQ    AX, hi+80(FP)
 	JL      outer0_13
+	VZEROUPPER
+	RET
+
+// func fbPass4AVX2(numValid *float32, s2 *float32, s3 *float32, lossObjective *float32, clipFraction *float32)
+// Requires: AVX
+TEXT ·fbPass4AVX2(SB), $0-40
+	MOVQ         numValid+0(FP), AX
+	XORQ         CX, CX
+	VBROADCASTSS (AX)(CX*4), Y0
+	VMOVUPS      lgc0<>+0(SB), Y1
+
+	// v30 = max(numValid, 1)
+	VMAXPS       Y0, Y1, Y0
+	MOVQ         s2+8(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y1
+
+	// lossObjective = div(v29, v30)
+	VDIVPS       Y0, Y1, Y1
+	MOVQ         s3+16(FP), AX
+	VBROADCASTSS (AX)(CX*4), Y2
+
+	// clipFraction = div(v40, v30)
+	VDIVPS Y0, Y2, Y0
+
+	// store lossObjective
+	MOVQ   lossObjective+24(FP), AX
+	VMOVSS X1, (AX)(CX*4)
+
+	// store clipFraction
+	MOVQ   clipFraction+32(FP), AX
+	VMOVSS X0, (AX)(CX*4)
 	VZEROUPPER
 	RET
 

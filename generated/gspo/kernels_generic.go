@@ -23,7 +23,9 @@ var scratchPool = sync.Pool{New: func() any {
 	return &scratch{s0: make([]float32, 8), s1: make([]float32, 8), sequenceLength: make([]float64, 8), acc13: make([]float64, 8)}
 }}
 
-// pass0Go is pass 0 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
+// pass0Go runs passes 0 and 1 of Forward's plan (lossgen explain) row by row over B: an elementwise
+// loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by the second
+// while it is in cache.
 func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	one := float32(1)
 	zero := float32(0)
@@ -38,6 +40,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 	c67 := float32(0.041666668)
 	c70 := float32(0.16666667)
 	half := float32(0.5)
+	c20 := float32(1.2)
+	c22 := float32(0.8)
 	numValid := 0.0
 	for k := range s.sequenceLength {
 		s.sequenceLength[k] = 0.0
@@ -46,6 +50,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 		s.acc13[k] = 0.0
 	}
 	acc84 := 0.0
+	acc29 := 0.0
+	acc40 := 0.0
 	for iB := 0; iB < 8; iB++ {
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
@@ -91,39 +97,8 @@ func pass0Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			v83 := sel(mask, k3, zero)
 			acc84 += float64(v83)
 		}
-	}
-	out.NumValid = float32(numValid)
-	for k := range s.sequenceLength {
-		s.s0[k] = float32(s.sequenceLength[k])
-	}
-	for k := range s.acc13 {
-		s.s1[k] = float32(s.acc13[k])
-	}
-	s.s4 = float32(acc84)
-}
-
-// pass1Go is pass 1 of Forward's plan (lossgen explain): an elementwise loop over [].
-func pass1Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	c82 := float32(0.04)
-	numValid := out.NumValid
-	v30 := max(numValid, one)
-	v84 := s.s4
-	v85 := v84 / v30
-	lossKLToRef := float32(c82 * v85)
-	out.LossKLToRef = lossKLToRef
-	out.KLToRef = v85
-}
-
-// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [B=8 L=128].
-func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
-	one := float32(1)
-	zero := float32(0)
-	c20 := float32(1.2)
-	c22 := float32(0.8)
-	acc29 := 0.0
-	acc40 := 0.0
-	for iB := 0; iB < 8; iB++ {
+		s.s0[iB] = float32(s.sequenceLength[iB])
+		s.s1[iB] = float32(s.acc13[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			sequenceLength := s.s0[iB]
@@ -152,8 +127,23 @@ func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
 			acc40 += float64(v39)
 		}
 	}
+	out.NumValid = float32(numValid)
+	s.s4 = float32(acc84)
 	s.s2 = float32(acc29)
 	s.s3 = float32(acc40)
+}
+
+// pass2Go is pass 2 of Forward's plan (lossgen explain): an elementwise loop over [].
+func pass2Go(in *Inputs, out *Outputs, grads *Grads, s *scratch) {
+	one := float32(1)
+	c82 := float32(0.04)
+	numValid := out.NumValid
+	v30 := max(numValid, one)
+	v84 := s.s4
+	v85 := v84 / v30
+	lossKLToRef := float32(c82 * v85)
+	out.LossKLToRef = lossKLToRef
+	out.KLToRef = v85
 }
 
 // pass3Go is pass 3 of Forward's plan (lossgen explain): an elementwise loop over [].
@@ -280,13 +270,26 @@ func fbPass1Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	out.KLToRef = v85
 }
 
-// fbPass2Go is pass 2 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
+// fbPass2Go runs passes 2 and 3 of ForwardBackward's plan (lossgen explain) row by row over B: an
+// elementwise loop over [B=8 L=128], then an elementwise loop over [B=8 L=128], each row swept by
+// the second while it is in cache.
 func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 	one := float32(1)
 	zero := float32(0)
 	c20 := float32(1.2)
 	c22 := float32(0.8)
+	c46 := float32(0.1)
+	c48 := float32(-0.1)
+	c51 := float32(2.755732e-07)
+	c52 := float32(2.7557319e-06)
+	c55 := float32(2.4801588e-05)
+	c58 := float32(0.0001984127)
+	c61 := float32(0.0013888889)
+	c64 := float32(0.008333334)
+	c67 := float32(0.041666668)
+	c70 := float32(0.16666667)
+	half := float32(0.5)
+	c82 := float32(0.04)
 	acc29 := 0.0
 	acc40 := 0.0
 	for k := range s.acc162 {
@@ -325,47 +328,7 @@ func fbPass2Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			v161 := sel(mask, v160, zero)
 			s.acc162[iB] += float64(v161)
 		}
-	}
-	s.s2 = float32(acc29)
-	s.s3 = float32(acc40)
-	for k := range s.acc162 {
-		s.s5[k] = float32(s.acc162[k])
-	}
-}
-
-// fbPass3Go is pass 3 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
-func fbPass3Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	numValid := out.NumValid
-	v29 := s.s2
-	v30 := max(numValid, one)
-	lossObjective := v29 / v30
-	out.LossObjective = lossObjective
-	v40 := s.s3
-	clipFraction := v40 / v30
-	out.ClipFraction = clipFraction
-}
-
-// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [B=8
-// L=128].
-func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
-	one := float32(1)
-	zero := float32(0)
-	c20 := float32(1.2)
-	c22 := float32(0.8)
-	c46 := float32(0.1)
-	c48 := float32(-0.1)
-	c51 := float32(2.755732e-07)
-	c52 := float32(2.7557319e-06)
-	c55 := float32(2.4801588e-05)
-	c58 := float32(0.0001984127)
-	c61 := float32(0.0013888889)
-	c64 := float32(0.008333334)
-	c67 := float32(0.041666668)
-	c70 := float32(0.16666667)
-	half := float32(0.5)
-	c82 := float32(0.04)
-	for iB := 0; iB < 8; iB++ {
+		s.s5[iB] = float32(s.acc162[iB])
 		for iL := 0; iL < 128; iL++ {
 			mask := b2f(in.Mask[iB*128+iL])
 			numValid := out.NumValid
@@ -503,6 +466,21 @@ func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
 			grads.LogProb[iB*128+iL] = gradLogProb
 		}
 	}
+	s.s2 = float32(acc29)
+	s.s3 = float32(acc40)
+}
+
+// fbPass4Go is pass 4 of ForwardBackward's plan (lossgen explain): an elementwise loop over [].
+func fbPass4Go(in *Inputs, out *Outputs, grads *Grads, s *fbScratch) {
+	one := float32(1)
+	numValid := out.NumValid
+	v29 := s.s2
+	v30 := max(numValid, one)
+	lossObjective := v29 / v30
+	out.LossObjective = lossObjective
+	v40 := s.s3
+	clipFraction := v40 / v30
+	out.ClipFraction = clipFraction
 }
 
 // b2f is a comparison or flag as 0 or 1.
