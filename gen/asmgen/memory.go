@@ -176,6 +176,10 @@ func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 		pg.iota(n, x)
 		return x
 	}
+	if t := pg.tiles[n.ID]; t != nil && !t.store {
+		pg.mov(pg.tileAt(t), x)
+		return x
+	}
 	base := pg.nodePtr(n)
 	off := pg.off(n.Shape)
 	kind := ir.Float
@@ -323,6 +327,10 @@ func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtu
 
 // store writes v (node n's value at the current block) to each of n's buffers.
 func (pg *passGen) store(n *ir.Node, v reg.VecVirtual) {
+	if t := pg.tiles[n.ID]; t != nil && t.store {
+		pg.mov(v, pg.tileAt(t)) // every buffer gets it after the block (flushTiles)
+		return
+	}
 	for i := range pg.e.bufAddrs(n) {
 		pg.storeTo(n, pg.bufPtr(n, i), v)
 	}
