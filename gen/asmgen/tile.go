@@ -20,7 +20,7 @@ import (
 // after the block. Every lane computes what it did with gathers, so results are bit-identical.
 // Tail blocks keep the gathers (their rows past the tensor's end must not be read).
 
-// maxTileStride bounds the row length of one tile (its stack slot is 32·s bytes), and
+// maxTileStride bounds the inner elements of one tile (its stack slot is 32 bytes each), and
 // maxTileBytes the stack a block's tiles take together; past them, a tensor is gathered.
 const (
 	maxTileStride = 512
@@ -31,35 +31,51 @@ const (
 type tile struct {
 	n     *ir.Node
 	s     int         // elements per lane's row: the lane stride
-	slot  operand.Mem // s vectors of 32 bytes: vector k is every lane's element k of its row
+	pre   []ir.Dim    // inner dims before the vector axis ([Q, B, A]'s Q): a row per index
+	size  int         // vectors in the tile: s times the pre dims' sizes
+	slot  operand.Mem // size vectors of 32 bytes, the inner dims in the tensor's order
 	store bool        // a result: written by the block's stores, flushed after it
 }
 
-// tileable reports whether the full block's accesses to n (a float tensor that does not
-// hold its lanes contiguously) can go through a tile: every dim after the vector axis is an
-// inner dim, so each lane's row is contiguous.
-func (pg *passGen) tileable(n *ir.Node) bool {
+// newTile describes n's tile in a full block, or returns nil when n cannot have one: n is a
+// float tensor without its lanes contiguous, every dim after the vector axis is an inner dim
+// (so each lane's row is contiguous), and every batch dim before it an outer counter.
+func (pg *passGen) newTile(n *ir.Node) *tile {
 	if pg.rem > 0 || pg.jReg == nil || n.IsScalarConst() || n.Op == ir.OpIota {
-		return false
+		return nil
 	}
 	if n.Op == ir.OpInput && n.Input.Kind != ir.Float {
-		return false
+		return nil
 	}
-	s := pg.laneStride(n.Shape)
-	if s <= 1 || s > maxTileStride {
-		return false
+	t := &tile{n: n, s: pg.laneStride(n.Shape)}
+	if t.s <= 1 {
+		return nil
 	}
-	for _, d := range n.Shape[n.Shape.Index(pg.vaxis())+1:] {
+	v := n.Shape.Index(pg.vaxis())
+	for _, d := range n.Shape[v+1:] {
 		if pg.e.g.IsBatch(d.Name) {
-			return false
+			return nil
 		}
 	}
-	return true
+	t.size = t.s
+	for _, d := range n.Shape[:v] {
+		switch {
+		case !pg.e.g.IsBatch(d.Name):
+			t.pre = append(t.pre, d)
+			t.size *= d.Size
+		case pg.counters[d.Name] == nil:
+			return nil
+		}
+	}
+	if t.size > maxTileStride {
+		return nil
+	}
+	return t
 }
 
 // planTiles picks the tiles of a full block: the loads (read into registers) and stores of
-// tileable tensors inside its inner loops, within maxTileBytes; it reads the loads' rows into
-// their tiles at once, before the block's first item.
+// tensors with a tile (newTile) inside its inner loops, within maxTileBytes; it reads the
+// loads' rows into their tiles at once, before the block's first item.
 func (pg *passGen) planTiles(items []bitem) {
 	pg.tiles = map[int]*tile{}
 	if pg.tileSlots == nil {
@@ -75,25 +91,22 @@ func (pg *passGen) planTiles(items []bitem) {
 			depth--
 			continue
 		}
-		if depth == 0 || pg.tiles[it.n.ID] != nil || !pg.tileable(it.n) {
-			continue
-		}
 		isLoad := it.kind == plan.Load && pg.regs.vals[it.n.ID] != nil // read into registers
 		isStore := it.kind == plan.Store
-		if !isLoad && !isStore {
+		if depth == 0 || pg.tiles[it.n.ID] != nil || !isLoad && !isStore {
 			continue
 		}
-		s := pg.laneStride(it.n.Shape)
-		if bytes+32*s > maxTileBytes {
+		t := pg.newTile(it.n)
+		if t == nil || bytes+32*t.size > maxTileBytes {
 			continue
 		}
-		bytes += 32 * s
+		bytes += 32 * t.size
 		slot, ok := pg.tileSlots[it.n.ID]
 		if !ok {
-			slot = pg.c.AllocLocal(32 * s)
+			slot = pg.c.AllocLocal(32 * t.size)
 			pg.tileSlots[it.n.ID] = slot
 		}
-		t := &tile{n: it.n, s: s, slot: slot, store: isStore}
+		t.slot, t.store = slot, isStore
 		pg.tiles[it.n.ID] = t
 		if isLoad {
 			pg.fillTile(t)
@@ -113,9 +126,11 @@ func (pg *passGen) rowOff(s ir.Shape) reg.GPVirtual {
 	st := s.Strides()
 	v := s.Index(pg.vaxis())
 	for i, d := range s[:v] {
-		t := pg.gp()
-		pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.counters[d.Name], t)
-		pg.c.ADDQ(t, r)
+		if pg.e.g.IsBatch(d.Name) {
+			t := pg.gp()
+			pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.counters[d.Name], t)
+			pg.c.ADDQ(t, r)
+		}
 	}
 	t := pg.gp()
 	pg.c.IMUL3Q(operand.I32(int32(st[v])), pg.jReg, t)
@@ -124,8 +139,26 @@ func (pg *passGen) rowOff(s ir.Shape) reg.GPVirtual {
 	return r
 }
 
-// tileAt addresses the tile's vector at the current inner indices: the inner counters times
-// their strides, 32 bytes a vector.
+// rows calls f for every row of a lane in t's tensor: the vector offset in the tile of its
+// first element, and the element offset in the tensor from the lane's first row.
+func (t *tile) rows(f func(vec, elem int)) {
+	st := t.n.Shape.Strides()
+	var walk func(i, vec, elem int)
+	walk = func(i, vec, elem int) {
+		if i == len(t.pre) {
+			f(vec*t.s, elem)
+			return
+		}
+		stride := st[t.n.Shape.Index(t.pre[i].Name)]
+		for k := 0; k < t.pre[i].Size; k++ {
+			walk(i+1, vec*t.pre[i].Size+k, elem+k*stride)
+		}
+	}
+	walk(0, 0, 0)
+}
+
+// tileAt addresses the tile's vector at the current inner indices: each inner counter times
+// its stride in the tile, 32 bytes a vector.
 func (pg *passGen) tileAt(t *tile) operand.Mem {
 	s := t.n.Shape
 	key := "tile:" + s.String()
@@ -133,15 +166,19 @@ func (pg *passGen) tileAt(t *tile) operand.Mem {
 	if !ok {
 		r = pg.gp()
 		pg.c.XORQ(r, r)
-		st := s.Strides()
-		for i := s.Index(pg.vaxis()) + 1; i < len(s); i++ {
+		stride := 32
+		for i := len(s) - 1; i >= 0; i-- {
+			if pg.e.g.IsBatch(s[i].Name) {
+				continue
+			}
 			cnt, ok := pg.counters[s[i].Name]
 			if !ok {
 				panic("asmgen: no loop binds " + s[i].Name + " for a tile of " + s.String())
 			}
 			k := pg.gp()
-			pg.c.IMUL3Q(operand.I32(int32(32*st[i])), cnt, k)
+			pg.c.IMUL3Q(operand.I32(int32(stride)), cnt, k)
 			pg.c.ADDQ(k, r)
+			stride *= s[i].Size
 		}
 		pg.offs[key] = r
 	}
@@ -157,30 +194,32 @@ func (pg *passGen) fillTile(t *tile) {
 	pg.c.Comment("tile " + pg.e.names[t.n.ID])
 	base := pg.nodePtr(t.n)
 	off := pg.rowOff(t.n.Shape)
-	for k0 := 0; k0 < t.s; k0 += L {
-		w := min(L, t.s-k0)
-		rows := make([]reg.VecVirtual, L)
-		var mask reg.VecVirtual
-		if w < L {
-			mask = pg.ymm()
-			pg.mov(pg.laneMask(w, pg.f64), mask)
-		}
-		for l := range rows {
-			rows[l] = pg.ymm()
-			m := elemMem(base, off, pg.esz(), l*t.s+k0)
-			switch {
-			case mask == nil:
-				pg.mov(m, rows[l])
-			case pg.f64:
-				c.VMASKMOVPD(m, mask, rows[l])
-			default:
-				c.VMASKMOVPS(m, mask, rows[l])
+	t.rows(func(vec, elem int) {
+		for k0 := 0; k0 < t.s; k0 += L {
+			w := min(L, t.s-k0)
+			rows := make([]reg.VecVirtual, L)
+			var mask reg.VecVirtual
+			if w < L {
+				mask = pg.ymm()
+				pg.mov(pg.laneMask(w, pg.f64), mask)
+			}
+			for l := range rows {
+				rows[l] = pg.ymm()
+				m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
+				switch {
+				case mask == nil:
+					pg.mov(m, rows[l])
+				case pg.f64:
+					c.VMASKMOVPD(m, mask, rows[l])
+				default:
+					c.VMASKMOVPS(m, mask, rows[l])
+				}
+			}
+			for k, v := range pg.transpose(rows)[:w] {
+				pg.mov(v, t.slot.Offset(32*(vec+k0+k)))
 			}
 		}
-		for k, v := range pg.transpose(rows)[:w] {
-			pg.mov(v, t.slot.Offset(32*(k0+k)))
-		}
-	}
+	})
 }
 
 // flushTiles writes the block's result tiles back to their buffers, row by row.
@@ -197,36 +236,38 @@ func (pg *passGen) flushTiles() {
 		for i := range bases {
 			bases[i] = pg.bufPtr(n, i)
 		}
-		for k0 := 0; k0 < t.s; k0 += L {
-			w := min(L, t.s-k0)
-			cols := make([]reg.VecVirtual, L)
-			for k := range cols {
-				cols[k] = pg.ymm()
-				if k < w {
-					pg.mov(t.slot.Offset(32*(k0+k)), cols[k])
-				} else {
-					pg.mov(pg.cf(0), cols[k])
+		t.rows(func(vec, elem int) {
+			for k0 := 0; k0 < t.s; k0 += L {
+				w := min(L, t.s-k0)
+				cols := make([]reg.VecVirtual, L)
+				for k := range cols {
+					cols[k] = pg.ymm()
+					if k < w {
+						pg.mov(t.slot.Offset(32*(vec+k0+k)), cols[k])
+					} else {
+						pg.mov(pg.cf(0), cols[k])
+					}
 				}
-			}
-			var mask reg.VecVirtual
-			if w < L {
-				mask = pg.ymm()
-				pg.mov(pg.laneMask(w, pg.f64), mask)
-			}
-			for l, row := range pg.transpose(cols) {
-				for _, base := range bases {
-					m := elemMem(base, off, pg.esz(), l*t.s+k0)
-					switch {
-					case mask == nil:
-						pg.mov(row, m)
-					case pg.f64:
-						c.VMASKMOVPD(row, mask, m)
-					default:
-						c.VMASKMOVPS(row, mask, m)
+				var mask reg.VecVirtual
+				if w < L {
+					mask = pg.ymm()
+					pg.mov(pg.laneMask(w, pg.f64), mask)
+				}
+				for l, row := range pg.transpose(cols) {
+					for _, base := range bases {
+						m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
+						switch {
+						case mask == nil:
+							pg.mov(row, m)
+						case pg.f64:
+							c.VMASKMOVPD(row, mask, m)
+						default:
+							c.VMASKMOVPS(row, mask, m)
+						}
 					}
 				}
 			}
-		}
+		})
 	}
 }
 
