@@ -13,8 +13,9 @@ import (
 
 // Memory access of one block. A block's lanes are consecutive indices of the vector axis;
 // a tensor holds them contiguously (the axis innermost: plain vector loads and stores), at a
-// fixed stride (a non-batch dim inside it, e.g. logits [B, A]: gathers, and stores lane by
-// lane), or not at all (it is broadcast).
+// fixed stride (a non-batch dim inside it, e.g. logits [B, A]: a full block goes through a
+// transposed tile, tile.go; a tail block gathers, and stores lane by lane), or not at all (it
+// is broadcast).
 
 // nodePtr loads a pointer to the memory holding node n (an input, a constant tensor, or a
 // stored buffer: the first, for a read).
