@@ -22,6 +22,9 @@ type blockState struct {
 
 	loopLabels []string                   // open inner loops' labels, innermost last
 	savedOffs  []map[string]reg.GPVirtual // offsets known when each open loop started
+
+	tiles     map[int]*tile       // a full block's transposed tensors, by node (tile.go)
+	tileSlots map[int]operand.Mem // their stack slots, kept from block to block
 }
 
 // bitem is one step of a block's program, flattened: loops become a start and an end item
@@ -58,9 +61,11 @@ func (pg *passGen) block() {
 	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
 	pg.countUses(items)
+	pg.planTiles(items)
 	for k, it := range items {
 		pg.item(k, it)
 	}
+	pg.flushTiles()
 }
 
 // storesLast moves the top block's stores after everything else.

@@ -32,10 +32,11 @@ func (pg *passGen) own(r *ir.Node) bool {
 // guarded reports whether r is a logsumexp on its guarded fast path (reduce.go).
 func (pg *passGen) guarded(r *ir.Node) bool { return r.Op == ir.OpLogSumExp && pg.own(r) }
 
-// sum adds x (its tail lanes zero) to the float64 sums, or to the float32 partial.
+// sum adds x (its tail lanes zero) to the float64 sums, or to the float32 partial (a short
+// inner sum's only state).
 func (l *laneAcc) sum(x reg.VecVirtual) {
 	pg, a := l.pg, l.pg.a64
-	if pg.partial(l.r) {
+	if pg.partial(l.r) || pg.innerF32(l.r) {
 		p := pg.ymm()
 		pg.add(l.atE("p"), x, p)
 		pg.mov(p, l.atE("p"))

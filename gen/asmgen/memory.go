@@ -13,8 +13,9 @@ import (
 
 // Memory access of one block. A block's lanes are consecutive indices of the vector axis;
 // a tensor holds them contiguously (the axis innermost: plain vector loads and stores), at a
-// fixed stride (a non-batch dim inside it, e.g. logits [B, A]: gathers, and stores lane by
-// lane), or not at all (it is broadcast).
+// fixed stride (a non-batch dim inside it, e.g. logits [B, A]: a full block goes through a
+// transposed tile, tile.go; a tail block gathers, and stores lane by lane), or not at all (it
+// is broadcast).
 
 // nodePtr loads a pointer to the memory holding node n (an input, a constant tensor, or a
 // stored buffer: the first, for a read).
@@ -176,6 +177,10 @@ func (pg *passGen) load(n *ir.Node) reg.VecVirtual {
 		pg.iota(n, x)
 		return x
 	}
+	if t := pg.tiles[n.ID]; t != nil && !t.store {
+		pg.mov(pg.tileAt(t), x)
+		return x
+	}
 	base := pg.nodePtr(n)
 	off := pg.off(n.Shape)
 	kind := ir.Float
@@ -323,6 +328,10 @@ func (pg *passGen) loadIndex(base, off reg.GPVirtual, stride int, x reg.VecVirtu
 
 // store writes v (node n's value at the current block) to each of n's buffers.
 func (pg *passGen) store(n *ir.Node, v reg.VecVirtual) {
+	if t := pg.tiles[n.ID]; t != nil && t.store {
+		pg.mov(v, pg.tileAt(t)) // every buffer gets it after the block (flushTiles)
+		return
+	}
 	for i := range pg.e.bufAddrs(n) {
 		pg.storeTo(n, pg.bufPtr(n, i), v)
 	}

@@ -1,0 +1,317 @@
+package asmgen
+
+import (
+	"github.com/mmcloughlin/avo/operand"
+	"github.com/mmcloughlin/avo/reg"
+
+	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
+)
+
+// Tiles: inner dims without gathers. A block's lanes are consecutive indices of the vector
+// axis; a tensor whose inner dims follow that axis (logits [B, A], atoms [B, K, A]) holds each
+// lane's row of s = |inner dims| elements contiguously, s apart, so the block's lanes at one
+// inner index are s apart in memory. Rather than gather them at every iteration of the inner
+// loops (and scatter a result written inside one, one lane at a time), a full block reads its
+// 8 rows (4 for float64) once with contiguous vector loads (masked at a row's end), transposes
+// them in registers, L×L at a time, into a tile on the stack whose vector k is the block's
+// lanes at inner offset k, and the loops read the tile with plain loads; a result written in
+// a loop goes to a tile of its own, transposed back and stored row by row, contiguously,
+// after the block. Every lane computes what it did with gathers, so results are bit-identical.
+// Tail blocks keep the gathers (their rows past the tensor's end must not be read).
+
+// maxTileStride bounds the inner elements of one tile (its stack slot is 32 bytes each), and
+// maxTileBytes the stack a block's tiles take together; past them, a tensor is gathered.
+const (
+	maxTileStride = 512
+	maxTileBytes  = 32 << 10
+)
+
+// tile is one tensor's transposed rows for the current block.
+type tile struct {
+	n     *ir.Node
+	s     int         // elements per lane's row: the lane stride
+	pre   []ir.Dim    // inner dims before the vector axis ([Q, B, A]'s Q): a row per index
+	size  int         // vectors in the tile: s times the pre dims' sizes
+	slot  operand.Mem // size vectors of 32 bytes, the inner dims in the tensor's order
+	store bool        // a result: written by the block's stores, flushed after it
+}
+
+// newTile describes n's tile in a full block, or returns nil when n cannot have one: n is a
+// float tensor without its lanes contiguous, every dim after the vector axis is an inner dim
+// (so each lane's row is contiguous), and every batch dim before it an outer counter.
+func (pg *passGen) newTile(n *ir.Node) *tile {
+	if pg.rem > 0 || pg.jReg == nil || n.IsScalarConst() || n.Op == ir.OpIota {
+		return nil
+	}
+	if n.Op == ir.OpInput && n.Input.Kind != ir.Float {
+		return nil
+	}
+	t := &tile{n: n, s: pg.laneStride(n.Shape)}
+	if t.s <= 1 {
+		return nil
+	}
+	v := n.Shape.Index(pg.vaxis())
+	for _, d := range n.Shape[v+1:] {
+		if pg.e.g.IsBatch(d.Name) {
+			return nil
+		}
+	}
+	t.size = t.s
+	for _, d := range n.Shape[:v] {
+		switch {
+		case !pg.e.g.IsBatch(d.Name):
+			t.pre = append(t.pre, d)
+			t.size *= d.Size
+		case pg.counters[d.Name] == nil:
+			return nil
+		}
+	}
+	if t.size > maxTileStride {
+		return nil
+	}
+	return t
+}
+
+// planTiles picks the tiles of a full block: the loads (read into registers) and stores of
+// tensors with a tile (newTile) inside its inner loops, within maxTileBytes; it reads the
+// loads' rows into their tiles at once, before the block's first item.
+func (pg *passGen) planTiles(items []bitem) {
+	pg.tiles = map[int]*tile{}
+	if pg.tileSlots == nil {
+		pg.tileSlots = map[int]operand.Mem{}
+	}
+	bytes, depth := 0, 0
+	for _, it := range items {
+		switch {
+		case it.kind == plan.Loop && !it.end:
+			depth++
+			continue
+		case it.kind == plan.Loop:
+			depth--
+			continue
+		}
+		isLoad := it.kind == plan.Load && pg.regs.vals[it.n.ID] != nil // read into registers
+		isStore := it.kind == plan.Store
+		if depth == 0 || pg.tiles[it.n.ID] != nil || !isLoad && !isStore {
+			continue
+		}
+		t := pg.newTile(it.n)
+		if t == nil || bytes+32*t.size > maxTileBytes {
+			continue
+		}
+		bytes += 32 * t.size
+		slot, ok := pg.tileSlots[it.n.ID]
+		if !ok {
+			slot = pg.c.AllocLocal(32 * t.size)
+			pg.tileSlots[it.n.ID] = slot
+		}
+		t.slot, t.store = slot, isStore
+		pg.tiles[it.n.ID] = t
+		if isLoad {
+			pg.fillTile(t)
+		}
+	}
+}
+
+// rowOff is the element offset, in a tensor of shape s, of the block's first lane's row: the
+// outer counters and the block's offset along the vector axis, the inner dims at 0.
+func (pg *passGen) rowOff(s ir.Shape) reg.GPVirtual {
+	key := "row:" + s.String()
+	if r, ok := pg.offs[key]; ok {
+		return r
+	}
+	r := pg.gp()
+	pg.c.XORQ(r, r)
+	st := s.Strides()
+	v := s.Index(pg.vaxis())
+	for i, d := range s[:v] {
+		if pg.e.g.IsBatch(d.Name) {
+			t := pg.gp()
+			pg.c.IMUL3Q(operand.I32(int32(st[i])), pg.counters[d.Name], t)
+			pg.c.ADDQ(t, r)
+		}
+	}
+	t := pg.gp()
+	pg.c.IMUL3Q(operand.I32(int32(st[v])), pg.jReg, t)
+	pg.c.ADDQ(t, r)
+	pg.offs[key] = r
+	return r
+}
+
+// rows calls f for every row of a lane in t's tensor: the vector offset in the tile of its
+// first element, and the element offset in the tensor from the lane's first row.
+func (t *tile) rows(f func(vec, elem int)) {
+	st := t.n.Shape.Strides()
+	var walk func(i, vec, elem int)
+	walk = func(i, vec, elem int) {
+		if i == len(t.pre) {
+			f(vec*t.s, elem)
+			return
+		}
+		stride := st[t.n.Shape.Index(t.pre[i].Name)]
+		for k := 0; k < t.pre[i].Size; k++ {
+			walk(i+1, vec*t.pre[i].Size+k, elem+k*stride)
+		}
+	}
+	walk(0, 0, 0)
+}
+
+// tileAt addresses the tile's vector at the current inner indices: each inner counter times
+// its stride in the tile, 32 bytes a vector.
+func (pg *passGen) tileAt(t *tile) operand.Mem {
+	s := t.n.Shape
+	key := "tile:" + s.String()
+	r, ok := pg.offs[key]
+	if !ok {
+		r = pg.gp()
+		pg.c.XORQ(r, r)
+		stride := 32
+		for i := len(s) - 1; i >= 0; i-- {
+			if pg.e.g.IsBatch(s[i].Name) {
+				continue
+			}
+			cnt, ok := pg.counters[s[i].Name]
+			if !ok {
+				panic("asmgen: no loop binds " + s[i].Name + " for a tile of " + s.String())
+			}
+			k := pg.gp()
+			pg.c.IMUL3Q(operand.I32(int32(stride)), cnt, k)
+			pg.c.ADDQ(k, r)
+			stride *= s[i].Size
+		}
+		pg.offs[key] = r
+	}
+	m := t.slot
+	m.Index, m.Scale = r, 1
+	return m
+}
+
+// fillTile reads the block's rows of t's tensor and transposes them into its tile, L
+// elements of every row at a time (the last group masked to the row's end).
+func (pg *passGen) fillTile(t *tile) {
+	c, L := pg.c, pg.lanes()
+	pg.c.Comment("tile " + pg.e.names[t.n.ID])
+	base := pg.nodePtr(t.n)
+	off := pg.rowOff(t.n.Shape)
+	t.rows(func(vec, elem int) {
+		for k0 := 0; k0 < t.s; k0 += L {
+			w := min(L, t.s-k0)
+			rows := make([]reg.VecVirtual, L)
+			var mask reg.VecVirtual
+			if w < L {
+				mask = pg.ymm()
+				pg.mov(pg.laneMask(w, pg.f64), mask)
+			}
+			for l := range rows {
+				rows[l] = pg.ymm()
+				m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
+				switch {
+				case mask == nil:
+					pg.mov(m, rows[l])
+				case pg.f64:
+					c.VMASKMOVPD(m, mask, rows[l])
+				default:
+					c.VMASKMOVPS(m, mask, rows[l])
+				}
+			}
+			for k, v := range pg.transpose(rows)[:w] {
+				pg.mov(v, t.slot.Offset(32*(vec+k0+k)))
+			}
+		}
+	})
+}
+
+// flushTiles writes the block's result tiles back to their buffers, row by row.
+func (pg *passGen) flushTiles() {
+	c, L := pg.c, pg.lanes()
+	for _, n := range pg.ps.Stores {
+		t := pg.tiles[n.ID]
+		if t == nil || !t.store {
+			continue
+		}
+		pg.c.Comment("flush the tile of " + pg.e.names[n.ID])
+		off := pg.rowOff(n.Shape)
+		bases := make([]reg.GPVirtual, len(pg.e.bufAddrs(n)))
+		for i := range bases {
+			bases[i] = pg.bufPtr(n, i)
+		}
+		t.rows(func(vec, elem int) {
+			for k0 := 0; k0 < t.s; k0 += L {
+				w := min(L, t.s-k0)
+				cols := make([]reg.VecVirtual, L)
+				for k := range cols {
+					cols[k] = pg.ymm()
+					if k < w {
+						pg.mov(t.slot.Offset(32*(vec+k0+k)), cols[k])
+					} else {
+						pg.mov(pg.cf(0), cols[k])
+					}
+				}
+				var mask reg.VecVirtual
+				if w < L {
+					mask = pg.ymm()
+					pg.mov(pg.laneMask(w, pg.f64), mask)
+				}
+				for l, row := range pg.transpose(cols) {
+					for _, base := range bases {
+						m := elemMem(base, off, pg.esz(), elem+l*t.s+k0)
+						switch {
+						case mask == nil:
+							pg.mov(row, m)
+						case pg.f64:
+							c.VMASKMOVPD(row, mask, m)
+						default:
+							c.VMASKMOVPS(row, mask, m)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// transpose returns the L×L transpose of L vectors (float32: 8×8 in 24 shuffles; float64:
+// 4×4 in 8): out[k] lane l is in[l] lane k.
+func (pg *passGen) transpose(in []reg.VecVirtual) []reg.VecVirtual {
+	c := pg.c
+	if pg.f64 {
+		t := make([]reg.VecVirtual, 4)
+		for i := 0; i < 4; i += 2 {
+			t[i], t[i+1] = pg.ymm(), pg.ymm()
+			c.VUNPCKLPD(in[i+1], in[i], t[i])   // a0 b0 a2 b2
+			c.VUNPCKHPD(in[i+1], in[i], t[i+1]) // a1 b1 a3 b3
+		}
+		out := make([]reg.VecVirtual, 4)
+		for k := range out {
+			out[k] = pg.ymm()
+		}
+		c.VPERM2F128(operand.Imm(0x20), t[2], t[0], out[0])
+		c.VPERM2F128(operand.Imm(0x20), t[3], t[1], out[1])
+		c.VPERM2F128(operand.Imm(0x31), t[2], t[0], out[2])
+		c.VPERM2F128(operand.Imm(0x31), t[3], t[1], out[3])
+		return out
+	}
+	// Rows r0..r7 → pairs interleaved (unpck), quads (shufps), then 128-bit halves swapped.
+	t := make([]reg.VecVirtual, 8)
+	for i := 0; i < 8; i += 2 {
+		t[i], t[i+1] = pg.ymm(), pg.ymm()
+		c.VUNPCKLPS(in[i+1], in[i], t[i])   // a0 b0 a1 b1 | a4 b4 a5 b5
+		c.VUNPCKHPS(in[i+1], in[i], t[i+1]) // a2 b2 a3 b3 | a6 b6 a7 b7
+	}
+	q := make([]reg.VecVirtual, 8)
+	for i := 0; i < 8; i += 4 {
+		for j := 0; j < 2; j++ {
+			q[i+2*j], q[i+2*j+1] = pg.ymm(), pg.ymm()
+			c.VSHUFPS(operand.Imm(0x44), t[i+2+j], t[i+j], q[i+2*j])   // a0 b0 c0 d0 | a4 b4 c4 d4 (j=0)
+			c.VSHUFPS(operand.Imm(0xEE), t[i+2+j], t[i+j], q[i+2*j+1]) // a1 b1 c1 d1 | a5 b5 c5 d5
+		}
+	}
+	out := make([]reg.VecVirtual, 8)
+	for k := 0; k < 4; k++ {
+		out[k], out[k+4] = pg.ymm(), pg.ymm()
+		c.VPERM2F128(operand.Imm(0x20), q[4+k], q[k], out[k])
+		c.VPERM2F128(operand.Imm(0x31), q[4+k], q[k], out[k+4])
+	}
+	return out
+}
