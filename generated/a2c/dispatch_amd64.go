@@ -156,7 +156,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r37_s, 0)
 		runtime.Fill(st.r37_p, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &g.Logits[0], &g.StateValue[0], hi)
+		fbPass0AVX2(lo, &in.Logits[0], &in.Action[0], &in.Advantage[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Logits[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state
 // same loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradLogits *float32, gradStateValue *float32, hi int)
+func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

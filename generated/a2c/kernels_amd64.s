@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $256-64
+TEXT ·pass0AVX2(SB), $384-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -14,91 +14,116 @@ outer0_1:
 	XORQ CX, CX
 
 blocks_2:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    BX, BX
+	// tile logits
+	MOVQ       logits+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+512, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+4, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (BX)(SI*4), Y0, Y1
+	VMASKMOVPS 16(BX)(SI*4), Y0, Y2
+	VMASKMOVPS 32(BX)(SI*4), Y0, Y3
+	VMASKMOVPS 48(BX)(SI*4), Y0, Y4
+	VMASKMOVPS 64(BX)(SI*4), Y0, Y5
+	VMASKMOVPS 80(BX)(SI*4), Y0, Y6
+	VMASKMOVPS 96(BX)(SI*4), Y0, Y7
+	VMASKMOVPS 112(BX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y2, 64(SP)
+	VMOVUPS    Y4, 96(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 128(SP)
+	XORQ       BX, BX
 
 inner_A_3:
-	MOVQ       logits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+512, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, CX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, BX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS 128(SP), Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 128(SP)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_3
 
 	// finish v3
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPS Y0, 192(SP)
+	VMOVUPS 128(SP), Y0
+	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS Y1, 192(SP)
+	VMOVUPD lgc4<>+0(SB), Y1
+	VMOVUPD Y1, 256(SP)
+	VMOVUPD Y1, 288(SP)
+	VMOVUPS Y0, 320(SP)
 	XORQ    BX, BX
 
 inner_A_4:
-	MOVQ       logits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+512, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, CX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    192(SP), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, BX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS 320(SP), Y1
 
 	// v5 = sub(logits, v3)
 	VSUBPS Y1, Y0, Y0
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc17<>+0(SB), Y3, Y3
+	VADDPS       lgc16<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -106,14 +131,9 @@ inner_A_4:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v6) over [A]
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y2, Y1
-	VMOVUPD      Y1, 96(SP)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VADDPS  192(SP), Y3, Y1
+	VMOVUPS Y1, 192(SP)
+	VMOVUPS lgc19<>+0(SB), Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y1, Y0
@@ -125,39 +145,35 @@ inner_A_4:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       128(SP), Y1, Y1
-	VMOVUPD      Y1, 128(SP)
-	VADDPD       160(SP), Y0, Y0
-	VMOVUPD      Y0, 160(SP)
+	VADDPD       256(SP), Y1, Y1
+	VMOVUPD      Y1, 256(SP)
+	VADDPD       288(SP), Y0, Y0
+	VMOVUPD      Y0, 288(SP)
 	INCQ         BX
 	CMPQ         BX, $+4
 	JL           inner_A_4
 
 	// finish v7
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 192(SP), Y0
 
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
-	VPOR         lgc17<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPOR         lgc16<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc17<>+0(SB), Y1, Y1
+	VSUBPS       lgc16<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -165,20 +181,19 @@ inner_A_4:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	MOVQ         action+16(FP), BX
@@ -187,33 +202,33 @@ inner_A_4:
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 224(SP)
+	VMOVUPS      Y1, 352(SP)
 	VMOVUPS      lgc3<>+0(SB), X1
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 224(SP)
+	VMOVSS       X1, 352(SP)
 	MOVQ         8(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 228(SP)
+	VMOVSS       X1, 356(SP)
 	MOVQ         16(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 232(SP)
+	VMOVSS       X1, 360(SP)
 	MOVQ         24(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 236(SP)
+	VMOVSS       X1, 364(SP)
 	MOVQ         32(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 240(SP)
+	VMOVSS       X1, 368(SP)
 	MOVQ         40(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 244(SP)
+	VMOVSS       X1, 372(SP)
 	MOVQ         48(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 248(SP)
+	VMOVSS       X1, 376(SP)
 	MOVQ         56(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 252(SP)
-	VMOVUPS      224(SP), Y1
+	VMOVSS       X1, 380(SP)
+	VMOVUPS      352(SP), Y1
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -225,13 +240,13 @@ inner_A_4:
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc3<>+0(SB), Y1, Y1
-	VPMINSD    lgc37<>+0(SB), Y1, Y1
-	VPMULLD    lgc38<>+0(SB), Y1, Y1
-	VPADDD     lgc1<>+0(SB), Y1, Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
+	VPMINSD    lgc36<>+0(SB), Y1, Y1
+	VPMULLD    lgc37<>+0(SB), Y1, Y1
+	VPADDD     lgc38<>+0(SB), Y1, Y1
+	VMOVUPS    lgc39<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VGATHERDPS Y2, (DI)(Y1*4), Y3
-	VMOVUPS    192(SP), Y1
+	VMOVUPS    320(SP), Y1
 
 	// v11 = sub(v10, v3)
 	VSUBPS Y1, Y3, Y1
@@ -245,7 +260,7 @@ inner_A_4:
 	VMULPS Y2, Y1, Y1
 
 	// v14 = neg(v13)
-	VXORPS lgc4<>+0(SB), Y1, Y1
+	VXORPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
@@ -253,8 +268,8 @@ inner_A_4:
 	VMOVUPS Y1, 256(BX)
 
 	// finish v18
-	VMOVUPD     128(SP), Y1
-	VMOVUPD     160(SP), Y2
+	VMOVUPD     256(SP), Y1
+	VMOVUPD     288(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -267,7 +282,7 @@ inner_A_4:
 	VSUBPS Y0, Y4, Y0
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc39<>+0(SB), Y0, Y1
+	VMULPS lgc40<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y0, Y0
@@ -285,22 +300,22 @@ inner_A_4:
 	VSUBPS Y1, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y1
+	VMOVUPS lgc2<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y1
+	VANDPS lgc16<>+0(SB), Y1, Y1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y0, Y2
+	VMULPS lgc15<>+0(SB), Y0, Y2
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y0, Y2, Y2
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc16<>+0(SB), Y0, Y0
+	VSUBPS lgc15<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -308,7 +323,7 @@ inner_A_4:
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc16<>+0(SB), Y0, Y0
+	VMULPS lgc15<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS       1216(BX), Y0, Y0
@@ -317,8 +332,8 @@ inner_A_4:
 	JNZ          noflush_5
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -329,8 +344,8 @@ inner_A_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -342,8 +357,8 @@ inner_A_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -355,8 +370,8 @@ inner_A_4:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -377,8 +392,8 @@ noflush_5:
 	JL           blocks_2
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -389,8 +404,8 @@ noflush_5:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -402,8 +417,8 @@ noflush_5:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -415,8 +430,8 @@ noflush_5:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -435,34 +450,34 @@ noflush_5:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0xff800000
-DATA lgc0<>+4(SB)/4, $0xff800000
-DATA lgc0<>+8(SB)/4, $0xff800000
-DATA lgc0<>+12(SB)/4, $0xff800000
-DATA lgc0<>+16(SB)/4, $0xff800000
-DATA lgc0<>+20(SB)/4, $0xff800000
-DATA lgc0<>+24(SB)/4, $0xff800000
-DATA lgc0<>+28(SB)/4, $0xff800000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0xffffffff
+DATA lgc0<>+12(SB)/4, $0xffffffff
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000004
-DATA lgc1<>+8(SB)/4, $0x00000008
-DATA lgc1<>+12(SB)/4, $0x0000000c
-DATA lgc1<>+16(SB)/4, $0x00000010
-DATA lgc1<>+20(SB)/4, $0x00000014
-DATA lgc1<>+24(SB)/4, $0x00000018
-DATA lgc1<>+28(SB)/4, $0x0000001c
+DATA lgc1<>+0(SB)/4, $0xff800000
+DATA lgc1<>+4(SB)/4, $0xff800000
+DATA lgc1<>+8(SB)/4, $0xff800000
+DATA lgc1<>+12(SB)/4, $0xff800000
+DATA lgc1<>+16(SB)/4, $0xff800000
+DATA lgc1<>+20(SB)/4, $0xff800000
+DATA lgc1<>+24(SB)/4, $0xff800000
+DATA lgc1<>+28(SB)/4, $0xff800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0xffffffff
-DATA lgc2<>+12(SB)/4, $0xffffffff
-DATA lgc2<>+16(SB)/4, $0xffffffff
-DATA lgc2<>+20(SB)/4, $0xffffffff
-DATA lgc2<>+24(SB)/4, $0xffffffff
-DATA lgc2<>+28(SB)/4, $0xffffffff
+DATA lgc2<>+0(SB)/4, $0x80000000
+DATA lgc2<>+4(SB)/4, $0x80000000
+DATA lgc2<>+8(SB)/4, $0x80000000
+DATA lgc2<>+12(SB)/4, $0x80000000
+DATA lgc2<>+16(SB)/4, $0x80000000
+DATA lgc2<>+20(SB)/4, $0x80000000
+DATA lgc2<>+24(SB)/4, $0x80000000
+DATA lgc2<>+28(SB)/4, $0x80000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
 DATA lgc3<>+0(SB)/4, $0x00000000
@@ -475,385 +490,395 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x80000000
-DATA lgc4<>+4(SB)/4, $0x80000000
-DATA lgc4<>+8(SB)/4, $0x80000000
-DATA lgc4<>+12(SB)/4, $0x80000000
-DATA lgc4<>+16(SB)/4, $0x80000000
-DATA lgc4<>+20(SB)/4, $0x80000000
-DATA lgc4<>+24(SB)/4, $0x80000000
-DATA lgc4<>+28(SB)/4, $0x80000000
+DATA lgc4<>+0(SB)/8, $0x0000000000000000
+DATA lgc4<>+8(SB)/8, $0x0000000000000000
+DATA lgc4<>+16(SB)/8, $0x0000000000000000
+DATA lgc4<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x0000000000000000
-DATA lgc5<>+8(SB)/8, $0x0000000000000000
-DATA lgc5<>+16(SB)/8, $0x0000000000000000
-DATA lgc5<>+24(SB)/8, $0x0000000000000000
+DATA lgc5<>+0(SB)/4, $0xc2d00000
+DATA lgc5<>+4(SB)/4, $0xc2d00000
+DATA lgc5<>+8(SB)/4, $0xc2d00000
+DATA lgc5<>+12(SB)/4, $0xc2d00000
+DATA lgc5<>+16(SB)/4, $0xc2d00000
+DATA lgc5<>+20(SB)/4, $0xc2d00000
+DATA lgc5<>+24(SB)/4, $0xc2d00000
+DATA lgc5<>+28(SB)/4, $0xc2d00000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0xc2d00000
-DATA lgc6<>+4(SB)/4, $0xc2d00000
-DATA lgc6<>+8(SB)/4, $0xc2d00000
-DATA lgc6<>+12(SB)/4, $0xc2d00000
-DATA lgc6<>+16(SB)/4, $0xc2d00000
-DATA lgc6<>+20(SB)/4, $0xc2d00000
-DATA lgc6<>+24(SB)/4, $0xc2d00000
-DATA lgc6<>+28(SB)/4, $0xc2d00000
+DATA lgc6<>+0(SB)/4, $0x42b20000
+DATA lgc6<>+4(SB)/4, $0x42b20000
+DATA lgc6<>+8(SB)/4, $0x42b20000
+DATA lgc6<>+12(SB)/4, $0x42b20000
+DATA lgc6<>+16(SB)/4, $0x42b20000
+DATA lgc6<>+20(SB)/4, $0x42b20000
+DATA lgc6<>+24(SB)/4, $0x42b20000
+DATA lgc6<>+28(SB)/4, $0x42b20000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x42b20000
-DATA lgc7<>+4(SB)/4, $0x42b20000
-DATA lgc7<>+8(SB)/4, $0x42b20000
-DATA lgc7<>+12(SB)/4, $0x42b20000
-DATA lgc7<>+16(SB)/4, $0x42b20000
-DATA lgc7<>+20(SB)/4, $0x42b20000
-DATA lgc7<>+24(SB)/4, $0x42b20000
-DATA lgc7<>+28(SB)/4, $0x42b20000
+DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+0(SB)/4, $0x3f318000
+DATA lgc8<>+4(SB)/4, $0x3f318000
+DATA lgc8<>+8(SB)/4, $0x3f318000
+DATA lgc8<>+12(SB)/4, $0x3f318000
+DATA lgc8<>+16(SB)/4, $0x3f318000
+DATA lgc8<>+20(SB)/4, $0x3f318000
+DATA lgc8<>+24(SB)/4, $0x3f318000
+DATA lgc8<>+28(SB)/4, $0x3f318000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3f318000
-DATA lgc9<>+4(SB)/4, $0x3f318000
-DATA lgc9<>+8(SB)/4, $0x3f318000
-DATA lgc9<>+12(SB)/4, $0x3f318000
-DATA lgc9<>+16(SB)/4, $0x3f318000
-DATA lgc9<>+20(SB)/4, $0x3f318000
-DATA lgc9<>+24(SB)/4, $0x3f318000
-DATA lgc9<>+28(SB)/4, $0x3f318000
+DATA lgc9<>+0(SB)/4, $0xb95e8083
+DATA lgc9<>+4(SB)/4, $0xb95e8083
+DATA lgc9<>+8(SB)/4, $0xb95e8083
+DATA lgc9<>+12(SB)/4, $0xb95e8083
+DATA lgc9<>+16(SB)/4, $0xb95e8083
+DATA lgc9<>+20(SB)/4, $0xb95e8083
+DATA lgc9<>+24(SB)/4, $0xb95e8083
+DATA lgc9<>+28(SB)/4, $0xb95e8083
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0xb95e8083
-DATA lgc10<>+4(SB)/4, $0xb95e8083
-DATA lgc10<>+8(SB)/4, $0xb95e8083
-DATA lgc10<>+12(SB)/4, $0xb95e8083
-DATA lgc10<>+16(SB)/4, $0xb95e8083
-DATA lgc10<>+20(SB)/4, $0xb95e8083
-DATA lgc10<>+24(SB)/4, $0xb95e8083
-DATA lgc10<>+28(SB)/4, $0xb95e8083
+DATA lgc10<>+0(SB)/4, $0x39506967
+DATA lgc10<>+4(SB)/4, $0x39506967
+DATA lgc10<>+8(SB)/4, $0x39506967
+DATA lgc10<>+12(SB)/4, $0x39506967
+DATA lgc10<>+16(SB)/4, $0x39506967
+DATA lgc10<>+20(SB)/4, $0x39506967
+DATA lgc10<>+24(SB)/4, $0x39506967
+DATA lgc10<>+28(SB)/4, $0x39506967
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x39506967
-DATA lgc11<>+4(SB)/4, $0x39506967
-DATA lgc11<>+8(SB)/4, $0x39506967
-DATA lgc11<>+12(SB)/4, $0x39506967
-DATA lgc11<>+16(SB)/4, $0x39506967
-DATA lgc11<>+20(SB)/4, $0x39506967
-DATA lgc11<>+24(SB)/4, $0x39506967
-DATA lgc11<>+28(SB)/4, $0x39506967
+DATA lgc11<>+0(SB)/4, $0x3ab743ce
+DATA lgc11<>+4(SB)/4, $0x3ab743ce
+DATA lgc11<>+8(SB)/4, $0x3ab743ce
+DATA lgc11<>+12(SB)/4, $0x3ab743ce
+DATA lgc11<>+16(SB)/4, $0x3ab743ce
+DATA lgc11<>+20(SB)/4, $0x3ab743ce
+DATA lgc11<>+24(SB)/4, $0x3ab743ce
+DATA lgc11<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3ab743ce
-DATA lgc12<>+4(SB)/4, $0x3ab743ce
-DATA lgc12<>+8(SB)/4, $0x3ab743ce
-DATA lgc12<>+12(SB)/4, $0x3ab743ce
-DATA lgc12<>+16(SB)/4, $0x3ab743ce
-DATA lgc12<>+20(SB)/4, $0x3ab743ce
-DATA lgc12<>+24(SB)/4, $0x3ab743ce
-DATA lgc12<>+28(SB)/4, $0x3ab743ce
+DATA lgc12<>+0(SB)/4, $0x3c088908
+DATA lgc12<>+4(SB)/4, $0x3c088908
+DATA lgc12<>+8(SB)/4, $0x3c088908
+DATA lgc12<>+12(SB)/4, $0x3c088908
+DATA lgc12<>+16(SB)/4, $0x3c088908
+DATA lgc12<>+20(SB)/4, $0x3c088908
+DATA lgc12<>+24(SB)/4, $0x3c088908
+DATA lgc12<>+28(SB)/4, $0x3c088908
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3c088908
-DATA lgc13<>+4(SB)/4, $0x3c088908
-DATA lgc13<>+8(SB)/4, $0x3c088908
-DATA lgc13<>+12(SB)/4, $0x3c088908
-DATA lgc13<>+16(SB)/4, $0x3c088908
-DATA lgc13<>+20(SB)/4, $0x3c088908
-DATA lgc13<>+24(SB)/4, $0x3c088908
-DATA lgc13<>+28(SB)/4, $0x3c088908
+DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3f000000
-DATA lgc16<>+4(SB)/4, $0x3f000000
-DATA lgc16<>+8(SB)/4, $0x3f000000
-DATA lgc16<>+12(SB)/4, $0x3f000000
-DATA lgc16<>+16(SB)/4, $0x3f000000
-DATA lgc16<>+20(SB)/4, $0x3f000000
-DATA lgc16<>+24(SB)/4, $0x3f000000
-DATA lgc16<>+28(SB)/4, $0x3f000000
+DATA lgc16<>+0(SB)/4, $0x3f800000
+DATA lgc16<>+4(SB)/4, $0x3f800000
+DATA lgc16<>+8(SB)/4, $0x3f800000
+DATA lgc16<>+12(SB)/4, $0x3f800000
+DATA lgc16<>+16(SB)/4, $0x3f800000
+DATA lgc16<>+20(SB)/4, $0x3f800000
+DATA lgc16<>+24(SB)/4, $0x3f800000
+DATA lgc16<>+28(SB)/4, $0x3f800000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f800000
-DATA lgc17<>+4(SB)/4, $0x3f800000
-DATA lgc17<>+8(SB)/4, $0x3f800000
-DATA lgc17<>+12(SB)/4, $0x3f800000
-DATA lgc17<>+16(SB)/4, $0x3f800000
-DATA lgc17<>+20(SB)/4, $0x3f800000
-DATA lgc17<>+24(SB)/4, $0x3f800000
-DATA lgc17<>+28(SB)/4, $0x3f800000
+DATA lgc17<>+0(SB)/4, $0xffffff82
+DATA lgc17<>+4(SB)/4, $0xffffff82
+DATA lgc17<>+8(SB)/4, $0xffffff82
+DATA lgc17<>+12(SB)/4, $0xffffff82
+DATA lgc17<>+16(SB)/4, $0xffffff82
+DATA lgc17<>+20(SB)/4, $0xffffff82
+DATA lgc17<>+24(SB)/4, $0xffffff82
+DATA lgc17<>+28(SB)/4, $0xffffff82
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xffffff82
-DATA lgc18<>+4(SB)/4, $0xffffff82
-DATA lgc18<>+8(SB)/4, $0xffffff82
-DATA lgc18<>+12(SB)/4, $0xffffff82
-DATA lgc18<>+16(SB)/4, $0xffffff82
-DATA lgc18<>+20(SB)/4, $0xffffff82
-DATA lgc18<>+24(SB)/4, $0xffffff82
-DATA lgc18<>+28(SB)/4, $0xffffff82
+DATA lgc18<>+0(SB)/4, $0x0000007f
+DATA lgc18<>+4(SB)/4, $0x0000007f
+DATA lgc18<>+8(SB)/4, $0x0000007f
+DATA lgc18<>+12(SB)/4, $0x0000007f
+DATA lgc18<>+16(SB)/4, $0x0000007f
+DATA lgc18<>+20(SB)/4, $0x0000007f
+DATA lgc18<>+24(SB)/4, $0x0000007f
+DATA lgc18<>+28(SB)/4, $0x0000007f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x0000007f
-DATA lgc19<>+4(SB)/4, $0x0000007f
-DATA lgc19<>+8(SB)/4, $0x0000007f
-DATA lgc19<>+12(SB)/4, $0x0000007f
-DATA lgc19<>+16(SB)/4, $0x0000007f
-DATA lgc19<>+20(SB)/4, $0x0000007f
-DATA lgc19<>+24(SB)/4, $0x0000007f
-DATA lgc19<>+28(SB)/4, $0x0000007f
+DATA lgc19<>+0(SB)/4, $0xff7fffff
+DATA lgc19<>+4(SB)/4, $0xff7fffff
+DATA lgc19<>+8(SB)/4, $0xff7fffff
+DATA lgc19<>+12(SB)/4, $0xff7fffff
+DATA lgc19<>+16(SB)/4, $0xff7fffff
+DATA lgc19<>+20(SB)/4, $0xff7fffff
+DATA lgc19<>+24(SB)/4, $0xff7fffff
+DATA lgc19<>+28(SB)/4, $0xff7fffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xff7fffff
-DATA lgc20<>+4(SB)/4, $0xff7fffff
-DATA lgc20<>+8(SB)/4, $0xff7fffff
-DATA lgc20<>+12(SB)/4, $0xff7fffff
-DATA lgc20<>+16(SB)/4, $0xff7fffff
-DATA lgc20<>+20(SB)/4, $0xff7fffff
-DATA lgc20<>+24(SB)/4, $0xff7fffff
-DATA lgc20<>+28(SB)/4, $0xff7fffff
+DATA lgc20<>+0(SB)/4, $0x00800000
+DATA lgc20<>+4(SB)/4, $0x00800000
+DATA lgc20<>+8(SB)/4, $0x00800000
+DATA lgc20<>+12(SB)/4, $0x00800000
+DATA lgc20<>+16(SB)/4, $0x00800000
+DATA lgc20<>+20(SB)/4, $0x00800000
+DATA lgc20<>+24(SB)/4, $0x00800000
+DATA lgc20<>+28(SB)/4, $0x00800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
+DATA lgc21<>+0(SB)/4, $0x4b000000
+DATA lgc21<>+4(SB)/4, $0x4b000000
+DATA lgc21<>+8(SB)/4, $0x4b000000
+DATA lgc21<>+12(SB)/4, $0x4b000000
+DATA lgc21<>+16(SB)/4, $0x4b000000
+DATA lgc21<>+20(SB)/4, $0x4b000000
+DATA lgc21<>+24(SB)/4, $0x4b000000
+DATA lgc21<>+28(SB)/4, $0x4b000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
+DATA lgc22<>+0(SB)/4, $0xffffffe9
+DATA lgc22<>+4(SB)/4, $0xffffffe9
+DATA lgc22<>+8(SB)/4, $0xffffffe9
+DATA lgc22<>+12(SB)/4, $0xffffffe9
+DATA lgc22<>+16(SB)/4, $0xffffffe9
+DATA lgc22<>+20(SB)/4, $0xffffffe9
+DATA lgc22<>+24(SB)/4, $0xffffffe9
+DATA lgc22<>+28(SB)/4, $0xffffffe9
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffffe9
-DATA lgc23<>+4(SB)/4, $0xffffffe9
-DATA lgc23<>+8(SB)/4, $0xffffffe9
-DATA lgc23<>+12(SB)/4, $0xffffffe9
-DATA lgc23<>+16(SB)/4, $0xffffffe9
-DATA lgc23<>+20(SB)/4, $0xffffffe9
-DATA lgc23<>+24(SB)/4, $0xffffffe9
-DATA lgc23<>+28(SB)/4, $0xffffffe9
+DATA lgc23<>+0(SB)/4, $0x007fffff
+DATA lgc23<>+4(SB)/4, $0x007fffff
+DATA lgc23<>+8(SB)/4, $0x007fffff
+DATA lgc23<>+12(SB)/4, $0x007fffff
+DATA lgc23<>+16(SB)/4, $0x007fffff
+DATA lgc23<>+20(SB)/4, $0x007fffff
+DATA lgc23<>+24(SB)/4, $0x007fffff
+DATA lgc23<>+28(SB)/4, $0x007fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x007fffff
-DATA lgc24<>+4(SB)/4, $0x007fffff
-DATA lgc24<>+8(SB)/4, $0x007fffff
-DATA lgc24<>+12(SB)/4, $0x007fffff
-DATA lgc24<>+16(SB)/4, $0x007fffff
-DATA lgc24<>+20(SB)/4, $0x007fffff
-DATA lgc24<>+24(SB)/4, $0x007fffff
-DATA lgc24<>+28(SB)/4, $0x007fffff
+DATA lgc24<>+0(SB)/4, $0x3fb504f3
+DATA lgc24<>+4(SB)/4, $0x3fb504f3
+DATA lgc24<>+8(SB)/4, $0x3fb504f3
+DATA lgc24<>+12(SB)/4, $0x3fb504f3
+DATA lgc24<>+16(SB)/4, $0x3fb504f3
+DATA lgc24<>+20(SB)/4, $0x3fb504f3
+DATA lgc24<>+24(SB)/4, $0x3fb504f3
+DATA lgc24<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3fb504f3
-DATA lgc25<>+4(SB)/4, $0x3fb504f3
-DATA lgc25<>+8(SB)/4, $0x3fb504f3
-DATA lgc25<>+12(SB)/4, $0x3fb504f3
-DATA lgc25<>+16(SB)/4, $0x3fb504f3
-DATA lgc25<>+20(SB)/4, $0x3fb504f3
-DATA lgc25<>+24(SB)/4, $0x3fb504f3
-DATA lgc25<>+28(SB)/4, $0x3fb504f3
+DATA lgc25<>+0(SB)/4, $0x3d9021bb
+DATA lgc25<>+4(SB)/4, $0x3d9021bb
+DATA lgc25<>+8(SB)/4, $0x3d9021bb
+DATA lgc25<>+12(SB)/4, $0x3d9021bb
+DATA lgc25<>+16(SB)/4, $0x3d9021bb
+DATA lgc25<>+20(SB)/4, $0x3d9021bb
+DATA lgc25<>+24(SB)/4, $0x3d9021bb
+DATA lgc25<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3d9021bb
-DATA lgc26<>+4(SB)/4, $0x3d9021bb
-DATA lgc26<>+8(SB)/4, $0x3d9021bb
-DATA lgc26<>+12(SB)/4, $0x3d9021bb
-DATA lgc26<>+16(SB)/4, $0x3d9021bb
-DATA lgc26<>+20(SB)/4, $0x3d9021bb
-DATA lgc26<>+24(SB)/4, $0x3d9021bb
-DATA lgc26<>+28(SB)/4, $0x3d9021bb
+DATA lgc26<>+0(SB)/4, $0xbdebd1b8
+DATA lgc26<>+4(SB)/4, $0xbdebd1b8
+DATA lgc26<>+8(SB)/4, $0xbdebd1b8
+DATA lgc26<>+12(SB)/4, $0xbdebd1b8
+DATA lgc26<>+16(SB)/4, $0xbdebd1b8
+DATA lgc26<>+20(SB)/4, $0xbdebd1b8
+DATA lgc26<>+24(SB)/4, $0xbdebd1b8
+DATA lgc26<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbdebd1b8
-DATA lgc27<>+4(SB)/4, $0xbdebd1b8
-DATA lgc27<>+8(SB)/4, $0xbdebd1b8
-DATA lgc27<>+12(SB)/4, $0xbdebd1b8
-DATA lgc27<>+16(SB)/4, $0xbdebd1b8
-DATA lgc27<>+20(SB)/4, $0xbdebd1b8
-DATA lgc27<>+24(SB)/4, $0xbdebd1b8
-DATA lgc27<>+28(SB)/4, $0xbdebd1b8
+DATA lgc27<>+0(SB)/4, $0x3def251a
+DATA lgc27<>+4(SB)/4, $0x3def251a
+DATA lgc27<>+8(SB)/4, $0x3def251a
+DATA lgc27<>+12(SB)/4, $0x3def251a
+DATA lgc27<>+16(SB)/4, $0x3def251a
+DATA lgc27<>+20(SB)/4, $0x3def251a
+DATA lgc27<>+24(SB)/4, $0x3def251a
+DATA lgc27<>+28(SB)/4, $0x3def251a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3def251a
-DATA lgc28<>+4(SB)/4, $0x3def251a
-DATA lgc28<>+8(SB)/4, $0x3def251a
-DATA lgc28<>+12(SB)/4, $0x3def251a
-DATA lgc28<>+16(SB)/4, $0x3def251a
-DATA lgc28<>+20(SB)/4, $0x3def251a
-DATA lgc28<>+24(SB)/4, $0x3def251a
-DATA lgc28<>+28(SB)/4, $0x3def251a
+DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+0(SB)/4, $0x3e11e9bf
+DATA lgc29<>+4(SB)/4, $0x3e11e9bf
+DATA lgc29<>+8(SB)/4, $0x3e11e9bf
+DATA lgc29<>+12(SB)/4, $0x3e11e9bf
+DATA lgc29<>+16(SB)/4, $0x3e11e9bf
+DATA lgc29<>+20(SB)/4, $0x3e11e9bf
+DATA lgc29<>+24(SB)/4, $0x3e11e9bf
+DATA lgc29<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3e11e9bf
-DATA lgc30<>+4(SB)/4, $0x3e11e9bf
-DATA lgc30<>+8(SB)/4, $0x3e11e9bf
-DATA lgc30<>+12(SB)/4, $0x3e11e9bf
-DATA lgc30<>+16(SB)/4, $0x3e11e9bf
-DATA lgc30<>+20(SB)/4, $0x3e11e9bf
-DATA lgc30<>+24(SB)/4, $0x3e11e9bf
-DATA lgc30<>+28(SB)/4, $0x3e11e9bf
+DATA lgc30<>+0(SB)/4, $0xbe2aae50
+DATA lgc30<>+4(SB)/4, $0xbe2aae50
+DATA lgc30<>+8(SB)/4, $0xbe2aae50
+DATA lgc30<>+12(SB)/4, $0xbe2aae50
+DATA lgc30<>+16(SB)/4, $0xbe2aae50
+DATA lgc30<>+20(SB)/4, $0xbe2aae50
+DATA lgc30<>+24(SB)/4, $0xbe2aae50
+DATA lgc30<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbe2aae50
-DATA lgc31<>+4(SB)/4, $0xbe2aae50
-DATA lgc31<>+8(SB)/4, $0xbe2aae50
-DATA lgc31<>+12(SB)/4, $0xbe2aae50
-DATA lgc31<>+16(SB)/4, $0xbe2aae50
-DATA lgc31<>+20(SB)/4, $0xbe2aae50
-DATA lgc31<>+24(SB)/4, $0xbe2aae50
-DATA lgc31<>+28(SB)/4, $0xbe2aae50
+DATA lgc31<>+0(SB)/4, $0x3e4cceac
+DATA lgc31<>+4(SB)/4, $0x3e4cceac
+DATA lgc31<>+8(SB)/4, $0x3e4cceac
+DATA lgc31<>+12(SB)/4, $0x3e4cceac
+DATA lgc31<>+16(SB)/4, $0x3e4cceac
+DATA lgc31<>+20(SB)/4, $0x3e4cceac
+DATA lgc31<>+24(SB)/4, $0x3e4cceac
+DATA lgc31<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3e4cceac
-DATA lgc32<>+4(SB)/4, $0x3e4cceac
-DATA lgc32<>+8(SB)/4, $0x3e4cceac
-DATA lgc32<>+12(SB)/4, $0x3e4cceac
-DATA lgc32<>+16(SB)/4, $0x3e4cceac
-DATA lgc32<>+20(SB)/4, $0x3e4cceac
-DATA lgc32<>+24(SB)/4, $0x3e4cceac
-DATA lgc32<>+28(SB)/4, $0x3e4cceac
+DATA lgc32<>+0(SB)/4, $0xbe7ffffc
+DATA lgc32<>+4(SB)/4, $0xbe7ffffc
+DATA lgc32<>+8(SB)/4, $0xbe7ffffc
+DATA lgc32<>+12(SB)/4, $0xbe7ffffc
+DATA lgc32<>+16(SB)/4, $0xbe7ffffc
+DATA lgc32<>+20(SB)/4, $0xbe7ffffc
+DATA lgc32<>+24(SB)/4, $0xbe7ffffc
+DATA lgc32<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbe7ffffc
-DATA lgc33<>+4(SB)/4, $0xbe7ffffc
-DATA lgc33<>+8(SB)/4, $0xbe7ffffc
-DATA lgc33<>+12(SB)/4, $0xbe7ffffc
-DATA lgc33<>+16(SB)/4, $0xbe7ffffc
-DATA lgc33<>+20(SB)/4, $0xbe7ffffc
-DATA lgc33<>+24(SB)/4, $0xbe7ffffc
-DATA lgc33<>+28(SB)/4, $0xbe7ffffc
+DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+0(SB)/4, $0x7fc00000
+DATA lgc34<>+4(SB)/4, $0x7fc00000
+DATA lgc34<>+8(SB)/4, $0x7fc00000
+DATA lgc34<>+12(SB)/4, $0x7fc00000
+DATA lgc34<>+16(SB)/4, $0x7fc00000
+DATA lgc34<>+20(SB)/4, $0x7fc00000
+DATA lgc34<>+24(SB)/4, $0x7fc00000
+DATA lgc34<>+28(SB)/4, $0x7fc00000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fc00000
-DATA lgc35<>+4(SB)/4, $0x7fc00000
-DATA lgc35<>+8(SB)/4, $0x7fc00000
-DATA lgc35<>+12(SB)/4, $0x7fc00000
-DATA lgc35<>+16(SB)/4, $0x7fc00000
-DATA lgc35<>+20(SB)/4, $0x7fc00000
-DATA lgc35<>+24(SB)/4, $0x7fc00000
-DATA lgc35<>+28(SB)/4, $0x7fc00000
+DATA lgc35<>+0(SB)/4, $0x7f800000
+DATA lgc35<>+4(SB)/4, $0x7f800000
+DATA lgc35<>+8(SB)/4, $0x7f800000
+DATA lgc35<>+12(SB)/4, $0x7f800000
+DATA lgc35<>+16(SB)/4, $0x7f800000
+DATA lgc35<>+20(SB)/4, $0x7f800000
+DATA lgc35<>+24(SB)/4, $0x7f800000
+DATA lgc35<>+28(SB)/4, $0x7f800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f800000
-DATA lgc36<>+4(SB)/4, $0x7f800000
-DATA lgc36<>+8(SB)/4, $0x7f800000
-DATA lgc36<>+12(SB)/4, $0x7f800000
-DATA lgc36<>+16(SB)/4, $0x7f800000
-DATA lgc36<>+20(SB)/4, $0x7f800000
-DATA lgc36<>+24(SB)/4, $0x7f800000
-DATA lgc36<>+28(SB)/4, $0x7f800000
+DATA lgc36<>+0(SB)/4, $0x00000003
+DATA lgc36<>+4(SB)/4, $0x00000003
+DATA lgc36<>+8(SB)/4, $0x00000003
+DATA lgc36<>+12(SB)/4, $0x00000003
+DATA lgc36<>+16(SB)/4, $0x00000003
+DATA lgc36<>+20(SB)/4, $0x00000003
+DATA lgc36<>+24(SB)/4, $0x00000003
+DATA lgc36<>+28(SB)/4, $0x00000003
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x00000003
-DATA lgc37<>+4(SB)/4, $0x00000003
-DATA lgc37<>+8(SB)/4, $0x00000003
-DATA lgc37<>+12(SB)/4, $0x00000003
-DATA lgc37<>+16(SB)/4, $0x00000003
-DATA lgc37<>+20(SB)/4, $0x00000003
-DATA lgc37<>+24(SB)/4, $0x00000003
-DATA lgc37<>+28(SB)/4, $0x00000003
+DATA lgc37<>+0(SB)/4, $0x00000001
+DATA lgc37<>+4(SB)/4, $0x00000001
+DATA lgc37<>+8(SB)/4, $0x00000001
+DATA lgc37<>+12(SB)/4, $0x00000001
+DATA lgc37<>+16(SB)/4, $0x00000001
+DATA lgc37<>+20(SB)/4, $0x00000001
+DATA lgc37<>+24(SB)/4, $0x00000001
+DATA lgc37<>+28(SB)/4, $0x00000001
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x00000001
-DATA lgc38<>+4(SB)/4, $0x00000001
-DATA lgc38<>+8(SB)/4, $0x00000001
-DATA lgc38<>+12(SB)/4, $0x00000001
-DATA lgc38<>+16(SB)/4, $0x00000001
-DATA lgc38<>+20(SB)/4, $0x00000001
-DATA lgc38<>+24(SB)/4, $0x00000001
-DATA lgc38<>+28(SB)/4, $0x00000001
+DATA lgc38<>+0(SB)/4, $0x00000000
+DATA lgc38<>+4(SB)/4, $0x00000004
+DATA lgc38<>+8(SB)/4, $0x00000008
+DATA lgc38<>+12(SB)/4, $0x0000000c
+DATA lgc38<>+16(SB)/4, $0x00000010
+DATA lgc38<>+20(SB)/4, $0x00000014
+DATA lgc38<>+24(SB)/4, $0x00000018
+DATA lgc38<>+28(SB)/4, $0x0000001c
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0xbc23d70a
-DATA lgc39<>+4(SB)/4, $0xbc23d70a
-DATA lgc39<>+8(SB)/4, $0xbc23d70a
-DATA lgc39<>+12(SB)/4, $0xbc23d70a
-DATA lgc39<>+16(SB)/4, $0xbc23d70a
-DATA lgc39<>+20(SB)/4, $0xbc23d70a
-DATA lgc39<>+24(SB)/4, $0xbc23d70a
-DATA lgc39<>+28(SB)/4, $0xbc23d70a
+DATA lgc39<>+0(SB)/4, $0xffffffff
+DATA lgc39<>+4(SB)/4, $0xffffffff
+DATA lgc39<>+8(SB)/4, $0xffffffff
+DATA lgc39<>+12(SB)/4, $0xffffffff
+DATA lgc39<>+16(SB)/4, $0xffffffff
+DATA lgc39<>+20(SB)/4, $0xffffffff
+DATA lgc39<>+24(SB)/4, $0xffffffff
+DATA lgc39<>+28(SB)/4, $0xffffffff
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x7fffffff
-DATA lgc40<>+4(SB)/4, $0x7fffffff
-DATA lgc40<>+8(SB)/4, $0x7fffffff
-DATA lgc40<>+12(SB)/4, $0x7fffffff
-DATA lgc40<>+16(SB)/4, $0x7fffffff
-DATA lgc40<>+20(SB)/4, $0x7fffffff
-DATA lgc40<>+24(SB)/4, $0x7fffffff
-DATA lgc40<>+28(SB)/4, $0x7fffffff
+DATA lgc40<>+0(SB)/4, $0xbc23d70a
+DATA lgc40<>+4(SB)/4, $0xbc23d70a
+DATA lgc40<>+8(SB)/4, $0xbc23d70a
+DATA lgc40<>+12(SB)/4, $0xbc23d70a
+DATA lgc40<>+16(SB)/4, $0xbc23d70a
+DATA lgc40<>+20(SB)/4, $0xbc23d70a
+DATA lgc40<>+24(SB)/4, $0xbc23d70a
+DATA lgc40<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7f7fffff
-DATA lgc41<>+4(SB)/4, $0x7f7fffff
-DATA lgc41<>+8(SB)/4, $0x7f7fffff
-DATA lgc41<>+12(SB)/4, $0x7f7fffff
-DATA lgc41<>+16(SB)/4, $0x7f7fffff
-DATA lgc41<>+20(SB)/4, $0x7f7fffff
-DATA lgc41<>+24(SB)/4, $0x7f7fffff
-DATA lgc41<>+28(SB)/4, $0x7f7fffff
+DATA lgc41<>+0(SB)/4, $0x7fffffff
+DATA lgc41<>+4(SB)/4, $0x7fffffff
+DATA lgc41<>+8(SB)/4, $0x7fffffff
+DATA lgc41<>+12(SB)/4, $0x7fffffff
+DATA lgc41<>+16(SB)/4, $0x7fffffff
+DATA lgc41<>+20(SB)/4, $0x7fffffff
+DATA lgc41<>+24(SB)/4, $0x7fffffff
+DATA lgc41<>+28(SB)/4, $0x7fffffff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradLogits *float32, gradStateValue *float32, hi int)
+DATA lgc42<>+0(SB)/4, $0x7f7fffff
+DATA lgc42<>+4(SB)/4, $0x7f7fffff
+DATA lgc42<>+8(SB)/4, $0x7f7fffff
+DATA lgc42<>+12(SB)/4, $0x7f7fffff
+DATA lgc42<>+16(SB)/4, $0x7f7fffff
+DATA lgc42<>+20(SB)/4, $0x7f7fffff
+DATA lgc42<>+24(SB)/4, $0x7f7fffff
+DATA lgc42<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+// func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $480-80
+TEXT ·fbPass0AVX2(SB), $704-80
 	MOVQ lo+0(FP), AX
 
 outer0_6:
@@ -861,91 +886,116 @@ outer0_6:
 	XORQ CX, CX
 
 blocks_7:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    BX, BX
+	// tile logits
+	MOVQ       logits+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+512, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+4, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (BX)(SI*4), Y0, Y1
+	VMASKMOVPS 16(BX)(SI*4), Y0, Y2
+	VMASKMOVPS 32(BX)(SI*4), Y0, Y3
+	VMASKMOVPS 48(BX)(SI*4), Y0, Y4
+	VMASKMOVPS 64(BX)(SI*4), Y0, Y5
+	VMASKMOVPS 80(BX)(SI*4), Y0, Y6
+	VMASKMOVPS 96(BX)(SI*4), Y0, Y7
+	VMASKMOVPS 112(BX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y2, 64(SP)
+	VMOVUPS    Y4, 96(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 256(SP)
+	XORQ       BX, BX
 
 inner_A_8:
-	MOVQ       logits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+512, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, CX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS (SP)(DI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS 256(SP), Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 256(SP)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_8
 
 	// finish v3
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPS Y0, 192(SP)
+	VMOVUPS 256(SP), Y0
+	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS Y1, 320(SP)
+	VMOVUPD lgc4<>+0(SB), Y1
+	VMOVUPD Y1, 384(SP)
+	VMOVUPD Y1, 416(SP)
+	VMOVUPS Y0, 448(SP)
 	XORQ    BX, BX
 
 inner_A_9:
-	MOVQ       logits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+512, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, CX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    192(SP), Y1
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS (SP)(DI*1), Y0
+	VMOVUPS 448(SP), Y1
 
 	// v5 = sub(logits, v3)
 	VSUBPS Y1, Y0, Y0
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc17<>+0(SB), Y3, Y3
+	VADDPS       lgc16<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -953,14 +1003,9 @@ inner_A_9:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v6) over [A]
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y2, Y1
-	VMOVUPD      Y1, 96(SP)
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VADDPS  320(SP), Y3, Y1
+	VMOVUPS Y1, 320(SP)
+	VMOVUPS lgc19<>+0(SB), Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y1, Y0
@@ -972,39 +1017,35 @@ inner_A_9:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       128(SP), Y1, Y1
-	VMOVUPD      Y1, 128(SP)
-	VADDPD       160(SP), Y0, Y0
-	VMOVUPD      Y0, 160(SP)
+	VADDPD       384(SP), Y1, Y1
+	VMOVUPD      Y1, 384(SP)
+	VADDPD       416(SP), Y0, Y0
+	VMOVUPD      Y0, 416(SP)
 	INCQ         BX
 	CMPQ         BX, $+4
 	JL           inner_A_9
 
 	// finish v7
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 320(SP), Y0
 
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
-	VPOR         lgc17<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPOR         lgc16<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc17<>+0(SB), Y1, Y1
+	VSUBPS       lgc16<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -1012,73 +1053,72 @@ inner_A_9:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	MOVQ         action+16(FP), BX
-	XORQ         SI, SI
-	IMUL3Q       $+128, AX, DI
-	ADDQ         DI, SI
-	ADDQ         CX, SI
+	XORQ         DI, DI
+	IMUL3Q       $+128, AX, R8
+	ADDQ         R8, DI
+	ADDQ         CX, DI
 	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 224(SP)
+	VMOVUPS      Y1, 480(SP)
 	VMOVUPS      lgc3<>+0(SB), X1
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 224(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 228(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 232(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 236(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 240(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 244(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 248(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 252(SP)
-	VMOVUPS      224(SP), Y1
+	MOVQ         (BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 480(SP)
+	MOVQ         8(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 484(SP)
+	MOVQ         16(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 488(SP)
+	MOVQ         24(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 492(SP)
+	MOVQ         32(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 496(SP)
+	MOVQ         40(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 500(SP)
+	MOVQ         48(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 504(SP)
+	MOVQ         56(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 508(SP)
+	VMOVUPS      480(SP), Y1
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
-	IMUL3Q     $+512, AX, DI
-	ADDQ       DI, BX
-	IMUL3Q     $+4, CX, DI
-	ADDQ       DI, BX
-	MOVQ       logits+8(FP), DI
-	LEAQ       (DI)(BX*4), DI
+	IMUL3Q     $+512, AX, R8
+	ADDQ       R8, BX
+	IMUL3Q     $+4, CX, R8
+	ADDQ       R8, BX
+	MOVQ       logits+8(FP), R8
+	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc3<>+0(SB), Y1, Y1
-	VPMINSD    lgc37<>+0(SB), Y1, Y1
-	VPMULLD    lgc38<>+0(SB), Y1, Y1
-	VPADDD     lgc1<>+0(SB), Y1, Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
+	VPMINSD    lgc36<>+0(SB), Y1, Y1
+	VPMULLD    lgc37<>+0(SB), Y1, Y1
+	VPADDD     lgc38<>+0(SB), Y1, Y1
+	VMOVUPS    lgc39<>+0(SB), Y2
 	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y2, (DI)(Y1*4), Y3
-	VMOVUPS    192(SP), Y1
+	VGATHERDPS Y2, (R8)(Y1*4), Y3
+	VMOVUPS    448(SP), Y1
 
 	// v11 = sub(v10, v3)
 	VSUBPS Y1, Y3, Y1
@@ -1086,13 +1126,13 @@ inner_A_9:
 	// logSoftmax = sub(v11, v8)
 	VSUBPS  Y4, Y1, Y1
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VMOVUPS (BX)(DI*4), Y2
 
 	// v13 = mul(logSoftmax, advantage)
 	VMULPS Y2, Y1, Y1
 
 	// v14 = neg(v13)
-	VXORPS lgc4<>+0(SB), Y1, Y1
+	VXORPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
@@ -1100,8 +1140,8 @@ inner_A_9:
 	VMOVUPS Y1, 256(BX)
 
 	// finish v18
-	VMOVUPD     128(SP), Y1
-	VMOVUPD     160(SP), Y2
+	VMOVUPD     384(SP), Y1
+	VMOVUPD     416(SP), Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -1114,7 +1154,7 @@ inner_A_9:
 	VSUBPS Y1, Y4, Y2
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc39<>+0(SB), Y2, Y3
+	VMULPS lgc40<>+0(SB), Y2, Y3
 
 	// mean(entropy) over [N T]
 	VADDPS  576(BX), Y2, Y2
@@ -1123,31 +1163,31 @@ inner_A_9:
 	// mean(v22) over [N T]
 	VADDPS  896(BX), Y3, Y2
 	VMOVUPS Y2, 896(BX)
-	MOVQ    valueTarget+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y2
-	MOVQ    stateValue+48(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    valueTarget+40(FP), R8
+	VMOVUPS (R8)(DI*4), Y2
+	MOVQ    stateValue+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y3
+	VMOVUPS lgc2<>+0(SB), Y3
 	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc17<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y4
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y4, Y3, Y5
-	VANDPS lgc17<>+0(SB), Y5, Y5
+	VANDPS lgc16<>+0(SB), Y5, Y5
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y3, Y6
+	VMULPS lgc15<>+0(SB), Y3, Y6
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y3, Y6, Y7
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc16<>+0(SB), Y3, Y8
+	VSUBPS lgc15<>+0(SB), Y3, Y8
 
 	// smoothL1 = where(v31, v33, v34)
 	VMOVUPS   lgc3<>+0(SB), Y9
@@ -1155,12 +1195,12 @@ inner_A_9:
 	VBLENDVPS Y9, Y7, Y8, Y7
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc16<>+0(SB), Y7, Y7
+	VMULPS lgc15<>+0(SB), Y7, Y7
 
 	// mean(v36) over [N T]
 	VADDPS  1216(BX), Y7, Y7
 	VMOVUPS Y7, 1216(BX)
-	VMOVUPS lgc42<>+0(SB), Y7
+	VMOVUPS lgc43<>+0(SB), Y7
 	VMOVUPS lgc3<>+0(SB), Y8
 
 	// v40 = where(v31, 0.00048828125, 0)
@@ -1175,7 +1215,7 @@ inner_A_9:
 
 	// v42 = ne(v40, 0)
 	VCMPPS $0x04, Y8, Y9, Y7
-	VANDPS lgc17<>+0(SB), Y7, Y7
+	VANDPS lgc16<>+0(SB), Y7, Y7
 
 	// v43 = mul(v40, absDiff)
 	VMULPS Y3, Y9, Y3
@@ -1197,22 +1237,22 @@ inner_A_9:
 	VADDPS Y6, Y5, Y5
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc16<>+0(SB), Y3, Y3
+	VMULPS lgc15<>+0(SB), Y3, Y3
 
 	// v49 = add(v47, v48)
 	VADDPS Y3, Y5, Y3
 
 	// v50 = gt(diff, 0)
 	VCMPPS $0x1e, Y8, Y2, Y5
-	VANDPS lgc17<>+0(SB), Y5, Y5
+	VANDPS lgc16<>+0(SB), Y5, Y5
 
 	// v51 = lt(diff, 0)
 	VCMPPS $0x11, Y8, Y2, Y6
-	VANDPS lgc17<>+0(SB), Y6, Y6
+	VANDPS lgc16<>+0(SB), Y6, Y6
 
 	// v53 = mul(diff, 0)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
-	VMOVUPS lgc43<>+0(SB), Y7
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// v54 = where(v51, -1, v53)
 	VMOVUPS   lgc3<>+0(SB), Y9
@@ -1226,7 +1266,7 @@ inner_A_9:
 
 	// v56 = ne(v49, 0)
 	VCMPPS $0x04, Y8, Y3, Y4
-	VANDPS lgc17<>+0(SB), Y4, Y4
+	VANDPS lgc16<>+0(SB), Y4, Y4
 
 	// v57 = mul(v49, v55)
 	VMULPS Y2, Y3, Y2
@@ -1237,8 +1277,8 @@ inner_A_9:
 	VBLENDVPS Y5, Y2, Y3, Y2
 
 	// gradStateValue = neg(v58)
-	VXORPS  lgc4<>+0(SB), Y2, Y2
-	VMOVUPS lgc44<>+0(SB), Y3
+	VXORPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc45<>+0(SB), Y3
 
 	// v62 = div(9.765625e-06, v7)
 	VDIVPS Y0, Y3, Y3
@@ -1247,26 +1287,26 @@ inner_A_9:
 	VDIVPS Y0, Y1, Y1
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc45<>+0(SB), Y1, Y1
+	VMULPS lgc46<>+0(SB), Y1, Y1
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y8, Y3, Y4
-	VANDPS  lgc17<>+0(SB), Y4, Y4
+	VANDPS  lgc16<>+0(SB), Y4, Y4
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y5
+	VMOVUPS (BX)(DI*4), Y5
 
 	// v75 = mul(-0.0009765625, advantage)
-	VMULPS lgc46<>+0(SB), Y5, Y5
+	VMULPS lgc47<>+0(SB), Y5, Y5
 
 	// v76 = neg(v75)
-	VXORPS lgc4<>+0(SB), Y5, Y6
+	VXORPS lgc2<>+0(SB), Y5, Y6
 
 	// v77 = add(-9.765625e-06, v76)
-	VADDPS lgc45<>+0(SB), Y6, Y6
+	VADDPS lgc46<>+0(SB), Y6, Y6
 
 	// v81 = ne(v77, 0)
 	VCMPPS $0x04, Y8, Y6, Y7
-	VANDPS lgc17<>+0(SB), Y7, Y7
+	VANDPS lgc16<>+0(SB), Y7, Y7
 
 	// v82 = div(v77, v7)
 	VDIVPS Y0, Y6, Y0
@@ -1278,69 +1318,60 @@ inner_A_9:
 
 	// v84 = add(v64, v83)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPS Y2, 256(SP)
-	VMOVUPS Y3, 288(SP)
-	VMOVUPS Y4, 320(SP)
-	VMOVUPS Y5, 352(SP)
-	VMOVUPS Y0, 384(SP)
+	VMOVUPS Y2, 512(SP)
+	VMOVUPS Y3, 544(SP)
+	VMOVUPS Y4, 576(SP)
+	VMOVUPS Y5, 608(SP)
+	VMOVUPS Y0, 640(SP)
 	XORQ    BX, BX
 
 inner_A_10:
-	MOVQ       logits+8(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+512, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+4, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
-	VMOVUPS    192(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 448(SP), Y1
 
 	// v5 = sub(logits, v3)
 	VSUBPS Y1, Y0, Y0
 
 	// v6 = exp(v5)
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc17<>+0(SB), Y3, Y3
+	VADDPS       lgc16<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc20<>+0(SB), Y1
+	VMOVUPS      lgc19<>+0(SB), Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 288(SP), Y4
+	VMOVUPS 544(SP), Y4
 
 	// v66 = mul(v62, v16)
 	VMULPS  Y2, Y4, Y2
-	VMOVUPS 320(SP), Y5
+	VMOVUPS 576(SP), Y5
 
 	// v67 = where(v65, v66, v62)
 	VMOVUPS   lgc3<>+0(SB), Y6
@@ -1357,78 +1388,78 @@ inner_A_10:
 
 	// v70 = ge(v5, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y1
+	VANDPS lgc16<>+0(SB), Y1, Y1
 
 	// v71 = ne(v5, v5)
 	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc17<>+0(SB), Y0, Y0
+	VANDPS lgc16<>+0(SB), Y0, Y0
 
 	// v72 = max(v70, v71)
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y5
 	VMINPS  Y0, Y1, Y0
 	VORPS   Y5, Y0, Y0
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v73 = where(v72, v69, 0)
 	VMOVUPS      lgc3<>+0(SB), Y5
 	VCMPPS       $0x04, Y5, Y0, Y5
 	VBLENDVPS    Y5, Y4, Y1, Y0
-	XORQ         DI, DI
-	MOVQ         BX, R9
-	ADDQ         R9, DI
-	VMOVD        DI, X4
+	XORQ         R9, R9
+	MOVQ         BX, R10
+	ADDQ         R10, R9
+	VMOVD        R9, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
-	MOVQ         action+16(FP), DI
+	MOVQ         action+16(FP), R9
 	VMOVUPS      lgc3<>+0(SB), Y5
-	VMOVUPS      Y5, 416(SP)
+	VMOVUPS      Y5, 672(SP)
 	VMOVUPS      lgc3<>+0(SB), X5
-	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 416(SP)
-	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 420(SP)
-	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 424(SP)
-	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 428(SP)
-	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 432(SP)
-	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 436(SP)
-	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 440(SP)
-	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 444(SP)
-	VMOVUPS      416(SP), Y5
+	MOVQ         (R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 672(SP)
+	MOVQ         8(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 676(SP)
+	MOVQ         16(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 680(SP)
+	MOVQ         24(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 684(SP)
+	MOVQ         32(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 688(SP)
+	MOVQ         40(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 692(SP)
+	MOVQ         48(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 696(SP)
+	MOVQ         56(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 700(SP)
+	VMOVUPS      672(SP), Y5
 
 	// v79 = eq(v78, action)
 	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc17<>+0(SB), Y4, Y4
-	VMOVUPS 352(SP), Y5
+	VANDPS  lgc16<>+0(SB), Y4, Y4
+	VMOVUPS 608(SP), Y5
 
 	// v80 = where(v79, v75, 0)
 	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y1, Y4
-	VMOVUPS   384(SP), Y5
+	VMOVUPS   640(SP), Y5
 
 	// v85 = add(v67, v84)
 	VADDPS Y5, Y2, Y2
 
 	// v86 = ne(v85, 0)
 	VCMPPS $0x04, Y1, Y2, Y1
-	VANDPS lgc17<>+0(SB), Y1, Y1
+	VANDPS lgc16<>+0(SB), Y1, Y1
 
 	// v87 = mul(v85, v6)
 	VMULPS Y3, Y2, Y3
@@ -1445,38 +1476,65 @@ inner_A_10:
 	VADDPS Y0, Y4, Y0
 
 	// store gradLogits
-	MOVQ    gradLogits+56(FP), DI
-	VMOVUPS Y0, 448(SP)
-	MOVL    448(SP), R9
-	MOVL    R9, (DI)(R8*4)
-	MOVL    452(SP), R9
-	MOVL    R9, 16(DI)(R8*4)
-	MOVL    456(SP), R9
-	MOVL    R9, 32(DI)(R8*4)
-	MOVL    460(SP), R9
-	MOVL    R9, 48(DI)(R8*4)
-	MOVL    464(SP), R9
-	MOVL    R9, 64(DI)(R8*4)
-	MOVL    468(SP), R9
-	MOVL    R9, 80(DI)(R8*4)
-	MOVL    472(SP), R9
-	MOVL    R9, 96(DI)(R8*4)
-	MOVL    476(SP), R9
-	MOVL    R9, 112(DI)(R8*4)
+	VMOVUPS Y0, 128(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_10
-	VMOVUPS 256(SP), Y0
+	VMOVUPS 512(SP), Y0
 
 	// store gradStateValue
-	MOVQ         gradStateValue+64(FP), BX
-	VMOVUPS      Y0, (BX)(SI*4)
+	MOVQ    gradStateValue+56(FP), BX
+	VMOVUPS Y0, (BX)(DI*4)
+
+	// flush the tile of gradLogits
+	MOVQ         gradLogits+64(FP), BX
+	VMOVUPS      128(SP), Y0
+	VMOVUPS      160(SP), Y1
+	VMOVUPS      192(SP), Y2
+	VMOVUPS      224(SP), Y3
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (BX)(SI*4)
+	VMASKMOVPS   Y7, Y8, 16(BX)(SI*4)
+	VMASKMOVPS   Y3, Y8, 32(BX)(SI*4)
+	VMASKMOVPS   Y9, Y8, 48(BX)(SI*4)
+	VMASKMOVPS   Y2, Y8, 64(BX)(SI*4)
+	VMASKMOVPS   Y1, Y8, 80(BX)(SI*4)
+	VMASKMOVPS   Y5, Y8, 96(BX)(SI*4)
+	VMASKMOVPS   Y0, Y8, 112(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_11
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1487,8 +1545,8 @@ inner_A_10:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(DX)
 	VMOVUPS      576(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1500,8 +1558,8 @@ inner_A_10:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(DX)
 	VMOVUPS      896(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1513,8 +1571,8 @@ inner_A_10:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(DX)
 	VMOVUPS      1216(DX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1535,8 +1593,8 @@ noflush_11:
 	JL           blocks_7
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc41<>+0(SB), Y1, Y1
+	VANDPS       lgc41<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1547,8 +1605,8 @@ noflush_11:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1560,8 +1618,8 @@ noflush_11:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1573,8 +1631,8 @@ noflush_11:
 	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc40<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc41<>+0(SB), Y2, Y2
+	VANDPS       lgc41<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1593,55 +1651,55 @@ noflush_11:
 	VZEROUPPER
 	RET
 
-DATA lgc42<>+0(SB)/4, $0x3a000000
-DATA lgc42<>+4(SB)/4, $0x3a000000
-DATA lgc42<>+8(SB)/4, $0x3a000000
-DATA lgc42<>+12(SB)/4, $0x3a000000
-DATA lgc42<>+16(SB)/4, $0x3a000000
-DATA lgc42<>+20(SB)/4, $0x3a000000
-DATA lgc42<>+24(SB)/4, $0x3a000000
-DATA lgc42<>+28(SB)/4, $0x3a000000
-GLOBL lgc42<>(SB), RODATA|NOPTR, $32
-
-DATA lgc43<>+0(SB)/4, $0xbf800000
-DATA lgc43<>+4(SB)/4, $0xbf800000
-DATA lgc43<>+8(SB)/4, $0xbf800000
-DATA lgc43<>+12(SB)/4, $0xbf800000
-DATA lgc43<>+16(SB)/4, $0xbf800000
-DATA lgc43<>+20(SB)/4, $0xbf800000
-DATA lgc43<>+24(SB)/4, $0xbf800000
-DATA lgc43<>+28(SB)/4, $0xbf800000
+DATA lgc43<>+0(SB)/4, $0x3a000000
+DATA lgc43<>+4(SB)/4, $0x3a000000
+DATA lgc43<>+8(SB)/4, $0x3a000000
+DATA lgc43<>+12(SB)/4, $0x3a000000
+DATA lgc43<>+16(SB)/4, $0x3a000000
+DATA lgc43<>+20(SB)/4, $0x3a000000
+DATA lgc43<>+24(SB)/4, $0x3a000000
+DATA lgc43<>+28(SB)/4, $0x3a000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x3723d70a
-DATA lgc44<>+4(SB)/4, $0x3723d70a
-DATA lgc44<>+8(SB)/4, $0x3723d70a
-DATA lgc44<>+12(SB)/4, $0x3723d70a
-DATA lgc44<>+16(SB)/4, $0x3723d70a
-DATA lgc44<>+20(SB)/4, $0x3723d70a
-DATA lgc44<>+24(SB)/4, $0x3723d70a
-DATA lgc44<>+28(SB)/4, $0x3723d70a
+DATA lgc44<>+0(SB)/4, $0xbf800000
+DATA lgc44<>+4(SB)/4, $0xbf800000
+DATA lgc44<>+8(SB)/4, $0xbf800000
+DATA lgc44<>+12(SB)/4, $0xbf800000
+DATA lgc44<>+16(SB)/4, $0xbf800000
+DATA lgc44<>+20(SB)/4, $0xbf800000
+DATA lgc44<>+24(SB)/4, $0xbf800000
+DATA lgc44<>+28(SB)/4, $0xbf800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xb723d70a
-DATA lgc45<>+4(SB)/4, $0xb723d70a
-DATA lgc45<>+8(SB)/4, $0xb723d70a
-DATA lgc45<>+12(SB)/4, $0xb723d70a
-DATA lgc45<>+16(SB)/4, $0xb723d70a
-DATA lgc45<>+20(SB)/4, $0xb723d70a
-DATA lgc45<>+24(SB)/4, $0xb723d70a
-DATA lgc45<>+28(SB)/4, $0xb723d70a
+DATA lgc45<>+0(SB)/4, $0x3723d70a
+DATA lgc45<>+4(SB)/4, $0x3723d70a
+DATA lgc45<>+8(SB)/4, $0x3723d70a
+DATA lgc45<>+12(SB)/4, $0x3723d70a
+DATA lgc45<>+16(SB)/4, $0x3723d70a
+DATA lgc45<>+20(SB)/4, $0x3723d70a
+DATA lgc45<>+24(SB)/4, $0x3723d70a
+DATA lgc45<>+28(SB)/4, $0x3723d70a
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0xba800000
-DATA lgc46<>+4(SB)/4, $0xba800000
-DATA lgc46<>+8(SB)/4, $0xba800000
-DATA lgc46<>+12(SB)/4, $0xba800000
-DATA lgc46<>+16(SB)/4, $0xba800000
-DATA lgc46<>+20(SB)/4, $0xba800000
-DATA lgc46<>+24(SB)/4, $0xba800000
-DATA lgc46<>+28(SB)/4, $0xba800000
+DATA lgc46<>+0(SB)/4, $0xb723d70a
+DATA lgc46<>+4(SB)/4, $0xb723d70a
+DATA lgc46<>+8(SB)/4, $0xb723d70a
+DATA lgc46<>+12(SB)/4, $0xb723d70a
+DATA lgc46<>+16(SB)/4, $0xb723d70a
+DATA lgc46<>+20(SB)/4, $0xb723d70a
+DATA lgc46<>+24(SB)/4, $0xb723d70a
+DATA lgc46<>+28(SB)/4, $0xb723d70a
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
+
+DATA lgc47<>+0(SB)/4, $0xba800000
+DATA lgc47<>+4(SB)/4, $0xba800000
+DATA lgc47<>+8(SB)/4, $0xba800000
+DATA lgc47<>+12(SB)/4, $0xba800000
+DATA lgc47<>+16(SB)/4, $0xba800000
+DATA lgc47<>+20(SB)/4, $0xba800000
+DATA lgc47<>+24(SB)/4, $0xba800000
+DATA lgc47<>+28(SB)/4, $0xba800000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1655,28 +1713,28 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc6<>+0(SB), Y0, Y1
-	VMINPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       lgc8<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VMOVAPS      lgc11<>+0(SB), Y3
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc17<>+0(SB), Y3, Y3
+	VADDPS       lgc16<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc17<>+0(SB), Y1, Y2
+	VPMINSD      lgc18<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc18<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc18<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1702,22 +1760,23 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
-	VPOR         lgc17<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc16<>+0(SB), Y1, Y4
+	VPAND        lgc23<>+0(SB), Y2, Y1
+	VPOR         lgc16<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc17<>+0(SB), Y1, Y1
+	VSUBPS       lgc16<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -1725,20 +1784,19 @@ bulk_14:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1761,23 +1819,24 @@ bulk_16:
 	CMPQ         BX, DX
 	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc17<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VADDPS       lgc16<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc19<>+0(SB), Y4, Y4
-	VPAND        lgc23<>+0(SB), Y2, Y2
+	VPSUBD       lgc18<>+0(SB), Y4, Y4
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc24<>+0(SB), Y3, Y2
-	VPOR         lgc17<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
-	VMULPS       lgc16<>+0(SB), Y2, Y5
+	VPAND        lgc23<>+0(SB), Y3, Y2
+	VPOR         lgc16<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc17<>+0(SB), Y2, Y2
+	VSUBPS       lgc16<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc26<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -1785,32 +1844,31 @@ bulk_16:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc16<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc0<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc17<>+0(SB), Y1, Y2
+	VSUBPS       lgc16<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_16

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $664-104
+TEXT ·pass0AVX2(SB), $728-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -163,9 +163,8 @@ inner_A_2:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 152(SP)
-	VMOVUPD Y2, 184(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 152(SP)
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
@@ -225,13 +224,8 @@ inner_A_3:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y4, Y2
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       152(SP), Y3, Y3
-	VMOVUPD      Y3, 152(SP)
-	VADDPD       184(SP), Y2, Y2
-	VMOVUPD      Y2, 184(SP)
+	VADDPS       152(SP), Y2, Y2
+	VMOVUPS      Y2, 152(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
@@ -258,12 +252,7 @@ inner_A_3:
 	JL           inner_A_3
 
 	// finish v25
-	VMOVUPD     152(SP), Y1
-	VMOVUPD     184(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 152(SP), Y1
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -653,14 +642,56 @@ inner_A_3:
 	MOVQ       $+408, CX
 
 blocks_4:
-	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+421, AX, DI
-	ADDQ      DI, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	// tile logits
+	MOVQ       logits+56(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc56<>+0(SB), Y1
+	VMASKMOVPS (BX)(SI*4), Y1, Y2
+	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
+	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
+	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
+	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
+	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
+	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
+	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
+	VUNPCKLPS  Y3, Y2, Y9
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VUNPCKLPS  Y1, Y8, Y7
+	VUNPCKHPS  Y1, Y8, Y1
+	VSHUFPS    $0x44, Y3, Y9, Y8
+	VSHUFPS    $0xee, Y3, Y9, Y3
+	VSHUFPS    $0x44, Y4, Y2, Y9
+	VSHUFPS    $0xee, Y4, Y2, Y2
+	VSHUFPS    $0x44, Y7, Y5, Y4
+	VSHUFPS    $0xee, Y7, Y5, Y5
+	VSHUFPS    $0x44, Y1, Y6, Y7
+	VSHUFPS    $0xee, Y1, Y6, Y1
+	VPERM2F128 $0x20, Y4, Y8, Y6
+	VPERM2F128 $0x31, Y4, Y8, Y4
+	VPERM2F128 $0x20, Y5, Y3, Y4
+	VPERM2F128 $0x31, Y5, Y3, Y3
+	VPERM2F128 $0x20, Y7, Y9, Y3
+	VPERM2F128 $0x31, Y7, Y9, Y3
+	VPERM2F128 $0x20, Y1, Y2, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPS    Y6, 440(SP)
+	VMOVUPS    Y4, 472(SP)
+	VMOVUPS    lgc2<>+0(SB), Y1
+	MOVQ       nextTerminated+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+421, AX, DI
+	ADDQ       DI, SI
+	ADDQ       CX, SI
+	VPMOVZXBD  (BX)(SI*1), Y2
+	VCVTDQ2PS  Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
@@ -727,24 +758,15 @@ blocks_4:
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 440(SP)
-	VMOVUPS Y1, 472(SP)
+	VMOVUPS Y2, 504(SP)
+	VMOVUPS Y1, 536(SP)
 	XORQ    DI, DI
 
 inner_A_5:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 440(SP)(R8*1), Y1
 
 	// reduce_max(logits) over [A]
 	VMOVUPS 24(SP), Y2
@@ -761,30 +783,20 @@ inner_A_5:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 152(SP)
-	VMOVUPD Y2, 184(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 152(SP)
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 504(SP)
+	VMOVUPS Y1, 568(SP)
 	XORQ    DI, DI
 
 inner_A_6:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    504(SP), Y2
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 440(SP)(R8*1), Y1
+	VMOVUPS 568(SP), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
@@ -819,14 +831,9 @@ inner_A_6:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v24) over [A]
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       152(SP), Y2, Y2
-	VMOVUPD      Y2, 152(SP)
-	VADDPD       184(SP), Y3, Y2
-	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VADDPS  152(SP), Y4, Y2
+	VMOVUPS Y2, 152(SP)
+	VMOVUPS lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
@@ -847,12 +854,7 @@ inner_A_6:
 	JL           inner_A_6
 
 	// finish v25
-	VMOVUPD     152(SP), Y1
-	VMOVUPD     184(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 152(SP), Y1
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -896,33 +898,33 @@ inner_A_6:
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 536(SP)
+	VMOVUPS      Y2, 600(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 536(SP)
+	VMOVSS       X2, 600(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 540(SP)
+	VMOVSS       X2, 604(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 544(SP)
+	VMOVSS       X2, 608(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 548(SP)
+	VMOVSS       X2, 612(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 552(SP)
+	VMOVSS       X2, 616(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 556(SP)
+	VMOVSS       X2, 620(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 560(SP)
+	VMOVSS       X2, 624(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 564(SP)
-	VMOVUPS      536(SP), Y2
+	VMOVSS       X2, 628(SP)
+	VMOVUPS      600(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -940,7 +942,7 @@ inner_A_6:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    504(SP), Y2
+	VMOVUPS    568(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
@@ -960,7 +962,7 @@ inner_A_6:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 568(SP)
+	VMOVUPS Y5, 632(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
@@ -990,7 +992,7 @@ inner_A_6:
 	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x03, Y4, Y4, Y5
 	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      440(SP), Y5
+	VMOVUPS      504(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(gae, 0)
@@ -1000,7 +1002,7 @@ inner_A_6:
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 600(SP)
+	VMOVUPS Y1, 664(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
@@ -1035,7 +1037,7 @@ inner_A_6:
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPS Y4, 632(SP)
+	VMOVUPS Y4, 696(SP)
 
 	// finish v54
 	VMOVUPD     216(SP), Y1
@@ -1044,11 +1046,11 @@ inner_A_6:
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     600(SP), Y2
+	VMOVUPS     664(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 568(SP), Y2
+	VMOVUPS 632(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y1
@@ -1063,7 +1065,7 @@ inner_A_6:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y2, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 472(SP), Y1
+	VMOVUPS 536(SP), Y1
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
@@ -1145,7 +1147,7 @@ inner_A_6:
 	VFMADD231PD  Y4, Y1, Y2
 	VMOVUPD      Y3, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      632(SP), Y1
+	VMOVUPS      696(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
@@ -1171,12 +1173,12 @@ inner_A_6:
 
 	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 440(SP), Y1
+	VMOVUPS 504(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 472(SP), Y1
+	VMOVUPS 536(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
@@ -1186,7 +1188,7 @@ inner_A_6:
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -1198,7 +1200,7 @@ inner_A_6:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1211,7 +1213,7 @@ inner_A_6:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1224,7 +1226,7 @@ inner_A_6:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1237,7 +1239,7 @@ inner_A_6:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1250,7 +1252,7 @@ inner_A_6:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -1271,7 +1273,7 @@ noflush_7:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1283,7 +1285,7 @@ noflush_7:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1296,7 +1298,7 @@ noflush_7:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1309,7 +1311,7 @@ noflush_7:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1322,7 +1324,7 @@ noflush_7:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1335,7 +1337,7 @@ noflush_7:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1906,15 +1908,25 @@ DATA lgc55<>+24(SB)/4, $0x40000000
 DATA lgc55<>+28(SB)/4, $0x40000000
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x7f7fffff
-DATA lgc56<>+4(SB)/4, $0x7f7fffff
-DATA lgc56<>+8(SB)/4, $0x7f7fffff
-DATA lgc56<>+12(SB)/4, $0x7f7fffff
-DATA lgc56<>+16(SB)/4, $0x7f7fffff
-DATA lgc56<>+20(SB)/4, $0x7f7fffff
-DATA lgc56<>+24(SB)/4, $0x7f7fffff
-DATA lgc56<>+28(SB)/4, $0x7f7fffff
+DATA lgc56<>+0(SB)/4, $0xffffffff
+DATA lgc56<>+4(SB)/4, $0xffffffff
+DATA lgc56<>+8(SB)/4, $0x00000000
+DATA lgc56<>+12(SB)/4, $0x00000000
+DATA lgc56<>+16(SB)/4, $0x00000000
+DATA lgc56<>+20(SB)/4, $0x00000000
+DATA lgc56<>+24(SB)/4, $0x00000000
+DATA lgc56<>+28(SB)/4, $0x00000000
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
+
+DATA lgc57<>+0(SB)/4, $0x7f7fffff
+DATA lgc57<>+4(SB)/4, $0x7f7fffff
+DATA lgc57<>+8(SB)/4, $0x7f7fffff
+DATA lgc57<>+12(SB)/4, $0x7f7fffff
+DATA lgc57<>+16(SB)/4, $0x7f7fffff
+DATA lgc57<>+20(SB)/4, $0x7f7fffff
+DATA lgc57<>+24(SB)/4, $0x7f7fffff
+DATA lgc57<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1929,7 +1941,7 @@ blocks_8:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc58<>+0(SB), Y0, Y0
 	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -1992,7 +2004,7 @@ blocks_8:
 	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2017,7 +2029,7 @@ noflush_9:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc58<>+0(SB), Y0, Y0
 	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -2087,7 +2099,7 @@ noflush_9:
 	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2102,15 +2114,15 @@ noflush_9:
 	VZEROUPPER
 	RET
 
-DATA lgc57<>+0(SB)/4, $0x34000000
-DATA lgc57<>+4(SB)/4, $0x34000000
-DATA lgc57<>+8(SB)/4, $0x34000000
-DATA lgc57<>+12(SB)/4, $0x34000000
-DATA lgc57<>+16(SB)/4, $0x34000000
-DATA lgc57<>+20(SB)/4, $0x34000000
-DATA lgc57<>+24(SB)/4, $0x34000000
-DATA lgc57<>+28(SB)/4, $0x34000000
-GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+DATA lgc58<>+0(SB)/4, $0x34000000
+DATA lgc58<>+4(SB)/4, $0x34000000
+DATA lgc58<>+8(SB)/4, $0x34000000
+DATA lgc58<>+12(SB)/4, $0x34000000
+DATA lgc58<>+16(SB)/4, $0x34000000
+DATA lgc58<>+20(SB)/4, $0x34000000
+DATA lgc58<>+24(SB)/4, $0x34000000
+DATA lgc58<>+28(SB)/4, $0x34000000
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(s4 *float32, ess *float32)
 // Requires: AVX
@@ -2118,7 +2130,7 @@ TEXT ·pass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0
@@ -2129,19 +2141,19 @@ TEXT ·pass2AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x42800000
-DATA lgc58<>+4(SB)/4, $0x42800000
-DATA lgc58<>+8(SB)/4, $0x42800000
-DATA lgc58<>+12(SB)/4, $0x42800000
-DATA lgc58<>+16(SB)/4, $0x42800000
-DATA lgc58<>+20(SB)/4, $0x42800000
-DATA lgc58<>+24(SB)/4, $0x42800000
-DATA lgc58<>+28(SB)/4, $0x42800000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc59<>+0(SB)/4, $0x42800000
+DATA lgc59<>+4(SB)/4, $0x42800000
+DATA lgc59<>+8(SB)/4, $0x42800000
+DATA lgc59<>+12(SB)/4, $0x42800000
+DATA lgc59<>+16(SB)/4, $0x42800000
+DATA lgc59<>+20(SB)/4, $0x42800000
+DATA lgc59<>+24(SB)/4, $0x42800000
+DATA lgc59<>+28(SB)/4, $0x42800000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1496-120
+TEXT ·fbPass0AVX2(SB), $1592-120
 	MOVQ lo+0(FP), AX
 
 outer0_10:
@@ -2298,9 +2310,8 @@ inner_A_11:
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 152(SP)
-	VMOVUPD Y2, 184(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 152(SP)
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
@@ -2360,13 +2371,8 @@ inner_A_12:
 	VEXTRACTI128 $0x01, Y2, X3
 	VPMOVSXDQ    X3, Y3
 	VANDPS       Y2, Y4, Y2
-	VCVTPS2PD    X2, Y3
-	VEXTRACTF128 $0x01, Y2, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       152(SP), Y3, Y3
-	VMOVUPD      Y3, 152(SP)
-	VADDPD       184(SP), Y2, Y2
-	VMOVUPD      Y2, 184(SP)
+	VADDPS       152(SP), Y2, Y2
+	VMOVUPS      Y2, 152(SP)
 	VMOVUPS      lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
@@ -2393,12 +2399,7 @@ inner_A_12:
 	JL           inner_A_12
 
 	// finish v25
-	VMOVUPD     152(SP), Y1
-	VMOVUPD     184(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 152(SP), Y1
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -2779,7 +2780,7 @@ inner_A_12:
 	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
 	VMOVUPS 600(SP), Y1
-	VMOVUPS lgc59<>+0(SB), Y2
+	VMOVUPS lgc60<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
@@ -2834,7 +2835,7 @@ inner_A_12:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc60<>+0(SB), Y6
+	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v102 = where(v99, -1, v101)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2861,7 +2862,7 @@ inner_A_12:
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc61<>+0(SB), Y2
+	VMOVUPS lgc62<>+0(SB), Y2
 	VMOVUPS 376(SP), Y4
 
 	// v110 = div(3.711401342221861e-07, v25)
@@ -2872,7 +2873,7 @@ inner_A_12:
 	VDIVPS Y4, Y5, Y5
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc62<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y5, Y5
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
@@ -2880,7 +2881,7 @@ inner_A_12:
 	VMOVUPS 88(SP), Y7
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc63<>+0(SB), Y7, Y7
+	VMULPS  lgc64<>+0(SB), Y7, Y7
 	VMOVUPS 408(SP), Y9
 
 	// v124 = where(v39, v123, 0)
@@ -2955,7 +2956,7 @@ inner_A_12:
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v138 = add(-3.711401342221861e-07, v137)
-	VADDPS lgc62<>+0(SB), Y2, Y2
+	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3162,19 +3163,61 @@ inner_A_13:
 	MOVQ       $+408, CX
 
 blocks_14:
-	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+421, AX, DI
-	ADDQ      DI, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	// tile logits
+	MOVQ       logits+56(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+842, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc56<>+0(SB), Y1
+	VMASKMOVPS (BX)(SI*4), Y1, Y2
+	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
+	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
+	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
+	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
+	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
+	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
+	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
+	VUNPCKLPS  Y3, Y2, Y9
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VUNPCKLPS  Y1, Y8, Y7
+	VUNPCKHPS  Y1, Y8, Y1
+	VSHUFPS    $0x44, Y3, Y9, Y8
+	VSHUFPS    $0xee, Y3, Y9, Y3
+	VSHUFPS    $0x44, Y4, Y2, Y9
+	VSHUFPS    $0xee, Y4, Y2, Y2
+	VSHUFPS    $0x44, Y7, Y5, Y4
+	VSHUFPS    $0xee, Y7, Y5, Y5
+	VSHUFPS    $0x44, Y1, Y6, Y7
+	VSHUFPS    $0xee, Y1, Y6, Y1
+	VPERM2F128 $0x20, Y4, Y8, Y6
+	VPERM2F128 $0x31, Y4, Y8, Y4
+	VPERM2F128 $0x20, Y5, Y3, Y4
+	VPERM2F128 $0x31, Y5, Y3, Y3
+	VPERM2F128 $0x20, Y7, Y9, Y3
+	VPERM2F128 $0x31, Y7, Y9, Y3
+	VPERM2F128 $0x20, Y1, Y2, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPS    Y6, 856(SP)
+	VMOVUPS    Y4, 888(SP)
+	VMOVUPS    lgc2<>+0(SB), Y1
+	MOVQ       nextTerminated+8(FP), BX
+	XORQ       DI, DI
+	IMUL3Q     $+421, AX, R8
+	ADDQ       R8, DI
+	ADDQ       CX, DI
+	VPMOVZXBD  (BX)(DI*1), Y2
+	VCVTDQ2PS  Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
 	MOVQ      nextDone+16(FP), BX
-	VPMOVZXBD (BX)(SI*1), Y3
+	VPMOVZXBD (BX)(DI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
 	// notDone = sub(1, nextDone)
@@ -3183,17 +3226,17 @@ blocks_14:
 	// v9 = mul(0.99, notTerminated)
 	VMULPS  lgc3<>+0(SB), Y2, Y2
 	MOVQ    nextStateValue+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VMOVUPS (BX)(DI*4), Y3
 
 	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
 	MOVQ    nextReward+32(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VMOVUPS (BX)(DI*4), Y3
 
 	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
 	MOVQ    stateValue+40(FP), BX
-	VMOVUPS (BX)(SI*4), Y3
+	VMOVUPS (BX)(DI*4), Y3
 
 	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
@@ -3236,24 +3279,15 @@ blocks_14:
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
 	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 856(SP)
-	VMOVUPS Y1, 888(SP)
-	XORQ    DI, DI
+	VMOVUPS Y2, 984(SP)
+	VMOVUPS Y1, 1016(SP)
+	XORQ    R8, R8
 
 inner_A_15:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
+	XORQ    R9, R9
+	IMUL3Q  $+32, R8, R10
+	ADDQ    R10, R9
+	VMOVUPS 856(SP)(R9*1), Y1
 
 	// reduce_max(logits) over [A]
 	VMOVUPS 24(SP), Y2
@@ -3264,36 +3298,26 @@ inner_A_15:
 	VORPS   Y3, Y2, Y2
 	VXORPS  lgc14<>+0(SB), Y2, Y2
 	VMOVUPS Y2, 24(SP)
-	INCQ    DI
-	CMPQ    DI, $+2
+	INCQ    R8
+	CMPQ    R8, $+2
 	JL      inner_A_15
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 152(SP)
-	VMOVUPD Y2, 184(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 152(SP)
 	VMOVUPD lgc15<>+0(SB), Y2
 	VMOVUPD Y2, 216(SP)
 	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 920(SP)
-	XORQ    DI, DI
+	VMOVUPS Y1, 1048(SP)
+	XORQ    R8, R8
 
 inner_A_16:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+842, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    920(SP), Y2
+	XORQ    R9, R9
+	IMUL3Q  $+32, R8, R10
+	ADDQ    R10, R9
+	VMOVUPS 856(SP)(R9*1), Y1
+	VMOVUPS 1048(SP), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
@@ -3328,14 +3352,9 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v24) over [A]
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       152(SP), Y2, Y2
-	VMOVUPD      Y2, 152(SP)
-	VADDPD       184(SP), Y3, Y2
-	VMOVUPD      Y2, 184(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VADDPS  152(SP), Y4, Y2
+	VMOVUPS Y2, 152(SP)
+	VMOVUPS lgc29<>+0(SB), Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
@@ -3351,17 +3370,12 @@ inner_A_16:
 	VMOVUPD      Y2, 216(SP)
 	VADDPD       248(SP), Y1, Y1
 	VMOVUPD      Y1, 248(SP)
-	INCQ         DI
-	CMPQ         DI, $+2
+	INCQ         R8
+	CMPQ         R8, $+2
 	JL           inner_A_16
 
 	// finish v25
-	VMOVUPD     152(SP), Y1
-	VMOVUPD     184(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 152(SP), Y1
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -3403,44 +3417,44 @@ inner_A_16:
 	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	MOVQ         action+64(FP), DI
+	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 952(SP)
+	VMOVUPS      Y2, 1080(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
-	MOVQ         (DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 952(SP)
-	MOVQ         8(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 956(SP)
-	MOVQ         16(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 960(SP)
-	MOVQ         24(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 964(SP)
-	MOVQ         32(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 968(SP)
-	MOVQ         40(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 972(SP)
-	MOVQ         48(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 976(SP)
-	MOVQ         56(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 980(SP)
-	VMOVUPS      952(SP), Y2
+	MOVQ         (R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1080(SP)
+	MOVQ         8(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1084(SP)
+	MOVQ         16(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1088(SP)
+	MOVQ         24(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1092(SP)
+	MOVQ         32(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1096(SP)
+	MOVQ         40(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1100(SP)
+	MOVQ         48(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1104(SP)
+	MOVQ         56(R8)(DI*8), R9
+	VCVTSI2SSQ   R9, X2, X2
+	VMOVSS       X2, 1108(SP)
+	VMOVUPS      1080(SP), Y2
 
 	// v28 = gather(logits, action) over A
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+2, CX, R8
-	ADDQ       R8, DI
-	MOVQ       logits+56(FP), R8
-	LEAQ       (R8)(DI*4), R8
+	XORQ       R8, R8
+	IMUL3Q     $+842, AX, R9
+	ADDQ       R9, R8
+	IMUL3Q     $+2, CX, R9
+	ADDQ       R9, R8
+	MOVQ       logits+56(FP), R9
+	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
 	VPMINSD    lgc46<>+0(SB), Y2, Y2
@@ -3448,16 +3462,16 @@ inner_A_16:
 	VPADDD     lgc13<>+0(SB), Y2, Y2
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    920(SP), Y2
+	VGATHERDPS Y3, (R9)(Y2*4), Y4
+	VMOVUPS    1048(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
 	// logSoftmax = sub(v29, v26)
 	VSUBPS  Y5, Y2, Y2
-	MOVQ    sampleLogProb+72(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	MOVQ    sampleLogProb+72(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
@@ -3469,7 +3483,7 @@ inner_A_16:
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
 	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 984(SP)
+	VMOVUPS Y5, 1112(SP)
 
 	// ratio = exp(logWeight)
 	VMAXPS       lgc16<>+0(SB), Y4, Y5
@@ -3499,7 +3513,7 @@ inner_A_16:
 	VMULPS       Y5, Y8, Y8
 	VCMPPS       $0x03, Y4, Y4, Y5
 	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      856(SP), Y5
+	VMOVUPS      984(SP), Y5
 	VMOVUPS      lgc0<>+0(SB), Y7
 
 	// v39 = ge(gae, 0)
@@ -3509,7 +3523,7 @@ inner_A_16:
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 1016(SP)
+	VMOVUPS Y1, 1144(SP)
 	VMOVUPS lgc50<>+0(SB), Y1
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
@@ -3525,7 +3539,7 @@ inner_A_16:
 
 	// v46 = neg(gain)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y7, 1048(SP)
+	VMOVUPS Y7, 1176(SP)
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
@@ -3545,7 +3559,7 @@ inner_A_16:
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPS Y4, 1080(SP)
+	VMOVUPS Y4, 1208(SP)
 
 	// finish v54
 	VMOVUPD     216(SP), Y1
@@ -3554,11 +3568,11 @@ inner_A_16:
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     1016(SP), Y2
+	VMOVUPS     1144(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 984(SP), Y2
+	VMOVUPS 1112(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
@@ -3573,9 +3587,9 @@ inner_A_16:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y3, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 888(SP), Y2
-	MOVQ    stateValue+40(FP), DI
-	VMOVUPS (DI)(SI*4), Y3
+	VMOVUPS 1016(SP), Y2
+	MOVQ    stateValue+40(FP), R8
+	VMOVUPS (R8)(DI*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y3, Y2, Y3
@@ -3597,7 +3611,7 @@ inner_A_16:
 
 	// v67 = sub(absDiff, 0.5)
 	VSUBPS  lgc26<>+0(SB), Y4, Y9
-	VMOVUPS Y1, 1112(SP)
+	VMOVUPS Y1, 1240(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y1
@@ -3610,57 +3624,57 @@ inner_A_16:
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1144(SP)
-	VMOVUPS Y4, 1176(SP)
+	VMOVUPS Y6, 1272(SP)
+	VMOVUPS Y4, 1304(SP)
 
 	// var(diff) over [N]
-	XORQ         DI, DI
-	ADDQ         CX, DI
+	XORQ         R8, R8
+	ADDQ         CX, R8
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X3, Y4
 	VEXTRACTF128 $0x01, Y3, X6
 	VCVTPS2PD    X6, Y6
-	VMOVUPD      5504(BX)(DI*8), Y7
+	VMOVUPD      5504(BX)(R8*8), Y7
 	VSUBPD       Y7, Y4, Y9
 	VFMADD231PD  Y9, Y1, Y7
 	VSUBPD       Y7, Y4, Y4
-	VMOVUPD      9024(BX)(DI*8), Y10
+	VMOVUPD      9024(BX)(R8*8), Y10
 	VFMADD231PD  Y9, Y4, Y10
-	VMOVUPD      Y7, 5504(BX)(DI*8)
-	VMOVUPD      Y10, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y4
+	VMOVUPD      Y7, 5504(BX)(R8*8)
+	VMOVUPD      Y10, 9024(BX)(R8*8)
+	VMOVUPD      5536(BX)(R8*8), Y4
 	VSUBPD       Y4, Y6, Y7
 	VFMADD231PD  Y7, Y1, Y4
 	VSUBPD       Y4, Y6, Y1
-	VMOVUPD      9056(BX)(DI*8), Y6
+	VMOVUPD      9056(BX)(R8*8), Y6
 	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y4, 5536(BX)(DI*8)
-	VMOVUPD      Y6, 9056(BX)(DI*8)
+	VMOVUPD      Y4, 5536(BX)(R8*8)
+	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
 	VCVTPS2PD    X2, Y4
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      16064(BX)(DI*8), Y6
+	VMOVUPD      16064(BX)(R8*8), Y6
 	VSUBPD       Y6, Y4, Y7
 	VFMADD231PD  Y7, Y1, Y6
 	VSUBPD       Y6, Y4, Y4
-	VMOVUPD      19584(BX)(DI*8), Y9
+	VMOVUPD      19584(BX)(R8*8), Y9
 	VFMADD231PD  Y7, Y4, Y9
-	VMOVUPD      Y6, 16064(BX)(DI*8)
-	VMOVUPD      Y9, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y4
+	VMOVUPD      Y6, 16064(BX)(R8*8)
+	VMOVUPD      Y9, 19584(BX)(R8*8)
+	VMOVUPD      16096(BX)(R8*8), Y4
 	VSUBPD       Y4, Y2, Y6
 	VFMADD231PD  Y6, Y1, Y4
 	VSUBPD       Y4, Y2, Y1
-	VMOVUPD      19616(BX)(DI*8), Y2
+	VMOVUPD      19616(BX)(R8*8), Y2
 	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y4, 16096(BX)(DI*8)
-	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      Y3, 1208(SP)
-	VMOVUPS      Y5, 1240(SP)
-	VMOVUPS      1080(SP), Y1
+	VMOVUPD      Y4, 16096(BX)(R8*8)
+	VMOVUPD      Y2, 19616(BX)(R8*8)
+	VMOVUPS      Y3, 1336(SP)
+	VMOVUPS      Y5, 1368(SP)
+	VMOVUPS      1208(SP), Y1
 
 	// logsumexp(logWeight) over [N]
 	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
@@ -3673,21 +3687,21 @@ inner_A_16:
 	VCVTPS2PD    X8, Y2
 	VEXTRACTF128 $0x01, Y8, X3
 	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(DI*8), Y2, Y4
-	VMOVUPD      Y4, 23104(BX)(DI*8)
+	VADDPD       23104(BX)(R8*8), Y2, Y4
+	VMOVUPD      Y4, 23104(BX)(R8*8)
 	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 23136(BX)(DI*8)
+	VADDPD       28416(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y3, Y2
+	VMOVUPD      Y2, 23136(BX)(R8*8)
 	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(DI*8)
+	VADDPD       28448(BX)(R8*8), Y2, Y2
+	VMOVUPD      Y2, 28448(BX)(R8*8)
 
 	// v79 = mul(2, logWeight)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 1240(SP), Y1
-	VMOVUPS lgc59<>+0(SB), Y2
+	VMOVUPS 1368(SP), Y1
+	VMOVUPS lgc60<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
 	// v88 = where(v64, 3.7114014251781474e-05, 0)
@@ -3703,7 +3717,7 @@ inner_A_16:
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 1176(SP), Y5
+	VMOVUPS 1304(SP), Y5
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y5, Y4, Y5
@@ -3712,7 +3726,7 @@ inner_A_16:
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   1144(SP), Y6
+	VMOVUPS   1272(SP), Y6
 
 	// v93 = mul(v88, v65)
 	VMULPS Y6, Y4, Y6
@@ -3730,7 +3744,7 @@ inner_A_16:
 
 	// v97 = add(v95, v96)
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 1208(SP), Y2
+	VMOVUPS 1336(SP), Y2
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
@@ -3742,7 +3756,7 @@ inner_A_16:
 
 	// v101 = mul(diff, 0)
 	VMULPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc60<>+0(SB), Y6
+	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v102 = where(v99, -1, v101)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3769,33 +3783,33 @@ inner_A_16:
 
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc61<>+0(SB), Y2
-	VMOVUPS 1016(SP), Y4
+	VMOVUPS lgc62<>+0(SB), Y2
+	VMOVUPS 1144(SP), Y4
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 1112(SP), Y5
+	VMOVUPS 1240(SP), Y5
 
 	// v111 = div(v55, v25)
 	VDIVPS Y4, Y5, Y5
 
 	// v112 = mul(-3.711401342221861e-07, v111)
-	VMULPS lgc62<>+0(SB), Y5, Y5
+	VMULPS lgc63<>+0(SB), Y5, Y5
 
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
 	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS 856(SP), Y7
+	VMOVUPS 984(SP), Y7
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc63<>+0(SB), Y7, Y7
-	VMOVUPS 1048(SP), Y9
+	VMULPS  lgc64<>+0(SB), Y7, Y7
+	VMOVUPS 1176(SP), Y9
 
 	// v124 = where(v39, v123, 0)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y7, Y3, Y10
-	VMOVUPS   Y1, 1272(SP)
+	VMOVUPS   Y1, 1400(SP)
 
 	// v125 = where(v39, 0, v123)
 	VMOVUPS   lgc0<>+0(SB), Y1
@@ -3810,8 +3824,8 @@ inner_A_16:
 	// v127 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y8, Y8, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 1304(SP)
-	VMOVUPS Y2, 1336(SP)
+	VMOVUPS Y6, 1432(SP)
+	VMOVUPS Y2, 1464(SP)
 
 	// v128 = max(v126, v127)
 	VXORPS lgc14<>+0(SB), Y7, Y2
@@ -3863,7 +3877,7 @@ inner_A_16:
 	VXORPS lgc14<>+0(SB), Y1, Y2
 
 	// v138 = add(-3.711401342221861e-07, v137)
-	VADDPS lgc62<>+0(SB), Y2, Y2
+	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
 	VCMPPS $0x04, Y3, Y2, Y3
@@ -3879,25 +3893,16 @@ inner_A_16:
 
 	// v145 = add(v112, v144)
 	VADDPS  Y2, Y5, Y2
-	VMOVUPS Y1, 1368(SP)
-	VMOVUPS Y2, 1400(SP)
+	VMOVUPS Y1, 1496(SP)
+	VMOVUPS Y2, 1528(SP)
 	XORQ    BX, BX
 
 inner_A_17:
-	MOVQ       logits+56(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+842, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc54<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (DI)(Y2*4), Y1
-	VMOVUPS    920(SP), Y2
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS 856(SP)(R8*1), Y1
+	VMOVUPS 1048(SP), Y2
 
 	// v23 = sub(logits, v21)
 	VSUBPS Y2, Y1, Y1
@@ -3934,11 +3939,11 @@ inner_A_17:
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
 	VMAXPS  Y1, Y2, Y3
-	VMOVUPS 1336(SP), Y5
+	VMOVUPS 1464(SP), Y5
 
 	// v114 = mul(v110, v52)
 	VMULPS  Y3, Y5, Y3
-	VMOVUPS 1304(SP), Y6
+	VMOVUPS 1432(SP), Y6
 
 	// v115 = where(v113, v114, v110)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3974,52 +3979,52 @@ inner_A_17:
 	VMOVUPS      lgc0<>+0(SB), Y6
 	VCMPPS       $0x04, Y6, Y1, Y6
 	VBLENDVPS    Y6, Y5, Y2, Y1
-	XORQ         DI, DI
-	MOVQ         BX, R9
-	ADDQ         R9, DI
-	VMOVD        DI, X5
+	XORQ         R9, R9
+	MOVQ         BX, R10
+	ADDQ         R10, R9
+	VMOVD        R9, X5
 	VPBROADCASTD X5, Y5
 	VCVTDQ2PS    Y5, Y5
-	MOVQ         action+64(FP), DI
+	MOVQ         action+64(FP), R9
 	VMOVUPS      lgc0<>+0(SB), Y6
-	VMOVUPS      Y6, 1432(SP)
+	VMOVUPS      Y6, 1560(SP)
 	VMOVUPS      lgc0<>+0(SB), X6
-	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1432(SP)
-	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1436(SP)
-	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1440(SP)
-	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1444(SP)
-	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1448(SP)
-	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1452(SP)
-	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1456(SP)
-	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X6, X6
-	VMOVSS       X6, 1460(SP)
-	VMOVUPS      1432(SP), Y6
+	MOVQ         (R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1560(SP)
+	MOVQ         8(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1564(SP)
+	MOVQ         16(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1568(SP)
+	MOVQ         24(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1572(SP)
+	MOVQ         32(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1576(SP)
+	MOVQ         40(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1580(SP)
+	MOVQ         48(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1584(SP)
+	MOVQ         56(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X6, X6
+	VMOVSS       X6, 1588(SP)
+	VMOVUPS      1560(SP), Y6
 
 	// v140 = eq(v139, action)
 	VCMPPS  $0x00, Y6, Y5, Y5
 	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 1368(SP), Y6
+	VMOVUPS 1496(SP), Y6
 
 	// v141 = where(v140, v136, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y5, Y7
 	VBLENDVPS Y7, Y6, Y2, Y5
-	VMOVUPS   1400(SP), Y6
+	VMOVUPS   1528(SP), Y6
 
 	// v146 = add(v115, v145)
 	VADDPS Y6, Y3, Y3
@@ -4043,48 +4048,75 @@ inner_A_17:
 	VADDPS Y1, Y5, Y1
 
 	// store gradLogits
-	MOVQ    gradLogits+80(FP), DI
-	VMOVUPS Y1, 1464(SP)
-	MOVL    1464(SP), R9
-	MOVL    R9, (DI)(R8*4)
-	MOVL    1468(SP), R9
-	MOVL    R9, 8(DI)(R8*4)
-	MOVL    1472(SP), R9
-	MOVL    R9, 16(DI)(R8*4)
-	MOVL    1476(SP), R9
-	MOVL    R9, 24(DI)(R8*4)
-	MOVL    1480(SP), R9
-	MOVL    R9, 32(DI)(R8*4)
-	MOVL    1484(SP), R9
-	MOVL    R9, 40(DI)(R8*4)
-	MOVL    1488(SP), R9
-	MOVL    R9, 48(DI)(R8*4)
-	MOVL    1492(SP), R9
-	MOVL    R9, 56(DI)(R8*4)
+	VMOVUPS Y1, 920(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_17
-	VMOVUPS 856(SP), Y1
+	VMOVUPS 984(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 888(SP), Y1
+	VMOVUPS Y1, (BX)(DI*4)
+	VMOVUPS 1016(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
-	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 1272(SP), Y1
+	VMOVUPS Y1, (BX)(DI*4)
+	VMOVUPS 1400(SP), Y1
 
 	// store gradStateValue
-	MOVQ         gradStateValue+104(FP), BX
-	VMOVUPS      Y1, (BX)(SI*4)
+	MOVQ    gradStateValue+104(FP), BX
+	VMOVUPS Y1, (BX)(DI*4)
+
+	// flush the tile of gradLogits
+	MOVQ         gradLogits+80(FP), BX
+	VMOVUPS      920(SP), Y1
+	VMOVUPS      952(SP), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMOVUPS      lgc0<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VMOVUPS      lgc56<>+0(SB), Y9
+	VUNPCKLPS    Y2, Y1, Y10
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y8, Y7, Y6
+	VUNPCKHPS    Y8, Y7, Y7
+	VSHUFPS      $0x44, Y2, Y10, Y8
+	VSHUFPS      $0xee, Y2, Y10, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y10
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y7, Y5, Y6
+	VSHUFPS      $0xee, Y7, Y5, Y5
+	VPERM2F128   $0x20, Y3, Y8, Y7
+	VPERM2F128   $0x31, Y3, Y8, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y8
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y10, Y4
+	VPERM2F128   $0x31, Y6, Y10, Y6
+	VPERM2F128   $0x20, Y5, Y1, Y10
+	VPERM2F128   $0x31, Y5, Y1, Y1
+	VMASKMOVPS   Y7, Y9, (BX)(SI*4)
+	VMASKMOVPS   Y8, Y9, 8(BX)(SI*4)
+	VMASKMOVPS   Y4, Y9, 16(BX)(SI*4)
+	VMASKMOVPS   Y10, Y9, 24(BX)(SI*4)
+	VMASKMOVPS   Y3, Y9, 32(BX)(SI*4)
+	VMASKMOVPS   Y2, Y9, 40(BX)(SI*4)
+	VMASKMOVPS   Y6, Y9, 48(BX)(SI*4)
+	VMASKMOVPS   Y1, Y9, 56(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_18
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -4096,7 +4128,7 @@ inner_A_17:
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      576(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4109,7 +4141,7 @@ inner_A_17:
 	VMOVUPS      Y1, 576(DX)
 	VMOVUPS      896(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4122,7 +4154,7 @@ inner_A_17:
 	VMOVUPS      Y1, 896(DX)
 	VMOVUPS      1216(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4135,7 +4167,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1216(DX)
 	VMOVUPS      1536(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4148,7 +4180,7 @@ inner_A_17:
 	VMOVUPS      Y1, 1536(DX)
 	VMOVUPS      1856(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc56<>+0(SB), Y3, Y3
+	VCMPPS       $0x12, lgc57<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -4169,7 +4201,7 @@ noflush_18:
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4181,7 +4213,7 @@ noflush_18:
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4194,7 +4226,7 @@ noflush_18:
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4207,7 +4239,7 @@ noflush_18:
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4220,7 +4252,7 @@ noflush_18:
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4233,7 +4265,7 @@ noflush_18:
 	VMOVUPS      Y0, 1536(CX)
 	VMOVUPS      1856(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc56<>+0(SB), Y2, Y2
+	VCMPPS       $0x12, lgc57<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -4252,55 +4284,55 @@ noflush_18:
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x381baadf
-DATA lgc59<>+4(SB)/4, $0x381baadf
-DATA lgc59<>+8(SB)/4, $0x381baadf
-DATA lgc59<>+12(SB)/4, $0x381baadf
-DATA lgc59<>+16(SB)/4, $0x381baadf
-DATA lgc59<>+20(SB)/4, $0x381baadf
-DATA lgc59<>+24(SB)/4, $0x381baadf
-DATA lgc59<>+28(SB)/4, $0x381baadf
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-DATA lgc60<>+0(SB)/4, $0xbf800000
-DATA lgc60<>+4(SB)/4, $0xbf800000
-DATA lgc60<>+8(SB)/4, $0xbf800000
-DATA lgc60<>+12(SB)/4, $0xbf800000
-DATA lgc60<>+16(SB)/4, $0xbf800000
-DATA lgc60<>+20(SB)/4, $0xbf800000
-DATA lgc60<>+24(SB)/4, $0xbf800000
-DATA lgc60<>+28(SB)/4, $0xbf800000
+DATA lgc60<>+0(SB)/4, $0x381baadf
+DATA lgc60<>+4(SB)/4, $0x381baadf
+DATA lgc60<>+8(SB)/4, $0x381baadf
+DATA lgc60<>+12(SB)/4, $0x381baadf
+DATA lgc60<>+16(SB)/4, $0x381baadf
+DATA lgc60<>+20(SB)/4, $0x381baadf
+DATA lgc60<>+24(SB)/4, $0x381baadf
+DATA lgc60<>+28(SB)/4, $0x381baadf
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0x34c7411d
-DATA lgc61<>+4(SB)/4, $0x34c7411d
-DATA lgc61<>+8(SB)/4, $0x34c7411d
-DATA lgc61<>+12(SB)/4, $0x34c7411d
-DATA lgc61<>+16(SB)/4, $0x34c7411d
-DATA lgc61<>+20(SB)/4, $0x34c7411d
-DATA lgc61<>+24(SB)/4, $0x34c7411d
-DATA lgc61<>+28(SB)/4, $0x34c7411d
+DATA lgc61<>+0(SB)/4, $0xbf800000
+DATA lgc61<>+4(SB)/4, $0xbf800000
+DATA lgc61<>+8(SB)/4, $0xbf800000
+DATA lgc61<>+12(SB)/4, $0xbf800000
+DATA lgc61<>+16(SB)/4, $0xbf800000
+DATA lgc61<>+20(SB)/4, $0xbf800000
+DATA lgc61<>+24(SB)/4, $0xbf800000
+DATA lgc61<>+28(SB)/4, $0xbf800000
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0xb4c7411d
-DATA lgc62<>+4(SB)/4, $0xb4c7411d
-DATA lgc62<>+8(SB)/4, $0xb4c7411d
-DATA lgc62<>+12(SB)/4, $0xb4c7411d
-DATA lgc62<>+16(SB)/4, $0xb4c7411d
-DATA lgc62<>+20(SB)/4, $0xb4c7411d
-DATA lgc62<>+24(SB)/4, $0xb4c7411d
-DATA lgc62<>+28(SB)/4, $0xb4c7411d
+DATA lgc62<>+0(SB)/4, $0x34c7411d
+DATA lgc62<>+4(SB)/4, $0x34c7411d
+DATA lgc62<>+8(SB)/4, $0x34c7411d
+DATA lgc62<>+12(SB)/4, $0x34c7411d
+DATA lgc62<>+16(SB)/4, $0x34c7411d
+DATA lgc62<>+20(SB)/4, $0x34c7411d
+DATA lgc62<>+24(SB)/4, $0x34c7411d
+DATA lgc62<>+28(SB)/4, $0x34c7411d
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xb81baadf
-DATA lgc63<>+4(SB)/4, $0xb81baadf
-DATA lgc63<>+8(SB)/4, $0xb81baadf
-DATA lgc63<>+12(SB)/4, $0xb81baadf
-DATA lgc63<>+16(SB)/4, $0xb81baadf
-DATA lgc63<>+20(SB)/4, $0xb81baadf
-DATA lgc63<>+24(SB)/4, $0xb81baadf
-DATA lgc63<>+28(SB)/4, $0xb81baadf
+DATA lgc63<>+0(SB)/4, $0xb4c7411d
+DATA lgc63<>+4(SB)/4, $0xb4c7411d
+DATA lgc63<>+8(SB)/4, $0xb4c7411d
+DATA lgc63<>+12(SB)/4, $0xb4c7411d
+DATA lgc63<>+16(SB)/4, $0xb4c7411d
+DATA lgc63<>+20(SB)/4, $0xb4c7411d
+DATA lgc63<>+24(SB)/4, $0xb4c7411d
+DATA lgc63<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
+
+DATA lgc64<>+0(SB)/4, $0xb81baadf
+DATA lgc64<>+4(SB)/4, $0xb81baadf
+DATA lgc64<>+8(SB)/4, $0xb81baadf
+DATA lgc64<>+12(SB)/4, $0xb81baadf
+DATA lgc64<>+16(SB)/4, $0xb81baadf
+DATA lgc64<>+20(SB)/4, $0xb81baadf
+DATA lgc64<>+24(SB)/4, $0xb81baadf
+DATA lgc64<>+28(SB)/4, $0xb81baadf
+GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -4315,7 +4347,7 @@ blocks_19:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc57<>+0(SB), Y0, Y0
+	VADDPS  lgc58<>+0(SB), Y0, Y0
 	MOVQ    s0+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
@@ -4378,7 +4410,7 @@ blocks_19:
 	MOVQ         state+32(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4403,7 +4435,7 @@ noflush_20:
 	VMASKMOVPS (AX)(CX*4), Y0, Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
-	VADDPS     lgc57<>+0(SB), Y0, Y0
+	VADDPS     lgc58<>+0(SB), Y0, Y0
 	MOVQ       s0+8(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
@@ -4473,7 +4505,7 @@ noflush_20:
 	MOVQ         state+32(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc56<>+0(SB), Y1, Y1
+	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -4494,7 +4526,7 @@ TEXT ·fbPass2AVX2(SB), $0-16
 	MOVQ         s4+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc58<>+0(SB), Y1
+	VMOVUPS      lgc59<>+0(SB), Y1
 
 	// ess = div(v84, 64)
 	VDIVPS Y1, Y0, Y0

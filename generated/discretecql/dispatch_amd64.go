@@ -133,7 +133,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r32_p, 0)
 	runtime.SetMask(st.r25_ok)
 	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.NextActionValue[0], &in.ActionValue[0], &in.Action[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &g.ActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
+	fbPass0AVX2(&in.NextActionValue[0], &in.ActionValue[0], &in.Action[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.ActionValue[0])
 	if !runtime.MaskSet(st.r25_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

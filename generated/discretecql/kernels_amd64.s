@@ -6,75 +6,143 @@
 
 // func pass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $424-72
+TEXT ·pass0AVX2(SB), $680-72
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    DX, DX
+	// tile nextActionValue
+	MOVQ       nextActionValue+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+4, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 64(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 80(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 112(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y2, 64(SP)
+	VMOVUPS    Y4, 96(SP)
+
+	// tile actionValue
+	MOVQ       actionValue+8(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 64(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 80(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 112(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
+	VMOVUPS    Y2, 192(SP)
+	VMOVUPS    Y4, 224(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 256(SP)
+	XORQ       DX, DX
 
 inner_A_2:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+4, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS (SP)(BX*1), Y0
 
 	// reduce_max(nextActionValue) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS 256(SP), Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 256(SP)
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_2
 
 	// finish v2
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 192(SP)
-	VMOVUPD Y1, 224(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 256(SP)
-	VMOVUPD Y1, 288(SP)
-	VMOVUPS Y0, 320(SP)
+	VMOVUPS 256(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 320(SP)
+	VMOVUPD Y1, 352(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 384(SP)
+	VMOVUPD Y1, 416(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 448(SP)
+	VMOVUPD Y1, 480(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 512(SP)
+	VMOVUPD Y1, 544(SP)
+	VMOVUPS Y0, 576(SP)
 	XORQ    DX, DX
 
 inner_A_3:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+4, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
-	VMOVUPS    320(SP), Y1
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS (SP)(BX*1), Y0
+	VMOVUPS 576(SP), Y1
 
 	// v3 = eq(nextActionValue, v2)
 	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc6<>+0(SB), Y1, Y1
+	VANDPS lgc4<>+0(SB), Y1, Y1
 
 	// v4 = mul(nextActionValue, v3)
 	VMULPS Y1, Y0, Y0
@@ -83,35 +151,35 @@ inner_A_3:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
-	MOVQ         actionValue+8(FP), BX
-	LEAQ         (BX)(SI*4), BX
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VGATHERDPS   Y2, (BX)(Y1*4), Y0
+	VADDPD       320(SP), Y1, Y1
+	VMOVUPD      Y1, 320(SP)
+	VADDPD       352(SP), Y0, Y0
+	VMOVUPD      Y0, 352(SP)
+	VMOVUPS      128(SP)(BX*1), Y0
 	MOVQ         action+16(FP), BX
-	MOVQ         $+0, 352(SP)
+	XORQ         SI, SI
+	IMUL3Q       $+4, AX, DI
+	ADDQ         DI, SI
+	MOVQ         DX, DI
+	ADDQ         DI, SI
+	MOVQ         $+0, 608(SP)
 	MOVB         (BX)(SI*1), DI
-	MOVB         DI, 352(SP)
+	MOVB         DI, 608(SP)
 	MOVB         4(BX)(SI*1), DI
-	MOVB         DI, 353(SP)
+	MOVB         DI, 609(SP)
 	MOVB         8(BX)(SI*1), DI
-	MOVB         DI, 354(SP)
+	MOVB         DI, 610(SP)
 	MOVB         12(BX)(SI*1), DI
-	MOVB         DI, 355(SP)
+	MOVB         DI, 611(SP)
 	MOVB         16(BX)(SI*1), DI
-	MOVB         DI, 356(SP)
+	MOVB         DI, 612(SP)
 	MOVB         20(BX)(SI*1), DI
-	MOVB         DI, 357(SP)
+	MOVB         DI, 613(SP)
 	MOVB         24(BX)(SI*1), DI
-	MOVB         DI, 358(SP)
+	MOVB         DI, 614(SP)
 	MOVB         28(BX)(SI*1), DI
-	MOVB         DI, 359(SP)
-	VPMOVZXBD    352(SP), Y1
+	MOVB         DI, 615(SP)
+	VPMOVZXBD    608(SP), Y1
 	VCVTDQ2PS    Y1, Y1
 
 	// v7 = mul(actionValue, action)
@@ -121,43 +189,43 @@ inner_A_3:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       128(SP), Y2, Y2
-	VMOVUPD      Y2, 128(SP)
-	VADDPD       160(SP), Y1, Y1
-	VMOVUPD      Y1, 160(SP)
+	VADDPD       384(SP), Y2, Y2
+	VMOVUPD      Y2, 384(SP)
+	VADDPD       416(SP), Y1, Y1
+	VMOVUPD      Y1, 416(SP)
 
 	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc6<>+0(SB), Y3, Y3
+	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
 	MOVQ         state+24(FP), BX
 	VANDPS       1344(BX), Y1, Y1
@@ -165,39 +233,39 @@ inner_A_3:
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       192(SP), Y1, Y1
-	VMOVUPD      Y1, 192(SP)
-	VADDPD       224(SP), Y2, Y1
-	VMOVUPD      Y1, 224(SP)
+	VADDPD       448(SP), Y1, Y1
+	VMOVUPD      Y1, 448(SP)
+	VADDPD       480(SP), Y2, Y1
+	VMOVUPD      Y1, 480(SP)
 
 	// mean(actionValue) over [A]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       256(SP), Y1, Y1
-	VMOVUPD      Y1, 256(SP)
-	VADDPD       288(SP), Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VADDPD       512(SP), Y1, Y1
+	VMOVUPD      Y1, 512(SP)
+	VADDPD       544(SP), Y0, Y0
+	VMOVUPD      Y0, 544(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
 	JL           inner_A_3
 
 	// finish nextChosenActionValue
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     320(SP), Y0
+	VMOVUPD     352(SP), Y1
+	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// finish predValIndex
-	VMOVUPD     128(SP), Y1
-	VMOVUPD     160(SP), Y2
-	VMOVUPS     lgc3<>+0(SB), Y3
+	VMOVUPD     384(SP), Y1
+	VMOVUPD     416(SP), Y2
+	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     lgc6<>+0(SB), Y2
+	VMOVUPS     lgc4<>+0(SB), Y2
 	MOVQ        nextTerminated+32(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
@@ -208,7 +276,7 @@ inner_A_3:
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc22<>+0(SB), Y2, Y2
+	VMULPS lgc21<>+0(SB), Y2, Y2
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
@@ -228,112 +296,112 @@ inner_A_3:
 	VMULPS Y3, Y3, Y3
 
 	// v23 = mul(0.5, l2)
-	VMULPS lgc17<>+0(SB), Y3, Y4
+	VMULPS lgc15<>+0(SB), Y3, Y4
 
 	// mean(v23) over [B]
 	VADDPS  256(BX), Y4, Y4
 	VMOVUPS Y4, 256(BX)
-	VMOVUPS Y2, 360(SP)
-	VMOVUPS Y0, 392(SP)
+	VMOVUPS Y2, 616(SP)
+	VMOVUPS Y0, 648(SP)
 
 	// finish v25
-	VMOVUPD     192(SP), Y0
-	VCMPPD      $0x11, lgc23<>+0(SB), Y0, Y2
-	VMULPD      lgc24<>+0(SB), Y0, Y4
+	VMOVUPD     448(SP), Y0
+	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
+	VMULPD      lgc23<>+0(SB), Y0, Y4
 	VBLENDVPD   Y2, Y4, Y0, Y4
 	VPSRLQ      $0x34, Y4, Y5
-	VPSUBQ      lgc25<>+0(SB), Y5, Y5
-	VPAND       lgc26<>+0(SB), Y2, Y2
+	VPSUBQ      lgc24<>+0(SB), Y5, Y5
+	VPAND       lgc25<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y5, Y5
-	VPAND       lgc27<>+0(SB), Y4, Y2
-	VPOR        lgc28<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc29<>+0(SB), Y2, Y4
-	VMULPD      lgc30<>+0(SB), Y2, Y6
+	VPAND       lgc26<>+0(SB), Y4, Y2
+	VPOR        lgc27<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc28<>+0(SB), Y2, Y4
+	VMULPD      lgc29<>+0(SB), Y2, Y6
 	VBLENDVPD   Y4, Y6, Y2, Y2
 	VPSUBQ      Y4, Y5, Y5
-	VSUBPD      lgc28<>+0(SB), Y2, Y2
-	VADDPD      lgc31<>+0(SB), Y2, Y4
+	VSUBPD      lgc27<>+0(SB), Y2, Y2
+	VADDPD      lgc30<>+0(SB), Y2, Y4
 	VDIVPD      Y4, Y2, Y4
 	VMULPD      Y4, Y4, Y6
 	VMULPD      Y6, Y6, Y7
-	VMOVAPD     lgc32<>+0(SB), Y8
+	VMOVAPD     lgc31<>+0(SB), Y8
+	VFMADD213PD lgc32<>+0(SB), Y7, Y8
 	VFMADD213PD lgc33<>+0(SB), Y7, Y8
-	VFMADD213PD lgc34<>+0(SB), Y7, Y8
 	VMULPD      Y7, Y8, Y8
-	VMOVAPD     lgc35<>+0(SB), Y9
+	VMOVAPD     lgc34<>+0(SB), Y9
+	VFMADD213PD lgc35<>+0(SB), Y7, Y9
 	VFMADD213PD lgc36<>+0(SB), Y7, Y9
 	VFMADD213PD lgc37<>+0(SB), Y7, Y9
-	VFMADD213PD lgc38<>+0(SB), Y7, Y9
 	VMULPD      Y6, Y9, Y9
 	VADDPD      Y8, Y9, Y9
 	VMULPD      Y2, Y2, Y6
-	VMULPD      lgc30<>+0(SB), Y6, Y6
-	VPADDQ      lgc39<>+0(SB), Y5, Y5
-	VSUBPD      lgc39<>+0(SB), Y5, Y5
+	VMULPD      lgc29<>+0(SB), Y6, Y6
+	VPADDQ      lgc38<>+0(SB), Y5, Y5
+	VSUBPD      lgc38<>+0(SB), Y5, Y5
 	VADDPD      Y6, Y9, Y7
 	VMULPD      Y4, Y7, Y7
-	VFMADD231PD lgc40<>+0(SB), Y5, Y7
+	VFMADD231PD lgc39<>+0(SB), Y5, Y7
 	VSUBPD      Y7, Y6, Y7
 	VSUBPD      Y2, Y7, Y7
-	VMULPD      lgc41<>+0(SB), Y5, Y2
+	VMULPD      lgc40<>+0(SB), Y5, Y2
 	VSUBPD      Y7, Y2, Y2
-	VCMPPD      $0x00, lgc5<>+0(SB), Y0, Y4
+	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y4
 	VBLENDVPD   Y4, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y4
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y4
 	VBLENDVPD   Y4, lgc43<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y4
-	VBLENDVPD   Y4, lgc44<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y4
 	VBLENDVPD   Y4, Y0, Y2, Y2
-	VMOVUPD     224(SP), Y0
-	VCMPPD      $0x11, lgc23<>+0(SB), Y0, Y4
-	VMULPD      lgc24<>+0(SB), Y0, Y5
+	VMOVUPD     480(SP), Y0
+	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y4
+	VMULPD      lgc23<>+0(SB), Y0, Y5
 	VBLENDVPD   Y4, Y5, Y0, Y5
 	VPSRLQ      $0x34, Y5, Y6
-	VPSUBQ      lgc25<>+0(SB), Y6, Y6
-	VPAND       lgc26<>+0(SB), Y4, Y4
+	VPSUBQ      lgc24<>+0(SB), Y6, Y6
+	VPAND       lgc25<>+0(SB), Y4, Y4
 	VPADDQ      Y4, Y6, Y6
-	VPAND       lgc27<>+0(SB), Y5, Y4
-	VPOR        lgc28<>+0(SB), Y4, Y4
-	VCMPPD      $0x1e, lgc29<>+0(SB), Y4, Y5
-	VMULPD      lgc30<>+0(SB), Y4, Y7
+	VPAND       lgc26<>+0(SB), Y5, Y4
+	VPOR        lgc27<>+0(SB), Y4, Y4
+	VCMPPD      $0x1e, lgc28<>+0(SB), Y4, Y5
+	VMULPD      lgc29<>+0(SB), Y4, Y7
 	VBLENDVPD   Y5, Y7, Y4, Y4
 	VPSUBQ      Y5, Y6, Y6
-	VSUBPD      lgc28<>+0(SB), Y4, Y4
-	VADDPD      lgc31<>+0(SB), Y4, Y5
+	VSUBPD      lgc27<>+0(SB), Y4, Y4
+	VADDPD      lgc30<>+0(SB), Y4, Y5
 	VDIVPD      Y5, Y4, Y5
 	VMULPD      Y5, Y5, Y7
 	VMULPD      Y7, Y7, Y8
-	VMOVAPD     lgc32<>+0(SB), Y9
+	VMOVAPD     lgc31<>+0(SB), Y9
+	VFMADD213PD lgc32<>+0(SB), Y8, Y9
 	VFMADD213PD lgc33<>+0(SB), Y8, Y9
-	VFMADD213PD lgc34<>+0(SB), Y8, Y9
 	VMULPD      Y8, Y9, Y9
-	VMOVAPD     lgc35<>+0(SB), Y10
+	VMOVAPD     lgc34<>+0(SB), Y10
+	VFMADD213PD lgc35<>+0(SB), Y8, Y10
 	VFMADD213PD lgc36<>+0(SB), Y8, Y10
 	VFMADD213PD lgc37<>+0(SB), Y8, Y10
-	VFMADD213PD lgc38<>+0(SB), Y8, Y10
 	VMULPD      Y7, Y10, Y10
 	VADDPD      Y9, Y10, Y10
 	VMULPD      Y4, Y4, Y7
-	VMULPD      lgc30<>+0(SB), Y7, Y7
-	VPADDQ      lgc39<>+0(SB), Y6, Y6
-	VSUBPD      lgc39<>+0(SB), Y6, Y6
+	VMULPD      lgc29<>+0(SB), Y7, Y7
+	VPADDQ      lgc38<>+0(SB), Y6, Y6
+	VSUBPD      lgc38<>+0(SB), Y6, Y6
 	VADDPD      Y7, Y10, Y8
 	VMULPD      Y5, Y8, Y8
-	VFMADD231PD lgc40<>+0(SB), Y6, Y8
+	VFMADD231PD lgc39<>+0(SB), Y6, Y8
 	VSUBPD      Y8, Y7, Y8
 	VSUBPD      Y4, Y8, Y8
-	VMULPD      lgc41<>+0(SB), Y6, Y4
+	VMULPD      lgc40<>+0(SB), Y6, Y4
 	VSUBPD      Y8, Y4, Y4
-	VCMPPD      $0x00, lgc5<>+0(SB), Y0, Y5
+	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y5
+	VBLENDVPD   Y5, lgc41<>+0(SB), Y4, Y4
+	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc42<>+0(SB), Y4, Y4
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y5
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc43<>+0(SB), Y4, Y4
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc44<>+0(SB), Y4, Y4
 	VCMPPD      $0x03, Y0, Y0, Y5
 	VBLENDVPD   Y5, Y0, Y4, Y4
-	VMOVUPS     lgc3<>+0(SB), Y0
+	VMOVUPS     lgc20<>+0(SB), Y0
 	VCVTPD2PSY  Y2, X0
 	VCVTPD2PSY  Y4, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
@@ -346,11 +414,11 @@ inner_A_3:
 	VMOVUPS Y0, 576(BX)
 
 	// finish v29
-	VMOVUPD     256(SP), Y0
-	VDIVPD      lgc45<>+0(SB), Y0, Y0
-	VMOVUPD     288(SP), Y1
-	VDIVPD      lgc45<>+0(SB), Y1, Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     512(SP), Y0
+	VDIVPD      lgc44<>+0(SB), Y0, Y0
+	VMOVUPD     544(SP), Y1
+	VDIVPD      lgc44<>+0(SB), Y1, Y1
+	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -358,12 +426,12 @@ inner_A_3:
 	// mean(v29) over [B]
 	VADDPS  896(BX), Y0, Y0
 	VMOVUPS Y0, 896(BX)
-	VMOVUPS 392(SP), Y0
+	VMOVUPS 648(SP), Y0
 
 	// mean(valueTarget) over [B]
 	VADDPS  1216(BX), Y0, Y1
 	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 360(SP), Y1
+	VMOVUPS 616(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+48(FP), DX
@@ -380,8 +448,8 @@ inner_A_3:
 	JNZ          noflush_4
 	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -389,11 +457,11 @@ inner_A_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -402,11 +470,11 @@ inner_A_3:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -415,11 +483,11 @@ inner_A_3:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -428,7 +496,7 @@ inner_A_3:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VANDPS       1472(CX), Y1, Y1
 	VMOVUPS      Y1, 1472(CX)
@@ -440,8 +508,8 @@ noflush_4:
 	JL           blocks_1
 	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -449,11 +517,11 @@ noflush_4:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -462,11 +530,11 @@ noflush_4:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -475,11 +543,11 @@ noflush_4:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -488,396 +556,386 @@ noflush_4:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VANDPS       1472(AX), Y1, Y1
 	VMOVUPS      Y1, 1472(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0xff800000
-DATA lgc0<>+4(SB)/4, $0xff800000
-DATA lgc0<>+8(SB)/4, $0xff800000
-DATA lgc0<>+12(SB)/4, $0xff800000
-DATA lgc0<>+16(SB)/4, $0xff800000
-DATA lgc0<>+20(SB)/4, $0xff800000
-DATA lgc0<>+24(SB)/4, $0xff800000
-DATA lgc0<>+28(SB)/4, $0xff800000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0xffffffff
+DATA lgc0<>+12(SB)/4, $0xffffffff
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000004
-DATA lgc1<>+8(SB)/4, $0x00000008
-DATA lgc1<>+12(SB)/4, $0x0000000c
-DATA lgc1<>+16(SB)/4, $0x00000010
-DATA lgc1<>+20(SB)/4, $0x00000014
-DATA lgc1<>+24(SB)/4, $0x00000018
-DATA lgc1<>+28(SB)/4, $0x0000001c
+DATA lgc1<>+0(SB)/4, $0xff800000
+DATA lgc1<>+4(SB)/4, $0xff800000
+DATA lgc1<>+8(SB)/4, $0xff800000
+DATA lgc1<>+12(SB)/4, $0xff800000
+DATA lgc1<>+16(SB)/4, $0xff800000
+DATA lgc1<>+20(SB)/4, $0xff800000
+DATA lgc1<>+24(SB)/4, $0xff800000
+DATA lgc1<>+28(SB)/4, $0xff800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0xffffffff
-DATA lgc2<>+12(SB)/4, $0xffffffff
-DATA lgc2<>+16(SB)/4, $0xffffffff
-DATA lgc2<>+20(SB)/4, $0xffffffff
-DATA lgc2<>+24(SB)/4, $0xffffffff
-DATA lgc2<>+28(SB)/4, $0xffffffff
+DATA lgc2<>+0(SB)/4, $0x80000000
+DATA lgc2<>+4(SB)/4, $0x80000000
+DATA lgc2<>+8(SB)/4, $0x80000000
+DATA lgc2<>+12(SB)/4, $0x80000000
+DATA lgc2<>+16(SB)/4, $0x80000000
+DATA lgc2<>+20(SB)/4, $0x80000000
+DATA lgc2<>+24(SB)/4, $0x80000000
+DATA lgc2<>+28(SB)/4, $0x80000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/8, $0x0000000000000000
+DATA lgc3<>+8(SB)/8, $0x0000000000000000
+DATA lgc3<>+16(SB)/8, $0x0000000000000000
+DATA lgc3<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x80000000
-DATA lgc4<>+4(SB)/4, $0x80000000
-DATA lgc4<>+8(SB)/4, $0x80000000
-DATA lgc4<>+12(SB)/4, $0x80000000
-DATA lgc4<>+16(SB)/4, $0x80000000
-DATA lgc4<>+20(SB)/4, $0x80000000
-DATA lgc4<>+24(SB)/4, $0x80000000
-DATA lgc4<>+28(SB)/4, $0x80000000
+DATA lgc4<>+0(SB)/4, $0x3f800000
+DATA lgc4<>+4(SB)/4, $0x3f800000
+DATA lgc4<>+8(SB)/4, $0x3f800000
+DATA lgc4<>+12(SB)/4, $0x3f800000
+DATA lgc4<>+16(SB)/4, $0x3f800000
+DATA lgc4<>+20(SB)/4, $0x3f800000
+DATA lgc4<>+24(SB)/4, $0x3f800000
+DATA lgc4<>+28(SB)/4, $0x3f800000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x0000000000000000
-DATA lgc5<>+8(SB)/8, $0x0000000000000000
-DATA lgc5<>+16(SB)/8, $0x0000000000000000
-DATA lgc5<>+24(SB)/8, $0x0000000000000000
+DATA lgc5<>+0(SB)/4, $0xc2d00000
+DATA lgc5<>+4(SB)/4, $0xc2d00000
+DATA lgc5<>+8(SB)/4, $0xc2d00000
+DATA lgc5<>+12(SB)/4, $0xc2d00000
+DATA lgc5<>+16(SB)/4, $0xc2d00000
+DATA lgc5<>+20(SB)/4, $0xc2d00000
+DATA lgc5<>+24(SB)/4, $0xc2d00000
+DATA lgc5<>+28(SB)/4, $0xc2d00000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3f800000
-DATA lgc6<>+4(SB)/4, $0x3f800000
-DATA lgc6<>+8(SB)/4, $0x3f800000
-DATA lgc6<>+12(SB)/4, $0x3f800000
-DATA lgc6<>+16(SB)/4, $0x3f800000
-DATA lgc6<>+20(SB)/4, $0x3f800000
-DATA lgc6<>+24(SB)/4, $0x3f800000
-DATA lgc6<>+28(SB)/4, $0x3f800000
+DATA lgc6<>+0(SB)/4, $0x42b20000
+DATA lgc6<>+4(SB)/4, $0x42b20000
+DATA lgc6<>+8(SB)/4, $0x42b20000
+DATA lgc6<>+12(SB)/4, $0x42b20000
+DATA lgc6<>+16(SB)/4, $0x42b20000
+DATA lgc6<>+20(SB)/4, $0x42b20000
+DATA lgc6<>+24(SB)/4, $0x42b20000
+DATA lgc6<>+28(SB)/4, $0x42b20000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0xc2d00000
-DATA lgc7<>+4(SB)/4, $0xc2d00000
-DATA lgc7<>+8(SB)/4, $0xc2d00000
-DATA lgc7<>+12(SB)/4, $0xc2d00000
-DATA lgc7<>+16(SB)/4, $0xc2d00000
-DATA lgc7<>+20(SB)/4, $0xc2d00000
-DATA lgc7<>+24(SB)/4, $0xc2d00000
-DATA lgc7<>+28(SB)/4, $0xc2d00000
+DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x42b20000
-DATA lgc8<>+4(SB)/4, $0x42b20000
-DATA lgc8<>+8(SB)/4, $0x42b20000
-DATA lgc8<>+12(SB)/4, $0x42b20000
-DATA lgc8<>+16(SB)/4, $0x42b20000
-DATA lgc8<>+20(SB)/4, $0x42b20000
-DATA lgc8<>+24(SB)/4, $0x42b20000
-DATA lgc8<>+28(SB)/4, $0x42b20000
+DATA lgc8<>+0(SB)/4, $0x3f318000
+DATA lgc8<>+4(SB)/4, $0x3f318000
+DATA lgc8<>+8(SB)/4, $0x3f318000
+DATA lgc8<>+12(SB)/4, $0x3f318000
+DATA lgc8<>+16(SB)/4, $0x3f318000
+DATA lgc8<>+20(SB)/4, $0x3f318000
+DATA lgc8<>+24(SB)/4, $0x3f318000
+DATA lgc8<>+28(SB)/4, $0x3f318000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc9<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc9<>+0(SB)/4, $0xb95e8083
+DATA lgc9<>+4(SB)/4, $0xb95e8083
+DATA lgc9<>+8(SB)/4, $0xb95e8083
+DATA lgc9<>+12(SB)/4, $0xb95e8083
+DATA lgc9<>+16(SB)/4, $0xb95e8083
+DATA lgc9<>+20(SB)/4, $0xb95e8083
+DATA lgc9<>+24(SB)/4, $0xb95e8083
+DATA lgc9<>+28(SB)/4, $0xb95e8083
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3f318000
-DATA lgc10<>+4(SB)/4, $0x3f318000
-DATA lgc10<>+8(SB)/4, $0x3f318000
-DATA lgc10<>+12(SB)/4, $0x3f318000
-DATA lgc10<>+16(SB)/4, $0x3f318000
-DATA lgc10<>+20(SB)/4, $0x3f318000
-DATA lgc10<>+24(SB)/4, $0x3f318000
-DATA lgc10<>+28(SB)/4, $0x3f318000
+DATA lgc10<>+0(SB)/4, $0x39506967
+DATA lgc10<>+4(SB)/4, $0x39506967
+DATA lgc10<>+8(SB)/4, $0x39506967
+DATA lgc10<>+12(SB)/4, $0x39506967
+DATA lgc10<>+16(SB)/4, $0x39506967
+DATA lgc10<>+20(SB)/4, $0x39506967
+DATA lgc10<>+24(SB)/4, $0x39506967
+DATA lgc10<>+28(SB)/4, $0x39506967
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xb95e8083
-DATA lgc11<>+4(SB)/4, $0xb95e8083
-DATA lgc11<>+8(SB)/4, $0xb95e8083
-DATA lgc11<>+12(SB)/4, $0xb95e8083
-DATA lgc11<>+16(SB)/4, $0xb95e8083
-DATA lgc11<>+20(SB)/4, $0xb95e8083
-DATA lgc11<>+24(SB)/4, $0xb95e8083
-DATA lgc11<>+28(SB)/4, $0xb95e8083
+DATA lgc11<>+0(SB)/4, $0x3ab743ce
+DATA lgc11<>+4(SB)/4, $0x3ab743ce
+DATA lgc11<>+8(SB)/4, $0x3ab743ce
+DATA lgc11<>+12(SB)/4, $0x3ab743ce
+DATA lgc11<>+16(SB)/4, $0x3ab743ce
+DATA lgc11<>+20(SB)/4, $0x3ab743ce
+DATA lgc11<>+24(SB)/4, $0x3ab743ce
+DATA lgc11<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x39506967
-DATA lgc12<>+4(SB)/4, $0x39506967
-DATA lgc12<>+8(SB)/4, $0x39506967
-DATA lgc12<>+12(SB)/4, $0x39506967
-DATA lgc12<>+16(SB)/4, $0x39506967
-DATA lgc12<>+20(SB)/4, $0x39506967
-DATA lgc12<>+24(SB)/4, $0x39506967
-DATA lgc12<>+28(SB)/4, $0x39506967
+DATA lgc12<>+0(SB)/4, $0x3c088908
+DATA lgc12<>+4(SB)/4, $0x3c088908
+DATA lgc12<>+8(SB)/4, $0x3c088908
+DATA lgc12<>+12(SB)/4, $0x3c088908
+DATA lgc12<>+16(SB)/4, $0x3c088908
+DATA lgc12<>+20(SB)/4, $0x3c088908
+DATA lgc12<>+24(SB)/4, $0x3c088908
+DATA lgc12<>+28(SB)/4, $0x3c088908
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3ab743ce
-DATA lgc13<>+4(SB)/4, $0x3ab743ce
-DATA lgc13<>+8(SB)/4, $0x3ab743ce
-DATA lgc13<>+12(SB)/4, $0x3ab743ce
-DATA lgc13<>+16(SB)/4, $0x3ab743ce
-DATA lgc13<>+20(SB)/4, $0x3ab743ce
-DATA lgc13<>+24(SB)/4, $0x3ab743ce
-DATA lgc13<>+28(SB)/4, $0x3ab743ce
+DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3c088908
-DATA lgc14<>+4(SB)/4, $0x3c088908
-DATA lgc14<>+8(SB)/4, $0x3c088908
-DATA lgc14<>+12(SB)/4, $0x3c088908
-DATA lgc14<>+16(SB)/4, $0x3c088908
-DATA lgc14<>+20(SB)/4, $0x3c088908
-DATA lgc14<>+24(SB)/4, $0x3c088908
-DATA lgc14<>+28(SB)/4, $0x3c088908
+DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc15<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc15<>+0(SB)/4, $0x3f000000
+DATA lgc15<>+4(SB)/4, $0x3f000000
+DATA lgc15<>+8(SB)/4, $0x3f000000
+DATA lgc15<>+12(SB)/4, $0x3f000000
+DATA lgc15<>+16(SB)/4, $0x3f000000
+DATA lgc15<>+20(SB)/4, $0x3f000000
+DATA lgc15<>+24(SB)/4, $0x3f000000
+DATA lgc15<>+28(SB)/4, $0x3f000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc16<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc16<>+0(SB)/4, $0xffffff82
+DATA lgc16<>+4(SB)/4, $0xffffff82
+DATA lgc16<>+8(SB)/4, $0xffffff82
+DATA lgc16<>+12(SB)/4, $0xffffff82
+DATA lgc16<>+16(SB)/4, $0xffffff82
+DATA lgc16<>+20(SB)/4, $0xffffff82
+DATA lgc16<>+24(SB)/4, $0xffffff82
+DATA lgc16<>+28(SB)/4, $0xffffff82
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3f000000
-DATA lgc17<>+4(SB)/4, $0x3f000000
-DATA lgc17<>+8(SB)/4, $0x3f000000
-DATA lgc17<>+12(SB)/4, $0x3f000000
-DATA lgc17<>+16(SB)/4, $0x3f000000
-DATA lgc17<>+20(SB)/4, $0x3f000000
-DATA lgc17<>+24(SB)/4, $0x3f000000
-DATA lgc17<>+28(SB)/4, $0x3f000000
+DATA lgc17<>+0(SB)/4, $0x0000007f
+DATA lgc17<>+4(SB)/4, $0x0000007f
+DATA lgc17<>+8(SB)/4, $0x0000007f
+DATA lgc17<>+12(SB)/4, $0x0000007f
+DATA lgc17<>+16(SB)/4, $0x0000007f
+DATA lgc17<>+20(SB)/4, $0x0000007f
+DATA lgc17<>+24(SB)/4, $0x0000007f
+DATA lgc17<>+28(SB)/4, $0x0000007f
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xffffff82
-DATA lgc18<>+4(SB)/4, $0xffffff82
-DATA lgc18<>+8(SB)/4, $0xffffff82
-DATA lgc18<>+12(SB)/4, $0xffffff82
-DATA lgc18<>+16(SB)/4, $0xffffff82
-DATA lgc18<>+20(SB)/4, $0xffffff82
-DATA lgc18<>+24(SB)/4, $0xffffff82
-DATA lgc18<>+28(SB)/4, $0xffffff82
+DATA lgc18<>+0(SB)/4, $0xc2ae0000
+DATA lgc18<>+4(SB)/4, $0xc2ae0000
+DATA lgc18<>+8(SB)/4, $0xc2ae0000
+DATA lgc18<>+12(SB)/4, $0xc2ae0000
+DATA lgc18<>+16(SB)/4, $0xc2ae0000
+DATA lgc18<>+20(SB)/4, $0xc2ae0000
+DATA lgc18<>+24(SB)/4, $0xc2ae0000
+DATA lgc18<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x0000007f
-DATA lgc19<>+4(SB)/4, $0x0000007f
-DATA lgc19<>+8(SB)/4, $0x0000007f
-DATA lgc19<>+12(SB)/4, $0x0000007f
-DATA lgc19<>+16(SB)/4, $0x0000007f
-DATA lgc19<>+20(SB)/4, $0x0000007f
-DATA lgc19<>+24(SB)/4, $0x0000007f
-DATA lgc19<>+28(SB)/4, $0x0000007f
+DATA lgc19<>+0(SB)/4, $0x42b00000
+DATA lgc19<>+4(SB)/4, $0x42b00000
+DATA lgc19<>+8(SB)/4, $0x42b00000
+DATA lgc19<>+12(SB)/4, $0x42b00000
+DATA lgc19<>+16(SB)/4, $0x42b00000
+DATA lgc19<>+20(SB)/4, $0x42b00000
+DATA lgc19<>+24(SB)/4, $0x42b00000
+DATA lgc19<>+28(SB)/4, $0x42b00000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xc2ae0000
-DATA lgc20<>+4(SB)/4, $0xc2ae0000
-DATA lgc20<>+8(SB)/4, $0xc2ae0000
-DATA lgc20<>+12(SB)/4, $0xc2ae0000
-DATA lgc20<>+16(SB)/4, $0xc2ae0000
-DATA lgc20<>+20(SB)/4, $0xc2ae0000
-DATA lgc20<>+24(SB)/4, $0xc2ae0000
-DATA lgc20<>+28(SB)/4, $0xc2ae0000
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x00000000
+DATA lgc20<>+8(SB)/4, $0x00000000
+DATA lgc20<>+12(SB)/4, $0x00000000
+DATA lgc20<>+16(SB)/4, $0x00000000
+DATA lgc20<>+20(SB)/4, $0x00000000
+DATA lgc20<>+24(SB)/4, $0x00000000
+DATA lgc20<>+28(SB)/4, $0x00000000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x42b00000
-DATA lgc21<>+4(SB)/4, $0x42b00000
-DATA lgc21<>+8(SB)/4, $0x42b00000
-DATA lgc21<>+12(SB)/4, $0x42b00000
-DATA lgc21<>+16(SB)/4, $0x42b00000
-DATA lgc21<>+20(SB)/4, $0x42b00000
-DATA lgc21<>+24(SB)/4, $0x42b00000
-DATA lgc21<>+28(SB)/4, $0x42b00000
+DATA lgc21<>+0(SB)/4, $0x3f7d70a4
+DATA lgc21<>+4(SB)/4, $0x3f7d70a4
+DATA lgc21<>+8(SB)/4, $0x3f7d70a4
+DATA lgc21<>+12(SB)/4, $0x3f7d70a4
+DATA lgc21<>+16(SB)/4, $0x3f7d70a4
+DATA lgc21<>+20(SB)/4, $0x3f7d70a4
+DATA lgc21<>+24(SB)/4, $0x3f7d70a4
+DATA lgc21<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f7d70a4
-DATA lgc22<>+4(SB)/4, $0x3f7d70a4
-DATA lgc22<>+8(SB)/4, $0x3f7d70a4
-DATA lgc22<>+12(SB)/4, $0x3f7d70a4
-DATA lgc22<>+16(SB)/4, $0x3f7d70a4
-DATA lgc22<>+20(SB)/4, $0x3f7d70a4
-DATA lgc22<>+24(SB)/4, $0x3f7d70a4
-DATA lgc22<>+28(SB)/4, $0x3f7d70a4
+DATA lgc22<>+0(SB)/8, $0x0010000000000000
+DATA lgc22<>+8(SB)/8, $0x0010000000000000
+DATA lgc22<>+16(SB)/8, $0x0010000000000000
+DATA lgc22<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x0010000000000000
-DATA lgc23<>+8(SB)/8, $0x0010000000000000
-DATA lgc23<>+16(SB)/8, $0x0010000000000000
-DATA lgc23<>+24(SB)/8, $0x0010000000000000
+DATA lgc23<>+0(SB)/8, $0x4350000000000000
+DATA lgc23<>+8(SB)/8, $0x4350000000000000
+DATA lgc23<>+16(SB)/8, $0x4350000000000000
+DATA lgc23<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x4350000000000000
-DATA lgc24<>+8(SB)/8, $0x4350000000000000
-DATA lgc24<>+16(SB)/8, $0x4350000000000000
-DATA lgc24<>+24(SB)/8, $0x4350000000000000
+DATA lgc24<>+0(SB)/8, $0x00000000000003ff
+DATA lgc24<>+8(SB)/8, $0x00000000000003ff
+DATA lgc24<>+16(SB)/8, $0x00000000000003ff
+DATA lgc24<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x00000000000003ff
-DATA lgc25<>+8(SB)/8, $0x00000000000003ff
-DATA lgc25<>+16(SB)/8, $0x00000000000003ff
-DATA lgc25<>+24(SB)/8, $0x00000000000003ff
+DATA lgc25<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc25<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc25<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc25<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc26<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc26<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc26<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc26<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc26<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc27<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc27<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc27<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc27<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc27<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc28<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc28<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc28<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc28<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc28<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc28<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc28<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc29<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc29<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc29<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc29<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc29<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc29<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc29<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc30<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc30<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc30<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc30<>+0(SB)/8, $0x4000000000000000
+DATA lgc30<>+8(SB)/8, $0x4000000000000000
+DATA lgc30<>+16(SB)/8, $0x4000000000000000
+DATA lgc30<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x4000000000000000
-DATA lgc31<>+8(SB)/8, $0x4000000000000000
-DATA lgc31<>+16(SB)/8, $0x4000000000000000
-DATA lgc31<>+24(SB)/8, $0x4000000000000000
+DATA lgc31<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc31<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc32<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc32<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc32<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc33<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc33<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc33<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc34<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc34<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc34<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc35<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc35<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc35<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc36<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc36<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc36<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc37<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc37<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc37<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc38<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc38<>+0(SB)/8, $0x4338000000000000
+DATA lgc38<>+8(SB)/8, $0x4338000000000000
+DATA lgc38<>+16(SB)/8, $0x4338000000000000
+DATA lgc38<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x4338000000000000
-DATA lgc39<>+8(SB)/8, $0x4338000000000000
-DATA lgc39<>+16(SB)/8, $0x4338000000000000
-DATA lgc39<>+24(SB)/8, $0x4338000000000000
+DATA lgc39<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc39<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc39<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc39<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc40<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc40<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc40<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc40<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc40<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc40<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc40<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc41<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc41<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc41<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc41<>+0(SB)/8, $0xfff0000000000000
+DATA lgc41<>+8(SB)/8, $0xfff0000000000000
+DATA lgc41<>+16(SB)/8, $0xfff0000000000000
+DATA lgc41<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0xfff0000000000000
-DATA lgc42<>+8(SB)/8, $0xfff0000000000000
-DATA lgc42<>+16(SB)/8, $0xfff0000000000000
-DATA lgc42<>+24(SB)/8, $0xfff0000000000000
+DATA lgc42<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc42<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc43<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc43<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc43<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc44<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc44<>+0(SB)/8, $0x4010000000000000
+DATA lgc44<>+8(SB)/8, $0x4010000000000000
+DATA lgc44<>+16(SB)/8, $0x4010000000000000
+DATA lgc44<>+24(SB)/8, $0x4010000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x4010000000000000
-DATA lgc45<>+8(SB)/8, $0x4010000000000000
-DATA lgc45<>+16(SB)/8, $0x4010000000000000
-DATA lgc45<>+24(SB)/8, $0x4010000000000000
+DATA lgc45<>+0(SB)/4, $0x7fffffff
+DATA lgc45<>+4(SB)/4, $0x7fffffff
+DATA lgc45<>+8(SB)/4, $0x7fffffff
+DATA lgc45<>+12(SB)/4, $0x7fffffff
+DATA lgc45<>+16(SB)/4, $0x7fffffff
+DATA lgc45<>+20(SB)/4, $0x7fffffff
+DATA lgc45<>+24(SB)/4, $0x7fffffff
+DATA lgc45<>+28(SB)/4, $0x7fffffff
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fffffff
-DATA lgc46<>+4(SB)/4, $0x7fffffff
-DATA lgc46<>+8(SB)/4, $0x7fffffff
-DATA lgc46<>+12(SB)/4, $0x7fffffff
-DATA lgc46<>+16(SB)/4, $0x7fffffff
-DATA lgc46<>+20(SB)/4, $0x7fffffff
-DATA lgc46<>+24(SB)/4, $0x7fffffff
-DATA lgc46<>+28(SB)/4, $0x7fffffff
+DATA lgc46<>+0(SB)/4, $0x7f7fffff
+DATA lgc46<>+4(SB)/4, $0x7f7fffff
+DATA lgc46<>+8(SB)/4, $0x7f7fffff
+DATA lgc46<>+12(SB)/4, $0x7f7fffff
+DATA lgc46<>+16(SB)/4, $0x7f7fffff
+DATA lgc46<>+20(SB)/4, $0x7f7fffff
+DATA lgc46<>+24(SB)/4, $0x7f7fffff
+DATA lgc46<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x7f7fffff
-DATA lgc47<>+4(SB)/4, $0x7f7fffff
-DATA lgc47<>+8(SB)/4, $0x7f7fffff
-DATA lgc47<>+12(SB)/4, $0x7f7fffff
-DATA lgc47<>+16(SB)/4, $0x7f7fffff
-DATA lgc47<>+20(SB)/4, $0x7f7fffff
-DATA lgc47<>+24(SB)/4, $0x7f7fffff
-DATA lgc47<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -898,77 +956,145 @@ TEXT ·pass1AVX2(SB), $0-32
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, gradActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32)
+// func fbPass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $592-80
+TEXT ·fbPass0AVX2(SB), $944-80
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_5:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    DX, DX
+	// tile nextActionValue
+	MOVQ       nextActionValue+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+4, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 64(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 80(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 112(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+	VMOVUPS    Y2, 64(SP)
+	VMOVUPS    Y4, 96(SP)
+
+	// tile actionValue
+	MOVQ       actionValue+8(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 64(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 80(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 112(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
+	VMOVUPS    Y2, 192(SP)
+	VMOVUPS    Y4, 224(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 384(SP)
+	XORQ       DX, DX
 
 inner_A_6:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+4, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// reduce_max(nextActionValue) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
+	VMOVUPS 384(SP), Y1
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 384(SP)
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_6
 
 	// finish v2
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 64(SP)
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 192(SP)
-	VMOVUPD Y1, 224(SP)
-	VMOVUPD lgc5<>+0(SB), Y1
-	VMOVUPD Y1, 256(SP)
-	VMOVUPD Y1, 288(SP)
-	VMOVUPS Y0, 320(SP)
+	VMOVUPS 384(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 448(SP)
+	VMOVUPD Y1, 480(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 512(SP)
+	VMOVUPD Y1, 544(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 576(SP)
+	VMOVUPD Y1, 608(SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 640(SP)
+	VMOVUPD Y1, 672(SP)
+	VMOVUPS Y0, 704(SP)
 	XORQ    DX, DX
 
 inner_A_7:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+4, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
-	VMOVUPS    320(SP), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS 704(SP), Y1
 
 	// v3 = eq(nextActionValue, v2)
 	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc6<>+0(SB), Y1, Y1
+	VANDPS lgc4<>+0(SB), Y1, Y1
 
 	// v4 = mul(nextActionValue, v3)
 	VMULPS Y1, Y0, Y0
@@ -977,35 +1103,35 @@ inner_A_7:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
-	MOVQ         actionValue+8(FP), BX
-	LEAQ         (BX)(SI*4), BX
-	VMOVUPS      lgc1<>+0(SB), Y1
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      lgc3<>+0(SB), Y0
-	VGATHERDPS   Y2, (BX)(Y1*4), Y0
-	MOVQ         action+16(FP), BX
-	MOVQ         $+0, 352(SP)
-	MOVB         (BX)(SI*1), DI
-	MOVB         DI, 352(SP)
-	MOVB         4(BX)(SI*1), DI
-	MOVB         DI, 353(SP)
-	MOVB         8(BX)(SI*1), DI
-	MOVB         DI, 354(SP)
-	MOVB         12(BX)(SI*1), DI
-	MOVB         DI, 355(SP)
-	MOVB         16(BX)(SI*1), DI
-	MOVB         DI, 356(SP)
-	MOVB         20(BX)(SI*1), DI
-	MOVB         DI, 357(SP)
-	MOVB         24(BX)(SI*1), DI
-	MOVB         DI, 358(SP)
-	MOVB         28(BX)(SI*1), DI
-	MOVB         DI, 359(SP)
-	VPMOVZXBD    352(SP), Y1
+	VADDPD       448(SP), Y1, Y1
+	VMOVUPD      Y1, 448(SP)
+	VADDPD       480(SP), Y0, Y0
+	VMOVUPD      Y0, 480(SP)
+	VMOVUPS      128(SP)(SI*1), Y0
+	MOVQ         action+16(FP), SI
+	XORQ         DI, DI
+	IMUL3Q       $+4, AX, R8
+	ADDQ         R8, DI
+	MOVQ         DX, R8
+	ADDQ         R8, DI
+	MOVQ         $+0, 736(SP)
+	MOVB         (SI)(DI*1), R8
+	MOVB         R8, 736(SP)
+	MOVB         4(SI)(DI*1), R8
+	MOVB         R8, 737(SP)
+	MOVB         8(SI)(DI*1), R8
+	MOVB         R8, 738(SP)
+	MOVB         12(SI)(DI*1), R8
+	MOVB         R8, 739(SP)
+	MOVB         16(SI)(DI*1), R8
+	MOVB         R8, 740(SP)
+	MOVB         20(SI)(DI*1), R8
+	MOVB         R8, 741(SP)
+	MOVB         24(SI)(DI*1), R8
+	MOVB         R8, 742(SP)
+	MOVB         28(SI)(DI*1), R8
+	MOVB         R8, 743(SP)
+	VPMOVZXBD    736(SP), Y1
 	VCVTDQ2PS    Y1, Y1
 
 	// v7 = mul(actionValue, action)
@@ -1015,99 +1141,99 @@ inner_A_7:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       128(SP), Y2, Y2
-	VMOVUPD      Y2, 128(SP)
-	VADDPD       160(SP), Y1, Y1
-	VMOVUPD      Y1, 160(SP)
+	VADDPD       512(SP), Y2, Y2
+	VMOVUPD      Y2, 512(SP)
+	VADDPD       544(SP), Y1, Y1
+	VMOVUPD      Y1, 544(SP)
 
 	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc6<>+0(SB), Y3, Y3
+	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc20<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc21<>+0(SB), Y0, Y2
+	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
 	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+24(FP), BX
-	VANDPS       1344(BX), Y1, Y1
-	VMOVUPS      Y1, 1344(BX)
+	MOVQ         state+24(FP), SI
+	VANDPS       1344(SI), Y1, Y1
+	VMOVUPS      Y1, 1344(SI)
 	VCVTPS2PD    X3, Y1
 	VEXTRACTF128 $0x01, Y3, X2
 	VCVTPS2PD    X2, Y2
-	VADDPD       192(SP), Y1, Y1
-	VMOVUPD      Y1, 192(SP)
-	VADDPD       224(SP), Y2, Y1
-	VMOVUPD      Y1, 224(SP)
+	VADDPD       576(SP), Y1, Y1
+	VMOVUPD      Y1, 576(SP)
+	VADDPD       608(SP), Y2, Y1
+	VMOVUPD      Y1, 608(SP)
 
 	// mean(actionValue) over [A]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       256(SP), Y1, Y1
-	VMOVUPD      Y1, 256(SP)
-	VADDPD       288(SP), Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VADDPD       640(SP), Y1, Y1
+	VMOVUPD      Y1, 640(SP)
+	VADDPD       672(SP), Y0, Y0
+	VMOVUPD      Y0, 672(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
 	JL           inner_A_7
 
 	// finish nextChosenActionValue
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     448(SP), Y0
+	VMOVUPD     480(SP), Y1
+	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// finish predValIndex
-	VMOVUPD     128(SP), Y1
-	VMOVUPD     160(SP), Y2
-	VMOVUPS     lgc3<>+0(SB), Y3
+	VMOVUPD     512(SP), Y1
+	VMOVUPD     544(SP), Y2
+	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     lgc6<>+0(SB), Y2
+	VMOVUPS     lgc4<>+0(SB), Y2
 	MOVQ        nextTerminated+32(FP), DX
-	XORQ        SI, SI
-	ADDQ        AX, SI
-	VPMOVZXBD   (DX)(SI*1), Y3
+	XORQ        DI, DI
+	ADDQ        AX, DI
+	VPMOVZXBD   (DX)(DI*1), Y3
 	VCVTDQ2PS   Y3, Y3
 
 	// v12 = sub(1, nextTerminated)
 	VSUBPS Y3, Y2, Y2
 
 	// v14 = mul(0.99, v12)
-	VMULPS lgc22<>+0(SB), Y2, Y2
+	VMULPS lgc21<>+0(SB), Y2, Y2
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
 	MOVQ    nextReward+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y2
+	VMOVUPS (DX)(DI*4), Y2
 
 	// td0Return = add(nextReward, v15)
 	VADDPS Y0, Y2, Y0
@@ -1122,113 +1248,113 @@ inner_A_7:
 	VMULPS Y3, Y3, Y4
 
 	// v23 = mul(0.5, l2)
-	VMULPS lgc17<>+0(SB), Y4, Y5
+	VMULPS lgc15<>+0(SB), Y4, Y5
 
 	// mean(v23) over [B]
-	VADDPS  256(BX), Y5, Y5
-	VMOVUPS Y5, 256(BX)
-	VMOVUPS Y2, 360(SP)
-	VMOVUPS Y3, 392(SP)
-	VMOVUPS Y0, 424(SP)
+	VADDPS  256(SI), Y5, Y5
+	VMOVUPS Y5, 256(SI)
+	VMOVUPS Y2, 744(SP)
+	VMOVUPS Y3, 776(SP)
+	VMOVUPS Y0, 808(SP)
 
 	// finish v25
-	VMOVUPD     192(SP), Y0
-	VCMPPD      $0x11, lgc23<>+0(SB), Y0, Y2
-	VMULPD      lgc24<>+0(SB), Y0, Y3
+	VMOVUPD     576(SP), Y0
+	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
+	VMULPD      lgc23<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y5
-	VPSUBQ      lgc25<>+0(SB), Y5, Y5
-	VPAND       lgc26<>+0(SB), Y2, Y2
+	VPSUBQ      lgc24<>+0(SB), Y5, Y5
+	VPAND       lgc25<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y5, Y5
-	VPAND       lgc27<>+0(SB), Y3, Y2
-	VPOR        lgc28<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc29<>+0(SB), Y2, Y3
-	VMULPD      lgc30<>+0(SB), Y2, Y6
+	VPAND       lgc26<>+0(SB), Y3, Y2
+	VPOR        lgc27<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc28<>+0(SB), Y2, Y3
+	VMULPD      lgc29<>+0(SB), Y2, Y6
 	VBLENDVPD   Y3, Y6, Y2, Y2
 	VPSUBQ      Y3, Y5, Y5
-	VSUBPD      lgc28<>+0(SB), Y2, Y2
-	VADDPD      lgc31<>+0(SB), Y2, Y3
+	VSUBPD      lgc27<>+0(SB), Y2, Y2
+	VADDPD      lgc30<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y6
 	VMULPD      Y6, Y6, Y7
-	VMOVAPD     lgc32<>+0(SB), Y8
+	VMOVAPD     lgc31<>+0(SB), Y8
+	VFMADD213PD lgc32<>+0(SB), Y7, Y8
 	VFMADD213PD lgc33<>+0(SB), Y7, Y8
-	VFMADD213PD lgc34<>+0(SB), Y7, Y8
 	VMULPD      Y7, Y8, Y8
-	VMOVAPD     lgc35<>+0(SB), Y9
+	VMOVAPD     lgc34<>+0(SB), Y9
+	VFMADD213PD lgc35<>+0(SB), Y7, Y9
 	VFMADD213PD lgc36<>+0(SB), Y7, Y9
 	VFMADD213PD lgc37<>+0(SB), Y7, Y9
-	VFMADD213PD lgc38<>+0(SB), Y7, Y9
 	VMULPD      Y6, Y9, Y9
 	VADDPD      Y8, Y9, Y9
 	VMULPD      Y2, Y2, Y6
-	VMULPD      lgc30<>+0(SB), Y6, Y6
-	VPADDQ      lgc39<>+0(SB), Y5, Y5
-	VSUBPD      lgc39<>+0(SB), Y5, Y5
+	VMULPD      lgc29<>+0(SB), Y6, Y6
+	VPADDQ      lgc38<>+0(SB), Y5, Y5
+	VSUBPD      lgc38<>+0(SB), Y5, Y5
 	VADDPD      Y6, Y9, Y7
 	VMULPD      Y3, Y7, Y7
-	VFMADD231PD lgc40<>+0(SB), Y5, Y7
+	VFMADD231PD lgc39<>+0(SB), Y5, Y7
 	VSUBPD      Y7, Y6, Y7
 	VSUBPD      Y2, Y7, Y7
-	VMULPD      lgc41<>+0(SB), Y5, Y2
+	VMULPD      lgc40<>+0(SB), Y5, Y2
 	VSUBPD      Y7, Y2, Y2
-	VCMPPD      $0x00, lgc5<>+0(SB), Y0, Y3
+	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc41<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc42<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y3
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc44<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPD     224(SP), Y0
-	VCMPPD      $0x11, lgc23<>+0(SB), Y0, Y3
-	VMULPD      lgc24<>+0(SB), Y0, Y5
+	VMOVUPD     608(SP), Y0
+	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y3
+	VMULPD      lgc23<>+0(SB), Y0, Y5
 	VBLENDVPD   Y3, Y5, Y0, Y5
 	VPSRLQ      $0x34, Y5, Y6
-	VPSUBQ      lgc25<>+0(SB), Y6, Y6
-	VPAND       lgc26<>+0(SB), Y3, Y3
+	VPSUBQ      lgc24<>+0(SB), Y6, Y6
+	VPAND       lgc25<>+0(SB), Y3, Y3
 	VPADDQ      Y3, Y6, Y6
-	VPAND       lgc27<>+0(SB), Y5, Y3
-	VPOR        lgc28<>+0(SB), Y3, Y3
-	VCMPPD      $0x1e, lgc29<>+0(SB), Y3, Y5
-	VMULPD      lgc30<>+0(SB), Y3, Y7
+	VPAND       lgc26<>+0(SB), Y5, Y3
+	VPOR        lgc27<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc28<>+0(SB), Y3, Y5
+	VMULPD      lgc29<>+0(SB), Y3, Y7
 	VBLENDVPD   Y5, Y7, Y3, Y3
 	VPSUBQ      Y5, Y6, Y6
-	VSUBPD      lgc28<>+0(SB), Y3, Y3
-	VADDPD      lgc31<>+0(SB), Y3, Y5
+	VSUBPD      lgc27<>+0(SB), Y3, Y3
+	VADDPD      lgc30<>+0(SB), Y3, Y5
 	VDIVPD      Y5, Y3, Y5
 	VMULPD      Y5, Y5, Y7
 	VMULPD      Y7, Y7, Y8
-	VMOVAPD     lgc32<>+0(SB), Y9
+	VMOVAPD     lgc31<>+0(SB), Y9
+	VFMADD213PD lgc32<>+0(SB), Y8, Y9
 	VFMADD213PD lgc33<>+0(SB), Y8, Y9
-	VFMADD213PD lgc34<>+0(SB), Y8, Y9
 	VMULPD      Y8, Y9, Y9
-	VMOVAPD     lgc35<>+0(SB), Y10
+	VMOVAPD     lgc34<>+0(SB), Y10
+	VFMADD213PD lgc35<>+0(SB), Y8, Y10
 	VFMADD213PD lgc36<>+0(SB), Y8, Y10
 	VFMADD213PD lgc37<>+0(SB), Y8, Y10
-	VFMADD213PD lgc38<>+0(SB), Y8, Y10
 	VMULPD      Y7, Y10, Y10
 	VADDPD      Y9, Y10, Y10
 	VMULPD      Y3, Y3, Y7
-	VMULPD      lgc30<>+0(SB), Y7, Y7
-	VPADDQ      lgc39<>+0(SB), Y6, Y6
-	VSUBPD      lgc39<>+0(SB), Y6, Y6
+	VMULPD      lgc29<>+0(SB), Y7, Y7
+	VPADDQ      lgc38<>+0(SB), Y6, Y6
+	VSUBPD      lgc38<>+0(SB), Y6, Y6
 	VADDPD      Y7, Y10, Y8
 	VMULPD      Y5, Y8, Y8
-	VFMADD231PD lgc40<>+0(SB), Y6, Y8
+	VFMADD231PD lgc39<>+0(SB), Y6, Y8
 	VSUBPD      Y8, Y7, Y8
 	VSUBPD      Y3, Y8, Y8
-	VMULPD      lgc41<>+0(SB), Y6, Y3
+	VMULPD      lgc40<>+0(SB), Y6, Y3
 	VSUBPD      Y8, Y3, Y3
-	VCMPPD      $0x00, lgc5<>+0(SB), Y0, Y5
+	VCMPPD      $0x00, lgc3<>+0(SB), Y0, Y5
+	VBLENDVPD   Y5, lgc41<>+0(SB), Y3, Y3
+	VCMPPD      $0x11, lgc3<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc42<>+0(SB), Y3, Y3
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y5
+	VCMPPD      $0x00, lgc43<>+0(SB), Y0, Y5
 	VBLENDVPD   Y5, lgc43<>+0(SB), Y3, Y3
-	VCMPPD      $0x00, lgc44<>+0(SB), Y0, Y5
-	VBLENDVPD   Y5, lgc44<>+0(SB), Y3, Y3
 	VCMPPD      $0x03, Y0, Y0, Y5
 	VBLENDVPD   Y5, Y0, Y3, Y3
-	VMOVUPS     lgc3<>+0(SB), Y0
+	VMOVUPS     lgc20<>+0(SB), Y0
 	VCVTPD2PSY  Y2, X0
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y0, Y0
@@ -1237,82 +1363,75 @@ inner_A_7:
 	VSUBPS Y1, Y0, Y1
 
 	// mean(v26) over [B]
-	VADDPS  576(BX), Y1, Y1
-	VMOVUPS Y1, 576(BX)
+	VADDPS  576(SI), Y1, Y1
+	VMOVUPS Y1, 576(SI)
 
 	// finish v29
-	VMOVUPD     256(SP), Y1
-	VDIVPD      lgc45<>+0(SB), Y1, Y1
-	VMOVUPD     288(SP), Y2
-	VDIVPD      lgc45<>+0(SB), Y2, Y2
-	VMOVUPS     lgc3<>+0(SB), Y3
+	VMOVUPD     640(SP), Y1
+	VDIVPD      lgc44<>+0(SB), Y1, Y1
+	VMOVUPD     672(SP), Y2
+	VDIVPD      lgc44<>+0(SB), Y2, Y2
+	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// mean(v29) over [B]
-	VADDPS  896(BX), Y1, Y1
-	VMOVUPS Y1, 896(BX)
-	VMOVUPS 424(SP), Y1
+	VADDPS  896(SI), Y1, Y1
+	VMOVUPS Y1, 896(SI)
+	VMOVUPS 808(SP), Y1
 
 	// mean(valueTarget) over [B]
-	VADDPS  1216(BX), Y1, Y1
-	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 392(SP), Y1
+	VADDPS  1216(SI), Y1, Y1
+	VMOVUPS Y1, 1216(SI)
+	VMOVUPS 776(SP), Y1
 
 	// v40 = mul(0.001953125, diff)
-	VMULPS lgc48<>+0(SB), Y1, Y1
+	VMULPS lgc47<>+0(SB), Y1, Y1
 
 	// v41 = add(v40, v40)
 	VADDPS Y1, Y1, Y1
 
 	// v42 = add(-0.00390625, v41)
-	VADDPS  lgc49<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 456(SP)
-	VMOVUPS Y4, 488(SP)
-	VMOVUPS Y1, 520(SP)
+	VADDPS  lgc48<>+0(SB), Y1, Y1
+	VMOVUPS Y0, 840(SP)
+	VMOVUPS Y4, 872(SP)
+	VMOVUPS Y1, 904(SP)
 	XORQ    DX, DX
 
 inner_A_8:
-	MOVQ       actionValue+8(FP), BX
-	XORQ       DI, DI
-	IMUL3Q     $+4, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (BX)(DI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
-	VMOVUPS    456(SP), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, R8
+	ADDQ    R8, SI
+	VMOVUPS 128(SP)(SI*1), Y0
+	VMOVUPS 840(SP), Y1
 
 	// v36 = sub(actionValue, v25)
 	VSUBPS Y1, Y0, Y0
 
 	// v37 = exp(v36)
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc6<>+0(SB), Y3, Y3
+	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1320,27 +1439,32 @@ inner_A_8:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc50<>+0(SB), Y3, Y0
-	VMOVUPS   520(SP), Y1
-	MOVQ      action+16(FP), BX
-	MOVQ      $+0, 552(SP)
-	MOVB      (BX)(DI*1), R8
-	MOVB      R8, 552(SP)
-	MOVB      4(BX)(DI*1), R8
-	MOVB      R8, 553(SP)
-	MOVB      8(BX)(DI*1), R8
-	MOVB      R8, 554(SP)
-	MOVB      12(BX)(DI*1), R8
-	MOVB      R8, 555(SP)
-	MOVB      16(BX)(DI*1), R8
-	MOVB      R8, 556(SP)
-	MOVB      20(BX)(DI*1), R8
-	MOVB      R8, 557(SP)
-	MOVB      24(BX)(DI*1), R8
-	MOVB      R8, 558(SP)
-	MOVB      28(BX)(DI*1), R8
-	MOVB      R8, 559(SP)
-	VPMOVZXBD 552(SP), Y2
+	VMULPS    lgc49<>+0(SB), Y3, Y0
+	VMOVUPS   904(SP), Y1
+	MOVQ      action+16(FP), R8
+	XORQ      R9, R9
+	IMUL3Q    $+4, AX, R10
+	ADDQ      R10, R9
+	MOVQ      DX, R10
+	ADDQ      R10, R9
+	MOVQ      $+0, 936(SP)
+	MOVB      (R8)(R9*1), R10
+	MOVB      R10, 936(SP)
+	MOVB      4(R8)(R9*1), R10
+	MOVB      R10, 937(SP)
+	MOVB      8(R8)(R9*1), R10
+	MOVB      R10, 938(SP)
+	MOVB      12(R8)(R9*1), R10
+	MOVB      R10, 939(SP)
+	MOVB      16(R8)(R9*1), R10
+	MOVB      R10, 940(SP)
+	MOVB      20(R8)(R9*1), R10
+	MOVB      R10, 941(SP)
+	MOVB      24(R8)(R9*1), R10
+	MOVB      R10, 942(SP)
+	MOVB      28(R8)(R9*1), R10
+	MOVB      R10, 943(SP)
+	VPMOVZXBD 936(SP), Y2
 	VCVTDQ2PS Y2, Y2
 
 	// v43 = mul(v42, action)
@@ -1350,48 +1474,75 @@ inner_A_8:
 	VADDPS Y1, Y0, Y0
 
 	// store gradActionValue
-	MOVQ    gradActionValue+48(FP), BX
-	VMOVUPS Y0, 560(SP)
-	MOVL    560(SP), R8
-	MOVL    R8, (BX)(DI*4)
-	MOVL    564(SP), R8
-	MOVL    R8, 16(BX)(DI*4)
-	MOVL    568(SP), R8
-	MOVL    R8, 32(BX)(DI*4)
-	MOVL    572(SP), R8
-	MOVL    R8, 48(BX)(DI*4)
-	MOVL    576(SP), R8
-	MOVL    R8, 64(BX)(DI*4)
-	MOVL    580(SP), R8
-	MOVL    R8, 80(BX)(DI*4)
-	MOVL    584(SP), R8
-	MOVL    R8, 96(BX)(DI*4)
-	MOVL    588(SP), R8
-	MOVL    R8, 112(BX)(DI*4)
+	VMOVUPS Y0, 256(SP)(SI*1)
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_8
-	VMOVUPS 360(SP), Y0
+	VMOVUPS 744(SP), Y0
 
 	// store advantage
-	MOVQ    advantage+56(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
-	VMOVUPS 424(SP), Y0
+	MOVQ    advantage+48(FP), DX
+	VMOVUPS Y0, (DX)(DI*4)
+	VMOVUPS 808(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+64(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
-	VMOVUPS 488(SP), Y0
+	MOVQ    valueTarget+56(FP), DX
+	VMOVUPS Y0, (DX)(DI*4)
+	VMOVUPS 872(SP), Y0
 
 	// store tdError
-	MOVQ         tDError+72(FP), DX
-	VMOVUPS      Y0, (DX)(SI*4)
+	MOVQ    tDError+64(FP), DX
+	VMOVUPS Y0, (DX)(DI*4)
+
+	// flush the tile of gradActionValue
+	MOVQ         gradActionValue+72(FP), DX
+	VMOVUPS      256(SP), Y0
+	VMOVUPS      288(SP), Y1
+	VMOVUPS      320(SP), Y2
+	VMOVUPS      352(SP), Y3
+	VMOVUPS      lgc20<>+0(SB), Y4
+	VMOVUPS      lgc20<>+0(SB), Y5
+	VMOVUPS      lgc20<>+0(SB), Y6
+	VMOVUPS      lgc20<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (DX)(BX*4)
+	VMASKMOVPS   Y7, Y8, 16(DX)(BX*4)
+	VMASKMOVPS   Y3, Y8, 32(DX)(BX*4)
+	VMASKMOVPS   Y9, Y8, 48(DX)(BX*4)
+	VMASKMOVPS   Y2, Y8, 64(DX)(BX*4)
+	VMASKMOVPS   Y1, Y8, 80(DX)(BX*4)
+	VMASKMOVPS   Y5, Y8, 96(DX)(BX*4)
+	VMASKMOVPS   Y0, Y8, 112(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
 	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1399,11 +1550,11 @@ inner_A_8:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1412,11 +1563,11 @@ inner_A_8:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1425,11 +1576,11 @@ inner_A_8:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1438,7 +1589,7 @@ inner_A_8:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VANDPS       1472(CX), Y1, Y1
 	VMOVUPS      Y1, 1472(CX)
@@ -1450,8 +1601,8 @@ noflush_9:
 	JL           blocks_5
 	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1459,11 +1610,11 @@ noflush_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1472,11 +1623,11 @@ noflush_9:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1485,11 +1636,11 @@ noflush_9:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1498,42 +1649,42 @@ noflush_9:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc20<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VANDPS       1472(AX), Y1, Y1
 	VMOVUPS      Y1, 1472(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/4, $0x3b000000
-DATA lgc48<>+4(SB)/4, $0x3b000000
-DATA lgc48<>+8(SB)/4, $0x3b000000
-DATA lgc48<>+12(SB)/4, $0x3b000000
-DATA lgc48<>+16(SB)/4, $0x3b000000
-DATA lgc48<>+20(SB)/4, $0x3b000000
-DATA lgc48<>+24(SB)/4, $0x3b000000
-DATA lgc48<>+28(SB)/4, $0x3b000000
+DATA lgc47<>+0(SB)/4, $0x3b000000
+DATA lgc47<>+4(SB)/4, $0x3b000000
+DATA lgc47<>+8(SB)/4, $0x3b000000
+DATA lgc47<>+12(SB)/4, $0x3b000000
+DATA lgc47<>+16(SB)/4, $0x3b000000
+DATA lgc47<>+20(SB)/4, $0x3b000000
+DATA lgc47<>+24(SB)/4, $0x3b000000
+DATA lgc47<>+28(SB)/4, $0x3b000000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/4, $0xbb800000
+DATA lgc48<>+4(SB)/4, $0xbb800000
+DATA lgc48<>+8(SB)/4, $0xbb800000
+DATA lgc48<>+12(SB)/4, $0xbb800000
+DATA lgc48<>+16(SB)/4, $0xbb800000
+DATA lgc48<>+20(SB)/4, $0xbb800000
+DATA lgc48<>+24(SB)/4, $0xbb800000
+DATA lgc48<>+28(SB)/4, $0xbb800000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbb800000
-DATA lgc49<>+4(SB)/4, $0xbb800000
-DATA lgc49<>+8(SB)/4, $0xbb800000
-DATA lgc49<>+12(SB)/4, $0xbb800000
-DATA lgc49<>+16(SB)/4, $0xbb800000
-DATA lgc49<>+20(SB)/4, $0xbb800000
-DATA lgc49<>+24(SB)/4, $0xbb800000
-DATA lgc49<>+28(SB)/4, $0xbb800000
+DATA lgc49<>+0(SB)/4, $0x3b800000
+DATA lgc49<>+4(SB)/4, $0x3b800000
+DATA lgc49<>+8(SB)/4, $0x3b800000
+DATA lgc49<>+12(SB)/4, $0x3b800000
+DATA lgc49<>+16(SB)/4, $0x3b800000
+DATA lgc49<>+20(SB)/4, $0x3b800000
+DATA lgc49<>+24(SB)/4, $0x3b800000
+DATA lgc49<>+28(SB)/4, $0x3b800000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/4, $0x3b800000
-DATA lgc50<>+4(SB)/4, $0x3b800000
-DATA lgc50<>+8(SB)/4, $0x3b800000
-DATA lgc50<>+12(SB)/4, $0x3b800000
-DATA lgc50<>+16(SB)/4, $0x3b800000
-DATA lgc50<>+20(SB)/4, $0x3b800000
-DATA lgc50<>+24(SB)/4, $0x3b800000
-DATA lgc50<>+28(SB)/4, $0x3b800000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float32)
 // Requires: AVX
@@ -1566,28 +1717,28 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc7<>+0(SB), Y0, Y1
-	VMINPS       lgc8<>+0(SB), Y1, Y1
-	VMULPS       lgc9<>+0(SB), Y1, Y2
+	VMAXPS       lgc5<>+0(SB), Y0, Y1
+	VMINPS       lgc6<>+0(SB), Y1, Y1
+	VMULPS       lgc7<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc11<>+0(SB), Y2, Y1
-	VMOVAPS      lgc12<>+0(SB), Y3
+	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
+	VMOVAPS      lgc10<>+0(SB), Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc6<>+0(SB), Y3, Y3
+	VADDPS       lgc4<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc18<>+0(SB), Y1, Y2
-	VPMINSD      lgc19<>+0(SB), Y2, Y2
+	VPMAXSD      lgc16<>+0(SB), Y1, Y2
+	VPMINSD      lgc17<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc19<>+0(SB), Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc19<>+0(SB), Y1, Y1
+	VPADDD       lgc17<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1613,22 +1764,23 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc51<>+0(SB), Y0, Y1
-	VMULPS       lgc52<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc50<>+0(SB), Y0, Y1
+	VMULPS       lgc51<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc19<>+0(SB), Y3, Y3
-	VPAND        lgc53<>+0(SB), Y1, Y1
+	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPAND        lgc52<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc54<>+0(SB), Y2, Y1
-	VPOR         lgc6<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc55<>+0(SB), Y1, Y2
-	VMULPS       lgc17<>+0(SB), Y1, Y4
+	VPAND        lgc53<>+0(SB), Y2, Y1
+	VPOR         lgc4<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc54<>+0(SB), Y1, Y2
+	VMULPS       lgc15<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc6<>+0(SB), Y1, Y1
+	VSUBPS       lgc4<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc56<>+0(SB), Y4
+	VMOVAPS      lgc55<>+0(SB), Y4
+	VFMADD213PS  lgc56<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc57<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc58<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc59<>+0(SB), Y1, Y4
@@ -1636,20 +1788,19 @@ bulk_12:
 	VFMADD213PS  lgc61<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc62<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc63<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc64<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc11<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc17<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc20<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc64<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc65<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc65<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc66<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -1660,165 +1811,165 @@ bulkdone_13:
 	VZEROUPPER
 	RET
 
-DATA lgc51<>+0(SB)/4, $0x00800000
-DATA lgc51<>+4(SB)/4, $0x00800000
-DATA lgc51<>+8(SB)/4, $0x00800000
-DATA lgc51<>+12(SB)/4, $0x00800000
-DATA lgc51<>+16(SB)/4, $0x00800000
-DATA lgc51<>+20(SB)/4, $0x00800000
-DATA lgc51<>+24(SB)/4, $0x00800000
-DATA lgc51<>+28(SB)/4, $0x00800000
+DATA lgc50<>+0(SB)/4, $0x00800000
+DATA lgc50<>+4(SB)/4, $0x00800000
+DATA lgc50<>+8(SB)/4, $0x00800000
+DATA lgc50<>+12(SB)/4, $0x00800000
+DATA lgc50<>+16(SB)/4, $0x00800000
+DATA lgc50<>+20(SB)/4, $0x00800000
+DATA lgc50<>+24(SB)/4, $0x00800000
+DATA lgc50<>+28(SB)/4, $0x00800000
+GLOBL lgc50<>(SB), RODATA|NOPTR, $32
+
+DATA lgc51<>+0(SB)/4, $0x4b000000
+DATA lgc51<>+4(SB)/4, $0x4b000000
+DATA lgc51<>+8(SB)/4, $0x4b000000
+DATA lgc51<>+12(SB)/4, $0x4b000000
+DATA lgc51<>+16(SB)/4, $0x4b000000
+DATA lgc51<>+20(SB)/4, $0x4b000000
+DATA lgc51<>+24(SB)/4, $0x4b000000
+DATA lgc51<>+28(SB)/4, $0x4b000000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x4b000000
-DATA lgc52<>+4(SB)/4, $0x4b000000
-DATA lgc52<>+8(SB)/4, $0x4b000000
-DATA lgc52<>+12(SB)/4, $0x4b000000
-DATA lgc52<>+16(SB)/4, $0x4b000000
-DATA lgc52<>+20(SB)/4, $0x4b000000
-DATA lgc52<>+24(SB)/4, $0x4b000000
-DATA lgc52<>+28(SB)/4, $0x4b000000
+DATA lgc52<>+0(SB)/4, $0xffffffe9
+DATA lgc52<>+4(SB)/4, $0xffffffe9
+DATA lgc52<>+8(SB)/4, $0xffffffe9
+DATA lgc52<>+12(SB)/4, $0xffffffe9
+DATA lgc52<>+16(SB)/4, $0xffffffe9
+DATA lgc52<>+20(SB)/4, $0xffffffe9
+DATA lgc52<>+24(SB)/4, $0xffffffe9
+DATA lgc52<>+28(SB)/4, $0xffffffe9
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0xffffffe9
-DATA lgc53<>+4(SB)/4, $0xffffffe9
-DATA lgc53<>+8(SB)/4, $0xffffffe9
-DATA lgc53<>+12(SB)/4, $0xffffffe9
-DATA lgc53<>+16(SB)/4, $0xffffffe9
-DATA lgc53<>+20(SB)/4, $0xffffffe9
-DATA lgc53<>+24(SB)/4, $0xffffffe9
-DATA lgc53<>+28(SB)/4, $0xffffffe9
+DATA lgc53<>+0(SB)/4, $0x007fffff
+DATA lgc53<>+4(SB)/4, $0x007fffff
+DATA lgc53<>+8(SB)/4, $0x007fffff
+DATA lgc53<>+12(SB)/4, $0x007fffff
+DATA lgc53<>+16(SB)/4, $0x007fffff
+DATA lgc53<>+20(SB)/4, $0x007fffff
+DATA lgc53<>+24(SB)/4, $0x007fffff
+DATA lgc53<>+28(SB)/4, $0x007fffff
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
 
-DATA lgc54<>+0(SB)/4, $0x007fffff
-DATA lgc54<>+4(SB)/4, $0x007fffff
-DATA lgc54<>+8(SB)/4, $0x007fffff
-DATA lgc54<>+12(SB)/4, $0x007fffff
-DATA lgc54<>+16(SB)/4, $0x007fffff
-DATA lgc54<>+20(SB)/4, $0x007fffff
-DATA lgc54<>+24(SB)/4, $0x007fffff
-DATA lgc54<>+28(SB)/4, $0x007fffff
+DATA lgc54<>+0(SB)/4, $0x3fb504f3
+DATA lgc54<>+4(SB)/4, $0x3fb504f3
+DATA lgc54<>+8(SB)/4, $0x3fb504f3
+DATA lgc54<>+12(SB)/4, $0x3fb504f3
+DATA lgc54<>+16(SB)/4, $0x3fb504f3
+DATA lgc54<>+20(SB)/4, $0x3fb504f3
+DATA lgc54<>+24(SB)/4, $0x3fb504f3
+DATA lgc54<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-DATA lgc55<>+0(SB)/4, $0x3fb504f3
-DATA lgc55<>+4(SB)/4, $0x3fb504f3
-DATA lgc55<>+8(SB)/4, $0x3fb504f3
-DATA lgc55<>+12(SB)/4, $0x3fb504f3
-DATA lgc55<>+16(SB)/4, $0x3fb504f3
-DATA lgc55<>+20(SB)/4, $0x3fb504f3
-DATA lgc55<>+24(SB)/4, $0x3fb504f3
-DATA lgc55<>+28(SB)/4, $0x3fb504f3
+DATA lgc55<>+0(SB)/4, $0x3d9021bb
+DATA lgc55<>+4(SB)/4, $0x3d9021bb
+DATA lgc55<>+8(SB)/4, $0x3d9021bb
+DATA lgc55<>+12(SB)/4, $0x3d9021bb
+DATA lgc55<>+16(SB)/4, $0x3d9021bb
+DATA lgc55<>+20(SB)/4, $0x3d9021bb
+DATA lgc55<>+24(SB)/4, $0x3d9021bb
+DATA lgc55<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-DATA lgc56<>+0(SB)/4, $0x3d9021bb
-DATA lgc56<>+4(SB)/4, $0x3d9021bb
-DATA lgc56<>+8(SB)/4, $0x3d9021bb
-DATA lgc56<>+12(SB)/4, $0x3d9021bb
-DATA lgc56<>+16(SB)/4, $0x3d9021bb
-DATA lgc56<>+20(SB)/4, $0x3d9021bb
-DATA lgc56<>+24(SB)/4, $0x3d9021bb
-DATA lgc56<>+28(SB)/4, $0x3d9021bb
+DATA lgc56<>+0(SB)/4, $0xbdebd1b8
+DATA lgc56<>+4(SB)/4, $0xbdebd1b8
+DATA lgc56<>+8(SB)/4, $0xbdebd1b8
+DATA lgc56<>+12(SB)/4, $0xbdebd1b8
+DATA lgc56<>+16(SB)/4, $0xbdebd1b8
+DATA lgc56<>+20(SB)/4, $0xbdebd1b8
+DATA lgc56<>+24(SB)/4, $0xbdebd1b8
+DATA lgc56<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0xbdebd1b8
-DATA lgc57<>+4(SB)/4, $0xbdebd1b8
-DATA lgc57<>+8(SB)/4, $0xbdebd1b8
-DATA lgc57<>+12(SB)/4, $0xbdebd1b8
-DATA lgc57<>+16(SB)/4, $0xbdebd1b8
-DATA lgc57<>+20(SB)/4, $0xbdebd1b8
-DATA lgc57<>+24(SB)/4, $0xbdebd1b8
-DATA lgc57<>+28(SB)/4, $0xbdebd1b8
+DATA lgc57<>+0(SB)/4, $0x3def251a
+DATA lgc57<>+4(SB)/4, $0x3def251a
+DATA lgc57<>+8(SB)/4, $0x3def251a
+DATA lgc57<>+12(SB)/4, $0x3def251a
+DATA lgc57<>+16(SB)/4, $0x3def251a
+DATA lgc57<>+20(SB)/4, $0x3def251a
+DATA lgc57<>+24(SB)/4, $0x3def251a
+DATA lgc57<>+28(SB)/4, $0x3def251a
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-DATA lgc58<>+0(SB)/4, $0x3def251a
-DATA lgc58<>+4(SB)/4, $0x3def251a
-DATA lgc58<>+8(SB)/4, $0x3def251a
-DATA lgc58<>+12(SB)/4, $0x3def251a
-DATA lgc58<>+16(SB)/4, $0x3def251a
-DATA lgc58<>+20(SB)/4, $0x3def251a
-DATA lgc58<>+24(SB)/4, $0x3def251a
-DATA lgc58<>+28(SB)/4, $0x3def251a
+DATA lgc58<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc58<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
-DATA lgc59<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc59<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc59<>+0(SB)/4, $0x3e11e9bf
+DATA lgc59<>+4(SB)/4, $0x3e11e9bf
+DATA lgc59<>+8(SB)/4, $0x3e11e9bf
+DATA lgc59<>+12(SB)/4, $0x3e11e9bf
+DATA lgc59<>+16(SB)/4, $0x3e11e9bf
+DATA lgc59<>+20(SB)/4, $0x3e11e9bf
+DATA lgc59<>+24(SB)/4, $0x3e11e9bf
+DATA lgc59<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-DATA lgc60<>+0(SB)/4, $0x3e11e9bf
-DATA lgc60<>+4(SB)/4, $0x3e11e9bf
-DATA lgc60<>+8(SB)/4, $0x3e11e9bf
-DATA lgc60<>+12(SB)/4, $0x3e11e9bf
-DATA lgc60<>+16(SB)/4, $0x3e11e9bf
-DATA lgc60<>+20(SB)/4, $0x3e11e9bf
-DATA lgc60<>+24(SB)/4, $0x3e11e9bf
-DATA lgc60<>+28(SB)/4, $0x3e11e9bf
+DATA lgc60<>+0(SB)/4, $0xbe2aae50
+DATA lgc60<>+4(SB)/4, $0xbe2aae50
+DATA lgc60<>+8(SB)/4, $0xbe2aae50
+DATA lgc60<>+12(SB)/4, $0xbe2aae50
+DATA lgc60<>+16(SB)/4, $0xbe2aae50
+DATA lgc60<>+20(SB)/4, $0xbe2aae50
+DATA lgc60<>+24(SB)/4, $0xbe2aae50
+DATA lgc60<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbe2aae50
-DATA lgc61<>+4(SB)/4, $0xbe2aae50
-DATA lgc61<>+8(SB)/4, $0xbe2aae50
-DATA lgc61<>+12(SB)/4, $0xbe2aae50
-DATA lgc61<>+16(SB)/4, $0xbe2aae50
-DATA lgc61<>+20(SB)/4, $0xbe2aae50
-DATA lgc61<>+24(SB)/4, $0xbe2aae50
-DATA lgc61<>+28(SB)/4, $0xbe2aae50
+DATA lgc61<>+0(SB)/4, $0x3e4cceac
+DATA lgc61<>+4(SB)/4, $0x3e4cceac
+DATA lgc61<>+8(SB)/4, $0x3e4cceac
+DATA lgc61<>+12(SB)/4, $0x3e4cceac
+DATA lgc61<>+16(SB)/4, $0x3e4cceac
+DATA lgc61<>+20(SB)/4, $0x3e4cceac
+DATA lgc61<>+24(SB)/4, $0x3e4cceac
+DATA lgc61<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
 
-DATA lgc62<>+0(SB)/4, $0x3e4cceac
-DATA lgc62<>+4(SB)/4, $0x3e4cceac
-DATA lgc62<>+8(SB)/4, $0x3e4cceac
-DATA lgc62<>+12(SB)/4, $0x3e4cceac
-DATA lgc62<>+16(SB)/4, $0x3e4cceac
-DATA lgc62<>+20(SB)/4, $0x3e4cceac
-DATA lgc62<>+24(SB)/4, $0x3e4cceac
-DATA lgc62<>+28(SB)/4, $0x3e4cceac
+DATA lgc62<>+0(SB)/4, $0xbe7ffffc
+DATA lgc62<>+4(SB)/4, $0xbe7ffffc
+DATA lgc62<>+8(SB)/4, $0xbe7ffffc
+DATA lgc62<>+12(SB)/4, $0xbe7ffffc
+DATA lgc62<>+16(SB)/4, $0xbe7ffffc
+DATA lgc62<>+20(SB)/4, $0xbe7ffffc
+DATA lgc62<>+24(SB)/4, $0xbe7ffffc
+DATA lgc62<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
-DATA lgc63<>+0(SB)/4, $0xbe7ffffc
-DATA lgc63<>+4(SB)/4, $0xbe7ffffc
-DATA lgc63<>+8(SB)/4, $0xbe7ffffc
-DATA lgc63<>+12(SB)/4, $0xbe7ffffc
-DATA lgc63<>+16(SB)/4, $0xbe7ffffc
-DATA lgc63<>+20(SB)/4, $0xbe7ffffc
-DATA lgc63<>+24(SB)/4, $0xbe7ffffc
-DATA lgc63<>+28(SB)/4, $0xbe7ffffc
+DATA lgc63<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc63<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc63<>(SB), RODATA|NOPTR, $32
 
-DATA lgc64<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc64<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc64<>+0(SB)/4, $0x7fc00000
+DATA lgc64<>+4(SB)/4, $0x7fc00000
+DATA lgc64<>+8(SB)/4, $0x7fc00000
+DATA lgc64<>+12(SB)/4, $0x7fc00000
+DATA lgc64<>+16(SB)/4, $0x7fc00000
+DATA lgc64<>+20(SB)/4, $0x7fc00000
+DATA lgc64<>+24(SB)/4, $0x7fc00000
+DATA lgc64<>+28(SB)/4, $0x7fc00000
 GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
-DATA lgc65<>+0(SB)/4, $0x7fc00000
-DATA lgc65<>+4(SB)/4, $0x7fc00000
-DATA lgc65<>+8(SB)/4, $0x7fc00000
-DATA lgc65<>+12(SB)/4, $0x7fc00000
-DATA lgc65<>+16(SB)/4, $0x7fc00000
-DATA lgc65<>+20(SB)/4, $0x7fc00000
-DATA lgc65<>+24(SB)/4, $0x7fc00000
-DATA lgc65<>+28(SB)/4, $0x7fc00000
+DATA lgc65<>+0(SB)/4, $0x7f800000
+DATA lgc65<>+4(SB)/4, $0x7f800000
+DATA lgc65<>+8(SB)/4, $0x7f800000
+DATA lgc65<>+12(SB)/4, $0x7f800000
+DATA lgc65<>+16(SB)/4, $0x7f800000
+DATA lgc65<>+20(SB)/4, $0x7f800000
+DATA lgc65<>+24(SB)/4, $0x7f800000
+DATA lgc65<>+28(SB)/4, $0x7f800000
 GLOBL lgc65<>(SB), RODATA|NOPTR, $32
-
-DATA lgc66<>+0(SB)/4, $0x7f800000
-DATA lgc66<>+4(SB)/4, $0x7f800000
-DATA lgc66<>+8(SB)/4, $0x7f800000
-DATA lgc66<>+12(SB)/4, $0x7f800000
-DATA lgc66<>+16(SB)/4, $0x7f800000
-DATA lgc66<>+20(SB)/4, $0x7f800000
-DATA lgc66<>+24(SB)/4, $0x7f800000
-DATA lgc66<>+28(SB)/4, $0x7f800000
-GLOBL lgc66<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1832,23 +1983,24 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc6<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc51<>+0(SB), Y1, Y2
-	VMULPS       lgc52<>+0(SB), Y1, Y3
+	VADDPS       lgc4<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc50<>+0(SB), Y1, Y2
+	VMULPS       lgc51<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc19<>+0(SB), Y4, Y4
-	VPAND        lgc53<>+0(SB), Y2, Y2
+	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPAND        lgc52<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc54<>+0(SB), Y3, Y2
-	VPOR         lgc6<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc55<>+0(SB), Y2, Y3
-	VMULPS       lgc17<>+0(SB), Y2, Y5
+	VPAND        lgc53<>+0(SB), Y3, Y2
+	VPOR         lgc4<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc54<>+0(SB), Y2, Y3
+	VMULPS       lgc15<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc6<>+0(SB), Y2, Y2
+	VSUBPS       lgc4<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc56<>+0(SB), Y5
+	VMOVAPS      lgc55<>+0(SB), Y5
+	VFMADD213PS  lgc56<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc57<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc58<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc59<>+0(SB), Y2, Y5
@@ -1856,32 +2008,31 @@ bulk_14:
 	VFMADD213PS  lgc61<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc62<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc63<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc64<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc11<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc17<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc0<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc64<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc65<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc65<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc66<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc66<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc6<>+0(SB), Y1, Y2
+	VSUBPS       lgc4<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc66<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc66<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc20<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc65<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc65<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

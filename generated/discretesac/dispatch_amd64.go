@@ -66,7 +66,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r69_s, 0)
 	runtime.Fill(st.r69_p, 0)
 	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&in.LogAlpha[0], &in.NextLogits[0], &in.NextActionValue[0], &in.Logits[0], &in.NextTerminated[0], &in.NextReward[0], &in.Action[0], &in.ActionValue[0], &st.buf[0], &out.ValueTarget[0], &out.TDError[0])
+	pass1AVX2(&in.NextLogits[0], &in.NextActionValue[0], &in.Logits[0], &in.ActionValue[0], &in.LogAlpha[0], &in.NextTerminated[0], &in.NextReward[0], &in.Action[0], &st.buf[0], &out.ValueTarget[0], &out.TDError[0])
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -141,7 +141,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r75_s, 0)
 	runtime.Fill(st.r75_p, 0)
 	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&in.LogAlpha[0], &in.NextLogits[0], &in.NextActionValue[0], &in.Logits[0], &in.NextTerminated[0], &in.NextReward[0], &in.Action[0], &in.ActionValue[0], &st.buf[0], &g.Logits[0], &g.ActionValue[0], &out.ValueTarget[0], &out.TDError[0])
+	fbPass1AVX2(&in.NextLogits[0], &in.NextActionValue[0], &in.Logits[0], &in.ActionValue[0], &in.LogAlpha[0], &in.NextTerminated[0], &in.NextReward[0], &in.Action[0], &st.buf[0], &out.ValueTarget[0], &out.TDError[0], &g.Logits[0], &g.ActionValue[0])
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)

@@ -186,14 +186,265 @@ DATA lgc13<>+24(SB)/4, $0x0000007f
 DATA lgc13<>+28(SB)/4, $0x0000007f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(logAlpha *float32, nextLogits *float32, nextActionValue *float32, logits *float32, nextTerminated *bool, nextReward *float32, action *int64, actionValue *float32, state *float64, valueTarget *float32, tDError *float32)
+// func pass1AVX2(nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $1088-88
+TEXT ·pass1AVX2(SB), $2240-88
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	MOVQ         logAlpha+0(FP), DX
+	// tile nextLogits
+	MOVQ       nextLogits+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+6, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y4, 64(SP)
+	VMOVUPS    Y6, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y2, 160(SP)
+
+	// tile nextActionValue
+	MOVQ       nextActionValue+8(FP), DX
+	XORQ       SI, SI
+	IMUL3Q     $+6, AX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(SI*4), Y0, Y1
+	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
+	VMASKMOVPS 48(DX)(SI*4), Y0, Y3
+	VMASKMOVPS 72(DX)(SI*4), Y0, Y4
+	VMASKMOVPS 96(DX)(SI*4), Y0, Y5
+	VMASKMOVPS 120(DX)(SI*4), Y0, Y6
+	VMASKMOVPS 144(DX)(SI*4), Y0, Y7
+	VMASKMOVPS 168(DX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 192(SP)
+	VMOVUPS    Y7, 224(SP)
+	VMOVUPS    Y4, 256(SP)
+	VMOVUPS    Y6, 288(SP)
+	VMOVUPS    Y3, 320(SP)
+	VMOVUPS    Y2, 352(SP)
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
+	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
+	VMASKMOVPS 6192(DX)(SI*4), Y0, Y3
+	VMASKMOVPS 6216(DX)(SI*4), Y0, Y4
+	VMASKMOVPS 6240(DX)(SI*4), Y0, Y5
+	VMASKMOVPS 6264(DX)(SI*4), Y0, Y6
+	VMASKMOVPS 6288(DX)(SI*4), Y0, Y7
+	VMASKMOVPS 6312(DX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 384(SP)
+	VMOVUPS    Y7, 416(SP)
+	VMOVUPS    Y4, 448(SP)
+	VMOVUPS    Y6, 480(SP)
+	VMOVUPS    Y3, 512(SP)
+	VMOVUPS    Y2, 544(SP)
+
+	// tile logits
+	MOVQ       logits+16(FP), DX
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 576(SP)
+	VMOVUPS    Y7, 608(SP)
+	VMOVUPS    Y4, 640(SP)
+	VMOVUPS    Y6, 672(SP)
+	VMOVUPS    Y3, 704(SP)
+	VMOVUPS    Y2, 736(SP)
+
+	// tile actionValue
+	MOVQ         actionValue+24(FP), DX
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMASKMOVPS   (DX)(SI*4), Y0, Y1
+	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
+	VMASKMOVPS   48(DX)(SI*4), Y0, Y3
+	VMASKMOVPS   72(DX)(SI*4), Y0, Y4
+	VMASKMOVPS   96(DX)(SI*4), Y0, Y5
+	VMASKMOVPS   120(DX)(SI*4), Y0, Y6
+	VMASKMOVPS   144(DX)(SI*4), Y0, Y7
+	VMASKMOVPS   168(DX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y7
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y4
+	VPERM2F128   $0x31, Y6, Y8, Y6
+	VPERM2F128   $0x20, Y0, Y1, Y6
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, 768(SP)
+	VMOVUPS      Y7, 800(SP)
+	VMOVUPS      Y4, 832(SP)
+	VMOVUPS      Y6, 864(SP)
+	VMOVUPS      Y3, 896(SP)
+	VMOVUPS      Y2, 928(SP)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
+	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
+	VMASKMOVPS   6192(DX)(SI*4), Y0, Y3
+	VMASKMOVPS   6216(DX)(SI*4), Y0, Y4
+	VMASKMOVPS   6240(DX)(SI*4), Y0, Y5
+	VMASKMOVPS   6264(DX)(SI*4), Y0, Y6
+	VMASKMOVPS   6288(DX)(SI*4), Y0, Y7
+	VMASKMOVPS   6312(DX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y7
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y4
+	VPERM2F128   $0x31, Y6, Y8, Y6
+	VPERM2F128   $0x20, Y0, Y1, Y6
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, 960(SP)
+	VMOVUPS      Y7, 992(SP)
+	VMOVUPS      Y4, 1024(SP)
+	VMOVUPS      Y6, 1056(SP)
+	VMOVUPS      Y3, 1088(SP)
+	VMOVUPS      Y2, 1120(SP)
+	MOVQ         logAlpha+32(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
@@ -225,58 +476,43 @@ blocks_1:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, (SP)
-	VMOVUPS      Y3, 64(SP)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1152(SP)
+	VMOVUPS      Y3, 1216(SP)
 	XORQ         DX, DX
 
 inner_A_2:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// reduce_max(nextLogits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 1152(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 1152(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_2
 
 	// finish v5
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD Y1, 128(SP)
-	VMOVUPS Y0, 160(SP)
+	VMOVUPS 1152(SP), Y0
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y1, 1248(SP)
+	VMOVUPS Y0, 1312(SP)
 	XORQ    DX, DX
 
 inner_A_3:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    160(SP), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS 1312(SP), Y1
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y1, Y0, Y0
@@ -311,45 +547,28 @@ inner_A_3:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v8) over [A]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
-	VADDPD       128(SP), Y1, Y0
-	VMOVUPD      Y0, 128(SP)
-	INCQ         DX
-	CMPQ         DX, $+6
-	JL           inner_A_3
+	VADDPS  1248(SP), Y3, Y0
+	VMOVUPS Y0, 1248(SP)
+	INCQ    DX
+	CMPQ    DX, $+6
+	JL      inner_A_3
 
 	// finish v9
-	VMOVUPD     96(SP), Y0
-	VMOVUPD     128(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc19<>+0(SB), Y1
-	VMOVUPD     Y1, 192(SP)
-	VMOVUPD     Y1, 224(SP)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 256(SP)
-	VMOVUPS     Y0, 320(SP)
-	XORQ        DX, DX
+	VMOVUPS 1248(SP), Y0
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 1344(SP)
+	VMOVUPD Y1, 1376(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS Y1, 1408(SP)
+	VMOVUPS Y0, 1472(SP)
+	XORQ    DX, DX
 
 inner_A_4:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    160(SP), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS 1312(SP), Y1
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y1, Y0, Y0
@@ -382,7 +601,7 @@ inner_A_4:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      320(SP), Y0
+	VMOVUPS      1472(SP), Y0
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y0, Y3, Y0
@@ -391,7 +610,7 @@ inner_A_4:
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y1, Y0, Y1
 	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v14 = where(v12, 1e-08, v10)
 	VMOVUPS   lgc17<>+0(SB), Y3
@@ -399,22 +618,23 @@ inner_A_4:
 	VBLENDVPS Y3, Y2, Y0, Y1
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc23<>+0(SB), Y2, Y2
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc24<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc26<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -422,7 +642,6 @@ inner_A_4:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -431,55 +650,48 @@ inner_A_4:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VMOVUPS      lgc36<>+0(SB), Y1
-	VMOVUPS      Y1, 352(SP)
-	VMOVUPS      Y0, 416(SP)
-	VMOVUPS      Y5, 448(SP)
-	XORQ         SI, SI
+	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      Y1, 1504(SP)
+	VMOVUPS      Y0, 1568(SP)
+	VMOVUPS      Y5, 1600(SP)
+	XORQ         DI, DI
 
 inner_Q_5:
-	MOVQ       nextActionValue+16(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+1536, SI, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DX, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
+	XORQ    R8, R8
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, R8
+	IMUL3Q  $+192, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 192(SP)(R8*1), Y0
 
 	// reduce_min(nextActionValue) over [Q]
-	VMOVUPS 352(SP), Y1
+	VMOVUPS 1504(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 352(SP)
-	INCQ    SI
-	CMPQ    SI, $+2
+	VMOVUPS Y1, 1504(SP)
+	INCQ    DI
+	CMPQ    DI, $+2
 	JL      inner_Q_5
 
 	// finish v16
-	VMOVUPS 352(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 448(SP), Y2
+	VMOVUPS 1504(SP), Y0
+	VMOVUPS 1216(SP), Y1
+	VMOVUPS 1600(SP), Y2
 
 	// v17 = mul(v1, v15)
 	VMULPS Y2, Y1, Y1
 
 	// v18 = sub(v16, v17)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 416(SP), Y1
+	VMOVUPS 1568(SP), Y1
 
 	// v19 = mul(v10, v18)
 	VMULPS Y0, Y1, Y0
@@ -488,39 +700,34 @@ inner_Q_5:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       192(SP), Y1, Y1
-	VMOVUPD      Y1, 192(SP)
-	VADDPD       224(SP), Y0, Y0
-	VMOVUPD      Y0, 224(SP)
-	MOVQ         logits+24(FP), SI
-	LEAQ         (SI)(DI*4), SI
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      lgc17<>+0(SB), Y0
-	VGATHERDPS   Y2, (SI)(Y1*4), Y0
+	VADDPD       1344(SP), Y1, Y1
+	VMOVUPD      Y1, 1344(SP)
+	VADDPD       1376(SP), Y0, Y0
+	VMOVUPD      Y0, 1376(SP)
+	VMOVUPS      576(SP)(SI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 256(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 1408(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 256(SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 1408(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_4
 
 	// finish v20
-	VMOVUPD     192(SP), Y0
-	VMOVUPD     224(SP), Y1
+	VMOVUPD     1344(SP), Y0
+	VMOVUPD     1376(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
-	MOVQ        nextTerminated+32(FP), DX
+	MOVQ        nextTerminated+40(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y2
@@ -530,53 +737,53 @@ inner_Q_5:
 	VSUBPS Y2, Y1, Y1
 
 	// v27 = mul(0.99, v25)
-	VMULPS lgc37<>+0(SB), Y1, Y1
+	VMULPS lgc36<>+0(SB), Y1, Y1
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v28)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS Y1, 480(SP)
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 544(SP)
-	VMOVUPD Y1, 576(SP)
-	VMOVUPS Y0, 608(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS Y1, 1632(SP)
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 1696(SP)
+	VMOVUPD Y1, 1728(SP)
+	VMOVUPS Y0, 1760(SP)
 	XORQ    DX, DX
 
 inner_Q_6:
-	MOVQ       action+48(FP), DI
+	MOVQ       action+56(FP), DI
 	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 640(SP)
+	VMOVUPS    Y0, 1792(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
 	MOVQ       (DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 640(SP)
+	VMOVSS     X0, 1792(SP)
 	MOVQ       8(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 644(SP)
+	VMOVSS     X0, 1796(SP)
 	MOVQ       16(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 648(SP)
+	VMOVSS     X0, 1800(SP)
 	MOVQ       24(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 652(SP)
+	VMOVSS     X0, 1804(SP)
 	MOVQ       32(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 656(SP)
+	VMOVSS     X0, 1808(SP)
 	MOVQ       40(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 660(SP)
+	VMOVSS     X0, 1812(SP)
 	MOVQ       48(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 664(SP)
+	VMOVSS     X0, 1816(SP)
 	MOVQ       56(DI)(SI*8), R8
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 668(SP)
-	VMOVUPS    640(SP), Y0
+	VMOVSS     X0, 1820(SP)
+	VMOVUPS    1792(SP), Y0
 
 	// v33 = gather(actionValue, action) over A
 	XORQ       DI, DI
@@ -584,23 +791,23 @@ inner_Q_6:
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	MOVQ       actionValue+56(FP), R8
+	MOVQ       actionValue+24(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc38<>+0(SB), Y0, Y0
-	VPMULLD    lgc39<>+0(SB), Y0, Y0
-	VPADDD     lgc15<>+0(SB), Y0, Y0
-	VMOVUPS    lgc16<>+0(SB), Y1
+	VPMINSD    lgc37<>+0(SB), Y0, Y0
+	VPMULLD    lgc38<>+0(SB), Y0, Y0
+	VPADDD     lgc39<>+0(SB), Y0, Y0
+	VMOVUPS    lgc40<>+0(SB), Y1
 	VMOVUPS    lgc17<>+0(SB), Y2
 	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    608(SP), Y0
+	VMOVUPS    1760(SP), Y0
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y2, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
@@ -626,27 +833,27 @@ inner_Q_6:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       544(SP), Y2, Y2
-	VMOVUPD      Y2, 544(SP)
-	VADDPD       576(SP), Y1, Y1
-	VMOVUPD      Y1, 576(SP)
+	VADDPD       1696(SP), Y2, Y2
+	VMOVUPD      Y2, 1696(SP)
+	VADDPD       1728(SP), Y1, Y1
+	VMOVUPD      Y1, 1728(SP)
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 480(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 1632(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 480(SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 1632(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_6
 
 	// finish v42
-	VMOVUPD     544(SP), Y0
-	VMOVUPD     576(SP), Y1
+	VMOVUPD     1696(SP), Y0
+	VMOVUPD     1728(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -658,26 +865,18 @@ inner_Q_6:
 	VMOVUPS Y0, 256(DX)
 
 	// finish v45
-	VMOVUPS 256(SP), Y0
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 672(SP)
-	VMOVUPD Y1, 704(SP)
-	VMOVUPS Y0, 736(SP)
+	VMOVUPS 1408(SP), Y0
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y1, 1824(SP)
+	VMOVUPS Y0, 1888(SP)
 	XORQ    DI, DI
 
 inner_A_7:
-	MOVQ       logits+24(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
-	VMOVUPS    736(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 576(SP)(R8*1), Y0
+	VMOVUPS 1888(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -712,42 +911,33 @@ inner_A_7:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v48) over [A]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       672(SP), Y0, Y0
-	VMOVUPD      Y0, 672(SP)
-	VADDPD       704(SP), Y1, Y0
-	VMOVUPD      Y0, 704(SP)
-	INCQ         DI
-	CMPQ         DI, $+6
-	JL           inner_A_7
+	VADDPS  1824(SP), Y3, Y0
+	VMOVUPS Y0, 1824(SP)
+	INCQ    DI
+	CMPQ    DI, $+6
+	JL      inner_A_7
 
 	// finish v49
-	VMOVUPD     672(SP), Y0
-	VMOVUPD     704(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 1824(SP), Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -755,7 +945,6 @@ inner_A_7:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -764,36 +953,29 @@ inner_A_7:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPD      lgc19<>+0(SB), Y1
-	VMOVUPD      Y1, 768(SP)
-	VMOVUPD      Y1, 800(SP)
-	VMOVUPD      lgc19<>+0(SB), Y1
-	VMOVUPD      Y1, 832(SP)
-	VMOVUPD      Y1, 864(SP)
-	VMOVUPS      Y0, 896(SP)
-	VMOVUPS      Y4, 928(SP)
+	VMOVUPD      lgc18<>+0(SB), Y1
+	VMOVUPD      Y1, 1920(SP)
+	VMOVUPD      Y1, 1952(SP)
+	VMOVUPD      lgc18<>+0(SB), Y1
+	VMOVUPD      Y1, 1984(SP)
+	VMOVUPD      Y1, 2016(SP)
+	VMOVUPS      Y0, 2048(SP)
+	VMOVUPS      Y4, 2080(SP)
 	XORQ         DI, DI
 
 inner_A_8:
-	MOVQ       logits+24(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
-	VMOVUPS    736(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 576(SP)(R8*1), Y0
+	VMOVUPS 1888(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -826,56 +1008,49 @@ inner_A_8:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      896(SP), Y1
+	VMOVUPS      2048(SP), Y1
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 928(SP), Y2
+	VMOVUPS 2080(SP), Y2
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS Y2, 960(SP)
-	VMOVUPS Y1, 1024(SP)
-	VMOVUPS Y0, 1056(SP)
+	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS Y2, 2112(SP)
+	VMOVUPS Y1, 2176(SP)
+	VMOVUPS Y0, 2208(SP)
 	XORQ    R8, R8
 
 inner_Q_9:
-	MOVQ       actionValue+56(FP), R9
-	XORQ       R10, R10
-	IMUL3Q     $+1536, R8, R11
-	ADDQ       R11, R10
-	IMUL3Q     $+6, AX, R11
-	ADDQ       R11, R10
-	MOVQ       DI, R11
-	ADDQ       R11, R10
-	LEAQ       (R9)(R10*4), R9
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R9)(Y1*4), Y0
+	XORQ    R9, R9
+	IMUL3Q  $+32, DI, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+192, R8, R10
+	ADDQ    R10, R9
+	VMOVUPS 768(SP)(R9*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 960(SP), Y1
+	VMOVUPS 2112(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 960(SP)
+	VMOVUPS Y1, 2112(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
 	JL      inner_Q_9
 
 	// finish minQ
-	VMOVUPS 960(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 1056(SP), Y2
+	VMOVUPS 2112(SP), Y0
+	VMOVUPS 1216(SP), Y1
+	VMOVUPS 2208(SP), Y2
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y2, Y1, Y1
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 1024(SP), Y1
+	VMOVUPS 2176(SP), Y1
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y1, Y0
@@ -884,10 +1059,10 @@ inner_Q_9:
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       832(SP), Y3, Y3
-	VMOVUPD      Y3, 832(SP)
-	VADDPD       864(SP), Y0, Y0
-	VMOVUPD      Y0, 864(SP)
+	VADDPD       1984(SP), Y3, Y3
+	VMOVUPD      Y3, 1984(SP)
+	VADDPD       2016(SP), Y0, Y0
+	VMOVUPD      Y0, 2016(SP)
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y2, Y1, Y0
@@ -896,17 +1071,17 @@ inner_Q_9:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       768(SP), Y1, Y1
-	VMOVUPD      Y1, 768(SP)
-	VADDPD       800(SP), Y0, Y0
-	VMOVUPD      Y0, 800(SP)
+	VADDPD       1920(SP), Y1, Y1
+	VMOVUPD      Y1, 1920(SP)
+	VADDPD       1952(SP), Y0, Y0
+	VMOVUPD      Y0, 1952(SP)
 	INCQ         DI
 	CMPQ         DI, $+6
 	JL           inner_A_8
 
 	// finish v58
-	VMOVUPD     832(SP), Y0
-	VMOVUPD     864(SP), Y1
+	VMOVUPD     1984(SP), Y0
+	VMOVUPD     2016(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -917,38 +1092,38 @@ inner_Q_9:
 	VMOVUPS Y0, 576(DX)
 
 	// finish expectedLogProb
-	VMOVUPD     768(SP), Y0
-	VMOVUPD     800(SP), Y1
+	VMOVUPD     1920(SP), Y0
+	VMOVUPD     1952(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v64 = add(expectedLogProb, 1.7559242)
-	VADDPS       lgc40<>+0(SB), Y0, Y1
-	MOVQ         logAlpha+0(FP), DI
+	VADDPS       lgc41<>+0(SB), Y0, Y1
+	MOVQ         logAlpha+32(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y2
 
 	// v65 = mul(logAlpha, v64)
 	VMULPS Y1, Y2, Y1
 
 	// v66 = neg(v65)
-	VXORPS lgc18<>+0(SB), Y1, Y1
+	VXORPS lgc16<>+0(SB), Y1, Y1
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v70
-	VMOVUPS 480(SP), Y0
-	VMOVUPS 608(SP), Y1
+	VMOVUPS 1632(SP), Y0
+	VMOVUPS 1760(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+72(FP), DX
@@ -961,8 +1136,8 @@ inner_Q_9:
 	JNZ          noflush_10
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc42<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -973,8 +1148,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -986,8 +1161,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -999,8 +1174,8 @@ inner_Q_9:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1021,8 +1196,8 @@ noflush_10:
 	JL           blocks_1
 	MOVQ         state+64(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc42<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1033,8 +1208,8 @@ noflush_10:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1046,8 +1221,8 @@ noflush_10:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1059,8 +1234,8 @@ noflush_10:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -1076,34 +1251,34 @@ noflush_10:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/4, $0xff800000
-DATA lgc14<>+4(SB)/4, $0xff800000
-DATA lgc14<>+8(SB)/4, $0xff800000
-DATA lgc14<>+12(SB)/4, $0xff800000
-DATA lgc14<>+16(SB)/4, $0xff800000
-DATA lgc14<>+20(SB)/4, $0xff800000
-DATA lgc14<>+24(SB)/4, $0xff800000
-DATA lgc14<>+28(SB)/4, $0xff800000
+DATA lgc14<>+0(SB)/4, $0xffffffff
+DATA lgc14<>+4(SB)/4, $0xffffffff
+DATA lgc14<>+8(SB)/4, $0xffffffff
+DATA lgc14<>+12(SB)/4, $0xffffffff
+DATA lgc14<>+16(SB)/4, $0xffffffff
+DATA lgc14<>+20(SB)/4, $0xffffffff
+DATA lgc14<>+24(SB)/4, $0x00000000
+DATA lgc14<>+28(SB)/4, $0x00000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x00000000
-DATA lgc15<>+4(SB)/4, $0x00000006
-DATA lgc15<>+8(SB)/4, $0x0000000c
-DATA lgc15<>+12(SB)/4, $0x00000012
-DATA lgc15<>+16(SB)/4, $0x00000018
-DATA lgc15<>+20(SB)/4, $0x0000001e
-DATA lgc15<>+24(SB)/4, $0x00000024
-DATA lgc15<>+28(SB)/4, $0x0000002a
+DATA lgc15<>+0(SB)/4, $0xff800000
+DATA lgc15<>+4(SB)/4, $0xff800000
+DATA lgc15<>+8(SB)/4, $0xff800000
+DATA lgc15<>+12(SB)/4, $0xff800000
+DATA lgc15<>+16(SB)/4, $0xff800000
+DATA lgc15<>+20(SB)/4, $0xff800000
+DATA lgc15<>+24(SB)/4, $0xff800000
+DATA lgc15<>+28(SB)/4, $0xff800000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffffff
-DATA lgc16<>+4(SB)/4, $0xffffffff
-DATA lgc16<>+8(SB)/4, $0xffffffff
-DATA lgc16<>+12(SB)/4, $0xffffffff
-DATA lgc16<>+16(SB)/4, $0xffffffff
-DATA lgc16<>+20(SB)/4, $0xffffffff
-DATA lgc16<>+24(SB)/4, $0xffffffff
-DATA lgc16<>+28(SB)/4, $0xffffffff
+DATA lgc16<>+0(SB)/4, $0x80000000
+DATA lgc16<>+4(SB)/4, $0x80000000
+DATA lgc16<>+8(SB)/4, $0x80000000
+DATA lgc16<>+12(SB)/4, $0x80000000
+DATA lgc16<>+16(SB)/4, $0x80000000
+DATA lgc16<>+20(SB)/4, $0x80000000
+DATA lgc16<>+24(SB)/4, $0x80000000
+DATA lgc16<>+28(SB)/4, $0x80000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
 DATA lgc17<>+0(SB)/4, $0x00000000
@@ -1116,251 +1291,261 @@ DATA lgc17<>+24(SB)/4, $0x00000000
 DATA lgc17<>+28(SB)/4, $0x00000000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x80000000
-DATA lgc18<>+4(SB)/4, $0x80000000
-DATA lgc18<>+8(SB)/4, $0x80000000
-DATA lgc18<>+12(SB)/4, $0x80000000
-DATA lgc18<>+16(SB)/4, $0x80000000
-DATA lgc18<>+20(SB)/4, $0x80000000
-DATA lgc18<>+24(SB)/4, $0x80000000
-DATA lgc18<>+28(SB)/4, $0x80000000
+DATA lgc18<>+0(SB)/8, $0x0000000000000000
+DATA lgc18<>+8(SB)/8, $0x0000000000000000
+DATA lgc18<>+16(SB)/8, $0x0000000000000000
+DATA lgc18<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x0000000000000000
-DATA lgc19<>+8(SB)/8, $0x0000000000000000
-DATA lgc19<>+16(SB)/8, $0x0000000000000000
-DATA lgc19<>+24(SB)/8, $0x0000000000000000
+DATA lgc19<>+0(SB)/4, $0x322bcc77
+DATA lgc19<>+4(SB)/4, $0x322bcc77
+DATA lgc19<>+8(SB)/4, $0x322bcc77
+DATA lgc19<>+12(SB)/4, $0x322bcc77
+DATA lgc19<>+16(SB)/4, $0x322bcc77
+DATA lgc19<>+20(SB)/4, $0x322bcc77
+DATA lgc19<>+24(SB)/4, $0x322bcc77
+DATA lgc19<>+28(SB)/4, $0x322bcc77
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x322bcc77
-DATA lgc20<>+4(SB)/4, $0x322bcc77
-DATA lgc20<>+8(SB)/4, $0x322bcc77
-DATA lgc20<>+12(SB)/4, $0x322bcc77
-DATA lgc20<>+16(SB)/4, $0x322bcc77
-DATA lgc20<>+20(SB)/4, $0x322bcc77
-DATA lgc20<>+24(SB)/4, $0x322bcc77
-DATA lgc20<>+28(SB)/4, $0x322bcc77
+DATA lgc20<>+0(SB)/4, $0x00800000
+DATA lgc20<>+4(SB)/4, $0x00800000
+DATA lgc20<>+8(SB)/4, $0x00800000
+DATA lgc20<>+12(SB)/4, $0x00800000
+DATA lgc20<>+16(SB)/4, $0x00800000
+DATA lgc20<>+20(SB)/4, $0x00800000
+DATA lgc20<>+24(SB)/4, $0x00800000
+DATA lgc20<>+28(SB)/4, $0x00800000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x00800000
-DATA lgc21<>+4(SB)/4, $0x00800000
-DATA lgc21<>+8(SB)/4, $0x00800000
-DATA lgc21<>+12(SB)/4, $0x00800000
-DATA lgc21<>+16(SB)/4, $0x00800000
-DATA lgc21<>+20(SB)/4, $0x00800000
-DATA lgc21<>+24(SB)/4, $0x00800000
-DATA lgc21<>+28(SB)/4, $0x00800000
+DATA lgc21<>+0(SB)/4, $0x4b000000
+DATA lgc21<>+4(SB)/4, $0x4b000000
+DATA lgc21<>+8(SB)/4, $0x4b000000
+DATA lgc21<>+12(SB)/4, $0x4b000000
+DATA lgc21<>+16(SB)/4, $0x4b000000
+DATA lgc21<>+20(SB)/4, $0x4b000000
+DATA lgc21<>+24(SB)/4, $0x4b000000
+DATA lgc21<>+28(SB)/4, $0x4b000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x4b000000
-DATA lgc22<>+4(SB)/4, $0x4b000000
-DATA lgc22<>+8(SB)/4, $0x4b000000
-DATA lgc22<>+12(SB)/4, $0x4b000000
-DATA lgc22<>+16(SB)/4, $0x4b000000
-DATA lgc22<>+20(SB)/4, $0x4b000000
-DATA lgc22<>+24(SB)/4, $0x4b000000
-DATA lgc22<>+28(SB)/4, $0x4b000000
+DATA lgc22<>+0(SB)/4, $0xffffffe9
+DATA lgc22<>+4(SB)/4, $0xffffffe9
+DATA lgc22<>+8(SB)/4, $0xffffffe9
+DATA lgc22<>+12(SB)/4, $0xffffffe9
+DATA lgc22<>+16(SB)/4, $0xffffffe9
+DATA lgc22<>+20(SB)/4, $0xffffffe9
+DATA lgc22<>+24(SB)/4, $0xffffffe9
+DATA lgc22<>+28(SB)/4, $0xffffffe9
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffffe9
-DATA lgc23<>+4(SB)/4, $0xffffffe9
-DATA lgc23<>+8(SB)/4, $0xffffffe9
-DATA lgc23<>+12(SB)/4, $0xffffffe9
-DATA lgc23<>+16(SB)/4, $0xffffffe9
-DATA lgc23<>+20(SB)/4, $0xffffffe9
-DATA lgc23<>+24(SB)/4, $0xffffffe9
-DATA lgc23<>+28(SB)/4, $0xffffffe9
+DATA lgc23<>+0(SB)/4, $0x007fffff
+DATA lgc23<>+4(SB)/4, $0x007fffff
+DATA lgc23<>+8(SB)/4, $0x007fffff
+DATA lgc23<>+12(SB)/4, $0x007fffff
+DATA lgc23<>+16(SB)/4, $0x007fffff
+DATA lgc23<>+20(SB)/4, $0x007fffff
+DATA lgc23<>+24(SB)/4, $0x007fffff
+DATA lgc23<>+28(SB)/4, $0x007fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x007fffff
-DATA lgc24<>+4(SB)/4, $0x007fffff
-DATA lgc24<>+8(SB)/4, $0x007fffff
-DATA lgc24<>+12(SB)/4, $0x007fffff
-DATA lgc24<>+16(SB)/4, $0x007fffff
-DATA lgc24<>+20(SB)/4, $0x007fffff
-DATA lgc24<>+24(SB)/4, $0x007fffff
-DATA lgc24<>+28(SB)/4, $0x007fffff
+DATA lgc24<>+0(SB)/4, $0x3fb504f3
+DATA lgc24<>+4(SB)/4, $0x3fb504f3
+DATA lgc24<>+8(SB)/4, $0x3fb504f3
+DATA lgc24<>+12(SB)/4, $0x3fb504f3
+DATA lgc24<>+16(SB)/4, $0x3fb504f3
+DATA lgc24<>+20(SB)/4, $0x3fb504f3
+DATA lgc24<>+24(SB)/4, $0x3fb504f3
+DATA lgc24<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3fb504f3
-DATA lgc25<>+4(SB)/4, $0x3fb504f3
-DATA lgc25<>+8(SB)/4, $0x3fb504f3
-DATA lgc25<>+12(SB)/4, $0x3fb504f3
-DATA lgc25<>+16(SB)/4, $0x3fb504f3
-DATA lgc25<>+20(SB)/4, $0x3fb504f3
-DATA lgc25<>+24(SB)/4, $0x3fb504f3
-DATA lgc25<>+28(SB)/4, $0x3fb504f3
+DATA lgc25<>+0(SB)/4, $0x3d9021bb
+DATA lgc25<>+4(SB)/4, $0x3d9021bb
+DATA lgc25<>+8(SB)/4, $0x3d9021bb
+DATA lgc25<>+12(SB)/4, $0x3d9021bb
+DATA lgc25<>+16(SB)/4, $0x3d9021bb
+DATA lgc25<>+20(SB)/4, $0x3d9021bb
+DATA lgc25<>+24(SB)/4, $0x3d9021bb
+DATA lgc25<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3d9021bb
-DATA lgc26<>+4(SB)/4, $0x3d9021bb
-DATA lgc26<>+8(SB)/4, $0x3d9021bb
-DATA lgc26<>+12(SB)/4, $0x3d9021bb
-DATA lgc26<>+16(SB)/4, $0x3d9021bb
-DATA lgc26<>+20(SB)/4, $0x3d9021bb
-DATA lgc26<>+24(SB)/4, $0x3d9021bb
-DATA lgc26<>+28(SB)/4, $0x3d9021bb
+DATA lgc26<>+0(SB)/4, $0xbdebd1b8
+DATA lgc26<>+4(SB)/4, $0xbdebd1b8
+DATA lgc26<>+8(SB)/4, $0xbdebd1b8
+DATA lgc26<>+12(SB)/4, $0xbdebd1b8
+DATA lgc26<>+16(SB)/4, $0xbdebd1b8
+DATA lgc26<>+20(SB)/4, $0xbdebd1b8
+DATA lgc26<>+24(SB)/4, $0xbdebd1b8
+DATA lgc26<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xbdebd1b8
-DATA lgc27<>+4(SB)/4, $0xbdebd1b8
-DATA lgc27<>+8(SB)/4, $0xbdebd1b8
-DATA lgc27<>+12(SB)/4, $0xbdebd1b8
-DATA lgc27<>+16(SB)/4, $0xbdebd1b8
-DATA lgc27<>+20(SB)/4, $0xbdebd1b8
-DATA lgc27<>+24(SB)/4, $0xbdebd1b8
-DATA lgc27<>+28(SB)/4, $0xbdebd1b8
+DATA lgc27<>+0(SB)/4, $0x3def251a
+DATA lgc27<>+4(SB)/4, $0x3def251a
+DATA lgc27<>+8(SB)/4, $0x3def251a
+DATA lgc27<>+12(SB)/4, $0x3def251a
+DATA lgc27<>+16(SB)/4, $0x3def251a
+DATA lgc27<>+20(SB)/4, $0x3def251a
+DATA lgc27<>+24(SB)/4, $0x3def251a
+DATA lgc27<>+28(SB)/4, $0x3def251a
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x3def251a
-DATA lgc28<>+4(SB)/4, $0x3def251a
-DATA lgc28<>+8(SB)/4, $0x3def251a
-DATA lgc28<>+12(SB)/4, $0x3def251a
-DATA lgc28<>+16(SB)/4, $0x3def251a
-DATA lgc28<>+20(SB)/4, $0x3def251a
-DATA lgc28<>+24(SB)/4, $0x3def251a
-DATA lgc28<>+28(SB)/4, $0x3def251a
+DATA lgc28<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc28<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc29<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc29<>+0(SB)/4, $0x3e11e9bf
+DATA lgc29<>+4(SB)/4, $0x3e11e9bf
+DATA lgc29<>+8(SB)/4, $0x3e11e9bf
+DATA lgc29<>+12(SB)/4, $0x3e11e9bf
+DATA lgc29<>+16(SB)/4, $0x3e11e9bf
+DATA lgc29<>+20(SB)/4, $0x3e11e9bf
+DATA lgc29<>+24(SB)/4, $0x3e11e9bf
+DATA lgc29<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3e11e9bf
-DATA lgc30<>+4(SB)/4, $0x3e11e9bf
-DATA lgc30<>+8(SB)/4, $0x3e11e9bf
-DATA lgc30<>+12(SB)/4, $0x3e11e9bf
-DATA lgc30<>+16(SB)/4, $0x3e11e9bf
-DATA lgc30<>+20(SB)/4, $0x3e11e9bf
-DATA lgc30<>+24(SB)/4, $0x3e11e9bf
-DATA lgc30<>+28(SB)/4, $0x3e11e9bf
+DATA lgc30<>+0(SB)/4, $0xbe2aae50
+DATA lgc30<>+4(SB)/4, $0xbe2aae50
+DATA lgc30<>+8(SB)/4, $0xbe2aae50
+DATA lgc30<>+12(SB)/4, $0xbe2aae50
+DATA lgc30<>+16(SB)/4, $0xbe2aae50
+DATA lgc30<>+20(SB)/4, $0xbe2aae50
+DATA lgc30<>+24(SB)/4, $0xbe2aae50
+DATA lgc30<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbe2aae50
-DATA lgc31<>+4(SB)/4, $0xbe2aae50
-DATA lgc31<>+8(SB)/4, $0xbe2aae50
-DATA lgc31<>+12(SB)/4, $0xbe2aae50
-DATA lgc31<>+16(SB)/4, $0xbe2aae50
-DATA lgc31<>+20(SB)/4, $0xbe2aae50
-DATA lgc31<>+24(SB)/4, $0xbe2aae50
-DATA lgc31<>+28(SB)/4, $0xbe2aae50
+DATA lgc31<>+0(SB)/4, $0x3e4cceac
+DATA lgc31<>+4(SB)/4, $0x3e4cceac
+DATA lgc31<>+8(SB)/4, $0x3e4cceac
+DATA lgc31<>+12(SB)/4, $0x3e4cceac
+DATA lgc31<>+16(SB)/4, $0x3e4cceac
+DATA lgc31<>+20(SB)/4, $0x3e4cceac
+DATA lgc31<>+24(SB)/4, $0x3e4cceac
+DATA lgc31<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3e4cceac
-DATA lgc32<>+4(SB)/4, $0x3e4cceac
-DATA lgc32<>+8(SB)/4, $0x3e4cceac
-DATA lgc32<>+12(SB)/4, $0x3e4cceac
-DATA lgc32<>+16(SB)/4, $0x3e4cceac
-DATA lgc32<>+20(SB)/4, $0x3e4cceac
-DATA lgc32<>+24(SB)/4, $0x3e4cceac
-DATA lgc32<>+28(SB)/4, $0x3e4cceac
+DATA lgc32<>+0(SB)/4, $0xbe7ffffc
+DATA lgc32<>+4(SB)/4, $0xbe7ffffc
+DATA lgc32<>+8(SB)/4, $0xbe7ffffc
+DATA lgc32<>+12(SB)/4, $0xbe7ffffc
+DATA lgc32<>+16(SB)/4, $0xbe7ffffc
+DATA lgc32<>+20(SB)/4, $0xbe7ffffc
+DATA lgc32<>+24(SB)/4, $0xbe7ffffc
+DATA lgc32<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbe7ffffc
-DATA lgc33<>+4(SB)/4, $0xbe7ffffc
-DATA lgc33<>+8(SB)/4, $0xbe7ffffc
-DATA lgc33<>+12(SB)/4, $0xbe7ffffc
-DATA lgc33<>+16(SB)/4, $0xbe7ffffc
-DATA lgc33<>+20(SB)/4, $0xbe7ffffc
-DATA lgc33<>+24(SB)/4, $0xbe7ffffc
-DATA lgc33<>+28(SB)/4, $0xbe7ffffc
+DATA lgc33<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc33<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc34<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc34<>+0(SB)/4, $0x7fc00000
+DATA lgc34<>+4(SB)/4, $0x7fc00000
+DATA lgc34<>+8(SB)/4, $0x7fc00000
+DATA lgc34<>+12(SB)/4, $0x7fc00000
+DATA lgc34<>+16(SB)/4, $0x7fc00000
+DATA lgc34<>+20(SB)/4, $0x7fc00000
+DATA lgc34<>+24(SB)/4, $0x7fc00000
+DATA lgc34<>+28(SB)/4, $0x7fc00000
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x7fc00000
-DATA lgc35<>+4(SB)/4, $0x7fc00000
-DATA lgc35<>+8(SB)/4, $0x7fc00000
-DATA lgc35<>+12(SB)/4, $0x7fc00000
-DATA lgc35<>+16(SB)/4, $0x7fc00000
-DATA lgc35<>+20(SB)/4, $0x7fc00000
-DATA lgc35<>+24(SB)/4, $0x7fc00000
-DATA lgc35<>+28(SB)/4, $0x7fc00000
+DATA lgc35<>+0(SB)/4, $0x7f800000
+DATA lgc35<>+4(SB)/4, $0x7f800000
+DATA lgc35<>+8(SB)/4, $0x7f800000
+DATA lgc35<>+12(SB)/4, $0x7f800000
+DATA lgc35<>+16(SB)/4, $0x7f800000
+DATA lgc35<>+20(SB)/4, $0x7f800000
+DATA lgc35<>+24(SB)/4, $0x7f800000
+DATA lgc35<>+28(SB)/4, $0x7f800000
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x7f800000
-DATA lgc36<>+4(SB)/4, $0x7f800000
-DATA lgc36<>+8(SB)/4, $0x7f800000
-DATA lgc36<>+12(SB)/4, $0x7f800000
-DATA lgc36<>+16(SB)/4, $0x7f800000
-DATA lgc36<>+20(SB)/4, $0x7f800000
-DATA lgc36<>+24(SB)/4, $0x7f800000
-DATA lgc36<>+28(SB)/4, $0x7f800000
+DATA lgc36<>+0(SB)/4, $0x3f7d70a4
+DATA lgc36<>+4(SB)/4, $0x3f7d70a4
+DATA lgc36<>+8(SB)/4, $0x3f7d70a4
+DATA lgc36<>+12(SB)/4, $0x3f7d70a4
+DATA lgc36<>+16(SB)/4, $0x3f7d70a4
+DATA lgc36<>+20(SB)/4, $0x3f7d70a4
+DATA lgc36<>+24(SB)/4, $0x3f7d70a4
+DATA lgc36<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3f7d70a4
-DATA lgc37<>+4(SB)/4, $0x3f7d70a4
-DATA lgc37<>+8(SB)/4, $0x3f7d70a4
-DATA lgc37<>+12(SB)/4, $0x3f7d70a4
-DATA lgc37<>+16(SB)/4, $0x3f7d70a4
-DATA lgc37<>+20(SB)/4, $0x3f7d70a4
-DATA lgc37<>+24(SB)/4, $0x3f7d70a4
-DATA lgc37<>+28(SB)/4, $0x3f7d70a4
+DATA lgc37<>+0(SB)/4, $0x00000005
+DATA lgc37<>+4(SB)/4, $0x00000005
+DATA lgc37<>+8(SB)/4, $0x00000005
+DATA lgc37<>+12(SB)/4, $0x00000005
+DATA lgc37<>+16(SB)/4, $0x00000005
+DATA lgc37<>+20(SB)/4, $0x00000005
+DATA lgc37<>+24(SB)/4, $0x00000005
+DATA lgc37<>+28(SB)/4, $0x00000005
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x00000005
-DATA lgc38<>+4(SB)/4, $0x00000005
-DATA lgc38<>+8(SB)/4, $0x00000005
-DATA lgc38<>+12(SB)/4, $0x00000005
-DATA lgc38<>+16(SB)/4, $0x00000005
-DATA lgc38<>+20(SB)/4, $0x00000005
-DATA lgc38<>+24(SB)/4, $0x00000005
-DATA lgc38<>+28(SB)/4, $0x00000005
+DATA lgc38<>+0(SB)/4, $0x00000001
+DATA lgc38<>+4(SB)/4, $0x00000001
+DATA lgc38<>+8(SB)/4, $0x00000001
+DATA lgc38<>+12(SB)/4, $0x00000001
+DATA lgc38<>+16(SB)/4, $0x00000001
+DATA lgc38<>+20(SB)/4, $0x00000001
+DATA lgc38<>+24(SB)/4, $0x00000001
+DATA lgc38<>+28(SB)/4, $0x00000001
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x00000001
-DATA lgc39<>+4(SB)/4, $0x00000001
-DATA lgc39<>+8(SB)/4, $0x00000001
-DATA lgc39<>+12(SB)/4, $0x00000001
-DATA lgc39<>+16(SB)/4, $0x00000001
-DATA lgc39<>+20(SB)/4, $0x00000001
-DATA lgc39<>+24(SB)/4, $0x00000001
-DATA lgc39<>+28(SB)/4, $0x00000001
+DATA lgc39<>+0(SB)/4, $0x00000000
+DATA lgc39<>+4(SB)/4, $0x00000006
+DATA lgc39<>+8(SB)/4, $0x0000000c
+DATA lgc39<>+12(SB)/4, $0x00000012
+DATA lgc39<>+16(SB)/4, $0x00000018
+DATA lgc39<>+20(SB)/4, $0x0000001e
+DATA lgc39<>+24(SB)/4, $0x00000024
+DATA lgc39<>+28(SB)/4, $0x0000002a
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3fe0c220
-DATA lgc40<>+4(SB)/4, $0x3fe0c220
-DATA lgc40<>+8(SB)/4, $0x3fe0c220
-DATA lgc40<>+12(SB)/4, $0x3fe0c220
-DATA lgc40<>+16(SB)/4, $0x3fe0c220
-DATA lgc40<>+20(SB)/4, $0x3fe0c220
-DATA lgc40<>+24(SB)/4, $0x3fe0c220
-DATA lgc40<>+28(SB)/4, $0x3fe0c220
+DATA lgc40<>+0(SB)/4, $0xffffffff
+DATA lgc40<>+4(SB)/4, $0xffffffff
+DATA lgc40<>+8(SB)/4, $0xffffffff
+DATA lgc40<>+12(SB)/4, $0xffffffff
+DATA lgc40<>+16(SB)/4, $0xffffffff
+DATA lgc40<>+20(SB)/4, $0xffffffff
+DATA lgc40<>+24(SB)/4, $0xffffffff
+DATA lgc40<>+28(SB)/4, $0xffffffff
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x7fffffff
-DATA lgc41<>+4(SB)/4, $0x7fffffff
-DATA lgc41<>+8(SB)/4, $0x7fffffff
-DATA lgc41<>+12(SB)/4, $0x7fffffff
-DATA lgc41<>+16(SB)/4, $0x7fffffff
-DATA lgc41<>+20(SB)/4, $0x7fffffff
-DATA lgc41<>+24(SB)/4, $0x7fffffff
-DATA lgc41<>+28(SB)/4, $0x7fffffff
+DATA lgc41<>+0(SB)/4, $0x3fe0c220
+DATA lgc41<>+4(SB)/4, $0x3fe0c220
+DATA lgc41<>+8(SB)/4, $0x3fe0c220
+DATA lgc41<>+12(SB)/4, $0x3fe0c220
+DATA lgc41<>+16(SB)/4, $0x3fe0c220
+DATA lgc41<>+20(SB)/4, $0x3fe0c220
+DATA lgc41<>+24(SB)/4, $0x3fe0c220
+DATA lgc41<>+28(SB)/4, $0x3fe0c220
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x7f7fffff
-DATA lgc42<>+4(SB)/4, $0x7f7fffff
-DATA lgc42<>+8(SB)/4, $0x7f7fffff
-DATA lgc42<>+12(SB)/4, $0x7f7fffff
-DATA lgc42<>+16(SB)/4, $0x7f7fffff
-DATA lgc42<>+20(SB)/4, $0x7f7fffff
-DATA lgc42<>+24(SB)/4, $0x7f7fffff
-DATA lgc42<>+28(SB)/4, $0x7f7fffff
+DATA lgc42<>+0(SB)/4, $0x7fffffff
+DATA lgc42<>+4(SB)/4, $0x7fffffff
+DATA lgc42<>+8(SB)/4, $0x7fffffff
+DATA lgc42<>+12(SB)/4, $0x7fffffff
+DATA lgc42<>+16(SB)/4, $0x7fffffff
+DATA lgc42<>+20(SB)/4, $0x7fffffff
+DATA lgc42<>+24(SB)/4, $0x7fffffff
+DATA lgc42<>+28(SB)/4, $0x7fffffff
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
+
+DATA lgc43<>+0(SB)/4, $0x7f7fffff
+DATA lgc43<>+4(SB)/4, $0x7f7fffff
+DATA lgc43<>+8(SB)/4, $0x7f7fffff
+DATA lgc43<>+12(SB)/4, $0x7f7fffff
+DATA lgc43<>+16(SB)/4, $0x7f7fffff
+DATA lgc43<>+20(SB)/4, $0x7f7fffff
+DATA lgc43<>+24(SB)/4, $0x7f7fffff
+DATA lgc43<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, alpha *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1404,16 +1589,267 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(logAlpha *float32, nextLogits *float32, nextActionValue *float32, logits *float32, nextTerminated *bool, nextReward *float32, action *int64, actionValue *float32, state *float64, gradLogits *float32, gradActionValue *float32, valueTarget *float32, tDError *float32)
+// func fbPass1AVX2(nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $1952-104
+TEXT ·fbPass1AVX2(SB), $3616-104
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_11:
-	MOVQ         logAlpha+0(FP), DX
-	XORQ         BX, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+	// tile nextLogits
+	MOVQ       nextLogits+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+6, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y4, 64(SP)
+	VMOVUPS    Y6, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y2, 160(SP)
+
+	// tile nextActionValue
+	MOVQ       nextActionValue+8(FP), DX
+	XORQ       SI, SI
+	IMUL3Q     $+6, AX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(SI*4), Y0, Y1
+	VMASKMOVPS 24(DX)(SI*4), Y0, Y2
+	VMASKMOVPS 48(DX)(SI*4), Y0, Y3
+	VMASKMOVPS 72(DX)(SI*4), Y0, Y4
+	VMASKMOVPS 96(DX)(SI*4), Y0, Y5
+	VMASKMOVPS 120(DX)(SI*4), Y0, Y6
+	VMASKMOVPS 144(DX)(SI*4), Y0, Y7
+	VMASKMOVPS 168(DX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 192(SP)
+	VMOVUPS    Y7, 224(SP)
+	VMOVUPS    Y4, 256(SP)
+	VMOVUPS    Y6, 288(SP)
+	VMOVUPS    Y3, 320(SP)
+	VMOVUPS    Y2, 352(SP)
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS 6144(DX)(SI*4), Y0, Y1
+	VMASKMOVPS 6168(DX)(SI*4), Y0, Y2
+	VMASKMOVPS 6192(DX)(SI*4), Y0, Y3
+	VMASKMOVPS 6216(DX)(SI*4), Y0, Y4
+	VMASKMOVPS 6240(DX)(SI*4), Y0, Y5
+	VMASKMOVPS 6264(DX)(SI*4), Y0, Y6
+	VMASKMOVPS 6288(DX)(SI*4), Y0, Y7
+	VMASKMOVPS 6312(DX)(SI*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 384(SP)
+	VMOVUPS    Y7, 416(SP)
+	VMOVUPS    Y4, 448(SP)
+	VMOVUPS    Y6, 480(SP)
+	VMOVUPS    Y3, 512(SP)
+	VMOVUPS    Y2, 544(SP)
+
+	// tile logits
+	MOVQ       logits+16(FP), DX
+	VMOVUPS    lgc14<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 576(SP)
+	VMOVUPS    Y7, 608(SP)
+	VMOVUPS    Y4, 640(SP)
+	VMOVUPS    Y6, 672(SP)
+	VMOVUPS    Y3, 704(SP)
+	VMOVUPS    Y2, 736(SP)
+
+	// tile actionValue
+	MOVQ         actionValue+24(FP), DX
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMASKMOVPS   (DX)(SI*4), Y0, Y1
+	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
+	VMASKMOVPS   48(DX)(SI*4), Y0, Y3
+	VMASKMOVPS   72(DX)(SI*4), Y0, Y4
+	VMASKMOVPS   96(DX)(SI*4), Y0, Y5
+	VMASKMOVPS   120(DX)(SI*4), Y0, Y6
+	VMASKMOVPS   144(DX)(SI*4), Y0, Y7
+	VMASKMOVPS   168(DX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y7
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y4
+	VPERM2F128   $0x31, Y6, Y8, Y6
+	VPERM2F128   $0x20, Y0, Y1, Y6
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, 768(SP)
+	VMOVUPS      Y7, 800(SP)
+	VMOVUPS      Y4, 832(SP)
+	VMOVUPS      Y6, 864(SP)
+	VMOVUPS      Y3, 896(SP)
+	VMOVUPS      Y2, 928(SP)
+	VMOVUPS      lgc14<>+0(SB), Y0
+	VMASKMOVPS   6144(DX)(SI*4), Y0, Y1
+	VMASKMOVPS   6168(DX)(SI*4), Y0, Y2
+	VMASKMOVPS   6192(DX)(SI*4), Y0, Y3
+	VMASKMOVPS   6216(DX)(SI*4), Y0, Y4
+	VMASKMOVPS   6240(DX)(SI*4), Y0, Y5
+	VMASKMOVPS   6264(DX)(SI*4), Y0, Y6
+	VMASKMOVPS   6288(DX)(SI*4), Y0, Y7
+	VMASKMOVPS   6312(DX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y7
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y4
+	VPERM2F128   $0x31, Y6, Y8, Y6
+	VPERM2F128   $0x20, Y0, Y1, Y6
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, 960(SP)
+	VMOVUPS      Y7, 992(SP)
+	VMOVUPS      Y4, 1024(SP)
+	VMOVUPS      Y6, 1056(SP)
+	VMOVUPS      Y3, 1088(SP)
+	VMOVUPS      Y2, 1120(SP)
+	MOVQ         logAlpha+32(FP), DX
+	XORQ         DI, DI
+	VBROADCASTSS (DX)(DI*4), Y0
 
 	// v1 = exp(logAlpha)
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
@@ -1443,58 +1879,43 @@ blocks_11:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc14<>+0(SB), Y0
-	VMOVUPS      Y0, (SP)
-	VMOVUPS      Y3, 64(SP)
+	VMOVUPS      lgc15<>+0(SB), Y0
+	VMOVUPS      Y0, 1728(SP)
+	VMOVUPS      Y3, 1792(SP)
 	XORQ         DX, DX
 
 inner_A_12:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    R8, R8
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
 
 	// reduce_max(nextLogits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 1728(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 1728(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_12
 
 	// finish v5
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD Y1, 128(SP)
-	VMOVUPS Y0, 160(SP)
+	VMOVUPS 1728(SP), Y0
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y1, 1824(SP)
+	VMOVUPS Y0, 1888(SP)
 	XORQ    DX, DX
 
 inner_A_13:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    160(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 1888(SP), Y1
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y1, Y0, Y0
@@ -1529,45 +1950,28 @@ inner_A_13:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v8) over [A]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
-	VADDPD       128(SP), Y1, Y0
-	VMOVUPD      Y0, 128(SP)
-	INCQ         DX
-	CMPQ         DX, $+6
-	JL           inner_A_13
+	VADDPS  1824(SP), Y3, Y0
+	VMOVUPS Y0, 1824(SP)
+	INCQ    DX
+	CMPQ    DX, $+6
+	JL      inner_A_13
 
 	// finish v9
-	VMOVUPD     96(SP), Y0
-	VMOVUPD     128(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc19<>+0(SB), Y1
-	VMOVUPD     Y1, 192(SP)
-	VMOVUPD     Y1, 224(SP)
-	VMOVUPS     lgc14<>+0(SB), Y1
-	VMOVUPS     Y1, 256(SP)
-	VMOVUPS     Y0, 320(SP)
-	XORQ        DX, DX
+	VMOVUPS 1824(SP), Y0
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 1920(SP)
+	VMOVUPD Y1, 1952(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS Y1, 1984(SP)
+	VMOVUPS Y0, 2048(SP)
+	XORQ    DX, DX
 
 inner_A_14:
-	MOVQ       nextLogits+8(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
-	VMOVUPS    160(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 1888(SP), Y1
 
 	// v7 = sub(nextLogits, v5)
 	VSUBPS Y1, Y0, Y0
@@ -1600,7 +2004,7 @@ inner_A_14:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      320(SP), Y0
+	VMOVUPS      2048(SP), Y0
 
 	// v10 = div(v8, v9)
 	VDIVPS  Y0, Y3, Y0
@@ -1609,7 +2013,7 @@ inner_A_14:
 	// v12 = eq(v10, 0)
 	VCMPPS  $0x00, Y1, Y0, Y1
 	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS lgc20<>+0(SB), Y2
+	VMOVUPS lgc19<>+0(SB), Y2
 
 	// v14 = where(v12, 1e-08, v10)
 	VMOVUPS   lgc17<>+0(SB), Y3
@@ -1617,22 +2021,23 @@ inner_A_14:
 	VBLENDVPS Y3, Y2, Y0, Y1
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc23<>+0(SB), Y2, Y2
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc24<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc26<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -1640,7 +2045,6 @@ inner_A_14:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -1649,55 +2053,48 @@ inner_A_14:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VMOVUPS      lgc36<>+0(SB), Y1
-	VMOVUPS      Y1, 352(SP)
-	VMOVUPS      Y0, 416(SP)
-	VMOVUPS      Y5, 448(SP)
-	XORQ         SI, SI
+	VMOVUPS      lgc35<>+0(SB), Y1
+	VMOVUPS      Y1, 2080(SP)
+	VMOVUPS      Y0, 2144(SP)
+	VMOVUPS      Y5, 2176(SP)
+	XORQ         R9, R9
 
 inner_Q_15:
-	MOVQ       nextActionValue+16(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+1536, SI, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DX, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
+	XORQ    R10, R10
+	IMUL3Q  $+32, DX, R11
+	ADDQ    R11, R10
+	IMUL3Q  $+192, R9, R11
+	ADDQ    R11, R10
+	VMOVUPS 192(SP)(R10*1), Y0
 
 	// reduce_min(nextActionValue) over [Q]
-	VMOVUPS 352(SP), Y1
+	VMOVUPS 2080(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 352(SP)
-	INCQ    SI
-	CMPQ    SI, $+2
+	VMOVUPS Y1, 2080(SP)
+	INCQ    R9
+	CMPQ    R9, $+2
 	JL      inner_Q_15
 
 	// finish v16
-	VMOVUPS 352(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 448(SP), Y2
+	VMOVUPS 2080(SP), Y0
+	VMOVUPS 1792(SP), Y1
+	VMOVUPS 2176(SP), Y2
 
 	// v17 = mul(v1, v15)
 	VMULPS Y2, Y1, Y1
 
 	// v18 = sub(v16, v17)
 	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 416(SP), Y1
+	VMOVUPS 2144(SP), Y1
 
 	// v19 = mul(v10, v18)
 	VMULPS Y0, Y1, Y0
@@ -1706,119 +2103,114 @@ inner_Q_15:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       192(SP), Y1, Y1
-	VMOVUPD      Y1, 192(SP)
-	VADDPD       224(SP), Y0, Y0
-	VMOVUPD      Y0, 224(SP)
-	MOVQ         logits+24(FP), SI
-	LEAQ         (SI)(DI*4), SI
-	VMOVUPS      lgc15<>+0(SB), Y1
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VMOVUPS      lgc17<>+0(SB), Y0
-	VGATHERDPS   Y2, (SI)(Y1*4), Y0
+	VADDPD       1920(SP), Y1, Y1
+	VMOVUPD      Y1, 1920(SP)
+	VADDPD       1952(SP), Y0, Y0
+	VMOVUPD      Y0, 1952(SP)
+	VMOVUPS      576(SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 256(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 1984(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 256(SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 1984(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_14
 
 	// finish v20
-	VMOVUPD     192(SP), Y0
-	VMOVUPD     224(SP), Y1
+	VMOVUPD     1920(SP), Y0
+	VMOVUPD     1952(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
-	MOVQ        nextTerminated+32(FP), DX
-	XORQ        SI, SI
-	ADDQ        AX, SI
-	VPMOVZXBD   (DX)(SI*1), Y2
+	MOVQ        nextTerminated+40(FP), DX
+	XORQ        R8, R8
+	ADDQ        AX, R8
+	VPMOVZXBD   (DX)(R8*1), Y2
 	VCVTDQ2PS   Y2, Y2
 
 	// v25 = sub(1, nextTerminated)
 	VSUBPS Y2, Y1, Y1
 
 	// v27 = mul(0.99, v25)
-	VMULPS lgc37<>+0(SB), Y1, Y1
+	VMULPS lgc36<>+0(SB), Y1, Y1
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+40(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
+	MOVQ    nextReward+48(FP), DX
+	VMOVUPS (DX)(R8*4), Y1
 
 	// td0Return = add(nextReward, v28)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS Y1, 480(SP)
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 544(SP)
-	VMOVUPD Y1, 576(SP)
-	VMOVUPS Y0, 608(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
+	VMOVUPS Y1, 2208(SP)
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 2272(SP)
+	VMOVUPD Y1, 2304(SP)
+	VMOVUPS Y0, 2336(SP)
 	XORQ    DX, DX
 
 inner_Q_16:
-	MOVQ       action+48(FP), DI
+	MOVQ       action+56(FP), R9
 	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 640(SP)
+	VMOVUPS    Y0, 2368(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
-	MOVQ       (DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 640(SP)
-	MOVQ       8(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 644(SP)
-	MOVQ       16(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 648(SP)
-	MOVQ       24(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 652(SP)
-	MOVQ       32(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 656(SP)
-	MOVQ       40(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 660(SP)
-	MOVQ       48(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 664(SP)
-	MOVQ       56(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 668(SP)
-	VMOVUPS    640(SP), Y0
+	MOVQ       (R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2368(SP)
+	MOVQ       8(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2372(SP)
+	MOVQ       16(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2376(SP)
+	MOVQ       24(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2380(SP)
+	MOVQ       32(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2384(SP)
+	MOVQ       40(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2388(SP)
+	MOVQ       48(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2392(SP)
+	MOVQ       56(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 2396(SP)
+	VMOVUPS    2368(SP), Y0
 
 	// v33 = gather(actionValue, action) over A
-	XORQ       DI, DI
-	IMUL3Q     $+1536, DX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       actionValue+56(FP), R8
-	LEAQ       (R8)(DI*4), R8
+	XORQ       R9, R9
+	IMUL3Q     $+1536, DX, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+6, AX, R10
+	ADDQ       R10, R9
+	MOVQ       actionValue+24(FP), R10
+	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc38<>+0(SB), Y0, Y0
-	VPMULLD    lgc39<>+0(SB), Y0, Y0
-	VPADDD     lgc15<>+0(SB), Y0, Y0
-	VMOVUPS    lgc16<>+0(SB), Y1
+	VPMINSD    lgc37<>+0(SB), Y0, Y0
+	VPMULLD    lgc38<>+0(SB), Y0, Y0
+	VPADDD     lgc39<>+0(SB), Y0, Y0
+	VMOVUPS    lgc40<>+0(SB), Y1
 	VMOVUPS    lgc17<>+0(SB), Y2
-	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    608(SP), Y0
+	VGATHERDPS Y1, (R10)(Y0*4), Y2
+	VMOVUPS    2336(SP), Y0
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y2, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
 	VMOVUPS lgc11<>+0(SB), Y1
 
@@ -1839,33 +2231,33 @@ inner_Q_16:
 	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y1, Y5
 	VBLENDVPS Y5, Y3, Y4, Y1
-	VMOVUPS   Y2, 672(SP)
+	VMOVUPS   Y2, 2400(SP)
 
 	// sum(smoothL1) over [Q]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       544(SP), Y2, Y2
-	VMOVUPD      Y2, 544(SP)
-	VADDPD       576(SP), Y1, Y1
-	VMOVUPD      Y1, 576(SP)
+	VADDPD       2272(SP), Y2, Y2
+	VMOVUPD      Y2, 2272(SP)
+	VADDPD       2304(SP), Y1, Y1
+	VMOVUPD      Y1, 2304(SP)
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 480(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
+	VMOVUPS 2208(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VXORPS  lgc16<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 480(SP)
+	VXORPS  lgc16<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 2208(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_16
 
 	// finish v42
-	VMOVUPD     544(SP), Y0
-	VMOVUPD     576(SP), Y1
+	VMOVUPD     2272(SP), Y0
+	VMOVUPD     2304(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -1877,26 +2269,18 @@ inner_Q_16:
 	VMOVUPS Y0, 256(DX)
 
 	// finish v45
-	VMOVUPS 256(SP), Y0
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 704(SP)
-	VMOVUPD Y1, 736(SP)
-	VMOVUPS Y0, 768(SP)
-	XORQ    DI, DI
+	VMOVUPS 1984(SP), Y0
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y1, 2432(SP)
+	VMOVUPS Y0, 2496(SP)
+	XORQ    R9, R9
 
 inner_A_17:
-	MOVQ       logits+24(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
-	VMOVUPS    768(SP), Y1
+	XORQ    R10, R10
+	IMUL3Q  $+32, R9, R11
+	ADDQ    R11, R10
+	VMOVUPS 576(SP)(R10*1), Y0
+	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -1931,42 +2315,33 @@ inner_A_17:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v48) over [A]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       704(SP), Y0, Y0
-	VMOVUPD      Y0, 704(SP)
-	VADDPD       736(SP), Y1, Y0
-	VMOVUPD      Y0, 736(SP)
-	INCQ         DI
-	CMPQ         DI, $+6
-	JL           inner_A_17
+	VADDPS  2432(SP), Y3, Y0
+	VMOVUPS Y0, 2432(SP)
+	INCQ    R9
+	CMPQ    R9, $+6
+	JL      inner_A_17
 
 	// finish v49
-	VMOVUPD     704(SP), Y0
-	VMOVUPD     736(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 2432(SP), Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -1974,7 +2349,6 @@ inner_A_17:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -1983,36 +2357,29 @@ inner_A_17:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPD      lgc19<>+0(SB), Y1
-	VMOVUPD      Y1, 800(SP)
-	VMOVUPD      Y1, 832(SP)
-	VMOVUPD      lgc19<>+0(SB), Y1
-	VMOVUPD      Y1, 864(SP)
-	VMOVUPD      Y1, 896(SP)
-	VMOVUPS      Y0, 928(SP)
-	VMOVUPS      Y4, 960(SP)
-	XORQ         DI, DI
+	VMOVUPD      lgc18<>+0(SB), Y1
+	VMOVUPD      Y1, 2528(SP)
+	VMOVUPD      Y1, 2560(SP)
+	VMOVUPD      lgc18<>+0(SB), Y1
+	VMOVUPD      Y1, 2592(SP)
+	VMOVUPD      Y1, 2624(SP)
+	VMOVUPS      Y0, 2656(SP)
+	VMOVUPS      Y4, 2688(SP)
+	XORQ         R9, R9
 
 inner_A_18:
-	MOVQ       logits+24(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
-	VMOVUPS    768(SP), Y1
+	XORQ    R10, R10
+	IMUL3Q  $+32, R9, R11
+	ADDQ    R11, R10
+	VMOVUPS 576(SP)(R10*1), Y0
+	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -2045,58 +2412,51 @@ inner_A_18:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      928(SP), Y1
+	VMOVUPS      2656(SP), Y1
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 960(SP), Y2
+	VMOVUPS 2688(SP), Y2
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y2, Y0, Y2
-	VMOVUPS lgc36<>+0(SB), Y4
-	VMOVUPS Y4, 992(SP)
-	VMOVUPS Y0, 1056(SP)
-	VMOVUPS Y3, 1088(SP)
-	VMOVUPS Y1, 1120(SP)
-	VMOVUPS Y2, 1152(SP)
-	XORQ    R8, R8
+	VMOVUPS lgc35<>+0(SB), Y4
+	VMOVUPS Y4, 2720(SP)
+	VMOVUPS Y0, 2784(SP)
+	VMOVUPS Y3, 2816(SP)
+	VMOVUPS Y1, 2848(SP)
+	VMOVUPS Y2, 2880(SP)
+	XORQ    R10, R10
 
 inner_Q_19:
-	MOVQ       actionValue+56(FP), R9
-	XORQ       R10, R10
-	IMUL3Q     $+1536, R8, R11
-	ADDQ       R11, R10
-	IMUL3Q     $+6, AX, R11
-	ADDQ       R11, R10
-	MOVQ       DI, R11
-	ADDQ       R11, R10
-	LEAQ       (R9)(R10*4), R9
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R9)(Y1*4), Y0
+	XORQ    R11, R11
+	IMUL3Q  $+32, R9, R12
+	ADDQ    R12, R11
+	IMUL3Q  $+192, R10, R12
+	ADDQ    R12, R11
+	VMOVUPS 768(SP)(R11*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 992(SP), Y1
+	VMOVUPS 2720(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 992(SP)
-	INCQ    R8
-	CMPQ    R8, $+2
+	VMOVUPS Y1, 2720(SP)
+	INCQ    R10
+	CMPQ    R10, $+2
 	JL      inner_Q_19
 
 	// finish minQ
-	VMOVUPS 992(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 1152(SP), Y2
+	VMOVUPS 2720(SP), Y0
+	VMOVUPS 1792(SP), Y1
+	VMOVUPS 2880(SP), Y2
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y2, Y1, Y1
 
 	// v56 = sub(v55, minQ)
 	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 1120(SP), Y1
+	VMOVUPS 2848(SP), Y1
 
 	// v57 = mul(v50, v56)
 	VMULPS Y0, Y1, Y0
@@ -2105,10 +2465,10 @@ inner_Q_19:
 	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       864(SP), Y3, Y3
-	VMOVUPD      Y3, 864(SP)
-	VADDPD       896(SP), Y0, Y0
-	VMOVUPD      Y0, 896(SP)
+	VADDPD       2592(SP), Y3, Y3
+	VMOVUPD      Y3, 2592(SP)
+	VADDPD       2624(SP), Y0, Y0
+	VMOVUPD      Y0, 2624(SP)
 
 	// v60 = mul(v50, logSoftmax)
 	VMULPS Y2, Y1, Y0
@@ -2117,17 +2477,17 @@ inner_Q_19:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       800(SP), Y1, Y1
-	VMOVUPD      Y1, 800(SP)
-	VADDPD       832(SP), Y0, Y0
-	VMOVUPD      Y0, 832(SP)
-	INCQ         DI
-	CMPQ         DI, $+6
+	VADDPD       2528(SP), Y1, Y1
+	VMOVUPD      Y1, 2528(SP)
+	VADDPD       2560(SP), Y0, Y0
+	VMOVUPD      Y0, 2560(SP)
+	INCQ         R9
+	CMPQ         R9, $+6
 	JL           inner_A_18
 
 	// finish v58
-	VMOVUPD     864(SP), Y0
-	VMOVUPD     896(SP), Y1
+	VMOVUPD     2592(SP), Y0
+	VMOVUPD     2624(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -2138,66 +2498,59 @@ inner_Q_19:
 	VMOVUPS Y0, 576(DX)
 
 	// finish expectedLogProb
-	VMOVUPD     800(SP), Y0
-	VMOVUPD     832(SP), Y1
+	VMOVUPD     2528(SP), Y0
+	VMOVUPD     2560(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v64 = add(expectedLogProb, 1.7559242)
-	VADDPS       lgc40<>+0(SB), Y0, Y1
-	MOVQ         logAlpha+0(FP), DI
-	VBROADCASTSS (DI)(BX*4), Y2
+	VADDPS       lgc41<>+0(SB), Y0, Y1
+	MOVQ         logAlpha+32(FP), R9
+	VBROADCASTSS (R9)(DI*4), Y2
 
 	// v65 = mul(logAlpha, v64)
 	VMULPS Y1, Y2, Y2
 
 	// v66 = neg(v65)
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc16<>+0(SB), Y2, Y2
 
 	// mean(v66) over [B]
 	VADDPS  896(DX), Y2, Y2
 	VMOVUPS Y2, 896(DX)
 
 	// v68 = neg(expectedLogProb)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc16<>+0(SB), Y0, Y0
 
 	// mean(v68) over [B]
 	VADDPS  1216(DX), Y0, Y0
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v70
-	VMOVUPS 480(SP), Y0
+	VMOVUPS 2208(SP), Y0
 
 	// v74 = mul(-0.00390625, v64)
-	VMULPS lgc43<>+0(SB), Y1, Y1
+	VMULPS lgc44<>+0(SB), Y1, Y1
 
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
 	VMOVUPS Y1, 1536(DX)
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 1184(SP)
-	VMOVUPD Y1, 1216(SP)
-	VMOVUPD lgc19<>+0(SB), Y1
-	VMOVUPD Y1, 1248(SP)
-	VMOVUPD Y1, 1280(SP)
-	VMOVUPS Y0, 1312(SP)
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 2912(SP)
+	VMOVUPD Y1, 2944(SP)
+	VMOVUPD lgc18<>+0(SB), Y1
+	VMOVUPD Y1, 2976(SP)
+	VMOVUPD Y1, 3008(SP)
+	VMOVUPS Y0, 3040(SP)
 	XORQ    DX, DX
 
 inner_A_20:
-	MOVQ       logits+24(FP), BX
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (BX)(DI*4), BX
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
-	VMOVUPS    768(SP), Y1
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, DI
+	VMOVUPS 576(SP)(DI*1), Y0
+	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -2230,51 +2583,44 @@ inner_A_20:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      928(SP), Y1
+	VMOVUPS      2656(SP), Y1
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 960(SP), Y2
+	VMOVUPS 2688(SP), Y2
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y2, Y0, Y2
-	VMOVUPS lgc36<>+0(SB), Y4
-	VMOVUPS Y4, 992(SP)
-	VMOVUPS Y0, 1344(SP)
-	VMOVUPS Y3, 1376(SP)
-	VMOVUPS Y1, 1408(SP)
-	VMOVUPS Y2, 1440(SP)
-	XORQ    BX, BX
+	VMOVUPS lgc35<>+0(SB), Y4
+	VMOVUPS Y4, 2720(SP)
+	VMOVUPS Y0, 3072(SP)
+	VMOVUPS Y3, 3104(SP)
+	VMOVUPS Y1, 3136(SP)
+	VMOVUPS Y2, 3168(SP)
+	XORQ    DI, DI
 
 inner_Q_21:
-	MOVQ       actionValue+56(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+1536, BX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+6, AX, R9
-	ADDQ       R9, R8
-	MOVQ       DX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
+	XORQ    R9, R9
+	IMUL3Q  $+32, DX, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+192, DI, R10
+	ADDQ    R10, R9
+	VMOVUPS 768(SP)(R9*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 992(SP), Y1
+	VMOVUPS 2720(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 992(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
+	VMOVUPS Y1, 2720(SP)
+	INCQ    DI
+	CMPQ    DI, $+2
 	JL      inner_Q_21
 
 	// finish minQ
-	VMOVUPS 992(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 1440(SP), Y2
+	VMOVUPS 2720(SP), Y0
+	VMOVUPS 1792(SP), Y1
+	VMOVUPS 3168(SP), Y2
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y2, Y1, Y2
@@ -2283,11 +2629,11 @@ inner_Q_21:
 	VSUBPS Y0, Y2, Y0
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc44<>+0(SB), Y0, Y2
-	VMOVUPS 1408(SP), Y3
+	VMULPS  lgc45<>+0(SB), Y0, Y2
+	VMOVUPS 3136(SP), Y3
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS  lgc44<>+0(SB), Y3, Y4
+	VMULPS  lgc45<>+0(SB), Y3, Y4
 	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v78 = ne(v77, 0)
@@ -2296,7 +2642,7 @@ inner_Q_21:
 
 	// v79 = mul(v77, v1)
 	VMULPS  Y1, Y4, Y1
-	VMOVUPS Y0, 1472(SP)
+	VMOVUPS Y0, 3200(SP)
 
 	// v80 = where(v78, v79, v77)
 	VMOVUPS   lgc17<>+0(SB), Y0
@@ -2304,24 +2650,24 @@ inner_Q_21:
 	VBLENDVPS Y0, Y1, Y4, Y0
 
 	// v81 = neg(v80)
-	VXORPS  lgc18<>+0(SB), Y0, Y7
-	VMOVUPS Y0, 1504(SP)
-	VMOVUPS Y6, 1536(SP)
-	VMOVUPS Y1, 1568(SP)
-	VMOVUPS Y4, 1600(SP)
+	VXORPS  lgc16<>+0(SB), Y0, Y7
+	VMOVUPS Y0, 3232(SP)
+	VMOVUPS Y6, 3264(SP)
+	VMOVUPS Y1, 3296(SP)
+	VMOVUPS Y4, 3328(SP)
 
 	// sum(v81) over [A]
 	VCVTPS2PD    X7, Y0
 	VEXTRACTF128 $0x01, Y7, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       1184(SP), Y0, Y0
-	VMOVUPD      Y0, 1184(SP)
-	VADDPD       1216(SP), Y1, Y0
-	VMOVUPD      Y0, 1216(SP)
+	VADDPD       2912(SP), Y0, Y0
+	VMOVUPD      Y0, 2912(SP)
+	VADDPD       2944(SP), Y1, Y0
+	VMOVUPD      Y0, 2944(SP)
 
 	// v89 = neg(v76)
-	VXORPS  lgc18<>+0(SB), Y2, Y0
-	VMOVUPS 928(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y2, Y0
+	VMOVUPS 2656(SP), Y1
 
 	// v90 = div(v50, v49)
 	VDIVPS Y1, Y3, Y1
@@ -2332,7 +2678,7 @@ inner_Q_21:
 
 	// v92 = mul(v89, v90)
 	VMULPS  Y1, Y0, Y1
-	VMOVUPS Y2, 1632(SP)
+	VMOVUPS Y2, 3360(SP)
 
 	// v93 = where(v91, v92, v89)
 	VMOVUPS   lgc17<>+0(SB), Y2
@@ -2343,17 +2689,17 @@ inner_Q_21:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1248(SP), Y1, Y1
-	VMOVUPD      Y1, 1248(SP)
-	VADDPD       1280(SP), Y0, Y0
-	VMOVUPD      Y0, 1280(SP)
+	VADDPD       2976(SP), Y1, Y1
+	VMOVUPD      Y1, 2976(SP)
+	VADDPD       3008(SP), Y0, Y0
+	VMOVUPD      Y0, 3008(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
 	JL           inner_A_20
 
 	// finish v82
-	VMOVUPD     1184(SP), Y0
-	VMOVUPD     1216(SP), Y1
+	VMOVUPD     2912(SP), Y0
+	VMOVUPD     2944(SP), Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -2363,7 +2709,7 @@ inner_Q_21:
 	// v83 = ne(v82, 0)
 	VCMPPS  $0x04, Y1, Y0, Y1
 	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS 928(SP), Y2
+	VMOVUPS 2656(SP), Y2
 
 	// v84 = div(v82, v49)
 	VDIVPS Y2, Y0, Y2
@@ -2374,8 +2720,8 @@ inner_Q_21:
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// finish v94
-	VMOVUPD     1248(SP), Y1
-	VMOVUPD     1280(SP), Y2
+	VMOVUPD     2976(SP), Y1
+	VMOVUPD     3008(SP), Y2
 	VMOVUPS     lgc17<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -2383,22 +2729,15 @@ inner_Q_21:
 
 	// v95 = add(v85, v94)
 	VADDPS  Y1, Y0, Y0
-	VMOVUPS Y0, 1664(SP)
+	VMOVUPS Y0, 3392(SP)
 	XORQ    DX, DX
 
 inner_A_22:
-	MOVQ       logits+24(FP), BX
-	XORQ       DI, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (BX)(DI*4), BX
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
-	VMOVUPS    768(SP), Y1
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, DI
+	VMOVUPS 576(SP)(DI*1), Y0
+	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
 	VSUBPS Y1, Y0, Y0
@@ -2431,50 +2770,43 @@ inner_A_22:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      928(SP), Y1
+	VMOVUPS      2656(SP), Y1
 
 	// v50 = div(v48, v49)
 	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 960(SP), Y2
+	VMOVUPS 2688(SP), Y2
 
 	// logSoftmax = sub(v47, v51)
 	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc36<>+0(SB), Y2
-	VMOVUPS Y2, 992(SP)
-	VMOVUPS Y3, 1696(SP)
-	VMOVUPS Y1, 1728(SP)
-	VMOVUPS Y0, 1760(SP)
-	XORQ    BX, BX
+	VMOVUPS lgc35<>+0(SB), Y2
+	VMOVUPS Y2, 2720(SP)
+	VMOVUPS Y3, 3424(SP)
+	VMOVUPS Y1, 3456(SP)
+	VMOVUPS Y0, 3488(SP)
+	XORQ    R9, R9
 
 inner_Q_23:
-	MOVQ       actionValue+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+1536, BX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+6, AX, R10
-	ADDQ       R10, R9
-	MOVQ       DX, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc15<>+0(SB), Y1
-	VMOVUPS    lgc16<>+0(SB), Y2
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VGATHERDPS Y2, (R8)(Y1*4), Y0
+	XORQ    R10, R10
+	IMUL3Q  $+32, DX, R11
+	ADDQ    R11, R10
+	IMUL3Q  $+192, R9, R11
+	ADDQ    R11, R10
+	VMOVUPS 768(SP)(R10*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 992(SP), Y1
+	VMOVUPS 2720(SP), Y1
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 992(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
+	VMOVUPS Y1, 2720(SP)
+	INCQ    R9
+	CMPQ    R9, $+2
 	JL      inner_Q_23
 
 	// finish minQ
-	VMOVUPS 992(SP), Y0
-	VMOVUPS 64(SP), Y1
-	VMOVUPS 1760(SP), Y2
+	VMOVUPS 2720(SP), Y0
+	VMOVUPS 1792(SP), Y1
+	VMOVUPS 3488(SP), Y2
 
 	// v55 = mul(v1, logSoftmax)
 	VMULPS Y2, Y1, Y2
@@ -2483,11 +2815,11 @@ inner_Q_23:
 	VSUBPS Y0, Y2, Y0
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc44<>+0(SB), Y0, Y0
-	VMOVUPS 1728(SP), Y2
+	VMULPS  lgc45<>+0(SB), Y0, Y0
+	VMOVUPS 3456(SP), Y2
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS  lgc44<>+0(SB), Y2, Y2
+	VMULPS  lgc45<>+0(SB), Y2, Y2
 	VMOVUPS lgc17<>+0(SB), Y3
 
 	// v78 = ne(v77, 0)
@@ -2505,7 +2837,7 @@ inner_Q_23:
 	// v86 = ne(v76, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VANDPS  lgc11<>+0(SB), Y2, Y2
-	VMOVUPS 928(SP), Y4
+	VMOVUPS 2656(SP), Y4
 
 	// v87 = div(v76, v49)
 	VDIVPS Y4, Y0, Y4
@@ -2514,7 +2846,7 @@ inner_Q_23:
 	VMOVUPS   lgc17<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y4, Y0, Y0
-	VMOVUPS   1664(SP), Y2
+	VMOVUPS   3392(SP), Y2
 
 	// v96 = add(v88, v95)
 	VADDPS Y2, Y0, Y0
@@ -2522,7 +2854,7 @@ inner_Q_23:
 	// v97 = ne(v96, 0)
 	VCMPPS  $0x04, Y3, Y0, Y2
 	VANDPS  lgc11<>+0(SB), Y2, Y2
-	VMOVUPS 1696(SP), Y3
+	VMOVUPS 3424(SP), Y3
 
 	// v98 = mul(v96, v48)
 	VMULPS Y3, Y0, Y3
@@ -2536,120 +2868,103 @@ inner_Q_23:
 	VADDPS Y0, Y1, Y0
 
 	// store gradLogits
-	MOVQ         gradLogits+72(FP), BX
-	VMOVUPS      Y0, 1792(SP)
-	MOVL         1792(SP), R8
-	MOVL         R8, (BX)(DI*4)
-	MOVL         1796(SP), R8
-	MOVL         R8, 24(BX)(DI*4)
-	MOVL         1800(SP), R8
-	MOVL         R8, 48(BX)(DI*4)
-	MOVL         1804(SP), R8
-	MOVL         R8, 72(BX)(DI*4)
-	MOVL         1808(SP), R8
-	MOVL         R8, 96(BX)(DI*4)
-	MOVL         1812(SP), R8
-	MOVL         R8, 120(BX)(DI*4)
-	MOVL         1816(SP), R8
-	MOVL         R8, 144(BX)(DI*4)
-	MOVL         1820(SP), R8
-	MOVL         R8, 168(BX)(DI*4)
-	XORQ         BX, BX
-	MOVQ         DX, DI
-	ADDQ         DI, BX
-	VMOVD        BX, X0
+	VMOVUPS      Y0, 1152(SP)(DI*1)
+	XORQ         DI, DI
+	MOVQ         DX, R9
+	ADDQ         R9, DI
+	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
-	MOVQ         action+48(FP), BX
+	MOVQ         action+56(FP), DI
 	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 1824(SP)
+	VMOVUPS      Y1, 3520(SP)
 	VMOVUPS      lgc17<>+0(SB), X1
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1824(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1828(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1832(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1836(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1840(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1844(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1848(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 1852(SP)
-	VMOVUPS      1824(SP), Y1
+	MOVQ         (DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3520(SP)
+	MOVQ         8(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3524(SP)
+	MOVQ         16(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3528(SP)
+	MOVQ         24(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3532(SP)
+	MOVQ         32(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3536(SP)
+	MOVQ         40(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3540(SP)
+	MOVQ         48(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3544(SP)
+	MOVQ         56(DI)(R8*8), R9
+	VCVTSI2SSQ   R9, X1, X1
+	VMOVSS       X1, 3548(SP)
+	VMOVUPS      3520(SP), Y1
 
 	// v121 = eq(v120, action)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc11<>+0(SB), Y0, Y0
-	VMOVUPS Y0, 1856(SP)
-	XORQ    BX, BX
+	VMOVUPS Y0, 3552(SP)
+	XORQ    DI, DI
 
 inner_Q_24:
-	MOVQ       action+48(FP), DI
+	MOVQ       action+56(FP), R9
 	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 1888(SP)
+	VMOVUPS    Y0, 3584(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
-	MOVQ       (DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1888(SP)
-	MOVQ       8(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1892(SP)
-	MOVQ       16(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1896(SP)
-	MOVQ       24(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1900(SP)
-	MOVQ       32(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1904(SP)
-	MOVQ       40(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1908(SP)
-	MOVQ       48(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1912(SP)
-	MOVQ       56(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1916(SP)
-	VMOVUPS    1888(SP), Y0
+	MOVQ       (R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3584(SP)
+	MOVQ       8(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3588(SP)
+	MOVQ       16(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3592(SP)
+	MOVQ       24(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3596(SP)
+	MOVQ       32(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3600(SP)
+	MOVQ       40(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3604(SP)
+	MOVQ       48(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3608(SP)
+	MOVQ       56(R9)(R8*8), R10
+	VCVTSI2SSQ R10, X0, X0
+	VMOVSS     X0, 3612(SP)
+	VMOVUPS    3584(SP), Y0
 
 	// v33 = gather(actionValue, action) over A
-	XORQ       DI, DI
-	IMUL3Q     $+1536, BX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+6, AX, R8
-	ADDQ       R8, DI
-	MOVQ       actionValue+56(FP), R8
-	LEAQ       (R8)(DI*4), R8
+	XORQ       R9, R9
+	IMUL3Q     $+1536, DI, R10
+	ADDQ       R10, R9
+	IMUL3Q     $+6, AX, R10
+	ADDQ       R10, R9
+	MOVQ       actionValue+24(FP), R10
+	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc38<>+0(SB), Y0, Y0
-	VPMULLD    lgc39<>+0(SB), Y0, Y0
-	VPADDD     lgc15<>+0(SB), Y0, Y0
-	VMOVUPS    lgc16<>+0(SB), Y1
+	VPMINSD    lgc37<>+0(SB), Y0, Y0
+	VPMULLD    lgc38<>+0(SB), Y0, Y0
+	VPADDD     lgc39<>+0(SB), Y0, Y0
+	VMOVUPS    lgc40<>+0(SB), Y1
 	VMOVUPS    lgc17<>+0(SB), Y2
-	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    608(SP), Y0
+	VGATHERDPS Y1, (R10)(Y0*4), Y2
+	VMOVUPS    2336(SP), Y0
 
 	// diff = sub(v33, td0Return)
 	VSUBPS Y0, Y2, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 	VMOVUPS lgc11<>+0(SB), Y2
 
@@ -2659,7 +2974,7 @@ inner_Q_24:
 
 	// v38 = mul(0.5, absDiff)
 	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc44<>+0(SB), Y5
+	VMOVUPS lgc45<>+0(SB), Y5
 	VMOVUPS lgc17<>+0(SB), Y6
 
 	// v101 = where(v37, 0.00390625, 0)
@@ -2711,7 +3026,7 @@ inner_Q_24:
 
 	// v114 = mul(diff, 0)
 	VMULPS  lgc17<>+0(SB), Y0, Y0
-	VMOVUPS lgc45<>+0(SB), Y5
+	VMOVUPS lgc46<>+0(SB), Y5
 
 	// v115 = where(v112, -1, v114)
 	VMOVUPS   lgc17<>+0(SB), Y7
@@ -2734,7 +3049,7 @@ inner_Q_24:
 	VMOVUPS   lgc17<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y0, Y1, Y0
-	VMOVUPS   1856(SP), Y1
+	VMOVUPS   3552(SP), Y1
 
 	// gradActionValue = where(v121, v119, 0)
 	VMOVUPS   lgc17<>+0(SB), Y2
@@ -2742,53 +3057,163 @@ inner_Q_24:
 	VBLENDVPS Y2, Y0, Y6, Y0
 
 	// store gradActionValue
-	MOVQ    gradActionValue+80(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+1536, BX, R9
-	ADDQ    R9, R8
-	IMUL3Q  $+6, AX, R9
-	ADDQ    R9, R8
-	MOVQ    DX, R9
-	ADDQ    R9, R8
-	VMOVUPS Y0, 1920(SP)
-	MOVL    1920(SP), R9
-	MOVL    R9, (DI)(R8*4)
-	MOVL    1924(SP), R9
-	MOVL    R9, 24(DI)(R8*4)
-	MOVL    1928(SP), R9
-	MOVL    R9, 48(DI)(R8*4)
-	MOVL    1932(SP), R9
-	MOVL    R9, 72(DI)(R8*4)
-	MOVL    1936(SP), R9
-	MOVL    R9, 96(DI)(R8*4)
-	MOVL    1940(SP), R9
-	MOVL    R9, 120(DI)(R8*4)
-	MOVL    1944(SP), R9
-	MOVL    R9, 144(DI)(R8*4)
-	MOVL    1948(SP), R9
-	MOVL    R9, 168(DI)(R8*4)
-	INCQ    BX
-	CMPQ    BX, $+2
+	XORQ    R9, R9
+	IMUL3Q  $+32, DX, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+192, DI, R10
+	ADDQ    R10, R9
+	VMOVUPS Y0, 1344(SP)(R9*1)
+	INCQ    DI
+	CMPQ    DI, $+2
 	JL      inner_Q_24
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_22
-	VMOVUPS 608(SP), Y0
+	VMOVUPS 2336(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+88(FP), DX
-	VMOVUPS Y0, (DX)(SI*4)
-	VMOVUPS 1312(SP), Y0
+	MOVQ    valueTarget+72(FP), DX
+	VMOVUPS Y0, (DX)(R8*4)
+	VMOVUPS 3040(SP), Y0
 
 	// store tdError
-	MOVQ         tDError+96(FP), DX
-	VMOVUPS      Y0, (DX)(SI*4)
+	MOVQ    tDError+80(FP), DX
+	VMOVUPS Y0, (DX)(R8*4)
+
+	// flush the tile of gradLogits
+	MOVQ       gradLogits+88(FP), DX
+	VMOVUPS    1152(SP), Y0
+	VMOVUPS    1184(SP), Y1
+	VMOVUPS    1216(SP), Y2
+	VMOVUPS    1248(SP), Y3
+	VMOVUPS    1280(SP), Y4
+	VMOVUPS    1312(SP), Y5
+	VMOVUPS    lgc17<>+0(SB), Y6
+	VMOVUPS    lgc17<>+0(SB), Y7
+	VMOVUPS    lgc14<>+0(SB), Y8
+	VUNPCKLPS  Y1, Y0, Y9
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y9, Y7
+	VSHUFPS    $0xee, Y1, Y9, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y9
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y9, Y3
+	VPERM2F128 $0x31, Y5, Y9, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y9
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMASKMOVPS Y6, Y8, (DX)(BX*4)
+	VMASKMOVPS Y7, Y8, 24(DX)(BX*4)
+	VMASKMOVPS Y3, Y8, 48(DX)(BX*4)
+	VMASKMOVPS Y9, Y8, 72(DX)(BX*4)
+	VMASKMOVPS Y2, Y8, 96(DX)(BX*4)
+	VMASKMOVPS Y1, Y8, 120(DX)(BX*4)
+	VMASKMOVPS Y5, Y8, 144(DX)(BX*4)
+	VMASKMOVPS Y0, Y8, 168(DX)(BX*4)
+
+	// flush the tile of gradActionValue
+	MOVQ         gradActionValue+96(FP), DX
+	VMOVUPS      1344(SP), Y0
+	VMOVUPS      1376(SP), Y1
+	VMOVUPS      1408(SP), Y2
+	VMOVUPS      1440(SP), Y3
+	VMOVUPS      1472(SP), Y4
+	VMOVUPS      1504(SP), Y5
+	VMOVUPS      lgc17<>+0(SB), Y6
+	VMOVUPS      lgc17<>+0(SB), Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (DX)(SI*4)
+	VMASKMOVPS   Y7, Y8, 24(DX)(SI*4)
+	VMASKMOVPS   Y3, Y8, 48(DX)(SI*4)
+	VMASKMOVPS   Y9, Y8, 72(DX)(SI*4)
+	VMASKMOVPS   Y2, Y8, 96(DX)(SI*4)
+	VMASKMOVPS   Y1, Y8, 120(DX)(SI*4)
+	VMASKMOVPS   Y5, Y8, 144(DX)(SI*4)
+	VMASKMOVPS   Y0, Y8, 168(DX)(SI*4)
+	VMOVUPS      1536(SP), Y0
+	VMOVUPS      1568(SP), Y1
+	VMOVUPS      1600(SP), Y2
+	VMOVUPS      1632(SP), Y3
+	VMOVUPS      1664(SP), Y4
+	VMOVUPS      1696(SP), Y5
+	VMOVUPS      lgc17<>+0(SB), Y6
+	VMOVUPS      lgc17<>+0(SB), Y7
+	VMOVUPS      lgc14<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, 6144(DX)(SI*4)
+	VMASKMOVPS   Y7, Y8, 6168(DX)(SI*4)
+	VMASKMOVPS   Y3, Y8, 6192(DX)(SI*4)
+	VMASKMOVPS   Y9, Y8, 6216(DX)(SI*4)
+	VMASKMOVPS   Y2, Y8, 6240(DX)(SI*4)
+	VMASKMOVPS   Y1, Y8, 6264(DX)(SI*4)
+	VMASKMOVPS   Y5, Y8, 6288(DX)(SI*4)
+	VMASKMOVPS   Y0, Y8, 6312(DX)(SI*4)
 	DECQ         CX
 	JNZ          noflush_25
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc42<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2799,8 +3224,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2812,8 +3237,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2825,8 +3250,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2838,8 +3263,8 @@ inner_Q_24:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2860,8 +3285,8 @@ noflush_25:
 	JL           blocks_11
 	MOVQ         state+64(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc42<>+0(SB), Y1, Y1
+	VANDPS       lgc42<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2872,8 +3297,8 @@ noflush_25:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2885,8 +3310,8 @@ noflush_25:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2898,8 +3323,8 @@ noflush_25:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2911,8 +3336,8 @@ noflush_25:
 	VMOVUPS      lgc17<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc41<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc42<>+0(SB), Y2, Y2
+	VANDPS       lgc42<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc43<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2928,35 +3353,35 @@ noflush_25:
 	VZEROUPPER
 	RET
 
-DATA lgc43<>+0(SB)/4, $0xbb800000
-DATA lgc43<>+4(SB)/4, $0xbb800000
-DATA lgc43<>+8(SB)/4, $0xbb800000
-DATA lgc43<>+12(SB)/4, $0xbb800000
-DATA lgc43<>+16(SB)/4, $0xbb800000
-DATA lgc43<>+20(SB)/4, $0xbb800000
-DATA lgc43<>+24(SB)/4, $0xbb800000
-DATA lgc43<>+28(SB)/4, $0xbb800000
-GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/4, $0x3b800000
-DATA lgc44<>+4(SB)/4, $0x3b800000
-DATA lgc44<>+8(SB)/4, $0x3b800000
-DATA lgc44<>+12(SB)/4, $0x3b800000
-DATA lgc44<>+16(SB)/4, $0x3b800000
-DATA lgc44<>+20(SB)/4, $0x3b800000
-DATA lgc44<>+24(SB)/4, $0x3b800000
-DATA lgc44<>+28(SB)/4, $0x3b800000
+DATA lgc44<>+0(SB)/4, $0xbb800000
+DATA lgc44<>+4(SB)/4, $0xbb800000
+DATA lgc44<>+8(SB)/4, $0xbb800000
+DATA lgc44<>+12(SB)/4, $0xbb800000
+DATA lgc44<>+16(SB)/4, $0xbb800000
+DATA lgc44<>+20(SB)/4, $0xbb800000
+DATA lgc44<>+24(SB)/4, $0xbb800000
+DATA lgc44<>+28(SB)/4, $0xbb800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0xbf800000
-DATA lgc45<>+4(SB)/4, $0xbf800000
-DATA lgc45<>+8(SB)/4, $0xbf800000
-DATA lgc45<>+12(SB)/4, $0xbf800000
-DATA lgc45<>+16(SB)/4, $0xbf800000
-DATA lgc45<>+20(SB)/4, $0xbf800000
-DATA lgc45<>+24(SB)/4, $0xbf800000
-DATA lgc45<>+28(SB)/4, $0xbf800000
+DATA lgc45<>+0(SB)/4, $0x3b800000
+DATA lgc45<>+4(SB)/4, $0x3b800000
+DATA lgc45<>+8(SB)/4, $0x3b800000
+DATA lgc45<>+12(SB)/4, $0x3b800000
+DATA lgc45<>+16(SB)/4, $0x3b800000
+DATA lgc45<>+20(SB)/4, $0x3b800000
+DATA lgc45<>+24(SB)/4, $0x3b800000
+DATA lgc45<>+28(SB)/4, $0x3b800000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
+
+DATA lgc46<>+0(SB)/4, $0xbf800000
+DATA lgc46<>+4(SB)/4, $0xbf800000
+DATA lgc46<>+8(SB)/4, $0xbf800000
+DATA lgc46<>+12(SB)/4, $0xbf800000
+DATA lgc46<>+16(SB)/4, $0xbf800000
+DATA lgc46<>+20(SB)/4, $0xbf800000
+DATA lgc46<>+24(SB)/4, $0xbf800000
+DATA lgc46<>+28(SB)/4, $0xbf800000
+GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -3017,22 +3442,23 @@ bulk_28:
 	CMPQ         BX, DX
 	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc21<>+0(SB), Y0, Y1
-	VMULPS       lgc22<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
+	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
 	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc23<>+0(SB), Y1, Y1
+	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc24<>+0(SB), Y2, Y1
+	VPAND        lgc23<>+0(SB), Y2, Y1
 	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y1, Y2
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
 	VMULPS       lgc10<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc11<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc26<>+0(SB), Y4
+	VMOVAPS      lgc25<>+0(SB), Y4
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
@@ -3040,7 +3466,6 @@ bulk_28:
 	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
@@ -3049,11 +3474,11 @@ bulk_28:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc14<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3077,22 +3502,23 @@ bulk_30:
 	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc21<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
+	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc23<>+0(SB), Y2, Y2
+	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc24<>+0(SB), Y3, Y2
+	VPAND        lgc23<>+0(SB), Y3, Y2
 	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc25<>+0(SB), Y2, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
 	VMULPS       lgc10<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc11<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc26<>+0(SB), Y5
+	VMOVAPS      lgc25<>+0(SB), Y5
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
@@ -3100,7 +3526,6 @@ bulk_30:
 	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
@@ -3109,11 +3534,11 @@ bulk_30:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc14<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc36<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	VSUBPS       lgc11<>+0(SB), Y1, Y2
@@ -3123,9 +3548,9 @@ bulk_30:
 	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc36<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc36<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc15<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_30

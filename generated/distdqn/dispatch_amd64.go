@@ -55,7 +55,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.SetMask(st.r3_ok)
 	runtime.SetMask(st.r15_ok)
 	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.ActionValue[0], &st.buf[0], &s.s0[0], &in.NextActionValue[0], &s.s1[0], &in.NextTerminated[0], &const11[0], &in.NextReward[0])
+	pass0AVX2(&in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &const11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
 	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -73,7 +73,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r49_p, 0)
 	runtime.SetMask(st.r8_ok)
 	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&in.Action[0], &s.s0[0], &in.NextActionValueOnline[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TargetDistribution[0], &in.ActionValue[0], &out.TDError[0])
+	pass1AVX2(&in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
 	if !runtime.MaskSet(st.r8_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -124,7 +124,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.SetMask(st.r3_ok)
 	runtime.SetMask(st.r15_ok)
 	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.ActionValue[0], &st.buf[0], &s.s0[0], &in.NextActionValue[0], &s.s1[0], &in.NextTerminated[0], &fbConst11[0], &in.NextReward[0])
+	fbPass0AVX2(&in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &fbConst11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
 	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
@@ -144,7 +144,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.SetMask(st.r8_ok)
 	runtime.SetMask(st.r3_ok)
 	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&in.Action[0], &s.s0[0], &in.NextActionValueOnline[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TargetDistribution[0], &in.ActionValue[0], &g.ActionValue[0], &out.TDError[0])
+	fbPass1AVX2(&in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
 	if !runtime.MaskSet(st.r8_ok[:8]) || !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)

@@ -42,7 +42,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	runtime.Fill(st.r8_s, 0)
 	runtime.Fill(st.r8_p, 0)
 	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.ActionValue[0], &const2[0], &out.ExpectedActionValue[0], &out.ActionValue[0], &st.buf[0], &out.Action[0])
+	pass0AVX2(&in.ActionValue[0], &const2[0], &out.ActionValue[0], &st.buf[0], &out.Action[0], &out.ExpectedActionValue[0])
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, s)

@@ -4,59 +4,294 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(actionValue *float32, const2 *float32, expectedActionValue *float32, outActionValue *float32, state *float64, action *float32)
+// func pass0AVX2(actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $384-48
+TEXT ·pass0AVX2(SB), $1888-48
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	XORQ DX, DX
+	// tile actionValue
+	MOVQ       actionValue+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+44, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    (DX)(BX*4), Y0
+	VMOVUPS    176(DX)(BX*4), Y1
+	VMOVUPS    352(DX)(BX*4), Y2
+	VMOVUPS    528(DX)(BX*4), Y3
+	VMOVUPS    704(DX)(BX*4), Y4
+	VMOVUPS    880(DX)(BX*4), Y5
+	VMOVUPS    1056(DX)(BX*4), Y6
+	VMOVUPS    1232(DX)(BX*4), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y3, 64(SP)
+	VMOVUPS    Y8, 96(SP)
+	VMOVUPS    Y2, 128(SP)
+	VMOVUPS    Y1, 160(SP)
+	VMOVUPS    Y5, 192(SP)
+	VMOVUPS    Y0, 224(SP)
+	VMOVUPS    32(DX)(BX*4), Y0
+	VMOVUPS    208(DX)(BX*4), Y1
+	VMOVUPS    384(DX)(BX*4), Y2
+	VMOVUPS    560(DX)(BX*4), Y3
+	VMOVUPS    736(DX)(BX*4), Y4
+	VMOVUPS    912(DX)(BX*4), Y5
+	VMOVUPS    1088(DX)(BX*4), Y6
+	VMOVUPS    1264(DX)(BX*4), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, 256(SP)
+	VMOVUPS    Y7, 288(SP)
+	VMOVUPS    Y3, 320(SP)
+	VMOVUPS    Y8, 352(SP)
+	VMOVUPS    Y2, 384(SP)
+	VMOVUPS    Y1, 416(SP)
+	VMOVUPS    Y5, 448(SP)
+	VMOVUPS    Y0, 480(SP)
+	VMOVUPS    64(DX)(BX*4), Y0
+	VMOVUPS    240(DX)(BX*4), Y1
+	VMOVUPS    416(DX)(BX*4), Y2
+	VMOVUPS    592(DX)(BX*4), Y3
+	VMOVUPS    768(DX)(BX*4), Y4
+	VMOVUPS    944(DX)(BX*4), Y5
+	VMOVUPS    1120(DX)(BX*4), Y6
+	VMOVUPS    1296(DX)(BX*4), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, 512(SP)
+	VMOVUPS    Y7, 544(SP)
+	VMOVUPS    Y3, 576(SP)
+	VMOVUPS    Y8, 608(SP)
+	VMOVUPS    Y2, 640(SP)
+	VMOVUPS    Y1, 672(SP)
+	VMOVUPS    Y5, 704(SP)
+	VMOVUPS    Y0, 736(SP)
+	VMOVUPS    96(DX)(BX*4), Y0
+	VMOVUPS    272(DX)(BX*4), Y1
+	VMOVUPS    448(DX)(BX*4), Y2
+	VMOVUPS    624(DX)(BX*4), Y3
+	VMOVUPS    800(DX)(BX*4), Y4
+	VMOVUPS    976(DX)(BX*4), Y5
+	VMOVUPS    1152(DX)(BX*4), Y6
+	VMOVUPS    1328(DX)(BX*4), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, 768(SP)
+	VMOVUPS    Y7, 800(SP)
+	VMOVUPS    Y3, 832(SP)
+	VMOVUPS    Y8, 864(SP)
+	VMOVUPS    Y2, 896(SP)
+	VMOVUPS    Y1, 928(SP)
+	VMOVUPS    Y5, 960(SP)
+	VMOVUPS    Y0, 992(SP)
+	VMOVUPS    128(DX)(BX*4), Y0
+	VMOVUPS    304(DX)(BX*4), Y1
+	VMOVUPS    480(DX)(BX*4), Y2
+	VMOVUPS    656(DX)(BX*4), Y3
+	VMOVUPS    832(DX)(BX*4), Y4
+	VMOVUPS    1008(DX)(BX*4), Y5
+	VMOVUPS    1184(DX)(BX*4), Y6
+	VMOVUPS    1360(DX)(BX*4), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y8, Y7
+	VSHUFPS    $0xee, Y1, Y8, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y8
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y8, Y3
+	VPERM2F128 $0x31, Y5, Y8, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMOVUPS    Y6, 1024(SP)
+	VMOVUPS    Y7, 1056(SP)
+	VMOVUPS    Y3, 1088(SP)
+	VMOVUPS    Y8, 1120(SP)
+	VMOVUPS    Y2, 1152(SP)
+	VMOVUPS    Y1, 1184(SP)
+	VMOVUPS    Y5, 1216(SP)
+	VMOVUPS    Y0, 1248(SP)
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS 160(DX)(BX*4), Y0, Y1
+	VMASKMOVPS 336(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 512(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 688(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 864(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 1040(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 1216(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 1392(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y4
+	VPERM2F128 $0x20, Y0, Y1, Y4
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 1280(SP)
+	VMOVUPS    Y3, 1312(SP)
+	VMOVUPS    Y2, 1344(SP)
+	VMOVUPS    Y4, 1376(SP)
+	XORQ       DX, DX
 
 inner_A_2:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1536(SP)
+	VMOVUPD Y0, 1568(SP)
 	XORQ    BX, BX
 
 inner_K_3:
-	MOVQ       actionValue+0(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+44, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, BX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	IMUL3Q  $+128, BX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -75,100 +310,74 @@ inner_K_3:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       1536(SP), Y1, Y1
+	VMOVUPD      Y1, 1536(SP)
+	VADDPD       1568(SP), Y0, Y0
+	VMOVUPD      Y0, 1568(SP)
 	INCQ         BX
 	CMPQ         BX, $+11
 	JL           inner_K_3
 
 	// finish expectedActionValue
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1536(SP), Y0
+	VMOVUPD     1568(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store expectedActionValue
-	MOVQ    expectedActionValue+16(FP), BX
-	XORQ    SI, SI
-	IMUL3Q  $+4, AX, DI
-	ADDQ    DI, SI
-	MOVQ    DX, DI
-	ADDQ    DI, SI
-	VMOVUPS Y0, 64(SP)
-	MOVL    64(SP), DI
-	MOVL    DI, (BX)(SI*4)
-	MOVL    68(SP), DI
-	MOVL    DI, 16(BX)(SI*4)
-	MOVL    72(SP), DI
-	MOVL    DI, 32(BX)(SI*4)
-	MOVL    76(SP), DI
-	MOVL    DI, 48(BX)(SI*4)
-	MOVL    80(SP), DI
-	MOVL    DI, 64(BX)(SI*4)
-	MOVL    84(SP), DI
-	MOVL    DI, 80(BX)(SI*4)
-	MOVL    88(SP), DI
-	MOVL    DI, 96(BX)(SI*4)
-	MOVL    92(SP), DI
-	MOVL    DI, 112(BX)(SI*4)
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS Y0, 1408(SP)(BX*1)
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_2
-	VMOVUPS lgc18<>+0(SB), Y0
-	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, 160(SP)
-	VMOVUPD Y0, 192(SP)
+	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS Y0, 1600(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1664(SP)
+	VMOVUPD Y0, 1696(SP)
 	XORQ    DX, DX
 
 inner_A_4:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1536(SP)
+	VMOVUPD Y0, 1568(SP)
 	XORQ    BX, BX
 
 inner_K_5:
-	MOVQ       actionValue+0(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+44, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, BX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	IMUL3Q  $+128, BX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -187,104 +396,104 @@ inner_K_5:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       1536(SP), Y1, Y1
+	VMOVUPD      Y1, 1536(SP)
+	VADDPD       1568(SP), Y0, Y0
+	VMOVUPD      Y0, 1568(SP)
 	INCQ         BX
 	CMPQ         BX, $+11
 	JL           inner_K_5
 
 	// finish expectedActionValue
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1536(SP), Y0
+	VMOVUPD     1568(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      96(SP), Y1
+	VMOVUPS      1600(SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VANDNPS      Y4, Y3, Y3
 	VORPS        Y3, Y2, Y2
 	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 96(SP)
+	VMOVUPS      Y1, 1600(SP)
 	VPMOVSXDQ    X2, Y0
 	VEXTRACTI128 $0x01, Y2, X1
 	VPMOVSXDQ    X1, Y1
 	MOVQ         DX, BX
-	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc16<>+0(SB), Y2
 	VCVTSI2SDQ   BX, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVUPD      160(SP), Y4
+	VMOVUPD      1664(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 160(SP)
-	VMOVUPD      192(SP), Y0
+	VMOVUPD      Y4, 1664(SP)
+	VMOVUPD      1696(SP), Y0
 	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 192(SP)
+	VMOVUPD      Y0, 1696(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
 	JL           inner_A_4
 
 	// finish action
-	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1664(SP), Y0
+	VMOVUPD     1696(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 224(SP)
+	VMOVUPS     Y0, 1728(SP)
 	XORQ        DX, DX
 
 inner_K_6:
 	XORQ BX, BX
 
 inner_A_7:
-	MOVQ       actionValue+0(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+44, AX, R8
-	ADDQ       R8, DI
-	IMUL3Q     $+4, DX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, BX, DI
+	ADDQ    DI, SI
+	IMUL3Q  $+128, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// store actionValue
-	MOVQ    outActionValue+24(FP), SI
-	VMOVUPS Y0, 256(SP)
-	MOVL    256(SP), R8
+	MOVQ    outActionValue+16(FP), SI
+	XORQ    DI, DI
+	IMUL3Q  $+44, AX, R8
+	ADDQ    R8, DI
+	IMUL3Q  $+4, DX, R8
+	ADDQ    R8, DI
+	MOVQ    BX, R8
+	ADDQ    R8, DI
+	VMOVUPS Y0, 1760(SP)
+	MOVL    1760(SP), R8
 	MOVL    R8, (SI)(DI*4)
-	MOVL    260(SP), R8
+	MOVL    1764(SP), R8
 	MOVL    R8, 176(SI)(DI*4)
-	MOVL    264(SP), R8
+	MOVL    1768(SP), R8
 	MOVL    R8, 352(SI)(DI*4)
-	MOVL    268(SP), R8
+	MOVL    1772(SP), R8
 	MOVL    R8, 528(SI)(DI*4)
-	MOVL    272(SP), R8
+	MOVL    1776(SP), R8
 	MOVL    R8, 704(SI)(DI*4)
-	MOVL    276(SP), R8
+	MOVL    1780(SP), R8
 	MOVL    R8, 880(SI)(DI*4)
-	MOVL    280(SP), R8
+	MOVL    1784(SP), R8
 	MOVL    R8, 1056(SI)(DI*4)
-	MOVL    284(SP), R8
+	MOVL    1788(SP), R8
 	MOVL    R8, 1232(SI)(DI*4)
-	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v7 = gt(actionValue, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc15<>+0(SB), Y0, Y0
+	VANDPS lgc13<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
-	MOVQ    state+32(FP), SI
+	MOVQ    state+24(FP), SI
 	VADDPS  256(SI), Y0, Y0
 	VMOVUPS Y0, 256(SI)
 	INCQ    BX
@@ -293,19 +502,66 @@ inner_A_7:
 	INCQ    DX
 	CMPQ    DX, $+11
 	JL      inner_K_6
-	VMOVUPS 224(SP), Y0
+	VMOVUPS 1728(SP), Y0
 
 	// store action
-	MOVQ         action+40(FP), DX
-	XORQ         BX, BX
-	ADDQ         AX, BX
-	VMOVUPS      Y0, (DX)(BX*4)
+	MOVQ    action+32(FP), DX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS Y0, (DX)(BX*4)
+
+	// flush the tile of expectedActionValue
+	XORQ         DX, DX
+	IMUL3Q       $+4, AX, BX
+	ADDQ         BX, DX
+	MOVQ         expectedActionValue+40(FP), BX
+	VMOVUPS      1408(SP), Y0
+	VMOVUPS      1440(SP), Y1
+	VMOVUPS      1472(SP), Y2
+	VMOVUPS      1504(SP), Y3
+	VMOVUPS      lgc16<>+0(SB), Y4
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPS      lgc16<>+0(SB), Y6
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (BX)(DX*4)
+	VMASKMOVPS   Y7, Y8, 16(BX)(DX*4)
+	VMASKMOVPS   Y3, Y8, 32(BX)(DX*4)
+	VMASKMOVPS   Y9, Y8, 48(BX)(DX*4)
+	VMASKMOVPS   Y2, Y8, 64(BX)(DX*4)
+	VMASKMOVPS   Y1, Y8, 80(BX)(DX*4)
+	VMASKMOVPS   Y5, Y8, 96(BX)(DX*4)
+	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
 	JNZ          noflush_8
-	MOVQ         state+32(FP), CX
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -313,7 +569,7 @@ inner_A_7:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -326,9 +582,9 @@ noflush_8:
 	XORQ AX, AX
 
 inner_A_9:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1536(SP)
+	VMOVUPD Y0, 1568(SP)
 	XORQ    CX, CX
 
 inner_K_10:
@@ -340,34 +596,34 @@ inner_K_10:
 	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y1
 	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc16<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -391,45 +647,45 @@ inner_K_10:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       1536(SP), Y1, Y1
+	VMOVUPD      Y1, 1536(SP)
+	VADDPD       1568(SP), Y0, Y0
+	VMOVUPD      Y0, 1568(SP)
 	INCQ         CX
 	CMPQ         CX, $+11
 	JL           inner_K_10
 
 	// finish expectedActionValue
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1536(SP), Y0
+	VMOVUPD     1568(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store expectedActionValue
-	MOVQ    expectedActionValue+16(FP), CX
+	MOVQ    expectedActionValue+40(FP), CX
 	XORQ    DX, DX
 	ADDQ    $+512, DX
 	MOVQ    AX, BX
 	ADDQ    BX, DX
-	VMOVUPS Y0, 288(SP)
-	MOVL    288(SP), BX
+	VMOVUPS Y0, 1792(SP)
+	MOVL    1792(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+4
 	JL      inner_A_9
-	VMOVUPS lgc18<>+0(SB), Y0
-	VMOVUPS Y0, 96(SP)
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, 160(SP)
-	VMOVUPD Y0, 192(SP)
+	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS Y0, 1600(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1664(SP)
+	VMOVUPD Y0, 1696(SP)
 	XORQ    AX, AX
 
 inner_A_11:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1536(SP)
+	VMOVUPD Y0, 1568(SP)
 	XORQ    CX, CX
 
 inner_K_12:
@@ -441,34 +697,34 @@ inner_K_12:
 	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y1
 	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc16<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -492,18 +748,18 @@ inner_K_12:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       1536(SP), Y1, Y1
+	VMOVUPD      Y1, 1536(SP)
+	VADDPD       1568(SP), Y0, Y0
+	VMOVUPD      Y0, 1568(SP)
 	INCQ         CX
 	CMPQ         CX, $+11
 	JL           inner_K_12
 
 	// finish expectedActionValue
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1536(SP), Y0
+	VMOVUPD     1568(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -513,46 +769,46 @@ inner_K_12:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X3
 	VPMOVSXDQ    X3, Y3
-	VMOVUPS      96(SP), Y4
+	VMOVUPS      1600(SP), Y4
 	VCMPPS       $0x03, Y0, Y0, Y7
 	VCMPPS       $0x1e, Y4, Y0, Y5
 	VCMPPS       $0x03, Y4, Y4, Y6
 	VANDNPS      Y7, Y6, Y6
 	VORPS        Y6, Y5, Y5
 	VBLENDVPS    Y5, Y0, Y4, Y4
-	VMOVUPS      96(SP), Y0
+	VMOVUPS      1600(SP), Y0
 	VBLENDVPS    Y1, Y4, Y0, Y4
-	VMOVUPS      Y4, 96(SP)
+	VMOVUPS      Y4, 1600(SP)
 	VPMOVSXDQ    X5, Y0
 	VEXTRACTI128 $0x01, Y5, X1
 	VPMOVSXDQ    X1, Y1
 	MOVQ         AX, CX
-	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      lgc16<>+0(SB), Y4
 	VCVTSI2SDQ   CX, X4, X4
 	VBROADCASTSD X4, Y4
 	VMOVAPD      Y4, Y5
-	VMOVUPD      160(SP), Y6
+	VMOVUPD      1664(SP), Y6
 	VBLENDVPD    Y0, Y5, Y6, Y6
-	VMOVUPD      160(SP), Y0
+	VMOVUPD      1664(SP), Y0
 	VBLENDVPD    Y2, Y6, Y0, Y6
-	VMOVUPD      Y6, 160(SP)
-	VMOVUPD      192(SP), Y0
+	VMOVUPD      Y6, 1664(SP)
+	VMOVUPD      1696(SP), Y0
 	VBLENDVPD    Y1, Y4, Y0, Y0
-	VMOVUPD      192(SP), Y1
+	VMOVUPD      1696(SP), Y1
 	VBLENDVPD    Y3, Y0, Y1, Y0
-	VMOVUPD      Y0, 192(SP)
+	VMOVUPD      Y0, 1696(SP)
 	INCQ         AX
 	CMPQ         AX, $+4
 	JL           inner_A_11
 
 	// finish action
-	VMOVUPD     160(SP), Y0
-	VMOVUPD     192(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     1664(SP), Y0
+	VMOVUPD     1696(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 320(SP)
+	VMOVUPS     Y0, 1824(SP)
 	XORQ        AX, AX
 
 inner_K_13:
@@ -567,21 +823,21 @@ inner_A_14:
 	MOVQ       CX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y1
+	VMOVUPS    lgc20<>+0(SB), Y1
 	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    lgc16<>+0(SB), Y0
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// store actionValue
-	MOVQ    outActionValue+24(FP), DX
-	VMOVUPS Y0, 352(SP)
-	MOVL    352(SP), SI
+	MOVQ    outActionValue+16(FP), DX
+	VMOVUPS Y0, 1856(SP)
+	MOVL    1856(SP), SI
 	MOVL    SI, (DX)(BX*4)
-	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v7 = gt(actionValue, 0)
 	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc15<>+0(SB), Y0, Y0
+	VANDPS lgc13<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
 	VMOVUPS      lgc21<>+0(SB), Y1
@@ -589,7 +845,7 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y0, Y0
-	MOVQ         state+32(FP), DX
+	MOVQ         state+24(FP), DX
 	VADDPS       256(DX), Y0, Y0
 	VMOVUPS      Y0, 256(DX)
 	INCQ         CX
@@ -598,18 +854,18 @@ inner_A_14:
 	INCQ         AX
 	CMPQ         AX, $+11
 	JL           inner_K_13
-	VMOVUPS      320(SP), Y0
+	VMOVUPS      1824(SP), Y0
 
 	// store action
-	MOVQ         action+40(FP), AX
+	MOVQ         action+32(FP), AX
 	XORQ         CX, CX
 	ADDQ         $+128, CX
 	VMOVUPS      lgc21<>+0(SB), Y1
 	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc19<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
+	VANDPS       lgc18<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -617,217 +873,217 @@ inner_A_14:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc16<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VANDPS       384(AX), Y1, Y1
 	VMOVUPS      Y1, 384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x0000000000000000
-DATA lgc0<>+8(SB)/8, $0x0000000000000000
-DATA lgc0<>+16(SB)/8, $0x0000000000000000
-DATA lgc0<>+24(SB)/8, $0x0000000000000000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0xffffffff
+DATA lgc0<>+12(SB)/4, $0xffffffff
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x0000002c
-DATA lgc1<>+8(SB)/4, $0x00000058
-DATA lgc1<>+12(SB)/4, $0x00000084
-DATA lgc1<>+16(SB)/4, $0x000000b0
-DATA lgc1<>+20(SB)/4, $0x000000dc
-DATA lgc1<>+24(SB)/4, $0x00000108
-DATA lgc1<>+28(SB)/4, $0x00000134
+DATA lgc1<>+0(SB)/8, $0x0000000000000000
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0xffffffff
-DATA lgc2<>+12(SB)/4, $0xffffffff
-DATA lgc2<>+16(SB)/4, $0xffffffff
-DATA lgc2<>+20(SB)/4, $0xffffffff
-DATA lgc2<>+24(SB)/4, $0xffffffff
-DATA lgc2<>+28(SB)/4, $0xffffffff
+DATA lgc2<>+0(SB)/4, $0xc2d00000
+DATA lgc2<>+4(SB)/4, $0xc2d00000
+DATA lgc2<>+8(SB)/4, $0xc2d00000
+DATA lgc2<>+12(SB)/4, $0xc2d00000
+DATA lgc2<>+16(SB)/4, $0xc2d00000
+DATA lgc2<>+20(SB)/4, $0xc2d00000
+DATA lgc2<>+24(SB)/4, $0xc2d00000
+DATA lgc2<>+28(SB)/4, $0xc2d00000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x42b20000
+DATA lgc3<>+4(SB)/4, $0x42b20000
+DATA lgc3<>+8(SB)/4, $0x42b20000
+DATA lgc3<>+12(SB)/4, $0x42b20000
+DATA lgc3<>+16(SB)/4, $0x42b20000
+DATA lgc3<>+20(SB)/4, $0x42b20000
+DATA lgc3<>+24(SB)/4, $0x42b20000
+DATA lgc3<>+28(SB)/4, $0x42b20000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xc2d00000
-DATA lgc4<>+4(SB)/4, $0xc2d00000
-DATA lgc4<>+8(SB)/4, $0xc2d00000
-DATA lgc4<>+12(SB)/4, $0xc2d00000
-DATA lgc4<>+16(SB)/4, $0xc2d00000
-DATA lgc4<>+20(SB)/4, $0xc2d00000
-DATA lgc4<>+24(SB)/4, $0xc2d00000
-DATA lgc4<>+28(SB)/4, $0xc2d00000
+DATA lgc4<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc4<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x42b20000
-DATA lgc5<>+4(SB)/4, $0x42b20000
-DATA lgc5<>+8(SB)/4, $0x42b20000
-DATA lgc5<>+12(SB)/4, $0x42b20000
-DATA lgc5<>+16(SB)/4, $0x42b20000
-DATA lgc5<>+20(SB)/4, $0x42b20000
-DATA lgc5<>+24(SB)/4, $0x42b20000
-DATA lgc5<>+28(SB)/4, $0x42b20000
+DATA lgc5<>+0(SB)/4, $0x3f318000
+DATA lgc5<>+4(SB)/4, $0x3f318000
+DATA lgc5<>+8(SB)/4, $0x3f318000
+DATA lgc5<>+12(SB)/4, $0x3f318000
+DATA lgc5<>+16(SB)/4, $0x3f318000
+DATA lgc5<>+20(SB)/4, $0x3f318000
+DATA lgc5<>+24(SB)/4, $0x3f318000
+DATA lgc5<>+28(SB)/4, $0x3f318000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc6<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc6<>+0(SB)/4, $0xb95e8083
+DATA lgc6<>+4(SB)/4, $0xb95e8083
+DATA lgc6<>+8(SB)/4, $0xb95e8083
+DATA lgc6<>+12(SB)/4, $0xb95e8083
+DATA lgc6<>+16(SB)/4, $0xb95e8083
+DATA lgc6<>+20(SB)/4, $0xb95e8083
+DATA lgc6<>+24(SB)/4, $0xb95e8083
+DATA lgc6<>+28(SB)/4, $0xb95e8083
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f318000
-DATA lgc7<>+4(SB)/4, $0x3f318000
-DATA lgc7<>+8(SB)/4, $0x3f318000
-DATA lgc7<>+12(SB)/4, $0x3f318000
-DATA lgc7<>+16(SB)/4, $0x3f318000
-DATA lgc7<>+20(SB)/4, $0x3f318000
-DATA lgc7<>+24(SB)/4, $0x3f318000
-DATA lgc7<>+28(SB)/4, $0x3f318000
+DATA lgc7<>+0(SB)/4, $0x39506967
+DATA lgc7<>+4(SB)/4, $0x39506967
+DATA lgc7<>+8(SB)/4, $0x39506967
+DATA lgc7<>+12(SB)/4, $0x39506967
+DATA lgc7<>+16(SB)/4, $0x39506967
+DATA lgc7<>+20(SB)/4, $0x39506967
+DATA lgc7<>+24(SB)/4, $0x39506967
+DATA lgc7<>+28(SB)/4, $0x39506967
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0xb95e8083
-DATA lgc8<>+4(SB)/4, $0xb95e8083
-DATA lgc8<>+8(SB)/4, $0xb95e8083
-DATA lgc8<>+12(SB)/4, $0xb95e8083
-DATA lgc8<>+16(SB)/4, $0xb95e8083
-DATA lgc8<>+20(SB)/4, $0xb95e8083
-DATA lgc8<>+24(SB)/4, $0xb95e8083
-DATA lgc8<>+28(SB)/4, $0xb95e8083
+DATA lgc8<>+0(SB)/4, $0x3ab743ce
+DATA lgc8<>+4(SB)/4, $0x3ab743ce
+DATA lgc8<>+8(SB)/4, $0x3ab743ce
+DATA lgc8<>+12(SB)/4, $0x3ab743ce
+DATA lgc8<>+16(SB)/4, $0x3ab743ce
+DATA lgc8<>+20(SB)/4, $0x3ab743ce
+DATA lgc8<>+24(SB)/4, $0x3ab743ce
+DATA lgc8<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x39506967
-DATA lgc9<>+4(SB)/4, $0x39506967
-DATA lgc9<>+8(SB)/4, $0x39506967
-DATA lgc9<>+12(SB)/4, $0x39506967
-DATA lgc9<>+16(SB)/4, $0x39506967
-DATA lgc9<>+20(SB)/4, $0x39506967
-DATA lgc9<>+24(SB)/4, $0x39506967
-DATA lgc9<>+28(SB)/4, $0x39506967
+DATA lgc9<>+0(SB)/4, $0x3c088908
+DATA lgc9<>+4(SB)/4, $0x3c088908
+DATA lgc9<>+8(SB)/4, $0x3c088908
+DATA lgc9<>+12(SB)/4, $0x3c088908
+DATA lgc9<>+16(SB)/4, $0x3c088908
+DATA lgc9<>+20(SB)/4, $0x3c088908
+DATA lgc9<>+24(SB)/4, $0x3c088908
+DATA lgc9<>+28(SB)/4, $0x3c088908
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x3ab743ce
-DATA lgc10<>+4(SB)/4, $0x3ab743ce
-DATA lgc10<>+8(SB)/4, $0x3ab743ce
-DATA lgc10<>+12(SB)/4, $0x3ab743ce
-DATA lgc10<>+16(SB)/4, $0x3ab743ce
-DATA lgc10<>+20(SB)/4, $0x3ab743ce
-DATA lgc10<>+24(SB)/4, $0x3ab743ce
-DATA lgc10<>+28(SB)/4, $0x3ab743ce
+DATA lgc10<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc10<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3c088908
-DATA lgc11<>+4(SB)/4, $0x3c088908
-DATA lgc11<>+8(SB)/4, $0x3c088908
-DATA lgc11<>+12(SB)/4, $0x3c088908
-DATA lgc11<>+16(SB)/4, $0x3c088908
-DATA lgc11<>+20(SB)/4, $0x3c088908
-DATA lgc11<>+24(SB)/4, $0x3c088908
-DATA lgc11<>+28(SB)/4, $0x3c088908
+DATA lgc11<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc11<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc12<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc12<>+0(SB)/4, $0x3f000000
+DATA lgc12<>+4(SB)/4, $0x3f000000
+DATA lgc12<>+8(SB)/4, $0x3f000000
+DATA lgc12<>+12(SB)/4, $0x3f000000
+DATA lgc12<>+16(SB)/4, $0x3f000000
+DATA lgc12<>+20(SB)/4, $0x3f000000
+DATA lgc12<>+24(SB)/4, $0x3f000000
+DATA lgc12<>+28(SB)/4, $0x3f000000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc13<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc13<>+0(SB)/4, $0x3f800000
+DATA lgc13<>+4(SB)/4, $0x3f800000
+DATA lgc13<>+8(SB)/4, $0x3f800000
+DATA lgc13<>+12(SB)/4, $0x3f800000
+DATA lgc13<>+16(SB)/4, $0x3f800000
+DATA lgc13<>+20(SB)/4, $0x3f800000
+DATA lgc13<>+24(SB)/4, $0x3f800000
+DATA lgc13<>+28(SB)/4, $0x3f800000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3f000000
-DATA lgc14<>+4(SB)/4, $0x3f000000
-DATA lgc14<>+8(SB)/4, $0x3f000000
-DATA lgc14<>+12(SB)/4, $0x3f000000
-DATA lgc14<>+16(SB)/4, $0x3f000000
-DATA lgc14<>+20(SB)/4, $0x3f000000
-DATA lgc14<>+24(SB)/4, $0x3f000000
-DATA lgc14<>+28(SB)/4, $0x3f000000
+DATA lgc14<>+0(SB)/4, $0xffffff82
+DATA lgc14<>+4(SB)/4, $0xffffff82
+DATA lgc14<>+8(SB)/4, $0xffffff82
+DATA lgc14<>+12(SB)/4, $0xffffff82
+DATA lgc14<>+16(SB)/4, $0xffffff82
+DATA lgc14<>+20(SB)/4, $0xffffff82
+DATA lgc14<>+24(SB)/4, $0xffffff82
+DATA lgc14<>+28(SB)/4, $0xffffff82
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f800000
-DATA lgc15<>+4(SB)/4, $0x3f800000
-DATA lgc15<>+8(SB)/4, $0x3f800000
-DATA lgc15<>+12(SB)/4, $0x3f800000
-DATA lgc15<>+16(SB)/4, $0x3f800000
-DATA lgc15<>+20(SB)/4, $0x3f800000
-DATA lgc15<>+24(SB)/4, $0x3f800000
-DATA lgc15<>+28(SB)/4, $0x3f800000
+DATA lgc15<>+0(SB)/4, $0x0000007f
+DATA lgc15<>+4(SB)/4, $0x0000007f
+DATA lgc15<>+8(SB)/4, $0x0000007f
+DATA lgc15<>+12(SB)/4, $0x0000007f
+DATA lgc15<>+16(SB)/4, $0x0000007f
+DATA lgc15<>+20(SB)/4, $0x0000007f
+DATA lgc15<>+24(SB)/4, $0x0000007f
+DATA lgc15<>+28(SB)/4, $0x0000007f
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xffffff82
-DATA lgc16<>+4(SB)/4, $0xffffff82
-DATA lgc16<>+8(SB)/4, $0xffffff82
-DATA lgc16<>+12(SB)/4, $0xffffff82
-DATA lgc16<>+16(SB)/4, $0xffffff82
-DATA lgc16<>+20(SB)/4, $0xffffff82
-DATA lgc16<>+24(SB)/4, $0xffffff82
-DATA lgc16<>+28(SB)/4, $0xffffff82
+DATA lgc16<>+0(SB)/4, $0x00000000
+DATA lgc16<>+4(SB)/4, $0x00000000
+DATA lgc16<>+8(SB)/4, $0x00000000
+DATA lgc16<>+12(SB)/4, $0x00000000
+DATA lgc16<>+16(SB)/4, $0x00000000
+DATA lgc16<>+20(SB)/4, $0x00000000
+DATA lgc16<>+24(SB)/4, $0x00000000
+DATA lgc16<>+28(SB)/4, $0x00000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x0000007f
-DATA lgc17<>+4(SB)/4, $0x0000007f
-DATA lgc17<>+8(SB)/4, $0x0000007f
-DATA lgc17<>+12(SB)/4, $0x0000007f
-DATA lgc17<>+16(SB)/4, $0x0000007f
-DATA lgc17<>+20(SB)/4, $0x0000007f
-DATA lgc17<>+24(SB)/4, $0x0000007f
-DATA lgc17<>+28(SB)/4, $0x0000007f
+DATA lgc17<>+0(SB)/4, $0xff800000
+DATA lgc17<>+4(SB)/4, $0xff800000
+DATA lgc17<>+8(SB)/4, $0xff800000
+DATA lgc17<>+12(SB)/4, $0xff800000
+DATA lgc17<>+16(SB)/4, $0xff800000
+DATA lgc17<>+20(SB)/4, $0xff800000
+DATA lgc17<>+24(SB)/4, $0xff800000
+DATA lgc17<>+28(SB)/4, $0xff800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0xff800000
-DATA lgc18<>+4(SB)/4, $0xff800000
-DATA lgc18<>+8(SB)/4, $0xff800000
-DATA lgc18<>+12(SB)/4, $0xff800000
-DATA lgc18<>+16(SB)/4, $0xff800000
-DATA lgc18<>+20(SB)/4, $0xff800000
-DATA lgc18<>+24(SB)/4, $0xff800000
-DATA lgc18<>+28(SB)/4, $0xff800000
+DATA lgc18<>+0(SB)/4, $0x7fffffff
+DATA lgc18<>+4(SB)/4, $0x7fffffff
+DATA lgc18<>+8(SB)/4, $0x7fffffff
+DATA lgc18<>+12(SB)/4, $0x7fffffff
+DATA lgc18<>+16(SB)/4, $0x7fffffff
+DATA lgc18<>+20(SB)/4, $0x7fffffff
+DATA lgc18<>+24(SB)/4, $0x7fffffff
+DATA lgc18<>+28(SB)/4, $0x7fffffff
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x7fffffff
-DATA lgc19<>+4(SB)/4, $0x7fffffff
-DATA lgc19<>+8(SB)/4, $0x7fffffff
-DATA lgc19<>+12(SB)/4, $0x7fffffff
-DATA lgc19<>+16(SB)/4, $0x7fffffff
-DATA lgc19<>+20(SB)/4, $0x7fffffff
-DATA lgc19<>+24(SB)/4, $0x7fffffff
-DATA lgc19<>+28(SB)/4, $0x7fffffff
+DATA lgc19<>+0(SB)/4, $0x7f7fffff
+DATA lgc19<>+4(SB)/4, $0x7f7fffff
+DATA lgc19<>+8(SB)/4, $0x7f7fffff
+DATA lgc19<>+12(SB)/4, $0x7f7fffff
+DATA lgc19<>+16(SB)/4, $0x7f7fffff
+DATA lgc19<>+20(SB)/4, $0x7f7fffff
+DATA lgc19<>+24(SB)/4, $0x7f7fffff
+DATA lgc19<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x7f7fffff
-DATA lgc20<>+4(SB)/4, $0x7f7fffff
-DATA lgc20<>+8(SB)/4, $0x7f7fffff
-DATA lgc20<>+12(SB)/4, $0x7f7fffff
-DATA lgc20<>+16(SB)/4, $0x7f7fffff
-DATA lgc20<>+20(SB)/4, $0x7f7fffff
-DATA lgc20<>+24(SB)/4, $0x7f7fffff
-DATA lgc20<>+28(SB)/4, $0x7f7fffff
+DATA lgc20<>+0(SB)/4, $0x00000000
+DATA lgc20<>+4(SB)/4, $0x0000002c
+DATA lgc20<>+8(SB)/4, $0x00000058
+DATA lgc20<>+12(SB)/4, $0x00000084
+DATA lgc20<>+16(SB)/4, $0x000000b0
+DATA lgc20<>+20(SB)/4, $0x000000dc
+DATA lgc20<>+24(SB)/4, $0x00000108
+DATA lgc20<>+28(SB)/4, $0x00000134
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
 DATA lgc21<>+0(SB)/4, $0xffffffff
@@ -852,28 +1108,28 @@ bulk_15:
 	CMPQ         BX, DX
 	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc4<>+0(SB), Y0, Y1
-	VMINPS       lgc5<>+0(SB), Y1, Y1
-	VMULPS       lgc6<>+0(SB), Y1, Y2
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc7<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VMOVAPS      lgc9<>+0(SB), Y3
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc15<>+0(SB), Y3, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -903,16 +1159,16 @@ bulk_17:
 	VMULPS       lgc23<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc17<>+0(SB), Y3, Y3
+	VPSUBD       lgc15<>+0(SB), Y3, Y3
 	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc25<>+0(SB), Y2, Y1
-	VPOR         lgc15<>+0(SB), Y1, Y1
+	VPOR         lgc13<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
+	VMULPS       lgc12<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc15<>+0(SB), Y1, Y1
+	VSUBPS       lgc13<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc27<>+0(SB), Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
@@ -926,13 +1182,13 @@ bulk_17:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc6<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc12<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc7<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc18<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc5<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc16<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc17<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc16<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc37<>+0(SB), Y4, Y4
@@ -1118,21 +1374,21 @@ bulk_19:
 	CMPQ         BX, DX
 	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc15<>+0(SB), Y0, Y1
+	VADDPS       lgc13<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
 	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc17<>+0(SB), Y4, Y4
+	VPSUBD       lgc15<>+0(SB), Y4, Y4
 	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc25<>+0(SB), Y3, Y2
-	VPOR         lgc15<>+0(SB), Y2, Y2
+	VPOR         lgc13<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VMULPS       lgc12<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc15<>+0(SB), Y2, Y2
+	VSUBPS       lgc13<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc27<>+0(SB), Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
@@ -1146,26 +1402,26 @@ bulk_19:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc6<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc12<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc7<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc18<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc5<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc17<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc16<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc37<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc15<>+0(SB), Y1, Y2
+	VSUBPS       lgc13<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc13<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc18<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc17<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

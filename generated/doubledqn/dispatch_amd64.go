@@ -47,7 +47,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
+		pass0AVX2(lo, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Mask[0], &st.buf[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
 	}
 	n := min(pass0Chunks, 8)
 	if n <= 1 {
@@ -120,7 +120,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r4_s, 0)
 		runtime.Fill(st.r53_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.Mask[0], &st.buf[0], &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
+		fbPass0AVX2(lo, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.NextActionValue[0], &in.Mask[0], &st.buf[0], &in.Action[0], &in.NextReward[0], &in.NextDone[0], &in.NextTerminated[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], hi)
 	}
 	n := min(fbPass0Chunks, 8)
 	if n <= 1 {
@@ -172,7 +172,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
 	run := func(st *fbAvxState, lo, hi int) {
-		fbPass2AVX2(lo, &in.Mask[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &out.NumValid, &g.ActionValue[0], hi)
+		fbPass2AVX2(lo, &in.ActionValue[0], &in.Mask[0], &in.Action[0], &s.s0[0], &out.NumValid, &g.ActionValue[0], hi)
 	}
 	n := min(fbPass2Chunks, 8)
 	if n <= 1 {

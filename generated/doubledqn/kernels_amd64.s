@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
+// func pass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $232-112
+TEXT ·pass0AVX2(SB), $712-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -14,15 +14,118 @@ outer0_1:
 	MOVQ    $+28, CX
 
 blocks_2:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+32, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc1<>+0(SB), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
+	// tile nextActionValueOnline
+	MOVQ       nextActionValueOnline+8(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+160, AX, SI
+	ADDQ       SI, BX
+	IMUL3Q     $+5, CX, SI
+	ADDQ       SI, BX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (SP)
+	VMOVUPD    Y6, 32(SP)
+	VMOVUPD    Y2, 64(SP)
+	VMOVUPD    Y1, 96(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 128(SP)
+
+	// tile actionValue
+	MOVQ       actionValue+16(FP), DX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 160(SP)
+	VMOVUPD    Y6, 192(SP)
+	VMOVUPD    Y2, 224(SP)
+	VMOVUPD    Y1, 256(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 288(SP)
+
+	// tile nextActionValue
+	MOVQ       nextActionValue+24(FP), DX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 320(SP)
+	VMOVUPD    Y6, 352(SP)
+	VMOVUPD    Y2, 384(SP)
+	VMOVUPD    Y1, 416(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 448(SP)
+	MOVQ       mask+32(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+32, AX, SI
+	ADDQ       SI, BX
+	ADDQ       CX, BX
+	VPMOVZXBD  (DX)(BX*1), X1
+	VCVTDQ2PD  X1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
@@ -30,31 +133,22 @@ blocks_2:
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    state+16(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPD  64(DX), Y1, Y1
 	VMOVUPD Y1, 64(DX)
-	VMOVUPD lgc2<>+0(SB), Y1
-	VMOVUPD Y1, (SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 480(SP)
 	XORQ    SI, SI
 
 inner_A_3:
-	MOVQ       mask+8(FP), DI
-	VPMOVZXBD  (DI)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	MOVQ       nextActionValueOnline+24(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+160, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+5, CX, R9
-	ADDQ       R9, R8
-	MOVQ       SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y3
-	VMOVUPD    lgc4<>+0(SB), Y4
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VGATHERDPD Y4, (DI)(X3*8), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBD (DI)(BX*1), X1
+	VCVTDQ2PD X1, Y1
+	XORQ      DI, DI
+	IMUL3Q    $+32, SI, R8
+	ADDQ      R8, DI
+	VMOVUPD   (SP)(DI*1), Y2
+	VMOVUPD   lgc0<>+0(SB), Y3
 
 	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
@@ -62,113 +156,101 @@ inner_A_3:
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// reduce_max(v10) over [A]
-	VMOVUPD (SP), Y2
-	VXORPD  lgc5<>+0(SB), Y2, Y2
-	VXORPD  lgc5<>+0(SB), Y1, Y1
+	VMOVUPD 480(SP), Y2
+	VXORPD  lgc4<>+0(SB), Y2, Y2
+	VXORPD  lgc4<>+0(SB), Y1, Y1
 	VMINPD  Y2, Y1, Y3
 	VMINPD  Y1, Y2, Y2
 	VORPD   Y3, Y2, Y2
-	VXORPD  lgc5<>+0(SB), Y2, Y2
-	VMOVUPD Y2, (SP)
+	VXORPD  lgc4<>+0(SB), Y2, Y2
+	VMOVUPD Y2, 480(SP)
 	INCQ    SI
 	CMPQ    SI, $+5
 	JL      inner_A_3
 
 	// finish v11
-	VMOVUPD (SP), Y1
+	VMOVUPD 480(SP), Y1
 	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 64(SP)
+	VMOVUPD Y2, 544(SP)
 	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 128(SP)
-	VMOVUPD Y1, 192(SP)
+	VMOVUPD Y2, 608(SP)
+	VMOVUPD Y1, 672(SP)
 	XORQ    SI, SI
 
 inner_A_4:
-	MOVQ       mask+8(FP), DI
-	VPMOVZXBD  (DI)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	MOVQ       actionValue+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+160, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+5, CX, R9
-	ADDQ       R9, R8
-	MOVQ       SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y3
-	VMOVUPD    lgc4<>+0(SB), Y4
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VGATHERDPD Y4, (DI)(X3*8), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBD (DI)(BX*1), X1
+	VCVTDQ2PD X1, Y1
+	XORQ      DI, DI
+	IMUL3Q    $+32, SI, R8
+	ADDQ      R8, DI
+	VMOVUPD   160(SP)(DI*1), Y2
+	VMOVUPD   lgc0<>+0(SB), Y3
 
 	// v6 = where(mask, actionValue, 0)
-	VMOVUPD    lgc0<>+0(SB), Y4
-	VCMPPD     $0x04, Y4, Y1, Y4
-	VBLENDVPD  Y4, Y2, Y3, Y2
-	MOVQ       nextActionValue+40(FP), DI
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y5
-	VMOVUPD    lgc4<>+0(SB), Y6
-	VMOVUPD    lgc0<>+0(SB), Y4
-	VGATHERDPD Y6, (DI)(X5*8), Y4
+	VMOVUPD   lgc0<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y1, Y4
+	VBLENDVPD Y4, Y2, Y3, Y2
+	VMOVUPD   320(SP)(DI*1), Y4
 
 	// v8 = where(mask, nextActionValue, 0)
-	VMOVUPD    lgc0<>+0(SB), Y5
-	VCMPPD     $0x04, Y5, Y1, Y5
-	VBLENDVPD  Y5, Y4, Y3, Y4
-	MOVQ       nextActionValueOnline+24(FP), DI
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y6
-	VMOVUPD    lgc4<>+0(SB), Y7
-	VMOVUPD    lgc0<>+0(SB), Y5
-	VGATHERDPD Y7, (DI)(X6*8), Y5
+	VMOVUPD   lgc0<>+0(SB), Y5
+	VCMPPD    $0x04, Y5, Y1, Y5
+	VBLENDVPD Y5, Y4, Y3, Y4
+	VMOVUPD   (SP)(DI*1), Y5
 
 	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
-	VMOVUPD   192(SP), Y3
+	VMOVUPD   672(SP), Y3
 
 	// v12 = eq(v10, v11)
 	VCMPPD $0x00, Y3, Y1, Y1
-	VANDPD lgc1<>+0(SB), Y1, Y1
+	VANDPD lgc2<>+0(SB), Y1, Y1
 
 	// v13 = mul(v8, v12)
 	VMULPD Y1, Y4, Y1
 
 	// sum(v13) over [A]
-	VADDPD    64(SP), Y1, Y1
-	VMOVUPD   Y1, 64(SP)
+	VADDPD    544(SP), Y1, Y1
+	VMOVUPD   Y1, 544(SP)
 	MOVQ      action+48(FP), DI
-	MOVQ      $+0, 224(SP)
+	XORQ      R8, R8
+	IMUL3Q    $+160, AX, R9
+	ADDQ      R9, R8
+	IMUL3Q    $+5, CX, R9
+	ADDQ      R9, R8
+	MOVQ      SI, R9
+	ADDQ      R9, R8
+	MOVQ      $+0, 704(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 224(SP)
+	MOVB      R9, 704(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 225(SP)
+	MOVB      R9, 705(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 226(SP)
+	MOVB      R9, 706(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 227(SP)
-	VPMOVZXBD 224(SP), X1
+	MOVB      R9, 707(SP)
+	VPMOVZXBD 704(SP), X1
 	VCVTDQ2PD X1, Y1
 
 	// v16 = mul(v6, action)
 	VMULPD Y1, Y2, Y1
 
 	// sum(v16) over [A]
-	VADDPD  128(SP), Y1, Y1
-	VMOVUPD Y1, 128(SP)
+	VADDPD  608(SP), Y1, Y1
+	VMOVUPD Y1, 608(SP)
 	INCQ    SI
 	CMPQ    SI, $+5
 	JL      inner_A_4
 
 	// finish nextChosenActionValue
-	VMOVUPD 64(SP), Y1
+	VMOVUPD 544(SP), Y1
 
 	// finish predValIndex
-	VMOVUPD   128(SP), Y2
-	MOVQ      mask+8(FP), SI
+	VMOVUPD   608(SP), Y2
+	MOVQ      mask+32(FP), SI
 	VPMOVZXBD (SI)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 	MOVQ      nextReward+56(FP), SI
@@ -185,23 +267,23 @@ inner_A_4:
 	SUBQ         SI, DI
 	VMOVD        DI, X6
 	VPBROADCASTD X6, Y6
-	VPSUBD       lgc6<>+0(SB), Y6, Y6
+	VPSUBD       lgc5<>+0(SB), Y6, Y6
 	VCVTDQ2PD    X6, Y6
 
 	// v23 = eq(v22, 0)
 	VCMPPD    $0x00, Y5, Y6, Y6
-	VANDPD    lgc1<>+0(SB), Y6, Y6
+	VANDPD    lgc2<>+0(SB), Y6, Y6
 	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
 	// v24 = max(nextDone, v23)
-	VXORPD lgc5<>+0(SB), Y7, Y7
-	VXORPD lgc5<>+0(SB), Y6, Y6
+	VXORPD lgc4<>+0(SB), Y7, Y7
+	VXORPD lgc4<>+0(SB), Y6, Y6
 	VMINPD Y7, Y6, Y8
 	VMINPD Y6, Y7, Y6
 	VORPD  Y8, Y6, Y6
-	VXORPD lgc5<>+0(SB), Y6, Y6
+	VXORPD lgc4<>+0(SB), Y6, Y6
 
 	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
@@ -212,7 +294,7 @@ inner_A_4:
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y1, Y5, Y1
-	VMOVUPD   lgc1<>+0(SB), Y7
+	VMOVUPD   lgc2<>+0(SB), Y7
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
 	VCVTDQ2PD X8, Y8
@@ -227,13 +309,13 @@ inner_A_4:
 	VSUBPD Y6, Y7, Y6
 
 	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc7<>+0(SB), Y6, Y8
+	VMULPD lgc6<>+0(SB), Y6, Y8
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc8<>+0(SB), Y1, Y1
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
 	// v35 = mul(0.8, v29)
-	VMULPD lgc9<>+0(SB), Y6, Y6
+	VMULPD lgc8<>+0(SB), Y6, Y6
 
 	// v36 = sub(1, v35)
 	VSUBPD Y6, Y7, Y6
@@ -246,22 +328,22 @@ inner_A_4:
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y8, Y4
-	VANDPD      lgc10<>+0(SB), Y1, Y6
-	VCMPPD      $0x12, lgc11<>+0(SB), Y6, Y6
-	VANDPD      lgc10<>+0(SB), Y4, Y8
-	VCMPPD      $0x12, lgc1<>+0(SB), Y8, Y8
+	VANDPD      lgc9<>+0(SB), Y1, Y6
+	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
+	VANDPD      lgc9<>+0(SB), Y4, Y8
+	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
 	VANDPD      Y8, Y6, Y6
 	VANDPD      448(DX), Y6, Y6
 	VMOVUPD     Y6, 448(DX)
 	VPERMPD     $0xf9, Y4, Y6
 	VPERMPD     $0xf9, Y1, Y8
-	VBLENDPD    $0x08, lgc1<>+0(SB), Y6, Y6
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PD Y4, Y8, Y1
 	VMULPD      Y6, Y4, Y4
 	VPERMPD     $0xee, Y4, Y6
 	VPERMPD     $0xee, Y1, Y8
-	VBLENDPD    $0x0c, lgc1<>+0(SB), Y6, Y6
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PD Y4, Y8, Y1
 	VMULPD      Y6, Y4, Y4
@@ -280,21 +362,21 @@ inner_A_4:
 	VSUBPD Y6, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc5<>+0(SB), Y6
+	VMOVUPD lgc4<>+0(SB), Y6
 	VANDNPD Y2, Y6, Y6
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
-	VANDPD lgc1<>+0(SB), Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD lgc12<>+0(SB), Y6, Y8
+	VMULPD lgc11<>+0(SB), Y6, Y8
 
 	// v49 = mul(v48, absDiff)
 	VMULPD Y6, Y8, Y8
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD lgc12<>+0(SB), Y6, Y6
+	VSUBPD lgc11<>+0(SB), Y6, Y6
 
 	// smoothL1 = where(v47, v49, v50)
 	VMOVUPD   lgc0<>+0(SB), Y9
@@ -343,85 +425,75 @@ DATA lgc0<>+16(SB)/8, $0x0000000000000000
 DATA lgc0<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc1<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0xfff0000000000000
-DATA lgc2<>+8(SB)/8, $0xfff0000000000000
-DATA lgc2<>+16(SB)/8, $0xfff0000000000000
-DATA lgc2<>+24(SB)/8, $0xfff0000000000000
+DATA lgc2<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc2<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000005
-DATA lgc3<>+8(SB)/4, $0x0000000a
-DATA lgc3<>+12(SB)/4, $0x0000000f
-DATA lgc3<>+16(SB)/4, $0x00000014
-DATA lgc3<>+20(SB)/4, $0x00000019
-DATA lgc3<>+24(SB)/4, $0x0000001e
-DATA lgc3<>+28(SB)/4, $0x00000023
+DATA lgc3<>+0(SB)/8, $0xfff0000000000000
+DATA lgc3<>+8(SB)/8, $0xfff0000000000000
+DATA lgc3<>+16(SB)/8, $0xfff0000000000000
+DATA lgc3<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0xffffffffffffffff
-DATA lgc4<>+8(SB)/8, $0xffffffffffffffff
-DATA lgc4<>+16(SB)/8, $0xffffffffffffffff
-DATA lgc4<>+24(SB)/8, $0xffffffffffffffff
+DATA lgc4<>+0(SB)/8, $0x8000000000000000
+DATA lgc4<>+8(SB)/8, $0x8000000000000000
+DATA lgc4<>+16(SB)/8, $0x8000000000000000
+DATA lgc4<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x8000000000000000
-DATA lgc5<>+8(SB)/8, $0x8000000000000000
-DATA lgc5<>+16(SB)/8, $0x8000000000000000
-DATA lgc5<>+24(SB)/8, $0x8000000000000000
+DATA lgc5<>+0(SB)/4, $0x00000000
+DATA lgc5<>+4(SB)/4, $0x00000001
+DATA lgc5<>+8(SB)/4, $0x00000002
+DATA lgc5<>+12(SB)/4, $0x00000003
+DATA lgc5<>+16(SB)/4, $0x00000004
+DATA lgc5<>+20(SB)/4, $0x00000005
+DATA lgc5<>+24(SB)/4, $0x00000006
+DATA lgc5<>+28(SB)/4, $0x00000007
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000000
-DATA lgc6<>+4(SB)/4, $0x00000001
-DATA lgc6<>+8(SB)/4, $0x00000002
-DATA lgc6<>+12(SB)/4, $0x00000003
-DATA lgc6<>+16(SB)/4, $0x00000004
-DATA lgc6<>+20(SB)/4, $0x00000005
-DATA lgc6<>+24(SB)/4, $0x00000006
-DATA lgc6<>+28(SB)/4, $0x00000007
+DATA lgc6<>+0(SB)/8, $0x3fe70a3d70a3d70b
+DATA lgc6<>+8(SB)/8, $0x3fe70a3d70a3d70b
+DATA lgc6<>+16(SB)/8, $0x3fe70a3d70a3d70b
+DATA lgc6<>+24(SB)/8, $0x3fe70a3d70a3d70b
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x3fe70a3d70a3d70b
-DATA lgc7<>+8(SB)/8, $0x3fe70a3d70a3d70b
-DATA lgc7<>+16(SB)/8, $0x3fe70a3d70a3d70b
-DATA lgc7<>+24(SB)/8, $0x3fe70a3d70a3d70b
+DATA lgc7<>+0(SB)/8, $0x3feccccccccccccd
+DATA lgc7<>+8(SB)/8, $0x3feccccccccccccd
+DATA lgc7<>+16(SB)/8, $0x3feccccccccccccd
+DATA lgc7<>+24(SB)/8, $0x3feccccccccccccd
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0x3feccccccccccccd
-DATA lgc8<>+8(SB)/8, $0x3feccccccccccccd
-DATA lgc8<>+16(SB)/8, $0x3feccccccccccccd
-DATA lgc8<>+24(SB)/8, $0x3feccccccccccccd
+DATA lgc8<>+0(SB)/8, $0x3fe999999999999a
+DATA lgc8<>+8(SB)/8, $0x3fe999999999999a
+DATA lgc8<>+16(SB)/8, $0x3fe999999999999a
+DATA lgc8<>+24(SB)/8, $0x3fe999999999999a
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x3fe999999999999a
-DATA lgc9<>+8(SB)/8, $0x3fe999999999999a
-DATA lgc9<>+16(SB)/8, $0x3fe999999999999a
-DATA lgc9<>+24(SB)/8, $0x3fe999999999999a
+DATA lgc9<>+0(SB)/8, $0x7fffffffffffffff
+DATA lgc9<>+8(SB)/8, $0x7fffffffffffffff
+DATA lgc9<>+16(SB)/8, $0x7fffffffffffffff
+DATA lgc9<>+24(SB)/8, $0x7fffffffffffffff
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x7fffffffffffffff
-DATA lgc10<>+8(SB)/8, $0x7fffffffffffffff
-DATA lgc10<>+16(SB)/8, $0x7fffffffffffffff
-DATA lgc10<>+24(SB)/8, $0x7fffffffffffffff
+DATA lgc10<>+0(SB)/8, $0x7f50000000000000
+DATA lgc10<>+8(SB)/8, $0x7f50000000000000
+DATA lgc10<>+16(SB)/8, $0x7f50000000000000
+DATA lgc10<>+24(SB)/8, $0x7f50000000000000
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x7f50000000000000
-DATA lgc11<>+8(SB)/8, $0x7f50000000000000
-DATA lgc11<>+16(SB)/8, $0x7f50000000000000
-DATA lgc11<>+24(SB)/8, $0x7f50000000000000
+DATA lgc11<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
-
-DATA lgc12<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+24(SB)/8, $0x3fe0000000000000
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(numValid *float64, s0 *float64, loss *float64)
 // Requires: AVX
@@ -429,7 +501,7 @@ TEXT ·pass1AVX2(SB), $0-24
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
-	VMOVUPD      lgc1<>+0(SB), Y1
+	VMOVUPD      lgc2<>+0(SB), Y1
 
 	// v54 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
@@ -445,9 +517,9 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, mask *bool, state *float64, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
+// func fbPass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $232-120
+TEXT ·fbPass0AVX2(SB), $712-120
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -455,15 +527,118 @@ outer0_5:
 	MOVQ    $+28, CX
 
 blocks_6:
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+32, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc1<>+0(SB), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
+	// tile nextActionValueOnline
+	MOVQ       nextActionValueOnline+8(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+160, AX, SI
+	ADDQ       SI, BX
+	IMUL3Q     $+5, CX, SI
+	ADDQ       SI, BX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, (SP)
+	VMOVUPD    Y6, 32(SP)
+	VMOVUPD    Y2, 64(SP)
+	VMOVUPD    Y1, 96(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 128(SP)
+
+	// tile actionValue
+	MOVQ       actionValue+16(FP), DX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 160(SP)
+	VMOVUPD    Y6, 192(SP)
+	VMOVUPD    Y2, 224(SP)
+	VMOVUPD    Y1, 256(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 288(SP)
+
+	// tile nextActionValue
+	MOVQ       nextActionValue+24(FP), DX
+	VMOVUPD    (DX)(BX*8), Y1
+	VMOVUPD    40(DX)(BX*8), Y2
+	VMOVUPD    80(DX)(BX*8), Y3
+	VMOVUPD    120(DX)(BX*8), Y4
+	VUNPCKLPD  Y2, Y1, Y5
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y4, Y3, Y2
+	VUNPCKHPD  Y4, Y3, Y3
+	VPERM2F128 $0x20, Y2, Y5, Y4
+	VPERM2F128 $0x20, Y3, Y1, Y6
+	VPERM2F128 $0x31, Y2, Y5, Y2
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VMOVUPD    Y4, 320(SP)
+	VMOVUPD    Y6, 352(SP)
+	VMOVUPD    Y2, 384(SP)
+	VMOVUPD    Y1, 416(SP)
+	VMOVUPD    lgc1<>+0(SB), Y1
+	VMASKMOVPD 32(DX)(BX*8), Y1, Y2
+	VMASKMOVPD 72(DX)(BX*8), Y1, Y3
+	VMASKMOVPD 112(DX)(BX*8), Y1, Y4
+	VMASKMOVPD 152(DX)(BX*8), Y1, Y1
+	VUNPCKLPD  Y3, Y2, Y5
+	VUNPCKHPD  Y3, Y2, Y2
+	VUNPCKLPD  Y1, Y4, Y3
+	VUNPCKHPD  Y1, Y4, Y1
+	VPERM2F128 $0x20, Y3, Y5, Y4
+	VPERM2F128 $0x20, Y1, Y2, Y6
+	VPERM2F128 $0x31, Y3, Y5, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPD    Y4, 448(SP)
+	MOVQ       mask+32(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+32, AX, SI
+	ADDQ       SI, BX
+	ADDQ       CX, BX
+	VPMOVZXBD  (DX)(BX*1), X1
+	VCVTDQ2PD  X1, Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y3
 
 	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
@@ -471,31 +646,22 @@ blocks_6:
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// sum(v3) over [N T]
-	MOVQ    state+16(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPD  64(DX), Y1, Y1
 	VMOVUPD Y1, 64(DX)
-	VMOVUPD lgc2<>+0(SB), Y1
-	VMOVUPD Y1, (SP)
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 480(SP)
 	XORQ    SI, SI
 
 inner_A_7:
-	MOVQ       mask+8(FP), DI
-	VPMOVZXBD  (DI)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	MOVQ       nextActionValueOnline+24(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+160, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+5, CX, R9
-	ADDQ       R9, R8
-	MOVQ       SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y3
-	VMOVUPD    lgc4<>+0(SB), Y4
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VGATHERDPD Y4, (DI)(X3*8), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBD (DI)(BX*1), X1
+	VCVTDQ2PD X1, Y1
+	XORQ      DI, DI
+	IMUL3Q    $+32, SI, R8
+	ADDQ      R8, DI
+	VMOVUPD   (SP)(DI*1), Y2
+	VMOVUPD   lgc0<>+0(SB), Y3
 
 	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
@@ -503,113 +669,101 @@ inner_A_7:
 	VBLENDVPD Y4, Y2, Y3, Y1
 
 	// reduce_max(v10) over [A]
-	VMOVUPD (SP), Y2
-	VXORPD  lgc5<>+0(SB), Y2, Y2
-	VXORPD  lgc5<>+0(SB), Y1, Y1
+	VMOVUPD 480(SP), Y2
+	VXORPD  lgc4<>+0(SB), Y2, Y2
+	VXORPD  lgc4<>+0(SB), Y1, Y1
 	VMINPD  Y2, Y1, Y3
 	VMINPD  Y1, Y2, Y2
 	VORPD   Y3, Y2, Y2
-	VXORPD  lgc5<>+0(SB), Y2, Y2
-	VMOVUPD Y2, (SP)
+	VXORPD  lgc4<>+0(SB), Y2, Y2
+	VMOVUPD Y2, 480(SP)
 	INCQ    SI
 	CMPQ    SI, $+5
 	JL      inner_A_7
 
 	// finish v11
-	VMOVUPD (SP), Y1
+	VMOVUPD 480(SP), Y1
 	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 64(SP)
+	VMOVUPD Y2, 544(SP)
 	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 128(SP)
-	VMOVUPD Y1, 192(SP)
+	VMOVUPD Y2, 608(SP)
+	VMOVUPD Y1, 672(SP)
 	XORQ    SI, SI
 
 inner_A_8:
-	MOVQ       mask+8(FP), DI
-	VPMOVZXBD  (DI)(BX*1), X1
-	VCVTDQ2PD  X1, Y1
-	MOVQ       actionValue+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+160, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+5, CX, R9
-	ADDQ       R9, R8
-	MOVQ       SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y3
-	VMOVUPD    lgc4<>+0(SB), Y4
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VGATHERDPD Y4, (DI)(X3*8), Y2
-	VMOVUPD    lgc0<>+0(SB), Y3
+	MOVQ      mask+32(FP), DI
+	VPMOVZXBD (DI)(BX*1), X1
+	VCVTDQ2PD X1, Y1
+	XORQ      DI, DI
+	IMUL3Q    $+32, SI, R8
+	ADDQ      R8, DI
+	VMOVUPD   160(SP)(DI*1), Y2
+	VMOVUPD   lgc0<>+0(SB), Y3
 
 	// v6 = where(mask, actionValue, 0)
-	VMOVUPD    lgc0<>+0(SB), Y4
-	VCMPPD     $0x04, Y4, Y1, Y4
-	VBLENDVPD  Y4, Y2, Y3, Y2
-	MOVQ       nextActionValue+40(FP), DI
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y5
-	VMOVUPD    lgc4<>+0(SB), Y6
-	VMOVUPD    lgc0<>+0(SB), Y4
-	VGATHERDPD Y6, (DI)(X5*8), Y4
+	VMOVUPD   lgc0<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y1, Y4
+	VBLENDVPD Y4, Y2, Y3, Y2
+	VMOVUPD   320(SP)(DI*1), Y4
 
 	// v8 = where(mask, nextActionValue, 0)
-	VMOVUPD    lgc0<>+0(SB), Y5
-	VCMPPD     $0x04, Y5, Y1, Y5
-	VBLENDVPD  Y5, Y4, Y3, Y4
-	MOVQ       nextActionValueOnline+24(FP), DI
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc3<>+0(SB), Y6
-	VMOVUPD    lgc4<>+0(SB), Y7
-	VMOVUPD    lgc0<>+0(SB), Y5
-	VGATHERDPD Y7, (DI)(X6*8), Y5
+	VMOVUPD   lgc0<>+0(SB), Y5
+	VCMPPD    $0x04, Y5, Y1, Y5
+	VBLENDVPD Y5, Y4, Y3, Y4
+	VMOVUPD   (SP)(DI*1), Y5
 
 	// v10 = where(mask, nextActionValueOnline, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
-	VMOVUPD   192(SP), Y3
+	VMOVUPD   672(SP), Y3
 
 	// v12 = eq(v10, v11)
 	VCMPPD $0x00, Y3, Y1, Y1
-	VANDPD lgc1<>+0(SB), Y1, Y1
+	VANDPD lgc2<>+0(SB), Y1, Y1
 
 	// v13 = mul(v8, v12)
 	VMULPD Y1, Y4, Y1
 
 	// sum(v13) over [A]
-	VADDPD    64(SP), Y1, Y1
-	VMOVUPD   Y1, 64(SP)
+	VADDPD    544(SP), Y1, Y1
+	VMOVUPD   Y1, 544(SP)
 	MOVQ      action+48(FP), DI
-	MOVQ      $+0, 224(SP)
+	XORQ      R8, R8
+	IMUL3Q    $+160, AX, R9
+	ADDQ      R9, R8
+	IMUL3Q    $+5, CX, R9
+	ADDQ      R9, R8
+	MOVQ      SI, R9
+	ADDQ      R9, R8
+	MOVQ      $+0, 704(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 224(SP)
+	MOVB      R9, 704(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 225(SP)
+	MOVB      R9, 705(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 226(SP)
+	MOVB      R9, 706(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 227(SP)
-	VPMOVZXBD 224(SP), X1
+	MOVB      R9, 707(SP)
+	VPMOVZXBD 704(SP), X1
 	VCVTDQ2PD X1, Y1
 
 	// v16 = mul(v6, action)
 	VMULPD Y1, Y2, Y1
 
 	// sum(v16) over [A]
-	VADDPD  128(SP), Y1, Y1
-	VMOVUPD Y1, 128(SP)
+	VADDPD  608(SP), Y1, Y1
+	VMOVUPD Y1, 608(SP)
 	INCQ    SI
 	CMPQ    SI, $+5
 	JL      inner_A_8
 
 	// finish nextChosenActionValue
-	VMOVUPD 64(SP), Y1
+	VMOVUPD 544(SP), Y1
 
 	// finish predValIndex
-	VMOVUPD   128(SP), Y2
-	MOVQ      mask+8(FP), SI
+	VMOVUPD   608(SP), Y2
+	MOVQ      mask+32(FP), SI
 	VPMOVZXBD (SI)(BX*1), X3
 	VCVTDQ2PD X3, Y3
 	MOVQ      nextReward+56(FP), SI
@@ -626,23 +780,23 @@ inner_A_8:
 	SUBQ         SI, DI
 	VMOVD        DI, X6
 	VPBROADCASTD X6, Y6
-	VPSUBD       lgc6<>+0(SB), Y6, Y6
+	VPSUBD       lgc5<>+0(SB), Y6, Y6
 	VCVTDQ2PD    X6, Y6
 
 	// v23 = eq(v22, 0)
 	VCMPPD    $0x00, Y5, Y6, Y6
-	VANDPD    lgc1<>+0(SB), Y6, Y6
+	VANDPD    lgc2<>+0(SB), Y6, Y6
 	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
 	VCVTDQ2PD X7, Y7
 
 	// v24 = max(nextDone, v23)
-	VXORPD lgc5<>+0(SB), Y7, Y7
-	VXORPD lgc5<>+0(SB), Y6, Y6
+	VXORPD lgc4<>+0(SB), Y7, Y7
+	VXORPD lgc4<>+0(SB), Y6, Y6
 	VMINPD Y7, Y6, Y8
 	VMINPD Y6, Y7, Y6
 	VORPD  Y8, Y6, Y6
-	VXORPD lgc5<>+0(SB), Y6, Y6
+	VXORPD lgc4<>+0(SB), Y6, Y6
 
 	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
@@ -653,7 +807,7 @@ inner_A_8:
 	VMOVUPD   lgc0<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y3, Y7
 	VBLENDVPD Y7, Y1, Y5, Y1
-	VMOVUPD   lgc1<>+0(SB), Y7
+	VMOVUPD   lgc2<>+0(SB), Y7
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
 	VCVTDQ2PD X8, Y8
@@ -668,13 +822,13 @@ inner_A_8:
 	VSUBPD Y6, Y7, Y6
 
 	// tdlA = mul(0.7200000000000001, v29)
-	VMULPD lgc7<>+0(SB), Y6, Y8
+	VMULPD lgc6<>+0(SB), Y6, Y8
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc8<>+0(SB), Y1, Y1
+	VMULPD lgc7<>+0(SB), Y1, Y1
 
 	// v35 = mul(0.8, v29)
-	VMULPD lgc9<>+0(SB), Y6, Y6
+	VMULPD lgc8<>+0(SB), Y6, Y6
 
 	// v36 = sub(1, v35)
 	VSUBPD Y6, Y7, Y6
@@ -687,22 +841,22 @@ inner_A_8:
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
 	VMOVUPD     Y8, Y4
-	VANDPD      lgc10<>+0(SB), Y1, Y6
-	VCMPPD      $0x12, lgc11<>+0(SB), Y6, Y6
-	VANDPD      lgc10<>+0(SB), Y4, Y8
-	VCMPPD      $0x12, lgc1<>+0(SB), Y8, Y8
+	VANDPD      lgc9<>+0(SB), Y1, Y6
+	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
+	VANDPD      lgc9<>+0(SB), Y4, Y8
+	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
 	VANDPD      Y8, Y6, Y6
 	VANDPD      448(DX), Y6, Y6
 	VMOVUPD     Y6, 448(DX)
 	VPERMPD     $0xf9, Y4, Y6
 	VPERMPD     $0xf9, Y1, Y8
-	VBLENDPD    $0x08, lgc1<>+0(SB), Y6, Y6
+	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PD Y4, Y8, Y1
 	VMULPD      Y6, Y4, Y4
 	VPERMPD     $0xee, Y4, Y6
 	VPERMPD     $0xee, Y1, Y8
-	VBLENDPD    $0x0c, lgc1<>+0(SB), Y6, Y6
+	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
 	VFMADD231PD Y4, Y8, Y1
 	VMULPD      Y6, Y4, Y4
@@ -721,21 +875,21 @@ inner_A_8:
 	VSUBPD Y6, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc5<>+0(SB), Y6
+	VMOVUPD lgc4<>+0(SB), Y6
 	VANDNPD Y2, Y6, Y6
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
-	VANDPD lgc1<>+0(SB), Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD lgc12<>+0(SB), Y6, Y8
+	VMULPD lgc11<>+0(SB), Y6, Y8
 
 	// v49 = mul(v48, absDiff)
 	VMULPD Y6, Y8, Y8
 
 	// v50 = sub(absDiff, 0.5)
-	VSUBPD lgc12<>+0(SB), Y6, Y6
+	VSUBPD lgc11<>+0(SB), Y6, Y6
 
 	// smoothL1 = where(v47, v49, v50)
 	VMOVUPD   lgc0<>+0(SB), Y9
@@ -788,7 +942,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	MOVQ         numValid+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSD (AX)(CX*8), Y0
-	VMOVUPD      lgc1<>+0(SB), Y1
+	VMOVUPD      lgc2<>+0(SB), Y1
 
 	// v54 = max(numValid, 1)
 	VMAXPD       Y0, Y1, Y0
@@ -804,77 +958,112 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, mask *bool, actionValue *float64, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
-// Requires: AVX, AVX2
-TEXT ·fbPass2AVX2(SB), $144-64
+// func fbPass2AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
+// Requires: AVX
+TEXT ·fbPass2AVX2(SB), $432-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
 	XORQ CX, CX
 
 blocks_10:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	XORQ    DX, DX
+	// tile actionValue
+	MOVQ       actionValue+8(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+160, AX, SI
+	ADDQ       SI, BX
+	IMUL3Q     $+5, CX, SI
+	ADDQ       SI, BX
+	VMOVUPD    (DX)(BX*8), Y0
+	VMOVUPD    40(DX)(BX*8), Y1
+	VMOVUPD    80(DX)(BX*8), Y2
+	VMOVUPD    120(DX)(BX*8), Y3
+	VUNPCKLPD  Y1, Y0, Y4
+	VUNPCKHPD  Y1, Y0, Y0
+	VUNPCKLPD  Y3, Y2, Y1
+	VUNPCKHPD  Y3, Y2, Y2
+	VPERM2F128 $0x20, Y1, Y4, Y3
+	VPERM2F128 $0x20, Y2, Y0, Y5
+	VPERM2F128 $0x31, Y1, Y4, Y1
+	VPERM2F128 $0x31, Y2, Y0, Y0
+	VMOVUPD    Y3, (SP)
+	VMOVUPD    Y5, 32(SP)
+	VMOVUPD    Y1, 64(SP)
+	VMOVUPD    Y0, 96(SP)
+	VMOVUPD    lgc1<>+0(SB), Y0
+	VMASKMOVPD 32(DX)(BX*8), Y0, Y1
+	VMASKMOVPD 72(DX)(BX*8), Y0, Y2
+	VMASKMOVPD 112(DX)(BX*8), Y0, Y3
+	VMASKMOVPD 152(DX)(BX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 128(SP)
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMOVUPD    Y0, 320(SP)
+	XORQ       DX, DX
 
 inner_A_11:
-	MOVQ       mask+8(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+32, AX, DI
-	ADDQ       DI, SI
-	ADDQ       CX, SI
-	VPMOVZXBD  (BX)(SI*1), X0
-	VCVTDQ2PD  X0, Y0
-	MOVQ       actionValue+16(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+160, AX, DI
-	ADDQ       DI, SI
-	IMUL3Q     $+5, CX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc3<>+0(SB), Y2
-	VMOVUPD    lgc4<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (BX)(X2*8), Y1
-	VMOVUPD    lgc0<>+0(SB), Y2
+	MOVQ      mask+16(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+32, AX, R8
+	ADDQ      R8, DI
+	ADDQ      CX, DI
+	VPMOVZXBD (SI)(DI*1), X0
+	VCVTDQ2PD X0, Y0
+	XORQ      SI, SI
+	IMUL3Q    $+32, DX, DI
+	ADDQ      DI, SI
+	VMOVUPD   (SP)(SI*1), Y1
+	VMOVUPD   lgc0<>+0(SB), Y2
 
 	// v6 = where(mask, actionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y0, Y3
 	VBLENDVPD Y3, Y1, Y2, Y0
-	MOVQ      action+24(FP), BX
-	MOVQ      $+0, 64(SP)
-	MOVB      (BX)(SI*1), DI
-	MOVB      DI, 64(SP)
-	MOVB      5(BX)(SI*1), DI
-	MOVB      DI, 65(SP)
-	MOVB      10(BX)(SI*1), DI
-	MOVB      DI, 66(SP)
-	MOVB      15(BX)(SI*1), DI
-	MOVB      DI, 67(SP)
-	VPMOVZXBD 64(SP), X1
+	MOVQ      action+24(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+160, AX, R8
+	ADDQ      R8, DI
+	IMUL3Q    $+5, CX, R8
+	ADDQ      R8, DI
+	MOVQ      DX, R8
+	ADDQ      R8, DI
+	MOVQ      $+0, 384(SP)
+	MOVB      (SI)(DI*1), R8
+	MOVB      R8, 384(SP)
+	MOVB      5(SI)(DI*1), R8
+	MOVB      R8, 385(SP)
+	MOVB      10(SI)(DI*1), R8
+	MOVB      R8, 386(SP)
+	MOVB      15(SI)(DI*1), R8
+	MOVB      R8, 387(SP)
+	VPMOVZXBD 384(SP), X1
 	VCVTDQ2PD X1, Y1
 
 	// v16 = mul(v6, action)
 	VMULPD Y1, Y0, Y0
 
 	// sum(v16) over [A]
-	VADDPD  (SP), Y0, Y0
-	VMOVUPD Y0, (SP)
+	VADDPD  320(SP), Y0, Y0
+	VMOVUPD Y0, 320(SP)
 	INCQ    DX
 	CMPQ    DX, $+5
 	JL      inner_A_11
 
 	// finish predValIndex
-	VMOVUPD   (SP), Y0
-	MOVQ      mask+8(FP), DX
-	XORQ      BX, BX
-	IMUL3Q    $+32, AX, SI
-	ADDQ      SI, BX
-	ADDQ      CX, BX
-	VPMOVZXBD (DX)(BX*1), X1
+	VMOVUPD   320(SP), Y0
+	MOVQ      mask+16(FP), DX
+	XORQ      SI, SI
+	IMUL3Q    $+32, AX, DI
+	ADDQ      DI, SI
+	ADDQ      CX, SI
+	VPMOVZXBD (DX)(SI*1), X1
 	VCVTDQ2PD X1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 
@@ -883,7 +1072,7 @@ inner_A_11:
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
 	MOVQ      s0+32(FP), DX
-	VMOVUPD   (DX)(BX*8), Y3
+	VMOVUPD   (DX)(SI*8), Y3
 
 	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
@@ -894,19 +1083,19 @@ inner_A_11:
 	VSUBPD Y3, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPD lgc5<>+0(SB), Y3
+	VMOVUPD lgc4<>+0(SB), Y3
 	VANDNPD Y0, Y3, Y3
-	VMOVUPD lgc1<>+0(SB), Y4
+	VMOVUPD lgc2<>+0(SB), Y4
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y4, Y3, Y5
-	VANDPD lgc1<>+0(SB), Y5, Y5
+	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v48 = mul(0.5, absDiff)
-	VMULPD       lgc12<>+0(SB), Y3, Y6
+	VMULPD       lgc11<>+0(SB), Y3, Y6
 	MOVQ         numValid+40(FP), DX
-	XORQ         SI, SI
-	VBROADCASTSD (DX)(SI*8), Y7
+	XORQ         DI, DI
+	VBROADCASTSD (DX)(DI*8), Y7
 
 	// v54 = max(numValid, 1)
 	VMAXPD Y7, Y4, Y7
@@ -931,7 +1120,7 @@ inner_A_11:
 
 	// v64 = ne(v62, 0)
 	VCMPPD $0x04, Y2, Y8, Y7
-	VANDPD lgc1<>+0(SB), Y7, Y7
+	VANDPD lgc2<>+0(SB), Y7, Y7
 
 	// v65 = mul(v62, absDiff)
 	VMULPD Y3, Y8, Y3
@@ -953,22 +1142,22 @@ inner_A_11:
 	VADDPD Y6, Y5, Y5
 
 	// v70 = mul(v66, 0.5)
-	VMULPD lgc12<>+0(SB), Y3, Y3
+	VMULPD lgc11<>+0(SB), Y3, Y3
 
 	// v71 = add(v69, v70)
 	VADDPD Y3, Y5, Y3
 
 	// v72 = gt(diff, 0)
 	VCMPPD $0x1e, Y2, Y0, Y5
-	VANDPD lgc1<>+0(SB), Y5, Y5
+	VANDPD lgc2<>+0(SB), Y5, Y5
 
 	// v73 = lt(diff, 0)
 	VCMPPD $0x11, Y2, Y0, Y6
-	VANDPD lgc1<>+0(SB), Y6, Y6
+	VANDPD lgc2<>+0(SB), Y6, Y6
 
 	// v74 = mul(diff, 0)
 	VMULPD  lgc0<>+0(SB), Y0, Y0
-	VMOVUPD lgc13<>+0(SB), Y7
+	VMOVUPD lgc12<>+0(SB), Y7
 
 	// v75 = where(v73, -1, v74)
 	VMOVUPD   lgc0<>+0(SB), Y8
@@ -982,7 +1171,7 @@ inner_A_11:
 
 	// v77 = ne(v71, 0)
 	VCMPPD $0x04, Y2, Y3, Y4
-	VANDPD lgc1<>+0(SB), Y4, Y4
+	VANDPD lgc2<>+0(SB), Y4, Y4
 
 	// v78 = mul(v71, v76)
 	VMULPD Y0, Y3, Y0
@@ -996,35 +1185,35 @@ inner_A_11:
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
-	VMOVUPD   Y0, 72(SP)
+	VMOVUPD   Y0, 392(SP)
 	XORQ      DX, DX
 
 inner_A_12:
-	VMOVUPD   72(SP), Y0
-	MOVQ      action+24(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+160, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+5, CX, R8
-	ADDQ      R8, DI
-	MOVQ      DX, R8
-	ADDQ      R8, DI
-	MOVQ      $+0, 104(SP)
-	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 104(SP)
-	MOVB      5(SI)(DI*1), R8
-	MOVB      R8, 105(SP)
-	MOVB      10(SI)(DI*1), R8
-	MOVB      R8, 106(SP)
-	MOVB      15(SI)(DI*1), R8
-	MOVB      R8, 107(SP)
-	VPMOVZXBD 104(SP), X1
+	VMOVUPD   392(SP), Y0
+	MOVQ      action+24(FP), DI
+	XORQ      R8, R8
+	IMUL3Q    $+160, AX, R9
+	ADDQ      R9, R8
+	IMUL3Q    $+5, CX, R9
+	ADDQ      R9, R8
+	MOVQ      DX, R9
+	ADDQ      R9, R8
+	MOVQ      $+0, 424(SP)
+	MOVB      (DI)(R8*1), R9
+	MOVB      R9, 424(SP)
+	MOVB      5(DI)(R8*1), R9
+	MOVB      R9, 425(SP)
+	MOVB      10(DI)(R8*1), R9
+	MOVB      R9, 426(SP)
+	MOVB      15(DI)(R8*1), R9
+	MOVB      R9, 427(SP)
+	VPMOVZXBD 424(SP), X1
 	VCVTDQ2PD X1, Y1
 
 	// v81 = mul(v80, action)
 	VMULPD    Y1, Y0, Y0
-	MOVQ      mask+8(FP), SI
-	VPMOVZXBD (SI)(BX*1), X1
+	MOVQ      mask+16(FP), DI
+	VPMOVZXBD (DI)(SI*1), X1
 	VCVTDQ2PD X1, Y1
 	VMOVUPD   lgc0<>+0(SB), Y2
 
@@ -1034,33 +1223,63 @@ inner_A_12:
 	VBLENDVPD Y3, Y0, Y2, Y0
 
 	// store gradActionValue
-	MOVQ    gradActionValue+48(FP), SI
-	VMOVUPD Y0, 112(SP)
-	MOVQ    112(SP), R8
-	MOVQ    R8, (SI)(DI*8)
-	MOVQ    120(SP), R8
-	MOVQ    R8, 40(SI)(DI*8)
-	MOVQ    128(SP), R8
-	MOVQ    R8, 80(SI)(DI*8)
-	MOVQ    136(SP), R8
-	MOVQ    R8, 120(SI)(DI*8)
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R8
+	ADDQ    R8, DI
+	VMOVUPD Y0, 160(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+5
 	JL      inner_A_12
-	ADDQ    $+4, CX
-	CMPQ    CX, $+32
-	JL      blocks_10
-	INCQ    AX
-	CMPQ    AX, hi+56(FP)
-	JL      outer0_9
+
+	// flush the tile of gradActionValue
+	MOVQ       gradActionValue+48(FP), DX
+	VMOVUPD    160(SP), Y0
+	VMOVUPD    192(SP), Y1
+	VMOVUPD    224(SP), Y2
+	VMOVUPD    256(SP), Y3
+	VUNPCKLPD  Y1, Y0, Y4
+	VUNPCKHPD  Y1, Y0, Y0
+	VUNPCKLPD  Y3, Y2, Y1
+	VUNPCKHPD  Y3, Y2, Y2
+	VPERM2F128 $0x20, Y1, Y4, Y3
+	VPERM2F128 $0x20, Y2, Y0, Y5
+	VPERM2F128 $0x31, Y1, Y4, Y1
+	VPERM2F128 $0x31, Y2, Y0, Y0
+	VMOVUPD    Y3, (DX)(BX*8)
+	VMOVUPD    Y5, 40(DX)(BX*8)
+	VMOVUPD    Y1, 80(DX)(BX*8)
+	VMOVUPD    Y0, 120(DX)(BX*8)
+	VMOVUPD    288(SP), Y0
+	VMOVUPD    lgc0<>+0(SB), Y1
+	VMOVUPD    lgc0<>+0(SB), Y2
+	VMOVUPD    lgc0<>+0(SB), Y3
+	VMOVUPD    lgc1<>+0(SB), Y4
+	VUNPCKLPD  Y1, Y0, Y5
+	VUNPCKHPD  Y1, Y0, Y0
+	VUNPCKLPD  Y3, Y2, Y1
+	VUNPCKHPD  Y3, Y2, Y2
+	VPERM2F128 $0x20, Y1, Y5, Y3
+	VPERM2F128 $0x20, Y2, Y0, Y6
+	VPERM2F128 $0x31, Y1, Y5, Y1
+	VPERM2F128 $0x31, Y2, Y0, Y0
+	VMASKMOVPD Y3, Y4, 32(DX)(BX*8)
+	VMASKMOVPD Y6, Y4, 72(DX)(BX*8)
+	VMASKMOVPD Y1, Y4, 112(DX)(BX*8)
+	VMASKMOVPD Y0, Y4, 152(DX)(BX*8)
+	ADDQ       $+4, CX
+	CMPQ       CX, $+32
+	JL         blocks_10
+	INCQ       AX
+	CMPQ       AX, hi+56(FP)
+	JL         outer0_9
 	VZEROUPPER
 	RET
 
-DATA lgc13<>+0(SB)/8, $0xbff0000000000000
-DATA lgc13<>+8(SB)/8, $0xbff0000000000000
-DATA lgc13<>+16(SB)/8, $0xbff0000000000000
-DATA lgc13<>+24(SB)/8, $0xbff0000000000000
-GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+DATA lgc12<>+0(SB)/8, $0xbff0000000000000
+DATA lgc12<>+8(SB)/8, $0xbff0000000000000
+DATA lgc12<>+16(SB)/8, $0xbff0000000000000
+DATA lgc12<>+24(SB)/8, $0xbff0000000000000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1074,13 +1293,14 @@ bulk_13:
 	CMPQ         BX, DX
 	JGE          bulkdone_14
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc14<>+0(SB), Y0, Y1
-	VMINPD       lgc15<>+0(SB), Y1, Y1
-	VMULPD       lgc16<>+0(SB), Y1, Y2
+	VMAXPD       lgc13<>+0(SB), Y0, Y1
+	VMINPD       lgc14<>+0(SB), Y1, Y1
+	VMULPD       lgc15<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
+	VFNMADD231PD lgc16<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc17<>+0(SB), Y2, Y1
-	VFNMADD231PD lgc18<>+0(SB), Y2, Y1
-	VMOVAPD      lgc19<>+0(SB), Y3
+	VMOVAPD      lgc18<>+0(SB), Y3
+	VFMADD213PD  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc22<>+0(SB), Y1, Y3
@@ -1090,19 +1310,18 @@ bulk_13:
 	VFMADD213PD  lgc26<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc27<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc28<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc29<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc1<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc2<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc30<>+0(SB), X1, X2
-	VPMINSD      lgc31<>+0(SB), X2, X2
+	VPMAXSD      lgc29<>+0(SB), X1, X2
+	VPMINSD      lgc30<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc32<>+0(SB), Y2, Y2
+	VPADDQ       lgc31<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc32<>+0(SB), Y1, Y1
+	VPADDQ       lgc31<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -1116,127 +1335,127 @@ bulkdone_14:
 	VZEROUPPER
 	RET
 
-DATA lgc14<>+0(SB)/8, $0xc087500000000000
-DATA lgc14<>+8(SB)/8, $0xc087500000000000
-DATA lgc14<>+16(SB)/8, $0xc087500000000000
-DATA lgc14<>+24(SB)/8, $0xc087500000000000
+DATA lgc13<>+0(SB)/8, $0xc087500000000000
+DATA lgc13<>+8(SB)/8, $0xc087500000000000
+DATA lgc13<>+16(SB)/8, $0xc087500000000000
+DATA lgc13<>+24(SB)/8, $0xc087500000000000
+GLOBL lgc13<>(SB), RODATA|NOPTR, $32
+
+DATA lgc14<>+0(SB)/8, $0x4086300000000000
+DATA lgc14<>+8(SB)/8, $0x4086300000000000
+DATA lgc14<>+16(SB)/8, $0x4086300000000000
+DATA lgc14<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x4086300000000000
-DATA lgc15<>+8(SB)/8, $0x4086300000000000
-DATA lgc15<>+16(SB)/8, $0x4086300000000000
-DATA lgc15<>+24(SB)/8, $0x4086300000000000
+DATA lgc15<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc15<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc15<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc15<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc16<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc16<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc16<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc16<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc16<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc16<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc16<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc17<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc17<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc17<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc17<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc17<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc17<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc17<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc18<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc18<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc18<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc18<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc18<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc18<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc18<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc19<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc19<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc19<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc19<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc19<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc19<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc19<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc20<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc20<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc20<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc20<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc20<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc20<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc20<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc21<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc21<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc21<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc21<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc21<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc21<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc21<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc22<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc22<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc22<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc22<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc22<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc22<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc22<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc23<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc23<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc23<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc23<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc23<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc23<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc23<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc24<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc24<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc24<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc24<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc24<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc24<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc24<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc25<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc25<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc25<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc25<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc25<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc25<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc25<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc26<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc26<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc26<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc26<>+0(SB)/8, $0x3f81111111111111
+DATA lgc26<>+8(SB)/8, $0x3f81111111111111
+DATA lgc26<>+16(SB)/8, $0x3f81111111111111
+DATA lgc26<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0x3f81111111111111
-DATA lgc27<>+8(SB)/8, $0x3f81111111111111
-DATA lgc27<>+16(SB)/8, $0x3f81111111111111
-DATA lgc27<>+24(SB)/8, $0x3f81111111111111
+DATA lgc27<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc27<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc27<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc27<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc28<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc28<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc28<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc28<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc28<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc28<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc28<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc29<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc29<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc29<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc29<>+0(SB)/4, $0xfffffc02
+DATA lgc29<>+4(SB)/4, $0xfffffc02
+DATA lgc29<>+8(SB)/4, $0xfffffc02
+DATA lgc29<>+12(SB)/4, $0xfffffc02
+DATA lgc29<>+16(SB)/4, $0xfffffc02
+DATA lgc29<>+20(SB)/4, $0xfffffc02
+DATA lgc29<>+24(SB)/4, $0xfffffc02
+DATA lgc29<>+28(SB)/4, $0xfffffc02
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0xfffffc02
-DATA lgc30<>+4(SB)/4, $0xfffffc02
-DATA lgc30<>+8(SB)/4, $0xfffffc02
-DATA lgc30<>+12(SB)/4, $0xfffffc02
-DATA lgc30<>+16(SB)/4, $0xfffffc02
-DATA lgc30<>+20(SB)/4, $0xfffffc02
-DATA lgc30<>+24(SB)/4, $0xfffffc02
-DATA lgc30<>+28(SB)/4, $0xfffffc02
+DATA lgc30<>+0(SB)/4, $0x000003ff
+DATA lgc30<>+4(SB)/4, $0x000003ff
+DATA lgc30<>+8(SB)/4, $0x000003ff
+DATA lgc30<>+12(SB)/4, $0x000003ff
+DATA lgc30<>+16(SB)/4, $0x000003ff
+DATA lgc30<>+20(SB)/4, $0x000003ff
+DATA lgc30<>+24(SB)/4, $0x000003ff
+DATA lgc30<>+28(SB)/4, $0x000003ff
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x000003ff
-DATA lgc31<>+4(SB)/4, $0x000003ff
-DATA lgc31<>+8(SB)/4, $0x000003ff
-DATA lgc31<>+12(SB)/4, $0x000003ff
-DATA lgc31<>+16(SB)/4, $0x000003ff
-DATA lgc31<>+20(SB)/4, $0x000003ff
-DATA lgc31<>+24(SB)/4, $0x000003ff
-DATA lgc31<>+28(SB)/4, $0x000003ff
+DATA lgc31<>+0(SB)/8, $0x00000000000003ff
+DATA lgc31<>+8(SB)/8, $0x00000000000003ff
+DATA lgc31<>+16(SB)/8, $0x00000000000003ff
+DATA lgc31<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
-
-DATA lgc32<>+0(SB)/8, $0x00000000000003ff
-DATA lgc32<>+8(SB)/8, $0x00000000000003ff
-DATA lgc32<>+16(SB)/8, $0x00000000000003ff
-DATA lgc32<>+24(SB)/8, $0x00000000000003ff
-GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1250,51 +1469,51 @@ bulk_15:
 	CMPQ        BX, DX
 	JGE         bulkdone_16
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc33<>+0(SB), Y0, Y1
-	VMULPD      lgc34<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc32<>+0(SB), Y0, Y1
+	VMULPD      lgc33<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc32<>+0(SB), Y3, Y3
-	VPAND       lgc35<>+0(SB), Y1, Y1
+	VPSUBQ      lgc31<>+0(SB), Y3, Y3
+	VPAND       lgc34<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc36<>+0(SB), Y2, Y1
-	VPOR        lgc1<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc37<>+0(SB), Y1, Y2
-	VMULPD      lgc12<>+0(SB), Y1, Y4
+	VPAND       lgc35<>+0(SB), Y2, Y1
+	VPOR        lgc2<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc36<>+0(SB), Y1, Y2
+	VMULPD      lgc11<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc1<>+0(SB), Y1, Y1
-	VADDPD      lgc38<>+0(SB), Y1, Y2
+	VSUBPD      lgc2<>+0(SB), Y1, Y1
+	VADDPD      lgc37<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc39<>+0(SB), Y6
+	VMOVAPD     lgc38<>+0(SB), Y6
+	VFMADD213PD lgc39<>+0(SB), Y5, Y6
 	VFMADD213PD lgc40<>+0(SB), Y5, Y6
-	VFMADD213PD lgc41<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc42<>+0(SB), Y7
+	VMOVAPD     lgc41<>+0(SB), Y7
+	VFMADD213PD lgc42<>+0(SB), Y5, Y7
 	VFMADD213PD lgc43<>+0(SB), Y5, Y7
 	VFMADD213PD lgc44<>+0(SB), Y5, Y7
-	VFMADD213PD lgc45<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc12<>+0(SB), Y4, Y4
-	VPADDQ      lgc46<>+0(SB), Y3, Y3
-	VSUBPD      lgc46<>+0(SB), Y3, Y3
+	VMULPD      lgc11<>+0(SB), Y4, Y4
+	VPADDQ      lgc45<>+0(SB), Y3, Y3
+	VSUBPD      lgc45<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc18<>+0(SB), Y3, Y5
+	VFMADD231PD lgc17<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc17<>+0(SB), Y3, Y1
+	VMULPD      lgc16<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
 	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc2<>+0(SB), Y1, Y1
+	VBLENDVPD   Y2, lgc3<>+0(SB), Y1, Y1
 	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc46<>+0(SB), Y1, Y1
+	VCMPPD      $0x00, lgc47<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc47<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc48<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc48<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -1305,101 +1524,101 @@ bulkdone_16:
 	VZEROUPPER
 	RET
 
-DATA lgc33<>+0(SB)/8, $0x0010000000000000
-DATA lgc33<>+8(SB)/8, $0x0010000000000000
-DATA lgc33<>+16(SB)/8, $0x0010000000000000
-DATA lgc33<>+24(SB)/8, $0x0010000000000000
+DATA lgc32<>+0(SB)/8, $0x0010000000000000
+DATA lgc32<>+8(SB)/8, $0x0010000000000000
+DATA lgc32<>+16(SB)/8, $0x0010000000000000
+DATA lgc32<>+24(SB)/8, $0x0010000000000000
+GLOBL lgc32<>(SB), RODATA|NOPTR, $32
+
+DATA lgc33<>+0(SB)/8, $0x4350000000000000
+DATA lgc33<>+8(SB)/8, $0x4350000000000000
+DATA lgc33<>+16(SB)/8, $0x4350000000000000
+DATA lgc33<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x4350000000000000
-DATA lgc34<>+8(SB)/8, $0x4350000000000000
-DATA lgc34<>+16(SB)/8, $0x4350000000000000
-DATA lgc34<>+24(SB)/8, $0x4350000000000000
+DATA lgc34<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc34<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc34<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc34<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc35<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc35<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc35<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc35<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc35<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc35<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc35<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc36<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc36<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc36<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc36<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc36<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc36<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc36<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc37<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc37<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc37<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc37<>+0(SB)/8, $0x4000000000000000
+DATA lgc37<>+8(SB)/8, $0x4000000000000000
+DATA lgc37<>+16(SB)/8, $0x4000000000000000
+DATA lgc37<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x4000000000000000
-DATA lgc38<>+8(SB)/8, $0x4000000000000000
-DATA lgc38<>+16(SB)/8, $0x4000000000000000
-DATA lgc38<>+24(SB)/8, $0x4000000000000000
+DATA lgc38<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc38<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc38<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc38<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc39<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc39<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc39<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc39<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc39<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc39<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc39<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc40<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc40<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc40<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc40<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc40<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc40<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc40<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc41<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc41<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc41<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc41<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc41<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc41<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc41<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc42<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc42<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc42<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc42<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc42<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc42<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc42<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc43<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc43<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc43<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc43<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc43<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc43<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc43<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc44<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc44<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc44<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc44<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc44<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc44<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc44<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc45<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc45<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc45<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc45<>+0(SB)/8, $0x4338000000000000
+DATA lgc45<>+8(SB)/8, $0x4338000000000000
+DATA lgc45<>+16(SB)/8, $0x4338000000000000
+DATA lgc45<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/8, $0x4338000000000000
-DATA lgc46<>+8(SB)/8, $0x4338000000000000
-DATA lgc46<>+16(SB)/8, $0x4338000000000000
-DATA lgc46<>+24(SB)/8, $0x4338000000000000
+DATA lgc46<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc46<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc46<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc46<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc47<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc47<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc47<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc47<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc47<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc47<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc47<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-DATA lgc48<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc48<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc48<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc48<>+24(SB)/8, $0x7ff0000000000000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float64, src *float64, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1413,64 +1632,64 @@ bulk_17:
 	CMPQ        BX, DX
 	JGE         bulkdone_18
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc1<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc33<>+0(SB), Y1, Y2
-	VMULPD      lgc34<>+0(SB), Y1, Y3
+	VADDPD      lgc2<>+0(SB), Y0, Y1
+	VCMPPD      $0x11, lgc32<>+0(SB), Y1, Y2
+	VMULPD      lgc33<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc32<>+0(SB), Y4, Y4
-	VPAND       lgc35<>+0(SB), Y2, Y2
+	VPSUBQ      lgc31<>+0(SB), Y4, Y4
+	VPAND       lgc34<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc36<>+0(SB), Y3, Y2
-	VPOR        lgc1<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc37<>+0(SB), Y2, Y3
-	VMULPD      lgc12<>+0(SB), Y2, Y5
+	VPAND       lgc35<>+0(SB), Y3, Y2
+	VPOR        lgc2<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc36<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc1<>+0(SB), Y2, Y2
-	VADDPD      lgc38<>+0(SB), Y2, Y3
+	VSUBPD      lgc2<>+0(SB), Y2, Y2
+	VADDPD      lgc37<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc39<>+0(SB), Y7
+	VMOVAPD     lgc38<>+0(SB), Y7
+	VFMADD213PD lgc39<>+0(SB), Y6, Y7
 	VFMADD213PD lgc40<>+0(SB), Y6, Y7
-	VFMADD213PD lgc41<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc42<>+0(SB), Y8
+	VMOVAPD     lgc41<>+0(SB), Y8
+	VFMADD213PD lgc42<>+0(SB), Y6, Y8
 	VFMADD213PD lgc43<>+0(SB), Y6, Y8
 	VFMADD213PD lgc44<>+0(SB), Y6, Y8
-	VFMADD213PD lgc45<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc12<>+0(SB), Y5, Y5
-	VPADDQ      lgc46<>+0(SB), Y4, Y4
-	VSUBPD      lgc46<>+0(SB), Y4, Y4
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc45<>+0(SB), Y4, Y4
+	VSUBPD      lgc45<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc18<>+0(SB), Y4, Y6
+	VFMADD231PD lgc17<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc17<>+0(SB), Y4, Y2
+	VMULPD      lgc16<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc2<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
 	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc46<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc47<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc47<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc48<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc48<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc1<>+0(SB), Y1, Y3
+	VSUBPD      lgc2<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc2<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc2<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc48<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc48<>+0(SB), Y2, Y2
+	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc47<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc47<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_17

@@ -6,62 +6,99 @@
 
 // func pass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $160-72
+TEXT ·pass0AVX2(SB), $352-72
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 64(SP)
-	VMOVUPD Y0, 96(SP)
-	XORQ    DX, DX
+	// tile nextActionValue
+	MOVQ       nextActionValue+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+6, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y4, 64(SP)
+	VMOVUPS    Y6, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y2, 160(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 192(SP)
+	VMOVUPD    lgc2<>+0(SB), Y0
+	VMOVUPD    Y0, 256(SP)
+	VMOVUPD    Y0, 288(SP)
+	XORQ       DX, DX
 
 inner_A_2:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+6, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc2<>+0(SB), Y1
-	VMOVUPS    lgc3<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS (SP)(BX*1), Y0
 
 	// argmax(nextActionValue) over [A]
-	VMOVUPS      (SP), Y1
+	VMOVUPS      192(SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VANDNPS      Y4, Y3, Y3
 	VORPS        Y3, Y2, Y2
 	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, (SP)
+	VMOVUPS      Y1, 192(SP)
 	VPMOVSXDQ    X2, Y0
 	VEXTRACTI128 $0x01, Y2, X1
 	VPMOVSXDQ    X1, Y1
 	MOVQ         DX, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
+	VMOVUPS      lgc3<>+0(SB), Y2
 	VCVTSI2SDQ   BX, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVUPD      64(SP), Y4
+	VMOVUPD      256(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 64(SP)
-	VMOVUPD      96(SP), Y0
+	VMOVUPD      Y4, 256(SP)
+	VMOVUPD      288(SP), Y0
 	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 96(SP)
+	VMOVUPD      Y0, 288(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
 	JL           inner_A_2
 
 	// finish v2
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc4<>+0(SB), Y2
+	VMOVUPD     256(SP), Y0
+	VMOVUPD     288(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
@@ -73,44 +110,44 @@ inner_A_2:
 	MOVQ       nextActionValue+0(FP), BX
 	LEAQ       (BX)(DX*4), BX
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc4<>+0(SB), Y0, Y0
-	VPMINSD    lgc5<>+0(SB), Y0, Y0
-	VPMULLD    lgc6<>+0(SB), Y0, Y0
-	VPADDD     lgc2<>+0(SB), Y0, Y0
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	VPMAXSD    lgc3<>+0(SB), Y0, Y0
+	VPMINSD    lgc4<>+0(SB), Y0, Y0
+	VPMULLD    lgc5<>+0(SB), Y0, Y0
+	VPADDD     lgc6<>+0(SB), Y0, Y0
+	VMOVUPS    lgc7<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y2
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
 	MOVQ       action+8(FP), DX
 	XORQ       BX, BX
 	ADDQ       AX, BX
-	VMOVUPS    lgc4<>+0(SB), Y0
-	VMOVUPS    Y0, 128(SP)
-	VMOVUPS    lgc4<>+0(SB), X0
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    Y0, 320(SP)
+	VMOVUPS    lgc3<>+0(SB), X0
 	MOVQ       (DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 128(SP)
+	VMOVSS     X0, 320(SP)
 	MOVQ       8(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 132(SP)
+	VMOVSS     X0, 324(SP)
 	MOVQ       16(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 136(SP)
+	VMOVSS     X0, 328(SP)
 	MOVQ       24(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 140(SP)
+	VMOVSS     X0, 332(SP)
 	MOVQ       32(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 144(SP)
+	VMOVSS     X0, 336(SP)
 	MOVQ       40(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 148(SP)
+	VMOVSS     X0, 340(SP)
 	MOVQ       48(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 152(SP)
+	VMOVSS     X0, 344(SP)
 	MOVQ       56(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 156(SP)
-	VMOVUPS    128(SP), Y0
+	VMOVSS     X0, 348(SP)
+	VMOVUPS    320(SP), Y0
 
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
@@ -119,14 +156,14 @@ inner_A_2:
 	MOVQ       actionValue+16(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc4<>+0(SB), Y0, Y0
-	VPMINSD    lgc5<>+0(SB), Y0, Y0
-	VPMULLD    lgc6<>+0(SB), Y0, Y0
-	VPADDD     lgc2<>+0(SB), Y0, Y0
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VMOVUPS    lgc4<>+0(SB), Y3
+	VPMAXSD    lgc3<>+0(SB), Y0, Y0
+	VPMINSD    lgc4<>+0(SB), Y0, Y0
+	VPMULLD    lgc5<>+0(SB), Y0, Y0
+	VPADDD     lgc6<>+0(SB), Y0, Y0
+	VMOVUPS    lgc7<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y3
 	VGATHERDPS Y1, (SI)(Y0*4), Y3
-	VMOVUPS    lgc7<>+0(SB), Y0
+	VMOVUPS    lgc8<>+0(SB), Y0
 	MOVQ       nextTerminated+24(FP), DX
 	VPMOVZXBD  (DX)(BX*1), Y1
 	VCVTDQ2PS  Y1, Y1
@@ -135,7 +172,7 @@ inner_A_2:
 	VSUBPS Y1, Y0, Y0
 
 	// v11 = mul(0.99, v9)
-	VMULPS lgc8<>+0(SB), Y0, Y0
+	VMULPS lgc9<>+0(SB), Y0, Y0
 
 	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
@@ -174,8 +211,8 @@ inner_A_2:
 	JNZ          noflush_3
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VANDPS       lgc10<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -183,7 +220,7 @@ inner_A_2:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -195,8 +232,8 @@ noflush_3:
 	JL           blocks_1
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VANDPS       lgc10<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -204,256 +241,303 @@ noflush_3:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VANDPS       384(AX), Y1, Y1
 	VMOVUPS      Y1, 384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0xff800000
-DATA lgc0<>+4(SB)/4, $0xff800000
-DATA lgc0<>+8(SB)/4, $0xff800000
-DATA lgc0<>+12(SB)/4, $0xff800000
-DATA lgc0<>+16(SB)/4, $0xff800000
-DATA lgc0<>+20(SB)/4, $0xff800000
-DATA lgc0<>+24(SB)/4, $0xff800000
-DATA lgc0<>+28(SB)/4, $0xff800000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0xffffffff
+DATA lgc0<>+12(SB)/4, $0xffffffff
+DATA lgc0<>+16(SB)/4, $0xffffffff
+DATA lgc0<>+20(SB)/4, $0xffffffff
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/8, $0x0000000000000000
-DATA lgc1<>+8(SB)/8, $0x0000000000000000
-DATA lgc1<>+16(SB)/8, $0x0000000000000000
-DATA lgc1<>+24(SB)/8, $0x0000000000000000
+DATA lgc1<>+0(SB)/4, $0xff800000
+DATA lgc1<>+4(SB)/4, $0xff800000
+DATA lgc1<>+8(SB)/4, $0xff800000
+DATA lgc1<>+12(SB)/4, $0xff800000
+DATA lgc1<>+16(SB)/4, $0xff800000
+DATA lgc1<>+20(SB)/4, $0xff800000
+DATA lgc1<>+24(SB)/4, $0xff800000
+DATA lgc1<>+28(SB)/4, $0xff800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x00000000
-DATA lgc2<>+4(SB)/4, $0x00000006
-DATA lgc2<>+8(SB)/4, $0x0000000c
-DATA lgc2<>+12(SB)/4, $0x00000012
-DATA lgc2<>+16(SB)/4, $0x00000018
-DATA lgc2<>+20(SB)/4, $0x0000001e
-DATA lgc2<>+24(SB)/4, $0x00000024
-DATA lgc2<>+28(SB)/4, $0x0000002a
+DATA lgc2<>+0(SB)/8, $0x0000000000000000
+DATA lgc2<>+8(SB)/8, $0x0000000000000000
+DATA lgc2<>+16(SB)/8, $0x0000000000000000
+DATA lgc2<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0xffffffff
-DATA lgc3<>+4(SB)/4, $0xffffffff
-DATA lgc3<>+8(SB)/4, $0xffffffff
-DATA lgc3<>+12(SB)/4, $0xffffffff
-DATA lgc3<>+16(SB)/4, $0xffffffff
-DATA lgc3<>+20(SB)/4, $0xffffffff
-DATA lgc3<>+24(SB)/4, $0xffffffff
-DATA lgc3<>+28(SB)/4, $0xffffffff
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x00000000
-DATA lgc4<>+4(SB)/4, $0x00000000
-DATA lgc4<>+8(SB)/4, $0x00000000
-DATA lgc4<>+12(SB)/4, $0x00000000
-DATA lgc4<>+16(SB)/4, $0x00000000
-DATA lgc4<>+20(SB)/4, $0x00000000
-DATA lgc4<>+24(SB)/4, $0x00000000
-DATA lgc4<>+28(SB)/4, $0x00000000
+DATA lgc4<>+0(SB)/4, $0x00000005
+DATA lgc4<>+4(SB)/4, $0x00000005
+DATA lgc4<>+8(SB)/4, $0x00000005
+DATA lgc4<>+12(SB)/4, $0x00000005
+DATA lgc4<>+16(SB)/4, $0x00000005
+DATA lgc4<>+20(SB)/4, $0x00000005
+DATA lgc4<>+24(SB)/4, $0x00000005
+DATA lgc4<>+28(SB)/4, $0x00000005
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x00000005
-DATA lgc5<>+4(SB)/4, $0x00000005
-DATA lgc5<>+8(SB)/4, $0x00000005
-DATA lgc5<>+12(SB)/4, $0x00000005
-DATA lgc5<>+16(SB)/4, $0x00000005
-DATA lgc5<>+20(SB)/4, $0x00000005
-DATA lgc5<>+24(SB)/4, $0x00000005
-DATA lgc5<>+28(SB)/4, $0x00000005
+DATA lgc5<>+0(SB)/4, $0x00000001
+DATA lgc5<>+4(SB)/4, $0x00000001
+DATA lgc5<>+8(SB)/4, $0x00000001
+DATA lgc5<>+12(SB)/4, $0x00000001
+DATA lgc5<>+16(SB)/4, $0x00000001
+DATA lgc5<>+20(SB)/4, $0x00000001
+DATA lgc5<>+24(SB)/4, $0x00000001
+DATA lgc5<>+28(SB)/4, $0x00000001
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x00000001
-DATA lgc6<>+4(SB)/4, $0x00000001
-DATA lgc6<>+8(SB)/4, $0x00000001
-DATA lgc6<>+12(SB)/4, $0x00000001
-DATA lgc6<>+16(SB)/4, $0x00000001
-DATA lgc6<>+20(SB)/4, $0x00000001
-DATA lgc6<>+24(SB)/4, $0x00000001
-DATA lgc6<>+28(SB)/4, $0x00000001
+DATA lgc6<>+0(SB)/4, $0x00000000
+DATA lgc6<>+4(SB)/4, $0x00000006
+DATA lgc6<>+8(SB)/4, $0x0000000c
+DATA lgc6<>+12(SB)/4, $0x00000012
+DATA lgc6<>+16(SB)/4, $0x00000018
+DATA lgc6<>+20(SB)/4, $0x0000001e
+DATA lgc6<>+24(SB)/4, $0x00000024
+DATA lgc6<>+28(SB)/4, $0x0000002a
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3f800000
-DATA lgc7<>+4(SB)/4, $0x3f800000
-DATA lgc7<>+8(SB)/4, $0x3f800000
-DATA lgc7<>+12(SB)/4, $0x3f800000
-DATA lgc7<>+16(SB)/4, $0x3f800000
-DATA lgc7<>+20(SB)/4, $0x3f800000
-DATA lgc7<>+24(SB)/4, $0x3f800000
-DATA lgc7<>+28(SB)/4, $0x3f800000
+DATA lgc7<>+0(SB)/4, $0xffffffff
+DATA lgc7<>+4(SB)/4, $0xffffffff
+DATA lgc7<>+8(SB)/4, $0xffffffff
+DATA lgc7<>+12(SB)/4, $0xffffffff
+DATA lgc7<>+16(SB)/4, $0xffffffff
+DATA lgc7<>+20(SB)/4, $0xffffffff
+DATA lgc7<>+24(SB)/4, $0xffffffff
+DATA lgc7<>+28(SB)/4, $0xffffffff
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3f7d70a4
-DATA lgc8<>+4(SB)/4, $0x3f7d70a4
-DATA lgc8<>+8(SB)/4, $0x3f7d70a4
-DATA lgc8<>+12(SB)/4, $0x3f7d70a4
-DATA lgc8<>+16(SB)/4, $0x3f7d70a4
-DATA lgc8<>+20(SB)/4, $0x3f7d70a4
-DATA lgc8<>+24(SB)/4, $0x3f7d70a4
-DATA lgc8<>+28(SB)/4, $0x3f7d70a4
+DATA lgc8<>+0(SB)/4, $0x3f800000
+DATA lgc8<>+4(SB)/4, $0x3f800000
+DATA lgc8<>+8(SB)/4, $0x3f800000
+DATA lgc8<>+12(SB)/4, $0x3f800000
+DATA lgc8<>+16(SB)/4, $0x3f800000
+DATA lgc8<>+20(SB)/4, $0x3f800000
+DATA lgc8<>+24(SB)/4, $0x3f800000
+DATA lgc8<>+28(SB)/4, $0x3f800000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x7fffffff
-DATA lgc9<>+4(SB)/4, $0x7fffffff
-DATA lgc9<>+8(SB)/4, $0x7fffffff
-DATA lgc9<>+12(SB)/4, $0x7fffffff
-DATA lgc9<>+16(SB)/4, $0x7fffffff
-DATA lgc9<>+20(SB)/4, $0x7fffffff
-DATA lgc9<>+24(SB)/4, $0x7fffffff
-DATA lgc9<>+28(SB)/4, $0x7fffffff
+DATA lgc9<>+0(SB)/4, $0x3f7d70a4
+DATA lgc9<>+4(SB)/4, $0x3f7d70a4
+DATA lgc9<>+8(SB)/4, $0x3f7d70a4
+DATA lgc9<>+12(SB)/4, $0x3f7d70a4
+DATA lgc9<>+16(SB)/4, $0x3f7d70a4
+DATA lgc9<>+20(SB)/4, $0x3f7d70a4
+DATA lgc9<>+24(SB)/4, $0x3f7d70a4
+DATA lgc9<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x7f7fffff
-DATA lgc10<>+4(SB)/4, $0x7f7fffff
-DATA lgc10<>+8(SB)/4, $0x7f7fffff
-DATA lgc10<>+12(SB)/4, $0x7f7fffff
-DATA lgc10<>+16(SB)/4, $0x7f7fffff
-DATA lgc10<>+20(SB)/4, $0x7f7fffff
-DATA lgc10<>+24(SB)/4, $0x7f7fffff
-DATA lgc10<>+28(SB)/4, $0x7f7fffff
+DATA lgc10<>+0(SB)/4, $0x7fffffff
+DATA lgc10<>+4(SB)/4, $0x7fffffff
+DATA lgc10<>+8(SB)/4, $0x7fffffff
+DATA lgc10<>+12(SB)/4, $0x7fffffff
+DATA lgc10<>+16(SB)/4, $0x7fffffff
+DATA lgc10<>+20(SB)/4, $0x7fffffff
+DATA lgc10<>+24(SB)/4, $0x7fffffff
+DATA lgc10<>+28(SB)/4, $0x7fffffff
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, gradActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32)
+DATA lgc11<>+0(SB)/4, $0x7f7fffff
+DATA lgc11<>+4(SB)/4, $0x7f7fffff
+DATA lgc11<>+8(SB)/4, $0x7f7fffff
+DATA lgc11<>+12(SB)/4, $0x7f7fffff
+DATA lgc11<>+16(SB)/4, $0x7f7fffff
+DATA lgc11<>+20(SB)/4, $0x7f7fffff
+DATA lgc11<>+24(SB)/4, $0x7f7fffff
+DATA lgc11<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+
+// func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $352-80
+TEXT ·fbPass0AVX2(SB), $704-80
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_4:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 64(SP)
-	VMOVUPD Y0, 96(SP)
-	XORQ    DX, DX
+	// tile nextActionValue
+	MOVQ       nextActionValue+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+6, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 72(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 96(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 120(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 144(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 168(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y4, 64(SP)
+	VMOVUPS    Y6, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y2, 160(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 384(SP)
+	VMOVUPD    lgc2<>+0(SB), Y0
+	VMOVUPD    Y0, 448(SP)
+	VMOVUPD    Y0, 480(SP)
+	XORQ       DX, DX
 
 inner_A_5:
-	MOVQ       nextActionValue+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+6, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc2<>+0(SB), Y1
-	VMOVUPS    lgc3<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS (SP)(SI*1), Y0
 
 	// argmax(nextActionValue) over [A]
-	VMOVUPS      (SP), Y1
+	VMOVUPS      384(SP), Y1
 	VCMPPS       $0x03, Y0, Y0, Y4
 	VCMPPS       $0x1e, Y1, Y0, Y2
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VANDNPS      Y4, Y3, Y3
 	VORPS        Y3, Y2, Y2
 	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, (SP)
+	VMOVUPS      Y1, 384(SP)
 	VPMOVSXDQ    X2, Y0
 	VEXTRACTI128 $0x01, Y2, X1
 	VPMOVSXDQ    X1, Y1
-	MOVQ         DX, BX
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VCVTSI2SDQ   BX, X2, X2
+	MOVQ         DX, SI
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VCVTSI2SDQ   SI, X2, X2
 	VBROADCASTSD X2, Y2
 	VMOVAPD      Y2, Y3
-	VMOVUPD      64(SP), Y4
+	VMOVUPD      448(SP), Y4
 	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 64(SP)
-	VMOVUPD      96(SP), Y0
+	VMOVUPD      Y4, 448(SP)
+	VMOVUPD      480(SP), Y0
 	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 96(SP)
+	VMOVUPD      Y0, 480(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
 	JL           inner_A_5
 
 	// finish v2
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc4<>+0(SB), Y2
+	VMOVUPD     448(SP), Y0
+	VMOVUPD     480(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v3 = gather(nextActionValue, v2) over A
 	XORQ       DX, DX
-	IMUL3Q     $+6, AX, BX
-	ADDQ       BX, DX
-	MOVQ       nextActionValue+0(FP), BX
-	LEAQ       (BX)(DX*4), BX
+	IMUL3Q     $+6, AX, SI
+	ADDQ       SI, DX
+	MOVQ       nextActionValue+0(FP), SI
+	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc4<>+0(SB), Y0, Y0
-	VPMINSD    lgc5<>+0(SB), Y0, Y0
-	VPMULLD    lgc6<>+0(SB), Y0, Y0
-	VPADDD     lgc2<>+0(SB), Y0, Y0
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
-	VGATHERDPS Y1, (BX)(Y0*4), Y2
+	VPMAXSD    lgc3<>+0(SB), Y0, Y0
+	VPMINSD    lgc4<>+0(SB), Y0, Y0
+	VPMULLD    lgc5<>+0(SB), Y0, Y0
+	VPADDD     lgc6<>+0(SB), Y0, Y0
+	VMOVUPS    lgc7<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VGATHERDPS Y1, (SI)(Y0*4), Y2
 	MOVQ       action+8(FP), DX
-	XORQ       BX, BX
-	ADDQ       AX, BX
-	VMOVUPS    lgc4<>+0(SB), Y0
-	VMOVUPS    Y0, 128(SP)
-	VMOVUPS    lgc4<>+0(SB), X0
-	MOVQ       (DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 128(SP)
-	MOVQ       8(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 132(SP)
-	MOVQ       16(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 136(SP)
-	MOVQ       24(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 140(SP)
-	MOVQ       32(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 144(SP)
-	MOVQ       40(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 148(SP)
-	MOVQ       48(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 152(SP)
-	MOVQ       56(DX)(BX*8), SI
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 156(SP)
-	VMOVUPS    128(SP), Y0
+	XORQ       SI, SI
+	ADDQ       AX, SI
+	VMOVUPS    lgc3<>+0(SB), Y0
+	VMOVUPS    Y0, 512(SP)
+	VMOVUPS    lgc3<>+0(SB), X0
+	MOVQ       (DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 512(SP)
+	MOVQ       8(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 516(SP)
+	MOVQ       16(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 520(SP)
+	MOVQ       24(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 524(SP)
+	MOVQ       32(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 528(SP)
+	MOVQ       40(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 532(SP)
+	MOVQ       48(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 536(SP)
+	MOVQ       56(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 540(SP)
+	VMOVUPS    512(SP), Y0
 
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, DX
-	MOVQ       actionValue+16(FP), SI
-	LEAQ       (SI)(DX*4), SI
+	IMUL3Q     $+6, AX, DI
+	ADDQ       DI, DX
+	MOVQ       actionValue+16(FP), DI
+	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc4<>+0(SB), Y0, Y0
-	VPMINSD    lgc5<>+0(SB), Y0, Y0
-	VPMULLD    lgc6<>+0(SB), Y0, Y0
-	VPADDD     lgc2<>+0(SB), Y0, Y0
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VGATHERDPS Y1, (SI)(Y0*4), Y3
-	VMOVUPS    lgc7<>+0(SB), Y0
+	VPMAXSD    lgc3<>+0(SB), Y0, Y0
+	VPMINSD    lgc4<>+0(SB), Y0, Y0
+	VPMULLD    lgc5<>+0(SB), Y0, Y0
+	VPADDD     lgc6<>+0(SB), Y0, Y0
+	VMOVUPS    lgc7<>+0(SB), Y1
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VGATHERDPS Y1, (DI)(Y0*4), Y3
+	VMOVUPS    lgc8<>+0(SB), Y0
 	MOVQ       nextTerminated+24(FP), DX
-	VPMOVZXBD  (DX)(BX*1), Y1
+	VPMOVZXBD  (DX)(SI*1), Y1
 	VCVTDQ2PS  Y1, Y1
 
 	// v9 = sub(1, nextTerminated)
 	VSUBPS Y1, Y0, Y0
 
 	// v11 = mul(0.99, v9)
-	VMULPS lgc8<>+0(SB), Y0, Y0
+	VMULPS lgc9<>+0(SB), Y0, Y0
 
 	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
 	MOVQ    nextReward+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v12)
 	VADDPS Y0, Y1, Y0
@@ -473,112 +557,137 @@ inner_A_5:
 	VMOVUPS Y4, 256(DX)
 
 	// v22 = mul(0.00390625, diff)
-	VMULPS lgc11<>+0(SB), Y2, Y2
+	VMULPS lgc12<>+0(SB), Y2, Y2
 
 	// v23 = add(v22, v22)
 	VADDPS  Y2, Y2, Y2
-	VMOVUPS Y1, 160(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y3, 224(SP)
-	VMOVUPS Y2, 256(SP)
+	VMOVUPS Y1, 544(SP)
+	VMOVUPS Y0, 576(SP)
+	VMOVUPS Y3, 608(SP)
+	VMOVUPS Y2, 640(SP)
 	XORQ    DX, DX
 
 inner_A_6:
-	XORQ         SI, SI
-	MOVQ         DX, DI
-	ADDQ         DI, SI
-	VMOVD        SI, X0
+	XORQ         DI, DI
+	MOVQ         DX, R8
+	ADDQ         R8, DI
+	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
-	MOVQ         action+8(FP), SI
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMOVUPS      Y1, 288(SP)
-	VMOVUPS      lgc4<>+0(SB), X1
-	MOVQ         (SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 288(SP)
-	MOVQ         8(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 292(SP)
-	MOVQ         16(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 296(SP)
-	MOVQ         24(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 300(SP)
-	MOVQ         32(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 304(SP)
-	MOVQ         40(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 308(SP)
-	MOVQ         48(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 312(SP)
-	MOVQ         56(SI)(BX*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 316(SP)
-	VMOVUPS      288(SP), Y1
+	MOVQ         action+8(FP), DI
+	VMOVUPS      lgc3<>+0(SB), Y1
+	VMOVUPS      Y1, 672(SP)
+	VMOVUPS      lgc3<>+0(SB), X1
+	MOVQ         (DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 672(SP)
+	MOVQ         8(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 676(SP)
+	MOVQ         16(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 680(SP)
+	MOVQ         24(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 684(SP)
+	MOVQ         32(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 688(SP)
+	MOVQ         40(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 692(SP)
+	MOVQ         48(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 696(SP)
+	MOVQ         56(DI)(SI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 700(SP)
+	VMOVUPS      672(SP), Y1
 
 	// v25 = eq(v24, action)
 	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc7<>+0(SB), Y0, Y0
-	VMOVUPS 256(SP), Y1
-	VMOVUPS lgc4<>+0(SB), Y2
+	VANDPS  lgc8<>+0(SB), Y0, Y0
+	VMOVUPS 640(SP), Y1
+	VMOVUPS lgc3<>+0(SB), Y2
 
 	// gradActionValue = where(v25, v23, 0)
-	VMOVUPS   lgc4<>+0(SB), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store gradActionValue
-	MOVQ    gradActionValue+48(FP), SI
 	XORQ    DI, DI
-	IMUL3Q  $+6, AX, R8
+	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	MOVQ    DX, R8
-	ADDQ    R8, DI
-	VMOVUPS Y0, 320(SP)
-	MOVL    320(SP), R8
-	MOVL    R8, (SI)(DI*4)
-	MOVL    324(SP), R8
-	MOVL    R8, 24(SI)(DI*4)
-	MOVL    328(SP), R8
-	MOVL    R8, 48(SI)(DI*4)
-	MOVL    332(SP), R8
-	MOVL    R8, 72(SI)(DI*4)
-	MOVL    336(SP), R8
-	MOVL    R8, 96(SI)(DI*4)
-	MOVL    340(SP), R8
-	MOVL    R8, 120(SI)(DI*4)
-	MOVL    344(SP), R8
-	MOVL    R8, 144(SI)(DI*4)
-	MOVL    348(SP), R8
-	MOVL    R8, 168(SI)(DI*4)
+	VMOVUPS Y0, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_6
-	VMOVUPS 160(SP), Y0
+	VMOVUPS 544(SP), Y0
 
 	// store advantage
-	MOVQ    advantage+56(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 192(SP), Y0
+	MOVQ    advantage+48(FP), DX
+	VMOVUPS Y0, (DX)(SI*4)
+	VMOVUPS 576(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+64(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 224(SP), Y0
+	MOVQ    valueTarget+56(FP), DX
+	VMOVUPS Y0, (DX)(SI*4)
+	VMOVUPS 608(SP), Y0
 
 	// store tdError
-	MOVQ         tDError+72(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	MOVQ    tDError+64(FP), DX
+	VMOVUPS Y0, (DX)(SI*4)
+
+	// flush the tile of gradActionValue
+	MOVQ         gradActionValue+72(FP), DX
+	VMOVUPS      192(SP), Y0
+	VMOVUPS      224(SP), Y1
+	VMOVUPS      256(SP), Y2
+	VMOVUPS      288(SP), Y3
+	VMOVUPS      320(SP), Y4
+	VMOVUPS      352(SP), Y5
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (DX)(BX*4)
+	VMASKMOVPS   Y7, Y8, 24(DX)(BX*4)
+	VMASKMOVPS   Y3, Y8, 48(DX)(BX*4)
+	VMASKMOVPS   Y9, Y8, 72(DX)(BX*4)
+	VMASKMOVPS   Y2, Y8, 96(DX)(BX*4)
+	VMASKMOVPS   Y1, Y8, 120(DX)(BX*4)
+	VMASKMOVPS   Y5, Y8, 144(DX)(BX*4)
+	VMASKMOVPS   Y0, Y8, 168(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_7
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VANDPS       lgc10<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -586,7 +695,7 @@ inner_A_6:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VANDPS       384(CX), Y1, Y1
 	VMOVUPS      Y1, 384(CX)
@@ -598,8 +707,8 @@ noflush_7:
 	JL           blocks_4
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc9<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc10<>+0(SB), Y1, Y1
+	VANDPS       lgc10<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -607,22 +716,22 @@ noflush_7:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc4<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VANDPS       384(AX), Y1, Y1
 	VMOVUPS      Y1, 384(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc11<>+0(SB)/4, $0x3b800000
-DATA lgc11<>+4(SB)/4, $0x3b800000
-DATA lgc11<>+8(SB)/4, $0x3b800000
-DATA lgc11<>+12(SB)/4, $0x3b800000
-DATA lgc11<>+16(SB)/4, $0x3b800000
-DATA lgc11<>+20(SB)/4, $0x3b800000
-DATA lgc11<>+24(SB)/4, $0x3b800000
-DATA lgc11<>+28(SB)/4, $0x3b800000
-GLOBL lgc11<>(SB), RODATA|NOPTR, $32
+DATA lgc12<>+0(SB)/4, $0x3b800000
+DATA lgc12<>+4(SB)/4, $0x3b800000
+DATA lgc12<>+8(SB)/4, $0x3b800000
+DATA lgc12<>+12(SB)/4, $0x3b800000
+DATA lgc12<>+16(SB)/4, $0x3b800000
+DATA lgc12<>+20(SB)/4, $0x3b800000
+DATA lgc12<>+24(SB)/4, $0x3b800000
+DATA lgc12<>+28(SB)/4, $0x3b800000
+GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
 // func expAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -636,28 +745,28 @@ bulk_8:
 	CMPQ         BX, DX
 	JGE          bulkdone_9
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc12<>+0(SB), Y0, Y1
-	VMINPS       lgc13<>+0(SB), Y1, Y1
-	VMULPS       lgc14<>+0(SB), Y1, Y2
+	VMAXPS       lgc13<>+0(SB), Y0, Y1
+	VMINPS       lgc14<>+0(SB), Y1, Y1
+	VMULPS       lgc15<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc16<>+0(SB), Y2, Y1
-	VMOVAPS      lgc17<>+0(SB), Y3
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc17<>+0(SB), Y2, Y1
+	VMOVAPS      lgc18<>+0(SB), Y3
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc20<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc7<>+0(SB), Y3, Y3
+	VADDPS       lgc8<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc23<>+0(SB), Y1, Y2
-	VPMINSD      lgc24<>+0(SB), Y2, Y2
+	VPMAXSD      lgc24<>+0(SB), Y1, Y2
+	VPMINSD      lgc25<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc24<>+0(SB), Y2, Y2
+	VPADDD       lgc25<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc24<>+0(SB), Y1, Y1
+	VPADDD       lgc25<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -671,135 +780,135 @@ bulkdone_9:
 	VZEROUPPER
 	RET
 
-DATA lgc12<>+0(SB)/4, $0xc2d00000
-DATA lgc12<>+4(SB)/4, $0xc2d00000
-DATA lgc12<>+8(SB)/4, $0xc2d00000
-DATA lgc12<>+12(SB)/4, $0xc2d00000
-DATA lgc12<>+16(SB)/4, $0xc2d00000
-DATA lgc12<>+20(SB)/4, $0xc2d00000
-DATA lgc12<>+24(SB)/4, $0xc2d00000
-DATA lgc12<>+28(SB)/4, $0xc2d00000
-GLOBL lgc12<>(SB), RODATA|NOPTR, $32
-
-DATA lgc13<>+0(SB)/4, $0x42b20000
-DATA lgc13<>+4(SB)/4, $0x42b20000
-DATA lgc13<>+8(SB)/4, $0x42b20000
-DATA lgc13<>+12(SB)/4, $0x42b20000
-DATA lgc13<>+16(SB)/4, $0x42b20000
-DATA lgc13<>+20(SB)/4, $0x42b20000
-DATA lgc13<>+24(SB)/4, $0x42b20000
-DATA lgc13<>+28(SB)/4, $0x42b20000
+DATA lgc13<>+0(SB)/4, $0xc2d00000
+DATA lgc13<>+4(SB)/4, $0xc2d00000
+DATA lgc13<>+8(SB)/4, $0xc2d00000
+DATA lgc13<>+12(SB)/4, $0xc2d00000
+DATA lgc13<>+16(SB)/4, $0xc2d00000
+DATA lgc13<>+20(SB)/4, $0xc2d00000
+DATA lgc13<>+24(SB)/4, $0xc2d00000
+DATA lgc13<>+28(SB)/4, $0xc2d00000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc14<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc14<>+0(SB)/4, $0x42b20000
+DATA lgc14<>+4(SB)/4, $0x42b20000
+DATA lgc14<>+8(SB)/4, $0x42b20000
+DATA lgc14<>+12(SB)/4, $0x42b20000
+DATA lgc14<>+16(SB)/4, $0x42b20000
+DATA lgc14<>+20(SB)/4, $0x42b20000
+DATA lgc14<>+24(SB)/4, $0x42b20000
+DATA lgc14<>+28(SB)/4, $0x42b20000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f318000
-DATA lgc15<>+4(SB)/4, $0x3f318000
-DATA lgc15<>+8(SB)/4, $0x3f318000
-DATA lgc15<>+12(SB)/4, $0x3f318000
-DATA lgc15<>+16(SB)/4, $0x3f318000
-DATA lgc15<>+20(SB)/4, $0x3f318000
-DATA lgc15<>+24(SB)/4, $0x3f318000
-DATA lgc15<>+28(SB)/4, $0x3f318000
+DATA lgc15<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc15<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xb95e8083
-DATA lgc16<>+4(SB)/4, $0xb95e8083
-DATA lgc16<>+8(SB)/4, $0xb95e8083
-DATA lgc16<>+12(SB)/4, $0xb95e8083
-DATA lgc16<>+16(SB)/4, $0xb95e8083
-DATA lgc16<>+20(SB)/4, $0xb95e8083
-DATA lgc16<>+24(SB)/4, $0xb95e8083
-DATA lgc16<>+28(SB)/4, $0xb95e8083
+DATA lgc16<>+0(SB)/4, $0x3f318000
+DATA lgc16<>+4(SB)/4, $0x3f318000
+DATA lgc16<>+8(SB)/4, $0x3f318000
+DATA lgc16<>+12(SB)/4, $0x3f318000
+DATA lgc16<>+16(SB)/4, $0x3f318000
+DATA lgc16<>+20(SB)/4, $0x3f318000
+DATA lgc16<>+24(SB)/4, $0x3f318000
+DATA lgc16<>+28(SB)/4, $0x3f318000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x39506967
-DATA lgc17<>+4(SB)/4, $0x39506967
-DATA lgc17<>+8(SB)/4, $0x39506967
-DATA lgc17<>+12(SB)/4, $0x39506967
-DATA lgc17<>+16(SB)/4, $0x39506967
-DATA lgc17<>+20(SB)/4, $0x39506967
-DATA lgc17<>+24(SB)/4, $0x39506967
-DATA lgc17<>+28(SB)/4, $0x39506967
+DATA lgc17<>+0(SB)/4, $0xb95e8083
+DATA lgc17<>+4(SB)/4, $0xb95e8083
+DATA lgc17<>+8(SB)/4, $0xb95e8083
+DATA lgc17<>+12(SB)/4, $0xb95e8083
+DATA lgc17<>+16(SB)/4, $0xb95e8083
+DATA lgc17<>+20(SB)/4, $0xb95e8083
+DATA lgc17<>+24(SB)/4, $0xb95e8083
+DATA lgc17<>+28(SB)/4, $0xb95e8083
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3ab743ce
-DATA lgc18<>+4(SB)/4, $0x3ab743ce
-DATA lgc18<>+8(SB)/4, $0x3ab743ce
-DATA lgc18<>+12(SB)/4, $0x3ab743ce
-DATA lgc18<>+16(SB)/4, $0x3ab743ce
-DATA lgc18<>+20(SB)/4, $0x3ab743ce
-DATA lgc18<>+24(SB)/4, $0x3ab743ce
-DATA lgc18<>+28(SB)/4, $0x3ab743ce
+DATA lgc18<>+0(SB)/4, $0x39506967
+DATA lgc18<>+4(SB)/4, $0x39506967
+DATA lgc18<>+8(SB)/4, $0x39506967
+DATA lgc18<>+12(SB)/4, $0x39506967
+DATA lgc18<>+16(SB)/4, $0x39506967
+DATA lgc18<>+20(SB)/4, $0x39506967
+DATA lgc18<>+24(SB)/4, $0x39506967
+DATA lgc18<>+28(SB)/4, $0x39506967
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3c088908
-DATA lgc19<>+4(SB)/4, $0x3c088908
-DATA lgc19<>+8(SB)/4, $0x3c088908
-DATA lgc19<>+12(SB)/4, $0x3c088908
-DATA lgc19<>+16(SB)/4, $0x3c088908
-DATA lgc19<>+20(SB)/4, $0x3c088908
-DATA lgc19<>+24(SB)/4, $0x3c088908
-DATA lgc19<>+28(SB)/4, $0x3c088908
+DATA lgc19<>+0(SB)/4, $0x3ab743ce
+DATA lgc19<>+4(SB)/4, $0x3ab743ce
+DATA lgc19<>+8(SB)/4, $0x3ab743ce
+DATA lgc19<>+12(SB)/4, $0x3ab743ce
+DATA lgc19<>+16(SB)/4, $0x3ab743ce
+DATA lgc19<>+20(SB)/4, $0x3ab743ce
+DATA lgc19<>+24(SB)/4, $0x3ab743ce
+DATA lgc19<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc20<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc20<>+0(SB)/4, $0x3c088908
+DATA lgc20<>+4(SB)/4, $0x3c088908
+DATA lgc20<>+8(SB)/4, $0x3c088908
+DATA lgc20<>+12(SB)/4, $0x3c088908
+DATA lgc20<>+16(SB)/4, $0x3c088908
+DATA lgc20<>+20(SB)/4, $0x3c088908
+DATA lgc20<>+24(SB)/4, $0x3c088908
+DATA lgc20<>+28(SB)/4, $0x3c088908
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc21<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc21<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc21<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3f000000
-DATA lgc22<>+4(SB)/4, $0x3f000000
-DATA lgc22<>+8(SB)/4, $0x3f000000
-DATA lgc22<>+12(SB)/4, $0x3f000000
-DATA lgc22<>+16(SB)/4, $0x3f000000
-DATA lgc22<>+20(SB)/4, $0x3f000000
-DATA lgc22<>+24(SB)/4, $0x3f000000
-DATA lgc22<>+28(SB)/4, $0x3f000000
+DATA lgc22<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc22<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xffffff82
-DATA lgc23<>+4(SB)/4, $0xffffff82
-DATA lgc23<>+8(SB)/4, $0xffffff82
-DATA lgc23<>+12(SB)/4, $0xffffff82
-DATA lgc23<>+16(SB)/4, $0xffffff82
-DATA lgc23<>+20(SB)/4, $0xffffff82
-DATA lgc23<>+24(SB)/4, $0xffffff82
-DATA lgc23<>+28(SB)/4, $0xffffff82
+DATA lgc23<>+0(SB)/4, $0x3f000000
+DATA lgc23<>+4(SB)/4, $0x3f000000
+DATA lgc23<>+8(SB)/4, $0x3f000000
+DATA lgc23<>+12(SB)/4, $0x3f000000
+DATA lgc23<>+16(SB)/4, $0x3f000000
+DATA lgc23<>+20(SB)/4, $0x3f000000
+DATA lgc23<>+24(SB)/4, $0x3f000000
+DATA lgc23<>+28(SB)/4, $0x3f000000
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x0000007f
-DATA lgc24<>+4(SB)/4, $0x0000007f
-DATA lgc24<>+8(SB)/4, $0x0000007f
-DATA lgc24<>+12(SB)/4, $0x0000007f
-DATA lgc24<>+16(SB)/4, $0x0000007f
-DATA lgc24<>+20(SB)/4, $0x0000007f
-DATA lgc24<>+24(SB)/4, $0x0000007f
-DATA lgc24<>+28(SB)/4, $0x0000007f
+DATA lgc24<>+0(SB)/4, $0xffffff82
+DATA lgc24<>+4(SB)/4, $0xffffff82
+DATA lgc24<>+8(SB)/4, $0xffffff82
+DATA lgc24<>+12(SB)/4, $0xffffff82
+DATA lgc24<>+16(SB)/4, $0xffffff82
+DATA lgc24<>+20(SB)/4, $0xffffff82
+DATA lgc24<>+24(SB)/4, $0xffffff82
+DATA lgc24<>+28(SB)/4, $0xffffff82
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
+
+DATA lgc25<>+0(SB)/4, $0x0000007f
+DATA lgc25<>+4(SB)/4, $0x0000007f
+DATA lgc25<>+8(SB)/4, $0x0000007f
+DATA lgc25<>+12(SB)/4, $0x0000007f
+DATA lgc25<>+16(SB)/4, $0x0000007f
+DATA lgc25<>+20(SB)/4, $0x0000007f
+DATA lgc25<>+24(SB)/4, $0x0000007f
+DATA lgc25<>+28(SB)/4, $0x0000007f
+GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
 // func logAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -813,23 +922,22 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
-	VMULPS       lgc26<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
+	VMULPS       lgc27<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc24<>+0(SB), Y3, Y3
-	VPAND        lgc27<>+0(SB), Y1, Y1
+	VPSUBD       lgc25<>+0(SB), Y3, Y3
+	VPAND        lgc28<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc28<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc29<>+0(SB), Y1, Y2
-	VMULPS       lgc22<>+0(SB), Y1, Y4
+	VPAND        lgc29<>+0(SB), Y2, Y1
+	VPOR         lgc8<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y1, Y2
+	VMULPS       lgc23<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
+	VSUBPS       lgc8<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc30<>+0(SB), Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
+	VMOVAPS      lgc31<>+0(SB), Y4
 	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc34<>+0(SB), Y1, Y4
@@ -837,19 +945,20 @@ bulk_10:
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc22<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc17<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc23<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc15<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc4<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc39<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc16<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc40<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc41<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -860,165 +969,165 @@ bulkdone_11:
 	VZEROUPPER
 	RET
 
-DATA lgc25<>+0(SB)/4, $0x00800000
-DATA lgc25<>+4(SB)/4, $0x00800000
-DATA lgc25<>+8(SB)/4, $0x00800000
-DATA lgc25<>+12(SB)/4, $0x00800000
-DATA lgc25<>+16(SB)/4, $0x00800000
-DATA lgc25<>+20(SB)/4, $0x00800000
-DATA lgc25<>+24(SB)/4, $0x00800000
-DATA lgc25<>+28(SB)/4, $0x00800000
-GLOBL lgc25<>(SB), RODATA|NOPTR, $32
-
-DATA lgc26<>+0(SB)/4, $0x4b000000
-DATA lgc26<>+4(SB)/4, $0x4b000000
-DATA lgc26<>+8(SB)/4, $0x4b000000
-DATA lgc26<>+12(SB)/4, $0x4b000000
-DATA lgc26<>+16(SB)/4, $0x4b000000
-DATA lgc26<>+20(SB)/4, $0x4b000000
-DATA lgc26<>+24(SB)/4, $0x4b000000
-DATA lgc26<>+28(SB)/4, $0x4b000000
+DATA lgc26<>+0(SB)/4, $0x00800000
+DATA lgc26<>+4(SB)/4, $0x00800000
+DATA lgc26<>+8(SB)/4, $0x00800000
+DATA lgc26<>+12(SB)/4, $0x00800000
+DATA lgc26<>+16(SB)/4, $0x00800000
+DATA lgc26<>+20(SB)/4, $0x00800000
+DATA lgc26<>+24(SB)/4, $0x00800000
+DATA lgc26<>+28(SB)/4, $0x00800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffffe9
-DATA lgc27<>+4(SB)/4, $0xffffffe9
-DATA lgc27<>+8(SB)/4, $0xffffffe9
-DATA lgc27<>+12(SB)/4, $0xffffffe9
-DATA lgc27<>+16(SB)/4, $0xffffffe9
-DATA lgc27<>+20(SB)/4, $0xffffffe9
-DATA lgc27<>+24(SB)/4, $0xffffffe9
-DATA lgc27<>+28(SB)/4, $0xffffffe9
+DATA lgc27<>+0(SB)/4, $0x4b000000
+DATA lgc27<>+4(SB)/4, $0x4b000000
+DATA lgc27<>+8(SB)/4, $0x4b000000
+DATA lgc27<>+12(SB)/4, $0x4b000000
+DATA lgc27<>+16(SB)/4, $0x4b000000
+DATA lgc27<>+20(SB)/4, $0x4b000000
+DATA lgc27<>+24(SB)/4, $0x4b000000
+DATA lgc27<>+28(SB)/4, $0x4b000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x007fffff
-DATA lgc28<>+4(SB)/4, $0x007fffff
-DATA lgc28<>+8(SB)/4, $0x007fffff
-DATA lgc28<>+12(SB)/4, $0x007fffff
-DATA lgc28<>+16(SB)/4, $0x007fffff
-DATA lgc28<>+20(SB)/4, $0x007fffff
-DATA lgc28<>+24(SB)/4, $0x007fffff
-DATA lgc28<>+28(SB)/4, $0x007fffff
+DATA lgc28<>+0(SB)/4, $0xffffffe9
+DATA lgc28<>+4(SB)/4, $0xffffffe9
+DATA lgc28<>+8(SB)/4, $0xffffffe9
+DATA lgc28<>+12(SB)/4, $0xffffffe9
+DATA lgc28<>+16(SB)/4, $0xffffffe9
+DATA lgc28<>+20(SB)/4, $0xffffffe9
+DATA lgc28<>+24(SB)/4, $0xffffffe9
+DATA lgc28<>+28(SB)/4, $0xffffffe9
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x3fb504f3
-DATA lgc29<>+4(SB)/4, $0x3fb504f3
-DATA lgc29<>+8(SB)/4, $0x3fb504f3
-DATA lgc29<>+12(SB)/4, $0x3fb504f3
-DATA lgc29<>+16(SB)/4, $0x3fb504f3
-DATA lgc29<>+20(SB)/4, $0x3fb504f3
-DATA lgc29<>+24(SB)/4, $0x3fb504f3
-DATA lgc29<>+28(SB)/4, $0x3fb504f3
+DATA lgc29<>+0(SB)/4, $0x007fffff
+DATA lgc29<>+4(SB)/4, $0x007fffff
+DATA lgc29<>+8(SB)/4, $0x007fffff
+DATA lgc29<>+12(SB)/4, $0x007fffff
+DATA lgc29<>+16(SB)/4, $0x007fffff
+DATA lgc29<>+20(SB)/4, $0x007fffff
+DATA lgc29<>+24(SB)/4, $0x007fffff
+DATA lgc29<>+28(SB)/4, $0x007fffff
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3d9021bb
-DATA lgc30<>+4(SB)/4, $0x3d9021bb
-DATA lgc30<>+8(SB)/4, $0x3d9021bb
-DATA lgc30<>+12(SB)/4, $0x3d9021bb
-DATA lgc30<>+16(SB)/4, $0x3d9021bb
-DATA lgc30<>+20(SB)/4, $0x3d9021bb
-DATA lgc30<>+24(SB)/4, $0x3d9021bb
-DATA lgc30<>+28(SB)/4, $0x3d9021bb
+DATA lgc30<>+0(SB)/4, $0x3fb504f3
+DATA lgc30<>+4(SB)/4, $0x3fb504f3
+DATA lgc30<>+8(SB)/4, $0x3fb504f3
+DATA lgc30<>+12(SB)/4, $0x3fb504f3
+DATA lgc30<>+16(SB)/4, $0x3fb504f3
+DATA lgc30<>+20(SB)/4, $0x3fb504f3
+DATA lgc30<>+24(SB)/4, $0x3fb504f3
+DATA lgc30<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xbdebd1b8
-DATA lgc31<>+4(SB)/4, $0xbdebd1b8
-DATA lgc31<>+8(SB)/4, $0xbdebd1b8
-DATA lgc31<>+12(SB)/4, $0xbdebd1b8
-DATA lgc31<>+16(SB)/4, $0xbdebd1b8
-DATA lgc31<>+20(SB)/4, $0xbdebd1b8
-DATA lgc31<>+24(SB)/4, $0xbdebd1b8
-DATA lgc31<>+28(SB)/4, $0xbdebd1b8
+DATA lgc31<>+0(SB)/4, $0x3d9021bb
+DATA lgc31<>+4(SB)/4, $0x3d9021bb
+DATA lgc31<>+8(SB)/4, $0x3d9021bb
+DATA lgc31<>+12(SB)/4, $0x3d9021bb
+DATA lgc31<>+16(SB)/4, $0x3d9021bb
+DATA lgc31<>+20(SB)/4, $0x3d9021bb
+DATA lgc31<>+24(SB)/4, $0x3d9021bb
+DATA lgc31<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x3def251a
-DATA lgc32<>+4(SB)/4, $0x3def251a
-DATA lgc32<>+8(SB)/4, $0x3def251a
-DATA lgc32<>+12(SB)/4, $0x3def251a
-DATA lgc32<>+16(SB)/4, $0x3def251a
-DATA lgc32<>+20(SB)/4, $0x3def251a
-DATA lgc32<>+24(SB)/4, $0x3def251a
-DATA lgc32<>+28(SB)/4, $0x3def251a
+DATA lgc32<>+0(SB)/4, $0xbdebd1b8
+DATA lgc32<>+4(SB)/4, $0xbdebd1b8
+DATA lgc32<>+8(SB)/4, $0xbdebd1b8
+DATA lgc32<>+12(SB)/4, $0xbdebd1b8
+DATA lgc32<>+16(SB)/4, $0xbdebd1b8
+DATA lgc32<>+20(SB)/4, $0xbdebd1b8
+DATA lgc32<>+24(SB)/4, $0xbdebd1b8
+DATA lgc32<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc33<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc33<>+0(SB)/4, $0x3def251a
+DATA lgc33<>+4(SB)/4, $0x3def251a
+DATA lgc33<>+8(SB)/4, $0x3def251a
+DATA lgc33<>+12(SB)/4, $0x3def251a
+DATA lgc33<>+16(SB)/4, $0x3def251a
+DATA lgc33<>+20(SB)/4, $0x3def251a
+DATA lgc33<>+24(SB)/4, $0x3def251a
+DATA lgc33<>+28(SB)/4, $0x3def251a
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3e11e9bf
-DATA lgc34<>+4(SB)/4, $0x3e11e9bf
-DATA lgc34<>+8(SB)/4, $0x3e11e9bf
-DATA lgc34<>+12(SB)/4, $0x3e11e9bf
-DATA lgc34<>+16(SB)/4, $0x3e11e9bf
-DATA lgc34<>+20(SB)/4, $0x3e11e9bf
-DATA lgc34<>+24(SB)/4, $0x3e11e9bf
-DATA lgc34<>+28(SB)/4, $0x3e11e9bf
+DATA lgc34<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc34<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0xbe2aae50
-DATA lgc35<>+4(SB)/4, $0xbe2aae50
-DATA lgc35<>+8(SB)/4, $0xbe2aae50
-DATA lgc35<>+12(SB)/4, $0xbe2aae50
-DATA lgc35<>+16(SB)/4, $0xbe2aae50
-DATA lgc35<>+20(SB)/4, $0xbe2aae50
-DATA lgc35<>+24(SB)/4, $0xbe2aae50
-DATA lgc35<>+28(SB)/4, $0xbe2aae50
+DATA lgc35<>+0(SB)/4, $0x3e11e9bf
+DATA lgc35<>+4(SB)/4, $0x3e11e9bf
+DATA lgc35<>+8(SB)/4, $0x3e11e9bf
+DATA lgc35<>+12(SB)/4, $0x3e11e9bf
+DATA lgc35<>+16(SB)/4, $0x3e11e9bf
+DATA lgc35<>+20(SB)/4, $0x3e11e9bf
+DATA lgc35<>+24(SB)/4, $0x3e11e9bf
+DATA lgc35<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x3e4cceac
-DATA lgc36<>+4(SB)/4, $0x3e4cceac
-DATA lgc36<>+8(SB)/4, $0x3e4cceac
-DATA lgc36<>+12(SB)/4, $0x3e4cceac
-DATA lgc36<>+16(SB)/4, $0x3e4cceac
-DATA lgc36<>+20(SB)/4, $0x3e4cceac
-DATA lgc36<>+24(SB)/4, $0x3e4cceac
-DATA lgc36<>+28(SB)/4, $0x3e4cceac
+DATA lgc36<>+0(SB)/4, $0xbe2aae50
+DATA lgc36<>+4(SB)/4, $0xbe2aae50
+DATA lgc36<>+8(SB)/4, $0xbe2aae50
+DATA lgc36<>+12(SB)/4, $0xbe2aae50
+DATA lgc36<>+16(SB)/4, $0xbe2aae50
+DATA lgc36<>+20(SB)/4, $0xbe2aae50
+DATA lgc36<>+24(SB)/4, $0xbe2aae50
+DATA lgc36<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0xbe7ffffc
-DATA lgc37<>+4(SB)/4, $0xbe7ffffc
-DATA lgc37<>+8(SB)/4, $0xbe7ffffc
-DATA lgc37<>+12(SB)/4, $0xbe7ffffc
-DATA lgc37<>+16(SB)/4, $0xbe7ffffc
-DATA lgc37<>+20(SB)/4, $0xbe7ffffc
-DATA lgc37<>+24(SB)/4, $0xbe7ffffc
-DATA lgc37<>+28(SB)/4, $0xbe7ffffc
+DATA lgc37<>+0(SB)/4, $0x3e4cceac
+DATA lgc37<>+4(SB)/4, $0x3e4cceac
+DATA lgc37<>+8(SB)/4, $0x3e4cceac
+DATA lgc37<>+12(SB)/4, $0x3e4cceac
+DATA lgc37<>+16(SB)/4, $0x3e4cceac
+DATA lgc37<>+20(SB)/4, $0x3e4cceac
+DATA lgc37<>+24(SB)/4, $0x3e4cceac
+DATA lgc37<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc38<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc38<>+0(SB)/4, $0xbe7ffffc
+DATA lgc38<>+4(SB)/4, $0xbe7ffffc
+DATA lgc38<>+8(SB)/4, $0xbe7ffffc
+DATA lgc38<>+12(SB)/4, $0xbe7ffffc
+DATA lgc38<>+16(SB)/4, $0xbe7ffffc
+DATA lgc38<>+20(SB)/4, $0xbe7ffffc
+DATA lgc38<>+24(SB)/4, $0xbe7ffffc
+DATA lgc38<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x7fc00000
-DATA lgc39<>+4(SB)/4, $0x7fc00000
-DATA lgc39<>+8(SB)/4, $0x7fc00000
-DATA lgc39<>+12(SB)/4, $0x7fc00000
-DATA lgc39<>+16(SB)/4, $0x7fc00000
-DATA lgc39<>+20(SB)/4, $0x7fc00000
-DATA lgc39<>+24(SB)/4, $0x7fc00000
-DATA lgc39<>+28(SB)/4, $0x7fc00000
+DATA lgc39<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc39<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x7f800000
-DATA lgc40<>+4(SB)/4, $0x7f800000
-DATA lgc40<>+8(SB)/4, $0x7f800000
-DATA lgc40<>+12(SB)/4, $0x7f800000
-DATA lgc40<>+16(SB)/4, $0x7f800000
-DATA lgc40<>+20(SB)/4, $0x7f800000
-DATA lgc40<>+24(SB)/4, $0x7f800000
-DATA lgc40<>+28(SB)/4, $0x7f800000
+DATA lgc40<>+0(SB)/4, $0x7fc00000
+DATA lgc40<>+4(SB)/4, $0x7fc00000
+DATA lgc40<>+8(SB)/4, $0x7fc00000
+DATA lgc40<>+12(SB)/4, $0x7fc00000
+DATA lgc40<>+16(SB)/4, $0x7fc00000
+DATA lgc40<>+20(SB)/4, $0x7fc00000
+DATA lgc40<>+24(SB)/4, $0x7fc00000
+DATA lgc40<>+28(SB)/4, $0x7fc00000
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
+
+DATA lgc41<>+0(SB)/4, $0x7f800000
+DATA lgc41<>+4(SB)/4, $0x7f800000
+DATA lgc41<>+8(SB)/4, $0x7f800000
+DATA lgc41<>+12(SB)/4, $0x7f800000
+DATA lgc41<>+16(SB)/4, $0x7f800000
+DATA lgc41<>+20(SB)/4, $0x7f800000
+DATA lgc41<>+24(SB)/4, $0x7f800000
+DATA lgc41<>+28(SB)/4, $0x7f800000
+GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
 // func log1pAVX2(dst *float32, src *float32, n int)
 // Requires: AVX, AVX2, FMA3
@@ -1032,24 +1141,23 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc7<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y3
+	VADDPS       lgc8<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
+	VMULPS       lgc27<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc24<>+0(SB), Y4, Y4
-	VPAND        lgc27<>+0(SB), Y2, Y2
+	VPSUBD       lgc25<>+0(SB), Y4, Y4
+	VPAND        lgc28<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc28<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc29<>+0(SB), Y2, Y3
-	VMULPS       lgc22<>+0(SB), Y2, Y5
+	VPAND        lgc29<>+0(SB), Y3, Y2
+	VPOR         lgc8<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc30<>+0(SB), Y2, Y3
+	VMULPS       lgc23<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
+	VSUBPS       lgc8<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc30<>+0(SB), Y5
-	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
+	VMOVAPS      lgc31<>+0(SB), Y5
 	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc34<>+0(SB), Y2, Y5
@@ -1057,31 +1165,32 @@ bulk_12:
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc22<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc17<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc23<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc15<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc0<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc4<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc39<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc40<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc16<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc40<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc41<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc41<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y1, Y2
+	VSUBPS       lgc8<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc4<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc40<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc40<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc41<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_12

@@ -4,34 +4,119 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
+// func pass0AVX2(loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $320-96
+TEXT ·pass0AVX2(SB), $800-96
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	XORQ    CX, CX
+	// tile loc
+	MOVQ       loc+0(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+3, AX, BX
+	ADDQ       BX, DX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, (SP)
+	VMOVUPD    Y5, 32(SP)
+	VMOVUPD    Y2, 64(SP)
+
+	// tile scale
+	MOVQ       scale+8(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 96(SP)
+	VMOVUPD    Y5, 128(SP)
+	VMOVUPD    Y2, 160(SP)
+
+	// tile action
+	MOVQ       action+16(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 192(SP)
+	VMOVUPD    Y5, 224(SP)
+	VMOVUPD    Y2, 256(SP)
+
+	// tile oldLoc
+	MOVQ       oldLoc+24(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 288(SP)
+	VMOVUPD    Y5, 320(SP)
+	VMOVUPD    Y2, 352(SP)
+
+	// tile oldScale
+	MOVQ       oldScale+32(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 384(SP)
+	VMOVUPD    Y5, 416(SP)
+	VMOVUPD    Y2, 448(SP)
+	VMOVUPD    lgc1<>+0(SB), Y0
+	VMOVUPD    Y0, 480(SP)
+	XORQ       CX, CX
 
 inner_D_2:
-	MOVQ       action+0(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+3, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (DX)(X1*8), Y0
-	MOVQ       loc+8(FP), DX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (DX)(X2*8), Y1
+	XORQ    DX, DX
+	IMUL3Q  $+32, CX, BX
+	ADDQ    BX, DX
+	VMOVUPD 192(SP)(DX*1), Y0
+	VMOVUPD (SP)(DX*1), Y1
 
 	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
@@ -40,69 +125,64 @@ inner_D_2:
 	VMULPD Y0, Y0, Y0
 
 	// v6 = neg(v5)
-	VXORPD     lgc3<>+0(SB), Y0, Y0
-	MOVQ       scale+16(FP), DX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (DX)(X2*8), Y1
+	VXORPD  lgc2<>+0(SB), Y0, Y0
+	VMOVUPD 96(SP)(DX*1), Y1
 
 	// v8 = mul(scale, scale)
 	VMULPD Y1, Y1, Y2
 
 	// v9 = mul(2, v8)
-	VMULPD lgc4<>+0(SB), Y2, Y2
+	VMULPD lgc3<>+0(SB), Y2, Y2
 
 	// v10 = div(v6, v9)
 	VDIVPD Y2, Y0, Y0
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y1, Y2
-	VMULPD      lgc6<>+0(SB), Y1, Y3
+	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
+	VMULPD      lgc5<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc7<>+0(SB), Y4, Y4
-	VPAND       lgc8<>+0(SB), Y2, Y2
+	VPSUBQ      lgc6<>+0(SB), Y4, Y4
+	VPAND       lgc7<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc9<>+0(SB), Y3, Y2
-	VPOR        lgc10<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
-	VMULPD      lgc12<>+0(SB), Y2, Y5
+	VPAND       lgc8<>+0(SB), Y3, Y2
+	VPOR        lgc9<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc10<>+0(SB), Y2, Y2
-	VADDPD      lgc4<>+0(SB), Y2, Y3
+	VSUBPD      lgc9<>+0(SB), Y2, Y2
+	VADDPD      lgc3<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc13<>+0(SB), Y7
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc16<>+0(SB), Y8
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc12<>+0(SB), Y5, Y5
-	VPADDQ      lgc20<>+0(SB), Y4, Y4
-	VSUBPD      lgc20<>+0(SB), Y4, Y4
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y4, Y4
+	VSUBPD      lgc19<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc21<>+0(SB), Y4, Y6
+	VFMADD231PD lgc20<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc22<>+0(SB), Y4, Y2
+	VMULPD      lgc21<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc25<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
 
@@ -110,66 +190,44 @@ inner_D_2:
 	VSUBPD Y2, Y0, Y0
 
 	// v14 = sub(v12, 0.9189385332046727)
-	VSUBPD lgc26<>+0(SB), Y0, Y0
+	VSUBPD lgc25<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
-	VADDPD  (SP), Y0, Y0
-	VMOVUPD Y0, (SP)
+	VADDPD  480(SP), Y0, Y0
+	VMOVUPD Y0, 480(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_2
 
 	// finish logProb
-	VMOVUPD (SP), Y0
-	MOVQ    sampleLogProb+24(FP), CX
+	VMOVUPD 480(SP), Y0
+	MOVQ    sampleLogProb+40(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPD (CX)(DX*8), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 64(SP)
-	VMOVUPD Y0, 128(SP)
-	VMOVUPD Y1, 160(SP)
+	VMOVUPD lgc1<>+0(SB), Y2
+	VMOVUPD Y2, 544(SP)
+	VMOVUPD Y0, 608(SP)
+	VMOVUPD Y1, 640(SP)
 	XORQ    CX, CX
 
 inner_D_3:
-	MOVQ       oldScale+32(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+3, AX, DI
-	ADDQ       DI, SI
-	MOVQ       CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       scale+16(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (BX)(X2*8), Y1
+	XORQ    BX, BX
+	IMUL3Q  $+32, CX, SI
+	ADDQ    SI, BX
+	VMOVUPD 384(SP)(BX*1), Y0
+	VMOVUPD 96(SP)(BX*1), Y1
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
-	VMULPD     Y0, Y0, Y0
-	MOVQ       oldLoc+40(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y3
-	VMOVUPD    lgc2<>+0(SB), Y4
-	VMOVUPD    lgc0<>+0(SB), Y2
-	VGATHERDPD Y4, (BX)(X3*8), Y2
-	MOVQ       loc+8(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y4
-	VMOVUPD    lgc2<>+0(SB), Y5
-	VMOVUPD    lgc0<>+0(SB), Y3
-	VGATHERDPD Y5, (BX)(X4*8), Y3
+	VMULPD  Y0, Y0, Y0
+	VMOVUPD 288(SP)(BX*1), Y2
+	VMOVUPD (SP)(BX*1), Y3
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y3, Y2, Y2
@@ -184,54 +242,54 @@ inner_D_3:
 	VADDPD Y1, Y0, Y1
 
 	// v28 = sub(v26, 1)
-	VSUBPD lgc10<>+0(SB), Y1, Y1
+	VSUBPD lgc9<>+0(SB), Y1, Y1
 
 	// v29 = log(v21)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y2
-	VMULPD      lgc6<>+0(SB), Y0, Y3
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
+	VMULPD      lgc5<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc7<>+0(SB), Y4, Y4
-	VPAND       lgc8<>+0(SB), Y2, Y2
+	VPSUBQ      lgc6<>+0(SB), Y4, Y4
+	VPAND       lgc7<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc9<>+0(SB), Y3, Y2
-	VPOR        lgc10<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
-	VMULPD      lgc12<>+0(SB), Y2, Y5
+	VPAND       lgc8<>+0(SB), Y3, Y2
+	VPOR        lgc9<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc10<>+0(SB), Y2, Y2
-	VADDPD      lgc4<>+0(SB), Y2, Y3
+	VSUBPD      lgc9<>+0(SB), Y2, Y2
+	VADDPD      lgc3<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc13<>+0(SB), Y7
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc16<>+0(SB), Y8
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc12<>+0(SB), Y5, Y5
-	VPADDQ      lgc20<>+0(SB), Y4, Y4
-	VSUBPD      lgc20<>+0(SB), Y4, Y4
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y4, Y4
+	VSUBPD      lgc19<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc21<>+0(SB), Y4, Y6
+	VFMADD231PD lgc20<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc22<>+0(SB), Y4, Y2
+	VMULPD      lgc21<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
 
@@ -239,27 +297,28 @@ inner_D_3:
 	VSUBPD Y2, Y1, Y0
 
 	// v31 = mul(0.5, v30)
-	VMULPD lgc12<>+0(SB), Y0, Y0
+	VMULPD lgc11<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
-	VADDPD  64(SP), Y0, Y0
-	VMOVUPD Y0, 64(SP)
+	VADDPD  544(SP), Y0, Y0
+	VMOVUPD Y0, 544(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_3
 
 	// finish kl
-	VMOVUPD 64(SP), Y0
-	VMOVUPD 160(SP), Y1
+	VMOVUPD 544(SP), Y0
+	VMOVUPD 640(SP), Y1
 
 	// v34 = exp(logWeight)
-	VMAXPD       lgc27<>+0(SB), Y1, Y2
-	VMINPD       lgc28<>+0(SB), Y2, Y2
-	VMULPD       lgc29<>+0(SB), Y2, Y3
+	VMAXPD       lgc26<>+0(SB), Y1, Y2
+	VMINPD       lgc27<>+0(SB), Y2, Y2
+	VMULPD       lgc28<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VMOVAPD      lgc30<>+0(SB), Y4
+	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
+	VMOVAPD      lgc29<>+0(SB), Y4
+	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
@@ -269,19 +328,18 @@ inner_D_3:
 	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc40<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc41<>+0(SB), X2, X3
-	VPMINSD      lgc42<>+0(SB), X3, X3
+	VPMAXSD      lgc40<>+0(SB), X2, X3
+	VPMINSD      lgc41<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc7<>+0(SB), Y3, Y3
+	VPADDQ       lgc6<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc7<>+0(SB), Y2, Y2
+	VPADDQ       lgc6<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
@@ -303,15 +361,15 @@ inner_D_3:
 	VSUBPD Y2, Y1, Y1
 
 	// v38 = neg(v37)
-	VXORPD lgc3<>+0(SB), Y1, Y1
+	VXORPD lgc2<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
 	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	MOVQ    sampleLogProb+24(FP), BX
+	MOVQ    sampleLogProb+40(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
-	VMOVUPD 128(SP), Y2
+	VMOVUPD 608(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -319,89 +377,82 @@ inner_D_3:
 	// mean(v41) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	VMOVUPD lgc0<>+0(SB), Y1
-	VMOVUPD Y1, 192(SP)
-	VMOVUPD Y0, 256(SP)
-	VMOVUPD Y0, 288(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
+	VMOVUPD Y1, 672(SP)
+	VMOVUPD Y0, 736(SP)
+	VMOVUPD Y0, 768(SP)
 	XORQ    BX, BX
 
 inner_D_4:
-	MOVQ       scale+16(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+3, AX, R8
-	ADDQ       R8, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*8), SI
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (SI)(X1*8), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, BX, DI
+	ADDQ    DI, SI
+	VMOVUPD 96(SP)(SI*1), Y0
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
-	VMULPD      lgc6<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
+	VMULPD      lgc5<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc7<>+0(SB), Y3, Y3
-	VPAND       lgc8<>+0(SB), Y1, Y1
+	VPSUBQ      lgc6<>+0(SB), Y3, Y3
+	VPAND       lgc7<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc9<>+0(SB), Y2, Y1
-	VPOR        lgc10<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
-	VMULPD      lgc12<>+0(SB), Y1, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y1
+	VPOR        lgc9<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
+	VMULPD      lgc11<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc10<>+0(SB), Y1, Y1
-	VADDPD      lgc4<>+0(SB), Y1, Y2
+	VSUBPD      lgc9<>+0(SB), Y1, Y1
+	VADDPD      lgc3<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc13<>+0(SB), Y6
+	VMOVAPD     lgc12<>+0(SB), Y6
+	VFMADD213PD lgc13<>+0(SB), Y5, Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
-	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc16<>+0(SB), Y7
+	VMOVAPD     lgc15<>+0(SB), Y7
+	VFMADD213PD lgc16<>+0(SB), Y5, Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
-	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc12<>+0(SB), Y4, Y4
-	VPADDQ      lgc20<>+0(SB), Y3, Y3
-	VSUBPD      lgc20<>+0(SB), Y3, Y3
+	VMULPD      lgc11<>+0(SB), Y4, Y4
+	VPADDQ      lgc19<>+0(SB), Y3, Y3
+	VSUBPD      lgc19<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc21<>+0(SB), Y3, Y5
+	VFMADD231PD lgc20<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc22<>+0(SB), Y3, Y1
+	VMULPD      lgc21<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc43<>+0(SB), Y1, Y0
+	VADDPD lgc42<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
-	VADDPD  192(SP), Y0, Y0
-	VMOVUPD Y0, 192(SP)
+	VADDPD  672(SP), Y0, Y0
+	VMOVUPD Y0, 672(SP)
 	INCQ    BX
 	CMPQ    BX, $+3
 	JL      inner_D_4
 
 	// finish entropy
-	VMOVUPD 192(SP), Y0
+	VMOVUPD 672(SP), Y0
 
 	// v47 = mul(-0.01, entropy)
-	VMULPD lgc44<>+0(SB), Y0, Y1
+	VMULPD lgc43<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -422,7 +473,7 @@ inner_D_4:
 	VMULPD Y1, Y1, Y2
 
 	// v54 = mul(1, l2)
-	VMULPD lgc10<>+0(SB), Y2, Y2
+	VMULPD lgc9<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
@@ -432,7 +483,7 @@ inner_D_4:
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc10<>+0(SB), Y4, Y4
+	VADDPD      lgc9<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1024(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -446,7 +497,7 @@ inner_D_4:
 	VMOVUPD     1792(CX), Y1
 	VSUBPD      Y1, Y0, Y2
 	VMOVUPD     1600(CX), Y3
-	VADDPD      lgc10<>+0(SB), Y3, Y3
+	VADDPD      lgc9<>+0(SB), Y3, Y3
 	VMOVUPD     Y3, 1600(CX)
 	VDIVPD      Y3, Y2, Y3
 	VADDPD      Y3, Y1, Y1
@@ -455,12 +506,12 @@ inner_D_4:
 	VFMADD231PD Y2, Y3, Y0
 	VMOVUPD     Y1, 1792(CX)
 	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     256(SP), Y0
+	VMOVUPD     736(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
-	VMOVUPD 288(SP), Y0
+	VMOVUPD 768(SP), Y0
 
 	// store kl2
 	MOVQ    kl+88(FP), CX
@@ -471,287 +522,277 @@ inner_D_4:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x0000000000000000
-DATA lgc0<>+8(SB)/8, $0x0000000000000000
-DATA lgc0<>+16(SB)/8, $0x0000000000000000
+DATA lgc0<>+0(SB)/8, $0xffffffffffffffff
+DATA lgc0<>+8(SB)/8, $0xffffffffffffffff
+DATA lgc0<>+16(SB)/8, $0xffffffffffffffff
 DATA lgc0<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000003
-DATA lgc1<>+8(SB)/4, $0x00000006
-DATA lgc1<>+12(SB)/4, $0x00000009
-DATA lgc1<>+16(SB)/4, $0x0000000c
-DATA lgc1<>+20(SB)/4, $0x0000000f
-DATA lgc1<>+24(SB)/4, $0x00000012
-DATA lgc1<>+28(SB)/4, $0x00000015
+DATA lgc1<>+0(SB)/8, $0x0000000000000000
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/8, $0xffffffffffffffff
-DATA lgc2<>+8(SB)/8, $0xffffffffffffffff
-DATA lgc2<>+16(SB)/8, $0xffffffffffffffff
-DATA lgc2<>+24(SB)/8, $0xffffffffffffffff
+DATA lgc2<>+0(SB)/8, $0x8000000000000000
+DATA lgc2<>+8(SB)/8, $0x8000000000000000
+DATA lgc2<>+16(SB)/8, $0x8000000000000000
+DATA lgc2<>+24(SB)/8, $0x8000000000000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/8, $0x8000000000000000
-DATA lgc3<>+8(SB)/8, $0x8000000000000000
-DATA lgc3<>+16(SB)/8, $0x8000000000000000
-DATA lgc3<>+24(SB)/8, $0x8000000000000000
+DATA lgc3<>+0(SB)/8, $0x4000000000000000
+DATA lgc3<>+8(SB)/8, $0x4000000000000000
+DATA lgc3<>+16(SB)/8, $0x4000000000000000
+DATA lgc3<>+24(SB)/8, $0x4000000000000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/8, $0x4000000000000000
-DATA lgc4<>+8(SB)/8, $0x4000000000000000
-DATA lgc4<>+16(SB)/8, $0x4000000000000000
-DATA lgc4<>+24(SB)/8, $0x4000000000000000
+DATA lgc4<>+0(SB)/8, $0x0010000000000000
+DATA lgc4<>+8(SB)/8, $0x0010000000000000
+DATA lgc4<>+16(SB)/8, $0x0010000000000000
+DATA lgc4<>+24(SB)/8, $0x0010000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/8, $0x0010000000000000
-DATA lgc5<>+8(SB)/8, $0x0010000000000000
-DATA lgc5<>+16(SB)/8, $0x0010000000000000
-DATA lgc5<>+24(SB)/8, $0x0010000000000000
+DATA lgc5<>+0(SB)/8, $0x4350000000000000
+DATA lgc5<>+8(SB)/8, $0x4350000000000000
+DATA lgc5<>+16(SB)/8, $0x4350000000000000
+DATA lgc5<>+24(SB)/8, $0x4350000000000000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/8, $0x4350000000000000
-DATA lgc6<>+8(SB)/8, $0x4350000000000000
-DATA lgc6<>+16(SB)/8, $0x4350000000000000
-DATA lgc6<>+24(SB)/8, $0x4350000000000000
+DATA lgc6<>+0(SB)/8, $0x00000000000003ff
+DATA lgc6<>+8(SB)/8, $0x00000000000003ff
+DATA lgc6<>+16(SB)/8, $0x00000000000003ff
+DATA lgc6<>+24(SB)/8, $0x00000000000003ff
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x00000000000003ff
-DATA lgc7<>+8(SB)/8, $0x00000000000003ff
-DATA lgc7<>+16(SB)/8, $0x00000000000003ff
-DATA lgc7<>+24(SB)/8, $0x00000000000003ff
+DATA lgc7<>+0(SB)/8, $0xffffffffffffffca
+DATA lgc7<>+8(SB)/8, $0xffffffffffffffca
+DATA lgc7<>+16(SB)/8, $0xffffffffffffffca
+DATA lgc7<>+24(SB)/8, $0xffffffffffffffca
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/8, $0xffffffffffffffca
-DATA lgc8<>+8(SB)/8, $0xffffffffffffffca
-DATA lgc8<>+16(SB)/8, $0xffffffffffffffca
-DATA lgc8<>+24(SB)/8, $0xffffffffffffffca
+DATA lgc8<>+0(SB)/8, $0x000fffffffffffff
+DATA lgc8<>+8(SB)/8, $0x000fffffffffffff
+DATA lgc8<>+16(SB)/8, $0x000fffffffffffff
+DATA lgc8<>+24(SB)/8, $0x000fffffffffffff
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/8, $0x000fffffffffffff
-DATA lgc9<>+8(SB)/8, $0x000fffffffffffff
-DATA lgc9<>+16(SB)/8, $0x000fffffffffffff
-DATA lgc9<>+24(SB)/8, $0x000fffffffffffff
+DATA lgc9<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc9<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc9<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc9<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc10<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc10<>+0(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc10<>+8(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc10<>+16(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc10<>+24(SB)/8, $0x3ff6a09e667f3bcd
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc11<>+8(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc11<>+16(SB)/8, $0x3ff6a09e667f3bcd
-DATA lgc11<>+24(SB)/8, $0x3ff6a09e667f3bcd
+DATA lgc11<>+0(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+8(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+16(SB)/8, $0x3fe0000000000000
+DATA lgc11<>+24(SB)/8, $0x3fe0000000000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+8(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+16(SB)/8, $0x3fe0000000000000
-DATA lgc12<>+24(SB)/8, $0x3fe0000000000000
+DATA lgc12<>+0(SB)/8, $0x3fc39a09d078c69f
+DATA lgc12<>+8(SB)/8, $0x3fc39a09d078c69f
+DATA lgc12<>+16(SB)/8, $0x3fc39a09d078c69f
+DATA lgc12<>+24(SB)/8, $0x3fc39a09d078c69f
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/8, $0x3fc39a09d078c69f
-DATA lgc13<>+8(SB)/8, $0x3fc39a09d078c69f
-DATA lgc13<>+16(SB)/8, $0x3fc39a09d078c69f
-DATA lgc13<>+24(SB)/8, $0x3fc39a09d078c69f
+DATA lgc13<>+0(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc13<>+8(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc13<>+16(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc13<>+24(SB)/8, $0x3fcc71c51d8e78af
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc14<>+8(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc14<>+16(SB)/8, $0x3fcc71c51d8e78af
-DATA lgc14<>+24(SB)/8, $0x3fcc71c51d8e78af
+DATA lgc14<>+0(SB)/8, $0x3fd999999997fa04
+DATA lgc14<>+8(SB)/8, $0x3fd999999997fa04
+DATA lgc14<>+16(SB)/8, $0x3fd999999997fa04
+DATA lgc14<>+24(SB)/8, $0x3fd999999997fa04
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x3fd999999997fa04
-DATA lgc15<>+8(SB)/8, $0x3fd999999997fa04
-DATA lgc15<>+16(SB)/8, $0x3fd999999997fa04
-DATA lgc15<>+24(SB)/8, $0x3fd999999997fa04
+DATA lgc15<>+0(SB)/8, $0x3fc2f112df3e5244
+DATA lgc15<>+8(SB)/8, $0x3fc2f112df3e5244
+DATA lgc15<>+16(SB)/8, $0x3fc2f112df3e5244
+DATA lgc15<>+24(SB)/8, $0x3fc2f112df3e5244
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/8, $0x3fc2f112df3e5244
-DATA lgc16<>+8(SB)/8, $0x3fc2f112df3e5244
-DATA lgc16<>+16(SB)/8, $0x3fc2f112df3e5244
-DATA lgc16<>+24(SB)/8, $0x3fc2f112df3e5244
+DATA lgc16<>+0(SB)/8, $0x3fc7466496cb03de
+DATA lgc16<>+8(SB)/8, $0x3fc7466496cb03de
+DATA lgc16<>+16(SB)/8, $0x3fc7466496cb03de
+DATA lgc16<>+24(SB)/8, $0x3fc7466496cb03de
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/8, $0x3fc7466496cb03de
-DATA lgc17<>+8(SB)/8, $0x3fc7466496cb03de
-DATA lgc17<>+16(SB)/8, $0x3fc7466496cb03de
-DATA lgc17<>+24(SB)/8, $0x3fc7466496cb03de
+DATA lgc17<>+0(SB)/8, $0x3fd2492494229359
+DATA lgc17<>+8(SB)/8, $0x3fd2492494229359
+DATA lgc17<>+16(SB)/8, $0x3fd2492494229359
+DATA lgc17<>+24(SB)/8, $0x3fd2492494229359
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/8, $0x3fd2492494229359
-DATA lgc18<>+8(SB)/8, $0x3fd2492494229359
-DATA lgc18<>+16(SB)/8, $0x3fd2492494229359
-DATA lgc18<>+24(SB)/8, $0x3fd2492494229359
+DATA lgc18<>+0(SB)/8, $0x3fe5555555555593
+DATA lgc18<>+8(SB)/8, $0x3fe5555555555593
+DATA lgc18<>+16(SB)/8, $0x3fe5555555555593
+DATA lgc18<>+24(SB)/8, $0x3fe5555555555593
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/8, $0x3fe5555555555593
-DATA lgc19<>+8(SB)/8, $0x3fe5555555555593
-DATA lgc19<>+16(SB)/8, $0x3fe5555555555593
-DATA lgc19<>+24(SB)/8, $0x3fe5555555555593
+DATA lgc19<>+0(SB)/8, $0x4338000000000000
+DATA lgc19<>+8(SB)/8, $0x4338000000000000
+DATA lgc19<>+16(SB)/8, $0x4338000000000000
+DATA lgc19<>+24(SB)/8, $0x4338000000000000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/8, $0x4338000000000000
-DATA lgc20<>+8(SB)/8, $0x4338000000000000
-DATA lgc20<>+16(SB)/8, $0x4338000000000000
-DATA lgc20<>+24(SB)/8, $0x4338000000000000
+DATA lgc20<>+0(SB)/8, $0x3dea39ef35793c76
+DATA lgc20<>+8(SB)/8, $0x3dea39ef35793c76
+DATA lgc20<>+16(SB)/8, $0x3dea39ef35793c76
+DATA lgc20<>+24(SB)/8, $0x3dea39ef35793c76
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/8, $0x3dea39ef35793c76
-DATA lgc21<>+8(SB)/8, $0x3dea39ef35793c76
-DATA lgc21<>+16(SB)/8, $0x3dea39ef35793c76
-DATA lgc21<>+24(SB)/8, $0x3dea39ef35793c76
+DATA lgc21<>+0(SB)/8, $0x3fe62e42fee00000
+DATA lgc21<>+8(SB)/8, $0x3fe62e42fee00000
+DATA lgc21<>+16(SB)/8, $0x3fe62e42fee00000
+DATA lgc21<>+24(SB)/8, $0x3fe62e42fee00000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/8, $0x3fe62e42fee00000
-DATA lgc22<>+8(SB)/8, $0x3fe62e42fee00000
-DATA lgc22<>+16(SB)/8, $0x3fe62e42fee00000
-DATA lgc22<>+24(SB)/8, $0x3fe62e42fee00000
+DATA lgc22<>+0(SB)/8, $0xfff0000000000000
+DATA lgc22<>+8(SB)/8, $0xfff0000000000000
+DATA lgc22<>+16(SB)/8, $0xfff0000000000000
+DATA lgc22<>+24(SB)/8, $0xfff0000000000000
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/8, $0xfff0000000000000
-DATA lgc23<>+8(SB)/8, $0xfff0000000000000
-DATA lgc23<>+16(SB)/8, $0xfff0000000000000
-DATA lgc23<>+24(SB)/8, $0xfff0000000000000
+DATA lgc23<>+0(SB)/8, $0x7ff8000000000001
+DATA lgc23<>+8(SB)/8, $0x7ff8000000000001
+DATA lgc23<>+16(SB)/8, $0x7ff8000000000001
+DATA lgc23<>+24(SB)/8, $0x7ff8000000000001
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/8, $0x7ff8000000000001
-DATA lgc24<>+8(SB)/8, $0x7ff8000000000001
-DATA lgc24<>+16(SB)/8, $0x7ff8000000000001
-DATA lgc24<>+24(SB)/8, $0x7ff8000000000001
+DATA lgc24<>+0(SB)/8, $0x7ff0000000000000
+DATA lgc24<>+8(SB)/8, $0x7ff0000000000000
+DATA lgc24<>+16(SB)/8, $0x7ff0000000000000
+DATA lgc24<>+24(SB)/8, $0x7ff0000000000000
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/8, $0x7ff0000000000000
-DATA lgc25<>+8(SB)/8, $0x7ff0000000000000
-DATA lgc25<>+16(SB)/8, $0x7ff0000000000000
-DATA lgc25<>+24(SB)/8, $0x7ff0000000000000
+DATA lgc25<>+0(SB)/8, $0x3fed67f1c864beb4
+DATA lgc25<>+8(SB)/8, $0x3fed67f1c864beb4
+DATA lgc25<>+16(SB)/8, $0x3fed67f1c864beb4
+DATA lgc25<>+24(SB)/8, $0x3fed67f1c864beb4
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/8, $0x3fed67f1c864beb4
-DATA lgc26<>+8(SB)/8, $0x3fed67f1c864beb4
-DATA lgc26<>+16(SB)/8, $0x3fed67f1c864beb4
-DATA lgc26<>+24(SB)/8, $0x3fed67f1c864beb4
+DATA lgc26<>+0(SB)/8, $0xc087500000000000
+DATA lgc26<>+8(SB)/8, $0xc087500000000000
+DATA lgc26<>+16(SB)/8, $0xc087500000000000
+DATA lgc26<>+24(SB)/8, $0xc087500000000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/8, $0xc087500000000000
-DATA lgc27<>+8(SB)/8, $0xc087500000000000
-DATA lgc27<>+16(SB)/8, $0xc087500000000000
-DATA lgc27<>+24(SB)/8, $0xc087500000000000
+DATA lgc27<>+0(SB)/8, $0x4086300000000000
+DATA lgc27<>+8(SB)/8, $0x4086300000000000
+DATA lgc27<>+16(SB)/8, $0x4086300000000000
+DATA lgc27<>+24(SB)/8, $0x4086300000000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/8, $0x4086300000000000
-DATA lgc28<>+8(SB)/8, $0x4086300000000000
-DATA lgc28<>+16(SB)/8, $0x4086300000000000
-DATA lgc28<>+24(SB)/8, $0x4086300000000000
+DATA lgc28<>+0(SB)/8, $0x3ff71547652b82fe
+DATA lgc28<>+8(SB)/8, $0x3ff71547652b82fe
+DATA lgc28<>+16(SB)/8, $0x3ff71547652b82fe
+DATA lgc28<>+24(SB)/8, $0x3ff71547652b82fe
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/8, $0x3ff71547652b82fe
-DATA lgc29<>+8(SB)/8, $0x3ff71547652b82fe
-DATA lgc29<>+16(SB)/8, $0x3ff71547652b82fe
-DATA lgc29<>+24(SB)/8, $0x3ff71547652b82fe
+DATA lgc29<>+0(SB)/8, $0x3de6124613a86d09
+DATA lgc29<>+8(SB)/8, $0x3de6124613a86d09
+DATA lgc29<>+16(SB)/8, $0x3de6124613a86d09
+DATA lgc29<>+24(SB)/8, $0x3de6124613a86d09
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/8, $0x3de6124613a86d09
-DATA lgc30<>+8(SB)/8, $0x3de6124613a86d09
-DATA lgc30<>+16(SB)/8, $0x3de6124613a86d09
-DATA lgc30<>+24(SB)/8, $0x3de6124613a86d09
+DATA lgc30<>+0(SB)/8, $0x3e21eed8eff8d898
+DATA lgc30<>+8(SB)/8, $0x3e21eed8eff8d898
+DATA lgc30<>+16(SB)/8, $0x3e21eed8eff8d898
+DATA lgc30<>+24(SB)/8, $0x3e21eed8eff8d898
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/8, $0x3e21eed8eff8d898
-DATA lgc31<>+8(SB)/8, $0x3e21eed8eff8d898
-DATA lgc31<>+16(SB)/8, $0x3e21eed8eff8d898
-DATA lgc31<>+24(SB)/8, $0x3e21eed8eff8d898
+DATA lgc31<>+0(SB)/8, $0x3e5ae64567f544e4
+DATA lgc31<>+8(SB)/8, $0x3e5ae64567f544e4
+DATA lgc31<>+16(SB)/8, $0x3e5ae64567f544e4
+DATA lgc31<>+24(SB)/8, $0x3e5ae64567f544e4
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/8, $0x3e5ae64567f544e4
-DATA lgc32<>+8(SB)/8, $0x3e5ae64567f544e4
-DATA lgc32<>+16(SB)/8, $0x3e5ae64567f544e4
-DATA lgc32<>+24(SB)/8, $0x3e5ae64567f544e4
+DATA lgc32<>+0(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc32<>+8(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc32<>+16(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc32<>+24(SB)/8, $0x3e927e4fb7789f5c
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc33<>+8(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc33<>+16(SB)/8, $0x3e927e4fb7789f5c
-DATA lgc33<>+24(SB)/8, $0x3e927e4fb7789f5c
+DATA lgc33<>+0(SB)/8, $0x3ec71de3a556c734
+DATA lgc33<>+8(SB)/8, $0x3ec71de3a556c734
+DATA lgc33<>+16(SB)/8, $0x3ec71de3a556c734
+DATA lgc33<>+24(SB)/8, $0x3ec71de3a556c734
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/8, $0x3ec71de3a556c734
-DATA lgc34<>+8(SB)/8, $0x3ec71de3a556c734
-DATA lgc34<>+16(SB)/8, $0x3ec71de3a556c734
-DATA lgc34<>+24(SB)/8, $0x3ec71de3a556c734
+DATA lgc34<>+0(SB)/8, $0x3efa01a01a01a01a
+DATA lgc34<>+8(SB)/8, $0x3efa01a01a01a01a
+DATA lgc34<>+16(SB)/8, $0x3efa01a01a01a01a
+DATA lgc34<>+24(SB)/8, $0x3efa01a01a01a01a
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/8, $0x3efa01a01a01a01a
-DATA lgc35<>+8(SB)/8, $0x3efa01a01a01a01a
-DATA lgc35<>+16(SB)/8, $0x3efa01a01a01a01a
-DATA lgc35<>+24(SB)/8, $0x3efa01a01a01a01a
+DATA lgc35<>+0(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc35<>+8(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc35<>+16(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc35<>+24(SB)/8, $0x3f2a01a01a01a01a
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc36<>+8(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc36<>+16(SB)/8, $0x3f2a01a01a01a01a
-DATA lgc36<>+24(SB)/8, $0x3f2a01a01a01a01a
+DATA lgc36<>+0(SB)/8, $0x3f56c16c16c16c17
+DATA lgc36<>+8(SB)/8, $0x3f56c16c16c16c17
+DATA lgc36<>+16(SB)/8, $0x3f56c16c16c16c17
+DATA lgc36<>+24(SB)/8, $0x3f56c16c16c16c17
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/8, $0x3f56c16c16c16c17
-DATA lgc37<>+8(SB)/8, $0x3f56c16c16c16c17
-DATA lgc37<>+16(SB)/8, $0x3f56c16c16c16c17
-DATA lgc37<>+24(SB)/8, $0x3f56c16c16c16c17
+DATA lgc37<>+0(SB)/8, $0x3f81111111111111
+DATA lgc37<>+8(SB)/8, $0x3f81111111111111
+DATA lgc37<>+16(SB)/8, $0x3f81111111111111
+DATA lgc37<>+24(SB)/8, $0x3f81111111111111
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/8, $0x3f81111111111111
-DATA lgc38<>+8(SB)/8, $0x3f81111111111111
-DATA lgc38<>+16(SB)/8, $0x3f81111111111111
-DATA lgc38<>+24(SB)/8, $0x3f81111111111111
+DATA lgc38<>+0(SB)/8, $0x3fa5555555555555
+DATA lgc38<>+8(SB)/8, $0x3fa5555555555555
+DATA lgc38<>+16(SB)/8, $0x3fa5555555555555
+DATA lgc38<>+24(SB)/8, $0x3fa5555555555555
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/8, $0x3fa5555555555555
-DATA lgc39<>+8(SB)/8, $0x3fa5555555555555
-DATA lgc39<>+16(SB)/8, $0x3fa5555555555555
-DATA lgc39<>+24(SB)/8, $0x3fa5555555555555
+DATA lgc39<>+0(SB)/8, $0x3fc5555555555555
+DATA lgc39<>+8(SB)/8, $0x3fc5555555555555
+DATA lgc39<>+16(SB)/8, $0x3fc5555555555555
+DATA lgc39<>+24(SB)/8, $0x3fc5555555555555
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/8, $0x3fc5555555555555
-DATA lgc40<>+8(SB)/8, $0x3fc5555555555555
-DATA lgc40<>+16(SB)/8, $0x3fc5555555555555
-DATA lgc40<>+24(SB)/8, $0x3fc5555555555555
+DATA lgc40<>+0(SB)/4, $0xfffffc02
+DATA lgc40<>+4(SB)/4, $0xfffffc02
+DATA lgc40<>+8(SB)/4, $0xfffffc02
+DATA lgc40<>+12(SB)/4, $0xfffffc02
+DATA lgc40<>+16(SB)/4, $0xfffffc02
+DATA lgc40<>+20(SB)/4, $0xfffffc02
+DATA lgc40<>+24(SB)/4, $0xfffffc02
+DATA lgc40<>+28(SB)/4, $0xfffffc02
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xfffffc02
-DATA lgc41<>+4(SB)/4, $0xfffffc02
-DATA lgc41<>+8(SB)/4, $0xfffffc02
-DATA lgc41<>+12(SB)/4, $0xfffffc02
-DATA lgc41<>+16(SB)/4, $0xfffffc02
-DATA lgc41<>+20(SB)/4, $0xfffffc02
-DATA lgc41<>+24(SB)/4, $0xfffffc02
-DATA lgc41<>+28(SB)/4, $0xfffffc02
+DATA lgc41<>+0(SB)/4, $0x000003ff
+DATA lgc41<>+4(SB)/4, $0x000003ff
+DATA lgc41<>+8(SB)/4, $0x000003ff
+DATA lgc41<>+12(SB)/4, $0x000003ff
+DATA lgc41<>+16(SB)/4, $0x000003ff
+DATA lgc41<>+20(SB)/4, $0x000003ff
+DATA lgc41<>+24(SB)/4, $0x000003ff
+DATA lgc41<>+28(SB)/4, $0x000003ff
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x000003ff
-DATA lgc42<>+4(SB)/4, $0x000003ff
-DATA lgc42<>+8(SB)/4, $0x000003ff
-DATA lgc42<>+12(SB)/4, $0x000003ff
-DATA lgc42<>+16(SB)/4, $0x000003ff
-DATA lgc42<>+20(SB)/4, $0x000003ff
-DATA lgc42<>+24(SB)/4, $0x000003ff
-DATA lgc42<>+28(SB)/4, $0x000003ff
+DATA lgc42<>+0(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc42<>+8(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc42<>+16(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc42<>+24(SB)/8, $0x3ff6b3f8e4325f5a
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc43<>+8(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc43<>+16(SB)/8, $0x3ff6b3f8e4325f5a
-DATA lgc43<>+24(SB)/8, $0x3ff6b3f8e4325f5a
+DATA lgc43<>+0(SB)/8, $0xbf847ae140000000
+DATA lgc43<>+8(SB)/8, $0xbf847ae140000000
+DATA lgc43<>+16(SB)/8, $0xbf847ae140000000
+DATA lgc43<>+24(SB)/8, $0xbf847ae140000000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
-
-DATA lgc44<>+0(SB)/8, $0xbf847ae140000000
-DATA lgc44<>+8(SB)/8, $0xbf847ae140000000
-DATA lgc44<>+16(SB)/8, $0xbf847ae140000000
-DATA lgc44<>+24(SB)/8, $0xbf847ae140000000
-GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
@@ -761,44 +802,44 @@ TEXT ·pass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v59 = add(targetVar, 2.220446e-16)
-	VADDPD       lgc45<>+0(SB), Y0, Y0
+	VADDPD       lgc44<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPD  Y0, Y1, Y0
-	VMOVUPD lgc10<>+0(SB), Y1
+	VMOVUPD lgc9<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v60)
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
-	VMOVUPD      lgc46<>+0(SB), Y2
+	VMOVUPD      lgc45<>+0(SB), Y2
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc10<>+0(SB), Y2, Y2
+	VANDPD       lgc9<>+0(SB), Y2, Y2
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v66 = mul(beta, 2)
-	VMULPD  lgc4<>+0(SB), Y3, Y4
-	VMOVUPD lgc47<>+0(SB), Y5
+	VMULPD  lgc3<>+0(SB), Y3, Y4
+	VMOVUPD lgc46<>+0(SB), Y5
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc10<>+0(SB), Y1, Y1
+	VANDPD lgc9<>+0(SB), Y1, Y1
 
 	// v69 = mul(beta, 0.5)
-	VMULPD lgc12<>+0(SB), Y3, Y5
+	VMULPD lgc11<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, beta)
-	VMOVUPD   lgc0<>+0(SB), Y6
+	VMOVUPD   lgc1<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
 	// beta2 = where(v65, v66, v70)
-	VMOVUPD   lgc0<>+0(SB), Y3
+	VMOVUPD   lgc1<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
@@ -812,52 +853,137 @@ TEXT ·pass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-DATA lgc45<>+0(SB)/8, $0x3cb0000000000000
-DATA lgc45<>+8(SB)/8, $0x3cb0000000000000
-DATA lgc45<>+16(SB)/8, $0x3cb0000000000000
-DATA lgc45<>+24(SB)/8, $0x3cb0000000000000
+DATA lgc44<>+0(SB)/8, $0x3cb0000000000000
+DATA lgc44<>+8(SB)/8, $0x3cb0000000000000
+DATA lgc44<>+16(SB)/8, $0x3cb0000000000000
+DATA lgc44<>+24(SB)/8, $0x3cb0000000000000
+GLOBL lgc44<>(SB), RODATA|NOPTR, $32
+
+DATA lgc45<>+0(SB)/8, $0x3f8eb851e0000000
+DATA lgc45<>+8(SB)/8, $0x3f8eb851e0000000
+DATA lgc45<>+16(SB)/8, $0x3f8eb851e0000000
+DATA lgc45<>+24(SB)/8, $0x3f8eb851e0000000
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/8, $0x3f8eb851e0000000
-DATA lgc46<>+8(SB)/8, $0x3f8eb851e0000000
-DATA lgc46<>+16(SB)/8, $0x3f8eb851e0000000
-DATA lgc46<>+24(SB)/8, $0x3f8eb851e0000000
+DATA lgc46<>+0(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc46<>+8(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc46<>+16(SB)/8, $0x3f7b4e81aaaaaaab
+DATA lgc46<>+24(SB)/8, $0x3f7b4e81aaaaaaab
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc47<>+8(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc47<>+16(SB)/8, $0x3f7b4e81aaaaaaab
-DATA lgc47<>+24(SB)/8, $0x3f7b4e81aaaaaaab
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
-
-// func fbPass0AVX2(action *float64, loc *float64, scale *float64, sampleLogProb *float64, oldScale *float64, oldLoc *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, gradScale *float64, gradLoc *float64, kl *float64, gradStateValue *float64)
+// func fbPass0AVX2(loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1024-120
+TEXT ·fbPass0AVX2(SB), $1632-120
 	XORQ AX, AX
 
 blocks_5:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	XORQ    CX, CX
+	// tile loc
+	MOVQ       loc+0(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+3, AX, BX
+	ADDQ       BX, DX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, (SP)
+	VMOVUPD    Y5, 32(SP)
+	VMOVUPD    Y2, 64(SP)
+
+	// tile scale
+	MOVQ       scale+8(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 96(SP)
+	VMOVUPD    Y5, 128(SP)
+	VMOVUPD    Y2, 160(SP)
+
+	// tile action
+	MOVQ       action+16(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 192(SP)
+	VMOVUPD    Y5, 224(SP)
+	VMOVUPD    Y2, 256(SP)
+
+	// tile oldLoc
+	MOVQ       oldLoc+24(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 288(SP)
+	VMOVUPD    Y5, 320(SP)
+	VMOVUPD    Y2, 352(SP)
+
+	// tile oldScale
+	MOVQ       oldScale+32(FP), CX
+	VMOVUPD    lgc0<>+0(SB), Y0
+	VMASKMOVPD (CX)(DX*8), Y0, Y1
+	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
+	VMASKMOVPD 48(CX)(DX*8), Y0, Y3
+	VMASKMOVPD 72(CX)(DX*8), Y0, Y0
+	VUNPCKLPD  Y2, Y1, Y4
+	VUNPCKHPD  Y2, Y1, Y1
+	VUNPCKLPD  Y0, Y3, Y2
+	VUNPCKHPD  Y0, Y3, Y0
+	VPERM2F128 $0x20, Y2, Y4, Y3
+	VPERM2F128 $0x20, Y0, Y1, Y5
+	VPERM2F128 $0x31, Y2, Y4, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPD    Y3, 384(SP)
+	VMOVUPD    Y5, 416(SP)
+	VMOVUPD    Y2, 448(SP)
+	VMOVUPD    lgc1<>+0(SB), Y0
+	VMOVUPD    Y0, 672(SP)
+	XORQ       CX, CX
 
 inner_D_6:
-	MOVQ       action+0(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+3, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (DX)(X1*8), Y0
-	MOVQ       loc+8(FP), DX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (DX)(X2*8), Y1
+	XORQ    BX, BX
+	IMUL3Q  $+32, CX, SI
+	ADDQ    SI, BX
+	VMOVUPD 192(SP)(BX*1), Y0
+	VMOVUPD (SP)(BX*1), Y1
 
 	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
@@ -866,74 +992,69 @@ inner_D_6:
 	VMULPD Y0, Y0, Y1
 
 	// v6 = neg(v5)
-	VXORPD     lgc3<>+0(SB), Y1, Y2
-	MOVQ       scale+16(FP), DX
-	LEAQ       (DX)(BX*8), DX
-	VMOVUPD    lgc1<>+0(SB), Y4
-	VMOVUPD    lgc2<>+0(SB), Y5
-	VMOVUPD    lgc0<>+0(SB), Y3
-	VGATHERDPD Y5, (DX)(X4*8), Y3
+	VXORPD  lgc2<>+0(SB), Y1, Y2
+	VMOVUPD 96(SP)(BX*1), Y3
 
 	// v8 = mul(scale, scale)
 	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(2, v8)
-	VMULPD lgc4<>+0(SB), Y4, Y5
+	VMULPD lgc3<>+0(SB), Y4, Y5
 
 	// v10 = div(v6, v9)
 	VDIVPD  Y5, Y2, Y6
-	VMOVUPD Y2, 64(SP)
-	VMOVUPD Y5, 96(SP)
-	VMOVUPD Y4, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPD Y0, 192(SP)
+	VMOVUPD Y2, 736(SP)
+	VMOVUPD Y5, 768(SP)
+	VMOVUPD Y4, 800(SP)
+	VMOVUPD Y1, 832(SP)
+	VMOVUPD Y0, 864(SP)
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y3, Y0
-	VMULPD      lgc6<>+0(SB), Y3, Y1
+	VCMPPD      $0x11, lgc4<>+0(SB), Y3, Y0
+	VMULPD      lgc5<>+0(SB), Y3, Y1
 	VBLENDVPD   Y0, Y1, Y3, Y1
 	VPSRLQ      $0x34, Y1, Y2
-	VPSUBQ      lgc7<>+0(SB), Y2, Y2
-	VPAND       lgc8<>+0(SB), Y0, Y0
+	VPSUBQ      lgc6<>+0(SB), Y2, Y2
+	VPAND       lgc7<>+0(SB), Y0, Y0
 	VPADDQ      Y0, Y2, Y2
-	VPAND       lgc9<>+0(SB), Y1, Y0
-	VPOR        lgc10<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y0, Y1
-	VMULPD      lgc12<>+0(SB), Y0, Y4
+	VPAND       lgc8<>+0(SB), Y1, Y0
+	VPOR        lgc9<>+0(SB), Y0, Y0
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
+	VMULPD      lgc11<>+0(SB), Y0, Y4
 	VBLENDVPD   Y1, Y4, Y0, Y0
 	VPSUBQ      Y1, Y2, Y2
-	VSUBPD      lgc10<>+0(SB), Y0, Y0
-	VADDPD      lgc4<>+0(SB), Y0, Y1
+	VSUBPD      lgc9<>+0(SB), Y0, Y0
+	VADDPD      lgc3<>+0(SB), Y0, Y1
 	VDIVPD      Y1, Y0, Y1
 	VMULPD      Y1, Y1, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc13<>+0(SB), Y7
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y5, Y7
 	VFMADD213PD lgc14<>+0(SB), Y5, Y7
-	VFMADD213PD lgc15<>+0(SB), Y5, Y7
 	VMULPD      Y5, Y7, Y7
-	VMOVAPD     lgc16<>+0(SB), Y8
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y5, Y8
 	VFMADD213PD lgc17<>+0(SB), Y5, Y8
 	VFMADD213PD lgc18<>+0(SB), Y5, Y8
-	VFMADD213PD lgc19<>+0(SB), Y5, Y8
 	VMULPD      Y4, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y0, Y0, Y4
-	VMULPD      lgc12<>+0(SB), Y4, Y4
-	VPADDQ      lgc20<>+0(SB), Y2, Y2
-	VSUBPD      lgc20<>+0(SB), Y2, Y2
+	VMULPD      lgc11<>+0(SB), Y4, Y4
+	VPADDQ      lgc19<>+0(SB), Y2, Y2
+	VSUBPD      lgc19<>+0(SB), Y2, Y2
 	VADDPD      Y4, Y8, Y5
 	VMULPD      Y1, Y5, Y5
-	VFMADD231PD lgc21<>+0(SB), Y2, Y5
+	VFMADD231PD lgc20<>+0(SB), Y2, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y0, Y5, Y5
-	VMULPD      lgc22<>+0(SB), Y2, Y0
+	VMULPD      lgc21<>+0(SB), Y2, Y0
 	VSUBPD      Y5, Y0, Y0
-	VCMPPD      $0x00, lgc0<>+0(SB), Y3, Y1
+	VCMPPD      $0x00, lgc1<>+0(SB), Y3, Y1
+	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
+	VCMPPD      $0x11, lgc1<>+0(SB), Y3, Y1
 	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc0<>+0(SB), Y3, Y1
+	VCMPPD      $0x00, lgc24<>+0(SB), Y3, Y1
 	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc25<>+0(SB), Y3, Y1
-	VBLENDVPD   Y1, lgc25<>+0(SB), Y0, Y0
 	VCMPPD      $0x03, Y3, Y3, Y1
 	VBLENDVPD   Y1, Y3, Y0, Y0
 
@@ -941,66 +1062,44 @@ inner_D_6:
 	VSUBPD Y0, Y6, Y0
 
 	// v14 = sub(v12, 0.9189385332046727)
-	VSUBPD lgc26<>+0(SB), Y0, Y0
+	VSUBPD lgc25<>+0(SB), Y0, Y0
 
 	// sum(v14) over [D]
-	VADDPD  (SP), Y0, Y0
-	VMOVUPD Y0, (SP)
+	VADDPD  672(SP), Y0, Y0
+	VMOVUPD Y0, 672(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_6
 
 	// finish logProb
-	VMOVUPD (SP), Y0
-	MOVQ    sampleLogProb+24(FP), CX
-	XORQ    DX, DX
-	ADDQ    AX, DX
-	VMOVUPD (CX)(DX*8), Y1
+	VMOVUPD 672(SP), Y0
+	MOVQ    sampleLogProb+40(FP), CX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPD (CX)(BX*8), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 224(SP)
-	VMOVUPD Y0, 288(SP)
-	VMOVUPD Y1, 320(SP)
+	VMOVUPD lgc1<>+0(SB), Y2
+	VMOVUPD Y2, 896(SP)
+	VMOVUPD Y0, 960(SP)
+	VMOVUPD Y1, 992(SP)
 	XORQ    CX, CX
 
 inner_D_7:
-	MOVQ       oldScale+32(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+3, AX, DI
-	ADDQ       DI, SI
-	MOVQ       CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       scale+16(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (BX)(X2*8), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, CX, DI
+	ADDQ    DI, SI
+	VMOVUPD 384(SP)(SI*1), Y0
+	VMOVUPD 96(SP)(SI*1), Y1
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
-	VMULPD     Y0, Y0, Y2
-	MOVQ       oldLoc+40(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y4
-	VMOVUPD    lgc2<>+0(SB), Y5
-	VMOVUPD    lgc0<>+0(SB), Y3
-	VGATHERDPD Y5, (BX)(X4*8), Y3
-	MOVQ       loc+8(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y5
-	VMOVUPD    lgc2<>+0(SB), Y6
-	VMOVUPD    lgc0<>+0(SB), Y4
-	VGATHERDPD Y6, (BX)(X5*8), Y4
+	VMULPD  Y0, Y0, Y2
+	VMOVUPD 288(SP)(SI*1), Y3
+	VMOVUPD (SP)(SI*1), Y4
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y4, Y3, Y3
@@ -1015,57 +1114,57 @@ inner_D_7:
 	VADDPD Y4, Y2, Y4
 
 	// v28 = sub(v26, 1)
-	VSUBPD  lgc10<>+0(SB), Y4, Y4
-	VMOVUPD Y1, 352(SP)
-	VMOVUPD Y3, 384(SP)
-	VMOVUPD Y0, 416(SP)
+	VSUBPD  lgc9<>+0(SB), Y4, Y4
+	VMOVUPD Y1, 1024(SP)
+	VMOVUPD Y3, 1056(SP)
+	VMOVUPD Y0, 1088(SP)
 
 	// v29 = log(v21)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y2, Y0
-	VMULPD      lgc6<>+0(SB), Y2, Y1
+	VCMPPD      $0x11, lgc4<>+0(SB), Y2, Y0
+	VMULPD      lgc5<>+0(SB), Y2, Y1
 	VBLENDVPD   Y0, Y1, Y2, Y1
 	VPSRLQ      $0x34, Y1, Y3
-	VPSUBQ      lgc7<>+0(SB), Y3, Y3
-	VPAND       lgc8<>+0(SB), Y0, Y0
+	VPSUBQ      lgc6<>+0(SB), Y3, Y3
+	VPAND       lgc7<>+0(SB), Y0, Y0
 	VPADDQ      Y0, Y3, Y3
-	VPAND       lgc9<>+0(SB), Y1, Y0
-	VPOR        lgc10<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y0, Y1
-	VMULPD      lgc12<>+0(SB), Y0, Y5
+	VPAND       lgc8<>+0(SB), Y1, Y0
+	VPOR        lgc9<>+0(SB), Y0, Y0
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
+	VMULPD      lgc11<>+0(SB), Y0, Y5
 	VBLENDVPD   Y1, Y5, Y0, Y0
 	VPSUBQ      Y1, Y3, Y3
-	VSUBPD      lgc10<>+0(SB), Y0, Y0
-	VADDPD      lgc4<>+0(SB), Y0, Y1
+	VSUBPD      lgc9<>+0(SB), Y0, Y0
+	VADDPD      lgc3<>+0(SB), Y0, Y1
 	VDIVPD      Y1, Y0, Y1
 	VMULPD      Y1, Y1, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc13<>+0(SB), Y7
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc16<>+0(SB), Y8
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y0, Y0, Y5
-	VMULPD      lgc12<>+0(SB), Y5, Y5
-	VPADDQ      lgc20<>+0(SB), Y3, Y3
-	VSUBPD      lgc20<>+0(SB), Y3, Y3
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y3, Y3
+	VSUBPD      lgc19<>+0(SB), Y3, Y3
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y1, Y6, Y6
-	VFMADD231PD lgc21<>+0(SB), Y3, Y6
+	VFMADD231PD lgc20<>+0(SB), Y3, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y0, Y6, Y6
-	VMULPD      lgc22<>+0(SB), Y3, Y0
+	VMULPD      lgc21<>+0(SB), Y3, Y0
 	VSUBPD      Y6, Y0, Y0
-	VCMPPD      $0x00, lgc0<>+0(SB), Y2, Y1
+	VCMPPD      $0x00, lgc1<>+0(SB), Y2, Y1
+	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
+	VCMPPD      $0x11, lgc1<>+0(SB), Y2, Y1
 	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc0<>+0(SB), Y2, Y1
+	VCMPPD      $0x00, lgc24<>+0(SB), Y2, Y1
 	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc25<>+0(SB), Y2, Y1
-	VBLENDVPD   Y1, lgc25<>+0(SB), Y0, Y0
 	VCMPPD      $0x03, Y2, Y2, Y1
 	VBLENDVPD   Y1, Y2, Y0, Y0
 
@@ -1073,27 +1172,28 @@ inner_D_7:
 	VSUBPD Y0, Y4, Y0
 
 	// v31 = mul(0.5, v30)
-	VMULPD lgc12<>+0(SB), Y0, Y0
+	VMULPD lgc11<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
-	VADDPD  224(SP), Y0, Y0
-	VMOVUPD Y0, 224(SP)
+	VADDPD  896(SP), Y0, Y0
+	VMOVUPD Y0, 896(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_7
 
 	// finish kl
-	VMOVUPD 224(SP), Y0
-	VMOVUPD 320(SP), Y1
+	VMOVUPD 896(SP), Y0
+	VMOVUPD 992(SP), Y1
 
 	// v34 = exp(logWeight)
-	VMAXPD       lgc27<>+0(SB), Y1, Y2
-	VMINPD       lgc28<>+0(SB), Y2, Y2
-	VMULPD       lgc29<>+0(SB), Y2, Y3
+	VMAXPD       lgc26<>+0(SB), Y1, Y2
+	VMINPD       lgc27<>+0(SB), Y2, Y2
+	VMULPD       lgc28<>+0(SB), Y2, Y3
 	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc22<>+0(SB), Y3, Y2
 	VFNMADD231PD lgc21<>+0(SB), Y3, Y2
-	VMOVAPD      lgc30<>+0(SB), Y4
+	VFNMADD231PD lgc20<>+0(SB), Y3, Y2
+	VMOVAPD      lgc29<>+0(SB), Y4
+	VFMADD213PD  lgc30<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc31<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc32<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc33<>+0(SB), Y2, Y4
@@ -1103,32 +1203,31 @@ inner_D_7:
 	VFMADD213PD  lgc37<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc38<>+0(SB), Y2, Y4
 	VFMADD213PD  lgc39<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc40<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PD  lgc9<>+0(SB), Y2, Y4
 	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc41<>+0(SB), X2, X3
-	VPMINSD      lgc42<>+0(SB), X3, X3
+	VPMAXSD      lgc40<>+0(SB), X2, X3
+	VPMINSD      lgc41<>+0(SB), X3, X3
 	VPSUBD       X3, X2, X2
 	VPMOVSXDQ    X3, Y3
 	VPMOVSXDQ    X2, Y2
-	VPADDQ       lgc7<>+0(SB), Y3, Y3
+	VPADDQ       lgc6<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc7<>+0(SB), Y2, Y2
+	VPADDQ       lgc6<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
 	VMULPD       Y3, Y4, Y4
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
 	MOVQ         advantage+48(FP), CX
-	VMOVUPD      (CX)(DX*8), Y1
+	VMOVUPD      (CX)(BX*8), Y1
 
 	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
 	MOVQ         stateBeta+56(FP), CX
-	XORQ         BX, BX
-	VBROADCASTSD (CX)(BX*8), Y2
+	XORQ         SI, SI
+	VBROADCASTSD (CX)(SI*8), Y2
 
 	// v36 = mul(beta, kl)
 	VMULPD Y0, Y2, Y2
@@ -1137,15 +1236,15 @@ inner_D_7:
 	VSUBPD Y2, Y1, Y1
 
 	// v38 = neg(v37)
-	VXORPD lgc3<>+0(SB), Y1, Y1
+	VXORPD lgc2<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
 	MOVQ    state+64(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	MOVQ    sampleLogProb+24(FP), SI
-	VMOVUPD (SI)(DX*8), Y1
-	VMOVUPD 288(SP), Y2
+	MOVQ    sampleLogProb+40(FP), DI
+	VMOVUPD (DI)(BX*8), Y1
+	VMOVUPD 960(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -1153,90 +1252,83 @@ inner_D_7:
 	// mean(v41) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	VMOVUPD lgc0<>+0(SB), Y1
-	VMOVUPD Y1, 448(SP)
-	VMOVUPD Y0, 512(SP)
-	VMOVUPD Y4, 544(SP)
-	VMOVUPD Y0, 576(SP)
-	XORQ    SI, SI
+	VMOVUPD lgc1<>+0(SB), Y1
+	VMOVUPD Y1, 1120(SP)
+	VMOVUPD Y0, 1184(SP)
+	VMOVUPD Y4, 1216(SP)
+	VMOVUPD Y0, 1248(SP)
+	XORQ    DI, DI
 
 inner_D_8:
-	MOVQ       scale+16(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+3, AX, R9
-	ADDQ       R9, R8
-	MOVQ       SI, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*8), DI
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (DI)(X1*8), Y0
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPD 96(SP)(R8*1), Y0
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
-	VMULPD      lgc6<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
+	VMULPD      lgc5<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc7<>+0(SB), Y3, Y3
-	VPAND       lgc8<>+0(SB), Y1, Y1
+	VPSUBQ      lgc6<>+0(SB), Y3, Y3
+	VPAND       lgc7<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc9<>+0(SB), Y2, Y1
-	VPOR        lgc10<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
-	VMULPD      lgc12<>+0(SB), Y1, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y1
+	VPOR        lgc9<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
+	VMULPD      lgc11<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc10<>+0(SB), Y1, Y1
-	VADDPD      lgc4<>+0(SB), Y1, Y2
+	VSUBPD      lgc9<>+0(SB), Y1, Y1
+	VADDPD      lgc3<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc13<>+0(SB), Y6
+	VMOVAPD     lgc12<>+0(SB), Y6
+	VFMADD213PD lgc13<>+0(SB), Y5, Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
-	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc16<>+0(SB), Y7
+	VMOVAPD     lgc15<>+0(SB), Y7
+	VFMADD213PD lgc16<>+0(SB), Y5, Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
-	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc12<>+0(SB), Y4, Y4
-	VPADDQ      lgc20<>+0(SB), Y3, Y3
-	VSUBPD      lgc20<>+0(SB), Y3, Y3
+	VMULPD      lgc11<>+0(SB), Y4, Y4
+	VPADDQ      lgc19<>+0(SB), Y3, Y3
+	VSUBPD      lgc19<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc21<>+0(SB), Y3, Y5
+	VFMADD231PD lgc20<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc22<>+0(SB), Y3, Y1
+	VMULPD      lgc21<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc43<>+0(SB), Y1, Y0
+	VADDPD lgc42<>+0(SB), Y1, Y0
 
 	// sum(v44) over [D]
-	VADDPD  448(SP), Y0, Y0
-	VMOVUPD Y0, 448(SP)
-	INCQ    SI
-	CMPQ    SI, $+3
+	VADDPD  1120(SP), Y0, Y0
+	VMOVUPD Y0, 1120(SP)
+	INCQ    DI
+	CMPQ    DI, $+3
 	JL      inner_D_8
 
 	// finish entropy
-	VMOVUPD 448(SP), Y0
+	VMOVUPD 1120(SP), Y0
 
 	// v47 = mul(-0.01, entropy)
-	VMULPD lgc44<>+0(SB), Y0, Y1
+	VMULPD lgc43<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPD  448(CX), Y0, Y0
@@ -1245,10 +1337,10 @@ inner_D_8:
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    valueTarget+72(FP), SI
-	VMOVUPD (SI)(DX*8), Y0
-	MOVQ    stateValue+80(FP), SI
-	VMOVUPD (SI)(DX*8), Y1
+	MOVQ    valueTarget+72(FP), DI
+	VMOVUPD (DI)(BX*8), Y0
+	MOVQ    stateValue+80(FP), DI
+	VMOVUPD (DI)(BX*8), Y1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPD Y1, Y0, Y1
@@ -1257,7 +1349,7 @@ inner_D_8:
 	VMULPD Y1, Y1, Y2
 
 	// v54 = mul(1, l2)
-	VMULPD lgc10<>+0(SB), Y2, Y2
+	VMULPD lgc9<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	VADDPD  832(CX), Y2, Y2
@@ -1267,7 +1359,7 @@ inner_D_8:
 	VMOVUPD     1216(CX), Y2
 	VSUBPD      Y2, Y1, Y3
 	VMOVUPD     1024(CX), Y4
-	VADDPD      lgc10<>+0(SB), Y4, Y4
+	VADDPD      lgc9<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1024(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -1281,7 +1373,7 @@ inner_D_8:
 	VMOVUPD     1792(CX), Y2
 	VSUBPD      Y2, Y0, Y3
 	VMOVUPD     1600(CX), Y4
-	VADDPD      lgc10<>+0(SB), Y4, Y4
+	VADDPD      lgc9<>+0(SB), Y4, Y4
 	VMOVUPD     Y4, 1600(CX)
 	VDIVPD      Y4, Y3, Y4
 	VADDPD      Y4, Y2, Y2
@@ -1290,102 +1382,90 @@ inner_D_8:
 	VFMADD231PD Y3, Y4, Y0
 	VMOVUPD     Y2, 1792(CX)
 	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     512(SP), Y0
+	VMOVUPD     1184(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
 
 	// v73 = mul(0.00390625, diff)
-	VMULPD lgc48<>+0(SB), Y1, Y0
+	VMULPD lgc47<>+0(SB), Y1, Y0
 
 	// v74 = add(v73, v73)
 	VADDPD Y0, Y0, Y0
 
 	// gradStateValue = neg(v74)
-	VXORPD       lgc3<>+0(SB), Y0, Y0
+	VXORPD       lgc2<>+0(SB), Y0, Y0
 	MOVQ         stateBeta+56(FP), CX
-	VBROADCASTSD (CX)(BX*8), Y1
+	VBROADCASTSD (CX)(SI*8), Y1
 
 	// v78 = mul(0.00390625, beta)
-	VMULPD  lgc48<>+0(SB), Y1, Y1
+	VMULPD  lgc47<>+0(SB), Y1, Y1
 	MOVQ    advantage+48(FP), CX
-	VMOVUPD (CX)(DX*8), Y2
+	VMOVUPD (CX)(BX*8), Y2
 
 	// v79 = mul(-0.00390625, advantage)
-	VMULPD  lgc49<>+0(SB), Y2, Y2
-	VMOVUPD lgc0<>+0(SB), Y3
+	VMULPD  lgc48<>+0(SB), Y2, Y2
+	VMOVUPD lgc1<>+0(SB), Y3
 
 	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y3, Y2, Y4
-	VANDPD  lgc10<>+0(SB), Y4, Y4
-	VMOVUPD 544(SP), Y5
+	VANDPD  lgc9<>+0(SB), Y4, Y4
+	VMOVUPD 1216(SP), Y5
 
 	// v82 = mul(v79, v34)
 	VMULPD Y5, Y2, Y5
 
 	// v83 = where(v81, v82, v79)
-	VMOVUPD   lgc0<>+0(SB), Y6
+	VMOVUPD   lgc1<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y4, Y6
 	VBLENDVPD Y6, Y5, Y2, Y2
 
 	// v84 = mul(v78, 0.5)
-	VMULPD lgc12<>+0(SB), Y1, Y1
+	VMULPD lgc11<>+0(SB), Y1, Y1
 
 	// v85 = neg(v84)
-	VXORPD lgc3<>+0(SB), Y1, Y4
+	VXORPD lgc2<>+0(SB), Y1, Y4
 
 	// v86 = ne(v85, 0)
 	VCMPPD $0x04, Y3, Y4, Y5
-	VANDPD lgc10<>+0(SB), Y5, Y5
+	VANDPD lgc9<>+0(SB), Y5, Y5
 
 	// v90 = ne(v84, 0)
 	VCMPPD $0x04, Y3, Y1, Y6
-	VANDPD lgc10<>+0(SB), Y6, Y6
+	VANDPD lgc9<>+0(SB), Y6, Y6
 
 	// v111 = neg(v83)
-	VXORPD lgc3<>+0(SB), Y2, Y7
+	VXORPD lgc2<>+0(SB), Y2, Y7
 
 	// v112 = add(-3.90625e-05, v111)
-	VADDPD lgc50<>+0(SB), Y7, Y8
+	VADDPD lgc49<>+0(SB), Y7, Y8
 
 	// v115 = ne(v83, 0)
 	VCMPPD $0x04, Y3, Y2, Y9
-	VANDPD lgc10<>+0(SB), Y9, Y9
+	VANDPD lgc9<>+0(SB), Y9, Y9
 
 	// v119 = ne(v111, 0)
 	VCMPPD  $0x04, Y3, Y7, Y3
-	VANDPD  lgc10<>+0(SB), Y3, Y3
-	VMOVUPD Y0, 608(SP)
-	VMOVUPD Y2, 640(SP)
-	VMOVUPD Y1, 672(SP)
-	VMOVUPD Y4, 704(SP)
-	VMOVUPD Y5, 736(SP)
-	VMOVUPD Y6, 768(SP)
-	VMOVUPD Y7, 800(SP)
-	VMOVUPD Y8, 832(SP)
-	VMOVUPD Y9, 864(SP)
-	VMOVUPD Y3, 896(SP)
+	VANDPD  lgc9<>+0(SB), Y3, Y3
+	VMOVUPD Y0, 1280(SP)
+	VMOVUPD Y2, 1312(SP)
+	VMOVUPD Y1, 1344(SP)
+	VMOVUPD Y4, 1376(SP)
+	VMOVUPD Y5, 1408(SP)
+	VMOVUPD Y6, 1440(SP)
+	VMOVUPD Y7, 1472(SP)
+	VMOVUPD Y8, 1504(SP)
+	VMOVUPD Y9, 1536(SP)
+	VMOVUPD Y3, 1568(SP)
 	XORQ    CX, CX
 
 inner_D_9:
-	MOVQ       action+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+3, AX, DI
-	ADDQ       DI, SI
-	MOVQ       CX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y1
-	VMOVUPD    lgc2<>+0(SB), Y2
-	VMOVUPD    lgc0<>+0(SB), Y0
-	VGATHERDPD Y2, (BX)(X1*8), Y0
-	MOVQ       loc+8(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y2
-	VMOVUPD    lgc2<>+0(SB), Y3
-	VMOVUPD    lgc0<>+0(SB), Y1
-	VGATHERDPD Y3, (BX)(X2*8), Y1
+	XORQ    SI, SI
+	IMUL3Q  $+32, CX, DI
+	ADDQ    DI, SI
+	VMOVUPD 192(SP)(SI*1), Y0
+	VMOVUPD (SP)(SI*1), Y1
 
 	// v4 = sub(action, loc)
 	VSUBPD Y1, Y0, Y0
@@ -1394,67 +1474,52 @@ inner_D_9:
 	VMULPD Y0, Y0, Y2
 
 	// v6 = neg(v5)
-	VXORPD     lgc3<>+0(SB), Y2, Y2
-	MOVQ       scale+16(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y4
-	VMOVUPD    lgc2<>+0(SB), Y5
-	VMOVUPD    lgc0<>+0(SB), Y3
-	VGATHERDPD Y5, (BX)(X4*8), Y3
+	VXORPD  lgc2<>+0(SB), Y2, Y2
+	VMOVUPD 96(SP)(SI*1), Y3
 
 	// v8 = mul(scale, scale)
 	VMULPD Y3, Y3, Y4
 
 	// v9 = mul(2, v8)
-	VMULPD lgc4<>+0(SB), Y4, Y4
+	VMULPD lgc3<>+0(SB), Y4, Y4
 
 	// v10 = div(v6, v9)
-	VDIVPD     Y4, Y2, Y2
-	MOVQ       oldScale+32(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y6
-	VMOVUPD    lgc2<>+0(SB), Y7
-	VMOVUPD    lgc0<>+0(SB), Y5
-	VGATHERDPD Y7, (BX)(X6*8), Y5
+	VDIVPD  Y4, Y2, Y2
+	VMOVUPD 384(SP)(SI*1), Y5
 
 	// v20 = div(oldScale, scale)
 	VDIVPD Y3, Y5, Y5
 
 	// v21 = mul(v20, v20)
-	VMULPD     Y5, Y5, Y6
-	MOVQ       oldLoc+40(FP), BX
-	LEAQ       (BX)(SI*8), BX
-	VMOVUPD    lgc1<>+0(SB), Y8
-	VMOVUPD    lgc2<>+0(SB), Y9
-	VMOVUPD    lgc0<>+0(SB), Y7
-	VGATHERDPD Y9, (BX)(X8*8), Y7
+	VMULPD  Y5, Y5, Y6
+	VMOVUPD 288(SP)(SI*1), Y7
 
 	// v22 = sub(oldLoc, loc)
 	VSUBPD Y1, Y7, Y1
 
 	// v23 = div(v22, scale)
 	VDIVPD  Y3, Y1, Y1
-	VMOVUPD 704(SP), Y7
+	VMOVUPD 1376(SP), Y7
 
 	// v87 = div(v85, v21)
 	VDIVPD  Y6, Y7, Y6
-	VMOVUPD 736(SP), Y8
+	VMOVUPD 1408(SP), Y8
 
 	// v88 = where(v86, v87, v85)
-	VMOVUPD   lgc0<>+0(SB), Y9
+	VMOVUPD   lgc1<>+0(SB), Y9
 	VCMPPD    $0x04, Y9, Y8, Y9
 	VBLENDVPD Y9, Y6, Y7, Y6
-	VMOVUPD   672(SP), Y7
+	VMOVUPD   1344(SP), Y7
 
 	// v89 = add(v88, v84)
 	VADDPD Y7, Y6, Y6
 
 	// v91 = mul(v84, v23)
 	VMULPD  Y1, Y7, Y8
-	VMOVUPD 768(SP), Y9
+	VMOVUPD 1440(SP), Y9
 
 	// v92 = where(v90, v91, v84)
-	VMOVUPD   lgc0<>+0(SB), Y10
+	VMOVUPD   lgc1<>+0(SB), Y10
 	VCMPPD    $0x04, Y10, Y9, Y10
 	VBLENDVPD Y10, Y8, Y7, Y7
 
@@ -1465,37 +1530,37 @@ inner_D_9:
 	VDIVPD Y3, Y7, Y8
 
 	// v95 = neg(v93)
-	VXORPD lgc3<>+0(SB), Y7, Y7
+	VXORPD lgc2<>+0(SB), Y7, Y7
 
 	// v96 = div(v23, scale)
 	VDIVPD  Y3, Y1, Y1
-	VMOVUPD lgc0<>+0(SB), Y9
+	VMOVUPD lgc1<>+0(SB), Y9
 
 	// v97 = ne(v95, 0)
 	VCMPPD $0x04, Y9, Y7, Y10
-	VANDPD lgc10<>+0(SB), Y10, Y10
+	VANDPD lgc9<>+0(SB), Y10, Y10
 
 	// v98 = mul(v95, v96)
 	VMULPD  Y1, Y7, Y1
-	VMOVUPD Y0, 928(SP)
+	VMOVUPD Y0, 1600(SP)
 
 	// v99 = where(v97, v98, v95)
-	VMOVUPD   lgc0<>+0(SB), Y0
+	VMOVUPD   lgc1<>+0(SB), Y0
 	VCMPPD    $0x04, Y0, Y10, Y0
 	VBLENDVPD Y0, Y1, Y7, Y0
 
 	// v100 = neg(v94)
-	VXORPD lgc3<>+0(SB), Y8, Y1
+	VXORPD lgc2<>+0(SB), Y8, Y1
 
 	// v101 = ne(v89, 0)
 	VCMPPD $0x04, Y9, Y6, Y7
-	VANDPD lgc10<>+0(SB), Y7, Y7
+	VANDPD lgc9<>+0(SB), Y7, Y7
 
 	// v102 = mul(v89, v20)
 	VMULPD Y5, Y6, Y8
 
 	// v103 = where(v101, v102, v89)
-	VMOVUPD   lgc0<>+0(SB), Y10
+	VMOVUPD   lgc1<>+0(SB), Y10
 	VCMPPD    $0x04, Y10, Y7, Y10
 	VBLENDVPD Y10, Y8, Y6, Y6
 
@@ -1503,58 +1568,58 @@ inner_D_9:
 	VADDPD Y6, Y6, Y6
 
 	// v105 = neg(v104)
-	VXORPD lgc3<>+0(SB), Y6, Y6
+	VXORPD lgc2<>+0(SB), Y6, Y6
 
 	// v106 = div(v20, scale)
 	VDIVPD Y3, Y5, Y5
 
 	// v107 = ne(v105, 0)
 	VCMPPD $0x04, Y9, Y6, Y7
-	VANDPD lgc10<>+0(SB), Y7, Y7
+	VANDPD lgc9<>+0(SB), Y7, Y7
 
 	// v108 = mul(v105, v106)
 	VMULPD Y5, Y6, Y5
 
 	// v109 = where(v107, v108, v105)
-	VMOVUPD   lgc0<>+0(SB), Y8
+	VMOVUPD   lgc1<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y7, Y8
 	VBLENDVPD Y8, Y5, Y6, Y5
 
 	// v110 = add(v99, v109)
 	VADDPD  Y5, Y0, Y0
-	VMOVUPD 832(SP), Y5
+	VMOVUPD 1504(SP), Y5
 
 	// v113 = div(v112, scale)
 	VDIVPD Y3, Y5, Y5
 
 	// v114 = add(v110, v113)
 	VADDPD  Y5, Y0, Y0
-	VMOVUPD 640(SP), Y5
+	VMOVUPD 1312(SP), Y5
 
 	// v116 = div(v83, v9)
 	VDIVPD  Y4, Y5, Y6
-	VMOVUPD 864(SP), Y7
+	VMOVUPD 1536(SP), Y7
 
 	// v117 = where(v115, v116, v83)
-	VMOVUPD   lgc0<>+0(SB), Y8
+	VMOVUPD   lgc1<>+0(SB), Y8
 	VCMPPD    $0x04, Y8, Y7, Y8
 	VBLENDVPD Y8, Y6, Y5, Y5
 
 	// v118 = div(v10, v9)
 	VDIVPD  Y4, Y2, Y2
-	VMOVUPD 800(SP), Y4
+	VMOVUPD 1472(SP), Y4
 
 	// v120 = mul(v111, v118)
 	VMULPD  Y2, Y4, Y2
-	VMOVUPD 896(SP), Y6
+	VMOVUPD 1568(SP), Y6
 
 	// v121 = where(v119, v120, v111)
-	VMOVUPD   lgc0<>+0(SB), Y7
+	VMOVUPD   lgc1<>+0(SB), Y7
 	VCMPPD    $0x04, Y7, Y6, Y7
 	VBLENDVPD Y7, Y2, Y4, Y2
 
 	// v122 = mul(v121, 2)
-	VMULPD lgc4<>+0(SB), Y2, Y2
+	VMULPD lgc3<>+0(SB), Y2, Y2
 
 	// v123 = mul(v122, scale)
 	VMULPD Y3, Y2, Y2
@@ -1566,30 +1631,21 @@ inner_D_9:
 	VADDPD Y2, Y0, Y0
 
 	// store gradScale
-	MOVQ    gradScale+88(FP), BX
-	VMOVUPD Y0, 960(SP)
-	MOVQ    960(SP), DI
-	MOVQ    DI, (BX)(SI*8)
-	MOVQ    968(SP), DI
-	MOVQ    DI, 24(BX)(SI*8)
-	MOVQ    976(SP), DI
-	MOVQ    DI, 48(BX)(SI*8)
-	MOVQ    984(SP), DI
-	MOVQ    DI, 72(BX)(SI*8)
+	VMOVUPD Y0, 480(SP)(SI*1)
 
 	// v126 = neg(v117)
-	VXORPD lgc3<>+0(SB), Y5, Y0
+	VXORPD lgc2<>+0(SB), Y5, Y0
 
 	// v127 = ne(v126, 0)
 	VCMPPD  $0x04, Y9, Y0, Y2
-	VANDPD  lgc10<>+0(SB), Y2, Y2
-	VMOVUPD 928(SP), Y3
+	VANDPD  lgc9<>+0(SB), Y2, Y2
+	VMOVUPD 1600(SP), Y3
 
 	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
 
 	// v129 = where(v127, v128, v126)
-	VMOVUPD   lgc0<>+0(SB), Y4
+	VMOVUPD   lgc1<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y2, Y4
 	VBLENDVPD Y4, Y3, Y0, Y0
 
@@ -1597,58 +1653,89 @@ inner_D_9:
 	VADDPD Y0, Y0, Y0
 
 	// v131 = neg(v130)
-	VXORPD lgc3<>+0(SB), Y0, Y0
+	VXORPD lgc2<>+0(SB), Y0, Y0
 
 	// gradLoc = add(v100, v131)
 	VADDPD Y0, Y1, Y0
 
 	// store gradLoc
-	MOVQ    gradLoc+96(FP), BX
-	VMOVUPD Y0, 992(SP)
-	MOVQ    992(SP), DI
-	MOVQ    DI, (BX)(SI*8)
-	MOVQ    1000(SP), DI
-	MOVQ    DI, 24(BX)(SI*8)
-	MOVQ    1008(SP), DI
-	MOVQ    DI, 48(BX)(SI*8)
-	MOVQ    1016(SP), DI
-	MOVQ    DI, 72(BX)(SI*8)
+	VMOVUPD Y0, 576(SP)(SI*1)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_9
-	VMOVUPD 576(SP), Y0
+	VMOVUPD 1248(SP), Y0
 
 	// store kl2
-	MOVQ    kl+104(FP), CX
-	VMOVUPD Y0, (CX)(DX*8)
-	VMOVUPD 608(SP), Y0
+	MOVQ    kl+88(FP), CX
+	VMOVUPD Y0, (CX)(BX*8)
+	VMOVUPD 1280(SP), Y0
 
 	// store gradStateValue
-	MOVQ    gradStateValue+112(FP), CX
-	VMOVUPD Y0, (CX)(DX*8)
-	ADDQ    $+4, AX
-	CMPQ    AX, $+256
-	JL      blocks_5
+	MOVQ    gradStateValue+96(FP), CX
+	VMOVUPD Y0, (CX)(BX*8)
+
+	// flush the tile of gradScale
+	MOVQ       gradScale+104(FP), CX
+	VMOVUPD    480(SP), Y0
+	VMOVUPD    512(SP), Y1
+	VMOVUPD    544(SP), Y2
+	VMOVUPD    lgc1<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y4
+	VUNPCKLPD  Y1, Y0, Y5
+	VUNPCKHPD  Y1, Y0, Y0
+	VUNPCKLPD  Y3, Y2, Y1
+	VUNPCKHPD  Y3, Y2, Y2
+	VPERM2F128 $0x20, Y1, Y5, Y3
+	VPERM2F128 $0x20, Y2, Y0, Y6
+	VPERM2F128 $0x31, Y1, Y5, Y1
+	VPERM2F128 $0x31, Y2, Y0, Y0
+	VMASKMOVPD Y3, Y4, (CX)(DX*8)
+	VMASKMOVPD Y6, Y4, 24(CX)(DX*8)
+	VMASKMOVPD Y1, Y4, 48(CX)(DX*8)
+	VMASKMOVPD Y0, Y4, 72(CX)(DX*8)
+
+	// flush the tile of gradLoc
+	MOVQ       gradLoc+112(FP), CX
+	VMOVUPD    576(SP), Y0
+	VMOVUPD    608(SP), Y1
+	VMOVUPD    640(SP), Y2
+	VMOVUPD    lgc1<>+0(SB), Y3
+	VMOVUPD    lgc0<>+0(SB), Y4
+	VUNPCKLPD  Y1, Y0, Y5
+	VUNPCKHPD  Y1, Y0, Y0
+	VUNPCKLPD  Y3, Y2, Y1
+	VUNPCKHPD  Y3, Y2, Y2
+	VPERM2F128 $0x20, Y1, Y5, Y3
+	VPERM2F128 $0x20, Y2, Y0, Y6
+	VPERM2F128 $0x31, Y1, Y5, Y1
+	VPERM2F128 $0x31, Y2, Y0, Y0
+	VMASKMOVPD Y3, Y4, (CX)(DX*8)
+	VMASKMOVPD Y6, Y4, 24(CX)(DX*8)
+	VMASKMOVPD Y1, Y4, 48(CX)(DX*8)
+	VMASKMOVPD Y0, Y4, 72(CX)(DX*8)
+	ADDQ       $+4, AX
+	CMPQ       AX, $+256
+	JL         blocks_5
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/8, $0x3f70000000000000
-DATA lgc48<>+8(SB)/8, $0x3f70000000000000
-DATA lgc48<>+16(SB)/8, $0x3f70000000000000
-DATA lgc48<>+24(SB)/8, $0x3f70000000000000
+DATA lgc47<>+0(SB)/8, $0x3f70000000000000
+DATA lgc47<>+8(SB)/8, $0x3f70000000000000
+DATA lgc47<>+16(SB)/8, $0x3f70000000000000
+DATA lgc47<>+24(SB)/8, $0x3f70000000000000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
+
+DATA lgc48<>+0(SB)/8, $0xbf70000000000000
+DATA lgc48<>+8(SB)/8, $0xbf70000000000000
+DATA lgc48<>+16(SB)/8, $0xbf70000000000000
+DATA lgc48<>+24(SB)/8, $0xbf70000000000000
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/8, $0xbf70000000000000
-DATA lgc49<>+8(SB)/8, $0xbf70000000000000
-DATA lgc49<>+16(SB)/8, $0xbf70000000000000
-DATA lgc49<>+24(SB)/8, $0xbf70000000000000
+DATA lgc49<>+0(SB)/8, $0xbf047ae140000000
+DATA lgc49<>+8(SB)/8, $0xbf047ae140000000
+DATA lgc49<>+16(SB)/8, $0xbf047ae140000000
+DATA lgc49<>+24(SB)/8, $0xbf047ae140000000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
-
-DATA lgc50<>+0(SB)/8, $0xbf047ae140000000
-DATA lgc50<>+8(SB)/8, $0xbf047ae140000000
-DATA lgc50<>+16(SB)/8, $0xbf047ae140000000
-DATA lgc50<>+24(SB)/8, $0xbf047ae140000000
-GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float64, s0 *float64, s2 *float64, stateBeta *float64, explainedVariance *float64, beta *float64)
 // Requires: AVX
@@ -1658,44 +1745,44 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VBROADCASTSD (AX)(CX*8), Y0
 
 	// v59 = add(targetVar, 2.220446e-16)
-	VADDPD       lgc45<>+0(SB), Y0, Y0
+	VADDPD       lgc44<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
 
 	// v60 = div(residVar, v59)
 	VDIVPD  Y0, Y1, Y0
-	VMOVUPD lgc10<>+0(SB), Y1
+	VMOVUPD lgc9<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v60)
 	VSUBPD       Y0, Y1, Y0
 	MOVQ         s2+16(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y1
-	VMOVUPD      lgc46<>+0(SB), Y2
+	VMOVUPD      lgc45<>+0(SB), Y2
 
 	// v65 = gt(v62, 0.015)
 	VCMPPD       $0x1e, Y2, Y1, Y2
-	VANDPD       lgc10<>+0(SB), Y2, Y2
+	VANDPD       lgc9<>+0(SB), Y2, Y2
 	MOVQ         stateBeta+24(FP), AX
 	VBROADCASTSD (AX)(CX*8), Y3
 
 	// v66 = mul(beta, 2)
-	VMULPD  lgc4<>+0(SB), Y3, Y4
-	VMOVUPD lgc47<>+0(SB), Y5
+	VMULPD  lgc3<>+0(SB), Y3, Y4
+	VMOVUPD lgc46<>+0(SB), Y5
 
 	// v68 = lt(v62, 0.006666666517655055)
 	VCMPPD $0x11, Y5, Y1, Y1
-	VANDPD lgc10<>+0(SB), Y1, Y1
+	VANDPD lgc9<>+0(SB), Y1, Y1
 
 	// v69 = mul(beta, 0.5)
-	VMULPD lgc12<>+0(SB), Y3, Y5
+	VMULPD lgc11<>+0(SB), Y3, Y5
 
 	// v70 = where(v68, v69, beta)
-	VMOVUPD   lgc0<>+0(SB), Y6
+	VMOVUPD   lgc1<>+0(SB), Y6
 	VCMPPD    $0x04, Y6, Y1, Y6
 	VBLENDVPD Y6, Y5, Y3, Y1
 
 	// beta2 = where(v65, v66, v70)
-	VMOVUPD   lgc0<>+0(SB), Y3
+	VMOVUPD   lgc1<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y2, Y3
 	VBLENDVPD Y3, Y4, Y1, Y1
 
@@ -1721,13 +1808,14 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPD      (CX)(BX*8), Y0
-	VMAXPD       lgc27<>+0(SB), Y0, Y1
-	VMINPD       lgc28<>+0(SB), Y1, Y1
-	VMULPD       lgc29<>+0(SB), Y1, Y2
+	VMAXPD       lgc26<>+0(SB), Y0, Y1
+	VMINPD       lgc27<>+0(SB), Y1, Y1
+	VMULPD       lgc28<>+0(SB), Y1, Y2
 	VROUNDPD     $0x00, Y2, Y2
-	VFNMADD231PD lgc22<>+0(SB), Y2, Y1
 	VFNMADD231PD lgc21<>+0(SB), Y2, Y1
-	VMOVAPD      lgc30<>+0(SB), Y3
+	VFNMADD231PD lgc20<>+0(SB), Y2, Y1
+	VMOVAPD      lgc29<>+0(SB), Y3
+	VFMADD213PD  lgc30<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc31<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc32<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc33<>+0(SB), Y1, Y3
@@ -1737,19 +1825,18 @@ bulk_10:
 	VFMADD213PD  lgc37<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc38<>+0(SB), Y1, Y3
 	VFMADD213PD  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc40<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PD  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PD  lgc9<>+0(SB), Y1, Y3
 	VCVTPD2DQY   Y2, X1
-	VPMAXSD      lgc41<>+0(SB), X1, X2
-	VPMINSD      lgc42<>+0(SB), X2, X2
+	VPMAXSD      lgc40<>+0(SB), X1, X2
+	VPMINSD      lgc41<>+0(SB), X2, X2
 	VPSUBD       X2, X1, X1
 	VPMOVSXDQ    X2, Y2
 	VPMOVSXDQ    X1, Y1
-	VPADDQ       lgc7<>+0(SB), Y2, Y2
+	VPADDQ       lgc6<>+0(SB), Y2, Y2
 	VPSLLQ       $0x34, Y2, Y2
-	VPADDQ       lgc7<>+0(SB), Y1, Y1
+	VPADDQ       lgc6<>+0(SB), Y1, Y1
 	VPSLLQ       $0x34, Y1, Y1
 	VMULPD       Y2, Y3, Y3
 	VMULPD       Y1, Y3, Y3
@@ -1775,51 +1862,51 @@ bulk_12:
 	CMPQ        BX, DX
 	JGE         bulkdone_13
 	VMOVUPD     (CX)(BX*8), Y0
-	VCMPPD      $0x11, lgc5<>+0(SB), Y0, Y1
-	VMULPD      lgc6<>+0(SB), Y0, Y2
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
+	VMULPD      lgc5<>+0(SB), Y0, Y2
 	VBLENDVPD   Y1, Y2, Y0, Y2
 	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc7<>+0(SB), Y3, Y3
-	VPAND       lgc8<>+0(SB), Y1, Y1
+	VPSUBQ      lgc6<>+0(SB), Y3, Y3
+	VPAND       lgc7<>+0(SB), Y1, Y1
 	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc9<>+0(SB), Y2, Y1
-	VPOR        lgc10<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y1, Y2
-	VMULPD      lgc12<>+0(SB), Y1, Y4
+	VPAND       lgc8<>+0(SB), Y2, Y1
+	VPOR        lgc9<>+0(SB), Y1, Y1
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
+	VMULPD      lgc11<>+0(SB), Y1, Y4
 	VBLENDVPD   Y2, Y4, Y1, Y1
 	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc10<>+0(SB), Y1, Y1
-	VADDPD      lgc4<>+0(SB), Y1, Y2
+	VSUBPD      lgc9<>+0(SB), Y1, Y1
+	VADDPD      lgc3<>+0(SB), Y1, Y2
 	VDIVPD      Y2, Y1, Y2
 	VMULPD      Y2, Y2, Y4
 	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc13<>+0(SB), Y6
+	VMOVAPD     lgc12<>+0(SB), Y6
+	VFMADD213PD lgc13<>+0(SB), Y5, Y6
 	VFMADD213PD lgc14<>+0(SB), Y5, Y6
-	VFMADD213PD lgc15<>+0(SB), Y5, Y6
 	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc16<>+0(SB), Y7
+	VMOVAPD     lgc15<>+0(SB), Y7
+	VFMADD213PD lgc16<>+0(SB), Y5, Y7
 	VFMADD213PD lgc17<>+0(SB), Y5, Y7
 	VFMADD213PD lgc18<>+0(SB), Y5, Y7
-	VFMADD213PD lgc19<>+0(SB), Y5, Y7
 	VMULPD      Y4, Y7, Y7
 	VADDPD      Y6, Y7, Y7
 	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc12<>+0(SB), Y4, Y4
-	VPADDQ      lgc20<>+0(SB), Y3, Y3
-	VSUBPD      lgc20<>+0(SB), Y3, Y3
+	VMULPD      lgc11<>+0(SB), Y4, Y4
+	VPADDQ      lgc19<>+0(SB), Y3, Y3
+	VSUBPD      lgc19<>+0(SB), Y3, Y3
 	VADDPD      Y4, Y7, Y5
 	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc21<>+0(SB), Y3, Y5
+	VFMADD231PD lgc20<>+0(SB), Y3, Y5
 	VSUBPD      Y5, Y4, Y5
 	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc22<>+0(SB), Y3, Y1
+	VMULPD      lgc21<>+0(SB), Y3, Y1
 	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
+	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc0<>+0(SB), Y0, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
 	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc25<>+0(SB), Y1, Y1
 	VCMPPD      $0x03, Y0, Y0, Y2
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
@@ -1842,64 +1929,64 @@ bulk_14:
 	CMPQ        BX, DX
 	JGE         bulkdone_15
 	VMOVUPD     (CX)(BX*8), Y0
-	VADDPD      lgc10<>+0(SB), Y0, Y1
-	VCMPPD      $0x11, lgc5<>+0(SB), Y1, Y2
-	VMULPD      lgc6<>+0(SB), Y1, Y3
+	VADDPD      lgc9<>+0(SB), Y0, Y1
+	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
+	VMULPD      lgc5<>+0(SB), Y1, Y3
 	VBLENDVPD   Y2, Y3, Y1, Y3
 	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc7<>+0(SB), Y4, Y4
-	VPAND       lgc8<>+0(SB), Y2, Y2
+	VPSUBQ      lgc6<>+0(SB), Y4, Y4
+	VPAND       lgc7<>+0(SB), Y2, Y2
 	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc9<>+0(SB), Y3, Y2
-	VPOR        lgc10<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc11<>+0(SB), Y2, Y3
-	VMULPD      lgc12<>+0(SB), Y2, Y5
+	VPAND       lgc8<>+0(SB), Y3, Y2
+	VPOR        lgc9<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
 	VBLENDVPD   Y3, Y5, Y2, Y2
 	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc10<>+0(SB), Y2, Y2
-	VADDPD      lgc4<>+0(SB), Y2, Y3
+	VSUBPD      lgc9<>+0(SB), Y2, Y2
+	VADDPD      lgc3<>+0(SB), Y2, Y3
 	VDIVPD      Y3, Y2, Y3
 	VMULPD      Y3, Y3, Y5
 	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc13<>+0(SB), Y7
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
 	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VFMADD213PD lgc15<>+0(SB), Y6, Y7
 	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc16<>+0(SB), Y8
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
 	VFMADD213PD lgc17<>+0(SB), Y6, Y8
 	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VFMADD213PD lgc19<>+0(SB), Y6, Y8
 	VMULPD      Y5, Y8, Y8
 	VADDPD      Y7, Y8, Y8
 	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc12<>+0(SB), Y5, Y5
-	VPADDQ      lgc20<>+0(SB), Y4, Y4
-	VSUBPD      lgc20<>+0(SB), Y4, Y4
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y4, Y4
+	VSUBPD      lgc19<>+0(SB), Y4, Y4
 	VADDPD      Y5, Y8, Y6
 	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc21<>+0(SB), Y4, Y6
+	VFMADD231PD lgc20<>+0(SB), Y4, Y6
 	VSUBPD      Y6, Y5, Y6
 	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc22<>+0(SB), Y4, Y2
+	VMULPD      lgc21<>+0(SB), Y4, Y2
 	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc0<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc25<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y1, Y1, Y3
 	VBLENDVPD   Y3, Y1, Y2, Y2
-	VSUBPD      lgc10<>+0(SB), Y1, Y3
+	VSUBPD      lgc9<>+0(SB), Y1, Y3
 	VSUBPD      Y0, Y3, Y3
 	VDIVPD      Y1, Y3, Y3
 	VSUBPD      Y3, Y2, Y2
-	VCMPPD      $0x00, lgc10<>+0(SB), Y1, Y3
+	VCMPPD      $0x00, lgc9<>+0(SB), Y1, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VCMPPD      $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc25<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc25<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
 	JMP         bulk_14

@@ -83,7 +83,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	runtime.Fill(st.r75_mean, 0)
 	runtime.Fill(st.r75_m2, 0)
 	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Action[0], &in.Loc[0], &in.Scale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
+	pass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -181,7 +181,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	runtime.Fill(st.r75_mean, 0)
 	runtime.Fill(st.r75_m2, 0)
 	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Action[0], &in.Loc[0], &in.Scale[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.Scale[0], &g.Loc[0], &g.StateValue[0], &g.Entropy[0])
+	fbPass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

@@ -4,85 +4,195 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
+// func pass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $736-72
+TEXT ·pass0AVX2(SB), $928-72
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
-	XORQ    DX, DX
+	// tile loc
+	MOVQ       loc+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+2, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+
+	// tile scale
+	MOVQ       scale+8(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 64(SP)
+	VMOVUPS    Y3, 96(SP)
+
+	// tile action
+	MOVQ       action+16(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
+	VMOVUPD    lgc1<>+0(SB), Y0
+	VMOVUPD    Y0, 192(SP)
+	VMOVUPD    Y0, 224(SP)
+	XORQ       DX, DX
 
 inner_D_2:
-	MOVQ       action+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+2, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS 128(SP)(BX*1), Y0
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc3<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VSUBPS  lgc2<>+0(SB), Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc6<>+0(SB), Y3
+	VMOVUPS lgc5<>+0(SB), Y3
 
 	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11)
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc4<>+0(SB), Y4, Y5
-	VMOVUPS lgc8<>+0(SB), Y6
+	VMULPS  lgc3<>+0(SB), Y4, Y5
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y4, 256(SP)
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 96(SP)
-	VMOVUPS Y6, 128(SP)
-	VMOVUPS Y2, 160(SP)
-	VMOVUPS Y1, 192(SP)
-	VMOVUPS Y0, 224(SP)
-	VMOVUPS Y3, 256(SP)
+	VMOVUPS Y5, 288(SP)
+	VMOVUPS Y6, 320(SP)
+	VMOVUPS Y2, 352(SP)
+	VMOVUPS Y1, 384(SP)
+	VMOVUPS Y0, 416(SP)
+	VMOVUPS Y3, 448(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc8<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VADDPS       lgc7<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc11<>+0(SB), Y3, Y3
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y3, Y3
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc13<>+0(SB), Y2, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VPAND        lgc12<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y5
 	VBLENDVPS    Y2, Y5, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
@@ -90,55 +200,49 @@ inner_D_2:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y2, Y5, Y5
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       lgc7<>+0(SB), Y0, Y1
 	VSUBPS       Y4, Y1, Y1
 	VDIVPS       Y0, Y1, Y1
 	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc15<>+0(SB), Y1, Y0
-	VMOVUPS 256(SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y1, Y0
+	VMOVUPS 448(SP), Y2
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc7<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS    lgc3<>+0(SB), Y5
-	VCMPPS     $0x04, Y5, Y2, Y5
-	VBLENDVPS  Y5, Y3, Y0, Y5
-	MOVQ       loc+8(FP), BX
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y7
-	VMOVUPS    lgc2<>+0(SB), Y8
-	VMOVUPS    lgc3<>+0(SB), Y6
-	VGATHERDPS Y8, (BX)(Y7*4), Y6
+	VMOVUPS   lgc2<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y0, Y5
+	VMOVUPS   (SP)(BX*1), Y6
 
 	// v24 = sub(v22, loc)
 	VSUBPS Y6, Y5, Y6
@@ -147,47 +251,43 @@ inner_D_2:
 	VMULPS Y6, Y6, Y6
 
 	// v26 = neg(v25)
-	VXORPS     lgc7<>+0(SB), Y6, Y6
-	MOVQ       scale+16(FP), BX
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y8
-	VMOVUPS    lgc2<>+0(SB), Y9
-	VMOVUPS    lgc3<>+0(SB), Y7
-	VGATHERDPS Y9, (BX)(Y8*4), Y7
+	VXORPS  lgc6<>+0(SB), Y6, Y6
+	VMOVUPS 64(SP)(BX*1), Y7
 
 	// v27 = mul(scale, scale)
 	VMULPS Y7, Y7, Y8
 
 	// v28 = mul(2, v27)
-	VMULPS  lgc4<>+0(SB), Y8, Y8
-	VMOVUPS Y5, 288(SP)
+	VMULPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y5, 480(SP)
 
 	// v29 = div(v26, v28)
 	VDIVPS  Y8, Y6, Y6
-	VMOVUPS Y5, 320(SP)
-	VMOVUPS Y2, 352(SP)
-	VMOVUPS Y3, 384(SP)
-	VMOVUPS Y0, 416(SP)
-	VMOVUPS Y1, 448(SP)
-	VMOVUPS Y4, 480(SP)
+	VMOVUPS Y5, 512(SP)
+	VMOVUPS Y2, 544(SP)
+	VMOVUPS Y3, 576(SP)
+	VMOVUPS Y0, 608(SP)
+	VMOVUPS Y1, 640(SP)
+	VMOVUPS Y4, 672(SP)
 
 	// v30 = log(scale)
-	VCMPPS       $0x11, lgc9<>+0(SB), Y7, Y0
-	VMULPS       lgc10<>+0(SB), Y7, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y7, Y0
+	VMULPS       lgc9<>+0(SB), Y7, Y1
 	VBLENDVPS    Y0, Y1, Y7, Y1
 	VPSRLD       $0x17, Y1, Y2
-	VPSUBD       lgc11<>+0(SB), Y2, Y2
-	VPAND        lgc12<>+0(SB), Y0, Y0
+	VPSUBD       lgc10<>+0(SB), Y2, Y2
+	VPAND        lgc11<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y2, Y2
-	VPAND        lgc13<>+0(SB), Y1, Y0
-	VPOR         lgc8<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y0, Y1
-	VMULPS       lgc15<>+0(SB), Y0, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y0
+	VPOR         lgc7<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y1
+	VMULPS       lgc14<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y0
 	VPSUBD       Y1, Y2, Y2
-	VSUBPS       lgc8<>+0(SB), Y0, Y0
+	VSUBPS       lgc7<>+0(SB), Y0, Y0
 	VMULPS       Y0, Y0, Y1
-	VMOVAPS      lgc16<>+0(SB), Y3
+	VMOVAPS      lgc15<>+0(SB), Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
@@ -195,20 +295,19 @@ inner_D_2:
 	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y3
 	VMULPS       Y0, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y1, Y3
+	VFMADD231PS  lgc24<>+0(SB), Y2, Y3
+	VFNMADD231PS lgc14<>+0(SB), Y1, Y3
 	VADDPS       Y0, Y3, Y3
-	VFMADD231PS  lgc26<>+0(SB), Y2, Y3
-	VCMPPS       $0x00, lgc3<>+0(SB), Y7, Y0
+	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y7, Y0
+	VBLENDVPS    Y0, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x11, lgc2<>+0(SB), Y7, Y0
 	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
-	VCMPPS       $0x11, lgc3<>+0(SB), Y7, Y0
+	VCMPPS       $0x00, lgc28<>+0(SB), Y7, Y0
 	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc29<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc29<>+0(SB), Y3, Y3
 	VCMPPS       $0x03, Y7, Y7, Y0
 	VBLENDVPS    Y0, Y7, Y3, Y3
 
@@ -216,94 +315,88 @@ inner_D_2:
 	VSUBPS Y3, Y6, Y0
 
 	// v33 = sub(v31, 0.9189385332046727)
-	VSUBPS lgc30<>+0(SB), Y0, Y0
+	VSUBPS lgc29<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       192(SP), Y1, Y1
+	VMOVUPD      Y1, 192(SP)
+	VADDPD       224(SP), Y0, Y0
+	VMOVUPD      Y0, 224(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_2
 
 	// finish v34
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     192(SP), Y0
+	VMOVUPD     224(SP), Y1
+	VMOVUPS     lgc2<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc0<>+0(SB), Y1
-	VMOVUPD     Y1, 512(SP)
-	VMOVUPD     Y1, 544(SP)
-	VMOVUPS     Y0, 576(SP)
+	VMOVUPD     lgc1<>+0(SB), Y1
+	VMOVUPD     Y1, 704(SP)
+	VMOVUPD     Y1, 736(SP)
+	VMOVUPS     Y0, 768(SP)
 	XORQ        DX, DX
 
 inner_D_3:
-	MOVQ       action+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+2, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    BX, BX
+	IMUL3Q  $+32, DX, SI
+	ADDQ    SI, BX
+	VMOVUPS 128(SP)(BX*1), Y0
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc3<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VSUBPS  lgc2<>+0(SB), Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc5<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
+	VMOVUPS lgc5<>+0(SB), Y1
 
 	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y0, Y1, Y0
 
 	// v12 = abs(v11)
-	VMOVUPS lgc7<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc4<>+0(SB), Y1, Y2
-	VMOVUPS lgc8<>+0(SB), Y3
+	VMULPS  lgc3<>+0(SB), Y1, Y2
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v16 = sub(1, v12)
 	VSUBPS Y1, Y3, Y1
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y1, Y2, Y1
-	VMOVUPS Y0, 608(SP)
+	VMOVUPS Y0, 800(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc8<>+0(SB), Y1, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
-	VMULPS       lgc10<>+0(SB), Y0, Y3
+	VADDPS       lgc7<>+0(SB), Y1, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
+	VMULPS       lgc9<>+0(SB), Y0, Y3
 	VBLENDVPS    Y2, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc11<>+0(SB), Y4, Y4
-	VPAND        lgc12<>+0(SB), Y2, Y2
+	VPSUBD       lgc10<>+0(SB), Y4, Y4
+	VPAND        lgc11<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc13<>+0(SB), Y3, Y2
-	VPOR         lgc8<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VPAND        lgc12<>+0(SB), Y3, Y2
+	VPOR         lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc8<>+0(SB), Y2, Y2
+	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
@@ -311,108 +404,108 @@ inner_D_3:
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y2
+	VSUBPS       lgc7<>+0(SB), Y0, Y2
 	VSUBPS       Y1, Y2, Y2
 	VDIVPS       Y0, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, Y1, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc15<>+0(SB), Y2, Y0
-	VMOVUPS 608(SP), Y1
-	VMOVUPS lgc3<>+0(SB), Y2
+	VMULPS  lgc14<>+0(SB), Y2, Y0
+	VMOVUPS 800(SP), Y1
+	VMOVUPS lgc2<>+0(SB), Y2
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y2, Y1, Y1
-	VANDPS lgc8<>+0(SB), Y1, Y1
+	VANDPS lgc7<>+0(SB), Y1, Y1
 
 	// v21 = neg(v19)
-	VXORPS lgc7<>+0(SB), Y0, Y2
+	VXORPS lgc6<>+0(SB), Y0, Y2
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc2<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y1, Y3
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v36 = mul(-2, v22)
-	VMULPS  lgc31<>+0(SB), Y0, Y1
-	VMOVUPS lgc32<>+0(SB), Y2
+	VMULPS  lgc30<>+0(SB), Y0, Y1
+	VMOVUPS lgc31<>+0(SB), Y2
 
 	// v38 = gt(v36, 20)
 	VCMPPS $0x1e, Y2, Y1, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v39 = exp(v36)
-	VMAXPS       lgc33<>+0(SB), Y1, Y3
-	VMINPS       lgc34<>+0(SB), Y3, Y3
-	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VMAXPS       lgc32<>+0(SB), Y1, Y3
+	VMINPS       lgc33<>+0(SB), Y3, Y3
+	VMULPS       lgc34<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc41<>+0(SB), Y3, Y4
-	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPMAXSD      lgc40<>+0(SB), Y3, Y4
+	VPMINSD      lgc10<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc11<>+0(SB), Y4, Y4
+	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y3
 	VBLENDVPS    Y3, Y1, Y5, Y5
-	VMOVUPS      Y0, 640(SP)
-	VMOVUPS      Y1, 672(SP)
-	VMOVUPS      Y2, 704(SP)
+	VMOVUPS      Y0, 832(SP)
+	VMOVUPS      Y1, 864(SP)
+	VMOVUPS      Y2, 896(SP)
 
 	// v40 = log1p(v39)
-	VADDPS       lgc8<>+0(SB), Y5, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VADDPS       lgc7<>+0(SB), Y5, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc11<>+0(SB), Y3, Y3
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y3, Y3
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc13<>+0(SB), Y2, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VPAND        lgc12<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc16<>+0(SB), Y4
+	VMOVAPS      lgc15<>+0(SB), Y4
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
@@ -420,41 +513,40 @@ inner_D_3:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc26<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
-	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       lgc7<>+0(SB), Y0, Y1
 	VSUBPS       Y5, Y1, Y1
 	VDIVPS       Y0, Y1, Y1
 	VSUBPS       Y1, Y4, Y1
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, Y5, Y1, Y1
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y5, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
-	VMOVUPS      704(SP), Y0
-	VMOVUPS      672(SP), Y2
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y5, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      896(SP), Y0
+	VMOVUPS      864(SP), Y2
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc2<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
-	VMOVUPS   lgc42<>+0(SB), Y1
-	VMOVUPS   640(SP), Y2
+	VMOVUPS   lgc41<>+0(SB), Y1
+	VMOVUPS   832(SP), Y2
 
 	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y2, Y1, Y1
@@ -463,31 +555,31 @@ inner_D_3:
 	VSUBPS Y0, Y1, Y0
 
 	// v45 = mul(2, v44)
-	VMULPS lgc4<>+0(SB), Y0, Y0
+	VMULPS lgc3<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       512(SP), Y1, Y1
-	VMOVUPD      Y1, 512(SP)
-	VADDPD       544(SP), Y0, Y0
-	VMOVUPD      Y0, 544(SP)
+	VADDPD       704(SP), Y1, Y1
+	VMOVUPD      Y1, 704(SP)
+	VADDPD       736(SP), Y0, Y0
+	VMOVUPD      Y0, 736(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_3
 
 	// finish v46
-	VMOVUPD     512(SP), Y0
-	VMOVUPD     544(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     704(SP), Y0
+	VMOVUPD     736(SP), Y1
+	VMOVUPS     lgc2<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, 1.3862943611198906)
-	VADDPS  lgc43<>+0(SB), Y0, Y0
-	VMOVUPS 576(SP), Y1
+	VADDPS  lgc42<>+0(SB), Y0, Y0
+	VMOVUPS 768(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -500,28 +592,28 @@ inner_D_3:
 	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(logWeight)
-	VMAXPS       lgc33<>+0(SB), Y2, Y3
-	VMINPS       lgc34<>+0(SB), Y3, Y3
-	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VMAXPS       lgc32<>+0(SB), Y2, Y3
+	VMINPS       lgc33<>+0(SB), Y3, Y3
+	VMULPS       lgc34<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc41<>+0(SB), Y3, Y4
-	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPMAXSD      lgc40<>+0(SB), Y3, Y4
+	VPMINSD      lgc10<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc11<>+0(SB), Y4, Y4
+	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
@@ -534,7 +626,7 @@ inner_D_3:
 	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(gain)
-	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc6<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	MOVQ    state+40(FP), DX
@@ -551,7 +643,7 @@ inner_D_3:
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v60 = mul(-0.01, entropy)
-	VMULPS lgc44<>+0(SB), Y0, Y1
+	VMULPS lgc43<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
@@ -569,30 +661,30 @@ inner_D_3:
 	VSUBPS Y1, Y0, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc7<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc8<>+0(SB), Y3
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc8<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y2, Y4
+	VMULPS lgc14<>+0(SB), Y2, Y4
 
 	// v69 = mul(v68, absDiff)
 	VMULPS Y2, Y4, Y4
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS lgc15<>+0(SB), Y2, Y2
+	VSUBPS lgc14<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc2<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y2, Y2
 
 	// v72 = mul(1, smoothL1)
-	VMULPS lgc8<>+0(SB), Y2, Y2
+	VMULPS lgc7<>+0(SB), Y2, Y2
 
 	// mean(v72) over [B]
 	VADDPS  1536(DX), Y2, Y2
@@ -605,7 +697,7 @@ inner_D_3:
 	VMOVUPD      1856(DX), Y3
 	VSUBPD       Y3, Y2, Y4
 	VMOVUPD      1664(DX), Y5
-	VADDPD       lgc45<>+0(SB), Y5, Y5
+	VADDPD       lgc44<>+0(SB), Y5, Y5
 	VMOVUPD      Y5, 1664(DX)
 	VDIVPD       Y5, Y4, Y5
 	VADDPD       Y5, Y3, Y3
@@ -617,7 +709,7 @@ inner_D_3:
 	VMOVUPD      1888(DX), Y2
 	VSUBPD       Y2, Y1, Y3
 	VMOVUPD      1696(DX), Y4
-	VADDPD       lgc45<>+0(SB), Y4, Y4
+	VADDPD       lgc44<>+0(SB), Y4, Y4
 	VMOVUPD      Y4, 1696(DX)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
@@ -634,7 +726,7 @@ inner_D_3:
 	VMOVUPD      2432(DX), Y2
 	VSUBPD       Y2, Y1, Y3
 	VMOVUPD      2240(DX), Y4
-	VADDPD       lgc45<>+0(SB), Y4, Y4
+	VADDPD       lgc44<>+0(SB), Y4, Y4
 	VMOVUPD      Y4, 2240(DX)
 	VDIVPD       Y4, Y3, Y4
 	VADDPD       Y4, Y2, Y2
@@ -646,7 +738,7 @@ inner_D_3:
 	VMOVUPD      2464(DX), Y1
 	VSUBPD       Y1, Y0, Y2
 	VMOVUPD      2272(DX), Y3
-	VADDPD       lgc45<>+0(SB), Y3, Y3
+	VADDPD       lgc44<>+0(SB), Y3, Y3
 	VMOVUPD      Y3, 2272(DX)
 	VDIVPD       Y3, Y2, Y3
 	VADDPD       Y3, Y1, Y1
@@ -659,8 +751,8 @@ inner_D_3:
 	JNZ          noflush_4
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -668,11 +760,11 @@ inner_D_3:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -681,11 +773,11 @@ inner_D_3:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -694,11 +786,11 @@ inner_D_3:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -707,11 +799,11 @@ inner_D_3:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -720,7 +812,7 @@ inner_D_3:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -732,8 +824,8 @@ noflush_4:
 	JL           blocks_1
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -741,11 +833,11 @@ noflush_4:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -754,11 +846,11 @@ noflush_4:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -767,11 +859,11 @@ noflush_4:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -780,11 +872,11 @@ noflush_4:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -793,484 +885,474 @@ noflush_4:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/8, $0x0000000000000000
-DATA lgc0<>+8(SB)/8, $0x0000000000000000
-DATA lgc0<>+16(SB)/8, $0x0000000000000000
-DATA lgc0<>+24(SB)/8, $0x0000000000000000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0x00000000
+DATA lgc0<>+12(SB)/4, $0x00000000
+DATA lgc0<>+16(SB)/4, $0x00000000
+DATA lgc0<>+20(SB)/4, $0x00000000
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000002
-DATA lgc1<>+8(SB)/4, $0x00000004
-DATA lgc1<>+12(SB)/4, $0x00000006
-DATA lgc1<>+16(SB)/4, $0x00000008
-DATA lgc1<>+20(SB)/4, $0x0000000a
-DATA lgc1<>+24(SB)/4, $0x0000000c
-DATA lgc1<>+28(SB)/4, $0x0000000e
+DATA lgc1<>+0(SB)/8, $0x0000000000000000
+DATA lgc1<>+8(SB)/8, $0x0000000000000000
+DATA lgc1<>+16(SB)/8, $0x0000000000000000
+DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0xffffffff
-DATA lgc2<>+12(SB)/4, $0xffffffff
-DATA lgc2<>+16(SB)/4, $0xffffffff
-DATA lgc2<>+20(SB)/4, $0xffffffff
-DATA lgc2<>+24(SB)/4, $0xffffffff
-DATA lgc2<>+28(SB)/4, $0xffffffff
+DATA lgc2<>+0(SB)/4, $0x00000000
+DATA lgc2<>+4(SB)/4, $0x00000000
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x00000000
-DATA lgc3<>+4(SB)/4, $0x00000000
-DATA lgc3<>+8(SB)/4, $0x00000000
-DATA lgc3<>+12(SB)/4, $0x00000000
-DATA lgc3<>+16(SB)/4, $0x00000000
-DATA lgc3<>+20(SB)/4, $0x00000000
-DATA lgc3<>+24(SB)/4, $0x00000000
-DATA lgc3<>+28(SB)/4, $0x00000000
+DATA lgc3<>+0(SB)/4, $0x40000000
+DATA lgc3<>+4(SB)/4, $0x40000000
+DATA lgc3<>+8(SB)/4, $0x40000000
+DATA lgc3<>+12(SB)/4, $0x40000000
+DATA lgc3<>+16(SB)/4, $0x40000000
+DATA lgc3<>+20(SB)/4, $0x40000000
+DATA lgc3<>+24(SB)/4, $0x40000000
+DATA lgc3<>+28(SB)/4, $0x40000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x40000000
-DATA lgc4<>+4(SB)/4, $0x40000000
-DATA lgc4<>+8(SB)/4, $0x40000000
-DATA lgc4<>+12(SB)/4, $0x40000000
-DATA lgc4<>+16(SB)/4, $0x40000000
-DATA lgc4<>+20(SB)/4, $0x40000000
-DATA lgc4<>+24(SB)/4, $0x40000000
-DATA lgc4<>+28(SB)/4, $0x40000000
+DATA lgc4<>+0(SB)/4, $0xbf7fffef
+DATA lgc4<>+4(SB)/4, $0xbf7fffef
+DATA lgc4<>+8(SB)/4, $0xbf7fffef
+DATA lgc4<>+12(SB)/4, $0xbf7fffef
+DATA lgc4<>+16(SB)/4, $0xbf7fffef
+DATA lgc4<>+20(SB)/4, $0xbf7fffef
+DATA lgc4<>+24(SB)/4, $0xbf7fffef
+DATA lgc4<>+28(SB)/4, $0xbf7fffef
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xbf7fffef
-DATA lgc5<>+4(SB)/4, $0xbf7fffef
-DATA lgc5<>+8(SB)/4, $0xbf7fffef
-DATA lgc5<>+12(SB)/4, $0xbf7fffef
-DATA lgc5<>+16(SB)/4, $0xbf7fffef
-DATA lgc5<>+20(SB)/4, $0xbf7fffef
-DATA lgc5<>+24(SB)/4, $0xbf7fffef
-DATA lgc5<>+28(SB)/4, $0xbf7fffef
+DATA lgc5<>+0(SB)/4, $0x3f7fffef
+DATA lgc5<>+4(SB)/4, $0x3f7fffef
+DATA lgc5<>+8(SB)/4, $0x3f7fffef
+DATA lgc5<>+12(SB)/4, $0x3f7fffef
+DATA lgc5<>+16(SB)/4, $0x3f7fffef
+DATA lgc5<>+20(SB)/4, $0x3f7fffef
+DATA lgc5<>+24(SB)/4, $0x3f7fffef
+DATA lgc5<>+28(SB)/4, $0x3f7fffef
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3f7fffef
-DATA lgc6<>+4(SB)/4, $0x3f7fffef
-DATA lgc6<>+8(SB)/4, $0x3f7fffef
-DATA lgc6<>+12(SB)/4, $0x3f7fffef
-DATA lgc6<>+16(SB)/4, $0x3f7fffef
-DATA lgc6<>+20(SB)/4, $0x3f7fffef
-DATA lgc6<>+24(SB)/4, $0x3f7fffef
-DATA lgc6<>+28(SB)/4, $0x3f7fffef
+DATA lgc6<>+0(SB)/4, $0x80000000
+DATA lgc6<>+4(SB)/4, $0x80000000
+DATA lgc6<>+8(SB)/4, $0x80000000
+DATA lgc6<>+12(SB)/4, $0x80000000
+DATA lgc6<>+16(SB)/4, $0x80000000
+DATA lgc6<>+20(SB)/4, $0x80000000
+DATA lgc6<>+24(SB)/4, $0x80000000
+DATA lgc6<>+28(SB)/4, $0x80000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x80000000
-DATA lgc7<>+4(SB)/4, $0x80000000
-DATA lgc7<>+8(SB)/4, $0x80000000
-DATA lgc7<>+12(SB)/4, $0x80000000
-DATA lgc7<>+16(SB)/4, $0x80000000
-DATA lgc7<>+20(SB)/4, $0x80000000
-DATA lgc7<>+24(SB)/4, $0x80000000
-DATA lgc7<>+28(SB)/4, $0x80000000
+DATA lgc7<>+0(SB)/4, $0x3f800000
+DATA lgc7<>+4(SB)/4, $0x3f800000
+DATA lgc7<>+8(SB)/4, $0x3f800000
+DATA lgc7<>+12(SB)/4, $0x3f800000
+DATA lgc7<>+16(SB)/4, $0x3f800000
+DATA lgc7<>+20(SB)/4, $0x3f800000
+DATA lgc7<>+24(SB)/4, $0x3f800000
+DATA lgc7<>+28(SB)/4, $0x3f800000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3f800000
-DATA lgc8<>+4(SB)/4, $0x3f800000
-DATA lgc8<>+8(SB)/4, $0x3f800000
-DATA lgc8<>+12(SB)/4, $0x3f800000
-DATA lgc8<>+16(SB)/4, $0x3f800000
-DATA lgc8<>+20(SB)/4, $0x3f800000
-DATA lgc8<>+24(SB)/4, $0x3f800000
-DATA lgc8<>+28(SB)/4, $0x3f800000
+DATA lgc8<>+0(SB)/4, $0x00800000
+DATA lgc8<>+4(SB)/4, $0x00800000
+DATA lgc8<>+8(SB)/4, $0x00800000
+DATA lgc8<>+12(SB)/4, $0x00800000
+DATA lgc8<>+16(SB)/4, $0x00800000
+DATA lgc8<>+20(SB)/4, $0x00800000
+DATA lgc8<>+24(SB)/4, $0x00800000
+DATA lgc8<>+28(SB)/4, $0x00800000
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00800000
-DATA lgc9<>+4(SB)/4, $0x00800000
-DATA lgc9<>+8(SB)/4, $0x00800000
-DATA lgc9<>+12(SB)/4, $0x00800000
-DATA lgc9<>+16(SB)/4, $0x00800000
-DATA lgc9<>+20(SB)/4, $0x00800000
-DATA lgc9<>+24(SB)/4, $0x00800000
-DATA lgc9<>+28(SB)/4, $0x00800000
+DATA lgc9<>+0(SB)/4, $0x4b000000
+DATA lgc9<>+4(SB)/4, $0x4b000000
+DATA lgc9<>+8(SB)/4, $0x4b000000
+DATA lgc9<>+12(SB)/4, $0x4b000000
+DATA lgc9<>+16(SB)/4, $0x4b000000
+DATA lgc9<>+20(SB)/4, $0x4b000000
+DATA lgc9<>+24(SB)/4, $0x4b000000
+DATA lgc9<>+28(SB)/4, $0x4b000000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x4b000000
-DATA lgc10<>+4(SB)/4, $0x4b000000
-DATA lgc10<>+8(SB)/4, $0x4b000000
-DATA lgc10<>+12(SB)/4, $0x4b000000
-DATA lgc10<>+16(SB)/4, $0x4b000000
-DATA lgc10<>+20(SB)/4, $0x4b000000
-DATA lgc10<>+24(SB)/4, $0x4b000000
-DATA lgc10<>+28(SB)/4, $0x4b000000
+DATA lgc10<>+0(SB)/4, $0x0000007f
+DATA lgc10<>+4(SB)/4, $0x0000007f
+DATA lgc10<>+8(SB)/4, $0x0000007f
+DATA lgc10<>+12(SB)/4, $0x0000007f
+DATA lgc10<>+16(SB)/4, $0x0000007f
+DATA lgc10<>+20(SB)/4, $0x0000007f
+DATA lgc10<>+24(SB)/4, $0x0000007f
+DATA lgc10<>+28(SB)/4, $0x0000007f
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x0000007f
-DATA lgc11<>+4(SB)/4, $0x0000007f
-DATA lgc11<>+8(SB)/4, $0x0000007f
-DATA lgc11<>+12(SB)/4, $0x0000007f
-DATA lgc11<>+16(SB)/4, $0x0000007f
-DATA lgc11<>+20(SB)/4, $0x0000007f
-DATA lgc11<>+24(SB)/4, $0x0000007f
-DATA lgc11<>+28(SB)/4, $0x0000007f
+DATA lgc11<>+0(SB)/4, $0xffffffe9
+DATA lgc11<>+4(SB)/4, $0xffffffe9
+DATA lgc11<>+8(SB)/4, $0xffffffe9
+DATA lgc11<>+12(SB)/4, $0xffffffe9
+DATA lgc11<>+16(SB)/4, $0xffffffe9
+DATA lgc11<>+20(SB)/4, $0xffffffe9
+DATA lgc11<>+24(SB)/4, $0xffffffe9
+DATA lgc11<>+28(SB)/4, $0xffffffe9
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0xffffffe9
-DATA lgc12<>+4(SB)/4, $0xffffffe9
-DATA lgc12<>+8(SB)/4, $0xffffffe9
-DATA lgc12<>+12(SB)/4, $0xffffffe9
-DATA lgc12<>+16(SB)/4, $0xffffffe9
-DATA lgc12<>+20(SB)/4, $0xffffffe9
-DATA lgc12<>+24(SB)/4, $0xffffffe9
-DATA lgc12<>+28(SB)/4, $0xffffffe9
+DATA lgc12<>+0(SB)/4, $0x007fffff
+DATA lgc12<>+4(SB)/4, $0x007fffff
+DATA lgc12<>+8(SB)/4, $0x007fffff
+DATA lgc12<>+12(SB)/4, $0x007fffff
+DATA lgc12<>+16(SB)/4, $0x007fffff
+DATA lgc12<>+20(SB)/4, $0x007fffff
+DATA lgc12<>+24(SB)/4, $0x007fffff
+DATA lgc12<>+28(SB)/4, $0x007fffff
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x007fffff
-DATA lgc13<>+4(SB)/4, $0x007fffff
-DATA lgc13<>+8(SB)/4, $0x007fffff
-DATA lgc13<>+12(SB)/4, $0x007fffff
-DATA lgc13<>+16(SB)/4, $0x007fffff
-DATA lgc13<>+20(SB)/4, $0x007fffff
-DATA lgc13<>+24(SB)/4, $0x007fffff
-DATA lgc13<>+28(SB)/4, $0x007fffff
+DATA lgc13<>+0(SB)/4, $0x3fb504f3
+DATA lgc13<>+4(SB)/4, $0x3fb504f3
+DATA lgc13<>+8(SB)/4, $0x3fb504f3
+DATA lgc13<>+12(SB)/4, $0x3fb504f3
+DATA lgc13<>+16(SB)/4, $0x3fb504f3
+DATA lgc13<>+20(SB)/4, $0x3fb504f3
+DATA lgc13<>+24(SB)/4, $0x3fb504f3
+DATA lgc13<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3fb504f3
-DATA lgc14<>+4(SB)/4, $0x3fb504f3
-DATA lgc14<>+8(SB)/4, $0x3fb504f3
-DATA lgc14<>+12(SB)/4, $0x3fb504f3
-DATA lgc14<>+16(SB)/4, $0x3fb504f3
-DATA lgc14<>+20(SB)/4, $0x3fb504f3
-DATA lgc14<>+24(SB)/4, $0x3fb504f3
-DATA lgc14<>+28(SB)/4, $0x3fb504f3
+DATA lgc14<>+0(SB)/4, $0x3f000000
+DATA lgc14<>+4(SB)/4, $0x3f000000
+DATA lgc14<>+8(SB)/4, $0x3f000000
+DATA lgc14<>+12(SB)/4, $0x3f000000
+DATA lgc14<>+16(SB)/4, $0x3f000000
+DATA lgc14<>+20(SB)/4, $0x3f000000
+DATA lgc14<>+24(SB)/4, $0x3f000000
+DATA lgc14<>+28(SB)/4, $0x3f000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
+DATA lgc15<>+0(SB)/4, $0x3d9021bb
+DATA lgc15<>+4(SB)/4, $0x3d9021bb
+DATA lgc15<>+8(SB)/4, $0x3d9021bb
+DATA lgc15<>+12(SB)/4, $0x3d9021bb
+DATA lgc15<>+16(SB)/4, $0x3d9021bb
+DATA lgc15<>+20(SB)/4, $0x3d9021bb
+DATA lgc15<>+24(SB)/4, $0x3d9021bb
+DATA lgc15<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3d9021bb
-DATA lgc16<>+4(SB)/4, $0x3d9021bb
-DATA lgc16<>+8(SB)/4, $0x3d9021bb
-DATA lgc16<>+12(SB)/4, $0x3d9021bb
-DATA lgc16<>+16(SB)/4, $0x3d9021bb
-DATA lgc16<>+20(SB)/4, $0x3d9021bb
-DATA lgc16<>+24(SB)/4, $0x3d9021bb
-DATA lgc16<>+28(SB)/4, $0x3d9021bb
+DATA lgc16<>+0(SB)/4, $0xbdebd1b8
+DATA lgc16<>+4(SB)/4, $0xbdebd1b8
+DATA lgc16<>+8(SB)/4, $0xbdebd1b8
+DATA lgc16<>+12(SB)/4, $0xbdebd1b8
+DATA lgc16<>+16(SB)/4, $0xbdebd1b8
+DATA lgc16<>+20(SB)/4, $0xbdebd1b8
+DATA lgc16<>+24(SB)/4, $0xbdebd1b8
+DATA lgc16<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xbdebd1b8
-DATA lgc17<>+4(SB)/4, $0xbdebd1b8
-DATA lgc17<>+8(SB)/4, $0xbdebd1b8
-DATA lgc17<>+12(SB)/4, $0xbdebd1b8
-DATA lgc17<>+16(SB)/4, $0xbdebd1b8
-DATA lgc17<>+20(SB)/4, $0xbdebd1b8
-DATA lgc17<>+24(SB)/4, $0xbdebd1b8
-DATA lgc17<>+28(SB)/4, $0xbdebd1b8
+DATA lgc17<>+0(SB)/4, $0x3def251a
+DATA lgc17<>+4(SB)/4, $0x3def251a
+DATA lgc17<>+8(SB)/4, $0x3def251a
+DATA lgc17<>+12(SB)/4, $0x3def251a
+DATA lgc17<>+16(SB)/4, $0x3def251a
+DATA lgc17<>+20(SB)/4, $0x3def251a
+DATA lgc17<>+24(SB)/4, $0x3def251a
+DATA lgc17<>+28(SB)/4, $0x3def251a
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3def251a
-DATA lgc18<>+4(SB)/4, $0x3def251a
-DATA lgc18<>+8(SB)/4, $0x3def251a
-DATA lgc18<>+12(SB)/4, $0x3def251a
-DATA lgc18<>+16(SB)/4, $0x3def251a
-DATA lgc18<>+20(SB)/4, $0x3def251a
-DATA lgc18<>+24(SB)/4, $0x3def251a
-DATA lgc18<>+28(SB)/4, $0x3def251a
+DATA lgc18<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc18<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc19<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc19<>+0(SB)/4, $0x3e11e9bf
+DATA lgc19<>+4(SB)/4, $0x3e11e9bf
+DATA lgc19<>+8(SB)/4, $0x3e11e9bf
+DATA lgc19<>+12(SB)/4, $0x3e11e9bf
+DATA lgc19<>+16(SB)/4, $0x3e11e9bf
+DATA lgc19<>+20(SB)/4, $0x3e11e9bf
+DATA lgc19<>+24(SB)/4, $0x3e11e9bf
+DATA lgc19<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x3e11e9bf
-DATA lgc20<>+4(SB)/4, $0x3e11e9bf
-DATA lgc20<>+8(SB)/4, $0x3e11e9bf
-DATA lgc20<>+12(SB)/4, $0x3e11e9bf
-DATA lgc20<>+16(SB)/4, $0x3e11e9bf
-DATA lgc20<>+20(SB)/4, $0x3e11e9bf
-DATA lgc20<>+24(SB)/4, $0x3e11e9bf
-DATA lgc20<>+28(SB)/4, $0x3e11e9bf
+DATA lgc20<>+0(SB)/4, $0xbe2aae50
+DATA lgc20<>+4(SB)/4, $0xbe2aae50
+DATA lgc20<>+8(SB)/4, $0xbe2aae50
+DATA lgc20<>+12(SB)/4, $0xbe2aae50
+DATA lgc20<>+16(SB)/4, $0xbe2aae50
+DATA lgc20<>+20(SB)/4, $0xbe2aae50
+DATA lgc20<>+24(SB)/4, $0xbe2aae50
+DATA lgc20<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0xbe2aae50
-DATA lgc21<>+4(SB)/4, $0xbe2aae50
-DATA lgc21<>+8(SB)/4, $0xbe2aae50
-DATA lgc21<>+12(SB)/4, $0xbe2aae50
-DATA lgc21<>+16(SB)/4, $0xbe2aae50
-DATA lgc21<>+20(SB)/4, $0xbe2aae50
-DATA lgc21<>+24(SB)/4, $0xbe2aae50
-DATA lgc21<>+28(SB)/4, $0xbe2aae50
+DATA lgc21<>+0(SB)/4, $0x3e4cceac
+DATA lgc21<>+4(SB)/4, $0x3e4cceac
+DATA lgc21<>+8(SB)/4, $0x3e4cceac
+DATA lgc21<>+12(SB)/4, $0x3e4cceac
+DATA lgc21<>+16(SB)/4, $0x3e4cceac
+DATA lgc21<>+20(SB)/4, $0x3e4cceac
+DATA lgc21<>+24(SB)/4, $0x3e4cceac
+DATA lgc21<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3e4cceac
-DATA lgc22<>+4(SB)/4, $0x3e4cceac
-DATA lgc22<>+8(SB)/4, $0x3e4cceac
-DATA lgc22<>+12(SB)/4, $0x3e4cceac
-DATA lgc22<>+16(SB)/4, $0x3e4cceac
-DATA lgc22<>+20(SB)/4, $0x3e4cceac
-DATA lgc22<>+24(SB)/4, $0x3e4cceac
-DATA lgc22<>+28(SB)/4, $0x3e4cceac
+DATA lgc22<>+0(SB)/4, $0xbe7ffffc
+DATA lgc22<>+4(SB)/4, $0xbe7ffffc
+DATA lgc22<>+8(SB)/4, $0xbe7ffffc
+DATA lgc22<>+12(SB)/4, $0xbe7ffffc
+DATA lgc22<>+16(SB)/4, $0xbe7ffffc
+DATA lgc22<>+20(SB)/4, $0xbe7ffffc
+DATA lgc22<>+24(SB)/4, $0xbe7ffffc
+DATA lgc22<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0xbe7ffffc
-DATA lgc23<>+4(SB)/4, $0xbe7ffffc
-DATA lgc23<>+8(SB)/4, $0xbe7ffffc
-DATA lgc23<>+12(SB)/4, $0xbe7ffffc
-DATA lgc23<>+16(SB)/4, $0xbe7ffffc
-DATA lgc23<>+20(SB)/4, $0xbe7ffffc
-DATA lgc23<>+24(SB)/4, $0xbe7ffffc
-DATA lgc23<>+28(SB)/4, $0xbe7ffffc
+DATA lgc23<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc23<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc24<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc24<>+0(SB)/4, $0xb95e8083
+DATA lgc24<>+4(SB)/4, $0xb95e8083
+DATA lgc24<>+8(SB)/4, $0xb95e8083
+DATA lgc24<>+12(SB)/4, $0xb95e8083
+DATA lgc24<>+16(SB)/4, $0xb95e8083
+DATA lgc24<>+20(SB)/4, $0xb95e8083
+DATA lgc24<>+24(SB)/4, $0xb95e8083
+DATA lgc24<>+28(SB)/4, $0xb95e8083
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0xb95e8083
-DATA lgc25<>+4(SB)/4, $0xb95e8083
-DATA lgc25<>+8(SB)/4, $0xb95e8083
-DATA lgc25<>+12(SB)/4, $0xb95e8083
-DATA lgc25<>+16(SB)/4, $0xb95e8083
-DATA lgc25<>+20(SB)/4, $0xb95e8083
-DATA lgc25<>+24(SB)/4, $0xb95e8083
-DATA lgc25<>+28(SB)/4, $0xb95e8083
+DATA lgc25<>+0(SB)/4, $0x3f318000
+DATA lgc25<>+4(SB)/4, $0x3f318000
+DATA lgc25<>+8(SB)/4, $0x3f318000
+DATA lgc25<>+12(SB)/4, $0x3f318000
+DATA lgc25<>+16(SB)/4, $0x3f318000
+DATA lgc25<>+20(SB)/4, $0x3f318000
+DATA lgc25<>+24(SB)/4, $0x3f318000
+DATA lgc25<>+28(SB)/4, $0x3f318000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f318000
-DATA lgc26<>+4(SB)/4, $0x3f318000
-DATA lgc26<>+8(SB)/4, $0x3f318000
-DATA lgc26<>+12(SB)/4, $0x3f318000
-DATA lgc26<>+16(SB)/4, $0x3f318000
-DATA lgc26<>+20(SB)/4, $0x3f318000
-DATA lgc26<>+24(SB)/4, $0x3f318000
-DATA lgc26<>+28(SB)/4, $0x3f318000
+DATA lgc26<>+0(SB)/4, $0xff800000
+DATA lgc26<>+4(SB)/4, $0xff800000
+DATA lgc26<>+8(SB)/4, $0xff800000
+DATA lgc26<>+12(SB)/4, $0xff800000
+DATA lgc26<>+16(SB)/4, $0xff800000
+DATA lgc26<>+20(SB)/4, $0xff800000
+DATA lgc26<>+24(SB)/4, $0xff800000
+DATA lgc26<>+28(SB)/4, $0xff800000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xff800000
-DATA lgc27<>+4(SB)/4, $0xff800000
-DATA lgc27<>+8(SB)/4, $0xff800000
-DATA lgc27<>+12(SB)/4, $0xff800000
-DATA lgc27<>+16(SB)/4, $0xff800000
-DATA lgc27<>+20(SB)/4, $0xff800000
-DATA lgc27<>+24(SB)/4, $0xff800000
-DATA lgc27<>+28(SB)/4, $0xff800000
+DATA lgc27<>+0(SB)/4, $0x7fc00000
+DATA lgc27<>+4(SB)/4, $0x7fc00000
+DATA lgc27<>+8(SB)/4, $0x7fc00000
+DATA lgc27<>+12(SB)/4, $0x7fc00000
+DATA lgc27<>+16(SB)/4, $0x7fc00000
+DATA lgc27<>+20(SB)/4, $0x7fc00000
+DATA lgc27<>+24(SB)/4, $0x7fc00000
+DATA lgc27<>+28(SB)/4, $0x7fc00000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x7fc00000
-DATA lgc28<>+4(SB)/4, $0x7fc00000
-DATA lgc28<>+8(SB)/4, $0x7fc00000
-DATA lgc28<>+12(SB)/4, $0x7fc00000
-DATA lgc28<>+16(SB)/4, $0x7fc00000
-DATA lgc28<>+20(SB)/4, $0x7fc00000
-DATA lgc28<>+24(SB)/4, $0x7fc00000
-DATA lgc28<>+28(SB)/4, $0x7fc00000
+DATA lgc28<>+0(SB)/4, $0x7f800000
+DATA lgc28<>+4(SB)/4, $0x7f800000
+DATA lgc28<>+8(SB)/4, $0x7f800000
+DATA lgc28<>+12(SB)/4, $0x7f800000
+DATA lgc28<>+16(SB)/4, $0x7f800000
+DATA lgc28<>+20(SB)/4, $0x7f800000
+DATA lgc28<>+24(SB)/4, $0x7f800000
+DATA lgc28<>+28(SB)/4, $0x7f800000
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0x7f800000
-DATA lgc29<>+4(SB)/4, $0x7f800000
-DATA lgc29<>+8(SB)/4, $0x7f800000
-DATA lgc29<>+12(SB)/4, $0x7f800000
-DATA lgc29<>+16(SB)/4, $0x7f800000
-DATA lgc29<>+20(SB)/4, $0x7f800000
-DATA lgc29<>+24(SB)/4, $0x7f800000
-DATA lgc29<>+28(SB)/4, $0x7f800000
+DATA lgc29<>+0(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+4(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+8(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+12(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+16(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+20(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+24(SB)/4, $0x3f6b3f8e
+DATA lgc29<>+28(SB)/4, $0x3f6b3f8e
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+4(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+8(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+12(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+16(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+20(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+24(SB)/4, $0x3f6b3f8e
-DATA lgc30<>+28(SB)/4, $0x3f6b3f8e
+DATA lgc30<>+0(SB)/4, $0xc0000000
+DATA lgc30<>+4(SB)/4, $0xc0000000
+DATA lgc30<>+8(SB)/4, $0xc0000000
+DATA lgc30<>+12(SB)/4, $0xc0000000
+DATA lgc30<>+16(SB)/4, $0xc0000000
+DATA lgc30<>+20(SB)/4, $0xc0000000
+DATA lgc30<>+24(SB)/4, $0xc0000000
+DATA lgc30<>+28(SB)/4, $0xc0000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0xc0000000
-DATA lgc31<>+4(SB)/4, $0xc0000000
-DATA lgc31<>+8(SB)/4, $0xc0000000
-DATA lgc31<>+12(SB)/4, $0xc0000000
-DATA lgc31<>+16(SB)/4, $0xc0000000
-DATA lgc31<>+20(SB)/4, $0xc0000000
-DATA lgc31<>+24(SB)/4, $0xc0000000
-DATA lgc31<>+28(SB)/4, $0xc0000000
+DATA lgc31<>+0(SB)/4, $0x41a00000
+DATA lgc31<>+4(SB)/4, $0x41a00000
+DATA lgc31<>+8(SB)/4, $0x41a00000
+DATA lgc31<>+12(SB)/4, $0x41a00000
+DATA lgc31<>+16(SB)/4, $0x41a00000
+DATA lgc31<>+20(SB)/4, $0x41a00000
+DATA lgc31<>+24(SB)/4, $0x41a00000
+DATA lgc31<>+28(SB)/4, $0x41a00000
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0x41a00000
-DATA lgc32<>+4(SB)/4, $0x41a00000
-DATA lgc32<>+8(SB)/4, $0x41a00000
-DATA lgc32<>+12(SB)/4, $0x41a00000
-DATA lgc32<>+16(SB)/4, $0x41a00000
-DATA lgc32<>+20(SB)/4, $0x41a00000
-DATA lgc32<>+24(SB)/4, $0x41a00000
-DATA lgc32<>+28(SB)/4, $0x41a00000
+DATA lgc32<>+0(SB)/4, $0xc2d00000
+DATA lgc32<>+4(SB)/4, $0xc2d00000
+DATA lgc32<>+8(SB)/4, $0xc2d00000
+DATA lgc32<>+12(SB)/4, $0xc2d00000
+DATA lgc32<>+16(SB)/4, $0xc2d00000
+DATA lgc32<>+20(SB)/4, $0xc2d00000
+DATA lgc32<>+24(SB)/4, $0xc2d00000
+DATA lgc32<>+28(SB)/4, $0xc2d00000
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0xc2d00000
-DATA lgc33<>+4(SB)/4, $0xc2d00000
-DATA lgc33<>+8(SB)/4, $0xc2d00000
-DATA lgc33<>+12(SB)/4, $0xc2d00000
-DATA lgc33<>+16(SB)/4, $0xc2d00000
-DATA lgc33<>+20(SB)/4, $0xc2d00000
-DATA lgc33<>+24(SB)/4, $0xc2d00000
-DATA lgc33<>+28(SB)/4, $0xc2d00000
+DATA lgc33<>+0(SB)/4, $0x42b20000
+DATA lgc33<>+4(SB)/4, $0x42b20000
+DATA lgc33<>+8(SB)/4, $0x42b20000
+DATA lgc33<>+12(SB)/4, $0x42b20000
+DATA lgc33<>+16(SB)/4, $0x42b20000
+DATA lgc33<>+20(SB)/4, $0x42b20000
+DATA lgc33<>+24(SB)/4, $0x42b20000
+DATA lgc33<>+28(SB)/4, $0x42b20000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x42b20000
-DATA lgc34<>+4(SB)/4, $0x42b20000
-DATA lgc34<>+8(SB)/4, $0x42b20000
-DATA lgc34<>+12(SB)/4, $0x42b20000
-DATA lgc34<>+16(SB)/4, $0x42b20000
-DATA lgc34<>+20(SB)/4, $0x42b20000
-DATA lgc34<>+24(SB)/4, $0x42b20000
-DATA lgc34<>+28(SB)/4, $0x42b20000
+DATA lgc34<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc34<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc35<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc35<>+0(SB)/4, $0x39506967
+DATA lgc35<>+4(SB)/4, $0x39506967
+DATA lgc35<>+8(SB)/4, $0x39506967
+DATA lgc35<>+12(SB)/4, $0x39506967
+DATA lgc35<>+16(SB)/4, $0x39506967
+DATA lgc35<>+20(SB)/4, $0x39506967
+DATA lgc35<>+24(SB)/4, $0x39506967
+DATA lgc35<>+28(SB)/4, $0x39506967
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0x39506967
-DATA lgc36<>+4(SB)/4, $0x39506967
-DATA lgc36<>+8(SB)/4, $0x39506967
-DATA lgc36<>+12(SB)/4, $0x39506967
-DATA lgc36<>+16(SB)/4, $0x39506967
-DATA lgc36<>+20(SB)/4, $0x39506967
-DATA lgc36<>+24(SB)/4, $0x39506967
-DATA lgc36<>+28(SB)/4, $0x39506967
+DATA lgc36<>+0(SB)/4, $0x3ab743ce
+DATA lgc36<>+4(SB)/4, $0x3ab743ce
+DATA lgc36<>+8(SB)/4, $0x3ab743ce
+DATA lgc36<>+12(SB)/4, $0x3ab743ce
+DATA lgc36<>+16(SB)/4, $0x3ab743ce
+DATA lgc36<>+20(SB)/4, $0x3ab743ce
+DATA lgc36<>+24(SB)/4, $0x3ab743ce
+DATA lgc36<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3ab743ce
-DATA lgc37<>+4(SB)/4, $0x3ab743ce
-DATA lgc37<>+8(SB)/4, $0x3ab743ce
-DATA lgc37<>+12(SB)/4, $0x3ab743ce
-DATA lgc37<>+16(SB)/4, $0x3ab743ce
-DATA lgc37<>+20(SB)/4, $0x3ab743ce
-DATA lgc37<>+24(SB)/4, $0x3ab743ce
-DATA lgc37<>+28(SB)/4, $0x3ab743ce
+DATA lgc37<>+0(SB)/4, $0x3c088908
+DATA lgc37<>+4(SB)/4, $0x3c088908
+DATA lgc37<>+8(SB)/4, $0x3c088908
+DATA lgc37<>+12(SB)/4, $0x3c088908
+DATA lgc37<>+16(SB)/4, $0x3c088908
+DATA lgc37<>+20(SB)/4, $0x3c088908
+DATA lgc37<>+24(SB)/4, $0x3c088908
+DATA lgc37<>+28(SB)/4, $0x3c088908
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0x3c088908
-DATA lgc38<>+4(SB)/4, $0x3c088908
-DATA lgc38<>+8(SB)/4, $0x3c088908
-DATA lgc38<>+12(SB)/4, $0x3c088908
-DATA lgc38<>+16(SB)/4, $0x3c088908
-DATA lgc38<>+20(SB)/4, $0x3c088908
-DATA lgc38<>+24(SB)/4, $0x3c088908
-DATA lgc38<>+28(SB)/4, $0x3c088908
+DATA lgc38<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc38<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc39<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc39<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc39<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc40<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc40<>+0(SB)/4, $0xffffff82
+DATA lgc40<>+4(SB)/4, $0xffffff82
+DATA lgc40<>+8(SB)/4, $0xffffff82
+DATA lgc40<>+12(SB)/4, $0xffffff82
+DATA lgc40<>+16(SB)/4, $0xffffff82
+DATA lgc40<>+20(SB)/4, $0xffffff82
+DATA lgc40<>+24(SB)/4, $0xffffff82
+DATA lgc40<>+28(SB)/4, $0xffffff82
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0xffffff82
-DATA lgc41<>+4(SB)/4, $0xffffff82
-DATA lgc41<>+8(SB)/4, $0xffffff82
-DATA lgc41<>+12(SB)/4, $0xffffff82
-DATA lgc41<>+16(SB)/4, $0xffffff82
-DATA lgc41<>+20(SB)/4, $0xffffff82
-DATA lgc41<>+24(SB)/4, $0xffffff82
-DATA lgc41<>+28(SB)/4, $0xffffff82
+DATA lgc41<>+0(SB)/4, $0x3f317218
+DATA lgc41<>+4(SB)/4, $0x3f317218
+DATA lgc41<>+8(SB)/4, $0x3f317218
+DATA lgc41<>+12(SB)/4, $0x3f317218
+DATA lgc41<>+16(SB)/4, $0x3f317218
+DATA lgc41<>+20(SB)/4, $0x3f317218
+DATA lgc41<>+24(SB)/4, $0x3f317218
+DATA lgc41<>+28(SB)/4, $0x3f317218
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0x3f317218
-DATA lgc42<>+4(SB)/4, $0x3f317218
-DATA lgc42<>+8(SB)/4, $0x3f317218
-DATA lgc42<>+12(SB)/4, $0x3f317218
-DATA lgc42<>+16(SB)/4, $0x3f317218
-DATA lgc42<>+20(SB)/4, $0x3f317218
-DATA lgc42<>+24(SB)/4, $0x3f317218
-DATA lgc42<>+28(SB)/4, $0x3f317218
+DATA lgc42<>+0(SB)/4, $0x3fb17218
+DATA lgc42<>+4(SB)/4, $0x3fb17218
+DATA lgc42<>+8(SB)/4, $0x3fb17218
+DATA lgc42<>+12(SB)/4, $0x3fb17218
+DATA lgc42<>+16(SB)/4, $0x3fb17218
+DATA lgc42<>+20(SB)/4, $0x3fb17218
+DATA lgc42<>+24(SB)/4, $0x3fb17218
+DATA lgc42<>+28(SB)/4, $0x3fb17218
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3fb17218
-DATA lgc43<>+4(SB)/4, $0x3fb17218
-DATA lgc43<>+8(SB)/4, $0x3fb17218
-DATA lgc43<>+12(SB)/4, $0x3fb17218
-DATA lgc43<>+16(SB)/4, $0x3fb17218
-DATA lgc43<>+20(SB)/4, $0x3fb17218
-DATA lgc43<>+24(SB)/4, $0x3fb17218
-DATA lgc43<>+28(SB)/4, $0x3fb17218
+DATA lgc43<>+0(SB)/4, $0xbc23d70a
+DATA lgc43<>+4(SB)/4, $0xbc23d70a
+DATA lgc43<>+8(SB)/4, $0xbc23d70a
+DATA lgc43<>+12(SB)/4, $0xbc23d70a
+DATA lgc43<>+16(SB)/4, $0xbc23d70a
+DATA lgc43<>+20(SB)/4, $0xbc23d70a
+DATA lgc43<>+24(SB)/4, $0xbc23d70a
+DATA lgc43<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0xbc23d70a
-DATA lgc44<>+4(SB)/4, $0xbc23d70a
-DATA lgc44<>+8(SB)/4, $0xbc23d70a
-DATA lgc44<>+12(SB)/4, $0xbc23d70a
-DATA lgc44<>+16(SB)/4, $0xbc23d70a
-DATA lgc44<>+20(SB)/4, $0xbc23d70a
-DATA lgc44<>+24(SB)/4, $0xbc23d70a
-DATA lgc44<>+28(SB)/4, $0xbc23d70a
+DATA lgc44<>+0(SB)/8, $0x3ff0000000000000
+DATA lgc44<>+8(SB)/8, $0x3ff0000000000000
+DATA lgc44<>+16(SB)/8, $0x3ff0000000000000
+DATA lgc44<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/8, $0x3ff0000000000000
-DATA lgc45<>+8(SB)/8, $0x3ff0000000000000
-DATA lgc45<>+16(SB)/8, $0x3ff0000000000000
-DATA lgc45<>+24(SB)/8, $0x3ff0000000000000
+DATA lgc45<>+0(SB)/4, $0x7fffffff
+DATA lgc45<>+4(SB)/4, $0x7fffffff
+DATA lgc45<>+8(SB)/4, $0x7fffffff
+DATA lgc45<>+12(SB)/4, $0x7fffffff
+DATA lgc45<>+16(SB)/4, $0x7fffffff
+DATA lgc45<>+20(SB)/4, $0x7fffffff
+DATA lgc45<>+24(SB)/4, $0x7fffffff
+DATA lgc45<>+28(SB)/4, $0x7fffffff
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x7fffffff
-DATA lgc46<>+4(SB)/4, $0x7fffffff
-DATA lgc46<>+8(SB)/4, $0x7fffffff
-DATA lgc46<>+12(SB)/4, $0x7fffffff
-DATA lgc46<>+16(SB)/4, $0x7fffffff
-DATA lgc46<>+20(SB)/4, $0x7fffffff
-DATA lgc46<>+24(SB)/4, $0x7fffffff
-DATA lgc46<>+28(SB)/4, $0x7fffffff
+DATA lgc46<>+0(SB)/4, $0x7f7fffff
+DATA lgc46<>+4(SB)/4, $0x7f7fffff
+DATA lgc46<>+8(SB)/4, $0x7f7fffff
+DATA lgc46<>+12(SB)/4, $0x7f7fffff
+DATA lgc46<>+16(SB)/4, $0x7f7fffff
+DATA lgc46<>+20(SB)/4, $0x7f7fffff
+DATA lgc46<>+24(SB)/4, $0x7f7fffff
+DATA lgc46<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
-
-DATA lgc47<>+0(SB)/4, $0x7f7fffff
-DATA lgc47<>+4(SB)/4, $0x7f7fffff
-DATA lgc47<>+8(SB)/4, $0x7f7fffff
-DATA lgc47<>+12(SB)/4, $0x7f7fffff
-DATA lgc47<>+16(SB)/4, $0x7f7fffff
-DATA lgc47<>+20(SB)/4, $0x7f7fffff
-DATA lgc47<>+24(SB)/4, $0x7f7fffff
-DATA lgc47<>+28(SB)/4, $0x7f7fffff
-GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -1280,13 +1362,13 @@ TEXT ·pass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc48<>+0(SB), Y0, Y0
+	VADDPS       lgc47<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc8<>+0(SB), Y1
+	VMOVUPS lgc7<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v78)
 	VSUBPS Y0, Y1, Y0
@@ -1297,95 +1379,205 @@ TEXT ·pass1AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-DATA lgc48<>+0(SB)/4, $0x34000000
-DATA lgc48<>+4(SB)/4, $0x34000000
-DATA lgc48<>+8(SB)/4, $0x34000000
-DATA lgc48<>+12(SB)/4, $0x34000000
-DATA lgc48<>+16(SB)/4, $0x34000000
-DATA lgc48<>+20(SB)/4, $0x34000000
-DATA lgc48<>+24(SB)/4, $0x34000000
-DATA lgc48<>+28(SB)/4, $0x34000000
-GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+DATA lgc47<>+0(SB)/4, $0x34000000
+DATA lgc47<>+4(SB)/4, $0x34000000
+DATA lgc47<>+8(SB)/4, $0x34000000
+DATA lgc47<>+12(SB)/4, $0x34000000
+DATA lgc47<>+16(SB)/4, $0x34000000
+DATA lgc47<>+20(SB)/4, $0x34000000
+DATA lgc47<>+24(SB)/4, $0x34000000
+DATA lgc47<>+28(SB)/4, $0x34000000
+GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(action *float32, loc *float32, scale *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradScale *float32, gradLoc *float32, gradStateValue *float32, gradEntropy *float32)
+// func fbPass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1568-104
+TEXT ·fbPass0AVX2(SB), $1824-104
 	MOVQ $+8, CX
 	XORQ AX, AX
 
 blocks_5:
-	VMOVUPD lgc0<>+0(SB), Y0
-	VMOVUPD Y0, (SP)
-	VMOVUPD Y0, 32(SP)
-	XORQ    DX, DX
+	// tile loc
+	MOVQ       loc+0(FP), DX
+	XORQ       BX, BX
+	IMUL3Q     $+2, AX, SI
+	ADDQ       SI, BX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y3, 32(SP)
+
+	// tile scale
+	MOVQ       scale+8(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 64(SP)
+	VMOVUPS    Y3, 96(SP)
+
+	// tile action
+	MOVQ       action+16(FP), DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (DX)(BX*4), Y0, Y1
+	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
+	VMASKMOVPS 16(DX)(BX*4), Y0, Y3
+	VMASKMOVPS 24(DX)(BX*4), Y0, Y4
+	VMASKMOVPS 32(DX)(BX*4), Y0, Y5
+	VMASKMOVPS 40(DX)(BX*4), Y0, Y6
+	VMASKMOVPS 48(DX)(BX*4), Y0, Y7
+	VMASKMOVPS 56(DX)(BX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y3
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y2
+	VPERM2F128 $0x31, Y6, Y8, Y2
+	VPERM2F128 $0x20, Y0, Y1, Y2
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, 128(SP)
+	VMOVUPS    Y3, 160(SP)
+	VMOVUPD    lgc1<>+0(SB), Y0
+	VMOVUPD    Y0, 320(SP)
+	VMOVUPD    Y0, 352(SP)
+	XORQ       DX, DX
 
 inner_D_6:
-	MOVQ       action+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+2, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS 128(SP)(SI*1), Y0
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc3<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VSUBPS  lgc2<>+0(SB), Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc6<>+0(SB), Y3
+	VMOVUPS lgc5<>+0(SB), Y3
 
 	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11)
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc4<>+0(SB), Y4, Y5
-	VMOVUPS lgc8<>+0(SB), Y6
+	VMULPS  lgc3<>+0(SB), Y4, Y5
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y4, 384(SP)
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 96(SP)
-	VMOVUPS Y6, 128(SP)
-	VMOVUPS Y2, 160(SP)
-	VMOVUPS Y1, 192(SP)
-	VMOVUPS Y0, 224(SP)
-	VMOVUPS Y3, 256(SP)
+	VMOVUPS Y5, 416(SP)
+	VMOVUPS Y6, 448(SP)
+	VMOVUPS Y2, 480(SP)
+	VMOVUPS Y1, 512(SP)
+	VMOVUPS Y0, 544(SP)
+	VMOVUPS Y3, 576(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc8<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VADDPS       lgc7<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc11<>+0(SB), Y3, Y3
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y3, Y3
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc13<>+0(SB), Y2, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VPAND        lgc12<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y5
 	VBLENDVPS    Y2, Y5, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
@@ -1393,55 +1585,49 @@ inner_D_6:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y2, Y5, Y5
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       lgc7<>+0(SB), Y0, Y1
 	VSUBPS       Y4, Y1, Y1
 	VDIVPS       Y0, Y1, Y1
 	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc15<>+0(SB), Y1, Y0
-	VMOVUPS 256(SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y1, Y0
+	VMOVUPS 576(SP), Y2
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc7<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS    lgc3<>+0(SB), Y5
-	VCMPPS     $0x04, Y5, Y2, Y5
-	VBLENDVPS  Y5, Y3, Y0, Y5
-	MOVQ       loc+8(FP), BX
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y7
-	VMOVUPS    lgc2<>+0(SB), Y8
-	VMOVUPS    lgc3<>+0(SB), Y6
-	VGATHERDPS Y8, (BX)(Y7*4), Y6
+	VMOVUPS   lgc2<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y0, Y5
+	VMOVUPS   (SP)(SI*1), Y6
 
 	// v24 = sub(v22, loc)
 	VSUBPS Y6, Y5, Y6
@@ -1450,52 +1636,48 @@ inner_D_6:
 	VMULPS Y6, Y6, Y7
 
 	// v26 = neg(v25)
-	VXORPS     lgc7<>+0(SB), Y7, Y8
-	VMOVUPS    Y7, 288(SP)
-	VMOVUPS    Y6, 320(SP)
-	MOVQ       scale+16(FP), BX
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y7
-	VMOVUPS    lgc2<>+0(SB), Y9
-	VMOVUPS    lgc3<>+0(SB), Y6
-	VGATHERDPS Y9, (BX)(Y7*4), Y6
+	VXORPS  lgc6<>+0(SB), Y7, Y8
+	VMOVUPS Y7, 608(SP)
+	VMOVUPS Y6, 640(SP)
+	VMOVUPS 64(SP)(SI*1), Y6
 
 	// v27 = mul(scale, scale)
 	VMULPS Y6, Y6, Y7
 
 	// v28 = mul(2, v27)
-	VMULPS  lgc4<>+0(SB), Y7, Y9
-	VMOVUPS Y7, 352(SP)
-	VMOVUPS Y5, 384(SP)
+	VMULPS  lgc3<>+0(SB), Y7, Y9
+	VMOVUPS Y7, 672(SP)
+	VMOVUPS Y5, 704(SP)
 
 	// v29 = div(v26, v28)
 	VDIVPS  Y9, Y8, Y7
-	VMOVUPS Y8, 416(SP)
-	VMOVUPS Y9, 448(SP)
-	VMOVUPS Y5, 480(SP)
-	VMOVUPS Y2, 512(SP)
-	VMOVUPS Y3, 544(SP)
-	VMOVUPS Y0, 576(SP)
-	VMOVUPS Y1, 608(SP)
-	VMOVUPS Y4, 640(SP)
+	VMOVUPS Y8, 736(SP)
+	VMOVUPS Y9, 768(SP)
+	VMOVUPS Y5, 800(SP)
+	VMOVUPS Y2, 832(SP)
+	VMOVUPS Y3, 864(SP)
+	VMOVUPS Y0, 896(SP)
+	VMOVUPS Y1, 928(SP)
+	VMOVUPS Y4, 960(SP)
 
 	// v30 = log(scale)
-	VCMPPS       $0x11, lgc9<>+0(SB), Y6, Y0
-	VMULPS       lgc10<>+0(SB), Y6, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y6, Y0
+	VMULPS       lgc9<>+0(SB), Y6, Y1
 	VBLENDVPS    Y0, Y1, Y6, Y1
 	VPSRLD       $0x17, Y1, Y2
-	VPSUBD       lgc11<>+0(SB), Y2, Y2
-	VPAND        lgc12<>+0(SB), Y0, Y0
+	VPSUBD       lgc10<>+0(SB), Y2, Y2
+	VPAND        lgc11<>+0(SB), Y0, Y0
 	VPADDD       Y0, Y2, Y2
-	VPAND        lgc13<>+0(SB), Y1, Y0
-	VPOR         lgc8<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y0, Y1
-	VMULPS       lgc15<>+0(SB), Y0, Y3
+	VPAND        lgc12<>+0(SB), Y1, Y0
+	VPOR         lgc7<>+0(SB), Y0, Y0
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y1
+	VMULPS       lgc14<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y0
 	VPSUBD       Y1, Y2, Y2
-	VSUBPS       lgc8<>+0(SB), Y0, Y0
+	VSUBPS       lgc7<>+0(SB), Y0, Y0
 	VMULPS       Y0, Y0, Y1
-	VMOVAPS      lgc16<>+0(SB), Y3
+	VMOVAPS      lgc15<>+0(SB), Y3
+	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
@@ -1503,20 +1685,19 @@ inner_D_6:
 	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y0, Y3
 	VMULPS       Y0, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
-	VFNMADD231PS lgc15<>+0(SB), Y1, Y3
+	VFMADD231PS  lgc24<>+0(SB), Y2, Y3
+	VFNMADD231PS lgc14<>+0(SB), Y1, Y3
 	VADDPS       Y0, Y3, Y3
-	VFMADD231PS  lgc26<>+0(SB), Y2, Y3
-	VCMPPS       $0x00, lgc3<>+0(SB), Y6, Y0
+	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
+	VCMPPS       $0x00, lgc2<>+0(SB), Y6, Y0
+	VBLENDVPS    Y0, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x11, lgc2<>+0(SB), Y6, Y0
 	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
-	VCMPPS       $0x11, lgc3<>+0(SB), Y6, Y0
+	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y0
 	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc29<>+0(SB), Y6, Y0
-	VBLENDVPS    Y0, lgc29<>+0(SB), Y3, Y3
 	VCMPPS       $0x03, Y6, Y6, Y0
 	VBLENDVPS    Y0, Y6, Y3, Y3
 
@@ -1524,100 +1705,94 @@ inner_D_6:
 	VSUBPS Y3, Y7, Y0
 
 	// v33 = sub(v31, 0.9189385332046727)
-	VSUBPS lgc30<>+0(SB), Y0, Y0
+	VSUBPS lgc29<>+0(SB), Y0, Y0
 
 	// sum(v33) over [D]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       320(SP), Y1, Y1
+	VMOVUPD      Y1, 320(SP)
+	VADDPD       352(SP), Y0, Y0
+	VMOVUPD      Y0, 352(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_6
 
 	// finish v34
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     320(SP), Y0
+	VMOVUPD     352(SP), Y1
+	VMOVUPS     lgc2<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc0<>+0(SB), Y1
-	VMOVUPD     Y1, 672(SP)
-	VMOVUPD     Y1, 704(SP)
-	VMOVUPS     Y0, 736(SP)
+	VMOVUPD     lgc1<>+0(SB), Y1
+	VMOVUPD     Y1, 992(SP)
+	VMOVUPD     Y1, 1024(SP)
+	VMOVUPS     Y0, 1056(SP)
 	XORQ        DX, DX
 
 inner_D_7:
-	MOVQ       action+0(FP), BX
-	XORQ       SI, SI
-	IMUL3Q     $+2, AX, DI
-	ADDQ       DI, SI
-	MOVQ       DX, DI
-	ADDQ       DI, SI
-	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (BX)(Y1*4), Y0
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPS 128(SP)(SI*1), Y0
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc3<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VSUBPS  lgc2<>+0(SB), Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y1
-	VMOVUPS lgc5<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc6<>+0(SB), Y3
+	VMOVUPS lgc5<>+0(SB), Y3
 
 	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y2, Y3, Y3
 
 	// v12 = abs(v11)
-	VMOVUPS lgc7<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc4<>+0(SB), Y4, Y5
-	VMOVUPS lgc8<>+0(SB), Y6
+	VMULPS  lgc3<>+0(SB), Y4, Y5
+	VMOVUPS lgc7<>+0(SB), Y6
 
 	// v16 = sub(1, v12)
 	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 768(SP)
+	VMOVUPS Y4, 1088(SP)
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 800(SP)
-	VMOVUPS Y6, 832(SP)
-	VMOVUPS Y2, 864(SP)
-	VMOVUPS Y1, 896(SP)
-	VMOVUPS Y0, 928(SP)
-	VMOVUPS Y3, 960(SP)
+	VMOVUPS Y5, 1120(SP)
+	VMOVUPS Y6, 1152(SP)
+	VMOVUPS Y2, 1184(SP)
+	VMOVUPS Y1, 1216(SP)
+	VMOVUPS Y0, 1248(SP)
+	VMOVUPS Y3, 1280(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc8<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VADDPS       lgc7<>+0(SB), Y4, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc11<>+0(SB), Y3, Y3
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y3, Y3
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc13<>+0(SB), Y2, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VPAND        lgc12<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y5
 	VBLENDVPS    Y2, Y5, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
@@ -1625,114 +1800,114 @@ inner_D_7:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y2, Y5, Y5
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       lgc7<>+0(SB), Y0, Y1
 	VSUBPS       Y4, Y1, Y1
 	VDIVPS       Y0, Y1, Y1
 	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc15<>+0(SB), Y1, Y0
-	VMOVUPS 960(SP), Y2
-	VMOVUPS lgc3<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y1, Y0
+	VMOVUPS 1280(SP), Y2
+	VMOVUPS lgc2<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc7<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc3<>+0(SB), Y5
+	VMOVUPS   lgc2<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y2, Y5
 	VBLENDVPS Y5, Y3, Y0, Y5
 
 	// v36 = mul(-2, v22)
-	VMULPS  lgc31<>+0(SB), Y5, Y6
-	VMOVUPS lgc32<>+0(SB), Y7
+	VMULPS  lgc30<>+0(SB), Y5, Y6
+	VMOVUPS lgc31<>+0(SB), Y7
 
 	// v38 = gt(v36, 20)
 	VCMPPS  $0x1e, Y7, Y6, Y7
-	VANDPS  lgc8<>+0(SB), Y7, Y7
-	VMOVUPS Y5, 992(SP)
-	VMOVUPS Y2, 1024(SP)
-	VMOVUPS Y3, 1056(SP)
-	VMOVUPS Y0, 1088(SP)
-	VMOVUPS Y1, 1120(SP)
-	VMOVUPS Y4, 1152(SP)
+	VANDPS  lgc7<>+0(SB), Y7, Y7
+	VMOVUPS Y5, 1312(SP)
+	VMOVUPS Y2, 1344(SP)
+	VMOVUPS Y3, 1376(SP)
+	VMOVUPS Y0, 1408(SP)
+	VMOVUPS Y1, 1440(SP)
+	VMOVUPS Y4, 1472(SP)
 
 	// v39 = exp(v36)
-	VMAXPS       lgc33<>+0(SB), Y6, Y0
-	VMINPS       lgc34<>+0(SB), Y0, Y0
-	VMULPS       lgc35<>+0(SB), Y0, Y1
+	VMAXPS       lgc32<>+0(SB), Y6, Y0
+	VMINPS       lgc33<>+0(SB), Y0, Y0
+	VMULPS       lgc34<>+0(SB), Y0, Y1
 	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc26<>+0(SB), Y1, Y0
 	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
-	VMOVAPS      lgc36<>+0(SB), Y2
+	VFNMADD231PS lgc24<>+0(SB), Y1, Y0
+	VMOVAPS      lgc35<>+0(SB), Y2
+	VFMADD213PS  lgc36<>+0(SB), Y0, Y2
 	VFMADD213PS  lgc37<>+0(SB), Y0, Y2
 	VFMADD213PS  lgc38<>+0(SB), Y0, Y2
 	VFMADD213PS  lgc39<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc40<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc15<>+0(SB), Y0, Y2
+	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
 	VMULPS       Y0, Y0, Y3
 	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc8<>+0(SB), Y2, Y2
+	VADDPS       lgc7<>+0(SB), Y2, Y2
 	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc41<>+0(SB), Y0, Y1
-	VPMINSD      lgc11<>+0(SB), Y1, Y1
+	VPMAXSD      lgc40<>+0(SB), Y0, Y1
+	VPMINSD      lgc10<>+0(SB), Y1, Y1
 	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc11<>+0(SB), Y1, Y1
+	VPADDD       lgc10<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc11<>+0(SB), Y0, Y0
+	VPADDD       lgc10<>+0(SB), Y0, Y0
 	VPSLLD       $0x17, Y0, Y0
 	VMULPS       Y1, Y2, Y2
 	VMULPS       Y0, Y2, Y2
 	VCMPPS       $0x03, Y6, Y6, Y0
 	VBLENDVPS    Y0, Y6, Y2, Y2
-	VMOVUPS      Y5, 1184(SP)
-	VMOVUPS      Y6, 1216(SP)
-	VMOVUPS      Y7, 1248(SP)
+	VMOVUPS      Y5, 1504(SP)
+	VMOVUPS      Y6, 1536(SP)
+	VMOVUPS      Y7, 1568(SP)
 
 	// v40 = log1p(v39)
-	VADDPS       lgc8<>+0(SB), Y2, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y3
+	VADDPS       lgc7<>+0(SB), Y2, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y3
 	VBLENDVPS    Y1, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc11<>+0(SB), Y4, Y4
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y4, Y4
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y4, Y4
-	VPAND        lgc13<>+0(SB), Y3, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y3
-	VMULPS       lgc15<>+0(SB), Y1, Y5
+	VPAND        lgc12<>+0(SB), Y3, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y3
+	VMULPS       lgc14<>+0(SB), Y1, Y5
 	VBLENDVPS    Y3, Y5, Y1, Y1
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
@@ -1740,41 +1915,40 @@ inner_D_7:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y5
 	VMULPS       Y1, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y1
+	VSUBPS       lgc7<>+0(SB), Y0, Y1
 	VSUBPS       Y2, Y1, Y1
 	VDIVPS       Y0, Y1, Y1
 	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, Y2, Y1, Y1
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc29<>+0(SB), Y2, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y1, Y1
-	VMOVUPS      1248(SP), Y0
-	VMOVUPS      1216(SP), Y2
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y1, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y1, Y1
+	VMOVUPS      1568(SP), Y0
+	VMOVUPS      1536(SP), Y2
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc2<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y2, Y1, Y0
-	VMOVUPS   lgc42<>+0(SB), Y1
-	VMOVUPS   1184(SP), Y2
+	VMOVUPS   lgc41<>+0(SB), Y1
+	VMOVUPS   1504(SP), Y2
 
 	// v43 = sub(0.6931471805599453, v22)
 	VSUBPS Y2, Y1, Y1
@@ -1783,78 +1957,78 @@ inner_D_7:
 	VSUBPS Y0, Y1, Y0
 
 	// v45 = mul(2, v44)
-	VMULPS lgc4<>+0(SB), Y0, Y0
+	VMULPS lgc3<>+0(SB), Y0, Y0
 
 	// sum(v45) over [D]
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       672(SP), Y1, Y1
-	VMOVUPD      Y1, 672(SP)
-	VADDPD       704(SP), Y0, Y0
-	VMOVUPD      Y0, 704(SP)
+	VADDPD       992(SP), Y1, Y1
+	VMOVUPD      Y1, 992(SP)
+	VADDPD       1024(SP), Y0, Y0
+	VMOVUPD      Y0, 1024(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_7
 
 	// finish v46
-	VMOVUPD     672(SP), Y0
-	VMOVUPD     704(SP), Y1
-	VMOVUPS     lgc3<>+0(SB), Y2
+	VMOVUPD     992(SP), Y0
+	VMOVUPD     1024(SP), Y1
+	VMOVUPS     lgc2<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, 1.3862943611198906)
-	VADDPS  lgc43<>+0(SB), Y0, Y0
-	VMOVUPS 736(SP), Y1
+	VADDPS  lgc42<>+0(SB), Y0, Y0
+	VMOVUPS 1056(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
 	MOVQ    sampleLogProb+24(FP), DX
-	XORQ    BX, BX
-	ADDQ    AX, BX
-	VMOVUPS (DX)(BX*4), Y1
+	XORQ    SI, SI
+	ADDQ    AX, SI
+	VMOVUPS (DX)(SI*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPS Y1, Y0, Y2
 
 	// v52 = exp(logWeight)
-	VMAXPS       lgc33<>+0(SB), Y2, Y3
-	VMINPS       lgc34<>+0(SB), Y3, Y3
-	VMULPS       lgc35<>+0(SB), Y3, Y4
+	VMAXPS       lgc32<>+0(SB), Y2, Y3
+	VMINPS       lgc33<>+0(SB), Y3, Y3
+	VMULPS       lgc34<>+0(SB), Y3, Y4
 	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y4, Y3
 	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VMOVAPS      lgc36<>+0(SB), Y5
+	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
+	VMOVAPS      lgc35<>+0(SB), Y5
+	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
 	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
 	VMULPS       Y3, Y3, Y6
 	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc8<>+0(SB), Y5, Y5
+	VADDPS       lgc7<>+0(SB), Y5, Y5
 	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc41<>+0(SB), Y3, Y4
-	VPMINSD      lgc11<>+0(SB), Y4, Y4
+	VPMAXSD      lgc40<>+0(SB), Y3, Y4
+	VPMINSD      lgc10<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc11<>+0(SB), Y4, Y4
+	VPADDD       lgc10<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc11<>+0(SB), Y3, Y3
+	VPADDD       lgc10<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
 	VMULPS       Y4, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
 	MOVQ         advantage+32(FP), DX
-	VMOVUPS      (DX)(BX*4), Y2
+	VMOVUPS      (DX)(SI*4), Y2
 
 	// gain = mul(v52, advantage)
 	VMULPS Y2, Y5, Y2
 
 	// v54 = neg(gain)
-	VXORPS lgc7<>+0(SB), Y2, Y2
+	VXORPS lgc6<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
 	MOVQ    state+40(FP), DX
@@ -1867,11 +2041,11 @@ inner_D_7:
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    entropy+48(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
+	MOVQ    entropy+48(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
 
 	// v60 = mul(-0.01, entropy)
-	VMULPS lgc44<>+0(SB), Y0, Y1
+	VMULPS lgc43<>+0(SB), Y0, Y1
 
 	// mean(entropy) over [B]
 	VADDPS  896(DX), Y0, Y0
@@ -1880,40 +2054,40 @@ inner_D_7:
 	// mean(v60) over [B]
 	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
-	MOVQ    valueTarget+56(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	MOVQ    valueTarget+56(FP), DI
+	VMOVUPS (DI)(SI*4), Y0
+	MOVQ    stateValue+64(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
 	VSUBPS Y1, Y0, Y1
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc7<>+0(SB), Y2
+	VMOVUPS lgc6<>+0(SB), Y2
 	VANDNPS Y1, Y2, Y2
-	VMOVUPS lgc8<>+0(SB), Y3
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v67 = lt(absDiff, 1)
 	VCMPPS $0x11, Y3, Y2, Y3
-	VANDPS lgc8<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v68 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y2, Y4
+	VMULPS lgc14<>+0(SB), Y2, Y4
 
 	// v69 = mul(v68, absDiff)
 	VMULPS Y2, Y4, Y6
 
 	// v70 = sub(absDiff, 0.5)
-	VSUBPS lgc15<>+0(SB), Y2, Y7
+	VSUBPS lgc14<>+0(SB), Y2, Y7
 
 	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc2<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y7, Y6
 
 	// v72 = mul(1, smoothL1)
-	VMULPS  lgc8<>+0(SB), Y6, Y6
-	VMOVUPS Y5, 1280(SP)
+	VMULPS  lgc7<>+0(SB), Y6, Y6
+	VMOVUPS Y5, 1600(SP)
 
 	// mean(v72) over [B]
 	VADDPS  1536(DX), Y6, Y5
@@ -1926,7 +2100,7 @@ inner_D_7:
 	VMOVUPD      1856(DX), Y7
 	VSUBPD       Y7, Y5, Y8
 	VMOVUPD      1664(DX), Y9
-	VADDPD       lgc45<>+0(SB), Y9, Y9
+	VADDPD       lgc44<>+0(SB), Y9, Y9
 	VMOVUPD      Y9, 1664(DX)
 	VDIVPD       Y9, Y8, Y9
 	VADDPD       Y9, Y7, Y7
@@ -1938,7 +2112,7 @@ inner_D_7:
 	VMOVUPD      1888(DX), Y5
 	VSUBPD       Y5, Y6, Y7
 	VMOVUPD      1696(DX), Y8
-	VADDPD       lgc45<>+0(SB), Y8, Y8
+	VADDPD       lgc44<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 1696(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y5, Y5
@@ -1955,7 +2129,7 @@ inner_D_7:
 	VMOVUPD      2432(DX), Y6
 	VSUBPD       Y6, Y5, Y7
 	VMOVUPD      2240(DX), Y8
-	VADDPD       lgc45<>+0(SB), Y8, Y8
+	VADDPD       lgc44<>+0(SB), Y8, Y8
 	VMOVUPD      Y8, 2240(DX)
 	VDIVPD       Y8, Y7, Y8
 	VADDPD       Y8, Y6, Y6
@@ -1967,7 +2141,7 @@ inner_D_7:
 	VMOVUPD      2464(DX), Y5
 	VSUBPD       Y5, Y0, Y6
 	VMOVUPD      2272(DX), Y7
-	VADDPD       lgc45<>+0(SB), Y7, Y7
+	VADDPD       lgc44<>+0(SB), Y7, Y7
 	VMOVUPD      Y7, 2272(DX)
 	VDIVPD       Y7, Y6, Y7
 	VADDPD       Y7, Y5, Y5
@@ -1976,28 +2150,28 @@ inner_D_7:
 	VFMADD231PD  Y6, Y7, Y0
 	VMOVUPD      Y5, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
-	VMOVUPS      lgc49<>+0(SB), Y0
-	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc48<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y5
 
 	// v81 = where(v67, 0.001953125, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc2<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y0, Y5, Y6
 
 	// v82 = where(v67, 0, 0.001953125)
-	VMOVUPS   lgc3<>+0(SB), Y7
+	VMOVUPS   lgc2<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y0, Y0
 
 	// v83 = ne(v81, 0)
 	VCMPPS $0x04, Y5, Y6, Y3
-	VANDPS lgc8<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v84 = mul(v81, absDiff)
 	VMULPS Y2, Y6, Y2
 
 	// v85 = where(v83, v84, v81)
-	VMOVUPS   lgc3<>+0(SB), Y7
+	VMOVUPS   lgc2<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y2, Y6, Y2
 
@@ -2005,7 +2179,7 @@ inner_D_7:
 	VMULPS Y4, Y6, Y4
 
 	// v87 = where(v83, v86, v81)
-	VMOVUPS   lgc3<>+0(SB), Y7
+	VMOVUPS   lgc2<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y4, Y6, Y3
 
@@ -2013,145 +2187,139 @@ inner_D_7:
 	VADDPS Y3, Y0, Y0
 
 	// v89 = mul(v85, 0.5)
-	VMULPS lgc15<>+0(SB), Y2, Y2
+	VMULPS lgc14<>+0(SB), Y2, Y2
 
 	// v90 = add(v88, v89)
 	VADDPS Y2, Y0, Y0
 
 	// v91 = gt(diff, 0)
 	VCMPPS $0x1e, Y5, Y1, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v92 = lt(diff, 0)
 	VCMPPS $0x11, Y5, Y1, Y3
-	VANDPS lgc8<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v94 = mul(diff, 0)
-	VMULPS  lgc3<>+0(SB), Y1, Y1
-	VMOVUPS lgc50<>+0(SB), Y4
+	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS lgc49<>+0(SB), Y4
 
 	// v95 = where(v92, -1, v94)
-	VMOVUPS   lgc3<>+0(SB), Y6
+	VMOVUPS   lgc2<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
-	VMOVUPS   lgc8<>+0(SB), Y3
+	VMOVUPS   lgc7<>+0(SB), Y3
 
 	// v96 = where(v91, 1, v95)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc2<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
 	// v97 = ne(v90, 0)
 	VCMPPS $0x04, Y5, Y0, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v98 = mul(v90, v96)
 	VMULPS Y1, Y0, Y1
 
 	// v99 = where(v97, v98, v90)
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc2<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y1, Y0, Y0
 
 	// gradStateValue = neg(v99)
-	VXORPS  lgc7<>+0(SB), Y0, Y0
+	VXORPS  lgc6<>+0(SB), Y0, Y0
 	MOVQ    advantage+32(FP), DX
-	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS (DX)(SI*4), Y1
 
 	// v103 = mul(-0.001953125, advantage)
-	VMULPS lgc51<>+0(SB), Y1, Y1
+	VMULPS lgc50<>+0(SB), Y1, Y1
 
 	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y5, Y1, Y2
-	VANDPS  lgc8<>+0(SB), Y2, Y2
-	VMOVUPS 1280(SP), Y3
+	VANDPS  lgc7<>+0(SB), Y2, Y2
+	VMOVUPS 1600(SP), Y3
 
 	// v105 = mul(v103, v52)
 	VMULPS Y3, Y1, Y3
 
 	// v106 = where(v104, v105, v103)
-	VMOVUPS   lgc3<>+0(SB), Y4
+	VMOVUPS   lgc2<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
 	// v107 = neg(v106)
-	VXORPS lgc7<>+0(SB), Y1, Y2
+	VXORPS lgc6<>+0(SB), Y1, Y2
 
 	// v109 = ne(v106, 0)
 	VCMPPS $0x04, Y5, Y1, Y3
-	VANDPS lgc8<>+0(SB), Y3, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v113 = ne(v107, 0)
 	VCMPPS  $0x04, Y5, Y2, Y4
-	VANDPS  lgc8<>+0(SB), Y4, Y4
-	VMOVUPS Y0, 1312(SP)
-	VMOVUPS Y1, 1344(SP)
-	VMOVUPS Y2, 1376(SP)
-	VMOVUPS Y3, 1408(SP)
-	VMOVUPS Y4, 1440(SP)
+	VANDPS  lgc7<>+0(SB), Y4, Y4
+	VMOVUPS Y0, 1632(SP)
+	VMOVUPS Y1, 1664(SP)
+	VMOVUPS Y2, 1696(SP)
+	VMOVUPS Y3, 1728(SP)
+	VMOVUPS Y4, 1760(SP)
 	XORQ    DX, DX
 
 inner_D_8:
-	MOVQ       action+0(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+2, AX, R8
-	ADDQ       R8, DI
-	MOVQ       DX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y0
-	VGATHERDPS Y2, (SI)(Y1*4), Y0
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R8
+	ADDQ    R8, DI
+	VMOVUPS 128(SP)(DI*1), Y0
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc3<>+0(SB), Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VSUBPS  lgc2<>+0(SB), Y0, Y0
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// v7 = div(v5, 2)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc5<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y1
 
 	// v10 = max(v7, -0.999999) tie=first
 	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc6<>+0(SB), Y1
+	VMOVUPS lgc5<>+0(SB), Y1
 
 	// v11 = min(v10, 0.999999) tie=first
 	VMINPS Y0, Y1, Y0
 
 	// v12 = abs(v11)
-	VMOVUPS lgc7<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y1
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc4<>+0(SB), Y1, Y2
-	VMOVUPS lgc8<>+0(SB), Y3
+	VMULPS  lgc3<>+0(SB), Y1, Y2
+	VMOVUPS lgc7<>+0(SB), Y3
 
 	// v16 = sub(1, v12)
 	VSUBPS Y1, Y3, Y1
 
 	// v17 = div(v14, v16)
 	VDIVPS  Y1, Y2, Y1
-	VMOVUPS Y0, 1472(SP)
+	VMOVUPS Y0, 1792(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc8<>+0(SB), Y1, Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y2
-	VMULPS       lgc10<>+0(SB), Y0, Y3
+	VADDPS       lgc7<>+0(SB), Y1, Y0
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
+	VMULPS       lgc9<>+0(SB), Y0, Y3
 	VBLENDVPS    Y2, Y3, Y0, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc11<>+0(SB), Y4, Y4
-	VPAND        lgc12<>+0(SB), Y2, Y2
+	VPSUBD       lgc10<>+0(SB), Y4, Y4
+	VPAND        lgc11<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc13<>+0(SB), Y3, Y2
-	VPOR         lgc8<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VPAND        lgc12<>+0(SB), Y3, Y2
+	VPOR         lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc8<>+0(SB), Y2, Y2
+	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
@@ -2159,55 +2327,49 @@ inner_D_8:
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y2
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y0, Y0, Y2
 	VBLENDVPS    Y2, Y0, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y0, Y2
+	VSUBPS       lgc7<>+0(SB), Y0, Y2
 	VSUBPS       Y1, Y2, Y2
 	VDIVPS       Y0, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc8<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, Y1, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc15<>+0(SB), Y2, Y0
-	VMOVUPS 1472(SP), Y1
-	VMOVUPS lgc3<>+0(SB), Y2
+	VMULPS  lgc14<>+0(SB), Y2, Y0
+	VMOVUPS 1792(SP), Y1
+	VMOVUPS lgc2<>+0(SB), Y2
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y2, Y1, Y1
-	VANDPS lgc8<>+0(SB), Y1, Y1
+	VANDPS lgc7<>+0(SB), Y1, Y1
 
 	// v21 = neg(v19)
-	VXORPS lgc7<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y0, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS    lgc3<>+0(SB), Y4
-	VCMPPS     $0x04, Y4, Y1, Y4
-	VBLENDVPS  Y4, Y3, Y0, Y0
-	MOVQ       loc+8(FP), SI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y3
-	VMOVUPS    lgc2<>+0(SB), Y4
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y4, (SI)(Y3*4), Y1
+	VMOVUPS   lgc2<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y0, Y0
+	VMOVUPS   (SP)(DI*1), Y1
 
 	// v24 = sub(v22, loc)
 	VSUBPS Y1, Y0, Y0
@@ -2216,34 +2378,29 @@ inner_D_8:
 	VMULPS Y0, Y0, Y1
 
 	// v26 = neg(v25)
-	VXORPS     lgc7<>+0(SB), Y1, Y1
-	MOVQ       scale+16(FP), SI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc1<>+0(SB), Y4
-	VMOVUPS    lgc2<>+0(SB), Y5
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y5, (SI)(Y4*4), Y3
+	VXORPS  lgc6<>+0(SB), Y1, Y1
+	VMOVUPS 64(SP)(DI*1), Y3
 
 	// v27 = mul(scale, scale)
 	VMULPS Y3, Y3, Y4
 
 	// v28 = mul(2, v27)
-	VMULPS lgc4<>+0(SB), Y4, Y4
+	VMULPS lgc3<>+0(SB), Y4, Y4
 
 	// v29 = div(v26, v28)
 	VDIVPS  Y4, Y1, Y1
-	VMOVUPS 1376(SP), Y5
+	VMOVUPS 1696(SP), Y5
 
 	// v108 = div(v107, scale)
 	VDIVPS  Y3, Y5, Y6
-	VMOVUPS 1344(SP), Y7
+	VMOVUPS 1664(SP), Y7
 
 	// v110 = div(v106, v28)
 	VDIVPS  Y4, Y7, Y8
-	VMOVUPS 1408(SP), Y9
+	VMOVUPS 1728(SP), Y9
 
 	// v111 = where(v109, v110, v106)
-	VMOVUPS   lgc3<>+0(SB), Y10
+	VMOVUPS   lgc2<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
 	VBLENDVPS Y10, Y8, Y7, Y7
 
@@ -2252,15 +2409,15 @@ inner_D_8:
 
 	// v114 = mul(v107, v112)
 	VMULPS  Y1, Y5, Y1
-	VMOVUPS 1440(SP), Y4
+	VMOVUPS 1760(SP), Y4
 
 	// v115 = where(v113, v114, v107)
-	VMOVUPS   lgc3<>+0(SB), Y8
+	VMOVUPS   lgc2<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y1, Y5, Y1
 
 	// v116 = mul(v115, 2)
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc3<>+0(SB), Y1, Y1
 
 	// v117 = mul(v116, scale)
 	VMULPS Y3, Y1, Y1
@@ -2272,37 +2429,20 @@ inner_D_8:
 	VADDPS Y1, Y3, Y1
 
 	// store gradScale
-	MOVQ    gradScale+72(FP), SI
-	VMOVUPS Y1, 1504(SP)
-	MOVL    1504(SP), R8
-	MOVL    R8, (SI)(DI*4)
-	MOVL    1508(SP), R8
-	MOVL    R8, 8(SI)(DI*4)
-	MOVL    1512(SP), R8
-	MOVL    R8, 16(SI)(DI*4)
-	MOVL    1516(SP), R8
-	MOVL    R8, 24(SI)(DI*4)
-	MOVL    1520(SP), R8
-	MOVL    R8, 32(SI)(DI*4)
-	MOVL    1524(SP), R8
-	MOVL    R8, 40(SI)(DI*4)
-	MOVL    1528(SP), R8
-	MOVL    R8, 48(SI)(DI*4)
-	MOVL    1532(SP), R8
-	MOVL    R8, 56(SI)(DI*4)
+	VMOVUPS Y1, 192(SP)(DI*1)
 
 	// v120 = neg(v111)
-	VXORPS lgc7<>+0(SB), Y7, Y1
+	VXORPS lgc6<>+0(SB), Y7, Y1
 
 	// v121 = ne(v120, 0)
 	VCMPPS $0x04, Y2, Y1, Y2
-	VANDPS lgc8<>+0(SB), Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v122 = mul(v120, v24)
 	VMULPS Y0, Y1, Y0
 
 	// v123 = where(v121, v122, v120)
-	VMOVUPS   lgc3<>+0(SB), Y3
+	VMOVUPS   lgc2<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y0, Y1, Y0
 
@@ -2310,46 +2450,117 @@ inner_D_8:
 	VADDPS Y0, Y0, Y0
 
 	// gradLoc = neg(v124)
-	VXORPS lgc7<>+0(SB), Y0, Y0
+	VXORPS lgc6<>+0(SB), Y0, Y0
 
 	// store gradLoc
-	MOVQ    gradLoc+80(FP), SI
-	VMOVUPS Y0, 1536(SP)
-	MOVL    1536(SP), R8
-	MOVL    R8, (SI)(DI*4)
-	MOVL    1540(SP), R8
-	MOVL    R8, 8(SI)(DI*4)
-	MOVL    1544(SP), R8
-	MOVL    R8, 16(SI)(DI*4)
-	MOVL    1548(SP), R8
-	MOVL    R8, 24(SI)(DI*4)
-	MOVL    1552(SP), R8
-	MOVL    R8, 32(SI)(DI*4)
-	MOVL    1556(SP), R8
-	MOVL    R8, 40(SI)(DI*4)
-	MOVL    1560(SP), R8
-	MOVL    R8, 48(SI)(DI*4)
-	MOVL    1564(SP), R8
-	MOVL    R8, 56(SI)(DI*4)
+	VMOVUPS Y0, 256(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_8
-	VMOVUPS lgc52<>+0(SB), Y0
-	VMOVUPS 1312(SP), Y1
+	VMOVUPS lgc51<>+0(SB), Y0
+	VMOVUPS 1632(SP), Y1
 
 	// store gradStateValue
-	MOVQ    gradStateValue+88(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
+	MOVQ    gradStateValue+72(FP), DX
+	VMOVUPS Y1, (DX)(SI*4)
 
 	// store gradEntropy
-	MOVQ         gradEntropy+96(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	MOVQ    gradEntropy+80(FP), DX
+	VMOVUPS Y0, (DX)(SI*4)
+
+	// flush the tile of gradScale
+	MOVQ       gradScale+88(FP), DX
+	VMOVUPS    192(SP), Y0
+	VMOVUPS    224(SP), Y1
+	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y3
+	VMOVUPS    lgc2<>+0(SB), Y4
+	VMOVUPS    lgc2<>+0(SB), Y5
+	VMOVUPS    lgc2<>+0(SB), Y6
+	VMOVUPS    lgc2<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y8
+	VUNPCKLPS  Y1, Y0, Y9
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y9, Y7
+	VSHUFPS    $0xee, Y1, Y9, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y9
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y9, Y3
+	VPERM2F128 $0x31, Y5, Y9, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y9
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMASKMOVPS Y6, Y8, (DX)(BX*4)
+	VMASKMOVPS Y7, Y8, 8(DX)(BX*4)
+	VMASKMOVPS Y3, Y8, 16(DX)(BX*4)
+	VMASKMOVPS Y9, Y8, 24(DX)(BX*4)
+	VMASKMOVPS Y2, Y8, 32(DX)(BX*4)
+	VMASKMOVPS Y1, Y8, 40(DX)(BX*4)
+	VMASKMOVPS Y5, Y8, 48(DX)(BX*4)
+	VMASKMOVPS Y0, Y8, 56(DX)(BX*4)
+
+	// flush the tile of gradLoc
+	MOVQ         gradLoc+96(FP), DX
+	VMOVUPS      256(SP), Y0
+	VMOVUPS      288(SP), Y1
+	VMOVUPS      lgc2<>+0(SB), Y2
+	VMOVUPS      lgc2<>+0(SB), Y3
+	VMOVUPS      lgc2<>+0(SB), Y4
+	VMOVUPS      lgc2<>+0(SB), Y5
+	VMOVUPS      lgc2<>+0(SB), Y6
+	VMOVUPS      lgc2<>+0(SB), Y7
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (DX)(BX*4)
+	VMASKMOVPS   Y7, Y8, 8(DX)(BX*4)
+	VMASKMOVPS   Y3, Y8, 16(DX)(BX*4)
+	VMASKMOVPS   Y9, Y8, 24(DX)(BX*4)
+	VMASKMOVPS   Y2, Y8, 32(DX)(BX*4)
+	VMASKMOVPS   Y1, Y8, 40(DX)(BX*4)
+	VMASKMOVPS   Y5, Y8, 48(DX)(BX*4)
+	VMASKMOVPS   Y0, Y8, 56(DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_9
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2357,11 +2568,11 @@ inner_D_8:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2370,11 +2581,11 @@ inner_D_8:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2383,11 +2594,11 @@ inner_D_8:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2396,11 +2607,11 @@ inner_D_8:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2409,7 +2620,7 @@ inner_D_8:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -2421,8 +2632,8 @@ noflush_9:
 	JL           blocks_5
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc47<>+0(SB), Y1, Y1
+	VANDPS       lgc45<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2430,11 +2641,11 @@ noflush_9:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2443,11 +2654,11 @@ noflush_9:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2456,11 +2667,11 @@ noflush_9:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2469,11 +2680,11 @@ noflush_9:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
-	VANDPS       lgc46<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc47<>+0(SB), Y2, Y2
+	VANDPS       lgc45<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc46<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2482,52 +2693,52 @@ noflush_9:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc3<>+0(SB), Y0
+	VMOVUPS      lgc2<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
 	VZEROUPPER
 	RET
 
-DATA lgc49<>+0(SB)/4, $0x3b000000
-DATA lgc49<>+4(SB)/4, $0x3b000000
-DATA lgc49<>+8(SB)/4, $0x3b000000
-DATA lgc49<>+12(SB)/4, $0x3b000000
-DATA lgc49<>+16(SB)/4, $0x3b000000
-DATA lgc49<>+20(SB)/4, $0x3b000000
-DATA lgc49<>+24(SB)/4, $0x3b000000
-DATA lgc49<>+28(SB)/4, $0x3b000000
+DATA lgc48<>+0(SB)/4, $0x3b000000
+DATA lgc48<>+4(SB)/4, $0x3b000000
+DATA lgc48<>+8(SB)/4, $0x3b000000
+DATA lgc48<>+12(SB)/4, $0x3b000000
+DATA lgc48<>+16(SB)/4, $0x3b000000
+DATA lgc48<>+20(SB)/4, $0x3b000000
+DATA lgc48<>+24(SB)/4, $0x3b000000
+DATA lgc48<>+28(SB)/4, $0x3b000000
+GLOBL lgc48<>(SB), RODATA|NOPTR, $32
+
+DATA lgc49<>+0(SB)/4, $0xbf800000
+DATA lgc49<>+4(SB)/4, $0xbf800000
+DATA lgc49<>+8(SB)/4, $0xbf800000
+DATA lgc49<>+12(SB)/4, $0xbf800000
+DATA lgc49<>+16(SB)/4, $0xbf800000
+DATA lgc49<>+20(SB)/4, $0xbf800000
+DATA lgc49<>+24(SB)/4, $0xbf800000
+DATA lgc49<>+28(SB)/4, $0xbf800000
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xbf800000
-DATA lgc50<>+4(SB)/4, $0xbf800000
-DATA lgc50<>+8(SB)/4, $0xbf800000
-DATA lgc50<>+12(SB)/4, $0xbf800000
-DATA lgc50<>+16(SB)/4, $0xbf800000
-DATA lgc50<>+20(SB)/4, $0xbf800000
-DATA lgc50<>+24(SB)/4, $0xbf800000
-DATA lgc50<>+28(SB)/4, $0xbf800000
+DATA lgc50<>+0(SB)/4, $0xbb000000
+DATA lgc50<>+4(SB)/4, $0xbb000000
+DATA lgc50<>+8(SB)/4, $0xbb000000
+DATA lgc50<>+12(SB)/4, $0xbb000000
+DATA lgc50<>+16(SB)/4, $0xbb000000
+DATA lgc50<>+20(SB)/4, $0xbb000000
+DATA lgc50<>+24(SB)/4, $0xbb000000
+DATA lgc50<>+28(SB)/4, $0xbb000000
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0xbb000000
-DATA lgc51<>+4(SB)/4, $0xbb000000
-DATA lgc51<>+8(SB)/4, $0xbb000000
-DATA lgc51<>+12(SB)/4, $0xbb000000
-DATA lgc51<>+16(SB)/4, $0xbb000000
-DATA lgc51<>+20(SB)/4, $0xbb000000
-DATA lgc51<>+24(SB)/4, $0xbb000000
-DATA lgc51<>+28(SB)/4, $0xbb000000
+DATA lgc51<>+0(SB)/4, $0xb7a3d70a
+DATA lgc51<>+4(SB)/4, $0xb7a3d70a
+DATA lgc51<>+8(SB)/4, $0xb7a3d70a
+DATA lgc51<>+12(SB)/4, $0xb7a3d70a
+DATA lgc51<>+16(SB)/4, $0xb7a3d70a
+DATA lgc51<>+20(SB)/4, $0xb7a3d70a
+DATA lgc51<>+24(SB)/4, $0xb7a3d70a
+DATA lgc51<>+28(SB)/4, $0xb7a3d70a
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
-
-DATA lgc52<>+0(SB)/4, $0xb7a3d70a
-DATA lgc52<>+4(SB)/4, $0xb7a3d70a
-DATA lgc52<>+8(SB)/4, $0xb7a3d70a
-DATA lgc52<>+12(SB)/4, $0xb7a3d70a
-DATA lgc52<>+16(SB)/4, $0xb7a3d70a
-DATA lgc52<>+20(SB)/4, $0xb7a3d70a
-DATA lgc52<>+24(SB)/4, $0xb7a3d70a
-DATA lgc52<>+28(SB)/4, $0xb7a3d70a
-GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // Requires: AVX
@@ -2537,13 +2748,13 @@ TEXT ·fbPass1AVX2(SB), $0-24
 	VBROADCASTSS (AX)(CX*4), Y0
 
 	// v77 = add(targetVar, 1.1920929e-07)
-	VADDPS       lgc48<>+0(SB), Y0, Y0
+	VADDPS       lgc47<>+0(SB), Y0, Y0
 	MOVQ         s0+8(FP), AX
 	VBROADCASTSS (AX)(CX*4), Y1
 
 	// v78 = div(residVar, v77)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc8<>+0(SB), Y1
+	VMOVUPS lgc7<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v78)
 	VSUBPS Y0, Y1, Y0
@@ -2566,28 +2777,28 @@ bulk_10:
 	CMPQ         BX, DX
 	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc33<>+0(SB), Y0, Y1
-	VMINPS       lgc34<>+0(SB), Y1, Y1
-	VMULPS       lgc35<>+0(SB), Y1, Y2
+	VMAXPS       lgc32<>+0(SB), Y0, Y1
+	VMINPS       lgc33<>+0(SB), Y1, Y1
+	VMULPS       lgc34<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc25<>+0(SB), Y2, Y1
-	VMOVAPS      lgc36<>+0(SB), Y3
+	VFNMADD231PS lgc24<>+0(SB), Y2, Y1
+	VMOVAPS      lgc35<>+0(SB), Y3
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc39<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc8<>+0(SB), Y3, Y3
+	VADDPS       lgc7<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc41<>+0(SB), Y1, Y2
-	VPMINSD      lgc11<>+0(SB), Y2, Y2
+	VPMAXSD      lgc40<>+0(SB), Y1, Y2
+	VPMINSD      lgc10<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc11<>+0(SB), Y2, Y2
+	VPADDD       lgc10<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc11<>+0(SB), Y1, Y1
+	VPADDD       lgc10<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2613,22 +2824,23 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc9<>+0(SB), Y0, Y1
-	VMULPS       lgc10<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
+	VMULPS       lgc9<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc11<>+0(SB), Y3, Y3
-	VPAND        lgc12<>+0(SB), Y1, Y1
+	VPSUBD       lgc10<>+0(SB), Y3, Y3
+	VPAND        lgc11<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc13<>+0(SB), Y2, Y1
-	VPOR         lgc8<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VPAND        lgc12<>+0(SB), Y2, Y1
+	VPOR         lgc7<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
+	VMULPS       lgc14<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc8<>+0(SB), Y1, Y1
+	VSUBPS       lgc7<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc16<>+0(SB), Y4
+	VMOVAPS      lgc15<>+0(SB), Y4
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc17<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
@@ -2636,20 +2848,19 @@ bulk_12:
 	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc26<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
+	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
+	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
+	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc29<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -2672,23 +2883,24 @@ bulk_14:
 	CMPQ         BX, DX
 	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc8<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc9<>+0(SB), Y1, Y2
-	VMULPS       lgc10<>+0(SB), Y1, Y3
+	VADDPS       lgc7<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
+	VMULPS       lgc9<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc11<>+0(SB), Y4, Y4
-	VPAND        lgc12<>+0(SB), Y2, Y2
+	VPSUBD       lgc10<>+0(SB), Y4, Y4
+	VPAND        lgc11<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc13<>+0(SB), Y3, Y2
-	VPOR         lgc8<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc14<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VPAND        lgc12<>+0(SB), Y3, Y2
+	VPOR         lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc8<>+0(SB), Y2, Y2
+	VSUBPS       lgc7<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc16<>+0(SB), Y5
+	VMOVAPS      lgc15<>+0(SB), Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
@@ -2696,32 +2908,31 @@ bulk_14:
 	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc26<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc29<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc29<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc8<>+0(SB), Y1, Y2
+	VSUBPS       lgc7<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc8<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc27<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc29<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc29<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_14

@@ -31,7 +31,7 @@ var avxPool = sync.Pool{New: func() any {
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass0AVX2(&in.ActionMask[0], &in.ActionValue[0], &out.ActionValue[0], &out.Action[0], &out.ChosenActionValue[0])
+	pass0AVX2(&in.ActionValue[0], &in.ActionMask[0], &out.ChosenActionValue[0], &out.ActionValue[0], &out.Action[0])
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

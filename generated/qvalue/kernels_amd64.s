@@ -4,49 +4,91 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(actionMask *bool, actionValue *float32, outActionValue *float32, action *float32, chosenActionValue *float32)
+// func pass0AVX2(actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $368-40
+TEXT ·pass0AVX2(SB), $880-40
 	XORQ AX, AX
 
 blocks_1:
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    CX, CX
+	// tile actionValue
+	MOVQ       actionValue+0(FP), CX
+	XORQ       DX, DX
+	IMUL3Q     $+6, AX, BX
+	ADDQ       BX, DX
+	VMOVUPS    lgc0<>+0(SB), Y0
+	VMASKMOVPS (CX)(DX*4), Y0, Y1
+	VMASKMOVPS 24(CX)(DX*4), Y0, Y2
+	VMASKMOVPS 48(CX)(DX*4), Y0, Y3
+	VMASKMOVPS 72(CX)(DX*4), Y0, Y4
+	VMASKMOVPS 96(CX)(DX*4), Y0, Y5
+	VMASKMOVPS 120(CX)(DX*4), Y0, Y6
+	VMASKMOVPS 144(CX)(DX*4), Y0, Y7
+	VMASKMOVPS 168(CX)(DX*4), Y0, Y0
+	VUNPCKLPS  Y2, Y1, Y8
+	VUNPCKHPS  Y2, Y1, Y1
+	VUNPCKLPS  Y4, Y3, Y2
+	VUNPCKHPS  Y4, Y3, Y3
+	VUNPCKLPS  Y6, Y5, Y4
+	VUNPCKHPS  Y6, Y5, Y5
+	VUNPCKLPS  Y0, Y7, Y6
+	VUNPCKHPS  Y0, Y7, Y0
+	VSHUFPS    $0x44, Y2, Y8, Y7
+	VSHUFPS    $0xee, Y2, Y8, Y2
+	VSHUFPS    $0x44, Y3, Y1, Y8
+	VSHUFPS    $0xee, Y3, Y1, Y1
+	VSHUFPS    $0x44, Y6, Y4, Y3
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VSHUFPS    $0x44, Y0, Y5, Y6
+	VSHUFPS    $0xee, Y0, Y5, Y0
+	VPERM2F128 $0x20, Y3, Y7, Y5
+	VPERM2F128 $0x31, Y3, Y7, Y3
+	VPERM2F128 $0x20, Y4, Y2, Y7
+	VPERM2F128 $0x31, Y4, Y2, Y2
+	VPERM2F128 $0x20, Y6, Y8, Y4
+	VPERM2F128 $0x31, Y6, Y8, Y6
+	VPERM2F128 $0x20, Y0, Y1, Y6
+	VPERM2F128 $0x31, Y0, Y1, Y0
+	VMOVUPS    Y5, (SP)
+	VMOVUPS    Y7, 32(SP)
+	VMOVUPS    Y4, 64(SP)
+	VMOVUPS    Y6, 96(SP)
+	VMOVUPS    Y3, 128(SP)
+	VMOVUPS    Y2, 160(SP)
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 576(SP)
+	XORQ       CX, CX
 
 inner_A_2:
-	MOVQ       actionMask+0(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	MOVQ       $+0, 64(SP)
-	MOVB       (DX)(BX*1), SI
-	MOVB       SI, 64(SP)
-	MOVB       6(DX)(BX*1), SI
-	MOVB       SI, 65(SP)
-	MOVB       12(DX)(BX*1), SI
-	MOVB       SI, 66(SP)
-	MOVB       18(DX)(BX*1), SI
-	MOVB       SI, 67(SP)
-	MOVB       24(DX)(BX*1), SI
-	MOVB       SI, 68(SP)
-	MOVB       30(DX)(BX*1), SI
-	MOVB       SI, 69(SP)
-	MOVB       36(DX)(BX*1), SI
-	MOVB       SI, 70(SP)
-	MOVB       42(DX)(BX*1), SI
-	MOVB       SI, 71(SP)
-	VPMOVZXBD  64(SP), Y0
-	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), DX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (DX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	MOVQ      actionMask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+6, AX, DI
+	ADDQ      DI, SI
+	MOVQ      CX, DI
+	ADDQ      DI, SI
+	MOVQ      $+0, 640(SP)
+	MOVB      (BX)(SI*1), DI
+	MOVB      DI, 640(SP)
+	MOVB      6(BX)(SI*1), DI
+	MOVB      DI, 641(SP)
+	MOVB      12(BX)(SI*1), DI
+	MOVB      DI, 642(SP)
+	MOVB      18(BX)(SI*1), DI
+	MOVB      DI, 643(SP)
+	MOVB      24(BX)(SI*1), DI
+	MOVB      DI, 644(SP)
+	MOVB      30(BX)(SI*1), DI
+	MOVB      DI, 645(SP)
+	MOVB      36(BX)(SI*1), DI
+	MOVB      DI, 646(SP)
+	MOVB      42(BX)(SI*1), DI
+	MOVB      DI, 647(SP)
+	VPMOVZXBD 640(SP), Y0
+	VCVTDQ2PS Y0, Y0
+	XORQ      BX, BX
+	IMUL3Q    $+32, CX, SI
+	ADDQ      SI, BX
+	VMOVUPS   (SP)(BX*1), Y1
+	VMOVUPS   lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -54,56 +96,54 @@ inner_A_2:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// reduce_max(actionValue2) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc5<>+0(SB), Y1, Y1
-	VXORPS  lgc5<>+0(SB), Y0, Y0
+	VMOVUPS 576(SP), Y1
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VXORPS  lgc4<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc5<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc4<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 576(SP)
 	INCQ    CX
 	CMPQ    CX, $+6
 	JL      inner_A_2
 
 	// finish v4
-	VMOVUPS (SP), Y0
-	VMOVUPS Y0, 72(SP)
+	VMOVUPS 576(SP), Y0
+	VMOVUPS Y0, 648(SP)
 	XORQ    CX, CX
 
 inner_A_3:
-	MOVQ       actionMask+0(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	MOVQ       $+0, 104(SP)
-	MOVB       (DX)(BX*1), SI
-	MOVB       SI, 104(SP)
-	MOVB       6(DX)(BX*1), SI
-	MOVB       SI, 105(SP)
-	MOVB       12(DX)(BX*1), SI
-	MOVB       SI, 106(SP)
-	MOVB       18(DX)(BX*1), SI
-	MOVB       SI, 107(SP)
-	MOVB       24(DX)(BX*1), SI
-	MOVB       SI, 108(SP)
-	MOVB       30(DX)(BX*1), SI
-	MOVB       SI, 109(SP)
-	MOVB       36(DX)(BX*1), SI
-	MOVB       SI, 110(SP)
-	MOVB       42(DX)(BX*1), SI
-	MOVB       SI, 111(SP)
-	VPMOVZXBD  104(SP), Y0
-	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), DX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (DX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	MOVQ      actionMask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+6, AX, DI
+	ADDQ      DI, SI
+	MOVQ      CX, DI
+	ADDQ      DI, SI
+	MOVQ      $+0, 680(SP)
+	MOVB      (BX)(SI*1), DI
+	MOVB      DI, 680(SP)
+	MOVB      6(BX)(SI*1), DI
+	MOVB      DI, 681(SP)
+	MOVB      12(BX)(SI*1), DI
+	MOVB      DI, 682(SP)
+	MOVB      18(BX)(SI*1), DI
+	MOVB      DI, 683(SP)
+	MOVB      24(BX)(SI*1), DI
+	MOVB      DI, 684(SP)
+	MOVB      30(BX)(SI*1), DI
+	MOVB      DI, 685(SP)
+	MOVB      36(BX)(SI*1), DI
+	MOVB      DI, 686(SP)
+	MOVB      42(BX)(SI*1), DI
+	MOVB      DI, 687(SP)
+	VPMOVZXBD 680(SP), Y0
+	VCVTDQ2PS Y0, Y0
+	XORQ      BX, BX
+	IMUL3Q    $+32, CX, SI
+	ADDQ      SI, BX
+	VMOVUPS   (SP)(BX*1), Y1
+	VMOVUPS   lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -111,100 +151,64 @@ inner_A_3:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store actionValue2
-	MOVQ    outActionValue+16(FP), DX
-	VMOVUPS Y0, 112(SP)
-	MOVL    112(SP), SI
-	MOVL    SI, (DX)(BX*4)
-	MOVL    116(SP), SI
-	MOVL    SI, 24(DX)(BX*4)
-	MOVL    120(SP), SI
-	MOVL    SI, 48(DX)(BX*4)
-	MOVL    124(SP), SI
-	MOVL    SI, 72(DX)(BX*4)
-	MOVL    128(SP), SI
-	MOVL    SI, 96(DX)(BX*4)
-	MOVL    132(SP), SI
-	MOVL    SI, 120(DX)(BX*4)
-	MOVL    136(SP), SI
-	MOVL    SI, 144(DX)(BX*4)
-	MOVL    140(SP), SI
-	MOVL    SI, 168(DX)(BX*4)
-	VMOVUPS 72(SP), Y1
+	VMOVUPS Y0, 192(SP)(BX*1)
+	VMOVUPS 648(SP), Y1
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y0
-	VANDPS lgc6<>+0(SB), Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
 
 	// store action
-	MOVQ    action+24(FP), DX
-	VMOVUPS Y0, 144(SP)
-	MOVL    144(SP), SI
-	MOVL    SI, (DX)(BX*4)
-	MOVL    148(SP), SI
-	MOVL    SI, 24(DX)(BX*4)
-	MOVL    152(SP), SI
-	MOVL    SI, 48(DX)(BX*4)
-	MOVL    156(SP), SI
-	MOVL    SI, 72(DX)(BX*4)
-	MOVL    160(SP), SI
-	MOVL    SI, 96(DX)(BX*4)
-	MOVL    164(SP), SI
-	MOVL    SI, 120(DX)(BX*4)
-	MOVL    168(SP), SI
-	MOVL    SI, 144(DX)(BX*4)
-	MOVL    172(SP), SI
-	MOVL    SI, 168(DX)(BX*4)
+	VMOVUPS Y0, 384(SP)(BX*1)
 	INCQ    CX
 	CMPQ    CX, $+6
 	JL      inner_A_3
-	VMOVUPD lgc7<>+0(SB), Y0
-	VMOVUPD Y0, 176(SP)
-	VMOVUPD Y0, 208(SP)
+	VMOVUPD lgc6<>+0(SB), Y0
+	VMOVUPD Y0, 688(SP)
+	VMOVUPD Y0, 720(SP)
 	XORQ    CX, CX
 
 inner_A_4:
-	MOVQ       actionMask+0(FP), DX
-	XORQ       BX, BX
-	IMUL3Q     $+6, AX, SI
-	ADDQ       SI, BX
-	MOVQ       CX, SI
-	ADDQ       SI, BX
-	MOVQ       $+0, 240(SP)
-	MOVB       (DX)(BX*1), SI
-	MOVB       SI, 240(SP)
-	MOVB       6(DX)(BX*1), SI
-	MOVB       SI, 241(SP)
-	MOVB       12(DX)(BX*1), SI
-	MOVB       SI, 242(SP)
-	MOVB       18(DX)(BX*1), SI
-	MOVB       SI, 243(SP)
-	MOVB       24(DX)(BX*1), SI
-	MOVB       SI, 244(SP)
-	MOVB       30(DX)(BX*1), SI
-	MOVB       SI, 245(SP)
-	MOVB       36(DX)(BX*1), SI
-	MOVB       SI, 246(SP)
-	MOVB       42(DX)(BX*1), SI
-	MOVB       SI, 247(SP)
-	VPMOVZXBD  240(SP), Y0
-	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), DX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc1<>+0(SB), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (DX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	MOVQ      actionMask+8(FP), BX
+	XORQ      SI, SI
+	IMUL3Q    $+6, AX, DI
+	ADDQ      DI, SI
+	MOVQ      CX, DI
+	ADDQ      DI, SI
+	MOVQ      $+0, 752(SP)
+	MOVB      (BX)(SI*1), DI
+	MOVB      DI, 752(SP)
+	MOVB      6(BX)(SI*1), DI
+	MOVB      DI, 753(SP)
+	MOVB      12(BX)(SI*1), DI
+	MOVB      DI, 754(SP)
+	MOVB      18(BX)(SI*1), DI
+	MOVB      DI, 755(SP)
+	MOVB      24(BX)(SI*1), DI
+	MOVB      DI, 756(SP)
+	MOVB      30(BX)(SI*1), DI
+	MOVB      DI, 757(SP)
+	MOVB      36(BX)(SI*1), DI
+	MOVB      DI, 758(SP)
+	MOVB      42(BX)(SI*1), DI
+	MOVB      DI, 759(SP)
+	VPMOVZXBD 752(SP), Y0
+	VCVTDQ2PS Y0, Y0
+	XORQ      BX, BX
+	IMUL3Q    $+32, CX, SI
+	ADDQ      SI, BX
+	VMOVUPS   (SP)(BX*1), Y1
+	VMOVUPS   lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
-	VMOVUPS   72(SP), Y1
+	VMOVUPS   648(SP), Y1
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc6<>+0(SB), Y1, Y1
+	VANDPS lgc5<>+0(SB), Y1, Y1
 
 	// v6 = mul(actionValue2, action)
 	VMULPS Y1, Y0, Y0
@@ -213,52 +217,140 @@ inner_A_4:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       176(SP), Y1, Y1
-	VMOVUPD      Y1, 176(SP)
-	VADDPD       208(SP), Y0, Y0
-	VMOVUPD      Y0, 208(SP)
+	VADDPD       688(SP), Y1, Y1
+	VMOVUPD      Y1, 688(SP)
+	VADDPD       720(SP), Y0, Y0
+	VMOVUPD      Y0, 720(SP)
 	INCQ         CX
 	CMPQ         CX, $+6
 	JL           inner_A_4
 
 	// finish chosenActionValue
-	VMOVUPD     176(SP), Y0
-	VMOVUPD     208(SP), Y1
+	VMOVUPD     688(SP), Y0
+	VMOVUPD     720(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store chosenActionValue
-	MOVQ    chosenActionValue+32(FP), CX
-	XORQ    DX, DX
-	ADDQ    AX, DX
-	VMOVUPS Y0, (CX)(DX*4)
-	ADDQ    $+8, AX
-	CMPQ    AX, $+256
-	JL      blocks_1
-	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
-	XORQ    AX, AX
+	MOVQ    chosenActionValue+16(FP), CX
+	XORQ    BX, BX
+	ADDQ    AX, BX
+	VMOVUPS Y0, (CX)(BX*4)
+
+	// flush the tile of actionValue2
+	MOVQ       outActionValue+24(FP), CX
+	VMOVUPS    192(SP), Y0
+	VMOVUPS    224(SP), Y1
+	VMOVUPS    256(SP), Y2
+	VMOVUPS    288(SP), Y3
+	VMOVUPS    320(SP), Y4
+	VMOVUPS    352(SP), Y5
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VMOVUPS    lgc3<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y8
+	VUNPCKLPS  Y1, Y0, Y9
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y9, Y7
+	VSHUFPS    $0xee, Y1, Y9, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y9
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y9, Y3
+	VPERM2F128 $0x31, Y5, Y9, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y9
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMASKMOVPS Y6, Y8, (CX)(DX*4)
+	VMASKMOVPS Y7, Y8, 24(CX)(DX*4)
+	VMASKMOVPS Y3, Y8, 48(CX)(DX*4)
+	VMASKMOVPS Y9, Y8, 72(CX)(DX*4)
+	VMASKMOVPS Y2, Y8, 96(CX)(DX*4)
+	VMASKMOVPS Y1, Y8, 120(CX)(DX*4)
+	VMASKMOVPS Y5, Y8, 144(CX)(DX*4)
+	VMASKMOVPS Y0, Y8, 168(CX)(DX*4)
+
+	// flush the tile of action
+	MOVQ       action+32(FP), CX
+	VMOVUPS    384(SP), Y0
+	VMOVUPS    416(SP), Y1
+	VMOVUPS    448(SP), Y2
+	VMOVUPS    480(SP), Y3
+	VMOVUPS    512(SP), Y4
+	VMOVUPS    544(SP), Y5
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VMOVUPS    lgc3<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y8
+	VUNPCKLPS  Y1, Y0, Y9
+	VUNPCKHPS  Y1, Y0, Y0
+	VUNPCKLPS  Y3, Y2, Y1
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VSHUFPS    $0x44, Y1, Y9, Y7
+	VSHUFPS    $0xee, Y1, Y9, Y1
+	VSHUFPS    $0x44, Y2, Y0, Y9
+	VSHUFPS    $0xee, Y2, Y0, Y0
+	VSHUFPS    $0x44, Y5, Y3, Y2
+	VSHUFPS    $0xee, Y5, Y3, Y3
+	VSHUFPS    $0x44, Y6, Y4, Y5
+	VSHUFPS    $0xee, Y6, Y4, Y4
+	VPERM2F128 $0x20, Y2, Y7, Y6
+	VPERM2F128 $0x31, Y2, Y7, Y2
+	VPERM2F128 $0x20, Y3, Y1, Y7
+	VPERM2F128 $0x31, Y3, Y1, Y1
+	VPERM2F128 $0x20, Y5, Y9, Y3
+	VPERM2F128 $0x31, Y5, Y9, Y5
+	VPERM2F128 $0x20, Y4, Y0, Y9
+	VPERM2F128 $0x31, Y4, Y0, Y0
+	VMASKMOVPS Y6, Y8, (CX)(DX*4)
+	VMASKMOVPS Y7, Y8, 24(CX)(DX*4)
+	VMASKMOVPS Y3, Y8, 48(CX)(DX*4)
+	VMASKMOVPS Y9, Y8, 72(CX)(DX*4)
+	VMASKMOVPS Y2, Y8, 96(CX)(DX*4)
+	VMASKMOVPS Y1, Y8, 120(CX)(DX*4)
+	VMASKMOVPS Y5, Y8, 144(CX)(DX*4)
+	VMASKMOVPS Y0, Y8, 168(CX)(DX*4)
+	ADDQ       $+8, AX
+	CMPQ       AX, $+256
+	JL         blocks_1
+	VMOVUPS    lgc1<>+0(SB), Y0
+	VMOVUPS    Y0, 576(SP)
+	XORQ       AX, AX
 
 inner_A_5:
-	MOVQ       actionMask+0(FP), CX
+	MOVQ       actionMask+8(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 248(SP)
+	MOVQ       $+0, 760(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 248(SP)
-	VPMOVZXBD  248(SP), Y0
+	MOVB       CL, 760(SP)
+	VPMOVZXBD  760(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), CX
+	MOVQ       actionValue+0(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -270,43 +362,43 @@ inner_A_5:
 	VPMOVSXDQ    X1, Y2
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
-	VMOVUPS      (SP), Y2
-	VXORPS       lgc5<>+0(SB), Y2, Y2
-	VXORPS       lgc5<>+0(SB), Y0, Y0
+	VMOVUPS      576(SP), Y2
+	VXORPS       lgc4<>+0(SB), Y2, Y2
+	VXORPS       lgc4<>+0(SB), Y0, Y0
 	VMINPS       Y2, Y0, Y3
 	VMINPS       Y0, Y2, Y2
 	VORPS        Y3, Y2, Y2
-	VXORPS       lgc5<>+0(SB), Y2, Y2
-	VMOVUPS      (SP), Y0
+	VXORPS       lgc4<>+0(SB), Y2, Y2
+	VMOVUPS      576(SP), Y0
 	VBLENDVPS    Y1, Y2, Y0, Y2
-	VMOVUPS      Y2, (SP)
+	VMOVUPS      Y2, 576(SP)
 	INCQ         AX
 	CMPQ         AX, $+6
 	JL           inner_A_5
 
 	// finish v4
-	VMOVUPS (SP), Y0
-	VMOVUPS Y0, 256(SP)
+	VMOVUPS 576(SP), Y0
+	VMOVUPS Y0, 768(SP)
 	XORQ    AX, AX
 
 inner_A_6:
-	MOVQ       actionMask+0(FP), CX
+	MOVQ       actionMask+8(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 288(SP)
+	MOVQ       $+0, 800(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 288(SP)
-	VPMOVZXBD  288(SP), Y0
+	MOVB       CL, 800(SP)
+	VPMOVZXBD  800(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), CX
+	MOVQ       actionValue+0(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -314,57 +406,57 @@ inner_A_6:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store actionValue2
-	MOVQ    outActionValue+16(FP), CX
-	VMOVUPS Y0, 296(SP)
-	MOVL    296(SP), BX
+	MOVQ    outActionValue+24(FP), CX
+	VMOVUPS Y0, 808(SP)
+	MOVL    808(SP), BX
 	MOVL    BX, (CX)(DX*4)
-	VMOVUPS 256(SP), Y1
+	VMOVUPS 768(SP), Y1
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y0
-	VANDPS lgc6<>+0(SB), Y0, Y0
+	VANDPS lgc5<>+0(SB), Y0, Y0
 
 	// store action
-	MOVQ    action+24(FP), CX
-	VMOVUPS Y0, 328(SP)
-	MOVL    328(SP), BX
+	MOVQ    action+32(FP), CX
+	VMOVUPS Y0, 840(SP)
+	MOVL    840(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+6
 	JL      inner_A_6
-	VMOVUPD lgc7<>+0(SB), Y0
-	VMOVUPD Y0, 176(SP)
-	VMOVUPD Y0, 208(SP)
+	VMOVUPD lgc6<>+0(SB), Y0
+	VMOVUPD Y0, 688(SP)
+	VMOVUPD Y0, 720(SP)
 	XORQ    AX, AX
 
 inner_A_7:
-	MOVQ       actionMask+0(FP), CX
+	MOVQ       actionMask+8(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 360(SP)
+	MOVQ       $+0, 872(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 360(SP)
-	VPMOVZXBD  360(SP), Y0
+	MOVB       CL, 872(SP)
+	VPMOVZXBD  872(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+8(FP), CX
+	MOVQ       actionValue+0(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc1<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
 	VMOVUPS    lgc3<>+0(SB), Y1
 	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc4<>+0(SB), Y2
+	VMOVUPS    lgc2<>+0(SB), Y2
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
 	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y0, Y3
 	VBLENDVPS Y3, Y1, Y2, Y0
-	VMOVUPS   256(SP), Y1
+	VMOVUPS   768(SP), Y1
 
 	// action = eq(actionValue2, v4)
 	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc6<>+0(SB), Y1, Y1
+	VANDPS lgc5<>+0(SB), Y1, Y1
 
 	// v6 = mul(actionValue2, action)
 	VMULPS Y1, Y0, Y0
@@ -378,24 +470,24 @@ inner_A_7:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       176(SP), Y1, Y1
-	VMOVUPD      Y1, 176(SP)
-	VADDPD       208(SP), Y0, Y0
-	VMOVUPD      Y0, 208(SP)
+	VADDPD       688(SP), Y1, Y1
+	VMOVUPD      Y1, 688(SP)
+	VADDPD       720(SP), Y0, Y0
+	VMOVUPD      Y0, 720(SP)
 	INCQ         AX
 	CMPQ         AX, $+6
 	JL           inner_A_7
 
 	// finish chosenActionValue
-	VMOVUPD     176(SP), Y0
-	VMOVUPD     208(SP), Y1
+	VMOVUPD     688(SP), Y0
+	VMOVUPD     720(SP), Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store chosenActionValue
-	MOVQ       chosenActionValue+32(FP), AX
+	MOVQ       chosenActionValue+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+256, CX
 	VMOVUPS    lgc8<>+0(SB), Y1
@@ -403,34 +495,34 @@ inner_A_7:
 	VZEROUPPER
 	RET
 
-DATA lgc0<>+0(SB)/4, $0xff800000
-DATA lgc0<>+4(SB)/4, $0xff800000
-DATA lgc0<>+8(SB)/4, $0xff800000
-DATA lgc0<>+12(SB)/4, $0xff800000
-DATA lgc0<>+16(SB)/4, $0xff800000
-DATA lgc0<>+20(SB)/4, $0xff800000
-DATA lgc0<>+24(SB)/4, $0xff800000
-DATA lgc0<>+28(SB)/4, $0xff800000
+DATA lgc0<>+0(SB)/4, $0xffffffff
+DATA lgc0<>+4(SB)/4, $0xffffffff
+DATA lgc0<>+8(SB)/4, $0xffffffff
+DATA lgc0<>+12(SB)/4, $0xffffffff
+DATA lgc0<>+16(SB)/4, $0xffffffff
+DATA lgc0<>+20(SB)/4, $0xffffffff
+DATA lgc0<>+24(SB)/4, $0x00000000
+DATA lgc0<>+28(SB)/4, $0x00000000
 GLOBL lgc0<>(SB), RODATA|NOPTR, $32
 
-DATA lgc1<>+0(SB)/4, $0x00000000
-DATA lgc1<>+4(SB)/4, $0x00000006
-DATA lgc1<>+8(SB)/4, $0x0000000c
-DATA lgc1<>+12(SB)/4, $0x00000012
-DATA lgc1<>+16(SB)/4, $0x00000018
-DATA lgc1<>+20(SB)/4, $0x0000001e
-DATA lgc1<>+24(SB)/4, $0x00000024
-DATA lgc1<>+28(SB)/4, $0x0000002a
+DATA lgc1<>+0(SB)/4, $0xff800000
+DATA lgc1<>+4(SB)/4, $0xff800000
+DATA lgc1<>+8(SB)/4, $0xff800000
+DATA lgc1<>+12(SB)/4, $0xff800000
+DATA lgc1<>+16(SB)/4, $0xff800000
+DATA lgc1<>+20(SB)/4, $0xff800000
+DATA lgc1<>+24(SB)/4, $0xff800000
+DATA lgc1<>+28(SB)/4, $0xff800000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0xffffffff
-DATA lgc2<>+4(SB)/4, $0xffffffff
-DATA lgc2<>+8(SB)/4, $0xffffffff
-DATA lgc2<>+12(SB)/4, $0xffffffff
-DATA lgc2<>+16(SB)/4, $0xffffffff
-DATA lgc2<>+20(SB)/4, $0xffffffff
-DATA lgc2<>+24(SB)/4, $0xffffffff
-DATA lgc2<>+28(SB)/4, $0xffffffff
+DATA lgc2<>+0(SB)/4, $0xff7fffff
+DATA lgc2<>+4(SB)/4, $0xff7fffff
+DATA lgc2<>+8(SB)/4, $0xff7fffff
+DATA lgc2<>+12(SB)/4, $0xff7fffff
+DATA lgc2<>+16(SB)/4, $0xff7fffff
+DATA lgc2<>+20(SB)/4, $0xff7fffff
+DATA lgc2<>+24(SB)/4, $0xff7fffff
+DATA lgc2<>+28(SB)/4, $0xff7fffff
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
 DATA lgc3<>+0(SB)/4, $0x00000000
@@ -443,40 +535,40 @@ DATA lgc3<>+24(SB)/4, $0x00000000
 DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0xff7fffff
-DATA lgc4<>+4(SB)/4, $0xff7fffff
-DATA lgc4<>+8(SB)/4, $0xff7fffff
-DATA lgc4<>+12(SB)/4, $0xff7fffff
-DATA lgc4<>+16(SB)/4, $0xff7fffff
-DATA lgc4<>+20(SB)/4, $0xff7fffff
-DATA lgc4<>+24(SB)/4, $0xff7fffff
-DATA lgc4<>+28(SB)/4, $0xff7fffff
+DATA lgc4<>+0(SB)/4, $0x80000000
+DATA lgc4<>+4(SB)/4, $0x80000000
+DATA lgc4<>+8(SB)/4, $0x80000000
+DATA lgc4<>+12(SB)/4, $0x80000000
+DATA lgc4<>+16(SB)/4, $0x80000000
+DATA lgc4<>+20(SB)/4, $0x80000000
+DATA lgc4<>+24(SB)/4, $0x80000000
+DATA lgc4<>+28(SB)/4, $0x80000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x80000000
-DATA lgc5<>+4(SB)/4, $0x80000000
-DATA lgc5<>+8(SB)/4, $0x80000000
-DATA lgc5<>+12(SB)/4, $0x80000000
-DATA lgc5<>+16(SB)/4, $0x80000000
-DATA lgc5<>+20(SB)/4, $0x80000000
-DATA lgc5<>+24(SB)/4, $0x80000000
-DATA lgc5<>+28(SB)/4, $0x80000000
+DATA lgc5<>+0(SB)/4, $0x3f800000
+DATA lgc5<>+4(SB)/4, $0x3f800000
+DATA lgc5<>+8(SB)/4, $0x3f800000
+DATA lgc5<>+12(SB)/4, $0x3f800000
+DATA lgc5<>+16(SB)/4, $0x3f800000
+DATA lgc5<>+20(SB)/4, $0x3f800000
+DATA lgc5<>+24(SB)/4, $0x3f800000
+DATA lgc5<>+28(SB)/4, $0x3f800000
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x3f800000
-DATA lgc6<>+4(SB)/4, $0x3f800000
-DATA lgc6<>+8(SB)/4, $0x3f800000
-DATA lgc6<>+12(SB)/4, $0x3f800000
-DATA lgc6<>+16(SB)/4, $0x3f800000
-DATA lgc6<>+20(SB)/4, $0x3f800000
-DATA lgc6<>+24(SB)/4, $0x3f800000
-DATA lgc6<>+28(SB)/4, $0x3f800000
+DATA lgc6<>+0(SB)/8, $0x0000000000000000
+DATA lgc6<>+8(SB)/8, $0x0000000000000000
+DATA lgc6<>+16(SB)/8, $0x0000000000000000
+DATA lgc6<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/8, $0x0000000000000000
-DATA lgc7<>+8(SB)/8, $0x0000000000000000
-DATA lgc7<>+16(SB)/8, $0x0000000000000000
-DATA lgc7<>+24(SB)/8, $0x0000000000000000
+DATA lgc7<>+0(SB)/4, $0x00000000
+DATA lgc7<>+4(SB)/4, $0x00000006
+DATA lgc7<>+8(SB)/4, $0x0000000c
+DATA lgc7<>+12(SB)/4, $0x00000012
+DATA lgc7<>+16(SB)/4, $0x00000018
+DATA lgc7<>+20(SB)/4, $0x0000001e
+DATA lgc7<>+24(SB)/4, $0x00000024
+DATA lgc7<>+28(SB)/4, $0x0000002a
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
 DATA lgc8<>+0(SB)/4, $0xffffffff
@@ -515,7 +607,7 @@ bulk_8:
 	VFMADD213PS  lgc19<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc6<>+0(SB), Y3, Y3
+	VADDPS       lgc5<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
 	VPMAXSD      lgc20<>+0(SB), Y1, Y2
 	VPMINSD      lgc21<>+0(SB), Y2, Y2
@@ -686,12 +778,12 @@ bulk_10:
 	VPAND        lgc24<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc25<>+0(SB), Y2, Y1
-	VPOR         lgc6<>+0(SB), Y1, Y1
+	VPOR         lgc5<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
 	VMULPS       lgc19<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc6<>+0(SB), Y1, Y1
+	VSUBPS       lgc5<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc27<>+0(SB), Y4
 	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
@@ -710,7 +802,7 @@ bulk_10:
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc12<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc0<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc36<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y1
@@ -897,7 +989,7 @@ bulk_12:
 	CMPQ         BX, DX
 	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc6<>+0(SB), Y0, Y1
+	VADDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
 	VMULPS       lgc23<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
@@ -906,12 +998,12 @@ bulk_12:
 	VPAND        lgc24<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc25<>+0(SB), Y3, Y2
-	VPOR         lgc6<>+0(SB), Y2, Y2
+	VPOR         lgc5<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc26<>+0(SB), Y2, Y3
 	VMULPS       lgc19<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc6<>+0(SB), Y2, Y2
+	VSUBPS       lgc5<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc27<>+0(SB), Y5
 	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
@@ -930,21 +1022,21 @@ bulk_12:
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc12<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc0<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc36<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc37<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc37<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc6<>+0(SB), Y1, Y2
+	VSUBPS       lgc5<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc5<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc37<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)

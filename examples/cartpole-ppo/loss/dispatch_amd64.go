@@ -126,7 +126,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r80_ok)
 		runtime.Fill(st.r82_s, 0)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
+		pass0AVX2(lo, &in.Logits[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], hi)
 	}
 	n := min(pass0Chunks, 2)
 	if n <= 1 {
@@ -225,7 +225,7 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r54_s, 0)
 		runtime.Fill(st.r54_p, 0)
 		runtime.SetMask(st.p2_ok)
-		pass2AVX2(lo, &s.s0[0], &s.s2, &s.s1, &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], hi)
+		pass2AVX2(lo, &in.Logits[0], &s.s0[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], hi)
 	}
 	n := min(pass2Chunks, 2)
 	if n <= 1 {
@@ -373,7 +373,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r80_ok)
 		runtime.Fill(st.r82_s, 0)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
+		fbPass0AVX2(lo, &in.Logits[0], &in.NextTerminated[0], &in.NextDone[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &st.buf[0], &in.Action[0], &in.SampleLogProb[0], &s.s0[0], &out.Advantage[0], &out.ValueTarget[0], &g.StateValue[0], hi)
 	}
 	n := min(fbPass0Chunks, 2)
 	if n <= 1 {
@@ -474,7 +474,7 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.Fill(st.r54_s, 0)
 		runtime.Fill(st.r54_p, 0)
 		runtime.SetMask(st.p2_ok)
-		fbPass2AVX2(lo, &s.s0[0], &s.s2, &s.s1, &in.Logits[0], &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &g.Logits[0], hi)
+		fbPass2AVX2(lo, &in.Logits[0], &s.s0[0], &s.s2, &s.s1, &in.Action[0], &in.SampleLogProb[0], &st.buf[0], &g.Logits[0], hi)
 	}
 	n := min(fbPass2Chunks, 2)
 	if n <= 1 {

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
+// func pass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $424-112
+TEXT ·pass0AVX2(SB), $488-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -25,18 +25,60 @@ outer0_1:
 	MOVQ       $+120, CX
 
 blocks_2:
-	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	// tile logits
+	MOVQ       logits+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+256, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMASKMOVPS (BX)(SI*4), Y1, Y2
+	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
+	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
+	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
+	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
+	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
+	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
+	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
+	VUNPCKLPS  Y3, Y2, Y9
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VUNPCKLPS  Y1, Y8, Y7
+	VUNPCKHPS  Y1, Y8, Y1
+	VSHUFPS    $0x44, Y3, Y9, Y8
+	VSHUFPS    $0xee, Y3, Y9, Y3
+	VSHUFPS    $0x44, Y4, Y2, Y9
+	VSHUFPS    $0xee, Y4, Y2, Y2
+	VSHUFPS    $0x44, Y7, Y5, Y4
+	VSHUFPS    $0xee, Y7, Y5, Y5
+	VSHUFPS    $0x44, Y1, Y6, Y7
+	VSHUFPS    $0xee, Y1, Y6, Y1
+	VPERM2F128 $0x20, Y4, Y8, Y6
+	VPERM2F128 $0x31, Y4, Y8, Y4
+	VPERM2F128 $0x20, Y5, Y3, Y4
+	VPERM2F128 $0x31, Y5, Y3, Y3
+	VPERM2F128 $0x20, Y7, Y9, Y3
+	VPERM2F128 $0x31, Y7, Y9, Y3
+	VPERM2F128 $0x20, Y1, Y2, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPS    Y6, 8(SP)
+	VMOVUPS    Y4, 40(SP)
+	VMOVUPS    lgc3<>+0(SB), Y1
+	MOVQ       nextTerminated+16(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+128, AX, DI
+	ADDQ       DI, SI
+	ADDQ       CX, SI
+	VPMOVZXBD  (BX)(SI*1), Y2
+	VCVTDQ2PS  Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      nextDone+16(FP), BX
+	MOVQ      nextDone+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -44,55 +86,55 @@ blocks_2:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(0.99, notTerminated)
-	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    nextStateValue+24(FP), BX
+	VMULPS  lgc4<>+0(SB), Y2, Y2
+	MOVQ    nextStateValue+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    nextReward+32(FP), BX
+	MOVQ    nextReward+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    stateValue+40(FP), BX
+	MOVQ    stateValue+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
 	// discount = mul(0.9405, notDone)
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc5<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        state+48(FP), BX
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        state+56(FP), BX
 	VANDPS      12416(BX), Y4, Y4
 	VMOVUPS     Y4, 12416(BX)
-	VMOVUPS     lgc7<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc3<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc3<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc10<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc3<>+0(SB), Y4, Y4
 	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -130,94 +172,75 @@ blocks_2:
 	VFMADD231PD  Y5, Y6, Y4
 	VMOVUPD      Y3, 608(BX)
 	VMOVUPD      Y4, 800(BX)
-	VMOVUPS      lgc11<>+0(SB), Y3
-	VMOVUPS      Y3, 8(SP)
-	VMOVUPS      Y2, 72(SP)
-	VMOVUPS      Y2, 104(SP)
-	VMOVUPS      Y1, 136(SP)
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VMOVUPS      Y3, 72(SP)
+	VMOVUPS      Y2, 136(SP)
+	VMOVUPS      Y2, 168(SP)
+	VMOVUPS      Y1, 200(SP)
 	XORQ         DI, DI
 
 inner_A_3:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+256, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc12<>+0(SB), Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 8(SP)(R8*1), Y1
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 8(SP), Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
+	VMOVUPS 72(SP), Y2
+	VXORPS  lgc13<>+0(SB), Y2, Y2
+	VXORPS  lgc13<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
 	VORPS   Y3, Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 8(SP)
+	VXORPS  lgc13<>+0(SB), Y2, Y2
+	VMOVUPS Y2, 72(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
 	JL      inner_A_3
 
 	// finish v28
-	VMOVUPS 8(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 168(SP)
-	VMOVUPD Y2, 200(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 232(SP)
-	VMOVUPD Y2, 264(SP)
-	VMOVUPS Y1, 296(SP)
+	VMOVUPS 72(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 232(SP)
+	VMOVUPD lgc14<>+0(SB), Y2
+	VMOVUPD Y2, 296(SP)
+	VMOVUPD Y2, 328(SP)
+	VMOVUPS Y1, 360(SP)
 	XORQ    DI, DI
 
 inner_A_4:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+256, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc12<>+0(SB), Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    296(SP), Y2
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 8(SP)(R8*1), Y1
+	VMOVUPS 360(SP), Y2
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y2, Y1, Y1
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -225,14 +248,9 @@ inner_A_4:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v31) over [A]
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       168(SP), Y2, Y2
-	VMOVUPD      Y2, 168(SP)
-	VADDPD       200(SP), Y3, Y2
-	VMOVUPD      Y2, 200(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VADDPS  232(SP), Y4, Y2
+	VMOVUPS Y2, 232(SP)
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
@@ -244,39 +262,35 @@ inner_A_4:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       232(SP), Y2, Y2
-	VMOVUPD      Y2, 232(SP)
-	VADDPD       264(SP), Y1, Y1
-	VMOVUPD      Y1, 264(SP)
+	VADDPD       296(SP), Y2, Y2
+	VMOVUPD      Y2, 296(SP)
+	VADDPD       328(SP), Y1, Y1
+	VMOVUPD      Y1, 328(SP)
 	INCQ         DI
 	CMPQ         DI, $+2
 	JL           inner_A_4
 
 	// finish v32
-	VMOVUPD     168(SP), Y1
-	VMOVUPD     200(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 232(SP), Y1
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -284,51 +298,50 @@ inner_A_4:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc11<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 328(SP)
+	VMOVUPS      Y2, 392(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 328(SP)
+	VMOVSS       X2, 392(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 332(SP)
+	VMOVSS       X2, 396(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 336(SP)
+	VMOVSS       X2, 400(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 340(SP)
+	VMOVSS       X2, 404(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 344(SP)
+	VMOVSS       X2, 408(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 348(SP)
+	VMOVSS       X2, 412(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 352(SP)
+	VMOVSS       X2, 416(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 356(SP)
-	VMOVUPS      328(SP), Y2
+	VMOVSS       X2, 420(SP)
+	VMOVUPS      392(SP), Y2
 
 	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -336,17 +349,17 @@ inner_A_4:
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       logits+56(FP), R8
+	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
-	VPADDD     lgc12<>+0(SB), Y2, Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
+	VPMINSD    lgc45<>+0(SB), Y2, Y2
+	VPMULLD    lgc45<>+0(SB), Y2, Y2
+	VPADDD     lgc46<>+0(SB), Y2, Y2
+	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    296(SP), Y2
+	VMOVUPS    360(SP), Y2
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
@@ -358,18 +371,18 @@ inner_A_4:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS Y6, Y7, Y6
 
 	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VANDPS lgc3<>+0(SB), Y6, Y6
 
 	// mean(v55) over [N T]
 	VADDPS  1152(BX), Y6, Y6
@@ -381,12 +394,12 @@ inner_A_4:
 	// mean(v57) over [N T]
 	VADDPS  1472(BX), Y2, Y2
 	VMOVUPS Y2, 1472(BX)
-	VMOVUPS Y4, 360(SP)
-	VMOVUPS Y5, 392(SP)
+	VMOVUPS Y4, 424(SP)
+	VMOVUPS Y5, 456(SP)
 
 	// finish v61
-	VMOVUPD     232(SP), Y2
-	VMOVUPD     264(SP), Y3
+	VMOVUPD     296(SP), Y2
+	VMOVUPD     328(SP), Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
 	VCVTPD2PSY  Y2, X4
 	VCVTPD2PSY  Y3, X2
@@ -394,13 +407,13 @@ inner_A_4:
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y2, Y1
-	VMOVUPS 392(SP), Y2
+	VMOVUPS 456(SP), Y2
 
 	// entropy = sub(v33, v62)
 	VSUBPS Y1, Y2, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  1792(BX), Y1, Y1
@@ -409,8 +422,8 @@ inner_A_4:
 	// mean(v65) over [N T]
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 136(SP), Y1
-	MOVQ    stateValue+40(FP), DI
+	VMOVUPS 200(SP), Y1
+	MOVQ    stateValue+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
@@ -420,7 +433,7 @@ inner_A_4:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
+	VMULPS lgc25<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
@@ -471,40 +484,40 @@ inner_A_4:
 	VFMADD231PD  Y4, Y1, Y2
 	VMOVUPD      Y3, 7200(BX)(DI*8)
 	VMOVUPD      Y2, 8352(BX)(DI*8)
-	VMOVUPS      360(SP), Y1
+	VMOVUPS      424(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       10624(BX), Y2, Y2
 	VMOVUPS      Y2, 10624(BX)
@@ -523,28 +536,28 @@ inner_A_4:
 	VMOVUPD      Y2, 11296(BX)(DI*8)
 
 	// v81 = mul(2, logWeight)
-	VMULPS  lgc52<>+0(SB), Y1, Y1
-	VMOVUPS 72(SP), Y1
+	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMOVUPS 136(SP), Y1
 
 	// store gae
 	MOVQ    s0+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 104(SP), Y1
+	VMOVUPS 168(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 136(SP), Y1
+	VMOVUPS 200(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+96(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_5
-	MOVQ         state+48(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -555,8 +568,8 @@ inner_A_4:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      1152(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -568,8 +581,8 @@ inner_A_4:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1152(DX)
 	VMOVUPS      1472(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -581,8 +594,8 @@ inner_A_4:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1472(DX)
 	VMOVUPS      1792(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -594,8 +607,8 @@ inner_A_4:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1792(DX)
 	VMOVUPS      2112(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -607,8 +620,8 @@ inner_A_4:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 2112(DX)
 	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -626,10 +639,10 @@ inner_A_4:
 noflush_5:
 	SUBQ         $+8, CX
 	JGE          blocks_2
-	MOVQ         state+48(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -640,8 +653,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -653,8 +666,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -666,8 +679,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -679,8 +692,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -692,8 +705,8 @@ noflush_5:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -728,521 +741,531 @@ DATA lgc1<>+16(SB)/8, $0x3ff0000000000000
 DATA lgc1<>+24(SB)/8, $0x3ff0000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x3f800000
-DATA lgc2<>+4(SB)/4, $0x3f800000
-DATA lgc2<>+8(SB)/4, $0x3f800000
-DATA lgc2<>+12(SB)/4, $0x3f800000
-DATA lgc2<>+16(SB)/4, $0x3f800000
-DATA lgc2<>+20(SB)/4, $0x3f800000
-DATA lgc2<>+24(SB)/4, $0x3f800000
-DATA lgc2<>+28(SB)/4, $0x3f800000
+DATA lgc2<>+0(SB)/4, $0xffffffff
+DATA lgc2<>+4(SB)/4, $0xffffffff
+DATA lgc2<>+8(SB)/4, $0x00000000
+DATA lgc2<>+12(SB)/4, $0x00000000
+DATA lgc2<>+16(SB)/4, $0x00000000
+DATA lgc2<>+20(SB)/4, $0x00000000
+DATA lgc2<>+24(SB)/4, $0x00000000
+DATA lgc2<>+28(SB)/4, $0x00000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x3f7d70a4
-DATA lgc3<>+4(SB)/4, $0x3f7d70a4
-DATA lgc3<>+8(SB)/4, $0x3f7d70a4
-DATA lgc3<>+12(SB)/4, $0x3f7d70a4
-DATA lgc3<>+16(SB)/4, $0x3f7d70a4
-DATA lgc3<>+20(SB)/4, $0x3f7d70a4
-DATA lgc3<>+24(SB)/4, $0x3f7d70a4
-DATA lgc3<>+28(SB)/4, $0x3f7d70a4
+DATA lgc3<>+0(SB)/4, $0x3f800000
+DATA lgc3<>+4(SB)/4, $0x3f800000
+DATA lgc3<>+8(SB)/4, $0x3f800000
+DATA lgc3<>+12(SB)/4, $0x3f800000
+DATA lgc3<>+16(SB)/4, $0x3f800000
+DATA lgc3<>+20(SB)/4, $0x3f800000
+DATA lgc3<>+24(SB)/4, $0x3f800000
+DATA lgc3<>+28(SB)/4, $0x3f800000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
-DATA lgc4<>+0(SB)/4, $0x3f70c49c
-DATA lgc4<>+4(SB)/4, $0x3f70c49c
-DATA lgc4<>+8(SB)/4, $0x3f70c49c
-DATA lgc4<>+12(SB)/4, $0x3f70c49c
-DATA lgc4<>+16(SB)/4, $0x3f70c49c
-DATA lgc4<>+20(SB)/4, $0x3f70c49c
-DATA lgc4<>+24(SB)/4, $0x3f70c49c
-DATA lgc4<>+28(SB)/4, $0x3f70c49c
+DATA lgc4<>+0(SB)/4, $0x3f7d70a4
+DATA lgc4<>+4(SB)/4, $0x3f7d70a4
+DATA lgc4<>+8(SB)/4, $0x3f7d70a4
+DATA lgc4<>+12(SB)/4, $0x3f7d70a4
+DATA lgc4<>+16(SB)/4, $0x3f7d70a4
+DATA lgc4<>+20(SB)/4, $0x3f7d70a4
+DATA lgc4<>+24(SB)/4, $0x3f7d70a4
+DATA lgc4<>+28(SB)/4, $0x3f7d70a4
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0x7fffffff
-DATA lgc5<>+4(SB)/4, $0x7fffffff
-DATA lgc5<>+8(SB)/4, $0x7fffffff
-DATA lgc5<>+12(SB)/4, $0x7fffffff
-DATA lgc5<>+16(SB)/4, $0x7fffffff
-DATA lgc5<>+20(SB)/4, $0x7fffffff
-DATA lgc5<>+24(SB)/4, $0x7fffffff
-DATA lgc5<>+28(SB)/4, $0x7fffffff
+DATA lgc5<>+0(SB)/4, $0x3f70c49c
+DATA lgc5<>+4(SB)/4, $0x3f70c49c
+DATA lgc5<>+8(SB)/4, $0x3f70c49c
+DATA lgc5<>+12(SB)/4, $0x3f70c49c
+DATA lgc5<>+16(SB)/4, $0x3f70c49c
+DATA lgc5<>+20(SB)/4, $0x3f70c49c
+DATA lgc5<>+24(SB)/4, $0x3f70c49c
+DATA lgc5<>+28(SB)/4, $0x3f70c49c
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x79800000
-DATA lgc6<>+4(SB)/4, $0x79800000
-DATA lgc6<>+8(SB)/4, $0x79800000
-DATA lgc6<>+12(SB)/4, $0x79800000
-DATA lgc6<>+16(SB)/4, $0x79800000
-DATA lgc6<>+20(SB)/4, $0x79800000
-DATA lgc6<>+24(SB)/4, $0x79800000
-DATA lgc6<>+28(SB)/4, $0x79800000
+DATA lgc6<>+0(SB)/4, $0x7fffffff
+DATA lgc6<>+4(SB)/4, $0x7fffffff
+DATA lgc6<>+8(SB)/4, $0x7fffffff
+DATA lgc6<>+12(SB)/4, $0x7fffffff
+DATA lgc6<>+16(SB)/4, $0x7fffffff
+DATA lgc6<>+20(SB)/4, $0x7fffffff
+DATA lgc6<>+24(SB)/4, $0x7fffffff
+DATA lgc6<>+28(SB)/4, $0x7fffffff
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x00000001
-DATA lgc7<>+4(SB)/4, $0x00000002
-DATA lgc7<>+8(SB)/4, $0x00000003
-DATA lgc7<>+12(SB)/4, $0x00000004
-DATA lgc7<>+16(SB)/4, $0x00000005
-DATA lgc7<>+20(SB)/4, $0x00000006
-DATA lgc7<>+24(SB)/4, $0x00000007
-DATA lgc7<>+28(SB)/4, $0x00000007
+DATA lgc7<>+0(SB)/4, $0x79800000
+DATA lgc7<>+4(SB)/4, $0x79800000
+DATA lgc7<>+8(SB)/4, $0x79800000
+DATA lgc7<>+12(SB)/4, $0x79800000
+DATA lgc7<>+16(SB)/4, $0x79800000
+DATA lgc7<>+20(SB)/4, $0x79800000
+DATA lgc7<>+24(SB)/4, $0x79800000
+DATA lgc7<>+28(SB)/4, $0x79800000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x00000002
-DATA lgc8<>+4(SB)/4, $0x00000003
-DATA lgc8<>+8(SB)/4, $0x00000004
-DATA lgc8<>+12(SB)/4, $0x00000005
-DATA lgc8<>+16(SB)/4, $0x00000006
-DATA lgc8<>+20(SB)/4, $0x00000007
-DATA lgc8<>+24(SB)/4, $0x00000006
+DATA lgc8<>+0(SB)/4, $0x00000001
+DATA lgc8<>+4(SB)/4, $0x00000002
+DATA lgc8<>+8(SB)/4, $0x00000003
+DATA lgc8<>+12(SB)/4, $0x00000004
+DATA lgc8<>+16(SB)/4, $0x00000005
+DATA lgc8<>+20(SB)/4, $0x00000006
+DATA lgc8<>+24(SB)/4, $0x00000007
 DATA lgc8<>+28(SB)/4, $0x00000007
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0x00000004
-DATA lgc9<>+4(SB)/4, $0x00000005
-DATA lgc9<>+8(SB)/4, $0x00000006
-DATA lgc9<>+12(SB)/4, $0x00000007
-DATA lgc9<>+16(SB)/4, $0x00000004
-DATA lgc9<>+20(SB)/4, $0x00000005
+DATA lgc9<>+0(SB)/4, $0x00000002
+DATA lgc9<>+4(SB)/4, $0x00000003
+DATA lgc9<>+8(SB)/4, $0x00000004
+DATA lgc9<>+12(SB)/4, $0x00000005
+DATA lgc9<>+16(SB)/4, $0x00000006
+DATA lgc9<>+20(SB)/4, $0x00000007
 DATA lgc9<>+24(SB)/4, $0x00000006
 DATA lgc9<>+28(SB)/4, $0x00000007
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x00000000
-DATA lgc10<>+4(SB)/4, $0x00000000
-DATA lgc10<>+8(SB)/4, $0x00000000
-DATA lgc10<>+12(SB)/4, $0x00000000
-DATA lgc10<>+16(SB)/4, $0x00000000
-DATA lgc10<>+20(SB)/4, $0x00000000
-DATA lgc10<>+24(SB)/4, $0x00000000
-DATA lgc10<>+28(SB)/4, $0x00000000
+DATA lgc10<>+0(SB)/4, $0x00000004
+DATA lgc10<>+4(SB)/4, $0x00000005
+DATA lgc10<>+8(SB)/4, $0x00000006
+DATA lgc10<>+12(SB)/4, $0x00000007
+DATA lgc10<>+16(SB)/4, $0x00000004
+DATA lgc10<>+20(SB)/4, $0x00000005
+DATA lgc10<>+24(SB)/4, $0x00000006
+DATA lgc10<>+28(SB)/4, $0x00000007
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0xff800000
-DATA lgc11<>+4(SB)/4, $0xff800000
-DATA lgc11<>+8(SB)/4, $0xff800000
-DATA lgc11<>+12(SB)/4, $0xff800000
-DATA lgc11<>+16(SB)/4, $0xff800000
-DATA lgc11<>+20(SB)/4, $0xff800000
-DATA lgc11<>+24(SB)/4, $0xff800000
-DATA lgc11<>+28(SB)/4, $0xff800000
+DATA lgc11<>+0(SB)/4, $0x00000000
+DATA lgc11<>+4(SB)/4, $0x00000000
+DATA lgc11<>+8(SB)/4, $0x00000000
+DATA lgc11<>+12(SB)/4, $0x00000000
+DATA lgc11<>+16(SB)/4, $0x00000000
+DATA lgc11<>+20(SB)/4, $0x00000000
+DATA lgc11<>+24(SB)/4, $0x00000000
+DATA lgc11<>+28(SB)/4, $0x00000000
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x00000000
-DATA lgc12<>+4(SB)/4, $0x00000002
-DATA lgc12<>+8(SB)/4, $0x00000004
-DATA lgc12<>+12(SB)/4, $0x00000006
-DATA lgc12<>+16(SB)/4, $0x00000008
-DATA lgc12<>+20(SB)/4, $0x0000000a
-DATA lgc12<>+24(SB)/4, $0x0000000c
-DATA lgc12<>+28(SB)/4, $0x0000000e
+DATA lgc12<>+0(SB)/4, $0xff800000
+DATA lgc12<>+4(SB)/4, $0xff800000
+DATA lgc12<>+8(SB)/4, $0xff800000
+DATA lgc12<>+12(SB)/4, $0xff800000
+DATA lgc12<>+16(SB)/4, $0xff800000
+DATA lgc12<>+20(SB)/4, $0xff800000
+DATA lgc12<>+24(SB)/4, $0xff800000
+DATA lgc12<>+28(SB)/4, $0xff800000
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0xffffffff
-DATA lgc13<>+4(SB)/4, $0xffffffff
-DATA lgc13<>+8(SB)/4, $0xffffffff
-DATA lgc13<>+12(SB)/4, $0xffffffff
-DATA lgc13<>+16(SB)/4, $0xffffffff
-DATA lgc13<>+20(SB)/4, $0xffffffff
-DATA lgc13<>+24(SB)/4, $0xffffffff
-DATA lgc13<>+28(SB)/4, $0xffffffff
+DATA lgc13<>+0(SB)/4, $0x80000000
+DATA lgc13<>+4(SB)/4, $0x80000000
+DATA lgc13<>+8(SB)/4, $0x80000000
+DATA lgc13<>+12(SB)/4, $0x80000000
+DATA lgc13<>+16(SB)/4, $0x80000000
+DATA lgc13<>+20(SB)/4, $0x80000000
+DATA lgc13<>+24(SB)/4, $0x80000000
+DATA lgc13<>+28(SB)/4, $0x80000000
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x80000000
-DATA lgc14<>+4(SB)/4, $0x80000000
-DATA lgc14<>+8(SB)/4, $0x80000000
-DATA lgc14<>+12(SB)/4, $0x80000000
-DATA lgc14<>+16(SB)/4, $0x80000000
-DATA lgc14<>+20(SB)/4, $0x80000000
-DATA lgc14<>+24(SB)/4, $0x80000000
-DATA lgc14<>+28(SB)/4, $0x80000000
+DATA lgc14<>+0(SB)/8, $0x0000000000000000
+DATA lgc14<>+8(SB)/8, $0x0000000000000000
+DATA lgc14<>+16(SB)/8, $0x0000000000000000
+DATA lgc14<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/8, $0x0000000000000000
-DATA lgc15<>+8(SB)/8, $0x0000000000000000
-DATA lgc15<>+16(SB)/8, $0x0000000000000000
-DATA lgc15<>+24(SB)/8, $0x0000000000000000
+DATA lgc15<>+0(SB)/4, $0xc2d00000
+DATA lgc15<>+4(SB)/4, $0xc2d00000
+DATA lgc15<>+8(SB)/4, $0xc2d00000
+DATA lgc15<>+12(SB)/4, $0xc2d00000
+DATA lgc15<>+16(SB)/4, $0xc2d00000
+DATA lgc15<>+20(SB)/4, $0xc2d00000
+DATA lgc15<>+24(SB)/4, $0xc2d00000
+DATA lgc15<>+28(SB)/4, $0xc2d00000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
+DATA lgc16<>+0(SB)/4, $0x42b20000
+DATA lgc16<>+4(SB)/4, $0x42b20000
+DATA lgc16<>+8(SB)/4, $0x42b20000
+DATA lgc16<>+12(SB)/4, $0x42b20000
+DATA lgc16<>+16(SB)/4, $0x42b20000
+DATA lgc16<>+20(SB)/4, $0x42b20000
+DATA lgc16<>+24(SB)/4, $0x42b20000
+DATA lgc16<>+28(SB)/4, $0x42b20000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
+DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0x3f318000
+DATA lgc18<>+4(SB)/4, $0x3f318000
+DATA lgc18<>+8(SB)/4, $0x3f318000
+DATA lgc18<>+12(SB)/4, $0x3f318000
+DATA lgc18<>+16(SB)/4, $0x3f318000
+DATA lgc18<>+20(SB)/4, $0x3f318000
+DATA lgc18<>+24(SB)/4, $0x3f318000
+DATA lgc18<>+28(SB)/4, $0x3f318000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0xb95e8083
+DATA lgc19<>+4(SB)/4, $0xb95e8083
+DATA lgc19<>+8(SB)/4, $0xb95e8083
+DATA lgc19<>+12(SB)/4, $0xb95e8083
+DATA lgc19<>+16(SB)/4, $0xb95e8083
+DATA lgc19<>+20(SB)/4, $0xb95e8083
+DATA lgc19<>+24(SB)/4, $0xb95e8083
+DATA lgc19<>+28(SB)/4, $0xb95e8083
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x39506967
+DATA lgc20<>+4(SB)/4, $0x39506967
+DATA lgc20<>+8(SB)/4, $0x39506967
+DATA lgc20<>+12(SB)/4, $0x39506967
+DATA lgc20<>+16(SB)/4, $0x39506967
+DATA lgc20<>+20(SB)/4, $0x39506967
+DATA lgc20<>+24(SB)/4, $0x39506967
+DATA lgc20<>+28(SB)/4, $0x39506967
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0x3ab743ce
+DATA lgc21<>+4(SB)/4, $0x3ab743ce
+DATA lgc21<>+8(SB)/4, $0x3ab743ce
+DATA lgc21<>+12(SB)/4, $0x3ab743ce
+DATA lgc21<>+16(SB)/4, $0x3ab743ce
+DATA lgc21<>+20(SB)/4, $0x3ab743ce
+DATA lgc21<>+24(SB)/4, $0x3ab743ce
+DATA lgc21<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0x3c088908
+DATA lgc22<>+4(SB)/4, $0x3c088908
+DATA lgc22<>+8(SB)/4, $0x3c088908
+DATA lgc22<>+12(SB)/4, $0x3c088908
+DATA lgc22<>+16(SB)/4, $0x3c088908
+DATA lgc22<>+20(SB)/4, $0x3c088908
+DATA lgc22<>+24(SB)/4, $0x3c088908
+DATA lgc22<>+28(SB)/4, $0x3c088908
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3f000000
+DATA lgc25<>+4(SB)/4, $0x3f000000
+DATA lgc25<>+8(SB)/4, $0x3f000000
+DATA lgc25<>+12(SB)/4, $0x3f000000
+DATA lgc25<>+16(SB)/4, $0x3f000000
+DATA lgc25<>+20(SB)/4, $0x3f000000
+DATA lgc25<>+24(SB)/4, $0x3f000000
+DATA lgc25<>+28(SB)/4, $0x3f000000
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
+DATA lgc26<>+0(SB)/4, $0xffffff82
+DATA lgc26<>+4(SB)/4, $0xffffff82
+DATA lgc26<>+8(SB)/4, $0xffffff82
+DATA lgc26<>+12(SB)/4, $0xffffff82
+DATA lgc26<>+16(SB)/4, $0xffffff82
+DATA lgc26<>+20(SB)/4, $0xffffff82
+DATA lgc26<>+24(SB)/4, $0xffffff82
+DATA lgc26<>+28(SB)/4, $0xffffff82
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
+DATA lgc27<>+0(SB)/4, $0x0000007f
+DATA lgc27<>+4(SB)/4, $0x0000007f
+DATA lgc27<>+8(SB)/4, $0x0000007f
+DATA lgc27<>+12(SB)/4, $0x0000007f
+DATA lgc27<>+16(SB)/4, $0x0000007f
+DATA lgc27<>+20(SB)/4, $0x0000007f
+DATA lgc27<>+24(SB)/4, $0x0000007f
+DATA lgc27<>+28(SB)/4, $0x0000007f
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0xff7fffff
+DATA lgc28<>+4(SB)/4, $0xff7fffff
+DATA lgc28<>+8(SB)/4, $0xff7fffff
+DATA lgc28<>+12(SB)/4, $0xff7fffff
+DATA lgc28<>+16(SB)/4, $0xff7fffff
+DATA lgc28<>+20(SB)/4, $0xff7fffff
+DATA lgc28<>+24(SB)/4, $0xff7fffff
+DATA lgc28<>+28(SB)/4, $0xff7fffff
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff7fffff
-DATA lgc29<>+4(SB)/4, $0xff7fffff
-DATA lgc29<>+8(SB)/4, $0xff7fffff
-DATA lgc29<>+12(SB)/4, $0xff7fffff
-DATA lgc29<>+16(SB)/4, $0xff7fffff
-DATA lgc29<>+20(SB)/4, $0xff7fffff
-DATA lgc29<>+24(SB)/4, $0xff7fffff
-DATA lgc29<>+28(SB)/4, $0xff7fffff
+DATA lgc29<>+0(SB)/4, $0x00800000
+DATA lgc29<>+4(SB)/4, $0x00800000
+DATA lgc29<>+8(SB)/4, $0x00800000
+DATA lgc29<>+12(SB)/4, $0x00800000
+DATA lgc29<>+16(SB)/4, $0x00800000
+DATA lgc29<>+20(SB)/4, $0x00800000
+DATA lgc29<>+24(SB)/4, $0x00800000
+DATA lgc29<>+28(SB)/4, $0x00800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-DATA lgc30<>+0(SB)/4, $0x00800000
-DATA lgc30<>+4(SB)/4, $0x00800000
-DATA lgc30<>+8(SB)/4, $0x00800000
-DATA lgc30<>+12(SB)/4, $0x00800000
-DATA lgc30<>+16(SB)/4, $0x00800000
-DATA lgc30<>+20(SB)/4, $0x00800000
-DATA lgc30<>+24(SB)/4, $0x00800000
-DATA lgc30<>+28(SB)/4, $0x00800000
+DATA lgc30<>+0(SB)/4, $0x4b000000
+DATA lgc30<>+4(SB)/4, $0x4b000000
+DATA lgc30<>+8(SB)/4, $0x4b000000
+DATA lgc30<>+12(SB)/4, $0x4b000000
+DATA lgc30<>+16(SB)/4, $0x4b000000
+DATA lgc30<>+20(SB)/4, $0x4b000000
+DATA lgc30<>+24(SB)/4, $0x4b000000
+DATA lgc30<>+28(SB)/4, $0x4b000000
 GLOBL lgc30<>(SB), RODATA|NOPTR, $32
 
-DATA lgc31<>+0(SB)/4, $0x4b000000
-DATA lgc31<>+4(SB)/4, $0x4b000000
-DATA lgc31<>+8(SB)/4, $0x4b000000
-DATA lgc31<>+12(SB)/4, $0x4b000000
-DATA lgc31<>+16(SB)/4, $0x4b000000
-DATA lgc31<>+20(SB)/4, $0x4b000000
-DATA lgc31<>+24(SB)/4, $0x4b000000
-DATA lgc31<>+28(SB)/4, $0x4b000000
+DATA lgc31<>+0(SB)/4, $0xffffffe9
+DATA lgc31<>+4(SB)/4, $0xffffffe9
+DATA lgc31<>+8(SB)/4, $0xffffffe9
+DATA lgc31<>+12(SB)/4, $0xffffffe9
+DATA lgc31<>+16(SB)/4, $0xffffffe9
+DATA lgc31<>+20(SB)/4, $0xffffffe9
+DATA lgc31<>+24(SB)/4, $0xffffffe9
+DATA lgc31<>+28(SB)/4, $0xffffffe9
 GLOBL lgc31<>(SB), RODATA|NOPTR, $32
 
-DATA lgc32<>+0(SB)/4, $0xffffffe9
-DATA lgc32<>+4(SB)/4, $0xffffffe9
-DATA lgc32<>+8(SB)/4, $0xffffffe9
-DATA lgc32<>+12(SB)/4, $0xffffffe9
-DATA lgc32<>+16(SB)/4, $0xffffffe9
-DATA lgc32<>+20(SB)/4, $0xffffffe9
-DATA lgc32<>+24(SB)/4, $0xffffffe9
-DATA lgc32<>+28(SB)/4, $0xffffffe9
+DATA lgc32<>+0(SB)/4, $0x007fffff
+DATA lgc32<>+4(SB)/4, $0x007fffff
+DATA lgc32<>+8(SB)/4, $0x007fffff
+DATA lgc32<>+12(SB)/4, $0x007fffff
+DATA lgc32<>+16(SB)/4, $0x007fffff
+DATA lgc32<>+20(SB)/4, $0x007fffff
+DATA lgc32<>+24(SB)/4, $0x007fffff
+DATA lgc32<>+28(SB)/4, $0x007fffff
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-DATA lgc33<>+0(SB)/4, $0x007fffff
-DATA lgc33<>+4(SB)/4, $0x007fffff
-DATA lgc33<>+8(SB)/4, $0x007fffff
-DATA lgc33<>+12(SB)/4, $0x007fffff
-DATA lgc33<>+16(SB)/4, $0x007fffff
-DATA lgc33<>+20(SB)/4, $0x007fffff
-DATA lgc33<>+24(SB)/4, $0x007fffff
-DATA lgc33<>+28(SB)/4, $0x007fffff
+DATA lgc33<>+0(SB)/4, $0x3fb504f3
+DATA lgc33<>+4(SB)/4, $0x3fb504f3
+DATA lgc33<>+8(SB)/4, $0x3fb504f3
+DATA lgc33<>+12(SB)/4, $0x3fb504f3
+DATA lgc33<>+16(SB)/4, $0x3fb504f3
+DATA lgc33<>+20(SB)/4, $0x3fb504f3
+DATA lgc33<>+24(SB)/4, $0x3fb504f3
+DATA lgc33<>+28(SB)/4, $0x3fb504f3
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-DATA lgc34<>+0(SB)/4, $0x3fb504f3
-DATA lgc34<>+4(SB)/4, $0x3fb504f3
-DATA lgc34<>+8(SB)/4, $0x3fb504f3
-DATA lgc34<>+12(SB)/4, $0x3fb504f3
-DATA lgc34<>+16(SB)/4, $0x3fb504f3
-DATA lgc34<>+20(SB)/4, $0x3fb504f3
-DATA lgc34<>+24(SB)/4, $0x3fb504f3
-DATA lgc34<>+28(SB)/4, $0x3fb504f3
+DATA lgc34<>+0(SB)/4, $0x3d9021bb
+DATA lgc34<>+4(SB)/4, $0x3d9021bb
+DATA lgc34<>+8(SB)/4, $0x3d9021bb
+DATA lgc34<>+12(SB)/4, $0x3d9021bb
+DATA lgc34<>+16(SB)/4, $0x3d9021bb
+DATA lgc34<>+20(SB)/4, $0x3d9021bb
+DATA lgc34<>+24(SB)/4, $0x3d9021bb
+DATA lgc34<>+28(SB)/4, $0x3d9021bb
 GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 
-DATA lgc35<>+0(SB)/4, $0x3d9021bb
-DATA lgc35<>+4(SB)/4, $0x3d9021bb
-DATA lgc35<>+8(SB)/4, $0x3d9021bb
-DATA lgc35<>+12(SB)/4, $0x3d9021bb
-DATA lgc35<>+16(SB)/4, $0x3d9021bb
-DATA lgc35<>+20(SB)/4, $0x3d9021bb
-DATA lgc35<>+24(SB)/4, $0x3d9021bb
-DATA lgc35<>+28(SB)/4, $0x3d9021bb
+DATA lgc35<>+0(SB)/4, $0xbdebd1b8
+DATA lgc35<>+4(SB)/4, $0xbdebd1b8
+DATA lgc35<>+8(SB)/4, $0xbdebd1b8
+DATA lgc35<>+12(SB)/4, $0xbdebd1b8
+DATA lgc35<>+16(SB)/4, $0xbdebd1b8
+DATA lgc35<>+20(SB)/4, $0xbdebd1b8
+DATA lgc35<>+24(SB)/4, $0xbdebd1b8
+DATA lgc35<>+28(SB)/4, $0xbdebd1b8
 GLOBL lgc35<>(SB), RODATA|NOPTR, $32
 
-DATA lgc36<>+0(SB)/4, $0xbdebd1b8
-DATA lgc36<>+4(SB)/4, $0xbdebd1b8
-DATA lgc36<>+8(SB)/4, $0xbdebd1b8
-DATA lgc36<>+12(SB)/4, $0xbdebd1b8
-DATA lgc36<>+16(SB)/4, $0xbdebd1b8
-DATA lgc36<>+20(SB)/4, $0xbdebd1b8
-DATA lgc36<>+24(SB)/4, $0xbdebd1b8
-DATA lgc36<>+28(SB)/4, $0xbdebd1b8
+DATA lgc36<>+0(SB)/4, $0x3def251a
+DATA lgc36<>+4(SB)/4, $0x3def251a
+DATA lgc36<>+8(SB)/4, $0x3def251a
+DATA lgc36<>+12(SB)/4, $0x3def251a
+DATA lgc36<>+16(SB)/4, $0x3def251a
+DATA lgc36<>+20(SB)/4, $0x3def251a
+DATA lgc36<>+24(SB)/4, $0x3def251a
+DATA lgc36<>+28(SB)/4, $0x3def251a
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-DATA lgc37<>+0(SB)/4, $0x3def251a
-DATA lgc37<>+4(SB)/4, $0x3def251a
-DATA lgc37<>+8(SB)/4, $0x3def251a
-DATA lgc37<>+12(SB)/4, $0x3def251a
-DATA lgc37<>+16(SB)/4, $0x3def251a
-DATA lgc37<>+20(SB)/4, $0x3def251a
-DATA lgc37<>+24(SB)/4, $0x3def251a
-DATA lgc37<>+28(SB)/4, $0x3def251a
+DATA lgc37<>+0(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+4(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+8(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+12(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+16(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+20(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+24(SB)/4, $0xbdfe5d4f
+DATA lgc37<>+28(SB)/4, $0xbdfe5d4f
 GLOBL lgc37<>(SB), RODATA|NOPTR, $32
 
-DATA lgc38<>+0(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+4(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+8(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+12(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+16(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+20(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+24(SB)/4, $0xbdfe5d4f
-DATA lgc38<>+28(SB)/4, $0xbdfe5d4f
+DATA lgc38<>+0(SB)/4, $0x3e11e9bf
+DATA lgc38<>+4(SB)/4, $0x3e11e9bf
+DATA lgc38<>+8(SB)/4, $0x3e11e9bf
+DATA lgc38<>+12(SB)/4, $0x3e11e9bf
+DATA lgc38<>+16(SB)/4, $0x3e11e9bf
+DATA lgc38<>+20(SB)/4, $0x3e11e9bf
+DATA lgc38<>+24(SB)/4, $0x3e11e9bf
+DATA lgc38<>+28(SB)/4, $0x3e11e9bf
 GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 
-DATA lgc39<>+0(SB)/4, $0x3e11e9bf
-DATA lgc39<>+4(SB)/4, $0x3e11e9bf
-DATA lgc39<>+8(SB)/4, $0x3e11e9bf
-DATA lgc39<>+12(SB)/4, $0x3e11e9bf
-DATA lgc39<>+16(SB)/4, $0x3e11e9bf
-DATA lgc39<>+20(SB)/4, $0x3e11e9bf
-DATA lgc39<>+24(SB)/4, $0x3e11e9bf
-DATA lgc39<>+28(SB)/4, $0x3e11e9bf
+DATA lgc39<>+0(SB)/4, $0xbe2aae50
+DATA lgc39<>+4(SB)/4, $0xbe2aae50
+DATA lgc39<>+8(SB)/4, $0xbe2aae50
+DATA lgc39<>+12(SB)/4, $0xbe2aae50
+DATA lgc39<>+16(SB)/4, $0xbe2aae50
+DATA lgc39<>+20(SB)/4, $0xbe2aae50
+DATA lgc39<>+24(SB)/4, $0xbe2aae50
+DATA lgc39<>+28(SB)/4, $0xbe2aae50
 GLOBL lgc39<>(SB), RODATA|NOPTR, $32
 
-DATA lgc40<>+0(SB)/4, $0xbe2aae50
-DATA lgc40<>+4(SB)/4, $0xbe2aae50
-DATA lgc40<>+8(SB)/4, $0xbe2aae50
-DATA lgc40<>+12(SB)/4, $0xbe2aae50
-DATA lgc40<>+16(SB)/4, $0xbe2aae50
-DATA lgc40<>+20(SB)/4, $0xbe2aae50
-DATA lgc40<>+24(SB)/4, $0xbe2aae50
-DATA lgc40<>+28(SB)/4, $0xbe2aae50
+DATA lgc40<>+0(SB)/4, $0x3e4cceac
+DATA lgc40<>+4(SB)/4, $0x3e4cceac
+DATA lgc40<>+8(SB)/4, $0x3e4cceac
+DATA lgc40<>+12(SB)/4, $0x3e4cceac
+DATA lgc40<>+16(SB)/4, $0x3e4cceac
+DATA lgc40<>+20(SB)/4, $0x3e4cceac
+DATA lgc40<>+24(SB)/4, $0x3e4cceac
+DATA lgc40<>+28(SB)/4, $0x3e4cceac
 GLOBL lgc40<>(SB), RODATA|NOPTR, $32
 
-DATA lgc41<>+0(SB)/4, $0x3e4cceac
-DATA lgc41<>+4(SB)/4, $0x3e4cceac
-DATA lgc41<>+8(SB)/4, $0x3e4cceac
-DATA lgc41<>+12(SB)/4, $0x3e4cceac
-DATA lgc41<>+16(SB)/4, $0x3e4cceac
-DATA lgc41<>+20(SB)/4, $0x3e4cceac
-DATA lgc41<>+24(SB)/4, $0x3e4cceac
-DATA lgc41<>+28(SB)/4, $0x3e4cceac
+DATA lgc41<>+0(SB)/4, $0xbe7ffffc
+DATA lgc41<>+4(SB)/4, $0xbe7ffffc
+DATA lgc41<>+8(SB)/4, $0xbe7ffffc
+DATA lgc41<>+12(SB)/4, $0xbe7ffffc
+DATA lgc41<>+16(SB)/4, $0xbe7ffffc
+DATA lgc41<>+20(SB)/4, $0xbe7ffffc
+DATA lgc41<>+24(SB)/4, $0xbe7ffffc
+DATA lgc41<>+28(SB)/4, $0xbe7ffffc
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-DATA lgc42<>+0(SB)/4, $0xbe7ffffc
-DATA lgc42<>+4(SB)/4, $0xbe7ffffc
-DATA lgc42<>+8(SB)/4, $0xbe7ffffc
-DATA lgc42<>+12(SB)/4, $0xbe7ffffc
-DATA lgc42<>+16(SB)/4, $0xbe7ffffc
-DATA lgc42<>+20(SB)/4, $0xbe7ffffc
-DATA lgc42<>+24(SB)/4, $0xbe7ffffc
-DATA lgc42<>+28(SB)/4, $0xbe7ffffc
+DATA lgc42<>+0(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+4(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+8(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+12(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+16(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+20(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+24(SB)/4, $0x3eaaaaaa
+DATA lgc42<>+28(SB)/4, $0x3eaaaaaa
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-DATA lgc43<>+0(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+4(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+8(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+12(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+16(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+20(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+24(SB)/4, $0x3eaaaaaa
-DATA lgc43<>+28(SB)/4, $0x3eaaaaaa
+DATA lgc43<>+0(SB)/4, $0x7fc00000
+DATA lgc43<>+4(SB)/4, $0x7fc00000
+DATA lgc43<>+8(SB)/4, $0x7fc00000
+DATA lgc43<>+12(SB)/4, $0x7fc00000
+DATA lgc43<>+16(SB)/4, $0x7fc00000
+DATA lgc43<>+20(SB)/4, $0x7fc00000
+DATA lgc43<>+24(SB)/4, $0x7fc00000
+DATA lgc43<>+28(SB)/4, $0x7fc00000
 GLOBL lgc43<>(SB), RODATA|NOPTR, $32
 
-DATA lgc44<>+0(SB)/4, $0x7fc00000
-DATA lgc44<>+4(SB)/4, $0x7fc00000
-DATA lgc44<>+8(SB)/4, $0x7fc00000
-DATA lgc44<>+12(SB)/4, $0x7fc00000
-DATA lgc44<>+16(SB)/4, $0x7fc00000
-DATA lgc44<>+20(SB)/4, $0x7fc00000
-DATA lgc44<>+24(SB)/4, $0x7fc00000
-DATA lgc44<>+28(SB)/4, $0x7fc00000
+DATA lgc44<>+0(SB)/4, $0x7f800000
+DATA lgc44<>+4(SB)/4, $0x7f800000
+DATA lgc44<>+8(SB)/4, $0x7f800000
+DATA lgc44<>+12(SB)/4, $0x7f800000
+DATA lgc44<>+16(SB)/4, $0x7f800000
+DATA lgc44<>+20(SB)/4, $0x7f800000
+DATA lgc44<>+24(SB)/4, $0x7f800000
+DATA lgc44<>+28(SB)/4, $0x7f800000
 GLOBL lgc44<>(SB), RODATA|NOPTR, $32
 
-DATA lgc45<>+0(SB)/4, $0x7f800000
-DATA lgc45<>+4(SB)/4, $0x7f800000
-DATA lgc45<>+8(SB)/4, $0x7f800000
-DATA lgc45<>+12(SB)/4, $0x7f800000
-DATA lgc45<>+16(SB)/4, $0x7f800000
-DATA lgc45<>+20(SB)/4, $0x7f800000
-DATA lgc45<>+24(SB)/4, $0x7f800000
-DATA lgc45<>+28(SB)/4, $0x7f800000
+DATA lgc45<>+0(SB)/4, $0x00000001
+DATA lgc45<>+4(SB)/4, $0x00000001
+DATA lgc45<>+8(SB)/4, $0x00000001
+DATA lgc45<>+12(SB)/4, $0x00000001
+DATA lgc45<>+16(SB)/4, $0x00000001
+DATA lgc45<>+20(SB)/4, $0x00000001
+DATA lgc45<>+24(SB)/4, $0x00000001
+DATA lgc45<>+28(SB)/4, $0x00000001
 GLOBL lgc45<>(SB), RODATA|NOPTR, $32
 
-DATA lgc46<>+0(SB)/4, $0x00000001
-DATA lgc46<>+4(SB)/4, $0x00000001
-DATA lgc46<>+8(SB)/4, $0x00000001
-DATA lgc46<>+12(SB)/4, $0x00000001
-DATA lgc46<>+16(SB)/4, $0x00000001
-DATA lgc46<>+20(SB)/4, $0x00000001
-DATA lgc46<>+24(SB)/4, $0x00000001
-DATA lgc46<>+28(SB)/4, $0x00000001
+DATA lgc46<>+0(SB)/4, $0x00000000
+DATA lgc46<>+4(SB)/4, $0x00000002
+DATA lgc46<>+8(SB)/4, $0x00000004
+DATA lgc46<>+12(SB)/4, $0x00000006
+DATA lgc46<>+16(SB)/4, $0x00000008
+DATA lgc46<>+20(SB)/4, $0x0000000a
+DATA lgc46<>+24(SB)/4, $0x0000000c
+DATA lgc46<>+28(SB)/4, $0x0000000e
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-DATA lgc47<>+0(SB)/4, $0xbe647fbe
-DATA lgc47<>+4(SB)/4, $0xbe647fbe
-DATA lgc47<>+8(SB)/4, $0xbe647fbe
-DATA lgc47<>+12(SB)/4, $0xbe647fbe
-DATA lgc47<>+16(SB)/4, $0xbe647fbe
-DATA lgc47<>+20(SB)/4, $0xbe647fbe
-DATA lgc47<>+24(SB)/4, $0xbe647fbe
-DATA lgc47<>+28(SB)/4, $0xbe647fbe
+DATA lgc47<>+0(SB)/4, $0xffffffff
+DATA lgc47<>+4(SB)/4, $0xffffffff
+DATA lgc47<>+8(SB)/4, $0xffffffff
+DATA lgc47<>+12(SB)/4, $0xffffffff
+DATA lgc47<>+16(SB)/4, $0xffffffff
+DATA lgc47<>+20(SB)/4, $0xffffffff
+DATA lgc47<>+24(SB)/4, $0xffffffff
+DATA lgc47<>+28(SB)/4, $0xffffffff
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-DATA lgc48<>+0(SB)/4, $0x3e3ab281
-DATA lgc48<>+4(SB)/4, $0x3e3ab281
-DATA lgc48<>+8(SB)/4, $0x3e3ab281
-DATA lgc48<>+12(SB)/4, $0x3e3ab281
-DATA lgc48<>+16(SB)/4, $0x3e3ab281
-DATA lgc48<>+20(SB)/4, $0x3e3ab281
-DATA lgc48<>+24(SB)/4, $0x3e3ab281
-DATA lgc48<>+28(SB)/4, $0x3e3ab281
+DATA lgc48<>+0(SB)/4, $0xbe647fbe
+DATA lgc48<>+4(SB)/4, $0xbe647fbe
+DATA lgc48<>+8(SB)/4, $0xbe647fbe
+DATA lgc48<>+12(SB)/4, $0xbe647fbe
+DATA lgc48<>+16(SB)/4, $0xbe647fbe
+DATA lgc48<>+20(SB)/4, $0xbe647fbe
+DATA lgc48<>+24(SB)/4, $0xbe647fbe
+DATA lgc48<>+28(SB)/4, $0xbe647fbe
 GLOBL lgc48<>(SB), RODATA|NOPTR, $32
 
-DATA lgc49<>+0(SB)/4, $0xbc23d70a
-DATA lgc49<>+4(SB)/4, $0xbc23d70a
-DATA lgc49<>+8(SB)/4, $0xbc23d70a
-DATA lgc49<>+12(SB)/4, $0xbc23d70a
-DATA lgc49<>+16(SB)/4, $0xbc23d70a
-DATA lgc49<>+20(SB)/4, $0xbc23d70a
-DATA lgc49<>+24(SB)/4, $0xbc23d70a
-DATA lgc49<>+28(SB)/4, $0xbc23d70a
+DATA lgc49<>+0(SB)/4, $0x3e3ab281
+DATA lgc49<>+4(SB)/4, $0x3e3ab281
+DATA lgc49<>+8(SB)/4, $0x3e3ab281
+DATA lgc49<>+12(SB)/4, $0x3e3ab281
+DATA lgc49<>+16(SB)/4, $0x3e3ab281
+DATA lgc49<>+20(SB)/4, $0x3e3ab281
+DATA lgc49<>+24(SB)/4, $0x3e3ab281
+DATA lgc49<>+28(SB)/4, $0x3e3ab281
 GLOBL lgc49<>(SB), RODATA|NOPTR, $32
 
-DATA lgc50<>+0(SB)/4, $0xc2ae0000
-DATA lgc50<>+4(SB)/4, $0xc2ae0000
-DATA lgc50<>+8(SB)/4, $0xc2ae0000
-DATA lgc50<>+12(SB)/4, $0xc2ae0000
-DATA lgc50<>+16(SB)/4, $0xc2ae0000
-DATA lgc50<>+20(SB)/4, $0xc2ae0000
-DATA lgc50<>+24(SB)/4, $0xc2ae0000
-DATA lgc50<>+28(SB)/4, $0xc2ae0000
+DATA lgc50<>+0(SB)/4, $0xbc23d70a
+DATA lgc50<>+4(SB)/4, $0xbc23d70a
+DATA lgc50<>+8(SB)/4, $0xbc23d70a
+DATA lgc50<>+12(SB)/4, $0xbc23d70a
+DATA lgc50<>+16(SB)/4, $0xbc23d70a
+DATA lgc50<>+20(SB)/4, $0xbc23d70a
+DATA lgc50<>+24(SB)/4, $0xbc23d70a
+DATA lgc50<>+28(SB)/4, $0xbc23d70a
 GLOBL lgc50<>(SB), RODATA|NOPTR, $32
 
-DATA lgc51<>+0(SB)/4, $0x42b00000
-DATA lgc51<>+4(SB)/4, $0x42b00000
-DATA lgc51<>+8(SB)/4, $0x42b00000
-DATA lgc51<>+12(SB)/4, $0x42b00000
-DATA lgc51<>+16(SB)/4, $0x42b00000
-DATA lgc51<>+20(SB)/4, $0x42b00000
-DATA lgc51<>+24(SB)/4, $0x42b00000
-DATA lgc51<>+28(SB)/4, $0x42b00000
+DATA lgc51<>+0(SB)/4, $0xc2ae0000
+DATA lgc51<>+4(SB)/4, $0xc2ae0000
+DATA lgc51<>+8(SB)/4, $0xc2ae0000
+DATA lgc51<>+12(SB)/4, $0xc2ae0000
+DATA lgc51<>+16(SB)/4, $0xc2ae0000
+DATA lgc51<>+20(SB)/4, $0xc2ae0000
+DATA lgc51<>+24(SB)/4, $0xc2ae0000
+DATA lgc51<>+28(SB)/4, $0xc2ae0000
 GLOBL lgc51<>(SB), RODATA|NOPTR, $32
 
-DATA lgc52<>+0(SB)/4, $0x40000000
-DATA lgc52<>+4(SB)/4, $0x40000000
-DATA lgc52<>+8(SB)/4, $0x40000000
-DATA lgc52<>+12(SB)/4, $0x40000000
-DATA lgc52<>+16(SB)/4, $0x40000000
-DATA lgc52<>+20(SB)/4, $0x40000000
-DATA lgc52<>+24(SB)/4, $0x40000000
-DATA lgc52<>+28(SB)/4, $0x40000000
+DATA lgc52<>+0(SB)/4, $0x42b00000
+DATA lgc52<>+4(SB)/4, $0x42b00000
+DATA lgc52<>+8(SB)/4, $0x42b00000
+DATA lgc52<>+12(SB)/4, $0x42b00000
+DATA lgc52<>+16(SB)/4, $0x42b00000
+DATA lgc52<>+20(SB)/4, $0x42b00000
+DATA lgc52<>+24(SB)/4, $0x42b00000
+DATA lgc52<>+28(SB)/4, $0x42b00000
 GLOBL lgc52<>(SB), RODATA|NOPTR, $32
 
-DATA lgc53<>+0(SB)/4, $0x7f7fffff
-DATA lgc53<>+4(SB)/4, $0x7f7fffff
-DATA lgc53<>+8(SB)/4, $0x7f7fffff
-DATA lgc53<>+12(SB)/4, $0x7f7fffff
-DATA lgc53<>+16(SB)/4, $0x7f7fffff
-DATA lgc53<>+20(SB)/4, $0x7f7fffff
-DATA lgc53<>+24(SB)/4, $0x7f7fffff
-DATA lgc53<>+28(SB)/4, $0x7f7fffff
+DATA lgc53<>+0(SB)/4, $0x40000000
+DATA lgc53<>+4(SB)/4, $0x40000000
+DATA lgc53<>+8(SB)/4, $0x40000000
+DATA lgc53<>+12(SB)/4, $0x40000000
+DATA lgc53<>+16(SB)/4, $0x40000000
+DATA lgc53<>+20(SB)/4, $0x40000000
+DATA lgc53<>+24(SB)/4, $0x40000000
+DATA lgc53<>+28(SB)/4, $0x40000000
 GLOBL lgc53<>(SB), RODATA|NOPTR, $32
+
+DATA lgc54<>+0(SB)/4, $0x7f7fffff
+DATA lgc54<>+4(SB)/4, $0x7f7fffff
+DATA lgc54<>+8(SB)/4, $0x7f7fffff
+DATA lgc54<>+12(SB)/4, $0x7f7fffff
+DATA lgc54<>+16(SB)/4, $0x7f7fffff
+DATA lgc54<>+20(SB)/4, $0x7f7fffff
+DATA lgc54<>+24(SB)/4, $0x7f7fffff
+DATA lgc54<>+28(SB)/4, $0x7f7fffff
+GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -1257,13 +1280,13 @@ blocks_6:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc54<>+0(SB), Y0, Y0
+	VADDPS  lgc55<>+0(SB), Y0, Y0
 	MOVQ    s3+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
@@ -1271,7 +1294,7 @@ blocks_6:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc52<>+0(SB), Y1, Y1
+	VMULPS  lgc53<>+0(SB), Y1, Y1
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -1279,28 +1302,28 @@ blocks_6:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1319,8 +1342,8 @@ blocks_6:
 	JNZ          noflush_7
 	MOVQ         state+32(FP), CX
 	VMOVUPS      12736(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1340,8 +1363,8 @@ noflush_7:
 	JL           blocks_6
 	MOVQ         state+32(FP), AX
 	VMOVUPS      12736(AX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1356,19 +1379,19 @@ noflush_7:
 	VZEROUPPER
 	RET
 
-DATA lgc54<>+0(SB)/4, $0x34000000
-DATA lgc54<>+4(SB)/4, $0x34000000
-DATA lgc54<>+8(SB)/4, $0x34000000
-DATA lgc54<>+12(SB)/4, $0x34000000
-DATA lgc54<>+16(SB)/4, $0x34000000
-DATA lgc54<>+20(SB)/4, $0x34000000
-DATA lgc54<>+24(SB)/4, $0x34000000
-DATA lgc54<>+28(SB)/4, $0x34000000
-GLOBL lgc54<>(SB), RODATA|NOPTR, $32
+DATA lgc55<>+0(SB)/4, $0x34000000
+DATA lgc55<>+4(SB)/4, $0x34000000
+DATA lgc55<>+8(SB)/4, $0x34000000
+DATA lgc55<>+12(SB)/4, $0x34000000
+DATA lgc55<>+16(SB)/4, $0x34000000
+DATA lgc55<>+20(SB)/4, $0x34000000
+DATA lgc55<>+24(SB)/4, $0x34000000
+DATA lgc55<>+28(SB)/4, $0x34000000
+GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(lo int, s0 *float32, s2 *float32, s1 *float32, logits *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
+// func pass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $224-72
+TEXT ·pass2AVX2(SB), $288-72
 	MOVQ lo+0(FP), AX
 
 outer0_8:
@@ -1376,113 +1399,136 @@ outer0_8:
 	XORQ CX, CX
 
 blocks_9:
-	MOVQ         s0+8(FP), BX
+	// tile logits
+	MOVQ         logits+8(FP), BX
+	XORQ         SI, SI
+	IMUL3Q       $+256, AX, DI
+	ADDQ         DI, SI
+	IMUL3Q       $+2, CX, DI
+	ADDQ         DI, SI
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMASKMOVPS   (BX)(SI*4), Y0, Y1
+	VMASKMOVPS   8(BX)(SI*4), Y0, Y2
+	VMASKMOVPS   16(BX)(SI*4), Y0, Y3
+	VMASKMOVPS   24(BX)(SI*4), Y0, Y4
+	VMASKMOVPS   32(BX)(SI*4), Y0, Y5
+	VMASKMOVPS   40(BX)(SI*4), Y0, Y6
+	VMASKMOVPS   48(BX)(SI*4), Y0, Y7
+	VMASKMOVPS   56(BX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y3
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y2
+	VPERM2F128   $0x31, Y6, Y8, Y2
+	VPERM2F128   $0x20, Y0, Y1, Y2
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, (SP)
+	VMOVUPS      Y3, 32(SP)
+	MOVQ         s0+16(FP), BX
 	XORQ         SI, SI
 	IMUL3Q       $+128, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
 	VMOVUPS      (BX)(SI*4), Y0
-	MOVQ         s2+16(FP), BX
+	MOVQ         s2+24(FP), BX
 	XORQ         DI, DI
 	VBROADCASTSS (BX)(DI*4), Y1
 
 	// std = sqrt(v20)
 	VSQRTPS      Y1, Y1
-	MOVQ         s1+24(FP), BX
+	MOVQ         s1+32(FP), BX
 	VBROADCASTSS (BX)(DI*4), Y2
 
 	// v22 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc55<>+0(SB), Y2
+	VMOVUPS lgc56<>+0(SB), Y2
 
 	// v24 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y0, 64(SP)
+	VMOVUPS lgc12<>+0(SB), Y1
+	VMOVUPS Y1, 64(SP)
+	VMOVUPS Y0, 128(SP)
 	XORQ    BX, BX
 
 inner_A_10:
-	MOVQ       logits+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+256, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc12<>+0(SB), Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS (SP)(DI*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y0, Y0
+	VMOVUPS 64(SP), Y1
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VXORPS  lgc13<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 64(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_10
 
 	// finish v28
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc15<>+0(SB), Y1
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD Y1, 128(SP)
-	VMOVUPS Y0, 160(SP)
+	VMOVUPS 64(SP), Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS Y1, 160(SP)
+	VMOVUPS Y0, 224(SP)
 	XORQ    BX, BX
 
 inner_A_11:
-	MOVQ       logits+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+256, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc12<>+0(SB), Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
-	VMOVUPS    160(SP), Y1
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS (SP)(DI*1), Y0
+	VMOVUPS 224(SP), Y1
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc15<>+0(SB), Y0, Y1
+	VMINPS       lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1490,42 +1536,33 @@ inner_A_11:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v31) over [A]
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
-	VADDPD       128(SP), Y1, Y0
-	VMOVUPD      Y0, 128(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_11
+	VADDPS  160(SP), Y3, Y0
+	VMOVUPS Y0, 160(SP)
+	INCQ    BX
+	CMPQ    BX, $+2
+	JL      inner_A_11
 
 	// finish v32
-	VMOVUPD     96(SP), Y0
-	VMOVUPD     128(SP), Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 160(SP), Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPOR         lgc3<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -1533,51 +1570,50 @@ inner_A_11:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc11<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	MOVQ         action+40(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 192(SP)
+	VMOVUPS      Y0, 256(SP)
 	VMOVUPS      lgc0<>+0(SB), X0
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 192(SP)
+	VMOVSS       X0, 256(SP)
 	MOVQ         8(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 196(SP)
+	VMOVSS       X0, 260(SP)
 	MOVQ         16(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 200(SP)
+	VMOVSS       X0, 264(SP)
 	MOVQ         24(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 204(SP)
+	VMOVSS       X0, 268(SP)
 	MOVQ         32(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 208(SP)
+	VMOVSS       X0, 272(SP)
 	MOVQ         40(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 212(SP)
+	VMOVSS       X0, 276(SP)
 	MOVQ         48(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 216(SP)
+	VMOVSS       X0, 280(SP)
 	MOVQ         56(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 220(SP)
-	VMOVUPS      192(SP), Y0
+	VMOVSS       X0, 284(SP)
+	VMOVUPS      256(SP), Y0
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1585,17 +1621,17 @@ inner_A_11:
 	ADDQ       DI, BX
 	IMUL3Q     $+2, CX, DI
 	ADDQ       DI, BX
-	MOVQ       logits+32(FP), DI
+	MOVQ       logits+8(FP), DI
 	LEAQ       (DI)(BX*4), DI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc0<>+0(SB), Y0, Y0
-	VPMINSD    lgc46<>+0(SB), Y0, Y0
-	VPMULLD    lgc46<>+0(SB), Y0, Y0
-	VPADDD     lgc12<>+0(SB), Y0, Y0
-	VMOVUPS    lgc13<>+0(SB), Y1
+	VPMINSD    lgc45<>+0(SB), Y0, Y0
+	VPMULLD    lgc45<>+0(SB), Y0, Y0
+	VPADDD     lgc46<>+0(SB), Y0, Y0
+	VMOVUPS    lgc47<>+0(SB), Y1
 	VMOVUPS    lgc0<>+0(SB), Y2
 	VGATHERDPS Y1, (DI)(Y0*4), Y2
-	VMOVUPS    160(SP), Y0
+	VMOVUPS    224(SP), Y0
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y0, Y2, Y0
@@ -1609,44 +1645,44 @@ inner_A_11:
 	VSUBPS Y1, Y0, Y0
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc15<>+0(SB), Y0, Y1
+	VMINPS       lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      64(SP), Y0
+	VMOVUPS      128(SP), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y1, Y0, Y1
-	VANDPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS lgc56<>+0(SB), Y2
+	VANDPS  lgc3<>+0(SB), Y1, Y1
+	VMOVUPS lgc57<>+0(SB), Y2
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y3, Y2, Y2
-	VMOVUPS lgc57<>+0(SB), Y4
+	VMOVUPS lgc58<>+0(SB), Y4
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y3, Y4, Y3
@@ -1660,7 +1696,7 @@ inner_A_11:
 	VMULPS Y1, Y0, Y0
 
 	// v53 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y0, Y0
+	VXORPS lgc13<>+0(SB), Y0, Y0
 
 	// mean(v53) over [N T]
 	MOVQ         state+56(FP), BX
@@ -1670,8 +1706,8 @@ inner_A_11:
 	JNZ          noflush_12
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1691,8 +1727,8 @@ noflush_12:
 	JL           blocks_9
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -1710,35 +1746,35 @@ noflush_12:
 	VZEROUPPER
 	RET
 
-DATA lgc55<>+0(SB)/4, $0x358637bd
-DATA lgc55<>+4(SB)/4, $0x358637bd
-DATA lgc55<>+8(SB)/4, $0x358637bd
-DATA lgc55<>+12(SB)/4, $0x358637bd
-DATA lgc55<>+16(SB)/4, $0x358637bd
-DATA lgc55<>+20(SB)/4, $0x358637bd
-DATA lgc55<>+24(SB)/4, $0x358637bd
-DATA lgc55<>+28(SB)/4, $0x358637bd
-GLOBL lgc55<>(SB), RODATA|NOPTR, $32
-
-DATA lgc56<>+0(SB)/4, $0x3f99999a
-DATA lgc56<>+4(SB)/4, $0x3f99999a
-DATA lgc56<>+8(SB)/4, $0x3f99999a
-DATA lgc56<>+12(SB)/4, $0x3f99999a
-DATA lgc56<>+16(SB)/4, $0x3f99999a
-DATA lgc56<>+20(SB)/4, $0x3f99999a
-DATA lgc56<>+24(SB)/4, $0x3f99999a
-DATA lgc56<>+28(SB)/4, $0x3f99999a
+DATA lgc56<>+0(SB)/4, $0x358637bd
+DATA lgc56<>+4(SB)/4, $0x358637bd
+DATA lgc56<>+8(SB)/4, $0x358637bd
+DATA lgc56<>+12(SB)/4, $0x358637bd
+DATA lgc56<>+16(SB)/4, $0x358637bd
+DATA lgc56<>+20(SB)/4, $0x358637bd
+DATA lgc56<>+24(SB)/4, $0x358637bd
+DATA lgc56<>+28(SB)/4, $0x358637bd
 GLOBL lgc56<>(SB), RODATA|NOPTR, $32
 
-DATA lgc57<>+0(SB)/4, $0x3f4ccccd
-DATA lgc57<>+4(SB)/4, $0x3f4ccccd
-DATA lgc57<>+8(SB)/4, $0x3f4ccccd
-DATA lgc57<>+12(SB)/4, $0x3f4ccccd
-DATA lgc57<>+16(SB)/4, $0x3f4ccccd
-DATA lgc57<>+20(SB)/4, $0x3f4ccccd
-DATA lgc57<>+24(SB)/4, $0x3f4ccccd
-DATA lgc57<>+28(SB)/4, $0x3f4ccccd
+DATA lgc57<>+0(SB)/4, $0x3f99999a
+DATA lgc57<>+4(SB)/4, $0x3f99999a
+DATA lgc57<>+8(SB)/4, $0x3f99999a
+DATA lgc57<>+12(SB)/4, $0x3f99999a
+DATA lgc57<>+16(SB)/4, $0x3f99999a
+DATA lgc57<>+20(SB)/4, $0x3f99999a
+DATA lgc57<>+24(SB)/4, $0x3f99999a
+DATA lgc57<>+28(SB)/4, $0x3f99999a
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
+
+DATA lgc58<>+0(SB)/4, $0x3f4ccccd
+DATA lgc58<>+4(SB)/4, $0x3f4ccccd
+DATA lgc58<>+8(SB)/4, $0x3f4ccccd
+DATA lgc58<>+12(SB)/4, $0x3f4ccccd
+DATA lgc58<>+16(SB)/4, $0x3f4ccccd
+DATA lgc58<>+20(SB)/4, $0x3f4ccccd
+DATA lgc58<>+24(SB)/4, $0x3f4ccccd
+DATA lgc58<>+28(SB)/4, $0x3f4ccccd
+GLOBL lgc58<>(SB), RODATA|NOPTR, $32
 
 // func pass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
@@ -1746,7 +1782,7 @@ TEXT ·pass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc52<>+0(SB), Y1
+	VMOVUPS      lgc53<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -1757,9 +1793,9 @@ TEXT ·pass3AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
+// func fbPass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $456-120
+TEXT ·fbPass0AVX2(SB), $520-120
 	MOVQ lo+0(FP), AX
 
 outer0_13:
@@ -1778,18 +1814,60 @@ outer0_13:
 	MOVQ       $+120, CX
 
 blocks_14:
-	VMOVUPS   lgc2<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), BX
-	XORQ      SI, SI
-	IMUL3Q    $+128, AX, DI
-	ADDQ      DI, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (BX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	// tile logits
+	MOVQ       logits+8(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+256, AX, DI
+	ADDQ       DI, SI
+	IMUL3Q     $+2, CX, DI
+	ADDQ       DI, SI
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMASKMOVPS (BX)(SI*4), Y1, Y2
+	VMASKMOVPS 8(BX)(SI*4), Y1, Y3
+	VMASKMOVPS 16(BX)(SI*4), Y1, Y4
+	VMASKMOVPS 24(BX)(SI*4), Y1, Y5
+	VMASKMOVPS 32(BX)(SI*4), Y1, Y6
+	VMASKMOVPS 40(BX)(SI*4), Y1, Y7
+	VMASKMOVPS 48(BX)(SI*4), Y1, Y8
+	VMASKMOVPS 56(BX)(SI*4), Y1, Y1
+	VUNPCKLPS  Y3, Y2, Y9
+	VUNPCKHPS  Y3, Y2, Y2
+	VUNPCKLPS  Y5, Y4, Y3
+	VUNPCKHPS  Y5, Y4, Y4
+	VUNPCKLPS  Y7, Y6, Y5
+	VUNPCKHPS  Y7, Y6, Y6
+	VUNPCKLPS  Y1, Y8, Y7
+	VUNPCKHPS  Y1, Y8, Y1
+	VSHUFPS    $0x44, Y3, Y9, Y8
+	VSHUFPS    $0xee, Y3, Y9, Y3
+	VSHUFPS    $0x44, Y4, Y2, Y9
+	VSHUFPS    $0xee, Y4, Y2, Y2
+	VSHUFPS    $0x44, Y7, Y5, Y4
+	VSHUFPS    $0xee, Y7, Y5, Y5
+	VSHUFPS    $0x44, Y1, Y6, Y7
+	VSHUFPS    $0xee, Y1, Y6, Y1
+	VPERM2F128 $0x20, Y4, Y8, Y6
+	VPERM2F128 $0x31, Y4, Y8, Y4
+	VPERM2F128 $0x20, Y5, Y3, Y4
+	VPERM2F128 $0x31, Y5, Y3, Y3
+	VPERM2F128 $0x20, Y7, Y9, Y3
+	VPERM2F128 $0x31, Y7, Y9, Y3
+	VPERM2F128 $0x20, Y1, Y2, Y3
+	VPERM2F128 $0x31, Y1, Y2, Y1
+	VMOVUPS    Y6, 8(SP)
+	VMOVUPS    Y4, 40(SP)
+	VMOVUPS    lgc3<>+0(SB), Y1
+	MOVQ       nextTerminated+16(FP), BX
+	XORQ       SI, SI
+	IMUL3Q     $+128, AX, DI
+	ADDQ       DI, SI
+	ADDQ       CX, SI
+	VPMOVZXBD  (BX)(SI*1), Y2
+	VCVTDQ2PS  Y2, Y2
 
 	// notTerminated = sub(1, nextTerminated)
 	VSUBPS    Y2, Y1, Y2
-	MOVQ      nextDone+16(FP), BX
+	MOVQ      nextDone+24(FP), BX
 	VPMOVZXBD (BX)(SI*1), Y3
 	VCVTDQ2PS Y3, Y3
 
@@ -1797,55 +1875,55 @@ blocks_14:
 	VSUBPS Y3, Y1, Y1
 
 	// v9 = mul(0.99, notTerminated)
-	VMULPS  lgc3<>+0(SB), Y2, Y2
-	MOVQ    nextStateValue+24(FP), BX
+	VMULPS  lgc4<>+0(SB), Y2, Y2
+	MOVQ    nextStateValue+32(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v10 = mul(v9, nextStateValue)
 	VMULPS  Y3, Y2, Y2
-	MOVQ    nextReward+32(FP), BX
+	MOVQ    nextReward+40(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// v11 = add(nextReward, v10)
 	VADDPS  Y2, Y3, Y2
-	MOVQ    stateValue+40(FP), BX
+	MOVQ    stateValue+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y3
 
 	// delta = sub(v11, stateValue)
 	VSUBPS Y3, Y2, Y2
 
 	// discount = mul(0.9405, notDone)
-	VMULPS lgc4<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y1, Y1
 
 	// gae = scan(delta, discount) over T reverse
-	VANDPS      lgc5<>+0(SB), Y2, Y4
-	VCMPPS      $0x12, lgc6<>+0(SB), Y4, Y4
-	MOVQ        state+48(FP), BX
+	VANDPS      lgc6<>+0(SB), Y2, Y4
+	VCMPPS      $0x12, lgc7<>+0(SB), Y4, Y4
+	MOVQ        state+56(FP), BX
 	VANDPS      12416(BX), Y4, Y4
 	VMOVUPS     Y4, 12416(BX)
-	VMOVUPS     lgc7<>+0(SB), Y5
-	VPERMPS     Y1, Y5, Y4
-	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0x80, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
-	VFMADD231PS Y1, Y5, Y2
-	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc8<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xc0, lgc2<>+0(SB), Y4, Y4
-	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VBLENDPS    $0x80, lgc3<>+0(SB), Y4, Y4
+	VBLENDPS    $0x80, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VMOVUPS     lgc9<>+0(SB), Y5
 	VPERMPS     Y1, Y5, Y4
 	VPERMPS     Y2, Y5, Y5
-	VBLENDPS    $0xf0, lgc2<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc3<>+0(SB), Y4, Y4
+	VBLENDPS    $0xc0, lgc0<>+0(SB), Y5, Y5
+	VFMADD231PS Y1, Y5, Y2
+	VMULPS      Y4, Y1, Y1
+	VMOVUPS     lgc10<>+0(SB), Y5
+	VPERMPS     Y1, Y5, Y4
+	VPERMPS     Y2, Y5, Y5
+	VBLENDPS    $0xf0, lgc3<>+0(SB), Y4, Y4
 	VBLENDPS    $0xf0, lgc0<>+0(SB), Y5, Y5
 	VFMADD231PS Y1, Y5, Y2
 	VMULPS      Y4, Y1, Y1
 	VFMADD231PS Y1, Y0, Y2
-	VMOVUPS     lgc10<>+0(SB), Y0
+	VMOVUPS     lgc11<>+0(SB), Y0
 	VPERMPS     Y2, Y0, Y0
 
 	// valueTarget = add(gae, stateValue)
@@ -1883,94 +1961,75 @@ blocks_14:
 	VFMADD231PD  Y5, Y6, Y4
 	VMOVUPD      Y3, 608(BX)
 	VMOVUPD      Y4, 800(BX)
-	VMOVUPS      lgc11<>+0(SB), Y3
-	VMOVUPS      Y3, 8(SP)
-	VMOVUPS      Y2, 72(SP)
-	VMOVUPS      Y2, 104(SP)
-	VMOVUPS      Y1, 136(SP)
+	VMOVUPS      lgc12<>+0(SB), Y3
+	VMOVUPS      Y3, 72(SP)
+	VMOVUPS      Y2, 136(SP)
+	VMOVUPS      Y2, 168(SP)
+	VMOVUPS      Y1, 200(SP)
 	XORQ         DI, DI
 
 inner_A_15:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+256, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc12<>+0(SB), Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 8(SP)(R8*1), Y1
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 8(SP), Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
+	VMOVUPS 72(SP), Y2
+	VXORPS  lgc13<>+0(SB), Y2, Y2
+	VXORPS  lgc13<>+0(SB), Y1, Y1
 	VMINPS  Y2, Y1, Y3
 	VMINPS  Y1, Y2, Y2
 	VORPS   Y3, Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 8(SP)
+	VXORPS  lgc13<>+0(SB), Y2, Y2
+	VMOVUPS Y2, 72(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
 	JL      inner_A_15
 
 	// finish v28
-	VMOVUPS 8(SP), Y1
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 168(SP)
-	VMOVUPD Y2, 200(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 232(SP)
-	VMOVUPD Y2, 264(SP)
-	VMOVUPS Y1, 296(SP)
+	VMOVUPS 72(SP), Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y2, 232(SP)
+	VMOVUPD lgc14<>+0(SB), Y2
+	VMOVUPD Y2, 296(SP)
+	VMOVUPD Y2, 328(SP)
+	VMOVUPS Y1, 360(SP)
 	XORQ    DI, DI
 
 inner_A_16:
-	MOVQ       logits+56(FP), R8
-	XORQ       R9, R9
-	IMUL3Q     $+256, AX, R10
-	ADDQ       R10, R9
-	IMUL3Q     $+2, CX, R10
-	ADDQ       R10, R9
-	MOVQ       DI, R10
-	ADDQ       R10, R9
-	LEAQ       (R8)(R9*4), R8
-	VMOVUPS    lgc12<>+0(SB), Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (R8)(Y2*4), Y1
-	VMOVUPS    296(SP), Y2
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 8(SP)(R8*1), Y1
+	VMOVUPS 360(SP), Y2
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y2, Y1, Y1
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1978,14 +2037,9 @@ inner_A_16:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// sum(v31) over [A]
-	VCVTPS2PD    X4, Y2
-	VEXTRACTF128 $0x01, Y4, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       168(SP), Y2, Y2
-	VMOVUPD      Y2, 168(SP)
-	VADDPD       200(SP), Y3, Y2
-	VMOVUPD      Y2, 200(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VADDPS  232(SP), Y4, Y2
+	VMOVUPS Y2, 232(SP)
+	VMOVUPS lgc28<>+0(SB), Y2
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y1, Y2, Y1
@@ -1997,39 +2051,35 @@ inner_A_16:
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       232(SP), Y2, Y2
-	VMOVUPD      Y2, 232(SP)
-	VADDPD       264(SP), Y1, Y1
-	VMOVUPD      Y1, 264(SP)
+	VADDPD       296(SP), Y2, Y2
+	VMOVUPD      Y2, 296(SP)
+	VADDPD       328(SP), Y1, Y1
+	VMOVUPD      Y1, 328(SP)
 	INCQ         DI
 	CMPQ         DI, $+2
 	JL           inner_A_16
 
 	// finish v32
-	VMOVUPD     168(SP), Y1
-	VMOVUPD     200(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS 232(SP), Y1
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -2037,51 +2087,50 @@ inner_A_16:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc11<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 328(SP)
+	VMOVUPS      Y2, 392(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 328(SP)
+	VMOVSS       X2, 392(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 332(SP)
+	VMOVSS       X2, 396(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 336(SP)
+	VMOVSS       X2, 400(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 340(SP)
+	VMOVSS       X2, 404(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 344(SP)
+	VMOVSS       X2, 408(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 348(SP)
+	VMOVSS       X2, 412(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 352(SP)
+	VMOVSS       X2, 416(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 356(SP)
-	VMOVUPS      328(SP), Y2
+	VMOVSS       X2, 420(SP)
+	VMOVUPS      392(SP), Y2
 
 	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -2089,17 +2138,17 @@ inner_A_16:
 	ADDQ       R8, DI
 	IMUL3Q     $+2, CX, R8
 	ADDQ       R8, DI
-	MOVQ       logits+56(FP), R8
+	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y2, Y2
 	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
-	VPADDD     lgc12<>+0(SB), Y2, Y2
-	VMOVUPS    lgc13<>+0(SB), Y3
+	VPMINSD    lgc45<>+0(SB), Y2, Y2
+	VPMULLD    lgc45<>+0(SB), Y2, Y2
+	VPADDD     lgc46<>+0(SB), Y2, Y2
+	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    296(SP), Y2
+	VMOVUPS    360(SP), Y2
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
@@ -2111,18 +2160,18 @@ inner_A_16:
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y6
 
 	// v42 = max(logWeight, -0.22314355) tie=first
 	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMOVUPS lgc49<>+0(SB), Y7
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
 	VMINPS Y6, Y7, Y6
 
 	// v55 = ne(logWeightClip, logWeight)
 	VCMPPS $0x04, Y4, Y6, Y6
-	VANDPS lgc2<>+0(SB), Y6, Y6
+	VANDPS lgc3<>+0(SB), Y6, Y6
 
 	// mean(v55) over [N T]
 	VADDPS  1152(BX), Y6, Y6
@@ -2134,12 +2183,12 @@ inner_A_16:
 	// mean(v57) over [N T]
 	VADDPS  1472(BX), Y2, Y2
 	VMOVUPS Y2, 1472(BX)
-	VMOVUPS Y4, 360(SP)
-	VMOVUPS Y5, 392(SP)
+	VMOVUPS Y4, 424(SP)
+	VMOVUPS Y5, 456(SP)
 
 	// finish v61
-	VMOVUPD     232(SP), Y2
-	VMOVUPD     264(SP), Y3
+	VMOVUPD     296(SP), Y2
+	VMOVUPD     328(SP), Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
 	VCVTPD2PSY  Y2, X4
 	VCVTPD2PSY  Y3, X2
@@ -2147,13 +2196,13 @@ inner_A_16:
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y1, Y2, Y1
-	VMOVUPS 392(SP), Y2
+	VMOVUPS 456(SP), Y2
 
 	// entropy = sub(v33, v62)
 	VSUBPS Y1, Y2, Y1
 
 	// v65 = mul(-0.01, entropy)
-	VMULPS lgc49<>+0(SB), Y1, Y2
+	VMULPS lgc50<>+0(SB), Y1, Y2
 
 	// mean(entropy) over [N T]
 	VADDPS  1792(BX), Y1, Y1
@@ -2162,8 +2211,8 @@ inner_A_16:
 	// mean(v65) over [N T]
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 136(SP), Y1
-	MOVQ    stateValue+40(FP), DI
+	VMOVUPS 200(SP), Y1
+	MOVQ    stateValue+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
 	// diff = sub(valueTarget, stateValue)
@@ -2173,7 +2222,7 @@ inner_A_16:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc26<>+0(SB), Y3, Y3
+	VMULPS lgc25<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
@@ -2224,41 +2273,41 @@ inner_A_16:
 	VFMADD231PD  Y5, Y1, Y3
 	VMOVUPD      Y4, 7200(BX)(DI*8)
 	VMOVUPD      Y3, 8352(BX)(DI*8)
-	VMOVUPS      Y2, 424(SP)
-	VMOVUPS      360(SP), Y1
+	VMOVUPS      Y2, 488(SP)
+	VMOVUPS      424(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VCMPPS       $0x15, lgc50<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc51<>+0(SB), Y1, Y3
+	VCMPPS       $0x15, lgc51<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc52<>+0(SB), Y1, Y3
 	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc11<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
 	VORPS        Y3, Y2, Y2
 	VANDPS       10624(BX), Y2, Y2
 	VMOVUPS      Y2, 10624(BX)
@@ -2277,28 +2326,28 @@ inner_A_16:
 	VMOVUPD      Y2, 11296(BX)(DI*8)
 
 	// v81 = mul(2, logWeight)
-	VMULPS  lgc52<>+0(SB), Y1, Y1
-	VMOVUPS 424(SP), Y1
+	VMULPS  lgc53<>+0(SB), Y1, Y1
+	VMOVUPS 488(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
-	VMULPS lgc58<>+0(SB), Y1, Y1
+	VMULPS lgc59<>+0(SB), Y1, Y1
 
 	// v90 = add(v89, v89)
 	VADDPS Y1, Y1, Y1
 
 	// gradStateValue = neg(v90)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS 72(SP), Y2
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VMOVUPS 136(SP), Y2
 
 	// store gae
 	MOVQ    s0+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 104(SP), Y2
+	VMOVUPS 168(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 136(SP), Y2
+	VMOVUPS 200(SP), Y2
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
@@ -2309,10 +2358,10 @@ inner_A_16:
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_17
-	MOVQ         state+48(FP), DX
+	MOVQ         state+56(FP), DX
 	VMOVUPS      256(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y1, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
@@ -2323,8 +2372,8 @@ inner_A_16:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 256(DX)
 	VMOVUPS      1152(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2336,8 +2385,8 @@ inner_A_16:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1152(DX)
 	VMOVUPS      1472(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2349,8 +2398,8 @@ inner_A_16:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1472(DX)
 	VMOVUPS      1792(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2362,8 +2411,8 @@ inner_A_16:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 1792(DX)
 	VMOVUPS      2112(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2375,8 +2424,8 @@ inner_A_16:
 	VMOVUPS      lgc0<>+0(SB), Y1
 	VMOVUPS      Y1, 2112(DX)
 	VMOVUPS      2432(DX), Y1
-	VANDPS       lgc5<>+0(SB), Y1, Y3
-	VCMPPS       $0x12, lgc53<>+0(SB), Y3, Y3
+	VANDPS       lgc6<>+0(SB), Y1, Y3
+	VCMPPS       $0x12, lgc54<>+0(SB), Y3, Y3
 	VANDPS       Y3, Y2, Y2
 	VCVTPS2PD    X1, Y3
 	VEXTRACTF128 $0x01, Y1, X1
@@ -2394,10 +2443,10 @@ inner_A_16:
 noflush_17:
 	SUBQ         $+8, CX
 	JGE          blocks_14
-	MOVQ         state+48(FP), CX
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2408,8 +2457,8 @@ noflush_17:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      1152(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2421,8 +2470,8 @@ noflush_17:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1152(CX)
 	VMOVUPS      1472(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2434,8 +2483,8 @@ noflush_17:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1472(CX)
 	VMOVUPS      1792(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2447,8 +2496,8 @@ noflush_17:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 1792(CX)
 	VMOVUPS      2112(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2460,8 +2509,8 @@ noflush_17:
 	VMOVUPS      lgc0<>+0(SB), Y0
 	VMOVUPS      Y0, 2112(CX)
 	VMOVUPS      2432(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y2
-	VCMPPS       $0x12, lgc53<>+0(SB), Y2, Y2
+	VANDPS       lgc6<>+0(SB), Y0, Y2
+	VCMPPS       $0x12, lgc54<>+0(SB), Y2, Y2
 	VANDPS       Y2, Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
@@ -2480,15 +2529,15 @@ noflush_17:
 	VZEROUPPER
 	RET
 
-DATA lgc58<>+0(SB)/4, $0x3b000000
-DATA lgc58<>+4(SB)/4, $0x3b000000
-DATA lgc58<>+8(SB)/4, $0x3b000000
-DATA lgc58<>+12(SB)/4, $0x3b000000
-DATA lgc58<>+16(SB)/4, $0x3b000000
-DATA lgc58<>+20(SB)/4, $0x3b000000
-DATA lgc58<>+24(SB)/4, $0x3b000000
-DATA lgc58<>+28(SB)/4, $0x3b000000
-GLOBL lgc58<>(SB), RODATA|NOPTR, $32
+DATA lgc59<>+0(SB)/4, $0x3b000000
+DATA lgc59<>+4(SB)/4, $0x3b000000
+DATA lgc59<>+8(SB)/4, $0x3b000000
+DATA lgc59<>+12(SB)/4, $0x3b000000
+DATA lgc59<>+16(SB)/4, $0x3b000000
+DATA lgc59<>+20(SB)/4, $0x3b000000
+DATA lgc59<>+24(SB)/4, $0x3b000000
+DATA lgc59<>+28(SB)/4, $0x3b000000
+GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
@@ -2503,13 +2552,13 @@ blocks_18:
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
-	VADDPS  lgc54<>+0(SB), Y0, Y0
+	VADDPS  lgc55<>+0(SB), Y0, Y0
 	MOVQ    s3+8(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = div(residVar, v76)
 	VDIVPS  Y0, Y1, Y0
-	VMOVUPS lgc2<>+0(SB), Y1
+	VMOVUPS lgc3<>+0(SB), Y1
 
 	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
@@ -2517,7 +2566,7 @@ blocks_18:
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
-	VMULPS  lgc52<>+0(SB), Y1, Y1
+	VMULPS  lgc53<>+0(SB), Y1, Y1
 	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
@@ -2525,28 +2574,28 @@ blocks_18:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2565,8 +2614,8 @@ blocks_18:
 	JNZ          noflush_19
 	MOVQ         state+32(FP), CX
 	VMOVUPS      12736(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2586,8 +2635,8 @@ noflush_19:
 	JL           blocks_18
 	MOVQ         state+32(FP), AX
 	VMOVUPS      12736(AX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -2602,9 +2651,9 @@ noflush_19:
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(lo int, s0 *float32, s2 *float32, s1 *float32, logits *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
+// func fbPass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $544-80
+TEXT ·fbPass2AVX2(SB), $640-80
 	MOVQ lo+0(FP), AX
 
 outer0_20:
@@ -2612,116 +2661,139 @@ outer0_20:
 	XORQ CX, CX
 
 blocks_21:
-	MOVQ         s0+8(FP), BX
+	// tile logits
+	MOVQ         logits+8(FP), BX
 	XORQ         SI, SI
-	IMUL3Q       $+128, AX, DI
+	IMUL3Q       $+256, AX, DI
 	ADDQ         DI, SI
-	ADDQ         CX, SI
-	VMOVUPS      (BX)(SI*4), Y0
-	MOVQ         s2+16(FP), BX
+	IMUL3Q       $+2, CX, DI
+	ADDQ         DI, SI
+	VMOVUPS      lgc2<>+0(SB), Y0
+	VMASKMOVPS   (BX)(SI*4), Y0, Y1
+	VMASKMOVPS   8(BX)(SI*4), Y0, Y2
+	VMASKMOVPS   16(BX)(SI*4), Y0, Y3
+	VMASKMOVPS   24(BX)(SI*4), Y0, Y4
+	VMASKMOVPS   32(BX)(SI*4), Y0, Y5
+	VMASKMOVPS   40(BX)(SI*4), Y0, Y6
+	VMASKMOVPS   48(BX)(SI*4), Y0, Y7
+	VMASKMOVPS   56(BX)(SI*4), Y0, Y0
+	VUNPCKLPS    Y2, Y1, Y8
+	VUNPCKHPS    Y2, Y1, Y1
+	VUNPCKLPS    Y4, Y3, Y2
+	VUNPCKHPS    Y4, Y3, Y3
+	VUNPCKLPS    Y6, Y5, Y4
+	VUNPCKHPS    Y6, Y5, Y5
+	VUNPCKLPS    Y0, Y7, Y6
+	VUNPCKHPS    Y0, Y7, Y0
+	VSHUFPS      $0x44, Y2, Y8, Y7
+	VSHUFPS      $0xee, Y2, Y8, Y2
+	VSHUFPS      $0x44, Y3, Y1, Y8
+	VSHUFPS      $0xee, Y3, Y1, Y1
+	VSHUFPS      $0x44, Y6, Y4, Y3
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VSHUFPS      $0x44, Y0, Y5, Y6
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VPERM2F128   $0x20, Y3, Y7, Y5
+	VPERM2F128   $0x31, Y3, Y7, Y3
+	VPERM2F128   $0x20, Y4, Y2, Y3
+	VPERM2F128   $0x31, Y4, Y2, Y2
+	VPERM2F128   $0x20, Y6, Y8, Y2
+	VPERM2F128   $0x31, Y6, Y8, Y2
+	VPERM2F128   $0x20, Y0, Y1, Y2
+	VPERM2F128   $0x31, Y0, Y1, Y0
+	VMOVUPS      Y5, (SP)
+	VMOVUPS      Y3, 32(SP)
+	MOVQ         s0+16(FP), BX
 	XORQ         DI, DI
-	VBROADCASTSS (BX)(DI*4), Y1
+	IMUL3Q       $+128, AX, R8
+	ADDQ         R8, DI
+	ADDQ         CX, DI
+	VMOVUPS      (BX)(DI*4), Y0
+	MOVQ         s2+24(FP), BX
+	XORQ         R8, R8
+	VBROADCASTSS (BX)(R8*4), Y1
 
 	// std = sqrt(v20)
 	VSQRTPS      Y1, Y1
-	MOVQ         s1+24(FP), BX
-	VBROADCASTSS (BX)(DI*4), Y2
+	MOVQ         s1+32(FP), BX
+	VBROADCASTSS (BX)(R8*4), Y2
 
 	// v22 = sub(gae, mean)
 	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc55<>+0(SB), Y2
+	VMOVUPS lgc56<>+0(SB), Y2
 
 	// v24 = max(std, 1e-06)
 	VMAXPS Y1, Y2, Y1
 
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
-	VMOVUPS Y1, (SP)
-	VMOVUPS Y0, 64(SP)
+	VMOVUPS lgc12<>+0(SB), Y1
+	VMOVUPS Y1, 128(SP)
+	VMOVUPS Y0, 192(SP)
 	XORQ    BX, BX
 
 inner_A_22:
-	MOVQ       logits+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+256, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc12<>+0(SB), Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
 
 	// reduce_max(logits) over [A]
-	VMOVUPS (SP), Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y0, Y0
+	VMOVUPS 128(SP), Y1
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VXORPS  lgc13<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y2
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y1, (SP)
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 128(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
 	JL      inner_A_22
 
 	// finish v28
-	VMOVUPS (SP), Y0
-	VMOVUPD lgc15<>+0(SB), Y1
-	VMOVUPD Y1, 96(SP)
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD lgc15<>+0(SB), Y1
-	VMOVUPD Y1, 160(SP)
-	VMOVUPD Y1, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPS 128(SP), Y0
+	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS Y1, 224(SP)
+	VMOVUPD lgc14<>+0(SB), Y1
+	VMOVUPD Y1, 288(SP)
+	VMOVUPD Y1, 320(SP)
+	VMOVUPS Y0, 352(SP)
 	XORQ    BX, BX
 
 inner_A_23:
-	MOVQ       logits+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+256, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc12<>+0(SB), Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
-	VMOVUPS    224(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 352(SP), Y1
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc15<>+0(SB), Y0, Y1
+	VMINPS       lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -2729,14 +2801,9 @@ inner_A_23:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 
 	// sum(v31) over [A]
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       96(SP), Y1, Y1
-	VMOVUPD      Y1, 96(SP)
-	VADDPD       128(SP), Y2, Y1
-	VMOVUPD      Y1, 128(SP)
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VADDPS  224(SP), Y3, Y1
+	VMOVUPS Y1, 224(SP)
+	VMOVUPS lgc28<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS Y0, Y1, Y0
@@ -2748,39 +2815,35 @@ inner_A_23:
 	VCVTPS2PD    X0, Y1
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       160(SP), Y1, Y1
-	VMOVUPD      Y1, 160(SP)
-	VADDPD       192(SP), Y0, Y0
-	VMOVUPD      Y0, 192(SP)
+	VADDPD       288(SP), Y1, Y1
+	VMOVUPD      Y1, 288(SP)
+	VADDPD       320(SP), Y0, Y0
+	VMOVUPD      Y0, 320(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_23
 
 	// finish v32
-	VMOVUPD     96(SP), Y0
-	VMOVUPD     128(SP), Y1
-	VMOVUPS     lgc0<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS 224(SP), Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPOR         lgc3<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -2788,69 +2851,68 @@ inner_A_23:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc11<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	MOVQ         action+40(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 256(SP)
+	VMOVUPS      Y1, 384(SP)
 	VMOVUPS      lgc0<>+0(SB), X1
-	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 256(SP)
-	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 260(SP)
-	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 264(SP)
-	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 268(SP)
-	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 272(SP)
-	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 276(SP)
-	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 280(SP)
-	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 284(SP)
-	VMOVUPS      256(SP), Y1
+	MOVQ         (BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 384(SP)
+	MOVQ         8(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 388(SP)
+	MOVQ         16(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 392(SP)
+	MOVQ         24(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 396(SP)
+	MOVQ         32(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 400(SP)
+	MOVQ         40(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 404(SP)
+	MOVQ         48(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 408(SP)
+	MOVQ         56(BX)(DI*8), R8
+	VCVTSI2SSQ   R8, X1, X1
+	VMOVSS       X1, 412(SP)
+	VMOVUPS      384(SP), Y1
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
-	IMUL3Q     $+256, AX, DI
-	ADDQ       DI, BX
-	IMUL3Q     $+2, CX, DI
-	ADDQ       DI, BX
-	MOVQ       logits+32(FP), DI
-	LEAQ       (DI)(BX*4), DI
+	IMUL3Q     $+256, AX, R8
+	ADDQ       R8, BX
+	IMUL3Q     $+2, CX, R8
+	ADDQ       R8, BX
+	MOVQ       logits+8(FP), R8
+	LEAQ       (R8)(BX*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc46<>+0(SB), Y1, Y1
-	VPMULLD    lgc46<>+0(SB), Y1, Y1
-	VPADDD     lgc12<>+0(SB), Y1, Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
+	VPMINSD    lgc45<>+0(SB), Y1, Y1
+	VPMULLD    lgc45<>+0(SB), Y1, Y1
+	VPADDD     lgc46<>+0(SB), Y1, Y1
+	VMOVUPS    lgc47<>+0(SB), Y2
 	VMOVUPS    lgc0<>+0(SB), Y3
-	VGATHERDPS Y2, (DI)(Y1*4), Y3
-	VMOVUPS    224(SP), Y1
+	VGATHERDPS Y2, (R8)(Y1*4), Y3
+	VMOVUPS    352(SP), Y1
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y1, Y3, Y1
@@ -2858,50 +2920,50 @@ inner_A_23:
 	// logSoftmax = sub(v36, v33)
 	VSUBPS  Y4, Y1, Y1
 	MOVQ    sampleLogProb+48(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VMOVUPS (BX)(DI*4), Y2
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS Y2, Y1, Y1
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc15<>+0(SB), Y1, Y2
+	VMINPS       lgc16<>+0(SB), Y2, Y2
+	VMULPS       lgc17<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
+	VMOVAPS      lgc20<>+0(SB), Y4
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
+	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc26<>+0(SB), Y2, Y3
+	VPMINSD      lgc27<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc27<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      64(SP), Y1
+	VMOVUPS      192(SP), Y1
 	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v46 = ge(advantageNormalized, 0)
 	VCMPPS  $0x1d, Y2, Y1, Y3
-	VANDPS  lgc2<>+0(SB), Y3, Y3
-	VMOVUPS lgc56<>+0(SB), Y5
+	VANDPS  lgc3<>+0(SB), Y3, Y3
+	VMOVUPS lgc57<>+0(SB), Y5
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
 	VMINPS  Y4, Y5, Y5
-	VMOVUPS lgc57<>+0(SB), Y6
+	VMOVUPS lgc58<>+0(SB), Y6
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
 	VMAXPS Y4, Y6, Y6
@@ -2915,18 +2977,18 @@ inner_A_23:
 	VMULPS Y5, Y1, Y1
 
 	// v53 = neg(gain)
-	VXORPS lgc14<>+0(SB), Y1, Y1
+	VXORPS lgc13<>+0(SB), Y1, Y1
 
 	// mean(v53) over [N T]
 	MOVQ    state+56(FP), BX
 	VADDPS  13184(BX), Y1, Y1
 	VMOVUPS Y1, 13184(BX)
-	VMOVUPS Y4, 288(SP)
-	VMOVUPS Y3, 320(SP)
+	VMOVUPS Y4, 416(SP)
+	VMOVUPS Y3, 448(SP)
 
 	// finish v61
-	VMOVUPD     160(SP), Y1
-	VMOVUPD     192(SP), Y3
+	VMOVUPD     288(SP), Y1
+	VMOVUPD     320(SP), Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
 	VCVTPD2PSY  Y1, X4
 	VCVTPD2PSY  Y3, X1
@@ -2934,7 +2996,7 @@ inner_A_23:
 
 	// v62 = div(v61, v32)
 	VDIVPS  Y0, Y1, Y1
-	VMOVUPS lgc59<>+0(SB), Y3
+	VMOVUPS lgc60<>+0(SB), Y3
 
 	// v94 = div(3.90625e-05, v32)
 	VDIVPS Y0, Y3, Y3
@@ -2943,16 +3005,16 @@ inner_A_23:
 	VDIVPS Y0, Y1, Y1
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS lgc60<>+0(SB), Y1, Y1
+	VMULPS lgc61<>+0(SB), Y1, Y1
 
 	// v97 = ne(v94, 0)
 	VCMPPS  $0x04, Y2, Y3, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS 64(SP), Y5
+	VANDPS  lgc3<>+0(SB), Y4, Y4
+	VMOVUPS 192(SP), Y5
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc61<>+0(SB), Y5, Y5
-	VMOVUPS 320(SP), Y6
+	VMULPS  lgc62<>+0(SB), Y5, Y5
+	VMOVUPS 448(SP), Y6
 
 	// v108 = where(v46, v107, 0)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2963,43 +3025,43 @@ inner_A_23:
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
 	VBLENDVPS Y8, Y2, Y5, Y5
-	VMOVUPS   288(SP), Y6
-	VMOVUPS   lgc57<>+0(SB), Y8
+	VMOVUPS   416(SP), Y6
+	VMOVUPS   lgc58<>+0(SB), Y8
 
 	// v110 = ge(ratio, 0.8000000028326788)
 	VCMPPS $0x1d, Y8, Y6, Y8
-	VANDPS lgc2<>+0(SB), Y8, Y8
+	VANDPS lgc3<>+0(SB), Y8, Y8
 
 	// v111 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y9
-	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y4, 352(SP)
+	VANDPS  lgc3<>+0(SB), Y9, Y9
+	VMOVUPS Y4, 480(SP)
 
 	// v112 = max(v110, v111)
-	VXORPS lgc14<>+0(SB), Y8, Y4
-	VXORPS lgc14<>+0(SB), Y9, Y10
+	VXORPS lgc13<>+0(SB), Y8, Y4
+	VXORPS lgc13<>+0(SB), Y9, Y10
 	VMINPS Y4, Y10, Y8
 	VMINPS Y10, Y4, Y4
 	VORPS  Y8, Y4, Y4
-	VXORPS lgc14<>+0(SB), Y4, Y4
+	VXORPS lgc13<>+0(SB), Y4, Y4
 
 	// v113 = where(v112, v109, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y4, Y8
 	VBLENDVPS Y8, Y5, Y2, Y4
-	VMOVUPS   lgc56<>+0(SB), Y5
+	VMOVUPS   lgc57<>+0(SB), Y5
 
 	// v114 = le(ratio, 1.2000000078829447)
 	VCMPPS $0x12, Y5, Y6, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VANDPS lgc3<>+0(SB), Y5, Y5
 
 	// v115 = max(v114, v111)
-	VXORPS lgc14<>+0(SB), Y5, Y5
-	VXORPS lgc14<>+0(SB), Y9, Y8
+	VXORPS lgc13<>+0(SB), Y5, Y5
+	VXORPS lgc13<>+0(SB), Y9, Y8
 	VMINPS Y5, Y8, Y9
 	VMINPS Y8, Y5, Y5
 	VORPS  Y9, Y5, Y5
-	VXORPS lgc14<>+0(SB), Y5, Y5
+	VXORPS lgc13<>+0(SB), Y5, Y5
 
 	// v116 = where(v115, v108, 0)
 	VMOVUPS   lgc0<>+0(SB), Y8
@@ -3011,7 +3073,7 @@ inner_A_23:
 
 	// v118 = ne(v117, 0)
 	VCMPPS $0x04, Y2, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VANDPS lgc3<>+0(SB), Y5, Y5
 
 	// v119 = mul(v117, ratio)
 	VMULPS Y6, Y4, Y6
@@ -3022,14 +3084,14 @@ inner_A_23:
 	VBLENDVPS Y7, Y6, Y4, Y4
 
 	// v121 = neg(v120)
-	VXORPS lgc14<>+0(SB), Y4, Y5
+	VXORPS lgc13<>+0(SB), Y4, Y5
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc60<>+0(SB), Y5, Y5
+	VADDPS lgc61<>+0(SB), Y5, Y5
 
 	// v126 = ne(v122, 0)
 	VCMPPS $0x04, Y2, Y5, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
 	// v127 = div(v122, v32)
 	VDIVPS Y0, Y5, Y0
@@ -3041,67 +3103,58 @@ inner_A_23:
 
 	// v129 = add(v96, v128)
 	VADDPS  Y0, Y1, Y0
-	VMOVUPS Y3, 384(SP)
-	VMOVUPS Y4, 416(SP)
-	VMOVUPS Y0, 448(SP)
+	VMOVUPS Y3, 512(SP)
+	VMOVUPS Y4, 544(SP)
+	VMOVUPS Y0, 576(SP)
 	XORQ    BX, BX
 
 inner_A_24:
-	MOVQ       logits+32(FP), DI
-	XORQ       R8, R8
-	IMUL3Q     $+256, AX, R9
-	ADDQ       R9, R8
-	IMUL3Q     $+2, CX, R9
-	ADDQ       R9, R8
-	MOVQ       BX, R9
-	ADDQ       R9, R8
-	LEAQ       (DI)(R8*4), DI
-	VMOVUPS    lgc12<>+0(SB), Y1
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y0
-	VGATHERDPS Y2, (DI)(Y1*4), Y0
-	VMOVUPS    224(SP), Y1
+	XORQ    R8, R8
+	IMUL3Q  $+32, BX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS 352(SP), Y1
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc15<>+0(SB), Y0, Y1
+	VMINPS       lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc29<>+0(SB), Y1
+	VMOVUPS      lgc28<>+0(SB), Y1
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
 	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 384(SP), Y4
+	VMOVUPS 512(SP), Y4
 
 	// v98 = mul(v94, v59)
 	VMULPS  Y2, Y4, Y2
-	VMOVUPS 352(SP), Y5
+	VMOVUPS 480(SP), Y5
 
 	// v99 = where(v97, v98, v94)
 	VMOVUPS   lgc0<>+0(SB), Y6
@@ -3118,78 +3171,78 @@ inner_A_24:
 
 	// v102 = ge(v30, -3.4028235e+38)
 	VCMPPS $0x1d, Y1, Y0, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
 
 	// v103 = ne(v30, v30)
 	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc2<>+0(SB), Y0, Y0
+	VANDPS lgc3<>+0(SB), Y0, Y0
 
 	// v104 = max(v102, v103)
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y0, Y0
+	VXORPS  lgc13<>+0(SB), Y1, Y1
+	VXORPS  lgc13<>+0(SB), Y0, Y0
 	VMINPS  Y1, Y0, Y5
 	VMINPS  Y0, Y1, Y0
 	VORPS   Y5, Y0, Y0
-	VXORPS  lgc14<>+0(SB), Y0, Y0
+	VXORPS  lgc13<>+0(SB), Y0, Y0
 	VMOVUPS lgc0<>+0(SB), Y1
 
 	// v105 = where(v104, v101, 0)
 	VMOVUPS      lgc0<>+0(SB), Y5
 	VCMPPS       $0x04, Y5, Y0, Y5
 	VBLENDVPS    Y5, Y4, Y1, Y0
-	XORQ         DI, DI
-	MOVQ         BX, R9
-	ADDQ         R9, DI
-	VMOVD        DI, X4
+	XORQ         R9, R9
+	MOVQ         BX, R10
+	ADDQ         R10, R9
+	VMOVD        R9, X4
 	VPBROADCASTD X4, Y4
 	VCVTDQ2PS    Y4, Y4
-	MOVQ         action+40(FP), DI
+	MOVQ         action+40(FP), R9
 	VMOVUPS      lgc0<>+0(SB), Y5
-	VMOVUPS      Y5, 480(SP)
+	VMOVUPS      Y5, 608(SP)
 	VMOVUPS      lgc0<>+0(SB), X5
-	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 480(SP)
-	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 484(SP)
-	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 488(SP)
-	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 492(SP)
-	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 496(SP)
-	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 500(SP)
-	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 504(SP)
-	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X5, X5
-	VMOVSS       X5, 508(SP)
-	VMOVUPS      480(SP), Y5
+	MOVQ         (R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 608(SP)
+	MOVQ         8(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 612(SP)
+	MOVQ         16(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 616(SP)
+	MOVQ         24(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 620(SP)
+	MOVQ         32(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 624(SP)
+	MOVQ         40(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 628(SP)
+	MOVQ         48(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 632(SP)
+	MOVQ         56(R9)(DI*8), R10
+	VCVTSI2SSQ   R10, X5, X5
+	VMOVSS       X5, 636(SP)
+	VMOVUPS      608(SP), Y5
 
 	// v124 = eq(v123, action)
 	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc2<>+0(SB), Y4, Y4
-	VMOVUPS 416(SP), Y5
+	VANDPS  lgc3<>+0(SB), Y4, Y4
+	VMOVUPS 544(SP), Y5
 
 	// v125 = where(v124, v120, 0)
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
 	VBLENDVPS Y6, Y5, Y1, Y4
-	VMOVUPS   448(SP), Y5
+	VMOVUPS   576(SP), Y5
 
 	// v130 = add(v99, v129)
 	VADDPS Y5, Y2, Y2
 
 	// v131 = ne(v130, 0)
 	VCMPPS $0x04, Y1, Y2, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
 
 	// v132 = mul(v130, v31)
 	VMULPS Y3, Y2, Y3
@@ -3206,33 +3259,60 @@ inner_A_24:
 	VADDPS Y0, Y4, Y0
 
 	// store gradLogits
-	MOVQ         gradLogits+64(FP), DI
-	VMOVUPS      Y0, 512(SP)
-	MOVL         512(SP), R9
-	MOVL         R9, (DI)(R8*4)
-	MOVL         516(SP), R9
-	MOVL         R9, 8(DI)(R8*4)
-	MOVL         520(SP), R9
-	MOVL         R9, 16(DI)(R8*4)
-	MOVL         524(SP), R9
-	MOVL         R9, 24(DI)(R8*4)
-	MOVL         528(SP), R9
-	MOVL         R9, 32(DI)(R8*4)
-	MOVL         532(SP), R9
-	MOVL         R9, 40(DI)(R8*4)
-	MOVL         536(SP), R9
-	MOVL         R9, 48(DI)(R8*4)
-	MOVL         540(SP), R9
-	MOVL         R9, 56(DI)(R8*4)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_24
+	VMOVUPS Y0, 64(SP)(R8*1)
+	INCQ    BX
+	CMPQ    BX, $+2
+	JL      inner_A_24
+
+	// flush the tile of gradLogits
+	MOVQ         gradLogits+64(FP), BX
+	VMOVUPS      64(SP), Y0
+	VMOVUPS      96(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      lgc0<>+0(SB), Y3
+	VMOVUPS      lgc0<>+0(SB), Y4
+	VMOVUPS      lgc0<>+0(SB), Y5
+	VMOVUPS      lgc0<>+0(SB), Y6
+	VMOVUPS      lgc0<>+0(SB), Y7
+	VMOVUPS      lgc2<>+0(SB), Y8
+	VUNPCKLPS    Y1, Y0, Y9
+	VUNPCKHPS    Y1, Y0, Y0
+	VUNPCKLPS    Y3, Y2, Y1
+	VUNPCKHPS    Y3, Y2, Y2
+	VUNPCKLPS    Y5, Y4, Y3
+	VUNPCKHPS    Y5, Y4, Y4
+	VUNPCKLPS    Y7, Y6, Y5
+	VUNPCKHPS    Y7, Y6, Y6
+	VSHUFPS      $0x44, Y1, Y9, Y7
+	VSHUFPS      $0xee, Y1, Y9, Y1
+	VSHUFPS      $0x44, Y2, Y0, Y9
+	VSHUFPS      $0xee, Y2, Y0, Y0
+	VSHUFPS      $0x44, Y5, Y3, Y2
+	VSHUFPS      $0xee, Y5, Y3, Y3
+	VSHUFPS      $0x44, Y6, Y4, Y5
+	VSHUFPS      $0xee, Y6, Y4, Y4
+	VPERM2F128   $0x20, Y2, Y7, Y6
+	VPERM2F128   $0x31, Y2, Y7, Y2
+	VPERM2F128   $0x20, Y3, Y1, Y7
+	VPERM2F128   $0x31, Y3, Y1, Y1
+	VPERM2F128   $0x20, Y5, Y9, Y3
+	VPERM2F128   $0x31, Y5, Y9, Y5
+	VPERM2F128   $0x20, Y4, Y0, Y9
+	VPERM2F128   $0x31, Y4, Y0, Y0
+	VMASKMOVPS   Y6, Y8, (BX)(SI*4)
+	VMASKMOVPS   Y7, Y8, 8(BX)(SI*4)
+	VMASKMOVPS   Y3, Y8, 16(BX)(SI*4)
+	VMASKMOVPS   Y9, Y8, 24(BX)(SI*4)
+	VMASKMOVPS   Y2, Y8, 32(BX)(SI*4)
+	VMASKMOVPS   Y1, Y8, 40(BX)(SI*4)
+	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
+	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
 	JNZ          noflush_25
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3252,8 +3332,8 @@ noflush_25:
 	JL           blocks_21
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
-	VANDPS       lgc5<>+0(SB), Y0, Y1
-	VCMPPS       $0x12, lgc53<>+0(SB), Y1, Y1
+	VANDPS       lgc6<>+0(SB), Y0, Y1
+	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
 	VCVTPS2PD    X0, Y2
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
@@ -3271,35 +3351,35 @@ noflush_25:
 	VZEROUPPER
 	RET
 
-DATA lgc59<>+0(SB)/4, $0x3823d70a
-DATA lgc59<>+4(SB)/4, $0x3823d70a
-DATA lgc59<>+8(SB)/4, $0x3823d70a
-DATA lgc59<>+12(SB)/4, $0x3823d70a
-DATA lgc59<>+16(SB)/4, $0x3823d70a
-DATA lgc59<>+20(SB)/4, $0x3823d70a
-DATA lgc59<>+24(SB)/4, $0x3823d70a
-DATA lgc59<>+28(SB)/4, $0x3823d70a
-GLOBL lgc59<>(SB), RODATA|NOPTR, $32
-
-DATA lgc60<>+0(SB)/4, $0xb823d70a
-DATA lgc60<>+4(SB)/4, $0xb823d70a
-DATA lgc60<>+8(SB)/4, $0xb823d70a
-DATA lgc60<>+12(SB)/4, $0xb823d70a
-DATA lgc60<>+16(SB)/4, $0xb823d70a
-DATA lgc60<>+20(SB)/4, $0xb823d70a
-DATA lgc60<>+24(SB)/4, $0xb823d70a
-DATA lgc60<>+28(SB)/4, $0xb823d70a
+DATA lgc60<>+0(SB)/4, $0x3823d70a
+DATA lgc60<>+4(SB)/4, $0x3823d70a
+DATA lgc60<>+8(SB)/4, $0x3823d70a
+DATA lgc60<>+12(SB)/4, $0x3823d70a
+DATA lgc60<>+16(SB)/4, $0x3823d70a
+DATA lgc60<>+20(SB)/4, $0x3823d70a
+DATA lgc60<>+24(SB)/4, $0x3823d70a
+DATA lgc60<>+28(SB)/4, $0x3823d70a
 GLOBL lgc60<>(SB), RODATA|NOPTR, $32
 
-DATA lgc61<>+0(SB)/4, $0xbb800000
-DATA lgc61<>+4(SB)/4, $0xbb800000
-DATA lgc61<>+8(SB)/4, $0xbb800000
-DATA lgc61<>+12(SB)/4, $0xbb800000
-DATA lgc61<>+16(SB)/4, $0xbb800000
-DATA lgc61<>+20(SB)/4, $0xbb800000
-DATA lgc61<>+24(SB)/4, $0xbb800000
-DATA lgc61<>+28(SB)/4, $0xbb800000
+DATA lgc61<>+0(SB)/4, $0xb823d70a
+DATA lgc61<>+4(SB)/4, $0xb823d70a
+DATA lgc61<>+8(SB)/4, $0xb823d70a
+DATA lgc61<>+12(SB)/4, $0xb823d70a
+DATA lgc61<>+16(SB)/4, $0xb823d70a
+DATA lgc61<>+20(SB)/4, $0xb823d70a
+DATA lgc61<>+24(SB)/4, $0xb823d70a
+DATA lgc61<>+28(SB)/4, $0xb823d70a
 GLOBL lgc61<>(SB), RODATA|NOPTR, $32
+
+DATA lgc62<>+0(SB)/4, $0xbb800000
+DATA lgc62<>+4(SB)/4, $0xbb800000
+DATA lgc62<>+8(SB)/4, $0xbb800000
+DATA lgc62<>+12(SB)/4, $0xbb800000
+DATA lgc62<>+16(SB)/4, $0xbb800000
+DATA lgc62<>+20(SB)/4, $0xbb800000
+DATA lgc62<>+24(SB)/4, $0xbb800000
+DATA lgc62<>+28(SB)/4, $0xbb800000
+GLOBL lgc62<>(SB), RODATA|NOPTR, $32
 
 // func fbPass3AVX2(s7 *float32, ess *float32)
 // Requires: AVX
@@ -3307,7 +3387,7 @@ TEXT ·fbPass3AVX2(SB), $0-16
 	MOVQ         s7+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
-	VMOVUPS      lgc52<>+0(SB), Y1
+	VMOVUPS      lgc53<>+0(SB), Y1
 
 	// ess = div(v86, 2)
 	VDIVPS Y1, Y0, Y0
@@ -3330,28 +3410,28 @@ bulk_26:
 	CMPQ         BX, DX
 	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc15<>+0(SB), Y0, Y1
+	VMINPS       lgc16<>+0(SB), Y1, Y1
+	VMULPS       lgc17<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
+	VMOVAPS      lgc20<>+0(SB), Y3
+	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc2<>+0(SB), Y3, Y3
+	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc26<>+0(SB), Y1, Y2
+	VPMINSD      lgc27<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc27<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc27<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -3377,22 +3457,23 @@ bulk_28:
 	CMPQ         BX, DX
 	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
-	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
-	VMULPS       lgc31<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
+	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
-	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
-	VPAND        lgc33<>+0(SB), Y2, Y1
-	VPOR         lgc2<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VPAND        lgc32<>+0(SB), Y2, Y1
+	VPOR         lgc3<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
+	VMULPS       lgc25<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VSUBPS       lgc3<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc35<>+0(SB), Y4
+	VMOVAPS      lgc34<>+0(SB), Y4
+	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
@@ -3400,20 +3481,19 @@ bulk_28:
 	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
 	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc43<>+0(SB), Y1, Y4
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
+	VADDPS       Y1, Y4, Y4
+	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc11<>+0(SB), Y4, Y4
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
+	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc45<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
@@ -3436,23 +3516,24 @@ bulk_30:
 	CMPQ         BX, DX
 	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc2<>+0(SB), Y0, Y1
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
+	VADDPS       lgc3<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
+	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
+	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VMULPS       lgc25<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
@@ -3460,32 +3541,31 @@ bulk_30:
 	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
 	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc11<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc2<>+0(SB), Y1, Y2
+	VSUBPS       lgc3<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc45<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc12<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
 	JMP          bulk_30
