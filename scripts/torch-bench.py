@@ -20,7 +20,8 @@ Usage (from the repository root; python3-torch 1.13 and numpy):
   scripts/torch-bench.py                          every workload at the table's size
   scripts/torch-bench.py -w clipppo-64k,gae-1k    some workloads
   scripts/torch-bench.py -w clipppo-16m --dims clipppo-16m=B=1048576
-                                                  a smaller stand-in (quick runs)
+                                                  a workload at other dims
+  scripts/torch-bench.py --quick                  every workload at a smaller stand-in size
   scripts/torch-bench.py --list                   the workloads, as JSON
   scripts/torch-bench.py --json                   results as JSON (scripts/bench-table)
 The large workloads (clipppo-16m, clipppogae-4k) take several GB of memory.
@@ -37,20 +38,21 @@ import tempfile
 import time
 
 # The workloads of the issue-22 table: the spec (relative to the repository root), the dims
-# it runs at, the formulas (kind) and the small dims of the correctness check.
+# it runs at (quick_dims: --quick's smaller stand-in, a few hundred MB at most), the formulas
+# (kind) and the small dims of the correctness check.
 WORKLOADS = [
-    {"name": "clipppo-64k", "label": "ClipPPO flat B=64k", "kind": "clipppo",
-     "spec": "spec/examples/clip_ppo.yaml", "dims": "B=65536", "check_dims": "B=1000"},
-    {"name": "clipppo-16m", "label": "ClipPPO flat B=16M", "kind": "clipppo",
-     "spec": "spec/examples/clip_ppo.yaml", "dims": "B=16777216", "check_dims": "B=1000"},
-    {"name": "gae-1k", "label": "GAE [1024, 1024]", "kind": "gae",
-     "spec": "bench/specs/gae_f32.yaml", "dims": "N=1024,T=1024", "check_dims": "N=8,T=50"},
-    {"name": "clipppogae-4k", "label": "ClipPPO+GAE [4096, 4096]", "kind": "clipppogae",
-     "spec": "spec/examples/clip_ppo_gae.yaml", "dims": "N=4096,T=4096", "check_dims": "N=8,T=50"},
-    {"name": "clipppocat-1m", "label": "ClipPPO categorical A=16, B=1M", "kind": "clipppocat",
-     "spec": "bench/specs/clip_ppo_categorical_flat.yaml", "dims": "B=1048576,A=16", "check_dims": "B=1000,A=16"},
-    {"name": "iql-1m", "label": "IQL Q=2, B=1M", "kind": "iql",
-     "spec": "spec/examples/iql.yaml", "dims": "Q=2,B=1048576", "check_dims": "Q=2,B=1000"},
+    {"name": "clipppo-64k", "label": "ClipPPO flat", "kind": "clipppo",
+     "spec": "spec/examples/clip_ppo.yaml", "dims": "B=65536", "quick_dims": "B=65536", "check_dims": "B=1000"},
+    {"name": "clipppo-16m", "label": "ClipPPO flat", "kind": "clipppo",
+     "spec": "spec/examples/clip_ppo.yaml", "dims": "B=16777216", "quick_dims": "B=1048576", "check_dims": "B=1000"},
+    {"name": "gae-1k", "label": "GAE", "kind": "gae",
+     "spec": "bench/specs/gae_f32.yaml", "dims": "N=1024,T=1024", "quick_dims": "N=256,T=1024", "check_dims": "N=8,T=50"},
+    {"name": "clipppogae-4k", "label": "ClipPPO+GAE", "kind": "clipppogae",
+     "spec": "spec/examples/clip_ppo_gae.yaml", "dims": "N=4096,T=4096", "quick_dims": "N=1024,T=1024", "check_dims": "N=8,T=50"},
+    {"name": "clipppocat-1m", "label": "ClipPPO categorical", "kind": "clipppocat",
+     "spec": "bench/specs/clip_ppo_categorical_flat.yaml", "dims": "B=1048576,A=16", "quick_dims": "B=131072,A=16", "check_dims": "B=1000,A=16"},
+    {"name": "iql-1m", "label": "IQL", "kind": "iql",
+     "spec": "spec/examples/iql.yaml", "dims": "Q=2,B=1048576", "quick_dims": "Q=2,B=131072", "check_dims": "Q=2,B=1000"},
 ]
 
 # Hyper-parameters, as the specs above set them.
@@ -371,6 +373,7 @@ def main():
     ap.add_argument("-w", "--workloads", default="", help="comma-separated workload names (default: all; see --list)")
     ap.add_argument("--dims", action="append", default=[], metavar="NAME=DIMS",
                     help="run workload NAME at DIMS instead of its own, e.g. clipppo-16m=B=1048576 (repeatable)")
+    ap.add_argument("--quick", action="store_true", help="run each workload at its quick_dims (see --list), a smaller stand-in")
     ap.add_argument("--rounds", type=int, default=6, help="timed rounds per call; the median is reported (default 6)")
     ap.add_argument("--round-time", type=float, default=0.5, help="seconds of calls per round, at least (default 0.5)")
     ap.add_argument("--tol", type=float, default=1e-5, help="largest error against lossgen's reference, relative to each array's largest element (default 1e-5)")
@@ -411,7 +414,8 @@ def main():
     try:
         for n in names:
             w = by_name[n]
-            r = {"name": n, "label": w["label"], "spec": w["spec"], "dims": sizes.get(n, w["dims"]),
+            r = {"name": n, "label": w["label"], "spec": w["spec"],
+                 "dims": sizes.get(n, w["quick_dims"] if a.quick else w["dims"]),
                  "torch": torch.__version__, "threads": a.threads}
             if not a.no_check:
                 r["check_error"], r["check_worst"] = check(torch, np, w, lossgen, a.tol)
@@ -421,7 +425,7 @@ def main():
             results.append(r)
             if not a.json:
                 fb = r.get("forward_backward_ns_per_element")
-                print(f"{w['label']:<32} {r['dims']:<16} F {r['forward_ns_per_element']:9.2f} ns/element"
+                print(f"{w['label']:<20} {r['dims']:<16} F {r['forward_ns_per_element']:9.2f} ns/element"
                       + (f"   FB {fb:9.2f} ns/element" if fb else "   FB –"), flush=True)
     finally:
         if tmp:
