@@ -158,15 +158,20 @@ def smooth_l1(torch, a, b):
 
 def gae_loop(torch, r, v, v_next, terminated, done):
     """GAE's loop form (§3.5), time last: A_t = δ_t + γλ(1 − d_t)·A_{t+1}, as TorchRL's
-    generalized_advantage_estimate; value_target = A + V. v and v_next carry no gradient."""
-    not_term = (~terminated).to(r.dtype)
-    not_done = (~done).to(r.dtype)
+    generalized_advantage_estimate; value_target = A + V. v and v_next carry no gradient.
+    The loop runs on time-major copies, so that each step reads contiguous memory: TorchRL
+    indexes [..., t, :] of [N, T, 1], a stride-T gather per step, which at [4096, 4096]
+    makes the loop many times slower than the copies cost (the copies are timed too)."""
+    r, v_t, v_next = r.t().contiguous(), v.t().contiguous(), v_next.t().contiguous()
+    not_term = (~terminated).t().to(r.dtype).contiguous()
+    not_done = (~done).t().to(r.dtype).contiguous()
     adv = torch.empty_like(r)
-    prev = torch.zeros_like(r[:, 0])
-    for t in reversed(range(r.shape[1])):
-        delta = r[:, t] + GAMMA * v_next[:, t] * not_term[:, t] - v[:, t]
-        prev = delta + GAMMA * LMBDA * prev * not_done[:, t]
-        adv[:, t] = prev
+    prev = torch.zeros_like(r[0])
+    for t in reversed(range(r.shape[0])):
+        delta = r[t] + GAMMA * v_next[t] * not_term[t] - v_t[t]
+        prev = delta + GAMMA * LMBDA * prev * not_done[t]
+        adv[t] = prev
+    adv = adv.t().contiguous()
     return adv, adv + v
 
 
