@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
@@ -24,15 +19,43 @@ var benchSizes = map[int][]map[int]int{
 	2: {{0: 1, 1: 256}, {0: 16, 1: 256}, {0: 256, 1: 1024}, {0: 4096, 1: 4096}},
 }
 
+// benchHelp follows bench's flags in its usage: what the table holds.
+const benchHelp = `
+Each size's package is built in a throwaway module and its generated benchmarks run there
+(go test -bench Forward): BenchmarkForward and BenchmarkForwardBackward of every backend,
+each at 1 thread and at GOMAXPROCS (the sub-benchmarks set it themselves; $GOMAXPROCS
+picks the second count). The table has a row per size, backend and call:
+  NT ns/element  nanoseconds per batch element at N threads (median of -count runs)
+  NT GB/s        bytes the call reads and writes (inputs, outputs, gradients) per second
+  NT ×copy       the call's time over a copy() of as many bytes by N goroutines, measured
+                 in the same process (1.00: at the copy limit; 2.00: twice a copy's time)
+  NT/1T          speed-up of the most threads over one
+  FB÷F           ForwardBackward's time over Forward's, at each thread count
+  copy GB/s      the copy probe's bandwidth at each thread count
+  vs go 1T       speed-up over the pure-Go kernel at one thread
+-json prints the same numbers unrounded, one object per backend, call and thread count.
+`
+
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] SPEC", stderr)
+	fs := flags("bench", "[-sizes N=16,T=256;N=4096,T=4096] [-benchtime D] [-count N] [-backend B] [-json] SPEC", stderr)
+	usage := fs.Usage
+	fs.Usage = func() { usage(); fmt.Fprint(stderr, benchHelp) }
 	sizes := fs.String("sizes", "", "semicolon-separated dim settings to run (default: L1, L2, beyond-cache and ≥256 MiB working sets)")
 	benchtime := fs.String("benchtime", "", "go test -benchtime (default: 1s, or 10x for working sets over 64 MiB)")
+	count := fs.Int("count", 1, "go test -count: runs of each benchmark; the table shows their medians")
+	backend := fs.String("backend", "", "measure only this backend (go or avx2); default: every backend the machine runs")
+	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	if err := fs.Parse(args); err != nil {
 		return parseErr(err)
 	}
 	if fs.NArg() != 1 {
 		return badUsage(fs, stderr, "want one SPEC, got %d", fs.NArg())
+	}
+	if *count < 1 {
+		return badUsage(fs, stderr, "-count %d: want at least 1", *count)
+	}
+	if *backend != "" && *backend != "go" && *backend != "avx2" {
+		return badUsage(fs, stderr, "-backend %q: want go or avx2", *backend)
 	}
 	path := fs.Arg(0)
 	c, err := gen.Compile(path)
@@ -62,13 +85,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		compiled = append(compiled, cs)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "dims\tworking set\tbackend\tcall\tns/element\tGB/s\tcopy GB/s\tratio to copy\tspeed-up vs go\tbackward/forward\t")
+	pattern := "^BenchmarkForward"
+	if *backend != "" {
+		pattern += "/^" + *backend + "$"
+	}
+	var runs []benchRun
 	for _, cs := range compiled {
-		m, err := runner.NewTestModule(cs)
-		if err != nil {
-			return err
-		}
 		ws := workingSet(cs.Graph)
 		bt := *benchtime
 		if bt == "" {
@@ -77,28 +99,26 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 				bt = "10x"
 			}
 		}
-		out, err := m.Bench(".", bt)
+		m, err := runner.NewTestModule(cs)
+		if err != nil {
+			return err
+		}
+		out, err := m.Bench(pattern, bt, *count)
 		m.Close()
 		if err != nil {
 			return err
 		}
 		res := parseBench(out)
-		for _, name := range sortedImpls(res) {
-			call, impl, _ := strings.Cut(name, "/")
-			r := res[name]
-			speed, ratio := "", ""
-			if goNs := res[call+"/go"]["ns/element"]; goNs > 0 && r["ns/element"] > 0 {
-				speed = fmt.Sprintf("%.2f×", goNs/r["ns/element"])
-			}
-			if fwd := res["Forward/"+impl]["ns/element"]; call == "ForwardBackward" && fwd > 0 {
-				ratio = fmt.Sprintf("%.2f", r["ns/element"]/fwd)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.3f\t%.2f\t%.2f\t%.3f\t%s\t%s\t\n", dimsString(cs.Graph), bytesString(ws),
-				impl, call, r["ns/element"], r["MB/s"]/1000, res["CopyProbe"]["MB/s"]/1000, r["copy-ratio"], speed, ratio)
+		if len(res) == 0 {
+			return fmt.Errorf("bench: no results for %s in the output of go test -bench %s:\n%s", dimsString(cs.Graph), pattern, out)
 		}
+		runs = append(runs, benchRun{Dims: dimsString(cs.Graph), WorkingSet: ws, Results: res})
 		fmt.Fprintf(stderr, "bench: %s measured\n", dimsString(cs.Graph)) // progress; the table comes at the end, aligned
 	}
-	return tw.Flush()
+	if *asJSON {
+		return writeBenchJSON(stdout, runs)
+	}
+	return writeBenchTable(stdout, runs)
 }
 
 // parseSizes reads "N=16,T=256;N=4096,T=4096" into dim settings, or picks the defaults.
@@ -171,46 +191,4 @@ func bytesString(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
-
-// parseBench reads `go test -bench` lines into name -> unit -> value.
-func parseBench(out string) map[string]map[string]float64 {
-	res := map[string]map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
-			continue
-		}
-		vals := map[string]float64{}
-		f := strings.Fields(m[2])
-		for i := 0; i+1 < len(f); i += 2 {
-			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
-				vals[f[i+1]] = v
-			}
-		}
-		res[m[1]] = vals
-	}
-	return res
-}
-
-// sortedImpls lists the Forward and ForwardBackward results, by backend then call.
-func sortedImpls(res map[string]map[string]float64) []string {
-	var out []string
-	for k := range res {
-		if strings.HasPrefix(k, "Forward/") || strings.HasPrefix(k, "ForwardBackward/") {
-			out = append(out, k)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		ci, ii, _ := strings.Cut(out[i], "/")
-		cj, ij, _ := strings.Cut(out[j], "/")
-		if ii != ij {
-			return ii < ij
-		}
-		return ci < cj
-	})
-	return out
 }

@@ -44,8 +44,9 @@ func backendNames() []string {
 }
 
 func cmdEval(args []string, stdout, stderr io.Writer) error {
-	fs := flags("eval", "-spec SPEC -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad]", stderr)
+	fs := flags("eval", "-spec SPEC [-dims N=16,T=256] -in DATA.npz [-out OUT.npz] [-backend ref|go|avx2|ptx|all] [-grad]", stderr)
 	specPath := fs.String("spec", "", "spec file (required)")
+	dims := fs.String("dims", "", "resize the spec's dims, NAME=SIZE pairs (N=16,T=256), validated as if the spec declared them, as bench -sizes does")
 	inPath := fs.String("in", "", "input .npz, arrays named by data key, e.g. next.reward (required)")
 	outPath := fs.String("out", "", "write the selected backend's outputs here (with all: OUT.<backend>.npz each)")
 	which := fs.String("backend", "all", "ref (the interpreter), go (the generated pure-Go kernel), avx2 (its AVX2 kernel), ptx (its PTX, simulated) or all")
@@ -97,7 +98,18 @@ func cmdEval(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	c, err := gen.Compile(*specPath)
+	var resize map[string]int
+	if *dims != "" {
+		ds, err := parseDimSizes(*dims)
+		if err != nil {
+			return badUsage(fs, stderr, "-dims: %v", err)
+		}
+		resize = map[string]int{}
+		for _, d := range ds {
+			resize[d.Name] = d.Size
+		}
+	}
+	c, err := gen.CompileDims(*specPath, resize)
 	if err != nil {
 		return err
 	}

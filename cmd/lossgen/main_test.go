@@ -169,6 +169,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"generate", "-h"}, 0},
 		{[]string{"version", "extra"}, 2},
 		{[]string{"bench", "-sizes", "M=abc", spec}, 2},
+		{[]string{"bench", "-count", "0", spec}, 2},
+		{[]string{"bench", "-backend", "cuda", spec}, 2},
+		{[]string{"bench", "-h"}, 0},
 	} {
 		var out, errb strings.Builder
 		if got := run(tc.args, &out, &errb); got != tc.want {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/lossgen/lossgen/gen"
@@ -139,9 +140,11 @@ func goType(g *ir.Graph, in *ir.Input) string {
 	return g.DType.String()
 }
 
-// Bench runs `go test -bench` in the generated package and returns its output.
-func (m *Module) Bench(pattern, benchtime string) (string, error) {
-	return m.goTest("-run", "^$", "-bench", pattern, "-benchtime", benchtime)
+// Bench runs `go test -bench pattern -benchtime benchtime -count count` in the generated
+// package (no tests) and returns its output. It passes no -cpu: the generated benchmarks set
+// GOMAXPROCS themselves, one sub-benchmark per thread count (gotest.go.tmpl's benchThreads).
+func (m *Module) Bench(pattern, benchtime string, count int) (string, error) {
+	return m.goTest("-run", "^$", "-bench", pattern, "-benchtime", benchtime, "-count", strconv.Itoa(count))
 }
 
 // Test runs the generated package's tests matching pattern and returns the output.

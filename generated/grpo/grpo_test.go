@@ -4,8 +4,10 @@ package grpo
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -671,32 +673,59 @@ func TestImplementationsAgree(t *testing.T) {
 	}
 }
 
-// BenchmarkForward reports each implementation's speed at the fixed dims: ns per batch
-// element, MB/s of the 21544 bytes a call must read and write, and copy-ratio: that
-// bandwidth over the memory probe's, copy() of the same number of bytes measured in the same
-// run (copy bandwidth counted as bytes copied per second, as BenchmarkCopyProbe prints it;
-// the copy itself reads and writes that many bytes each).
+// benchThreads are the thread counts the benchmarks run at, each as a sub-benchmark
+// (BenchmarkForward/avx2/threads=1): one core, and GOMAXPROCS as the process started with
+// ($GOMAXPROCS, else the CPUs it may use). Each sets runtime.GOMAXPROCS itself and restores it,
+// so one run measures both and names each by what it measured. go test's -cpu list cannot
+// do that for a b.Loop benchmark: the first value's run is timed before testing sets its
+// GOMAXPROCS, at the last value's (golang/go#49980), so -cpu 1,2 prints a "1-core" line
+// measured on 2. -cpu changes nothing here: each of its values runs the same sub-benchmarks.
+var benchThreads = func() []int {
+	if n := goruntime.GOMAXPROCS(0); n > 1 {
+		return []int{1, n}
+	}
+	return []int{1}
+}()
+
+// forThreads runs bench as one sub-benchmark per thread count (benchThreads), at that
+// GOMAXPROCS, with the copy probe's bandwidth at the same thread count.
+func forThreads(b *testing.B, bench func(b *testing.B, probe float64)) {
+	for _, n := range benchThreads {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(n))
+			bench(b, copyBandwidth(n))
+		})
+	}
+}
+
+// BenchmarkForward reports each implementation's speed at the fixed dims, at each thread
+// count (benchThreads): ns per batch element, MB/s of the 21544 bytes a call must read
+// and write, and copy-ratio: that bandwidth over the memory probe's, copy() of the same
+// number of bytes split over as many goroutines as threads, measured in the same run (copy
+// bandwidth counted as bytes copied per second, as BenchmarkCopyProbe prints it; the copy
+// itself reads and writes that many bytes each). A copy-ratio of 0.5 is twice a copy's time.
 func BenchmarkForward(b *testing.B) {
-	probe := copyBandwidth()
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
-			in := randomInputs(3)
-			out := NewOutputs()
-			// One call first, untimed: it faults in the outputs' fresh pages and fills the
-			// state pools, which a training loop pays once, not per call.
-			if err := forward(im, in, out); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(21544)
-			b.ResetTimer()
-			for b.Loop() {
+			forThreads(b, func(b *testing.B, probe float64) {
+				in := randomInputs(3)
+				out := NewOutputs()
+				// One call first, untimed: it faults in the outputs' fresh pages and fills the
+				// state pools, which a training loop pays once, not per call.
 				if err := forward(im, in, out); err != nil {
 					b.Fatal(err)
 				}
-			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(sec*1e9/1024, "ns/element")
-			b.ReportMetric(21544/sec/probe, "copy-ratio")
+				b.SetBytes(21544)
+				b.ResetTimer()
+				for b.Loop() {
+					if err := forward(im, in, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sec := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(sec*1e9/1024, "ns/element")
+				b.ReportMetric(21544/sec/probe, "copy-ratio")
+			})
 		})
 	}
 }
@@ -704,34 +733,41 @@ func BenchmarkForward(b *testing.B) {
 // BenchmarkForwardBackward is BenchmarkForward for ForwardBackward (the outputs and the
 // gradients, 29736 bytes read and written a call).
 func BenchmarkForwardBackward(b *testing.B) {
-	probe := copyBandwidth()
 	for _, im := range impls {
 		b.Run(im.name, func(b *testing.B) {
-			in := randomInputs(3)
-			out, g := NewOutputs(), NewGrads()
-			if err := forwardBackward(im, in, out, g); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(29736)
-			b.ResetTimer()
-			for b.Loop() {
+			forThreads(b, func(b *testing.B, probe float64) {
+				in := randomInputs(3)
+				out, g := NewOutputs(), NewGrads()
 				if err := forwardBackward(im, in, out, g); err != nil {
 					b.Fatal(err)
 				}
-			}
-			sec := b.Elapsed().Seconds() / float64(b.N)
-			b.ReportMetric(sec*1e9/1024, "ns/element")
-			b.ReportMetric(29736/sec/probe, "copy-ratio")
+				b.SetBytes(29736)
+				b.ResetTimer()
+				for b.Loop() {
+					if err := forwardBackward(im, in, out, g); err != nil {
+						b.Fatal(err)
+					}
+				}
+				sec := b.Elapsed().Seconds() / float64(b.N)
+				b.ReportMetric(sec*1e9/1024, "ns/element")
+				b.ReportMetric(29736/sec/probe, "copy-ratio")
+			})
 		})
 	}
 }
 
-// BenchmarkCopyProbe is the memory probe: copy() of the kernel's byte count.
+// BenchmarkCopyProbe is the memory probe: copy() of the kernel's byte count, split over as
+// many goroutines as threads, at each thread count (benchThreads).
 func BenchmarkCopyProbe(b *testing.B) {
 	src, dst := probeBuffers()
-	b.SetBytes(int64(len(src)))
-	for b.Loop() {
-		copy(dst, src)
+	for _, n := range benchThreads {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(n))
+			b.SetBytes(int64(len(src)))
+			for b.Loop() {
+				copyParallel(dst, src, n)
+			}
+		})
 	}
 }
 
@@ -745,18 +781,29 @@ func probeBuffers() (src, dst []byte) {
 	return src, dst
 }
 
-// copyBandwidth measures the probe's bytes copied per second, the best of three runs of at
-// least 100ms, so it is taken in the same process as the kernel's.
-func copyBandwidth() float64 {
+// copyParallel copies src into dst as n contiguous parts, one goroutine each.
+func copyParallel(dst, src []byte, n int) {
+	var wg sync.WaitGroup
+	for i := range n {
+		lo, hi := i*len(src)/n, (i+1)*len(src)/n
+		wg.Go(func() { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	wg.Wait()
+}
+
+// copyBandwidth measures the probe's bytes copied per second with n goroutines (the caller
+// has set GOMAXPROCS), the best of three runs of at least 100ms, so it is taken in the same
+// process as the kernel's.
+func copyBandwidth(n int) float64 {
 	src, dst := probeBuffers()
 	best := 0.0
 	for range 3 {
-		n, start := 0, time.Now()
+		k, start := 0, time.Now()
 		for time.Since(start) < 100*time.Millisecond {
-			copy(dst, src)
-			n++
+			copyParallel(dst, src, n)
+			k++
 		}
-		best = max(best, float64(len(src)*n)/time.Since(start).Seconds())
+		best = max(best, float64(len(src)*k)/time.Since(start).Seconds())
 	}
 	return best
 }
