@@ -169,7 +169,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 			for _, ps := range e.p.Passes {
 				pg := e.emitPass(ps, false)
 				pgs[e] = append(pgs[e], pg)
-				if e.wantsNT(ps) {
+				if ps.Schedule.NonTemporal() {
 					nt[e][ps.Index] = true
 					if v := e.emitPass(ps, true); fmt.Sprint(v.params) != fmt.Sprint(pg.params) {
 						panic("asmgen: the non-temporal variant of a pass takes other arguments")
@@ -288,12 +288,13 @@ func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 	})
 
 	for _, pg := range pgs {
-		if pg.chunked {
-			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", e.chunkVar(pg.ps), pg.ps.Index)
-			f.Comment("reduction states merged in chunk order afterwards (1: in one piece). It is fixed by")
-			f.Comment("the generator from the pass's size, so results do not depend on the machine; tests")
-			f.Comment("set it to check the chunked run.")
-			f.Var().Id(e.chunkVar(pg.ps)).Op("=").Lit(e.chunks(pg.ps))
+		if ch := pg.ps.Schedule.Chunks; ch != nil {
+			what := "rows"
+			if pg.flat {
+				what = fmt.Sprintf("whole %d-element blocks of %s", ch.Align, ch.Dim)
+			}
+			f.Comment(fmt.Sprintf("%s is how many chunks of %s pass %d runs as, concurrently, each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's size, so results do not depend on the machine; tests set it to check the chunked run.", e.chunkVar(pg.ps), what, pg.ps.Index))
+			f.Var().Id(e.chunkVar(pg.ps)).Op("=").Lit(ch.Count)
 		}
 		e.wrapper(f, pg, elem, nt[pg.ps.Index])
 	}
@@ -329,7 +330,7 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 			switch {
 			case fld.name == "ok":
 				b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, fld.name)))
-			case fld.name == "n" && pg.chunked && pg.knownCount(r):
+			case fld.name == "n" && pg.chunkRows() && pg.knownCount(r):
 				// A variance whose lanes all see the same count tracks none in the kernel:
 				// the chunk's is its rows times the elements per row.
 				perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / ps.Domain[0].Size
@@ -362,6 +363,9 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 	// user's sub-slice may not be.
 	var cond *jen.Statement
 	for _, n := range ps.Stores {
+		if ps.Schedule.Stores[n.ID] != plan.NonTemporal {
+			continue
+		}
 		for _, addr := range e.bufAddrs(n) {
 			a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(addr))).Op("%").Lit(32).Op("==").Lit(0)
 			if cond == nil {
@@ -377,15 +381,17 @@ func (e *emitter) runPass(b *jen.Group, pg *passGen, elem string, nt bool) {
 // chunkVar names the variable holding a chunkable pass's chunk count.
 func (e *emitter) chunkVar(ps *plan.Pass) string { return e.name("pass%dChunks", ps.Index) }
 
-// runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
-// their own states, run concurrently and merged into st in chunk order.
+// runChunks emits the run of a chunkable pass: in one piece on st, or as chunks (of rows,
+// or of whole blocks of a flat domain's vector axis) on their own states, run concurrently
+// and merged into st in chunk order.
 func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 	ps := pg.ps
 	rt := gogen.RuntimePath
-	rows := ps.Domain[0].Size
-	b.Id("n").Op(":=").Min(jen.Id(e.chunkVar(ps)), jen.Lit(rows))
+	ch := ps.Schedule.Chunks
+	size, units := ps.Domain[ps.Domain.Index(ch.Dim)].Size, ch.Units(ps.Domain)
+	b.Id("n").Op(":=").Min(jen.Id(e.chunkVar(ps)), jen.Lit(units))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
-		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
+		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(size)),
 	).Else().BlockFunc(func(g *jen.Group) {
 		g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id(e.k.Name("avxState")), jen.Id("n"))
 		g.Id("sts").Index(jen.Lit(0)).Op("=").Id("st")
@@ -393,9 +399,14 @@ func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
 			jen.Id("sts").Index(jen.Id("c")).Op("=").Id(e.k.Name("avxPool")).Dot("Get").Call().Assert(jen.Op("*").Id(e.k.Name("avxState"))),
 			jen.Defer().Id(e.k.Name("avxPool")).Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
 		)
-		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
+		body := jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
-		))
+		)
+		if ch.Align > 1 {
+			g.Qual(rt, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(size), jen.Lit(ch.Align), body)
+		} else {
+			g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(size), body)
+		}
 		at := func(c jen.Code, r *ir.Node, f string) *jen.Statement {
 			return jen.Id("sts").Index(c).Dot(stateField(r, f))
 		}
@@ -493,7 +504,7 @@ func (e *emitter) wrapper(f *jen.File, pg *passGen, elem string, nt bool) {
 				args = append(args, jen.Lit(float64(count)))
 			case ir.OpVar:
 				args = append(args, jen.Lit(r.Corr))
-				if pg.knownCount(r) && !pg.chunked {
+				if pg.knownCount(r) && !pg.chunkRows() {
 					// The kernel tracks no per-lane count when every lane's is the same (a
 					// chunked pass's run filled it).
 					b.Qual(rt, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(count)))

@@ -60,6 +60,10 @@ type Pass struct {
 	Stores  []*ir.Node // written to their buffer
 	Reduces []*ir.Node // barrier reductions: accumulated over the whole pass
 	Inner   []*ir.Node // reductions over non-batch dims, finished inside each index
+
+	// Schedule is how the pass runs (loops, lanes, chunks, stores, GPU threads): every
+	// backend emits what it says.
+	Schedule *Schedule
 }
 
 // ScanAxis is the axis and direction of a pass's scans.
@@ -149,6 +153,7 @@ func Build(g *ir.Graph) (*Plan, error) {
 	}
 	b.storeLoadedScans(p)
 	b.buffers(p)
+	p.schedule()
 	return p, nil
 }
 
@@ -386,6 +391,7 @@ func (p *Plan) String() string {
 		if len(names) > 0 {
 			fmt.Fprintf(&s, "  reduces: %s\n", strings.Join(names, "; "))
 		}
+		s.WriteString(ps.Schedule.String(ps))
 	}
 	return s.String()
 }
