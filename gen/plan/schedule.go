@@ -396,16 +396,23 @@ func (s *Schedule) String(ps *Pass) string {
 		fmt.Fprintf(&b, "    gpu: not mapped: %s %s\n", g.Unmapped.Node, g.Unmapped.Reason)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "    gpu: %d threads over [%s], grid %d × block %d", g.Threads, strings.Join(g.Thread.Names(), ", "), g.Grid, g.Block)
+	fmt.Fprintf(&b, "    gpu: %d thread(s) over [%s], grid %d × block %d", g.Threads, strings.Join(g.Thread.Names(), ", "), g.Grid, g.Block)
 	if len(g.Loop) > 0 {
 		fmt.Fprintf(&b, ", each looping %s", strings.Join(g.Loop.Names(), " > "))
 	}
+	var inThread, inBlocks []string
 	for _, r := range g.Reductions {
-		kind := "in thread"
 		if r.Block {
-			kind = "across blocks"
+			inBlocks = append(inBlocks, fmt.Sprintf("v%d", r.Node.ID))
+		} else {
+			inThread = append(inThread, fmt.Sprintf("v%d", r.Node.ID))
 		}
-		fmt.Fprintf(&b, "; v%d %s", r.Node.ID, kind)
+	}
+	if len(inThread) > 0 {
+		fmt.Fprintf(&b, "; finished in their thread: %s", strings.Join(inThread, ", "))
+	}
+	if len(inBlocks) > 0 {
+		fmt.Fprintf(&b, "; merged across threads, then blocks in order: %s", strings.Join(inBlocks, ", "))
 	}
 	b.WriteString("\n")
 	return b.String()
