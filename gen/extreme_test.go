@@ -260,9 +260,9 @@ func TestMeanOf16MElements(t *testing.T) {
 // TestChunkedOddShapes runs the generated tests of specs with awkward shapes — dims that
 // fill no vector, a three-dim batch normalised over all but its middle dim, rows not a
 // multiple of the chunk count, a flat batch with a tail — with their chunkable AVX2 passes
-// split into 3 chunks (of rows, or of whole blocks of a flat batch)
-// (the generated TestChunkedAVX2), against the AVX2 kernels unchunked on random and extreme
-// inputs, which TestImplementationsAgree compares with the pure-Go kernel.
+// split into 3 chunks of rows or of whole blocks (the generated TestChunkedAVX2), against the
+// AVX2 kernels unchunked on random and extreme inputs, which TestImplementationsAgree
+// compares with the pure-Go kernel.
 //
 // The default run checks the float32 three-dim batch (a normalisation over all but its middle
 // dim), the float64 GAE + ClipPPO on 7 rows (3 chunks of uneven rows, a scan, 4-lane
