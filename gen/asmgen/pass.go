@@ -210,9 +210,9 @@ func describePass(ps *plan.Pass) string {
 	return "elementwise over " + ps.Domain.String()
 }
 
-// reverse reports whether the loop over dim runs backwards (a reverse scan's axis).
+// reverse reports whether the schedule runs the loop over dim backwards (a reverse scan's axis).
 func (pg *passGen) reverse(dim string) bool {
-	return pg.ps.Scan != nil && pg.ps.Scan.Reverse && pg.ps.Scan.Axis == dim
+	return pg.ps.Schedule.Reverse(dim)
 }
 
 // body emits the loop nest: the outer dims' loops (a reverse scan's axis backwards), and in

@@ -217,6 +217,16 @@ func (ps *Pass) NonTemporalEligible(n *ir.Node) bool {
 	return n.Shape[len(n.Shape)-1] == v && v.Size%ps.Schedule.Lanes == 0
 }
 
+// Reverse reports whether the loop over domain dim runs backwards.
+func (s *Schedule) Reverse(dim string) bool {
+	for _, l := range s.Loops {
+		if l.Dim.Name == dim {
+			return l.Reverse
+		}
+	}
+	return false
+}
+
 // NonTemporal reports whether any buffer of ps is stored non-temporally: backends then emit
 // a variant of the pass with such stores, run when the buffers are aligned.
 func (s *Schedule) NonTemporal() bool {
