@@ -151,8 +151,10 @@ func (p *Plan) schedule() {
 		}
 		s.Prefetch = p.PassBytes(ps) > LargePass
 		s.Chunks = chunking(ps, lanes)
+		ps.Schedule = s
+		policy := p.storePolicy(ps)
 		for _, n := range ps.Stores {
-			s.Stores[n.ID] = storePolicy(ps, n)
+			s.Stores[n.ID] = policy
 		}
 		s.GPU = gpuMapping(ps)
 		ps.Schedule = s
@@ -197,14 +199,39 @@ func chunking(ps *Pass, lanes int) *Chunking {
 	return c
 }
 
-// storePolicy is how pass ps writes n: always regular. Measured on a 2-core Zen 3 with paired
-// A/B runs of the same kernels (gen's TestStorePolicyAB; README, Performance), non-temporal
-// stores lost at every working set tried, up to ClipPPO on a flat batch of 16M and
-// ClipPPO+GAE on [4096, 4096], forward and forward+backward: a later pass (or the caller)
-// reading what was written then finds it in memory rather than in the cache, and the
-// streaming stores themselves were no faster. NonTemporalEligible says where the other
-// policy could apply; a schedule may set it (the A/B benchmark does).
-func storePolicy(ps *Pass, n *ir.Node) StorePolicy { return Regular }
+// storePolicy is how pass ps writes its buffers: non-temporally when it is large (beyond
+// LargePass, so its data comes from memory anyway), every buffer it stores is eligible, and
+// its stores are at least 40% of the bytes it streams (each saves a read-for-ownership of
+// its lines); regularly otherwise.
+//
+// Measured on the 2-core Zen 3 with paired A/B runs of the same kernels, one process per
+// round, GOMAXPROCS=1 (gen's TestStorePolicyAB, two runs of 5 and 7 rounds on a shared
+// machine; the Forward of a flat batch, which stores nothing large, ran identical kernels in
+// both variants and still varied by about ±10%), non-temporal ÷ regular was: 0.96 and 0.91
+// (median paired ratios) for ClipPPO+GAE [4096, 4096] ForwardBackward, whose scan pass
+// stores 43% of its bytes (a win); 0.92 and 1.02 for its Forward, whose scan pass stores
+// 32% (no win); 1.19 and 1.18 for ClipPPO on a flat 16M batch's ForwardBackward, whose
+// passes store 22% and 25% (a loss, as issue 22 measured).
+func (p *Plan) storePolicy(ps *Pass) StorePolicy {
+	if !ps.Schedule.Prefetch || len(ps.Stores) == 0 {
+		return Regular
+	}
+	stored := 0
+	for _, n := range ps.Stores {
+		if !ps.NonTemporalEligible(n) {
+			return Regular
+		}
+		stored += n.Shape.Numel()
+	}
+	size := 4
+	if p.Graph.DType == ir.F64 {
+		size = 8
+	}
+	if 5*stored*size < 2*p.PassBytes(ps) {
+		return Regular
+	}
+	return NonTemporal
+}
 
 // NonTemporalEligible reports whether pass ps could store n non-temporally: the vector axis
 // is n's innermost dim and every row of it is a whole number of blocks, so full blocks stay
