@@ -204,14 +204,14 @@ func chunking(ps *Pass, lanes int) *Chunking {
 // its stores are at least 40% of the bytes it streams (each saves a read-for-ownership of
 // its lines); regularly otherwise.
 //
-// Measured on the 2-core Zen 3 with paired A/B runs of the same kernels, one process per
-// round, GOMAXPROCS=1 (gen's TestStorePolicyAB, two runs of 5 and 7 rounds on a shared
-// machine; the Forward of a flat batch, which stores nothing large, ran identical kernels in
-// both variants and still varied by about ±10%), non-temporal ÷ regular was: 0.96 and 0.91
-// (median paired ratios) for ClipPPO+GAE [4096, 4096] ForwardBackward, whose scan pass
-// stores 43% of its bytes (a win); 0.92 and 1.02 for its Forward, whose scan pass stores
-// 32% (no win); 1.19 and 1.18 for ClipPPO on a flat 16M batch's ForwardBackward, whose
-// passes store 22% and 25% (a loss, as issue 22 measured).
+// Measured on the 2-core Zen 3 with A/B runs of the same kernels alternating, one process
+// per round, GOMAXPROCS=1 (gen's TestStorePolicyAB on a shared machine: a run of 5 rounds,
+// ratio of the medians, then one of 7, median of the paired ratios; the Forward of a flat
+// batch, which stores nothing large, ran identical kernels in both variants and still varied
+// by about ±10%), non-temporal ÷ regular was: 0.96 and 0.91 for ClipPPO+GAE [4096, 4096]
+// ForwardBackward, whose scan pass stores 43% of its bytes (a win); 0.92 and 1.02 for its
+// Forward, whose scan pass stores 32% (no win); 1.19 and 1.18 for ClipPPO on a flat 16M
+// batch's ForwardBackward, whose passes store 22% and 25% (a loss, as issue 22 measured).
 func (p *Plan) storePolicy(ps *Pass) StorePolicy {
 	if !ps.Schedule.Prefetch || len(ps.Stores) == 0 {
 		return Regular
