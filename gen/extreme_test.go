@@ -259,13 +259,15 @@ func TestMeanOf16MElements(t *testing.T) {
 
 // TestChunkedOddShapes runs the generated tests of specs with awkward shapes — dims that
 // fill no vector, a three-dim batch normalised over all but its middle dim, rows not a
-// multiple of the chunk count — with their chunkable AVX2 passes split into 3 chunks of rows
-// (the generated TestChunkedAVX2), against the AVX2 kernels unchunked on random and extreme
-// inputs, which TestImplementationsAgree compares with the pure-Go kernel.
+// multiple of the chunk count, a flat batch with a tail — with their chunkable AVX2 passes
+// split into 3 chunks of rows or of whole blocks (the generated TestChunkedAVX2), against the
+// AVX2 kernels unchunked on random and extreme inputs, which TestImplementationsAgree
+// compares with the pure-Go kernel.
 //
 // The default run checks the float32 three-dim batch (a normalisation over all but its middle
-// dim) and the float64 GAE + ClipPPO on 7 rows (3 chunks of uneven rows, a scan, 4-lane
-// vectors); LOSSGEN_FULL=1 all four.
+// dim), the float64 GAE + ClipPPO on 7 rows (3 chunks of uneven rows, a scan, 4-lane
+// vectors) and a flat float32 batch of 43 (3 chunks of 1, 2 and 2 whole blocks, the last
+// with the 3-element tail); LOSSGEN_FULL=1 all five.
 func TestChunkedOddShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code")
@@ -277,11 +279,12 @@ func TestChunkedOddShapes(t *testing.T) {
 			"loss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
 		"clip_ppo_3d": "dims: {A: 5, B: 3, C: 37}\nbatch: [A, B, C]\n" +
 			"loss: {type: clip_ppo, normalize_advantage: true, normalize_advantage_exclude_dims: [1], loss_critic_type: l1}\n",
+		"clip_ppo_flat_43": "dims: {B: 43}\nbatch: [B]\nloss: {type: clip_ppo, normalize_advantage: true, clip_value: 0.1}\n",
 		"clip_ppo_gae_7x9_f64": "dtype: float64\ndims: {N: 7, T: 9}\nbatch: [N, T]\nestimator: {type: gae, gamma: 0.99, lmbda: 0.95}\n" +
 			"loss: {type: clip_ppo, entropy_coeff: 0.02}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if name != "clip_ppo_3d" && name != "clip_ppo_gae_7x9_f64" {
+			if name != "clip_ppo_3d" && name != "clip_ppo_gae_7x9_f64" && name != "clip_ppo_flat_43" {
 				sweepOnly(t)
 			}
 			t.Parallel()

@@ -184,6 +184,20 @@ func ForChunks(n, rows int, fn func(c, lo, hi int)) {
 	wg.Wait()
 }
 
+// ForBlockChunks is ForChunks over size indices cut only at multiples of align (whole
+// vector blocks of a flat batch): chunk c of n has units [c·u/n, (c+1)·u/n) of the
+// u = size/align units, times align; the last chunk also has the size%align tail. It needs
+// n ≤ u.
+func ForBlockChunks(n, size, align int, fn func(c, lo, hi int)) {
+	ForChunks(n, size/align, func(c, lo, hi int) {
+		end := hi * align
+		if c == n-1 {
+			end = size
+		}
+		fn(c, lo*align, end)
+	})
+}
+
 // MergeSum adds src's lane sums into dst's (the same layout).
 func MergeSum(dst, src []float64) {
 	for i, v := range src {

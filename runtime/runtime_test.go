@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -145,5 +146,15 @@ func TestCheckDisjoint(t *testing.T) {
 	}
 	if err := CheckDisjoint("k", []Span{SpanOf("out.A", a[:4], true), SpanOf("out.B", a[4:], true)}); err != nil {
 		t.Errorf("adjacent halves do not overlap: %v", err)
+	}
+}
+
+// TestForBlockChunks checks the cuts of 43 indices into 3 chunks of whole 8-index blocks:
+// 5 blocks split 1, 2, 2 (c·5/3), the last chunk with the 3-index tail.
+func TestForBlockChunks(t *testing.T) {
+	got := make([][2]int, 3)
+	ForBlockChunks(3, 43, 8, func(c, lo, hi int) { got[c] = [2]int{lo, hi} })
+	if want := [][2]int{{0, 8}, {8, 24}, {24, 43}}; !slices.Equal(got, want) {
+		t.Fatalf("chunks %v, want %v", got, want)
 	}
 }

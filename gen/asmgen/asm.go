@@ -2,9 +2,11 @@
 // pass of the fusion plan as a Go-assembly function working on 8 float32 lanes (4 float64
 // lanes), with FMA where the math allows, and the Go glue that calls it, finishes its
 // reductions and registers the kernels for run-time dispatch. It is generic over the IR: each
-// op has one vector expansion here, so no loss needs assembly of its own. A pass whose
-// reductions all reduce over its first dim takes a range of rows, so the glue runs a large
-// one as a fixed number of row chunks on goroutines and merges their states (chunkable).
+// op has one vector expansion here, so no loss needs assembly of its own. It emits what the
+// plan's schedule (plan.Schedule) says: a pass the plan cuts into chunks takes its chunk's
+// range (rows, or whole blocks of a flat batch) as arguments, and the glue runs the plan's
+// fixed number of chunks on goroutines and merges their states in chunk order; buffers the
+// schedule stores non-temporally get a variant of the pass with such stores.
 package asmgen
 
 import (

@@ -169,7 +169,7 @@ func Generate(p, fb *plan.Plan, m gogen.Meta) (map[string][]byte, error) {
 			for _, ps := range e.p.Passes {
 				pg := e.emitPass(ps, false)
 				pgs[e] = append(pgs[e], pg)
-				if e.wantsNT(ps) {
+				if ps.Schedule.NonTemporal() {
 					nt[e][ps.Index] = true
 					if v := e.emitPass(ps, true); fmt.Sprint(v.params) != fmt.Sprint(pg.params) {
 						panic("asmgen: the non-temporal variant of a pass takes other arguments")
@@ -292,12 +292,13 @@ func (e *emitter) glue(f *jen.File, pgs []*passGen, nt map[int]bool) {
 			e.rowWrapper(f, pg, rowSecond(pgs, pg), elem, nt)
 			continue
 		}
-		if pg.chunked {
-			f.Commentf("%s is how many chunks of rows pass %d runs as, concurrently, each with its own", e.chunkVar(pg.ps), pg.ps.Index)
-			f.Comment("reduction states merged in chunk order afterwards (1: in one piece). It is fixed by")
-			f.Comment("the generator from the pass's size, so results do not depend on the machine; tests")
-			f.Comment("set it to check the chunked run.")
-			f.Var().Id(e.chunkVar(pg.ps)).Op("=").Lit(e.chunks(pg.ps))
+		if ch := pg.ps.Schedule.Chunks; ch != nil {
+			what := "rows"
+			if pg.flat {
+				what = fmt.Sprintf("whole %d-element blocks of %s", ch.Align, ch.Dim)
+			}
+			f.Comment(fmt.Sprintf("%s is how many chunks of %s pass %d runs as, concurrently, each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's size, so results do not depend on the machine; tests set it to check the chunked run.", e.chunkVar(pg.ps), what, pg.ps.Index))
+			f.Var().Id(e.chunkVar(pg.ps)).Op("=").Lit(ch.Count)
 		}
 		e.wrapper(f, pg, elem, nt[pg.ps.Index])
 	}
@@ -339,7 +340,7 @@ func (e *emitter) initStates(b *jen.Group, pg *passGen, elem string) {
 			switch {
 			case fld.name == "ok":
 				b.Qual(rt, "SetMask").Call(jen.Id("st").Dot(stateField(r, fld.name)))
-			case fld.name == "n" && pg.chunked && pg.knownCount(r):
+			case fld.name == "n" && pg.chunkRows() && pg.knownCount(r):
 				// A variance whose lanes all see the same count tracks none in the kernel:
 				// the chunk's is its rows times the elements per row.
 				perRow := r.Args[0].Shape.Numel() / r.Shape.Numel() / ps.Domain[0].Size
@@ -378,6 +379,9 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 	// user's sub-slice may not be.
 	var cond *jen.Statement
 	for _, n := range ps.Stores {
+		if ps.Schedule.Stores[n.ID] != plan.NonTemporal {
+			continue
+		}
 		for _, addr := range e.bufAddrs(n) {
 			a := jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Op(addr))).Op("%").Lit(32).Op("==").Lit(0)
 			if cond == nil {
@@ -393,20 +397,24 @@ func (e *emitter) callPass(b *jen.Group, pg *passGen, nt bool) {
 // chunkVar names the variable holding a chunkable pass's chunk count.
 func (e *emitter) chunkVar(ps *plan.Pass) string { return e.name("pass%dChunks", ps.Index) }
 
-// runChunks emits the run of a chunkable pass: in one piece on st, or as chunks of rows on
-// their own states, run concurrently and merged into st in chunk order.
+// runChunks emits the run of a chunkable pass: in one piece on st, or as chunks (of rows,
+// or of whole blocks of a flat domain's vector axis) on their own states, run concurrently
+// and merged into st in chunk order.
 func (e *emitter) runChunks(b *jen.Group, pg *passGen) {
-	e.inChunks(b, e.chunkVar(pg.ps), pg.ps.Domain[0].Size, e.merges(pg, pg.ps.Reduces))
+	ch := pg.ps.Schedule.Chunks
+	size := pg.ps.Domain[pg.ps.Domain.Index(ch.Dim)].Size
+	e.inChunks(b, e.chunkVar(pg.ps), size, ch.Align, e.merges(pg, pg.ps.Reduces))
 }
 
-// inChunks emits the call of run (a func(st, lo, hi)) over rows [0, rows): on st when the
-// chunk variable says 1, else as its chunks of rows on their own states, concurrently,
-// merged into st in chunk order by merges.
-func (e *emitter) inChunks(b *jen.Group, chunkVar string, rows int, merges []jen.Code) {
+// inChunks emits the call of run (a func(st, lo, hi)) over [0, size) of the chunked dim: on
+// st when the chunk variable says 1, else as that many chunks on their own states,
+// concurrently, merged into st in chunk order by merges. With align > 1 the chunks are whole
+// blocks of align indices (a flat domain's vector axis), the last one taking the tail.
+func (e *emitter) inChunks(b *jen.Group, chunkVar string, size, align int, merges []jen.Code) {
 	rt := gogen.RuntimePath
-	b.Id("n").Op(":=").Min(jen.Id(chunkVar), jen.Lit(rows))
+	b.Id("n").Op(":=").Min(jen.Id(chunkVar), jen.Lit(max(1, size/align)))
 	b.If(jen.Id("n").Op("<=").Lit(1)).Block(
-		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rows)),
+		jen.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(size)),
 	).Else().BlockFunc(func(g *jen.Group) {
 		g.Id("sts").Op(":=").Make(jen.Index().Op("*").Id(e.k.Name("avxState")), jen.Id("n"))
 		g.Id("sts").Index(jen.Lit(0)).Op("=").Id("st")
@@ -414,9 +422,14 @@ func (e *emitter) inChunks(b *jen.Group, chunkVar string, rows int, merges []jen
 			jen.Id("sts").Index(jen.Id("c")).Op("=").Id(e.k.Name("avxPool")).Dot("Get").Call().Assert(jen.Op("*").Id(e.k.Name("avxState"))),
 			jen.Defer().Id(e.k.Name("avxPool")).Dot("Put").Call(jen.Id("sts").Index(jen.Id("c"))),
 		)
-		g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(rows), jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
+		body := jen.Func().Params(jen.List(jen.Id("c"), jen.Id("lo"), jen.Id("hi")).Int()).Block(
 			jen.Id("run").Call(jen.Id("sts").Index(jen.Id("c")), jen.Id("lo"), jen.Id("hi")),
-		))
+		)
+		if align > 1 {
+			g.Qual(rt, "ForBlockChunks").Call(jen.Id("n"), jen.Lit(size), jen.Lit(align), body)
+		} else {
+			g.Qual(rt, "ForChunks").Call(jen.Id("n"), jen.Lit(size), body)
+		}
 		g.For(jen.Id("c").Op(":=").Lit(1), jen.Id("c").Op("<").Id("n"), jen.Id("c").Op("++")).Block(merges...)
 	})
 }
@@ -514,7 +527,7 @@ func (e *emitter) finishReduces(b *jen.Group, pg *passGen, elem string, rs []*ir
 			e.storeResult(b, r, elem, lay, nil)
 			continue
 		}
-		if pg.knownCount(r) && !pg.chunked {
+		if pg.knownCount(r) && !pg.chunkRows() {
 			// The kernel tracks no per-lane count when every lane's is the same (a
 			// chunked pass's run filled it).
 			b.Qual(gogen.RuntimePath, "Fill").Call(jen.Id("st").Dot(stateField(r, "n")), jen.Lit(float64(r.Args[0].Shape.Numel()/r.Shape.Numel())))

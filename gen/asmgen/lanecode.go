@@ -216,7 +216,7 @@ func (pg *passGen) rowSetup() {
 			name := pg.dom[d].Name
 			t := pg.gp()
 			switch {
-			case d == 0 && pg.chunked: // the chunk's own count: rows from its first
+			case d == 0 && pg.chunkRows(): // the chunk's own count: rows from its first
 				c.MOVQ(pg.counters[name], t)
 				c.SUBQ(pg.rowLo(), t)
 				c.IMUL3Q(operand.I32(int32(stride)), t, t)

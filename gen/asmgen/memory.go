@@ -9,6 +9,7 @@ import (
 
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
 )
 
 // Memory access of one block. A block's lanes are consecutive indices of the vector axis;
@@ -356,9 +357,9 @@ func (pg *passGen) storeTo(n *ir.Node, base reg.GPVirtual, v reg.VecVirtual) {
 		} else {
 			pg.c.VMASKMOVPS(v, pg.tailMask(), m)
 		}
-	case pg.nt:
-		// Non-temporal: a large output bypasses the caches, and no read-for-ownership of
-		// its lines is needed (the wrapper checked the 32-byte alignment).
+	case pg.nt && pg.ps.Schedule.Stores[n.ID] == plan.NonTemporal:
+		// Non-temporal: the output bypasses the caches, and no read-for-ownership of its
+		// lines is needed (the wrapper checked the 32-byte alignment).
 		if pg.f64 {
 			pg.c.VMOVNTPD(v, m)
 		} else {

@@ -29,11 +29,6 @@ type redLayout struct {
 	slots, lps int
 }
 
-// largePass is the working set (bytes a pass streams) above which it prefetches ahead and
-// gets a variant with non-temporal stores: well beyond the caches of current x86 servers'
-// cores, so the data comes from memory anyway.
-const largePass = 32 << 20
-
 // prefetchElems is how far ahead a large pass prefetches: 256 elements (32 float32 blocks).
 const prefetchElems = 256
 
@@ -55,9 +50,10 @@ type passGen struct {
 	twins    map[int]*ir.Node       // logsumexp of 2·x → the logsumexp of x in the same pass (see twinOf)
 	inner    map[int]operand.Mem    // inner reductions: their per-lane states, on the stack
 	innerAt  map[string]int         // each inner state field's byte offset in its stack slot
-	large    bool                   // the pass streams more than largePass bytes: prefetch ahead
-	nt       bool                   // this variant stores full blocks non-temporally
-	chunked  bool                   // the pass runs on a chunk of rows (see chunkable)
+	large    bool                   // the schedule prefetches ahead (plan.Schedule.Prefetch)
+	nt       bool                   // this variant stores full blocks non-temporally where the schedule says so
+	chunked  bool                   // the pass runs on a chunk of its schedule's chunked dim (lo, hi arguments)
+	flat     bool                   // chunked along the vector axis: lo and hi are element indices of it
 
 	blockState
 }
@@ -80,10 +76,7 @@ func (pg *passGen) vaxis() string {
 // layout is the lane-state layout of a barrier reduction; an inner reduction's states are one
 // per lane (each lane is one element of the domain).
 func (pg *passGen) layout(r *ir.Node) redLayout {
-	if pg.e.g.InnerReduce(r) || r.Shape.Has(pg.vaxis()) {
-		return redLayout{slots: r.Shape.Numel(), lps: 1}
-	}
-	return redLayout{slots: r.Shape.Numel(), lps: pg.lanes()}
+	return redLayout{slots: r.Shape.Numel(), lps: pg.ps.Schedule.LanesPerSlot(pg.e.g, r)}
 }
 
 // param is the argument for key, registered on first use. Every argument is a pointer or
@@ -108,8 +101,8 @@ func (pg *passGen) ptr(key, goType, goExpr string) reg.GPVirtual {
 	return r
 }
 
-// rowLo and rowHi are a chunked pass's arguments: its chunk is rows [rowLo, rowHi) of the
-// first domain dim.
+// rowLo and rowHi are a chunked pass's arguments: its chunk is indices [rowLo, rowHi) of the
+// chunked dim (rows of the first domain dim, or elements of a flat domain's vector axis).
 func (pg *passGen) rowLo() operand.Mem { return pg.param("rows:lo", "int", "lo") }
 func (pg *passGen) rowHi() operand.Mem { return pg.param("rows:hi", "int", "hi") }
 
@@ -125,9 +118,13 @@ func (pg *passGen) elemGo() string {
 func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	pg := &passGen{asm: e.a, a64: e.a.as64(), e: e, ps: ps, dom: ps.Domain, pidx: map[string]int{},
 		counters: map[string]reg.GPVirtual{}, carries: map[int]reg.VecVirtual{}, inner: map[int]operand.Mem{}, innerAt: map[string]int{}}
-	pg.large = e.passBytes(ps) > largePass
+	if ps.Schedule.Lanes != e.a.lanes() {
+		panic(fmt.Sprintf("asmgen: pass %d is scheduled on %d lanes, AVX2 has %d", ps.Index, ps.Schedule.Lanes, e.a.lanes()))
+	}
+	pg.large = ps.Schedule.Prefetch
 	pg.nt = nt
-	pg.chunked = chunkable(ps) || ps.Row != nil // a row-local pass runs on sweeps of rows
+	pg.chunked = ps.Schedule.Chunks != nil || ps.Row != nil // a row-local pass runs on sweeps of rows
+	pg.flat = ps.Schedule.Chunks != nil && len(ps.Domain) == 1
 	pg.twins = e.twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
 	c := pg.c
@@ -186,82 +183,6 @@ func (pg *passGen) twinOf(r1 *ir.Node) *ir.Node {
 	return nil
 }
 
-// passBytes is how many bytes a pass streams: every array it loads or stores, once.
-func (e *emitter) passBytes(ps *plan.Pass) int {
-	size := 4
-	if e.g.DType == ir.F64 {
-		size = 8
-	}
-	n := 0
-	for _, x := range ps.Loads {
-		if x.Op == ir.OpConst || x.Op == ir.OpIota {
-			continue
-		}
-		k := size
-		if x.Op == ir.OpInput && x.Input.Kind == ir.Bool {
-			k = 1
-		}
-		n += k * x.Shape.Numel()
-	}
-	for _, x := range ps.Stores {
-		n += size * x.Shape.Numel()
-	}
-	return n
-}
-
-// wantsNT reports whether a pass gets a non-temporal-store variant: it is large, stores at
-// least one buffer, every stored buffer has the vector axis innermost, and every row of the
-// vector axis is a whole number of blocks (so full blocks stay 32-byte aligned when the
-// buffers are).
-func (e *emitter) wantsNT(ps *plan.Pass) bool {
-	if len(ps.Domain) == 0 || len(ps.Stores) == 0 || e.passBytes(ps) <= largePass {
-		return false
-	}
-	v := ps.Domain[len(ps.Domain)-1]
-	for _, n := range ps.Stores {
-		if len(n.Shape) == 0 || n.Shape[len(n.Shape)-1] != v {
-			return false
-		}
-	}
-	return v.Size%e.a.lanes() == 0
-}
-
-// maxChunks is how many row chunks a large chunkable pass runs as, or its first dim's
-// extent if smaller. It is fixed, not the machine's core count, so results are the same bits
-// on every machine; 8 chunks keep 8 cores busy and cost 7 state merges.
-const maxChunks = 8
-
-// chunkElems is the smallest pass (in elements) that runs in chunks: about 0.25 ms of a
-// ClipPPO+GAE pass on one core, against a few µs to start goroutines and merge states.
-const chunkElems = 1 << 16
-
-// chunkable reports whether pass ps can run as chunks of rows of its first domain dim, each
-// with its own reduction states, merged afterwards: it has an outer dim that is not its scan
-// axis, every reduction is a sum, mean, variance or logsumexp over that dim (states that
-// merge by addition or Chan's update), and every buffer it stores has that dim (chunks write
-// disjoint rows). Such a pass takes the chunk's rows as arguments.
-func chunkable(ps *plan.Pass) bool {
-	if len(ps.Domain) < 2 || (ps.Scan != nil && ps.Scan.Axis == ps.Domain[0].Name) {
-		return false
-	}
-	for _, n := range ps.Stores {
-		if !n.Shape.Has(ps.Domain[0].Name) {
-			return false
-		}
-	}
-	for _, r := range ps.Reduces {
-		switch r.Op {
-		case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpLogSumExp:
-		default:
-			return false
-		}
-		if !slices.Contains(r.Axes, ps.Domain[0].Name) {
-			return false
-		}
-	}
-	return true
-}
-
 // ChunkVars lists the variables of the generated AVX2 glue that hold the chunk counts of
 // the chunkable passes of Forward's plan p and ForwardBackward's fb (tests set them to run
 // the chunked form on small batches).
@@ -270,21 +191,12 @@ func ChunkVars(p, fb *plan.Plan) []string {
 	for _, k := range gogen.Kernels(p, fb) {
 		e := &emitter{k: k}
 		for _, ps := range k.Plan.Passes {
-			if chunkable(ps) && ps.Row == nil || ps.Row != nil && ps.Row.First == ps {
+			if ps.Schedule.Chunks != nil && ps.Row == nil || ps.Row != nil && ps.Row.First == ps {
 				out = append(out, e.chunkVar(ps))
 			}
 		}
 	}
 	return out
-}
-
-// chunks is how many row chunks pass ps runs as by default: maxChunks for a large chunkable
-// pass (smaller ones are not worth the goroutines and merges), else 1.
-func (e *emitter) chunks(ps *plan.Pass) int {
-	if !chunkable(ps) || ps.Domain.Numel() < chunkElems {
-		return 1
-	}
-	return min(ps.Domain[0].Size, maxChunks)
 }
 
 func describePass(ps *plan.Pass) string {
@@ -298,9 +210,9 @@ func describePass(ps *plan.Pass) string {
 	return "elementwise over " + ps.Domain.String()
 }
 
-// reverse reports whether the loop over dim runs backwards (a reverse scan's axis).
+// reverse reports whether the schedule runs the loop over dim backwards (a reverse scan's axis).
 func (pg *passGen) reverse(dim string) bool {
-	return pg.ps.Scan != nil && pg.ps.Scan.Reverse && pg.ps.Scan.Axis == dim
+	return pg.ps.Schedule.Reverse(dim)
 }
 
 // body emits the loop nest: the outer dims' loops (a reverse scan's axis backwards), and in
@@ -320,7 +232,7 @@ func (pg *passGen) body() {
 		pg.counters[name] = r
 		pg.scanStart(d)
 		switch {
-		case d == 0 && pg.chunked:
+		case d == 0 && pg.chunkRows():
 			c.MOVQ(pg.rowLo(), r)
 		case pg.reverse(name):
 			c.MOVQ(operand.I32(int32(pg.dom[d].Size-1)), r)
@@ -339,7 +251,7 @@ func (pg *passGen) body() {
 		case pg.reverse(name):
 			c.DECQ(pg.counters[name])
 			c.JGE(operand.LabelRef(labels[d]))
-		case d == 0 && pg.chunked:
+		case d == 0 && pg.chunkRows():
 			c.INCQ(pg.counters[name])
 			c.CMPQ(pg.counters[name], pg.rowHi())
 			c.JL(operand.LabelRef(labels[d]))
@@ -366,8 +278,13 @@ func (pg *passGen) scanStart(d int) {
 	}
 }
 
+// chunkRows reports whether the pass runs on a chunk of rows of its first domain dim.
+func (pg *passGen) chunkRows() bool { return pg.chunked && !pg.flat }
+
 // innerLoop walks the vector axis in blocks of lanes: full blocks, then a masked tail; a
-// reverse scan along it walks it backwards, tail first.
+// reverse scan along it walks it backwards, tail first. A pass chunked along the vector axis
+// walks the full blocks of its chunk [lo, hi) (lo a whole number of blocks; hi too, or the
+// axis's end) and the tail only when its chunk ends the axis.
 func (pg *passGen) innerLoop() {
 	c := pg.c
 	E := pg.dom[len(pg.dom)-1].Size
@@ -387,9 +304,16 @@ func (pg *passGen) innerLoop() {
 			c.MOVQ(operand.I32(partialBlocks), k)
 		}
 		l := pg.newLabel("blocks")
-		if back {
+		var done string
+		switch {
+		case back:
 			c.MOVQ(operand.I32(int32((full-1)*L)), j)
-		} else {
+		case pg.flat:
+			done = pg.newLabel("chunkdone")
+			c.MOVQ(pg.rowLo(), j)
+			c.CMPQ(j, pg.rowHi())
+			c.JGE(operand.LabelRef(done))
+		default:
 			c.XORQ(j, j)
 		}
 		c.Label(l)
@@ -404,10 +328,18 @@ func (pg *passGen) innerLoop() {
 			c.MOVQ(operand.I32(partialBlocks), k)
 			c.Label(skip)
 		}
-		if back {
+		switch {
+		case back:
 			c.SUBQ(operand.I32(int32(L)), j)
 			c.JGE(operand.LabelRef(l))
-		} else {
+		case pg.flat: // the chunk's end, or the last full block's
+			c.ADDQ(operand.I32(int32(L)), j)
+			c.CMPQ(j, operand.I32(int32(full*L)))
+			c.JGE(operand.LabelRef(done))
+			c.CMPQ(j, pg.rowHi())
+			c.JL(operand.LabelRef(l))
+			c.Label(done)
+		default:
 			c.ADDQ(operand.I32(int32(L)), j)
 			c.CMPQ(j, operand.I32(int32(full*L)))
 			c.JL(operand.LabelRef(l))
@@ -418,9 +350,18 @@ func (pg *passGen) innerLoop() {
 		if rem == 0 {
 			return
 		}
+		var skip string
+		if pg.flat { // only the chunk that ends the axis has the tail
+			skip = pg.newLabel("notail")
+			c.CMPQ(pg.rowHi(), operand.I32(int32(E)))
+			c.JNE(operand.LabelRef(skip))
+		}
 		pg.jReg, pg.jImm, pg.rem = nil, full*L, rem
 		pg.block()
 		pg.rem = 0
+		if pg.flat {
+			c.Label(skip)
+		}
 	}
 	if back {
 		tail()

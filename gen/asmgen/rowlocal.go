@@ -68,10 +68,10 @@ func rowMergeable(pgs ...*passGen) bool {
 
 // rowChunks is how many chunks of rows a row-local pair runs as by default (see chunks).
 func (e *emitter) rowChunks(rl *plan.RowLocal, pgs ...*passGen) int {
-	if !rowMergeable(pgs...) || rl.First.Domain.Numel() < chunkElems {
+	if !rowMergeable(pgs...) || rl.First.Domain.Numel() < plan.ChunkElems {
 		return 1
 	}
-	return min(rl.Dim.Size, maxChunks)
+	return min(rl.Dim.Size, plan.MaxChunks)
 }
 
 // rowWrapper emits the Go wrapper of a row-local pair (first, second), named as the first
@@ -115,7 +115,7 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 				}
 			}
 		}
-		e.inChunks(b, chunks, rl.Dim.Size, merges)
+		e.inChunks(b, chunks, rl.Dim.Size, 1, merges)
 		e.fallback(b, goPass, first, second)
 		e.finishReduces(b, first, elem, e.allRows(first))
 		e.finishReduces(b, second, elem, e.allRows(second))

@@ -307,7 +307,7 @@ func (p *pass) nest(d int) []jen.Code {
 	dim := dom[d]
 	iv := loopVar(dim.Name)
 	head := []jen.Code{jen.Id(iv).Op(":=").Lit(0), jen.Id(iv).Op("<").Lit(dim.Size), jen.Id(iv).Op("++")}
-	if ps.Scan != nil && ps.Scan.Reverse && ps.Scan.Axis == dim.Name {
+	if ps.Schedule.Reverse(dim.Name) {
 		head = []jen.Code{jen.Id(iv).Op(":=").Lit(dim.Size - 1), jen.Id(iv).Op(">=").Lit(0), jen.Id(iv).Op("--")}
 	}
 	return append(stmts, jen.For(head...).Block(p.nest(d+1)...))

@@ -62,6 +62,10 @@ type Pass struct {
 	Reduces []*ir.Node // barrier reductions: accumulated over the whole pass
 	Inner   []*ir.Node // reductions over non-batch dims, finished inside each index
 	Row     *RowLocal  // non-nil: the pass runs row by row with another (see RowLocal)
+
+	// Schedule is how the pass runs (loops, lanes, chunks, stores, GPU threads): every
+	// backend emits what it says.
+	Schedule *Schedule
 }
 
 // ScanAxis is the axis and direction of a pass's scans.
@@ -152,6 +156,7 @@ func Build(g *ir.Graph) (*Plan, error) {
 	b.storeLoadedScans(p)
 	b.buffers(p)
 	fuseRows(p)
+	p.schedule() // after fuseRows, which may reorder the passes
 	return p, nil
 }
 
@@ -392,6 +397,7 @@ func (p *Plan) String() string {
 		if len(names) > 0 {
 			fmt.Fprintf(&s, "  reduces: %s\n", strings.Join(names, "; "))
 		}
+		s.WriteString(ps.Schedule.String(ps))
 	}
 	return s.String()
 }

@@ -7,22 +7,14 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// Thread mapping. A scan pass runs one thread per line along its scan axis (every other dim),
-// each walking the scan axis in the scan's direction; any other pass runs one thread per
-// index of its last dim (adjacent threads touch adjacent elements: coalesced) and loops over
-// the outer dims in order. A scalar pass is one thread. Loops over non-batch dims (actions,
+// Thread mapping: the plan decides it (plan.Schedule.GPU). A scan pass runs one thread per
+// line along its scan axis (every other dim), each walking the scan axis in the scan's
+// direction; any other pass runs one thread per index of its last dim (adjacent threads touch
+// adjacent elements: coalesced) and loops over the outer dims. A scalar pass is one thread. Loops over non-batch dims (actions,
 // atoms, ensemble members) run inside each thread. Reductions follow the mapping (see reduce.go): a slot
 // whose elements one thread sees is finished in that thread; a slot spread over threads is
 // reduced in the block (warp shuffles, then shared memory) and across blocks by a second,
 // one-thread-per-slot kernel, in a fixed order, so results are the same bits every run.
-
-const maxBlock = 256
-
-// gridFor is the 1-D launch shape for n threads: blocks of whole warps, at most maxBlock.
-func gridFor(n int) (grid, block int) {
-	block = min(maxBlock, (n+31)/32*32)
-	return (n + block - 1) / block, block
-}
 
 // passK emits the kernel of one pass.
 type passK struct {
@@ -65,25 +57,21 @@ func (e *emitter) passKernel(ps *plan.Pass) (*passK, error) {
 	return k, nil
 }
 
-// mapPass decides a pass's thread mapping and classifies its reductions; it fails, with an
-// *UnmappedError, for the shapes the backend does not map yet.
+// mapPass sets up a pass's kernel from its schedule's thread mapping; it fails, with an
+// *UnmappedError, for the shapes the plan has no mapping for yet.
 func (e *emitter) mapPass(ps *plan.Pass) (*passK, error) {
+	m := ps.Schedule.GPU
+	if m.Unmapped != nil {
+		return nil, m.Unmapped
+	}
 	k := &passK{kernel: newKernel(fmt.Sprintf("%spass%d", e.prefix, ps.Index), e.f64), e: e, ps: ps,
 		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}}
-	dom := ps.Domain
-	switch {
-	case len(dom) == 0:
-	case ps.Scan != nil:
-		k.thread, k.loop, k.scan = dom.Without(ps.Scan.Axis), ir.Shape{dom[dom.Index(ps.Scan.Axis)]}, true
-	default:
-		k.thread, k.loop = dom[len(dom)-1:], loopOrder(dom[:len(dom)-1], ps.Reduces)
-	}
-	k.threads = k.thread.Numel()
-	k.grid, k.block = gridFor(k.threads)
-	for _, r := range ps.Reduces {
-		rk, err := k.classify(r)
-		if err != nil {
-			return nil, err
+	k.thread, k.loop, k.scan = m.Thread, m.Loop, m.Scan
+	k.threads, k.grid, k.block = m.Threads, m.Grid, m.Block
+	for _, rm := range m.Reductions {
+		rk := &redK{r: rm.Node, block: rm.Block, prefix: rm.Prefix}
+		for range red(rm.Node.Op).Fields {
+			rk.state = append(rk.state, k.fd())
 		}
 		k.reds = append(k.reds, rk)
 	}
@@ -100,29 +88,6 @@ func Check(p *plan.Plan) error {
 		}
 	}
 	return nil
-}
-
-// loopOrder orders an elementwise pass's loop dims so that the dims its reductions keep come
-// first (in domain order), then the rest: a thread then finishes each reduction slot before
-// moving to the next (e.g. explained variance over the first of three batch dims keeps the
-// second: looping it outermost makes each slot's elements one inner run). The order of an
-// elementwise loop nest does not change what it computes.
-func loopOrder(loops ir.Shape, reds []*ir.Node) ir.Shape {
-	kept := map[string]bool{}
-	for _, r := range reds {
-		for _, d := range r.Shape {
-			kept[d.Name] = true
-		}
-	}
-	var first, rest ir.Shape
-	for _, d := range loops {
-		if kept[d.Name] {
-			first = append(first, d)
-		} else {
-			rest = append(rest, d)
-		}
-	}
-	return append(first, rest...)
 }
 
 // prologue computes the thread's index (clamped to the last valid one, so every load stays

@@ -205,7 +205,7 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 					slots = max(slots, rk.r.Shape.Numel())
 				}
 			}
-			grid, block := gridFor(slots)
+			grid, block := plan.GridFor(slots)
 			kernels = append(kernels, view(mk, fmt.Sprintf("%s: folds the %d block partials of pass %d's reductions, one thread per slot, blocks in order.", mk.Name, k.grid, ps.Index), e.names))
 			table.Launches = append(table.Launches, runtime.Launch{Kernel: mk.Name, Grid: [3]int{grid, 1, 1}, Block: [3]int{block, 1, 1}, Params: mk.Params})
 		}

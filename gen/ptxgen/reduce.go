@@ -5,11 +5,12 @@ import (
 	"strings"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// redK is one reduction of a pass kernel. States are float64 registers (fields below).
-// A "thread" reduction keeps every thread dim, so one thread sees all of a slot's elements
-// and finishes it. A "block" reduction reduces every thread dim: each thread folds its
+// redK is one reduction of a pass kernel, mapped by the plan (plan.GPUReduction). States
+// are float64 registers (fields below). A "thread" reduction keeps every thread dim, so one
+// thread sees all of a slot's elements and finishes it. A "block" reduction reduces every thread dim: each thread folds its
 // elements, the block merges its threads (warp shuffles down 16, 8, 4, 2, 1, then warp 0 over
 // the warps' results in shared memory), and a merge kernel folds the blocks' partial states
 // in block order. Either way the kept loop dims must be the outermost loops (prefix), so a
@@ -21,52 +22,9 @@ type redK struct {
 	state  []string // one float64 register per field
 }
 
-// UnmappedError is a reduction the PTX backend has no thread mapping for yet (README, PTX:
-// "Not mapped yet"). Check reports it before anything is emitted.
-type UnmappedError struct {
-	Pass   int      // the plan's pass
-	Node   *ir.Node // the reduction
-	Reason string
-}
-
-func (e *UnmappedError) Error() string {
-	return fmt.Sprintf("ptxgen: pass %d: %s %s", e.Pass, e.Node, e.Reason)
-}
-
-func (k *passK) classify(r *ir.Node) (*redK, error) {
-	reduced := map[string]bool{}
-	for _, a := range r.Axes {
-		reduced[a] = true
-	}
-	allReduced, allKept := true, true
-	for _, d := range k.thread {
-		allReduced = allReduced && reduced[d.Name]
-		allKept = allKept && !reduced[d.Name]
-	}
-	var keptLoop []string
-	for _, d := range r.Shape {
-		if k.loop.Has(d.Name) {
-			keptLoop = append(keptLoop, d.Name)
-		}
-	}
-	for i, name := range keptLoop {
-		if k.loop[i].Name != name {
-			return nil, &UnmappedError{Pass: k.ps.Index, Node: r, Reason: fmt.Sprintf("keeps loop dims %v that are not the outermost loops %v", keptLoop, k.loop.Names())}
-		}
-	}
-	rk := &redK{r: r, prefix: len(keptLoop)}
-	switch {
-	case allKept:
-	case allReduced:
-		rk.block = true
-	default:
-		return nil, &UnmappedError{Pass: k.ps.Index, Node: r, Reason: fmt.Sprintf("reduces only some of the thread dims %v", k.thread.Names())}
-	}
-	for range red(r.Op).Fields {
-		rk.state = append(rk.state, k.fd())
-	}
-	return rk, nil
-}
+// UnmappedError is a reduction the PTX backend has no thread mapping for yet (the plan's
+// plan.UnmappedError). Check reports it before anything is emitted.
+type UnmappedError = plan.UnmappedError
 
 func (k *passK) groupStart(level int) {
 	for _, rk := range k.reds {

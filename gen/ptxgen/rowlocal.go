@@ -42,7 +42,7 @@ func (e *emitter) rowKernel(rl *plan.RowLocal) *passK {
 	k := &passK{kernel: newKernel(fmt.Sprintf("%spass%d", e.prefix, rl.First.Index), e.f64), e: e, ps: rl.First, row: rl,
 		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}, rowVals: map[int]string{}}
 	k.grid = rows.Size
-	_, k.block = gridFor(cols.Size)
+	_, k.block = plan.GridFor(cols.Size)
 	k.threads = k.grid * k.block
 	rowReds := map[*plan.Pass][]*redK{}
 	for _, ps := range []*plan.Pass{rl.First, rl.Second} {
