@@ -88,38 +88,76 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r1_s, 0)
-	runtime.Fill(st.r1_p, 0)
-	runtime.Fill(st.r2_n, 0)
-	runtime.Fill(st.r2_mean, 0)
-	runtime.Fill(st.r2_m2, 0)
-	runtime.Fill(st.r27_s, 0)
-	runtime.Fill(st.r27_p, 0)
-	runtime.Fill(st.r29_s, 0)
-	runtime.Fill(st.r29_p, 0)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r34_s, 0)
-	runtime.Fill(st.r34_p, 0)
-	runtime.Fill(st.r46_s, 0)
-	runtime.Fill(st.r46_p, 0)
-	runtime.Fill(st.r53_s, 0)
-	runtime.Fill(st.r53_p, 0)
-	runtime.Fill(st.r54_n, 0)
-	runtime.Fill(st.r54_mean, 0)
-	runtime.Fill(st.r54_m2, 0)
-	runtime.Fill(st.r55_n, 0)
-	runtime.Fill(st.r55_mean, 0)
-	runtime.Fill(st.r55_m2, 0)
-	runtime.Fill(st.r61_s, 0)
-	runtime.SetMask(st.r61_ok)
-	runtime.Fill(st.r63_s, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r1_s, 0)
+		runtime.Fill(st.r1_p, 0)
+		runtime.Fill(st.r2_n, 0)
+		runtime.Fill(st.r2_mean, 0)
+		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r27_s, 0)
+		runtime.Fill(st.r27_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r46_s, 0)
+		runtime.Fill(st.r46_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r54_n, 0)
+		runtime.Fill(st.r54_mean, 0)
+		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r55_n, 0)
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0])
+	}
+	n := min(pass0Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
+			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -158,14 +196,40 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
+// pass2Chunks is how many chunks of whole 8-element blocks of B pass 2 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass2Chunks = 1
+
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r25_s, 0)
-	runtime.Fill(st.r25_p, 0)
-	runtime.SetMask(st.p2_ok)
-	pass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
+		runtime.SetMask(st.p2_ok)
+		pass2AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0])
+	}
+	n := min(pass2Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
@@ -248,39 +312,77 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r1_s, 0)
-	runtime.Fill(st.r1_p, 0)
-	runtime.Fill(st.r2_n, 0)
-	runtime.Fill(st.r2_mean, 0)
-	runtime.Fill(st.r2_m2, 0)
-	runtime.Fill(st.r27_s, 0)
-	runtime.Fill(st.r27_p, 0)
-	runtime.Fill(st.r29_s, 0)
-	runtime.Fill(st.r29_p, 0)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.Fill(st.r34_s, 0)
-	runtime.Fill(st.r34_p, 0)
-	runtime.Fill(st.r46_s, 0)
-	runtime.Fill(st.r46_p, 0)
-	runtime.Fill(st.r53_s, 0)
-	runtime.Fill(st.r53_p, 0)
-	runtime.Fill(st.r54_n, 0)
-	runtime.Fill(st.r54_mean, 0)
-	runtime.Fill(st.r54_m2, 0)
-	runtime.Fill(st.r55_n, 0)
-	runtime.Fill(st.r55_mean, 0)
-	runtime.Fill(st.r55_m2, 0)
-	runtime.Fill(st.r61_s, 0)
-	runtime.SetMask(st.r61_ok)
-	runtime.Fill(st.r63_s, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r1_s, 0)
+		runtime.Fill(st.r1_p, 0)
+		runtime.Fill(st.r2_n, 0)
+		runtime.Fill(st.r2_mean, 0)
+		runtime.Fill(st.r2_m2, 0)
+		runtime.Fill(st.r27_s, 0)
+		runtime.Fill(st.r27_p, 0)
+		runtime.Fill(st.r29_s, 0)
+		runtime.Fill(st.r29_p, 0)
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r46_s, 0)
+		runtime.Fill(st.r46_p, 0)
+		runtime.Fill(st.r53_s, 0)
+		runtime.Fill(st.r53_p, 0)
+		runtime.Fill(st.r54_n, 0)
+		runtime.Fill(st.r54_mean, 0)
+		runtime.Fill(st.r54_m2, 0)
+		runtime.Fill(st.r55_n, 0)
+		runtime.Fill(st.r55_mean, 0)
+		runtime.Fill(st.r55_m2, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.SetMask(st.r61_ok)
+		runtime.Fill(st.r63_s, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.Advantage[0], &st.buf[0], &in.LogProb[0], &in.SampleLogProb[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &in.OldStateValue[0], &g.StateValue[0], &g.Entropy[0])
+	}
+	n := min(fbPass0Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r1_s, sts[c].r1_s)
+			runtime.MergeVar(sts[0].r2_n, sts[0].r2_mean, sts[0].r2_m2, sts[c].r2_n, sts[c].r2_mean, sts[c].r2_m2)
+			runtime.MergeSum(sts[0].r27_s, sts[c].r27_s)
+			runtime.MergeSum(sts[0].r29_s, sts[c].r29_s)
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeSum(sts[0].r46_s, sts[c].r46_s)
+			runtime.MergeSum(sts[0].r53_s, sts[c].r53_s)
+			runtime.MergeVar(sts[0].r54_n, sts[0].r54_mean, sts[0].r54_m2, sts[c].r54_n, sts[c].r54_mean, sts[c].r54_m2)
+			runtime.MergeVar(sts[0].r55_n, sts[0].r55_mean, sts[0].r55_m2, sts[c].r55_n, sts[c].r55_mean, sts[c].r55_m2)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeMask(sts[0].r61_ok, sts[c].r61_ok)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r61_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
@@ -320,15 +422,41 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass1AVX2(&s.s3, &s.s2, &s.s4, &s.s5, &out.ExplainedVariance, &out.ESS)
 }
 
+// fbPass2Chunks is how many chunks of whole 8-element blocks of B pass 2 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass2Chunks = 1
+
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r25_s, 0)
-	runtime.Fill(st.r25_p, 0)
-	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
+		runtime.SetMask(st.p2_ok)
+		fbPass2AVX2(lo, hi, &s.s1, &in.Advantage[0], &s.s0, &in.LogProb[0], &in.SampleLogProb[0], &st.buf[0], &g.LogProb[0])
+	}
+	n := min(fbPass2Chunks, 512)
+	if n <= 1 {
+		run(st, 0, 4096)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 4096, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass2Go(in, out, g, s)

@@ -4,20 +4,22 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
+// func pass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-64
+TEXT ·pass0AVX2(SB), $0-80
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
-	MOVQ    advantage+0(FP), DX
+	MOVQ    advantage+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// mean(advantage) over [B]
-	MOVQ    state+8(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  256(DX), Y0, Y1
 	VMOVUPS Y1, 256(DX)
 
@@ -49,9 +51,9 @@ blocks_1:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         logProb+16(FP), SI
+	MOVQ         logProb+32(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         sampleLogProb+24(FP), SI
+	MOVQ         sampleLogProb+40(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -79,7 +81,7 @@ blocks_1:
 	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
-	MOVQ    entropy+32(FP), SI
+	MOVQ    entropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v32 = mul(-0.01, entropy)
@@ -92,9 +94,9 @@ blocks_1:
 	// mean(v32) over [B]
 	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
-	MOVQ    valueTarget+40(FP), SI
+	MOVQ    valueTarget+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+48(FP), SI
+	MOVQ    stateValue+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -102,7 +104,7 @@ blocks_1:
 
 	// l2 = mul(diff, diff)
 	VMULPS  Y3, Y3, Y4
-	MOVQ    oldStateValue+56(FP), SI
+	MOVQ    oldStateValue+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
 	// v40 = sub(stateValue, oldStateValue)
@@ -258,8 +260,8 @@ blocks_1:
 	// v62 = mul(2, logWeight)
 	VMULPS       lgc24<>+0(SB), Y2, Y0
 	DECQ         CX
-	JNZ          noflush_2
-	MOVQ         state+8(FP), CX
+	JNZ          noflush_3
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -354,11 +356,15 @@ blocks_1:
 	VMOVUPS      Y1, 4544(CX)
 	MOVQ         $+8, CX
 
-noflush_2:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+4096
-	JL           blocks_1
-	MOVQ         state+8(FP), AX
+noflush_3:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -822,24 +828,26 @@ DATA lgc29<>+24(SB)/4, $0x45800000
 DATA lgc29<>+28(SB)/4, $0x45800000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func pass2AVX2(s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64)
+// func pass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-48
+TEXT ·pass2AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
-blocks_3:
-	MOVQ         s1+0(FP), DX
+blocks_4:
+	MOVQ         s1+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         advantage+8(FP), DX
+	MOVQ         advantage+24(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+16(FP), DX
+	MOVQ         s0+32(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
 	// v4 = sub(advantage, mean)
@@ -851,9 +859,9 @@ blocks_3:
 
 	// advantageNormalized = div(v4, v6)
 	VDIVPS  Y0, Y1, Y0
-	MOVQ    logProb+24(FP), DX
+	MOVQ    logProb+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    sampleLogProb+32(FP), DX
+	MOVQ    sampleLogProb+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -913,12 +921,12 @@ blocks_3:
 	VXORPS lgc7<>+0(SB), Y0, Y0
 
 	// mean(v24) over [B]
-	MOVQ         state+40(FP), DX
+	MOVQ         state+56(FP), DX
 	VADDPS       4864(DX), Y0, Y0
 	VMOVUPS      Y0, 4864(DX)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+56(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -935,11 +943,15 @@ blocks_3:
 	VMOVUPS      Y1, 4992(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+4096
-	JL           blocks_3
-	MOVQ         state+40(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -987,20 +999,22 @@ DATA lgc32<>+24(SB)/4, $0x3f4ccccd
 DATA lgc32<>+28(SB)/4, $0x3f4ccccd
 GLOBL lgc32<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradEntropy *float32)
+// func fbPass0AVX2(lo int, hi int, advantage *float32, state *float64, logProb *float32, sampleLogProb *float32, entropy *float32, valueTarget *float32, stateValue *float32, oldStateValue *float32, gradStateValue *float32, gradEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $192-80
+TEXT ·fbPass0AVX2(SB), $192-96
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_8
 
-blocks_5:
-	MOVQ    advantage+0(FP), DX
+blocks_7:
+	MOVQ    advantage+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// mean(advantage) over [B]
-	MOVQ    state+8(FP), DX
+	MOVQ    state+24(FP), DX
 	VADDPS  256(DX), Y0, Y1
 	VMOVUPS Y1, 256(DX)
 
@@ -1032,9 +1046,9 @@ blocks_5:
 	VFMADD231PD  Y2, Y3, Y0
 	VMOVUPD      Y1, 608(DX)
 	VMOVUPD      Y0, 800(DX)
-	MOVQ         logProb+16(FP), SI
+	MOVQ         logProb+32(FP), SI
 	VMOVUPS      (SI)(BX*4), Y0
-	MOVQ         sampleLogProb+24(FP), SI
+	MOVQ         sampleLogProb+40(FP), SI
 	VMOVUPS      (SI)(BX*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -1062,7 +1076,7 @@ blocks_5:
 	// mean(v28) over [B]
 	VADDPS  1472(DX), Y0, Y0
 	VMOVUPS Y0, 1472(DX)
-	MOVQ    entropy+32(FP), SI
+	MOVQ    entropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v32 = mul(-0.01, entropy)
@@ -1075,9 +1089,9 @@ blocks_5:
 	// mean(v32) over [B]
 	VADDPS  2112(DX), Y1, Y0
 	VMOVUPS Y0, 2112(DX)
-	MOVQ    valueTarget+40(FP), SI
+	MOVQ    valueTarget+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+48(FP), SI
+	MOVQ    stateValue+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -1085,7 +1099,7 @@ blocks_5:
 
 	// l2 = mul(diff, diff)
 	VMULPS  Y3, Y3, Y4
-	MOVQ    oldStateValue+56(FP), SI
+	MOVQ    oldStateValue+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y5
 
 	// v40 = sub(stateValue, oldStateValue)
@@ -1373,15 +1387,15 @@ blocks_5:
 	VMOVUPS lgc35<>+0(SB), Y1
 
 	// store gradStateValue
-	MOVQ    gradStateValue+64(FP), DX
+	MOVQ    gradStateValue+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// store gradEntropy
-	MOVQ         gradEntropy+72(FP), DX
+	MOVQ         gradEntropy+88(FP), DX
 	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_6
-	MOVQ         state+8(FP), CX
+	JNZ          noflush_9
+	MOVQ         state+24(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1476,11 +1490,15 @@ blocks_5:
 	VMOVUPS      Y1, 4544(CX)
 	MOVQ         $+8, CX
 
-noflush_6:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+4096
-	JL           blocks_5
-	MOVQ         state+8(FP), AX
+noflush_9:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_8
+	CMPQ AX, hi+8(FP)
+	JL   blocks_7
+
+chunkdone_8:
+	MOVQ         state+24(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1678,24 +1696,26 @@ TEXT ·fbPass1AVX2(SB), $0-48
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, gradLogProb *float32)
+// func fbPass2AVX2(lo int, hi int, s1 *float32, advantage *float32, s0 *float32, logProb *float32, sampleLogProb *float32, state *float64, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-56
+TEXT ·fbPass2AVX2(SB), $0-72
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_11
 
-blocks_7:
-	MOVQ         s1+0(FP), DX
+blocks_10:
+	MOVQ         s1+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
 	// std = sqrt(v2)
 	VSQRTPS      Y0, Y0
-	MOVQ         advantage+8(FP), DX
+	MOVQ         advantage+24(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y1
-	MOVQ         s0+16(FP), DX
+	MOVQ         s0+32(FP), DX
 	VBROADCASTSS (DX)(BX*4), Y2
 
 	// v4 = sub(advantage, mean)
@@ -1707,9 +1727,9 @@ blocks_7:
 
 	// advantageNormalized = div(v4, v6)
 	VDIVPS  Y0, Y1, Y0
-	MOVQ    logProb+24(FP), DX
+	MOVQ    logProb+40(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
-	MOVQ    sampleLogProb+32(FP), DX
+	MOVQ    sampleLogProb+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -1769,7 +1789,7 @@ blocks_7:
 	VXORPS lgc7<>+0(SB), Y5, Y5
 
 	// mean(v24) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  4864(DX), Y5, Y5
 	VMOVUPS Y5, 4864(DX)
 
@@ -1840,11 +1860,11 @@ blocks_7:
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+48(FP), DX
+	MOVQ         gradLogProb+64(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_8
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_12
+	MOVQ         state+56(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1861,11 +1881,15 @@ blocks_7:
 	VMOVUPS      Y1, 4992(CX)
 	MOVQ         $+8, CX
 
-noflush_8:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+4096
-	JL           blocks_7
-	MOVQ         state+40(FP), AX
+noflush_12:
+	ADDQ $+8, AX
+	CMPQ AX, $+4096
+	JGE  chunkdone_11
+	CMPQ AX, hi+8(FP)
+	JL   blocks_10
+
+chunkdone_11:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1901,9 +1925,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_9:
+bulk_13:
 	CMPQ         BX, DX
-	JGE          bulkdone_10
+	JGE          bulkdone_14
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc8<>+0(SB), Y0, Y1
 	VMINPS       lgc9<>+0(SB), Y1, Y1
@@ -1934,9 +1958,9 @@ bulk_9:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_9
+	JMP          bulk_13
 
-bulkdone_10:
+bulkdone_14:
 	VZEROUPPER
 	RET
 
@@ -1948,9 +1972,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_11:
+bulk_15:
 	CMPQ         BX, DX
-	JGE          bulkdone_12
+	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc37<>+0(SB), Y0, Y1
 	VMULPS       lgc38<>+0(SB), Y0, Y2
@@ -1993,9 +2017,9 @@ bulk_11:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_11
+	JMP          bulk_15
 
-bulkdone_12:
+bulkdone_16:
 	VZEROUPPER
 	RET
 
@@ -2167,9 +2191,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc37<>+0(SB), Y1, Y2
@@ -2223,8 +2247,8 @@ bulk_13:
 	VBLENDVPS    Y3, lgc52<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_17
 
-bulkdone_14:
+bulkdone_18:
 	VZEROUPPER
 	RET

@@ -79,10 +79,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -177,14 +176,40 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	}
 }
 
+// pass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass1Chunks = 1
+
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
-	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
+		runtime.SetMask(st.p1_ok)
+		pass1AVX2(lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	}
+	n := min(pass1Chunks, 52)
+	if n <= 1 {
+		run(st, 0, 421)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -265,9 +290,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass0Chunks = 1
 
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
@@ -363,15 +387,41 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	}
 }
 
+// fbPass1Chunks is how many chunks of whole 8-element blocks of T pass 1 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass1Chunks = 1
+
 // fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
-	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, hi, &s.s1[0], &s.s0[0], &s.s2[0], &s.s3[0], &st.buf[0], &out.ExplainedVariance[0])
+	}
+	n := min(fbPass1Chunks, 52)
+	if n <= 1 {
+		run(st, 0, 421)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 421, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)

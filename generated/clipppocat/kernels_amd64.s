@@ -1928,21 +1928,23 @@ DATA lgc57<>+24(SB)/4, $0x7f7fffff
 DATA lgc57<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc57<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_9
 
 blocks_8:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v75 = div(residVar, v74)
@@ -1951,12 +1953,12 @@ blocks_8:
 
 	// explainedVariance = sub(1, v75)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v82 = sub(v81, logSumW2)
@@ -1992,16 +1994,16 @@ blocks_8:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_10
+	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
@@ -2018,11 +2020,17 @@ blocks_8:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_8
-	MOVQ       s1+0(FP), AX
+noflush_10:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_9
+	CMPQ AX, hi+8(FP)
+	JL   blocks_8
+
+chunkdone_9:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_11
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -2030,7 +2038,7 @@ noflush_9:
 
 	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc58<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -2040,13 +2048,13 @@ noflush_9:
 
 	// explainedVariance = sub(1, v75)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
 	VMULPS     lgc55<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -2088,15 +2096,17 @@ noflush_9:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc4<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_11:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
@@ -2156,7 +2166,7 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $1592-120
 	MOVQ lo+0(FP), AX
 
-outer0_10:
+outer0_12:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2275,7 +2285,7 @@ outer0_10:
 	VMOVUPS Y1, 120(SP)
 	XORQ    BX, BX
 
-inner_A_11:
+inner_A_13:
 	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
@@ -2306,7 +2316,7 @@ inner_A_11:
 	VMOVUPS      Y3, 24(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_11
+	JL           inner_A_13
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
@@ -2318,7 +2328,7 @@ inner_A_11:
 	VMOVUPS Y1, 280(SP)
 	XORQ    BX, BX
 
-inner_A_12:
+inner_A_14:
 	MOVQ       logits+56(FP), SI
 	XORQ       DI, DI
 	IMUL3Q     $+842, AX, R8
@@ -2396,7 +2406,7 @@ inner_A_12:
 	VMOVUPD      Y1, 248(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_12
+	JL           inner_A_14
 
 	// finish v25
 	VMOVUPS 152(SP), Y1
@@ -2976,7 +2986,7 @@ inner_A_12:
 	VMOVUPS Y2, 760(SP)
 	XORQ    CX, CX
 
-inner_A_13:
+inner_A_15:
 	MOVQ       logits+56(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
@@ -3140,7 +3150,7 @@ inner_A_13:
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
-	JL      inner_A_13
+	JL      inner_A_15
 	VMOVUPS 88(SP), Y1
 
 	// store advantage
@@ -3162,7 +3172,7 @@ inner_A_13:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_14:
+blocks_16:
 	// tile logits
 	MOVQ       logits+56(FP), BX
 	XORQ       SI, SI
@@ -3283,7 +3293,7 @@ blocks_14:
 	VMOVUPS Y1, 1016(SP)
 	XORQ    R8, R8
 
-inner_A_15:
+inner_A_17:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
@@ -3300,7 +3310,7 @@ inner_A_15:
 	VMOVUPS Y2, 24(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
-	JL      inner_A_15
+	JL      inner_A_17
 
 	// finish v21
 	VMOVUPS 24(SP), Y1
@@ -3312,7 +3322,7 @@ inner_A_15:
 	VMOVUPS Y1, 1048(SP)
 	XORQ    R8, R8
 
-inner_A_16:
+inner_A_18:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
@@ -3372,7 +3382,7 @@ inner_A_16:
 	VMOVUPD      Y1, 248(SP)
 	INCQ         R8
 	CMPQ         R8, $+2
-	JL           inner_A_16
+	JL           inner_A_18
 
 	// finish v25
 	VMOVUPS 152(SP), Y1
@@ -3897,7 +3907,7 @@ inner_A_16:
 	VMOVUPS Y2, 1528(SP)
 	XORQ    BX, BX
 
-inner_A_17:
+inner_A_19:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
@@ -4051,7 +4061,7 @@ inner_A_17:
 	VMOVUPS Y1, 920(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_17
+	JL      inner_A_19
 	VMOVUPS 984(SP), Y1
 
 	// store advantage
@@ -4112,7 +4122,7 @@ inner_A_17:
 	VMASKMOVPS   Y6, Y9, 48(BX)(SI*4)
 	VMASKMOVPS   Y1, Y9, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_18
+	JNZ          noflush_20
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -4195,9 +4205,9 @@ inner_A_17:
 	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_18:
+noflush_20:
 	SUBQ         $+8, CX
-	JGE          blocks_14
+	JGE          blocks_16
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -4280,7 +4290,7 @@ noflush_18:
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, hi+112(FP)
-	JL           outer0_10
+	JL           outer0_12
 	VZEROUPPER
 	RET
 
@@ -4334,21 +4344,23 @@ DATA lgc64<>+24(SB)/4, $0xb81baadf
 DATA lgc64<>+28(SB)/4, $0xb81baadf
 GLOBL lgc64<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-48
+TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_22
 
-blocks_19:
-	MOVQ    s1+0(FP), DX
+blocks_21:
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc58<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v75 = div(residVar, v74)
@@ -4357,12 +4369,12 @@ blocks_19:
 
 	// explainedVariance = sub(1, v75)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v81 = mul(2, logSumW)
 	VMULPS  lgc55<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v82 = sub(v81, logSumW2)
@@ -4398,16 +4410,16 @@ blocks_19:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_20
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_23
+	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
@@ -4424,11 +4436,17 @@ blocks_19:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_20:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_19
-	MOVQ       s1+0(FP), AX
+noflush_23:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_22
+	CMPQ AX, hi+8(FP)
+	JL   blocks_21
+
+chunkdone_22:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_24
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -4436,7 +4454,7 @@ noflush_20:
 
 	// v74 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc58<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -4446,13 +4464,13 @@ noflush_20:
 
 	// explainedVariance = sub(1, v75)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v81 = mul(2, logSumW)
 	VMULPS     lgc55<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -4494,15 +4512,17 @@ noflush_20:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc4<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_24:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc57<>+0(SB), Y1, Y1
@@ -4545,9 +4565,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_21:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_22
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc16<>+0(SB), Y0, Y1
 	VMINPS       lgc17<>+0(SB), Y1, Y1
@@ -4578,9 +4598,9 @@ bulk_21:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_21
+	JMP          bulk_25
 
-bulkdone_22:
+bulkdone_26:
 	VZEROUPPER
 	RET
 
@@ -4592,9 +4612,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_23:
+bulk_27:
 	CMPQ         BX, DX
-	JGE          bulkdone_24
+	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y2
@@ -4637,9 +4657,9 @@ bulk_23:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_23
+	JMP          bulk_27
 
-bulkdone_24:
+bulkdone_28:
 	VZEROUPPER
 	RET
 
@@ -4651,9 +4671,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_25:
+bulk_29:
 	CMPQ         BX, DX
-	JGE          bulkdone_26
+	JGE          bulkdone_30
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -4707,8 +4727,8 @@ bulk_25:
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_25
+	JMP          bulk_29
 
-bulkdone_26:
+bulkdone_30:
 	VZEROUPPER
 	RET

@@ -1243,21 +1243,23 @@ DATA lgc36<>+24(SB)/4, $0x7f7fffff
 DATA lgc36<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc36<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
 blocks_4:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v60 = div(residVar, v59)
@@ -1266,12 +1268,12 @@ blocks_4:
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v67 = sub(v66, logSumW2)
@@ -1307,16 +1309,16 @@ blocks_4:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1333,11 +1335,17 @@ blocks_4:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_4
-	MOVQ       s1+0(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_7
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -1345,7 +1353,7 @@ noflush_5:
 
 	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -1355,13 +1363,13 @@ noflush_5:
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -1403,15 +1411,17 @@ noflush_5:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc4<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_7:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -1471,7 +1481,7 @@ GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $472-128
 	MOVQ lo+0(FP), AX
 
-outer0_6:
+outer0_8:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2047,7 +2057,7 @@ outer0_6:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_7:
+blocks_9:
 	VMOVUPS   lgc2<>+0(SB), Y1
 	MOVQ      nextTerminated+8(FP), BX
 	XORQ      SI, SI
@@ -2510,7 +2520,7 @@ blocks_7:
 	MOVQ         gradEntropy+112(FP), BX
 	VMOVUPS      Y4, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_8
+	JNZ          noflush_10
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -2593,9 +2603,9 @@ blocks_7:
 	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_8:
+noflush_10:
 	SUBQ         $+8, CX
-	JGE          blocks_7
+	JGE          blocks_9
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2678,7 +2688,7 @@ noflush_8:
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, hi+120(FP)
-	JL           outer0_6
+	JL           outer0_8
 	VZEROUPPER
 	RET
 
@@ -2722,21 +2732,23 @@ DATA lgc42<>+24(SB)/4, $0xb4c7411d
 DATA lgc42<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-48
+TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_12
 
-blocks_9:
-	MOVQ    s1+0(FP), DX
+blocks_11:
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc37<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v60 = div(residVar, v59)
@@ -2745,12 +2757,12 @@ blocks_9:
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v66 = mul(2, logSumW)
 	VMULPS  lgc35<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v67 = sub(v66, logSumW2)
@@ -2786,16 +2798,16 @@ blocks_9:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  32256(DX), Y4, Y1
 	VMOVUPS Y1, 32256(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_10
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_13
+	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -2812,11 +2824,17 @@ blocks_9:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_9
-	MOVQ       s1+0(FP), AX
+noflush_13:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_12
+	CMPQ AX, hi+8(FP)
+	JL   blocks_11
+
+chunkdone_12:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_14
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc4<>+0(SB), Y0
@@ -2824,7 +2842,7 @@ noflush_10:
 
 	// v59 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc37<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -2834,13 +2852,13 @@ noflush_10:
 
 	// explainedVariance = sub(1, v60)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v66 = mul(2, logSumW)
 	VMULPS     lgc35<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -2882,15 +2900,17 @@ noflush_10:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       32256(AX), Y1, Y1
 	VMOVUPS      Y1, 32256(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc4<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc4<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_14:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc36<>+0(SB), Y1, Y1
@@ -2933,9 +2953,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_11:
+bulk_15:
 	CMPQ         BX, DX
-	JGE          bulkdone_12
+	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc14<>+0(SB), Y0, Y1
 	VMINPS       lgc15<>+0(SB), Y1, Y1
@@ -2966,9 +2986,9 @@ bulk_11:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_11
+	JMP          bulk_15
 
-bulkdone_12:
+bulkdone_16:
 	VZEROUPPER
 	RET
 
@@ -2980,9 +3000,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
 	VMULPS       lgc44<>+0(SB), Y0, Y2
@@ -3025,9 +3045,9 @@ bulk_13:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_17
 
-bulkdone_14:
+bulkdone_18:
 	VZEROUPPER
 	RET
 
@@ -3199,9 +3219,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_19:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
@@ -3255,8 +3275,8 @@ bulk_15:
 	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_19
 
-bulkdone_16:
+bulkdone_20:
 	VZEROUPPER
 	RET

@@ -72,10 +72,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -167,16 +166,43 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass1AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
 }
 
+// pass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass2Chunks = 1
+
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r59_s, 0)
-	runtime.Fill(st.r59_p, 0)
-	runtime.Fill(st.r60_s, 0)
-	runtime.Fill(st.r60_p, 0)
-	runtime.SetMask(st.p2_ok)
-	pass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.SetMask(st.p2_ok)
+		pass2AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	}
+	n := min(pass2Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
@@ -253,9 +279,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass0Chunks = 1
 
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
@@ -349,17 +374,44 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass1AVX2(&out.NumValid, &s.s0, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.Entropy, &out.LossEntropy)
 }
 
+// fbPass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass2Chunks = 1
+
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r59_s, 0)
-	runtime.Fill(st.r59_p, 0)
-	runtime.Fill(st.r60_s, 0)
-	runtime.Fill(st.r60_p, 0)
-	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r59_s, 0)
+		runtime.Fill(st.r59_p, 0)
+		runtime.Fill(st.r60_s, 0)
+		runtime.Fill(st.r60_p, 0)
+		runtime.SetMask(st.p2_ok)
+		fbPass2AVX2(lo, hi, &s.s5[0], &s.s6[0], &s.s7[0], &st.buf[0])
+	}
+	n := min(fbPass2Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r59_s, sts[c].r59_s)
+			runtime.MergeSum(sts[0].r60_s, sts[c].r60_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass2Go(in, out, g, s)
@@ -372,9 +424,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass3Chunks = 1
 
 // fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their

@@ -20,7 +20,7 @@ func pass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *flo
 // in Go.
 //
 //go:noescape
-func pass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
+func pass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 
 // pass3AVX2 is pass 3 (elementwise over []) on 8 float32 lanes; see pass3Go for the same loop in
 // Go.
@@ -44,7 +44,7 @@ func fbPass1AVX2(numValid *float32, s0 *float32, s1 *float32, s2 *float32, s3 *f
 // loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
+func fbPass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 
 // fbPass3AVX2 is pass 3 (elementwise over [B=8 L=256]) on 8 float32 lanes; see fbPass3Go for the
 // same loop in Go.

@@ -754,21 +754,23 @@ TEXT ·pass1AVX2(SB), $0-88
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
+// func pass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-32
+TEXT ·pass2AVX2(SB), $0-48
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
 blocks_4:
-	MOVQ    s5+0(FP), DX
+	MOVQ    s5+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v53 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	MOVQ    s6+8(FP), DX
+	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v54 = sub(v53, logSumW2)
@@ -802,7 +804,7 @@ blocks_4:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s7+16(FP), DX
+	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -816,7 +818,7 @@ blocks_4:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v58) over [L]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
@@ -824,8 +826,8 @@ blocks_4:
 	VADDPS       10304(DX), Y0, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+40(FP), CX
 	VMOVUPS      9984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -855,11 +857,15 @@ blocks_4:
 	VMOVUPS      Y1, 10432(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_4
-	MOVQ         state+24(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      9984(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -931,11 +937,11 @@ GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $64-64
 	MOVQ lo+0(FP), AX
 
-outer0_6:
+outer0_7:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_7:
+blocks_8:
 	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+256, AX, DI
@@ -1175,7 +1181,7 @@ blocks_7:
 	VADDPD       7520(BX)(SI*8), Y0, Y0
 	VMOVUPD      Y0, 7520(BX)(SI*8)
 	DECQ         DX
-	JNZ          noflush_8
+	JNZ          noflush_9
 	MOVQ         state+16(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
@@ -1258,10 +1264,10 @@ blocks_7:
 	VMOVUPS      Y1, 9664(DX)
 	MOVQ         $+8, DX
 
-noflush_8:
+noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+256
-	JL           blocks_7
+	JL           blocks_8
 	MOVQ         state+16(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
@@ -1344,7 +1350,7 @@ noflush_8:
 	VMOVUPS      Y1, 9664(CX)
 	INCQ         AX
 	CMPQ         AX, hi+56(FP)
-	JL           outer0_6
+	JL           outer0_7
 	VZEROUPPER
 	RET
 
@@ -1406,21 +1412,23 @@ TEXT ·fbPass1AVX2(SB), $0-88
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(s5 *float32, s6 *float32, s7 *float32, state *float64)
+// func fbPass2AVX2(lo int, hi int, s5 *float32, s6 *float32, s7 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-32
+TEXT ·fbPass2AVX2(SB), $0-48
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_11
 
-blocks_9:
-	MOVQ    s5+0(FP), DX
+blocks_10:
+	MOVQ    s5+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v53 = mul(2, logSumW)
 	VMULPS  lgc24<>+0(SB), Y0, Y0
-	MOVQ    s6+8(FP), DX
+	MOVQ    s6+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v54 = sub(v53, logSumW2)
@@ -1454,7 +1462,7 @@ blocks_9:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s7+16(FP), DX
+	MOVQ         s7+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc1<>+0(SB), Y1
 
@@ -1468,7 +1476,7 @@ blocks_9:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v58) over [L]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  9984(DX), Y1, Y1
 	VMOVUPS Y1, 9984(DX)
 
@@ -1476,8 +1484,8 @@ blocks_9:
 	VADDPS       10304(DX), Y0, Y0
 	VMOVUPS      Y0, 10304(DX)
 	DECQ         CX
-	JNZ          noflush_10
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_12
+	MOVQ         state+40(FP), CX
 	VMOVUPS      9984(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1507,11 +1515,15 @@ blocks_9:
 	VMOVUPS      Y1, 10432(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_9
-	MOVQ         state+24(FP), AX
+noflush_12:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_11
+	CMPQ AX, hi+8(FP)
+	JL   blocks_10
+
+chunkdone_11:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      9984(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1547,10 +1559,10 @@ noflush_10:
 TEXT ·fbPass3AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
-outer0_11:
+outer0_13:
 	XORQ CX, CX
 
-blocks_12:
+blocks_14:
 	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+256, AX, SI
@@ -1725,10 +1737,10 @@ blocks_12:
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+256
-	JL      blocks_12
+	JL      blocks_14
 	INCQ    AX
 	CMPQ    AX, hi+64(FP)
-	JL      outer0_11
+	JL      outer0_13
 	VZEROUPPER
 	RET
 
@@ -1766,9 +1778,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_13:
+bulk_15:
 	CMPQ         BX, DX
-	JGE          bulkdone_14
+	JGE          bulkdone_16
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc4<>+0(SB), Y0, Y1
 	VMINPS       lgc5<>+0(SB), Y1, Y1
@@ -1799,9 +1811,9 @@ bulk_13:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_13
+	JMP          bulk_15
 
-bulkdone_14:
+bulkdone_16:
 	VZEROUPPER
 	RET
 
@@ -1813,9 +1825,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc28<>+0(SB), Y0, Y1
 	VMULPS       lgc29<>+0(SB), Y0, Y2
@@ -1858,9 +1870,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_17
 
-bulkdone_16:
+bulkdone_18:
 	VZEROUPPER
 	RET
 
@@ -2032,9 +2044,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_19:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc28<>+0(SB), Y1, Y2
@@ -2088,8 +2100,8 @@ bulk_17:
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_19
 
-bulkdone_18:
+bulkdone_20:
 	VZEROUPPER
 	RET

@@ -61,24 +61,55 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass0AVX2(&in.LogAlpha[0], &out.Alpha)
 }
 
+// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass1Chunks = 1
+
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r25_s, 0)
-	runtime.Fill(st.r25_p, 0)
-	runtime.Fill(st.r63_s, 0)
-	runtime.Fill(st.r63_p, 0)
-	runtime.Fill(st.r68_s, 0)
-	runtime.Fill(st.r68_p, 0)
-	runtime.Fill(st.r76_s, 0)
-	runtime.Fill(st.r76_p, 0)
-	runtime.Fill(st.r82_s, 0)
-	runtime.Fill(st.r82_p, 0)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
-	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &out.ValueTarget[0], &out.TDError[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r82_p, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
+		runtime.SetMask(st.p1_ok)
+		pass1AVX2(lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &out.ValueTarget[0], &out.TDError[0])
+	}
+	n := min(pass1Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -149,27 +180,59 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass0AVX2(&in.LogAlpha[0], &out.Alpha)
 }
 
+// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass1Chunks = 1
+
 // fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r25_s, 0)
-	runtime.Fill(st.r25_p, 0)
-	runtime.Fill(st.r63_s, 0)
-	runtime.Fill(st.r63_p, 0)
-	runtime.Fill(st.r68_s, 0)
-	runtime.Fill(st.r68_p, 0)
-	runtime.Fill(st.r76_s, 0)
-	runtime.Fill(st.r76_p, 0)
-	runtime.Fill(st.r82_s, 0)
-	runtime.Fill(st.r82_p, 0)
-	runtime.Fill(st.r84_s, 0)
-	runtime.Fill(st.r84_p, 0)
-	runtime.Fill(st.r91_s, 0)
-	runtime.Fill(st.r91_p, 0)
-	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.BcSampleLogProb[0], &g.LogProb[0], &g.BcLogProb[0], &g.QCurr[0], &g.QNew[0], &g.QRandom[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r25_s, 0)
+		runtime.Fill(st.r25_p, 0)
+		runtime.Fill(st.r63_s, 0)
+		runtime.Fill(st.r63_p, 0)
+		runtime.Fill(st.r68_s, 0)
+		runtime.Fill(st.r68_p, 0)
+		runtime.Fill(st.r76_s, 0)
+		runtime.Fill(st.r76_p, 0)
+		runtime.Fill(st.r82_s, 0)
+		runtime.Fill(st.r82_p, 0)
+		runtime.Fill(st.r84_s, 0)
+		runtime.Fill(st.r84_p, 0)
+		runtime.Fill(st.r91_s, 0)
+		runtime.Fill(st.r91_p, 0)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, hi, &in.NewLogPis[0], &in.CurrLogPis[0], &in.QRandom[0], &in.QNew[0], &in.QCurr[0], &in.NextStateActionValue[0], &in.StateActionValueActor[0], &in.NextTerminated[0], &in.NextReward[0], &in.LogAlpha[0], &in.StateActionValue[0], &st.buf[0], &in.BcSampleLogProb[0], &in.BcLogProb[0], &in.LogProb[0], &g.StateActionValueActor[0], &g.StateActionValue[0], &out.ValueTarget[0], &out.TDError[0], &g.BcSampleLogProb[0], &g.LogProb[0], &g.BcLogProb[0], &g.QCurr[0], &g.QNew[0], &g.QRandom[0])
+	}
+	n := min(fbPass1Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r25_s, sts[c].r25_s)
+			runtime.MergeSum(sts[0].r63_s, sts[c].r63_s)
+			runtime.MergeSum(sts[0].r68_s, sts[c].r68_s)
+			runtime.MergeSum(sts[0].r76_s, sts[c].r76_s)
+			runtime.MergeSum(sts[0].r82_s, sts[c].r82_s)
+			runtime.MergeSum(sts[0].r84_s, sts[c].r84_s)
+			runtime.MergeSum(sts[0].r91_s, sts[c].r91_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)

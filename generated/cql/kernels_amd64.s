@@ -186,15 +186,17 @@ DATA lgc13<>+24(SB)/4, $0x0000007f
 DATA lgc13<>+28(SB)/4, $0x0000007f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, valueTarget *float32, tDError *float32)
+// func pass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $3072-136
+TEXT ·pass1AVX2(SB), $3072-152
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile newLogPis
-	MOVQ       newLogPis+0(FP), DX
+	MOVQ       newLogPis+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -275,7 +277,7 @@ blocks_1:
 	VMOVUPS    Y3, 288(SP)
 
 	// tile currLogPis
-	MOVQ       currLogPis+8(FP), DX
+	MOVQ       currLogPis+24(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -353,7 +355,7 @@ blocks_1:
 	VMOVUPS    Y3, 608(SP)
 
 	// tile qRandom
-	MOVQ       qRandom+16(FP), DX
+	MOVQ       qRandom+32(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -509,7 +511,7 @@ blocks_1:
 	VMOVUPS    Y3, 1248(SP)
 
 	// tile qNew
-	MOVQ       qNew+24(FP), DX
+	MOVQ       qNew+40(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -662,7 +664,7 @@ blocks_1:
 	VMOVUPS    Y3, 1888(SP)
 
 	// tile qCurr
-	MOVQ       qCurr+32(FP), DX
+	MOVQ       qCurr+48(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -822,8 +824,8 @@ blocks_1:
 	VMOVUPD    Y0, 2720(SP)
 	XORQ       DX, DX
 
-inner_Q_2:
-	MOVQ    nextStateActionValue+40(FP), BX
+inner_Q_3:
+	MOVQ    nextStateActionValue+56(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
@@ -836,7 +838,7 @@ inner_Q_2:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, 2560(SP)
-	MOVQ    stateActionValueActor+48(FP), BX
+	MOVQ    stateActionValueActor+64(FP), BX
 	VMOVUPS (BX)(SI*4), Y0
 
 	// v71 = neg(stateActionValueActor)
@@ -867,12 +869,12 @@ inner_Q_2:
 	VMOVUPD      Y0, 2720(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_Q_2
+	JL           inner_Q_3
 
 	// finish v1
 	VMOVUPS   2560(SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+56(FP), DX
+	MOVQ      nextTerminated+72(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -886,12 +888,12 @@ inner_Q_2:
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+64(FP), DX
+	MOVQ    nextReward+80(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// td0Return = add(nextReward, v9)
 	VADDPS       Y0, Y1, Y0
-	MOVQ         logAlpha+72(FP), DX
+	MOVQ         logAlpha+88(FP), DX
 	XORQ         SI, SI
 	VBROADCASTSS (DX)(SI*4), Y1
 
@@ -932,8 +934,8 @@ inner_Q_2:
 	VMOVUPS      Y4, 2912(SP)
 	XORQ         DX, DX
 
-inner_Q_3:
-	MOVQ    stateActionValue+80(FP), DI
+inner_Q_4:
+	MOVQ    stateActionValue+96(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -990,7 +992,7 @@ inner_Q_3:
 	VMOVUPS Y1, 2816(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_3
+	JL      inner_Q_4
 
 	// finish v24
 	VMOVUPD     2752(SP), Y0
@@ -1001,7 +1003,7 @@ inner_Q_3:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v24) over [B]
-	MOVQ    state+88(FP), DX
+	MOVQ    state+104(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc17<>+0(SB), Y0
@@ -1009,13 +1011,13 @@ inner_Q_3:
 	VMOVUPD Y0, 2976(SP)
 	XORQ    DI, DI
 
-inner_R_4:
+inner_R_5:
 	VMOVUPD lgc17<>+0(SB), Y0
 	VMOVUPD Y0, 3008(SP)
 	VMOVUPD Y0, 3040(SP)
 	XORQ    R8, R8
 
-inner_Q_5:
+inner_Q_6:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DI, R10
 	ADDQ    R10, R9
@@ -1231,7 +1233,7 @@ inner_Q_5:
 
 	// minQfLoss = mul(v57, 1)
 	VMULPS  lgc11<>+0(SB), Y0, Y0
-	MOVQ    stateActionValue+80(FP), R9
+	MOVQ    stateActionValue+96(FP), R9
 	XORQ    R10, R10
 	IMUL3Q  $+256, R8, R11
 	ADDQ    R11, R10
@@ -1254,7 +1256,7 @@ inner_Q_5:
 	VMOVUPD      Y0, 3040(SP)
 	INCQ         R8
 	CMPQ         R8, $+2
-	JL           inner_Q_5
+	JL           inner_Q_6
 
 	// finish v61
 	VMOVUPD     3008(SP), Y0
@@ -1274,7 +1276,7 @@ inner_Q_5:
 	VMOVUPD      Y0, 2976(SP)
 	INCQ         DI
 	CMPQ         DI, $+10
-	JL           inner_R_4
+	JL           inner_R_5
 
 	// finish v62
 	VMOVUPD     2944(SP), Y0
@@ -1290,12 +1292,12 @@ inner_Q_5:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 2912(SP), Y0
-	MOVQ    bcSampleLogProb+96(FP), DI
+	MOVQ    bcSampleLogProb+112(FP), DI
 	VMOVUPS (DI)(BX*4), Y1
 
 	// v65 = mul(v13, bcSampleLogProb)
 	VMULPS  Y1, Y0, Y1
-	MOVQ    bcLogProb+104(FP), DI
+	MOVQ    bcLogProb+120(FP), DI
 	VMOVUPS (DI)(BX*4), Y2
 
 	// v67 = sub(v65, bcLogProb)
@@ -1317,7 +1319,7 @@ inner_Q_5:
 	XORQ       DI, DI
 	MOVQ       AX, R8
 	ADDQ       R8, DI
-	MOVQ       stateActionValueActor+48(FP), R8
+	MOVQ       stateActionValueActor+64(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y1, Y1
 	VPMAXSD    lgc19<>+0(SB), Y1, Y1
@@ -1327,7 +1329,7 @@ inner_Q_5:
 	VMOVUPS    lgc42<>+0(SB), Y2
 	VMOVUPS    lgc19<>+0(SB), Y3
 	VGATHERDPS Y2, (R8)(Y1*4), Y3
-	MOVQ       logProb+112(FP), DI
+	MOVQ       logProb+128(FP), DI
 	VMOVUPS    (DI)(BX*4), Y1
 
 	// v74 = mul(v13, logProb)
@@ -1342,7 +1344,7 @@ inner_Q_5:
 
 	// v79 = add(logProb, -6)
 	VADDPS       lgc43<>+0(SB), Y1, Y0
-	MOVQ         logAlpha+72(FP), DI
+	MOVQ         logAlpha+88(FP), DI
 	VBROADCASTSS (DI)(SI*4), Y2
 
 	// v80 = mul(logAlpha, v79)
@@ -1367,15 +1369,15 @@ inner_Q_5:
 	VMOVUPS 2880(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+120(FP), DX
+	MOVQ    valueTarget+136(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+128(FP), DX
+	MOVQ         tDError+144(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_6
-	MOVQ         state+88(FP), CX
+	JNZ          noflush_7
+	MOVQ         state+104(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc44<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
@@ -1457,11 +1459,15 @@ inner_Q_5:
 	VMOVUPS      Y1, 1984(CX)
 	MOVQ         $+8, CX
 
-noflush_6:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+88(FP), AX
+noflush_7:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+104(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc44<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
@@ -1898,15 +1904,17 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
+// func fbPass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $5792-200
+TEXT ·fbPass1AVX2(SB), $5792-216
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_9
 
-blocks_7:
+blocks_8:
 	// tile newLogPis
-	MOVQ       newLogPis+0(FP), DX
+	MOVQ       newLogPis+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -1987,7 +1995,7 @@ blocks_7:
 	VMOVUPS    Y3, 288(SP)
 
 	// tile currLogPis
-	MOVQ       currLogPis+8(FP), DX
+	MOVQ       currLogPis+24(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2065,7 +2073,7 @@ blocks_7:
 	VMOVUPS    Y3, 608(SP)
 
 	// tile qRandom
-	MOVQ       qRandom+16(FP), DX
+	MOVQ       qRandom+32(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+10, AX, SI
 	ADDQ       SI, BX
@@ -2221,7 +2229,7 @@ blocks_7:
 	VMOVUPS    Y3, 1248(SP)
 
 	// tile qNew
-	MOVQ       qNew+24(FP), DX
+	MOVQ       qNew+40(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2374,7 +2382,7 @@ blocks_7:
 	VMOVUPS    Y3, 1888(SP)
 
 	// tile qCurr
-	MOVQ       qCurr+32(FP), DX
+	MOVQ       qCurr+48(FP), DX
 	VMOVUPS    (DX)(BX*4), Y0
 	VMOVUPS    40(DX)(BX*4), Y1
 	VMOVUPS    80(DX)(BX*4), Y2
@@ -2534,8 +2542,8 @@ blocks_7:
 	VMOVUPD    Y0, 4640(SP)
 	XORQ       DX, DX
 
-inner_Q_8:
-	MOVQ    nextStateActionValue+40(FP), SI
+inner_Q_10:
+	MOVQ    nextStateActionValue+56(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -2548,7 +2556,7 @@ inner_Q_8:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, 4480(SP)
-	MOVQ    stateActionValueActor+48(FP), SI
+	MOVQ    stateActionValueActor+64(FP), SI
 	VMOVUPS (SI)(DI*4), Y0
 
 	// v71 = neg(stateActionValueActor)
@@ -2579,12 +2587,12 @@ inner_Q_8:
 	VMOVUPD      Y0, 4640(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_Q_8
+	JL           inner_Q_10
 
 	// finish v1
 	VMOVUPS   4480(SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+56(FP), DX
+	MOVQ      nextTerminated+72(FP), DX
 	XORQ      SI, SI
 	ADDQ      AX, SI
 	VPMOVZXBD (DX)(SI*1), Y2
@@ -2598,12 +2606,12 @@ inner_Q_8:
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+64(FP), DX
+	MOVQ    nextReward+80(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v9)
 	VADDPS       Y0, Y1, Y0
-	MOVQ         logAlpha+72(FP), DX
+	MOVQ         logAlpha+88(FP), DX
 	XORQ         DI, DI
 	VBROADCASTSS (DX)(DI*4), Y1
 
@@ -2644,8 +2652,8 @@ inner_Q_8:
 	VMOVUPS      Y4, 4832(SP)
 	XORQ         DX, DX
 
-inner_Q_9:
-	MOVQ    stateActionValue+80(FP), R8
+inner_Q_11:
+	MOVQ    stateActionValue+96(FP), R8
 	XORQ    R9, R9
 	IMUL3Q  $+256, DX, R10
 	ADDQ    R10, R9
@@ -2702,7 +2710,7 @@ inner_Q_9:
 	VMOVUPS Y1, 4736(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_9
+	JL      inner_Q_11
 
 	// finish v24
 	VMOVUPD     4672(SP), Y0
@@ -2713,7 +2721,7 @@ inner_Q_9:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v24) over [B]
-	MOVQ    state+88(FP), DX
+	MOVQ    state+104(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc17<>+0(SB), Y0
@@ -2721,13 +2729,13 @@ inner_Q_9:
 	VMOVUPD Y0, 4896(SP)
 	XORQ    R8, R8
 
-inner_R_10:
+inner_R_12:
 	VMOVUPD lgc17<>+0(SB), Y0
 	VMOVUPD Y0, 4928(SP)
 	VMOVUPD Y0, 4960(SP)
 	XORQ    R9, R9
 
-inner_Q_11:
+inner_Q_13:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R8, R11
 	ADDQ    R11, R10
@@ -2961,7 +2969,7 @@ inner_Q_11:
 
 	// minQfLoss = mul(v57, 1)
 	VMULPS  lgc11<>+0(SB), Y0, Y0
-	MOVQ    stateActionValue+80(FP), R10
+	MOVQ    stateActionValue+96(FP), R10
 	XORQ    R11, R11
 	IMUL3Q  $+256, R9, R12
 	ADDQ    R12, R11
@@ -2984,7 +2992,7 @@ inner_Q_11:
 	VMOVUPD      Y0, 4960(SP)
 	INCQ         R9
 	CMPQ         R9, $+2
-	JL           inner_Q_11
+	JL           inner_Q_13
 
 	// finish v61
 	VMOVUPD     4928(SP), Y0
@@ -3004,7 +3012,7 @@ inner_Q_11:
 	VMOVUPD      Y0, 4896(SP)
 	INCQ         R8
 	CMPQ         R8, $+10
-	JL           inner_R_10
+	JL           inner_R_12
 
 	// finish v62
 	VMOVUPD     4864(SP), Y0
@@ -3020,12 +3028,12 @@ inner_Q_11:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 4832(SP), Y0
-	MOVQ    bcSampleLogProb+96(FP), R8
+	MOVQ    bcSampleLogProb+112(FP), R8
 	VMOVUPS (R8)(SI*4), Y1
 
 	// v65 = mul(v13, bcSampleLogProb)
 	VMULPS  Y1, Y0, Y1
-	MOVQ    bcLogProb+104(FP), R8
+	MOVQ    bcLogProb+120(FP), R8
 	VMOVUPS (R8)(SI*4), Y2
 
 	// v67 = sub(v65, bcLogProb)
@@ -3047,7 +3055,7 @@ inner_Q_11:
 	XORQ       R8, R8
 	MOVQ       AX, R9
 	ADDQ       R9, R8
-	MOVQ       stateActionValueActor+48(FP), R9
+	MOVQ       stateActionValueActor+64(FP), R9
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y1, Y2
 	VPMAXSD    lgc19<>+0(SB), Y2, Y2
@@ -3057,7 +3065,7 @@ inner_Q_11:
 	VMOVUPS    lgc42<>+0(SB), Y3
 	VMOVUPS    lgc19<>+0(SB), Y4
 	VGATHERDPS Y3, (R9)(Y2*4), Y4
-	MOVQ       logProb+112(FP), R8
+	MOVQ       logProb+128(FP), R8
 	VMOVUPS    (R8)(SI*4), Y2
 
 	// v74 = mul(v13, logProb)
@@ -3072,7 +3080,7 @@ inner_Q_11:
 
 	// v79 = add(logProb, -6)
 	VADDPS       lgc43<>+0(SB), Y2, Y3
-	MOVQ         logAlpha+72(FP), R8
+	MOVQ         logAlpha+88(FP), R8
 	VBROADCASTSS (R8)(DI*4), Y4
 
 	// v80 = mul(logAlpha, v79)
@@ -3109,8 +3117,8 @@ inner_Q_11:
 	VMOVUPS Y0, 5632(SP)
 	XORQ    DX, DX
 
-inner_Q_12:
-	MOVQ    stateActionValue+80(FP), DI
+inner_Q_14:
+	MOVQ    stateActionValue+96(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -3152,7 +3160,7 @@ inner_Q_12:
 	VBLENDVPS Y7, Y5, Y6, Y4
 
 	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+120(FP), DI
+	MOVQ    gradStateActionValueActor+136(FP), DI
 	VMOVUPS Y4, (DI)(R8*4)
 	VMOVUPS Y0, 5664(SP)
 	VMOVUPS Y1, 5696(SP)
@@ -3160,7 +3168,7 @@ inner_Q_12:
 	VMOVUPS Y3, 5760(SP)
 	XORQ    DI, DI
 
-inner_R_13:
+inner_R_15:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DI, R10
 	ADDQ    R10, R9
@@ -3378,7 +3386,7 @@ inner_R_13:
 	VMOVUPS Y0, 3840(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+10
-	JL      inner_R_13
+	JL      inner_R_15
 	VMOVUPS 5728(SP), Y0
 	VMOVUPS lgc47<>+0(SB), Y1
 	VMOVUPS lgc19<>+0(SB), Y2
@@ -3464,36 +3472,36 @@ inner_R_13:
 	VADDPS lgc50<>+0(SB), Y0, Y0
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+128(FP), DI
+	MOVQ    gradStateActionValue+144(FP), DI
 	VMOVUPS Y0, (DI)(R8*4)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_12
+	JL      inner_Q_14
 	VMOVUPS 5632(SP), Y0
 	VMOVUPS lgc46<>+0(SB), Y1
 	VMOVUPS 4800(SP), Y2
 
 	// store valueTarget
-	MOVQ    valueTarget+136(FP), DX
+	MOVQ    valueTarget+152(FP), DX
 	VMOVUPS Y2, (DX)(SI*4)
 	VMOVUPS 5600(SP), Y2
 
 	// store tdError
-	MOVQ    tDError+144(FP), DX
+	MOVQ    tDError+160(FP), DX
 	VMOVUPS Y2, (DX)(SI*4)
 
 	// store gradBcSampleLogProb
-	MOVQ    gradBcSampleLogProb+152(FP), DX
+	MOVQ    gradBcSampleLogProb+168(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
-	MOVQ    gradLogProb+160(FP), DX
+	MOVQ    gradLogProb+176(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// store gradBcLogProb
-	MOVQ    gradBcLogProb+168(FP), DX
+	MOVQ    gradBcLogProb+184(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// flush the tile of gradQCurr
-	MOVQ       gradQCurr+176(FP), DX
+	MOVQ       gradQCurr+192(FP), DX
 	VMOVUPS    2560(SP), Y0
 	VMOVUPS    2592(SP), Y1
 	VMOVUPS    2624(SP), Y2
@@ -3658,7 +3666,7 @@ inner_R_13:
 	VMASKMOVPS Y0, Y8, 10552(DX)(BX*4)
 
 	// flush the tile of gradQNew
-	MOVQ       gradQNew+184(FP), DX
+	MOVQ       gradQNew+200(FP), DX
 	VMOVUPS    3200(SP), Y0
 	VMOVUPS    3232(SP), Y1
 	VMOVUPS    3264(SP), Y2
@@ -3823,7 +3831,7 @@ inner_R_13:
 	VMASKMOVPS Y0, Y8, 10552(DX)(BX*4)
 
 	// flush the tile of gradQRandom
-	MOVQ         gradQRandom+192(FP), DX
+	MOVQ         gradQRandom+208(FP), DX
 	VMOVUPS      3840(SP), Y0
 	VMOVUPS      3872(SP), Y1
 	VMOVUPS      3904(SP), Y2
@@ -3987,8 +3995,8 @@ inner_R_13:
 	VMASKMOVPS   Y5, Y8, 10512(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 10552(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_14
-	MOVQ         state+88(FP), CX
+	JNZ          noflush_16
+	MOVQ         state+104(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc44<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
@@ -4083,11 +4091,15 @@ inner_R_13:
 	VMOVUPS      Y1, 2304(CX)
 	MOVQ         $+8, CX
 
-noflush_14:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_7
-	MOVQ         state+88(FP), AX
+noflush_16:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_9
+	CMPQ AX, hi+8(FP)
+	JL   blocks_8
+
+chunkdone_9:
+	MOVQ         state+104(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc44<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc45<>+0(SB), Y1, Y1
@@ -4241,9 +4253,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -4274,9 +4286,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_17
 
-bulkdone_16:
+bulkdone_18:
 	VZEROUPPER
 	RET
 
@@ -4288,9 +4300,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_19:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
 	VMULPS       lgc23<>+0(SB), Y0, Y2
@@ -4333,9 +4345,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_19
 
-bulkdone_18:
+bulkdone_20:
 	VZEROUPPER
 	RET
 
@@ -4347,9 +4359,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
@@ -4403,8 +4415,8 @@ bulk_19:
 	VBLENDVPS    Y3, lgc15<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_21
 
-bulkdone_20:
+bulkdone_22:
 	VZEROUPPER
 	RET

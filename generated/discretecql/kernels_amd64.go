@@ -8,7 +8,7 @@ package discretecql
 // in Go.
 //
 //go:noescape
-func pass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
+func pass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
 
 // pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in
 // Go.
@@ -20,7 +20,7 @@ func pass1AVX2(s0 *float32, s1 *float32, predValue *float32, targetValue *float3
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
+func fbPass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
 // in Go.

@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
+// func pass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $680-72
+TEXT ·pass0AVX2(SB), $680-88
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile nextActionValue
-	MOVQ       nextActionValue+0(FP), DX
+	MOVQ       nextActionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+4, AX, SI
 	ADDQ       SI, BX
@@ -55,7 +57,7 @@ blocks_1:
 	VMOVUPS    Y4, 96(SP)
 
 	// tile actionValue
-	MOVQ       actionValue+8(FP), DX
+	MOVQ       actionValue+24(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
@@ -97,7 +99,7 @@ blocks_1:
 	VMOVUPS    Y0, 256(SP)
 	XORQ       DX, DX
 
-inner_A_2:
+inner_A_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
@@ -114,7 +116,7 @@ inner_A_2:
 	VMOVUPS Y1, 256(SP)
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_2
+	JL      inner_A_3
 
 	// finish v2
 	VMOVUPS 256(SP), Y0
@@ -133,7 +135,7 @@ inner_A_2:
 	VMOVUPS Y0, 576(SP)
 	XORQ    DX, DX
 
-inner_A_3:
+inner_A_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
@@ -156,7 +158,7 @@ inner_A_3:
 	VADDPD       352(SP), Y0, Y0
 	VMOVUPD      Y0, 352(SP)
 	VMOVUPS      128(SP)(BX*1), Y0
-	MOVQ         action+16(FP), BX
+	MOVQ         action+32(FP), BX
 	XORQ         SI, SI
 	IMUL3Q       $+4, AX, DI
 	ADDQ         DI, SI
@@ -227,7 +229,7 @@ inner_A_3:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+24(FP), BX
+	MOVQ         state+40(FP), BX
 	VANDPS       1344(BX), Y1, Y1
 	VMOVUPS      Y1, 1344(BX)
 	VCVTPS2PD    X3, Y1
@@ -248,7 +250,7 @@ inner_A_3:
 	VMOVUPD      Y0, 544(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_3
+	JL           inner_A_4
 
 	// finish nextChosenActionValue
 	VMOVUPD     320(SP), Y0
@@ -266,7 +268,7 @@ inner_A_3:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc4<>+0(SB), Y2
-	MOVQ        nextTerminated+32(FP), DX
+	MOVQ        nextTerminated+48(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y3
@@ -280,7 +282,7 @@ inner_A_3:
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(SI*4), Y2
 
 	// td0Return = add(nextReward, v15)
@@ -434,19 +436,19 @@ inner_A_3:
 	VMOVUPS 616(SP), Y1
 
 	// store advantage
-	MOVQ    advantage+48(FP), DX
+	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// store valueTarget
-	MOVQ    valueTarget+56(FP), DX
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// store tdError
-	MOVQ         tDError+64(FP), DX
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y3, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_5
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -502,11 +504,15 @@ inner_A_3:
 	VMOVUPS      Y1, 1472(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+24(FP), AX
+noflush_5:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -956,15 +962,17 @@ TEXT ·pass1AVX2(SB), $0-32
 	VZEROUPPER
 	RET
 
-// func fbPass0AVX2(nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
+// func fbPass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $944-80
+TEXT ·fbPass0AVX2(SB), $944-96
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
+blocks_6:
 	// tile nextActionValue
-	MOVQ       nextActionValue+0(FP), DX
+	MOVQ       nextActionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+4, AX, SI
 	ADDQ       SI, BX
@@ -1007,7 +1015,7 @@ blocks_5:
 	VMOVUPS    Y4, 96(SP)
 
 	// tile actionValue
-	MOVQ       actionValue+8(FP), DX
+	MOVQ       actionValue+24(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 16(DX)(BX*4), Y0, Y2
@@ -1049,7 +1057,7 @@ blocks_5:
 	VMOVUPS    Y0, 384(SP)
 	XORQ       DX, DX
 
-inner_A_6:
+inner_A_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -1066,7 +1074,7 @@ inner_A_6:
 	VMOVUPS Y1, 384(SP)
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_6
+	JL      inner_A_8
 
 	// finish v2
 	VMOVUPS 384(SP), Y0
@@ -1085,7 +1093,7 @@ inner_A_6:
 	VMOVUPS Y0, 704(SP)
 	XORQ    DX, DX
 
-inner_A_7:
+inner_A_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -1108,7 +1116,7 @@ inner_A_7:
 	VADDPD       480(SP), Y0, Y0
 	VMOVUPD      Y0, 480(SP)
 	VMOVUPS      128(SP)(SI*1), Y0
-	MOVQ         action+16(FP), SI
+	MOVQ         action+32(FP), SI
 	XORQ         DI, DI
 	IMUL3Q       $+4, AX, R8
 	ADDQ         R8, DI
@@ -1179,7 +1187,7 @@ inner_A_7:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+24(FP), SI
+	MOVQ         state+40(FP), SI
 	VANDPS       1344(SI), Y1, Y1
 	VMOVUPS      Y1, 1344(SI)
 	VCVTPS2PD    X3, Y1
@@ -1200,7 +1208,7 @@ inner_A_7:
 	VMOVUPD      Y0, 672(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_7
+	JL           inner_A_9
 
 	// finish nextChosenActionValue
 	VMOVUPD     448(SP), Y0
@@ -1218,7 +1226,7 @@ inner_A_7:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
 	VMOVUPS     lgc4<>+0(SB), Y2
-	MOVQ        nextTerminated+32(FP), DX
+	MOVQ        nextTerminated+48(FP), DX
 	XORQ        DI, DI
 	ADDQ        AX, DI
 	VPMOVZXBD   (DX)(DI*1), Y3
@@ -1232,7 +1240,7 @@ inner_A_7:
 
 	// v15 = mul(v14, nextChosenActionValue)
 	VMULPS  Y0, Y2, Y0
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(DI*4), Y2
 
 	// td0Return = add(nextReward, v15)
@@ -1399,7 +1407,7 @@ inner_A_7:
 	VMOVUPS Y1, 904(SP)
 	XORQ    DX, DX
 
-inner_A_8:
+inner_A_10:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, SI
@@ -1441,7 +1449,7 @@ inner_A_8:
 	// v38 = mul(0.00390625, v37)
 	VMULPS    lgc49<>+0(SB), Y3, Y0
 	VMOVUPS   904(SP), Y1
-	MOVQ      action+16(FP), R8
+	MOVQ      action+32(FP), R8
 	XORQ      R9, R9
 	IMUL3Q    $+4, AX, R10
 	ADDQ      R10, R9
@@ -1477,25 +1485,25 @@ inner_A_8:
 	VMOVUPS Y0, 256(SP)(SI*1)
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_8
+	JL      inner_A_10
 	VMOVUPS 744(SP), Y0
 
 	// store advantage
-	MOVQ    advantage+48(FP), DX
+	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y0, (DX)(DI*4)
 	VMOVUPS 808(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+56(FP), DX
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(DI*4)
 	VMOVUPS 872(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+64(FP), DX
+	MOVQ    tDError+80(FP), DX
 	VMOVUPS Y0, (DX)(DI*4)
 
 	// flush the tile of gradActionValue
-	MOVQ         gradActionValue+72(FP), DX
+	MOVQ         gradActionValue+88(FP), DX
 	VMOVUPS      256(SP), Y0
 	VMOVUPS      288(SP), Y1
 	VMOVUPS      320(SP), Y2
@@ -1538,8 +1546,8 @@ inner_A_8:
 	VMASKMOVPS   Y5, Y8, 96(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 112(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_11
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -1595,11 +1603,15 @@ inner_A_8:
 	VMOVUPS      Y1, 1472(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_5
-	MOVQ         state+24(FP), AX
+noflush_11:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_7
+	CMPQ AX, hi+8(FP)
+	JL   blocks_6
+
+chunkdone_7:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -1713,9 +1725,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc5<>+0(SB), Y0, Y1
 	VMINPS       lgc6<>+0(SB), Y1, Y1
@@ -1746,9 +1758,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1760,9 +1772,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc50<>+0(SB), Y0, Y1
 	VMULPS       lgc51<>+0(SB), Y0, Y2
@@ -1805,9 +1817,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1979,9 +1991,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc50<>+0(SB), Y1, Y2
@@ -2035,8 +2047,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc65<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET

@@ -8,13 +8,13 @@ package discreteiql
 // in Go.
 //
 //go:noescape
-func pass0AVX2(stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
+func pass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=300]) on 4 float64 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
+func fbPass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 4 (the AVX2 kernels' exp).
 //

@@ -4,14 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
+// func pass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $1616-96
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $1616-112
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile stateActionValue
-	MOVQ       stateActionValue+0(FP), CX
+	MOVQ       stateActionValue+16(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
@@ -110,7 +112,7 @@ blocks_1:
 	VMOVUPD    Y5, 544(SP)
 
 	// tile targetStateActionValue
-	MOVQ       targetStateActionValue+8(FP), CX
+	MOVQ       targetStateActionValue+24(FP), CX
 	VMOVUPD    (CX)(DX*8), Y0
 	VMOVUPD    48(CX)(DX*8), Y1
 	VMOVUPD    96(CX)(DX*8), Y2
@@ -205,7 +207,7 @@ blocks_1:
 	VMOVUPD    Y3, 1088(SP)
 	VMOVUPD    Y5, 1120(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	MOVQ       nextTerminated+16(FP), CX
+	MOVQ       nextTerminated+32(FP), CX
 	XORQ       DX, DX
 	ADDQ       AX, DX
 	VPMOVZXBD  (CX)(DX*1), X1
@@ -216,17 +218,17 @@ blocks_1:
 
 	// v7 = mul(0.95, v3)
 	VMULPD  lgc2<>+0(SB), Y0, Y0
-	MOVQ    nextStateValue+24(FP), CX
+	MOVQ    nextStateValue+40(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
 	// v8 = mul(v7, nextStateValue)
 	VMULPD  Y1, Y0, Y0
-	MOVQ    nextReward+32(FP), CX
+	MOVQ    nextReward+48(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
 	// td0Return = add(nextReward, v8)
 	VADDPD  Y0, Y1, Y0
-	MOVQ    stateValue+40(FP), CX
+	MOVQ    stateValue+56(FP), CX
 	VMOVUPD (CX)(DX*8), Y1
 
 	// v11 = sub(td0Return, stateValue)
@@ -242,19 +244,19 @@ blocks_1:
 	VMOVUPD Y0, 1408(SP)
 	XORQ    CX, CX
 
-inner_Q_2:
+inner_Q_3:
 	VMOVUPD lgc4<>+0(SB), Y0
 	VMOVUPD Y0, 1440(SP)
 	XORQ    BX, BX
 
-inner_A_3:
+inner_A_4:
 	XORQ      SI, SI
 	IMUL3Q    $+32, BX, DI
 	ADDQ      DI, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
 	VMOVUPD   (SP)(SI*1), Y0
-	MOVQ      action+48(FP), SI
+	MOVQ      action+64(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
@@ -280,7 +282,7 @@ inner_A_3:
 	VMOVUPD Y0, 1440(SP)
 	INCQ    BX
 	CMPQ    BX, $+6
-	JL      inner_A_3
+	JL      inner_A_4
 
 	// finish v17
 	VMOVUPD 1440(SP), Y0
@@ -289,14 +291,14 @@ inner_A_3:
 	VMOVUPD Y0, 1576(SP)
 	XORQ    BX, BX
 
-inner_A_4:
+inner_A_5:
 	XORQ      SI, SI
 	IMUL3Q    $+32, BX, DI
 	ADDQ      DI, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
 	VMOVUPD   576(SP)(SI*1), Y0
-	MOVQ      action+48(FP), SI
+	MOVQ      action+64(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
@@ -322,7 +324,7 @@ inner_A_4:
 	VMOVUPD Y0, 1512(SP)
 	INCQ    BX
 	CMPQ    BX, $+6
-	JL      inner_A_4
+	JL      inner_A_5
 
 	// finish v20
 	VMOVUPD 1512(SP), Y0
@@ -357,7 +359,7 @@ inner_A_4:
 	VMOVUPD Y1, 1280(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_Q_2
+	JL      inner_Q_3
 
 	// finish v22
 	VMOVUPD 1152(SP), Y0
@@ -408,7 +410,7 @@ inner_A_4:
 
 	// v28 = min(v26, 100)
 	VMINPD  Y4, Y1, Y1
-	MOVQ    logProb+56(FP), CX
+	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(DX*8), Y2
 
 	// v30 = mul(v28, logProb)
@@ -418,7 +420,7 @@ inner_A_4:
 	VXORPD lgc6<>+0(SB), Y1, Y1
 
 	// mean(v31) over [B]
-	MOVQ    state+64(FP), CX
+	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
 
@@ -428,7 +430,7 @@ inner_A_4:
 	// mean(v35) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	MOVQ    stateValue+40(FP), BX
+	MOVQ    stateValue+56(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
 	// valueDiff = sub(v22, stateValue)
@@ -468,20 +470,24 @@ inner_A_4:
 	VMOVUPD 1376(SP), Y1
 
 	// store advantage
-	MOVQ    advantage+72(FP), CX
+	MOVQ    advantage+88(FP), CX
 	VMOVUPD Y1, (CX)(DX*8)
 	VMOVUPD 1408(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+80(FP), CX
+	MOVQ    valueTarget+96(FP), CX
 	VMOVUPD Y1, (CX)(DX*8)
 
 	// store tdError
-	MOVQ    tDError+88(FP), CX
+	MOVQ    tDError+104(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+300
+	JGE     chunkdone_2
+	CMPQ    AX, hi+8(FP)
 	JL      blocks_1
+
+chunkdone_2:
 	VZEROUPPER
 	RET
 
@@ -673,14 +679,16 @@ DATA lgc29<>+16(SB)/8, $0x3fb99999a0000000
 DATA lgc29<>+24(SB)/8, $0x3fb99999a0000000
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
+// func fbPass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $2400-120
-	XORQ AX, AX
+TEXT ·fbPass0AVX2(SB), $2400-136
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
+blocks_6:
 	// tile stateActionValue
-	MOVQ       stateActionValue+0(FP), CX
+	MOVQ       stateActionValue+16(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
@@ -779,7 +787,7 @@ blocks_5:
 	VMOVUPD    Y5, 544(SP)
 
 	// tile targetStateActionValue
-	MOVQ       targetStateActionValue+8(FP), CX
+	MOVQ       targetStateActionValue+24(FP), CX
 	VMOVUPD    (CX)(DX*8), Y0
 	VMOVUPD    48(CX)(DX*8), Y1
 	VMOVUPD    96(CX)(DX*8), Y2
@@ -874,7 +882,7 @@ blocks_5:
 	VMOVUPD    Y3, 1088(SP)
 	VMOVUPD    Y5, 1120(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	MOVQ       nextTerminated+16(FP), CX
+	MOVQ       nextTerminated+32(FP), CX
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VPMOVZXBD  (CX)(BX*1), X1
@@ -885,17 +893,17 @@ blocks_5:
 
 	// v7 = mul(0.95, v3)
 	VMULPD  lgc2<>+0(SB), Y0, Y0
-	MOVQ    nextStateValue+24(FP), CX
+	MOVQ    nextStateValue+40(FP), CX
 	VMOVUPD (CX)(BX*8), Y1
 
 	// v8 = mul(v7, nextStateValue)
 	VMULPD  Y1, Y0, Y0
-	MOVQ    nextReward+32(FP), CX
+	MOVQ    nextReward+48(FP), CX
 	VMOVUPD (CX)(BX*8), Y1
 
 	// td0Return = add(nextReward, v8)
 	VADDPD  Y0, Y1, Y0
-	MOVQ    stateValue+40(FP), CX
+	MOVQ    stateValue+56(FP), CX
 	VMOVUPD (CX)(BX*8), Y1
 
 	// v11 = sub(td0Return, stateValue)
@@ -911,19 +919,19 @@ blocks_5:
 	VMOVUPD Y0, 1984(SP)
 	XORQ    CX, CX
 
-inner_Q_6:
+inner_Q_8:
 	VMOVUPD lgc4<>+0(SB), Y0
 	VMOVUPD Y0, 2016(SP)
 	XORQ    SI, SI
 
-inner_A_7:
+inner_A_9:
 	XORQ      DI, DI
 	IMUL3Q    $+32, SI, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   (SP)(DI*1), Y0
-	MOVQ      action+48(FP), DI
+	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
@@ -949,7 +957,7 @@ inner_A_7:
 	VMOVUPD Y0, 2016(SP)
 	INCQ    SI
 	CMPQ    SI, $+6
-	JL      inner_A_7
+	JL      inner_A_9
 
 	// finish v17
 	VMOVUPD 2016(SP), Y0
@@ -958,14 +966,14 @@ inner_A_7:
 	VMOVUPD Y0, 2152(SP)
 	XORQ    SI, SI
 
-inner_A_8:
+inner_A_10:
 	XORQ      DI, DI
 	IMUL3Q    $+32, SI, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   576(SP)(DI*1), Y0
-	MOVQ      action+48(FP), DI
+	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
@@ -991,7 +999,7 @@ inner_A_8:
 	VMOVUPD Y0, 2088(SP)
 	INCQ    SI
 	CMPQ    SI, $+6
-	JL      inner_A_8
+	JL      inner_A_10
 
 	// finish v20
 	VMOVUPD 2088(SP), Y0
@@ -1026,7 +1034,7 @@ inner_A_8:
 	VMOVUPD Y1, 1856(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_Q_6
+	JL      inner_Q_8
 
 	// finish v22
 	VMOVUPD 1728(SP), Y0
@@ -1077,7 +1085,7 @@ inner_A_8:
 
 	// v28 = min(v26, 100)
 	VMINPD  Y4, Y1, Y1
-	MOVQ    logProb+56(FP), CX
+	MOVQ    logProb+72(FP), CX
 	VMOVUPD (CX)(BX*8), Y2
 
 	// v30 = mul(v28, logProb)
@@ -1087,7 +1095,7 @@ inner_A_8:
 	VXORPD lgc6<>+0(SB), Y3, Y3
 
 	// mean(v31) over [B]
-	MOVQ    state+64(FP), CX
+	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y3, Y3
 	VMOVUPD Y3, 64(CX)
 	VMOVUPD Y1, 2192(SP)
@@ -1098,7 +1106,7 @@ inner_A_8:
 	// mean(v35) over [B]
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
-	MOVQ    stateValue+40(FP), SI
+	MOVQ    stateValue+56(FP), SI
 	VMOVUPD (SI)(BX*8), Y1
 
 	// valueDiff = sub(v22, stateValue)
@@ -1167,19 +1175,19 @@ inner_A_8:
 	VMOVUPD Y2, 2320(SP)
 	XORQ    CX, CX
 
-inner_Q_9:
+inner_Q_11:
 	VMOVUPD lgc4<>+0(SB), Y0
 	VMOVUPD Y0, 2016(SP)
 	XORQ    SI, SI
 
-inner_A_10:
+inner_A_12:
 	XORQ      DI, DI
 	IMUL3Q    $+32, SI, R8
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
 	VMOVUPD   (SP)(DI*1), Y0
-	MOVQ      action+48(FP), DI
+	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
@@ -1205,7 +1213,7 @@ inner_A_10:
 	VMOVUPD Y0, 2016(SP)
 	INCQ    SI
 	CMPQ    SI, $+6
-	JL      inner_A_10
+	JL      inner_A_12
 
 	// finish v17
 	VMOVUPD 2016(SP), Y0
@@ -1222,9 +1230,9 @@ inner_A_10:
 	VMOVUPD Y0, 2360(SP)
 	XORQ    SI, SI
 
-inner_A_11:
+inner_A_13:
 	VMOVUPD   2360(SP), Y0
-	MOVQ      action+48(FP), DI
+	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
@@ -1254,38 +1262,38 @@ inner_A_11:
 	VMOVUPD Y0, 1152(SP)(DI*1)
 	INCQ    SI
 	CMPQ    SI, $+6
-	JL      inner_A_11
+	JL      inner_A_13
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_Q_9
+	JL      inner_Q_11
 	VMOVUPD 1952(SP), Y0
 
 	// store advantage
-	MOVQ    advantage+72(FP), CX
+	MOVQ    advantage+88(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 	VMOVUPD 1984(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+80(FP), CX
+	MOVQ    valueTarget+96(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 	VMOVUPD 2256(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+88(FP), CX
+	MOVQ    tDError+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 	VMOVUPD 2288(SP), Y0
 
 	// store gradStateValue
-	MOVQ    gradStateValue+96(FP), CX
+	MOVQ    gradStateValue+112(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 	VMOVUPD 2320(SP), Y0
 
 	// store gradLogProb
-	MOVQ    gradLogProb+104(FP), CX
+	MOVQ    gradLogProb+120(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 
 	// flush the tile of gradStateActionValue
-	MOVQ       gradStateActionValue+112(FP), CX
+	MOVQ       gradStateActionValue+128(FP), CX
 	VMOVUPD    1152(SP), Y0
 	VMOVUPD    1184(SP), Y1
 	VMOVUPD    1216(SP), Y2
@@ -1387,7 +1395,11 @@ inner_A_11:
 	VMASKMOVPD Y0, Y4, 28976(CX)(DX*8)
 	ADDQ       $+4, AX
 	CMPQ       AX, $+300
-	JL         blocks_5
+	JGE        chunkdone_7
+	CMPQ       AX, hi+8(FP)
+	JL         blocks_6
+
+chunkdone_7:
 	VZEROUPPER
 	RET
 
@@ -1411,9 +1423,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPD      (CX)(BX*8), Y0
 	VMAXPD       lgc7<>+0(SB), Y0, Y1
 	VMINPD       lgc8<>+0(SB), Y1, Y1
@@ -1451,9 +1463,9 @@ bulk_12:
 	VBLENDVPD    Y1, Y0, Y3, Y3
 	VMOVUPD      Y3, (AX)(BX*8)
 	ADDQ         $+4, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1465,9 +1477,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ        BX, DX
-	JGE         bulkdone_15
+	JGE         bulkdone_17
 	VMOVUPD     (CX)(BX*8), Y0
 	VCMPPD      $0x11, lgc32<>+0(SB), Y0, Y1
 	VMULPD      lgc33<>+0(SB), Y0, Y2
@@ -1518,9 +1530,9 @@ bulk_14:
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_14
+	JMP         bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1622,9 +1634,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_18:
 	CMPQ        BX, DX
-	JGE         bulkdone_17
+	JGE         bulkdone_19
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc1<>+0(SB), Y0, Y1
 	VCMPPD      $0x11, lgc32<>+0(SB), Y1, Y2
@@ -1686,8 +1698,8 @@ bulk_16:
 	VBLENDVPD   Y3, lgc3<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_16
+	JMP         bulk_18
 
-bulkdone_17:
+bulkdone_19:
 	VZEROUPPER
 	RET

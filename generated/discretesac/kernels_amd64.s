@@ -186,15 +186,17 @@ DATA lgc13<>+24(SB)/4, $0x0000007f
 DATA lgc13<>+28(SB)/4, $0x0000007f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
+// func pass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $2240-88
+TEXT ·pass1AVX2(SB), $2240-104
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile nextLogits
-	MOVQ       nextLogits+0(FP), DX
+	MOVQ       nextLogits+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
@@ -239,7 +241,7 @@ blocks_1:
 	VMOVUPS    Y2, 160(SP)
 
 	// tile nextActionValue
-	MOVQ       nextActionValue+8(FP), DX
+	MOVQ       nextActionValue+24(FP), DX
 	XORQ       SI, SI
 	IMUL3Q     $+6, AX, DI
 	ADDQ       DI, SI
@@ -323,7 +325,7 @@ blocks_1:
 	VMOVUPS    Y2, 544(SP)
 
 	// tile logits
-	MOVQ       logits+16(FP), DX
+	MOVQ       logits+32(FP), DX
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -365,7 +367,7 @@ blocks_1:
 	VMOVUPS    Y2, 736(SP)
 
 	// tile actionValue
-	MOVQ         actionValue+24(FP), DX
+	MOVQ         actionValue+40(FP), DX
 	VMOVUPS      lgc14<>+0(SB), Y0
 	VMASKMOVPS   (DX)(SI*4), Y0, Y1
 	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
@@ -444,7 +446,7 @@ blocks_1:
 	VMOVUPS      Y6, 1056(SP)
 	VMOVUPS      Y3, 1088(SP)
 	VMOVUPS      Y2, 1120(SP)
-	MOVQ         logAlpha+32(FP), DX
+	MOVQ         logAlpha+48(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
@@ -481,7 +483,7 @@ blocks_1:
 	VMOVUPS      Y3, 1216(SP)
 	XORQ         DX, DX
 
-inner_A_2:
+inner_A_3:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -498,7 +500,7 @@ inner_A_2:
 	VMOVUPS Y1, 1152(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_2
+	JL      inner_A_3
 
 	// finish v5
 	VMOVUPS 1152(SP), Y0
@@ -507,7 +509,7 @@ inner_A_2:
 	VMOVUPS Y0, 1312(SP)
 	XORQ    DX, DX
 
-inner_A_3:
+inner_A_4:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -551,7 +553,7 @@ inner_A_3:
 	VMOVUPS Y0, 1248(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_3
+	JL      inner_A_4
 
 	// finish v9
 	VMOVUPS 1248(SP), Y0
@@ -563,7 +565,7 @@ inner_A_3:
 	VMOVUPS Y0, 1472(SP)
 	XORQ    DX, DX
 
-inner_A_4:
+inner_A_5:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -663,7 +665,7 @@ inner_A_4:
 	VMOVUPS      Y5, 1600(SP)
 	XORQ         DI, DI
 
-inner_Q_5:
+inner_Q_6:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -679,7 +681,7 @@ inner_Q_5:
 	VMOVUPS Y1, 1504(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_5
+	JL      inner_Q_6
 
 	// finish v16
 	VMOVUPS 1504(SP), Y0
@@ -717,7 +719,7 @@ inner_Q_5:
 	VMOVUPS Y1, 1408(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_4
+	JL      inner_A_5
 
 	// finish v20
 	VMOVUPD     1344(SP), Y0
@@ -727,7 +729,7 @@ inner_Q_5:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
-	MOVQ        nextTerminated+40(FP), DX
+	MOVQ        nextTerminated+56(FP), DX
 	XORQ        SI, SI
 	ADDQ        AX, SI
 	VPMOVZXBD   (DX)(SI*1), Y2
@@ -741,7 +743,7 @@ inner_Q_5:
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+48(FP), DX
+	MOVQ    nextReward+64(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v28)
@@ -754,8 +756,8 @@ inner_Q_5:
 	VMOVUPS Y0, 1760(SP)
 	XORQ    DX, DX
 
-inner_Q_6:
-	MOVQ       action+56(FP), DI
+inner_Q_7:
+	MOVQ       action+72(FP), DI
 	VMOVUPS    lgc17<>+0(SB), Y0
 	VMOVUPS    Y0, 1792(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
@@ -791,7 +793,7 @@ inner_Q_6:
 	ADDQ       R8, DI
 	IMUL3Q     $+6, AX, R8
 	ADDQ       R8, DI
-	MOVQ       actionValue+24(FP), R8
+	MOVQ       actionValue+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
@@ -849,7 +851,7 @@ inner_Q_6:
 	VMOVUPS Y1, 1632(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_6
+	JL      inner_Q_7
 
 	// finish v42
 	VMOVUPD     1696(SP), Y0
@@ -860,7 +862,7 @@ inner_Q_6:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v42) over [B]
-	MOVQ    state+64(FP), DX
+	MOVQ    state+80(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -871,7 +873,7 @@ inner_Q_6:
 	VMOVUPS Y0, 1888(SP)
 	XORQ    DI, DI
 
-inner_A_7:
+inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
@@ -915,7 +917,7 @@ inner_A_7:
 	VMOVUPS Y0, 1824(SP)
 	INCQ    DI
 	CMPQ    DI, $+6
-	JL      inner_A_7
+	JL      inner_A_8
 
 	// finish v49
 	VMOVUPS 1824(SP), Y0
@@ -970,7 +972,7 @@ inner_A_7:
 	VMOVUPS      Y4, 2080(SP)
 	XORQ         DI, DI
 
-inner_A_8:
+inner_A_9:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
@@ -1022,7 +1024,7 @@ inner_A_8:
 	VMOVUPS Y0, 2208(SP)
 	XORQ    R8, R8
 
-inner_Q_9:
+inner_Q_10:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DI, R10
 	ADDQ    R10, R9
@@ -1038,7 +1040,7 @@ inner_Q_9:
 	VMOVUPS Y1, 2112(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
-	JL      inner_Q_9
+	JL      inner_Q_10
 
 	// finish minQ
 	VMOVUPS 2112(SP), Y0
@@ -1077,7 +1079,7 @@ inner_Q_9:
 	VMOVUPD      Y0, 1952(SP)
 	INCQ         DI
 	CMPQ         DI, $+6
-	JL           inner_A_8
+	JL           inner_A_9
 
 	// finish v58
 	VMOVUPD     1984(SP), Y0
@@ -1101,7 +1103,7 @@ inner_Q_9:
 
 	// v64 = add(expectedLogProb, 1.7559242)
 	VADDPS       lgc41<>+0(SB), Y0, Y1
-	MOVQ         logAlpha+32(FP), DI
+	MOVQ         logAlpha+48(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y2
 
 	// v65 = mul(logAlpha, v64)
@@ -1126,15 +1128,15 @@ inner_Q_9:
 	VMOVUPS 1760(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+72(FP), DX
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// store tdError
-	MOVQ         tDError+80(FP), DX
+	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_10
-	MOVQ         state+64(FP), CX
+	JNZ          noflush_11
+	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
@@ -1190,11 +1192,15 @@ inner_Q_9:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+64(FP), AX
+noflush_11:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+80(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
@@ -1589,15 +1595,17 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
+// func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $3616-104
+TEXT ·fbPass1AVX2(SB), $3616-120
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_13
 
-blocks_11:
+blocks_12:
 	// tile nextLogits
-	MOVQ       nextLogits+0(FP), DX
+	MOVQ       nextLogits+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
@@ -1642,7 +1650,7 @@ blocks_11:
 	VMOVUPS    Y2, 160(SP)
 
 	// tile nextActionValue
-	MOVQ       nextActionValue+8(FP), DX
+	MOVQ       nextActionValue+24(FP), DX
 	XORQ       SI, SI
 	IMUL3Q     $+6, AX, DI
 	ADDQ       DI, SI
@@ -1726,7 +1734,7 @@ blocks_11:
 	VMOVUPS    Y2, 544(SP)
 
 	// tile logits
-	MOVQ       logits+16(FP), DX
+	MOVQ       logits+32(FP), DX
 	VMOVUPS    lgc14<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 24(DX)(BX*4), Y0, Y2
@@ -1768,7 +1776,7 @@ blocks_11:
 	VMOVUPS    Y2, 736(SP)
 
 	// tile actionValue
-	MOVQ         actionValue+24(FP), DX
+	MOVQ         actionValue+40(FP), DX
 	VMOVUPS      lgc14<>+0(SB), Y0
 	VMASKMOVPS   (DX)(SI*4), Y0, Y1
 	VMASKMOVPS   24(DX)(SI*4), Y0, Y2
@@ -1847,7 +1855,7 @@ blocks_11:
 	VMOVUPS      Y6, 1056(SP)
 	VMOVUPS      Y3, 1088(SP)
 	VMOVUPS      Y2, 1120(SP)
-	MOVQ         logAlpha+32(FP), DX
+	MOVQ         logAlpha+48(FP), DX
 	XORQ         DI, DI
 	VBROADCASTSS (DX)(DI*4), Y0
 
@@ -1884,7 +1892,7 @@ blocks_11:
 	VMOVUPS      Y3, 1792(SP)
 	XORQ         DX, DX
 
-inner_A_12:
+inner_A_14:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -1901,7 +1909,7 @@ inner_A_12:
 	VMOVUPS Y1, 1728(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_12
+	JL      inner_A_14
 
 	// finish v5
 	VMOVUPS 1728(SP), Y0
@@ -1910,7 +1918,7 @@ inner_A_12:
 	VMOVUPS Y0, 1888(SP)
 	XORQ    DX, DX
 
-inner_A_13:
+inner_A_15:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -1954,7 +1962,7 @@ inner_A_13:
 	VMOVUPS Y0, 1824(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_13
+	JL      inner_A_15
 
 	// finish v9
 	VMOVUPS 1824(SP), Y0
@@ -1966,7 +1974,7 @@ inner_A_13:
 	VMOVUPS Y0, 2048(SP)
 	XORQ    DX, DX
 
-inner_A_14:
+inner_A_16:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -2066,7 +2074,7 @@ inner_A_14:
 	VMOVUPS      Y5, 2176(SP)
 	XORQ         R9, R9
 
-inner_Q_15:
+inner_Q_17:
 	XORQ    R10, R10
 	IMUL3Q  $+32, DX, R11
 	ADDQ    R11, R10
@@ -2082,7 +2090,7 @@ inner_Q_15:
 	VMOVUPS Y1, 2080(SP)
 	INCQ    R9
 	CMPQ    R9, $+2
-	JL      inner_Q_15
+	JL      inner_Q_17
 
 	// finish v16
 	VMOVUPS 2080(SP), Y0
@@ -2120,7 +2128,7 @@ inner_Q_15:
 	VMOVUPS Y1, 1984(SP)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_14
+	JL      inner_A_16
 
 	// finish v20
 	VMOVUPD     1920(SP), Y0
@@ -2130,7 +2138,7 @@ inner_Q_15:
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 	VMOVUPS     lgc11<>+0(SB), Y1
-	MOVQ        nextTerminated+40(FP), DX
+	MOVQ        nextTerminated+56(FP), DX
 	XORQ        R8, R8
 	ADDQ        AX, R8
 	VPMOVZXBD   (DX)(R8*1), Y2
@@ -2144,7 +2152,7 @@ inner_Q_15:
 
 	// v28 = mul(v27, v20)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+48(FP), DX
+	MOVQ    nextReward+64(FP), DX
 	VMOVUPS (DX)(R8*4), Y1
 
 	// td0Return = add(nextReward, v28)
@@ -2157,8 +2165,8 @@ inner_Q_15:
 	VMOVUPS Y0, 2336(SP)
 	XORQ    DX, DX
 
-inner_Q_16:
-	MOVQ       action+56(FP), R9
+inner_Q_18:
+	MOVQ       action+72(FP), R9
 	VMOVUPS    lgc17<>+0(SB), Y0
 	VMOVUPS    Y0, 2368(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
@@ -2194,7 +2202,7 @@ inner_Q_16:
 	ADDQ       R10, R9
 	IMUL3Q     $+6, AX, R10
 	ADDQ       R10, R9
-	MOVQ       actionValue+24(FP), R10
+	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
@@ -2253,7 +2261,7 @@ inner_Q_16:
 	VMOVUPS Y1, 2208(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_16
+	JL      inner_Q_18
 
 	// finish v42
 	VMOVUPD     2272(SP), Y0
@@ -2264,7 +2272,7 @@ inner_Q_16:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v42) over [B]
-	MOVQ    state+64(FP), DX
+	MOVQ    state+80(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -2275,7 +2283,7 @@ inner_Q_16:
 	VMOVUPS Y0, 2496(SP)
 	XORQ    R9, R9
 
-inner_A_17:
+inner_A_19:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
@@ -2319,7 +2327,7 @@ inner_A_17:
 	VMOVUPS Y0, 2432(SP)
 	INCQ    R9
 	CMPQ    R9, $+6
-	JL      inner_A_17
+	JL      inner_A_19
 
 	// finish v49
 	VMOVUPS 2432(SP), Y0
@@ -2374,7 +2382,7 @@ inner_A_17:
 	VMOVUPS      Y4, 2688(SP)
 	XORQ         R9, R9
 
-inner_A_18:
+inner_A_20:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
@@ -2428,7 +2436,7 @@ inner_A_18:
 	VMOVUPS Y2, 2880(SP)
 	XORQ    R10, R10
 
-inner_Q_19:
+inner_Q_21:
 	XORQ    R11, R11
 	IMUL3Q  $+32, R9, R12
 	ADDQ    R12, R11
@@ -2444,7 +2452,7 @@ inner_Q_19:
 	VMOVUPS Y1, 2720(SP)
 	INCQ    R10
 	CMPQ    R10, $+2
-	JL      inner_Q_19
+	JL      inner_Q_21
 
 	// finish minQ
 	VMOVUPS 2720(SP), Y0
@@ -2483,7 +2491,7 @@ inner_Q_19:
 	VMOVUPD      Y0, 2560(SP)
 	INCQ         R9
 	CMPQ         R9, $+6
-	JL           inner_A_18
+	JL           inner_A_20
 
 	// finish v58
 	VMOVUPD     2592(SP), Y0
@@ -2507,7 +2515,7 @@ inner_Q_19:
 
 	// v64 = add(expectedLogProb, 1.7559242)
 	VADDPS       lgc41<>+0(SB), Y0, Y1
-	MOVQ         logAlpha+32(FP), R9
+	MOVQ         logAlpha+48(FP), R9
 	VBROADCASTSS (R9)(DI*4), Y2
 
 	// v65 = mul(logAlpha, v64)
@@ -2545,7 +2553,7 @@ inner_Q_19:
 	VMOVUPS Y0, 3040(SP)
 	XORQ    DX, DX
 
-inner_A_20:
+inner_A_22:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
@@ -2599,7 +2607,7 @@ inner_A_20:
 	VMOVUPS Y2, 3168(SP)
 	XORQ    DI, DI
 
-inner_Q_21:
+inner_Q_23:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
@@ -2615,7 +2623,7 @@ inner_Q_21:
 	VMOVUPS Y1, 2720(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_21
+	JL      inner_Q_23
 
 	// finish minQ
 	VMOVUPS 2720(SP), Y0
@@ -2695,7 +2703,7 @@ inner_Q_21:
 	VMOVUPD      Y0, 3008(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_20
+	JL           inner_A_22
 
 	// finish v82
 	VMOVUPD     2912(SP), Y0
@@ -2732,7 +2740,7 @@ inner_Q_21:
 	VMOVUPS Y0, 3392(SP)
 	XORQ    DX, DX
 
-inner_A_22:
+inner_A_24:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
@@ -2785,7 +2793,7 @@ inner_A_22:
 	VMOVUPS Y0, 3488(SP)
 	XORQ    R9, R9
 
-inner_Q_23:
+inner_Q_25:
 	XORQ    R10, R10
 	IMUL3Q  $+32, DX, R11
 	ADDQ    R11, R10
@@ -2801,7 +2809,7 @@ inner_Q_23:
 	VMOVUPS Y1, 2720(SP)
 	INCQ    R9
 	CMPQ    R9, $+2
-	JL      inner_Q_23
+	JL      inner_Q_25
 
 	// finish minQ
 	VMOVUPS 2720(SP), Y0
@@ -2875,7 +2883,7 @@ inner_Q_23:
 	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
-	MOVQ         action+56(FP), DI
+	MOVQ         action+72(FP), DI
 	VMOVUPS      lgc17<>+0(SB), Y1
 	VMOVUPS      Y1, 3520(SP)
 	VMOVUPS      lgc17<>+0(SB), X1
@@ -2911,8 +2919,8 @@ inner_Q_23:
 	VMOVUPS Y0, 3552(SP)
 	XORQ    DI, DI
 
-inner_Q_24:
-	MOVQ       action+56(FP), R9
+inner_Q_26:
+	MOVQ       action+72(FP), R9
 	VMOVUPS    lgc17<>+0(SB), Y0
 	VMOVUPS    Y0, 3584(SP)
 	VMOVUPS    lgc17<>+0(SB), X0
@@ -2948,7 +2956,7 @@ inner_Q_24:
 	ADDQ       R10, R9
 	IMUL3Q     $+6, AX, R10
 	ADDQ       R10, R9
-	MOVQ       actionValue+24(FP), R10
+	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc17<>+0(SB), Y0, Y0
@@ -3065,23 +3073,23 @@ inner_Q_24:
 	VMOVUPS Y0, 1344(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_24
+	JL      inner_Q_26
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_22
+	JL      inner_A_24
 	VMOVUPS 2336(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+72(FP), DX
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y0, (DX)(R8*4)
 	VMOVUPS 3040(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+80(FP), DX
+	MOVQ    tDError+96(FP), DX
 	VMOVUPS Y0, (DX)(R8*4)
 
 	// flush the tile of gradLogits
-	MOVQ       gradLogits+88(FP), DX
+	MOVQ       gradLogits+104(FP), DX
 	VMOVUPS    1152(SP), Y0
 	VMOVUPS    1184(SP), Y1
 	VMOVUPS    1216(SP), Y2
@@ -3125,7 +3133,7 @@ inner_Q_24:
 	VMASKMOVPS Y0, Y8, 168(DX)(BX*4)
 
 	// flush the tile of gradActionValue
-	MOVQ         gradActionValue+96(FP), DX
+	MOVQ         gradActionValue+112(FP), DX
 	VMOVUPS      1344(SP), Y0
 	VMOVUPS      1376(SP), Y1
 	VMOVUPS      1408(SP), Y2
@@ -3209,8 +3217,8 @@ inner_Q_24:
 	VMASKMOVPS   Y5, Y8, 6288(DX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 6312(DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_25
-	MOVQ         state+64(FP), CX
+	JNZ          noflush_27
+	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
@@ -3279,11 +3287,15 @@ inner_Q_24:
 	VMOVUPS      Y1, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_25:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_11
-	MOVQ         state+64(FP), AX
+noflush_27:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_13
+	CMPQ AX, hi+8(FP)
+	JL   blocks_12
+
+chunkdone_13:
+	MOVQ         state+80(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc43<>+0(SB), Y1, Y1
@@ -3391,9 +3403,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_28:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -3424,9 +3436,9 @@ bulk_26:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_28
 
-bulkdone_27:
+bulkdone_29:
 	VZEROUPPER
 	RET
 
@@ -3438,9 +3450,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_30:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VMULPS       lgc21<>+0(SB), Y0, Y2
@@ -3483,9 +3495,9 @@ bulk_28:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_30
 
-bulkdone_29:
+bulkdone_31:
 	VZEROUPPER
 	RET
 
@@ -3497,9 +3509,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_30:
+bulk_32:
 	CMPQ         BX, DX
-	JGE          bulkdone_31
+	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
@@ -3553,8 +3565,8 @@ bulk_30:
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_30
+	JMP          bulk_32
 
-bulkdone_31:
+bulkdone_33:
 	VZEROUPPER
 	RET

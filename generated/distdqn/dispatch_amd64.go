@@ -46,16 +46,42 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.SetMask(st.r3_ok)
-	runtime.SetMask(st.r15_ok)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &const11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.SetMask(st.r3_ok)
+		runtime.SetMask(st.r15_ok)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &const11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+	}
+	n := min(pass0Chunks, 16)
+	if n <= 1 {
+		run(st, 0, 128)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -65,15 +91,41 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	out.InvalidTarget = float32(st.res[0])
 }
 
+// pass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass1Chunks = 1
+
 // pass1AVX2Go runs pass1AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
-	runtime.SetMask(st.r8_ok)
-	runtime.SetMask(st.p1_ok)
-	pass1AVX2(&in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.SetMask(st.r8_ok)
+		runtime.SetMask(st.p1_ok)
+		pass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
+	}
+	n := min(pass1Chunks, 16)
+	if n <= 1 {
+		run(st, 0, 128)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r8_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass1Go(in, out, g, s)
@@ -114,17 +166,43 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r33_s, 0)
-	runtime.Fill(st.r33_p, 0)
-	runtime.SetMask(st.r3_ok)
-	runtime.SetMask(st.r15_ok)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &fbConst11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r33_s, 0)
+		runtime.Fill(st.r33_p, 0)
+		runtime.SetMask(st.r3_ok)
+		runtime.SetMask(st.r15_ok)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &fbConst11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+	}
+	n := min(fbPass0Chunks, 16)
+	if n <= 1 {
+		run(st, 0, 128)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r33_s, sts[c].r33_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.r15_ok[:8]) || !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)
@@ -134,17 +212,43 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	out.InvalidTarget = float32(st.res[0])
 }
 
+// fbPass1Chunks is how many chunks of whole 8-element blocks of B pass 1 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass1Chunks = 1
+
 // fbPass1AVX2Go runs fbPass1AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r49_p, 0)
-	runtime.SetMask(st.r8_ok)
-	runtime.SetMask(st.r3_ok)
-	runtime.SetMask(st.p1_ok)
-	fbPass1AVX2(&in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r49_p, 0)
+		runtime.SetMask(st.r8_ok)
+		runtime.SetMask(st.r3_ok)
+		runtime.SetMask(st.p1_ok)
+		fbPass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
+	}
+	n := min(fbPass1Chunks, 16)
+	if n <= 1 {
+		run(st, 0, 128)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 128, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeMask(sts[0].p1_ok, sts[c].p1_ok)
+		}
+	}
 	if !runtime.MaskSet(st.r8_ok[:8]) || !runtime.MaskSet(st.r3_ok[:8]) || !runtime.MaskSet(st.p1_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass1Go(in, out, g, s)

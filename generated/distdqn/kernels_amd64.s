@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, const11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+// func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, const11 *float32, nextReward *float32, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $13472-64
+TEXT ·pass0AVX2(SB), $13472-80
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile actionValue
-	MOVQ       actionValue+0(FP), DX
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -1055,7 +1057,7 @@ blocks_1:
 	VMOVUPS    Y4, 6496(SP)
 
 	// tile nextActionValue
-	MOVQ       nextActionValue+8(FP), DX
+	MOVQ       nextActionValue+24(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -2098,13 +2100,13 @@ blocks_1:
 	VMOVUPS    Y4, 13152(SP)
 	XORQ       DX, DX
 
-inner_A_2:
+inner_A_3:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 13312(SP)
 	VMOVUPD Y0, 13344(SP)
 	XORQ    BX, BX
 
-inner_K_3:
+inner_K_4:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -2145,7 +2147,7 @@ inner_K_3:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+16(FP), SI
+	MOVQ         state+32(FP), SI
 	VANDPS       384(SI), Y1, Y1
 	VMOVUPS      Y1, 384(SI)
 	VCVTPS2PD    X3, Y0
@@ -2157,7 +2159,7 @@ inner_K_3:
 	VMOVUPD      Y0, 13344(SP)
 	INCQ         BX
 	CMPQ         BX, $+51
-	JL           inner_K_3
+	JL           inner_K_4
 
 	// finish v3
 	VMOVUPD     13312(SP), Y0
@@ -2271,7 +2273,7 @@ inner_K_3:
 	VMOVUPD Y0, 13408(SP)
 	XORQ    DI, DI
 
-inner_KSrc_4:
+inner_KSrc_5:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -2323,7 +2325,7 @@ inner_KSrc_4:
 	VMOVUPD      Y0, 13408(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_4
+	JL           inner_KSrc_5
 
 	// finish v15
 	VMOVUPD     13376(SP), Y0
@@ -2431,9 +2433,9 @@ inner_KSrc_4:
 	VMOVUPS   Y0, 13184(SP)(BX*1)
 	INCQ      DX
 	CMPQ      DX, $+4
-	JL        inner_A_2
+	JL        inner_A_3
 	VMOVUPS   lgc13<>+0(SB), Y0
-	MOVQ      nextTerminated+24(FP), DX
+	MOVQ      nextTerminated+40(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
@@ -2447,9 +2449,9 @@ inner_KSrc_4:
 	VMOVUPS Y0, 13440(SP)
 	XORQ    DX, DX
 
-inner_KSrc_5:
+inner_KSrc_6:
 	VMOVUPS      13440(SP), Y0
-	MOVQ         const11+32(FP), DI
+	MOVQ         const11+48(FP), DI
 	XORQ         R8, R8
 	MOVQ         DX, R9
 	ADDQ         R9, R8
@@ -2457,7 +2459,7 @@ inner_KSrc_5:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+40(FP), DI
+	MOVQ    nextReward+56(FP), DI
 	VMOVUPS (DI)(BX*4), Y1
 
 	// v27 = add(nextReward, v26)
@@ -2480,13 +2482,13 @@ inner_KSrc_5:
 	VMOVUPS Y0, 256(SI)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_KSrc_5
+	JL      inner_KSrc_6
 
 	// flush the tile of v3
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, BX
 	ADDQ       BX, DX
-	MOVQ       s0+48(FP), BX
+	MOVQ       s0+64(FP), BX
 	VMOVUPS    6528(SP), Y0
 	VMOVUPS    6560(SP), Y1
 	VMOVUPS    6592(SP), Y2
@@ -2530,7 +2532,7 @@ inner_KSrc_5:
 	VMASKMOVPS Y0, Y8, 112(BX)(DX*4)
 
 	// flush the tile of v15
-	MOVQ         s1+56(FP), BX
+	MOVQ         s1+72(FP), BX
 	VMOVUPS      13184(SP), Y0
 	VMOVUPS      13216(SP), Y1
 	VMOVUPS      13248(SP), Y2
@@ -2573,8 +2575,8 @@ inner_KSrc_5:
 	VMASKMOVPS   Y5, Y8, 96(BX)(DX*4)
 	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
-	JNZ          noflush_6
-	MOVQ         state+16(FP), CX
+	JNZ          noflush_7
+	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -2591,11 +2593,15 @@ inner_KSrc_5:
 	VMOVUPS      Y1, 640(CX)
 	MOVQ         $+8, CX
 
-noflush_6:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_1
-	MOVQ         state+16(FP), AX
+noflush_7:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+32(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -2991,15 +2997,17 @@ DATA lgc46<>+24(SB)/4, $0x7f7fffff
 DATA lgc46<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
+// func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $9216-96
+TEXT ·pass1AVX2(SB), $9216-112
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_9
 
-blocks_7:
+blocks_8:
 	// tile nextActionValueOnline
-	MOVQ       nextActionValueOnline+0(FP), DX
+	MOVQ       nextActionValueOnline+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -4040,7 +4048,7 @@ blocks_7:
 	VMOVUPS    Y3, 6432(SP)
 	VMOVUPS    Y2, 6464(SP)
 	VMOVUPS    Y4, 6496(SP)
-	MOVQ       action+8(FP), DX
+	MOVQ       action+24(FP), DX
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VMOVUPS    lgc41<>+0(SB), Y0
@@ -4076,7 +4084,7 @@ blocks_7:
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, SI
 	ADDQ       SI, DX
-	MOVQ       s0+16(FP), SI
+	MOVQ       s0+32(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -4094,13 +4102,13 @@ blocks_7:
 	VMOVUPS    Y2, 8320(SP)
 	XORQ       DX, DX
 
-inner_A_8:
+inner_A_10:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 8352(SP)
 	VMOVUPD Y0, 8384(SP)
 	XORQ    SI, SI
 
-inner_KSrc_9:
+inner_KSrc_11:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
@@ -4141,7 +4149,7 @@ inner_KSrc_9:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+24(FP), DI
+	MOVQ         state+40(FP), DI
 	VANDPS       1088(DI), Y1, Y1
 	VMOVUPS      Y1, 1088(DI)
 	VCVTPS2PD    X3, Y0
@@ -4153,7 +4161,7 @@ inner_KSrc_9:
 	VMOVUPD      Y0, 8384(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_9
+	JL           inner_KSrc_11
 
 	// finish v8
 	VMOVUPD     8352(SP), Y0
@@ -4262,7 +4270,7 @@ inner_KSrc_9:
 	VMOVUPS     Y0, 8480(SP)
 	XORQ        SI, SI
 
-inner_KSrc_10:
+inner_KSrc_12:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -4302,7 +4310,7 @@ inner_KSrc_10:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         const11+32(FP), R8
+	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
@@ -4321,7 +4329,7 @@ inner_KSrc_10:
 	VMOVUPD      Y0, 8448(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_10
+	JL           inner_KSrc_12
 
 	// finish expectedQ
 	VMOVUPD     8416(SP), Y0
@@ -4356,7 +4364,7 @@ inner_KSrc_10:
 	VMOVUPD      Y0, 8288(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_8
+	JL           inner_A_10
 
 	// finish v14
 	VMOVUPD     8256(SP), Y0
@@ -4370,7 +4378,7 @@ inner_KSrc_10:
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, SI
 	ADDQ       SI, DX
-	MOVQ       s1+40(FP), SI
+	MOVQ       s1+56(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y1
 	VPMAXSD    lgc41<>+0(SB), Y1, Y1
@@ -4381,7 +4389,7 @@ inner_KSrc_10:
 	VMOVUPS    lgc41<>+0(SB), Y3
 	VGATHERDPS Y2, (SI)(Y1*4), Y3
 	VMOVUPS    lgc13<>+0(SB), Y1
-	MOVQ       nextTerminated+48(FP), DX
+	MOVQ       nextTerminated+64(FP), DX
 	VPMOVZXBD  (DX)(BX*1), Y2
 	VCVTDQ2PS  Y2, Y2
 
@@ -4395,13 +4403,13 @@ inner_KSrc_10:
 	VMOVUPS Y1, 8576(SP)
 	XORQ    DX, DX
 
-inner_K_11:
+inner_K_13:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 8608(SP)
 	VMOVUPD Y0, 8640(SP)
 	XORQ    SI, SI
 
-inner_KSrc_12:
+inner_KSrc_14:
 	VMOVUPS 8512(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -4410,7 +4418,7 @@ inner_KSrc_12:
 	ADDQ       R9, R8
 	IMUL3Q     $+4, SI, R9
 	ADDQ       R9, R8
-	MOVQ       nextActionValue+56(FP), R9
+	MOVQ       nextActionValue+72(FP), R9
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -4454,7 +4462,7 @@ inner_KSrc_12:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      8576(SP), Y1
-	MOVQ         const11+32(FP), R8
+	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
@@ -4462,7 +4470,7 @@ inner_KSrc_12:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+64(FP), R8
+	MOVQ    nextReward+80(FP), R8
 	VMOVUPS (R8)(BX*4), Y3
 
 	// v27 = add(nextReward, v26)
@@ -4535,7 +4543,7 @@ inner_KSrc_12:
 	VMOVUPD      Y0, 8640(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_12
+	JL           inner_KSrc_14
 
 	// finish v44
 	VMOVUPD     8608(SP), Y0
@@ -4552,14 +4560,14 @@ inner_KSrc_12:
 	VMOVUPS Y0, 6528(SP)(SI*1)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_K_11
+	JL      inner_K_13
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 9088(SP)
 	VMOVUPD Y0, 9120(SP)
 	XORQ    DX, DX
 
-inner_K_13:
-	MOVQ       action+8(FP), SI
+inner_K_15:
+	MOVQ       action+24(FP), SI
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 9152(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -4595,7 +4603,7 @@ inner_K_13:
 	ADDQ       R8, SI
 	IMUL3Q     $+4, DX, R8
 	ADDQ       R8, SI
-	MOVQ       actionValue+72(FP), R8
+	MOVQ       actionValue+88(FP), R8
 	LEAQ       (R8)(SI*4), R8
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -4615,7 +4623,7 @@ inner_K_13:
 	VMOVUPS Y0, 9184(SP)
 	XORQ    SI, SI
 
-inner_KSrc_14:
+inner_KSrc_16:
 	VMOVUPS 8512(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -4624,7 +4632,7 @@ inner_KSrc_14:
 	ADDQ       R9, R8
 	IMUL3Q     $+4, SI, R9
 	ADDQ       R9, R8
-	MOVQ       nextActionValue+56(FP), R9
+	MOVQ       nextActionValue+72(FP), R9
 	LEAQ       (R9)(R8*4), R9
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -4668,7 +4676,7 @@ inner_KSrc_14:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      8576(SP), Y0
-	MOVQ         const11+32(FP), R8
+	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
@@ -4676,7 +4684,7 @@ inner_KSrc_14:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+64(FP), R8
+	MOVQ    nextReward+80(FP), R8
 	VMOVUPS (R8)(BX*4), Y1
 
 	// v27 = add(nextReward, v26)
@@ -4736,7 +4744,7 @@ inner_KSrc_14:
 	VMOVUPD      Y0, 8640(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
-	JL           inner_KSrc_14
+	JL           inner_KSrc_16
 
 	// finish v44
 	VMOVUPD     8608(SP), Y0
@@ -4760,7 +4768,7 @@ inner_KSrc_14:
 	VMOVUPD      Y0, 9120(SP)
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_13
+	JL           inner_K_15
 
 	// finish v47
 	VMOVUPD     9088(SP), Y0
@@ -4778,14 +4786,14 @@ inner_KSrc_14:
 	VMOVUPS Y1, 960(DI)
 
 	// store tdError
-	MOVQ    tDError+80(FP), DX
+	MOVQ    tDError+96(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// flush the tile of targetDistribution
 	XORQ         DX, DX
 	IMUL3Q       $+51, AX, BX
 	ADDQ         BX, DX
-	MOVQ         targetDistribution+88(FP), BX
+	MOVQ         targetDistribution+104(FP), BX
 	VMOVUPS      6528(SP), Y0
 	VMOVUPS      6560(SP), Y1
 	VMOVUPS      6592(SP), Y2
@@ -5068,8 +5076,8 @@ inner_KSrc_14:
 	VMASKMOVPS   Y5, Y8, 1416(BX)(DX*4)
 	VMASKMOVPS   Y0, Y8, 1620(BX)(DX*4)
 	DECQ         CX
-	JNZ          noflush_15
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_17
+	MOVQ         state+40(FP), CX
 	VMOVUPS      960(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -5086,11 +5094,15 @@ inner_KSrc_14:
 	VMOVUPS      Y1, 1216(CX)
 	MOVQ         $+8, CX
 
-noflush_15:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_7
-	MOVQ         state+24(FP), AX
+noflush_17:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_9
+	CMPQ AX, hi+8(FP)
+	JL   blocks_8
+
+chunkdone_9:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      960(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -5188,15 +5200,17 @@ DATA lgc54<>+24(SB)/4, $0x00000000
 DATA lgc54<>+28(SB)/4, $0x00000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, fbConst11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+// func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, fbConst11 *float32, nextReward *float32, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $13472-64
+TEXT ·fbPass0AVX2(SB), $13472-80
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_19
 
-blocks_16:
+blocks_18:
 	// tile actionValue
-	MOVQ       actionValue+0(FP), DX
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -6239,7 +6253,7 @@ blocks_16:
 	VMOVUPS    Y4, 6496(SP)
 
 	// tile nextActionValue
-	MOVQ       nextActionValue+8(FP), DX
+	MOVQ       nextActionValue+24(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -7282,13 +7296,13 @@ blocks_16:
 	VMOVUPS    Y4, 13152(SP)
 	XORQ       DX, DX
 
-inner_A_17:
+inner_A_20:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 13312(SP)
 	VMOVUPD Y0, 13344(SP)
 	XORQ    BX, BX
 
-inner_K_18:
+inner_K_21:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -7329,7 +7343,7 @@ inner_K_18:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+16(FP), SI
+	MOVQ         state+32(FP), SI
 	VANDPS       384(SI), Y1, Y1
 	VMOVUPS      Y1, 384(SI)
 	VCVTPS2PD    X3, Y0
@@ -7341,7 +7355,7 @@ inner_K_18:
 	VMOVUPD      Y0, 13344(SP)
 	INCQ         BX
 	CMPQ         BX, $+51
-	JL           inner_K_18
+	JL           inner_K_21
 
 	// finish v3
 	VMOVUPD     13312(SP), Y0
@@ -7455,7 +7469,7 @@ inner_K_18:
 	VMOVUPD Y0, 13408(SP)
 	XORQ    DI, DI
 
-inner_KSrc_19:
+inner_KSrc_22:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -7507,7 +7521,7 @@ inner_KSrc_19:
 	VMOVUPD      Y0, 13408(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_19
+	JL           inner_KSrc_22
 
 	// finish v15
 	VMOVUPD     13376(SP), Y0
@@ -7615,9 +7629,9 @@ inner_KSrc_19:
 	VMOVUPS   Y0, 13184(SP)(BX*1)
 	INCQ      DX
 	CMPQ      DX, $+4
-	JL        inner_A_17
+	JL        inner_A_20
 	VMOVUPS   lgc13<>+0(SB), Y0
-	MOVQ      nextTerminated+24(FP), DX
+	MOVQ      nextTerminated+40(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
@@ -7631,9 +7645,9 @@ inner_KSrc_19:
 	VMOVUPS Y0, 13440(SP)
 	XORQ    DX, DX
 
-inner_KSrc_20:
+inner_KSrc_23:
 	VMOVUPS      13440(SP), Y0
-	MOVQ         fbConst11+32(FP), DI
+	MOVQ         fbConst11+48(FP), DI
 	XORQ         R8, R8
 	MOVQ         DX, R9
 	ADDQ         R9, R8
@@ -7641,7 +7655,7 @@ inner_KSrc_20:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+40(FP), DI
+	MOVQ    nextReward+56(FP), DI
 	VMOVUPS (DI)(BX*4), Y1
 
 	// v27 = add(nextReward, v26)
@@ -7664,13 +7678,13 @@ inner_KSrc_20:
 	VMOVUPS Y0, 256(SI)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_KSrc_20
+	JL      inner_KSrc_23
 
 	// flush the tile of v3
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, BX
 	ADDQ       BX, DX
-	MOVQ       s0+48(FP), BX
+	MOVQ       s0+64(FP), BX
 	VMOVUPS    6528(SP), Y0
 	VMOVUPS    6560(SP), Y1
 	VMOVUPS    6592(SP), Y2
@@ -7714,7 +7728,7 @@ inner_KSrc_20:
 	VMASKMOVPS Y0, Y8, 112(BX)(DX*4)
 
 	// flush the tile of v15
-	MOVQ         s1+56(FP), BX
+	MOVQ         s1+72(FP), BX
 	VMOVUPS      13184(SP), Y0
 	VMOVUPS      13216(SP), Y1
 	VMOVUPS      13248(SP), Y2
@@ -7757,8 +7771,8 @@ inner_KSrc_20:
 	VMASKMOVPS   Y5, Y8, 96(BX)(DX*4)
 	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
-	JNZ          noflush_21
-	MOVQ         state+16(FP), CX
+	JNZ          noflush_24
+	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -7775,11 +7789,15 @@ inner_KSrc_20:
 	VMOVUPS      Y1, 640(CX)
 	MOVQ         $+8, CX
 
-noflush_21:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_16
-	MOVQ         state+16(FP), AX
+noflush_24:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_19
+	CMPQ AX, hi+8(FP)
+	JL   blocks_18
+
+chunkdone_19:
+	MOVQ         state+32(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -7797,15 +7815,17 @@ noflush_21:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
+// func fbPass1AVX2(lo int, hi int, nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $23456-104
+TEXT ·fbPass1AVX2(SB), $23456-120
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_26
 
-blocks_22:
+blocks_25:
 	// tile nextActionValueOnline
-	MOVQ       nextActionValueOnline+0(FP), DX
+	MOVQ       nextActionValueOnline+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -8848,7 +8868,7 @@ blocks_22:
 	VMOVUPS    Y4, 6496(SP)
 
 	// tile actionValue
-	MOVQ       actionValue+8(FP), DX
+	MOVQ       actionValue+24(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+204, AX, SI
 	ADDQ       SI, BX
@@ -9889,7 +9909,7 @@ blocks_22:
 	VMOVUPS    Y3, 14592(SP)
 	VMOVUPS    Y2, 14624(SP)
 	VMOVUPS    Y4, 14656(SP)
-	MOVQ       action+16(FP), DX
+	MOVQ       action+32(FP), DX
 	XORQ       SI, SI
 	ADDQ       AX, SI
 	VMOVUPS    lgc41<>+0(SB), Y0
@@ -9925,7 +9945,7 @@ blocks_22:
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, DX
-	MOVQ       s0+24(FP), DI
+	MOVQ       s0+40(FP), DI
 	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -9943,13 +9963,13 @@ blocks_22:
 	VMOVUPS    Y2, 21376(SP)
 	XORQ       DX, DX
 
-inner_A_23:
+inner_A_27:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 21408(SP)
 	VMOVUPD Y0, 21440(SP)
 	XORQ    DI, DI
 
-inner_KSrc_24:
+inner_KSrc_28:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
@@ -9990,7 +10010,7 @@ inner_KSrc_24:
 	VANDPS       Y2, Y1, Y1
 	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
 	VORPS        Y2, Y1, Y1
-	MOVQ         state+32(FP), R8
+	MOVQ         state+48(FP), R8
 	VANDPS       1088(R8), Y1, Y1
 	VMOVUPS      Y1, 1088(R8)
 	VCVTPS2PD    X3, Y0
@@ -10002,7 +10022,7 @@ inner_KSrc_24:
 	VMOVUPD      Y0, 21440(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_24
+	JL           inner_KSrc_28
 
 	// finish v8
 	VMOVUPD     21408(SP), Y0
@@ -10111,7 +10131,7 @@ inner_KSrc_24:
 	VMOVUPS     Y0, 21536(SP)
 	XORQ        DI, DI
 
-inner_KSrc_25:
+inner_KSrc_29:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
@@ -10151,7 +10171,7 @@ inner_KSrc_25:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         fbConst11+40(FP), R9
+	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
@@ -10170,7 +10190,7 @@ inner_KSrc_25:
 	VMOVUPD      Y0, 21504(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_25
+	JL           inner_KSrc_29
 
 	// finish expectedQ
 	VMOVUPD     21472(SP), Y0
@@ -10205,7 +10225,7 @@ inner_KSrc_25:
 	VMOVUPD      Y0, 21344(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_23
+	JL           inner_A_27
 
 	// finish v14
 	VMOVUPD     21312(SP), Y0
@@ -10219,7 +10239,7 @@ inner_KSrc_25:
 	XORQ       DX, DX
 	IMUL3Q     $+4, AX, DI
 	ADDQ       DI, DX
-	MOVQ       s1+48(FP), DI
+	MOVQ       s1+64(FP), DI
 	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y1
 	VPMAXSD    lgc41<>+0(SB), Y1, Y1
@@ -10230,7 +10250,7 @@ inner_KSrc_25:
 	VMOVUPS    lgc41<>+0(SB), Y3
 	VGATHERDPS Y2, (DI)(Y1*4), Y3
 	VMOVUPS    lgc13<>+0(SB), Y1
-	MOVQ       nextTerminated+56(FP), DX
+	MOVQ       nextTerminated+72(FP), DX
 	VPMOVZXBD  (DX)(SI*1), Y2
 	VCVTDQ2PS  Y2, Y2
 
@@ -10244,13 +10264,13 @@ inner_KSrc_25:
 	VMOVUPS Y1, 21632(SP)
 	XORQ    DX, DX
 
-inner_K_26:
+inner_K_30:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 21664(SP)
 	VMOVUPD Y0, 21696(SP)
 	XORQ    DI, DI
 
-inner_KSrc_27:
+inner_KSrc_31:
 	VMOVUPS 21568(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10259,7 +10279,7 @@ inner_KSrc_27:
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+64(FP), R10
+	MOVQ       nextActionValue+80(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -10303,7 +10323,7 @@ inner_KSrc_27:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      21632(SP), Y1
-	MOVQ         fbConst11+40(FP), R9
+	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
@@ -10311,7 +10331,7 @@ inner_KSrc_27:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+72(FP), R9
+	MOVQ    nextReward+88(FP), R9
 	VMOVUPS (R9)(SI*4), Y3
 
 	// v27 = add(nextReward, v26)
@@ -10384,7 +10404,7 @@ inner_KSrc_27:
 	VMOVUPD      Y0, 21696(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_27
+	JL           inner_KSrc_31
 
 	// finish v44
 	VMOVUPD     21664(SP), Y0
@@ -10401,14 +10421,14 @@ inner_KSrc_27:
 	VMOVUPS Y0, 6528(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+51
-	JL      inner_K_26
+	JL      inner_K_30
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 22144(SP)
 	VMOVUPD Y0, 22176(SP)
 	XORQ    DX, DX
 
-inner_K_28:
-	MOVQ       action+16(FP), DI
+inner_K_32:
+	MOVQ       action+32(FP), DI
 	VMOVUPS    lgc41<>+0(SB), Y0
 	VMOVUPS    Y0, 22208(SP)
 	VMOVUPS    lgc41<>+0(SB), X0
@@ -10444,7 +10464,7 @@ inner_K_28:
 	ADDQ       R9, DI
 	IMUL3Q     $+4, DX, R9
 	ADDQ       R9, DI
-	MOVQ       actionValue+8(FP), R9
+	MOVQ       actionValue+24(FP), R9
 	LEAQ       (R9)(DI*4), R9
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -10464,7 +10484,7 @@ inner_K_28:
 	VMOVUPS Y0, 22240(SP)
 	XORQ    DI, DI
 
-inner_KSrc_29:
+inner_KSrc_33:
 	VMOVUPS 21568(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10473,7 +10493,7 @@ inner_KSrc_29:
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+64(FP), R10
+	MOVQ       nextActionValue+80(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -10517,7 +10537,7 @@ inner_KSrc_29:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      21632(SP), Y1
-	MOVQ         fbConst11+40(FP), R9
+	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
@@ -10525,7 +10545,7 @@ inner_KSrc_29:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+72(FP), R9
+	MOVQ    nextReward+88(FP), R9
 	VMOVUPS (R9)(SI*4), Y3
 
 	// v27 = add(nextReward, v26)
@@ -10598,7 +10618,7 @@ inner_KSrc_29:
 	VMOVUPD      Y0, 21696(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_29
+	JL           inner_KSrc_33
 
 	// finish v44
 	VMOVUPD     21664(SP), Y0
@@ -10622,7 +10642,7 @@ inner_KSrc_29:
 	VMOVUPD      Y0, 22176(SP)
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_28
+	JL           inner_K_32
 
 	// finish v47
 	VMOVUPD     22144(SP), Y0
@@ -10644,13 +10664,13 @@ inner_KSrc_29:
 	VMOVUPS Y0, 22752(SP)
 	XORQ    DX, DX
 
-inner_K_30:
+inner_K_34:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 21664(SP)
 	VMOVUPD Y0, 21696(SP)
 	XORQ    DI, DI
 
-inner_KSrc_31:
+inner_KSrc_35:
 	VMOVUPS 21568(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -10659,7 +10679,7 @@ inner_KSrc_31:
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+64(FP), R10
+	MOVQ       nextActionValue+80(FP), R10
 	LEAQ       (R10)(R9*4), R10
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -10703,7 +10723,7 @@ inner_KSrc_31:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      21632(SP), Y1
-	MOVQ         fbConst11+40(FP), R9
+	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
@@ -10711,7 +10731,7 @@ inner_KSrc_31:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+72(FP), R9
+	MOVQ    nextReward+88(FP), R9
 	VMOVUPS (R9)(SI*4), Y3
 
 	// v27 = add(nextReward, v26)
@@ -10784,7 +10804,7 @@ inner_KSrc_31:
 	VMOVUPD      Y0, 21696(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_KSrc_31
+	JL           inner_KSrc_35
 
 	// finish v44
 	VMOVUPD     21664(SP), Y0
@@ -10810,7 +10830,7 @@ inner_KSrc_31:
 	VMOVUPD      Y0, 22720(SP)
 	INCQ         DX
 	CMPQ         DX, $+51
-	JL           inner_K_30
+	JL           inner_K_34
 
 	// finish v54
 	VMOVUPD     22688(SP), Y0
@@ -10822,13 +10842,13 @@ inner_KSrc_31:
 	VMOVUPS     Y0, 23200(SP)
 	XORQ        DX, DX
 
-inner_A_32:
+inner_A_36:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 23232(SP)
 	VMOVUPD Y0, 23264(SP)
 	XORQ    DI, DI
 
-inner_K_33:
+inner_K_37:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
@@ -10880,7 +10900,7 @@ inner_K_33:
 	VMOVUPD      Y0, 23264(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
-	JL           inner_K_33
+	JL           inner_K_37
 
 	// finish v3
 	VMOVUPD      23232(SP), Y0
@@ -10989,7 +11009,7 @@ inner_K_33:
 	VMOVD        DI, X1
 	VPBROADCASTD X1, Y1
 	VCVTDQ2PS    Y1, Y1
-	MOVQ         action+16(FP), DI
+	MOVQ         action+32(FP), DI
 	VMOVUPS      lgc41<>+0(SB), Y2
 	VMOVUPS      Y2, 23296(SP)
 	VMOVUPS      lgc41<>+0(SB), X2
@@ -11039,13 +11059,13 @@ inner_K_33:
 	VMOVUPS Y3, 23424(SP)
 	XORQ    DI, DI
 
-inner_K_34:
+inner_K_38:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 21664(SP)
 	VMOVUPD Y0, 21696(SP)
 	XORQ    R9, R9
 
-inner_KSrc_35:
+inner_KSrc_39:
 	VMOVUPS 21568(SP), Y0
 
 	// v16 = gather(nextActionValue, v14) over A
@@ -11054,7 +11074,7 @@ inner_KSrc_35:
 	ADDQ       R11, R10
 	IMUL3Q     $+4, R9, R11
 	ADDQ       R11, R10
-	MOVQ       nextActionValue+64(FP), R11
+	MOVQ       nextActionValue+80(FP), R11
 	LEAQ       (R11)(R10*4), R11
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc41<>+0(SB), Y0, Y0
@@ -11098,7 +11118,7 @@ inner_KSrc_35:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      21632(SP), Y0
-	MOVQ         fbConst11+40(FP), R10
+	MOVQ         fbConst11+56(FP), R10
 	XORQ         R11, R11
 	MOVQ         R9, R12
 	ADDQ         R12, R11
@@ -11106,7 +11126,7 @@ inner_KSrc_35:
 
 	// v26 = mul(v25, c11)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+72(FP), R10
+	MOVQ    nextReward+88(FP), R10
 	VMOVUPS (R10)(SI*4), Y1
 
 	// v27 = add(nextReward, v26)
@@ -11166,7 +11186,7 @@ inner_KSrc_35:
 	VMOVUPD      Y0, 21696(SP)
 	INCQ         R9
 	CMPQ         R9, $+51
-	JL           inner_KSrc_35
+	JL           inner_KSrc_39
 
 	// finish v44
 	VMOVUPD     21664(SP), Y0
@@ -11242,21 +11262,21 @@ inner_KSrc_35:
 	VMOVUPS Y0, 14688(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+51
-	JL      inner_K_34
+	JL      inner_K_38
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_32
+	JL      inner_A_36
 	VMOVUPS 22752(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+80(FP), DX
+	MOVQ    tDError+96(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// flush the tile of targetDistribution
 	XORQ       DX, DX
 	IMUL3Q     $+51, AX, SI
 	ADDQ       SI, DX
-	MOVQ       targetDistribution+88(FP), SI
+	MOVQ       targetDistribution+104(FP), SI
 	VMOVUPS    6528(SP), Y0
 	VMOVUPS    6560(SP), Y1
 	VMOVUPS    6592(SP), Y2
@@ -11540,7 +11560,7 @@ inner_KSrc_35:
 	VMASKMOVPS Y0, Y8, 1620(SI)(DX*4)
 
 	// flush the tile of gradActionValue
-	MOVQ         gradActionValue+96(FP), DX
+	MOVQ         gradActionValue+112(FP), DX
 	VMOVUPS      14688(SP), Y0
 	VMOVUPS      14720(SP), Y1
 	VMOVUPS      14752(SP), Y2
@@ -12583,8 +12603,8 @@ inner_KSrc_35:
 	VMASKMOVPS   Y5, Y8, 5696(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 6512(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_36
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_40
+	MOVQ         state+48(FP), CX
 	VMOVUPS      960(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -12601,11 +12621,15 @@ inner_KSrc_35:
 	VMOVUPS      Y1, 1216(CX)
 	MOVQ         $+8, CX
 
-noflush_36:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_22
-	MOVQ         state+32(FP), AX
+noflush_40:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_26
+	CMPQ AX, hi+8(FP)
+	JL   blocks_25
+
+chunkdone_26:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      960(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -12641,9 +12665,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_37:
+bulk_41:
 	CMPQ         BX, DX
-	JGE          bulkdone_38
+	JGE          bulkdone_42
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc2<>+0(SB), Y0, Y1
 	VMINPS       lgc3<>+0(SB), Y1, Y1
@@ -12674,9 +12698,9 @@ bulk_37:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_37
+	JMP          bulk_41
 
-bulkdone_38:
+bulkdone_42:
 	VZEROUPPER
 	RET
 
@@ -12688,9 +12712,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_39:
+bulk_43:
 	CMPQ         BX, DX
-	JGE          bulkdone_40
+	JGE          bulkdone_44
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc56<>+0(SB), Y0, Y1
 	VMULPS       lgc57<>+0(SB), Y0, Y2
@@ -12733,9 +12757,9 @@ bulk_39:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_39
+	JMP          bulk_43
 
-bulkdone_40:
+bulkdone_44:
 	VZEROUPPER
 	RET
 
@@ -12907,9 +12931,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_41:
+bulk_45:
 	CMPQ         BX, DX
-	JGE          bulkdone_42
+	JGE          bulkdone_46
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc56<>+0(SB), Y1, Y2
@@ -12963,8 +12987,8 @@ bulk_41:
 	VBLENDVPS    Y3, lgc71<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_41
+	JMP          bulk_45
 
-bulkdone_42:
+bulkdone_46:
 	VZEROUPPER
 	RET

@@ -9,7 +9,7 @@ package distqvalue
 // in Go.
 //
 //go:noescape
-func pass0AVX2(actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
+func pass0AVX2(lo int, hi int, actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
+// func pass0AVX2(lo int, hi int, actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $1888-48
+TEXT ·pass0AVX2(SB), $1888-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile actionValue
-	MOVQ       actionValue+0(FP), DX
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+44, AX, SI
 	ADDQ       SI, BX
@@ -255,13 +257,13 @@ blocks_1:
 	VMOVUPS    Y4, 1376(SP)
 	XORQ       DX, DX
 
-inner_A_2:
+inner_A_3:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 1536(SP)
 	VMOVUPD Y0, 1568(SP)
 	XORQ    BX, BX
 
-inner_K_3:
+inner_K_4:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -297,7 +299,7 @@ inner_K_3:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         const2+8(FP), SI
+	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
 	ADDQ         R8, DI
@@ -316,7 +318,7 @@ inner_K_3:
 	VMOVUPD      Y0, 1568(SP)
 	INCQ         BX
 	CMPQ         BX, $+11
-	JL           inner_K_3
+	JL           inner_K_4
 
 	// finish expectedActionValue
 	VMOVUPD     1536(SP), Y0
@@ -333,7 +335,7 @@ inner_K_3:
 	VMOVUPS Y0, 1408(SP)(BX*1)
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_2
+	JL      inner_A_3
 	VMOVUPS lgc17<>+0(SB), Y0
 	VMOVUPS Y0, 1600(SP)
 	VMOVUPD lgc1<>+0(SB), Y0
@@ -341,13 +343,13 @@ inner_K_3:
 	VMOVUPD Y0, 1696(SP)
 	XORQ    DX, DX
 
-inner_A_4:
+inner_A_5:
 	VMOVUPD lgc1<>+0(SB), Y0
 	VMOVUPD Y0, 1536(SP)
 	VMOVUPD Y0, 1568(SP)
 	XORQ    BX, BX
 
-inner_K_5:
+inner_K_6:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -383,7 +385,7 @@ inner_K_5:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         const2+8(FP), SI
+	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
 	ADDQ         R8, DI
@@ -402,7 +404,7 @@ inner_K_5:
 	VMOVUPD      Y0, 1568(SP)
 	INCQ         BX
 	CMPQ         BX, $+11
-	JL           inner_K_5
+	JL           inner_K_6
 
 	// finish expectedActionValue
 	VMOVUPD     1536(SP), Y0
@@ -437,7 +439,7 @@ inner_K_5:
 	VMOVUPD      Y0, 1696(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_4
+	JL           inner_A_5
 
 	// finish action
 	VMOVUPD     1664(SP), Y0
@@ -449,10 +451,10 @@ inner_K_5:
 	VMOVUPS     Y0, 1728(SP)
 	XORQ        DX, DX
 
-inner_K_6:
+inner_K_7:
 	XORQ BX, BX
 
-inner_A_7:
+inner_A_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, BX, DI
 	ADDQ    DI, SI
@@ -461,7 +463,7 @@ inner_A_7:
 	VMOVUPS (SP)(SI*1), Y0
 
 	// store actionValue
-	MOVQ    outActionValue+16(FP), SI
+	MOVQ    outActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+44, AX, R8
 	ADDQ    R8, DI
@@ -493,19 +495,19 @@ inner_A_7:
 	VANDPS lgc13<>+0(SB), Y0, Y0
 
 	// sum(v7) over [B K A]
-	MOVQ    state+24(FP), SI
+	MOVQ    state+40(FP), SI
 	VADDPS  256(SI), Y0, Y0
 	VMOVUPS Y0, 256(SI)
 	INCQ    BX
 	CMPQ    BX, $+4
-	JL      inner_A_7
+	JL      inner_A_8
 	INCQ    DX
 	CMPQ    DX, $+11
-	JL      inner_K_6
+	JL      inner_K_7
 	VMOVUPS 1728(SP), Y0
 
 	// store action
-	MOVQ    action+32(FP), DX
+	MOVQ    action+48(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS Y0, (DX)(BX*4)
@@ -514,7 +516,7 @@ inner_A_7:
 	XORQ         DX, DX
 	IMUL3Q       $+4, AX, BX
 	ADDQ         BX, DX
-	MOVQ         expectedActionValue+40(FP), BX
+	MOVQ         expectedActionValue+56(FP), BX
 	VMOVUPS      1408(SP), Y0
 	VMOVUPS      1440(SP), Y1
 	VMOVUPS      1472(SP), Y2
@@ -557,8 +559,8 @@ inner_A_7:
 	VMASKMOVPS   Y5, Y8, 96(BX)(DX*4)
 	VMASKMOVPS   Y0, Y8, 112(BX)(DX*4)
 	DECQ         CX
-	JNZ          noflush_8
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_9
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
@@ -575,112 +577,17 @@ inner_A_7:
 	VMOVUPS      Y1, 384(CX)
 	MOVQ         $+8, CX
 
-noflush_8:
+noflush_9:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
 	JL   blocks_1
+
+chunkdone_2:
+	CMPQ hi+8(FP), $+129
+	JNE  notail_10
 	XORQ AX, AX
-
-inner_A_9:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1536(SP)
-	VMOVUPD Y0, 1568(SP)
-	XORQ    CX, CX
-
-inner_K_10:
-	MOVQ       actionValue+0(FP), DX
-	XORQ       BX, BX
-	ADDQ       $+5632, BX
-	IMUL3Q     $+4, CX, SI
-	ADDQ       SI, BX
-	MOVQ       AX, SI
-	ADDQ       SI, BX
-	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y1
-	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VGATHERDPS Y2, (DX)(Y1*4), Y0
-
-	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         const2+8(FP), DX
-	XORQ         BX, BX
-	MOVQ         CX, SI
-	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y0
-
-	// v3 = mul(v1, c2)
-	VMULPS Y0, Y3, Y0
-
-	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SP), Y1, Y1
-	VMOVUPD      Y1, 1536(SP)
-	VADDPD       1568(SP), Y0, Y0
-	VMOVUPD      Y0, 1568(SP)
-	INCQ         CX
-	CMPQ         CX, $+11
-	JL           inner_K_10
-
-	// finish expectedActionValue
-	VMOVUPD     1536(SP), Y0
-	VMOVUPD     1568(SP), Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-
-	// store expectedActionValue
-	MOVQ    expectedActionValue+40(FP), CX
-	XORQ    DX, DX
-	ADDQ    $+512, DX
-	MOVQ    AX, BX
-	ADDQ    BX, DX
-	VMOVUPS Y0, 1792(SP)
-	MOVL    1792(SP), BX
-	MOVL    BX, (CX)(DX*4)
-	INCQ    AX
-	CMPQ    AX, $+4
-	JL      inner_A_9
-	VMOVUPS lgc17<>+0(SB), Y0
-	VMOVUPS Y0, 1600(SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1664(SP)
-	VMOVUPD Y0, 1696(SP)
-	XORQ    AX, AX
 
 inner_A_11:
 	VMOVUPD lgc1<>+0(SB), Y0
@@ -689,7 +596,7 @@ inner_A_11:
 	XORQ    CX, CX
 
 inner_K_12:
-	MOVQ       actionValue+0(FP), DX
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	ADDQ       $+5632, BX
 	IMUL3Q     $+4, CX, SI
@@ -730,7 +637,7 @@ inner_K_12:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         const2+8(FP), DX
+	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ADDQ         SI, BX
@@ -755,6 +662,107 @@ inner_K_12:
 	INCQ         CX
 	CMPQ         CX, $+11
 	JL           inner_K_12
+
+	// finish expectedActionValue
+	VMOVUPD     1536(SP), Y0
+	VMOVUPD     1568(SP), Y1
+	VMOVUPS     lgc16<>+0(SB), Y2
+	VCVTPD2PSY  Y0, X2
+	VCVTPD2PSY  Y1, X0
+	VINSERTF128 $0x01, X0, Y2, Y0
+
+	// store expectedActionValue
+	MOVQ    expectedActionValue+56(FP), CX
+	XORQ    DX, DX
+	ADDQ    $+512, DX
+	MOVQ    AX, BX
+	ADDQ    BX, DX
+	VMOVUPS Y0, 1792(SP)
+	MOVL    1792(SP), BX
+	MOVL    BX, (CX)(DX*4)
+	INCQ    AX
+	CMPQ    AX, $+4
+	JL      inner_A_11
+	VMOVUPS lgc17<>+0(SB), Y0
+	VMOVUPS Y0, 1600(SP)
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1664(SP)
+	VMOVUPD Y0, 1696(SP)
+	XORQ    AX, AX
+
+inner_A_13:
+	VMOVUPD lgc1<>+0(SB), Y0
+	VMOVUPD Y0, 1536(SP)
+	VMOVUPD Y0, 1568(SP)
+	XORQ    CX, CX
+
+inner_K_14:
+	MOVQ       actionValue+16(FP), DX
+	XORQ       BX, BX
+	ADDQ       $+5632, BX
+	IMUL3Q     $+4, CX, SI
+	ADDQ       SI, BX
+	MOVQ       AX, SI
+	ADDQ       SI, BX
+	LEAQ       (DX)(BX*4), DX
+	VMOVUPS    lgc20<>+0(SB), Y1
+	VMOVUPS    lgc21<>+0(SB), Y2
+	VMOVUPS    lgc16<>+0(SB), Y0
+	VGATHERDPS Y2, (DX)(Y1*4), Y0
+
+	// v1 = exp(actionValue)
+	VMAXPS       lgc2<>+0(SB), Y0, Y1
+	VMINPS       lgc3<>+0(SB), Y1, Y1
+	VMULPS       lgc4<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
+	VMOVAPS      lgc7<>+0(SB), Y3
+	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
+	VMULPS       Y1, Y1, Y4
+	VFMADD213PS  Y1, Y4, Y3
+	VADDPS       lgc13<>+0(SB), Y3, Y3
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc14<>+0(SB), Y1, Y2
+	VPMINSD      lgc15<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc15<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VCMPPS       $0x03, Y0, Y0, Y1
+	VBLENDVPS    Y1, Y0, Y3, Y3
+	MOVQ         const2+24(FP), DX
+	XORQ         BX, BX
+	MOVQ         CX, SI
+	ADDQ         SI, BX
+	VBROADCASTSS (DX)(BX*4), Y0
+
+	// v3 = mul(v1, c2)
+	VMULPS Y0, Y3, Y0
+
+	// sum(v3) over [K]
+	VMOVUPS      lgc21<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X2
+	VPMOVSXDQ    X2, Y2
+	VANDPS       Y1, Y0, Y0
+	VCVTPS2PD    X0, Y1
+	VEXTRACTF128 $0x01, Y0, X0
+	VCVTPS2PD    X0, Y0
+	VADDPD       1536(SP), Y1, Y1
+	VMOVUPD      Y1, 1536(SP)
+	VADDPD       1568(SP), Y0, Y0
+	VMOVUPD      Y0, 1568(SP)
+	INCQ         CX
+	CMPQ         CX, $+11
+	JL           inner_K_14
 
 	// finish expectedActionValue
 	VMOVUPD     1536(SP), Y0
@@ -799,7 +807,7 @@ inner_K_12:
 	VMOVUPD      Y0, 1696(SP)
 	INCQ         AX
 	CMPQ         AX, $+4
-	JL           inner_A_11
+	JL           inner_A_13
 
 	// finish action
 	VMOVUPD     1664(SP), Y0
@@ -811,11 +819,11 @@ inner_K_12:
 	VMOVUPS     Y0, 1824(SP)
 	XORQ        AX, AX
 
-inner_K_13:
+inner_K_15:
 	XORQ CX, CX
 
-inner_A_14:
-	MOVQ       actionValue+0(FP), DX
+inner_A_16:
+	MOVQ       actionValue+16(FP), DX
 	XORQ       BX, BX
 	ADDQ       $+5632, BX
 	IMUL3Q     $+4, AX, SI
@@ -829,7 +837,7 @@ inner_A_14:
 	VGATHERDPS Y2, (DX)(Y1*4), Y0
 
 	// store actionValue
-	MOVQ    outActionValue+16(FP), DX
+	MOVQ    outActionValue+32(FP), DX
 	VMOVUPS Y0, 1856(SP)
 	MOVL    1856(SP), SI
 	MOVL    SI, (DX)(BX*4)
@@ -845,24 +853,26 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y0, Y0
-	MOVQ         state+24(FP), DX
+	MOVQ         state+40(FP), DX
 	VADDPS       256(DX), Y0, Y0
 	VMOVUPS      Y0, 256(DX)
 	INCQ         CX
 	CMPQ         CX, $+4
-	JL           inner_A_14
+	JL           inner_A_16
 	INCQ         AX
 	CMPQ         AX, $+11
-	JL           inner_K_13
+	JL           inner_K_15
 	VMOVUPS      1824(SP), Y0
 
 	// store action
-	MOVQ         action+32(FP), AX
-	XORQ         CX, CX
-	ADDQ         $+128, CX
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+24(FP), AX
+	MOVQ       action+48(FP), AX
+	XORQ       CX, CX
+	ADDQ       $+128, CX
+	VMOVUPS    lgc21<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_10:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc19<>+0(SB), Y1, Y1
@@ -1104,9 +1114,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_15:
+bulk_17:
 	CMPQ         BX, DX
-	JGE          bulkdone_16
+	JGE          bulkdone_18
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc2<>+0(SB), Y0, Y1
 	VMINPS       lgc3<>+0(SB), Y1, Y1
@@ -1137,9 +1147,9 @@ bulk_15:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_15
+	JMP          bulk_17
 
-bulkdone_16:
+bulkdone_18:
 	VZEROUPPER
 	RET
 
@@ -1151,9 +1161,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_19:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_20
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
 	VMULPS       lgc23<>+0(SB), Y0, Y2
@@ -1196,9 +1206,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_19
 
-bulkdone_18:
+bulkdone_20:
 	VZEROUPPER
 	RET
 
@@ -1370,9 +1380,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc13<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
@@ -1426,8 +1436,8 @@ bulk_19:
 	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_21
 
-bulkdone_20:
+bulkdone_22:
 	VZEROUPPER
 	RET

@@ -33,10 +33,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -106,9 +105,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass0Chunks = 1
 
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
@@ -161,9 +159,8 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass2Chunks is how many chunks of rows pass 2 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass2Chunks = 1
 
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their

@@ -8,13 +8,13 @@ package dqn
 // in Go.
 //
 //go:noescape
-func pass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
+func pass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
+func fbPass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
+// func pass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $352-72
+TEXT ·pass0AVX2(SB), $352-88
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile nextActionValue
-	MOVQ       nextActionValue+0(FP), DX
+	MOVQ       nextActionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
@@ -62,7 +64,7 @@ blocks_1:
 	VMOVUPD    Y0, 288(SP)
 	XORQ       DX, DX
 
-inner_A_2:
+inner_A_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
@@ -93,7 +95,7 @@ inner_A_2:
 	VMOVUPD      Y0, 288(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_2
+	JL           inner_A_3
 
 	// finish v2
 	VMOVUPD     256(SP), Y0
@@ -107,7 +109,7 @@ inner_A_2:
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
-	MOVQ       nextActionValue+0(FP), BX
+	MOVQ       nextActionValue+16(FP), BX
 	LEAQ       (BX)(DX*4), BX
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc3<>+0(SB), Y0, Y0
@@ -117,7 +119,7 @@ inner_A_2:
 	VMOVUPS    lgc7<>+0(SB), Y1
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VGATHERDPS Y1, (BX)(Y0*4), Y2
-	MOVQ       action+8(FP), DX
+	MOVQ       action+24(FP), DX
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VMOVUPS    lgc3<>+0(SB), Y0
@@ -153,7 +155,7 @@ inner_A_2:
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, DX
-	MOVQ       actionValue+16(FP), SI
+	MOVQ       actionValue+32(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc3<>+0(SB), Y0, Y0
@@ -164,7 +166,7 @@ inner_A_2:
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VGATHERDPS Y1, (SI)(Y0*4), Y3
 	VMOVUPS    lgc8<>+0(SB), Y0
-	MOVQ       nextTerminated+24(FP), DX
+	MOVQ       nextTerminated+40(FP), DX
 	VPMOVZXBD  (DX)(BX*1), Y1
 	VCVTDQ2PS  Y1, Y1
 
@@ -176,7 +178,7 @@ inner_A_2:
 
 	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
-	MOVQ    nextReward+32(FP), DX
+	MOVQ    nextReward+48(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// td0Return = add(nextReward, v12)
@@ -192,24 +194,24 @@ inner_A_2:
 	VMULPS Y2, Y2, Y2
 
 	// mean(l2) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y2, Y3
 	VMOVUPS Y3, 256(DX)
 
 	// store advantage
-	MOVQ    advantage+48(FP), DX
+	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store valueTarget
-	MOVQ    valueTarget+56(FP), DX
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+64(FP), DX
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_3
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_4
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc10<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
@@ -226,11 +228,15 @@ inner_A_2:
 	VMOVUPS      Y1, 384(CX)
 	MOVQ         $+8, CX
 
-noflush_3:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+40(FP), AX
+noflush_4:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc10<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
@@ -364,15 +370,17 @@ DATA lgc11<>+24(SB)/4, $0x7f7fffff
 DATA lgc11<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
+// func fbPass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $704-80
+TEXT ·fbPass0AVX2(SB), $704-96
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_6
 
-blocks_4:
+blocks_5:
 	// tile nextActionValue
-	MOVQ       nextActionValue+0(FP), DX
+	MOVQ       nextActionValue+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, BX
@@ -422,7 +430,7 @@ blocks_4:
 	VMOVUPD    Y0, 480(SP)
 	XORQ       DX, DX
 
-inner_A_5:
+inner_A_7:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -453,7 +461,7 @@ inner_A_5:
 	VMOVUPD      Y0, 480(SP)
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_5
+	JL           inner_A_7
 
 	// finish v2
 	VMOVUPD     448(SP), Y0
@@ -467,7 +475,7 @@ inner_A_5:
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, SI
 	ADDQ       SI, DX
-	MOVQ       nextActionValue+0(FP), SI
+	MOVQ       nextActionValue+16(FP), SI
 	LEAQ       (SI)(DX*4), SI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc3<>+0(SB), Y0, Y0
@@ -477,7 +485,7 @@ inner_A_5:
 	VMOVUPS    lgc7<>+0(SB), Y1
 	VMOVUPS    lgc3<>+0(SB), Y2
 	VGATHERDPS Y1, (SI)(Y0*4), Y2
-	MOVQ       action+8(FP), DX
+	MOVQ       action+24(FP), DX
 	XORQ       SI, SI
 	ADDQ       AX, SI
 	VMOVUPS    lgc3<>+0(SB), Y0
@@ -513,7 +521,7 @@ inner_A_5:
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, DI
 	ADDQ       DI, DX
-	MOVQ       actionValue+16(FP), DI
+	MOVQ       actionValue+32(FP), DI
 	LEAQ       (DI)(DX*4), DI
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc3<>+0(SB), Y0, Y0
@@ -524,7 +532,7 @@ inner_A_5:
 	VMOVUPS    lgc3<>+0(SB), Y3
 	VGATHERDPS Y1, (DI)(Y0*4), Y3
 	VMOVUPS    lgc8<>+0(SB), Y0
-	MOVQ       nextTerminated+24(FP), DX
+	MOVQ       nextTerminated+40(FP), DX
 	VPMOVZXBD  (DX)(SI*1), Y1
 	VCVTDQ2PS  Y1, Y1
 
@@ -536,7 +544,7 @@ inner_A_5:
 
 	// v12 = mul(v11, v3)
 	VMULPS  Y2, Y0, Y0
-	MOVQ    nextReward+32(FP), DX
+	MOVQ    nextReward+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v12)
@@ -552,7 +560,7 @@ inner_A_5:
 	VMULPS Y2, Y2, Y3
 
 	// mean(l2) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y3, Y4
 	VMOVUPS Y4, 256(DX)
 
@@ -567,14 +575,14 @@ inner_A_5:
 	VMOVUPS Y2, 640(SP)
 	XORQ    DX, DX
 
-inner_A_6:
+inner_A_8:
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
 	VMOVD        DI, X0
 	VPBROADCASTD X0, Y0
 	VCVTDQ2PS    Y0, Y0
-	MOVQ         action+8(FP), DI
+	MOVQ         action+24(FP), DI
 	VMOVUPS      lgc3<>+0(SB), Y1
 	VMOVUPS      Y1, 672(SP)
 	VMOVUPS      lgc3<>+0(SB), X1
@@ -622,25 +630,25 @@ inner_A_6:
 	VMOVUPS Y0, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_6
+	JL      inner_A_8
 	VMOVUPS 544(SP), Y0
 
 	// store advantage
-	MOVQ    advantage+48(FP), DX
+	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	VMOVUPS 576(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+56(FP), DX
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 	VMOVUPS 608(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+64(FP), DX
+	MOVQ    tDError+80(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// flush the tile of gradActionValue
-	MOVQ         gradActionValue+72(FP), DX
+	MOVQ         gradActionValue+88(FP), DX
 	VMOVUPS      192(SP), Y0
 	VMOVUPS      224(SP), Y1
 	VMOVUPS      256(SP), Y2
@@ -683,8 +691,8 @@ inner_A_6:
 	VMASKMOVPS   Y5, Y8, 144(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 168(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_7
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_9
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc10<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
@@ -701,11 +709,15 @@ inner_A_6:
 	VMOVUPS      Y1, 384(CX)
 	MOVQ         $+8, CX
 
-noflush_7:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_4
-	MOVQ         state+40(FP), AX
+noflush_9:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_6
+	CMPQ AX, hi+8(FP)
+	JL   blocks_5
+
+chunkdone_6:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc10<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc11<>+0(SB), Y1, Y1
@@ -741,9 +753,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_8:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_9
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc13<>+0(SB), Y0, Y1
 	VMINPS       lgc14<>+0(SB), Y1, Y1
@@ -774,9 +786,9 @@ bulk_8:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_8
+	JMP          bulk_10
 
-bulkdone_9:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -918,9 +930,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc26<>+0(SB), Y0, Y1
 	VMULPS       lgc27<>+0(SB), Y0, Y2
@@ -963,9 +975,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1137,9 +1149,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc26<>+0(SB), Y1, Y2
@@ -1193,8 +1205,8 @@ bulk_12:
 	VBLENDVPS    Y3, lgc41<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET

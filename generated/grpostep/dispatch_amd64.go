@@ -70,10 +70,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -200,10 +199,9 @@ func pass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass3AVX2(&out.NumValid, &s.s3, &s.s4, &s.s5, &s.s6, &s.s7, &out.ClipFraction, &out.KLApprox, &out.ESS, &out.LossKLToRef, &out.KLToRef)
 }
 
-// pass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass4Chunks = 1
 
 // pass4AVX2Go runs pass4AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -306,9 +304,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass0Chunks = 1
 
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
@@ -439,9 +436,8 @@ func fbPass3AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass4Chunks is how many chunks of rows pass 4 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass4Chunks = 1
 
 // fbPass4AVX2Go runs fbPass4AVX2 and merges its reductions' lane states pairwise into their

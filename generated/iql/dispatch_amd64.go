@@ -46,20 +46,49 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r28_s, 0)
-	runtime.Fill(st.r28_p, 0)
-	runtime.Fill(st.r38_s, 0)
-	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r45_s, 0)
-	runtime.Fill(st.r45_p, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r48_p, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0])
+	}
+	n := min(pass0Chunks, 128)
+	if n <= 1 {
+		run(st, 0, 1024)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -106,21 +135,50 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r28_s, 0)
-	runtime.Fill(st.r28_p, 0)
-	runtime.Fill(st.r38_s, 0)
-	runtime.Fill(st.r38_p, 0)
-	runtime.Fill(st.r45_s, 0)
-	runtime.Fill(st.r45_p, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r48_p, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &g.StateActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r28_s, 0)
+		runtime.Fill(st.r28_p, 0)
+		runtime.Fill(st.r38_s, 0)
+		runtime.Fill(st.r38_p, 0)
+		runtime.Fill(st.r45_s, 0)
+		runtime.Fill(st.r45_p, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r48_p, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.NextTerminated[0], &in.NextStateValue[0], &in.NextReward[0], &in.StateValue[0], &in.TargetStateActionValue[0], &in.StateActionValue[0], &in.LogProb[0], &st.buf[0], &g.StateActionValue[0], &out.Advantage[0], &out.ValueTarget[0], &out.TDError[0], &g.StateValue[0], &g.LogProb[0])
+	}
+	n := min(fbPass0Chunks, 128)
+	if n <= 1 {
+		run(st, 0, 1024)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r28_s, sts[c].r28_s)
+			runtime.MergeSum(sts[0].r38_s, sts[c].r38_s)
+			runtime.MergeSum(sts[0].r45_s, sts[c].r45_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

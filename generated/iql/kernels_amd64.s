@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
+// func pass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $320-88
+TEXT ·pass0AVX2(SB), $320-104
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      nextTerminated+0(FP), DX
+	MOVQ      nextTerminated+16(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
@@ -23,17 +25,17 @@ blocks_1:
 
 	// v7 = mul(0.99, v3)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    nextStateValue+8(FP), DX
+	MOVQ    nextStateValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v8 = mul(v7, nextStateValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+16(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// td0Return = add(nextReward, v8)
 	VADDPS  Y0, Y1, Y0
-	MOVQ    stateValue+24(FP), DX
+	MOVQ    stateValue+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v11 = sub(td0Return, stateValue)
@@ -47,8 +49,8 @@ blocks_1:
 	VMOVUPS Y0, 192(SP)
 	XORQ    DX, DX
 
-inner_Q_2:
-	MOVQ    targetStateActionValue+32(FP), SI
+inner_Q_3:
+	MOVQ    targetStateActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
@@ -61,7 +63,7 @@ inner_Q_2:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    stateActionValue+40(FP), SI
+	MOVQ    stateActionValue+56(FP), SI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 192(SP), Y1
 
@@ -82,7 +84,7 @@ inner_Q_2:
 	VMOVUPS Y1, 64(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_2
+	JL      inner_Q_3
 
 	// finish v17
 	VMOVUPS (SP), Y0
@@ -126,7 +128,7 @@ inner_Q_2:
 
 	// v24 = min(v22, 100)
 	VMINPS  Y4, Y1, Y1
-	MOVQ    logProb+48(FP), DX
+	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v24, logProb)
@@ -136,7 +138,7 @@ inner_Q_2:
 	VXORPS lgc4<>+0(SB), Y1, Y1
 
 	// mean(v27) over [B]
-	MOVQ    state+56(FP), DX
+	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y1, Y1
 	VMOVUPS Y1, 256(DX)
 	VMOVUPD lgc20<>+0(SB), Y1
@@ -145,8 +147,8 @@ inner_Q_2:
 	VMOVUPS Y0, 288(SP)
 	XORQ    SI, SI
 
-inner_Q_3:
-	MOVQ    stateActionValue+40(FP), DI
+inner_Q_4:
+	MOVQ    stateActionValue+56(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
@@ -190,7 +192,7 @@ inner_Q_3:
 	VMOVUPD      Y0, 256(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
-	JL           inner_Q_3
+	JL           inner_Q_4
 
 	// finish v37
 	VMOVUPD     224(SP), Y0
@@ -204,7 +206,7 @@ inner_Q_3:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 288(SP), Y0
-	MOVQ    stateValue+24(FP), SI
+	MOVQ    stateValue+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// valueDiff = sub(v17, stateValue)
@@ -230,7 +232,7 @@ inner_Q_3:
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y0, Y0
 	VMOVUPS Y0, 896(DX)
-	MOVQ    logProb+48(FP), SI
+	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v47 = neg(logProb)
@@ -245,20 +247,20 @@ inner_Q_3:
 	VMOVUPS 160(SP), Y1
 
 	// store advantage
-	MOVQ    advantage+64(FP), DX
+	MOVQ    advantage+80(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 192(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+72(FP), DX
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+80(FP), DX
+	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+56(FP), CX
+	JNZ          noflush_5
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -314,11 +316,15 @@ inner_Q_3:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+1024
-	JL           blocks_1
-	MOVQ         state+56(FP), AX
+noflush_5:
+	ADDQ $+8, AX
+	CMPQ AX, $+1024
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -611,15 +617,17 @@ DATA lgc23<>+24(SB)/4, $0x7f7fffff
 DATA lgc23<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
+// func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $448-112
+TEXT ·fbPass0AVX2(SB), $448-128
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
+blocks_6:
 	VMOVUPS   lgc0<>+0(SB), Y0
-	MOVQ      nextTerminated+0(FP), DX
+	MOVQ      nextTerminated+16(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y1
@@ -630,17 +638,17 @@ blocks_5:
 
 	// v7 = mul(0.99, v3)
 	VMULPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    nextStateValue+8(FP), DX
+	MOVQ    nextStateValue+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v8 = mul(v7, nextStateValue)
 	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+16(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// td0Return = add(nextReward, v8)
 	VADDPS  Y0, Y1, Y0
-	MOVQ    stateValue+24(FP), DX
+	MOVQ    stateValue+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v11 = sub(td0Return, stateValue)
@@ -654,8 +662,8 @@ blocks_5:
 	VMOVUPS Y0, 192(SP)
 	XORQ    DX, DX
 
-inner_Q_6:
-	MOVQ    targetStateActionValue+32(FP), SI
+inner_Q_8:
+	MOVQ    targetStateActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
@@ -668,7 +676,7 @@ inner_Q_6:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    stateActionValue+40(FP), SI
+	MOVQ    stateActionValue+56(FP), SI
 	VMOVUPS (SI)(DI*4), Y0
 	VMOVUPS 192(SP), Y1
 
@@ -689,7 +697,7 @@ inner_Q_6:
 	VMOVUPS Y1, 64(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_6
+	JL      inner_Q_8
 
 	// finish v17
 	VMOVUPS (SP), Y0
@@ -733,7 +741,7 @@ inner_Q_6:
 
 	// v24 = min(v22, 100)
 	VMINPS  Y4, Y1, Y1
-	MOVQ    logProb+48(FP), DX
+	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v26 = mul(v24, logProb)
@@ -743,7 +751,7 @@ inner_Q_6:
 	VXORPS lgc4<>+0(SB), Y2, Y2
 
 	// mean(v27) over [B]
-	MOVQ    state+56(FP), DX
+	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 	VMOVUPD lgc20<>+0(SB), Y2
@@ -753,8 +761,8 @@ inner_Q_6:
 	VMOVUPS Y1, 320(SP)
 	XORQ    SI, SI
 
-inner_Q_7:
-	MOVQ    stateActionValue+40(FP), DI
+inner_Q_9:
+	MOVQ    stateActionValue+56(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
@@ -798,7 +806,7 @@ inner_Q_7:
 	VMOVUPD      Y0, 256(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
-	JL           inner_Q_7
+	JL           inner_Q_9
 
 	// finish v37
 	VMOVUPD     224(SP), Y0
@@ -812,7 +820,7 @@ inner_Q_7:
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 	VMOVUPS 288(SP), Y0
-	MOVQ    stateValue+24(FP), SI
+	MOVQ    stateValue+40(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// valueDiff = sub(v17, stateValue)
@@ -838,7 +846,7 @@ inner_Q_7:
 	// mean(v44) over [B]
 	VADDPS  896(DX), Y3, Y3
 	VMOVUPS Y3, 896(DX)
-	MOVQ    logProb+48(FP), SI
+	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
 	// v47 = neg(logProb)
@@ -877,8 +885,8 @@ inner_Q_7:
 	VMOVUPS Y1, 416(SP)
 	XORQ    DX, DX
 
-inner_Q_8:
-	MOVQ    stateActionValue+40(FP), SI
+inner_Q_10:
+	MOVQ    stateActionValue+56(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
@@ -977,11 +985,11 @@ inner_Q_8:
 	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+64(FP), SI
+	MOVQ    gradStateActionValue+80(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_8
+	JL      inner_Q_10
 	VMOVUPS 320(SP), Y0
 
 	// gradLogProb = mul(-0.0009765625, v24)
@@ -989,30 +997,30 @@ inner_Q_8:
 	VMOVUPS 160(SP), Y1
 
 	// store advantage
-	MOVQ    advantage+72(FP), DX
+	MOVQ    advantage+88(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 192(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+80(FP), DX
+	MOVQ    valueTarget+96(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 384(SP), Y1
 
 	// store tdError
-	MOVQ    tDError+88(FP), DX
+	MOVQ    tDError+104(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 416(SP), Y1
 
 	// store gradStateValue
-	MOVQ    gradStateValue+96(FP), DX
+	MOVQ    gradStateValue+112(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+104(FP), DX
+	MOVQ         gradLogProb+120(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
-	MOVQ         state+56(FP), CX
+	JNZ          noflush_11
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -1068,11 +1076,15 @@ inner_Q_8:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+1024
-	JL           blocks_5
-	MOVQ         state+56(FP), AX
+noflush_11:
+	ADDQ $+8, AX
+	CMPQ AX, $+1024
+	JGE  chunkdone_7
+	CMPQ AX, hi+8(FP)
+	JL   blocks_6
+
+chunkdone_7:
+	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc22<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc23<>+0(SB), Y1, Y1
@@ -1167,9 +1179,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc6<>+0(SB), Y0, Y1
 	VMINPS       lgc7<>+0(SB), Y1, Y1
@@ -1200,9 +1212,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1214,9 +1226,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
 	VMULPS       lgc28<>+0(SB), Y0, Y2
@@ -1259,9 +1271,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1423,9 +1435,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc0<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
@@ -1479,8 +1491,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc2<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET

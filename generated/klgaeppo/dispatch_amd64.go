@@ -77,10 +77,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -179,16 +178,43 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass1AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
 }
 
+// pass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass2Chunks = 1
+
 // pass2AVX2Go runs pass2AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r106_s, 0)
-	runtime.Fill(st.r106_p, 0)
-	runtime.Fill(st.r107_s, 0)
-	runtime.Fill(st.r107_p, 0)
-	runtime.SetMask(st.p2_ok)
-	pass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r106_s, 0)
+		runtime.Fill(st.r106_p, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
+		runtime.SetMask(st.p2_ok)
+		pass2AVX2(lo, hi, &s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	}
+	n := min(pass2Chunks, 6)
+	if n <= 1 {
+		run(st, 0, 48)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass2Go(in, out, g, s)
@@ -200,10 +226,9 @@ func pass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	s.s13 = float32(st.res[0])
 }
 
-// pass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass3Chunks = 1
 
 // pass3AVX2Go runs pass3AVX2 and merges its reductions' lane states pairwise into their buffers.
@@ -250,11 +275,35 @@ func pass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	pass4AVX2(&s.s13, &s.s12, &out.ESS)
 }
 
+// pass5Chunks is how many chunks of whole 8-element blocks of L pass 5 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass5Chunks = 1
+
 // pass5AVX2Go runs pass5AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass5AVX2(&s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+	run := func(st *avxState, lo, hi int) {
+		pass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+	}
+	n := min(pass5Chunks, 6)
+	if n <= 1 {
+		run(st, 0, 48)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+		}
+	}
 }
 
 // fbAvxState holds the AVX2 kernels' per-lane reduction states, views of one buffer
@@ -319,9 +368,8 @@ var fbAvxPool = sync.Pool{New: func() any {
 }}
 
 // fbPass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass0Chunks = 1
 
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
@@ -422,17 +470,44 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass1AVX2(&out.NumValid, &s.s1, &s.s2, &s.s3, &s.s4, &out.LossObjective, &out.ClipFraction, &out.KLApprox, &out.LossCritic)
 }
 
+// fbPass2Chunks is how many chunks of whole 8-element blocks of L pass 2 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass2Chunks = 1
+
 // fbPass2AVX2Go runs fbPass2AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r106_s, 0)
-	runtime.Fill(st.r106_p, 0)
-	runtime.Fill(st.r107_s, 0)
-	runtime.Fill(st.r107_p, 0)
-	runtime.SetMask(st.p2_ok)
-	fbPass2AVX2(&s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r106_s, 0)
+		runtime.Fill(st.r106_p, 0)
+		runtime.Fill(st.r107_s, 0)
+		runtime.Fill(st.r107_p, 0)
+		runtime.SetMask(st.p2_ok)
+		fbPass2AVX2(lo, hi, &s.s10[0], &s.s11[0], &s.s5[0], &st.buf[0])
+	}
+	n := min(fbPass2Chunks, 6)
+	if n <= 1 {
+		run(st, 0, 48)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r106_s, sts[c].r106_s)
+			runtime.MergeSum(sts[0].r107_s, sts[c].r107_s)
+			runtime.MergeMask(sts[0].p2_ok, sts[c].p2_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p2_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass2Go(in, out, g, s)
@@ -445,9 +520,8 @@ func fbPass2AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 }
 
 // fbPass3Chunks is how many chunks of rows pass 3 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// reduction states merged in chunk order afterwards (1: in one piece). The plan fixes it from the
+// pass's size, so results do not depend on the machine; tests set it to check the chunked run.
 var fbPass3Chunks = 1
 
 // fbPass3AVX2Go runs fbPass3AVX2 and merges its reductions' lane states pairwise into their
@@ -496,12 +570,36 @@ func fbPass4AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	fbPass4AVX2(&s.s13, &s.s12, &out.ESS)
 }
 
+// fbPass5Chunks is how many chunks of whole 8-element blocks of L pass 5 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass5Chunks = 1
+
 // fbPass5AVX2Go runs fbPass5AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass5AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	fbPass5AVX2(&s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		fbPass5AVX2(lo, hi, &s.s5[0], &s.s7[0], &s.s9[0], &out.ExplainedVariance[0])
+	}
+	n := min(fbPass5Chunks, 6)
+	if n <= 1 {
+		run(st, 0, 48)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 48, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+		}
+	}
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

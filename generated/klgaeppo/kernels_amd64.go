@@ -21,7 +21,7 @@ func pass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *flo
 // in Go.
 //
 //go:noescape
-func pass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
+func pass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
 
 // pass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see pass3Go for the same
 // loop in Go.
@@ -39,7 +39,7 @@ func pass4AVX2(s13 *float32, s12 *float32, ess *float32)
 // in Go.
 //
 //go:noescape
-func pass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
+func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 
 // fbPass0AVX2 is pass 0 (reverse scan along L over [B=16 L=48]) on 8 float32 lanes; see fbPass0Go
 // for the same loop in Go.
@@ -57,7 +57,7 @@ func fbPass1AVX2(numValid *float32, s1 *float32, s2 *float32, s3 *float32, s4 *f
 // loop in Go.
 //
 //go:noescape
-func fbPass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
+func fbPass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
 
 // fbPass3AVX2 is pass 3 (elementwise over [B=16 L=48]) on 8 float32 lanes; see fbPass3Go for the
 // same loop in Go.
@@ -75,7 +75,7 @@ func fbPass4AVX2(s13 *float32, s12 *float32, ess *float32)
 // loop in Go.
 //
 //go:noescape
-func fbPass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
+func fbPass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

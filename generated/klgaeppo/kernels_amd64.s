@@ -951,21 +951,23 @@ TEXT ·pass1AVX2(SB), $0-72
 	VZEROUPPER
 	RET
 
-// func pass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
+// func pass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $0-32
+TEXT ·pass2AVX2(SB), $0-48
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
 blocks_4:
-	MOVQ    s10+0(FP), DX
+	MOVQ    s10+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v101 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
-	MOVQ    s11+8(FP), DX
+	MOVQ    s11+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v102 = sub(v101, logSumW2)
@@ -999,7 +1001,7 @@ blocks_4:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s5+16(FP), DX
+	MOVQ         s5+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
@@ -1013,7 +1015,7 @@ blocks_4:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v105) over [L]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
@@ -1021,8 +1023,8 @@ blocks_4:
 	VADDPS       5184(DX), Y0, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1052,11 +1054,15 @@ blocks_4:
 	VMOVUPS      Y1, 5312(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+48
-	JL           blocks_4
-	MOVQ         state+24(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+48
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1092,10 +1098,10 @@ noflush_5:
 TEXT ·pass3AVX2(SB), $0-72
 	MOVQ lo+0(FP), AX
 
-outer0_6:
+outer0_7:
 	XORQ CX, CX
 
-blocks_7:
+blocks_8:
 	MOVQ    s0+8(FP), DX
 	XORQ    BX, BX
 	IMUL3Q  $+48, AX, SI
@@ -1185,10 +1191,10 @@ blocks_7:
 	VMOVUPD      Y0, 5984(DX)(BX*8)
 	ADDQ         $+8, CX
 	CMPQ         CX, $+48
-	JL           blocks_7
+	JL           blocks_8
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_6
+	JL           outer0_7
 	VZEROUPPER
 	RET
 
@@ -1228,13 +1234,15 @@ DATA lgc33<>+24(SB)/4, $0x41800000
 DATA lgc33<>+28(SB)/4, $0x41800000
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-// func pass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
+// func pass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
-TEXT ·pass5AVX2(SB), $0-32
-	XORQ AX, AX
+TEXT ·pass5AVX2(SB), $0-48
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_10
 
-blocks_8:
-	MOVQ    s5+0(FP), CX
+blocks_9:
+	MOVQ    s5+16(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPS (CX)(DX*4), Y0
@@ -1242,12 +1250,12 @@ blocks_8:
 
 	// v74 = max(v73, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    s7+8(FP), CX
+	MOVQ    s7+24(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
 	// residVar = div(v81, v74)
 	VDIVPS  Y0, Y2, Y2
-	MOVQ    s9+16(FP), CX
+	MOVQ    s9+32(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
 	// targetVar = div(v89, v74)
@@ -1263,11 +1271,15 @@ blocks_8:
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
-	MOVQ    explainedVariance+24(FP), CX
+	MOVQ    explainedVariance+40(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX
 	CMPQ    AX, $+48
-	JL      blocks_8
+	JGE     chunkdone_10
+	CMPQ    AX, hi+8(FP)
+	JL      blocks_9
+
+chunkdone_10:
 	VZEROUPPER
 	RET
 
@@ -1286,12 +1298,12 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $288-144
 	MOVQ lo+0(FP), AX
 
-outer0_9:
+outer0_11:
 	VMOVUPS lgc0<>+0(SB), Y0
 	MOVQ    $+8, DX
 	MOVQ    $+40, CX
 
-blocks_10:
+blocks_12:
 	MOVQ      mask+8(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+48, AX, DI
@@ -1703,7 +1715,7 @@ blocks_10:
 	MOVQ         valueTarget+128(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_11
+	JNZ          noflush_13
 	MOVQ         state+72(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc4<>+0(SB), Y1, Y2
@@ -1773,9 +1785,9 @@ blocks_10:
 	VMOVUPS      Y2, 4544(DX)
 	MOVQ         $+8, DX
 
-noflush_11:
+noflush_13:
 	SUBQ         $+8, CX
-	JGE          blocks_10
+	JGE          blocks_12
 	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
@@ -1845,7 +1857,7 @@ noflush_11:
 	VMOVUPS      Y1, 4544(CX)
 	INCQ         AX
 	CMPQ         AX, hi+136(FP)
-	JL           outer0_9
+	JL           outer0_11
 	VZEROUPPER
 	RET
 
@@ -1898,21 +1910,23 @@ TEXT ·fbPass1AVX2(SB), $0-72
 	VZEROUPPER
 	RET
 
-// func fbPass2AVX2(s10 *float32, s11 *float32, s5 *float32, state *float64)
+// func fbPass2AVX2(lo int, hi int, s10 *float32, s11 *float32, s5 *float32, state *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $0-32
+TEXT ·fbPass2AVX2(SB), $0-48
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_15
 
-blocks_12:
-	MOVQ    s10+0(FP), DX
+blocks_14:
+	MOVQ    s10+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v101 = mul(2, logSumW)
 	VMULPS  lgc31<>+0(SB), Y0, Y0
-	MOVQ    s11+8(FP), DX
+	MOVQ    s11+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v102 = sub(v101, logSumW2)
@@ -1946,7 +1960,7 @@ blocks_12:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         s5+16(FP), DX
+	MOVQ         s5+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
@@ -1960,7 +1974,7 @@ blocks_12:
 	VBLENDVPS Y2, Y3, Y1, Y1
 
 	// sum(v105) over [L]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  4864(DX), Y1, Y1
 	VMOVUPS Y1, 4864(DX)
 
@@ -1968,8 +1982,8 @@ blocks_12:
 	VADDPS       5184(DX), Y0, Y0
 	VMOVUPS      Y0, 5184(DX)
 	DECQ         CX
-	JNZ          noflush_13
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_16
+	MOVQ         state+40(FP), CX
 	VMOVUPS      4864(CX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -1999,11 +2013,15 @@ blocks_12:
 	VMOVUPS      Y1, 5312(CX)
 	MOVQ         $+8, CX
 
-noflush_13:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+48
-	JL           blocks_12
-	MOVQ         state+24(FP), AX
+noflush_16:
+	ADDQ $+8, AX
+	CMPQ AX, $+48
+	JGE  chunkdone_15
+	CMPQ AX, hi+8(FP)
+	JL   blocks_14
+
+chunkdone_15:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      4864(AX), Y0
 	VANDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc32<>+0(SB), Y1, Y1
@@ -2039,10 +2057,10 @@ noflush_13:
 TEXT ·fbPass3AVX2(SB), $192-112
 	MOVQ lo+0(FP), AX
 
-outer0_14:
+outer0_17:
 	XORQ CX, CX
 
-blocks_15:
+blocks_18:
 	MOVQ      mask+8(FP), DX
 	XORQ      BX, BX
 	IMUL3Q    $+48, AX, SI
@@ -2401,10 +2419,10 @@ blocks_15:
 	VMOVUPS Y0, (DX)(BX*4)
 	ADDQ    $+8, CX
 	CMPQ    CX, $+48
-	JL      blocks_15
+	JL      blocks_18
 	INCQ    AX
 	CMPQ    AX, hi+104(FP)
-	JL      outer0_14
+	JL      outer0_17
 	VZEROUPPER
 	RET
 
@@ -2444,13 +2462,15 @@ TEXT ·fbPass4AVX2(SB), $0-24
 	VZEROUPPER
 	RET
 
-// func fbPass5AVX2(s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
+// func fbPass5AVX2(lo int, hi int, s5 *float32, s7 *float32, s9 *float32, explainedVariance *float32)
 // Requires: AVX
-TEXT ·fbPass5AVX2(SB), $0-32
-	XORQ AX, AX
+TEXT ·fbPass5AVX2(SB), $0-48
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_20
 
-blocks_16:
-	MOVQ    s5+0(FP), CX
+blocks_19:
+	MOVQ    s5+16(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPS (CX)(DX*4), Y0
@@ -2458,12 +2478,12 @@ blocks_16:
 
 	// v74 = max(v73, 1)
 	VMAXPS  Y0, Y1, Y0
-	MOVQ    s7+8(FP), CX
+	MOVQ    s7+24(FP), CX
 	VMOVUPS (CX)(DX*4), Y2
 
 	// residVar = div(v81, v74)
 	VDIVPS  Y0, Y2, Y2
-	MOVQ    s9+16(FP), CX
+	MOVQ    s9+32(FP), CX
 	VMOVUPS (CX)(DX*4), Y3
 
 	// targetVar = div(v89, v74)
@@ -2479,11 +2499,15 @@ blocks_16:
 	VSUBPS Y0, Y1, Y0
 
 	// store explainedVariance
-	MOVQ    explainedVariance+24(FP), CX
+	MOVQ    explainedVariance+40(FP), CX
 	VMOVUPS Y0, (CX)(DX*4)
 	ADDQ    $+8, AX
 	CMPQ    AX, $+48
-	JL      blocks_16
+	JGE     chunkdone_20
+	CMPQ    AX, hi+8(FP)
+	JL      blocks_19
+
+chunkdone_20:
 	VZEROUPPER
 	RET
 
@@ -2495,9 +2519,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc12<>+0(SB), Y0, Y1
 	VMINPS       lgc13<>+0(SB), Y1, Y1
@@ -2528,9 +2552,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_21
 
-bulkdone_18:
+bulkdone_22:
 	VZEROUPPER
 	RET
 
@@ -2542,9 +2566,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_23:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc36<>+0(SB), Y0, Y1
 	VMULPS       lgc37<>+0(SB), Y0, Y2
@@ -2587,9 +2611,9 @@ bulk_19:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_23
 
-bulkdone_20:
+bulkdone_24:
 	VZEROUPPER
 	RET
 
@@ -2761,9 +2785,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_21:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_22
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc36<>+0(SB), Y1, Y2
@@ -2817,8 +2841,8 @@ bulk_21:
 	VBLENDVPS    Y3, lgc51<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_21
+	JMP          bulk_25
 
-bulkdone_22:
+bulkdone_26:
 	VZEROUPPER
 	RET

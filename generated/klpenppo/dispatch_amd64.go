@@ -51,23 +51,55 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 4-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r39_s, 0)
-	runtime.Fill(st.r42_s, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r56_n, 0)
-	runtime.Fill(st.r56_mean, 0)
-	runtime.Fill(st.r56_m2, 0)
-	runtime.Fill(st.r57_n, 0)
-	runtime.Fill(st.r57_mean, 0)
-	runtime.Fill(st.r57_m2, 0)
-	runtime.Fill(st.r62_s, 0)
-	pass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r56_n, 0)
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
+		runtime.Fill(st.r57_n, 0)
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r62_s, 0)
+		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0])
+	}
+	n := min(pass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 4, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+		}
+	}
 	runtime.FinishMean(st.res[:1], st.r39_s, 4, 256.0)
 	out.LossObjective = float64(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 4, 256.0)
@@ -130,24 +162,56 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 4-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r39_s, 0)
-	runtime.Fill(st.r42_s, 0)
-	runtime.Fill(st.r48_s, 0)
-	runtime.Fill(st.r49_s, 0)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r56_n, 0)
-	runtime.Fill(st.r56_mean, 0)
-	runtime.Fill(st.r56_m2, 0)
-	runtime.Fill(st.r57_n, 0)
-	runtime.Fill(st.r57_mean, 0)
-	runtime.Fill(st.r57_m2, 0)
-	runtime.Fill(st.r62_s, 0)
-	fbPass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0], &g.StateValue[0], &g.Scale[0], &g.Loc[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r39_s, 0)
+		runtime.Fill(st.r42_s, 0)
+		runtime.Fill(st.r48_s, 0)
+		runtime.Fill(st.r49_s, 0)
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r56_n, 0)
+		runtime.Fill(st.r56_mean, 0)
+		runtime.Fill(st.r56_m2, 0)
+		runtime.Fill(st.r57_n, 0)
+		runtime.Fill(st.r57_mean, 0)
+		runtime.Fill(st.r57_m2, 0)
+		runtime.Fill(st.r62_s, 0)
+		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.OldLoc[0], &in.OldScale[0], &in.SampleLogProb[0], &in.Advantage[0], &in.stateBeta[0], &st.buf[0], &in.ValueTarget[0], &in.StateValue[0], &out.KL[0], &g.StateValue[0], &g.Scale[0], &g.Loc[0])
+	}
+	n := min(fbPass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 4, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r39_s, sts[c].r39_s)
+			runtime.MergeSum(sts[0].r42_s, sts[c].r42_s)
+			runtime.MergeSum(sts[0].r48_s, sts[c].r48_s)
+			runtime.MergeSum(sts[0].r49_s, sts[c].r49_s)
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeVar(sts[0].r56_n, sts[0].r56_mean, sts[0].r56_m2, sts[c].r56_n, sts[c].r56_mean, sts[c].r56_m2)
+			runtime.MergeVar(sts[0].r57_n, sts[0].r57_mean, sts[0].r57_m2, sts[c].r57_n, sts[c].r57_mean, sts[c].r57_m2)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+		}
+	}
 	runtime.FinishMean(st.res[:1], st.r39_s, 4, 256.0)
 	out.LossObjective = float64(st.res[0])
 	runtime.FinishMean(st.res[:1], st.r42_s, 4, 256.0)

@@ -4,14 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
+// func pass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $800-96
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $800-112
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile loc
-	MOVQ       loc+0(FP), CX
+	MOVQ       loc+16(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+3, AX, BX
 	ADDQ       BX, DX
@@ -33,7 +35,7 @@ blocks_1:
 	VMOVUPD    Y2, 64(SP)
 
 	// tile scale
-	MOVQ       scale+8(FP), CX
+	MOVQ       scale+24(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -52,7 +54,7 @@ blocks_1:
 	VMOVUPD    Y2, 160(SP)
 
 	// tile action
-	MOVQ       action+16(FP), CX
+	MOVQ       action+32(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -71,7 +73,7 @@ blocks_1:
 	VMOVUPD    Y2, 256(SP)
 
 	// tile oldLoc
-	MOVQ       oldLoc+24(FP), CX
+	MOVQ       oldLoc+40(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -90,7 +92,7 @@ blocks_1:
 	VMOVUPD    Y2, 352(SP)
 
 	// tile oldScale
-	MOVQ       oldScale+32(FP), CX
+	MOVQ       oldScale+48(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -111,7 +113,7 @@ blocks_1:
 	VMOVUPD    Y0, 480(SP)
 	XORQ       CX, CX
 
-inner_D_2:
+inner_D_3:
 	XORQ    DX, DX
 	IMUL3Q  $+32, CX, BX
 	ADDQ    BX, DX
@@ -197,11 +199,11 @@ inner_D_2:
 	VMOVUPD Y0, 480(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_D_2
+	JL      inner_D_3
 
 	// finish logProb
 	VMOVUPD 480(SP), Y0
-	MOVQ    sampleLogProb+40(FP), CX
+	MOVQ    sampleLogProb+56(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
 	VMOVUPD (CX)(DX*8), Y1
@@ -214,7 +216,7 @@ inner_D_2:
 	VMOVUPD Y1, 640(SP)
 	XORQ    CX, CX
 
-inner_D_3:
+inner_D_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
@@ -304,7 +306,7 @@ inner_D_3:
 	VMOVUPD Y0, 544(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_D_3
+	JL      inner_D_4
 
 	// finish kl
 	VMOVUPD 544(SP), Y0
@@ -345,12 +347,12 @@ inner_D_3:
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	MOVQ         advantage+48(FP), CX
+	MOVQ         advantage+64(FP), CX
 	VMOVUPD      (CX)(DX*8), Y1
 
 	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
-	MOVQ         stateBeta+56(FP), CX
+	MOVQ         stateBeta+72(FP), CX
 	XORQ         BX, BX
 	VBROADCASTSD (CX)(BX*8), Y2
 
@@ -364,10 +366,10 @@ inner_D_3:
 	VXORPD lgc2<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
-	MOVQ    state+64(FP), CX
+	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	MOVQ    sampleLogProb+40(FP), BX
+	MOVQ    sampleLogProb+56(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 	VMOVUPD 608(SP), Y2
 
@@ -383,7 +385,7 @@ inner_D_3:
 	VMOVUPD Y0, 768(SP)
 	XORQ    BX, BX
 
-inner_D_4:
+inner_D_5:
 	XORQ    SI, SI
 	IMUL3Q  $+32, BX, DI
 	ADDQ    DI, SI
@@ -446,7 +448,7 @@ inner_D_4:
 	VMOVUPD Y0, 672(SP)
 	INCQ    BX
 	CMPQ    BX, $+3
-	JL      inner_D_4
+	JL      inner_D_5
 
 	// finish entropy
 	VMOVUPD 672(SP), Y0
@@ -461,9 +463,9 @@ inner_D_4:
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    valueTarget+72(FP), BX
+	MOVQ    valueTarget+88(FP), BX
 	VMOVUPD (BX)(DX*8), Y0
-	MOVQ    stateValue+80(FP), BX
+	MOVQ    stateValue+96(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -514,11 +516,15 @@ inner_D_4:
 	VMOVUPD 768(SP), Y0
 
 	// store kl2
-	MOVQ    kl+88(FP), CX
+	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+256
+	JGE     chunkdone_2
+	CMPQ    AX, hi+8(FP)
 	JL      blocks_1
+
+chunkdone_2:
 	VZEROUPPER
 	RET
 
@@ -871,14 +877,16 @@ DATA lgc46<>+16(SB)/8, $0x3f7b4e81aaaaaaab
 DATA lgc46<>+24(SB)/8, $0x3f7b4e81aaaaaaab
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
+// func fbPass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1632-120
-	XORQ AX, AX
+TEXT ·fbPass0AVX2(SB), $1632-136
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
+blocks_6:
 	// tile loc
-	MOVQ       loc+0(FP), CX
+	MOVQ       loc+16(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+3, AX, BX
 	ADDQ       BX, DX
@@ -900,7 +908,7 @@ blocks_5:
 	VMOVUPD    Y2, 64(SP)
 
 	// tile scale
-	MOVQ       scale+8(FP), CX
+	MOVQ       scale+24(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -919,7 +927,7 @@ blocks_5:
 	VMOVUPD    Y2, 160(SP)
 
 	// tile action
-	MOVQ       action+16(FP), CX
+	MOVQ       action+32(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -938,7 +946,7 @@ blocks_5:
 	VMOVUPD    Y2, 256(SP)
 
 	// tile oldLoc
-	MOVQ       oldLoc+24(FP), CX
+	MOVQ       oldLoc+40(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -957,7 +965,7 @@ blocks_5:
 	VMOVUPD    Y2, 352(SP)
 
 	// tile oldScale
-	MOVQ       oldScale+32(FP), CX
+	MOVQ       oldScale+48(FP), CX
 	VMOVUPD    lgc0<>+0(SB), Y0
 	VMASKMOVPD (CX)(DX*8), Y0, Y1
 	VMASKMOVPD 24(CX)(DX*8), Y0, Y2
@@ -978,7 +986,7 @@ blocks_5:
 	VMOVUPD    Y0, 672(SP)
 	XORQ       CX, CX
 
-inner_D_6:
+inner_D_8:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
@@ -1069,11 +1077,11 @@ inner_D_6:
 	VMOVUPD Y0, 672(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_D_6
+	JL      inner_D_8
 
 	// finish logProb
 	VMOVUPD 672(SP), Y0
-	MOVQ    sampleLogProb+40(FP), CX
+	MOVQ    sampleLogProb+56(FP), CX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPD (CX)(BX*8), Y1
@@ -1086,7 +1094,7 @@ inner_D_6:
 	VMOVUPD Y1, 992(SP)
 	XORQ    CX, CX
 
-inner_D_7:
+inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
@@ -1179,7 +1187,7 @@ inner_D_7:
 	VMOVUPD Y0, 896(SP)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_D_7
+	JL      inner_D_9
 
 	// finish kl
 	VMOVUPD 896(SP), Y0
@@ -1220,12 +1228,12 @@ inner_D_7:
 	VMULPD       Y2, Y4, Y4
 	VCMPPD       $0x03, Y1, Y1, Y2
 	VBLENDVPD    Y2, Y1, Y4, Y4
-	MOVQ         advantage+48(FP), CX
+	MOVQ         advantage+64(FP), CX
 	VMOVUPD      (CX)(BX*8), Y1
 
 	// v35 = mul(v34, advantage)
 	VMULPD       Y1, Y4, Y1
-	MOVQ         stateBeta+56(FP), CX
+	MOVQ         stateBeta+72(FP), CX
 	XORQ         SI, SI
 	VBROADCASTSD (CX)(SI*8), Y2
 
@@ -1239,10 +1247,10 @@ inner_D_7:
 	VXORPD lgc2<>+0(SB), Y1, Y1
 
 	// mean(v38) over [B]
-	MOVQ    state+64(FP), CX
+	MOVQ    state+80(FP), CX
 	VADDPD  64(CX), Y1, Y1
 	VMOVUPD Y1, 64(CX)
-	MOVQ    sampleLogProb+40(FP), DI
+	MOVQ    sampleLogProb+56(FP), DI
 	VMOVUPD (DI)(BX*8), Y1
 	VMOVUPD 960(SP), Y2
 
@@ -1259,7 +1267,7 @@ inner_D_7:
 	VMOVUPD Y0, 1248(SP)
 	XORQ    DI, DI
 
-inner_D_8:
+inner_D_10:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
@@ -1322,7 +1330,7 @@ inner_D_8:
 	VMOVUPD Y0, 1120(SP)
 	INCQ    DI
 	CMPQ    DI, $+3
-	JL      inner_D_8
+	JL      inner_D_10
 
 	// finish entropy
 	VMOVUPD 1120(SP), Y0
@@ -1337,9 +1345,9 @@ inner_D_8:
 	// mean(v47) over [B]
 	VADDPD  640(CX), Y1, Y0
 	VMOVUPD Y0, 640(CX)
-	MOVQ    valueTarget+72(FP), DI
+	MOVQ    valueTarget+88(FP), DI
 	VMOVUPD (DI)(BX*8), Y0
-	MOVQ    stateValue+80(FP), DI
+	MOVQ    stateValue+96(FP), DI
 	VMOVUPD (DI)(BX*8), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -1396,12 +1404,12 @@ inner_D_8:
 
 	// gradStateValue = neg(v74)
 	VXORPD       lgc2<>+0(SB), Y0, Y0
-	MOVQ         stateBeta+56(FP), CX
+	MOVQ         stateBeta+72(FP), CX
 	VBROADCASTSD (CX)(SI*8), Y1
 
 	// v78 = mul(0.00390625, beta)
 	VMULPD  lgc47<>+0(SB), Y1, Y1
-	MOVQ    advantage+48(FP), CX
+	MOVQ    advantage+64(FP), CX
 	VMOVUPD (CX)(BX*8), Y2
 
 	// v79 = mul(-0.00390625, advantage)
@@ -1460,7 +1468,7 @@ inner_D_8:
 	VMOVUPD Y3, 1568(SP)
 	XORQ    CX, CX
 
-inner_D_9:
+inner_D_11:
 	XORQ    SI, SI
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
@@ -1662,20 +1670,20 @@ inner_D_9:
 	VMOVUPD Y0, 576(SP)(SI*1)
 	INCQ    CX
 	CMPQ    CX, $+3
-	JL      inner_D_9
+	JL      inner_D_11
 	VMOVUPD 1248(SP), Y0
 
 	// store kl2
-	MOVQ    kl+88(FP), CX
+	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 	VMOVUPD 1280(SP), Y0
 
 	// store gradStateValue
-	MOVQ    gradStateValue+96(FP), CX
+	MOVQ    gradStateValue+112(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
 
 	// flush the tile of gradScale
-	MOVQ       gradScale+104(FP), CX
+	MOVQ       gradScale+120(FP), CX
 	VMOVUPD    480(SP), Y0
 	VMOVUPD    512(SP), Y1
 	VMOVUPD    544(SP), Y2
@@ -1695,7 +1703,7 @@ inner_D_9:
 	VMASKMOVPD Y0, Y4, 72(CX)(DX*8)
 
 	// flush the tile of gradLoc
-	MOVQ       gradLoc+112(FP), CX
+	MOVQ       gradLoc+128(FP), CX
 	VMOVUPD    576(SP), Y0
 	VMOVUPD    608(SP), Y1
 	VMOVUPD    640(SP), Y2
@@ -1715,7 +1723,11 @@ inner_D_9:
 	VMASKMOVPD Y0, Y4, 72(CX)(DX*8)
 	ADDQ       $+4, AX
 	CMPQ       AX, $+256
-	JL         blocks_5
+	JGE        chunkdone_7
+	CMPQ       AX, hi+8(FP)
+	JL         blocks_6
+
+chunkdone_7:
 	VZEROUPPER
 	RET
 
@@ -1804,9 +1816,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPD      (CX)(BX*8), Y0
 	VMAXPD       lgc26<>+0(SB), Y0, Y1
 	VMINPD       lgc27<>+0(SB), Y1, Y1
@@ -1844,9 +1856,9 @@ bulk_10:
 	VBLENDVPD    Y1, Y0, Y3, Y3
 	VMOVUPD      Y3, (AX)(BX*8)
 	ADDQ         $+4, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1858,9 +1870,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ        BX, DX
-	JGE         bulkdone_13
+	JGE         bulkdone_15
 	VMOVUPD     (CX)(BX*8), Y0
 	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
 	VMULPD      lgc5<>+0(SB), Y0, Y2
@@ -1911,9 +1923,9 @@ bulk_12:
 	VBLENDVPD   Y2, Y0, Y1, Y1
 	VMOVUPD     Y1, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_12
+	JMP         bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1925,9 +1937,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ        BX, DX
-	JGE         bulkdone_15
+	JGE         bulkdone_17
 	VMOVUPD     (CX)(BX*8), Y0
 	VADDPD      lgc9<>+0(SB), Y0, Y1
 	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
@@ -1989,8 +2001,8 @@ bulk_14:
 	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
 	VMOVUPD     Y2, (AX)(BX*8)
 	ADDQ        $+4, BX
-	JMP         bulk_14
+	JMP         bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET

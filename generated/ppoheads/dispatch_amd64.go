@@ -62,28 +62,60 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r7_s, 0)
-	runtime.Fill(st.r7_p, 0)
-	runtime.Fill(st.r9_s, 0)
-	runtime.Fill(st.r9_p, 0)
-	runtime.Fill(st.r20_s, 0)
-	runtime.Fill(st.r20_p, 0)
-	runtime.Fill(st.r21_s, 0)
-	runtime.Fill(st.r21_p, 0)
-	runtime.Fill(st.r34_s, 0)
-	runtime.Fill(st.r34_p, 0)
-	runtime.Fill(st.r35_n, 0)
-	runtime.Fill(st.r35_mean, 0)
-	runtime.Fill(st.r35_m2, 0)
-	runtime.Fill(st.r36_n, 0)
-	runtime.Fill(st.r36_mean, 0)
-	runtime.Fill(st.r36_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r7_s, 0)
+		runtime.Fill(st.r7_p, 0)
+		runtime.Fill(st.r9_s, 0)
+		runtime.Fill(st.r9_p, 0)
+		runtime.Fill(st.r20_s, 0)
+		runtime.Fill(st.r20_p, 0)
+		runtime.Fill(st.r21_s, 0)
+		runtime.Fill(st.r21_p, 0)
+		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r35_n, 0)
+		runtime.Fill(st.r35_mean, 0)
+		runtime.Fill(st.r35_m2, 0)
+		runtime.Fill(st.r36_n, 0)
+		runtime.Fill(st.r36_mean, 0)
+		runtime.Fill(st.r36_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0])
+	}
+	n := min(pass0Chunks, 128)
+	if n <= 1 {
+		run(st, 0, 1024)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r7_s, sts[c].r7_s)
+			runtime.MergeSum(sts[0].r9_s, sts[c].r9_s)
+			runtime.MergeSum(sts[0].r20_s, sts[c].r20_s)
+			runtime.MergeSum(sts[0].r21_s, sts[c].r21_s)
+			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeVar(sts[0].r35_n, sts[0].r35_mean, sts[0].r35_m2, sts[c].r35_n, sts[c].r35_mean, sts[c].r35_m2)
+			runtime.MergeVar(sts[0].r36_n, sts[0].r36_mean, sts[0].r36_m2, sts[c].r36_n, sts[c].r36_mean, sts[c].r36_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -159,29 +191,61 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r7_s, 0)
-	runtime.Fill(st.r7_p, 0)
-	runtime.Fill(st.r9_s, 0)
-	runtime.Fill(st.r9_p, 0)
-	runtime.Fill(st.r20_s, 0)
-	runtime.Fill(st.r20_p, 0)
-	runtime.Fill(st.r21_s, 0)
-	runtime.Fill(st.r21_p, 0)
-	runtime.Fill(st.r34_s, 0)
-	runtime.Fill(st.r34_p, 0)
-	runtime.Fill(st.r35_n, 0)
-	runtime.Fill(st.r35_mean, 0)
-	runtime.Fill(st.r35_m2, 0)
-	runtime.Fill(st.r36_n, 0)
-	runtime.Fill(st.r36_mean, 0)
-	runtime.Fill(st.r36_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r7_s, 0)
+		runtime.Fill(st.r7_p, 0)
+		runtime.Fill(st.r9_s, 0)
+		runtime.Fill(st.r9_p, 0)
+		runtime.Fill(st.r20_s, 0)
+		runtime.Fill(st.r20_p, 0)
+		runtime.Fill(st.r21_s, 0)
+		runtime.Fill(st.r21_p, 0)
+		runtime.Fill(st.r34_s, 0)
+		runtime.Fill(st.r34_p, 0)
+		runtime.Fill(st.r35_n, 0)
+		runtime.Fill(st.r35_mean, 0)
+		runtime.Fill(st.r35_m2, 0)
+		runtime.Fill(st.r36_n, 0)
+		runtime.Fill(st.r36_mean, 0)
+		runtime.Fill(st.r36_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.LogProb[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.MoveEntropy[0], &in.TurnEntropy[0], &in.ValueTarget[0], &in.StateValue[0], &out.CompositeEntropyMoveEntropy[0], &out.CompositeEntropyTurnEntropy[0], &g.StateValue[0], &g.LogProb[0], &g.MoveEntropy[0], &g.TurnEntropy[0])
+	}
+	n := min(fbPass0Chunks, 128)
+	if n <= 1 {
+		run(st, 0, 1024)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 1024, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r7_s, sts[c].r7_s)
+			runtime.MergeSum(sts[0].r9_s, sts[c].r9_s)
+			runtime.MergeSum(sts[0].r20_s, sts[c].r20_s)
+			runtime.MergeSum(sts[0].r21_s, sts[c].r21_s)
+			runtime.MergeSum(sts[0].r34_s, sts[c].r34_s)
+			runtime.MergeVar(sts[0].r35_n, sts[0].r35_mean, sts[0].r35_m2, sts[c].r35_n, sts[c].r35_mean, sts[c].r35_m2)
+			runtime.MergeVar(sts[0].r36_n, sts[0].r36_mean, sts[0].r36_m2, sts[c].r36_n, sts[c].r36_mean, sts[c].r36_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

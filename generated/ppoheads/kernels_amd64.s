@@ -4,18 +4,20 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
+// func pass0AVX2(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $0-80
+TEXT ·pass0AVX2(SB), $0-96
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
-	MOVQ    logProb+0(FP), DX
+	MOVQ    logProb+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    sampleLogProb+8(FP), DX
+	MOVQ    sampleLogProb+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -49,7 +51,7 @@ blocks_1:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         advantage+16(FP), DX
+	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v4, advantage)
@@ -59,7 +61,7 @@ blocks_1:
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
@@ -69,12 +71,12 @@ blocks_1:
 	// mean(v8) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    moveEntropy+32(FP), SI
+	MOVQ    moveEntropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v12 = mul(-0.01, moveEntropy)
 	VMULPS  lgc15<>+0(SB), Y0, Y1
-	MOVQ    turnEntropy+40(FP), SI
+	MOVQ    turnEntropy+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v16 = mul(-0.05, turnEntropy)
@@ -93,9 +95,9 @@ blocks_1:
 	// mean(v18) over [B]
 	VADDPS  1216(DX), Y1, Y1
 	VMOVUPS Y1, 1216(DX)
-	MOVQ    valueTarget+48(FP), SI
+	MOVQ    valueTarget+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    stateValue+56(FP), SI
+	MOVQ    stateValue+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
@@ -190,15 +192,15 @@ blocks_1:
 	VMOVUPD      Y1, 2656(DX)
 
 	// store compositeEntropyMoveEntropy
-	MOVQ    compositeEntropyMoveEntropy+64(FP), DX
+	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// store compositeEntropyTurnEntropy
-	MOVQ         compositeEntropyTurnEntropy+72(FP), DX
+	MOVQ         compositeEntropyTurnEntropy+88(FP), DX
 	VMOVUPS      Y2, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_2
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_3
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -267,11 +269,15 @@ blocks_1:
 	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
-noflush_2:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+1024
-	JL           blocks_1
-	MOVQ         state+24(FP), AX
+noflush_3:
+	ADDQ $+8, AX
+	CMPQ AX, $+1024
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -582,18 +588,20 @@ DATA lgc21<>+24(SB)/4, $0x34000000
 DATA lgc21<>+28(SB)/4, $0x34000000
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
+// func fbPass0AVX2(lo int, hi int, logProb *float32, sampleLogProb *float32, advantage *float32, state *float64, moveEntropy *float32, turnEntropy *float32, valueTarget *float32, stateValue *float32, compositeEntropyMoveEntropy *float32, compositeEntropyTurnEntropy *float32, gradStateValue *float32, gradLogProb *float32, gradMoveEntropy *float32, gradTurnEntropy *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $96-112
+TEXT ·fbPass0AVX2(SB), $96-128
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
-blocks_3:
-	MOVQ    logProb+0(FP), DX
+blocks_4:
+	MOVQ    logProb+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
-	MOVQ    sampleLogProb+8(FP), DX
+	MOVQ    sampleLogProb+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// logWeight = sub(logProb, sampleLogProb)
@@ -627,7 +635,7 @@ blocks_3:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         advantage+16(FP), DX
+	MOVQ         advantage+32(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v4, advantage)
@@ -637,7 +645,7 @@ blocks_3:
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// mean(v6) over [B]
-	MOVQ    state+24(FP), DX
+	MOVQ    state+40(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
@@ -647,12 +655,12 @@ blocks_3:
 	// mean(v8) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    moveEntropy+32(FP), SI
+	MOVQ    moveEntropy+48(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v12 = mul(-0.01, moveEntropy)
 	VMULPS  lgc15<>+0(SB), Y0, Y1
-	MOVQ    turnEntropy+40(FP), SI
+	MOVQ    turnEntropy+56(FP), SI
 	VMOVUPS (SI)(BX*4), Y2
 
 	// v16 = mul(-0.05, turnEntropy)
@@ -671,9 +679,9 @@ blocks_3:
 	// mean(v18) over [B]
 	VADDPS  1216(DX), Y1, Y1
 	VMOVUPS Y1, 1216(DX)
-	MOVQ    valueTarget+48(FP), SI
+	MOVQ    valueTarget+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
-	MOVQ    stateValue+56(FP), SI
+	MOVQ    stateValue+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
 	// diff = sub(valueTarget, stateValue)
@@ -848,7 +856,7 @@ blocks_3:
 
 	// gradStateValue = neg(v61)
 	VXORPS  lgc14<>+0(SB), Y0, Y0
-	MOVQ    advantage+16(FP), DX
+	MOVQ    advantage+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v66 = mul(-0.0009765625, advantage)
@@ -871,32 +879,32 @@ blocks_3:
 	VMOVUPS   32(SP), Y4
 
 	// store compositeEntropyMoveEntropy
-	MOVQ    compositeEntropyMoveEntropy+64(FP), DX
+	MOVQ    compositeEntropyMoveEntropy+80(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 	VMOVUPS (SP), Y4
 
 	// store compositeEntropyTurnEntropy
-	MOVQ    compositeEntropyTurnEntropy+72(FP), DX
+	MOVQ    compositeEntropyTurnEntropy+88(FP), DX
 	VMOVUPS Y4, (DX)(BX*4)
 
 	// store gradStateValue
-	MOVQ    gradStateValue+80(FP), DX
+	MOVQ    gradStateValue+96(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 
 	// store gradLogProb
-	MOVQ    gradLogProb+88(FP), DX
+	MOVQ    gradLogProb+104(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store gradMoveEntropy
-	MOVQ    gradMoveEntropy+96(FP), DX
+	MOVQ    gradMoveEntropy+112(FP), DX
 	VMOVUPS Y2, (DX)(BX*4)
 
 	// store gradTurnEntropy
-	MOVQ         gradTurnEntropy+104(FP), DX
+	MOVQ         gradTurnEntropy+120(FP), DX
 	VMOVUPS      Y3, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+24(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -965,11 +973,15 @@ blocks_3:
 	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+1024
-	JL           blocks_3
-	MOVQ         state+24(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+1024
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc19<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc20<>+0(SB), Y1, Y1
@@ -1122,9 +1134,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_5:
+bulk_7:
 	CMPQ         BX, DX
-	JGE          bulkdone_6
+	JGE          bulkdone_8
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -1155,9 +1167,9 @@ bulk_5:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_5
+	JMP          bulk_7
 
-bulkdone_6:
+bulkdone_8:
 	VZEROUPPER
 	RET
 
@@ -1169,9 +1181,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_7:
+bulk_9:
 	CMPQ         BX, DX
-	JGE          bulkdone_8
+	JGE          bulkdone_10
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc27<>+0(SB), Y0, Y1
 	VMULPS       lgc28<>+0(SB), Y0, Y2
@@ -1214,9 +1226,9 @@ bulk_7:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_7
+	JMP          bulk_9
 
-bulkdone_8:
+bulkdone_10:
 	VZEROUPPER
 	RET
 
@@ -1398,9 +1410,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_9:
+bulk_11:
 	CMPQ         BX, DX
-	JGE          bulkdone_10
+	JGE          bulkdone_12
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc27<>+0(SB), Y1, Y2
@@ -1454,8 +1466,8 @@ bulk_9:
 	VBLENDVPS    Y3, lgc43<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_9
+	JMP          bulk_11
 
-bulkdone_10:
+bulkdone_12:
 	VZEROUPPER
 	RET

@@ -62,28 +62,60 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r55_p, 0)
-	runtime.Fill(st.r57_s, 0)
-	runtime.Fill(st.r57_p, 0)
-	runtime.Fill(st.r61_s, 0)
-	runtime.Fill(st.r61_p, 0)
-	runtime.Fill(st.r62_s, 0)
-	runtime.Fill(st.r62_p, 0)
-	runtime.Fill(st.r73_s, 0)
-	runtime.Fill(st.r73_p, 0)
-	runtime.Fill(st.r74_n, 0)
-	runtime.Fill(st.r74_mean, 0)
-	runtime.Fill(st.r74_m2, 0)
-	runtime.Fill(st.r75_n, 0)
-	runtime.Fill(st.r75_mean, 0)
-	runtime.Fill(st.r75_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r74_n, 0)
+		runtime.Fill(st.r74_mean, 0)
+		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r75_n, 0)
+		runtime.Fill(st.r75_mean, 0)
+		runtime.Fill(st.r75_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0])
+	}
+	n := min(pass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 512)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 512, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
+			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -159,29 +191,61 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r55_s, 0)
-	runtime.Fill(st.r55_p, 0)
-	runtime.Fill(st.r57_s, 0)
-	runtime.Fill(st.r57_p, 0)
-	runtime.Fill(st.r61_s, 0)
-	runtime.Fill(st.r61_p, 0)
-	runtime.Fill(st.r62_s, 0)
-	runtime.Fill(st.r62_p, 0)
-	runtime.Fill(st.r73_s, 0)
-	runtime.Fill(st.r73_p, 0)
-	runtime.Fill(st.r74_n, 0)
-	runtime.Fill(st.r74_mean, 0)
-	runtime.Fill(st.r74_m2, 0)
-	runtime.Fill(st.r75_n, 0)
-	runtime.Fill(st.r75_mean, 0)
-	runtime.Fill(st.r75_m2, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r55_s, 0)
+		runtime.Fill(st.r55_p, 0)
+		runtime.Fill(st.r57_s, 0)
+		runtime.Fill(st.r57_p, 0)
+		runtime.Fill(st.r61_s, 0)
+		runtime.Fill(st.r61_p, 0)
+		runtime.Fill(st.r62_s, 0)
+		runtime.Fill(st.r62_p, 0)
+		runtime.Fill(st.r73_s, 0)
+		runtime.Fill(st.r73_p, 0)
+		runtime.Fill(st.r74_n, 0)
+		runtime.Fill(st.r74_mean, 0)
+		runtime.Fill(st.r74_m2, 0)
+		runtime.Fill(st.r75_n, 0)
+		runtime.Fill(st.r75_mean, 0)
+		runtime.Fill(st.r75_m2, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.Loc[0], &in.Scale[0], &in.Action[0], &in.SampleLogProb[0], &in.Advantage[0], &st.buf[0], &in.Entropy[0], &in.ValueTarget[0], &in.StateValue[0], &g.StateValue[0], &g.Entropy[0], &g.Scale[0], &g.Loc[0])
+	}
+	n := min(fbPass0Chunks, 64)
+	if n <= 1 {
+		run(st, 0, 512)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 512, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r55_s, sts[c].r55_s)
+			runtime.MergeSum(sts[0].r57_s, sts[c].r57_s)
+			runtime.MergeSum(sts[0].r61_s, sts[c].r61_s)
+			runtime.MergeSum(sts[0].r62_s, sts[c].r62_s)
+			runtime.MergeSum(sts[0].r73_s, sts[c].r73_s)
+			runtime.MergeVar(sts[0].r74_n, sts[0].r74_mean, sts[0].r74_m2, sts[c].r74_n, sts[c].r74_mean, sts[c].r74_m2)
+			runtime.MergeVar(sts[0].r75_n, sts[0].r75_mean, sts[0].r75_m2, sts[c].r75_n, sts[c].r75_mean, sts[c].r75_m2)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

@@ -8,7 +8,7 @@ package ppotanh
 // in Go.
 //
 //go:noescape
-func pass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
+func pass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 
 // pass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see pass1Go for the same loop in
 // Go.
@@ -20,7 +20,7 @@ func pass1AVX2(s1 *float32, s0 *float32, explainedVariance *float32)
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
+func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over []) on 8 float32 lanes; see fbPass1Go for the same loop
 // in Go.

@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
+// func pass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $928-72
+TEXT ·pass0AVX2(SB), $928-88
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile loc
-	MOVQ       loc+0(FP), DX
+	MOVQ       loc+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+2, AX, SI
 	ADDQ       SI, BX
@@ -53,7 +55,7 @@ blocks_1:
 	VMOVUPS    Y3, 32(SP)
 
 	// tile scale
-	MOVQ       scale+8(FP), DX
+	MOVQ       scale+24(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -91,7 +93,7 @@ blocks_1:
 	VMOVUPS    Y3, 96(SP)
 
 	// tile action
-	MOVQ       action+16(FP), DX
+	MOVQ       action+32(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -132,7 +134,7 @@ blocks_1:
 	VMOVUPD    Y0, 224(SP)
 	XORQ       DX, DX
 
-inner_D_2:
+inner_D_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
@@ -327,7 +329,7 @@ inner_D_2:
 	VMOVUPD      Y0, 224(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_D_2
+	JL           inner_D_3
 
 	// finish v34
 	VMOVUPD     192(SP), Y0
@@ -342,7 +344,7 @@ inner_D_2:
 	VMOVUPS     Y0, 768(SP)
 	XORQ        DX, DX
 
-inner_D_3:
+inner_D_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
@@ -567,7 +569,7 @@ inner_D_3:
 	VMOVUPD      Y0, 736(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_D_3
+	JL           inner_D_4
 
 	// finish v46
 	VMOVUPD     704(SP), Y0
@@ -583,7 +585,7 @@ inner_D_3:
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    sampleLogProb+24(FP), DX
+	MOVQ    sampleLogProb+40(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y1
@@ -619,7 +621,7 @@ inner_D_3:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         advantage+32(FP), DX
+	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(BX*4), Y2
 
 	// gain = mul(v52, advantage)
@@ -629,7 +631,7 @@ inner_D_3:
 	VXORPS lgc6<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
@@ -639,7 +641,7 @@ inner_D_3:
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    entropy+48(FP), SI
+	MOVQ    entropy+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 
 	// v60 = mul(-0.01, entropy)
@@ -652,9 +654,9 @@ inner_D_3:
 	// mean(v60) over [B]
 	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
-	MOVQ    valueTarget+56(FP), SI
+	MOVQ    valueTarget+72(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    stateValue+64(FP), SI
+	MOVQ    stateValue+80(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -748,8 +750,8 @@ inner_D_3:
 	VMOVUPD      Y1, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_5
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -818,11 +820,15 @@ inner_D_3:
 	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+512
-	JL           blocks_1
-	MOVQ         state+40(FP), AX
+noflush_5:
+	ADDQ $+8, AX
+	CMPQ AX, $+512
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -1389,15 +1395,17 @@ DATA lgc47<>+24(SB)/4, $0x34000000
 DATA lgc47<>+28(SB)/4, $0x34000000
 GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
+// func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1824-104
+TEXT ·fbPass0AVX2(SB), $1824-120
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
+blocks_6:
 	// tile loc
-	MOVQ       loc+0(FP), DX
+	MOVQ       loc+16(FP), DX
 	XORQ       BX, BX
 	IMUL3Q     $+2, AX, SI
 	ADDQ       SI, BX
@@ -1438,7 +1446,7 @@ blocks_5:
 	VMOVUPS    Y3, 32(SP)
 
 	// tile scale
-	MOVQ       scale+8(FP), DX
+	MOVQ       scale+24(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -1476,7 +1484,7 @@ blocks_5:
 	VMOVUPS    Y3, 96(SP)
 
 	// tile action
-	MOVQ       action+16(FP), DX
+	MOVQ       action+32(FP), DX
 	VMOVUPS    lgc0<>+0(SB), Y0
 	VMASKMOVPS (DX)(BX*4), Y0, Y1
 	VMASKMOVPS 8(DX)(BX*4), Y0, Y2
@@ -1517,7 +1525,7 @@ blocks_5:
 	VMOVUPD    Y0, 352(SP)
 	XORQ       DX, DX
 
-inner_D_6:
+inner_D_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -1717,7 +1725,7 @@ inner_D_6:
 	VMOVUPD      Y0, 352(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_D_6
+	JL           inner_D_8
 
 	// finish v34
 	VMOVUPD     320(SP), Y0
@@ -1732,7 +1740,7 @@ inner_D_6:
 	VMOVUPS     Y0, 1056(SP)
 	XORQ        DX, DX
 
-inner_D_7:
+inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
@@ -1969,7 +1977,7 @@ inner_D_7:
 	VMOVUPD      Y0, 1024(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_D_7
+	JL           inner_D_9
 
 	// finish v46
 	VMOVUPD     992(SP), Y0
@@ -1985,7 +1993,7 @@ inner_D_7:
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    sampleLogProb+24(FP), DX
+	MOVQ    sampleLogProb+40(FP), DX
 	XORQ    SI, SI
 	ADDQ    AX, SI
 	VMOVUPS (DX)(SI*4), Y1
@@ -2021,7 +2029,7 @@ inner_D_7:
 	VMULPS       Y3, Y5, Y5
 	VCMPPS       $0x03, Y2, Y2, Y3
 	VBLENDVPS    Y3, Y2, Y5, Y5
-	MOVQ         advantage+32(FP), DX
+	MOVQ         advantage+48(FP), DX
 	VMOVUPS      (DX)(SI*4), Y2
 
 	// gain = mul(v52, advantage)
@@ -2031,7 +2039,7 @@ inner_D_7:
 	VXORPS lgc6<>+0(SB), Y2, Y2
 
 	// mean(v54) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y2, Y2
 	VMOVUPS Y2, 256(DX)
 
@@ -2041,7 +2049,7 @@ inner_D_7:
 	// mean(v56) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    entropy+48(FP), DI
+	MOVQ    entropy+64(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
 
 	// v60 = mul(-0.01, entropy)
@@ -2054,9 +2062,9 @@ inner_D_7:
 	// mean(v60) over [B]
 	VADDPS  1216(DX), Y1, Y0
 	VMOVUPS Y0, 1216(DX)
-	MOVQ    valueTarget+56(FP), DI
+	MOVQ    valueTarget+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y0
-	MOVQ    stateValue+64(FP), DI
+	MOVQ    stateValue+80(FP), DI
 	VMOVUPS (DI)(SI*4), Y1
 
 	// diff = sub(valueTarget, stateValue)
@@ -2229,7 +2237,7 @@ inner_D_7:
 
 	// gradStateValue = neg(v99)
 	VXORPS  lgc6<>+0(SB), Y0, Y0
-	MOVQ    advantage+32(FP), DX
+	MOVQ    advantage+48(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// v103 = mul(-0.001953125, advantage)
@@ -2265,7 +2273,7 @@ inner_D_7:
 	VMOVUPS Y4, 1760(SP)
 	XORQ    DX, DX
 
-inner_D_8:
+inner_D_10:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
@@ -2456,20 +2464,20 @@ inner_D_8:
 	VMOVUPS Y0, 256(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_D_8
+	JL      inner_D_10
 	VMOVUPS lgc51<>+0(SB), Y0
 	VMOVUPS 1632(SP), Y1
 
 	// store gradStateValue
-	MOVQ    gradStateValue+72(FP), DX
+	MOVQ    gradStateValue+88(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// store gradEntropy
-	MOVQ    gradEntropy+80(FP), DX
+	MOVQ    gradEntropy+96(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
 
 	// flush the tile of gradScale
-	MOVQ       gradScale+88(FP), DX
+	MOVQ       gradScale+104(FP), DX
 	VMOVUPS    192(SP), Y0
 	VMOVUPS    224(SP), Y1
 	VMOVUPS    lgc2<>+0(SB), Y2
@@ -2513,7 +2521,7 @@ inner_D_8:
 	VMASKMOVPS Y0, Y8, 56(DX)(BX*4)
 
 	// flush the tile of gradLoc
-	MOVQ         gradLoc+96(FP), DX
+	MOVQ         gradLoc+112(FP), DX
 	VMOVUPS      256(SP), Y0
 	VMOVUPS      288(SP), Y1
 	VMOVUPS      lgc2<>+0(SB), Y2
@@ -2556,8 +2564,8 @@ inner_D_8:
 	VMASKMOVPS   Y5, Y8, 48(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 56(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_9
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_11
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -2626,11 +2634,15 @@ inner_D_8:
 	VMOVUPS      Y1, 2816(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+512
-	JL           blocks_5
-	MOVQ         state+40(FP), AX
+noflush_11:
+	ADDQ $+8, AX
+	CMPQ AX, $+512
+	JGE  chunkdone_7
+	CMPQ AX, hi+8(FP)
+	JL   blocks_6
+
+chunkdone_7:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc46<>+0(SB), Y1, Y1
@@ -2773,9 +2785,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc32<>+0(SB), Y0, Y1
 	VMINPS       lgc33<>+0(SB), Y1, Y1
@@ -2806,9 +2818,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -2820,9 +2832,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
 	VMULPS       lgc9<>+0(SB), Y0, Y2
@@ -2865,9 +2877,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -2879,9 +2891,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc7<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
@@ -2935,8 +2947,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET

@@ -27,11 +27,35 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	pass0AVX2(&in.ActionValue[0], &in.ActionMask[0], &out.ChosenActionValue[0], &out.ActionValue[0], &out.Action[0])
+	run := func(st *avxState, lo, hi int) {
+		pass0AVX2(lo, hi, &in.ActionValue[0], &in.ActionMask[0], &out.ChosenActionValue[0], &out.ActionValue[0], &out.Action[0])
+	}
+	n := min(pass0Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 257)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 257, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+		}
+	}
 }
 
 // init registers the AVX2 implementation when runtime.AVX2 holds (the CPU has AVX2 and

@@ -8,7 +8,7 @@ package qvalue
 // in Go.
 //
 //go:noescape
-func pass0AVX2(actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
+func pass0AVX2(lo int, hi int, actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

@@ -4,14 +4,16 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
+// func pass0AVX2(lo int, hi int, actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $880-40
-	XORQ AX, AX
+TEXT ·pass0AVX2(SB), $880-56
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	// tile actionValue
-	MOVQ       actionValue+0(FP), CX
+	MOVQ       actionValue+16(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+6, AX, BX
 	ADDQ       BX, DX
@@ -58,8 +60,8 @@ blocks_1:
 	VMOVUPS    Y0, 576(SP)
 	XORQ       CX, CX
 
-inner_A_2:
-	MOVQ      actionMask+8(FP), BX
+inner_A_3:
+	MOVQ      actionMask+24(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+6, AX, DI
 	ADDQ      DI, SI
@@ -106,15 +108,15 @@ inner_A_2:
 	VMOVUPS Y1, 576(SP)
 	INCQ    CX
 	CMPQ    CX, $+6
-	JL      inner_A_2
+	JL      inner_A_3
 
 	// finish v4
 	VMOVUPS 576(SP), Y0
 	VMOVUPS Y0, 648(SP)
 	XORQ    CX, CX
 
-inner_A_3:
-	MOVQ      actionMask+8(FP), BX
+inner_A_4:
+	MOVQ      actionMask+24(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+6, AX, DI
 	ADDQ      DI, SI
@@ -162,14 +164,14 @@ inner_A_3:
 	VMOVUPS Y0, 384(SP)(BX*1)
 	INCQ    CX
 	CMPQ    CX, $+6
-	JL      inner_A_3
+	JL      inner_A_4
 	VMOVUPD lgc6<>+0(SB), Y0
 	VMOVUPD Y0, 688(SP)
 	VMOVUPD Y0, 720(SP)
 	XORQ    CX, CX
 
-inner_A_4:
-	MOVQ      actionMask+8(FP), BX
+inner_A_5:
+	MOVQ      actionMask+24(FP), BX
 	XORQ      SI, SI
 	IMUL3Q    $+6, AX, DI
 	ADDQ      DI, SI
@@ -223,7 +225,7 @@ inner_A_4:
 	VMOVUPD      Y0, 720(SP)
 	INCQ         CX
 	CMPQ         CX, $+6
-	JL           inner_A_4
+	JL           inner_A_5
 
 	// finish chosenActionValue
 	VMOVUPD     688(SP), Y0
@@ -234,13 +236,13 @@ inner_A_4:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store chosenActionValue
-	MOVQ    chosenActionValue+16(FP), CX
+	MOVQ    chosenActionValue+32(FP), CX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS Y0, (CX)(BX*4)
 
 	// flush the tile of actionValue2
-	MOVQ       outActionValue+24(FP), CX
+	MOVQ       outActionValue+40(FP), CX
 	VMOVUPS    192(SP), Y0
 	VMOVUPS    224(SP), Y1
 	VMOVUPS    256(SP), Y2
@@ -284,7 +286,7 @@ inner_A_4:
 	VMASKMOVPS Y0, Y8, 168(CX)(DX*4)
 
 	// flush the tile of action
-	MOVQ       action+32(FP), CX
+	MOVQ       action+48(FP), CX
 	VMOVUPS    384(SP), Y0
 	VMOVUPS    416(SP), Y1
 	VMOVUPS    448(SP), Y2
@@ -328,13 +330,19 @@ inner_A_4:
 	VMASKMOVPS Y0, Y8, 168(CX)(DX*4)
 	ADDQ       $+8, AX
 	CMPQ       AX, $+256
+	JGE        chunkdone_2
+	CMPQ       AX, hi+8(FP)
 	JL         blocks_1
-	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 576(SP)
-	XORQ       AX, AX
 
-inner_A_5:
-	MOVQ       actionMask+8(FP), CX
+chunkdone_2:
+	CMPQ    hi+8(FP), $+257
+	JNE     notail_6
+	VMOVUPS lgc1<>+0(SB), Y0
+	VMOVUPS Y0, 576(SP)
+	XORQ    AX, AX
+
+inner_A_7:
+	MOVQ       actionMask+24(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
@@ -344,7 +352,7 @@ inner_A_5:
 	MOVB       CL, 760(SP)
 	VPMOVZXBD  760(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+0(FP), CX
+	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -374,15 +382,15 @@ inner_A_5:
 	VMOVUPS      Y2, 576(SP)
 	INCQ         AX
 	CMPQ         AX, $+6
-	JL           inner_A_5
+	JL           inner_A_7
 
 	// finish v4
 	VMOVUPS 576(SP), Y0
 	VMOVUPS Y0, 768(SP)
 	XORQ    AX, AX
 
-inner_A_6:
-	MOVQ       actionMask+8(FP), CX
+inner_A_8:
+	MOVQ       actionMask+24(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
@@ -392,7 +400,7 @@ inner_A_6:
 	MOVB       CL, 800(SP)
 	VPMOVZXBD  800(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+0(FP), CX
+	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -406,7 +414,7 @@ inner_A_6:
 	VBLENDVPS Y3, Y1, Y2, Y0
 
 	// store actionValue2
-	MOVQ    outActionValue+24(FP), CX
+	MOVQ    outActionValue+40(FP), CX
 	VMOVUPS Y0, 808(SP)
 	MOVL    808(SP), BX
 	MOVL    BX, (CX)(DX*4)
@@ -417,20 +425,20 @@ inner_A_6:
 	VANDPS lgc5<>+0(SB), Y0, Y0
 
 	// store action
-	MOVQ    action+32(FP), CX
+	MOVQ    action+48(FP), CX
 	VMOVUPS Y0, 840(SP)
 	MOVL    840(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+6
-	JL      inner_A_6
+	JL      inner_A_8
 	VMOVUPD lgc6<>+0(SB), Y0
 	VMOVUPD Y0, 688(SP)
 	VMOVUPD Y0, 720(SP)
 	XORQ    AX, AX
 
-inner_A_7:
-	MOVQ       actionMask+8(FP), CX
+inner_A_9:
+	MOVQ       actionMask+24(FP), CX
 	XORQ       DX, DX
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
@@ -440,7 +448,7 @@ inner_A_7:
 	MOVB       CL, 872(SP)
 	VPMOVZXBD  872(SP), Y0
 	VCVTDQ2PS  Y0, Y0
-	MOVQ       actionValue+0(FP), CX
+	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
 	VMOVUPS    lgc7<>+0(SB), Y2
 	VMOVUPS    lgc8<>+0(SB), Y3
@@ -476,7 +484,7 @@ inner_A_7:
 	VMOVUPD      Y0, 720(SP)
 	INCQ         AX
 	CMPQ         AX, $+6
-	JL           inner_A_7
+	JL           inner_A_9
 
 	// finish chosenActionValue
 	VMOVUPD     688(SP), Y0
@@ -487,11 +495,13 @@ inner_A_7:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// store chosenActionValue
-	MOVQ       chosenActionValue+16(FP), AX
+	MOVQ       chosenActionValue+32(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+256, CX
 	VMOVUPS    lgc8<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_6:
 	VZEROUPPER
 	RET
 
@@ -589,9 +599,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_8:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_9
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc9<>+0(SB), Y0, Y1
 	VMINPS       lgc10<>+0(SB), Y1, Y1
@@ -622,9 +632,9 @@ bulk_8:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_8
+	JMP          bulk_10
 
-bulkdone_9:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -766,9 +776,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
 	VMULPS       lgc23<>+0(SB), Y0, Y2
@@ -811,9 +821,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -985,9 +995,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc5<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y2
@@ -1041,8 +1051,8 @@ bulk_12:
 	VBLENDVPS    Y3, lgc37<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET

@@ -292,14 +292,16 @@ DATA lgc18<>+24(SB)/4, $0x00000000
 DATA lgc18<>+28(SB)/4, $0x00000000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
+// func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $448-104
+TEXT ·pass1AVX2(SB), $448-120
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_3
 
 blocks_2:
-	MOVQ         logAlpha+0(FP), DX
+	MOVQ         logAlpha+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 	VMOVUPS      lgc19<>+0(SB), Y1
@@ -353,7 +355,7 @@ blocks_2:
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y2, Y0
-	MOVQ    nextLogProb+8(FP), DX
+	MOVQ    nextLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
@@ -367,8 +369,8 @@ blocks_2:
 	VMOVUPS Y2, 128(SP)
 	XORQ    DX, DX
 
-inner_Q_3:
-	MOVQ    nextStateActionValue+16(FP), SI
+inner_Q_4:
+	MOVQ    nextStateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -378,7 +380,7 @@ inner_Q_3:
 
 	// v23 = sub(nextStateActionValue, v22)
 	VSUBPS       Y1, Y0, Y0
-	MOVQ         selectedModels+24(FP), SI
+	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
@@ -401,12 +403,12 @@ inner_Q_3:
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_3
+	JL      inner_Q_4
 
 	// finish v26
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+32(FP), DX
+	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -418,13 +420,13 @@ inner_Q_3:
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPS 96(SP), Y2
-	MOVQ    logProb+48(FP), DX
+	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
@@ -439,9 +441,9 @@ inner_Q_3:
 	VMOVUPS Y2, 352(SP)
 	XORQ    DX, DX
 
-inner_Q_4:
+inner_Q_5:
 	VMOVUPS 352(SP), Y0
-	MOVQ    stateActionValueActor+56(FP), SI
+	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -459,7 +461,7 @@ inner_Q_4:
 	VMOVUPD      Y1, 224(SP)
 	VADDPD       256(SP), Y0, Y0
 	VMOVUPD      Y0, 256(SP)
-	MOVQ         stateActionValue+64(FP), SI
+	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      320(SP), Y1
 
@@ -480,7 +482,7 @@ inner_Q_4:
 	VMOVUPS Y1, 160(SP)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_4
+	JL      inner_Q_5
 
 	// finish v40
 	VMOVUPD     224(SP), Y0
@@ -493,7 +495,7 @@ inner_Q_4:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v40) over [B]
-	MOVQ    state+72(FP), DX
+	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
@@ -501,8 +503,8 @@ inner_Q_4:
 	VMOVUPD Y0, 416(SP)
 	XORQ    SI, SI
 
-inner_Q_5:
-	MOVQ    stateActionValue+64(FP), DI
+inner_Q_6:
+	MOVQ    stateActionValue+80(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -546,7 +548,7 @@ inner_Q_5:
 	VMOVUPD      Y0, 416(SP)
 	INCQ         SI
 	CMPQ         SI, $+10
-	JL           inner_Q_5
+	JL           inner_Q_6
 
 	// finish v51
 	VMOVUPD     384(SP), Y0
@@ -561,9 +563,9 @@ inner_Q_5:
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    logProb+48(FP), SI
+	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    nextLogProb+8(FP), SI
+	MOVQ    nextLogProb+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v54 = add(logProb, nextLogProb)
@@ -627,20 +629,20 @@ inner_Q_5:
 	VMOVUPS 288(SP), Y1
 
 	// store nextStateValue
-	MOVQ    nextStateValue+80(FP), DX
+	MOVQ    nextStateValue+96(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 320(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+88(FP), DX
+	MOVQ    valueTarget+104(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+96(FP), DX
+	MOVQ         tDError+112(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_6
-	MOVQ         state+72(FP), CX
+	JNZ          noflush_7
+	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
@@ -696,11 +698,15 @@ inner_Q_5:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_6:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_2
-	MOVQ         state+72(FP), AX
+noflush_7:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_3
+	CMPQ AX, hi+8(FP)
+	JL   blocks_2
+
+chunkdone_3:
+	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
@@ -912,7 +918,7 @@ TEXT ·fbPass0AVX2(SB), $96-32
 	VMOVUPS Y0, 64(SP)
 	XORQ    AX, AX
 
-inner_Q_7:
+inner_Q_8:
 	MOVQ         selectedModels+8(FP), DX
 	XORQ         BX, BX
 	MOVQ         AX, SI
@@ -937,7 +943,7 @@ inner_Q_7:
 	VMOVUPD      Y0, 32(SP)
 	INCQ         AX
 	CMPQ         AX, $+10
-	JL           inner_Q_7
+	JL           inner_Q_8
 
 	// finish v18
 	VMOVUPD     (SP), Y0
@@ -965,14 +971,16 @@ inner_Q_7:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+// func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $512-128
+TEXT ·fbPass1AVX2(SB), $512-144
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_10
 
-blocks_8:
-	MOVQ         logAlpha+0(FP), DX
+blocks_9:
+	MOVQ         logAlpha+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 	VMOVUPS      lgc19<>+0(SB), Y1
@@ -1026,7 +1034,7 @@ blocks_8:
 
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y2, Y0
-	MOVQ    nextLogProb+8(FP), DX
+	MOVQ    nextLogProb+24(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y2
@@ -1040,8 +1048,8 @@ blocks_8:
 	VMOVUPS Y2, 128(SP)
 	XORQ    DX, DX
 
-inner_Q_9:
-	MOVQ    nextStateActionValue+16(FP), SI
+inner_Q_11:
+	MOVQ    nextStateActionValue+32(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -1051,7 +1059,7 @@ inner_Q_9:
 
 	// v23 = sub(nextStateActionValue, v22)
 	VSUBPS       Y1, Y0, Y0
-	MOVQ         selectedModels+24(FP), SI
+	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
@@ -1074,12 +1082,12 @@ inner_Q_9:
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_9
+	JL      inner_Q_11
 
 	// finish v26
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+32(FP), DX
+	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -1091,13 +1099,13 @@ inner_Q_9:
 
 	// v33 = mul(v32, v26)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPS 96(SP), Y2
-	MOVQ    logProb+48(FP), DX
+	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
@@ -1112,9 +1120,9 @@ inner_Q_9:
 	VMOVUPS Y2, 352(SP)
 	XORQ    DX, DX
 
-inner_Q_10:
+inner_Q_12:
 	VMOVUPS 352(SP), Y0
-	MOVQ    stateActionValueActor+56(FP), SI
+	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -1132,7 +1140,7 @@ inner_Q_10:
 	VMOVUPD      Y1, 224(SP)
 	VADDPD       256(SP), Y0, Y0
 	VMOVUPD      Y0, 256(SP)
-	MOVQ         stateActionValue+64(FP), SI
+	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      320(SP), Y1
 
@@ -1153,7 +1161,7 @@ inner_Q_10:
 	VMOVUPS Y1, 160(SP)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_10
+	JL      inner_Q_12
 
 	// finish v40
 	VMOVUPD     224(SP), Y0
@@ -1166,7 +1174,7 @@ inner_Q_10:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v40) over [B]
-	MOVQ    state+72(FP), DX
+	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
@@ -1174,8 +1182,8 @@ inner_Q_10:
 	VMOVUPD Y0, 416(SP)
 	XORQ    SI, SI
 
-inner_Q_11:
-	MOVQ    stateActionValue+64(FP), DI
+inner_Q_13:
+	MOVQ    stateActionValue+80(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -1219,7 +1227,7 @@ inner_Q_11:
 	VMOVUPD      Y0, 416(SP)
 	INCQ         SI
 	CMPQ         SI, $+10
-	JL           inner_Q_11
+	JL           inner_Q_13
 
 	// finish v51
 	VMOVUPD     384(SP), Y0
@@ -1234,9 +1242,9 @@ inner_Q_11:
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	MOVQ    logProb+48(FP), SI
+	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
-	MOVQ    nextLogProb+8(FP), SI
+	MOVQ    nextLogProb+24(FP), SI
 	VMOVUPS (SI)(BX*4), Y1
 
 	// v54 = add(logProb, nextLogProb)
@@ -1312,8 +1320,8 @@ inner_Q_11:
 	VMOVUPS Y1, 480(SP)
 	XORQ    DX, DX
 
-inner_Q_12:
-	MOVQ    stateActionValue+64(FP), SI
+inner_Q_14:
+	MOVQ    stateActionValue+80(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -1412,39 +1420,39 @@ inner_Q_12:
 	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+80(FP), SI
+	MOVQ    gradStateActionValue+96(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	VMOVUPS lgc34<>+0(SB), Y0
 
 	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+88(FP), SI
+	MOVQ    gradStateActionValueActor+104(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+10
-	JL      inner_Q_12
+	JL      inner_Q_14
 	VMOVUPS 288(SP), Y0
 
 	// store nextStateValue
-	MOVQ    nextStateValue+96(FP), DX
+	MOVQ    nextStateValue+112(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 320(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+104(FP), DX
+	MOVQ    valueTarget+120(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 448(SP), Y0
 
 	// store tdError
-	MOVQ    tDError+112(FP), DX
+	MOVQ    tDError+128(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 480(SP), Y0
 
 	// store gradLogProb
-	MOVQ         gradLogProb+120(FP), DX
+	MOVQ         gradLogProb+136(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_13
-	MOVQ         state+72(FP), CX
+	JNZ          noflush_15
+	MOVQ         state+88(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
@@ -1513,11 +1521,15 @@ inner_Q_12:
 	VMOVUPS      Y1, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_13:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_8
-	MOVQ         state+72(FP), AX
+noflush_15:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_10
+	CMPQ AX, hi+8(FP)
+	JL   blocks_9
+
+chunkdone_10:
+	MOVQ         state+88(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc28<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc29<>+0(SB), Y1, Y1
@@ -1719,9 +1731,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -1752,9 +1764,9 @@ bulk_14:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1766,9 +1778,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_17
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc35<>+0(SB), Y0, Y1
 	VMULPS       lgc36<>+0(SB), Y0, Y2
@@ -1811,9 +1823,9 @@ bulk_16:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_16
+	JMP          bulk_18
 
-bulkdone_17:
+bulkdone_19:
 	VZEROUPPER
 	RET
 
@@ -1975,9 +1987,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_18:
+bulk_20:
 	CMPQ         BX, DX
-	JGE          bulkdone_19
+	JGE          bulkdone_21
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc35<>+0(SB), Y1, Y2
@@ -2031,8 +2043,8 @@ bulk_18:
 	VBLENDVPS    Y3, lgc21<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_18
+	JMP          bulk_20
 
-bulkdone_19:
+bulkdone_21:
 	VZEROUPPER
 	RET

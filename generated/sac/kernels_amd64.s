@@ -186,14 +186,16 @@ DATA lgc13<>+24(SB)/4, $0x0000007f
 DATA lgc13<>+28(SB)/4, $0x0000007f
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
+// func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $416-88
+TEXT ·pass1AVX2(SB), $416-104
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
-	MOVQ         logAlpha+0(FP), DX
+	MOVQ         logAlpha+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
@@ -225,7 +227,7 @@ blocks_1:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         nextLogProb+8(FP), DX
+	MOVQ         nextLogProb+24(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y0
@@ -243,8 +245,8 @@ blocks_1:
 	VMOVUPS Y0, 224(SP)
 	XORQ    DX, DX
 
-inner_Q_2:
-	MOVQ    nextStateActionValue+16(FP), DI
+inner_Q_3:
+	MOVQ    nextStateActionValue+32(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -261,7 +263,7 @@ inner_Q_2:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    stateActionValueActor+24(FP), DI
+	MOVQ    stateActionValueActor+40(FP), DI
 	VMOVUPS (DI)(R8*4), Y0
 
 	// v31 = neg(stateActionValueActor)
@@ -292,12 +294,12 @@ inner_Q_2:
 	VMOVUPD      Y0, 160(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_Q_2
+	JL           inner_Q_3
 
 	// finish v7
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+32(FP), DX
+	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -309,7 +311,7 @@ inner_Q_2:
 
 	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v15)
@@ -322,8 +324,8 @@ inner_Q_2:
 	VMOVUPS Y0, 384(SP)
 	XORQ    DX, DX
 
-inner_Q_3:
-	MOVQ    stateActionValue+48(FP), DI
+inner_Q_4:
+	MOVQ    stateActionValue+64(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -377,7 +379,7 @@ inner_Q_3:
 	VMOVUPS Y1, 320(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_3
+	JL      inner_Q_4
 
 	// finish v27
 	VMOVUPD     256(SP), Y0
@@ -388,7 +390,7 @@ inner_Q_3:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v27) over [B]
-	MOVQ    state+56(FP), DX
+	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -404,7 +406,7 @@ inner_Q_3:
 	XORQ       DI, DI
 	MOVQ       AX, R8
 	ADDQ       R8, DI
-	MOVQ       stateActionValueActor+24(FP), R8
+	MOVQ       stateActionValueActor+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y0
 	VPMAXSD    lgc18<>+0(SB), Y0, Y0
@@ -415,7 +417,7 @@ inner_Q_3:
 	VMOVUPS    lgc18<>+0(SB), Y2
 	VGATHERDPS Y1, (R8)(Y0*4), Y2
 	VMOVUPS    192(SP), Y0
-	MOVQ       logProb+64(FP), DI
+	MOVQ       logProb+80(FP), DI
 	VMOVUPS    (DI)(SI*4), Y1
 
 	// v34 = mul(v1, logProb)
@@ -430,7 +432,7 @@ inner_Q_3:
 
 	// v39 = add(logProb, -6)
 	VADDPS       lgc24<>+0(SB), Y1, Y0
-	MOVQ         logAlpha+0(FP), DI
+	MOVQ         logAlpha+16(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y2
 
 	// v40 = mul(logAlpha, v39)
@@ -455,15 +457,15 @@ inner_Q_3:
 	VMOVUPS 384(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+72(FP), DX
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// store tdError
-	MOVQ         tDError+80(FP), DX
+	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_4
-	MOVQ         state+56(FP), CX
+	JNZ          noflush_5
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -519,11 +521,15 @@ inner_Q_3:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_4:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+56(FP), AX
+noflush_5:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -748,14 +754,16 @@ TEXT ·fbPass0AVX2(SB), $0-16
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
+// func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $512-112
+TEXT ·fbPass1AVX2(SB), $512-128
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
-blocks_5:
-	MOVQ         logAlpha+0(FP), DX
+blocks_6:
+	MOVQ         logAlpha+16(FP), DX
 	XORQ         BX, BX
 	VBROADCASTSS (DX)(BX*4), Y0
 
@@ -787,7 +795,7 @@ blocks_5:
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	MOVQ         nextLogProb+8(FP), DX
+	MOVQ         nextLogProb+24(FP), DX
 	XORQ         SI, SI
 	ADDQ         AX, SI
 	VMOVUPS      (DX)(SI*4), Y0
@@ -805,8 +813,8 @@ blocks_5:
 	VMOVUPS Y0, 224(SP)
 	XORQ    DX, DX
 
-inner_Q_6:
-	MOVQ    nextStateActionValue+16(FP), DI
+inner_Q_8:
+	MOVQ    nextStateActionValue+32(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -823,7 +831,7 @@ inner_Q_6:
 	VMINPS  Y0, Y1, Y1
 	VORPS   Y2, Y1, Y1
 	VMOVUPS Y1, (SP)
-	MOVQ    stateActionValueActor+24(FP), DI
+	MOVQ    stateActionValueActor+40(FP), DI
 	VMOVUPS (DI)(R8*4), Y0
 
 	// v31 = neg(stateActionValueActor)
@@ -854,12 +862,12 @@ inner_Q_6:
 	VMOVUPD      Y0, 160(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
-	JL           inner_Q_6
+	JL           inner_Q_8
 
 	// finish v7
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
-	MOVQ      nextTerminated+32(FP), DX
+	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
 	VCVTDQ2PS Y2, Y2
 
@@ -871,7 +879,7 @@ inner_Q_6:
 
 	// v15 = mul(v14, v7)
 	VMULPS  Y0, Y1, Y0
-	MOVQ    nextReward+40(FP), DX
+	MOVQ    nextReward+56(FP), DX
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v15)
@@ -884,8 +892,8 @@ inner_Q_6:
 	VMOVUPS Y0, 384(SP)
 	XORQ    DX, DX
 
-inner_Q_7:
-	MOVQ    stateActionValue+48(FP), DI
+inner_Q_9:
+	MOVQ    stateActionValue+64(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
@@ -939,7 +947,7 @@ inner_Q_7:
 	VMOVUPS Y1, 320(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_7
+	JL      inner_Q_9
 
 	// finish v27
 	VMOVUPD     256(SP), Y0
@@ -950,7 +958,7 @@ inner_Q_7:
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// mean(v27) over [B]
-	MOVQ    state+56(FP), DX
+	MOVQ    state+72(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 
@@ -966,7 +974,7 @@ inner_Q_7:
 	XORQ       DI, DI
 	MOVQ       AX, R8
 	ADDQ       R8, DI
-	MOVQ       stateActionValueActor+24(FP), R8
+	MOVQ       stateActionValueActor+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
 	VCVTTPS2DQ Y0, Y1
 	VPMAXSD    lgc18<>+0(SB), Y1, Y1
@@ -977,7 +985,7 @@ inner_Q_7:
 	VMOVUPS    lgc18<>+0(SB), Y3
 	VGATHERDPS Y2, (R8)(Y1*4), Y3
 	VMOVUPS    192(SP), Y1
-	MOVQ       logProb+64(FP), DI
+	MOVQ       logProb+80(FP), DI
 	VMOVUPS    (DI)(SI*4), Y2
 
 	// v34 = mul(v1, logProb)
@@ -992,7 +1000,7 @@ inner_Q_7:
 
 	// v39 = add(logProb, -6)
 	VADDPS       lgc24<>+0(SB), Y2, Y3
-	MOVQ         logAlpha+0(FP), DI
+	MOVQ         logAlpha+16(FP), DI
 	VBROADCASTSS (DI)(BX*4), Y4
 
 	// v40 = mul(logAlpha, v39)
@@ -1029,8 +1037,8 @@ inner_Q_7:
 	VMOVUPS Y1, 480(SP)
 	XORQ    DX, DX
 
-inner_Q_8:
-	MOVQ    stateActionValue+48(FP), BX
+inner_Q_10:
+	MOVQ    stateActionValue+64(FP), BX
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -1072,7 +1080,7 @@ inner_Q_8:
 	VBLENDVPS Y8, Y6, Y7, Y5
 
 	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+72(FP), BX
+	MOVQ    gradStateActionValueActor+88(FP), BX
 	VMOVUPS Y5, (BX)(DI*4)
 	VMOVUPS lgc28<>+0(SB), Y5
 
@@ -1150,29 +1158,29 @@ inner_Q_8:
 	VBLENDVPS Y3, Y0, Y1, Y0
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+80(FP), BX
+	MOVQ    gradStateActionValue+96(FP), BX
 	VMOVUPS Y0, (BX)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_8
+	JL      inner_Q_10
 	VMOVUPS 480(SP), Y0
 	VMOVUPS 384(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+88(FP), DX
+	MOVQ    valueTarget+104(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 	VMOVUPS 448(SP), Y1
 
 	// store tdError
-	MOVQ    tDError+96(FP), DX
+	MOVQ    tDError+112(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
 
 	// store gradLogProb
-	MOVQ         gradLogProb+104(FP), DX
+	MOVQ         gradLogProb+120(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_9
-	MOVQ         state+56(FP), CX
+	JNZ          noflush_11
+	MOVQ         state+72(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1241,11 +1249,15 @@ inner_Q_8:
 	VMOVUPS      Y1, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_9:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_5
-	MOVQ         state+56(FP), AX
+noflush_11:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_7
+	CMPQ AX, hi+8(FP)
+	JL   blocks_6
+
+chunkdone_7:
+	MOVQ         state+72(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc25<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc26<>+0(SB), Y1, Y1
@@ -1353,9 +1365,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_10:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_11
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -1386,9 +1398,9 @@ bulk_10:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_10
+	JMP          bulk_12
 
-bulkdone_11:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1400,9 +1412,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y2
@@ -1445,9 +1457,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -1609,9 +1621,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
@@ -1665,8 +1677,8 @@ bulk_14:
 	VBLENDVPS    Y3, lgc14<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET

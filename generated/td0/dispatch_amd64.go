@@ -27,10 +27,9 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
-// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own
-// reduction states merged in chunk order afterwards (1: in one piece). It is fixed by
-// the generator from the pass's size, so results do not depend on the machine; tests
-// set it to check the chunked run.
+// pass0Chunks is how many chunks of rows pass 0 runs as, concurrently, each with its own reduction
+// states merged in chunk order afterwards (1: in one piece). The plan fixes it from the pass's
+// size, so results do not depend on the machine; tests set it to check the chunked run.
 var pass0Chunks = 1
 
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.

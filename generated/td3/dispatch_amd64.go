@@ -38,16 +38,43 @@ var avxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// pass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently, each
+// with its own reduction states merged in chunk order afterwards (1: in one piece). The plan fixes
+// it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var pass0Chunks = 1
+
 // pass0AVX2Go runs pass0AVX2 and merges its reductions' lane states pairwise into their buffers.
 func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 	st := avxPool.Get().(*avxState)
 	defer avxPool.Put(st)
-	runtime.Fill(st.r19_s, 0)
-	runtime.Fill(st.r19_p, 0)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.SetMask(st.p0_ok)
-	pass0AVX2(&in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
+	run := func(st *avxState, lo, hi int) {
+		runtime.Fill(st.r19_s, 0)
+		runtime.Fill(st.r19_p, 0)
+		runtime.Fill(st.r30_s, 0)
+		runtime.Fill(st.r30_p, 0)
+		runtime.SetMask(st.p0_ok)
+		pass0AVX2(lo, hi, &in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
+	}
+	n := min(pass0Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*avxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = avxPool.Get().(*avxState)
+			defer avxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
+			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		pass0Go(in, out, g, s)
@@ -82,17 +109,44 @@ var fbAvxPool = sync.Pool{New: func() any {
 	return st
 }}
 
+// fbPass0Chunks is how many chunks of whole 8-element blocks of B pass 0 runs as, concurrently,
+// each with its own reduction states merged in chunk order afterwards (1: in one piece). The plan
+// fixes it from the pass's size, so results do not depend on the machine; tests set it to check the
+// chunked run.
+var fbPass0Chunks = 1
+
 // fbPass0AVX2Go runs fbPass0AVX2 and merges its reductions' lane states pairwise into their
 // buffers.
 func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 	st := fbAvxPool.Get().(*fbAvxState)
 	defer fbAvxPool.Put(st)
-	runtime.Fill(st.r19_s, 0)
-	runtime.Fill(st.r19_p, 0)
-	runtime.Fill(st.r30_s, 0)
-	runtime.Fill(st.r30_p, 0)
-	runtime.SetMask(st.p0_ok)
-	fbPass0AVX2(&in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
+	run := func(st *fbAvxState, lo, hi int) {
+		runtime.Fill(st.r19_s, 0)
+		runtime.Fill(st.r19_p, 0)
+		runtime.Fill(st.r30_s, 0)
+		runtime.Fill(st.r30_p, 0)
+		runtime.SetMask(st.p0_ok)
+		fbPass0AVX2(lo, hi, &in.NextStateActionValue[0], &in.NextTerminated[0], &in.NextReward[0], &in.StateActionValueActor[0], &in.StateActionValue[0], &st.buf[0], &g.StateActionValue[0], &g.StateActionValueActor[0], &out.NextStateValue[0], &out.ValueTarget[0], &out.TDError[0])
+	}
+	n := min(fbPass0Chunks, 32)
+	if n <= 1 {
+		run(st, 0, 256)
+	} else {
+		sts := make([]*fbAvxState, n)
+		sts[0] = st
+		for c := 1; c < n; c++ {
+			sts[c] = fbAvxPool.Get().(*fbAvxState)
+			defer fbAvxPool.Put(sts[c])
+		}
+		runtime.ForBlockChunks(n, 256, 8, func(c, lo, hi int) {
+			run(sts[c], lo, hi)
+		})
+		for c := 1; c < n; c++ {
+			runtime.MergeSum(sts[0].r19_s, sts[c].r19_s)
+			runtime.MergeSum(sts[0].r30_s, sts[c].r30_s)
+			runtime.MergeMask(sts[0].p0_ok, sts[c].p0_ok)
+		}
+	}
 	if !runtime.MaskSet(st.p0_ok[:8]) {
 		avx2Fallbacks.Add(1)
 		fbPass0Go(in, out, g, s)

@@ -8,13 +8,13 @@ package td3
 // in Go.
 //
 //go:noescape
-func pass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
+func pass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=256]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
+func fbPass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

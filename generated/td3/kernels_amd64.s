@@ -4,19 +4,21 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
+// func pass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $320-72
+TEXT ·pass0AVX2(SB), $320-88
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_2
 
 blocks_1:
 	VMOVUPS lgc0<>+0(SB), Y0
 	VMOVUPS Y0, (SP)
 	XORQ    DX, DX
 
-inner_Q_2:
-	MOVQ    nextStateActionValue+0(FP), BX
+inner_Q_3:
+	MOVQ    nextStateActionValue+16(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
@@ -31,12 +33,12 @@ inner_Q_2:
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_2
+	JL      inner_Q_3
 
 	// finish v1
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), DX
+	MOVQ      nextTerminated+24(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -50,7 +52,7 @@ inner_Q_2:
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    nextReward+16(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// td0Return = add(nextReward, v9)
@@ -64,7 +66,7 @@ inner_Q_2:
 	VMOVUPS Y1, 224(SP)
 	XORQ    DX, DX
 
-inner_Q_3:
+inner_Q_4:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
@@ -76,7 +78,7 @@ inner_Q_3:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    stateActionValueActor+24(FP), SI
+	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -96,7 +98,7 @@ inner_Q_3:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         stateActionValue+32(FP), SI
+	MOVQ         stateActionValue+48(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      224(SP), Y1
 
@@ -117,7 +119,7 @@ inner_Q_3:
 	VMOVUPS Y1, 128(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_3
+	JL      inner_Q_4
 
 	// finish v17
 	VMOVUPD     64(SP), Y0
@@ -131,7 +133,7 @@ inner_Q_3:
 	VXORPS lgc6<>+0(SB), Y0, Y0
 
 	// mean(v18) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
@@ -139,8 +141,8 @@ inner_Q_3:
 	VMOVUPD Y0, 288(SP)
 	XORQ    SI, SI
 
-inner_Q_4:
-	MOVQ    stateActionValue+32(FP), DI
+inner_Q_5:
+	MOVQ    stateActionValue+48(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -184,7 +186,7 @@ inner_Q_4:
 	VMOVUPD      Y0, 288(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
-	JL           inner_Q_4
+	JL           inner_Q_5
 
 	// finish v29
 	VMOVUPD     256(SP), Y0
@@ -203,20 +205,20 @@ inner_Q_4:
 	VMOVUPS 192(SP), Y1
 
 	// store nextStateValue
-	MOVQ    nextStateValue+48(FP), DX
+	MOVQ    nextStateValue+64(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 	VMOVUPS 224(SP), Y1
 
 	// store valueTarget
-	MOVQ    valueTarget+56(FP), DX
+	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y1, (DX)(BX*4)
 
 	// store tdError
-	MOVQ         tDError+64(FP), DX
+	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -246,11 +248,15 @@ inner_Q_4:
 	VMOVUPS      Y1, 704(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_1
-	MOVQ         state+40(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_2
+	CMPQ AX, hi+8(FP)
+	JL   blocks_1
+
+chunkdone_2:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -377,19 +383,21 @@ DATA lgc9<>+24(SB)/4, $0x7f7fffff
 DATA lgc9<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
+// func fbPass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $352-88
+TEXT ·fbPass0AVX2(SB), $352-104
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_8
 
-blocks_6:
+blocks_7:
 	VMOVUPS lgc0<>+0(SB), Y0
 	VMOVUPS Y0, (SP)
 	XORQ    DX, DX
 
-inner_Q_7:
-	MOVQ    nextStateActionValue+0(FP), BX
+inner_Q_9:
+	MOVQ    nextStateActionValue+16(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
@@ -404,12 +412,12 @@ inner_Q_7:
 	VMOVUPS Y1, (SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_7
+	JL      inner_Q_9
 
 	// finish v1
 	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
-	MOVQ      nextTerminated+8(FP), DX
+	MOVQ      nextTerminated+24(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -423,7 +431,7 @@ inner_Q_7:
 
 	// v9 = mul(v8, v1)
 	VMULPS  Y0, Y1, Y1
-	MOVQ    nextReward+16(FP), DX
+	MOVQ    nextReward+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// td0Return = add(nextReward, v9)
@@ -437,7 +445,7 @@ inner_Q_7:
 	VMOVUPS Y1, 224(SP)
 	XORQ    DX, DX
 
-inner_Q_8:
+inner_Q_10:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
@@ -449,7 +457,7 @@ inner_Q_8:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    stateActionValueActor+24(FP), SI
+	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -469,7 +477,7 @@ inner_Q_8:
 	VMOVUPD      Y1, 64(SP)
 	VADDPD       96(SP), Y0, Y0
 	VMOVUPD      Y0, 96(SP)
-	MOVQ         stateActionValue+32(FP), SI
+	MOVQ         stateActionValue+48(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
 	VMOVUPS      224(SP), Y1
 
@@ -490,7 +498,7 @@ inner_Q_8:
 	VMOVUPS Y1, 128(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_8
+	JL      inner_Q_10
 
 	// finish v17
 	VMOVUPD     64(SP), Y0
@@ -504,7 +512,7 @@ inner_Q_8:
 	VXORPS lgc6<>+0(SB), Y0, Y0
 
 	// mean(v18) over [B]
-	MOVQ    state+40(FP), DX
+	MOVQ    state+56(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
@@ -512,8 +520,8 @@ inner_Q_8:
 	VMOVUPD Y0, 288(SP)
 	XORQ    SI, SI
 
-inner_Q_9:
-	MOVQ    stateActionValue+32(FP), DI
+inner_Q_11:
+	MOVQ    stateActionValue+48(FP), DI
 	XORQ    R8, R8
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
@@ -557,7 +565,7 @@ inner_Q_9:
 	VMOVUPD      Y0, 288(SP)
 	INCQ         SI
 	CMPQ         SI, $+2
-	JL           inner_Q_9
+	JL           inner_Q_11
 
 	// finish v29
 	VMOVUPD     256(SP), Y0
@@ -576,7 +584,7 @@ inner_Q_9:
 	VMOVUPS Y0, 320(SP)
 	XORQ    DX, DX
 
-inner_Q_10:
+inner_Q_12:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
@@ -588,7 +596,7 @@ inner_Q_10:
 	// v15 = eq(v13, 0)
 	VCMPPS  $0x00, Y1, Y0, Y0
 	VANDPS  lgc1<>+0(SB), Y0, Y0
-	MOVQ    stateActionValue+32(FP), SI
+	MOVQ    stateActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
@@ -686,7 +694,7 @@ inner_Q_10:
 	VBLENDVPS Y5, Y2, Y3, Y2
 
 	// store gradStateActionValue
-	MOVQ    gradStateActionValue+48(FP), SI
+	MOVQ    gradStateActionValue+64(FP), SI
 	VMOVUPS Y2, (SI)(DI*4)
 	VMOVUPS lgc12<>+0(SB), Y2
 
@@ -696,29 +704,29 @@ inner_Q_10:
 	VBLENDVPS Y3, Y2, Y1, Y0
 
 	// store gradStateActionValueActor
-	MOVQ    gradStateActionValueActor+56(FP), SI
+	MOVQ    gradStateActionValueActor+72(FP), SI
 	VMOVUPS Y0, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
-	JL      inner_Q_10
+	JL      inner_Q_12
 	VMOVUPS 192(SP), Y0
 
 	// store nextStateValue
-	MOVQ    nextStateValue+64(FP), DX
+	MOVQ    nextStateValue+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 224(SP), Y0
 
 	// store valueTarget
-	MOVQ    valueTarget+72(FP), DX
+	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
 	VMOVUPS 320(SP), Y0
 
 	// store tdError
-	MOVQ         tDError+80(FP), DX
+	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_11
-	MOVQ         state+40(FP), CX
+	JNZ          noflush_13
+	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -748,11 +756,15 @@ inner_Q_10:
 	VMOVUPS      Y1, 704(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+256
-	JL           blocks_6
-	MOVQ         state+40(FP), AX
+noflush_13:
+	ADDQ $+8, AX
+	CMPQ AX, $+256
+	JGE  chunkdone_8
+	CMPQ AX, hi+8(FP)
+	JL   blocks_7
+
+chunkdone_8:
+	MOVQ         state+56(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc8<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc9<>+0(SB), Y1, Y1
@@ -821,9 +833,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc13<>+0(SB), Y0, Y1
 	VMINPS       lgc14<>+0(SB), Y1, Y1
@@ -854,9 +866,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_14
 
-bulkdone_13:
+bulkdone_15:
 	VZEROUPPER
 	RET
 
@@ -988,9 +1000,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_16:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_17
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc25<>+0(SB), Y0, Y1
 	VMULPS       lgc26<>+0(SB), Y0, Y2
@@ -1033,9 +1045,9 @@ bulk_14:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_16
 
-bulkdone_15:
+bulkdone_17:
 	VZEROUPPER
 	RET
 
@@ -1197,9 +1209,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_18:
 	CMPQ         BX, DX
-	JGE          bulkdone_17
+	JGE          bulkdone_19
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc1<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc25<>+0(SB), Y1, Y2
@@ -1253,8 +1265,8 @@ bulk_16:
 	VBLENDVPS    Y3, lgc0<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_16
+	JMP          bulk_18
 
-bulkdone_17:
+bulkdone_19:
 	VZEROUPPER
 	RET

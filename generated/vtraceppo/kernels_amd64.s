@@ -1180,21 +1180,23 @@ DATA lgc33<>+24(SB)/4, $0x7f7fffff
 DATA lgc33<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc33<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_5
 
 blocks_4:
-	MOVQ    s1+0(FP), DX
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v71 = div(residVar, v70)
@@ -1203,12 +1205,12 @@ blocks_4:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS  lgc32<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v78 = sub(v77, logSumW2)
@@ -1244,16 +1246,16 @@ blocks_4:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  31936(DX), Y4, Y1
 	VMOVUPS Y1, 31936(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_5
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_6
+	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1270,11 +1272,17 @@ blocks_4:
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_4
-	MOVQ       s1+0(FP), AX
+noflush_6:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_5
+	CMPQ AX, hi+8(FP)
+	JL   blocks_4
+
+chunkdone_5:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_7
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc2<>+0(SB), Y0
@@ -1282,7 +1290,7 @@ noflush_5:
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -1292,13 +1300,13 @@ noflush_5:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS     lgc32<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -1340,15 +1348,17 @@ noflush_5:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_7:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -1381,11 +1391,11 @@ GLOBL lgc34<>(SB), RODATA|NOPTR, $32
 TEXT ·pass2AVX2(SB), $16-96
 	MOVQ lo+0(FP), AX
 
-outer0_6:
+outer0_8:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_7:
+blocks_9:
 	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
@@ -1541,7 +1551,7 @@ blocks_7:
 	MOVQ         advantage+80(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_8
+	JNZ          noflush_10
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
@@ -1559,10 +1569,10 @@ blocks_7:
 	VMOVUPS      Y1, 32512(DX)
 	MOVQ         $+8, DX
 
-noflush_8:
+noflush_10:
 	ADDQ       $+8, CX
 	CMPQ       CX, $+416
-	JL         blocks_7
+	JL         blocks_9
 	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -1769,7 +1779,7 @@ noflush_8:
 	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, hi+88(FP)
-	JL           outer0_6
+	JL           outer0_8
 	VZEROUPPER
 	RET
 
@@ -1835,7 +1845,7 @@ GLOBL lgc38<>(SB), RODATA|NOPTR, $32
 TEXT ·fbPass0AVX2(SB), $344-112
 	MOVQ lo+0(FP), AX
 
-outer0_9:
+outer0_11:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2329,7 +2339,7 @@ outer0_9:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_10:
+blocks_12:
 	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
@@ -2718,7 +2728,7 @@ blocks_10:
 	MOVQ         gradEntropy+96(FP), BX
 	VMOVUPS      Y2, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_11
+	JNZ          noflush_13
 	MOVQ         state+64(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc18<>+0(SB), Y1, Y2
@@ -2788,9 +2798,9 @@ blocks_10:
 	VMOVUPS      Y2, 31616(DX)
 	MOVQ         $+8, DX
 
-noflush_11:
+noflush_13:
 	SUBQ         $+8, CX
-	JGE          blocks_10
+	JGE          blocks_12
 	MOVQ         state+64(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
@@ -2860,7 +2870,7 @@ noflush_11:
 	VMOVUPS      Y1, 31616(CX)
 	INCQ         AX
 	CMPQ         AX, hi+104(FP)
-	JL           outer0_9
+	JL           outer0_11
 	VZEROUPPER
 	RET
 
@@ -2894,21 +2904,23 @@ DATA lgc41<>+24(SB)/4, $0xb4c7411d
 DATA lgc41<>+28(SB)/4, $0xb4c7411d
 GLOBL lgc41<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(lo int, hi int, s1 *float32, s0 *float32, s2 *float32, s3 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-48
+TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_15
 
-blocks_12:
-	MOVQ    s1+0(FP), DX
+blocks_14:
+	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc34<>+0(SB), Y0, Y0
-	MOVQ    s0+8(FP), DX
+	MOVQ    s0+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v71 = div(residVar, v70)
@@ -2917,12 +2929,12 @@ blocks_12:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s2+16(FP), DX
+	MOVQ    s2+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS  lgc32<>+0(SB), Y1, Y1
-	MOVQ    s3+24(FP), DX
+	MOVQ    s3+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v78 = sub(v77, logSumW2)
@@ -2958,16 +2970,16 @@ blocks_12:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  31936(DX), Y4, Y1
 	VMOVUPS Y1, 31936(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_13
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_16
+	MOVQ         state+48(FP), CX
 	VMOVUPS      31936(CX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -2984,11 +2996,17 @@ blocks_12:
 	VMOVUPS      Y1, 32064(CX)
 	MOVQ         $+8, CX
 
-noflush_13:
-	ADDQ       $+8, AX
-	CMPQ       AX, $+416
-	JL         blocks_12
-	MOVQ       s1+0(FP), AX
+noflush_16:
+	ADDQ $+8, AX
+	CMPQ AX, $+416
+	JGE  chunkdone_15
+	CMPQ AX, hi+8(FP)
+	JL   blocks_14
+
+chunkdone_15:
+	CMPQ       hi+8(FP), $+421
+	JNE        notail_17
+	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
 	VMOVUPS    lgc2<>+0(SB), Y0
@@ -2996,7 +3014,7 @@ noflush_13:
 
 	// v70 = add(targetVar, 1.1920929e-07)
 	VADDPS     lgc34<>+0(SB), Y0, Y0
-	MOVQ       s0+8(FP), AX
+	MOVQ       s0+24(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
@@ -3006,13 +3024,13 @@ noflush_13:
 
 	// explainedVariance = sub(1, v71)
 	VSUBPS     Y0, Y1, Y0
-	MOVQ       s2+16(FP), AX
+	MOVQ       s2+32(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y1
 	VMASKMOVPS (AX)(CX*4), Y1, Y1
 
 	// v77 = mul(2, logSumW)
 	VMULPS     lgc32<>+0(SB), Y1, Y1
-	MOVQ       s3+24(FP), AX
+	MOVQ       s3+40(FP), AX
 	VMOVUPS    lgc2<>+0(SB), Y2
 	VMASKMOVPS (AX)(CX*4), Y2, Y2
 
@@ -3054,15 +3072,17 @@ noflush_13:
 	VEXTRACTI128 $0x01, Y1, X2
 	VPMOVSXDQ    X2, Y2
 	VANDPS       Y1, Y4, Y1
-	MOVQ         state+32(FP), AX
+	MOVQ         state+48(FP), AX
 	VADDPS       31936(AX), Y1, Y1
 	VMOVUPS      Y1, 31936(AX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), AX
-	VMOVUPS      lgc2<>+0(SB), Y1
-	VMASKMOVPS   Y0, Y1, (AX)(CX*4)
-	MOVQ         state+32(FP), AX
+	MOVQ       explainedVariance+56(FP), AX
+	VMOVUPS    lgc2<>+0(SB), Y1
+	VMASKMOVPS Y0, Y1, (AX)(CX*4)
+
+notail_17:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      31936(AX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc33<>+0(SB), Y1, Y1
@@ -3085,11 +3105,11 @@ noflush_13:
 TEXT ·fbPass2AVX2(SB), $16-104
 	MOVQ lo+0(FP), AX
 
-outer0_14:
+outer0_18:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_15:
+blocks_19:
 	MOVQ    logProb+8(FP), BX
 	XORQ    SI, SI
 	IMUL3Q  $+421, AX, DI
@@ -3315,7 +3335,7 @@ blocks_15:
 	MOVQ         gradLogProb+88(FP), BX
 	VMOVUPS      Y0, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_16
+	JNZ          noflush_20
 	MOVQ         state+72(FP), DX
 	VMOVUPS      32384(DX), Y0
 	VANDPS       lgc18<>+0(SB), Y0, Y1
@@ -3333,10 +3353,10 @@ blocks_15:
 	VMOVUPS      Y1, 32512(DX)
 	MOVQ         $+8, DX
 
-noflush_16:
+noflush_20:
 	ADDQ       $+8, CX
 	CMPQ       CX, $+416
-	JL         blocks_15
+	JL         blocks_19
 	MOVQ       logProb+8(FP), CX
 	XORQ       DX, DX
 	IMUL3Q     $+421, AX, BX
@@ -3614,7 +3634,7 @@ noflush_16:
 	VMOVUPS      Y1, 32512(CX)
 	INCQ         AX
 	CMPQ         AX, hi+96(FP)
-	JL           outer0_14
+	JL           outer0_18
 	VZEROUPPER
 	RET
 
@@ -3653,9 +3673,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_17:
+bulk_21:
 	CMPQ         BX, DX
-	JGE          bulkdone_18
+	JGE          bulkdone_22
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc3<>+0(SB), Y0, Y1
 	VMINPS       lgc4<>+0(SB), Y1, Y1
@@ -3686,9 +3706,9 @@ bulk_17:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_17
+	JMP          bulk_21
 
-bulkdone_18:
+bulkdone_22:
 	VZEROUPPER
 	RET
 
@@ -3700,9 +3720,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_19:
+bulk_23:
 	CMPQ         BX, DX
-	JGE          bulkdone_20
+	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc43<>+0(SB), Y0, Y1
 	VMULPS       lgc44<>+0(SB), Y0, Y2
@@ -3745,9 +3765,9 @@ bulk_19:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_19
+	JMP          bulk_23
 
-bulkdone_20:
+bulkdone_24:
 	VZEROUPPER
 	RET
 
@@ -3919,9 +3939,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_21:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_22
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc14<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc43<>+0(SB), Y1, Y2
@@ -3975,8 +3995,8 @@ bulk_21:
 	VBLENDVPS    Y3, lgc58<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_21
+	JMP          bulk_25
 
-bulkdone_22:
+bulkdone_26:
 	VZEROUPPER
 	RET

@@ -14,7 +14,7 @@ func pass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, ne
 // in Go.
 //
 //go:noescape
-func pass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+func pass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 
 // pass2AVX2 is pass 2 (elementwise over [N=2 T=128]) on 8 float32 lanes; see pass2Go for the same
 // loop in Go.
@@ -38,7 +38,7 @@ func fbPass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, 
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+func fbPass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 
 // fbPass2AVX2 is pass 2 (elementwise over [N=2 T=128]) on 8 float32 lanes; see fbPass2Go for the
 // same loop in Go.

@@ -1267,21 +1267,23 @@ DATA lgc54<>+24(SB)/4, $0x7f7fffff
 DATA lgc54<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func pass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $0-48
+TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_7
 
 blocks_6:
-	MOVQ    s4+0(FP), DX
+	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc55<>+0(SB), Y0, Y0
-	MOVQ    s3+8(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = div(residVar, v76)
@@ -1290,12 +1292,12 @@ blocks_6:
 
 	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+16(FP), DX
+	MOVQ    s5+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	MOVQ    s6+24(FP), DX
+	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v84 = sub(v83, logSumW2)
@@ -1331,16 +1333,16 @@ blocks_6:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  12736(DX), Y4, Y1
 	VMOVUPS Y1, 12736(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_7
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_8
+	MOVQ         state+48(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
@@ -1357,11 +1359,15 @@ blocks_6:
 	VMOVUPS      Y1, 12864(CX)
 	MOVQ         $+8, CX
 
-noflush_7:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_6
-	MOVQ         state+32(FP), AX
+noflush_8:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_7
+	CMPQ AX, hi+8(FP)
+	JL   blocks_6
+
+chunkdone_7:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
@@ -1394,11 +1400,11 @@ GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 TEXT ·pass2AVX2(SB), $288-72
 	MOVQ lo+0(FP), AX
 
-outer0_8:
+outer0_9:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_9:
+blocks_10:
 	// tile logits
 	MOVQ         logits+8(FP), BX
 	XORQ         SI, SI
@@ -1470,7 +1476,7 @@ blocks_9:
 	VMOVUPS Y0, 128(SP)
 	XORQ    BX, BX
 
-inner_A_10:
+inner_A_11:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
@@ -1487,7 +1493,7 @@ inner_A_10:
 	VMOVUPS Y1, 64(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_10
+	JL      inner_A_11
 
 	// finish v28
 	VMOVUPS 64(SP), Y0
@@ -1496,7 +1502,7 @@ inner_A_10:
 	VMOVUPS Y0, 224(SP)
 	XORQ    BX, BX
 
-inner_A_11:
+inner_A_12:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
@@ -1540,7 +1546,7 @@ inner_A_11:
 	VMOVUPS Y0, 160(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_11
+	JL      inner_A_12
 
 	// finish v32
 	VMOVUPS 160(SP), Y0
@@ -1703,7 +1709,7 @@ inner_A_11:
 	VADDPS       13184(BX), Y0, Y0
 	VMOVUPS      Y0, 13184(BX)
 	DECQ         DX
-	JNZ          noflush_12
+	JNZ          noflush_13
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1721,10 +1727,10 @@ inner_A_11:
 	VMOVUPS      Y1, 13312(DX)
 	MOVQ         $+8, DX
 
-noflush_12:
+noflush_13:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_9
+	JL           blocks_10
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1742,7 +1748,7 @@ noflush_12:
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_8
+	JL           outer0_9
 	VZEROUPPER
 	RET
 
@@ -1798,7 +1804,7 @@ TEXT ·pass3AVX2(SB), $0-16
 TEXT ·fbPass0AVX2(SB), $520-120
 	MOVQ lo+0(FP), AX
 
-outer0_13:
+outer0_14:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -1813,7 +1819,7 @@ outer0_13:
 	MOVQ       $+8, DX
 	MOVQ       $+120, CX
 
-blocks_14:
+blocks_15:
 	// tile logits
 	MOVQ       logits+8(FP), BX
 	XORQ       SI, SI
@@ -1968,7 +1974,7 @@ blocks_14:
 	VMOVUPS      Y1, 200(SP)
 	XORQ         DI, DI
 
-inner_A_15:
+inner_A_16:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
@@ -1985,7 +1991,7 @@ inner_A_15:
 	VMOVUPS Y2, 72(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_A_15
+	JL      inner_A_16
 
 	// finish v28
 	VMOVUPS 72(SP), Y1
@@ -1997,7 +2003,7 @@ inner_A_15:
 	VMOVUPS Y1, 360(SP)
 	XORQ    DI, DI
 
-inner_A_16:
+inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
@@ -2057,7 +2063,7 @@ inner_A_16:
 	VMOVUPD      Y1, 328(SP)
 	INCQ         DI
 	CMPQ         DI, $+2
-	JL           inner_A_16
+	JL           inner_A_17
 
 	// finish v32
 	VMOVUPS 232(SP), Y1
@@ -2357,7 +2363,7 @@ inner_A_16:
 	MOVQ         gradStateValue+104(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_17
+	JNZ          noflush_18
 	MOVQ         state+56(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -2440,9 +2446,9 @@ inner_A_16:
 	VMOVUPS      Y2, 12416(DX)
 	MOVQ         $+8, DX
 
-noflush_17:
+noflush_18:
 	SUBQ         $+8, CX
-	JGE          blocks_14
+	JGE          blocks_15
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2525,7 +2531,7 @@ noflush_17:
 	VMOVUPS      Y1, 12416(CX)
 	INCQ         AX
 	CMPQ         AX, hi+112(FP)
-	JL           outer0_13
+	JL           outer0_14
 	VZEROUPPER
 	RET
 
@@ -2539,21 +2545,23 @@ DATA lgc59<>+24(SB)/4, $0x3b000000
 DATA lgc59<>+28(SB)/4, $0x3b000000
 GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
-// func fbPass1AVX2(s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
+// func fbPass1AVX2(lo int, hi int, s4 *float32, s3 *float32, s5 *float32, s6 *float32, state *float64, explainedVariance *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $0-48
+TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
-	XORQ AX, AX
+	MOVQ lo+0(FP), AX
+	CMPQ AX, hi+8(FP)
+	JGE  chunkdone_20
 
-blocks_18:
-	MOVQ    s4+0(FP), DX
+blocks_19:
+	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
 	VMOVUPS (DX)(BX*4), Y0
 
 	// v76 = add(targetVar, 1.1920929e-07)
 	VADDPS  lgc55<>+0(SB), Y0, Y0
-	MOVQ    s3+8(FP), DX
+	MOVQ    s3+24(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v77 = div(residVar, v76)
@@ -2562,12 +2570,12 @@ blocks_18:
 
 	// explainedVariance = sub(1, v77)
 	VSUBPS  Y0, Y1, Y0
-	MOVQ    s5+16(FP), DX
+	MOVQ    s5+32(FP), DX
 	VMOVUPS (DX)(BX*4), Y1
 
 	// v83 = mul(2, logSumW)
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	MOVQ    s6+24(FP), DX
+	MOVQ    s6+40(FP), DX
 	VMOVUPS (DX)(BX*4), Y2
 
 	// v84 = sub(v83, logSumW2)
@@ -2603,16 +2611,16 @@ blocks_18:
 	VBLENDVPS    Y2, Y1, Y4, Y4
 
 	// mean(essCol) over [T]
-	MOVQ    state+32(FP), DX
+	MOVQ    state+48(FP), DX
 	VADDPS  12736(DX), Y4, Y1
 	VMOVUPS Y1, 12736(DX)
 
 	// store explainedVariance
-	MOVQ         explainedVariance+40(FP), DX
+	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_19
-	MOVQ         state+32(FP), CX
+	JNZ          noflush_21
+	MOVQ         state+48(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
@@ -2629,11 +2637,15 @@ blocks_18:
 	VMOVUPS      Y1, 12864(CX)
 	MOVQ         $+8, CX
 
-noflush_19:
-	ADDQ         $+8, AX
-	CMPQ         AX, $+128
-	JL           blocks_18
-	MOVQ         state+32(FP), AX
+noflush_21:
+	ADDQ $+8, AX
+	CMPQ AX, $+128
+	JGE  chunkdone_20
+	CMPQ AX, hi+8(FP)
+	JL   blocks_19
+
+chunkdone_20:
+	MOVQ         state+48(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
 	VCMPPS       $0x12, lgc54<>+0(SB), Y1, Y1
@@ -2656,11 +2668,11 @@ noflush_19:
 TEXT ·fbPass2AVX2(SB), $640-80
 	MOVQ lo+0(FP), AX
 
-outer0_20:
+outer0_22:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_21:
+blocks_23:
 	// tile logits
 	MOVQ         logits+8(FP), BX
 	XORQ         SI, SI
@@ -2732,7 +2744,7 @@ blocks_21:
 	VMOVUPS Y0, 192(SP)
 	XORQ    BX, BX
 
-inner_A_22:
+inner_A_24:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
@@ -2749,7 +2761,7 @@ inner_A_22:
 	VMOVUPS Y1, 128(SP)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_22
+	JL      inner_A_24
 
 	// finish v28
 	VMOVUPS 128(SP), Y0
@@ -2761,7 +2773,7 @@ inner_A_22:
 	VMOVUPS Y0, 352(SP)
 	XORQ    BX, BX
 
-inner_A_23:
+inner_A_25:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
@@ -2821,7 +2833,7 @@ inner_A_23:
 	VMOVUPD      Y0, 320(SP)
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_23
+	JL           inner_A_25
 
 	// finish v32
 	VMOVUPS 224(SP), Y0
@@ -3108,7 +3120,7 @@ inner_A_23:
 	VMOVUPS Y0, 576(SP)
 	XORQ    BX, BX
 
-inner_A_24:
+inner_A_26:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
@@ -3262,7 +3274,7 @@ inner_A_24:
 	VMOVUPS Y0, 64(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_24
+	JL      inner_A_26
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+64(FP), BX
@@ -3308,7 +3320,7 @@ inner_A_24:
 	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_25
+	JNZ          noflush_27
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -3326,10 +3338,10 @@ inner_A_24:
 	VMOVUPS      Y1, 13312(DX)
 	MOVQ         $+8, DX
 
-noflush_25:
+noflush_27:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_21
+	JL           blocks_23
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -3347,7 +3359,7 @@ noflush_25:
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+72(FP)
-	JL           outer0_20
+	JL           outer0_22
 	VZEROUPPER
 	RET
 
@@ -3406,9 +3418,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_26:
+bulk_28:
 	CMPQ         BX, DX
-	JGE          bulkdone_27
+	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc15<>+0(SB), Y0, Y1
 	VMINPS       lgc16<>+0(SB), Y1, Y1
@@ -3439,9 +3451,9 @@ bulk_26:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_26
+	JMP          bulk_28
 
-bulkdone_27:
+bulkdone_29:
 	VZEROUPPER
 	RET
 
@@ -3453,9 +3465,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_30:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
 	VMULPS       lgc30<>+0(SB), Y0, Y2
@@ -3498,9 +3510,9 @@ bulk_28:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_30
 
-bulkdone_29:
+bulkdone_31:
 	VZEROUPPER
 	RET
 
@@ -3512,9 +3524,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_30:
+bulk_32:
 	CMPQ         BX, DX
-	JGE          bulkdone_31
+	JGE          bulkdone_33
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
@@ -3568,8 +3580,8 @@ bulk_30:
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_30
+	JMP          bulk_32
 
-bulkdone_31:
+bulkdone_33:
 	VZEROUPPER
 	RET
