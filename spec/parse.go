@@ -304,8 +304,8 @@ func (d *decoder) stage(kind Kind, path string, n *yaml.Node) *Stage {
 	for i := range def.Ignored {
 		p := &def.Ignored[i]
 		fs = append(fs, field{name: p.Name, hidden: true, decode: func(kp string, v *yaml.Node) {
-			if _, ok := d.param(p, kp, v); ok {
-				d.ignored = append(d.ignored, ignoredArg{st: st, def: p, path: kp, pos: d.at(v)})
+			if x, ok := d.param(p, kp, v); ok {
+				d.ignored = append(d.ignored, ignoredArg{st: st, def: p, path: kp, pos: d.at(v), v: x})
 			}
 			delete(d.pos, kp) // the Spec is the one written without it
 		}})

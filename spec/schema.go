@@ -87,9 +87,10 @@ type ParamDef struct {
 	LinspaceDim string
 	// Refuse (StageDef.Ignored only), when set, returns why the argument does change the
 	// values for the stage as configured (a Monte-Carlo sample count where the distribution
-	// has no closed-form entropy), or "" where it has no effect: writing it is then that
-	// error instead of a note. It sees the stage after its Check.
-	Refuse func(st *Stage) string
+	// has no closed-form entropy, a count that differs from its dim's size), or "" where it
+	// has no effect: writing it is then that error instead of a note. It sees the spec, the
+	// stage after its Check and the value written.
+	Refuse func(s *Spec, st *Stage, v any) string
 }
 
 // Alias is another spelling the parser accepts for a canonical one, reading it exactly as

@@ -264,3 +264,22 @@ func TestKLRewardAddToReward(t *testing.T) {
 	require.False(t, s.Transforms[0].Bool("add_to_reward"))
 	require.Equal(t, []string{"t.yaml:4:60: warning: transforms[0].coef: has no effect with add_to_reward: false (the reward is left alone)"}, errorStrings(s.Warnings))
 }
+
+// DiscreteSACLoss's num_actions is a note when it is the action dim's size and an error that
+// says so when not; its delay_qvalue note names the key the next Q-values arrive under.
+func TestDiscreteSACNumActions(t *testing.T) {
+	src := func(n string) string {
+		return "package: p\ndims: {Q: 2, B: 4, A: 6}\nbatch: [B]\nloss: {type: discrete_sac, action_dim: A, num_actions: " + n + ", delay_qvalue: true}\n"
+	}
+	s, err := spec.Parse("t.yaml", []byte(src("6")), reg)
+	require.NoError(t, err)
+	var notes []string
+	for _, n := range s.Notes {
+		notes = append(notes, n.Error())
+	}
+	require.Len(t, notes, 2)
+	require.Contains(t, notes[0], "loss.num_actions: no effect here: the number of actions, which is the size of the dim action_dim names")
+	require.Contains(t, notes[1], "loss.delay_qvalue: no effect here: whether TorchRL evaluates the next Q-values with target (delayed) Q-network parameters; the kernel takes them as an input (keys.next_action_value)")
+	_, err = spec.Parse("t.yaml", []byte(src("5")), reg)
+	require.EqualError(t, err, "t.yaml:4:56: loss.num_actions: 5 differs from the size 6 of action_dim A: the number of actions is that dim's size; remove num_actions, or declare A: 5 under dims")
+}

@@ -121,7 +121,7 @@ func (d *decoder) validate(s *Spec, root *yaml.Node) {
 		check(st, false)
 	}
 	for _, a := range d.ignored {
-		d.ignoredArg(a, usable[a.st])
+		d.ignoredArg(s, a, usable[a.st])
 	}
 }
 
@@ -131,17 +131,18 @@ type ignoredArg struct {
 	def  *ParamDef
 	path string
 	pos  Pos
+	v    any // the value written
 }
 
 // ignoredArg reports a written Ignored argument: a note that it has no effect here and why,
 // or, where its Refuse says that it matters for the stage as configured, that error. Refuse
 // runs only on a stage whose parameters all decoded and whose check ran (checked).
-func (d *decoder) ignoredArg(a ignoredArg, checked bool) {
+func (d *decoder) ignoredArg(s *Spec, a ignoredArg, checked bool) {
 	if a.def.Refuse != nil {
 		if !checked {
 			return
 		}
-		if why := a.def.Refuse(a.st); why != "" {
+		if why := a.def.Refuse(s, a.st, a.v); why != "" {
 			d.errs = append(d.errs, &Error{Pos: a.pos, Msg: a.path + ": " + why})
 			return
 		}

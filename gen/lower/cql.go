@@ -78,7 +78,7 @@ func init() {
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "cql", Class: "CQLLoss", Source: cqlSource,
 			Params:   params,
 			Rejected: []spec.Rejected{rejectGamma},
-			Ignored:  append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("delay_actor", "delay_qvalue")...),
+			Ignored:  append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("next_state_action_value", "delay_actor", "delay_qvalue")...),
 			Keys: []spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keyBCSampleLogProb, keyBCLogProb, keyQRandom, keyQCurr, keyQNew, keyCurrLogPis, keyNewLogPis, keyLogAlphaPrime,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},

@@ -17,7 +17,7 @@ func init() {
 				{Name: "loss_function", Type: spec.Enum, Default: "l2", Enum: distances, Doc: "the critic regression's distance"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Ignored: ignoredTargetNets("delay_actor", "delay_value"),
+			Ignored: ignoredTargetNets("next_state_action_value", "delay_actor", "delay_value"),
 			Keys: []spec.KeyDef{keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check: checkTDEstimator},

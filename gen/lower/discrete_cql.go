@@ -1,6 +1,8 @@
 package lower
 
 import (
+	"slices"
+
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/spec"
 )
@@ -12,8 +14,10 @@ import (
 func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_cql", Class: "DiscreteCQLLoss", Source: "torchrl/objectives/cql.py",
-			Params: dqnParams(),
-			Keys:   []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyPriority, keyMask},
+			Params: slices.DeleteFunc(dqnParams(), func(p spec.ParamDef) bool { return p.Name == "delay_value" }),
+			Ignored: []spec.ParamDef{{Name: "delay_value", Type: spec.Bool, Doc: "TorchRL's DiscreteCQLLoss bootstraps from the current network whatever it says " +
+				"(its target parameters reach TD0Estimator in a keyword that is ignored; SEMANTICS.md §13.2): keys.next_action_value is the current network's values on the next observation, detached"}},
+			Keys: []spec.KeyDef{keyActionValue, keyAction, keyNextActionValue, keyPriority, keyMask},
 			Check: func(c *spec.Check) {
 				checkTDEstimator(c)
 				checkInnerDim(c, "action_dim", "after")

@@ -1,6 +1,7 @@
 package lower
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/lossgen/lossgen/gen/ir"
@@ -36,9 +37,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "discrete_sac", Class: "DiscreteSACLoss", Source: sacSource,
 			Params:  params,
-			Ignored: append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("delay_qvalue")...),
-			Rejected: []spec.Rejected{
-				{Name: "num_actions", Why: "not taken: the number of actions is the size of the dim action_dim names"}},
+			Ignored: append([]spec.ParamDef{ignoredAlphaInit, ignoredNumActions}, ignoredTargetNets("next_action_value", "delay_qvalue")...),
 			Keys: []spec.KeyDef{keyLogits, keyActionValue, keyAction, keyNextLogits, keyNextActionValue, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check: func(c *spec.Check) {
@@ -138,3 +137,15 @@ func lowerDiscreteSAC(l *Lowerer, st *spec.Stage) {
 	l.GradDoc("action_value", "loss_qvalue: ℓ'(Q_k(s, a) − y)·s for each member k at the stored action only (the gathered entry, or action_a for one_hot), ℓ' = 2x (l2), sign(x) (l1), clamp(x, −1, 1) (smooth_l1); loss_actor uses the values detached; "+sc+" (SEMANTICS.md §15.3; sac.py DiscreteSACLoss.qvalue_loss)")
 	l.GradDoc("logits", "loss_actor: p_j·(g_j − Σ_a p_a·g_a)·s, g_a = α·log p_a − min_k Q_k(s, a); loss_alpha uses the expectation detached and adds nothing; "+sc+" (SEMANTICS.md §15.3; sac.py DiscreteSACLoss.actor_loss)")
 }
+
+// ignoredNumActions is DiscreteSACLoss's num_actions, which the spec's action dim already
+// says: a note when it is that dim's size, an error when not.
+var ignoredNumActions = spec.ParamDef{Name: "num_actions", Type: spec.Int, Min: 1, Max: math.Inf(1),
+	Doc: "the number of actions, which is the size of the dim action_dim names",
+	Refuse: func(s *spec.Spec, st *spec.Stage, v any) string {
+		a := st.String("action_dim")
+		if n := s.DimSize(a); v != n {
+			return fmt.Sprintf("%v differs from the size %d of action_dim %s: the number of actions is that dim's size; remove num_actions, or declare %s: %v under dims", v, n, a, a, v)
+		}
+		return ""
+	}}

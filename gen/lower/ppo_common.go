@@ -41,7 +41,7 @@ func ppoParams() []spec.ParamDef {
 var ignoredMCEntropy = spec.ParamDef{Name: "samples_mc_entropy", Type: spec.Int, Min: 1, Max: math.Inf(1),
 	Doc: "TorchRL samples the entropy only where the distribution has none in closed form: categorical, one_hot_categorical and normal have one, which TorchRL and the kernel compute, " +
 		"and without entropy_bonus no entropy is computed (with tanh_normal or none and entropy_bonus it is an error: the entropy is then an input, keys.entropy)",
-	Refuse: func(st *spec.Stage) string {
+	Refuse: func(_ *spec.Spec, st *spec.Stage, _ any) string {
 		if d := st.String("distribution"); st.Bool("entropy_bonus") && (d == "tanh_normal" || d == "none") {
 			return "not taken with distribution " + d + ": TorchRL would estimate the entropy from samples_mc_entropy samples, and lossgen samples nothing (SEMANTICS.md §11.9): " +
 				"the entropy is an input, keys.entropy, that you compute (by sampling, §2.5); remove samples_mc_entropy, or use distribution categorical, one_hot_categorical or normal, whose entropy the kernel computes in closed form"

@@ -26,14 +26,15 @@ func init() {
 	params := append([]spec.ParamDef{n}, pickParams(sacParams(), "ensemble_dim", "loss_function", "fixed_alpha", "target_entropy", "action_dim", "reduction")...)
 	params = append(params,
 		spec.ParamDef{Name: "min_alpha", Type: spec.Float, Default: 0.1, Min: 0, Max: inf, Doc: "the lower bound of α: log α is clamped to log min_alpha (a float32 buffer); 0: none (TorchRL's log 0 = −inf)"},
-		spec.ParamDef{Name: "max_alpha", Type: spec.Float, Default: 10.0, Min: 0, Max: inf, MinOpen: true, Doc: "the upper bound of α, as min_alpha"},
-		spec.ParamDef{Name: "delay_qvalue", Type: spec.Bool, Default: true, Doc: "whether target Q-networks give the next values; the kernel reads them as an input (keys.next_state_action_value) either way: the same math"})
+		spec.ParamDef{Name: "max_alpha", Type: spec.Float, Default: 10.0, Min: 0, Max: inf, MinOpen: true, Doc: "the upper bound of α, as min_alpha"})
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "redq", Class: "REDQLoss", Source: redqSource,
-			Params:  params,
-			Ignored: []spec.ParamDef{ignoredAlphaInit},
+			Params: params,
+			Ignored: append([]spec.ParamDef{ignoredAlphaInit,
+				{Name: "sub_sample_len", Type: spec.Int, Min: 1, Max: inf, Doc: "the size of TorchRL's random subset of the target ensemble, which the caller draws here: " +
+					"the subset is an input, keys.selected_models, a flag per member; set max(1, min(sub_sample_len, num_qvalue_nets − 1)) of them, drawn as TorchRL's torch.randperm"}},
+				ignoredTargetNets("next_state_action_value", "delay_qvalue")...),
 			Rejected: []spec.Rejected{
-				{Name: "sub_sample_len", Why: "not taken: the subset is an input, keys.selected_models, a flag per member; set max(1, min(sub_sample_len, num_qvalue_nets − 1)) of them, drawn as TorchRL's torch.randperm"},
 				{Name: "gSDE", Why: "not taken: the actor runs outside the kernel; its log-probs are inputs"}},
 			Keys: []spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keySelectedModels, keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},

@@ -51,7 +51,7 @@ func init() {
 	register(&Stage{
 		StageDef: spec.StageDef{Kind: spec.Loss, Type: "sac", Class: "SACLoss", Source: sacSource,
 			Params:  sacParams(),
-			Ignored: append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("delay_actor", "delay_qvalue", "delay_value")...),
+			Ignored: append([]spec.ParamDef{ignoredAlphaInit}, ignoredTargetNets("next_state_action_value", "delay_actor", "delay_qvalue", "delay_value")...),
 			Keys: ([]spec.KeyDef{keyLogProb, keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue, keyNextLogProb, keyLogAlpha,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget}),
 			Check: checkSAC,

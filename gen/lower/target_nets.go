@@ -12,13 +12,14 @@ import (
 // are accepted with a note that says what the caller does instead.
 
 // ignoredTargetNets are TorchRL's delay_actor, delay_qvalue and delay_value of a loss whose
-// next values are inputs: whether TorchRL evaluates that network with target (delayed)
-// parameters. Each names the keys its network's values arrive under.
-func ignoredTargetNets(names ...string) []spec.ParamDef {
+// next values are an input (keys.<next>): whether TorchRL evaluates that network with target
+// (delayed) parameters.
+func ignoredTargetNets(next string, names ...string) []spec.ParamDef {
+	in := "the kernel takes them as an input (keys." + next + "): evaluate them with your target parameters or not"
 	what := map[string]string{
 		"delay_actor":  "whether TorchRL keeps target (delayed) actor parameters for the next action; the actor runs outside the kernel: evaluate the next action with the parameters you choose",
-		"delay_qvalue": "whether TorchRL evaluates the next Q-values with target (delayed) Q-network parameters; the kernel takes them as an input (keys.next_state_action_value): evaluate them with your target parameters or not",
-		"delay_value":  "whether TorchRL evaluates the next values with target (delayed) network parameters; the kernel takes them as an input: evaluate them with your target parameters or not",
+		"delay_qvalue": "whether TorchRL evaluates the next Q-values with target (delayed) Q-network parameters; " + in,
+		"delay_value":  "whether TorchRL evaluates the next values with target (delayed) network parameters; " + in,
 	}
 	out := make([]spec.ParamDef, len(names))
 	for i, n := range names {

@@ -18,7 +18,7 @@ func init() {
 				{Name: "loss_function", Type: spec.Enum, Default: "smooth_l1", Enum: distances, Doc: "the Q regression's distance"},
 				{Name: "reduction", Type: spec.Enum, Default: "mean", Enum: reductions, Doc: "how the loss_* outputs are reduced"},
 			},
-			Ignored: append(ignoredTD3Noise, ignoredTargetNets("delay_actor", "delay_qvalue")...),
+			Ignored: append(ignoredTD3Noise, ignoredTargetNets("next_state_action_value", "delay_actor", "delay_qvalue")...),
 			Keys: []spec.KeyDef{keyStateActionValue, keyStateActionValueActor, keyNextStateActionValue,
 				keyPriority, keyMask, keyReward, keyDone, keyTerminated, keyValueTarget},
 			Check:   func(c *spec.Check) { checkTDEstimator(c); checkEnsembleDim(c) },
