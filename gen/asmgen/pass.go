@@ -123,7 +123,7 @@ func (e *emitter) emitPass(ps *plan.Pass, nt bool) *passGen {
 	}
 	pg.large = ps.Schedule.Prefetch
 	pg.nt = nt
-	pg.chunked = ps.Schedule.Chunks != nil || ps.Row != nil // a row-local pass runs on sweeps of rows
+	pg.chunked = ps.Schedule.Chunks != nil || ps.Schedule.Row != nil // a row-local pass runs on sweeps of rows
 	pg.flat = ps.Schedule.Chunks != nil && len(ps.Domain) == 1
 	pg.twins = e.twinsOf(ps)
 	pg.invSlots = map[string]operand.Mem{}
@@ -191,7 +191,7 @@ func ChunkVars(p, fb *plan.Plan) []string {
 	for _, k := range gogen.Kernels(p, fb) {
 		e := &emitter{k: k}
 		for _, ps := range k.Plan.Passes {
-			if ps.Schedule.Chunks != nil && ps.Row == nil || ps.Row != nil && ps.Row.First == ps {
+			if ps.Schedule.Chunks != nil && gogen.RunsPass(ps) { // a pair's chunks are its first's
 				out = append(out, e.chunkVar(ps))
 			}
 		}

@@ -13,11 +13,11 @@ import (
 
 // Row-local passes (plan.RowLocal). Both passes of a pair are assembled as chunked passes
 // (they take rows [lo, hi) of the row dim); one Go wrapper, the first's, runs them on sweeps
-// of a few rows that fit plan.RowCacheBytes: the first pass, its row reductions finished for
-// those rows, the second, its row reductions finished. Sweeps run in a fixed number of
-// chunks of rows, concurrently, each on its own lane states; the states of the reductions
-// over every row are merged in chunk order afterwards, as a chunked pass's are, so results
-// do not depend on the machine or GOMAXPROCS.
+// of the rows the pair's schedule says (plan.RowSchedule.Sweep): the first pass, its row
+// reductions finished for those rows, the second, its row reductions finished. When the
+// schedule cuts the pair into chunks of rows, the chunks' sweeps run concurrently, each on
+// its own lane states; the states of the reductions over every row are merged in chunk order
+// afterwards, as a chunked pass's are, so results do not depend on the machine or GOMAXPROCS.
 
 // slotRange is the slots [lo·per, hi·per) of a reduction whose slots of row i are
 // [i·per, (i+1)·per): the rows [lo, hi) of the sweep being finished.
@@ -43,50 +43,20 @@ func (r *slotRange) loop() []jen.Code {
 	return []jen.Code{jen.Id("k").Op(":=").Add(r.from()), jen.Id("k").Op("<").Add(r.to()), jen.Id("k").Op("++")}
 }
 
-// sweepRows is how many rows one sweep of a row-local pair covers: as many as fit
-// plan.RowCacheBytes, at least one.
-func sweepRows(rl *plan.RowLocal) int { return max(1, plan.RowCacheBytes/max(1, rl.RowBytes)) }
-
-// rowMergeable reports whether the chunks of a row-local pair can run concurrently: every
-// reduction of either pass over every row merges (as chunkable's).
-func rowMergeable(pgs ...*passGen) bool {
-	for _, pg := range pgs {
-		for _, r := range pg.ps.Reduces {
-			if !slices.Contains(r.Axes, pg.ps.Row.Dim.Name) {
-				continue
-			}
-			switch {
-			case !pg.own(r):
-			case r.Op == ir.OpSum, r.Op == ir.OpMean, r.Op == ir.OpVar, r.Op == ir.OpLogSumExp:
-			default:
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// rowChunks is how many chunks of rows a row-local pair runs as by default (see chunks).
-func (e *emitter) rowChunks(rl *plan.RowLocal, pgs ...*passGen) int {
-	if !rowMergeable(pgs...) || rl.First.Domain.Numel() < plan.ChunkElems {
-		return 1
-	}
-	return min(rl.Dim.Size, plan.MaxChunks)
-}
-
 // rowWrapper emits the Go wrapper of a row-local pair (first, second), named as the first
 // pass's wrapper; the second has none.
 func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, nt map[int]bool) {
 	rl := first.ps.Row
-	rt := gogen.RuntimePath
 	name := e.name("pass%dAVX2Go", rl.First.Index)
 	goPass := e.name("pass%dGo", rl.First.Index)
-	chunks := e.chunkVar(rl.First)
-	f.Commentf("%s is how many chunks of rows passes %d and %d run as, concurrently (see %s).", chunks, rl.First.Index, rl.Second.Index, name)
-	f.Comment("It is fixed by the generator, so results do not depend on the machine; tests set it.")
-	f.Var().Id(chunks).Op("=").Lit(e.rowChunks(rl, first, second))
+	sch := rl.First.Schedule
+	if sch.Chunks != nil {
+		f.Commentf("%s is how many chunks of rows passes %d and %d run as, concurrently (see %s).", e.chunkVar(rl.First), rl.First.Index, rl.Second.Index, name)
+		f.Comment("It is fixed by the generator, so results do not depend on the machine; tests set it.")
+		f.Var().Id(e.chunkVar(rl.First)).Op("=").Lit(sch.Chunks.Count)
+	}
 	f.Commentf("%s runs %s and %s row-locally: on sweeps of %d rows of %s, the second",
-		name, e.name("pass%dAVX2", rl.First.Index), e.name("pass%dAVX2", rl.Second.Index), sweepRows(rl), rl.Dim.Name)
+		name, e.name("pass%dAVX2", rl.First.Index), e.name("pass%dAVX2", rl.Second.Index), sch.Row.Sweep, rl.Dim.Name)
 	f.Comment("reads the rows the first has just read, with the first's per-row reductions finished")
 	f.Comment("for them (lossgen explain: row-local), while they are in cache.")
 	f.Func().Id(name).Params(e.passParams()...).BlockFunc(func(b *jen.Group) {
@@ -95,8 +65,8 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 		b.Id("run").Op(":=").Func().Params(jen.Id("st").Op("*").Id(e.k.Name("avxState")), jen.List(jen.Id("lo"), jen.Id("hi")).Int()).BlockFunc(func(g *jen.Group) {
 			e.initStates(g, first, elem)
 			e.initStates(g, second, elem)
-			g.For(jen.Id("a").Op(":=").Id("lo"), jen.Id("a").Op("<").Id("hi"), jen.Id("a").Op("+=").Lit(sweepRows(rl))).BlockFunc(func(s *jen.Group) {
-				s.List(jen.Id("lo"), jen.Id("hi")).Op(":=").List(jen.Id("a"), jen.Min(jen.Id("a").Op("+").Lit(sweepRows(rl)), jen.Id("hi")))
+			g.For(jen.Id("a").Op(":=").Id("lo"), jen.Id("a").Op("<").Id("hi"), jen.Id("a").Op("+=").Lit(sch.Row.Sweep)).BlockFunc(func(s *jen.Group) {
+				s.List(jen.Id("lo"), jen.Id("hi")).Op(":=").List(jen.Id("a"), jen.Min(jen.Id("a").Op("+").Lit(sch.Row.Sweep), jen.Id("hi")))
 				for _, pg := range []*passGen{first, second} {
 					e.callPass(s, pg, nt[pg.ps.Index] && !readsStores(rl.Second, pg.ps))
 					for _, r := range rl.RowReduces(pg.ps) {
@@ -105,21 +75,33 @@ func (e *emitter) rowWrapper(f *jen.File, first, second *passGen, elem string, n
 				}
 			})
 		})
-		var merges []jen.Code
-		for _, pg := range []*passGen{first, second} {
-			merges = append(merges, e.merges(pg, e.allRows(pg))...)
-			for _, r := range rl.RowReduces(pg.ps) {
-				if pg.guarded(r) && pg.twins[r.ID] == nil {
-					// Finished already; only the guard must see every chunk.
-					merges = append(merges, jen.Qual(rt, "MergeMask").Call(jen.Id("sts").Index(jen.Lit(0)).Dot(stateField(r, "ok")), jen.Id("sts").Index(jen.Id("c")).Dot(stateField(r, "ok"))))
-				}
-			}
+		if sch.Chunks == nil {
+			b.Id("run").Call(jen.Id("st"), jen.Lit(0), jen.Lit(rl.Dim.Size))
+		} else {
+			e.rowChunks(b, first, second)
 		}
-		e.inChunks(b, chunks, rl.Dim.Size, 1, merges)
 		e.fallback(b, goPass, first, second)
 		e.finishReduces(b, first, elem, e.allRows(first))
 		e.finishReduces(b, second, elem, e.allRows(second))
 	})
+}
+
+// rowChunks emits the run of a row-local pair's sweeps in its schedule's chunks of rows,
+// merging the states of the reductions over every row (and the guards of the row ones, which
+// the sweeps finished) in chunk order.
+func (e *emitter) rowChunks(b *jen.Group, first, second *passGen) {
+	rl := first.ps.Row
+	var merges []jen.Code
+	for _, pg := range []*passGen{first, second} {
+		merges = append(merges, e.merges(pg, e.allRows(pg))...)
+		for _, r := range rl.RowReduces(pg.ps) {
+			if pg.guarded(r) && pg.twins[r.ID] == nil {
+				// Finished already; only the guard must see every chunk.
+				merges = append(merges, jen.Qual(gogen.RuntimePath, "MergeMask").Call(jen.Id("sts").Index(jen.Lit(0)).Dot(stateField(r, "ok")), jen.Id("sts").Index(jen.Id("c")).Dot(stateField(r, "ok"))))
+			}
+		}
+	}
+	e.inChunks(b, e.chunkVar(rl.First), rl.Dim.Size, 1, merges)
 }
 
 // readsStores reports whether pass reader loads a buffer pass writer stores: then writer's

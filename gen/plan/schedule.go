@@ -22,8 +22,11 @@ type Schedule struct {
 	// graph's dtype (8 float32, 4 float64).
 	Lanes int
 	// Chunks, when not nil, cuts the domain into chunks that run concurrently, each with its
-	// own reduction states, merged in chunk order afterwards.
+	// own reduction states, merged in chunk order afterwards. A row-local pair's passes share
+	// the pair's.
 	Chunks *Chunking
+	// Row, for a pass of a row-local pair (Pass.Row), is the pair's schedule, shared by both.
+	Row *RowSchedule
 	// Prefetch says the pass streams more than LargePass bytes: it prefetches ahead.
 	Prefetch bool
 	// Stores is the store policy of each stored node (by ID; every one of Pass.Stores).
@@ -159,13 +162,21 @@ func (p *Plan) schedule() {
 		s.GPU = gpuMapping(ps)
 		ps.Schedule = s
 	}
+	for _, ps := range p.Passes {
+		if rl := ps.Row; rl != nil && rl.First == ps {
+			rs, c := rowSchedule(rl)
+			for _, x := range []*Pass{rl.First, rl.Second} {
+				x.Schedule.Row, x.Schedule.Chunks = rs, c
+			}
+		}
+	}
 }
 
 // chunking is how pass ps is cut into chunks, or nil when it runs in one piece. A pass is
 // chunkable along its first domain dim (rows; for a flat domain, its vector axis in whole
-// blocks) when that dim is not its scan axis, every barrier reduction is a sum, mean,
-// variance or logsumexp over that dim (states that merge by addition or Chan's update), and
-// every buffer it stores has that dim (chunks write disjoint elements).
+// blocks) when that dim is not its scan axis, every barrier reduction is over that dim and
+// merges (mergesInChunks), and every buffer it stores has that dim (chunks write disjoint
+// elements).
 func chunking(ps *Pass, lanes int) *Chunking {
 	if len(ps.Domain) == 0 || (ps.Scan != nil && ps.Scan.Axis == ps.Domain[0].Name) {
 		return nil
@@ -177,12 +188,7 @@ func chunking(ps *Pass, lanes int) *Chunking {
 		}
 	}
 	for _, r := range ps.Reduces {
-		switch r.Op {
-		case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpLogSumExp:
-		default:
-			return nil
-		}
-		if !slices.Contains(r.Axes, d.Name) {
+		if !mergesInChunks(r) || !slices.Contains(r.Axes, d.Name) {
 			return nil
 		}
 	}
@@ -197,6 +203,17 @@ func chunking(ps *Pass, lanes int) *Chunking {
 		return nil // under two blocks: nothing to cut
 	}
 	return c
+}
+
+// mergesInChunks reports whether reduction r's chunk states merge, in chunk order, in every
+// backend that chunks: a sum, mean, variance or logsumexp (states that merge by addition or
+// Chan's update).
+func mergesInChunks(r *ir.Node) bool {
+	switch r.Op {
+	case ir.OpSum, ir.OpMean, ir.OpVar, ir.OpLogSumExp:
+		return true
+	}
+	return false
 }
 
 // storePolicy is how pass ps writes its buffers: non-temporally when it is large (beyond
@@ -403,6 +420,9 @@ func (s *Schedule) String(ps *Pass) string {
 		}
 		b.WriteString("\n")
 	}
+	if s.Row != nil {
+		s.writeRow(&b, ps)
+	}
 	switch c := s.Chunks; {
 	case c == nil:
 		b.WriteString("    chunks: none (one piece)\n")
@@ -416,6 +436,9 @@ func (s *Schedule) String(ps *Pass) string {
 			merge = append(merge, fmt.Sprintf("v%d", r.ID))
 		}
 		fmt.Fprintf(&b, "    chunks: %d along %s (%d units: %s)", c.Count, c.Dim, c.Units(ps.Domain), unit)
+		if rl := ps.Row; rl != nil {
+			fmt.Fprintf(&b, " of passes %d and %d, whole sweeps", rl.First.Index, rl.Second.Index)
+		}
 		if len(merge) > 0 {
 			fmt.Fprintf(&b, "; merged in chunk order: %s", strings.Join(merge, ", "))
 		}
@@ -427,6 +450,9 @@ func (s *Schedule) String(ps *Pass) string {
 			st = append(st, fmt.Sprintf("v%d %s", n.ID, s.Stores[n.ID]))
 		}
 		fmt.Fprintf(&b, "    stores: %s\n", strings.Join(st, ", "))
+	}
+	if s.Row != nil && s.writeRowGPU(&b, ps) {
+		return b.String()
 	}
 	g := s.GPU
 	if g.Unmapped != nil {
@@ -450,6 +476,9 @@ func (s *Schedule) String(ps *Pass) string {
 	}
 	if len(inBlocks) > 0 {
 		fmt.Fprintf(&b, "; merged across threads, then blocks in order: %s", strings.Join(inBlocks, ", "))
+	}
+	if s.Row != nil {
+		fmt.Fprintf(&b, "; a kernel of its own, not one with pass %d: %s", rowPartner(ps), s.Row.GPU.Unfused)
 	}
 	b.WriteString("\n")
 	return b.String()

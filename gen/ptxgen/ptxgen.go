@@ -185,11 +185,11 @@ func (e *emitter) emit(m gogen.Meta) (runtime.LaunchTable, []kernelView, []const
 	}
 	for _, ps := range p.Passes {
 		var k *passK
-		switch rl := ps.Row; {
-		case rl != nil && rowFusable(rl) && ps == rl.Second:
+		switch rs := ps.Schedule.Row; {
+		case rs != nil && rs.GPU.Fused && ps == ps.Row.Second:
 			continue // run by the first's kernel
-		case rl != nil && rowFusable(rl):
-			k = e.rowKernel(rl)
+		case rs != nil && rs.GPU.Fused:
+			k = e.rowKernel(ps.Row)
 		default:
 			var err error
 			if k, err = e.passKernel(ps); err != nil {

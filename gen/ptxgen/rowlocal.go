@@ -7,42 +7,24 @@ import (
 	"github.com/lossgen/lossgen/gen/plan"
 )
 
-// Row-local pairs (plan.RowLocal) as one kernel. The default mapping (one thread per column,
-// looping over rows) spreads a row over every block, so a row's reduction is complete only
-// once the grid has finished. A pair over [R, C] therefore runs as one kernel with one block
-// per row: its threads stride over the row's columns, the first pass's program at each,
-// accumulating per thread; the block merges each row statistic into thread 0, which finishes
-// and stores it; after a barrier every thread sweeps its columns again with the second pass's
-// program, which loads the statistic (from L1) and the row (from L2). The pair's reductions
-// over every row are block reductions as usual: a partial per block (row), folded in block
-// order by the merge kernel.
+// Row-local pairs (plan.RowLocal) as one kernel, when their schedule says so (plan.RowGPU).
+// The default mapping (one thread per column, looping over rows) spreads a row over every
+// block, so a row's reduction is complete only once the grid has finished. A pair over
+// [R, C] therefore runs as one kernel with one block per row: its threads stride over the
+// row's columns, the first pass's program at each, accumulating per thread; the block merges
+// each row statistic into thread 0, which finishes and stores it; after a barrier every
+// thread sweeps its columns again with the second pass's program, which loads the statistic
+// (from L1) and the row (from L2). The pair's reductions over every row are block reductions
+// as usual: a partial per block (row), folded in block order by the merge kernel.
 
-// rowFusable reports whether ps's pair runs as one kernel: a rank-2 domain, no scans, and
-// each reduction of either pass over the columns only (one slot per row) or over everything.
-func rowFusable(rl *plan.RowLocal) bool {
-	if len(rl.First.Domain) != 2 {
-		return false
-	}
-	for _, ps := range []*plan.Pass{rl.First, rl.Second} {
-		if ps.Scan != nil {
-			return false
-		}
-		for _, r := range ps.Reduces {
-			if len(r.Shape) != 0 && !(len(r.Shape) == 1 && r.Shape[0] == rl.Dim) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// rowKernel emits the kernel of a fusable row-local pair (named after its first pass).
+// rowKernel emits the kernel of a row-local pair its schedule fuses (plan.RowGPU; named
+// after its first pass).
 func (e *emitter) rowKernel(rl *plan.RowLocal) *passK {
 	rows, cols := rl.First.Domain[0], rl.First.Domain[1]
 	k := &passK{kernel: newKernel(fmt.Sprintf("%spass%d", e.prefix, rl.First.Index), e.f64), e: e, ps: rl.First, row: rl,
 		idx: map[string]string{}, vals: map[int]string{}, carries: map[int]string{}, inner: map[int][]string{}, rowVals: map[int]string{}}
-	k.grid = rows.Size
-	_, k.block = plan.GridFor(cols.Size)
+	gpu := rl.First.Schedule.Row.GPU
+	k.grid, k.block = gpu.Grid, gpu.Block
 	k.threads = k.grid * k.block
 	rowReds := map[*plan.Pass][]*redK{}
 	for _, ps := range []*plan.Pass{rl.First, rl.Second} {
