@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/lossgen/lossgen/gen/asmgen"
 	"github.com/lossgen/lossgen/gen/gogen"
 	"github.com/lossgen/lossgen/gen/ir"
 	"github.com/lossgen/lossgen/gen/ptxgen"
@@ -17,6 +18,12 @@ import (
 // with a mask, reductions over every row in both passes of the pair and one over rows in the
 // second: all in one row-local pair (plan.RowLocal) over G.
 func rowZoo(dt ir.DType, G, N, T int) *ir.Graph {
+	b, _ := rowZooBuilder(dt, G, N, T)
+	return b.Graph()
+}
+
+// rowZooBuilder builds rowZoo's outputs and returns the builder and the normalised x.
+func rowZooBuilder(dt ir.DType, G, N, T int) (*ir.Builder, *ir.Node) {
 	dims, batch := []ir.Dim{{Name: "G", Size: G}, {Name: "N", Size: N}, {Name: "T", Size: T}}, []string{"G", "N", "T"}
 	if N == 0 {
 		dims, batch = []ir.Dim{dims[0], dims[2]}, []string{"G", "T"}
@@ -45,7 +52,7 @@ func rowZoo(dt ir.DType, G, N, T int) *ir.Graph {
 	out("row_dot", b.Sum(b.Mul(norm, y), "T"))
 	out("norm_mean", b.MeanAll(norm))
 	out("total", b.SumAll(x))
-	return b.Graph()
+	return b, norm
 }
 
 // TestRowLocalEveryBackend runs rowZoo through the pure-Go and default (AVX2) kernels and the
@@ -98,4 +105,20 @@ func TestRowLocalEveryBackend(t *testing.T) {
 			})
 		}
 	}
+	t.Run("float32/default/unmergeable", func(t *testing.T) {
+		// A max over every row does not merge across chunks: the large pair runs its sweeps
+		// in one piece (plan.RowSchedule), with no chunk count to set.
+		t.Parallel()
+		b, norm := rowZooBuilder(ir.F32, 38, 3, 577)
+		b.Output("peak", b.ReduceMax(norm, "G", "N", "T"), ir.Metric, "", "")
+		g := b.Graph()
+		c := compiledGraph(t, g, "rowzoo")
+		first := c.Plan.Passes[0]
+		for first.Row == nil {
+			first = c.Plan.Passes[first.Index+1]
+		}
+		require.Nil(t, first.Schedule.Chunks)
+		require.NotContains(t, asmgen.ChunkVars(c.Plan, c.Backward), fmt.Sprintf("pass%dChunks", first.Index))
+		zooRun(t, g, "default")
+	})
 }

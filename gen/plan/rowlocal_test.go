@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -130,4 +131,79 @@ func TestRowLocalLLMExamples(t *testing.T) {
 	for _, f := range []string{"cispo.yaml", "distillation.yaml", "mc_advantage_grpo.yaml", "clip_ppo.yaml", "gae.yaml"} {
 		pairs(t, build(t, f))
 	}
+}
+
+// rowSchedule returns the schedule of p's only row-local pair, checking that both of its
+// passes share it and its chunks.
+func rowSchedule(t *testing.T, p *plan.Plan) (*plan.RowLocal, *plan.RowSchedule, *plan.Chunking) {
+	t.Helper()
+	rls := pairs(t, p)
+	require.Len(t, rls, 1)
+	rl := rls[0]
+	s1, s2 := rl.First.Schedule, rl.Second.Schedule
+	require.NotNil(t, s1.Row)
+	require.Same(t, s1.Row, s2.Row, "one schedule for the pair")
+	require.Same(t, s1.Chunks, s2.Chunks, "one chunking for the pair")
+	for _, ps := range p.Passes {
+		if ps.Row == nil {
+			require.Nil(t, ps.Schedule.Row, "pass %d", ps.Index)
+		}
+	}
+	return rl, s1.Row, s1.Chunks
+}
+
+// The normalisation pair's schedule: sweeps of as many 8008-byte rows as fit 256 KiB (32),
+// chunks of rows merging the loss's mean over every element (one piece below ChunkElems
+// elements, MaxChunks from it on), and on the GPU one kernel with a block of 256 threads per
+// row of 1000 columns.
+func TestRowLocalSchedule(t *testing.T) {
+	for _, tc := range []struct{ B, count int }{{64, 1}, {66, 8}} { // 64·1000 < 2^16 ≤ 66·1000
+		b, _, y := rowGraph(tc.B, 1000)
+		b.Output("y", y, ir.Metric, "", "")
+		loss := b.MeanAll(y)
+		b.Output("loss", loss, ir.LossTerm, "", "")
+		p := mustBuild(t, b.Graph())
+		rl, rs, c := rowSchedule(t, p)
+		require.Equal(t, 262144/8008, rs.Sweep)
+		require.NotNil(t, c)
+		require.Equal(t, plan.Chunking{Dim: "B", Align: 1, Count: tc.count, Merge: rl.Second.Reduces}, *c, "B=%d", tc.B)
+		require.Len(t, c.Merge, 1)
+		require.Equal(t, ir.OpMean, c.Merge[0].Op)
+		require.Equal(t, plan.RowGPU{Fused: true, Grid: tc.B, Block: 256}, rs.GPU)
+		out := p.String()
+		require.Contains(t, out, fmt.Sprintf("    sweeps: 32 B row(s) at a time (of %d), pass 0 then pass 1 over them\n", tc.B))
+		require.Contains(t, out, fmt.Sprintf("    chunks: %d along B (%d units: rows) of passes 0 and 1, whole sweeps; merged in chunk order: v%d\n", tc.count, tc.B, c.Merge[0].ID))
+		require.Contains(t, out, fmt.Sprintf("    gpu: one kernel with pass 1: a block per B row, grid %d × block 256, threads striding over T[1000]; finished by each row's block: ", tc.B))
+		require.Contains(t, out, "    gpu: in pass 0's kernel\n")
+	}
+}
+
+// A pair whose reduction over every row does not merge across chunks (a max) runs its
+// sweeps in one piece, however large.
+func TestRowLocalUnmergeableInOnePiece(t *testing.T) {
+	b, _, y := rowGraph(128, 1000)
+	b.Output("y", y, ir.Metric, "", "")
+	b.Output("peak", b.ReduceMax(y, "B", "T"), ir.Metric, "", "")
+	p := mustBuild(t, b.Graph())
+	_, rs, c := rowSchedule(t, p)
+	require.Nil(t, c)
+	require.True(t, rs.GPU.Fused, "a block reduction merges on the GPU")
+	require.Contains(t, p.String(), "    chunks: none (one piece)\n")
+}
+
+// A pair the GPU cannot run a block per row of (a reduction keeping the columns) runs as
+// two kernels, each with its own mapping, and explain says why.
+func TestRowLocalTwoKernels(t *testing.T) {
+	b, _, y := rowGraph(64, 100)
+	b.Output("y", y, ir.Metric, "", "")
+	colSum := b.Sum(y, "B")
+	b.Output("colsum", colSum, ir.Metric, "", "")
+	p := mustBuild(t, b.Graph())
+	rl, rs, c := rowSchedule(t, p)
+	require.False(t, rs.GPU.Fused)
+	require.Equal(t, fmt.Sprintf("v%d keeps [T=100], neither one value per row nor one in all", colSum.ID), rs.GPU.Unfused)
+	require.NotNil(t, c, "a sum over the rows merges")
+	require.Nil(t, rl.Second.Schedule.GPU.Unmapped)
+	require.Contains(t, p.String(), fmt.Sprintf("; a kernel of its own, not one with pass 0: v%d keeps [T=100]", colSum.ID))
+	require.Contains(t, p.String(), fmt.Sprintf("; a kernel of its own, not one with pass 1: v%d keeps [T=100]", colSum.ID))
 }
