@@ -25,6 +25,9 @@ type blockState struct {
 
 	tiles     map[int]*tile       // a full block's transposed tensors, by node (tile.go)
 	tileSlots map[int]operand.Mem // their stack slots, kept from block to block
+
+	innerRegs map[string][]reg.VecVirtual // inner reductions' states held in registers, by stateField
+	ends      map[int]int                 // each loop start's item position → its end's
 }
 
 // bitem is one step of a block's program, flattened: loops become a start and an end item
@@ -58,9 +61,16 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 // assignment cannot change from one iteration to the next.
 func (pg *passGen) block() {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.innerRegs = map[string][]reg.VecVirtual{}
 	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
 	pg.countUses(items)
+	pg.ends = map[int]int{}
+	for k, it := range items {
+		if it.kind == plan.Loop && it.end {
+			pg.ends[it.start] = k
+		}
+	}
 	pg.planTiles(items)
 	for k, it := range items {
 		pg.item(k, it)
@@ -154,8 +164,9 @@ func (pg *passGen) item(k int, it bitem) {
 	case plan.Loop:
 		if it.end {
 			pg.loopEnd(it.loop)
-			pg.regs.dropAll()
+			pg.regs.dropAll(pg.regs.unpin(it.start))
 		} else {
+			pg.regs.pinForLoop(k, pg.ends[k])
 			pg.regs.spillAll(k)
 			pg.loopStart(it.loop)
 		}
@@ -168,7 +179,7 @@ func (pg *passGen) item(k int, it bitem) {
 		v.reload = func() reg.VecVirtual { return pg.load(n) }
 		return
 	case plan.Init:
-		pg.innerInit(n)
+		pg.innerInit(k, n)
 		return
 	case plan.Accumulate:
 		if pg.twins[n.ID] != nil {

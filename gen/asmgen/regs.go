@@ -28,9 +28,12 @@ type value struct {
 // regs tracks the node values of one block.
 type regs struct {
 	vals   map[int]*value
-	pinned int // registers held for the whole block (scan carries)
-	alloc  func() operand.Mem
-	a      *asm
+	pinned int // registers held outside the values: scan carries, inner reduction states
+	// loopPins are values kept in their registers through the loops that read them
+	// (pinForLoop), by node ID: the position of the loop start that pinned them.
+	loopPins map[int]int
+	alloc    func() operand.Mem
+	a        *asm
 }
 
 // inRegs lists the values in registers, by node ID: eviction and spilling visit them in a
@@ -66,7 +69,7 @@ func (r *regs) makeRoom(k, need int, keep map[int]bool) {
 		}
 		var victim *value
 		for _, v := range live {
-			if keep[v.node.ID] {
+			if _, pin := r.loopPins[v.node.ID]; pin || keep[v.node.ID] {
 				continue
 			}
 			if victim == nil || v.nextUse(k) > victim.nextUse(k) {
@@ -108,10 +111,58 @@ func (r *regs) get(v *value) reg.VecVirtual {
 	return x
 }
 
+// maxLoopPins bounds the values pinForLoop keeps in registers through one loop, and
+// maxPinned the registers held by pins of every kind together, so that a loop body keeps
+// room for an exp's temporaries.
+const (
+	maxLoopPins = 3
+	maxPinned   = 6
+)
+
+// pinForLoop keeps in their registers, through the loop from position start to end, the
+// values in registers that its body reads (a softmax's max, read at every action): up to
+// maxLoopPins of them, those read soonest first. Their registers stay fixed from iteration to
+// iteration since the body only reads them; every other value is spilled (spillAll).
+func (r *regs) pinForLoop(start, end int) {
+	if r.loopPins == nil {
+		r.loopPins = map[int]int{}
+	}
+	var cand []*value
+	for _, v := range r.inRegs() {
+		if _, pin := r.loopPins[v.node.ID]; !pin && v.nextUse(start) < end {
+			cand = append(cand, v)
+		}
+	}
+	sort.SliceStable(cand, func(i, j int) bool { return cand[i].nextUse(start) < cand[j].nextUse(start) })
+	for i, v := range cand {
+		if i == maxLoopPins || len(r.loopPins)+r.pinned >= maxPinned {
+			break
+		}
+		r.loopPins[v.node.ID] = start
+	}
+}
+
+// unpin ends the pins of the loop that starts at position start, returning their values:
+// they stay in their registers.
+func (r *regs) unpin(start int) map[int]bool {
+	out := map[int]bool{}
+	for id, s := range r.loopPins {
+		if s == start {
+			delete(r.loopPins, id)
+			out[id] = true
+		}
+	}
+	return out
+}
+
 // spillAll moves every value still needed after position k out of the registers (before a
-// loop: its body starts each iteration with the same, empty, register assignment).
+// loop: its body starts each iteration with the same, empty, register assignment), but for
+// the pinned ones.
 func (r *regs) spillAll(k int) {
 	for _, v := range r.inRegs() {
+		if _, pin := r.loopPins[v.node.ID]; pin {
+			continue
+		}
 		if v.nextUse(k) < 1<<30 {
 			r.evict(v, k)
 		}
@@ -120,10 +171,13 @@ func (r *regs) spillAll(k int) {
 }
 
 // dropAll forgets every register (after a loop: what its body computed is dead, and what it
-// read from outside is in memory).
-func (r *regs) dropAll() {
+// read from outside is in memory) but the pinned values' and those of values pinned by the
+// loop just closed (unpin), which the body left where they were.
+func (r *regs) dropAll(keep map[int]bool) {
 	for _, v := range r.vals {
-		v.reg = nil
+		if _, pin := r.loopPins[v.node.ID]; !pin && !keep[v.node.ID] {
+			v.reg = nil
+		}
 	}
 }
 
@@ -132,6 +186,7 @@ func (r *regs) release(k int) {
 	for id, v := range r.vals {
 		if len(v.uses) == 0 || v.uses[len(v.uses)-1] <= k {
 			delete(r.vals, id)
+			delete(r.loopPins, id)
 		}
 	}
 }
