@@ -72,8 +72,15 @@ func (pg *passGen) block() {
 		}
 	}
 	pg.planTiles(items)
-	for k, it := range items {
-		pg.item(k, it)
+	for k := 0; k < len(items); k++ {
+		if it := items[k]; it.kind == plan.Loop && !it.end {
+			if end := pg.tileReduce(k, items); end >= 0 {
+				pg.regs.release(end)
+				k = end
+				continue
+			}
+		}
+		pg.item(k, items[k])
 	}
 	pg.flushTiles()
 }
