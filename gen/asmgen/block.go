@@ -173,8 +173,7 @@ func (pg *passGen) item(k int, it bitem) {
 			pg.loopEnd(it.loop)
 			pg.regs.dropAll(pg.regs.unpin(it.start))
 		} else {
-			pg.regs.pinForLoop(k, pg.ends[k])
-			pg.regs.spillAll(k)
+			pg.regs.pinForLoop(k, pg.ends[k], it.loop.Dims)
 			pg.loopStart(it.loop)
 		}
 		return

@@ -115,30 +115,49 @@ func (r *regs) get(v *value) reg.VecVirtual {
 // maxPinned the registers held by pins of every kind together, so that a loop body keeps
 // room for an exp's temporaries.
 const (
-	maxLoopPins = 3
+	maxLoopPins = 4
 	maxPinned   = 6
 )
 
-// pinForLoop keeps in their registers, through the loop from position start to end, the
-// values in registers that its body reads (a softmax's max, read at every action): up to
-// maxLoopPins of them, those read soonest first. Their registers stay fixed from iteration to
-// iteration since the body only reads them; every other value is spilled (spillAll).
-func (r *regs) pinForLoop(start, end int) {
+// pinForLoop keeps in registers, through the loop from position start to end, values from
+// outside it that its body reads (a softmax's max, read at every action; an integer action,
+// converted lane by lane on every read), up to maxLoopPins of them: those in registers, and
+// loads (re-read where they are needed), which it reads before the loop, those read soonest
+// first; not a load along the loop's dims (the body reads another element at every
+// iteration). Their registers stay fixed from iteration to iteration since the body only
+// reads them; every other value is spilled (spillAll).
+func (r *regs) pinForLoop(start, end int, dims []ir.Dim) {
 	if r.loopPins == nil {
 		r.loopPins = map[int]int{}
 	}
 	var cand []*value
-	for _, v := range r.inRegs() {
-		if _, pin := r.loopPins[v.node.ID]; !pin && v.nextUse(start) < end {
+	for _, v := range r.vals {
+		if _, pin := r.loopPins[v.node.ID]; pin || v.nextUse(start) >= end || v.reg == nil && v.reload == nil {
+			continue
+		}
+		variant := false
+		for _, d := range dims {
+			variant = variant || v.reload != nil && v.node.Shape.Has(d.Name)
+		}
+		if !variant {
 			cand = append(cand, v)
 		}
 	}
-	sort.SliceStable(cand, func(i, j int) bool { return cand[i].nextUse(start) < cand[j].nextUse(start) })
+	sort.Slice(cand, func(i, j int) bool {
+		a, b := cand[i].nextUse(start), cand[j].nextUse(start)
+		return a < b || a == b && cand[i].node.ID < cand[j].node.ID
+	})
 	for i, v := range cand {
 		if i == maxLoopPins || len(r.loopPins)+r.pinned >= maxPinned {
 			break
 		}
 		r.loopPins[v.node.ID] = start
+	}
+	r.spillAll(start)
+	for _, v := range cand {
+		if s, pin := r.loopPins[v.node.ID]; pin && s == start && v.reg == nil {
+			r.get(v)
+		}
 	}
 }
 
