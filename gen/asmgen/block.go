@@ -28,6 +28,7 @@ type blockState struct {
 
 	innerRegs map[string][]reg.VecVirtual // inner reductions' states held in registers, by stateField
 	ends      map[int]int                 // each loop start's item position → its end's
+	items     []bitem                     // the block's program (flatten)
 }
 
 // bitem is one step of a block's program, flattened: loops become a start and an end item
@@ -64,6 +65,7 @@ func (pg *passGen) block() {
 	pg.innerRegs = map[string][]reg.VecVirtual{}
 	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	pg.items = items
 	pg.countUses(items)
 	pg.ends = map[int]int{}
 	for k, it := range items {
@@ -125,6 +127,7 @@ func (pg *passGen) countUses(items []bitem) {
 	// outside of is used again at the loop's end (the next iteration reads it).
 	var loops []int // starts of the loops enclosing the current position
 	defAt := map[int]int{}
+	defs := map[int][]int{} // every position defining each node, ascending
 	addUse := func(n *ir.Node, k int) {
 		v, ok := pg.regs.vals[n.ID]
 		if !ok {
@@ -149,6 +152,7 @@ func (pg *passGen) countUses(items []bitem) {
 			continue
 		case it.kind == plan.Load, it.kind == plan.Compute, it.kind == plan.Finish:
 			defAt[it.n.ID] = k
+			defs[it.n.ID] = append(defs[it.n.ID], k)
 		}
 		for _, a := range pg.reads(it) {
 			addUse(a, k)
@@ -159,8 +163,9 @@ func (pg *passGen) countUses(items []bitem) {
 			}
 		}
 	}
-	for _, v := range pg.regs.vals {
+	for id, v := range pg.regs.vals {
 		sortInts(v.uses)
+		v.defs = defs[id]
 	}
 }
 
@@ -173,7 +178,7 @@ func (pg *passGen) item(k int, it bitem) {
 			pg.loopEnd(it.loop)
 			pg.regs.dropAll(pg.regs.unpin(it.start))
 		} else {
-			pg.regs.pinForLoop(k, pg.ends[k], it.loop.Dims)
+			pg.regs.pinForLoop(k, pg.ends[k], pg.need(k, pg.ends[k]))
 			pg.loopStart(it.loop)
 		}
 		return
@@ -296,12 +301,29 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 	return foldedArgs(n)
 }
 
+// need is the most vector registers one of the items from position from to to needs for
+// its arguments and temporaries.
+func (pg *passGen) need(from, to int) int {
+	n := 0
+	for k := from; k <= to && k < len(pg.items); k++ {
+		it := pg.items[k]
+		if it.kind == plan.Loop || it.kind == plan.Load || it.kind == plan.Init {
+			continue
+		}
+		n = max(n, len(pg.reads(it))+pg.temps(it))
+	}
+	return n
+}
+
 // temps estimates the vector registers an item's expansion uses besides its arguments.
 func (pg *passGen) temps(it bitem) int {
 	switch it.kind {
 	case plan.Store:
 		return 2 // a tail's mask, a scatter's staging
 	case plan.Finish:
+		if pg.own(it.n) && (it.n.Op == ir.OpSum || it.n.Op == ir.OpMean || it.n.Op == ir.OpRMax || it.n.Op == ir.OpRMin) {
+			return 4 // the halves, their narrowing, a mean's quotient
+		}
 		return 13
 	case plan.Accumulate:
 		if !pg.own(it.n) {

@@ -8,6 +8,7 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
 )
 
 // Reductions accumulate per lane: each lane holds the state of its own subset of the
@@ -343,7 +344,7 @@ func (pg *passGen) identity(r *ir.Node, f string) float64 {
 // innerInit sets r's lane states to the identity, in registers (innerInRegs) or on the
 // stack, allocating the stack slot on first use. k is the Init item's position.
 func (pg *passGen) innerInit(k int, r *ir.Node) {
-	if n := pg.innerRegCount(r); n > 0 && pg.regs.pinned+len(pg.regs.loopPins)+n <= maxPinned {
+	if n := pg.innerRegCount(r); n > 0 && pg.regs.canPin(n, pg.need(k, pg.finishAt(k, r))) {
 		pg.regs.makeRoom(k, n, nil)
 		pg.regs.pinned += n
 		for _, f := range pg.fields(r) {
@@ -390,6 +391,16 @@ func (pg *passGen) innerInit(k int, r *ir.Node) {
 			pg.a64.mov(v, pg.stateMem(r, f, nil, 4*h))
 		}
 	}
+}
+
+// finishAt is the position of the Finish item of r after position k.
+func (pg *passGen) finishAt(k int, r *ir.Node) int {
+	for j := k; j < len(pg.items); j++ {
+		if it := pg.items[j]; it.kind == plan.Finish && it.n == r {
+			return j
+		}
+	}
+	return len(pg.items) - 1
 }
 
 // innerRegCount is how many registers an inner reduction's states take when they are held in

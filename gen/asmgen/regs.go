@@ -23,6 +23,7 @@ type value struct {
 	spill  *operand.Mem   // stack slot holding a spilled computed value
 	reload func() reg.VecVirtual
 	uses   []int // item positions that read the value, ascending
+	defs   []int // item positions that compute or load it, ascending (a loop may recompute it)
 }
 
 // regs tracks the node values of one block.
@@ -49,10 +50,16 @@ func (r *regs) inRegs() []*value {
 	return out
 }
 
-// nextUse is the first use of v at or after position k, or a large number.
+// nextUse is the first use of v at or after position k, or a large number when there is
+// none or v is computed again before it (a loop's body recomputes what an earlier loop did).
 func (v *value) nextUse(k int) int {
 	for _, u := range v.uses {
 		if u >= k {
+			for _, d := range v.defs {
+				if d >= k && d < u {
+					return 1 << 30
+				}
+			}
 			return u
 		}
 	}
@@ -112,21 +119,28 @@ func (r *regs) get(v *value) reg.VecVirtual {
 }
 
 // maxLoopPins bounds the values pinForLoop keeps in registers through one loop, and
-// maxPinned the registers held by pins of every kind together, so that a loop body keeps
-// room for an exp's temporaries.
+// maxPinned the registers held by pins of every kind together.
 const (
 	maxLoopPins = 4
 	maxPinned   = 6
 )
 
+// canPin reports whether n more registers can be held through items whose expansions need
+// up to need registers each (their arguments and temporaries, see passGen.need): beside the
+// pins already held, one spare and the budget (lowered on a retry, see assemble).
+func (r *regs) canPin(n, need int) bool {
+	held := r.pinned + len(r.loopPins)
+	return held+n <= maxPinned && held+n+1+need <= r.a.budget
+}
+
 // pinForLoop keeps in registers, through the loop from position start to end, values from
 // outside it that its body reads (a softmax's max, read at every action; an integer action,
-// converted lane by lane on every read), up to maxLoopPins of them: those in registers, and
-// loads (re-read where they are needed), which it reads before the loop, those read soonest
-// first; not a load along the loop's dims (the body reads another element at every
-// iteration). Their registers stay fixed from iteration to iteration since the body only
-// reads them; every other value is spilled (spillAll).
-func (r *regs) pinForLoop(start, end int, dims []ir.Dim) {
+// converted lane by lane on every read), up to maxLoopPins of them, within canPin for the
+// body's need: those in registers, and loads (re-read where they are needed), which it reads
+// before the loop, those read soonest first; not a value the body computes or loads again.
+// Their registers stay fixed from iteration to iteration since the body only reads them;
+// every other value is spilled (spillAll).
+func (r *regs) pinForLoop(start, end, need int) {
 	if r.loopPins == nil {
 		r.loopPins = map[int]int{}
 	}
@@ -136,8 +150,8 @@ func (r *regs) pinForLoop(start, end int, dims []ir.Dim) {
 			continue
 		}
 		variant := false
-		for _, d := range dims {
-			variant = variant || v.reload != nil && v.node.Shape.Has(d.Name)
+		for _, d := range v.defs {
+			variant = variant || d > start && d < end
 		}
 		if !variant {
 			cand = append(cand, v)
@@ -148,7 +162,7 @@ func (r *regs) pinForLoop(start, end int, dims []ir.Dim) {
 		return a < b || a == b && cand[i].node.ID < cand[j].node.ID
 	})
 	for i, v := range cand {
-		if i == maxLoopPins || len(r.loopPins)+r.pinned >= maxPinned {
+		if i == maxLoopPins || !r.canPin(1, need) {
 			break
 		}
 		r.loopPins[v.node.ID] = start
