@@ -321,10 +321,10 @@ func (pg *passGen) temps(it bitem) int {
 	case plan.Store:
 		return 2 // a tail's mask, a scatter's staging
 	case plan.Finish:
-		if pg.own(it.n) && (it.n.Op == ir.OpSum || it.n.Op == ir.OpMean || it.n.Op == ir.OpRMax || it.n.Op == ir.OpRMin) {
+		if pg.own(it.n) && it.n.Op != ir.OpLogSumExp {
 			return 4 // the halves, their narrowing, a mean's quotient
 		}
-		return 13
+		return 13 // a logarithm, a description's finish
 	case plan.Accumulate:
 		if !pg.own(it.n) {
 			return 13 // a description's merge: as many as logsumexp's
