@@ -319,27 +319,25 @@ func (pg *passGen) transpose(in []reg.VecVirtual) []reg.VecVirtual {
 	return out
 }
 
-// tileReduce emits, in place of the loop starting at items[k], a max or min over a tile: the
-// loop's body being only the tile's load and a max or min into states held in registers
-// (a softmax's max over a categorical's actions, a DQN's max over its actions). Rather than
-// fold the tile's vectors into the state one after the other, a chain of dependent
-// instructions as long as the row, it folds them pairwise, a tree of depth log₂ s. max and
-// min as maxNaN and minNaN compute them are commutative and associative (−0 below +0, any
-// NaN giving a NaN), so the value is the loop's. It returns the loop end's position, or −1
-// when the loop is not of that form.
+// tileReduce emits, in place of the loop starting at items[k], maxima and minima over a tile:
+// the loop's body being only the tile's load and maxima or minima of it into states held in
+// registers (a softmax's max over a categorical's actions, a DQN's max over its actions).
+// Rather than fold the tile's vectors into a state one after the other, a chain of
+// dependent instructions as long as the row, it folds them pairwise, a tree of depth
+// log₂ s. max and min as maxNaN and minNaN compute them are commutative and associative
+// (−0 below +0, any NaN giving a NaN), so the values are the loop's. It returns the loop
+// end's position, or −1 when the loop is not of that form.
 func (pg *passGen) tileReduce(k int, items []bitem) int {
 	end := pg.ends[k]
-	if len(items[k].loop.Dims) != 1 || end != k+3 {
+	if len(items[k].loop.Dims) != 1 || end < k+3 {
 		return -1
 	}
-	ld, acc := items[k+1], items[k+2]
-	if ld.kind != plan.Load || acc.kind != plan.Accumulate || acc.n.Args[0] != ld.n {
+	ld := items[k+1]
+	if ld.kind != plan.Load {
 		return -1
 	}
-	r := acc.n
-	m := pg.stateReg(r, "m", 0)
 	t := pg.tiles[ld.n.ID]
-	if m == nil || r.Op != ir.OpRMax && r.Op != ir.OpRMin || t == nil || t.store || len(t.pre) > 0 {
+	if t == nil || t.store || len(t.pre) > 0 {
 		return -1
 	}
 	var inner []ir.Dim
@@ -351,8 +349,23 @@ func (pg *passGen) tileReduce(k int, items []bitem) int {
 	if len(inner) != 1 || inner[0].Name != items[k].loop.Dims[0].Name || t.s != inner[0].Size {
 		return -1
 	}
-	pg.c.Comment(fmt.Sprintf("%s(%s) over %v, pairwise", r.Op, pg.e.names[ld.n.ID], r.Axes))
+	for _, acc := range items[k+2 : end] {
+		r := acc.n
+		if acc.kind != plan.Accumulate || r.Args[0] != ld.n || r.Op != ir.OpRMax && r.Op != ir.OpRMin || pg.stateReg(r, "m", 0) == nil {
+			return -1
+		}
+	}
+	for _, acc := range items[k+2 : end] {
+		pg.treeReduce(k, acc.n, t)
+	}
+	return end
+}
+
+// treeReduce folds the vectors of tile t into r's state register pairwise (tileReduce).
+func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
+	pg.c.Comment(fmt.Sprintf("%s(%s) over %v, pairwise", r.Op, pg.e.names[t.n.ID], r.Axes))
 	pg.regs.makeRoom(k, 6, nil)
+	m := pg.stateReg(r, "m", 0)
 	// max(x, y) = −min(−x, −y): negate every vector once, take the minimum, negate back.
 	var sign reg.VecVirtual
 	if r.Op == ir.OpRMax {
@@ -361,18 +374,14 @@ func (pg *passGen) tileReduce(k int, items []bitem) int {
 	}
 	get := func(i int) reg.VecVirtual {
 		x := pg.ymm()
-		if i == t.s {
-			if sign != nil {
-				pg.xor(sign, m, x)
-			} else {
-				pg.mov(m, x)
-			}
-			return x
+		var src operand.Op = m // the state is the last leaf
+		if i < t.s {
+			src = t.slot.Offset(32 * i)
 		}
 		if sign != nil {
-			pg.xor(t.slot.Offset(32*i), sign, x)
+			pg.xor(src, sign, x)
 		} else {
-			pg.mov(t.slot.Offset(32*i), x)
+			pg.mov(src, x)
 		}
 		return x
 	}
@@ -383,7 +392,7 @@ func (pg *passGen) tileReduce(k int, items []bitem) int {
 		size int
 	}
 	var st []part
-	for i := 0; i <= t.s; i++ { // the state is the last leaf
+	for i := 0; i <= t.s; i++ {
 		p := part{get(i), 1}
 		for len(st) > 0 && st[len(st)-1].size == p.size {
 			q := st[len(st)-1]
@@ -404,5 +413,4 @@ func (pg *passGen) tileReduce(k int, items []bitem) int {
 	} else {
 		pg.mov(st[0].v, m)
 	}
-	return end
 }
