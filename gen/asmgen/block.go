@@ -57,9 +57,10 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 }
 
 // block emits the pass's program for one vector of lanes. Values live in vector registers
-// as long as they fit (regs.go); a loop over non-batch dims runs its body with everything
-// from outside it in memory (spilled, or re-read where it is a load), since a register
-// assignment cannot change from one iteration to the next.
+// as long as they fit (regs.go); a loop over non-batch dims runs its body with what it reads
+// from outside pinned in registers, a few of them (pinForLoop), and everything else in memory
+// (spilled, or re-read where it is a load), since a register assignment cannot change from
+// one iteration to the next.
 func (pg *passGen) block() {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
 	pg.innerRegs = map[string][]reg.VecVirtual{}

@@ -101,8 +101,9 @@ func (pg *passGen) knownCount(r *ir.Node) bool {
 // state arrays of a package live in one buffer (avxState.buf) at offsets fixed by the
 // generator, so one pointer, loaded once per block, reaches them all.
 //
-// An inner reduction's states are the current block's lanes only, on the stack (pg.inner);
-// its logsumexp guard ("ok") is the pass's, in the state buffer like a barrier reduction's.
+// An inner reduction's states are the current block's lanes only, on the stack (pg.inner)
+// when they are not in registers (stateOp); its logsumexp guard ("ok") is the pass's, in the
+// state buffer like a barrier reduction's.
 func (pg *passGen) stateMem(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Mem {
 	size := 8
 	if f.elem {
@@ -319,9 +320,11 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 }
 
 // Inner reductions (over non-batch dims, inside each block): each lane is one element of the
-// domain, so the states are one per lane, on the stack: Init fills them before the loop,
+// domain, so the states are one per lane, in registers held through the loop where they fit
+// (innerRegCount, regs.canPin), else on the stack: Init fills them before the loop,
 // accumulate (the same code as a barrier reduction's, on these states) folds each iteration,
-// and innerFinish turns them into the block's value after the loop.
+// and innerFinish turns them into the block's value after the loop. A max or min of a tile
+// alone in its loop is folded pairwise instead (tileReduce).
 
 // identity is the starting value of r's state field f: its description's (ir.ReductionOf),
 // 0 for a float32 partial sum. Argmax's lane code starts its index at 0: a lane that sees
