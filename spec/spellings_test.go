@@ -279,9 +279,21 @@ func TestActionDimDefault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "A", got.Transforms[0].String("action_dim"))
 
-	// Both unwritten: K and A could each be the action dim.
-	_, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	// Both unwritten: the atom dim is the one of the support's length, the action dim the other.
+	got, err = spec.Parse("t.yaml", []byte(c51+"transforms: [{type: distributional_qvalue, support: [-2, -1, 0, 1, 2]}]\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "K", got.Transforms[0].String("atom_dim"))
+	require.Equal(t, "A", got.Transforms[0].String("action_dim"))
+	// With K and A of one size the support cannot tell them apart: the error names both.
+	const same = "package: p\ndims: {N: 4, T: 3, K: 5, A: 5}\nbatch: [N, T]\n"
+	_, err = spec.Parse("t.yaml", []byte(same+"transforms: [{type: distributional_qvalue, support: [-2, -1, 0, 1, 2]}]\n"), reg)
 	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: one of K, A (the dims declared after the batch dims)")
+	// A categorical policy's action dim is the one dim after the batch dims, too.
+	got, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3, A: 6}\nbatch: [N, T]\nloss: {type: clip_ppo, distribution: categorical}\n"), reg)
+	require.NoError(t, err)
+	require.Equal(t, "A", got.Loss.String("action_dim"))
+	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\nloss: {type: clip_ppo, distribution: categorical}\n"), reg)
+	require.EqualError(t, err, "t.yaml:4:38: loss.distribution: categorical needs action_dim, the dim of its logits [*batch, A]: declare it under dims after the batch dims (e.g. A: <size>)")
 	_, err = spec.Parse("t.yaml", []byte("package: p\ndims: {N: 4, T: 3}\nbatch: [N, T]\ntransforms: [{type: qvalue}]\n"), reg)
 	require.EqualError(t, err, "t.yaml:4:14: transforms[0].action_dim: required: the name of a dim declared under dims, after the batch dims")
 }

@@ -184,7 +184,8 @@ func (d *decoder) stageParams(s *Spec, st *Stage) {
 		path := st.Path + "." + p.Name
 		if p.Type == DimName {
 			if name, ok := v.V.(string); ok && s.DimSize(name) == 0 && d.dimsOK && !d.badDims[name] {
-				d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: path + ": " + quote(name) + " is not a dim declared under dims " + allowedFor(name, dimNames(s))})
+				d.errs = append(d.errs, &Error{Pos: v.Pos, Msg: path + ": " + quote(name) + " is not a dim declared under dims " + allowedFor(name, dimNames(s)) +
+					"; declare it there with its size (" + name + ": <size>)"})
 			}
 			continue
 		}

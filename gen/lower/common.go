@@ -233,3 +233,34 @@ func checkTDEstimator(c *spec.Check) {
 		c.ErrorAt("estimator.type", "estimator.type: "+e.Type+" is not supported by "+c.Stage.Type+" (TorchRL raises NotImplementedError) (allowed: td0, td1, td_lambda)")
 	}
 }
+
+// dimAfterBatch reports whether s declares a dim after its last batch dim (an action or atom
+// dim's place in the layout).
+func dimAfterBatch(s *spec.Spec) bool {
+	last := -1
+	for i, d := range s.Dims {
+		if contains(s.Batch, d.Name) {
+			last = i
+		}
+	}
+	return last+1 < len(s.Dims)
+}
+
+// inferAtomDim gives an unwritten atom_dim the one dim after the batch dims whose size is
+// the support's length (C51's atoms), so that defaultInnerDim can tell the action dim from it.
+func inferAtomDim(c *spec.Check) {
+	s, st := c.Spec, c.Stage
+	support, _ := st.Get("support").([]float64)
+	if st.String("atom_dim") != "" || len(support) == 0 {
+		return
+	}
+	var cands []string
+	for _, d := range s.Dims {
+		if d.Size == len(support) && !contains(s.Batch, d.Name) && d.Name != st.String("action_dim") {
+			cands = append(cands, d.Name)
+		}
+	}
+	if len(cands) == 1 {
+		st.Set("atom_dim", cands[0])
+	}
+}

@@ -53,6 +53,7 @@ func checkDistributionalDQN(c *spec.Check) {
 		c.ErrorAt("estimator.type", "estimator.type: "+s.Estimator.Type+" is not supported by distributional_dqn: it takes no estimator (TorchRL's DistributionalDQNLoss always bootstraps from the target distribution with its own gamma); remove the estimator section and set loss.gamma")
 	}
 	checkActionSpace(c)
+	inferAtomDim(c)
 	if !checkInnerDim(c, "action_dim", "after") || !checkInnerDim(c, "atom_dim", "after") {
 		return
 	}

@@ -27,7 +27,8 @@ func init() {
 // checkKLPEN requires a distribution with a closed-form KL (SEMANTICS.md §10.5, §11.9).
 func checkKLPEN(c *spec.Check) {
 	if c.Stage.String("distribution") == "none" {
-		c.Errorf("distribution", "klpen_ppo computes KL(old ‖ current) in closed form from the distributions' parameters: set distribution to categorical, one_hot_categorical, normal or tanh_normal (lossgen computes no Monte-Carlo KL, SEMANTICS.md §11.9)")
+		c.Errorf("distribution", "klpen_ppo computes KL(old ‖ current) in closed form from the distributions' parameters: set distribution to categorical or one_hot_categorical (the old and current logits [*batch, A]) or normal or tanh_normal (loc and scale [*batch, D]), "+
+			"with the action dim declared under dims after the batch dims (e.g. dims: {N: 16, T: 256, A: 4}, distribution: categorical) (lossgen computes no Monte-Carlo KL, SEMANTICS.md §11.9)")
 	}
 }
 

@@ -66,10 +66,11 @@ func checkPolicy(c *spec.Check) {
 			c.Warnf("action_dim", "is ignored: distribution is none (log_prob and entropy are inputs)")
 		}
 	} else {
-		if st.String("action_dim") == "" {
-			c.Errorf("distribution", "%s needs action_dim, the dim of its %s", d, map[bool]string{true: "logits [*batch, A]", false: "loc, scale and action [*batch, D]"}[categorical(d)])
+		if st.String("action_dim") == "" && !dimAfterBatch(c.Spec) {
+			c.Errorf("distribution", "%s needs action_dim, the dim of its %s: declare it under dims after the batch dims (e.g. %s: <size>)", d,
+				map[bool]string{true: "logits [*batch, A]", false: "loc, scale and action [*batch, D]"}[categorical(d)], map[bool]string{true: "A", false: "D"}[categorical(d)])
 		} else {
-			checkInnerDim(c, "action_dim", "after") // the event dim ends the layout [*batch, A]
+			checkInnerDim(c, "action_dim", "after") // the event dim ends the layout [*batch, A]; the one dim there by default
 		}
 		if _, ok := st.Get("entropy_coeff").(map[string]float64); ok {
 			c.Errorf("distribution", "per-head entropy coefficients take each head's entropy as an input; use distribution: none")

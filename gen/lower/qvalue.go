@@ -46,6 +46,7 @@ func init() {
 				spec.ParamDef{Name: "support", Type: spec.FloatList, Min: math.Inf(-1), Max: math.Inf(1), LinspaceDim: "atom_dim", Doc: "the K atoms' values (TorchRL's support tensor)"}),
 			Keys: []spec.KeyDef{keyActionValue, keyActionMask, keyAction},
 			Check: func(c *spec.Check) {
+				inferAtomDim(c)
 				if checkQValue(c) && checkInnerDim(c, "atom_dim", "after") {
 					checkSupport(c)
 				}
