@@ -214,7 +214,13 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	warn(stderr, c.Spec)
 	if _, err := os.Stat(*goldenDir); *goldenDir != "" && err != nil {
 		// Not an error: the README's go:generate lines may run in either order.
-		fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
+		if want := filepath.Join(filepath.Dir(*goldenDir), c.Spec.Package); filepath.Base(*goldenDir) != c.Spec.Package {
+			// golden -update -dir D writes D/<package>, named after the spec's package, not -o.
+			fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist: lossgen golden -update -dir %s writes %s (the spec's package is %s); pass -golden %s\n",
+				*goldenDir, filepath.Dir(*goldenDir), want, c.Spec.Package, want)
+		} else {
+			fmt.Fprintf(stderr, "lossgen: warning: -golden %s does not exist (yet): the package's test needs it; lossgen golden -update writes it\n", *goldenDir)
+		}
 	}
 	ctx, done := interruptible()
 	res, err := write(ctx, *out, files)
