@@ -18,14 +18,15 @@ type linspaceArgs struct {
 	nPos       Pos // n_atoms's value, where a mismatch with the atom dim is reported
 }
 
-// linspace decodes {vmin: a, vmax: b, n_atoms: n}, TorchRL users' torch.linspace(a, b, n).
+// linspace decodes {vmin: a, vmax: b, n_atoms: n}, TorchRL users' torch.linspace(a, b, n);
+// torch.linspace's own argument names {start, end, steps} read the same.
 func (d *decoder) linspace(path string, v *yaml.Node) (any, bool) {
 	var ls linspaceArgs
 	before := len(d.errs)
 	seen := d.mapping(v, path, []field{
-		{name: "vmin", decode: func(p string, x *yaml.Node) { ls.start, _ = d.float(p, x) }},
-		{name: "vmax", decode: func(p string, x *yaml.Node) { ls.end, _ = d.float(p, x) }},
-		{name: "n_atoms", decode: func(p string, x *yaml.Node) {
+		{name: "vmin", aliases: []Alias{{Name: "start"}}, decode: func(p string, x *yaml.Node) { ls.start, _ = d.float(p, x) }},
+		{name: "vmax", aliases: []Alias{{Name: "end"}}, decode: func(p string, x *yaml.Node) { ls.end, _ = d.float(p, x) }},
+		{name: "n_atoms", aliases: []Alias{{Name: "steps"}}, decode: func(p string, x *yaml.Node) {
 			n, ok := d.int(p, x)
 			if ok && (n < 1 || n > MaxLinspace) {
 				d.errf(x, "%s: must be in [1, %d], got %d", p, MaxLinspace, n)
@@ -33,6 +34,9 @@ func (d *decoder) linspace(path string, v *yaml.Node) (any, bool) {
 			ls.n, ls.nPos = n, d.at(x)
 		}},
 	})
+	for _, k := range []string{"start", "end", "steps"} {
+		delete(d.pos, join(path, k))
+	}
 	for _, k := range []string{"vmin", "vmax", "n_atoms"} {
 		// The Spec keeps only the support's position, as for a list, so that both spellings
 		// parse to the same Spec.

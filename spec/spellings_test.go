@@ -170,6 +170,10 @@ func TestLinspaceSupport(t *testing.T) {
 	require.Empty(t, sameSpec(t,
 		src("float64", "{vmin: 0, vmax: 1, n_atoms: 4}"),
 		src("float64", "[0, 0.3333333333333333, 0.6666666666666667, 1]")))
+	// torch.linspace's own argument names read the same.
+	require.Empty(t, sameSpec(t,
+		src("float32", "{start: 0, end: 1, steps: 4}"),
+		src("float32", "{vmin: 0, vmax: 1, n_atoms: 4}")))
 
 	_, err := spec.Parse("t.yaml", []byte(src("float32", "{vmin: 0, vmax: 1, n_atoms: 51}")), reg)
 	require.EqualError(t, err, "t.yaml:5:109: transforms[0].support.n_atoms: 51, but the atom dim K (atom_dim) has 4: n_atoms must equal dims.K")

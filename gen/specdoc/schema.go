@@ -189,7 +189,12 @@ func paramSchema(p *spec.ParamDef) obj {
 			alts = append(alts, obj{"type": "object", "additionalProperties": false,
 				"description": "torch.linspace(vmin, vmax, n_atoms)",
 				"required":    []string{"vmin", "vmax", "n_atoms"},
-				"properties":  linspaceProps()})
+				"properties":  linspaceProps()},
+				obj{"type": "object", "additionalProperties": false,
+					"description": "torch.linspace(start, end, steps), torch's own argument names",
+					"required":    []string{"start", "end", "steps"},
+					"properties": obj{"start": obj{"type": "number"}, "end": obj{"type": "number"},
+						"steps": obj{"type": "integer", "minimum": 1, "maximum": spec.MaxLinspace}}})
 		}
 	case spec.Int:
 		alts = []obj{numberSchema(p, "integer")}

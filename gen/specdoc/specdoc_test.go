@@ -146,7 +146,7 @@ func TestSchemaRejects(t *testing.T) {
 	}
 	// C51's support as torch.linspace's arguments, and without its n_atoms.
 	c51 := "package: p\ndims: {B: 8, K: 5, A: 4}\nbatch: [B]\ntransforms: [{type: distributional_qvalue, action_dim: A, atom_dim: K, support: %s}]\n"
-	for sup, ok := range map[string]bool{"{vmin: -1, vmax: 1, n_atoms: 5}": true, "{vmin: -1, vmax: 1}": false, "[-1, 0, 1, 2, 3]": true} {
+	for sup, ok := range map[string]bool{"{vmin: -1, vmax: 1, n_atoms: 5}": true, "{vmin: -1, vmax: 1}": false, "{start: -1, end: 1, steps: 5}": true, "{start: -1, end: 1}": false, "[-1, 0, 1, 2, 3]": true} {
 		src := []byte(fmt.Sprintf(c51, sup))
 		require.Equal(t, ok, sch.Validate(yamlToJSON(t, src)) == nil, sup)
 		_, err := spec.Parse("t.yaml", src, reg)
