@@ -186,14 +186,8 @@ func defaultInnerDim(c *spec.Check, param string) string {
 			taken[st.String(p.Name)] = true
 		}
 	}
-	last := -1 // the position of the last batch dim in dims
-	for i, d := range s.Dims {
-		if contains(s.Batch, d.Name) {
-			last = i
-		}
-	}
 	var cands []string
-	for _, d := range s.Dims[last+1:] {
+	for _, d := range s.Dims[lastBatchDim(s)+1:] {
 		if !taken[d.Name] {
 			cands = append(cands, d.Name)
 		}
@@ -236,14 +230,17 @@ func checkTDEstimator(c *spec.Check) {
 
 // dimAfterBatch reports whether s declares a dim after its last batch dim (an action or atom
 // dim's place in the layout).
-func dimAfterBatch(s *spec.Spec) bool {
+func dimAfterBatch(s *spec.Spec) bool { return lastBatchDim(s)+1 < len(s.Dims) }
+
+// lastBatchDim is the position in dims of the last batch dim (-1 with none).
+func lastBatchDim(s *spec.Spec) int {
 	last := -1
 	for i, d := range s.Dims {
 		if contains(s.Batch, d.Name) {
 			last = i
 		}
 	}
-	return last+1 < len(s.Dims)
+	return last
 }
 
 // inferAtomDim gives an unwritten atom_dim the one dim after the batch dims whose size is
