@@ -1,12 +1,15 @@
 package gen_test
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/lossgen/lossgen/gen"
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/runtime/golden"
 )
 
 // tiled builds a graph whose inner dims follow the batch dim, so the AVX2 kernel's full
@@ -61,6 +64,73 @@ func TestInnerDimTiles(t *testing.T) {
 				require.Contains(t, s, "// flush the tile of "+name+"\n")
 			}
 			zooRun(t, tiled(dt), "default")
+		})
+	}
+}
+
+// TestTileMaxMinSpecials runs the pairwise max and min over tiles (asmgen tileReduce) on rows
+// holding NaN, ±inf and signed zeros in full blocks and in the tail, on every backend,
+// against the interpreter: a NaN anywhere in a row gives NaN, wherever it sits in the row.
+// (Zeros compare equal: the interpreter keeps a row's first zero, AVX2 prefers +0 for the
+// max and −0 for the min, in its loops as in its trees.)
+func TestTileMaxMinSpecials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code")
+	}
+	t.Parallel()
+	for _, dt := range []ir.DType{ir.F32, ir.F64} {
+		t.Run(dt.String(), func(t *testing.T) {
+			t.Parallel()
+			dims := []ir.Dim{{Name: "B", Size: 21}, {Name: "A5", Size: 5}, {Name: "A16", Size: 16}}
+			b := ir.NewBuilder(dt, dims, []string{"B"})
+			for _, a := range []string{"A5", "A16"} {
+				q := b.Input(ir.Input{Key: "q" + a, Name: "q" + a, Kind: ir.Float, Shape: b.Shape("B", a)})
+				b.Output("max_"+a, b.ReduceMax(q, a), ir.Metric, "", "")
+				b.Output("min_"+a, b.ReduceMin(q, a), ir.Metric, "", "")
+			}
+			g := b.Graph()
+			c := compiledGraph(t, g, "tilemax")
+			files, err := gen.Emit(c, gen.Options{OutDir: t.TempDir()})
+			require.NoError(t, err)
+			for _, s := range []string{"max(qA16) over [A16], pairwise", "min(qA16) over [A16], pairwise", "max(qA5) over [A5], pairwise"} {
+				require.True(t, strings.Contains(string(files["kernels_amd64.s"]), s), s)
+			}
+			negz := math.Copysign(0, -1)
+			in, want := perturb(g, func(key string, v []float64) {
+				s := 5
+				if key == "qA16" {
+					s = 16
+				}
+				for row := range 21 {
+					x := v[row*s : (row+1)*s]
+					switch k := (row * 7) % s; row % 6 {
+					case 0: // NaN at a row-dependent place
+						x[k] = math.NaN()
+					case 1: // only signed zeros, +0 at one place
+						for i := range x {
+							x[i] = negz
+						}
+						x[k] = 0
+					case 2: // only signed zeros, −0 at one place
+						for i := range x {
+							x[i] = 0
+						}
+						x[k] = negz
+					case 3:
+						x[k], x[(k+1)%s] = math.Inf(1), math.Inf(-1)
+					case 4:
+						for i := range x {
+							x[i] = math.Inf(-1)
+						}
+					}
+				}
+			})
+			for name, out := range backends(t, c)(in) {
+				for _, o := range g.Outputs {
+					w, got := want.Want[o.Name].Float64s(), out[o.Name].Float64s()
+					sameSpecials(t, name+" "+o.Name, w, got, golden.Tol{})
+				}
+			}
 		})
 	}
 }

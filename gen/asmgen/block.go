@@ -25,6 +25,10 @@ type blockState struct {
 
 	tiles     map[int]*tile       // a full block's transposed tensors, by node (tile.go)
 	tileSlots map[int]operand.Mem // their stack slots, kept from block to block
+
+	innerRegs map[string][]reg.VecVirtual // inner reductions' states held in registers, by stateField
+	ends      map[int]int                 // each loop start's item position → its end's
+	items     []bitem                     // the block's program (flatten)
 }
 
 // bitem is one step of a block's program, flattened: loops become a start and an end item
@@ -53,17 +57,33 @@ func flatten(bl *plan.Block, out []bitem) []bitem {
 }
 
 // block emits the pass's program for one vector of lanes. Values live in vector registers
-// as long as they fit (regs.go); a loop over non-batch dims runs its body with everything
-// from outside it in memory (spilled, or re-read where it is a load), since a register
-// assignment cannot change from one iteration to the next.
+// as long as they fit (regs.go); a loop over non-batch dims runs its body with what it reads
+// from outside pinned in registers, a few of them (pinForLoop), and everything else in memory
+// (spilled, or re-read where it is a load), since a register assignment cannot change from
+// one iteration to the next.
 func (pg *passGen) block() {
 	pg.offs, pg.stReg = map[string]reg.GPVirtual{}, nil
+	pg.innerRegs = map[string][]reg.VecVirtual{}
 	items := storesLast(flatten(pg.ps.Body, nil))
 	pg.regs = &regs{vals: map[int]*value{}, pinned: len(pg.carries), a: pg.asm, alloc: pg.spillSlot}
+	pg.items = items
 	pg.countUses(items)
-	pg.planTiles(items)
+	pg.ends = map[int]int{}
 	for k, it := range items {
-		pg.item(k, it)
+		if it.kind == plan.Loop && it.end {
+			pg.ends[it.start] = k
+		}
+	}
+	pg.planTiles(items)
+	for k := 0; k < len(items); k++ {
+		if it := items[k]; it.kind == plan.Loop && !it.end {
+			if end := pg.tileReduce(k, items); end >= 0 {
+				pg.regs.release(end)
+				k = end
+				continue
+			}
+		}
+		pg.item(k, items[k])
 	}
 	pg.flushTiles()
 }
@@ -108,6 +128,7 @@ func (pg *passGen) countUses(items []bitem) {
 	// outside of is used again at the loop's end (the next iteration reads it).
 	var loops []int // starts of the loops enclosing the current position
 	defAt := map[int]int{}
+	defs := map[int][]int{} // every position defining each node, ascending
 	addUse := func(n *ir.Node, k int) {
 		v, ok := pg.regs.vals[n.ID]
 		if !ok {
@@ -132,6 +153,7 @@ func (pg *passGen) countUses(items []bitem) {
 			continue
 		case it.kind == plan.Load, it.kind == plan.Compute, it.kind == plan.Finish:
 			defAt[it.n.ID] = k
+			defs[it.n.ID] = append(defs[it.n.ID], k)
 		}
 		for _, a := range pg.reads(it) {
 			addUse(a, k)
@@ -142,8 +164,9 @@ func (pg *passGen) countUses(items []bitem) {
 			}
 		}
 	}
-	for _, v := range pg.regs.vals {
+	for id, v := range pg.regs.vals {
 		sortInts(v.uses)
+		v.defs = defs[id]
 	}
 }
 
@@ -154,9 +177,9 @@ func (pg *passGen) item(k int, it bitem) {
 	case plan.Loop:
 		if it.end {
 			pg.loopEnd(it.loop)
-			pg.regs.dropAll()
+			pg.regs.dropAll(pg.regs.unpin(it.start))
 		} else {
-			pg.regs.spillAll(k)
+			pg.regs.pinForLoop(k, pg.ends[k], pg.need(k, pg.ends[k]))
 			pg.loopStart(it.loop)
 		}
 		return
@@ -168,7 +191,7 @@ func (pg *passGen) item(k int, it bitem) {
 		v.reload = func() reg.VecVirtual { return pg.load(n) }
 		return
 	case plan.Init:
-		pg.innerInit(n)
+		pg.innerInit(k, n)
 		return
 	case plan.Accumulate:
 		if pg.twins[n.ID] != nil {
@@ -279,13 +302,30 @@ func (pg *passGen) reads(it bitem) []*ir.Node {
 	return foldedArgs(n)
 }
 
+// need is the most vector registers one of the items from position from to to needs for
+// its arguments and temporaries.
+func (pg *passGen) need(from, to int) int {
+	n := 0
+	for k := from; k <= to && k < len(pg.items); k++ {
+		it := pg.items[k]
+		if it.kind == plan.Loop || it.kind == plan.Load || it.kind == plan.Init {
+			continue
+		}
+		n = max(n, len(pg.reads(it))+pg.temps(it))
+	}
+	return n
+}
+
 // temps estimates the vector registers an item's expansion uses besides its arguments.
 func (pg *passGen) temps(it bitem) int {
 	switch it.kind {
 	case plan.Store:
 		return 2 // a tail's mask, a scatter's staging
 	case plan.Finish:
-		return 13
+		if pg.own(it.n) && it.n.Op != ir.OpLogSumExp {
+			return 4 // the halves, their narrowing, a mean's quotient
+		}
+		return 13 // a logarithm, a description's finish
 	case plan.Accumulate:
 		if !pg.own(it.n) {
 			return 13 // a description's merge: as many as logsumexp's

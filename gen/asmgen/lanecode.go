@@ -37,12 +37,20 @@ func (pg *passGen) guarded(r *ir.Node) bool { return r.Op == ir.OpLogSumExp && p
 func (l *laneAcc) sum(x reg.VecVirtual) {
 	pg, a := l.pg, l.pg.a64
 	if pg.partial(l.r) || pg.innerF32(l.r) {
+		if p := pg.stateReg(l.r, "p", 0); p != nil {
+			pg.add(p, x, p)
+			return
+		}
 		p := pg.ymm()
 		pg.add(l.atE("p"), x, p)
 		pg.mov(p, l.atE("p"))
 		return
 	}
 	for h, xh := range pg.halves(x) {
+		if s := pg.stateReg(l.r, "s", h); s != nil {
+			a.add(s, xh, s)
+			continue
+		}
 		s := a.ymm()
 		a.add(l.at("s", h), xh, s)
 		a.mov(s, l.at("s", h))

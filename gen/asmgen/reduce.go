@@ -8,6 +8,7 @@ import (
 	"github.com/mmcloughlin/avo/reg"
 
 	"github.com/lossgen/lossgen/gen/ir"
+	"github.com/lossgen/lossgen/gen/plan"
 )
 
 // Reductions accumulate per lane: each lane holds the state of its own subset of the
@@ -100,8 +101,9 @@ func (pg *passGen) knownCount(r *ir.Node) bool {
 // state arrays of a package live in one buffer (avxState.buf) at offsets fixed by the
 // generator, so one pointer, loaded once per block, reaches them all.
 //
-// An inner reduction's states are the current block's lanes only, on the stack (pg.inner);
-// its logsumexp guard ("ok") is the pass's, in the state buffer like a barrier reduction's.
+// An inner reduction's states are the current block's lanes only, on the stack (pg.inner)
+// when they are not in registers (stateOp); its logsumexp guard ("ok") is the pass's, in the
+// state buffer like a barrier reduction's.
 func (pg *passGen) stateMem(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Mem {
 	size := 8
 	if f.elem {
@@ -175,11 +177,12 @@ type laneAcc struct {
 	masks []reg.VecVirtual // the same as float64 halves
 }
 
-// at is float64 field f's half h; atE is element-type field f.
-func (l *laneAcc) at(f string, h int) operand.Mem {
-	return l.pg.stateMem(l.r, field{f, false}, l.off, 4*h)
+// at is float64 field f's half h; atE is element-type field f: memory, or an inner
+// reduction's register.
+func (l *laneAcc) at(f string, h int) operand.Op {
+	return l.pg.stateOp(l.r, field{f, false}, l.off, 4*h)
 }
-func (l *laneAcc) atE(f string) operand.Mem { return l.pg.stateMem(l.r, field{f, true}, l.off, 0) }
+func (l *laneAcc) atE(f string) operand.Op { return l.pg.stateOp(l.r, field{f, true}, l.off, 0) }
 
 // commit64 stores a new float64 state half, keeping the old one in tail lanes.
 func (l *laneAcc) commit64(f string, h int, v reg.VecVirtual) {
@@ -225,6 +228,14 @@ func (pg *passGen) accumulate(r *ir.Node, x reg.VecVirtual) {
 	case ir.OpSum, ir.OpMean:
 		l.sum(x)
 	case ir.OpRMax, ir.OpRMin:
+		if m := pg.stateReg(r, "m", 0); m != nil && l.mask == nil {
+			if r.Op == ir.OpRMax {
+				pg.maxNaN(m, x, m)
+			} else {
+				pg.minNaN(m, x, m)
+			}
+			return
+		}
 		m := pg.ymm()
 		pg.mov(l.atE("m"), m)
 		if r.Op == ir.OpRMax {
@@ -309,9 +320,11 @@ func (pg *passGen) indexHalves(axis string) []reg.VecVirtual {
 }
 
 // Inner reductions (over non-batch dims, inside each block): each lane is one element of the
-// domain, so the states are one per lane, on the stack: Init fills them before the loop,
+// domain, so the states are one per lane, in registers held through the loop where they fit
+// (innerRegCount, regs.canPin), else on the stack: Init fills them before the loop,
 // accumulate (the same code as a barrier reduction's, on these states) folds each iteration,
-// and innerFinish turns them into the block's value after the loop.
+// and innerFinish turns them into the block's value after the loop. A max or min of a tile
+// alone in its loop is folded pairwise instead (tileReduce).
 
 // identity is the starting value of r's state field f: its description's (ir.ReductionOf),
 // 0 for a float32 partial sum. Argmax's lane code starts its index at 0: a lane that sees
@@ -331,8 +344,29 @@ func (pg *passGen) identity(r *ir.Node, f string) float64 {
 	panic(fmt.Sprintf("asmgen: %s has no state field %q", r.Op, f))
 }
 
-// innerInit sets r's lane states to the identity, allocating them on first use.
-func (pg *passGen) innerInit(r *ir.Node) {
+// innerInit sets r's lane states to the identity, in registers (innerInRegs) or on the
+// stack, allocating the stack slot on first use. k is the Init item's position.
+func (pg *passGen) innerInit(k int, r *ir.Node) {
+	if n := pg.innerRegCount(r); n > 0 && pg.regs.canPin(n, pg.need(k, pg.finishAt(k, r))) {
+		pg.regs.makeRoom(k, n, nil)
+		pg.regs.pinned += n
+		for _, f := range pg.fields(r) {
+			if f.elem {
+				v := pg.ymm()
+				pg.mov(pg.cf(pg.identity(r, f.name)), v)
+				pg.innerRegs[stateField(r, f.name)] = []reg.VecVirtual{v}
+				continue
+			}
+			var hs []reg.VecVirtual
+			for range pg.nHalves() {
+				v := pg.ymm()
+				pg.a64.mov(pg.cf64(pg.identity(r, f.name)), v)
+				hs = append(hs, v)
+			}
+			pg.innerRegs[stateField(r, f.name)] = hs
+		}
+		return
+	}
 	if _, ok := pg.inner[r.ID]; !ok {
 		size := 0
 		for _, f := range pg.fields(r) {
@@ -362,6 +396,70 @@ func (pg *passGen) innerInit(r *ir.Node) {
 	}
 }
 
+// finishAt is the position of the Finish item of r after position k.
+func (pg *passGen) finishAt(k int, r *ir.Node) int {
+	for j := k; j < len(pg.items); j++ {
+		if it := pg.items[j]; it.kind == plan.Finish && it.n == r {
+			return j
+		}
+	}
+	return len(pg.items) - 1
+}
+
+// innerRegCount is how many registers an inner reduction's states take when they are held in
+// registers through its loop, sparing a store and a reload per iteration (and the
+// store-forwarding latency on the loop-carried chain): those of a reduction with its own lane
+// code and at most 3 state vectors (max, a sum, Σ e^x with Σ e^x·x). 0 when they stay on
+// the stack: a logsumexp (its guard, and a twin sharing its states, are in memory) or a
+// larger state.
+func (pg *passGen) innerRegCount(r *ir.Node) int {
+	if !pg.own(r) || r.Op == ir.OpLogSumExp {
+		return 0
+	}
+	n := 0
+	for _, f := range pg.fields(r) {
+		if f.elem {
+			n++
+		} else {
+			n += pg.nHalves()
+		}
+	}
+	if n > 3 {
+		return 0
+	}
+	return n
+}
+
+// stateOp is stateMem, or the register holding that state vector (an inner reduction's, see
+// innerInit).
+func (pg *passGen) stateOp(r *ir.Node, f field, off reg.GPVirtual, disp int) operand.Op {
+	if hs, ok := pg.innerRegs[stateField(r, f.name)]; ok {
+		if f.elem {
+			return hs[0]
+		}
+		return hs[disp/4]
+	}
+	return pg.stateMem(r, f, off, disp)
+}
+
+// stateReg is the register holding r's state vector f (half h), or nil when it is in memory.
+func (pg *passGen) stateReg(r *ir.Node, f string, h int) reg.VecVirtual {
+	if hs, ok := pg.innerRegs[stateField(r, f)]; ok {
+		return hs[h]
+	}
+	return nil
+}
+
+// innerRelease gives back the registers of r's states once its value is computed.
+func (pg *passGen) innerRelease(r *ir.Node) {
+	for _, f := range pg.fields(r) {
+		if hs, ok := pg.innerRegs[stateField(r, f.name)]; ok {
+			pg.regs.pinned -= len(hs)
+			delete(pg.innerRegs, stateField(r, f.name))
+		}
+	}
+}
+
 // nHalves is how many float64 vectors hold one vector of lanes.
 func (pg *passGen) nHalves() int {
 	if pg.f64 {
@@ -375,8 +473,9 @@ func (pg *passGen) innerAccumulate(r *ir.Node, x reg.VecVirtual) { pg.accumulate
 
 // innerFinish is an inner reduction's value in every lane, from its states.
 func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
+	defer pg.innerRelease(r)
 	a := pg.a64
-	at := func(f string, h int) operand.Mem { return pg.stateMem(r, field{f, false}, nil, 4*h) }
+	at := func(f string, h int) operand.Op { return pg.stateOp(r, field{f, false}, nil, 4*h) }
 	var hs []reg.VecVirtual
 	if !pg.own(r) {
 		red := ir.ReductionOf[operand.Op](r.Op)
@@ -393,7 +492,7 @@ func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
 	switch r.Op {
 	case ir.OpRMax, ir.OpRMin:
 		v := pg.ymm()
-		pg.mov(pg.stateMem(r, field{"m", true}, nil, 0), v)
+		pg.mov(pg.stateOp(r, field{"m", true}, nil, 0), v)
 		return v
 	case ir.OpArgMax:
 		for h := range pg.nHalves() {
@@ -408,7 +507,7 @@ func (pg *passGen) innerFinish(r *ir.Node) reg.VecVirtual {
 		}
 		if pg.innerF32(r) {
 			v := pg.ymm()
-			pg.mov(pg.stateMem(r, field{"p", true}, nil, 0), v)
+			pg.mov(pg.stateOp(r, field{"p", true}, nil, 0), v)
 			if r.Op == ir.OpMean {
 				pg.div(pg.cf(float64(n)), v, v)
 			}

@@ -23,14 +23,18 @@ type value struct {
 	spill  *operand.Mem   // stack slot holding a spilled computed value
 	reload func() reg.VecVirtual
 	uses   []int // item positions that read the value, ascending
+	defs   []int // item positions that compute or load it, ascending (a loop may recompute it)
 }
 
 // regs tracks the node values of one block.
 type regs struct {
 	vals   map[int]*value
-	pinned int // registers held for the whole block (scan carries)
-	alloc  func() operand.Mem
-	a      *asm
+	pinned int // registers held outside the values: scan carries, inner reduction states
+	// loopPins are values kept in their registers through the loops that read them
+	// (pinForLoop), by node ID: the position of the loop start that pinned them.
+	loopPins map[int]int
+	alloc    func() operand.Mem
+	a        *asm
 }
 
 // inRegs lists the values in registers, by node ID: eviction and spilling visit them in a
@@ -46,10 +50,16 @@ func (r *regs) inRegs() []*value {
 	return out
 }
 
-// nextUse is the first use of v at or after position k, or a large number.
+// nextUse is the first use of v at or after position k, or a large number when there is
+// none or v is computed again before it (a loop's body recomputes what an earlier loop did).
 func (v *value) nextUse(k int) int {
 	for _, u := range v.uses {
 		if u >= k {
+			for _, d := range v.defs {
+				if d >= k && d < u {
+					return 1 << 30
+				}
+			}
 			return u
 		}
 	}
@@ -66,7 +76,7 @@ func (r *regs) makeRoom(k, need int, keep map[int]bool) {
 		}
 		var victim *value
 		for _, v := range live {
-			if keep[v.node.ID] {
+			if _, pin := r.loopPins[v.node.ID]; pin || keep[v.node.ID] {
 				continue
 			}
 			if victim == nil || v.nextUse(k) > victim.nextUse(k) {
@@ -108,10 +118,84 @@ func (r *regs) get(v *value) reg.VecVirtual {
 	return x
 }
 
+// maxLoopPins bounds the values pinForLoop keeps in registers through one loop, and
+// maxPinned the registers held by pins of every kind together.
+const (
+	maxLoopPins = 4
+	maxPinned   = 6
+)
+
+// canPin reports whether n more registers can be held through items whose expansions need
+// up to need registers each (their arguments and temporaries, see passGen.need): beside the
+// pins already held, one spare and the budget (lowered on a retry, see assemble).
+func (r *regs) canPin(n, need int) bool {
+	held := r.pinned + len(r.loopPins)
+	return held+n <= maxPinned && held+n+1+need <= r.a.budget
+}
+
+// pinForLoop keeps in registers, through the loop from position start to end, values from
+// outside it that its body reads (a softmax's max, read at every action; an integer action,
+// converted lane by lane on every read), up to maxLoopPins of them, within canPin for the
+// body's need: those in registers, and loads (re-read where they are needed), which it reads
+// before the loop, those read soonest first; not a value the body computes or loads again.
+// Their registers stay fixed from iteration to iteration since the body only reads them;
+// every other value is spilled (spillAll).
+func (r *regs) pinForLoop(start, end, need int) {
+	if r.loopPins == nil {
+		r.loopPins = map[int]int{}
+	}
+	var cand []*value
+	for _, v := range r.vals {
+		if _, pin := r.loopPins[v.node.ID]; pin || v.nextUse(start) >= end || v.reg == nil && v.reload == nil {
+			continue
+		}
+		variant := false
+		for _, d := range v.defs {
+			variant = variant || d > start && d < end
+		}
+		if !variant {
+			cand = append(cand, v)
+		}
+	}
+	sort.Slice(cand, func(i, j int) bool {
+		a, b := cand[i].nextUse(start), cand[j].nextUse(start)
+		return a < b || a == b && cand[i].node.ID < cand[j].node.ID
+	})
+	for i, v := range cand {
+		if i == maxLoopPins || !r.canPin(1, need) {
+			break
+		}
+		r.loopPins[v.node.ID] = start
+	}
+	r.spillAll(start)
+	for _, v := range cand {
+		if s, pin := r.loopPins[v.node.ID]; pin && s == start && v.reg == nil {
+			r.get(v)
+		}
+	}
+}
+
+// unpin ends the pins of the loop that starts at position start, returning their values:
+// they stay in their registers.
+func (r *regs) unpin(start int) map[int]bool {
+	out := map[int]bool{}
+	for id, s := range r.loopPins {
+		if s == start {
+			delete(r.loopPins, id)
+			out[id] = true
+		}
+	}
+	return out
+}
+
 // spillAll moves every value still needed after position k out of the registers (before a
-// loop: its body starts each iteration with the same, empty, register assignment).
+// loop: its body starts each iteration with the same, empty, register assignment), but for
+// the pinned ones.
 func (r *regs) spillAll(k int) {
 	for _, v := range r.inRegs() {
+		if _, pin := r.loopPins[v.node.ID]; pin {
+			continue
+		}
 		if v.nextUse(k) < 1<<30 {
 			r.evict(v, k)
 		}
@@ -120,10 +204,13 @@ func (r *regs) spillAll(k int) {
 }
 
 // dropAll forgets every register (after a loop: what its body computed is dead, and what it
-// read from outside is in memory).
-func (r *regs) dropAll() {
+// read from outside is in memory) but the pinned values' and those of values pinned by the
+// loop just closed (unpin), which the body left where they were.
+func (r *regs) dropAll(keep map[int]bool) {
 	for _, v := range r.vals {
-		v.reg = nil
+		if _, pin := r.loopPins[v.node.ID]; !pin && !keep[v.node.ID] {
+			v.reg = nil
+		}
 	}
 }
 
@@ -132,6 +219,7 @@ func (r *regs) release(k int) {
 	for id, v := range r.vals {
 		if len(v.uses) == 0 || v.uses[len(v.uses)-1] <= k {
 			delete(r.vals, id)
+			delete(r.loopPins, id)
 		}
 	}
 }

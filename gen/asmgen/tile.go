@@ -1,6 +1,9 @@
 package asmgen
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/mmcloughlin/avo/operand"
 	"github.com/mmcloughlin/avo/reg"
 
@@ -314,4 +317,100 @@ func (pg *passGen) transpose(in []reg.VecVirtual) []reg.VecVirtual {
 		c.VPERM2F128(operand.Imm(0x31), q[4+k], q[k], out[k+4])
 	}
 	return out
+}
+
+// tileReduce emits, in place of the loop starting at items[k], maxima and minima over a tile:
+// the loop's body being only the tile's load and maxima or minima of it into states held in
+// registers (a softmax's max over a categorical's actions, a DQN's max over its actions).
+// Rather than fold the tile's vectors into a state one after the other, a chain of
+// dependent instructions as long as the row, it folds them pairwise, a tree of depth
+// log₂ s. max and min as maxNaN and minNaN compute them are commutative and associative
+// (−0 below +0, any NaN giving a NaN), so the values are the loop's. It returns the loop
+// end's position, or −1 when the loop is not of that form.
+func (pg *passGen) tileReduce(k int, items []bitem) int {
+	end := pg.ends[k]
+	if len(items[k].loop.Dims) != 1 || end < k+3 {
+		return -1
+	}
+	ld := items[k+1]
+	if ld.kind != plan.Load {
+		return -1
+	}
+	t := pg.tiles[ld.n.ID]
+	if t == nil || t.store || len(t.pre) > 0 {
+		return -1
+	}
+	var inner []ir.Dim
+	for _, d := range ld.n.Shape {
+		if !pg.e.g.IsBatch(d.Name) {
+			inner = append(inner, d)
+		}
+	}
+	if len(inner) != 1 || inner[0].Name != items[k].loop.Dims[0].Name || t.s != inner[0].Size {
+		return -1
+	}
+	for _, acc := range items[k+2 : end] {
+		r := acc.n
+		if acc.kind != plan.Accumulate || r.Args[0] != ld.n || r.Op != ir.OpRMax && r.Op != ir.OpRMin || pg.stateReg(r, "m", 0) == nil {
+			return -1
+		}
+	}
+	for _, acc := range items[k+2 : end] {
+		pg.treeReduce(k, acc.n, t)
+	}
+	return end
+}
+
+// treeReduce folds the vectors of tile t into r's state register pairwise (tileReduce).
+func (pg *passGen) treeReduce(k int, r *ir.Node, t *tile) {
+	pg.c.Comment(fmt.Sprintf("%s(%s) over %v, pairwise", r.Op, pg.e.names[t.n.ID], r.Axes))
+	pg.regs.makeRoom(k, 6, nil)
+	m := pg.stateReg(r, "m", 0)
+	// max(x, y) = −min(−x, −y): negate every vector once, take the minimum, negate back.
+	var sign reg.VecVirtual
+	if r.Op == ir.OpRMax {
+		sign = pg.ymm()
+		pg.mov(pg.cf(math.Copysign(0, -1)), sign)
+	}
+	get := func(i int) reg.VecVirtual {
+		x := pg.ymm()
+		var src operand.Op = m // the state is the last leaf
+		if i < t.s {
+			src = t.slot.Offset(32 * i)
+		}
+		if sign != nil {
+			pg.xor(src, sign, x)
+		} else {
+			pg.mov(src, x)
+		}
+		return x
+	}
+	// A stack of partial minima of sizes 2^j, merged as equal sizes meet (a binary counter):
+	// at most log₂(s+1)+1 registers live at once.
+	type part struct {
+		v    reg.VecVirtual
+		size int
+	}
+	var st []part
+	for i := 0; i <= t.s; i++ {
+		p := part{get(i), 1}
+		for len(st) > 0 && st[len(st)-1].size == p.size {
+			q := st[len(st)-1]
+			st = st[:len(st)-1]
+			pg.minNaN(q.v, p.v, p.v)
+			p.size += q.size
+		}
+		st = append(st, p)
+	}
+	for len(st) > 1 {
+		q, p := st[len(st)-2], st[len(st)-1]
+		st = st[:len(st)-2]
+		pg.minNaN(q.v, p.v, p.v)
+		st = append(st, part{p.v, p.size + q.size})
+	}
+	if sign != nil {
+		pg.xor(sign, st[0].v, m)
+	} else {
+		pg.mov(st[0].v, m)
+	}
 }
