@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $384-64
+TEXT ·pass0AVX2(SB), $160-64
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -59,176 +59,166 @@ blocks_2:
 	VMOVUPS    Y2, 64(SP)
 	VMOVUPS    Y4, 96(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 128(SP)
-	XORQ       BX, BX
+
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc2<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y3
+	VMINPS  Y2, Y3, Y4
+	VMINPS  Y3, Y2, Y3
+	VORPS   Y4, Y3, Y3
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VMINPS  Y3, Y4, Y2
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y2, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
+
+	// finish v3
+	VMOVUPS lgc3<>+0(SB), Y1
+	VMOVUPD lgc4<>+0(SB), Y2
+	VMOVUPD lgc4<>+0(SB), Y3
+	VMOVUPS lgc5<>+0(SB), Y4
+	XORQ    BX, BX
 
 inner_A_3:
 	XORQ    SI, SI
 	IMUL3Q  $+32, BX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 128(SP), Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 128(SP)
-	INCQ    BX
-	CMPQ    BX, $+4
-	JL      inner_A_3
-
-	// finish v3
-	VMOVUPS 128(SP), Y0
-	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPS Y1, 192(SP)
-	VMOVUPD lgc4<>+0(SB), Y1
-	VMOVUPD Y1, 256(SP)
-	VMOVUPD Y1, 288(SP)
-	VMOVUPS Y0, 320(SP)
-	XORQ    BX, BX
-
-inner_A_4:
-	XORQ    SI, SI
-	IMUL3Q  $+32, BX, DI
-	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-	VMOVUPS 320(SP), Y1
+	VMOVUPS (SP)(SI*1), Y5
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y5, Y5
 
 	// v6 = exp(v5)
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc16<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc6<>+0(SB), Y5, Y6
+	VMINPS       lgc7<>+0(SB), Y6, Y6
+	VMULPS       lgc8<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y6
+	VMOVAPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc17<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc18<>+0(SB), Y6, Y7
+	VPMINSD      lgc19<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc19<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc19<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// sum(v6) over [A]
-	VADDPS  192(SP), Y3, Y1
-	VMOVUPS Y1, 192(SP)
-	VMOVUPS lgc19<>+0(SB), Y1
+	VADDPS Y1, Y8, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y0, Y1, Y0
+	VMAXPS Y5, Y4, Y5
 
 	// v17 = mul(v6, v16)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y5, Y8, Y5
 
 	// sum(v17) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       256(SP), Y1, Y1
-	VMOVUPD      Y1, 256(SP)
-	VADDPD       288(SP), Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y2, Y6, Y2
+	VADDPD       Y3, Y5, Y3
 	INCQ         BX
 	CMPQ         BX, $+4
-	JL           inner_A_4
+	JL           inner_A_3
 
 	// finish v7
-	VMOVUPS 192(SP), Y0
-
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc18<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc16<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y4
+	VMULPS       lgc21<>+0(SB), Y1, Y5
+	VBLENDVPS    Y4, Y5, Y1, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc19<>+0(SB), Y6, Y6
+	VPAND        lgc22<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc23<>+0(SB), Y5, Y4
+	VPOR         lgc17<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y4, Y5
+	VMULPS       lgc16<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc17<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc10<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc16<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc9<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc1<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc34<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc35<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
 	MOVQ         action+16(FP), BX
 	XORQ         SI, SI
 	IMUL3Q       $+128, AX, DI
 	ADDQ         DI, SI
 	ADDQ         CX, SI
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 352(SP)
-	VMOVUPS      lgc3<>+0(SB), X1
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      Y4, 128(SP)
+	VMOVUPS      lgc3<>+0(SB), X4
 	MOVQ         (BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 352(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 128(SP)
 	MOVQ         8(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 356(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 132(SP)
 	MOVQ         16(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 360(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 136(SP)
 	MOVQ         24(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 364(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 140(SP)
 	MOVQ         32(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 368(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 144(SP)
 	MOVQ         40(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 372(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 148(SP)
 	MOVQ         48(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 376(SP)
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 152(SP)
 	MOVQ         56(BX)(SI*8), DI
-	VCVTSI2SSQ   DI, X1, X1
-	VMOVSS       X1, 380(SP)
-	VMOVUPS      352(SP), Y1
+	VCVTSI2SSQ   DI, X4, X4
+	VMOVSS       X4, 156(SP)
+	VMOVUPS      128(SP), Y4
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -238,48 +228,47 @@ inner_A_4:
 	ADDQ       DI, BX
 	MOVQ       logits+8(FP), DI
 	LEAQ       (DI)(BX*4), DI
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc3<>+0(SB), Y1, Y1
-	VPMINSD    lgc36<>+0(SB), Y1, Y1
-	VPMULLD    lgc37<>+0(SB), Y1, Y1
-	VPADDD     lgc38<>+0(SB), Y1, Y1
-	VMOVUPS    lgc39<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y2, (DI)(Y1*4), Y3
-	VMOVUPS    320(SP), Y1
+	VCVTTPS2DQ Y4, Y4
+	VPMAXSD    lgc3<>+0(SB), Y4, Y4
+	VPMINSD    lgc36<>+0(SB), Y4, Y4
+	VPMULLD    lgc37<>+0(SB), Y4, Y4
+	VPADDD     lgc38<>+0(SB), Y4, Y4
+	VMOVUPS    lgc39<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VGATHERDPS Y5, (DI)(Y4*4), Y6
 
 	// v11 = sub(v10, v3)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y0, Y6, Y0
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Y4, Y1, Y1
+	VSUBPS  Y7, Y0, Y0
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(SI*4), Y2
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y4, Y0, Y0
 
 	// v14 = neg(v13)
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS lgc2<>+0(SB), Y0, Y0
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y0, Y0
+	VMOVUPS Y0, 256(BX)
 
 	// finish v18
-	VMOVUPD     256(SP), Y1
-	VMOVUPD     288(SP), Y2
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y2
 	VMOVUPS     lgc3<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VCVTPD2PSY  Y0, X3
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y3, Y0
 
 	// v19 = div(v18, v7)
-	VDIVPS Y0, Y1, Y0
+	VDIVPS Y1, Y0, Y0
 
 	// entropy = sub(v8, v19)
-	VSUBPS Y0, Y4, Y0
+	VSUBPS Y0, Y7, Y0
 
 	// v22 = mul(-0.01, entropy)
 	VMULPS lgc40<>+0(SB), Y0, Y1
@@ -302,20 +291,20 @@ inner_A_4:
 	// absDiff = abs(diff)
 	VMOVUPS lgc2<>+0(SB), Y1
 	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc16<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y1
 
 	// v31 = lt(absDiff, 1)
 	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc16<>+0(SB), Y1, Y1
+	VANDPS lgc17<>+0(SB), Y1, Y1
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y0, Y2
+	VMULPS lgc16<>+0(SB), Y0, Y2
 
 	// v33 = mul(v32, absDiff)
 	VMULPS Y0, Y2, Y2
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc15<>+0(SB), Y0, Y0
+	VSUBPS lgc16<>+0(SB), Y0, Y0
 
 	// smoothL1 = where(v31, v33, v34)
 	VMOVUPS   lgc3<>+0(SB), Y3
@@ -323,13 +312,13 @@ inner_A_4:
 	VBLENDVPS Y3, Y2, Y0, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc15<>+0(SB), Y0, Y0
+	VMULPS lgc16<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
 	VADDPS       1216(BX), Y0, Y0
 	VMOVUPS      Y0, 1216(BX)
 	DECQ         DX
-	JNZ          noflush_5
+	JNZ          noflush_4
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc41<>+0(SB), Y0, Y1
@@ -386,7 +375,7 @@ inner_A_4:
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
 
-noflush_5:
+noflush_4:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
 	JL           blocks_2
@@ -496,154 +485,154 @@ DATA lgc4<>+16(SB)/8, $0x0000000000000000
 DATA lgc4<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc4<>(SB), RODATA|NOPTR, $32
 
-DATA lgc5<>+0(SB)/4, $0xc2d00000
-DATA lgc5<>+4(SB)/4, $0xc2d00000
-DATA lgc5<>+8(SB)/4, $0xc2d00000
-DATA lgc5<>+12(SB)/4, $0xc2d00000
-DATA lgc5<>+16(SB)/4, $0xc2d00000
-DATA lgc5<>+20(SB)/4, $0xc2d00000
-DATA lgc5<>+24(SB)/4, $0xc2d00000
-DATA lgc5<>+28(SB)/4, $0xc2d00000
+DATA lgc5<>+0(SB)/4, $0xff7fffff
+DATA lgc5<>+4(SB)/4, $0xff7fffff
+DATA lgc5<>+8(SB)/4, $0xff7fffff
+DATA lgc5<>+12(SB)/4, $0xff7fffff
+DATA lgc5<>+16(SB)/4, $0xff7fffff
+DATA lgc5<>+20(SB)/4, $0xff7fffff
+DATA lgc5<>+24(SB)/4, $0xff7fffff
+DATA lgc5<>+28(SB)/4, $0xff7fffff
 GLOBL lgc5<>(SB), RODATA|NOPTR, $32
 
-DATA lgc6<>+0(SB)/4, $0x42b20000
-DATA lgc6<>+4(SB)/4, $0x42b20000
-DATA lgc6<>+8(SB)/4, $0x42b20000
-DATA lgc6<>+12(SB)/4, $0x42b20000
-DATA lgc6<>+16(SB)/4, $0x42b20000
-DATA lgc6<>+20(SB)/4, $0x42b20000
-DATA lgc6<>+24(SB)/4, $0x42b20000
-DATA lgc6<>+28(SB)/4, $0x42b20000
+DATA lgc6<>+0(SB)/4, $0xc2d00000
+DATA lgc6<>+4(SB)/4, $0xc2d00000
+DATA lgc6<>+8(SB)/4, $0xc2d00000
+DATA lgc6<>+12(SB)/4, $0xc2d00000
+DATA lgc6<>+16(SB)/4, $0xc2d00000
+DATA lgc6<>+20(SB)/4, $0xc2d00000
+DATA lgc6<>+24(SB)/4, $0xc2d00000
+DATA lgc6<>+28(SB)/4, $0xc2d00000
 GLOBL lgc6<>(SB), RODATA|NOPTR, $32
 
-DATA lgc7<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc7<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc7<>+0(SB)/4, $0x42b20000
+DATA lgc7<>+4(SB)/4, $0x42b20000
+DATA lgc7<>+8(SB)/4, $0x42b20000
+DATA lgc7<>+12(SB)/4, $0x42b20000
+DATA lgc7<>+16(SB)/4, $0x42b20000
+DATA lgc7<>+20(SB)/4, $0x42b20000
+DATA lgc7<>+24(SB)/4, $0x42b20000
+DATA lgc7<>+28(SB)/4, $0x42b20000
 GLOBL lgc7<>(SB), RODATA|NOPTR, $32
 
-DATA lgc8<>+0(SB)/4, $0x3f318000
-DATA lgc8<>+4(SB)/4, $0x3f318000
-DATA lgc8<>+8(SB)/4, $0x3f318000
-DATA lgc8<>+12(SB)/4, $0x3f318000
-DATA lgc8<>+16(SB)/4, $0x3f318000
-DATA lgc8<>+20(SB)/4, $0x3f318000
-DATA lgc8<>+24(SB)/4, $0x3f318000
-DATA lgc8<>+28(SB)/4, $0x3f318000
+DATA lgc8<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc8<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc8<>(SB), RODATA|NOPTR, $32
 
-DATA lgc9<>+0(SB)/4, $0xb95e8083
-DATA lgc9<>+4(SB)/4, $0xb95e8083
-DATA lgc9<>+8(SB)/4, $0xb95e8083
-DATA lgc9<>+12(SB)/4, $0xb95e8083
-DATA lgc9<>+16(SB)/4, $0xb95e8083
-DATA lgc9<>+20(SB)/4, $0xb95e8083
-DATA lgc9<>+24(SB)/4, $0xb95e8083
-DATA lgc9<>+28(SB)/4, $0xb95e8083
+DATA lgc9<>+0(SB)/4, $0x3f318000
+DATA lgc9<>+4(SB)/4, $0x3f318000
+DATA lgc9<>+8(SB)/4, $0x3f318000
+DATA lgc9<>+12(SB)/4, $0x3f318000
+DATA lgc9<>+16(SB)/4, $0x3f318000
+DATA lgc9<>+20(SB)/4, $0x3f318000
+DATA lgc9<>+24(SB)/4, $0x3f318000
+DATA lgc9<>+28(SB)/4, $0x3f318000
 GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
-DATA lgc10<>+0(SB)/4, $0x39506967
-DATA lgc10<>+4(SB)/4, $0x39506967
-DATA lgc10<>+8(SB)/4, $0x39506967
-DATA lgc10<>+12(SB)/4, $0x39506967
-DATA lgc10<>+16(SB)/4, $0x39506967
-DATA lgc10<>+20(SB)/4, $0x39506967
-DATA lgc10<>+24(SB)/4, $0x39506967
-DATA lgc10<>+28(SB)/4, $0x39506967
+DATA lgc10<>+0(SB)/4, $0xb95e8083
+DATA lgc10<>+4(SB)/4, $0xb95e8083
+DATA lgc10<>+8(SB)/4, $0xb95e8083
+DATA lgc10<>+12(SB)/4, $0xb95e8083
+DATA lgc10<>+16(SB)/4, $0xb95e8083
+DATA lgc10<>+20(SB)/4, $0xb95e8083
+DATA lgc10<>+24(SB)/4, $0xb95e8083
+DATA lgc10<>+28(SB)/4, $0xb95e8083
 GLOBL lgc10<>(SB), RODATA|NOPTR, $32
 
-DATA lgc11<>+0(SB)/4, $0x3ab743ce
-DATA lgc11<>+4(SB)/4, $0x3ab743ce
-DATA lgc11<>+8(SB)/4, $0x3ab743ce
-DATA lgc11<>+12(SB)/4, $0x3ab743ce
-DATA lgc11<>+16(SB)/4, $0x3ab743ce
-DATA lgc11<>+20(SB)/4, $0x3ab743ce
-DATA lgc11<>+24(SB)/4, $0x3ab743ce
-DATA lgc11<>+28(SB)/4, $0x3ab743ce
+DATA lgc11<>+0(SB)/4, $0x39506967
+DATA lgc11<>+4(SB)/4, $0x39506967
+DATA lgc11<>+8(SB)/4, $0x39506967
+DATA lgc11<>+12(SB)/4, $0x39506967
+DATA lgc11<>+16(SB)/4, $0x39506967
+DATA lgc11<>+20(SB)/4, $0x39506967
+DATA lgc11<>+24(SB)/4, $0x39506967
+DATA lgc11<>+28(SB)/4, $0x39506967
 GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
-DATA lgc12<>+0(SB)/4, $0x3c088908
-DATA lgc12<>+4(SB)/4, $0x3c088908
-DATA lgc12<>+8(SB)/4, $0x3c088908
-DATA lgc12<>+12(SB)/4, $0x3c088908
-DATA lgc12<>+16(SB)/4, $0x3c088908
-DATA lgc12<>+20(SB)/4, $0x3c088908
-DATA lgc12<>+24(SB)/4, $0x3c088908
-DATA lgc12<>+28(SB)/4, $0x3c088908
+DATA lgc12<>+0(SB)/4, $0x3ab743ce
+DATA lgc12<>+4(SB)/4, $0x3ab743ce
+DATA lgc12<>+8(SB)/4, $0x3ab743ce
+DATA lgc12<>+12(SB)/4, $0x3ab743ce
+DATA lgc12<>+16(SB)/4, $0x3ab743ce
+DATA lgc12<>+20(SB)/4, $0x3ab743ce
+DATA lgc12<>+24(SB)/4, $0x3ab743ce
+DATA lgc12<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc12<>(SB), RODATA|NOPTR, $32
 
-DATA lgc13<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc13<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc13<>+0(SB)/4, $0x3c088908
+DATA lgc13<>+4(SB)/4, $0x3c088908
+DATA lgc13<>+8(SB)/4, $0x3c088908
+DATA lgc13<>+12(SB)/4, $0x3c088908
+DATA lgc13<>+16(SB)/4, $0x3c088908
+DATA lgc13<>+20(SB)/4, $0x3c088908
+DATA lgc13<>+24(SB)/4, $0x3c088908
+DATA lgc13<>+28(SB)/4, $0x3c088908
 GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
-DATA lgc14<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc14<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc14<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc14<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0x3f000000
-DATA lgc15<>+4(SB)/4, $0x3f000000
-DATA lgc15<>+8(SB)/4, $0x3f000000
-DATA lgc15<>+12(SB)/4, $0x3f000000
-DATA lgc15<>+16(SB)/4, $0x3f000000
-DATA lgc15<>+20(SB)/4, $0x3f000000
-DATA lgc15<>+24(SB)/4, $0x3f000000
-DATA lgc15<>+28(SB)/4, $0x3f000000
+DATA lgc15<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc15<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x3f800000
-DATA lgc16<>+4(SB)/4, $0x3f800000
-DATA lgc16<>+8(SB)/4, $0x3f800000
-DATA lgc16<>+12(SB)/4, $0x3f800000
-DATA lgc16<>+16(SB)/4, $0x3f800000
-DATA lgc16<>+20(SB)/4, $0x3f800000
-DATA lgc16<>+24(SB)/4, $0x3f800000
-DATA lgc16<>+28(SB)/4, $0x3f800000
+DATA lgc16<>+0(SB)/4, $0x3f000000
+DATA lgc16<>+4(SB)/4, $0x3f000000
+DATA lgc16<>+8(SB)/4, $0x3f000000
+DATA lgc16<>+12(SB)/4, $0x3f000000
+DATA lgc16<>+16(SB)/4, $0x3f000000
+DATA lgc16<>+20(SB)/4, $0x3f000000
+DATA lgc16<>+24(SB)/4, $0x3f000000
+DATA lgc16<>+28(SB)/4, $0x3f000000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0xffffff82
-DATA lgc17<>+4(SB)/4, $0xffffff82
-DATA lgc17<>+8(SB)/4, $0xffffff82
-DATA lgc17<>+12(SB)/4, $0xffffff82
-DATA lgc17<>+16(SB)/4, $0xffffff82
-DATA lgc17<>+20(SB)/4, $0xffffff82
-DATA lgc17<>+24(SB)/4, $0xffffff82
-DATA lgc17<>+28(SB)/4, $0xffffff82
+DATA lgc17<>+0(SB)/4, $0x3f800000
+DATA lgc17<>+4(SB)/4, $0x3f800000
+DATA lgc17<>+8(SB)/4, $0x3f800000
+DATA lgc17<>+12(SB)/4, $0x3f800000
+DATA lgc17<>+16(SB)/4, $0x3f800000
+DATA lgc17<>+20(SB)/4, $0x3f800000
+DATA lgc17<>+24(SB)/4, $0x3f800000
+DATA lgc17<>+28(SB)/4, $0x3f800000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x0000007f
-DATA lgc18<>+4(SB)/4, $0x0000007f
-DATA lgc18<>+8(SB)/4, $0x0000007f
-DATA lgc18<>+12(SB)/4, $0x0000007f
-DATA lgc18<>+16(SB)/4, $0x0000007f
-DATA lgc18<>+20(SB)/4, $0x0000007f
-DATA lgc18<>+24(SB)/4, $0x0000007f
-DATA lgc18<>+28(SB)/4, $0x0000007f
+DATA lgc18<>+0(SB)/4, $0xffffff82
+DATA lgc18<>+4(SB)/4, $0xffffff82
+DATA lgc18<>+8(SB)/4, $0xffffff82
+DATA lgc18<>+12(SB)/4, $0xffffff82
+DATA lgc18<>+16(SB)/4, $0xffffff82
+DATA lgc18<>+20(SB)/4, $0xffffff82
+DATA lgc18<>+24(SB)/4, $0xffffff82
+DATA lgc18<>+28(SB)/4, $0xffffff82
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xff7fffff
-DATA lgc19<>+4(SB)/4, $0xff7fffff
-DATA lgc19<>+8(SB)/4, $0xff7fffff
-DATA lgc19<>+12(SB)/4, $0xff7fffff
-DATA lgc19<>+16(SB)/4, $0xff7fffff
-DATA lgc19<>+20(SB)/4, $0xff7fffff
-DATA lgc19<>+24(SB)/4, $0xff7fffff
-DATA lgc19<>+28(SB)/4, $0xff7fffff
+DATA lgc19<>+0(SB)/4, $0x0000007f
+DATA lgc19<>+4(SB)/4, $0x0000007f
+DATA lgc19<>+8(SB)/4, $0x0000007f
+DATA lgc19<>+12(SB)/4, $0x0000007f
+DATA lgc19<>+16(SB)/4, $0x0000007f
+DATA lgc19<>+20(SB)/4, $0x0000007f
+DATA lgc19<>+24(SB)/4, $0x0000007f
+DATA lgc19<>+28(SB)/4, $0x0000007f
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
 DATA lgc20<>+0(SB)/4, $0x00800000
@@ -878,14 +867,14 @@ GLOBL lgc42<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, logits *float32, action *int64, advantage *float32, state *float64, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $704-80
+TEXT ·fbPass0AVX2(SB), $448-80
 	MOVQ lo+0(FP), AX
 
-outer0_6:
+outer0_5:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_7:
+blocks_6:
 	// tile logits
 	MOVQ       logits+8(FP), BX
 	XORQ       SI, SI
@@ -931,176 +920,166 @@ blocks_7:
 	VMOVUPS    Y2, 64(SP)
 	VMOVUPS    Y4, 96(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 256(SP)
-	XORQ       BX, BX
 
-inner_A_8:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y0
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 256(SP), Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 256(SP)
-	INCQ    BX
-	CMPQ    BX, $+4
-	JL      inner_A_8
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc2<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y3
+	VMINPS  Y2, Y3, Y4
+	VMINPS  Y3, Y2, Y3
+	VORPS   Y4, Y3, Y3
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VMINPS  Y3, Y4, Y2
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y2, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
 
 	// finish v3
-	VMOVUPS 256(SP), Y0
 	VMOVUPS lgc3<>+0(SB), Y1
-	VMOVUPS Y1, 320(SP)
-	VMOVUPD lgc4<>+0(SB), Y1
-	VMOVUPD Y1, 384(SP)
-	VMOVUPD Y1, 416(SP)
-	VMOVUPS Y0, 448(SP)
+	VMOVUPD lgc4<>+0(SB), Y2
+	VMOVUPD lgc4<>+0(SB), Y3
+	VMOVUPS lgc5<>+0(SB), Y4
 	XORQ    BX, BX
 
-inner_A_9:
+inner_A_7:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y0
-	VMOVUPS 448(SP), Y1
+	VMOVUPS (SP)(DI*1), Y5
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y5, Y5
 
 	// v6 = exp(v5)
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc16<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc6<>+0(SB), Y5, Y6
+	VMINPS       lgc7<>+0(SB), Y6, Y6
+	VMULPS       lgc8<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc9<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y7, Y6
+	VMOVAPS      lgc11<>+0(SB), Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc13<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc14<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc15<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc16<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc17<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc18<>+0(SB), Y6, Y7
+	VPMINSD      lgc19<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc19<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc19<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// sum(v6) over [A]
-	VADDPS  320(SP), Y3, Y1
-	VMOVUPS Y1, 320(SP)
-	VMOVUPS lgc19<>+0(SB), Y1
+	VADDPS Y1, Y8, Y1
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS Y0, Y1, Y0
+	VMAXPS Y5, Y4, Y5
 
 	// v17 = mul(v6, v16)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y5, Y8, Y5
 
 	// sum(v17) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(SP), Y1, Y1
-	VMOVUPD      Y1, 384(SP)
-	VADDPD       416(SP), Y0, Y0
-	VMOVUPD      Y0, 416(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y2, Y6, Y2
+	VADDPD       Y3, Y5, Y3
 	INCQ         BX
 	CMPQ         BX, $+4
-	JL           inner_A_9
+	JL           inner_A_7
 
 	// finish v7
-	VMOVUPS 320(SP), Y0
-
 	// v8 = log(v7)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc18<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc16<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
+	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y4
+	VMULPS       lgc21<>+0(SB), Y1, Y5
+	VBLENDVPS    Y4, Y5, Y1, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc19<>+0(SB), Y6, Y6
+	VPAND        lgc22<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc23<>+0(SB), Y5, Y4
+	VPOR         lgc17<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y4, Y5
+	VMULPS       lgc16<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc17<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc25<>+0(SB), Y7
+	VFMADD213PS  lgc26<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc10<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc16<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc9<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc1<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc34<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc35<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
 	MOVQ         action+16(FP), BX
 	XORQ         DI, DI
 	IMUL3Q       $+128, AX, R8
 	ADDQ         R8, DI
 	ADDQ         CX, DI
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 480(SP)
-	VMOVUPS      lgc3<>+0(SB), X1
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      Y4, 256(SP)
+	VMOVUPS      lgc3<>+0(SB), X4
 	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 480(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 256(SP)
 	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 484(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 260(SP)
 	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 488(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 264(SP)
 	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 492(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 268(SP)
 	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 496(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 272(SP)
 	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 500(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 276(SP)
 	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 504(SP)
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 280(SP)
 	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 508(SP)
-	VMOVUPS      480(SP), Y1
+	VCVTSI2SSQ   R8, X4, X4
+	VMOVSS       X4, 284(SP)
+	VMOVUPS      256(SP), Y4
 
 	// v10 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1110,188 +1089,186 @@ inner_A_9:
 	ADDQ       R8, BX
 	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(BX*4), R8
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc3<>+0(SB), Y1, Y1
-	VPMINSD    lgc36<>+0(SB), Y1, Y1
-	VPMULLD    lgc37<>+0(SB), Y1, Y1
-	VPADDD     lgc38<>+0(SB), Y1, Y1
-	VMOVUPS    lgc39<>+0(SB), Y2
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y2, (R8)(Y1*4), Y3
-	VMOVUPS    448(SP), Y1
+	VCVTTPS2DQ Y4, Y4
+	VPMAXSD    lgc3<>+0(SB), Y4, Y4
+	VPMINSD    lgc36<>+0(SB), Y4, Y4
+	VPMULLD    lgc37<>+0(SB), Y4, Y4
+	VPADDD     lgc38<>+0(SB), Y4, Y4
+	VMOVUPS    lgc39<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VGATHERDPS Y5, (R8)(Y4*4), Y6
 
 	// v11 = sub(v10, v3)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y0, Y6, Y4
 
 	// logSoftmax = sub(v11, v8)
-	VSUBPS  Y4, Y1, Y1
+	VSUBPS  Y7, Y4, Y4
 	MOVQ    advantage+24(FP), BX
-	VMOVUPS (BX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y5
 
 	// v13 = mul(logSoftmax, advantage)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y5, Y4, Y4
 
 	// v14 = neg(v13)
-	VXORPS lgc2<>+0(SB), Y1, Y1
+	VXORPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v14) over [N T]
 	MOVQ    state+32(FP), BX
-	VADDPS  256(BX), Y1, Y1
-	VMOVUPS Y1, 256(BX)
+	VADDPS  256(BX), Y4, Y4
+	VMOVUPS Y4, 256(BX)
 
 	// finish v18
-	VMOVUPD     384(SP), Y1
-	VMOVUPD     416(SP), Y2
-	VMOVUPS     lgc3<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     lgc3<>+0(SB), Y4
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
 
 	// v19 = div(v18, v7)
-	VDIVPS Y0, Y1, Y1
+	VDIVPS Y1, Y2, Y2
 
 	// entropy = sub(v8, v19)
-	VSUBPS Y1, Y4, Y2
+	VSUBPS Y2, Y7, Y3
 
 	// v22 = mul(-0.01, entropy)
-	VMULPS lgc40<>+0(SB), Y2, Y3
+	VMULPS lgc40<>+0(SB), Y3, Y4
 
 	// mean(entropy) over [N T]
-	VADDPS  576(BX), Y2, Y2
-	VMOVUPS Y2, 576(BX)
+	VADDPS  576(BX), Y3, Y3
+	VMOVUPS Y3, 576(BX)
 
 	// mean(v22) over [N T]
-	VADDPS  896(BX), Y3, Y2
-	VMOVUPS Y2, 896(BX)
+	VADDPS  896(BX), Y4, Y3
+	VMOVUPS Y3, 896(BX)
 	MOVQ    valueTarget+40(FP), R8
-	VMOVUPS (R8)(DI*4), Y2
-	MOVQ    stateValue+48(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
+	MOVQ    stateValue+48(FP), R8
+	VMOVUPS (R8)(DI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y4, Y3, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc2<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc16<>+0(SB), Y4
+	VMOVUPS lgc2<>+0(SB), Y4
+	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v31 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y3, Y5
-	VANDPS lgc16<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y5, Y4, Y6
+	VANDPS lgc17<>+0(SB), Y6, Y6
 
 	// v32 = mul(0.5, absDiff)
-	VMULPS lgc15<>+0(SB), Y3, Y6
+	VMULPS lgc16<>+0(SB), Y4, Y7
 
 	// v33 = mul(v32, absDiff)
-	VMULPS Y3, Y6, Y7
+	VMULPS Y4, Y7, Y8
 
 	// v34 = sub(absDiff, 0.5)
-	VSUBPS lgc15<>+0(SB), Y3, Y8
+	VSUBPS  lgc16<>+0(SB), Y4, Y9
+	VMOVUPS Y0, 288(SP)
 
 	// smoothL1 = where(v31, v33, v34)
-	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y7
+	VMOVUPS   lgc3<>+0(SB), Y0
+	VCMPPS    $0x04, Y0, Y6, Y0
+	VBLENDVPS Y0, Y8, Y9, Y0
 
 	// v36 = mul(0.5, smoothL1)
-	VMULPS lgc15<>+0(SB), Y7, Y7
+	VMULPS lgc16<>+0(SB), Y0, Y0
 
 	// mean(v36) over [N T]
-	VADDPS  1216(BX), Y7, Y7
-	VMOVUPS Y7, 1216(BX)
-	VMOVUPS lgc43<>+0(SB), Y7
+	VADDPS  1216(BX), Y0, Y0
+	VMOVUPS Y0, 1216(BX)
+	VMOVUPS lgc43<>+0(SB), Y0
 	VMOVUPS lgc3<>+0(SB), Y8
 
 	// v40 = where(v31, 0.00048828125, 0)
 	VMOVUPS   lgc3<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y7, Y8, Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y0, Y8, Y9
 
 	// v41 = where(v31, 0, 0.00048828125)
 	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y5, Y10
-	VBLENDVPS Y10, Y8, Y7, Y5
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y8, Y0, Y0
 
 	// v42 = ne(v40, 0)
-	VCMPPS $0x04, Y8, Y9, Y7
-	VANDPS lgc16<>+0(SB), Y7, Y7
+	VCMPPS $0x04, Y8, Y9, Y6
+	VANDPS lgc17<>+0(SB), Y6, Y6
 
 	// v43 = mul(v40, absDiff)
-	VMULPS Y3, Y9, Y3
+	VMULPS Y4, Y9, Y4
 
 	// v44 = where(v42, v43, v40)
 	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y3, Y9, Y3
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y4, Y9, Y4
 
 	// v45 = mul(v40, v32)
-	VMULPS Y6, Y9, Y6
+	VMULPS Y7, Y9, Y7
 
 	// v46 = where(v42, v45, v40)
 	VMOVUPS   lgc3<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y6, Y9, Y6
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y7, Y9, Y6
 
 	// v47 = add(v41, v46)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y6, Y0, Y0
 
 	// v48 = mul(v44, 0.5)
-	VMULPS lgc15<>+0(SB), Y3, Y3
+	VMULPS lgc16<>+0(SB), Y4, Y4
 
 	// v49 = add(v47, v48)
-	VADDPS Y3, Y5, Y3
+	VADDPS Y4, Y0, Y0
 
 	// v50 = gt(diff, 0)
-	VCMPPS $0x1e, Y8, Y2, Y5
-	VANDPS lgc16<>+0(SB), Y5, Y5
+	VCMPPS $0x1e, Y8, Y3, Y4
+	VANDPS lgc17<>+0(SB), Y4, Y4
 
 	// v51 = lt(diff, 0)
-	VCMPPS $0x11, Y8, Y2, Y6
-	VANDPS lgc16<>+0(SB), Y6, Y6
+	VCMPPS $0x11, Y8, Y3, Y6
+	VANDPS lgc17<>+0(SB), Y6, Y6
 
 	// v53 = mul(diff, 0)
-	VMULPS  lgc3<>+0(SB), Y2, Y2
+	VMULPS  lgc3<>+0(SB), Y3, Y3
 	VMOVUPS lgc44<>+0(SB), Y7
 
 	// v54 = where(v51, -1, v53)
 	VMOVUPS   lgc3<>+0(SB), Y9
 	VCMPPS    $0x04, Y9, Y6, Y9
-	VBLENDVPS Y9, Y7, Y2, Y2
+	VBLENDVPS Y9, Y7, Y3, Y3
 
 	// v55 = where(v50, 1, v54)
 	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y2
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y3, Y3
 
 	// v56 = ne(v49, 0)
-	VCMPPS $0x04, Y8, Y3, Y4
-	VANDPS lgc16<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y8, Y0, Y4
+	VANDPS lgc17<>+0(SB), Y4, Y4
 
 	// v57 = mul(v49, v55)
-	VMULPS Y2, Y3, Y2
+	VMULPS Y3, Y0, Y3
 
 	// v58 = where(v56, v57, v49)
 	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VBLENDVPS Y5, Y3, Y0, Y0
 
 	// gradStateValue = neg(v58)
-	VXORPS  lgc2<>+0(SB), Y2, Y2
+	VXORPS  lgc2<>+0(SB), Y0, Y0
 	VMOVUPS lgc45<>+0(SB), Y3
 
 	// v62 = div(9.765625e-06, v7)
-	VDIVPS Y0, Y3, Y3
+	VDIVPS Y1, Y3, Y3
 
 	// v63 = div(v19, v7)
-	VDIVPS Y0, Y1, Y1
+	VDIVPS Y1, Y2, Y2
 
 	// v64 = mul(-9.765625e-06, v63)
-	VMULPS lgc46<>+0(SB), Y1, Y1
+	VMULPS lgc46<>+0(SB), Y2, Y2
 
 	// v65 = ne(v62, 0)
 	VCMPPS  $0x04, Y8, Y3, Y4
-	VANDPS  lgc16<>+0(SB), Y4, Y4
+	VANDPS  lgc17<>+0(SB), Y4, Y4
 	MOVQ    advantage+24(FP), BX
 	VMOVUPS (BX)(DI*4), Y5
 
@@ -1306,181 +1283,176 @@ inner_A_9:
 
 	// v81 = ne(v77, 0)
 	VCMPPS $0x04, Y8, Y6, Y7
-	VANDPS lgc16<>+0(SB), Y7, Y7
+	VANDPS lgc17<>+0(SB), Y7, Y7
 
 	// v82 = div(v77, v7)
-	VDIVPS Y0, Y6, Y0
+	VDIVPS Y1, Y6, Y1
 
 	// v83 = where(v81, v82, v77)
-	VMOVUPS   lgc3<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y7, Y8
-	VBLENDVPS Y8, Y0, Y6, Y0
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y1, Y6, Y1
 
 	// v84 = add(v64, v83)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS Y2, 512(SP)
-	VMOVUPS Y3, 544(SP)
-	VMOVUPS Y4, 576(SP)
-	VMOVUPS Y5, 608(SP)
-	VMOVUPS Y0, 640(SP)
+	VADDPS  Y1, Y2, Y1
+	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y5, 352(SP)
+	VMOVUPS Y1, 384(SP)
+	VMOVUPS lgc5<>+0(SB), Y0
 	XORQ    BX, BX
 
-inner_A_10:
+inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 448(SP), Y1
+	VMOVUPS (SP)(R8*1), Y1
+	VMOVUPS 288(SP), Y2
 
 	// v5 = sub(logits, v3)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y1, Y1
 
 	// v6 = exp(v5)
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc16<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
+	VMAXPS       lgc6<>+0(SB), Y1, Y2
+	VMINPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       lgc8<>+0(SB), Y2, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y2
+	VMOVAPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y6
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y6
+	VMULPS       Y2, Y2, Y7
+	VFMADD213PS  Y2, Y7, Y6
+	VADDPS       lgc17<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y2
+	VPMAXSD      lgc18<>+0(SB), Y2, Y5
+	VPMINSD      lgc19<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y2, Y2
+	VPADDD       lgc19<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc19<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y2, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y6, Y6
 
 	// v16 = max(v5, -3.4028235e+38) tie=first
-	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 544(SP), Y4
+	VMAXPS Y1, Y0, Y2
 
 	// v66 = mul(v62, v16)
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 576(SP), Y5
+	VMULPS Y2, Y3, Y2
 
 	// v67 = where(v65, v66, v62)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y2, Y4, Y2
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y2, Y3, Y2
 
 	// v68 = mul(v62, v6)
-	VMULPS Y3, Y4, Y6
+	VMULPS Y6, Y3, Y5
 
 	// v69 = where(v65, v68, v62)
 	VMOVUPS   lgc3<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y5, Y3, Y5
 
 	// v70 = ge(v5, -3.4028235e+38)
-	VCMPPS $0x1d, Y1, Y0, Y1
-	VANDPS lgc16<>+0(SB), Y1, Y1
+	VCMPPS $0x1d, Y0, Y1, Y7
+	VANDPS lgc17<>+0(SB), Y7, Y7
 
 	// v71 = ne(v5, v5)
-	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc16<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y1, Y1, Y1
+	VANDPS lgc17<>+0(SB), Y1, Y1
 
 	// v72 = max(v70, v71)
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y5
-	VMINPS  Y0, Y1, Y0
-	VORPS   Y5, Y0, Y0
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VXORPS lgc2<>+0(SB), Y7, Y7
+	VXORPS lgc2<>+0(SB), Y1, Y1
+	VMINPS Y7, Y1, Y9
+	VMINPS Y1, Y7, Y1
+	VORPS  Y9, Y1, Y1
+	VXORPS lgc2<>+0(SB), Y1, Y1
 
 	// v73 = where(v72, v69, 0)
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VCMPPS       $0x04, Y5, Y0, Y5
-	VBLENDVPS    Y5, Y4, Y1, Y0
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VCMPPS       $0x04, Y7, Y1, Y7
+	VBLENDVPS    Y7, Y5, Y8, Y1
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X4
-	VPBROADCASTD X4, Y4
-	VCVTDQ2PS    Y4, Y4
+	VMOVD        R9, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
 	MOVQ         action+16(FP), R9
-	VMOVUPS      lgc3<>+0(SB), Y5
-	VMOVUPS      Y5, 672(SP)
-	VMOVUPS      lgc3<>+0(SB), X5
+	VMOVUPS      lgc3<>+0(SB), Y7
+	VMOVUPS      Y7, 416(SP)
+	VMOVUPS      lgc3<>+0(SB), X7
 	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 672(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 416(SP)
 	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 676(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 420(SP)
 	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 680(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 424(SP)
 	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 684(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 428(SP)
 	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 688(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 432(SP)
 	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 692(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 436(SP)
 	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 696(SP)
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 440(SP)
 	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 700(SP)
-	VMOVUPS      672(SP), Y5
+	VCVTSI2SSQ   R10, X7, X7
+	VMOVSS       X7, 444(SP)
+	VMOVUPS      416(SP), Y7
 
 	// v79 = eq(v78, action)
-	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc16<>+0(SB), Y4, Y4
-	VMOVUPS 608(SP), Y5
+	VCMPPS  $0x00, Y7, Y5, Y5
+	VANDPS  lgc17<>+0(SB), Y5, Y5
+	VMOVUPS 352(SP), Y7
 
 	// v80 = where(v79, v75, 0)
-	VMOVUPS   lgc3<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y4
-	VMOVUPS   640(SP), Y5
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y7, Y8, Y5
+	VMOVUPS   384(SP), Y7
 
 	// v85 = add(v67, v84)
-	VADDPS Y5, Y2, Y2
+	VADDPS Y7, Y2, Y2
 
 	// v86 = ne(v85, 0)
-	VCMPPS $0x04, Y1, Y2, Y1
-	VANDPS lgc16<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y8, Y2, Y7
+	VANDPS lgc17<>+0(SB), Y7, Y7
 
 	// v87 = mul(v85, v6)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y6, Y2, Y6
 
 	// v88 = where(v86, v87, v85)
-	VMOVUPS   lgc3<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y6, Y2, Y2
 
 	// v89 = add(v73, v88)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y2, Y1, Y1
 
 	// gradLogits = add(v80, v89)
-	VADDPS Y0, Y4, Y0
+	VADDPS Y1, Y5, Y1
 
 	// store gradLogits
-	VMOVUPS Y0, 128(SP)(R8*1)
+	VMOVUPS Y1, 128(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+4
-	JL      inner_A_10
-	VMOVUPS 512(SP), Y0
+	JL      inner_A_8
+	VMOVUPS 320(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+56(FP), BX
@@ -1530,7 +1502,7 @@ inner_A_10:
 	VMASKMOVPS   Y5, Y8, 96(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 112(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_11
+	JNZ          noflush_9
 	MOVQ         state+32(FP), DX
 	VMOVUPS      256(DX), Y0
 	VANDPS       lgc41<>+0(SB), Y0, Y1
@@ -1587,10 +1559,10 @@ inner_A_10:
 	VMOVUPS      Y1, 1344(DX)
 	MOVQ         $+8, DX
 
-noflush_11:
+noflush_9:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_7
+	JL           blocks_6
 	MOVQ         state+32(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc41<>+0(SB), Y0, Y1
@@ -1647,7 +1619,7 @@ noflush_11:
 	VMOVUPS      Y1, 1344(CX)
 	INCQ         AX
 	CMPQ         AX, hi+72(FP)
-	JL           outer0_6
+	JL           outer0_5
 	VZEROUPPER
 	RET
 
@@ -1709,32 +1681,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
+	VMAXPS       lgc6<>+0(SB), Y0, Y1
+	VMINPS       lgc7<>+0(SB), Y1, Y1
+	VMULPS       lgc8<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y2, Y1
+	VMOVAPS      lgc11<>+0(SB), Y3
 	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc16<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc16<>+0(SB), Y3, Y3
+	VADDPS       lgc17<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc17<>+0(SB), Y1, Y2
-	VPMINSD      lgc18<>+0(SB), Y2, Y2
+	VPMAXSD      lgc18<>+0(SB), Y1, Y2
+	VPMINSD      lgc19<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc18<>+0(SB), Y2, Y2
+	VPADDD       lgc19<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc18<>+0(SB), Y1, Y1
+	VPADDD       lgc19<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -1742,9 +1714,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_10
 
-bulkdone_13:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -1756,24 +1728,24 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VMULPS       lgc21<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc18<>+0(SB), Y3, Y3
+	VPSUBD       lgc19<>+0(SB), Y3, Y3
 	VPAND        lgc22<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc16<>+0(SB), Y1, Y1
+	VPOR         lgc17<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc15<>+0(SB), Y1, Y4
+	VMULPS       lgc16<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc16<>+0(SB), Y1, Y1
+	VSUBPS       lgc17<>+0(SB), Y1, Y1
 	VMULPS       Y1, Y1, Y2
 	VMOVAPS      lgc25<>+0(SB), Y4
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
@@ -1787,10 +1759,10 @@ bulk_14:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc15<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc10<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc16<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc8<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc9<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc1<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
@@ -1801,9 +1773,9 @@ bulk_14:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_12
 
-bulkdone_15:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1815,25 +1787,25 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_17
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
-	VADDPS       lgc16<>+0(SB), Y0, Y1
+	VADDPS       lgc17<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
 	VMULPS       lgc21<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc18<>+0(SB), Y4, Y4
+	VPSUBD       lgc19<>+0(SB), Y4, Y4
 	VPAND        lgc22<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc16<>+0(SB), Y2, Y2
+	VPOR         lgc17<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc15<>+0(SB), Y2, Y5
+	VMULPS       lgc16<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc16<>+0(SB), Y2, Y2
+	VSUBPS       lgc17<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc25<>+0(SB), Y5
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
@@ -1847,10 +1819,10 @@ bulk_16:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc15<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc10<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc16<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc8<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc9<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc1<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
@@ -1859,11 +1831,11 @@ bulk_16:
 	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y2
 	VBLENDVPS    Y2, Y1, Y5, Y5
-	VSUBPS       lgc16<>+0(SB), Y1, Y2
+	VSUBPS       lgc17<>+0(SB), Y1, Y2
 	VSUBPS       Y0, Y2, Y2
 	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc16<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
 	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc1<>+0(SB), Y2, Y2
@@ -1871,8 +1843,8 @@ bulk_16:
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_16
+	JMP          bulk_14
 
-bulkdone_17:
+bulkdone_15:
 	VZEROUPPER
 	RET

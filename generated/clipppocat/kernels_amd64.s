@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $728-104
+TEXT ·pass0AVX2(SB), $536-104
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -123,9 +123,8 @@ outer0_1:
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
-	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 88(SP)
-	VMOVUPS Y1, 120(SP)
+	VMOVUPS Y2, 24(SP)
+	VMOVUPS Y1, 56(SP)
 	XORQ    BX, BX
 
 inner_A_2:
@@ -138,37 +137,35 @@ inner_A_2:
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
 	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
+	VMOVUPS    lgc4<>+0(SB), Y4
 	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
+	VGATHERDPS Y4, (SI)(Y2*4), Y1
 
 	// reduce_max(logits) over [A]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VMOVUPS      24(SP), Y3
-	VXORPS       lgc14<>+0(SB), Y3, Y3
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VMOVUPS      Y3, Y4
+	VXORPS       lgc14<>+0(SB), Y4, Y4
 	VXORPS       lgc14<>+0(SB), Y1, Y1
-	VMINPS       Y3, Y1, Y4
-	VMINPS       Y1, Y3, Y3
-	VORPS        Y4, Y3, Y3
-	VXORPS       lgc14<>+0(SB), Y3, Y3
-	VMOVUPS      24(SP), Y1
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VMOVUPS      Y3, 24(SP)
+	VMINPS       Y4, Y1, Y5
+	VMINPS       Y1, Y4, Y4
+	VORPS        Y5, Y4, Y4
+	VXORPS       lgc14<>+0(SB), Y4, Y4
+	VMOVUPS      Y3, Y1
+	VBLENDVPS    Y2, Y4, Y1, Y4
+	VMOVUPS      Y4, Y3
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_2
 
 	// finish v21
-	VMOVUPS 24(SP), Y1
+	VMOVUPS Y3, Y1
 	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 216(SP)
-	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 280(SP)
+	VMOVUPD lgc15<>+0(SB), Y3
+	VMOVUPD lgc15<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y5
 	XORQ    BX, BX
 
 inner_A_3:
@@ -180,140 +177,135 @@ inner_A_3:
 	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
-	VMOVUPS    280(SP), Y2
+	VMOVUPS    lgc13<>+0(SB), Y7
+	VMOVUPS    lgc4<>+0(SB), Y8
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y8, (SI)(Y7*4), Y6
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y1, Y6, Y6
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc17<>+0(SB), Y6, Y7
+	VMINPS       lgc18<>+0(SB), Y7, Y7
+	VMULPS       lgc19<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
+	VMOVAPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc28<>+0(SB), Y7, Y8
+	VPMINSD      lgc29<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 
 	// sum(v24) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y4, Y2
-	VADDPS       152(SP), Y2, Y2
-	VMOVUPS      Y2, 152(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y9, Y7
+	VADDPS       Y2, Y7, Y2
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y6, Y5, Y6
 
 	// v53 = mul(v24, v52)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y6, Y9, Y6
 
 	// sum(v53) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       216(SP), Y2, Y2
-	VMOVUPD      Y2, 216(SP)
-	VADDPD       248(SP), Y1, Y1
-	VMOVUPD      Y1, 248(SP)
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y6, Y6
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y3, Y7, Y3
+	VADDPD       Y4, Y6, Y4
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_3
 
 	// finish v25
-	VMOVUPS 152(SP), Y1
+	VMOVUPS Y1, 88(SP)
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VCMPPS       $0x11, lgc30<>+0(SB), Y2, Y1
+	VMULPS       lgc31<>+0(SB), Y2, Y5
+	VBLENDVPS    Y1, Y5, Y2, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y6, Y6
+	VPAND        lgc33<>+0(SB), Y5, Y1
+	VPOR         lgc2<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y5
+	VMULPS       lgc27<>+0(SB), Y1, Y7
+	VBLENDVPS    Y5, Y7, Y1, Y1
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y5
+	VMOVAPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc21<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc27<>+0(SB), Y5, Y7
+	VADDPS       Y1, Y7, Y7
+	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc45<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y1
+	VBLENDVPS    Y1, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 312(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 120(SP)
+	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 312(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 120(SP)
 	MOVQ         8(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 316(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 124(SP)
 	MOVQ         16(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 320(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 128(SP)
 	MOVQ         24(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 324(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 132(SP)
 	MOVQ         32(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 328(SP)
-	VMOVUPS      312(SP), Y2
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 136(SP)
+	VMOVUPS      120(SP), Y1
 
 	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -323,139 +315,143 @@ inner_A_3:
 	ADDQ       SI, BX
 	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
-	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
-	VPADDD     lgc13<>+0(SB), Y2, Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (SI)(Y2*4), Y4
-	VMOVUPS    280(SP), Y2
+	VCVTTPS2DQ Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc13<>+0(SB), Y1, Y1
+	VMOVUPS    lgc4<>+0(SB), Y5
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y5, (SI)(Y1*4), Y6
+	VMOVUPS    88(SP), Y1
 
 	// v29 = sub(v28, v21)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y1, Y6, Y1
 
 	// logSoftmax = sub(v29, v26)
-	VSUBPS     Y5, Y2, Y2
+	VSUBPS     Y7, Y1, Y1
 	MOVQ       sampleLogProb+72(FP), BX
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMOVUPS    lgc4<>+0(SB), Y5
+	VMASKMOVPS (BX)(DX*4), Y5, Y5
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
+	VSUBPS  Y5, Y1, Y5
 	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 344(SP)
+	VMINPS  Y6, Y8, Y6
+	VMOVUPS Y7, 152(SP)
+	VMOVUPS Y2, 184(SP)
+	VMOVUPS Y1, 216(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      88(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y5, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
+	VMOVUPS      24(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc49<>+0(SB), Y9
+	VCMPPS  $0x1d, Y2, Y1, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 376(SP)
-	VMOVUPS lgc50<>+0(SB), Y1
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc50<>+0(SB), Y9
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y1, Y1
+	VMAXPS Y7, Y9, Y9
 
 	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VCMPPS    $0x04, Y10, Y2, Y10
+	VBLENDVPS Y10, Y8, Y9, Y2
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y8
+	VEXTRACTI128 $0x01, Y2, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	VANDPS       Y2, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
+	MOVQ         sampleLogProb+72(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	VMOVUPS      216(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y1
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X6
+	VPMOVSXDQ    X6, Y6
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
-	VMOVUPS      Y4, 408(SP)
 
 	// finish v54
-	VMOVUPD     216(SP), Y1
-	VMOVUPD     248(SP), Y2
+	VMOVUPD     Y3, Y1
+	VMOVUPD     Y4, Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     376(SP), Y2
+	VMOVUPS     184(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 344(SP), Y2
+	VMOVUPS 152(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y1
@@ -480,7 +476,7 @@ inner_A_3:
 	VANDPS       Y1, Y2, Y1
 	VADDPS       1536(CX), Y1, Y1
 	VMOVUPS      Y1, 1536(CX)
-	VMOVUPS      120(SP), Y1
+	VMOVUPS      56(SP), Y1
 	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y2
 	VMASKMOVPS   (BX)(DX*4), Y2, Y2
@@ -498,27 +494,27 @@ inner_A_3:
 	VANDPS lgc2<>+0(SB), Y4, Y4
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y3, Y5
+	VMULPS lgc27<>+0(SB), Y3, Y6
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y3, Y5, Y5
+	VMULPS Y3, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc26<>+0(SB), Y3, Y3
+	VSUBPS lgc27<>+0(SB), Y3, Y3
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y4, Y8
+	VBLENDVPS Y8, Y6, Y3, Y3
 
 	// v69 = mul(1, smoothL1)
 	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// mean(v69) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
 	VANDPS       Y4, Y3, Y3
 	VADDPS       1856(CX), Y3, Y3
 	VMOVUPS      Y3, 1856(CX)
@@ -530,34 +526,34 @@ inner_A_3:
 	VPMOVSXDQ    X3, Y4
 	VEXTRACTI128 $0x01, Y3, X3
 	VPMOVSXDQ    X3, Y3
-	VBROADCASTSD (SP), Y5
-	VCVTPS2PD    X2, Y6
+	VBROADCASTSD (SP), Y6
+	VCVTPS2PD    X2, Y8
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(CX)(BX*8), Y7
-	VSUBPD       Y7, Y6, Y9
-	VFMADD231PD  Y9, Y5, Y7
-	VSUBPD       Y7, Y6, Y6
-	VMOVUPD      9024(CX)(BX*8), Y10
-	VFMADD231PD  Y9, Y6, Y10
-	VMOVUPD      5504(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y7, Y6, Y7
-	VMOVUPD      Y7, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y6
-	VBLENDVPD    Y4, Y10, Y6, Y10
-	VMOVUPD      Y10, 9024(CX)(BX*8)
+	VMOVUPD      5504(CX)(BX*8), Y9
+	VSUBPD       Y9, Y8, Y10
+	VFMADD231PD  Y10, Y6, Y9
+	VSUBPD       Y9, Y8, Y8
+	VMOVUPD      9024(CX)(BX*8), Y11
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y9, Y8, Y9
+	VMOVUPD      Y9, 5504(CX)(BX*8)
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y11, Y8, Y11
+	VMOVUPD      Y11, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y6
-	VFMADD231PD  Y6, Y5, Y4
+	VSUBPD       Y4, Y2, Y8
+	VFMADD231PD  Y8, Y6, Y4
 	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      9056(CX)(BX*8), Y5
-	VFMADD231PD  Y6, Y2, Y5
+	VMOVUPD      9056(CX)(BX*8), Y6
+	VFMADD231PD  Y8, Y2, Y6
 	VMOVUPD      5536(CX)(BX*8), Y2
 	VBLENDVPD    Y3, Y4, Y2, Y4
 	VMOVUPD      Y4, 5536(CX)(BX*8)
 	VMOVUPD      9056(CX)(BX*8), Y2
-	VBLENDVPD    Y3, Y5, Y2, Y5
-	VMOVUPD      Y5, 9056(CX)(BX*8)
+	VBLENDVPD    Y3, Y6, Y2, Y6
+	VMOVUPD      Y6, 9056(CX)(BX*8)
 
 	// var(valueTarget2) over [N]
 	VMOVUPS      lgc4<>+0(SB), Y2
@@ -565,74 +561,73 @@ inner_A_3:
 	VEXTRACTI128 $0x01, Y2, X2
 	VPMOVSXDQ    X2, Y2
 	VBROADCASTSD (SP), Y4
-	VCVTPS2PD    X1, Y5
+	VCVTPS2PD    X1, Y6
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VSUBPD       Y8, Y6, Y9
+	VFMADD231PD  Y9, Y4, Y8
+	VSUBPD       Y8, Y6, Y6
+	VMOVUPD      19584(CX)(BX*8), Y10
+	VFMADD231PD  Y9, Y6, Y10
 	VMOVUPD      16064(CX)(BX*8), Y6
-	VSUBPD       Y6, Y5, Y7
-	VFMADD231PD  Y7, Y4, Y6
-	VSUBPD       Y6, Y5, Y5
-	VMOVUPD      19584(CX)(BX*8), Y9
-	VFMADD231PD  Y7, Y5, Y9
-	VMOVUPD      16064(CX)(BX*8), Y5
-	VBLENDVPD    Y3, Y6, Y5, Y6
-	VMOVUPD      Y6, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y5
-	VBLENDVPD    Y3, Y9, Y5, Y9
-	VMOVUPD      Y9, 19584(CX)(BX*8)
+	VBLENDVPD    Y3, Y8, Y6, Y8
+	VMOVUPD      Y8, 16064(CX)(BX*8)
+	VMOVUPD      19584(CX)(BX*8), Y6
+	VBLENDVPD    Y3, Y10, Y6, Y10
+	VMOVUPD      Y10, 19584(CX)(BX*8)
 	VMOVUPD      16096(CX)(BX*8), Y3
-	VSUBPD       Y3, Y1, Y5
-	VFMADD231PD  Y5, Y4, Y3
+	VSUBPD       Y3, Y1, Y6
+	VFMADD231PD  Y6, Y4, Y3
 	VSUBPD       Y3, Y1, Y1
 	VMOVUPD      19616(CX)(BX*8), Y4
-	VFMADD231PD  Y5, Y1, Y4
+	VFMADD231PD  Y6, Y1, Y4
 	VMOVUPD      16096(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y3, Y1, Y3
 	VMOVUPD      Y3, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y1
 	VBLENDVPD    Y2, Y4, Y1, Y4
 	VMOVUPD      Y4, 19616(CX)(BX*8)
-	VMOVUPS      408(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y5
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y6
-	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y6
-	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VCMPPS       $0x15, lgc52<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y5, Y6
+	VANDPS       Y6, Y4, Y4
+	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y6
+	VORPS        Y6, Y4, Y4
 	VMOVUPS      lgc54<>+0(SB), Y6
-	VBLENDVPS    Y2, Y5, Y6, Y5
-	VANDPS       26624(CX), Y5, Y5
-	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X8, Y2
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VANDPD       Y3, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y3
-	VMOVUPD      Y3, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y2
-	VADDPD       28448(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28448(CX)(BX*8)
+	VBLENDVPS    Y1, Y4, Y6, Y4
+	VANDPS       26624(CX), Y4, Y4
+	VMOVUPS      Y4, 26624(CX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X4
+	VCVTPS2PD    X4, Y4
+	VANDPD       Y2, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y3, Y4, Y4
+	VADDPD       23136(CX)(BX*8), Y4, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y4, Y4, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 88(SP), Y1
+	VMULPS  lgc55<>+0(SB), Y5, Y1
+	VMOVUPS 24(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+80(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    120(SP), Y1
+	VMOVUPS    56(SP), Y1
 
 	// store valueTarget2
 	MOVQ       valueTarget+88(FP), CX
@@ -682,8 +677,8 @@ blocks_4:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 440(SP)
-	VMOVUPS    Y4, 472(SP)
+	VMOVUPS    Y6, 248(SP)
+	VMOVUPS    Y4, 280(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       SI, SI
@@ -757,174 +752,159 @@ blocks_4:
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
-	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 504(SP)
-	VMOVUPS Y1, 536(SP)
+
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc14<>+0(SB), Y4
+	VXORPS  248(SP), Y4, Y5
+	VXORPS  280(SP), Y4, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  Y3, Y4, Y3
+	VMINPS  Y6, Y3, Y5
+	VMINPS  Y3, Y6, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  Y4, Y3, Y3
+
+	// finish v21
+	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPD lgc15<>+0(SB), Y5
+	VMOVUPD lgc15<>+0(SB), Y6
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y1, 344(SP)
+	VMOVUPS lgc16<>+0(SB), Y1
 	XORQ    DI, DI
 
 inner_A_5:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 440(SP)(R8*1), Y1
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 24(SP), Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y3
-	VMINPS  Y1, Y2, Y2
-	VORPS   Y3, Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 24(SP)
-	INCQ    DI
-	CMPQ    DI, $+2
-	JL      inner_A_5
-
-	// finish v21
-	VMOVUPS 24(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 216(SP)
-	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 568(SP)
-	XORQ    DI, DI
-
-inner_A_6:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 440(SP)(R8*1), Y1
-	VMOVUPS 568(SP), Y2
+	VMOVUPS 248(SP)(R8*1), Y2
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc17<>+0(SB), Y2, Y7
+	VMINPS       lgc18<>+0(SB), Y7, Y7
+	VMULPS       lgc19<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
+	VMOVAPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc28<>+0(SB), Y7, Y8
+	VPMINSD      lgc29<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VBLENDVPS    Y7, Y2, Y9, Y9
 
 	// sum(v24) over [A]
-	VADDPS  152(SP), Y4, Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPS lgc29<>+0(SB), Y2
+	VADDPS Y4, Y9, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y2, Y9, Y2
 
 	// sum(v53) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       216(SP), Y2, Y2
-	VMOVUPD      Y2, 216(SP)
-	VADDPD       248(SP), Y1, Y1
-	VMOVUPD      Y1, 248(SP)
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y5, Y7, Y5
+	VADDPD       Y6, Y2, Y6
 	INCQ         DI
 	CMPQ         DI, $+2
-	JL           inner_A_6
+	JL           inner_A_5
 
 	// finish v25
-	VMOVUPS 152(SP), Y1
+	VMOVUPS Y4, Y1
+	VMOVUPS Y3, 376(SP)
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
+	VMULPS       lgc27<>+0(SB), Y2, Y7
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMOVAPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y7, Y7
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 600(SP)
+	VMOVUPS      Y2, 408(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 600(SP)
+	VMOVSS       X2, 408(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 604(SP)
+	VMOVSS       X2, 412(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 608(SP)
+	VMOVSS       X2, 416(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 612(SP)
+	VMOVSS       X2, 420(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 616(SP)
+	VMOVSS       X2, 424(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 620(SP)
+	VMOVSS       X2, 428(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 624(SP)
+	VMOVSS       X2, 432(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 628(SP)
-	VMOVUPS      600(SP), Y2
+	VMOVSS       X2, 436(SP)
+	VMOVUPS      408(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -942,79 +922,80 @@ inner_A_6:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    568(SP), Y2
+	VMOVUPS    376(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
 	// logSoftmax = sub(v29, v26)
-	VSUBPS  Y5, Y2, Y2
+	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	VSUBPS  Y3, Y2, Y3
+	VMOVUPS lgc47<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 632(SP)
+	VMINPS  Y4, Y8, Y4
+	VMOVUPS Y7, 440(SP)
+	VMOVUPS Y1, 472(SP)
+	VMOVUPS Y2, 504(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      504(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y3, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
+	VMOVUPS      312(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc49<>+0(SB), Y9
+	VCMPPS  $0x1d, Y2, Y1, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 664(SP)
-	VMOVUPS lgc50<>+0(SB), Y1
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc50<>+0(SB), Y9
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y1, Y1
+	VMAXPS Y7, Y9, Y9
 
 	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VCMPPS    $0x04, Y10, Y2, Y10
+	VBLENDVPS Y10, Y8, Y9, Y2
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y2, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS lgc14<>+0(SB), Y1, Y1
@@ -1024,33 +1005,35 @@ inner_A_6:
 	VMOVUPS Y1, 256(BX)
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
+	VCMPPS $0x04, Y3, Y4, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
+	MOVQ    sampleLogProb+72(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS 504(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y1
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPS Y4, 696(SP)
 
 	// finish v54
-	VMOVUPD     216(SP), Y1
-	VMOVUPD     248(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
+	VMOVUPD     Y5, Y1
+	VMOVUPD     Y6, Y2
+	VMOVUPS     lgc0<>+0(SB), Y4
+	VCVTPD2PSY  Y1, X4
 	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     664(SP), Y2
+	VINSERTF128 $0x01, X1, Y4, Y1
+	VMOVUPS     472(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 632(SP), Y2
+	VMOVUPS 440(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y1
@@ -1065,7 +1048,7 @@ inner_A_6:
 	// mean(v58) over [N T]
 	VADDPS  1536(BX), Y2, Y1
 	VMOVUPS Y1, 1536(BX)
-	VMOVUPS 536(SP), Y1
+	VMOVUPS 344(SP), Y1
 	MOVQ    stateValue+40(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
@@ -1073,118 +1056,117 @@ inner_A_6:
 	VSUBPS Y2, Y1, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc2<>+0(SB), Y4
+	VMOVUPS lgc14<>+0(SB), Y4
+	VANDNPS Y2, Y4, Y4
+	VMOVUPS lgc2<>+0(SB), Y5
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y3, Y4
-	VANDPS lgc2<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y5, Y4, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y3, Y5
+	VMULPS lgc27<>+0(SB), Y4, Y6
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y3, Y5, Y5
+	VMULPS Y4, Y6, Y6
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS lgc26<>+0(SB), Y3, Y3
+	VSUBPS lgc27<>+0(SB), Y4, Y4
 
 	// smoothL1 = where(v64, v66, v67)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y6, Y4, Y4
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y3, Y3
+	VMULPS lgc2<>+0(SB), Y4, Y4
 
 	// mean(v69) over [N T]
-	VADDPS  1856(BX), Y3, Y3
-	VMOVUPS Y3, 1856(BX)
+	VADDPS  1856(BX), Y4, Y4
+	VMOVUPS Y4, 1856(BX)
 
 	// var(diff) over [N]
 	XORQ         DI, DI
 	ADDQ         CX, DI
-	VBROADCASTSD (SP), Y3
-	VCVTPS2PD    X2, Y4
+	VBROADCASTSD (SP), Y4
+	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
-	VMOVUPD      5504(BX)(DI*8), Y5
-	VSUBPD       Y5, Y4, Y6
-	VFMADD231PD  Y6, Y3, Y5
-	VSUBPD       Y5, Y4, Y4
-	VMOVUPD      9024(BX)(DI*8), Y7
-	VFMADD231PD  Y6, Y4, Y7
-	VMOVUPD      Y5, 5504(BX)(DI*8)
-	VMOVUPD      Y7, 9024(BX)(DI*8)
-	VMOVUPD      5536(BX)(DI*8), Y4
-	VSUBPD       Y4, Y2, Y5
-	VFMADD231PD  Y5, Y3, Y4
-	VSUBPD       Y4, Y2, Y2
-	VMOVUPD      9056(BX)(DI*8), Y3
-	VFMADD231PD  Y5, Y2, Y3
-	VMOVUPD      Y4, 5536(BX)(DI*8)
-	VMOVUPD      Y3, 9056(BX)(DI*8)
+	VMOVUPD      5504(BX)(DI*8), Y6
+	VSUBPD       Y6, Y5, Y8
+	VFMADD231PD  Y8, Y4, Y6
+	VSUBPD       Y6, Y5, Y5
+	VMOVUPD      9024(BX)(DI*8), Y9
+	VFMADD231PD  Y8, Y5, Y9
+	VMOVUPD      Y6, 5504(BX)(DI*8)
+	VMOVUPD      Y9, 9024(BX)(DI*8)
+	VMOVUPD      5536(BX)(DI*8), Y5
+	VSUBPD       Y5, Y2, Y6
+	VFMADD231PD  Y6, Y4, Y5
+	VSUBPD       Y5, Y2, Y2
+	VMOVUPD      9056(BX)(DI*8), Y4
+	VFMADD231PD  Y6, Y2, Y4
+	VMOVUPD      Y5, 5536(BX)(DI*8)
+	VMOVUPD      Y4, 9056(BX)(DI*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y2
-	VCVTPS2PD    X1, Y3
+	VCVTPS2PD    X1, Y4
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VMOVUPD      16064(BX)(DI*8), Y4
-	VSUBPD       Y4, Y3, Y5
+	VMOVUPD      16064(BX)(DI*8), Y5
+	VSUBPD       Y5, Y4, Y6
+	VFMADD231PD  Y6, Y2, Y5
+	VSUBPD       Y5, Y4, Y4
+	VMOVUPD      19584(BX)(DI*8), Y8
+	VFMADD231PD  Y6, Y4, Y8
+	VMOVUPD      Y5, 16064(BX)(DI*8)
+	VMOVUPD      Y8, 19584(BX)(DI*8)
+	VMOVUPD      16096(BX)(DI*8), Y4
+	VSUBPD       Y4, Y1, Y5
 	VFMADD231PD  Y5, Y2, Y4
-	VSUBPD       Y4, Y3, Y3
-	VMOVUPD      19584(BX)(DI*8), Y6
-	VFMADD231PD  Y5, Y3, Y6
-	VMOVUPD      Y4, 16064(BX)(DI*8)
-	VMOVUPD      Y6, 19584(BX)(DI*8)
-	VMOVUPD      16096(BX)(DI*8), Y3
-	VSUBPD       Y3, Y1, Y4
-	VFMADD231PD  Y4, Y2, Y3
-	VSUBPD       Y3, Y1, Y1
+	VSUBPD       Y4, Y1, Y1
 	VMOVUPD      19616(BX)(DI*8), Y2
-	VFMADD231PD  Y4, Y1, Y2
-	VMOVUPD      Y3, 16096(BX)(DI*8)
+	VFMADD231PD  Y5, Y1, Y2
+	VMOVUPD      Y4, 16096(BX)(DI*8)
 	VMOVUPD      Y2, 19616(BX)(DI*8)
-	VMOVUPS      696(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       26624(BX), Y2, Y2
-	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X8, Y2
-	VEXTRACTF128 $0x01, Y8, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(DI*8), Y2, Y4
+	VCMPPS       $0x15, lgc52<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(DI*8), Y1, Y4
 	VMOVUPD      Y4, 23104(BX)(DI*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(DI*8)
-	VADDPD       23136(BX)(DI*8), Y3, Y2
-	VMOVUPD      Y2, 23136(BX)(DI*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(BX)(DI*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(DI*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(DI*8)
+	VADDPD       23136(BX)(DI*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(DI*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(DI*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(DI*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 504(SP), Y1
+	VMULPS  lgc55<>+0(SB), Y3, Y1
+	VMOVUPS 312(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 536(SP), Y1
+	VMOVUPS 344(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+88(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_7
+	JNZ          noflush_6
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -1267,7 +1249,7 @@ inner_A_6:
 	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_7:
+noflush_6:
 	SUBQ         $+8, CX
 	JGE          blocks_4
 	MOVQ         state+48(FP), CX
@@ -1508,144 +1490,144 @@ DATA lgc15<>+16(SB)/8, $0x0000000000000000
 DATA lgc15<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0xc2d00000
-DATA lgc16<>+4(SB)/4, $0xc2d00000
-DATA lgc16<>+8(SB)/4, $0xc2d00000
-DATA lgc16<>+12(SB)/4, $0xc2d00000
-DATA lgc16<>+16(SB)/4, $0xc2d00000
-DATA lgc16<>+20(SB)/4, $0xc2d00000
-DATA lgc16<>+24(SB)/4, $0xc2d00000
-DATA lgc16<>+28(SB)/4, $0xc2d00000
+DATA lgc16<>+0(SB)/4, $0xff7fffff
+DATA lgc16<>+4(SB)/4, $0xff7fffff
+DATA lgc16<>+8(SB)/4, $0xff7fffff
+DATA lgc16<>+12(SB)/4, $0xff7fffff
+DATA lgc16<>+16(SB)/4, $0xff7fffff
+DATA lgc16<>+20(SB)/4, $0xff7fffff
+DATA lgc16<>+24(SB)/4, $0xff7fffff
+DATA lgc16<>+28(SB)/4, $0xff7fffff
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x42b20000
-DATA lgc17<>+4(SB)/4, $0x42b20000
-DATA lgc17<>+8(SB)/4, $0x42b20000
-DATA lgc17<>+12(SB)/4, $0x42b20000
-DATA lgc17<>+16(SB)/4, $0x42b20000
-DATA lgc17<>+20(SB)/4, $0x42b20000
-DATA lgc17<>+24(SB)/4, $0x42b20000
-DATA lgc17<>+28(SB)/4, $0x42b20000
+DATA lgc17<>+0(SB)/4, $0xc2d00000
+DATA lgc17<>+4(SB)/4, $0xc2d00000
+DATA lgc17<>+8(SB)/4, $0xc2d00000
+DATA lgc17<>+12(SB)/4, $0xc2d00000
+DATA lgc17<>+16(SB)/4, $0xc2d00000
+DATA lgc17<>+20(SB)/4, $0xc2d00000
+DATA lgc17<>+24(SB)/4, $0xc2d00000
+DATA lgc17<>+28(SB)/4, $0xc2d00000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+0(SB)/4, $0x42b20000
+DATA lgc18<>+4(SB)/4, $0x42b20000
+DATA lgc18<>+8(SB)/4, $0x42b20000
+DATA lgc18<>+12(SB)/4, $0x42b20000
+DATA lgc18<>+16(SB)/4, $0x42b20000
+DATA lgc18<>+20(SB)/4, $0x42b20000
+DATA lgc18<>+24(SB)/4, $0x42b20000
+DATA lgc18<>+28(SB)/4, $0x42b20000
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0x3f318000
-DATA lgc19<>+4(SB)/4, $0x3f318000
-DATA lgc19<>+8(SB)/4, $0x3f318000
-DATA lgc19<>+12(SB)/4, $0x3f318000
-DATA lgc19<>+16(SB)/4, $0x3f318000
-DATA lgc19<>+20(SB)/4, $0x3f318000
-DATA lgc19<>+24(SB)/4, $0x3f318000
-DATA lgc19<>+28(SB)/4, $0x3f318000
+DATA lgc19<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc19<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0xb95e8083
-DATA lgc20<>+4(SB)/4, $0xb95e8083
-DATA lgc20<>+8(SB)/4, $0xb95e8083
-DATA lgc20<>+12(SB)/4, $0xb95e8083
-DATA lgc20<>+16(SB)/4, $0xb95e8083
-DATA lgc20<>+20(SB)/4, $0xb95e8083
-DATA lgc20<>+24(SB)/4, $0xb95e8083
-DATA lgc20<>+28(SB)/4, $0xb95e8083
+DATA lgc20<>+0(SB)/4, $0x3f318000
+DATA lgc20<>+4(SB)/4, $0x3f318000
+DATA lgc20<>+8(SB)/4, $0x3f318000
+DATA lgc20<>+12(SB)/4, $0x3f318000
+DATA lgc20<>+16(SB)/4, $0x3f318000
+DATA lgc20<>+20(SB)/4, $0x3f318000
+DATA lgc20<>+24(SB)/4, $0x3f318000
+DATA lgc20<>+28(SB)/4, $0x3f318000
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x39506967
-DATA lgc21<>+4(SB)/4, $0x39506967
-DATA lgc21<>+8(SB)/4, $0x39506967
-DATA lgc21<>+12(SB)/4, $0x39506967
-DATA lgc21<>+16(SB)/4, $0x39506967
-DATA lgc21<>+20(SB)/4, $0x39506967
-DATA lgc21<>+24(SB)/4, $0x39506967
-DATA lgc21<>+28(SB)/4, $0x39506967
+DATA lgc21<>+0(SB)/4, $0xb95e8083
+DATA lgc21<>+4(SB)/4, $0xb95e8083
+DATA lgc21<>+8(SB)/4, $0xb95e8083
+DATA lgc21<>+12(SB)/4, $0xb95e8083
+DATA lgc21<>+16(SB)/4, $0xb95e8083
+DATA lgc21<>+20(SB)/4, $0xb95e8083
+DATA lgc21<>+24(SB)/4, $0xb95e8083
+DATA lgc21<>+28(SB)/4, $0xb95e8083
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3ab743ce
-DATA lgc22<>+4(SB)/4, $0x3ab743ce
-DATA lgc22<>+8(SB)/4, $0x3ab743ce
-DATA lgc22<>+12(SB)/4, $0x3ab743ce
-DATA lgc22<>+16(SB)/4, $0x3ab743ce
-DATA lgc22<>+20(SB)/4, $0x3ab743ce
-DATA lgc22<>+24(SB)/4, $0x3ab743ce
-DATA lgc22<>+28(SB)/4, $0x3ab743ce
+DATA lgc22<>+0(SB)/4, $0x39506967
+DATA lgc22<>+4(SB)/4, $0x39506967
+DATA lgc22<>+8(SB)/4, $0x39506967
+DATA lgc22<>+12(SB)/4, $0x39506967
+DATA lgc22<>+16(SB)/4, $0x39506967
+DATA lgc22<>+20(SB)/4, $0x39506967
+DATA lgc22<>+24(SB)/4, $0x39506967
+DATA lgc22<>+28(SB)/4, $0x39506967
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3c088908
-DATA lgc23<>+4(SB)/4, $0x3c088908
-DATA lgc23<>+8(SB)/4, $0x3c088908
-DATA lgc23<>+12(SB)/4, $0x3c088908
-DATA lgc23<>+16(SB)/4, $0x3c088908
-DATA lgc23<>+20(SB)/4, $0x3c088908
-DATA lgc23<>+24(SB)/4, $0x3c088908
-DATA lgc23<>+28(SB)/4, $0x3c088908
+DATA lgc23<>+0(SB)/4, $0x3ab743ce
+DATA lgc23<>+4(SB)/4, $0x3ab743ce
+DATA lgc23<>+8(SB)/4, $0x3ab743ce
+DATA lgc23<>+12(SB)/4, $0x3ab743ce
+DATA lgc23<>+16(SB)/4, $0x3ab743ce
+DATA lgc23<>+20(SB)/4, $0x3ab743ce
+DATA lgc23<>+24(SB)/4, $0x3ab743ce
+DATA lgc23<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+0(SB)/4, $0x3c088908
+DATA lgc24<>+4(SB)/4, $0x3c088908
+DATA lgc24<>+8(SB)/4, $0x3c088908
+DATA lgc24<>+12(SB)/4, $0x3c088908
+DATA lgc24<>+16(SB)/4, $0x3c088908
+DATA lgc24<>+20(SB)/4, $0x3c088908
+DATA lgc24<>+24(SB)/4, $0x3c088908
+DATA lgc24<>+28(SB)/4, $0x3c088908
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc25<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0x3f000000
-DATA lgc26<>+4(SB)/4, $0x3f000000
-DATA lgc26<>+8(SB)/4, $0x3f000000
-DATA lgc26<>+12(SB)/4, $0x3f000000
-DATA lgc26<>+16(SB)/4, $0x3f000000
-DATA lgc26<>+20(SB)/4, $0x3f000000
-DATA lgc26<>+24(SB)/4, $0x3f000000
-DATA lgc26<>+28(SB)/4, $0x3f000000
+DATA lgc26<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc26<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0xffffff82
-DATA lgc27<>+4(SB)/4, $0xffffff82
-DATA lgc27<>+8(SB)/4, $0xffffff82
-DATA lgc27<>+12(SB)/4, $0xffffff82
-DATA lgc27<>+16(SB)/4, $0xffffff82
-DATA lgc27<>+20(SB)/4, $0xffffff82
-DATA lgc27<>+24(SB)/4, $0xffffff82
-DATA lgc27<>+28(SB)/4, $0xffffff82
+DATA lgc27<>+0(SB)/4, $0x3f000000
+DATA lgc27<>+4(SB)/4, $0x3f000000
+DATA lgc27<>+8(SB)/4, $0x3f000000
+DATA lgc27<>+12(SB)/4, $0x3f000000
+DATA lgc27<>+16(SB)/4, $0x3f000000
+DATA lgc27<>+20(SB)/4, $0x3f000000
+DATA lgc27<>+24(SB)/4, $0x3f000000
+DATA lgc27<>+28(SB)/4, $0x3f000000
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0x0000007f
-DATA lgc28<>+4(SB)/4, $0x0000007f
-DATA lgc28<>+8(SB)/4, $0x0000007f
-DATA lgc28<>+12(SB)/4, $0x0000007f
-DATA lgc28<>+16(SB)/4, $0x0000007f
-DATA lgc28<>+20(SB)/4, $0x0000007f
-DATA lgc28<>+24(SB)/4, $0x0000007f
-DATA lgc28<>+28(SB)/4, $0x0000007f
+DATA lgc28<>+0(SB)/4, $0xffffff82
+DATA lgc28<>+4(SB)/4, $0xffffff82
+DATA lgc28<>+8(SB)/4, $0xffffff82
+DATA lgc28<>+12(SB)/4, $0xffffff82
+DATA lgc28<>+16(SB)/4, $0xffffff82
+DATA lgc28<>+20(SB)/4, $0xffffff82
+DATA lgc28<>+24(SB)/4, $0xffffff82
+DATA lgc28<>+28(SB)/4, $0xffffff82
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
-DATA lgc29<>+0(SB)/4, $0xff7fffff
-DATA lgc29<>+4(SB)/4, $0xff7fffff
-DATA lgc29<>+8(SB)/4, $0xff7fffff
-DATA lgc29<>+12(SB)/4, $0xff7fffff
-DATA lgc29<>+16(SB)/4, $0xff7fffff
-DATA lgc29<>+20(SB)/4, $0xff7fffff
-DATA lgc29<>+24(SB)/4, $0xff7fffff
-DATA lgc29<>+28(SB)/4, $0xff7fffff
+DATA lgc29<>+0(SB)/4, $0x0000007f
+DATA lgc29<>+4(SB)/4, $0x0000007f
+DATA lgc29<>+8(SB)/4, $0x0000007f
+DATA lgc29<>+12(SB)/4, $0x0000007f
+DATA lgc29<>+16(SB)/4, $0x0000007f
+DATA lgc29<>+20(SB)/4, $0x0000007f
+DATA lgc29<>+24(SB)/4, $0x0000007f
+DATA lgc29<>+28(SB)/4, $0x0000007f
 GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 DATA lgc30<>+0(SB)/4, $0x00800000
@@ -1934,9 +1916,9 @@ TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_9
+	JGE  chunkdone_8
 
-blocks_8:
+blocks_7:
 	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1965,28 +1947,28 @@ blocks_8:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2002,7 +1984,7 @@ blocks_8:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_10
+	JNZ          noflush_9
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2020,16 +2002,16 @@ blocks_8:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_10:
+noflush_9:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
-	JGE  chunkdone_9
+	JGE  chunkdone_8
 	CMPQ AX, hi+8(FP)
-	JL   blocks_8
+	JL   blocks_7
 
-chunkdone_9:
+chunkdone_8:
 	CMPQ       hi+8(FP), $+421
-	JNE        notail_11
+	JNE        notail_10
 	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
@@ -2062,28 +2044,28 @@ chunkdone_9:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2105,7 +2087,7 @@ chunkdone_9:
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(CX*4)
 
-notail_11:
+notail_10:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2163,10 +2145,10 @@ GLOBL lgc59<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, logits *float32, action *int64, sampleLogProb *float32, gradLogits *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1592-120
+TEXT ·fbPass0AVX2(SB), $1400-120
 	MOVQ lo+0(FP), AX
 
-outer0_12:
+outer0_11:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -2280,9 +2262,49 @@ outer0_12:
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
-	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 88(SP)
-	VMOVUPS Y1, 120(SP)
+	VMOVUPS Y2, 24(SP)
+	VMOVUPS Y1, 56(SP)
+	XORQ    BX, BX
+
+inner_A_12:
+	MOVQ       logits+56(FP), SI
+	XORQ       DI, DI
+	IMUL3Q     $+842, AX, R8
+	ADDQ       R8, DI
+	ADDQ       $+832, DI
+	MOVQ       BX, R8
+	ADDQ       R8, DI
+	LEAQ       (SI)(DI*4), SI
+	VMOVUPS    lgc13<>+0(SB), Y2
+	VMOVUPS    lgc4<>+0(SB), Y4
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VGATHERDPS Y4, (SI)(Y2*4), Y1
+
+	// reduce_max(logits) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y4
+	VEXTRACTI128 $0x01, Y2, X4
+	VPMOVSXDQ    X4, Y4
+	VMOVUPS      Y3, Y4
+	VXORPS       lgc14<>+0(SB), Y4, Y4
+	VXORPS       lgc14<>+0(SB), Y1, Y1
+	VMINPS       Y4, Y1, Y5
+	VMINPS       Y1, Y4, Y4
+	VORPS        Y5, Y4, Y4
+	VXORPS       lgc14<>+0(SB), Y4, Y4
+	VMOVUPS      Y3, Y1
+	VBLENDVPS    Y2, Y4, Y1, Y4
+	VMOVUPS      Y4, Y3
+	INCQ         BX
+	CMPQ         BX, $+2
+	JL           inner_A_12
+
+	// finish v21
+	VMOVUPS Y3, Y1
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPD lgc15<>+0(SB), Y3
+	VMOVUPD lgc15<>+0(SB), Y4
+	VMOVUPS lgc16<>+0(SB), Y5
 	XORQ    BX, BX
 
 inner_A_13:
@@ -2294,183 +2316,135 @@ inner_A_13:
 	MOVQ       BX, R8
 	ADDQ       R8, DI
 	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
+	VMOVUPS    lgc13<>+0(SB), Y7
+	VMOVUPS    lgc4<>+0(SB), Y8
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y8, (SI)(Y7*4), Y6
 
-	// reduce_max(logits) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VMOVUPS      24(SP), Y3
-	VXORPS       lgc14<>+0(SB), Y3, Y3
-	VXORPS       lgc14<>+0(SB), Y1, Y1
-	VMINPS       Y3, Y1, Y4
-	VMINPS       Y1, Y3, Y3
-	VORPS        Y4, Y3, Y3
-	VXORPS       lgc14<>+0(SB), Y3, Y3
-	VMOVUPS      24(SP), Y1
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VMOVUPS      Y3, 24(SP)
+	// v23 = sub(logits, v21)
+	VSUBPS Y1, Y6, Y6
+
+	// v24 = exp(v23)
+	VMAXPS       lgc17<>+0(SB), Y6, Y7
+	VMINPS       lgc18<>+0(SB), Y7, Y7
+	VMULPS       lgc19<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
+	VMOVAPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc28<>+0(SB), Y7, Y8
+	VPMINSD      lgc29<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
+
+	// sum(v24) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y9, Y7
+	VADDPS       Y2, Y7, Y2
+
+	// v52 = max(v23, -3.4028235e+38) tie=first
+	VMAXPS Y6, Y5, Y6
+
+	// v53 = mul(v24, v52)
+	VMULPS Y6, Y9, Y6
+
+	// sum(v53) over [A]
+	VMOVUPS      lgc4<>+0(SB), Y7
+	VPMOVSXDQ    X7, Y8
+	VEXTRACTI128 $0x01, Y7, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y7, Y6, Y6
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y3, Y7, Y3
+	VADDPD       Y4, Y6, Y4
 	INCQ         BX
 	CMPQ         BX, $+2
 	JL           inner_A_13
 
-	// finish v21
-	VMOVUPS 24(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 216(SP)
-	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 280(SP)
-	XORQ    BX, BX
-
-inner_A_14:
-	MOVQ       logits+56(FP), SI
-	XORQ       DI, DI
-	IMUL3Q     $+842, AX, R8
-	ADDQ       R8, DI
-	ADDQ       $+832, DI
-	MOVQ       BX, R8
-	ADDQ       R8, DI
-	LEAQ       (SI)(DI*4), SI
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (SI)(Y2*4), Y1
-	VMOVUPS    280(SP), Y2
-
-	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
-
-	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-
-	// sum(v24) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y4, Y2
-	VADDPS       152(SP), Y2, Y2
-	VMOVUPS      Y2, 152(SP)
-	VMOVUPS      lgc29<>+0(SB), Y2
-
-	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
-
-	// v53 = mul(v24, v52)
-	VMULPS Y1, Y4, Y1
-
-	// sum(v53) over [A]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
-	VANDPS       Y2, Y1, Y1
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       216(SP), Y2, Y2
-	VMOVUPD      Y2, 216(SP)
-	VADDPD       248(SP), Y1, Y1
-	VMOVUPD      Y1, 248(SP)
-	INCQ         BX
-	CMPQ         BX, $+2
-	JL           inner_A_14
-
 	// finish v25
-	VMOVUPS 152(SP), Y1
+	VMOVUPS Y1, 88(SP)
 
 	// v26 = log(v25)
-	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
-	VMULPS       lgc31<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
-	VPAND        lgc32<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc33<>+0(SB), Y3, Y2
-	VPOR         lgc2<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc2<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VCMPPS       $0x11, lgc30<>+0(SB), Y2, Y1
+	VMULPS       lgc31<>+0(SB), Y2, Y5
+	VBLENDVPS    Y1, Y5, Y2, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc29<>+0(SB), Y6, Y6
+	VPAND        lgc32<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y6, Y6
+	VPAND        lgc33<>+0(SB), Y5, Y1
+	VPOR         lgc2<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y5
+	VMULPS       lgc27<>+0(SB), Y1, Y7
+	VBLENDVPS    Y5, Y7, Y1, Y1
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc2<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y5
+	VMOVAPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc21<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc27<>+0(SB), Y5, Y7
+	VADDPS       Y1, Y7, Y7
+	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc12<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc44<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc45<>+0(SB), Y2, Y1
+	VBLENDVPS    Y1, lgc45<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y1
+	VBLENDVPS    Y1, Y2, Y7, Y7
 	MOVQ         action+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 312(SP)
-	VMOVUPS      lgc0<>+0(SB), X2
+	VMOVUPS      lgc0<>+0(SB), Y1
+	VMOVUPS      Y1, 120(SP)
+	VMOVUPS      lgc0<>+0(SB), X1
 	MOVQ         (BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 312(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 120(SP)
 	MOVQ         8(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 316(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 124(SP)
 	MOVQ         16(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 320(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 128(SP)
 	MOVQ         24(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 324(SP)
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 132(SP)
 	MOVQ         32(BX)(DX*8), SI
-	VCVTSI2SSQ   SI, X2, X2
-	VMOVSS       X2, 328(SP)
-	VMOVUPS      312(SP), Y2
+	VCVTSI2SSQ   SI, X1, X1
+	VMOVSS       X1, 136(SP)
+	VMOVUPS      120(SP), Y1
 
 	// v28 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -2480,140 +2454,144 @@ inner_A_14:
 	ADDQ       SI, BX
 	MOVQ       logits+56(FP), SI
 	LEAQ       (SI)(BX*4), SI
-	VCVTTPS2DQ Y2, Y2
-	VPMAXSD    lgc0<>+0(SB), Y2, Y2
-	VPMINSD    lgc46<>+0(SB), Y2, Y2
-	VPMULLD    lgc46<>+0(SB), Y2, Y2
-	VPADDD     lgc13<>+0(SB), Y2, Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y4
-	VGATHERDPS Y3, (SI)(Y2*4), Y4
-	VMOVUPS    280(SP), Y2
+	VCVTTPS2DQ Y1, Y1
+	VPMAXSD    lgc0<>+0(SB), Y1, Y1
+	VPMINSD    lgc46<>+0(SB), Y1, Y1
+	VPMULLD    lgc46<>+0(SB), Y1, Y1
+	VPADDD     lgc13<>+0(SB), Y1, Y1
+	VMOVUPS    lgc4<>+0(SB), Y5
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y5, (SI)(Y1*4), Y6
+	VMOVUPS    88(SP), Y1
 
 	// v29 = sub(v28, v21)
-	VSUBPS Y2, Y4, Y2
+	VSUBPS Y1, Y6, Y1
 
 	// logSoftmax = sub(v29, v26)
-	VSUBPS     Y5, Y2, Y2
+	VSUBPS     Y7, Y1, Y1
 	MOVQ       sampleLogProb+72(FP), BX
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMASKMOVPS (BX)(DX*4), Y3, Y3
+	VMOVUPS    lgc4<>+0(SB), Y5
+	VMASKMOVPS (BX)(DX*4), Y5, Y5
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
+	VSUBPS  Y5, Y1, Y5
 	VMOVUPS lgc47<>+0(SB), Y6
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMAXPS  Y5, Y6, Y6
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 344(SP)
+	VMINPS  Y6, Y8, Y6
+	VMOVUPS Y7, 152(SP)
+	VMOVUPS Y2, 184(SP)
+	VMOVUPS Y1, 216(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      88(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y5, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y7, Y7
+	VMOVUPS      24(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc49<>+0(SB), Y9
+	VCMPPS  $0x1d, Y2, Y1, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 376(SP)
-	VMOVUPS lgc50<>+0(SB), Y1
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc50<>+0(SB), Y9
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y1, Y1
+	VMAXPS Y7, Y9, Y9
 
 	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VCMPPS    $0x04, Y10, Y2, Y10
+	VBLENDVPS Y10, Y8, Y9, Y8
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y8, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y7, 408(SP)
+	VMOVUPS Y2, 248(SP)
 
 	// mean(v46) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y7
-	VEXTRACTI128 $0x01, Y5, X7
-	VPMOVSXDQ    X7, Y7
-	VANDPS       Y5, Y1, Y1
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y8
+	VEXTRACTI128 $0x01, Y2, X8
+	VPMOVSXDQ    X8, Y8
+	VANDPS       Y2, Y1, Y1
 	VADDPS       256(CX), Y1, Y1
 	VMOVUPS      Y1, 256(CX)
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
+	VCMPPS $0x04, Y5, Y6, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y5
-	VPMOVSXDQ    X5, Y6
-	VEXTRACTI128 $0x01, Y5, X6
+	VMOVUPS      lgc4<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X6
 	VPMOVSXDQ    X6, Y6
-	VANDPS       Y5, Y1, Y1
+	VANDPS       Y2, Y1, Y1
 	VADDPS       576(CX), Y1, Y1
 	VMOVUPS      Y1, 576(CX)
+	MOVQ         sampleLogProb+72(FP), BX
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VMASKMOVPS   (BX)(DX*4), Y1, Y1
+	VMOVUPS      216(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y1
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X3
-	VPMOVSXDQ    X3, Y3
+	VPMOVSXDQ    X2, Y6
+	VEXTRACTI128 $0x01, Y2, X6
+	VPMOVSXDQ    X6, Y6
 	VANDPS       Y2, Y1, Y1
 	VADDPS       896(CX), Y1, Y1
 	VMOVUPS      Y1, 896(CX)
-	VMOVUPS      Y4, 440(SP)
 
 	// finish v54
-	VMOVUPD     216(SP), Y1
-	VMOVUPD     248(SP), Y2
+	VMOVUPD     Y3, Y1
+	VMOVUPD     Y4, Y2
 	VMOVUPS     lgc0<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     376(SP), Y2
+	VMOVUPS     184(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 344(SP), Y2
+	VMOVUPS 152(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
@@ -2623,9 +2601,9 @@ inner_A_14:
 
 	// mean(entropy) over [N T]
 	VMOVUPS      lgc4<>+0(SB), Y4
-	VPMOVSXDQ    X4, Y5
-	VEXTRACTI128 $0x01, Y4, X5
-	VPMOVSXDQ    X5, Y5
+	VPMOVSXDQ    X4, Y6
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
 	VANDPS       Y4, Y2, Y2
 	VADDPS       1216(CX), Y2, Y2
 	VMOVUPS      Y2, 1216(CX)
@@ -2638,7 +2616,7 @@ inner_A_14:
 	VANDPS       Y2, Y3, Y2
 	VADDPS       1536(CX), Y2, Y2
 	VMOVUPS      Y2, 1536(CX)
-	VMOVUPS      120(SP), Y2
+	VMOVUPS      56(SP), Y2
 	MOVQ         stateValue+40(FP), BX
 	VMOVUPS      lgc4<>+0(SB), Y3
 	VMASKMOVPS   (BX)(DX*4), Y3, Y3
@@ -2649,40 +2627,41 @@ inner_A_14:
 	// absDiff = abs(diff)
 	VMOVUPS lgc14<>+0(SB), Y4
 	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y6, Y4, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y4, Y6
+	VMULPS lgc27<>+0(SB), Y4, Y8
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y4, Y6, Y7
+	VMULPS Y4, Y8, Y9
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc26<>+0(SB), Y4, Y9
-	VMOVUPS Y1, 472(SP)
+	VSUBPS  lgc27<>+0(SB), Y4, Y10
+	VMOVUPS Y1, 280(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y5, Y1
-	VBLENDVPS Y1, Y7, Y9, Y1
+	VCMPPS    $0x04, Y1, Y6, Y1
+	VBLENDVPS Y1, Y9, Y10, Y1
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
+	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y8, 312(SP)
 
 	// mean(v69) over [N T]
-	VMOVUPS      lgc4<>+0(SB), Y7
-	VPMOVSXDQ    X7, Y9
-	VEXTRACTI128 $0x01, Y7, X9
+	VMOVUPS      lgc4<>+0(SB), Y8
+	VPMOVSXDQ    X8, Y9
+	VEXTRACTI128 $0x01, Y8, X9
 	VPMOVSXDQ    X9, Y9
-	VANDPS       Y7, Y1, Y1
+	VANDPS       Y8, Y1, Y1
 	VADDPS       1856(CX), Y1, Y1
 	VMOVUPS      Y1, 1856(CX)
-	VMOVUPS      Y6, 504(SP)
-	VMOVUPS      Y4, 536(SP)
+	VMOVUPS      Y4, 344(SP)
+	VMOVUPS      Y6, 376(SP)
 
 	// var(diff) over [N]
 	XORQ         BX, BX
@@ -2692,27 +2671,27 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X3, Y7
+	VCVTPS2PD    X3, Y8
 	VEXTRACTF128 $0x01, Y3, X9
 	VCVTPS2PD    X9, Y9
 	VMOVUPD      5504(CX)(BX*8), Y10
-	VSUBPD       Y10, Y7, Y11
+	VSUBPD       Y10, Y8, Y11
 	VFMADD231PD  Y11, Y6, Y10
-	VSUBPD       Y10, Y7, Y7
+	VSUBPD       Y10, Y8, Y8
 	VMOVUPD      9024(CX)(BX*8), Y12
-	VFMADD231PD  Y11, Y7, Y12
-	VMOVUPD      5504(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y10, Y7, Y10
+	VFMADD231PD  Y11, Y8, Y12
+	VMOVUPD      5504(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y10, Y8, Y10
 	VMOVUPD      Y10, 5504(CX)(BX*8)
-	VMOVUPD      9024(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y12, Y7, Y12
+	VMOVUPD      9024(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y12, Y8, Y12
 	VMOVUPD      Y12, 9024(CX)(BX*8)
 	VMOVUPD      5536(CX)(BX*8), Y4
-	VSUBPD       Y4, Y9, Y7
-	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y9, Y8
+	VFMADD231PD  Y8, Y6, Y4
 	VSUBPD       Y4, Y9, Y6
 	VMOVUPD      9056(CX)(BX*8), Y9
-	VFMADD231PD  Y7, Y6, Y9
+	VFMADD231PD  Y8, Y6, Y9
 	VMOVUPD      5536(CX)(BX*8), Y6
 	VBLENDVPD    Y1, Y4, Y6, Y4
 	VMOVUPD      Y4, 5536(CX)(BX*8)
@@ -2726,70 +2705,68 @@ inner_A_14:
 	VEXTRACTI128 $0x01, Y1, X1
 	VPMOVSXDQ    X1, Y1
 	VBROADCASTSD (SP), Y6
-	VCVTPS2PD    X2, Y7
+	VCVTPS2PD    X2, Y8
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(CX)(BX*8), Y9
-	VSUBPD       Y9, Y7, Y10
+	VSUBPD       Y9, Y8, Y10
 	VFMADD231PD  Y10, Y6, Y9
-	VSUBPD       Y9, Y7, Y7
+	VSUBPD       Y9, Y8, Y8
 	VMOVUPD      19584(CX)(BX*8), Y11
-	VFMADD231PD  Y10, Y7, Y11
-	VMOVUPD      16064(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y9, Y7, Y9
+	VFMADD231PD  Y10, Y8, Y11
+	VMOVUPD      16064(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y9, Y8, Y9
 	VMOVUPD      Y9, 16064(CX)(BX*8)
-	VMOVUPD      19584(CX)(BX*8), Y7
-	VBLENDVPD    Y4, Y11, Y7, Y11
+	VMOVUPD      19584(CX)(BX*8), Y8
+	VBLENDVPD    Y4, Y11, Y8, Y11
 	VMOVUPD      Y11, 19584(CX)(BX*8)
 	VMOVUPD      16096(CX)(BX*8), Y4
-	VSUBPD       Y4, Y2, Y7
-	VFMADD231PD  Y7, Y6, Y4
+	VSUBPD       Y4, Y2, Y8
+	VFMADD231PD  Y8, Y6, Y4
 	VSUBPD       Y4, Y2, Y2
 	VMOVUPD      19616(CX)(BX*8), Y6
-	VFMADD231PD  Y7, Y2, Y6
+	VFMADD231PD  Y8, Y2, Y6
 	VMOVUPD      16096(CX)(BX*8), Y2
 	VBLENDVPD    Y1, Y4, Y2, Y4
 	VMOVUPD      Y4, 16096(CX)(BX*8)
 	VMOVUPD      19616(CX)(BX*8), Y2
 	VBLENDVPD    Y1, Y6, Y2, Y6
 	VMOVUPD      Y6, 19616(CX)(BX*8)
-	VMOVUPS      Y3, 568(SP)
-	VMOVUPS      Y5, 600(SP)
-	VMOVUPS      440(SP), Y1
+	VMOVUPS      Y3, 408(SP)
 
 	// logsumexp(logWeight) over [N]
-	VMOVUPS      lgc4<>+0(SB), Y2
-	VPMOVSXDQ    X2, Y3
-	VEXTRACTI128 $0x01, Y2, X4
-	VPMOVSXDQ    X4, Y4
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y5
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y6
-	VANDPS       Y6, Y5, Y5
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y6
-	VORPS        Y6, Y5, Y5
+	VMOVUPS      lgc4<>+0(SB), Y1
+	VPMOVSXDQ    X1, Y2
+	VEXTRACTI128 $0x01, Y1, X3
+	VPMOVSXDQ    X3, Y3
+	VCMPPS       $0x15, lgc52<>+0(SB), Y5, Y4
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y5, Y6
+	VANDPS       Y6, Y4, Y4
+	VCMPPS       $0x00, lgc12<>+0(SB), Y5, Y6
+	VORPS        Y6, Y4, Y4
 	VMOVUPS      lgc54<>+0(SB), Y6
-	VBLENDVPS    Y2, Y5, Y6, Y5
-	VANDPS       26624(CX), Y5, Y5
-	VMOVUPS      Y5, 26624(CX)
-	VCVTPS2PD    X8, Y2
-	VEXTRACTF128 $0x01, Y8, X5
-	VCVTPS2PD    X5, Y5
-	VANDPD       Y3, Y2, Y2
-	VADDPD       23104(CX)(BX*8), Y2, Y3
-	VMOVUPD      Y3, 23104(CX)(BX*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28416(CX)(BX*8)
-	VANDPD       Y4, Y5, Y5
-	VADDPD       23136(CX)(BX*8), Y5, Y2
-	VMOVUPD      Y2, 23136(CX)(BX*8)
-	VMULPD       Y5, Y5, Y2
-	VADDPD       28448(CX)(BX*8), Y2, Y2
-	VMOVUPD      Y2, 28448(CX)(BX*8)
+	VBLENDVPS    Y1, Y4, Y6, Y4
+	VANDPS       26624(CX), Y4, Y4
+	VMOVUPS      Y4, 26624(CX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X4
+	VCVTPS2PD    X4, Y4
+	VANDPD       Y2, Y1, Y1
+	VADDPD       23104(CX)(BX*8), Y1, Y2
+	VMOVUPD      Y2, 23104(CX)(BX*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28416(CX)(BX*8)
+	VANDPD       Y3, Y4, Y4
+	VADDPD       23136(CX)(BX*8), Y4, Y1
+	VMOVUPD      Y1, 23136(CX)(BX*8)
+	VMULPD       Y4, Y4, Y1
+	VADDPD       28448(CX)(BX*8), Y1, Y1
+	VMOVUPD      Y1, 28448(CX)(BX*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 600(SP), Y1
+	VMULPS  lgc55<>+0(SB), Y5, Y1
+	VMOVUPS 376(SP), Y1
 	VMOVUPS lgc60<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
@@ -2806,7 +2783,7 @@ inner_A_14:
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 536(SP), Y5
+	VMOVUPS 344(SP), Y5
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y5, Y4, Y5
@@ -2815,25 +2792,25 @@ inner_A_14:
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   504(SP), Y6
+	VMOVUPS   312(SP), Y6
 
 	// v93 = mul(v88, v65)
 	VMULPS Y6, Y4, Y6
 
 	// v94 = where(v90, v93, v88)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y6, Y4, Y2
 
 	// v95 = add(v89, v94)
 	VADDPS Y2, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc26<>+0(SB), Y5, Y2
+	VMULPS lgc27<>+0(SB), Y5, Y2
 
 	// v97 = add(v95, v96)
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 568(SP), Y2
+	VMOVUPS 408(SP), Y2
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
@@ -2848,9 +2825,9 @@ inner_A_14:
 	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v102 = where(v99, -1, v101)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v103 = where(v98, 1, v102)
@@ -2873,11 +2850,11 @@ inner_A_14:
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc62<>+0(SB), Y2
-	VMOVUPS 376(SP), Y4
+	VMOVUPS 184(SP), Y4
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 472(SP), Y5
+	VMOVUPS 280(SP), Y5
 
 	// v111 = div(v55, v25)
 	VDIVPS Y4, Y5, Y5
@@ -2888,39 +2865,39 @@ inner_A_14:
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
 	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS 88(SP), Y7
+	VMOVUPS 24(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
-	VMOVUPS 408(SP), Y9
+	VMULPS  lgc64<>+0(SB), Y8, Y8
+	VMOVUPS 248(SP), Y9
 
 	// v124 = where(v39, v123, 0)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y3, Y10
-	VMOVUPS   Y1, 632(SP)
+	VBLENDVPS Y10, Y8, Y3, Y10
+	VMOVUPS   Y1, 440(SP)
 
 	// v125 = where(v39, 0, v123)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y9, Y1
-	VBLENDVPS Y1, Y3, Y7, Y1
-	VMOVUPS   lgc50<>+0(SB), Y7
+	VBLENDVPS Y1, Y3, Y8, Y1
+	VMOVUPS   lgc50<>+0(SB), Y8
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y8, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y8, Y7, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y8, Y8, Y9
+	VCMPPS  $0x04, Y7, Y7, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 664(SP)
-	VMOVUPS Y2, 696(SP)
+	VMOVUPS Y6, 472(SP)
+	VMOVUPS Y2, 504(SP)
 
 	// v128 = max(v126, v127)
-	VXORPS lgc14<>+0(SB), Y7, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y7
-	VMINPS Y2, Y7, Y6
-	VMINPS Y7, Y2, Y2
+	VXORPS lgc14<>+0(SB), Y8, Y2
+	VXORPS lgc14<>+0(SB), Y9, Y8
+	VMINPS Y2, Y8, Y6
+	VMINPS Y8, Y2, Y2
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
@@ -2931,15 +2908,15 @@ inner_A_14:
 	VMOVUPS   lgc49<>+0(SB), Y2
 
 	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y8, Y2
+	VCMPPS $0x12, Y2, Y7, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v131 = max(v130, v127)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y6
-	VMINPS Y2, Y6, Y7
+	VMINPS Y2, Y6, Y8
 	VMINPS Y6, Y2, Y2
-	VORPS  Y7, Y2, Y2
+	VORPS  Y8, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v132 = where(v131, v124, 0)
@@ -2955,7 +2932,7 @@ inner_A_14:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v135 = mul(v133, ratio)
-	VMULPS Y8, Y1, Y6
+	VMULPS Y7, Y1, Y6
 
 	// v136 = where(v134, v135, v133)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -2969,24 +2946,44 @@ inner_A_14:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y3, Y2, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v143 = div(v138, v25)
 	VDIVPS Y4, Y2, Y4
 
 	// v144 = where(v142, v143, v138)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y2, Y2
 
 	// v145 = add(v112, v144)
-	VADDPS  Y2, Y5, Y2
-	VMOVUPS Y1, 728(SP)
-	VMOVUPS Y2, 760(SP)
-	XORQ    CX, CX
+	VADDPS     Y2, Y5, Y2
+	VMOVUPS    Y2, 536(SP)
+	VMOVUPS    lgc16<>+0(SB), Y2
+	MOVQ       action+64(FP), CX
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VMOVUPS    Y4, 568(SP)
+	VMOVUPS    lgc0<>+0(SB), X4
+	MOVQ       (CX)(DX*8), BX
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 568(SP)
+	MOVQ       8(CX)(DX*8), BX
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 572(SP)
+	MOVQ       16(CX)(DX*8), BX
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 576(SP)
+	MOVQ       24(CX)(DX*8), BX
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 580(SP)
+	MOVQ       32(CX)(DX*8), BX
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     X4, 584(SP)
+	VMOVUPS    568(SP), Y4
+	XORQ       CX, CX
 
-inner_A_15:
+inner_A_14:
 	MOVQ       logits+56(FP), BX
 	XORQ       SI, SI
 	IMUL3Q     $+842, AX, DI
@@ -2995,175 +2992,154 @@ inner_A_15:
 	MOVQ       CX, DI
 	ADDQ       DI, SI
 	LEAQ       (BX)(SI*4), BX
-	VMOVUPS    lgc13<>+0(SB), Y2
-	VMOVUPS    lgc4<>+0(SB), Y3
-	VMOVUPS    lgc0<>+0(SB), Y1
-	VGATHERDPS Y3, (BX)(Y2*4), Y1
-	VMOVUPS    280(SP), Y2
+	VMOVUPS    lgc13<>+0(SB), Y6
+	VMOVUPS    lgc4<>+0(SB), Y7
+	VMOVUPS    lgc0<>+0(SB), Y5
+	VGATHERDPS Y7, (BX)(Y6*4), Y5
+	VMOVUPS    88(SP), Y6
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y6, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMAXPS       lgc17<>+0(SB), Y5, Y6
+	VMINPS       lgc18<>+0(SB), Y6, Y6
+	VMULPS       lgc19<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y6
+	VMOVAPS      lgc22<>+0(SB), Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc28<>+0(SB), Y6, Y7
+	VPMINSD      lgc29<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS  Y1, Y2, Y3
-	VMOVUPS 696(SP), Y5
+	VMAXPS  Y5, Y2, Y6
+	VMOVUPS 504(SP), Y7
 
 	// v114 = mul(v110, v52)
-	VMULPS  Y3, Y5, Y3
-	VMOVUPS 664(SP), Y6
+	VMULPS  Y6, Y7, Y6
+	VMOVUPS 472(SP), Y9
 
 	// v115 = where(v113, v114, v110)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y3, Y5, Y3
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y6, Y7, Y6
 
 	// v116 = mul(v110, v24)
-	VMULPS Y4, Y5, Y7
+	VMULPS  Y8, Y7, Y10
+	VMOVUPS Y8, 600(SP)
 
 	// v117 = where(v113, v116, v110)
 	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VCMPPS    $0x04, Y8, Y9, Y8
+	VBLENDVPS Y8, Y10, Y7, Y7
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x1d, Y2, Y5, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v120 = max(v118, v119)
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y6
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y6, Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	VXORPS lgc14<>+0(SB), Y8, Y8
+	VXORPS lgc14<>+0(SB), Y5, Y5
+	VMINPS Y8, Y5, Y9
+	VMINPS Y5, Y8, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc14<>+0(SB), Y5, Y5
 
 	// v121 = where(v120, v117, 0)
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
-	VBLENDVPS    Y6, Y5, Y2, Y1
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VCMPPS       $0x04, Y8, Y5, Y8
+	VBLENDVPS    Y8, Y7, Y3, Y5
 	XORQ         BX, BX
 	MOVQ         CX, DI
 	ADDQ         DI, BX
-	VMOVD        BX, X5
-	VPBROADCASTD X5, Y5
-	VCVTDQ2PS    Y5, Y5
-	MOVQ         action+64(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VMOVUPS      Y6, 792(SP)
-	VMOVUPS      lgc0<>+0(SB), X6
-	MOVQ         (BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 792(SP)
-	MOVQ         8(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 796(SP)
-	MOVQ         16(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 800(SP)
-	MOVQ         24(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 804(SP)
-	MOVQ         32(BX)(DX*8), DI
-	VCVTSI2SSQ   DI, X6, X6
-	VMOVSS       X6, 808(SP)
-	VMOVUPS      792(SP), Y6
+	VMOVD        BX, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v140 = eq(v139, action)
-	VCMPPS  $0x00, Y6, Y5, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 728(SP), Y6
+	VCMPPS $0x00, Y4, Y7, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v141 = where(v140, v136, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y5
-	VMOVUPS   760(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y1, Y3, Y7
+	VMOVUPS   536(SP), Y8
 
 	// v146 = add(v115, v145)
-	VADDPS Y6, Y3, Y3
+	VADDPS Y8, Y6, Y6
 
 	// v147 = ne(v146, 0)
-	VCMPPS $0x04, Y2, Y3, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS  $0x04, Y3, Y6, Y8
+	VANDPS  lgc2<>+0(SB), Y8, Y8
+	VMOVUPS 600(SP), Y9
 
 	// v148 = mul(v146, v24)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y9, Y6, Y9
 
 	// v149 = where(v147, v148, v146)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y3, Y2
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y8, Y10
+	VBLENDVPS Y10, Y9, Y6, Y6
 
 	// v150 = add(v121, v149)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y6, Y5, Y5
 
 	// gradLogits = add(v141, v150)
-	VADDPS Y1, Y5, Y1
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
 	MOVQ    gradLogits+80(FP), BX
-	VMOVUPS Y1, 824(SP)
-	MOVL    824(SP), DI
+	VMOVUPS Y5, 632(SP)
+	MOVL    632(SP), DI
 	MOVL    DI, (BX)(SI*4)
-	MOVL    828(SP), DI
+	MOVL    636(SP), DI
 	MOVL    DI, 8(BX)(SI*4)
-	MOVL    832(SP), DI
+	MOVL    640(SP), DI
 	MOVL    DI, 16(BX)(SI*4)
-	MOVL    836(SP), DI
+	MOVL    644(SP), DI
 	MOVL    DI, 24(BX)(SI*4)
-	MOVL    840(SP), DI
+	MOVL    648(SP), DI
 	MOVL    DI, 32(BX)(SI*4)
 	INCQ    CX
 	CMPQ    CX, $+2
-	JL      inner_A_15
-	VMOVUPS 88(SP), Y1
+	JL      inner_A_14
+	VMOVUPS 24(SP), Y1
 
 	// store advantage
 	MOVQ       advantage+88(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    120(SP), Y1
+	VMOVUPS    56(SP), Y1
 
 	// store valueTarget2
 	MOVQ       valueTarget+96(FP), CX
 	VMOVUPS    lgc4<>+0(SB), Y2
 	VMASKMOVPS Y1, Y2, (CX)(DX*4)
-	VMOVUPS    632(SP), Y1
+	VMOVUPS    440(SP), Y1
 
 	// store gradStateValue
 	MOVQ       gradStateValue+104(FP), CX
@@ -3172,7 +3148,7 @@ inner_A_15:
 	MOVQ       $+8, DX
 	MOVQ       $+408, CX
 
-blocks_16:
+blocks_15:
 	// tile logits
 	MOVQ       logits+56(FP), BX
 	XORQ       SI, SI
@@ -3213,8 +3189,8 @@ blocks_16:
 	VPERM2F128 $0x31, Y7, Y9, Y3
 	VPERM2F128 $0x20, Y1, Y2, Y3
 	VPERM2F128 $0x31, Y1, Y2, Y1
-	VMOVUPS    Y6, 856(SP)
-	VMOVUPS    Y4, 888(SP)
+	VMOVUPS    Y6, 664(SP)
+	VMOVUPS    Y4, 696(SP)
 	VMOVUPS    lgc2<>+0(SB), Y1
 	MOVQ       nextTerminated+8(FP), BX
 	XORQ       DI, DI
@@ -3288,174 +3264,159 @@ blocks_16:
 	// valueTarget = add(gae, stateValue)
 	VADDPS  Y3, Y2, Y1
 	VMOVUPS lgc12<>+0(SB), Y3
-	VMOVUPS Y3, 24(SP)
-	VMOVUPS Y2, 984(SP)
-	VMOVUPS Y1, 1016(SP)
-	XORQ    R8, R8
 
-inner_A_17:
-	XORQ    R9, R9
-	IMUL3Q  $+32, R8, R10
-	ADDQ    R10, R9
-	VMOVUPS 856(SP)(R9*1), Y1
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 24(SP), Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y3
-	VMINPS  Y1, Y2, Y2
-	VORPS   Y3, Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 24(SP)
-	INCQ    R8
-	CMPQ    R8, $+2
-	JL      inner_A_17
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc14<>+0(SB), Y4
+	VXORPS  664(SP), Y4, Y5
+	VXORPS  696(SP), Y4, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  Y3, Y4, Y3
+	VMINPS  Y6, Y3, Y5
+	VMINPS  Y3, Y6, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  Y4, Y3, Y3
 
 	// finish v21
-	VMOVUPS 24(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPD lgc15<>+0(SB), Y2
-	VMOVUPD Y2, 216(SP)
-	VMOVUPD Y2, 248(SP)
-	VMOVUPS Y1, 1048(SP)
+	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPD lgc15<>+0(SB), Y5
+	VMOVUPD lgc15<>+0(SB), Y6
+	VMOVUPS Y2, 792(SP)
+	VMOVUPS Y1, 824(SP)
+	VMOVUPS lgc16<>+0(SB), Y1
 	XORQ    R8, R8
 
-inner_A_18:
+inner_A_16:
 	XORQ    R9, R9
 	IMUL3Q  $+32, R8, R10
 	ADDQ    R10, R9
-	VMOVUPS 856(SP)(R9*1), Y1
-	VMOVUPS 1048(SP), Y2
+	VMOVUPS 664(SP)(R9*1), Y2
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc17<>+0(SB), Y2, Y7
+	VMINPS       lgc18<>+0(SB), Y7, Y7
+	VMULPS       lgc19<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc21<>+0(SB), Y8, Y7
+	VMOVAPS      lgc22<>+0(SB), Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc27<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc2<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc28<>+0(SB), Y7, Y8
+	VPMINSD      lgc29<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VBLENDVPS    Y7, Y2, Y9, Y9
 
 	// sum(v24) over [A]
-	VADDPS  152(SP), Y4, Y2
-	VMOVUPS Y2, 152(SP)
-	VMOVUPS lgc29<>+0(SB), Y2
+	VADDPS Y4, Y9, Y4
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y2, Y1, Y2
 
 	// v53 = mul(v24, v52)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y2, Y9, Y2
 
 	// sum(v53) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       216(SP), Y2, Y2
-	VMOVUPD      Y2, 216(SP)
-	VADDPD       248(SP), Y1, Y1
-	VMOVUPD      Y1, 248(SP)
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y5, Y7, Y5
+	VADDPD       Y6, Y2, Y6
 	INCQ         R8
 	CMPQ         R8, $+2
-	JL           inner_A_18
+	JL           inner_A_16
 
 	// finish v25
-	VMOVUPS 152(SP), Y1
+	VMOVUPS Y4, Y1
+	VMOVUPS Y3, 856(SP)
 
 	// v26 = log(v25)
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
+	VMULPS       lgc27<>+0(SB), Y2, Y7
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc43<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMOVAPS      lgc35<>+0(SB), Y7
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc43<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y7, Y7
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc45<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc45<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc45<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), R8
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 1080(SP)
+	VMOVUPS      Y2, 888(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1080(SP)
+	VMOVSS       X2, 888(SP)
 	MOVQ         8(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1084(SP)
+	VMOVSS       X2, 892(SP)
 	MOVQ         16(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1088(SP)
+	VMOVSS       X2, 896(SP)
 	MOVQ         24(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1092(SP)
+	VMOVSS       X2, 900(SP)
 	MOVQ         32(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1096(SP)
+	VMOVSS       X2, 904(SP)
 	MOVQ         40(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1100(SP)
+	VMOVSS       X2, 908(SP)
 	MOVQ         48(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1104(SP)
+	VMOVSS       X2, 912(SP)
 	MOVQ         56(R8)(DI*8), R9
 	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 1108(SP)
-	VMOVUPS      1080(SP), Y2
+	VMOVSS       X2, 916(SP)
+	VMOVUPS      888(SP), Y2
 
 	// v28 = gather(logits, action) over A
 	XORQ       R8, R8
@@ -3473,244 +3434,246 @@ inner_A_18:
 	VMOVUPS    lgc54<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R9)(Y2*4), Y4
-	VMOVUPS    1048(SP), Y2
+	VMOVUPS    856(SP), Y2
 
 	// v29 = sub(v28, v21)
 	VSUBPS Y2, Y4, Y2
 
 	// logSoftmax = sub(v29, v26)
-	VSUBPS  Y5, Y2, Y2
+	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+72(FP), R8
 	VMOVUPS (R8)(DI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc47<>+0(SB), Y6
+	VSUBPS  Y3, Y2, Y3
+	VMOVUPS lgc47<>+0(SB), Y4
 
 	// v35 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc48<>+0(SB), Y7
+	VMAXPS  Y3, Y4, Y4
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// logWeightClip = min(v35, 0.18232156) tie=first
-	VMINPS  Y6, Y7, Y6
-	VMOVUPS Y5, 1112(SP)
+	VMINPS  Y4, Y8, Y4
+	VMOVUPS Y7, 920(SP)
+	VMOVUPS Y1, 952(SP)
+	VMOVUPS Y2, 984(SP)
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc16<>+0(SB), Y4, Y5
-	VMINPS       lgc17<>+0(SB), Y5, Y5
-	VMULPS       lgc18<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc19<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc20<>+0(SB), Y7, Y5
-	VMOVAPS      lgc21<>+0(SB), Y8
-	VFMADD213PS  lgc22<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc23<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc24<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc25<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc26<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc2<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc27<>+0(SB), Y5, Y7
-	VPMINSD      lgc28<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
-	VPADDD       lgc28<>+0(SB), Y7, Y7
-	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc28<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y4, Y4, Y5
-	VBLENDVPS    Y5, Y4, Y8, Y8
-	VMOVUPS      984(SP), Y5
-	VMOVUPS      lgc0<>+0(SB), Y7
+	VMAXPS       lgc17<>+0(SB), Y3, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
+	VROUNDPS     $0x00, Y2, Y2
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y7
+	VFMADD213PS  lgc23<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y7
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y7
+	VMULPS       Y1, Y1, Y8
+	VFMADD213PS  Y1, Y8, Y7
+	VADDPS       lgc2<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y2, Y1
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y1, Y1
+	VPSLLD       $0x17, Y1, Y1
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y1, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y1
+	VBLENDVPS    Y1, Y3, Y7, Y7
+	VMOVUPS      792(SP), Y1
+	VMOVUPS      lgc0<>+0(SB), Y2
 
 	// v39 = ge(gae, 0)
-	VCMPPS  $0x1d, Y7, Y5, Y7
-	VANDPS  lgc2<>+0(SB), Y7, Y7
-	VMOVUPS lgc49<>+0(SB), Y9
+	VCMPPS  $0x1d, Y2, Y1, Y2
+	VANDPS  lgc2<>+0(SB), Y2, Y2
+	VMOVUPS lgc49<>+0(SB), Y8
 
 	// v41 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y8, Y9, Y9
-	VMOVUPS Y1, 1144(SP)
-	VMOVUPS lgc50<>+0(SB), Y1
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS lgc50<>+0(SB), Y9
 
 	// v43 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y8, Y1, Y1
+	VMAXPS Y7, Y9, Y9
 
 	// ratioClipped = where(v39, v41, v43)
 	VMOVUPS   lgc0<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y7, Y10
-	VBLENDVPS Y10, Y9, Y1, Y1
+	VCMPPS    $0x04, Y10, Y2, Y10
+	VBLENDVPS Y10, Y8, Y9, Y8
 
 	// gain = mul(gae, ratioClipped)
-	VMULPS Y1, Y5, Y1
+	VMULPS Y8, Y1, Y1
 
 	// v46 = neg(gain)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS Y7, 1176(SP)
+	VMOVUPS Y2, 1016(SP)
 
 	// mean(v46) over [N T]
 	VADDPS  256(BX), Y1, Y1
 	VMOVUPS Y1, 256(BX)
 
 	// v48 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y1
+	VCMPPS $0x04, Y3, Y4, Y1
 	VANDPS lgc2<>+0(SB), Y1, Y1
 
 	// mean(v48) over [N T]
 	VADDPS  576(BX), Y1, Y1
 	VMOVUPS Y1, 576(BX)
+	MOVQ    sampleLogProb+72(FP), R8
+	VMOVUPS (R8)(DI*4), Y1
+	VMOVUPS 984(SP), Y2
 
 	// v50 = sub(sampleLogProb, logSoftmax)
-	VSUBPS Y2, Y3, Y1
+	VSUBPS Y2, Y1, Y1
 
 	// mean(v50) over [N T]
 	VADDPS  896(BX), Y1, Y1
 	VMOVUPS Y1, 896(BX)
-	VMOVUPS Y4, 1208(SP)
 
 	// finish v54
-	VMOVUPD     216(SP), Y1
-	VMOVUPD     248(SP), Y2
-	VMOVUPS     lgc0<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
+	VMOVUPD     Y5, Y1
+	VMOVUPD     Y6, Y2
+	VMOVUPS     lgc0<>+0(SB), Y4
+	VCVTPD2PSY  Y1, X4
 	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
-	VMOVUPS     1144(SP), Y2
+	VINSERTF128 $0x01, X1, Y4, Y1
+	VMOVUPS     952(SP), Y2
 
 	// v55 = div(v54, v25)
 	VDIVPS  Y2, Y1, Y1
-	VMOVUPS 1112(SP), Y2
+	VMOVUPS 920(SP), Y2
 
 	// entropy = sub(v26, v55)
 	VSUBPS Y1, Y2, Y2
 
 	// v58 = mul(-0.01, entropy)
-	VMULPS lgc51<>+0(SB), Y2, Y3
+	VMULPS lgc51<>+0(SB), Y2, Y4
 
 	// mean(entropy) over [N T]
 	VADDPS  1216(BX), Y2, Y2
 	VMOVUPS Y2, 1216(BX)
 
 	// mean(v58) over [N T]
-	VADDPS  1536(BX), Y3, Y2
+	VADDPS  1536(BX), Y4, Y2
 	VMOVUPS Y2, 1536(BX)
-	VMOVUPS 1016(SP), Y2
+	VMOVUPS 824(SP), Y2
 	MOVQ    stateValue+40(FP), R8
-	VMOVUPS (R8)(DI*4), Y3
+	VMOVUPS (R8)(DI*4), Y4
 
 	// diff = sub(valueTarget, stateValue)
-	VSUBPS Y3, Y2, Y3
+	VSUBPS Y4, Y2, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc14<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc2<>+0(SB), Y5
+	VMOVUPS lgc14<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
+	VMOVUPS lgc2<>+0(SB), Y6
 
 	// v64 = lt(absDiff, 1)
-	VCMPPS $0x11, Y5, Y4, Y5
-	VANDPS lgc2<>+0(SB), Y5, Y5
+	VCMPPS $0x11, Y6, Y5, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v65 = mul(0.5, absDiff)
-	VMULPS lgc26<>+0(SB), Y4, Y6
+	VMULPS lgc27<>+0(SB), Y5, Y8
 
 	// v66 = mul(v65, absDiff)
-	VMULPS Y4, Y6, Y7
+	VMULPS Y5, Y8, Y9
 
 	// v67 = sub(absDiff, 0.5)
-	VSUBPS  lgc26<>+0(SB), Y4, Y9
-	VMOVUPS Y1, 1240(SP)
+	VSUBPS  lgc27<>+0(SB), Y5, Y10
+	VMOVUPS Y1, 1048(SP)
 
 	// smoothL1 = where(v64, v66, v67)
 	VMOVUPS   lgc0<>+0(SB), Y1
-	VCMPPS    $0x04, Y1, Y5, Y1
-	VBLENDVPS Y1, Y7, Y9, Y1
+	VCMPPS    $0x04, Y1, Y6, Y1
+	VBLENDVPS Y1, Y9, Y10, Y1
 
 	// v69 = mul(1, smoothL1)
-	VMULPS lgc2<>+0(SB), Y1, Y1
+	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMOVUPS Y8, 1080(SP)
 
 	// mean(v69) over [N T]
 	VADDPS  1856(BX), Y1, Y1
 	VMOVUPS Y1, 1856(BX)
-	VMOVUPS Y6, 1272(SP)
-	VMOVUPS Y4, 1304(SP)
+	VMOVUPS Y5, 1112(SP)
+	VMOVUPS Y6, 1144(SP)
 
 	// var(diff) over [N]
 	XORQ         R8, R8
 	ADDQ         CX, R8
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X3, Y4
-	VEXTRACTF128 $0x01, Y3, X6
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X6
 	VCVTPS2PD    X6, Y6
-	VMOVUPD      5504(BX)(R8*8), Y7
-	VSUBPD       Y7, Y4, Y9
-	VFMADD231PD  Y9, Y1, Y7
-	VSUBPD       Y7, Y4, Y4
+	VMOVUPD      5504(BX)(R8*8), Y8
+	VSUBPD       Y8, Y5, Y9
+	VFMADD231PD  Y9, Y1, Y8
+	VSUBPD       Y8, Y5, Y5
 	VMOVUPD      9024(BX)(R8*8), Y10
-	VFMADD231PD  Y9, Y4, Y10
-	VMOVUPD      Y7, 5504(BX)(R8*8)
+	VFMADD231PD  Y9, Y5, Y10
+	VMOVUPD      Y8, 5504(BX)(R8*8)
 	VMOVUPD      Y10, 9024(BX)(R8*8)
-	VMOVUPD      5536(BX)(R8*8), Y4
-	VSUBPD       Y4, Y6, Y7
-	VFMADD231PD  Y7, Y1, Y4
-	VSUBPD       Y4, Y6, Y1
+	VMOVUPD      5536(BX)(R8*8), Y5
+	VSUBPD       Y5, Y6, Y8
+	VFMADD231PD  Y8, Y1, Y5
+	VSUBPD       Y5, Y6, Y1
 	VMOVUPD      9056(BX)(R8*8), Y6
-	VFMADD231PD  Y7, Y1, Y6
-	VMOVUPD      Y4, 5536(BX)(R8*8)
+	VFMADD231PD  Y8, Y1, Y6
+	VMOVUPD      Y5, 5536(BX)(R8*8)
 	VMOVUPD      Y6, 9056(BX)(R8*8)
 
 	// var(valueTarget2) over [N]
 	VBROADCASTSD (SP), Y1
-	VCVTPS2PD    X2, Y4
+	VCVTPS2PD    X2, Y5
 	VEXTRACTF128 $0x01, Y2, X2
 	VCVTPS2PD    X2, Y2
 	VMOVUPD      16064(BX)(R8*8), Y6
-	VSUBPD       Y6, Y4, Y7
-	VFMADD231PD  Y7, Y1, Y6
-	VSUBPD       Y6, Y4, Y4
+	VSUBPD       Y6, Y5, Y8
+	VFMADD231PD  Y8, Y1, Y6
+	VSUBPD       Y6, Y5, Y5
 	VMOVUPD      19584(BX)(R8*8), Y9
-	VFMADD231PD  Y7, Y4, Y9
+	VFMADD231PD  Y8, Y5, Y9
 	VMOVUPD      Y6, 16064(BX)(R8*8)
 	VMOVUPD      Y9, 19584(BX)(R8*8)
-	VMOVUPD      16096(BX)(R8*8), Y4
-	VSUBPD       Y4, Y2, Y6
-	VFMADD231PD  Y6, Y1, Y4
-	VSUBPD       Y4, Y2, Y1
+	VMOVUPD      16096(BX)(R8*8), Y5
+	VSUBPD       Y5, Y2, Y6
+	VFMADD231PD  Y6, Y1, Y5
+	VSUBPD       Y5, Y2, Y1
 	VMOVUPD      19616(BX)(R8*8), Y2
 	VFMADD231PD  Y6, Y1, Y2
-	VMOVUPD      Y4, 16096(BX)(R8*8)
+	VMOVUPD      Y5, 16096(BX)(R8*8)
 	VMOVUPD      Y2, 19616(BX)(R8*8)
-	VMOVUPS      Y3, 1336(SP)
-	VMOVUPS      Y5, 1368(SP)
-	VMOVUPS      1208(SP), Y1
+	VMOVUPS      Y4, 1176(SP)
 
 	// logsumexp(logWeight) over [N]
-	VCMPPS       $0x15, lgc52<>+0(SB), Y1, Y2
-	VCMPPS       $0x1a, lgc53<>+0(SB), Y1, Y3
-	VANDPS       Y3, Y2, Y2
-	VCMPPS       $0x00, lgc12<>+0(SB), Y1, Y3
-	VORPS        Y3, Y2, Y2
-	VANDPS       26624(BX), Y2, Y2
-	VMOVUPS      Y2, 26624(BX)
-	VCVTPS2PD    X8, Y2
-	VEXTRACTF128 $0x01, Y8, X3
-	VCVTPS2PD    X3, Y3
-	VADDPD       23104(BX)(R8*8), Y2, Y4
+	VCMPPS       $0x15, lgc52<>+0(SB), Y3, Y1
+	VCMPPS       $0x1a, lgc53<>+0(SB), Y3, Y2
+	VANDPS       Y2, Y1, Y1
+	VCMPPS       $0x00, lgc12<>+0(SB), Y3, Y2
+	VORPS        Y2, Y1, Y1
+	VANDPS       26624(BX), Y1, Y1
+	VMOVUPS      Y1, 26624(BX)
+	VCVTPS2PD    X7, Y1
+	VEXTRACTF128 $0x01, Y7, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       23104(BX)(R8*8), Y1, Y4
 	VMOVUPD      Y4, 23104(BX)(R8*8)
-	VMULPD       Y2, Y2, Y2
-	VADDPD       28416(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 28416(BX)(R8*8)
-	VADDPD       23136(BX)(R8*8), Y3, Y2
-	VMOVUPD      Y2, 23136(BX)(R8*8)
-	VMULPD       Y3, Y3, Y2
-	VADDPD       28448(BX)(R8*8), Y2, Y2
-	VMOVUPD      Y2, 28448(BX)(R8*8)
+	VMULPD       Y1, Y1, Y1
+	VADDPD       28416(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28416(BX)(R8*8)
+	VADDPD       23136(BX)(R8*8), Y2, Y1
+	VMOVUPD      Y1, 23136(BX)(R8*8)
+	VMULPD       Y2, Y2, Y1
+	VADDPD       28448(BX)(R8*8), Y1, Y1
+	VMOVUPD      Y1, 28448(BX)(R8*8)
 
 	// v79 = mul(2, logWeight)
-	VMULPS  lgc55<>+0(SB), Y1, Y1
-	VMOVUPS 1368(SP), Y1
+	VMULPS  lgc55<>+0(SB), Y3, Y1
+	VMOVUPS 1144(SP), Y1
 	VMOVUPS lgc60<>+0(SB), Y2
 	VMOVUPS lgc0<>+0(SB), Y3
 
@@ -3727,7 +3690,7 @@ inner_A_18:
 	// v90 = ne(v88, 0)
 	VCMPPS  $0x04, Y3, Y4, Y2
 	VANDPS  lgc2<>+0(SB), Y2, Y2
-	VMOVUPS 1304(SP), Y5
+	VMOVUPS 1112(SP), Y5
 
 	// v91 = mul(v88, absDiff)
 	VMULPS Y5, Y4, Y5
@@ -3736,25 +3699,25 @@ inner_A_18:
 	VMOVUPS   lgc0<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y2, Y6
 	VBLENDVPS Y6, Y5, Y4, Y5
-	VMOVUPS   1272(SP), Y6
+	VMOVUPS   1080(SP), Y6
 
 	// v93 = mul(v88, v65)
 	VMULPS Y6, Y4, Y6
 
 	// v94 = where(v90, v93, v88)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y2, Y7
-	VBLENDVPS Y7, Y6, Y4, Y2
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y2, Y8
+	VBLENDVPS Y8, Y6, Y4, Y2
 
 	// v95 = add(v89, v94)
 	VADDPS Y2, Y1, Y1
 
 	// v96 = mul(v92, 0.5)
-	VMULPS lgc26<>+0(SB), Y5, Y2
+	VMULPS lgc27<>+0(SB), Y5, Y2
 
 	// v97 = add(v95, v96)
 	VADDPS  Y2, Y1, Y1
-	VMOVUPS 1336(SP), Y2
+	VMOVUPS 1176(SP), Y2
 
 	// v98 = gt(diff, 0)
 	VCMPPS $0x1e, Y3, Y2, Y4
@@ -3769,9 +3732,9 @@ inner_A_18:
 	VMOVUPS lgc61<>+0(SB), Y6
 
 	// v102 = where(v99, -1, v101)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y6, Y2, Y2
 	VMOVUPS   lgc2<>+0(SB), Y5
 
 	// v103 = where(v98, 1, v102)
@@ -3794,11 +3757,11 @@ inner_A_18:
 	// gradStateValue = neg(v106)
 	VXORPS  lgc14<>+0(SB), Y1, Y1
 	VMOVUPS lgc62<>+0(SB), Y2
-	VMOVUPS 1144(SP), Y4
+	VMOVUPS 952(SP), Y4
 
 	// v110 = div(3.711401342221861e-07, v25)
 	VDIVPS  Y4, Y2, Y2
-	VMOVUPS 1240(SP), Y5
+	VMOVUPS 1048(SP), Y5
 
 	// v111 = div(v55, v25)
 	VDIVPS Y4, Y5, Y5
@@ -3809,39 +3772,39 @@ inner_A_18:
 	// v113 = ne(v110, 0)
 	VCMPPS  $0x04, Y3, Y2, Y6
 	VANDPS  lgc2<>+0(SB), Y6, Y6
-	VMOVUPS 984(SP), Y7
+	VMOVUPS 792(SP), Y8
 
 	// v123 = mul(-3.7114014251781474e-05, gae)
-	VMULPS  lgc64<>+0(SB), Y7, Y7
-	VMOVUPS 1176(SP), Y9
+	VMULPS  lgc64<>+0(SB), Y8, Y8
+	VMOVUPS 1016(SP), Y9
 
 	// v124 = where(v39, v123, 0)
 	VMOVUPS   lgc0<>+0(SB), Y10
 	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y7, Y3, Y10
-	VMOVUPS   Y1, 1400(SP)
+	VBLENDVPS Y10, Y8, Y3, Y10
+	VMOVUPS   Y1, 1208(SP)
 
 	// v125 = where(v39, 0, v123)
 	VMOVUPS   lgc0<>+0(SB), Y1
 	VCMPPS    $0x04, Y1, Y9, Y1
-	VBLENDVPS Y1, Y3, Y7, Y1
-	VMOVUPS   lgc50<>+0(SB), Y7
+	VBLENDVPS Y1, Y3, Y8, Y1
+	VMOVUPS   lgc50<>+0(SB), Y8
 
 	// v126 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y7, Y8, Y7
-	VANDPS lgc2<>+0(SB), Y7, Y7
+	VCMPPS $0x1d, Y8, Y7, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v127 = ne(ratio, ratio)
-	VCMPPS  $0x04, Y8, Y8, Y9
+	VCMPPS  $0x04, Y7, Y7, Y9
 	VANDPS  lgc2<>+0(SB), Y9, Y9
-	VMOVUPS Y6, 1432(SP)
-	VMOVUPS Y2, 1464(SP)
+	VMOVUPS Y6, 1240(SP)
+	VMOVUPS Y2, 1272(SP)
 
 	// v128 = max(v126, v127)
-	VXORPS lgc14<>+0(SB), Y7, Y2
-	VXORPS lgc14<>+0(SB), Y9, Y7
-	VMINPS Y2, Y7, Y6
-	VMINPS Y7, Y2, Y2
+	VXORPS lgc14<>+0(SB), Y8, Y2
+	VXORPS lgc14<>+0(SB), Y9, Y8
+	VMINPS Y2, Y8, Y6
+	VMINPS Y8, Y2, Y2
 	VORPS  Y6, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
@@ -3852,15 +3815,15 @@ inner_A_18:
 	VMOVUPS   lgc49<>+0(SB), Y2
 
 	// v130 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y2, Y8, Y2
+	VCMPPS $0x12, Y2, Y7, Y2
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v131 = max(v130, v127)
 	VXORPS lgc14<>+0(SB), Y2, Y2
 	VXORPS lgc14<>+0(SB), Y9, Y6
-	VMINPS Y2, Y6, Y7
+	VMINPS Y2, Y6, Y8
 	VMINPS Y6, Y2, Y2
-	VORPS  Y7, Y2, Y2
+	VORPS  Y8, Y2, Y2
 	VXORPS lgc14<>+0(SB), Y2, Y2
 
 	// v132 = where(v131, v124, 0)
@@ -3876,7 +3839,7 @@ inner_A_18:
 	VANDPS lgc2<>+0(SB), Y2, Y2
 
 	// v135 = mul(v133, ratio)
-	VMULPS Y8, Y1, Y6
+	VMULPS Y7, Y1, Y6
 
 	// v136 = where(v134, v135, v133)
 	VMOVUPS   lgc0<>+0(SB), Y7
@@ -3890,189 +3853,188 @@ inner_A_18:
 	VADDPS lgc63<>+0(SB), Y2, Y2
 
 	// v142 = ne(v138, 0)
-	VCMPPS $0x04, Y3, Y2, Y3
-	VANDPS lgc2<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y3, Y2, Y6
+	VANDPS lgc2<>+0(SB), Y6, Y6
 
 	// v143 = div(v138, v25)
 	VDIVPS Y4, Y2, Y4
 
 	// v144 = where(v142, v143, v138)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y4, Y2, Y2
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y2, Y2
 
 	// v145 = add(v112, v144)
-	VADDPS  Y2, Y5, Y2
-	VMOVUPS Y1, 1496(SP)
-	VMOVUPS Y2, 1528(SP)
-	XORQ    BX, BX
+	VADDPS     Y2, Y5, Y2
+	VMOVUPS    Y2, 1304(SP)
+	VMOVUPS    lgc16<>+0(SB), Y2
+	MOVQ       action+64(FP), BX
+	VMOVUPS    lgc0<>+0(SB), Y4
+	VMOVUPS    Y4, 1336(SP)
+	VMOVUPS    lgc0<>+0(SB), X4
+	MOVQ       (BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1336(SP)
+	MOVQ       8(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1340(SP)
+	MOVQ       16(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1344(SP)
+	MOVQ       24(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1348(SP)
+	MOVQ       32(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1352(SP)
+	MOVQ       40(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1356(SP)
+	MOVQ       48(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1360(SP)
+	MOVQ       56(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 1364(SP)
+	VMOVUPS    1336(SP), Y4
+	XORQ       BX, BX
 
-inner_A_19:
+inner_A_17:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS 856(SP)(R8*1), Y1
-	VMOVUPS 1048(SP), Y2
+	VMOVUPS 664(SP)(R8*1), Y5
+	VMOVUPS 856(SP), Y6
 
 	// v23 = sub(logits, v21)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y6, Y5, Y5
 
 	// v24 = exp(v23)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc2<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc29<>+0(SB), Y2
+	VMAXPS       lgc17<>+0(SB), Y5, Y6
+	VMINPS       lgc18<>+0(SB), Y6, Y6
+	VMULPS       lgc19<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc21<>+0(SB), Y7, Y6
+	VMOVAPS      lgc22<>+0(SB), Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc2<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc28<>+0(SB), Y6, Y7
+	VPMINSD      lgc29<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc29<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc29<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// v52 = max(v23, -3.4028235e+38) tie=first
-	VMAXPS  Y1, Y2, Y3
-	VMOVUPS 1464(SP), Y5
+	VMAXPS  Y5, Y2, Y6
+	VMOVUPS 1272(SP), Y7
 
 	// v114 = mul(v110, v52)
-	VMULPS  Y3, Y5, Y3
-	VMOVUPS 1432(SP), Y6
+	VMULPS  Y6, Y7, Y6
+	VMOVUPS 1240(SP), Y9
 
 	// v115 = where(v113, v114, v110)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y3, Y5, Y3
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y6, Y7, Y6
 
 	// v116 = mul(v110, v24)
-	VMULPS Y4, Y5, Y7
+	VMULPS  Y8, Y7, Y10
+	VMOVUPS Y8, 1368(SP)
 
 	// v117 = where(v113, v116, v110)
 	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y5, Y5
+	VCMPPS    $0x04, Y8, Y9, Y8
+	VBLENDVPS Y8, Y10, Y7, Y7
 
 	// v118 = ge(v23, -3.4028235e+38)
-	VCMPPS $0x1d, Y2, Y1, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS $0x1d, Y2, Y5, Y8
+	VANDPS lgc2<>+0(SB), Y8, Y8
 
 	// v119 = ne(v23, v23)
-	VCMPPS $0x04, Y1, Y1, Y1
-	VANDPS lgc2<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y5, Y5, Y5
+	VANDPS lgc2<>+0(SB), Y5, Y5
 
 	// v120 = max(v118, v119)
-	VXORPS  lgc14<>+0(SB), Y2, Y2
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y6
-	VMINPS  Y1, Y2, Y1
-	VORPS   Y6, Y1, Y1
-	VXORPS  lgc14<>+0(SB), Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	VXORPS lgc14<>+0(SB), Y8, Y8
+	VXORPS lgc14<>+0(SB), Y5, Y5
+	VMINPS Y8, Y5, Y9
+	VMINPS Y5, Y8, Y5
+	VORPS  Y9, Y5, Y5
+	VXORPS lgc14<>+0(SB), Y5, Y5
 
 	// v121 = where(v120, v117, 0)
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VCMPPS       $0x04, Y6, Y1, Y6
-	VBLENDVPS    Y6, Y5, Y2, Y1
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VCMPPS       $0x04, Y8, Y5, Y8
+	VBLENDVPS    Y8, Y7, Y3, Y5
 	XORQ         R9, R9
 	MOVQ         BX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X5
-	VPBROADCASTD X5, Y5
-	VCVTDQ2PS    Y5, Y5
-	MOVQ         action+64(FP), R9
-	VMOVUPS      lgc0<>+0(SB), Y6
-	VMOVUPS      Y6, 1560(SP)
-	VMOVUPS      lgc0<>+0(SB), X6
-	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1560(SP)
-	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1564(SP)
-	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1568(SP)
-	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1572(SP)
-	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1576(SP)
-	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1580(SP)
-	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1584(SP)
-	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X6, X6
-	VMOVSS       X6, 1588(SP)
-	VMOVUPS      1560(SP), Y6
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v140 = eq(v139, action)
-	VCMPPS  $0x00, Y6, Y5, Y5
-	VANDPS  lgc2<>+0(SB), Y5, Y5
-	VMOVUPS 1496(SP), Y6
+	VCMPPS $0x00, Y4, Y7, Y7
+	VANDPS lgc2<>+0(SB), Y7, Y7
 
 	// v141 = where(v140, v136, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y2, Y5
-	VMOVUPS   1528(SP), Y6
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y1, Y3, Y7
+	VMOVUPS   1304(SP), Y8
 
 	// v146 = add(v115, v145)
-	VADDPS Y6, Y3, Y3
+	VADDPS Y8, Y6, Y6
 
 	// v147 = ne(v146, 0)
-	VCMPPS $0x04, Y2, Y3, Y2
-	VANDPS lgc2<>+0(SB), Y2, Y2
+	VCMPPS  $0x04, Y3, Y6, Y8
+	VANDPS  lgc2<>+0(SB), Y8, Y8
+	VMOVUPS 1368(SP), Y9
 
 	// v148 = mul(v146, v24)
-	VMULPS Y4, Y3, Y4
+	VMULPS Y9, Y6, Y9
 
 	// v149 = where(v147, v148, v146)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y4, Y3, Y2
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y8, Y10
+	VBLENDVPS Y10, Y9, Y6, Y6
 
 	// v150 = add(v121, v149)
-	VADDPS Y2, Y1, Y1
+	VADDPS Y6, Y5, Y5
 
 	// gradLogits = add(v141, v150)
-	VADDPS Y1, Y5, Y1
+	VADDPS Y5, Y7, Y5
 
 	// store gradLogits
-	VMOVUPS Y1, 920(SP)(R8*1)
+	VMOVUPS Y5, 728(SP)(R8*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_19
-	VMOVUPS 984(SP), Y1
+	JL      inner_A_17
+	VMOVUPS 792(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1016(SP), Y1
+	VMOVUPS 824(SP), Y1
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
 	VMOVUPS Y1, (BX)(DI*4)
-	VMOVUPS 1400(SP), Y1
+	VMOVUPS 1208(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+104(FP), BX
@@ -4080,8 +4042,8 @@ inner_A_19:
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+80(FP), BX
-	VMOVUPS      920(SP), Y1
-	VMOVUPS      952(SP), Y2
+	VMOVUPS      728(SP), Y1
+	VMOVUPS      760(SP), Y2
 	VMOVUPS      lgc0<>+0(SB), Y3
 	VMOVUPS      lgc0<>+0(SB), Y4
 	VMOVUPS      lgc0<>+0(SB), Y5
@@ -4122,7 +4084,7 @@ inner_A_19:
 	VMASKMOVPS   Y6, Y9, 48(BX)(SI*4)
 	VMASKMOVPS   Y1, Y9, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_20
+	JNZ          noflush_18
 	MOVQ         state+48(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -4205,9 +4167,9 @@ inner_A_19:
 	VMOVUPS      Y2, 31936(DX)
 	MOVQ         $+8, DX
 
-noflush_20:
+noflush_18:
 	SUBQ         $+8, CX
-	JGE          blocks_16
+	JGE          blocks_15
 	MOVQ         state+48(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -4290,7 +4252,7 @@ noflush_20:
 	VMOVUPS      Y1, 31936(CX)
 	INCQ         AX
 	CMPQ         AX, hi+112(FP)
-	JL           outer0_12
+	JL           outer0_11
 	VZEROUPPER
 	RET
 
@@ -4350,9 +4312,9 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_22
+	JGE  chunkdone_20
 
-blocks_21:
+blocks_19:
 	MOVQ    s1+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -4381,28 +4343,28 @@ blocks_21:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4418,7 +4380,7 @@ blocks_21:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_23
+	JNZ          noflush_21
 	MOVQ         state+48(FP), CX
 	VMOVUPS      32256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -4436,16 +4398,16 @@ blocks_21:
 	VMOVUPS      Y1, 32384(CX)
 	MOVQ         $+8, CX
 
-noflush_23:
+noflush_21:
 	ADDQ $+8, AX
 	CMPQ AX, $+416
-	JGE  chunkdone_22
+	JGE  chunkdone_20
 	CMPQ AX, hi+8(FP)
-	JL   blocks_21
+	JL   blocks_19
 
-chunkdone_22:
+chunkdone_20:
 	CMPQ       hi+8(FP), $+421
-	JNE        notail_24
+	JNE        notail_22
 	MOVQ       s1+16(FP), AX
 	XORQ       CX, CX
 	ADDQ       $+416, CX
@@ -4478,28 +4440,28 @@ chunkdone_22:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v82)
-	VMAXPS       lgc16<>+0(SB), Y1, Y2
-	VMINPS       lgc17<>+0(SB), Y2, Y2
-	VMULPS       lgc18<>+0(SB), Y2, Y3
+	VMAXPS       lgc17<>+0(SB), Y1, Y2
+	VMINPS       lgc18<>+0(SB), Y2, Y2
+	VMULPS       lgc19<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
-	VMOVAPS      lgc21<>+0(SB), Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc21<>+0(SB), Y3, Y2
+	VMOVAPS      lgc22<>+0(SB), Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc27<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc2<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc27<>+0(SB), Y2, Y3
-	VPMINSD      lgc28<>+0(SB), Y3, Y3
+	VPMAXSD      lgc28<>+0(SB), Y2, Y3
+	VPMINSD      lgc29<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPADDD       lgc29<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -4521,7 +4483,7 @@ chunkdone_22:
 	VMOVUPS    lgc4<>+0(SB), Y1
 	VMASKMOVPS Y0, Y1, (AX)(CX*4)
 
-notail_24:
+notail_22:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      32256(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -4565,32 +4527,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_25:
+bulk_23:
 	CMPQ         BX, DX
-	JGE          bulkdone_26
+	JGE          bulkdone_24
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc16<>+0(SB), Y0, Y1
-	VMINPS       lgc17<>+0(SB), Y1, Y1
-	VMULPS       lgc18<>+0(SB), Y1, Y2
+	VMAXPS       lgc17<>+0(SB), Y0, Y1
+	VMINPS       lgc18<>+0(SB), Y1, Y1
+	VMULPS       lgc19<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
-	VMOVAPS      lgc21<>+0(SB), Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc21<>+0(SB), Y2, Y1
+	VMOVAPS      lgc22<>+0(SB), Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc2<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc27<>+0(SB), Y1, Y2
-	VPMINSD      lgc28<>+0(SB), Y2, Y2
+	VPMAXSD      lgc28<>+0(SB), Y1, Y2
+	VPMINSD      lgc29<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc28<>+0(SB), Y2, Y2
+	VPADDD       lgc29<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc28<>+0(SB), Y1, Y1
+	VPADDD       lgc29<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -4598,9 +4560,9 @@ bulk_25:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_25
+	JMP          bulk_23
 
-bulkdone_26:
+bulkdone_24:
 	VZEROUPPER
 	RET
 
@@ -4612,21 +4574,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_27:
+bulk_25:
 	CMPQ         BX, DX
-	JGE          bulkdone_28
+	JGE          bulkdone_26
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc30<>+0(SB), Y0, Y1
 	VMULPS       lgc31<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc28<>+0(SB), Y3, Y3
+	VPSUBD       lgc29<>+0(SB), Y3, Y3
 	VPAND        lgc32<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc33<>+0(SB), Y2, Y1
 	VPOR         lgc2<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc34<>+0(SB), Y1, Y2
-	VMULPS       lgc26<>+0(SB), Y1, Y4
+	VMULPS       lgc27<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc2<>+0(SB), Y1, Y1
@@ -4643,10 +4605,10 @@ bulk_27:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc21<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc27<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
@@ -4657,9 +4619,9 @@ bulk_27:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_27
+	JMP          bulk_25
 
-bulkdone_28:
+bulkdone_26:
 	VZEROUPPER
 	RET
 
@@ -4671,22 +4633,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_29:
+bulk_27:
 	CMPQ         BX, DX
-	JGE          bulkdone_30
+	JGE          bulkdone_28
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc2<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc30<>+0(SB), Y1, Y2
 	VMULPS       lgc31<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPSUBD       lgc29<>+0(SB), Y4, Y4
 	VPAND        lgc32<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc33<>+0(SB), Y3, Y2
 	VPOR         lgc2<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc34<>+0(SB), Y2, Y3
-	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VMULPS       lgc27<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc2<>+0(SB), Y2, Y2
@@ -4703,10 +4665,10 @@ bulk_29:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc21<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc27<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
@@ -4727,8 +4689,8 @@ bulk_29:
 	VBLENDVPS    Y3, lgc45<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_29
+	JMP          bulk_27
 
-bulkdone_30:
+bulkdone_28:
 	VZEROUPPER
 	RET

@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $3072-152
+TEXT ·pass1AVX2(SB), $2912-152
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -816,12 +816,9 @@ blocks_1:
 	VMOVUPS    Y5, 2496(SP)
 	VMOVUPS    Y3, 2528(SP)
 	VMOVUPS    lgc15<>+0(SB), Y0
-	VMOVUPS    Y0, 2560(SP)
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VMOVUPS    Y0, 2624(SP)
-	VMOVUPD    lgc17<>+0(SB), Y0
-	VMOVUPD    Y0, 2688(SP)
-	VMOVUPD    Y0, 2720(SP)
+	VMOVUPS    lgc16<>+0(SB), Y1
+	VMOVUPD    lgc17<>+0(SB), Y2
+	VMOVUPD    lgc17<>+0(SB), Y3
 	XORQ       DX, DX
 
 inner_Q_3:
@@ -830,58 +827,49 @@ inner_Q_3:
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
 	ADDQ    AX, SI
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y4
 
 	// reduce_min(nextStateActionValue) over [Q]
-	VMOVUPS 2560(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2560(SP)
+	VMINPS  Y0, Y4, Y5
+	VMINPS  Y4, Y0, Y0
+	VORPS   Y5, Y0, Y0
 	MOVQ    stateActionValueActor+64(FP), BX
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y4
 
 	// v71 = neg(stateActionValueActor)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc18<>+0(SB), Y4, Y4
 
 	// argmax(v71) over [Q]
-	VMOVUPS      2624(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 2624(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y4, Y4, Y7
+	VCMPPS       $0x1e, Y1, Y4, Y5
+	VCMPPS       $0x03, Y1, Y1, Y6
+	VANDNPS      Y7, Y6, Y6
+	VORPS        Y6, Y5, Y5
+	VBLENDVPS    Y5, Y4, Y1, Y1
+	VPMOVSXDQ    X5, Y4
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
 	MOVQ         DX, BX
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VCVTSI2SDQ   BX, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      2688(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 2688(SP)
-	VMOVUPD      2720(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 2720(SP)
+	VMOVUPS      lgc19<>+0(SB), Y6
+	VCVTSI2SDQ   BX, X6, X6
+	VBROADCASTSD X6, Y6
+	VMOVAPD      Y6, Y7
+	VBLENDVPD    Y4, Y7, Y2, Y2
+	VBLENDVPD    Y5, Y6, Y3, Y3
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_3
 
 	// finish v1
-	VMOVUPS   2560(SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+72(FP), DX
 	XORQ      BX, BX
 	ADDQ      AX, BX
-	VPMOVZXBD (DX)(BX*1), Y2
-	VCVTDQ2PS Y2, Y2
+	VPMOVZXBD (DX)(BX*1), Y4
+	VCVTDQ2PS Y4, Y4
 
 	// v6 = sub(1, nextTerminated)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y1, Y1
 
 	// v8 = mul(0.99, v6)
 	VMULPS lgc20<>+0(SB), Y1, Y1
@@ -898,195 +886,7 @@ inner_Q_3:
 	VBROADCASTSS (DX)(SI*4), Y1
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc17<>+0(SB), Y1
-	VMOVUPD      Y1, 2752(SP)
-	VMOVUPD      Y1, 2784(SP)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMOVUPS      Y1, 2816(SP)
-	VMOVUPS      Y0, 2880(SP)
-	VMOVUPS      Y4, 2912(SP)
-	XORQ         DX, DX
-
-inner_Q_4:
-	MOVQ    stateActionValue+96(FP), DI
-	XORQ    R8, R8
-	IMUL3Q  $+256, DX, R9
-	ADDQ    R9, R8
-	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 2880(SP), Y1
-
-	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
-
-	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
-
-	// v19 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
-
-	// v20 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y1, Y3
-
-	// v21 = mul(v20, absDiff)
-	VMULPS Y1, Y3, Y3
-
-	// v22 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y1, Y1
-
-	// smoothL1 = where(v19, v21, v22)
-	VMOVUPS   lgc19<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
-
-	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2752(SP), Y2, Y2
-	VMOVUPD      Y2, 2752(SP)
-	VADDPD       2784(SP), Y1, Y1
-	VMOVUPD      Y1, 2784(SP)
-
-	// v85 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
-
-	// reduce_max(v85) over [Q]
-	VMOVUPS 2816(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 2816(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_4
-
-	// finish v24
-	VMOVUPD     2752(SP), Y0
-	VMOVUPD     2784(SP), Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-
-	// mean(v24) over [B]
-	MOVQ    state+104(FP), DX
-	VADDPS  256(DX), Y0, Y0
-	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc17<>+0(SB), Y0
-	VMOVUPD Y0, 2944(SP)
-	VMOVUPD Y0, 2976(SP)
-	XORQ    DI, DI
-
-inner_R_5:
-	VMOVUPD lgc17<>+0(SB), Y0
-	VMOVUPD Y0, 3008(SP)
-	VMOVUPD Y0, 3040(SP)
-	XORQ    R8, R8
-
-inner_Q_6:
-	XORQ    R9, R9
-	IMUL3Q  $+32, DI, R10
-	ADDQ    R10, R9
-	IMUL3Q  $+320, R8, R10
-	ADDQ    R10, R9
-	VMOVUPS 640(SP)(R9*1), Y0
-
-	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
-
-	// v33 = div(v32, 1)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS 1280(SP)(R9*1), Y2
-	XORQ    R10, R10
-	IMUL3Q  $+32, DI, R11
-	ADDQ    R11, R10
-	VMOVUPS (SP)(R10*1), Y3
-
-	// v34 = sub(qNew, newLogPis)
-	VSUBPS Y3, Y2, Y2
-
-	// v35 = div(v34, 1)
-	VDIVPS  Y1, Y2, Y2
-	VMOVUPS 1920(SP)(R9*1), Y3
-	VMOVUPS 320(SP)(R10*1), Y4
-
-	// v36 = sub(qCurr, currLogPis)
-	VSUBPS Y4, Y3, Y3
-
-	// v37 = div(v36, 1)
-	VDIVPS Y1, Y3, Y1
-
-	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y0, Y3
-	VXORPS lgc18<>+0(SB), Y2, Y5
-	VMINPS Y3, Y5, Y4
-	VMINPS Y5, Y3, Y3
-	VORPS  Y4, Y3, Y3
-	VXORPS lgc18<>+0(SB), Y3, Y3
-
-	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y3, Y3
-	VXORPS lgc18<>+0(SB), Y1, Y5
-	VMINPS Y3, Y5, Y4
-	VMINPS Y5, Y3, Y3
-	VORPS  Y4, Y3, Y3
-	VXORPS lgc18<>+0(SB), Y3, Y3
-
-	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
-	VMOVUPS lgc15<>+0(SB), Y5
-
-	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc11<>+0(SB), Y4, Y4
-	VMOVUPS lgc19<>+0(SB), Y5
-
-	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y3, Y3
-
-	// v46 = sub(v33, v45)
-	VSUBPS Y3, Y0, Y0
-
-	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y0, Y4
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
 	VMINPS       lgc1<>+0(SB), Y4, Y4
 	VMULPS       lgc2<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
@@ -1111,205 +911,394 @@ inner_Q_6:
 	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
 	VMULPS       Y4, Y6, Y6
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VBLENDVPS    Y4, Y0, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y6, Y6
+	VMOVUPD      lgc17<>+0(SB), Y1
+	VMOVUPD      lgc17<>+0(SB), Y4
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPS      Y5, 2560(SP)
+	VMOVUPS      Y6, 2624(SP)
+	XORQ         DX, DX
+
+inner_Q_4:
+	MOVQ    stateActionValue+96(FP), DI
+	XORQ    R8, R8
+	IMUL3Q  $+256, DX, R9
+	ADDQ    R9, R8
+	ADDQ    AX, R8
+	VMOVUPS (DI)(R8*4), Y5
+
+	// diff = sub(stateActionValue, td0Return)
+	VSUBPS Y0, Y5, Y5
+
+	// absDiff = abs(diff)
+	VMOVUPS lgc18<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
+
+	// v19 = lt(absDiff, 1)
+	VCMPPS $0x11, Y7, Y6, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
+
+	// v20 = mul(0.5, absDiff)
+	VMULPS lgc10<>+0(SB), Y6, Y8
+
+	// v21 = mul(v20, absDiff)
+	VMULPS Y6, Y8, Y8
+
+	// v22 = sub(absDiff, 0.5)
+	VSUBPS lgc10<>+0(SB), Y6, Y6
+
+	// smoothL1 = where(v19, v21, v22)
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y6, Y6
+
+	// sum(smoothL1) over [Q]
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y1, Y7, Y1
+	VADDPD       Y4, Y6, Y4
+
+	// v85 = mul(diff, diff)
+	VMULPS Y5, Y5, Y5
+
+	// reduce_max(v85) over [Q]
+	VMOVUPS 2560(SP), Y6
+	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VXORPS  lgc18<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VMOVUPS Y6, 2560(SP)
+	INCQ    DX
+	CMPQ    DX, $+2
+	JL      inner_Q_4
+
+	// finish v24
+	VMOVUPS     lgc19<>+0(SB), Y5
+	VCVTPD2PSY  Y1, X5
+	VCVTPD2PSY  Y4, X1
+	VINSERTF128 $0x01, X1, Y5, Y1
+
+	// mean(v24) over [B]
+	MOVQ    state+104(FP), DX
+	VADDPS  256(DX), Y1, Y1
+	VMOVUPS Y1, 256(DX)
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD Y1, 2656(SP)
+	VMOVUPD Y1, 2688(SP)
+	VMOVUPS Y0, 2720(SP)
+	VMOVUPS lgc11<>+0(SB), Y0
+	XORQ    DI, DI
+
+inner_R_5:
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD Y1, 2752(SP)
+	VMOVUPD Y1, 2784(SP)
+	XORQ    R8, R8
+
+inner_Q_6:
+	XORQ    R9, R9
+	IMUL3Q  $+32, DI, R10
+	ADDQ    R10, R9
+	IMUL3Q  $+320, R8, R10
+	ADDQ    R10, R9
+	VMOVUPS 640(SP)(R9*1), Y1
+
+	// v32 = sub(qRandom, -4.1588830833596715)
+	VSUBPS lgc21<>+0(SB), Y1, Y1
+
+	// v33 = div(v32, 1)
+	VDIVPS  Y0, Y1, Y1
+	VMOVUPS 1280(SP)(R9*1), Y4
+	XORQ    R10, R10
+	IMUL3Q  $+32, DI, R11
+	ADDQ    R11, R10
+	VMOVUPS (SP)(R10*1), Y5
+
+	// v34 = sub(qNew, newLogPis)
+	VSUBPS Y5, Y4, Y4
+
+	// v35 = div(v34, 1)
+	VDIVPS  Y0, Y4, Y4
+	VMOVUPS 1920(SP)(R9*1), Y5
+	VMOVUPS 320(SP)(R10*1), Y6
+
+	// v36 = sub(qCurr, currLogPis)
+	VSUBPS Y6, Y5, Y5
+
+	// v37 = div(v36, 1)
+	VDIVPS Y0, Y5, Y5
+
+	// v38 = max(v33, v35)
+	VXORPS lgc18<>+0(SB), Y1, Y6
+	VXORPS lgc18<>+0(SB), Y4, Y8
+	VMINPS Y6, Y8, Y7
+	VMINPS Y8, Y6, Y6
+	VORPS  Y7, Y6, Y6
+	VXORPS lgc18<>+0(SB), Y6, Y6
+
+	// v39 = max(v38, v37)
+	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc18<>+0(SB), Y5, Y8
+	VMINPS Y6, Y8, Y7
+	VMINPS Y8, Y6, Y6
+	VORPS  Y7, Y6, Y6
+	VXORPS lgc18<>+0(SB), Y6, Y6
+
+	// v41 = abs(v39)
+	VMOVUPS lgc18<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y7
+	VMOVUPS lgc15<>+0(SB), Y8
+
+	// v43 = eq(v41, +Inf)
+	VCMPPS  $0x00, Y8, Y7, Y7
+	VANDPS  lgc11<>+0(SB), Y7, Y7
+	VMOVUPS lgc19<>+0(SB), Y8
+
+	// v45 = where(v43, 0, v39)
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y6, Y6
+
+	// v46 = sub(v33, v45)
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y5, 2816(SP)
+	VMOVUPS Y4, 2848(SP)
+
+	// v47 = exp(v46)
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMOVUPS      2848(SP), Y1
 
 	// v48 = sub(v35, v45)
-	VSUBPS Y3, Y2, Y0
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y6, 2880(SP)
 
 	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y0, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y2
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y5, Y5
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y6, Y6
 
 	// v50 = add(v47, v49)
-	VADDPS Y5, Y6, Y0
+	VADDPS  Y6, Y7, Y1
+	VMOVUPS 2816(SP), Y4
+	VMOVUPS 2880(SP), Y5
 
 	// v51 = sub(v37, v45)
-	VSUBPS Y3, Y1, Y1
+	VSUBPS Y5, Y4, Y4
 
 	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y2
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y2, Y6
-	VFMADD213PS  Y2, Y6, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VMAXPS       lgc0<>+0(SB), Y4, Y5
+	VMINPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       lgc2<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc12<>+0(SB), Y5, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
 
 	// v53 = add(v50, v52)
-	VADDPS Y5, Y0, Y0
+	VADDPS Y7, Y1, Y1
 
 	// v54 = log(v53)
-	VCMPPS       $0x11, lgc22<>+0(SB), Y0, Y1
-	VMULPS       lgc23<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y2, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y2
-	VMULPS       lgc10<>+0(SB), Y1, Y5
-	VBLENDVPS    Y2, Y5, Y1, Y1
-	VPSUBD       Y2, Y4, Y4
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc27<>+0(SB), Y5
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y5
-	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc19<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc15<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y5, Y5
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
+	VMULPS       lgc23<>+0(SB), Y1, Y5
+	VBLENDVPS    Y4, Y5, Y1, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPAND        lgc24<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc25<>+0(SB), Y5, Y4
+	VPOR         lgc11<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y4, Y5
+	VMULPS       lgc10<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc27<>+0(SB), Y7
+	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc4<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc16<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc36<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMOVUPS      2880(SP), Y1
 
 	// v55 = add(v54, v45)
-	VADDPS Y3, Y5, Y0
+	VADDPS Y1, Y7, Y1
 
 	// v57 = mul(v55, 5)
-	VMULPS lgc37<>+0(SB), Y0, Y0
+	VMULPS lgc37<>+0(SB), Y1, Y1
 
 	// minQfLoss = mul(v57, 1)
-	VMULPS  lgc11<>+0(SB), Y0, Y0
+	VMULPS  lgc11<>+0(SB), Y1, Y1
 	MOVQ    stateActionValue+96(FP), R9
 	XORQ    R10, R10
 	IMUL3Q  $+256, R8, R11
 	ADDQ    R11, R10
 	ADDQ    AX, R10
-	VMOVUPS (R9)(R10*4), Y1
+	VMOVUPS (R9)(R10*4), Y4
 
 	// v59 = mul(stateActionValue, 5)
-	VMULPS lgc37<>+0(SB), Y1, Y1
+	VMULPS lgc37<>+0(SB), Y4, Y4
 
 	// cqlQLoss = sub(minQfLoss, v59)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y4, Y1, Y1
 
 	// sum(cqlQLoss) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       3008(SP), Y1, Y1
-	VMOVUPD      Y1, 3008(SP)
-	VADDPD       3040(SP), Y0, Y0
-	VMOVUPD      Y0, 3040(SP)
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2752(SP), Y4, Y4
+	VMOVUPD      Y4, 2752(SP)
+	VADDPD       2784(SP), Y1, Y1
+	VMOVUPD      Y1, 2784(SP)
 	INCQ         R8
 	CMPQ         R8, $+2
 	JL           inner_Q_6
 
 	// finish v61
-	VMOVUPD     3008(SP), Y0
-	VMOVUPD     3040(SP), Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     2752(SP), Y1
+	VMOVUPD     2784(SP), Y4
+	VMOVUPS     lgc19<>+0(SB), Y5
+	VCVTPD2PSY  Y1, X5
+	VCVTPD2PSY  Y4, X1
+	VINSERTF128 $0x01, X1, Y5, Y1
 
 	// mean(v61) over [R]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2944(SP), Y1, Y1
-	VMOVUPD      Y1, 2944(SP)
-	VADDPD       2976(SP), Y0, Y0
-	VMOVUPD      Y0, 2976(SP)
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       2656(SP), Y4, Y4
+	VMOVUPD      Y4, 2656(SP)
+	VADDPD       2688(SP), Y1, Y1
+	VMOVUPD      Y1, 2688(SP)
 	INCQ         DI
 	CMPQ         DI, $+10
 	JL           inner_R_5
 
 	// finish v62
-	VMOVUPD     2944(SP), Y0
+	VMOVUPD     2656(SP), Y0
 	VDIVPD      lgc38<>+0(SB), Y0, Y0
-	VMOVUPD     2976(SP), Y1
+	VMOVUPD     2688(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
+	VMOVUPS     lgc19<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
 	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// mean(v62) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
-	VMOVUPS 2912(SP), Y0
+	VMOVUPS 2624(SP), Y0
 	MOVQ    bcSampleLogProb+112(FP), DI
 	VMOVUPS (DI)(BX*4), Y1
 
 	// v65 = mul(v13, bcSampleLogProb)
 	VMULPS  Y1, Y0, Y1
 	MOVQ    bcLogProb+120(FP), DI
-	VMOVUPS (DI)(BX*4), Y2
+	VMOVUPS (DI)(BX*4), Y4
 
 	// v67 = sub(v65, bcLogProb)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y1, Y1
 
 	// mean(v67) over [B]
 	VADDPS  896(DX), Y1, Y1
 	VMOVUPS Y1, 896(DX)
 
 	// finish v72
-	VMOVUPD     2688(SP), Y1
-	VMOVUPD     2720(SP), Y2
+	VMOVUPD     Y2, Y1
+	VMOVUPD     Y3, Y2
 	VMOVUPS     lgc19<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -1365,8 +1354,8 @@ inner_Q_6:
 	VMOVUPS Y0, 1856(DX)
 
 	// finish v86
-	VMOVUPS 2816(SP), Y0
-	VMOVUPS 2880(SP), Y1
+	VMOVUPS 2560(SP), Y0
+	VMOVUPS 2720(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+136(FP), DX
@@ -1906,7 +1895,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, newLogPis *float32, currLogPis *float32, qRandom *float32, qNew *float32, qCurr *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, logAlpha *float32, stateActionValue *float32, state *float64, bcSampleLogProb *float32, bcLogProb *float32, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradBcSampleLogProb *float32, gradLogProb *float32, gradBcLogProb *float32, gradQCurr *float32, gradQNew *float32, gradQRandom *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $5792-216
+TEXT ·fbPass1AVX2(SB), $5248-216
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -2534,12 +2523,9 @@ blocks_8:
 	VMOVUPS    Y5, 2496(SP)
 	VMOVUPS    Y3, 2528(SP)
 	VMOVUPS    lgc15<>+0(SB), Y0
-	VMOVUPS    Y0, 4480(SP)
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VMOVUPS    Y0, 4544(SP)
-	VMOVUPD    lgc17<>+0(SB), Y0
-	VMOVUPD    Y0, 4608(SP)
-	VMOVUPD    Y0, 4640(SP)
+	VMOVUPS    lgc16<>+0(SB), Y1
+	VMOVUPD    lgc17<>+0(SB), Y2
+	VMOVUPD    lgc17<>+0(SB), Y3
 	XORQ       DX, DX
 
 inner_Q_10:
@@ -2548,58 +2534,49 @@ inner_Q_10:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y4
 
 	// reduce_min(nextStateActionValue) over [Q]
-	VMOVUPS 4480(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 4480(SP)
+	VMINPS  Y0, Y4, Y5
+	VMINPS  Y4, Y0, Y0
+	VORPS   Y5, Y0, Y0
 	MOVQ    stateActionValueActor+64(FP), SI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y4
 
 	// v71 = neg(stateActionValueActor)
-	VXORPS lgc18<>+0(SB), Y0, Y0
+	VXORPS lgc18<>+0(SB), Y4, Y4
 
 	// argmax(v71) over [Q]
-	VMOVUPS      4544(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 4544(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y4, Y4, Y7
+	VCMPPS       $0x1e, Y1, Y4, Y5
+	VCMPPS       $0x03, Y1, Y1, Y6
+	VANDNPS      Y7, Y6, Y6
+	VORPS        Y6, Y5, Y5
+	VBLENDVPS    Y5, Y4, Y1, Y1
+	VPMOVSXDQ    X5, Y4
+	VEXTRACTI128 $0x01, Y5, X5
+	VPMOVSXDQ    X5, Y5
 	MOVQ         DX, SI
-	VMOVUPS      lgc19<>+0(SB), Y2
-	VCVTSI2SDQ   SI, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      4608(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 4608(SP)
-	VMOVUPD      4640(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 4640(SP)
+	VMOVUPS      lgc19<>+0(SB), Y6
+	VCVTSI2SDQ   SI, X6, X6
+	VBROADCASTSD X6, Y6
+	VMOVAPD      Y6, Y7
+	VBLENDVPD    Y4, Y7, Y2, Y2
+	VBLENDVPD    Y5, Y6, Y3, Y3
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_10
 
 	// finish v1
-	VMOVUPS   4480(SP), Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+72(FP), DX
 	XORQ      SI, SI
 	ADDQ      AX, SI
-	VPMOVZXBD (DX)(SI*1), Y2
-	VCVTDQ2PS Y2, Y2
+	VPMOVZXBD (DX)(SI*1), Y4
+	VCVTDQ2PS Y4, Y4
 
 	// v6 = sub(1, nextTerminated)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y4, Y1, Y1
 
 	// v8 = mul(0.99, v6)
 	VMULPS lgc20<>+0(SB), Y1, Y1
@@ -2616,40 +2593,38 @@ inner_Q_10:
 	VBROADCASTSS (DX)(DI*4), Y1
 
 	// v13 = exp(logAlpha)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y6, Y6
 	VMOVUPD      lgc17<>+0(SB), Y1
-	VMOVUPD      Y1, 4672(SP)
-	VMOVUPD      Y1, 4704(SP)
-	VMOVUPS      lgc16<>+0(SB), Y1
-	VMOVUPS      Y1, 4736(SP)
-	VMOVUPS      Y0, 4800(SP)
-	VMOVUPS      Y4, 4832(SP)
+	VMOVUPD      lgc17<>+0(SB), Y4
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VMOVUPS      Y5, 4480(SP)
+	VMOVUPS      Y6, 4544(SP)
 	XORQ         DX, DX
 
 inner_Q_11:
@@ -2658,81 +2633,78 @@ inner_Q_11:
 	IMUL3Q  $+256, DX, R10
 	ADDQ    R10, R9
 	ADDQ    AX, R9
-	VMOVUPS (R8)(R9*4), Y0
-	VMOVUPS 4800(SP), Y1
+	VMOVUPS (R8)(R9*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v19 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x11, Y7, Y6, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v20 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y1, Y3
+	VMULPS lgc10<>+0(SB), Y6, Y8
 
 	// v21 = mul(v20, absDiff)
-	VMULPS Y1, Y3, Y3
+	VMULPS Y6, Y8, Y8
 
 	// v22 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y1, Y1
+	VSUBPS lgc10<>+0(SB), Y6, Y6
 
 	// smoothL1 = where(v19, v21, v22)
-	VMOVUPS   lgc19<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y6, Y6
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       4672(SP), Y2, Y2
-	VMOVUPD      Y2, 4672(SP)
-	VADDPD       4704(SP), Y1, Y1
-	VMOVUPD      Y1, 4704(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y1, Y7, Y1
+	VADDPD       Y4, Y6, Y4
 
 	// v85 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y5, Y5, Y5
 
 	// reduce_max(v85) over [Q]
-	VMOVUPS 4736(SP), Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc18<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 4736(SP)
+	VMOVUPS 4480(SP), Y6
+	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VXORPS  lgc18<>+0(SB), Y5, Y5
+	VMINPS  Y6, Y5, Y7
+	VMINPS  Y5, Y6, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  lgc18<>+0(SB), Y6, Y6
+	VMOVUPS Y6, 4480(SP)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_11
 
 	// finish v24
-	VMOVUPD     4672(SP), Y0
-	VMOVUPD     4704(SP), Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc19<>+0(SB), Y5
+	VCVTPD2PSY  Y1, X5
+	VCVTPD2PSY  Y4, X1
+	VINSERTF128 $0x01, X1, Y5, Y1
 
 	// mean(v24) over [B]
 	MOVQ    state+104(FP), DX
-	VADDPS  256(DX), Y0, Y0
-	VMOVUPS Y0, 256(DX)
-	VMOVUPD lgc17<>+0(SB), Y0
-	VMOVUPD Y0, 4864(SP)
-	VMOVUPD Y0, 4896(SP)
+	VADDPS  256(DX), Y1, Y1
+	VMOVUPS Y1, 256(DX)
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD Y1, 4576(SP)
+	VMOVUPD Y1, 4608(SP)
+	VMOVUPS Y0, 4640(SP)
+	VMOVUPS lgc11<>+0(SB), Y0
 	XORQ    R8, R8
 
 inner_R_12:
-	VMOVUPD lgc17<>+0(SB), Y0
-	VMOVUPD Y0, 4928(SP)
-	VMOVUPD Y0, 4960(SP)
+	VMOVUPD lgc17<>+0(SB), Y1
+	VMOVUPD Y1, 4672(SP)
+	VMOVUPD Y1, 4704(SP)
 	XORQ    R9, R9
 
 inner_Q_13:
@@ -2741,25 +2713,24 @@ inner_Q_13:
 	ADDQ    R11, R10
 	IMUL3Q  $+320, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 640(SP)(R10*1), Y0
+	VMOVUPS 640(SP)(R10*1), Y1
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VSUBPS lgc21<>+0(SB), Y1, Y1
 
 	// v33 = div(v32, 1)
-	VDIVPS  Y1, Y0, Y2
-	VMOVUPS 1280(SP)(R10*1), Y3
+	VDIVPS  Y0, Y1, Y1
+	VMOVUPS 1280(SP)(R10*1), Y4
 	XORQ    R11, R11
 	IMUL3Q  $+32, R8, R12
 	ADDQ    R12, R11
-	VMOVUPS (SP)(R11*1), Y4
+	VMOVUPS (SP)(R11*1), Y5
 
 	// v34 = sub(qNew, newLogPis)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y5, Y4, Y4
 
 	// v35 = div(v34, 1)
-	VDIVPS  Y1, Y3, Y4
+	VDIVPS  Y0, Y4, Y4
 	VMOVUPS 1920(SP)(R10*1), Y5
 	VMOVUPS 320(SP)(R11*1), Y6
 
@@ -2767,289 +2738,276 @@ inner_Q_13:
 	VSUBPS Y6, Y5, Y5
 
 	// v37 = div(v36, 1)
-	VDIVPS  Y1, Y5, Y1
-	VMOVUPS Y5, 4992(SP)
-	VMOVUPS Y3, 5024(SP)
+	VDIVPS Y0, Y5, Y5
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y2, Y3
-	VXORPS lgc18<>+0(SB), Y4, Y6
-	VMINPS Y3, Y6, Y5
-	VMINPS Y6, Y3, Y3
-	VORPS  Y5, Y3, Y3
-	VXORPS lgc18<>+0(SB), Y3, Y3
+	VXORPS lgc18<>+0(SB), Y1, Y6
+	VXORPS lgc18<>+0(SB), Y4, Y8
+	VMINPS Y6, Y8, Y7
+	VMINPS Y8, Y6, Y6
+	VORPS  Y7, Y6, Y6
+	VXORPS lgc18<>+0(SB), Y6, Y6
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y3, Y5
-	VXORPS lgc18<>+0(SB), Y1, Y7
-	VMINPS Y5, Y7, Y6
-	VMINPS Y7, Y5, Y5
-	VORPS  Y6, Y5, Y5
-	VXORPS lgc18<>+0(SB), Y5, Y5
+	VXORPS lgc18<>+0(SB), Y6, Y6
+	VXORPS lgc18<>+0(SB), Y5, Y8
+	VMINPS Y6, Y8, Y7
+	VMINPS Y8, Y6, Y6
+	VORPS  Y7, Y6, Y6
+	VXORPS lgc18<>+0(SB), Y6, Y6
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y6
-	VANDNPS Y5, Y6, Y6
-	VMOVUPS Y5, 5056(SP)
-	VMOVUPS lgc15<>+0(SB), Y7
+	VMOVUPS lgc18<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y7
+	VMOVUPS lgc15<>+0(SB), Y8
 
 	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y7, Y6, Y7
+	VCMPPS  $0x00, Y8, Y7, Y7
 	VANDPS  lgc11<>+0(SB), Y7, Y7
-	VMOVUPS Y6, 5088(SP)
-	VMOVUPS Y3, 5120(SP)
-	VMOVUPS Y0, 5152(SP)
-	VMOVUPS lgc19<>+0(SB), Y0
+	VMOVUPS lgc19<>+0(SB), Y8
 
 	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y7, Y3
-	VBLENDVPS Y3, Y0, Y5, Y0
-	VMOVUPS   Y7, 5184(SP)
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y6, Y6
 
 	// v46 = sub(v33, v45)
-	VSUBPS  Y0, Y2, Y3
-	VMOVUPS Y5, 5216(SP)
-	VMOVUPS Y2, 5248(SP)
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y5, 4736(SP)
+	VMOVUPS Y4, 4768(SP)
 
 	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y3, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y5
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y2
-	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
-	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
 	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, Y3, Y6, Y6
-
-	// v48 = sub(v35, v45)
-	VSUBPS  Y0, Y4, Y2
-	VMOVUPS Y3, 5280(SP)
-	VMOVUPS Y4, 5312(SP)
-
-	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y2, Y3
-	VMINPS       lgc1<>+0(SB), Y3, Y3
-	VMULPS       lgc2<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y7
-	VFMADD213PS  Y3, Y7, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc12<>+0(SB), Y3, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
 	VPADDD       lgc13<>+0(SB), Y4, Y4
 	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMOVUPS      4768(SP), Y1
 
-	// v50 = add(v47, v49)
-	VADDPS Y5, Y6, Y3
+	// v48 = sub(v35, v45)
+	VSUBPS  Y6, Y1, Y1
+	VMOVUPS Y6, 4800(SP)
 
-	// v51 = sub(v37, v45)
-	VSUBPS  Y0, Y1, Y4
-	VMOVUPS Y6, 5344(SP)
-	VMOVUPS Y5, 5376(SP)
-	VMOVUPS Y2, 5408(SP)
-
-	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y4, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y5
+	// v49 = exp(v48)
+	VMAXPS       lgc0<>+0(SB), Y1, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
 	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y2
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
 	VMOVAPS      lgc5<>+0(SB), Y6
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y6
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y6
-	VMULPS       Y2, Y2, Y7
-	VFMADD213PS  Y2, Y7, Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y6
 	VADDPS       lgc11<>+0(SB), Y6, Y6
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y5
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
 	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
+	VPSUBD       Y5, Y4, Y4
 	VPADDD       lgc13<>+0(SB), Y5, Y5
 	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
 	VMULPS       Y5, Y6, Y6
-	VMULPS       Y2, Y6, Y6
-	VCMPPS       $0x03, Y4, Y4, Y2
-	VBLENDVPS    Y2, Y4, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y6, Y6
+
+	// v50 = add(v47, v49)
+	VADDPS  Y6, Y7, Y1
+	VMOVUPS 4736(SP), Y4
+	VMOVUPS 4800(SP), Y5
+
+	// v51 = sub(v37, v45)
+	VSUBPS Y5, Y4, Y4
+
+	// v52 = exp(v51)
+	VMAXPS       lgc0<>+0(SB), Y4, Y5
+	VMINPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       lgc2<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc12<>+0(SB), Y5, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y4, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y7, Y7
 
 	// v53 = add(v50, v52)
-	VADDPS  Y6, Y3, Y2
-	VMOVUPS Y3, 5440(SP)
-	VMOVUPS Y6, 5472(SP)
-	VMOVUPS Y4, 5504(SP)
-	VMOVUPS Y1, 5536(SP)
+	VADDPS Y7, Y1, Y1
 
 	// v54 = log(v53)
-	VCMPPS       $0x11, lgc22<>+0(SB), Y2, Y1
-	VMULPS       lgc23<>+0(SB), Y2, Y3
-	VBLENDVPS    Y1, Y3, Y2, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc24<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y4, Y4
-	VPAND        lgc25<>+0(SB), Y3, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc26<>+0(SB), Y1, Y3
-	VMULPS       lgc10<>+0(SB), Y1, Y5
-	VBLENDVPS    Y3, Y5, Y1, Y1
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y3
-	VMOVAPS      lgc27<>+0(SB), Y5
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc34<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc19<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc16<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc19<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc36<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc15<>+0(SB), Y2, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, Y2, Y5, Y5
+	VCMPPS       $0x11, lgc22<>+0(SB), Y1, Y4
+	VMULPS       lgc23<>+0(SB), Y1, Y5
+	VBLENDVPS    Y4, Y5, Y1, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc13<>+0(SB), Y6, Y6
+	VPAND        lgc24<>+0(SB), Y4, Y4
+	VPADDD       Y4, Y6, Y6
+	VPAND        lgc25<>+0(SB), Y5, Y4
+	VPOR         lgc11<>+0(SB), Y4, Y4
+	VCMPPS       $0x1e, lgc26<>+0(SB), Y4, Y5
+	VMULPS       lgc10<>+0(SB), Y4, Y7
+	VBLENDVPS    Y5, Y7, Y4, Y4
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc11<>+0(SB), Y4, Y4
+	VMULPS       Y4, Y4, Y5
+	VMOVAPS      lgc27<>+0(SB), Y7
+	VFMADD213PS  lgc28<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc29<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc30<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc31<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc32<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc33<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc34<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc35<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc4<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y7
+	VADDPS       Y4, Y7, Y7
+	VFMADD231PS  lgc3<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc19<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc16<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc19<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc36<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc15<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc15<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y4
+	VBLENDVPS    Y4, Y1, Y7, Y7
+	VMOVUPS      4800(SP), Y1
 
 	// v55 = add(v54, v45)
-	VADDPS Y0, Y5, Y0
+	VADDPS Y1, Y7, Y1
 
 	// v57 = mul(v55, 5)
-	VMULPS lgc37<>+0(SB), Y0, Y0
+	VMULPS lgc37<>+0(SB), Y1, Y1
 
 	// minQfLoss = mul(v57, 1)
-	VMULPS  lgc11<>+0(SB), Y0, Y0
+	VMULPS  lgc11<>+0(SB), Y1, Y1
 	MOVQ    stateActionValue+96(FP), R10
 	XORQ    R11, R11
 	IMUL3Q  $+256, R9, R12
 	ADDQ    R12, R11
 	ADDQ    AX, R11
-	VMOVUPS (R10)(R11*4), Y1
+	VMOVUPS (R10)(R11*4), Y4
 
 	// v59 = mul(stateActionValue, 5)
-	VMULPS lgc37<>+0(SB), Y1, Y1
+	VMULPS lgc37<>+0(SB), Y4, Y4
 
 	// cqlQLoss = sub(minQfLoss, v59)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y4, Y1, Y1
 
 	// sum(cqlQLoss) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4928(SP), Y1, Y1
-	VMOVUPD      Y1, 4928(SP)
-	VADDPD       4960(SP), Y0, Y0
-	VMOVUPD      Y0, 4960(SP)
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4672(SP), Y4, Y4
+	VMOVUPD      Y4, 4672(SP)
+	VADDPD       4704(SP), Y1, Y1
+	VMOVUPD      Y1, 4704(SP)
 	INCQ         R9
 	CMPQ         R9, $+2
 	JL           inner_Q_13
 
 	// finish v61
-	VMOVUPD     4928(SP), Y0
-	VMOVUPD     4960(SP), Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     4672(SP), Y1
+	VMOVUPD     4704(SP), Y4
+	VMOVUPS     lgc19<>+0(SB), Y5
+	VCVTPD2PSY  Y1, X5
+	VCVTPD2PSY  Y4, X1
+	VINSERTF128 $0x01, X1, Y5, Y1
 
 	// mean(v61) over [R]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       4864(SP), Y1, Y1
-	VMOVUPD      Y1, 4864(SP)
-	VADDPD       4896(SP), Y0, Y0
-	VMOVUPD      Y0, 4896(SP)
+	VCVTPS2PD    X1, Y4
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       4576(SP), Y4, Y4
+	VMOVUPD      Y4, 4576(SP)
+	VADDPD       4608(SP), Y1, Y1
+	VMOVUPD      Y1, 4608(SP)
 	INCQ         R8
 	CMPQ         R8, $+10
 	JL           inner_R_12
 
 	// finish v62
-	VMOVUPD     4864(SP), Y0
-	VDIVPD      lgc38<>+0(SB), Y0, Y0
-	VMOVUPD     4896(SP), Y1
+	VMOVUPD     4576(SP), Y1
 	VDIVPD      lgc38<>+0(SB), Y1, Y1
-	VMOVUPS     lgc19<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     4608(SP), Y4
+	VDIVPD      lgc38<>+0(SB), Y4, Y4
+	VMOVUPS     lgc19<>+0(SB), Y5
+	VCVTPD2PSY  Y1, X5
+	VCVTPD2PSY  Y4, X1
+	VINSERTF128 $0x01, X1, Y5, Y1
 
 	// mean(v62) over [B]
-	VADDPS  576(DX), Y0, Y0
-	VMOVUPS Y0, 576(DX)
-	VMOVUPS 4832(SP), Y0
+	VADDPS  576(DX), Y1, Y1
+	VMOVUPS Y1, 576(DX)
+	VMOVUPS 4544(SP), Y1
 	MOVQ    bcSampleLogProb+112(FP), R8
-	VMOVUPS (R8)(SI*4), Y1
+	VMOVUPS (R8)(SI*4), Y4
 
 	// v65 = mul(v13, bcSampleLogProb)
-	VMULPS  Y1, Y0, Y1
+	VMULPS  Y4, Y1, Y4
 	MOVQ    bcLogProb+120(FP), R8
-	VMOVUPS (R8)(SI*4), Y2
+	VMOVUPS (R8)(SI*4), Y5
 
 	// v67 = sub(v65, bcLogProb)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y5, Y4, Y4
 
 	// mean(v67) over [B]
-	VADDPS  896(DX), Y1, Y1
-	VMOVUPS Y1, 896(DX)
+	VADDPS  896(DX), Y4, Y4
+	VMOVUPS Y4, 896(DX)
 
 	// finish v72
-	VMOVUPD     4608(SP), Y1
-	VMOVUPD     4640(SP), Y2
-	VMOVUPS     lgc19<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPS     lgc19<>+0(SB), Y4
+	VCVTPD2PSY  Y2, X4
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y4, Y2
 
 	// v73 = gather(stateActionValueActor, v72) over Q
 	XORQ       R8, R8
@@ -3057,64 +3015,65 @@ inner_Q_13:
 	ADDQ       R9, R8
 	MOVQ       stateActionValueActor+64(FP), R9
 	LEAQ       (R9)(R8*4), R9
-	VCVTTPS2DQ Y1, Y2
-	VPMAXSD    lgc19<>+0(SB), Y2, Y2
-	VPMINSD    lgc39<>+0(SB), Y2, Y2
-	VPMULLD    lgc40<>+0(SB), Y2, Y2
-	VPADDD     lgc41<>+0(SB), Y2, Y2
-	VMOVUPS    lgc42<>+0(SB), Y3
-	VMOVUPS    lgc19<>+0(SB), Y4
-	VGATHERDPS Y3, (R9)(Y2*4), Y4
+	VCVTTPS2DQ Y2, Y3
+	VPMAXSD    lgc19<>+0(SB), Y3, Y3
+	VPMINSD    lgc39<>+0(SB), Y3, Y3
+	VPMULLD    lgc40<>+0(SB), Y3, Y3
+	VPADDD     lgc41<>+0(SB), Y3, Y3
+	VMOVUPS    lgc42<>+0(SB), Y4
+	VMOVUPS    lgc19<>+0(SB), Y5
+	VGATHERDPS Y4, (R9)(Y3*4), Y5
 	MOVQ       logProb+128(FP), R8
-	VMOVUPS    (R8)(SI*4), Y2
+	VMOVUPS    (R8)(SI*4), Y3
 
 	// v74 = mul(v13, logProb)
-	VMULPS Y2, Y0, Y3
+	VMULPS Y3, Y1, Y4
 
 	// v75 = sub(v74, v73)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y5, Y4, Y4
 
 	// mean(v75) over [B]
-	VADDPS  1216(DX), Y3, Y3
-	VMOVUPS Y3, 1216(DX)
+	VADDPS  1216(DX), Y4, Y4
+	VMOVUPS Y4, 1216(DX)
 
 	// v79 = add(logProb, -6)
-	VADDPS       lgc43<>+0(SB), Y2, Y3
+	VADDPS       lgc43<>+0(SB), Y3, Y4
 	MOVQ         logAlpha+88(FP), R8
-	VBROADCASTSS (R8)(DI*4), Y4
+	VBROADCASTSS (R8)(DI*4), Y5
 
 	// v80 = mul(logAlpha, v79)
-	VMULPS Y3, Y4, Y4
+	VMULPS Y4, Y5, Y5
 
 	// v81 = neg(v80)
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS lgc18<>+0(SB), Y5, Y5
 
 	// mean(v81) over [B]
-	VADDPS  1536(DX), Y4, Y4
-	VMOVUPS Y4, 1536(DX)
+	VADDPS  1536(DX), Y5, Y5
+	VMOVUPS Y5, 1536(DX)
 
 	// v83 = neg(logProb)
-	VXORPS lgc18<>+0(SB), Y2, Y2
+	VXORPS lgc18<>+0(SB), Y3, Y3
 
 	// mean(v83) over [B]
-	VADDPS  1856(DX), Y2, Y2
-	VMOVUPS Y2, 1856(DX)
-	VMOVUPS Y1, 5568(SP)
+	VADDPS  1856(DX), Y3, Y3
+	VMOVUPS Y3, 1856(DX)
 
 	// finish v86
-	VMOVUPS 4736(SP), Y1
+	VMOVUPS 4480(SP), Y3
 
 	// v90 = mul(-0.00390625, v79)
-	VMULPS lgc46<>+0(SB), Y3, Y2
+	VMULPS lgc46<>+0(SB), Y4, Y4
 
 	// sum(v90) over [B]
-	VADDPS  2176(DX), Y2, Y2
-	VMOVUPS Y2, 2176(DX)
+	VADDPS  2176(DX), Y4, Y4
+	VMOVUPS Y4, 2176(DX)
 
 	// v92 = mul(0.00390625, v13)
-	VMULPS  lgc47<>+0(SB), Y0, Y0
-	VMOVUPS Y1, 5600(SP)
-	VMOVUPS Y0, 5632(SP)
+	VMULPS  lgc47<>+0(SB), Y1, Y1
+	VMOVUPS Y3, 4832(SP)
+	VMOVUPS Y1, 4864(SP)
+	VMOVUPS lgc19<>+0(SB), Y1
+	VMOVUPS lgc46<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_Q_14:
@@ -3123,49 +3082,47 @@ inner_Q_14:
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 4800(SP), Y1
+	VMOVUPS (DI)(R8*4), Y4
+	VMOVUPS 4640(SP), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y5, Y4, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc18<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 
 	// v19 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x11, Y0, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v20 = mul(0.5, absDiff)
-	VMULPS       lgc10<>+0(SB), Y1, Y3
+	VMULPS       lgc10<>+0(SB), Y5, Y7
 	XORQ         DI, DI
 	MOVQ         DX, R9
 	ADDQ         R9, DI
-	VMOVD        DI, X4
-	VPBROADCASTD X4, Y4
-	VCVTDQ2PS    Y4, Y4
-	VMOVUPS      5568(SP), Y5
+	VMOVD        DI, X8
+	VPBROADCASTD X8, Y8
+	VCVTDQ2PS    Y8, Y8
 
 	// v94 = eq(v93, v72)
-	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc11<>+0(SB), Y4, Y4
-	VMOVUPS lgc46<>+0(SB), Y5
-	VMOVUPS lgc19<>+0(SB), Y6
+	VCMPPS $0x00, Y2, Y8, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// gradStateActionValueActor = where(v94, -0.00390625, 0)
-	VMOVUPS   lgc19<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y6, Y4
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y3, Y1, Y8
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+136(FP), DI
-	VMOVUPS Y4, (DI)(R8*4)
-	VMOVUPS Y0, 5664(SP)
-	VMOVUPS Y1, 5696(SP)
-	VMOVUPS Y2, 5728(SP)
-	VMOVUPS Y3, 5760(SP)
+	VMOVUPS Y8, (DI)(R8*4)
+	VMOVUPS Y4, 4896(SP)
+	VMOVUPS Y5, 4928(SP)
+	VMOVUPS Y6, 4960(SP)
+	VMOVUPS Y7, 4992(SP)
+	VMOVUPS lgc15<>+0(SB), Y4
+	VMOVUPS lgc48<>+0(SB), Y5
 	XORQ    DI, DI
 
 inner_R_15:
@@ -3174,321 +3131,330 @@ inner_R_15:
 	ADDQ    R10, R9
 	IMUL3Q  $+320, DX, R10
 	ADDQ    R10, R9
-	VMOVUPS 640(SP)(R9*1), Y0
+	VMOVUPS 640(SP)(R9*1), Y6
 
 	// v32 = sub(qRandom, -4.1588830833596715)
-	VSUBPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VSUBPS lgc21<>+0(SB), Y6, Y6
 
 	// v33 = div(v32, 1)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS 1280(SP)(R9*1), Y2
+	VDIVPS  Y0, Y6, Y6
+	VMOVUPS 1280(SP)(R9*1), Y7
 	XORQ    R10, R10
 	IMUL3Q  $+32, DI, R11
 	ADDQ    R11, R10
-	VMOVUPS (SP)(R10*1), Y3
+	VMOVUPS (SP)(R10*1), Y8
 
 	// v34 = sub(qNew, newLogPis)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y8, Y7, Y7
 
 	// v35 = div(v34, 1)
-	VDIVPS  Y1, Y2, Y2
-	VMOVUPS 1920(SP)(R9*1), Y3
-	VMOVUPS 320(SP)(R10*1), Y4
+	VDIVPS  Y0, Y7, Y7
+	VMOVUPS 1920(SP)(R9*1), Y8
+	VMOVUPS 320(SP)(R10*1), Y9
 
 	// v36 = sub(qCurr, currLogPis)
-	VSUBPS Y4, Y3, Y3
+	VSUBPS Y9, Y8, Y8
 
 	// v37 = div(v36, 1)
-	VDIVPS Y1, Y3, Y3
+	VDIVPS Y0, Y8, Y8
 
 	// v38 = max(v33, v35)
-	VXORPS lgc18<>+0(SB), Y0, Y4
-	VXORPS lgc18<>+0(SB), Y2, Y6
-	VMINPS Y4, Y6, Y5
-	VMINPS Y6, Y4, Y4
-	VORPS  Y5, Y4, Y4
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS  lgc18<>+0(SB), Y6, Y9
+	VXORPS  lgc18<>+0(SB), Y7, Y11
+	VMINPS  Y9, Y11, Y10
+	VMINPS  Y11, Y9, Y9
+	VORPS   Y10, Y9, Y9
+	VXORPS  lgc18<>+0(SB), Y9, Y9
+	VMOVUPS Y7, 5024(SP)
 
 	// v39 = max(v38, v37)
-	VXORPS lgc18<>+0(SB), Y4, Y4
-	VXORPS lgc18<>+0(SB), Y3, Y6
-	VMINPS Y4, Y6, Y5
-	VMINPS Y6, Y4, Y4
-	VORPS  Y5, Y4, Y4
-	VXORPS lgc18<>+0(SB), Y4, Y4
+	VXORPS lgc18<>+0(SB), Y9, Y7
+	VXORPS lgc18<>+0(SB), Y8, Y10
+	VMINPS Y7, Y10, Y9
+	VMINPS Y10, Y7, Y7
+	VORPS  Y9, Y7, Y7
+	VXORPS lgc18<>+0(SB), Y7, Y7
 
 	// v41 = abs(v39)
-	VMOVUPS lgc18<>+0(SB), Y5
-	VANDNPS Y4, Y5, Y5
-	VMOVUPS lgc15<>+0(SB), Y6
+	VMOVUPS lgc18<>+0(SB), Y9
+	VANDNPS Y7, Y9, Y9
 
 	// v43 = eq(v41, +Inf)
-	VCMPPS  $0x00, Y6, Y5, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
-	VMOVUPS lgc19<>+0(SB), Y6
+	VCMPPS $0x00, Y4, Y9, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y9
 
 	// v45 = where(v43, 0, v39)
-	VMOVUPS   lgc19<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VMOVUPS   lgc19<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y1, Y7, Y7
 
 	// v46 = sub(v33, v45)
-	VSUBPS Y4, Y0, Y0
+	VSUBPS  Y7, Y6, Y6
+	VMOVUPS Y8, 5056(SP)
+	VMOVUPS Y7, 5088(SP)
 
 	// v47 = exp(v46)
-	VMAXPS       lgc0<>+0(SB), Y0, Y5
-	VMINPS       lgc1<>+0(SB), Y5, Y5
-	VMULPS       lgc2<>+0(SB), Y5, Y7
-	VROUNDPS     $0x00, Y7, Y7
-	VFNMADD231PS lgc3<>+0(SB), Y7, Y5
-	VFNMADD231PS lgc4<>+0(SB), Y7, Y5
-	VMOVAPS      lgc5<>+0(SB), Y8
-	VFMADD213PS  lgc6<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc7<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc8<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
-	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
-	VMULPS       Y5, Y5, Y9
-	VFMADD213PS  Y5, Y9, Y8
-	VADDPS       lgc11<>+0(SB), Y8, Y8
-	VCVTPS2DQ    Y7, Y5
-	VPMAXSD      lgc12<>+0(SB), Y5, Y7
-	VPMINSD      lgc13<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y5, Y5
+	VMAXPS       lgc0<>+0(SB), Y6, Y7
+	VMINPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       lgc2<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc12<>+0(SB), Y7, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
 	VPADDD       lgc13<>+0(SB), Y7, Y7
 	VPSLLD       $0x17, Y7, Y7
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VMULPS       Y7, Y8, Y8
-	VMULPS       Y5, Y8, Y8
-	VCMPPS       $0x03, Y0, Y0, Y5
-	VBLENDVPS    Y5, Y0, Y8, Y8
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
+	VMOVUPS      5024(SP), Y6
+	VMOVUPS      5088(SP), Y7
 
 	// v48 = sub(v35, v45)
-	VSUBPS Y4, Y2, Y0
+	VSUBPS  Y7, Y6, Y6
+	VMOVUPS Y9, 5120(SP)
 
 	// v49 = exp(v48)
-	VMAXPS       lgc0<>+0(SB), Y0, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y5
-	VROUNDPS     $0x00, Y5, Y5
-	VFNMADD231PS lgc3<>+0(SB), Y5, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y5, Y2
-	VMOVAPS      lgc5<>+0(SB), Y7
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y7
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y7
-	VMULPS       Y2, Y2, Y9
-	VFMADD213PS  Y2, Y9, Y7
-	VADDPS       lgc11<>+0(SB), Y7, Y7
-	VCVTPS2DQ    Y5, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y5
-	VPMINSD      lgc13<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y5, Y5
-	VPSLLD       $0x17, Y5, Y5
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y5, Y7, Y7
-	VMULPS       Y2, Y7, Y7
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y7, Y7
+	VMAXPS       lgc0<>+0(SB), Y6, Y7
+	VMINPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       lgc2<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc12<>+0(SB), Y7, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc13<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
+	VMOVUPS      5120(SP), Y6
 
 	// v50 = add(v47, v49)
-	VADDPS Y7, Y8, Y0
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 5056(SP), Y7
+	VMOVUPS 5088(SP), Y8
 
 	// v51 = sub(v37, v45)
-	VSUBPS Y4, Y3, Y2
+	VSUBPS  Y8, Y7, Y7
+	VMOVUPS Y9, 5152(SP)
+	VMOVUPS Y6, 5184(SP)
 
 	// v52 = exp(v51)
-	VMAXPS       lgc0<>+0(SB), Y2, Y3
-	VMINPS       lgc1<>+0(SB), Y3, Y3
-	VMULPS       lgc2<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
-	VMOVAPS      lgc5<>+0(SB), Y5
-	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y9
-	VFMADD213PS  Y3, Y9, Y5
-	VADDPS       lgc11<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc12<>+0(SB), Y3, Y4
-	VPMINSD      lgc13<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y2, Y2, Y3
-	VBLENDVPS    Y3, Y2, Y5, Y5
+	VMAXPS       lgc0<>+0(SB), Y7, Y6
+	VMINPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       lgc2<>+0(SB), Y6, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMULPS       Y6, Y6, Y10
+	VFMADD213PS  Y6, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y6
+	VPMAXSD      lgc12<>+0(SB), Y6, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y6, Y9, Y9
+	VCMPPS       $0x03, Y7, Y7, Y6
+	VBLENDVPS    Y6, Y7, Y9, Y9
+	VMOVUPS      5184(SP), Y6
 
 	// v53 = add(v50, v52)
-	VADDPS  Y5, Y0, Y0
-	VMOVUPS lgc48<>+0(SB), Y2
+	VADDPS Y9, Y6, Y6
 
 	// v98 = div(0.001953125, v53)
-	VDIVPS Y0, Y2, Y0
+	VDIVPS Y6, Y5, Y6
 
 	// v99 = ne(v98, 0)
-	VCMPPS $0x04, Y6, Y0, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y1, Y6, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v100 = mul(v98, v52)
-	VMULPS Y5, Y0, Y3
+	VMULPS Y9, Y6, Y8
 
 	// v101 = where(v99, v100, v98)
-	VMOVUPS   lgc19<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y0, Y3
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y6, Y8
+	VMOVUPS   5152(SP), Y9
 
 	// v102 = mul(v98, v49)
-	VMULPS Y7, Y0, Y4
+	VMULPS Y9, Y6, Y9
 
 	// v103 = where(v99, v102, v98)
-	VMOVUPS   lgc19<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y4, Y0, Y4
+	VMOVUPS   lgc19<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y9, Y6, Y9
+	VMOVUPS   5120(SP), Y10
 
 	// v104 = mul(v98, v47)
-	VMULPS Y8, Y0, Y5
+	VMULPS  Y10, Y6, Y10
+	VMOVUPS Y9, 5216(SP)
 
 	// v105 = where(v99, v104, v98)
-	VMOVUPS   lgc19<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y5, Y0, Y0
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y10, Y6, Y6
 
 	// gradQCurr = div(v101, 1)
-	VDIVPS Y1, Y3, Y2
+	VDIVPS Y0, Y8, Y7
 
 	// store gradQCurr
-	VMOVUPS Y2, 2560(SP)(R9*1)
+	VMOVUPS Y7, 2560(SP)(R9*1)
+	VMOVUPS 5216(SP), Y7
 
 	// gradQNew = div(v103, 1)
-	VDIVPS Y1, Y4, Y2
+	VDIVPS Y0, Y7, Y7
 
 	// store gradQNew
-	VMOVUPS Y2, 3200(SP)(R9*1)
+	VMOVUPS Y7, 3200(SP)(R9*1)
 
 	// gradQRandom = div(v105, 1)
-	VDIVPS Y1, Y0, Y0
+	VDIVPS Y0, Y6, Y6
 
 	// store gradQRandom
-	VMOVUPS Y0, 3840(SP)(R9*1)
+	VMOVUPS Y6, 3840(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+10
 	JL      inner_R_15
-	VMOVUPS 5728(SP), Y0
-	VMOVUPS lgc47<>+0(SB), Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VMOVUPS 4960(SP), Y4
+	VMOVUPS lgc47<>+0(SB), Y5
 
 	// v109 = where(v19, 0.00390625, 0)
-	VMOVUPS   lgc19<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y3
-
-	// v110 = where(v19, 0, 0.00390625)
-	VMOVUPS   lgc19<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y0, Y4
-	VBLENDVPS Y4, Y2, Y1, Y0
-
-	// v111 = ne(v109, 0)
-	VCMPPS  $0x04, Y2, Y3, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS 5696(SP), Y4
-
-	// v112 = mul(v109, absDiff)
-	VMULPS Y4, Y3, Y4
-
-	// v113 = where(v111, v112, v109)
-	VMOVUPS   lgc19<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y4, Y3, Y4
-	VMOVUPS   5760(SP), Y5
-
-	// v114 = mul(v109, v20)
-	VMULPS Y5, Y3, Y5
-
-	// v115 = where(v111, v114, v109)
-	VMOVUPS   lgc19<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y1, Y6
-	VBLENDVPS Y6, Y5, Y3, Y1
-
-	// v116 = add(v110, v115)
-	VADDPS Y1, Y0, Y0
-
-	// v117 = mul(v113, 0.5)
-	VMULPS lgc10<>+0(SB), Y4, Y1
-
-	// v118 = add(v116, v117)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS 5664(SP), Y1
-
-	// v119 = gt(diff, 0)
-	VCMPPS $0x1e, Y2, Y1, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
-
-	// v120 = lt(diff, 0)
-	VCMPPS $0x11, Y2, Y1, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
-
-	// v122 = mul(diff, 0)
-	VMULPS  lgc19<>+0(SB), Y1, Y1
-	VMOVUPS lgc49<>+0(SB), Y5
-
-	// v123 = where(v120, -1, v122)
 	VMOVUPS   lgc19<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y1
-	VMOVUPS   lgc11<>+0(SB), Y4
+	VBLENDVPS Y6, Y5, Y1, Y6
+
+	// v110 = where(v19, 0, 0.00390625)
+	VMOVUPS   lgc19<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y4, Y7
+	VBLENDVPS Y7, Y1, Y5, Y4
+
+	// v111 = ne(v109, 0)
+	VCMPPS  $0x04, Y1, Y6, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VMOVUPS 4928(SP), Y7
+
+	// v112 = mul(v109, absDiff)
+	VMULPS Y7, Y6, Y7
+
+	// v113 = where(v111, v112, v109)
+	VMOVUPS   lgc19<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y7, Y6, Y7
+	VMOVUPS   4992(SP), Y8
+
+	// v114 = mul(v109, v20)
+	VMULPS Y8, Y6, Y8
+
+	// v115 = where(v111, v114, v109)
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y8, Y6, Y5
+
+	// v116 = add(v110, v115)
+	VADDPS Y5, Y4, Y4
+
+	// v117 = mul(v113, 0.5)
+	VMULPS lgc10<>+0(SB), Y7, Y5
+
+	// v118 = add(v116, v117)
+	VADDPS  Y5, Y4, Y4
+	VMOVUPS 4896(SP), Y5
+
+	// v119 = gt(diff, 0)
+	VCMPPS $0x1e, Y1, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
+
+	// v120 = lt(diff, 0)
+	VCMPPS $0x11, Y1, Y5, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
+
+	// v122 = mul(diff, 0)
+	VMULPS  lgc19<>+0(SB), Y5, Y5
+	VMOVUPS lgc49<>+0(SB), Y8
+
+	// v123 = where(v120, -1, v122)
+	VMOVUPS   lgc19<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y5, Y5
 
 	// v124 = where(v119, 1, v123)
-	VMOVUPS   lgc19<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y3, Y5
-	VBLENDVPS Y5, Y4, Y1, Y1
+	VMOVUPS   lgc19<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y0, Y5, Y5
 
 	// v125 = ne(v118, 0)
-	VCMPPS $0x04, Y2, Y0, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y1, Y4, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v126 = mul(v118, v124)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y5, Y4, Y5
 
 	// v127 = where(v125, v126, v118)
-	VMOVUPS   lgc19<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y1, Y0, Y0
+	VMOVUPS   lgc19<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y4, Y4
 
 	// gradStateActionValue = add(-0.01953125, v127)
-	VADDPS lgc50<>+0(SB), Y0, Y0
+	VADDPS lgc50<>+0(SB), Y4, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+144(FP), DI
-	VMOVUPS Y0, (DI)(R8*4)
+	VMOVUPS Y4, (DI)(R8*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_14
-	VMOVUPS 5632(SP), Y0
-	VMOVUPS lgc46<>+0(SB), Y1
-	VMOVUPS 4800(SP), Y2
+	VMOVUPS 4864(SP), Y0
+	VMOVUPS 4640(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+152(FP), DX
-	VMOVUPS Y2, (DX)(SI*4)
-	VMOVUPS 5600(SP), Y2
+	VMOVUPS Y1, (DX)(SI*4)
+	VMOVUPS 4832(SP), Y1
 
 	// store tdError
 	MOVQ    tDError+160(FP), DX
-	VMOVUPS Y2, (DX)(SI*4)
+	VMOVUPS Y1, (DX)(SI*4)
 
 	// store gradBcSampleLogProb
 	MOVQ    gradBcSampleLogProb+168(FP), DX
@@ -3498,7 +3464,7 @@ inner_R_15:
 
 	// store gradBcLogProb
 	MOVQ    gradBcLogProb+184(FP), DX
-	VMOVUPS Y1, (DX)(SI*4)
+	VMOVUPS Y3, (DX)(SI*4)
 
 	// flush the tile of gradQCurr
 	MOVQ       gradQCurr+192(FP), DX

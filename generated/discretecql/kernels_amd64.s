@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $680-88
+TEXT ·pass0AVX2(SB), $584-88
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -96,30 +96,32 @@ blocks_1:
 	VMOVUPS    Y2, 192(SP)
 	VMOVUPS    Y4, 224(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 256(SP)
-	XORQ       DX, DX
 
-inner_A_3:
-	XORQ    BX, BX
-	IMUL3Q  $+32, DX, SI
-	ADDQ    SI, BX
-	VMOVUPS (SP)(BX*1), Y0
-
-	// reduce_max(nextActionValue) over [A]
-	VMOVUPS 256(SP), Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 256(SP)
-	INCQ    DX
-	CMPQ    DX, $+4
-	JL      inner_A_3
+	// reduce_max(nextActionValue) over [A], pairwise
+	VMOVUPS lgc2<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y3
+	VMINPS  Y2, Y3, Y4
+	VMINPS  Y3, Y2, Y3
+	VORPS   Y4, Y3, Y3
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VMINPS  Y3, Y4, Y2
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y2, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
 
 	// finish v2
-	VMOVUPS 256(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 256(SP)
+	VMOVUPD Y1, 288(SP)
 	VMOVUPD lgc3<>+0(SB), Y1
 	VMOVUPD Y1, 320(SP)
 	VMOVUPD Y1, 352(SP)
@@ -129,140 +131,135 @@ inner_A_3:
 	VMOVUPD lgc3<>+0(SB), Y1
 	VMOVUPD Y1, 448(SP)
 	VMOVUPD Y1, 480(SP)
-	VMOVUPD lgc3<>+0(SB), Y1
-	VMOVUPD Y1, 512(SP)
-	VMOVUPD Y1, 544(SP)
-	VMOVUPS Y0, 576(SP)
 	XORQ    DX, DX
 
-inner_A_4:
+inner_A_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS (SP)(BX*1), Y0
-	VMOVUPS 576(SP), Y1
+	VMOVUPS (SP)(BX*1), Y1
 
 	// v3 = eq(nextActionValue, v2)
-	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc4<>+0(SB), Y1, Y1
+	VCMPPS $0x00, Y0, Y1, Y2
+	VANDPS lgc4<>+0(SB), Y2, Y2
 
 	// v4 = mul(nextActionValue, v3)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y2, Y1, Y1
 
 	// sum(v4) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       320(SP), Y1, Y1
-	VMOVUPD      Y1, 320(SP)
-	VADDPD       352(SP), Y0, Y0
-	VMOVUPD      Y0, 352(SP)
-	VMOVUPS      128(SP)(BX*1), Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       256(SP), Y2, Y2
+	VMOVUPD      Y2, 256(SP)
+	VADDPD       288(SP), Y1, Y1
+	VMOVUPD      Y1, 288(SP)
+	VMOVUPS      128(SP)(BX*1), Y1
 	MOVQ         action+32(FP), BX
 	XORQ         SI, SI
 	IMUL3Q       $+4, AX, DI
 	ADDQ         DI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
-	MOVQ         $+0, 608(SP)
+	MOVQ         $+0, 512(SP)
 	MOVB         (BX)(SI*1), DI
-	MOVB         DI, 608(SP)
+	MOVB         DI, 512(SP)
 	MOVB         4(BX)(SI*1), DI
-	MOVB         DI, 609(SP)
+	MOVB         DI, 513(SP)
 	MOVB         8(BX)(SI*1), DI
-	MOVB         DI, 610(SP)
+	MOVB         DI, 514(SP)
 	MOVB         12(BX)(SI*1), DI
-	MOVB         DI, 611(SP)
+	MOVB         DI, 515(SP)
 	MOVB         16(BX)(SI*1), DI
-	MOVB         DI, 612(SP)
+	MOVB         DI, 516(SP)
 	MOVB         20(BX)(SI*1), DI
-	MOVB         DI, 613(SP)
+	MOVB         DI, 517(SP)
 	MOVB         24(BX)(SI*1), DI
-	MOVB         DI, 614(SP)
+	MOVB         DI, 518(SP)
 	MOVB         28(BX)(SI*1), DI
-	MOVB         DI, 615(SP)
-	VPMOVZXBD    608(SP), Y1
-	VCVTDQ2PS    Y1, Y1
+	MOVB         DI, 519(SP)
+	VPMOVZXBD    512(SP), Y2
+	VCVTDQ2PS    Y2, Y2
 
 	// v7 = mul(actionValue, action)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y2, Y1, Y2
 
 	// sum(v7) over [A]
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       320(SP), Y3, Y3
+	VMOVUPD      Y3, 320(SP)
+	VADDPD       352(SP), Y2, Y2
+	VMOVUPD      Y2, 352(SP)
+
+	// logsumexp(actionValue) over [A]
+	VMAXPS       lgc5<>+0(SB), Y1, Y2
+	VMINPS       lgc6<>+0(SB), Y2, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VMOVAPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y3
+	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	MOVQ         state+40(FP), BX
+	VANDPS       1344(BX), Y2, Y2
+	VMOVUPS      Y2, 1344(BX)
+	VCVTPS2PD    X4, Y2
+	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       384(SP), Y2, Y2
+	VMOVUPD      Y2, 384(SP)
+	VADDPD       416(SP), Y3, Y2
+	VMOVUPD      Y2, 416(SP)
+
+	// mean(actionValue) over [A]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       384(SP), Y2, Y2
-	VMOVUPD      Y2, 384(SP)
-	VADDPD       416(SP), Y1, Y1
-	VMOVUPD      Y1, 416(SP)
-
-	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	MOVQ         state+40(FP), BX
-	VANDPS       1344(BX), Y1, Y1
-	VMOVUPS      Y1, 1344(BX)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       448(SP), Y1, Y1
-	VMOVUPD      Y1, 448(SP)
-	VADDPD       480(SP), Y2, Y1
+	VADDPD       448(SP), Y2, Y2
+	VMOVUPD      Y2, 448(SP)
+	VADDPD       480(SP), Y1, Y1
 	VMOVUPD      Y1, 480(SP)
-
-	// mean(actionValue) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       512(SP), Y1, Y1
-	VMOVUPD      Y1, 512(SP)
-	VADDPD       544(SP), Y0, Y0
-	VMOVUPD      Y0, 544(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_4
+	JL           inner_A_3
 
 	// finish nextChosenActionValue
-	VMOVUPD     320(SP), Y0
-	VMOVUPD     352(SP), Y1
+	VMOVUPD     256(SP), Y0
+	VMOVUPD     288(SP), Y1
 	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// finish predValIndex
-	VMOVUPD     384(SP), Y1
-	VMOVUPD     416(SP), Y2
+	VMOVUPD     320(SP), Y1
+	VMOVUPD     352(SP), Y2
 	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -303,11 +300,11 @@ inner_A_4:
 	// mean(v23) over [B]
 	VADDPS  256(BX), Y4, Y4
 	VMOVUPS Y4, 256(BX)
-	VMOVUPS Y2, 616(SP)
-	VMOVUPS Y0, 648(SP)
+	VMOVUPS Y2, 520(SP)
+	VMOVUPS Y0, 552(SP)
 
 	// finish v25
-	VMOVUPD     448(SP), Y0
+	VMOVUPD     384(SP), Y0
 	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
 	VMULPD      lgc23<>+0(SB), Y0, Y4
 	VBLENDVPD   Y2, Y4, Y0, Y4
@@ -355,7 +352,7 @@ inner_A_4:
 	VBLENDVPD   Y4, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y4
 	VBLENDVPD   Y4, Y0, Y2, Y2
-	VMOVUPD     480(SP), Y0
+	VMOVUPD     416(SP), Y0
 	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y4
 	VMULPD      lgc23<>+0(SB), Y0, Y5
 	VBLENDVPD   Y4, Y5, Y0, Y5
@@ -416,9 +413,9 @@ inner_A_4:
 	VMOVUPS Y0, 576(BX)
 
 	// finish v29
-	VMOVUPD     512(SP), Y0
+	VMOVUPD     448(SP), Y0
 	VDIVPD      lgc44<>+0(SB), Y0, Y0
-	VMOVUPD     544(SP), Y1
+	VMOVUPD     480(SP), Y1
 	VDIVPD      lgc44<>+0(SB), Y1, Y1
 	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
@@ -428,12 +425,12 @@ inner_A_4:
 	// mean(v29) over [B]
 	VADDPS  896(BX), Y0, Y0
 	VMOVUPS Y0, 896(BX)
-	VMOVUPS 648(SP), Y0
+	VMOVUPS 552(SP), Y0
 
 	// mean(valueTarget) over [B]
 	VADDPS  1216(BX), Y0, Y1
 	VMOVUPS Y1, 1216(BX)
-	VMOVUPS 616(SP), Y1
+	VMOVUPS 520(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+64(FP), DX
@@ -447,7 +444,7 @@ inner_A_4:
 	MOVQ         tDError+80(FP), DX
 	VMOVUPS      Y3, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_5
+	JNZ          noflush_4
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
@@ -504,7 +501,7 @@ inner_A_4:
 	VMOVUPS      Y1, 1472(CX)
 	MOVQ         $+8, CX
 
-noflush_5:
+noflush_4:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_2
@@ -964,13 +961,13 @@ TEXT ·pass1AVX2(SB), $0-32
 
 // func fbPass0AVX2(lo int, hi int, nextActionValue *float32, actionValue *float32, action *bool, state *float64, nextTerminated *bool, nextReward *float32, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $944-96
+TEXT ·fbPass0AVX2(SB), $784-96
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_7
+	JGE  chunkdone_6
 
-blocks_6:
+blocks_5:
 	// tile nextActionValue
 	MOVQ       nextActionValue+16(FP), DX
 	XORQ       BX, BX
@@ -1054,30 +1051,32 @@ blocks_6:
 	VMOVUPS    Y2, 192(SP)
 	VMOVUPS    Y4, 224(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 384(SP)
-	XORQ       DX, DX
 
-inner_A_8:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-
-	// reduce_max(nextActionValue) over [A]
-	VMOVUPS 384(SP), Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc2<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 384(SP)
-	INCQ    DX
-	CMPQ    DX, $+4
-	JL      inner_A_8
+	// reduce_max(nextActionValue) over [A], pairwise
+	VMOVUPS lgc2<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y3
+	VMINPS  Y2, Y3, Y4
+	VMINPS  Y3, Y2, Y3
+	VORPS   Y4, Y3, Y3
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VMINPS  Y3, Y4, Y2
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y2, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
 
 	// finish v2
-	VMOVUPS 384(SP), Y0
+	VMOVUPD lgc3<>+0(SB), Y1
+	VMOVUPD Y1, 384(SP)
+	VMOVUPD Y1, 416(SP)
 	VMOVUPD lgc3<>+0(SB), Y1
 	VMOVUPD Y1, 448(SP)
 	VMOVUPD Y1, 480(SP)
@@ -1087,140 +1086,135 @@ inner_A_8:
 	VMOVUPD lgc3<>+0(SB), Y1
 	VMOVUPD Y1, 576(SP)
 	VMOVUPD Y1, 608(SP)
-	VMOVUPD lgc3<>+0(SB), Y1
-	VMOVUPD Y1, 640(SP)
-	VMOVUPD Y1, 672(SP)
-	VMOVUPS Y0, 704(SP)
 	XORQ    DX, DX
 
-inner_A_9:
+inner_A_7:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-	VMOVUPS 704(SP), Y1
+	VMOVUPS (SP)(SI*1), Y1
 
 	// v3 = eq(nextActionValue, v2)
-	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc4<>+0(SB), Y1, Y1
+	VCMPPS $0x00, Y0, Y1, Y2
+	VANDPS lgc4<>+0(SB), Y2, Y2
 
 	// v4 = mul(nextActionValue, v3)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y2, Y1, Y1
 
 	// sum(v4) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       448(SP), Y1, Y1
-	VMOVUPD      Y1, 448(SP)
-	VADDPD       480(SP), Y0, Y0
-	VMOVUPD      Y0, 480(SP)
-	VMOVUPS      128(SP)(SI*1), Y0
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       384(SP), Y2, Y2
+	VMOVUPD      Y2, 384(SP)
+	VADDPD       416(SP), Y1, Y1
+	VMOVUPD      Y1, 416(SP)
+	VMOVUPS      128(SP)(SI*1), Y1
 	MOVQ         action+32(FP), SI
 	XORQ         DI, DI
 	IMUL3Q       $+4, AX, R8
 	ADDQ         R8, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
-	MOVQ         $+0, 736(SP)
+	MOVQ         $+0, 640(SP)
 	MOVB         (SI)(DI*1), R8
-	MOVB         R8, 736(SP)
+	MOVB         R8, 640(SP)
 	MOVB         4(SI)(DI*1), R8
-	MOVB         R8, 737(SP)
+	MOVB         R8, 641(SP)
 	MOVB         8(SI)(DI*1), R8
-	MOVB         R8, 738(SP)
+	MOVB         R8, 642(SP)
 	MOVB         12(SI)(DI*1), R8
-	MOVB         R8, 739(SP)
+	MOVB         R8, 643(SP)
 	MOVB         16(SI)(DI*1), R8
-	MOVB         R8, 740(SP)
+	MOVB         R8, 644(SP)
 	MOVB         20(SI)(DI*1), R8
-	MOVB         R8, 741(SP)
+	MOVB         R8, 645(SP)
 	MOVB         24(SI)(DI*1), R8
-	MOVB         R8, 742(SP)
+	MOVB         R8, 646(SP)
 	MOVB         28(SI)(DI*1), R8
-	MOVB         R8, 743(SP)
-	VPMOVZXBD    736(SP), Y1
-	VCVTDQ2PS    Y1, Y1
+	MOVB         R8, 647(SP)
+	VPMOVZXBD    640(SP), Y2
+	VCVTDQ2PS    Y2, Y2
 
 	// v7 = mul(actionValue, action)
-	VMULPS Y1, Y0, Y1
+	VMULPS Y2, Y1, Y2
 
 	// sum(v7) over [A]
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       448(SP), Y3, Y3
+	VMOVUPD      Y3, 448(SP)
+	VADDPD       480(SP), Y2, Y2
+	VMOVUPD      Y2, 480(SP)
+
+	// logsumexp(actionValue) over [A]
+	VMAXPS       lgc5<>+0(SB), Y1, Y2
+	VMINPS       lgc6<>+0(SB), Y2, Y2
+	VMULPS       lgc7<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc8<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
+	VMOVAPS      lgc10<>+0(SB), Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc4<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc16<>+0(SB), Y2, Y3
+	VPMINSD      lgc17<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y2, Y2
+	VPSLLD       $0x17, Y2, Y2
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VCMPPS       $0x15, lgc18<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc19<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc1<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	MOVQ         state+40(FP), SI
+	VANDPS       1344(SI), Y2, Y2
+	VMOVUPS      Y2, 1344(SI)
+	VCVTPS2PD    X4, Y2
+	VEXTRACTF128 $0x01, Y4, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       512(SP), Y2, Y2
+	VMOVUPD      Y2, 512(SP)
+	VADDPD       544(SP), Y3, Y2
+	VMOVUPD      Y2, 544(SP)
+
+	// mean(actionValue) over [A]
 	VCVTPS2PD    X1, Y2
 	VEXTRACTF128 $0x01, Y1, X1
 	VCVTPS2PD    X1, Y1
-	VADDPD       512(SP), Y2, Y2
-	VMOVUPD      Y2, 512(SP)
-	VADDPD       544(SP), Y1, Y1
-	VMOVUPD      Y1, 544(SP)
-
-	// logsumexp(actionValue) over [A]
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc18<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc19<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc1<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	MOVQ         state+40(FP), SI
-	VANDPS       1344(SI), Y1, Y1
-	VMOVUPS      Y1, 1344(SI)
-	VCVTPS2PD    X3, Y1
-	VEXTRACTF128 $0x01, Y3, X2
-	VCVTPS2PD    X2, Y2
-	VADDPD       576(SP), Y1, Y1
-	VMOVUPD      Y1, 576(SP)
-	VADDPD       608(SP), Y2, Y1
+	VADDPD       576(SP), Y2, Y2
+	VMOVUPD      Y2, 576(SP)
+	VADDPD       608(SP), Y1, Y1
 	VMOVUPD      Y1, 608(SP)
-
-	// mean(actionValue) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       640(SP), Y1, Y1
-	VMOVUPD      Y1, 640(SP)
-	VADDPD       672(SP), Y0, Y0
-	VMOVUPD      Y0, 672(SP)
 	INCQ         DX
 	CMPQ         DX, $+4
-	JL           inner_A_9
+	JL           inner_A_7
 
 	// finish nextChosenActionValue
-	VMOVUPD     448(SP), Y0
-	VMOVUPD     480(SP), Y1
+	VMOVUPD     384(SP), Y0
+	VMOVUPD     416(SP), Y1
 	VMOVUPS     lgc20<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// finish predValIndex
-	VMOVUPD     512(SP), Y1
-	VMOVUPD     544(SP), Y2
+	VMOVUPD     448(SP), Y1
+	VMOVUPD     480(SP), Y2
 	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
 	VCVTPD2PSY  Y2, X1
@@ -1261,12 +1255,12 @@ inner_A_9:
 	// mean(v23) over [B]
 	VADDPS  256(SI), Y5, Y5
 	VMOVUPS Y5, 256(SI)
-	VMOVUPS Y2, 744(SP)
-	VMOVUPS Y3, 776(SP)
-	VMOVUPS Y0, 808(SP)
+	VMOVUPS Y2, 648(SP)
+	VMOVUPS Y3, 680(SP)
+	VMOVUPS Y0, 712(SP)
 
 	// finish v25
-	VMOVUPD     576(SP), Y0
+	VMOVUPD     512(SP), Y0
 	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y2
 	VMULPD      lgc23<>+0(SB), Y0, Y3
 	VBLENDVPD   Y2, Y3, Y0, Y3
@@ -1314,7 +1308,7 @@ inner_A_9:
 	VBLENDVPD   Y3, lgc43<>+0(SB), Y2, Y2
 	VCMPPD      $0x03, Y0, Y0, Y3
 	VBLENDVPD   Y3, Y0, Y2, Y2
-	VMOVUPD     608(SP), Y0
+	VMOVUPD     544(SP), Y0
 	VCMPPD      $0x11, lgc22<>+0(SB), Y0, Y3
 	VMULPD      lgc23<>+0(SB), Y0, Y5
 	VBLENDVPD   Y3, Y5, Y0, Y5
@@ -1375,9 +1369,9 @@ inner_A_9:
 	VMOVUPS Y1, 576(SI)
 
 	// finish v29
-	VMOVUPD     640(SP), Y1
+	VMOVUPD     576(SP), Y1
 	VDIVPD      lgc44<>+0(SB), Y1, Y1
-	VMOVUPD     672(SP), Y2
+	VMOVUPD     608(SP), Y2
 	VDIVPD      lgc44<>+0(SB), Y2, Y2
 	VMOVUPS     lgc20<>+0(SB), Y3
 	VCVTPD2PSY  Y1, X3
@@ -1387,12 +1381,12 @@ inner_A_9:
 	// mean(v29) over [B]
 	VADDPS  896(SI), Y1, Y1
 	VMOVUPS Y1, 896(SI)
-	VMOVUPS 808(SP), Y1
+	VMOVUPS 712(SP), Y1
 
 	// mean(valueTarget) over [B]
 	VADDPS  1216(SI), Y1, Y1
 	VMOVUPS Y1, 1216(SI)
-	VMOVUPS 776(SP), Y1
+	VMOVUPS 680(SP), Y1
 
 	// v40 = mul(0.001953125, diff)
 	VMULPS lgc47<>+0(SB), Y1, Y1
@@ -1402,101 +1396,97 @@ inner_A_9:
 
 	// v42 = add(-0.00390625, v41)
 	VADDPS  lgc48<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 840(SP)
-	VMOVUPS Y4, 872(SP)
-	VMOVUPS Y1, 904(SP)
+	VMOVUPS Y4, 744(SP)
 	XORQ    DX, DX
 
-inner_A_10:
+inner_A_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, SI
-	VMOVUPS 128(SP)(SI*1), Y0
-	VMOVUPS 840(SP), Y1
+	VMOVUPS 128(SP)(SI*1), Y2
 
 	// v36 = sub(actionValue, v25)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y2, Y2
 
 	// v37 = exp(v36)
-	VMAXPS       lgc5<>+0(SB), Y0, Y1
-	VMINPS       lgc6<>+0(SB), Y1, Y1
-	VMULPS       lgc7<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc8<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc9<>+0(SB), Y2, Y1
-	VMOVAPS      lgc10<>+0(SB), Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc13<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc14<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc15<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc4<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc16<>+0(SB), Y1, Y2
-	VPMINSD      lgc17<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc17<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc17<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc5<>+0(SB), Y2, Y3
+	VMINPS       lgc6<>+0(SB), Y3, Y3
+	VMULPS       lgc7<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc8<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc9<>+0(SB), Y4, Y3
+	VMOVAPS      lgc10<>+0(SB), Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc4<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc16<>+0(SB), Y3, Y4
+	VPMINSD      lgc17<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc17<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc17<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 
 	// v38 = mul(0.00390625, v37)
-	VMULPS    lgc49<>+0(SB), Y3, Y0
-	VMOVUPS   904(SP), Y1
+	VMULPS    lgc49<>+0(SB), Y5, Y2
 	MOVQ      action+32(FP), R8
 	XORQ      R9, R9
 	IMUL3Q    $+4, AX, R10
 	ADDQ      R10, R9
 	MOVQ      DX, R10
 	ADDQ      R10, R9
-	MOVQ      $+0, 936(SP)
+	MOVQ      $+0, 776(SP)
 	MOVB      (R8)(R9*1), R10
-	MOVB      R10, 936(SP)
+	MOVB      R10, 776(SP)
 	MOVB      4(R8)(R9*1), R10
-	MOVB      R10, 937(SP)
+	MOVB      R10, 777(SP)
 	MOVB      8(R8)(R9*1), R10
-	MOVB      R10, 938(SP)
+	MOVB      R10, 778(SP)
 	MOVB      12(R8)(R9*1), R10
-	MOVB      R10, 939(SP)
+	MOVB      R10, 779(SP)
 	MOVB      16(R8)(R9*1), R10
-	MOVB      R10, 940(SP)
+	MOVB      R10, 780(SP)
 	MOVB      20(R8)(R9*1), R10
-	MOVB      R10, 941(SP)
+	MOVB      R10, 781(SP)
 	MOVB      24(R8)(R9*1), R10
-	MOVB      R10, 942(SP)
+	MOVB      R10, 782(SP)
 	MOVB      28(R8)(R9*1), R10
-	MOVB      R10, 943(SP)
-	VPMOVZXBD 936(SP), Y2
-	VCVTDQ2PS Y2, Y2
+	MOVB      R10, 783(SP)
+	VPMOVZXBD 776(SP), Y3
+	VCVTDQ2PS Y3, Y3
 
 	// v43 = mul(v42, action)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y3, Y1, Y3
 
 	// gradActionValue = add(v38, v43)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
 
 	// store gradActionValue
-	VMOVUPS Y0, 256(SP)(SI*1)
+	VMOVUPS Y2, 256(SP)(SI*1)
 	INCQ    DX
 	CMPQ    DX, $+4
-	JL      inner_A_10
-	VMOVUPS 744(SP), Y0
+	JL      inner_A_8
+	VMOVUPS 648(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y0, (DX)(DI*4)
-	VMOVUPS 808(SP), Y0
+	VMOVUPS 712(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(DI*4)
-	VMOVUPS 872(SP), Y0
+	VMOVUPS 744(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+80(FP), DX
@@ -1546,7 +1536,7 @@ inner_A_10:
 	VMASKMOVPS   Y5, Y8, 96(DX)(BX*4)
 	VMASKMOVPS   Y0, Y8, 112(DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_11
+	JNZ          noflush_9
 	MOVQ         state+40(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
@@ -1603,14 +1593,14 @@ inner_A_10:
 	VMOVUPS      Y1, 1472(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
+noflush_9:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_7
+	JGE  chunkdone_6
 	CMPQ AX, hi+8(FP)
-	JL   blocks_6
+	JL   blocks_5
 
-chunkdone_7:
+chunkdone_6:
 	MOVQ         state+40(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y1
@@ -1725,9 +1715,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_12:
+bulk_10:
 	CMPQ         BX, DX
-	JGE          bulkdone_13
+	JGE          bulkdone_11
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc5<>+0(SB), Y0, Y1
 	VMINPS       lgc6<>+0(SB), Y1, Y1
@@ -1758,9 +1748,9 @@ bulk_12:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_12
+	JMP          bulk_10
 
-bulkdone_13:
+bulkdone_11:
 	VZEROUPPER
 	RET
 
@@ -1772,9 +1762,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_14:
+bulk_12:
 	CMPQ         BX, DX
-	JGE          bulkdone_15
+	JGE          bulkdone_13
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc50<>+0(SB), Y0, Y1
 	VMULPS       lgc51<>+0(SB), Y0, Y2
@@ -1817,9 +1807,9 @@ bulk_14:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_14
+	JMP          bulk_12
 
-bulkdone_15:
+bulkdone_13:
 	VZEROUPPER
 	RET
 
@@ -1991,9 +1981,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_16:
+bulk_14:
 	CMPQ         BX, DX
-	JGE          bulkdone_17
+	JGE          bulkdone_15
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc4<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc50<>+0(SB), Y1, Y2
@@ -2047,8 +2037,8 @@ bulk_16:
 	VBLENDVPS    Y3, lgc65<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_16
+	JMP          bulk_14
 
-bulkdone_17:
+bulkdone_15:
 	VZEROUPPER
 	RET

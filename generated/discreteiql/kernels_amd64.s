@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $1616-112
+TEXT ·pass0AVX2(SB), $1264-112
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
@@ -234,19 +234,14 @@ blocks_1:
 	// v11 = sub(td0Return, stateValue)
 	VSUBPD  Y1, Y0, Y2
 	VMOVUPD lgc3<>+0(SB), Y3
-	VMOVUPD Y3, 1152(SP)
-	VMOVUPD lgc4<>+0(SB), Y3
-	VMOVUPD Y3, 1216(SP)
-	VMOVUPD lgc5<>+0(SB), Y3
-	VMOVUPD Y3, 1280(SP)
-	VMOVUPD Y1, 1344(SP)
-	VMOVUPD Y2, 1376(SP)
-	VMOVUPD Y0, 1408(SP)
+	VMOVUPD lgc4<>+0(SB), Y4
+	VMOVUPD lgc5<>+0(SB), Y5
+	VMOVUPD Y1, 1152(SP)
+	VMOVUPD Y2, 1184(SP)
 	XORQ    CX, CX
 
 inner_Q_3:
-	VMOVUPD lgc4<>+0(SB), Y0
-	VMOVUPD Y0, 1440(SP)
+	VMOVUPD lgc4<>+0(SB), Y1
 	XORQ    BX, BX
 
 inner_A_4:
@@ -255,40 +250,37 @@ inner_A_4:
 	ADDQ      DI, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
-	VMOVUPD   (SP)(SI*1), Y0
+	VMOVUPD   (SP)(SI*1), Y2
 	MOVQ      action+64(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
 	MOVQ      BX, R8
 	ADDQ      R8, DI
-	MOVQ      $+0, 1504(SP)
+	MOVQ      $+0, 1216(SP)
 	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 1504(SP)
+	MOVB      R8, 1216(SP)
 	MOVB      6(SI)(DI*1), R8
-	MOVB      R8, 1505(SP)
+	MOVB      R8, 1217(SP)
 	MOVB      12(SI)(DI*1), R8
-	MOVB      R8, 1506(SP)
+	MOVB      R8, 1218(SP)
 	MOVB      18(SI)(DI*1), R8
-	MOVB      R8, 1507(SP)
-	VPMOVZXBD 1504(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R8, 1219(SP)
+	VPMOVZXBD 1216(SP), X6
+	VCVTDQ2PD X6, Y6
 
 	// v16 = mul(stateActionValue, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y6, Y2, Y2
 
 	// sum(v16) over [A]
-	VADDPD  1440(SP), Y0, Y0
-	VMOVUPD Y0, 1440(SP)
-	INCQ    BX
-	CMPQ    BX, $+6
-	JL      inner_A_4
+	VADDPD Y1, Y2, Y1
+	INCQ   BX
+	CMPQ   BX, $+6
+	JL     inner_A_4
 
 	// finish v17
-	VMOVUPD 1440(SP), Y0
-	VMOVUPD lgc4<>+0(SB), Y1
-	VMOVUPD Y1, 1512(SP)
-	VMOVUPD Y0, 1576(SP)
+	VMOVUPD lgc4<>+0(SB), Y2
+	VMOVUPD Y1, 1224(SP)
 	XORQ    BX, BX
 
 inner_A_5:
@@ -297,190 +289,182 @@ inner_A_5:
 	ADDQ      DI, SI
 	IMUL3Q    $+192, CX, DI
 	ADDQ      DI, SI
-	VMOVUPD   576(SP)(SI*1), Y0
+	VMOVUPD   576(SP)(SI*1), Y1
 	MOVQ      action+64(FP), SI
 	XORQ      DI, DI
 	IMUL3Q    $+6, AX, R8
 	ADDQ      R8, DI
 	MOVQ      BX, R8
 	ADDQ      R8, DI
-	MOVQ      $+0, 1608(SP)
+	MOVQ      $+0, 1256(SP)
 	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 1608(SP)
+	MOVB      R8, 1256(SP)
 	MOVB      6(SI)(DI*1), R8
-	MOVB      R8, 1609(SP)
+	MOVB      R8, 1257(SP)
 	MOVB      12(SI)(DI*1), R8
-	MOVB      R8, 1610(SP)
+	MOVB      R8, 1258(SP)
 	MOVB      18(SI)(DI*1), R8
-	MOVB      R8, 1611(SP)
-	VPMOVZXBD 1608(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R8, 1259(SP)
+	VPMOVZXBD 1256(SP), X6
+	VCVTDQ2PD X6, Y6
 
 	// v19 = mul(targetStateActionValue, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y6, Y1, Y1
 
 	// sum(v19) over [A]
-	VADDPD  1512(SP), Y0, Y0
-	VMOVUPD Y0, 1512(SP)
-	INCQ    BX
-	CMPQ    BX, $+6
-	JL      inner_A_5
+	VADDPD Y2, Y1, Y2
+	INCQ   BX
+	CMPQ   BX, $+6
+	JL     inner_A_5
 
 	// finish v20
-	VMOVUPD 1512(SP), Y0
+	VMOVUPD Y2, Y1
 
 	// reduce_min(v20) over [Q]
-	VMOVUPD 1152(SP), Y1
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VMOVUPD Y1, 1152(SP)
-	VMOVUPD 1576(SP), Y0
-	VMOVUPD 1408(SP), Y1
+	VMINPD  Y3, Y1, Y2
+	VMINPD  Y1, Y3, Y3
+	VORPD   Y2, Y3, Y3
+	VMOVUPD 1224(SP), Y1
 
 	// diff = sub(v17, td0Return)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y0, Y1, Y1
 
 	// l2 = mul(diff, diff)
-	VMULPD Y0, Y0, Y0
+	VMULPD Y1, Y1, Y1
 
 	// sum(l2) over [Q]
-	VADDPD  1216(SP), Y0, Y1
-	VMOVUPD Y1, 1216(SP)
+	VADDPD Y4, Y1, Y4
 
 	// reduce_max(l2) over [Q]
-	VMOVUPD 1280(SP), Y1
-	VXORPD  lgc6<>+0(SB), Y1, Y1
-	VXORPD  lgc6<>+0(SB), Y0, Y0
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VXORPD  lgc6<>+0(SB), Y1, Y1
-	VMOVUPD Y1, 1280(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_Q_3
+	VXORPD lgc6<>+0(SB), Y5, Y2
+	VXORPD lgc6<>+0(SB), Y1, Y5
+	VMINPD Y2, Y5, Y1
+	VMINPD Y5, Y2, Y5
+	VORPD  Y1, Y5, Y5
+	VXORPD lgc6<>+0(SB), Y5, Y5
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_Q_3
 
 	// finish v22
-	VMOVUPD 1152(SP), Y0
-	VMOVUPD 1344(SP), Y1
+	VMOVUPD Y3, Y1
+	VMOVUPD 1152(SP), Y2
 
 	// v24 = sub(v22, stateValue)
-	VSUBPD Y1, Y0, Y1
+	VSUBPD Y2, Y1, Y2
 
 	// v25 = mul(v24, 1)
-	VMULPD lgc1<>+0(SB), Y1, Y1
+	VMULPD lgc1<>+0(SB), Y2, Y2
 
 	// v26 = exp(v25)
-	VMAXPD       lgc7<>+0(SB), Y1, Y2
-	VMINPD       lgc8<>+0(SB), Y2, Y2
-	VMULPD       lgc9<>+0(SB), Y2, Y3
-	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
-	VMOVAPD      lgc12<>+0(SB), Y4
-	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc1<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc1<>+0(SB), Y2, Y4
-	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc24<>+0(SB), X2, X3
-	VPMINSD      lgc25<>+0(SB), X3, X3
-	VPSUBD       X3, X2, X2
+	VMAXPD       lgc7<>+0(SB), Y2, Y3
+	VMINPD       lgc8<>+0(SB), Y3, Y3
+	VMULPD       lgc9<>+0(SB), Y3, Y6
+	VROUNDPD     $0x00, Y6, Y6
+	VFNMADD231PD lgc10<>+0(SB), Y6, Y3
+	VFNMADD231PD lgc11<>+0(SB), Y6, Y3
+	VMOVAPD      lgc12<>+0(SB), Y7
+	VFMADD213PD  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc14<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc15<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc16<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc17<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc18<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc19<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc20<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc21<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc22<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc23<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
+	VCVTPD2DQY   Y6, X3
+	VPMAXSD      lgc24<>+0(SB), X3, X6
+	VPMINSD      lgc25<>+0(SB), X6, X6
+	VPSUBD       X6, X3, X3
+	VPMOVSXDQ    X6, Y6
 	VPMOVSXDQ    X3, Y3
-	VPMOVSXDQ    X2, Y2
+	VPADDQ       lgc26<>+0(SB), Y6, Y6
+	VPSLLQ       $0x34, Y6, Y6
 	VPADDQ       lgc26<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
-	VMULPD       Y3, Y4, Y4
-	VMULPD       Y2, Y4, Y4
-	VCMPPD       $0x03, Y1, Y1, Y2
-	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc27<>+0(SB), Y1
+	VMULPD       Y6, Y7, Y7
+	VMULPD       Y3, Y7, Y7
+	VCMPPD       $0x03, Y2, Y2, Y3
+	VBLENDVPD    Y3, Y2, Y7, Y7
+	VMOVUPD      lgc27<>+0(SB), Y2
 
 	// v28 = min(v26, 100)
-	VMINPD  Y4, Y1, Y1
+	VMINPD  Y7, Y2, Y2
 	MOVQ    logProb+72(FP), CX
-	VMOVUPD (CX)(DX*8), Y2
+	VMOVUPD (CX)(DX*8), Y3
 
 	// v30 = mul(v28, logProb)
-	VMULPD Y2, Y1, Y1
+	VMULPD Y3, Y2, Y2
 
 	// v31 = neg(v30)
-	VXORPD lgc6<>+0(SB), Y1, Y1
+	VXORPD lgc6<>+0(SB), Y2, Y2
 
 	// mean(v31) over [B]
 	MOVQ    state+80(FP), CX
-	VADDPD  64(CX), Y1, Y1
-	VMOVUPD Y1, 64(CX)
+	VADDPD  64(CX), Y2, Y2
+	VMOVUPD Y2, 64(CX)
 
 	// finish v35
-	VMOVUPD 1216(SP), Y1
+	VMOVUPD Y4, Y2
 
 	// mean(v35) over [B]
-	VADDPD  256(CX), Y1, Y1
-	VMOVUPD Y1, 256(CX)
+	VADDPD  256(CX), Y2, Y2
+	VMOVUPD Y2, 256(CX)
 	MOVQ    stateValue+56(FP), BX
-	VMOVUPD (BX)(DX*8), Y1
+	VMOVUPD (BX)(DX*8), Y2
 
 	// valueDiff = sub(v22, stateValue)
-	VSUBPD  Y1, Y0, Y0
-	VMOVUPD lgc4<>+0(SB), Y1
+	VSUBPD  Y2, Y1, Y1
+	VMOVUPD lgc4<>+0(SB), Y2
 
 	// v39 = gt(valueDiff, 0)
-	VCMPPD  $0x1e, Y1, Y0, Y1
-	VANDPD  lgc1<>+0(SB), Y1, Y1
-	VMOVUPD lgc28<>+0(SB), Y3
-	VMOVUPD lgc29<>+0(SB), Y4
+	VCMPPD  $0x1e, Y2, Y1, Y2
+	VANDPD  lgc1<>+0(SB), Y2, Y2
+	VMOVUPD lgc28<>+0(SB), Y4
+	VMOVUPD lgc29<>+0(SB), Y6
 
 	// v42 = where(v39, 0.9, 0.1)
-	VMOVUPD   lgc4<>+0(SB), Y5
-	VCMPPD    $0x04, Y5, Y1, Y5
-	VBLENDVPD Y5, Y3, Y4, Y1
+	VMOVUPD   lgc4<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y2, Y7
+	VBLENDVPD Y7, Y4, Y6, Y2
 
 	// v43 = mul(valueDiff, valueDiff)
-	VMULPD Y0, Y0, Y0
+	VMULPD Y1, Y1, Y1
 
 	// v44 = mul(v42, v43)
-	VMULPD Y0, Y1, Y0
+	VMULPD Y1, Y2, Y1
 
 	// mean(v44) over [B]
-	VADDPD  448(CX), Y0, Y0
-	VMOVUPD Y0, 448(CX)
+	VADDPD  448(CX), Y1, Y1
+	VMOVUPD Y1, 448(CX)
 
 	// v47 = neg(logProb)
-	VXORPD lgc6<>+0(SB), Y2, Y0
+	VXORPD lgc6<>+0(SB), Y3, Y1
 
 	// mean(v47) over [B]
-	VADDPD  640(CX), Y0, Y0
-	VMOVUPD Y0, 640(CX)
+	VADDPD  640(CX), Y1, Y1
+	VMOVUPD Y1, 640(CX)
 
 	// finish v49
-	VMOVUPD 1280(SP), Y0
-	VMOVUPD 1376(SP), Y1
+	VMOVUPD Y5, Y1
+	VMOVUPD 1184(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+88(FP), CX
-	VMOVUPD Y1, (CX)(DX*8)
-	VMOVUPD 1408(SP), Y1
+	VMOVUPD Y2, (CX)(DX*8)
 
 	// store valueTarget
 	MOVQ    valueTarget+96(FP), CX
-	VMOVUPD Y1, (CX)(DX*8)
+	VMOVUPD Y0, (CX)(DX*8)
 
 	// store tdError
 	MOVQ    tDError+104(FP), CX
-	VMOVUPD Y0, (CX)(DX*8)
+	VMOVUPD Y1, (CX)(DX*8)
 	ADDQ    $+4, AX
 	CMPQ    AX, $+300
 	JGE     chunkdone_2
@@ -681,7 +665,7 @@ GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, stateActionValue *float64, targetStateActionValue *float64, nextTerminated *bool, nextStateValue *float64, nextReward *float64, stateValue *float64, action *bool, logProb *float64, state *float64, advantage *float64, valueTarget *float64, tDError *float64, gradStateValue *float64, gradLogProb *float64, gradStateActionValue *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $2400-136
+TEXT ·fbPass0AVX2(SB), $1952-136
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_7
@@ -909,19 +893,14 @@ blocks_6:
 	// v11 = sub(td0Return, stateValue)
 	VSUBPD  Y1, Y0, Y2
 	VMOVUPD lgc3<>+0(SB), Y3
-	VMOVUPD Y3, 1728(SP)
-	VMOVUPD lgc4<>+0(SB), Y3
-	VMOVUPD Y3, 1792(SP)
-	VMOVUPD lgc5<>+0(SB), Y3
-	VMOVUPD Y3, 1856(SP)
-	VMOVUPD Y1, 1920(SP)
-	VMOVUPD Y2, 1952(SP)
-	VMOVUPD Y0, 1984(SP)
+	VMOVUPD lgc4<>+0(SB), Y4
+	VMOVUPD lgc5<>+0(SB), Y5
+	VMOVUPD Y1, 1728(SP)
+	VMOVUPD Y2, 1760(SP)
 	XORQ    CX, CX
 
 inner_Q_8:
-	VMOVUPD lgc4<>+0(SB), Y0
-	VMOVUPD Y0, 2016(SP)
+	VMOVUPD lgc4<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_A_9:
@@ -930,40 +909,37 @@ inner_A_9:
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
-	VMOVUPD   (SP)(DI*1), Y0
+	VMOVUPD   (SP)(DI*1), Y2
 	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 2080(SP)
+	MOVQ      $+0, 1792(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 2080(SP)
+	MOVB      R9, 1792(SP)
 	MOVB      6(DI)(R8*1), R9
-	MOVB      R9, 2081(SP)
+	MOVB      R9, 1793(SP)
 	MOVB      12(DI)(R8*1), R9
-	MOVB      R9, 2082(SP)
+	MOVB      R9, 1794(SP)
 	MOVB      18(DI)(R8*1), R9
-	MOVB      R9, 2083(SP)
-	VPMOVZXBD 2080(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 1795(SP)
+	VPMOVZXBD 1792(SP), X6
+	VCVTDQ2PD X6, Y6
 
 	// v16 = mul(stateActionValue, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y6, Y2, Y2
 
 	// sum(v16) over [A]
-	VADDPD  2016(SP), Y0, Y0
-	VMOVUPD Y0, 2016(SP)
-	INCQ    SI
-	CMPQ    SI, $+6
-	JL      inner_A_9
+	VADDPD Y1, Y2, Y1
+	INCQ   SI
+	CMPQ   SI, $+6
+	JL     inner_A_9
 
 	// finish v17
-	VMOVUPD 2016(SP), Y0
-	VMOVUPD lgc4<>+0(SB), Y1
-	VMOVUPD Y1, 2088(SP)
-	VMOVUPD Y0, 2152(SP)
+	VMOVUPD lgc4<>+0(SB), Y2
+	VMOVUPD Y1, 1800(SP)
 	XORQ    SI, SI
 
 inner_A_10:
@@ -972,212 +948,198 @@ inner_A_10:
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
-	VMOVUPD   576(SP)(DI*1), Y0
+	VMOVUPD   576(SP)(DI*1), Y1
 	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 2184(SP)
+	MOVQ      $+0, 1832(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 2184(SP)
+	MOVB      R9, 1832(SP)
 	MOVB      6(DI)(R8*1), R9
-	MOVB      R9, 2185(SP)
+	MOVB      R9, 1833(SP)
 	MOVB      12(DI)(R8*1), R9
-	MOVB      R9, 2186(SP)
+	MOVB      R9, 1834(SP)
 	MOVB      18(DI)(R8*1), R9
-	MOVB      R9, 2187(SP)
-	VPMOVZXBD 2184(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 1835(SP)
+	VPMOVZXBD 1832(SP), X6
+	VCVTDQ2PD X6, Y6
 
 	// v19 = mul(targetStateActionValue, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y6, Y1, Y1
 
 	// sum(v19) over [A]
-	VADDPD  2088(SP), Y0, Y0
-	VMOVUPD Y0, 2088(SP)
-	INCQ    SI
-	CMPQ    SI, $+6
-	JL      inner_A_10
+	VADDPD Y2, Y1, Y2
+	INCQ   SI
+	CMPQ   SI, $+6
+	JL     inner_A_10
 
 	// finish v20
-	VMOVUPD 2088(SP), Y0
+	VMOVUPD Y2, Y1
 
 	// reduce_min(v20) over [Q]
-	VMOVUPD 1728(SP), Y1
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VMOVUPD Y1, 1728(SP)
-	VMOVUPD 2152(SP), Y0
-	VMOVUPD 1984(SP), Y1
+	VMINPD  Y3, Y1, Y2
+	VMINPD  Y1, Y3, Y3
+	VORPD   Y2, Y3, Y3
+	VMOVUPD 1800(SP), Y1
 
 	// diff = sub(v17, td0Return)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y0, Y1, Y1
 
 	// l2 = mul(diff, diff)
-	VMULPD Y0, Y0, Y0
+	VMULPD Y1, Y1, Y1
 
 	// sum(l2) over [Q]
-	VADDPD  1792(SP), Y0, Y1
-	VMOVUPD Y1, 1792(SP)
+	VADDPD Y4, Y1, Y4
 
 	// reduce_max(l2) over [Q]
-	VMOVUPD 1856(SP), Y1
-	VXORPD  lgc6<>+0(SB), Y1, Y1
-	VXORPD  lgc6<>+0(SB), Y0, Y0
-	VMINPD  Y1, Y0, Y2
-	VMINPD  Y0, Y1, Y1
-	VORPD   Y2, Y1, Y1
-	VXORPD  lgc6<>+0(SB), Y1, Y1
-	VMOVUPD Y1, 1856(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_Q_8
+	VXORPD lgc6<>+0(SB), Y5, Y2
+	VXORPD lgc6<>+0(SB), Y1, Y5
+	VMINPD Y2, Y5, Y1
+	VMINPD Y5, Y2, Y5
+	VORPD  Y1, Y5, Y5
+	VXORPD lgc6<>+0(SB), Y5, Y5
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_Q_8
 
 	// finish v22
-	VMOVUPD 1728(SP), Y0
-	VMOVUPD 1920(SP), Y1
+	VMOVUPD Y3, Y1
+	VMOVUPD 1728(SP), Y2
 
 	// v24 = sub(v22, stateValue)
-	VSUBPD Y1, Y0, Y1
+	VSUBPD Y2, Y1, Y2
 
 	// v25 = mul(v24, 1)
-	VMULPD lgc1<>+0(SB), Y1, Y1
+	VMULPD lgc1<>+0(SB), Y2, Y2
 
 	// v26 = exp(v25)
-	VMAXPD       lgc7<>+0(SB), Y1, Y2
-	VMINPD       lgc8<>+0(SB), Y2, Y2
-	VMULPD       lgc9<>+0(SB), Y2, Y3
-	VROUNDPD     $0x00, Y3, Y3
-	VFNMADD231PD lgc10<>+0(SB), Y3, Y2
-	VFNMADD231PD lgc11<>+0(SB), Y3, Y2
-	VMOVAPD      lgc12<>+0(SB), Y4
-	VFMADD213PD  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc16<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc17<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc18<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc19<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc20<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc1<>+0(SB), Y2, Y4
-	VFMADD213PD  lgc1<>+0(SB), Y2, Y4
-	VCVTPD2DQY   Y3, X2
-	VPMAXSD      lgc24<>+0(SB), X2, X3
-	VPMINSD      lgc25<>+0(SB), X3, X3
-	VPSUBD       X3, X2, X2
+	VMAXPD       lgc7<>+0(SB), Y2, Y3
+	VMINPD       lgc8<>+0(SB), Y3, Y3
+	VMULPD       lgc9<>+0(SB), Y3, Y6
+	VROUNDPD     $0x00, Y6, Y6
+	VFNMADD231PD lgc10<>+0(SB), Y6, Y3
+	VFNMADD231PD lgc11<>+0(SB), Y6, Y3
+	VMOVAPD      lgc12<>+0(SB), Y7
+	VFMADD213PD  lgc13<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc14<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc15<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc16<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc17<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc18<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc19<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc20<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc21<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc22<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc23<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
+	VFMADD213PD  lgc1<>+0(SB), Y3, Y7
+	VCVTPD2DQY   Y6, X3
+	VPMAXSD      lgc24<>+0(SB), X3, X6
+	VPMINSD      lgc25<>+0(SB), X6, X6
+	VPSUBD       X6, X3, X3
+	VPMOVSXDQ    X6, Y6
 	VPMOVSXDQ    X3, Y3
-	VPMOVSXDQ    X2, Y2
+	VPADDQ       lgc26<>+0(SB), Y6, Y6
+	VPSLLQ       $0x34, Y6, Y6
 	VPADDQ       lgc26<>+0(SB), Y3, Y3
 	VPSLLQ       $0x34, Y3, Y3
-	VPADDQ       lgc26<>+0(SB), Y2, Y2
-	VPSLLQ       $0x34, Y2, Y2
-	VMULPD       Y3, Y4, Y4
-	VMULPD       Y2, Y4, Y4
-	VCMPPD       $0x03, Y1, Y1, Y2
-	VBLENDVPD    Y2, Y1, Y4, Y4
-	VMOVUPD      lgc27<>+0(SB), Y1
+	VMULPD       Y6, Y7, Y7
+	VMULPD       Y3, Y7, Y7
+	VCMPPD       $0x03, Y2, Y2, Y3
+	VBLENDVPD    Y3, Y2, Y7, Y7
+	VMOVUPD      lgc27<>+0(SB), Y2
 
 	// v28 = min(v26, 100)
-	VMINPD  Y4, Y1, Y1
+	VMINPD  Y7, Y2, Y2
 	MOVQ    logProb+72(FP), CX
-	VMOVUPD (CX)(BX*8), Y2
+	VMOVUPD (CX)(BX*8), Y3
 
 	// v30 = mul(v28, logProb)
-	VMULPD Y2, Y1, Y3
+	VMULPD Y3, Y2, Y6
 
 	// v31 = neg(v30)
-	VXORPD lgc6<>+0(SB), Y3, Y3
+	VXORPD lgc6<>+0(SB), Y6, Y6
 
 	// mean(v31) over [B]
 	MOVQ    state+80(FP), CX
-	VADDPD  64(CX), Y3, Y3
-	VMOVUPD Y3, 64(CX)
-	VMOVUPD Y1, 2192(SP)
+	VADDPD  64(CX), Y6, Y6
+	VMOVUPD Y6, 64(CX)
 
 	// finish v35
-	VMOVUPD 1792(SP), Y1
-
 	// mean(v35) over [B]
-	VADDPD  256(CX), Y1, Y1
-	VMOVUPD Y1, 256(CX)
+	VADDPD  256(CX), Y4, Y4
+	VMOVUPD Y4, 256(CX)
 	MOVQ    stateValue+56(FP), SI
-	VMOVUPD (SI)(BX*8), Y1
+	VMOVUPD (SI)(BX*8), Y4
 
 	// valueDiff = sub(v22, stateValue)
-	VSUBPD  Y1, Y0, Y0
-	VMOVUPD lgc4<>+0(SB), Y1
+	VSUBPD  Y4, Y1, Y1
+	VMOVUPD lgc4<>+0(SB), Y4
 
 	// v39 = gt(valueDiff, 0)
-	VCMPPD  $0x1e, Y1, Y0, Y3
-	VANDPD  lgc1<>+0(SB), Y3, Y3
-	VMOVUPD lgc28<>+0(SB), Y4
-	VMOVUPD lgc29<>+0(SB), Y5
+	VCMPPD  $0x1e, Y4, Y1, Y6
+	VANDPD  lgc1<>+0(SB), Y6, Y6
+	VMOVUPD lgc28<>+0(SB), Y7
+	VMOVUPD lgc29<>+0(SB), Y8
 
 	// v42 = where(v39, 0.9, 0.1)
-	VMOVUPD   lgc4<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y3, Y6
-	VBLENDVPD Y6, Y4, Y5, Y3
+	VMOVUPD   lgc4<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y6, Y9
+	VBLENDVPD Y9, Y7, Y8, Y6
 
 	// v43 = mul(valueDiff, valueDiff)
-	VMULPD Y0, Y0, Y4
+	VMULPD Y1, Y1, Y7
 
 	// v44 = mul(v42, v43)
-	VMULPD Y4, Y3, Y4
+	VMULPD Y7, Y6, Y7
 
 	// mean(v44) over [B]
-	VADDPD  448(CX), Y4, Y4
-	VMOVUPD Y4, 448(CX)
+	VADDPD  448(CX), Y7, Y7
+	VMOVUPD Y7, 448(CX)
 
 	// v47 = neg(logProb)
-	VXORPD lgc6<>+0(SB), Y2, Y2
+	VXORPD lgc6<>+0(SB), Y3, Y3
 
 	// mean(v47) over [B]
-	VADDPD  640(CX), Y2, Y2
-	VMOVUPD Y2, 640(CX)
-	VMOVUPD Y0, 2224(SP)
+	VADDPD  640(CX), Y3, Y3
+	VMOVUPD Y3, 640(CX)
 
 	// finish v49
-	VMOVUPD 1856(SP), Y0
+	VMOVUPD Y5, Y3
 
 	// v52 = mul(0.0033333333333333335, v42)
-	VMULPD lgc30<>+0(SB), Y3, Y2
+	VMULPD lgc30<>+0(SB), Y6, Y5
 
 	// v53 = ne(v52, 0)
-	VCMPPD  $0x04, Y1, Y2, Y1
-	VANDPD  lgc1<>+0(SB), Y1, Y1
-	VMOVUPD 2224(SP), Y3
+	VCMPPD $0x04, Y4, Y5, Y4
+	VANDPD lgc1<>+0(SB), Y4, Y4
 
 	// v54 = mul(v52, valueDiff)
-	VMULPD Y3, Y2, Y3
+	VMULPD Y1, Y5, Y1
 
 	// v55 = where(v53, v54, v52)
-	VMOVUPD   lgc4<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y3, Y2, Y1
+	VMOVUPD   lgc4<>+0(SB), Y6
+	VCMPPD    $0x04, Y6, Y4, Y6
+	VBLENDVPD Y6, Y1, Y5, Y1
 
 	// v56 = add(v55, v55)
 	VADDPD Y1, Y1, Y1
 
 	// gradStateValue = neg(v56)
-	VXORPD  lgc6<>+0(SB), Y1, Y1
-	VMOVUPD 2192(SP), Y2
+	VXORPD lgc6<>+0(SB), Y1, Y1
 
 	// gradLogProb = mul(-0.0033333333333333335, v28)
 	VMULPD  lgc31<>+0(SB), Y2, Y2
-	VMOVUPD Y0, 2256(SP)
-	VMOVUPD Y1, 2288(SP)
-	VMOVUPD Y2, 2320(SP)
+	VMOVUPD Y3, 1840(SP)
+	VMOVUPD Y1, 1872(SP)
+	VMOVUPD Y2, 1904(SP)
 	XORQ    CX, CX
 
 inner_Q_11:
-	VMOVUPD lgc4<>+0(SB), Y0
-	VMOVUPD Y0, 2016(SP)
+	VMOVUPD lgc4<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_A_12:
@@ -1186,72 +1148,66 @@ inner_A_12:
 	ADDQ      R8, DI
 	IMUL3Q    $+192, CX, R8
 	ADDQ      R8, DI
-	VMOVUPD   (SP)(DI*1), Y0
+	VMOVUPD   (SP)(DI*1), Y2
 	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 2352(SP)
+	MOVQ      $+0, 1936(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 2352(SP)
+	MOVB      R9, 1936(SP)
 	MOVB      6(DI)(R8*1), R9
-	MOVB      R9, 2353(SP)
+	MOVB      R9, 1937(SP)
 	MOVB      12(DI)(R8*1), R9
-	MOVB      R9, 2354(SP)
+	MOVB      R9, 1938(SP)
 	MOVB      18(DI)(R8*1), R9
-	MOVB      R9, 2355(SP)
-	VPMOVZXBD 2352(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 1939(SP)
+	VPMOVZXBD 1936(SP), X3
+	VCVTDQ2PD X3, Y3
 
 	// v16 = mul(stateActionValue, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y3, Y2, Y2
 
 	// sum(v16) over [A]
-	VADDPD  2016(SP), Y0, Y0
-	VMOVUPD Y0, 2016(SP)
-	INCQ    SI
-	CMPQ    SI, $+6
-	JL      inner_A_12
+	VADDPD Y1, Y2, Y1
+	INCQ   SI
+	CMPQ   SI, $+6
+	JL     inner_A_12
 
 	// finish v17
-	VMOVUPD 2016(SP), Y0
-	VMOVUPD 1984(SP), Y1
-
 	// diff = sub(v17, td0Return)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y0, Y1, Y1
 
 	// v58 = mul(0.0033333333333333335, diff)
-	VMULPD lgc30<>+0(SB), Y0, Y0
+	VMULPD lgc30<>+0(SB), Y1, Y1
 
 	// v59 = add(v58, v58)
-	VADDPD  Y0, Y0, Y0
-	VMOVUPD Y0, 2360(SP)
-	XORQ    SI, SI
+	VADDPD Y1, Y1, Y1
+	XORQ   SI, SI
 
 inner_A_13:
-	VMOVUPD   2360(SP), Y0
 	MOVQ      action+64(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+6, AX, R9
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 2392(SP)
+	MOVQ      $+0, 1944(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 2392(SP)
+	MOVB      R9, 1944(SP)
 	MOVB      6(DI)(R8*1), R9
-	MOVB      R9, 2393(SP)
+	MOVB      R9, 1945(SP)
 	MOVB      12(DI)(R8*1), R9
-	MOVB      R9, 2394(SP)
+	MOVB      R9, 1946(SP)
 	MOVB      18(DI)(R8*1), R9
-	MOVB      R9, 2395(SP)
-	VPMOVZXBD 2392(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 1947(SP)
+	VPMOVZXBD 1944(SP), X2
+	VCVTDQ2PD X2, Y2
 
 	// gradStateActionValue = mul(v59, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y2, Y1, Y2
 
 	// store gradStateActionValue
 	XORQ    DI, DI
@@ -1259,34 +1215,33 @@ inner_A_13:
 	ADDQ    R8, DI
 	IMUL3Q  $+192, CX, R8
 	ADDQ    R8, DI
-	VMOVUPD Y0, 1152(SP)(DI*1)
+	VMOVUPD Y2, 1152(SP)(DI*1)
 	INCQ    SI
 	CMPQ    SI, $+6
 	JL      inner_A_13
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_Q_11
-	VMOVUPD 1952(SP), Y0
+	VMOVUPD 1760(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), CX
-	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 1984(SP), Y0
+	VMOVUPD Y1, (CX)(BX*8)
 
 	// store valueTarget
 	MOVQ    valueTarget+96(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 2256(SP), Y0
+	VMOVUPD 1840(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 2288(SP), Y0
+	VMOVUPD 1872(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+112(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 2320(SP), Y0
+	VMOVUPD 1904(SP), Y0
 
 	// store gradLogProb
 	MOVQ    gradLogProb+120(FP), CX

@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $2240-104
+TEXT ·pass1AVX2(SB), $1536-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -479,251 +479,242 @@ blocks_1:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 1152(SP)
-	VMOVUPS      Y3, 1216(SP)
-	XORQ         DX, DX
+
+	// reduce_max(nextLogits) over [A], pairwise
+	VMOVUPS lgc16<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y5
+	VMINPS  Y2, Y5, Y6
+	VMINPS  Y5, Y2, Y5
+	VORPS   Y6, Y5, Y5
+	VMINPS  Y4, Y5, Y2
+	VMINPS  Y5, Y4, Y5
+	VORPS   Y2, Y5, Y5
+	VXORPS  128(SP), Y1, Y2
+	VXORPS  160(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y6
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y6, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VMINPS  Y5, Y0, Y2
+	VMINPS  Y0, Y5, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
+
+	// finish v5
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y3, 1152(SP)
+	XORQ    DX, DX
 
 inner_A_3:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS (SP)(SI*1), Y2
 
-	// reduce_max(nextLogits) over [A]
-	VMOVUPS 1152(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 1152(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_3
+	// v7 = sub(nextLogits, v5)
+	VSUBPS Y0, Y2, Y2
 
-	// finish v5
-	VMOVUPS 1152(SP), Y0
-	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y1, 1248(SP)
-	VMOVUPS Y0, 1312(SP)
+	// v8 = exp(v7)
+	VMAXPS       lgc0<>+0(SB), Y2, Y3
+	VMINPS       lgc1<>+0(SB), Y3, Y3
+	VMULPS       lgc2<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc12<>+0(SB), Y3, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
+
+	// sum(v8) over [A]
+	VADDPS Y1, Y5, Y1
+	INCQ   DX
+	CMPQ   DX, $+6
+	JL     inner_A_3
+
+	// finish v9
+	VMOVUPD lgc18<>+0(SB), Y2
+	VMOVUPD lgc18<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y4
+	VMOVUPS Y1, 1184(SP)
 	XORQ    DX, DX
 
 inner_A_4:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-	VMOVUPS 1312(SP), Y1
+	VMOVUPS (SP)(SI*1), Y1
 
 	// v7 = sub(nextLogits, v5)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y1, Y1
 
 	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-
-	// sum(v8) over [A]
-	VADDPS  1248(SP), Y3, Y0
-	VMOVUPS Y0, 1248(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_4
-
-	// finish v9
-	VMOVUPS 1248(SP), Y0
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 1344(SP)
-	VMOVUPD Y1, 1376(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 1408(SP)
-	VMOVUPS Y0, 1472(SP)
-	XORQ    DX, DX
-
-inner_A_5:
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, DI
-	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
-	VMOVUPS 1312(SP), Y1
-
-	// v7 = sub(nextLogits, v5)
-	VSUBPS Y1, Y0, Y0
-
-	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      1472(SP), Y0
+	VMAXPS       lgc0<>+0(SB), Y1, Y5
+	VMINPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       lgc2<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc12<>+0(SB), Y5, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+	VMOVUPS      1184(SP), Y1
 
 	// v10 = div(v8, v9)
-	VDIVPS  Y0, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y1
+	VDIVPS  Y1, Y7, Y1
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v12 = eq(v10, 0)
-	VCMPPS  $0x00, Y1, Y0, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VCMPPS  $0x00, Y5, Y1, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
-	VMOVUPS   lgc17<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y1
+	VMOVUPS   lgc17<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y1, Y5
+	VMOVUPS   Y1, 1216(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc10<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VCMPPS       $0x11, lgc20<>+0(SB), Y5, Y1
+	VMULPS       lgc21<>+0(SB), Y5, Y6
+	VBLENDVPS    Y1, Y6, Y5, Y6
+	VPSRLD       $0x17, Y6, Y7
+	VPSUBD       lgc13<>+0(SB), Y7, Y7
+	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y7, Y7
+	VPAND        lgc23<>+0(SB), Y6, Y1
+	VPOR         lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y6
+	VMULPS       lgc10<>+0(SB), Y1, Y8
+	VBLENDVPS    Y6, Y8, Y1, Y1
+	VPSUBD       Y6, Y7, Y7
+	VSUBPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y6
+	VMOVAPS      lgc25<>+0(SB), Y8
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc30<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  lgc4<>+0(SB), Y7, Y8
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y8
+	VADDPS       Y1, Y8, Y8
+	VFMADD231PS  lgc3<>+0(SB), Y7, Y8
+	VCMPPS       $0x00, lgc17<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y8, Y8
+	VCMPPS       $0x11, lgc17<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y8, Y8
+	VCMPPS       $0x00, lgc35<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc35<>+0(SB), Y1
-	VMOVUPS      Y1, 1504(SP)
-	VMOVUPS      Y0, 1568(SP)
-	VMOVUPS      Y5, 1600(SP)
+	VMOVUPS      Y8, 1248(SP)
 	XORQ         DI, DI
 
-inner_Q_6:
+inner_Q_5:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
 	IMUL3Q  $+192, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 192(SP)(R8*1), Y0
+	VMOVUPS 192(SP)(R8*1), Y5
 
 	// reduce_min(nextActionValue) over [Q]
-	VMOVUPS 1504(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 1504(SP)
-	INCQ    DI
-	CMPQ    DI, $+2
-	JL      inner_Q_6
+	VMINPS Y1, Y5, Y6
+	VMINPS Y5, Y1, Y1
+	VORPS  Y6, Y1, Y1
+	INCQ   DI
+	CMPQ   DI, $+2
+	JL     inner_Q_5
 
 	// finish v16
-	VMOVUPS 1504(SP), Y0
-	VMOVUPS 1216(SP), Y1
-	VMOVUPS 1600(SP), Y2
+	VMOVUPS 1152(SP), Y5
+	VMOVUPS 1248(SP), Y6
 
 	// v17 = mul(v1, v15)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y6, Y5, Y5
 
 	// v18 = sub(v16, v17)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 1568(SP), Y1
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS 1216(SP), Y5
 
 	// v19 = mul(v10, v18)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y1, Y5, Y1
 
 	// sum(v19) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1344(SP), Y1, Y1
-	VMOVUPD      Y1, 1344(SP)
-	VADDPD       1376(SP), Y0, Y0
-	VMOVUPD      Y0, 1376(SP)
-	VMOVUPS      576(SP)(SI*1), Y0
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y2, Y5, Y2
+	VADDPD       Y3, Y1, Y3
+	VMOVUPS      576(SP)(SI*1), Y1
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 1408(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 1408(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_5
+	VXORPS lgc16<>+0(SB), Y4, Y4
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	VMINPS Y4, Y1, Y5
+	VMINPS Y1, Y4, Y4
+	VORPS  Y5, Y4, Y4
+	VXORPS lgc16<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+6
+	JL     inner_A_4
 
 	// finish v20
-	VMOVUPD     1344(SP), Y0
-	VMOVUPD     1376(SP), Y1
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -747,46 +738,42 @@ inner_Q_6:
 	VMOVUPS (DX)(SI*4), Y1
 
 	// td0Return = add(nextReward, v28)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 1632(SP)
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 1696(SP)
-	VMOVUPD Y1, 1728(SP)
-	VMOVUPS Y0, 1760(SP)
-	XORQ    DX, DX
+	VADDPS     Y0, Y1, Y0
+	VMOVUPS    lgc15<>+0(SB), Y1
+	VMOVUPD    lgc18<>+0(SB), Y2
+	VMOVUPD    lgc18<>+0(SB), Y3
+	MOVQ       action+72(FP), DX
+	VMOVUPS    lgc17<>+0(SB), Y5
+	VMOVUPS    Y5, 1280(SP)
+	VMOVUPS    lgc17<>+0(SB), X5
+	MOVQ       (DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1280(SP)
+	MOVQ       8(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1284(SP)
+	MOVQ       16(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1288(SP)
+	MOVQ       24(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1292(SP)
+	MOVQ       32(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1296(SP)
+	MOVQ       40(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1300(SP)
+	MOVQ       48(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1304(SP)
+	MOVQ       56(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 1308(SP)
+	VMOVUPS    1280(SP), Y5
+	XORQ       DX, DX
 
-inner_Q_7:
-	MOVQ       action+72(FP), DI
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 1792(SP)
-	VMOVUPS    lgc17<>+0(SB), X0
-	MOVQ       (DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1792(SP)
-	MOVQ       8(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1796(SP)
-	MOVQ       16(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1800(SP)
-	MOVQ       24(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1804(SP)
-	MOVQ       32(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1808(SP)
-	MOVQ       40(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1812(SP)
-	MOVQ       48(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1816(SP)
-	MOVQ       56(DI)(SI*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 1820(SP)
-	VMOVUPS    1792(SP), Y0
-
+inner_Q_6:
 	// v33 = gather(actionValue, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+1536, DX, R8
@@ -795,236 +782,223 @@ inner_Q_7:
 	ADDQ       R8, DI
 	MOVQ       actionValue+40(FP), R8
 	LEAQ       (R8)(DI*4), R8
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc37<>+0(SB), Y0, Y0
-	VPMULLD    lgc38<>+0(SB), Y0, Y0
-	VPADDD     lgc39<>+0(SB), Y0, Y0
-	VMOVUPS    lgc40<>+0(SB), Y1
-	VMOVUPS    lgc17<>+0(SB), Y2
-	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    1760(SP), Y0
+	VCVTTPS2DQ Y5, Y6
+	VPMAXSD    lgc17<>+0(SB), Y6, Y6
+	VPMINSD    lgc37<>+0(SB), Y6, Y6
+	VPMULLD    lgc38<>+0(SB), Y6, Y6
+	VPADDD     lgc39<>+0(SB), Y6, Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
+	VMOVUPS    lgc17<>+0(SB), Y8
+	VGATHERDPS Y7, (R8)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v37 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y7, Y6, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v38 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y6, Y8
 
 	// v39 = mul(v38, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y6, Y8, Y8
 
 	// v40 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y3
+	VSUBPS lgc10<>+0(SB), Y6, Y9
 
 	// smoothL1 = where(v37, v39, v40)
-	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
+	VMOVUPS   lgc17<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y8, Y9, Y7
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       1696(SP), Y2, Y2
-	VMOVUPD      Y2, 1696(SP)
-	VADDPD       1728(SP), Y1, Y1
-	VMOVUPD      Y1, 1728(SP)
+	VCVTPS2PD    X7, Y8
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y2, Y8, Y2
+	VADDPD       Y3, Y7, Y3
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 1632(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 1632(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_7
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	VXORPS lgc16<>+0(SB), Y6, Y6
+	VMINPS Y1, Y6, Y7
+	VMINPS Y6, Y1, Y1
+	VORPS  Y7, Y1, Y1
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_6
 
 	// finish v42
-	VMOVUPD     1696(SP), Y0
-	VMOVUPD     1728(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc17<>+0(SB), Y5
+	VCVTPD2PSY  Y2, X5
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// mean(v42) over [B]
 	MOVQ    state+80(FP), DX
-	VADDPS  256(DX), Y0, Y0
-	VMOVUPS Y0, 256(DX)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
 
 	// finish v45
-	VMOVUPS 1408(SP), Y0
-	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y1, 1824(SP)
-	VMOVUPS Y0, 1888(SP)
+	VMOVUPS Y4, Y2
+	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS Y0, 1312(SP)
 	XORQ    DI, DI
+
+inner_A_7:
+	XORQ    R8, R8
+	IMUL3Q  $+32, DI, R9
+	ADDQ    R9, R8
+	VMOVUPS 576(SP)(R8*1), Y0
+
+	// v47 = sub(logits, v45)
+	VSUBPS Y2, Y0, Y0
+
+	// v48 = exp(v47)
+	VMAXPS       lgc0<>+0(SB), Y0, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
+
+	// sum(v48) over [A]
+	VADDPS Y3, Y6, Y3
+	INCQ   DI
+	CMPQ   DI, $+6
+	JL     inner_A_7
+
+	// finish v49
+	VMOVUPS Y3, Y0
+
+	// v51 = log(v49)
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y3
+	VMULPS       lgc21<>+0(SB), Y0, Y4
+	VBLENDVPS    Y3, Y4, Y0, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc23<>+0(SB), Y4, Y3
+	VPOR         lgc11<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y3, Y4
+	VMULPS       lgc10<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc33<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc4<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc15<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y6, Y6
+	VMOVUPD      lgc18<>+0(SB), Y3
+	VMOVUPD      lgc18<>+0(SB), Y4
+	VMOVUPD      lgc18<>+0(SB), Y5
+	VMOVUPD      lgc18<>+0(SB), Y7
+	VMOVUPS      Y0, 1344(SP)
+	VMOVUPS      Y6, 1376(SP)
+	XORQ         DI, DI
 
 inner_A_8:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
 	VMOVUPS 576(SP)(R8*1), Y0
-	VMOVUPS 1888(SP), Y1
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y0, Y0
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-
-	// sum(v48) over [A]
-	VADDPS  1824(SP), Y3, Y0
-	VMOVUPS Y0, 1824(SP)
-	INCQ    DI
-	CMPQ    DI, $+6
-	JL      inner_A_8
-
-	// finish v49
-	VMOVUPS 1824(SP), Y0
-
-	// v51 = log(v49)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc10<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc4<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPD      lgc18<>+0(SB), Y1
-	VMOVUPD      Y1, 1920(SP)
-	VMOVUPD      Y1, 1952(SP)
-	VMOVUPD      lgc18<>+0(SB), Y1
-	VMOVUPD      Y1, 1984(SP)
-	VMOVUPD      Y1, 2016(SP)
-	VMOVUPS      Y0, 2048(SP)
-	VMOVUPS      Y4, 2080(SP)
-	XORQ         DI, DI
-
-inner_A_9:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 576(SP)(R8*1), Y0
-	VMOVUPS 1888(SP), Y1
-
-	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
-
-	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      2048(SP), Y1
+	VMAXPS       lgc0<>+0(SB), Y0, Y6
+	VMINPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       lgc2<>+0(SB), Y6, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMULPS       Y6, Y6, Y10
+	VFMADD213PS  Y6, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y6
+	VPMAXSD      lgc12<>+0(SB), Y6, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y6, Y9, Y9
+	VCMPPS       $0x03, Y0, Y0, Y6
+	VBLENDVPS    Y6, Y0, Y9, Y9
+	VMOVUPS      1344(SP), Y6
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 2080(SP), Y2
+	VDIVPS  Y6, Y9, Y6
+	VMOVUPS 1376(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
-	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc35<>+0(SB), Y2
-	VMOVUPS Y2, 2112(SP)
-	VMOVUPS Y1, 2176(SP)
-	VMOVUPS Y0, 2208(SP)
+	VSUBPS  Y8, Y0, Y0
+	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS Y8, 1408(SP)
+	VMOVUPS Y6, 1472(SP)
+	VMOVUPS Y0, 1504(SP)
 	XORQ    R8, R8
 
-inner_Q_10:
+inner_Q_9:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DI, R10
 	ADDQ    R10, R9
@@ -1033,88 +1007,85 @@ inner_Q_10:
 	VMOVUPS 768(SP)(R9*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2112(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2112(SP)
+	VMOVUPS 1408(SP), Y6
+	VMINPS  Y6, Y0, Y8
+	VMINPS  Y0, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VMOVUPS Y6, 1408(SP)
 	INCQ    R8
 	CMPQ    R8, $+2
-	JL      inner_Q_10
+	JL      inner_Q_9
 
 	// finish minQ
-	VMOVUPS 2112(SP), Y0
-	VMOVUPS 1216(SP), Y1
-	VMOVUPS 2208(SP), Y2
+	VMOVUPS 1408(SP), Y0
+	VMOVUPS 1152(SP), Y6
+	VMOVUPS 1504(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
-	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 2176(SP), Y1
+	VSUBPS  Y0, Y6, Y0
+	VMOVUPS 1472(SP), Y6
 
 	// v57 = mul(v50, v56)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y0, Y6, Y0
 
 	// sum(v57) over [A]
-	VCVTPS2PD    X0, Y3
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1984(SP), Y3, Y3
-	VMOVUPD      Y3, 1984(SP)
-	VADDPD       2016(SP), Y0, Y0
-	VMOVUPD      Y0, 2016(SP)
+	VADDPD       Y5, Y6, Y5
+	VADDPD       Y7, Y0, Y7
+	VMOVUPS      1472(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
-	VMULPS Y2, Y1, Y0
+	VMULPS Y8, Y0, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X0, Y1
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       1920(SP), Y1, Y1
-	VMOVUPD      Y1, 1920(SP)
-	VADDPD       1952(SP), Y0, Y0
-	VMOVUPD      Y0, 1952(SP)
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y4, Y0, Y4
 	INCQ         DI
 	CMPQ         DI, $+6
-	JL           inner_A_9
+	JL           inner_A_8
 
 	// finish v58
-	VMOVUPD     1984(SP), Y0
-	VMOVUPD     2016(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y5, Y0
+	VMOVUPD     Y7, Y2
+	VMOVUPS     lgc17<>+0(SB), Y5
+	VCVTPD2PSY  Y0, X5
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y5, Y0
 
 	// mean(v58) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 
 	// finish expectedLogProb
-	VMOVUPD     1920(SP), Y0
-	VMOVUPD     1952(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y3, Y0
+	VMOVUPD     Y4, Y2
+	VMOVUPS     lgc17<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y3, Y0
 
 	// v64 = add(expectedLogProb, 1.7559242)
-	VADDPS       lgc41<>+0(SB), Y0, Y1
+	VADDPS       lgc41<>+0(SB), Y0, Y2
 	MOVQ         logAlpha+48(FP), DI
-	VBROADCASTSS (DI)(BX*4), Y2
+	VBROADCASTSS (DI)(BX*4), Y3
 
 	// v65 = mul(logAlpha, v64)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y2, Y3, Y2
 
 	// v66 = neg(v65)
-	VXORPS lgc16<>+0(SB), Y1, Y1
+	VXORPS lgc16<>+0(SB), Y2, Y2
 
 	// mean(v66) over [B]
-	VADDPS  896(DX), Y1, Y1
-	VMOVUPS Y1, 896(DX)
+	VADDPS  896(DX), Y2, Y2
+	VMOVUPS Y2, 896(DX)
 
 	// v68 = neg(expectedLogProb)
 	VXORPS lgc16<>+0(SB), Y0, Y0
@@ -1124,8 +1095,8 @@ inner_Q_10:
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v70
-	VMOVUPS 1632(SP), Y0
-	VMOVUPS 1760(SP), Y1
+	VMOVUPS Y1, Y0
+	VMOVUPS 1312(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
@@ -1135,7 +1106,7 @@ inner_Q_10:
 	MOVQ         tDError+96(FP), DX
 	VMOVUPS      Y0, (DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_11
+	JNZ          noflush_10
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
@@ -1192,7 +1163,7 @@ inner_Q_10:
 	VMOVUPS      Y1, 1344(CX)
 	MOVQ         $+8, CX
 
-noflush_11:
+noflush_10:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
 	JGE  chunkdone_2
@@ -1597,13 +1568,13 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, nextLogits *float32, nextActionValue *float32, logits *float32, actionValue *float32, logAlpha *float32, nextTerminated *bool, nextReward *float32, action *int64, state *float64, valueTarget *float32, tDError *float32, gradLogits *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $3616-120
+TEXT ·fbPass1AVX2(SB), $2464-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_13
+	JGE  chunkdone_12
 
-blocks_12:
+blocks_11:
 	// tile nextLogits
 	MOVQ       nextLogits+16(FP), DX
 	XORQ       BX, BX
@@ -1888,251 +1859,242 @@ blocks_12:
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      lgc15<>+0(SB), Y0
-	VMOVUPS      Y0, 1728(SP)
-	VMOVUPS      Y3, 1792(SP)
-	XORQ         DX, DX
+
+	// reduce_max(nextLogits) over [A], pairwise
+	VMOVUPS lgc16<>+0(SB), Y1
+	VXORPS  (SP), Y1, Y2
+	VXORPS  32(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y5
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y5, Y4, Y4
+	VXORPS  64(SP), Y1, Y2
+	VXORPS  96(SP), Y1, Y5
+	VMINPS  Y2, Y5, Y6
+	VMINPS  Y5, Y2, Y5
+	VORPS   Y6, Y5, Y5
+	VMINPS  Y4, Y5, Y2
+	VMINPS  Y5, Y4, Y5
+	VORPS   Y2, Y5, Y5
+	VXORPS  128(SP), Y1, Y2
+	VXORPS  160(SP), Y1, Y4
+	VMINPS  Y2, Y4, Y6
+	VMINPS  Y4, Y2, Y4
+	VORPS   Y6, Y4, Y4
+	VXORPS  Y0, Y1, Y0
+	VMINPS  Y4, Y0, Y2
+	VMINPS  Y0, Y4, Y0
+	VORPS   Y2, Y0, Y0
+	VMINPS  Y5, Y0, Y2
+	VMINPS  Y0, Y5, Y0
+	VORPS   Y2, Y0, Y0
+	VXORPS  Y1, Y0, Y0
+
+	// finish v5
+	VMOVUPS lgc17<>+0(SB), Y1
+	VMOVUPS Y3, 1728(SP)
+	XORQ    DX, DX
+
+inner_A_13:
+	XORQ    R8, R8
+	IMUL3Q  $+32, DX, R9
+	ADDQ    R9, R8
+	VMOVUPS (SP)(R8*1), Y2
+
+	// v7 = sub(nextLogits, v5)
+	VSUBPS Y0, Y2, Y2
+
+	// v8 = exp(v7)
+	VMAXPS       lgc0<>+0(SB), Y2, Y3
+	VMINPS       lgc1<>+0(SB), Y3, Y3
+	VMULPS       lgc2<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc3<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc4<>+0(SB), Y4, Y3
+	VMOVAPS      lgc5<>+0(SB), Y5
+	VFMADD213PS  lgc6<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc7<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc11<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc12<>+0(SB), Y3, Y4
+	VPMINSD      lgc13<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
+
+	// sum(v8) over [A]
+	VADDPS Y1, Y5, Y1
+	INCQ   DX
+	CMPQ   DX, $+6
+	JL     inner_A_13
+
+	// finish v9
+	VMOVUPD lgc18<>+0(SB), Y2
+	VMOVUPD lgc18<>+0(SB), Y3
+	VMOVUPS lgc15<>+0(SB), Y4
+	VMOVUPS Y1, 1760(SP)
+	XORQ    DX, DX
 
 inner_A_14:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-
-	// reduce_max(nextLogits) over [A]
-	VMOVUPS 1728(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 1728(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_14
-
-	// finish v5
-	VMOVUPS 1728(SP), Y0
-	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y1, 1824(SP)
-	VMOVUPS Y0, 1888(SP)
-	XORQ    DX, DX
-
-inner_A_15:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 1888(SP), Y1
+	VMOVUPS (SP)(R8*1), Y1
 
 	// v7 = sub(nextLogits, v5)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y1, Y1
 
 	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-
-	// sum(v8) over [A]
-	VADDPS  1824(SP), Y3, Y0
-	VMOVUPS Y0, 1824(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_15
-
-	// finish v9
-	VMOVUPS 1824(SP), Y0
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 1920(SP)
-	VMOVUPD Y1, 1952(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 1984(SP)
-	VMOVUPS Y0, 2048(SP)
-	XORQ    DX, DX
-
-inner_A_16:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 1888(SP), Y1
-
-	// v7 = sub(nextLogits, v5)
-	VSUBPS Y1, Y0, Y0
-
-	// v8 = exp(v7)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      2048(SP), Y0
+	VMAXPS       lgc0<>+0(SB), Y1, Y5
+	VMINPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       lgc2<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc12<>+0(SB), Y5, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y1, Y1, Y5
+	VBLENDVPS    Y5, Y1, Y7, Y7
+	VMOVUPS      1760(SP), Y1
 
 	// v10 = div(v8, v9)
-	VDIVPS  Y0, Y3, Y0
-	VMOVUPS lgc17<>+0(SB), Y1
+	VDIVPS  Y1, Y7, Y1
+	VMOVUPS lgc17<>+0(SB), Y5
 
 	// v12 = eq(v10, 0)
-	VCMPPS  $0x00, Y1, Y0, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS lgc19<>+0(SB), Y2
+	VCMPPS  $0x00, Y5, Y1, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VMOVUPS lgc19<>+0(SB), Y6
 
 	// v14 = where(v12, 1e-08, v10)
-	VMOVUPS   lgc17<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y1
+	VMOVUPS   lgc17<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y1, Y5
+	VMOVUPS   Y1, 1792(SP)
 
 	// v15 = log(v14)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
-	VMULPS       lgc21<>+0(SB), Y1, Y3
-	VBLENDVPS    Y2, Y3, Y1, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc13<>+0(SB), Y4, Y4
-	VPAND        lgc22<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc23<>+0(SB), Y3, Y2
-	VPOR         lgc11<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y2, Y3
-	VMULPS       lgc10<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc11<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc25<>+0(SB), Y5
-	VFMADD213PS  lgc26<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc27<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc28<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc29<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc30<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc31<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc32<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc33<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc4<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc3<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc15<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc17<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc34<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc35<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc35<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VCMPPS       $0x11, lgc20<>+0(SB), Y5, Y1
+	VMULPS       lgc21<>+0(SB), Y5, Y6
+	VBLENDVPS    Y1, Y6, Y5, Y6
+	VPSRLD       $0x17, Y6, Y7
+	VPSUBD       lgc13<>+0(SB), Y7, Y7
+	VPAND        lgc22<>+0(SB), Y1, Y1
+	VPADDD       Y1, Y7, Y7
+	VPAND        lgc23<>+0(SB), Y6, Y1
+	VPOR         lgc11<>+0(SB), Y1, Y1
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y6
+	VMULPS       lgc10<>+0(SB), Y1, Y8
+	VBLENDVPS    Y6, Y8, Y1, Y1
+	VPSUBD       Y6, Y7, Y7
+	VSUBPS       lgc11<>+0(SB), Y1, Y1
+	VMULPS       Y1, Y1, Y6
+	VMOVAPS      lgc25<>+0(SB), Y8
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc27<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc28<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc29<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc30<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc31<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc32<>+0(SB), Y1, Y8
+	VFMADD213PS  lgc33<>+0(SB), Y1, Y8
+	VMULPS       Y1, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCVTDQ2PS    Y7, Y7
+	VFMADD231PS  lgc4<>+0(SB), Y7, Y8
+	VFNMADD231PS lgc10<>+0(SB), Y6, Y8
+	VADDPS       Y1, Y8, Y8
+	VFMADD231PS  lgc3<>+0(SB), Y7, Y8
+	VCMPPS       $0x00, lgc17<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc15<>+0(SB), Y8, Y8
+	VCMPPS       $0x11, lgc17<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc34<>+0(SB), Y8, Y8
+	VCMPPS       $0x00, lgc35<>+0(SB), Y5, Y1
+	VBLENDVPS    Y1, lgc35<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y1
+	VBLENDVPS    Y1, Y5, Y8, Y8
 	VMOVUPS      lgc35<>+0(SB), Y1
-	VMOVUPS      Y1, 2080(SP)
-	VMOVUPS      Y0, 2144(SP)
-	VMOVUPS      Y5, 2176(SP)
+	VMOVUPS      Y8, 1824(SP)
 	XORQ         R9, R9
 
-inner_Q_17:
+inner_Q_15:
 	XORQ    R10, R10
 	IMUL3Q  $+32, DX, R11
 	ADDQ    R11, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 192(SP)(R10*1), Y0
+	VMOVUPS 192(SP)(R10*1), Y5
 
 	// reduce_min(nextActionValue) over [Q]
-	VMOVUPS 2080(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2080(SP)
-	INCQ    R9
-	CMPQ    R9, $+2
-	JL      inner_Q_17
+	VMINPS Y1, Y5, Y6
+	VMINPS Y5, Y1, Y1
+	VORPS  Y6, Y1, Y1
+	INCQ   R9
+	CMPQ   R9, $+2
+	JL     inner_Q_15
 
 	// finish v16
-	VMOVUPS 2080(SP), Y0
-	VMOVUPS 1792(SP), Y1
-	VMOVUPS 2176(SP), Y2
+	VMOVUPS 1728(SP), Y5
+	VMOVUPS 1824(SP), Y6
 
 	// v17 = mul(v1, v15)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y6, Y5, Y5
 
 	// v18 = sub(v16, v17)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS 2144(SP), Y1
+	VSUBPS  Y5, Y1, Y1
+	VMOVUPS 1792(SP), Y5
 
 	// v19 = mul(v10, v18)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y1, Y5, Y1
 
 	// sum(v19) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1920(SP), Y1, Y1
-	VMOVUPD      Y1, 1920(SP)
-	VADDPD       1952(SP), Y0, Y0
-	VMOVUPD      Y0, 1952(SP)
-	VMOVUPS      576(SP)(R8*1), Y0
+	VCVTPS2PD    X1, Y5
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       Y2, Y5, Y2
+	VADDPD       Y3, Y1, Y3
+	VMOVUPS      576(SP)(R8*1), Y1
 
 	// reduce_max(logits) over [A]
-	VMOVUPS 1984(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 1984(SP)
-	INCQ    DX
-	CMPQ    DX, $+6
-	JL      inner_A_16
+	VXORPS lgc16<>+0(SB), Y4, Y4
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	VMINPS Y4, Y1, Y5
+	VMINPS Y1, Y4, Y4
+	VORPS  Y5, Y4, Y4
+	VXORPS lgc16<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+6
+	JL     inner_A_14
 
 	// finish v20
-	VMOVUPD     1920(SP), Y0
-	VMOVUPD     1952(SP), Y1
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
 	VMOVUPS     lgc17<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -2156,46 +2118,42 @@ inner_Q_17:
 	VMOVUPS (DX)(R8*4), Y1
 
 	// td0Return = add(nextReward, v28)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 2208(SP)
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 2272(SP)
-	VMOVUPD Y1, 2304(SP)
-	VMOVUPS Y0, 2336(SP)
-	XORQ    DX, DX
+	VADDPS     Y0, Y1, Y0
+	VMOVUPS    lgc15<>+0(SB), Y1
+	VMOVUPD    lgc18<>+0(SB), Y2
+	VMOVUPD    lgc18<>+0(SB), Y3
+	MOVQ       action+72(FP), DX
+	VMOVUPS    lgc17<>+0(SB), Y5
+	VMOVUPS    Y5, 1856(SP)
+	VMOVUPS    lgc17<>+0(SB), X5
+	MOVQ       (DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1856(SP)
+	MOVQ       8(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1860(SP)
+	MOVQ       16(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1864(SP)
+	MOVQ       24(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1868(SP)
+	MOVQ       32(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1872(SP)
+	MOVQ       40(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1876(SP)
+	MOVQ       48(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1880(SP)
+	MOVQ       56(DX)(R8*8), R9
+	VCVTSI2SSQ R9, X5, X5
+	VMOVSS     X5, 1884(SP)
+	VMOVUPS    1856(SP), Y5
+	XORQ       DX, DX
 
-inner_Q_18:
-	MOVQ       action+72(FP), R9
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 2368(SP)
-	VMOVUPS    lgc17<>+0(SB), X0
-	MOVQ       (R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2368(SP)
-	MOVQ       8(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2372(SP)
-	MOVQ       16(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2376(SP)
-	MOVQ       24(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2380(SP)
-	MOVQ       32(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2384(SP)
-	MOVQ       40(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2388(SP)
-	MOVQ       48(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2392(SP)
-	MOVQ       56(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 2396(SP)
-	VMOVUPS    2368(SP), Y0
-
+inner_Q_16:
 	// v33 = gather(actionValue, action) over A
 	XORQ       R9, R9
 	IMUL3Q     $+1536, DX, R10
@@ -2204,239 +2162,223 @@ inner_Q_18:
 	ADDQ       R10, R9
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc37<>+0(SB), Y0, Y0
-	VPMULLD    lgc38<>+0(SB), Y0, Y0
-	VPADDD     lgc39<>+0(SB), Y0, Y0
-	VMOVUPS    lgc40<>+0(SB), Y1
-	VMOVUPS    lgc17<>+0(SB), Y2
-	VGATHERDPS Y1, (R10)(Y0*4), Y2
-	VMOVUPS    2336(SP), Y0
+	VCVTTPS2DQ Y5, Y6
+	VPMAXSD    lgc17<>+0(SB), Y6, Y6
+	VPMINSD    lgc37<>+0(SB), Y6, Y6
+	VPMULLD    lgc38<>+0(SB), Y6, Y6
+	VPADDD     lgc39<>+0(SB), Y6, Y6
+	VMOVUPS    lgc40<>+0(SB), Y7
+	VMOVUPS    lgc17<>+0(SB), Y8
+	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// diff = sub(v33, td0Return)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y0, Y8, Y6
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc16<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc11<>+0(SB), Y7
 
 	// v37 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y7, Y6, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v38 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y6, Y8
 
 	// v39 = mul(v38, absDiff)
-	VMULPS Y0, Y2, Y3
+	VMULPS Y6, Y8, Y8
 
 	// v40 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y4
+	VSUBPS lgc10<>+0(SB), Y6, Y9
 
 	// smoothL1 = where(v37, v39, v40)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y4, Y1
-	VMOVUPS   Y2, 2400(SP)
+	VMOVUPS   lgc17<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y8, Y9, Y7
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2272(SP), Y2, Y2
-	VMOVUPD      Y2, 2272(SP)
-	VADDPD       2304(SP), Y1, Y1
-	VMOVUPD      Y1, 2304(SP)
+	VCVTPS2PD    X7, Y8
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y2, Y8, Y2
+	VADDPD       Y3, Y7, Y3
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 2208(SP), Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc16<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 2208(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_18
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	VXORPS lgc16<>+0(SB), Y6, Y6
+	VMINPS Y1, Y6, Y7
+	VMINPS Y6, Y1, Y1
+	VORPS  Y7, Y1, Y1
+	VXORPS lgc16<>+0(SB), Y1, Y1
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_16
 
 	// finish v42
-	VMOVUPD     2272(SP), Y0
-	VMOVUPD     2304(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc17<>+0(SB), Y5
+	VCVTPD2PSY  Y2, X5
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// mean(v42) over [B]
 	MOVQ    state+80(FP), DX
-	VADDPS  256(DX), Y0, Y0
-	VMOVUPS Y0, 256(DX)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
 
 	// finish v45
-	VMOVUPS 1984(SP), Y0
-	VMOVUPS lgc17<>+0(SB), Y1
-	VMOVUPS Y1, 2432(SP)
-	VMOVUPS Y0, 2496(SP)
+	VMOVUPS Y4, Y2
+	VMOVUPS lgc17<>+0(SB), Y3
+	VMOVUPS Y0, 1888(SP)
 	XORQ    R9, R9
 
-inner_A_19:
+inner_A_17:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
 	VMOVUPS 576(SP)(R10*1), Y0
-	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y0, Y0
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc0<>+0(SB), Y0, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y4
+	VBLENDVPS    Y4, Y0, Y6, Y6
 
 	// sum(v48) over [A]
-	VADDPS  2432(SP), Y3, Y0
-	VMOVUPS Y0, 2432(SP)
-	INCQ    R9
-	CMPQ    R9, $+6
-	JL      inner_A_19
+	VADDPS Y3, Y6, Y3
+	INCQ   R9
+	CMPQ   R9, $+6
+	JL     inner_A_17
 
 	// finish v49
-	VMOVUPS 2432(SP), Y0
+	VMOVUPS Y3, Y0
 
 	// v51 = log(v49)
-	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
-	VMULPS       lgc21<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc13<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc11<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc24<>+0(SB), Y1, Y2
-	VMULPS       lgc10<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc11<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc25<>+0(SB), Y4
-	VFMADD213PS  lgc26<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc27<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc28<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc29<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc30<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc31<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc32<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc33<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc4<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc10<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc3<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc15<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc34<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc35<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPD      lgc18<>+0(SB), Y1
-	VMOVUPD      Y1, 2528(SP)
-	VMOVUPD      Y1, 2560(SP)
-	VMOVUPD      lgc18<>+0(SB), Y1
-	VMOVUPD      Y1, 2592(SP)
-	VMOVUPD      Y1, 2624(SP)
-	VMOVUPS      Y0, 2656(SP)
-	VMOVUPS      Y4, 2688(SP)
+	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y3
+	VMULPS       lgc21<>+0(SB), Y0, Y4
+	VBLENDVPS    Y3, Y4, Y0, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc13<>+0(SB), Y5, Y5
+	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc23<>+0(SB), Y4, Y3
+	VPOR         lgc11<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc24<>+0(SB), Y3, Y4
+	VMULPS       lgc10<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc11<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc25<>+0(SB), Y6
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc27<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc28<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc29<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc30<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc31<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc32<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc33<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc4<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc10<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc3<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc15<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc17<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc34<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc35<>+0(SB), Y0, Y3
+	VBLENDVPS    Y3, lgc35<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y6, Y6
+	VMOVUPD      lgc18<>+0(SB), Y3
+	VMOVUPD      lgc18<>+0(SB), Y4
+	VMOVUPD      lgc18<>+0(SB), Y5
+	VMOVUPD      lgc18<>+0(SB), Y7
+	VMOVUPS      Y0, 1920(SP)
+	VMOVUPS      Y6, 1952(SP)
 	XORQ         R9, R9
 
-inner_A_20:
+inner_A_18:
 	XORQ    R10, R10
 	IMUL3Q  $+32, R9, R11
 	ADDQ    R11, R10
 	VMOVUPS 576(SP)(R10*1), Y0
-	VMOVUPS 2496(SP), Y1
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y0, Y0
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      2656(SP), Y1
+	VMAXPS       lgc0<>+0(SB), Y0, Y6
+	VMINPS       lgc1<>+0(SB), Y6, Y6
+	VMULPS       lgc2<>+0(SB), Y6, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y6
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y6
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y9
+	VMULPS       Y6, Y6, Y10
+	VFMADD213PS  Y6, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y6
+	VPMAXSD      lgc12<>+0(SB), Y6, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y6, Y9, Y9
+	VCMPPS       $0x03, Y0, Y0, Y6
+	VBLENDVPS    Y6, Y0, Y9, Y9
+	VMOVUPS      1920(SP), Y6
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 2688(SP), Y2
+	VDIVPS  Y6, Y9, Y6
+	VMOVUPS 1952(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
-	VSUBPS  Y2, Y0, Y2
-	VMOVUPS lgc35<>+0(SB), Y4
-	VMOVUPS Y4, 2720(SP)
-	VMOVUPS Y0, 2784(SP)
-	VMOVUPS Y3, 2816(SP)
-	VMOVUPS Y1, 2848(SP)
-	VMOVUPS Y2, 2880(SP)
+	VSUBPS  Y8, Y0, Y0
+	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS Y8, 1984(SP)
+	VMOVUPS Y6, 2048(SP)
+	VMOVUPS Y0, 2080(SP)
 	XORQ    R10, R10
 
-inner_Q_21:
+inner_Q_19:
 	XORQ    R11, R11
 	IMUL3Q  $+32, R9, R12
 	ADDQ    R12, R11
@@ -2445,88 +2387,85 @@ inner_Q_21:
 	VMOVUPS 768(SP)(R11*1), Y0
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2720(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2720(SP)
+	VMOVUPS 1984(SP), Y6
+	VMINPS  Y6, Y0, Y8
+	VMINPS  Y0, Y6, Y6
+	VORPS   Y8, Y6, Y6
+	VMOVUPS Y6, 1984(SP)
 	INCQ    R10
 	CMPQ    R10, $+2
-	JL      inner_Q_21
+	JL      inner_Q_19
 
 	// finish minQ
-	VMOVUPS 2720(SP), Y0
-	VMOVUPS 1792(SP), Y1
-	VMOVUPS 2880(SP), Y2
+	VMOVUPS 1984(SP), Y0
+	VMOVUPS 1728(SP), Y6
+	VMOVUPS 2080(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y8, Y6, Y6
 
 	// v56 = sub(v55, minQ)
-	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 2848(SP), Y1
+	VSUBPS  Y0, Y6, Y0
+	VMOVUPS 2048(SP), Y6
 
 	// v57 = mul(v50, v56)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y0, Y6, Y0
 
 	// sum(v57) over [A]
-	VCVTPS2PD    X0, Y3
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2592(SP), Y3, Y3
-	VMOVUPD      Y3, 2592(SP)
-	VADDPD       2624(SP), Y0, Y0
-	VMOVUPD      Y0, 2624(SP)
+	VADDPD       Y5, Y6, Y5
+	VADDPD       Y7, Y0, Y7
+	VMOVUPS      2048(SP), Y0
 
 	// v60 = mul(v50, logSoftmax)
-	VMULPS Y2, Y1, Y0
+	VMULPS Y8, Y0, Y0
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X0, Y1
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       2528(SP), Y1, Y1
-	VMOVUPD      Y1, 2528(SP)
-	VADDPD       2560(SP), Y0, Y0
-	VMOVUPD      Y0, 2560(SP)
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y4, Y0, Y4
 	INCQ         R9
 	CMPQ         R9, $+6
-	JL           inner_A_20
+	JL           inner_A_18
 
 	// finish v58
-	VMOVUPD     2592(SP), Y0
-	VMOVUPD     2624(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y5, Y0
+	VMOVUPD     Y7, Y5
+	VMOVUPS     lgc17<>+0(SB), Y6
+	VCVTPD2PSY  Y0, X6
+	VCVTPD2PSY  Y5, X0
+	VINSERTF128 $0x01, X0, Y6, Y0
 
 	// mean(v58) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 
 	// finish expectedLogProb
-	VMOVUPD     2528(SP), Y0
-	VMOVUPD     2560(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y3, Y0
+	VMOVUPD     Y4, Y3
+	VMOVUPS     lgc17<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y3, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// v64 = add(expectedLogProb, 1.7559242)
-	VADDPS       lgc41<>+0(SB), Y0, Y1
+	VADDPS       lgc41<>+0(SB), Y0, Y3
 	MOVQ         logAlpha+48(FP), R9
-	VBROADCASTSS (R9)(DI*4), Y2
+	VBROADCASTSS (R9)(DI*4), Y4
 
 	// v65 = mul(logAlpha, v64)
-	VMULPS Y1, Y2, Y2
+	VMULPS Y3, Y4, Y4
 
 	// v66 = neg(v65)
-	VXORPS lgc16<>+0(SB), Y2, Y2
+	VXORPS lgc16<>+0(SB), Y4, Y4
 
 	// mean(v66) over [B]
-	VADDPS  896(DX), Y2, Y2
-	VMOVUPS Y2, 896(DX)
+	VADDPS  896(DX), Y4, Y4
+	VMOVUPS Y4, 896(DX)
 
 	// v68 = neg(expectedLogProb)
 	VXORPS lgc16<>+0(SB), Y0, Y0
@@ -2536,420 +2475,365 @@ inner_Q_21:
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v70
-	VMOVUPS 2208(SP), Y0
+	VMOVUPS Y1, Y0
 
 	// v74 = mul(-0.00390625, v64)
-	VMULPS lgc44<>+0(SB), Y1, Y1
+	VMULPS lgc44<>+0(SB), Y3, Y1
 
 	// sum(v74) over [B]
 	VADDPS  1536(DX), Y1, Y1
 	VMOVUPS Y1, 1536(DX)
 	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 2912(SP)
-	VMOVUPD Y1, 2944(SP)
-	VMOVUPD lgc18<>+0(SB), Y1
-	VMOVUPD Y1, 2976(SP)
-	VMOVUPD Y1, 3008(SP)
-	VMOVUPS Y0, 3040(SP)
+	VMOVUPD lgc18<>+0(SB), Y3
+	VMOVUPD lgc18<>+0(SB), Y4
+	VMOVUPD lgc18<>+0(SB), Y5
+	VMOVUPS Y0, 2112(SP)
+	VMOVUPS lgc17<>+0(SB), Y0
 	XORQ    DX, DX
 
-inner_A_22:
+inner_A_20:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
-	VMOVUPS 576(SP)(DI*1), Y0
-	VMOVUPS 2496(SP), Y1
+	VMOVUPS 576(SP)(DI*1), Y6
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y6, Y6
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      2656(SP), Y1
+	VMAXPS       lgc0<>+0(SB), Y6, Y7
+	VMINPS       lgc1<>+0(SB), Y7, Y7
+	VMULPS       lgc2<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc3<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc4<>+0(SB), Y8, Y7
+	VMOVAPS      lgc5<>+0(SB), Y9
+	VFMADD213PS  lgc6<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc7<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc11<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc12<>+0(SB), Y7, Y8
+	VPMINSD      lgc13<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc13<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc13<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
+	VMOVUPS      1920(SP), Y7
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 2688(SP), Y2
+	VDIVPS  Y7, Y9, Y7
+	VMOVUPS 1952(SP), Y8
 
 	// logSoftmax = sub(v47, v51)
-	VSUBPS  Y2, Y0, Y2
-	VMOVUPS lgc35<>+0(SB), Y4
-	VMOVUPS Y4, 2720(SP)
-	VMOVUPS Y0, 3072(SP)
-	VMOVUPS Y3, 3104(SP)
-	VMOVUPS Y1, 3136(SP)
-	VMOVUPS Y2, 3168(SP)
+	VSUBPS  Y8, Y6, Y6
+	VMOVUPS lgc35<>+0(SB), Y8
+	VMOVUPS Y8, 1984(SP)
+	VMOVUPS Y7, 2144(SP)
+	VMOVUPS Y6, 2176(SP)
 	XORQ    DI, DI
 
-inner_Q_23:
+inner_Q_21:
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS 768(SP)(R9*1), Y0
+	VMOVUPS 768(SP)(R9*1), Y6
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2720(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2720(SP)
+	VMOVUPS 1984(SP), Y7
+	VMINPS  Y7, Y6, Y8
+	VMINPS  Y6, Y7, Y7
+	VORPS   Y8, Y7, Y7
+	VMOVUPS Y7, 1984(SP)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_23
+	JL      inner_Q_21
 
 	// finish minQ
-	VMOVUPS 2720(SP), Y0
-	VMOVUPS 1792(SP), Y1
-	VMOVUPS 3168(SP), Y2
+	VMOVUPS 1984(SP), Y6
+	VMOVUPS 1728(SP), Y7
+	VMOVUPS 2176(SP), Y8
 
 	// v55 = mul(v1, logSoftmax)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y8, Y7, Y8
 
 	// v56 = sub(v55, minQ)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y6, Y8, Y6
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc45<>+0(SB), Y0, Y2
-	VMOVUPS 3136(SP), Y3
+	VMULPS  lgc45<>+0(SB), Y6, Y6
+	VMOVUPS 2144(SP), Y8
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS  lgc45<>+0(SB), Y3, Y4
-	VMOVUPS lgc17<>+0(SB), Y5
+	VMULPS lgc45<>+0(SB), Y8, Y8
 
 	// v78 = ne(v77, 0)
-	VCMPPS $0x04, Y5, Y4, Y6
-	VANDPS lgc11<>+0(SB), Y6, Y6
+	VCMPPS $0x04, Y0, Y8, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y9
 
 	// v79 = mul(v77, v1)
-	VMULPS  Y1, Y4, Y1
-	VMOVUPS Y0, 3200(SP)
+	VMULPS Y7, Y8, Y7
 
 	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc17<>+0(SB), Y0
-	VCMPPS    $0x04, Y0, Y6, Y0
-	VBLENDVPS Y0, Y1, Y4, Y0
+	VMOVUPS   lgc17<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y7, Y8, Y7
 
 	// v81 = neg(v80)
-	VXORPS  lgc16<>+0(SB), Y0, Y7
-	VMOVUPS Y0, 3232(SP)
-	VMOVUPS Y6, 3264(SP)
-	VMOVUPS Y1, 3296(SP)
-	VMOVUPS Y4, 3328(SP)
+	VXORPS lgc16<>+0(SB), Y7, Y7
 
 	// sum(v81) over [A]
-	VCVTPS2PD    X7, Y0
-	VEXTRACTF128 $0x01, Y7, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       2912(SP), Y0, Y0
-	VMOVUPD      Y0, 2912(SP)
-	VADDPD       2944(SP), Y1, Y0
-	VMOVUPD      Y0, 2944(SP)
+	VCVTPS2PD    X7, Y8
+	VEXTRACTF128 $0x01, Y7, X7
+	VCVTPS2PD    X7, Y7
+	VADDPD       Y1, Y8, Y1
+	VADDPD       Y3, Y7, Y3
 
 	// v89 = neg(v76)
-	VXORPS  lgc16<>+0(SB), Y2, Y0
-	VMOVUPS 2656(SP), Y1
+	VXORPS  lgc16<>+0(SB), Y6, Y6
+	VMOVUPS 2144(SP), Y7
+	VMOVUPS 1920(SP), Y8
 
 	// v90 = div(v50, v49)
-	VDIVPS Y1, Y3, Y1
+	VDIVPS Y8, Y7, Y7
 
 	// v91 = ne(v89, 0)
-	VCMPPS $0x04, Y5, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x04, Y0, Y6, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v92 = mul(v89, v90)
-	VMULPS  Y1, Y0, Y1
-	VMOVUPS Y2, 3360(SP)
+	VMULPS Y7, Y6, Y7
 
 	// v93 = where(v91, v92, v89)
-	VMOVUPS   lgc17<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y3, Y2
-	VBLENDVPS Y2, Y1, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y6, Y6
 
 	// sum(v93) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       2976(SP), Y1, Y1
-	VMOVUPD      Y1, 2976(SP)
-	VADDPD       3008(SP), Y0, Y0
-	VMOVUPD      Y0, 3008(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y4, Y7, Y4
+	VADDPD       Y5, Y6, Y5
 	INCQ         DX
 	CMPQ         DX, $+6
-	JL           inner_A_22
+	JL           inner_A_20
 
 	// finish v82
-	VMOVUPD     2912(SP), Y0
-	VMOVUPD     2944(SP), Y1
-	VMOVUPS     lgc17<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     lgc17<>+0(SB), Y1
+	VMOVUPS     lgc17<>+0(SB), Y6
+	VCVTPD2PSY  Y1, X6
+	VCVTPD2PSY  Y3, X1
+	VINSERTF128 $0x01, X1, Y6, Y1
 
 	// v83 = ne(v82, 0)
-	VCMPPS  $0x04, Y1, Y0, Y1
-	VANDPS  lgc11<>+0(SB), Y1, Y1
-	VMOVUPS 2656(SP), Y2
+	VCMPPS  $0x04, Y0, Y1, Y3
+	VANDPS  lgc11<>+0(SB), Y3, Y3
+	VMOVUPS 1920(SP), Y6
 
 	// v84 = div(v82, v49)
-	VDIVPS Y2, Y0, Y2
+	VDIVPS Y6, Y1, Y7
 
 	// v85 = where(v83, v84, v82)
-	VMOVUPS   lgc17<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y3, Y8
+	VBLENDVPS Y8, Y7, Y1, Y1
 
 	// finish v94
-	VMOVUPD     2976(SP), Y1
-	VMOVUPD     3008(SP), Y2
-	VMOVUPS     lgc17<>+0(SB), Y3
-	VCVTPD2PSY  Y1, X3
-	VCVTPD2PSY  Y2, X1
-	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPD     Y4, Y3
+	VMOVUPD     Y5, Y4
+	VMOVUPS     lgc17<>+0(SB), Y5
+	VCVTPD2PSY  Y3, X5
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// v95 = add(v85, v94)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS Y0, 3392(SP)
-	XORQ    DX, DX
+	VADDPS Y3, Y1, Y1
+	XORQ   DX, DX
 
-inner_A_24:
+inner_A_22:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R9
 	ADDQ    R9, DI
-	VMOVUPS 576(SP)(DI*1), Y0
-	VMOVUPS 2496(SP), Y1
+	VMOVUPS 576(SP)(DI*1), Y3
 
 	// v47 = sub(logits, v45)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y2, Y3, Y3
 
 	// v48 = exp(v47)
-	VMAXPS       lgc0<>+0(SB), Y0, Y1
-	VMINPS       lgc1<>+0(SB), Y1, Y1
-	VMULPS       lgc2<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc3<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc4<>+0(SB), Y2, Y1
-	VMOVAPS      lgc5<>+0(SB), Y3
-	VFMADD213PS  lgc6<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc7<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc11<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc12<>+0(SB), Y1, Y2
-	VPMINSD      lgc13<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      2656(SP), Y1
+	VMAXPS       lgc0<>+0(SB), Y3, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y7
+	VMULPS       Y4, Y4, Y8
+	VFMADD213PS  Y4, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y7, Y7
+	VMULPS       Y4, Y7, Y7
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y7, Y7
 
 	// v50 = div(v48, v49)
-	VDIVPS  Y1, Y3, Y1
-	VMOVUPS 2688(SP), Y2
+	VDIVPS  Y6, Y7, Y4
+	VMOVUPS 1952(SP), Y5
 
 	// logSoftmax = sub(v47, v51)
-	VSUBPS  Y2, Y0, Y0
-	VMOVUPS lgc35<>+0(SB), Y2
-	VMOVUPS Y2, 2720(SP)
-	VMOVUPS Y3, 3424(SP)
-	VMOVUPS Y1, 3456(SP)
-	VMOVUPS Y0, 3488(SP)
+	VSUBPS  Y5, Y3, Y3
+	VMOVUPS lgc35<>+0(SB), Y5
+	VMOVUPS Y7, 2208(SP)
+	VMOVUPS Y4, 2240(SP)
+	VMOVUPS Y3, 2272(SP)
 	XORQ    R9, R9
 
-inner_Q_25:
+inner_Q_23:
 	XORQ    R10, R10
 	IMUL3Q  $+32, DX, R11
 	ADDQ    R11, R10
 	IMUL3Q  $+192, R9, R11
 	ADDQ    R11, R10
-	VMOVUPS 768(SP)(R10*1), Y0
+	VMOVUPS 768(SP)(R10*1), Y3
 
 	// reduce_min(v53) over [Q]
-	VMOVUPS 2720(SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, 2720(SP)
-	INCQ    R9
-	CMPQ    R9, $+2
-	JL      inner_Q_25
+	VMINPS Y5, Y3, Y4
+	VMINPS Y3, Y5, Y5
+	VORPS  Y4, Y5, Y5
+	INCQ   R9
+	CMPQ   R9, $+2
+	JL     inner_Q_23
 
 	// finish minQ
-	VMOVUPS 2720(SP), Y0
-	VMOVUPS 1792(SP), Y1
-	VMOVUPS 3488(SP), Y2
+	VMOVUPS Y5, Y3
+	VMOVUPS 1728(SP), Y4
+	VMOVUPS 2272(SP), Y5
 
 	// v55 = mul(v1, logSoftmax)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y5, Y4, Y5
 
 	// v56 = sub(v55, minQ)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y5, Y3
 
 	// v76 = mul(0.00390625, v56)
-	VMULPS  lgc45<>+0(SB), Y0, Y0
-	VMOVUPS 3456(SP), Y2
+	VMULPS  lgc45<>+0(SB), Y3, Y3
+	VMOVUPS 2240(SP), Y5
 
 	// v77 = mul(0.00390625, v50)
-	VMULPS  lgc45<>+0(SB), Y2, Y2
-	VMOVUPS lgc17<>+0(SB), Y3
+	VMULPS lgc45<>+0(SB), Y5, Y5
 
 	// v78 = ne(v77, 0)
-	VCMPPS $0x04, Y3, Y2, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y0, Y5, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v79 = mul(v77, v1)
-	VMULPS Y1, Y2, Y1
+	VMULPS Y4, Y5, Y4
 
 	// v80 = where(v78, v79, v77)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y1, Y2, Y1
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y4, Y5, Y4
 
 	// v86 = ne(v76, 0)
-	VCMPPS  $0x04, Y3, Y0, Y2
-	VANDPS  lgc11<>+0(SB), Y2, Y2
-	VMOVUPS 2656(SP), Y4
+	VCMPPS $0x04, Y0, Y3, Y5
+	VANDPS lgc11<>+0(SB), Y5, Y5
 
 	// v87 = div(v76, v49)
-	VDIVPS Y4, Y0, Y4
+	VDIVPS Y6, Y3, Y7
 
 	// v88 = where(v86, v87, v76)
-	VMOVUPS   lgc17<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y4, Y0, Y0
-	VMOVUPS   3392(SP), Y2
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y7, Y3, Y3
 
 	// v96 = add(v88, v95)
-	VADDPS Y2, Y0, Y0
+	VADDPS Y1, Y3, Y3
 
 	// v97 = ne(v96, 0)
-	VCMPPS  $0x04, Y3, Y0, Y2
-	VANDPS  lgc11<>+0(SB), Y2, Y2
-	VMOVUPS 3424(SP), Y3
+	VCMPPS  $0x04, Y0, Y3, Y5
+	VANDPS  lgc11<>+0(SB), Y5, Y5
+	VMOVUPS 2208(SP), Y7
 
 	// v98 = mul(v96, v48)
-	VMULPS Y3, Y0, Y3
+	VMULPS Y7, Y3, Y7
 
 	// v99 = where(v97, v98, v96)
-	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y5, Y8
+	VBLENDVPS Y8, Y7, Y3, Y3
 
 	// gradLogits = add(v80, v99)
-	VADDPS Y0, Y1, Y0
+	VADDPS Y3, Y4, Y3
 
 	// store gradLogits
-	VMOVUPS      Y0, 1152(SP)(DI*1)
+	VMOVUPS      Y3, 1152(SP)(DI*1)
 	XORQ         DI, DI
 	MOVQ         DX, R9
 	ADDQ         R9, DI
-	VMOVD        DI, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
+	VMOVD        DI, X3
+	VPBROADCASTD X3, Y3
+	VCVTDQ2PS    Y3, Y3
 	MOVQ         action+72(FP), DI
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VMOVUPS      Y1, 3520(SP)
-	VMOVUPS      lgc17<>+0(SB), X1
+	VMOVUPS      lgc17<>+0(SB), Y4
+	VMOVUPS      Y4, 2304(SP)
+	VMOVUPS      lgc17<>+0(SB), X4
 	MOVQ         (DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3520(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2304(SP)
 	MOVQ         8(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3524(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2308(SP)
 	MOVQ         16(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3528(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2312(SP)
 	MOVQ         24(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3532(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2316(SP)
 	MOVQ         32(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3536(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2320(SP)
 	MOVQ         40(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3540(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2324(SP)
 	MOVQ         48(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3544(SP)
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2328(SP)
 	MOVQ         56(DI)(R8*8), R9
-	VCVTSI2SSQ   R9, X1, X1
-	VMOVSS       X1, 3548(SP)
-	VMOVUPS      3520(SP), Y1
+	VCVTSI2SSQ   R9, X4, X4
+	VMOVSS       X4, 2332(SP)
+	VMOVUPS      2304(SP), Y4
 
 	// v121 = eq(v120, action)
-	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc11<>+0(SB), Y0, Y0
-	VMOVUPS Y0, 3552(SP)
+	VCMPPS  $0x00, Y4, Y3, Y3
+	VANDPS  lgc11<>+0(SB), Y3, Y3
+	VMOVUPS Y3, 2336(SP)
+	VMOVUPS lgc11<>+0(SB), Y3
 	XORQ    DI, DI
 
-inner_Q_26:
-	MOVQ       action+72(FP), R9
-	VMOVUPS    lgc17<>+0(SB), Y0
-	VMOVUPS    Y0, 3584(SP)
-	VMOVUPS    lgc17<>+0(SB), X0
-	MOVQ       (R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3584(SP)
-	MOVQ       8(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3588(SP)
-	MOVQ       16(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3592(SP)
-	MOVQ       24(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3596(SP)
-	MOVQ       32(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3600(SP)
-	MOVQ       40(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3604(SP)
-	MOVQ       48(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3608(SP)
-	MOVQ       56(R9)(R8*8), R10
-	VCVTSI2SSQ R10, X0, X0
-	VMOVSS     X0, 3612(SP)
-	VMOVUPS    3584(SP), Y0
-
+inner_Q_24:
 	// v33 = gather(actionValue, action) over A
 	XORQ       R9, R9
 	IMUL3Q     $+1536, DI, R10
@@ -2958,111 +2842,115 @@ inner_Q_26:
 	ADDQ       R10, R9
 	MOVQ       actionValue+40(FP), R10
 	LEAQ       (R10)(R9*4), R10
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc17<>+0(SB), Y0, Y0
-	VPMINSD    lgc37<>+0(SB), Y0, Y0
-	VPMULLD    lgc38<>+0(SB), Y0, Y0
-	VPADDD     lgc39<>+0(SB), Y0, Y0
-	VMOVUPS    lgc40<>+0(SB), Y1
-	VMOVUPS    lgc17<>+0(SB), Y2
-	VGATHERDPS Y1, (R10)(Y0*4), Y2
-	VMOVUPS    2336(SP), Y0
+	VCVTTPS2DQ Y4, Y5
+	VPMAXSD    lgc17<>+0(SB), Y5, Y5
+	VPMINSD    lgc37<>+0(SB), Y5, Y5
+	VPMULLD    lgc38<>+0(SB), Y5, Y5
+	VPADDD     lgc39<>+0(SB), Y5, Y5
+	VMOVUPS    lgc40<>+0(SB), Y7
+	VMOVUPS    lgc17<>+0(SB), Y8
+	VGATHERDPS Y7, (R10)(Y5*4), Y8
+	VMOVUPS    1888(SP), Y5
 
 	// diff = sub(v33, td0Return)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y5, Y8, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc16<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMOVUPS lgc16<>+0(SB), Y7
+	VANDNPS Y5, Y7, Y7
 
 	// v37 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y3, Y7, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v38 = mul(0.5, absDiff)
-	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc45<>+0(SB), Y5
-	VMOVUPS lgc17<>+0(SB), Y6
+	VMULPS  lgc10<>+0(SB), Y7, Y9
+	VMOVUPS lgc45<>+0(SB), Y10
 
 	// v101 = where(v37, 0.00390625, 0)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y6, Y7
+	VMOVUPS   lgc17<>+0(SB), Y11
+	VCMPPS    $0x04, Y11, Y8, Y11
+	VBLENDVPS Y11, Y10, Y0, Y11
+	VMOVUPS   Y5, 2368(SP)
+	VMOVUPS   Y9, 2400(SP)
 
 	// v102 = where(v37, 0, 0.00390625)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y6, Y5, Y3
+	VMOVUPS   lgc17<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y8, Y5
+	VBLENDVPS Y5, Y0, Y10, Y5
 
 	// v103 = ne(v101, 0)
-	VCMPPS $0x04, Y6, Y7, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y0, Y11, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v104 = mul(v101, absDiff)
-	VMULPS Y1, Y7, Y1
+	VMULPS Y7, Y11, Y7
 
 	// v105 = where(v103, v104, v101)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y1, Y7, Y1
+	VMOVUPS   lgc17<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y11, Y7
+	VMOVUPS   2400(SP), Y9
 
 	// v106 = mul(v101, v38)
-	VMULPS Y4, Y7, Y4
+	VMULPS  Y9, Y11, Y9
+	VMOVUPS Y7, 2432(SP)
 
 	// v107 = where(v103, v106, v101)
-	VMOVUPS   lgc17<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y4, Y7, Y4
+	VMOVUPS   lgc17<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y8, Y7
+	VBLENDVPS Y7, Y9, Y11, Y7
 
 	// v108 = add(v102, v107)
-	VADDPS Y4, Y3, Y3
+	VADDPS  Y7, Y5, Y5
+	VMOVUPS 2432(SP), Y7
 
 	// v109 = mul(v105, 0.5)
-	VMULPS lgc10<>+0(SB), Y1, Y1
+	VMULPS lgc10<>+0(SB), Y7, Y7
 
 	// v110 = add(v108, v109)
-	VADDPS Y1, Y3, Y1
+	VADDPS  Y7, Y5, Y5
+	VMOVUPS 2368(SP), Y7
 
 	// v111 = gt(diff, 0)
-	VCMPPS $0x1e, Y6, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y0, Y7, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v112 = lt(diff, 0)
-	VCMPPS $0x11, Y6, Y0, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y0, Y7, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y9
 
 	// v114 = mul(diff, 0)
-	VMULPS  lgc17<>+0(SB), Y0, Y0
-	VMOVUPS lgc46<>+0(SB), Y5
+	VMULPS  lgc17<>+0(SB), Y7, Y7
+	VMOVUPS lgc46<>+0(SB), Y10
 
 	// v115 = where(v112, -1, v114)
-	VMOVUPS   lgc17<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y11
+	VCMPPS    $0x04, Y11, Y9, Y11
+	VBLENDVPS Y11, Y10, Y7, Y7
 
 	// v116 = where(v111, 1, v115)
-	VMOVUPS   lgc17<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VMOVUPS   lgc17<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y3, Y7, Y7
 
 	// v117 = ne(v110, 0)
-	VCMPPS $0x04, Y6, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y0, Y5, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v118 = mul(v110, v116)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y7, Y5, Y7
 
 	// v119 = where(v117, v118, v110)
-	VMOVUPS   lgc17<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y0, Y1, Y0
-	VMOVUPS   3552(SP), Y1
+	VMOVUPS   lgc17<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y5, Y5
+	VMOVUPS   2336(SP), Y7
 
 	// gradActionValue = where(v121, v119, 0)
-	VMOVUPS   lgc17<>+0(SB), Y2
-	VCMPPS    $0x04, Y2, Y1, Y2
-	VBLENDVPS Y2, Y0, Y6, Y0
+	VMOVUPS   lgc17<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y5, Y0, Y5
 
 	// store gradActionValue
 	XORQ    R9, R9
@@ -3070,19 +2958,19 @@ inner_Q_26:
 	ADDQ    R10, R9
 	IMUL3Q  $+192, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS Y0, 1344(SP)(R9*1)
+	VMOVUPS Y5, 1344(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+2
-	JL      inner_Q_26
+	JL      inner_Q_24
 	INCQ    DX
 	CMPQ    DX, $+6
-	JL      inner_A_24
-	VMOVUPS 2336(SP), Y0
+	JL      inner_A_22
+	VMOVUPS 1888(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
 	VMOVUPS Y0, (DX)(R8*4)
-	VMOVUPS 3040(SP), Y0
+	VMOVUPS 2112(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+96(FP), DX
@@ -3217,7 +3105,7 @@ inner_Q_26:
 	VMASKMOVPS   Y5, Y8, 6288(DX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 6312(DX)(SI*4)
 	DECQ         CX
-	JNZ          noflush_27
+	JNZ          noflush_25
 	MOVQ         state+80(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
@@ -3287,14 +3175,14 @@ inner_Q_26:
 	VMOVUPS      Y1, 1664(CX)
 	MOVQ         $+8, CX
 
-noflush_27:
+noflush_25:
 	ADDQ $+8, AX
 	CMPQ AX, $+256
-	JGE  chunkdone_13
+	JGE  chunkdone_12
 	CMPQ AX, hi+8(FP)
-	JL   blocks_12
+	JL   blocks_11
 
-chunkdone_13:
+chunkdone_12:
 	MOVQ         state+80(FP), AX
 	VMOVUPS      256(AX), Y0
 	VANDPS       lgc42<>+0(SB), Y0, Y1
@@ -3403,9 +3291,9 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_26:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
 	VMAXPS       lgc0<>+0(SB), Y0, Y1
 	VMINPS       lgc1<>+0(SB), Y1, Y1
@@ -3436,9 +3324,9 @@ bulk_28:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_26
 
-bulkdone_29:
+bulkdone_27:
 	VZEROUPPER
 	RET
 
@@ -3450,9 +3338,9 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_30:
+bulk_28:
 	CMPQ         BX, DX
-	JGE          bulkdone_31
+	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc20<>+0(SB), Y0, Y1
 	VMULPS       lgc21<>+0(SB), Y0, Y2
@@ -3495,9 +3383,9 @@ bulk_30:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_30
+	JMP          bulk_28
 
-bulkdone_31:
+bulkdone_29:
 	VZEROUPPER
 	RET
 
@@ -3509,9 +3397,9 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_32:
+bulk_30:
 	CMPQ         BX, DX
-	JGE          bulkdone_33
+	JGE          bulkdone_31
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc11<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc20<>+0(SB), Y1, Y2
@@ -3565,8 +3453,8 @@ bulk_32:
 	VBLENDVPS    Y3, lgc35<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_32
+	JMP          bulk_30
 
-bulkdone_33:
+bulkdone_31:
 	VZEROUPPER
 	RET

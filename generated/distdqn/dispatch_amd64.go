@@ -62,7 +62,7 @@ func pass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.SetMask(st.r3_ok)
 		runtime.SetMask(st.r15_ok)
 		runtime.SetMask(st.p0_ok)
-		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &const11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+		pass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &const11[0], &s.s0[0], &s.s1[0])
 	}
 	n := min(pass0Chunks, 16)
 	if n <= 1 {
@@ -106,7 +106,7 @@ func pass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *scratch) {
 		runtime.Fill(st.r49_p, 0)
 		runtime.SetMask(st.r8_ok)
 		runtime.SetMask(st.p1_ok)
-		pass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
+		pass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.Action[0], &s.s0[0], &st.buf[0], &const11[0], &s.s1[0], &in.NextTerminated[0], &in.NextReward[0], &in.NextActionValue[0], &in.ActionValue[0], &out.TDError[0], &out.TargetDistribution[0])
 	}
 	n := min(pass1Chunks, 16)
 	if n <= 1 {
@@ -183,7 +183,7 @@ func fbPass0AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r3_ok)
 		runtime.SetMask(st.r15_ok)
 		runtime.SetMask(st.p0_ok)
-		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &fbConst11[0], &in.NextReward[0], &s.s0[0], &s.s1[0])
+		fbPass0AVX2(lo, hi, &in.ActionValue[0], &in.NextActionValue[0], &st.buf[0], &in.NextTerminated[0], &in.NextReward[0], &fbConst11[0], &s.s0[0], &s.s1[0])
 	}
 	n := min(fbPass0Chunks, 16)
 	if n <= 1 {
@@ -229,7 +229,7 @@ func fbPass1AVX2Go(in *Inputs, out *Outputs, g *Grads, s *fbScratch) {
 		runtime.SetMask(st.r8_ok)
 		runtime.SetMask(st.r3_ok)
 		runtime.SetMask(st.p1_ok)
-		fbPass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextActionValue[0], &in.NextReward[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
+		fbPass1AVX2(lo, hi, &in.NextActionValueOnline[0], &in.ActionValue[0], &in.Action[0], &s.s0[0], &st.buf[0], &fbConst11[0], &s.s1[0], &in.NextTerminated[0], &in.NextReward[0], &in.NextActionValue[0], &out.TDError[0], &out.TargetDistribution[0], &g.ActionValue[0])
 	}
 	n := min(fbPass1Chunks, 16)
 	if n <= 1 {

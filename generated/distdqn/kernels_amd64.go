@@ -8,25 +8,25 @@ package distdqn
 // in Go.
 //
 //go:noescape
-func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, const11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, const11 *float32, s0 *float32, s1 *float32)
 
 // pass1AVX2 is pass 1 (elementwise over [B=128]) on 8 float32 lanes; see pass1Go for the same loop
 // in Go.
 //
 //go:noescape
-func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
+func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextReward *float32, nextActionValue *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
 
 // fbPass0AVX2 is pass 0 (elementwise over [B=128]) on 8 float32 lanes; see fbPass0Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, fbConst11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, fbConst11 *float32, s0 *float32, s1 *float32)
 
 // fbPass1AVX2 is pass 1 (elementwise over [B=128]) on 8 float32 lanes; see fbPass1Go for the same
 // loop in Go.
 //
 //go:noescape
-func fbPass1AVX2(lo int, hi int, nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
+func fbPass1AVX2(lo int, hi int, nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextReward *float32, nextActionValue *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
 
 // expAVX2 computes dst[i] = exp(src[i]) for i < n, n a multiple of 8 (the AVX2 kernels' exp).
 //

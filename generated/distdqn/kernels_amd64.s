@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, const11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+// func pass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, const11 *float32, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $13472-80
+TEXT ·pass0AVX2(SB), $13440-80
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -2446,40 +2446,38 @@ inner_KSrc_5:
 
 	// v25 = mul(v22, 0.99)
 	VMULPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS Y0, 13440(SP)
+	MOVQ    nextReward+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS lgc43<>+0(SB), Y2
+	VMOVUPS lgc44<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_KSrc_6:
-	VMOVUPS      13440(SP), Y0
-	MOVQ         const11+48(FP), DI
-	XORQ         R8, R8
-	MOVQ         DX, R9
-	ADDQ         R9, R8
-	VBROADCASTSS (DI)(R8*4), Y1
+	MOVQ         const11+56(FP), BX
+	XORQ         DI, DI
+	MOVQ         DX, R8
+	ADDQ         R8, DI
+	VBROADCASTSS (BX)(DI*4), Y4
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+56(FP), DI
-	VMOVUPS (DI)(BX*4), Y1
+	VMULPS Y4, Y0, Y4
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS Y4, Y1, Y4
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
+	VMAXPS Y4, Y2, Y4
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y4, Y3, Y4
 
 	// v32 = ne(tz, tz)
-	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y4, Y4, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
 
 	// sum(v32) over [B KSrc]
-	VADDPS  256(SI), Y0, Y0
-	VMOVUPS Y0, 256(SI)
+	VADDPS  256(SI), Y4, Y4
+	VMOVUPS Y4, 256(SI)
 	INCQ    DX
 	CMPQ    DX, $+51
 	JL      inner_KSrc_6
@@ -2997,9 +2995,9 @@ DATA lgc46<>+24(SB)/4, $0x7f7fffff
 DATA lgc46<>+28(SB)/4, $0x7f7fffff
 GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
-// func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
+// func pass1AVX2(lo int, hi int, nextActionValueOnline *float32, action *int64, s0 *float32, state *float64, const11 *float32, s1 *float32, nextTerminated *bool, nextReward *float32, nextActionValue *float32, actionValue *float32, tDError *float32, targetDistribution *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $9216-112
+TEXT ·pass1AVX2(SB), $8544-112
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -4265,9 +4263,7 @@ inner_KSrc_11:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
 	VMOVUPD     lgc1<>+0(SB), Y1
-	VMOVUPD     Y1, 8416(SP)
-	VMOVUPD     Y1, 8448(SP)
-	VMOVUPS     Y0, 8480(SP)
+	VMOVUPD     lgc1<>+0(SB), Y2
 	XORQ        SI, SI
 
 inner_KSrc_12:
@@ -4276,64 +4272,61 @@ inner_KSrc_12:
 	ADDQ    R9, R8
 	IMUL3Q  $+128, SI, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 8480(SP), Y1
+	VMOVUPS (SP)(R8*1), Y3
 
 	// v9 = sub(nextActionValueOnline, v8)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y3
 
 	// v10 = exp(v9)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y3, Y4
+	VMINPS       lgc3<>+0(SB), Y4, Y4
+	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
+	VMOVAPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc14<>+0(SB), Y4, Y5
+	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y6, Y6
 	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
-	VBROADCASTSS (R8)(R9*4), Y0
+	VBROADCASTSS (R8)(R9*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y3, Y6, Y3
 
 	// sum(v12) over [KSrc]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       8416(SP), Y1, Y1
-	VMOVUPD      Y1, 8416(SP)
-	VADDPD       8448(SP), Y0, Y0
-	VMOVUPD      Y0, 8448(SP)
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y1, Y4, Y1
+	VADDPD       Y2, Y3, Y2
 	INCQ         SI
 	CMPQ         SI, $+51
 	JL           inner_KSrc_12
 
 	// finish expectedQ
-	VMOVUPD     8416(SP), Y0
-	VMOVUPD     8448(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc41<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -4398,205 +4391,178 @@ inner_KSrc_12:
 
 	// v25 = mul(v22, 0.99)
 	VMULPS  lgc42<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 8512(SP)
-	VMOVUPS Y3, 8544(SP)
-	VMOVUPS Y1, 8576(SP)
+	MOVQ    nextReward+72(FP), DX
+	VMOVUPS (DX)(BX*4), Y2
 	XORQ    DX, DX
 
 inner_K_13:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 8608(SP)
-	VMOVUPD Y0, 8640(SP)
+	VMOVUPD lgc1<>+0(SB), Y4
+	VMOVUPD lgc1<>+0(SB), Y5
 	XORQ    SI, SI
 
 inner_KSrc_14:
-	VMOVUPS 8512(SP), Y0
-
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R8, R8
 	IMUL3Q     $+204, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+4, SI, R9
 	ADDQ       R9, R8
-	MOVQ       nextActionValue+72(FP), R9
+	MOVQ       nextActionValue+80(FP), R9
 	LEAQ       (R9)(R8*4), R9
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R9)(Y0*4), Y2
-	VMOVUPS    8544(SP), Y0
+	VCVTTPS2DQ Y0, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R9)(Y6*4), Y8
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPS      8576(SP), Y1
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
-	VBROADCASTSS (R8)(R9*4), Y3
+	VBROADCASTSS (R8)(R9*4), Y6
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+80(FP), R8
-	VMOVUPS (R8)(BX*4), Y3
+	VMULPS Y6, Y1, Y6
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y1, Y3, Y3
-	VMOVUPS Y1, 8672(SP)
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS  Y6, Y2, Y6
+	VMOVUPS lgc43<>+0(SB), Y7
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y3, Y1, Y1
-	VMOVUPS Y3, 8704(SP)
-	VMOVUPS lgc44<>+0(SB), Y3
+	VMAXPS  Y6, Y7, Y6
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y1, Y3, Y3
+	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y3, Y5
-	VMOVUPS Y3, 8736(SP)
-	VMOVUPS lgc52<>+0(SB), Y3
+	VSUBPS  lgc43<>+0(SB), Y6, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y3, Y5, Y3
-	VMOVUPS      Y5, 8768(SP)
-	VMOVUPS      Y1, 8800(SP)
+	VDIVPS       Y7, Y6, Y6
 	XORQ         R8, R8
 	MOVQ         DX, R9
 	ADDQ         R9, R8
-	VMOVD        R8, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VMOVD        R8, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v39 = sub(b, v38)
-	VSUBPS  Y1, Y3, Y1
-	VMOVUPS Y3, 8832(SP)
+	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS Y1, 8864(SP)
-	VMOVUPS Y0, 8896(SP)
-	VMOVUPS lgc13<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y3, Y0, Y0
-	VMOVUPS Y3, 8928(SP)
-	VMOVUPS Y2, 8960(SP)
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y3
-	VMINPS Y1, Y3, Y2
-	VMINPS Y3, Y1, Y1
-	VORPS  Y2, Y1, Y1
-	VXORPS lgc53<>+0(SB), Y1, Y1
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS  Y1, Y4, Y2
-	VMOVUPS Y4, 8992(SP)
-	VMOVUPS Y1, 9024(SP)
-	VMOVUPS Y0, 9056(SP)
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X2, Y0
-	VEXTRACTF128 $0x01, Y2, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       8608(SP), Y0, Y0
-	VMOVUPD      Y0, 8608(SP)
-	VADDPD       8640(SP), Y1, Y0
-	VMOVUPD      Y0, 8640(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y4, Y7, Y4
+	VADDPD       Y5, Y6, Y5
 	INCQ         SI
 	CMPQ         SI, $+51
 	JL           inner_KSrc_14
 
 	// finish v44
-	VMOVUPD     8608(SP), Y0
-	VMOVUPD     8640(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc41<>+0(SB), Y6
+	VCVTPD2PSY  Y4, X6
+	VCVTPD2PSY  Y5, X4
+	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	XORQ    SI, SI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, SI
-	VMOVUPS Y0, 6528(SP)(SI*1)
-	INCQ    DX
-	CMPQ    DX, $+51
-	JL      inner_K_13
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 9088(SP)
-	VMOVUPD Y0, 9120(SP)
-	XORQ    DX, DX
+	XORQ       SI, SI
+	IMUL3Q     $+32, DX, R8
+	ADDQ       R8, SI
+	VMOVUPS    Y4, 6528(SP)(SI*1)
+	INCQ       DX
+	CMPQ       DX, $+51
+	JL         inner_K_13
+	VMOVUPD    lgc1<>+0(SB), Y2
+	VMOVUPD    lgc1<>+0(SB), Y4
+	MOVQ       action+24(FP), DX
+	VMOVUPS    lgc41<>+0(SB), Y5
+	VMOVUPS    Y5, 8416(SP)
+	VMOVUPS    lgc41<>+0(SB), X5
+	MOVQ       (DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8416(SP)
+	MOVQ       8(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8420(SP)
+	MOVQ       16(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8424(SP)
+	MOVQ       24(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8428(SP)
+	MOVQ       32(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8432(SP)
+	MOVQ       40(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8436(SP)
+	MOVQ       48(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8440(SP)
+	MOVQ       56(DX)(BX*8), SI
+	VCVTSI2SSQ SI, X5, X5
+	VMOVSS     X5, 8444(SP)
+	VMOVUPS    8416(SP), Y5
+	XORQ       DX, DX
 
 inner_K_15:
-	MOVQ       action+24(FP), SI
-	VMOVUPS    lgc41<>+0(SB), Y0
-	VMOVUPS    Y0, 9152(SP)
-	VMOVUPS    lgc41<>+0(SB), X0
-	MOVQ       (SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9152(SP)
-	MOVQ       8(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9156(SP)
-	MOVQ       16(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9160(SP)
-	MOVQ       24(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9164(SP)
-	MOVQ       32(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9168(SP)
-	MOVQ       40(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9172(SP)
-	MOVQ       48(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9176(SP)
-	MOVQ       56(SI)(BX*8), R8
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 9180(SP)
-	VMOVUPS    9152(SP), Y0
-
 	// v2 = gather(actionValue, action) over A
 	XORQ       SI, SI
 	IMUL3Q     $+204, AX, R8
@@ -4605,174 +4571,168 @@ inner_K_15:
 	ADDQ       R8, SI
 	MOVQ       actionValue+88(FP), R8
 	LEAQ       (R8)(SI*4), R8
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    8320(SP), Y0
+	VCVTTPS2DQ Y5, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R8)(Y6*4), Y8
+	VMOVUPS    8320(SP), Y6
 
 	// logPsA = sub(v2, v4)
-	VSUBPS  Y0, Y2, Y0
-	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y1, 8608(SP)
-	VMOVUPD Y1, 8640(SP)
-	VMOVUPS Y0, 9184(SP)
+	VSUBPS  Y6, Y8, Y6
+	VMOVUPD lgc1<>+0(SB), Y7
+	VMOVUPD Y7, 8448(SP)
+	VMOVUPD Y7, 8480(SP)
+	VMOVUPS Y6, 8512(SP)
 	XORQ    SI, SI
 
 inner_KSrc_16:
-	VMOVUPS 8512(SP), Y0
-
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R8, R8
 	IMUL3Q     $+204, AX, R9
 	ADDQ       R9, R8
 	IMUL3Q     $+4, SI, R9
 	ADDQ       R9, R8
-	MOVQ       nextActionValue+72(FP), R9
+	MOVQ       nextActionValue+80(FP), R9
 	LEAQ       (R9)(R8*4), R9
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R9)(Y0*4), Y2
-	VMOVUPS    8544(SP), Y0
+	VCVTTPS2DQ Y0, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R9)(Y6*4), Y8
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      8576(SP), Y0
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 	MOVQ         const11+48(FP), R8
 	XORQ         R9, R9
 	MOVQ         SI, R10
 	ADDQ         R10, R9
-	VBROADCASTSS (R8)(R9*4), Y1
+	VBROADCASTSS (R8)(R9*4), Y6
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+80(FP), R8
-	VMOVUPS (R8)(BX*4), Y1
+	VMULPS  Y6, Y1, Y6
+	MOVQ    nextReward+72(FP), R8
+	VMOVUPS (R8)(BX*4), Y7
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS  Y6, Y7, Y6
+	VMOVUPS lgc43<>+0(SB), Y7
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
+	VMAXPS  Y6, Y7, Y6
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y0, Y0
-	VMOVUPS lgc52<>+0(SB), Y1
+	VSUBPS  lgc43<>+0(SB), Y6, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y1, Y0, Y0
+	VDIVPS       Y7, Y6, Y6
 	XORQ         R8, R8
 	MOVQ         DX, R9
 	ADDQ         R9, R8
-	VMOVD        R8, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VMOVD        R8, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v39 = sub(b, v38)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y0, Y1, Y0
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y0
-	VMINPS Y1, Y0, Y2
-	VMINPS Y0, Y1, Y0
-	VORPS  Y2, Y0, Y0
-	VXORPS lgc53<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       8608(SP), Y1, Y1
-	VMOVUPD      Y1, 8608(SP)
-	VADDPD       8640(SP), Y0, Y0
-	VMOVUPD      Y0, 8640(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       8448(SP), Y7, Y7
+	VMOVUPD      Y7, 8448(SP)
+	VADDPD       8480(SP), Y6, Y6
+	VMOVUPD      Y6, 8480(SP)
 	INCQ         SI
 	CMPQ         SI, $+51
 	JL           inner_KSrc_16
 
 	// finish v44
-	VMOVUPD     8608(SP), Y0
-	VMOVUPD     8640(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     9184(SP), Y1
+	VMOVUPD     8448(SP), Y6
+	VMOVUPD     8480(SP), Y7
+	VMOVUPS     lgc41<>+0(SB), Y8
+	VCVTPD2PSY  Y6, X8
+	VCVTPD2PSY  Y7, X6
+	VINSERTF128 $0x01, X6, Y8, Y6
+	VMOVUPS     8512(SP), Y7
 
 	// v46 = mul(v44, logPsA)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y7, Y6, Y6
 
 	// sum(v46) over [K]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       9088(SP), Y1, Y1
-	VMOVUPD      Y1, 9088(SP)
-	VADDPD       9120(SP), Y0, Y0
-	VMOVUPD      Y0, 9120(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y2, Y7, Y2
+	VADDPD       Y4, Y6, Y4
 	INCQ         DX
 	CMPQ         DX, $+51
 	JL           inner_K_15
 
 	// finish v47
-	VMOVUPD     9088(SP), Y0
-	VMOVUPD     9120(SP), Y1
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y4, Y1
 	VMOVUPS     lgc41<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -5200,9 +5160,9 @@ DATA lgc54<>+24(SB)/4, $0x00000000
 DATA lgc54<>+28(SB)/4, $0x00000000
 GLOBL lgc54<>(SB), RODATA|NOPTR, $32
 
-// func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, fbConst11 *float32, nextReward *float32, s0 *float32, s1 *float32)
+// func fbPass0AVX2(lo int, hi int, actionValue *float32, nextActionValue *float32, state *float64, nextTerminated *bool, nextReward *float32, fbConst11 *float32, s0 *float32, s1 *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $13472-80
+TEXT ·fbPass0AVX2(SB), $13440-80
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -7642,40 +7602,38 @@ inner_KSrc_22:
 
 	// v25 = mul(v22, 0.99)
 	VMULPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS Y0, 13440(SP)
+	MOVQ    nextReward+48(FP), DX
+	VMOVUPS (DX)(BX*4), Y1
+	VMOVUPS lgc43<>+0(SB), Y2
+	VMOVUPS lgc44<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_KSrc_23:
-	VMOVUPS      13440(SP), Y0
-	MOVQ         fbConst11+48(FP), DI
-	XORQ         R8, R8
-	MOVQ         DX, R9
-	ADDQ         R9, R8
-	VBROADCASTSS (DI)(R8*4), Y1
+	MOVQ         fbConst11+56(FP), BX
+	XORQ         DI, DI
+	MOVQ         DX, R8
+	ADDQ         R8, DI
+	VBROADCASTSS (BX)(DI*4), Y4
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+56(FP), DI
-	VMOVUPS (DI)(BX*4), Y1
+	VMULPS Y4, Y0, Y4
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS Y4, Y1, Y4
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
+	VMAXPS Y4, Y2, Y4
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y4, Y3, Y4
 
 	// v32 = ne(tz, tz)
-	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y4, Y4, Y4
+	VANDPS lgc13<>+0(SB), Y4, Y4
 
 	// sum(v32) over [B KSrc]
-	VADDPS  256(SI), Y0, Y0
-	VMOVUPS Y0, 256(SI)
+	VADDPS  256(SI), Y4, Y4
+	VMOVUPS Y4, 256(SI)
 	INCQ    DX
 	CMPQ    DX, $+51
 	JL      inner_KSrc_23
@@ -7815,9 +7773,9 @@ chunkdone_19:
 	VZEROUPPER
 	RET
 
-// func fbPass1AVX2(lo int, hi int, nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextActionValue *float32, nextReward *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
+// func fbPass1AVX2(lo int, hi int, nextActionValueOnline *float32, actionValue *float32, action *int64, s0 *float32, state *float64, fbConst11 *float32, s1 *float32, nextTerminated *bool, nextReward *float32, nextActionValue *float32, tDError *float32, targetDistribution *float32, gradActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $23456-120
+TEXT ·fbPass1AVX2(SB), $22016-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -10126,9 +10084,7 @@ inner_KSrc_28:
 	VCVTPD2PSY  Y2, X1
 	VINSERTF128 $0x01, X1, Y0, Y0
 	VMOVUPD     lgc1<>+0(SB), Y1
-	VMOVUPD     Y1, 21472(SP)
-	VMOVUPD     Y1, 21504(SP)
-	VMOVUPS     Y0, 21536(SP)
+	VMOVUPD     lgc1<>+0(SB), Y2
 	XORQ        DI, DI
 
 inner_KSrc_29:
@@ -10137,64 +10093,61 @@ inner_KSrc_29:
 	ADDQ    R10, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS (SP)(R9*1), Y0
-	VMOVUPS 21536(SP), Y1
+	VMOVUPS (SP)(R9*1), Y3
 
 	// v9 = sub(nextActionValueOnline, v8)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y3
 
 	// v10 = exp(v9)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y3, Y4
+	VMINPS       lgc3<>+0(SB), Y4, Y4
+	VMULPS       lgc4<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc5<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc6<>+0(SB), Y5, Y4
+	VMOVAPS      lgc7<>+0(SB), Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc11<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc12<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc13<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc14<>+0(SB), Y4, Y5
+	VPMINSD      lgc15<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y3, Y3, Y4
+	VBLENDVPS    Y4, Y3, Y6, Y6
 	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
-	VBROADCASTSS (R9)(R10*4), Y0
+	VBROADCASTSS (R9)(R10*4), Y3
 
 	// v12 = mul(v10, c11)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y3, Y6, Y3
 
 	// sum(v12) over [KSrc]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       21472(SP), Y1, Y1
-	VMOVUPD      Y1, 21472(SP)
-	VADDPD       21504(SP), Y0, Y0
-	VMOVUPD      Y0, 21504(SP)
+	VCVTPS2PD    X3, Y4
+	VEXTRACTF128 $0x01, Y3, X3
+	VCVTPS2PD    X3, Y3
+	VADDPD       Y1, Y4, Y1
+	VADDPD       Y2, Y3, Y2
 	INCQ         DI
 	CMPQ         DI, $+51
 	JL           inner_KSrc_29
 
 	// finish expectedQ
-	VMOVUPD     21472(SP), Y0
-	VMOVUPD     21504(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc41<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -10259,205 +10212,178 @@ inner_KSrc_29:
 
 	// v25 = mul(v22, 0.99)
 	VMULPS  lgc42<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 21568(SP)
-	VMOVUPS Y3, 21600(SP)
-	VMOVUPS Y1, 21632(SP)
+	MOVQ    nextReward+80(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
 	XORQ    DX, DX
 
 inner_K_30:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 21664(SP)
-	VMOVUPD Y0, 21696(SP)
+	VMOVUPD lgc1<>+0(SB), Y4
+	VMOVUPD lgc1<>+0(SB), Y5
 	XORQ    DI, DI
 
 inner_KSrc_31:
-	VMOVUPS 21568(SP), Y0
-
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R9, R9
 	IMUL3Q     $+204, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+80(FP), R10
+	MOVQ       nextActionValue+88(FP), R10
 	LEAQ       (R10)(R9*4), R10
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R10)(Y0*4), Y2
-	VMOVUPS    21600(SP), Y0
+	VCVTTPS2DQ Y0, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPS      21632(SP), Y1
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
-	VBROADCASTSS (R9)(R10*4), Y3
+	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+88(FP), R9
-	VMOVUPS (R9)(SI*4), Y3
+	VMULPS Y6, Y1, Y6
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y1, Y3, Y3
-	VMOVUPS Y1, 21728(SP)
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS  Y6, Y2, Y6
+	VMOVUPS lgc43<>+0(SB), Y7
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y3, Y1, Y1
-	VMOVUPS Y3, 21760(SP)
-	VMOVUPS lgc44<>+0(SB), Y3
+	VMAXPS  Y6, Y7, Y6
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y1, Y3, Y3
+	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y3, Y5
-	VMOVUPS Y3, 21792(SP)
-	VMOVUPS lgc52<>+0(SB), Y3
+	VSUBPS  lgc43<>+0(SB), Y6, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y3, Y5, Y3
-	VMOVUPS      Y5, 21824(SP)
-	VMOVUPS      Y1, 21856(SP)
+	VDIVPS       Y7, Y6, Y6
 	XORQ         R9, R9
 	MOVQ         DX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v39 = sub(b, v38)
-	VSUBPS  Y1, Y3, Y1
-	VMOVUPS Y3, 21888(SP)
+	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS Y1, 21920(SP)
-	VMOVUPS Y0, 21952(SP)
-	VMOVUPS lgc13<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y3, Y0, Y0
-	VMOVUPS Y3, 21984(SP)
-	VMOVUPS Y2, 22016(SP)
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y3
-	VMINPS Y1, Y3, Y2
-	VMINPS Y3, Y1, Y1
-	VORPS  Y2, Y1, Y1
-	VXORPS lgc53<>+0(SB), Y1, Y1
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS  Y1, Y4, Y2
-	VMOVUPS Y4, 22048(SP)
-	VMOVUPS Y1, 22080(SP)
-	VMOVUPS Y0, 22112(SP)
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X2, Y0
-	VEXTRACTF128 $0x01, Y2, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       21664(SP), Y0, Y0
-	VMOVUPD      Y0, 21664(SP)
-	VADDPD       21696(SP), Y1, Y0
-	VMOVUPD      Y0, 21696(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y4, Y7, Y4
+	VADDPD       Y5, Y6, Y5
 	INCQ         DI
 	CMPQ         DI, $+51
 	JL           inner_KSrc_31
 
 	// finish v44
-	VMOVUPD     21664(SP), Y0
-	VMOVUPD     21696(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc41<>+0(SB), Y6
+	VCVTPD2PSY  Y4, X6
+	VCVTPD2PSY  Y5, X4
+	VINSERTF128 $0x01, X4, Y6, Y4
 
 	// store targetDistribution
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R9
-	ADDQ    R9, DI
-	VMOVUPS Y0, 6528(SP)(DI*1)
-	INCQ    DX
-	CMPQ    DX, $+51
-	JL      inner_K_30
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 22144(SP)
-	VMOVUPD Y0, 22176(SP)
-	XORQ    DX, DX
+	XORQ       DI, DI
+	IMUL3Q     $+32, DX, R9
+	ADDQ       R9, DI
+	VMOVUPS    Y4, 6528(SP)(DI*1)
+	INCQ       DX
+	CMPQ       DX, $+51
+	JL         inner_K_30
+	VMOVUPD    lgc1<>+0(SB), Y2
+	VMOVUPD    lgc1<>+0(SB), Y4
+	MOVQ       action+32(FP), DX
+	VMOVUPS    lgc41<>+0(SB), Y5
+	VMOVUPS    Y5, 21472(SP)
+	VMOVUPS    lgc41<>+0(SB), X5
+	MOVQ       (DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21472(SP)
+	MOVQ       8(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21476(SP)
+	MOVQ       16(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21480(SP)
+	MOVQ       24(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21484(SP)
+	MOVQ       32(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21488(SP)
+	MOVQ       40(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21492(SP)
+	MOVQ       48(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21496(SP)
+	MOVQ       56(DX)(SI*8), DI
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 21500(SP)
+	VMOVUPS    21472(SP), Y5
+	XORQ       DX, DX
 
 inner_K_32:
-	MOVQ       action+32(FP), DI
-	VMOVUPS    lgc41<>+0(SB), Y0
-	VMOVUPS    Y0, 22208(SP)
-	VMOVUPS    lgc41<>+0(SB), X0
-	MOVQ       (DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22208(SP)
-	MOVQ       8(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22212(SP)
-	MOVQ       16(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22216(SP)
-	MOVQ       24(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22220(SP)
-	MOVQ       32(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22224(SP)
-	MOVQ       40(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22228(SP)
-	MOVQ       48(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22232(SP)
-	MOVQ       56(DI)(SI*8), R9
-	VCVTSI2SSQ R9, X0, X0
-	VMOVSS     X0, 22236(SP)
-	VMOVUPS    22208(SP), Y0
-
 	// v2 = gather(actionValue, action) over A
 	XORQ       DI, DI
 	IMUL3Q     $+204, AX, R9
@@ -10466,386 +10392,377 @@ inner_K_32:
 	ADDQ       R9, DI
 	MOVQ       actionValue+24(FP), R9
 	LEAQ       (R9)(DI*4), R9
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R9)(Y0*4), Y2
-	VMOVUPS    21376(SP), Y0
+	VCVTTPS2DQ Y5, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R9)(Y6*4), Y8
+	VMOVUPS    21376(SP), Y6
 
 	// logPsA = sub(v2, v4)
-	VSUBPS  Y0, Y2, Y0
-	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y1, 21664(SP)
-	VMOVUPD Y1, 21696(SP)
-	VMOVUPS Y0, 22240(SP)
+	VSUBPS  Y6, Y8, Y6
+	VMOVUPD lgc1<>+0(SB), Y7
+	VMOVUPD Y7, 21504(SP)
+	VMOVUPD Y7, 21536(SP)
+	VMOVUPS Y6, 21568(SP)
 	XORQ    DI, DI
 
 inner_KSrc_33:
-	VMOVUPS 21568(SP), Y0
-
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R9, R9
 	IMUL3Q     $+204, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+80(FP), R10
+	MOVQ       nextActionValue+88(FP), R10
 	LEAQ       (R10)(R9*4), R10
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R10)(Y0*4), Y2
-	VMOVUPS    21600(SP), Y0
+	VCVTTPS2DQ Y0, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPS      21632(SP), Y1
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
-	VBROADCASTSS (R9)(R10*4), Y3
+	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+88(FP), R9
-	VMOVUPS (R9)(SI*4), Y3
+	VMULPS  Y6, Y1, Y6
+	MOVQ    nextReward+80(FP), R9
+	VMOVUPS (R9)(SI*4), Y7
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y1, Y3, Y3
-	VMOVUPS Y1, 22272(SP)
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS  Y6, Y7, Y6
+	VMOVUPS lgc43<>+0(SB), Y7
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y3, Y1, Y1
-	VMOVUPS Y3, 22304(SP)
-	VMOVUPS lgc44<>+0(SB), Y3
+	VMAXPS  Y6, Y7, Y6
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y1, Y3, Y3
+	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y3, Y5
-	VMOVUPS Y3, 22336(SP)
-	VMOVUPS lgc52<>+0(SB), Y3
+	VSUBPS  lgc43<>+0(SB), Y6, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y3, Y5, Y3
-	VMOVUPS      Y5, 22368(SP)
-	VMOVUPS      Y1, 22400(SP)
+	VDIVPS       Y7, Y6, Y6
 	XORQ         R9, R9
 	MOVQ         DX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v39 = sub(b, v38)
-	VSUBPS  Y1, Y3, Y1
-	VMOVUPS Y3, 22432(SP)
+	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS Y1, 22464(SP)
-	VMOVUPS Y0, 22496(SP)
-	VMOVUPS lgc13<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y3, Y0, Y0
-	VMOVUPS Y3, 22528(SP)
-	VMOVUPS Y2, 22560(SP)
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y3
-	VMINPS Y1, Y3, Y2
-	VMINPS Y3, Y1, Y1
-	VORPS  Y2, Y1, Y1
-	VXORPS lgc53<>+0(SB), Y1, Y1
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS  Y1, Y4, Y2
-	VMOVUPS Y4, 22592(SP)
-	VMOVUPS Y1, 22624(SP)
-	VMOVUPS Y0, 22656(SP)
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X2, Y0
-	VEXTRACTF128 $0x01, Y2, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       21664(SP), Y0, Y0
-	VMOVUPD      Y0, 21664(SP)
-	VADDPD       21696(SP), Y1, Y0
-	VMOVUPD      Y0, 21696(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       21504(SP), Y7, Y7
+	VMOVUPD      Y7, 21504(SP)
+	VADDPD       21536(SP), Y6, Y6
+	VMOVUPD      Y6, 21536(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
 	JL           inner_KSrc_33
 
 	// finish v44
-	VMOVUPD     21664(SP), Y0
-	VMOVUPD     21696(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     22240(SP), Y1
+	VMOVUPD     21504(SP), Y6
+	VMOVUPD     21536(SP), Y7
+	VMOVUPS     lgc41<>+0(SB), Y8
+	VCVTPD2PSY  Y6, X8
+	VCVTPD2PSY  Y7, X6
+	VINSERTF128 $0x01, X6, Y8, Y6
+	VMOVUPS     21568(SP), Y7
 
 	// v46 = mul(v44, logPsA)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y7, Y6, Y6
 
 	// sum(v46) over [K]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       22144(SP), Y1, Y1
-	VMOVUPD      Y1, 22144(SP)
-	VADDPD       22176(SP), Y0, Y0
-	VMOVUPD      Y0, 22176(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y2, Y7, Y2
+	VADDPD       Y4, Y6, Y4
 	INCQ         DX
 	CMPQ         DX, $+51
 	JL           inner_K_32
 
 	// finish v47
-	VMOVUPD     22144(SP), Y0
-	VMOVUPD     22176(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc41<>+0(SB), Y5
+	VCVTPD2PSY  Y2, X5
+	VCVTPD2PSY  Y4, X2
+	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// crossEntropy = neg(v47)
-	VXORPS lgc53<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y2, Y2
 
 	// mean(crossEntropy) over [B]
-	VADDPS  960(R8), Y0, Y1
-	VMOVUPS Y1, 960(R8)
-	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y1, 22688(SP)
-	VMOVUPD Y1, 22720(SP)
-	VMOVUPS Y0, 22752(SP)
+	VADDPS  960(R8), Y2, Y4
+	VMOVUPS Y4, 960(R8)
+	VMOVUPD lgc1<>+0(SB), Y4
+	VMOVUPD lgc1<>+0(SB), Y5
+	VMOVUPS Y2, 21600(SP)
+	MOVQ    nextReward+80(FP), DX
+	VMOVUPS (DX)(SI*4), Y2
 	XORQ    DX, DX
 
 inner_K_34:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 21664(SP)
-	VMOVUPD Y0, 21696(SP)
+	VMOVUPD lgc1<>+0(SB), Y6
+	VMOVUPD Y6, 21504(SP)
+	VMOVUPD Y6, 21536(SP)
 	XORQ    DI, DI
 
 inner_KSrc_35:
-	VMOVUPS 21568(SP), Y0
-
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R9, R9
 	IMUL3Q     $+204, AX, R10
 	ADDQ       R10, R9
 	IMUL3Q     $+4, DI, R10
 	ADDQ       R10, R9
-	MOVQ       nextActionValue+80(FP), R10
+	MOVQ       nextActionValue+88(FP), R10
 	LEAQ       (R10)(R9*4), R10
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R10)(Y0*4), Y2
-	VMOVUPS    21600(SP), Y0
+	VCVTTPS2DQ Y0, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R10)(Y6*4), Y8
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y3, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y1
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y1, Y5
-	VFMADD213PS  Y1, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VMOVUPS      21632(SP), Y1
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
 	MOVQ         fbConst11+56(FP), R9
 	XORQ         R10, R10
 	MOVQ         DI, R11
 	ADDQ         R11, R10
-	VBROADCASTSS (R9)(R10*4), Y3
+	VBROADCASTSS (R9)(R10*4), Y6
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y3, Y1, Y1
-	MOVQ    nextReward+88(FP), R9
-	VMOVUPS (R9)(SI*4), Y3
+	VMULPS Y6, Y1, Y6
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y1, Y3, Y3
-	VMOVUPS Y1, 22784(SP)
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS  Y6, Y2, Y6
+	VMOVUPS lgc43<>+0(SB), Y7
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y3, Y1, Y1
-	VMOVUPS Y3, 22816(SP)
-	VMOVUPS lgc44<>+0(SB), Y3
+	VMAXPS  Y6, Y7, Y6
+	VMOVUPS lgc44<>+0(SB), Y7
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y1, Y3, Y3
+	VMINPS Y6, Y7, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y3, Y5
-	VMOVUPS Y3, 22848(SP)
-	VMOVUPS lgc52<>+0(SB), Y3
+	VSUBPS  lgc43<>+0(SB), Y6, Y6
+	VMOVUPS lgc52<>+0(SB), Y7
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y3, Y5, Y3
-	VMOVUPS      Y5, 22880(SP)
-	VMOVUPS      Y1, 22912(SP)
+	VDIVPS       Y7, Y6, Y6
 	XORQ         R9, R9
 	MOVQ         DX, R10
 	ADDQ         R10, R9
-	VMOVD        R9, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VMOVD        R9, X7
+	VPBROADCASTD X7, Y7
+	VCVTDQ2PS    Y7, Y7
 
 	// v39 = sub(b, v38)
-	VSUBPS  Y1, Y3, Y1
-	VMOVUPS Y3, 22944(SP)
+	VSUBPS Y7, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y3
-	VANDNPS Y1, Y3, Y3
-	VMOVUPS Y1, 22976(SP)
-	VMOVUPS Y0, 23008(SP)
-	VMOVUPS lgc13<>+0(SB), Y0
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y3, Y0, Y0
-	VMOVUPS Y3, 23040(SP)
-	VMOVUPS Y2, 23072(SP)
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y3
-	VMINPS Y1, Y3, Y2
-	VMINPS Y3, Y1, Y1
-	VORPS  Y2, Y1, Y1
-	VXORPS lgc53<>+0(SB), Y1, Y1
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS  Y1, Y4, Y2
-	VMOVUPS Y4, 23104(SP)
-	VMOVUPS Y1, 23136(SP)
-	VMOVUPS Y0, 23168(SP)
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X2, Y0
-	VEXTRACTF128 $0x01, Y2, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       21664(SP), Y0, Y0
-	VMOVUPD      Y0, 21664(SP)
-	VADDPD       21696(SP), Y1, Y0
-	VMOVUPD      Y0, 21696(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       21504(SP), Y7, Y7
+	VMOVUPD      Y7, 21504(SP)
+	VADDPD       21536(SP), Y6, Y6
+	VMOVUPD      Y6, 21536(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
 	JL           inner_KSrc_35
 
 	// finish v44
-	VMOVUPD     21664(SP), Y0
-	VMOVUPD     21696(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     21504(SP), Y6
+	VMOVUPD     21536(SP), Y7
+	VMOVUPS     lgc41<>+0(SB), Y8
+	VCVTPD2PSY  Y6, X8
+	VCVTPD2PSY  Y7, X6
+	VINSERTF128 $0x01, X6, Y8, Y6
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS lgc55<>+0(SB), Y0, Y0
+	VMULPS lgc55<>+0(SB), Y6, Y6
 
 	// v53 = neg(v52)
-	VXORPS lgc53<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// sum(v53) over [K]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       22688(SP), Y1, Y1
-	VMOVUPD      Y1, 22688(SP)
-	VADDPD       22720(SP), Y0, Y0
-	VMOVUPD      Y0, 22720(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y4, Y7, Y4
+	VADDPD       Y5, Y6, Y5
 	INCQ         DX
 	CMPQ         DX, $+51
 	JL           inner_K_34
 
 	// finish v54
-	VMOVUPD     22688(SP), Y0
-	VMOVUPD     22720(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 23200(SP)
+	VMOVUPD     Y4, Y2
+	VMOVUPD     Y5, Y4
+	VMOVUPS     lgc41<>+0(SB), Y5
+	VCVTPD2PSY  Y2, X5
+	VCVTPD2PSY  Y4, X2
+	VINSERTF128 $0x01, X2, Y5, Y2
+	VMOVUPS     Y0, 21632(SP)
+	VMOVUPS     Y3, 21664(SP)
+	VMOVUPS     Y1, 21696(SP)
+	VMOVUPS     Y2, 21728(SP)
+	MOVQ        action+32(FP), DX
+	VMOVUPS     lgc41<>+0(SB), Y0
+	VMOVUPS     Y0, 21760(SP)
+	VMOVUPS     lgc41<>+0(SB), X0
+	MOVQ        (DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21760(SP)
+	MOVQ        8(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21764(SP)
+	MOVQ        16(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21768(SP)
+	MOVQ        24(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21772(SP)
+	MOVQ        32(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21776(SP)
+	MOVQ        40(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21780(SP)
+	MOVQ        48(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21784(SP)
+	MOVQ        56(DX)(SI*8), DI
+	VCVTSI2SSQ  DI, X0, X0
+	VMOVSS      X0, 21788(SP)
+	VMOVUPS     21760(SP), Y0
 	XORQ        DX, DX
 
 inner_A_36:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 23232(SP)
-	VMOVUPD Y0, 23264(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
+	VMOVUPD Y1, 21792(SP)
+	VMOVUPD Y1, 21824(SP)
 	XORQ    DI, DI
 
 inner_K_37:
@@ -10854,107 +10771,59 @@ inner_K_37:
 	ADDQ    R10, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS 8160(SP)(R9*1), Y0
+	VMOVUPS 8160(SP)(R9*1), Y1
 
 	// logsumexp(actionValue) over [K]
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
+	VMAXPS       lgc2<>+0(SB), Y1, Y2
+	VMINPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       lgc4<>+0(SB), Y2, Y3
+	VROUNDPS     $0x00, Y3, Y3
+	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
+	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
+	VMOVAPS      lgc7<>+0(SB), Y4
+	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
+	VMULPS       Y2, Y2, Y5
+	VFMADD213PS  Y2, Y5, Y4
+	VADDPS       lgc13<>+0(SB), Y4, Y4
+	VCVTPS2DQ    Y3, Y2
+	VPMAXSD      lgc14<>+0(SB), Y2, Y3
+	VPMINSD      lgc15<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y2
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
 	VPADDD       lgc15<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VCMPPS       $0x15, lgc16<>+0(SB), Y0, Y1
-	VCMPPS       $0x1a, lgc17<>+0(SB), Y0, Y2
-	VANDPS       Y2, Y1, Y1
-	VCMPPS       $0x00, lgc18<>+0(SB), Y0, Y2
-	VORPS        Y2, Y1, Y1
-	VANDPS       384(R8), Y1, Y1
-	VMOVUPS      Y1, 384(R8)
-	VCVTPS2PD    X3, Y0
-	VEXTRACTF128 $0x01, Y3, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       23232(SP), Y0, Y0
-	VMOVUPD      Y0, 23232(SP)
-	VADDPD       23264(SP), Y1, Y0
-	VMOVUPD      Y0, 23264(SP)
+	VMULPS       Y3, Y4, Y4
+	VMULPS       Y2, Y4, Y4
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y4, Y4
+	VCMPPS       $0x15, lgc16<>+0(SB), Y1, Y2
+	VCMPPS       $0x1a, lgc17<>+0(SB), Y1, Y3
+	VANDPS       Y3, Y2, Y2
+	VCMPPS       $0x00, lgc18<>+0(SB), Y1, Y3
+	VORPS        Y3, Y2, Y2
+	VANDPS       384(R8), Y2, Y2
+	VMOVUPS      Y2, 384(R8)
+	VCVTPS2PD    X4, Y1
+	VEXTRACTF128 $0x01, Y4, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       21792(SP), Y1, Y1
+	VMOVUPD      Y1, 21792(SP)
+	VADDPD       21824(SP), Y2, Y1
+	VMOVUPD      Y1, 21824(SP)
 	INCQ         DI
 	CMPQ         DI, $+51
 	JL           inner_K_37
 
 	// finish v3
-	VMOVUPD      23232(SP), Y0
-	VCMPPD       $0x11, lgc19<>+0(SB), Y0, Y1
-	VMULPD       lgc20<>+0(SB), Y0, Y2
-	VBLENDVPD    Y1, Y2, Y0, Y2
-	VPSRLQ       $0x34, Y2, Y3
-	VPSUBQ       lgc21<>+0(SB), Y3, Y3
-	VPAND        lgc22<>+0(SB), Y1, Y1
-	VPADDQ       Y1, Y3, Y3
-	VPAND        lgc23<>+0(SB), Y2, Y1
-	VPOR         lgc24<>+0(SB), Y1, Y1
-	VCMPPD       $0x1e, lgc25<>+0(SB), Y1, Y2
-	VMULPD       lgc26<>+0(SB), Y1, Y4
-	VBLENDVPD    Y2, Y4, Y1, Y1
-	VPSUBQ       Y2, Y3, Y3
-	VSUBPD       lgc24<>+0(SB), Y1, Y1
-	VADDPD       lgc27<>+0(SB), Y1, Y2
-	VDIVPD       Y2, Y1, Y2
-	VMULPD       Y2, Y2, Y4
-	VMULPD       Y4, Y4, Y5
-	VMOVAPD      lgc28<>+0(SB), Y6
-	VFMADD213PD  lgc29<>+0(SB), Y5, Y6
-	VFMADD213PD  lgc30<>+0(SB), Y5, Y6
-	VMULPD       Y5, Y6, Y6
-	VMOVAPD      lgc31<>+0(SB), Y7
-	VFMADD213PD  lgc32<>+0(SB), Y5, Y7
-	VFMADD213PD  lgc33<>+0(SB), Y5, Y7
-	VFMADD213PD  lgc34<>+0(SB), Y5, Y7
-	VMULPD       Y4, Y7, Y7
-	VADDPD       Y6, Y7, Y7
-	VMULPD       Y1, Y1, Y4
-	VMULPD       lgc26<>+0(SB), Y4, Y4
-	VPADDQ       lgc35<>+0(SB), Y3, Y3
-	VSUBPD       lgc35<>+0(SB), Y3, Y3
-	VADDPD       Y4, Y7, Y5
-	VMULPD       Y2, Y5, Y5
-	VFMADD231PD  lgc36<>+0(SB), Y3, Y5
-	VSUBPD       Y5, Y4, Y5
-	VSUBPD       Y1, Y5, Y5
-	VMULPD       lgc37<>+0(SB), Y3, Y1
-	VSUBPD       Y5, Y1, Y1
-	VCMPPD       $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD    Y2, lgc38<>+0(SB), Y1, Y1
-	VCMPPD       $0x11, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD    Y2, lgc39<>+0(SB), Y1, Y1
-	VCMPPD       $0x00, lgc40<>+0(SB), Y0, Y2
-	VBLENDVPD    Y2, lgc40<>+0(SB), Y1, Y1
-	VCMPPD       $0x03, Y0, Y0, Y2
-	VBLENDVPD    Y2, Y0, Y1, Y1
-	VMOVUPD      23264(SP), Y0
-	VCMPPD       $0x11, lgc19<>+0(SB), Y0, Y2
-	VMULPD       lgc20<>+0(SB), Y0, Y3
-	VBLENDVPD    Y2, Y3, Y0, Y3
+	VMOVUPD      21792(SP), Y1
+	VCMPPD       $0x11, lgc19<>+0(SB), Y1, Y2
+	VMULPD       lgc20<>+0(SB), Y1, Y3
+	VBLENDVPD    Y2, Y3, Y1, Y3
 	VPSRLQ       $0x34, Y3, Y4
 	VPSUBQ       lgc21<>+0(SB), Y4, Y4
 	VPAND        lgc22<>+0(SB), Y2, Y2
@@ -10991,82 +10860,112 @@ inner_K_37:
 	VSUBPD       Y2, Y6, Y6
 	VMULPD       lgc37<>+0(SB), Y4, Y2
 	VSUBPD       Y6, Y2, Y2
-	VCMPPD       $0x00, lgc1<>+0(SB), Y0, Y3
+	VCMPPD       $0x00, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD    Y3, lgc38<>+0(SB), Y2, Y2
-	VCMPPD       $0x11, lgc1<>+0(SB), Y0, Y3
+	VCMPPD       $0x11, lgc1<>+0(SB), Y1, Y3
 	VBLENDVPD    Y3, lgc39<>+0(SB), Y2, Y2
-	VCMPPD       $0x00, lgc40<>+0(SB), Y0, Y3
+	VCMPPD       $0x00, lgc40<>+0(SB), Y1, Y3
 	VBLENDVPD    Y3, lgc40<>+0(SB), Y2, Y2
-	VCMPPD       $0x03, Y0, Y0, Y3
-	VBLENDVPD    Y3, Y0, Y2, Y2
-	VMOVUPS      lgc41<>+0(SB), Y0
-	VCVTPD2PSY   Y1, X0
+	VCMPPD       $0x03, Y1, Y1, Y3
+	VBLENDVPD    Y3, Y1, Y2, Y2
+	VMOVUPD      21824(SP), Y1
+	VCMPPD       $0x11, lgc19<>+0(SB), Y1, Y3
+	VMULPD       lgc20<>+0(SB), Y1, Y4
+	VBLENDVPD    Y3, Y4, Y1, Y4
+	VPSRLQ       $0x34, Y4, Y5
+	VPSUBQ       lgc21<>+0(SB), Y5, Y5
+	VPAND        lgc22<>+0(SB), Y3, Y3
+	VPADDQ       Y3, Y5, Y5
+	VPAND        lgc23<>+0(SB), Y4, Y3
+	VPOR         lgc24<>+0(SB), Y3, Y3
+	VCMPPD       $0x1e, lgc25<>+0(SB), Y3, Y4
+	VMULPD       lgc26<>+0(SB), Y3, Y6
+	VBLENDVPD    Y4, Y6, Y3, Y3
+	VPSUBQ       Y4, Y5, Y5
+	VSUBPD       lgc24<>+0(SB), Y3, Y3
+	VADDPD       lgc27<>+0(SB), Y3, Y4
+	VDIVPD       Y4, Y3, Y4
+	VMULPD       Y4, Y4, Y6
+	VMULPD       Y6, Y6, Y7
+	VMOVAPD      lgc28<>+0(SB), Y8
+	VFMADD213PD  lgc29<>+0(SB), Y7, Y8
+	VFMADD213PD  lgc30<>+0(SB), Y7, Y8
+	VMULPD       Y7, Y8, Y8
+	VMOVAPD      lgc31<>+0(SB), Y9
+	VFMADD213PD  lgc32<>+0(SB), Y7, Y9
+	VFMADD213PD  lgc33<>+0(SB), Y7, Y9
+	VFMADD213PD  lgc34<>+0(SB), Y7, Y9
+	VMULPD       Y6, Y9, Y9
+	VADDPD       Y8, Y9, Y9
+	VMULPD       Y3, Y3, Y6
+	VMULPD       lgc26<>+0(SB), Y6, Y6
+	VPADDQ       lgc35<>+0(SB), Y5, Y5
+	VSUBPD       lgc35<>+0(SB), Y5, Y5
+	VADDPD       Y6, Y9, Y7
+	VMULPD       Y4, Y7, Y7
+	VFMADD231PD  lgc36<>+0(SB), Y5, Y7
+	VSUBPD       Y7, Y6, Y7
+	VSUBPD       Y3, Y7, Y7
+	VMULPD       lgc37<>+0(SB), Y5, Y3
+	VSUBPD       Y7, Y3, Y3
+	VCMPPD       $0x00, lgc1<>+0(SB), Y1, Y4
+	VBLENDVPD    Y4, lgc38<>+0(SB), Y3, Y3
+	VCMPPD       $0x11, lgc1<>+0(SB), Y1, Y4
+	VBLENDVPD    Y4, lgc39<>+0(SB), Y3, Y3
+	VCMPPD       $0x00, lgc40<>+0(SB), Y1, Y4
+	VBLENDVPD    Y4, lgc40<>+0(SB), Y3, Y3
+	VCMPPD       $0x03, Y1, Y1, Y4
+	VBLENDVPD    Y4, Y1, Y3, Y3
+	VMOVUPS      lgc41<>+0(SB), Y1
 	VCVTPD2PSY   Y2, X1
-	VINSERTF128  $0x01, X1, Y0, Y0
+	VCVTPD2PSY   Y3, X2
+	VINSERTF128  $0x01, X2, Y1, Y1
 	XORQ         DI, DI
 	MOVQ         DX, R9
 	ADDQ         R9, DI
-	VMOVD        DI, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
-	MOVQ         action+32(FP), DI
-	VMOVUPS      lgc41<>+0(SB), Y2
-	VMOVUPS      Y2, 23296(SP)
-	VMOVUPS      lgc41<>+0(SB), X2
-	MOVQ         (DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23296(SP)
-	MOVQ         8(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23300(SP)
-	MOVQ         16(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23304(SP)
-	MOVQ         24(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23308(SP)
-	MOVQ         32(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23312(SP)
-	MOVQ         40(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23316(SP)
-	MOVQ         48(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23320(SP)
-	MOVQ         56(DI)(SI*8), R9
-	VCVTSI2SSQ   R9, X2, X2
-	VMOVSS       X2, 23324(SP)
-	VMOVUPS      23296(SP), Y2
+	VMOVD        DI, X2
+	VPBROADCASTD X2, Y2
+	VCVTDQ2PS    Y2, Y2
 
 	// v56 = eq(v55, action)
-	VCMPPS  $0x00, Y2, Y1, Y1
-	VANDPS  lgc13<>+0(SB), Y1, Y1
-	VMOVUPS 23200(SP), Y2
-	VMOVUPS lgc41<>+0(SB), Y3
+	VCMPPS  $0x00, Y0, Y2, Y2
+	VANDPS  lgc13<>+0(SB), Y2, Y2
+	VMOVUPS 21728(SP), Y3
+	VMOVUPS lgc41<>+0(SB), Y4
 
 	// v57 = where(v56, v54, 0)
-	VMOVUPS   lgc41<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y2
+	VMOVUPS   lgc41<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y4, Y3
 
 	// v60 = ne(v57, 0)
-	VCMPPS  $0x04, Y3, Y2, Y3
-	VANDPS  lgc13<>+0(SB), Y3, Y3
-	VMOVUPS Y0, 23328(SP)
-	VMOVUPS Y1, 23360(SP)
-	VMOVUPS Y2, 23392(SP)
-	VMOVUPS Y3, 23424(SP)
+	VCMPPS  $0x04, Y4, Y3, Y4
+	VANDPS  lgc13<>+0(SB), Y4, Y4
+	VMOVUPS Y1, 21856(SP)
+	VMOVUPS Y2, 21888(SP)
+	VMOVUPS Y3, 21920(SP)
+	VMOVUPS Y4, 21952(SP)
+	MOVQ    nextReward+80(FP), DI
+	VMOVUPS (DI)(SI*4), Y1
+	VMOVUPS lgc43<>+0(SB), Y2
+	VMOVUPS lgc44<>+0(SB), Y3
+	VMOVUPS lgc52<>+0(SB), Y4
 	XORQ    DI, DI
 
 inner_K_38:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 21664(SP)
-	VMOVUPD Y0, 21696(SP)
-	XORQ    R9, R9
+	VMOVUPD      lgc1<>+0(SB), Y5
+	VMOVUPD      Y5, 21504(SP)
+	VMOVUPD      Y5, 21536(SP)
+	XORQ         R9, R9
+	MOVQ         DI, R10
+	ADDQ         R10, R9
+	VMOVD        R9, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
+	XORQ         R9, R9
 
 inner_KSrc_39:
-	VMOVUPS 21568(SP), Y0
+	VMOVUPS 21632(SP), Y6
 
 	// v16 = gather(nextActionValue, v14) over A
 	XORQ       R10, R10
@@ -11074,199 +10973,190 @@ inner_KSrc_39:
 	ADDQ       R11, R10
 	IMUL3Q     $+4, R9, R11
 	ADDQ       R11, R10
-	MOVQ       nextActionValue+80(FP), R11
+	MOVQ       nextActionValue+88(FP), R11
 	LEAQ       (R11)(R10*4), R11
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc41<>+0(SB), Y0, Y0
-	VPMINSD    lgc47<>+0(SB), Y0, Y0
-	VPMULLD    lgc48<>+0(SB), Y0, Y0
-	VPADDD     lgc51<>+0(SB), Y0, Y0
-	VMOVUPS    lgc50<>+0(SB), Y1
-	VMOVUPS    lgc41<>+0(SB), Y2
-	VGATHERDPS Y1, (R11)(Y0*4), Y2
-	VMOVUPS    21600(SP), Y0
+	VCVTTPS2DQ Y6, Y6
+	VPMAXSD    lgc41<>+0(SB), Y6, Y6
+	VPMINSD    lgc47<>+0(SB), Y6, Y6
+	VPMULLD    lgc48<>+0(SB), Y6, Y6
+	VPADDD     lgc51<>+0(SB), Y6, Y6
+	VMOVUPS    lgc50<>+0(SB), Y7
+	VMOVUPS    lgc41<>+0(SB), Y8
+	VGATHERDPS Y7, (R11)(Y6*4), Y8
+	VMOVUPS    21664(SP), Y6
 
 	// v18 = sub(v16, v17)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y6, Y8, Y6
 
 	// v19 = exp(v18)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      21632(SP), Y0
+	VMAXPS       lgc2<>+0(SB), Y6, Y7
+	VMINPS       lgc3<>+0(SB), Y7, Y7
+	VMULPS       lgc4<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc5<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc6<>+0(SB), Y8, Y7
+	VMOVAPS      lgc7<>+0(SB), Y9
+	VFMADD213PS  lgc8<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc9<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc10<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc11<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc12<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc13<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc14<>+0(SB), Y7, Y8
+	VPMINSD      lgc15<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y6, Y6, Y7
+	VBLENDVPS    Y7, Y6, Y9, Y9
+	VMOVUPS      21696(SP), Y6
 	MOVQ         fbConst11+56(FP), R10
 	XORQ         R11, R11
 	MOVQ         R9, R12
 	ADDQ         R12, R11
-	VBROADCASTSS (R10)(R11*4), Y1
+	VBROADCASTSS (R10)(R11*4), Y7
 
 	// v26 = mul(v25, c11)
-	VMULPS  Y1, Y0, Y0
-	MOVQ    nextReward+88(FP), R10
-	VMOVUPS (R10)(SI*4), Y1
+	VMULPS Y7, Y6, Y6
 
 	// v27 = add(nextReward, v26)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS lgc43<>+0(SB), Y1
+	VADDPS Y6, Y1, Y6
 
 	// v30 = max(v27, -10) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc44<>+0(SB), Y1
+	VMAXPS Y6, Y2, Y6
 
 	// tz = min(v30, 10) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y6, Y3, Y6
 
 	// v34 = sub(tz, -10)
-	VSUBPS  lgc43<>+0(SB), Y0, Y0
-	VMOVUPS lgc52<>+0(SB), Y1
+	VSUBPS lgc43<>+0(SB), Y6, Y6
 
 	// b = div(v34, 0.4)
-	VDIVPS       Y1, Y0, Y0
-	XORQ         R10, R10
-	MOVQ         DI, R11
-	ADDQ         R11, R10
-	VMOVD        R10, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
+	VDIVPS Y4, Y6, Y6
 
 	// v39 = sub(b, v38)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y5, Y6, Y6
 
 	// v40 = abs(v39)
-	VMOVUPS lgc53<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc13<>+0(SB), Y1
+	VMOVUPS lgc53<>+0(SB), Y7
+	VANDNPS Y6, Y7, Y6
+	VMOVUPS lgc13<>+0(SB), Y7
 
 	// v41 = sub(1, v40)
-	VSUBPS  Y0, Y1, Y0
-	VMOVUPS lgc41<>+0(SB), Y1
+	VSUBPS  Y6, Y7, Y6
+	VMOVUPS lgc41<>+0(SB), Y7
 
 	// v42 = max(0, v41)
-	VXORPS lgc53<>+0(SB), Y1, Y1
-	VXORPS lgc53<>+0(SB), Y0, Y0
-	VMINPS Y1, Y0, Y2
-	VMINPS Y0, Y1, Y0
-	VORPS  Y2, Y0, Y0
-	VXORPS lgc53<>+0(SB), Y0, Y0
+	VXORPS lgc53<>+0(SB), Y7, Y7
+	VXORPS lgc53<>+0(SB), Y6, Y6
+	VMINPS Y7, Y6, Y8
+	VMINPS Y6, Y7, Y6
+	VORPS  Y8, Y6, Y6
+	VXORPS lgc53<>+0(SB), Y6, Y6
 
 	// v43 = mul(v19, v42)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y6, Y9, Y6
 
 	// sum(v43) over [KSrc]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       21664(SP), Y1, Y1
-	VMOVUPD      Y1, 21664(SP)
-	VADDPD       21696(SP), Y0, Y0
-	VMOVUPD      Y0, 21696(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       21504(SP), Y7, Y7
+	VMOVUPD      Y7, 21504(SP)
+	VADDPD       21536(SP), Y6, Y6
+	VMOVUPD      Y6, 21536(SP)
 	INCQ         R9
 	CMPQ         R9, $+51
 	JL           inner_KSrc_39
 
 	// finish v44
-	VMOVUPD     21664(SP), Y0
-	VMOVUPD     21696(SP), Y1
-	VMOVUPS     lgc41<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     21504(SP), Y5
+	VMOVUPD     21536(SP), Y6
+	VMOVUPS     lgc41<>+0(SB), Y7
+	VCVTPD2PSY  Y5, X7
+	VCVTPD2PSY  Y6, X5
+	VINSERTF128 $0x01, X5, Y7, Y5
 
 	// v52 = mul(-0.0078125, v44)
-	VMULPS  lgc55<>+0(SB), Y0, Y0
+	VMULPS  lgc55<>+0(SB), Y5, Y5
 	XORQ    R9, R9
 	IMUL3Q  $+32, DX, R10
 	ADDQ    R10, R9
 	IMUL3Q  $+128, DI, R10
 	ADDQ    R10, R9
-	VMOVUPS 8160(SP)(R9*1), Y1
-	VMOVUPS 23328(SP), Y2
+	VMOVUPS 8160(SP)(R9*1), Y6
+	VMOVUPS 21856(SP), Y7
 
 	// v58 = sub(actionValue, v3)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS  Y7, Y6, Y6
+	VMOVUPS Y5, 21984(SP)
 
 	// v59 = exp(v58)
-	VMAXPS       lgc2<>+0(SB), Y1, Y2
-	VMINPS       lgc3<>+0(SB), Y2, Y2
-	VMULPS       lgc4<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc5<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc6<>+0(SB), Y3, Y2
-	VMOVAPS      lgc7<>+0(SB), Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc11<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc13<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc14<>+0(SB), Y2, Y3
-	VPMINSD      lgc15<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      23392(SP), Y1
+	VMAXPS       lgc2<>+0(SB), Y6, Y5
+	VMINPS       lgc3<>+0(SB), Y5, Y5
+	VMULPS       lgc4<>+0(SB), Y5, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y5
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y5
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y5, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y5, Y8
+	VMULPS       Y5, Y5, Y9
+	VFMADD213PS  Y5, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y5
+	VPMAXSD      lgc14<>+0(SB), Y5, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y5, Y5
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y5, Y8, Y8
+	VCMPPS       $0x03, Y6, Y6, Y5
+	VBLENDVPS    Y5, Y6, Y8, Y8
+	VMOVUPS      21920(SP), Y5
 
 	// v61 = mul(v57, v59)
-	VMULPS  Y4, Y1, Y2
-	VMOVUPS 23424(SP), Y3
+	VMULPS  Y8, Y5, Y6
+	VMOVUPS 21952(SP), Y7
 
 	// v62 = where(v60, v61, v57)
-	VMOVUPS   lgc41<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y1, Y1
-	VMOVUPS   23360(SP), Y2
-	VMOVUPS   lgc41<>+0(SB), Y3
+	VMOVUPS   lgc41<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y7, Y8
+	VBLENDVPS Y8, Y6, Y5, Y5
+	VMOVUPS   21888(SP), Y6
+	VMOVUPS   21984(SP), Y7
+	VMOVUPS   lgc41<>+0(SB), Y8
 
 	// v63 = where(v56, v52, 0)
-	VMOVUPS   lgc41<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y0, Y3, Y0
+	VMOVUPS   lgc41<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// gradActionValue = add(v62, v63)
-	VADDPS Y0, Y1, Y0
+	VADDPS Y6, Y5, Y5
 
 	// store gradActionValue
-	VMOVUPS Y0, 14688(SP)(R9*1)
+	VMOVUPS Y5, 14688(SP)(R9*1)
 	INCQ    DI
 	CMPQ    DI, $+51
 	JL      inner_K_38
 	INCQ    DX
 	CMPQ    DX, $+4
 	JL      inner_A_36
-	VMOVUPS 22752(SP), Y0
+	VMOVUPS 21600(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+96(FP), DX

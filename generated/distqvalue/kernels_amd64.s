@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, actionValue *float32, const2 *float32, outActionValue *float32, state *float64, action *float32, expectedActionValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $1888-64
+TEXT ·pass0AVX2(SB), $1696-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -259,8 +259,7 @@ blocks_1:
 
 inner_A_3:
 	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1536(SP)
-	VMOVUPD Y0, 1568(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
 	XORQ    BX, BX
 
 inner_K_4:
@@ -269,60 +268,56 @@ inner_K_4:
 	ADDQ    DI, SI
 	IMUL3Q  $+128, BX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS (SP)(SI*1), Y2
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y2, Y3
+	VMINPS       lgc3<>+0(SB), Y3, Y3
+	VMULPS       lgc4<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VMOVAPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc14<>+0(SB), Y3, Y4
+	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (SI)(DI*4), Y0
+	VBROADCASTSS (SI)(DI*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SP), Y1, Y1
-	VMOVUPD      Y1, 1536(SP)
-	VADDPD       1568(SP), Y0, Y0
-	VMOVUPD      Y0, 1568(SP)
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y0, Y3, Y0
+	VADDPD       Y1, Y2, Y1
 	INCQ         BX
 	CMPQ         BX, $+11
 	JL           inner_K_4
 
 	// finish expectedActionValue
-	VMOVUPD     1536(SP), Y0
-	VMOVUPD     1568(SP), Y1
 	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -337,16 +332,13 @@ inner_K_4:
 	CMPQ    DX, $+4
 	JL      inner_A_3
 	VMOVUPS lgc17<>+0(SB), Y0
-	VMOVUPS Y0, 1600(SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1664(SP)
-	VMOVUPD Y0, 1696(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
+	VMOVUPD lgc1<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_A_5:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1536(SP)
-	VMOVUPD Y0, 1568(SP)
+	VMOVUPD lgc1<>+0(SB), Y3
+	VMOVUPD lgc1<>+0(SB), Y4
 	XORQ    BX, BX
 
 inner_K_6:
@@ -355,100 +347,91 @@ inner_K_6:
 	ADDQ    DI, SI
 	IMUL3Q  $+128, BX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS (SP)(SI*1), Y5
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y5, Y6
+	VMINPS       lgc3<>+0(SB), Y6, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 	MOVQ         const2+24(FP), SI
 	XORQ         DI, DI
 	MOVQ         BX, R8
 	ADDQ         R8, DI
-	VBROADCASTSS (SI)(DI*4), Y0
+	VBROADCASTSS (SI)(DI*4), Y5
 
 	// v3 = mul(v1, c2)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y5, Y8, Y5
 
 	// sum(v3) over [K]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SP), Y1, Y1
-	VMOVUPD      Y1, 1536(SP)
-	VADDPD       1568(SP), Y0, Y0
-	VMOVUPD      Y0, 1568(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y4, Y5, Y4
 	INCQ         BX
 	CMPQ         BX, $+11
 	JL           inner_K_6
 
 	// finish expectedActionValue
-	VMOVUPD     1536(SP), Y0
-	VMOVUPD     1568(SP), Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc16<>+0(SB), Y5
+	VCVTPD2PSY  Y3, X5
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      1600(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 1600(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y6
+	VCMPPS       $0x1e, Y0, Y3, Y4
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VANDNPS      Y6, Y5, Y5
+	VORPS        Y5, Y4, Y4
+	VBLENDVPS    Y4, Y3, Y0, Y0
+	VPMOVSXDQ    X4, Y3
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
 	MOVQ         DX, BX
-	VMOVUPS      lgc16<>+0(SB), Y2
-	VCVTSI2SDQ   BX, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      1664(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 1664(SP)
-	VMOVUPD      1696(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 1696(SP)
+	VMOVUPS      lgc16<>+0(SB), Y5
+	VCVTSI2SDQ   BX, X5, X5
+	VBROADCASTSD X5, Y5
+	VMOVAPD      Y5, Y6
+	VBLENDVPD    Y3, Y6, Y1, Y1
+	VBLENDVPD    Y4, Y5, Y2, Y2
 	INCQ         DX
 	CMPQ         DX, $+4
 	JL           inner_A_5
 
 	// finish action
-	VMOVUPD     1664(SP), Y0
-	VMOVUPD     1696(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 1728(SP)
+	VMOVUPS     Y0, 1536(SP)
+	VMOVUPS     lgc16<>+0(SB), Y0
 	XORQ        DX, DX
 
 inner_K_7:
@@ -460,7 +443,7 @@ inner_A_8:
 	ADDQ    DI, SI
 	IMUL3Q  $+128, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS (SP)(SI*1), Y1
 
 	// store actionValue
 	MOVQ    outActionValue+32(FP), SI
@@ -471,40 +454,39 @@ inner_A_8:
 	ADDQ    R8, DI
 	MOVQ    BX, R8
 	ADDQ    R8, DI
-	VMOVUPS Y0, 1760(SP)
-	MOVL    1760(SP), R8
+	VMOVUPS Y1, 1568(SP)
+	MOVL    1568(SP), R8
 	MOVL    R8, (SI)(DI*4)
-	MOVL    1764(SP), R8
+	MOVL    1572(SP), R8
 	MOVL    R8, 176(SI)(DI*4)
-	MOVL    1768(SP), R8
+	MOVL    1576(SP), R8
 	MOVL    R8, 352(SI)(DI*4)
-	MOVL    1772(SP), R8
+	MOVL    1580(SP), R8
 	MOVL    R8, 528(SI)(DI*4)
-	MOVL    1776(SP), R8
+	MOVL    1584(SP), R8
 	MOVL    R8, 704(SI)(DI*4)
-	MOVL    1780(SP), R8
+	MOVL    1588(SP), R8
 	MOVL    R8, 880(SI)(DI*4)
-	MOVL    1784(SP), R8
+	MOVL    1592(SP), R8
 	MOVL    R8, 1056(SI)(DI*4)
-	MOVL    1788(SP), R8
+	MOVL    1596(SP), R8
 	MOVL    R8, 1232(SI)(DI*4)
-	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v7 = gt(actionValue, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VCMPPS $0x1e, Y0, Y1, Y1
+	VANDPS lgc13<>+0(SB), Y1, Y1
 
 	// sum(v7) over [B K A]
 	MOVQ    state+40(FP), SI
-	VADDPS  256(SI), Y0, Y0
-	VMOVUPS Y0, 256(SI)
+	VADDPS  256(SI), Y1, Y1
+	VMOVUPS Y1, 256(SI)
 	INCQ    BX
 	CMPQ    BX, $+4
 	JL      inner_A_8
 	INCQ    DX
 	CMPQ    DX, $+11
 	JL      inner_K_7
-	VMOVUPS 1728(SP), Y0
+	VMOVUPS 1536(SP), Y0
 
 	// store action
 	MOVQ    action+48(FP), DX
@@ -591,8 +573,7 @@ chunkdone_2:
 
 inner_A_11:
 	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1536(SP)
-	VMOVUPD Y0, 1568(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
 	XORQ    CX, CX
 
 inner_K_12:
@@ -604,68 +585,64 @@ inner_K_12:
 	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y1
-	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VGATHERDPS Y2, (DX)(Y1*4), Y0
+	VMOVUPS    lgc20<>+0(SB), Y3
+	VMOVUPS    lgc21<>+0(SB), Y4
+	VMOVUPS    lgc16<>+0(SB), Y2
+	VGATHERDPS Y4, (DX)(Y3*4), Y2
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y2, Y3
+	VMINPS       lgc3<>+0(SB), Y3, Y3
+	VMULPS       lgc4<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc5<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc6<>+0(SB), Y4, Y3
+	VMOVAPS      lgc7<>+0(SB), Y5
+	VFMADD213PS  lgc8<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc9<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc10<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc11<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc13<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc14<>+0(SB), Y3, Y4
+	VPMINSD      lgc15<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc15<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc15<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y5, Y5
 	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+	VBROADCASTSS (DX)(BX*4), Y2
 
 	// v3 = mul(v1, c2)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y2, Y5, Y2
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SP), Y1, Y1
-	VMOVUPD      Y1, 1536(SP)
-	VADDPD       1568(SP), Y0, Y0
-	VMOVUPD      Y0, 1568(SP)
+	VMOVUPS      lgc21<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y2, Y2
+	VCVTPS2PD    X2, Y3
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y0, Y3, Y0
+	VADDPD       Y1, Y2, Y1
 	INCQ         CX
 	CMPQ         CX, $+11
 	JL           inner_K_12
 
 	// finish expectedActionValue
-	VMOVUPD     1536(SP), Y0
-	VMOVUPD     1568(SP), Y1
 	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -677,23 +654,20 @@ inner_K_12:
 	ADDQ    $+512, DX
 	MOVQ    AX, BX
 	ADDQ    BX, DX
-	VMOVUPS Y0, 1792(SP)
-	MOVL    1792(SP), BX
+	VMOVUPS Y0, 1600(SP)
+	MOVL    1600(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+4
 	JL      inner_A_11
 	VMOVUPS lgc17<>+0(SB), Y0
-	VMOVUPS Y0, 1600(SP)
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1664(SP)
-	VMOVUPD Y0, 1696(SP)
+	VMOVUPD lgc1<>+0(SB), Y1
+	VMOVUPD lgc1<>+0(SB), Y2
 	XORQ    AX, AX
 
 inner_A_13:
-	VMOVUPD lgc1<>+0(SB), Y0
-	VMOVUPD Y0, 1536(SP)
-	VMOVUPD Y0, 1568(SP)
+	VMOVUPD lgc1<>+0(SB), Y3
+	VMOVUPD lgc1<>+0(SB), Y4
 	XORQ    CX, CX
 
 inner_K_14:
@@ -705,118 +679,112 @@ inner_K_14:
 	MOVQ       AX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y1
-	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VGATHERDPS Y2, (DX)(Y1*4), Y0
+	VMOVUPS    lgc20<>+0(SB), Y6
+	VMOVUPS    lgc21<>+0(SB), Y7
+	VMOVUPS    lgc16<>+0(SB), Y5
+	VGATHERDPS Y7, (DX)(Y6*4), Y5
 
 	// v1 = exp(actionValue)
-	VMAXPS       lgc2<>+0(SB), Y0, Y1
-	VMINPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       lgc4<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc5<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc6<>+0(SB), Y2, Y1
-	VMOVAPS      lgc7<>+0(SB), Y3
-	VFMADD213PS  lgc8<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc9<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc10<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc11<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc12<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc13<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc14<>+0(SB), Y1, Y2
-	VPMINSD      lgc15<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc15<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc15<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc2<>+0(SB), Y5, Y6
+	VMINPS       lgc3<>+0(SB), Y6, Y6
+	VMULPS       lgc4<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc5<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc6<>+0(SB), Y7, Y6
+	VMOVAPS      lgc7<>+0(SB), Y8
+	VFMADD213PS  lgc8<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc9<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc10<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc11<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc12<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc13<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc14<>+0(SB), Y6, Y7
+	VPMINSD      lgc15<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc15<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc15<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 	MOVQ         const2+24(FP), DX
 	XORQ         BX, BX
 	MOVQ         CX, SI
 	ADDQ         SI, BX
-	VBROADCASTSS (DX)(BX*4), Y0
+	VBROADCASTSS (DX)(BX*4), Y5
 
 	// v3 = mul(v1, c2)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y5, Y8, Y5
 
 	// sum(v3) over [K]
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       1536(SP), Y1, Y1
-	VMOVUPD      Y1, 1536(SP)
-	VADDPD       1568(SP), Y0, Y0
-	VMOVUPD      Y0, 1568(SP)
+	VMOVUPS      lgc21<>+0(SB), Y6
+	VPMOVSXDQ    X6, Y7
+	VEXTRACTI128 $0x01, Y6, X7
+	VPMOVSXDQ    X7, Y7
+	VANDPS       Y6, Y5, Y5
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y4, Y5, Y4
 	INCQ         CX
 	CMPQ         CX, $+11
 	JL           inner_K_14
 
 	// finish expectedActionValue
-	VMOVUPD     1536(SP), Y0
-	VMOVUPD     1568(SP), Y1
-	VMOVUPS     lgc16<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc16<>+0(SB), Y5
+	VCVTPD2PSY  Y3, X5
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y5, Y3
 
 	// argmax(expectedActionValue) over [A]
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X3
-	VPMOVSXDQ    X3, Y3
-	VMOVUPS      1600(SP), Y4
-	VCMPPS       $0x03, Y0, Y0, Y7
-	VCMPPS       $0x1e, Y4, Y0, Y5
-	VCMPPS       $0x03, Y4, Y4, Y6
-	VANDNPS      Y7, Y6, Y6
-	VORPS        Y6, Y5, Y5
-	VBLENDVPS    Y5, Y0, Y4, Y4
-	VMOVUPS      1600(SP), Y0
-	VBLENDVPS    Y1, Y4, Y0, Y4
-	VMOVUPS      Y4, 1600(SP)
-	VPMOVSXDQ    X5, Y0
-	VEXTRACTI128 $0x01, Y5, X1
-	VPMOVSXDQ    X1, Y1
+	VMOVUPS      lgc21<>+0(SB), Y4
+	VPMOVSXDQ    X4, Y5
+	VEXTRACTI128 $0x01, Y4, X6
+	VPMOVSXDQ    X6, Y6
+	VMOVUPS      Y0, Y7
+	VCMPPS       $0x03, Y3, Y3, Y10
+	VCMPPS       $0x1e, Y7, Y3, Y8
+	VCMPPS       $0x03, Y7, Y7, Y9
+	VANDNPS      Y10, Y9, Y9
+	VORPS        Y9, Y8, Y8
+	VBLENDVPS    Y8, Y3, Y7, Y7
+	VBLENDVPS    Y4, Y7, Y0, Y7
+	VMOVUPS      Y7, Y0
+	VPMOVSXDQ    X8, Y3
+	VEXTRACTI128 $0x01, Y8, X4
+	VPMOVSXDQ    X4, Y4
 	MOVQ         AX, CX
-	VMOVUPS      lgc16<>+0(SB), Y4
-	VCVTSI2SDQ   CX, X4, X4
-	VBROADCASTSD X4, Y4
-	VMOVAPD      Y4, Y5
-	VMOVUPD      1664(SP), Y6
-	VBLENDVPD    Y0, Y5, Y6, Y6
-	VMOVUPD      1664(SP), Y0
-	VBLENDVPD    Y2, Y6, Y0, Y6
-	VMOVUPD      Y6, 1664(SP)
-	VMOVUPD      1696(SP), Y0
-	VBLENDVPD    Y1, Y4, Y0, Y0
-	VMOVUPD      1696(SP), Y1
-	VBLENDVPD    Y3, Y0, Y1, Y0
-	VMOVUPD      Y0, 1696(SP)
+	VMOVUPS      lgc16<>+0(SB), Y7
+	VCVTSI2SDQ   CX, X7, X7
+	VBROADCASTSD X7, Y7
+	VMOVAPD      Y7, Y8
+	VMOVUPD      Y1, Y9
+	VBLENDVPD    Y3, Y8, Y9, Y9
+	VBLENDVPD    Y5, Y9, Y1, Y9
+	VMOVUPD      Y9, Y1
+	VMOVUPD      Y2, Y3
+	VBLENDVPD    Y4, Y7, Y3, Y3
+	VBLENDVPD    Y6, Y3, Y2, Y3
+	VMOVUPD      Y3, Y2
 	INCQ         AX
 	CMPQ         AX, $+4
 	JL           inner_A_13
 
 	// finish action
-	VMOVUPD     1664(SP), Y0
-	VMOVUPD     1696(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc16<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPS     Y0, 1824(SP)
+	VMOVUPS     Y0, 1632(SP)
+	VMOVUPS     lgc16<>+0(SB), Y0
 	XORQ        AX, AX
 
 inner_K_15:
@@ -831,38 +799,37 @@ inner_A_16:
 	MOVQ       CX, SI
 	ADDQ       SI, BX
 	LEAQ       (DX)(BX*4), DX
-	VMOVUPS    lgc20<>+0(SB), Y1
-	VMOVUPS    lgc21<>+0(SB), Y2
-	VMOVUPS    lgc16<>+0(SB), Y0
-	VGATHERDPS Y2, (DX)(Y1*4), Y0
+	VMOVUPS    lgc20<>+0(SB), Y2
+	VMOVUPS    lgc21<>+0(SB), Y3
+	VMOVUPS    lgc16<>+0(SB), Y1
+	VGATHERDPS Y3, (DX)(Y2*4), Y1
 
 	// store actionValue
 	MOVQ    outActionValue+32(FP), DX
-	VMOVUPS Y0, 1856(SP)
-	MOVL    1856(SP), SI
+	VMOVUPS Y1, 1664(SP)
+	MOVL    1664(SP), SI
 	MOVL    SI, (DX)(BX*4)
-	VMOVUPS lgc16<>+0(SB), Y1
 
 	// v7 = gt(actionValue, 0)
-	VCMPPS $0x1e, Y1, Y0, Y0
-	VANDPS lgc13<>+0(SB), Y0, Y0
+	VCMPPS $0x1e, Y0, Y1, Y1
+	VANDPS lgc13<>+0(SB), Y1, Y1
 
 	// sum(v7) over [B K A]
-	VMOVUPS      lgc21<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
+	VMOVUPS      lgc21<>+0(SB), Y2
+	VPMOVSXDQ    X2, Y3
+	VEXTRACTI128 $0x01, Y2, X3
+	VPMOVSXDQ    X3, Y3
+	VANDPS       Y2, Y1, Y1
 	MOVQ         state+40(FP), DX
-	VADDPS       256(DX), Y0, Y0
-	VMOVUPS      Y0, 256(DX)
+	VADDPS       256(DX), Y1, Y1
+	VMOVUPS      Y1, 256(DX)
 	INCQ         CX
 	CMPQ         CX, $+4
 	JL           inner_A_16
 	INCQ         AX
 	CMPQ         AX, $+11
 	JL           inner_K_15
-	VMOVUPS      1824(SP), Y0
+	VMOVUPS      1632(SP), Y0
 
 	// store action
 	MOVQ       action+48(FP), AX

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $712-112
+TEXT ·pass0AVX2(SB), $488-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -130,91 +130,74 @@ blocks_2:
 	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
+	VBLENDVPD Y4, Y2, Y3, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+40(FP), DX
-	VADDPD  64(DX), Y1, Y1
-	VMOVUPD Y1, 64(DX)
-	VMOVUPD lgc3<>+0(SB), Y1
-	VMOVUPD Y1, 480(SP)
+	VADDPD  64(DX), Y2, Y2
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD lgc3<>+0(SB), Y2
 	XORQ    SI, SI
 
 inner_A_3:
-	MOVQ      mask+32(FP), DI
-	VPMOVZXBD (DI)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
-	VMOVUPD   (SP)(DI*1), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
+	XORQ    DI, DI
+	IMUL3Q  $+32, SI, R8
+	ADDQ    R8, DI
+	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
-
-	// reduce_max(v10) over [A]
-	VMOVUPD 480(SP), Y2
-	VXORPD  lgc4<>+0(SB), Y2, Y2
-	VXORPD  lgc4<>+0(SB), Y1, Y1
-	VMINPD  Y2, Y1, Y3
-	VMINPD  Y1, Y2, Y2
-	VORPD   Y3, Y2, Y2
-	VXORPD  lgc4<>+0(SB), Y2, Y2
-	VMOVUPD Y2, 480(SP)
-	INCQ    SI
-	CMPQ    SI, $+5
-	JL      inner_A_3
-
-	// finish v11
-	VMOVUPD 480(SP), Y1
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 544(SP)
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 608(SP)
-	VMOVUPD Y1, 672(SP)
-	XORQ    SI, SI
-
-inner_A_4:
-	MOVQ      mask+32(FP), DI
-	VPMOVZXBD (DI)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
-	VMOVUPD   160(SP)(DI*1), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
-
-	// v6 = where(mask, actionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y2
-	VMOVUPD   320(SP)(DI*1), Y4
-
-	// v8 = where(mask, nextActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y5
 	VCMPPD    $0x04, Y5, Y1, Y5
 	VBLENDVPD Y5, Y4, Y3, Y4
-	VMOVUPD   (SP)(DI*1), Y5
+
+	// reduce_max(v10) over [A]
+	VXORPD lgc4<>+0(SB), Y2, Y2
+	VXORPD lgc4<>+0(SB), Y4, Y4
+	VMINPD Y2, Y4, Y5
+	VMINPD Y4, Y2, Y2
+	VORPD  Y5, Y2, Y2
+	VXORPD lgc4<>+0(SB), Y2, Y2
+	INCQ   SI
+	CMPQ   SI, $+5
+	JL     inner_A_3
+
+	// finish v11
+	VMOVUPD lgc0<>+0(SB), Y4
+	VMOVUPD lgc0<>+0(SB), Y5
+	XORQ    SI, SI
+
+inner_A_4:
+	XORQ    DI, DI
+	IMUL3Q  $+32, SI, R8
+	ADDQ    R8, DI
+	VMOVUPD 160(SP)(DI*1), Y6
+
+	// v6 = where(mask, actionValue, 0)
+	VMOVUPD   lgc0<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y6, Y3, Y6
+	VMOVUPD   320(SP)(DI*1), Y7
+
+	// v8 = where(mask, nextActionValue, 0)
+	VMOVUPD   lgc0<>+0(SB), Y8
+	VCMPPD    $0x04, Y8, Y1, Y8
+	VBLENDVPD Y8, Y7, Y3, Y7
+	VMOVUPD   (SP)(DI*1), Y8
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y5, Y3, Y1
-	VMOVUPD   672(SP), Y3
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y1, Y9
+	VBLENDVPD Y9, Y8, Y3, Y8
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y3, Y1, Y1
-	VANDPD lgc2<>+0(SB), Y1, Y1
+	VCMPPD $0x00, Y2, Y8, Y8
+	VANDPD lgc2<>+0(SB), Y8, Y8
 
 	// v13 = mul(v8, v12)
-	VMULPD Y1, Y4, Y1
+	VMULPD Y8, Y7, Y7
 
 	// sum(v13) over [A]
-	VADDPD    544(SP), Y1, Y1
-	VMOVUPD   Y1, 544(SP)
+	VADDPD    Y4, Y7, Y4
 	MOVQ      action+48(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
@@ -223,44 +206,39 @@ inner_A_4:
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 704(SP)
+	MOVQ      $+0, 480(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 704(SP)
+	MOVB      R9, 480(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 705(SP)
+	MOVB      R9, 481(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 706(SP)
+	MOVB      R9, 482(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 707(SP)
-	VPMOVZXBD 704(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 483(SP)
+	VPMOVZXBD 480(SP), X7
+	VCVTDQ2PD X7, Y7
 
 	// v16 = mul(v6, action)
-	VMULPD Y1, Y2, Y1
+	VMULPD Y7, Y6, Y6
 
 	// sum(v16) over [A]
-	VADDPD  608(SP), Y1, Y1
-	VMOVUPD Y1, 608(SP)
-	INCQ    SI
-	CMPQ    SI, $+5
-	JL      inner_A_4
+	VADDPD Y5, Y6, Y5
+	INCQ   SI
+	CMPQ   SI, $+5
+	JL     inner_A_4
 
 	// finish nextChosenActionValue
-	VMOVUPD 544(SP), Y1
+	VMOVUPD Y4, Y2
 
 	// finish predValIndex
-	VMOVUPD   608(SP), Y2
-	MOVQ      mask+32(FP), SI
-	VPMOVZXBD (SI)(BX*1), X3
-	VCVTDQ2PD X3, Y3
-	MOVQ      nextReward+56(FP), SI
-	VMOVUPD   (SI)(BX*8), Y4
-	VMOVUPD   lgc0<>+0(SB), Y5
+	VMOVUPD Y5, Y4
+	MOVQ    nextReward+56(FP), SI
+	VMOVUPD (SI)(BX*8), Y5
 
 	// v19 = where(mask, nextReward, 0)
 	VMOVUPD      lgc0<>+0(SB), Y6
-	VCMPPD       $0x04, Y6, Y3, Y6
-	VBLENDVPD    Y6, Y4, Y5, Y4
+	VCMPPD       $0x04, Y6, Y1, Y6
+	VBLENDVPD    Y6, Y5, Y3, Y5
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
@@ -271,7 +249,7 @@ inner_A_4:
 	VCVTDQ2PD    X6, Y6
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y5, Y6, Y6
+	VCMPPD    $0x00, Y3, Y6, Y6
 	VANDPD    lgc2<>+0(SB), Y6, Y6
 	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
@@ -287,13 +265,13 @@ inner_A_4:
 
 	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y2, Y5, Y2
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y4, Y3, Y4
 
 	// v26 = where(mask, nextChosenActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y1, Y5, Y1
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y2, Y3, Y2
 	VMOVUPD   lgc2<>+0(SB), Y7
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
@@ -303,7 +281,7 @@ inner_A_4:
 	VSUBPD Y8, Y7, Y8
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y8, Y1, Y1
+	VMULPD Y8, Y2, Y2
 
 	// v29 = sub(1, v24)
 	VSUBPD Y6, Y7, Y6
@@ -312,7 +290,7 @@ inner_A_4:
 	VMULPD lgc6<>+0(SB), Y6, Y8
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y1, Y1
+	VMULPD lgc7<>+0(SB), Y2, Y2
 
 	// v35 = mul(0.8, v29)
 	VMULPD lgc8<>+0(SB), Y6, Y6
@@ -321,49 +299,49 @@ inner_A_4:
 	VSUBPD Y6, Y7, Y6
 
 	// v37 = mul(v33, v36)
-	VMULPD Y6, Y1, Y1
+	VMULPD Y6, Y2, Y2
 
 	// tdlB = add(v19, v37)
-	VADDPD Y1, Y4, Y1
+	VADDPD Y2, Y5, Y2
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y8, Y4
-	VANDPD      lgc9<>+0(SB), Y1, Y6
+	VMOVUPD     Y8, Y5
+	VANDPD      lgc9<>+0(SB), Y2, Y6
 	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
-	VANDPD      lgc9<>+0(SB), Y4, Y8
+	VANDPD      lgc9<>+0(SB), Y5, Y8
 	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
 	VANDPD      Y8, Y6, Y6
 	VANDPD      448(DX), Y6, Y6
 	VMOVUPD     Y6, 448(DX)
-	VPERMPD     $0xf9, Y4, Y6
-	VPERMPD     $0xf9, Y1, Y8
+	VPERMPD     $0xf9, Y5, Y6
+	VPERMPD     $0xf9, Y2, Y8
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y4, Y8, Y1
-	VMULPD      Y6, Y4, Y4
-	VPERMPD     $0xee, Y4, Y6
-	VPERMPD     $0xee, Y1, Y8
+	VFMADD231PD Y5, Y8, Y2
+	VMULPD      Y6, Y5, Y5
+	VPERMPD     $0xee, Y5, Y6
+	VPERMPD     $0xee, Y2, Y8
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y4, Y8, Y1
-	VMULPD      Y6, Y4, Y4
-	VFMADD231PD Y4, Y0, Y1
-	VPERMPD     $0x00, Y1, Y0
+	VFMADD231PD Y5, Y8, Y2
+	VMULPD      Y6, Y5, Y5
+	VFMADD231PD Y5, Y0, Y2
+	VPERMPD     $0x00, Y2, Y0
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y2, Y1, Y4
+	VSUBPD Y4, Y2, Y5
 
 	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y3, Y6
-	VBLENDVPD Y6, Y1, Y5, Y6
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y2, Y3, Y6
 
 	// diff = sub(v25, v43)
-	VSUBPD Y6, Y2, Y2
+	VSUBPD Y6, Y4, Y4
 
 	// absDiff = abs(diff)
 	VMOVUPD lgc4<>+0(SB), Y6
-	VANDNPD Y2, Y6, Y6
+	VANDNPD Y4, Y6, Y6
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
@@ -385,32 +363,32 @@ inner_A_4:
 
 	// v52 = where(mask, smoothL1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y6, Y5, Y6
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y6, Y3, Y6
 
 	// sum(v52) over [N T]
 	VADDPD  256(DX), Y6, Y6
 	VMOVUPD Y6, 256(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y2, Y2, Y2
+	VMULPD Y4, Y4, Y4
 
 	// tdError = where(mask, v56, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y3, Y6
-	VBLENDVPD Y6, Y2, Y5, Y2
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y4, Y3, Y1
 
 	// store advantage
 	MOVQ    advantage+80(FP), DX
-	VMOVUPD Y4, (DX)(BX*8)
+	VMOVUPD Y5, (DX)(BX*8)
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
-	VMOVUPD Y1, (DX)(BX*8)
+	VMOVUPD Y2, (DX)(BX*8)
 
 	// store tdError
 	MOVQ    tDError+96(FP), DX
-	VMOVUPD Y2, (DX)(BX*8)
+	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_2
 	INCQ    AX
@@ -519,7 +497,7 @@ TEXT ·pass1AVX2(SB), $0-24
 
 // func fbPass0AVX2(lo int, nextActionValueOnline *float64, actionValue *float64, nextActionValue *float64, mask *bool, state *float64, action *bool, nextReward *float64, nextDone *bool, nextTerminated *bool, s0 *float64, advantage *float64, valueTarget *float64, tDError *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $712-120
+TEXT ·fbPass0AVX2(SB), $488-120
 	MOVQ lo+0(FP), AX
 
 outer0_5:
@@ -643,91 +621,74 @@ blocks_6:
 	// v3 = where(mask, 1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y4
 	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
+	VBLENDVPD Y4, Y2, Y3, Y2
 
 	// sum(v3) over [N T]
 	MOVQ    state+40(FP), DX
-	VADDPD  64(DX), Y1, Y1
-	VMOVUPD Y1, 64(DX)
-	VMOVUPD lgc3<>+0(SB), Y1
-	VMOVUPD Y1, 480(SP)
+	VADDPD  64(DX), Y2, Y2
+	VMOVUPD Y2, 64(DX)
+	VMOVUPD lgc3<>+0(SB), Y2
 	XORQ    SI, SI
 
 inner_A_7:
-	MOVQ      mask+32(FP), DI
-	VPMOVZXBD (DI)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
-	VMOVUPD   (SP)(DI*1), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
+	XORQ    DI, DI
+	IMUL3Q  $+32, SI, R8
+	ADDQ    R8, DI
+	VMOVUPD (SP)(DI*1), Y4
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y1
-
-	// reduce_max(v10) over [A]
-	VMOVUPD 480(SP), Y2
-	VXORPD  lgc4<>+0(SB), Y2, Y2
-	VXORPD  lgc4<>+0(SB), Y1, Y1
-	VMINPD  Y2, Y1, Y3
-	VMINPD  Y1, Y2, Y2
-	VORPD   Y3, Y2, Y2
-	VXORPD  lgc4<>+0(SB), Y2, Y2
-	VMOVUPD Y2, 480(SP)
-	INCQ    SI
-	CMPQ    SI, $+5
-	JL      inner_A_7
-
-	// finish v11
-	VMOVUPD 480(SP), Y1
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 544(SP)
-	VMOVUPD lgc0<>+0(SB), Y2
-	VMOVUPD Y2, 608(SP)
-	VMOVUPD Y1, 672(SP)
-	XORQ    SI, SI
-
-inner_A_8:
-	MOVQ      mask+32(FP), DI
-	VPMOVZXBD (DI)(BX*1), X1
-	VCVTDQ2PD X1, Y1
-	XORQ      DI, DI
-	IMUL3Q    $+32, SI, R8
-	ADDQ      R8, DI
-	VMOVUPD   160(SP)(DI*1), Y2
-	VMOVUPD   lgc0<>+0(SB), Y3
-
-	// v6 = where(mask, actionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y1, Y4
-	VBLENDVPD Y4, Y2, Y3, Y2
-	VMOVUPD   320(SP)(DI*1), Y4
-
-	// v8 = where(mask, nextActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y5
 	VCMPPD    $0x04, Y5, Y1, Y5
 	VBLENDVPD Y5, Y4, Y3, Y4
-	VMOVUPD   (SP)(DI*1), Y5
+
+	// reduce_max(v10) over [A]
+	VXORPD lgc4<>+0(SB), Y2, Y2
+	VXORPD lgc4<>+0(SB), Y4, Y4
+	VMINPD Y2, Y4, Y5
+	VMINPD Y4, Y2, Y2
+	VORPD  Y5, Y2, Y2
+	VXORPD lgc4<>+0(SB), Y2, Y2
+	INCQ   SI
+	CMPQ   SI, $+5
+	JL     inner_A_7
+
+	// finish v11
+	VMOVUPD lgc0<>+0(SB), Y4
+	VMOVUPD lgc0<>+0(SB), Y5
+	XORQ    SI, SI
+
+inner_A_8:
+	XORQ    DI, DI
+	IMUL3Q  $+32, SI, R8
+	ADDQ    R8, DI
+	VMOVUPD 160(SP)(DI*1), Y6
+
+	// v6 = where(mask, actionValue, 0)
+	VMOVUPD   lgc0<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y6, Y3, Y6
+	VMOVUPD   320(SP)(DI*1), Y7
+
+	// v8 = where(mask, nextActionValue, 0)
+	VMOVUPD   lgc0<>+0(SB), Y8
+	VCMPPD    $0x04, Y8, Y1, Y8
+	VBLENDVPD Y8, Y7, Y3, Y7
+	VMOVUPD   (SP)(DI*1), Y8
 
 	// v10 = where(mask, nextActionValueOnline, 0)
-	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y1, Y6
-	VBLENDVPD Y6, Y5, Y3, Y1
-	VMOVUPD   672(SP), Y3
+	VMOVUPD   lgc0<>+0(SB), Y9
+	VCMPPD    $0x04, Y9, Y1, Y9
+	VBLENDVPD Y9, Y8, Y3, Y8
 
 	// v12 = eq(v10, v11)
-	VCMPPD $0x00, Y3, Y1, Y1
-	VANDPD lgc2<>+0(SB), Y1, Y1
+	VCMPPD $0x00, Y2, Y8, Y8
+	VANDPD lgc2<>+0(SB), Y8, Y8
 
 	// v13 = mul(v8, v12)
-	VMULPD Y1, Y4, Y1
+	VMULPD Y8, Y7, Y7
 
 	// sum(v13) over [A]
-	VADDPD    544(SP), Y1, Y1
-	VMOVUPD   Y1, 544(SP)
+	VADDPD    Y4, Y7, Y4
 	MOVQ      action+48(FP), DI
 	XORQ      R8, R8
 	IMUL3Q    $+160, AX, R9
@@ -736,44 +697,39 @@ inner_A_8:
 	ADDQ      R9, R8
 	MOVQ      SI, R9
 	ADDQ      R9, R8
-	MOVQ      $+0, 704(SP)
+	MOVQ      $+0, 480(SP)
 	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 704(SP)
+	MOVB      R9, 480(SP)
 	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 705(SP)
+	MOVB      R9, 481(SP)
 	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 706(SP)
+	MOVB      R9, 482(SP)
 	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 707(SP)
-	VPMOVZXBD 704(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVB      R9, 483(SP)
+	VPMOVZXBD 480(SP), X7
+	VCVTDQ2PD X7, Y7
 
 	// v16 = mul(v6, action)
-	VMULPD Y1, Y2, Y1
+	VMULPD Y7, Y6, Y6
 
 	// sum(v16) over [A]
-	VADDPD  608(SP), Y1, Y1
-	VMOVUPD Y1, 608(SP)
-	INCQ    SI
-	CMPQ    SI, $+5
-	JL      inner_A_8
+	VADDPD Y5, Y6, Y5
+	INCQ   SI
+	CMPQ   SI, $+5
+	JL     inner_A_8
 
 	// finish nextChosenActionValue
-	VMOVUPD 544(SP), Y1
+	VMOVUPD Y4, Y2
 
 	// finish predValIndex
-	VMOVUPD   608(SP), Y2
-	MOVQ      mask+32(FP), SI
-	VPMOVZXBD (SI)(BX*1), X3
-	VCVTDQ2PD X3, Y3
-	MOVQ      nextReward+56(FP), SI
-	VMOVUPD   (SI)(BX*8), Y4
-	VMOVUPD   lgc0<>+0(SB), Y5
+	VMOVUPD Y5, Y4
+	MOVQ    nextReward+56(FP), SI
+	VMOVUPD (SI)(BX*8), Y5
 
 	// v19 = where(mask, nextReward, 0)
 	VMOVUPD      lgc0<>+0(SB), Y6
-	VCMPPD       $0x04, Y6, Y3, Y6
-	VBLENDVPD    Y6, Y4, Y5, Y4
+	VCMPPD       $0x04, Y6, Y1, Y6
+	VBLENDVPD    Y6, Y5, Y3, Y5
 	XORQ         SI, SI
 	ADDQ         CX, SI
 	MOVQ         $+31, DI
@@ -784,7 +740,7 @@ inner_A_8:
 	VCVTDQ2PD    X6, Y6
 
 	// v23 = eq(v22, 0)
-	VCMPPD    $0x00, Y5, Y6, Y6
+	VCMPPD    $0x00, Y3, Y6, Y6
 	VANDPD    lgc2<>+0(SB), Y6, Y6
 	MOVQ      nextDone+64(FP), SI
 	VPMOVZXBD (SI)(BX*1), X7
@@ -800,13 +756,13 @@ inner_A_8:
 
 	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y2, Y5, Y2
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y4, Y3, Y4
 
 	// v26 = where(mask, nextChosenActionValue, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y1, Y5, Y1
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y2, Y3, Y2
 	VMOVUPD   lgc2<>+0(SB), Y7
 	MOVQ      nextTerminated+72(FP), SI
 	VPMOVZXBD (SI)(BX*1), X8
@@ -816,7 +772,7 @@ inner_A_8:
 	VSUBPD Y8, Y7, Y8
 
 	// nextValueBootstrap = mul(v26, v27)
-	VMULPD Y8, Y1, Y1
+	VMULPD Y8, Y2, Y2
 
 	// v29 = sub(1, v24)
 	VSUBPD Y6, Y7, Y6
@@ -825,7 +781,7 @@ inner_A_8:
 	VMULPD lgc6<>+0(SB), Y6, Y8
 
 	// v33 = mul(0.9, nextValueBootstrap)
-	VMULPD lgc7<>+0(SB), Y1, Y1
+	VMULPD lgc7<>+0(SB), Y2, Y2
 
 	// v35 = mul(0.8, v29)
 	VMULPD lgc8<>+0(SB), Y6, Y6
@@ -834,49 +790,49 @@ inner_A_8:
 	VSUBPD Y6, Y7, Y6
 
 	// v37 = mul(v33, v36)
-	VMULPD Y6, Y1, Y1
+	VMULPD Y6, Y2, Y2
 
 	// tdlB = add(v19, v37)
-	VADDPD Y1, Y4, Y1
+	VADDPD Y2, Y5, Y2
 
 	// tdLambdaReturn = scan(tdlB, tdlA) over T reverse
-	VMOVUPD     Y8, Y4
-	VANDPD      lgc9<>+0(SB), Y1, Y6
+	VMOVUPD     Y8, Y5
+	VANDPD      lgc9<>+0(SB), Y2, Y6
 	VCMPPD      $0x12, lgc10<>+0(SB), Y6, Y6
-	VANDPD      lgc9<>+0(SB), Y4, Y8
+	VANDPD      lgc9<>+0(SB), Y5, Y8
 	VCMPPD      $0x12, lgc2<>+0(SB), Y8, Y8
 	VANDPD      Y8, Y6, Y6
 	VANDPD      448(DX), Y6, Y6
 	VMOVUPD     Y6, 448(DX)
-	VPERMPD     $0xf9, Y4, Y6
-	VPERMPD     $0xf9, Y1, Y8
+	VPERMPD     $0xf9, Y5, Y6
+	VPERMPD     $0xf9, Y2, Y8
 	VBLENDPD    $0x08, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x08, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y4, Y8, Y1
-	VMULPD      Y6, Y4, Y4
-	VPERMPD     $0xee, Y4, Y6
-	VPERMPD     $0xee, Y1, Y8
+	VFMADD231PD Y5, Y8, Y2
+	VMULPD      Y6, Y5, Y5
+	VPERMPD     $0xee, Y5, Y6
+	VPERMPD     $0xee, Y2, Y8
 	VBLENDPD    $0x0c, lgc2<>+0(SB), Y6, Y6
 	VBLENDPD    $0x0c, lgc0<>+0(SB), Y8, Y8
-	VFMADD231PD Y4, Y8, Y1
-	VMULPD      Y6, Y4, Y4
-	VFMADD231PD Y4, Y0, Y1
-	VPERMPD     $0x00, Y1, Y0
+	VFMADD231PD Y5, Y8, Y2
+	VMULPD      Y6, Y5, Y5
+	VFMADD231PD Y5, Y0, Y2
+	VPERMPD     $0x00, Y2, Y0
 
 	// v40 = sub(tdLambdaReturn, v25)
-	VSUBPD Y2, Y1, Y4
+	VSUBPD Y4, Y2, Y5
 
 	// v43 = where(mask, tdLambdaReturn, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y3, Y6
-	VBLENDVPD Y6, Y1, Y5, Y6
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y2, Y3, Y6
 
 	// diff = sub(v25, v43)
-	VSUBPD Y6, Y2, Y2
+	VSUBPD Y6, Y4, Y4
 
 	// absDiff = abs(diff)
 	VMOVUPD lgc4<>+0(SB), Y6
-	VANDNPD Y2, Y6, Y6
+	VANDNPD Y4, Y6, Y6
 
 	// v47 = lt(absDiff, 1)
 	VCMPPD $0x11, Y7, Y6, Y7
@@ -898,36 +854,36 @@ inner_A_8:
 
 	// v52 = where(mask, smoothL1, 0)
 	VMOVUPD   lgc0<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y3, Y7
-	VBLENDVPD Y7, Y6, Y5, Y6
+	VCMPPD    $0x04, Y7, Y1, Y7
+	VBLENDVPD Y7, Y6, Y3, Y6
 
 	// sum(v52) over [N T]
 	VADDPD  256(DX), Y6, Y6
 	VMOVUPD Y6, 256(DX)
 
 	// v56 = mul(diff, diff)
-	VMULPD Y2, Y2, Y2
+	VMULPD Y4, Y4, Y4
 
 	// tdError = where(mask, v56, 0)
 	VMOVUPD   lgc0<>+0(SB), Y6
-	VCMPPD    $0x04, Y6, Y3, Y6
-	VBLENDVPD Y6, Y2, Y5, Y2
+	VCMPPD    $0x04, Y6, Y1, Y6
+	VBLENDVPD Y6, Y4, Y3, Y1
 
 	// store tdLambdaReturn
 	MOVQ    s0+80(FP), DX
-	VMOVUPD Y1, (DX)(BX*8)
+	VMOVUPD Y2, (DX)(BX*8)
 
 	// store advantage
 	MOVQ    advantage+88(FP), DX
-	VMOVUPD Y4, (DX)(BX*8)
+	VMOVUPD Y5, (DX)(BX*8)
 
 	// store valueTarget
 	MOVQ    valueTarget+96(FP), DX
-	VMOVUPD Y1, (DX)(BX*8)
+	VMOVUPD Y2, (DX)(BX*8)
 
 	// store tdError
 	MOVQ    tDError+104(FP), DX
-	VMOVUPD Y2, (DX)(BX*8)
+	VMOVUPD Y1, (DX)(BX*8)
 	SUBQ    $+4, CX
 	JGE     blocks_6
 	INCQ    AX
@@ -960,7 +916,7 @@ TEXT ·fbPass1AVX2(SB), $0-24
 
 // func fbPass2AVX2(lo int, actionValue *float64, mask *bool, action *bool, s0 *float64, numValid *float64, gradActionValue *float64, hi int)
 // Requires: AVX
-TEXT ·fbPass2AVX2(SB), $432-64
+TEXT ·fbPass2AVX2(SB), $336-64
 	MOVQ lo+0(FP), AX
 
 outer0_9:
@@ -1005,68 +961,56 @@ blocks_10:
 	VPERM2F128 $0x31, Y0, Y1, Y0
 	VMOVUPD    Y3, 128(SP)
 	VMOVUPD    lgc0<>+0(SB), Y0
-	VMOVUPD    Y0, 320(SP)
+	MOVQ       mask+16(FP), DX
+	XORQ       SI, SI
+	IMUL3Q     $+32, AX, DI
+	ADDQ       DI, SI
+	ADDQ       CX, SI
+	VPMOVZXBD  (DX)(SI*1), X1
+	VCVTDQ2PD  X1, Y1
+	VMOVUPD    lgc0<>+0(SB), Y2
 	XORQ       DX, DX
 
 inner_A_11:
-	MOVQ      mask+16(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+32, AX, R8
-	ADDQ      R8, DI
-	ADDQ      CX, DI
-	VPMOVZXBD (SI)(DI*1), X0
-	VCVTDQ2PD X0, Y0
-	XORQ      SI, SI
-	IMUL3Q    $+32, DX, DI
-	ADDQ      DI, SI
-	VMOVUPD   (SP)(SI*1), Y1
-	VMOVUPD   lgc0<>+0(SB), Y2
+	XORQ    DI, DI
+	IMUL3Q  $+32, DX, R8
+	ADDQ    R8, DI
+	VMOVUPD (SP)(DI*1), Y3
 
 	// v6 = where(mask, actionValue, 0)
-	VMOVUPD   lgc0<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y0, Y3
-	VBLENDVPD Y3, Y1, Y2, Y0
-	MOVQ      action+24(FP), SI
-	XORQ      DI, DI
-	IMUL3Q    $+160, AX, R8
-	ADDQ      R8, DI
-	IMUL3Q    $+5, CX, R8
-	ADDQ      R8, DI
-	MOVQ      DX, R8
-	ADDQ      R8, DI
-	MOVQ      $+0, 384(SP)
-	MOVB      (SI)(DI*1), R8
-	MOVB      R8, 384(SP)
-	MOVB      5(SI)(DI*1), R8
-	MOVB      R8, 385(SP)
-	MOVB      10(SI)(DI*1), R8
-	MOVB      R8, 386(SP)
-	MOVB      15(SI)(DI*1), R8
-	MOVB      R8, 387(SP)
-	VPMOVZXBD 384(SP), X1
-	VCVTDQ2PD X1, Y1
+	VMOVUPD   lgc0<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y1, Y4
+	VBLENDVPD Y4, Y3, Y2, Y3
+	MOVQ      action+24(FP), DI
+	XORQ      R8, R8
+	IMUL3Q    $+160, AX, R9
+	ADDQ      R9, R8
+	IMUL3Q    $+5, CX, R9
+	ADDQ      R9, R8
+	MOVQ      DX, R9
+	ADDQ      R9, R8
+	MOVQ      $+0, 320(SP)
+	MOVB      (DI)(R8*1), R9
+	MOVB      R9, 320(SP)
+	MOVB      5(DI)(R8*1), R9
+	MOVB      R9, 321(SP)
+	MOVB      10(DI)(R8*1), R9
+	MOVB      R9, 322(SP)
+	MOVB      15(DI)(R8*1), R9
+	MOVB      R9, 323(SP)
+	VPMOVZXBD 320(SP), X4
+	VCVTDQ2PD X4, Y4
 
 	// v16 = mul(v6, action)
-	VMULPD Y1, Y0, Y0
+	VMULPD Y4, Y3, Y3
 
 	// sum(v16) over [A]
-	VADDPD  320(SP), Y0, Y0
-	VMOVUPD Y0, 320(SP)
-	INCQ    DX
-	CMPQ    DX, $+5
-	JL      inner_A_11
+	VADDPD Y0, Y3, Y0
+	INCQ   DX
+	CMPQ   DX, $+5
+	JL     inner_A_11
 
 	// finish predValIndex
-	VMOVUPD   320(SP), Y0
-	MOVQ      mask+16(FP), DX
-	XORQ      SI, SI
-	IMUL3Q    $+32, AX, DI
-	ADDQ      DI, SI
-	ADDQ      CX, SI
-	VPMOVZXBD (DX)(SI*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc0<>+0(SB), Y2
-
 	// v25 = where(mask, predValIndex, 0)
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
@@ -1094,8 +1038,8 @@ inner_A_11:
 	// v48 = mul(0.5, absDiff)
 	VMULPD       lgc11<>+0(SB), Y3, Y6
 	MOVQ         numValid+40(FP), DX
-	XORQ         DI, DI
-	VBROADCASTSD (DX)(DI*8), Y7
+	XORQ         SI, SI
+	VBROADCASTSD (DX)(SI*8), Y7
 
 	// v54 = max(numValid, 1)
 	VMAXPD Y7, Y4, Y7
@@ -1185,48 +1129,42 @@ inner_A_11:
 	VMOVUPD   lgc0<>+0(SB), Y3
 	VCMPPD    $0x04, Y3, Y1, Y3
 	VBLENDVPD Y3, Y0, Y2, Y0
-	VMOVUPD   Y0, 392(SP)
 	XORQ      DX, DX
 
 inner_A_12:
-	VMOVUPD   392(SP), Y0
-	MOVQ      action+24(FP), DI
-	XORQ      R8, R8
-	IMUL3Q    $+160, AX, R9
-	ADDQ      R9, R8
-	IMUL3Q    $+5, CX, R9
-	ADDQ      R9, R8
-	MOVQ      DX, R9
-	ADDQ      R9, R8
-	MOVQ      $+0, 424(SP)
-	MOVB      (DI)(R8*1), R9
-	MOVB      R9, 424(SP)
-	MOVB      5(DI)(R8*1), R9
-	MOVB      R9, 425(SP)
-	MOVB      10(DI)(R8*1), R9
-	MOVB      R9, 426(SP)
-	MOVB      15(DI)(R8*1), R9
-	MOVB      R9, 427(SP)
-	VPMOVZXBD 424(SP), X1
-	VCVTDQ2PD X1, Y1
+	MOVQ      action+24(FP), SI
+	XORQ      DI, DI
+	IMUL3Q    $+160, AX, R8
+	ADDQ      R8, DI
+	IMUL3Q    $+5, CX, R8
+	ADDQ      R8, DI
+	MOVQ      DX, R8
+	ADDQ      R8, DI
+	MOVQ      $+0, 328(SP)
+	MOVB      (SI)(DI*1), R8
+	MOVB      R8, 328(SP)
+	MOVB      5(SI)(DI*1), R8
+	MOVB      R8, 329(SP)
+	MOVB      10(SI)(DI*1), R8
+	MOVB      R8, 330(SP)
+	MOVB      15(SI)(DI*1), R8
+	MOVB      R8, 331(SP)
+	VPMOVZXBD 328(SP), X3
+	VCVTDQ2PD X3, Y3
 
 	// v81 = mul(v80, action)
-	VMULPD    Y1, Y0, Y0
-	MOVQ      mask+16(FP), DI
-	VPMOVZXBD (DI)(SI*1), X1
-	VCVTDQ2PD X1, Y1
-	VMOVUPD   lgc0<>+0(SB), Y2
+	VMULPD Y3, Y0, Y3
 
 	// gradActionValue = where(mask, v81, 0)
-	VMOVUPD   lgc0<>+0(SB), Y3
-	VCMPPD    $0x04, Y3, Y1, Y3
-	VBLENDVPD Y3, Y0, Y2, Y0
+	VMOVUPD   lgc0<>+0(SB), Y4
+	VCMPPD    $0x04, Y4, Y1, Y4
+	VBLENDVPD Y4, Y3, Y2, Y3
 
 	// store gradActionValue
-	XORQ    DI, DI
-	IMUL3Q  $+32, DX, R8
-	ADDQ    R8, DI
-	VMOVUPD Y0, 160(SP)(DI*1)
+	XORQ    SI, SI
+	IMUL3Q  $+32, DX, DI
+	ADDQ    DI, SI
+	VMOVUPD Y3, 160(SP)(SI*1)
 	INCQ    DX
 	CMPQ    DX, $+5
 	JL      inner_A_12

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $352-88
+TEXT ·pass0AVX2(SB), $224-88
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -58,48 +58,40 @@ blocks_1:
 	VMOVUPS    Y3, 128(SP)
 	VMOVUPS    Y2, 160(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 192(SP)
-	VMOVUPD    lgc2<>+0(SB), Y0
-	VMOVUPD    Y0, 256(SP)
-	VMOVUPD    Y0, 288(SP)
+	VMOVUPD    lgc2<>+0(SB), Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
 	XORQ       DX, DX
 
 inner_A_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS (SP)(BX*1), Y0
+	VMOVUPS (SP)(BX*1), Y3
 
 	// argmax(nextActionValue) over [A]
-	VMOVUPS      192(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 192(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y6
+	VCMPPS       $0x1e, Y0, Y3, Y4
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VANDNPS      Y6, Y5, Y5
+	VORPS        Y5, Y4, Y4
+	VBLENDVPS    Y4, Y3, Y0, Y0
+	VPMOVSXDQ    X4, Y3
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
 	MOVQ         DX, BX
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VCVTSI2SDQ   BX, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      256(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 256(SP)
-	VMOVUPD      288(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VCVTSI2SDQ   BX, X5, X5
+	VBROADCASTSD X5, Y5
+	VMOVAPD      Y5, Y6
+	VBLENDVPD    Y3, Y6, Y1, Y1
+	VBLENDVPD    Y4, Y5, Y2, Y2
 	INCQ         DX
 	CMPQ         DX, $+6
 	JL           inner_A_3
 
 	// finish v2
-	VMOVUPD     256(SP), Y0
-	VMOVUPD     288(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -123,33 +115,33 @@ inner_A_3:
 	XORQ       BX, BX
 	ADDQ       AX, BX
 	VMOVUPS    lgc3<>+0(SB), Y0
-	VMOVUPS    Y0, 320(SP)
+	VMOVUPS    Y0, 192(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
 	MOVQ       (DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 320(SP)
+	VMOVSS     X0, 192(SP)
 	MOVQ       8(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 324(SP)
+	VMOVSS     X0, 196(SP)
 	MOVQ       16(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 328(SP)
+	VMOVSS     X0, 200(SP)
 	MOVQ       24(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 332(SP)
+	VMOVSS     X0, 204(SP)
 	MOVQ       32(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 336(SP)
+	VMOVSS     X0, 208(SP)
 	MOVQ       40(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 340(SP)
+	VMOVSS     X0, 212(SP)
 	MOVQ       48(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 344(SP)
+	VMOVSS     X0, 216(SP)
 	MOVQ       56(DX)(BX*8), SI
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 348(SP)
-	VMOVUPS    320(SP), Y0
+	VMOVSS     X0, 220(SP)
+	VMOVUPS    192(SP), Y0
 
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
@@ -372,7 +364,7 @@ GLOBL lgc11<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextActionValue *float32, action *int64, actionValue *float32, nextTerminated *bool, nextReward *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32, gradActionValue *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $704-96
+TEXT ·fbPass0AVX2(SB), $512-96
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -424,48 +416,40 @@ blocks_5:
 	VMOVUPS    Y3, 128(SP)
 	VMOVUPS    Y2, 160(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 384(SP)
-	VMOVUPD    lgc2<>+0(SB), Y0
-	VMOVUPD    Y0, 448(SP)
-	VMOVUPD    Y0, 480(SP)
+	VMOVUPD    lgc2<>+0(SB), Y1
+	VMOVUPD    lgc2<>+0(SB), Y2
 	XORQ       DX, DX
 
 inner_A_7:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS (SP)(SI*1), Y0
+	VMOVUPS (SP)(SI*1), Y3
 
 	// argmax(nextActionValue) over [A]
-	VMOVUPS      384(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 384(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y6
+	VCMPPS       $0x1e, Y0, Y3, Y4
+	VCMPPS       $0x03, Y0, Y0, Y5
+	VANDNPS      Y6, Y5, Y5
+	VORPS        Y5, Y4, Y4
+	VBLENDVPS    Y4, Y3, Y0, Y0
+	VPMOVSXDQ    X4, Y3
+	VEXTRACTI128 $0x01, Y4, X4
+	VPMOVSXDQ    X4, Y4
 	MOVQ         DX, SI
-	VMOVUPS      lgc3<>+0(SB), Y2
-	VCVTSI2SDQ   SI, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      448(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 448(SP)
-	VMOVUPD      480(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 480(SP)
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VCVTSI2SDQ   SI, X5, X5
+	VBROADCASTSD X5, Y5
+	VMOVAPD      Y5, Y6
+	VBLENDVPD    Y3, Y6, Y1, Y1
+	VBLENDVPD    Y4, Y5, Y2, Y2
 	INCQ         DX
 	CMPQ         DX, $+6
 	JL           inner_A_7
 
 	// finish v2
-	VMOVUPD     448(SP), Y0
-	VMOVUPD     480(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -489,33 +473,33 @@ inner_A_7:
 	XORQ       SI, SI
 	ADDQ       AX, SI
 	VMOVUPS    lgc3<>+0(SB), Y0
-	VMOVUPS    Y0, 512(SP)
+	VMOVUPS    Y0, 384(SP)
 	VMOVUPS    lgc3<>+0(SB), X0
 	MOVQ       (DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 512(SP)
+	VMOVSS     X0, 384(SP)
 	MOVQ       8(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 516(SP)
+	VMOVSS     X0, 388(SP)
 	MOVQ       16(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 520(SP)
+	VMOVSS     X0, 392(SP)
 	MOVQ       24(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 524(SP)
+	VMOVSS     X0, 396(SP)
 	MOVQ       32(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 528(SP)
+	VMOVSS     X0, 400(SP)
 	MOVQ       40(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 532(SP)
+	VMOVSS     X0, 404(SP)
 	MOVQ       48(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 536(SP)
+	VMOVSS     X0, 408(SP)
 	MOVQ       56(DX)(SI*8), DI
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 540(SP)
-	VMOVUPS    512(SP), Y0
+	VMOVSS     X0, 412(SP)
+	VMOVUPS    384(SP), Y0
 
 	// v5 = gather(actionValue, action) over A
 	XORQ       DX, DX
@@ -523,125 +507,94 @@ inner_A_7:
 	ADDQ       DI, DX
 	MOVQ       actionValue+32(FP), DI
 	LEAQ       (DI)(DX*4), DI
-	VCVTTPS2DQ Y0, Y0
-	VPMAXSD    lgc3<>+0(SB), Y0, Y0
-	VPMINSD    lgc4<>+0(SB), Y0, Y0
-	VPMULLD    lgc5<>+0(SB), Y0, Y0
-	VPADDD     lgc6<>+0(SB), Y0, Y0
-	VMOVUPS    lgc7<>+0(SB), Y1
-	VMOVUPS    lgc3<>+0(SB), Y3
-	VGATHERDPS Y1, (DI)(Y0*4), Y3
-	VMOVUPS    lgc8<>+0(SB), Y0
+	VCVTTPS2DQ Y0, Y1
+	VPMAXSD    lgc3<>+0(SB), Y1, Y1
+	VPMINSD    lgc4<>+0(SB), Y1, Y1
+	VPMULLD    lgc5<>+0(SB), Y1, Y1
+	VPADDD     lgc6<>+0(SB), Y1, Y1
+	VMOVUPS    lgc7<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VGATHERDPS Y3, (DI)(Y1*4), Y4
+	VMOVUPS    lgc8<>+0(SB), Y1
 	MOVQ       nextTerminated+40(FP), DX
-	VPMOVZXBD  (DX)(SI*1), Y1
-	VCVTDQ2PS  Y1, Y1
+	VPMOVZXBD  (DX)(SI*1), Y3
+	VCVTDQ2PS  Y3, Y3
 
 	// v9 = sub(1, nextTerminated)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y1, Y1
 
 	// v11 = mul(0.99, v9)
-	VMULPS lgc9<>+0(SB), Y0, Y0
+	VMULPS lgc9<>+0(SB), Y1, Y1
 
 	// v12 = mul(v11, v3)
-	VMULPS  Y2, Y0, Y0
+	VMULPS  Y2, Y1, Y1
 	MOVQ    nextReward+48(FP), DX
-	VMOVUPS (DX)(SI*4), Y1
+	VMOVUPS (DX)(SI*4), Y2
 
 	// td0Return = add(nextReward, v12)
-	VADDPS Y0, Y1, Y0
+	VADDPS Y1, Y2, Y1
 
 	// v14 = sub(td0Return, v5)
-	VSUBPS Y3, Y0, Y1
+	VSUBPS Y4, Y1, Y2
 
 	// diff = sub(v5, td0Return)
-	VSUBPS Y0, Y3, Y2
+	VSUBPS Y1, Y4, Y3
 
 	// l2 = mul(diff, diff)
-	VMULPS Y2, Y2, Y3
+	VMULPS Y3, Y3, Y4
 
 	// mean(l2) over [B]
 	MOVQ    state+56(FP), DX
-	VADDPS  256(DX), Y3, Y4
-	VMOVUPS Y4, 256(DX)
+	VADDPS  256(DX), Y4, Y5
+	VMOVUPS Y5, 256(DX)
 
 	// v22 = mul(0.00390625, diff)
-	VMULPS lgc12<>+0(SB), Y2, Y2
+	VMULPS lgc12<>+0(SB), Y3, Y3
 
 	// v23 = add(v22, v22)
-	VADDPS  Y2, Y2, Y2
-	VMOVUPS Y1, 544(SP)
-	VMOVUPS Y0, 576(SP)
-	VMOVUPS Y3, 608(SP)
-	VMOVUPS Y2, 640(SP)
+	VADDPS  Y3, Y3, Y3
+	VMOVUPS Y2, 416(SP)
+	VMOVUPS Y1, 448(SP)
+	VMOVUPS Y4, 480(SP)
+	VMOVUPS lgc3<>+0(SB), Y1
 	XORQ    DX, DX
 
 inner_A_8:
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
-	VMOVD        DI, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
-	MOVQ         action+24(FP), DI
-	VMOVUPS      lgc3<>+0(SB), Y1
-	VMOVUPS      Y1, 672(SP)
-	VMOVUPS      lgc3<>+0(SB), X1
-	MOVQ         (DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 672(SP)
-	MOVQ         8(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 676(SP)
-	MOVQ         16(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 680(SP)
-	MOVQ         24(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 684(SP)
-	MOVQ         32(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 688(SP)
-	MOVQ         40(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 692(SP)
-	MOVQ         48(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 696(SP)
-	MOVQ         56(DI)(SI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 700(SP)
-	VMOVUPS      672(SP), Y1
+	VMOVD        DI, X2
+	VPBROADCASTD X2, Y2
+	VCVTDQ2PS    Y2, Y2
 
 	// v25 = eq(v24, action)
-	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc8<>+0(SB), Y0, Y0
-	VMOVUPS 640(SP), Y1
-	VMOVUPS lgc3<>+0(SB), Y2
+	VCMPPS $0x00, Y0, Y2, Y2
+	VANDPS lgc8<>+0(SB), Y2, Y2
 
 	// gradActionValue = where(v25, v23, 0)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y2
 
 	// store gradActionValue
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPS Y0, 192(SP)(DI*1)
+	VMOVUPS Y2, 192(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+6
 	JL      inner_A_8
-	VMOVUPS 544(SP), Y0
+	VMOVUPS 416(SP), Y0
 
 	// store advantage
 	MOVQ    advantage+64(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
-	VMOVUPS 576(SP), Y0
+	VMOVUPS 448(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+72(FP), DX
 	VMOVUPS Y0, (DX)(SI*4)
-	VMOVUPS 608(SP), Y0
+	VMOVUPS 480(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+80(FP), DX

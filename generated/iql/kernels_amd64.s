@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, advantage *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $320-104
+TEXT ·pass0AVX2(SB), $96-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -41,12 +41,9 @@ blocks_1:
 	// v11 = sub(td0Return, stateValue)
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc2<>+0(SB), Y3
-	VMOVUPS Y3, (SP)
-	VMOVUPS lgc3<>+0(SB), Y3
-	VMOVUPS Y3, 64(SP)
-	VMOVUPS Y1, 128(SP)
-	VMOVUPS Y2, 160(SP)
-	VMOVUPS Y0, 192(SP)
+	VMOVUPS lgc3<>+0(SB), Y4
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y2, 32(SP)
 	XORQ    DX, DX
 
 inner_Q_3:
@@ -55,96 +52,91 @@ inner_Q_3:
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y1
 
 	// reduce_min(targetStateActionValue) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
+	VMINPS  Y3, Y1, Y2
+	VMINPS  Y1, Y3, Y3
+	VORPS   Y2, Y3, Y3
 	MOVQ    stateActionValue+56(FP), SI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS (SI)(DI*4), Y1
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y1, Y1
 
 	// v49 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y1, Y1
 
 	// reduce_max(v49) over [Q]
-	VMOVUPS 64(SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 64(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_3
+	VXORPS lgc4<>+0(SB), Y4, Y2
+	VXORPS lgc4<>+0(SB), Y1, Y4
+	VMINPS Y2, Y4, Y1
+	VMINPS Y4, Y2, Y4
+	VORPS  Y1, Y4, Y4
+	VXORPS lgc4<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_3
 
 	// finish v17
-	VMOVUPS (SP), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS Y3, Y1
+	VMOVUPS (SP), Y2
 
 	// v19 = sub(v17, stateValue)
-	VSUBPS Y1, Y0, Y1
+	VSUBPS Y2, Y1, Y2
 
 	// v21 = mul(v19, 3)
-	VMULPS lgc5<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y2, Y2
 
 	// v22 = exp(v21)
-	VMAXPS       lgc6<>+0(SB), Y1, Y2
-	VMINPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc0<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc17<>+0(SB), Y2, Y3
-	VPMINSD      lgc18<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMAXPS       lgc6<>+0(SB), Y2, Y3
+	VMINPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       lgc8<>+0(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y3
+	VMOVAPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y3, Y7
+	VFMADD213PS  Y3, Y7, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y3
+	VPMAXSD      lgc17<>+0(SB), Y3, Y5
+	VPMINSD      lgc18<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y3, Y3
+	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y3, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
+	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y4, Y1, Y1
+	VMINPS  Y6, Y2, Y2
 	MOVQ    logProb+64(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v26 = mul(v24, logProb)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y3, Y2, Y2
 
 	// v27 = neg(v26)
-	VXORPS lgc4<>+0(SB), Y1, Y1
+	VXORPS lgc4<>+0(SB), Y2, Y2
 
 	// mean(v27) over [B]
 	MOVQ    state+72(FP), DX
-	VADDPS  256(DX), Y1, Y1
-	VMOVUPS Y1, 256(DX)
-	VMOVUPD lgc20<>+0(SB), Y1
-	VMOVUPD Y1, 224(SP)
-	VMOVUPD Y1, 256(SP)
-	VMOVUPS Y0, 288(SP)
+	VADDPS  256(DX), Y2, Y2
+	VMOVUPS Y2, 256(DX)
+	VMOVUPD lgc20<>+0(SB), Y2
+	VMOVUPD lgc20<>+0(SB), Y3
+	VMOVUPS Y1, 64(SP)
+	VMOVUPS lgc0<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_4:
@@ -153,111 +145,106 @@ inner_Q_4:
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS (DI)(R8*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y5
 
 	// v32 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y1, Y5, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v33 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y0, Y2
+	VMULPS lgc16<>+0(SB), Y5, Y7
 
 	// v34 = mul(v33, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y5, Y7, Y7
 
 	// v35 = sub(absDiff, 0.5)
-	VSUBPS lgc16<>+0(SB), Y0, Y0
+	VSUBPS lgc16<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v32, v34, v35)
-	VMOVUPS   lgc21<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc21<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       224(SP), Y1, Y1
-	VMOVUPD      Y1, 224(SP)
-	VADDPD       256(SP), Y0, Y0
-	VMOVUPD      Y0, 256(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y2, Y6, Y2
+	VADDPD       Y3, Y5, Y3
 	INCQ         SI
 	CMPQ         SI, $+2
 	JL           inner_Q_4
 
 	// finish v37
-	VMOVUPD     224(SP), Y0
-	VMOVUPD     256(SP), Y1
-	VMOVUPS     lgc21<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y2, Y1
+	VMOVUPD     Y3, Y2
+	VMOVUPS     lgc21<>+0(SB), Y3
+	VCVTPD2PSY  Y1, X3
+	VCVTPD2PSY  Y2, X1
+	VINSERTF128 $0x01, X1, Y3, Y1
 
 	// mean(v37) over [B]
-	VADDPS  576(DX), Y0, Y0
-	VMOVUPS Y0, 576(DX)
-	VMOVUPS 288(SP), Y0
+	VADDPS  576(DX), Y1, Y1
+	VMOVUPS Y1, 576(DX)
+	VMOVUPS 64(SP), Y1
 	MOVQ    stateValue+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VMOVUPS (SI)(BX*4), Y2
 
 	// valueDiff = sub(v17, stateValue)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc21<>+0(SB), Y1
+	VSUBPS  Y2, Y1, Y1
+	VMOVUPS lgc21<>+0(SB), Y2
 
 	// v41 = gt(valueDiff, 0)
-	VCMPPS  $0x1e, Y1, Y0, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS lgc16<>+0(SB), Y2
+	VCMPPS  $0x1e, Y2, Y1, Y2
+	VANDPS  lgc0<>+0(SB), Y2, Y2
+	VMOVUPS lgc16<>+0(SB), Y3
 
 	// v42 = where(v41, 0.5, 0.5)
-	VMOVUPS   lgc21<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y2, Y1
+	VMOVUPS   lgc21<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y3, Y3, Y2
 
 	// v43 = mul(valueDiff, valueDiff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y1, Y1
 
 	// v44 = mul(v42, v43)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y1, Y2, Y1
 
 	// mean(v44) over [B]
-	VADDPS  896(DX), Y0, Y0
-	VMOVUPS Y0, 896(DX)
+	VADDPS  896(DX), Y1, Y1
+	VMOVUPS Y1, 896(DX)
 	MOVQ    logProb+64(FP), SI
-	VMOVUPS (SI)(BX*4), Y0
+	VMOVUPS (SI)(BX*4), Y1
 
 	// v47 = neg(logProb)
-	VXORPS lgc4<>+0(SB), Y0, Y0
+	VXORPS lgc4<>+0(SB), Y1, Y1
 
 	// mean(v47) over [B]
-	VADDPS  1216(DX), Y0, Y0
-	VMOVUPS Y0, 1216(DX)
+	VADDPS  1216(DX), Y1, Y1
+	VMOVUPS Y1, 1216(DX)
 
 	// finish v50
-	VMOVUPS 64(SP), Y0
-	VMOVUPS 160(SP), Y1
+	VMOVUPS Y4, Y1
+	VMOVUPS 32(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+80(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 192(SP), Y1
+	VMOVUPS Y2, (DX)(BX*4)
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS Y0, (DX)(BX*4)
 
 	// store tdError
 	MOVQ         tDError+96(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_5
 	MOVQ         state+72(FP), CX
@@ -619,7 +606,7 @@ GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextTerminated *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, targetStateActionValue *float32, stateActionValue *float32, logProb *float32, state *float64, gradStateActionValue *float32, advantage *float32, valueTarget *float32, tDError *float32, gradStateValue *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $448-128
+TEXT ·fbPass0AVX2(SB), $192-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -654,12 +641,9 @@ blocks_6:
 	// v11 = sub(td0Return, stateValue)
 	VSUBPS  Y1, Y0, Y2
 	VMOVUPS lgc2<>+0(SB), Y3
-	VMOVUPS Y3, (SP)
-	VMOVUPS lgc3<>+0(SB), Y3
-	VMOVUPS Y3, 64(SP)
-	VMOVUPS Y1, 128(SP)
-	VMOVUPS Y2, 160(SP)
-	VMOVUPS Y0, 192(SP)
+	VMOVUPS lgc3<>+0(SB), Y4
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y2, 32(SP)
 	XORQ    DX, DX
 
 inner_Q_8:
@@ -668,97 +652,92 @@ inner_Q_8:
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
+	VMOVUPS (SI)(DI*4), Y1
 
 	// reduce_min(targetStateActionValue) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
+	VMINPS  Y3, Y1, Y2
+	VMINPS  Y1, Y3, Y3
+	VORPS   Y2, Y3, Y3
 	MOVQ    stateActionValue+56(FP), SI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS (SI)(DI*4), Y1
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y1, Y1
 
 	// v49 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y1, Y1, Y1
 
 	// reduce_max(v49) over [Q]
-	VMOVUPS 64(SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 64(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_8
+	VXORPS lgc4<>+0(SB), Y4, Y2
+	VXORPS lgc4<>+0(SB), Y1, Y4
+	VMINPS Y2, Y4, Y1
+	VMINPS Y4, Y2, Y4
+	VORPS  Y1, Y4, Y4
+	VXORPS lgc4<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_8
 
 	// finish v17
-	VMOVUPS (SP), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS Y3, Y1
+	VMOVUPS (SP), Y2
 
 	// v19 = sub(v17, stateValue)
-	VSUBPS Y1, Y0, Y1
+	VSUBPS Y2, Y1, Y2
 
 	// v21 = mul(v19, 3)
-	VMULPS lgc5<>+0(SB), Y1, Y1
+	VMULPS lgc5<>+0(SB), Y2, Y2
 
 	// v22 = exp(v21)
-	VMAXPS       lgc6<>+0(SB), Y1, Y2
-	VMINPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       lgc8<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc9<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc10<>+0(SB), Y3, Y2
-	VMOVAPS      lgc11<>+0(SB), Y4
-	VFMADD213PS  lgc12<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc13<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc14<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc15<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc0<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc17<>+0(SB), Y2, Y3
-	VPMINSD      lgc18<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
+	VMAXPS       lgc6<>+0(SB), Y2, Y3
+	VMINPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       lgc8<>+0(SB), Y3, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc9<>+0(SB), Y5, Y3
+	VFNMADD231PS lgc10<>+0(SB), Y5, Y3
+	VMOVAPS      lgc11<>+0(SB), Y6
+	VFMADD213PS  lgc12<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc13<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc15<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y3, Y7
+	VFMADD213PS  Y3, Y7, Y6
+	VADDPS       lgc0<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y3
+	VPMAXSD      lgc17<>+0(SB), Y3, Y5
+	VPMINSD      lgc18<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y3, Y3
+	VPADDD       lgc18<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
 	VPADDD       lgc18<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc18<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      lgc19<>+0(SB), Y1
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y3, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
+	VMOVUPS      lgc19<>+0(SB), Y2
 
 	// v24 = min(v22, 100)
-	VMINPS  Y4, Y1, Y1
+	VMINPS  Y6, Y2, Y2
 	MOVQ    logProb+64(FP), DX
-	VMOVUPS (DX)(BX*4), Y2
+	VMOVUPS (DX)(BX*4), Y3
 
 	// v26 = mul(v24, logProb)
-	VMULPS Y2, Y1, Y2
+	VMULPS Y3, Y2, Y3
 
 	// v27 = neg(v26)
-	VXORPS lgc4<>+0(SB), Y2, Y2
+	VXORPS lgc4<>+0(SB), Y3, Y3
 
 	// mean(v27) over [B]
 	MOVQ    state+72(FP), DX
-	VADDPS  256(DX), Y2, Y2
-	VMOVUPS Y2, 256(DX)
-	VMOVUPD lgc20<>+0(SB), Y2
-	VMOVUPD Y2, 224(SP)
-	VMOVUPD Y2, 256(SP)
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y1, 320(SP)
+	VADDPS  256(DX), Y3, Y3
+	VMOVUPS Y3, 256(DX)
+	VMOVUPD lgc20<>+0(SB), Y3
+	VMOVUPD lgc20<>+0(SB), Y5
+	VMOVUPS Y1, 64(SP)
+	VMOVUPS Y2, 96(SP)
+	VMOVUPS lgc0<>+0(SB), Y1
 	XORQ    SI, SI
 
 inner_Q_9:
@@ -767,122 +746,115 @@ inner_Q_9:
 	IMUL3Q  $+1024, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS (DI)(R8*4), Y2
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y2, Y2
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VMOVUPS lgc4<>+0(SB), Y6
+	VANDNPS Y2, Y6, Y2
 
 	// v32 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc0<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y1, Y2, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v33 = mul(0.5, absDiff)
-	VMULPS lgc16<>+0(SB), Y0, Y2
+	VMULPS lgc16<>+0(SB), Y2, Y7
 
 	// v34 = mul(v33, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y2, Y7, Y7
 
 	// v35 = sub(absDiff, 0.5)
-	VSUBPS lgc16<>+0(SB), Y0, Y0
+	VSUBPS lgc16<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v32, v34, v35)
-	VMOVUPS   lgc21<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc21<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y2, Y2
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       224(SP), Y1, Y1
-	VMOVUPD      Y1, 224(SP)
-	VADDPD       256(SP), Y0, Y0
-	VMOVUPD      Y0, 256(SP)
+	VCVTPS2PD    X2, Y6
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y5, Y2, Y5
 	INCQ         SI
 	CMPQ         SI, $+2
 	JL           inner_Q_9
 
 	// finish v37
-	VMOVUPD     224(SP), Y0
-	VMOVUPD     256(SP), Y1
-	VMOVUPS     lgc21<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y3, Y2
+	VMOVUPD     Y5, Y3
+	VMOVUPS     lgc21<>+0(SB), Y5
+	VCVTPD2PSY  Y2, X5
+	VCVTPD2PSY  Y3, X2
+	VINSERTF128 $0x01, X2, Y5, Y2
 
 	// mean(v37) over [B]
-	VADDPS  576(DX), Y0, Y0
-	VMOVUPS Y0, 576(DX)
-	VMOVUPS 288(SP), Y0
+	VADDPS  576(DX), Y2, Y2
+	VMOVUPS Y2, 576(DX)
+	VMOVUPS 64(SP), Y2
 	MOVQ    stateValue+40(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
-
-	// valueDiff = sub(v17, stateValue)
-	VSUBPS  Y1, Y0, Y0
-	VMOVUPS lgc21<>+0(SB), Y1
-
-	// v41 = gt(valueDiff, 0)
-	VCMPPS  $0x1e, Y1, Y0, Y2
-	VANDPS  lgc0<>+0(SB), Y2, Y2
-	VMOVUPS lgc16<>+0(SB), Y3
-
-	// v42 = where(v41, 0.5, 0.5)
-	VMOVUPS   lgc21<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y2, Y4
-	VBLENDVPS Y4, Y3, Y3, Y2
-
-	// v43 = mul(valueDiff, valueDiff)
-	VMULPS Y0, Y0, Y3
-
-	// v44 = mul(v42, v43)
-	VMULPS Y3, Y2, Y3
-
-	// mean(v44) over [B]
-	VADDPS  896(DX), Y3, Y3
-	VMOVUPS Y3, 896(DX)
-	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y3
 
+	// valueDiff = sub(v17, stateValue)
+	VSUBPS  Y3, Y2, Y2
+	VMOVUPS lgc21<>+0(SB), Y3
+
+	// v41 = gt(valueDiff, 0)
+	VCMPPS  $0x1e, Y3, Y2, Y5
+	VANDPS  lgc0<>+0(SB), Y5, Y5
+	VMOVUPS lgc16<>+0(SB), Y6
+
+	// v42 = where(v41, 0.5, 0.5)
+	VMOVUPS   lgc21<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y6, Y5
+
+	// v43 = mul(valueDiff, valueDiff)
+	VMULPS Y2, Y2, Y6
+
+	// v44 = mul(v42, v43)
+	VMULPS Y6, Y5, Y6
+
+	// mean(v44) over [B]
+	VADDPS  896(DX), Y6, Y6
+	VMOVUPS Y6, 896(DX)
+	MOVQ    logProb+64(FP), SI
+	VMOVUPS (SI)(BX*4), Y6
+
 	// v47 = neg(logProb)
-	VXORPS lgc4<>+0(SB), Y3, Y3
+	VXORPS lgc4<>+0(SB), Y6, Y6
 
 	// mean(v47) over [B]
-	VADDPS  1216(DX), Y3, Y3
-	VMOVUPS Y3, 1216(DX)
-	VMOVUPS Y0, 352(SP)
+	VADDPS  1216(DX), Y6, Y6
+	VMOVUPS Y6, 1216(DX)
 
 	// finish v50
-	VMOVUPS 64(SP), Y0
-
 	// v53 = mul(0.0009765625, v42)
-	VMULPS lgc24<>+0(SB), Y2, Y2
+	VMULPS lgc24<>+0(SB), Y5, Y5
 
 	// v54 = ne(v53, 0)
-	VCMPPS  $0x04, Y1, Y2, Y1
-	VANDPS  lgc0<>+0(SB), Y1, Y1
-	VMOVUPS 352(SP), Y3
+	VCMPPS $0x04, Y3, Y5, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v55 = mul(v53, valueDiff)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y2, Y5, Y2
 
 	// v56 = where(v54, v55, v53)
-	VMOVUPS   lgc21<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y2, Y1
+	VMOVUPS   lgc21<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y2, Y5, Y2
 
 	// v57 = add(v56, v56)
-	VADDPS Y1, Y1, Y1
+	VADDPS Y2, Y2, Y2
 
 	// gradStateValue = neg(v57)
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 384(SP)
-	VMOVUPS Y1, 416(SP)
+	VXORPS  lgc4<>+0(SB), Y2, Y2
+	VMOVUPS Y4, 128(SP)
+	VMOVUPS Y2, 160(SP)
+	VMOVUPS lgc24<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_Q_10:
@@ -891,133 +863,128 @@ inner_Q_10:
 	IMUL3Q  $+1024, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS (SI)(DI*4), Y4
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y4, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc4<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS lgc4<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 
 	// v32 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y1, Y5, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v33 = mul(0.5, absDiff)
-	VMULPS  lgc16<>+0(SB), Y1, Y4
-	VMOVUPS lgc24<>+0(SB), Y5
-	VMOVUPS lgc21<>+0(SB), Y6
+	VMULPS lgc16<>+0(SB), Y5, Y7
 
 	// v59 = where(v32, 0.0009765625, 0)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y6, Y7
+	VMOVUPS   lgc21<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y2, Y3, Y8
 
 	// v60 = where(v32, 0, 0.0009765625)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y6, Y5, Y3
+	VMOVUPS   lgc21<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y3, Y2, Y6
 
 	// v61 = ne(v59, 0)
-	VCMPPS $0x04, Y6, Y7, Y5
-	VANDPS lgc0<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y8, Y9
+	VANDPS lgc0<>+0(SB), Y9, Y9
 
 	// v62 = mul(v59, absDiff)
-	VMULPS Y1, Y7, Y1
+	VMULPS Y5, Y8, Y5
 
 	// v63 = where(v61, v62, v59)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y1, Y7, Y1
+	VMOVUPS   lgc21<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y5, Y8, Y5
 
 	// v64 = mul(v59, v33)
-	VMULPS Y4, Y7, Y4
+	VMULPS Y7, Y8, Y7
 
 	// v65 = where(v61, v64, v59)
-	VMOVUPS   lgc21<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y4, Y7, Y4
+	VMOVUPS   lgc21<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y7, Y8, Y7
 
 	// v66 = add(v60, v65)
-	VADDPS Y4, Y3, Y3
+	VADDPS Y7, Y6, Y6
 
 	// v67 = mul(v63, 0.5)
-	VMULPS lgc16<>+0(SB), Y1, Y1
+	VMULPS lgc16<>+0(SB), Y5, Y5
 
 	// v68 = add(v66, v67)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y5, Y6, Y5
 
 	// v69 = gt(diff, 0)
-	VCMPPS $0x1e, Y6, Y0, Y3
-	VANDPS lgc0<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y3, Y4, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v70 = lt(diff, 0)
-	VCMPPS $0x11, Y6, Y0, Y4
-	VANDPS lgc0<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y3, Y4, Y7
+	VANDPS lgc0<>+0(SB), Y7, Y7
 
 	// v72 = mul(diff, 0)
-	VMULPS  lgc21<>+0(SB), Y0, Y0
-	VMOVUPS lgc25<>+0(SB), Y5
+	VMULPS  lgc21<>+0(SB), Y4, Y4
+	VMOVUPS lgc25<>+0(SB), Y8
 
 	// v73 = where(v70, -1, v72)
-	VMOVUPS   lgc21<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y0, Y0
+	VMOVUPS   lgc21<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y4, Y4
 
 	// v74 = where(v69, 1, v73)
-	VMOVUPS   lgc21<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VMOVUPS   lgc21<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y1, Y4, Y4
 
 	// v75 = ne(v68, 0)
-	VCMPPS $0x04, Y6, Y1, Y2
-	VANDPS lgc0<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y5, Y6
+	VANDPS lgc0<>+0(SB), Y6, Y6
 
 	// v76 = mul(v68, v74)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y4, Y5, Y4
 
 	// gradStateActionValue = where(v75, v76, v68)
-	VMOVUPS   lgc21<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VMOVUPS   lgc21<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+80(FP), SI
-	VMOVUPS Y0, (SI)(DI*4)
+	VMOVUPS Y4, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10
-	VMOVUPS 320(SP), Y0
+	VMOVUPS 96(SP), Y1
 
 	// gradLogProb = mul(-0.0009765625, v24)
-	VMULPS  lgc26<>+0(SB), Y0, Y0
-	VMOVUPS 160(SP), Y1
+	VMULPS  lgc26<>+0(SB), Y1, Y1
+	VMOVUPS 32(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+88(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 192(SP), Y1
+	VMOVUPS Y2, (DX)(BX*4)
 
 	// store valueTarget
 	MOVQ    valueTarget+96(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 384(SP), Y1
+	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS 128(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+104(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 416(SP), Y1
+	VMOVUPS Y0, (DX)(BX*4)
+	VMOVUPS 160(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+112(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS Y0, (DX)(BX*4)
 
 	// store gradLogProb
 	MOVQ         gradLogProb+120(FP), DX
-	VMOVUPS      Y0, (DX)(BX*4)
+	VMOVUPS      Y1, (DX)(BX*4)
 	DECQ         CX
 	JNZ          noflush_11
 	MOVQ         state+72(FP), CX

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $800-112
+TEXT ·pass0AVX2(SB), $608-112
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
@@ -110,99 +110,96 @@ blocks_1:
 	VMOVUPD    Y5, 416(SP)
 	VMOVUPD    Y2, 448(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	VMOVUPD    Y0, 480(SP)
 	XORQ       CX, CX
 
 inner_D_3:
 	XORQ    DX, DX
 	IMUL3Q  $+32, CX, BX
 	ADDQ    BX, DX
-	VMOVUPD 192(SP)(DX*1), Y0
-	VMOVUPD (SP)(DX*1), Y1
+	VMOVUPD 192(SP)(DX*1), Y1
+	VMOVUPD (SP)(DX*1), Y2
 
 	// v4 = sub(action, loc)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y2, Y1, Y1
 
 	// v5 = mul(v4, v4)
-	VMULPD Y0, Y0, Y0
+	VMULPD Y1, Y1, Y1
 
 	// v6 = neg(v5)
-	VXORPD  lgc2<>+0(SB), Y0, Y0
-	VMOVUPD 96(SP)(DX*1), Y1
+	VXORPD  lgc2<>+0(SB), Y1, Y1
+	VMOVUPD 96(SP)(DX*1), Y2
 
 	// v8 = mul(scale, scale)
-	VMULPD Y1, Y1, Y2
+	VMULPD Y2, Y2, Y3
 
 	// v9 = mul(2, v8)
-	VMULPD lgc3<>+0(SB), Y2, Y2
+	VMULPD lgc3<>+0(SB), Y3, Y3
 
 	// v10 = div(v6, v9)
-	VDIVPD Y2, Y0, Y0
+	VDIVPD Y3, Y1, Y1
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y1, Y2
-	VMULPD      lgc5<>+0(SB), Y1, Y3
-	VBLENDVPD   Y2, Y3, Y1, Y3
-	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
-	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
-	VBLENDVPD   Y3, Y5, Y2, Y2
-	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
-	VDIVPD      Y3, Y2, Y3
-	VMULPD      Y3, Y3, Y5
-	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
-	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
-	VFMADD213PD lgc17<>+0(SB), Y6, Y8
-	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VMULPD      Y5, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
-	VADDPD      Y5, Y8, Y6
-	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
-	VSUBPD      Y6, Y5, Y6
-	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
-	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc1<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y1, Y3
-	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x03, Y1, Y1, Y3
-	VBLENDVPD   Y3, Y1, Y2, Y2
+	VCMPPD      $0x11, lgc4<>+0(SB), Y2, Y3
+	VMULPD      lgc5<>+0(SB), Y2, Y4
+	VBLENDVPD   Y3, Y4, Y2, Y4
+	VPSRLQ      $0x34, Y4, Y5
+	VPSUBQ      lgc6<>+0(SB), Y5, Y5
+	VPAND       lgc7<>+0(SB), Y3, Y3
+	VPADDQ      Y3, Y5, Y5
+	VPAND       lgc8<>+0(SB), Y4, Y3
+	VPOR        lgc9<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y3, Y4
+	VMULPD      lgc11<>+0(SB), Y3, Y6
+	VBLENDVPD   Y4, Y6, Y3, Y3
+	VPSUBQ      Y4, Y5, Y5
+	VSUBPD      lgc9<>+0(SB), Y3, Y3
+	VADDPD      lgc3<>+0(SB), Y3, Y4
+	VDIVPD      Y4, Y3, Y4
+	VMULPD      Y4, Y4, Y6
+	VMULPD      Y6, Y6, Y7
+	VMOVAPD     lgc12<>+0(SB), Y8
+	VFMADD213PD lgc13<>+0(SB), Y7, Y8
+	VFMADD213PD lgc14<>+0(SB), Y7, Y8
+	VMULPD      Y7, Y8, Y8
+	VMOVAPD     lgc15<>+0(SB), Y9
+	VFMADD213PD lgc16<>+0(SB), Y7, Y9
+	VFMADD213PD lgc17<>+0(SB), Y7, Y9
+	VFMADD213PD lgc18<>+0(SB), Y7, Y9
+	VMULPD      Y6, Y9, Y9
+	VADDPD      Y8, Y9, Y9
+	VMULPD      Y3, Y3, Y6
+	VMULPD      lgc11<>+0(SB), Y6, Y6
+	VPADDQ      lgc19<>+0(SB), Y5, Y5
+	VSUBPD      lgc19<>+0(SB), Y5, Y5
+	VADDPD      Y6, Y9, Y7
+	VMULPD      Y4, Y7, Y7
+	VFMADD231PD lgc20<>+0(SB), Y5, Y7
+	VSUBPD      Y7, Y6, Y7
+	VSUBPD      Y3, Y7, Y7
+	VMULPD      lgc21<>+0(SB), Y5, Y3
+	VSUBPD      Y7, Y3, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc22<>+0(SB), Y3, Y3
+	VCMPPD      $0x11, lgc1<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc23<>+0(SB), Y3, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
+	VCMPPD      $0x03, Y2, Y2, Y4
+	VBLENDVPD   Y4, Y2, Y3, Y3
 
 	// v12 = sub(v10, v11)
-	VSUBPD Y2, Y0, Y0
+	VSUBPD Y3, Y1, Y1
 
 	// v14 = sub(v12, 0.9189385332046727)
-	VSUBPD lgc25<>+0(SB), Y0, Y0
+	VSUBPD lgc25<>+0(SB), Y1, Y1
 
 	// sum(v14) over [D]
-	VADDPD  480(SP), Y0, Y0
-	VMOVUPD Y0, 480(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_D_3
+	VADDPD Y0, Y1, Y0
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_D_3
 
 	// finish logProb
-	VMOVUPD 480(SP), Y0
 	MOVQ    sampleLogProb+56(FP), CX
 	XORQ    DX, DX
 	ADDQ    AX, DX
@@ -211,9 +208,8 @@ inner_D_3:
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
-	VMOVUPD Y2, 544(SP)
-	VMOVUPD Y0, 608(SP)
-	VMOVUPD Y1, 640(SP)
+	VMOVUPD Y0, 480(SP)
+	VMOVUPD Y1, 512(SP)
 	XORQ    CX, CX
 
 inner_D_4:
@@ -228,14 +224,14 @@ inner_D_4:
 
 	// v21 = mul(v20, v20)
 	VMULPD  Y0, Y0, Y0
-	VMOVUPD 288(SP)(BX*1), Y2
-	VMOVUPD (SP)(BX*1), Y3
+	VMOVUPD 288(SP)(BX*1), Y3
+	VMOVUPD (SP)(BX*1), Y4
 
 	// v22 = sub(oldLoc, loc)
-	VSUBPD Y3, Y2, Y2
+	VSUBPD Y4, Y3, Y3
 
 	// v23 = div(v22, scale)
-	VDIVPD Y1, Y2, Y1
+	VDIVPD Y1, Y3, Y1
 
 	// v24 = mul(v23, v23)
 	VMULPD Y1, Y1, Y1
@@ -247,70 +243,69 @@ inner_D_4:
 	VSUBPD lgc9<>+0(SB), Y1, Y1
 
 	// v29 = log(v21)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
-	VMULPD      lgc5<>+0(SB), Y0, Y3
-	VBLENDVPD   Y2, Y3, Y0, Y3
-	VPSRLQ      $0x34, Y3, Y4
-	VPSUBQ      lgc6<>+0(SB), Y4, Y4
-	VPAND       lgc7<>+0(SB), Y2, Y2
-	VPADDQ      Y2, Y4, Y4
-	VPAND       lgc8<>+0(SB), Y3, Y2
-	VPOR        lgc9<>+0(SB), Y2, Y2
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
-	VMULPD      lgc11<>+0(SB), Y2, Y5
-	VBLENDVPD   Y3, Y5, Y2, Y2
-	VPSUBQ      Y3, Y4, Y4
-	VSUBPD      lgc9<>+0(SB), Y2, Y2
-	VADDPD      lgc3<>+0(SB), Y2, Y3
-	VDIVPD      Y3, Y2, Y3
-	VMULPD      Y3, Y3, Y5
-	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
-	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
-	VFMADD213PD lgc17<>+0(SB), Y6, Y8
-	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VMULPD      Y5, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y2, Y2, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y4, Y4
-	VSUBPD      lgc19<>+0(SB), Y4, Y4
-	VADDPD      Y5, Y8, Y6
-	VMULPD      Y3, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y4, Y6
-	VSUBPD      Y6, Y5, Y6
-	VSUBPD      Y2, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y4, Y2
-	VSUBPD      Y6, Y2, Y2
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
-	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
-	VCMPPD      $0x03, Y0, Y0, Y3
-	VBLENDVPD   Y3, Y0, Y2, Y2
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y3
+	VMULPD      lgc5<>+0(SB), Y0, Y4
+	VBLENDVPD   Y3, Y4, Y0, Y4
+	VPSRLQ      $0x34, Y4, Y5
+	VPSUBQ      lgc6<>+0(SB), Y5, Y5
+	VPAND       lgc7<>+0(SB), Y3, Y3
+	VPADDQ      Y3, Y5, Y5
+	VPAND       lgc8<>+0(SB), Y4, Y3
+	VPOR        lgc9<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y3, Y4
+	VMULPD      lgc11<>+0(SB), Y3, Y6
+	VBLENDVPD   Y4, Y6, Y3, Y3
+	VPSUBQ      Y4, Y5, Y5
+	VSUBPD      lgc9<>+0(SB), Y3, Y3
+	VADDPD      lgc3<>+0(SB), Y3, Y4
+	VDIVPD      Y4, Y3, Y4
+	VMULPD      Y4, Y4, Y6
+	VMULPD      Y6, Y6, Y7
+	VMOVAPD     lgc12<>+0(SB), Y8
+	VFMADD213PD lgc13<>+0(SB), Y7, Y8
+	VFMADD213PD lgc14<>+0(SB), Y7, Y8
+	VMULPD      Y7, Y8, Y8
+	VMOVAPD     lgc15<>+0(SB), Y9
+	VFMADD213PD lgc16<>+0(SB), Y7, Y9
+	VFMADD213PD lgc17<>+0(SB), Y7, Y9
+	VFMADD213PD lgc18<>+0(SB), Y7, Y9
+	VMULPD      Y6, Y9, Y9
+	VADDPD      Y8, Y9, Y9
+	VMULPD      Y3, Y3, Y6
+	VMULPD      lgc11<>+0(SB), Y6, Y6
+	VPADDQ      lgc19<>+0(SB), Y5, Y5
+	VSUBPD      lgc19<>+0(SB), Y5, Y5
+	VADDPD      Y6, Y9, Y7
+	VMULPD      Y4, Y7, Y7
+	VFMADD231PD lgc20<>+0(SB), Y5, Y7
+	VSUBPD      Y7, Y6, Y7
+	VSUBPD      Y3, Y7, Y7
+	VMULPD      lgc21<>+0(SB), Y5, Y3
+	VSUBPD      Y7, Y3, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc22<>+0(SB), Y3, Y3
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc23<>+0(SB), Y3, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
+	VCMPPD      $0x03, Y0, Y0, Y4
+	VBLENDVPD   Y4, Y0, Y3, Y3
 
 	// v30 = sub(v28, v29)
-	VSUBPD Y2, Y1, Y0
+	VSUBPD Y3, Y1, Y0
 
 	// v31 = mul(0.5, v30)
 	VMULPD lgc11<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
-	VADDPD  544(SP), Y0, Y0
-	VMOVUPD Y0, 544(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_D_4
+	VADDPD Y2, Y0, Y2
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_D_4
 
 	// finish kl
-	VMOVUPD 544(SP), Y0
-	VMOVUPD 640(SP), Y1
+	VMOVUPD Y2, Y0
+	VMOVUPD 512(SP), Y1
 
 	// v34 = exp(logWeight)
 	VMAXPD       lgc26<>+0(SB), Y1, Y2
@@ -371,7 +366,7 @@ inner_D_4:
 	VMOVUPD Y1, 64(CX)
 	MOVQ    sampleLogProb+56(FP), BX
 	VMOVUPD (BX)(DX*8), Y1
-	VMOVUPD 608(SP), Y2
+	VMOVUPD 480(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -380,9 +375,8 @@ inner_D_4:
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y1, 672(SP)
-	VMOVUPD Y0, 736(SP)
-	VMOVUPD Y0, 768(SP)
+	VMOVUPD Y0, 544(SP)
+	VMOVUPD Y0, 576(SP)
 	XORQ    BX, BX
 
 inner_D_5:
@@ -392,66 +386,65 @@ inner_D_5:
 	VMOVUPD 96(SP)(SI*1), Y0
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
-	VMULPD      lgc5<>+0(SB), Y0, Y2
-	VBLENDVPD   Y1, Y2, Y0, Y2
-	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y1, Y1
-	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y2, Y1
-	VPOR        lgc9<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
-	VBLENDVPD   Y2, Y4, Y1, Y1
-	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y1, Y1
-	VADDPD      lgc3<>+0(SB), Y1, Y2
-	VDIVPD      Y2, Y1, Y2
-	VMULPD      Y2, Y2, Y4
-	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y6
-	VFMADD213PD lgc13<>+0(SB), Y5, Y6
-	VFMADD213PD lgc14<>+0(SB), Y5, Y6
-	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc15<>+0(SB), Y7
-	VFMADD213PD lgc16<>+0(SB), Y5, Y7
-	VFMADD213PD lgc17<>+0(SB), Y5, Y7
-	VFMADD213PD lgc18<>+0(SB), Y5, Y7
-	VMULPD      Y4, Y7, Y7
-	VADDPD      Y6, Y7, Y7
-	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
-	VADDPD      Y4, Y7, Y5
-	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y3, Y5
-	VSUBPD      Y5, Y4, Y5
-	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y3, Y1
-	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x03, Y0, Y0, Y2
-	VBLENDVPD   Y2, Y0, Y1, Y1
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
+	VMULPD      lgc5<>+0(SB), Y0, Y3
+	VBLENDVPD   Y2, Y3, Y0, Y3
+	VPSRLQ      $0x34, Y3, Y4
+	VPSUBQ      lgc6<>+0(SB), Y4, Y4
+	VPAND       lgc7<>+0(SB), Y2, Y2
+	VPADDQ      Y2, Y4, Y4
+	VPAND       lgc8<>+0(SB), Y3, Y2
+	VPOR        lgc9<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VBLENDVPD   Y3, Y5, Y2, Y2
+	VPSUBQ      Y3, Y4, Y4
+	VSUBPD      lgc9<>+0(SB), Y2, Y2
+	VADDPD      lgc3<>+0(SB), Y2, Y3
+	VDIVPD      Y3, Y2, Y3
+	VMULPD      Y3, Y3, Y5
+	VMULPD      Y5, Y5, Y6
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VMULPD      Y6, Y7, Y7
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VFMADD213PD lgc17<>+0(SB), Y6, Y8
+	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VMULPD      Y5, Y8, Y8
+	VADDPD      Y7, Y8, Y8
+	VMULPD      Y2, Y2, Y5
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y4, Y4
+	VSUBPD      lgc19<>+0(SB), Y4, Y4
+	VADDPD      Y5, Y8, Y6
+	VMULPD      Y3, Y6, Y6
+	VFMADD231PD lgc20<>+0(SB), Y4, Y6
+	VSUBPD      Y6, Y5, Y6
+	VSUBPD      Y2, Y6, Y6
+	VMULPD      lgc21<>+0(SB), Y4, Y2
+	VSUBPD      Y6, Y2, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPD      $0x03, Y0, Y0, Y3
+	VBLENDVPD   Y3, Y0, Y2, Y2
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y1, Y0
+	VADDPD lgc42<>+0(SB), Y2, Y0
 
 	// sum(v44) over [D]
-	VADDPD  672(SP), Y0, Y0
-	VMOVUPD Y0, 672(SP)
-	INCQ    BX
-	CMPQ    BX, $+3
-	JL      inner_D_5
+	VADDPD Y1, Y0, Y1
+	INCQ   BX
+	CMPQ   BX, $+3
+	JL     inner_D_5
 
 	// finish entropy
-	VMOVUPD 672(SP), Y0
+	VMOVUPD Y1, Y0
 
 	// v47 = mul(-0.01, entropy)
 	VMULPD lgc43<>+0(SB), Y0, Y1
@@ -508,12 +501,12 @@ inner_D_5:
 	VFMADD231PD Y2, Y3, Y0
 	VMOVUPD     Y1, 1792(CX)
 	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     736(SP), Y0
+	VMOVUPD     544(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
 	VMOVUPD Y0, 2176(CX)
-	VMOVUPD 768(SP), Y0
+	VMOVUPD 576(SP), Y0
 
 	// store kl2
 	MOVQ    kl+104(FP), CX
@@ -879,7 +872,7 @@ GLOBL lgc46<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float64, scale *float64, action *float64, oldLoc *float64, oldScale *float64, sampleLogProb *float64, advantage *float64, stateBeta *float64, state *float64, valueTarget *float64, stateValue *float64, kl *float64, gradStateValue *float64, gradScale *float64, gradLoc *float64)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1632-136
+TEXT ·fbPass0AVX2(SB), $1184-136
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_7
@@ -983,104 +976,96 @@ blocks_6:
 	VMOVUPD    Y5, 416(SP)
 	VMOVUPD    Y2, 448(SP)
 	VMOVUPD    lgc1<>+0(SB), Y0
-	VMOVUPD    Y0, 672(SP)
 	XORQ       CX, CX
 
 inner_D_8:
 	XORQ    BX, BX
 	IMUL3Q  $+32, CX, SI
 	ADDQ    SI, BX
-	VMOVUPD 192(SP)(BX*1), Y0
-	VMOVUPD (SP)(BX*1), Y1
+	VMOVUPD 192(SP)(BX*1), Y1
+	VMOVUPD (SP)(BX*1), Y2
 
 	// v4 = sub(action, loc)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y2, Y1, Y1
 
 	// v5 = mul(v4, v4)
-	VMULPD Y0, Y0, Y1
+	VMULPD Y1, Y1, Y1
 
 	// v6 = neg(v5)
-	VXORPD  lgc2<>+0(SB), Y1, Y2
-	VMOVUPD 96(SP)(BX*1), Y3
+	VXORPD  lgc2<>+0(SB), Y1, Y1
+	VMOVUPD 96(SP)(BX*1), Y2
 
 	// v8 = mul(scale, scale)
-	VMULPD Y3, Y3, Y4
+	VMULPD Y2, Y2, Y3
 
 	// v9 = mul(2, v8)
-	VMULPD lgc3<>+0(SB), Y4, Y5
+	VMULPD lgc3<>+0(SB), Y3, Y3
 
 	// v10 = div(v6, v9)
-	VDIVPD  Y5, Y2, Y6
-	VMOVUPD Y2, 736(SP)
-	VMOVUPD Y5, 768(SP)
-	VMOVUPD Y4, 800(SP)
-	VMOVUPD Y1, 832(SP)
-	VMOVUPD Y0, 864(SP)
+	VDIVPD Y3, Y1, Y1
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y3, Y0
-	VMULPD      lgc5<>+0(SB), Y3, Y1
-	VBLENDVPD   Y0, Y1, Y3, Y1
-	VPSRLQ      $0x34, Y1, Y2
-	VPSUBQ      lgc6<>+0(SB), Y2, Y2
-	VPAND       lgc7<>+0(SB), Y0, Y0
-	VPADDQ      Y0, Y2, Y2
-	VPAND       lgc8<>+0(SB), Y1, Y0
-	VPOR        lgc9<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
-	VMULPD      lgc11<>+0(SB), Y0, Y4
-	VBLENDVPD   Y1, Y4, Y0, Y0
-	VPSUBQ      Y1, Y2, Y2
-	VSUBPD      lgc9<>+0(SB), Y0, Y0
-	VADDPD      lgc3<>+0(SB), Y0, Y1
-	VDIVPD      Y1, Y0, Y1
-	VMULPD      Y1, Y1, Y4
-	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y5, Y7
-	VFMADD213PD lgc14<>+0(SB), Y5, Y7
-	VMULPD      Y5, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y5, Y8
-	VFMADD213PD lgc17<>+0(SB), Y5, Y8
-	VFMADD213PD lgc18<>+0(SB), Y5, Y8
-	VMULPD      Y4, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y0, Y0, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y2, Y2
-	VSUBPD      lgc19<>+0(SB), Y2, Y2
-	VADDPD      Y4, Y8, Y5
-	VMULPD      Y1, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y2, Y5
-	VSUBPD      Y5, Y4, Y5
-	VSUBPD      Y0, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y2, Y0
-	VSUBPD      Y5, Y0, Y0
-	VCMPPD      $0x00, lgc1<>+0(SB), Y3, Y1
-	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc1<>+0(SB), Y3, Y1
-	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc24<>+0(SB), Y3, Y1
-	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
-	VCMPPD      $0x03, Y3, Y3, Y1
-	VBLENDVPD   Y1, Y3, Y0, Y0
+	VCMPPD      $0x11, lgc4<>+0(SB), Y2, Y3
+	VMULPD      lgc5<>+0(SB), Y2, Y4
+	VBLENDVPD   Y3, Y4, Y2, Y4
+	VPSRLQ      $0x34, Y4, Y5
+	VPSUBQ      lgc6<>+0(SB), Y5, Y5
+	VPAND       lgc7<>+0(SB), Y3, Y3
+	VPADDQ      Y3, Y5, Y5
+	VPAND       lgc8<>+0(SB), Y4, Y3
+	VPOR        lgc9<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y3, Y4
+	VMULPD      lgc11<>+0(SB), Y3, Y6
+	VBLENDVPD   Y4, Y6, Y3, Y3
+	VPSUBQ      Y4, Y5, Y5
+	VSUBPD      lgc9<>+0(SB), Y3, Y3
+	VADDPD      lgc3<>+0(SB), Y3, Y4
+	VDIVPD      Y4, Y3, Y4
+	VMULPD      Y4, Y4, Y6
+	VMULPD      Y6, Y6, Y7
+	VMOVAPD     lgc12<>+0(SB), Y8
+	VFMADD213PD lgc13<>+0(SB), Y7, Y8
+	VFMADD213PD lgc14<>+0(SB), Y7, Y8
+	VMULPD      Y7, Y8, Y8
+	VMOVAPD     lgc15<>+0(SB), Y9
+	VFMADD213PD lgc16<>+0(SB), Y7, Y9
+	VFMADD213PD lgc17<>+0(SB), Y7, Y9
+	VFMADD213PD lgc18<>+0(SB), Y7, Y9
+	VMULPD      Y6, Y9, Y9
+	VADDPD      Y8, Y9, Y9
+	VMULPD      Y3, Y3, Y6
+	VMULPD      lgc11<>+0(SB), Y6, Y6
+	VPADDQ      lgc19<>+0(SB), Y5, Y5
+	VSUBPD      lgc19<>+0(SB), Y5, Y5
+	VADDPD      Y6, Y9, Y7
+	VMULPD      Y4, Y7, Y7
+	VFMADD231PD lgc20<>+0(SB), Y5, Y7
+	VSUBPD      Y7, Y6, Y7
+	VSUBPD      Y3, Y7, Y7
+	VMULPD      lgc21<>+0(SB), Y5, Y3
+	VSUBPD      Y7, Y3, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc22<>+0(SB), Y3, Y3
+	VCMPPD      $0x11, lgc1<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc23<>+0(SB), Y3, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y2, Y4
+	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
+	VCMPPD      $0x03, Y2, Y2, Y4
+	VBLENDVPD   Y4, Y2, Y3, Y3
 
 	// v12 = sub(v10, v11)
-	VSUBPD Y0, Y6, Y0
+	VSUBPD Y3, Y1, Y1
 
 	// v14 = sub(v12, 0.9189385332046727)
-	VSUBPD lgc25<>+0(SB), Y0, Y0
+	VSUBPD lgc25<>+0(SB), Y1, Y1
 
 	// sum(v14) over [D]
-	VADDPD  672(SP), Y0, Y0
-	VMOVUPD Y0, 672(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_D_8
+	VADDPD Y0, Y1, Y0
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_D_8
 
 	// finish logProb
-	VMOVUPD 672(SP), Y0
 	MOVQ    sampleLogProb+56(FP), CX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1089,9 +1074,8 @@ inner_D_8:
 	// logWeight = sub(logProb, sampleLogProb)
 	VSUBPD  Y1, Y0, Y1
 	VMOVUPD lgc1<>+0(SB), Y2
-	VMOVUPD Y2, 896(SP)
-	VMOVUPD Y0, 960(SP)
-	VMOVUPD Y1, 992(SP)
+	VMOVUPD Y0, 672(SP)
+	VMOVUPD Y1, 704(SP)
 	XORQ    CX, CX
 
 inner_D_9:
@@ -1105,7 +1089,7 @@ inner_D_9:
 	VDIVPD Y1, Y0, Y0
 
 	// v21 = mul(v20, v20)
-	VMULPD  Y0, Y0, Y2
+	VMULPD  Y0, Y0, Y0
 	VMOVUPD 288(SP)(SI*1), Y3
 	VMOVUPD (SP)(SI*1), Y4
 
@@ -1116,82 +1100,78 @@ inner_D_9:
 	VDIVPD Y1, Y3, Y1
 
 	// v24 = mul(v23, v23)
-	VMULPD Y1, Y1, Y4
+	VMULPD Y1, Y1, Y1
 
 	// v26 = add(v21, v24)
-	VADDPD Y4, Y2, Y4
+	VADDPD Y1, Y0, Y1
 
 	// v28 = sub(v26, 1)
-	VSUBPD  lgc9<>+0(SB), Y4, Y4
-	VMOVUPD Y1, 1024(SP)
-	VMOVUPD Y3, 1056(SP)
-	VMOVUPD Y0, 1088(SP)
+	VSUBPD lgc9<>+0(SB), Y1, Y1
 
 	// v29 = log(v21)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y2, Y0
-	VMULPD      lgc5<>+0(SB), Y2, Y1
-	VBLENDVPD   Y0, Y1, Y2, Y1
-	VPSRLQ      $0x34, Y1, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y0, Y0
-	VPADDQ      Y0, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y1, Y0
-	VPOR        lgc9<>+0(SB), Y0, Y0
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y0, Y1
-	VMULPD      lgc11<>+0(SB), Y0, Y5
-	VBLENDVPD   Y1, Y5, Y0, Y0
-	VPSUBQ      Y1, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y0, Y0
-	VADDPD      lgc3<>+0(SB), Y0, Y1
-	VDIVPD      Y1, Y0, Y1
-	VMULPD      Y1, Y1, Y5
-	VMULPD      Y5, Y5, Y6
-	VMOVAPD     lgc12<>+0(SB), Y7
-	VFMADD213PD lgc13<>+0(SB), Y6, Y7
-	VFMADD213PD lgc14<>+0(SB), Y6, Y7
-	VMULPD      Y6, Y7, Y7
-	VMOVAPD     lgc15<>+0(SB), Y8
-	VFMADD213PD lgc16<>+0(SB), Y6, Y8
-	VFMADD213PD lgc17<>+0(SB), Y6, Y8
-	VFMADD213PD lgc18<>+0(SB), Y6, Y8
-	VMULPD      Y5, Y8, Y8
-	VADDPD      Y7, Y8, Y8
-	VMULPD      Y0, Y0, Y5
-	VMULPD      lgc11<>+0(SB), Y5, Y5
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
-	VADDPD      Y5, Y8, Y6
-	VMULPD      Y1, Y6, Y6
-	VFMADD231PD lgc20<>+0(SB), Y3, Y6
-	VSUBPD      Y6, Y5, Y6
-	VSUBPD      Y0, Y6, Y6
-	VMULPD      lgc21<>+0(SB), Y3, Y0
-	VSUBPD      Y6, Y0, Y0
-	VCMPPD      $0x00, lgc1<>+0(SB), Y2, Y1
-	VBLENDVPD   Y1, lgc22<>+0(SB), Y0, Y0
-	VCMPPD      $0x11, lgc1<>+0(SB), Y2, Y1
-	VBLENDVPD   Y1, lgc23<>+0(SB), Y0, Y0
-	VCMPPD      $0x00, lgc24<>+0(SB), Y2, Y1
-	VBLENDVPD   Y1, lgc24<>+0(SB), Y0, Y0
-	VCMPPD      $0x03, Y2, Y2, Y1
-	VBLENDVPD   Y1, Y2, Y0, Y0
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y3
+	VMULPD      lgc5<>+0(SB), Y0, Y4
+	VBLENDVPD   Y3, Y4, Y0, Y4
+	VPSRLQ      $0x34, Y4, Y5
+	VPSUBQ      lgc6<>+0(SB), Y5, Y5
+	VPAND       lgc7<>+0(SB), Y3, Y3
+	VPADDQ      Y3, Y5, Y5
+	VPAND       lgc8<>+0(SB), Y4, Y3
+	VPOR        lgc9<>+0(SB), Y3, Y3
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y3, Y4
+	VMULPD      lgc11<>+0(SB), Y3, Y6
+	VBLENDVPD   Y4, Y6, Y3, Y3
+	VPSUBQ      Y4, Y5, Y5
+	VSUBPD      lgc9<>+0(SB), Y3, Y3
+	VADDPD      lgc3<>+0(SB), Y3, Y4
+	VDIVPD      Y4, Y3, Y4
+	VMULPD      Y4, Y4, Y6
+	VMULPD      Y6, Y6, Y7
+	VMOVAPD     lgc12<>+0(SB), Y8
+	VFMADD213PD lgc13<>+0(SB), Y7, Y8
+	VFMADD213PD lgc14<>+0(SB), Y7, Y8
+	VMULPD      Y7, Y8, Y8
+	VMOVAPD     lgc15<>+0(SB), Y9
+	VFMADD213PD lgc16<>+0(SB), Y7, Y9
+	VFMADD213PD lgc17<>+0(SB), Y7, Y9
+	VFMADD213PD lgc18<>+0(SB), Y7, Y9
+	VMULPD      Y6, Y9, Y9
+	VADDPD      Y8, Y9, Y9
+	VMULPD      Y3, Y3, Y6
+	VMULPD      lgc11<>+0(SB), Y6, Y6
+	VPADDQ      lgc19<>+0(SB), Y5, Y5
+	VSUBPD      lgc19<>+0(SB), Y5, Y5
+	VADDPD      Y6, Y9, Y7
+	VMULPD      Y4, Y7, Y7
+	VFMADD231PD lgc20<>+0(SB), Y5, Y7
+	VSUBPD      Y7, Y6, Y7
+	VSUBPD      Y3, Y7, Y7
+	VMULPD      lgc21<>+0(SB), Y5, Y3
+	VSUBPD      Y7, Y3, Y3
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc22<>+0(SB), Y3, Y3
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc23<>+0(SB), Y3, Y3
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y4
+	VBLENDVPD   Y4, lgc24<>+0(SB), Y3, Y3
+	VCMPPD      $0x03, Y0, Y0, Y4
+	VBLENDVPD   Y4, Y0, Y3, Y3
 
 	// v30 = sub(v28, v29)
-	VSUBPD Y0, Y4, Y0
+	VSUBPD Y3, Y1, Y0
 
 	// v31 = mul(0.5, v30)
 	VMULPD lgc11<>+0(SB), Y0, Y0
 
 	// sum(v31) over [D]
-	VADDPD  896(SP), Y0, Y0
-	VMOVUPD Y0, 896(SP)
-	INCQ    CX
-	CMPQ    CX, $+3
-	JL      inner_D_9
+	VADDPD Y2, Y0, Y2
+	INCQ   CX
+	CMPQ   CX, $+3
+	JL     inner_D_9
 
 	// finish kl
-	VMOVUPD 896(SP), Y0
-	VMOVUPD 992(SP), Y1
+	VMOVUPD Y2, Y0
+	VMOVUPD 704(SP), Y1
 
 	// v34 = exp(logWeight)
 	VMAXPD       lgc26<>+0(SB), Y1, Y2
@@ -1252,7 +1232,7 @@ inner_D_9:
 	VMOVUPD Y1, 64(CX)
 	MOVQ    sampleLogProb+56(FP), DI
 	VMOVUPD (DI)(BX*8), Y1
-	VMOVUPD 960(SP), Y2
+	VMOVUPD 672(SP), Y2
 
 	// v41 = sub(sampleLogProb, logProb)
 	VSUBPD Y2, Y1, Y1
@@ -1261,10 +1241,9 @@ inner_D_9:
 	VADDPD  256(CX), Y1, Y1
 	VMOVUPD Y1, 256(CX)
 	VMOVUPD lgc1<>+0(SB), Y1
-	VMOVUPD Y1, 1120(SP)
-	VMOVUPD Y0, 1184(SP)
-	VMOVUPD Y4, 1216(SP)
-	VMOVUPD Y0, 1248(SP)
+	VMOVUPD Y0, 736(SP)
+	VMOVUPD Y4, 768(SP)
+	VMOVUPD Y0, 800(SP)
 	XORQ    DI, DI
 
 inner_D_10:
@@ -1274,66 +1253,65 @@ inner_D_10:
 	VMOVUPD 96(SP)(R8*1), Y0
 
 	// v11 = log(scale)
-	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y1
-	VMULPD      lgc5<>+0(SB), Y0, Y2
-	VBLENDVPD   Y1, Y2, Y0, Y2
-	VPSRLQ      $0x34, Y2, Y3
-	VPSUBQ      lgc6<>+0(SB), Y3, Y3
-	VPAND       lgc7<>+0(SB), Y1, Y1
-	VPADDQ      Y1, Y3, Y3
-	VPAND       lgc8<>+0(SB), Y2, Y1
-	VPOR        lgc9<>+0(SB), Y1, Y1
-	VCMPPD      $0x1e, lgc10<>+0(SB), Y1, Y2
-	VMULPD      lgc11<>+0(SB), Y1, Y4
-	VBLENDVPD   Y2, Y4, Y1, Y1
-	VPSUBQ      Y2, Y3, Y3
-	VSUBPD      lgc9<>+0(SB), Y1, Y1
-	VADDPD      lgc3<>+0(SB), Y1, Y2
-	VDIVPD      Y2, Y1, Y2
-	VMULPD      Y2, Y2, Y4
-	VMULPD      Y4, Y4, Y5
-	VMOVAPD     lgc12<>+0(SB), Y6
-	VFMADD213PD lgc13<>+0(SB), Y5, Y6
-	VFMADD213PD lgc14<>+0(SB), Y5, Y6
-	VMULPD      Y5, Y6, Y6
-	VMOVAPD     lgc15<>+0(SB), Y7
-	VFMADD213PD lgc16<>+0(SB), Y5, Y7
-	VFMADD213PD lgc17<>+0(SB), Y5, Y7
-	VFMADD213PD lgc18<>+0(SB), Y5, Y7
-	VMULPD      Y4, Y7, Y7
-	VADDPD      Y6, Y7, Y7
-	VMULPD      Y1, Y1, Y4
-	VMULPD      lgc11<>+0(SB), Y4, Y4
-	VPADDQ      lgc19<>+0(SB), Y3, Y3
-	VSUBPD      lgc19<>+0(SB), Y3, Y3
-	VADDPD      Y4, Y7, Y5
-	VMULPD      Y2, Y5, Y5
-	VFMADD231PD lgc20<>+0(SB), Y3, Y5
-	VSUBPD      Y5, Y4, Y5
-	VSUBPD      Y1, Y5, Y5
-	VMULPD      lgc21<>+0(SB), Y3, Y1
-	VSUBPD      Y5, Y1, Y1
-	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc22<>+0(SB), Y1, Y1
-	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc23<>+0(SB), Y1, Y1
-	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y2
-	VBLENDVPD   Y2, lgc24<>+0(SB), Y1, Y1
-	VCMPPD      $0x03, Y0, Y0, Y2
-	VBLENDVPD   Y2, Y0, Y1, Y1
+	VCMPPD      $0x11, lgc4<>+0(SB), Y0, Y2
+	VMULPD      lgc5<>+0(SB), Y0, Y3
+	VBLENDVPD   Y2, Y3, Y0, Y3
+	VPSRLQ      $0x34, Y3, Y4
+	VPSUBQ      lgc6<>+0(SB), Y4, Y4
+	VPAND       lgc7<>+0(SB), Y2, Y2
+	VPADDQ      Y2, Y4, Y4
+	VPAND       lgc8<>+0(SB), Y3, Y2
+	VPOR        lgc9<>+0(SB), Y2, Y2
+	VCMPPD      $0x1e, lgc10<>+0(SB), Y2, Y3
+	VMULPD      lgc11<>+0(SB), Y2, Y5
+	VBLENDVPD   Y3, Y5, Y2, Y2
+	VPSUBQ      Y3, Y4, Y4
+	VSUBPD      lgc9<>+0(SB), Y2, Y2
+	VADDPD      lgc3<>+0(SB), Y2, Y3
+	VDIVPD      Y3, Y2, Y3
+	VMULPD      Y3, Y3, Y5
+	VMULPD      Y5, Y5, Y6
+	VMOVAPD     lgc12<>+0(SB), Y7
+	VFMADD213PD lgc13<>+0(SB), Y6, Y7
+	VFMADD213PD lgc14<>+0(SB), Y6, Y7
+	VMULPD      Y6, Y7, Y7
+	VMOVAPD     lgc15<>+0(SB), Y8
+	VFMADD213PD lgc16<>+0(SB), Y6, Y8
+	VFMADD213PD lgc17<>+0(SB), Y6, Y8
+	VFMADD213PD lgc18<>+0(SB), Y6, Y8
+	VMULPD      Y5, Y8, Y8
+	VADDPD      Y7, Y8, Y8
+	VMULPD      Y2, Y2, Y5
+	VMULPD      lgc11<>+0(SB), Y5, Y5
+	VPADDQ      lgc19<>+0(SB), Y4, Y4
+	VSUBPD      lgc19<>+0(SB), Y4, Y4
+	VADDPD      Y5, Y8, Y6
+	VMULPD      Y3, Y6, Y6
+	VFMADD231PD lgc20<>+0(SB), Y4, Y6
+	VSUBPD      Y6, Y5, Y6
+	VSUBPD      Y2, Y6, Y6
+	VMULPD      lgc21<>+0(SB), Y4, Y2
+	VSUBPD      Y6, Y2, Y2
+	VCMPPD      $0x00, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc22<>+0(SB), Y2, Y2
+	VCMPPD      $0x11, lgc1<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc23<>+0(SB), Y2, Y2
+	VCMPPD      $0x00, lgc24<>+0(SB), Y0, Y3
+	VBLENDVPD   Y3, lgc24<>+0(SB), Y2, Y2
+	VCMPPD      $0x03, Y0, Y0, Y3
+	VBLENDVPD   Y3, Y0, Y2, Y2
 
 	// v44 = add(1.4189385332046727, v11)
-	VADDPD lgc42<>+0(SB), Y1, Y0
+	VADDPD lgc42<>+0(SB), Y2, Y0
 
 	// sum(v44) over [D]
-	VADDPD  1120(SP), Y0, Y0
-	VMOVUPD Y0, 1120(SP)
-	INCQ    DI
-	CMPQ    DI, $+3
-	JL      inner_D_10
+	VADDPD Y1, Y0, Y1
+	INCQ   DI
+	CMPQ   DI, $+3
+	JL     inner_D_10
 
 	// finish entropy
-	VMOVUPD 1120(SP), Y0
+	VMOVUPD Y1, Y0
 
 	// v47 = mul(-0.01, entropy)
 	VMULPD lgc43<>+0(SB), Y0, Y1
@@ -1390,7 +1368,7 @@ inner_D_10:
 	VFMADD231PD Y3, Y4, Y0
 	VMOVUPD     Y2, 1792(CX)
 	VMOVUPD     Y0, 1984(CX)
-	VMOVUPD     1184(SP), Y0
+	VMOVUPD     736(SP), Y0
 
 	// mean(kl) over [B]
 	VADDPD  2176(CX), Y0, Y0
@@ -1419,7 +1397,7 @@ inner_D_10:
 	// v81 = ne(v79, 0)
 	VCMPPD  $0x04, Y3, Y2, Y4
 	VANDPD  lgc9<>+0(SB), Y4, Y4
-	VMOVUPD 1216(SP), Y5
+	VMOVUPD 768(SP), Y5
 
 	// v82 = mul(v79, v34)
 	VMULPD Y5, Y2, Y5
@@ -1456,16 +1434,12 @@ inner_D_10:
 	// v119 = ne(v111, 0)
 	VCMPPD  $0x04, Y3, Y7, Y3
 	VANDPD  lgc9<>+0(SB), Y3, Y3
-	VMOVUPD Y0, 1280(SP)
-	VMOVUPD Y2, 1312(SP)
-	VMOVUPD Y1, 1344(SP)
-	VMOVUPD Y4, 1376(SP)
-	VMOVUPD Y5, 1408(SP)
-	VMOVUPD Y6, 1440(SP)
-	VMOVUPD Y7, 1472(SP)
-	VMOVUPD Y8, 1504(SP)
-	VMOVUPD Y9, 1536(SP)
-	VMOVUPD Y3, 1568(SP)
+	VMOVUPD Y0, 832(SP)
+	VMOVUPD Y2, 864(SP)
+	VMOVUPD Y7, 896(SP)
+	VMOVUPD Y8, 928(SP)
+	VMOVUPD Y9, 960(SP)
+	VMOVUPD Y3, 992(SP)
 	XORQ    CX, CX
 
 inner_D_11:
@@ -1473,210 +1447,215 @@ inner_D_11:
 	IMUL3Q  $+32, CX, DI
 	ADDQ    DI, SI
 	VMOVUPD 192(SP)(SI*1), Y0
-	VMOVUPD (SP)(SI*1), Y1
+	VMOVUPD (SP)(SI*1), Y2
 
 	// v4 = sub(action, loc)
-	VSUBPD Y1, Y0, Y0
+	VSUBPD Y2, Y0, Y0
 
 	// v5 = mul(v4, v4)
-	VMULPD Y0, Y0, Y2
+	VMULPD Y0, Y0, Y3
 
 	// v6 = neg(v5)
-	VXORPD  lgc2<>+0(SB), Y2, Y2
-	VMOVUPD 96(SP)(SI*1), Y3
+	VXORPD  lgc2<>+0(SB), Y3, Y3
+	VMOVUPD 96(SP)(SI*1), Y7
 
 	// v8 = mul(scale, scale)
-	VMULPD Y3, Y3, Y4
+	VMULPD Y7, Y7, Y8
 
 	// v9 = mul(2, v8)
-	VMULPD lgc3<>+0(SB), Y4, Y4
+	VMULPD lgc3<>+0(SB), Y8, Y8
 
 	// v10 = div(v6, v9)
-	VDIVPD  Y4, Y2, Y2
-	VMOVUPD 384(SP)(SI*1), Y5
+	VDIVPD  Y8, Y3, Y3
+	VMOVUPD 384(SP)(SI*1), Y9
 
 	// v20 = div(oldScale, scale)
-	VDIVPD Y3, Y5, Y5
+	VDIVPD Y7, Y9, Y9
 
 	// v21 = mul(v20, v20)
-	VMULPD  Y5, Y5, Y6
-	VMOVUPD 288(SP)(SI*1), Y7
+	VMULPD  Y9, Y9, Y10
+	VMOVUPD 288(SP)(SI*1), Y11
 
 	// v22 = sub(oldLoc, loc)
-	VSUBPD Y1, Y7, Y1
+	VSUBPD Y2, Y11, Y2
 
 	// v23 = div(v22, scale)
-	VDIVPD  Y3, Y1, Y1
-	VMOVUPD 1376(SP), Y7
+	VDIVPD Y7, Y2, Y2
 
 	// v87 = div(v85, v21)
-	VDIVPD  Y6, Y7, Y6
-	VMOVUPD 1408(SP), Y8
+	VDIVPD  Y10, Y4, Y10
+	VMOVUPD Y0, 1024(SP)
 
 	// v88 = where(v86, v87, v85)
-	VMOVUPD   lgc1<>+0(SB), Y9
-	VCMPPD    $0x04, Y9, Y8, Y9
-	VBLENDVPD Y9, Y6, Y7, Y6
-	VMOVUPD   1344(SP), Y7
+	VMOVUPD   lgc1<>+0(SB), Y0
+	VCMPPD    $0x04, Y0, Y5, Y0
+	VBLENDVPD Y0, Y10, Y4, Y0
 
 	// v89 = add(v88, v84)
-	VADDPD Y7, Y6, Y6
+	VADDPD Y1, Y0, Y0
 
 	// v91 = mul(v84, v23)
-	VMULPD  Y1, Y7, Y8
-	VMOVUPD 1440(SP), Y9
+	VMULPD  Y2, Y1, Y10
+	VMOVUPD Y3, 1056(SP)
 
 	// v92 = where(v90, v91, v84)
-	VMOVUPD   lgc1<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y9, Y10
-	VBLENDVPD Y10, Y8, Y7, Y7
+	VMOVUPD   lgc1<>+0(SB), Y3
+	VCMPPD    $0x04, Y3, Y6, Y3
+	VBLENDVPD Y3, Y10, Y1, Y3
 
 	// v93 = add(v92, v92)
-	VADDPD Y7, Y7, Y7
+	VADDPD Y3, Y3, Y3
 
 	// v94 = div(v93, scale)
-	VDIVPD Y3, Y7, Y8
+	VDIVPD Y7, Y3, Y10
 
 	// v95 = neg(v93)
-	VXORPD lgc2<>+0(SB), Y7, Y7
+	VXORPD lgc2<>+0(SB), Y3, Y3
 
 	// v96 = div(v23, scale)
-	VDIVPD  Y3, Y1, Y1
-	VMOVUPD lgc1<>+0(SB), Y9
+	VDIVPD  Y7, Y2, Y2
+	VMOVUPD lgc1<>+0(SB), Y7
 
 	// v97 = ne(v95, 0)
-	VCMPPD $0x04, Y9, Y7, Y10
-	VANDPD lgc9<>+0(SB), Y10, Y10
+	VCMPPD  $0x04, Y7, Y3, Y11
+	VANDPD  lgc9<>+0(SB), Y11, Y11
+	VMOVUPD Y8, 1088(SP)
 
 	// v98 = mul(v95, v96)
-	VMULPD  Y1, Y7, Y1
-	VMOVUPD Y0, 1600(SP)
+	VMULPD  Y2, Y3, Y2
+	VMOVUPD Y9, 1120(SP)
 
 	// v99 = where(v97, v98, v95)
-	VMOVUPD   lgc1<>+0(SB), Y0
-	VCMPPD    $0x04, Y0, Y10, Y0
-	VBLENDVPD Y0, Y1, Y7, Y0
+	VMOVUPD   lgc1<>+0(SB), Y8
+	VCMPPD    $0x04, Y8, Y11, Y8
+	VBLENDVPD Y8, Y2, Y3, Y2
 
 	// v100 = neg(v94)
-	VXORPD lgc2<>+0(SB), Y8, Y1
+	VXORPD lgc2<>+0(SB), Y10, Y3
 
 	// v101 = ne(v89, 0)
-	VCMPPD $0x04, Y9, Y6, Y7
-	VANDPD lgc9<>+0(SB), Y7, Y7
+	VCMPPD  $0x04, Y7, Y0, Y8
+	VANDPD  lgc9<>+0(SB), Y8, Y8
+	VMOVUPD 1120(SP), Y9
 
 	// v102 = mul(v89, v20)
-	VMULPD Y5, Y6, Y8
+	VMULPD  Y9, Y0, Y10
+	VMOVUPD Y3, 1152(SP)
 
 	// v103 = where(v101, v102, v89)
-	VMOVUPD   lgc1<>+0(SB), Y10
-	VCMPPD    $0x04, Y10, Y7, Y10
-	VBLENDVPD Y10, Y8, Y6, Y6
+	VMOVUPD   lgc1<>+0(SB), Y3
+	VCMPPD    $0x04, Y3, Y8, Y3
+	VBLENDVPD Y3, Y10, Y0, Y0
 
 	// v104 = add(v103, v103)
-	VADDPD Y6, Y6, Y6
+	VADDPD Y0, Y0, Y0
 
 	// v105 = neg(v104)
-	VXORPD lgc2<>+0(SB), Y6, Y6
+	VXORPD  lgc2<>+0(SB), Y0, Y0
+	VMOVUPD 96(SP)(SI*1), Y3
 
 	// v106 = div(v20, scale)
-	VDIVPD Y3, Y5, Y5
+	VDIVPD Y3, Y9, Y8
 
 	// v107 = ne(v105, 0)
-	VCMPPD $0x04, Y9, Y6, Y7
-	VANDPD lgc9<>+0(SB), Y7, Y7
+	VCMPPD $0x04, Y7, Y0, Y9
+	VANDPD lgc9<>+0(SB), Y9, Y9
 
 	// v108 = mul(v105, v106)
-	VMULPD Y5, Y6, Y5
+	VMULPD Y8, Y0, Y8
 
 	// v109 = where(v107, v108, v105)
-	VMOVUPD   lgc1<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y7, Y8
-	VBLENDVPD Y8, Y5, Y6, Y5
+	VMOVUPD   lgc1<>+0(SB), Y10
+	VCMPPD    $0x04, Y10, Y9, Y10
+	VBLENDVPD Y10, Y8, Y0, Y0
 
 	// v110 = add(v99, v109)
-	VADDPD  Y5, Y0, Y0
-	VMOVUPD 1504(SP), Y5
+	VADDPD  Y0, Y2, Y0
+	VMOVUPD 928(SP), Y2
 
 	// v113 = div(v112, scale)
-	VDIVPD Y3, Y5, Y5
+	VDIVPD Y3, Y2, Y2
 
 	// v114 = add(v110, v113)
-	VADDPD  Y5, Y0, Y0
-	VMOVUPD 1312(SP), Y5
+	VADDPD  Y2, Y0, Y0
+	VMOVUPD 864(SP), Y2
+	VMOVUPD 1088(SP), Y8
 
 	// v116 = div(v83, v9)
-	VDIVPD  Y4, Y5, Y6
-	VMOVUPD 1536(SP), Y7
+	VDIVPD  Y8, Y2, Y9
+	VMOVUPD 960(SP), Y10
 
 	// v117 = where(v115, v116, v83)
-	VMOVUPD   lgc1<>+0(SB), Y8
-	VCMPPD    $0x04, Y8, Y7, Y8
-	VBLENDVPD Y8, Y6, Y5, Y5
+	VMOVUPD   lgc1<>+0(SB), Y11
+	VCMPPD    $0x04, Y11, Y10, Y11
+	VBLENDVPD Y11, Y9, Y2, Y2
+	VMOVUPD   1056(SP), Y9
 
 	// v118 = div(v10, v9)
-	VDIVPD  Y4, Y2, Y2
-	VMOVUPD 1472(SP), Y4
+	VDIVPD  Y8, Y9, Y8
+	VMOVUPD 896(SP), Y9
 
 	// v120 = mul(v111, v118)
-	VMULPD  Y2, Y4, Y2
-	VMOVUPD 1568(SP), Y6
+	VMULPD  Y8, Y9, Y8
+	VMOVUPD 992(SP), Y10
 
 	// v121 = where(v119, v120, v111)
-	VMOVUPD   lgc1<>+0(SB), Y7
-	VCMPPD    $0x04, Y7, Y6, Y7
-	VBLENDVPD Y7, Y2, Y4, Y2
+	VMOVUPD   lgc1<>+0(SB), Y11
+	VCMPPD    $0x04, Y11, Y10, Y11
+	VBLENDVPD Y11, Y8, Y9, Y8
 
 	// v122 = mul(v121, 2)
-	VMULPD lgc3<>+0(SB), Y2, Y2
+	VMULPD lgc3<>+0(SB), Y8, Y8
 
 	// v123 = mul(v122, scale)
-	VMULPD Y3, Y2, Y2
+	VMULPD Y3, Y8, Y3
 
 	// v124 = add(v114, v123)
-	VADDPD Y2, Y0, Y0
+	VADDPD Y3, Y0, Y0
 
 	// gradScale = add(v124, v123)
-	VADDPD Y2, Y0, Y0
+	VADDPD Y3, Y0, Y0
 
 	// store gradScale
 	VMOVUPD Y0, 480(SP)(SI*1)
 
 	// v126 = neg(v117)
-	VXORPD lgc2<>+0(SB), Y5, Y0
+	VXORPD lgc2<>+0(SB), Y2, Y0
 
 	// v127 = ne(v126, 0)
-	VCMPPD  $0x04, Y9, Y0, Y2
+	VCMPPD  $0x04, Y7, Y0, Y2
 	VANDPD  lgc9<>+0(SB), Y2, Y2
-	VMOVUPD 1600(SP), Y3
+	VMOVUPD 1024(SP), Y3
 
 	// v128 = mul(v126, v4)
 	VMULPD Y3, Y0, Y3
 
 	// v129 = where(v127, v128, v126)
-	VMOVUPD   lgc1<>+0(SB), Y4
-	VCMPPD    $0x04, Y4, Y2, Y4
-	VBLENDVPD Y4, Y3, Y0, Y0
+	VMOVUPD   lgc1<>+0(SB), Y7
+	VCMPPD    $0x04, Y7, Y2, Y7
+	VBLENDVPD Y7, Y3, Y0, Y0
 
 	// v130 = add(v129, v129)
 	VADDPD Y0, Y0, Y0
 
 	// v131 = neg(v130)
-	VXORPD lgc2<>+0(SB), Y0, Y0
+	VXORPD  lgc2<>+0(SB), Y0, Y0
+	VMOVUPD 1152(SP), Y2
 
 	// gradLoc = add(v100, v131)
-	VADDPD Y0, Y1, Y0
+	VADDPD Y0, Y2, Y0
 
 	// store gradLoc
 	VMOVUPD Y0, 576(SP)(SI*1)
 	INCQ    CX
 	CMPQ    CX, $+3
 	JL      inner_D_11
-	VMOVUPD 1248(SP), Y0
+	VMOVUPD 800(SP), Y0
 
 	// store kl2
 	MOVQ    kl+104(FP), CX
 	VMOVUPD Y0, (CX)(BX*8)
-	VMOVUPD 1280(SP), Y0
+	VMOVUPD 832(SP), Y0
 
 	// store gradStateValue
 	MOVQ    gradStateValue+112(FP), CX

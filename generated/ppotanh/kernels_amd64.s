@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $928-88
+TEXT ·pass0AVX2(SB), $512-88
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -132,259 +132,354 @@ blocks_1:
 	VMOVUPD    lgc1<>+0(SB), Y0
 	VMOVUPD    Y0, 192(SP)
 	VMOVUPD    Y0, 224(SP)
+	VMOVUPS    lgc2<>+0(SB), Y0
 	XORQ       DX, DX
 
 inner_D_3:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS 128(SP)(BX*1), Y0
+	VMOVUPS 128(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VSUBPS lgc3<>+0(SB), Y1, Y1
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y1, Y0, Y1
+	VDIVPS  Y0, Y1, Y1
 	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc5<>+0(SB), Y3
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y2, Y3, Y3
+	VMINPS Y1, Y2, Y1
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc6<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc3<>+0(SB), Y4, Y5
-	VMOVUPS lgc7<>+0(SB), Y6
+	VMULPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v16 = sub(1, v12)
-	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 256(SP)
+	VSUBPS Y2, Y4, Y2
 
 	// v17 = div(v14, v16)
-	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 288(SP)
-	VMOVUPS Y6, 320(SP)
-	VMOVUPS Y2, 352(SP)
-	VMOVUPS Y1, 384(SP)
-	VMOVUPS Y0, 416(SP)
-	VMOVUPS Y3, 448(SP)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS Y1, 256(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y5
-	VBLENDVPS    Y2, Y5, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
-	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y1
-	VSUBPS       Y4, Y1, Y1
-	VDIVPS       Y0, Y1, Y1
-	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
+	VADDPS       lgc7<>+0(SB), Y2, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
+	VMULPS       lgc9<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y1, Y3
+	VSUBPS       Y2, Y3, Y3
+	VDIVPS       Y1, Y3, Y3
+	VSUBPS       Y3, Y6, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y1, Y0
-	VMOVUPS 448(SP), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y3, Y1
+	VMOVUPS 256(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc2<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y5
-	VMOVUPS   (SP)(BX*1), Y6
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   (SP)(BX*1), Y2
 
 	// v24 = sub(v22, loc)
-	VSUBPS Y6, Y5, Y6
+	VSUBPS Y2, Y1, Y1
 
 	// v25 = mul(v24, v24)
-	VMULPS Y6, Y6, Y6
+	VMULPS Y1, Y1, Y1
 
 	// v26 = neg(v25)
-	VXORPS  lgc6<>+0(SB), Y6, Y6
-	VMOVUPS 64(SP)(BX*1), Y7
+	VXORPS  lgc6<>+0(SB), Y1, Y1
+	VMOVUPS 64(SP)(BX*1), Y2
 
 	// v27 = mul(scale, scale)
-	VMULPS Y7, Y7, Y8
+	VMULPS Y2, Y2, Y3
 
 	// v28 = mul(2, v27)
-	VMULPS  lgc3<>+0(SB), Y8, Y8
-	VMOVUPS Y5, 480(SP)
+	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// v29 = div(v26, v28)
-	VDIVPS  Y8, Y6, Y6
-	VMOVUPS Y5, 512(SP)
-	VMOVUPS Y2, 544(SP)
-	VMOVUPS Y3, 576(SP)
-	VMOVUPS Y0, 608(SP)
-	VMOVUPS Y1, 640(SP)
-	VMOVUPS Y4, 672(SP)
+	VDIVPS Y3, Y1, Y1
 
 	// v30 = log(scale)
-	VCMPPS       $0x11, lgc8<>+0(SB), Y7, Y0
-	VMULPS       lgc9<>+0(SB), Y7, Y1
-	VBLENDVPS    Y0, Y1, Y7, Y1
-	VPSRLD       $0x17, Y1, Y2
-	VPSUBD       lgc10<>+0(SB), Y2, Y2
-	VPAND        lgc11<>+0(SB), Y0, Y0
-	VPADDD       Y0, Y2, Y2
-	VPAND        lgc12<>+0(SB), Y1, Y0
-	VPOR         lgc7<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y1
-	VMULPS       lgc14<>+0(SB), Y0, Y3
-	VBLENDVPS    Y1, Y3, Y0, Y0
-	VPSUBD       Y1, Y2, Y2
-	VSUBPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       Y0, Y0, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  lgc24<>+0(SB), Y2, Y3
-	VFNMADD231PS lgc14<>+0(SB), Y1, Y3
-	VADDPS       Y0, Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
-	VCMPPS       $0x00, lgc2<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x11, lgc2<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y7, Y0
-	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y7, Y7, Y0
-	VBLENDVPS    Y0, Y7, Y3, Y3
+	VCMPPS       $0x11, lgc8<>+0(SB), Y2, Y3
+	VMULPS       lgc9<>+0(SB), Y2, Y4
+	VBLENDVPS    Y3, Y4, Y2, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
 	// v31 = sub(v29, v30)
-	VSUBPS Y3, Y6, Y0
+	VSUBPS Y6, Y1, Y1
 
 	// v33 = sub(v31, 0.9189385332046727)
-	VSUBPS lgc29<>+0(SB), Y0, Y0
+	VSUBPS lgc29<>+0(SB), Y1, Y1
 
 	// sum(v33) over [D]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       192(SP), Y1, Y1
-	VMOVUPD      Y1, 192(SP)
-	VADDPD       224(SP), Y0, Y0
-	VMOVUPD      Y0, 224(SP)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       192(SP), Y2, Y2
+	VMOVUPD      Y2, 192(SP)
+	VADDPD       224(SP), Y1, Y1
+	VMOVUPD      Y1, 224(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_3
 
 	// finish v34
-	VMOVUPD     192(SP), Y0
-	VMOVUPD     224(SP), Y1
-	VMOVUPS     lgc2<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc1<>+0(SB), Y1
-	VMOVUPD     Y1, 704(SP)
-	VMOVUPD     Y1, 736(SP)
-	VMOVUPS     Y0, 768(SP)
+	VMOVUPD     192(SP), Y1
+	VMOVUPD     224(SP), Y2
+	VMOVUPS     lgc3<>+0(SB), Y3
+	VCVTPD2PSY  Y1, X3
+	VCVTPD2PSY  Y2, X1
+	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPD     lgc1<>+0(SB), Y2
+	VMOVUPD     Y2, 288(SP)
+	VMOVUPD     Y2, 320(SP)
+	VMOVUPS     Y1, 352(SP)
 	XORQ        DX, DX
 
 inner_D_4:
 	XORQ    BX, BX
 	IMUL3Q  $+32, DX, SI
 	ADDQ    SI, BX
-	VMOVUPS 128(SP)(BX*1), Y0
+	VMOVUPS 128(SP)(BX*1), Y1
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VSUBPS lgc3<>+0(SB), Y1, Y1
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VDIVPS  Y0, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc5<>+0(SB), Y1
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y1, Y2, Y1
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc6<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc3<>+0(SB), Y1, Y2
-	VMOVUPS lgc7<>+0(SB), Y3
+	VMULPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v16 = sub(1, v12)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y2, Y4, Y2
 
 	// v17 = div(v14, v16)
-	VDIVPS  Y1, Y2, Y1
-	VMOVUPS Y0, 800(SP)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS Y1, 384(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y1, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
+	VADDPS       lgc7<>+0(SB), Y2, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
+	VMULPS       lgc9<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y1, Y3
+	VSUBPS       Y2, Y3, Y3
+	VDIVPS       Y1, Y3, Y3
+	VSUBPS       Y3, Y6, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
+
+	// v19 = mul(0.5, v18)
+	VMULPS  lgc14<>+0(SB), Y3, Y1
+	VMOVUPS 384(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
+
+	// v20 = lt(v11, 0)
+	VCMPPS $0x11, Y3, Y2, Y2
+	VANDPS lgc7<>+0(SB), Y2, Y2
+
+	// v21 = neg(v19)
+	VXORPS lgc6<>+0(SB), Y1, Y3
+
+	// v22 = where(v20, v21, v19)
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+
+	// v36 = mul(-2, v22)
+	VMULPS  lgc30<>+0(SB), Y1, Y2
+	VMOVUPS lgc31<>+0(SB), Y3
+
+	// v38 = gt(v36, 20)
+	VCMPPS $0x1e, Y3, Y2, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
+
+	// v39 = exp(v36)
+	VMAXPS       lgc32<>+0(SB), Y2, Y4
+	VMINPS       lgc33<>+0(SB), Y4, Y4
+	VMULPS       lgc34<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
+	VMOVAPS      lgc35<>+0(SB), Y6
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc40<>+0(SB), Y4, Y5
+	VPMINSD      lgc10<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc10<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc10<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y6, Y6
+	VMOVUPS      Y1, 416(SP)
+	VMOVUPS      Y2, 448(SP)
+	VMOVUPS      Y3, 480(SP)
+
+	// v40 = log1p(v39)
+	VADDPS       lgc7<>+0(SB), Y6, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
+	VMULPS       lgc9<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc10<>+0(SB), Y4, Y4
 	VPAND        lgc11<>+0(SB), Y2, Y2
@@ -413,175 +508,66 @@ inner_D_4:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y1, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y1, Y2
+	VSUBPS       Y6, Y2, Y2
+	VDIVPS       Y1, Y2, Y2
 	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y1, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y6, Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
-	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
-
-	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y2, Y0
-	VMOVUPS 800(SP), Y1
-	VMOVUPS lgc2<>+0(SB), Y2
-
-	// v20 = lt(v11, 0)
-	VCMPPS $0x11, Y2, Y1, Y1
-	VANDPS lgc7<>+0(SB), Y1, Y1
-
-	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y0, Y2
-
-	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc2<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
-
-	// v36 = mul(-2, v22)
-	VMULPS  lgc30<>+0(SB), Y0, Y1
-	VMOVUPS lgc31<>+0(SB), Y2
-
-	// v38 = gt(v36, 20)
-	VCMPPS $0x1e, Y2, Y1, Y2
-	VANDPS lgc7<>+0(SB), Y2, Y2
-
-	// v39 = exp(v36)
-	VMAXPS       lgc32<>+0(SB), Y1, Y3
-	VMINPS       lgc33<>+0(SB), Y3, Y3
-	VMULPS       lgc34<>+0(SB), Y3, Y4
-	VROUNDPS     $0x00, Y4, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y4, Y3
-	VFNMADD231PS lgc24<>+0(SB), Y4, Y3
-	VMOVAPS      lgc35<>+0(SB), Y5
-	VFMADD213PS  lgc36<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y3, Y5
-	VFMADD213PS  lgc14<>+0(SB), Y3, Y5
-	VMULPS       Y3, Y3, Y6
-	VFMADD213PS  Y3, Y6, Y5
-	VADDPS       lgc7<>+0(SB), Y5, Y5
-	VCVTPS2DQ    Y4, Y3
-	VPMAXSD      lgc40<>+0(SB), Y3, Y4
-	VPMINSD      lgc10<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y3, Y3
-	VPADDD       lgc10<>+0(SB), Y4, Y4
-	VPSLLD       $0x17, Y4, Y4
-	VPADDD       lgc10<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VMULPS       Y4, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VBLENDVPS    Y3, Y1, Y5, Y5
-	VMOVUPS      Y0, 832(SP)
-	VMOVUPS      Y1, 864(SP)
-	VMOVUPS      Y2, 896(SP)
-
-	// v40 = log1p(v39)
-	VADDPS       lgc7<>+0(SB), Y5, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc15<>+0(SB), Y4
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y0, Y1
-	VSUBPS       Y5, Y1, Y1
-	VDIVPS       Y0, Y1, Y1
-	VSUBPS       Y1, Y4, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, Y5, Y1, Y1
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y5, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
-	VMOVUPS      896(SP), Y0
-	VMOVUPS      864(SP), Y2
+	VMOVUPS      480(SP), Y1
+	VMOVUPS      448(SP), Y3
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc2<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y2, Y1, Y0
-	VMOVUPS   lgc41<>+0(SB), Y1
-	VMOVUPS   832(SP), Y2
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y1
+	VMOVUPS   lgc41<>+0(SB), Y2
+	VMOVUPS   416(SP), Y3
 
 	// v43 = sub(0.6931471805599453, v22)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v44 = sub(v43, v41)
-	VSUBPS Y0, Y1, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v45 = mul(2, v44)
-	VMULPS lgc3<>+0(SB), Y0, Y0
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// sum(v45) over [D]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       704(SP), Y1, Y1
-	VMOVUPD      Y1, 704(SP)
-	VADDPD       736(SP), Y0, Y0
-	VMOVUPD      Y0, 736(SP)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       288(SP), Y2, Y2
+	VMOVUPD      Y2, 288(SP)
+	VADDPD       320(SP), Y1, Y1
+	VMOVUPD      Y1, 320(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_4
 
 	// finish v46
-	VMOVUPD     704(SP), Y0
-	VMOVUPD     736(SP), Y1
-	VMOVUPS     lgc2<>+0(SB), Y2
+	VMOVUPD     288(SP), Y0
+	VMOVUPD     320(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 768(SP), Y1
+	VMOVUPS 352(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -681,7 +667,7 @@ inner_D_4:
 	VSUBPS lgc14<>+0(SB), Y2, Y2
 
 	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc2<>+0(SB), Y5
+	VMOVUPS   lgc3<>+0(SB), Y5
 	VCMPPS    $0x04, Y5, Y3, Y5
 	VBLENDVPS Y5, Y4, Y2, Y2
 
@@ -762,7 +748,7 @@ inner_D_4:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -775,7 +761,7 @@ inner_D_4:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -788,7 +774,7 @@ inner_D_4:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -801,7 +787,7 @@ inner_D_4:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -814,7 +800,7 @@ inner_D_4:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -839,7 +825,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -852,7 +838,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -865,7 +851,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -878,7 +864,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -891,7 +877,7 @@ chunkdone_2:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
@@ -914,24 +900,24 @@ DATA lgc1<>+16(SB)/8, $0x0000000000000000
 DATA lgc1<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc1<>(SB), RODATA|NOPTR, $32
 
-DATA lgc2<>+0(SB)/4, $0x00000000
-DATA lgc2<>+4(SB)/4, $0x00000000
-DATA lgc2<>+8(SB)/4, $0x00000000
-DATA lgc2<>+12(SB)/4, $0x00000000
-DATA lgc2<>+16(SB)/4, $0x00000000
-DATA lgc2<>+20(SB)/4, $0x00000000
-DATA lgc2<>+24(SB)/4, $0x00000000
-DATA lgc2<>+28(SB)/4, $0x00000000
+DATA lgc2<>+0(SB)/4, $0x40000000
+DATA lgc2<>+4(SB)/4, $0x40000000
+DATA lgc2<>+8(SB)/4, $0x40000000
+DATA lgc2<>+12(SB)/4, $0x40000000
+DATA lgc2<>+16(SB)/4, $0x40000000
+DATA lgc2<>+20(SB)/4, $0x40000000
+DATA lgc2<>+24(SB)/4, $0x40000000
+DATA lgc2<>+28(SB)/4, $0x40000000
 GLOBL lgc2<>(SB), RODATA|NOPTR, $32
 
-DATA lgc3<>+0(SB)/4, $0x40000000
-DATA lgc3<>+4(SB)/4, $0x40000000
-DATA lgc3<>+8(SB)/4, $0x40000000
-DATA lgc3<>+12(SB)/4, $0x40000000
-DATA lgc3<>+16(SB)/4, $0x40000000
-DATA lgc3<>+20(SB)/4, $0x40000000
-DATA lgc3<>+24(SB)/4, $0x40000000
-DATA lgc3<>+28(SB)/4, $0x40000000
+DATA lgc3<>+0(SB)/4, $0x00000000
+DATA lgc3<>+4(SB)/4, $0x00000000
+DATA lgc3<>+8(SB)/4, $0x00000000
+DATA lgc3<>+12(SB)/4, $0x00000000
+DATA lgc3<>+16(SB)/4, $0x00000000
+DATA lgc3<>+20(SB)/4, $0x00000000
+DATA lgc3<>+24(SB)/4, $0x00000000
+DATA lgc3<>+28(SB)/4, $0x00000000
 GLOBL lgc3<>(SB), RODATA|NOPTR, $32
 
 DATA lgc4<>+0(SB)/4, $0xbf7fffef
@@ -1397,7 +1383,7 @@ GLOBL lgc47<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, loc *float32, scale *float32, action *float32, sampleLogProb *float32, advantage *float32, state *float64, entropy *float32, valueTarget *float32, stateValue *float32, gradStateValue *float32, gradEntropy *float32, gradScale *float32, gradLoc *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $1824-120
+TEXT ·fbPass0AVX2(SB), $864-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1523,473 +1509,442 @@ blocks_6:
 	VMOVUPD    lgc1<>+0(SB), Y0
 	VMOVUPD    Y0, 320(SP)
 	VMOVUPD    Y0, 352(SP)
+	VMOVUPS    lgc2<>+0(SB), Y0
 	XORQ       DX, DX
 
 inner_D_8:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS 128(SP)(SI*1), Y0
+	VMOVUPS 128(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VSUBPS lgc3<>+0(SB), Y1, Y1
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y1, Y0, Y1
+	VDIVPS  Y0, Y1, Y1
 	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc5<>+0(SB), Y3
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y2, Y3, Y3
+	VMINPS Y1, Y2, Y1
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc6<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc3<>+0(SB), Y4, Y5
-	VMOVUPS lgc7<>+0(SB), Y6
+	VMULPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v16 = sub(1, v12)
-	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 384(SP)
+	VSUBPS Y2, Y4, Y2
 
 	// v17 = div(v14, v16)
-	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 416(SP)
-	VMOVUPS Y6, 448(SP)
-	VMOVUPS Y2, 480(SP)
-	VMOVUPS Y1, 512(SP)
-	VMOVUPS Y0, 544(SP)
-	VMOVUPS Y3, 576(SP)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS Y1, 384(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y5
-	VBLENDVPS    Y2, Y5, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
-	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y1
-	VSUBPS       Y4, Y1, Y1
-	VDIVPS       Y0, Y1, Y1
-	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
+	VADDPS       lgc7<>+0(SB), Y2, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
+	VMULPS       lgc9<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y1, Y3
+	VSUBPS       Y2, Y3, Y3
+	VDIVPS       Y1, Y3, Y3
+	VSUBPS       Y3, Y6, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y1, Y0
-	VMOVUPS 576(SP), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y3, Y1
+	VMOVUPS 384(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc2<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y5
-	VMOVUPS   (SP)(SI*1), Y6
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
+	VMOVUPS   (SP)(SI*1), Y2
 
 	// v24 = sub(v22, loc)
-	VSUBPS Y6, Y5, Y6
+	VSUBPS Y2, Y1, Y1
 
 	// v25 = mul(v24, v24)
-	VMULPS Y6, Y6, Y7
+	VMULPS Y1, Y1, Y1
 
 	// v26 = neg(v25)
-	VXORPS  lgc6<>+0(SB), Y7, Y8
-	VMOVUPS Y7, 608(SP)
-	VMOVUPS Y6, 640(SP)
-	VMOVUPS 64(SP)(SI*1), Y6
+	VXORPS  lgc6<>+0(SB), Y1, Y1
+	VMOVUPS 64(SP)(SI*1), Y2
 
 	// v27 = mul(scale, scale)
-	VMULPS Y6, Y6, Y7
+	VMULPS Y2, Y2, Y3
 
 	// v28 = mul(2, v27)
-	VMULPS  lgc3<>+0(SB), Y7, Y9
-	VMOVUPS Y7, 672(SP)
-	VMOVUPS Y5, 704(SP)
+	VMULPS lgc2<>+0(SB), Y3, Y3
 
 	// v29 = div(v26, v28)
-	VDIVPS  Y9, Y8, Y7
-	VMOVUPS Y8, 736(SP)
-	VMOVUPS Y9, 768(SP)
-	VMOVUPS Y5, 800(SP)
-	VMOVUPS Y2, 832(SP)
-	VMOVUPS Y3, 864(SP)
-	VMOVUPS Y0, 896(SP)
-	VMOVUPS Y1, 928(SP)
-	VMOVUPS Y4, 960(SP)
+	VDIVPS Y3, Y1, Y1
 
 	// v30 = log(scale)
-	VCMPPS       $0x11, lgc8<>+0(SB), Y6, Y0
-	VMULPS       lgc9<>+0(SB), Y6, Y1
-	VBLENDVPS    Y0, Y1, Y6, Y1
-	VPSRLD       $0x17, Y1, Y2
-	VPSUBD       lgc10<>+0(SB), Y2, Y2
-	VPAND        lgc11<>+0(SB), Y0, Y0
-	VPADDD       Y0, Y2, Y2
-	VPAND        lgc12<>+0(SB), Y1, Y0
-	VPOR         lgc7<>+0(SB), Y0, Y0
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y0, Y1
-	VMULPS       lgc14<>+0(SB), Y0, Y3
-	VBLENDVPS    Y1, Y3, Y0, Y0
-	VPSUBD       Y1, Y2, Y2
-	VSUBPS       lgc7<>+0(SB), Y0, Y0
-	VMULPS       Y0, Y0, Y1
-	VMOVAPS      lgc15<>+0(SB), Y3
-	VFMADD213PS  lgc16<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc17<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc18<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc19<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc20<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc21<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y0, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y0, Y3
-	VMULPS       Y0, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCVTDQ2PS    Y2, Y2
-	VFMADD231PS  lgc24<>+0(SB), Y2, Y3
-	VFNMADD231PS lgc14<>+0(SB), Y1, Y3
-	VADDPS       Y0, Y3, Y3
-	VFMADD231PS  lgc25<>+0(SB), Y2, Y3
-	VCMPPS       $0x00, lgc2<>+0(SB), Y6, Y0
-	VBLENDVPS    Y0, lgc26<>+0(SB), Y3, Y3
-	VCMPPS       $0x11, lgc2<>+0(SB), Y6, Y0
-	VBLENDVPS    Y0, lgc27<>+0(SB), Y3, Y3
-	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y0
-	VBLENDVPS    Y0, lgc28<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y6, Y6, Y0
-	VBLENDVPS    Y0, Y6, Y3, Y3
+	VCMPPS       $0x11, lgc8<>+0(SB), Y2, Y3
+	VMULPS       lgc9<>+0(SB), Y2, Y4
+	VBLENDVPS    Y3, Y4, Y2, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y6, Y6
 
 	// v31 = sub(v29, v30)
-	VSUBPS Y3, Y7, Y0
+	VSUBPS Y6, Y1, Y1
 
 	// v33 = sub(v31, 0.9189385332046727)
-	VSUBPS lgc29<>+0(SB), Y0, Y0
+	VSUBPS lgc29<>+0(SB), Y1, Y1
 
 	// sum(v33) over [D]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       320(SP), Y1, Y1
-	VMOVUPD      Y1, 320(SP)
-	VADDPD       352(SP), Y0, Y0
-	VMOVUPD      Y0, 352(SP)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       320(SP), Y2, Y2
+	VMOVUPD      Y2, 320(SP)
+	VADDPD       352(SP), Y1, Y1
+	VMOVUPD      Y1, 352(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_8
 
 	// finish v34
-	VMOVUPD     320(SP), Y0
-	VMOVUPD     352(SP), Y1
-	VMOVUPS     lgc2<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
-	VMOVUPD     lgc1<>+0(SB), Y1
-	VMOVUPD     Y1, 992(SP)
-	VMOVUPD     Y1, 1024(SP)
-	VMOVUPS     Y0, 1056(SP)
+	VMOVUPD     320(SP), Y1
+	VMOVUPD     352(SP), Y2
+	VMOVUPS     lgc3<>+0(SB), Y3
+	VCVTPD2PSY  Y1, X3
+	VCVTPD2PSY  Y2, X1
+	VINSERTF128 $0x01, X1, Y3, Y1
+	VMOVUPD     lgc1<>+0(SB), Y2
+	VMOVUPD     Y2, 416(SP)
+	VMOVUPD     Y2, 448(SP)
+	VMOVUPS     Y1, 480(SP)
 	XORQ        DX, DX
 
 inner_D_9:
 	XORQ    SI, SI
 	IMUL3Q  $+32, DX, DI
 	ADDQ    DI, SI
-	VMOVUPS 128(SP)(SI*1), Y0
+	VMOVUPS 128(SP)(SI*1), Y1
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VSUBPS lgc3<>+0(SB), Y1, Y1
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y1, Y0, Y1
+	VDIVPS  Y0, Y1, Y1
 	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y1, Y2, Y2
-	VMOVUPS lgc5<>+0(SB), Y3
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y2, Y3, Y3
+	VMINPS Y1, Y2, Y1
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y4
-	VANDNPS Y3, Y4, Y4
+	VMOVUPS lgc6<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc3<>+0(SB), Y4, Y5
-	VMOVUPS lgc7<>+0(SB), Y6
+	VMULPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v16 = sub(1, v12)
-	VSUBPS  Y4, Y6, Y6
-	VMOVUPS Y4, 1088(SP)
+	VSUBPS Y2, Y4, Y2
 
 	// v17 = div(v14, v16)
-	VDIVPS  Y6, Y5, Y4
-	VMOVUPS Y5, 1120(SP)
-	VMOVUPS Y6, 1152(SP)
-	VMOVUPS Y2, 1184(SP)
-	VMOVUPS Y1, 1216(SP)
-	VMOVUPS Y0, 1248(SP)
-	VMOVUPS Y3, 1280(SP)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS Y1, 512(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y4, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc10<>+0(SB), Y3, Y3
-	VPAND        lgc11<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc12<>+0(SB), Y2, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y2
-	VMULPS       lgc14<>+0(SB), Y1, Y5
-	VBLENDVPS    Y2, Y5, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y2, Y5, Y5
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc24<>+0(SB), Y3, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y2, Y5
-	VADDPS       Y1, Y5, Y5
-	VFMADD231PS  lgc25<>+0(SB), Y3, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y1
-	VSUBPS       Y4, Y1, Y1
-	VDIVPS       Y0, Y1, Y1
-	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y4, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y1, Y1
+	VADDPS       lgc7<>+0(SB), Y2, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
+	VMULPS       lgc9<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y1, Y3
+	VSUBPS       Y2, Y3, Y3
+	VDIVPS       Y1, Y3, Y3
+	VSUBPS       Y3, Y6, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y1, Y0
-	VMOVUPS 1280(SP), Y2
-	VMOVUPS lgc2<>+0(SB), Y3
+	VMULPS  lgc14<>+0(SB), Y3, Y1
+	VMOVUPS 512(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
 	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc7<>+0(SB), Y2, Y2
 
 	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y0, Y3
+	VXORPS lgc6<>+0(SB), Y1, Y3
 
 	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc2<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y2, Y5
-	VBLENDVPS Y5, Y3, Y0, Y5
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y1
 
 	// v36 = mul(-2, v22)
-	VMULPS  lgc30<>+0(SB), Y5, Y6
-	VMOVUPS lgc31<>+0(SB), Y7
+	VMULPS  lgc30<>+0(SB), Y1, Y2
+	VMOVUPS lgc31<>+0(SB), Y3
 
 	// v38 = gt(v36, 20)
-	VCMPPS  $0x1e, Y7, Y6, Y7
-	VANDPS  lgc7<>+0(SB), Y7, Y7
-	VMOVUPS Y5, 1312(SP)
-	VMOVUPS Y2, 1344(SP)
-	VMOVUPS Y3, 1376(SP)
-	VMOVUPS Y0, 1408(SP)
-	VMOVUPS Y1, 1440(SP)
-	VMOVUPS Y4, 1472(SP)
+	VCMPPS $0x1e, Y3, Y2, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v39 = exp(v36)
-	VMAXPS       lgc32<>+0(SB), Y6, Y0
-	VMINPS       lgc33<>+0(SB), Y0, Y0
-	VMULPS       lgc34<>+0(SB), Y0, Y1
-	VROUNDPS     $0x00, Y1, Y1
-	VFNMADD231PS lgc25<>+0(SB), Y1, Y0
-	VFNMADD231PS lgc24<>+0(SB), Y1, Y0
-	VMOVAPS      lgc35<>+0(SB), Y2
-	VFMADD213PS  lgc36<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc37<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc38<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc39<>+0(SB), Y0, Y2
-	VFMADD213PS  lgc14<>+0(SB), Y0, Y2
-	VMULPS       Y0, Y0, Y3
-	VFMADD213PS  Y0, Y3, Y2
-	VADDPS       lgc7<>+0(SB), Y2, Y2
-	VCVTPS2DQ    Y1, Y0
-	VPMAXSD      lgc40<>+0(SB), Y0, Y1
-	VPMINSD      lgc10<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y0
-	VPADDD       lgc10<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VPADDD       lgc10<>+0(SB), Y0, Y0
-	VPSLLD       $0x17, Y0, Y0
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VCMPPS       $0x03, Y6, Y6, Y0
-	VBLENDVPS    Y0, Y6, Y2, Y2
-	VMOVUPS      Y5, 1504(SP)
-	VMOVUPS      Y6, 1536(SP)
-	VMOVUPS      Y7, 1568(SP)
+	VMAXPS       lgc32<>+0(SB), Y2, Y4
+	VMINPS       lgc33<>+0(SB), Y4, Y4
+	VMULPS       lgc34<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc25<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc24<>+0(SB), Y5, Y4
+	VMOVAPS      lgc35<>+0(SB), Y6
+	VFMADD213PS  lgc36<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc37<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc38<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc39<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc14<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc7<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc40<>+0(SB), Y4, Y5
+	VPMINSD      lgc10<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc10<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc10<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y6, Y6
+	VMOVUPS      Y1, 544(SP)
+	VMOVUPS      Y2, 576(SP)
+	VMOVUPS      Y3, 608(SP)
 
 	// v40 = log1p(v39)
-	VADDPS       lgc7<>+0(SB), Y2, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y1
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y1, Y3, Y0, Y3
+	VADDPS       lgc7<>+0(SB), Y6, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y2
+	VMULPS       lgc9<>+0(SB), Y1, Y3
+	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
 	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y1
-	VPOR         lgc7<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y1, Y3
-	VMULPS       lgc14<>+0(SB), Y1, Y5
-	VBLENDVPS    Y3, Y5, Y1, Y1
+	VPAND        lgc11<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc12<>+0(SB), Y3, Y2
+	VPOR         lgc7<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
+	VMULPS       lgc14<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y3
+	VSUBPS       lgc7<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
 	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc17<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc18<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y5
-	VMULPS       Y1, Y5, Y5
+	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
 	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
-	VADDPS       Y1, Y5, Y5
+	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y1
-	VSUBPS       Y2, Y1, Y1
-	VDIVPS       Y0, Y1, Y1
-	VSUBPS       Y1, Y5, Y1
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y2, Y1, Y1
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y1, Y1
-	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y1, Y1
-	VMOVUPS      1568(SP), Y0
-	VMOVUPS      1536(SP), Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
+	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y1, Y1, Y2
+	VBLENDVPS    Y2, Y1, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y1, Y2
+	VSUBPS       Y6, Y2, Y2
+	VDIVPS       Y1, Y2, Y2
+	VSUBPS       Y2, Y5, Y2
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, Y6, Y2, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VCMPPS       $0x00, lgc28<>+0(SB), Y6, Y3
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VMOVUPS      608(SP), Y1
+	VMOVUPS      576(SP), Y3
 
 	// v41 = where(v38, v36, v40)
-	VMOVUPS   lgc2<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y2, Y1, Y0
-	VMOVUPS   lgc41<>+0(SB), Y1
-	VMOVUPS   1504(SP), Y2
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y1, Y4
+	VBLENDVPS Y4, Y3, Y2, Y1
+	VMOVUPS   lgc41<>+0(SB), Y2
+	VMOVUPS   544(SP), Y3
 
 	// v43 = sub(0.6931471805599453, v22)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v44 = sub(v43, v41)
-	VSUBPS Y0, Y1, Y0
+	VSUBPS Y1, Y2, Y1
 
 	// v45 = mul(2, v44)
-	VMULPS lgc3<>+0(SB), Y0, Y0
+	VMULPS lgc2<>+0(SB), Y1, Y1
 
 	// sum(v45) over [D]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       992(SP), Y1, Y1
-	VMOVUPD      Y1, 992(SP)
-	VADDPD       1024(SP), Y0, Y0
-	VMOVUPD      Y0, 1024(SP)
+	VCVTPS2PD    X1, Y2
+	VEXTRACTF128 $0x01, Y1, X1
+	VCVTPS2PD    X1, Y1
+	VADDPD       416(SP), Y2, Y2
+	VMOVUPD      Y2, 416(SP)
+	VADDPD       448(SP), Y1, Y1
+	VMOVUPD      Y1, 448(SP)
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_D_9
 
 	// finish v46
-	VMOVUPD     992(SP), Y0
-	VMOVUPD     1024(SP), Y1
-	VMOVUPS     lgc2<>+0(SB), Y2
+	VMOVUPD     416(SP), Y0
+	VMOVUPD     448(SP), Y1
+	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
 	VINSERTF128 $0x01, X0, Y2, Y0
 
 	// v48 = add(v46, 1.3862943611198906)
 	VADDPS  lgc42<>+0(SB), Y0, Y0
-	VMOVUPS 1056(SP), Y1
+	VMOVUPS 480(SP), Y1
 
 	// logProb = sub(v34, v48)
 	VSUBPS  Y0, Y1, Y0
@@ -2089,13 +2044,13 @@ inner_D_9:
 	VSUBPS lgc14<>+0(SB), Y2, Y7
 
 	// smoothL1 = where(v67, v69, v70)
-	VMOVUPS   lgc2<>+0(SB), Y8
+	VMOVUPS   lgc3<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y3, Y8
 	VBLENDVPS Y8, Y6, Y7, Y6
 
 	// v72 = mul(1, smoothL1)
 	VMULPS  lgc7<>+0(SB), Y6, Y6
-	VMOVUPS Y5, 1600(SP)
+	VMOVUPS Y5, 640(SP)
 
 	// mean(v72) over [B]
 	VADDPS  1536(DX), Y6, Y5
@@ -2159,15 +2114,15 @@ inner_D_9:
 	VMOVUPD      Y5, 2464(DX)
 	VMOVUPD      Y0, 2656(DX)
 	VMOVUPS      lgc48<>+0(SB), Y0
-	VMOVUPS      lgc2<>+0(SB), Y5
+	VMOVUPS      lgc3<>+0(SB), Y5
 
 	// v81 = where(v67, 0.001953125, 0)
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y0, Y5, Y6
 
 	// v82 = where(v67, 0, 0.001953125)
-	VMOVUPS   lgc2<>+0(SB), Y7
+	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y5, Y0, Y0
 
@@ -2179,7 +2134,7 @@ inner_D_9:
 	VMULPS Y2, Y6, Y2
 
 	// v85 = where(v83, v84, v81)
-	VMOVUPS   lgc2<>+0(SB), Y7
+	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y2, Y6, Y2
 
@@ -2187,7 +2142,7 @@ inner_D_9:
 	VMULPS Y4, Y6, Y4
 
 	// v87 = where(v83, v86, v81)
-	VMOVUPS   lgc2<>+0(SB), Y7
+	VMOVUPS   lgc3<>+0(SB), Y7
 	VCMPPS    $0x04, Y7, Y3, Y7
 	VBLENDVPS Y7, Y4, Y6, Y3
 
@@ -2209,17 +2164,17 @@ inner_D_9:
 	VANDPS lgc7<>+0(SB), Y3, Y3
 
 	// v94 = mul(diff, 0)
-	VMULPS  lgc2<>+0(SB), Y1, Y1
+	VMULPS  lgc3<>+0(SB), Y1, Y1
 	VMOVUPS lgc49<>+0(SB), Y4
 
 	// v95 = where(v92, -1, v94)
-	VMOVUPS   lgc2<>+0(SB), Y6
+	VMOVUPS   lgc3<>+0(SB), Y6
 	VCMPPS    $0x04, Y6, Y3, Y6
 	VBLENDVPS Y6, Y4, Y1, Y1
 	VMOVUPS   lgc7<>+0(SB), Y3
 
 	// v96 = where(v91, 1, v95)
-	VMOVUPS   lgc2<>+0(SB), Y4
+	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
@@ -2231,7 +2186,7 @@ inner_D_9:
 	VMULPS Y1, Y0, Y1
 
 	// v99 = where(v97, v98, v90)
-	VMOVUPS   lgc2<>+0(SB), Y3
+	VMOVUPS   lgc3<>+0(SB), Y3
 	VCMPPS    $0x04, Y3, Y2, Y3
 	VBLENDVPS Y3, Y1, Y0, Y0
 
@@ -2246,13 +2201,13 @@ inner_D_9:
 	// v104 = ne(v103, 0)
 	VCMPPS  $0x04, Y5, Y1, Y2
 	VANDPS  lgc7<>+0(SB), Y2, Y2
-	VMOVUPS 1600(SP), Y3
+	VMOVUPS 640(SP), Y3
 
 	// v105 = mul(v103, v52)
 	VMULPS Y3, Y1, Y3
 
 	// v106 = where(v104, v105, v103)
-	VMOVUPS   lgc2<>+0(SB), Y4
+	VMOVUPS   lgc3<>+0(SB), Y4
 	VCMPPS    $0x04, Y4, Y2, Y4
 	VBLENDVPS Y4, Y3, Y1, Y1
 
@@ -2266,207 +2221,207 @@ inner_D_9:
 	// v113 = ne(v107, 0)
 	VCMPPS  $0x04, Y5, Y2, Y4
 	VANDPS  lgc7<>+0(SB), Y4, Y4
-	VMOVUPS Y0, 1632(SP)
-	VMOVUPS Y1, 1664(SP)
-	VMOVUPS Y2, 1696(SP)
-	VMOVUPS Y3, 1728(SP)
-	VMOVUPS Y4, 1760(SP)
+	VMOVUPS Y0, 672(SP)
+	VMOVUPS Y1, 704(SP)
+	VMOVUPS Y2, 736(SP)
+	VMOVUPS Y3, 768(SP)
+	VMOVUPS Y4, 800(SP)
+	VMOVUPS lgc2<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_D_10:
 	XORQ    DI, DI
 	IMUL3Q  $+32, DX, R8
 	ADDQ    R8, DI
-	VMOVUPS 128(SP)(DI*1), Y0
+	VMOVUPS 128(SP)(DI*1), Y1
 
 	// v5 = sub(action, 0)
-	VSUBPS  lgc2<>+0(SB), Y0, Y0
-	VMOVUPS lgc3<>+0(SB), Y1
+	VSUBPS lgc3<>+0(SB), Y1, Y1
 
 	// v7 = div(v5, 2)
-	VDIVPS  Y1, Y0, Y0
-	VMOVUPS lgc4<>+0(SB), Y1
+	VDIVPS  Y0, Y1, Y1
+	VMOVUPS lgc4<>+0(SB), Y2
 
 	// v10 = max(v7, -0.999999) tie=first
-	VMAXPS  Y0, Y1, Y0
-	VMOVUPS lgc5<>+0(SB), Y1
+	VMAXPS  Y1, Y2, Y1
+	VMOVUPS lgc5<>+0(SB), Y2
 
 	// v11 = min(v10, 0.999999) tie=first
-	VMINPS Y0, Y1, Y0
+	VMINPS Y1, Y2, Y1
 
 	// v12 = abs(v11)
-	VMOVUPS lgc6<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
+	VMOVUPS lgc6<>+0(SB), Y2
+	VANDNPS Y1, Y2, Y2
 
 	// v14 = mul(2, v12)
-	VMULPS  lgc3<>+0(SB), Y1, Y2
-	VMOVUPS lgc7<>+0(SB), Y3
+	VMULPS  lgc2<>+0(SB), Y2, Y3
+	VMOVUPS lgc7<>+0(SB), Y4
 
 	// v16 = sub(1, v12)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y2, Y4, Y2
 
 	// v17 = div(v14, v16)
-	VDIVPS  Y1, Y2, Y1
-	VMOVUPS Y0, 1792(SP)
+	VDIVPS  Y2, Y3, Y2
+	VMOVUPS Y1, 832(SP)
 
 	// v18 = log1p(v17)
-	VADDPS       lgc7<>+0(SB), Y1, Y0
-	VCMPPS       $0x11, lgc8<>+0(SB), Y0, Y2
-	VMULPS       lgc9<>+0(SB), Y0, Y3
-	VBLENDVPS    Y2, Y3, Y0, Y3
-	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc10<>+0(SB), Y4, Y4
-	VPAND        lgc11<>+0(SB), Y2, Y2
-	VPADDD       Y2, Y4, Y4
-	VPAND        lgc12<>+0(SB), Y3, Y2
-	VPOR         lgc7<>+0(SB), Y2, Y2
-	VCMPPS       $0x1e, lgc13<>+0(SB), Y2, Y3
-	VMULPS       lgc14<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
-	VPSUBD       Y3, Y4, Y4
-	VSUBPS       lgc7<>+0(SB), Y2, Y2
-	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc15<>+0(SB), Y5
-	VFMADD213PS  lgc16<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc17<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc18<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc19<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc20<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
-	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc24<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
-	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y2
-	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y0, Y0, Y2
-	VBLENDVPS    Y2, Y0, Y5, Y5
-	VSUBPS       lgc7<>+0(SB), Y0, Y2
-	VSUBPS       Y1, Y2, Y2
-	VDIVPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y5, Y2
-	VCMPPS       $0x00, lgc7<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, Y1, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y3
-	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
+	VADDPS       lgc7<>+0(SB), Y2, Y1
+	VCMPPS       $0x11, lgc8<>+0(SB), Y1, Y3
+	VMULPS       lgc9<>+0(SB), Y1, Y4
+	VBLENDVPS    Y3, Y4, Y1, Y4
+	VPSRLD       $0x17, Y4, Y5
+	VPSUBD       lgc10<>+0(SB), Y5, Y5
+	VPAND        lgc11<>+0(SB), Y3, Y3
+	VPADDD       Y3, Y5, Y5
+	VPAND        lgc12<>+0(SB), Y4, Y3
+	VPOR         lgc7<>+0(SB), Y3, Y3
+	VCMPPS       $0x1e, lgc13<>+0(SB), Y3, Y4
+	VMULPS       lgc14<>+0(SB), Y3, Y6
+	VBLENDVPS    Y4, Y6, Y3, Y3
+	VPSUBD       Y4, Y5, Y5
+	VSUBPS       lgc7<>+0(SB), Y3, Y3
+	VMULPS       Y3, Y3, Y4
+	VMOVAPS      lgc15<>+0(SB), Y6
+	VFMADD213PS  lgc16<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc17<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc18<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc19<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc20<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc21<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y6
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y6
+	VMULPS       Y3, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  lgc24<>+0(SB), Y5, Y6
+	VFNMADD231PS lgc14<>+0(SB), Y4, Y6
+	VADDPS       Y3, Y6, Y6
+	VFMADD231PS  lgc25<>+0(SB), Y5, Y6
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc26<>+0(SB), Y6, Y6
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y3
+	VBLENDVPS    Y3, lgc27<>+0(SB), Y6, Y6
 	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y3
-	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2
+	VBLENDVPS    Y3, lgc28<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y1, Y1, Y3
+	VBLENDVPS    Y3, Y1, Y6, Y6
+	VSUBPS       lgc7<>+0(SB), Y1, Y3
+	VSUBPS       Y2, Y3, Y3
+	VDIVPS       Y1, Y3, Y3
+	VSUBPS       Y3, Y6, Y3
+	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, Y2, Y3, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y4
+	VBLENDVPS    Y4, lgc26<>+0(SB), Y3, Y3
+	VCMPPS       $0x00, lgc28<>+0(SB), Y2, Y4
+	VBLENDVPS    Y4, lgc28<>+0(SB), Y3, Y3
 
 	// v19 = mul(0.5, v18)
-	VMULPS  lgc14<>+0(SB), Y2, Y0
-	VMOVUPS 1792(SP), Y1
-	VMOVUPS lgc2<>+0(SB), Y2
+	VMULPS  lgc14<>+0(SB), Y3, Y1
+	VMOVUPS 832(SP), Y2
+	VMOVUPS lgc3<>+0(SB), Y3
 
 	// v20 = lt(v11, 0)
-	VCMPPS $0x11, Y2, Y1, Y1
-	VANDPS lgc7<>+0(SB), Y1, Y1
-
-	// v21 = neg(v19)
-	VXORPS lgc6<>+0(SB), Y0, Y3
-
-	// v22 = where(v20, v21, v19)
-	VMOVUPS   lgc2<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y3, Y0, Y0
-	VMOVUPS   (SP)(DI*1), Y1
-
-	// v24 = sub(v22, loc)
-	VSUBPS Y1, Y0, Y0
-
-	// v25 = mul(v24, v24)
-	VMULPS Y0, Y0, Y1
-
-	// v26 = neg(v25)
-	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VMOVUPS 64(SP)(DI*1), Y3
-
-	// v27 = mul(scale, scale)
-	VMULPS Y3, Y3, Y4
-
-	// v28 = mul(2, v27)
-	VMULPS lgc3<>+0(SB), Y4, Y4
-
-	// v29 = div(v26, v28)
-	VDIVPS  Y4, Y1, Y1
-	VMOVUPS 1696(SP), Y5
-
-	// v108 = div(v107, scale)
-	VDIVPS  Y3, Y5, Y6
-	VMOVUPS 1664(SP), Y7
-
-	// v110 = div(v106, v28)
-	VDIVPS  Y4, Y7, Y8
-	VMOVUPS 1728(SP), Y9
-
-	// v111 = where(v109, v110, v106)
-	VMOVUPS   lgc2<>+0(SB), Y10
-	VCMPPS    $0x04, Y10, Y9, Y10
-	VBLENDVPS Y10, Y8, Y7, Y7
-
-	// v112 = div(v29, v28)
-	VDIVPS Y4, Y1, Y1
-
-	// v114 = mul(v107, v112)
-	VMULPS  Y1, Y5, Y1
-	VMOVUPS 1760(SP), Y4
-
-	// v115 = where(v113, v114, v107)
-	VMOVUPS   lgc2<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y1, Y5, Y1
-
-	// v116 = mul(v115, 2)
-	VMULPS lgc3<>+0(SB), Y1, Y1
-
-	// v117 = mul(v116, scale)
-	VMULPS Y3, Y1, Y1
-
-	// v118 = add(v108, v117)
-	VADDPS Y1, Y6, Y3
-
-	// gradScale = add(v118, v117)
-	VADDPS Y1, Y3, Y1
-
-	// store gradScale
-	VMOVUPS Y1, 192(SP)(DI*1)
-
-	// v120 = neg(v111)
-	VXORPS lgc6<>+0(SB), Y7, Y1
-
-	// v121 = ne(v120, 0)
-	VCMPPS $0x04, Y2, Y1, Y2
+	VCMPPS $0x11, Y3, Y2, Y2
 	VANDPS lgc7<>+0(SB), Y2, Y2
 
+	// v21 = neg(v19)
+	VXORPS lgc6<>+0(SB), Y1, Y4
+
+	// v22 = where(v20, v21, v19)
+	VMOVUPS   lgc3<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y2, Y5
+	VBLENDVPS Y5, Y4, Y1, Y1
+	VMOVUPS   (SP)(DI*1), Y2
+
+	// v24 = sub(v22, loc)
+	VSUBPS Y2, Y1, Y1
+
+	// v25 = mul(v24, v24)
+	VMULPS Y1, Y1, Y2
+
+	// v26 = neg(v25)
+	VXORPS  lgc6<>+0(SB), Y2, Y2
+	VMOVUPS 64(SP)(DI*1), Y4
+
+	// v27 = mul(scale, scale)
+	VMULPS Y4, Y4, Y5
+
+	// v28 = mul(2, v27)
+	VMULPS lgc2<>+0(SB), Y5, Y5
+
+	// v29 = div(v26, v28)
+	VDIVPS  Y5, Y2, Y2
+	VMOVUPS 736(SP), Y6
+
+	// v108 = div(v107, scale)
+	VDIVPS  Y4, Y6, Y7
+	VMOVUPS 704(SP), Y8
+
+	// v110 = div(v106, v28)
+	VDIVPS  Y5, Y8, Y9
+	VMOVUPS 768(SP), Y10
+
+	// v111 = where(v109, v110, v106)
+	VMOVUPS   lgc3<>+0(SB), Y11
+	VCMPPS    $0x04, Y11, Y10, Y11
+	VBLENDVPS Y11, Y9, Y8, Y8
+
+	// v112 = div(v29, v28)
+	VDIVPS Y5, Y2, Y2
+
+	// v114 = mul(v107, v112)
+	VMULPS  Y2, Y6, Y2
+	VMOVUPS 800(SP), Y5
+
+	// v115 = where(v113, v114, v107)
+	VMOVUPS   lgc3<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y5, Y9
+	VBLENDVPS Y9, Y2, Y6, Y2
+
+	// v116 = mul(v115, 2)
+	VMULPS lgc2<>+0(SB), Y2, Y2
+
+	// v117 = mul(v116, scale)
+	VMULPS Y4, Y2, Y2
+
+	// v118 = add(v108, v117)
+	VADDPS Y2, Y7, Y4
+
+	// gradScale = add(v118, v117)
+	VADDPS Y2, Y4, Y2
+
+	// store gradScale
+	VMOVUPS Y2, 192(SP)(DI*1)
+
+	// v120 = neg(v111)
+	VXORPS lgc6<>+0(SB), Y8, Y2
+
+	// v121 = ne(v120, 0)
+	VCMPPS $0x04, Y3, Y2, Y3
+	VANDPS lgc7<>+0(SB), Y3, Y3
+
 	// v122 = mul(v120, v24)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y1, Y2, Y1
 
 	// v123 = where(v121, v122, v120)
-	VMOVUPS   lgc2<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y3, Y4
+	VBLENDVPS Y4, Y1, Y2, Y1
 
 	// v124 = add(v123, v123)
-	VADDPS Y0, Y0, Y0
+	VADDPS Y1, Y1, Y1
 
 	// gradLoc = neg(v124)
-	VXORPS lgc6<>+0(SB), Y0, Y0
+	VXORPS lgc6<>+0(SB), Y1, Y1
 
 	// store gradLoc
-	VMOVUPS Y0, 256(SP)(DI*1)
+	VMOVUPS Y1, 256(SP)(DI*1)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_D_10
 	VMOVUPS lgc51<>+0(SB), Y0
-	VMOVUPS 1632(SP), Y1
+	VMOVUPS 672(SP), Y1
 
 	// store gradStateValue
 	MOVQ    gradStateValue+88(FP), DX
@@ -2480,12 +2435,12 @@ inner_D_10:
 	MOVQ       gradScale+104(FP), DX
 	VMOVUPS    192(SP), Y0
 	VMOVUPS    224(SP), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
-	VMOVUPS    lgc2<>+0(SB), Y3
-	VMOVUPS    lgc2<>+0(SB), Y4
-	VMOVUPS    lgc2<>+0(SB), Y5
-	VMOVUPS    lgc2<>+0(SB), Y6
-	VMOVUPS    lgc2<>+0(SB), Y7
+	VMOVUPS    lgc3<>+0(SB), Y2
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VMOVUPS    lgc3<>+0(SB), Y4
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y6
+	VMOVUPS    lgc3<>+0(SB), Y7
 	VMOVUPS    lgc0<>+0(SB), Y8
 	VUNPCKLPS  Y1, Y0, Y9
 	VUNPCKHPS  Y1, Y0, Y0
@@ -2524,12 +2479,12 @@ inner_D_10:
 	MOVQ         gradLoc+112(FP), DX
 	VMOVUPS      256(SP), Y0
 	VMOVUPS      288(SP), Y1
-	VMOVUPS      lgc2<>+0(SB), Y2
-	VMOVUPS      lgc2<>+0(SB), Y3
-	VMOVUPS      lgc2<>+0(SB), Y4
-	VMOVUPS      lgc2<>+0(SB), Y5
-	VMOVUPS      lgc2<>+0(SB), Y6
-	VMOVUPS      lgc2<>+0(SB), Y7
+	VMOVUPS      lgc3<>+0(SB), Y2
+	VMOVUPS      lgc3<>+0(SB), Y3
+	VMOVUPS      lgc3<>+0(SB), Y4
+	VMOVUPS      lgc3<>+0(SB), Y5
+	VMOVUPS      lgc3<>+0(SB), Y6
+	VMOVUPS      lgc3<>+0(SB), Y7
 	VMOVUPS      lgc0<>+0(SB), Y8
 	VUNPCKLPS    Y1, Y0, Y9
 	VUNPCKHPS    Y1, Y0, Y0
@@ -2576,7 +2531,7 @@ inner_D_10:
 	VMOVUPD      Y2, 64(CX)
 	VADDPD       96(CX), Y0, Y0
 	VMOVUPD      Y0, 96(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(CX)
 	VMOVUPS      576(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2589,7 +2544,7 @@ inner_D_10:
 	VMOVUPD      Y2, 384(CX)
 	VADDPD       416(CX), Y0, Y0
 	VMOVUPD      Y0, 416(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(CX)
 	VMOVUPS      896(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2602,7 +2557,7 @@ inner_D_10:
 	VMOVUPD      Y2, 704(CX)
 	VADDPD       736(CX), Y0, Y0
 	VMOVUPD      Y0, 736(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(CX)
 	VMOVUPS      1216(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2615,7 +2570,7 @@ inner_D_10:
 	VMOVUPD      Y2, 1024(CX)
 	VADDPD       1056(CX), Y0, Y0
 	VMOVUPD      Y0, 1056(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(CX)
 	VMOVUPS      1536(CX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2628,7 +2583,7 @@ inner_D_10:
 	VMOVUPD      Y2, 1344(CX)
 	VADDPD       1376(CX), Y0, Y0
 	VMOVUPD      Y0, 1376(CX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(CX)
 	VANDPS       2816(CX), Y1, Y1
 	VMOVUPS      Y1, 2816(CX)
@@ -2653,7 +2608,7 @@ chunkdone_7:
 	VMOVUPD      Y2, 64(AX)
 	VADDPD       96(AX), Y0, Y0
 	VMOVUPD      Y0, 96(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 256(AX)
 	VMOVUPS      576(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2666,7 +2621,7 @@ chunkdone_7:
 	VMOVUPD      Y2, 384(AX)
 	VADDPD       416(AX), Y0, Y0
 	VMOVUPD      Y0, 416(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 576(AX)
 	VMOVUPS      896(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2679,7 +2634,7 @@ chunkdone_7:
 	VMOVUPD      Y2, 704(AX)
 	VADDPD       736(AX), Y0, Y0
 	VMOVUPD      Y0, 736(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 896(AX)
 	VMOVUPS      1216(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2692,7 +2647,7 @@ chunkdone_7:
 	VMOVUPD      Y2, 1024(AX)
 	VADDPD       1056(AX), Y0, Y0
 	VMOVUPD      Y0, 1056(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1216(AX)
 	VMOVUPS      1536(AX), Y0
 	VANDPS       lgc45<>+0(SB), Y0, Y2
@@ -2705,7 +2660,7 @@ chunkdone_7:
 	VMOVUPD      Y2, 1344(AX)
 	VADDPD       1376(AX), Y0, Y0
 	VMOVUPD      Y0, 1376(AX)
-	VMOVUPS      lgc2<>+0(SB), Y0
+	VMOVUPS      lgc3<>+0(SB), Y0
 	VMOVUPS      Y0, 1536(AX)
 	VANDPS       2816(AX), Y1, Y1
 	VMOVUPS      Y1, 2816(AX)
@@ -2867,9 +2822,9 @@ bulk_14:
 	VFNMADD231PS lgc14<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
 	VFMADD231PS  lgc25<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x00, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc26<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc2<>+0(SB), Y0, Y1
+	VCMPPS       $0x11, lgc3<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc27<>+0(SB), Y4, Y4
 	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc28<>+0(SB), Y4, Y4
@@ -2927,9 +2882,9 @@ bulk_16:
 	VFNMADD231PS lgc14<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
 	VFMADD231PS  lgc25<>+0(SB), Y4, Y5
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc26<>+0(SB), Y5, Y5
-	VCMPPS       $0x11, lgc2<>+0(SB), Y1, Y2
+	VCMPPS       $0x11, lgc3<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc27<>+0(SB), Y5, Y5
 	VCMPPS       $0x00, lgc28<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc28<>+0(SB), Y5, Y5
@@ -2941,7 +2896,7 @@ bulk_16:
 	VSUBPS       Y2, Y5, Y2
 	VCMPPS       $0x00, lgc7<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, Y0, Y2, Y2
-	VCMPPS       $0x00, lgc2<>+0(SB), Y1, Y3
+	VCMPPS       $0x00, lgc3<>+0(SB), Y1, Y3
 	VBLENDVPS    Y3, lgc26<>+0(SB), Y2, Y2
 	VCMPPS       $0x00, lgc28<>+0(SB), Y0, Y3
 	VBLENDVPS    Y3, lgc28<>+0(SB), Y2, Y2

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, actionValue *float32, actionMask *bool, chosenActionValue *float32, outActionValue *float32, action *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $880-56
+TEXT ·pass0AVX2(SB), $688-56
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
 	JGE  chunkdone_2
@@ -57,7 +57,7 @@ blocks_1:
 	VMOVUPS    Y3, 128(SP)
 	VMOVUPS    Y2, 160(SP)
 	VMOVUPS    lgc1<>+0(SB), Y0
-	VMOVUPS    Y0, 576(SP)
+	VMOVUPS    lgc2<>+0(SB), Y1
 	XORQ       CX, CX
 
 inner_A_3:
@@ -67,53 +67,48 @@ inner_A_3:
 	ADDQ      DI, SI
 	MOVQ      CX, DI
 	ADDQ      DI, SI
-	MOVQ      $+0, 640(SP)
+	MOVQ      $+0, 576(SP)
 	MOVB      (BX)(SI*1), DI
-	MOVB      DI, 640(SP)
+	MOVB      DI, 576(SP)
 	MOVB      6(BX)(SI*1), DI
-	MOVB      DI, 641(SP)
+	MOVB      DI, 577(SP)
 	MOVB      12(BX)(SI*1), DI
-	MOVB      DI, 642(SP)
+	MOVB      DI, 578(SP)
 	MOVB      18(BX)(SI*1), DI
-	MOVB      DI, 643(SP)
+	MOVB      DI, 579(SP)
 	MOVB      24(BX)(SI*1), DI
-	MOVB      DI, 644(SP)
+	MOVB      DI, 580(SP)
 	MOVB      30(BX)(SI*1), DI
-	MOVB      DI, 645(SP)
+	MOVB      DI, 581(SP)
 	MOVB      36(BX)(SI*1), DI
-	MOVB      DI, 646(SP)
+	MOVB      DI, 582(SP)
 	MOVB      42(BX)(SI*1), DI
-	MOVB      DI, 647(SP)
-	VPMOVZXBD 640(SP), Y0
-	VCVTDQ2PS Y0, Y0
+	MOVB      DI, 583(SP)
+	VPMOVZXBD 576(SP), Y2
+	VCVTDQ2PS Y2, Y2
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y1
-	VMOVUPS   lgc2<>+0(SB), Y2
+	VMOVUPS   (SP)(BX*1), Y3
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y2
 
 	// reduce_max(actionValue2) over [A]
-	VMOVUPS 576(SP), Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc4<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 576(SP)
-	INCQ    CX
-	CMPQ    CX, $+6
-	JL      inner_A_3
+	VXORPS lgc4<>+0(SB), Y0, Y0
+	VXORPS lgc4<>+0(SB), Y2, Y2
+	VMINPS Y0, Y2, Y3
+	VMINPS Y2, Y0, Y0
+	VORPS  Y3, Y0, Y0
+	VXORPS lgc4<>+0(SB), Y0, Y0
+	INCQ   CX
+	CMPQ   CX, $+6
+	JL     inner_A_3
 
 	// finish v4
-	VMOVUPS 576(SP), Y0
-	VMOVUPS Y0, 648(SP)
-	XORQ    CX, CX
+	XORQ CX, CX
 
 inner_A_4:
 	MOVQ      actionMask+24(FP), BX
@@ -122,52 +117,49 @@ inner_A_4:
 	ADDQ      DI, SI
 	MOVQ      CX, DI
 	ADDQ      DI, SI
-	MOVQ      $+0, 680(SP)
+	MOVQ      $+0, 584(SP)
 	MOVB      (BX)(SI*1), DI
-	MOVB      DI, 680(SP)
+	MOVB      DI, 584(SP)
 	MOVB      6(BX)(SI*1), DI
-	MOVB      DI, 681(SP)
+	MOVB      DI, 585(SP)
 	MOVB      12(BX)(SI*1), DI
-	MOVB      DI, 682(SP)
+	MOVB      DI, 586(SP)
 	MOVB      18(BX)(SI*1), DI
-	MOVB      DI, 683(SP)
+	MOVB      DI, 587(SP)
 	MOVB      24(BX)(SI*1), DI
-	MOVB      DI, 684(SP)
+	MOVB      DI, 588(SP)
 	MOVB      30(BX)(SI*1), DI
-	MOVB      DI, 685(SP)
+	MOVB      DI, 589(SP)
 	MOVB      36(BX)(SI*1), DI
-	MOVB      DI, 686(SP)
+	MOVB      DI, 590(SP)
 	MOVB      42(BX)(SI*1), DI
-	MOVB      DI, 687(SP)
-	VPMOVZXBD 680(SP), Y0
-	VCVTDQ2PS Y0, Y0
+	MOVB      DI, 591(SP)
+	VPMOVZXBD 584(SP), Y2
+	VCVTDQ2PS Y2, Y2
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y1
-	VMOVUPS   lgc2<>+0(SB), Y2
+	VMOVUPS   (SP)(BX*1), Y3
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y2
 
 	// store actionValue2
-	VMOVUPS Y0, 192(SP)(BX*1)
-	VMOVUPS 648(SP), Y1
+	VMOVUPS Y2, 192(SP)(BX*1)
 
 	// action = eq(actionValue2, v4)
-	VCMPPS $0x00, Y1, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VCMPPS $0x00, Y0, Y2, Y2
+	VANDPS lgc5<>+0(SB), Y2, Y2
 
 	// store action
-	VMOVUPS Y0, 384(SP)(BX*1)
+	VMOVUPS Y2, 384(SP)(BX*1)
 	INCQ    CX
 	CMPQ    CX, $+6
 	JL      inner_A_4
-	VMOVUPD lgc6<>+0(SB), Y0
-	VMOVUPD Y0, 688(SP)
-	VMOVUPD Y0, 720(SP)
+	VMOVUPD lgc6<>+0(SB), Y2
+	VMOVUPD lgc6<>+0(SB), Y3
 	XORQ    CX, CX
 
 inner_A_5:
@@ -177,59 +169,55 @@ inner_A_5:
 	ADDQ      DI, SI
 	MOVQ      CX, DI
 	ADDQ      DI, SI
-	MOVQ      $+0, 752(SP)
+	MOVQ      $+0, 592(SP)
 	MOVB      (BX)(SI*1), DI
-	MOVB      DI, 752(SP)
+	MOVB      DI, 592(SP)
 	MOVB      6(BX)(SI*1), DI
-	MOVB      DI, 753(SP)
+	MOVB      DI, 593(SP)
 	MOVB      12(BX)(SI*1), DI
-	MOVB      DI, 754(SP)
+	MOVB      DI, 594(SP)
 	MOVB      18(BX)(SI*1), DI
-	MOVB      DI, 755(SP)
+	MOVB      DI, 595(SP)
 	MOVB      24(BX)(SI*1), DI
-	MOVB      DI, 756(SP)
+	MOVB      DI, 596(SP)
 	MOVB      30(BX)(SI*1), DI
-	MOVB      DI, 757(SP)
+	MOVB      DI, 597(SP)
 	MOVB      36(BX)(SI*1), DI
-	MOVB      DI, 758(SP)
+	MOVB      DI, 598(SP)
 	MOVB      42(BX)(SI*1), DI
-	MOVB      DI, 759(SP)
-	VPMOVZXBD 752(SP), Y0
-	VCVTDQ2PS Y0, Y0
+	MOVB      DI, 599(SP)
+	VPMOVZXBD 592(SP), Y4
+	VCVTDQ2PS Y4, Y4
 	XORQ      BX, BX
 	IMUL3Q    $+32, CX, SI
 	ADDQ      SI, BX
-	VMOVUPS   (SP)(BX*1), Y1
-	VMOVUPS   lgc2<>+0(SB), Y2
+	VMOVUPS   (SP)(BX*1), Y5
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-	VMOVUPS   648(SP), Y1
+	VMOVUPS   lgc3<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y1, Y4
 
 	// action = eq(actionValue2, v4)
-	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc5<>+0(SB), Y1, Y1
+	VCMPPS $0x00, Y0, Y4, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
 	// v6 = mul(actionValue2, action)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y5, Y4, Y4
 
 	// sum(v6) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       688(SP), Y1, Y1
-	VMOVUPD      Y1, 688(SP)
-	VADDPD       720(SP), Y0, Y0
-	VMOVUPD      Y0, 720(SP)
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y2, Y5, Y2
+	VADDPD       Y3, Y4, Y3
 	INCQ         CX
 	CMPQ         CX, $+6
 	JL           inner_A_5
 
 	// finish chosenActionValue
-	VMOVUPD     688(SP), Y0
-	VMOVUPD     720(SP), Y1
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -338,7 +326,7 @@ chunkdone_2:
 	CMPQ    hi+8(FP), $+257
 	JNE     notail_6
 	VMOVUPS lgc1<>+0(SB), Y0
-	VMOVUPS Y0, 576(SP)
+	VMOVUPS lgc2<>+0(SB), Y1
 	XORQ    AX, AX
 
 inner_A_7:
@@ -347,47 +335,43 @@ inner_A_7:
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 760(SP)
+	MOVQ       $+0, 600(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 760(SP)
-	VPMOVZXBD  760(SP), Y0
-	VCVTDQ2PS  Y0, Y0
+	MOVB       CL, 600(SP)
+	VPMOVZXBD  600(SP), Y2
+	VCVTDQ2PS  Y2, Y2
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc7<>+0(SB), Y2
-	VMOVUPS    lgc8<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y4
+	VMOVUPS    lgc8<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VGATHERDPS Y5, (CX)(Y4*4), Y3
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y2
 
 	// reduce_max(actionValue2) over [A]
-	VMOVUPS      lgc8<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VMOVUPS      576(SP), Y2
+	VMOVUPS      lgc8<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VMOVUPS      Y0, Y4
+	VXORPS       lgc4<>+0(SB), Y4, Y4
 	VXORPS       lgc4<>+0(SB), Y2, Y2
-	VXORPS       lgc4<>+0(SB), Y0, Y0
-	VMINPS       Y2, Y0, Y3
-	VMINPS       Y0, Y2, Y2
-	VORPS        Y3, Y2, Y2
-	VXORPS       lgc4<>+0(SB), Y2, Y2
-	VMOVUPS      576(SP), Y0
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VMOVUPS      Y2, 576(SP)
+	VMINPS       Y4, Y2, Y5
+	VMINPS       Y2, Y4, Y4
+	VORPS        Y5, Y4, Y4
+	VXORPS       lgc4<>+0(SB), Y4, Y4
+	VBLENDVPS    Y3, Y4, Y0, Y4
+	VMOVUPS      Y4, Y0
 	INCQ         AX
 	CMPQ         AX, $+6
 	JL           inner_A_7
 
 	// finish v4
-	VMOVUPS 576(SP), Y0
-	VMOVUPS Y0, 768(SP)
-	XORQ    AX, AX
+	XORQ AX, AX
 
 inner_A_8:
 	MOVQ       actionMask+24(FP), CX
@@ -395,46 +379,43 @@ inner_A_8:
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 800(SP)
+	MOVQ       $+0, 608(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 800(SP)
-	VPMOVZXBD  800(SP), Y0
-	VCVTDQ2PS  Y0, Y0
+	MOVB       CL, 608(SP)
+	VPMOVZXBD  608(SP), Y2
+	VCVTDQ2PS  Y2, Y2
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc7<>+0(SB), Y2
-	VMOVUPS    lgc8<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y4
+	VMOVUPS    lgc8<>+0(SB), Y5
+	VMOVUPS    lgc3<>+0(SB), Y3
+	VGATHERDPS Y5, (CX)(Y4*4), Y3
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
+	VMOVUPS   lgc3<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y2, Y4
+	VBLENDVPS Y4, Y3, Y1, Y2
 
 	// store actionValue2
 	MOVQ    outActionValue+40(FP), CX
-	VMOVUPS Y0, 808(SP)
-	MOVL    808(SP), BX
+	VMOVUPS Y2, 616(SP)
+	MOVL    616(SP), BX
 	MOVL    BX, (CX)(DX*4)
-	VMOVUPS 768(SP), Y1
 
 	// action = eq(actionValue2, v4)
-	VCMPPS $0x00, Y1, Y0, Y0
-	VANDPS lgc5<>+0(SB), Y0, Y0
+	VCMPPS $0x00, Y0, Y2, Y2
+	VANDPS lgc5<>+0(SB), Y2, Y2
 
 	// store action
 	MOVQ    action+48(FP), CX
-	VMOVUPS Y0, 840(SP)
-	MOVL    840(SP), BX
+	VMOVUPS Y2, 648(SP)
+	MOVL    648(SP), BX
 	MOVL    BX, (CX)(DX*4)
 	INCQ    AX
 	CMPQ    AX, $+6
 	JL      inner_A_8
-	VMOVUPD lgc6<>+0(SB), Y0
-	VMOVUPD Y0, 688(SP)
-	VMOVUPD Y0, 720(SP)
+	VMOVUPD lgc6<>+0(SB), Y2
+	VMOVUPD lgc6<>+0(SB), Y3
 	XORQ    AX, AX
 
 inner_A_9:
@@ -443,52 +424,48 @@ inner_A_9:
 	ADDQ       $+1536, DX
 	MOVQ       AX, BX
 	ADDQ       BX, DX
-	MOVQ       $+0, 872(SP)
+	MOVQ       $+0, 680(SP)
 	MOVB       (CX)(DX*1), CL
-	MOVB       CL, 872(SP)
-	VPMOVZXBD  872(SP), Y0
-	VCVTDQ2PS  Y0, Y0
+	MOVB       CL, 680(SP)
+	VPMOVZXBD  680(SP), Y4
+	VCVTDQ2PS  Y4, Y4
 	MOVQ       actionValue+16(FP), CX
 	LEAQ       (CX)(DX*4), CX
-	VMOVUPS    lgc7<>+0(SB), Y2
-	VMOVUPS    lgc8<>+0(SB), Y3
-	VMOVUPS    lgc3<>+0(SB), Y1
-	VGATHERDPS Y3, (CX)(Y2*4), Y1
-	VMOVUPS    lgc2<>+0(SB), Y2
+	VMOVUPS    lgc7<>+0(SB), Y6
+	VMOVUPS    lgc8<>+0(SB), Y7
+	VMOVUPS    lgc3<>+0(SB), Y5
+	VGATHERDPS Y7, (CX)(Y6*4), Y5
 
 	// actionValue2 = where(actionMask, actionValue, -3.4028235e+38)
-	VMOVUPS   lgc3<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y1, Y2, Y0
-	VMOVUPS   768(SP), Y1
+	VMOVUPS   lgc3<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y1, Y4
 
 	// action = eq(actionValue2, v4)
-	VCMPPS $0x00, Y1, Y0, Y1
-	VANDPS lgc5<>+0(SB), Y1, Y1
+	VCMPPS $0x00, Y0, Y4, Y5
+	VANDPS lgc5<>+0(SB), Y5, Y5
 
 	// v6 = mul(actionValue2, action)
-	VMULPS Y1, Y0, Y0
+	VMULPS Y5, Y4, Y4
 
 	// sum(v6) over [A]
-	VMOVUPS      lgc8<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       688(SP), Y1, Y1
-	VMOVUPD      Y1, 688(SP)
-	VADDPD       720(SP), Y0, Y0
-	VMOVUPD      Y0, 720(SP)
+	VMOVUPS      lgc8<>+0(SB), Y5
+	VPMOVSXDQ    X5, Y6
+	VEXTRACTI128 $0x01, Y5, X6
+	VPMOVSXDQ    X6, Y6
+	VANDPS       Y5, Y4, Y4
+	VCVTPS2PD    X4, Y5
+	VEXTRACTF128 $0x01, Y4, X4
+	VCVTPS2PD    X4, Y4
+	VADDPD       Y2, Y5, Y2
+	VADDPD       Y3, Y4, Y3
 	INCQ         AX
 	CMPQ         AX, $+6
 	JL           inner_A_9
 
 	// finish chosenActionValue
-	VMOVUPD     688(SP), Y0
-	VMOVUPD     720(SP), Y1
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y1
 	VMOVUPS     lgc3<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyModelSubset *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $96-32
+TEXT ·pass0AVX2(SB), $32-32
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -48,9 +48,8 @@ TEXT ·pass0AVX2(SB), $96-32
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, (SP)
-	VMOVUPD Y1, 32(SP)
-	VMOVUPS Y0, 64(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS Y0, (SP)
 	XORQ    AX, AX
 
 inner_Q_1:
@@ -64,25 +63,23 @@ inner_Q_1:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      lgc17<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y0, Y0
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       Y1, Y3, Y1
+	VADDPD       Y2, Y0, Y2
 	INCQ         AX
 	CMPQ         AX, $+10
 	JL           inner_Q_1
 
 	// finish v18
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -94,7 +91,7 @@ inner_Q_1:
 
 	// emptyModelSubset = sub(1, v19)
 	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 64(SP), Y1
+	VMOVUPS (SP), Y1
 
 	// store alpha
 	MOVQ   alpha+16(FP), AX
@@ -294,7 +291,7 @@ GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $448-120
+TEXT ·pass1AVX2(SB), $96-120
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -363,10 +360,9 @@ blocks_2:
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y2, Y0, Y2
 	VMOVUPS lgc21<>+0(SB), Y3
-	VMOVUPS Y3, (SP)
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y2, 128(SP)
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS lgc21<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_Q_4:
@@ -375,38 +371,34 @@ inner_Q_4:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS (SI)(DI*4), Y1
 
 	// v23 = sub(nextStateActionValue, v22)
-	VSUBPS       Y1, Y0, Y0
+	VSUBPS       Y2, Y1, Y1
 	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
 	MOVBLZX      (SI)(DI*1), SI
-	VMOVD        SI, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVD        SI, X4
+	VPBROADCASTD X4, Y4
+	VCVTDQ2PS    Y4, Y4
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VMOVUPS   lgc18<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y1, Y0, Y1
 
 	// reduce_min(v25) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
-	INCQ    DX
-	CMPQ    DX, $+10
-	JL      inner_Q_4
+	VMINPS Y3, Y1, Y4
+	VMINPS Y1, Y3, Y3
+	VORPS  Y4, Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+10
+	JL     inner_Q_4
 
 	// finish v26
-	VMOVUPS   (SP), Y0
+	VMOVUPS   Y3, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -425,45 +417,37 @@ inner_Q_4:
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
-	VMOVUPS 96(SP), Y2
+	VMOVUPS 32(SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
 	VMOVUPS lgc23<>+0(SB), Y3
-	VMOVUPS Y3, 160(SP)
-	VMOVUPD lgc16<>+0(SB), Y3
-	VMOVUPD Y3, 224(SP)
-	VMOVUPD Y3, 256(SP)
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y1, 320(SP)
-	VMOVUPS Y2, 352(SP)
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
 inner_Q_5:
-	VMOVUPS 352(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y1
+	VMOVUPS (SI)(DI*4), Y0
 
 	// v39 = sub(v38, stateActionValueActor)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y2, Y0
 
 	// mean(v39) over [Q]
-	VCVTPS2PD    X0, Y1
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       224(SP), Y1, Y1
-	VMOVUPD      Y1, 224(SP)
-	VADDPD       256(SP), Y0, Y0
-	VMOVUPD      Y0, 256(SP)
+	VADDPD       Y4, Y6, Y4
+	VADDPD       Y5, Y0, Y5
 	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
-	VMOVUPS      320(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
@@ -472,35 +456,33 @@ inner_Q_5:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VMOVUPS 160(SP), Y1
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VXORPS  lgc24<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 160(SP)
-	INCQ    DX
-	CMPQ    DX, $+10
-	JL      inner_Q_5
+	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc24<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y6
+	VMINPS Y0, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc24<>+0(SB), Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+10
+	JL     inner_Q_5
 
 	// finish v40
-	VMOVUPD     224(SP), Y0
+	VMOVUPD     Y4, Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     256(SP), Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y5, Y2
+	VDIVPD      lgc25<>+0(SB), Y2, Y2
+	VMOVUPS     lgc18<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// mean(v40) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD Y0, 384(SP)
-	VMOVUPD Y0, 416(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS lgc11<>+0(SB), Y4
 	XORQ    SI, SI
 
 inner_Q_6:
@@ -509,56 +491,50 @@ inner_Q_6:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 320(SP), Y1
+	VMOVUPS (DI)(R8*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc24<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y5
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y4, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y5, Y7
 
 	// v48 = mul(v47, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y5, Y7, Y7
 
 	// v49 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y0
+	VSUBPS lgc10<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v46, v48, v49)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// mean(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(SP), Y1, Y1
-	VMOVUPD      Y1, 384(SP)
-	VADDPD       416(SP), Y0, Y0
-	VMOVUPD      Y0, 416(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y0, Y6, Y0
+	VADDPD       Y2, Y5, Y2
 	INCQ         SI
 	CMPQ         SI, $+10
 	JL           inner_Q_6
 
 	// finish v51
-	VMOVUPD     384(SP), Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     416(SP), Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VDIVPD      lgc25<>+0(SB), Y2, Y2
+	VMOVUPS     lgc18<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -566,56 +542,56 @@ inner_Q_6:
 	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    nextLogProb+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v54 = add(logProb, nextLogProb)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS 64(SP), Y1
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS (SP), Y2
 
 	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc0<>+0(SB), Y2, Y4
+	VMINPS       lgc1<>+0(SB), Y4, Y4
+	VMULPS       lgc2<>+0(SB), Y4, Y5
+	VROUNDPS     $0x00, Y5, Y5
+	VFNMADD231PS lgc3<>+0(SB), Y5, Y4
+	VFNMADD231PS lgc4<>+0(SB), Y5, Y4
+	VMOVAPS      lgc5<>+0(SB), Y6
+	VFMADD213PS  lgc6<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc7<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc8<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc9<>+0(SB), Y4, Y6
+	VFMADD213PS  lgc10<>+0(SB), Y4, Y6
+	VMULPS       Y4, Y4, Y7
+	VFMADD213PS  Y4, Y7, Y6
+	VADDPS       lgc11<>+0(SB), Y6, Y6
+	VCVTPS2DQ    Y5, Y4
+	VPMAXSD      lgc12<>+0(SB), Y4, Y5
+	VPMINSD      lgc13<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y4, Y4
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VMULPS       Y5, Y6, Y6
+	VMULPS       Y4, Y6, Y6
+	VCMPPS       $0x03, Y2, Y2, Y4
+	VBLENDVPS    Y4, Y2, Y6, Y6
 
 	// v56 = neg(v55)
-	VXORPS lgc24<>+0(SB), Y4, Y1
+	VXORPS lgc24<>+0(SB), Y6, Y2
 
 	// v58 = add(v54, -12)
-	VADDPS lgc26<>+0(SB), Y0, Y2
+	VADDPS lgc26<>+0(SB), Y0, Y4
 
 	// v59 = mul(v56, v58)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y4, Y2, Y2
 
 	// v60 = mul(0.5, v59)
-	VMULPS lgc10<>+0(SB), Y1, Y1
+	VMULPS lgc10<>+0(SB), Y2, Y2
 
 	// mean(v60) over [B]
-	VADDPS  896(DX), Y1, Y1
-	VMOVUPS Y1, 896(DX)
+	VADDPS  896(DX), Y2, Y2
+	VMOVUPS Y2, 896(DX)
 
 	// v63 = mul(-0.5, v54)
 	VMULPS lgc27<>+0(SB), Y0, Y0
@@ -625,13 +601,12 @@ inner_Q_6:
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v66
-	VMOVUPS 160(SP), Y0
-	VMOVUPS 288(SP), Y1
+	VMOVUPS Y3, Y0
+	VMOVUPS 64(SP), Y2
 
 	// store nextStateValue
 	MOVQ    nextStateValue+96(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 320(SP), Y1
+	VMOVUPS Y2, (DX)(BX*4)
 
 	// store valueTarget
 	MOVQ    valueTarget+104(FP), DX
@@ -871,7 +846,7 @@ GLOBL lgc29<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(logAlpha *float32, selectedModels *bool, alpha *float32, emptyModelSubset *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $96-32
+TEXT ·fbPass0AVX2(SB), $32-32
 	MOVQ         logAlpha+0(FP), AX
 	XORQ         CX, CX
 	VBROADCASTSS (AX)(CX*4), Y0
@@ -913,9 +888,8 @@ TEXT ·fbPass0AVX2(SB), $96-32
 	// v13 = min(v11, 10.000000319754372) tie=first
 	VMINPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, (SP)
-	VMOVUPD Y1, 32(SP)
-	VMOVUPS Y0, 64(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS Y0, (SP)
 	XORQ    AX, AX
 
 inner_Q_8:
@@ -929,25 +903,23 @@ inner_Q_8:
 	VCVTDQ2PS    Y0, Y0
 
 	// sum(selectedModels) over [Q]
-	VMOVUPS      lgc17<>+0(SB), Y1
-	VPMOVSXDQ    X1, Y2
-	VEXTRACTI128 $0x01, Y1, X2
-	VPMOVSXDQ    X2, Y2
-	VANDPS       Y1, Y0, Y0
-	VCVTPS2PD    X0, Y1
+	VMOVUPS      lgc17<>+0(SB), Y3
+	VPMOVSXDQ    X3, Y4
+	VEXTRACTI128 $0x01, Y3, X4
+	VPMOVSXDQ    X4, Y4
+	VANDPS       Y3, Y0, Y0
+	VCVTPS2PD    X0, Y3
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       (SP), Y1, Y1
-	VMOVUPD      Y1, (SP)
-	VADDPD       32(SP), Y0, Y0
-	VMOVUPD      Y0, 32(SP)
+	VADDPD       Y1, Y3, Y1
+	VADDPD       Y2, Y0, Y2
 	INCQ         AX
 	CMPQ         AX, $+10
 	JL           inner_Q_8
 
 	// finish v18
-	VMOVUPD     (SP), Y0
-	VMOVUPD     32(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -959,7 +931,7 @@ inner_Q_8:
 
 	// emptyModelSubset = sub(1, v19)
 	VSUBPS  Y0, Y1, Y0
-	VMOVUPS 64(SP), Y1
+	VMOVUPS (SP), Y1
 
 	// store alpha
 	MOVQ   alpha+16(FP), AX
@@ -973,7 +945,7 @@ inner_Q_8:
 
 // func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, selectedModels *bool, nextTerminated *bool, nextReward *float32, logProb *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $512-144
+TEXT ·fbPass1AVX2(SB), $160-144
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -1042,10 +1014,9 @@ blocks_9:
 	// v22 = mul(v13, nextLogProb)
 	VMULPS  Y2, Y0, Y2
 	VMOVUPS lgc21<>+0(SB), Y3
-	VMOVUPS Y3, (SP)
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	VMOVUPS Y2, 128(SP)
+	VMOVUPS Y1, (SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS lgc21<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_Q_11:
@@ -1054,38 +1025,34 @@ inner_Q_11:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 128(SP), Y1
+	VMOVUPS (SI)(DI*4), Y1
 
 	// v23 = sub(nextStateActionValue, v22)
-	VSUBPS       Y1, Y0, Y0
+	VSUBPS       Y2, Y1, Y1
 	MOVQ         selectedModels+40(FP), SI
 	XORQ         DI, DI
 	MOVQ         DX, R8
 	ADDQ         R8, DI
 	MOVBLZX      (SI)(DI*1), SI
-	VMOVD        SI, X1
-	VPBROADCASTD X1, Y1
-	VCVTDQ2PS    Y1, Y1
-	VMOVUPS      lgc21<>+0(SB), Y2
+	VMOVD        SI, X4
+	VPBROADCASTD X4, Y4
+	VCVTDQ2PS    Y4, Y4
 
 	// v25 = where(selectedModels, v23, +Inf)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y0, Y2, Y0
+	VMOVUPS   lgc18<>+0(SB), Y5
+	VCMPPS    $0x04, Y5, Y4, Y5
+	VBLENDVPS Y5, Y1, Y0, Y1
 
 	// reduce_min(v25) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
-	INCQ    DX
-	CMPQ    DX, $+10
-	JL      inner_Q_11
+	VMINPS Y3, Y1, Y4
+	VMINPS Y1, Y3, Y3
+	VORPS  Y4, Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+10
+	JL     inner_Q_11
 
 	// finish v26
-	VMOVUPS   (SP), Y0
+	VMOVUPS   Y3, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(BX*1), Y2
@@ -1104,45 +1071,37 @@ inner_Q_11:
 
 	// td0Return = add(nextReward, v33)
 	VADDPS  Y1, Y2, Y1
-	VMOVUPS 96(SP), Y2
+	VMOVUPS 32(SP), Y2
 	MOVQ    logProb+64(FP), DX
 	VMOVUPS (DX)(BX*4), Y3
 
 	// v38 = mul(v13, logProb)
 	VMULPS  Y3, Y2, Y2
 	VMOVUPS lgc23<>+0(SB), Y3
-	VMOVUPS Y3, 160(SP)
-	VMOVUPD lgc16<>+0(SB), Y3
-	VMOVUPD Y3, 224(SP)
-	VMOVUPD Y3, 256(SP)
-	VMOVUPS Y0, 288(SP)
-	VMOVUPS Y1, 320(SP)
-	VMOVUPS Y2, 352(SP)
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS Y0, 64(SP)
 	XORQ    DX, DX
 
 inner_Q_12:
-	VMOVUPS 352(SP), Y0
 	MOVQ    stateActionValueActor+72(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y1
+	VMOVUPS (SI)(DI*4), Y0
 
 	// v39 = sub(v38, stateActionValueActor)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y2, Y0
 
 	// mean(v39) over [Q]
-	VCVTPS2PD    X0, Y1
+	VCVTPS2PD    X0, Y6
 	VEXTRACTF128 $0x01, Y0, X0
 	VCVTPS2PD    X0, Y0
-	VADDPD       224(SP), Y1, Y1
-	VMOVUPD      Y1, 224(SP)
-	VADDPD       256(SP), Y0, Y0
-	VMOVUPD      Y0, 256(SP)
+	VADDPD       Y4, Y6, Y4
+	VADDPD       Y5, Y0, Y5
 	MOVQ         stateActionValue+80(FP), SI
 	VMOVUPS      (SI)(DI*4), Y0
-	VMOVUPS      320(SP), Y1
 
 	// diff = sub(stateActionValue, td0Return)
 	VSUBPS Y1, Y0, Y0
@@ -1151,35 +1110,33 @@ inner_Q_12:
 	VMULPS Y0, Y0, Y0
 
 	// reduce_max(v65) over [Q]
-	VMOVUPS 160(SP), Y1
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VXORPS  lgc24<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc24<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 160(SP)
-	INCQ    DX
-	CMPQ    DX, $+10
-	JL      inner_Q_12
+	VXORPS lgc24<>+0(SB), Y3, Y3
+	VXORPS lgc24<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y6
+	VMINPS Y0, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc24<>+0(SB), Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+10
+	JL     inner_Q_12
 
 	// finish v40
-	VMOVUPD     224(SP), Y0
+	VMOVUPD     Y4, Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     256(SP), Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y5, Y2
+	VDIVPD      lgc25<>+0(SB), Y2, Y2
+	VMOVUPS     lgc18<>+0(SB), Y4
+	VCVTPD2PSY  Y0, X4
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y4, Y0
 
 	// mean(v40) over [B]
 	MOVQ    state+88(FP), DX
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc16<>+0(SB), Y0
-	VMOVUPD Y0, 384(SP)
-	VMOVUPD Y0, 416(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS lgc11<>+0(SB), Y4
 	XORQ    SI, SI
 
 inner_Q_13:
@@ -1188,56 +1145,50 @@ inner_Q_13:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 320(SP), Y1
+	VMOVUPS (DI)(R8*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc24<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y5
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y4, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y5, Y7
 
 	// v48 = mul(v47, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y5, Y7, Y7
 
 	// v49 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y0
+	VSUBPS lgc10<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v46, v48, v49)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// mean(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       384(SP), Y1, Y1
-	VMOVUPD      Y1, 384(SP)
-	VADDPD       416(SP), Y0, Y0
-	VMOVUPD      Y0, 416(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y0, Y6, Y0
+	VADDPD       Y2, Y5, Y2
 	INCQ         SI
 	CMPQ         SI, $+10
 	JL           inner_Q_13
 
 	// finish v51
-	VMOVUPD     384(SP), Y0
 	VDIVPD      lgc25<>+0(SB), Y0, Y0
-	VMOVUPD     416(SP), Y1
-	VDIVPD      lgc25<>+0(SB), Y1, Y1
-	VMOVUPS     lgc18<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VDIVPD      lgc25<>+0(SB), Y2, Y2
+	VMOVUPS     lgc18<>+0(SB), Y5
+	VCVTPD2PSY  Y0, X5
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y5, Y0
 
 	// mean(v51) over [B]
 	VADDPS  576(DX), Y0, Y0
@@ -1245,56 +1196,56 @@ inner_Q_13:
 	MOVQ    logProb+64(FP), SI
 	VMOVUPS (SI)(BX*4), Y0
 	MOVQ    nextLogProb+24(FP), SI
-	VMOVUPS (SI)(BX*4), Y1
+	VMOVUPS (SI)(BX*4), Y2
 
 	// v54 = add(logProb, nextLogProb)
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS 64(SP), Y1
+	VADDPS  Y2, Y0, Y0
+	VMOVUPS (SP), Y2
 
 	// v55 = exp(logAlphaClamped)
-	VMAXPS       lgc0<>+0(SB), Y1, Y2
-	VMINPS       lgc1<>+0(SB), Y2, Y2
-	VMULPS       lgc2<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc3<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc4<>+0(SB), Y3, Y2
-	VMOVAPS      lgc5<>+0(SB), Y4
-	VFMADD213PS  lgc6<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc7<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc8<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc9<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc10<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc11<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc12<>+0(SB), Y2, Y3
-	VPMINSD      lgc13<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc13<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc13<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc0<>+0(SB), Y2, Y5
+	VMINPS       lgc1<>+0(SB), Y5, Y5
+	VMULPS       lgc2<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc3<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc4<>+0(SB), Y6, Y5
+	VMOVAPS      lgc5<>+0(SB), Y7
+	VFMADD213PS  lgc6<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc7<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc8<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc9<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc10<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc11<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc12<>+0(SB), Y5, Y6
+	VPMINSD      lgc13<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc13<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc13<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y5
+	VBLENDVPS    Y5, Y2, Y7, Y7
 
 	// v56 = neg(v55)
-	VXORPS lgc24<>+0(SB), Y4, Y1
+	VXORPS lgc24<>+0(SB), Y7, Y2
 
 	// v58 = add(v54, -12)
-	VADDPS lgc26<>+0(SB), Y0, Y2
+	VADDPS lgc26<>+0(SB), Y0, Y5
 
 	// v59 = mul(v56, v58)
-	VMULPS Y2, Y1, Y1
+	VMULPS Y5, Y2, Y2
 
 	// v60 = mul(0.5, v59)
-	VMULPS lgc10<>+0(SB), Y1, Y1
+	VMULPS lgc10<>+0(SB), Y2, Y2
 
 	// mean(v60) over [B]
-	VADDPS  896(DX), Y1, Y1
-	VMOVUPS Y1, 896(DX)
+	VADDPS  896(DX), Y2, Y2
+	VMOVUPS Y2, 896(DX)
 
 	// v63 = mul(-0.5, v54)
 	VMULPS lgc27<>+0(SB), Y0, Y0
@@ -1304,20 +1255,22 @@ inner_Q_13:
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v66
-	VMOVUPS 160(SP), Y0
+	VMOVUPS Y3, Y0
 
 	// v70 = mul(0.001953125, v58)
-	VMULPS lgc30<>+0(SB), Y2, Y1
+	VMULPS lgc30<>+0(SB), Y5, Y2
 
 	// sum(v70) over [B]
-	VADDPS  1536(DX), Y1, Y1
-	VMOVUPS Y1, 1536(DX)
-	VMOVUPS 96(SP), Y1
+	VADDPS  1536(DX), Y2, Y2
+	VMOVUPS Y2, 1536(DX)
+	VMOVUPS 32(SP), Y2
 
 	// v98 = mul(0.00390625, v13)
-	VMULPS  lgc31<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 448(SP)
-	VMOVUPS Y1, 480(SP)
+	VMULPS  lgc31<>+0(SB), Y2, Y2
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y2, 128(SP)
+	VMOVUPS lgc18<>+0(SB), Y0
+	VMOVUPS lgc32<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_Q_14:
@@ -1326,126 +1279,121 @@ inner_Q_14:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y0
-	VMOVUPS 320(SP), Y1
+	VMOVUPS (SI)(DI*4), Y3
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y3, Y3
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc24<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMOVUPS lgc24<>+0(SB), Y5
+	VANDNPS Y3, Y5, Y5
 
 	// v46 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y4, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v47 = mul(0.5, absDiff)
-	VMULPS  lgc10<>+0(SB), Y1, Y4
-	VMOVUPS lgc32<>+0(SB), Y5
-	VMOVUPS lgc18<>+0(SB), Y6
+	VMULPS lgc10<>+0(SB), Y5, Y7
 
 	// v78 = where(v46, 0.000390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y6, Y7
+	VMOVUPS   lgc18<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y2, Y0, Y8
 
 	// v79 = where(v46, 0, 0.000390625)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y6, Y5, Y3
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y0, Y2, Y6
 
 	// v80 = ne(v78, 0)
-	VCMPPS $0x04, Y6, Y7, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y0, Y8, Y9
+	VANDPS lgc11<>+0(SB), Y9, Y9
 
 	// v81 = mul(v78, absDiff)
-	VMULPS Y1, Y7, Y1
+	VMULPS Y5, Y8, Y5
 
 	// v82 = where(v80, v81, v78)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y1, Y7, Y1
+	VMOVUPS   lgc18<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y5, Y8, Y5
 
 	// v83 = mul(v78, v47)
-	VMULPS Y4, Y7, Y4
+	VMULPS Y7, Y8, Y7
 
 	// v84 = where(v80, v83, v78)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y4, Y7, Y4
+	VMOVUPS   lgc18<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y9, Y10
+	VBLENDVPS Y10, Y7, Y8, Y7
 
 	// v85 = add(v79, v84)
-	VADDPS Y4, Y3, Y3
+	VADDPS Y7, Y6, Y6
 
 	// v86 = mul(v82, 0.5)
-	VMULPS lgc10<>+0(SB), Y1, Y1
+	VMULPS lgc10<>+0(SB), Y5, Y5
 
 	// v87 = add(v85, v86)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y5, Y6, Y5
 
 	// v88 = gt(diff, 0)
-	VCMPPS $0x1e, Y6, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y0, Y3, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v89 = lt(diff, 0)
-	VCMPPS $0x11, Y6, Y0, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y0, Y3, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v91 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y0, Y0
-	VMOVUPS lgc33<>+0(SB), Y5
+	VMULPS  lgc18<>+0(SB), Y3, Y3
+	VMOVUPS lgc33<>+0(SB), Y8
 
 	// v92 = where(v89, -1, v91)
-	VMOVUPS   lgc18<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y4, Y7
-	VBLENDVPS Y7, Y5, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y3, Y3
 
 	// v93 = where(v88, 1, v92)
-	VMOVUPS   lgc18<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y3, Y3
 
 	// v94 = ne(v87, 0)
-	VCMPPS $0x04, Y6, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y0, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v95 = mul(v87, v93)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y3, Y5, Y3
 
 	// gradStateActionValue = where(v94, v95, v87)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VMOVUPS   lgc18<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y3, Y5, Y3
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), SI
-	VMOVUPS Y0, (SI)(DI*4)
-	VMOVUPS lgc34<>+0(SB), Y0
+	VMOVUPS Y3, (SI)(DI*4)
+	VMOVUPS lgc34<>+0(SB), Y3
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+104(FP), SI
-	VMOVUPS Y0, (SI)(DI*4)
+	VMOVUPS Y3, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+10
 	JL      inner_Q_14
-	VMOVUPS 288(SP), Y0
+	VMOVUPS 64(SP), Y0
 
 	// store nextStateValue
 	MOVQ    nextStateValue+112(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 320(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+120(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 448(SP), Y0
+	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS 96(SP), Y0
 
 	// store tdError
 	MOVQ    tDError+128(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 480(SP), Y0
+	VMOVUPS 128(SP), Y0
 
 	// store gradLogProb
 	MOVQ         gradLogProb+136(FP), DX

@@ -188,7 +188,7 @@ GLOBL lgc13<>(SB), RODATA|NOPTR, $32
 
 // func pass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass1AVX2(SB), $416-104
+TEXT ·pass1AVX2(SB), $64-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -235,14 +235,10 @@ blocks_1:
 	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y0, Y3, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS Y1, (SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 64(SP)
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPS Y3, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS Y3, (SP)
 	XORQ    DX, DX
 
 inner_Q_3:
@@ -251,53 +247,46 @@ inner_Q_3:
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 224(SP), Y1
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v6 = sub(nextStateActionValue, v5)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y3
 
 	// reduce_min(v6) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
+	VMINPS  Y1, Y3, Y6
+	VMINPS  Y3, Y1, Y1
+	VORPS   Y6, Y1, Y1
 	MOVQ    stateActionValueActor+40(FP), DI
-	VMOVUPS (DI)(R8*4), Y0
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// argmax(v31) over [Q]
-	VMOVUPS      64(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 64(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y8
+	VCMPPS       $0x1e, Y2, Y3, Y6
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VANDNPS      Y8, Y7, Y7
+	VORPS        Y7, Y6, Y6
+	VBLENDVPS    Y6, Y3, Y2, Y2
+	VPMOVSXDQ    X6, Y3
+	VEXTRACTI128 $0x01, Y6, X6
+	VPMOVSXDQ    X6, Y6
 	MOVQ         DX, DI
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VCVTSI2SDQ   DI, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      128(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 128(SP)
-	VMOVUPD      160(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 160(SP)
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VCVTSI2SDQ   DI, X7, X7
+	VBROADCASTSD X7, Y7
+	VMOVAPD      Y7, Y8
+	VBLENDVPD    Y3, Y8, Y4, Y4
+	VMOVUPD      Y5, Y3
+	VBLENDVPD    Y6, Y7, Y3, Y3
+	VMOVUPD      Y3, Y5
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_3
 
 	// finish v7
-	VMOVUPS   (SP), Y0
+	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
@@ -317,11 +306,9 @@ inner_Q_3:
 	// td0Return = add(nextReward, v15)
 	VADDPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, 256(SP)
-	VMOVUPD Y1, 288(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 320(SP)
-	VMOVUPS Y0, 384(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS Y0, 32(SP)
 	XORQ    DX, DX
 
 inner_Q_4:
@@ -331,59 +318,55 @@ inner_Q_4:
 	ADDQ    R9, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 384(SP), Y1
+	VMOVUPS 32(SP), Y6
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y6, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y6
+	VANDNPS Y0, Y6, Y0
+	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v22 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y6, Y0, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v23 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y0, Y7
 
 	// v24 = mul(v23, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y0, Y7, Y7
 
 	// v25 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y3
+	VSUBPS lgc10<>+0(SB), Y0, Y8
 
 	// smoothL1 = where(v22, v24, v25)
-	VMOVUPS   lgc18<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       256(SP), Y2, Y2
-	VMOVUPD      Y2, 256(SP)
-	VADDPD       288(SP), Y1, Y1
-	VMOVUPD      Y1, 288(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y1, Y7, Y1
+	VADDPD       Y2, Y6, Y2
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 320(SP), Y1
-	VXORPS  lgc17<>+0(SB), Y1, Y1
-	VXORPS  lgc17<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc17<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 320(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_4
+	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y6
+	VMINPS Y0, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_4
 
 	// finish v27
-	VMOVUPD     256(SP), Y0
-	VMOVUPD     288(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -395,8 +378,8 @@ inner_Q_4:
 	VMOVUPS Y0, 256(DX)
 
 	// finish v32
-	VMOVUPD     128(SP), Y0
-	VMOVUPD     160(SP), Y1
+	VMOVUPD     Y4, Y0
+	VMOVUPD     Y5, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -416,7 +399,7 @@ inner_Q_4:
 	VMOVUPS    lgc23<>+0(SB), Y1
 	VMOVUPS    lgc18<>+0(SB), Y2
 	VGATHERDPS Y1, (R8)(Y0*4), Y2
-	VMOVUPS    192(SP), Y0
+	VMOVUPS    (SP), Y0
 	MOVQ       logProb+80(FP), DI
 	VMOVUPS    (DI)(SI*4), Y1
 
@@ -453,8 +436,8 @@ inner_Q_4:
 	VMOVUPS Y0, 1216(DX)
 
 	// finish v45
-	VMOVUPS 320(SP), Y0
-	VMOVUPS 384(SP), Y1
+	VMOVUPS Y3, Y0
+	VMOVUPS 32(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
@@ -756,7 +739,7 @@ TEXT ·fbPass0AVX2(SB), $0-16
 
 // func fbPass1AVX2(lo int, hi int, logAlpha *float32, nextLogProb *float32, nextStateActionValue *float32, stateActionValueActor *float32, nextTerminated *bool, nextReward *float32, stateActionValue *float32, state *float64, logProb *float32, gradStateActionValueActor *float32, gradStateActionValue *float32, valueTarget *float32, tDError *float32, gradLogProb *float32)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass1AVX2(SB), $512-128
+TEXT ·fbPass1AVX2(SB), $128-128
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -803,14 +786,10 @@ blocks_6:
 	// v5 = mul(v1, nextLogProb)
 	VMULPS  Y0, Y3, Y0
 	VMOVUPS lgc14<>+0(SB), Y1
-	VMOVUPS Y1, (SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 64(SP)
-	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, 128(SP)
-	VMOVUPD Y1, 160(SP)
-	VMOVUPS Y3, 192(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPS lgc15<>+0(SB), Y2
+	VMOVUPD lgc16<>+0(SB), Y4
+	VMOVUPD lgc16<>+0(SB), Y5
+	VMOVUPS Y3, (SP)
 	XORQ    DX, DX
 
 inner_Q_8:
@@ -819,53 +798,46 @@ inner_Q_8:
 	IMUL3Q  $+256, DX, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 224(SP), Y1
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v6 = sub(nextStateActionValue, v5)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y0, Y3, Y3
 
 	// reduce_min(v6) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
+	VMINPS  Y1, Y3, Y6
+	VMINPS  Y3, Y1, Y1
+	VORPS   Y6, Y1, Y1
 	MOVQ    stateActionValueActor+40(FP), DI
-	VMOVUPS (DI)(R8*4), Y0
+	VMOVUPS (DI)(R8*4), Y3
 
 	// v31 = neg(stateActionValueActor)
-	VXORPS lgc17<>+0(SB), Y0, Y0
+	VXORPS lgc17<>+0(SB), Y3, Y3
 
 	// argmax(v31) over [Q]
-	VMOVUPS      64(SP), Y1
-	VCMPPS       $0x03, Y0, Y0, Y4
-	VCMPPS       $0x1e, Y1, Y0, Y2
-	VCMPPS       $0x03, Y1, Y1, Y3
-	VANDNPS      Y4, Y3, Y3
-	VORPS        Y3, Y2, Y2
-	VBLENDVPS    Y2, Y0, Y1, Y1
-	VMOVUPS      Y1, 64(SP)
-	VPMOVSXDQ    X2, Y0
-	VEXTRACTI128 $0x01, Y2, X1
-	VPMOVSXDQ    X1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y8
+	VCMPPS       $0x1e, Y2, Y3, Y6
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VANDNPS      Y8, Y7, Y7
+	VORPS        Y7, Y6, Y6
+	VBLENDVPS    Y6, Y3, Y2, Y2
+	VPMOVSXDQ    X6, Y3
+	VEXTRACTI128 $0x01, Y6, X6
+	VPMOVSXDQ    X6, Y6
 	MOVQ         DX, DI
-	VMOVUPS      lgc18<>+0(SB), Y2
-	VCVTSI2SDQ   DI, X2, X2
-	VBROADCASTSD X2, Y2
-	VMOVAPD      Y2, Y3
-	VMOVUPD      128(SP), Y4
-	VBLENDVPD    Y0, Y3, Y4, Y4
-	VMOVUPD      Y4, 128(SP)
-	VMOVUPD      160(SP), Y0
-	VBLENDVPD    Y1, Y2, Y0, Y0
-	VMOVUPD      Y0, 160(SP)
+	VMOVUPS      lgc18<>+0(SB), Y7
+	VCVTSI2SDQ   DI, X7, X7
+	VBROADCASTSD X7, Y7
+	VMOVAPD      Y7, Y8
+	VBLENDVPD    Y3, Y8, Y4, Y4
+	VMOVUPD      Y5, Y3
+	VBLENDVPD    Y6, Y7, Y3, Y3
+	VMOVUPD      Y3, Y5
 	INCQ         DX
 	CMPQ         DX, $+2
 	JL           inner_Q_8
 
 	// finish v7
-	VMOVUPS   (SP), Y0
+	VMOVUPS   Y1, Y0
 	VMOVUPS   lgc11<>+0(SB), Y1
 	MOVQ      nextTerminated+48(FP), DX
 	VPMOVZXBD (DX)(SI*1), Y2
@@ -885,11 +857,9 @@ inner_Q_8:
 	// td0Return = add(nextReward, v15)
 	VADDPS  Y0, Y1, Y0
 	VMOVUPD lgc16<>+0(SB), Y1
-	VMOVUPD Y1, 256(SP)
-	VMOVUPD Y1, 288(SP)
-	VMOVUPS lgc15<>+0(SB), Y1
-	VMOVUPS Y1, 320(SP)
-	VMOVUPS Y0, 384(SP)
+	VMOVUPD lgc16<>+0(SB), Y2
+	VMOVUPS lgc15<>+0(SB), Y3
+	VMOVUPS Y0, 32(SP)
 	XORQ    DX, DX
 
 inner_Q_9:
@@ -899,59 +869,55 @@ inner_Q_9:
 	ADDQ    R9, R8
 	ADDQ    AX, R8
 	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 384(SP), Y1
+	VMOVUPS 32(SP), Y6
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y6, Y0, Y0
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc17<>+0(SB), Y6
+	VANDNPS Y0, Y6, Y0
+	VMOVUPS lgc11<>+0(SB), Y6
 
 	// v22 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc11<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y6, Y0, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v23 = mul(0.5, absDiff)
-	VMULPS lgc10<>+0(SB), Y0, Y2
+	VMULPS lgc10<>+0(SB), Y0, Y7
 
 	// v24 = mul(v23, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y0, Y7, Y7
 
 	// v25 = sub(absDiff, 0.5)
-	VSUBPS lgc10<>+0(SB), Y0, Y3
+	VSUBPS lgc10<>+0(SB), Y0, Y8
 
 	// smoothL1 = where(v22, v24, v25)
-	VMOVUPS   lgc18<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y1, Y4
-	VBLENDVPS Y4, Y2, Y3, Y1
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y7, Y8, Y6
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       256(SP), Y2, Y2
-	VMOVUPD      Y2, 256(SP)
-	VADDPD       288(SP), Y1, Y1
-	VMOVUPD      Y1, 288(SP)
+	VCVTPS2PD    X6, Y7
+	VEXTRACTF128 $0x01, Y6, X6
+	VCVTPS2PD    X6, Y6
+	VADDPD       Y1, Y7, Y1
+	VADDPD       Y2, Y6, Y2
 
 	// reduce_max(absDiff) over [Q]
-	VMOVUPS 320(SP), Y1
-	VXORPS  lgc17<>+0(SB), Y1, Y1
-	VXORPS  lgc17<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc17<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 320(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_9
+	VXORPS lgc17<>+0(SB), Y3, Y3
+	VXORPS lgc17<>+0(SB), Y0, Y0
+	VMINPS Y3, Y0, Y6
+	VMINPS Y0, Y3, Y3
+	VORPS  Y6, Y3, Y3
+	VXORPS lgc17<>+0(SB), Y3, Y3
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_9
 
 	// finish v27
-	VMOVUPD     256(SP), Y0
-	VMOVUPD     288(SP), Y1
+	VMOVUPD     Y1, Y0
+	VMOVUPD     Y2, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -963,8 +929,8 @@ inner_Q_9:
 	VMOVUPS Y0, 256(DX)
 
 	// finish v32
-	VMOVUPD     128(SP), Y0
-	VMOVUPD     160(SP), Y1
+	VMOVUPD     Y4, Y0
+	VMOVUPD     Y5, Y1
 	VMOVUPS     lgc18<>+0(SB), Y2
 	VCVTPD2PSY  Y0, X2
 	VCVTPD2PSY  Y1, X0
@@ -982,36 +948,36 @@ inner_Q_9:
 	VPMULLD    lgc21<>+0(SB), Y1, Y1
 	VPADDD     lgc22<>+0(SB), Y1, Y1
 	VMOVUPS    lgc23<>+0(SB), Y2
-	VMOVUPS    lgc18<>+0(SB), Y3
-	VGATHERDPS Y2, (R8)(Y1*4), Y3
-	VMOVUPS    192(SP), Y1
+	VMOVUPS    lgc18<>+0(SB), Y4
+	VGATHERDPS Y2, (R8)(Y1*4), Y4
+	VMOVUPS    (SP), Y1
 	MOVQ       logProb+80(FP), DI
 	VMOVUPS    (DI)(SI*4), Y2
 
 	// v34 = mul(v1, logProb)
-	VMULPS Y2, Y1, Y4
+	VMULPS Y2, Y1, Y5
 
 	// v35 = sub(v34, v33)
-	VSUBPS Y3, Y4, Y3
+	VSUBPS Y4, Y5, Y4
 
 	// mean(v35) over [B]
-	VADDPS  576(DX), Y3, Y3
-	VMOVUPS Y3, 576(DX)
+	VADDPS  576(DX), Y4, Y4
+	VMOVUPS Y4, 576(DX)
 
 	// v39 = add(logProb, -6)
-	VADDPS       lgc24<>+0(SB), Y2, Y3
+	VADDPS       lgc24<>+0(SB), Y2, Y4
 	MOVQ         logAlpha+16(FP), DI
-	VBROADCASTSS (DI)(BX*4), Y4
+	VBROADCASTSS (DI)(BX*4), Y5
 
 	// v40 = mul(logAlpha, v39)
-	VMULPS Y3, Y4, Y4
+	VMULPS Y4, Y5, Y5
 
 	// v41 = neg(v40)
-	VXORPS lgc17<>+0(SB), Y4, Y4
+	VXORPS lgc17<>+0(SB), Y5, Y5
 
 	// mean(v41) over [B]
-	VADDPS  896(DX), Y4, Y4
-	VMOVUPS Y4, 896(DX)
+	VADDPS  896(DX), Y5, Y5
+	VMOVUPS Y5, 896(DX)
 
 	// v43 = neg(logProb)
 	VXORPS lgc17<>+0(SB), Y2, Y2
@@ -1019,22 +985,24 @@ inner_Q_9:
 	// mean(v43) over [B]
 	VADDPS  1216(DX), Y2, Y2
 	VMOVUPS Y2, 1216(DX)
-	VMOVUPS Y0, 416(SP)
 
 	// finish v45
-	VMOVUPS 320(SP), Y0
+	VMOVUPS Y3, Y2
 
 	// v49 = mul(-0.00390625, v39)
-	VMULPS lgc27<>+0(SB), Y3, Y2
+	VMULPS lgc27<>+0(SB), Y4, Y3
 
 	// sum(v49) over [B]
-	VADDPS  1536(DX), Y2, Y2
-	VMOVUPS Y2, 1536(DX)
+	VADDPS  1536(DX), Y3, Y3
+	VMOVUPS Y3, 1536(DX)
 
 	// v51 = mul(0.00390625, v1)
 	VMULPS  lgc28<>+0(SB), Y1, Y1
-	VMOVUPS Y0, 448(SP)
-	VMOVUPS Y1, 480(SP)
+	VMOVUPS Y2, 64(SP)
+	VMOVUPS Y1, 96(SP)
+	VMOVUPS lgc11<>+0(SB), Y1
+	VMOVUPS lgc27<>+0(SB), Y2
+	VMOVUPS lgc18<>+0(SB), Y3
 	XORQ    DX, DX
 
 inner_Q_10:
@@ -1043,133 +1011,129 @@ inner_Q_10:
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (BX)(DI*4), Y0
-	VMOVUPS 384(SP), Y1
+	VMOVUPS (BX)(DI*4), Y4
+	VMOVUPS 32(SP), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y5, Y4, Y4
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc17<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y1
-	VMOVUPS lgc11<>+0(SB), Y2
+	VMOVUPS lgc17<>+0(SB), Y5
+	VANDNPS Y4, Y5, Y5
 
 	// v22 = lt(absDiff, 1)
-	VCMPPS $0x11, Y2, Y1, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x11, Y1, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v23 = mul(0.5, absDiff)
-	VMULPS       lgc10<>+0(SB), Y1, Y4
+	VMULPS       lgc10<>+0(SB), Y5, Y7
 	XORQ         BX, BX
 	MOVQ         DX, R8
 	ADDQ         R8, BX
-	VMOVD        BX, X5
-	VPBROADCASTD X5, Y5
-	VCVTDQ2PS    Y5, Y5
-	VMOVUPS      416(SP), Y6
+	VMOVD        BX, X8
+	VPBROADCASTD X8, Y8
+	VCVTDQ2PS    Y8, Y8
 
 	// v53 = eq(v52, v32)
-	VCMPPS  $0x00, Y6, Y5, Y5
-	VANDPS  lgc11<>+0(SB), Y5, Y5
-	VMOVUPS lgc27<>+0(SB), Y6
-	VMOVUPS lgc18<>+0(SB), Y7
+	VCMPPS $0x00, Y0, Y8, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// gradStateActionValueActor = where(v53, -0.00390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y6, Y7, Y5
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y2, Y3, Y8
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+88(FP), BX
-	VMOVUPS Y5, (BX)(DI*4)
-	VMOVUPS lgc28<>+0(SB), Y5
+	VMOVUPS Y8, (BX)(DI*4)
+	VMOVUPS lgc28<>+0(SB), Y8
 
 	// v56 = where(v22, 0.00390625, 0)
-	VMOVUPS   lgc18<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y3, Y6
-	VBLENDVPS Y6, Y5, Y7, Y6
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y3, Y9
 
 	// v57 = where(v22, 0, 0.00390625)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y3, Y8
-	VBLENDVPS Y8, Y7, Y5, Y3
+	VMOVUPS   lgc18<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y3, Y8, Y6
 
 	// v58 = ne(v56, 0)
-	VCMPPS $0x04, Y7, Y6, Y5
-	VANDPS lgc11<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y3, Y9, Y8
+	VANDPS lgc11<>+0(SB), Y8, Y8
 
 	// v59 = mul(v56, absDiff)
-	VMULPS Y1, Y6, Y1
+	VMULPS Y5, Y9, Y5
 
 	// v60 = where(v58, v59, v56)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y1, Y6, Y1
+	VMOVUPS   lgc18<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y8, Y10
+	VBLENDVPS Y10, Y5, Y9, Y5
 
 	// v61 = mul(v56, v23)
-	VMULPS Y4, Y6, Y4
+	VMULPS Y7, Y9, Y7
 
 	// v62 = where(v58, v61, v56)
-	VMOVUPS   lgc18<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y4, Y6, Y4
+	VMOVUPS   lgc18<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y8, Y10
+	VBLENDVPS Y10, Y7, Y9, Y7
 
 	// v63 = add(v57, v62)
-	VADDPS Y4, Y3, Y3
+	VADDPS Y7, Y6, Y6
 
 	// v64 = mul(v60, 0.5)
-	VMULPS lgc10<>+0(SB), Y1, Y1
+	VMULPS lgc10<>+0(SB), Y5, Y5
 
 	// v65 = add(v63, v64)
-	VADDPS Y1, Y3, Y1
+	VADDPS Y5, Y6, Y5
 
 	// v66 = gt(diff, 0)
-	VCMPPS $0x1e, Y7, Y0, Y3
-	VANDPS lgc11<>+0(SB), Y3, Y3
+	VCMPPS $0x1e, Y3, Y4, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v67 = lt(diff, 0)
-	VCMPPS $0x11, Y7, Y0, Y4
-	VANDPS lgc11<>+0(SB), Y4, Y4
+	VCMPPS $0x11, Y3, Y4, Y7
+	VANDPS lgc11<>+0(SB), Y7, Y7
 
 	// v69 = mul(diff, 0)
-	VMULPS  lgc18<>+0(SB), Y0, Y0
-	VMOVUPS lgc29<>+0(SB), Y5
+	VMULPS  lgc18<>+0(SB), Y4, Y4
+	VMOVUPS lgc29<>+0(SB), Y8
 
 	// v70 = where(v67, -1, v69)
-	VMOVUPS   lgc18<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y4, Y4
 
 	// v71 = where(v66, 1, v70)
-	VMOVUPS   lgc18<>+0(SB), Y4
-	VCMPPS    $0x04, Y4, Y3, Y4
-	VBLENDVPS Y4, Y2, Y0, Y0
+	VMOVUPS   lgc18<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y1, Y4, Y4
 
 	// v72 = ne(v65, 0)
-	VCMPPS $0x04, Y7, Y1, Y2
-	VANDPS lgc11<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y3, Y5, Y6
+	VANDPS lgc11<>+0(SB), Y6, Y6
 
 	// v73 = mul(v65, v71)
-	VMULPS Y0, Y1, Y0
+	VMULPS Y4, Y5, Y4
 
 	// gradStateActionValue = where(v72, v73, v65)
-	VMOVUPS   lgc18<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y2, Y3
-	VBLENDVPS Y3, Y0, Y1, Y0
+	VMOVUPS   lgc18<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y4, Y5, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+96(FP), BX
-	VMOVUPS Y0, (BX)(DI*4)
+	VMOVUPS Y4, (BX)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_10
-	VMOVUPS 480(SP), Y0
-	VMOVUPS 384(SP), Y1
+	VMOVUPS 96(SP), Y0
+	VMOVUPS 32(SP), Y1
 
 	// store valueTarget
 	MOVQ    valueTarget+104(FP), DX
 	VMOVUPS Y1, (DX)(SI*4)
-	VMOVUPS 448(SP), Y1
+	VMOVUPS 64(SP), Y1
 
 	// store tdError
 	MOVQ    tDError+112(FP), DX

@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·pass0AVX2(SB), $320-88
+TEXT ·pass0AVX2(SB), $32-88
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -14,7 +14,6 @@ TEXT ·pass0AVX2(SB), $320-88
 
 blocks_1:
 	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
 	XORQ    DX, DX
 
 inner_Q_3:
@@ -23,20 +22,17 @@ inner_Q_3:
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
 	ADDQ    AX, SI
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y1
 
 	// reduce_min(nextStateActionValue) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_3
+	VMINPS Y0, Y1, Y2
+	VMINPS Y1, Y0, Y0
+	VORPS  Y2, Y0, Y0
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_3
 
 	// finish v1
-	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+24(FP), DX
 	XORQ      BX, BX
@@ -58,76 +54,68 @@ inner_Q_3:
 	// td0Return = add(nextReward, v9)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPD lgc3<>+0(SB), Y2
-	VMOVUPD Y2, 64(SP)
-	VMOVUPD Y2, 96(SP)
-	VMOVUPS lgc4<>+0(SB), Y2
-	VMOVUPS Y2, 128(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y1, 224(SP)
+	VMOVUPD lgc3<>+0(SB), Y3
+	VMOVUPS lgc4<>+0(SB), Y4
+	VMOVUPS Y0, (SP)
+	VMOVUPS lgc5<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_Q_4:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
-	VMOVD        SI, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVD        SI, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
 
 	// v15 = eq(v13, 0)
-	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y0
+	VCMPPS  $0x00, Y0, Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y5
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y2
+	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VMOVUPS   lgc5<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y2, Y1, Y0
+	VMOVUPS   lgc5<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y0, Y5
 
 	// sum(v16) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y2, Y6, Y2
+	VADDPD       Y3, Y5, Y3
 	MOVQ         stateActionValue+48(FP), SI
-	VMOVUPS      (SI)(DI*4), Y0
-	VMOVUPS      224(SP), Y1
+	VMOVUPS      (SI)(DI*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// v31 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y5, Y5, Y5
 
 	// reduce_max(v31) over [Q]
-	VMOVUPS 128(SP), Y1
-	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VXORPS  lgc6<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 128(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_4
+	VXORPS lgc6<>+0(SB), Y4, Y4
+	VXORPS lgc6<>+0(SB), Y5, Y5
+	VMINPS Y4, Y5, Y6
+	VMINPS Y5, Y4, Y4
+	VORPS  Y6, Y4, Y4
+	VXORPS lgc6<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_4
 
 	// finish v17
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc5<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y2
+	VMOVUPS     lgc5<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y3, Y0
 
 	// v18 = neg(v17)
 	VXORPS lgc6<>+0(SB), Y0, Y0
@@ -137,8 +125,8 @@ inner_Q_4:
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 256(SP)
-	VMOVUPD Y0, 288(SP)
+	VMOVUPD lgc3<>+0(SB), Y2
+	VMOVUPS lgc1<>+0(SB), Y3
 	XORQ    SI, SI
 
 inner_Q_5:
@@ -147,67 +135,60 @@ inner_Q_5:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 224(SP), Y1
+	VMOVUPS (DI)(R8*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc6<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y5
 
 	// v24 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y3, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v25 = mul(0.5, absDiff)
-	VMULPS lgc7<>+0(SB), Y0, Y2
+	VMULPS lgc7<>+0(SB), Y5, Y7
 
 	// v26 = mul(v25, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y5, Y7, Y7
 
 	// v27 = sub(absDiff, 0.5)
-	VSUBPS lgc7<>+0(SB), Y0, Y0
+	VSUBPS lgc7<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v24, v26, v27)
-	VMOVUPS   lgc5<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc5<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       256(SP), Y1, Y1
-	VMOVUPD      Y1, 256(SP)
-	VADDPD       288(SP), Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y0, Y6, Y0
+	VADDPD       Y2, Y5, Y2
 	INCQ         SI
 	CMPQ         SI, $+2
 	JL           inner_Q_5
 
 	// finish v29
-	VMOVUPD     256(SP), Y0
-	VMOVUPD     288(SP), Y1
-	VMOVUPS     lgc5<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc5<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y3, Y0
 
 	// mean(v29) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 
 	// finish v32
-	VMOVUPS 128(SP), Y0
-	VMOVUPS 192(SP), Y1
+	VMOVUPS Y4, Y0
+	VMOVUPS (SP), Y2
 
 	// store nextStateValue
 	MOVQ    nextStateValue+64(FP), DX
-	VMOVUPS Y1, (DX)(BX*4)
-	VMOVUPS 224(SP), Y1
+	VMOVUPS Y2, (DX)(BX*4)
 
 	// store valueTarget
 	MOVQ    valueTarget+72(FP), DX
@@ -385,7 +366,7 @@ GLOBL lgc9<>(SB), RODATA|NOPTR, $32
 
 // func fbPass0AVX2(lo int, hi int, nextStateActionValue *float32, nextTerminated *bool, nextReward *float32, stateActionValueActor *float32, stateActionValue *float32, state *float64, gradStateActionValue *float32, gradStateActionValueActor *float32, nextStateValue *float32, valueTarget *float32, tDError *float32)
 // Requires: AVX, AVX2
-TEXT ·fbPass0AVX2(SB), $352-104
+TEXT ·fbPass0AVX2(SB), $96-104
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
@@ -393,7 +374,6 @@ TEXT ·fbPass0AVX2(SB), $352-104
 
 blocks_7:
 	VMOVUPS lgc0<>+0(SB), Y0
-	VMOVUPS Y0, (SP)
 	XORQ    DX, DX
 
 inner_Q_9:
@@ -402,20 +382,17 @@ inner_Q_9:
 	IMUL3Q  $+256, DX, DI
 	ADDQ    DI, SI
 	ADDQ    AX, SI
-	VMOVUPS (BX)(SI*4), Y0
+	VMOVUPS (BX)(SI*4), Y1
 
 	// reduce_min(nextStateActionValue) over [Q]
-	VMOVUPS (SP), Y1
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VMOVUPS Y1, (SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_9
+	VMINPS Y0, Y1, Y2
+	VMINPS Y1, Y0, Y0
+	VORPS  Y2, Y0, Y0
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_9
 
 	// finish v1
-	VMOVUPS   (SP), Y0
 	VMOVUPS   lgc1<>+0(SB), Y1
 	MOVQ      nextTerminated+24(FP), DX
 	XORQ      BX, BX
@@ -437,76 +414,68 @@ inner_Q_9:
 	// td0Return = add(nextReward, v9)
 	VADDPS  Y1, Y2, Y1
 	VMOVUPD lgc3<>+0(SB), Y2
-	VMOVUPD Y2, 64(SP)
-	VMOVUPD Y2, 96(SP)
-	VMOVUPS lgc4<>+0(SB), Y2
-	VMOVUPS Y2, 128(SP)
-	VMOVUPS Y0, 192(SP)
-	VMOVUPS Y1, 224(SP)
+	VMOVUPD lgc3<>+0(SB), Y3
+	VMOVUPS lgc4<>+0(SB), Y4
+	VMOVUPS Y0, (SP)
+	VMOVUPS lgc5<>+0(SB), Y0
 	XORQ    DX, DX
 
 inner_Q_10:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
-	VMOVD        SI, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVD        SI, X5
+	VPBROADCASTD X5, Y5
+	VCVTDQ2PS    Y5, Y5
 
 	// v15 = eq(v13, 0)
-	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y0
+	VCMPPS  $0x00, Y0, Y5, Y5
+	VANDPS  lgc1<>+0(SB), Y5, Y5
 	MOVQ    stateActionValueActor+40(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y2
+	VMOVUPS (SI)(DI*4), Y6
 
 	// v16 = where(v15, stateActionValueActor, 0)
-	VMOVUPS   lgc5<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y2, Y1, Y0
+	VMOVUPS   lgc5<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y5, Y7
+	VBLENDVPS Y7, Y6, Y0, Y5
 
 	// sum(v16) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       64(SP), Y1, Y1
-	VMOVUPD      Y1, 64(SP)
-	VADDPD       96(SP), Y0, Y0
-	VMOVUPD      Y0, 96(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y2, Y6, Y2
+	VADDPD       Y3, Y5, Y3
 	MOVQ         stateActionValue+48(FP), SI
-	VMOVUPS      (SI)(DI*4), Y0
-	VMOVUPS      224(SP), Y1
+	VMOVUPS      (SI)(DI*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// v31 = mul(diff, diff)
-	VMULPS Y0, Y0, Y0
+	VMULPS Y5, Y5, Y5
 
 	// reduce_max(v31) over [Q]
-	VMOVUPS 128(SP), Y1
-	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VXORPS  lgc6<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc6<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 128(SP)
-	INCQ    DX
-	CMPQ    DX, $+2
-	JL      inner_Q_10
+	VXORPS lgc6<>+0(SB), Y4, Y4
+	VXORPS lgc6<>+0(SB), Y5, Y5
+	VMINPS Y4, Y5, Y6
+	VMINPS Y5, Y4, Y4
+	VORPS  Y6, Y4, Y4
+	VXORPS lgc6<>+0(SB), Y4, Y4
+	INCQ   DX
+	CMPQ   DX, $+2
+	JL     inner_Q_10
 
 	// finish v17
-	VMOVUPD     64(SP), Y0
-	VMOVUPD     96(SP), Y1
-	VMOVUPS     lgc5<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPD     Y2, Y0
+	VMOVUPD     Y3, Y2
+	VMOVUPS     lgc5<>+0(SB), Y3
+	VCVTPD2PSY  Y0, X3
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y3, Y0
 
 	// v18 = neg(v17)
 	VXORPS lgc6<>+0(SB), Y0, Y0
@@ -516,8 +485,8 @@ inner_Q_10:
 	VADDPS  256(DX), Y0, Y0
 	VMOVUPS Y0, 256(DX)
 	VMOVUPD lgc3<>+0(SB), Y0
-	VMOVUPD Y0, 256(SP)
-	VMOVUPD Y0, 288(SP)
+	VMOVUPD lgc3<>+0(SB), Y2
+	VMOVUPS lgc1<>+0(SB), Y3
 	XORQ    SI, SI
 
 inner_Q_11:
@@ -526,200 +495,193 @@ inner_Q_11:
 	IMUL3Q  $+256, SI, R9
 	ADDQ    R9, R8
 	ADDQ    AX, R8
-	VMOVUPS (DI)(R8*4), Y0
-	VMOVUPS 224(SP), Y1
+	VMOVUPS (DI)(R8*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc6<>+0(SB), Y1
-	VANDNPS Y0, Y1, Y0
-	VMOVUPS lgc1<>+0(SB), Y1
+	VMOVUPS lgc6<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y5
 
 	// v24 = lt(absDiff, 1)
-	VCMPPS $0x11, Y1, Y0, Y1
-	VANDPS lgc1<>+0(SB), Y1, Y1
+	VCMPPS $0x11, Y3, Y5, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v25 = mul(0.5, absDiff)
-	VMULPS lgc7<>+0(SB), Y0, Y2
+	VMULPS lgc7<>+0(SB), Y5, Y7
 
 	// v26 = mul(v25, absDiff)
-	VMULPS Y0, Y2, Y2
+	VMULPS Y5, Y7, Y7
 
 	// v27 = sub(absDiff, 0.5)
-	VSUBPS lgc7<>+0(SB), Y0, Y0
+	VSUBPS lgc7<>+0(SB), Y5, Y5
 
 	// smoothL1 = where(v24, v26, v27)
-	VMOVUPS   lgc5<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y1, Y3
-	VBLENDVPS Y3, Y2, Y0, Y0
+	VMOVUPS   lgc5<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y7, Y5, Y5
 
 	// sum(smoothL1) over [Q]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       256(SP), Y1, Y1
-	VMOVUPD      Y1, 256(SP)
-	VADDPD       288(SP), Y0, Y0
-	VMOVUPD      Y0, 288(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y0, Y6, Y0
+	VADDPD       Y2, Y5, Y2
 	INCQ         SI
 	CMPQ         SI, $+2
 	JL           inner_Q_11
 
 	// finish v29
-	VMOVUPD     256(SP), Y0
-	VMOVUPD     288(SP), Y1
-	VMOVUPS     lgc5<>+0(SB), Y2
-	VCVTPD2PSY  Y0, X2
-	VCVTPD2PSY  Y1, X0
-	VINSERTF128 $0x01, X0, Y2, Y0
+	VMOVUPS     lgc5<>+0(SB), Y5
+	VCVTPD2PSY  Y0, X5
+	VCVTPD2PSY  Y2, X0
+	VINSERTF128 $0x01, X0, Y5, Y0
 
 	// mean(v29) over [B]
 	VADDPS  576(DX), Y0, Y0
 	VMOVUPS Y0, 576(DX)
 
 	// finish v32
-	VMOVUPS 128(SP), Y0
-	VMOVUPS Y0, 320(SP)
+	VMOVUPS Y4, Y0
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS lgc5<>+0(SB), Y0
+	VMOVUPS lgc10<>+0(SB), Y2
 	XORQ    DX, DX
 
 inner_Q_12:
 	XORQ         SI, SI
 	MOVQ         DX, DI
 	ADDQ         DI, SI
-	VMOVD        SI, X0
-	VPBROADCASTD X0, Y0
-	VCVTDQ2PS    Y0, Y0
-	VMOVUPS      lgc5<>+0(SB), Y1
+	VMOVD        SI, X4
+	VPBROADCASTD X4, Y4
+	VCVTDQ2PS    Y4, Y4
 
 	// v15 = eq(v13, 0)
-	VCMPPS  $0x00, Y1, Y0, Y0
-	VANDPS  lgc1<>+0(SB), Y0, Y0
+	VCMPPS  $0x00, Y0, Y4, Y4
+	VANDPS  lgc1<>+0(SB), Y4, Y4
 	MOVQ    stateActionValue+48(FP), SI
 	XORQ    DI, DI
 	IMUL3Q  $+256, DX, R8
 	ADDQ    R8, DI
 	ADDQ    AX, DI
-	VMOVUPS (SI)(DI*4), Y2
-	VMOVUPS 224(SP), Y3
+	VMOVUPS (SI)(DI*4), Y5
 
 	// diff = sub(stateActionValue, td0Return)
-	VSUBPS Y3, Y2, Y2
+	VSUBPS Y1, Y5, Y5
 
 	// absDiff = abs(diff)
-	VMOVUPS lgc6<>+0(SB), Y3
-	VANDNPS Y2, Y3, Y3
-	VMOVUPS lgc1<>+0(SB), Y4
+	VMOVUPS lgc6<>+0(SB), Y6
+	VANDNPS Y5, Y6, Y6
 
 	// v24 = lt(absDiff, 1)
-	VCMPPS $0x11, Y4, Y3, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v25 = mul(0.5, absDiff)
-	VMULPS  lgc7<>+0(SB), Y3, Y6
-	VMOVUPS lgc10<>+0(SB), Y7
-
-	// v35 = where(v24, 0.00390625, 0)
-	VMOVUPS   lgc5<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y1, Y8
-
-	// v36 = where(v24, 0, 0.00390625)
-	VMOVUPS   lgc5<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y5, Y9
-	VBLENDVPS Y9, Y1, Y7, Y5
-
-	// v37 = ne(v35, 0)
-	VCMPPS $0x04, Y1, Y8, Y7
+	VCMPPS $0x11, Y3, Y6, Y7
 	VANDPS lgc1<>+0(SB), Y7, Y7
 
+	// v25 = mul(0.5, absDiff)
+	VMULPS lgc7<>+0(SB), Y6, Y8
+
+	// v35 = where(v24, 0.00390625, 0)
+	VMOVUPS   lgc5<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y2, Y0, Y9
+
+	// v36 = where(v24, 0, 0.00390625)
+	VMOVUPS   lgc5<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y7, Y10
+	VBLENDVPS Y10, Y0, Y2, Y7
+
+	// v37 = ne(v35, 0)
+	VCMPPS $0x04, Y0, Y9, Y10
+	VANDPS lgc1<>+0(SB), Y10, Y10
+
 	// v38 = mul(v35, absDiff)
-	VMULPS Y3, Y8, Y3
+	VMULPS  Y6, Y9, Y6
+	VMOVUPS Y4, 64(SP)
 
 	// v39 = where(v37, v38, v35)
-	VMOVUPS   lgc5<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y3, Y8, Y3
+	VMOVUPS   lgc5<>+0(SB), Y4
+	VCMPPS    $0x04, Y4, Y10, Y4
+	VBLENDVPS Y4, Y6, Y9, Y4
 
 	// v40 = mul(v35, v25)
-	VMULPS Y6, Y8, Y6
+	VMULPS Y8, Y9, Y6
 
 	// v41 = where(v37, v40, v35)
-	VMOVUPS   lgc5<>+0(SB), Y9
-	VCMPPS    $0x04, Y9, Y7, Y9
-	VBLENDVPS Y9, Y6, Y8, Y6
+	VMOVUPS   lgc5<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y10, Y8
+	VBLENDVPS Y8, Y6, Y9, Y6
 
 	// v42 = add(v36, v41)
-	VADDPS Y6, Y5, Y5
+	VADDPS Y6, Y7, Y6
 
 	// v43 = mul(v39, 0.5)
-	VMULPS lgc7<>+0(SB), Y3, Y3
+	VMULPS lgc7<>+0(SB), Y4, Y4
 
 	// v44 = add(v42, v43)
-	VADDPS Y3, Y5, Y3
+	VADDPS Y4, Y6, Y4
 
 	// v45 = gt(diff, 0)
-	VCMPPS $0x1e, Y1, Y2, Y5
-	VANDPS lgc1<>+0(SB), Y5, Y5
-
-	// v46 = lt(diff, 0)
-	VCMPPS $0x11, Y1, Y2, Y6
+	VCMPPS $0x1e, Y0, Y5, Y6
 	VANDPS lgc1<>+0(SB), Y6, Y6
 
+	// v46 = lt(diff, 0)
+	VCMPPS $0x11, Y0, Y5, Y7
+	VANDPS lgc1<>+0(SB), Y7, Y7
+
 	// v48 = mul(diff, 0)
-	VMULPS  lgc5<>+0(SB), Y2, Y2
-	VMOVUPS lgc11<>+0(SB), Y7
+	VMULPS  lgc5<>+0(SB), Y5, Y5
+	VMOVUPS lgc11<>+0(SB), Y8
 
 	// v49 = where(v46, -1, v48)
-	VMOVUPS   lgc5<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y7, Y2, Y2
+	VMOVUPS   lgc5<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y7, Y9
+	VBLENDVPS Y9, Y8, Y5, Y5
 
 	// v50 = where(v45, 1, v49)
-	VMOVUPS   lgc5<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y4, Y2, Y2
+	VMOVUPS   lgc5<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y3, Y5, Y5
 
 	// v51 = ne(v44, 0)
-	VCMPPS $0x04, Y1, Y3, Y4
-	VANDPS lgc1<>+0(SB), Y4, Y4
+	VCMPPS $0x04, Y0, Y4, Y6
+	VANDPS lgc1<>+0(SB), Y6, Y6
 
 	// v52 = mul(v44, v50)
-	VMULPS Y2, Y3, Y2
+	VMULPS Y5, Y4, Y5
 
 	// gradStateActionValue = where(v51, v52, v44)
-	VMOVUPS   lgc5<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y4, Y5
-	VBLENDVPS Y5, Y2, Y3, Y2
+	VMOVUPS   lgc5<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y5, Y4, Y4
 
 	// store gradStateActionValue
 	MOVQ    gradStateActionValue+64(FP), SI
-	VMOVUPS Y2, (SI)(DI*4)
-	VMOVUPS lgc12<>+0(SB), Y2
+	VMOVUPS Y4, (SI)(DI*4)
+	VMOVUPS 64(SP), Y4
+	VMOVUPS lgc12<>+0(SB), Y5
 
 	// v55 = where(v15, -0.00390625, 0)
-	VMOVUPS   lgc5<>+0(SB), Y3
-	VCMPPS    $0x04, Y3, Y0, Y3
-	VBLENDVPS Y3, Y2, Y1, Y0
+	VMOVUPS   lgc5<>+0(SB), Y6
+	VCMPPS    $0x04, Y6, Y4, Y6
+	VBLENDVPS Y6, Y5, Y0, Y4
 
 	// store gradStateActionValueActor
 	MOVQ    gradStateActionValueActor+72(FP), SI
-	VMOVUPS Y0, (SI)(DI*4)
+	VMOVUPS Y4, (SI)(DI*4)
 	INCQ    DX
 	CMPQ    DX, $+2
 	JL      inner_Q_12
-	VMOVUPS 192(SP), Y0
+	VMOVUPS (SP), Y0
 
 	// store nextStateValue
 	MOVQ    nextStateValue+80(FP), DX
 	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 224(SP), Y0
 
 	// store valueTarget
 	MOVQ    valueTarget+88(FP), DX
-	VMOVUPS Y0, (DX)(BX*4)
-	VMOVUPS 320(SP), Y0
+	VMOVUPS Y1, (DX)(BX*4)
+	VMOVUPS 32(SP), Y0
 
 	// store tdError
 	MOVQ         tDError+96(FP), DX

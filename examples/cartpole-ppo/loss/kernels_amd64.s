@@ -6,7 +6,7 @@
 
 // func pass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass0AVX2(SB), $488-112
+TEXT ·pass0AVX2(SB), $264-112
 	MOVQ lo+0(FP), AX
 
 outer0_1:
@@ -173,175 +173,160 @@ blocks_2:
 	VMOVUPD      Y3, 608(BX)
 	VMOVUPD      Y4, 800(BX)
 	VMOVUPS      lgc12<>+0(SB), Y3
-	VMOVUPS      Y3, 72(SP)
-	VMOVUPS      Y2, 136(SP)
-	VMOVUPS      Y2, 168(SP)
-	VMOVUPS      Y1, 200(SP)
-	XORQ         DI, DI
+
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc13<>+0(SB), Y4
+	VXORPS  8(SP), Y4, Y5
+	VXORPS  40(SP), Y4, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  Y3, Y4, Y3
+	VMINPS  Y6, Y3, Y5
+	VMINPS  Y3, Y6, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  Y4, Y3, Y3
+
+	// finish v28
+	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPD lgc14<>+0(SB), Y5
+	VMOVUPD lgc14<>+0(SB), Y6
+	VMOVUPS Y2, 72(SP)
+	VMOVUPS Y2, 104(SP)
+	VMOVUPS Y1, 136(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
+	XORQ    DI, DI
 
 inner_A_3:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y1
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 72(SP), Y2
-	VXORPS  lgc13<>+0(SB), Y2, Y2
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y3
-	VMINPS  Y1, Y2, Y2
-	VORPS   Y3, Y2, Y2
-	VXORPS  lgc13<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 72(SP)
-	INCQ    DI
-	CMPQ    DI, $+2
-	JL      inner_A_3
-
-	// finish v28
-	VMOVUPS 72(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 232(SP)
-	VMOVUPD lgc14<>+0(SB), Y2
-	VMOVUPD Y2, 296(SP)
-	VMOVUPD Y2, 328(SP)
-	VMOVUPS Y1, 360(SP)
-	XORQ    DI, DI
-
-inner_A_4:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y1
-	VMOVUPS 360(SP), Y2
+	VMOVUPS 8(SP)(R8*1), Y2
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v31 = exp(v30)
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc16<>+0(SB), Y2, Y7
+	VMINPS       lgc17<>+0(SB), Y7, Y7
+	VMULPS       lgc18<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VMOVAPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc3<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc27<>+0(SB), Y7, Y8
+	VPMINSD      lgc28<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VBLENDVPS    Y7, Y2, Y9, Y9
 
 	// sum(v31) over [A]
-	VADDPS  232(SP), Y4, Y2
-	VMOVUPS Y2, 232(SP)
-	VMOVUPS lgc28<>+0(SB), Y2
+	VADDPS Y4, Y9, Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y2, Y1, Y2
 
 	// v60 = mul(v31, v59)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y2, Y9, Y2
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       296(SP), Y2, Y2
-	VMOVUPD      Y2, 296(SP)
-	VADDPD       328(SP), Y1, Y1
-	VMOVUPD      Y1, 328(SP)
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y5, Y7, Y5
+	VADDPD       Y6, Y2, Y6
 	INCQ         DI
 	CMPQ         DI, $+2
-	JL           inner_A_4
+	JL           inner_A_3
 
 	// finish v32
-	VMOVUPS 232(SP), Y1
+	VMOVUPS Y4, Y1
+	VMOVUPS Y3, 168(SP)
 
 	// v33 = log(v32)
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
 	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc25<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
+	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y7, Y7
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 392(SP)
+	VMOVUPS      Y2, 200(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 392(SP)
+	VMOVSS       X2, 200(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 396(SP)
+	VMOVSS       X2, 204(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 400(SP)
+	VMOVSS       X2, 208(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 404(SP)
+	VMOVSS       X2, 212(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 408(SP)
+	VMOVSS       X2, 216(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 412(SP)
+	VMOVSS       X2, 220(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 416(SP)
+	VMOVSS       X2, 224(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 420(SP)
-	VMOVUPS      392(SP), Y2
+	VMOVSS       X2, 228(SP)
+	VMOVUPS      200(SP), Y2
 
 	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -359,34 +344,35 @@ inner_A_4:
 	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    360(SP), Y2
+	VMOVUPS    168(SP), Y2
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y5, Y2, Y2
+	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc48<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMAXPS  Y4, Y8, Y8
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS Y6, Y7, Y6
+	VMINPS Y8, Y9, Y8
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y6
-	VANDPS lgc3<>+0(SB), Y6, Y6
+	VCMPPS  $0x04, Y4, Y8, Y8
+	VANDPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y4, 232(SP)
 
 	// mean(v55) over [N T]
-	VADDPS  1152(BX), Y6, Y6
-	VMOVUPS Y6, 1152(BX)
+	VADDPS  1152(BX), Y8, Y4
+	VMOVUPS Y4, 1152(BX)
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y2
@@ -394,23 +380,20 @@ inner_A_4:
 	// mean(v57) over [N T]
 	VADDPS  1472(BX), Y2, Y2
 	VMOVUPS Y2, 1472(BX)
-	VMOVUPS Y4, 424(SP)
-	VMOVUPS Y5, 456(SP)
 
 	// finish v61
-	VMOVUPD     296(SP), Y2
-	VMOVUPD     328(SP), Y3
+	VMOVUPD     Y5, Y2
+	VMOVUPD     Y6, Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
 	VCVTPD2PSY  Y2, X4
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y4, Y2
 
 	// v62 = div(v61, v32)
-	VDIVPS  Y1, Y2, Y1
-	VMOVUPS 456(SP), Y2
+	VDIVPS Y1, Y2, Y1
 
 	// entropy = sub(v33, v62)
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y1, Y7, Y1
 
 	// v65 = mul(-0.01, entropy)
 	VMULPS lgc50<>+0(SB), Y1, Y2
@@ -422,7 +405,7 @@ inner_A_4:
 	// mean(v65) over [N T]
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 200(SP), Y1
+	VMOVUPS 136(SP), Y1
 	MOVQ    stateValue+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
@@ -433,7 +416,7 @@ inner_A_4:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc25<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
@@ -484,31 +467,31 @@ inner_A_4:
 	VFMADD231PD  Y4, Y1, Y2
 	VMOVUPD      Y3, 7200(BX)(DI*8)
 	VMOVUPD      Y2, 8352(BX)(DI*8)
-	VMOVUPS      424(SP), Y1
+	VMOVUPS      232(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -537,23 +520,23 @@ inner_A_4:
 
 	// v81 = mul(2, logWeight)
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 136(SP), Y1
+	VMOVUPS 72(SP), Y1
 
 	// store gae
 	MOVQ    s0+80(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 168(SP), Y1
+	VMOVUPS 104(SP), Y1
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y1, (BX)(SI*4)
-	VMOVUPS 200(SP), Y1
+	VMOVUPS 136(SP), Y1
 
 	// store valueTarget2
 	MOVQ         valueTarget+96(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_5
+	JNZ          noflush_4
 	MOVQ         state+56(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -636,7 +619,7 @@ inner_A_4:
 	VMOVUPS      Y2, 12416(DX)
 	MOVQ         $+8, DX
 
-noflush_5:
+noflush_4:
 	SUBQ         $+8, CX
 	JGE          blocks_2
 	MOVQ         state+56(FP), CX
@@ -867,144 +850,144 @@ DATA lgc14<>+16(SB)/8, $0x0000000000000000
 DATA lgc14<>+24(SB)/8, $0x0000000000000000
 GLOBL lgc14<>(SB), RODATA|NOPTR, $32
 
-DATA lgc15<>+0(SB)/4, $0xc2d00000
-DATA lgc15<>+4(SB)/4, $0xc2d00000
-DATA lgc15<>+8(SB)/4, $0xc2d00000
-DATA lgc15<>+12(SB)/4, $0xc2d00000
-DATA lgc15<>+16(SB)/4, $0xc2d00000
-DATA lgc15<>+20(SB)/4, $0xc2d00000
-DATA lgc15<>+24(SB)/4, $0xc2d00000
-DATA lgc15<>+28(SB)/4, $0xc2d00000
+DATA lgc15<>+0(SB)/4, $0xff7fffff
+DATA lgc15<>+4(SB)/4, $0xff7fffff
+DATA lgc15<>+8(SB)/4, $0xff7fffff
+DATA lgc15<>+12(SB)/4, $0xff7fffff
+DATA lgc15<>+16(SB)/4, $0xff7fffff
+DATA lgc15<>+20(SB)/4, $0xff7fffff
+DATA lgc15<>+24(SB)/4, $0xff7fffff
+DATA lgc15<>+28(SB)/4, $0xff7fffff
 GLOBL lgc15<>(SB), RODATA|NOPTR, $32
 
-DATA lgc16<>+0(SB)/4, $0x42b20000
-DATA lgc16<>+4(SB)/4, $0x42b20000
-DATA lgc16<>+8(SB)/4, $0x42b20000
-DATA lgc16<>+12(SB)/4, $0x42b20000
-DATA lgc16<>+16(SB)/4, $0x42b20000
-DATA lgc16<>+20(SB)/4, $0x42b20000
-DATA lgc16<>+24(SB)/4, $0x42b20000
-DATA lgc16<>+28(SB)/4, $0x42b20000
+DATA lgc16<>+0(SB)/4, $0xc2d00000
+DATA lgc16<>+4(SB)/4, $0xc2d00000
+DATA lgc16<>+8(SB)/4, $0xc2d00000
+DATA lgc16<>+12(SB)/4, $0xc2d00000
+DATA lgc16<>+16(SB)/4, $0xc2d00000
+DATA lgc16<>+20(SB)/4, $0xc2d00000
+DATA lgc16<>+24(SB)/4, $0xc2d00000
+DATA lgc16<>+28(SB)/4, $0xc2d00000
 GLOBL lgc16<>(SB), RODATA|NOPTR, $32
 
-DATA lgc17<>+0(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+4(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+8(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+12(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+16(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+20(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+24(SB)/4, $0x3fb8aa3b
-DATA lgc17<>+28(SB)/4, $0x3fb8aa3b
+DATA lgc17<>+0(SB)/4, $0x42b20000
+DATA lgc17<>+4(SB)/4, $0x42b20000
+DATA lgc17<>+8(SB)/4, $0x42b20000
+DATA lgc17<>+12(SB)/4, $0x42b20000
+DATA lgc17<>+16(SB)/4, $0x42b20000
+DATA lgc17<>+20(SB)/4, $0x42b20000
+DATA lgc17<>+24(SB)/4, $0x42b20000
+DATA lgc17<>+28(SB)/4, $0x42b20000
 GLOBL lgc17<>(SB), RODATA|NOPTR, $32
 
-DATA lgc18<>+0(SB)/4, $0x3f318000
-DATA lgc18<>+4(SB)/4, $0x3f318000
-DATA lgc18<>+8(SB)/4, $0x3f318000
-DATA lgc18<>+12(SB)/4, $0x3f318000
-DATA lgc18<>+16(SB)/4, $0x3f318000
-DATA lgc18<>+20(SB)/4, $0x3f318000
-DATA lgc18<>+24(SB)/4, $0x3f318000
-DATA lgc18<>+28(SB)/4, $0x3f318000
+DATA lgc18<>+0(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+4(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+8(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+12(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+16(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+20(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+24(SB)/4, $0x3fb8aa3b
+DATA lgc18<>+28(SB)/4, $0x3fb8aa3b
 GLOBL lgc18<>(SB), RODATA|NOPTR, $32
 
-DATA lgc19<>+0(SB)/4, $0xb95e8083
-DATA lgc19<>+4(SB)/4, $0xb95e8083
-DATA lgc19<>+8(SB)/4, $0xb95e8083
-DATA lgc19<>+12(SB)/4, $0xb95e8083
-DATA lgc19<>+16(SB)/4, $0xb95e8083
-DATA lgc19<>+20(SB)/4, $0xb95e8083
-DATA lgc19<>+24(SB)/4, $0xb95e8083
-DATA lgc19<>+28(SB)/4, $0xb95e8083
+DATA lgc19<>+0(SB)/4, $0x3f318000
+DATA lgc19<>+4(SB)/4, $0x3f318000
+DATA lgc19<>+8(SB)/4, $0x3f318000
+DATA lgc19<>+12(SB)/4, $0x3f318000
+DATA lgc19<>+16(SB)/4, $0x3f318000
+DATA lgc19<>+20(SB)/4, $0x3f318000
+DATA lgc19<>+24(SB)/4, $0x3f318000
+DATA lgc19<>+28(SB)/4, $0x3f318000
 GLOBL lgc19<>(SB), RODATA|NOPTR, $32
 
-DATA lgc20<>+0(SB)/4, $0x39506967
-DATA lgc20<>+4(SB)/4, $0x39506967
-DATA lgc20<>+8(SB)/4, $0x39506967
-DATA lgc20<>+12(SB)/4, $0x39506967
-DATA lgc20<>+16(SB)/4, $0x39506967
-DATA lgc20<>+20(SB)/4, $0x39506967
-DATA lgc20<>+24(SB)/4, $0x39506967
-DATA lgc20<>+28(SB)/4, $0x39506967
+DATA lgc20<>+0(SB)/4, $0xb95e8083
+DATA lgc20<>+4(SB)/4, $0xb95e8083
+DATA lgc20<>+8(SB)/4, $0xb95e8083
+DATA lgc20<>+12(SB)/4, $0xb95e8083
+DATA lgc20<>+16(SB)/4, $0xb95e8083
+DATA lgc20<>+20(SB)/4, $0xb95e8083
+DATA lgc20<>+24(SB)/4, $0xb95e8083
+DATA lgc20<>+28(SB)/4, $0xb95e8083
 GLOBL lgc20<>(SB), RODATA|NOPTR, $32
 
-DATA lgc21<>+0(SB)/4, $0x3ab743ce
-DATA lgc21<>+4(SB)/4, $0x3ab743ce
-DATA lgc21<>+8(SB)/4, $0x3ab743ce
-DATA lgc21<>+12(SB)/4, $0x3ab743ce
-DATA lgc21<>+16(SB)/4, $0x3ab743ce
-DATA lgc21<>+20(SB)/4, $0x3ab743ce
-DATA lgc21<>+24(SB)/4, $0x3ab743ce
-DATA lgc21<>+28(SB)/4, $0x3ab743ce
+DATA lgc21<>+0(SB)/4, $0x39506967
+DATA lgc21<>+4(SB)/4, $0x39506967
+DATA lgc21<>+8(SB)/4, $0x39506967
+DATA lgc21<>+12(SB)/4, $0x39506967
+DATA lgc21<>+16(SB)/4, $0x39506967
+DATA lgc21<>+20(SB)/4, $0x39506967
+DATA lgc21<>+24(SB)/4, $0x39506967
+DATA lgc21<>+28(SB)/4, $0x39506967
 GLOBL lgc21<>(SB), RODATA|NOPTR, $32
 
-DATA lgc22<>+0(SB)/4, $0x3c088908
-DATA lgc22<>+4(SB)/4, $0x3c088908
-DATA lgc22<>+8(SB)/4, $0x3c088908
-DATA lgc22<>+12(SB)/4, $0x3c088908
-DATA lgc22<>+16(SB)/4, $0x3c088908
-DATA lgc22<>+20(SB)/4, $0x3c088908
-DATA lgc22<>+24(SB)/4, $0x3c088908
-DATA lgc22<>+28(SB)/4, $0x3c088908
+DATA lgc22<>+0(SB)/4, $0x3ab743ce
+DATA lgc22<>+4(SB)/4, $0x3ab743ce
+DATA lgc22<>+8(SB)/4, $0x3ab743ce
+DATA lgc22<>+12(SB)/4, $0x3ab743ce
+DATA lgc22<>+16(SB)/4, $0x3ab743ce
+DATA lgc22<>+20(SB)/4, $0x3ab743ce
+DATA lgc22<>+24(SB)/4, $0x3ab743ce
+DATA lgc22<>+28(SB)/4, $0x3ab743ce
 GLOBL lgc22<>(SB), RODATA|NOPTR, $32
 
-DATA lgc23<>+0(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+4(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+8(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+12(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+16(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+20(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+24(SB)/4, $0x3d2aa9c1
-DATA lgc23<>+28(SB)/4, $0x3d2aa9c1
+DATA lgc23<>+0(SB)/4, $0x3c088908
+DATA lgc23<>+4(SB)/4, $0x3c088908
+DATA lgc23<>+8(SB)/4, $0x3c088908
+DATA lgc23<>+12(SB)/4, $0x3c088908
+DATA lgc23<>+16(SB)/4, $0x3c088908
+DATA lgc23<>+20(SB)/4, $0x3c088908
+DATA lgc23<>+24(SB)/4, $0x3c088908
+DATA lgc23<>+28(SB)/4, $0x3c088908
 GLOBL lgc23<>(SB), RODATA|NOPTR, $32
 
-DATA lgc24<>+0(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+4(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+8(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+12(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+16(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+20(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+24(SB)/4, $0x3e2aaaaa
-DATA lgc24<>+28(SB)/4, $0x3e2aaaaa
+DATA lgc24<>+0(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+4(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+8(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+12(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+16(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+20(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+24(SB)/4, $0x3d2aa9c1
+DATA lgc24<>+28(SB)/4, $0x3d2aa9c1
 GLOBL lgc24<>(SB), RODATA|NOPTR, $32
 
-DATA lgc25<>+0(SB)/4, $0x3f000000
-DATA lgc25<>+4(SB)/4, $0x3f000000
-DATA lgc25<>+8(SB)/4, $0x3f000000
-DATA lgc25<>+12(SB)/4, $0x3f000000
-DATA lgc25<>+16(SB)/4, $0x3f000000
-DATA lgc25<>+20(SB)/4, $0x3f000000
-DATA lgc25<>+24(SB)/4, $0x3f000000
-DATA lgc25<>+28(SB)/4, $0x3f000000
+DATA lgc25<>+0(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+4(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+8(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+12(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+16(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+20(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+24(SB)/4, $0x3e2aaaaa
+DATA lgc25<>+28(SB)/4, $0x3e2aaaaa
 GLOBL lgc25<>(SB), RODATA|NOPTR, $32
 
-DATA lgc26<>+0(SB)/4, $0xffffff82
-DATA lgc26<>+4(SB)/4, $0xffffff82
-DATA lgc26<>+8(SB)/4, $0xffffff82
-DATA lgc26<>+12(SB)/4, $0xffffff82
-DATA lgc26<>+16(SB)/4, $0xffffff82
-DATA lgc26<>+20(SB)/4, $0xffffff82
-DATA lgc26<>+24(SB)/4, $0xffffff82
-DATA lgc26<>+28(SB)/4, $0xffffff82
+DATA lgc26<>+0(SB)/4, $0x3f000000
+DATA lgc26<>+4(SB)/4, $0x3f000000
+DATA lgc26<>+8(SB)/4, $0x3f000000
+DATA lgc26<>+12(SB)/4, $0x3f000000
+DATA lgc26<>+16(SB)/4, $0x3f000000
+DATA lgc26<>+20(SB)/4, $0x3f000000
+DATA lgc26<>+24(SB)/4, $0x3f000000
+DATA lgc26<>+28(SB)/4, $0x3f000000
 GLOBL lgc26<>(SB), RODATA|NOPTR, $32
 
-DATA lgc27<>+0(SB)/4, $0x0000007f
-DATA lgc27<>+4(SB)/4, $0x0000007f
-DATA lgc27<>+8(SB)/4, $0x0000007f
-DATA lgc27<>+12(SB)/4, $0x0000007f
-DATA lgc27<>+16(SB)/4, $0x0000007f
-DATA lgc27<>+20(SB)/4, $0x0000007f
-DATA lgc27<>+24(SB)/4, $0x0000007f
-DATA lgc27<>+28(SB)/4, $0x0000007f
+DATA lgc27<>+0(SB)/4, $0xffffff82
+DATA lgc27<>+4(SB)/4, $0xffffff82
+DATA lgc27<>+8(SB)/4, $0xffffff82
+DATA lgc27<>+12(SB)/4, $0xffffff82
+DATA lgc27<>+16(SB)/4, $0xffffff82
+DATA lgc27<>+20(SB)/4, $0xffffff82
+DATA lgc27<>+24(SB)/4, $0xffffff82
+DATA lgc27<>+28(SB)/4, $0xffffff82
 GLOBL lgc27<>(SB), RODATA|NOPTR, $32
 
-DATA lgc28<>+0(SB)/4, $0xff7fffff
-DATA lgc28<>+4(SB)/4, $0xff7fffff
-DATA lgc28<>+8(SB)/4, $0xff7fffff
-DATA lgc28<>+12(SB)/4, $0xff7fffff
-DATA lgc28<>+16(SB)/4, $0xff7fffff
-DATA lgc28<>+20(SB)/4, $0xff7fffff
-DATA lgc28<>+24(SB)/4, $0xff7fffff
-DATA lgc28<>+28(SB)/4, $0xff7fffff
+DATA lgc28<>+0(SB)/4, $0x0000007f
+DATA lgc28<>+4(SB)/4, $0x0000007f
+DATA lgc28<>+8(SB)/4, $0x0000007f
+DATA lgc28<>+12(SB)/4, $0x0000007f
+DATA lgc28<>+16(SB)/4, $0x0000007f
+DATA lgc28<>+20(SB)/4, $0x0000007f
+DATA lgc28<>+24(SB)/4, $0x0000007f
+DATA lgc28<>+28(SB)/4, $0x0000007f
 GLOBL lgc28<>(SB), RODATA|NOPTR, $32
 
 DATA lgc29<>+0(SB)/4, $0x00800000
@@ -1273,9 +1256,9 @@ TEXT ·pass1AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_7
+	JGE  chunkdone_6
 
-blocks_6:
+blocks_5:
 	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -1304,28 +1287,28 @@ blocks_6:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -1341,7 +1324,7 @@ blocks_6:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_8
+	JNZ          noflush_7
 	MOVQ         state+48(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1359,14 +1342,14 @@ blocks_6:
 	VMOVUPS      Y1, 12864(CX)
 	MOVQ         $+8, CX
 
-noflush_8:
+noflush_7:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_7
+	JGE  chunkdone_6
 	CMPQ AX, hi+8(FP)
-	JL   blocks_6
+	JL   blocks_5
 
-chunkdone_7:
+chunkdone_6:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1397,14 +1380,14 @@ GLOBL lgc55<>(SB), RODATA|NOPTR, $32
 
 // func pass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·pass2AVX2(SB), $288-72
+TEXT ·pass2AVX2(SB), $128-72
 	MOVQ lo+0(FP), AX
 
-outer0_9:
+outer0_8:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_10:
+blocks_9:
 	// tile logits
 	MOVQ         logits+8(FP), BX
 	XORQ         SI, SI
@@ -1472,154 +1455,141 @@ blocks_10:
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc12<>+0(SB), Y1
-	VMOVUPS Y1, 64(SP)
-	VMOVUPS Y0, 128(SP)
-	XORQ    BX, BX
 
-inner_A_11:
-	XORQ    DI, DI
-	IMUL3Q  $+32, BX, R8
-	ADDQ    R8, DI
-	VMOVUPS (SP)(DI*1), Y0
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 64(SP), Y1
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VXORPS  lgc13<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 64(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
-	JL      inner_A_11
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc13<>+0(SB), Y2
+	VXORPS  (SP), Y2, Y3
+	VXORPS  32(SP), Y2, Y4
+	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y5, Y4, Y4
+	VXORPS  Y1, Y2, Y1
+	VMINPS  Y4, Y1, Y3
+	VMINPS  Y1, Y4, Y1
+	VORPS   Y3, Y1, Y1
+	VXORPS  Y2, Y1, Y1
 
 	// finish v28
-	VMOVUPS 64(SP), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-	VMOVUPS Y1, 160(SP)
-	VMOVUPS Y0, 224(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPS Y0, 64(SP)
 	XORQ    BX, BX
 
-inner_A_12:
+inner_A_10:
 	XORQ    DI, DI
 	IMUL3Q  $+32, BX, R8
 	ADDQ    R8, DI
 	VMOVUPS (SP)(DI*1), Y0
-	VMOVUPS 224(SP), Y1
 
 	// v30 = sub(logits, v28)
 	VSUBPS Y1, Y0, Y0
 
 	// v31 = exp(v30)
-	VMAXPS       lgc15<>+0(SB), Y0, Y1
-	VMINPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc16<>+0(SB), Y0, Y3
+	VMINPS       lgc17<>+0(SB), Y3, Y3
+	VMULPS       lgc18<>+0(SB), Y3, Y4
+	VROUNDPS     $0x00, Y4, Y4
+	VFNMADD231PS lgc19<>+0(SB), Y4, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y4, Y3
+	VMOVAPS      lgc21<>+0(SB), Y5
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y5
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y5
+	VMULPS       Y3, Y3, Y6
+	VFMADD213PS  Y3, Y6, Y5
+	VADDPS       lgc3<>+0(SB), Y5, Y5
+	VCVTPS2DQ    Y4, Y3
+	VPMAXSD      lgc27<>+0(SB), Y3, Y4
+	VPMINSD      lgc28<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y4, Y4
+	VPSLLD       $0x17, Y4, Y4
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y4, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y3
+	VBLENDVPS    Y3, Y0, Y5, Y5
 
 	// sum(v31) over [A]
-	VADDPS  160(SP), Y3, Y0
-	VMOVUPS Y0, 160(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
-	JL      inner_A_12
+	VADDPS Y2, Y5, Y2
+	INCQ   BX
+	CMPQ   BX, $+2
+	JL     inner_A_10
 
 	// finish v32
-	VMOVUPS 160(SP), Y0
+	VMOVUPS Y2, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc25<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y2
+	VMULPS       lgc30<>+0(SB), Y0, Y3
+	VBLENDVPS    Y2, Y3, Y0, Y3
+	VPSRLD       $0x17, Y3, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
+	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y4, Y4
+	VPAND        lgc32<>+0(SB), Y3, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
+	VMULPS       lgc26<>+0(SB), Y2, Y5
+	VBLENDVPS    Y3, Y5, Y2, Y2
+	VPSUBD       Y3, Y4, Y4
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y3
+	VMOVAPS      lgc34<>+0(SB), Y5
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
+	VMULPS       Y2, Y5, Y5
+	VMULPS       Y3, Y5, Y5
+	VCVTDQ2PS    Y4, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
+	VADDPS       Y2, Y5, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y5, Y5
 	MOVQ         action+40(FP), BX
 	VMOVUPS      lgc0<>+0(SB), Y0
-	VMOVUPS      Y0, 256(SP)
+	VMOVUPS      Y0, 96(SP)
 	VMOVUPS      lgc0<>+0(SB), X0
 	MOVQ         (BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 256(SP)
+	VMOVSS       X0, 96(SP)
 	MOVQ         8(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 260(SP)
+	VMOVSS       X0, 100(SP)
 	MOVQ         16(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 264(SP)
+	VMOVSS       X0, 104(SP)
 	MOVQ         24(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 268(SP)
+	VMOVSS       X0, 108(SP)
 	MOVQ         32(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 272(SP)
+	VMOVSS       X0, 112(SP)
 	MOVQ         40(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 276(SP)
+	VMOVSS       X0, 116(SP)
 	MOVQ         48(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 280(SP)
+	VMOVSS       X0, 120(SP)
 	MOVQ         56(BX)(SI*8), DI
 	VCVTSI2SSQ   DI, X0, X0
-	VMOVSS       X0, 284(SP)
-	VMOVUPS      256(SP), Y0
+	VMOVSS       X0, 124(SP)
+	VMOVUPS      96(SP), Y0
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -1634,16 +1604,15 @@ inner_A_12:
 	VPMINSD    lgc45<>+0(SB), Y0, Y0
 	VPMULLD    lgc45<>+0(SB), Y0, Y0
 	VPADDD     lgc46<>+0(SB), Y0, Y0
-	VMOVUPS    lgc47<>+0(SB), Y1
-	VMOVUPS    lgc0<>+0(SB), Y2
-	VGATHERDPS Y1, (DI)(Y0*4), Y2
-	VMOVUPS    224(SP), Y0
+	VMOVUPS    lgc47<>+0(SB), Y2
+	VMOVUPS    lgc0<>+0(SB), Y3
+	VGATHERDPS Y2, (DI)(Y0*4), Y3
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y0, Y2, Y0
+	VSUBPS Y1, Y3, Y0
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y4, Y0, Y0
+	VSUBPS  Y5, Y0, Y0
 	MOVQ    sampleLogProb+48(FP), BX
 	VMOVUPS (BX)(SI*4), Y1
 
@@ -1651,34 +1620,34 @@ inner_A_12:
 	VSUBPS Y1, Y0, Y0
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc15<>+0(SB), Y0, Y1
-	VMINPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y0, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VMOVAPS      lgc21<>+0(SB), Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
 	VCMPPS       $0x03, Y0, Y0, Y1
 	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      128(SP), Y0
+	VMOVUPS      64(SP), Y0
 	VMOVUPS      lgc0<>+0(SB), Y1
 
 	// v46 = ge(advantageNormalized, 0)
@@ -1709,7 +1678,7 @@ inner_A_12:
 	VADDPS       13184(BX), Y0, Y0
 	VMOVUPS      Y0, 13184(BX)
 	DECQ         DX
-	JNZ          noflush_13
+	JNZ          noflush_11
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1727,10 +1696,10 @@ inner_A_12:
 	VMOVUPS      Y1, 13312(DX)
 	MOVQ         $+8, DX
 
-noflush_13:
+noflush_11:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_10
+	JL           blocks_9
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -1748,7 +1717,7 @@ noflush_13:
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+64(FP)
-	JL           outer0_9
+	JL           outer0_8
 	VZEROUPPER
 	RET
 
@@ -1801,10 +1770,10 @@ TEXT ·pass3AVX2(SB), $0-16
 
 // func fbPass0AVX2(lo int, logits *float32, nextTerminated *bool, nextDone *bool, nextStateValue *float32, nextReward *float32, stateValue *float32, state *float64, action *int64, sampleLogProb *float32, s0 *float32, advantage *float32, valueTarget *float32, gradStateValue *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass0AVX2(SB), $520-120
+TEXT ·fbPass0AVX2(SB), $296-120
 	MOVQ lo+0(FP), AX
 
-outer0_14:
+outer0_12:
 	VMOVUPS    lgc0<>+0(SB), Y0
 	XORQ       CX, CX
 	MOVQ       AX, DX
@@ -1819,7 +1788,7 @@ outer0_14:
 	MOVQ       $+8, DX
 	MOVQ       $+120, CX
 
-blocks_15:
+blocks_13:
 	// tile logits
 	MOVQ       logits+8(FP), BX
 	XORQ       SI, SI
@@ -1968,175 +1937,160 @@ blocks_15:
 	VMOVUPD      Y3, 608(BX)
 	VMOVUPD      Y4, 800(BX)
 	VMOVUPS      lgc12<>+0(SB), Y3
-	VMOVUPS      Y3, 72(SP)
-	VMOVUPS      Y2, 136(SP)
-	VMOVUPS      Y2, 168(SP)
-	VMOVUPS      Y1, 200(SP)
-	XORQ         DI, DI
 
-inner_A_16:
-	XORQ    R8, R8
-	IMUL3Q  $+32, DI, R9
-	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y1
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 72(SP), Y2
-	VXORPS  lgc13<>+0(SB), Y2, Y2
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMINPS  Y2, Y1, Y3
-	VMINPS  Y1, Y2, Y2
-	VORPS   Y3, Y2, Y2
-	VXORPS  lgc13<>+0(SB), Y2, Y2
-	VMOVUPS Y2, 72(SP)
-	INCQ    DI
-	CMPQ    DI, $+2
-	JL      inner_A_16
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc13<>+0(SB), Y4
+	VXORPS  8(SP), Y4, Y5
+	VXORPS  40(SP), Y4, Y6
+	VMINPS  Y5, Y6, Y7
+	VMINPS  Y6, Y5, Y6
+	VORPS   Y7, Y6, Y6
+	VXORPS  Y3, Y4, Y3
+	VMINPS  Y6, Y3, Y5
+	VMINPS  Y3, Y6, Y3
+	VORPS   Y5, Y3, Y3
+	VXORPS  Y4, Y3, Y3
 
 	// finish v28
-	VMOVUPS 72(SP), Y1
-	VMOVUPS lgc0<>+0(SB), Y2
-	VMOVUPS Y2, 232(SP)
-	VMOVUPD lgc14<>+0(SB), Y2
-	VMOVUPD Y2, 296(SP)
-	VMOVUPD Y2, 328(SP)
-	VMOVUPS Y1, 360(SP)
+	VMOVUPS lgc0<>+0(SB), Y4
+	VMOVUPD lgc14<>+0(SB), Y5
+	VMOVUPD lgc14<>+0(SB), Y6
+	VMOVUPS Y2, 72(SP)
+	VMOVUPS Y2, 104(SP)
+	VMOVUPS Y1, 136(SP)
+	VMOVUPS lgc15<>+0(SB), Y1
 	XORQ    DI, DI
 
-inner_A_17:
+inner_A_14:
 	XORQ    R8, R8
 	IMUL3Q  $+32, DI, R9
 	ADDQ    R9, R8
-	VMOVUPS 8(SP)(R8*1), Y1
-	VMOVUPS 360(SP), Y2
+	VMOVUPS 8(SP)(R8*1), Y2
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y3, Y2, Y2
 
 	// v31 = exp(v30)
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
+	VMAXPS       lgc16<>+0(SB), Y2, Y7
+	VMINPS       lgc17<>+0(SB), Y7, Y7
+	VMULPS       lgc18<>+0(SB), Y7, Y8
+	VROUNDPS     $0x00, Y8, Y8
+	VFNMADD231PS lgc19<>+0(SB), Y8, Y7
+	VFNMADD231PS lgc20<>+0(SB), Y8, Y7
+	VMOVAPS      lgc21<>+0(SB), Y9
+	VFMADD213PS  lgc22<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc23<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc24<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc25<>+0(SB), Y7, Y9
+	VFMADD213PS  lgc26<>+0(SB), Y7, Y9
+	VMULPS       Y7, Y7, Y10
+	VFMADD213PS  Y7, Y10, Y9
+	VADDPS       lgc3<>+0(SB), Y9, Y9
+	VCVTPS2DQ    Y8, Y7
+	VPMAXSD      lgc27<>+0(SB), Y7, Y8
+	VPMINSD      lgc28<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y8, Y8
+	VPSLLD       $0x17, Y8, Y8
+	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VMULPS       Y8, Y9, Y9
+	VMULPS       Y7, Y9, Y9
+	VCMPPS       $0x03, Y2, Y2, Y7
+	VBLENDVPS    Y7, Y2, Y9, Y9
 
 	// sum(v31) over [A]
-	VADDPS  232(SP), Y4, Y2
-	VMOVUPS Y2, 232(SP)
-	VMOVUPS lgc28<>+0(SB), Y2
+	VADDPS Y4, Y9, Y4
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y1, Y2, Y1
+	VMAXPS Y2, Y1, Y2
 
 	// v60 = mul(v31, v59)
-	VMULPS Y1, Y4, Y1
+	VMULPS Y2, Y9, Y2
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X1, Y2
-	VEXTRACTF128 $0x01, Y1, X1
-	VCVTPS2PD    X1, Y1
-	VADDPD       296(SP), Y2, Y2
-	VMOVUPD      Y2, 296(SP)
-	VADDPD       328(SP), Y1, Y1
-	VMOVUPD      Y1, 328(SP)
+	VCVTPS2PD    X2, Y7
+	VEXTRACTF128 $0x01, Y2, X2
+	VCVTPS2PD    X2, Y2
+	VADDPD       Y5, Y7, Y5
+	VADDPD       Y6, Y2, Y6
 	INCQ         DI
 	CMPQ         DI, $+2
-	JL           inner_A_17
+	JL           inner_A_14
 
 	// finish v32
-	VMOVUPS 232(SP), Y1
+	VMOVUPS Y4, Y1
+	VMOVUPS Y3, 168(SP)
 
 	// v33 = log(v32)
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
 	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc25<>+0(SB), Y2, Y5
-	VBLENDVPS    Y3, Y5, Y2, Y2
+	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VBLENDVPS    Y3, Y7, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
 	VMULPS       Y2, Y2, Y3
-	VMOVAPS      lgc34<>+0(SB), Y5
-	VFMADD213PS  lgc35<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc36<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc37<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc38<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc39<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc40<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc41<>+0(SB), Y2, Y5
-	VFMADD213PS  lgc42<>+0(SB), Y2, Y5
-	VMULPS       Y2, Y5, Y5
-	VMULPS       Y3, Y5, Y5
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y3, Y7, Y7
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
-	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y7
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc43<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
 	VCMPPS       $0x00, lgc44<>+0(SB), Y1, Y2
-	VBLENDVPS    Y2, lgc44<>+0(SB), Y5, Y5
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y5, Y5
+	VBLENDVPS    Y2, Y1, Y7, Y7
 	MOVQ         action+64(FP), DI
 	VMOVUPS      lgc0<>+0(SB), Y2
-	VMOVUPS      Y2, 392(SP)
+	VMOVUPS      Y2, 200(SP)
 	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 392(SP)
+	VMOVSS       X2, 200(SP)
 	MOVQ         8(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 396(SP)
+	VMOVSS       X2, 204(SP)
 	MOVQ         16(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 400(SP)
+	VMOVSS       X2, 208(SP)
 	MOVQ         24(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 404(SP)
+	VMOVSS       X2, 212(SP)
 	MOVQ         32(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 408(SP)
+	VMOVSS       X2, 216(SP)
 	MOVQ         40(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 412(SP)
+	VMOVSS       X2, 220(SP)
 	MOVQ         48(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 416(SP)
+	VMOVSS       X2, 224(SP)
 	MOVQ         56(DI)(SI*8), R8
 	VCVTSI2SSQ   R8, X2, X2
-	VMOVSS       X2, 420(SP)
-	VMOVUPS      392(SP), Y2
+	VMOVSS       X2, 228(SP)
+	VMOVUPS      200(SP), Y2
 
 	// v35 = gather(logits, action) over A
 	XORQ       DI, DI
@@ -2154,34 +2108,35 @@ inner_A_17:
 	VMOVUPS    lgc47<>+0(SB), Y3
 	VMOVUPS    lgc0<>+0(SB), Y4
 	VGATHERDPS Y3, (R8)(Y2*4), Y4
-	VMOVUPS    360(SP), Y2
+	VMOVUPS    168(SP), Y2
 
 	// v36 = sub(v35, v28)
 	VSUBPS Y2, Y4, Y2
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y5, Y2, Y2
+	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+72(FP), DI
 	VMOVUPS (DI)(SI*4), Y3
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
 	VSUBPS  Y3, Y2, Y4
-	VMOVUPS lgc48<>+0(SB), Y6
+	VMOVUPS lgc48<>+0(SB), Y8
 
 	// v42 = max(logWeight, -0.22314355) tie=first
-	VMAXPS  Y4, Y6, Y6
-	VMOVUPS lgc49<>+0(SB), Y7
+	VMAXPS  Y4, Y8, Y8
+	VMOVUPS lgc49<>+0(SB), Y9
 
 	// logWeightClip = min(v42, 0.18232156) tie=first
-	VMINPS Y6, Y7, Y6
+	VMINPS Y8, Y9, Y8
 
 	// v55 = ne(logWeightClip, logWeight)
-	VCMPPS $0x04, Y4, Y6, Y6
-	VANDPS lgc3<>+0(SB), Y6, Y6
+	VCMPPS  $0x04, Y4, Y8, Y8
+	VANDPS  lgc3<>+0(SB), Y8, Y8
+	VMOVUPS Y4, 232(SP)
 
 	// mean(v55) over [N T]
-	VADDPS  1152(BX), Y6, Y6
-	VMOVUPS Y6, 1152(BX)
+	VADDPS  1152(BX), Y8, Y4
+	VMOVUPS Y4, 1152(BX)
 
 	// v57 = sub(sampleLogProb, logSoftmax)
 	VSUBPS Y2, Y3, Y2
@@ -2189,23 +2144,20 @@ inner_A_17:
 	// mean(v57) over [N T]
 	VADDPS  1472(BX), Y2, Y2
 	VMOVUPS Y2, 1472(BX)
-	VMOVUPS Y4, 424(SP)
-	VMOVUPS Y5, 456(SP)
 
 	// finish v61
-	VMOVUPD     296(SP), Y2
-	VMOVUPD     328(SP), Y3
+	VMOVUPD     Y5, Y2
+	VMOVUPD     Y6, Y3
 	VMOVUPS     lgc0<>+0(SB), Y4
 	VCVTPD2PSY  Y2, X4
 	VCVTPD2PSY  Y3, X2
 	VINSERTF128 $0x01, X2, Y4, Y2
 
 	// v62 = div(v61, v32)
-	VDIVPS  Y1, Y2, Y1
-	VMOVUPS 456(SP), Y2
+	VDIVPS Y1, Y2, Y1
 
 	// entropy = sub(v33, v62)
-	VSUBPS Y1, Y2, Y1
+	VSUBPS Y1, Y7, Y1
 
 	// v65 = mul(-0.01, entropy)
 	VMULPS lgc50<>+0(SB), Y1, Y2
@@ -2217,7 +2169,7 @@ inner_A_17:
 	// mean(v65) over [N T]
 	VADDPS  2112(BX), Y2, Y1
 	VMOVUPS Y1, 2112(BX)
-	VMOVUPS 200(SP), Y1
+	VMOVUPS 136(SP), Y1
 	MOVQ    stateValue+48(FP), DI
 	VMOVUPS (DI)(SI*4), Y2
 
@@ -2228,7 +2180,7 @@ inner_A_17:
 	VMULPS Y2, Y2, Y3
 
 	// v71 = mul(0.5, l2)
-	VMULPS lgc25<>+0(SB), Y3, Y3
+	VMULPS lgc26<>+0(SB), Y3, Y3
 
 	// mean(v71) over [N T]
 	VADDPS  2432(BX), Y3, Y3
@@ -2279,32 +2231,32 @@ inner_A_17:
 	VFMADD231PD  Y5, Y1, Y3
 	VMOVUPD      Y4, 7200(BX)(DI*8)
 	VMOVUPD      Y3, 8352(BX)(DI*8)
-	VMOVUPS      Y2, 488(SP)
-	VMOVUPS      424(SP), Y1
+	VMOVUPS      Y2, 264(SP)
+	VMOVUPS      232(SP), Y1
 
 	// logsumexp(logWeight) over [N]
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2333,7 +2285,7 @@ inner_A_17:
 
 	// v81 = mul(2, logWeight)
 	VMULPS  lgc53<>+0(SB), Y1, Y1
-	VMOVUPS 488(SP), Y1
+	VMOVUPS 264(SP), Y1
 
 	// v89 = mul(0.001953125, diff)
 	VMULPS lgc59<>+0(SB), Y1, Y1
@@ -2343,17 +2295,17 @@ inner_A_17:
 
 	// gradStateValue = neg(v90)
 	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMOVUPS 136(SP), Y2
+	VMOVUPS 72(SP), Y2
 
 	// store gae
 	MOVQ    s0+80(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 168(SP), Y2
+	VMOVUPS 104(SP), Y2
 
 	// store advantage
 	MOVQ    advantage+88(FP), BX
 	VMOVUPS Y2, (BX)(SI*4)
-	VMOVUPS 200(SP), Y2
+	VMOVUPS 136(SP), Y2
 
 	// store valueTarget2
 	MOVQ    valueTarget+96(FP), BX
@@ -2363,7 +2315,7 @@ inner_A_17:
 	MOVQ         gradStateValue+104(FP), BX
 	VMOVUPS      Y1, (BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_18
+	JNZ          noflush_15
 	MOVQ         state+56(FP), DX
 	VMOVUPS      256(DX), Y1
 	VANDPS       lgc6<>+0(SB), Y1, Y2
@@ -2446,9 +2398,9 @@ inner_A_17:
 	VMOVUPS      Y2, 12416(DX)
 	MOVQ         $+8, DX
 
-noflush_18:
+noflush_15:
 	SUBQ         $+8, CX
-	JGE          blocks_15
+	JGE          blocks_13
 	MOVQ         state+56(FP), CX
 	VMOVUPS      256(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2531,7 +2483,7 @@ noflush_18:
 	VMOVUPS      Y1, 12416(CX)
 	INCQ         AX
 	CMPQ         AX, hi+112(FP)
-	JL           outer0_14
+	JL           outer0_12
 	VZEROUPPER
 	RET
 
@@ -2551,9 +2503,9 @@ TEXT ·fbPass1AVX2(SB), $0-64
 	MOVQ $+8, CX
 	MOVQ lo+0(FP), AX
 	CMPQ AX, hi+8(FP)
-	JGE  chunkdone_20
+	JGE  chunkdone_17
 
-blocks_19:
+blocks_16:
 	MOVQ    s4+16(FP), DX
 	XORQ    BX, BX
 	ADDQ    AX, BX
@@ -2582,28 +2534,28 @@ blocks_19:
 	VSUBPS Y2, Y1, Y1
 
 	// essCol = exp(v84)
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
+	VMAXPS       lgc16<>+0(SB), Y1, Y2
+	VMINPS       lgc17<>+0(SB), Y2, Y2
+	VMULPS       lgc18<>+0(SB), Y2, Y3
 	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
 	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
+	VFNMADD231PS lgc20<>+0(SB), Y3, Y2
+	VMOVAPS      lgc21<>+0(SB), Y4
 	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
 	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
+	VFMADD213PS  lgc26<>+0(SB), Y2, Y4
 	VMULPS       Y2, Y2, Y5
 	VFMADD213PS  Y2, Y5, Y4
 	VADDPS       lgc3<>+0(SB), Y4, Y4
 	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
+	VPMAXSD      lgc27<>+0(SB), Y2, Y3
+	VPMINSD      lgc28<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y3, Y3
 	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
 	VMULPS       Y3, Y4, Y4
 	VMULPS       Y2, Y4, Y4
@@ -2619,7 +2571,7 @@ blocks_19:
 	MOVQ         explainedVariance+56(FP), DX
 	VMOVUPS      Y0, (DX)(BX*4)
 	DECQ         CX
-	JNZ          noflush_21
+	JNZ          noflush_18
 	MOVQ         state+48(FP), CX
 	VMOVUPS      12736(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2637,14 +2589,14 @@ blocks_19:
 	VMOVUPS      Y1, 12864(CX)
 	MOVQ         $+8, CX
 
-noflush_21:
+noflush_18:
 	ADDQ $+8, AX
 	CMPQ AX, $+128
-	JGE  chunkdone_20
+	JGE  chunkdone_17
 	CMPQ AX, hi+8(FP)
-	JL   blocks_19
+	JL   blocks_16
 
-chunkdone_20:
+chunkdone_17:
 	MOVQ         state+48(FP), AX
 	VMOVUPS      12736(AX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -2665,14 +2617,14 @@ chunkdone_20:
 
 // func fbPass2AVX2(lo int, logits *float32, s0 *float32, s2 *float32, s1 *float32, action *int64, sampleLogProb *float32, state *float64, gradLogits *float32, hi int)
 // Requires: AVX, AVX2, FMA3
-TEXT ·fbPass2AVX2(SB), $640-80
+TEXT ·fbPass2AVX2(SB), $384-80
 	MOVQ lo+0(FP), AX
 
-outer0_22:
+outer0_19:
 	MOVQ $+8, DX
 	XORQ CX, CX
 
-blocks_23:
+blocks_20:
 	// tile logits
 	MOVQ         logits+8(FP), BX
 	XORQ         SI, SI
@@ -2740,173 +2692,157 @@ blocks_23:
 	// advantageNormalized = div(v22, v24)
 	VDIVPS  Y1, Y0, Y0
 	VMOVUPS lgc12<>+0(SB), Y1
-	VMOVUPS Y1, 128(SP)
-	VMOVUPS Y0, 192(SP)
-	XORQ    BX, BX
 
-inner_A_24:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-
-	// reduce_max(logits) over [A]
-	VMOVUPS 128(SP), Y1
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VXORPS  lgc13<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y2
-	VMINPS  Y0, Y1, Y1
-	VORPS   Y2, Y1, Y1
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VMOVUPS Y1, 128(SP)
-	INCQ    BX
-	CMPQ    BX, $+2
-	JL      inner_A_24
+	// reduce_max(logits) over [A], pairwise
+	VMOVUPS lgc13<>+0(SB), Y2
+	VXORPS  (SP), Y2, Y3
+	VXORPS  32(SP), Y2, Y4
+	VMINPS  Y3, Y4, Y5
+	VMINPS  Y4, Y3, Y4
+	VORPS   Y5, Y4, Y4
+	VXORPS  Y1, Y2, Y1
+	VMINPS  Y4, Y1, Y3
+	VMINPS  Y1, Y4, Y1
+	VORPS   Y3, Y1, Y1
+	VXORPS  Y2, Y1, Y1
 
 	// finish v28
-	VMOVUPS 128(SP), Y0
-	VMOVUPS lgc0<>+0(SB), Y1
-	VMOVUPS Y1, 224(SP)
-	VMOVUPD lgc14<>+0(SB), Y1
-	VMOVUPD Y1, 288(SP)
-	VMOVUPD Y1, 320(SP)
-	VMOVUPS Y0, 352(SP)
+	VMOVUPS lgc0<>+0(SB), Y2
+	VMOVUPD lgc14<>+0(SB), Y3
+	VMOVUPD lgc14<>+0(SB), Y4
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS lgc15<>+0(SB), Y0
 	XORQ    BX, BX
 
-inner_A_25:
+inner_A_21:
 	XORQ    R8, R8
 	IMUL3Q  $+32, BX, R9
 	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 352(SP), Y1
+	VMOVUPS (SP)(R8*1), Y5
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y1, Y5, Y5
 
 	// v31 = exp(v30)
-	VMAXPS       lgc15<>+0(SB), Y0, Y1
-	VMINPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
+	VMAXPS       lgc16<>+0(SB), Y5, Y6
+	VMINPS       lgc17<>+0(SB), Y6, Y6
+	VMULPS       lgc18<>+0(SB), Y6, Y7
+	VROUNDPS     $0x00, Y7, Y7
+	VFNMADD231PS lgc19<>+0(SB), Y7, Y6
+	VFNMADD231PS lgc20<>+0(SB), Y7, Y6
+	VMOVAPS      lgc21<>+0(SB), Y8
+	VFMADD213PS  lgc22<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc23<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc24<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc25<>+0(SB), Y6, Y8
+	VFMADD213PS  lgc26<>+0(SB), Y6, Y8
+	VMULPS       Y6, Y6, Y9
+	VFMADD213PS  Y6, Y9, Y8
+	VADDPS       lgc3<>+0(SB), Y8, Y8
+	VCVTPS2DQ    Y7, Y6
+	VPMAXSD      lgc27<>+0(SB), Y6, Y7
+	VPMINSD      lgc28<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y7, Y7
+	VPSLLD       $0x17, Y7, Y7
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VMULPS       Y7, Y8, Y8
+	VMULPS       Y6, Y8, Y8
+	VCMPPS       $0x03, Y5, Y5, Y6
+	VBLENDVPS    Y6, Y5, Y8, Y8
 
 	// sum(v31) over [A]
-	VADDPS  224(SP), Y3, Y1
-	VMOVUPS Y1, 224(SP)
-	VMOVUPS lgc28<>+0(SB), Y1
+	VADDPS Y2, Y8, Y2
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS Y0, Y1, Y0
+	VMAXPS Y5, Y0, Y5
 
 	// v60 = mul(v31, v59)
-	VMULPS Y0, Y3, Y0
+	VMULPS Y5, Y8, Y5
 
 	// sum(v60) over [A]
-	VCVTPS2PD    X0, Y1
-	VEXTRACTF128 $0x01, Y0, X0
-	VCVTPS2PD    X0, Y0
-	VADDPD       288(SP), Y1, Y1
-	VMOVUPD      Y1, 288(SP)
-	VADDPD       320(SP), Y0, Y0
-	VMOVUPD      Y0, 320(SP)
+	VCVTPS2PD    X5, Y6
+	VEXTRACTF128 $0x01, Y5, X5
+	VCVTPS2PD    X5, Y5
+	VADDPD       Y3, Y6, Y3
+	VADDPD       Y4, Y5, Y4
 	INCQ         BX
 	CMPQ         BX, $+2
-	JL           inner_A_25
+	JL           inner_A_21
 
 	// finish v32
-	VMOVUPS 224(SP), Y0
+	VMOVUPS Y2, Y0
 
 	// v33 = log(v32)
-	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
-	VMULPS       lgc30<>+0(SB), Y0, Y2
-	VBLENDVPS    Y1, Y2, Y0, Y2
-	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
-	VPAND        lgc31<>+0(SB), Y1, Y1
-	VPADDD       Y1, Y3, Y3
-	VPAND        lgc32<>+0(SB), Y2, Y1
-	VPOR         lgc3<>+0(SB), Y1, Y1
-	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc25<>+0(SB), Y1, Y4
-	VBLENDVPS    Y2, Y4, Y1, Y1
-	VPSUBD       Y2, Y3, Y3
-	VSUBPS       lgc3<>+0(SB), Y1, Y1
-	VMULPS       Y1, Y1, Y2
-	VMOVAPS      lgc34<>+0(SB), Y4
-	VFMADD213PS  lgc35<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc36<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc37<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc38<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc39<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc40<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc41<>+0(SB), Y1, Y4
-	VFMADD213PS  lgc42<>+0(SB), Y1, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
-	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
-	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
-	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc43<>+0(SB), Y4, Y4
-	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y1
-	VBLENDVPS    Y1, lgc44<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y4, Y4
+	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y2
+	VMULPS       lgc30<>+0(SB), Y0, Y5
+	VBLENDVPS    Y2, Y5, Y0, Y5
+	VPSRLD       $0x17, Y5, Y6
+	VPSUBD       lgc28<>+0(SB), Y6, Y6
+	VPAND        lgc31<>+0(SB), Y2, Y2
+	VPADDD       Y2, Y6, Y6
+	VPAND        lgc32<>+0(SB), Y5, Y2
+	VPOR         lgc3<>+0(SB), Y2, Y2
+	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y5
+	VMULPS       lgc26<>+0(SB), Y2, Y7
+	VBLENDVPS    Y5, Y7, Y2, Y2
+	VPSUBD       Y5, Y6, Y6
+	VSUBPS       lgc3<>+0(SB), Y2, Y2
+	VMULPS       Y2, Y2, Y5
+	VMOVAPS      lgc34<>+0(SB), Y7
+	VFMADD213PS  lgc35<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc36<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc37<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc38<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc39<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc40<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc41<>+0(SB), Y2, Y7
+	VFMADD213PS  lgc42<>+0(SB), Y2, Y7
+	VMULPS       Y2, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  lgc20<>+0(SB), Y6, Y7
+	VFNMADD231PS lgc26<>+0(SB), Y5, Y7
+	VADDPS       Y2, Y7, Y7
+	VFMADD231PS  lgc19<>+0(SB), Y6, Y7
+	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc12<>+0(SB), Y7, Y7
+	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc43<>+0(SB), Y7, Y7
+	VCMPPS       $0x00, lgc44<>+0(SB), Y0, Y2
+	VBLENDVPS    Y2, lgc44<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y0, Y0, Y2
+	VBLENDVPS    Y2, Y0, Y7, Y7
 	MOVQ         action+40(FP), BX
-	VMOVUPS      lgc0<>+0(SB), Y1
-	VMOVUPS      Y1, 384(SP)
-	VMOVUPS      lgc0<>+0(SB), X1
+	VMOVUPS      lgc0<>+0(SB), Y2
+	VMOVUPS      Y2, 160(SP)
+	VMOVUPS      lgc0<>+0(SB), X2
 	MOVQ         (BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 384(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 160(SP)
 	MOVQ         8(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 388(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 164(SP)
 	MOVQ         16(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 392(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 168(SP)
 	MOVQ         24(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 396(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 172(SP)
 	MOVQ         32(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 400(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 176(SP)
 	MOVQ         40(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 404(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 180(SP)
 	MOVQ         48(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 408(SP)
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 184(SP)
 	MOVQ         56(BX)(DI*8), R8
-	VCVTSI2SSQ   R8, X1, X1
-	VMOVSS       X1, 412(SP)
-	VMOVUPS      384(SP), Y1
+	VCVTSI2SSQ   R8, X2, X2
+	VMOVSS       X2, 188(SP)
+	VMOVUPS      160(SP), Y2
 
 	// v35 = gather(logits, action) over A
 	XORQ       BX, BX
@@ -2916,365 +2852,356 @@ inner_A_25:
 	ADDQ       R8, BX
 	MOVQ       logits+8(FP), R8
 	LEAQ       (R8)(BX*4), R8
-	VCVTTPS2DQ Y1, Y1
-	VPMAXSD    lgc0<>+0(SB), Y1, Y1
-	VPMINSD    lgc45<>+0(SB), Y1, Y1
-	VPMULLD    lgc45<>+0(SB), Y1, Y1
-	VPADDD     lgc46<>+0(SB), Y1, Y1
-	VMOVUPS    lgc47<>+0(SB), Y2
-	VMOVUPS    lgc0<>+0(SB), Y3
-	VGATHERDPS Y2, (R8)(Y1*4), Y3
-	VMOVUPS    352(SP), Y1
+	VCVTTPS2DQ Y2, Y2
+	VPMAXSD    lgc0<>+0(SB), Y2, Y2
+	VPMINSD    lgc45<>+0(SB), Y2, Y2
+	VPMULLD    lgc45<>+0(SB), Y2, Y2
+	VPADDD     lgc46<>+0(SB), Y2, Y2
+	VMOVUPS    lgc47<>+0(SB), Y5
+	VMOVUPS    lgc0<>+0(SB), Y6
+	VGATHERDPS Y5, (R8)(Y2*4), Y6
 
 	// v36 = sub(v35, v28)
-	VSUBPS Y1, Y3, Y1
+	VSUBPS Y1, Y6, Y2
 
 	// logSoftmax = sub(v36, v33)
-	VSUBPS  Y4, Y1, Y1
+	VSUBPS  Y7, Y2, Y2
 	MOVQ    sampleLogProb+48(FP), BX
-	VMOVUPS (BX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y5
 
 	// logWeight = sub(logSoftmax, sampleLogProb)
-	VSUBPS Y2, Y1, Y1
+	VSUBPS Y5, Y2, Y2
 
 	// ratio = exp(logWeight)
-	VMAXPS       lgc15<>+0(SB), Y1, Y2
-	VMINPS       lgc16<>+0(SB), Y2, Y2
-	VMULPS       lgc17<>+0(SB), Y2, Y3
-	VROUNDPS     $0x00, Y3, Y3
-	VFNMADD231PS lgc18<>+0(SB), Y3, Y2
-	VFNMADD231PS lgc19<>+0(SB), Y3, Y2
-	VMOVAPS      lgc20<>+0(SB), Y4
-	VFMADD213PS  lgc21<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc22<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc23<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc24<>+0(SB), Y2, Y4
-	VFMADD213PS  lgc25<>+0(SB), Y2, Y4
-	VMULPS       Y2, Y2, Y5
-	VFMADD213PS  Y2, Y5, Y4
-	VADDPS       lgc3<>+0(SB), Y4, Y4
-	VCVTPS2DQ    Y3, Y2
-	VPMAXSD      lgc26<>+0(SB), Y2, Y3
-	VPMINSD      lgc27<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y3, Y3
-	VPSLLD       $0x17, Y3, Y3
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VMULPS       Y3, Y4, Y4
-	VMULPS       Y2, Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y2
-	VBLENDVPS    Y2, Y1, Y4, Y4
-	VMOVUPS      192(SP), Y1
-	VMOVUPS      lgc0<>+0(SB), Y2
+	VMAXPS       lgc16<>+0(SB), Y2, Y5
+	VMINPS       lgc17<>+0(SB), Y5, Y5
+	VMULPS       lgc18<>+0(SB), Y5, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y5
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y5
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y5, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y5, Y7
+	VMULPS       Y5, Y5, Y8
+	VFMADD213PS  Y5, Y8, Y7
+	VADDPS       lgc3<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y5
+	VPMAXSD      lgc27<>+0(SB), Y5, Y6
+	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y5, Y5
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y5, Y5
+	VPSLLD       $0x17, Y5, Y5
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y5, Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y5
+	VBLENDVPS    Y5, Y2, Y7, Y7
+	VMOVUPS      128(SP), Y2
+	VMOVUPS      lgc0<>+0(SB), Y5
 
 	// v46 = ge(advantageNormalized, 0)
-	VCMPPS  $0x1d, Y2, Y1, Y3
-	VANDPS  lgc3<>+0(SB), Y3, Y3
-	VMOVUPS lgc57<>+0(SB), Y5
+	VCMPPS  $0x1d, Y5, Y2, Y6
+	VANDPS  lgc3<>+0(SB), Y6, Y6
+	VMOVUPS lgc57<>+0(SB), Y8
 
 	// v48 = min(ratio, 1.2000000078829447) tie=first
-	VMINPS  Y4, Y5, Y5
-	VMOVUPS lgc58<>+0(SB), Y6
+	VMINPS  Y7, Y8, Y8
+	VMOVUPS Y1, 192(SP)
+	VMOVUPS lgc58<>+0(SB), Y1
 
 	// v50 = max(ratio, 0.8000000028326788) tie=first
-	VMAXPS Y4, Y6, Y6
+	VMAXPS Y7, Y1, Y9
 
 	// ratioClipped = where(v46, v48, v50)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y3, Y7
-	VBLENDVPS Y7, Y5, Y6, Y5
+	VMOVUPS   lgc0<>+0(SB), Y10
+	VCMPPS    $0x04, Y10, Y6, Y10
+	VBLENDVPS Y10, Y8, Y9, Y8
 
 	// gain = mul(advantageNormalized, ratioClipped)
-	VMULPS Y5, Y1, Y1
+	VMULPS Y8, Y2, Y8
 
 	// v53 = neg(gain)
-	VXORPS lgc13<>+0(SB), Y1, Y1
+	VXORPS  lgc13<>+0(SB), Y8, Y8
+	VMOVUPS Y7, 224(SP)
 
 	// mean(v53) over [N T]
 	MOVQ    state+56(FP), BX
-	VADDPS  13184(BX), Y1, Y1
-	VMOVUPS Y1, 13184(BX)
-	VMOVUPS Y4, 416(SP)
-	VMOVUPS Y3, 448(SP)
+	VADDPS  13184(BX), Y8, Y7
+	VMOVUPS Y7, 13184(BX)
 
 	// finish v61
-	VMOVUPD     288(SP), Y1
-	VMOVUPD     320(SP), Y3
-	VMOVUPS     lgc0<>+0(SB), Y4
-	VCVTPD2PSY  Y1, X4
-	VCVTPD2PSY  Y3, X1
-	VINSERTF128 $0x01, X1, Y4, Y1
+	VMOVUPS     lgc0<>+0(SB), Y7
+	VCVTPD2PSY  Y3, X7
+	VCVTPD2PSY  Y4, X3
+	VINSERTF128 $0x01, X3, Y7, Y3
 
 	// v62 = div(v61, v32)
-	VDIVPS  Y0, Y1, Y1
-	VMOVUPS lgc60<>+0(SB), Y3
+	VDIVPS  Y0, Y3, Y3
+	VMOVUPS lgc60<>+0(SB), Y4
 
 	// v94 = div(3.90625e-05, v32)
-	VDIVPS Y0, Y3, Y3
+	VDIVPS Y0, Y4, Y4
 
 	// v95 = div(v62, v32)
-	VDIVPS Y0, Y1, Y1
+	VDIVPS Y0, Y3, Y3
 
 	// v96 = mul(-3.90625e-05, v95)
-	VMULPS lgc61<>+0(SB), Y1, Y1
+	VMULPS lgc61<>+0(SB), Y3, Y3
 
 	// v97 = ne(v94, 0)
-	VCMPPS  $0x04, Y2, Y3, Y4
-	VANDPS  lgc3<>+0(SB), Y4, Y4
-	VMOVUPS 192(SP), Y5
+	VCMPPS $0x04, Y5, Y4, Y7
+	VANDPS lgc3<>+0(SB), Y7, Y7
 
 	// v107 = mul(-0.00390625, advantageNormalized)
-	VMULPS  lgc62<>+0(SB), Y5, Y5
-	VMOVUPS 448(SP), Y6
+	VMULPS lgc62<>+0(SB), Y2, Y2
 
 	// v108 = where(v46, v107, 0)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y6, Y7
-	VBLENDVPS Y7, Y5, Y2, Y7
-
-	// v109 = where(v46, 0, v107)
 	VMOVUPS   lgc0<>+0(SB), Y8
 	VCMPPS    $0x04, Y8, Y6, Y8
-	VBLENDVPS Y8, Y2, Y5, Y5
-	VMOVUPS   416(SP), Y6
-	VMOVUPS   lgc58<>+0(SB), Y8
+	VBLENDVPS Y8, Y2, Y5, Y8
+
+	// v109 = where(v46, 0, v107)
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y5, Y2, Y2
+	VMOVUPS   224(SP), Y6
 
 	// v110 = ge(ratio, 0.8000000028326788)
-	VCMPPS $0x1d, Y8, Y6, Y8
-	VANDPS lgc3<>+0(SB), Y8, Y8
+	VCMPPS $0x1d, Y1, Y6, Y1
+	VANDPS lgc3<>+0(SB), Y1, Y1
 
 	// v111 = ne(ratio, ratio)
 	VCMPPS  $0x04, Y6, Y6, Y9
 	VANDPS  lgc3<>+0(SB), Y9, Y9
-	VMOVUPS Y4, 480(SP)
+	VMOVUPS Y7, 256(SP)
 
 	// v112 = max(v110, v111)
-	VXORPS lgc13<>+0(SB), Y8, Y4
+	VXORPS lgc13<>+0(SB), Y1, Y1
 	VXORPS lgc13<>+0(SB), Y9, Y10
-	VMINPS Y4, Y10, Y8
-	VMINPS Y10, Y4, Y4
-	VORPS  Y8, Y4, Y4
-	VXORPS lgc13<>+0(SB), Y4, Y4
+	VMINPS Y1, Y10, Y7
+	VMINPS Y10, Y1, Y1
+	VORPS  Y7, Y1, Y1
+	VXORPS lgc13<>+0(SB), Y1, Y1
 
 	// v113 = where(v112, v109, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y4, Y8
-	VBLENDVPS Y8, Y5, Y2, Y4
-	VMOVUPS   lgc57<>+0(SB), Y5
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y1, Y7
+	VBLENDVPS Y7, Y2, Y5, Y1
+	VMOVUPS   lgc57<>+0(SB), Y2
 
 	// v114 = le(ratio, 1.2000000078829447)
-	VCMPPS $0x12, Y5, Y6, Y5
-	VANDPS lgc3<>+0(SB), Y5, Y5
+	VCMPPS $0x12, Y2, Y6, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
 	// v115 = max(v114, v111)
-	VXORPS lgc13<>+0(SB), Y5, Y5
-	VXORPS lgc13<>+0(SB), Y9, Y8
-	VMINPS Y5, Y8, Y9
-	VMINPS Y8, Y5, Y5
-	VORPS  Y9, Y5, Y5
-	VXORPS lgc13<>+0(SB), Y5, Y5
+	VXORPS lgc13<>+0(SB), Y2, Y2
+	VXORPS lgc13<>+0(SB), Y9, Y7
+	VMINPS Y2, Y7, Y9
+	VMINPS Y7, Y2, Y2
+	VORPS  Y9, Y2, Y2
+	VXORPS lgc13<>+0(SB), Y2, Y2
 
 	// v116 = where(v115, v108, 0)
-	VMOVUPS   lgc0<>+0(SB), Y8
-	VCMPPS    $0x04, Y8, Y5, Y8
-	VBLENDVPS Y8, Y7, Y2, Y5
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y8, Y5, Y2
 
 	// v117 = add(v113, v116)
-	VADDPS Y5, Y4, Y4
+	VADDPS Y2, Y1, Y1
 
 	// v118 = ne(v117, 0)
-	VCMPPS $0x04, Y2, Y4, Y5
-	VANDPS lgc3<>+0(SB), Y5, Y5
+	VCMPPS $0x04, Y5, Y1, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
 	// v119 = mul(v117, ratio)
-	VMULPS Y6, Y4, Y6
+	VMULPS Y6, Y1, Y6
 
 	// v120 = where(v118, v119, v117)
 	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VCMPPS    $0x04, Y7, Y2, Y7
+	VBLENDVPS Y7, Y6, Y1, Y1
 
 	// v121 = neg(v120)
-	VXORPS lgc13<>+0(SB), Y4, Y5
+	VXORPS lgc13<>+0(SB), Y1, Y2
 
 	// v122 = add(-3.90625e-05, v121)
-	VADDPS lgc61<>+0(SB), Y5, Y5
+	VADDPS lgc61<>+0(SB), Y2, Y2
 
 	// v126 = ne(v122, 0)
-	VCMPPS $0x04, Y2, Y5, Y2
-	VANDPS lgc3<>+0(SB), Y2, Y2
+	VCMPPS $0x04, Y5, Y2, Y6
+	VANDPS lgc3<>+0(SB), Y6, Y6
 
 	// v127 = div(v122, v32)
-	VDIVPS Y0, Y5, Y0
+	VDIVPS Y0, Y2, Y0
 
 	// v128 = where(v126, v127, v122)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y2, Y6
-	VBLENDVPS Y6, Y0, Y5, Y0
+	VMOVUPS   lgc0<>+0(SB), Y7
+	VCMPPS    $0x04, Y7, Y6, Y7
+	VBLENDVPS Y7, Y0, Y2, Y0
 
 	// v129 = add(v96, v128)
-	VADDPS  Y0, Y1, Y0
-	VMOVUPS Y3, 512(SP)
-	VMOVUPS Y4, 544(SP)
-	VMOVUPS Y0, 576(SP)
-	XORQ    BX, BX
+	VADDPS     Y0, Y3, Y0
+	VMOVUPS    Y1, 288(SP)
+	VMOVUPS    Y0, 320(SP)
+	VMOVUPS    lgc15<>+0(SB), Y0
+	MOVQ       action+40(FP), BX
+	VMOVUPS    lgc0<>+0(SB), Y1
+	VMOVUPS    Y1, 352(SP)
+	VMOVUPS    lgc0<>+0(SB), X1
+	MOVQ       (BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 352(SP)
+	MOVQ       8(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 356(SP)
+	MOVQ       16(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 360(SP)
+	MOVQ       24(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 364(SP)
+	MOVQ       32(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 368(SP)
+	MOVQ       40(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 372(SP)
+	MOVQ       48(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 376(SP)
+	MOVQ       56(BX)(DI*8), R8
+	VCVTSI2SSQ R8, X1, X1
+	VMOVSS     X1, 380(SP)
+	VMOVUPS    352(SP), Y1
+	XORQ       BX, BX
 
-inner_A_26:
-	XORQ    R8, R8
-	IMUL3Q  $+32, BX, R9
-	ADDQ    R9, R8
-	VMOVUPS (SP)(R8*1), Y0
-	VMOVUPS 352(SP), Y1
+inner_A_22:
+	XORQ    DI, DI
+	IMUL3Q  $+32, BX, R8
+	ADDQ    R8, DI
+	VMOVUPS (SP)(DI*1), Y2
+	VMOVUPS 192(SP), Y3
 
 	// v30 = sub(logits, v28)
-	VSUBPS Y1, Y0, Y0
+	VSUBPS Y3, Y2, Y2
 
 	// v31 = exp(v30)
-	VMAXPS       lgc15<>+0(SB), Y0, Y1
-	VMINPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
-	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
-	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
-	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
-	VMULPS       Y1, Y1, Y4
-	VFMADD213PS  Y1, Y4, Y3
-	VADDPS       lgc3<>+0(SB), Y3, Y3
-	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
-	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
-	VPSLLD       $0x17, Y1, Y1
-	VMULPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VCMPPS       $0x03, Y0, Y0, Y1
-	VBLENDVPS    Y1, Y0, Y3, Y3
-	VMOVUPS      lgc28<>+0(SB), Y1
+	VMAXPS       lgc16<>+0(SB), Y2, Y3
+	VMINPS       lgc17<>+0(SB), Y3, Y3
+	VMULPS       lgc18<>+0(SB), Y3, Y6
+	VROUNDPS     $0x00, Y6, Y6
+	VFNMADD231PS lgc19<>+0(SB), Y6, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y6, Y3
+	VMOVAPS      lgc21<>+0(SB), Y7
+	VFMADD213PS  lgc22<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc23<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc24<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc25<>+0(SB), Y3, Y7
+	VFMADD213PS  lgc26<>+0(SB), Y3, Y7
+	VMULPS       Y3, Y3, Y8
+	VFMADD213PS  Y3, Y8, Y7
+	VADDPS       lgc3<>+0(SB), Y7, Y7
+	VCVTPS2DQ    Y6, Y3
+	VPMAXSD      lgc27<>+0(SB), Y3, Y6
+	VPMINSD      lgc28<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y3, Y3
+	VPADDD       lgc28<>+0(SB), Y6, Y6
+	VPSLLD       $0x17, Y6, Y6
+	VPADDD       lgc28<>+0(SB), Y3, Y3
+	VPSLLD       $0x17, Y3, Y3
+	VMULPS       Y6, Y7, Y7
+	VMULPS       Y3, Y7, Y7
+	VCMPPS       $0x03, Y2, Y2, Y3
+	VBLENDVPS    Y3, Y2, Y7, Y7
 
 	// v59 = max(v30, -3.4028235e+38) tie=first
-	VMAXPS  Y0, Y1, Y2
-	VMOVUPS 512(SP), Y4
+	VMAXPS Y2, Y0, Y3
 
 	// v98 = mul(v94, v59)
-	VMULPS  Y2, Y4, Y2
-	VMOVUPS 480(SP), Y5
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 256(SP), Y6
 
 	// v99 = where(v97, v98, v94)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y5, Y6
-	VBLENDVPS Y6, Y2, Y4, Y2
+	VMOVUPS   lgc0<>+0(SB), Y8
+	VCMPPS    $0x04, Y8, Y6, Y8
+	VBLENDVPS Y8, Y3, Y4, Y3
 
 	// v100 = mul(v94, v31)
-	VMULPS Y3, Y4, Y6
+	VMULPS Y7, Y4, Y8
 
 	// v101 = where(v97, v100, v94)
-	VMOVUPS   lgc0<>+0(SB), Y7
-	VCMPPS    $0x04, Y7, Y5, Y7
-	VBLENDVPS Y7, Y6, Y4, Y4
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y4, Y6
 
 	// v102 = ge(v30, -3.4028235e+38)
-	VCMPPS $0x1d, Y1, Y0, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
+	VCMPPS $0x1d, Y0, Y2, Y8
+	VANDPS lgc3<>+0(SB), Y8, Y8
 
 	// v103 = ne(v30, v30)
-	VCMPPS $0x04, Y0, Y0, Y0
-	VANDPS lgc3<>+0(SB), Y0, Y0
+	VCMPPS $0x04, Y2, Y2, Y2
+	VANDPS lgc3<>+0(SB), Y2, Y2
 
 	// v104 = max(v102, v103)
-	VXORPS  lgc13<>+0(SB), Y1, Y1
-	VXORPS  lgc13<>+0(SB), Y0, Y0
-	VMINPS  Y1, Y0, Y5
-	VMINPS  Y0, Y1, Y0
-	VORPS   Y5, Y0, Y0
-	VXORPS  lgc13<>+0(SB), Y0, Y0
-	VMOVUPS lgc0<>+0(SB), Y1
+	VXORPS lgc13<>+0(SB), Y8, Y8
+	VXORPS lgc13<>+0(SB), Y2, Y2
+	VMINPS Y8, Y2, Y9
+	VMINPS Y2, Y8, Y2
+	VORPS  Y9, Y2, Y2
+	VXORPS lgc13<>+0(SB), Y2, Y2
 
 	// v105 = where(v104, v101, 0)
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VCMPPS       $0x04, Y5, Y0, Y5
-	VBLENDVPS    Y5, Y4, Y1, Y0
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	ADDQ         R10, R9
-	VMOVD        R9, X4
-	VPBROADCASTD X4, Y4
-	VCVTDQ2PS    Y4, Y4
-	MOVQ         action+40(FP), R9
-	VMOVUPS      lgc0<>+0(SB), Y5
-	VMOVUPS      Y5, 608(SP)
-	VMOVUPS      lgc0<>+0(SB), X5
-	MOVQ         (R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 608(SP)
-	MOVQ         8(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 612(SP)
-	MOVQ         16(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 616(SP)
-	MOVQ         24(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 620(SP)
-	MOVQ         32(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 624(SP)
-	MOVQ         40(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 628(SP)
-	MOVQ         48(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 632(SP)
-	MOVQ         56(R9)(DI*8), R10
-	VCVTSI2SSQ   R10, X5, X5
-	VMOVSS       X5, 636(SP)
-	VMOVUPS      608(SP), Y5
+	VMOVUPS      lgc0<>+0(SB), Y8
+	VCMPPS       $0x04, Y8, Y2, Y8
+	VBLENDVPS    Y8, Y6, Y5, Y2
+	XORQ         R8, R8
+	MOVQ         BX, R9
+	ADDQ         R9, R8
+	VMOVD        R8, X6
+	VPBROADCASTD X6, Y6
+	VCVTDQ2PS    Y6, Y6
 
 	// v124 = eq(v123, action)
-	VCMPPS  $0x00, Y5, Y4, Y4
-	VANDPS  lgc3<>+0(SB), Y4, Y4
-	VMOVUPS 544(SP), Y5
+	VCMPPS  $0x00, Y1, Y6, Y6
+	VANDPS  lgc3<>+0(SB), Y6, Y6
+	VMOVUPS 288(SP), Y8
 
 	// v125 = where(v124, v120, 0)
-	VMOVUPS   lgc0<>+0(SB), Y6
-	VCMPPS    $0x04, Y6, Y4, Y6
-	VBLENDVPS Y6, Y5, Y1, Y4
-	VMOVUPS   576(SP), Y5
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y6, Y9
+	VBLENDVPS Y9, Y8, Y5, Y6
+	VMOVUPS   320(SP), Y8
 
 	// v130 = add(v99, v129)
-	VADDPS Y5, Y2, Y2
+	VADDPS Y8, Y3, Y3
 
 	// v131 = ne(v130, 0)
-	VCMPPS $0x04, Y1, Y2, Y1
-	VANDPS lgc3<>+0(SB), Y1, Y1
+	VCMPPS $0x04, Y5, Y3, Y8
+	VANDPS lgc3<>+0(SB), Y8, Y8
 
 	// v132 = mul(v130, v31)
-	VMULPS Y3, Y2, Y3
+	VMULPS Y7, Y3, Y7
 
 	// v133 = where(v131, v132, v130)
-	VMOVUPS   lgc0<>+0(SB), Y5
-	VCMPPS    $0x04, Y5, Y1, Y5
-	VBLENDVPS Y5, Y3, Y2, Y1
+	VMOVUPS   lgc0<>+0(SB), Y9
+	VCMPPS    $0x04, Y9, Y8, Y9
+	VBLENDVPS Y9, Y7, Y3, Y3
 
 	// v134 = add(v105, v133)
-	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
 
 	// gradLogits = add(v125, v134)
-	VADDPS Y0, Y4, Y0
+	VADDPS Y2, Y6, Y2
 
 	// store gradLogits
-	VMOVUPS Y0, 64(SP)(R8*1)
+	VMOVUPS Y2, 64(SP)(DI*1)
 	INCQ    BX
 	CMPQ    BX, $+2
-	JL      inner_A_26
+	JL      inner_A_22
 
 	// flush the tile of gradLogits
 	MOVQ         gradLogits+64(FP), BX
@@ -3320,7 +3247,7 @@ inner_A_26:
 	VMASKMOVPS   Y5, Y8, 48(BX)(SI*4)
 	VMASKMOVPS   Y0, Y8, 56(BX)(SI*4)
 	DECQ         DX
-	JNZ          noflush_27
+	JNZ          noflush_23
 	MOVQ         state+56(FP), DX
 	VMOVUPS      13184(DX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -3338,10 +3265,10 @@ inner_A_26:
 	VMOVUPS      Y1, 13312(DX)
 	MOVQ         $+8, DX
 
-noflush_27:
+noflush_23:
 	ADDQ         $+8, CX
 	CMPQ         CX, $+128
-	JL           blocks_23
+	JL           blocks_20
 	MOVQ         state+56(FP), CX
 	VMOVUPS      13184(CX), Y0
 	VANDPS       lgc6<>+0(SB), Y0, Y1
@@ -3359,7 +3286,7 @@ noflush_27:
 	VMOVUPS      Y1, 13312(CX)
 	INCQ         AX
 	CMPQ         AX, hi+72(FP)
-	JL           outer0_22
+	JL           outer0_19
 	VZEROUPPER
 	RET
 
@@ -3418,32 +3345,32 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_28:
+bulk_24:
 	CMPQ         BX, DX
-	JGE          bulkdone_29
+	JGE          bulkdone_25
 	VMOVUPS      (CX)(BX*4), Y0
-	VMAXPS       lgc15<>+0(SB), Y0, Y1
-	VMINPS       lgc16<>+0(SB), Y1, Y1
-	VMULPS       lgc17<>+0(SB), Y1, Y2
+	VMAXPS       lgc16<>+0(SB), Y0, Y1
+	VMINPS       lgc17<>+0(SB), Y1, Y1
+	VMULPS       lgc18<>+0(SB), Y1, Y2
 	VROUNDPS     $0x00, Y2, Y2
-	VFNMADD231PS lgc18<>+0(SB), Y2, Y1
 	VFNMADD231PS lgc19<>+0(SB), Y2, Y1
-	VMOVAPS      lgc20<>+0(SB), Y3
-	VFMADD213PS  lgc21<>+0(SB), Y1, Y3
+	VFNMADD231PS lgc20<>+0(SB), Y2, Y1
+	VMOVAPS      lgc21<>+0(SB), Y3
 	VFMADD213PS  lgc22<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc23<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc24<>+0(SB), Y1, Y3
 	VFMADD213PS  lgc25<>+0(SB), Y1, Y3
+	VFMADD213PS  lgc26<>+0(SB), Y1, Y3
 	VMULPS       Y1, Y1, Y4
 	VFMADD213PS  Y1, Y4, Y3
 	VADDPS       lgc3<>+0(SB), Y3, Y3
 	VCVTPS2DQ    Y2, Y1
-	VPMAXSD      lgc26<>+0(SB), Y1, Y2
-	VPMINSD      lgc27<>+0(SB), Y2, Y2
+	VPMAXSD      lgc27<>+0(SB), Y1, Y2
+	VPMINSD      lgc28<>+0(SB), Y2, Y2
 	VPSUBD       Y2, Y1, Y1
-	VPADDD       lgc27<>+0(SB), Y2, Y2
+	VPADDD       lgc28<>+0(SB), Y2, Y2
 	VPSLLD       $0x17, Y2, Y2
-	VPADDD       lgc27<>+0(SB), Y1, Y1
+	VPADDD       lgc28<>+0(SB), Y1, Y1
 	VPSLLD       $0x17, Y1, Y1
 	VMULPS       Y2, Y3, Y3
 	VMULPS       Y1, Y3, Y3
@@ -3451,9 +3378,9 @@ bulk_28:
 	VBLENDVPS    Y1, Y0, Y3, Y3
 	VMOVUPS      Y3, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_28
+	JMP          bulk_24
 
-bulkdone_29:
+bulkdone_25:
 	VZEROUPPER
 	RET
 
@@ -3465,21 +3392,21 @@ TEXT ·logAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_30:
+bulk_26:
 	CMPQ         BX, DX
-	JGE          bulkdone_31
+	JGE          bulkdone_27
 	VMOVUPS      (CX)(BX*4), Y0
 	VCMPPS       $0x11, lgc29<>+0(SB), Y0, Y1
 	VMULPS       lgc30<>+0(SB), Y0, Y2
 	VBLENDVPS    Y1, Y2, Y0, Y2
 	VPSRLD       $0x17, Y2, Y3
-	VPSUBD       lgc27<>+0(SB), Y3, Y3
+	VPSUBD       lgc28<>+0(SB), Y3, Y3
 	VPAND        lgc31<>+0(SB), Y1, Y1
 	VPADDD       Y1, Y3, Y3
 	VPAND        lgc32<>+0(SB), Y2, Y1
 	VPOR         lgc3<>+0(SB), Y1, Y1
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y1, Y2
-	VMULPS       lgc25<>+0(SB), Y1, Y4
+	VMULPS       lgc26<>+0(SB), Y1, Y4
 	VBLENDVPS    Y2, Y4, Y1, Y1
 	VPSUBD       Y2, Y3, Y3
 	VSUBPS       lgc3<>+0(SB), Y1, Y1
@@ -3496,10 +3423,10 @@ bulk_30:
 	VMULPS       Y1, Y4, Y4
 	VMULPS       Y2, Y4, Y4
 	VCVTDQ2PS    Y3, Y3
-	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
-	VFNMADD231PS lgc25<>+0(SB), Y2, Y4
+	VFMADD231PS  lgc20<>+0(SB), Y3, Y4
+	VFNMADD231PS lgc26<>+0(SB), Y2, Y4
 	VADDPS       Y1, Y4, Y4
-	VFMADD231PS  lgc18<>+0(SB), Y3, Y4
+	VFMADD231PS  lgc19<>+0(SB), Y3, Y4
 	VCMPPS       $0x00, lgc0<>+0(SB), Y0, Y1
 	VBLENDVPS    Y1, lgc12<>+0(SB), Y4, Y4
 	VCMPPS       $0x11, lgc0<>+0(SB), Y0, Y1
@@ -3510,9 +3437,9 @@ bulk_30:
 	VBLENDVPS    Y1, Y0, Y4, Y4
 	VMOVUPS      Y4, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_30
+	JMP          bulk_26
 
-bulkdone_31:
+bulkdone_27:
 	VZEROUPPER
 	RET
 
@@ -3524,22 +3451,22 @@ TEXT ·log1pAVX2(SB), NOSPLIT, $0-24
 	MOVQ n+16(FP), DX
 	XORQ BX, BX
 
-bulk_32:
+bulk_28:
 	CMPQ         BX, DX
-	JGE          bulkdone_33
+	JGE          bulkdone_29
 	VMOVUPS      (CX)(BX*4), Y0
 	VADDPS       lgc3<>+0(SB), Y0, Y1
 	VCMPPS       $0x11, lgc29<>+0(SB), Y1, Y2
 	VMULPS       lgc30<>+0(SB), Y1, Y3
 	VBLENDVPS    Y2, Y3, Y1, Y3
 	VPSRLD       $0x17, Y3, Y4
-	VPSUBD       lgc27<>+0(SB), Y4, Y4
+	VPSUBD       lgc28<>+0(SB), Y4, Y4
 	VPAND        lgc31<>+0(SB), Y2, Y2
 	VPADDD       Y2, Y4, Y4
 	VPAND        lgc32<>+0(SB), Y3, Y2
 	VPOR         lgc3<>+0(SB), Y2, Y2
 	VCMPPS       $0x1e, lgc33<>+0(SB), Y2, Y3
-	VMULPS       lgc25<>+0(SB), Y2, Y5
+	VMULPS       lgc26<>+0(SB), Y2, Y5
 	VBLENDVPS    Y3, Y5, Y2, Y2
 	VPSUBD       Y3, Y4, Y4
 	VSUBPS       lgc3<>+0(SB), Y2, Y2
@@ -3556,10 +3483,10 @@ bulk_32:
 	VMULPS       Y2, Y5, Y5
 	VMULPS       Y3, Y5, Y5
 	VCVTDQ2PS    Y4, Y4
-	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
-	VFNMADD231PS lgc25<>+0(SB), Y3, Y5
+	VFMADD231PS  lgc20<>+0(SB), Y4, Y5
+	VFNMADD231PS lgc26<>+0(SB), Y3, Y5
 	VADDPS       Y2, Y5, Y5
-	VFMADD231PS  lgc18<>+0(SB), Y4, Y5
+	VFMADD231PS  lgc19<>+0(SB), Y4, Y5
 	VCMPPS       $0x00, lgc0<>+0(SB), Y1, Y2
 	VBLENDVPS    Y2, lgc12<>+0(SB), Y5, Y5
 	VCMPPS       $0x11, lgc0<>+0(SB), Y1, Y2
@@ -3580,8 +3507,8 @@ bulk_32:
 	VBLENDVPS    Y3, lgc44<>+0(SB), Y2, Y2
 	VMOVUPS      Y2, (AX)(BX*4)
 	ADDQ         $+8, BX
-	JMP          bulk_32
+	JMP          bulk_28
 
-bulkdone_33:
+bulkdone_29:
 	VZEROUPPER
 	RET
